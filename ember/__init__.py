@@ -1,0 +1,70 @@
+"""ember: a deep-learning model compiler and runtime (Relay-style IR -> C -> executors).
+
+Runtime names are imported eagerly; compiler packages (``relay``, ``ir``, ``te``, ``tir``,
+``transform``, ``parser``, ``target``...) load on first attribute access (PEP 562), so that
+``import ember.runtime`` and running an exported model never load the compiler, while
+``import ember as tvm; tvm.relay.build(...)`` still works.
+"""
+from __future__ import annotations
+
+import importlib
+
+from .runtime import (  # noqa: F401
+    DataType,
+    DataTypeCode,
+    Device,
+    Module,
+    NDArray,
+    Object,
+    PackedFunc,
+    TVMError,
+    cpu,
+    cuda,
+    device,
+    get_global_func,
+    nd,
+    opencl,
+    register_func,
+    register_object,
+    remove_global_func,
+    vulkan,
+)
+from .runtime import errors as error  # noqa: F401
+from .runtime.errors import TVMError  # noqa: F401,F811
+
+__version__ = "0.1.0"
+
+# name -> module path, loaded lazily on first access.
+_LAZY = {
+    "ir": "ember.ir",
+    "relay": "ember.relay",
+    "te": "ember.te",
+    "tir": "ember.tir",
+    "transform": "ember.ir.transform",
+    "parser": "ember.parser",
+    "target": "ember.target",
+    "contrib": "ember.contrib",
+    "testing": "ember.testing",
+    "micro": "ember.micro",
+    "rpc": "ember.rpc",
+    "support": "ember.support",
+    "topi": "ember.topi",
+}
+# name -> (module path, attribute): compiler-side names re-exported at the top level.
+_LAZY_ATTRS = {
+    "IRModule": ("ember.ir", "IRModule"),
+    "build": ("ember.relay", "build"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return importlib.import_module(_LAZY[name])
+    if name in _LAZY_ATTRS:
+        mod, attr = _LAZY_ATTRS[name]
+        return getattr(importlib.import_module(mod), attr)
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_ATTRS))

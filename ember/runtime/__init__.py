@@ -1,0 +1,27 @@
+"""ember.runtime: everything needed to load and run a compiled model, and nothing of the compiler.
+
+PackedFunc and the global registry, the object system and containers, NDArray/Device/DataType,
+Module and its loaders, the ctypes bridge to the one C ABI, and the executors' run side.
+"""
+from __future__ import annotations
+
+from . import ndarray as nd  # noqa: F401
+from .device import Device, cpu, cuda, device, opencl, vulkan  # noqa: F401
+from .dtype import DataType, DataTypeCode  # noqa: F401
+from .errors import TVMError  # noqa: F401
+from .ndarray import NDArray  # noqa: F401
+from .object import Object, register_object  # noqa: F401
+
+# The FFI (PackedFunc, registry, Module) is added by ember/runtime/packed_func.py etc.
+try:  # pragma: no cover - transitional until the FFI modules land
+    from .packed_func import PackedFunc, convert  # noqa: F401
+    from .registry import (  # noqa: F401
+        get_global_func,
+        list_global_func_names,
+        register_func,
+        remove_global_func,
+    )
+    from .module import Module, load_module  # noqa: F401
+except ImportError:  # pragma: no cover
+    PackedFunc = Module = None  # type: ignore
+    get_global_func = register_func = remove_global_func = list_global_func_names = None  # type: ignore

@@ -1,0 +1,84 @@
+"""Device: a (device_type, device_id) pair. Only the CPU has a backend; others are named
+and refused with a clear error when memory is asked of them."""
+from __future__ import annotations
+
+from ._abi import DLDevice, DLDeviceType
+from .errors import TVMError
+
+_NAME2TYPE = {"cpu": 1, "llvm": 1, "c": 1, "stackvm": 1, "cuda": 2, "gpu": 2, "nvptx": 2,
+              "cuda_host": 3, "cl": 4, "opencl": 4, "vulkan": 7, "metal": 8, "vpi": 9,
+              "rocm": 10, "ext_dev": 12}
+_TYPE2NAME = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal",
+              9: "vpi", 10: "rocm", 12: "ext_dev"}
+
+
+class Device:
+    """A device. ``ember.cpu(0)``; ``ember.device("cpu", 0)``; ``Device.exist`` is True only
+    for devices ember can run on (the CPU)."""
+
+    __slots__ = ("device_type", "device_id")
+    kDLCPU, kDLCUDA, kDLOpenCL, kDLVulkan = 1, 2, 4, 7
+
+    def __init__(self, device_type: int, device_id: int = 0) -> None:
+        self.device_type = int(device_type)
+        self.device_id = int(device_id)
+
+    @property
+    def exist(self) -> bool:
+        return self.device_type == DLDeviceType.CPU
+
+    @property
+    def device_name(self) -> str:
+        return _TYPE2NAME.get(self.device_type, f"device_type{self.device_type}")
+
+    def check_supported(self) -> None:
+        """Raise unless ember has a backend for this device."""
+        if self.device_type != DLDeviceType.CPU:
+            raise TVMError(f"device {self} is not supported: ember runs on the CPU only "
+                           "(use ember.cpu(0))")
+
+    def sync(self) -> None:
+        """Wait for pending work on the device (a no-op on the CPU)."""
+
+    def to_dl(self) -> DLDevice:
+        return DLDevice(self.device_type, self.device_id)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Device) and self.device_type == other.device_type
+                and self.device_id == other.device_id)
+
+    def __hash__(self) -> int:
+        return hash((self.device_type, self.device_id))
+
+    def __repr__(self) -> str:
+        return f"{self.device_name}({self.device_id})"
+
+
+def device(dev_type: "str | int", dev_id: int = 0) -> Device:
+    """``device("cpu", 0)`` or ``device("cuda -arch=sm_80")``: the Device for a name or type."""
+    if isinstance(dev_type, int):
+        return Device(dev_type, dev_id)
+    name = str(dev_type).split()[0].lower() if str(dev_type).strip() else ""
+    if name not in _NAME2TYPE:
+        raise ValueError(f"unknown device {dev_type!r}; known: {', '.join(sorted(_NAME2TYPE))}")
+    return Device(_NAME2TYPE[name], dev_id)
+
+
+def cpu(dev_id: int = 0) -> Device:
+    return Device(1, dev_id)
+
+
+def cuda(dev_id: int = 0) -> Device:
+    return Device(2, dev_id)
+
+
+def opencl(dev_id: int = 0) -> Device:
+    return Device(4, dev_id)
+
+
+def vulkan(dev_id: int = 0) -> Device:
+    return Device(7, dev_id)
+
+
+gpu = cuda
+cl = opencl

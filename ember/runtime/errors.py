@@ -1,0 +1,63 @@
+"""Exception classes shared by every layer.
+
+Each class subclasses the matching builtin as well, so callers can catch either
+(``except NotImplementedError`` catches ``OpNotImplemented``).
+"""
+from __future__ import annotations
+
+_REPORT = "This is a bug in ember; please report it with the code that triggered it."
+
+
+class TVMError(RuntimeError):
+    """An error raised by the runtime or by compiled code (the C message is kept verbatim)."""
+
+
+class InternalError(TVMError):
+    """An invariant of ember itself broke: '<what>. This is a bug in ember; ...'."""
+
+    def __init__(self, msg: str = "") -> None:
+        super().__init__(f"{msg}\n{_REPORT}" if msg else _REPORT)
+
+
+class OpError(TVMError):
+    """An operator was used wrongly: '<op>: <requirement>, got <value>'."""
+
+
+class OpNotImplemented(OpError, NotImplementedError):
+    """An operator (or a lowering of it) is not implemented: '<op>: not implemented for ...'."""
+
+
+class OpAttributeRequired(OpError, AttributeError):
+    """A required attribute of an operator is missing: '<op>: attribute <name> is required'."""
+
+
+class OpAttributeInvalid(OpError, AttributeError):
+    """An attribute value is invalid: '<op>: attribute <name> must be ..., got ...'."""
+
+
+class OpAttributeUnImplemented(OpError, NotImplementedError):
+    """An attribute value is valid but not supported yet."""
+
+
+class DiagnosticError(TVMError):
+    """Errors found while parsing or checking a program, with source locations."""
+
+
+class TypeInferenceError(DiagnosticError, TypeError):
+    """A program is ill-typed: names the op or function, argument, expected and actual type."""
+
+
+class CompilerNotFoundError(TVMError):
+    """No C compiler was found; the message says which were tried and how to install one."""
+
+
+class CompileError(TVMError):
+    """The C compiler failed; the message carries the command line, stderr and the kept source."""
+
+
+class ArtifactError(TVMError):
+    """A file to load is missing, truncated or not an ember artifact: names the file and why."""
+
+
+class RPCError(TVMError):
+    """An error in the RPC layer."""
