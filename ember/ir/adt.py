@@ -1,0 +1,122 @@
+"""Algebraic data types: constructors, type definitions, patterns and ``match``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..runtime.object import register_object
+from .base import Node
+from .expr import Call, RelayExpr, Var, _as_expr
+from .types import GlobalTypeVar, Type, TypeVar
+
+
+@register_object("relay.Constructor")
+@dataclass(frozen=True, slots=True, eq=False)
+class Constructor(RelayExpr):
+    """A constructor of an ADT (``Cons``), callable like a function: ``Cons(h, t)``.
+
+    ``tag`` is its index in the type definition, filled in when the TypeData is made.
+    """
+
+    name_hint: str
+    inputs: tuple[Type, ...] = ()
+    belong_to: GlobalTypeVar | None = None
+    tag: int = -1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+
+    def __call__(self, *args: Any) -> Call:
+        return Call(self, tuple(_as_expr(a) for a in args))
+
+
+@register_object("relay.TypeData")
+@dataclass(frozen=True, slots=True, eq=False)
+class TypeData(Node):
+    """``type List[A] { Cons(A, List[A]), Nil }``: header, type params and constructors."""
+
+    header: GlobalTypeVar
+    type_vars: tuple[TypeVar, ...]
+    constructors: tuple[Constructor, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "type_vars", tuple(self.type_vars))
+        ctors = tuple(self.constructors)
+        for i, c in enumerate(ctors):
+            # Tags are positions in the definition; the constructor knows its type.
+            object.__setattr__(c, "tag", i)
+            if c.belong_to is None:
+                object.__setattr__(c, "belong_to", self.header)
+        object.__setattr__(self, "constructors", ctors)
+
+
+class Pattern(Node):
+    __slots__ = ()
+
+
+@register_object("relay.PatternWildcard")
+@dataclass(frozen=True, slots=True, eq=False)
+class PatternWildcard(Pattern):
+    """``_``: matches anything, binds nothing."""
+
+
+@register_object("relay.PatternVar")
+@dataclass(frozen=True, slots=True, eq=False)
+class PatternVar(Pattern):
+    """``%x``: matches anything and binds it to ``var``."""
+
+    var: Var
+
+
+@register_object("relay.PatternConstructor")
+@dataclass(frozen=True, slots=True, eq=False)
+class PatternConstructor(Pattern):
+    """``Cons(%h, %t)``: matches values built by ``constructor``, then the sub-patterns."""
+
+    constructor: Constructor
+    patterns: tuple[Pattern, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "patterns", tuple(self.patterns or ()))
+
+
+@register_object("relay.PatternTuple")
+@dataclass(frozen=True, slots=True, eq=False)
+class PatternTuple(Pattern):
+    """``(%a, _)``: matches a tuple field by field."""
+
+    patterns: tuple[Pattern, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "patterns", tuple(self.patterns or ()))
+
+
+@register_object("relay.Clause")
+@dataclass(frozen=True, slots=True, eq=False)
+class Clause(Node):
+    """``lhs => rhs`` in a match."""
+
+    lhs: Pattern
+    rhs: RelayExpr
+
+
+@register_object("relay.Match")
+@dataclass(frozen=True, slots=True, eq=False)
+class Match(RelayExpr):
+    """``match (data) { clauses }``; ``complete=False`` is ``match?`` (may fall through)."""
+
+    data: RelayExpr
+    clauses: tuple[Clause, ...]
+    complete: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "clauses", tuple(self.clauses))
+
+
+def pattern_vars(pat: Pattern) -> list[Var]:
+    """The variables a pattern binds, left to right."""
+    if isinstance(pat, PatternVar):
+        return [pat.var]
+    if isinstance(pat, (PatternConstructor, PatternTuple)):
+        return [v for p in pat.patterns for v in pattern_vars(p)]
+    return []

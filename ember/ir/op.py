@@ -1,0 +1,126 @@
+"""Operators: ``Op`` nodes (singletons by name) and the registry of their rules.
+
+The rules of each op (attrs type, type relation, fusion pattern, numpy reference, compute,
+shape function) live in one ``OpDef`` record, filled by ``ember.relay.op``. The registry is
+populated on first lookup so the IR layer does not import the operator library eagerly.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Callable
+
+from ..runtime.errors import OpNotImplemented
+from ..runtime.object import register_object
+from .attrs import Attrs
+from .expr import RelayExpr
+
+
+class OpPattern(IntEnum):
+    """Fusion patterns, in the order FuseOps uses them (lower fuses more freely)."""
+
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_ELEMWISE_FUSABLE = 4
+    TUPLE = 7
+    OPAQUE = 8
+
+
+@dataclass
+class OpDef:
+    """All rules of one operator, side by side.
+
+    type_rel(arg_types, attrs) -> result type: arg_types are the (resolved) types of the
+    arguments; raise TypeError-like errors naming the op, the argument and the shapes.
+    reference(*np_arrays, attrs) -> np.ndarray or tuple of them: the numpy oracle, also
+    used by FoldConstant and the interpreter.
+    """
+
+    name: str
+    num_inputs: int | None = None  # None: variadic
+    attrs_type: type[Attrs] | None = None
+    type_rel: Callable[..., Any] | None = None
+    pattern: OpPattern = OpPattern.OPAQUE
+    reference: Callable[..., Any] | None = None
+    compute: Callable[..., Any] | None = None
+    schedule: Callable[..., Any] | None = None
+    shape_func: Callable[..., Any] | None = None
+    shape_func_data_dependent: bool = False
+    arg_names: tuple[str, ...] = ()
+    description: str = ""
+    support_level: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+OP_REGISTRY: dict[str, OpDef] = {}
+_OPS: dict[str, "Op"] = {}
+_loaded = False
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        importlib.import_module("ember.relay.op")
+
+
+@register_object("Op")
+@dataclass(frozen=True, slots=True, eq=False)
+class Op(RelayExpr):
+    """A primitive operator, e.g. ``Op.get("nn.conv2d")``. One instance per name."""
+
+    name: str
+
+    @staticmethod
+    def get(name: str) -> "Op":
+        """The operator called ``name``; an unknown name raises with the closest matches."""
+        op = _OPS.get(name)
+        if op is not None:
+            return op
+        _ensure_loaded()
+        if name in OP_REGISTRY:
+            return _OPS.setdefault(name, Op(name))
+        close = difflib.get_close_matches(name, OP_REGISTRY, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise OpNotImplemented(f"unknown operator {name!r}{hint}")
+
+    @property
+    def op_def(self) -> OpDef:
+        return OP_REGISTRY[self.name]
+
+    def get_attr(self, key: str) -> Any:
+        """TVM-style attribute lookup: 'TOpPattern', 'FTVMCompute', ... or an OpDef field."""
+        d = self.op_def
+        alias = {"TOpPattern": "pattern", "FTVMCompute": "compute", "FTVMStrategy": "schedule",
+                 "FShapeFunc": "shape_func", "TNonComputational": None}
+        key = alias.get(key, key) or key
+        return getattr(d, key, d.extra.get(key))
+
+    def make_attrs(self, **kwargs: Any) -> Attrs | None:
+        """Build this op's attrs record from keyword values (lists become tuples)."""
+        cls = self.op_def.attrs_type
+        if cls is None:
+            if kwargs:
+                raise TypeError(f"{self.name}: takes no attributes, got {sorted(kwargs)}")
+            return None
+        return cls(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+def register_op(op_def: OpDef) -> OpDef:
+    """Add an operator's rules to the registry (used by ember.relay.op)."""
+    if op_def.name in OP_REGISTRY:
+        raise ValueError(f"operator {op_def.name!r} is already registered")
+    OP_REGISTRY[op_def.name] = op_def
+    return op_def
+
+
+def list_op_names() -> list[str]:
+    _ensure_loaded()
+    return sorted(OP_REGISTRY)
