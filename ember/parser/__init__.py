@@ -1,0 +1,4 @@
+"""ember.parser: the text format parser (``fromtext``, ``parse``, ``parse_expr``)."""
+from __future__ import annotations
+
+from ..ir.parser import fromtext, parse, parse_expr  # noqa: F401
