@@ -17,3 +17,4 @@ from .types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, 
                     scalar_type)
 from .visitor import (ExprFunctor, ExprMutator, ExprVisitor, bound_vars, free_vars,  # noqa: F401
                       post_order)
+from .structural import assert_structural_equal, structural_equal, structural_hash  # noqa: F401
