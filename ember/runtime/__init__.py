@@ -6,11 +6,16 @@ Module and its loaders, the ctypes bridge to the one C ABI, and the executors' r
 from __future__ import annotations
 
 from . import ndarray as nd  # noqa: F401
-from .device import Device, cpu, cuda, device, opencl, vulkan  # noqa: F401
+from .device import Device, cpu, cuda, device, ext_dev, metal, opencl, rocm, vulkan  # noqa: F401
 from .dtype import DataType, DataTypeCode  # noqa: F401
 from .errors import TVMError  # noqa: F401
 from .ndarray import NDArray  # noqa: F401
 from .object import Object, register_object  # noqa: F401
+from . import container  # noqa: F401
+from .container import ADT, Array, Map, ShapeTuple, String, tuple_object  # noqa: F401
+from .dlpack import from_dlpack  # noqa: F401
+from .params import load_param_dict, save_param_dict  # noqa: F401
+from .serialization import load_json, save_json  # noqa: F401
 
 # The FFI (PackedFunc, registry, Module) is added by ember/runtime/packed_func.py etc.
 try:  # pragma: no cover - transitional until the FFI modules land

@@ -53,9 +53,14 @@ class Device:
     def __repr__(self) -> str:
         return f"{self.device_name}({self.device_id})"
 
+    def __reduce__(self) -> tuple[type, tuple[int, int]]:
+        return (Device, (self.device_type, self.device_id))
+
 
 def device(dev_type: "str | int", dev_id: int = 0) -> Device:
     """``device("cpu", 0)`` or ``device("cuda -arch=sm_80")``: the Device for a name or type."""
+    if isinstance(dev_type, Device):
+        return dev_type
     if isinstance(dev_type, int):
         return Device(dev_type, dev_id)
     name = str(dev_type).split()[0].lower() if str(dev_type).strip() else ""
@@ -78,6 +83,18 @@ def opencl(dev_id: int = 0) -> Device:
 
 def vulkan(dev_id: int = 0) -> Device:
     return Device(7, dev_id)
+
+
+def metal(dev_id: int = 0) -> Device:
+    return Device(8, dev_id)
+
+
+def rocm(dev_id: int = 0) -> Device:
+    return Device(10, dev_id)
+
+
+def ext_dev(dev_id: int = 0) -> Device:
+    return Device(12, dev_id)
 
 
 gpu = cuda

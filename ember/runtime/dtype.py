@@ -40,8 +40,13 @@ class DataType:
         if isinstance(type_str, DataType):
             self.type_code, self.bits, self.lanes = type_str.type_code, type_str.bits, type_str.lanes
             return
+        if type_str is None:
+            raise TypeError("DataType: expected a dtype string such as 'float32', got None")
         if not isinstance(type_str, str):
-            type_str = str(np.dtype(type_str))
+            try:
+                type_str = np.dtype(type_str).name
+            except TypeError:
+                raise TypeError(f"DataType: cannot make a dtype from {type_str!r}") from None
         m = _PATTERN.match(type_str.strip())
         if m is None:
             raise ValueError(f"DataType: cannot parse {type_str!r}; expected e.g. 'float32', "
@@ -55,8 +60,10 @@ class DataType:
             self.type_code = _NAMES[name]
             self.bits = int(bits) if bits else (64 if name == "handle" else 32)
         self.lanes = int(lanes) if lanes else 1
-        if self.bits <= 0 or self.lanes <= 0:
-            raise ValueError(f"DataType: bits and lanes must be positive in {type_str!r}")
+        # DLDataType stores bits in a uint8 and lanes in a uint16.
+        if not (0 < self.bits < 256 and 0 < self.lanes < 65536):
+            raise ValueError(f"DataType: cannot parse {type_str!r}: bits must be in [1, 255] "
+                             "and lanes in [1, 65535]")
 
     @classmethod
     def from_dl(cls, code: int, bits: int, lanes: int = 1) -> "DataType":
@@ -98,11 +105,15 @@ class DataType:
     def __repr__(self) -> str:
         return f"DataType({str(self)!r})"
 
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return (DataType, (str(self),))
+
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, str):
+        if isinstance(other, (str, np.dtype)) or (isinstance(other, type)
+                                                  and issubclass(other, np.generic)):
             try:
-                other = DataType(other)
-            except ValueError:
+                other = DataType(other)  # type: ignore[arg-type]
+            except (ValueError, TypeError):
                 return False
         if not isinstance(other, DataType):
             return NotImplemented

@@ -1,7 +1,13 @@
 """NDArray: an n-dimensional array in 64-byte aligned host memory with a stable DLTensor.
 
-The DLTensor (``arr._dl_addr``) stays valid, at the same address, for the life of the array,
-so compiled code can be handed ``DLTensor*`` without any per-call allocation.
+The DLTensor (``arr._dl_addr``, ``arr.handle``) stays valid, at the same address, for the life
+of the array, so compiled code can be handed ``DLTensor*`` without any per-call allocation.
+
+Storage is always a C-contiguous numpy array (``arr._np``) whose base chain keeps the memory
+alive: for arrays made by ``empty``/``array`` that is an over-allocated uint8 buffer; for views
+over foreign memory (``from_dltensor_address``, ``from_dlpack``) it is a small holder object
+that also keeps the foreign owner alive. Vector dtypes (``float32x4``) store the lanes as a
+trailing numpy axis; ``shape`` never shows it.
 """
 from __future__ import annotations
 
@@ -10,11 +16,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._abi import DLTensor
-from .device import Device, cpu
+from ._abi import DLDeviceType, DLTensor
+from .device import Device, cl, cpu, cuda, device, gpu, opencl, vulkan  # noqa: F401
 from .dtype import DataType
+from .errors import TVMError
 
 ALIGNMENT = 64
+SUPPORTED_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                    "uint64", "float16", "float32", "float64")
 
 
 def _aligned_buffer(nbytes: int) -> np.ndarray:
@@ -22,6 +31,22 @@ def _aligned_buffer(nbytes: int) -> np.ndarray:
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     offset = (-raw.ctypes.data) % ALIGNMENT
     return raw[offset : offset + nbytes]
+
+
+class _MemoryView:
+    """Exposes foreign memory to numpy (``np.asarray(view)``) and keeps ``owner`` alive.
+
+    numpy records this object as the base of the array it builds, so the owner lives as long
+    as any numpy array (or DLPack capsule exported from one) still points into the memory.
+    """
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, ptr: int, shape: tuple[int, ...], np_dtype: np.dtype, owner: Any,
+                 strides: tuple[int, ...] | None = None) -> None:
+        self.owner = owner
+        self.__array_interface__ = {"data": (ptr, False), "shape": shape,
+                                    "typestr": np_dtype.str, "strides": strides, "version": 3}
 
 
 class NDArray:
@@ -32,6 +57,8 @@ class NDArray:
 
     def __init__(self, np_view: np.ndarray, device: Device, dtype: DataType, owner: Any = None):
         # np_view: a C-contiguous numpy array over the storage; owner keeps foreign memory alive.
+        if not np_view.flags.c_contiguous:
+            raise ValueError("NDArray storage must be C-contiguous")
         self._np = np_view
         self._device = device
         self._dtype = dtype
@@ -52,10 +79,12 @@ class NDArray:
     # -- properties ---------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        """The logical shape (without the lanes axis of vector dtypes)."""
         return tuple(self._np.shape if self._dtype.lanes == 1 else self._np.shape[:-1])
 
     @property
     def dtype(self) -> str:
+        """The dtype as a string, e.g. ``'float32'`` (compare with ``==`` to a DataType too)."""
         return str(self._dtype)
 
     @property
@@ -68,7 +97,7 @@ class NDArray:
 
     @property
     def handle(self) -> ctypes.c_void_p:
-        """The ``DLTensor*`` of this array (valid while the array lives)."""
+        """The ``DLTensor*`` of this array (valid, and unchanged, while the array lives)."""
         return ctypes.c_void_p(self._dl_addr)
 
     @property
@@ -79,32 +108,59 @@ class NDArray:
     def data_ptr(self) -> int:
         return int(self._np.ctypes.data)
 
+    @property
+    def is_aligned(self) -> bool:
+        """Whether the data pointer is ALIGNMENT-byte aligned (always true unless this is a view
+        over foreign memory, see ``from_dlpack``)."""
+        return self.data_ptr % ALIGNMENT == 0
+
+    @property
+    def is_view(self) -> bool:
+        """Whether this array views memory it does not own (``from_dlpack`` and friends)."""
+        return self._owner is not None
+
     # -- conversion ---------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """A copy of the contents as a numpy array."""
+        """A copy of the contents as a numpy array (vector dtypes get a trailing lanes axis)."""
         return self._np.copy()
 
     asnumpy = numpy
 
-    def copyfrom(self, source: "NDArray | np.ndarray | Sequence[Any]") -> "NDArray":
-        """Copy ``source`` into this array; shapes must match and dtypes must be convertible."""
+    def copyfrom(self, source: "NDArray | np.ndarray | Sequence[Any] | Any") -> "NDArray":
+        """Copy ``source`` (NDArray, numpy array, nested lists, scalar) into this array.
+
+        The shapes must match exactly; the values are converted to this array's dtype.
+        Raises ValueError naming both shapes on a mismatch. Returns ``self``.
+        """
         if isinstance(source, NDArray):
             source = source._np
         src = np.asarray(source)
         if src.shape != self._np.shape:
-            raise ValueError(f"NDArray.copyfrom: shape mismatch: array has shape {self.shape}, "
+            want = self.shape if self._dtype.lanes == 1 else f"{self.shape} x {self._dtype.lanes} lanes"
+            raise ValueError(f"NDArray.copyfrom: shape mismatch: array has shape {want}, "
                              f"source has shape {src.shape}")
+        if src.dtype.kind not in "biuf":
+            raise TypeError(f"NDArray.copyfrom: cannot convert {src.dtype} values to {self.dtype}")
         np.copyto(self._np, src, casting="unsafe")
         return self
 
     def copyto(self, target: "NDArray | Device") -> "NDArray":
-        """Copy into another NDArray, or into a new array on ``target`` if it is a Device."""
+        """Copy into another NDArray (returned), or into a new array on ``target`` if a Device."""
         if isinstance(target, Device):
             target.check_supported()
             return empty(self.shape, self.dtype, target).copyfrom(self)
         if isinstance(target, NDArray):
             return target.copyfrom(self)
         raise TypeError(f"NDArray.copyto: expected an NDArray or a Device, got {type(target).__name__}")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        # Only whole-array assignment (``arr[:] = x``), as in the Relay-era API.
+        if not (isinstance(key, slice) and key == slice(None)) and key is not Ellipsis:
+            raise ValueError("NDArray only supports whole-array assignment: arr[:] = value")
+        if isinstance(value, NDArray) or np.ndim(value) > 0:
+            self.copyfrom(value)
+        else:
+            self._np[...] = value
 
     def __repr__(self) -> str:
         return f"<ember.NDArray shape={self.shape}, {self._device}>\n{self._np!r}"
@@ -113,17 +169,50 @@ class NDArray:
         return str(self._np)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return self._np if dtype is None else self._np.astype(dtype)
+        out = self._np if dtype is None else self._np.astype(dtype, copy=False)
+        return out.copy() if copy and out is self._np else out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickles by value; DataType keeps vector dtypes intact.
+        return (array, (self._np.copy(), None, self.dtype))
+
+    # -- DLPack (implemented in dlpack.py) ----------------------------------------------------
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
+        """Export as a DLPack capsule (named "dltensor"); see ``ember.runtime.dlpack``."""
+        from .dlpack import export_capsule
+
+        return export_capsule(self, stream=stream, max_version=max_version, dl_device=dl_device,
+                              copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (self._device.device_type, self._device.device_id)
+
+
+def _normalize_shape(shape: Sequence[int] | int, where: str) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    try:
+        out = tuple(int(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"{where}: shape must be an int or a sequence of ints, "
+                        f"got {shape!r}") from None
+    if any(s < 0 for s in out):
+        raise ValueError(f"{where}: negative dimension in shape {out}")
+    return out
 
 
 def empty(shape: Sequence[int] | int, dtype: "str | DataType" = "float32",
-          device: Device | None = None) -> NDArray:
-    """A new uninitialised array of ``shape`` and ``dtype`` on ``device`` (default CPU)."""
+          device: Device | None = None, mem_scope: str | None = None) -> NDArray:
+    """A new uninitialised array of ``shape`` and ``dtype`` on ``device`` (default CPU).
+
+    Raises TVMError for devices ember cannot allocate on (anything but the CPU).
+    """
     device = cpu(0) if device is None else device
     device.check_supported()
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"nd.empty: negative dimension in shape {shape}")
+    if mem_scope not in (None, "global"):
+        raise ValueError(f"nd.empty: memory scope {mem_scope!r} is not supported on {device}")
+    shape = _normalize_shape(shape, "nd.empty")
     dt = DataType(dtype)
     full_shape = shape if dt.lanes == 1 else shape + (dt.lanes,)
     scalar_np = DataType(dt.scalar).numpy_dtype
@@ -133,15 +222,87 @@ def empty(shape: Sequence[int] | int, dtype: "str | DataType" = "float32",
 
 
 def array(obj: Any, device: Device | None = None, dtype: "str | DataType | None" = None) -> NDArray:
-    """Copy ``obj`` (numpy array, NDArray, nested lists, scalar) into a new NDArray."""
+    """Copy ``obj`` (numpy array, NDArray, nested lists, scalar) into a new NDArray.
+
+    Without ``dtype`` the numpy dtype of ``obj`` is kept (Python floats give float64, ints
+    int64). With a vector ``dtype`` such as ``float32x4`` the last axis of ``obj`` holds the
+    lanes. Raises TypeError for dtypes ember has no NDArray for (complex, strings, objects).
+    """
     if isinstance(obj, NDArray):
+        if dtype is None:
+            dtype = obj._dtype
         obj = obj._np
-    src = np.asarray(obj, dtype=None if dtype is None else DataType(dtype).numpy_dtype)
-    if dtype is None and str(src.dtype) not in ("bool", "int8", "int16", "int32", "int64",
-                                                   "uint8", "uint16", "uint32", "uint64",
-                                                   "float16", "float32", "float64"):
-        raise TypeError(f"nd.array: numpy dtype {src.dtype} is not supported; use one of bool, "
-                        "int8/16/32/64, uint8/16/32/64, float16/32/64")
-    out = empty(src.shape, dtype if dtype is not None else str(src.dtype), device)
+    dt = None if dtype is None else DataType(dtype)
+    src = np.asarray(obj, dtype=None if dt is None else DataType(dt.scalar).numpy_dtype)
+    if dt is None:
+        if src.dtype.name not in SUPPORTED_DTYPES:
+            raise TypeError(f"nd.array: numpy dtype {src.dtype} is not supported; use one of "
+                            f"{', '.join(SUPPORTED_DTYPES)}")
+        dt = DataType(src.dtype.name)
+    shape = src.shape
+    if dt.lanes > 1:
+        if not shape or shape[-1] != dt.lanes:
+            raise ValueError(f"nd.array: dtype {dt} needs a last axis of {dt.lanes} lanes, "
+                             f"got shape {shape}")
+        shape = shape[:-1]
+    out = empty(shape, dt, device)
     np.copyto(out._np, src, casting="unsafe")
     return out
+
+
+def _view_of(ptr: int, shape: tuple[int, ...], dt: DataType, owner: Any,
+             strides: tuple[int, ...] | None = None) -> np.ndarray:
+    """A numpy array over ``ptr`` whose base keeps ``owner`` alive."""
+    scalar_np = DataType(dt.scalar).numpy_dtype
+    full_shape = shape if dt.lanes == 1 else shape + (dt.lanes,)
+    if int(np.prod(full_shape, dtype=np.int64)) == 0:
+        return np.empty(full_shape, scalar_np)  # nothing to share; ptr may be NULL
+    if not ptr:
+        raise TVMError(f"DLTensor of shape {shape} and dtype {dt} has a NULL data pointer")
+    return np.asarray(_MemoryView(ptr, full_shape, scalar_np, owner, strides))
+
+
+def from_dltensor_address(addr: int, owner: Any = None, device_check: bool = True) -> NDArray:
+    """A non-owning NDArray viewing the memory described by the ``DLTensor*`` at ``addr``.
+
+    The FFI uses this when C hands a ``DLTensor*`` to a Python callback. Shape, dtype and data
+    pointer are read from the struct at call time; the struct itself need not outlive the view,
+    but the data must (``owner`` is kept alive by the view for that purpose). Compact strides
+    are accepted; other strides raise ValueError, as NDArrays are always contiguous.
+    """
+    if not addr:
+        raise ValueError("from_dltensor_address: NULL DLTensor*")
+    dl = DLTensor.from_address(int(addr))
+    dev = Device(dl.device.device_type, dl.device.device_id)
+    if device_check and dev.device_type not in (DLDeviceType.CPU, DLDeviceType.CUDA_HOST):
+        raise TVMError(f"from_dltensor_address: cannot view memory on device {dev} from Python")
+    if dl.ndim < 0:
+        raise ValueError(f"from_dltensor_address: negative ndim {dl.ndim}")
+    try:
+        dt = DataType.from_dl(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes)
+        DataType(dt.scalar).numpy_dtype
+    except (ValueError, TypeError) as err:
+        raise TVMError(f"from_dltensor_address: unsupported DLDataType (code={dl.dtype.code}, "
+                       f"bits={dl.dtype.bits}, lanes={dl.dtype.lanes}): {err}") from None
+    shape = tuple(int(dl.shape[i]) for i in range(dl.ndim))
+    if dl.strides and dl.ndim:
+        strides = tuple(int(dl.strides[i]) for i in range(dl.ndim))
+        expected, acc = [], 1
+        for s in reversed(shape):
+            expected.append(acc)
+            acc *= s
+        bad = [i for i, (st, ex) in enumerate(zip(strides, reversed(expected)))
+               if shape[i] != 1 and st != ex]
+        if bad and 0 not in shape:
+            raise ValueError(f"from_dltensor_address: non-contiguous DLTensor (shape {shape}, "
+                             f"strides {strides}) cannot be viewed as an NDArray")
+    ptr = (dl.data or 0) + int(dl.byte_offset)
+    view = _view_of(ptr, shape, dt, owner)
+    return NDArray(view, cpu(dev.device_id) if dev.device_type == DLDeviceType.CUDA_HOST else dev,
+                   dt, owner=owner if owner is not None else _NON_OWNING)
+
+
+# A marker owner for views whose memory the caller guarantees (``is_view`` is True).
+_NON_OWNING = object()
+
+from .dlpack import from_dlpack  # noqa: E402,F401  (dlpack.py needs NDArray defined above)
