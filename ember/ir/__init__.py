@@ -18,3 +18,4 @@ from .types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, 
 from .visitor import (ExprFunctor, ExprMutator, ExprVisitor, bound_vars, free_vars,  # noqa: F401
                       post_order)
 from .structural import assert_structural_equal, structural_equal, structural_hash  # noqa: F401
+from ..runtime.serialization import load_json, save_json  # noqa: F401

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 import numpy as np
@@ -32,7 +33,7 @@ from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefR
                    RelayExpr, Tuple, TupleGetItem, Var)
 from .module import IRModule
 from .op import Op
-from .types import FuncType, IncompleteType, ShapeVar, TypeVar
+from .types import FuncType, IncompleteType, ShapeVar, TensorType, TypeVar
 
 _CHILD, _DEF = 0, 1  # how a field is compared: as a sub-node, or as a binding occurrence
 Entry = tuple[str, int, Any]  # (path segment, mode, value)
@@ -122,6 +123,7 @@ _CATEGORY_TABLE: dict[type, str] = {
     bool: "num", int: "num", float: "num", np.integer: "num", np.floating: "num",
     np.bool_: "num", str: "str", type(None): "none", list: "seq", tuple: "seq", dict: "map",
     DictAttrs: "map", np.ndarray: "array", NDArray: "array", enum.Enum: "enum",
+    Sequence: "seq", Mapping: "map",  # runtime containers (Array, Map) derive from these
 }
 _category_cache: dict[type, Any] = {}
 
@@ -139,7 +141,8 @@ def _category(x: Any) -> Any:
 
 
 def _as_numpy(x: Any) -> np.ndarray:
-    return np.ascontiguousarray(x.numpy() if isinstance(x, NDArray) else x)
+    # Not ascontiguousarray: it turns 0-d arrays into 1-d ones, hiding a shape difference.
+    return np.asarray(x.numpy() if isinstance(x, NDArray) else x, order="C")
 
 
 def _arrays_equal(a: Any, b: Any) -> bool:
@@ -287,9 +290,16 @@ def _path_text(path: Path) -> str:
     while node is not None:
         segs.append(node[1])
         node = node[0]
-    text = ""
-    for seg in reversed(segs):
-        text += seg if not text or seg.startswith("[") else "." + seg
+    segs.reverse()
+    text, i = segs[0], 1
+    while i < len(segs):
+        j = i
+        while j < len(segs) and segs[j] == segs[i]:
+            j += 1
+        part = segs[i] if segs[i].startswith("[") or not text else "." + segs[i]
+        # A let chain gives thousands of ".body": print the run once with its length.
+        text += f"({part})*{j - i}" if j - i > 3 else part * (j - i)
+        i = j
     return text
 
 
@@ -312,10 +322,26 @@ def _message(m: _Mismatch) -> str:
 
 
 def _brief(x: Any, limit: int = 160) -> str:
-    """A one-line description of ``x`` for messages."""
-    text = _node_text(x) if isinstance(x, Node) else repr(x)
-    text = " ".join(text.split())
+    """A one-line description of ``x`` for messages (never deep: IR may be 10,000 lets deep)."""
+    text = " ".join(_text(x, 2).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _text(x: Any, depth: int) -> str:
+    if isinstance(x, Node):
+        return _node_text(x)
+    cat = _category(x)
+    if cat == "seq":
+        items = [_text(v, depth - 1) if depth > 0 else "..." for v in list(x)[:8]]
+        return "(" + ", ".join(items + (["..."] if len(x) > 8 else [])) + ")"
+    if cat == "array":
+        return _array_text(_as_numpy(x))
+    return repr(x)
+
+
+def _array_text(arr: np.ndarray) -> str:
+    values = f" {arr.tolist()}" if arr.size <= 8 else ""
+    return f"{arr.dtype}{list(arr.shape)}{values}"
 
 
 def _node_text(x: Node) -> str:
@@ -328,6 +354,7 @@ def _node_text(x: Node) -> str:
 
 
 def _fallback_text(x: Any) -> str:
+    """Shallow text of a node, used until (or if) the printer cannot render it."""
     if isinstance(x, Var):
         return f"%{x.name_hint}"
     if isinstance(x, GlobalVar):
@@ -335,14 +362,18 @@ def _fallback_text(x: Any) -> str:
     if isinstance(x, Op):
         return x.name
     if isinstance(x, Constant):
-        return f"constant {x.data.dtype}{list(x.data.shape)}"
+        return f"constant {_array_text(_as_numpy(x.data))}"
     if isinstance(x, Call):
         args = ", ".join(_fallback_text(a) if isinstance(a, (Var, Constant)) else "..."
                          for a in x.args)
         return f"{_fallback_text(x.op)}({args})"
     if isinstance(x, (TypeVar, Constructor)):
         return x.name_hint
-    return repr(x)
+    if isinstance(x, TensorType):
+        return f"Tensor[{tuple(x.shape)}, {x.dtype}]"
+    if isinstance(x, Let):
+        return f"let %{x.var.name_hint} = {_fallback_text(x.value)}; ..."
+    return f"{type(x).__name__}(...)"
 
 
 def _root_label(x: Any) -> str:

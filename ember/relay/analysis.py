@@ -1,0 +1,314 @@
+"""``relay.analysis``: variables of an expression, well-formedness, and small program facts.
+
+All walks are iterative (``ir.post_order`` or an explicit stack), so deep let chains are fine.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, Iterable
+
+from ..ir.adt import Clause, Constructor, Match, Pattern, PatternConstructor, PatternVar, pattern_vars
+from ..ir.expr import Call, Function, GlobalVar, Let, RelayExpr, Var
+from ..ir.module import IRModule
+from ..ir.op import Op
+from ..ir.types import FuncType, RelayRefType, TupleType, Type, TypeCall, TypeVar
+from ..ir.visitor import children, post_order
+from ..runtime.errors import DiagnosticError
+
+__all__ = ["free_vars", "bound_vars", "all_vars", "free_type_vars", "bound_type_vars",
+           "all_type_vars", "well_formed", "check_well_formed", "post_order_visit",
+           "list_op_freqs"]
+
+
+def _require_expr(fname: str, expr: Any) -> None:
+    if not isinstance(expr, RelayExpr):
+        raise TypeError(f"relay.analysis.{fname}: expected a Relay expression, "
+                        f"got {type(expr).__name__}")
+
+
+# -- variables --------------------------------------------------------------------------------
+def _binders(e: RelayExpr) -> Iterable[Var]:
+    if isinstance(e, Function):
+        return e.params
+    if isinstance(e, Let):
+        return (e.var,)
+    if isinstance(e, Match):
+        return [v for c in e.clauses for v in pattern_vars(c.lhs)]
+    return ()
+
+
+def _var_sets(expr: RelayExpr) -> tuple[dict[Var, None], dict[Var, None]]:
+    """(all vars, bound vars) as insertion-ordered sets, in order of first occurrence."""
+    every: dict[Var, None] = {}
+    bound: dict[Var, None] = {}
+    for e in post_order(expr):
+        if isinstance(e, Var):
+            every.setdefault(e)
+        for v in _binders(e):
+            every.setdefault(v)
+            bound.setdefault(v)
+    return every, bound
+
+
+def free_vars(expr: RelayExpr) -> list[Var]:
+    """Variables used in ``expr`` but bound nowhere inside it, in order of first occurrence."""
+    _require_expr("free_vars", expr)
+    every, bound = _var_sets(expr)
+    return [v for v in every if v not in bound]
+
+
+def bound_vars(expr: RelayExpr) -> list[Var]:
+    """Variables bound inside ``expr`` (function params, let vars, pattern vars)."""
+    _require_expr("bound_vars", expr)
+    return list(_var_sets(expr)[1])
+
+
+def all_vars(expr: RelayExpr) -> list[Var]:
+    """Every variable in ``expr``, free or bound."""
+    _require_expr("all_vars", expr)
+    return list(_var_sets(expr)[0])
+
+
+# -- type variables ---------------------------------------------------------------------------
+class _TypeVarCollector:
+    """Type variables met in types and expressions; those bound by a polymorphic function,
+    a FuncType or a type definition (reached through a constructor) are marked bound."""
+
+    def __init__(self, mod: IRModule | None) -> None:
+        self.mod = mod
+        self.every: dict[TypeVar, None] = {}
+        self.bound: dict[TypeVar, None] = {}
+
+    def bind(self, tvs: Iterable[TypeVar]) -> None:
+        for tv in tvs:
+            self.every.setdefault(tv)
+            self.bound.setdefault(tv)
+
+    def visit_type(self, ty: Type | None) -> None:
+        stack: list[Any] = [ty]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, TypeVar):
+                self.every.setdefault(t)
+            elif isinstance(t, FuncType):
+                self.bind(t.type_params)
+                stack.extend(reversed((*t.arg_types, t.ret_type)))
+            elif isinstance(t, Type):
+                stack.extend(reversed(_type_children(t)))
+
+    def visit_constructor(self, c: Constructor) -> None:
+        # A constructor's type vars are bound by its type definition.
+        td = self.mod.type_definitions.get(c.belong_to) if self.mod is not None and c.belong_to else None
+        inner = _TypeVarCollector(None)
+        for ty in c.inputs:
+            inner.visit_type(ty)
+        self.bind(td.type_vars if td is not None else ())
+        self.bind(inner.every)
+
+    def visit_expr(self, expr: RelayExpr) -> None:
+        for e in post_order(expr):
+            if isinstance(e, Function):
+                self.bind(e.type_params)
+                self.visit_type(e.ret_type)
+            elif isinstance(e, Var):
+                self.visit_type(e.type_annotation)
+            elif isinstance(e, Call):
+                for ty in e.type_args:
+                    self.visit_type(ty)
+            elif isinstance(e, Constructor):
+                self.visit_constructor(e)
+            elif isinstance(e, Match):
+                for c in e.clauses:
+                    self.visit_pattern(c.lhs)
+
+    def visit_pattern(self, pat: Pattern) -> None:
+        stack = [pat]
+        while stack:
+            p = stack.pop()
+            if isinstance(p, PatternVar):
+                self.visit_type(p.var.type_annotation)
+            elif isinstance(p, PatternConstructor):
+                self.visit_constructor(p.constructor)
+            stack.extend(reversed(getattr(p, "patterns", ())))
+
+
+def _type_children(t: Type) -> tuple[Any, ...]:
+    # Tensor types hold no type vars; FuncType is handled by the caller (it binds).
+    if isinstance(t, TupleType):
+        return t.fields
+    if isinstance(t, TypeCall):
+        return (t.func, *t.args)
+    if isinstance(t, RelayRefType):
+        return (t.value,)
+    return ()
+
+
+def _collect_type_vars(node: RelayExpr | Type, mod: IRModule | None) -> _TypeVarCollector:
+    col = _TypeVarCollector(mod)
+    if isinstance(node, Type):
+        col.visit_type(node)
+    elif isinstance(node, RelayExpr):
+        col.visit_expr(node)
+    else:
+        raise TypeError(f"relay.analysis: expected a Relay expression or type, "
+                        f"got {type(node).__name__}")
+    return col
+
+
+def free_type_vars(expr: RelayExpr | Type, mod: IRModule | None = None) -> list[TypeVar]:
+    """Type variables used in ``expr`` (or a type) but not bound inside it."""
+    col = _collect_type_vars(expr, mod)
+    return [tv for tv in col.every if tv not in col.bound]
+
+
+def bound_type_vars(expr: RelayExpr | Type, mod: IRModule | None = None) -> list[TypeVar]:
+    """Type variables bound inside ``expr``: type params of functions and function types."""
+    return list(_collect_type_vars(expr, mod).bound)
+
+
+def all_type_vars(expr: RelayExpr | Type, mod: IRModule | None = None) -> list[TypeVar]:
+    """Every type variable in ``expr``, free or bound."""
+    return list(_collect_type_vars(expr, mod).every)
+
+
+# -- well-formedness --------------------------------------------------------------------------
+_VISIT, _BIND, _UNBIND, _DEFINE, _UNDEFINE = range(5)
+
+
+class _WellFormed:
+    """Scope checker: every variable is bound once, used only inside its scope, a non-function
+    let value does not refer to its own variable, and (in a global function) none is free."""
+
+    def __init__(self, where: str, allow_free: bool, mod: IRModule | None) -> None:
+        self.where, self.allow_free = where, allow_free
+        self.globals = None if mod is None else {gv.name_hint for gv in mod.functions}
+        self.in_scope: set[Var] = set()
+        self.ever_bound: set[Var] = set()
+        self.used_free: set[Var] = set()
+        self.defining: set[Var] = set()
+        self.done: set[int] = set()  # composite nodes already checked (shared subexpressions)
+
+    def error(self, node: RelayExpr, what: str) -> DiagnosticError:
+        span = getattr(node, "span", None)
+        prefix = f"{span}: " if span is not None else ""
+        return DiagnosticError(f"{prefix}{what}{self.where}")
+
+    def run(self, expr: RelayExpr) -> None:
+        stack: list[tuple[int, Any]] = [(_VISIT, expr)]
+        while stack:
+            action, x = stack.pop()
+            if action == _VISIT:
+                self.visit(x, stack)
+            elif action == _BIND:
+                self.bind(x)
+            elif action == _UNBIND:
+                self.in_scope.difference_update(x)
+            elif action == _DEFINE:
+                self.defining.add(x)
+            else:
+                self.defining.discard(x)
+
+    def bind(self, v: Var) -> None:
+        if v in self.ever_bound:
+            raise self.error(v, f"%{v.name_hint} is bound twice")
+        if v in self.used_free:
+            raise self.error(v, f"%{v.name_hint} is used before (outside) its binding")
+        self.ever_bound.add(v)
+        self.in_scope.add(v)
+
+    def use(self, v: Var) -> None:
+        if v in self.defining:
+            raise self.error(v, f"%{v.name_hint} is used in its own definition (only a "
+                                "function bound by a let may refer to itself)")
+        if v in self.in_scope:
+            return
+        if v in self.ever_bound:
+            raise self.error(v, f"%{v.name_hint} is used outside its scope")
+        if not self.allow_free:
+            raise self.error(v, f"free variable %{v.name_hint}")
+        self.used_free.add(v)
+
+    def visit(self, e: Any, stack: list[tuple[int, Any]]) -> None:
+        if isinstance(e, Var):
+            return self.use(e)
+        if id(e) in self.done:
+            return None
+        self.done.add(id(e))
+        if isinstance(e, GlobalVar) and self.globals is not None and e.name_hint not in self.globals:
+            raise self.error(e, f"undefined global function @{e.name_hint}")
+        stack.extend(reversed(self.plan(e)))
+        return None
+
+    def plan(self, e: RelayExpr) -> list[tuple[int, Any]]:
+        """The actions that check ``e``, in execution order."""
+        if isinstance(e, Function):
+            return [*((_BIND, p) for p in e.params), (_VISIT, e.body), (_UNBIND, e.params)]
+        if isinstance(e, Let):
+            return self.plan_let(e)
+        if isinstance(e, Match):
+            return [(_VISIT, e.data), *(a for c in e.clauses for a in self.plan_clause(c))]
+        return [(_VISIT, c) for c in children(e)]
+
+    def plan_let(self, e: RelayExpr) -> list[tuple[int, Any]]:
+        # Iterative over the chain; the let vars stay in scope until the chain's end.
+        todo: list[tuple[int, Any]] = []
+        bound: list[Var] = []
+        while isinstance(e, Let) and (not bound or id(e) not in self.done):
+            self.done.add(id(e))
+            bound.append(e.var)
+            todo.append((_BIND, e.var))
+            if isinstance(e.value, Function):  # a recursive function may call itself
+                todo.append((_VISIT, e.value))
+            else:
+                todo += [(_DEFINE, e.var), (_VISIT, e.value), (_UNDEFINE, e.var)]
+            e = e.body
+        return todo + [(_VISIT, e), (_UNBIND, bound)]
+
+    def plan_clause(self, c: Clause) -> list[tuple[int, Any]]:
+        bound = pattern_vars(c.lhs)
+        return [*((_BIND, v) for v in bound), (_VISIT, c.rhs), (_UNBIND, bound)]
+
+
+def check_well_formed(node: RelayExpr | IRModule, mod: IRModule | None = None) -> None:
+    """Raise DiagnosticError naming the first scoping problem in ``node``.
+
+    Problems: a variable bound twice, used outside its scope, used in its own (non-function)
+    let value, a free variable in a global function of a module, or a call to a global
+    function the module does not define. A bare expression may have free variables.
+    """
+    if isinstance(node, IRModule):
+        for gv, func in sorted(node.functions.items(), key=lambda kv: kv[0].name_hint):
+            _WellFormed(f" in @{gv.name_hint}", False, node).run(func)
+        return
+    _require_expr("check_well_formed", node)
+    _WellFormed("", True, mod).run(node)
+
+
+def well_formed(node: RelayExpr | IRModule, mod: IRModule | None = None) -> bool:
+    """True if ``check_well_formed`` finds no problem."""
+    try:
+        check_well_formed(node, mod)
+    except DiagnosticError:
+        return False
+    return True
+
+
+# -- misc -------------------------------------------------------------------------------------
+def post_order_visit(expr: RelayExpr, fvisit: Callable[[RelayExpr], Any]) -> None:
+    """Call ``fvisit`` on every node of ``expr``, children first, each node once."""
+    _require_expr("post_order_visit", expr)
+    for e in post_order(expr):
+        fvisit(e)
+
+
+def list_op_freqs(mod: IRModule | RelayExpr) -> dict[str, int]:
+    """How many call sites each primitive operator has in ``mod`` (or an expression)."""
+    funcs = mod.functions.values() if isinstance(mod, IRModule) else [mod]
+    counts: Counter[str] = Counter()
+    seen: set[int] = set()
+    for func in funcs:
+        for e in post_order(func):
+            if isinstance(e, Call) and isinstance(e.op, Op) and id(e) not in seen:
+                seen.add(id(e))
+                counts[e.op.name] += 1
+    return dict(counts)
