@@ -1,0 +1,37 @@
+"""Relay passes and the pass infrastructure they run under.
+
+The infrastructure (PassContext, Sequential, module/function passes and their decorators)
+lives in ``ember.ir.transform`` (``ember.transform``) and is re-exported here, as in TVM's
+``relay.transform``. Passes are loaded on first use: add a pass by adding its module to
+``_LAZY`` (name -> submodule).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Iterable, Sequence
+
+from ...ir.instrument import PassInstrument  # noqa: F401
+from ...ir.transform import (FunctionPass, ModulePass, Pass, PassContext, PassInfo,  # noqa: F401
+                             PrintIR, Sequential, function_pass, get_pass, module_pass,
+                             register_pass)
+from .type_infer import InferType, InferTypeLocal, infer_type  # noqa: F401
+
+# name -> submodule of ember.relay.transform defining it.
+_LAZY: dict[str, str] = {}
+
+
+def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,
+                 disabled_pass: Iterable[str] | None = None, trace: Any = None,
+                 config: dict[str, Any] | None = None,
+                 instruments: Sequence[PassInstrument] | None = None) -> PassContext:
+    """The Relay-era name of ``PassContext``: ``with relay.build_config(opt_level=3): ...``.
+
+    ``trace`` is accepted for compatibility and ignored (use instruments instead).
+    """
+    return PassContext(opt_level, required_pass, disabled_pass, instruments, config)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'ember.relay.transform' has no attribute {name!r}")

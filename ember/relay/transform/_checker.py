@@ -1,0 +1,317 @@
+"""The typing rules of Relay expressions, one method per node kind.
+
+``ExprChecker`` walks a function children-first (``post_order``, iterative) and gives every
+node a type that may still contain unknowns (``IncompleteType``). Unknowns are solved by the
+``Unifier``. Operator calls become deferred constraints: the op's ``type_rel`` runs once the
+argument types are known, and again whenever they become more precise; ``solve`` iterates
+them to a fixpoint. The module-level driver (global functions, generalisation, writing the
+types back) is in ``type_infer.py``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ir.adt import (Constructor, Match, Pattern, PatternConstructor, PatternTuple, PatternVar,
+                       TypeData)
+from ...ir.expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
+                        RelayExpr, Tuple, TupleGetItem, Var)
+from ...ir.module import IRModule
+from ...ir.op import Op
+from ...ir.types import (FuncType, IncompleteType, RelayRefType, TensorType, TupleType, Type,
+                         TypeCall)
+from ...runtime.errors import InternalError, TypeInferenceError
+from ._deferred import Deferred, Projection, Relation
+from ._diagnose import callee_name, global_by_name, located
+from ._patterns import missing_case, show_pattern
+from ._unify import Unifier, UnifyError, instantiate, show_type
+
+BOOL = TensorType((), "bool")
+Owner = tuple[str, Any]  # (name shown in messages, the global function being checked)
+
+
+class ExprChecker:
+    """Types expressions against a module's globals and type definitions."""
+
+    def __init__(self, mod: IRModule) -> None:
+        self.mod = mod
+        self.uf = Unifier()
+        self.types: dict[RelayExpr, Type] = {}
+        self.skeletons: dict[Function, FuncType] = {}
+        self.global_types: dict[GlobalVar, FuncType] = {}
+        self.poly_ok: set[GlobalVar] = set()  # globals whose uses may be instantiated
+        self.deferred: list[Deferred] = []
+        self.ctors: set[Constructor] = set()
+        self.owner: Owner = ("expr", None)
+        self.bound: set[Var] = set()
+        self.used: dict[Var, None] = {}
+
+    # -- errors ---------------------------------------------------------------------------------
+    def fail(self, node: Any, msg: str, owner: Owner | None = None) -> TypeInferenceError:
+        name, func = owner or self.owner
+        return TypeInferenceError(located(msg, node, name, func))
+
+    def unify_at(self, node: Any, actual: Type, expected: Type, fmt: str,
+                 owner: Owner | None = None) -> Type:
+        """Unify; on failure raise ``fmt`` filled with {expected}, {actual} and {detail}."""
+        try:
+            return self.uf.unify(actual, expected)
+        except UnifyError as err:
+            msg = fmt.format(expected=show_type(self.uf.resolve(expected)),
+                             actual=show_type(self.uf.resolve(actual)), detail=err.detail)
+            raise self.fail(node, msg, owner) from None
+
+    # -- walking --------------------------------------------------------------------------------
+    def check_expr(self, expr: RelayExpr) -> Type:
+        """Type ``expr`` and everything below it (children first, without recursion)."""
+        from ...ir.visitor import post_order
+
+        for node in post_order(expr):
+            rule = _RULES.get(type(node))
+            if rule is None:
+                raise self.fail(node, f"type inference does not know {type(node).__name__} nodes")
+            ty = rule(self, node)
+            if ty is not None:
+                self.types[node] = ty
+        return self.type_of(expr)
+
+    def type_of(self, e: RelayExpr) -> Type:
+        ty = self.types.get(e)
+        if ty is not None:
+            return ty
+        if isinstance(e, GlobalVar):
+            return self.global_use(e)
+        if isinstance(e, Constructor):
+            self.ctors.add(e)
+            return instantiate(self.ctor_type(e))[0]
+        if isinstance(e, Op):
+            raise self.fail(e, f"operator {e.name} can only be called; to pass it as a value, "
+                               "wrap it in a function")
+        raise InternalError(f"type inference: no type for {type(e).__name__} node")
+
+    def var_type(self, v: Var) -> Type:
+        ty = self.types.get(v)
+        if ty is None:
+            ty = self.types[v] = v.type_annotation or IncompleteType()
+        return ty
+
+    def skeleton(self, f: Function) -> FuncType:
+        """The type of ``f`` from its annotations, with unknowns where they are missing."""
+        sk = self.skeletons.get(f)
+        if sk is None:
+            params = tuple(self.var_type(p) for p in f.params)
+            sk = FuncType(params, f.ret_type or IncompleteType(), f.type_params)
+            self.skeletons[f] = sk
+        return sk
+
+    def solve(self) -> None:
+        """Run deferred constraints until none of them learns anything new."""
+        for _ in range(10_000):
+            if not any([c.step(self) for c in self.deferred]):
+                return
+        raise InternalError("type inference did not reach a fixpoint")
+
+    # -- globals and constructors ---------------------------------------------------------------
+    def global_use(self, gv: GlobalVar) -> Type:
+        gv = self.lookup_global(gv)
+        fty = self.global_types[gv]
+        if gv not in self.poly_ok:  # inside its own recursive group: monomorphic
+            return FuncType(fty.arg_types, fty.ret_type)
+        return instantiate(fty)[0] if fty.type_params else fty
+
+    def lookup_global(self, gv: GlobalVar) -> GlobalVar:
+        """The module's GlobalVar for ``gv`` (matched by name if it is another object)."""
+        if gv in self.global_types:
+            return gv
+        same = global_by_name(self.mod, gv)
+        if same is None:
+            defined = ", ".join("@" + g.name_hint for g in self.mod.functions) or "none"
+            raise self.fail(gv, f"unknown global function @{gv.name_hint}; the module "
+                                f"defines {defined}")
+        if same not in self.global_types:
+            ty = getattr(self.mod.functions[same], "checked_type_", None)
+            if isinstance(self.mod.functions[same], Function) or not isinstance(ty, FuncType):
+                raise InternalError(f"global @{gv.name_hint} was not checked before its use")
+            self.global_types[same] = ty  # an already typed non-Relay function
+            self.poly_ok.add(same)
+        return same
+
+    def type_data(self, c: Constructor) -> TypeData:
+        head = c.belong_to
+        td = self.mod.type_definitions.get(head) if head is not None else None
+        if td is None and head is not None and head.name_hint in self.mod:
+            td = self.mod.type_definitions.get(self.mod.get_global_type_var(head.name_hint))
+        if td is None or not any(k is c for k in td.constructors):
+            owner = head.name_hint if head is not None else "no type"
+            raise self.fail(c, f"constructor {c.name_hint} belongs to {owner}, which this "
+                               "module does not define; add the type definition to the module")
+        return td
+
+    def ctor_type(self, c: Constructor) -> FuncType:
+        """``fn[type vars](inputs) -> Head[type vars]``."""
+        td = self.type_data(c)
+        return FuncType(c.inputs, TypeCall(td.header, td.type_vars), td.type_vars)
+
+    # -- rules ----------------------------------------------------------------------------------
+    def _var(self, e: Var) -> Type:
+        self.used[e] = None
+        return self.var_type(e)
+
+    def _constant(self, e: Constant) -> Type:
+        return TensorType(tuple(e.data.shape), str(e.data.dtype))
+
+    def _tuple(self, e: Tuple) -> Type:
+        return TupleType(tuple(self.type_of(f) for f in e.fields))
+
+    def _leaf(self, e: RelayExpr) -> None:
+        return None  # globals, constructors and ops are typed at each use (type_of)
+
+    def _tuple_get_item(self, e: TupleGetItem) -> Type:
+        tup = self.uf.shallow(self.type_of(e.tuple_value))
+        if isinstance(tup, TupleType):  # the usual case: no need to wait
+            return Projection.field(self, e, tup)
+        out = IncompleteType()
+        self.defer(Projection(e, [tup], out, self.owner))
+        return out
+
+    def _let(self, e: Let) -> Type:
+        self.bound.add(e.var)
+        fmt = (f"let %{e.var.name_hint}: the value has type {{actual}}, but the variable is "
+               "annotated {expected} ({detail})")
+        self.unify_at(e, self.type_of(e.value), self.var_type(e.var), fmt)
+        return self.type_of(e.body)
+
+    def _if(self, e: If) -> Type:
+        cond = self.type_of(e.cond)
+        self.unify_at(e, cond, BOOL, "if: the condition must be a 0-d bool tensor (bool), "
+                                     "got {actual}")
+        fmt = ("if: the branches have different types: the then-branch has {expected}, the "
+               "else-branch has {actual} ({detail})")
+        return self.unify_at(e, self.type_of(e.false_branch), self.type_of(e.true_branch), fmt)
+
+    def _function(self, e: Function) -> Type:
+        sk = self.skeleton(e)
+        self.bound.update(e.params)
+        fmt = (f"{self._fn_label(e)}: the body has type {{actual}}, but the result type is "
+               "{expected} ({detail})")
+        self.unify_at(e, self.type_of(e.body), sk.ret_type, fmt)
+        return sk
+
+    def _fn_label(self, e: Function) -> str:
+        name, func = self.owner
+        return name if func is e else "fn"
+
+    def _call(self, e: Call) -> Type:
+        if isinstance(e.op, Op):
+            return self._op_call(e)
+        name = callee_name(e.op)
+        callee = self.uf.shallow(self.type_of(e.op))
+        args = [self.type_of(a) for a in e.args]
+        if isinstance(callee, IncompleteType):  # calling an unknown: it must be a function
+            ret = IncompleteType()
+            self.unify_at(e, callee, FuncType(args, ret), f"{name}: {{detail}}")
+            return ret
+        if not isinstance(callee, FuncType):
+            raise self.fail(e, f"{name} is not a function: it has type {show_type(callee)}")
+        if callee.type_params:
+            callee = instantiate(callee)[0]
+        if len(args) != len(callee.arg_types):
+            raise self.fail(e, f"{name}: expected {len(callee.arg_types)} argument(s), "
+                               f"got {len(args)}")
+        for i, (a, p) in enumerate(zip(args, callee.arg_types)):
+            fmt = f"{name}: argument {i}{self._param_name(e.op, i)}: "
+            self.unify_at(e, a, p, fmt + "expected {expected}, got {actual} ({detail})")
+        return callee.ret_type
+
+    def _param_name(self, callee: RelayExpr, i: int) -> str:
+        func = callee
+        if isinstance(callee, GlobalVar) and callee in self.mod.functions:
+            func = self.mod.functions[callee]
+        if isinstance(func, Function) and i < len(func.params):
+            return f" (%{func.params[i].name_hint})"
+        return ""
+
+    def _op_call(self, e: Call) -> Type:
+        od = e.op.op_def  # type: ignore[union-attr]
+        if od.type_rel is None:
+            raise self.fail(e, f"{od.name}: the operator has no type relation")
+        if od.num_inputs is not None and len(e.args) != od.num_inputs:
+            names = f" ({', '.join(od.arg_names)})" if od.arg_names else ""
+            raise self.fail(e, f"{od.name}: expected {od.num_inputs} argument(s){names}, "
+                               f"got {len(e.args)}")
+        out = IncompleteType()
+        self.defer(Relation(e, [self.type_of(a) for a in e.args], out, self.owner))
+        return out
+
+    def defer(self, c: Deferred) -> None:
+        c.step(self)
+        self.deferred.append(c)
+
+    def _ref_create(self, e: RefCreate) -> Type:
+        return RelayRefType(self.type_of(e.value))
+
+    def _ref_read(self, e: RefRead) -> Type:
+        out = IncompleteType()
+        self.unify_at(e, self.type_of(e.ref), RelayRefType(out),
+                      "RefRead: expected a reference, got {actual}")
+        return out
+
+    def _ref_write(self, e: RefWrite) -> Type:
+        fmt = ("RefWrite: cannot store a value of type {expected} in a reference of type "
+               "{actual} ({detail})")
+        self.unify_at(e, self.type_of(e.ref), RelayRefType(self.type_of(e.value)), fmt)
+        return TupleType(())
+
+    def _match(self, e: Match) -> Type:
+        data = self.type_of(e.data)
+        out: Type | None = None
+        for i, clause in enumerate(e.clauses):
+            self.check_pattern(clause.lhs, data, e)
+            rhs = self.type_of(clause.rhs)
+            fmt = (f"match: clause {i} ({show_pattern(clause.lhs)}) has type {{actual}}, but the "
+                   "clauses before it have type {expected} ({detail})")
+            out = rhs if out is None else self.unify_at(e, rhs, out, fmt)
+        if e.complete:
+            missing = missing_case([c.lhs for c in e.clauses], self._siblings)
+            if missing is not None:
+                raise self.fail(e, f"match is not exhaustive: missing {missing} (use match? "
+                                   "for a match that may fail at run time)")
+        return out if out is not None else IncompleteType()
+
+    def _siblings(self, c: Constructor) -> tuple[Constructor, ...]:
+        return self.type_data(c).constructors
+
+    def check_pattern(self, p: Pattern, ty: Type, match: Match) -> None:
+        """Unify the pattern's shape with ``ty`` and give its variables their types."""
+        if isinstance(p, PatternVar):
+            self.bound.add(p.var)
+            fmt = (f"match: pattern variable %{p.var.name_hint} is annotated {{expected}}, but "
+                   "the value it matches has type {actual} ({detail})")
+            self.unify_at(match, ty, self.var_type(p.var), fmt)
+        elif isinstance(p, PatternConstructor):
+            fty = instantiate(self.ctor_type(p.constructor))[0]
+            fmt = (f"match: pattern {show_pattern(p)} matches values of type {{expected}}, but "
+                   "the matched value has type {actual}")
+            self.unify_at(match, ty, fty.ret_type, fmt)
+            if len(p.patterns) != len(fty.arg_types):
+                raise self.fail(match, f"match: pattern {show_pattern(p)} has {len(p.patterns)} "
+                                       f"sub-pattern(s), but {p.constructor.name_hint} has "
+                                       f"{len(fty.arg_types)} field(s)")
+            for sub, field in zip(p.patterns, fty.arg_types):
+                self.check_pattern(sub, field, match)
+        elif isinstance(p, PatternTuple):
+            fields = tuple(IncompleteType() for _ in p.patterns)
+            fmt = (f"match: pattern {show_pattern(p)} matches a tuple of {len(fields)} fields, "
+                   "but the matched value has type {actual}")
+            self.unify_at(match, ty, TupleType(fields), fmt)
+            for sub, field in zip(p.patterns, fields):
+                self.check_pattern(sub, field, match)
+
+
+_RULES: dict[type, Callable[[ExprChecker, Any], Type | None]] = {
+    Var: ExprChecker._var, Constant: ExprChecker._constant, Tuple: ExprChecker._tuple,
+    GlobalVar: ExprChecker._leaf, Constructor: ExprChecker._leaf, Op: ExprChecker._leaf,
+    TupleGetItem: ExprChecker._tuple_get_item, Let: ExprChecker._let, If: ExprChecker._if,
+    Function: ExprChecker._function, Call: ExprChecker._call, Match: ExprChecker._match,
+    RefCreate: ExprChecker._ref_create, RefRead: ExprChecker._ref_read,
+    RefWrite: ExprChecker._ref_write,
+}

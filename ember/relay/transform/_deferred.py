@@ -1,0 +1,134 @@
+"""Constraints that wait for their inputs: op type relations and tuple projections.
+
+Each one re-runs whenever its (resolved) inputs have changed since its last run, so a
+result computed from ``Tensor[(?, 4), float32]`` is refined once the ``?`` is known.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...ir.expr import Call, TupleGetItem, Var
+from ...ir.types import IncompleteType, TupleType, Type
+from ...runtime.errors import TypeInferenceError
+from ._unify import show_type
+
+if TYPE_CHECKING:
+    from ._checker import ExprChecker, Owner
+
+
+def _known(ty: Type) -> bool:
+    """An op may look at this type: tensors, and tuples whose fields are all known."""
+    if isinstance(ty, TupleType):
+        return all(_known(f) for f in ty.fields)
+    return not isinstance(ty, IncompleteType)
+
+
+class Deferred:
+    """A constraint ``out = f(inputs)`` evaluated once the inputs are known."""
+
+    __slots__ = ("node", "inputs", "out", "owner", "last")
+
+    def __init__(self, node: Any, inputs: list[Type], out: Type, owner: "Owner") -> None:
+        self.node, self.inputs, self.out, self.owner = node, inputs, out, owner
+        self.last: list[Type] | None = None
+
+    def ready(self, args: list[Type]) -> bool:
+        return all(_known(a) for a in args)
+
+    def step(self, ck: "ExprChecker") -> bool:
+        """Run if the inputs are known and changed since the last run; True if it ran."""
+        args = [ck.uf.resolve(t) for t in self.inputs]
+        if not self.ready(args) or args == self.last:
+            return False
+        self.last = args
+        result = self.apply(ck, args)
+        fmt = (f"{self.label()}: the result has type {{actual}}, but it is used as "
+               "{expected} ({detail})")
+        ck.unify_at(self.node, result, self.out, fmt, self.owner)
+        return True
+
+    def apply(self, ck: "ExprChecker", args: list[Type]) -> Type:
+        raise NotImplementedError
+
+    def label(self) -> str:
+        raise NotImplementedError
+
+    def unresolved(self, ck: "ExprChecker") -> TypeInferenceError:
+        """The error for a constraint whose inputs never became known."""
+        raise NotImplementedError
+
+
+class Relation(Deferred):
+    """The type relation of an operator call."""
+
+    __slots__ = ()
+
+    def label(self) -> str:
+        return self.node.op.name
+
+    def apply(self, ck: "ExprChecker", args: list[Type]) -> Type:
+        call: Call = self.node
+        od = call.op.op_def  # type: ignore[union-attr]
+        try:
+            ty = od.type_rel(args, call.attrs)
+        except Exception as err:  # every failure of a relation is reported at the call
+            msg = str(err)
+            if not isinstance(err, (TypeInferenceError, ValueError, TypeError, AttributeError)):
+                msg = f"type relation failed with {type(err).__name__}: {msg}"
+            if not msg.startswith(f"{od.name}:"):
+                msg = f"{od.name}: {msg}"
+            raise ck.fail(call, msg, self.owner) from err
+        if not isinstance(ty, Type):
+            raise ck.fail(call, f"{od.name}: the type relation returned {ty!r}, not a type",
+                          self.owner)
+        return ty
+
+    def unresolved(self, ck: "ExprChecker") -> TypeInferenceError:
+        call: Call = self.node
+        od = call.op.op_def  # type: ignore[union-attr]
+        for i, (arg, ty) in enumerate(zip(call.args, self.inputs)):
+            if not _known(ck.uf.resolve(ty)):
+                name = od.arg_names[i] if i < len(od.arg_names) else None
+                what = ", ".join(x for x in (name, _expr_name(arg)) if x)
+                return ck.fail(call, f"{od.name}: cannot infer the type of argument {i}"
+                                     f"{f' ({what})' if what else ''}; add a type annotation",
+                               self.owner)
+        return ck.fail(call, f"{od.name}: the type relation never ran", self.owner)
+
+
+class Projection(Deferred):
+    """``t.i``: the type of field ``i`` of a tuple."""
+
+    __slots__ = ()
+
+    def ready(self, args: list[Type]) -> bool:
+        return not isinstance(args[0], IncompleteType)
+
+    def label(self) -> str:
+        return f"projection .{self.node.index}"
+
+    def apply(self, ck: "ExprChecker", args: list[Type]) -> Type:
+        return Projection.field(ck, self.node, args[0], self.owner)
+
+    @staticmethod
+    def field(ck: "ExprChecker", e: TupleGetItem, tup: Type, owner: "Owner | None" = None) -> Type:
+        """Field ``e.index`` of the tuple type ``tup``, or an error naming the index."""
+        if not isinstance(tup, TupleType):
+            raise ck.fail(e, f"projection .{e.index}: expected a tuple, got "
+                             f"{show_type(ck.uf.resolve(tup))}", owner)
+        if not 0 <= e.index < len(tup.fields):
+            raise ck.fail(e, f"projection .{e.index}: index out of range for a tuple of "
+                             f"{len(tup.fields)} field(s) ({show_type(ck.uf.resolve(tup))})",
+                          owner)
+        return tup.fields[e.index]
+
+    def unresolved(self, ck: "ExprChecker") -> TypeInferenceError:
+        what = _expr_name(self.node.tuple_value)
+        return ck.fail(self.node, f"projection .{self.node.index}: cannot infer the type of the "
+                                  f"tuple{f' {what}' if what else ''}; add a type annotation",
+                       self.owner)
+
+
+def _expr_name(e: Any) -> str:
+    return f"%{e.name_hint}" if isinstance(e, Var) else ""
+

@@ -1,0 +1,253 @@
+"""Unification of Relay types, for type inference.
+
+``IncompleteType``s are the unknowns. They live in a union-find: each class has a root, and a
+root may carry a value (a type that is not itself an unknown, but may contain unknowns).
+Unifying two tensor types merges them dimension by dimension: equal ints stay, ``Any()``
+gives way to the other side (the concrete side wins), a ``ShapeVar`` only matches itself.
+``unify`` returns the merged type; when an unknown was involved it returns the unknown's root,
+so that merged composite types keep pointing at it and see later refinements.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ...ir.types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
+                         TensorType, TupleType, Type, TypeCall, TypeVar)
+
+
+class UnifyError(Exception):
+    """Two types cannot be made equal; ``detail`` says where they first differ."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+# -- printing and walking types -----------------------------------------------------------------
+def show_dim(d: object) -> str:
+    if isinstance(d, ShapeVar):
+        return d.name
+    return "?" if isinstance(d, Any) else str(d)
+
+
+def show_type(ty: Type | None) -> str:
+    """A type in the text format: ``Tensor[(3, 4), float32]``, ``(A, B)``, ``fn (A) -> B``."""
+    if isinstance(ty, TensorType):
+        if not ty.shape:
+            return ty.dtype
+        return f"Tensor[({', '.join(show_dim(d) for d in ty.shape)}), {ty.dtype}]"
+    if isinstance(ty, TupleType):
+        inner = ", ".join(show_type(f) for f in ty.fields)
+        return f"({inner},)" if len(ty.fields) == 1 else f"({inner})"
+    if isinstance(ty, FuncType):
+        tps = f"[{', '.join(v.name_hint for v in ty.type_params)}]" if ty.type_params else ""
+        args = ", ".join(show_type(a) for a in ty.arg_types)
+        return f"fn {tps}({args}) -> {show_type(ty.ret_type)}"
+    if isinstance(ty, TypeCall):
+        if not ty.args:
+            return show_type(ty.func)
+        return f"{show_type(ty.func)}[{', '.join(show_type(a) for a in ty.args)}]"
+    if isinstance(ty, (TypeVar, GlobalTypeVar)):
+        return ty.name_hint
+    if isinstance(ty, RelayRefType):
+        return f"Ref[{show_type(ty.value)}]"
+    if isinstance(ty, IncompleteType):
+        return "_"
+    return repr(ty)
+
+
+def map_type(ty: Type, fn: Callable[[Type], Type]) -> Type:
+    """``ty`` with ``fn`` applied to each direct child type (tensors have none)."""
+    if isinstance(ty, TupleType):
+        return TupleType(tuple(fn(f) for f in ty.fields))
+    if isinstance(ty, FuncType):
+        return FuncType(tuple(fn(a) for a in ty.arg_types), fn(ty.ret_type), ty.type_params,
+                        ty.type_constraints)
+    if isinstance(ty, TypeCall):
+        return TypeCall(fn(ty.func), tuple(fn(a) for a in ty.args))
+    if isinstance(ty, RelayRefType):
+        return RelayRefType(fn(ty.value))
+    return ty
+
+
+def substitute(ty: Type, mapping: dict[TypeVar, Type]) -> Type:
+    """Replace type variables by types."""
+    if isinstance(ty, TypeVar):
+        return mapping.get(ty, ty)
+    return map_type(ty, lambda t: substitute(t, mapping))
+
+
+def instantiate(fty: FuncType) -> tuple[FuncType, list[Type]]:
+    """A monomorphic copy of a polymorphic function type, with fresh unknowns for its
+    type parameters; also returns those unknowns (the call's type arguments)."""
+    fresh: list[Type] = [IncompleteType(v.kind) for v in fty.type_params]
+    mapping = dict(zip(fty.type_params, fresh))
+    args = tuple(substitute(a, mapping) for a in fty.arg_types)
+    return FuncType(args, substitute(fty.ret_type, mapping)), fresh
+
+
+def type_vars_in(ty: Type, out: list[Type], kind: type) -> list[Type]:
+    """Collect the nodes of class ``kind`` (e.g. IncompleteType) in ``ty``, first-seen order."""
+    if isinstance(ty, kind):
+        if not any(t is ty for t in out):
+            out.append(ty)
+        return out
+    map_type(ty, lambda t: (type_vars_in(t, out, kind), t)[1])
+    return out
+
+
+# -- the unifier --------------------------------------------------------------------------------
+class Unifier:
+    """Union-find over IncompleteTypes plus structural unification of everything else."""
+
+    def __init__(self) -> None:
+        self._link: dict[IncompleteType, IncompleteType] = {}
+        self._value: dict[IncompleteType, Type] = {}
+
+    def root(self, t: IncompleteType) -> IncompleteType:
+        path = []
+        while t in self._link:
+            path.append(t)
+            t = self._link[t]
+        for p in path:  # path compression
+            self._link[p] = t
+        return t
+
+    def shallow(self, ty: Type) -> Type:
+        """``ty`` with a top-level unknown replaced by its value (or its root if unbound)."""
+        if isinstance(ty, IncompleteType):
+            r = self.root(ty)
+            return self._value.get(r, r)
+        return ty
+
+    def resolve(self, ty: Type) -> Type:
+        """``ty`` with every bound unknown replaced by its value, recursively."""
+        ty = self.shallow(ty)
+        if isinstance(ty, (TensorType, IncompleteType, TypeVar, GlobalTypeVar)):
+            return ty
+        return map_type(ty, self.resolve)
+
+    def bind(self, t: IncompleteType, ty: Type) -> None:
+        """Force the (unbound) unknown ``t`` to ``ty`` (used to generalise leftovers)."""
+        self._value[self.root(t)] = ty
+
+    def unify(self, a: Type, b: Type) -> Type:
+        """Make ``a`` and ``b`` equal; returns the merged type. Raises UnifyError."""
+        if isinstance(a, IncompleteType) or isinstance(b, IncompleteType):
+            return self._unify_unknown(a, b)
+        if a is b:
+            return a
+        rule = _RULES.get(type(a))
+        if rule is not None and type(a) is type(b):
+            return rule(self, a, b)
+        return _unify_adt_head(a, b)
+
+    def _unify_unknown(self, a: Type, b: Type) -> Type:
+        if not isinstance(a, IncompleteType):
+            a, b = b, a
+        ra = self.root(a)  # type: ignore[arg-type]
+        if isinstance(b, IncompleteType):
+            rb = self.root(b)
+            if rb is ra:
+                return ra
+            vb = self._value.pop(rb, None)
+            self._link[rb] = ra
+            if vb is not None:
+                self._assign(ra, vb)
+            return ra
+        self._assign(ra, b)
+        return ra
+
+    def _assign(self, r: IncompleteType, ty: Type) -> None:
+        old = self._value.get(r)
+        merged = ty if old is None else self.unify(old, ty)
+        if self._occurs(r, merged):
+            raise UnifyError(f"a type cannot contain itself ({show_type(self.resolve(merged))})")
+        self._value[r] = merged
+
+    def _occurs(self, r: IncompleteType, ty: Type) -> bool:
+        unknowns = type_vars_in(self.resolve(ty), [], IncompleteType)
+        return any(self.root(u) is r for u in unknowns)  # type: ignore[arg-type]
+
+
+def _unify_dim(i: int, x: object, y: object) -> object:
+    if isinstance(x, Any):
+        return y
+    if isinstance(y, Any) or x is y or x == y:
+        return x
+    raise UnifyError(f"dimension {i} is {show_dim(x)} vs {show_dim(y)}")
+
+
+def _unify_tensor(u: Unifier, a: TensorType, b: TensorType) -> Type:
+    if a.dtype != b.dtype:
+        raise UnifyError(f"dtype {a.dtype} vs {b.dtype}")
+    if a.ndim != b.ndim:
+        raise UnifyError(f"rank {a.ndim} vs {b.ndim}")
+    if a == b:
+        return a
+    return TensorType(tuple(_unify_dim(i, x, y) for i, (x, y) in enumerate(zip(a.shape, b.shape))),
+                      a.dtype)
+
+
+def _unify_all(u: Unifier, what: str, xs: tuple[Type, ...], ys: tuple[Type, ...]) -> list[Type]:
+    out = []
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        try:
+            out.append(u.unify(x, y))
+        except UnifyError as err:
+            raise UnifyError(f"{what} {i}: {err.detail}") from None
+    return out
+
+
+def _unify_tuple(u: Unifier, a: TupleType, b: TupleType) -> Type:
+    if len(a.fields) != len(b.fields):
+        raise UnifyError(f"a tuple of {len(a.fields)} fields vs one of {len(b.fields)}")
+    return TupleType(tuple(_unify_all(u, "field", a.fields, b.fields)))
+
+
+def _unify_func(u: Unifier, a: FuncType, b: FuncType) -> Type:
+    if len(a.arg_types) != len(b.arg_types):
+        raise UnifyError(f"a function of {len(a.arg_types)} parameters vs one of "
+                         f"{len(b.arg_types)}")
+    if len(a.type_params) != len(b.type_params):
+        raise UnifyError(f"a function with {len(a.type_params)} type parameters vs one with "
+                         f"{len(b.type_params)}")
+    if b.type_params:  # alpha-rename b's type parameters to a's
+        b = FuncType(*_renamed(b, a.type_params))
+    args = _unify_all(u, "parameter", a.arg_types, b.arg_types)
+    try:
+        ret = u.unify(a.ret_type, b.ret_type)
+    except UnifyError as err:
+        raise UnifyError(f"result: {err.detail}") from None
+    return FuncType(args, ret, a.type_params)
+
+
+def _renamed(f: FuncType, params: tuple[TypeVar, ...]) -> tuple[tuple[Type, ...], Type]:
+    mapping: dict[TypeVar, Type] = dict(zip(f.type_params, params))
+    return tuple(substitute(a, mapping) for a in f.arg_types), substitute(f.ret_type, mapping)
+
+
+def _unify_call(u: Unifier, a: TypeCall, b: TypeCall) -> Type:
+    if a.func is not b.func:
+        raise UnifyError(f"type {show_type(a.func)} vs type {show_type(b.func)}")
+    if len(a.args) != len(b.args):
+        raise UnifyError(f"{show_type(a.func)} with {len(a.args)} vs {len(b.args)} arguments")
+    return TypeCall(a.func, tuple(_unify_all(u, "type argument", a.args, b.args)))
+
+
+def _unify_ref(u: Unifier, a: RelayRefType, b: RelayRefType) -> Type:
+    return RelayRefType(u.unify(a.value, b.value))
+
+
+def _unify_adt_head(a: Type, b: Type) -> Type:
+    # ``List`` written without arguments names the same type as ``List[]`` (a TypeCall).
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, GlobalTypeVar) and isinstance(y, TypeCall) and y.func is x and not y.args:
+            return y
+    raise UnifyError(f"{show_type(a)} vs {show_type(b)}")
+
+
+_RULES: dict[type, Callable[..., Type]] = {
+    TensorType: _unify_tensor, TupleType: _unify_tuple, FuncType: _unify_func,
+    TypeCall: _unify_call, RelayRefType: _unify_ref,
+}
