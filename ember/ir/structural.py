@@ -306,7 +306,7 @@ def _path_text(path: Path) -> str:
 def _enclosing_exprs(path: Path) -> tuple[Any, Any] | None:
     node: Path | None = path
     while node is not None:
-        if isinstance(node[2], RelayExpr) and not isinstance(node[2], _VAR_LIKE):
+        if isinstance(node[2], RelayExpr) and not isinstance(node[2], _VAR_LIKE + (Constant,)):
             return node[2], node[3]
         node = node[0]
     return None
@@ -345,12 +345,16 @@ def _array_text(arr: np.ndarray) -> str:
 
 
 def _node_text(x: Node) -> str:
-    try:
-        from .printer import short_text
+    if isinstance(x, RelayExpr):
+        try:
+            from .printer import short_text
 
-        return short_text(x)
-    except Exception:  # noqa: BLE001 - a diff must still print if the printer cannot
-        return _fallback_text(x)
+            text = short_text(x)
+            if not text.startswith("<"):  # "<Call (unprintable: ...)>"
+                return text
+        except Exception:  # noqa: BLE001 - a diff must still print if the printer cannot
+            pass
+    return _fallback_text(x)
 
 
 def _fallback_text(x: Any) -> str:

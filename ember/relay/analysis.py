@@ -37,16 +37,17 @@ def _binders(e: RelayExpr) -> Iterable[Var]:
     return ()
 
 
-def _var_sets(expr: RelayExpr) -> tuple[dict[Var, None], dict[Var, None]]:
-    """(all vars, bound vars) as insertion-ordered sets, in order of first occurrence."""
+def _var_sets(expr: RelayExpr) -> tuple[dict[Var, None], set[Var]]:
+    """(all vars in order of first occurrence, the bound ones). Binders come before their
+    scope in ``post_order`` (params before the body, a let var before its value)."""
     every: dict[Var, None] = {}
-    bound: dict[Var, None] = {}
+    bound: set[Var] = set()
     for e in post_order(expr):
         if isinstance(e, Var):
             every.setdefault(e)
         for v in _binders(e):
-            every.setdefault(v)
-            bound.setdefault(v)
+            every.setdefault(v)  # pattern vars are not children: they first appear here
+            bound.add(v)
     return every, bound
 
 
@@ -60,7 +61,8 @@ def free_vars(expr: RelayExpr) -> list[Var]:
 def bound_vars(expr: RelayExpr) -> list[Var]:
     """Variables bound inside ``expr`` (function params, let vars, pattern vars)."""
     _require_expr("bound_vars", expr)
-    return list(_var_sets(expr)[1])
+    every, bound = _var_sets(expr)
+    return [v for v in every if v in bound]
 
 
 def all_vars(expr: RelayExpr) -> list[Var]:
