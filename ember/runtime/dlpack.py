@@ -16,10 +16,14 @@ alive until the consumer calls the deleter. A capsule dropped unconsumed is rele
 capsule destructor, which calls the deleter only while the name is still "dltensor"
 (a consumer renames it "used_dltensor" and owns the deleter from then on).
 
-Import (``from_dlpack``): the producer's capsule is consumed by ``numpy.from_dlpack``; the
-resulting numpy array owns the DLManagedTensor and calls its deleter when it dies. ember
-wraps that array zero-copy when it is C-contiguous and writable, and copies it into fresh
-64-byte aligned storage otherwise (see ``from_dlpack``).
+Import (``from_dlpack``): an unversioned "dltensor" capsule (what ``__dlpack__()`` returns
+by default) is consumed here: renamed "used_dltensor", and its deleter called by the
+``__del__`` of an owner object in the numpy base chain of the view. ``__del__`` is safe where
+ctypes callbacks are not, because tp_finalize saves and restores the in-flight exception.
+Versioned capsules, and producers that can only export versioned ones (read-only numpy
+arrays), go through ``numpy.from_dlpack``, which honours the read-only flag. ember wraps the
+result zero-copy when it is C-contiguous and writable, and copies it into fresh 64-byte
+aligned storage otherwise (see ``from_dlpack``).
 """
 from __future__ import annotations
 
@@ -31,13 +35,19 @@ import numpy as np
 from ._abi import DLManagedTensor
 from .device import cpu
 from .dtype import DataType
-from .ndarray import SUPPORTED_DTYPES, NDArray, _MemoryView, array
+from .errors import TVMError
+from .ndarray import SUPPORTED_DTYPES, NDArray, _dltensor_view, _MemoryView, array
 
 _PyCapsule_IsValid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_IsValid", ctypes.pythonapi))
 _PyCapsule_GetPointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi))
+_PyCapsule_SetName = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)(
+    ("PyCapsule_SetName", ctypes.pythonapi))
 _CapsuleType = type(np.empty(0).__dlpack__())
+# A capsule keeps a pointer to its name, so the name must never be freed: not even at shutdown.
+_USED_NAME = ctypes.create_string_buffer(b"used_dltensor")
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(_USED_NAME))
 
 
 def export_capsule(arr: NDArray, *, stream: Any = None, max_version: Any = None,
@@ -78,33 +88,67 @@ class _CapsuleSource:
         return self.capsule
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        # Only unversioned capsules are read here; numpy checks the device of the others.
-        if _PyCapsule_IsValid(self.capsule, b"dltensor"):
-            ptr = _PyCapsule_GetPointer(self.capsule, b"dltensor")
-            dev = DLManagedTensor.from_address(ptr).dl_tensor.device
-            return (dev.device_type, dev.device_id)
-        return (1, 0)
+        return (1, 0)  # numpy checks the device recorded in the tensor itself
+
+
+class _ManagedTensorOwner:
+    """Owns a consumed DLManagedTensor and calls its deleter when the last view of it dies.
+
+    ``__del__`` runs through CPython's tp_finalize, which saves and restores an in-flight
+    exception, so calling the producer's deleter from here is safe during unwinding (unlike a
+    ctypes callback invoked directly by C).
+    """
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+    def __del__(self, _managed: Any = DLManagedTensor, _cast: Any = ctypes.cast,
+                _ptr_type: Any = ctypes.POINTER(DLManagedTensor)) -> None:
+        ptr, self.ptr = self.ptr, 0
+        if ptr:
+            deleter = _managed.from_address(ptr).deleter
+            if deleter:
+                deleter(_cast(ptr, _ptr_type))
+
+
+def _consume_unversioned(capsule: Any) -> np.ndarray:
+    """Take ownership of a "dltensor" capsule (DLPack < 1.0: writable by convention)."""
+    ptr = _PyCapsule_GetPointer(capsule, b"dltensor")
+    owner = _ManagedTensorOwner(ptr)
+    if _PyCapsule_SetName(capsule, _USED_NAME) != 0:  # from now on the deleter is ours to call
+        owner.ptr = 0
+        raise BufferError("from_dlpack: could not mark the capsule as consumed")
+    # dl_tensor is the first member of DLManagedTensor, so ptr is also the DLTensor*.
+    view, _, _ = _dltensor_view(ptr, owner)
+    return view
 
 
 def _consume(obj: Any) -> np.ndarray:
-    """A numpy array over ``obj``'s DLPack tensor (owning the producer's DLManagedTensor)."""
+    """A numpy array over ``obj``'s DLPack tensor that owns the producer's DLManagedTensor."""
     if isinstance(obj, _CapsuleType):
-        for name in (b"dltensor", b"dltensor_versioned"):
-            if _PyCapsule_IsValid(obj, name):
-                break
-        else:
-            raise ValueError("from_dlpack: the capsule was already consumed or is not a DLPack "
-                             "capsule (its name is not 'dltensor' / 'dltensor_versioned')")
-        source: Any = _CapsuleSource(obj)
+        capsule = obj
     elif hasattr(obj, "__dlpack__"):
-        source = obj
+        try:
+            capsule = obj.__dlpack__()
+        except BufferError:
+            # e.g. a read-only numpy array, exportable only as a versioned (flagged) capsule
+            capsule = None
     else:
         raise TypeError(f"from_dlpack: expected an object with __dlpack__ (e.g. a numpy array) "
                         f"or a DLPack capsule, got {type(obj).__name__}")
     try:
-        return np.from_dlpack(source)
-    except BufferError as err:
+        if capsule is not None and _PyCapsule_IsValid(capsule, b"dltensor"):
+            return _consume_unversioned(capsule)
+        if capsule is None:
+            return np.from_dlpack(obj)
+        if _PyCapsule_IsValid(capsule, b"dltensor_versioned"):
+            return np.from_dlpack(_CapsuleSource(capsule))
+    except (BufferError, TVMError, ValueError) as err:
         raise BufferError(f"from_dlpack: {err}") from None
+    raise ValueError("from_dlpack: the capsule was already consumed or is not a DLPack "
+                     "capsule (its name is not 'dltensor' / 'dltensor_versioned')")
 
 
 def from_dlpack(obj: Any, *, copy: bool | None = None) -> NDArray:

@@ -84,6 +84,8 @@ class DataType:
         """The element dtype without lanes, e.g. 'float32' for 'float32x4'."""
         if self.type_code == DataTypeCode.BOOL:
             return "bool"
+        if self.type_code == DataTypeCode.HANDLE and self.bits == 64:
+            return "handle"
         return f"{self.type_code.name.lower()}{self.bits}"
 
     @property

@@ -12,6 +12,7 @@ trailing numpy axis; ``shape`` never shows it.
 from __future__ import annotations
 
 import ctypes
+import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,7 +31,8 @@ def _aligned_buffer(nbytes: int) -> np.ndarray:
     """A uint8 numpy array of ``nbytes`` whose data pointer is a multiple of ALIGNMENT."""
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     offset = (-raw.ctypes.data) % ALIGNMENT
-    return raw[offset : offset + nbytes]
+    # Not raw[offset:offset + nbytes]: numpy leaves the pointer of an empty slice unmoved.
+    return np.ndarray((nbytes,), dtype=np.uint8, buffer=raw, offset=offset)
 
 
 class _MemoryView:
@@ -193,7 +195,9 @@ def _normalize_shape(shape: Sequence[int] | int, where: str) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     try:
-        out = tuple(int(s) for s in shape)
+        if isinstance(shape, (str, bytes)):
+            raise TypeError
+        out = tuple(operator.index(s) for s in shape)
     except TypeError:
         raise TypeError(f"{where}: shape must be an int or a sequence of ints, "
                         f"got {shape!r}") from None
@@ -250,56 +254,58 @@ def array(obj: Any, device: Device | None = None, dtype: "str | DataType | None"
     return out
 
 
-def _view_of(ptr: int, shape: tuple[int, ...], dt: DataType, owner: Any,
-             strides: tuple[int, ...] | None = None) -> np.ndarray:
-    """A numpy array over ``ptr`` whose base keeps ``owner`` alive."""
-    scalar_np = DataType(dt.scalar).numpy_dtype
+def _dltensor_view(addr: int, owner: Any) -> tuple[np.ndarray, DataType, Device]:
+    """A numpy array (strided if the DLTensor is) over the memory of the ``DLTensor*`` at
+    ``addr``, whose base keeps ``owner`` alive; plus the DataType and Device of the tensor."""
+    if not addr:
+        raise ValueError("NULL DLTensor*")
+    dl = DLTensor.from_address(int(addr))
+    dev = Device(dl.device.device_type, dl.device.device_id)
+    if dev.device_type not in (DLDeviceType.CPU, DLDeviceType.CUDA_HOST):
+        raise TVMError(f"cannot view memory on device {dev} from Python")
+    if dl.ndim < 0:
+        raise ValueError(f"negative ndim {dl.ndim}")
+    try:
+        dt = DataType.from_dl(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes)
+        scalar_np = DataType(dt.scalar).numpy_dtype
+    except (ValueError, TypeError) as err:
+        raise TVMError(f"unsupported DLDataType (code={dl.dtype.code}, bits={dl.dtype.bits}, "
+                       f"lanes={dl.dtype.lanes}): {err}") from None
+    shape = tuple(int(dl.shape[i]) for i in range(dl.ndim))
     full_shape = shape if dt.lanes == 1 else shape + (dt.lanes,)
     if int(np.prod(full_shape, dtype=np.int64)) == 0:
-        return np.empty(full_shape, scalar_np)  # nothing to share; ptr may be NULL
-    if not ptr:
+        return np.empty(full_shape, scalar_np), dt, cpu(dev.device_id)  # nothing to share
+    ptr = (dl.data or 0) + int(dl.byte_offset)
+    if not dl.data:
         raise TVMError(f"DLTensor of shape {shape} and dtype {dt} has a NULL data pointer")
-    return np.asarray(_MemoryView(ptr, full_shape, scalar_np, owner, strides))
+    strides = None
+    if dl.strides and dl.ndim:
+        elem = scalar_np.itemsize * dt.lanes  # DLPack strides count elements, numpy's bytes
+        strides = tuple(int(dl.strides[i]) * elem for i in range(dl.ndim))
+        strides += (scalar_np.itemsize,) if dt.lanes > 1 else ()
+    view = np.asarray(_MemoryView(ptr, full_shape, scalar_np, owner, strides))
+    return view, dt, cpu(dev.device_id)
 
 
-def from_dltensor_address(addr: int, owner: Any = None, device_check: bool = True) -> NDArray:
+def from_dltensor_address(addr: int, owner: Any = None) -> NDArray:
     """A non-owning NDArray viewing the memory described by the ``DLTensor*`` at ``addr``.
 
     The FFI uses this when C hands a ``DLTensor*`` to a Python callback. Shape, dtype and data
-    pointer are read from the struct at call time; the struct itself need not outlive the view,
-    but the data must (``owner`` is kept alive by the view for that purpose). Compact strides
-    are accepted; other strides raise ValueError, as NDArrays are always contiguous.
+    pointer are read from the struct now; the struct itself need not outlive the view, but the
+    data must (``owner``, if given, is kept alive by the view for that purpose). Compact
+    strides are accepted; other strides raise ValueError, as NDArrays are always contiguous.
+    Raises TVMError for non-CPU memory and dtypes without a numpy equivalent.
     """
-    if not addr:
-        raise ValueError("from_dltensor_address: NULL DLTensor*")
-    dl = DLTensor.from_address(int(addr))
-    dev = Device(dl.device.device_type, dl.device.device_id)
-    if device_check and dev.device_type not in (DLDeviceType.CPU, DLDeviceType.CUDA_HOST):
-        raise TVMError(f"from_dltensor_address: cannot view memory on device {dev} from Python")
-    if dl.ndim < 0:
-        raise ValueError(f"from_dltensor_address: negative ndim {dl.ndim}")
     try:
-        dt = DataType.from_dl(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes)
-        DataType(dt.scalar).numpy_dtype
-    except (ValueError, TypeError) as err:
-        raise TVMError(f"from_dltensor_address: unsupported DLDataType (code={dl.dtype.code}, "
-                       f"bits={dl.dtype.bits}, lanes={dl.dtype.lanes}): {err}") from None
-    shape = tuple(int(dl.shape[i]) for i in range(dl.ndim))
-    if dl.strides and dl.ndim:
+        view, dt, dev = _dltensor_view(addr, owner)
+    except (ValueError, TVMError) as err:
+        raise type(err)(f"from_dltensor_address: {err}") from None
+    if not view.flags.c_contiguous:
+        dl = DLTensor.from_address(int(addr))
         strides = tuple(int(dl.strides[i]) for i in range(dl.ndim))
-        expected, acc = [], 1
-        for s in reversed(shape):
-            expected.append(acc)
-            acc *= s
-        bad = [i for i, (st, ex) in enumerate(zip(strides, reversed(expected)))
-               if shape[i] != 1 and st != ex]
-        if bad and 0 not in shape:
-            raise ValueError(f"from_dltensor_address: non-contiguous DLTensor (shape {shape}, "
-                             f"strides {strides}) cannot be viewed as an NDArray")
-    ptr = (dl.data or 0) + int(dl.byte_offset)
-    view = _view_of(ptr, shape, dt, owner)
-    return NDArray(view, cpu(dev.device_id) if dev.device_type == DLDeviceType.CUDA_HOST else dev,
-                   dt, owner=owner if owner is not None else _NON_OWNING)
+        raise ValueError(f"from_dltensor_address: non-contiguous DLTensor (shape {dt and view.shape}, "
+                         f"strides {strides}) cannot be viewed as an NDArray")
+    return NDArray(view, dev, dt, owner=owner if owner is not None else _NON_OWNING)
 
 
 # A marker owner for views whose memory the caller guarantees (``is_view`` is True).

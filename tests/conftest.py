@@ -1,0 +1,45 @@
+"""Shared test configuration: per-dtype tolerances and ember's pytest marks.
+
+Compare computed results with the numpy reference using the dtype's tolerance::
+
+    def test_add(tol):
+        np.testing.assert_allclose(out.numpy(), ref, **tol("float32"))
+
+or ``allclose(out, ref)`` which picks the tolerance from the reference's dtype.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from ember.testing import TOLERANCE, assert_allclose, tolerance
+
+# dtype -> (rtol, atol); dtypes not listed (ints, bool) compare exactly.
+TOL: dict[str, tuple[float, float]] = TOLERANCE
+
+
+def pytest_configure(config: Any) -> None:
+    from ember.testing.plugin import MARKS
+
+    for name, doc in MARKS.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+@pytest.fixture
+def tol() -> Callable[[Any], dict[str, float]]:
+    """``tol(dtype)`` -> ``{"rtol": ..., "atol": ...}`` for ``np.testing.assert_allclose``."""
+    return tolerance
+
+
+@pytest.fixture
+def allclose() -> Callable[..., None]:
+    """``allclose(actual, desired, dtype=None)``: shape check, then the dtype's tolerance
+    (``dtype`` defaults to that of ``desired``)."""
+
+    def check(actual: Any, desired: Any, dtype: Any = None) -> None:
+        want = desired.numpy() if hasattr(desired, "numpy") else np.asarray(desired)
+        assert_allclose(actual, want, **tolerance(dtype or want.dtype))
+
+    return check
