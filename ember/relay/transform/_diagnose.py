@@ -47,16 +47,16 @@ def ir_context(func: Function, node: Any) -> str:
     Empty when the printer cannot print the function or find the node in it.
     """
     try:
-        from ...ir.printer import short_text
+        from ...ir.printer import astext, short_text
 
-        text = func.astext(show_meta_data=False)
-        key = short_text(node).strip().splitlines()[0]
+        text = astext(func, show_meta_data=False, show_types=False)
+        key = short_text(node, within=func).strip()
     except Exception:  # the printer must not hide the type error itself
         return ""
-    lines = text.splitlines()
+    lines = [line for line in text.splitlines() if not line.startswith("#[")]
     hits = [i for i, line in enumerate(lines) if key and key in line]
-    if not hits:
-        return ""
+    if not hits:  # a multi-line node (if, match): show it on one line
+        return f"  > {key}" if key else ""
     at = hits[0]
     lo, hi = max(0, at - CONTEXT_LINES), min(len(lines), at + CONTEXT_LINES + 1)
     out = []
