@@ -236,15 +236,16 @@ class _Equal:
             return seen[1] is r or self._fail(
                 path, l, r, "lhs node is shared, but rhs has two different nodes here")
         if id(r) in self.r2l:
-            return self._fail(path, l, r, "rhs node is shared, but lhs has two different nodes here")
+            return self._fail(path, l, r,
+                              "rhs node is shared, but lhs has two different nodes here")
         self.l2r[id(l)], self.r2l[id(r)] = (l, r), (r, l)
         return True
 
     def _var(self, l: Any, r: Any, path: Path, define: bool, stack: list) -> bool:
         seen = self.l2r.get(id(l))
         if seen is not None:
-            return seen[1] is r or self._fail(
-                path, l, r, f"lhs {_brief(l)} corresponds to rhs {_brief(seen[1])}, not {_brief(r)}")
+            return seen[1] is r or self._fail(path, l, r, f"lhs {_brief(l)} corresponds to rhs "
+                                                          f"{_brief(seen[1])}, not {_brief(r)}")
         if id(r) in self.r2l:
             return self._fail(path, l, r, f"rhs {_brief(r)} corresponds to lhs "
                                           f"{_brief(self.r2l[id(r)][1])}, not {_brief(l)}")
@@ -280,8 +281,8 @@ _PLAIN_KINDS = {"num": "a number", "str": "a string", "none": "None", "seq": "a 
 
 def _kind(x: Any) -> str:
     cat = _category(x)
-    return _PLAIN_KINDS.get(cat, f"a {type(x).__name__}") if isinstance(cat, str) \
-        else f"a {type(x).__name__}"
+    plain = _PLAIN_KINDS.get(cat) if isinstance(cat, str) else None
+    return plain or f"a {type(x).__name__}"
 
 
 def _path_text(path: Path) -> str:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterable
 
-from ..ir.adt import Clause, Constructor, Match, Pattern, PatternConstructor, PatternVar, pattern_vars
+from ..ir.adt import (Clause, Constructor, Match, Pattern, PatternConstructor, PatternVar,
+                      pattern_vars)
 from ..ir.expr import Call, Function, GlobalVar, Let, RelayExpr, Var
 from ..ir.module import IRModule
 from ..ir.op import Op
@@ -100,7 +101,9 @@ class _TypeVarCollector:
 
     def visit_constructor(self, c: Constructor) -> None:
         # A constructor's type vars are bound by its type definition.
-        td = self.mod.type_definitions.get(c.belong_to) if self.mod is not None and c.belong_to else None
+        td = None
+        if self.mod is not None and c.belong_to is not None:
+            td = self.mod.type_definitions.get(c.belong_to)
         inner = _TypeVarCollector(None)
         for ty in c.inputs:
             inner.visit_type(ty)
@@ -236,7 +239,8 @@ class _WellFormed:
         if id(e) in self.done:
             return None
         self.done.add(id(e))
-        if isinstance(e, GlobalVar) and self.globals is not None and e.name_hint not in self.globals:
+        if isinstance(e, GlobalVar) and self.globals is not None \
+                and e.name_hint not in self.globals:
             raise self.error(e, f"undefined global function @{e.name_hint}")
         stack.extend(reversed(self.plan(e)))
         return None

@@ -264,6 +264,24 @@ def test_deep_let_chain_of_5000():
     assert "<root>(.body)*5000.value.args[1].data: tensor contents differ" in msg
 
 
+def test_deep_call_nesting_needs_no_recursion():
+    def nest(n: int, leaf):
+        e = leaf
+        for _ in range(n):
+            e = call("negative", e)
+        return e
+
+    x = var("x")
+    assert same(nest(3000, x), nest(3000, x))
+    assert not structural_equal(nest(3000, x), nest(2999, x))
+
+
+def test_hash_tells_apart_what_equality_does():
+    assert structural_hash(add_fn()) != structural_hash(add_fn(swap=True))
+    assert structural_hash(const(1.0)) != structural_hash(const(1.0, "float64"))
+    assert structural_hash(t(2, 3)) != structural_hash(t(3, 2))
+
+
 _STABLE_PROGRAM = """
 from ember.ir import Function, IRModule, Let, const, structural_hash, var
 from ember.ir.expr import Call

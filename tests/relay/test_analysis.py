@@ -114,7 +114,8 @@ def test_variable_bound_twice():
 
 def test_pattern_binding_the_same_var_twice():
     h = var("h")
-    m = Match(Tuple([const(1), const(2)]), [Clause(PatternTuple([PatternVar(h), PatternVar(h)]), h)])
+    pair = PatternTuple([PatternVar(h), PatternVar(h)])
+    m = Match(Tuple([const(1), const(2)]), [Clause(pair, h)])
     assert wf_error(m) == "%h is bound twice"
 
 
