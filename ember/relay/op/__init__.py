@@ -1,9 +1,21 @@
 """The operator library: one registry entry per op (attrs, type relation, fusion pattern,
 numpy reference; compute and shape function arrive with lowering) and the Python API
-functions that build calls (``relay.add``, ``relay.nn.conv2d``, ...)."""
+functions that build calls (``relay.add``, ``relay.nn.conv2d``, ...).
+
+``from ember.relay.op import *`` (done by ``ember.relay``) exports every API function plus the
+``nn`` and ``annotation`` namespaces and ``TupleWrapper``.
+"""
 from __future__ import annotations
 
-from ...ir.op import Op, OpPattern, list_op_names  # noqa: F401
+from ...ir.op import Op, OpDef, OpPattern, list_op_names, register_op  # noqa: F401
+from . import annotation, attrs, creation, indexing, nn, reduce, tensor, transform  # noqa: F401
+from ._tuple import TupleWrapper
+from .creation import *  # noqa: F401,F403
+from .reduce import *  # noqa: F401,F403
+from .tensor import *  # noqa: F401,F403
+from .transform import *  # noqa: F401,F403
 
 get = Op.get
-__all__: list[str] = []
+
+__all__ = ["nn", "annotation", "TupleWrapper", *creation.__all__, *reduce.__all__,
+           *tensor.__all__, *transform.__all__]

@@ -1,0 +1,122 @@
+"""Define an operator in one block: ``defop`` registers its rules, ``call`` builds a Call.
+
+``defop`` wraps the type relation and the numpy reference with the checks every op shares
+(argument count, tensor-vs-tuple arguments, default attrs, numpy conversion), so each op's own
+rules only state what is particular to it.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ...ir.attrs import Attrs
+from ...ir.expr import Call, RelayExpr
+from ...ir.op import Op, OpDef, OpPattern, register_op
+from ...ir.types import TensorType, TupleType, Type
+from ...runtime.errors import OpAttributeInvalid, OpAttributeRequired
+from ._shape import fail, fmt_type
+
+Rel = Callable[[list[Any], Any], Type]
+Ref = Callable[..., Any]
+
+ELEMWISE = OpPattern.ELEMWISE
+BROADCAST = OpPattern.BROADCAST
+INJECTIVE = OpPattern.INJECTIVE
+COMM_REDUCE = OpPattern.COMM_REDUCE
+OUT_ELEMWISE_FUSABLE = OpPattern.OUT_ELEMWISE_FUSABLE
+OPAQUE = OpPattern.OPAQUE
+
+
+def resolve_attrs(name: str, attrs_type: type[Attrs] | None, attrs: Any) -> Any:
+    """The attrs record to use: defaults when absent, built from a mapping when given one."""
+    if attrs_type is None or isinstance(attrs, attrs_type):
+        return attrs
+    try:
+        if attrs is None:
+            return attrs_type()
+        if isinstance(attrs, Mapping):
+            return attrs_type(**dict(attrs))
+    except TypeError as err:
+        raise OpAttributeRequired(f"{name}: {err}") from None
+    raise OpAttributeInvalid(f"{name}: expected attrs of type {attrs_type.__name__}, "
+                             f"got {type(attrs).__name__}")
+
+
+def _check_args(name: str, arg_types: Sequence[Any], arg_names: Sequence[str],
+                tuple_input: bool) -> None:
+    if len(arg_types) != len(arg_names):
+        raise fail(name, f"expected {len(arg_names)} argument(s) ({', '.join(arg_names)}), "
+                         f"got {len(arg_types)}")
+    want, kind = (TupleType, "a tuple of tensors") if tuple_input else (TensorType, "a tensor")
+    for ty, arg in zip(arg_types, arg_names):
+        ok = isinstance(ty, want)
+        if ok and tuple_input:
+            ok = all(isinstance(f, TensorType) for f in ty.fields)
+        if not ok:
+            raise fail(name, f"argument {arg} must be {kind}, got {fmt_type(ty)}")
+
+
+def _wrap_rel(name: str, rel: Rel, arg_names: tuple[str, ...], attrs_type: type[Attrs] | None,
+              tuple_input: bool) -> Rel:
+    def type_rel(arg_types: Sequence[Any], attrs: Any = None) -> Type:
+        _check_args(name, arg_types, arg_names, tuple_input)
+        return rel(list(arg_types), resolve_attrs(name, attrs_type, attrs))
+
+    type_rel.__name__ = f"{name}_rel"
+    type_rel.__wrapped__ = rel  # type: ignore[attr-defined]
+    return type_rel
+
+
+def to_numpy(value: Any) -> Any:
+    """NDArray / list / tuple-of-arrays to numpy (tuples stay tuples for tuple inputs)."""
+    if isinstance(value, (tuple, list)) and value and not np.isscalar(value[0]):
+        return tuple(to_numpy(v) for v in value)
+    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+        return value.numpy()
+    return np.asarray(value)
+
+
+def _wrap_ref(name: str, ref: Ref, attrs_type: type[Attrs] | None) -> Ref:
+    def reference(*args: Any, attrs: Any = None) -> Any:
+        out = ref(*(to_numpy(a) for a in args), attrs=resolve_attrs(name, attrs_type, attrs))
+        if isinstance(out, tuple):
+            return tuple(np.asarray(o) for o in out)
+        return np.asarray(out)
+
+    reference.__name__ = f"{name}_ref"
+    reference.__wrapped__ = ref  # type: ignore[attr-defined]
+    return reference
+
+
+def defop(name: str, rel: Rel, ref: Ref, pattern: OpPattern, *, args: tuple[str, ...] = ("data",),
+          attrs: type[Attrs] | None = None, tuple_input: bool = False, doc: str = "",
+          level: int = 1) -> OpDef:
+    """Register operator ``name`` with all of its rules.
+
+    rel(arg_types, attrs) receives checked argument types (tensors, or for ``tuple_input`` one
+    tuple of tensors) and the attrs record (defaults filled in); ref(*arrays, attrs=...) is the
+    numpy oracle.
+    """
+    return register_op(OpDef(
+        name=name, num_inputs=len(args), attrs_type=attrs,
+        type_rel=_wrap_rel(name, rel, args, attrs, tuple_input), pattern=pattern,
+        reference=_wrap_ref(name, ref, attrs), arg_names=args, description=doc,
+        support_level=level))
+
+
+def call(name: str, *args: Any, attrs: Attrs | None = None) -> Call:
+    """``Call(Op.get(name), args, attrs)``; Python scalars become constants."""
+    return Call(Op.get(name), args, attrs)
+
+
+def as_tuple_expr(data: Any) -> RelayExpr:
+    """A list/tuple of expressions as a relay Tuple; an expression (tuple-typed) as is."""
+    from ...ir.expr import Tuple
+
+    if isinstance(data, RelayExpr):
+        return data
+    if isinstance(data, (list, tuple)):
+        return Tuple(tuple(data))
+    raise TypeError(f"expected a list of relay expressions or a tuple expression, got {data!r}")

@@ -1,0 +1,448 @@
+"""Per-op attribute records of the tensor, reduce and transform ops.
+
+Each record is a frozen dataclass with typed, defaulted fields. ``__post_init__`` normalises
+what users pass the way Relay's Python API accepts it (lists become tuples, an int axis becomes
+a 1-tuple, dtypes are canonical strings) and rejects bad values with ``OpAttributeInvalid``
+naming the op, the attribute and the value. The nn records live in ``nn/_attrs.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Sequence, TypeVar
+
+import numpy as np
+
+from ...ir.attrs import Attrs
+from ...runtime.dtype import DataType
+from ...runtime.errors import OpAttributeInvalid
+from ...runtime.object import register_object
+
+_C = TypeVar("_C", bound=type)
+
+
+def attrs_class(type_key: str) -> Callable[[_C], _C]:
+    """Make ``cls`` a frozen slotted dataclass registered as ``relay.attrs.<type_key>``."""
+
+    def wrap(cls: _C) -> _C:
+        return register_object(f"relay.attrs.{type_key}")(dataclass(frozen=True, slots=True)(cls))
+
+    return wrap
+
+
+def _as_int(v: Any) -> int:
+    v = getattr(v, "value", v)  # IntImm-likes
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError
+    return int(v)
+
+
+class OpAttrs(Attrs):
+    """Base of the op attribute records: normalising and validating helpers."""
+
+    __slots__ = ()
+    _op: ClassVar[str] = "op"
+
+    def _set(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+
+    def _invalid(self, name: str, expected: str) -> OpAttributeInvalid:
+        value = getattr(self, name)
+        return OpAttributeInvalid(f"{self._op}: attribute {name} must be {expected}, got {value!r}")
+
+    def _int(self, name: str, optional: bool = False) -> None:
+        value = getattr(self, name)
+        if value is None and optional:
+            return
+        try:
+            self._set(name, _as_int(value))
+        except TypeError:
+            raise self._invalid(name, "an int" + (" or None" if optional else "")) from None
+
+    def _ints(self, name: str, length: Sequence[int] = (), optional: bool = False,
+              scalar_ok: bool = True) -> None:
+        """A tuple of ints (an int becomes a 1-tuple when ``scalar_ok``)."""
+        value = getattr(self, name)
+        if value is None and optional:
+            return
+        if scalar_ok and not isinstance(value, (list, tuple, np.ndarray)):
+            value = (value,)
+        try:
+            out = tuple(_as_int(v) for v in value)
+        except TypeError:
+            raise self._invalid(name, "a tuple of ints") from None
+        if length and len(out) not in length:
+            lens = " or ".join(str(n) for n in length)
+            raise self._invalid(name, f"a tuple of {lens} ints")
+        self._set(name, out)
+
+    def _positive(self, name: str, allow_zero: bool = False) -> None:
+        value = getattr(self, name)
+        vals = value if isinstance(value, tuple) else (value,)
+        if any(v < 0 or (v == 0 and not allow_zero) for v in vals):
+            raise self._invalid(name, "non-negative" if allow_zero else "positive")
+
+    def _choice(self, name: str, choices: Sequence[str]) -> None:
+        if getattr(self, name) not in choices:
+            raise self._invalid(name, "one of " + ", ".join(repr(c) for c in choices))
+
+    def _dtype(self, name: str, allow_empty: bool = False) -> None:
+        value = getattr(self, name)
+        if allow_empty and value in ("", None):
+            self._set(name, "")
+            return
+        try:
+            self._set(name, str(DataType(str(value) if not isinstance(value, str) else value)))
+        except (ValueError, TypeError):
+            raise self._invalid(name, "a dtype such as 'float32'") from None
+
+    def _bool(self, *names: str) -> None:
+        for name in names:
+            self._set(name, bool(getattr(self, name)))
+
+
+@attrs_class("CastAttrs")
+class CastAttrs(OpAttrs):
+    """cast: the target dtype."""
+
+    dtype: str = "float32"
+    _op: ClassVar[str] = "cast"
+
+    def __post_init__(self) -> None:
+        self._dtype("dtype")
+
+
+@attrs_class("ClipAttrs")
+class ClipAttrs(OpAttrs):
+    """clip: the bounds, applied in the input dtype."""
+
+    a_min: float = float("-inf")
+    a_max: float = float("inf")
+    _op: ClassVar[str] = "clip"
+
+    def __post_init__(self) -> None:
+        self._set("a_min", float(self.a_min))
+        self._set("a_max", float(self.a_max))
+        if self.a_min > self.a_max:
+            raise self._invalid("a_min", f"<= a_max ({self.a_max})")
+
+
+@attrs_class("InitOpAttrs")
+class InitOpAttrs(OpAttrs):
+    """zeros/ones/full: output shape and dtype ("" in full: the fill value's dtype)."""
+
+    shape: tuple[int, ...] = ()
+    dtype: str = "float32"
+    _op: ClassVar[str] = "zeros/ones/full"
+
+    def __post_init__(self) -> None:
+        self._ints("shape")
+        self._positive("shape", allow_zero=True)
+        self._dtype("dtype", allow_empty=True)
+
+
+@attrs_class("ReduceAttrs")
+class ReduceAttrs(OpAttrs):
+    """sum/mean/max/min/prod: axes to reduce (None: all), keepdims, exclude."""
+
+    axis: tuple[int, ...] | None = None
+    keepdims: bool = False
+    exclude: bool = False
+    _op: ClassVar[str] = "reduce"
+
+    def __post_init__(self) -> None:
+        self._ints("axis", optional=True)
+        self._bool("keepdims", "exclude")
+
+
+@attrs_class("ArgReduceAttrs")
+class ArgReduceAttrs(OpAttrs):
+    """argmax/argmin: as ReduceAttrs, plus which index wins a tie."""
+
+    axis: tuple[int, ...] | None = None
+    keepdims: bool = False
+    exclude: bool = False
+    select_last_index: bool = False
+    _op: ClassVar[str] = "argmax/argmin"
+
+    def __post_init__(self) -> None:
+        self._ints("axis", optional=True)
+        self._bool("keepdims", "exclude", "select_last_index")
+
+
+@attrs_class("VarianceAttrs")
+class VarianceAttrs(OpAttrs):
+    """variance: as ReduceAttrs, plus ``unbiased`` (divide by N-1)."""
+
+    axis: tuple[int, ...] | None = None
+    keepdims: bool = False
+    exclude: bool = False
+    unbiased: bool = False
+    _op: ClassVar[str] = "variance"
+
+    def __post_init__(self) -> None:
+        self._ints("axis", optional=True)
+        self._bool("keepdims", "exclude", "unbiased")
+
+
+@attrs_class("ReshapeAttrs")
+class ReshapeAttrs(OpAttrs):
+    """reshape: the new shape, with the special values 0, -1, -2, -3, -4."""
+
+    newshape: tuple[int, ...] = ()
+    _op: ClassVar[str] = "reshape"
+
+    def __post_init__(self) -> None:
+        self._ints("newshape")
+        if any(v < -4 for v in self.newshape):
+            raise self._invalid("newshape", "sizes >= 0 or one of the special values -1..-4")
+
+
+@attrs_class("ReshapeLikeAttrs")
+class ReshapeLikeAttrs(OpAttrs):
+    """reshape_like: which dims of data [lhs_begin, lhs_end) take the dims of shape_like."""
+
+    lhs_begin: int = 0
+    lhs_end: int | None = None
+    rhs_begin: int = 0
+    rhs_end: int | None = None
+    _op: ClassVar[str] = "reshape_like"
+
+    def __post_init__(self) -> None:
+        for name in ("lhs_begin", "rhs_begin"):
+            self._int(name)
+        for name in ("lhs_end", "rhs_end"):
+            self._int(name, optional=True)
+
+
+@attrs_class("TransposeAttrs")
+class TransposeAttrs(OpAttrs):
+    """transpose: the permutation (None: reverse the axes)."""
+
+    axes: tuple[int, ...] | None = None
+    _op: ClassVar[str] = "transpose"
+
+    def __post_init__(self) -> None:
+        self._ints("axes", optional=True)
+
+
+@attrs_class("SqueezeAttrs")
+class SqueezeAttrs(OpAttrs):
+    """squeeze: axes of size 1 to drop (None: every axis of size 1)."""
+
+    axis: tuple[int, ...] | None = None
+    _op: ClassVar[str] = "squeeze"
+
+    def __post_init__(self) -> None:
+        self._ints("axis", optional=True)
+
+
+@attrs_class("ExpandDimsAttrs")
+class ExpandDimsAttrs(OpAttrs):
+    """expand_dims: where to insert ``num_newaxis`` axes of size 1."""
+
+    axis: int = 0
+    num_newaxis: int = 1
+    _op: ClassVar[str] = "expand_dims"
+
+    def __post_init__(self) -> None:
+        self._int("axis")
+        self._int("num_newaxis")
+        self._positive("num_newaxis", allow_zero=True)
+
+
+@attrs_class("ConcatenateAttrs")
+class ConcatenateAttrs(OpAttrs):
+    """concatenate: the axis to join along."""
+
+    axis: int = 0
+    _op: ClassVar[str] = "concatenate"
+
+    def __post_init__(self) -> None:
+        self._int("axis")
+
+
+@attrs_class("StackAttrs")
+class StackAttrs(OpAttrs):
+    """stack: the position of the new axis."""
+
+    axis: int = 0
+    _op: ClassVar[str] = "stack"
+
+    def __post_init__(self) -> None:
+        self._int("axis")
+
+
+@attrs_class("SplitAttrs")
+class SplitAttrs(OpAttrs):
+    """split: a number of equal sections, or the indices to split at."""
+
+    indices_or_sections: int | tuple[int, ...] = 1
+    axis: int = 0
+    _op: ClassVar[str] = "split"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.indices_or_sections, (list, tuple, np.ndarray)):
+            self._ints("indices_or_sections")
+            if list(self.indices_or_sections) != sorted(self.indices_or_sections):
+                raise self._invalid("indices_or_sections", "increasing split indices")
+        else:
+            self._int("indices_or_sections")
+            self._positive("indices_or_sections")
+        self._int("axis")
+
+
+@attrs_class("TakeAttrs")
+class TakeAttrs(OpAttrs):
+    """take: axis (None: index the flattened data), batch dims and out-of-range mode."""
+
+    axis: int | None = None
+    batch_dims: int = 0
+    mode: str = "clip"
+    _op: ClassVar[str] = "take"
+
+    def __post_init__(self) -> None:
+        self._int("axis", optional=True)
+        self._int("batch_dims")
+        self._choice("mode", ("clip", "wrap", "fast"))
+
+
+@attrs_class("StridedSliceAttrs")
+class StridedSliceAttrs(OpAttrs):
+    """strided_slice: begin/end/strides per axis (``axes`` picks the axes they refer to).
+
+    slice_mode "end": end is exclusive; "size": end is a size (-1: to the end), strides ignored.
+    """
+
+    begin: tuple[int, ...] = ()
+    end: tuple[int, ...] = ()
+    strides: tuple[int, ...] = (1,)
+    axes: tuple[int, ...] | None = None
+    slice_mode: str = "end"
+    _op: ClassVar[str] = "strided_slice"
+
+    def __post_init__(self) -> None:
+        for name in ("begin", "end", "strides"):
+            self._ints(name)
+        self._ints("axes", optional=True)
+        self._choice("slice_mode", ("end", "size"))
+        if 0 in self.strides:
+            raise self._invalid("strides", "non-zero")
+        if self.axes is not None and not len(self.axes) == len(self.begin) == len(self.end):
+            raise self._invalid("axes", f"as long as begin and end ({len(self.begin)})")
+
+
+@attrs_class("BroadcastToAttrs")
+class BroadcastToAttrs(OpAttrs):
+    """broadcast_to: the target shape."""
+
+    shape: tuple[int, ...] = ()
+    _op: ClassVar[str] = "broadcast_to"
+
+    def __post_init__(self) -> None:
+        self._ints("shape")
+        self._positive("shape", allow_zero=True)
+
+
+@attrs_class("TileAttrs")
+class TileAttrs(OpAttrs):
+    """tile: repetitions per axis (numpy.tile rules when the lengths differ)."""
+
+    reps: tuple[int, ...] = ()
+    _op: ClassVar[str] = "tile"
+
+    def __post_init__(self) -> None:
+        self._ints("reps")
+        self._positive("reps")
+
+
+@attrs_class("RepeatAttrs")
+class RepeatAttrs(OpAttrs):
+    """repeat: each element ``repeats`` times along ``axis``."""
+
+    repeats: int = 1
+    axis: int = 0
+    _op: ClassVar[str] = "repeat"
+
+    def __post_init__(self) -> None:
+        self._int("repeats")
+        self._positive("repeats")
+        self._int("axis")
+
+
+@attrs_class("ReverseAttrs")
+class ReverseAttrs(OpAttrs):
+    """reverse: the axis to flip."""
+
+    axis: int = 0
+    _op: ClassVar[str] = "reverse"
+
+    def __post_init__(self) -> None:
+        self._int("axis")
+
+
+@attrs_class("ArangeAttrs")
+class ArangeAttrs(OpAttrs):
+    """arange: output dtype, plus start/stop/step when they are constants (for the type).
+
+    As in Relay, the interval is passed both as arguments and, when known, as attributes:
+    a type relation sees only types, so the values are what make the length static.
+    """
+
+    start: float | None = None
+    stop: float | None = None
+    step: float | None = None
+    dtype: str = "float32"
+    _op: ClassVar[str] = "arange"
+
+    def __post_init__(self) -> None:
+        for name in ("start", "stop", "step"):
+            if getattr(self, name) is not None:
+                self._set(name, float(getattr(self, name)))
+        if self.step == 0:
+            raise self._invalid("step", "non-zero")
+        self._dtype("dtype")
+
+
+@attrs_class("OneHotAttrs")
+class OneHotAttrs(OpAttrs):
+    """one_hot: depth of the new axis, where it goes, and the output dtype."""
+
+    depth: int = 1
+    axis: int = -1
+    dtype: str = "float32"
+    _op: ClassVar[str] = "one_hot"
+
+    def __post_init__(self) -> None:
+        self._int("depth")
+        self._positive("depth")
+        self._int("axis")
+        self._dtype("dtype")
+
+
+@attrs_class("LayoutTransformAttrs")
+class LayoutTransformAttrs(OpAttrs):
+    """layout_transform: source and destination layouts such as NCHW, NHWC, NCHW8c."""
+
+    src_layout: str = "NCHW"
+    dst_layout: str = "NCHW"
+    _op: ClassVar[str] = "layout_transform"
+
+    def __post_init__(self) -> None:
+        from ._layout import Layout
+
+        for name in ("src_layout", "dst_layout"):
+            try:
+                Layout.parse(getattr(self, name))
+            except ValueError as err:
+                raise self._invalid(name, f"a valid layout ({err})") from None
+
+
+@attrs_class("ShapeOfAttrs")
+class ShapeOfAttrs(OpAttrs):
+    """shape_of: the dtype of the returned shape vector."""
+
+    dtype: str = "int32"
+    _op: ClassVar[str] = "shape_of"
+
+    def __post_init__(self) -> None:
+        self._dtype("dtype")

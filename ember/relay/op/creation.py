@@ -1,0 +1,172 @@
+"""Tensor-creating operators: zeros, ones, full, their ``_like`` forms, arange, one_hot."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...ir.expr import Call, Constant, RelayExpr, const
+from ...ir.types import Any as AnyDim, TensorType
+from ._reg import ELEMWISE, OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
+from ._shape import fail, fmt_type, norm_axis, tensor_of
+from .attrs import ArangeAttrs, InitOpAttrs, OneHotAttrs
+
+__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "one_hot"]
+
+
+def _static_shape(api: str, shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, RelayExpr) and not isinstance(shape, Constant):
+        raise TypeError(f"relay.{api}: shape must be static (ints); dynamic shapes given as "
+                        "expressions are not supported yet")
+    if isinstance(shape, Constant):
+        shape = shape.data.numpy().tolist()
+    return (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+
+
+def _scalar(op: str, ty: TensorType, what: str) -> None:
+    if ty.ndim != 0:
+        raise fail(op, f"{what} must be a scalar (rank 0), got {fmt_type(ty)}")
+
+
+def _init_rel(args: list[TensorType], attrs: InitOpAttrs) -> TensorType:
+    return tensor_of(attrs.shape, attrs.dtype or "float32")
+
+
+defop("zeros", _init_rel, lambda attrs: np.zeros(attrs.shape, attrs.dtype or "float32"),
+      ELEMWISE, args=(), attrs=InitOpAttrs, doc="A tensor of zeros.")
+defop("ones", _init_rel, lambda attrs: np.ones(attrs.shape, attrs.dtype or "float32"),
+      ELEMWISE, args=(), attrs=InitOpAttrs, doc="A tensor of ones.")
+
+
+def zeros(shape: Sequence[int] | int, dtype: str = "float32") -> Call:
+    """A tensor of ``shape`` filled with 0."""
+    return call("zeros", attrs=InitOpAttrs(_static_shape("zeros", shape), dtype))
+
+
+def ones(shape: Sequence[int] | int, dtype: str = "float32") -> Call:
+    """A tensor of ``shape`` filled with 1."""
+    return call("ones", attrs=InitOpAttrs(_static_shape("ones", shape), dtype))
+
+
+def _full_rel(args: list[TensorType], attrs: InitOpAttrs) -> TensorType:
+    _scalar("full", args[0], "fill_value")
+    return tensor_of(attrs.shape, attrs.dtype or args[0].dtype)
+
+
+def _full_ref(fill: np.ndarray, attrs: InitOpAttrs) -> np.ndarray:
+    return np.full(attrs.shape, fill, dtype=attrs.dtype or fill.dtype)
+
+
+defop("full", _full_rel, _full_ref, ELEMWISE, args=("fill_value",), attrs=InitOpAttrs,
+      doc="A tensor filled with a scalar.")
+
+
+def full(fill_value: Any, shape: Sequence[int] | int = (), dtype: str = "") -> Call:
+    """A tensor of ``shape`` filled with the scalar ``fill_value`` (dtype "" = its dtype)."""
+    return call("full", fill_value, attrs=InitOpAttrs(_static_shape("full", shape), dtype))
+
+
+defop("zeros_like", lambda args, attrs: args[0], lambda x, attrs: np.zeros_like(x), ELEMWISE,
+      doc="Zeros of the same type as data.")
+defop("ones_like", lambda args, attrs: args[0], lambda x, attrs: np.ones_like(x), ELEMWISE,
+      doc="Ones of the same type as data.")
+
+
+def _full_like_rel(args: list[TensorType], attrs: Any) -> TensorType:
+    _scalar("full_like", args[1], "fill_value")
+    return args[0]
+
+
+defop("full_like", _full_like_rel, lambda x, fill, attrs: np.full_like(x, fill), ELEMWISE,
+      args=("data", "fill_value"), doc="A tensor of data's type filled with a scalar.")
+
+
+def zeros_like(data: Any) -> Call:
+    """Zeros with the shape and dtype of ``data``."""
+    return call("zeros_like", data)
+
+
+def ones_like(data: Any) -> Call:
+    """Ones with the shape and dtype of ``data``."""
+    return call("ones_like", data)
+
+
+def full_like(data: Any, fill_value: Any) -> Call:
+    """A tensor with the shape and dtype of ``data`` filled with the scalar ``fill_value``."""
+    return call("full_like", data, fill_value)
+
+
+# ---------------------------------------------------------------- arange
+def _arange_len(start: float, stop: float, step: float) -> int:
+    return max(0, math.ceil((stop - start) / step))
+
+
+def _arange_rel(args: list[TensorType], attrs: ArangeAttrs) -> TensorType:
+    for ty, what in zip(args, ("start", "stop", "step")):
+        _scalar("arange", ty, what)
+    if attrs.start is None or attrs.stop is None or attrs.step is None:
+        return tensor_of((AnyDim(),), attrs.dtype)
+    return tensor_of((_arange_len(attrs.start, attrs.stop, attrs.step),), attrs.dtype)
+
+
+def _arange_ref(start: np.ndarray, stop: np.ndarray, step: np.ndarray,
+                attrs: ArangeAttrs) -> np.ndarray:
+    n = _arange_len(float(start), float(stop), float(step))
+    # Element i is start + i * step, computed in the output dtype as the kernel does.
+    dtype = np.dtype(attrs.dtype)
+    return (dtype.type(start) + np.arange(n).astype(dtype) * dtype.type(step)).astype(dtype)
+
+
+defop("arange", _arange_rel, _arange_ref, OPAQUE, args=("start", "stop", "step"),
+      attrs=ArangeAttrs, doc="Evenly spaced values in [start, stop).", level=3)
+
+
+def _const_value(v: Any) -> float | None:
+    if isinstance(v, Constant):
+        return float(v.data.numpy()) if v.is_scalar else None
+    return None if isinstance(v, RelayExpr) else float(v)
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: str = "float32") -> Call:
+    """``[start, start + step, ...)`` up to ``stop``; ``arange(n)`` counts 0..n-1.
+
+    The length is static when start, stop and step are numbers or constants, else ``?``.
+    """
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    values = [_const_value(v) for v in (start, stop, step)]
+    args = [v if isinstance(v, RelayExpr) else const(v, dtype) for v in (start, stop, step)]
+    return call("arange", *args, attrs=ArangeAttrs(*values, dtype=dtype))
+
+
+# ---------------------------------------------------------------- one_hot
+def _one_hot_rel(args: list[TensorType], attrs: OneHotAttrs) -> TensorType:
+    indices, on, off = args
+    _scalar("one_hot", on, "on_value")
+    _scalar("one_hot", off, "off_value")
+    ndim = indices.ndim
+    axis = ndim if attrs.axis == -1 else norm_axis("one_hot", attrs.axis, ndim + 1)
+    shape = list(indices.shape)
+    shape.insert(axis, attrs.depth)
+    return tensor_of(shape, attrs.dtype)
+
+
+def _one_hot_ref(indices: np.ndarray, on: np.ndarray, off: np.ndarray,
+                 attrs: OneHotAttrs) -> np.ndarray:
+    axis = indices.ndim if attrs.axis == -1 else attrs.axis % (indices.ndim + 1)
+    hot = np.expand_dims(indices, axis) == np.arange(attrs.depth).reshape(
+        [-1 if i == axis else 1 for i in range(indices.ndim + 1)])
+    return np.where(hot, on, off).astype(attrs.dtype)
+
+
+defop("one_hot", _one_hot_rel, _one_hot_ref, OUT_ELEMWISE_FUSABLE,
+      args=("indices", "on_value", "off_value"), attrs=OneHotAttrs,
+      doc="One-hot encoding of integer indices.")
+
+
+def one_hot(indices: Any, on_value: Any, off_value: Any, depth: int, axis: int = -1,
+            dtype: str = "float32") -> Call:
+    """A ``depth``-long one-hot axis at ``axis`` (-1: last): on_value at each index."""
+    return call("one_hot", indices, on_value, off_value, attrs=OneHotAttrs(depth, axis, dtype))

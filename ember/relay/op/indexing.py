@@ -1,0 +1,260 @@
+"""Joining and indexing operators: concatenate, stack, split, take, strided_slice."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...ir.expr import Call, Constant, RelayExpr, TupleGetItem
+from ...ir.types import Any as AnyDim, Dim, TensorType, TupleType
+from ._reg import INJECTIVE, as_tuple_expr, call, defop
+from ._shape import (dim_add, fail, fmt_shape, known, may_equal, norm_axis, tensor_of,
+                     unify_dim)
+from ._tuple import TupleWrapper
+from .attrs import ConcatenateAttrs, SplitAttrs, StackAttrs, StridedSliceAttrs, TakeAttrs
+
+__all__ = ["concatenate", "stack", "split", "take", "strided_slice"]
+
+
+# ---------------------------------------------------------------- concatenate, stack
+def _common_fields(op: str, tup: TupleType, skip_axis: int | None) -> tuple[list[Dim], str]:
+    """Check the tensors of ``tup`` agree (dtype, rank, dims but ``skip_axis``); unify dims."""
+    fields: list[TensorType] = list(tup.fields)  # type: ignore[arg-type]
+    if not fields:
+        raise fail(op, "needs at least one tensor, got an empty tuple")
+    first = fields[0]
+    shape = list(first.shape)
+    for k, ty in enumerate(fields[1:], 1):
+        if ty.dtype != first.dtype:
+            raise fail(op, f"tensor 0 is {first.dtype} but tensor {k} is {ty.dtype}")
+        if ty.ndim != first.ndim:
+            raise fail(op, f"tensor 0 has rank {first.ndim} {fmt_shape(first.shape)} but "
+                           f"tensor {k} has rank {ty.ndim} {fmt_shape(ty.shape)}")
+        for i, d in enumerate(ty.shape):
+            if i == skip_axis:
+                continue
+            if not may_equal(shape[i], d):
+                raise fail(op, f"tensor 0 has shape {fmt_shape(first.shape)} but tensor {k} "
+                               f"has {fmt_shape(ty.shape)}: dimension {i} differs")
+            shape[i] = unify_dim(shape[i], d)
+    return shape, first.dtype
+
+
+def _concat_rel(args: list[TupleType], attrs: ConcatenateAttrs) -> TensorType:
+    tup = args[0]
+    ndim = tup.fields[0].ndim if tup.fields else 0  # type: ignore[attr-defined]
+    if tup.fields and ndim == 0:
+        raise fail("concatenate", "cannot concatenate scalars (rank 0)")
+    axis = norm_axis("concatenate", attrs.axis, ndim) if tup.fields else 0
+    shape, dtype = _common_fields("concatenate", tup, axis)
+    total: Dim = 0
+    for ty in tup.fields:
+        total = dim_add(total, ty.shape[axis])  # type: ignore[attr-defined]
+    shape[axis] = total
+    return tensor_of(shape, dtype)
+
+
+defop("concatenate", _concat_rel, lambda xs, attrs: np.concatenate(xs, attrs.axis), INJECTIVE,
+      attrs=ConcatenateAttrs, tuple_input=True, doc="Join tensors along an existing axis.")
+
+
+def concatenate(data: Any, axis: int) -> Call:
+    """The tensors of ``data`` (a list or a tuple expression) joined along ``axis``."""
+    return call("concatenate", as_tuple_expr(data), attrs=ConcatenateAttrs(axis))
+
+
+def _stack_rel(args: list[TupleType], attrs: StackAttrs) -> TensorType:
+    tup = args[0]
+    shape, dtype = _common_fields("stack", tup, None)
+    axis = norm_axis("stack", attrs.axis, len(shape) + 1)
+    shape.insert(axis, len(tup.fields))
+    return tensor_of(shape, dtype)
+
+
+defop("stack", _stack_rel, lambda xs, attrs: np.stack(xs, attrs.axis), INJECTIVE,
+      attrs=StackAttrs, tuple_input=True, doc="Join same-shaped tensors along a new axis.")
+
+
+def stack(data: Any, axis: int) -> Call:
+    """The tensors of ``data`` stacked along a new axis at ``axis``."""
+    return call("stack", as_tuple_expr(data), attrs=StackAttrs(axis))
+
+
+# ---------------------------------------------------------------- split
+def _split_sizes(op: str, d: Dim, spec: int | tuple[int, ...]) -> list[Dim]:
+    if isinstance(spec, int):
+        if known(d) and d % spec:  # type: ignore[operator]
+            raise fail(op, f"cannot split a dimension of size {d} into {spec} equal sections")
+        return [d // spec if known(d) else AnyDim()] * spec  # type: ignore[operator]
+    bounds = [0, *spec]
+    if not known(d):
+        return [max(0, b - a) for a, b in zip(bounds, bounds[1:])] + [AnyDim()]
+    bounds = [min(b, d) for b in bounds] + [d]  # type: ignore[type-var]
+    return [max(0, b - a) for a, b in zip(bounds, bounds[1:])]
+
+
+def _split_rel(args: list[TensorType], attrs: SplitAttrs) -> TupleType:
+    data = args[0]
+    axis = norm_axis("split", attrs.axis, data.ndim)
+    sizes = _split_sizes("split", data.shape[axis], attrs.indices_or_sections)
+    shapes = [[*data.shape[:axis], s, *data.shape[axis + 1:]] for s in sizes]
+    return TupleType(tuple(tensor_of(s, data.dtype) for s in shapes))
+
+
+def _split_ref(x: np.ndarray, attrs: SplitAttrs) -> tuple[np.ndarray, ...]:
+    spec = attrs.indices_or_sections
+    return tuple(np.split(x, spec if isinstance(spec, int) else list(spec), attrs.axis))
+
+
+defop("split", _split_rel, _split_ref, INJECTIVE, attrs=SplitAttrs,
+      doc="Split into equal sections or at given indices (a tuple result).")
+
+
+def split(data: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> TupleWrapper:
+    """``data`` split along ``axis`` into N equal sections, or at the given indices.
+
+    Returns a TupleWrapper: ``split(x, 2)[0]`` is the first part.
+    """
+    spec = indices_or_sections
+    spec = tuple(spec) if isinstance(spec, (list, tuple)) else spec
+    size = spec if isinstance(spec, int) else len(spec) + 1
+    return TupleWrapper(call("split", data, attrs=SplitAttrs(spec, axis)), size)
+
+
+# ---------------------------------------------------------------- take
+def _take_rel(args: list[TensorType], attrs: TakeAttrs) -> TensorType:
+    data, indices = args
+    if not indices.dtype.startswith(("int", "uint")):
+        raise fail("take", f"indices must be an integer tensor, got {indices.dtype}")
+    if attrs.axis is None:
+        return tensor_of(indices.shape, data.dtype)
+    axis = norm_axis("take", attrs.axis, data.ndim)
+    bd = attrs.batch_dims + (indices.ndim if attrs.batch_dims < 0 else 0)
+    if not 0 <= bd <= min(axis, indices.ndim):
+        raise fail("take", f"batch_dims {attrs.batch_dims} must be in [0, {min(axis, indices.ndim)}]"
+                           f" for axis {axis} and indices of rank {indices.ndim}")
+    for i in range(bd):
+        if not may_equal(data.shape[i], indices.shape[i]):
+            raise fail("take", f"batch dimension {i} differs: data {fmt_shape(data.shape)}, "
+                               f"indices {fmt_shape(indices.shape)}")
+    shape = [*data.shape[:axis], *indices.shape[bd:], *data.shape[axis + 1:]]
+    return tensor_of(shape, data.dtype)
+
+
+def _fix_indices(idx: np.ndarray, n: int, mode: str) -> np.ndarray:
+    if mode == "clip":
+        return np.clip(idx, 0, n - 1)
+    if mode == "wrap":
+        return np.mod(idx, n)
+    bad = (idx < -n) | (idx >= n)
+    if bad.any():
+        raise IndexError(f"take: index {idx[bad].flat[0]} out of range for an axis of size {n} "
+                         "(mode 'fast' does not check indices; use 'clip' or 'wrap')")
+    return idx
+
+
+def _take_ref(data: np.ndarray, idx: np.ndarray, attrs: TakeAttrs) -> np.ndarray:
+    if attrs.axis is None:
+        data, axis = data.reshape(-1), 0
+    else:
+        axis = attrs.axis % data.ndim
+    idx = _fix_indices(idx.astype(np.int64), data.shape[axis], attrs.mode)
+    bd = attrs.batch_dims + (idx.ndim if attrs.batch_dims < 0 else 0)
+    if bd == 0:
+        return np.take(data, idx, axis=axis)
+    lead = data.shape[:bd]
+    d = data.reshape((-1, *data.shape[bd:]))
+    i = idx.reshape((-1, *idx.shape[bd:]))
+    parts = [np.take(d[k], i[k], axis=axis - bd) for k in range(d.shape[0])]
+    out_tail = [*data.shape[bd:axis], *idx.shape[bd:], *data.shape[axis + 1:]]
+    return np.array(parts, dtype=data.dtype).reshape((*lead, *out_tail))
+
+
+defop("take", _take_rel, _take_ref, INJECTIVE, args=("data", "indices"), attrs=TakeAttrs,
+      doc="Gather elements along an axis (or of the flattened data).")
+
+
+def take(data: Any, indices: Any, axis: int | None = None, batch_dims: int = 0,
+         mode: str = "clip") -> Call:
+    """Elements of ``data`` at ``indices`` along ``axis`` (None: of the flattened data).
+
+    mode: "clip" clamps indices into range, "wrap" takes them modulo the size, "fast" assumes
+    they are in range.
+    """
+    return call("take", data, indices, attrs=TakeAttrs(axis, batch_dims, mode))
+
+
+# ---------------------------------------------------------------- strided_slice
+def _slice_axis(d: int, b: int, e: int | None, s: int, size_mode: bool) -> tuple[int, int, int]:
+    """Canonical (begin, end, stride) on an axis of size ``d``; end -1 means 'before 0'."""
+    if size_mode:
+        b = b + d if b < 0 else b
+        e, s = (d if e is None or e < 0 else b + e), 1
+    else:
+        b = b + d if b < 0 else b
+        e = (d if s > 0 else -1) if e is None else (e + d if e < 0 else e)
+    lo, hi = (0, d) if s > 0 else (-1, d - 1)
+    return min(max(b, lo), hi), min(max(e, lo), hi), s
+
+
+def _slice_plan(op: str, ndim: int, attrs: StridedSliceAttrs) -> dict[int, tuple[int, Any, int]]:
+    """Axis -> (begin, end or None, stride) for every sliced axis."""
+    axes = attrs.axes if attrs.axes is not None else tuple(range(len(attrs.begin)))
+    if len(axes) > ndim:
+        raise fail(op, f"begin has {len(axes)} entries but data has rank {ndim}")
+    plan = {}
+    for k, a in enumerate(axes):
+        end = attrs.end[k] if k < len(attrs.end) else None
+        stride = attrs.strides[k] if k < len(attrs.strides) else (
+            attrs.strides[0] if len(attrs.strides) == 1 else 1)
+        plan[norm_axis(op, a, ndim)] = (attrs.begin[k], end, stride)
+    return plan
+
+
+def _slice_rel(args: list[TensorType], attrs: StridedSliceAttrs) -> TensorType:
+    data = args[0]
+    shape = list(data.shape)
+    for axis, (b, e, s) in _slice_plan("strided_slice", data.ndim, attrs).items():
+        d = shape[axis]
+        if not known(d):
+            shape[axis] = AnyDim()
+            continue
+        b, e, s = _slice_axis(d, b, e, s, attrs.slice_mode == "size")  # type: ignore[arg-type]
+        shape[axis] = max(0, math.ceil((e - b) / s))
+    return tensor_of(shape, data.dtype)
+
+
+def _slice_ref(x: np.ndarray, attrs: StridedSliceAttrs) -> np.ndarray:
+    index = [slice(None)] * x.ndim
+    for axis, (b, e, s) in _slice_plan("strided_slice", x.ndim, attrs).items():
+        b, e, s = _slice_axis(x.shape[axis], b, e, s, attrs.slice_mode == "size")
+        index[axis] = slice(b, e if e >= 0 else None, s)
+    return x[tuple(index)].copy()
+
+
+defop("strided_slice", _slice_rel, _slice_ref, INJECTIVE, attrs=StridedSliceAttrs,
+      doc="Slice with begin/end/strides per axis.", level=4)
+
+
+def _static_ints(name: str, v: Any) -> Any:
+    if isinstance(v, Constant):
+        return v.data.numpy().reshape(-1).tolist()
+    if isinstance(v, (RelayExpr, TupleGetItem)):
+        raise TypeError(f"relay.strided_slice: {name} must be static ints; dynamic slices "
+                        "given as expressions are not supported yet")
+    return v
+
+
+def strided_slice(data: Any, begin: Sequence[int], end: Sequence[int],
+                  strides: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+                  slice_mode: str = "end") -> Call:
+    """``data[begin:end:strides]`` per axis (``axes`` names the axes begin/end refer to).
+
+    Negative begin/end count from the end; out-of-range values are clamped. slice_mode "size"
+    reads ``end`` as a size (-1: to the end) and ignores strides.
+    """
+    attrs = StridedSliceAttrs(_static_ints("begin", begin), _static_ints("end", end),
+                              (1,) if strides is None else _static_ints("strides", strides),
+                              axes, slice_mode)
+    return call("strided_slice", data, attrs=attrs)

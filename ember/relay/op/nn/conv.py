@@ -1,0 +1,211 @@
+"""nn.conv2d and nn.conv2d_transpose: type relations, numpy references and API.
+
+Layouts are any permutation of NCHW (data) and OIHW (kernel), e.g. NHWC with HWIO. The weight's
+I is the input channels of one group, so depthwise convolution is groups=C with I=1 and
+O = C * multiplier. The references convert to NCHW/OIHW, accumulate in ``out_dtype`` (the
+inputs are cast to it first, as the kernel does) and convert the result to ``out_layout``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ....ir.expr import Call
+from ....ir.types import Any as AnyDim, Dim, TensorType
+from .._reg import OUT_ELEMWISE_FUSABLE, call, defop
+from .._shape import fail, fmt_dim, fmt_shape, known, may_equal, tensor_of
+from ._attrs import Conv2DAttrs, Conv2DTransposeAttrs
+
+__all__ = ["conv2d", "conv2d_transpose", "conv_out_size"]
+
+
+def conv_out_size(op: str, what: str, size: Dim, kernel: Dim, pad: int, stride: int,
+                  dilation: int, ceil_mode: bool = False) -> Dim:
+    """Output length of a sliding window; ``?`` when size or kernel is not static."""
+    if not known(size, kernel):
+        return AnyDim()
+    span = (kernel - 1) * dilation + 1  # type: ignore[operator]
+    room = size + pad - span  # type: ignore[operator]
+    if room < 0:
+        raise fail(op, f"{what}: the window spans {span} (kernel {kernel}, dilation "
+                       f"{dilation}) but the padded input is only {size + pad}")  # type: ignore
+    return (room + (stride - 1 if ceil_mode else 0)) // stride + 1
+
+
+def _dims(op: str, ty: TensorType, layout: str, letters: str, what: str) -> list[Dim]:
+    if ty.ndim != 4:
+        raise fail(op, f"{what} must have rank 4 (layout {layout}), got rank {ty.ndim} "
+                       f"(shape {fmt_shape(ty.shape)})")
+    return [ty.shape[layout.index(a)] for a in letters]
+
+
+def _in_layout(shape: dict[str, Dim], layout: str) -> list[Dim]:
+    return [shape[a] for a in layout]
+
+
+def _check_weight_attrs(op: str, attrs: Any, out_c: Dim, kh: Dim, kw: Dim) -> None:
+    if attrs.channels is not None and not may_equal(out_c, attrs.channels):
+        raise fail(op, f"channels={attrs.channels} but the weight gives {fmt_dim(out_c)} "
+                       "output channels")
+    ks = attrs.kernel_size
+    if ks is not None and not (may_equal(kh, ks[0]) and may_equal(kw, ks[1])):
+        raise fail(op, f"kernel_size={ks} but the weight's kernel is "
+                       f"({fmt_dim(kh)}, {fmt_dim(kw)})")
+
+
+def _conv2d_rel(args: list[TensorType], attrs: Conv2DAttrs) -> TensorType:
+    op, (data, weight) = "nn.conv2d", args
+    n, c, h, w = _dims(op, data, attrs.data_layout, "NCHW", "data")
+    o, i, kh, kw = _dims(op, weight, attrs.kernel_layout, "OIHW", "weight")
+    g = attrs.groups
+    expect = i * g if known(i) else AnyDim()  # type: ignore[operator]
+    if not may_equal(c, expect):
+        raise fail(op, f"data has {fmt_dim(c)} channels but weight expects {fmt_dim(expect)} "
+                       f"(layout {attrs.data_layout}, kernel_layout {attrs.kernel_layout}, "
+                       f"groups={g})")
+    if known(o) and o % g:  # type: ignore[operator]
+        raise fail(op, f"weight has {o} output channels, which groups={g} does not divide")
+    _check_weight_attrs(op, attrs, o, kh, kw)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
+    oh = conv_out_size(op, "height", h, kh, pt + pb, sh, dh)
+    ow = conv_out_size(op, "width", w, kw, pl + pr, sw, dw)
+    shape = _in_layout({"N": n, "C": o, "H": oh, "W": ow}, attrs.out_layout or attrs.data_layout)
+    return tensor_of(shape, attrs.out_dtype or data.dtype)
+
+
+def _to(arr: np.ndarray, src: str, dst: str) -> np.ndarray:
+    return arr.transpose([src.index(a) for a in dst])
+
+
+def _windows(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, s: Sequence[int],
+             d: Sequence[int]) -> np.ndarray:
+    """The (..., oh, ow) slab of padded input that kernel tap (kh, kw) multiplies."""
+    return xp[..., kh * d[0]: kh * d[0] + (oh - 1) * s[0] + 1: s[0],
+              kw * d[1]: kw * d[1] + (ow - 1) * s[1] + 1: s[1]]
+
+
+def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: Sequence[int], padding: Sequence[int],
+                dilation: Sequence[int], groups: int) -> np.ndarray:
+    """Grouped 2-D convolution, NCHW data and OIHW weight, in their (common) dtype."""
+    n, c, h, wd = x.shape
+    o, i, kh, kw = w.shape
+    pt, pl, pb, pr = padding
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    oh = (h + pt + pb - (kh - 1) * dilation[0] - 1) // strides[0] + 1
+    ow = (wd + pl + pr - (kw - 1) * dilation[1] - 1) // strides[1] + 1
+    xg = xp.reshape(n, groups, i, *xp.shape[2:])
+    wg = w.reshape(groups, o // groups, i, kh, kw)
+    out = np.zeros((n, groups, o // groups, oh, ow), dtype=x.dtype)
+    for a in range(kh):
+        for b in range(kw):
+            patch = _windows(xg, a, b, oh, ow, strides, dilation)
+            out += np.einsum("ngihw,goi->ngohw", patch, wg[..., a, b])
+    return out.reshape(n, o, oh, ow)
+
+
+def _conv2d_ref(x: np.ndarray, w: np.ndarray, attrs: Conv2DAttrs) -> np.ndarray:
+    dtype = attrs.out_dtype or x.dtype
+    x = _to(x, attrs.data_layout, "NCHW").astype(dtype)
+    w = _to(w, attrs.kernel_layout, "OIHW").astype(dtype)
+    out = conv2d_nchw(x, w, attrs.strides, attrs.padding, attrs.dilation, attrs.groups)
+    return np.ascontiguousarray(_to(out, "NCHW", attrs.out_layout or attrs.data_layout))
+
+
+defop("nn.conv2d", _conv2d_rel, _conv2d_ref, OUT_ELEMWISE_FUSABLE, args=("data", "weight"),
+      attrs=Conv2DAttrs, doc="2-D convolution.", level=2)
+
+
+def conv2d(data: Any, weight: Any, strides: Any = (1, 1), padding: Any = (0, 0),
+           dilation: Any = (1, 1), groups: int = 1, channels: int | None = None,
+           kernel_size: Any = None, data_layout: str = "NCHW", kernel_layout: str = "OIHW",
+           out_layout: str = "", out_dtype: str = "") -> Call:
+    """2-D convolution of ``data`` with ``weight``.
+
+    padding: one value, (height, width) or (top, left, bottom, right). Raises TypeError-like
+    errors at type inference when channels, kernel or ranks disagree.
+    """
+    attrs = Conv2DAttrs(strides, padding, dilation, groups, channels, kernel_size, data_layout,
+                        kernel_layout, out_layout, out_dtype)
+    return call("nn.conv2d", data, weight, attrs=attrs)
+
+
+# ---------------------------------------------------------------- conv2d_transpose
+def _transpose_out(size: Dim, k: Dim, s: int, d: int, pad: int, out_pad: int) -> Dim:
+    if not known(size, k):
+        return AnyDim()
+    return (size - 1) * s - pad + (k - 1) * d + 1 + out_pad  # type: ignore[operator]
+
+
+def _conv2d_transpose_rel(args: list[TensorType], attrs: Conv2DTransposeAttrs) -> TensorType:
+    op, (data, weight) = "nn.conv2d_transpose", args
+    n, c, h, w = _dims(op, data, attrs.data_layout, "NCHW", "data")
+    # kernel_layout letters: I = input channels (all groups), O = output channels per group
+    i, o, kh, kw = _dims(op, weight, attrs.kernel_layout, "IOHW", "weight")
+    g = attrs.groups
+    if not may_equal(c, i):
+        raise fail(op, f"data has {fmt_dim(c)} channels but weight expects {fmt_dim(i)} "
+                       f"(layout {attrs.data_layout}, kernel_layout {attrs.kernel_layout}, "
+                       f"groups={g})")
+    if known(c) and c % g:  # type: ignore[operator]
+        raise fail(op, f"data has {c} channels, which groups={g} does not divide")
+    out_c = o * g if known(o) else AnyDim()  # type: ignore[operator]
+    _check_weight_attrs(op, attrs, out_c, kh, kw)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
+    oph, opw = attrs.output_padding
+    oh = _transpose_out(h, kh, sh, dh, pt + pb, oph)
+    ow = _transpose_out(w, kw, sw, dw, pl + pr, opw)
+    for size, what in ((oh, "height"), (ow, "width")):
+        if known(size) and size <= 0:  # type: ignore[operator]
+            raise fail(op, f"output {what} would be {size}: padding is too large")
+    shape = _in_layout({"N": n, "C": out_c, "H": oh, "W": ow},
+                       attrs.out_layout or attrs.data_layout)
+    return tensor_of(shape, attrs.out_dtype or data.dtype)
+
+
+def conv2d_transpose_nchw(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
+                          padding: Sequence[int], output_padding: Sequence[int],
+                          dilation: Sequence[int], groups: int) -> np.ndarray:
+    """Transposed convolution: every input pixel scatters ``w`` into the output (IOHW weight)."""
+    n, c, h, wd = x.shape
+    _, o, kh, kw = w.shape
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = strides, dilation, padding
+    oh = (h - 1) * sh - pt - pb + (kh - 1) * dh + 1 + output_padding[0]
+    ow = (wd - 1) * sw - pl - pr + (kw - 1) * dw + 1 + output_padding[1]
+    full_h = max((h - 1) * sh + (kh - 1) * dh + 1, pt + oh)
+    full_w = max((wd - 1) * sw + (kw - 1) * dw + 1, pl + ow)
+    buf = np.zeros((n, groups, o, full_h, full_w), dtype=x.dtype)
+    xg = x.reshape(n, groups, c // groups, h, wd)
+    wg = w.reshape(groups, c // groups, o, kh, kw)
+    for a in range(kh):
+        for b in range(kw):
+            tap = np.einsum("ngchw,gco->ngohw", xg, wg[..., a, b])
+            buf[..., a * dh: a * dh + (h - 1) * sh + 1: sh, b * dw: b * dw + (wd - 1) * sw + 1: sw] += tap
+    return buf[..., pt: pt + oh, pl: pl + ow].reshape(n, groups * o, oh, ow)
+
+
+def _conv2d_transpose_ref(x: np.ndarray, w: np.ndarray,
+                          attrs: Conv2DTransposeAttrs) -> np.ndarray:
+    dtype = attrs.out_dtype or x.dtype
+    x = _to(x, attrs.data_layout, "NCHW").astype(dtype)
+    w = _to(w, attrs.kernel_layout, "IOHW").astype(dtype)
+    out = conv2d_transpose_nchw(x, w, attrs.strides, attrs.padding, attrs.output_padding,
+                                attrs.dilation, attrs.groups)
+    return np.ascontiguousarray(_to(out, "NCHW", attrs.out_layout or attrs.data_layout))
+
+
+defop("nn.conv2d_transpose", _conv2d_transpose_rel, _conv2d_transpose_ref,
+      OUT_ELEMWISE_FUSABLE, args=("data", "weight"), attrs=Conv2DTransposeAttrs,
+      doc="2-D transposed convolution.", level=2)
+
+
+def conv2d_transpose(data: Any, weight: Any, strides: Any = (1, 1), padding: Any = (0, 0),
+                     dilation: Any = (1, 1), groups: int = 1, channels: int | None = None,
+                     kernel_size: Any = None, data_layout: str = "NCHW",
+                     kernel_layout: str = "IOHW", out_layout: str = "",
+                     output_padding: Any = (0, 0), out_dtype: str = "") -> Call:
+    """2-D transposed convolution; the weight is (in_channels, out_channels/groups, kh, kw)."""
+    attrs = Conv2DTransposeAttrs(channels, kernel_size, strides, padding, output_padding,
+                                 dilation, groups, data_layout, kernel_layout, out_layout,
+                                 out_dtype)
+    return call("nn.conv2d_transpose", data, weight, attrs=attrs)
