@@ -217,7 +217,7 @@ class _WellFormed:
         if v in self.ever_bound:
             raise self.error(v, f"%{v.name_hint} is bound twice")
         if v in self.used_free:
-            raise self.error(v, f"%{v.name_hint} is used before (outside) its binding")
+            raise self.error(v, f"%{v.name_hint} is used outside its scope")
         self.ever_bound.add(v)
         self.in_scope.add(v)
 

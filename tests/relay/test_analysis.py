@@ -123,6 +123,7 @@ def test_variable_used_outside_its_scope():
     x, v = var("x"), var("v")
     assert wf_error(Tuple([Let(v, x, v), v])) == "%v is used outside its scope"
     assert wf_error(Tuple([Function([x], x), x])) == "%x is used outside its scope"
+    assert wf_error(Tuple([x, Function([x], x)])) == "%x is used outside its scope"
 
 
 def test_let_value_cannot_use_its_own_variable():
