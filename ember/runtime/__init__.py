@@ -17,16 +17,14 @@ from .dlpack import from_dlpack  # noqa: F401
 from .params import load_param_dict, save_param_dict  # noqa: F401
 from .serialization import load_json, save_json  # noqa: F401
 
-# The FFI (PackedFunc, registry, Module) is added by ember/runtime/packed_func.py etc.
-try:  # pragma: no cover - transitional until the FFI modules land
-    from .packed_func import PackedFunc, convert  # noqa: F401
-    from .registry import (  # noqa: F401
-        get_global_func,
-        list_global_func_names,
-        register_func,
-        remove_global_func,
-    )
-    from .module import Module, load_module  # noqa: F401
-except ImportError:  # pragma: no cover
-    PackedFunc = Module = None  # type: ignore
-    get_global_func = register_func = remove_global_func = list_global_func_names = None  # type: ignore
+# The FFI: PackedFunc, the global registry, modules and their loaders.
+from .packed_func import PackedFunc, convert  # noqa: F401,E402
+from .registry import (  # noqa: F401,E402
+    get_global_func,
+    list_global_func_names,
+    register_func,
+    remove_global_func,
+)
+from .module import Module  # noqa: F401,E402
+from .loaders import load_module  # noqa: F401,E402
+from .time_eval import BenchmarkResult  # noqa: F401,E402

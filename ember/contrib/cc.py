@@ -1,0 +1,232 @@
+"""The C compiler driver: the one place where ember runs the system C compiler.
+
+``create_shared`` builds a shared library from C sources (or objects) and always links in
+``ember/runtime/csrc/backend.c``, so the result loads and runs wherever ember is installed,
+compiler or not. Builds are cached by content hash (sources, headers next to them, flags and
+compiler identity) under ``$EMBER_CACHE_DIR/lib``: an identical rebuild is a file copy.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from ..runtime.cache import atomic_write, cache_dir, content_hash
+from ..runtime.errors import CompileError, CompilerNotFoundError
+
+_PKG = Path(__file__).resolve().parents[1]
+INCLUDE_DIR = _PKG / "include"
+BACKEND_SOURCE = _PKG / "runtime" / "csrc" / "backend.c"
+_CANDIDATES = ("cc", "gcc", "clang")
+# Flags used when the compiler accepts them (probed once per compiler, result cached on disk).
+_OPTIONAL_FLAGS = ("-march=native", "-fopenmp", "-Wl,-Bsymbolic")
+_PROBE_SRC = {"-fopenmp": "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"}
+_C_SUFFIXES = (".c",)
+_ABI_TAG = "ember-cc-1"
+
+
+def _debug_level() -> int:
+    try:
+        return int(os.environ.get("EMBER_DEBUG", "0"))
+    except ValueError:
+        return 0
+
+
+def _resolve(cmd: str) -> list[str] | None:
+    """argv for a compiler command such as 'gcc' or 'ccache clang', or None if not found."""
+    argv = shlex.split(cmd)
+    if not argv:
+        return None
+    exe = shutil.which(argv[0])
+    return [exe, *argv[1:]] if exe else None
+
+
+def _compiler_argv(cc: str | None = None) -> list[str]:
+    """The compiler to use: ``cc`` if given, else $CC, then cc, gcc, clang on PATH."""
+    if cc is not None:
+        argv = _resolve(cc)
+        if argv is None:
+            raise CompilerNotFoundError(f"C compiler {cc!r} not found; install one, e.g. "
+                                        "apt-get install gcc")
+        return argv
+    tried = []
+    env_cc = os.environ.get("CC")
+    if env_cc:
+        argv = _resolve(env_cc)
+        if argv is not None:
+            return argv
+        tried.append(f"$CC={env_cc!r} (not found)")
+    for name in _CANDIDATES:
+        argv = _resolve(name)
+        if argv is not None:
+            return argv
+        tried.append(name)
+    raise CompilerNotFoundError(
+        f"no C compiler found; tried {', '.join(tried)} (searched PATH). ember needs one to "
+        "compile models (loading an exported library does not): install one, e.g. "
+        "apt-get install gcc, or set CC")
+
+
+def find_cc() -> str:
+    """The C compiler command ember will use; raises CompilerNotFoundError if there is none."""
+    return shlex.join(_compiler_argv())
+
+
+def get_cc() -> str | None:
+    """Like ``find_cc`` but returns None when no compiler is found."""
+    try:
+        return find_cc()
+    except CompilerNotFoundError:
+        return None
+
+
+def _identity(argv: Sequence[str]) -> str:
+    st = os.stat(argv[0])
+    return f"{os.path.realpath(argv[0])}:{st.st_size}:{st.st_mtime_ns}:{' '.join(argv[1:])}"
+
+
+@functools.lru_cache(maxsize=None)
+def _supported_flags(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The subset of _OPTIONAL_FLAGS this compiler accepts, cached per compiler identity."""
+    record = cache_dir("probe") / f"{content_hash(_ABI_TAG, _identity(argv))}.json"
+    try:
+        return tuple(json.loads(record.read_text())["flags"])
+    except (OSError, ValueError, KeyError):
+        pass
+    from .utils import tempdir
+
+    tmp = tempdir()
+    ok = []
+    for flag in _OPTIONAL_FLAGS:
+        src = Path(tmp.relpath("probe.c"))
+        src.write_text(_PROBE_SRC.get(flag, "int f(void) { return 0; }\n"))
+        cmd = [*argv, "-fPIC", "-shared", flag, str(src), "-o", tmp.relpath("probe.so")]
+        if subprocess.run(cmd, capture_output=True).returncode == 0:
+            ok.append(flag)
+    atomic_write(record, json.dumps({"compiler": argv, "flags": ok}).encode())
+    return tuple(ok)
+
+
+def default_flags(cc: str | None = None, c_only: bool = True) -> list[str]:
+    """The flags create_shared uses: -O3 -march=native -fPIC -shared -std=c99 -fopenmp, minus
+    those the compiler rejects, plus the ember include directory."""
+    argv = tuple(_compiler_argv(cc))
+    probed = _supported_flags(argv)
+    flags = ["-O3", "-fPIC", "-shared"] + (["-std=c99"] if c_only else [])
+    flags += [f for f in _OPTIONAL_FLAGS if f in probed]
+    return flags + ["-I", str(INCLUDE_DIR)]
+
+
+def _normalize_options(options: "str | Sequence[str] | None") -> list[str]:
+    if options is None:
+        return []
+    return shlex.split(options) if isinstance(options, str) else [str(o) for o in options]
+
+
+def _hash_inputs(files: Sequence[Path], options: Sequence[str]) -> list[bytes]:
+    """Contents of the inputs, plus of the headers they may include (their directories, the
+    -I directories of options, ember's own include directory)."""
+    dirs = {f.parent for f in files} | {Path(o[2:]) for o in options if o.startswith("-I")}
+    dirs.add(INCLUDE_DIR / "ember")
+    chunks = [f.suffix.encode() + b"\0" + f.read_bytes() for f in files]
+    for d in sorted(dirs):
+        for h in sorted(d.glob("*.h")) if d.is_dir() else ():
+            chunks.append(h.name.encode() + b"\0" + h.read_bytes())
+    return chunks
+
+
+def _keep_failed(files: Sequence[Path], key: str) -> Path:
+    """Copy the failed inputs (and headers beside them) where the user can find them."""
+    dest = cache_dir("failed", key)
+    for f in files:
+        if f != BACKEND_SOURCE:
+            shutil.copy2(f, dest / f.name)
+            for h in f.parent.glob("*.h"):
+                shutil.copy2(h, dest / h.name)
+    return dest
+
+
+def build_shared(sources: "str | os.PathLike | Sequence[str | os.PathLike]",
+                 options: "str | Sequence[str] | None" = None, cc: str | None = None,
+                 cwd: str | None = None) -> Path:
+    """Compile and link ``sources`` (+ backend.c) into a cached shared library; its path."""
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    files = [Path(cwd or ".", s).resolve() for s in sources]
+    for f in files:
+        if not f.is_file():
+            raise CompileError(f"create_shared: input file {f} does not exist")
+    if BACKEND_SOURCE not in files:
+        files.append(BACKEND_SOURCE)
+    argv = _compiler_argv(cc)
+    opts = _normalize_options(options)
+    flags = default_flags(shlex.join(argv), all(f.suffix in _C_SUFFIXES for f in files))
+    libs = ["-lm"] if sys.platform == "darwin" else ["-lm", "-ldl"]
+    key = content_hash(_ABI_TAG, _identity(argv), *flags, "--", *opts,
+                       *_hash_inputs(files, opts))
+    out = cache_dir("lib") / f"{key}.so"
+    if out.exists():
+        return out
+    tmp_out = out.with_name(f".{key}.{os.getpid()}.tmp.so")
+    cmd = [*argv, *flags, *map(str, files), "-o", str(tmp_out), *opts, *libs]
+    if _debug_level() >= 3:
+        print("ember: " + shlex.join(cmd), file=sys.stderr)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    if proc.returncode != 0:
+        kept = _keep_failed(files, key)
+        tmp_out.unlink(missing_ok=True)
+        raise CompileError(f"C compilation failed (exit status {proc.returncode})\n"
+                           f"command: {shlex.join(cmd)}\n"
+                           f"--- compiler stderr ---\n{proc.stderr.strip()}\n"
+                           f"--- sources kept in {kept} ---")
+    os.replace(tmp_out, out)
+    if _debug_level() >= 1:
+        print(f"ember: compiled {out.name} in {time.perf_counter() - start:.2f}s", file=sys.stderr)
+    return out
+
+
+def _copy_atomic(src: Path, dst: "str | os.PathLike") -> None:
+    dst = Path(dst)
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
+def create_shared(output: "str | os.PathLike", objects: "str | Sequence[str]",
+                  options: "str | Sequence[str] | None" = None, cc: str | None = None,
+                  cwd: str | None = None, **_ignored: object) -> None:
+    """Build the shared library ``output`` from C sources or objects (plus ember's backend).
+
+    ``options`` are extra compiler/linker flags (a string or a list). Raises
+    CompilerNotFoundError when no compiler is found, CompileError (with the command line, the
+    compiler's stderr and where the sources were kept) when compilation fails.
+    """
+    _copy_atomic(build_shared(objects, options, cc, cwd), output)
+
+
+create_shared.output_format = "so"  # type: ignore[attr-defined]
+
+
+def create_executable(output: "str | os.PathLike", objects: "str | Sequence[str]",
+                      options: "str | Sequence[str] | None" = None,
+                      cc: str | None = None) -> None:
+    """Build a program from C sources (no backend, no cache): for standalone C runtimes."""
+    objects = [objects] if isinstance(objects, (str, os.PathLike)) else list(objects)
+    cmd = [*_compiler_argv(cc), "-O2", "-I", str(INCLUDE_DIR), *map(str, objects), "-o",
+           str(output), *_normalize_options(options), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError(f"C compilation failed (exit status {proc.returncode})\n"
+                           f"command: {shlex.join(cmd)}\n--- compiler stderr ---\n"
+                           f"{proc.stderr.strip()}\n--- sources: {', '.join(map(str, objects))}")
+
+
+create_executable.output_format = "exe"  # type: ignore[attr-defined]

@@ -1,0 +1,77 @@
+/*
+ * c_backend_api.h -- what generated code may call.
+ *
+ * Every library ember builds links ember/runtime/csrc/backend.c, which implements these
+ * functions, so an exported library needs nothing but the ember Python runtime to run.
+ * The standalone C runtime (ember/crt) provides the same functions for firmware.
+ */
+#ifndef EMBER_C_BACKEND_API_H_
+#define EMBER_C_BACKEND_API_H_
+
+#include "c_packed_func.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*!
+ * \brief The module this library belongs to; pass it to TVMBackendGetFuncFromEnv.
+ * Set by the loader. Defined (weakly) by backend.c: generated code only declares it.
+ */
+extern TVM_DLL void* __tvm_module_ctx;
+
+/*!
+ * \brief Allocate nbytes of scratch memory, 64-byte aligned, on a device (only kDLCPU).
+ * \return the pointer, or NULL with the error set (TVMPackedFuncSetLastError).
+ */
+TVM_DLL void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
+                                       int dtype_code_hint, int dtype_bits_hint);
+
+/*! \brief Free memory from TVMBackendAllocWorkspace. \return 0 on success. */
+TVM_DLL int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr);
+
+/*!
+ * \brief Find a function by name for call_packed: first among the functions of the module
+ * mod_node (normally __tvm_module_ctx), then its imported modules, then the global registry
+ * (functions registered with ember.register_func). The handle stays valid as long as the
+ * module does; cache it and do not free it.
+ * \return 0 on success, nonzero (error set) when no function has that name.
+ */
+TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name,
+                                     TVMFunctionHandle* out);
+
+/*!
+ * \brief Call a PackedFunc handle (from TVMBackendGetFuncFromEnv or a kTVMPackedFuncHandle
+ * argument). Sets *ret_type_code (kTVMNullptr when nothing is returned).
+ * \return 0 on success, nonzero with the callee's error message set.
+ */
+TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes,
+                        int num_args, TVMValue* ret_val, int* ret_type_code);
+
+/*! \brief Environment of one parallel task group. */
+typedef struct {
+  void* sync_handle;  /* reserved */
+  int32_t num_task;   /* number of tasks actually running */
+} TVMParallelGroupEnv;
+
+/*! \brief Body of a parallel region: task_id in [0, penv->num_task). Return 0 on success. */
+typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
+
+/*!
+ * \brief Run flambda(task_id, penv, cdata) on num_task tasks (0: one per hardware thread).
+ * With OpenMP the tasks run in parallel; without, one task runs with num_task == 1, so
+ * the lambda must split its work by penv->num_task. Nested launches run serially.
+ * \return 0 if every task returned 0.
+ */
+TVM_DLL int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task);
+
+/*! \brief Wait until every task of the group reaches this barrier. */
+TVM_DLL int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv);
+
+/*! \brief Same as TVMPackedFuncSetLastError (the historical name). */
+TVM_DLL void TVMAPISetLastError(const char* msg);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+#endif  /* EMBER_C_BACKEND_API_H_ */

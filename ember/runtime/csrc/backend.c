@@ -1,0 +1,314 @@
+/*
+ * backend.c -- the backend API compiled into every library ember builds.
+ *
+ * It implements c_backend_api.h (workspace, errors, call_packed, parallel launch) and the
+ * hosted half of c_runtime_api.h. Everything that needs the Python runtime (looking up
+ * functions, calling Python, loading modules) goes through a table of host function
+ * pointers that ember's loader installs with EmberInstallHostTable when it opens the
+ * library; without it those calls fail with a message instead of crashing.
+ *
+ * Each library has its own copy of this file (and of its globals): the loader opens
+ * libraries RTLD_LOCAL and links them with -Bsymbolic where the linker supports it.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ember/c_runtime_api.h"
+
+#if defined(__GLIBC__)
+#include <link.h> /* ElfW, for EmberSymbolKind */
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(_MSC_VER)
+#define EMBER_TLS __declspec(thread)
+#else
+#define EMBER_TLS __thread
+#endif
+
+/* Bump when the host table or the exported Ember* functions change incompatibly. */
+#define EMBER_ABI_VERSION 1
+#define EMBER_HOST_TABLE_VERSION 1
+#define EMBER_ERROR_SIZE 4096
+
+/* Lookup flags of EmberHostTable.get_function (mirrored in ember/runtime/_bridge.py). */
+#define EMBER_LOOKUP_SELF 1    /* the module's own functions */
+#define EMBER_LOOKUP_IMPORTS 2 /* its imported modules, depth first */
+#define EMBER_LOOKUP_GLOBAL 4  /* the global registry */
+#define EMBER_LOOKUP_ENV 8     /* handle owned by the module (call_packed); never freed */
+
+/* Host functions, created by the Python runtime (ctypes CFUNCTYPE, kept alive there). */
+typedef struct EmberHostTable {
+  int32_t version;
+  int32_t size;
+  int (*get_function)(void* mod, const char* name, int flags, TVMFunctionHandle* out);
+  int (*func_call)(TVMFunctionHandle f, TVMValue* args, int* codes, int n, TVMValue* ret,
+                   int* ret_code);
+  int (*handle_free)(void* handle);
+  const char* (*last_error)(void);
+  int (*load_module)(const char* path, const char* fmt, TVMModuleHandle* out);
+} EmberHostTable;
+
+/* "EMBERLIB abi=<n>": load_module rejects shared libraries without it. */
+EMBER_DLL const char __ember_library_info[] = "EMBERLIB abi=1 dlpack=80";
+/* Weak so generated code that defines its own __tvm_module_ctx (as TVM's does) still links. */
+EMBER_DLL __attribute__((weak)) void* __tvm_module_ctx = NULL;
+
+static EmberHostTable g_host;
+static EMBER_TLS char g_last_error[EMBER_ERROR_SIZE];
+static EMBER_TLS char g_taken_error[EMBER_ERROR_SIZE];
+
+static void set_error(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_last_error, EMBER_ERROR_SIZE, fmt, ap);
+  va_end(ap);
+}
+
+void TVMPackedFuncSetLastError(const char* msg) { set_error("%s", msg ? msg : ""); }
+void TVMAPISetLastError(const char* msg) { set_error("%s", msg ? msg : ""); }
+const char* TVMGetLastError(void) { return g_last_error; }
+
+/* The error of this thread, then cleared, so that a stale message is never reported twice. */
+EMBER_DLL const char* EmberTakeLastError(void) {
+  memcpy(g_taken_error, g_last_error, EMBER_ERROR_SIZE);
+  g_last_error[0] = '\0';
+  return g_taken_error;
+}
+
+EMBER_DLL int EmberLibraryABIVersion(void) { return EMBER_ABI_VERSION; }
+
+EMBER_DLL int EmberInstallHostTable(const EmberHostTable* table, void* module_ctx) {
+  if (table == NULL || table->version != EMBER_HOST_TABLE_VERSION ||
+      table->size < (int32_t)sizeof(EmberHostTable)) {
+    set_error("EmberInstallHostTable: host table version mismatch (library ABI %d)",
+              EMBER_ABI_VERSION);
+    return -1;
+  }
+  g_host = *table;
+  __tvm_module_ctx = module_ctx;
+  return 0;
+}
+
+/*
+ * What addr is, as seen from this library: 0 = not in this library (e.g. a libc symbol that
+ * dlsym found through a dependency), 1 = a function, 2 = data, 3 = in this library but of
+ * unknown kind (no symbol table access). Lets the loader refuse to call data or foreign code.
+ */
+EMBER_DLL int EmberSymbolKind(const void* addr) {
+  Dl_info mine, theirs;
+  if (!dladdr((const void*)&EmberSymbolKind, &mine)) return 0;
+#if defined(__GLIBC__)
+  {
+    const ElfW(Sym)* sym = NULL;
+    if (!dladdr1(addr, &theirs, (void**)&sym, RTLD_DL_SYMENT)) return 0;
+    if (theirs.dli_fbase != mine.dli_fbase) return 0;
+    if (sym == NULL || theirs.dli_saddr != addr) return 3;
+    switch (sym->st_info & 0xf) { /* ELF{32,64}_ST_TYPE */
+      case STT_FUNC: return 1;
+      case STT_OBJECT: return 2;
+      default: return 3;
+    }
+  }
+#else
+  if (!dladdr(addr, &theirs) || theirs.dli_fbase != mine.dli_fbase) return 0;
+  return 3;
+#endif
+}
+
+/* ---- workspace ------------------------------------------------------------------------- */
+
+void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
+                               int dtype_code_hint, int dtype_bits_hint) {
+  void* ptr = NULL;
+  (void)dtype_code_hint;
+  (void)dtype_bits_hint;
+  if (device_type != kDLCPU) {
+    set_error("TVMBackendAllocWorkspace: device type %d (id %d) is not supported; ember "
+              "allocates on the CPU (device type 1) only", device_type, device_id);
+    return NULL;
+  }
+  /* Round up to a multiple of the alignment; 0 bytes still gives a unique pointer. */
+  if (posix_memalign(&ptr, 64, (size_t)((nbytes + 63) & ~(uint64_t)63) + (nbytes == 0)) != 0) {
+    set_error("TVMBackendAllocWorkspace: out of memory allocating %llu bytes",
+              (unsigned long long)nbytes);
+    return NULL;
+  }
+  return ptr;
+}
+
+int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
+  (void)device_type;
+  (void)device_id;
+  free(ptr);
+  return 0;
+}
+
+/* ---- functions of the environment (forwarded to the host) -------------------------------- */
+
+static int no_host(const char* what) {
+  set_error("%s: no ember runtime is attached to this library (load it with "
+            "ember.runtime.load_module)", what);
+  return -1;
+}
+
+static int host_lookup(void* mod, const char* name, int flags, TVMFunctionHandle* out,
+                       const char* what) {
+  if (g_host.get_function == NULL) return no_host(what);
+  if (name == NULL || out == NULL) {
+    set_error("%s: function name and output must not be NULL", what);
+    return -1;
+  }
+  *out = NULL;
+  if (g_host.get_function(mod, name, flags, out) != 0) {
+    const char* msg = g_host.last_error();
+    set_error("%s", msg ? msg : "function lookup failed");
+    return -1;
+  }
+  return 0;
+}
+
+int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, TVMFunctionHandle* out) {
+  int flags = EMBER_LOOKUP_SELF | EMBER_LOOKUP_IMPORTS | EMBER_LOOKUP_GLOBAL | EMBER_LOOKUP_ENV;
+  return host_lookup(mod_node, func_name, flags, out, "TVMBackendGetFuncFromEnv");
+}
+
+int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out) {
+  return host_lookup(NULL, name, EMBER_LOOKUP_GLOBAL, out, "TVMFuncGetGlobal");
+}
+
+int TVMModGetFunction(TVMModuleHandle mod, const char* func_name, int query_imports,
+                      TVMFunctionHandle* out) {
+  int flags = EMBER_LOOKUP_SELF | (query_imports ? EMBER_LOOKUP_IMPORTS : 0);
+  return host_lookup(mod, func_name, flags, out, "TVMModGetFunction");
+}
+
+int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, int num_args,
+                TVMValue* ret_val, int* ret_type_code) {
+  int rc;
+  if (g_host.func_call == NULL) return no_host("TVMFuncCall");
+  if (ret_type_code != NULL) *ret_type_code = kTVMNullptr;
+  rc = g_host.func_call(func, arg_values, type_codes, num_args, ret_val, ret_type_code);
+  if (rc != 0) {
+    /* The host's message (e.g. "ValueError: ...") becomes this library's error. */
+    const char* msg = g_host.last_error();
+    set_error("%s", msg && msg[0] ? msg : "TVMFuncCall: the called function failed");
+  }
+  return rc;
+}
+
+static int host_free(void* handle, const char* what) {
+  if (handle == NULL) return 0;
+  if (g_host.handle_free == NULL) return no_host(what);
+  return g_host.handle_free(handle);
+}
+
+int TVMFuncFree(TVMFunctionHandle func) { return host_free(func, "TVMFuncFree"); }
+int TVMModFree(TVMModuleHandle mod) { return host_free(mod, "TVMModFree"); }
+int TVMObjectFree(TVMObjectHandle obj) { return host_free(obj, "TVMObjectFree"); }
+
+int TVMModLoadFromFile(const char* file_name, const char* format, TVMModuleHandle* out) {
+  if (g_host.load_module == NULL) return no_host("TVMModLoadFromFile");
+  if (g_host.load_module(file_name, format ? format : "", out) != 0) {
+    const char* msg = g_host.last_error();
+    set_error("%s", msg ? msg : "TVMModLoadFromFile failed");
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- tensors ----------------------------------------------------------------------------- */
+
+int TVMArrayAlloc(const int64_t* shape, int ndim, int dtype_code, int dtype_bits,
+                  int dtype_lanes, int device_type, int device_id, TVMArrayHandle* out) {
+  DLTensor* t;
+  uint64_t count = 1;
+  int i;
+  if (ndim < 0 || (ndim > 0 && shape == NULL) || out == NULL) {
+    set_error("TVMArrayAlloc: invalid arguments (ndim %d)", ndim);
+    return -1;
+  }
+  for (i = 0; i < ndim; ++i) count *= (uint64_t)shape[i];
+  t = (DLTensor*)calloc(1, sizeof(DLTensor) + sizeof(int64_t) * (size_t)(ndim ? ndim : 1));
+  if (t == NULL) return set_error("TVMArrayAlloc: out of memory"), -1;
+  t->shape = (int64_t*)(t + 1);
+  if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+  t->ndim = ndim;
+  t->dtype.code = (uint8_t)dtype_code;
+  t->dtype.bits = (uint8_t)dtype_bits;
+  t->dtype.lanes = (uint16_t)dtype_lanes;
+  t->device.device_type = (DLDeviceType)device_type;
+  t->device.device_id = device_id;
+  t->data = TVMBackendAllocWorkspace(device_type, device_id,
+                                     count * (uint64_t)((dtype_bits * dtype_lanes + 7) / 8),
+                                     dtype_code, dtype_bits);
+  if (t->data == NULL) return free(t), -1;
+  *out = t;
+  return 0;
+}
+
+int TVMArrayFree(TVMArrayHandle handle) {
+  if (handle != NULL) free(handle->data);
+  free(handle);
+  return 0;
+}
+
+/* ---- parallel launch --------------------------------------------------------------------- */
+
+int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
+  TVMParallelGroupEnv env = {NULL, 1};
+  int failed = 0;
+#ifdef _OPENMP
+  if (!omp_in_parallel()) {
+    int n = num_task > 0 ? num_task : omp_get_max_threads();
+#pragma omp parallel num_threads(n)
+    {
+#pragma omp single
+      env.num_task = omp_get_num_threads();
+      /* implicit barrier after single: every task sees the final num_task */
+      if (flambda(omp_get_thread_num(), &env, cdata) != 0) {
+#pragma omp atomic write
+        failed = 1;
+      }
+    }
+    return failed ? -1 : 0;
+  }
+#endif
+  (void)num_task;
+  failed = flambda(0, &env, cdata);
+  return failed ? -1 : 0;
+}
+
+int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
+  (void)task_id;
+  (void)penv;
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
+  return 0;
+}
+
+/* ---- timing ------------------------------------------------------------------------------ */
+
+/* Call f `number` times with the same arguments; *out_seconds = total wall time. */
+EMBER_DLL int EmberTimeLoop(TVMBackendPackedCFunc f, TVMValue* args, int* codes, int num_args,
+                            int64_t number, double* out_seconds) {
+  struct timespec t0, t1;
+  int64_t i;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (i = 0; i < number; ++i) {
+    TVMValue ret;
+    int ret_code = kTVMNullptr;
+    if (f(args, codes, num_args, &ret, &ret_code, NULL) != 0) return -1;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  *out_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  return 0;
+}

@@ -1,0 +1,407 @@
+"""Loading modules: shared libraries (DSOModule), the embedded module blob, and load_module.
+
+Everything is verified before it runs: a missing, truncated or foreign file raises
+ArtifactError naming the path and the reason; the blob's magic, version and lengths are
+checked before it is parsed. Nothing here needs a C compiler except loading a ``.tar``.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import struct
+import tarfile
+import tempfile
+from ctypes import c_char_p, c_int, c_int64, c_void_p
+from typing import Any, Callable
+
+from . import _bridge
+from .errors import ArtifactError, TVMError
+from .module import Module
+from .packed_func import CPackedFunc, PackedFunc
+from .registry import get_global_func
+
+ABI_VERSION = 1
+BLOB_SYMBOL = "__ember_dev_mblob"
+BLOB_MAGIC = b"EMBERMB\0"
+BLOB_VERSION = 1
+_BLOB_HEADER = struct.Struct("<8sIIQ")  # magic, version, reserved, payload length
+_LIB_KEY = "_lib"  # the blob's name for "the shared library itself"
+# Exported by backend.c, never PackedFuncs.
+_RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject",
+             "TVMGetLastError", "TVMPackedFuncSetLastError", "Ember", "__ember", "__tvm_module_ctx")
+_LIB_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
+_LOADED: set[tuple[int, int]] = set()  # (st_dev, st_ino) of libraries this process opened
+
+
+# ---- checking a file before dlopen ----------------------------------------------------------
+def _check_elf(path: str, data: bytes, size: int) -> None:
+    """Reject ELF files whose headers point past the end of the file (truncated copies)."""
+    if len(data) < 52 or data[4] not in (1, 2) or data[5] not in (1, 2):
+        raise ArtifactError(f"{path}: truncated or corrupt ELF header ({size} bytes)")
+    end = "<" if data[5] == 1 else ">"
+    if data[4] == 2:  # 64-bit
+        if len(data) < 64:
+            raise ArtifactError(f"{path}: truncated ELF header ({size} bytes)")
+        phoff, shoff = struct.unpack_from(end + "QQ", data, 32)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", data, 54)
+    else:
+        phoff, shoff = struct.unpack_from(end + "II", data, 28)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", data, 42)
+    for what, off, count, entsize in (("program", phoff, phnum, phentsize),
+                                      ("section", shoff, shnum, shentsize)):
+        if off + count * entsize > size:
+            raise ArtifactError(f"{path}: truncated: the ELF {what} headers end at byte "
+                                f"{off + count * entsize} but the file has {size} bytes")
+
+
+def check_library_file(path: str) -> None:
+    """ArtifactError unless ``path`` looks like a complete shared library."""
+    if not os.path.exists(path):
+        raise ArtifactError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise ArtifactError(f"{path}: not a regular file")
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if not any(head.startswith(m) for m in _LIB_MAGICS):
+        raise ArtifactError(f"{path}: not a shared library (it starts with {head[:8]!r}, "
+                            f"{size} bytes)")
+    if head.startswith(b"\x7fELF"):
+        _check_elf(path, head, size)
+
+
+def _dlopen(path: str) -> ctypes.CDLL:
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino)
+    if key in _LOADED:
+        # dlopen returns the already-open library for the same file, whose globals (module
+        # context) belong to the first module; load a private copy instead.
+        fd, copy = tempfile.mkstemp(suffix=os.path.splitext(path)[1] or ".so", prefix="ember_")
+        os.close(fd)
+        shutil.copyfile(path, copy)
+        try:
+            return _dlopen(copy)
+        finally:
+            os.unlink(copy)  # the mapping stays valid
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    except OSError as err:
+        raise ArtifactError(f"{path}: cannot be loaded as a shared library: {err}") from None
+    _LOADED.add(key)
+    return lib
+
+
+def _close(lib: ctypes.CDLL) -> None:
+    try:
+        import _ctypes
+
+        _ctypes.dlclose(lib._handle)  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
+# ---- DSOModule ------------------------------------------------------------------------------
+class DSOModule(Module):
+    """A shared library built by ember; its functions are the exported PackedFunc symbols.
+
+    ``env`` is the module whose imports compiled code searches with call_packed
+    (``TVMBackendGetFuncFromEnv``); it defaults to this module.
+    """
+
+    type_key = "library"
+
+    def __init__(self, path: str, env: Module | None = None) -> None:
+        super().__init__()
+        check_library_file(path)
+        self.path = path
+        lib = _dlopen(path)
+        try:
+            info = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "__ember_library_info")))
+        except ValueError:
+            _close(lib)
+            raise ArtifactError(f"{path}: not an ember library (no __ember_library_info symbol); "
+                                "build libraries with export_library or "
+                                "ember.contrib.cc.create_shared") from None
+        fields = dict(f.split("=", 1) for f in info.decode("ascii", "replace").split()[1:]
+                      if "=" in f)
+        if not info.startswith(b"EMBERLIB") or fields.get("abi") != str(ABI_VERSION):
+            raise ArtifactError(f"{path}: built for ember library ABI {fields.get('abi')!r}, this "
+                                f"runtime needs ABI {ABI_VERSION}; rebuild it")
+        self._lib = lib
+        self._setup_backend(lib)
+        self._env_handle = _bridge.new_handle(env or self, permanent=True)
+        if lib.EmberInstallHostTable(ctypes.byref(_bridge.HOST_TABLE), self._env_handle) != 0:
+            raise ArtifactError(f"{path}: {lib.EmberTakeLastError().decode(errors='replace')}")
+
+    def _setup_backend(self, lib: ctypes.CDLL) -> None:
+        lib.EmberInstallHostTable.argtypes = [c_void_p, c_void_p]
+        lib.EmberInstallHostTable.restype = c_int
+        lib.EmberTakeLastError.argtypes = []
+        lib.EmberTakeLastError.restype = c_char_p
+        lib.EmberSymbolKind.argtypes = [c_void_p]
+        lib.EmberSymbolKind.restype = c_int
+        lib.EmberTimeLoop.argtypes = [c_void_p, c_void_p, c_void_p, c_int, c_int64, c_void_p]
+        lib.EmberTimeLoop.restype = c_int
+        self._take_error = lib.EmberTakeLastError
+
+    def _symbol_string(self, name: str) -> str | None:
+        try:
+            addr = ctypes.addressof(ctypes.c_char.in_dll(self._lib, name))
+        except ValueError:
+            return None
+        return ctypes.string_at(addr).decode("utf-8", "replace") if self._owns(addr, 2) else None
+
+    def _owns(self, addr: int, kind: int) -> bool:
+        # EmberSymbolKind: 0 = not in this library (e.g. libc's), 1 = function, 2 = data.
+        return self._lib.EmberSymbolKind(addr) in (kind, 3)
+
+    def _get_local(self, name: str) -> PackedFunc | None:
+        if name == self.entry_name:
+            entry = self._symbol_string(name)
+            return None if entry is None else self._get_local(entry)
+        if name.startswith(_RESERVED):
+            return None
+        try:
+            cfn = self._lib[name]
+        except AttributeError:
+            return None
+        addr = ctypes.cast(cfn, c_void_p).value or 0
+        if not self._owns(addr, 1):  # a dependency's symbol, or data: calling it would crash
+            return None
+        return CPackedFunc(cfn, name, self._take_error, owner=self, address=addr,
+                           time_loop=self._lib.EmberTimeLoop)
+
+    def __repr__(self) -> str:
+        return f"Module(library, {os.path.basename(self.path)!r})"
+
+
+# ---- the module blob ------------------------------------------------------------------------
+def serialize_tree(root: Module) -> bytes:
+    """The blob (header + payload) describing the import tree under ``root``.
+
+    All DSO-exportable modules become one node, "_lib" (they are compiled into one library);
+    the others are saved with their ``runtime.module.savebinary_<type_key>`` function.
+    """
+    nodes: list[Any] = []
+    index: dict[int, int] = {}
+
+    def node_of(mod: Module) -> int:
+        key = 0 if mod.is_dso_exportable else id(mod)
+        if key not in index:
+            index[key] = len(nodes)
+            nodes.append(_LIB_KEY if key == 0 else mod)
+        return index[key]
+
+    edges: dict[int, list[int]] = {}
+    node_of(root)
+    for mod in root._walk():
+        parent = node_of(mod)
+        for child in mod._imports:
+            c = node_of(child)
+            if c != parent and c not in edges.setdefault(parent, []):
+                edges[parent].append(c)
+    out = [struct.pack("<I", len(nodes))]
+    for node in nodes:
+        key = _LIB_KEY if node == _LIB_KEY else node.type_key
+        data = b"" if node == _LIB_KEY else _save_binary(node)
+        out += [struct.pack("<I", len(key.encode())), key.encode(), struct.pack("<Q", len(data)),
+                data]
+    for i in range(len(nodes)):
+        kids = edges.get(i, [])
+        out.append(struct.pack(f"<I{len(kids)}I", len(kids), *kids))
+    payload = b"".join(out)
+    return _BLOB_HEADER.pack(BLOB_MAGIC, BLOB_VERSION, 0, len(payload)) + payload
+
+
+def _save_binary(mod: Module) -> bytes:
+    save = get_global_func(f"runtime.module.savebinary_{mod.type_key}", allow_missing=True)
+    if save is None:
+        raise TVMError(f"export_library: {mod!r} cannot be embedded in a library: no "
+                       f"runtime.module.savebinary_{mod.type_key} function is registered")
+    data = save(mod)
+    if not isinstance(data, (bytes, bytearray)):
+        raise TVMError(f"runtime.module.savebinary_{mod.type_key} returned "
+                       f"{type(data).__name__}, expected bytes")
+    return bytes(data)
+
+
+def blob_source(blob: bytes) -> str:
+    """C source defining the blob as the exported symbol __ember_dev_mblob (+ its size)."""
+    lines = ["/* Generated by ember: modules imported into this library, serialised. */",
+             "#include <stdint.h>",
+             f'__attribute__((visibility("default"))) const uint64_t {BLOB_SYMBOL}_size = '
+             f"{len(blob)}ULL;",
+             f'__attribute__((visibility("default"))) const unsigned char {BLOB_SYMBOL}'
+             f"[{len(blob)}] ="]
+    for start in range(0, len(blob), 64):  # a string literal compiles far faster than {0x..}
+        lines.append('  "' + "".join(f"\\x{b:02x}" for b in blob[start:start + 64]) + '"')
+    return "\n".join(lines) + ";\n"
+
+
+class _Reader:
+    def __init__(self, data: bytes, path: str) -> None:
+        self.data, self.pos, self.path = data, 0, path
+
+    def take(self, n: int, what: str) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise ArtifactError(f"{self.path}: module blob truncated reading {what} at offset "
+                                f"{self.pos} (needs {n} bytes, {len(self.data) - self.pos} left)")
+        self.pos += n
+        return self.data[self.pos - n:self.pos]
+
+    def u32(self, what: str) -> int:
+        return struct.unpack("<I", self.take(4, what))[0]
+
+    def u64(self, what: str) -> int:
+        return struct.unpack("<Q", self.take(8, what))[0]
+
+
+def _read_blob(dso: DSOModule) -> bytes | None:
+    lib, path = dso._lib, dso.path
+    try:
+        head_t = ctypes.c_ubyte * _BLOB_HEADER.size
+        addr = ctypes.addressof(head_t.in_dll(lib, BLOB_SYMBOL))
+        size = ctypes.c_uint64.in_dll(lib, BLOB_SYMBOL + "_size").value
+    except ValueError:
+        return None
+    magic, version, _, length = _BLOB_HEADER.unpack(ctypes.string_at(addr, _BLOB_HEADER.size))
+    if magic != BLOB_MAGIC:
+        raise ArtifactError(f"{path}: {BLOB_SYMBOL} has a bad magic {magic!r}")
+    if version != BLOB_VERSION:
+        raise ArtifactError(f"{path}: module blob version {version}, this runtime reads "
+                            f"version {BLOB_VERSION}")
+    if size != _BLOB_HEADER.size + length or size > os.path.getsize(path):
+        raise ArtifactError(f"{path}: module blob length {length} disagrees with its symbol size "
+                            f"{size} or the file size")
+    return ctypes.string_at(addr + _BLOB_HEADER.size, length)
+
+
+def _parse_blob(payload: bytes, dso: DSOModule) -> Module:
+    r = _Reader(payload, dso.path)
+    count = r.u32("the module count")
+    mods: list[Module] = []
+    for i in range(count):
+        key = r.take(r.u32(f"module {i} type key length"), f"module {i} type key").decode()
+        data = r.take(r.u64(f"module {i} length"), f"module {i} ({key})")
+        mods.append(dso if key == _LIB_KEY else _load_binary(key, data, dso.path, i))
+    if count == 0:
+        raise ArtifactError(f"{dso.path}: module blob lists no modules")
+    for i in range(count):
+        for k in range(r.u32(f"module {i} import count")):
+            child = r.u32(f"module {i} import {k}")
+            if child >= count:
+                raise ArtifactError(f"{dso.path}: module blob: module {i} imports module "
+                                    f"{child}, but there are only {count}")
+            try:
+                mods[i].import_module(mods[child])
+            except ValueError:
+                raise ArtifactError(f"{dso.path}: module blob: import cycle through module "
+                                    f"{i}") from None
+    return mods[0]
+
+
+def _load_binary(key: str, data: bytes, path: str, i: int) -> Module:
+    load = get_global_func(f"runtime.module.loadbinary_{key}", allow_missing=True)
+    if load is None:
+        raise ArtifactError(f"{path}: module {i} has type {key!r}, but no "
+                            f"runtime.module.loadbinary_{key} function is registered (import the "
+                            "Python module that defines it before load_module)")
+    mod = load(data)
+    if not isinstance(mod, Module):
+        raise ArtifactError(f"{path}: runtime.module.loadbinary_{key} returned "
+                            f"{type(mod).__name__}, expected a Module")
+    return mod
+
+
+# ---- load_module ----------------------------------------------------------------------------
+def _load_library(path: str) -> Module:
+    dso = DSOModule(path)
+    payload = _read_blob(dso)
+    return dso if payload is None else _parse_blob(payload, dso)
+
+
+def _load_tar(path: str) -> Module:
+    from ..contrib import cc  # linking a .tar needs the compiler
+
+    with tempfile.TemporaryDirectory(prefix="ember_tar_") as tmp:
+        try:
+            with tarfile.open(path) as tar:
+                tar.extractall(tmp, filter="data")
+        except (tarfile.TarError, OSError) as err:
+            raise ArtifactError(f"{path}: not a readable tar archive: {err}") from None
+        manifest = os.path.join(tmp, "ember_manifest.json")
+        options = json.load(open(manifest))["options"] if os.path.exists(manifest) else []
+        sources = sorted(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith((".c", ".o")))
+        if not sources:
+            raise ArtifactError(f"{path}: the archive holds no .c or .o files")
+        lib = cc.build_shared(sources, options)
+    return _load_library(str(lib))
+
+
+def _load_c_source(path: str) -> Module:
+    from .module import CSourceModule
+
+    with open(path) as f:
+        return CSourceModule(f.read())
+
+
+_LOADERS: dict[str, Callable[[str], Module]] = {
+    "so": _load_library, "dll": _load_library, "dylib": _load_library, "tar": _load_tar,
+    "c": _load_c_source,
+}
+
+
+def register_loader(ext: str, loader: Callable[[str], Module]) -> None:
+    """Make ``load_module`` open files ending in ``.ext`` with ``loader(path)``."""
+    _LOADERS[ext.lstrip(".")] = loader
+
+
+def load_module(path: "str | os.PathLike", fmt: str = "") -> Module:
+    """Load a module from a file: an exported library (.so), a .tar of sources, C source, or
+    any format with a registered loader. Raises ArtifactError naming the path and reason."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ArtifactError(f"load_module: {path}: no such file")
+    ext = fmt or os.path.splitext(path)[1].lstrip(".")
+    loader = _LOADERS.get(ext)
+    if loader is None:
+        found = get_global_func(f"runtime.module.loadfile_{ext}", allow_missing=True)
+        if found is None:
+            raise ArtifactError(f"load_module: {path}: no loader for format {ext!r} (known: "
+                                f"{', '.join(sorted(_LOADERS))})")
+        return found(path, ext)
+    return loader(path)
+
+
+# ---- lookups on behalf of C (the host table) --------------------------------------------------
+_GLOBAL_ENV: dict[str, int] = {}
+
+
+def _host_lookup(mod: Any, name: str, flags: int) -> int:
+    """Handle of the function ``name`` for C: the module's own, its imports', the registry's."""
+    if mod is not None and not isinstance(mod, Module):
+        raise TVMError(f"function lookup {name!r}: handle is a {type(mod).__name__}, not a module")
+    env = flags & _bridge.LOOKUP_ENV
+    cache = (mod._env_handles if mod is not None else _GLOBAL_ENV) if env else None
+    if cache is not None and name in cache:
+        return cache[name]
+    func = None
+    if mod is not None and flags & _bridge.LOOKUP_SELF:
+        func = mod._find(name, bool(flags & _bridge.LOOKUP_IMPORTS))
+    elif mod is not None and flags & _bridge.LOOKUP_IMPORTS:
+        func = next((f for m in mod._imports if (f := m._find(name, True))), None)
+    if func is None and flags & _bridge.LOOKUP_GLOBAL:
+        func = get_global_func(name, allow_missing=True)
+    if func is None:
+        where = f"{mod!r}, its imports or the global registry" if mod else "the global registry"
+        raise TVMError(f"cannot find function {name!r} in {where}")
+    if cache is not None:
+        cache[name] = _bridge.new_handle(func, permanent=True)
+        return cache[name]
+    return _bridge.new_handle(func)
+
+
+_bridge.HOOKS["lookup"] = _host_lookup
+_bridge.HOOKS["load"] = load_module

@@ -1,0 +1,303 @@
+"""Module: a named collection of PackedFuncs, with imported modules.
+
+- ``DSOModule`` (loaders.py): a shared library; its functions are exported C symbols.
+- ``CSourceModule`` ("c"): C source text; compiled (and cached) on first use, compiled into
+  the library by ``export_library``.
+- ``PyModule``: functions are Python callables; a subclass registered with
+  ``register_py_module`` can be serialised, so it travels inside an exported library.
+
+``export_library`` compiles every DSO-exportable module of the import tree into one library
+and embeds the other modules, serialised, as the ``__ember_dev_mblob`` symbol; ``load_module``
+rebuilds the same tree.
+"""
+from __future__ import annotations
+
+import os
+import tarfile
+import tempfile
+from typing import Any, Callable, Iterator, Sequence
+
+from . import _bridge
+from .errors import TVMError
+from .packed_func import PackedFunc, as_packed_func, register_pass_type
+from .registry import get_global_func, register_func
+from .time_eval import BenchmarkResult, time_evaluator  # noqa: F401  (BenchmarkResult re-export)
+
+
+class Module:
+    """Base of all modules. ``mod["f"]`` / ``mod.get_function("f")`` give a PackedFunc."""
+
+    type_key = "module"
+    entry_name = "__tvm_main__"
+
+    def __init__(self) -> None:
+        self._imports: list[Module] = []
+        self._func_cache: dict[str, PackedFunc] = {}
+        self._env_handles: dict[str, int] = {}  # call_packed lookups from C, per name
+
+    # -- functions --------------------------------------------------------------------------
+    def _get_local(self, name: str) -> PackedFunc | None:
+        """This module's own function ``name`` (subclasses), or None."""
+        return None
+
+    def _find(self, name: str, query_imports: bool) -> PackedFunc | None:
+        func = self._func_cache.get(name)
+        if func is None:
+            func = self._get_local(name)
+            if func is not None:
+                self._func_cache[name] = func
+        if func is None and query_imports:
+            for mod in self._imports:
+                func = mod._find(name, True)
+                if func is not None:
+                    break
+        return func
+
+    def get_function(self, name: str, query_imports: bool = False) -> PackedFunc:
+        """The function ``name``; AttributeError naming the function and module if missing."""
+        func = self._find(name, query_imports)
+        if func is None:
+            where = " or its imports" if query_imports and self._imports else ""
+            raise AttributeError(f"{self!r}{where} has no function named {name!r}")
+        return func
+
+    def __getitem__(self, name: str) -> PackedFunc:
+        if not isinstance(name, str):
+            raise TypeError(f"module functions are named by str, got {type(name).__name__}")
+        return self.get_function(name)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.entry_func(*args)
+
+    @property
+    def entry_func(self) -> PackedFunc:
+        """The entry function (named by the library's ``__tvm_main__``)."""
+        return self.get_function(self.entry_name)
+
+    # -- imports ----------------------------------------------------------------------------
+    def import_module(self, module: "Module") -> None:
+        """Add ``module`` to this module's imports (searched by ``query_imports`` and C)."""
+        if not isinstance(module, Module):
+            raise TypeError(f"import_module: expected a Module, got {type(module).__name__}")
+        if module is self or self in module._walk():
+            raise ValueError(f"import_module: importing {module!r} into {self!r} makes a cycle")
+        self._imports.append(module)
+
+    @property
+    def imported_modules(self) -> list["Module"]:
+        """The directly imported modules, in import order."""
+        return list(self._imports)
+
+    def _walk(self) -> Iterator["Module"]:
+        """This module and everything it imports, depth first, each once."""
+        seen: set[int] = set()
+        stack: list[Module] = [self]
+        while stack:
+            mod = stack.pop()
+            if id(mod) not in seen:
+                seen.add(id(mod))
+                yield mod
+                stack.extend(reversed(mod._imports))
+
+    # -- source, saving, export -------------------------------------------------------------
+    @property
+    def format(self) -> str:
+        return self.type_key
+
+    def get_source(self, fmt: str = "") -> str:
+        """The source code of this module ("" when it has none)."""
+        return ""
+
+    @property
+    def is_dso_exportable(self) -> bool:
+        """Whether export_library compiles this module into the shared library."""
+        return False
+
+    @property
+    def is_binary_serializable(self) -> bool:
+        """Whether export_library can embed this module (a savebinary function exists)."""
+        return get_global_func(f"runtime.module.savebinary_{self.type_key}", True) is not None
+
+    def _export_sources(self, directory: str, index: int) -> list[str]:
+        """Write this module's C sources into ``directory`` (DSO-exportable modules)."""
+        raise TVMError(f"{self!r} has no C sources to export")
+
+    def save(self, file_name: str, fmt: str = "") -> None:
+        """Save this module alone (its source, or its serialised binary) to ``file_name``."""
+        save = get_global_func(f"runtime.module.savebinary_{self.type_key}", True)
+        if save is None:
+            raise TVMError(f"{self!r} cannot be saved: no runtime.module.savebinary_"
+                           f"{self.type_key} function is registered")
+        with open(file_name, "wb") as f:
+            f.write(save(self))
+
+    def export_library(self, file_name: "str | os.PathLike", fcompile: Callable[..., Any] | None
+                       = None, addons: Sequence[str] | None = None,
+                       workspace_dir: str | None = None, **kwargs: Any) -> None:
+        """Write this module and its imports as one shared library (or a .tar of sources).
+
+        DSO-exportable modules are compiled together with ember's backend; other modules are
+        serialised into the library and rebuilt by ``load_module``. ``fcompile`` defaults to
+        ``ember.contrib.cc.create_shared`` and receives ``options`` plus ``kwargs``.
+        """
+        from ..contrib import cc, utils  # the compiler driver is needed only here
+        from .loaders import DSOModule, blob_source, serialize_tree
+
+        file_name = os.fspath(file_name)
+        tmp = utils.tempdir(workspace_dir)
+        files: list[str] = []
+        options: list[str] = []
+        needs_blob = not self.is_dso_exportable
+        for index, mod in enumerate(self._walk()):
+            if mod.is_dso_exportable:
+                files += mod._export_sources(tmp.path, index)
+                options += getattr(mod, "compile_options", [])
+            elif isinstance(mod, DSOModule):
+                raise TVMError(f"export_library: {mod!r} is an already compiled library and cannot "
+                               "be exported again; export the module it was built from")
+            else:
+                needs_blob = True
+        if needs_blob:
+            blob_path = tmp.relpath("devc.c")
+            with open(blob_path, "w") as f:
+                f.write(blob_source(serialize_tree(self)))
+            files.append(blob_path)
+        if file_name.endswith(".tar"):
+            _write_tar(file_name, files, options)
+            return
+        files += list(addons or ())
+        options += list(kwargs.pop("options", []) or [])
+        (fcompile or cc.create_shared)(file_name, files, options=options, **kwargs)
+
+    def time_evaluator(self, func_name: str, dev: Any, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: int = 0, cooldown_interval_ms: int = 0,
+                       repeats_to_cooldown: int = 1, f_preproc: str = "",
+                       ) -> Callable[..., BenchmarkResult]:
+        """A function that runs ``func_name`` with the given arguments and returns the timings
+        (a BenchmarkResult: mean, median, std, min, max, results; in seconds)."""
+        return time_evaluator(self.get_function(func_name, query_imports=True), dev, number,
+                              repeat, min_repeat_ms, cooldown_interval_ms, repeats_to_cooldown)
+
+    def __repr__(self) -> str:
+        return f"Module({self.type_key}, {id(self):#x})"
+
+
+def _write_tar(file_name: str, files: Sequence[str], options: Sequence[str]) -> None:
+    import json
+
+    with tarfile.open(file_name, "w") as tar:
+        for path in files:
+            tar.add(path, arcname=os.path.basename(path))
+        manifest = json.dumps({"format": "ember-tar", "version": 1, "options": list(options)})
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write(manifest)
+        tar.add(f.name, arcname="ember_manifest.json")
+        os.unlink(f.name)
+
+
+register_pass_type(Module, _bridge.MODULE)
+
+
+class CSourceModule(Module):
+    """C source code (with the PackedFunc signature for its exported functions).
+
+    Calling a function compiles the source on first use (cached by content hash) and loads
+    it; ``export_library`` compiles it into the exported library.
+    """
+
+    type_key = "c"
+
+    def __init__(self, code: str, fmt: str = "c", func_names: Sequence[str] = (),
+                 compile_options: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.code = code
+        self._fmt = fmt
+        self.func_names = list(func_names)
+        self.compile_options = list(compile_options)
+        self._dso: Module | None = None
+
+    @property
+    def is_dso_exportable(self) -> bool:
+        return True
+
+    def get_source(self, fmt: str = "") -> str:
+        return self.code
+
+    def _export_sources(self, directory: str, index: int) -> list[str]:
+        path = os.path.join(directory, f"lib{index}.{self._fmt or 'c'}")
+        with open(path, "w") as f:
+            f.write(self.code)
+        return [path]
+
+    def save(self, file_name: str, fmt: str = "") -> None:
+        with open(file_name, "w") as f:
+            f.write(self.code)
+
+    def _compiled(self) -> Module:
+        if self._dso is None:
+            from ..contrib import cc
+            from .loaders import DSOModule
+
+            with tempfile.TemporaryDirectory(prefix="ember_src_") as tmp:
+                (src,) = self._export_sources(tmp, 0)
+                lib = cc.build_shared([src], self.compile_options)
+            self._dso = DSOModule(str(lib), env=self)
+        return self._dso
+
+    def _get_local(self, name: str) -> PackedFunc | None:
+        return self._compiled()._get_local(name)
+
+
+class PyModule(Module):
+    """A module whose functions are Python callables: ``PyModule({"f": f})``.
+
+    To embed one in an exported library, subclass it, implement ``save_binary`` and the
+    classmethod ``load_binary``, and decorate the class with ``register_py_module(key)``.
+    """
+
+    type_key = "PyModule"
+
+    def __init__(self, functions: dict[str, Callable[..., Any]] | None = None) -> None:
+        super().__init__()
+        self._functions = dict(functions or {})
+
+    def add_function(self, name: str, func: Callable[..., Any]) -> None:
+        self._functions[name] = func
+        self._func_cache.pop(name, None)
+
+    def _get_local(self, name: str) -> PackedFunc | None:
+        func = self._functions.get(name)
+        if func is None:
+            method = getattr(self, f"ffi_{name}", None)  # methods named ffi_<name>
+            func = method if callable(method) else None
+        return None if func is None else as_packed_func(func, name)
+
+    def save_binary(self) -> bytes:
+        raise TVMError(f"{type(self).__name__} does not implement save_binary")
+
+    @classmethod
+    def load_binary(cls, data: bytes) -> "PyModule":
+        raise TVMError(f"{cls.__name__} does not implement load_binary")
+
+
+def register_py_module(type_key: str) -> Callable[[type], type]:
+    """Class decorator: give a PyModule subclass ``type_key`` and register its
+    ``runtime.module.savebinary_<key>`` / ``runtime.module.loadbinary_<key>`` functions."""
+
+    def register(cls: type) -> type:
+        cls.type_key = type_key
+        register_func(f"runtime.module.savebinary_{type_key}", lambda m: m.save_binary(),
+                      override=True)
+        register_func(f"runtime.module.loadbinary_{type_key}", cls.load_binary, override=True)
+        return cls
+
+    return register
+
+
+def __getattr__(name: str) -> Any:
+    # DSOModule and load_module live in loaders.py (which imports this module).
+    if name in ("DSOModule", "load_module"):
+        from . import loaders
+
+        return getattr(loaders, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
