@@ -1,0 +1,18 @@
+"""ember.relay.backend: turning Relay into something that runs.
+
+Today: the reference interpreter (``interpreter``). Graph / AOT / VM code generation and the
+executor factory modules join it here. Submodules load on first attribute access.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+
+def __getattr__(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as err:
+        if err.name == f"{__name__}.{name}":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        raise
