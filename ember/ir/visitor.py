@@ -276,8 +276,12 @@ def _binders(e: RelayExpr) -> list[Var]:
 def bound_vars(expr: RelayExpr) -> list[Var]:
     """Variables bound inside ``expr`` (parameters, lets, pattern variables), in order."""
     out: list[Var] = []
+    seen: set[int] = set()
     for e in post_order(expr):
-        out.extend(v for v in _binders(e) if v not in out)
+        for v in _binders(e):
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
     return out
 
 
