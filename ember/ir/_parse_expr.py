@@ -1,0 +1,314 @@
+"""Parser of expressions, blocks and functions (the module level is in ``parser.py``)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..runtime.errors import OpNotImplemented, TVMError
+from ..runtime.ndarray import NDArray
+from .adt import Clause, Match
+from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
+                   RelayExpr, Tuple, TupleGetItem, Var)
+from .op import Op
+from ._lexer import GLOBAL, IDENT, LOCAL, NUMBER, PUNCT, Source, Token
+from ._parse_types import TypeParser, did_you_mean
+
+
+class ExprParser(TypeParser):
+    """Blocks, bindings and expressions. Scopes: ``locals`` (one dict per open block)."""
+
+    def __init__(self, src: Source, tokens: list[Token], meta: dict[str, list[Any]]) -> None:
+        super().__init__(src, tokens)
+        self.meta = meta
+        self.globals: dict[str, GlobalVar] = {}
+
+    # -- functions and blocks -----------------------------------------------------------------
+    def function_rest(self, start: Token) -> Function:
+        """``[A](%x: T, key=value) -> R { body }`` after ``fn`` or ``def @name``."""
+        self.type_scopes.append(self.type_params())
+        self.locals.append({})
+        self.expect("(", "to open the parameter list")
+        params: list[Var] = []
+        attrs: dict[str, Any] = {}
+        for item in self.comma_list(")", self.param, "after the parameters"):
+            if isinstance(item, Var):
+                params.append(item)
+            else:
+                attrs[item[0]] = item[1]
+        ret = self.parse_type() if self.accept("->") else None
+        body = self.block("a function body")
+        self.locals.pop()
+        tparams = tuple(self.type_scopes.pop().values())
+        return Function(params, body, ret, tparams, attrs or None, span=self.span(start))
+
+    def param(self) -> Var | tuple[str, Any]:
+        if self.peek().kind == IDENT and self.peek(1).is_(PUNCT, "="):
+            key = self.next().text
+            self.next()
+            return key, self.attr_value()
+        return self.binding_var()
+
+    def block(self, what: str) -> RelayExpr:
+        self.expect("{", f"to open {what}")
+        self.locals.append({})
+        body = self.seq()
+        self.locals.pop()
+        self.expect("}", f"to close {what}")
+        return body
+
+    def seq(self) -> RelayExpr:
+        """Bindings (``let %x = e;`` and ``%0 = e;``) then an expression. Iterative, so long
+        let chains do not recurse."""
+        lets: list[tuple[Var, RelayExpr, Token]] = []
+        while True:
+            if self.at_word("let"):
+                lets.append(self.let_binding())
+            elif self.peek().kind == LOCAL and self.peek(1).is_(PUNCT, "="):
+                self.graph_binding()
+            else:
+                break
+        body = self.expr()
+        for var, value, start in reversed(lets):
+            body = Let(var, value, body, span=self.src.span(start, self.prev))
+        return body
+
+    def let_binding(self) -> tuple[Var, RelayExpr, Token]:
+        start = self.next()
+        tok = self.expect_kind(LOCAL, "a %variable after 'let'")
+        ty = self.parse_type() if self.accept(":") else None
+        var = Var(str(tok.value), ty, span=self.src.span(tok, self.prev))
+        self.expect("=", "after the let variable")
+        recursive = self.at_word("fn")  # a let-bound function may call itself
+        if recursive:
+            self.locals[-1][var.name_hint] = var
+        value = self.expr()
+        self.expect(";", "after the let value")
+        self.locals[-1][var.name_hint] = var
+        return var, value, start
+
+    def graph_binding(self) -> None:
+        tok = self.next()
+        if not str(tok.value).isdigit():
+            raise self.fail(f"a binding without 'let' must use a numbered name such as %0; "
+                            f"write 'let {tok.text} = ...;'", tok, got=False)
+        if tok.value in self.locals[-1]:
+            raise self.fail(f"{tok.text} is already bound in this block", tok, got=False)
+        self.next()
+        value = self.expr()
+        self.expect(";", f"after the value of {tok.text}")
+        self.locals[-1][str(tok.value)] = value
+
+    # -- expressions --------------------------------------------------------------------------
+    def expr(self) -> RelayExpr:
+        """A primary expression followed by calls ``(...)`` and projections ``.N``."""
+        start = self.peek()
+        e = self.primary()
+        while True:
+            if self.at("("):
+                e = self.call(e, start)
+            elif self.accept("."):
+                tok = self.expect_kind(NUMBER, "a field index after '.'")
+                if not tok.text.isdigit():
+                    raise self.fail("a field index must be a non-negative integer", tok, False)
+                e = TupleGetItem(e, int(tok.text), span=self.span(start))
+            else:
+                return e
+
+    def primary(self) -> RelayExpr:
+        tok = self.peek()
+        if tok.kind == LOCAL:
+            return self.local_ref(self.next())
+        if tok.kind == GLOBAL:
+            return self.global_ref(self.next())
+        if tok.kind == NUMBER:
+            return self.literal()
+        if tok.is_(PUNCT, "("):
+            return self.paren()
+        if tok.is_(PUNCT, "{"):
+            return self.block("a block")
+        if tok.kind == IDENT:
+            keyword = _KEYWORDS.get(tok.text)
+            return keyword(self) if keyword else self.name_ref(self.next())
+        raise self.fail("expected an expression")
+
+    def local_ref(self, tok: Token) -> RelayExpr:
+        for scope in reversed(self.locals):
+            if tok.value in scope:
+                return scope[str(tok.value)]
+        names = {"%" + n for s in self.locals for n in s}
+        hint = did_you_mean(tok.text, names)
+        raise self.fail(f"unbound variable {tok.text}{hint}", tok, got=False)
+
+    def global_ref(self, tok: Token) -> GlobalVar:
+        gv = self.globals.get(str(tok.value))
+        if gv is None:
+            hint = did_you_mean(tok.text, ["@" + n for n in self.globals])
+            raise self.fail(f"undefined global {tok.text}{hint}", tok, got=False)
+        return gv
+
+    def name_ref(self, tok: Token) -> RelayExpr:
+        """A constructor (a nullary one stands for its value) or an operator."""
+        if tok.text in self.ctors:
+            ctor = self.ctors[tok.text]
+            if ctor.inputs or self.at("("):
+                return ctor
+            return Call(ctor, (), span=self.src.span(tok))
+        try:
+            return Op.get(tok.text)
+        except OpNotImplemented as err:
+            hint = did_you_mean(tok.text, self.ctors) if tok.text[:1].isupper() else ""
+            raise self.fail(f"{err}{hint}", tok, got=False) from None
+
+    def paren(self) -> RelayExpr:
+        """``()``, ``(e)``, ``(e,)`` or ``(e1, e2, ...)``."""
+        start = self.next()
+        if self.accept(")"):
+            return Tuple((), span=self.span(start))
+        first = self.expr()
+        if self.accept(")"):
+            return first
+        self.expect(",", "or ')' after a parenthesized expression")
+        fields = [first] + self.comma_list(")", self.expr, "after tuple fields")
+        return Tuple(fields, span=self.span(start))
+
+    def call(self, callee: RelayExpr, start: Token) -> Call:
+        self.next()
+        args: list[RelayExpr] = []
+        kwargs: dict[str, tuple[Token, Any]] = {}
+        while not self.at(")"):
+            if self.peek().kind == IDENT and self.peek(1).is_(PUNCT, "="):
+                key = self.next()
+                self.next()
+                kwargs[key.text] = (key, self.attr_value())
+            elif kwargs:
+                raise self.fail("expected a keyword argument after keyword arguments")
+            else:
+                args.append(self.expr())
+            if not self.accept(","):
+                break
+        self.expect(")", "after call arguments")
+        attrs = self.op_attrs(callee, start, kwargs)
+        return Call(callee, args, attrs, span=self.span(start))
+
+    def op_attrs(self, callee: RelayExpr, start: Token, kwargs: dict[str, Any]) -> Any:
+        """The attrs record of an operator call, checked key by key."""
+        if not isinstance(callee, Op):
+            if kwargs:
+                raise self.fail("keyword arguments are only allowed in operator calls",
+                                next(iter(kwargs.values()))[0], got=False)
+            return None
+        cls = callee.op_def.attrs_type
+        fields = [f.name for f in dataclasses.fields(cls)] if cls else []
+        for key, (tok, _) in kwargs.items():
+            if key not in fields:
+                hint = did_you_mean(key, fields) or (
+                    f"; it has: {', '.join(fields)}" if fields else "; it takes none")
+                raise self.fail(f"unknown attribute {key!r} of {callee.name}{hint}", tok, False)
+        if cls is None:
+            return None
+        try:
+            return callee.make_attrs(**{k: v for k, (_, v) in kwargs.items()})
+        except (TypeError, ValueError, TVMError) as err:
+            # Point at the attribute the message names, if any, else at the operator.
+            at = next((t for k, (t, _) in kwargs.items() if f"attribute {k} " in str(err)), start)
+            msg = str(err) if str(err).startswith(callee.name) else f"{callee.name}: {err}"
+            raise self.fail(msg, at, got=False) from None
+
+    def keyword_fn(self) -> RelayExpr:
+        return self.function_rest(self.next())
+
+    def keyword_if(self) -> RelayExpr:
+        start = self.next()
+        self.expect("(", "after 'if'")
+        cond = self.expr()
+        self.expect(")", "after the if condition")
+        then = self.block("the then-branch")
+        if not self.at_word("else"):
+            raise self.fail("expected 'else' after the then-branch of an if")
+        self.next()
+        return If(cond, then, self.block("the else-branch"), span=self.span(start))
+
+    def keyword_match(self) -> RelayExpr:
+        """``match (e) { p => e, ... }``; ``match?`` allows incomplete clauses."""
+        start = self.next()
+        complete = self.accept("?") is None
+        self.expect("(", "after 'match'")
+        data = self.expr()
+        self.expect(")", "after the matched expression")
+        self.expect("{", "to open the match clauses")
+        clauses = self.comma_list("}", self.clause, "after the match clauses")
+        return Match(data, clauses, complete, span=self.span(start))
+
+    def clause(self) -> Clause:
+        self.locals.append({})
+        lhs = self.pattern()
+        self.expect("=>", "after a pattern")
+        rhs = self.block("a clause body") if self.at("{") else self.expr()
+        self.locals.pop()
+        return Clause(lhs, rhs)
+
+    def keyword_let(self) -> RelayExpr:
+        self.locals.append({})  # a let inside an expression scopes over its own body only
+        body = self.seq()
+        self.locals.pop()
+        return body
+
+    def keyword_bool(self) -> RelayExpr:
+        tok = self.next()
+        return Constant(np.array(tok.text == "True"), span=self.src.span(tok))
+
+    def keyword_ref(self) -> RelayExpr:
+        start = self.next()
+        self.expect("(", f"after '{start.text}'")
+        args = [self.expr()]
+        if start.text == "ref_write":
+            self.expect(",", "between the reference and the value of ref_write")
+            args.append(self.expr())
+        self.expect(")", f"after the arguments of {start.text}")
+        cls = {"ref": RefCreate, "ref_read": RefRead, "ref_write": RefWrite}[start.text]
+        return cls(*args, span=self.span(start))  # type: ignore[arg-type]
+
+    def keyword_meta(self) -> RelayExpr:
+        """``meta[relay.Constant][i]``: entry ``i`` of the metadata section."""
+        start = self.next()
+        self.expect("[", "after 'meta'")
+        kind = self.expect_kind(IDENT, "a metadata kind such as relay.Constant").text
+        self.expect("]", "after the metadata kind")
+        self.expect("[", "before the metadata index")
+        index_tok = self.expect_kind(NUMBER, "a metadata index")
+        self.expect("]", "after the metadata index")
+        entries = self.meta.get(kind)
+        index = int(index_tok.text) if index_tok.text.isdigit() else -1
+        if entries is None or not 0 <= index < len(entries):
+            have = f"has {len(entries)} {kind} entries" if entries is not None else \
+                f"has no {kind} entries (is the #[metadata] section missing?)"
+            raise self.fail(f"{self.src_text(start)} is not defined: the metadata {have}",
+                            start, got=False)
+        return _as_meta_constant(entries, index, kind, lambda m: self.fail(m, start, False))
+
+    def src_text(self, start: Token) -> str:
+        return "".join(t.text for t in self.toks[self.toks.index(start): self.pos])
+
+    def keyword_free_var(self) -> RelayExpr:
+        raise self.fail("free_var declarations must come before the expression, at top level",
+                        got=False)
+
+
+_KEYWORDS = {"fn": ExprParser.keyword_fn, "if": ExprParser.keyword_if, "match": ExprParser.keyword_match,
+             "let": ExprParser.keyword_let, "True": ExprParser.keyword_bool,
+             "False": ExprParser.keyword_bool, "ref": ExprParser.keyword_ref,
+             "ref_read": ExprParser.keyword_ref, "ref_write": ExprParser.keyword_ref,
+             "meta": ExprParser.keyword_meta, "free_var": ExprParser.keyword_free_var}
+
+
+def _as_meta_constant(entries: list[Any], index: int, kind: str, fail: Any) -> Constant:
+    """Entry ``index`` as a Constant, cached so every reference shares one node."""
+    entry = entries[index]
+    if isinstance(entry, Constant):
+        return entry
+    if isinstance(entry, (NDArray, np.ndarray, np.generic)):
+        entries[index] = Constant(entry if isinstance(entry, NDArray) else np.asarray(entry))
+        return entries[index]
+    raise fail(f"meta[{kind}][{index}] is a {type(entry).__name__}, not a constant")

@@ -1,0 +1,117 @@
+"""Printing types, patterns and attrs in the text format (the expression printer builds on it)."""
+from __future__ import annotations
+
+from typing import Any as _Any
+
+from .adt import Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, TypeData
+from .attrs import Attrs, DictAttrs
+from .types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
+                    TensorType, TupleType, Type, TypeCall, TypeConstraint, TypeVar)
+from ._text_common import NameTable, attr_value_text
+
+
+class TypePrinter:
+    """Prints types with consistent names for type variables and symbolic dimensions."""
+
+    def __init__(self) -> None:
+        self.type_vars = NameTable()
+        self.shape_vars = NameTable()
+
+    def type(self, ty: Type | None) -> str:
+        method = getattr(self, f"_{type(ty).__name__}", None)
+        if method is None:
+            return f"/* unprintable type {type(ty).__name__} */ _"
+        return method(ty)
+
+    def _TensorType(self, ty: TensorType) -> str:
+        if not ty.shape:
+            return ty.dtype
+        return f"Tensor[({', '.join(self.dim(d) for d in ty.shape)}), {ty.dtype}]"
+
+    def dim(self, d: _Any) -> str:
+        if isinstance(d, Any):
+            return "?"
+        if isinstance(d, ShapeVar):
+            return self.shape_vars.get(d, d.name)
+        return str(d)
+
+    def _TupleType(self, ty: TupleType) -> str:
+        return tuple_text([self.type(f) for f in ty.fields])
+
+    def _FuncType(self, ty: FuncType) -> str:
+        args = ", ".join(self.type(a) for a in ty.arg_types)
+        return f"fn {self.type_params(ty.type_params)}({args}) -> {self.type(ty.ret_type)}"
+
+    def _TypeVar(self, ty: TypeVar) -> str:
+        return self.type_vars.get(ty, ty.name_hint)
+
+    def _GlobalTypeVar(self, ty: GlobalTypeVar) -> str:
+        return ty.name_hint
+
+    def _TypeCall(self, ty: TypeCall) -> str:
+        return f"{self.type(ty.func)}[{', '.join(self.type(a) for a in ty.args)}]"
+
+    def _IncompleteType(self, ty: IncompleteType) -> str:
+        return "_"
+
+    def _NoneType(self, ty: None) -> str:
+        return "_"
+
+    def _RelayRefType(self, ty: RelayRefType) -> str:
+        return f"ref({self.type(ty.value)})"
+
+    def _TypeConstraint(self, ty: TypeConstraint) -> str:
+        return f"/* {type(ty).__name__} */ _"
+
+    def type_params(self, params: tuple[TypeVar, ...]) -> str:
+        """``[A, B]`` (empty when there are none); names are allocated here, at the binder."""
+        if not params:
+            return ""
+        return "[" + ", ".join(self._TypeVar(p) for p in params) + "]"
+
+    def type_data(self, td: TypeData) -> str:
+        """``type List[A] {`` one constructor per line ``}``."""
+        head = f"type {td.header.name_hint}{self.type_params(td.type_vars)} {{"
+        ctors = []
+        for c in td.constructors:
+            args = f"({', '.join(self.type(t) for t in c.inputs)})" if c.inputs else ""
+            ctors.append(f"  {c.name_hint}{args},")
+        return "\n".join([head, *ctors, "}"])
+
+    def pattern(self, pat: Pattern, var_doc: _Any = None) -> str:
+        """A pattern; ``var_doc(var)`` prints a bound variable (default: ``%name_hint``)."""
+        if isinstance(pat, PatternWildcard):
+            return "_"
+        if isinstance(pat, PatternVar):
+            return var_doc(pat.var) if var_doc else f"%{pat.var.name_hint}"
+        if isinstance(pat, PatternTuple):
+            return tuple_text([self.pattern(p, var_doc) for p in pat.patterns])
+        if isinstance(pat, PatternConstructor):
+            name = pat.constructor.name_hint
+            if not pat.patterns:
+                return name
+            return f"{name}({', '.join(self.pattern(p, var_doc) for p in pat.patterns)})"
+        return f"/* unprintable pattern {type(pat).__name__} */ _"
+
+
+def tuple_text(items: list[str]) -> str:
+    """``()``, ``(a,)`` or ``(a, b)``."""
+    if len(items) == 1:
+        return f"({items[0]},)"
+    return f"({', '.join(items)})"
+
+
+def attrs_items_text(attrs: Attrs | DictAttrs | None) -> list[str]:
+    """``key=value`` strings: the non-default fields of op attrs, all keys of DictAttrs sorted."""
+    if attrs is None:
+        return []
+    if isinstance(attrs, DictAttrs):
+        items = sorted(attrs.items())
+    else:
+        items = attrs.non_default_items()
+    return [f"{k}={attr_value_text(v)}" for k, v in items]
+
+
+def attrs_text(attrs: Attrs | DictAttrs) -> str:
+    """``Conv2DAttrs(padding=[1, 1, 1, 1], channels=16)`` (standalone printing)."""
+    return f"{type(attrs).__name__}({', '.join(attrs_items_text(attrs))})"

@@ -1,0 +1,406 @@
+"""The text printer: IRModules, expressions, types, patterns and attrs in format 0.0.5.
+
+Dataflow prints in TVM's graph style: every non-atomic expression is bound to a numbered
+temporary (``%0 = add(%a, %b);``) except the last expression of a block, which is printed
+inline unless it is shared. Variables, globals, operators, constructors and constants are
+always printed inline. A temporary lives in the block that binds it, so an expression shared
+by two sibling blocks is printed in each. Walks over dataflow are iterative, so deep graphs
+and long ``let`` chains do not hit Python's recursion limit.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from .adt import Clause, Constructor, Match, Pattern, TypeData
+from .attrs import Attrs, DictAttrs
+from .base import Node
+from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
+                   RelayExpr, Tuple, TupleGetItem, Var)
+from .module import IRModule
+from .op import Op
+from .types import Type
+from .visitor import children, free_vars, post_order
+from ._print_types import TypePrinter, attrs_items_text, attrs_text, tuple_text
+from ._text_common import NameTable, encode_metadata, sanitize_name, scalar_literal
+
+VERSION = "0.0.5"
+_ATOMIC = (Var, GlobalVar, Op, Constructor, Constant)
+
+
+def _dataflow_children(e: RelayExpr) -> tuple[RelayExpr, ...]:
+    """Children printed in the same block as ``e`` (not function bodies, branches, clauses)."""
+    if isinstance(e, Call):
+        return (e.op, *e.args)
+    if isinstance(e, Tuple):
+        return e.fields
+    if isinstance(e, (If,)):
+        return (e.cond,)
+    if isinstance(e, Match):
+        return (e.data,)
+    if isinstance(e, TupleGetItem):
+        return (e.tuple_value,)
+    if isinstance(e, (RefCreate, RefRead, RefWrite)):
+        return children(e)
+    return ()
+
+
+def _indent(lines: list[str]) -> str:
+    return "\n".join("  " + ln if ln else ln for ln in "\n".join(lines).split("\n"))
+
+
+def _block(lines: list[str]) -> str:
+    return "{\n" + _indent(lines) + "\n}"
+
+
+class _Scope:
+    """A block in the printed text; ``parent`` is the enclosing block."""
+
+    __slots__ = ("parent", "depth")
+
+    def __init__(self, parent: "_Scope | None") -> None:
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+
+
+def _lca(a: _Scope, b: _Scope) -> _Scope:
+    while a.depth > b.depth:
+        a = a.parent  # type: ignore[assignment]
+    while b.depth > a.depth:
+        b = b.parent  # type: ignore[assignment]
+    while a is not b:
+        a, b = a.parent, b.parent  # type: ignore[assignment]
+    return a
+
+
+def _is_atomic(e: RelayExpr) -> bool:
+    # A nullary constructor call prints as the bare name (``Nil``) and reads back as that call.
+    return isinstance(e, _ATOMIC) or (isinstance(e, Call) and isinstance(e.op, Constructor)
+                                      and not e.args)
+
+
+class _Frame:
+    __slots__ = ("scope", "memo", "lines")
+
+    def __init__(self, scope: _Scope) -> None:
+        self.scope = scope
+        self.memo: dict[int, str] = {}
+        self.lines: list[str] = []
+
+
+class TextPrinter(TypePrinter):
+    """Prints one root (module, expression, type, ...) to text. Use ``astext``."""
+
+    def __init__(self, show_meta_data: bool = True, show_types: bool = True) -> None:
+        super().__init__()
+        self.show_meta_data = show_meta_data
+        self.show_types = show_types
+        self.meta: list[np.ndarray] = []
+        self.meta_index: dict[int, int] = {}
+        self.vars = NameTable()
+        self.frames: list[_Frame] = []  # the open blocks, innermost last
+        self.uses: dict[int, int] = {}
+        self.home: dict[int, _Scope] = {}  # node id -> the block its temporary goes in
+        self.blocks: dict[tuple[int, int], _Scope] = {}  # (owner id, slot) -> block
+        self.temps = 0
+        self.statements: dict[int, str] = {}  # node id -> its one statement (short_text)
+        self._keep: list[Any] = []
+
+    # -- roots --------------------------------------------------------------------------------
+    def module(self, mod: IRModule) -> str:
+        parts = []
+        for _, td in sorted(mod.type_definitions.items(), key=lambda kv: kv[0].name_hint):
+            self.type_vars = NameTable()
+            parts.append(self.type_data(td))
+        for gv, func in sorted(mod.functions.items(), key=lambda kv: kv[0].name_hint):
+            # Names and temporaries restart in each def: defs are closed.
+            self.vars, self.type_vars, self.temps = NameTable(), NameTable(), 0
+            if isinstance(func, Function):
+                self.analyze(func)
+                parts.append(self.function(func, f"def @{sanitize_name(gv.name_hint)}"))
+            else:
+                parts.append(f"/* @{gv.name_hint} is a {type(func).__name__} */")
+        return "\n\n".join(parts)
+
+    def top_expr(self, expr: RelayExpr) -> str:
+        """An expression as a block at top level, with ``free_var`` lines for its free vars."""
+        top = self.analyze(expr)
+        decls = [f"free_var {self.binder(v)};" for v in free_vars(expr)]
+        return "\n".join(decls + self.scope(expr, top))
+
+    # -- where each temporary goes ------------------------------------------------------------
+    def analyze(self, root: RelayExpr) -> _Scope:
+        """Count uses and give every node the innermost block enclosing all of its uses."""
+        self.uses, self.home, self.blocks = {}, {}, {}
+        order = list(post_order(root))
+        for node in order:
+            for child in children(node):
+                self.uses[id(child)] = self.uses.get(id(child), 0) + 1
+        top = _Scope(None)
+        self.home[id(root)] = top
+        chain = {id(root)}  # lets printed as statements of their block
+        for node in reversed(order):  # parents before children
+            where = self.home.get(id(node), top)
+            for child, scope, in_chain in self._placed_children(node, where, id(node) in chain):
+                if in_chain and isinstance(child, Let) and self.uses.get(id(child), 0) <= 1:
+                    chain.add(id(child))
+                old = self.home.get(id(child))
+                self.home[id(child)] = scope if old is None else _lca(old, scope)
+        return top
+
+    def _placed_children(self, e: RelayExpr, where: _Scope, in_chain: bool) -> list[Any]:
+        """(child, block it is used in, whether it starts/continues a statement chain)."""
+        if isinstance(e, Function):
+            return [(e.body, self._new_block(e, 0, where), True)]
+        if isinstance(e, If):
+            return [(e.cond, where, False), (e.true_branch, self._new_block(e, 0, where), True),
+                    (e.false_branch, self._new_block(e, 1, where), True)]
+        if isinstance(e, Match):
+            return [(e.data, where, False)] + [(c.rhs, self._new_block(e, i, where), True)
+                                               for i, c in enumerate(e.clauses)]
+        if isinstance(e, Let):
+            inner = where if in_chain else self._new_block(e, 0, where)
+            return [(e.value, inner, False), (e.body, inner, True)]
+        return [(c, where, False) for c in _dataflow_children(e)]
+
+    def _new_block(self, owner: RelayExpr, slot: int, parent: _Scope) -> _Scope:
+        scope = self.blocks[(id(owner), slot)] = _Scope(parent)
+        return scope
+
+    def block_of(self, owner: RelayExpr, slot: int) -> _Scope:
+        """The block analyzed for this owner; a fresh child block for unanalyzed nodes."""
+        scope = self.blocks.get((id(owner), slot))
+        if scope is None:
+            scope = self.blocks[(id(owner), slot)] = _Scope(self.frames[-1].scope if
+                                                            self.frames else None)
+        return scope
+
+    # -- blocks -------------------------------------------------------------------------------
+    def scope(self, body: RelayExpr, block: _Scope, unroll_root: bool = False) -> list[str]:
+        """The statements of a block ending in ``body``; let chains are walked in a loop.
+
+        A shared let is printed as a block of its own (``unroll_root``) and bound once.
+        """
+        self.frames.append(_Frame(block))
+        e = body
+        while isinstance(e, Let) and (unroll_root and e is body or self.uses.get(id(e), 0) <= 1):
+            name = self.binder(e.var)  # named before the value: a let may be recursive
+            value = self.inline(e.value)
+            self.emit(f"let {name} = {value};", e, self.frames[-1])
+            e = e.body
+        final = self.inline(e)
+        return self.frames.pop().lines + [final]
+
+    def emit(self, statement: str, node: RelayExpr, frame: _Frame) -> None:
+        frame.lines.append(statement)
+        self.statements[id(node)] = statement
+        self._keep.append(node)
+
+    def lookup(self, e: RelayExpr) -> str | None:
+        for frame in reversed(self.frames):
+            if id(e) in frame.memo:
+                return frame.memo[id(e)]
+        return None
+
+    def inline(self, e: RelayExpr) -> str:
+        """``e`` printed in place (its sub-expressions bound first), or its temporary."""
+        if _is_atomic(e) or self.uses.get(id(e), 0) > 1 or self.lookup(e):
+            return self.operand(e)
+        self.prepare(e)
+        doc = self.doc(e)
+        self.statements.setdefault(id(e), doc)
+        self._keep.append(e)
+        return doc
+
+    def prepare(self, root: RelayExpr) -> None:
+        """Bind every non-atomic same-block sub-expression of ``root`` (children first)."""
+        stack: list[tuple[RelayExpr, bool]] = [(c, False) for c in _dataflow_children(root)]
+        while stack:
+            node, ready = stack.pop()
+            if _is_atomic(node) or self.lookup(node) is not None:
+                continue
+            if ready:
+                self.bind_temp(node)
+                continue
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(_dataflow_children(node)))
+
+    def bind_temp(self, e: RelayExpr) -> str:
+        """``%N = e;`` in the innermost open block that encloses every use of ``e``."""
+        home = self.home.get(id(e))
+        frame = next((f for f in reversed(self.frames) if f.scope is home), self.frames[-1])
+        doc = self.doc(e)  # before numbering, so temporaries inside it come first
+        name = f"%{self.temps}"
+        self.temps += 1
+        self.emit(f"{name} = {doc};", e, frame)
+        frame.memo[id(e)] = name
+        return name
+
+    def operand(self, e: RelayExpr) -> str:
+        """How ``e`` is referred to from another expression."""
+        if _is_atomic(e):
+            return self.atom(e)
+        name = self.lookup(e)
+        if name is None:
+            self.prepare(e)
+            name = self.lookup(e) or self.bind_temp(e)
+        return name
+
+    # -- expressions --------------------------------------------------------------------------
+    def atom(self, e: RelayExpr) -> str:
+        if isinstance(e, Var):
+            return "%" + self.vars.get(e, e.name_hint)
+        if isinstance(e, GlobalVar):
+            return "@" + sanitize_name(e.name_hint)
+        if isinstance(e, Op):
+            return e.name
+        if isinstance(e, Constructor):
+            return e.name_hint
+        if isinstance(e, Call):
+            return self.atom(e.op)  # a nullary constructor call: ``Nil``
+        return self.constant(e)  # type: ignore[arg-type]
+
+    def constant(self, c: Constant) -> str:
+        arr = c.data.numpy()
+        text = scalar_literal(arr) if arr.ndim == 0 else None
+        if text is None:
+            if id(c) not in self.meta_index:
+                self.meta_index[id(c)] = len(self.meta)
+                self.meta.append(arr)
+                self._keep.append(c)
+            text = f"meta[relay.Constant][{self.meta_index[id(c)]}]"
+        return text + self.type_comment(c)
+
+    def type_comment(self, e: RelayExpr) -> str:
+        ty = e.checked_type_
+        return f" /* ty={self.type(ty)} */" if self.show_types and ty is not None else ""
+
+    def doc(self, e: RelayExpr) -> str:
+        """The text of ``e`` itself, its operands already bound."""
+        if isinstance(e, Function):
+            return self.function(e, "fn")
+        printer: Callable[[Any], str] | None = getattr(self, f"_doc_{type(e).__name__}", None)
+        if printer is None:
+            return self.atom(e) if isinstance(e, _ATOMIC) else self._doc_unknown(e)
+        return printer(e) + self.type_comment(e)
+
+    def _doc_unknown(self, e: Any) -> str:
+        return f"/* unprintable {type(e).__name__} */ ()"
+
+    def _doc_Call(self, e: Call) -> str:
+        args = [self.operand(a) for a in e.args]
+        if isinstance(e.op, Op):
+            args += attrs_items_text(e.attrs)
+        return f"{self.operand(e.op)}({', '.join(args)})"
+
+    def _doc_Tuple(self, e: Tuple) -> str:
+        return tuple_text([self.operand(f) for f in e.fields])
+
+    def _doc_TupleGetItem(self, e: TupleGetItem) -> str:
+        return f"{self.operand(e.tuple_value)}.{e.index}"
+
+    def _doc_Let(self, e: Let) -> str:
+        return _block(self.scope(e, self.block_of(e, 0), unroll_root=True))
+
+    def _doc_If(self, e: If) -> str:
+        cond = self.operand(e.cond)
+        then = _block(self.scope(e.true_branch, self.block_of(e, 0)))
+        other = _block(self.scope(e.false_branch, self.block_of(e, 1)))
+        return f"if ({cond}) {then} else {other}"
+
+    def _doc_Match(self, e: Match) -> str:
+        head = f"match{'' if e.complete else '?'} ({self.operand(e.data)}) {{"
+        clauses = [self.clause(c, self.block_of(e, i)) for i, c in enumerate(e.clauses)]
+        return "\n".join([head, *("  " + c.replace("\n", "\n  ") for c in clauses), "}"])
+
+    def clause(self, c: Clause, block: _Scope) -> str:
+        lhs = self.pattern(c.lhs, self.binder)
+        lines = self.scope(c.rhs, block)
+        return f"{lhs} => {lines[0] if len(lines) == 1 else _block(lines)},"
+
+    def _doc_RefCreate(self, e: RefCreate) -> str:
+        return f"ref({self.operand(e.value)})"
+
+    def _doc_RefRead(self, e: RefRead) -> str:
+        return f"ref_read({self.operand(e.ref)})"
+
+    def _doc_RefWrite(self, e: RefWrite) -> str:
+        return f"ref_write({self.operand(e.ref)}, {self.operand(e.value)})"
+
+    def binder(self, v: Var) -> str:
+        """A variable where it is bound: ``%x`` or ``%x: Tensor[(3), float32]``."""
+        name = "%" + self.vars.get(v, v.name_hint)
+        return name if v.type_annotation is None else f"{name}: {self.type(v.type_annotation)}"
+
+    def function(self, f: Function, head: str) -> str:
+        """``fn [A](%x: A, Primitive=1) -> A { body }`` (head is ``fn`` or ``def @name``)."""
+        tparams = self.type_params(f.type_params)
+        params = [self.binder(p) for p in f.params] + attrs_items_text(f.attrs)
+        ret = f" -> {self.type(f.ret_type)}" if f.ret_type is not None else ""
+        head = f"{head} {tparams}" if head == "fn" else head + tparams
+        body = self.scope(f.body, self.block_of(f, 0))
+        return f"{head}({', '.join(params)}){ret} {_block(body)}"
+
+    def statement_of(self, e: RelayExpr) -> str:
+        return self.statements.get(id(e)) or self.operand(e)
+
+
+def _header(text: str) -> str:
+    return f'#[version = "{VERSION}"]\n{text}' if text else f'#[version = "{VERSION}"]'
+
+
+def astext(node: Any, show_meta_data: bool = True, show_types: bool = True) -> str:
+    """``node`` in the text format (docs/text_format.md).
+
+    Modules and expressions get the ``#[version = "0.0.5"]`` header, and (when
+    ``show_meta_data``) a ``#[metadata]`` section holding the non-scalar constants. Inferred
+    types are shown as ``/* ty=... */`` comments when ``show_types``. Types, patterns, attrs
+    and type definitions print bare.
+    """
+    p = TextPrinter(show_meta_data, show_types)
+    if isinstance(node, IRModule):
+        text = _header(p.module(node))
+    elif isinstance(node, RelayExpr):
+        text = _header(p.top_expr(node))
+    else:
+        return _bare(p, node)
+    if p.meta:
+        if show_meta_data:
+            text += "\n\n#[metadata]\n" + encode_metadata(p.meta)
+        else:
+            text += "\n/* the metadata section is omitted (show_meta_data=False) */"
+    return text
+
+
+def _bare(p: TextPrinter, node: Any) -> str:
+    if isinstance(node, Type) or node is None:
+        return p.type(node)
+    if isinstance(node, TypeData):
+        return p.type_data(node)
+    if isinstance(node, Pattern):
+        return p.pattern(node)
+    if isinstance(node, Clause):
+        return p.clause(node, p.analyze(node.rhs)).rstrip(",")
+    if isinstance(node, (Attrs, DictAttrs)):
+        return attrs_text(node)
+    if isinstance(node, Node):
+        return f"{type(node).__name__}({', '.join(node.field_names())})"
+    raise TypeError(f"astext: cannot print a {type(node).__name__}")
+
+
+def short_text(expr: RelayExpr, within: RelayExpr | None = None, limit: int = 160) -> str:
+    """One line for error messages: ``%3 = add(%1, %2)`` for a call, ``%x`` for a var.
+
+    Temporaries are numbered as in ``astext(within)`` (default: the expression itself), so the
+    line can be found in the full printout of ``within``.
+    """
+    p = TextPrinter(show_meta_data=False, show_types=False)
+    try:
+        p.top_expr(within if within is not None else expr)
+        text = p.statement_of(expr)
+    except Exception as err:  # error messages must not fail because printing failed
+        text = f"<{type(expr).__name__} (unprintable: {err})>"
+    text = re.sub(r"\s*\n\s*", " ", text).rstrip(";")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
