@@ -1,0 +1,19 @@
+"""ember.te: tensor expressions (placeholder, compute, reductions, extern) and schedules."""
+from __future__ import annotations
+
+from ..tir.op import (abs, ceil, const, cos, erf, exp, exp2, fabs, floor, floordiv,  # noqa: F401
+                      floormod, if_then_else, isnan, log, log2, log10, max_value, min_value, pow,
+                      power, round, rsqrt, sigmoid, sin, sqrt, tanh, trunc, truncdiv, truncmod)
+from ..tir.expr import Var  # noqa: F401
+from .lower import lower  # noqa: F401
+from .schedule import Schedule, Stage, create_schedule  # noqa: F401
+from .tensor import (ComputeOp, ExternOp, IterVar, Operation, PlaceholderOp,  # noqa: F401
+                     Range, Tensor, comm_reducer, compute, extern, max, min, placeholder, prod,
+                     reduce_axis, size_var, sum, var)
+
+
+def build(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """Same as ``ember.tir.build``."""
+    from ..tir.build_module import build as _build
+
+    return _build(*args, **kwargs)

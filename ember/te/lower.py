@@ -1,0 +1,334 @@
+"""Lowering a scheduled tensor-expression graph to a PrimFunc.
+
+Each stage at root becomes a loop nest over its leaf loops (in schedule order) writing its
+buffer; an inlined stage is substituted into its readers; a stage placed with ``compute_at``
+is computed inside its parent's loop for the region the parent reads there (bound inference
+by interval arithmetic over the parent's inner loops) into a local buffer of that size.
+A reduction writes its identity before the first reduction loop and combines inside it.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..runtime.errors import OpError
+from ..tir import op as _op
+from ..tir.expr import IntImm, PrimExpr, ProducerLoad, Var, BufferLoad, Call
+from ..tir.functor import post_order, substitute, transform
+from ..tir.simplify import bound, prove, simplify
+from ..tir.stmt import (Allocate, Buffer, BufferStore, For, ForKind, IfThenElse, LetStmt,
+                        PrimFunc, Stmt, seq)
+from .bounds import guard_to_extent, sym_interval
+from .schedule import Fuse, Schedule, Split, Stage
+from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor
+
+
+class _Nest:
+    """Loop variables, extents and root-axis values of one stage's loop nest."""
+
+    def __init__(self, st: Stage, region: list[tuple[PrimExpr, PrimExpr]], ranges: dict) -> None:
+        op = st.op
+        self.stage, self.region = st, region
+        ext: dict[Any, PrimExpr] = {iv: e for iv, (_, e) in zip(op.axis, region)}
+        ext.update({iv: iv.dom.extent for iv in op.reduce_axis})
+        divisible: dict[Any, bool] = {}
+        for rel in st.relations:
+            if isinstance(rel, Split):
+                pe = ext[rel.parent]
+                if rel.factor is not None:
+                    f = _op.convert(rel.factor)
+                    ext[rel.outer], ext[rel.inner] = simplify((pe + f - 1) // f), f
+                else:
+                    n = _op.convert(rel.nparts)
+                    ext[rel.outer], ext[rel.inner] = n, simplify((pe + n - 1) // n)
+                divisible[rel] = isinstance(pe, IntImm) and isinstance(
+                    ext[rel.inner], IntImm) and pe.value % ext[rel.inner].value == 0 and (
+                    rel.factor is not None or pe.value == ext[rel.outer].value * ext[
+                        rel.inner].value)
+            else:
+                ext[rel.fused] = simplify(ext[rel.outer] * ext[rel.inner])
+        self.ext = ext
+        self.lv = {leaf: Var(leaf.var.name, "int32") for leaf in st.leaf_iter_vars}
+        for leaf, v in self.lv.items():
+            e = ext[leaf]
+            lo, hi = bound(e, ranges)
+            ranges[v] = (0, hi - 1 if hi is not None else None)
+        val: dict[Any, PrimExpr] = dict(self.lv)
+        self.guards: list[PrimExpr] = []
+        for rel in reversed(st.relations):
+            if isinstance(rel, Split):
+                val[rel.parent] = val[rel.outer] * ext[rel.inner] + val[rel.inner]
+                if not divisible[rel]:
+                    self.guards.append(val[rel.parent] < ext[rel.parent])
+            else:
+                val[rel.outer] = val[rel.fused] // ext[rel.inner]
+                val[rel.inner] = val[rel.fused] % ext[rel.inner]
+        self.rel = {iv: simplify(val[iv], ranges) for iv in list(op.axis) + list(op.reduce_axis)}
+        self.abs = {iv.var: simplify(mn + self.rel[iv], ranges)
+                    for iv, (mn, _) in zip(op.axis, region)}
+        self.abs.update({iv.var: simplify(iv.dom.min + self.rel[iv], ranges)
+                         for iv in op.reduce_axis})
+        self.guards = [simplify(g, ranges) for g in self.guards]
+
+
+class Lowerer:
+    """Lower one schedule; see :func:`lower`."""
+
+    def __init__(self, sch: Schedule, args: Sequence[Any], name: str) -> None:
+        self.sch, self.name = sch, name
+        self.bufs: dict[int, Buffer] = {}
+        self.region: dict[int, list[tuple[PrimExpr, PrimExpr]]] = {}
+        self.ranges: dict[Var, tuple] = {}
+        self.params: list[Var] = []
+        self.buffer_map: dict[Var, Buffer] = {}
+        self.arg_ids: set[int] = set()
+        for a in args:
+            self._add_arg(a)
+        self.attached: dict[tuple[int, int], list[Stage]] = {}
+        for st in sch.stages:
+            if st.attach_type == "scope":
+                key = (id(st.attach_stage), id(st.attach_ivar))
+                self.attached.setdefault(key, []).append(st)
+
+    def _add_arg(self, a: Any) -> None:
+        if isinstance(a, Var):
+            self.params.append(a)
+            return
+        if isinstance(a, Buffer):
+            raise OpError(f"lower {self.name}: pass tensors, not buffers, as arguments")
+        if not isinstance(a, Tensor):
+            raise OpError(f"lower {self.name}: arguments must be te tensors or vars, "
+                          f"got {type(a).__name__}")
+        buf = Buffer(_c_name(a.name), a.shape, a.dtype)
+        self.bufs[id(a)] = buf
+        self.params.append(buf.data)
+        self.buffer_map[buf.data] = buf
+        self.arg_ids.add(id(a))
+        self.region[id(a.op)] = [(_op.const(0), s) for s in a.shape]
+
+    # -- expressions ------------------------------------------------------------------------
+    def resolve(self, e: PrimExpr, on_load: Callable | None = None) -> PrimExpr:
+        """Inline inlined producers and turn the other ProducerLoads into BufferLoads."""
+        def fn(n: Any) -> Any:
+            if not isinstance(n, ProducerLoad):
+                return None
+            t: Tensor = n.producer
+            st = self.sch[t.op]
+            if st.attach_type == "inline":
+                body = t.op.body[t.value_index]
+                sub = {iv.var: i for iv, i in zip(t.op.axis, n.indices)}
+                return self.resolve(substitute(body, sub), on_load)
+            if on_load is not None:
+                on_load(t, n.indices)
+            buf = self.bufs.get(id(t))
+            if buf is None:
+                return n
+            mins = [mn for mn, _ in self.region[id(t.op)]]
+            return BufferLoad(buf, tuple(simplify(i - m, self.ranges)
+                                         for i, m in zip(n.indices, mins)), t.dtype)
+        return transform(e, fn)
+
+    # -- stages -----------------------------------------------------------------------------
+    def stage_stmt(self, st: Stage) -> Stmt:
+        op = st.op
+        if isinstance(op, ExternOp):
+            return self._extern(op)
+        if not isinstance(op, ComputeOp):
+            raise OpError(f"lower {self.name}: cannot lower {op!r}")
+        nest = _Nest(st, self.region[id(op)], self.ranges)
+        leaves = st.leaf_iter_vars
+        reduce_ids = _reduce_leaves(st)
+        first_red = next((i for i, lf in enumerate(leaves) if id(lf) in reduce_ids), len(leaves))
+        guards = nest.guards + self._clamp_guards(st, nest)
+        self._prepare_attached(nest)
+        bodies = [simplify(self.resolve(substitute(b, nest.abs)), self.ranges) for b in op.body]
+        outs = [self.bufs[id(op.output(i))] for i in range(op.num_outputs)]
+        idx = tuple(nest.rel[iv] for iv in op.axis)
+        if not op.reduce_axis:
+            stores = seq(*[BufferStore(b, _op.cast(v, b.dtype), idx) for b, v in zip(outs, bodies)])
+            return self._loops(nest, leaves, stores, guards)
+        init, update = self._reduce_stores(op, nest, bodies, outs, idx)
+        spatial_after = [lf for lf in leaves[first_red:] if id(lf) not in reduce_ids]
+        red_vars = {id(nest.lv[lf]) for lf in leaves if id(lf) in reduce_ids}
+        init_guards = [g for g in guards
+                       if not any(id(v) in red_vars for v in post_order(g))]
+        inner = seq(self._loops(nest, spatial_after, init, init_guards, attach=False),
+                    self._loops(nest, leaves[first_red:], update, guards))
+        return self._loops(nest, leaves[:first_red], inner, [], innermost=False)
+
+    def _reduce_stores(self, op: ComputeOp, nest: _Nest, bodies: list, outs: list[Buffer],
+                       idx: tuple) -> tuple[Stmt, Stmt]:
+        red = op.body[0]
+        comb = red.combiner
+        inits = red.init or comb.identity_element
+        init = seq(*[BufferStore(b, _op.cast(self.resolve(substitute(v, nest.abs)), b.dtype), idx)
+                     for b, v in zip(outs, inits)])
+        cur = [BufferLoad(b, idx, b.dtype) for b in outs]
+        src = [simplify(self.resolve(substitute(s, nest.abs)), self.ranges) for s in red.source]
+        vmap = dict(zip(comb.lhs, cur))
+        vmap.update(zip(comb.rhs, src))
+        results = [substitute(r, vmap) for r in comb.result]
+        if len(outs) == 1:
+            update: Stmt = BufferStore(outs[0], results[0], idx)
+        else:
+            tmps = [Var(f"{outs[0].name}_red{i}", b.dtype) for i, b in enumerate(outs)]
+            update = seq(*[BufferStore(b, t, idx) for b, t in zip(outs, tmps)])
+            for t, r in reversed(list(zip(tmps, results))):
+                update = LetStmt(t, r, update)
+        cond = simplify(self.resolve(substitute(red.condition, nest.abs)), self.ranges)
+        if not (isinstance(cond, IntImm) and cond.value):
+            update = IfThenElse(cond, update)
+        return init, update
+
+    def _loops(self, nest: _Nest, leaves: list, body: Stmt, guards: list[PrimExpr],
+               innermost: bool = True, attach: bool = True) -> Stmt:
+        guards = [g for g in guards if prove(g, self.ranges) is not True]
+        ext = {id(lf): nest.ext[lf] for lf in leaves}
+        if innermost and leaves:
+            last = nest.lv[leaves[-1]]
+            guards, new_ext = guard_to_extent(guards, last, ext[id(leaves[-1])], self.ranges)
+            ext[id(leaves[-1])] = new_ext
+        for g in guards:
+            body = IfThenElse(g, body)
+        for lf in reversed(leaves):
+            if attach:
+                body = self._attach_at(nest, lf, body)
+            kind = nest.stage.iter_var_attrs.get(lf, ForKind.SERIAL)
+            body = For(nest.lv[lf], _op.const(0), ext[id(lf)], kind, body)
+        return body
+
+    def _attach_at(self, nest: _Nest, leaf: Any, body: Stmt) -> Stmt:
+        stages = self.attached.get((id(nest.stage), id(leaf)))
+        if not stages:
+            return body
+        parts = [self.stage_stmt(st) for st in stages]
+        out = seq(*parts, body)
+        for st in reversed(stages):
+            for i in reversed(range(st.op.num_outputs)):
+                out = Allocate(self.bufs[id(st.op.output(i))], out)
+        return out
+
+    def _prepare_attached(self, nest: _Nest) -> None:
+        # Regions and local buffers of the stages computed inside this nest, before its body
+        # is resolved (its loads of them index relative to the region's start).
+        leaves = nest.stage.leaf_iter_vars
+        for pos, leaf in enumerate(leaves):
+            inner = {nest.lv[lf]: nest.ext[lf] for lf in leaves[pos + 1:]}
+            for st in self.attached.get((id(nest.stage), id(leaf)), []):
+                self._infer_region(st, nest, inner)
+                for i in range(st.op.num_outputs):
+                    t = st.op.output(i)
+                    self.bufs[id(t)] = Buffer(_c_name(t.name), tuple(
+                        e for _, e in self.region[id(st.op)]), t.dtype, scope="local")
+
+    def _infer_region(self, st: Stage, parent: _Nest, inner: dict) -> None:
+        accesses: list[tuple] = []
+        target = st.op
+
+        def on_load(t: Tensor, idx: tuple) -> None:
+            if t.op is target:
+                accesses.append(idx)
+
+        for b in parent.stage.op.body:
+            src = b.source + (b.condition,) if hasattr(b, "combiner") else (b,)
+            for s in src:
+                self.resolve(substitute(s, parent.abs), on_load)
+        if not accesses:
+            raise OpError(f"compute_at: {target.name} is not read by {parent.stage.op.name}")
+        region = []
+        for d, full in enumerate(target.output(0).shape):
+            ivs = [sym_interval(simplify(a[d], self.ranges), inner, self.ranges)
+                   for a in accesses]
+            if any(iv is None for iv in ivs):
+                region.append((_op.const(0), full))
+                continue
+            lo, hi = ivs[0]
+            for l2, h2 in ivs[1:]:
+                lo, hi = _op.min(lo, l2), _op.max(hi, h2)
+            lo, hi = simplify(lo, self.ranges), simplify(hi, self.ranges)
+            extent = simplify(hi - lo + 1, self.ranges)
+            region.append((lo, extent) if isinstance(extent, IntImm) else (_op.const(0), full))
+        self.region[id(target)] = region
+
+    def _clamp_guards(self, st: Stage, nest: _Nest) -> list[PrimExpr]:
+        if st.attach_type != "scope":
+            return []
+        out = []
+        for iv, full in zip(st.op.axis, st.op.output(0).shape):
+            a = nest.abs[iv.var]
+            out += [simplify(a < full, self.ranges), simplify(a >= 0, self.ranges)]
+        return [g for g in out if not (isinstance(g, IntImm) and g.value)]
+
+    def _extern(self, op: ExternOp) -> Stmt:
+        bmap: dict[int, Buffer] = {}
+        for ph, t in zip(op.input_placeholders, op.inputs):
+            if id(t) not in self.bufs:
+                raise OpError(f"lower {self.name}: extern {op.name} reads {t.name}, which must "
+                              "be computed into a buffer (not inlined)")
+            bmap[id(ph)] = self.bufs[id(t)]
+        for i, ph in enumerate(op.output_placeholders):
+            bmap[id(ph)] = self.bufs[id(op.output(i))]
+        return _rebind_buffers(op.body, bmap)
+
+    # -- driver -----------------------------------------------------------------------------
+    def run(self) -> PrimFunc:
+        parts: list[Stmt] = []
+        temps: list[Buffer] = []
+        for st in self.sch.stages:
+            op = st.op
+            if isinstance(op, PlaceholderOp):
+                if id(op.output(0)) not in self.arg_ids:
+                    raise OpError(f"lower {self.name}: input {op.name} is not in the argument "
+                                  "list")
+                continue
+            if st.attach_type != "root":
+                continue
+            for i in range(op.num_outputs):
+                t = op.output(i)
+                if id(t) not in self.bufs:
+                    buf = Buffer(_c_name(t.name), t.shape, t.dtype, scope="global")
+                    self.bufs[id(t)] = buf
+                    temps.append(buf)
+            self.region.setdefault(id(op), [(_op.const(0), s) for s in op.output(0).shape])
+            parts.append(self.stage_stmt(st))
+        body = seq(*parts)
+        for buf in reversed(temps):
+            body = Allocate(buf, body)
+        body = simplify(body)
+        return PrimFunc(tuple(self.params), dict(self.buffer_map), body,
+                        attrs={"global_symbol": self.name})
+
+
+def _reduce_leaves(st: Stage) -> set[int]:
+    red = {id(iv) for iv in st.op.reduce_axis}
+    for rel in st.relations:
+        if isinstance(rel, Split) and id(rel.parent) in red:
+            red |= {id(rel.outer), id(rel.inner)}
+        elif isinstance(rel, Fuse) and id(rel.outer) in red:
+            red.add(id(rel.fused))
+    return red
+
+
+def _rebind_buffers(body: Stmt, bmap: dict[int, Buffer]) -> Stmt:
+    def fn(n: Any) -> Any:
+        if isinstance(n, (BufferLoad, BufferStore)) and id(n.buffer) in bmap:
+            import dataclasses
+
+            return dataclasses.replace(n, buffer=bmap[id(n.buffer)])
+        if isinstance(n, Call) and any(id(a) in bmap for a in n.args):
+            return Call(n.dtype, n.op, tuple(bmap.get(id(a), a) for a in n.args))
+        return None
+    return transform(body, fn)
+
+
+def _c_name(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else f"t_{out}"
+
+
+def lower(sch: Schedule, args: Sequence[Any], name: str = "main", binds: Any = None,
+          simple_mode: bool = False) -> PrimFunc:
+    """Lower schedule ``sch`` to a PrimFunc whose parameters are ``args`` (tensors, vars).
+
+    The outputs must be among ``args``; every input placeholder must be too.
+    """
+    return Lowerer(sch, args, name).run()

@@ -1,0 +1,178 @@
+"""Schedules: per stage, how its loop nest is split, fused, ordered, annotated and placed.
+
+``s = te.create_schedule(out.op)`` makes one Stage per operation reachable from the outputs.
+Each Stage keeps its leaf iteration variables in loop order plus the Split/Fuse relations that
+derive them from the root axes; :mod:`ember.te.lower` turns that into loops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..runtime.errors import OpError
+from ..tir.expr import Var
+from ..tir.stmt import ForKind
+from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
+
+
+@dataclass(eq=False)
+class Split:
+    parent: IterVar
+    outer: IterVar
+    inner: IterVar
+    factor: Any
+    nparts: Any
+
+
+@dataclass(eq=False)
+class Fuse:
+    outer: IterVar
+    inner: IterVar
+    fused: IterVar
+
+
+class Stage:
+    """How one operation is computed: loop structure, annotations and where it is placed."""
+
+    def __init__(self, op: Operation) -> None:
+        self.op = op
+        axis = list(getattr(op, "axis", [])) + list(getattr(op, "reduce_axis", []))
+        self.all_iter_vars: list[IterVar] = list(axis)
+        self.leaf_iter_vars: list[IterVar] = list(axis)
+        self.relations: list[Split | Fuse] = []
+        self.iter_var_attrs: dict[IterVar, ForKind] = {}
+        self.attach_type = "root"  # root | inline | scope
+        self.attach_stage: Stage | None = None
+        self.attach_ivar: IterVar | None = None
+
+    def __repr__(self) -> str:
+        return f"stage({self.op.name})"
+
+    def _leaf_index(self, iv: IterVar) -> int:
+        for i, leaf in enumerate(self.leaf_iter_vars):
+            if leaf is iv:
+                return i
+        raise OpError(f"schedule of {self.op.name}: {iv.var.name} is not a leaf loop of this "
+                      f"stage (leaves: {[x.var.name for x in self.leaf_iter_vars]})")
+
+    def split(self, parent: IterVar, factor: Any = None, nparts: Any = None
+              ) -> tuple[IterVar, IterVar]:
+        """Split ``parent`` into (outer, inner) with inner extent ``factor`` (or ``nparts``)."""
+        if (factor is None) == (nparts is None):
+            raise OpError(f"schedule of {self.op.name}: split needs exactly one of factor, nparts")
+        i = self._leaf_index(parent)
+        outer = IterVar(None, Var(f"{parent.var.name}_outer"), parent.iter_type)
+        inner = IterVar(None, Var(f"{parent.var.name}_inner"), parent.iter_type)
+        self.relations.append(Split(parent, outer, inner, factor, nparts))
+        self.leaf_iter_vars[i:i + 1] = [outer, inner]
+        self.all_iter_vars += [outer, inner]
+        return outer, inner
+
+    def fuse(self, *ivs: IterVar) -> IterVar:
+        """Fuse adjacent leaf loops (outermost first) into one."""
+        if len(ivs) == 1 and isinstance(ivs[0], (list, tuple)):
+            ivs = tuple(ivs[0])
+        out = ivs[0]
+        for inner in ivs[1:]:
+            i, j = self._leaf_index(out), self._leaf_index(inner)
+            if j != i + 1:
+                raise OpError(f"schedule of {self.op.name}: can only fuse adjacent loops, "
+                              f"{out.var.name} and {inner.var.name} are not")
+            if out.iter_type != inner.iter_type:
+                raise OpError(f"schedule of {self.op.name}: cannot fuse a reduction loop with "
+                              "a data-parallel loop")
+            fused = IterVar(None, Var(f"{out.var.name}_{inner.var.name}_fused"), out.iter_type)
+            self.relations.append(Fuse(out, inner, fused))
+            self.leaf_iter_vars[i:i + 2] = [fused]
+            self.all_iter_vars.append(fused)
+            out = fused
+        return out
+
+    def reorder(self, *ivs: IterVar) -> None:
+        """Put the given leaf loops in this order (others keep their places)."""
+        if len(ivs) == 1 and isinstance(ivs[0], (list, tuple)):
+            ivs = tuple(ivs[0])
+        pos = sorted(self._leaf_index(iv) for iv in ivs)
+        for p, iv in zip(pos, ivs):
+            self.leaf_iter_vars[p] = iv
+
+    def _annotate(self, iv: IterVar, kind: ForKind) -> None:
+        self._leaf_index(iv)
+        self.iter_var_attrs[iv] = kind
+
+    def vectorize(self, iv: IterVar) -> None:
+        """Mark a loop for SIMD (``#pragma omp simd``)."""
+        self._annotate(iv, ForKind.VECTORIZED)
+
+    def parallel(self, iv: IterVar) -> None:
+        """Run a loop's iterations on threads (``#pragma omp parallel for``)."""
+        self._annotate(iv, ForKind.PARALLEL)
+
+    def unroll(self, iv: IterVar) -> None:
+        """Unroll a loop (``#pragma GCC unroll``)."""
+        self._annotate(iv, ForKind.UNROLLED)
+
+    def compute_inline(self) -> None:
+        """Substitute this stage's expression into its consumers (no buffer, no loops)."""
+        if not isinstance(self.op, ComputeOp) or self.op.reduce_axis:
+            raise OpError(f"schedule of {self.op.name}: only a compute stage without "
+                          "reduction can be inlined")
+        self.attach_type = "inline"
+
+    def compute_at(self, parent: "Stage", ivar: IterVar) -> None:
+        """Compute this stage inside ``parent``'s loop ``ivar``, for the region it needs there."""
+        parent._leaf_index(ivar)
+        self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, ivar
+
+    def compute_root(self) -> None:
+        self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
+
+
+class Schedule:
+    """Stages of every operation reachable from ``outputs``, producers first."""
+
+    def __init__(self, outputs: Sequence[Operation]) -> None:
+        self.outputs = list(outputs)
+        self.stages: list[Stage] = []
+        self.stage_map: dict[int, Stage] = {}
+        for op in _topo_order(self.outputs):
+            st = Stage(op)
+            self.stages.append(st)
+            self.stage_map[id(op)] = st
+
+    def __getitem__(self, key: Tensor | Operation) -> Stage:
+        op = key.op if isinstance(key, Tensor) else key
+        st = self.stage_map.get(id(op))
+        if st is None:
+            raise OpError(f"schedule: {op.name} is not part of this schedule")
+        return st
+
+
+def _topo_order(outputs: Sequence[Operation]) -> list[Operation]:
+    order: list[Operation] = []
+    seen: set[int] = set()
+    stack: list[tuple[Operation, bool]] = [(op, False) for op in reversed(list(outputs))]
+    while stack:
+        op, done = stack.pop()
+        if done:
+            order.append(op)
+            continue
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        stack.append((op, True))
+        for t in reversed(op.input_tensors):
+            if id(t.op) not in seen:
+                stack.append((t.op, False))
+    return order
+
+
+def create_schedule(ops: Any) -> Schedule:
+    """A default schedule (every stage at root, loops in axis order) for ``ops``."""
+    if not isinstance(ops, (list, tuple)):
+        ops = [ops]
+    return Schedule([o.op if isinstance(o, Tensor) else o for o in ops])
+
+
+def is_placeholder(op: Operation) -> bool:
+    return isinstance(op, PlaceholderOp)

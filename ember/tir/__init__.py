@@ -1,0 +1,38 @@
+"""ember.tir: the loop-level IR (expressions, statements, buffers, PrimFunc), its simplifier,
+printer and C code generator, and ``build``.
+"""
+from __future__ import annotations
+
+from ..ir.types import Any  # noqa: F401  (tvm.tir.Any: a dimension unknown until run time)
+from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, BufferLoad, Call, Cast,  # noqa: F401
+                   CommReducer, Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod,
+                   Mul, Not, Or, PrimExpr, ProducerLoad, Reduce, Select, SizeVar, StringImm, Sub,
+                   Var)
+from .functor import post_order, substitute, transform  # noqa: F401
+from .op import (abs, acos, all, any, asin, atan, call_intrin, call_packed, cast,  # noqa: F401
+                 ceil, const, cos, cosh, div, erf, exp, exp2, expm1, fabs, floor, floordiv,
+                 floormod, fmod, if_then_else, indexdiv, indexmod, infinity, isinf, isnan, log,
+                 log1p, log2, log10, max, max_value, min, min_value, pow, power, round, rsqrt,
+                 sigmoid, sin, sinh, sqrt, tan, tanh, trunc, truncdiv, truncmod)
+from .simplify import simplify  # noqa: F401
+from .stmt import (Allocate, AssertStmt, Buffer, BufferStore, Evaluate, For, ForKind,  # noqa: F401
+                   IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt, decl_buffer)
+
+
+def structural_equal(a: object, b: object) -> bool:
+    """True when two loop-IR nodes print the same (vars compared by name)."""
+    return str(a) == str(b)
+
+
+def lower(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """``lower(schedule, args, name)`` -> PrimFunc (see ember.te.lower)."""
+    from ..te.lower import lower as _lower
+
+    return _lower(*args, **kwargs)
+
+
+def build(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """``build(schedule_or_primfunc, args, target="c", name=...)`` -> Module (ember.tir.build_module)."""
+    from .build_module import build as _build
+
+    return _build(*args, **kwargs)

@@ -1,0 +1,302 @@
+"""C code generation for PrimFuncs: expressions from a table of C templates, statements as loops.
+
+Every PrimFunc becomes ``<name>_unpacked`` (plain pointers, then one int32 per symbolic
+dimension and scalar parameter; returns 0 or -1) and ``<name>``, the packed wrapper with the
+PackedFunc signature (see :mod:`ember.tir.codegen_packed`). Output is deterministic: variables
+are named after their IR names, made unique in order of first definition.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..runtime.errors import InternalError
+from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, Call, Cast, Div, FloatImm,
+                   FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr,
+                   Select, StringImm, Sub, Var)
+from .functor import post_order
+from .op import is_float
+from .simplify import simplify
+from .stmt import (Allocate, AssertStmt, Buffer, BufferStore, Evaluate, For, ForKind, IfThenElse,
+                   LetStmt, PrimFunc, SeqStmt, Stmt)
+
+C_TYPE = {"float32": "float", "float64": "double", "float16": "float", "int8": "int8_t",
+          "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t",
+          "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t", "bool": "uint8_t",
+          "handle": "void*"}
+STORAGE_TYPE = {**C_TYPE, "float16": "uint16_t"}
+_INFIX = {Add: "+", Sub: "-", Mul: "*", EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">",
+          GE: ">=", And: "&&", Or: "||"}
+# intrinsic -> C template per float width ({0}, {1} are the rendered arguments)
+_MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
+         "sqrt": "sqrt", "tanh": "tanh", "erf": "erf", "sin": "sin", "cos": "cos", "tan": "tan",
+         "floor": "floor", "ceil": "ceil", "round": "round", "trunc": "trunc", "abs": "fabs",
+         "atan": "atan", "asin": "asin", "acos": "acos", "sinh": "sinh", "cosh": "cosh",
+         "log1p": "log1p", "expm1": "expm1", "pow": "pow", "fmod": "fmod"}
+STACK_LIMIT = 16384  # bytes: larger (or dynamic) allocations use TVMBackendAllocWorkspace
+
+
+def _suffix(dtype: str) -> str:
+    return "" if dtype == "float64" else "f"
+
+
+def render_float(v: float, dtype: str) -> str:
+    """A C literal for ``v`` (shortest form that round-trips at that width)."""
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "(-INFINITY)"
+    text = repr(float(v)) if dtype == "float64" else str(np.float32(v))
+    if "." not in text and "e" not in text and "inf" not in text:
+        text += ".0"
+    return f"{text}{_suffix(dtype)}"
+
+
+def render_int(v: int, dtype: str) -> str:
+    if dtype in ("int64", "uint64"):
+        if dtype == "int64" and v == -(2**63):
+            return "(-9223372036854775807LL - 1)"
+        return f"{v}{'ULL' if dtype == 'uint64' else 'LL'}"
+    if v == -(2**31):
+        return "(-2147483647 - 1)"
+    if dtype.startswith("uint"):
+        return f"{v}U"
+    return f"({v})" if v < 0 else str(v)
+
+
+class FunctionWriter:
+    """Renders one PrimFunc body; ``helpers`` collects the prelude helpers it needs."""
+
+    def __init__(self, func: PrimFunc, helpers: set[str]) -> None:
+        self.func, self.helpers = func, helpers
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+        self.nonneg: set[int] = set()
+        self.in_parallel = 0
+        self.needs_err = False
+
+    # -- names ------------------------------------------------------------------------------
+    def bind(self, v: Any, hint: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "v"
+        if base[0].isdigit():
+            base = "v_" + base
+        name, k = base, 1
+        while name in self.used or name in _RESERVED:
+            name, k = f"{base}_{k}", k + 1
+        self.used.add(name)
+        self.names[id(v)] = name
+        return name
+
+    def name(self, v: Any) -> str:
+        n = self.names.get(id(v))
+        if n is None:
+            raise InternalError(f"codegen: variable {getattr(v, 'name', v)} used before it is "
+                                f"defined in {self.func.name}")
+        return n
+
+    # -- expressions ------------------------------------------------------------------------
+    def expr(self, e: PrimExpr) -> str:
+        if isinstance(e, Var):
+            return self.name(e)
+        if isinstance(e, IntImm):
+            return render_int(e.value, e.dtype)
+        if isinstance(e, FloatImm):
+            return render_float(e.value, e.dtype)
+        if isinstance(e, StringImm):
+            return '"' + e.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        op = _INFIX.get(type(e))
+        if op is not None:
+            return f"({self.expr(e.a)} {op} {self.expr(e.b)})"
+        fn = getattr(self, "expr_" + type(e).__name__, None)
+        if fn is None:
+            raise InternalError(f"codegen: no C rendering for {type(e).__name__} ({e})")
+        return fn(e)
+
+    def _nonneg(self, e: PrimExpr) -> bool:
+        from .simplify import bound
+
+        ranges = {v: (0, None) for v in post_order(e) if isinstance(v, Var) and id(v) in
+                  self.nonneg}
+        lo, _ = bound(e, ranges)
+        return lo is not None and lo >= 0
+
+    def expr_Div(self, e: Div) -> str:
+        return f"({self.expr(e.a)} / {self.expr(e.b)})"
+
+    def expr_Mod(self, e: Mod) -> str:
+        if is_float(e.dtype):
+            return f"fmod{_suffix(e.dtype)}({self.expr(e.a)}, {self.expr(e.b)})"
+        return f"({self.expr(e.a)} % {self.expr(e.b)})"
+
+    def expr_FloorDiv(self, e: FloorDiv) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if is_float(e.dtype):
+            return f"floor{_suffix(e.dtype)}({a} / {b})"
+        if self._nonneg(e.a) and self._nonneg(e.b):
+            return f"({a} / {b})"
+        return self._helper_call("floordiv", e.dtype, a, b)
+
+    def expr_FloorMod(self, e: FloorMod) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if is_float(e.dtype):
+            return f"({a} - floor{_suffix(e.dtype)}({a} / {b}) * {b})"
+        if self._nonneg(e.a) and self._nonneg(e.b):
+            return f"({a} % {b})"
+        return self._helper_call("floormod", e.dtype, a, b)
+
+    def expr_Min(self, e: Min) -> str:
+        return self._helper_call("min", e.dtype, self.expr(e.a), self.expr(e.b))
+
+    def expr_Max(self, e: Max) -> str:
+        return self._helper_call("max", e.dtype, self.expr(e.a), self.expr(e.b))
+
+    def _helper_call(self, kind: str, dtype: str, *args: str) -> str:
+        self.helpers.add(f"{kind}:{dtype}")
+        return f"ember_{kind}_{dtype}({', '.join(args)})"
+
+    def expr_Not(self, e: Not) -> str:
+        return f"(!{self.expr(e.a)})"
+
+    def expr_Select(self, e: Select) -> str:
+        return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+
+    def expr_Cast(self, e: Cast) -> str:
+        v = self.expr(e.value)
+        if e.dtype == "bool":
+            return f"((uint8_t)({v} != 0))"
+        if e.dtype == "float16":
+            self.helpers.add("f16")
+            return f"ember_h2f(ember_f2h((float)({v})))"
+        if is_float(e.value.dtype) and not is_float(e.dtype):
+            return f"(({C_TYPE[e.dtype]})({v}))"
+        return f"(({C_TYPE[e.dtype]})({v}))"
+
+    def expr_Let(self, e: Let) -> str:
+        raise InternalError("codegen: Let expressions must be lowered to LetStmt first")
+
+    def expr_BufferLoad(self, e: BufferLoad) -> str:
+        ref = f"{self.name(e.buffer.data)}[{self.flat(e.buffer, e.indices)}]"
+        if e.buffer.dtype == "float16":
+            self.helpers.add("f16")
+            return f"ember_h2f({ref})"
+        return ref
+
+    def expr_Call(self, e: Call) -> str:
+        args = [self.expr(a) for a in e.args if isinstance(a, PrimExpr)]
+        op = e.op
+        if op == "if_then_else":
+            return f"({args[0]} ? {args[1]} : {args[2]})"
+        if op == "tir.call_packed":
+            raise InternalError("codegen: call_packed must be the whole of an Evaluate")
+        if op == "isnan" or op == "isinf":
+            return f"((uint8_t){op}({args[0]}))"
+        if op == "abs" and not is_float(e.dtype):
+            return self._helper_call("abs", e.dtype, args[0])
+        sfx = _suffix(e.dtype)
+        if op == "sigmoid":
+            one = "1.0" + sfx
+            return f"({one} / ({one} + exp{sfx}(-({args[0]}))))"
+        if op == "rsqrt":
+            return f"(1.0{sfx} / sqrt{sfx}({args[0]}))"
+        if op in _MATH:
+            return f"{_MATH[op]}{sfx}({', '.join(args)})"
+        raise InternalError(f"codegen: unknown intrinsic {op!r}")
+
+    def flat(self, buf: Buffer, indices: tuple) -> str:
+        """Row-major (or strided) flat index of ``indices`` into ``buf``, simplified."""
+        if len(indices) == 0:
+            return "0"
+        if buf.strides:
+            total: PrimExpr = sum((i * s for i, s in zip(indices, buf.strides)), start=0)  # type: ignore
+        else:
+            total = indices[0]
+            for i, s in zip(indices[1:], buf.shape[1:]):
+                total = total * s + i
+        if buf.elem_offset is not None:
+            total = total + buf.elem_offset
+        return self.expr(simplify(total))
+
+    # -- statements -------------------------------------------------------------------------
+    def emit(self, line: str, ind: int) -> None:
+        self.lines.append("  " * ind + line)
+
+    def stmt(self, s: Stmt, ind: int) -> None:
+        getattr(self, "stmt_" + type(s).__name__)(s, ind)
+
+    def stmt_SeqStmt(self, s: SeqStmt, ind: int) -> None:
+        for x in s.seq:
+            self.stmt(x, ind)
+
+    def stmt_For(self, s: For, ind: int) -> None:
+        ext = self.expr(s.extent)
+        mn = self.expr(s.min)
+        v = self.bind(s.loop_var, s.loop_var.name)
+        if self._nonneg(s.min):
+            self.nonneg.add(id(s.loop_var))
+        parallel = s.kind == ForKind.PARALLEL and not self.in_parallel
+        if parallel:
+            self.emit("#pragma omp parallel for", ind)
+        elif s.kind == ForKind.VECTORIZED:
+            self.emit("#pragma omp simd", ind)
+        elif s.kind == ForKind.UNROLLED:
+            n = s.extent.value if isinstance(s.extent, IntImm) and s.extent.value <= 32 else 8
+            self.emit(f"#pragma GCC unroll {n}", ind)
+        start = "0" if mn == "0" else mn
+        self.emit(f"for (int32_t {v} = {start}; {v} < {ext if mn == '0' else f'{mn} + {ext}'}; "
+                  f"++{v}) {{", ind)
+        self.in_parallel += parallel
+        self.stmt(s.body, ind + 1)
+        self.in_parallel -= parallel
+        self.emit("}", ind)
+
+    def stmt_BufferStore(self, s: BufferStore, ind: int) -> None:
+        value = self.expr(s.value)
+        if s.buffer.dtype == "float16":
+            self.helpers.add("f16")
+            value = f"ember_f2h({value})"
+        elif s.buffer.dtype == "bool":
+            value = f"(uint8_t)({value})"
+        self.emit(f"{self.name(s.buffer.data)}[{self.flat(s.buffer, s.indices)}] = {value};", ind)
+
+    def stmt_IfThenElse(self, s: IfThenElse, ind: int) -> None:
+        self.emit(f"if ({self.expr(s.condition)}) {{", ind)
+        self.stmt(s.then_case, ind + 1)
+        if s.else_case is not None:
+            self.emit("} else {", ind)
+            self.stmt(s.else_case, ind + 1)
+        self.emit("}", ind)
+
+    def stmt_LetStmt(self, s: LetStmt, ind: int) -> None:
+        value = self.expr(s.value)
+        v = self.bind(s.var, s.var.name)
+        self.emit(f"const {C_TYPE[s.var.dtype]} {v} = {value};", ind)
+        self.stmt(s.body, ind)
+
+    def stmt_Allocate(self, s: Allocate, ind: int) -> None:
+        from .codegen_packed import emit_allocate
+
+        emit_allocate(self, s, ind)
+
+    def stmt_Evaluate(self, s: Evaluate, ind: int) -> None:
+        if isinstance(s.value, Call) and s.value.op == "tir.call_packed":
+            from .codegen_packed import emit_call_packed
+
+            emit_call_packed(self, s.value, ind)
+        else:
+            self.emit(f"(void)({self.expr(s.value)});", ind)
+
+    def stmt_AssertStmt(self, s: AssertStmt, ind: int) -> None:
+        self.emit(f"if (!({self.expr(s.condition)})) {{", ind)
+        self.emit(f"TVMPackedFuncSetLastError({self.expr(s.message)});", ind + 1)
+        self.emit("return -1;", ind + 1)
+        self.emit("}", ind)
+        self.stmt(s.body, ind)
+
+
+_RESERVED = frozenset("""auto break case char const continue default do double else enum extern
+float for goto if inline int long register restrict return short signed sizeof static struct
+switch typedef union unsigned void volatile while args type_codes num_args out_ret_value
+out_ret_tcode resource_handle err ember_err""".split())
