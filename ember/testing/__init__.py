@@ -19,6 +19,7 @@ import itertools
 import os
 import shutil
 import sys
+import warnings
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
@@ -131,7 +132,10 @@ class _Requirement:
         import pytest
 
         reason = self._check()
-        marks = [getattr(pytest.mark, self.name)]
+        with warnings.catch_warnings():
+            # The marks are registered by ember.testing.plugin; without it they still work.
+            warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
+            marks = [getattr(pytest.mark, self.name)]
         if reason is not None:
             marks.append(pytest.mark.skip(reason=reason))
         return marks
