@@ -365,6 +365,8 @@ def load_module(path: "str | os.PathLike", fmt: str = "") -> Module:
     if not os.path.exists(path):
         raise ArtifactError(f"load_module: {path}: no such file")
     ext = fmt or os.path.splitext(path)[1].lstrip(".")
+    if not fmt and ".so." in os.path.basename(path):
+        ext = "so"  # versioned names such as libfoo.so.1
     loader = _LOADERS.get(ext)
     if loader is None:
         found = get_global_func(f"runtime.module.loadfile_{ext}", allow_missing=True)

@@ -1,0 +1,134 @@
+"""The compiler driver (ember.contrib.cc) and temporary directories (ember.contrib.utils)."""
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+
+import pytest
+
+import ember
+from ember.contrib import cc, utils
+from ember.runtime.errors import CompileError, CompilerNotFoundError
+
+requires_cc = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
+GOOD = ('#include "ember/c_packed_func.h"\n'
+        "TVM_DLL int answer(TVMValue* a, int* c, int n, TVMValue* r, int* rc, void* h) {\n"
+        "  r->v_int64 = 42; *rc = kTVMArgInt; return 0; }\n")
+
+
+def test_missing_compiler_says_what_was_tried(monkeypatch, tmp_path):
+    monkeypatch.setenv("CC", "/nonexistent")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(CompilerNotFoundError) as info:
+        cc.find_cc()
+    msg = str(info.value)
+    assert "$CC='/nonexistent' (not found)" in msg and "cc, gcc, clang" in msg
+    assert "apt-get install gcc" in msg
+    assert cc.get_cc() is None
+    src = tmp_path / "a.c"
+    src.write_text(GOOD)
+    with pytest.raises(CompilerNotFoundError):
+        cc.create_shared(str(tmp_path / "a.so"), [str(src)])
+
+
+@requires_cc
+def test_cc_environment_variable_is_used(monkeypatch):
+    monkeypatch.setenv("CC", "gcc" if cc._resolve("gcc") else "cc")
+    assert os.path.basename(cc.find_cc()) in ("gcc", "cc")
+
+
+@requires_cc
+def test_compile_error_has_command_stderr_and_kept_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "broken.c"
+    src.write_text("int f(void) { return undefined_variable; }\n")
+    with pytest.raises(CompileError) as info:
+        cc.create_shared(str(tmp_path / "broken.so"), [str(src)])
+    msg = str(info.value)
+    assert "command:" in msg and "broken.c" in msg and "-shared" in msg
+    assert "undefined_variable" in msg  # the compiler's stderr
+    kept = msg.split("sources kept in ")[1].split(" ---")[0]
+    assert os.path.exists(os.path.join(kept, "broken.c"))
+
+
+@requires_cc
+def test_builds_are_cached_by_content(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "good.c"
+    src.write_text(GOOD)
+    first = cc.build_shared([str(src)])
+    assert str(first).startswith(str(tmp_path / "cache"))
+    stamp = first.stat().st_mtime_ns
+    assert cc.build_shared([str(src)]) == first and first.stat().st_mtime_ns == stamp
+    assert cc.build_shared([str(src)], options=["-DX=1"]) != first
+    src.write_text(GOOD + "\n/* changed */\n")
+    assert cc.build_shared([str(src)]) != first
+
+
+@requires_cc
+def test_create_shared_output_always_has_backend(tmp_path):
+    src = tmp_path / "good.c"
+    src.write_text(GOOD)
+    out = tmp_path / "good.so"
+    cc.create_shared(str(out), [str(src)])
+    mod = ember.runtime.load_module(str(out))
+    assert mod["answer"]() == 42
+    symbols = subprocess.run(["nm", "-D", str(out)], capture_output=True, text=True).stdout
+    assert "__ember_library_info" in symbols or not symbols  # nm may be missing
+
+
+@requires_cc
+def test_default_flags():
+    flags = cc.default_flags()
+    for flag in ("-O3", "-fPIC", "-shared", "-std=c99"):
+        assert flag in flags
+    assert str(cc.INCLUDE_DIR) in flags
+
+
+@requires_cc
+def test_create_executable(tmp_path):
+    src = tmp_path / "main.c"
+    src.write_text('#include <stdio.h>\nint main(void) { printf("hi\\n"); return 0; }\n')
+    exe = tmp_path / "main"
+    cc.create_executable(str(exe), [str(src)])
+    assert subprocess.run([str(exe)], capture_output=True, text=True).stdout == "hi\n"
+
+
+def test_tempdir_paths_and_cleanup():
+    tmp = utils.tempdir()
+    path = tmp.path
+    with open(tmp.relpath("x.txt"), "w") as f:
+        f.write("x")
+    assert tmp.listdir() == ["x.txt"] and tmp.relpath("x.txt") == os.path.join(path, "x.txt")
+    del tmp
+    gc.collect()
+    assert not os.path.exists(path)
+
+
+def test_tempdir_remove_and_context_manager():
+    with utils.tempdir() as tmp:
+        path = tmp.path
+        assert os.path.isdir(path)
+    assert not os.path.exists(path)
+
+
+def test_tempdir_kept_for_debug(monkeypatch):
+    monkeypatch.setenv("EMBER_KEEP_TEMPS", "1")
+    tmp = utils.tempdir()
+    path = tmp.path
+    tmp.remove()
+    assert os.path.isdir(path)
+    os.rmdir(path)
+    monkeypatch.delenv("EMBER_KEEP_TEMPS")
+    with utils.TempDirectory.set_keep_for_debug():
+        kept = utils.tempdir()
+    kept.remove()
+    assert os.path.isdir(kept.path)
+    os.rmdir(kept.path)
+
+
+def test_tempdir_custom_path_is_not_removed(tmp_path):
+    tmp = utils.tempdir(str(tmp_path / "mine"))
+    tmp.remove()
+    assert os.path.isdir(tmp_path / "mine")
