@@ -52,9 +52,10 @@ class ExprChecker:
 
     def unify_at(self, node: Any, actual: Type, expected: Type, fmt: str,
                  owner: Owner | None = None) -> Type:
-        """Unify; on failure raise ``fmt`` filled with {expected}, {actual} and {detail}."""
+        """Unify; on failure raise ``fmt`` filled with {expected}, {actual} and {detail}
+        (the detail names the expected side first: ``dtype float32 vs int32``)."""
         try:
-            return self.uf.unify(actual, expected)
+            return self.uf.unify(expected, actual)
         except UnifyError as err:
             msg = fmt.format(expected=show_type(self.uf.resolve(expected)),
                              actual=show_type(self.uf.resolve(actual)), detail=err.detail)
@@ -191,8 +192,8 @@ class ExprChecker:
     def _function(self, e: Function) -> Type:
         sk = self.skeleton(e)
         self.bound.update(e.params)
-        fmt = (f"{self._fn_label(e)}: the body has type {{actual}}, but the result type is "
-               "{expected} ({detail})")
+        fmt = (f"{self._fn_label(e)}: the result type is {{expected}}, but the body has type "
+               "{actual} ({detail})")
         self.unify_at(e, self.type_of(e.body), sk.ret_type, fmt)
         return sk
 
@@ -206,10 +207,13 @@ class ExprChecker:
         name = callee_name(e.op)
         callee = self.uf.shallow(self.type_of(e.op))
         args = [self.type_of(a) for a in e.args]
-        if isinstance(callee, IncompleteType):  # calling an unknown: it must be a function
-            ret = IncompleteType()
-            self.unify_at(e, callee, FuncType(args, ret), f"{name}: {{detail}}")
-            return ret
+        if isinstance(callee, IncompleteType):
+            # Calling an unknown: it is a function whose parameters are unknowns too (so that
+            # a later call with more precise arguments refines them).
+            params = tuple(IncompleteType() for _ in args)
+            callee = self.unify_at(e, callee, FuncType(params, IncompleteType()),
+                                   f"{name}: {{detail}}")
+            callee = self.uf.shallow(callee)
         if not isinstance(callee, FuncType):
             raise self.fail(e, f"{name} is not a function: it has type {show_type(callee)}")
         if callee.type_params:

@@ -37,19 +37,22 @@ def located(msg: str, node: Any, owner: str, func: Any) -> str:
     span = getattr(node, "span", None)
     head = f"{span}: {msg}" if span is not None else msg
     where = f"  in {owner}"
-    context = ir_context(func, node) if isinstance(func, Function) else ""
+    context = ir_context(func, node, owner) if isinstance(func, Function) else ""
     return "\n".join(x for x in (head, where, context) if x)
 
 
-def ir_context(func: Function, node: Any) -> str:
+def ir_context(func: Function, node: Any, owner: str = "") -> str:
     """A few lines of the printed function around ``node``, the node's line marked ``>``.
 
-    Empty when the printer cannot print the function or find the node in it.
+    ``owner`` is the function's global name (``@main``) if it has one. Empty when the printer
+    cannot print the function.
     """
     try:
         from ...ir.printer import astext, short_text
 
-        text = astext(func, show_meta_data=False, show_types=False)
+        # A global prints as ``def @name(...)``; temporaries are numbered as for ``func``.
+        shown = IRModule({owner[1:]: func}) if owner.startswith("@") else func
+        text = astext(shown, show_meta_data=False, show_types=False)
         key = short_text(node, within=func).strip()
     except Exception:  # the printer must not hide the type error itself
         return ""

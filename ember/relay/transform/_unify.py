@@ -150,7 +150,10 @@ class Unifier:
             rb = self.root(b)
             if rb is ra:
                 return ra
-            vb = self._value.pop(rb, None)
+            va, vb = self._value.get(ra), self._value.get(rb)
+            if (va is not None and self._occurs(rb, va)) or (vb is not None and self._occurs(ra, vb)):
+                raise UnifyError("a type cannot contain itself")
+            self._value.pop(rb, None)
             self._link[rb] = ra
             if vb is not None:
                 self._assign(ra, vb)
