@@ -13,7 +13,8 @@ or with the ``module_pass`` / ``function_pass`` decorators (TVM's Python API). `
 runs a list of passes, skipping those above the context's ``opt_level`` or disabled by it.
 Pass names are matched ignoring case, ``-`` and ``_`` (``"fold-constant"`` is
 ``"FoldConstant"``). ``EMBER_DEBUG=1`` logs every pass with its time to stderr; ``=2`` also
-prints the IR after each pass.
+prints the IR after each pass. ``EMBER_VERIFY=1`` (or the config key ``"ember.verify"``)
+checks after each pass that the module is well formed and names the pass that broke it.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Sequence
 
+from ..runtime.errors import DiagnosticError
 from .expr import Function
 from .instrument import PassInstrument, PassTimingInstrument, pass_instrument  # noqa: F401
 from .module import IRModule
@@ -200,6 +202,8 @@ class Pass:
         if not isinstance(out, IRModule):
             raise TypeError(f"pass {self.name} returned {type(out).__name__}, "
                             "expected an IRModule")
+        if not isinstance(self, Sequential) and _verify_enabled(ctx):
+            _verify(out, self.name)
         level = _debug_level()
         if level >= 1:
             ms = (time.perf_counter() - start) * 1e3
@@ -210,6 +214,21 @@ class Pass:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, opt_level={self.opt_level})"
+
+
+def _verify_enabled(ctx: PassContext) -> bool:
+    return os.environ.get("EMBER_VERIFY", "0") not in ("", "0") or bool(
+        ctx.config.get("ember.verify", False))
+
+
+def _verify(mod: IRModule, pass_name: str) -> None:
+    """Check that a pass left the module well formed; the error names the pass."""
+    from ..relay.analysis import check_well_formed  # the checker lives with the analyses
+
+    try:
+        check_well_formed(mod)
+    except DiagnosticError as err:
+        raise DiagnosticError(f"pass {pass_name} left the module invalid: {err}") from err
 
 
 def _module_text(mod: IRModule, show_meta_data: bool = False) -> str:

@@ -8,6 +8,7 @@ import pytest
 
 import ember
 from ember import relay
+from ember.runtime.errors import DiagnosticError
 from ember.ir import IRModule
 from ember.ir.instrument import PassInstrument, PassTimingInstrument, pass_instrument
 from ember.ir.transform import (FunctionPass, ModulePass, PassContext, PassInfo, Sequential,
@@ -251,3 +252,19 @@ def test_print_ir_passes_module_through(capsys):
     mod = _mod()
     assert ember.transform.PrintIR("hdr")(mod) is mod
     assert "PrintIR(hdr)" in capsys.readouterr().err
+
+
+def test_verify_names_the_pass_that_broke_the_module(monkeypatch):
+    @module_pass
+    def leak(mod, ctx):
+        free = relay.var("free", shape=(2,))
+        return IRModule({"main": relay.Function([], free)})
+
+    monkeypatch.setenv("EMBER_VERIFY", "1")
+    with pytest.raises(DiagnosticError, match="pass leak left the module invalid: .*free"):
+        Sequential([leak])(_mod())
+    monkeypatch.delenv("EMBER_VERIFY")
+    leak(_mod())  # not checked
+    with PassContext(config={"ember.verify": True}):
+        with pytest.raises(DiagnosticError, match="pass leak"):
+            leak(_mod())
