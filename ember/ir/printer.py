@@ -216,7 +216,7 @@ class TextPrinter(TypePrinter):
 
     def prepare(self, root: RelayExpr) -> None:
         """Bind every non-atomic same-block sub-expression of ``root`` (children first)."""
-        stack: list[tuple[RelayExpr, bool]] = [(c, False) for c in _dataflow_children(root)]
+        stack = [(c, False) for c in reversed(_dataflow_children(root))]  # left to right
         while stack:
             node, ready = stack.pop()
             if _is_atomic(node) or self.lookup(node) is not None:
@@ -343,8 +343,11 @@ class TextPrinter(TypePrinter):
         body = self.scope(f.body, self.block_of(f, 0))
         return f"{head}({', '.join(params)}){ret} {_block(body)}"
 
-    def statement_of(self, e: RelayExpr) -> str:
-        return self.statements.get(id(e)) or self.operand(e)
+    def statement_of(self, e: RelayExpr) -> str | None:
+        """The statement or inline text printed for ``e`` (None if it was not printed)."""
+        if _is_atomic(e):
+            return self.atom(e)
+        return self.statements.get(id(e))
 
 
 def _header(text: str) -> str:
@@ -396,10 +399,15 @@ def short_text(expr: RelayExpr, within: RelayExpr | None = None, limit: int = 16
     Temporaries are numbered as in ``astext(within)`` (default: the expression itself), so the
     line can be found in the full printout of ``within``.
     """
-    p = TextPrinter(show_meta_data=False, show_types=False)
     try:
-        p.top_expr(within if within is not None else expr)
-        text = p.statement_of(expr)
+        text = None
+        for root in ([within] if within is not None else []) + [expr]:
+            p = TextPrinter(show_meta_data=False, show_types=False)
+            p.top_expr(root)
+            text = p.statement_of(expr)
+            if text is not None:  # else: expr is not inside within; print it alone
+                break
+        text = text or type(expr).__name__
     except Exception as err:  # error messages must not fail because printing failed
         text = f"<{type(expr).__name__} (unprintable: {err})>"
     text = re.sub(r"\s*\n\s*", " ", text).rstrip(";")
