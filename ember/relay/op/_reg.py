@@ -80,7 +80,8 @@ def to_numpy(value: Any) -> Any:
 
 def _wrap_ref(name: str, ref: Ref, attrs_type: type[Attrs] | None) -> Ref:
     def reference(*args: Any, attrs: Any = None) -> Any:
-        out = ref(*(to_numpy(a) for a in args), attrs=resolve_attrs(name, attrs_type, attrs))
+        with np.errstate(all="ignore"):  # C kernels do not warn on overflow or x/0 either
+            out = ref(*(to_numpy(a) for a in args), attrs=resolve_attrs(name, attrs_type, attrs))
         if isinstance(out, tuple):
             return tuple(np.asarray(o) for o in out)
         return np.asarray(out)

@@ -131,7 +131,7 @@ class InitOpAttrs(OpAttrs):
     """zeros/ones/full: output shape and dtype ("" in full: the fill value's dtype)."""
 
     shape: tuple[int, ...] = ()
-    dtype: str = "float32"
+    dtype: str = ""
     _op: ClassVar[str] = "zeros/ones/full"
 
     def __post_init__(self) -> None:

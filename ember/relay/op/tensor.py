@@ -28,6 +28,7 @@ __all__: list[str] = []
 ANY = ("any", lambda dt: True)
 FLOAT = ("a floating-point", is_float)
 INTEGER = ("an integer or bool", lambda dt: dt.startswith(("int", "uint", "bool")))
+NUMERIC = ("a numeric (not bool)", lambda dt: dt != "bool")
 
 
 def _check_dtype(op: str, dtype: str, kind: tuple[str, Callable[[str], bool]]) -> None:
@@ -71,9 +72,9 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 _UNARY: dict[str, tuple[Callable[[np.ndarray], Any], tuple[str, Any], str]] = {
-    "negative": (np.negative, ANY, "Elementwise -x."),
+    "negative": (np.negative, NUMERIC, "Elementwise -x."),
     "abs": (np.abs, ANY, "Elementwise |x|."),
-    "sign": (np.sign, ANY, "Elementwise sign: -1, 0 or 1."),
+    "sign": (np.sign, NUMERIC, "Elementwise sign: -1, 0 or 1."),
     "exp": (np.exp, FLOAT, "Elementwise e**x."),
     "log": (np.log, FLOAT, "Elementwise natural logarithm."),
     "log2": (np.log2, FLOAT, "Elementwise base-2 logarithm."),
@@ -89,7 +90,7 @@ _UNARY: dict[str, tuple[Callable[[np.ndarray], Any], tuple[str, Any], str]] = {
     "floor": (np.floor, ANY, "Elementwise floor (identity on integers)."),
     "ceil": (np.ceil, ANY, "Elementwise ceiling (identity on integers)."),
     "trunc": (np.trunc, ANY, "Elementwise rounding toward zero (identity on integers)."),
-    "round": (_round_half_away, ANY, "Elementwise rounding, halves away from zero as C round."),
+    "round": (_round_half_away, NUMERIC, "Elementwise rounding, halves away from zero as C round."),
     "logical_not": (np.logical_not, ANY, "Elementwise logical not (in the input dtype)."),
     "bitwise_not": (np.invert, INTEGER, "Elementwise bitwise not."),
     "copy": (np.copy, ANY, "A copy of the tensor."),
@@ -166,7 +167,7 @@ def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 _BINARY: dict[str, tuple[Callable[..., Any], tuple[str, Any], bool, str]] = {
     # name: (numpy rule, accepted dtypes, returns bool, doc)
     "add": (np.add, ANY, False, "Elementwise lhs + rhs with numpy broadcasting."),
-    "subtract": (np.subtract, ANY, False, "Elementwise lhs - rhs with broadcasting."),
+    "subtract": (np.subtract, NUMERIC, False, "Elementwise lhs - rhs with broadcasting."),
     "multiply": (np.multiply, ANY, False, "Elementwise lhs * rhs with broadcasting."),
     "divide": (_divide, ANY, False, "Elementwise lhs / rhs; integers truncate toward zero."),
     "floor_divide": (_floor_divide, ANY, False, "Elementwise floor(lhs / rhs)."),
