@@ -292,8 +292,8 @@ def _def_length(b: _Builder) -> Function:
     Nil => 0 } }"""
     (a,) = _tvars("A")
     xs, rest = Var("xs", b.List(a)), Var("rest", b.List(a))
-    body = Match(xs, [Clause(_ctor(b.cons, None, rest), _op("add", const(1), b.call("length", rest))),
-                      Clause(_ctor(b.nil), const(0))])
+    one_more = _op("add", const(1), b.call("length", rest))
+    body = Match(xs, [Clause(_ctor(b.cons, None, rest), one_more), Clause(_ctor(b.nil), const(0))])
     return Function([xs], body, I32, [a])
 
 

@@ -38,7 +38,8 @@ def test_add_main_matches_numpy():
     x, y = var("x", shape=(2, 3)), var("y", shape=(2, 3))
     mod = IRModule.from_expr(Function([x, y], op("add", op("multiply", x, y), y)))
     a, b = np.random.rand(2, 3).astype("float32"), np.random.rand(2, 3).astype("float32")
-    out = relay.create_executor("debug", mod=mod, device=ember.cpu(0), target="llvm").evaluate()(a, b)
+    ex = relay.create_executor("debug", mod=mod, device=ember.cpu(0), target="llvm")
+    out = ex.evaluate()(a, b)
     assert isinstance(out, ember.nd.NDArray)
     np.testing.assert_allclose(out.numpy(), a * b + b, rtol=1e-5)
 
@@ -141,7 +142,8 @@ def test_factorial_with_accumulator():
 
 def test_tree_recursive_fib():
     gv, n = GlobalVar("fib"), var("n", "int32")
-    rec = op("add", Call(gv, [op("subtract", n, const(1))]), Call(gv, [op("subtract", n, const(2))]))
+    rec = op("add", Call(gv, [op("subtract", n, const(1))]),
+             Call(gv, [op("subtract", n, const(2))]))
     mod = IRModule()
     mod[gv] = Function([n], If(op("less", n, const(2)), n, rec), I32)
     assert scalar(relay.create_executor(mod=mod).evaluate(gv)(15)) == 610
@@ -286,7 +288,7 @@ def test_wrong_argument_count():
 
 def test_bad_argument_shape_and_dtype_name_the_parameter():
     f, good = _two_arg_main(), np.zeros((2, 3), "float32")
-    with pytest.raises(TVMError, match=r"argument 'y': expected float32\[2, 3\], got float32\[3, 3\]"):
+    with pytest.raises(TVMError, match=r"'y': expected float32\[2, 3\], got float32\[3, 3\]"):
         f(good, np.zeros((3, 3), "float32"))
     with pytest.raises(TVMError, match=r"argument 'x': expected float32\[2, 3\], got float64"):
         f(good.astype("float64"), good)
@@ -302,7 +304,7 @@ def test_runtime_error_carries_context():
         register_op(OpDef(name, 1, type_rel=lambda ts, attrs=None: ts[0], reference=bad))
     x = var("x", shape=(2,))
     f = run(Function([x], op("add", op(name, x), x)))
-    with pytest.raises(TVMError, match=r"(?s)ValueError: boom.*while executing.*test_interpreter.fail"):
+    with pytest.raises(TVMError, match=r"(?s)ValueError: boom.*while executing.*\.fail"):
         f(np.zeros(2, "float32"))
 
 

@@ -6,13 +6,13 @@ lists, tuples) are converted with the parameter's type and checked against it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ...ir.adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
                        PatternWildcard)
-from ...ir.expr import Constant, Function, Var
+from ...ir.expr import Constant, Function, RelayExpr, Var
 from ...ir.op import Op
 from ...ir.types import (Any as AnyDim, FuncType, GlobalTypeVar, RelayRefType, ShapeVar,
                          TensorType, TupleType, Type, TypeCall)
@@ -88,7 +88,7 @@ class Closure:
         return frame
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        values = convert_args(self.func, args, kwargs, self.describe())
+        values = convert_args(self.func, args, kwargs, self.describe(), self._evaluator.eval)
         return self._evaluator.call(self, values)
 
     def __repr__(self) -> str:
@@ -205,12 +205,18 @@ def _py_array(x: Any, dtype: str | None) -> np.ndarray:
     return arr
 
 
-def to_value(x: Any, ty: Type | None, where: str) -> Any:
-    """Convert a Python argument to a runtime value, using ``ty`` (if known) for dtypes."""
+def to_value(x: Any, ty: Type | None, where: str,
+             evaluate: Callable[[RelayExpr], Any] | None = None) -> Any:
+    """Convert a Python argument to a runtime value, using ``ty`` (if known) for dtypes.
+
+    A (closed) Relay expression, e.g. a Function, is evaluated when ``evaluate`` is given.
+    """
     if isinstance(x, _VALUE_TYPES):
         return x
     if isinstance(x, Constant):
         return x.data
+    if isinstance(x, RelayExpr) and evaluate is not None:
+        return evaluate(x)
     if isinstance(x, (np.ndarray, np.generic)):
         return nd.array(x)
     if isinstance(x, (tuple, list)) and isinstance(ty, TupleType):
@@ -225,7 +231,8 @@ def to_value(x: Any, ty: Type | None, where: str) -> Any:
         try:
             return nd.array(_py_array(x, dtype))
         except (ValueError, TypeError, OverflowError) as err:
-            raise TVMError(f"{where}: cannot convert {x!r} to a {dtype or ''} tensor: {err}") from err
+            target = f"a {dtype} tensor" if dtype else "a tensor"
+            raise TVMError(f"{where}: cannot convert {x!r} to {target}: {err}") from err
     raise TVMError(f"{where}: cannot pass a Python {type(x).__name__} to the interpreter; use an "
                    "NDArray, a numpy array, a Python number or list, a tuple or an ADT value")
 
@@ -264,7 +271,7 @@ def check_value(v: Any, ty: Type | None, where: str, dims: dict[ShapeVar, int]) 
 
 
 def convert_args(func: Function, args: Sequence[Any], kwargs: Mapping[str, Any],
-                 fn_name: str) -> list[Any]:
+                 fn_name: str, evaluate: Callable[[RelayExpr], Any] | None = None) -> list[Any]:
     """Match positional and keyword arguments to ``func``'s parameters; convert and check."""
     params = func.params
     names = [p.name_hint for p in params]
@@ -289,7 +296,7 @@ def convert_args(func: Function, args: Sequence[Any], kwargs: Mapping[str, Any],
     for p, x in zip(params, slots):
         ty = p.checked_type_ if p.checked_type_ is not None else p.type_annotation
         where = f"{fn_name}: argument {p.name_hint!r}"
-        value = to_value(x, ty, where)
+        value = to_value(x, ty, where, evaluate)
         check_value(value, ty, where, dims)
         out.append(value)
     return out

@@ -27,9 +27,9 @@ from ...ir.visitor import free_vars
 from ...runtime.device import Device, cpu
 from ...runtime.errors import InternalError, OpNotImplemented, TVMError
 from ...runtime.ndarray import NDArray
-from ._values import (ADT, Closure, ConstructorValue, RefValue, check_value, convert_args,  # noqa: F401
-                      describe_value, from_numpy, is_tuple, make_tuple, match_pattern, to_numpy,
-                      to_value)
+from ._values import ADT, ConstructorValue, RefValue  # noqa: F401  (public runtime values)
+from ._values import (Closure, check_value, describe_value, from_numpy, is_tuple, make_tuple,
+                      match_pattern, to_numpy, to_value)
 
 InterpreterClosure = Closure  # TVM's name for the same thing
 Frame = dict  # Var -> value bindings and memoised node -> value results of one activation
