@@ -24,14 +24,14 @@ class PassInstrument:
     def exit_pass_ctx(self) -> None:
         """Called when the PassContext holding this instrument is left."""
 
-    def should_run(self, mod: "IRModule", info: "PassInfo") -> bool:
+    def should_run(self, mod: IRModule, info: PassInfo) -> bool:
         """Return False to skip the pass (the module is passed on unchanged)."""
         return True
 
-    def run_before_pass(self, mod: "IRModule", info: "PassInfo") -> None:
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         """Called before a pass runs (after every instrument agreed that it should)."""
 
-    def run_after_pass(self, mod: "IRModule", info: "PassInfo") -> None:
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         """Called with the pass's result."""
 
     @property
@@ -71,10 +71,10 @@ class PassTimingInstrument(PassInstrument):
         self._stack.clear()
         self.records.clear()
 
-    def run_before_pass(self, mod: "IRModule", info: "PassInfo") -> None:
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         self._stack.append(time.perf_counter())
 
-    def run_after_pass(self, mod: "IRModule", info: "PassInfo") -> None:
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         start = self._stack.pop()
         self.records.append((len(self._stack), info.name, time.perf_counter() - start))
 

@@ -25,8 +25,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar
 
 from ..runtime.errors import DiagnosticError
 from .expr import Function
@@ -74,24 +75,24 @@ class PassContext:
         self.config: dict[str, Any] = dict(config or {})
 
     @staticmethod
-    def _stack() -> list["PassContext"]:
+    def _stack() -> list[PassContext]:
         local = PassContext._local
         if not hasattr(local, "stack"):
             local.stack = [PassContext()]
         return local.stack
 
     @staticmethod
-    def current() -> "PassContext":
+    def current() -> PassContext:
         """The innermost context entered on this thread (a default one outside any ``with``)."""
         return PassContext._stack()[-1]
 
-    def __enter__(self) -> "PassContext":
+    def __enter__(self) -> PassContext:
         for inst in self.instruments:
             inst.enter_pass_ctx()
         PassContext._stack().append(self)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         stack = PassContext._stack()
         if len(stack) > 1 and stack[-1] is self:
             stack.pop()

@@ -8,12 +8,23 @@ lives in ``ember.ir.transform`` (``ember.transform``) and is re-exported here, a
 from __future__ import annotations
 
 import importlib
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from ...ir.instrument import PassInstrument  # noqa: F401
-from ...ir.transform import (FunctionPass, ModulePass, Pass, PassContext, PassInfo,  # noqa: F401
-                             PrintIR, Sequential, function_pass, get_pass, module_pass,
-                             register_pass)
+from ...ir.instrument import PassInstrument
+from ...ir.transform import (  # noqa: F401
+    FunctionPass,
+    ModulePass,
+    Pass,
+    PassContext,
+    PassInfo,
+    PrintIR,
+    Sequential,
+    function_pass,
+    get_pass,
+    module_pass,
+    register_pass,
+)
 from .type_infer import InferType, InferTypeLocal, infer_type  # noqa: F401
 
 # name -> submodule of ember.relay.transform defining it.

@@ -9,16 +9,44 @@ types back) is in ``type_infer.py``.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from ...ir.adt import (Constructor, Match, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                       TypeData)
-from ...ir.expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
-                        RelayExpr, Tuple, TupleGetItem, Var)
+from ...ir.adt import (
+    Constructor,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    TypeData,
+)
+from ...ir.expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from ...ir.module import IRModule
 from ...ir.op import Op
-from ...ir.types import (FuncType, IncompleteType, RelayRefType, TensorType, TupleType, Type,
-                         TypeCall)
+from ...ir.types import (
+    FuncType,
+    IncompleteType,
+    RelayRefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+)
 from ...runtime.errors import InternalError, TypeInferenceError
 from ._deferred import Deferred, Projection, Relation
 from ._diagnose import callee_name, global_by_name, located
@@ -107,7 +135,8 @@ class ExprChecker:
     def solve(self) -> None:
         """Run deferred constraints until none of them learns anything new."""
         for _ in range(10_000):
-            if not any([c.step(self) for c in self.deferred]):
+            ran = [c.step(self) for c in self.deferred]  # every one steps: no short-circuit
+            if not any(ran):
                 return
         raise InternalError("type inference did not reach a fixpoint")
 

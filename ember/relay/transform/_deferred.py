@@ -26,16 +26,16 @@ def _known(ty: Type) -> bool:
 class Deferred:
     """A constraint ``out = f(inputs)`` evaluated once the inputs are known."""
 
-    __slots__ = ("node", "inputs", "out", "owner", "last")
+    __slots__ = ("inputs", "last", "node", "out", "owner")
 
-    def __init__(self, node: Any, inputs: list[Type], out: Type, owner: "Owner") -> None:
+    def __init__(self, node: Any, inputs: list[Type], out: Type, owner: Owner) -> None:
         self.node, self.inputs, self.out, self.owner = node, inputs, out, owner
         self.last: list[Type] | None = None
 
     def ready(self, args: list[Type]) -> bool:
         return all(_known(a) for a in args)
 
-    def step(self, ck: "ExprChecker") -> bool:
+    def step(self, ck: ExprChecker) -> bool:
         """Run if the inputs are known and changed since the last run; True if it ran."""
         args = [ck.uf.resolve(t) for t in self.inputs]
         if not self.ready(args) or args == self.last:
@@ -47,13 +47,13 @@ class Deferred:
         ck.unify_at(self.node, result, self.out, fmt, self.owner)
         return True
 
-    def apply(self, ck: "ExprChecker", args: list[Type]) -> Type:
+    def apply(self, ck: ExprChecker, args: list[Type]) -> Type:
         raise NotImplementedError
 
     def label(self) -> str:
         raise NotImplementedError
 
-    def unresolved(self, ck: "ExprChecker") -> TypeInferenceError:
+    def unresolved(self, ck: ExprChecker) -> TypeInferenceError:
         """The error for a constraint whose inputs never became known."""
         raise NotImplementedError
 
@@ -66,7 +66,7 @@ class Relation(Deferred):
     def label(self) -> str:
         return self.node.op.name
 
-    def apply(self, ck: "ExprChecker", args: list[Type]) -> Type:
+    def apply(self, ck: ExprChecker, args: list[Type]) -> Type:
         call: Call = self.node
         od = call.op.op_def  # type: ignore[union-attr]
         try:
@@ -83,7 +83,7 @@ class Relation(Deferred):
                           self.owner)
         return ty
 
-    def unresolved(self, ck: "ExprChecker") -> TypeInferenceError:
+    def unresolved(self, ck: ExprChecker) -> TypeInferenceError:
         call: Call = self.node
         od = call.op.op_def  # type: ignore[union-attr]
         for i, (arg, ty) in enumerate(zip(call.args, self.inputs)):
@@ -107,11 +107,11 @@ class Projection(Deferred):
     def label(self) -> str:
         return f"projection .{self.node.index}"
 
-    def apply(self, ck: "ExprChecker", args: list[Type]) -> Type:
+    def apply(self, ck: ExprChecker, args: list[Type]) -> Type:
         return Projection.field(ck, self.node, args[0], self.owner)
 
     @staticmethod
-    def field(ck: "ExprChecker", e: TupleGetItem, tup: Type, owner: "Owner | None" = None) -> Type:
+    def field(ck: ExprChecker, e: TupleGetItem, tup: Type, owner: Owner | None = None) -> Type:
         """Field ``e.index`` of the tuple type ``tup``, or an error naming the index."""
         if not isinstance(tup, TupleType):
             raise ck.fail(e, f"projection .{e.index}: expected a tuple, got "
@@ -122,7 +122,7 @@ class Projection(Deferred):
                           owner)
         return tup.fields[e.index]
 
-    def unresolved(self, ck: "ExprChecker") -> TypeInferenceError:
+    def unresolved(self, ck: ExprChecker) -> TypeInferenceError:
         what = _expr_name(self.node.tuple_value)
         return ck.fail(self.node, f"projection .{self.node.index}: cannot infer the type of the "
                                   f"tuple{f' {what}' if what else ''}; add a type annotation",

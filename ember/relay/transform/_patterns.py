@@ -7,10 +7,16 @@ as a pattern (``Cons(_, Nil)``), or None when the clauses cover every value.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
-from ...ir.adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                       PatternWildcard)
+from ...ir.adt import (
+    Constructor,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+)
 
 Siblings = Callable[[Constructor], Sequence[Constructor]]
 _ANY = PatternWildcard()

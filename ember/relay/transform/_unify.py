@@ -9,10 +9,21 @@ so that merged composite types keep pointing at it and see later refinements.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from ...ir.types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
-                         TensorType, TupleType, Type, TypeCall, TypeVar)
+from ...ir.types import (
+    Any,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RelayRefType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+)
 
 
 class UnifyError(Exception):

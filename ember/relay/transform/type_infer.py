@@ -204,7 +204,7 @@ def infer_type(expr: RelayExpr, mod: IRModule | None = None) -> RelayExpr:
     return expr
 
 
-def InferTypeLocal(expr: RelayExpr, mod: IRModule | None = None) -> Type:  # noqa: N802 (TVM name)
+def InferTypeLocal(expr: RelayExpr, mod: IRModule | None = None) -> Type:
     """The type of ``expr`` (see ``infer_type``)."""
     return infer_type(expr, mod).checked_type
 

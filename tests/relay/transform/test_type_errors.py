@@ -112,7 +112,7 @@ def test_dtype_mismatch_in_add_names_op_and_place():
         infer_main(x, y, body=call("negative", call("add", x, y)))
     text = str(info.value)
     assert "\n  in @main\n" in text
-    assert re.search(r"^  > .*add\(%x, %y\)", text, re.M)  # the failing line is marked
+    assert re.search(r"^  > .*add\(%x, %y\)", text, re.MULTILINE)  # the failing line is marked
 
 
 def test_relation_errors_get_the_source_location():
@@ -252,7 +252,7 @@ def test_clauses_must_agree():
 
 def test_constructor_argument_type():
     mod = IRModule()
-    _, cons, nil = list_adt(mod)
+    _, cons, _ = list_adt(mod)
     n = relay.var("n", "int32")
     with raises(r"Cons: argument 1: expected List\[int32\], got int32"):
         infer_main(n, body=cons(n, n), mod=mod)

@@ -121,7 +121,7 @@ def test_if_on_a_tensor_condition():
     x, y = relay.var("x", shape=(4,)), relay.var("y", shape=(4,))
     cond = call("equal", call("sum", x), call("sum", y))
     body = relay.If(cond, call("add", x, y), x)
-    func = infer_type(relay.Function([x, y], body))
+    infer_type(relay.Function([x, y], body))
     assert cond.checked_type == T(dtype="bool") and body.checked_type == T(4)
 
 
@@ -257,7 +257,7 @@ def test_list_adt_and_recursive_length(annotate):
 
 def test_constructor_values_and_tuple_patterns():
     mod = IRModule()
-    lst, cons, nil = list_adt(mod)
+    _, cons, nil = list_adt(mod)
     x, p, q = relay.var("x", "int32"), relay.Var("p"), relay.Var("q")
     pair = relay.Tuple([cons(x, nil()), x])
     body = relay.Match(pair, [
@@ -270,7 +270,7 @@ def test_constructor_values_and_tuple_patterns():
 
 def test_infer_type_of_expression_uses_module_globals():
     mod = IRModule()
-    lst, cons, nil = list_adt(mod)
+    _, cons, nil = list_adt(mod)
     length, _, _ = _length(mod, cons, nil, annotate=True)
     e = length(cons(relay.const(1.5), nil()))
     assert InferTypeLocal(e, mod) == T(dtype="int32")
@@ -282,7 +282,7 @@ def test_infer_type_returns_new_module_and_annotates_every_node():
     body = call("add", call("negative", x), x)
     mod = IRModule.from_expr(relay.Function([x], body))
     with pytest.raises(ValueError, match="run relay.transform.InferType"):
-        body.checked_type
+        _ = body.checked_type
     out = InferType()(mod)
     assert out is not mod and out["main"] is mod["main"]
     assert all(n.checked_type_ is not None for n in ember.ir.post_order(out["main"])
