@@ -52,6 +52,13 @@ def lam(*names: str, body) -> Function:
 
 
 # -- structure and accessors ----------------------------------------------------------------------
+def test_public_names():
+    import ember.relay.backend.interpreter as interp
+
+    assert relay.prelude.Prelude is Prelude and relay.Prelude is Prelude
+    assert relay.backend.interpreter is interp and interp.ConstructorValue is ConstructorValue
+
+
 def test_types_and_constructors():
     list_t, cons, nil = _P.get_type("List")
     assert list_t.name_hint == "List" and (cons.tag, nil.tag) == (0, 1)

@@ -12,6 +12,11 @@ from ember.relay.scope_builder import ScopeBuilder
 from ember.runtime.errors import TVMError
 
 
+def test_public_names():
+    assert relay.ScopeBuilder is ScopeBuilder and relay.scope_builder.ScopeBuilder is ScopeBuilder
+    assert relay.loops.while_loop is while_loop
+
+
 def test_let_returns_the_var_and_get_builds_the_chain():
     x = var("x", shape=(2,))
     sb = ScopeBuilder()

@@ -4,8 +4,8 @@ It is the oracle the compiled executors are tested against, so it favours clarit
 over a stack of work items and an environment dict per function activation (JAX's
 ``eval_jaxpr``, torch.fx's ``Interpreter.run``), with operators run by their numpy
 ``reference``. The loop never recurses in Python, so deep Relay recursion is only bounded
-by memory, and calls in tail position reuse the caller's slot (a ``while_loop`` of a million
-iterations runs in constant stack).
+by memory, and calls in tail position reuse the caller's slot (a ``while_loop`` runs in
+constant space however many times it iterates).
 
 Runtime values: tensors are ``NDArray``; tuples are ``ADT`` with tag 0; values of algebraic
 data types are ``ConstructorValue``; references are ``RefValue``; functions are ``Closure``
