@@ -26,7 +26,7 @@ from ._abi import ArgTypeCode, DLTensor, TVMByteArray
 from .device import Device
 from .dtype import DataType
 from .errors import TVMError
-from .ndarray import NDArray
+from .ndarray import NDArray, from_dltensor_address
 from .object import Object
 
 INT, UINT, FLOAT, HANDLE, NULL = 0, 1, 2, 3, 4
@@ -250,27 +250,10 @@ def to_object(v: Any) -> Any:
 
 
 # ---- TVMValue -> Python ---------------------------------------------------------------------
-try:
-    from .ndarray import from_dltensor_address as _tensor_view
-except ImportError:  # pragma: no cover - until ndarray.from_dltensor_address lands
-
-    def _tensor_view(addr: int, owner: Any = None, device_check: bool = True) -> NDArray:
-        dl = DLTensor.from_address(addr)
-        dt = DataType.from_dl(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes)
-        shape = tuple(dl.shape[k] for k in range(dl.ndim))
-        np_dtype = DataType(dt.scalar).numpy_dtype
-        full = shape + ((dt.lanes,) if dt.lanes > 1 else ())
-        count = int(np.prod(full, dtype=np.int64))
-        raw = (ctypes.c_char * (count * np_dtype.itemsize)).from_address(
-            (dl.data or 0) + dl.byte_offset)
-        view = np.frombuffer(raw, dtype=np_dtype).reshape(full)
-        return NDArray(view, Device(dl.device.device_type, dl.device.device_id), dt, owner=raw)
-
-
 def _u_tensor(v: int) -> NDArray:
     if not v:
         raise TVMError("received a NULL DLTensor*")
-    return _tensor_view(v)
+    return from_dltensor_address(v)  # a non-owning view: C owns the memory
 
 
 def _u_str(v: int) -> str:
@@ -329,7 +312,9 @@ def raise_error(take_error: Callable[[], bytes | None], fname: str) -> None:
     msg = take_error() or b""
     pending = getattr(_tls, "pending", None)
     _tls.pending = None
-    if pending is not None and (not msg or msg == pending[1]):
+    # The message check tells a callback failure that C passed on (backend.c's TVMFuncCall
+    # copies it verbatim) from a stale one that C handled and then failed for its own reason.
+    if pending is not None and msg == pending[1]:
         raise pending[0]
     text = msg.decode("utf-8", "replace")
     raise TVMError(text or f"{fname}: returned an error code without setting an error message "

@@ -188,6 +188,9 @@ def test_c_that_handles_callback_error_does_not_leak_it(lib):
     # a later, unrelated C error is reported as itself
     with pytest.raises(ember.TVMError, match="^later$"):
         lib["raise_msg"]("later")
+    assert lib["catch_cb"](bad) == "caught: ValueError: handled in C"
+    with pytest.raises(ember.TVMError, match="without setting an error message"):
+        lib["fail_silently"]()
 
 
 def test_c_error_inside_callback_propagates_as_tvmerror(lib):
