@@ -117,6 +117,7 @@ TVM_DLL int catch_cb(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_
   static __thread char buf[512];
   if (TVMFuncCall(args[0].v_handle, NULL, NULL, 0, ret, ret_code) == 0) return 0;
   snprintf(buf, sizeof buf, "caught: %s", TVMGetLastError());
+  TVMAPISetLastError(NULL); /* handled: clear it, as c_backend_api.h asks */
   ret->v_str = buf;
   *ret_code = kTVMStr;
   return 0;

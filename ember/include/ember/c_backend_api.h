@@ -43,7 +43,9 @@ TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name,
 /*!
  * \brief Call a PackedFunc handle (from TVMBackendGetFuncFromEnv or a kTVMPackedFuncHandle
  * argument). Sets *ret_type_code (kTVMNullptr when nothing is returned).
- * \return 0 on success, nonzero with the callee's error message set.
+ * \return 0 on success, nonzero with the callee's error message set. Code that handles
+ * the failure instead of returning it should clear the message (TVMAPISetLastError(NULL)),
+ * so that it is not reported again by a later failure that sets none.
  */
 TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes,
                         int num_args, TVMValue* ret_val, int* ret_type_code);
