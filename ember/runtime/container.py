@@ -98,7 +98,8 @@ class Map(Object, Mapping):
         d = dict(mapping or {}, **kwargs)
         for key in d:
             if not isinstance(key, (str, Object)):
-                raise TypeError(f"Map keys must be str or Objects, got {type(key).__name__} {key!r}")
+                raise TypeError(f"Map keys must be str or Objects, got "
+                                f"{type(key).__name__} {key!r}")
         object.__setattr__(self, "_dict", d)
 
     __setattr__ = _immutable
@@ -132,7 +133,7 @@ class Map(Object, Mapping):
         keys, values = state["keys"], state["values"]
         if len(keys) != len(values):
             raise ValueError(f"Map: {len(keys)} keys but {len(values)} values")
-        return cls(zip(keys, values))
+        return cls(zip(keys, values, strict=True))
 
 
 @register_object("runtime.ShapeTuple")
@@ -224,7 +225,8 @@ def tuple_object(fields: Iterable[Any] | None = None) -> ADT:
 
 
 def as_object(value: Any) -> Object:
-    """``value`` as an Object: Objects unchanged; list/tuple -> Array, dict -> Map, str -> String."""
+    """``value`` as an Object: Objects as they are, list/tuple -> Array, dict -> Map,
+    str -> String."""
     if isinstance(value, Object):
         return value
     if isinstance(value, (list, tuple)):

@@ -44,6 +44,7 @@ _PyCapsule_GetPointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, cty
     ("PyCapsule_GetPointer", ctypes.pythonapi))
 _PyCapsule_SetName = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)(
     ("PyCapsule_SetName", ctypes.pythonapi))
+_MANAGED_PTR = ctypes.POINTER(DLManagedTensor)
 _CapsuleType = type(np.empty(0).__dlpack__())
 # A capsule keeps a pointer to its name, so the name must never be freed: not even at shutdown.
 _USED_NAME = ctypes.create_string_buffer(b"used_dltensor")
@@ -59,7 +60,8 @@ def export_capsule(arr: NDArray, *, stream: Any = None, max_version: Any = None,
     BufferError since DLPack consumers such as numpy cannot represent them.
     """
     if stream is not None and stream != -1:
-        raise BufferError(f"NDArray.__dlpack__: stream must be None for {arr.device}, got {stream!r}")
+        raise BufferError(f"NDArray.__dlpack__: stream must be None for {arr.device}, "
+                          f"got {stream!r}")
     if dl_device is not None and tuple(dl_device) != arr.__dlpack_device__():
         raise BufferError(f"NDArray.__dlpack__: cannot export an array on {arr.device} to "
                           f"DLPack device {tuple(dl_device)}")
@@ -104,8 +106,9 @@ class _ManagedTensorOwner:
     def __init__(self, ptr: int) -> None:
         self.ptr = ptr
 
+    # Defaults bind the helpers, which may already be gone from the module at shutdown.
     def __del__(self, _managed: Any = DLManagedTensor, _cast: Any = ctypes.cast,
-                _ptr_type: Any = ctypes.POINTER(DLManagedTensor)) -> None:
+                _ptr_type: Any = _MANAGED_PTR) -> None:
         ptr, self.ptr = self.ptr, 0
         if ptr:
             deleter = _managed.from_address(ptr).deleter

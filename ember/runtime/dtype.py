@@ -38,7 +38,8 @@ class DataType:
 
     def __init__(self, type_str: "str | DataType | np.dtype | type") -> None:
         if isinstance(type_str, DataType):
-            self.type_code, self.bits, self.lanes = type_str.type_code, type_str.bits, type_str.lanes
+            self.type_code, self.bits = type_str.type_code, type_str.bits
+            self.lanes = type_str.lanes
             return
         if type_str is None:
             raise TypeError("DataType: expected a dtype string such as 'float32', got None")

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ._abi import DLDeviceType, DLTensor
-from .device import Device, cl, cpu, cuda, device, gpu, opencl, vulkan  # noqa: F401
+from .device import Device, cl, cpu, cuda, gpu, opencl, vulkan  # noqa: F401  (ember.nd.cpu)
 from .dtype import DataType
 from .errors import TVMError
 
@@ -138,7 +138,8 @@ class NDArray:
             source = source._np
         src = np.asarray(source)
         if src.shape != self._np.shape:
-            want = self.shape if self._dtype.lanes == 1 else f"{self.shape} x {self._dtype.lanes} lanes"
+            lanes = self._dtype.lanes
+            want = self.shape if lanes == 1 else f"{self.shape} x {lanes} lanes"
             raise ValueError(f"NDArray.copyfrom: shape mismatch: array has shape {want}, "
                              f"source has shape {src.shape}")
         if src.dtype.kind not in "biuf":
@@ -153,7 +154,8 @@ class NDArray:
             return empty(self.shape, self.dtype, target).copyfrom(self)
         if isinstance(target, NDArray):
             return target.copyfrom(self)
-        raise TypeError(f"NDArray.copyto: expected an NDArray or a Device, got {type(target).__name__}")
+        raise TypeError(f"NDArray.copyto: expected an NDArray or a Device, "
+                        f"got {type(target).__name__}")
 
     def __setitem__(self, key: Any, value: Any) -> None:
         # Only whole-array assignment (``arr[:] = x``), as in the Relay-era API.
@@ -303,8 +305,8 @@ def from_dltensor_address(addr: int, owner: Any = None) -> NDArray:
     if not view.flags.c_contiguous:
         dl = DLTensor.from_address(int(addr))
         strides = tuple(int(dl.strides[i]) for i in range(dl.ndim))
-        raise ValueError(f"from_dltensor_address: non-contiguous DLTensor (shape {dt and view.shape}, "
-                         f"strides {strides}) cannot be viewed as an NDArray")
+        raise ValueError(f"from_dltensor_address: non-contiguous DLTensor (shape "
+                         f"{view.shape}, strides {strides}) cannot be viewed as an NDArray")
     return NDArray(view, dev, dt, owner=owner if owner is not None else _NON_OWNING)
 
 

@@ -92,7 +92,8 @@ class Object:
                 elif f.default_factory is not dataclasses.MISSING:
                     value = f.default_factory()
                 else:
-                    raise ValueError(f"{cls.type_key}: field {name!r} is missing and has no default")
+                    raise ValueError(f"{cls.type_key}: field {name!r} is missing and has "
+                                     "no default")
                 object.__setattr__(obj, name, value)
             return obj
         if getattr(cls, "__setstate__", None) is not None:

@@ -68,7 +68,8 @@ def save_param_dict(params: Mapping[str, Any]) -> bytearray:
     tensors = []
     for name, value in params.items():
         if not isinstance(name, str):
-            raise TypeError(f"save_param_dict: names must be str, got {type(name).__name__} {name!r}")
+            raise TypeError(f"save_param_dict: names must be str, got "
+                            f"{type(name).__name__} {name!r}")
         encoded = name.encode("utf-8")
         out += struct.pack("<I", len(encoded)) + encoded
         tensors.append(_as_numpy(value, name))

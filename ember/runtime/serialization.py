@@ -131,7 +131,8 @@ class _Encoder:
             return {"$enum": [f"{cls.__module__}:{cls.__qualname__}", v.name]}
         if isinstance(v, np.generic):
             if v.dtype.name not in DataType.NUMPY2STR.values():
-                raise TypeError(f"save_json: {where}: numpy scalar of dtype {v.dtype} is not supported")
+                raise TypeError(f"save_json: {where}: numpy scalar of dtype {v.dtype} "
+                                "is not supported")
             return {"$np": [v.dtype.name, self.encode(v.item(), where)]}
         if type(v) is int:
             return v
@@ -157,8 +158,9 @@ class _Encoder:
         if isinstance(v, (bytes, bytearray)):
             return {"$bytes": base64.b64encode(bytes(v)).decode("ascii")}
         raise TypeError(f"save_json: cannot serialize {where}: {type(v).__name__} value "
-                        f"{_short(v)} (supported: None, bool, int, float, str, tuple, list, dict, "
-                        "Enum, DataType, Device, NDArray, numpy arrays and scalars, bytes, Objects)")
+                        f"{_short(v)} (supported: None, bool, int, float, str, tuple, list, "
+                        "dict, Enum, DataType, Device, NDArray, numpy arrays and scalars, bytes, "
+                        "Objects)")
 
 
 def _short(v: Any) -> str:

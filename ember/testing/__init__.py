@@ -195,7 +195,7 @@ _GROUPS = itertools.count()
 
 
 def parameters(*value_sets: Sequence[Any], ids: Sequence[str] | None = None) -> tuple[Any, ...]:
-    """Fixtures that vary together: ``shape, dtype = parameters(((2,), "int8"), ((3, 4), "float32"))``
+    """Fixtures that vary together: ``shape, dtype = parameters(((2,), "int8"), ((4,), "f32"))``
     gives two fixtures and two test cases (not four). Call at module level."""
     import pytest
 

@@ -67,9 +67,9 @@ def test_from_numpy_and_back():
         assert str(DataType(np.dtype(name).type)) == name
     assert str(DataType(bool)) == "bool"
     with pytest.raises(TypeError, match="vector"):
-        DataType("float32x4").numpy_dtype
+        _ = DataType("float32x4").numpy_dtype
     with pytest.raises(TypeError, match="numpy"):
-        DataType("bfloat16").numpy_dtype
+        _ = DataType("bfloat16").numpy_dtype
 
 
 def test_dl_round_trip_and_bool_forms():

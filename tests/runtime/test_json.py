@@ -229,7 +229,7 @@ def _assert_isomorphic(a, b, seen):
             _assert_isomorphic(getattr(a, name), getattr(b, name), seen)
     elif isinstance(a, (tuple, list)):
         assert type(a) is type(b) and len(a) == len(b)
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=True):
             _assert_isomorphic(x, y, seen)
     elif isinstance(a, dict):
         assert type(b) is dict and list(a) == list(b)

@@ -141,8 +141,8 @@ def test_fixtures_marks_and_plugin_under_pytest(tmp_path):
     root = str(Path(ember.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "-p", "ember.testing.plugin", "-W", "error::pytest.PytestUnknownMarkWarning",
-                          str(path)],
+                          "-p", "ember.testing.plugin",
+                          "-W", "error::pytest.PytestUnknownMarkWarning", str(path)],
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     summary = out.stdout.strip().splitlines()[-1]
     # 2 (parameter) + 2x2 (parameters x dtype) + 1 + 1 (+1 cuda skipped) + 1 + 1 + 1 passed
