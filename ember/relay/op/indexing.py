@@ -226,11 +226,10 @@ def _slice_rel(args: list[TensorType], attrs: StridedSliceAttrs) -> TensorType:
 
 
 def _slice_ref(x: np.ndarray, attrs: StridedSliceAttrs) -> np.ndarray:
-    index = [slice(None)] * x.ndim
     for axis, (b, e, s) in _slice_plan("strided_slice", x.ndim, attrs).items():
         b, e, s = _slice_axis(x.shape[axis], b, e, s, attrs.slice_mode == "size")
-        index[axis] = slice(b, e if e >= 0 else None, s)
-    return x[tuple(index)].copy()
+        x = np.take(x, np.arange(b, e, s), axis=axis)  # explicit: end -1 is not "last"
+    return x.copy()
 
 
 defop("strided_slice", _slice_rel, _slice_ref, INJECTIVE, attrs=StridedSliceAttrs,

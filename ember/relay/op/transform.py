@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...ir.expr import Call
-from ...ir.types import Any as AnyDim, Dim, TensorType
+from ...ir.types import Any as AnyDim, Dim, ShapeVar, TensorType
 from ._layout import Layout, from_primal, to_primal, transform_shape
 from ._reg import BROADCAST, INJECTIVE, OPAQUE, call, defop
 from ._shape import (dim_mul, dim_prod, fail, fmt_dim, fmt_shape, known, may_equal, norm_axis,
@@ -39,6 +39,23 @@ def _split_dim(op: str, d: Dim, a: int, b: int) -> list[Dim]:
     if known(d, a, b) and a * b != d:
         raise fail(op, f"-4 splits a dimension of {d} into {a} x {b}")
     return [a, b]
+
+
+def _cancel_symbols(shape: Sequence[Dim], rest: Sequence[Dim]) -> tuple[int, int] | None:
+    """Static (input, output) element counts once identical ShapeVars on both sides cancel.
+
+    ``(n, 3, 4)`` into ``(0, -1)`` keeps ``n`` and infers 12. None if anything stays unknown.
+    """
+    sym_in = [d for d in shape if not isinstance(d, int)]
+    for d in (d for d in rest if not isinstance(d, int)):
+        match = next((i for i, s in enumerate(sym_in) if s is d and isinstance(s, ShapeVar)), None)
+        if match is None:
+            return None
+        sym_in.pop(match)
+    if sym_in:
+        return None
+    return (dim_prod(d for d in shape if isinstance(d, int)),  # type: ignore[return-value]
+            dim_prod(d for d in rest if isinstance(d, int)))
 
 
 def infer_reshape(op: str, shape: Sequence[Dim], newshape: Sequence[int]) -> list[Dim]:
@@ -80,11 +97,12 @@ def infer_reshape(op: str, shape: Sequence[Dim], newshape: Sequence[int]) -> lis
         i += 1
     total = dim_prod(shape)
     if infer_at >= 0:
-        rest = dim_prod(out[:infer_at] + out[infer_at + 1:])
-        if known(total, rest) and (rest == 0 or total % rest):  # type: ignore[operator]
+        rest_dims = out[:infer_at] + out[infer_at + 1:]
+        total_k, rest = _cancel_symbols(shape, rest_dims) or (total, dim_prod(rest_dims))
+        if known(total_k, rest) and (rest == 0 or total_k % rest):  # type: ignore[operator]
             raise fail(op, f"cannot reshape {fmt_shape(shape)} into {tuple(newshape)}: "
                            f"{fmt_dim(total)} elements do not divide by {fmt_dim(rest)}")
-        out[infer_at] = total // rest if known(total, rest) else AnyDim()  # type: ignore[operator]
+        out[infer_at] = total_k // rest if known(total_k, rest) else AnyDim()  # type: ignore
     new_total = dim_prod(out)
     if known(total, new_total) and total != new_total:
         raise fail(op, f"cannot reshape {fmt_shape(shape)} into {fmt_shape(out)}: "
