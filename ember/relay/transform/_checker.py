@@ -168,8 +168,10 @@ class ExprChecker:
     def type_data(self, c: Constructor) -> TypeData:
         head = c.belong_to
         td = self.mod.type_definitions.get(head) if head is not None else None
-        if td is None and head is not None and head.name_hint in self.mod:
-            td = self.mod.type_definitions.get(self.mod.get_global_type_var(head.name_hint))
+        if td is None and head is not None:  # another GlobalTypeVar object of the same name
+            same = next((g for g in self.mod.type_definitions if g.name_hint == head.name_hint),
+                        None)
+            td = self.mod.type_definitions.get(same) if same is not None else None
         if td is None or not any(k is c for k in td.constructors):
             owner = head.name_hint if head is not None else "no type"
             raise self.fail(c, f"constructor {c.name_hint} belongs to {owner}, which this "

@@ -269,3 +269,21 @@ def test_constructor_without_type_definition():
 def test_infer_type_rejects_non_expressions():
     with pytest.raises(TypeError, match="infer_type: expected a relay expression, got int"):
         infer_type(3)
+
+
+def test_match_errors_in_text_point_at_the_match():
+    src = """#[version = "0.0.5"]
+type List[A] {
+  Cons(A, List[A]),
+  Nil,
+}
+def @head[B](%xs: List[B]) -> B {
+  match (%xs) {
+    Cons(%h, _) => %h,
+  }
+}"""
+    with raises(r"^prog\.relay:7:3: match is not exhaustive: missing Nil .*\n  in @head\n  > "):
+        InferType()(ember.parser.fromtext(src, source_name="prog.relay"))
+    ok = InferType()(ember.parser.fromtext(src.replace("match (", "match? (")))
+    b = ok["head"].type_params[0]
+    assert ok["head"].checked_type.ret_type is b

@@ -315,3 +315,45 @@ def @main(%x: Tensor[(2, 3), float32]) {
     if mod is None:
         pytest.skip("nn.relu is not registered yet")
     assert InferType()(mod)["main"].checked_type.ret_type == T(2)
+
+
+# -- the unifier ------------------------------------------------------------------------------------
+dim_or_any = st.one_of(st.integers(1, 3), st.just(Any()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(dim_or_any, dim_or_any), max_size=4))
+def test_unify_tensor_laws(pairs):
+    from ember.relay.transform._unify import Unifier, UnifyError
+
+    a, b = T(*(p[0] for p in pairs)), T(*(p[1] for p in pairs))
+    u = Unifier()
+    assert u.unify(a, a) == a
+    compatible = all(isinstance(x, Any) or isinstance(y, Any) or x == y for x, y in pairs)
+    if not compatible:
+        with pytest.raises(UnifyError, match="dimension"):
+            u.unify(a, b)
+        return
+    merged = u.unify(a, b)
+    assert merged == u.unify(b, a)
+    # the concrete side wins: a dimension is Any only where both were
+    assert all(isinstance(m, Any) == (isinstance(x, Any) and isinstance(y, Any))
+               for m, (x, y) in zip(merged.shape, pairs))
+
+
+def test_unify_unknowns_and_shape_vars():
+    from ember.ir.types import IncompleteType
+    from ember.relay.transform._unify import Unifier, UnifyError
+
+    u = Unifier()
+    n = ShapeVar("n")
+    assert u.unify(T(n, 2), T(Any(), 2)).shape[0] is n
+    with pytest.raises(UnifyError, match="dimension 0 is n vs 3"):
+        u.unify(T(n), T(3))
+    a, b = IncompleteType(), IncompleteType()
+    u.unify(a, b)
+    u.unify(b, T(Any(), 4))
+    u.unify(a, T(5, 4))  # refines the shared value
+    assert u.resolve(b) == T(5, 4)
+    with pytest.raises(UnifyError, match="dtype float32 vs int32"):
+        u.unify(a, T(5, 4, dtype="int32"))
