@@ -10,17 +10,8 @@ import ember
 from ember import relay
 from ember.ir import IRModule
 from ember.ir.instrument import PassInstrument, PassTimingInstrument, pass_instrument
-from ember.ir.transform import (
-    FunctionPass,
-    ModulePass,
-    PassContext,
-    PassInfo,
-    Sequential,
-    function_pass,
-    get_pass,
-    module_pass,
-    register_pass,
-)
+from ember.ir.transform import (FunctionPass, ModulePass, PassContext, PassInfo, Sequential,
+                                function_pass, get_pass, module_pass, register_pass)
 from ember.runtime.errors import DiagnosticError
 
 

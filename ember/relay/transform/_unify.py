@@ -11,19 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...ir.types import (
-    Any,
-    FuncType,
-    GlobalTypeVar,
-    IncompleteType,
-    RelayRefType,
-    ShapeVar,
-    TensorType,
-    TupleType,
-    Type,
-    TypeCall,
-    TypeVar,
-)
+from ...ir.types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
+                         TensorType, TupleType, Type, TypeCall, TypeVar)
 
 
 class UnifyError(Exception):
@@ -162,7 +151,8 @@ class Unifier:
             if rb is ra:
                 return ra
             va, vb = self._value.get(ra), self._value.get(rb)
-            if (va is not None and self._occurs(rb, va)) or (vb is not None and self._occurs(ra, vb)):
+            cyclic_a = va is not None and self._occurs(rb, va)
+            if cyclic_a or (vb is not None and self._occurs(ra, vb)):
                 raise UnifyError("a type cannot contain itself")
             self._value.pop(rb, None)
             self._link[rb] = ra

@@ -102,11 +102,11 @@ class ModuleChecker(ExprChecker):
         for u, tv in zip(unknowns, fresh):
             self.uf.bind(u, tv)  # type: ignore[arg-type]
         for gv, ty in types.items():
-            ty = self.uf.resolve(ty)
-            used = type_vars_in(ty, [], TypeVar)
+            fty: FuncType = self.uf.resolve(ty)  # type: ignore[assignment]
+            used = type_vars_in(fty, [], TypeVar)
             own = tuple(v for v in fresh if any(v is u for u in used))
-            self.global_types[gv] = FuncType(ty.arg_types, ty.ret_type,  # type: ignore[attr-defined]
-                                             (*ty.type_params, *own))  # type: ignore[attr-defined]
+            self.global_types[gv] = FuncType(fty.arg_types, fty.ret_type,
+                                             (*fty.type_params, *own))
             self.poly_ok.add(gv)
         self.open.clear()
         self.deferred.clear()

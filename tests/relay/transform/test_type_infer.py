@@ -173,7 +173,7 @@ def test_references():
     assert func.checked_type.ret_type == TupleType([TupleType([]), T(2)])
 
 
-# -- global functions -------------------------------------------------------------------------------
+# -- global functions ---------------------------------------------------------------------------
 def test_polymorphic_identity_used_at_two_types():
     mod = IRModule()
     a = relay.TypeVar("A")
@@ -317,7 +317,7 @@ def @main(%x: Tensor[(2, 3), float32]) {
     assert InferType()(mod)["main"].checked_type.ret_type == T(2)
 
 
-# -- the unifier ------------------------------------------------------------------------------------
+# -- the unifier --------------------------------------------------------------------------------
 dim_or_any = st.one_of(st.integers(1, 3), st.just(Any()))
 
 
