@@ -1,0 +1,16 @@
+"""ember.topi: per-operator compute rules and schedule templates at the tensor-expression level.
+
+Parameters are plain Python values (no Relay attrs). ``auto_schedule(outs)`` picks the template
+for a fused group: the anchor's (dense, conv2d, pools, ...) or injective/reduction by pattern.
+"""
+from __future__ import annotations
+
+from . import nn  # noqa: F401
+from .broadcast import *  # noqa: F401,F403
+from .broadcast import broadcast_shape  # noqa: F401
+from .reduction import (all, any, argmax, argmin, max, mean, min, prod, std, sum,  # noqa: F401
+                        variance)
+from .schedule import (auto_schedule, schedule_injective, schedule_reduce,  # noqa: F401
+                       register_anchor)
+from .transform import *  # noqa: F401,F403
+from . import generic  # noqa: F401,E402

@@ -1,0 +1,175 @@
+"""Schedule templates by pattern: injective, reduction, and the anchor templates' dispatcher.
+
+- injective: inline every non-output injective stage; per output, fuse the outer axes into one
+  parallel loop (when the tensor is big enough to pay for threads) and vectorise the last axis.
+- reduction: inline injective producers; each reduction at root, parallel over its fused outer
+  (non-reduced) axes, reduction loops inside; elementwise consumers as injective outputs.
+- anchors (dense, conv2d, batch_matmul, pools...): the op's own template, registered by tag,
+  which also fuses a following elementwise/broadcast chain into its output loops.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..te import tensor as te
+from ..te.schedule import Schedule, Stage, create_schedule
+from ..tir.expr import IntImm
+from .broadcast import BROADCAST, ELEMWISE, INJECTIVE
+
+PARALLEL_MIN = 16384  # elements: below this a parallel region costs more than it saves
+VECTOR_MIN = 4
+FUSABLE = (ELEMWISE, BROADCAST)
+# tag -> template(s, anchor_op, output_op or None)
+ANCHORS: dict[str, Callable[[Schedule, Any, Any], None]] = {}
+
+
+def register_anchor(tag: str) -> Callable:
+    """Decorator: the schedule template for stages tagged ``tag``."""
+
+    def deco(fn: Callable) -> Callable:
+        ANCHORS[tag] = fn
+        return fn
+    return deco
+
+
+def _outs(outs: Any) -> list[te.Tensor]:
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+
+def _numel(t_or_op: Any) -> int | None:
+    shape = t_or_op.output(0).shape if hasattr(t_or_op, "output") else t_or_op.shape
+    n = 1
+    for d in shape:
+        if not isinstance(d, IntImm):
+            return None
+        n *= d.value
+    return n
+
+
+def is_injective(op: Any) -> bool:
+    return isinstance(op, te.ComputeOp) and not op.reduce_axis and (
+        op.tag in (ELEMWISE, BROADCAST, INJECTIVE, "") or op.tag.endswith("_unpack"))
+
+
+def inline_injective(s: Schedule, keep: Sequence[Any] = ()) -> None:
+    """Inline every injective compute stage except outputs and ``keep``."""
+    out_ids = {id(op) for op in s.outputs} | {id(op) for op in keep}
+    for st in s.stages:
+        if id(st.op) not in out_ids and is_injective(st.op):
+            st.compute_inline()
+
+
+def schedule_loops(st: Stage, vector_last: bool = True) -> Any:
+    """Fuse all spatial axes but the last into one loop, parallel if big; vectorise the last.
+
+    Returns the outermost loop.
+    """
+    axes = list(st.op.axis)
+    if not axes:
+        return None
+    numel = _numel(st.op)
+    big = numel is None or numel >= PARALLEL_MIN
+    last = axes[-1]
+    if len(axes) == 1:
+        ext = axes[0].dom.extent
+        if big and (not isinstance(ext, IntImm) or ext.value >= 2 * 256):
+            outer, inner = st.split(last, 256)
+            st.parallel(outer)
+            st.vectorize(inner)
+            return outer
+        if vector_last:
+            st.vectorize(last)
+        return last
+    fused = st.fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
+    if big:
+        st.parallel(fused)
+    if vector_last and not (isinstance(last.dom.extent, IntImm) and last.dom.extent.value <
+                            VECTOR_MIN):
+        st.vectorize(last)
+    return fused
+
+
+def schedule_injective(outs: Any) -> Schedule:
+    """Inline producers, parallelise the outer loop and vectorise the inner one of each output."""
+    outs = _outs(outs)
+    s = create_schedule([o.op for o in outs])
+    inline_injective(s)
+    for st in s.stages:
+        if st.attach_type == "root" and isinstance(st.op, te.ComputeOp):
+            if st.op.reduce_axis:
+                schedule_reduce_stage(st)
+            else:
+                schedule_loops(st)
+    return s
+
+
+def schedule_reduce_stage(st: Stage) -> None:
+    """Parallel over the fused outer axes of a reduction; reduction loops stay inside."""
+    axes = list(st.op.axis)
+    numel = _numel(st.op)
+    red = 1
+    for r in st.op.reduce_axis:
+        red *= r.dom.extent.value if isinstance(r.dom.extent, IntImm) else 64
+    if not axes:
+        return
+    fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
+    if numel is None or numel * red >= PARALLEL_MIN and (numel is None or numel > 1):
+        st.parallel(fused)
+
+
+def schedule_reduce(outs: Any) -> Schedule:
+    """Schedule for graphs whose heavy part is a reduction (see module docstring)."""
+    return schedule_injective(outs)
+
+
+def _anchor_stage(s: Schedule) -> Stage | None:
+    for st in s.stages:
+        if st.op.tag in ANCHORS:
+            return st
+    return None
+
+
+def fusable_chain(s: Schedule, anchor_out: Any, out_op: Any) -> bool:
+    """True when ``out_op`` is ``anchor_out`` or an elementwise/broadcast chain over it with
+    the same shape (so the anchor's tiling applies to the output loops)."""
+    if out_op is anchor_out:
+        return True
+    if not isinstance(out_op, te.ComputeOp) or out_op.reduce_axis:
+        return False
+    a_shape = [str(d) for d in anchor_out.output(0).shape]
+    if [str(d) for d in out_op.output(0).shape] != a_shape:
+        return False
+    seen, stack = set(), [out_op]
+    while stack:
+        op = stack.pop()
+        if op is anchor_out or id(op) in seen:
+            continue
+        seen.add(id(op))
+        if not isinstance(op, te.ComputeOp):
+            continue
+        if op.tag not in FUSABLE and op is not out_op:
+            if op.tag.endswith("_unpack"):
+                continue
+            return False
+        if op.tag not in FUSABLE and op.tag != "":
+            return False
+        stack.extend(t.op for t in op.input_tensors)
+    return True
+
+
+def auto_schedule(outs: Any) -> Schedule:
+    """The schedule for a fused group: the anchor's template if there is one, else by pattern."""
+    outs = _outs(outs)
+    s = create_schedule([o.op for o in outs])
+    anchor = _anchor_stage(s)
+    if anchor is None:
+        return schedule_injective(outs)
+    ANCHORS[anchor.op.tag](s, anchor.op, outs[0].op if len(outs) == 1 else None)
+    for st in s.stages:  # anything the template left at root without a schedule
+        if st.attach_type == "root" and isinstance(st.op, te.ComputeOp) and not (
+                st.relations or st.iter_var_attrs):
+            if st.op.reduce_axis:
+                schedule_reduce_stage(st)
+            else:
+                schedule_loops(st)
+    return s

@@ -1,0 +1,286 @@
+"""Injective data-movement operators: reshape, transpose, slicing, joining, gathering, layouts."""
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from ..runtime.errors import OpError
+from ..te import tensor as te
+from ..tir import op as tir
+from ..tir.expr import EQ, IntImm, PrimExpr
+from .broadcast import INJECTIVE
+
+
+def _const_shape(name: str, x: te.Tensor) -> list[int]:
+    if not all(isinstance(d, IntImm) for d in x.shape):
+        raise OpError(f"{name}: needs a static input shape, got {[str(d) for d in x.shape]}")
+    return [d.value for d in x.shape]
+
+
+def _axis(name: str, axis: int, ndim: int) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise OpError(f"{name}: axis {axis} is out of range for rank {ndim}")
+    return axis % max(ndim, 1)
+
+
+def _prod(dims: Sequence[PrimExpr]) -> PrimExpr:
+    out: PrimExpr = tir.const(1)
+    for d in dims:
+        out = out * d
+    return out
+
+
+def reshape(x: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
+    """Same elements, new shape (one ``-1`` is inferred)."""
+    newshape = list(newshape)
+    if any(isinstance(d, int) and d == -1 for d in newshape):
+        known = _prod([tir.convert(d) for d in newshape if not (isinstance(d, int) and d == -1)])
+        total = _prod(x.shape)
+        newshape = [tir.floordiv(total, known) if isinstance(d, int) and d == -1 else d
+                    for d in newshape]
+    shape = tuple(tir.convert(d) for d in newshape)
+
+    def f(*idx: PrimExpr) -> PrimExpr:
+        flat: PrimExpr = tir.const(0)
+        for i, d in zip(idx, shape):
+            flat = flat * d + i
+        src = []
+        for d in reversed(x.shape):
+            src.append(tir.floormod(flat, d))
+            flat = tir.floordiv(flat, d)
+        return x(*reversed(src))
+
+    return te.compute(shape, f, name="T_reshape", tag=INJECTIVE)
+
+
+def transpose(x: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
+    """Permute the axes (reverse them when ``axes`` is None)."""
+    n = x.ndim
+    axes = list(range(n))[::-1] if axes is None else [_axis("transpose", a, n) for a in axes]
+    if sorted(axes) != list(range(n)):
+        raise OpError(f"transpose: axes {axes} are not a permutation of 0..{n - 1}")
+    shape = tuple(x.shape[a] for a in axes)
+
+    def f(*idx: PrimExpr) -> PrimExpr:
+        src = [None] * n
+        for o, a in enumerate(axes):
+            src[a] = idx[o]
+        return x(*src)
+
+    return te.compute(shape, f, name="T_transpose", tag=INJECTIVE)
+
+
+def squeeze(x: te.Tensor, axis: Sequence[int] | int | None = None) -> te.Tensor:
+    """Drop size-1 axes (all of them, or those in ``axis``)."""
+    n = x.ndim
+    if axis is None:
+        drop = {i for i, d in enumerate(x.shape) if isinstance(d, IntImm) and d.value == 1}
+    else:
+        drop = {_axis("squeeze", a, n) for a in ([axis] if isinstance(axis, int) else axis)}
+    keep = [i for i in range(n) if i not in drop]
+
+    def f(*idx: PrimExpr) -> PrimExpr:
+        it = iter(idx)
+        return x(*[tir.const(0) if i in drop else next(it) for i in range(n)])
+
+    return te.compute(tuple(x.shape[i] for i in keep), f, name="T_squeeze", tag=INJECTIVE)
+
+
+def expand_dims(x: te.Tensor, axis: int, num_newaxis: int = 1) -> te.Tensor:
+    """Insert ``num_newaxis`` size-1 axes at ``axis``."""
+    n = x.ndim
+    axis = axis + n + 1 if axis < 0 else axis
+    shape = tuple(x.shape[:axis]) + (tir.const(1),) * num_newaxis + tuple(x.shape[axis:])
+    return te.compute(shape, lambda *i: x(*(i[:axis] + i[axis + num_newaxis:])),
+                      name="T_expand_dims", tag=INJECTIVE)
+
+
+def concatenate(tensors: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
+    """Join tensors along ``axis``."""
+    axis = _axis("concatenate", axis, tensors[0].ndim)
+    offsets, total = [], tir.const(0)
+    for t in tensors:
+        offsets.append(total)
+        total = total + t.shape[axis]
+    shape = tuple(total if i == axis else d for i, d in enumerate(tensors[0].shape))
+
+    def f(*idx: PrimExpr) -> PrimExpr:
+        j = idx[axis]
+        out = tensors[-1](*(idx[:axis] + (j - offsets[-1],) + idx[axis + 1:]))
+        for t, off in reversed(list(zip(tensors[:-1], offsets[:-1]))):
+            here = t(*(idx[:axis] + (j - off,) + idx[axis + 1:]))
+            out = tir.if_then_else(j < off + t.shape[axis], here, out)
+        return out
+
+    return te.compute(shape, f, name="T_concat", tag=INJECTIVE)
+
+
+def stack(tensors: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
+    """Join same-shaped tensors along a new axis."""
+    axis = axis + tensors[0].ndim + 1 if axis < 0 else axis
+    shape = tuple(tensors[0].shape[:axis]) + (tir.const(len(tensors)),) + tuple(
+        tensors[0].shape[axis:])
+
+    def f(*idx: PrimExpr) -> PrimExpr:
+        rest = idx[:axis] + idx[axis + 1:]
+        out = tensors[-1](*rest)
+        for k in range(len(tensors) - 2, -1, -1):
+            out = tir.if_then_else(idx[axis] == k, tensors[k](*rest), out)
+        return out
+
+    return te.compute(shape, f, name="T_stack", tag=INJECTIVE)
+
+
+def strided_slice(x: te.Tensor, begin: Sequence[int], end: Sequence[int],
+                  strides: Sequence[int] | None = None, axes: Sequence[int] | None = None
+                  ) -> te.Tensor:
+    """numpy-style ``x[b0:e0:s0, ...]`` (negative indices count from the end; clamped)."""
+    dims = _const_shape("strided_slice", x)
+    axes = list(range(len(begin))) if axes is None else [_axis("strided_slice", a, x.ndim)
+                                                          for a in axes]
+    strides = list(strides) if strides else [1] * len(axes)
+    starts, steps, shape = [0] * x.ndim, [1] * x.ndim, list(dims)
+    for k, a in enumerate(axes):
+        s = strides[k] if k < len(strides) else 1
+        if s == 0:
+            raise OpError("strided_slice: a stride cannot be 0")
+        e = end[k] if k < len(end) and end[k] is not None else (dims[a] if s > 0 else -dims[a] - 1)
+        b, e2, s2 = slice(begin[k], e, s).indices(dims[a])
+        starts[a], steps[a], shape[a] = b, s2, len(range(b, e2, s2))
+    return te.compute(tuple(shape), lambda *i: x(*[st + j * sp for st, j, sp in zip(
+        starts, i, steps)]), name="T_strided_slice", tag=INJECTIVE)
+
+
+def split(x: te.Tensor, indices_or_sections: Any, axis: int = 0) -> list[te.Tensor]:
+    """Split along ``axis`` into equal sections or at the given indices."""
+    dims = _const_shape("split", x)
+    axis = _axis("split", axis, x.ndim)
+    n = dims[axis]
+    if isinstance(indices_or_sections, int):
+        if n % indices_or_sections:
+            raise OpError(f"split: axis {axis} of size {n} does not divide into "
+                          f"{indices_or_sections} sections")
+        step = n // indices_or_sections
+        points = [step * k for k in range(1, indices_or_sections)]
+    else:
+        points = list(indices_or_sections)
+    bounds = [0] + points + [n]
+    outs = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        b = [0] * x.ndim
+        e = list(dims)
+        b[axis], e[axis] = lo, hi
+        outs.append(strided_slice(x, b, e))
+    return outs
+
+
+def take(a: te.Tensor, indices: te.Tensor, axis: int | None = None, mode: str = "clip"
+         ) -> te.Tensor:
+    """Gather ``a`` along ``axis`` (flattened when None) at ``indices`` (clip or wrap)."""
+    if axis is None:
+        a = reshape(a, [_prod(a.shape)])
+        axis = 0
+    axis = _axis("take", axis, a.ndim)
+    n = a.shape[axis]
+    shape = tuple(a.shape[:axis]) + tuple(indices.shape) + tuple(a.shape[axis + 1:])
+    k = indices.ndim
+
+    def f(*idx: PrimExpr) -> PrimExpr:
+        j = tir.cast(indices(*idx[axis:axis + k]), "int32")
+        if mode == "wrap":
+            j = tir.floormod(j, n)
+        elif mode == "clip":
+            j = tir.min(tir.max(j, 0), n - 1)
+        return a(*(idx[:axis] + (j,) + idx[axis + k:]))
+
+    return te.compute(shape, f, name="T_take", tag=INJECTIVE)
+
+
+def tile(x: te.Tensor, reps: Sequence[int]) -> te.Tensor:
+    """Repeat the whole tensor ``reps[i]`` times along each axis (numpy.tile)."""
+    n = max(x.ndim, len(reps))
+    reps = [1] * (n - len(reps)) + list(reps)
+    xs = [tir.const(1)] * (n - x.ndim) + list(x.shape)
+    shape = tuple(d * r for d, r in zip(xs, reps))
+    return te.compute(shape, lambda *i: x(*[tir.floormod(j, d) for j, d in zip(
+        i[n - x.ndim:], xs[n - x.ndim:])]), name="T_tile", tag=INJECTIVE)
+
+
+def repeat(x: te.Tensor, repeats: int, axis: int) -> te.Tensor:
+    """Repeat each element ``repeats`` times along ``axis`` (numpy.repeat)."""
+    axis = _axis("repeat", axis, x.ndim)
+    shape = tuple(d * repeats if i == axis else d for i, d in enumerate(x.shape))
+    return te.compute(shape, lambda *i: x(*(i[:axis] + (tir.floordiv(i[axis], repeats),) +
+                                            i[axis + 1:])), name="T_repeat", tag=INJECTIVE)
+
+
+def reverse(x: te.Tensor, axis: int) -> te.Tensor:
+    """Reverse the order of elements along ``axis`` (numpy.flip)."""
+    axis = _axis("reverse", axis, x.ndim)
+    return te.compute(x.shape, lambda *i: x(*(i[:axis] + (x.shape[axis] - 1 - i[axis],) +
+                                              i[axis + 1:])), name="T_reverse", tag=INJECTIVE)
+
+
+flip = reverse
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") -> te.Tensor:
+    """``numpy.arange(start, stop, step)`` for Python-number arguments."""
+    if stop is None:
+        start, stop = 0, start
+    import math
+
+    n = max(0, int(math.ceil((float(stop) - float(start)) / float(step))))
+    return te.compute((n,), lambda i: tir.cast(tir.const(start, dtype) + tir.cast(
+        i, dtype) * tir.const(step, dtype), dtype), name="T_arange", tag=INJECTIVE)
+
+
+def one_hot(indices: te.Tensor, on_value: Any, off_value: Any, depth: int, axis: int = -1,
+            dtype: str = "float32") -> te.Tensor:
+    """``on_value`` where the new axis equals the index, ``off_value`` elsewhere."""
+    axis = indices.ndim if axis == -1 else axis
+    shape = tuple(indices.shape[:axis]) + (tir.const(depth),) + tuple(indices.shape[axis:])
+    on, off = tir.const(on_value, dtype), tir.const(off_value, dtype)
+    return te.compute(shape, lambda *i: tir.Select_(tir.binary(
+        EQ, tir.cast(indices(*(i[:axis] + i[axis + 1:])), "int32"), i[axis]), on, off),
+        name="T_one_hot", tag=INJECTIVE)
+
+
+_LAYOUT = re.compile(r"(\d*)([A-Za-z])")
+
+
+def _parse_layout(layout: str) -> list[tuple[str, int]]:
+    return [(c, int(f) if f else 0) for f, c in _LAYOUT.findall(layout)]
+
+
+def layout_transform(x: te.Tensor, src_layout: str, dst_layout: str) -> te.Tensor:
+    """Reorder (and split/merge) axes between layouts such as NCHW, NHWC and NCHW16c.
+
+    Positions that fall beyond the source (padding of a split axis) read 0.
+    """
+    src, dst = _parse_layout(src_layout), _parse_layout(dst_layout)
+    if len(src) != x.ndim:
+        raise OpError(f"layout_transform: layout {src_layout} has {len(src)} axes, the tensor "
+                      f"has {x.ndim}")
+    sub = {c.upper(): f for c, f in src if c.islower()}
+    full = {c: x.shape[i] * (sub[c] if c in sub else 1) for i, (c, _) in enumerate(src)
+            if c.isupper()}
+    dsub = {c.upper(): f for c, f in dst if c.islower()}
+    shape = tuple(tir.const(f) if c.islower() else (
+        (full[c] + dsub[c] - 1) // dsub[c] if c in dsub else full[c]) for c, f in dst)
+
+    def f(*idx: PrimExpr) -> PrimExpr:
+        val = {c: idx[i] for i, (c, _) in enumerate(dst) if c.isupper()}
+        for i, (c, fac) in enumerate(dst):
+            if c.islower():
+                val[c.upper()] = val[c.upper()] * fac + idx[i]
+        src_idx = [tir.floormod(val[c.upper()], sub[c.upper()]) if c.islower() else (
+            tir.floordiv(val[c], sub[c]) if c in sub else val[c]) for c, _ in src]
+        inside = tir.all(*[val[c] < full[c] for c in dsub])
+        return tir.if_then_else(inside, x(*src_idx), tir.const(0, x.dtype))
+
+    return te.compute(shape, f, name="T_layout_trans", tag=INJECTIVE)
+
+
+__all__ = [n for n, v in list(globals().items()) if callable(v) and not n.startswith("_")
+           and getattr(v, "__module__", None) == __name__ and not isinstance(v, type)]
