@@ -19,3 +19,4 @@ from .visitor import (ExprFunctor, ExprMutator, ExprVisitor, bound_vars, free_va
                       post_order)
 from .structural import assert_structural_equal, structural_equal, structural_hash  # noqa: F401
 from ..runtime.serialization import load_json, save_json  # noqa: F401
+from . import instrument, transform  # noqa: F401,E402  (tvm.ir.transform, tvm.ir.instrument)
