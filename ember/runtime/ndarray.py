@@ -12,6 +12,8 @@ trailing numpy axis; ``shape`` never shows it.
 from __future__ import annotations
 
 import ctypes
+import functools
+import math
 import operator
 from typing import Any, Sequence
 
@@ -23,8 +25,18 @@ from .dtype import DataType
 from .errors import TVMError
 
 ALIGNMENT = 64
+_INT64_P = ctypes.POINTER(ctypes.c_int64)
 SUPPORTED_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                     "uint64", "float16", "float32", "float64")
+# np.dtype.name is slow (microseconds): look names up by dtype instead.
+_NP_NAME = {np.dtype(n): n for n in SUPPORTED_DTYPES}
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_dtype(dtype: "str | DataType") -> tuple[DataType, np.dtype]:
+    """(DataType, numpy dtype of one lane), cached: dtype parsing is on every allocation."""
+    dt = DataType(dtype)
+    return dt, DataType(dt.scalar).numpy_dtype
 
 
 def _aligned_buffer(nbytes: int) -> np.ndarray:
@@ -66,15 +78,10 @@ class NDArray:
         self._dtype = dtype
         self._owner = owner
         shape = np_view.shape if dtype.lanes == 1 else np_view.shape[:-1]
-        self._shape_arr = (ctypes.c_int64 * max(len(shape), 1))(*shape)
-        dl = DLTensor()
-        dl.data = np_view.ctypes.data
-        dl.device = device.to_dl()
-        dl.ndim = len(shape)
-        dl.dtype = dtype.to_dl()
-        dl.shape = ctypes.cast(self._shape_arr, ctypes.POINTER(ctypes.c_int64))
-        dl.strides = None
-        dl.byte_offset = 0
+        self._shape_arr = shape_arr = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        # One constructor call: field-by-field assignment costs several microseconds.
+        dl = DLTensor(np_view.ctypes.data, device.to_dl(), len(shape), dtype.to_dl(),
+                      shape_arr, None, 0)
         self._dl = dl
         self._dl_addr = ctypes.addressof(dl)
 
@@ -219,10 +226,9 @@ def empty(shape: Sequence[int] | int, dtype: "str | DataType" = "float32",
     if mem_scope not in (None, "global"):
         raise ValueError(f"nd.empty: memory scope {mem_scope!r} is not supported on {device}")
     shape = _normalize_shape(shape, "nd.empty")
-    dt = DataType(dtype)
+    dt, scalar_np = _parse_dtype(dtype)
     full_shape = shape if dt.lanes == 1 else shape + (dt.lanes,)
-    scalar_np = DataType(dt.scalar).numpy_dtype
-    count = int(np.prod(full_shape, dtype=np.int64))
+    count = math.prod(full_shape)
     storage = _aligned_buffer(count * scalar_np.itemsize)
     return NDArray(storage.view(scalar_np).reshape(full_shape), device, dt)
 
@@ -238,13 +244,14 @@ def array(obj: Any, device: Device | None = None, dtype: "str | DataType | None"
         if dtype is None:
             dtype = obj._dtype
         obj = obj._np
-    dt = None if dtype is None else DataType(dtype)
-    src = np.asarray(obj, dtype=None if dt is None else DataType(dt.scalar).numpy_dtype)
+    dt, np_dt = (None, None) if dtype is None else _parse_dtype(dtype)
+    src = np.asarray(obj, dtype=np_dt)
     if dt is None:
-        if src.dtype.name not in SUPPORTED_DTYPES:
+        name = _NP_NAME.get(src.dtype) or _NP_NAME.get(src.dtype.newbyteorder("="))
+        if name is None:
             raise TypeError(f"nd.array: numpy dtype {src.dtype} is not supported; use one of "
                             f"{', '.join(SUPPORTED_DTYPES)}")
-        dt = DataType(src.dtype.name)
+        dt = _parse_dtype(name)[0]
     shape = src.shape
     if dt.lanes > 1:
         if not shape or shape[-1] != dt.lanes:
