@@ -235,11 +235,11 @@ class CSourceModule(Module):
 
     def _compiled(self) -> Module:
         if self._dso is None:
-            from ..contrib import cc
+            from ..contrib import cc, utils
             from .loaders import DSOModule
 
-            with tempfile.TemporaryDirectory(prefix="ember_src_") as tmp:
-                (src,) = self._export_sources(tmp, 0)
+            with utils.tempdir() as tmp:  # kept with EMBER_KEEP_TEMPS=1
+                (src,) = self._export_sources(tmp.path, 0)
                 lib = cc.build_shared([src], self.compile_options)
             self._dso = DSOModule(str(lib), env=self)
         return self._dso

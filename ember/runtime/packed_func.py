@@ -24,6 +24,7 @@ from .object import Object
 # Argument and return types a Python-backed PackedFunc passes through unchanged.
 _PASS: set[type] = {int, float, bool, str, bytes, type(None), NDArray, DataType, Device}
 _FAST_CAP = 8  # arguments that fit the per-function preallocated buffer
+_HANDLE_CODES = (_bridge.OBJECT, _bridge.MODULE, _bridge.FUNC, _bridge.OBJECT_RV)
 
 
 class PackedFunc:
@@ -131,7 +132,10 @@ class CPackedFunc(PackedFunc):
             for a in args:  # a function returning one of its arguments gets that NDArray back
                 if isinstance(a, NDArray) and a._dl_addr == v:
                     return a
-        return unpack(code, v)
+        value = unpack(code, v)
+        if code in _HANDLE_CODES:
+            _bridge.free_handle(v)  # a returned handle is owned by the receiver: us
+        return value
 
     def time_loop(self, args: tuple[Any, ...]) -> Callable[[int], float] | None:
         """``run(number) -> seconds`` calling this function ``number`` times from C."""

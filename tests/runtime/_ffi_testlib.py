@@ -173,6 +173,49 @@ TVM_DLL int parallel_sum(TVMValue* args, int* codes, int n, TVMValue* ret, int* 
   return 0;
 }
 
+/* host_api(path): load a module, call functions and allocate a tensor through
+   c_runtime_api.h; returns "<hello>|<echo(5)>|<data 64-byte aligned>" */
+TVM_DLL int host_api(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code,
+                     void* h) {
+  static __thread char buf[256];
+  TVMModuleHandle mod;
+  TVMFunctionHandle hello_f, echo_f;
+  TVMValue r1, r2, five;
+  int c1, c2, int_code = kTVMArgInt, aligned;
+  TVMArrayHandle t;
+  int64_t shape[2] = {3, 4};
+  if (TVMModLoadFromFile(args[0].v_str, "", &mod) != 0) return -1;
+  if (TVMModGetFunction(mod, "hello", 0, &hello_f) != 0) return -1;
+  if (TVMFuncCall(hello_f, NULL, NULL, 0, &r1, &c1) != 0) return -1;
+  TVMFuncFree(hello_f);
+  TVMModFree(mod);
+  if (TVMFuncGetGlobal("testing.echo", &echo_f) != 0) return -1;
+  five.v_int64 = 5;
+  if (TVMFuncCall(echo_f, &five, &int_code, 1, &r2, &c2) != 0) return -1;
+  TVMFuncFree(echo_f);
+  if (TVMArrayAlloc(shape, 2, kDLFloat, 32, 1, kDLCPU, 0, &t) != 0) return -1;
+  ((float*)t->data)[11] = 1.0f;
+  aligned = ((uintptr_t)t->data % 64) == 0 && t->shape[1] == 4;
+  TVMArrayFree(t);
+  snprintf(buf, sizeof buf, "%s|%lld|%d", r1.v_str, (long long)r2.v_int64, aligned);
+  ret->v_str = buf;
+  *ret_code = kTVMStr;
+  return 0;
+}
+
+/* mod_call(mod, name, *rest): mod's function name (imports searched) called with rest */
+TVM_DLL int mod_call(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code,
+                     void* h) {
+  TVMFunctionHandle f;
+  int rc;
+  if (n < 2 || codes[0] != kTVMModuleHandle || codes[1] != kTVMStr)
+    return fail("mod_call: expected (module, name, ...)");
+  if (TVMModGetFunction(args[0].v_handle, args[1].v_str, 1, &f) != 0) return -1;
+  rc = TVMFuncCall(f, args + 2, codes + 2, n - 2, ret, ret_code);
+  TVMFuncFree(f);
+  return rc;
+}
+
 const int some_data = 42;
 const char __tvm_main__[] = "add_f32";
 """

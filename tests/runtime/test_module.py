@@ -9,13 +9,16 @@ import textwrap
 
 import numpy as np
 import pytest
-from _ffi_testlib import C_SOURCE, KVModule, requires_cc
 
 import ember
 from ember.runtime import load_module
 from ember.runtime.errors import ArtifactError
 from ember.runtime.loaders import BLOB_MAGIC, DSOModule
 from ember.runtime.module import CSourceModule, Module, PyModule
+
+# the shared helper sits beside this file (also under --import-mode=importlib)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _ffi_testlib import C_SOURCE, KVModule, requires_cc  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -166,7 +169,8 @@ def test_load_foreign_library():
 @requires_cc
 @pytest.mark.parametrize("keep", [100, 0.9])
 def test_load_truncated_library(exported, tmp_path, keep):
-    data = open(exported, "rb").read()
+    with open(exported, "rb") as f:
+        data = f.read()
     n = keep if isinstance(keep, int) else int(len(data) * keep)
     path = tmp_path / "truncated.so"
     path.write_bytes(data[:n])
@@ -179,7 +183,8 @@ def test_load_truncated_library(exported, tmp_path, keep):
                                                     (8, b"\x07", "blob version 7"),
                                                     (16, b"\xff", "disagrees")])
 def test_load_corrupt_blob(exported, tmp_path, offset, value, message):
-    data = bytearray(open(exported, "rb").read())
+    with open(exported, "rb") as f:
+        data = bytearray(f.read())
     at = data.index(BLOB_MAGIC) + offset
     data[at:at + len(value)] = value
     path = tmp_path / "corrupt.so"
