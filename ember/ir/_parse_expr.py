@@ -23,6 +23,7 @@ class ExprParser(TypeParser):
         super().__init__(src, tokens)
         self.meta = meta
         self.globals: dict[str, GlobalVar] = {}
+        self.open_globals = False  # whether an unknown @name makes a new GlobalVar
 
     # -- functions and blocks -----------------------------------------------------------------
     def function_rest(self, start: Token) -> Function:
@@ -143,6 +144,8 @@ class ExprParser(TypeParser):
 
     def global_ref(self, tok: Token) -> GlobalVar:
         gv = self.globals.get(str(tok.value))
+        if gv is None and self.open_globals:  # parse_expr: globals of a module to come
+            gv = self.globals[str(tok.value)] = GlobalVar(str(tok.value), span=self.src.span(tok))
         if gv is None:
             hint = did_you_mean(tok.text, ["@" + n for n in self.globals])
             raise self.fail(f"undefined global {tok.text}{hint}", tok, got=False)

@@ -147,7 +147,7 @@ def _split_metadata(text: str, src_name: str) -> tuple[str, dict[str, list[Any]]
     try:
         table = json.loads(text[m.end():])
     except json.JSONDecodeError as err:
-        raise src.error(f"bad metadata section: {err.msg}", first_line + err.lineno,
+        raise src.error(f"bad metadata section: {err.msg}", first_line + err.lineno - 1,
                         err.colno) from None
     if not isinstance(table, dict) or not all(isinstance(v, list) for v in table.values()):
         raise src.error("bad metadata section: expected an object of lists", first_line, 1)
@@ -192,7 +192,12 @@ def parse(text: str, source_name: str = "<string>", init_module: IRModule | None
 
 def parse_expr(text: str, source_name: str = "<string>", init_module: IRModule | None = None,
                init_meta_table: Mapping[str, Any] | None = None) -> RelayExpr:
-    """Parse one expression (optionally after the version header and ``free_var`` lines)."""
+    """Parse one expression (optionally after the version header and ``free_var`` lines).
+
+    A ``@name`` that ``init_module`` does not define becomes a new GlobalVar (one per name), so
+    expressions for a module still to be built can refer to its functions.
+    """
     p = _parser(text, source_name, init_module, init_meta_table)
+    p.open_globals = True
     p.header()
     return p.top_expr()

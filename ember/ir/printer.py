@@ -75,10 +75,9 @@ def _lca(a: _Scope, b: _Scope) -> _Scope:
     return a
 
 
-def _is_atomic(e: RelayExpr) -> bool:
-    # A nullary constructor call prints as the bare name (``Nil``) and reads back as that call.
-    return isinstance(e, _ATOMIC) or (isinstance(e, Call) and isinstance(e.op, Constructor)
-                                      and not e.args)
+def _is_nullary_ctor_call(e: RelayExpr) -> bool:
+    # Prints as the bare name (``Nil``), which reads back as this call.
+    return isinstance(e, Call) and isinstance(e.op, Constructor) and not e.args
 
 
 class _Frame:
@@ -187,11 +186,18 @@ class TextPrinter(TypePrinter):
         e = body
         while isinstance(e, Let) and (unroll_root and e is body or self.uses.get(id(e), 0) <= 1):
             name = self.binder(e.var)  # named before the value: a let may be recursive
-            value = self.inline(e.value)
+            value = self.inline(e.value, force=self._recursive(e))
             self.emit(f"let {name} = {value};", e, self.frames[-1])
             e = e.body
         final = self.inline(e)
         return self.frames.pop().lines + [final]
+
+    def _recursive(self, let: Let) -> bool:
+        # A shared function that calls itself through the let variable must be printed in
+        # place: bound to a temporary first, it would use the variable before its binding.
+        value = let.value
+        return (isinstance(value, Function) and self.uses.get(id(value), 0) > 1
+                and any(v is let.var for v in free_vars(value)))
 
     def emit(self, statement: str, node: RelayExpr, frame: _Frame) -> None:
         frame.lines.append(statement)
@@ -204,9 +210,9 @@ class TextPrinter(TypePrinter):
                 return frame.memo[id(e)]
         return None
 
-    def inline(self, e: RelayExpr) -> str:
+    def inline(self, e: RelayExpr, force: bool = False) -> str:
         """``e`` printed in place (its sub-expressions bound first), or its temporary."""
-        if _is_atomic(e) or self.uses.get(id(e), 0) > 1 or self.lookup(e):
+        if self.atomic(e) or self.lookup(e) or (self.uses.get(id(e), 0) > 1 and not force):
             return self.operand(e)
         self.prepare(e)
         doc = self.doc(e)
@@ -219,7 +225,7 @@ class TextPrinter(TypePrinter):
         stack = [(c, False) for c in reversed(_dataflow_children(root))]  # left to right
         while stack:
             node, ready = stack.pop()
-            if _is_atomic(node) or self.lookup(node) is not None:
+            if self.atomic(node) or self.lookup(node) is not None:
                 continue
             if ready:
                 self.bind_temp(node)
@@ -240,7 +246,7 @@ class TextPrinter(TypePrinter):
 
     def operand(self, e: RelayExpr) -> str:
         """How ``e`` is referred to from another expression."""
-        if _is_atomic(e):
+        if self.atomic(e):
             return self.atom(e)
         name = self.lookup(e)
         if name is None:
@@ -249,6 +255,13 @@ class TextPrinter(TypePrinter):
         return name
 
     # -- expressions --------------------------------------------------------------------------
+    def atomic(self, e: RelayExpr) -> bool:
+        """Printed in place wherever it is used (a shared ``Nil`` gets a temporary, so that
+        the parsed program shares it too)."""
+        if isinstance(e, _ATOMIC):
+            return True
+        return _is_nullary_ctor_call(e) and self.uses.get(id(e), 0) <= 1
+
     def atom(self, e: RelayExpr) -> str:
         if isinstance(e, Var):
             return "%" + self.vars.get(e, e.name_hint)
@@ -259,7 +272,7 @@ class TextPrinter(TypePrinter):
         if isinstance(e, Constructor):
             return e.name_hint
         if isinstance(e, Call):
-            return self.atom(e.op)  # a nullary constructor call: ``Nil``
+            return self._doc_Call(e)  # an unshared nullary constructor call: ``Nil``
         return self.constant(e)  # type: ignore[arg-type]
 
     def constant(self, c: Constant) -> str:
@@ -290,6 +303,8 @@ class TextPrinter(TypePrinter):
         return f"/* unprintable {type(e).__name__} */ ()"
 
     def _doc_Call(self, e: Call) -> str:
+        if _is_nullary_ctor_call(e):
+            return self.atom(e.op)
         args = [self.operand(a) for a in e.args]
         if isinstance(e.op, Op):
             args += attrs_items_text(e.attrs)
@@ -345,7 +360,7 @@ class TextPrinter(TypePrinter):
 
     def statement_of(self, e: RelayExpr) -> str | None:
         """The statement or inline text printed for ``e`` (None if it was not printed)."""
-        if _is_atomic(e):
+        if self.atomic(e):
             return self.atom(e)
         return self.statements.get(id(e))
 
