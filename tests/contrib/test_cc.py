@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -132,3 +133,11 @@ def test_tempdir_custom_path_is_not_removed(tmp_path):
     tmp = utils.tempdir(str(tmp_path / "mine"))
     tmp.remove()
     assert os.path.isdir(tmp_path / "mine")
+
+
+def test_contrib_submodules_load_on_attribute_access():
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = "import ember; print(ember.contrib.cc.__name__, ember.contrib.utils.__name__)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": repo}, check=False)
+    assert proc.stdout.split() == ["ember.contrib.cc", "ember.contrib.utils"], proc.stderr
