@@ -87,6 +87,21 @@ def get_cc() -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=None)
+def _host_cpu() -> str:
+    """The CPU model and features: -march=native output must not be reused on another CPU
+    sharing the cache (it could die with SIGILL)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+        return " ".join(line for line in info.splitlines()[:40]
+                        if line.startswith(("model name", "flags", "Features", "CPU part")))
+    except OSError:
+        import platform
+
+        return f"{platform.machine()} {platform.processor()}"
+
+
 def _identity(argv: Sequence[str]) -> str:
     st = os.stat(argv[0])
     return f"{os.path.realpath(argv[0])}:{st.st_size}:{st.st_mtime_ns}:{' '.join(argv[1:])}"
@@ -169,7 +184,8 @@ def build_shared(sources: "str | os.PathLike | Sequence[str | os.PathLike]",
     opts = _normalize_options(options)
     flags = default_flags(shlex.join(argv), all(f.suffix in _C_SUFFIXES for f in files))
     libs = ["-lm"] if sys.platform == "darwin" else ["-lm", "-ldl"]
-    key = content_hash(_ABI_TAG, _identity(argv), *flags, "--", *opts,
+    cpu = _host_cpu() if "-march=native" in flags else ""
+    key = content_hash(_ABI_TAG, _identity(argv), cpu, *flags, "--", *opts,
                        *_hash_inputs(files, opts))
     out = cache_dir("lib") / f"{key}.so"
     if out.exists():
