@@ -18,7 +18,6 @@ checks after each pass that the module is well formed and names the pass that br
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 import os
@@ -79,7 +78,8 @@ class PassContext:
         local = PassContext._local
         if not hasattr(local, "stack"):
             local.stack = [PassContext()]
-        return local.stack
+        stack: list[PassContext] = local.stack
+        return stack
 
     @staticmethod
     def current() -> PassContext:
@@ -285,9 +285,7 @@ class Sequential(ModulePass):
         for i, p in enumerate(self.passes):
             if not isinstance(p, Pass):
                 raise TypeError(f"Sequential {name!r}: passes[{i}] is {p!r}, not a Pass")
-        self.opt_level = opt_level  # type: ignore[misc]
-        self.name = name  # type: ignore[misc]
-        self.required = tuple(required or ())  # type: ignore[misc]
+        _set_info(self, PassInfo(opt_level, name, tuple(required or ())))
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         for p in self.passes:
@@ -331,10 +329,18 @@ def get_pass(name: str, needed_by: str | None = None) -> Pass:
 
 
 # -- decorators (TVM's Python API) --------------------------------------------------------------
+def _set_info(p: Pass, info: PassInfo) -> None:
+    # Decorated passes are instances of one class each carrying its own name and opt_level:
+    # the class-level defaults of Pass are shadowed per instance.
+    for key, value in (("name", info.name), ("opt_level", info.opt_level),
+                       ("required", info.required)):
+        setattr(p, key, value)
+
+
 class _FuncModulePass(ModulePass):
     def __init__(self, fn: Callable[..., IRModule], info: PassInfo) -> None:
         self._fn = fn
-        self.name, self.opt_level, self.required = info.name, info.opt_level, info.required
+        _set_info(self, info)
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return self._fn(mod, ctx)
@@ -343,7 +349,7 @@ class _FuncModulePass(ModulePass):
 class _FuncFunctionPass(FunctionPass):
     def __init__(self, fn: Callable[..., Function], info: PassInfo) -> None:
         self._fn = fn
-        self.name, self.opt_level, self.required = info.name, info.opt_level, info.required
+        _set_info(self, info)
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
         return self._fn(func, mod, ctx)
@@ -354,10 +360,10 @@ def _wrap_class(cls: type, base: type, info: PassInfo, method: str) -> type:
     if not callable(getattr(cls, method, None)):
         raise TypeError(f"{base.__name__} decorator: class {cls.__name__} must define {method}")
 
-    class Wrapped(base):  # type: ignore[valid-type, misc]
+    class Wrapped(base):  # type: ignore[misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             self._inst = cls(*args, **kwargs)
-            self.name, self.opt_level, self.required = info.name, info.opt_level, info.required
+            _set_info(self, info)
 
         def __getattr__(self, attr: str) -> Any:
             if attr == "_inst":
@@ -365,7 +371,6 @@ def _wrap_class(cls: type, base: type, info: PassInfo, method: str) -> type:
             return getattr(self._inst, attr)
 
     setattr(Wrapped, method, lambda self, *a: getattr(self._inst, method)(*a))
-    functools.update_wrapper(Wrapped.__init__, cls.__init__)
     Wrapped.__name__, Wrapped.__qualname__ = cls.__name__, cls.__qualname__
     Wrapped.__doc__, Wrapped.__module__ = cls.__doc__, cls.__module__
     return Wrapped
@@ -406,7 +411,7 @@ def function_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = 
 class PrintIR(ModulePass):
     """Print the module to stderr and pass it on unchanged."""
 
-    name = "PrintIR"  # type: ignore[misc]
+    name: ClassVar[str] = "PrintIR"
 
     def __init__(self, header: str = "", show_meta_data: bool = False) -> None:
         self.header, self.show_meta_data = header, show_meta_data

@@ -239,7 +239,7 @@ class ExprChecker:
         return ""
 
     def _op_call(self, e: Call) -> Type:
-        od = e.op.op_def  # type: ignore[union-attr]
+        od = e.op.op_def  # type: ignore[attr-defined]
         if od.type_rel is None:
             raise self.fail(e, f"{od.name}: the operator has no type relation")
         if od.num_inputs is not None and len(e.args) != od.num_inputs:

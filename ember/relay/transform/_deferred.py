@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...ir.expr import Call, TupleGetItem, Var
+from ...ir.op import Op, OpDef
 from ...ir.types import IncompleteType, TupleType, Type
 from ...runtime.errors import TypeInferenceError
 from ._unify import show_type
@@ -64,11 +65,12 @@ class Relation(Deferred):
     __slots__ = ()
 
     def label(self) -> str:
-        return self.node.op.name
+        return _op_def(self.node).name
 
     def apply(self, ck: ExprChecker, args: list[Type]) -> Type:
         call: Call = self.node
-        od = call.op.op_def  # type: ignore[union-attr]
+        od = _op_def(call)
+        assert od.type_rel is not None, "calls of ops without a relation are rejected earlier"
         try:
             ty = od.type_rel(args, call.attrs)
         except Exception as err:  # every failure of a relation is reported at the call
@@ -85,7 +87,7 @@ class Relation(Deferred):
 
     def unresolved(self, ck: ExprChecker) -> TypeInferenceError:
         call: Call = self.node
-        od = call.op.op_def  # type: ignore[union-attr]
+        od = _op_def(call)
         for i, (arg, ty) in enumerate(zip(call.args, self.inputs)):
             if not _known(ck.uf.resolve(ty)):
                 name = od.arg_names[i] if i < len(od.arg_names) else None
@@ -127,6 +129,12 @@ class Projection(Deferred):
         return ck.fail(self.node, f"projection .{self.node.index}: cannot infer the type of the "
                                   f"tuple{f' {what}' if what else ''}; add a type annotation",
                        self.owner)
+
+
+def _op_def(call: Call) -> OpDef:
+    op = call.op
+    assert isinstance(op, Op), "a Relation is only made for calls of operators"
+    return op.op_def
 
 
 def _expr_name(e: Any) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...ir.types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
+from ...ir.types import (Any, Dim, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
                          TensorType, TupleType, Type, TypeCall, TypeVar)
 
 
@@ -174,7 +174,7 @@ class Unifier:
         return any(self.root(u) is r for u in unknowns)  # type: ignore[arg-type]
 
 
-def _unify_dim(i: int, x: object, y: object) -> object:
+def _unify_dim(i: int, x: Dim, y: Dim) -> Dim:
     if isinstance(x, Any):
         return y
     if isinstance(y, Any) or x is y or x == y:
@@ -223,7 +223,7 @@ def _unify_func(u: Unifier, a: FuncType, b: FuncType) -> Type:
         ret = u.unify(a.ret_type, b.ret_type)
     except UnifyError as err:
         raise UnifyError(f"result: {err.detail}") from None
-    return FuncType(args, ret, a.type_params)
+    return FuncType(tuple(args), ret, a.type_params)
 
 
 def _renamed(f: FuncType, params: tuple[TypeVar, ...]) -> tuple[tuple[Type, ...], Type]:

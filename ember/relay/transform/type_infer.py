@@ -177,8 +177,8 @@ class InferType(ModulePass):
     Raises TypeInferenceError for an ill-typed program.
     """
 
-    name: ClassVar[str] = "InferType"  # type: ignore[misc]
-    opt_level: ClassVar[int] = 0  # type: ignore[misc]
+    name: ClassVar[str] = "InferType"
+    opt_level: ClassVar[int] = 0
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         ck = ModuleChecker(mod)
