@@ -237,7 +237,9 @@ def pack_arg(buf: ArgBuffer, i: int, v: Any, fname: str) -> None:
                         "Object, or a list/tuple/dict of those)")
     try:
         packer(buf, i, v)
-    except (OverflowError, UnicodeEncodeError, TypeError) as err:
+    except UnicodeEncodeError as err:  # e.g. a lone surrogate; its class needs 5 arguments
+        raise ValueError(f"{fname}: argument {i} (str) is not valid UTF-8: {err}") from None
+    except (OverflowError, TypeError) as err:
         raise type(err)(f"{fname}: argument {i} ({t.__qualname__}): {err}") from None
 
 

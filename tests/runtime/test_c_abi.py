@@ -108,9 +108,11 @@ def test_python_echo_called_from_c_round_trips(lib, value):
     assert lib["call_cb"](lambda x: x, value) == value
 
 
-def test_int_out_of_range_is_rejected(lib):
+def test_unrepresentable_values_are_rejected(lib):
     with pytest.raises(OverflowError, match="echo: argument 0"):
         lib["echo"](2**63)
+    with pytest.raises(ValueError, match=r"echo: argument 0 \(str\) is not valid UTF-8"):
+        lib["echo"]("\ud800")
 
 
 def test_c_calls_registered_python_function(lib):
