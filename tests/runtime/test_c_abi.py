@@ -222,6 +222,16 @@ def test_parallel_launch_computes_sum(lib):
     assert lib["parallel_sum"](vec(x)) == pytest.approx(float(x.astype("float64").sum()), 1e-5)
 
 
+def test_parallel_launch_serial_fallback_without_openmp():
+    serial = CSourceModule(C_SOURCE, compile_options=["-fno-openmp"])
+    try:
+        func = serial["parallel_sum"]
+    except ember.error.CompileError:
+        pytest.skip("the compiler does not accept -fno-openmp")
+    x = np.random.rand(1001).astype("float32")
+    assert func(vec(x)) == pytest.approx(float(x.sum(dtype="float64")), 1e-5)
+
+
 def test_concurrent_calls_from_threads(lib):
     errors = []
     x = np.arange(64, dtype="float32")
