@@ -62,7 +62,7 @@ def convert(value: Any) -> PrimExpr:
 
 
 def _promote(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
-    a_py, b_py = not isinstance(a, (PrimExpr, EqualOp)), not isinstance(b, (PrimExpr, EqualOp))
+    a_py, b_py = _is_python(a), _is_python(b)
     if a_py and not b_py:
         b = convert(b)
         return _python_const(a, b.dtype), b
@@ -74,6 +74,10 @@ def _promote(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
         return a, b
     target = _wider(a.dtype, b.dtype)
     return cast(a, target), cast(b, target)
+
+
+def _is_python(v: Any) -> bool:
+    return not isinstance(v, (PrimExpr, EqualOp)) and not hasattr(v, "asobject")
 
 
 def _python_const(v: Any, other: str) -> PrimExpr:
