@@ -6,6 +6,7 @@ rules only state what is particular to it.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, Callable, Sequence
 
@@ -33,15 +34,19 @@ def resolve_attrs(name: str, attrs_type: type[Attrs] | None, attrs: Any) -> Any:
     """The attrs record to use: defaults when absent, built from a mapping when given one."""
     if attrs_type is None or isinstance(attrs, attrs_type):
         return attrs
+    if attrs is not None and not isinstance(attrs, Mapping):
+        raise OpAttributeInvalid(f"{name}: expected attrs of type {attrs_type.__name__}, "
+                                 f"got {type(attrs).__name__}")
+    if isinstance(attrs, Mapping):
+        fields = [f.name for f in dataclasses.fields(attrs_type)]  # type: ignore[arg-type]
+        unknown = sorted(set(attrs) - set(fields))
+        if unknown:
+            raise OpAttributeInvalid(f"{name}: unknown attribute(s) {', '.join(unknown)}; "
+                                     f"{attrs_type.__name__} has {', '.join(fields)}")
     try:
-        if attrs is None:
-            return attrs_type()
-        if isinstance(attrs, Mapping):
-            return attrs_type(**dict(attrs))
+        return attrs_type() if attrs is None else attrs_type(**dict(attrs))
     except TypeError as err:
         raise OpAttributeRequired(f"{name}: {err}") from None
-    raise OpAttributeInvalid(f"{name}: expected attrs of type {attrs_type.__name__}, "
-                             f"got {type(attrs).__name__}")
 
 
 def _check_args(name: str, arg_types: Sequence[Any], arg_names: Sequence[str],

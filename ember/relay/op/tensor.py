@@ -130,7 +130,8 @@ def _predicate_rel(name: str) -> Callable[..., TensorType]:
 
 
 for _name, _fn in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)):
-    defop(_name, _predicate_rel(_name), lambda x, attrs, f=_fn: f(x), ELEMWISE)
+    defop(_name, _predicate_rel(_name), lambda x, attrs, f=_fn: f(x), ELEMWISE,
+          doc=f"Elementwise {_name} test (bool result).")
 
 
 # ---------------------------------------------------------------- binary broadcasting ops
