@@ -59,7 +59,7 @@ _LAZY_ATTRS = {
     "create_executor": ("ember.relay.build_module", "create_executor"),
     "build": ("ember.relay.build_module", "build"),
     "optimize": ("ember.relay.build_module", "optimize"),
-    "build_config": ("ember.relay.build_module", "build_config"),
+    "build_config": ("ember.relay.transform", "build_config"),
     "save_param_dict": ("ember.runtime.params", "save_param_dict"),
     "load_param_dict": ("ember.runtime.params", "load_param_dict"),
     "Prelude": ("ember.relay.prelude", "Prelude"),
