@@ -317,7 +317,10 @@ def raise_error(take_error: Callable[[], bytes | None], fname: str) -> None:
     # The message check tells a callback failure that C passed on (backend.c's TVMFuncCall
     # copies it verbatim) from a stale one that C handled and then failed for its own reason.
     if pending is not None and msg == pending[1]:
-        raise pending[0]
+        exc = pending[0]
+        if hasattr(exc, "add_note"):  # Python 3.11+: the path it took, one line per C frame
+            exc.add_note(f"(passed up through compiled function {fname})")
+        raise exc
     text = msg.decode("utf-8", "replace")
     raise TVMError(text or f"{fname}: returned an error code without setting an error message "
                    "(call TVMPackedFuncSetLastError before returning nonzero)")
