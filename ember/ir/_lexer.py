@@ -25,6 +25,8 @@ _TOKEN_RE = re.compile(rf"""
   | (?P<punct>->|=>|[()\[\]{{}},:;=.?#\-])
 """, re.VERBOSE)
 _DIGITS_RE = re.compile(r"[0-9]+")
+_KINDS = {"local": LOCAL, "global": GLOBAL, "ident": IDENT, "number": NUMBER, "string": STRING,
+          "punct": PUNCT}
 _NUMBER_PARTS_RE = re.compile(r"(-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)(.*)", re.S)
 
 
@@ -90,9 +92,8 @@ def tokenize(src: Source) -> list[Token]:
                 # '%t.0.1' is two projections, never the float 0.1
                 tokens.append(_make(src, "number", d.group(), line, col + 1))
                 end = d.end()
-        newlines = text.count("\n", pos, end)
-        if newlines:
-            line += newlines
+        if m.lastgroup in ("space", "block_comment") and (n := text.count("\n", pos, end)):
+            line += n  # only whitespace and block comments span lines
             line_start = text.rindex("\n", pos, end) + 1
         pos = end
     col = pos - line_start + 1
@@ -127,6 +128,4 @@ def _make(src: Source, kind: str, text: str, line: int, col: int) -> Token:
         value = (m.group(1), m.group(2)) if m else (text, "")
     elif kind in ("local", "global"):
         value = text[1:]
-    tok_kind = {"local": LOCAL, "global": GLOBAL, "ident": IDENT, "number": NUMBER,
-                "string": STRING, "punct": PUNCT}[kind]
-    return Token(tok_kind, text, line, col, line, col + len(text), value)
+    return Token(_KINDS[kind], text, line, col, line, col + len(text), value)

@@ -40,7 +40,8 @@ class TypeParser:
 
     # -- token cursor -------------------------------------------------------------------------
     def peek(self, k: int = 0) -> Token:
-        return self.toks[min(self.pos + k, len(self.toks) - 1)]
+        i = self.pos + k
+        return self.toks[i] if i < len(self.toks) else self.toks[-1]
 
     def next(self) -> Token:
         tok = self.toks[self.pos]
@@ -50,7 +51,8 @@ class TypeParser:
         return tok
 
     def at(self, text: str) -> bool:
-        return self.peek().is_(PUNCT, text)
+        tok = self.toks[self.pos]  # pos never passes the final EOF token
+        return tok.text == text and tok.kind == PUNCT
 
     def at_word(self, word: str) -> bool:
         return self.peek().is_(IDENT, word)

@@ -3,9 +3,9 @@
 Dataflow prints in TVM's graph style: every non-atomic expression is bound to a numbered
 temporary (``%0 = add(%a, %b);``) except the last expression of a block, which is printed
 inline unless it is shared. Variables, globals, operators, constructors and constants are
-always printed inline. A temporary lives in the block that binds it, so an expression shared
-by two sibling blocks is printed in each. Walks over dataflow are iterative, so deep graphs
-and long ``let`` chains do not hit Python's recursion limit.
+always printed inline. A shared expression is bound once, in the innermost block enclosing
+all its uses (``_print_blocks.py``). Walks over dataflow are iterative, so deep graphs and
+long ``let`` chains do not hit Python's recursion limit.
 """
 from __future__ import annotations
 
@@ -22,29 +22,13 @@ from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefR
 from .module import IRModule
 from .op import Op
 from .types import Type
-from .visitor import children, free_vars, post_order
+from .visitor import free_vars
+from ._print_blocks import Block, BlockPlan, dataflow_children, is_nullary_ctor_call
 from ._print_types import TypePrinter, attrs_items_text, attrs_text, tuple_text
 from ._text_common import NameTable, encode_metadata, sanitize_name, scalar_literal
 
 VERSION = "0.0.5"
 _ATOMIC = (Var, GlobalVar, Op, Constructor, Constant)
-
-
-def _dataflow_children(e: RelayExpr) -> tuple[RelayExpr, ...]:
-    """Children printed in the same block as ``e`` (not function bodies, branches, clauses)."""
-    if isinstance(e, Call):
-        return (e.op, *e.args)
-    if isinstance(e, Tuple):
-        return e.fields
-    if isinstance(e, (If,)):
-        return (e.cond,)
-    if isinstance(e, Match):
-        return (e.data,)
-    if isinstance(e, TupleGetItem):
-        return (e.tuple_value,)
-    if isinstance(e, (RefCreate, RefRead, RefWrite)):
-        return children(e)
-    return ()
 
 
 def _indent(lines: list[str]) -> str:
@@ -55,35 +39,10 @@ def _block(lines: list[str]) -> str:
     return "{\n" + _indent(lines) + "\n}"
 
 
-class _Scope:
-    """A block in the printed text; ``parent`` is the enclosing block."""
-
-    __slots__ = ("parent", "depth")
-
-    def __init__(self, parent: "_Scope | None") -> None:
-        self.parent = parent
-        self.depth = 0 if parent is None else parent.depth + 1
-
-
-def _lca(a: _Scope, b: _Scope) -> _Scope:
-    while a.depth > b.depth:
-        a = a.parent  # type: ignore[assignment]
-    while b.depth > a.depth:
-        b = b.parent  # type: ignore[assignment]
-    while a is not b:
-        a, b = a.parent, b.parent  # type: ignore[assignment]
-    return a
-
-
-def _is_nullary_ctor_call(e: RelayExpr) -> bool:
-    # Prints as the bare name (``Nil``), which reads back as this call.
-    return isinstance(e, Call) and isinstance(e.op, Constructor) and not e.args
-
-
 class _Frame:
     __slots__ = ("scope", "memo", "lines")
 
-    def __init__(self, scope: _Scope) -> None:
+    def __init__(self, scope: Block) -> None:
         self.scope = scope
         self.memo: dict[int, str] = {}
         self.lines: list[str] = []
@@ -100,9 +59,7 @@ class TextPrinter(TypePrinter):
         self.meta_index: dict[int, int] = {}
         self.vars = NameTable()
         self.frames: list[_Frame] = []  # the open blocks, innermost last
-        self.uses: dict[int, int] = {}
-        self.home: dict[int, _Scope] = {}  # node id -> the block its temporary goes in
-        self.blocks: dict[tuple[int, int], _Scope] = {}  # (owner id, slot) -> block
+        self.plan = BlockPlan(Tuple(()))  # replaced by analyze() for each printed root
         self.temps = 0
         self.statements: dict[int, str] = {}  # node id -> its one statement (short_text)
         self._keep: list[Any] = []
@@ -129,62 +86,22 @@ class TextPrinter(TypePrinter):
         decls = [f"free_var {self.binder(v)};" for v in free_vars(expr)]
         return "\n".join(decls + self.scope(expr, top))
 
-    # -- where each temporary goes ------------------------------------------------------------
-    def analyze(self, root: RelayExpr) -> _Scope:
-        """Count uses and give every node the innermost block enclosing all of its uses."""
-        self.uses, self.home, self.blocks = {}, {}, {}
-        order = list(post_order(root))
-        for node in order:
-            for child in children(node):
-                self.uses[id(child)] = self.uses.get(id(child), 0) + 1
-        top = _Scope(None)
-        self.home[id(root)] = top
-        chain = {id(root)}  # lets printed as statements of their block
-        for node in reversed(order):  # parents before children
-            where = self.home.get(id(node), top)
-            for child, scope, in_chain in self._placed_children(node, where, id(node) in chain):
-                if in_chain and isinstance(child, Let) and self.uses.get(id(child), 0) <= 1:
-                    chain.add(id(child))
-                old = self.home.get(id(child))
-                self.home[id(child)] = scope if old is None else _lca(old, scope)
-        return top
+    def analyze(self, root: RelayExpr) -> Block:
+        self.plan = BlockPlan(root)
+        return self.plan.top
 
-    def _placed_children(self, e: RelayExpr, where: _Scope, in_chain: bool) -> list[Any]:
-        """(child, block it is used in, whether it starts/continues a statement chain)."""
-        if isinstance(e, Function):
-            return [(e.body, self._new_block(e, 0, where), True)]
-        if isinstance(e, If):
-            return [(e.cond, where, False), (e.true_branch, self._new_block(e, 0, where), True),
-                    (e.false_branch, self._new_block(e, 1, where), True)]
-        if isinstance(e, Match):
-            return [(e.data, where, False)] + [(c.rhs, self._new_block(e, i, where), True)
-                                               for i, c in enumerate(e.clauses)]
-        if isinstance(e, Let):
-            inner = where if in_chain else self._new_block(e, 0, where)
-            return [(e.value, inner, False), (e.body, inner, True)]
-        return [(c, where, False) for c in _dataflow_children(e)]
-
-    def _new_block(self, owner: RelayExpr, slot: int, parent: _Scope) -> _Scope:
-        scope = self.blocks[(id(owner), slot)] = _Scope(parent)
-        return scope
-
-    def block_of(self, owner: RelayExpr, slot: int) -> _Scope:
-        """The block analyzed for this owner; a fresh child block for unanalyzed nodes."""
-        scope = self.blocks.get((id(owner), slot))
-        if scope is None:
-            scope = self.blocks[(id(owner), slot)] = _Scope(self.frames[-1].scope if
-                                                            self.frames else None)
-        return scope
+    def block_of(self, owner: RelayExpr, slot: int) -> Block:
+        return self.plan.block(owner, slot, self.frames[-1].scope if self.frames else None)
 
     # -- blocks -------------------------------------------------------------------------------
-    def scope(self, body: RelayExpr, block: _Scope, unroll_root: bool = False) -> list[str]:
+    def scope(self, body: RelayExpr, block: Block, unroll_root: bool = False) -> list[str]:
         """The statements of a block ending in ``body``; let chains are walked in a loop.
 
         A shared let is printed as a block of its own (``unroll_root``) and bound once.
         """
         self.frames.append(_Frame(block))
         e = body
-        while isinstance(e, Let) and (unroll_root and e is body or self.uses.get(id(e), 0) <= 1):
+        while isinstance(e, Let) and (unroll_root and e is body or self.plan.uses_of(e) <= 1):
             name = self.binder(e.var)  # named before the value: a let may be recursive
             value = self.inline(e.value, force=self._recursive(e))
             self.emit(f"let {name} = {value};", e, self.frames[-1])
@@ -196,7 +113,7 @@ class TextPrinter(TypePrinter):
         # A shared function that calls itself through the let variable must be printed in
         # place: bound to a temporary first, it would use the variable before its binding.
         value = let.value
-        return (isinstance(value, Function) and self.uses.get(id(value), 0) > 1
+        return (isinstance(value, Function) and self.plan.uses_of(value) > 1
                 and any(v is let.var for v in free_vars(value)))
 
     def emit(self, statement: str, node: RelayExpr, frame: _Frame) -> None:
@@ -212,7 +129,7 @@ class TextPrinter(TypePrinter):
 
     def inline(self, e: RelayExpr, force: bool = False) -> str:
         """``e`` printed in place (its sub-expressions bound first), or its temporary."""
-        if self.atomic(e) or self.lookup(e) or (self.uses.get(id(e), 0) > 1 and not force):
+        if self.atomic(e) or self.lookup(e) or (self.plan.uses_of(e) > 1 and not force):
             return self.operand(e)
         self.prepare(e)
         doc = self.doc(e)
@@ -222,7 +139,7 @@ class TextPrinter(TypePrinter):
 
     def prepare(self, root: RelayExpr) -> None:
         """Bind every non-atomic same-block sub-expression of ``root`` (children first)."""
-        stack = [(c, False) for c in reversed(_dataflow_children(root))]  # left to right
+        stack = [(c, False) for c in reversed(dataflow_children(root))]  # left to right
         while stack:
             node, ready = stack.pop()
             if self.atomic(node) or self.lookup(node) is not None:
@@ -231,11 +148,11 @@ class TextPrinter(TypePrinter):
                 self.bind_temp(node)
                 continue
             stack.append((node, True))
-            stack.extend((c, False) for c in reversed(_dataflow_children(node)))
+            stack.extend((c, False) for c in reversed(dataflow_children(node)))
 
     def bind_temp(self, e: RelayExpr) -> str:
         """``%N = e;`` in the innermost open block that encloses every use of ``e``."""
-        home = self.home.get(id(e))
+        home = self.plan.home.get(id(e))
         frame = next((f for f in reversed(self.frames) if f.scope is home), self.frames[-1])
         doc = self.doc(e)  # before numbering, so temporaries inside it come first
         name = f"%{self.temps}"
@@ -260,7 +177,7 @@ class TextPrinter(TypePrinter):
         the parsed program shares it too)."""
         if isinstance(e, _ATOMIC):
             return True
-        return _is_nullary_ctor_call(e) and self.uses.get(id(e), 0) <= 1
+        return is_nullary_ctor_call(e) and self.plan.uses_of(e) <= 1
 
     def atom(self, e: RelayExpr) -> str:
         if isinstance(e, Var):
@@ -303,7 +220,7 @@ class TextPrinter(TypePrinter):
         return f"/* unprintable {type(e).__name__} */ ()"
 
     def _doc_Call(self, e: Call) -> str:
-        if _is_nullary_ctor_call(e):
+        if is_nullary_ctor_call(e):
             return self.atom(e.op)
         args = [self.operand(a) for a in e.args]
         if isinstance(e.op, Op):
@@ -330,7 +247,7 @@ class TextPrinter(TypePrinter):
         clauses = [self.clause(c, self.block_of(e, i)) for i, c in enumerate(e.clauses)]
         return "\n".join([head, *("  " + c.replace("\n", "\n  ") for c in clauses), "}"])
 
-    def clause(self, c: Clause, block: _Scope) -> str:
+    def clause(self, c: Clause, block: Block) -> str:
         lhs = self.pattern(c.lhs, self.binder)
         lines = self.scope(c.rhs, block)
         return f"{lhs} => {lines[0] if len(lines) == 1 else _block(lines)},"
