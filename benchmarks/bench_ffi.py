@@ -85,7 +85,8 @@ def loop(f: Callable[..., Any], *args: Any) -> Callable[[int], float]:
     return run
 
 
-def c_loop(call_n: Callable[..., Any], f: Callable[..., Any], *extra: Any) -> Callable[[int], float]:
+def c_loop(call_n: Callable[..., Any], f: Callable[..., Any],
+           *extra: Any) -> Callable[[int], float]:
     def run(number: int) -> float:
         start = time.perf_counter()
         call_n(f, number, *extra)

@@ -118,12 +118,13 @@ class DSOModule(Module):
         self.path = path
         lib = _dlopen(path)
         try:
-            info = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "__ember_library_info")))
+            info_sym = ctypes.c_char.in_dll(lib, "__ember_library_info")
         except ValueError:
             _close(lib)
             raise ArtifactError(f"{path}: not an ember library (no __ember_library_info symbol); "
                                 "build libraries with export_library or "
                                 "ember.contrib.cc.create_shared") from None
+        info = ctypes.string_at(ctypes.addressof(info_sym))
         fields = dict(f.split("=", 1) for f in info.decode("ascii", "replace").split()[1:]
                       if "=" in f)
         if not info.startswith(b"EMBERLIB") or fields.get("abi") != str(ABI_VERSION):

@@ -183,8 +183,10 @@ def test_nested_callbacks_and_errors(lib):
             raise KeyError("deep")
         return lib["call_cb"](deep_fail, depth - 1)
 
-    with pytest.raises(KeyError, match="deep"):
+    with pytest.raises(KeyError, match="deep") as info:
         lib["call_cb"](deep_fail, 3)
+    if hasattr(info.value, "__notes__"):
+        assert info.value.__notes__ == ["(passed up through compiled function call_cb)"] * 4
 
 
 def test_c_that_handles_callback_error_does_not_leak_it(lib):

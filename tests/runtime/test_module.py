@@ -68,7 +68,8 @@ def test_exported_library_loads_with_imports_in_process(exported):
     assert mod["kv_lookup"]("b") == 22
     assert mod.get_function("keys", query_imports=True)() == ["a", "b"]
     out = ember.nd.empty((2,), "float32")
-    mod["add_f32"](ember.nd.array(np.ones(2, "float32")), ember.nd.array(np.ones(2, "float32")), out)
+    ones = ember.nd.array(np.ones(2, "float32"))
+    mod["add_f32"](ones, ones, out)
     np.testing.assert_array_equal(out.numpy(), [2, 2])
 
 
