@@ -32,6 +32,25 @@ def register_anchor(tag: str) -> Callable:
     return deco
 
 
+PARALLEL_WORK = 1 << 18  # multiply-adds: below this one thread is faster than waking others
+
+
+def work_of(op: Any) -> int:
+    """Output elements x reduction length of a compute op (static dims; else large)."""
+    n = _numel(op)
+    if n is None:
+        return PARALLEL_WORK
+    for r in getattr(op, "reduce_axis", []):
+        n *= r.dom.extent.value if isinstance(r.dom.extent, IntImm) else 64
+    return n
+
+
+def maybe_parallel(st: Stage, iv: Any, work: int) -> None:
+    """Mark ``iv`` parallel when ``work`` is big enough to pay for waking threads."""
+    if work >= PARALLEL_WORK:
+        st.parallel(iv)
+
+
 def _outs(outs: Any) -> list[te.Tensor]:
     return list(outs) if isinstance(outs, (list, tuple)) else [outs]
 
@@ -113,7 +132,7 @@ def schedule_reduce_stage(st: Stage) -> None:
     if not axes:
         return
     fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
-    if numel is None or numel * red >= PARALLEL_MIN and (numel is None or numel > 1):
+    if numel is None or (numel > 1 and numel * red >= PARALLEL_WORK):
         st.parallel(fused)
 
 

@@ -17,7 +17,7 @@ from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
-from ..schedule import inline_injective, register_anchor
+from ..schedule import inline_injective, maybe_parallel, register_anchor, work_of
 from .dense import fusable
 from .pad import out_size, pad, pad_tuple, pair, static
 
@@ -189,7 +189,7 @@ def _prep(s: Any, anchor: Any, out_op: Any) -> tuple[Any, Any]:
     for st in s.stages:
         if st.op.tag in ("conv_pack", "conv_pad"):
             axes = st.op.axis
-            st.parallel(st.fuse(axes[0], axes[1]))
+            maybe_parallel(st, st.fuse(axes[0], axes[1]), work_of(st.op))
             st.vectorize(axes[-1])
     return target, unpack
 
@@ -205,7 +205,7 @@ def schedule_conv_nchw(s: Any, cp: Any, out_op: Any) -> None:
     xo, xi = ts.split(x, bw)
     ts.reorder(b, co_, y, xo, ci_, xi)
     fused = ts.fuse(b, co_, y, xo)
-    ts.parallel(fused)
+    maybe_parallel(ts, fused, work_of(cp))
     ts.vectorize(xi)
     cs = s[cp]
     cs.compute_at(ts, fused)
@@ -227,7 +227,7 @@ def schedule_conv_nhwc(s: Any, cp: Any, out_op: Any) -> None:
     co_, ci_ = ts.split(c, bc)
     ts.reorder(b, y, xo, co_, xi, ci_)
     fused = ts.fuse(b, y, xo, co_)
-    ts.parallel(fused)
+    maybe_parallel(ts, fused, work_of(cp))
     ts.vectorize(ci_)
     cs = s[cp]
     cs.compute_at(ts, fused)
@@ -244,7 +244,7 @@ def _depthwise(s: Any, cp: Any, out_op: Any, outer: int) -> None:
     ts = s[target]
     axes = list(ts.op.axis)
     fused = ts.fuse(*axes[:outer])
-    ts.parallel(fused)
+    maybe_parallel(ts, fused, work_of(cp))
     ts.vectorize(axes[-1])
     middle = axes[outer:-1]
     cs = s[cp]

@@ -18,7 +18,7 @@ from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import IntImm, PrimExpr
-from ..schedule import FUSABLE, inline_injective, register_anchor
+from ..schedule import FUSABLE, inline_injective, maybe_parallel, register_anchor, work_of
 
 BN, BM, VK = 16, 4, 16
 
@@ -188,14 +188,14 @@ def schedule_gemm(s: Any, cp_op: Any, out_op: Any) -> None:
         s[unpack].compute_inline()
     nb, bm, bn = cp_op.attrs["nbatch"], cp_op.attrs["bm"], cp_op.attrs["bn"]
     ps = s[pack]
-    ps.parallel(ps.fuse(*ps.op.axis[:nb + 1]) if nb else ps.op.axis[0])
+    maybe_parallel(ps, ps.fuse(*ps.op.axis[:nb + 1]) if nb else ps.op.axis[0], work_of(pack))
     ts = s[target]
     axes = list(ts.op.axis)
     mo, mi = ts.split(axes[nb], bm)
     no, ni = ts.split(axes[nb + 1], bn)
     ts.reorder(*axes[:nb], mo, no, mi, ni)
     fused = ts.fuse(*axes[:nb], mo, no)
-    ts.parallel(fused)
+    maybe_parallel(ts, fused, work_of(cp_op))
     ts.vectorize(ni)
     cs = s[cp_op]
     cs.compute_at(ts, fused)
@@ -214,7 +214,7 @@ def schedule_gemm_row(s: Any, row_op: Any, out_op: Any) -> None:
     inline_injective(s, keep=[target])
     ts = s[target]
     fused = ts.fuse(*ts.op.axis)
-    ts.parallel(fused)
+    maybe_parallel(ts, fused, work_of(part))
     attach = fused
     if target is not row_op:
         s[row_op].compute_at(ts, fused)
