@@ -100,8 +100,8 @@ def conv2d_case(draw: Any, layout: str | None = None) -> dict[str, Any]:
     data = (n, cin, h, w) if layout == "NCHW" else (n, h, w, cin)
     weight_oihw = (cout, cin // groups, kh, kw)
     weight = tuple(weight_oihw["OIHW".index(a)] for a in kernel_layout)
-    attrs = dict(strides=strides, padding=padding, dilation=dilation, groups=groups,
-                 data_layout=layout, kernel_layout=kernel_layout)
+    attrs = {"strides": strides, "padding": padding, "dilation": dilation, "groups": groups,
+                 "data_layout": layout, "kernel_layout": kernel_layout}
     return {"data": data, "weight": weight, "attrs": attrs}
 
 
@@ -117,8 +117,8 @@ def pool2d_case(draw: Any, avg: bool = False) -> dict[str, Any]:
     w = draw(st.integers((k[1] - 1) * dilation[1] + 1, 8))
     c = draw(st.integers(1, 3))
     data = (1, c, h, w) if layout == "NCHW" else (1, h, w, c)
-    attrs = dict(pool_size=k, strides=strides, dilation=dilation, padding=padding,
-                 layout=layout, ceil_mode=draw(st.booleans()))
+    attrs = {"pool_size": k, "strides": strides, "dilation": dilation, "padding": padding,
+                 "layout": layout, "ceil_mode": draw(st.booleans())}
     if avg:
         attrs["count_include_pad"] = draw(st.booleans())
     return {"data": data, "attrs": attrs}

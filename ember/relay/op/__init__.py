@@ -10,12 +10,12 @@ from __future__ import annotations
 from ...ir.op import Op, OpDef, OpPattern, list_op_names, register_op  # noqa: F401
 from . import annotation, attrs, creation, indexing, nn, reduce, tensor, transform  # noqa: F401
 from ._tuple import TupleWrapper
-from .creation import *  # noqa: F401,F403
-from .reduce import *  # noqa: F401,F403
-from .tensor import *  # noqa: F401,F403
-from .transform import *  # noqa: F401,F403
+from .creation import *
+from .reduce import *
+from .tensor import *
+from .transform import *
 
 get = Op.get
 
-__all__ = ["nn", "annotation", "TupleWrapper", *creation.__all__, *reduce.__all__,
-           *tensor.__all__, *transform.__all__]
+__all__ = ["TupleWrapper", "annotation", "nn"]
+__all__ += creation.__all__ + reduce.__all__ + tensor.__all__ + transform.__all__

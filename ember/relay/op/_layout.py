@@ -26,7 +26,7 @@ class Layout:
     axes: tuple[tuple[str, int], ...]  # (letter, factor); factor 0 for primal axes
 
     @staticmethod
-    def parse(name: str) -> "Layout":
+    def parse(name: str) -> Layout:
         if not isinstance(name, str) or not name:
             raise ValueError("a layout is a non-empty string such as 'NCHW'")
         axes, pos = [], 0

@@ -6,7 +6,7 @@ ember does not keep symbolic expressions, so ``n + 1`` is simply unknown.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ...ir.types import Any, Dim, ShapeVar, TensorType, TupleType, Type
 from ...runtime.errors import TypeInferenceError

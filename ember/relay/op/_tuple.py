@@ -1,7 +1,8 @@
 """TupleWrapper: what multi-output ops (split, batch_norm, ...) return in the Python API."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ...ir.expr import RelayExpr, TupleGetItem
 
@@ -13,7 +14,7 @@ class TupleWrapper:
     expression itself (e.g. to return the whole tuple from a function).
     """
 
-    __slots__ = ("tuple_value", "size")
+    __slots__ = ("size", "tuple_value")
 
     def __init__(self, tuple_value: RelayExpr, size: int) -> None:
         self.tuple_value = tuple_value

@@ -7,8 +7,9 @@ naming the op, the attribute and the value. The nn records live in ``nn/_attrs.p
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 

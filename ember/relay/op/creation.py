@@ -2,17 +2,19 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ...ir.expr import Call, Constant, RelayExpr, const
-from ...ir.types import Any as AnyDim, TensorType
+from ...ir.types import Any as AnyDim
+from ...ir.types import TensorType
 from ._reg import ELEMWISE, OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
 from ._shape import fail, fmt_type, norm_axis, tensor_of
 from .attrs import ArangeAttrs, InitOpAttrs, OneHotAttrs
 
-__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "one_hot"]
+__all__ = ["arange", "full", "full_like", "one_hot", "ones", "ones_like", "zeros", "zeros_like"]
 
 
 def _static_shape(api: str, shape: Any) -> tuple[int, ...]:

@@ -1,20 +1,22 @@
 """Joining and indexing operators: concatenate, stack, split, take, strided_slice."""
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ...ir.expr import Call, Constant, RelayExpr, TupleGetItem
-from ...ir.types import Any as AnyDim, Dim, TensorType, TupleType
+from ...ir.types import Any as AnyDim
+from ...ir.types import Dim, TensorType, TupleType
 from ._reg import INJECTIVE, as_tuple_expr, call, defop
-from ._shape import (dim_add, fail, fmt_shape, known, may_equal, norm_axis, tensor_of,
-                     unify_dim)
+from ._shape import dim_add, fail, fmt_shape, known, may_equal, norm_axis, tensor_of, unify_dim
 from ._tuple import TupleWrapper
 from .attrs import ConcatenateAttrs, SplitAttrs, StackAttrs, StridedSliceAttrs, TakeAttrs
 
-__all__ = ["concatenate", "stack", "split", "take", "strided_slice"]
+__all__ = ["concatenate", "split", "stack", "strided_slice", "take"]
 
 
 # ---------------------------------------------------------------- concatenate, stack
@@ -89,9 +91,9 @@ def _split_sizes(op: str, d: Dim, spec: int | tuple[int, ...]) -> list[Dim]:
         return [d // spec if known(d) else AnyDim()] * spec  # type: ignore[operator]
     bounds = [0, *spec]
     if not known(d):
-        return [max(0, b - a) for a, b in zip(bounds, bounds[1:])] + [AnyDim()]
+        return [max(0, b - a) for a, b in itertools.pairwise(bounds)] + [AnyDim()]
     bounds = [min(b, d) for b in bounds] + [d]  # type: ignore[type-var]
-    return [max(0, b - a) for a, b in zip(bounds, bounds[1:])]
+    return [max(0, b - a) for a, b in itertools.pairwise(bounds)]
 
 
 def _split_rel(args: list[TensorType], attrs: SplitAttrs) -> TupleType:

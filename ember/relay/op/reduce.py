@@ -7,7 +7,8 @@ All share one axis rule: ``axis=None`` reduces every axis, ``exclude=True`` redu
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,8 +18,22 @@ from ._reg import COMM_REDUCE, call, defop
 from ._shape import dim_prod, fail, known, norm_axes, same_dtype, tensor_of
 from .attrs import ArgReduceAttrs, ReduceAttrs, VarianceAttrs
 
-__all__ = ["sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin", "variance",
-           "std", "mean_variance", "mean_std"]
+__all__ = [  # noqa: F822 (most are defined by the loop over _REDUCERS)
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "max",
+    "mean",
+    "mean_std",
+    "mean_variance",
+    "min",
+    "prod",
+    "std",
+    "sum",
+    "variance",
+]
+
 
 def reduce_axes(op: str, ndim: int, attrs: Any) -> list[int]:
     """The sorted, non-negative axes that ``attrs`` (axis, exclude) reduce on rank ``ndim``."""
@@ -131,7 +146,7 @@ def argmin(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = 
 
 # ---------------------------------------------------------------- variance / std
 def _variance_rel(args: list[TensorType], attrs: VarianceAttrs) -> TensorType:
-    data, mean_ = args
+    data = args[0]
     same_dtype("variance", args, ("data", "mean"))
     axes = reduce_axes("variance", data.ndim, attrs)
     if attrs.unbiased and known(*(data.shape[i] for i in axes)) and \

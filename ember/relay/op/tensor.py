@@ -12,7 +12,8 @@ half to even), and every result stays in the input dtype (float32 math stays flo
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -266,4 +267,4 @@ def cast_like(data: Any, dtype_like: Any) -> Call:
     return call("cast_like", data, dtype_like)
 
 
-__all__ += ["clip", "cast", "cast_like"]
+__all__ += ["cast", "cast_like", "clip"]

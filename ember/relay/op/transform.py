@@ -6,25 +6,59 @@ re-exported here, so ``relay.op.transform.take`` works as in Relay.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ...ir.expr import Call
-from ...ir.types import Any as AnyDim, Dim, ShapeVar, TensorType
+from ...ir.types import Any as AnyDim
+from ...ir.types import Dim, ShapeVar, TensorType
+from . import indexing
 from ._layout import Layout, from_primal, to_primal, transform_shape
 from ._reg import BROADCAST, INJECTIVE, OPAQUE, call, defop
-from ._shape import (dim_mul, dim_prod, fail, fmt_dim, fmt_shape, known, may_equal, norm_axis,
-                     tensor_of)
-from .attrs import (BroadcastToAttrs, ExpandDimsAttrs, LayoutTransformAttrs, RepeatAttrs,
-                    ReshapeAttrs, ReshapeLikeAttrs, ReverseAttrs, ShapeOfAttrs, SqueezeAttrs,
-                    TileAttrs, TransposeAttrs)
-from .indexing import *  # noqa: F401,F403
-from .indexing import __all__ as _indexing_all
+from ._shape import (
+    dim_mul,
+    dim_prod,
+    fail,
+    fmt_dim,
+    fmt_shape,
+    known,
+    may_equal,
+    norm_axis,
+    tensor_of,
+)
+from .attrs import (
+    BroadcastToAttrs,
+    ExpandDimsAttrs,
+    LayoutTransformAttrs,
+    RepeatAttrs,
+    ReshapeAttrs,
+    ReshapeLikeAttrs,
+    ReverseAttrs,
+    ShapeOfAttrs,
+    SqueezeAttrs,
+    TileAttrs,
+    TransposeAttrs,
+)
+from .indexing import *
 
-__all__ = ["reshape", "reverse_reshape", "reshape_like", "transpose", "squeeze", "expand_dims",
-           "broadcast_to", "broadcast_to_like", "tile", "repeat", "reverse", "layout_transform",
-           "shape_of", *_indexing_all]
+__all__ = [
+    "broadcast_to",
+    "broadcast_to_like",
+    "expand_dims",
+    "layout_transform",
+    "repeat",
+    "reshape",
+    "reshape_like",
+    "reverse",
+    "reverse_reshape",
+    "shape_of",
+    "squeeze",
+    "tile",
+    "transpose",
+]
+__all__ += indexing.__all__
 
 
 # ---------------------------------------------------------------- reshape

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import dtypes, shapes
 
-import ember.relay as relay
+from ember import relay
 from ember.ir.types import Any, TensorType
 from ember.runtime.errors import TypeInferenceError
 
@@ -42,7 +42,7 @@ def test_api_accepts_int_shape_and_rejects_dynamic_shape():
 
 @given(st.integers(-5, 5), st.integers(-5, 12), st.sampled_from([1, 2, 3, -1, -2]))
 def test_arange_matches_numpy(start, stop, step):
-    attrs = dict(start=start, stop=stop, step=step, dtype="int32")
+    attrs = {"start": start, "stop": stop, "step": step, "dtype": "int32"}
     scalars = [np.array(v, "int32") for v in (start, stop, step)]
     out = check("arange", *scalars, **attrs)
     np.testing.assert_array_equal(out, np.arange(start, stop, step, dtype="int32"))

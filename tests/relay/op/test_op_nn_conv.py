@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import conv2d_case
 
-import ember.relay as relay
+from ember import relay
 from ember.ir.types import Any, ShapeVar, TensorType
 from ember.runtime.errors import OpAttributeInvalid, TypeInferenceError
 
@@ -19,7 +19,7 @@ RNG = np.random.default_rng(7)
 
 def naive_conv2d(x, w, strides, padding, dilation, groups):
     """Direct definition: NCHW data, OIHW weight, one output element at a time."""
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     o, i, kh, kw = w.shape
     pt, pl, pb, pr = padding
     oh = (h + pt + pb - (kh - 1) * dilation[0] - 1) // strides[0] + 1
@@ -87,8 +87,8 @@ def test_conv2d_with_dynamic_dims():
 
 
 @pytest.mark.parametrize("data, weight, kw, message", [
-    ((1, 3, 8, 8), (4, 4, 3, 3), {}, r"nn.conv2d: data has 3 channels but weight expects 4 "
-                                     r"\(layout NCHW, kernel_layout OIHW, groups=1\)"),
+    ((1, 3, 8, 8), (4, 4, 3, 3), {}, (r"nn.conv2d: data has 3 channels but weight expects 4 "
+                                     r"\(layout NCHW, kernel_layout OIHW, groups=1\)")),
     ((1, 3, 8), (4, 3, 3, 3), {}, r"data must have rank 4 \(layout NCHW\), got rank 3"),
     ((1, 4, 8, 8), (3, 2, 3, 3), {"groups": 2}, "weight has 3 output channels, which groups=2"),
     ((1, 3, 2, 2), (4, 3, 3, 3), {}, "height: the window spans 3"),
@@ -143,7 +143,7 @@ def test_conv2d_transpose_matches_naive_scatter(data):
     for i in range(2):  # the padding must leave a non-empty output
         assume((x.shape[2 + i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 > pad[i] + pad[i + 2])
     w = RNG.standard_normal((c, o, *k)).astype("float32")
-    attrs = dict(strides=s, padding=pad, output_padding=out_pad, dilation=d, groups=groups)
+    attrs = {"strides": s, "padding": pad, "output_padding": out_pad, "dilation": d, "groups": groups}
     out = check("nn.conv2d_transpose", x, w, **attrs)
     want = naive_conv2d_transpose(x, w, s, pad, out_pad, d, groups)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)

@@ -11,7 +11,7 @@ from _op_helpers import check, infer
 from hypothesis import given, settings
 from strategies import pool2d_case
 
-import ember.relay as relay
+from ember import relay
 from ember.ir.types import Any, TensorType
 from ember.runtime.errors import OpAttributeInvalid, TypeInferenceError
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import arrays_for, axes_for, dtypes, shapes
 
-import ember.relay as relay
+from ember import relay
 from ember.ir.types import Any, ShapeVar, TensorType
 from ember.runtime.errors import TypeInferenceError
 

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 from _op_helpers import infer
 
-import ember.relay as relay
+from ember import relay
 from ember.ir.op import OP_REGISTRY, Op, OpPattern
 from ember.ir.types import TensorType
 from ember.relay.op.nn._attrs import Conv2DAttrs
@@ -69,7 +69,7 @@ def test_attrs_are_value_objects():
     assert a == b and hash(a) == hash(b)
     assert a.padding == (1, 1, 1, 1) and isinstance(a.strides, tuple)
     assert dict(a.non_default_items()) == {"padding": (1, 1, 1, 1), "strides": (2, 2)}
-    assert a["groups"] == 1 and "kernel_layout" in a.keys()
+    assert a["groups"] == 1 and "kernel_layout" in a.keys()  # noqa: SIM118 (Attrs.keys, not a dict)
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.groups = 2  # type: ignore[misc]
     assert OBJECT_TYPES["relay.attrs.Conv2DAttrs"] is Conv2DAttrs

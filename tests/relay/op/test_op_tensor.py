@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import ALL_DTYPES, arrays_for, broadcastable_pair, dtypes, shapes
 
-import ember.relay as relay
+from ember import relay
 from ember.ir.types import Any, ShapeVar, TensorType, TupleType
 from ember.relay.op import tensor as tensor_ops
 from ember.runtime.errors import OpAttributeInvalid, TypeInferenceError

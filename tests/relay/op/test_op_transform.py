@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _op_helpers import check, infer, ref
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from strategies import broadcastable_pair, shapes
 
-import ember.relay as relay
+from ember import relay
 from ember.ir.types import Any, ShapeVar, TensorType
 from ember.runtime.errors import OpAttributeInvalid, TypeInferenceError
 

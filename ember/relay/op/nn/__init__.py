@@ -1,14 +1,11 @@
 """The ``relay.nn`` namespace: convolution, pooling, dense layers, activations, normalisation."""
 from __future__ import annotations
 
-from . import _attrs  # noqa: F401
-from .conv import *  # noqa: F401,F403
-from .conv import __all__ as _conv_all
-from .nn import *  # noqa: F401,F403
-from .nn import __all__ as _nn_all
-from .norm import *  # noqa: F401,F403
-from .norm import __all__ as _norm_all
-from .pooling import *  # noqa: F401,F403
-from .pooling import __all__ as _pool_all
+from . import conv, nn, norm, pooling
+from .conv import *
+from .nn import *
+from .norm import *
+from .pooling import *
 
-__all__ = [*_conv_all, *_nn_all, *_norm_all, *_pool_all]
+__all__: list[str] = []
+__all__ += conv.__all__ + nn.__all__ + norm.__all__ + pooling.__all__

@@ -7,17 +7,19 @@ inputs are cast to it first, as the kernel does) and convert the result to ``out
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ....ir.expr import Call
-from ....ir.types import Any as AnyDim, Dim, TensorType
+from ....ir.types import Any as AnyDim
+from ....ir.types import Dim, TensorType
 from .._reg import OUT_ELEMWISE_FUSABLE, call, defop
 from .._shape import fail, fmt_dim, fmt_shape, known, may_equal, tensor_of
 from ._attrs import Conv2DAttrs, Conv2DTransposeAttrs
 
-__all__ = ["conv2d", "conv2d_transpose", "conv_out_size"]
+__all__ = ["conv2d", "conv2d_transpose"]
 
 
 def conv_out_size(op: str, what: str, size: Dim, kernel: Dim, pad: int, stride: int,
@@ -88,7 +90,7 @@ def _windows(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, s: Sequence[int
 def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: Sequence[int], padding: Sequence[int],
                 dilation: Sequence[int], groups: int) -> np.ndarray:
     """Grouped 2-D convolution, NCHW data and OIHW weight, in their (common) dtype."""
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     o, i, kh, kw = w.shape
     pt, pl, pb, pr = padding
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))

@@ -7,17 +7,53 @@ from typing import Any
 import numpy as np
 
 from ....ir.expr import Call
-from ....ir.types import Any as AnyDim, TensorType, TupleType
-from .._reg import (BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop)
-from .._shape import (broadcast_dim, dim_add, dim_prod, fail, fmt_dim, fmt_shape, fmt_type,
-                      is_float, known, may_equal, norm_axis, tensor_of)
+from ....ir.types import Any as AnyDim
+from ....ir.types import TensorType, TupleType
+from .._reg import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
+from .._shape import (
+    broadcast_dim,
+    dim_add,
+    dim_prod,
+    fail,
+    fmt_dim,
+    fmt_shape,
+    fmt_type,
+    is_float,
+    known,
+    may_equal,
+    norm_axis,
+    tensor_of,
+)
 from .._tuple import TupleWrapper
-from ._attrs import (BatchMatmulAttrs, BiasAddAttrs, DenseAttrs, DropoutAttrs, LeakyReluAttrs,
-                     MatmulAttrs, PadAttrs, PReluAttrs, SoftmaxAttrs, UpSamplingAttrs)
+from ._attrs import (
+    BatchMatmulAttrs,
+    BiasAddAttrs,
+    DenseAttrs,
+    DropoutAttrs,
+    LeakyReluAttrs,
+    MatmulAttrs,
+    PadAttrs,
+    PReluAttrs,
+    SoftmaxAttrs,
+    UpSamplingAttrs,
+)
 
-__all__ = ["dense", "matmul", "batch_matmul", "bias_add", "relu", "leaky_relu", "prelu",
-           "softmax", "log_softmax", "batch_flatten", "pad", "dropout", "dropout_raw",
-           "upsampling"]
+__all__ = [
+    "batch_flatten",
+    "batch_matmul",
+    "bias_add",
+    "dense",
+    "dropout",
+    "dropout_raw",
+    "leaky_relu",
+    "log_softmax",
+    "matmul",
+    "pad",
+    "prelu",
+    "relu",
+    "softmax",
+    "upsampling",
+]
 
 
 # ---------------------------------------------------------------- dense, matmul, batch_matmul

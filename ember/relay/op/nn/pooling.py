@@ -2,7 +2,8 @@
 adaptive forms. Any layout with unsplit H and W axes works (NCHW, NHWC, NCHW16c)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -14,8 +15,14 @@ from .._shape import fail, fmt_shape, tensor_of
 from ._attrs import AdaptivePool2DAttrs, AvgPool2DAttrs, GlobalPool2DAttrs, MaxPool2DAttrs
 from .conv import conv_out_size
 
-__all__ = ["max_pool2d", "avg_pool2d", "global_max_pool2d", "global_avg_pool2d",
-           "adaptive_max_pool2d", "adaptive_avg_pool2d"]
+__all__ = [
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
+    "avg_pool2d",
+    "global_avg_pool2d",
+    "global_max_pool2d",
+    "max_pool2d",
+]
 
 
 def _hw_axes(op: str, ty: TensorType | tuple[int, ...], layout: str) -> tuple[int, int]:
