@@ -9,12 +9,15 @@ from .types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, 
                     TensorType, TupleType, Type, TypeCall, TypeConstraint, TypeVar)
 from ._text_common import NameTable, attr_value_text
 
+# Words that start another kind of type where a type variable's name would stand.
+TYPE_WORDS = ("Tensor", "fn", "_", "ref")
+
 
 class TypePrinter:
     """Prints types with consistent names for type variables and symbolic dimensions."""
 
     def __init__(self) -> None:
-        self.type_vars = NameTable()
+        self.type_vars = NameTable(TYPE_WORDS)
         self.shape_vars = NameTable()
 
     def type(self, ty: Type | None) -> str:

@@ -82,9 +82,9 @@ def sanitize_name(name: str) -> str:
 class NameTable:
     """Gives each object a unique name based on its hint: ``x``, then ``x1``, ``x2``, ..."""
 
-    def __init__(self) -> None:
+    def __init__(self, reserved: tuple[str, ...] = ()) -> None:
         self.names: dict[int, str] = {}
-        self.used: set[str] = set()
+        self.used: set[str] = set(reserved)  # names that would read back as something else
         self._keep: list[Any] = []  # keeps named objects alive so their ids stay unique
 
     def get(self, obj: Any, hint: str) -> str:

@@ -24,7 +24,7 @@ from .op import Op
 from .types import Type
 from .visitor import free_vars
 from ._print_blocks import Block, BlockPlan, dataflow_children, is_nullary_ctor_call
-from ._print_types import TypePrinter, attrs_items_text, attrs_text, tuple_text
+from ._print_types import TYPE_WORDS, TypePrinter, attrs_items_text, attrs_text, tuple_text
 from ._text_common import NameTable, encode_metadata, sanitize_name, scalar_literal
 
 VERSION = "0.0.5"
@@ -68,11 +68,11 @@ class TextPrinter(TypePrinter):
     def module(self, mod: IRModule) -> str:
         parts = []
         for _, td in sorted(mod.type_definitions.items(), key=lambda kv: kv[0].name_hint):
-            self.type_vars = NameTable()
+            self.type_vars = NameTable(TYPE_WORDS)
             parts.append(self.type_data(td))
         for gv, func in sorted(mod.functions.items(), key=lambda kv: kv[0].name_hint):
             # Names and temporaries restart in each def: defs are closed.
-            self.vars, self.type_vars, self.temps = NameTable(), NameTable(), 0
+            self.vars, self.type_vars, self.temps = NameTable(), NameTable(TYPE_WORDS), 0
             if isinstance(func, Function):
                 self.analyze(func)
                 parts.append(self.function(func, f"def @{sanitize_name(gv.name_hint)}"))

@@ -198,6 +198,15 @@ def test_shared_recursive_let_function_parses_back():
     parse_expr(text)
 
 
+def test_type_variables_named_like_type_keywords_are_renamed():
+    tvs = [TypeVar(n) for n in ("Tensor", "fn", "_", "ref")]
+    x = relay.var("x", tvs[0])
+    f = relay.Function([x], x, tvs[0], type_params=tvs)
+    text = astext(f)
+    assert "fn [Tensor1, fn1, _1, ref1](%x: Tensor1) -> Tensor1" in text
+    assert_structural_equal(parse_expr(text), f)
+
+
 def test_long_chains_round_trip():
     x = relay.var("x", shape=(2,))
     e = x
