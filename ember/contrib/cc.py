@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..runtime.cache import atomic_write, cache_dir, content_hash
+from ..runtime.cache import atomic_write, cache_dir, content_hash, temp_sibling
 from ..runtime.errors import CompileError, CompilerNotFoundError
 
 _PKG = Path(__file__).resolve().parents[1]
@@ -190,7 +190,7 @@ def build_shared(sources: "str | os.PathLike | Sequence[str | os.PathLike]",
     out = cache_dir("lib") / f"{key}.so"
     if out.exists():
         return out
-    tmp_out = out.with_name(f".{key}.{os.getpid()}.tmp.so")
+    tmp_out = temp_sibling(out)
     cmd = [*argv, *flags, *map(str, files), "-o", str(tmp_out), *opts, *libs]
     if _debug_level() >= 3:
         print("ember: " + shlex.join(cmd), file=sys.stderr)
@@ -211,7 +211,7 @@ def build_shared(sources: "str | os.PathLike | Sequence[str | os.PathLike]",
 
 def _copy_atomic(src: Path, dst: "str | os.PathLike") -> None:
     dst = Path(dst)
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    tmp = temp_sibling(dst)
     shutil.copyfile(src, tmp)
     os.replace(tmp, dst)
 

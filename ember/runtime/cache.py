@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 
@@ -32,9 +33,15 @@ def content_hash(*chunks: "bytes | str") -> str:
     return h.hexdigest()[:32]
 
 
+def temp_sibling(path: "str | Path") -> Path:
+    """A unique temporary name in ``path``'s directory (unique per process and thread), to
+    write and then ``os.replace`` onto ``path``."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
 def atomic_write(path: "str | Path", data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see either nothing or the whole file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temp_sibling(path)
     tmp.write_bytes(data)
     os.replace(tmp, path)

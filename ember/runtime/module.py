@@ -174,7 +174,8 @@ class Module:
                        repeats_to_cooldown: int = 1, f_preproc: str = "",
                        ) -> Callable[..., BenchmarkResult]:
         """A function that runs ``func_name`` with the given arguments and returns the timings
-        (a BenchmarkResult: mean, median, std, min, max, results; in seconds)."""
+        (a BenchmarkResult: mean, median, std, min, max, results; in seconds). ``f_preproc``
+        is accepted for compatibility and ignored (there is no cache flushing on the CPU)."""
         return time_evaluator(self.get_function(func_name, query_imports=True), dev, number,
                               repeat, min_repeat_ms, cooldown_interval_ms, repeats_to_cooldown)
 
