@@ -12,9 +12,10 @@ rebuilds the same tree.
 """
 from __future__ import annotations
 
+import io
+import json
 import os
 import tarfile
-import tempfile
 from typing import Any, Callable, Iterator, Sequence
 
 from . import _bridge
@@ -184,16 +185,14 @@ class Module:
 
 
 def _write_tar(file_name: str, files: Sequence[str], options: Sequence[str]) -> None:
-    import json
-
+    """The sources plus a manifest (compile options); load_module links them again."""
+    manifest = json.dumps({"format": "ember-tar", "version": 1, "options": list(options)})
     with tarfile.open(file_name, "w") as tar:
         for path in files:
             tar.add(path, arcname=os.path.basename(path))
-        manifest = json.dumps({"format": "ember-tar", "version": 1, "options": list(options)})
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            f.write(manifest)
-        tar.add(f.name, arcname="ember_manifest.json")
-        os.unlink(f.name)
+        info = tarfile.TarInfo("ember_manifest.json")
+        info.size = len(manifest.encode())
+        tar.addfile(info, io.BytesIO(manifest.encode()))
 
 
 register_pass_type(Module, _bridge.MODULE)
