@@ -66,7 +66,8 @@ class Source:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         pad = "".join("\t" if c == "\t" else " " for c in text[: col - 1])
         err = DiagnosticError(f"{self.name.name}:{line}:{col}: {message}\n    {text}\n    {pad}^")
-        err.source_name, err.line, err.column = self.name.name, line, col  # type: ignore[attr-defined]
+        # Where it happened, for tools and tests (DiagnosticError has no such fields itself).
+        vars(err).update(source_name=self.name.name, line=line, column=col)
         return err
 
     def error_at(self, tok: Token, message: str, got: bool = True) -> DiagnosticError:

@@ -299,11 +299,11 @@ class ExprParser(TypeParser):
                         got=False)
 
 
-_KEYWORDS = {"fn": ExprParser.keyword_fn, "if": ExprParser.keyword_if, "match": ExprParser.keyword_match,
-             "let": ExprParser.keyword_let, "True": ExprParser.keyword_bool,
-             "False": ExprParser.keyword_bool, "ref": ExprParser.keyword_ref,
-             "ref_read": ExprParser.keyword_ref, "ref_write": ExprParser.keyword_ref,
-             "meta": ExprParser.keyword_meta, "free_var": ExprParser.keyword_free_var}
+_P = ExprParser
+_KEYWORDS = {"fn": _P.keyword_fn, "if": _P.keyword_if, "match": _P.keyword_match,
+             "let": _P.keyword_let, "True": _P.keyword_bool, "False": _P.keyword_bool,
+             "ref": _P.keyword_ref, "ref_read": _P.keyword_ref, "ref_write": _P.keyword_ref,
+             "meta": _P.keyword_meta, "free_var": _P.keyword_free_var}
 
 
 def _as_meta_constant(entries: list[Any], index: int, kind: str, fail: Any) -> Constant:

@@ -130,7 +130,7 @@ class TypeParser:
             return Any()
         if tok.kind == IDENT:
             return self.shape_vars.setdefault(tok.text, ShapeVar(tok.text))
-        if tok.kind == NUMBER and tok.value[1] == "" and tok.value[0].isdigit():  # type: ignore[index]
+        if tok.kind == NUMBER and tok.text.isdigit():  # no sign, point or suffix
             return int(tok.text)
         raise self.fail("expected a dimension (a non-negative integer, '?' or a name)", tok)
 

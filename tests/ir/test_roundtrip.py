@@ -327,7 +327,8 @@ def _match(draw, pool, depth):
     clauses = [
         Clause(PatternConstructor(CONS, [PatternVar(h), PatternWildcard()]),
                _block(draw, pool + [h], depth + 1)),
-        Clause(PatternTuple([PatternVar(u), PatternVar(v)]), _block(draw, pool + [u, v], depth + 1)),
+        Clause(PatternTuple([PatternVar(u), PatternVar(v)]),
+               _block(draw, pool + [u, v], depth + 1)),
         Clause(PatternConstructor(NIL), _pick(draw, pool)),
     ]
     return Match(_pick(draw, pool), clauses, complete=draw(st.booleans()))
