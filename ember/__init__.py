@@ -29,7 +29,7 @@ from .runtime import (  # noqa: F401
     remove_global_func,
     vulkan,
 )
-from .runtime import errors as error  # noqa: F401
+from . import error  # noqa: F401
 from .runtime.errors import TVMError  # noqa: F401,F811
 
 __version__ = "0.1.0"
@@ -49,6 +49,7 @@ _LAZY = {
     "rpc": "ember.rpc",
     "support": "ember.support",
     "topi": "ember.topi",
+    "_ffi": "ember._ffi",
 }
 # name -> (module path, attribute): compiler-side names re-exported at the top level.
 _LAZY_ATTRS = {

@@ -254,3 +254,10 @@ def _parametrize(targets: Iterable[Any] | None) -> Callable[[_F], _F]:
         return pytest.mark.parametrize("target,dev" if with_dev else "target", params)(func)
 
     return decorator
+
+
+def echo(*args: Any) -> Any:
+    """The registered ``testing.echo`` PackedFunc: returns its argument (round-trips the FFI)."""
+    from ..runtime.registry import get_global_func
+
+    return get_global_func("testing.echo")(*args)

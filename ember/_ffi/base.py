@@ -1,0 +1,2 @@
+"""``tvm._ffi.base`` names used by scripts."""
+from ..runtime.errors import TVMError  # noqa: F401
