@@ -68,7 +68,8 @@ def arrays_for(dtype: str, shape: tuple[int, ...], low: float = -10,
         info = np.iinfo(dt)
         elements = st.integers(max(int(low), info.min), min(int(high), info.max))
     else:
-        elements = st.floats(low, high, allow_nan=False, allow_infinity=False, width=dt.itemsize * 8)
+        elements = st.floats(low, high, allow_nan=False, allow_infinity=False,
+                             width=dt.itemsize * 8)
     return hnp.arrays(dt, shape, elements=elements)
 
 

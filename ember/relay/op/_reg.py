@@ -96,20 +96,39 @@ def _wrap_ref(name: str, ref: Ref, attrs_type: type[Attrs] | None) -> Ref:
     return reference
 
 
+def _wrap_infer_args(name: str, fn: Callable[..., list[Any]],
+                     attrs_type: type[Attrs] | None) -> Callable[..., list[Any]]:
+    def infer_args(arg_types: Sequence[Any], attrs: Any = None) -> list[Any]:
+        known = [t if isinstance(t, (TensorType, TupleType)) else None for t in arg_types]
+        try:
+            out = fn(known, resolve_attrs(name, attrs_type, attrs))
+        except (IndexError, ValueError):  # not enough is known yet
+            return [None] * len(arg_types)
+        return [o if k is None else None for o, k in zip(out, known)]
+
+    infer_args.__name__ = f"{name}_infer_args"
+    return infer_args
+
+
 def defop(name: str, rel: Rel, ref: Ref, pattern: OpPattern, *, args: tuple[str, ...] = ("data",),
           attrs: type[Attrs] | None = None, tuple_input: bool = False, doc: str = "",
-          level: int = 1) -> OpDef:
+          level: int = 1, infer_args: Callable[..., list[Any]] | None = None) -> OpDef:
     """Register operator ``name`` with all of its rules.
 
     rel(arg_types, attrs) receives checked argument types (tensors, or for ``tuple_input`` one
     tuple of tensors) and the attrs record (defaults filled in); ref(*arrays, attrs=...) is the
-    numpy oracle.
+    numpy oracle. infer_args(arg_types, attrs), stored as ``op_def.extra["infer_args"]``,
+    deduces the types of unannotated arguments (a conv2d weight from ``channels`` and
+    ``kernel_size``): it gets None for each unknown argument and returns a list with a type
+    for each argument it can deduce, None elsewhere (and None for the known ones).
     """
+    extra = {} if infer_args is None else {"infer_args": _wrap_infer_args(name, infer_args,
+                                                                          attrs)}
     return register_op(OpDef(
         name=name, num_inputs=len(args), attrs_type=attrs,
         type_rel=_wrap_rel(name, rel, args, attrs, tuple_input), pattern=pattern,
         reference=_wrap_ref(name, ref, attrs), arg_names=args, description=doc,
-        support_level=level))
+        support_level=level, extra=extra))
 
 
 def call(name: str, *args: Any, attrs: Attrs | None = None) -> Call:

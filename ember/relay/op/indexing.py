@@ -134,7 +134,8 @@ def _take_rel(args: list[TensorType], attrs: TakeAttrs) -> TensorType:
     axis = norm_axis("take", attrs.axis, data.ndim)
     bd = attrs.batch_dims + (indices.ndim if attrs.batch_dims < 0 else 0)
     if not 0 <= bd <= min(axis, indices.ndim):
-        raise fail("take", f"batch_dims {attrs.batch_dims} must be in [0, {min(axis, indices.ndim)}]"
+        limit = min(axis, indices.ndim)
+        raise fail("take", f"batch_dims {attrs.batch_dims} must be in [0, {limit}]"
                            f" for axis {axis} and indices of rank {indices.ndim}")
     for i in range(bd):
         if not may_equal(data.shape[i], indices.shape[i]):

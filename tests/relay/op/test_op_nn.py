@@ -185,3 +185,31 @@ def test_layer_norm_hand_checked():
                                rtol=1e-4, atol=1e-5)
     with pytest.raises(TypeInferenceError, match="nn.layer_norm: gamma must have shape"):
         infer("nn.layer_norm", TensorType((2, 5)), TensorType((2,)), TensorType((5,)))
+
+
+def _infer_args(name, types, **attrs):
+    from ember.ir.op import Op
+
+    return Op.get(name).op_def.extra["infer_args"](types, attrs)
+
+
+def test_weights_are_deduced_from_channels_and_kernel_size():
+    data = TensorType((1, 6, 8, 8))
+    assert _infer_args("nn.conv2d", [data, None], channels=4, kernel_size=3, groups=2) == \
+        [None, TensorType((4, 3, 3, 3))]
+    nhwc = TensorType((1, 8, 8, 6))
+    assert _infer_args("nn.conv2d", [nhwc, None], channels=4, kernel_size=(3, 1),
+                       data_layout="NHWC", kernel_layout="HWIO")[1] == TensorType((3, 1, 6, 4))
+    assert _infer_args("nn.conv2d", [data, None]) == [None, None]  # channels unknown
+    assert _infer_args("nn.conv2d_transpose", [data, None], channels=4, kernel_size=3,
+                       groups=2)[1] == TensorType((6, 2, 3, 3))
+    assert _infer_args("nn.dense", [TensorType((2, 7)), None], units=3)[1] == TensorType((3, 7))
+
+
+def test_channel_vectors_are_deduced_and_known_args_left_alone():
+    data, vec = TensorType((2, 7, 3)), TensorType((7,))
+    out = _infer_args("nn.batch_norm", [data, None, vec, None, None])
+    assert out == [None, vec, None, vec, vec]
+    assert _infer_args("nn.bias_add", [data, None], axis=-1)[1] == TensorType((3,))
+    assert _infer_args("nn.layer_norm", [None, None, None]) == [None, None, None]
+    assert _infer_args("nn.bias_add", [data, None], axis=5) == [None, None]

@@ -47,7 +47,8 @@ def test_conv2d_matches_naive_loops(case):
     x = RNG.standard_normal(case["data"]).astype("float32")
     w = RNG.standard_normal(case["weight"]).astype("float32")
     out = check("nn.conv2d", x, w, **attrs)
-    want = naive_conv2d(_to(x, attrs["data_layout"], "NCHW"), _to(w, attrs["kernel_layout"], "OIHW"),
+    want = naive_conv2d(_to(x, attrs["data_layout"], "NCHW"),
+                        _to(w, attrs["kernel_layout"], "OIHW"),
                         attrs["strides"], attrs["padding"], attrs["dilation"], attrs["groups"])
     np.testing.assert_allclose(_to(out, attrs["data_layout"], "NCHW"), want, rtol=1e-4, atol=1e-4)
 
@@ -104,7 +105,7 @@ def test_conv2d_bad_attrs():
     x, w = relay.var("x"), relay.var("w")
     with pytest.raises(OpAttributeInvalid, match="nn.conv2d: attribute data_layout must be"):
         relay.nn.conv2d(x, w, data_layout="NCHW4c")
-    with pytest.raises(OpAttributeInvalid, match="attribute padding must be a tuple of 1 or 2 or 4"):
+    with pytest.raises(OpAttributeInvalid, match="padding must be a tuple of 1 or 2 or 4"):
         relay.nn.conv2d(x, w, padding=(1, 2, 3))
     with pytest.raises(OpAttributeInvalid, match="attribute strides must be positive"):
         relay.nn.conv2d(x, w, strides=(0, 1))
@@ -143,7 +144,8 @@ def test_conv2d_transpose_matches_naive_scatter(data):
     for i in range(2):  # the padding must leave a non-empty output
         assume((x.shape[2 + i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 > pad[i] + pad[i + 2])
     w = RNG.standard_normal((c, o, *k)).astype("float32")
-    attrs = {"strides": s, "padding": pad, "output_padding": out_pad, "dilation": d, "groups": groups}
+    attrs = {"strides": s, "padding": pad, "output_padding": out_pad, "dilation": d,
+             "groups": groups}
     out = check("nn.conv2d_transpose", x, w, **attrs)
     want = naive_conv2d_transpose(x, w, s, pad, out_pad, d, groups)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)

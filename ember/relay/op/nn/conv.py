@@ -114,8 +114,22 @@ def _conv2d_ref(x: np.ndarray, w: np.ndarray, attrs: Conv2DAttrs) -> np.ndarray:
     return np.ascontiguousarray(_to(out, "NCHW", attrs.out_layout or attrs.data_layout))
 
 
+def _weight_from_attrs(data: TensorType | None, attrs: Any, sizes: dict[str, Any]) -> Any:
+    """The weight type that ``channels`` and ``kernel_size`` imply (None if they are unset)."""
+    if data is None or attrs.channels is None or attrs.kernel_size is None:
+        return None
+    sizes = {**sizes, "H": attrs.kernel_size[0], "W": attrs.kernel_size[1]}
+    return tensor_of([sizes[a] for a in attrs.kernel_layout], data.dtype)
+
+
+def _conv2d_infer_args(args: list[Any], attrs: Conv2DAttrs) -> list[Any]:
+    c = args[0].shape[attrs.data_layout.index("C")] if args[0] is not None else AnyDim()
+    i = c // attrs.groups if known(c) else AnyDim()  # type: ignore[operator]
+    return [None, _weight_from_attrs(args[0], attrs, {"O": attrs.channels, "I": i})]
+
+
 defop("nn.conv2d", _conv2d_rel, _conv2d_ref, OUT_ELEMWISE_FUSABLE, args=("data", "weight"),
-      attrs=Conv2DAttrs, doc="2-D convolution.", level=2)
+      attrs=Conv2DAttrs, doc="2-D convolution.", level=2, infer_args=_conv2d_infer_args)
 
 
 def conv2d(data: Any, weight: Any, strides: Any = (1, 1), padding: Any = (0, 0),
@@ -182,7 +196,9 @@ def conv2d_transpose_nchw(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     for a in range(kh):
         for b in range(kw):
             tap = np.einsum("ngchw,gco->ngohw", xg, wg[..., a, b])
-            buf[..., a * dh: a * dh + (h - 1) * sh + 1: sh, b * dw: b * dw + (wd - 1) * sw + 1: sw] += tap
+            rows = slice(a * dh, a * dh + (h - 1) * sh + 1, sh)
+            cols = slice(b * dw, b * dw + (wd - 1) * sw + 1, sw)
+            buf[..., rows, cols] += tap
     return buf[..., pt: pt + oh, pl: pl + ow].reshape(n, groups * o, oh, ow)
 
 
@@ -196,9 +212,15 @@ def _conv2d_transpose_ref(x: np.ndarray, w: np.ndarray,
     return np.ascontiguousarray(_to(out, "NCHW", attrs.out_layout or attrs.data_layout))
 
 
+def _conv2d_transpose_infer_args(args: list[Any], attrs: Conv2DTransposeAttrs) -> list[Any]:
+    c = args[0].shape[attrs.data_layout.index("C")] if args[0] is not None else AnyDim()
+    o = attrs.channels // attrs.groups if attrs.channels is not None else None
+    return [None, _weight_from_attrs(args[0], attrs, {"I": c, "O": o})]
+
+
 defop("nn.conv2d_transpose", _conv2d_transpose_rel, _conv2d_transpose_ref,
       OUT_ELEMWISE_FUSABLE, args=("data", "weight"), attrs=Conv2DTransposeAttrs,
-      doc="2-D transposed convolution.", level=2)
+      doc="2-D transposed convolution.", level=2, infer_args=_conv2d_transpose_infer_args)
 
 
 def conv2d_transpose(data: Any, weight: Any, strides: Any = (1, 1), padding: Any = (0, 0),

@@ -85,9 +85,15 @@ def _matmul_ref(a: np.ndarray, b: np.ndarray, ta: bool, tb: bool, dtype: Any) ->
     return np.matmul(a.T if ta else a, b.T if tb else b)
 
 
+def _dense_infer_args(args: list[Any], attrs: DenseAttrs) -> list[Any]:
+    if args[0] is None or attrs.units is None:
+        return [None, None]
+    return [None, tensor_of((attrs.units, args[0].shape[-1]), args[0].dtype)]
+
+
 defop("nn.dense", _dense_rel, lambda x, w, attrs: _matmul_ref(x, w, False, True, attrs.out_dtype),
       OUT_ELEMWISE_FUSABLE, args=("data", "weight"), attrs=DenseAttrs,
-      doc="data @ weight.T: (..., K) x (N, K) -> (..., N).")
+      doc="data @ weight.T: (..., K) x (N, K) -> (..., N).", infer_args=_dense_infer_args)
 
 
 def dense(data: Any, weight: Any, units: int | None = None, out_dtype: str = "") -> Call:
@@ -165,13 +171,22 @@ def _channel_vector_rel(op: str, vec_name: str):  # type: ignore[no-untyped-def]
     return rel
 
 
+def channel_vectors(args: list[Any], axis: int) -> list[Any]:
+    """infer_args of ops whose other arguments are 1-D vectors along ``axis`` of data."""
+    if args[0] is None:
+        return [None] * len(args)
+    vec = tensor_of((args[0].shape[axis],), args[0].dtype)
+    return [None] + [vec] * (len(args) - 1)
+
+
 def _along(vec: np.ndarray, ndim: int, axis: int) -> np.ndarray:
     return vec.reshape([-1 if i == axis % ndim else 1 for i in range(ndim)])
 
 
 defop("nn.bias_add", _channel_vector_rel("nn.bias_add", "bias"),
       lambda x, b, attrs: (x + _along(b, x.ndim, attrs.axis)).astype(x.dtype), BROADCAST,
-      args=("data", "bias"), attrs=BiasAddAttrs, doc="Add a 1-D bias along an axis.")
+      args=("data", "bias"), attrs=BiasAddAttrs, doc="Add a 1-D bias along an axis.",
+      infer_args=lambda args, attrs: channel_vectors(args, attrs.axis))
 
 
 def bias_add(data: Any, bias: Any, axis: int = 1) -> Call:
@@ -186,7 +201,9 @@ defop("nn.leaky_relu", lambda args, attrs: args[0],
       ELEMWISE, attrs=LeakyReluAttrs, doc="x if x > 0 else alpha * x.")
 defop("nn.prelu", _channel_vector_rel("nn.prelu", "alpha"),
       lambda x, a, attrs: np.where(x > 0, x, x * _along(a, x.ndim, attrs.axis)).astype(x.dtype),
-      BROADCAST, args=("data", "alpha"), attrs=PReluAttrs, doc="leaky_relu with a per-channel slope.")
+      BROADCAST, args=("data", "alpha"), attrs=PReluAttrs,
+      doc="leaky_relu with a per-channel slope.",
+      infer_args=lambda args, attrs: channel_vectors(args, attrs.axis))
 
 
 def relu(data: Any) -> Call:

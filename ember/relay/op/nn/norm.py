@@ -11,6 +11,7 @@ from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_dim, fmt_shape, is_float, may_equal, norm_axis, tensor_of
 from .._tuple import TupleWrapper
 from ._attrs import BatchNormAttrs, LayerNormAttrs
+from .nn import channel_vectors
 
 __all__ = ["batch_norm", "layer_norm"]
 
@@ -55,7 +56,8 @@ def _batch_norm_ref(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, mean: np
 
 defop("nn.batch_norm", _batch_norm_rel, _batch_norm_ref, OPAQUE,
       args=("data", "gamma", "beta", "moving_mean", "moving_var"), attrs=BatchNormAttrs,
-      doc="Batch normalisation (inference): (out, moving_mean, moving_var).")
+      doc="Batch normalisation (inference): (out, moving_mean, moving_var).",
+      infer_args=lambda args, attrs: channel_vectors(args, attrs.axis))
 
 
 def batch_norm(data: Any, gamma: Any, beta: Any, moving_mean: Any, moving_var: Any,
@@ -93,7 +95,8 @@ def _layer_norm_ref(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
 
 defop("nn.layer_norm", _layer_norm_rel, _layer_norm_ref, OPAQUE,
       args=("data", "gamma", "beta"), attrs=LayerNormAttrs,
-      doc="Layer normalisation over one axis with the batch's own statistics.")
+      doc="Layer normalisation over one axis with the batch's own statistics.",
+      infer_args=lambda args, attrs: channel_vectors(args, attrs.axis))
 
 
 def layer_norm(data: Any, gamma: Any, beta: Any, axis: int = -1, epsilon: float = 1e-5,
