@@ -6,10 +6,16 @@ executor factory modules join it here. Submodules load on first attribute access
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from typing import Any
 
 
-def __getattr__(name: str) -> ModuleType:
+# name -> submodule defining it (relay.backend.Executor, relay.backend.Runtime).
+_ATTRS = {"Executor": "executor", "Runtime": "runtime"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ATTRS:
+        return getattr(importlib.import_module(f"{__name__}.{_ATTRS[name]}"), name)
     try:
         return importlib.import_module(f"{__name__}.{name}")
     except ModuleNotFoundError as err:

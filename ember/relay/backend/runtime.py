@@ -1,0 +1,23 @@
+"""``relay.backend.Runtime``: which runtime the built code links against.
+
+``Runtime("cpp")`` (default: ember's hosted runtime, loaded from Python) or ``Runtime("crt",
+{"system-lib": True})`` (the standalone C runtime). Same interface as ``Executor``.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ._options import INT, Option, RegisteredOptions
+
+_SYSTEM_LIB = Option(INT, is_bool=True)
+
+
+class Runtime(RegisteredOptions):
+    """A runtime and its options; unknown names, options or wrongly typed values raise
+    TVMError with TVM's messages (``Runtime "woof" is not defined``)."""
+
+    what = "Runtime"
+    registry = {"cpp": {"system-lib": _SYSTEM_LIB}, "crt": {"system-lib": _SYSTEM_LIB}}
+
+    def __init__(self, name: str, options: Mapping[str, Any] | None = None) -> None:
+        super().__init__(name, options)
