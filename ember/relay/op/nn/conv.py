@@ -16,7 +16,7 @@ from ....ir.expr import Call
 from ....ir.types import Any as AnyDim
 from ....ir.types import Dim, TensorType
 from .._reg import OUT_ELEMWISE_FUSABLE, call, defop
-from .._shape import fail, fmt_dim, fmt_shape, known, may_equal, tensor_of
+from .._shape import dim_mul, fail, fmt_dim, fmt_shape, known, may_equal, tensor_of
 from ._attrs import Conv2DAttrs, Conv2DTransposeAttrs
 
 __all__ = ["conv2d", "conv2d_transpose"]
@@ -61,7 +61,7 @@ def _conv2d_rel(args: list[TensorType], attrs: Conv2DAttrs) -> TensorType:
     n, c, h, w = _dims(op, data, attrs.data_layout, "NCHW", "data")
     o, i, kh, kw = _dims(op, weight, attrs.kernel_layout, "OIHW", "weight")
     g = attrs.groups
-    expect = i * g if known(i) else AnyDim()  # type: ignore[operator]
+    expect = dim_mul(i, g)
     if not may_equal(c, expect):
         raise fail(op, f"data has {fmt_dim(c)} channels but weight expects {fmt_dim(expect)} "
                        f"(layout {attrs.data_layout}, kernel_layout {attrs.kernel_layout}, "
