@@ -1,0 +1,129 @@
+"""Data-movement ops against numpy, with hypothesis-drawn shapes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ember import te, topi
+from topi_util import check, rand, run_kernel
+
+SETTINGS = settings(max_examples=4, deadline=None)
+dims = st.lists(st.integers(1, 6), min_size=1, max_size=4).map(tuple)
+
+
+def _one(fn, shape, ref, dtype="float32"):
+    x = te.placeholder(shape, dtype, name="x")
+    xv = rand(shape, dtype, seed=sum(shape))
+    (got,) = run_kernel(fn(x), [x], [xv])
+    check(got, ref(xv))
+
+
+@SETTINGS
+@given(shape=dims, data=st.data())
+def test_transpose_and_reshape(shape, data):
+    perm = data.draw(st.permutations(range(len(shape))))
+    _one(lambda x: topi.transpose(x, perm), shape, lambda v: v.transpose(perm))
+    _one(lambda x: topi.reshape(x, [-1, shape[-1]]), shape, lambda v: v.reshape(-1, shape[-1]))
+
+
+@SETTINGS
+@given(shape=dims, data=st.data())
+def test_squeeze_expand_dims(shape, data):
+    axis = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    _one(lambda x: topi.squeeze(topi.expand_dims(x, axis)), shape,
+         lambda v: np.squeeze(np.expand_dims(v, axis)))
+
+
+@SETTINGS
+@given(shape=dims, data=st.data())
+def test_concatenate_and_stack(shape, data):
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    other = tuple(d + 2 if i == axis else d for i, d in enumerate(shape))
+    a, b = te.placeholder(shape, name="a"), te.placeholder(other, name="b")
+    av, bv = rand(shape, seed=1), rand(other, seed=2)
+    (got,) = run_kernel(topi.concatenate([a, b, a], axis), [a, b], [av, bv])
+    check(got, np.concatenate([av, bv, av], axis))
+    c = te.placeholder(shape, name="c")
+    (got,) = run_kernel(topi.stack([a, c], axis), [a, c], [av, av + 1])
+    check(got, np.stack([av, av + 1], axis))
+
+
+@SETTINGS
+@given(shape=dims, data=st.data())
+def test_strided_slice(shape, data):
+    begin, end, strides = [], [], []
+    for d in shape:
+        s = data.draw(st.sampled_from([1, 2, -1, 3]))
+        begin.append(data.draw(st.integers(-d, d - 1)))
+        end.append(data.draw(st.integers(-d - 1, d)))
+        strides.append(s)
+    sl = tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides))
+    if any(len(range(*slc.indices(d))) == 0 for slc, d in zip(sl, shape)):
+        return
+    _one(lambda x: topi.strided_slice(x, begin, end, strides), shape, lambda v: v[sl])
+
+
+def test_split_sections_and_indices():
+    x = te.placeholder((6, 5), name="x")
+    xv = rand((6, 5))
+    outs = topi.split(x, 3, axis=0)
+    got = run_kernel(outs, [x], [xv])
+    for g, w in zip(got, np.split(xv, 3, axis=0)):
+        check(g, w)
+    got = run_kernel(topi.split(x, [1, 4], axis=1), [x], [xv])
+    for g, w in zip(got, np.split(xv, [1, 4], axis=1)):
+        check(g, w)
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_take(mode, axis):
+    a = te.placeholder((5, 7), name="a")
+    idx = te.placeholder((3, 2), "int32", name="i")
+    av = rand((5, 7))
+    iv = np.array([[0, 4], [-1, 9], [2, 6]], "int32")
+    (got,) = run_kernel(topi.take(a, idx, axis, mode), [a, idx], [av, iv])
+    check(got, np.take(av, iv, axis=axis, mode=mode))
+
+
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), data=st.data())
+def test_tile_repeat_reverse(shape, data):
+    reps = data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    _one(lambda x: topi.tile(x, reps), shape, lambda v: np.tile(v, reps))
+    _one(lambda x: topi.repeat(x, 3, axis), shape, lambda v: np.repeat(v, 3, axis))
+    _one(lambda x: topi.reverse(x, axis), shape, lambda v: np.flip(v, axis))
+
+
+def test_broadcast_to_arange_one_hot():
+    _one(lambda x: topi.broadcast_to(x, (4, 3, 5)), (3, 1), lambda v: np.broadcast_to(v, (4, 3, 5)))
+    (got,) = run_kernel(topi.arange(1.0, 4.0, 0.5), [], [])
+    check(got, np.arange(1.0, 4.0, 0.5, dtype="float32"))
+    idx = te.placeholder((4,), "int32", name="i")
+    iv = np.array([0, 2, 1, 5], "int32")
+    (got,) = run_kernel(topi.one_hot(idx, 1.0, 0.0, 4, -1), [idx], [iv])
+    check(got, (iv[:, None] == np.arange(4)[None, :]).astype("float32"))
+
+
+def _to_blocked(v):
+    padded = np.concatenate([v, np.zeros((1, 12, 3, 5), "float32")], axis=1)
+    return padded.reshape(1, 2, 16, 3, 5).transpose(0, 1, 3, 4, 2)
+
+
+def test_layout_transform_roundtrip():
+    _one(lambda t: topi.layout_transform(t, "NCHW", "NCHW16c"), (1, 20, 3, 5), _to_blocked)
+    _one(lambda t: topi.layout_transform(t, "NCHW", "NHWC"), (1, 20, 3, 5),
+         lambda v: v.transpose(0, 2, 3, 1))
+    y = te.placeholder((1, 2, 3, 5, 16), name="y")
+    xv = rand((1, 20, 3, 5))
+    (got,) = run_kernel(topi.layout_transform(y, "NCHW16c", "NCHW"), [y], [_to_blocked(xv)])
+    check(got, np.concatenate([xv, np.zeros((1, 12, 3, 5), "float32")], 1))
+
+
+def test_pad_and_batch_flatten():
+    _one(lambda x: topi.nn.pad(x, [0, 1, 2], [1, 0, 3], 1.5), (2, 3, 4),
+         lambda v: np.pad(v, ((0, 1), (1, 0), (2, 3)), constant_values=1.5))
+    _one(topi.nn.batch_flatten, (2, 3, 4), lambda v: v.reshape(2, -1))
