@@ -129,19 +129,26 @@ def infer_reshape(op: str, shape: Sequence[Dim], newshape: Sequence[int]) -> lis
             i += 2
         src += 1 if v != -2 else 0
         i += 1
-    total = dim_prod(shape)
     if infer_at >= 0:
-        rest_dims = out[:infer_at] + out[infer_at + 1:]
-        total_k, rest = _cancel_symbols(shape, rest_dims) or (total, dim_prod(rest_dims))
-        if known(total_k, rest) and (rest == 0 or total_k % rest):  # type: ignore[operator]
-            raise fail(op, f"cannot reshape {fmt_shape(shape)} into {tuple(newshape)}: "
-                           f"{fmt_dim(total)} elements do not divide by {fmt_dim(rest)}")
-        out[infer_at] = total_k // rest if known(total_k, rest) else AnyDim()  # type: ignore
-    new_total = dim_prod(out)
+        out[infer_at] = _inferred_dim(op, shape, newshape, out[:infer_at] + out[infer_at + 1:])
+    total, new_total = dim_prod(shape), dim_prod(out)
     if known(total, new_total) and total != new_total:
         raise fail(op, f"cannot reshape {fmt_shape(shape)} into {fmt_shape(out)}: "
                        f"{total} elements vs {new_total}")
     return out
+
+
+def _inferred_dim(op: str, shape: Sequence[Dim], newshape: Sequence[int],
+                  rest_dims: list[Dim]) -> Dim:
+    """The size a -1 stands for: the input's element count over the other output dims."""
+    total = dim_prod(shape)
+    total_k, rest = _cancel_symbols(shape, rest_dims) or (total, dim_prod(rest_dims))
+    if not known(total_k, rest):
+        return AnyDim()
+    if rest == 0 or total_k % rest:  # type: ignore[operator]
+        raise fail(op, f"cannot reshape {fmt_shape(shape)} into {tuple(newshape)}: "
+                       f"{fmt_dim(total)} elements do not divide by {fmt_dim(rest)}")
+    return total_k // rest  # type: ignore[operator]
 
 
 def _reshape_rel(args: list[TensorType], attrs: ReshapeAttrs) -> TensorType:
