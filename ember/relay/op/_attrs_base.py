@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from ...runtime.object import register_object
 _C = TypeVar("_C", bound=type)
 
 
+@dataclass_transform(frozen_default=True)
 def attrs_class(type_key: str) -> Callable[[_C], _C]:
     """Make ``cls`` a frozen slotted dataclass registered as ``relay.attrs.<type_key>``."""
 
