@@ -157,10 +157,11 @@ def _helper(key: str) -> str:
     if kind == "floormod":
         return (f"{fn}({t} a, {t} b) {{\n  {t} r = a % b;\n"
                 f"  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}}")
+    nan = "a != a || " if dtype.startswith("float") else ""  # NaN propagates, as in numpy
     if kind == "min":
-        return f"{fn}({t} a, {t} b) {{ return a < b ? a : b; }}"
+        return f"{fn}({t} a, {t} b) {{ return ({nan}a < b) ? a : b; }}"
     if kind == "max":
-        return f"{fn}({t} a, {t} b) {{ return a > b ? a : b; }}"
+        return f"{fn}({t} a, {t} b) {{ return ({nan}a > b) ? a : b; }}"
     if kind == "abs":
         return f"{fn}({t} a) {{ return a < 0 ? -a : a; }}"
     raise KeyError(key)

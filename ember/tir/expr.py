@@ -243,7 +243,13 @@ class Select(PrimExpr):
     condition: PrimExpr
     true_value: PrimExpr
     false_value: PrimExpr
-    dtype: str = "float32"
+    dtype: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.dtype:  # tir.Select(cond, t, f) as in TVM: promote, take t's dtype
+            t, f = _op()._promote(self.true_value, self.false_value)
+            self.condition, self.true_value, self.false_value = _op().convert(self.condition), t, f
+            self.dtype = t.dtype
 
 
 @dataclass(eq=False, repr=False)

@@ -1,0 +1,250 @@
+"""The tensors of a fused ``main`` and when each is alive.
+
+``Dataflow.from_function(main)`` flattens a fused, typed ``main`` (calls to Primitive
+functions, tuples, projections, lets, params, constants) into tensors and steps in execution
+order. Both the graph codegen and the memory planners read this one view, so they agree on
+what a tensor is. Tuples cost nothing: a tuple is the list of its fields' tensors.
+
+Time is the step index. A tensor made by step ``i`` and last read by step ``j`` lives over
+``[i, j]`` (inclusive at both ends, so an operator's inputs and outputs never share memory);
+params and constants live over the whole run; outputs of ``main`` until the end.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from ...ir.expr import Call, Constant, Function, GlobalVar, Let, RelayExpr, Tuple, TupleGetItem
+from ...ir.expr import Var
+from ...ir.module import IRModule
+from ...ir.op import Op
+from ...ir.types import TensorType, TupleType, Type
+from ...runtime.dtype import DataType
+from ...runtime.errors import TVMError
+
+# Ops that only reinterpret their input's shape: a group of them needs no kernel (``__nop``).
+RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "reshape_like",
+                         "nn.batch_flatten", "contrib_reverse_reshape"})
+INPUT, CONST, INTERMEDIATE = "input", "const", "intermediate"
+Tree = Union[int, tuple["Tree", ...]]  # a value: a tensor id or a tuple of values
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor: static shape, dtype and what made it (INPUT, CONST or INTERMEDIATE)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    kind: str
+
+    @property
+    def nbytes(self) -> int:
+        dt = DataType(self.dtype)
+        count = 1
+        for d in self.shape:
+            count *= d
+        return count * ((dt.bits * dt.lanes + 7) // 8)
+
+
+@dataclass
+class Step:
+    """One call in execution order: the Relay call, its callee, tensors read and written."""
+
+    call: Call
+    inputs: list[int]
+    outputs: list[int]
+    is_nop: bool = False  # reshape-only: outputs[0] aliases inputs[0]
+
+    @property
+    def func(self) -> RelayExpr:
+        return self.call.op
+
+
+@dataclass
+class Dataflow:
+    """The tensors and steps of one function, plus where each Relay value lives."""
+
+    tensors: list[TensorInfo] = field(default_factory=list)
+    params: list[tuple[Var, int]] = field(default_factory=list)
+    constants: list[tuple[Constant, int]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    output_tree: Tree = ()
+
+    @staticmethod
+    def from_function(func: Function, mod: IRModule | None = None) -> "Dataflow":
+        """Flatten ``func`` (typed); TVMError for what a static graph cannot express."""
+        return _Builder(mod).build(func)
+
+    # -- liveness -----------------------------------------------------------------------------
+    def alias_roots(self) -> list[int]:
+        """Per tensor, the tensor whose memory it uses (itself unless made by a ``__nop``)."""
+        root = list(range(len(self.tensors)))
+        for step in self.steps:
+            if step.is_nop:
+                root[step.outputs[0]] = root[step.inputs[0]]
+        return root
+
+    def intervals(self) -> list[tuple[int, int]]:
+        """Per tensor, ``(first, last)`` step at which it must hold its value."""
+        end_of_run = len(self.steps)
+        spans = [(-1, end_of_run)] * len(self.tensors)  # params and constants: always
+        for i, step in enumerate(self.steps):
+            for t in step.outputs:
+                spans[t] = (i, i)
+            for t in step.inputs:
+                spans[t] = (spans[t][0], max(spans[t][1], i))
+        for t in self.outputs:
+            spans[t] = (spans[t][0], end_of_run)
+        return spans
+
+
+def flatten(tree: Tree) -> list[int]:
+    """The tensor ids of a value, in field order."""
+    if isinstance(tree, int):
+        return [tree]
+    return [t for sub in tree for t in flatten(sub)]
+
+
+def is_reshape_only(func: RelayExpr) -> bool:
+    """Whether ``func`` is a Primitive function that only reshapes its one tensor input."""
+    if not isinstance(func, Function) or len(func.params) != 1:
+        return False
+    if func.get_attr("relay.reshape_only"):
+        return True
+    node = func.body
+    while isinstance(node, Call):
+        if not (isinstance(node.op, Op) and node.op.name in RESHAPE_OPS):
+            return False
+        node = node.args[0]
+    return node is func.params[0] and isinstance(func.body, Call)
+
+
+def _where(expr: RelayExpr) -> str:
+    from ...ir.printer import short_text
+
+    return short_text(expr)
+
+
+class _Builder:
+    """Walks the function once, children before parents, without entering callees."""
+
+    def __init__(self, mod: IRModule | None) -> None:
+        self.mod = mod
+        self.df = Dataflow()
+        self.values: dict[int, Tree] = {}  # id(expr) -> value
+        self.lets: dict[int, RelayExpr] = {}  # id(let var) -> bound value
+
+    def build(self, func: Function) -> Dataflow:
+        for p in func.params:
+            self.values[id(p)] = self._param(p)
+        for node in self._post_order(func.body):
+            self.values[id(node)] = self._visit(node)
+        tree = self.values[id(func.body)]
+        self.df.output_tree = tree
+        self.df.outputs = flatten(tree)
+        return self.df
+
+    def _post_order(self, root: RelayExpr) -> list[RelayExpr]:
+        order: list[RelayExpr] = []
+        seen: set[int] = set(self.values)
+        stack: list[tuple[RelayExpr, bool]] = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in seen:
+                continue
+            if expanded:
+                seen.add(id(node))
+                order.append(node)
+                continue
+            stack.append((node, True))
+            for child in reversed(self._children(node)):
+                stack.append((child, False))
+        return order
+
+    def _children(self, node: RelayExpr) -> tuple[RelayExpr, ...]:
+        if isinstance(node, Call):
+            return node.args
+        if isinstance(node, Tuple):
+            return node.fields
+        if isinstance(node, TupleGetItem):
+            return (node.tuple_value,)
+        if isinstance(node, Let):
+            self.lets[id(node.var)] = node.value
+            return (node.value, node.body)
+        return ()
+
+    def _tensor(self, ty: Type, kind: str, expr: RelayExpr) -> Tree:
+        if isinstance(ty, TupleType):
+            return tuple(self._tensor(f, kind, expr) for f in ty.fields)
+        if not isinstance(ty, TensorType):
+            raise TVMError(f"graph executor: {_where(expr)} has type {ty}, which is not a "
+                           "tensor or a tuple of tensors; use the VM (relay.vm.compile)")
+        if not ty.is_static:
+            raise TVMError(f"graph executor: {_where(expr)} has the dynamic shape "
+                           f"{ty}; the graph executor needs static shapes, use the VM "
+                           "(relay.vm.compile or create_executor('vm'))")
+        self.df.tensors.append(TensorInfo(tuple(ty.shape), ty.dtype, kind))  # type: ignore[arg-type]
+        return len(self.df.tensors) - 1
+
+    def _param(self, p: Var) -> Tree:
+        ty = p.checked_type_ or p.type_annotation
+        if not isinstance(ty, TensorType):
+            raise TVMError(f"graph executor: parameter %{p.name_hint} has type {ty}; graph "
+                           "inputs must be tensors (use the VM for tuples and ADTs)")
+        tid = self._tensor(ty, INPUT, p)
+        self.df.params.append((p, tid))  # type: ignore[arg-type]
+        return tid
+
+    def _visit(self, node: RelayExpr) -> Tree:
+        if isinstance(node, Var):
+            if id(node) in self.lets:
+                return self.values[id(self.lets[id(node)])]
+            raise TVMError(f"graph executor: free variable %{node.name_hint} in main")
+        if isinstance(node, Constant):
+            tid = self._tensor(node.checked_type_ or TensorType(node.data.shape, node.data.dtype),
+                               CONST, node)
+            self.df.constants.append((node, tid))  # type: ignore[arg-type]
+            return tid
+        if isinstance(node, Tuple):
+            return tuple(self.values[id(f)] for f in node.fields)
+        if isinstance(node, TupleGetItem):
+            value = self.values[id(node.tuple_value)]
+            if isinstance(value, int) or not 0 <= node.index < len(value):
+                raise TVMError(f"graph executor: {_where(node)} projects a non-tuple or is "
+                               "out of range")
+            return value[node.index]
+        if isinstance(node, Let):
+            return self.values[id(node.body)]
+        if isinstance(node, Call):
+            return self._call(node)
+        raise TVMError(f"graph executor: cannot run {type(node).__name__} nodes "
+                       f"({_where(node)}); control flow, closures, references and ADTs "
+                       "need the VM (relay.vm.compile or create_executor('vm'))")
+
+    def _call(self, call: Call) -> Tree:
+        callee = call.op
+        if isinstance(callee, GlobalVar):
+            callee = self._global(call, callee)
+        if isinstance(callee, Function) and not callee.get_attr("Primitive"):
+            raise TVMError(f"graph executor: {_where(call)} calls a non-primitive function; "
+                           "run FuseOps first, or use the VM for closures")
+        if not isinstance(callee, (Function, Op, GlobalVar)):
+            raise TVMError(f"graph executor: cannot call {type(callee).__name__} "
+                           f"({_where(call)}); use the VM")
+        inputs = [t for a in call.args for t in flatten(self.values[id(a)])]
+        out = self._tensor(call.checked_type, INTERMEDIATE, call)
+        nop = is_reshape_only(callee) and isinstance(out, int) and len(inputs) == 1
+        self.df.steps.append(Step(call, inputs, flatten(out), nop))
+        return out
+
+    def _global(self, call: Call, gv: GlobalVar) -> RelayExpr:
+        """The primitive function ``gv`` names, or ``gv`` itself for an already lowered
+        kernel that the module does not define."""
+        func = None if self.mod is None else self.mod.functions.get(gv)
+        if func is None:
+            return gv
+        if isinstance(func, Function) and func.get_attr("Primitive"):
+            return func
+        raise TVMError(f"graph executor: {_where(call)} calls the global function "
+                       f"@{gv.name_hint}; calls between Relay functions need the VM")

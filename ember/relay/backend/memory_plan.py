@@ -1,0 +1,208 @@
+"""Memory planning: which tensors of a fused ``main`` share storage.
+
+Two planners over the same liveness (``_liveness.Dataflow``):
+
+- ``plan_storage`` (graph executor): TVM's greedy planner. Walking the steps in order, each
+  new intermediate takes a free block of the same dtype whose size is within a factor of 16
+  (the smallest that is large enough, else the largest smaller one, which grows), or a new
+  block; a block returns to the free list after the step that last reads it. Params,
+  constants and outputs of ``main`` get blocks of their own that are never shared.
+- ``plan_arena`` (AOT): places buffers with live intervals at byte offsets of one arena,
+  trying several orders and keeping the smallest arena.
+
+Both report the planned size next to the lower bound (the largest sum of sizes live at one
+time) and the size without any reuse.
+"""
+from __future__ import annotations
+
+from bisect import insort
+from dataclasses import dataclass
+from typing import Sequence
+
+from ...ir.expr import Function
+from ...ir.module import IRModule
+from ._liveness import INTERMEDIATE, Dataflow
+
+MATCH_RANGE = 16  # a free block is reused for a request between size/16 and size*16
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Sizes in bytes: planned, lower bound, blocks used, and the sum without reuse."""
+
+    planned_bytes: int
+    lower_bound: int
+    num_blocks: int
+    total_bytes: int
+
+    def __str__(self) -> str:
+        return (f"{self.num_blocks} blocks, {self.planned_bytes} bytes planned "
+                f"(lower bound {self.lower_bound}, {self.total_bytes} without reuse)")
+
+
+@dataclass
+class StoragePlan:
+    """Per tensor a storage id; per storage id its size in bytes and dtype."""
+
+    dataflow: Dataflow
+    storage_ids: list[int]
+    storage_sizes: list[int]
+    storage_dtypes: list[str]
+    report: MemoryReport
+
+
+@dataclass(frozen=True)
+class ArenaPlan:
+    """Per buffer a byte offset in one arena of ``total`` bytes."""
+
+    offsets: list[int]
+    total: int
+    lower_bound: int
+
+
+def _align(n: int, alignment: int) -> int:
+    return (n + alignment - 1) // alignment * alignment
+
+
+def lower_bound(sizes: Sequence[int], intervals: Sequence[tuple[int, int]]) -> int:
+    """The largest sum of sizes alive at one time (intervals inclusive)."""
+    events: list[tuple[int, int]] = []
+    for size, (start, end) in zip(sizes, intervals, strict=True):
+        events += [(start, size), (end + 1, -size)]
+    best = live = 0
+    for _, delta in sorted(events, key=lambda e: (e[0], e[1])):  # frees before allocs
+        live += delta
+        best = max(best, live)
+    return best
+
+
+def _groups(df: Dataflow) -> tuple[list[int], dict[int, list[int]]]:
+    roots = df.alias_roots()
+    members: dict[int, list[int]] = {}
+    for t, r in enumerate(roots):
+        members.setdefault(r, []).append(t)
+    return roots, members
+
+
+def plan_storage(df: Dataflow) -> StoragePlan:
+    """Storage ids for every tensor of ``df`` (TVM's graph memory planner)."""
+    roots, members = _groups(df)
+    spans = df.intervals()
+    outputs = {roots[t] for t in df.outputs}
+    group_size = {r: max(df.tensors[t].nbytes for t in ts) for r, ts in members.items()}
+    group_end = {r: max(spans[t][1] for t in ts) for r, ts in members.items()}
+    pinned = {r for r, ts in members.items()
+              if r in outputs or any(df.tensors[t].kind != INTERMEDIATE for t in ts)}
+    sizes: list[int] = []
+    dtypes: list[str] = []
+    free: list[tuple[int, int]] = []  # (size, storage id), sorted
+    sid_of: dict[int, int] = {}
+
+    def new_block(root: int) -> int:
+        sizes.append(group_size[root])
+        dtypes.append(df.tensors[root].dtype)
+        return len(sizes) - 1
+
+    def request(root: int) -> int:
+        size, dtype = group_size[root], df.tensors[root].dtype
+        fits = [(s, sid) for s, sid in free if dtypes[sid] == dtype
+                and size // MATCH_RANGE <= s <= size * MATCH_RANGE]
+        if not fits:
+            return new_block(root)
+        larger = [f for f in fits if f[0] >= size]
+        s, sid = min(larger) if larger else max(fits)  # smallest that fits, else grow
+        free.remove((s, sid))
+        sizes[sid] = max(s, size)
+        return sid
+
+    for r in sorted(r for r in members if df.tensors[r].kind != INTERMEDIATE):
+        sid_of[r] = new_block(r)
+    for i, step in enumerate(df.steps):
+        for t in step.outputs:
+            r = roots[t]
+            if r not in sid_of:
+                sid_of[r] = new_block(r) if r in pinned else request(r)
+        for r in {roots[t] for t in step.inputs + step.outputs}:
+            if r not in pinned and group_end[r] == i:
+                insort(free, (sizes[sid_of[r]], sid_of[r]))
+    inter = [r for r in members if r not in pinned]
+    report = MemoryReport(
+        planned_bytes=sum(sizes[s] for s in {sid_of[r] for r in inter}),
+        lower_bound=lower_bound([group_size[r] for r in inter],
+                                [(min(spans[t][0] for t in members[r]), group_end[r])
+                                 for r in inter]),
+        num_blocks=len({sid_of[r] for r in inter}),
+        total_bytes=sum(group_size[r] for r in inter))
+    return StoragePlan(df, [sid_of[roots[t]] for t in range(len(df.tensors))], sizes, dtypes,
+                       report)
+
+
+def plan_memory(func: Function | IRModule, mod: IRModule | None = None) -> StoragePlan:
+    """Plan the storage of ``func`` (or of ``mod["main"]``): fused, typed, static shapes."""
+    if isinstance(func, IRModule):
+        mod, func = func, func["main"]  # type: ignore[assignment]
+    return plan_storage(Dataflow.from_function(func, mod))  # type: ignore[arg-type]
+
+
+# -- arena planning (AOT) ------------------------------------------------------------------------
+def _place(order: Sequence[int], sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
+           alignment: int) -> tuple[list[int], int]:
+    """First fit at the lowest offset that overlaps no placed buffer alive at the same time."""
+    offsets = [0] * len(sizes)
+    placed: list[int] = []
+    total = 0
+    for i in order:
+        start, end = intervals[i]
+        busy = sorted((offsets[j], offsets[j] + sizes[j]) for j in placed
+                      if intervals[j][0] <= end and start <= intervals[j][1])
+        offset = 0
+        for lo, hi in busy:
+            if offset + sizes[i] <= lo:
+                break
+            offset = max(offset, _align(hi, alignment))
+        offsets[i] = offset
+        placed.append(i)
+        total = max(total, offset + sizes[i])
+    return offsets, _align(total, alignment)
+
+
+def plan_arena(sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
+               alignment: int = 16) -> ArenaPlan:
+    """Byte offsets (multiples of ``alignment``) for buffers alive over ``intervals``.
+
+    Tries several greedy orders (largest first, longest-lived first, earliest first, largest
+    area first) and keeps the smallest arena. Buffers alive at the same time never overlap.
+    """
+    if alignment <= 0:
+        raise ValueError(f"plan_arena: alignment must be positive, got {alignment}")
+    if len(sizes) != len(intervals):
+        raise ValueError(f"plan_arena: {len(sizes)} sizes but {len(intervals)} intervals")
+    padded = [_align(s, alignment) for s in sizes]
+    idx = range(len(sizes))
+    length = [e - s + 1 for s, e in intervals]
+    orders = [
+        sorted(idx, key=lambda i: (-padded[i], intervals[i][0])),
+        sorted(idx, key=lambda i: (-length[i], -padded[i])),
+        sorted(idx, key=lambda i: (intervals[i][0], -padded[i])),
+        sorted(idx, key=lambda i: (-padded[i] * length[i], intervals[i][0])),
+    ]
+    best = min((_place(o, padded, intervals, alignment) for o in orders), key=lambda p: p[1])
+    return ArenaPlan(best[0], best[1], lower_bound(padded, intervals))
+
+
+def plan_dataflow_arena(df: Dataflow, alignment: int = 16) -> tuple[dict[int, int], ArenaPlan]:
+    """An arena for the intermediates of ``df`` (alias groups share their root's offset).
+
+    Returns ``{tensor id: offset}`` for every intermediate and the arena plan.
+    """
+    roots, members = _groups(df)
+    spans = df.intervals()
+    outputs = {roots[t] for t in df.outputs}
+    inter = [r for r, ts in members.items()
+             if r not in outputs and all(df.tensors[t].kind == INTERMEDIATE for t in ts)]
+    sizes = [max(df.tensors[t].nbytes for t in members[r]) for r in inter]
+    intervals = [(min(spans[t][0] for t in members[r]), max(spans[t][1] for t in members[r]))
+                 for r in inter]
+    plan = plan_arena(sizes, intervals, alignment)
+    offset_of = {r: o for r, o in zip(inter, plan.offsets, strict=True)}
+    return {t: offset_of[roots[t]] for t in range(len(df.tensors)) if roots[t] in offset_of}, plan

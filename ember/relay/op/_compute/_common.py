@@ -1,0 +1,139 @@
+"""Helpers shared by the compute rules: registration, shapes from types, safe broadcasting."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ....ir.op import OP_REGISTRY
+from ....ir.types import TensorType, TupleType, Type
+from ....runtime.errors import OpNotImplemented
+from ....te import tensor as te
+from ....tir import op as tir
+from ....tir.expr import IntImm, PrimExpr
+
+Compute = Callable[[Any, list[te.Tensor], Type], list[te.Tensor]]
+
+
+def register_compute(*names: str) -> Callable[[Compute], Compute]:
+    """Decorator: ``fn`` becomes the compute rule of every op in ``names``."""
+
+    def deco(fn: Compute) -> Compute:
+        for name in names:
+            OP_REGISTRY[name].compute = fn
+        return fn
+
+    return deco
+
+
+def not_implemented(op: str, what: str) -> OpNotImplemented:
+    """The error for a case a rule does not lower: ``<op>: <what> has no lowering``."""
+    return OpNotImplemented(f"{op}: {what} has no lowering to C yet")
+
+
+def tensor_types(ty: Type) -> list[TensorType]:
+    """The tensor types of a (possibly nested tuple) type, flattened in order."""
+    if isinstance(ty, TupleType):
+        return [t for f in ty.fields for t in tensor_types(f)]
+    if not isinstance(ty, TensorType):
+        raise TypeError(f"expected a tensor or tuple type, got {ty}")
+    return [ty]
+
+
+def as_int(d: Any) -> int | None:
+    """The value of a static dimension (int or IntImm), else None."""
+    if isinstance(d, int):
+        return d
+    return d.value if isinstance(d, IntImm) else None
+
+
+def is_one(d: Any) -> bool:
+    return as_int(d) == 1
+
+
+def same_dim(a: PrimExpr, b: PrimExpr) -> bool:
+    """True when two te dimensions are provably equal (same value or same variable)."""
+    va, vb = as_int(a), as_int(b)
+    if va is not None and vb is not None:
+        return va == vb
+    return a is b
+
+
+def out_dims(out_type: TensorType, fallback: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
+    """The output shape: the type's static dims, ``fallback``'s expression where it has ``?``."""
+    if len(fallback) != out_type.ndim:
+        raise AssertionError(f"rank mismatch: type {out_type} vs computed {len(fallback)} dims")
+    return tuple(tir.const(d) if isinstance(d, int) else f for d, f in zip(out_type.shape,
+                                                                          fallback))
+
+
+def broadcast_dims(*shapes: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
+    """numpy broadcasting of te shapes; two different symbolic sizes give their maximum."""
+    n = max((len(s) for s in shapes), default=0)
+    out: list[PrimExpr] = []
+    for i in range(n):
+        dims = [s[len(s) - n + i] for s in shapes if len(s) - n + i >= 0]
+        static = [as_int(d) for d in dims if as_int(d) is not None and as_int(d) != 1]
+        if static:
+            out.append(tir.const(static[0]))
+            continue
+        sym = [d for d in dims if as_int(d) is None]
+        if not sym:
+            out.append(tir.const(1))
+            continue
+        acc = sym[0]
+        for d in sym[1:]:
+            acc = acc if d is acc else tir.max(acc, d)
+        out.append(acc)
+    return tuple(out)
+
+
+def broadcast_load(t: te.Tensor, idx: Sequence[PrimExpr], out_shape: Sequence[PrimExpr]
+                   ) -> PrimExpr:
+    """``t`` read at output point ``idx`` under numpy broadcasting.
+
+    A static 1 reads index 0. A symbolic dimension that is not the output's own dimension
+    might be 1 at run time (``?`` broadcast against ``?``), so it reads ``d == 1 ? 0 : i``.
+    """
+    off = len(idx) - t.ndim
+    src = []
+    for k, d in enumerate(t.shape):
+        i, od = idx[off + k], out_shape[off + k]
+        if is_one(d):
+            src.append(tir.const(0))
+        elif as_int(d) is not None or same_dim(d, od):
+            src.append(i)
+        else:
+            src.append(tir.Select_(d == 1, tir.const(0), i))
+    return t(*src)
+
+
+def value_of(x: Any, idx: Sequence[PrimExpr], out_shape: Sequence[PrimExpr]) -> PrimExpr:
+    return broadcast_load(x, idx, out_shape) if isinstance(x, te.Tensor) else tir.convert(x)
+
+
+def scalar(t: te.Tensor) -> PrimExpr:
+    """The single element of a 0-d (or all-ones shaped) tensor."""
+    return t(*[tir.const(0)] * t.ndim)
+
+
+def cast_to(t: te.Tensor, dtype: str, name: str = "T_cast") -> te.Tensor:
+    """``t`` in ``dtype`` (the same tensor when it already is)."""
+    if t.dtype == dtype:
+        return t
+    return te.compute(t.shape, lambda *i: tir.cast(t(*i), dtype), name=name, tag="elemwise")
+
+
+def identity(t: te.Tensor, name: str = "T_copy") -> te.Tensor:
+    """A copy of ``t`` as a new elementwise stage."""
+    return te.compute(t.shape, lambda *i: t(*i), name=name, tag="elemwise")
+
+
+def norm_axis(axis: int, ndim: int) -> int:
+    return axis % ndim if ndim else 0
+
+
+def prod(dims: Sequence[PrimExpr]) -> PrimExpr:
+    out: PrimExpr = tir.const(1)
+    for d in dims:
+        out = out * d
+    return out

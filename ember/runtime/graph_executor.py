@@ -1,0 +1,373 @@
+"""The graph executor: runs a graph JSON (see ``graph_format.py``) as a list of packed calls.
+
+``create(graph_json, lib, dev)`` allocates one buffer per storage id, makes every tensor of the
+graph a zero-copy view into its buffer, resolves each node's kernel in ``lib`` once, and
+precomputes each call's argument arrays, so that ``run()`` is a loop of C calls that allocates
+nothing. The executor is a Module too: ``m["set_input"]``, ``m["run"]``, ``m["get_output"]``...
+are its packed functions, as with the Relay-era runtime.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ._bridge import raise_error
+from .device import Device, cpu
+from .errors import TVMError
+from .graph_format import NOP, Graph, parse_graph
+from .module import Module
+from .ndarray import NDArray, _aligned_buffer, _parse_dtype
+from .packed_func import CPackedFunc, PackedFunc, as_packed_func
+from .params import load_param_dict
+from .time_eval import BenchmarkResult, time_evaluator
+
+_DLTENSOR_CODE = 7  # kTVMDLTensorHandle
+
+
+class GraphInputError(TVMError, ValueError):
+    """A bad input: 'set_input('data'): expected float32[1, 3], got float64[1, 3]'."""
+
+
+class GraphIndexError(TVMError, IndexError):
+    """An input or output index out of range; the message names the count."""
+
+
+def type_str(dtype: str, shape: Sequence[int]) -> str:
+    """``float32[1, 3, 224, 224]``: how messages spell a tensor type."""
+    return f"{dtype}[{', '.join(str(d) for d in shape)}]"
+
+
+def _view(buf: np.ndarray, shape: tuple[int, ...], dtype: str, dev: Device) -> NDArray:
+    """An NDArray of ``shape``/``dtype`` over the start of the byte buffer ``buf`` (no copy)."""
+    dt, scalar = _parse_dtype(dtype)
+    full = shape if dt.lanes == 1 else shape + (dt.lanes,)
+    arr = np.ndarray(full, dtype=scalar, buffer=buf, offset=0)  # its base keeps buf alive
+    return NDArray(arr, dev, dt)
+
+
+def _c_call(func: CPackedFunc, args: Sequence[NDArray]) -> Callable[[], int]:
+    """A no-argument call of compiled ``func`` on ``args``: arrays packed once, here."""
+    n = len(args)
+    vals = (ctypes.c_int64 * max(n, 1))(*(a._dl_addr for a in args))
+    codes = (ctypes.c_int * max(n, 1))(*([_DLTENSOR_CODE] * n))
+    ret, ret_code = (ctypes.c_int64 * 1)(), (ctypes.c_int * 1)()
+    return functools.partial(func._cfn, vals, codes, n, ret, ret_code, None)
+
+
+def _py_call(func: PackedFunc, args: Sequence[NDArray]) -> Callable[[], int]:
+    def call() -> int:
+        func(*args)
+        return 0
+
+    return call
+
+
+def _flat(arr: NDArray) -> NDArray:
+    """A 1-D view of ``arr`` (for nodes with flatten_data)."""
+    return NDArray(arr._np.reshape(-1) if arr._dtype.lanes == 1 else
+                   arr._np.reshape(-1, arr._dtype.lanes), arr.device, arr._dtype)
+
+
+class GraphExecutor(Module):
+    """A graph, its tensors and its kernels, ready to run. Create with :func:`create`.
+
+    Inputs are named or indexed in ``arg_nodes`` order; outputs are the graph's ``heads``.
+    ``get_output``/``get_input`` return views of the executor's own memory (the next
+    ``run``/``set_input`` changes them); pass ``out=`` or call ``.numpy()`` to keep a copy.
+    """
+
+    type_key = "GraphExecutor"
+    _EXPORTED = ("set_input", "run", "get_output", "get_input", "get_num_outputs",
+                 "get_num_inputs", "get_input_index", "get_input_info", "get_output_info",
+                 "load_params", "share_params", "run_from_inputs")
+
+    def __init__(self, graph: "Graph | str", lib: Module, dev: "Device | Sequence[Device]"
+                 | None = None) -> None:
+        super().__init__()
+        self.graph = graph if isinstance(graph, Graph) else parse_graph(graph)
+        self.lib = lib
+        self.device = _one_device(dev)
+        g = self.graph
+        self._input_eids = [g.entry_id(nid) for nid in g.arg_nodes]
+        self._input_index = {name: k for k, name in enumerate(g.input_names)}
+        self._output_eids = [g.entry_id(h) for h in g.heads]
+        self._param_names: set[str] = set()
+        self._entries = self._allocate()
+        self._funcs = self._resolve()
+        self._plan: list[tuple[Callable[[], int], int]] = []
+        self._build_plan()
+
+    # -- setting up -------------------------------------------------------------------------
+    def _allocate(self) -> list[NDArray]:
+        """One 64-byte aligned buffer per storage id (as large as its largest tensor), and a
+        view into it per entry."""
+        g = self.graph
+        sizes: dict[int, int] = {}
+        for eid, sid in enumerate(g.storage_id):
+            sizes[sid] = max(sizes.get(sid, 0), g.nbytes(eid))
+        pools = {sid: _aligned_buffer(size) for sid, size in sizes.items()}
+        return [_view(pools[sid], g.shape[eid], g.dltype[eid], self.device)
+                for eid, sid in enumerate(g.storage_id)]
+
+    def _resolve(self) -> dict[int, PackedFunc]:
+        """Each kernel node's function, looked up once; a missing one fails here, not in run."""
+        funcs: dict[int, PackedFunc] = {}
+        for i, node in enumerate(self.graph.nodes):
+            if node.is_input or node.func_name == NOP:
+                continue
+            try:
+                funcs[i] = self.lib.get_function(node.func_name, query_imports=True)
+            except AttributeError:
+                raise TVMError(f"graph executor: nodes[{i}] ({node.name!r}) calls "
+                               f"{node.func_name!r}, which is not in {self.lib!r} or its "
+                               "imports") from None
+        return funcs
+
+    def _build_plan(self) -> None:
+        """(call, node id) per kernel node; rebuilt when an entry's array changes."""
+        g, plan, keep = self.graph, [], []
+        for i, func in self._funcs.items():
+            node = g.nodes[i]
+            args = [self._entries[g.entry_id(e)] for e in node.inputs]
+            args += [self._entries[g.entry_id(i, k)] for k in range(node.num_outputs)]
+            if node.flatten_data:
+                args = [_flat(a) for a in args]
+            make = _c_call if isinstance(func, CPackedFunc) else _py_call
+            plan.append((make(func, args), i))  # type: ignore[arg-type]
+            keep.append(args)
+        self._plan = plan
+        self._keep = keep  # the packed arrays hold these NDArrays' addresses: keep them alive
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self, **inputs: Any) -> None:
+        """Run every node in order (after ``set_input(**inputs)`` if inputs are given)."""
+        if inputs:
+            self.set_input(**inputs)
+        try:
+            for call, nid in self._plan:
+                if call():
+                    self._kernel_failed(nid)
+        except Exception as err:
+            err.add_note(f"while running graph node nodes[{nid}] "
+                         f"({self.graph.nodes[nid].name!r})")
+            raise
+
+    def _kernel_failed(self, nid: int) -> None:
+        func = self._funcs[nid]
+        raise_error(func._take_error, func.name)  # type: ignore[attr-defined]
+
+    def run_from_inputs(self, *args: Any) -> list[NDArray]:
+        """``(device_type, device_id, name0, value0, ...)``: set the inputs, run, and return
+        copies of the outputs (what ``benchmark(end_to_end=True)`` times)."""
+        pairs = args[2:]
+        for k in range(0, len(pairs) - 1, 2):
+            self.set_input(pairs[k], pairs[k + 1])
+        self.run()
+        return [self._entries[eid].copyto(self.device) for eid in self._output_eids]
+
+    # -- inputs -----------------------------------------------------------------------------
+    def _input_slot(self, key: "str | int", where: str) -> int:
+        """The input index of ``key`` (a name or an index)."""
+        if isinstance(key, str):
+            k = self._input_index.get(key)
+            if k is None:
+                names = ", ".join(repr(n) for n in self.graph.input_names) or "(none)"
+                raise GraphInputError(f"{where}: no input named {key!r}; this model's inputs are "
+                                      f"{names}")
+            return k
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if not 0 <= key < len(self._input_eids):
+                raise GraphIndexError(f"{where}: input index {key} out of range (this model has "
+                                      f"{len(self._input_eids)} inputs)")
+            return int(key)
+        raise TypeError(f"{where}: inputs are named by str or int, got {type(key).__name__}")
+
+    def set_input(self, key: "str | int | None" = None, value: Any = None, **params: Any) -> None:
+        """Copy ``value`` into input ``key`` (a name or index), and each ``name=value`` of
+        ``params``. The shape must match and, for arrays, the dtype too (no silent casts);
+        Python lists and scalars are converted to the input's dtype."""
+        if key is not None:
+            self._copy_in(key, value)
+        for name, val in params.items():
+            self._copy_in(name, val)
+
+    def _copy_in(self, key: "str | int", value: Any) -> None:
+        dst = self._entries[self._input_eids[self._input_slot(key, "set_input")]]
+        if type(value) is NDArray:
+            src, same = value._np, value._dtype == dst._dtype
+        elif isinstance(value, np.ndarray):
+            src, same = value, value.dtype == dst._np.dtype
+        else:  # lists and scalars carry no dtype: take the input's
+            try:
+                src, same = np.asarray(value, dtype=dst._np.dtype), True
+            except (TypeError, ValueError) as err:
+                raise GraphInputError(f"set_input({key!r}): cannot convert "
+                                      f"{type(value).__name__} to {dst.dtype}: {err}") from None
+        if not same or src.shape != dst._np.shape:
+            got = (value.dtype, value.shape) if isinstance(value, NDArray) else (src.dtype,
+                                                                                  src.shape)
+            raise GraphInputError(f"set_input({key!r}): expected {type_str(dst.dtype, dst.shape)},"
+                                  f" got {type_str(str(got[0]), got[1])}")
+        np.copyto(dst._np, src)
+
+    def get_input(self, key: "str | int", out: NDArray | None = None) -> NDArray:
+        """The input ``key`` (a view of the executor's memory), or a copy into ``out``."""
+        arr = self._entries[self._input_eids[self._input_slot(key, "get_input")]]
+        return arr if out is None else out.copyfrom(arr)
+
+    def get_input_index(self, name: str) -> int:
+        """The index of the input ``name``, or -1 if there is none (as in the Relay-era API)."""
+        return self._input_index.get(name, -1)
+
+    def get_num_inputs(self) -> int:
+        """The number of graph inputs, params included."""
+        return len(self._input_eids)
+
+    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """``(shapes, dtypes)`` by name of the inputs that are not loaded params."""
+        g, shapes, dtypes = self.graph, {}, {}
+        for name, eid in zip(g.input_names, self._input_eids):
+            if name not in self._param_names:
+                shapes[name], dtypes[name] = g.shape[eid], g.dltype[eid]
+        return shapes, dtypes
+
+    # -- outputs ----------------------------------------------------------------------------
+    def get_num_outputs(self) -> int:
+        return len(self._output_eids)
+
+    def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
+        """Output ``index`` (a view of the executor's memory), or a copy into ``out``."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"get_output: index must be an int, got {type(index).__name__}")
+        if not 0 <= index < len(self._output_eids):
+            raise GraphIndexError(f"get_output: index {index} out of range (this model has "
+                                  f"{len(self._output_eids)} outputs)")
+        arr = self._entries[self._output_eids[index]]
+        return arr if out is None else out.copyfrom(arr)
+
+    def get_output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """``(shapes, dtypes)`` keyed ``output_<i>``."""
+        g = self.graph
+        return ({f"output_{k}": g.shape[e] for k, e in enumerate(self._output_eids)},
+                {f"output_{k}": g.dltype[e] for k, e in enumerate(self._output_eids)})
+
+    # -- params -----------------------------------------------------------------------------
+    def load_params(self, params: "bytes | bytearray | Mapping[str, Any]") -> None:
+        """Set inputs from the params byte format (``save_param_dict``), or from a dict."""
+        table = load_param_dict(params) if isinstance(params, (bytes, bytearray,
+                                                               memoryview)) else params
+        for name, value in table.items():
+            self._copy_in(name, value)
+            self._param_names.add(name)
+
+    def share_params(self, other: "GraphExecutor", params: "bytes | bytearray") -> None:
+        """Make the inputs named in ``params`` use ``other``'s memory (no copy): executors of
+        one model can then share their weights."""
+        if not isinstance(other, GraphExecutor):
+            raise TypeError(f"share_params: expected a GraphExecutor, got {type(other).__name__}")
+        for name in load_param_dict(params):
+            mine = self._input_eids[self._input_slot(name, "share_params")]
+            theirs = other._entries[other._input_eids[other._input_slot(name, "share_params")]]
+            if (theirs.dtype, theirs.shape) != (self._entries[mine].dtype,
+                                                self._entries[mine].shape):
+                raise GraphInputError(f"share_params({name!r}): expected "
+                                      f"{type_str(self._entries[mine].dtype, self.graph.shape[mine])}"
+                                      f", the other executor has "
+                                      f"{type_str(theirs.dtype, theirs.shape)}")
+            self._entries[mine] = theirs
+            self._param_names.add(name)
+        self._build_plan()
+
+    # -- timing -----------------------------------------------------------------------------
+    def benchmark(self, device: Device | None = None, func_name: str = "run", repeat: int = 5,
+                  number: int = 5, min_repeat_ms: int | None = None, end_to_end: bool = False,
+                  cooldown_interval_ms: int = 0, repeats_to_cooldown: int = 1,
+                  **inputs: Any) -> BenchmarkResult:
+        """Time ``func_name`` (default: a whole ``run``): ``repeat`` measurements of ``number``
+        calls each. With ``end_to_end``, each call also copies ``inputs`` in and the outputs
+        out. Returns a BenchmarkResult (seconds; ``str()`` prints a table in ms)."""
+        if end_to_end:
+            args: list[Any] = [0, 0]
+            for name, value in inputs.items():
+                args += [name, value]
+            func: Callable[..., Any] = self.run_from_inputs
+        else:
+            self.set_input(**inputs)
+            func, args = self.get_function(func_name), []
+        timer = time_evaluator(func, device or self.device, number, repeat, min_repeat_ms or 0,
+                               cooldown_interval_ms, repeats_to_cooldown)
+        return timer(*args)
+
+    # -- Module -----------------------------------------------------------------------------
+    def _get_local(self, name: str) -> PackedFunc | None:
+        if name in self._EXPORTED:
+            return as_packed_func(getattr(self, name), name)
+        return None
+
+    def __repr__(self) -> str:
+        return (f"Module(GraphExecutor, {len(self.graph.nodes)} nodes, "
+                f"{self.get_num_inputs()} inputs, {self.get_num_outputs()} outputs)")
+
+
+def _one_device(dev: "Device | Sequence[Device] | None") -> Device:
+    if dev is None:
+        return cpu(0)
+    if isinstance(dev, (list, tuple)):
+        if len(dev) != 1:
+            raise TVMError(f"graph executor: runs on one device, got {len(dev)}: {list(dev)}")
+        dev = dev[0]
+    if not isinstance(dev, Device):
+        raise TypeError(f"graph executor: expected a Device, got {type(dev).__name__}")
+    dev.check_supported()
+    return dev
+
+
+def create(graph_json_str: "str | Graph", libmod: Module, device: "Device | Sequence[Device]"
+           | None = None) -> GraphExecutor:
+    """A GraphExecutor for ``graph_json_str`` with kernels from ``libmod``, on ``device``.
+
+    Raises GraphFormatError for a malformed graph and TVMError when a kernel is missing.
+    """
+    if not isinstance(libmod, Module):
+        raise TypeError(f"graph_executor.create: lib must be a Module, got "
+                        f"{type(libmod).__name__}")
+    return GraphExecutor(graph_json_str, libmod, device)
+
+
+class GraphModule:
+    """The user-facing wrapper of a graph executor module: ``GraphModule(factory["default"]
+    (dev))``. Its methods are those of :class:`GraphExecutor` (``set_input``, ``run``,
+    ``get_output``, ``benchmark``, ...); ``module`` is the wrapped Module."""
+
+    def __init__(self, module: Module) -> None:
+        if isinstance(module, GraphModule):
+            module = module.module
+        if not isinstance(module, Module):
+            raise TypeError(f"GraphModule: expected a graph executor Module, got "
+                            f"{type(module).__name__}")
+        self.module = module
+
+    def __getattr__(self, name: str) -> Any:
+        # Delegation (rather than ten wrappers): a GraphExecutor answers with its methods,
+        # any other module (a remote one) with its packed functions.
+        if name.startswith("__") or name == "module":
+            raise AttributeError(name)
+        mod = self.__dict__.get("module")
+        if isinstance(mod, GraphExecutor) or hasattr(type(mod), name):
+            return getattr(mod, name)
+        try:
+            return mod.get_function(name)  # type: ignore[union-attr]
+        except AttributeError:
+            raise AttributeError(f"GraphModule has no attribute {name!r}") from None
+
+    def __getitem__(self, name: str) -> PackedFunc:
+        return self.module[name]
+
+    def __repr__(self) -> str:
+        return f"GraphModule({self.module!r})"
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(dir(self.module)))

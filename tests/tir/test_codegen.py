@@ -1,0 +1,129 @@
+"""Generated C: golden files, determinism, dtypes (float16, bool, ints), intrinsics."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember import te, tir, topi
+from ember.contrib import cc
+from ember.tir.codegen import generate_c
+
+GOLDEN = Path(__file__).parent / "golden"
+needs_cc = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
+
+
+def fixture_add():
+    a = te.placeholder((256, 99), name="a")
+    b = te.placeholder((99,), name="b")
+    c = topi.add(a, b)
+    func = te.lower(topi.schedule_injective(c), [a, b, c], "tvmgen_default_fused_add")
+    return func.with_attr("from_relay", "add(%a, %b)")
+
+
+def fixture_row_sum():
+    n = te.size_var("n")
+    x = te.placeholder((n, 7), name="x")
+    k = te.reduce_axis((0, 7), "k")
+    y = te.compute((n,), lambda i: te.sum(x[i, k] * x[i, k], axis=k), name="y")
+    return te.lower(te.create_schedule(y.op), [x, y], "row_sum_squares")
+
+
+def fixture_dense_relu():
+    a = te.placeholder((8, 16), name="a")
+    w = te.placeholder((20, 16), name="w")
+    out = topi.nn.relu(topi.nn.dense(a, w))
+    return te.lower(topi.auto_schedule(out), [a, w, out], "tvmgen_default_fused_nn_dense_nn_relu")
+
+
+FIXTURES = {"fused_add": fixture_add, "row_sum": fixture_row_sum, "dense_relu": fixture_dense_relu}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_golden_c(name, update_golden):
+    code = generate_c([FIXTURES[name]()])
+    path = GOLDEN / f"{name}.c"
+    if update_golden or not path.exists():
+        path.write_text(code)
+    assert code == path.read_text(), f"generated C for {name} changed; review it and refresh " \
+                                     "with pytest tests/tir --update-golden"
+
+
+def test_output_is_deterministic():
+    assert generate_c([fixture_dense_relu()]) == generate_c([fixture_dense_relu()])
+
+
+def test_c_mentions_origin_and_both_entry_points():
+    code = generate_c([fixture_add()])
+    assert "/* from: add(%a, %b) */" in code
+    assert "int32_t tvmgen_default_fused_add_unpacked(const float* restrict a," in code
+    assert "int32_t tvmgen_default_fused_add(TVMValue* args, int* type_codes" in code
+    assert "#pragma omp parallel for" in code and "#pragma omp simd" in code
+
+
+def _run(outs, args, arrays, name="k"):
+    outs = outs if isinstance(outs, list) else [outs]
+    mod = tir.build(topi.schedule_injective(outs), list(args) + outs, name=name)
+    nd_outs = [ember.nd.empty([int(d) for d in o.shape], o.dtype) for o in outs]
+    mod[name](*[ember.nd.array(a) for a in arrays], *nd_outs)
+    return [o.numpy() for o in nd_outs]
+
+
+@needs_cc
+def test_float16_computes_in_float():
+    x = te.placeholder((9,), "float16", name="x")
+    y = te.compute((9,), lambda i: x[i] * 3.0 + 0.5, name="y")
+    z = topi.cast(x, "float32")
+    xv = (np.arange(9) * 0.37 - 1.2).astype("float16")
+    got_y, got_z = _run([y, z], [x], [xv])
+    assert got_y.dtype == np.float16
+    np.testing.assert_array_equal(got_y, (xv.astype("float32") * 3 + 0.5).astype("float16"))
+    np.testing.assert_array_equal(got_z, xv.astype("float32"))
+
+
+@needs_cc
+def test_bool_storage_and_logic():
+    a = te.placeholder((6,), "bool", name="a")
+    b = te.placeholder((6,), "float32", name="b")
+    out = topi.logical_and(a, topi.greater(b, 0.0))
+    av = np.array([1, 0, 1, 1, 0, 1], bool)
+    bv = np.array([1, 1, -1, 2, -3, 0], "float32")
+    (got,) = _run(out, [a, b], [av, bv])
+    np.testing.assert_array_equal(got, av & (bv > 0))
+
+
+@needs_cc
+def test_integer_division_semantics():
+    a = te.placeholder((8,), "int32", name="a")
+    b = te.placeholder((8,), "int32", name="b")
+    outs = [te.compute((8,), lambda i, f=f: f(a[i], b[i]), name=n) for n, f in
+            [("td", tir.truncdiv), ("tm", tir.truncmod), ("fd", tir.floordiv),
+             ("fm", tir.floormod)]]
+    av = np.array([7, -7, 7, -7, 0, 5, -1, 9], "int32")
+    bv = np.array([2, 2, -2, -2, 3, -5, 4, 3], "int32")
+    td, tm, fd, fm = _run(outs, [a, b], [av, bv])
+    np.testing.assert_array_equal(td, np.trunc(av / bv).astype("int32"))
+    np.testing.assert_array_equal(tm, np.fmod(av, bv))
+    np.testing.assert_array_equal(fd, av // bv)
+    np.testing.assert_array_equal(fm, av % bv)
+
+
+@needs_cc
+def test_intrinsics_and_limits():
+    x = te.placeholder((5,), name="x")
+    fns = {"erf": tir.erf, "exp2": tir.exp2, "isnan": lambda v: tir.Select(tir.isnan(v), 1.0, 0.0),
+           "pow": lambda v: tir.power(tir.abs(v), 1.5),
+           "lim": lambda v: tir.min(v, tir.max_value("float32")) + tir.min_value("int8").astype(
+               "float32")}
+    outs = [te.compute((5,), lambda i, f=f: f(x[i]), name=n) for n, f in fns.items()]
+    xv = np.array([-1.5, 0.0, 0.5, np.nan, 2.0], "float32")
+    got = dict(zip(fns, _run(outs, [x], [xv])))
+    from math import erf
+
+    np.testing.assert_allclose(got["erf"], [erf(v) if v == v else np.nan for v in xv], rtol=1e-6)
+    np.testing.assert_allclose(got["exp2"], np.exp2(xv), rtol=1e-6)
+    np.testing.assert_array_equal(got["isnan"], np.isnan(xv).astype("float32"))
+    np.testing.assert_allclose(got["pow"], np.abs(xv) ** 1.5, rtol=1e-6)
+    np.testing.assert_allclose(got["lim"], xv - 128, rtol=1e-6)
