@@ -48,15 +48,18 @@ class TensorInfo:
 
 @dataclass
 class Step:
-    """One call in execution order: the Relay call, its callee, tensors read and written."""
+    """One call in execution order: the Relay call, its callee, tensors read and written.
 
-    call: Call
+    ``call`` is None only in Dataflows built by hand (planner tests)."""
+
+    call: Call | None
     inputs: list[int]
     outputs: list[int]
     is_nop: bool = False  # reshape-only: outputs[0] aliases inputs[0]
 
     @property
     def func(self) -> RelayExpr:
+        assert self.call is not None, "a hand-built Step has no callee"
         return self.call.op
 
 
