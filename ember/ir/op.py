@@ -107,6 +107,15 @@ class Op(RelayExpr):
             if kwargs:
                 raise TypeError(f"{self.name}: takes no attributes, got {sorted(kwargs)}")
             return None
+        import dataclasses
+
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise TypeError(f"{self.name}: unknown attribute {unknown[0]!r}{hint} "
+                            f"(it takes {', '.join(sorted(known))})")
         return cls(**kwargs)
 
     def __repr__(self) -> str:

@@ -39,6 +39,8 @@ class Deferred:
     def step(self, ck: ExprChecker) -> bool:
         """Run if the inputs are known and changed since the last run; True if it ran."""
         args = [ck.uf.resolve(t) for t in self.inputs]
+        if not self.ready(args) and self.fill(ck, args):
+            args = [ck.uf.resolve(t) for t in self.inputs]
         if not self.ready(args) or args == self.last:
             return False
         self.last = args
@@ -50,6 +52,10 @@ class Deferred:
 
     def apply(self, ck: ExprChecker, args: list[Type]) -> Type:
         raise NotImplementedError
+
+    def fill(self, ck: ExprChecker, args: list[Type]) -> bool:
+        """Give types to unknown inputs where the constraint can tell them; True if it did."""
+        return False
 
     def label(self) -> str:
         raise NotImplementedError
@@ -84,6 +90,28 @@ class Relation(Deferred):
             raise ck.fail(call, f"{od.name}: the type relation returned {ty!r}, not a type",
                           self.owner)
         return ty
+
+    def fill(self, ck: ExprChecker, args: list[Type]) -> bool:
+        # Unannotated weights (relay.var("w") fed to conv2d/dense/batch_norm...) get their type
+        # from the data argument and the attrs, as in Relay: the op's infer_args hook.
+        call: Call = self.node
+        od = _op_def(call)
+        infer_args = od.extra.get("infer_args")
+        if infer_args is None or not args or not _known(args[0]):
+            return False
+        attrs = call.attrs if call.attrs is not None or od.attrs_type is None else od.attrs_type()
+        try:
+            guesses = infer_args([a if _known(a) else None for a in args], attrs)
+        except Exception:  # the relation itself reports bad attrs/shapes with a better message
+            return False
+        filled = False
+        for i, (guess, arg) in enumerate(zip(guesses, args)):
+            if guess is not None and not _known(arg):
+                fmt = (f"{od.name}: argument {i} has type {{actual}}, but the op needs "
+                       "{expected} ({detail})")
+                ck.unify_at(call, guess, self.inputs[i], fmt, self.owner)
+                filled = True
+        return filled
 
     def unresolved(self, ck: ExprChecker) -> TypeInferenceError:
         call: Call = self.node

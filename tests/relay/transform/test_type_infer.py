@@ -353,3 +353,19 @@ def test_unify_unknowns_and_shape_vars():
     assert u.resolve(b) == T(5, 4)
     with pytest.raises(UnifyError, match="dtype float32 vs int32"):
         u.unify(a, T(5, 4, dtype="int32"))
+
+
+def test_unannotated_weights_get_their_type_from_data_and_attrs():
+    from ember import relay
+
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    w, dw = relay.var("w"), relay.var("dw")
+    y = relay.nn.conv2d(x, w, channels=4, kernel_size=(3, 3), padding=(1, 1))
+    y = relay.nn.batch_norm(y, *(relay.var(n) for n in "gbmv"))[0]
+    y = relay.nn.dense(relay.nn.batch_flatten(y), dw, units=10)
+    mod = relay.transform.InferType()(ember.IRModule.from_expr(y))
+    params = {p.name_hint: p.checked_type for p in mod["main"].params}
+    assert params["w"] == relay.TensorType((4, 3, 3, 3), "float32")
+    assert params["g"] == relay.TensorType((4,), "float32")
+    assert params["dw"] == relay.TensorType((10, 256), "float32")
+    assert mod["main"].body.checked_type == relay.TensorType((1, 10), "float32")
