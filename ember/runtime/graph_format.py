@@ -43,8 +43,9 @@ from __future__ import annotations
 import bisect
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .dtype import DataType
 from .errors import ArtifactError
@@ -128,7 +129,7 @@ class Graph:
     def nbytes(self, eid: int) -> int:
         """Bytes of entry ``eid`` (vector dtypes count every lane)."""
         dt = DataType(self.dltype[eid])
-        return math.prod(self.shape[eid]) * dt.lanes * ((dt.bits + 7) // 8)
+        return int(math.prod(self.shape[eid]) * dt.lanes * ((dt.bits + 7) // 8))
 
     @property
     def input_names(self) -> list[str]:
@@ -178,7 +179,7 @@ def _int(value: Any, path: str, minimum: int = 0) -> int:
         raise _fail(path, f"expected an integer, got {type(value).__name__} {value!r}")
     if value < minimum:
         raise _fail(path, f"expected an integer >= {minimum}, got {value}")
-    return value
+    return int(value)
 
 
 def _list(value: Any, path: str) -> list[Any]:
@@ -334,7 +335,7 @@ def _entry_name(g: Graph, eid: int) -> str:
     return g.nodes[nid].name + (f"[{index}]" if index else "")
 
 
-def parse_graph(source: "str | bytes | Mapping[str, Any]") -> Graph:
+def parse_graph(source: str | bytes | Mapping[str, Any]) -> Graph:
     """Parse and validate graph JSON text (or the decoded dict). Raises GraphFormatError."""
     if isinstance(source, (str, bytes, bytearray)):
         try:
