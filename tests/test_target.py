@@ -30,8 +30,8 @@ def test_options_are_typed_and_canonical():
     assert Target(str(t)) == t
 
 
-@pytest.mark.parametrize("text", ["llvm", "c -link-params=0", "llvm -mtriple=x86_64-linux-gnu "
-                                  "-mattr=+avx2,+fma -model=foo", "c -runtime=c -executor=graph"])
+@pytest.mark.parametrize("text", ["llvm", "c -link-params=0",
+                                  "llvm -mtriple=x86_64-linux-gnu -mattr=+avx2,+fma -model=foo", "c -runtime=c -executor=graph"])
 def test_round_trips_through_string_dict_and_pickle(text):
     t = Target(text)
     assert Target(str(t)) == t

@@ -1,9 +1,12 @@
-"""The driver: ``create_executor`` (and, with the code generators, ``build``).
+"""The driver: ``relay.build``, ``relay.optimize`` and ``relay.create_executor``.
 
-``relay.create_executor(kind, mod, device, target, params)`` gives an executor whose
-``evaluate(expr=None, binds=None)`` returns a Python callable (or, for a plain expression,
-its value). Kinds are registered in ``EXECUTOR_KINDS``; today that is ``"debug"``, the
-reference interpreter.
+``relay.build(mod, target="llvm", params=...)`` runs the pipeline of DESIGN.md (type
+inference, param binding, optimisation under the current PassContext, fusion, lowering to C,
+memory planning, executor codegen, compiling the C) and returns an executor factory module:
+``factory["default"](ember.cpu(0))`` is the executor. ``relay.create_executor(kind, mod,
+device, target, params)`` gives an executor whose ``evaluate(expr=None, binds=None)`` returns
+a Python callable; kinds are registered in ``EXECUTOR_KINDS``: ``"debug"`` (the reference
+interpreter) and ``"graph"`` (built with ``relay.build``, run by the graph executor).
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from ..runtime.ndarray import NDArray, array as _nd_array
 # kind -> (module, class); each class takes (mod, device, target).
 EXECUTOR_KINDS: dict[str, tuple[str, str]] = {
     "debug": ("ember.relay.backend.interpreter", "Interpreter"),
+    "graph": ("ember.relay._build", "GraphEvaluator"),
 }
 _HOST_TARGETS = ("llvm", "c")
 
@@ -88,3 +92,63 @@ def create_executor(kind: str = "debug", mod: IRModule | None = None, device: An
     module_name, class_name = entry
     cls = getattr(importlib.import_module(module_name), class_name)
     return cls(mod, dev, target)
+
+
+# -- build ----------------------------------------------------------------------------------------
+def _reconstruct_from_deprecated_options(target: Any) -> tuple[Any, Any]:
+    """The (Executor, Runtime) named by deprecated target options (``-executor=aot``,
+    ``-runtime=c``, ``-link-params``, ``-interface-api``, ``-unpacked-api``, ``-system-lib``),
+    each None when the target names none."""
+    from .backend.executor import Executor
+    from .backend.runtime import Runtime
+
+    attrs = target.attrs if target is not None else {}
+    ex_args = {k: attrs[k] for k in ("interface-api", "unpacked-api") if k in attrs}
+    if attrs.get("link-params"):
+        ex_args["link-params"] = True
+    for key, alias in (("workspace-byte-alignment", None), ("constants-byte-alignment",
+                                                            "constant-byte-alignment")):
+        if key in attrs:
+            ex_args[alias or key] = attrs[key]
+    executor = None
+    if "executor" in attrs or ex_args:
+        executor = Executor(attrs.get("executor", "graph"), ex_args)
+    rt_args = {"system-lib": attrs["system-lib"]} if "system-lib" in attrs else {}
+    runtime = None
+    if "runtime" in attrs or rt_args:
+        name = attrs.get("runtime", "cpp")
+        runtime = Runtime("crt" if name == "c" else name, rt_args)
+    return executor, runtime
+
+
+def build(ir_mod: Any, target: Any = None, target_host: Any = None, executor: Any = None,
+          runtime: Any = None, workspace_memory_pools: Any = None,
+          constant_memory_pools: Any = None, params: Mapping[str, Any] | None = None,
+          mod_name: str | None = "default") -> Any:
+    """Compile ``ir_mod`` (an IRModule with ``main``, or a Function) into a factory module.
+
+    ``target`` defaults to the current ``with Target(...)`` or ``"llvm"`` (the host CPU);
+    ``executor`` to ``Executor("graph")``, ``runtime`` to ``Runtime("cpp")``; ``params``
+    binds parameters of ``main`` by name (they become constants). The PassContext's
+    opt_level chooses the optimisations. ``graph, lib, params = relay.build(...)`` still
+    works (the factory iterates as that triple).
+
+    Raises TargetError (a ValueError) for a target string ember does not understand, TVMError
+    for a non-CPU target, an executor that cannot be built yet, or dynamic shapes with the
+    graph executor (use the VM), OpNotImplemented for an operator with no lowering.
+    """
+    from . import _build
+
+    return _build.build(ir_mod, target, target_host, executor, runtime, params,
+                              mod_name, workspace_memory_pools, constant_memory_pools)
+
+
+def optimize(mod: Any, target: Any = None, target_host: Any = None,
+             params: Mapping[str, Any] | None = None) -> tuple[IRModule, dict[str, NDArray]]:
+    """The optimised, fused module that ``build`` would lower, and the params bound into it.
+
+    Returns ``(mod, params)``.
+    """
+    from . import _build
+
+    return _build.optimize(mod, target, target_host, params)

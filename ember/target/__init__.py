@@ -5,8 +5,8 @@
 """
 from __future__ import annotations
 
-from . import target  # noqa: F401
-from ._kinds import TargetError, TargetKind  # noqa: F401
-from .target import Target, create, micro  # noqa: F401
+from . import target
+from ._kinds import TargetError, TargetKind
+from .target import Target, create, micro
 
-__all__ = ["Target", "TargetKind", "TargetError", "create", "micro", "target"]
+__all__ = ["Target", "TargetError", "TargetKind", "create", "micro", "target"]

@@ -10,17 +10,25 @@ from __future__ import annotations
 import json
 import shlex
 import threading
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Self
 
 from ..runtime.errors import TVMError
-from ._kinds import (CPU_KINDS, KINDS, TargetError, TargetKind, convert_option,  # noqa: F401
-                     format_option, get_kind)
+from ._kinds import (
+    CPU_KINDS,
+    KINDS,
+    TargetError,
+    TargetKind,
+    convert_option,
+    format_option,
+    get_kind,
+)
 
 _local = threading.local()
 
 
-def _stack() -> list["Target"]:
+def _stack() -> list[Target]:
     if not hasattr(_local, "stack"):
         _local.stack = []
     stack: list[Target] = _local.stack
@@ -56,10 +64,10 @@ class Target:
     unknown kind or option, listing the known ones.
     """
 
-    __slots__ = ("kind", "_attrs", "host", "_text")
+    __slots__ = ("_attrs", "_text", "host", "kind")
 
-    def __init__(self, target: "str | Mapping[str, Any] | Target",
-                 host: "str | Mapping[str, Any] | Target | None" = None) -> None:
+    def __init__(self, target: str | Mapping[str, Any] | Target,
+                 host: str | Mapping[str, Any] | Target | None = None) -> None:
         if isinstance(target, Target):
             kind, options = target.kind.name, dict(target._attrs)
             host = host if host is not None else target.host
@@ -138,7 +146,7 @@ class Target:
             out["host"] = self.host.export()
         return out
 
-    def with_host(self, host: "str | Mapping[str, Any] | Target | None") -> "Target":
+    def with_host(self, host: str | Mapping[str, Any] | Target | None) -> Target:
         return Target(self, host)
 
     def check_buildable(self, where: str = "build") -> None:
@@ -150,7 +158,7 @@ class Target:
                                f"({', '.join(map(repr, CPU_KINDS))})")
 
     # -- context --------------------------------------------------------------------------------
-    def __enter__(self) -> "Target":
+    def __enter__(self) -> Self:
         _stack().append(self)
         return self
 
@@ -160,7 +168,7 @@ class Target:
             stack.pop()
 
     @staticmethod
-    def current(allow_none: bool = True) -> "Target | None":
+    def current(allow_none: bool = True) -> Target | None:
         """The innermost target entered with ``with target:`` (None outside any)."""
         stack = _stack()
         if stack:
@@ -171,7 +179,7 @@ class Target:
 
     # -- canonicalisation -----------------------------------------------------------------------
     @staticmethod
-    def canon_target(target: Any) -> "Target | None":
+    def canon_target(target: Any) -> Target | None:
         """None stays None; anything else becomes a Target."""
         return None if target is None else Target(target)
 
@@ -194,13 +202,13 @@ class Target:
         return canon, canon.host
 
     @staticmethod
-    def canon_multi_target_and_host(target: Any, target_host: Any = None) -> list["Target"]:
+    def canon_multi_target_and_host(target: Any, target_host: Any = None) -> list[Target]:
         """A list of Targets, each with ``target_host``, from a dict or list of targets."""
         values = list(target.values()) if isinstance(target, Mapping) else list(target)
         return [Target(t, target_host) for t in values]
 
     @staticmethod
-    def target_or_current(target: Any) -> "Target | None":
+    def target_or_current(target: Any) -> Target | None:
         return Target.current() if target is None else Target(target)
 
     @staticmethod
@@ -232,7 +240,7 @@ class Target:
         return (Target, (self.export(),))
 
 
-def micro(model: str = "unknown", options: "str | list[str] | None" = None) -> Target:
+def micro(model: str = "unknown", options: str | list[str] | None = None) -> Target:
     """A ``c`` target for a micro device: ``micro("host")`` is ``c -keys=cpu -model=host``.
 
     The executor and runtime are chosen with ``relay.backend.Executor`` / ``Runtime``
@@ -242,6 +250,6 @@ def micro(model: str = "unknown", options: "str | list[str] | None" = None) -> T
     return Target(" ".join(["c", f"-model={model}"] + extra))
 
 
-def create(target: "str | Mapping[str, Any] | Target") -> Target:
+def create(target: str | Mapping[str, Any] | Target) -> Target:
     """Deprecated spelling of ``Target(target)``."""
     return Target(target)

@@ -12,10 +12,8 @@ params and constants live over the whole run; outputs of ``main`` until the end.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
-from ...ir.expr import Call, Constant, Function, GlobalVar, Let, RelayExpr, Tuple, TupleGetItem
-from ...ir.expr import Var
+from ...ir.expr import Call, Constant, Function, GlobalVar, Let, RelayExpr, Tuple, TupleGetItem, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.types import TensorType, TupleType, Type
@@ -26,7 +24,7 @@ from ...runtime.errors import TVMError
 RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "reshape_like",
                          "nn.batch_flatten", "contrib_reverse_reshape"})
 INPUT, CONST, INTERMEDIATE = "input", "const", "intermediate"
-Tree = Union[int, tuple["Tree", ...]]  # a value: a tensor id or a tuple of values
+Tree = int | tuple["Tree", ...]  # a value: a tensor id or a tuple of values
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,7 @@ class Dataflow:
     output_tree: Tree = ()
 
     @staticmethod
-    def from_function(func: Function, mod: IRModule | None = None) -> "Dataflow":
+    def from_function(func: Function, mod: IRModule | None = None) -> Dataflow:
         """Flatten ``func`` (typed); TVMError for what a static graph cannot express."""
         return _Builder(mod).build(func)
 

@@ -6,8 +6,9 @@ Error messages follow TVM's word for word, because user tests match them:
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import Any, ClassVar
 
 from ...runtime.errors import TVMError
 
@@ -82,7 +83,7 @@ class RegisteredOptions:
         return list(cls.registry)
 
     @classmethod
-    def list_registered_options(cls, name: "str | RegisteredOptions") -> dict[str, str]:
+    def list_registered_options(cls, name: str | RegisteredOptions) -> dict[str, str]:
         """``{option name: TVM type key}`` for ``name`` (a name or an instance)."""
         table = cls._table(name.name if isinstance(name, RegisteredOptions) else name)
         return {k: o.type_key for k, o in table.items()}

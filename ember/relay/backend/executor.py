@@ -6,7 +6,8 @@ True})``, ``Executor("vm")``. Equal when name and options are equal; ``str()`` i
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from ._options import INT, STRING, Option, RegisteredOptions
 
@@ -18,7 +19,7 @@ class Executor(RegisteredOptions):
     TVMError with TVM's messages (``Executor "woof" is not defined``)."""
 
     what = "Executor"
-    registry = {
+    registry: ClassVar[dict[str, dict[str, Option]]] = {
         "graph": {"link-params": _LINK_PARAMS},
         "aot": {
             "link-params": _LINK_PARAMS,

@@ -9,8 +9,8 @@ The format is ``ember.runtime.graph_format``'s, which validates the result.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from ...ir.expr import Function, GlobalVar, RelayExpr
 from ...ir.module import IRModule
@@ -48,7 +48,7 @@ def _default_namer(callee: RelayExpr) -> str:
                    "first (te_compiler.lower_module) and pass the kernel names")
 
 
-def as_namer(names: "Mapping[RelayExpr, str] | FuncNamer | None") -> FuncNamer:
+def as_namer(names: Mapping[RelayExpr, str] | FuncNamer | None) -> FuncNamer:
     """A kernel-name lookup from a mapping (callee -> symbol), a function, or None (callees
     that are GlobalVars name their kernel)."""
     if names is None:
@@ -94,8 +94,7 @@ def _op_node(step: Step, entries: dict[int, Entry], namer: FuncNamer) -> Node:
     return Node("tvm_op", func_name, inputs, func_name, len(step.outputs))
 
 
-def generate_graph(func: "Function | IRModule", names: "Mapping[RelayExpr, str] | FuncNamer |"
-                   " None" = None, mod: IRModule | None = None,
+def generate_graph(func: Function | IRModule, names: Mapping[RelayExpr, str] | FuncNamer | None = None, mod: IRModule | None = None,
                    plan: StoragePlan | None = None) -> GraphCodegenResult:
     """The graph JSON for ``func`` (or ``mod["main"]``), fused and typed, static shapes.
 

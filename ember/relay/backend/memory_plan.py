@@ -16,8 +16,8 @@ time) and the size without any reuse.
 from __future__ import annotations
 
 from bisect import insort
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ...ir.expr import Function
 from ...ir.module import IRModule

@@ -5,7 +5,8 @@
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from ._options import INT, Option, RegisteredOptions
 
@@ -17,7 +18,7 @@ class Runtime(RegisteredOptions):
     TVMError with TVM's messages (``Runtime "woof" is not defined``)."""
 
     what = "Runtime"
-    registry = {"cpp": {"system-lib": _SYSTEM_LIB}, "crt": {"system-lib": _SYSTEM_LIB}}
+    registry: ClassVar[dict[str, dict[str, Option]]] = {"cpp": {"system-lib": _SYSTEM_LIB}, "crt": {"system-lib": _SYSTEM_LIB}}
 
     def __init__(self, name: str, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(name, options)

@@ -55,8 +55,8 @@ def test_registries():
     (lambda: Executor("aot", {"woof": "bark"}),
      'Attribute "woof" is not available on this Executor'),
     (lambda: Executor("graph", {"interface-api": "c"}),
-     'Attribute "interface-api" is not available on this Executor; Executor "graph" accepts: '
-     'link-params'),
+     ('Attribute "interface-api" is not available on this Executor; Executor "graph" accepts: '
+      'link-params')),
     (lambda: Executor("aot", {"interface-api": True}),
      'Attribute "interface-api" should have type "runtime.String" but instead found "IntImm"'),
     (lambda: Executor("aot", {"workspace-byte-alignment": "16"}),

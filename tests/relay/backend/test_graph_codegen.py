@@ -36,7 +36,7 @@ def kernels(mod):
             func.body, "op") else f"k{len(names)}"
         run = relay.create_executor("debug", mod=tvm.IRModule()).evaluate(func)
 
-        def kernel(*args, run=run, n_in=len(func.params)):
+        def kernel(*args, run=run, n_in=len(func.params)):  # noqa: B008
             res = run(*args[:n_in])
             outs = [res] if isinstance(res, tvm.nd.NDArray) else list(res)
             for dst, src in zip(args[n_in:], outs, strict=True):

@@ -3,13 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember as tvm
 from ember import relay
 from ember.relay.backend._liveness import CONST, INPUT, INTERMEDIATE, Dataflow, Step, TensorInfo
-from ember.relay.backend.memory_plan import (lower_bound, plan_arena, plan_dataflow_arena,
-                                             plan_memory, plan_storage)
+from ember.relay.backend.memory_plan import (
+    lower_bound,
+    plan_arena,
+    plan_dataflow_arena,
+    plan_memory,
+    plan_storage,
+)
 
 
 def prim(fn, *shapes, dtype="float32"):
