@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import functools
+import os
 from typing import Any, Callable, Sequence
 
 from ..te import tensor as te
@@ -49,6 +51,38 @@ def maybe_parallel(st: Stage, iv: Any, work: int) -> None:
     """Mark ``iv`` parallel when ``work`` is big enough to pay for waking threads."""
     if work >= PARALLEL_WORK:
         st.parallel(iv)
+
+
+@functools.lru_cache(maxsize=None)
+def vector_bytes() -> int:
+    """SIMD register width of the host in bytes (64 with AVX-512, else 32).
+
+    ``EMBER_VECTOR_BYTES`` overrides it (tile choices, hence generated C, depend on it).
+    """
+    if os.environ.get("EMBER_VECTOR_BYTES"):
+        return int(os.environ["EMBER_VECTOR_BYTES"])
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return 32
+    return 64 if " avx512f" in flags else 32
+
+
+def tile_rows(extent: int, row_floats: int) -> int:
+    """Rows of a register tile whose rows are ``row_floats`` float32 accumulators wide.
+
+    The largest divisor of ``extent`` (>= 4) that keeps the accumulators within the register
+    file (16 of 32 AVX-512 registers, 12 of 16 AVX2 ones); else 4 with a guarded tail.
+    """
+    regs_per_row = max(1, row_floats * 4 // vector_bytes())
+    budget = (16 if vector_bytes() == 64 else 12) // regs_per_row
+    if extent <= budget and extent < 4:
+        return extent
+    for d in range(min(budget, extent), 3, -1):
+        if extent % d == 0:
+            return d
+    return min(4, extent)
 
 
 def _outs(outs: Any) -> list[te.Tensor]:

@@ -42,7 +42,11 @@ FIXTURES = {"fused_add": fixture_add, "row_sum": fixture_row_sum, "dense_relu": 
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
-def test_golden_c(name, update_golden):
+def test_golden_c(name, update_golden, monkeypatch):
+    import sys
+
+    # tile sizes follow the host's vector width: pin it so the golden files are portable
+    monkeypatch.setattr(sys.modules["ember.topi.schedule"], "vector_bytes", lambda: 64)
     code = generate_c([FIXTURES[name]()])
     path = GOLDEN / f"{name}.c"
     if update_golden or not path.exists():

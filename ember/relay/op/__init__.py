@@ -19,3 +19,5 @@ get = Op.get
 
 __all__ = ["TupleWrapper", "annotation", "nn"]
 __all__ += creation.__all__ + reduce.__all__ + tensor.__all__ + transform.__all__
+
+from . import _compute  # noqa: E402,F401  (registers every op's compute rule)

@@ -18,7 +18,14 @@ from ...ir.transform import (FunctionPass, ModulePass, Pass, PassContext, PassIn
 from .type_infer import InferType, InferTypeLocal, infer_type  # noqa: F401
 
 # name -> submodule of ember.relay.transform defining it.
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    # optimisation passes (and their expression-level helpers)
+    "FoldConstant": "fold_constant", "FoldConstantExpr": "fold_constant",
+    "SimplifyInference": "simplify_inference",
+    "FuseOps": "fuse_ops",
+}
+# The pass classes among them, registered by name up front (get_pass, the command line).
+_LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,
@@ -36,3 +43,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'ember.relay.transform' has no attribute {name!r}")
+
+
+for _name in _LAZY_PASSES:
+    register_pass(_name, lambda _n=_name: __getattr__(_n)())

@@ -17,19 +17,16 @@ from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
-from ..schedule import inline_injective, maybe_parallel, register_anchor, work_of
+from ..schedule import inline_injective, maybe_parallel, register_anchor, tile_rows, work_of
 from .dense import fusable
 from .pad import out_size, pad, pad_tuple, pair, static
 
 BC = 16  # output channels per register tile (one AVX-512 vector, two AVX2 vectors)
 
 
-def choose_bw(ow: int) -> int:
-    """Output columns per register tile: the largest divisor of ``ow`` up to 8 (>= 4), else 8."""
-    for d in (8, 7, 6, 5, 4):
-        if ow % d == 0:
-            return d
-    return min(8, ow)
+def choose_bw(ow: int, bc: int = BC) -> int:
+    """Output columns per register tile (see ``schedule.tile_rows``)."""
+    return tile_rows(ow, bc)
 
 
 def _padded(data: te.Tensor, pads: tuple, layout: str) -> te.Tensor:
@@ -111,7 +108,7 @@ def _conv_nchw_packed(p: te.Tensor, kernel: te.Tensor, dims: tuple, sd: tuple,
     cp = te.compute((n, coo, oh, ow, bc), lambda b, o, y, x, i: te.sum(
         tir.cast(p[b, rc, y * sh + ry * dh, x * sw + rx * dw], out_dtype) *
         tir.cast(wp[o, rc, ry, rx, i], out_dtype), axis=[rc, ry, rx]),
-        name="T_conv2d_compute", tag="conv_nchw", attrs={"bc": bc, "bw": choose_bw(ow)})
+        name="T_conv2d_compute", tag="conv_nchw", attrs={"bc": bc, "bw": choose_bw(ow, bc)})
     return te.compute((n, co, oh, ow), lambda b, c, y, x: cp[b, c // bc, y, x, c % bc],
                       name="T_conv2d_nchw", tag="conv_unpack")
 
@@ -172,7 +169,7 @@ def _conv_nhwc_packed(p: te.Tensor, kernel: te.Tensor, dims: tuple, sd: tuple,
     cp = te.compute((n, oh, ow, coo, bc), lambda b, y, x, o, i: te.sum(
         tir.cast(p[b, y * sh + ry * dh, x * sw + rx * dw, rc], out_dtype) *
         tir.cast(wp[o, ry, rx, rc, i], out_dtype), axis=[ry, rx, rc]),
-        name="T_conv2d_compute", tag="conv_nhwc", attrs={"bc": bc, "bw": choose_bw(ow)})
+        name="T_conv2d_compute", tag="conv_nhwc", attrs={"bc": bc, "bw": choose_bw(ow, bc)})
     return te.compute((n, oh, ow, co), lambda b, y, x, c: cp[b, y, x, c // bc, c % bc],
                       name="T_conv2d_nhwc", tag="conv_unpack")
 

@@ -18,7 +18,8 @@ from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import IntImm, PrimExpr
-from ..schedule import FUSABLE, inline_injective, maybe_parallel, register_anchor, work_of
+from ..schedule import (FUSABLE, inline_injective, maybe_parallel, register_anchor, tile_rows,
+                        work_of)
 
 BN, BM, VK = 16, 4, 16
 
@@ -29,16 +30,9 @@ def _static(name: str, d: PrimExpr) -> int:
     return d.value
 
 
-def choose_bm(m: int) -> int:
-    """Rows per register tile: 4 when it divides M, else a divisor up to 8, else 4 (guarded)."""
-    if m < BM:
-        return m
-    if m % BM == 0:
-        return BM
-    for d in (8, 7, 6, 5, 3):
-        if m % d == 0:
-            return d
-    return BM
+def choose_bm(m: int, bn: int = BN) -> int:
+    """Rows per register tile (see ``schedule.tile_rows``)."""
+    return tile_rows(m, bn)
 
 
 def _gemm(name: str, batch: tuple, M: int, N: int, K: int, a_at: Callable, b_at: Callable,
@@ -62,7 +56,7 @@ def _gemm(name: str, batch: tuple, M: int, N: int, K: int, a_at: Callable, b_at:
                       axis=k)
 
     cp = te.compute(batch + (M, no_ext, bn), gemm, name=f"{name}_compute", tag="gemm",
-                    attrs={"bm": choose_bm(M), "bn": bn, "nbatch": nb})
+                    attrs={"bm": choose_bm(M, bn), "bn": bn, "nbatch": nb})
 
     def unpack(*i: PrimExpr) -> PrimExpr:
         b, m, n = i[:nb], i[nb], i[nb + 1]

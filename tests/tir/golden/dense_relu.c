@@ -107,28 +107,28 @@ TVM_DLL int32_t tvmgen_default_fused_nn_dense_nn_relu_unpacked(const float* rest
       T_dense_pack[((((i0_i1_fused / 16) * 256) + ((i0_i1_fused % 16) * 16)) + i2)] = (((((i0_i1_fused / 16) * 16) + i2) < 20) ? w[((((i0_i1_fused / 16) * 256) + (i2 * 16)) + (i0_i1_fused % 16))] : 0.0f);
     }
   }
-  for (int32_t i0_outer_i1_outer_fused = 0; i0_outer_i1_outer_fused < 4; ++i0_outer_i1_outer_fused) {
-    float T_dense_compute[64] __attribute__((aligned(64)));
-    #pragma GCC unroll 4
-    for (int32_t i0 = 0; i0 < 4; ++i0) {
+  for (int32_t i0_outer_i1_outer_fused = 0; i0_outer_i1_outer_fused < 2; ++i0_outer_i1_outer_fused) {
+    float T_dense_compute[128] __attribute__((aligned(64)));
+    #pragma GCC unroll 8
+    for (int32_t i0 = 0; i0 < 8; ++i0) {
       #pragma omp simd
       for (int32_t i2_1 = 0; i2_1 < 16; ++i2_1) {
         T_dense_compute[((i0 * 16) + i2_1)] = 0.0f;
       }
     }
     for (int32_t k = 0; k < 16; ++k) {
-      #pragma GCC unroll 4
-      for (int32_t i0_1 = 0; i0_1 < 4; ++i0_1) {
+      #pragma GCC unroll 8
+      for (int32_t i0_1 = 0; i0_1 < 8; ++i0_1) {
         #pragma omp simd
         for (int32_t i2_2 = 0; i2_2 < 16; ++i2_2) {
-          T_dense_compute[((i0_1 * 16) + i2_2)] = (T_dense_compute[((i0_1 * 16) + i2_2)] + (a[((((i0_outer_i1_outer_fused / 2) * 64) + (i0_1 * 16)) + k)] * T_dense_pack[((((i0_outer_i1_outer_fused % 2) * 256) + (k * 16)) + i2_2)]));
+          T_dense_compute[((i0_1 * 16) + i2_2)] = (T_dense_compute[((i0_1 * 16) + i2_2)] + (a[((i0_1 * 16) + k)] * T_dense_pack[(((i0_outer_i1_outer_fused * 256) + (k * 16)) + i2_2)]));
         }
       }
     }
-    for (int32_t i0_inner = 0; i0_inner < 4; ++i0_inner) {
+    for (int32_t i0_inner = 0; i0_inner < 8; ++i0_inner) {
       #pragma omp simd
-      for (int32_t i1_inner = 0; i1_inner < ember_min_int32(16, (((i0_outer_i1_outer_fused % 2) * (-16)) + 20)); ++i1_inner) {
-        T_relu[(((((i0_outer_i1_outer_fused / 2) * 80) + (i0_inner * 20)) + ((i0_outer_i1_outer_fused % 2) * 16)) + i1_inner)] = ember_max_float32(T_dense_compute[((i0_inner * 16) + i1_inner)], 0.0f);
+      for (int32_t i1_inner = 0; i1_inner < ember_min_int32(16, ((i0_outer_i1_outer_fused * (-16)) + 20)); ++i1_inner) {
+        T_relu[(((i0_inner * 20) + (i0_outer_i1_outer_fused * 16)) + i1_inner)] = ember_max_float32(T_dense_compute[((i0_inner * 16) + i1_inner)], 0.0f);
       }
     }
   }

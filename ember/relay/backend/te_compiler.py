@@ -1,0 +1,267 @@
+"""The TE compiler: Relay primitive functions (``Primitive=1``, FuseOps' groups) to C kernels.
+
+For each primitive function: tensor expressions from the ops' compute rules
+(:mod:`ember.relay.backend._lower_te`), the schedule ``topi.auto_schedule`` picks (an anchor's
+template such as conv2d or dense with its elementwise epilogue, else injective or reduction),
+a PrimFunc named ``tvmgen_<mod_name>_fused_<op>_<op>...`` and its C: an unpacked function and
+a packed wrapper that checks its arguments, headed by a comment with the Relay source.
+
+Lowered functions are cached by the primitive function's structural hash (and the target), so
+identical groups compile once; names are unique per compiler (``_1``, ``_2``... on clashes).
+
+Calling convention of a lowered kernel (packed): the flattened parameters (a tuple parameter
+contributes its fields), then the lifted constants (``LoweredFunc.constants``, usually none:
+FuseOps passes large constants as parameters), then the flattened outputs, all as tensors.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ... import topi
+from ...ir.expr import Call, Function, GlobalVar
+from ...ir.module import IRModule
+from ...ir.structural import structural_equal, structural_hash
+from ...ir.visitor import post_order
+from ...runtime.errors import TVMError
+from ...runtime.module import CSourceModule
+from ...te import tensor as te
+from ...te.lower import lower as te_lower
+from ...tir.codegen import generate_c
+from ...tir.expr import IntImm
+from ...tir.stmt import PrimFunc
+from ._lower_te import TEGraph, to_te
+from .name_transforms import to_c_identifier
+from .utils import mangle_module_name
+
+MAX_NAME_LENGTH = 80  # longer op-derived names are cut and get a hash suffix (as TVM does)
+_HOST_TARGETS = ("c", "llvm")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """Name, shape (ints; a symbolic dimension by its name) and dtype of a kernel argument."""
+
+    name: str
+    shape: tuple[int | str, ...]
+    dtype: str
+
+
+@dataclass
+class LoweredFunc:
+    """One lowered primitive function: its kernel name, PrimFunc, C source and arguments."""
+
+    name: str
+    prim_func: PrimFunc
+    c_source: str
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    source_func: Function
+    target: str
+    constants: list[Any] = field(default_factory=list)  # NDArrays passed after the inputs
+    te_graph: TEGraph | None = field(default=None, repr=False)
+
+    @property
+    def num_args(self) -> int:
+        return len(self.inputs) + len(self.constants) + len(self.outputs)
+
+    @property
+    def is_dynamic(self) -> bool:
+        """True when a dimension of some argument is only known at run time."""
+        return any(isinstance(d, str) for t in self.inputs + self.outputs for d in t.shape)
+
+
+def target_kind(target: Any) -> str:
+    """``"c"`` or ``"llvm"`` (the host CPU, compiled through C); other targets are refused."""
+    if target is None:
+        return "c"
+    kind = getattr(target, "kind", None)
+    text = str(getattr(kind, "name", kind) if kind is not None else target).split()[0]
+    if text not in _HOST_TARGETS:
+        raise TVMError(f"te compiler: target {text!r} is not supported; ember compiles for the "
+                       "host CPU with target 'c' or 'llvm'")
+    return text
+
+
+def _info(t: te.Tensor, name: str) -> TensorInfo:
+    shape = tuple(d.value if isinstance(d, IntImm) else str(d) for d in t.shape)
+    return TensorInfo(name, shape, t.dtype)
+
+
+def readable_name(op_names: list[str]) -> str:
+    """``fused_<op>_<op>...`` with dots as underscores; cut with a hash when too long."""
+    name = "_".join(["fused", *(n.replace(".", "_") for n in op_names)])
+    if len(name) > MAX_NAME_LENGTH:
+        digest = hashlib.sha1(name.encode()).hexdigest()[:16]
+        name = f"{name[:MAX_NAME_LENGTH]}_{digest}"
+    return name
+
+
+def default_mangle(mod_name: str) -> Callable[[str], str]:
+    """``name`` -> ``tvmgen_<mod_name>_<name>``."""
+    prefix = mangle_module_name(mod_name)
+    return lambda name: f"{prefix}_{name}"
+
+
+class TECompiler:
+    """Lowers primitive functions to C kernels, once per distinct function and target.
+
+    ``mangle`` maps the op-derived name (``fused_add``) to the symbol; the default prefixes
+    ``tvmgen_<mod_name>_``. The VM passes its own (``vm_mod_fused_add``).
+    """
+
+    def __init__(self, mangle: Callable[[str, str], str] | None = None) -> None:
+        self._mangle = mangle
+        self._cache: dict[tuple[int, str, str], list[tuple[Function, LoweredFunc]]] = {}
+        self._order: list[LoweredFunc] = []
+        self._names: dict[str, int] = {}
+
+    # -- lowering ---------------------------------------------------------------------------
+    def lower(self, func: Function, target: Any = "c", mod_name: str = "default"
+              ) -> LoweredFunc:
+        """The kernel of primitive function ``func`` (cached by structure and target)."""
+        if not isinstance(func, Function):
+            raise TVMError(f"te compiler: expected a relay Function, got {type(func).__name__}")
+        kind = target_kind(target)
+        _ensure_typed(func)
+        key = (structural_hash(func), kind, mod_name)
+        for seen, lowered in self._cache.get(key, []):
+            if structural_equal(seen, func):
+                return lowered
+        lowered = self._lower(func, kind, mod_name)
+        self._cache.setdefault(key, []).append((func, lowered))
+        self._order.append(lowered)
+        return lowered
+
+    def _lower(self, func: Function, kind: str, mod_name: str) -> LoweredFunc:
+        graph = to_te(func)
+        name = self._unique(self._symbol(readable_name(graph.op_names), mod_name))
+        sch = topi.auto_schedule(graph.outputs)
+        args = graph.inputs + graph.constants + graph.outputs
+        prim = te_lower(sch, args, name).with_attr("from_relay", _relay_text(func))
+        inputs = [_info(t, t.op.name) for t in graph.inputs]
+        outputs = [_info(t, f"output{i}") for i, t in enumerate(graph.outputs)]
+        return LoweredFunc(name, prim, generate_c([prim]), inputs, outputs, func, kind,
+                           list(graph.constant_values), graph)
+
+    def _symbol(self, readable: str, mod_name: str) -> str:
+        if self._mangle is not None:
+            return to_c_identifier(self._mangle(readable, mod_name))
+        return to_c_identifier(default_mangle(mod_name)(readable))
+
+    def _unique(self, name: str) -> str:
+        # TVM's rule: the first use keeps the name, later ones get _1, _2, ...
+        while name in self._names:
+            k = self._names[name]
+            self._names[name] = k + 1
+            name = f"{name}_{k}"
+        self._names[name] = 1
+        return name
+
+    # -- results ----------------------------------------------------------------------------
+    def items(self) -> list[LoweredFunc]:
+        """Every function lowered so far, in lowering order."""
+        return list(self._order)
+
+    def clear(self) -> None:
+        """Forget every lowered function (and the names they took)."""
+        self._cache.clear()
+        self._order.clear()
+        self._names.clear()
+
+    def get_source(self, funcs: list[LoweredFunc] | None = None) -> str:
+        """One C translation unit holding ``funcs`` (default: all lowered so far)."""
+        funcs = self._order if funcs is None else funcs
+        return generate_c([f.prim_func for f in funcs])
+
+    def build(self, funcs: list[LoweredFunc] | None = None) -> CSourceModule:
+        """A CSourceModule of ``funcs`` (compiled, cached by content hash, on first call)."""
+        funcs = self._order if funcs is None else funcs
+        return CSourceModule(self.get_source(funcs), "c", [f.name for f in funcs])
+
+    def jit(self, func: Function, target: Any = "c", mod_name: str = "default") -> Any:
+        """The compiled packed function of ``func``."""
+        lowered = self.lower(func, target, mod_name)
+        return self.build([lowered])[lowered.name]
+
+
+_GLOBAL: TECompiler | None = None
+
+
+def get() -> TECompiler:
+    """A process-wide TECompiler (as ``relay.backend.te_compiler.get()``)."""
+    global _GLOBAL
+    if _GLOBAL is None:
+        _GLOBAL = TECompiler()
+    return _GLOBAL
+
+
+def lower_function(func: Function, mod_name: str = "default", target: Any = "c",
+                   compiler: TECompiler | None = None) -> LoweredFunc:
+    """Lower one primitive function (with a fresh compiler unless one is given)."""
+    return (compiler or TECompiler()).lower(func, target, mod_name)
+
+
+def is_primitive(func: Any) -> bool:
+    return isinstance(func, Function) and bool(int(func.get_attr("Primitive", 0) or 0))
+
+
+def primitive_functions(mod: IRModule) -> Iterator[tuple[GlobalVar | None, Function]]:
+    """Every primitive function reachable from ``main`` (inline ones with None), each once."""
+    if "main" not in mod:
+        raise TVMError("te compiler: the module has no 'main' function")
+    todo, seen_globals, seen = [mod.get_global_var("main")], set(), set()
+    while todo:
+        gv = todo.pop(0)
+        if gv.name_hint in seen_globals:
+            continue
+        seen_globals.add(gv.name_hint)
+        func = mod[gv]
+        if is_primitive(func):
+            yield gv, func
+            continue
+        for node in post_order(func):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, GlobalVar) and node.name_hint in mod:
+                todo.append(node)
+            elif isinstance(node, Call) and is_primitive(node.op):
+                yield None, node.op
+
+
+def lower_module(mod: IRModule, target: Any = "c", mod_name: str = "default",
+                 compiler: TECompiler | None = None
+                 ) -> tuple[dict[Any, LoweredFunc], CSourceModule]:
+    """Lower every primitive function reachable from ``main``.
+
+    Returns ``({GlobalVar or kernel name: LoweredFunc}, CSourceModule)``: global primitive
+    functions are keyed by their GlobalVar, inline ones (``Call(fn(...), args)``) by name;
+    structurally equal functions share one kernel. The C holds each kernel once.
+    """
+    compiler = compiler or TECompiler()
+    if "main" in mod and mod["main"].checked_type_ is None:
+        from ..transform import InferType
+
+        mod = InferType()(mod)
+    found: dict[Any, LoweredFunc] = {}
+    kernels: dict[str, LoweredFunc] = {}
+    for gv, func in primitive_functions(mod):
+        lowered = compiler.lower(func, target, mod_name)
+        found[gv if gv is not None else lowered.name] = lowered
+        kernels.setdefault(lowered.name, lowered)
+    return found, compiler.build(list(kernels.values()))
+
+
+def _ensure_typed(func: Function) -> None:
+    if func.checked_type_ is None or func.body.checked_type_ is None:
+        from ..transform.type_infer import infer_type
+
+        infer_type(func)
+
+
+def _relay_text(func: Function) -> str:
+    lines = func.astext(show_meta_data=False).strip().splitlines()
+    return "\n".join(ln for ln in lines if not ln.startswith("#[version"))

@@ -1,0 +1,350 @@
+"""FuseOps' analysis: the indexed dataflow graph, its post-dominator tree, and the grouping.
+
+1. ``build_graph`` numbers the nodes of a function children-first and records, per node,
+   its fusion pattern and its consumers with the pattern of each edge (a broadcast op reads
+   an argument of its own output shape elementwise). A node used where fusion cannot follow
+   (a function's parameter or result, a let value, an if condition, ...) is *external*.
+2. ``post_dominators``: a node's parent is the least common ancestor of its consumers, found
+   walking the tree from the consumers towards the root, which is already built for them
+   because consumers come later in the order. The tree edge keeps the worst (highest)
+   pattern met on the way, so "everything between a node and its post-dominator is
+   elementwise" is one comparison.
+3. ``partition`` starts with one group per node, then runs three phases over the nodes:
+   phase 0 fuses out-elementwise-fusable anchors (conv2d, dense, pools) into elementwise
+   successors and elementwise/broadcast nodes into anything injective or reducing that
+   post-dominates them; phase 1 fuses injective ops and tuples; phase 2 fuses injective ops
+   into tuples that already joined an injective consumer. A fusion commits only if every
+   node on every path to the post-dominator passes the phase's condition, and only while
+   the group stays within ``max_depth`` nodes. Groups are a union-find forest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ...ir.expr import (Call, Constant, Function, If, Let, RefCreate, RefRead, RefWrite,
+                        RelayExpr, Tuple, TupleGetItem, Var)
+from ...ir.adt import Constructor, Match
+from ...ir.expr import GlobalVar
+from ...ir.op import Op, OpPattern
+from ...ir.types import TensorType, TupleType, is_dynamic
+from ._rewrite import is_primitive, post_order
+
+ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
+COMM_REDUCE, OUT_EWISE, TUPLE = OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.TUPLE
+OPAQUE = OpPattern.OPAQUE
+_SIMPLE_CONST_DTYPES = ("int32", "int64", "float32", "float64", "bool")
+
+
+@dataclass(eq=False)
+class GraphNode:
+    """A dataflow node: ``outputs`` are (consumer, edge pattern) pairs."""
+
+    ref: RelayExpr
+    index: int
+    pattern: OpPattern = OPAQUE
+    extern_ref: bool = False
+    outputs: list[tuple["GraphNode", OpPattern]] = field(default_factory=list)
+
+
+@dataclass
+class IndexedGraph:
+    nodes: list[GraphNode]  # children first
+    by_id: dict[int, GraphNode]
+
+    def node_of(self, e: RelayExpr) -> GraphNode | None:
+        return self.by_id.get(id(e))
+
+
+def _constant_pattern(c: Constant) -> OpPattern:
+    # Scalars of plain dtypes are inlined into a fused function; other constants stay inputs.
+    scalar = len(c.data.shape) == 0 and str(c.data.dtype) in _SIMPLE_CONST_DTYPES
+    return ELEMWISE if scalar else OPAQUE
+
+
+def _op_pattern(call: Call) -> OpPattern:
+    op_def = call.op.op_def  # type: ignore[union-attr]
+    ty = call.checked_type_
+    if op_def.shape_func_data_dependent and ty is not None and is_dynamic(ty):
+        return OPAQUE  # its output shape is only known after it ran
+    return OpPattern(op_def.pattern)
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.graph = IndexedGraph([], {})
+
+    def external(self, e: RelayExpr) -> None:
+        node = self.graph.node_of(e)
+        if node is not None:
+            node.extern_ref = True
+
+    def edge(self, child: RelayExpr, parent: GraphNode, pattern: OpPattern) -> None:
+        node = self.graph.node_of(child)
+        if node is not None:
+            node.outputs.append((parent, pattern))
+
+    def add(self, e: RelayExpr) -> None:
+        if isinstance(e, (Op, GlobalVar, Constructor)):
+            return
+        node = GraphNode(e, len(self.graph.nodes))
+        self.graph.nodes.append(node)
+        self.graph.by_id[id(e)] = node
+        handler = _LINKS.get(type(e))
+        if handler is not None and not is_primitive(e):
+            handler(self, e, node)
+
+    def link_call(self, e: Call, node: GraphNode) -> None:
+        if not isinstance(e.op, Op):
+            self.external(e.op)
+            for a in e.args:
+                self.edge(a, node, OPAQUE)
+            return
+        node.pattern = pattern = _op_pattern(e)
+        out_ty = e.checked_type_
+        for a in e.args:
+            edge = pattern
+            ty = a.checked_type_
+            if (edge == BROADCAST and isinstance(ty, TensorType) and isinstance(out_ty, TensorType)
+                    and ty.shape == out_ty.shape):
+                edge = ELEMWISE
+            self.edge(a, node, edge)
+
+    def link_tuple(self, e: Tuple, node: GraphNode) -> None:
+        node.pattern = TUPLE
+        for f in e.fields:
+            if isinstance(f.checked_type_, TensorType):
+                self.edge(f, node, INJECTIVE)
+            else:
+                self.external(f)
+
+    def link_getitem(self, e: TupleGetItem, node: GraphNode) -> None:
+        ty = e.tuple_value.checked_type_
+        # Fused functions take tensors or tuples of tensors only: no fusing through others.
+        if isinstance(ty, TupleType) and all(isinstance(f, TensorType) for f in ty.fields):
+            node.pattern = INJECTIVE
+            self.edge(e.tuple_value, node, INJECTIVE)
+        else:
+            self.external(e.tuple_value)
+
+    def link_scope(self, e: RelayExpr, node: GraphNode) -> None:
+        # Nothing fuses through a let, an if, a match, a reference or a function boundary.
+        for c in _scope_children(e):
+            self.external(c)
+
+    def link_constant(self, e: Constant, node: GraphNode) -> None:
+        node.pattern = _constant_pattern(e)
+
+
+def _scope_children(e: RelayExpr) -> tuple[RelayExpr, ...]:
+    if isinstance(e, Let):
+        return (e.var, e.value, e.body)
+    if isinstance(e, If):
+        return (e.cond, e.true_branch, e.false_branch)
+    if isinstance(e, Match):
+        return (e.data, *(c.rhs for c in e.clauses))
+    if isinstance(e, Function):
+        return (*e.params, e.body)
+    if isinstance(e, (RefCreate, RefRead)):
+        return (getattr(e, "value", None) or getattr(e, "ref"),)
+    if isinstance(e, RefWrite):
+        return (e.ref, e.value)
+    return ()
+
+
+_LINKS: dict[type, Callable[[_Builder, Any, GraphNode], None]] = {
+    Call: _Builder.link_call, Tuple: _Builder.link_tuple, TupleGetItem: _Builder.link_getitem,
+    Constant: _Builder.link_constant, Let: _Builder.link_scope, If: _Builder.link_scope,
+    Match: _Builder.link_scope, Function: _Builder.link_scope, RefCreate: _Builder.link_scope,
+    RefRead: _Builder.link_scope, RefWrite: _Builder.link_scope,
+}
+
+
+def build_graph(expr: RelayExpr) -> IndexedGraph:
+    """The indexed dataflow graph of ``expr`` (typed); fused functions are single nodes."""
+    b = _Builder()
+    for e in post_order(expr, skip=is_primitive):
+        b.add(e)
+    b.external(expr)
+    return b.graph
+
+
+# -- post-dominator tree -------------------------------------------------------------------------
+@dataclass(eq=False)
+class DomNode:
+    gnode: GraphNode
+    parent: "DomNode | None"
+    depth: int
+    pattern: OpPattern  # the worst pattern between the node and its parent
+
+
+def _lca(a: DomNode | None, b: DomNode | None, pattern: OpPattern
+         ) -> tuple[DomNode | None, OpPattern]:
+    while a is not b:
+        if a is None or b is None:
+            return None, pattern
+        if a.depth < b.depth:
+            pattern, b = max(pattern, b.pattern), b.parent
+        elif b.depth < a.depth:
+            pattern, a = max(pattern, a.pattern), a.parent
+        else:
+            pattern = max(pattern, a.pattern, b.pattern)
+            a, b = a.parent, b.parent
+    return a, pattern
+
+
+def post_dominators(graph: IndexedGraph) -> list[DomNode]:
+    """Per node (by index), its immediate post-dominator and the path's worst pattern."""
+    tree: list[DomNode | None] = [None] * len(graph.nodes)
+    for node in reversed(graph.nodes):
+        if node.extern_ref or not node.outputs:
+            tree[node.index] = DomNode(node, None, 1, OPAQUE)
+            continue
+        first, pattern = node.outputs[0]
+        parent: DomNode | None = tree[first.index]
+        for consumer, edge in node.outputs[1:]:
+            parent, pattern = _lca(parent, tree[consumer.index], max(pattern, edge))
+        tree[node.index] = DomNode(node, parent, parent.depth + 1 if parent else 1, pattern)
+    return tree  # type: ignore[return-value]
+
+
+# -- grouping -------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class Group:
+    """A union-find set of nodes that becomes one fused function, rooted at ``root_ref``."""
+
+    pattern: OpPattern
+    root_ref: RelayExpr
+    anchor_ref: RelayExpr | None = None
+    num_nodes: int = 1
+    parent: "Group | None" = None
+
+    def find_root(self) -> "Group":
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        node = self
+        while node.parent is not None and node.parent is not root:  # path compression
+            node.parent, node = root, node.parent
+        return root
+
+
+def _fuses_into_anchor(kind: OpPattern, is_sink: bool) -> bool:
+    return kind <= BROADCAST
+
+
+def _fuses_into_injective(kind: OpPattern, is_sink: bool) -> bool:
+    return kind <= INJECTIVE
+
+
+def _fuses_elemwise(kind: OpPattern, is_sink: bool) -> bool:
+    # Injective ops on parallel branches may join; the sink may also be a reduction or an
+    # anchor that elementwise producers feed.
+    if not is_sink:
+        return kind <= INJECTIVE
+    return kind <= INJECTIVE or kind in (COMM_REDUCE, OUT_EWISE)
+
+
+class Partitioner:
+    """Groups the nodes of an IndexedGraph (see the module docstring)."""
+
+    def __init__(self, graph: IndexedGraph, opt_level: int, max_depth: int) -> None:
+        self.graph, self.opt_level, self.max_depth = graph, opt_level, max_depth
+        self.groups = [Group(n.pattern, n.ref, n.ref if n.pattern == OUT_EWISE else None)
+                       for n in graph.nodes]
+        self._visited: set[int] = set()
+
+    def partition(self) -> list[Group]:
+        if self.opt_level == 0 or not self.groups:
+            return self.groups
+        tree = post_dominators(self.graph)
+        for phase in range(3):
+            self._run(tree, phase)
+        return self.groups
+
+    def _check_path(self, src: GraphNode, sink: GraphNode,
+                    cond: Callable[[OpPattern, bool], bool]) -> bool:
+        self._visited = set()
+        stack = [out for out, _ in src.outputs]
+        while stack:
+            node = stack.pop()
+            if node.index in self._visited:
+                continue
+            self._visited.add(node.index)
+            if not cond(self.groups[node.index].find_root().pattern, node is sink):
+                return False
+            if node is not sink:
+                stack.extend(out for out, _ in node.outputs)
+        return True
+
+    def _merge(self, child: Group, parent: Group) -> None:
+        child, parent = child.find_root(), parent.find_root()
+        if child is parent:
+            return
+        parent.num_nodes += child.num_nodes
+        child.parent = parent
+        if child.anchor_ref is not None:
+            assert parent.anchor_ref is None, "FuseOps: a group cannot have two anchors"
+            parent.anchor_ref = child.anchor_ref
+            parent.pattern = max(child.pattern, parent.pattern)
+
+    def _commit(self, src: GraphNode, sink: GraphNode) -> None:
+        target = self.groups[sink.index]
+        seen: set[int] = set()
+        stack = [src]
+        while stack:
+            node = stack.pop()
+            if node is sink or node.index in seen:
+                continue
+            seen.add(node.index)
+            self._merge(self.groups[node.index], target)
+            stack.extend(out for out, _ in node.outputs)
+
+    def _count_with(self, child: GraphNode, sink: GraphNode) -> int:
+        seen: set[int] = set()
+        total, stack = self.groups[sink.index].find_root().num_nodes, [child]
+        while stack:
+            node = stack.pop()
+            if node is sink or node.index in seen:
+                continue
+            seen.add(node.index)
+            total += self.groups[node.index].num_nodes
+            stack.extend(out for out, _ in node.outputs)
+        return total
+
+    def _run(self, tree: list[DomNode], phase: int) -> None:
+        for node, dom, group in zip(self.graph.nodes, tree, self.groups):
+            if group.pattern == OPAQUE or dom.parent is None:
+                continue
+            sink = dom.parent.gnode
+            if self._count_with(node, sink) > self.max_depth:
+                continue
+            sink_group = self.groups[sink.index]
+            if phase == 2:
+                self._phase2(node, sink, group, sink_group)
+                continue
+            if group.find_root() is sink_group.find_root() or sink_group.pattern == TUPLE:
+                continue
+            if group.pattern == OUT_EWISE:
+                if phase == 0 and dom.pattern == ELEMWISE and \
+                        self._check_path(node, sink, _fuses_into_anchor):
+                    self._commit(node, sink)
+            elif group.pattern <= BROADCAST:
+                if (dom.pattern <= INJECTIVE or dom.pattern == COMM_REDUCE) and \
+                        self._check_path(node, sink, _fuses_elemwise):
+                    self._commit(node, sink)
+            elif group.pattern in (INJECTIVE, TUPLE):
+                # After the anchors (phase 0), so that conv2d groups are complete first.
+                if phase == 1 and self._check_path(node, sink, _fuses_into_injective):
+                    self._commit(node, sink)
+
+    def _phase2(self, node: GraphNode, sink: GraphNode, group: Group, sink_group: Group) -> None:
+        # Fuse injective ops into a tuple that has already joined an injective consumer.
+        if group.pattern > INJECTIVE:
+            return
+        root = sink_group.find_root()
+        if root.pattern == TUPLE:
+            return
+        if sink_group.pattern == TUPLE and root.pattern <= INJECTIVE and \
+                self._check_path(node, sink, _fuses_into_injective):
+            self._commit(node, sink)
