@@ -1,0 +1,254 @@
+"""FuseOps: grouping on known graphs (anchors, diamonds, reductions, opaque ops, tuples,
+stop_fusion, lets, limits), the functions it builds, and the law that fusion keeps results."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _pass_helpers import (assert_main_equal, assert_same_result, count_primitives,
+                           dataflow_programs, law, parse, primitive_names, run)
+from hypothesis import given, settings
+
+import ember
+from ember import relay
+from ember.ir import IRModule
+from ember.relay.transform import FuseOps, InferType
+from ember.relay.transform.fuse_ops import fused_function_name
+
+CONV = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32],
+                     %b: Tensor[(4), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+  %1 = nn.bias_add(%0, %b);
+  nn.relu(%1)
+}"""
+
+
+def test_conv_bias_relu_is_one_group():
+    expected = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32],
+                         %b: Tensor[(4), float32]) {
+      %0 = fn (%p0: Tensor[(1, 3, 8, 8), float32], %p1: Tensor[(4, 3, 3, 3), float32],
+               %p2: Tensor[(4), float32], Primitive=1,
+               func_name_hint="fused_nn_conv2d_nn_bias_add_nn_relu")
+               -> Tensor[(1, 4, 8, 8), float32] {
+        %1 = nn.conv2d(%p0, %p1, padding=[1, 1, 1, 1]);
+        %2 = nn.bias_add(%1, %p2);
+        nn.relu(%2)
+      };
+      %0(%x, %w, %b)
+    }"""
+    assert_main_equal(run(FuseOps(), CONV), expected)
+
+
+def test_opt_level_zero_makes_singletons():
+    out = run(FuseOps(fuse_opt_level=0), CONV)
+    assert primitive_names(out) == ["fused_nn_conv2d", "fused_nn_bias_add", "fused_nn_relu"]
+    with ember.transform.PassContext(opt_level=0):
+        assert count_primitives(FuseOps()(parse(CONV))) == 3  # -1: the context's level
+
+
+def test_diamond_of_elementwise_ops_fuses():
+    before = """def @main(%x: Tensor[(4, 5), float32]) {
+      %0 = add(%x, 1f);
+      %1 = exp(%0);
+      %2 = sqrt(%0);
+      %3 = multiply(%1, %2);
+      nn.relu(%3)
+    }"""
+    expected = """def @main(%x: Tensor[(4, 5), float32]) {
+      %0 = fn (%p0: Tensor[(4, 5), float32], Primitive=1,
+               func_name_hint="fused_add_exp_sqrt_multiply_nn_relu") -> Tensor[(4, 5), float32] {
+        %1 = add(%p0, 1f);
+        %2 = exp(%1);
+        %3 = sqrt(%1);
+        %4 = multiply(%2, %3);
+        nn.relu(%4)
+      };
+      %0(%x)
+    }"""
+    assert_main_equal(run(FuseOps(), before), expected)
+
+
+def test_diamond_through_conv_stays_apart():
+    # The conv's result is used twice by a join whose path goes through another conv:
+    # the anchor cannot absorb a non-elementwise path.
+    before = """def @main(%x: Tensor[(1, 4, 6, 6), float32], %w: Tensor[(4, 4, 3, 3), float32]) {
+      %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+      %1 = nn.relu(%0);
+      %2 = nn.conv2d(%1, %w, padding=[1, 1, 1, 1]);
+      add(%1, %2)
+    }"""
+    out = run(FuseOps(), before)
+    assert primitive_names(out) == ["fused_nn_conv2d_nn_relu", "fused_nn_conv2d_add"]
+
+
+def test_reduction_absorbs_elementwise_but_not_injective():
+    before = """def @main(%x: Tensor[(4, 5), float32], %y: Tensor[(4, 5), float32]) {
+      %0 = exp(add(%x, %y));
+      %1 = sum(%0, axis=[1]);
+      %2 = transpose(%x);
+      (%1, max(%2, axis=[0]))
+    }"""
+    out = run(FuseOps(), before)
+    assert sorted(primitive_names(out)) == ["fused_add_exp_sum", "fused_max", "fused_transpose"]
+
+
+def test_opaque_op_is_alone_and_elementwise_after_it_groups():
+    before = """def @main(%x: Tensor[(4, 5), float32]) {
+      %0 = add(%x, 1f);
+      %1 = nn.softmax(%0);
+      %2 = multiply(%1, 2f);
+      exp(%2)
+    }"""
+    out = run(FuseOps(), before)
+    assert primitive_names(out) == ["fused_add", "fused_nn_softmax", "fused_multiply_exp"]
+
+
+def test_injective_chain_and_tuple_into_concatenate():
+    before = """def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(3, 2), float32]) {
+      %0 = transpose(%y);
+      %1 = nn.relu(%x);
+      %2 = (%1, %0);
+      %3 = concatenate(%2);
+      reshape(%3, newshape=[12])
+    }"""
+    out = run(FuseOps(), before)
+    assert primitive_names(out) == ["fused_nn_relu_transpose_concatenate_reshape"]
+
+
+def test_output_tuple_is_not_a_group():
+    before = """def @main(%x: Tensor[(2, 3), float32]) {
+      %0 = exp(%x);
+      (%0, nn.relu(%0))
+    }"""
+    out = run(FuseOps(), before)
+    body = out["main"].body
+    assert isinstance(body, relay.Tuple) and count_primitives(out) == 2
+
+
+def test_stop_fusion_splits_and_disappears():
+    before = """def @main(%x: Tensor[(2, 3), float32]) {
+      %0 = add(%x, 1f);
+      %1 = annotation.stop_fusion(%0);
+      nn.relu(%1)
+    }"""
+    out = run(FuseOps(), before)
+    assert primitive_names(out) == ["fused_add", "fused_nn_relu"]
+    assert "stop_fusion" not in out.astext()
+
+
+def test_let_values_are_not_fused_through():
+    before = """def @main(%x: Tensor[(2, 3), float32]) {
+      let %a = exp(add(%x, 1f));
+      nn.relu(%a)
+    }"""
+    out = run(FuseOps(), before)
+    assert primitive_names(out) == ["fused_add_exp", "fused_nn_relu"]
+    assert isinstance(out["main"].body, relay.Let)
+
+
+def test_max_depth_bounds_group_size():
+    x = relay.var("x", shape=(3,))
+    y = x
+    for _ in range(10):
+        y = relay.add(y, relay.const(1.0))
+    mod = InferType()(IRModule.from_expr(relay.Function([x], y)))
+    assert count_primitives(run(FuseOps(), mod)) == 1
+    small = run(FuseOps(), mod, **{"relay.FuseOps.max_depth": 3})
+    assert count_primitives(small) > 3
+    assert_same_result(mod, small, np.arange(3, dtype="float32"))
+    with pytest.raises(ValueError, match="max_depth must be >= 1"):
+        run(FuseOps(), mod, **{"relay.FuseOps.max_depth": 0})
+
+
+def test_parameters_dedupe_and_constants():
+    c = relay.const(np.arange(3, dtype="float32"))
+    x = relay.var("x", shape=(3,))
+    y = relay.multiply(relay.add(x, x), c) + relay.const(2.0)
+    mod = InferType()(IRModule.from_expr(relay.Function([x], y)))
+    out = run(FuseOps(), mod)
+    call = out["main"].body
+    func = call.op
+    # x once, the vector constant passed in, the scalar inlined
+    assert [p.name_hint for p in func.params] == ["p0", "p1"]
+    assert call.args[0] is x and isinstance(call.args[1], relay.Constant)
+    linked = run(FuseOps(), mod, **{"relay.FuseOps.link_params": True})
+    assert len(linked["main"].body.op.params) == 1
+    assert_same_result(mod, linked, np.ones(3, "float32"))
+
+
+def test_reshape_only_groups_are_marked():
+    out = run(FuseOps(), """def @main(%x: Tensor[(2, 3), float32]) {
+      nn.relu(reshape(%x, newshape=[6]))
+    }""", opt_level=0)
+    funcs = [e for e in ember.ir.post_order(out["main"]) if isinstance(e, relay.Function)
+             and e.get_attr("Primitive", 0)]
+    marks = {f.get_attr("func_name_hint"): f.get_attr("relay.reshape_only") for f in funcs}
+    assert marks == {"fused_reshape": 1, "fused_nn_relu": None}
+
+
+def test_long_names_are_cut_with_a_hash():
+    x = relay.var("x", shape=(3,))
+    y = x
+    for _ in range(30):
+        y = relay.nn.relu(y)
+    f = relay.Function([x], y)
+    name = fused_function_name(f)
+    assert name.startswith("fused_nn_relu_nn_relu") and len(name) == 80 + 17
+
+
+def test_dense_bias_relu_and_mlp_group_count():
+    x = relay.var("x", shape=(2, 8))
+    w1, b1 = relay.var("w1", shape=(16, 8)), relay.var("b1", shape=(16,))
+    w2, b2 = relay.var("w2", shape=(4, 16)), relay.var("b2", shape=(4,))
+    h = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, w1), b1))
+    y = relay.nn.softmax(relay.nn.bias_add(relay.nn.dense(h, w2), b2))
+    mod = InferType()(IRModule.from_expr(relay.Function([x, w1, b1, w2, b2], y)))
+    out = run(FuseOps(), mod)
+    assert primitive_names(out) == ["fused_nn_dense_nn_bias_add_nn_relu",
+                                    "fused_nn_dense_nn_bias_add", "fused_nn_softmax"]
+    rng = np.random.default_rng(1)
+    args = [rng.normal(size=p.type_annotation.shape).astype("float32")
+            for p in mod["main"].params]
+    assert_same_result(mod, out, *args)
+
+
+def test_residual_block_shares_producer():
+    before = """def @main(%x: Tensor[(1, 4, 6, 6), float32], %w: Tensor[(4, 4, 3, 3), float32],
+                         %s: Tensor[(4, 1, 1), float32]) {
+      %0 = nn.relu(%x);
+      %1 = nn.conv2d(%0, %w, padding=[1, 1, 1, 1]);
+      %2 = multiply(%1, %s);
+      %3 = nn.relu(%2);
+      %4 = nn.conv2d(%3, %w, padding=[1, 1, 1, 1]);
+      %5 = add(%4, %0);
+      nn.relu(%5)
+    }"""
+    mod = parse(before)
+    out = run(FuseOps(), mod)
+    assert primitive_names(out) == ["fused_nn_relu", "fused_nn_conv2d_multiply_nn_relu",
+                                    "fused_nn_conv2d_add_nn_relu"]
+    rng = np.random.default_rng(2)
+    args = [rng.normal(size=p.type_annotation.shape).astype("float32")
+            for p in mod["main"].params]
+    assert_same_result(mod, out, *args, rtol=1e-4, atol=1e-4)
+
+
+def test_already_fused_module_is_stable():
+    once = run(FuseOps(), CONV)
+    twice = run(FuseOps(), once)
+    assert_main_equal(twice, once)
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="fuse_opt_level"):
+        run(FuseOps(fuse_opt_level=-2), CONV)
+
+
+@settings(max_examples=40, deadline=None)
+@given(dataflow_programs())
+def test_law_preserves_result(program):
+    mod, args = program
+    out = law(FuseOps, mod, args)
+    ops = sum(1 for e in ember.ir.post_order(mod["main"]) if isinstance(e, relay.Call)
+              and getattr(e.op, "name", "") != "annotation.stop_fusion")
+    assert 1 <= count_primitives(out) <= ops
+    law(lambda: FuseOps(fuse_opt_level=0), mod, args)
