@@ -1,0 +1,144 @@
+"""One representative case per operator, for the test that every op lowers and compiles.
+
+``default_cases(rng)`` maps every op name to a Case with odd sizes (not multiples of the vector
+width). A new op without an entry here fails ``test_every_op_has_a_lowering_case``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from _lowering_util import SUMS, Case, rand
+
+UNARY_RANGES = {
+    "log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "sqrt": (0.0, 5), "rsqrt": (0.1, 5),
+    "tan": (-1.2, 1.2),
+}
+UNARY_FLOAT = ["exp", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
+               "cos", "tan", "floor", "ceil", "trunc", "round", "negative", "abs", "sign",
+               "copy", "isnan", "isinf", "isfinite", "logical_not", "nn.relu",
+               "annotation.stop_fusion"]
+BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power",
+          "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "equal",
+          "not_equal", "less", "less_equal", "greater", "greater_equal"]
+BITWISE = ["bitwise_and", "bitwise_or", "bitwise_xor"]
+REDUCE = ["sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin"]
+
+
+def _unary(rng: np.random.Generator, name: str) -> Case:
+    lo, hi = UNARY_RANGES.get(name, (-3, 3))
+    return Case(name, [rand(rng, (3, 7), lo=lo, hi=hi)])
+
+
+def _binary(rng: np.random.Generator, name: str) -> Case:
+    lo = 0.5 if name in ("power", "divide", "floor_divide", "mod", "floor_mod") else -3
+    return Case(name, [rand(rng, (2, 3, 5), lo=lo), rand(rng, (3, 1), lo=lo)])
+
+
+def _nn(rng: np.random.Generator) -> dict[str, Case]:
+    x4 = rand(rng, (1, 3, 7, 5))
+    return {
+        "nn.conv2d": Case("nn.conv2d", [x4, rand(rng, (5, 3, 3, 3))],
+                          {"padding": (1, 1), "strides": (2, 1)}, SUMS),
+        "nn.conv2d_transpose": Case("nn.conv2d_transpose", [x4, rand(rng, (3, 2, 3, 3))],
+                                    {"strides": (2, 2), "padding": (1, 1)}, SUMS),
+        "nn.dense": Case("nn.dense", [rand(rng, (3, 9)), rand(rng, (5, 9))], {}, SUMS),
+        "nn.matmul": Case("nn.matmul", [rand(rng, (3, 9)), rand(rng, (9, 5))], {}, SUMS),
+        "nn.batch_matmul": Case("nn.batch_matmul", [rand(rng, (2, 3, 9)), rand(rng, (2, 5, 9))],
+                                {}, SUMS),
+        "nn.bias_add": Case("nn.bias_add", [x4, rand(rng, (3,))], {"axis": 1}),
+        "nn.leaky_relu": Case("nn.leaky_relu", [x4], {"alpha": 0.2}),
+        "nn.prelu": Case("nn.prelu", [x4, rand(rng, (3,))], {"axis": 1}),
+        "nn.softmax": Case("nn.softmax", [x4], {"axis": 1}),
+        "nn.log_softmax": Case("nn.log_softmax", [x4], {"axis": -1}),
+        "nn.batch_flatten": Case("nn.batch_flatten", [x4]),
+        "nn.pad": Case("nn.pad", [x4, np.array(1.5, "float32")],
+                       {"pad_width": ((0, 0), (1, 0), (2, 1), (0, 3))}),
+        "nn.dropout": Case("nn.dropout", [x4], {"rate": 0.3}),
+        "nn.upsampling": Case("nn.upsampling", [x4], {"scale_h": 2, "scale_w": 1.5,
+                                                      "method": "bilinear"}),
+        "nn.batch_norm": Case("nn.batch_norm", [x4, *(rand(rng, (3,)) for _ in range(3)),
+                                                rand(rng, (3,), lo=0.5, hi=2)], {"axis": 1}),
+        "nn.layer_norm": Case("nn.layer_norm", [x4, rand(rng, (5,)), rand(rng, (5,))], {}, SUMS),
+        "nn.max_pool2d": Case("nn.max_pool2d", [x4], {"pool_size": (3, 2), "strides": (2, 1),
+                                                      "padding": (1, 1)}),
+        "nn.avg_pool2d": Case("nn.avg_pool2d", [x4], {"pool_size": (3, 3), "padding": (1, 1),
+                                                      "ceil_mode": True}, SUMS),
+        "nn.global_max_pool2d": Case("nn.global_max_pool2d", [x4]),
+        "nn.global_avg_pool2d": Case("nn.global_avg_pool2d", [x4], {}, SUMS),
+        "nn.adaptive_max_pool2d": Case("nn.adaptive_max_pool2d", [x4], {"output_size": (3, 2)}),
+        "nn.adaptive_avg_pool2d": Case("nn.adaptive_avg_pool2d", [x4], {"output_size": (4, 3)},
+                                       SUMS),
+    }
+
+
+def _transform(rng: np.random.Generator) -> dict[str, Case]:
+    x = rand(rng, (2, 3, 5))
+    idx = np.array([[0, 2], [4, 1], [3, 3]], "int32")
+    return {
+        "reshape": Case("reshape", [x], {"newshape": (0, -1)}),
+        "contrib_reverse_reshape": Case("contrib_reverse_reshape", [x], {"newshape": (-1, 0)}),
+        "reshape_like": Case("reshape_like", [x, rand(rng, (6, 5))]),
+        "transpose": Case("transpose", [x], {"axes": (1, 2, 0)}),
+        "squeeze": Case("squeeze", [rand(rng, (3, 1, 5))], {"axis": (1,)}),
+        "expand_dims": Case("expand_dims", [x], {"axis": -1, "num_newaxis": 2}),
+        "broadcast_to": Case("broadcast_to", [rand(rng, (3, 1))], {"shape": (2, 3, 5)}),
+        "broadcast_to_like": Case("broadcast_to_like", [rand(rng, (1, 5)), x]),
+        "tile": Case("tile", [x], {"reps": (2, 1, 1, 3)}),
+        "repeat": Case("repeat", [x], {"repeats": 3, "axis": 1}),
+        "reverse": Case("reverse", [x], {"axis": 2}),
+        "layout_transform": Case("layout_transform", [rand(rng, (1, 6, 3, 5))],
+                                 {"src_layout": "NCHW", "dst_layout": "NHWC"}),
+        "shape_of": Case("shape_of", [x], {"dtype": "int64"}),
+        "concatenate": Case("concatenate", [[x, rand(rng, (2, 1, 5))]], {"axis": 1}),
+        "stack": Case("stack", [[x, rand(rng, (2, 3, 5))]], {"axis": -1}),
+        "split": Case("split", [x], {"indices_or_sections": (1, 4), "axis": 2}),
+        "take": Case("take", [x, idx], {"axis": 2, "mode": "wrap"}),
+        "strided_slice": Case("strided_slice", [x], {"begin": (1, -1), "end": (2, 0),
+                                                     "strides": (1, -2)}),
+        "where": Case("where", [rand(rng, (3, 1), "bool"), x, rand(rng, (5,))]),
+        "clip": Case("clip", [x], {"a_min": -1.0, "a_max": 0.5}),
+        "cast": Case("cast", [x], {"dtype": "int32"}),
+        "cast_like": Case("cast_like", [x, rand(rng, (2,), "float64")]),
+        "variance": Case("variance", [x, x.mean(axis=1, keepdims=True)], {"axis": (1,)}),
+    }
+
+
+def _creation(rng: np.random.Generator) -> dict[str, Case]:
+    x = rand(rng, (3, 5))
+    return {
+        "zeros": Case("zeros", [], {"shape": (3, 5), "dtype": "int32"}),
+        "ones": Case("ones", [], {"shape": (2, 7), "dtype": "float32"}),
+        "full": Case("full", [np.array(2.5, "float32")], {"shape": (3, 5), "dtype": "float64"}),
+        "zeros_like": Case("zeros_like", [x]),
+        "ones_like": Case("ones_like", [x]),
+        "full_like": Case("full_like", [x, np.array(-1.5, "float32")]),
+        "arange": Case("arange", [np.array(1.0, "float32"), np.array(8.0, "float32"),
+                                  np.array(1.5, "float32")],
+                       {"start": 1.0, "stop": 8.0, "step": 1.5, "dtype": "float32"}),
+        "one_hot": Case("one_hot", [np.array([0, 3, 1, 5], "int32"), np.array(1.0, "float32"),
+                                    np.array(-1.0, "float32")], {"depth": 5, "axis": 0}),
+    }
+
+
+def default_cases(rng: np.random.Generator) -> dict[str, Case]:
+    """One case per op name."""
+    cases: dict[str, Case] = {}
+    for name in UNARY_FLOAT:
+        cases[name] = _unary(rng, name)
+    for name in BINARY:
+        cases[name] = _binary(rng, name)
+    for name in BITWISE:
+        cases[name] = Case(name, [rand(rng, (3, 5), "int32", -50, 50),
+                                  rand(rng, (5,), "int32", -50, 50)])
+    cases["bitwise_not"] = Case("bitwise_not", [rand(rng, (3, 5), "int8", -100, 100)])
+    for name in REDUCE:
+        dtype = "bool" if name in ("all", "any") else "float32"
+        attrs: dict[str, Any] = {"axis": (1,), "keepdims": name == "sum"}
+        cases[name] = Case(name, [rand(rng, (3, 5, 2), dtype)], attrs, SUMS)
+    builders: list[Callable[[np.random.Generator], dict[str, Case]]] = [
+        _nn, _transform, _creation]
+    for build in builders:
+        cases.update(build(rng))
+    return cases

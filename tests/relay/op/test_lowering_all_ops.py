@@ -1,0 +1,30 @@
+"""Every operator of the library has a compute rule, lowers, compiles and matches its reference.
+
+One module holds one kernel per op (one compiler run). A new op without a compute rule, or
+without a case in ``_lowering_cases``, fails here.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ember.ir.op import OP_REGISTRY, list_op_names
+from _lowering_cases import default_cases
+from _lowering_util import check_cases
+
+
+def test_every_op_has_a_compute_rule():
+    missing = [n for n in list_op_names() if OP_REGISTRY[n].compute is None]
+    assert not missing, f"ops without a compute rule: {missing}"
+
+
+def test_every_op_has_a_lowering_case():
+    cases = default_cases(np.random.default_rng(0))
+    assert sorted(cases) == list_op_names()
+
+
+def test_every_op_lowers_compiles_and_matches_reference():
+    cases = default_cases(np.random.default_rng(1))
+    lowered = check_cases([cases[n] for n in list_op_names()])
+    names = [lf.name for lf in lowered]
+    assert all(n.startswith("tvmgen_default_fused_") for n in names)
