@@ -49,6 +49,7 @@ from typing import Any
 
 from .dtype import DataType
 from .errors import ArtifactError
+from .ndarray import _parse_dtype
 
 GRAPH_FORMAT_VERSION = 1
 NOP = "__nop"
@@ -284,9 +285,9 @@ def _parse_attrs(attrs: Any, graph_nodes: list[Node], ptr: list[int]) -> dict[st
     dtypes = _attr(attrs, "dltype", "list_str", n, True)
     for k, d in enumerate(dtypes):
         try:
-            DataType(d)
-        except (ValueError, TypeError):
-            raise _fail(f"attrs.dltype[1][{k}]", f"unknown dtype {d!r}") from None
+            _parse_dtype(d)  # a dtype an NDArray can hold
+        except (ValueError, TypeError) as err:
+            raise _fail(f"attrs.dltype[1][{k}]", f"unknown dtype {d!r} ({err})") from None
     devs = _attr(attrs, "device_index", "list_int", n, False)
     if devs is not None:
         devs = [_int(d, f"attrs.device_index[1][{k}]") for k, d in enumerate(devs)]

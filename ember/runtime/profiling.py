@@ -154,7 +154,7 @@ class Report:
         calls = _aggregate(self.calls) if aggregate else list(self.calls)
         if sort:
             calls.sort(key=lambda c: -float(c.get("Duration (us)", Duration(0))))
-        cols = self.columns()
+        cols = self.columns() or ["Name"]
         rows = [[_cell(c.get(col)) for col in cols] for c in calls]
         if col_sums and calls:
             rows.append(["-" * 4] + [""] * (len(cols) - 1))
