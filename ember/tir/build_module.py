@@ -55,4 +55,18 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = "c",
     from ..runtime.module import CSourceModule
 
     code = generate_c(funcs)
+    _debug(funcs, code)
     return CSourceModule(code, "c", [f.name for f in funcs])
+
+
+def _debug(funcs: list[PrimFunc], code: str) -> None:
+    """EMBER_DEBUG=2 prints the lowered loop IR, =3 also the generated C (on stderr)."""
+    import os
+    import sys
+
+    level = int(os.environ.get("EMBER_DEBUG", "0") or 0)
+    if level >= 2:
+        for f in funcs:
+            print(f"ember: lowered {f.name}\n{f}", file=sys.stderr)
+    if level >= 3:
+        print(f"ember: generated C\n{code}", file=sys.stderr)

@@ -139,3 +139,18 @@ def test_upsampling(method, align, scale):
     else:
         want = _bilinear_ref(x.astype("float64"), 3 * scale, 5 * scale, align)
     check(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cip", [False, True])
+def test_avg_pool_dilated_window_overhanging_both_ends(cip):
+    x = rand((1, 1, 3, 3))
+    X = te.placeholder(x.shape, name="x")
+    out = topi.nn.pool2d(X, 3, 1, 2, 2, "avg", False, "NCHW", cip)
+    (got,) = run_kernel(out, [X], [x])
+    xp = np.pad(x, ((0, 0), (0, 0), (2, 2), (2, 2)), constant_values=np.nan)
+    want = np.zeros(got.shape)
+    for i in range(got.shape[2]):
+        for j in range(got.shape[3]):
+            win = xp[0, 0, i:i + 5:2, j:j + 5:2]
+            want[0, 0, i, j] = np.nansum(win) / (win.size if cip else np.sum(~np.isnan(win)))
+    check(got, want, rtol=1e-5, atol=1e-6)

@@ -64,6 +64,11 @@ class LoweredFunc:
     te_graph: TEGraph | None = field(default=None, repr=False)
 
     @property
+    def relay_func(self) -> Function:
+        """The primitive function this kernel was lowered from (the first one, if shared)."""
+        return self.source_func
+
+    @property
     def num_args(self) -> int:
         return len(self.inputs) + len(self.constants) + len(self.outputs)
 
@@ -237,9 +242,10 @@ def lower_module(mod: IRModule, target: Any = "c", mod_name: str = "default",
                  ) -> tuple[dict[Any, LoweredFunc], CSourceModule]:
     """Lower every primitive function reachable from ``main``.
 
-    Returns ``({GlobalVar or kernel name: LoweredFunc}, CSourceModule)``: global primitive
-    functions are keyed by their GlobalVar, inline ones (``Call(fn(...), args)``) by name;
-    structurally equal functions share one kernel. The C holds each kernel once.
+    Returns ``({key: LoweredFunc}, CSourceModule)``. Global primitive functions are keyed by
+    their GlobalVar; inline ones (``Call(fn(...), args)``) by their kernel name and by the
+    Function node itself, so a code generator can look up each call site's callee.
+    Structurally equal functions share one kernel; the C holds each kernel once.
     """
     compiler = compiler or TECompiler()
     if "main" in mod and mod["main"].checked_type_ is None:
@@ -250,7 +256,10 @@ def lower_module(mod: IRModule, target: Any = "c", mod_name: str = "default",
     kernels: dict[str, LoweredFunc] = {}
     for gv, func in primitive_functions(mod):
         lowered = compiler.lower(func, target, mod_name)
-        found[gv if gv is not None else lowered.name] = lowered
+        if gv is not None:
+            found[gv] = lowered
+        else:
+            found[lowered.name] = found[func] = lowered
         kernels.setdefault(lowered.name, lowered)
     return found, compiler.build(list(kernels.values()))
 

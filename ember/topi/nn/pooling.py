@@ -71,17 +71,24 @@ def pool2d(data: te.Tensor, kernel: Any, stride: Any = 1, dilation: Any = 1, pad
 
     total = te.compute(_shape(layout, n, c, oh, ow), fsum, name="T_pool_sum", tag=REDUCE)
 
+    lo_h, hi_h = (-pt, h + pb) if count_include_pad else (0, h)
+    lo_w, hi_w = (-pl, w + pr) if count_include_pad else (0, w)
+
     def favg(*idx: PrimExpr) -> PrimExpr:
         _, _, y, x = _split(layout, idx)
-        y0, x0 = y * sh - pt, x * sw - pl
-        y1 = tir.min(y0 + (kh - 1) * dh + 1, h + pb)
-        x1 = tir.min(x0 + (kw - 1) * dw + 1, w + pr)
-        if not count_include_pad:
-            y0, x0, y1, x1 = tir.max(y0, 0), tir.max(x0, 0), tir.min(y1, h), tir.min(x1, w)
-        count = tir.max((y1 - y0 + dh - 1) // dh * ((x1 - x0 + dw - 1) // dw), 1)
-        return total(*idx) / tir.cast(count, data.dtype)
+        cy = _taps(y * sh - pt, lo_h, hi_h, kh, dh)
+        cx = _taps(x * sw - pl, lo_w, hi_w, kw, dw)
+        return total(*idx) / tir.cast(tir.max(cy * cx, 1), data.dtype)
 
     return te.compute(total.shape, favg, name="T_pool_avg", tag="elemwise")
+
+
+def _taps(start: PrimExpr, lo: int, hi: int, k: int, d: int) -> PrimExpr:
+    """How many of the taps start + r*d (r < k) fall in [lo, hi)."""
+    def first(bound: int) -> PrimExpr:  # taps r with start + r*d < bound: ceil((bound-start)/d)
+        return tir.min(tir.max(tir.floordiv(bound - start + d - 1, d), 0), k)
+
+    return first(hi) - first(lo)
 
 
 def max_pool2d(data: te.Tensor, pool_size: Any, strides: Any = 1, padding: Any = 0,

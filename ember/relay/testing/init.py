@@ -1,0 +1,197 @@
+"""Weight initialisers and ``create_workload``: turn a network into ``(mod, params)``.
+
+A network is a ``relay.Function`` whose first parameter is the input ``data`` and whose other
+parameters are weights, usually unannotated ``relay.var("conv1_weight")`` that InferType types
+from the data and the ops' attributes. ``create_workload`` infers those types, annotates the
+parameters with them (so the module prints, parses and binds without another inference) and
+fills every weight with deterministic random values::
+
+    mod, params = create_workload(net)                 # Xavier weights, seed 0
+    mod, params = create_workload(net, Constant(0.1))  # every weight 0.1
+
+An initializer picks a rule from the end of the parameter's name, as MXNet and TVM's Relay
+testing did: ``*weight`` -> the initializer's own rule, ``*bias``/``*beta``/``*mean`` -> 0,
+``*gamma``/``*var`` -> 1. Batch-norm statistics stay (mean 0, var 1), so at inference every
+batch norm is the identity plus its beta and the activations stay in a sane range.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...ir.expr import Function, Var, bind, var
+from ...ir.module import IRModule
+from ...ir.types import TensorType
+from ...runtime.ndarray import NDArray, array
+
+__all__ = ["Initializer", "Xavier", "Constant", "Uniform", "Normal", "create_workload"]
+
+# name suffix -> method; checked in this order (so "moving_var" is a var, not a weight).
+_SUFFIX_RULES = (("weight", "_init_weight"), ("bias", "_init_bias"), ("gamma", "_init_gamma"),
+                 ("beta", "_init_beta"), ("mean", "_init_mean"), ("var", "_init_var"))
+
+
+class Initializer:
+    """Fills a parameter array in place, choosing a rule from the parameter's name.
+
+    Subclasses override ``_init_weight(name, arr)`` and draw from ``self.rng`` (a numpy
+    Generator that ``create_workload`` seeds). Raises ValueError for a name that matches no
+    rule, naming it, rather than leaving the weight at zero without a word.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self.rng = np.random.default_rng(0)
+
+    def __call__(self, desc: str, arr: np.ndarray, rng: np.random.Generator | None = None) -> None:
+        if rng is not None:
+            self.rng = rng
+        for suffix, method in _SUFFIX_RULES:
+            if desc.endswith(suffix):
+                getattr(self, method)(desc, arr)
+                return
+        self._init_default(desc, arr)
+
+    def dumps(self) -> str:
+        """The initializer's name and arguments, e.g. ``xavier(magnitude=3, ...)``."""
+        args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        return f"{type(self).__name__.lower()}({args})"
+
+    def _init_bias(self, _: str, arr: np.ndarray) -> None:
+        arr[...] = 0.0
+
+    def _init_gamma(self, _: str, arr: np.ndarray) -> None:
+        arr[...] = 1.0
+
+    def _init_beta(self, _: str, arr: np.ndarray) -> None:
+        arr[...] = 0.0
+
+    def _init_mean(self, _: str, arr: np.ndarray) -> None:
+        arr[...] = 0.0
+
+    def _init_var(self, _: str, arr: np.ndarray) -> None:
+        arr[...] = 1.0  # positive, so sqrt(var + eps) in batch_norm stays finite
+
+    def _init_weight(self, name: str, arr: np.ndarray) -> None:
+        raise NotImplementedError(f"{type(self).__name__}: no rule for weight {name!r}")
+
+    def _init_default(self, name: str, arr: np.ndarray) -> None:
+        raise ValueError(f"{type(self).__name__}: parameter {name!r} has no initialisation "
+                         "rule; names must end in weight, bias, gamma, beta, mean or var")
+
+
+class Constant(Initializer):
+    """Every weight (``*weight``) set to ``value``; biases and norms as in Initializer."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__(value=value)
+        self.value = value
+
+    def _init_weight(self, _: str, arr: np.ndarray) -> None:
+        arr[...] = self.value
+
+
+class Uniform(Initializer):
+    """Weights drawn uniformly from ``[-scale, scale]``."""
+
+    def __init__(self, scale: float = 0.07) -> None:
+        super().__init__(scale=scale)
+        self.scale = scale
+
+    def _init_weight(self, _: str, arr: np.ndarray) -> None:
+        arr[...] = self.rng.uniform(-self.scale, self.scale, size=arr.shape)
+
+
+class Normal(Initializer):
+    """Weights drawn from a normal distribution with mean 0 and standard deviation ``sigma``."""
+
+    def __init__(self, sigma: float = 0.01) -> None:
+        super().__init__(sigma=sigma)
+        self.sigma = sigma
+
+    def _init_weight(self, _: str, arr: np.ndarray) -> None:
+        arr[...] = self.rng.normal(0.0, self.sigma, size=arr.shape)
+
+
+class Xavier(Initializer):
+    """Glorot initialisation: weights of variance ``magnitude / (3 * factor)``.
+
+    ``factor`` is the fan-in (``shape[1] * prod(shape[2:])``), the fan-out
+    (``shape[0] * prod(shape[2:])``) or their mean (``factor_type`` "in", "out", "avg");
+    ``rnd_type`` is "uniform" (on ``[-s, s]``, ``s = sqrt(magnitude / factor)``) or "gaussian"
+    (standard deviation ``s``). Raises ValueError for a weight of rank < 2 or a bad option.
+    """
+
+    def __init__(self, rnd_type: str = "uniform", factor_type: str = "avg",
+                 magnitude: float = 3) -> None:
+        if rnd_type not in ("uniform", "gaussian"):
+            raise ValueError(f"Xavier: rnd_type must be 'uniform' or 'gaussian', got {rnd_type!r}")
+        if factor_type not in ("avg", "in", "out"):
+            raise ValueError(f"Xavier: factor_type must be 'avg', 'in' or 'out', "
+                             f"got {factor_type!r}")
+        super().__init__(rnd_type=rnd_type, factor_type=factor_type, magnitude=magnitude)
+        self.rnd_type, self.factor_type, self.magnitude = rnd_type, factor_type, float(magnitude)
+
+    def _init_weight(self, name: str, arr: np.ndarray) -> None:
+        if arr.ndim < 2:
+            raise ValueError(f"Xavier: weight {name!r} has shape {arr.shape}; Xavier needs "
+                             "rank >= 2 (out, in, ...)")
+        window = float(np.prod(arr.shape[2:])) if arr.ndim > 2 else 1.0
+        fan_in, fan_out = arr.shape[1] * window, arr.shape[0] * window
+        factor = {"avg": (fan_in + fan_out) / 2.0, "in": fan_in, "out": fan_out}[self.factor_type]
+        scale = np.sqrt(self.magnitude / factor)
+        if self.rnd_type == "uniform":
+            arr[...] = self.rng.uniform(-scale, scale, size=arr.shape)
+        else:
+            arr[...] = self.rng.normal(0.0, scale, size=arr.shape)
+
+
+def _annotate_params(func: Function) -> Function:
+    """``func`` with every unannotated parameter annotated with its inferred type."""
+    binds: dict[Var, Var] = {}
+    for p in func.params:
+        if p.type_annotation is None:
+            binds[p] = var(p.name_hint, type_annotation=p.checked_type)
+    if not binds:
+        return func
+    params = tuple(binds.get(p, p) for p in func.params)
+    return Function(params, bind(func.body, binds), func.ret_type, func.type_params, func.attrs,
+                    span=func.span)
+
+
+def _concrete_shape(name: str, ty: Any) -> tuple[int, ...]:
+    if not isinstance(ty, TensorType) or not all(isinstance(d, int) for d in ty.shape):
+        raise ValueError(f"create_workload: parameter {name!r} has type {ty}; weights need a "
+                         "tensor type with a static shape")
+    return tuple(ty.shape)
+
+
+def create_workload(net: Function | IRModule, initializer: Initializer | None = None,
+                    seed: int = 0) -> tuple[IRModule, dict[str, NDArray]]:
+    """Type ``net`` and give every parameter except ``data`` a deterministic random value.
+
+    ``net`` is a Function (becoming ``main``) or an IRModule with a ``main``. Returns
+    ``(mod, params)``: the typed module, whose ``main`` parameters are annotated with their
+    types, and ``name -> NDArray`` in parameter order. The same seed gives identical params.
+    Raises ValueError for a weight without a static tensor type or an initialisation rule.
+    """
+    from ..transform import InferType
+
+    mod = IRModule.from_expr(net) if isinstance(net, Function) else net
+    mod = InferType()(mod)
+    main = _annotate_params(mod["main"])
+    mod = mod.copy()
+    mod["main"] = main
+    mod = InferType()(mod)
+    initializer = initializer if initializer is not None else Xavier()
+    rng = np.random.default_rng(seed)
+    params: dict[str, NDArray] = {}
+    for p in mod["main"].params:
+        if p.name_hint == "data":
+            continue
+        ty = p.checked_type
+        arr = np.zeros(_concrete_shape(p.name_hint, ty), dtype=ty.dtype)
+        initializer(p.name_hint, arr, rng)
+        params[p.name_hint] = array(arr)
+    return mod, params
