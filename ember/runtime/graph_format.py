@@ -149,9 +149,21 @@ class Graph:
                 "heads": [h.to_json() for h in self.heads],
                 "node_row_ptr": list(self.node_row_ptr), "attrs": attrs}
 
-    def to_json(self, indent: int | None = 2) -> str:
-        """The graph JSON text (validated first: an invalid Graph raises GraphFormatError)."""
-        text = json.dumps(self.to_dict(), indent=indent)
+    def to_json(self, indent: int | None = None) -> str:
+        """The graph JSON text, validated (an invalid Graph raises GraphFormatError).
+
+        By default one node and one attribute per line (readable, and compact for big graphs);
+        ``indent`` gives ``json.dumps``'s fully indented layout instead."""
+        data = self.to_dict()
+        if indent is not None:
+            text = json.dumps(data, indent=indent)
+        else:
+            nodes = ",\n".join(f"    {json.dumps(n)}" for n in data.pop("nodes"))
+            attrs = ",\n".join(f"    {json.dumps(k)}: {json.dumps(v)}"
+                                for k, v in data.pop("attrs").items())
+            rest = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in data.items()]
+            text = ",\n".join([f'{{\n  "nodes": [\n{nodes}\n  ]', *rest,
+                               f'  "attrs": {{\n{attrs}\n  }}\n}}'])
         parse_graph(text)
         return text
 
