@@ -114,8 +114,13 @@ class ExecutorFactoryModule(Module):
                 "target": None if self.target is None else str(self.target),
                 "config": self.get_executor_config()}
 
+    def _sections(self) -> list[tuple[str, bytes]]:
+        """Named binary parts after the header (a VM factory would add its bytecode)."""
+        return [("params", bytes(save_param_dict(self.params)))]
+
     def save_binary(self) -> bytes:
-        sections = [("params", bytes(save_param_dict(self.params)))]
+        """The factory in the serialised layout of the module docstring."""
+        sections = self._sections()
         header = dict(self._header(), sections=[[n, len(b)] for n, b in sections])
         text = json.dumps(header).encode()
         return b"".join([_HEAD.pack(FACTORY_MAGIC, FACTORY_FORMAT_VERSION, 0, len(text)), text]
