@@ -153,3 +153,24 @@ def test_conv2d_transpose(stride, pad, opad):
             full[0, :, i * stride:i * stride + 3, j * stride:j * stride + 3] += np.einsum(
                 "c,cokl->okl", x[0, :, i, j], w)
     check(got, full[:, :, pad:pad + oh, pad:pad + ow], **TOL)
+
+
+def test_symbolic_batch_dense_and_conv():
+    import ember
+    from ember import tir
+
+    b = te.size_var("batch")
+    a, w = te.placeholder((b, 6), name="a"), te.placeholder((5, 6), name="w")
+    x, k = te.placeholder((b, 3, 6, 7), name="x"), te.placeholder((4, 3, 3, 3), name="k")
+    d = topi.nn.dense(a, w)
+    c = topi.nn.relu(topi.nn.conv2d(x, k, 1, 1))
+    mod = tir.build([te.lower(topi.auto_schedule(d), [a, w, d], "dyn_dense"),
+                     te.lower(topi.auto_schedule(c), [x, k, c], "dyn_conv")])
+    wv, kv = rand((5, 6), seed=1), rand((4, 3, 3, 3), seed=2)
+    for n in (1, 3):
+        av, xv = rand((n, 6), seed=n), rand((n, 3, 6, 7), seed=n)
+        out_d, out_c = ember.nd.empty((n, 5)), ember.nd.empty((n, 4, 6, 7))
+        mod["dyn_dense"](ember.nd.array(av), ember.nd.array(wv), out_d)
+        mod["dyn_conv"](ember.nd.array(xv), ember.nd.array(kv), out_c)
+        check(out_d.numpy(), av @ wv.T, **TOL)
+        check(out_c.numpy(), np.maximum(conv_ref(xv, kv, 1, (1,) * 4, 1, 1), 0), **TOL)

@@ -63,7 +63,8 @@ def _geometry(name: str, h: int, w: int, kh: int, kw: int, strides: Any, padding
 def conv2d_nchw(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
                 dilation: Any = 1, groups: int = 1, out_dtype: str | None = None) -> te.Tensor:
     """NCHW convolution with an OIHW kernel (``I`` = input channels per group)."""
-    n, ci, h, w = static("nn.conv2d", data.shape)
+    n = data.shape[0]  # the batch may be symbolic
+    ci, h, w = static("nn.conv2d", data.shape[1:])
     co, cig, kh, kw = static("nn.conv2d", kernel.shape)
     if ci != cig * groups or co % groups:
         raise OpError(f"nn.conv2d: data has {ci} channels but weight expects {cig * groups} "
@@ -117,7 +118,8 @@ def conv2d_nhwc(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: A
                 dilation: Any = 1, groups: int = 1, out_dtype: str | None = None,
                 kernel_layout: str = "HWIO") -> te.Tensor:
     """NHWC convolution with an HWIO kernel (depthwise: HWOI, [kh, kw, c, multiplier])."""
-    n, h, w, ci = static("nn.conv2d", data.shape)
+    n = data.shape[0]
+    h, w, ci = static("nn.conv2d", data.shape[1:])
     kh, kw, k2, k3 = static("nn.conv2d", kernel.shape)
     out_dtype = out_dtype or data.dtype
     depthwise = groups > 1 and groups == ci and (kernel_layout == "HWOI" or k2 == ci and k3 != ci)

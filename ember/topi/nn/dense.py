@@ -87,12 +87,36 @@ def _gemm_row(name: str, N: int, K: int, a_at: Callable, b_at: Callable, out_dty
                       tag="broadcast")
 
 
+def _is_static(*shapes: tuple) -> bool:
+    return all(isinstance(d, IntImm) for shape in shapes for d in shape)
+
+
+def _gemm_generic(name: str, batch: tuple, M: PrimExpr, N: PrimExpr, K: PrimExpr,
+                  a_at: Callable, b_at: Callable, out_dtype: str,
+                  bias: te.Tensor | None) -> te.Tensor:
+    """Symbolic shapes: a plain reduction (scheduled as one, parallel over the outputs)."""
+    nb = len(batch)
+    k = te.reduce_axis((0, K), "k")
+    out = te.compute(batch + (M, N), lambda *i: te.sum(
+        tir.cast(a_at(i[:nb], i[nb], k), out_dtype) * tir.cast(b_at(i[:nb], i[nb + 1], k),
+                                                               out_dtype), axis=k),
+        name=name, tag="gemm_generic")
+    if bias is None:
+        return out
+    return te.compute(out.shape, lambda *i: out(*i) + tir.cast(bias(i[-1]), out_dtype),
+                      name=f"{name}_bias", tag="broadcast")
+
+
 def dense(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None = None,
           out_dtype: str | None = None) -> te.Tensor:
-    """``data[M, K] x weight[N, K]^T (+ bias[N])`` -> [M, N]."""
+    """``data[M, K] x weight[N, K]^T (+ bias[N])`` -> [M, N] (any dimension may be symbolic)."""
     if data.ndim != 2 or weight.ndim != 2:
         raise OpError(f"nn.dense: data and weight must have rank 2, got ranks {data.ndim} and "
                       f"{weight.ndim}")
+    if not _is_static(data.shape, weight.shape):
+        return _gemm_generic("T_dense", (), data.shape[0], weight.shape[0], data.shape[1],
+                             lambda b, m, k: data[m, k], lambda b, n, k: weight[n, k],
+                             out_dtype or data.dtype, bias)
     M, K = (_static("nn.dense", d) for d in data.shape)
     N, K2 = (_static("nn.dense", d) for d in weight.shape)
     if K != K2:
@@ -109,12 +133,17 @@ def dense(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None = None,
 def matmul(a: te.Tensor, b: te.Tensor, transpose_a: bool = False, transpose_b: bool = False,
            out_dtype: str | None = None) -> te.Tensor:
     """2-d matrix product with optional transposes: [M, K] x [K, N] -> [M, N]."""
+    a_at = (lambda _, m, k: a[k, m]) if transpose_a else (lambda _, m, k: a[m, k])
+    b_at = (lambda _, n, k: b[n, k]) if transpose_b else (lambda _, n, k: b[k, n])
+    if not _is_static(a.shape, b.shape):
+        sa = a.shape[::-1] if transpose_a else a.shape
+        sb = b.shape[::-1] if transpose_b else b.shape
+        return _gemm_generic("T_matmul", (), sa[0], sb[1], sa[1], a_at, b_at,
+                             out_dtype or a.dtype, None)
     M, K = (_static("nn.matmul", d) for d in (a.shape[::-1] if transpose_a else a.shape))
     K2, N = (_static("nn.matmul", d) for d in (b.shape[::-1] if transpose_b else b.shape))
     if K != K2:
         raise OpError(f"nn.matmul: inner dimensions differ: {K} vs {K2}")
-    a_at = (lambda _, m, k: a[k, m]) if transpose_a else (lambda _, m, k: a[m, k])
-    b_at = (lambda _, n, k: b[n, k]) if transpose_b else (lambda _, n, k: b[k, n])
     out_dtype = out_dtype or a.dtype
     if M == 1:
         return _gemm_row("T_matmul", N, K, a_at, b_at, out_dtype, None)
@@ -126,6 +155,18 @@ def batch_matmul(x: te.Tensor, y: te.Tensor, out_dtype: str | None = None,
     """Batched product: x[B, M, K] x y[B, N, K] (transpose_b) -> [B, M, N]; batch 1 broadcasts."""
     if x.ndim != 3 or y.ndim != 3:
         raise OpError(f"nn.batch_matmul: inputs must have rank 3, got {x.ndim} and {y.ndim}")
+    if not _is_static(x.shape, y.shape):
+        one = lambda d: isinstance(d, IntImm) and d.value == 1  # noqa: E731
+        xi = (lambda b: 0) if one(x.shape[0]) else (lambda b: b)
+        yi = (lambda b: 0) if one(y.shape[0]) else (lambda b: b)
+        sx = (x.shape[2], x.shape[1]) if transpose_a else (x.shape[1], x.shape[2])
+        n = y.shape[1] if transpose_b else y.shape[2]
+        return _gemm_generic(
+            "T_batch_matmul", (y.shape[0] if one(x.shape[0]) else x.shape[0],), sx[0], n, sx[1],
+            (lambda b, m, k: x[xi(b[0]), k, m]) if transpose_a else (
+                lambda b, m, k: x[xi(b[0]), m, k]),
+            (lambda b, n_, k: y[yi(b[0]), n_, k]) if transpose_b else (
+                lambda b, n_, k: y[yi(b[0]), k, n_]), out_dtype or x.dtype, None)
     bx, by = _static("nn.batch_matmul", x.shape[0]), _static("nn.batch_matmul", y.shape[0])
     if bx != by and 1 not in (bx, by):
         raise OpError(f"nn.batch_matmul: batch sizes {bx} and {by} do not broadcast")
