@@ -31,5 +31,4 @@ from .time_eval import BenchmarkResult  # noqa: F401,E402
 
 # The executors' run side; importing executor_factory registers the loaders that rebuild a
 # factory from an exported library (runtime.module.loadbinary_GraphExecutorFactory).
-from . import profiling  # noqa: F401,E402
-from . import executor_factory  # noqa: F401,E402
+from . import executor_factory, profiling  # noqa: F401,E402

@@ -81,9 +81,11 @@ class GraphExecutor(Module):
     """
 
     type_key = "GraphExecutor"
-    _EXPORTED: tuple[str, ...] = ("set_input", "run", "get_output", "get_input", "get_num_outputs",
-                 "get_num_inputs", "get_input_index", "get_input_info", "get_output_info",
-                 "load_params", "share_params", "run_from_inputs")
+    # The packed functions of the Module interface (``m["run"]()``).
+    _EXPORTED: tuple[str, ...] = (
+        "set_input", "run", "get_output", "get_input", "get_num_outputs", "get_num_inputs",
+        "get_input_index", "get_input_info", "get_output_info", "load_params", "share_params",
+        "run_from_inputs")
 
     def __init__(self, graph: Graph | str, lib: Module, dev: Device | Sequence[Device]
                  | None = None) -> None:
