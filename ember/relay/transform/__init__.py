@@ -23,9 +23,13 @@ _LAZY: dict[str, str] = {
     "FoldConstant": "fold_constant", "FoldConstantExpr": "fold_constant",
     "SimplifyInference": "simplify_inference",
     "FuseOps": "fuse_ops",
+    "DeadCodeElimination": "dead_code",
+    "EliminateCommonSubexpr": "eliminate_common_subexpr",
+    "ToANormalForm": "to_a_normal_form", "ToGraphNormalForm": "to_graph_normal_form",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
-_LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps")
+_LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
+                "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

@@ -30,6 +30,7 @@ class Purity:
     def __init__(self, mod: IRModule | None, lets: dict[Var, RelayExpr]) -> None:
         self.mod, self.lets = mod, lets
         self.globals: dict[str, bool] = {}
+        self.local: dict[Var, bool] = {}
 
     def callee_pure(self, f: RelayExpr) -> bool:
         if isinstance(f, Op):
@@ -39,7 +40,10 @@ class Purity:
         if isinstance(f, Function):
             return self.pure(f.body)
         if isinstance(f, Var) and isinstance(self.lets.get(f), Function):
-            return self.pure(self.lets[f].body)  # type: ignore[attr-defined]
+            if f not in self.local:
+                self.local[f] = True  # a recursive closure: assume pure while looking
+                self.local[f] = self.pure(self.lets[f].body)  # type: ignore[attr-defined]
+            return self.local[f]
         if isinstance(f, GlobalVar) and self.mod is not None and f.name_hint in self.mod:
             name = f.name_hint
             if name not in self.globals:
@@ -82,7 +86,7 @@ class _Liveness:
             seen.add(id(node))
             if isinstance(node, Let):
                 stack.append((node.body, owner))
-                if ignore_impurity or not purity.pure(node.value) or node.var in self.live:
+                if node.var in self.live or not (ignore_impurity or purity.pure(node.value)):
                     self.live.add(node.var)
                     stack.append((node.value, owner))
                 else:

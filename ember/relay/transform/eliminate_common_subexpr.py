@@ -2,7 +2,7 @@
 
 Walking children first, every operator call is rebuilt on its already-shared arguments, so
 two calls are the same computation exactly when they call the same op with the same
-attributes on the *same* argument nodes; the later one is replaced by the earlier. Field
+attributes on the *same* argument nodes (constants compare by value); the later one is replaced by the earlier. Field
 projections ``%t.i`` of the same tuple node are shared the same way. Calls of stateful ops
 (``OpDef.extra["stateful"]``, e.g. random generators) are never merged, nor are calls for
 which ``fskip(call)`` returns True, nor anything inside fused (Primitive) functions.
@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ...ir.expr import Call, Function, RelayExpr, TupleGetItem
+import numpy as np
+
+from ...ir.expr import Call, Constant, Function, RelayExpr, TupleGetItem
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.structural import structural_equal
@@ -32,6 +34,20 @@ def _attrs_equal(a: Any, b: Any) -> bool:
         return structural_equal(a, b)
 
 
+def _arg_key(e: RelayExpr) -> Any:
+    # Constants are compared by value (two ``1f`` literals are the same argument).
+    if isinstance(e, Constant):
+        return ("const", str(e.data.dtype), tuple(e.data.shape))
+    return id(e)
+
+
+def _same_arg(a: RelayExpr, b: RelayExpr) -> bool:
+    if a is b:
+        return True
+    return (isinstance(a, Constant) and isinstance(b, Constant)
+            and bool(np.array_equal(a.data.numpy(), b.data.numpy())))
+
+
 class _Eliminator(PostOrderRewriter):
     def __init__(self, fskip: Callable[[RelayExpr], bool] | None) -> None:
         super().__init__()
@@ -45,10 +61,9 @@ class _Eliminator(PostOrderRewriter):
             return new
         if self.fskip is not None and self.fskip(new):
             return new
-        key = (op.name, tuple(id(a) for a in new.args))
+        key = (op.name, tuple(map(_arg_key, new.args)))
         for cand in self.calls.get(key, ()):
-            if all(x is y for x, y in zip(cand.args, new.args)) and \
-                    _attrs_equal(cand.attrs, new.attrs):
+            if all(map(_same_arg, cand.args, new.args)) and _attrs_equal(cand.attrs, new.attrs):
                 return cand
         self.calls.setdefault(key, []).append(new)
         return new

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ...ir.adt import Clause, Constructor, Match
+from ...ir.adt import Constructor, Match
 from ...ir.expr import Function, GlobalVar, If, Let, RelayExpr, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
@@ -154,5 +154,3 @@ class ToANormalForm(ModulePass):
 
 
 register_pass("ToANormalForm", ToANormalForm)
-
-_ = Clause  # (patterns keep their clauses; only right-hand sides are rewritten)
