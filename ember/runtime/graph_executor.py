@@ -270,11 +270,13 @@ class GraphExecutor(Module):
             self._copy_in(name, value)
             self._param_names.add(name)
 
-    def share_params(self, other: GraphExecutor, params: bytes | bytearray) -> None:
+    def share_params(self, other: GraphExecutor | GraphModule, params: bytes | bytearray) -> None:
         """Make the inputs named in ``params`` use ``other``'s memory (no copy): executors of
         one model can then share their weights."""
+        if isinstance(other, GraphModule):
+            other = other.module  # type: ignore[assignment]
         if not isinstance(other, GraphExecutor):
-            raise TypeError(f"share_params: expected a GraphExecutor, got {type(other).__name__}")
+            raise TypeError(f"share_params: expected a graph executor, got {type(other).__name__}")
         for name in load_param_dict(params):
             mine = self._input_eids[self._input_slot(name, "share_params")]
             theirs = other._entries[other._input_eids[other._input_slot(name, "share_params")]]

@@ -157,12 +157,14 @@ def test_load_params_and_share_params(kernels, allclose):
     a = create(dumps(mlp_graph()), kernels)
     a.load_params(blob)
     b = create(dumps(mlp_graph()), kernels)
-    b.share_params(a, blob)
+    b.share_params(GraphModule(a), blob)
     b.run(x=inputs["x"])
     allclose(b.get_output(0).numpy(), _mlp_ref(**inputs))
     a.set_input("w", np.zeros((3, 4), "float32"))  # shared memory: b sees the change
     b.run()
     allclose(b.get_output(0).numpy(), np.maximum(inputs["b"], 0))
+    with pytest.raises(TypeError, match="share_params: expected a graph executor, got dict"):
+        b.share_params({}, blob)
 
 
 @requires_cc
