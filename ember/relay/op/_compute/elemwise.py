@@ -99,33 +99,29 @@ def _bool_aware(arith: Callable, logic: Callable) -> Callable:
     return lambda a, b: logic(a, b) if a.dtype == "bool" else arith(a, b)
 
 
-def _bit(v: PrimExpr, k: int, signed_top: bool, work: str) -> PrimExpr:
-    if signed_top:  # the sign bit (2**63 does not fit int64)
-        return tir.cast(v < tir.const(0, work), work)
-    return tir.floormod(tir.floordiv(v, tir.const(2**k, work)), tir.const(2, work))
-
-
 def _bitwise(combine: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> Callable:
     """A bitwise op as a sum over bits: sum_k combine(bit_k(a), bit_k(b)) * 2**k.
 
-    Bits are taken with floor division (an arithmetic shift, also for negative values) in a
-    64-bit working type; the sign bit of a signed type weighs -2**(bits-1).
+    The operands are reinterpreted as uint64 (C's conversion is modulo 2**64, so the low bits
+    are the two's complement bits); bit_k is (u / 2**k) % 2 in unsigned arithmetic, which the C
+    compiler turns into a shift and a mask; the sum converts back to the dtype's low bits.
     """
     def rule(a: PrimExpr, b: PrimExpr) -> PrimExpr:
         dtype = a.dtype
         if dtype == "bool":
             return tir.binary(NE, combine(tir.cast(a, "int32"), tir.cast(b, "int32")),
                               tir.const(0))
-        nbits, unsigned = tir.bits(dtype), dtype.startswith("uint")
-        work = "uint64" if dtype == "uint64" else "int64"
-        x, y = tir.cast(a, work), tir.cast(b, work)
-        total: PrimExpr = tir.const(0, work)
-        for k in range(nbits):
-            top = k == nbits - 1 and not unsigned
-            weight = -(2**k) if top else 2**k
-            bits = combine(_bit(x, k, top, work), _bit(y, k, top, work))
-            total = total + bits * tir.const(weight, work)
-        return tir.cast(total, dtype)
+        x, y = tir.cast(a, "uint64"), tir.cast(b, "uint64")
+        two = tir.const(2, "uint64")
+        terms = []
+        for k in range(tir.bits(dtype)):
+            p = tir.const(2**k, "uint64")
+            bx, by = tir.truncmod(tir.div(x, p), two), tir.truncmod(tir.div(y, p), two)
+            terms.append(combine(bx, by) * p)
+        while len(terms) > 1:  # a balanced sum keeps the expression shallow
+            terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
+                     for i in range(0, len(terms), 2)]
+        return tir.cast(terms[0], dtype)
     return rule
 
 
