@@ -26,10 +26,13 @@ _LAZY: dict[str, str] = {
     "DeadCodeElimination": "dead_code",
     "EliminateCommonSubexpr": "eliminate_common_subexpr",
     "ToANormalForm": "to_a_normal_form", "ToGraphNormalForm": "to_graph_normal_form",
+    "FoldScaleAxis": "fold_scale_axis", "ForwardFoldScaleAxis": "fold_scale_axis",
+    "BackwardFoldScaleAxis": "fold_scale_axis",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
-                "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm")
+                "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
+                "ForwardFoldScaleAxis", "BackwardFoldScaleAxis")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,
