@@ -125,6 +125,9 @@ class EqualOp:
         self.a, self.b = a, b
 
     def __bool__(self) -> bool:
+        ca, cb = _const_value(self.a), _const_value(self.b)
+        if ca is not None and cb is not None:  # IntImm(1) == 1 is true, as in TVM
+            return bool(ca == cb)
         return self.a is self.b
 
     def asobject(self) -> PrimExpr:
@@ -135,10 +138,18 @@ class NotEqualOp(EqualOp):
     """Result of ``a != b``: an NE node, or ``a is not b`` as a bool."""
 
     def __bool__(self) -> bool:
-        return self.a is not self.b
+        return not EqualOp.__bool__(self)
 
     def asobject(self) -> PrimExpr:
         return _op().binary(NE, self.a, self.b)
+
+
+def _const_value(v: Any) -> Any:
+    if isinstance(v, (IntImm, FloatImm)):
+        return v.value
+    if isinstance(v, (bool, int, float)):
+        return v
+    return None
 
 
 # -- leaves -----------------------------------------------------------------------------------
@@ -172,6 +183,9 @@ class IntImm(PrimExpr):
     def __index__(self) -> int:
         return int(self.value)
 
+    def __bool__(self) -> bool:
+        return self.value != 0
+
 
 @dataclass(eq=False, repr=False)
 class FloatImm(PrimExpr):
@@ -182,6 +196,9 @@ class FloatImm(PrimExpr):
 
     def __float__(self) -> float:
         return float(self.value)
+
+    def __bool__(self) -> bool:
+        return self.value != 0
 
 
 @dataclass(eq=False, repr=False)

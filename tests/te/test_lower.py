@@ -154,3 +154,11 @@ def test_expression_api():
     assert tir.max_value("int8").value == 127 and tir.min_value("float32").value < -3e38
     assert bool(x == x) and not bool(x == y)
     assert {x: 1}[x] == 1
+
+
+def test_constant_comparisons_are_python_truthy():
+    assert tir.const(1) == 1 and not (tir.const(1) != 1)
+    assert tir.const(4) == tir.const(4)
+    assert not tir.const(0)
+    x = te.var("x")
+    assert not bool(x == 1)
