@@ -191,16 +191,10 @@ def build(ir_mod: Any, target: Any, target_host: Any, executor: Any, runtime: An
         return builder(mod, canon, executor, runtime, params, name)
 
 
-def _kernel_names(lowered: Mapping[Any, Any]) -> dict[RelayExpr, str]:
-    """callee (primitive Function or GlobalVar) -> kernel symbol, from lower_module's table."""
-    names: dict[RelayExpr, str] = {}
-    for key, low in lowered.items():
-        symbol = low if isinstance(low, str) else low.name
-        callee = getattr(low, "relay_func", None) or getattr(low, "func", None)
-        for k in (key, callee):
-            if isinstance(k, RelayExpr):
-                names[k] = symbol
-    return names
+def _kernels(lowered: Mapping[Any, Any]) -> dict[RelayExpr, Any]:
+    """callee (primitive Function or GlobalVar) -> LoweredFunc, from lower_module's table
+    (which also keys inline functions by kernel name: those keys are not callees)."""
+    return {k: low for k, low in lowered.items() if isinstance(k, RelayExpr)}
 
 
 def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runtime,
@@ -216,7 +210,7 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
     with _stage("lower"):
         lowered, lib = te_compiler.lower_module(mod, target, mod_name)
     with _stage("plan memory + graph codegen"):
-        result = generate_graph(mod, _kernel_names(lowered))
+        result = generate_graph(mod, _kernels(lowered))
     if _debug() >= 1:
         print(f"[ember] relay.build: memory plan: {result.plan.report}", file=sys.stderr)
     with _stage("compile"):

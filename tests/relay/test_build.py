@@ -158,3 +158,31 @@ def test_create_executor_graph_kind():
     np.testing.assert_allclose(out[1].numpy(), np.maximum(data, 0))
     one = relay.create_executor("graph", mod=mod).evaluate(relay.Function([x], relay.exp(x)))
     np.testing.assert_allclose(one(x=data).numpy(), np.exp(data), rtol=1e-6)
+
+
+def test_op_without_lowering_raises_op_not_implemented():
+    needs_lowering()
+    from ember.ir.op import OP_REGISTRY, Op, OpDef, OpPattern, register_op
+
+    if "test.build_no_lowering" not in OP_REGISTRY:
+        register_op(OpDef("test.build_no_lowering", 1, type_rel=lambda types, attrs: types[0],
+                          pattern=OpPattern.ELEMWISE, reference=lambda x, attrs=None: x))
+    x = relay.var("x", shape=(3,))
+    call = relay.Call(Op.get("test.build_no_lowering"), [relay.exp(x)])
+    with pytest.raises(tvm.error.OpNotImplemented, match="test.build_no_lowering"):
+        relay.build(tvm.IRModule.from_expr(relay.Function([x], call)), "llvm")
+
+
+def test_constants_inside_primitive_functions_become_params():
+    needs_lowering()
+    x, p = relay.var("x", shape=(3,)), relay.var("p0", shape=(3,))
+    table = relay.const(np.array([1, 2, 3], "float32"))
+    f = relay.Function([p], relay.add(p, table)).with_attr("Primitive", 1)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([f(x), f(relay.exp(x))])))
+    factory = relay.build(mod, "llvm")
+    m = factory["default"](tvm.cpu(0))
+    m.set_input("x", np.zeros(3, "float32"))
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), [1, 2, 3])
+    np.testing.assert_allclose(m.get_output(1).numpy(), [2, 3, 4])
+    assert factory.graph.input_names == ["x", "p0"]  # one param, shared by both calls

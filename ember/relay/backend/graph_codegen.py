@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ...ir.expr import Function, GlobalVar, RelayExpr
 from ...ir.module import IRModule
@@ -18,10 +19,10 @@ from ...ir.op import Op
 from ...runtime.errors import TVMError
 from ...runtime.graph_format import NOP, Entry, Graph, Node
 from ...runtime.ndarray import NDArray
-from ._liveness import Dataflow, Step
+from ._liveness import CONST, Dataflow, Step, TensorInfo
 from .memory_plan import StoragePlan, plan_storage
 
-FuncNamer = Callable[[RelayExpr], str]
+FuncNamer = Callable[[RelayExpr], Any]  # callee -> symbol, or LoweredFunc
 
 
 @dataclass
@@ -48,32 +49,20 @@ def _default_namer(callee: RelayExpr) -> str:
                    "first (te_compiler.lower_module) and pass the kernel names")
 
 
-def as_namer(names: Mapping[RelayExpr, str] | FuncNamer | None) -> FuncNamer:
-    """A kernel-name lookup from a mapping (callee -> symbol), a function, or None (callees
-    that are GlobalVars name their kernel)."""
+def as_namer(names: Mapping[RelayExpr, Any] | FuncNamer | None) -> FuncNamer:
+    """A kernel lookup from a mapping (callee -> symbol or lowered function), a function, or
+    None (callees that are GlobalVars name their kernel)."""
     if names is None:
         return _default_namer
     if callable(names):
         return names
     table = names
 
-    def lookup(callee: RelayExpr) -> str:
+    def lookup(callee: RelayExpr) -> Any:
         name = table.get(callee)
         return name if name is not None else _default_namer(callee)
 
     return lookup
-
-
-def _constant_names(df: Dataflow) -> list[str]:
-    """``p0``, ``p1``, ... skipping names that parameters of main already use."""
-    taken = {p.name_hint for p, _ in df.params}
-    names: list[str] = []
-    k = 0
-    while len(names) < len(df.constants):
-        if f"p{k}" not in taken:
-            names.append(f"p{k}")
-        k += 1
-    return names
 
 
 def _check_param_names(df: Dataflow) -> None:
@@ -88,45 +77,88 @@ def _check_param_names(df: Dataflow) -> None:
         seen.add(p.name_hint)
 
 
-def _op_node(step: Step, entries: dict[int, Entry], namer: FuncNamer) -> Node:
-    func_name = NOP if step.is_nop else namer(step.func)
-    inputs = [entries[t] for t in step.inputs]
-    return Node("tvm_op", func_name, inputs, func_name, len(step.outputs))
+class _GraphBuilder:
+    """Nodes, entries and per-entry attributes, filled in execution order."""
+
+    def __init__(self, plan: StoragePlan, namer: FuncNamer) -> None:
+        self.plan, self.namer = plan, namer
+        self.df = plan.dataflow
+        self.nodes: list[Node] = []
+        self.entry_of: dict[int, Entry] = {}  # tensor id -> graph entry
+        self.tensors = list(self.df.tensors)  # grows with constants lifted out of kernels
+        self.sids = list(plan.storage_ids)
+        self.params: dict[str, NDArray] = {}
+        self.lifted: dict[str, list[int]] = {}  # kernel -> tensor ids of its lifted constants
+        self._taken = {p.name_hint for p, _ in self.df.params}
+        self._next_param = 0
+
+    def _input(self, tid: int, name: str) -> None:
+        self.entry_of[tid] = Entry(len(self.nodes))
+        self.nodes.append(Node("null", name))
+
+    def _param_name(self) -> str:
+        """``p0``, ``p1``, ... skipping names that parameters of main already use."""
+        while f"p{self._next_param}" in self._taken:
+            self._next_param += 1
+        self._next_param += 1
+        return f"p{self._next_param - 1}"
+
+    def _constant(self, value: NDArray, tid: int | None = None) -> int:
+        if tid is None:  # a constant the kernel takes after its inputs: a param of its own
+            tid = len(self.tensors)
+            self.tensors.append(TensorInfo(tuple(value.shape), str(value.dtype), CONST))
+            self.sids.append(max(self.sids, default=-1) + 1)
+        name = self._param_name()
+        self._input(tid, name)
+        self.params[name] = value
+        return tid
+
+    def _kernel(self, step: Step) -> tuple[str, list[int]]:
+        if step.is_nop:
+            return NOP, []
+        ref = self.namer(step.func)
+        name = ref if isinstance(ref, str) else ref.name
+        consts = [] if isinstance(ref, str) else list(getattr(ref, "constants", None) or [])
+        if name not in self.lifted:
+            self.lifted[name] = [self._constant(c) for c in consts]
+        return name, self.lifted[name]
+
+    def build(self) -> Graph:
+        for p, tid in self.df.params:
+            self._input(tid, p.name_hint)
+        for const, tid in self.df.constants:
+            self._constant(const.data, tid)
+        for step in self.df.steps:
+            func_name, extra = self._kernel(step)
+            inputs = [self.entry_of[t] for t in step.inputs + extra]
+            nid = len(self.nodes)
+            self.nodes.append(Node("tvm_op", func_name, inputs, func_name, len(step.outputs)))
+            for k, t in enumerate(step.outputs):
+                self.entry_of[t] = Entry(nid, k)
+        order = sorted(self.entry_of, key=lambda t: (self.entry_of[t].nid,
+                                                      self.entry_of[t].index))
+        return Graph(self.nodes, [i for i, n in enumerate(self.nodes) if n.is_input],
+                     [self.entry_of[t] for t in self.df.outputs],
+                     storage_id=[self.sids[t] for t in order],
+                     shape=[self.tensors[t].shape for t in order],
+                     dltype=[self.tensors[t].dtype for t in order])
 
 
-def generate_graph(func: Function | IRModule, names: Mapping[RelayExpr, str] | FuncNamer | None = None, mod: IRModule | None = None,
+def generate_graph(func: Function | IRModule, names: Mapping[RelayExpr, Any] | FuncNamer
+                   | None = None, mod: IRModule | None = None,
                    plan: StoragePlan | None = None) -> GraphCodegenResult:
     """The graph JSON for ``func`` (or ``mod["main"]``), fused and typed, static shapes.
 
-    ``names`` gives the kernel symbol of each callee (a primitive Function, or a GlobalVar
-    naming a lowered kernel). Raises TVMError for what the graph executor cannot run
-    (dynamic shapes, control flow, closures: use the VM).
+    ``names`` gives each callee's kernel (a primitive Function, or a GlobalVar naming a lowered
+    kernel): its symbol, or a lowered function with ``name`` and ``constants`` (arrays the
+    kernel takes after its inputs; they become params). Raises TVMError for what the graph
+    executor cannot run (dynamic shapes, control flow, closures: use the VM).
     """
     if isinstance(func, IRModule):
-        mod, func = func, func["main"]  # type: ignore[assignment]
+        mod, func = func, func["main"]
     if plan is None:
-        plan = plan_storage(Dataflow.from_function(func, mod))  # type: ignore[arg-type]
-    df, namer = plan.dataflow, as_namer(names)
-    _check_param_names(df)
-    nodes: list[Node] = []
-    entries: dict[int, Entry] = {}
-    params: dict[str, NDArray] = {}
-    for p, tid in df.params:
-        entries[tid] = Entry(len(nodes))
-        nodes.append(Node("null", p.name_hint))
-    for (const, tid), name in zip(df.constants, _constant_names(df), strict=True):
-        entries[tid] = Entry(len(nodes))
-        nodes.append(Node("null", name))
-        params[name] = const.data
-    arg_nodes = list(range(len(nodes)))
-    for step in df.steps:
-        nid = len(nodes)
-        nodes.append(_op_node(step, entries, namer))
-        for k, t in enumerate(step.outputs):
-            entries[t] = Entry(nid, k)
-    tensor_of_entry = sorted(entries, key=lambda t: (entries[t].nid, entries[t].index))
-    graph = Graph(nodes, arg_nodes, [entries[t] for t in df.outputs],
-                  storage_id=[plan.storage_ids[t] for t in tensor_of_entry],
-                  shape=[df.tensors[t].shape for t in tensor_of_entry],
-                  dltype=[df.tensors[t].dtype for t in tensor_of_entry])
-    return GraphCodegenResult(graph, graph.to_json(), params, plan)
+        plan = plan_storage(Dataflow.from_function(func, mod))
+    _check_param_names(plan.dataflow)
+    builder = _GraphBuilder(plan, as_namer(names))
+    graph = builder.build()
+    return GraphCodegenResult(graph, graph.to_json(), builder.params, plan)
