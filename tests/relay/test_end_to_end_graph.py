@@ -10,6 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ember as tvm
 from ember import relay
@@ -174,3 +175,43 @@ def test_export_library_and_load_in_a_fresh_process(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=120)
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, rtol=1e-6, atol=1e-6)
+
+
+# -- law: building (fusion + memory planning + codegen) preserves the interpreter's result ------
+_UNARY = (relay.nn.relu, relay.negative, relay.tanh, relay.sigmoid)
+_BINARY = (relay.add, relay.multiply, relay.subtract, relay.maximum)
+
+
+@st.composite
+def programs(draw):
+    """A random DAG over a (3, 4) input: unary/binary elementwise ops, reshapes, reuse."""
+    x = relay.var("x", shape=(3, 4))
+    values = [x]
+    for _ in range(draw(st.integers(2, 7))):
+        kind = draw(st.sampled_from(["unary", "binary", "reshape"]))
+        a = draw(st.sampled_from(values))
+        if kind == "unary":
+            values.append(draw(st.sampled_from(_UNARY))(a))
+        elif kind == "binary":
+            values.append(draw(st.sampled_from(_BINARY))(a, draw(st.sampled_from(values))))
+        else:
+            values.append(relay.reshape(relay.reshape(a, (12,)), (3, 4)))
+    outs = draw(st.lists(st.sampled_from(values[1:]), min_size=1, max_size=3, unique_by=id))
+    body = outs[0] if len(outs) == 1 else relay.Tuple(outs)
+    return tvm.IRModule.from_expr(relay.Function([x], body))
+
+
+@settings(max_examples=6, deadline=None)
+@given(programs(), st.sampled_from([0, 3]))
+def test_random_programs_match_interpreter(mod, opt_level):
+    data = np.random.default_rng(8).standard_normal((3, 4)).astype("float32")
+    with tvm.transform.PassContext(opt_level=opt_level):
+        factory = relay.build(mod, target="llvm")
+    m = factory["default"](tvm.cpu(0))
+    m.set_input("x", data)
+    m.run()
+    want = relay.create_executor("debug", mod=mod).evaluate()(data)
+    want = [want] if isinstance(want, tvm.nd.NDArray) else list(want)
+    assert m.get_num_outputs() == len(want)
+    for i, w in enumerate(want):
+        np.testing.assert_allclose(m.get_output(i).numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
