@@ -28,11 +28,13 @@ _LAZY: dict[str, str] = {
     "ToANormalForm": "to_a_normal_form", "ToGraphNormalForm": "to_graph_normal_form",
     "FoldScaleAxis": "fold_scale_axis", "ForwardFoldScaleAxis": "fold_scale_axis",
     "BackwardFoldScaleAxis": "fold_scale_axis",
+    "SimplifyExpr": "simplify_expr", "CanonicalizeOps": "canonicalize_ops",
+    "BindParams": "bind_params",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
                 "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
-                "ForwardFoldScaleAxis", "BackwardFoldScaleAxis")
+                "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

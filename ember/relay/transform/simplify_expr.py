@@ -1,0 +1,155 @@
+"""SimplifyExpr: small algebraic clean-ups, each a named rewrite in one table.
+
+- ``reshape_of_reshape``: a reshape-like op (reshape, reverse_reshape, squeeze, expand_dims,
+  batch_flatten) of another becomes one ``reshape`` to the final static shape;
+- ``noop_reshape``: a reshape-like op that keeps the shape goes;
+- ``transpose_of_transpose``: composed into one transpose (none if the identity);
+- ``noop_transpose``: an identity permutation goes;
+- ``cast_to_same_dtype``: a cast to the dtype the value has goes;
+- ``cast_of_widening_cast``: ``cast(cast(x, wide), t)`` is ``cast(x, t)`` when ``wide``
+  holds every value of x's dtype exactly;
+- ``identity_arith``: ``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1`` go
+  when the constant (or ``zeros``/``ones``/``*_like`` call) does not change x's type;
+- ``consecutive_add``: ``(x + c1) + c2`` is ``x + (c1 + c2)`` for constants c1, c2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...ir.expr import Call, Constant, RelayExpr, const
+from ...ir.module import IRModule
+from ...ir.op import Op
+from ...ir.transform import ModulePass, PassContext, register_pass
+from ...ir.types import TensorType
+from ._pattern_rewrite import Rule, rewrite_module
+from ._rewrite import op_call
+
+__all__ = ["SimplifyExpr", "RULES"]
+
+_RESHAPES = ("reshape", "contrib_reverse_reshape", "squeeze", "expand_dims", "nn.batch_flatten")
+
+
+def _op_name(e: RelayExpr) -> str | None:
+    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
+
+
+def _static(ty: Any) -> bool:
+    return isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape)
+
+
+def reshape_of_reshape(call: Call) -> RelayExpr | None:
+    inner = call.args[0]
+    ty = call.checked_type_
+    if _op_name(inner) not in _RESHAPES or not _static(ty):
+        return None
+    return op_call("reshape", inner.args[0], newshape=tuple(ty.shape))  # type: ignore
+
+
+def noop_reshape(call: Call) -> RelayExpr | None:
+    ty, data = call.checked_type_, call.args[0]
+    return data if ty is not None and _static(ty) and data.checked_type_ == ty else None
+
+
+def _perm(call: Call) -> list[int] | None:
+    ty = call.args[0].checked_type_
+    if not isinstance(ty, TensorType):
+        return None
+    n, axes = len(ty.shape), call.attrs.axes  # type: ignore[union-attr]
+    return list(range(n))[::-1] if axes is None else [a % n for a in axes]
+
+
+def transpose_of_transpose(call: Call) -> RelayExpr | None:
+    inner = call.args[0]
+    if _op_name(inner) != "transpose":
+        return None
+    outer_p, inner_p = _perm(call), _perm(inner)  # type: ignore[arg-type]
+    if outer_p is None or inner_p is None:
+        return None
+    composed = [inner_p[a] for a in outer_p]
+    data = inner.args[0]  # type: ignore[union-attr]
+    if composed == sorted(composed):
+        return data
+    return op_call("transpose", data, axes=tuple(composed))
+
+
+def noop_transpose(call: Call) -> RelayExpr | None:
+    p = _perm(call)
+    return call.args[0] if p is not None and p == sorted(p) else None
+
+
+def cast_to_same_dtype(call: Call) -> RelayExpr | None:
+    ty = call.args[0].checked_type_
+    ok = isinstance(ty, TensorType) and ty.dtype == call.attrs.dtype  # type: ignore[union-attr]
+    return call.args[0] if ok else None
+
+
+def cast_of_widening_cast(call: Call) -> RelayExpr | None:
+    inner = call.args[0]
+    if _op_name(inner) != "cast":
+        return None
+    src = inner.args[0].checked_type_  # type: ignore[union-attr]
+    wide = inner.attrs.dtype  # type: ignore[union-attr]
+    if not isinstance(src, TensorType) or not np.can_cast(src.dtype, wide, "safe"):
+        return None
+    data = inner.args[0]  # type: ignore[union-attr]
+    target = call.attrs.dtype  # type: ignore[union-attr]
+    return data if target == src.dtype else op_call("cast", data, dtype=target)
+
+
+def _all_equal(e: RelayExpr, value: float) -> bool:
+    name = _op_name(e)
+    if isinstance(e, Constant):
+        return bool(np.all(e.data.numpy() == value))
+    return name in ({"zeros", "zeros_like"} if value == 0 else {"ones", "ones_like"})
+
+
+_IDENTITY = {"add": (0.0, (0, 1)), "subtract": (0.0, (1,)), "multiply": (1.0, (0, 1)),
+             "divide": (1.0, (1,))}
+
+
+def identity_arith(call: Call) -> RelayExpr | None:
+    value, sides = _IDENTITY[call.op.name]  # type: ignore[union-attr]
+    for k in sides:
+        other = call.args[1 - k]
+        if _all_equal(call.args[k], value) and other.checked_type_ == call.checked_type_ \
+                and call.checked_type_ is not None:
+            return other
+    return None
+
+
+def consecutive_add(call: Call) -> RelayExpr | None:
+    inner, c2 = call.args
+    if _op_name(inner) != "add" or not isinstance(c2, Constant):
+        return None
+    x, c1 = inner.args  # type: ignore[union-attr]
+    if not isinstance(c1, Constant) or str(c1.data.dtype) != str(c2.data.dtype):
+        return None
+    total = (c1.data.numpy() + c2.data.numpy()).astype(str(c1.data.dtype))
+    return op_call("add", x, const(total))
+
+
+RULES: list[Rule] = [
+    *((name, reshape_of_reshape) for name in _RESHAPES),
+    *((name, noop_reshape) for name in _RESHAPES),
+    ("transpose", transpose_of_transpose), ("transpose", noop_transpose),
+    ("cast", cast_to_same_dtype), ("cast", cast_of_widening_cast),
+    *((name, identity_arith) for name in _IDENTITY),
+    ("add", consecutive_add),
+]
+
+
+@dataclass(frozen=True)
+class SimplifyExpr(ModulePass):
+    """Apply the rewrites of ``RULES`` until none fires (see the module docstring)."""
+
+    name: ClassVar[str] = "SimplifyExpr"
+    opt_level: ClassVar[int] = 0
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return rewrite_module(mod, RULES)
+
+
+register_pass("SimplifyExpr", SimplifyExpr)

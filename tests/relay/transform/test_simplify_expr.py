@@ -1,0 +1,109 @@
+"""SimplifyExpr: each named rewrite as a before/expected pair, the cases each must leave
+alone, and the law that simplification keeps results."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _pass_helpers import assert_main_equal, assert_same_result, dataflow_programs, law, parse, run
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ember import relay
+from ember.ir import IRModule
+from ember.relay.transform import InferType, SimplifyExpr
+from ember.relay.transform.simplify_expr import RULES
+
+X = "%x: Tensor[(2, 3, 4), float32]"
+
+CASES = {
+    "reshape_of_reshape": (
+        f"def @main({X}) {{ squeeze(reshape(expand_dims(%x, axis=0), newshape=[1, 6, 4])) }}",
+        f"def @main({X}) {{ reshape(%x, newshape=[6, 4]) }}"),
+    "noop_reshape": (
+        f"def @main({X}) {{ exp(reshape(%x, newshape=[2, 3, 4])) }}",
+        f"def @main({X}) {{ exp(%x) }}"),
+    "transpose_of_transpose": (
+        f"def @main({X}) {{ transpose(transpose(%x, axes=[1, 2, 0]), axes=[1, 0, 2]) }}",
+        f"def @main({X}) {{ transpose(%x, axes=[2, 1, 0]) }}"),
+    "inverse_transposes": (
+        f"def @main({X}) {{ transpose(transpose(%x, axes=[1, 2, 0]), axes=[2, 0, 1]) }}",
+        f"def @main({X}) {{ %x }}"),
+    "noop_transpose": (
+        f"def @main({X}) {{ transpose(%x, axes=[0, 1, -1]) }}",
+        f"def @main({X}) {{ %x }}"),
+    "cast_to_same_dtype": (
+        f"def @main({X}) {{ cast(%x, dtype=\"float32\") }}",
+        f"def @main({X}) {{ %x }}"),
+    "cast_of_widening_cast": (
+        "def @main(%i: Tensor[(3), int8]) { cast(cast(%i, dtype=\"int32\"), dtype=\"float32\") }",
+        "def @main(%i: Tensor[(3), int8]) { cast(%i, dtype=\"float32\") }"),
+    "identity_arith": (
+        f"def @main({X}) {{ divide(subtract(add(0f, multiply(1f, %x)), 0f), 1f) }}",
+        f"def @main({X}) {{ %x }}"),
+    "identity_with_zeros_call": (
+        f"def @main({X}) {{ add(%x, zeros_like(%x)) }}",
+        f"def @main({X}) {{ %x }}"),
+    "consecutive_add": (
+        f"def @main({X}) {{ add(add(%x, 1f), 2f) }}",
+        f"def @main({X}) {{ add(%x, 3f) }}"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rewrite(case):
+    before, expected = CASES[case]
+    assert_main_equal(run(SimplifyExpr(), before), expected)
+
+
+LEFT_ALONE = [
+    # narrowing casts lose information
+    "def @main(%x: Tensor[(3), float32]) { cast(cast(%x, dtype=\"int8\"), dtype=\"float32\") }",
+    # x + 0 that broadcasts x to a bigger shape
+    "def @main(%x: Tensor[(4), float32]) { add(%x, zeros(shape=[2, 4], dtype=\"float32\")) }",
+    # subtracting from zero is a negation, not an identity
+    "def @main(%x: Tensor[(4), float32]) { subtract(0f, %x) }",
+    # a reshape that changes the shape
+    "def @main(%x: Tensor[(4), float32]) { reshape(%x, newshape=[2, 2]) }",
+]
+
+
+@pytest.mark.parametrize("before", LEFT_ALONE)
+def test_left_alone(before):
+    assert_main_equal(run(SimplifyExpr(), before), before)
+
+
+def test_every_rule_is_a_named_function():
+    names = {fn.__name__ for _, fn in RULES}
+    assert names == {"reshape_of_reshape", "noop_reshape", "transpose_of_transpose",
+                     "noop_transpose", "cast_to_same_dtype", "cast_of_widening_cast",
+                     "identity_arith", "consecutive_add"}
+
+
+@settings(max_examples=30, deadline=None)
+@given(dataflow_programs())
+def test_law_preserves_result(program):
+    mod, args = program
+    law(SimplifyExpr, mod, args)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.sampled_from(["t01", "t10", "r", "f", "one", "zero"]), min_size=1,
+                max_size=6), st.integers(0, 100))
+def test_law_reshape_transpose_chains(steps, seed):
+    x = relay.var("x", shape=(2, 3))
+    y = x
+    for s in steps:
+        ty = InferType()(IRModule.from_expr(relay.Function([x], y)))["main"].ret_type
+        if s in ("t01", "t10"):
+            y = relay.transpose(y, (1, 0) if s == "t10" else (0, 1))
+        elif s == "r":
+            y = relay.reshape(y, (-1,))
+            y = relay.reshape(y, (2, 3) if len(steps) % 2 else (3, 2))
+        elif s == "f":
+            y = relay.nn.batch_flatten(relay.expand_dims(y, 0))
+        else:
+            y = relay.add(y, relay.const(0.0)) if s == "zero" else relay.multiply(y, relay.const(1.0))
+    mod = InferType()(IRModule.from_expr(relay.Function([x], y)))
+    out = run(SimplifyExpr(), mod)
+    xv = np.random.default_rng(seed).normal(size=(2, 3)).astype("float32")
+    assert_same_result(mod, out, xv)
