@@ -10,7 +10,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember as tvm
 from ember import relay
@@ -122,7 +123,7 @@ def test_bigger_model_matches_interpreter(name, capsys):
     mod, params = SLOW_MODELS[name]()
     shape = [int(d) for d in mod["main"].params[0].type_annotation.shape]
     data = np.random.default_rng(7).standard_normal(shape).astype("float32")
-    factory, got = build_and_run(mod, params, data)
+    _, got = build_and_run(mod, params, data)
     np.testing.assert_allclose(got, reference(mod, params, data), rtol=RTOL, atol=ATOL)
     with tvm.transform.PassContext(opt_level=3):
         report = plan_memory(relay.optimize(mod, "llvm", params=params)[0]).report
