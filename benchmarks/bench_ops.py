@@ -14,8 +14,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ["dense_512x512x512", "dense_1x2048x1000", "conv2d_resnet_3x3", "depthwise_mobilenet",
@@ -158,7 +159,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
             cells += ["-", "-"] if ms is None else [f"{ms:.3f}", f"{r['flops'] / ms / 1e6:.1f}"]
         lines.append(cells)
     widths = [max(len(x) for x in col) for col in zip(head, *lines)]
-    fmt = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
+    fmt = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                                   for i, (c, w) in enumerate(zip(cells, widths)))
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(c) for c in lines])
 

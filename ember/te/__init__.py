@@ -1,15 +1,60 @@
 """ember.te: tensor expressions (placeholder, compute, reductions, extern) and schedules."""
 from __future__ import annotations
 
-from ..tir.op import (abs, ceil, const, cos, erf, exp, exp2, fabs, floor, floordiv,  # noqa: F401
-                      floormod, if_then_else, isnan, log, log2, log10, max_value, min_value, pow,
-                      power, round, rsqrt, sigmoid, sin, sqrt, tanh, trunc, truncdiv, truncmod)
 from ..tir.expr import Var  # noqa: F401
+from ..tir.op import (  # noqa: F401
+    abs,
+    ceil,
+    const,
+    cos,
+    erf,
+    exp,
+    exp2,
+    fabs,
+    floor,
+    floordiv,
+    floormod,
+    if_then_else,
+    isnan,
+    log,
+    log2,
+    log10,
+    max_value,
+    min_value,
+    pow,
+    power,
+    round,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+    trunc,
+    truncdiv,
+    truncmod,
+)
 from .lower import lower  # noqa: F401
 from .schedule import Schedule, Stage, create_schedule  # noqa: F401
-from .tensor import (ComputeOp, ExternOp, IterVar, Operation, PlaceholderOp,  # noqa: F401
-                     Range, Tensor, comm_reducer, compute, extern, max, min, placeholder, prod,
-                     reduce_axis, size_var, sum, var)
+from .tensor import (  # noqa: F401
+    ComputeOp,
+    ExternOp,
+    IterVar,
+    Operation,
+    PlaceholderOp,
+    Range,
+    Tensor,
+    comm_reducer,
+    compute,
+    extern,
+    max,
+    min,
+    placeholder,
+    prod,
+    reduce_axis,
+    size_var,
+    sum,
+    var,
+)
 
 
 def build(*args, **kwargs):  # type: ignore[no-untyped-def]

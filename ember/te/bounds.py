@@ -4,8 +4,21 @@ from __future__ import annotations
 from typing import Any
 
 from ..tir import op as _op
-from ..tir.expr import (GT, LT, Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul,
-                        PrimExpr, Sub, Var)
+from ..tir.expr import (
+    GT,
+    LT,
+    Add,
+    Cast,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Sub,
+    Var,
+)
 from ..tir.functor import post_order
 from ..tir.simplify import _linear, _rebuild, simplify
 

@@ -8,15 +8,26 @@ A reduction writes its identity before the first reduction loop and combines ins
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..runtime.errors import OpError
 from ..tir import op as _op
-from ..tir.expr import IntImm, PrimExpr, ProducerLoad, Var, BufferLoad, Call
+from ..tir.expr import BufferLoad, Call, IntImm, PrimExpr, ProducerLoad, Var
 from ..tir.functor import post_order, substitute, transform
 from ..tir.simplify import bound, prove, simplify
-from ..tir.stmt import (Allocate, Buffer, BufferStore, For, ForKind, IfThenElse, LetStmt,
-                        PrimFunc, Stmt, seq)
+from ..tir.stmt import (
+    Allocate,
+    Buffer,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    Stmt,
+    seq,
+)
 from .bounds import guard_to_extent, sym_interval
 from .schedule import Fuse, Schedule, Split, Stage
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor

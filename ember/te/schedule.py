@@ -6,8 +6,9 @@ derive them from the root axes; :mod:`ember.te.lower` turns that into loops.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..runtime.errors import OpError
 from ..tir.expr import Var
@@ -119,7 +120,7 @@ class Stage:
                           "reduction can be inlined")
         self.attach_type = "inline"
 
-    def compute_at(self, parent: "Stage", ivar: IterVar) -> None:
+    def compute_at(self, parent: Stage, ivar: IterVar) -> None:
         """Compute this stage inside ``parent``'s loop ``ivar``, for the region it needs there."""
         parent._leaf_index(ivar)
         self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, ivar

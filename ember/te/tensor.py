@@ -6,8 +6,9 @@ ProducerLoad that lowering turns into a buffer load (or inlines).
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ..runtime.errors import OpError
 from ..runtime.object import Object
@@ -25,7 +26,7 @@ class Range(Object):
     extent: PrimExpr
 
     @staticmethod
-    def from_min_extent(mn: Any, extent: Any) -> "Range":
+    def from_min_extent(mn: Any, extent: Any) -> Range:
         return Range(_op.convert(mn), _op.convert(extent))
 
 
@@ -60,9 +61,9 @@ class Operation(Object):
     name: str
     tag: str = ""
     attrs: dict[str, Any]
-    _outputs: list["Tensor"]
+    _outputs: list[Tensor]
 
-    def output(self, i: int) -> "Tensor":
+    def output(self, i: int) -> Tensor:
         return self._outputs[i]
 
     @property
@@ -70,7 +71,7 @@ class Operation(Object):
         return len(self._outputs)
 
     @property
-    def input_tensors(self) -> list["Tensor"]:
+    def input_tensors(self) -> list[Tensor]:
         return []
 
     def __repr__(self) -> str:
@@ -96,7 +97,7 @@ class ComputeOp(Operation):
         self._outputs = [Tensor(self, i, shape, b.dtype) for i, b in enumerate(body)]
 
     @property
-    def input_tensors(self) -> list["Tensor"]:
+    def input_tensors(self) -> list[Tensor]:
         seen: dict[int, Tensor] = {}
         for b in self.body:
             for n in post_order(b):
@@ -108,7 +109,7 @@ class ComputeOp(Operation):
 class ExternOp(Operation):
     """A stage whose body is given as a statement over buffers (e.g. a call_packed)."""
 
-    def __init__(self, name: str, tag: str, attrs: dict, inputs: list["Tensor"],
+    def __init__(self, name: str, tag: str, attrs: dict, inputs: list[Tensor],
                  in_bufs: list[Buffer], out_bufs: list[Buffer], body: Stmt) -> None:
         self.name, self.tag, self.attrs = name, tag, dict(attrs or {})
         self.inputs, self.input_placeholders, self.output_placeholders = inputs, in_bufs, out_bufs
@@ -116,7 +117,7 @@ class ExternOp(Operation):
         self._outputs = [Tensor(self, i, b.shape, b.dtype) for i, b in enumerate(out_bufs)]
 
     @property
-    def input_tensors(self) -> list["Tensor"]:
+    def input_tensors(self) -> list[Tensor]:
         return list(self.inputs)
 
 
@@ -149,36 +150,36 @@ class Tensor(Object):
     def __hash__(self) -> int:
         return id(self)
 
-    def __eq__(self, other: Any) -> bool:  # type: ignore[override]
+    def __eq__(self, other: object) -> bool:  # type: ignore[override]
         return self is other
 
     def __repr__(self) -> str:
         return f"Tensor({self.name}, {[str(s) for s in self.shape]}, {self.dtype})"
 
-    def _topi(self, name: str, other: Any, swap: bool = False) -> "Tensor":
+    def _topi(self, name: str, other: Any, swap: bool = False) -> Tensor:
         from .. import topi
 
         return getattr(topi, name)(other, self) if swap else getattr(topi, name)(self, other)
 
-    def __add__(self, o: Any) -> "Tensor":
+    def __add__(self, o: Any) -> Tensor:
         return self._topi("add", o)
 
-    def __radd__(self, o: Any) -> "Tensor":
+    def __radd__(self, o: Any) -> Tensor:
         return self._topi("add", o, True)
 
-    def __sub__(self, o: Any) -> "Tensor":
+    def __sub__(self, o: Any) -> Tensor:
         return self._topi("subtract", o)
 
-    def __rsub__(self, o: Any) -> "Tensor":
+    def __rsub__(self, o: Any) -> Tensor:
         return self._topi("subtract", o, True)
 
-    def __mul__(self, o: Any) -> "Tensor":
+    def __mul__(self, o: Any) -> Tensor:
         return self._topi("multiply", o)
 
-    def __rmul__(self, o: Any) -> "Tensor":
+    def __rmul__(self, o: Any) -> Tensor:
         return self._topi("multiply", o, True)
 
-    def __truediv__(self, o: Any) -> "Tensor":
+    def __truediv__(self, o: Any) -> Tensor:
         return self._topi("divide", o)
 
 
@@ -305,9 +306,9 @@ def _highest(dtype: str) -> PrimExpr:
     return _op.infinity(dtype) if _op.is_float(dtype) else _op.max_value(dtype)
 
 
-sum = comm_reducer(lambda x, y: x + y, lambda t: _op.const(0, t), "sum")  # noqa: A001
-max = comm_reducer(lambda x, y: _op.max(x, y), _lowest, "max")  # noqa: A001
-min = comm_reducer(lambda x, y: _op.min(x, y), _highest, "min")  # noqa: A001
+sum = comm_reducer(lambda x, y: x + y, lambda t: _op.const(0, t), "sum")
+max = comm_reducer(lambda x, y: _op.max(x, y), _lowest, "max")
+min = comm_reducer(lambda x, y: _op.min(x, y), _highest, "min")
 prod = comm_reducer(lambda x, y: x * y, lambda t: _op.const(1, t), "prod")
 
 

@@ -6,7 +6,8 @@ and loads it. Targets ``"c"`` and ``"llvm"`` (the host CPU, compiled through C) 
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..runtime.errors import TVMError
 from .codegen import generate_c

@@ -13,14 +13,53 @@ from typing import Any
 import numpy as np
 
 from ..runtime.errors import InternalError
-from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, Call, Cast, Div, FloatImm,
-                   FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr,
-                   Select, StringImm, Sub, Var)
+from .expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    StringImm,
+    Sub,
+    Var,
+)
 from .functor import post_order
 from .op import is_float
 from .simplify import simplify
-from .stmt import (Allocate, AssertStmt, Buffer, BufferStore, Evaluate, For, ForKind, IfThenElse,
-                   LetStmt, PrimFunc, SeqStmt, Stmt)
+from .stmt import (
+    Allocate,
+    AssertStmt,
+    Buffer,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+)
 
 C_TYPE = {"float32": "float", "float64": "double", "float16": "float", "int8": "int8_t",
           "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t",
@@ -296,7 +335,4 @@ class FunctionWriter:
         self.stmt(s.body, ind)
 
 
-_RESERVED = frozenset("""auto break case char const continue default do double else enum extern
-float for goto if inline int long register restrict return short signed sizeof static struct
-switch typedef union unsigned void volatile while args type_codes num_args out_ret_value
-out_ret_tcode resource_handle err ember_err""".split())
+_RESERVED = frozenset(["auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "args", "type_codes", "num_args", "out_ret_value", "out_ret_tcode", "resource_handle", "err", "ember_err"])

@@ -8,10 +8,9 @@ pointer) and reports the first mismatch through ``TVMPackedFuncSetLastError`` as
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from .codegen_c import C_TYPE, STACK_LIMIT, STORAGE_TYPE, FunctionWriter
-from .expr import Call, IntImm, PrimExpr, SizeVar, StringImm, Var
+from .expr import Call, IntImm, PrimExpr, StringImm, Var
 from .functor import post_order
 from .op import bits, is_float
 from .simplify import simplify

@@ -8,8 +8,9 @@ which promotes dtypes and folds constants.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..runtime.object import Object
 
@@ -29,61 +30,61 @@ class PrimExpr(Object):
     __slots__ = ()
     dtype: str
 
-    def __add__(self, o: Any) -> "PrimExpr":
+    def __add__(self, o: Any) -> PrimExpr:
         return _op().add(self, o)
 
-    def __radd__(self, o: Any) -> "PrimExpr":
+    def __radd__(self, o: Any) -> PrimExpr:
         return _op().add(o, self)
 
-    def __sub__(self, o: Any) -> "PrimExpr":
+    def __sub__(self, o: Any) -> PrimExpr:
         return _op().sub(self, o)
 
-    def __rsub__(self, o: Any) -> "PrimExpr":
+    def __rsub__(self, o: Any) -> PrimExpr:
         return _op().sub(o, self)
 
-    def __mul__(self, o: Any) -> "PrimExpr":
+    def __mul__(self, o: Any) -> PrimExpr:
         return _op().mul(self, o)
 
-    def __rmul__(self, o: Any) -> "PrimExpr":
+    def __rmul__(self, o: Any) -> PrimExpr:
         return _op().mul(o, self)
 
-    def __truediv__(self, o: Any) -> "PrimExpr":
+    def __truediv__(self, o: Any) -> PrimExpr:
         return _op().div(self, o)
 
-    def __rtruediv__(self, o: Any) -> "PrimExpr":
+    def __rtruediv__(self, o: Any) -> PrimExpr:
         return _op().div(o, self)
 
-    def __floordiv__(self, o: Any) -> "PrimExpr":
+    def __floordiv__(self, o: Any) -> PrimExpr:
         return _op().floordiv(self, o)
 
-    def __rfloordiv__(self, o: Any) -> "PrimExpr":
+    def __rfloordiv__(self, o: Any) -> PrimExpr:
         return _op().floordiv(o, self)
 
-    def __mod__(self, o: Any) -> "PrimExpr":
+    def __mod__(self, o: Any) -> PrimExpr:
         return _op().floormod(self, o)
 
-    def __rmod__(self, o: Any) -> "PrimExpr":
+    def __rmod__(self, o: Any) -> PrimExpr:
         return _op().floormod(o, self)
 
-    def __neg__(self) -> "PrimExpr":
+    def __neg__(self) -> PrimExpr:
         return _op().sub(_op().const(0, self.dtype), self)
 
-    def __lt__(self, o: Any) -> "PrimExpr":
+    def __lt__(self, o: Any) -> PrimExpr:
         return _op().binary(LT, self, o)
 
-    def __le__(self, o: Any) -> "PrimExpr":
+    def __le__(self, o: Any) -> PrimExpr:
         return _op().binary(LE, self, o)
 
-    def __gt__(self, o: Any) -> "PrimExpr":
+    def __gt__(self, o: Any) -> PrimExpr:
         return _op().binary(GT, self, o)
 
-    def __ge__(self, o: Any) -> "PrimExpr":
+    def __ge__(self, o: Any) -> PrimExpr:
         return _op().binary(GE, self, o)
 
-    def __eq__(self, o: Any) -> "PrimExpr":  # type: ignore[override]
+    def __eq__(self, o: object) -> PrimExpr:  # type: ignore[override]
         return EqualOp(self, o)
 
-    def __ne__(self, o: Any) -> "PrimExpr":  # type: ignore[override]
+    def __ne__(self, o: object) -> PrimExpr:  # type: ignore[override]
         return NotEqualOp(self, o)
 
     def __hash__(self) -> int:
@@ -93,20 +94,20 @@ class PrimExpr(Object):
         raise ValueError(f"cannot use the expression {self} as a Python bool; use tir.all/"
                          "tir.any or te.if_then_else to build a condition")
 
-    def __and__(self, o: Any) -> "PrimExpr":
+    def __and__(self, o: Any) -> PrimExpr:
         return _op().logical_and(self, o)
 
-    def __or__(self, o: Any) -> "PrimExpr":
+    def __or__(self, o: Any) -> PrimExpr:
         return _op().logical_or(self, o)
 
-    def __invert__(self) -> "PrimExpr":
+    def __invert__(self) -> PrimExpr:
         return _op().logical_not(self)
 
-    def astype(self, dtype: str) -> "PrimExpr":
+    def astype(self, dtype: str) -> PrimExpr:
         """Cast to ``dtype`` (a no-op when the dtype already matches)."""
         return _op().cast(self, dtype)
 
-    def equal(self, o: Any) -> "PrimExpr":
+    def equal(self, o: Any) -> PrimExpr:
         """The EQ node ``self == o``."""
         return _op().binary(EQ, self, o)
 
@@ -300,7 +301,7 @@ class Let(PrimExpr):
 class BufferLoad(PrimExpr):
     """Read ``buffer[indices]`` (one index per buffer dimension)."""
 
-    buffer: "Buffer"
+    buffer: Buffer
     indices: tuple[PrimExpr, ...]
     dtype: str = "float32"
 

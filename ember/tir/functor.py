@@ -6,7 +6,8 @@ a node is rebuilt only when a child changed (``new is old`` means nothing change
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .expr import PrimExpr, Var
 from .stmt import Stmt

@@ -11,9 +11,35 @@ from typing import Any
 import numpy as np
 
 from ..runtime.errors import OpError
-from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Call, Cast, Div, EqualOp,
-                   FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or, PrimExpr,
-                   Select, StringImm, Sub)
+from .expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    Call,
+    Cast,
+    Div,
+    EqualOp,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    StringImm,
+    Sub,
+)
 
 
 def is_float(dtype: str) -> bool:
@@ -169,12 +195,12 @@ def floormod(a: Any, b: Any) -> PrimExpr:
 indexdiv, indexmod = floordiv, floormod
 
 
-def min(a: Any, b: Any) -> PrimExpr:  # noqa: A001 - TVM's name
+def min(a: Any, b: Any) -> PrimExpr:
     """Elementwise minimum of two expressions."""
     return binary(Min, a, b)
 
 
-def max(a: Any, b: Any) -> PrimExpr:  # noqa: A001
+def max(a: Any, b: Any) -> PrimExpr:
     """Elementwise maximum of two expressions."""
     return binary(Max, a, b)
 
@@ -194,7 +220,7 @@ def logical_not(a: Any) -> PrimExpr:
     return Not(a)
 
 
-def all(*conds: Any) -> PrimExpr:  # noqa: A001
+def all(*conds: Any) -> PrimExpr:
     """The conjunction of ``conds`` (true when empty)."""
     out: PrimExpr = const(True)
     for c in conds:
@@ -202,7 +228,7 @@ def all(*conds: Any) -> PrimExpr:  # noqa: A001
     return out
 
 
-def any(*conds: Any) -> PrimExpr:  # noqa: A001
+def any(*conds: Any) -> PrimExpr:
     """The disjunction of ``conds`` (false when empty)."""
     out: PrimExpr = const(False)
     for c in conds:
@@ -270,13 +296,13 @@ def _unary(name: str) -> Any:
 exp, exp2, log, log2, log10, sqrt, rsqrt, tanh, erf, sigmoid = (
     _unary(n) for n in ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "erf",
                         "sigmoid"))
-sin, cos, tan, floor, ceil, round, trunc = (  # noqa: A001
+sin, cos, tan, floor, ceil, round, trunc = (
     _unary(n) for n in ("sin", "cos", "tan", "floor", "ceil", "round", "trunc"))
 atan, asin, acos, sinh, cosh, log1p, expm1 = (
     _unary(n) for n in ("atan", "asin", "acos", "sinh", "cosh", "log1p", "expm1"))
 
 
-def abs(x: Any) -> PrimExpr:  # noqa: A001
+def abs(x: Any) -> PrimExpr:
     """Absolute value (ints and floats)."""
     x = convert(x)
     if x.dtype.startswith("uint") or x.dtype == "bool":
@@ -298,7 +324,7 @@ def isinf(x: Any) -> PrimExpr:
     return Call("bool", "isinf", (x,)) if is_float(x.dtype) else const(False)
 
 
-def pow(x: Any, y: Any) -> PrimExpr:  # noqa: A001
+def pow(x: Any, y: Any) -> PrimExpr:
     """``x ** y`` for floats."""
     x, y = _promote(x, y)
     return Call(x.dtype, "pow", (x, y))

@@ -3,10 +3,38 @@ from __future__ import annotations
 
 from typing import Any
 
-from .expr import (BinaryOp, BufferLoad, Call, Cast, FloatImm, FloorDiv, FloorMod, IntImm, Let,
-                   Max, Min, Not, ProducerLoad, Reduce, Select, SizeVar, StringImm, Var)
-from .stmt import (Allocate, AssertStmt, BufferStore, Evaluate, For, ForKind, IfThenElse,
-                   LetStmt, PrimFunc, SeqStmt)
+from .expr import (
+    BinaryOp,
+    BufferLoad,
+    Call,
+    Cast,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Not,
+    ProducerLoad,
+    Reduce,
+    Select,
+    SizeVar,
+    StringImm,
+    Var,
+)
+from .stmt import (
+    Allocate,
+    AssertStmt,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+)
 
 
 def expr_str(e: Any) -> str:

@@ -8,11 +8,36 @@ known to lie in ``[0, c)``. Ranges come from loop variables (``[0, extent)``) an
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Call, Cast, Div, FloatImm,
-                   FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or, PrimExpr, Select,
-                   SizeVar, Sub, Var)
+from .expr import (
+    GE,
+    GT,
+    LE,
+    LT,
+    Add,
+    And,
+    BinaryOp,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    SizeVar,
+    Sub,
+    Var,
+)
 from .functor import map_children, substitute
 from .op import binary, cast, const, is_float, is_int
 from .stmt import For, IfThenElse, SeqStmt, Stmt

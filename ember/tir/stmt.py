@@ -5,9 +5,10 @@ loads and stores index it with one index per dimension and the C emitter flatten
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Sequence
+from typing import Any
 
 from ..runtime.object import Object
 from .expr import PrimExpr, Var
@@ -158,7 +159,7 @@ class PrimFunc(Object):
     ret_type: Any = None
     attrs: dict[str, Any] = field(default_factory=dict)
 
-    def with_attr(self, key: str, value: Any) -> "PrimFunc":
+    def with_attr(self, key: str, value: Any) -> PrimFunc:
         """A copy with ``attrs[key] = value``."""
         return PrimFunc(self.params, self.buffer_map, self.body, self.ret_type,
                         {**self.attrs, key: value})

@@ -5,12 +5,12 @@ for a fused group: the anchor's (dense, conv2d, pools, ...) or injective/reducti
 """
 from __future__ import annotations
 
-from . import nn  # noqa: F401
-from .broadcast import *  # noqa: F401,F403
+from . import (
+                        generic,  # noqa: F401
+                        nn,  # noqa: F401
+)
+from .broadcast import *
 from .broadcast import broadcast_shape  # noqa: F401
-from .reduction import (all, any, argmax, argmin, max, mean, min, prod, std, sum,  # noqa: F401
-                        variance)
-from .schedule import (auto_schedule, schedule_injective, schedule_reduce,  # noqa: F401
-                       register_anchor)
-from .transform import *  # noqa: F401,F403
-from . import generic  # noqa: F401,E402
+from .reduction import all, any, argmax, argmin, max, mean, min, prod, std, sum, variance  # noqa: F401
+from .schedule import auto_schedule, register_anchor, schedule_injective, schedule_reduce  # noqa: F401
+from .transform import *

@@ -5,7 +5,8 @@ the anchor templates fuse them into their output loops.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..runtime.errors import OpError
 from ..te import tensor as te
@@ -140,9 +141,9 @@ sin = unary("sin", _float_only("sin", tir.sin))
 cos = unary("cos", _float_only("cos", tir.cos))
 floor = unary("floor", lambda v: tir.floor(v) if tir.is_float(v.dtype) else v)
 ceil = unary("ceil", lambda v: tir.ceil(v) if tir.is_float(v.dtype) else v)
-round = unary("round", lambda v: tir.round(v) if tir.is_float(v.dtype) else v)  # noqa: A001
+round = unary("round", lambda v: tir.round(v) if tir.is_float(v.dtype) else v)
 trunc = unary("trunc", lambda v: tir.trunc(v) if tir.is_float(v.dtype) else v)
-abs = unary("abs", tir.abs)  # noqa: A001
+abs = unary("abs", tir.abs)
 negative = unary("negative", lambda v: tir.const(0, v.dtype) - v)
 sign = unary("sign", _sign)
 isnan = unary("isnan", tir.isnan)

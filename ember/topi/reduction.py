@@ -5,7 +5,8 @@ Every reduction takes ``axis`` (int, list or None for all), ``keepdims`` and ``e
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..runtime.errors import OpError
 from ..te import tensor as te
@@ -53,19 +54,19 @@ def _reduce(name: str, x: te.Tensor, axis: Any, keepdims: bool, exclude: bool,
     return te.compute(shape, f, name=f"T_{name}", tag=REDUCE)
 
 
-def sum(x: te.Tensor, axis: Any = None, keepdims: bool = False,  # noqa: A001
+def sum(x: te.Tensor, axis: Any = None, keepdims: bool = False,
         exclude: bool = False) -> te.Tensor:
     """Sum over ``axis``."""
     return _reduce("sum", x, axis, keepdims, exclude, lambda v, k: te.sum(v, axis=k))
 
 
-def max(x: te.Tensor, axis: Any = None, keepdims: bool = False,  # noqa: A001
+def max(x: te.Tensor, axis: Any = None, keepdims: bool = False,
         exclude: bool = False) -> te.Tensor:
     """Maximum over ``axis``."""
     return _reduce("max", x, axis, keepdims, exclude, lambda v, k: te.max(v, axis=k))
 
 
-def min(x: te.Tensor, axis: Any = None, keepdims: bool = False,  # noqa: A001
+def min(x: te.Tensor, axis: Any = None, keepdims: bool = False,
         exclude: bool = False) -> te.Tensor:
     """Minimum over ``axis``."""
     return _reduce("min", x, axis, keepdims, exclude, lambda v, k: te.min(v, axis=k))
@@ -81,14 +82,14 @@ _all = te.comm_reducer(lambda a, b: tir.logical_and(a, b), lambda t: tir.const(T
 _any = te.comm_reducer(lambda a, b: tir.logical_or(a, b), lambda t: tir.const(False, t), "any")
 
 
-def all(x: te.Tensor, axis: Any = None, keepdims: bool = False,  # noqa: A001
+def all(x: te.Tensor, axis: Any = None, keepdims: bool = False,
         exclude: bool = False) -> te.Tensor:
     """Logical AND over ``axis``."""
     return _reduce("all", x, axis, keepdims, exclude,
                    lambda v, k: _all(tir.cast(v, "bool"), axis=k))
 
 
-def any(x: te.Tensor, axis: Any = None, keepdims: bool = False,  # noqa: A001
+def any(x: te.Tensor, axis: Any = None, keepdims: bool = False,
         exclude: bool = False) -> te.Tensor:
     """Logical OR over ``axis``."""
     return _reduce("any", x, axis, keepdims, exclude,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..te import tensor as te
 from ..te.schedule import Schedule, Stage, create_schedule
@@ -53,7 +54,7 @@ def maybe_parallel(st: Stage, iv: Any, work: int) -> None:
         st.parallel(iv)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def vector_bytes() -> int:
     """SIMD register width of the host in bytes (64 with AVX-512, else 32).
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..runtime.errors import OpError
 from ..te import tensor as te

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from topi_util import build_funcs, check, rand, run_kernel
 
 import ember
 from ember import te, topi
-from topi_util import build_funcs, check, rand, run_kernel
 
 SIDE = st.integers(1, 37)
 SETTINGS = settings(max_examples=12, deadline=None)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from topi_util import check, rand, run_kernel
 
 from ember import te, topi
-from topi_util import check, rand, run_kernel
 
 TOL = {"rtol": 1e-4, "atol": 1e-4}
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from topi_util import check, rand, run_kernel
 
 from ember import te, topi
-from topi_util import check, rand, run_kernel
 
 
 def pool_ref(x, k, s, pads, kind, ceil_mode, count_include_pad):

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from topi_util import build_funcs, check, rand, run_kernel
 
 import ember
 from ember import te, topi
-from topi_util import build_funcs, check, rand, run_kernel
 
 REDUCE = {"sum": (topi.sum, np.sum), "mean": (topi.mean, np.mean), "max": (topi.max, np.max),
           "min": (topi.min, np.min), "prod": (topi.prod, np.prod),

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from topi_util import check, rand, run_kernel
 
 from ember import te, topi
-from topi_util import check, rand, run_kernel
 
 SETTINGS = settings(max_examples=4, deadline=None)
 dims = st.lists(st.integers(1, 6), min_size=1, max_size=4).map(tuple)

@@ -1,7 +1,8 @@
 """Helpers for topi tests (``from topi_util import ...``): schedule, build, run, compare."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest

@@ -3,10 +3,25 @@ from __future__ import annotations
 
 from .conv2d import conv2d, conv2d_nchw, conv2d_nhwc  # noqa: F401
 from .dense import batch_matmul, dense, matmul  # noqa: F401
-from .misc import (batch_flatten, bias_add, conv2d_transpose_nchw, leaky_relu,  # noqa: F401
-                   prelu, relu, upsampling)
+from .misc import (  # noqa: F401
+                   batch_flatten,
+                   bias_add,
+                   conv2d_transpose_nchw,
+                   leaky_relu,
+                   prelu,
+                   relu,
+                   upsampling,
+)
 from .norm import batch_norm, layer_norm, log_softmax, softmax  # noqa: F401
 from .pad import pad  # noqa: F401
-from .pooling import (adaptive_avg_pool2d, adaptive_max_pool2d, adaptive_pool,  # noqa: F401
-                      avg_pool2d, global_avg_pool2d, global_max_pool2d, global_pool,
-                      max_pool2d, pool2d)
+from .pooling import (  # noqa: F401
+                   adaptive_avg_pool2d,
+                   adaptive_max_pool2d,
+                   adaptive_pool,
+                   avg_pool2d,
+                   global_avg_pool2d,
+                   global_max_pool2d,
+                   global_pool,
+                   max_pool2d,
+                   pool2d,
+)

@@ -12,14 +12,21 @@ per output ([gemm_row]).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import IntImm, PrimExpr
-from ..schedule import (FUSABLE, inline_injective, maybe_parallel, register_anchor, tile_rows,
-                        work_of)
+from ..schedule import (
+    FUSABLE,
+    inline_injective,
+    maybe_parallel,
+    register_anchor,
+    tile_rows,
+    work_of,
+)
 
 BN, BM, VK = 16, 4, 16
 
@@ -123,8 +130,8 @@ def dense(data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None = None,
         raise OpError(f"nn.dense: data has {K} columns but weight has {K2} (shapes "
                       f"{(M, K)} and {(N, K2)})")
     out_dtype = out_dtype or data.dtype
-    a_at = lambda b, m, k: data[m, k]  # noqa: E731
-    b_at = lambda b, n, k: weight[n, k]  # noqa: E731
+    a_at = lambda b, m, k: data[m, k]
+    b_at = lambda b, n, k: weight[n, k]
     if M == 1:
         return _gemm_row("T_dense", N, K, a_at, b_at, out_dtype, bias)
     return _gemm("T_dense", (), M, N, K, a_at, b_at, out_dtype, bias)
@@ -156,7 +163,7 @@ def batch_matmul(x: te.Tensor, y: te.Tensor, out_dtype: str | None = None,
     if x.ndim != 3 or y.ndim != 3:
         raise OpError(f"nn.batch_matmul: inputs must have rank 3, got {x.ndim} and {y.ndim}")
     if not _is_static(x.shape, y.shape):
-        one = lambda d: isinstance(d, IntImm) and d.value == 1  # noqa: E731
+        one = lambda d: isinstance(d, IntImm) and d.value == 1
         xi = (lambda b: 0) if one(x.shape[0]) else (lambda b: b)
         yi = (lambda b: 0) if one(y.shape[0]) else (lambda b: b)
         sx = (x.shape[2], x.shape[1]) if transpose_a else (x.shape[1], x.shape[2])

@@ -1,7 +1,8 @@
 """Padding, and the shared helpers of the windowed operators (conv, pool)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...runtime.errors import OpError
 from ...te import tensor as te
