@@ -19,13 +19,25 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from ...ir.expr import (Call, Constant, Function, If, Let, RefCreate, RefRead, RefWrite,
-                        RelayExpr, Tuple, TupleGetItem, Var)
 from ...ir.adt import Constructor, Match
-from ...ir.expr import GlobalVar
+from ...ir.expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+)
 from ...ir.op import Op, OpPattern
 from ...ir.types import TensorType, TupleType, is_dynamic
 from ._rewrite import is_primitive, post_order
@@ -44,7 +56,7 @@ class GraphNode:
     index: int
     pattern: OpPattern = OPAQUE
     extern_ref: bool = False
-    outputs: list[tuple["GraphNode", OpPattern]] = field(default_factory=list)
+    outputs: list[tuple[GraphNode, OpPattern]] = field(default_factory=list)
 
 
 @dataclass
@@ -146,7 +158,7 @@ def _scope_children(e: RelayExpr) -> tuple[RelayExpr, ...]:
     if isinstance(e, Function):
         return (*e.params, e.body)
     if isinstance(e, (RefCreate, RefRead)):
-        return (getattr(e, "value", None) or getattr(e, "ref"),)
+        return (getattr(e, "value", None) or e.ref,)
     if isinstance(e, RefWrite):
         return (e.ref, e.value)
     return ()
@@ -173,7 +185,7 @@ def build_graph(expr: RelayExpr) -> IndexedGraph:
 @dataclass(eq=False)
 class DomNode:
     gnode: GraphNode
-    parent: "DomNode | None"
+    parent: DomNode | None
     depth: int
     pattern: OpPattern  # the worst pattern between the node and its parent
 
@@ -217,9 +229,9 @@ class Group:
     root_ref: RelayExpr
     anchor_ref: RelayExpr | None = None
     num_nodes: int = 1
-    parent: "Group | None" = None
+    parent: Group | None = None
 
-    def find_root(self) -> "Group":
+    def find_root(self) -> Group:
         root = self
         while root.parent is not None:
             root = root.parent
@@ -326,17 +338,18 @@ class Partitioner:
             if group.find_root() is sink_group.find_root() or sink_group.pattern == TUPLE:
                 continue
             if group.pattern == OUT_EWISE:
-                if phase == 0 and dom.pattern == ELEMWISE and \
-                        self._check_path(node, sink, _fuses_into_anchor):
-                    self._commit(node, sink)
+                ok = phase == 0 and dom.pattern == ELEMWISE and \
+                    self._check_path(node, sink, _fuses_into_anchor)
             elif group.pattern <= BROADCAST:
-                if (dom.pattern <= INJECTIVE or dom.pattern == COMM_REDUCE) and \
-                        self._check_path(node, sink, _fuses_elemwise):
-                    self._commit(node, sink)
+                ok = (dom.pattern <= INJECTIVE or dom.pattern == COMM_REDUCE) and \
+                    self._check_path(node, sink, _fuses_elemwise)
             elif group.pattern in (INJECTIVE, TUPLE):
                 # After the anchors (phase 0), so that conv2d groups are complete first.
-                if phase == 1 and self._check_path(node, sink, _fuses_into_injective):
-                    self._commit(node, sink)
+                ok = phase == 1 and self._check_path(node, sink, _fuses_into_injective)
+            else:
+                ok = False  # a reduction only takes producers; it fuses into nothing
+            if ok:
+                self._commit(node, sink)
 
     def _phase2(self, node: GraphNode, sink: GraphNode, group: Group, sink_group: Group) -> None:
         # Fuse injective ops into a tuple that has already joined an injective consumer.

@@ -18,11 +18,22 @@ Two details the passes rely on:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
 
 from ...ir.adt import Clause, Match
-from ...ir.expr import (Call, Function, Let, RefCreate, RefRead, RefWrite, RelayExpr, Tuple,
-                        TupleGetItem, Var)
+from ...ir.expr import (
+    Call,
+    Function,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.visitor import children
@@ -115,7 +126,7 @@ class PostOrderRewriter:
 
     keep_types = True
     skip_primitive = True
-    _tables: dict[type, dict[type, Callable[..., RelayExpr] | None]] = {}
+    _tables: ClassVar[dict[type, dict[type, Callable[..., RelayExpr] | None]]] = {}
 
     def __init__(self) -> None:
         self.memo: dict[int, RelayExpr] = {}

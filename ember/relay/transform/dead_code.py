@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ...ir.adt import Constructor
-from ...ir.expr import (Call, Function, GlobalVar, Let, RefWrite, RelayExpr, Var)
+from ...ir.expr import Call, Function, GlobalVar, Let, RefWrite, RelayExpr, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import FunctionPass, PassContext, register_pass

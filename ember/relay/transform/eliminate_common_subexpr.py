@@ -30,7 +30,7 @@ def _attrs_equal(a: Any, b: Any) -> bool:
         return True
     try:
         return bool(a == b)
-    except Exception:  # attrs holding arrays: compare them structurally
+    except (TypeError, ValueError):  # attrs holding arrays: compare them structurally
         return structural_equal(a, b)
 
 

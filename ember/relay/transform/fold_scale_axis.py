@@ -175,7 +175,8 @@ class _Backward(_Folder):
             scaled = (bias * s).astype(s.dtype)
             if o_n.op.name == "add":  # type: ignore[union-attr]
                 scaled = scaled.reshape((-1,) + (1,) * (rank - 1 - axis % rank))
-            steps.append(lambda e, n=n_n, c=const(scaled): Call(n.op, (e, c), n.attrs))
+            bias_const = const(scaled)
+            steps.append(lambda e, n=n_n, c=bias_const: Call(n.op, (e, c), n.attrs))
         return steps
 
     def _bias_vector(self, o_n: Call, n_n: Call, ty: Any, axis: int) -> np.ndarray | None:

@@ -27,7 +27,7 @@ from ...ir.types import TensorType
 from ._pattern_rewrite import Rule, rewrite_module
 from ._rewrite import op_call
 
-__all__ = ["SimplifyExpr", "RULES"]
+__all__ = ["RULES", "SimplifyExpr"]
 
 _RESHAPES = ("reshape", "contrib_reverse_reshape", "squeeze", "expand_dims", "nn.batch_flatten")
 

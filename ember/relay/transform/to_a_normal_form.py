@@ -30,11 +30,11 @@ __all__ = ["ToANormalForm", "to_a_normal_form"]
 
 @dataclass(eq=False)
 class Scope:
-    parent: "Scope | None"
+    parent: Scope | None
     depth: int
     lets: list[tuple[Var, RelayExpr]] = field(default_factory=list)
 
-    def child(self) -> "Scope":
+    def child(self) -> Scope:
         return Scope(self, self.depth + 1)
 
     def wrap(self, result: RelayExpr) -> RelayExpr:

@@ -2,7 +2,8 @@
 and a hypothesis strategy for small random dataflow programs."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -90,7 +91,7 @@ def _const(draw: Any, rng: np.random.Generator) -> relay.Expr:
 
 
 def _step(draw: Any, pool: list[relay.Expr], rng: np.random.Generator) -> relay.Expr:
-    pick = lambda: pool[draw(st.integers(0, len(pool) - 1))]  # noqa: E731
+    pick = lambda: pool[draw(st.integers(0, len(pool) - 1))]
     kind = draw(st.sampled_from(["unary", "binary", "binary", "const", "injective", "reduce",
                                  "opaque", "tuple", "fold", "stop"]))
     a = pick()

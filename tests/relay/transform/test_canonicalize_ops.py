@@ -5,8 +5,6 @@ import numpy as np
 import pytest
 from _pass_helpers import assert_main_equal, assert_same_result, parse, run
 
-import ember
-from ember import relay
 from ember.relay.transform import BindParams, CanonicalizeOps, FoldConstant
 
 

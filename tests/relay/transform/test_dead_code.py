@@ -2,12 +2,10 @@
 inline_once inlines single uses outside closures; results are kept."""
 from __future__ import annotations
 
-import pytest
-from _pass_helpers import assert_main_equal, assert_same_result, parse, run
+import numpy as np
+from _pass_helpers import assert_main_equal, assert_same_result, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import numpy as np
 
 from ember import relay
 from ember.ir import IRModule

@@ -51,7 +51,7 @@ def test_fskip_and_bad_fskip():
       %1 = cast(%x, dtype="float16");
       (%0, %1)
     }"""
-    skip_casts = lambda e: isinstance(e, relay.Call) and e.op.name == "cast"  # noqa: E731
+    skip_casts = lambda e: isinstance(e, relay.Call) and e.op.name == "cast"
     assert_main_equal(run(EliminateCommonSubexpr(skip_casts), before), before)
     with pytest.raises(TypeError, match="fskip must be callable"):
         EliminateCommonSubexpr(fskip=3)

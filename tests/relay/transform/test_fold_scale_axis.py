@@ -12,8 +12,14 @@ from hypothesis import strategies as st
 import ember
 from ember import relay
 from ember.ir import IRModule
-from ember.relay.transform import (BackwardFoldScaleAxis, FoldConstant, FoldScaleAxis,
-                                   ForwardFoldScaleAxis, InferType, SimplifyInference)
+from ember.relay.transform import (
+    BackwardFoldScaleAxis,
+    FoldConstant,
+    FoldScaleAxis,
+    ForwardFoldScaleAxis,
+    InferType,
+    SimplifyInference,
+)
 
 
 def _ops(mod):

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _pass_helpers import (assert_main_equal, assert_same_result, count_primitives,
-                           dataflow_programs, law, parse, primitive_names, run)
+from _pass_helpers import (
+    assert_main_equal,
+    assert_same_result,
+    count_primitives,
+    dataflow_programs,
+    law,
+    parse,
+    primitive_names,
+    run,
+)
 from hypothesis import given, settings
 
 import ember

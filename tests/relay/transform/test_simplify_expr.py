@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _pass_helpers import assert_main_equal, assert_same_result, dataflow_programs, law, parse, run
+from _pass_helpers import assert_main_equal, assert_same_result, dataflow_programs, law, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,7 +93,6 @@ def test_law_reshape_transpose_chains(steps, seed):
     x = relay.var("x", shape=(2, 3))
     y = x
     for s in steps:
-        ty = InferType()(IRModule.from_expr(relay.Function([x], y)))["main"].ret_type
         if s in ("t01", "t10"):
             y = relay.transpose(y, (1, 0) if s == "t10" else (0, 1))
         elif s == "r":
