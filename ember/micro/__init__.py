@@ -1,0 +1,44 @@
+"""Micro (firmware) support: the standalone C runtime and, later, Model Library Format.
+
+``get_standalone_crt_dir()`` locates ``ember/crt``, the C runtime a firmware build compiles
+with the generated model sources (see ``ember/crt/README.md``); ``get_crt_include_dirs()``
+lists the include directories such a build needs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..runtime.errors import TVMError
+
+__all__ = ["UnsupportedInModelLibraryFormatError", "get_crt_include_dirs",
+           "get_standalone_crt_dir"]
+
+_PKG = Path(__file__).resolve().parents[1]
+_CRT_DIR = _PKG / "crt"
+_INCLUDE_DIR = _PKG / "include"
+# Files whose absence means the package was installed without the C runtime sources.
+_CRT_MARKERS = ("Makefile", "include/ember/crt/crt.h", "src/backend/backend_api.c")
+
+
+class UnsupportedInModelLibraryFormatError(TVMError):
+    """A module cannot be exported to Model Library Format: '<module kind>: <why>'."""
+
+
+def get_standalone_crt_dir() -> str:
+    """The directory of ember's standalone C runtime (``Makefile``, ``include/``, ``src/``,
+    ``platform/host/``), inside the installed package, as TVM's function of this name.
+
+    Raises TVMError naming the missing file if the package was installed without the
+    runtime's C sources (check the ``package-data`` of the build).
+    """
+    for rel in _CRT_MARKERS:
+        if not (_CRT_DIR / rel).is_file():
+            raise TVMError(f"get_standalone_crt_dir: {_CRT_DIR / rel} is missing; this ember "
+                           "installation does not ship the standalone C runtime sources")
+    return str(_CRT_DIR)
+
+
+def get_crt_include_dirs() -> list[str]:
+    """Include directories for code built against the C runtime: the runtime's own headers
+    (``ember/crt/...``) and ember's C ABI (``ember/c_backend_api.h``, ...)."""
+    return [str(Path(get_standalone_crt_dir()) / "include"), str(_INCLUDE_DIR)]
