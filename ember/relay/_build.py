@@ -201,6 +201,9 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
                 params: Mapping[str, Any] | None, mod_name: str) -> Any:
     """The graph executor factory for ``mod`` (see ``relay.build``)."""
     source = mod
+    to_graph = _optional_pass("ToGraphNormalForm")
+    if to_graph is not None:  # lets split fusion groups; a static graph has no use for them
+        mod = to_graph(InferType()(mod))
     mod, _ = optimize(mod, target, None, params)
     _check_static(mod)
     from ..runtime.executor_factory import GraphExecutorFactoryModule

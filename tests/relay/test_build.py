@@ -192,3 +192,19 @@ def test_constants_inside_primitive_functions_become_params():
     np.testing.assert_allclose(m.get_output(0).numpy(), [1, 2, 3])
     np.testing.assert_allclose(m.get_output(1).numpy(), [2, 3, 4])
     assert factory.graph.input_names == ["x", "p0"]  # one param, shared by both calls
+
+
+def test_let_bound_programs_still_fuse():
+    needs_lowering()
+    x, a, b = relay.var("x", shape=(3,)), relay.var("a"), relay.var("b")
+    body = relay.Let(a, relay.exp(x), relay.Let(b, relay.add(a, x), relay.nn.relu(b)))
+    with tvm.transform.PassContext(opt_level=3):
+        factory = relay.build(tvm.IRModule.from_expr(relay.Function([x], body)), "llvm")
+    kernels = [n.func_name for n in factory.graph.nodes if not n.is_input]
+    assert kernels == ["tvmgen_default_fused_exp_add_nn_relu"]
+    m = factory["default"](tvm.cpu(0))
+    data = np.array([1, -2, 3], "float32")
+    m.set_input("x", data)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.maximum(np.exp(data) + data, 0),
+                               rtol=1e-6)
