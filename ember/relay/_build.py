@@ -96,9 +96,9 @@ class _FuseEachOp(ExprMutator):
         new = super().visit_Call(e)
         if not isinstance(e.op, Op):
             return new
-        params = [Var(f"p{i}", a.checked_type) for i, a in enumerate(e.args)]
-        body = Call(e.op, tuple(params), e.attrs, e.type_args)
-        return Call(Function(params, body).with_attr("Primitive", 1), new.args)  # type: ignore[attr-defined]
+        params = tuple(Var(f"p{i}", a.checked_type) for i, a in enumerate(e.args))
+        func = Function(params, Call(e.op, params, e.attrs, e.type_args))
+        return Call(func.with_attr("Primitive", 1), new.args)  # type: ignore[attr-defined]
 
     def visit_Function(self, e: Function) -> RelayExpr:
         return e if e.get_attr("Primitive") else super().visit_Function(e)

@@ -73,6 +73,7 @@ class _Nest:
             else:
                 val[rel.outer] = val[rel.fused] // ext[rel.inner]
                 val[rel.inner] = val[rel.fused] % ext[rel.inner]
+        self.reduce_ids = _reduce_leaves(st)
         self.rel = {iv: simplify(val[iv], ranges) for iv in list(op.axis) + list(op.reduce_axis)}
         self.abs = {iv.var: simplify(mn + self.rel[iv], ranges)
                     for iv, (mn, _) in zip(op.axis, region)}
@@ -204,6 +205,8 @@ class Lowerer:
             if attach:
                 body = self._attach_at(nest, lf, body)
             kind = nest.stage.iter_var_attrs.get(lf, ForKind.SERIAL)
+            if kind in (ForKind.VECTORIZED, ForKind.PARALLEL) and id(lf) in nest.reduce_ids:
+                kind = ForKind.SERIAL  # a reduction loop carries a dependency: keep it serial
             body = For(nest.lv[lf], _op.const(0), ext[id(lf)], kind, body)
         return body
 

@@ -183,6 +183,12 @@ def _prelude(helpers: set[str], call_packed: bool) -> str:
     return "\n".join(lines)
 
 
+_C_NAMES = frozenset(_MATH_NAMES := """exp exp2 expf log log2 log10 logf sqrt sqrtf tanh erf sin cos
+tan floor ceil round trunc fabs fabsf pow powf fmod atan asin acos sinh cosh log1p expm1 isnan isinf
+abs malloc free memcpy memset printf snprintf main int float double char void return for if while
+""".split())
+
+
 def generate_c(funcs: Sequence[PrimFunc]) -> str:
     """C source of ``funcs``: for each, ``<name>_unpacked`` and the packed ``<name>``."""
     helpers: set[str] = set()
@@ -191,6 +197,9 @@ def generate_c(funcs: Sequence[PrimFunc]) -> str:
     for f in funcs:
         if f.name in names:
             raise ValueError(f"codegen: two functions are named {f.name!r}")
+        if f.name in _C_NAMES:
+            raise ValueError(f"codegen: function name {f.name!r} clashes with the C library or a "
+                             "C keyword; choose another name")
         names.add(f.name)
         text, arg_names = unpacked_function(f, helpers)
         bodies.append(text + "\n\n" + packed_wrapper(f, arg_names))

@@ -162,3 +162,19 @@ def test_constant_comparisons_are_python_truthy():
     assert not tir.const(0)
     x = te.var("x")
     assert not bool(x == 1)
+
+
+@needs_cc
+def test_vectorize_or_parallel_on_a_reduction_axis_stays_correct():
+    a = te.placeholder((3, 40), name="A")
+    k = te.reduce_axis((0, 40), "k")
+    b = te.compute((3,), lambda i: te.sum(a[i, k], axis=k), name="B")
+    s = te.create_schedule(b.op)
+    ko, ki = s[b].split(k, 8)
+    s[b].vectorize(ki)
+    s[b].parallel(ko)
+    text = str(te.lower(s, [a, b], "f"))
+    assert "vectorized" not in text and "parallel" not in text
+    av = np.random.default_rng(2).random((3, 40), dtype=np.float32)
+    (got,) = _build_run(s, [a, b], [av], [(3,)])
+    np.testing.assert_allclose(got, av.sum(1), rtol=1e-5)

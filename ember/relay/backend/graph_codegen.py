@@ -157,7 +157,7 @@ def generate_graph(func: Function | IRModule, names: Mapping[RelayExpr, Any] | F
     if isinstance(func, IRModule):
         mod, func = func, func["main"]
     if plan is None:
-        plan = plan_storage(Dataflow.from_function(func, mod))
+        plan = plan_storage(Dataflow.from_function(func, mod))  # type: ignore[arg-type]
     _check_param_names(plan.dataflow)
     builder = _GraphBuilder(plan, as_namer(names))
     graph = builder.build()

@@ -1,0 +1,288 @@
+"""The executable's byte format: ``Executable.save()`` writes it, ``load_exec`` reads it.
+
+All integers little-endian; ``str`` is a u32 byte length then UTF-8::
+
+    magic     8 bytes  b"\\x89EMBVMX\\n"
+    version   u32      FORMAT_VERSION (1)
+    flags     u32      0 (reserved)
+    sections, in this order, each: tag (4 ASCII bytes), u64 payload length, payload
+      HEAD    UTF-8 JSON {"virtual_devices": [[device_type, device_id], ...],
+                          "host_device_index": int}
+      GLOB    u32 n, n x (str name, u32 function index)
+      CNST    u32 n, n x (u32 device index, u8 late-bound flag), then the params byte format
+              (ember.runtime.params) holding the constants that are not late-bound, named
+              by their decimal index
+      PRIM    u32 n, n x str kernel name (kernel k is what PackedFunc[k] calls)
+      CODE    u32 n, n x function:
+                str name, u32 register file size, u32 param count,
+                per param: str name, u32 device index, u8 has type,
+                           [if has type: str dtype, u32 ndim, ndim x i64 (-1 = any)],
+                u32 instruction count,
+                per instruction: u32 opcode, u32 field count, fields x i64
+                (the fields of ``instructions.to_fields``)
+
+Reading checks every length against the bytes left before reading, so truncated or corrupt
+input raises ArtifactError naming the field, section and byte offset; the result then goes
+through the verifier before anything can run it.
+"""
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+from ..device import Device
+from ..errors import ArtifactError
+from ..params import load_param_dict, save_param_dict
+from .instructions import Opcode, from_fields, to_fields
+from .program import Program, TensorInfo, VMFunction
+from .verifier import verify
+
+MAGIC = b"\x89EMBVMX\n"
+FORMAT_VERSION = 1
+SECTIONS = (b"HEAD", b"GLOB", b"CNST", b"PRIM", b"CODE")
+_HEADER = struct.Struct("<8sII")
+_SECTION = struct.Struct("<4sQ")
+
+
+# ---- writing --------------------------------------------------------------------------------
+class _Writer:
+    def __init__(self) -> None:
+        self.out = bytearray()
+
+    def u8(self, v: int) -> None:
+        self.out += struct.pack("<B", v)
+
+    def u32(self, v: int) -> None:
+        self.out += struct.pack("<I", v)
+
+    def i64s(self, values: Any) -> None:
+        self.out += struct.pack(f"<{len(values)}q", *values)
+
+    def str(self, s: str) -> None:
+        data = s.encode("utf-8")
+        self.u32(len(data))
+        self.out += data
+
+
+def serialize(prog: Program) -> bytearray:
+    """The bytes of ``prog`` (see the module docstring for the layout)."""
+    sections: list[bytes] = []
+    head = {"virtual_devices": [[d.device_type, d.device_id] for d in prog.virtual_devices],
+            "host_device_index": prog.host_device_index}
+    sections.append(json.dumps(head).encode())
+    w = _Writer()
+    w.u32(len(prog.functions))
+    for i, func in enumerate(prog.functions):
+        w.str(func.name)
+        w.u32(i)
+    sections.append(bytes(w.out))
+    w = _Writer()
+    w.u32(len(prog.constants))
+    for const, dev in zip(prog.constants, prog.const_device_indexes):
+        w.u32(dev)
+        w.u8(const is None)
+    w.out += save_param_dict({str(i): c for i, c in enumerate(prog.constants) if c is not None})
+    sections.append(bytes(w.out))
+    w = _Writer()
+    w.u32(len(prog.primitive_ops))
+    for name in prog.primitive_ops:
+        w.str(name)
+    sections.append(bytes(w.out))
+    w = _Writer()
+    w.u32(len(prog.functions))
+    for func in prog.functions:
+        _write_function(w, func)
+    sections.append(bytes(w.out))
+    out = bytearray(_HEADER.pack(MAGIC, FORMAT_VERSION, 0))
+    for tag, payload in zip(SECTIONS, sections):
+        out += _SECTION.pack(tag, len(payload)) + payload
+    return out
+
+
+def _write_function(w: _Writer, func: VMFunction) -> None:
+    w.str(func.name)
+    w.u32(func.register_file_size)
+    w.u32(len(func.params))
+    types = func.param_types or (None,) * len(func.params)
+    for name, dev, ty in zip(func.params, func.param_device_indexes, types):
+        w.str(name)
+        w.u32(dev)
+        w.u8(ty is not None)
+        if ty is not None:
+            w.str(ty.dtype)
+            w.u32(len(ty.shape))
+            w.i64s(ty.shape)
+    w.u32(len(func.instructions))
+    for ins in func.instructions:
+        fields = to_fields(ins)
+        w.u32(int(ins.opcode))
+        w.u32(len(fields))
+        w.i64s(fields)
+
+
+# ---- reading --------------------------------------------------------------------------------
+class _Reader:
+    """Reads one section; every failure is an ArtifactError with the absolute byte offset."""
+
+    def __init__(self, data: memoryview, base: int, section: str) -> None:
+        self.buf, self.pos, self.base, self.section = data, 0, base, section
+
+    def fail(self, msg: str) -> ArtifactError:
+        return ArtifactError(f"vm executable: {msg} (section {self.section}, byte offset "
+                             f"{self.base + self.pos})")
+
+    def take(self, n: int, what: str) -> memoryview:
+        left = len(self.buf) - self.pos
+        if n > left:
+            raise self.fail(f"truncated data: {what} needs {n} bytes but only {left} remain")
+        self.pos += n
+        return self.buf[self.pos - n:self.pos]
+
+    def unpack(self, fmt: str, what: str) -> tuple[Any, ...]:
+        st = struct.Struct(fmt)
+        return st.unpack(self.take(st.size, what))
+
+    def u32(self, what: str) -> int:
+        return int(self.unpack("<I", what)[0])
+
+    def count(self, what: str, min_item_bytes: int) -> int:
+        n = self.u32(f"the number of {what}")
+        if n * min_item_bytes > len(self.buf) - self.pos:
+            raise self.fail(f"{n} {what} cannot fit in the {len(self.buf) - self.pos} bytes left")
+        return n
+
+    def str(self, what: str) -> str:
+        data = self.take(self.u32(f"the length of {what}"), what)
+        try:
+            return bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.fail(f"{what} is not valid UTF-8") from None
+
+    def rest(self) -> memoryview:
+        return self.take(len(self.buf) - self.pos, "the rest")
+
+    def finish(self) -> None:
+        if self.pos != len(self.buf):
+            raise self.fail(f"{len(self.buf) - self.pos} unexpected trailing bytes")
+
+
+def deserialize(data: bytes | bytearray | memoryview) -> Program:
+    """Parse and verify the bytes written by ``serialize``; ArtifactError on any problem."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"load_exec: expected the bytes from Executable.save(), got "
+                        f"{type(data).__name__}")
+    buf = memoryview(data).cast("B")
+    top = _Reader(buf, 0, "header")
+    magic = bytes(buf[:8])
+    if magic != MAGIC[:len(magic)]:
+        raise ArtifactError(f"vm executable: not an ember VM executable (bad magic {magic!r}, "
+                            f"expected {MAGIC!r})")
+    _, version, flags = top.unpack("<8sII", "the header")
+    if version != FORMAT_VERSION:
+        raise ArtifactError(f"vm executable: format version {version} is not supported (this "
+                            f"ember reads version {FORMAT_VERSION})")
+    if flags != 0:
+        raise ArtifactError(f"vm executable: unknown flags {flags:#x}")
+    readers: dict[bytes, _Reader] = {}
+    for want in SECTIONS:
+        tag, length = top.unpack("<4sQ", f"the {want.decode()} section header")
+        if tag != want:
+            raise top.fail(f"expected section {want.decode()}, found {bytes(tag)!r}")
+        start = top.pos
+        readers[want] = _Reader(top.take(length, f"the {want.decode()} section"), start,
+                                want.decode())
+    top.finish()
+    prog = _parse(readers)
+    verify(prog)
+    return prog
+
+
+def _parse(readers: dict[bytes, _Reader]) -> Program:
+    devices, host = _read_head(readers[b"HEAD"])
+    r = readers[b"GLOB"]
+    globals_ = [(r.str(f"global {i}"), r.u32(f"the index of global {i}"))
+                for i in range(r.count("globals", 8))]
+    r.finish()
+    constants, const_devs = _read_constants(readers[b"CNST"])
+    r = readers[b"PRIM"]
+    prims = [r.str(f"primitive op {i}") for i in range(r.count("primitive ops", 4))]
+    r.finish()
+    r = readers[b"CODE"]
+    functions = [_read_function(r, i) for i in range(r.count("functions", 16))]
+    r.finish()
+    if globals_ != [(f.name, i) for i, f in enumerate(functions)]:
+        raise ArtifactError(f"vm executable: the globals {globals_} do not match the functions "
+                            f"{[f.name for f in functions]}")
+    return Program(functions, constants, prims, devices, host, const_devs)
+
+
+def _read_head(r: _Reader) -> tuple[list[Device], int]:
+    try:
+        head = json.loads(bytes(r.rest()).decode("utf-8"))
+        devices = [Device(int(t), int(i)) for t, i in head["virtual_devices"]]
+        host = int(head["host_device_index"])
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+        raise ArtifactError(f"vm executable: bad HEAD section ({type(err).__name__}: {err})"
+                            ) from None
+    return devices, host
+
+
+def _read_constants(r: _Reader) -> tuple[list[Any], list[int]]:
+    n = r.count("constants", 5)
+    entries = [r.unpack("<IB", f"constant {i}'s device and flag") for i in range(n)]
+    start = r.base + r.pos
+    params = load_param_dict(r.rest())  # ArtifactError on bad data, with its own offsets
+    constants: list[Any] = []
+    for i, (_, late) in enumerate(entries):
+        if late not in (0, 1):
+            raise ArtifactError(f"vm executable: constant {i} has late-bound flag {late}")
+        value = params.pop(str(i), None)
+        if (value is None) != bool(late):
+            state = "late-bound but stored" if late else "missing from the constant data"
+            raise ArtifactError(f"vm executable: constant {i} is {state} (section CNST, byte "
+                                f"offset {start})")
+        constants.append(value)
+    if params:
+        raise ArtifactError(f"vm executable: unexpected constants {sorted(params)} in the "
+                            f"constant data (section CNST, byte offset {start})")
+    return constants, [dev for dev, _ in entries]
+
+
+def _read_function(r: _Reader, index: int) -> VMFunction:
+    name = r.str(f"the name of function {index}")
+    where = f"function {name!r}"
+    regs = r.u32(f"the register count of {where}")
+    params, devices, types = [], [], []
+    for i in range(r.count(f"parameters of {where}", 9)):
+        params.append(r.str(f"parameter {i} of {where}"))
+        devices.append(r.u32(f"the device of parameter {i} of {where}"))
+        types.append(_read_type(r, f"parameter {i} of {where}"))
+    instructions = []
+    for pc in range(r.count(f"instructions of {where}", 8)):
+        opcode, nfields = r.unpack("<II", f"instruction {pc} of {where}")
+        if nfields * 8 > len(r.buf) - r.pos:
+            raise r.fail(f"truncated data: instruction {pc} of {where} has {nfields} fields "
+                         f"but only {len(r.buf) - r.pos} bytes remain")
+        fields = list(r.unpack(f"<{nfields}q", f"the fields of instruction {pc} of {where}"))
+        try:
+            instructions.append(from_fields(opcode, fields))
+        except ValueError as err:
+            op = Opcode(opcode).name if opcode in Opcode._value2member_map_ else opcode
+            raise r.fail(f"functions[{name!r}].instructions[{pc}] ({op}): {err}") from None
+    has_types = any(t is not None for t in types)
+    return VMFunction(name, tuple(params), tuple(instructions), regs, tuple(devices),
+                      tuple(types) if has_types else ())
+
+
+def _read_type(r: _Reader, what: str) -> TensorInfo | None:
+    (has,) = r.unpack("<B", f"the type flag of {what}")
+    if has == 0:
+        return None
+    if has != 1:
+        raise r.fail(f"the type flag of {what} is {has}, expected 0 or 1")
+    dtype = r.str(f"the dtype of {what}")
+    ndim = r.u32(f"the rank of {what}")
+    if ndim > 64:
+        raise r.fail(f"{what} has implausible rank {ndim}")
+    return TensorInfo(dtype, r.unpack(f"<{ndim}q", f"the shape of {what}"))
