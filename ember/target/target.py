@@ -65,7 +65,7 @@ class Target:
     """
 
     __slots__ = ("_attrs", "_text", "host", "kind")
-    _attrs: dict[str, Any]  # noqa: RUF045
+    _attrs: dict[str, Any]
 
     def __init__(self, target: str | Mapping[str, Any] | Target,
                  host: str | Mapping[str, Any] | Target | None = None) -> None:
