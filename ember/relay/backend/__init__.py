@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-
 # name -> submodule defining it (relay.backend.Executor, relay.backend.Runtime).
 _ATTRS = {"Executor": "executor", "Runtime": "runtime"}
 
