@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import ember as tvm
 from ember import relay
-from ember.relay.backend.memory_plan import plan_memory
+from ember.relay.backend.memory_plan import plan_dataflow_arena, plan_memory
 
 pytest.importorskip("ember.relay.backend.te_compiler")
 RTOL = ATOL = 1e-4
@@ -126,9 +126,11 @@ def test_bigger_model_matches_interpreter(name, capsys):
     _, got = build_and_run(mod, params, data)
     np.testing.assert_allclose(got, reference(mod, params, data), rtol=RTOL, atol=ATOL)
     with tvm.transform.PassContext(opt_level=3):
-        report = plan_memory(relay.optimize(mod, "llvm", params=params)[0]).report
+        plan = plan_memory(relay.optimize(mod, "llvm", params=params)[0])
+    _, arena = plan_dataflow_arena(plan.dataflow, alignment=64)
     with capsys.disabled():
-        print(f"\n[{name}] memory plan: {report}")
+        print(f"\n[{name}] memory plan: {plan.report}; AOT arena {arena.total} bytes "
+              f"(lower bound {arena.lower_bound})")
 
 
 def test_params_left_unbound_are_inputs():
@@ -147,10 +149,14 @@ def test_memory_plan_report(name, capsys):
     mod, params = MODELS[name]()
     with tvm.transform.PassContext(opt_level=3):
         opt, _ = relay.optimize(mod, "llvm", params=params)
-    report = plan_memory(opt).report
+    plan = plan_memory(opt)
+    report = plan.report
+    _, arena = plan_dataflow_arena(plan.dataflow, alignment=64)
     with capsys.disabled():
-        print(f"\n[{name}] memory plan: {report}")
+        print(f"\n[{name}] memory plan: {report}; AOT arena {arena.total} bytes "
+              f"(lower bound {arena.lower_bound})")
     assert report.lower_bound <= report.planned_bytes <= report.total_bytes
+    assert arena.lower_bound <= arena.total
 
 
 def test_export_library_and_load_in_a_fresh_process(tmp_path):
