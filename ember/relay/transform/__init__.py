@@ -54,5 +54,9 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ember.relay.transform' has no attribute {name!r}")
 
 
+def _lazy_pass(name: str) -> Any:
+    return lambda: __getattr__(name)()
+
+
 for _name in _LAZY_PASSES:
-    register_pass(_name, lambda _n=_name: __getattr__(_n)())
+    register_pass(_name, _lazy_pass(_name))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ...ir.adt import Constructor, Match
 from ...ir.expr import (
@@ -75,7 +75,7 @@ def _constant_pattern(c: Constant) -> OpPattern:
 
 
 def _op_pattern(call: Call) -> OpPattern:
-    op_def = call.op.op_def  # type: ignore[union-attr]
+    op_def = cast(Op, call.op).op_def
     ty = call.checked_type_
     if op_def.shape_func_data_dependent and ty is not None and is_dynamic(ty):
         return OPAQUE  # its output shape is only known after it ran
@@ -157,8 +157,10 @@ def _scope_children(e: RelayExpr) -> tuple[RelayExpr, ...]:
         return (e.data, *(c.rhs for c in e.clauses))
     if isinstance(e, Function):
         return (*e.params, e.body)
-    if isinstance(e, (RefCreate, RefRead)):
-        return (getattr(e, "value", None) or e.ref,)
+    if isinstance(e, RefCreate):
+        return (e.value,)
+    if isinstance(e, RefRead):
+        return (e.ref,)
     if isinstance(e, RefWrite):
         return (e.ref, e.value)
     return ()

@@ -20,11 +20,11 @@ a constant weight comes out already multiplied.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from ...ir.expr import Call, Constant, RelayExpr, const
+from ...ir.expr import Call, Constant, Function, RelayExpr, const
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
@@ -47,37 +47,37 @@ def _channel_vector(c: RelayExpr, ty: Any, axis: int) -> np.ndarray | None:
         return None
     arr, rank = c.data.numpy(), len(ty.shape)
     axis %= rank
-    if arr.ndim > rank or not isinstance(ty.shape[axis], int):
+    size = ty.shape[axis]
+    if arr.ndim > rank or not isinstance(size, int):
         return None
     shape = (1,) * (rank - arr.ndim) + arr.shape
-    if any(d != 1 for i, d in enumerate(shape) if i != axis) or shape[axis] not in (1,
-                                                                                 ty.shape[axis]):
+    if any(d != 1 for i, d in enumerate(shape) if i != axis) or shape[axis] not in (1, size):
         return None
-    return np.broadcast_to(arr.reshape(-1), (ty.shape[axis],)).copy()
+    return np.broadcast_to(arr.reshape(-1), (size,)).copy()
 
 
-def _channel_axis(call: Call, output: bool) -> int:
+def _channel_axis(call: Any, output: bool) -> int:
     """The channel axis of the data (or, with ``output``, the result) of conv2d/dense."""
-    if call.op.name == "nn.dense":  # type: ignore[union-attr]
+    if call.op.name == "nn.dense":
         return -1
-    layout = call.attrs.data_layout  # type: ignore[union-attr]
-    if output and call.attrs.out_layout:  # type: ignore[union-attr]
-        layout = call.attrs.out_layout  # type: ignore[union-attr]
+    layout = call.attrs.data_layout
+    if output and call.attrs.out_layout:
+        layout = call.attrs.out_layout
     return layout.index("C")
 
 
-def _weight_scale(call: Call, wty: TensorType, s: np.ndarray, output: bool) -> np.ndarray:
+def _weight_scale(call: Any, wty: Any, s: np.ndarray, output: bool) -> np.ndarray:
     """A constant to multiply the weight by: ``s`` along O (output) or along I (input)."""
-    if call.op.name == "nn.dense":  # type: ignore[union-attr]
+    if call.op.name == "nn.dense":
         return s.reshape(-1, 1) if output else s.reshape(1, -1)
-    layout, groups = call.attrs.kernel_layout, call.attrs.groups  # type: ignore[union-attr]
+    layout, groups = call.attrs.kernel_layout, call.attrs.groups
     o_ax, i_ax = layout.index("O"), layout.index("I")
     o, i = wty.shape[o_ax], wty.shape[i_ax]
     if output:
         table = np.broadcast_to(s.reshape(-1, 1), (o, i))
     else:  # weight (o, i) reads input channel (o // (o/groups)) * i + i
-        group = np.arange(o) // (o // groups)  # type: ignore[operator]
-        table = s[(group * i)[:, None] + np.arange(i)[None, :]]  # type: ignore[operator]
+        group = np.arange(o) // (o // groups)
+        table = s[(group * i)[:, None] + np.arange(i)[None, :]]
     if o_ax > i_ax:
         table = table.T
     shape = [1] * len(layout)
@@ -132,105 +132,113 @@ class _Backward(_Folder):
                 return out
         return new
 
-    def _fold(self, o_y: RelayExpr, n_y: RelayExpr, orig: Call, new: Call, k: int
+    def _fold(self, o_y: Any, n_y: Any, orig: Call, new: Call, k: int
               ) -> RelayExpr | None:
-        chain: list[tuple[Call, Call]] = []  # (orig, new) of bias adds / relus between
+        chain: list[tuple[Any, Any]] = []  # (orig, new) of bias adds / relus between
         while self.single(o_y) and _is(o_y, "add", "nn.bias_add", "nn.relu") and \
-                type(n_y) is Call and n_y.op is o_y.op:  # type: ignore[union-attr]
-            chain.append((o_y, n_y))  # type: ignore[arg-type]
-            o_y, n_y = o_y.args[0], n_y.args[0]  # type: ignore[union-attr]
+                type(n_y) is Call and n_y.op is o_y.op:
+            chain.append((o_y, n_y))
+            o_y, n_y = o_y.args[0], n_y.args[0]
         if not (self.single(o_y) and _is(o_y, "nn.conv2d", "nn.dense") and _is(n_y, o_y.op.name)):
             return None
-        axis = _channel_axis(o_y, output=True)  # type: ignore[arg-type]
-        ty = orig.checked_type_
+        axis = _channel_axis(o_y, output=True)
+        ty: Any = orig.checked_type_
         s = _channel_vector(self.constant(orig.args[1 - k], new.args[1 - k]), ty, axis)
-        if s is None or s.dtype != np.dtype(ty.dtype):  # type: ignore[union-attr]
+        if s is None or s.dtype != np.dtype(ty.dtype):
             return None
         body = self._rescale_chain(chain, s, ty, axis)
         if body is None:
             return None
-        w = n_y.args[1]  # type: ignore[union-attr]
-        scale = _weight_scale(n_y, o_y.args[1].checked_type_, s, output=True)  # type: ignore
-        out: RelayExpr = Call(n_y.op, (n_y.args[0], _scaled_weight(w, scale)),  # type: ignore
-                              n_y.attrs)  # type: ignore[union-attr]
+        w = n_y.args[1]
+        scale = _weight_scale(n_y, o_y.args[1].checked_type_, s, output=True)
+        out: RelayExpr = Call(n_y.op, (n_y.args[0], _scaled_weight(w, scale)),
+                              n_y.attrs)
         for rebuild_step in reversed(body):
             out = rebuild_step(out)
         return out
 
-    def _rescale_chain(self, chain: list[tuple[Call, Call]], s: np.ndarray, ty: Any,
+    def _rescale_chain(self, chain: list[tuple[Any, Any]], s: np.ndarray, ty: Any,
                        axis: int) -> list[Any] | None:
         """Per node between the op and the scale, a function rebuilding it on the scaled op
         (relu as is, a bias multiplied by ``s``); None if some node does not allow it."""
         rank = len(ty.shape)
         steps = []
         for o_n, n_n in chain:
-            if o_n.op.name == "nn.relu":  # type: ignore[union-attr]
+            if o_n.op.name == "nn.relu":
                 if not np.all(s > 0):
                     return None
-                steps.append(lambda e, n=n_n: Call(n.op, (e,), n.attrs))
+                steps.append(_rebuild_unary(n_n))
                 continue
             bias = self._bias_vector(o_n, n_n, ty, axis)
             if bias is None:
                 return None
             scaled = (bias * s).astype(s.dtype)
-            if o_n.op.name == "add":  # type: ignore[union-attr]
+            if o_n.op.name == "add":
                 scaled = scaled.reshape((-1,) + (1,) * (rank - 1 - axis % rank))
-            bias_const = const(scaled)
-            steps.append(lambda e, n=n_n, c=bias_const: Call(n.op, (e, c), n.attrs))
+            steps.append(_rebuild_binary(n_n, const(scaled)))
         return steps
 
-    def _bias_vector(self, o_n: Call, n_n: Call, ty: Any, axis: int) -> np.ndarray | None:
-        b = self.constant(o_n.args[1], n_n.args[1])
-        if o_n.op.name == "nn.bias_add":  # type: ignore[union-attr]
+    def _bias_vector(self, o_n: Any, n_n: Any, ty: Any, axis: int) -> np.ndarray | None:
+        b: Any = self.constant(o_n.args[1], n_n.args[1])
+        if o_n.op.name == "nn.bias_add":
             ok = isinstance(b, Constant) and b.data.ndim == 1 and \
-                o_n.attrs.axis % len(ty.shape) == axis % len(ty.shape)  # type: ignore
-            return b.data.numpy() if ok else None  # type: ignore[union-attr]
+                o_n.attrs.axis % len(ty.shape) == axis % len(ty.shape)
+            return b.data.numpy() if ok else None
         if o_n.checked_type_ != ty or o_n.args[0].checked_type_ != ty:
             return None  # the bias must not broadcast the data to a bigger shape
         return _channel_vector(b, ty, axis)
 
 
+def _rebuild_unary(node: Any) -> Any:
+    return lambda e: Call(node.op, (e,), node.attrs)
+
+
+def _rebuild_binary(node: Any, rhs: RelayExpr) -> Any:
+    return lambda e: Call(node.op, (e, rhs), node.attrs)
+
+
 class _Forward(_Folder):
-    def rewrite_Call(self, orig: Call, new: Call) -> RelayExpr:
+    def rewrite_Call(self, orig: Any, new: Any) -> RelayExpr:
         if not (_is(new, "nn.conv2d", "nn.dense") and _is_float(orig)):
             return new
         axis = _channel_axis(orig, output=False)
-        chain: list[tuple[Call, Call, int]] = []  # (orig, new, data operand) relus and adds
-        o_x, n_x = orig.args[0], new.args[0]
+        chain: list[tuple[Any, Any, int]] = []  # (orig, new, data operand) relus and adds
+        o_x: Any = orig.args[0]
+        n_x: Any = new.args[0]
         while self.single(o_x) and _is(o_x, "nn.relu", "add") and type(n_x) is Call and \
-                n_x.op is o_x.op:  # type: ignore[union-attr]
-            k = 0 if o_x.op.name == "nn.relu" else self._data_operand(o_x)  # type: ignore
+                n_x.op is o_x.op:
+            k: int | None = 0 if _is(o_x, "nn.relu") else self._data_operand(o_x)
             if k is None:
                 break
-            chain.append((o_x, n_x, k))  # type: ignore[arg-type]
-            o_x, n_x = o_x.args[k], n_x.args[k]  # type: ignore[union-attr]
+            chain.append((o_x, n_x, k))
+            o_x, n_x = o_x.args[k], n_x.args[k]
         if not (self.single(o_x) and _is(o_x, "multiply") and _is(n_x, "multiply")):
             return new
-        ty = o_x.checked_type_
-        found = self.split_scale(o_x, n_x, ty, axis)  # type: ignore[arg-type]
-        if found is None or found[1].dtype != np.dtype(ty.dtype):  # type: ignore[union-attr]
+        ty: Any = o_x.checked_type_
+        found = self.split_scale(o_x, n_x, ty, axis)
+        if found is None or found[1].dtype != np.dtype(ty.dtype):
             return new
         k, s = found
-        data: RelayExpr | None = n_x.args[k]  # type: ignore[union-attr]
+        data: Any = n_x.args[k]
         for o_n, n_n, kd in reversed(chain):
-            data = self._unscale(o_n, n_n, kd, data, s, ty, axis)  # type: ignore[arg-type]
+            data = self._unscale(o_n, n_n, kd, data, s, ty, axis)
             if data is None:
                 return new
-        scale = _weight_scale(new, orig.args[1].checked_type_, s, output=False)  # type: ignore
+        scale = _weight_scale(new, orig.args[1].checked_type_, s, output=False)
         return Call(new.op, (data, _scaled_weight(new.args[1], scale)), new.attrs)
 
-    def _data_operand(self, add: Call) -> int | None:
+    def _data_operand(self, add: Any) -> int | None:
         ty = add.checked_type_
         for k in (0, 1):
             if add.args[k].checked_type_ == ty and not isinstance(add.args[k], Constant):
                 return k
         return None
 
-    def _unscale(self, o_n: Call, n_n: Call, kd: int, data: RelayExpr, s: np.ndarray,
+    def _unscale(self, o_n: Any, n_n: Any, kd: int, data: RelayExpr, s: np.ndarray,
                  ty: Any, axis: int) -> RelayExpr | None:
         """Node ``o_n`` rebuilt on the unscaled data: relu(x*s) = relu(x)*s for s > 0;
         x*s + b = (x + b/s)*s for s != 0."""
-        if o_n.op.name == "nn.relu":  # type: ignore[union-attr]
+        if o_n.op.name == "nn.relu":
             return Call(n_n.op, (data,), n_n.attrs) if np.all(s > 0) else None
         bias = _channel_vector(self.constant(o_n.args[1 - kd], n_n.args[1 - kd]), ty, axis)
         if bias is None or not np.all(s != 0):
@@ -241,7 +249,7 @@ class _Forward(_Folder):
         return Call(n_n.op, args, n_n.attrs)
 
 
-def _is_float(call: Call) -> bool:
+def _is_float(call: Any) -> bool:
     ty = call.checked_type_
     wty = call.args[1].checked_type_
     return (isinstance(ty, TensorType) and ty.dtype.startswith("float")
@@ -250,7 +258,7 @@ def _is_float(call: Call) -> bool:
 
 def _run(mod: IRModule, folder: type[_Folder]) -> IRModule:
     mod = infer(mod)
-    return infer(map_functions(mod, lambda f: folder(f).rewrite(f)))  # type: ignore
+    return infer(map_functions(mod, lambda f: cast(Function, folder(f).rewrite(f))))
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ...ir.attrs import DictAttrs
 from ...ir.expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
@@ -164,7 +165,7 @@ class _Fuser:
         attrs["func_name_hint"] = fused_function_name(func)
         if ops and all(name in _RESHAPE_LIKE for name in ops):
             attrs["relay.reshape_only"] = 1
-        func = Function(func.params, body, ret_type, attrs=attrs)
+        func = Function(func.params, body, ret_type, attrs=DictAttrs(attrs))
         return Call(func, tuple(info.args))
 
 

@@ -36,16 +36,20 @@ def _op_name(e: RelayExpr) -> str | None:
     return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
 
 
+def _call_of(e: RelayExpr, *names: str) -> Any:
+    """``e`` if it is a call of one of ``names`` (typed loosely: rules read its attrs)."""
+    return e if _op_name(e) in names else None
+
+
 def _static(ty: Any) -> bool:
     return isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape)
 
 
 def reshape_of_reshape(call: Call) -> RelayExpr | None:
-    inner = call.args[0]
-    ty = call.checked_type_
-    if _op_name(inner) not in _RESHAPES or not _static(ty):
+    inner, ty = _call_of(call.args[0], *_RESHAPES), call.checked_type_
+    if inner is None or not isinstance(ty, TensorType) or not _static(ty):
         return None
-    return op_call("reshape", inner.args[0], newshape=tuple(ty.shape))  # type: ignore
+    return op_call("reshape", inner.args[0], newshape=tuple(ty.shape))
 
 
 def noop_reshape(call: Call) -> RelayExpr | None:
@@ -53,23 +57,23 @@ def noop_reshape(call: Call) -> RelayExpr | None:
     return data if ty is not None and _static(ty) and data.checked_type_ == ty else None
 
 
-def _perm(call: Call) -> list[int] | None:
+def _perm(call: Any) -> list[int] | None:
     ty = call.args[0].checked_type_
     if not isinstance(ty, TensorType):
         return None
-    n, axes = len(ty.shape), call.attrs.axes  # type: ignore[union-attr]
+    n, axes = len(ty.shape), call.attrs.axes
     return list(range(n))[::-1] if axes is None else [a % n for a in axes]
 
 
 def transpose_of_transpose(call: Call) -> RelayExpr | None:
-    inner = call.args[0]
-    if _op_name(inner) != "transpose":
+    inner = _call_of(call.args[0], "transpose")
+    if inner is None:
         return None
-    outer_p, inner_p = _perm(call), _perm(inner)  # type: ignore[arg-type]
+    outer_p, inner_p = _perm(call), _perm(inner)
     if outer_p is None or inner_p is None:
         return None
     composed = [inner_p[a] for a in outer_p]
-    data = inner.args[0]  # type: ignore[union-attr]
+    data = inner.args[0]
     if composed == sorted(composed):
         return data
     return op_call("transpose", data, axes=tuple(composed))
@@ -80,22 +84,21 @@ def noop_transpose(call: Call) -> RelayExpr | None:
     return call.args[0] if p is not None and p == sorted(p) else None
 
 
-def cast_to_same_dtype(call: Call) -> RelayExpr | None:
+def cast_to_same_dtype(call: Any) -> RelayExpr | None:
     ty = call.args[0].checked_type_
-    ok = isinstance(ty, TensorType) and ty.dtype == call.attrs.dtype  # type: ignore[union-attr]
+    ok = isinstance(ty, TensorType) and ty.dtype == call.attrs.dtype
     return call.args[0] if ok else None
 
 
-def cast_of_widening_cast(call: Call) -> RelayExpr | None:
-    inner = call.args[0]
-    if _op_name(inner) != "cast":
+def cast_of_widening_cast(call: Any) -> RelayExpr | None:
+    inner = _call_of(call.args[0], "cast")
+    if inner is None:
         return None
-    src = inner.args[0].checked_type_  # type: ignore[union-attr]
-    wide = inner.attrs.dtype  # type: ignore[union-attr]
+    data, wide = inner.args[0], inner.attrs.dtype
+    src = data.checked_type_
     if not isinstance(src, TensorType) or not np.can_cast(src.dtype, wide, "safe"):
         return None
-    data = inner.args[0]  # type: ignore[union-attr]
-    target = call.attrs.dtype  # type: ignore[union-attr]
+    target = call.attrs.dtype
     return data if target == src.dtype else op_call("cast", data, dtype=target)
 
 
@@ -111,7 +114,7 @@ _IDENTITY = {"add": (0.0, (0, 1)), "subtract": (0.0, (1,)), "multiply": (1.0, (0
 
 
 def identity_arith(call: Call) -> RelayExpr | None:
-    value, sides = _IDENTITY[call.op.name]  # type: ignore[union-attr]
+    value, sides = _IDENTITY[_op_name(call) or ""]
     for k in sides:
         other = call.args[1 - k]
         if _all_equal(call.args[k], value) and other.checked_type_ == call.checked_type_ \
@@ -121,10 +124,10 @@ def identity_arith(call: Call) -> RelayExpr | None:
 
 
 def consecutive_add(call: Call) -> RelayExpr | None:
-    inner, c2 = call.args
-    if _op_name(inner) != "add" or not isinstance(c2, Constant):
+    inner, c2 = _call_of(call.args[0], "add"), call.args[1]
+    if inner is None or not isinstance(c2, Constant):
         return None
-    x, c1 = inner.args  # type: ignore[union-attr]
+    x, c1 = inner.args
     if not isinstance(c1, Constant) or str(c1.data.dtype) != str(c2.data.dtype):
         return None
     total = (c1.data.numpy() + c2.data.numpy()).astype(str(c1.data.dtype))

@@ -43,15 +43,20 @@ class Scope:
         return result
 
 
+def _up(s: Scope) -> Scope:
+    assert s.parent is not None, "ToANormalForm: the root scope has no parent"
+    return s.parent
+
+
 def _lca(a: Scope | None, b: Scope) -> Scope:
     if a is None:
         return b
     while a.depth > b.depth:
-        a = a.parent  # type: ignore[assignment]
+        a = _up(a)
     while b.depth > a.depth:
-        b = b.parent  # type: ignore[assignment]
+        b = _up(b)
     while a is not b:
-        a, b = a.parent, b.parent  # type: ignore[assignment]
+        a, b = _up(a), _up(b)
     return a
 
 
