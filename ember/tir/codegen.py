@@ -183,7 +183,7 @@ def _prelude(helpers: set[str], call_packed: bool) -> str:
     return "\n".join(lines)
 
 
-_C_NAMES = frozenset(_MATH_NAMES := """exp exp2 expf log log2 log10 logf sqrt sqrtf tanh erf sin cos
+_C_NAMES = frozenset("""exp exp2 expf log log2 log10 logf sqrt sqrtf tanh erf sin cos
 tan floor ceil round trunc fabs fabsf pow powf fmod atan asin acos sinh cosh log1p expm1 isnan isinf
 abs malloc free memcpy memset printf snprintf main int float double char void return for if while
 """.split())
