@@ -17,12 +17,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ..ir.expr import Call, Function, RelayExpr, Var
+from ..ir.expr import Function, RelayExpr
 from ..ir.module import IRModule
-from ..ir.op import Op
 from ..ir.transform import Pass, Sequential
 from ..ir.types import is_dynamic
-from ..ir.visitor import ExprMutator
 from ..runtime.errors import InternalError, TVMError
 from ..runtime.ndarray import NDArray
 from ..runtime.ndarray import array as nd_array
@@ -30,11 +28,24 @@ from ..target import Target
 from .backend.executor import Executor
 from .backend.interpreter import Executor as _EvaluatorBase
 from .backend.runtime import Runtime
-from .transform import InferType
+from .transform import (
+    CanonicalizeOps,
+    EliminateCommonSubexpr,
+    FoldConstant,
+    FoldScaleAxis,
+    FuseOps,
+    InferType,
+    SimplifyExpr,
+    SimplifyInference,
+    ToGraphNormalForm,
+)
 
-# The optimisation passes, in order; each runs if the PassContext's opt_level reaches its own.
-OPTIMIZE_PASSES = ("SimplifyInference", "EliminateCommonSubexpr", "FoldConstant",
-                   "FoldScaleAxis", "SimplifyExpr", "FoldConstant")
+
+def optimize_passes() -> list[Pass]:
+    """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
+    reaches its own (SimplifyInference 0, FoldConstant 2, the others 3)."""
+    return [SimplifyInference(), EliminateCommonSubexpr(), FoldConstant(), FoldScaleAxis(),
+            SimplifyExpr(), CanonicalizeOps(), FoldConstant()]
 
 
 def _debug() -> int:
@@ -78,41 +89,6 @@ def canon_target(target: Any, target_host: Any, where: str) -> Target:
     return canon
 
 
-def _optional_pass(name: str) -> Pass | None:
-    # Optimisation passes land one by one; a missing one is skipped until it exists.
-    from . import transform
-
-    try:
-        factory = getattr(transform, name)
-    except (AttributeError, ImportError):
-        return None
-    return factory()  # type: ignore[no-any-return]
-
-
-class _FuseEachOp(ExprMutator):
-    """Stand-in for FuseOps until it lands: every operator call its own primitive function."""
-
-    def visit_Call(self, e: Call) -> RelayExpr:
-        new = super().visit_Call(e)
-        if not isinstance(e.op, Op):
-            return new
-        params = tuple(Var(f"p{i}", a.checked_type) for i, a in enumerate(e.args))
-        func = Function(params, Call(e.op, params, e.attrs, e.type_args))
-        return Call(func.with_attr("Primitive", 1), new.args)  # type: ignore[attr-defined]
-
-    def visit_Function(self, e: Function) -> RelayExpr:
-        return e if e.get_attr("Primitive") else super().visit_Function(e)
-
-
-def _fuse(mod: IRModule) -> IRModule:
-    fuse = _optional_pass("FuseOps")
-    if fuse is not None:
-        return fuse(mod)
-    out = mod.copy()
-    out["main"] = _FuseEachOp().visit(mod["main"])
-    return InferType()(out)
-
-
 def _bind(mod: IRModule, params: Mapping[str, Any] | None) -> tuple[IRModule, dict[str, NDArray]]:
     from .build_module import bind_params_by_name
 
@@ -131,9 +107,8 @@ def optimize(mod: Any, target: Any = None, target_host: Any = None,
     with canon_target(target, target_host, "relay.optimize"), _stage("optimize"):
         mod = InferType()(mod)
         mod, arrays = _bind(mod, params)
-        passes = [p for p in map(_optional_pass, OPTIMIZE_PASSES) if p is not None]
-        mod = Sequential(passes, name="relay.optimize")(mod) if passes else mod
-        mod = InferType()(_fuse(mod))
+        mod = Sequential(optimize_passes(), name="relay.optimize")(mod)
+        mod = InferType()(FuseOps()(mod))
     return mod, arrays
 
 
@@ -201,9 +176,8 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
                 params: Mapping[str, Any] | None, mod_name: str) -> Any:
     """The graph executor factory for ``mod`` (see ``relay.build``)."""
     source = mod
-    to_graph = _optional_pass("ToGraphNormalForm")
-    if to_graph is not None:  # lets split fusion groups; a static graph has no use for them
-        mod = to_graph(InferType()(mod))
+    # Lets split fusion groups, and a static graph has no use for them.
+    mod = ToGraphNormalForm()(InferType()(mod))
     mod, _ = optimize(mod, target, None, params)
     _check_static(mod)
     from ..runtime.executor_factory import GraphExecutorFactoryModule

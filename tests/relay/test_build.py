@@ -16,10 +16,6 @@ def add_relu(shape=(2, 3)):
     return tvm.IRModule.from_expr(relay.Function([x, y], relay.nn.relu(relay.add(x, y))))
 
 
-def needs_lowering():
-    pytest.importorskip("ember.relay.backend.te_compiler")
-
-
 # -- deprecated target options ----------------------------------------------------------------
 def test_deprecated_options_map_to_executor_and_runtime():
     ex, rt = _reconstruct_from_deprecated_options(Target(
@@ -103,7 +99,6 @@ def test_dynamic_shapes_ask_for_the_vm():
 
 
 def test_control_flow_asks_for_the_vm():
-    needs_lowering()
     x = relay.var("x", shape=(3,))
     cond = relay.less(relay.sum(x), relay.const(0.0))
     mod = tvm.IRModule.from_expr(relay.Function([x], relay.If(cond, x, relay.exp(x))))
@@ -113,7 +108,6 @@ def test_control_flow_asks_for_the_vm():
 
 # -- building -----------------------------------------------------------------------------------
 def test_build_runs_and_legacy_tuple_form():
-    needs_lowering()
     mod = add_relu()
     x, y = np.random.randn(2, 3).astype("float32"), np.random.randn(2, 3).astype("float32")
     factory = relay.build(mod, target="llvm", params={"y": y})
@@ -133,7 +127,6 @@ def test_build_runs_and_legacy_tuple_form():
 
 
 def test_build_names_kernels_after_mod_name_and_uses_the_current_target():
-    needs_lowering()
     with Target("c"):
         factory = relay.build(add_relu(), mod_name="my_net")
     assert str(factory.target).startswith("c ")
@@ -143,7 +136,6 @@ def test_build_names_kernels_after_mod_name_and_uses_the_current_target():
 
 
 def test_build_config_opt_level_reaches_the_passes():
-    needs_lowering()
     x = relay.var("x", shape=(4,))
     mod = tvm.IRModule.from_expr(relay.Function([x], relay.exp(relay.nn.relu(x))))
     with relay.build_config(opt_level=0):
@@ -155,7 +147,6 @@ def test_build_config_opt_level_reaches_the_passes():
 
 
 def test_create_executor_graph_kind():
-    needs_lowering()
     x = relay.var("x", shape=(3,))
     mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([relay.exp(x), relay.nn.relu(x)])))
     data = np.array([-1.0, 0.0, 2.0], "float32")
@@ -167,7 +158,6 @@ def test_create_executor_graph_kind():
 
 
 def test_op_without_lowering_raises_op_not_implemented():
-    needs_lowering()
     from ember.ir.op import OP_REGISTRY, Op, OpDef, OpPattern, register_op
 
     if "test.build_no_lowering" not in OP_REGISTRY:
@@ -180,7 +170,6 @@ def test_op_without_lowering_raises_op_not_implemented():
 
 
 def test_constants_inside_primitive_functions_become_params():
-    needs_lowering()
     x, p = relay.var("x", shape=(3,)), relay.var("p0", shape=(3,))
     table = relay.const(np.array([1, 2, 3], "float32"))
     f = relay.Function([p], relay.add(p, table)).with_attr("Primitive", 1)
@@ -195,7 +184,6 @@ def test_constants_inside_primitive_functions_become_params():
 
 
 def test_let_bound_programs_still_fuse():
-    needs_lowering()
     x, a, b = relay.var("x", shape=(3,)), relay.var("a"), relay.var("b")
     body = relay.Let(a, relay.exp(x), relay.Let(b, relay.add(a, x), relay.nn.relu(b)))
     with tvm.transform.PassContext(opt_level=3):

@@ -17,7 +17,6 @@ import ember as tvm
 from ember import relay
 from ember.relay.backend.memory_plan import plan_dataflow_arena, plan_memory
 
-pytest.importorskip("ember.relay.backend.te_compiler")
 RTOL = ATOL = 1e-4
 
 
