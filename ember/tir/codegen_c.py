@@ -214,7 +214,9 @@ class FunctionWriter:
         return f"(({C_TYPE[e.dtype]})({v}))"
 
     def expr_Let(self, e: Let) -> str:
-        raise InternalError("codegen: Let expressions must be lowered to LetStmt first")
+        # C99 has no expression-level binding: the (pure) value is substituted textually.
+        self.names[id(e.var)] = f"({self.expr(e.value)})"
+        return self.expr(e.body)
 
     def expr_BufferLoad(self, e: BufferLoad) -> str:
         ref = f"{self.name(e.buffer.data)}[{self.flat(e.buffer, e.indices)}]"

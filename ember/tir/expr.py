@@ -294,7 +294,10 @@ class Let(PrimExpr):
     var: Var
     value: PrimExpr
     body: PrimExpr
-    dtype: str = "float32"
+    dtype: str = ""
+
+    def __post_init__(self) -> None:
+        self.dtype = self.dtype or self.body.dtype
 
 
 @dataclass(eq=False, repr=False)

@@ -131,3 +131,13 @@ def test_intrinsics_and_limits():
     np.testing.assert_array_equal(got["isnan"], np.isnan(xv).astype("float32"))
     np.testing.assert_allclose(got["pow"], np.abs(xv) ** 1.5, rtol=1e-6)
     np.testing.assert_allclose(got["lim"], xv - 128, rtol=1e-6)
+
+
+@needs_cc
+def test_let_expression():
+    x = te.placeholder((4,), name="x")
+    v = tir.Var("v", "float32")
+    y = te.compute((4,), lambda i: tir.Let(v, x[i] * 2.0, v * v + v), name="y")
+    xv = np.arange(4, dtype="float32")
+    (got,) = _run(y, [x], [xv])
+    np.testing.assert_allclose(got, (2 * xv) ** 2 + 2 * xv)
