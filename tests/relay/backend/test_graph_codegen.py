@@ -169,3 +169,19 @@ def test_tuple_parameter_raises():
     t = relay.var("t", relay.TupleType([relay.TensorType((2,)), relay.TensorType((2,))]))
     with pytest.raises(tvm.TVMError, match="parameter %t has type .*graph inputs must be tensors"):
         generate_graph(typed(relay.TupleGetItem(t, 0), t))
+
+
+def test_graph_executor_codegen_tvm_entry():
+    from ember.relay.backend import graph_executor_codegen
+
+    x = relay.var("x", shape=(4,))
+    mod = relay.transform.FuseOps(fuse_opt_level=2)(typed(relay.nn.relu(relay.exp(x)), x))
+    codegen = graph_executor_codegen.GraphExecutorCodegen(None, "llvm")
+    graph_json, lowered, params = codegen.codegen(mod, mod["main"])
+    assert params == {} and list(lowered) == ["llvm -keys=cpu"]
+    ex = graph_executor.create(graph_json, lowered["llvm -keys=cpu"], tvm.cpu(0))
+    ex.set_input("x", np.array([-1, 0, 1, 2], "float32"))
+    ex.run()
+    np.testing.assert_allclose(ex.get_output(0).numpy(), np.exp([-1, 0, 1, 2]), rtol=1e-6)
+    with pytest.raises(tvm.TVMError, match="'cuda' is not supported"):
+        graph_executor_codegen.GraphExecutorCodegen(None, "cuda")
