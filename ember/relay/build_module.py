@@ -131,7 +131,9 @@ def build(ir_mod: Any, target: Any = None, target_host: Any = None, executor: An
     ``executor`` to ``Executor("graph")``, ``runtime`` to ``Runtime("cpp")``; ``params``
     binds parameters of ``main`` by name (they become constants). The PassContext's
     opt_level chooses the optimisations. ``graph, lib, params = relay.build(...)`` still
-    works (the factory iterates as that triple).
+    works (the factory iterates as that triple). For the graph executor, ``link-params`` is
+    accepted and the params stay in the factory (loaded when an executor is created), and the
+    memory pools are ignored (they matter to AOT).
 
     Raises TargetError (a ValueError) for a target string ember does not understand, TVMError
     for a non-CPU target, an executor that cannot be built yet, or dynamic shapes with the
