@@ -196,3 +196,20 @@ def test_let_bound_programs_still_fuse():
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), np.maximum(np.exp(data) + data, 0),
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_bool_and_int_tensors(opt_level):
+    x, y = relay.var("x", shape=(5,)), relay.var("y", shape=(5,), dtype="int32")
+    b = relay.less(x, relay.const(0.0))
+    out = relay.Tuple([b, relay.where(b, relay.cast(y, "float32"), x),
+                       relay.add(y, relay.const(1, "int32"))])
+    with tvm.transform.PassContext(opt_level=opt_level):
+        factory = relay.build(tvm.IRModule.from_expr(relay.Function([x, y], out)), "llvm")
+    m = factory["default"](tvm.cpu(0))
+    xs, ys = np.array([-1, 2, -3, 4, 0], "float32"), np.arange(5, dtype="int32")
+    m.set_input(x=xs, y=ys)
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), xs < 0)
+    np.testing.assert_array_equal(m.get_output(1).numpy(), np.where(xs < 0, ys, xs))
+    np.testing.assert_array_equal(m.get_output(2).numpy(), ys + 1)
