@@ -260,3 +260,35 @@ def test_law_preserves_result(program):
               and getattr(e.op, "name", "") != "annotation.stop_fusion")
     assert 1 <= count_primitives(out) <= ops
     law(lambda: FuseOps(fuse_opt_level=0), mod, args)
+
+
+def test_projection_of_an_opaque_tuple():
+    # A field used by an elementwise op joins its group through a tuple parameter; a field
+    # read by an opaque op stays a projection in main.
+    before = """def @main(%x: Tensor[(4, 6), float32]) {
+      %0 = split(%x, indices_or_sections=2, axis=1);
+      (exp(%0.0), nn.softmax(%0.1))
+    }"""
+    mod = parse(before)
+    out = run(FuseOps(), mod)
+    assert primitive_names(out) == ["fused_split", "fused_exp", "fused_nn_softmax"]
+    exp_fn = [e for e in ember.ir.post_order(out["main"]) if isinstance(e, relay.Function)
+              and e.get_attr("func_name_hint") == "fused_exp"][0]
+    assert isinstance(exp_fn.params[0].type_annotation, relay.TupleType)
+    assert_same_result(mod, out, np.arange(24, dtype="float32").reshape(4, 6))
+
+
+def test_match_branches_fuse_inside():
+    before = """type Opt { Some(Tensor[(3), float32]), Nothing }
+    def @main(%x: Tensor[(3), float32]) {
+      %0 = exp(%x);
+      match (Some(add(%0, 1f))) {
+        Some(%y) => nn.relu(multiply(%y, %0)),
+        Nothing => negative(%0),
+      }
+    }"""
+    mod = parse(before)
+    out = run(FuseOps(), mod)
+    assert sorted(primitive_names(out)) == ["fused_add", "fused_exp", "fused_multiply_nn_relu",
+                                            "fused_negative"]
+    assert_same_result(mod, out, np.ones(3, "float32"))

@@ -113,3 +113,28 @@ def test_law_preserves_result(program):
     anf = law(ToANormalForm, mod, args)
     assert isinstance(anf["main"].body, (relay.Let, relay.Var))
     law(ToGraphNormalForm, anf, args)
+
+
+def test_anf_match_clauses_are_scopes():
+    before = """type Opt { Some(Tensor[(3), float32]), Nothing }
+    def @main(%x: Tensor[(3), float32]) {
+      %0 = exp(%x);
+      match (Some(%0)) {
+        Some(%y) => multiply(%y, %0),
+        Nothing => negative(%0),
+      }
+    }"""
+    expected = """type Opt { Some(Tensor[(3), float32]), Nothing }
+    def @main(%x: Tensor[(3), float32]) {
+      let %e = exp(%x);
+      let %s = Some(%e);
+      let %m = match (%s) {
+        Some(%y) => { let %a = multiply(%y, %e); %a },
+        Nothing => { let %b = negative(%e); %b },
+      };
+      %m
+    }"""
+    mod = parse(before)
+    out = run(ToANormalForm(), mod)
+    assert_main_equal(out, parse(expected))
+    assert_same_result(mod, out, np.ones(3, "float32"))
