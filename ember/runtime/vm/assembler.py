@@ -104,20 +104,16 @@ def parse_instruction(text: str) -> Instruction:
                             + (f" (expected {cls.TEXT})" if cls else ""))
     groups = match.groupdict()
     if cls is InvokePacked:
-        inputs, outputs = _value(Kind.REGS, groups["inputs"]), _value(Kind.REGS,
-                                                                        groups["outputs"])
-        groups = {"packed_index": groups["packed_index"], "args": inputs + outputs}
-        derived = {"output_size": len(outputs)}
-    else:
-        derived = {}
-    values = {}
-    for f, kind in zip(dataclasses.fields(cls), cls.KINDS):
-        if f.name in groups:
-            values[f.name] = _value(kind, groups[f.name])
+        inputs, outputs = (_value(Kind.REGS, groups[k]) for k in ("inputs", "outputs"))
+        return InvokePacked(_value(Kind.PACKED, groups["packed_index"]),
+                            len(inputs) + len(outputs), len(outputs), inputs + outputs)
+    values = {f.name: _value(kind, groups[f.name])
+              for f, kind in zip(dataclasses.fields(cls), cls.KINDS) if f.name in groups}
+    names = {f.name for f in dataclasses.fields(cls)}
     for name, source in _DERIVED.items():
-        if name in {f.name for f in dataclasses.fields(cls)} and name not in values:
+        if name in names and name not in values:
             values[name] = len(values[source])
-    return cls(**values, **derived)
+    return cls(**values)
 
 
 def _param_types(text: str, where: str) -> tuple[TensorInfo | None, ...]:
@@ -153,7 +149,7 @@ def parse_functions(text: str) -> list[VMFunction]:
             current["size"] = int(comment.split("=")[1])
         elif current is not None and comment.startswith("param types ="):
             current["types"] = _param_types(comment.split("=", 1)[1], where)
-        if not line:
+        if not line or line.startswith("opcode, fields"):
             continue
         header, label = _HEADER.match(line), _LABEL.match(line)
         if header:

@@ -23,7 +23,7 @@ from ..ndarray import NDArray, array
 from ..object import Object, register_object
 from ..packed_func import CPackedFunc, PackedFunc
 from . import instructions as I
-from .memory import Allocator, Storage, fast_ndarray
+from .memory import Allocator, Storage, dltensor_template, fast_ndarray
 
 Step = Callable[[list[Any]], int]
 _DLTENSOR = 7  # kTVMDLTensorHandle
@@ -136,11 +136,12 @@ def _alloc_storage(ins: I.AllocStorage, ctx: DecodeContext) -> Step:
 
 def _alloc_tensor(ins: I.AllocTensor, ctx: DecodeContext) -> Step:
     dt = DataType(ins.dtype)
-    np_dtype, shape, dl_dtype = dt.numpy_dtype, ins.shape, dt.to_dl()
+    np_dtype, shape = dt.numpy_dtype, ins.shape
     nbytes = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
     shape_arr = (ctypes.c_int64 * max(len(shape), 1))(*shape)  # shared by every tensor made here
+    templates: dict[Device, bytes] = {}
     storage_reg, offset_reg, dst = ins.storage, ins.offset, ins.dst
-    ndarray, dl_devices = np.ndarray, {}
+    ndarray = np.ndarray
 
     def step(regs: list[Any]) -> int:
         st, off = regs[storage_reg], regs[offset_reg]
@@ -148,9 +149,10 @@ def _alloc_tensor(ins: I.AllocTensor, ctx: DecodeContext) -> Step:
         if type(st) is not Storage or off < 0 or off + nbytes > st.nbytes:
             _bad_alloc(st, off, nbytes)
         dev = st.device
-        dl_dev = dl_devices.get(dev) or dl_devices.setdefault(dev, dev.to_dl())
+        template = templates.get(dev) or templates.setdefault(
+            dev, dltensor_template(shape_arr, len(shape), dev, dt))
         view = ndarray(shape, np_dtype, st.arr, off)
-        regs[dst] = fast_ndarray(view, st.ptr + off, shape_arr, dev, dl_dev, dt, dl_dtype)
+        regs[dst] = fast_ndarray(view, st.ptr + off, template, shape_arr, dev, dt)
         return 1
     return step
 

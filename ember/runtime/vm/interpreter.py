@@ -1,0 +1,343 @@
+"""The virtual machine: frames of registers, a dispatch loop, and the Relay-era VM API.
+
+On creation the VM looks every kernel up in the executable's library, and decodes every
+instruction into a step closure (``steps.py``). Running a function is then a loop over the
+current frame's steps: ``pc += steps[pc](regs)``. Calls push a frame (the caller's steps,
+registers, return pc and destination register) on a Python list, so VM recursion never
+recurses in Python. An error anywhere is re-raised as a VMError that says which instruction
+of which function failed and the chain of calls that led there.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..container import ADT, tuple_object
+from ..device import Device
+from ..errors import TVMError
+from ..module import Module
+from ..ndarray import NDArray, array
+from ..packed_func import PackedFunc, as_packed_func
+from ..time_eval import BenchmarkResult, time_evaluator
+from . import instructions as I
+from .executable import Executable, ExecutableModule
+from .memory import Allocator, make_allocator
+from .program import TensorInfo, VMFunction
+from .steps import DecodeContext, Step, VMClosure, decode
+
+
+class VMError(TVMError):
+    """An error while running VM code; the message names the instruction and the calls."""
+
+
+class VirtualMachine(Module):
+    """Runs an Executable: ``VirtualMachine(exe, ember.cpu()).invoke("main", x, y)``.
+
+    ``memory_cfg`` is "pooled" (default: storage is reused between runs), "naive" or an
+    Allocator, e.g. one shared between VMs. Arguments may be NDArrays, numpy arrays, Python
+    scalars (int -> int32, float -> float32, bool), tuples/lists (-> ADT tuples) or ADTs.
+    """
+
+    type_key = "VirtualMachine"
+    max_call_depth = 100_000
+
+    def __init__(self, exe: "Executable | Module", device: "Device | Sequence[Device]",
+                 memory_cfg: "str | Allocator | None" = None) -> None:
+        super().__init__()
+        if isinstance(exe, ExecutableModule):
+            exe = Executable(exe)
+        if not isinstance(exe, Executable):
+            raise TypeError(f"VirtualMachine: expected an Executable, got {type(exe).__name__}")
+        self.exe = exe
+        self.device = _cpu_device(device)
+        self.allocator = make_allocator(memory_cfg)
+        prog = exe._program
+        for i, dev in enumerate(prog.virtual_devices):
+            if dev.device_type != self.device.device_type:
+                raise TVMError(f"VirtualMachine: virtual device {i} is {dev}, but ember runs "
+                               "on the CPU only")
+        self._functions: list[VMFunction] = list(prog.functions)
+        self._index = {f.name: i for i, f in enumerate(self._functions)}
+        kernels = [self._find_kernel(i, name) for i, name in enumerate(prog.primitive_ops)]
+        self._ctx = DecodeContext(kernels, list(prog.primitive_ops), list(prog.constants),
+                                  [self.device] * len(prog.virtual_devices), self.allocator)
+        self._steps: list[list[Step | None]] = [
+            [self._decode(ins, func, pc) for pc, ins in enumerate(func.instructions)]
+            for func in self._functions]
+        self._inputs: dict[str, list[Any]] = {}
+        self._outputs: Any = None
+
+    def _find_kernel(self, index: int, name: str) -> PackedFunc:
+        lib = self.exe.lib
+        func = lib._find(name, True) if lib is not None else None
+        if func is None:
+            where = f"the kernel library {lib!r}" if lib is not None else "a kernel library " \
+                "(the executable has none)"
+            raise TVMError(f"VirtualMachine: kernel {name!r} (PackedFunc[{index}]) not found in "
+                           f"{where}")
+        return func
+
+    def _decode(self, ins: I.Instruction, func: VMFunction, pc: int) -> Step | None:
+        try:
+            return decode(ins, self._ctx)
+        except TVMError as err:
+            raise TVMError(f"VirtualMachine: functions[{func.name!r}].instructions[{pc}] "
+                           f"({ins}): {err}") from None
+
+    # -- running --------------------------------------------------------------------------------
+    def _execute(self, func_index: int, args: Sequence[Any]) -> Any:
+        """Run function ``func_index`` on ``args`` (already checked) and return its result."""
+        funcs, all_steps = self._functions, self._steps
+        steps, regs = all_steps[func_index], [None] * funcs[func_index].register_file_size
+        regs[:len(args)] = args
+        frames: list[tuple[int, list[Step | None], list[Any], int, int]] = []
+        pc = 0
+        ret, invoke, invoke_closure = I.Ret, I.Invoke, I.InvokeClosure
+        try:
+            while True:
+                step = steps[pc]
+                if step is not None:
+                    pc += step(regs)
+                    continue
+                ins = funcs[func_index].instructions[pc]
+                kind = type(ins)
+                if kind is ret:
+                    value = regs[ins.result]
+                    if not frames:
+                        return value
+                    func_index, steps, regs, pc, dst = frames.pop()
+                    regs[dst] = value
+                    continue
+                if kind is invoke:
+                    callee, args = ins.func_index, [regs[r] for r in ins.args]
+                elif kind is invoke_closure:
+                    callee, args = self._closure_call(regs[ins.closure], ins.args, regs)
+                else:
+                    raise VMError(f"fatal instruction reached in functions["
+                                  f"{funcs[func_index].name!r}].instructions[{pc}] (no match "
+                                  "clause applied, or the program marked this path invalid)")
+                if len(frames) >= self.max_call_depth:
+                    raise VMError(f"call depth exceeds {self.max_call_depth} frames (runaway "
+                                  "recursion?); raise VirtualMachine.max_call_depth if needed")
+                frames.append((func_index, steps, regs, pc + 1, ins.dst))
+                func_index, steps, pc = callee, all_steps[callee], 0
+                regs = [None] * funcs[callee].register_file_size
+                regs[:len(args)] = args
+        except VMError:
+            raise
+        except Exception as err:
+            raise VMError(self._context(err, func_index, pc, regs, frames)) from err
+
+    def _closure_call(self, clo: Any, arg_regs: tuple[int, ...], regs: list[Any]
+                      ) -> tuple[int, list[Any]]:
+        if type(clo) is not VMClosure:
+            raise TVMError(f"invoke_closure: expected a closure, got "
+                           f"{type(clo).__name__ if clo is not None else 'an empty register'}")
+        args = [*clo.free_vars, *(regs[r] for r in arg_regs)]
+        callee = self._functions[clo.func_index]
+        if len(args) != callee.arity:
+            raise TVMError(f"invoke_closure: function {callee.name!r} takes {callee.arity} "
+                           f"arguments, the closure gives {len(clo.free_vars)} captured + "
+                           f"{len(arg_regs)} passed")
+        return clo.func_index, args
+
+    def _context(self, err: Exception, func_index: int, pc: int, regs: list[Any],
+                 frames: list[tuple[Any, ...]]) -> str:
+        func = self._functions[func_index]
+        ins = func.instructions[pc]
+        msg = str(err) if isinstance(err, TVMError) else f"{type(err).__name__}: {err}"
+        lines = [msg, f"  while executing functions[{func.name!r}].instructions[{pc}]: {ins}"]
+        if isinstance(ins, I.InvokePacked):
+            lines[-1] += f"  (kernel {self._ctx.kernel_names[ins.packed_index]!r})"
+        for r in dict.fromkeys(ins.reads()):
+            lines.append(f"    ${r} = {_summary(regs[r])}")
+        for caller, _, _, ret_pc, _ in reversed(frames):
+            lines.append(f"  called from functions[{self._functions[caller].name!r}]."
+                         f"instructions[{ret_pc - 1}]")
+        return "\n".join(lines)
+
+    # -- arguments ------------------------------------------------------------------------------
+    def _prepare(self, func_name: str, args: Sequence[Any]) -> tuple[int, list[Any]]:
+        index = self._index.get(func_name)
+        if index is None:
+            raise TVMError(f"invoke: no function {func_name!r}; the executable has "
+                           f"{', '.join(repr(n) for n in self._index)}")
+        func = self._functions[index]
+        if len(args) != func.arity:
+            raise TVMError(f"invoke({func_name!r}): expected {func.arity} arguments "
+                           f"({', '.join(func.params)}), got {len(args)}")
+        values = [_to_value(a, f"invoke({func_name!r}): argument {i} ({func.params[i]})")
+                  for i, a in enumerate(args)]
+        for i, (value, ty) in enumerate(zip(values, func.param_types)):
+            if ty is not None and not (isinstance(value, NDArray) and ty.matches(value)):
+                raise TVMError(f"invoke({func_name!r}): argument {i} ({func.params[i]}): "
+                               f"expected {ty}, got {_summary(value)}")
+        return index, values
+
+    def _bind(self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """Positional and named arguments in parameter order (names fill their slots, the
+        positional ones fill the rest in order), as in the Relay-era ``set_input``."""
+        func = self._functions[self._function_index(func_name)]
+        slots: list[Any] = [_UNSET] * func.arity
+        for name, value in kwargs.items():
+            if name not in func.params:
+                raise TVMError(f"set_input({func_name!r}): no parameter named {name!r}; its "
+                               f"parameters are {', '.join(map(repr, func.params)) or '(none)'}")
+            slots[func.params.index(name)] = value
+        free = [i for i, v in enumerate(slots) if v is _UNSET]
+        if len(args) != len(free):
+            raise TVMError(f"set_input({func_name!r}): expected {func.arity} inputs "
+                           f"({', '.join(func.params)}), got {len(args)} positional and "
+                           f"{len(kwargs)} named")
+        for i, value in zip(free, args):
+            slots[i] = value
+        return slots
+
+    def _function_index(self, func_name: str) -> int:
+        if func_name not in self._index:
+            raise TVMError(f"no function {func_name!r} in the executable; it has "
+                           f"{', '.join(repr(n) for n in self._index)}")
+        return self._index[func_name]
+
+    # -- the Relay-era API ---------------------------------------------------------------------
+    def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
+        """Store the inputs of ``func_name`` for ``invoke``/``invoke_stateful`` without args."""
+        self._inputs[func_name] = self._bind(func_name, args, kwargs)
+
+    def set_one_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
+        """Set one input: ``set_one_input("main", "x", value)`` (or an index), or
+        ``set_one_input("main", x=value)``."""
+        func = self._functions[self._function_index(func_name)]
+        if kwargs and not args and len(kwargs) == 1:
+            ((key, value),) = kwargs.items()
+        elif len(args) == 2 and not kwargs:
+            key, value = args
+        else:
+            raise TVMError("set_one_input: pass (name_or_index, value) or one name=value")
+        index = key if isinstance(key, int) else self.get_input_index(key, func_name)
+        if not 0 <= index < func.arity:
+            raise TVMError(f"set_one_input({func_name!r}): no input {key!r}; its parameters "
+                           f"are {', '.join(map(repr, func.params))}")
+        inputs = self._inputs.setdefault(func_name, [_UNSET] * func.arity)
+        inputs[index] = value
+
+    def _stored_inputs(self, func_name: str) -> list[Any]:
+        inputs = self._inputs.get(func_name)
+        func = self._functions[self._function_index(func_name)]
+        if inputs is None and func.arity == 0:
+            return []
+        missing = [func.params[i] for i, v in enumerate(inputs or [_UNSET] * func.arity)
+                   if v is _UNSET]
+        if missing:
+            raise TVMError(f"invoke({func_name!r}): inputs not set: {', '.join(missing)} "
+                           "(pass them, or call set_input first)")
+        return inputs  # type: ignore[return-value]
+
+    def invoke(self, func_name: str, *args: Any, **kwargs: Any) -> Any:
+        """Run ``func_name`` and return its result (NDArray, ADT or closure). Arguments
+        given here are stored as with ``set_input``; without any, the stored ones are used."""
+        if args or kwargs:
+            self.set_input(func_name, *args, **kwargs)
+        return self._execute(*self._prepare(func_name, self._stored_inputs(func_name)))
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """``invoke("main", ...)``."""
+        return self.invoke("main", *args, **kwargs)
+
+    def invoke_stateful(self, func_name: str, *args: Any, **kwargs: Any) -> None:
+        """Run ``func_name`` on the stored inputs and keep the result for ``get_outputs``."""
+        self._outputs = None  # let the previous result's storage go back to the pool first
+        self._outputs = self.invoke(func_name, *args, **kwargs)
+
+    def get_outputs(self) -> list[Any]:
+        """The outputs of the last ``invoke_stateful``: an ADT result's fields, else [result]."""
+        if self._outputs is None:
+            raise TVMError("get_outputs: no outputs yet; call invoke_stateful first")
+        return list(self._outputs.fields) if type(self._outputs) is ADT else [self._outputs]
+
+    def get_num_outputs(self) -> int:
+        return len(self.get_outputs())
+
+    def get_output(self, index: int) -> Any:
+        outputs = self.get_outputs()
+        if not 0 <= index < len(outputs):
+            raise IndexError(f"get_output: index {index} out of range ({len(outputs)} outputs)")
+        return outputs[index]
+
+    def get_input_index(self, input_name: str, func_name: str = "main") -> int:
+        """The position of parameter ``input_name`` of ``func_name``, or -1."""
+        params = self._functions[self._function_index(func_name)].params
+        return params.index(input_name) if input_name in params else -1
+
+    def benchmark(self, device: Device, *args: Any, func_name: str = "main", repeat: int = 5,
+                  number: int = 5, min_repeat_ms: int | None = None, end_to_end: bool = False,
+                  cooldown_interval_ms: int = 0, repeats_to_cooldown: int = 1,
+                  **kwargs: Any) -> BenchmarkResult:
+        """Time ``invoke_stateful(func_name)``: ``repeat`` measurements, each the mean of
+        ``number`` runs (grown until a measurement lasts ``min_repeat_ms``). Inputs given here
+        are set first; ``end_to_end`` changes nothing on the CPU."""
+        if args or kwargs:
+            self.set_input(func_name, *args, **kwargs)
+        timer = time_evaluator(lambda: self.invoke_stateful(func_name), device, number, repeat,
+                               min_repeat_ms or 0, cooldown_interval_ms, repeats_to_cooldown)
+        return timer()
+
+    # -- Module interface -----------------------------------------------------------------------
+    _EXPORTED = ("invoke", "run", "set_input", "set_one_input", "invoke_stateful",
+                 "get_output", "get_num_outputs", "get_input_index", "get_outputs")
+
+    def _get_local(self, name: str) -> PackedFunc | None:
+        return as_packed_func(getattr(self, name), name) if name in self._EXPORTED else None
+
+    def __repr__(self) -> str:
+        return f"VirtualMachine({self.exe!r}, {self.device})"
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET = _Unset()
+
+
+def _cpu_device(device: "Device | Sequence[Device]") -> Device:
+    devices = [device] if isinstance(device, Device) else list(device)
+    if not devices or not all(isinstance(d, Device) for d in devices):
+        raise TypeError(f"VirtualMachine: device must be a Device or a list of them, got "
+                        f"{device!r}")
+    for d in devices:
+        d.check_supported()
+    return devices[0]
+
+
+_SCALAR_DTYPES = ((bool, "bool"), (int, "int32"), (float, "float32"))
+
+
+def _to_value(arg: Any, where: str) -> Any:
+    """An argument as a VM value: NDArray, ADT or closure (numbers and arrays are copied)."""
+    if isinstance(arg, (NDArray, ADT, VMClosure)):
+        return arg
+    if isinstance(arg, np.ndarray):
+        try:
+            return array(arg)
+        except TypeError as err:
+            raise TypeError(f"{where}: {err}") from None
+    for kind, dtype in _SCALAR_DTYPES:
+        if isinstance(arg, kind):
+            return array(np.array(arg, dtype=dtype))
+    if isinstance(arg, np.generic):
+        return array(np.asarray(arg))
+    if isinstance(arg, (tuple, list)):
+        return tuple_object([_to_value(a, f"{where}[{i}]") for i, a in enumerate(arg)])
+    raise TypeError(f"{where}: cannot pass a {type(arg).__name__} to the VM (expected an "
+                    "NDArray, numpy array, number, tuple/list or ADT)")
+
+
+def _summary(value: Any) -> str:
+    if isinstance(value, NDArray):
+        return str(TensorInfo(value.dtype, value.shape)).replace("?", "-1")
+    if isinstance(value, ADT):
+        return f"ADT(tag={value.tag}, {len(value.fields)} fields)"
+    return "an empty register" if value is None else repr(value)
