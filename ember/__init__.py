@@ -54,7 +54,9 @@ _LAZY = {
 # name -> (module path, attribute): compiler-side names re-exported at the top level.
 _LAZY_ATTRS = {
     "IRModule": ("ember.ir", "IRModule"),
-    "build": ("ember.relay", "build"),
+    # tvm.build / tvm.lower are the schedule-level entries (relay.build builds models).
+    "build": ("ember.tir", "build"),
+    "lower": ("ember.tir", "lower"),
 }
 
 
