@@ -6,33 +6,20 @@ Everything that needs a C compiler (or make) skips with the reason when there is
 from __future__ import annotations
 
 import ctypes
+import os
 import shlex
 import shutil
-import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from ember.contrib import cc
-from ember.micro import get_crt_include_dirs, get_standalone_crt_dir
 
-CRT_DIR = Path(get_standalone_crt_dir())
-CORE_SOURCES = sorted(CRT_DIR.glob("src/*/*.c"))
-HOST_PLATFORM = CRT_DIR / "platform" / "host" / "platform.c"
-STRICT = ["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O2"]
-
-
-def include_flags() -> list[str]:
-    return [f"-I{d}" for d in get_crt_include_dirs()]
-
-
-def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    """Run a build command; fail the test with the command line and stderr if it fails."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if proc.returncode != 0:
-        pytest.fail(f"command failed ({proc.returncode}): {shlex.join(cmd)}\n{proc.stderr}")
-    return proc
+# the shared helper sits beside this file (also under --import-mode=importlib)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _crt_testlib import CORE_SOURCES, CRT_DIR, HOST_PLATFORM, STRICT, include_flags, run
 
 
 @pytest.fixture(scope="session")
@@ -60,18 +47,20 @@ def crt_lib(cc_argv: list[str], tmp_path_factory: pytest.TempPathFactory) -> Pat
 @pytest.fixture(scope="session")
 def build_program(cc_argv: list[str], crt_lib: Path,
                   tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
-    """``build_program(name, {"file.c": text, ...}, flags=[...])`` -> an executable linked
-    with the host platform and libembercrt.a."""
+    """``build_program(name, {"file.c": text, ...}, flags=(...), strict=True)`` -> an
+    executable linked with the host platform and libembercrt.a. ``strict`` compiles with
+    -pedantic -Wall -Wextra -Werror (code not written for these tests may not pass them)."""
 
-    def build(name: str, sources: dict[str, str], flags: tuple[str, ...] = ()) -> Path:
+    def build(name: str, sources: dict[str, str], flags: tuple[str, ...] = (),
+              strict: bool = True) -> Path:
         out = tmp_path_factory.mktemp(name)
         paths = []
         for fname, text in sources.items():
             (out / fname).write_text(text)
             paths.append(str(out / fname))
         exe = out / name
-        run([*cc_argv, *STRICT, *include_flags(), *flags, *paths,
-             str(crt_lib / "platform_host.o"), str(crt_lib / "libembercrt.a"),
+        run([*cc_argv, *(STRICT if strict else ["-std=c99", "-O2"]), *include_flags(), *flags,
+             *paths, str(crt_lib / "platform_host.o"), str(crt_lib / "libembercrt.a"), "-lm",
              "-o", str(exe)])
         return exe
 

@@ -23,6 +23,10 @@ def _lines(stdout: str) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in stdout.splitlines() if ": " in line)
 
 
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60)
+
+
 def _expected_output() -> list[float]:
     i = np.arange(N, dtype=np.float32)
     return list(np.maximum((i - 8) + np.float32(0.25) * i, 0))
@@ -37,7 +41,7 @@ def model_exe(build_program) -> Path:
 @pytest.fixture(scope="module")
 def model_out(model_exe: Path) -> dict[str, str]:
     """The labelled lines of one normal run of the program (which must exit 0)."""
-    proc = subprocess.run([str(model_exe)], capture_output=True, text=True, timeout=60)
+    proc = _run(str(model_exe))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.rstrip().endswith("done")
     return _lines(proc.stdout)
@@ -45,7 +49,7 @@ def model_out(model_exe: Path) -> dict[str, str]:
 
 def test_generated_code_includes_only_the_backend_headers():
     includes = re.findall(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', _sources("model.c")["model.c"],
-                          re.M)
+                          re.MULTILINE)
     assert includes == ["ember/c_backend_api.h", "ember/c_packed_func.h"]
 
 
@@ -102,7 +106,7 @@ def test_workspace_misuse_is_an_error_code_not_a_crash(model_out):
 
 
 def test_overrun_of_a_workspace_block_calls_the_platform_abort(model_exe):
-    proc = subprocess.run([str(model_exe), "overrun"], capture_output=True, text=True, timeout=60)
+    proc = _run(str(model_exe), "overrun")
     assert proc.returncode == 70  # platform/host/platform.c's abort status
     assert "unreachable" not in proc.stdout
     assert proc.stderr.startswith("TVMPlatformAbort: kTvmErrorPlatformWorkspaceCorrupted "
@@ -153,5 +157,5 @@ def test_application_may_replace_the_workspace_functions(build_program):
     sources = _sources("model.c", "registry.c")
     sources["own_workspace.c"] = OWN_WORKSPACE
     exe = build_program("own_workspace", sources)
-    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    proc = _run(str(exe))
     assert proc.stdout.strip() == "rc=0 allocs=2 top=0 out=0 0 1 3"

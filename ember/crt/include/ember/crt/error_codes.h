@@ -32,7 +32,7 @@ enum {
   kTvmErrorNoError = 0,
 
   /* platform: the runtime cannot go on; TVMPlatformAbort receives one of these */
-  kTvmErrorPlatformCheckFailure = EMBER_CRT_ERROR(kTvmErrorCategoryPlatform, 0),
+  kTvmErrorPlatformCheckFailure = EMBER_CRT_ERROR(kTvmErrorCategoryPlatform, 0), /* for apps */
   kTvmErrorPlatformWorkspaceCorrupted = EMBER_CRT_ERROR(kTvmErrorCategoryPlatform, 1),
 
   /* workspace: TVMBackendAllocWorkspace / TVMBackendFreeWorkspace / ember_crt_init */

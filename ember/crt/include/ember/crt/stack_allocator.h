@@ -67,7 +67,10 @@ tvm_crt_error_t ember_stack_allocator_free(EmberStackAllocator* alloc, void* ptr
 /*! \brief Drop every live block at once (after a failed run); the peak is kept. */
 void ember_stack_allocator_reset(EmberStackAllocator* alloc);
 
-/*! \brief The largest nbytes that ember_stack_allocator_alloc would accept now. */
+/*!
+ * \brief The largest nbytes that ember_stack_allocator_alloc would accept now; 0 also when
+ * not even a 0-byte block fits (its header needs room too).
+ */
 size_t ember_stack_allocator_available(const EmberStackAllocator* alloc);
 
 /*! \brief Current usage. */
