@@ -32,3 +32,22 @@ from .time_eval import BenchmarkResult  # noqa: F401,E402
 # The executors' run side; importing executor_factory registers the loaders that rebuild a
 # factory from an exported library (runtime.module.loadbinary_GraphExecutorFactory).
 from . import executor_factory, profiling  # noqa: F401,E402
+
+
+# The VM (tvm.runtime.vm, tvm.runtime.profiler_vm) is imported on first use; its loader is
+# registered now, so load_module can rebuild an exported VM executable before that.
+def _load_vm_exec(data: bytes) -> "Module":
+    from .vm.executable import _load_binary
+
+    return _load_binary(data)
+
+
+register_func("runtime.module.loadbinary_vm_exec", _load_vm_exec, override=True)
+
+
+def __getattr__(name: str) -> object:
+    if name in ("vm", "profiler_vm"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

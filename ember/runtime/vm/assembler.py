@@ -25,7 +25,7 @@ highest register used. ``# param types = float32[3], -`` declares parameter type
 """
 from __future__ import annotations
 
-import dataclasses
+import functools
 import re
 from typing import Any, Iterable
 
@@ -74,16 +74,15 @@ _LABEL = re.compile(r"^([A-Za-z_][\w.]*):$")
 _TYPE = re.compile(r"^(\w+)\[([^\]]*)\]$")
 
 
+@functools.cache
 def _pattern(cls: type[Instruction]) -> re.Pattern[str]:
-    kinds = {f.name: k for f, k in zip(dataclasses.fields(cls), cls.KINDS)}
+    """The regex of ``cls.TEXT``, one named group per operand (compiled on first use)."""
+    kinds = dict(zip(cls.FIELDS, cls.KINDS))
     kinds.update(inputs=Kind.REGS, outputs=Kind.REGS)  # InvokePacked's text
     parts = re.split(r"\{(\w+)\}", cls.TEXT)
     regex = "".join(r"\s*".join(re.escape(w) for w in p.split(" ")) if i % 2 == 0
                     else f"(?P<{p}>{_OPERAND[kinds[p]]})" for i, p in enumerate(parts))
     return re.compile("^" + regex + "$")
-
-
-_PATTERNS = {name: _pattern(cls) for name, cls in BY_MNEMONIC.items()}
 
 
 def _value(kind: Kind, text: str) -> Any:
@@ -98,7 +97,7 @@ def parse_instruction(text: str) -> Instruction:
     """One instruction from its text form (jump labels left as ``"@name"`` strings)."""
     text = text.strip()
     cls = BY_MNEMONIC.get(text.split(" ", 1)[0])
-    match = _PATTERNS[cls.mnemonic].match(text) if cls else None
+    match = _pattern(cls).match(text) if cls else None
     if cls is None or match is None:
         raise AssemblyError(f"not an instruction: {text!r}"
                             + (f" (expected {cls.TEXT})" if cls else ""))
@@ -107,11 +106,10 @@ def parse_instruction(text: str) -> Instruction:
         inputs, outputs = (_value(Kind.REGS, groups[k]) for k in ("inputs", "outputs"))
         return InvokePacked(_value(Kind.PACKED, groups["packed_index"]),
                             len(inputs) + len(outputs), len(outputs), inputs + outputs)
-    values = {f.name: _value(kind, groups[f.name])
-              for f, kind in zip(dataclasses.fields(cls), cls.KINDS) if f.name in groups}
-    names = {f.name for f in dataclasses.fields(cls)}
+    values = {name: _value(kind, groups[name])
+              for name, kind in zip(cls.FIELDS, cls.KINDS) if name in groups}
     for name, source in _DERIVED.items():
-        if name in names and name not in values:
+        if name in cls.FIELDS and name not in values:
             values[name] = len(values[source])
     return cls(**values)
 
@@ -175,13 +173,12 @@ def _build(state: dict[str, Any]) -> VMFunction:
     code: list[Instruction] = []
     for pc, (ins, where) in enumerate(state["code"]):
         changes = {}
-        for f, kind in zip(dataclasses.fields(ins), ins.KINDS):
-            value = getattr(ins, f.name)
+        for name, kind, value in ins.operands():
             if kind is Kind.JUMP and isinstance(value, str):
                 if value[1:] not in state["labels"]:
                     raise AssemblyError(f"{where}: unknown label {value}")
-                changes[f.name] = state["labels"][value[1:]] - pc
-        code.append(dataclasses.replace(ins, **changes) if changes else ins)
+                changes[name] = state["labels"][value[1:]] - pc
+        code.append(ins.replace(**changes) if changes else ins)
     used = [r for ins in code for r in (*ins.reads(), *ins.writes())]
     size = state["size"] if state["size"] is not None else max([len(state["params"]) - 1, *used],
                                                                 default=-1) + 1
