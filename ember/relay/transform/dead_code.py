@@ -76,35 +76,42 @@ class _Liveness:
         self.live: set[Var] = set()
         self.uses: dict[Var, int] = {}
         self.nested_use: set[Var] = set()  # used inside a function literal below the let
-        pending: dict[Var, tuple[RelayExpr, Function]] = {}
+        self.owners = owners
+        self.pending: dict[Var, tuple[RelayExpr, Function]] = {}
+        self.stack: list[tuple[RelayExpr, Function]] = []
         seen: set[int] = set()
-        stack: list[tuple[RelayExpr, Function]] = [(func.body, func)]
-        while stack:
-            node, owner = stack.pop()
-            if id(node) in seen:
+        self.use(func.body, func)
+        while self.stack:
+            node, owner = self.stack.pop()
+            if id(node) in seen or is_primitive(node):
                 continue
             seen.add(id(node))
             if isinstance(node, Let):
-                stack.append((node.body, owner))
+                self.use(node.body, owner)
                 if node.var in self.live or not (ignore_impurity or purity.pure(node.value)):
                     self.live.add(node.var)
-                    stack.append((node.value, owner))
-                else:
-                    pending[node.var] = (node.value, owner)
-                continue
-            if is_primitive(node):
+                    self.use(node.value, owner)
+                else:  # walked once something live reads the variable
+                    self.pending[node.var] = (node.value, owner)
                 continue
             inner = node if isinstance(node, Function) else owner
             for c in _kids(node):
-                if isinstance(c, Var) and not (isinstance(node, Function) and c in node.params):
-                    self.uses[c] = self.uses.get(c, 0) + 1
-                    if inner is not owners.get(c, inner):
-                        self.nested_use.add(c)
-                    if c not in self.live:
-                        self.live.add(c)
-                        if c in pending:
-                            stack.append(pending.pop(c))
-                stack.append((c, inner))
+                if not (isinstance(node, Function) and c in node.params):
+                    self.use(c, inner)
+
+    def use(self, e: RelayExpr, owner: Function) -> None:
+        """An edge from live code to ``e`` (inside function literal ``owner``)."""
+        while True:
+            self.stack.append((e, owner))
+            if not isinstance(e, Var):
+                return
+            self.uses[e] = self.uses.get(e, 0) + 1
+            if owner is not self.owners.get(e, owner):
+                self.nested_use.add(e)
+            self.live.add(e)
+            if e not in self.pending:
+                return
+            e, owner = self.pending.pop(e)  # its value is live now (maybe a variable too)
 
 
 class _Eliminator(PostOrderRewriter):

@@ -81,6 +81,22 @@ def test_recursive_global_calls_are_pure_when_their_bodies_are():
     assert_main_equal(run(DeadCodeElimination(), before), "def @main(%x: int32) { %x }")
 
 
+def test_let_chain_ending_in_a_variable():
+    before = """def @main(%x: Tensor[(3), float32]) {
+      let %a = exp(%x);
+      let %b = %a;
+      let %dead = negative(%b);
+      %b
+    }"""
+    assert_main_equal(run(DeadCodeElimination(), before), """def @main(%x: Tensor[(3), float32]) {
+      let %a = exp(%x);
+      let %b = %a;
+      %b
+    }""")
+    assert_main_equal(run(DeadCodeElimination(inline_once=True), before),
+                      "def @main(%x: Tensor[(3), float32]) { exp(%x) }")
+
+
 def test_graph_form_untouched_and_opt_level():
     before = "def @main(%x: Tensor[(3), float32]) { nn.relu(exp(%x)) }"
     assert_main_equal(run(DeadCodeElimination(), before), before)

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 import ember
 from ember import relay
 from ember.ir import IRModule, structural_equal
-from ember.relay.transform import FuseOps, InferType, ToANormalForm, ToGraphNormalForm
+from ember.relay.transform import (DeadCodeElimination, FuseOps, InferType, ToANormalForm,
+                                   ToGraphNormalForm)
 
 
 def test_anf_binds_every_value_and_scopes_branches():
@@ -104,6 +105,8 @@ def test_long_chain_no_recursion_limit():
     anf = ToANormalForm()(mod)
     back = ToGraphNormalForm()(anf)
     assert structural_equal(back["main"], mod["main"])
+    inlined = DeadCodeElimination(inline_once=True)(anf)  # a chain: every value used once
+    assert structural_equal(inlined["main"], mod["main"])
 
 
 @settings(max_examples=30, deadline=None)
