@@ -56,6 +56,10 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = "c",
     from ..runtime.module import CSourceModule
 
     code = generate_c(funcs)
+    if len(funcs) == 1:
+        # A one-function module is callable directly (mod(*args)), as TVM's: the loader reads
+        # the entry's name from the __tvm_main__ string.
+        code += f'\n/* entry function of this module */\nconst char __tvm_main__[] = "{funcs[0].name}";\n'
     _debug(funcs, code)
     return CSourceModule(code, "c", [f.name for f in funcs])
 
