@@ -43,3 +43,9 @@ def allclose() -> Callable[..., None]:
         assert_allclose(actual, want, **tolerance(dtype or want.dtype))
 
     return check
+
+
+def pytest_addoption(parser: Any) -> None:
+    # Here, not in tests/tir/conftest.py: options must be known when pytest starts from the root.
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite the golden generated-C files under tests/tir/golden")

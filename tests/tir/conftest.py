@@ -7,14 +7,6 @@ from typing import Any
 import pytest
 
 
-def pytest_addoption(parser: Any) -> None:
-    try:
-        parser.addoption("--update-golden", action="store_true", default=False,
-                         help="rewrite the golden generated-C files under tests/tir/golden")
-    except ValueError:  # already added by another conftest
-        pass
-
-
 @pytest.fixture
 def update_golden(request: Any) -> bool:
     """True under ``--update-golden`` (or EMBER_UPDATE_GOLDEN=1)."""
