@@ -25,7 +25,7 @@ from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ._rewrite import _kids, infer, is_primitive, map_functions, post_order, rebuild
 
-__all__ = ["ToANormalForm", "to_a_normal_form"]
+__all__ = ["ToANormalForm", "ToANormalFormExpr", "to_a_normal_form"]
 
 
 @dataclass(eq=False)
@@ -145,6 +145,9 @@ def to_a_normal_form(expr: RelayExpr) -> RelayExpr:
         return Function(expr.params, body, expr.ret_type, expr.type_params, expr.attrs,
                         span=expr.span)
     return _Converter(expr).run(expr)
+
+
+ToANormalFormExpr = to_a_normal_form  # TVM's name for the expression-level conversion
 
 
 @dataclass(frozen=True)
