@@ -53,7 +53,7 @@ def _symbols(objs: list[Path], undefined: bool) -> set[str]:
     flag = ["-u"] if undefined else ["--defined-only"]
     text = run([nm, *flag, *map(str, objs)]).stdout
     names = {line.split()[-1] for line in text.splitlines() if line.strip() and ":" not in line}
-    return {n.lstrip("_") if sys.platform == "darwin" else n for n in names}
+    return {n.removeprefix("_") if sys.platform == "darwin" else n for n in names}
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
@@ -96,7 +96,6 @@ def test_makefile_builds_the_static_library(crt_lib):
     members = set(run([ar, "t", str(crt_lib / "libembercrt.a")]).stdout.split())
     assert members == {f"{src.stem}.o" for src in CORE_SOURCES}
     assert (crt_lib / "platform_host.o").is_file()
-    assert not (CRT_DIR / "build").exists()  # nothing was written into the package
 
 
 def test_a_bad_config_value_fails_the_build(cc_argv, tmp_path):

@@ -23,7 +23,7 @@ static int same_name(const char* a, const char* b) {
 
 static tvm_crt_error_t bad_entry(const EmberFuncRegistry* reg, uint32_t index, const char* what) {
   ember_crt_error(kTvmErrorFunctionRegistryInvalid, "ember_crt_register_func_registry: ");
-  ember_crt_error_append_name(reg->module_name, 64);
+  ember_crt_error_append_name(reg->module_name, EMBER_CRT_MAX_NAME_LENGTH);
   ember_crt_error_append(" entry ");
   ember_crt_error_append_u64(index);
   ember_crt_error_append(what);
@@ -46,7 +46,7 @@ static tvm_crt_error_t validate(const EmberFuncRegistry* reg) {
     for (j = 0; j < i; ++j) {
       if (same_name(reg->funcs[j].name, e->name)) {
         ember_crt_error(kTvmErrorFunctionRegistryDuplicate, "ember_crt_register_func_registry: ");
-        ember_crt_error_append_name(reg->module_name, 64);
+        ember_crt_error_append_name(reg->module_name, EMBER_CRT_MAX_NAME_LENGTH);
         ember_crt_error_append(" has two functions named ");
         ember_crt_error_append_name(e->name, EMBER_CRT_MAX_NAME_LENGTH);
         return kTvmErrorFunctionRegistryDuplicate;
@@ -70,7 +70,7 @@ tvm_crt_error_t ember_crt_register_func_registry(const EmberFuncRegistry* regist
   if (rc != kTvmErrorNoError) return rc;
   if (g_num_registries == EMBER_CRT_MAX_FUNC_REGISTRIES) {
     ember_crt_error(kTvmErrorFunctionRegistryFull, "ember_crt_register_func_registry: cannot add ");
-    ember_crt_error_append_name(registry->module_name, 64);
+    ember_crt_error_append_name(registry->module_name, EMBER_CRT_MAX_NAME_LENGTH);
     ember_crt_error_append(": all ");
     ember_crt_error_append_u64(EMBER_CRT_MAX_FUNC_REGISTRIES);
     ember_crt_error_append(" slots are taken (raise EMBER_CRT_MAX_FUNC_REGISTRIES)");
