@@ -175,21 +175,22 @@ class VirtualMachine(Module):
                                f"expected {ty}, got {_summary(value)}")
         return index, values
 
-    def _bind(self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+    def _bind(self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any],
+              caller: str = "set_input") -> list[Any]:
         """Positional and named arguments in parameter order (names fill their slots, the
         positional ones fill the rest in order), as in the Relay-era ``set_input``."""
         func = self._functions[self._function_index(func_name)]
         slots: list[Any] = [_UNSET] * func.arity
         for name, value in kwargs.items():
             if name not in func.params:
-                raise TVMError(f"set_input({func_name!r}): no parameter named {name!r}; its "
+                raise TVMError(f"{caller}({func_name!r}): no parameter named {name!r}; its "
                                f"parameters are {', '.join(map(repr, func.params)) or '(none)'}")
             slots[func.params.index(name)] = value
         free = [i for i, v in enumerate(slots) if v is _UNSET]
         if len(args) != len(free):
-            raise TVMError(f"set_input({func_name!r}): expected {func.arity} inputs "
-                           f"({', '.join(func.params)}), got {len(args)} positional and "
-                           f"{len(kwargs)} named")
+            named = f" and {len(kwargs)} named" if kwargs else ""
+            raise TVMError(f"{caller}({func_name!r}): expected {func.arity} arguments "
+                           f"({', '.join(func.params)}), got {len(args)}{named}")
         for i, value in zip(free, args):
             slots[i] = value
         return slots
@@ -238,7 +239,7 @@ class VirtualMachine(Module):
         """Run ``func_name`` and return its result (NDArray, ADT or closure). Arguments
         given here are stored as with ``set_input``; without any, the stored ones are used."""
         if args or kwargs:
-            self.set_input(func_name, *args, **kwargs)
+            self._inputs[func_name] = self._bind(func_name, args, kwargs, "invoke")
         return self._execute(*self._prepare(func_name, self._stored_inputs(func_name)))
 
     def run(self, *args: Any, **kwargs: Any) -> Any:

@@ -1,0 +1,152 @@
+"""The Relay-era VirtualMachine API: inputs by position and name, stateful runs, outputs,
+benchmark, the Module interface, argument checking, and the profiler's reports."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember.runtime.container import ADT
+from ember.runtime.errors import TVMError
+from ember.runtime.profiling import Duration, Report
+from ember.runtime.vm import VirtualMachine
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _vm_testlib import ADD, SUM, make_exe, requires_cc  # noqa: E402
+
+pytestmark = requires_cc
+CPU = ember.cpu(0)
+X, Y = np.arange(4, dtype="float32"), np.full(4, 10, dtype="float32")
+
+# main(x, y) = (x + y, x * y): a tuple result.
+PAIR = """
+main(x, y):
+    load_consti $2 32
+    alloc_storage $3 $2 64 float32 0
+    load_consti $4 0
+    load_consti $5 16
+    alloc_tensor $6 $3 $4 [4] float32
+    alloc_tensor $7 $3 $5 [4] float32
+    invoke_packed PackedFunc[vm_add_f32] (in: $0, $1, out: $6)
+    invoke_packed PackedFunc[vm_mul_f32] (in: $0, $1, out: $7)
+    alloc_data $8 tag(0) [$6, $7]
+    ret $8
+"""
+
+
+def test_set_input_by_position_and_name_then_invoke() -> None:
+    vm = VirtualMachine(make_exe(ADD), CPU)
+    vm.set_input("main", X, y=Y)
+    np.testing.assert_array_equal(vm.invoke("main").numpy(), X + Y)
+    vm.set_input("main", y=X, x=Y)
+    np.testing.assert_array_equal(vm.run().numpy(), X + Y)
+    assert vm.get_input_index("y") == 1 and vm.get_input_index("nope") == -1
+
+
+def test_set_one_input_variants() -> None:
+    vm = VirtualMachine(make_exe(ADD), CPU)
+    vm.set_one_input("main", "x", X)
+    with pytest.raises(TVMError, match=r"inputs not set: y"):
+        vm.invoke("main")
+    vm.set_one_input("main", 1, Y)
+    np.testing.assert_array_equal(vm.invoke("main").numpy(), X + Y)
+    vm.set_one_input("main", y=X)
+    np.testing.assert_array_equal(vm.invoke("main").numpy(), X + X)
+    with pytest.raises(TVMError, match=r"no input 'z'"):
+        vm.set_one_input("main", "z", X)
+
+
+def test_invoke_stateful_and_tuple_outputs() -> None:
+    vm = VirtualMachine(make_exe(PAIR), CPU)
+    with pytest.raises(TVMError, match="no outputs yet"):
+        vm.get_outputs()
+    vm.invoke_stateful("main", X, Y)
+    outs = vm.get_outputs()
+    assert vm.get_num_outputs() == 2 and len(outs) == 2
+    np.testing.assert_array_equal(outs[0].numpy(), X + Y)
+    np.testing.assert_array_equal(vm.get_output(1).numpy(), X * Y)
+    assert isinstance(vm.invoke("main"), ADT)
+    with pytest.raises(IndexError, match="index 2 out of range"):
+        vm.get_output(2)
+
+
+def test_module_interface() -> None:
+    vm = VirtualMachine(make_exe(ADD), CPU)
+    assert isinstance(vm, ember.runtime.Module)
+    np.testing.assert_array_equal(vm["invoke"]("main", ember.nd.array(X),
+                                                ember.nd.array(Y)).numpy(), X + Y)
+    vm["invoke_stateful"]("main")
+    assert vm["get_num_outputs"]() == 1
+    np.testing.assert_array_equal(vm["get_output"](0).numpy(), X + Y)
+
+
+def test_benchmark_returns_timings() -> None:
+    vm = VirtualMachine(make_exe(ADD), CPU)
+    result = vm.benchmark(CPU, X, Y, repeat=2, number=3)
+    assert len(result.results) == 2 and result.mean > 0
+    result = vm.benchmark(CPU, func_name="main", repeat=1, number=1)  # stored inputs
+    assert len(result.results) == 1
+
+
+def test_arguments_are_checked_against_the_declared_types() -> None:
+    vm = VirtualMachine(make_exe(ADD), CPU)
+    with pytest.raises(TVMError, match=r"invoke\('main'\): expected 2 arguments \(x, y\), got 3"):
+        vm.invoke("main", X, Y, Y)  # positional count, via set_input
+    with pytest.raises(TVMError, match=r"argument 1 \(y\): expected float32\[4\], got "
+                                       r"float32\[5\]"):
+        vm.invoke("main", X, np.ones(5, "float32"))
+    with pytest.raises(TVMError, match=r"argument 0 \(x\): expected float32\[4\], got "
+                                       r"float64\[4\]"):
+        vm.invoke("main", X.astype("float64"), Y)
+    with pytest.raises(TVMError, match=r"argument 0 \(x\): expected float32\[4\], got ADT"):
+        vm.invoke("main", (X,), Y)
+    with pytest.raises(TVMError, match=r"no parameter named 'z'; its parameters are 'x', 'y'"):
+        vm.invoke("main", X, z=Y)
+    with pytest.raises(TVMError, match=r"no function 'other'"):
+        vm.invoke("other", X)
+    with pytest.raises(TypeError, match=r"argument 0 \(x\): cannot pass a dict"):
+        vm.invoke("main", {}, Y)
+
+
+def test_python_scalars_and_sequences_become_vm_values() -> None:
+    vm = VirtualMachine(make_exe("main(a, b, c, d):\n    alloc_data $4 tag(0) [$0, $1, $2, "
+                                 "$3]\n    ret $4\n"), CPU)
+    out = vm.invoke("main", 3, 2.5, True, [np.int8(1), (X,)])
+    assert [out[0].dtype, out[1].dtype, out[2].dtype] == ["int32", "float32", "bool"]
+    assert isinstance(out[3], ADT) and out[3][0].dtype == "int8"
+    np.testing.assert_array_equal(out[3][1][0].numpy(), X)
+
+
+def test_profiler_report() -> None:
+    from ember.runtime.profiler_vm import VirtualMachineProfiler
+
+    vm = VirtualMachineProfiler(make_exe(SUM), CPU)
+    report = vm.profile(np.int64(5), func_name="main")
+    assert isinstance(report, Report)
+    kernels = [c for c in report.calls if not c["Name"].startswith("VM::")]
+    assert sorted(c["Name"] for c in kernels) == ["vm_add_i64"] * 5 + ["vm_sub_i64"] * 5
+    assert kernels[0]["Argument Shapes"] == "int64[], int64[], int64[]"
+    kinds = {c["Name"]: c for c in report.calls if c["Name"].startswith("VM::")}
+    assert int(kinds["VM::AllocStorage"]["Count"]) == 10 and int(kinds["VM::If"]["Count"]) == 6
+    assert "VM::Dispatch" in kinds and report.configuration["Executor"] == "VM"
+    total = report.device_metrics[str(CPU)]["Duration (us)"]
+    parts = sum(float(c["Duration (us)"]) for c in report.calls)
+    assert isinstance(total, Duration) and parts == pytest.approx(float(total), rel=1e-6)
+    assert vm.get_outputs()[0].numpy() == 15
+    assert "vm_add_i64" in report.table() and "Name,Duration (us)" in report.csv()
+    back = Report.from_json(report.json())
+    assert [c["Name"] for c in back.calls] == [c["Name"] for c in report.calls]
+    assert "vm_sub_i64" in vm.get_stat()
+    with pytest.raises(TVMError, match="collectors are not supported"):
+        vm.profile(np.int64(1), collectors=[object()])
+
+
+def test_relay_era_import_paths() -> None:
+    import ember as tvm
+
+    assert tvm.runtime.vm.VirtualMachine is VirtualMachine
+    assert tvm.runtime.profiler_vm.enabled()
+    assert tvm.runtime.vm.Executable.load_exec is not None
