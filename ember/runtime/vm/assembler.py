@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from .instructions import BY_MNEMONIC, Instruction, InvokePacked, Kind, to_fields
+from .instructions import BY_MNEMONIC, Instruction, InvokePacked, Kind
 from .program import TensorInfo, VMFunction
+from .serialize import to_fields
 
 # ---- printing -------------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@ around it (``bytecode``, ``globals``, ``save``, ``load_exec``...).
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..device import Device, cpu
 from ..errors import TVMError
@@ -86,11 +87,11 @@ class Executable:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def from_functions(cls, functions: "Sequence[VMFunction] | str", constants: Sequence[Any] = (),
+    def from_functions(cls, functions: Sequence[VMFunction] | str, constants: Sequence[Any] = (),
                        primitive_ops: Sequence[str] = (), lib: Module | None = None,
                        virtual_devices: Sequence[Device] | None = None,
                        host_device_index: int = 0,
-                       const_device_indexes: Sequence[int] = ()) -> "Executable":
+                       const_device_indexes: Sequence[int] = ()) -> Executable:
         """Build (and verify) an executable from functions, or from assembly text (see
         ``ember.runtime.vm.assembler``). Raises VerificationError naming the first problem."""
         if isinstance(functions, str):
@@ -102,8 +103,8 @@ class Executable:
         return cls(ExecutableModule(prog, lib))
 
     @staticmethod
-    def load_exec(bytecode: "bytes | bytearray | str | os.PathLike",
-                  lib: "Module | str | os.PathLike | None") -> "Executable":
+    def load_exec(bytecode: bytes | bytearray | str | os.PathLike,
+                  lib: Module | str | os.PathLike | None) -> Executable:
         """The executable saved by ``save()``: ``bytecode`` (or a path to a file holding it)
         and the kernel library (a Module, or a path for ``load_module``)."""
         if isinstance(bytecode, (str, os.PathLike)):
@@ -206,7 +207,7 @@ class Executable:
             raise TVMError(err.args[0]) from None
 
     # -- late-bound constants -----------------------------------------------------------------
-    def move_late_bound_consts(self, path: "str | os.PathLike", byte_limit: int = 4096) -> None:
+    def move_late_bound_consts(self, path: str | os.PathLike, byte_limit: int = 4096) -> None:
         """Write constants of at least ``byte_limit`` bytes to ``path`` (params byte format)
         and drop them from the executable, so that ``save()`` stays small; load them again
         with ``load_late_bound_consts`` before creating a VM."""
@@ -218,7 +219,7 @@ class Executable:
         for name in moved:
             prog.constants[int(name)] = None
 
-    def load_late_bound_consts(self, path: "str | os.PathLike") -> None:
+    def load_late_bound_consts(self, path: str | os.PathLike) -> None:
         """Load constants written by ``move_late_bound_consts``."""
         with open(path, "rb") as f:
             self.load_late_bound_consts_from_map(load_param_dict(f.read()))

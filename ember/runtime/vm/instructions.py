@@ -16,9 +16,8 @@ Opcode numbers follow the Relay VM's, so listings read the same as TVM's.
 from __future__ import annotations
 
 import enum
-from typing import Any, ClassVar, Iterator, dataclass_transform
-
-from ..dtype import DataType
+from collections.abc import Iterator
+from typing import Any, ClassVar, dataclass_transform
 
 
 class Opcode(enum.IntEnum):
@@ -67,22 +66,23 @@ class Kind(enum.Enum):
 class Instruction:
     """Base of all instructions: an immutable record of operands.
 
-    A subclass declares its operands as annotated fields (their order is the constructor's),
-    ``KINDS`` with each field's operand kind, and ``TEXT``, the text template (``{field}``
-    placeholders, rendered by kind). Records are built without ``dataclasses``: twenty-one
-    dataclasses would add tens of milliseconds to ``import ember.runtime``.
+    A subclass declares its operands as annotated fields (their order is the constructor's)
+    and passes ``opcode``, ``kinds`` (each field's operand kind) and ``text`` (the text
+    template: ``{field}`` placeholders, rendered by kind) as class arguments. Records are
+    built without ``dataclasses``: twenty-one dataclasses would add tens of milliseconds to
+    ``import ember.runtime``.
     """
 
     opcode: ClassVar[Opcode]
-    mnemonic: ClassVar[str]
+    mnemonic: ClassVar[str]  # the first word of TEXT
     FIELDS: ClassVar[tuple[str, ...]] = ()
     KINDS: ClassVar[tuple[Kind, ...]] = ()
     TEXT: ClassVar[str] = ""
 
-    def __init_subclass__(cls) -> None:
-        cls.FIELDS = tuple(n for n, t in cls.__dict__.get("__annotations__", {}).items()
-                           if "ClassVar" not in str(t))
-        assert len(cls.FIELDS) == len(cls.KINDS), f"{cls.__name__}: one kind per field"
+    def __init_subclass__(cls, opcode: Opcode, kinds: tuple[Kind, ...], text: str) -> None:
+        cls.opcode, cls.KINDS, cls.TEXT, cls.mnemonic = opcode, kinds, text, text.split()[0]
+        cls.FIELDS = tuple(cls.__dict__.get("__annotations__", {}))
+        assert len(cls.FIELDS) == len(kinds), f"{cls.__name__}: one kind per field"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         names = self.FIELDS
@@ -120,7 +120,7 @@ class Instruction:
     def operand_items(self) -> Iterator[tuple[str, Any]]:
         return ((n, self.__dict__[n]) for n in self.FIELDS)
 
-    def replace(self, **changes: Any) -> "Instruction":
+    def replace(self, **changes: Any) -> Instruction:
         """A copy with some operands changed."""
         return type(self)(**{**dict(self.operand_items()), **changes})
 
@@ -165,39 +165,29 @@ def render(kind: Kind, value: Any) -> str:
     return str(value)
 
 
-_R, _D, _RS, _I = Kind.REG, Kind.DST, Kind.REGS, Kind.INT
+_R, _D, _RS, _I, _J = Kind.REG, Kind.DST, Kind.REGS, Kind.INT, Kind.JUMP
+_SH, _DT, _F, _DV = Kind.SHAPE, Kind.DTYPE, Kind.FUNC, Kind.DEVICE
 
 
-class Move(Instruction):
+class Move(Instruction, opcode=Opcode.Move, kinds=(_R, _D), text="move {dst} {src}"):
     """``dst = src`` (the object is shared, not copied)."""
 
     src: int
     dst: int
-    opcode = Opcode.Move
-    mnemonic = "move"
-    KINDS = (_R, _D)
-    TEXT = "move {dst} {src}"
 
 
-class Ret(Instruction):
+class Ret(Instruction, opcode=Opcode.Ret, kinds=(_R,), text="ret {result}"):
     """Return the object in ``result`` to the caller (into its call's ``dst``)."""
 
     result: int
-    opcode = Opcode.Ret
-    mnemonic = "ret"
-    KINDS = (_R,)
-    TEXT = "ret {result}"
 
 
-class Fatal(Instruction):
+class Fatal(Instruction, opcode=Opcode.Fatal, kinds=(), text="fatal"):
     """Stop with an error (e.g. a ``match`` without a matching clause)."""
 
-    opcode = Opcode.Fatal
-    mnemonic = "fatal"
-    TEXT = "fatal"
 
-
-class InvokePacked(Instruction):
+class InvokePacked(Instruction, opcode=Opcode.InvokePacked, kinds=(Kind.PACKED, _I, _I, _RS),
+                   text="invoke_packed {packed_index} (in: {inputs}, out: {outputs})"):
     """Call kernel ``packed_index`` with ``args``: ``arity`` registers, the last
     ``output_size`` of which are the (pre-allocated) outputs it writes. ADT arguments are
     passed as their fields, flattened."""
@@ -206,10 +196,6 @@ class InvokePacked(Instruction):
     arity: int
     output_size: int
     args: tuple[int, ...]
-    opcode = Opcode.InvokePacked
-    mnemonic = "invoke_packed"
-    KINDS = (Kind.PACKED, _I, _I, _RS)
-    TEXT = "invoke_packed {packed_index} (in: {inputs}, out: {outputs})"
 
     def __str__(self) -> str:
         split = len(self.args) - self.output_size
@@ -218,7 +204,8 @@ class InvokePacked(Instruction):
                                 outputs=render(_RS, self.args[split:]))
 
 
-class AllocTensor(Instruction):
+class AllocTensor(Instruction, opcode=Opcode.AllocTensor, kinds=(_R, _R, _SH, _DT, _D),
+                  text="alloc_tensor {dst} {storage} {offset} {shape} {dtype}"):
     """Carve a tensor of the immediate ``shape`` and ``dtype`` from ``storage`` at the byte
     offset held (as a scalar tensor) in register ``offset``."""
 
@@ -227,13 +214,10 @@ class AllocTensor(Instruction):
     shape: tuple[int, ...]
     dtype: str
     dst: int
-    opcode = Opcode.AllocTensor
-    mnemonic = "alloc_tensor"
-    KINDS = (_R, _R, Kind.SHAPE, Kind.DTYPE, _D)
-    TEXT = "alloc_tensor {dst} {storage} {offset} {shape} {dtype}"
 
 
-class AllocTensorReg(Instruction):
+class AllocTensorReg(Instruction, opcode=Opcode.AllocTensorReg, kinds=(_R, _R, _R, _DT, _D),
+                     text="alloc_tensor_reg {dst} {storage} {offset} {shape_register} {dtype}"):
     """As AllocTensor, with the shape read from register ``shape_register`` (an int64 1-D
     tensor, e.g. made by ShapeOf or a shape function)."""
 
@@ -242,13 +226,10 @@ class AllocTensorReg(Instruction):
     shape_register: int
     dtype: str
     dst: int
-    opcode = Opcode.AllocTensorReg
-    mnemonic = "alloc_tensor_reg"
-    KINDS = (_R, _R, _R, Kind.DTYPE, _D)
-    TEXT = "alloc_tensor_reg {dst} {storage} {offset} {shape_register} {dtype}"
 
 
-class AllocStorage(Instruction):
+class AllocStorage(Instruction, opcode=Opcode.AllocStorage, kinds=(_R, _I, _DT, _DV, _D),
+                   text="alloc_storage {dst} {size} {alignment} {dtype_hint} {device_index}"):
     """Allocate a storage block of the byte size held in register ``size``, aligned to
     ``alignment`` bytes, on virtual device ``device_index``."""
 
@@ -257,62 +238,46 @@ class AllocStorage(Instruction):
     dtype_hint: str
     device_index: int
     dst: int
-    opcode = Opcode.AllocStorage
-    mnemonic = "alloc_storage"
-    KINDS = (_R, _I, Kind.DTYPE, Kind.DEVICE, _D)
-    TEXT = "alloc_storage {dst} {size} {alignment} {dtype_hint} {device_index}"
 
 
-class AllocADT(Instruction):
+class AllocADT(Instruction, opcode=Opcode.AllocADT, kinds=(_I, _I, _RS, _D),
+               text="alloc_data {dst} tag({tag}) [{fields}]"):
     """Build ``ADT(tag, fields)`` from ``num_fields`` registers (tuples have tag 0)."""
 
     tag: int
     num_fields: int
     fields: tuple[int, ...]
     dst: int
-    opcode = Opcode.AllocADT
-    mnemonic = "alloc_data"
-    KINDS = (_I, _I, _RS, _D)
-    TEXT = "alloc_data {dst} tag({tag}) [{fields}]"
 
 
-class AllocClosure(Instruction):
+class AllocClosure(Instruction, opcode=Opcode.AllocClosure, kinds=(_F, _I, _RS, _D),
+                   text="alloc_closure {dst} {func_index}({free_vars})"):
     """Build a closure of function ``func_index`` capturing ``num_free_vars`` registers."""
 
     func_index: int
     num_free_vars: int
     free_vars: tuple[int, ...]
     dst: int
-    opcode = Opcode.AllocClosure
-    mnemonic = "alloc_closure"
-    KINDS = (Kind.FUNC, _I, _RS, _D)
-    TEXT = "alloc_closure {dst} {func_index}({free_vars})"
 
 
-class GetField(Instruction):
+class GetField(Instruction, opcode=Opcode.GetField, kinds=(_R, _I, _D),
+               text="get_field {dst} {object}[{field_index}]"):
     """``dst = object.fields[field_index]`` for the ADT in register ``object``."""
 
     object: int
     field_index: int
     dst: int
-    opcode = Opcode.GetField
-    mnemonic = "get_field"
-    KINDS = (_R, _I, _D)
-    TEXT = "get_field {dst} {object}[{field_index}]"
 
 
-class GetTag(Instruction):
+class GetTag(Instruction, opcode=Opcode.GetTag, kinds=(_R, _D), text="get_tag {dst} {object}"):
     """``dst`` = the tag of the ADT in register ``object``, as an int32 scalar tensor."""
 
     object: int
     dst: int
-    opcode = Opcode.GetTag
-    mnemonic = "get_tag"
-    KINDS = (_R, _D)
-    TEXT = "get_tag {dst} {object}"
 
 
-class If(Instruction):
+class If(Instruction, opcode=Opcode.If, kinds=(_R, _R, _J, _J),
+         text="if {test} {target} {true_offset} {false_offset}"):
     """Jump by ``true_offset`` if the scalar values in ``test`` and ``target`` are equal,
     else by ``false_offset``."""
 
@@ -320,112 +285,79 @@ class If(Instruction):
     target: int
     true_offset: int
     false_offset: int
-    opcode = Opcode.If
-    mnemonic = "if"
-    KINDS = (_R, _R, Kind.JUMP, Kind.JUMP)
-    TEXT = "if {test} {target} {true_offset} {false_offset}"
 
 
-class Goto(Instruction):
+class Goto(Instruction, opcode=Opcode.Goto, kinds=(_J,), text="goto {pc_offset}"):
     """Jump by ``pc_offset``."""
 
     pc_offset: int
-    opcode = Opcode.Goto
-    mnemonic = "goto"
-    KINDS = (Kind.JUMP,)
-    TEXT = "goto {pc_offset}"
 
 
-class Invoke(Instruction):
+class Invoke(Instruction, opcode=Opcode.Invoke, kinds=(_F, _RS, _D),
+             text="invoke {dst} {func_index}({args})"):
     """Call function ``func_index`` with ``args``; its result goes to ``dst``."""
 
     func_index: int
     args: tuple[int, ...]
     dst: int
-    opcode = Opcode.Invoke
-    mnemonic = "invoke"
-    KINDS = (Kind.FUNC, _RS, _D)
-    TEXT = "invoke {dst} {func_index}({args})"
 
 
-class InvokeClosure(Instruction):
+class InvokeClosure(Instruction, opcode=Opcode.InvokeClosure, kinds=(_R, _RS, _D),
+                    text="invoke_closure {dst} {closure}({args})"):
     """Call the closure in register ``closure`` with its captured values, then ``args``."""
 
     closure: int
     args: tuple[int, ...]
     dst: int
-    opcode = Opcode.InvokeClosure
-    mnemonic = "invoke_closure"
-    KINDS = (_R, _RS, _D)
-    TEXT = "invoke_closure {dst} {closure}({args})"
 
 
-class LoadConst(Instruction):
+class LoadConst(Instruction, opcode=Opcode.LoadConst, kinds=(Kind.CONST, _D),
+                text="load_const {dst} {const_index}"):
     """``dst`` = constant ``const_index`` of the constant pool."""
 
     const_index: int
     dst: int
-    opcode = Opcode.LoadConst
-    mnemonic = "load_const"
-    KINDS = (Kind.CONST, _D)
-    TEXT = "load_const {dst} {const_index}"
 
 
-class LoadConsti(Instruction):
+class LoadConsti(Instruction, opcode=Opcode.LoadConsti, kinds=(_I, _D),
+                 text="load_consti {dst} {val}"):
     """``dst`` = the integer ``val`` as an int64 scalar (0-d) tensor."""
 
     val: int
     dst: int
-    opcode = Opcode.LoadConsti
-    mnemonic = "load_consti"
-    KINDS = (_I, _D)
-    TEXT = "load_consti {dst} {val}"
 
 
-class ShapeOf(Instruction):
+class ShapeOf(Instruction, opcode=Opcode.ShapeOf, kinds=(_R, _D), text="shape_of {dst} {tensor}"):
     """``dst`` = the shape of the tensor in ``tensor``, as an int64 1-D tensor."""
 
     tensor: int
     dst: int
-    opcode = Opcode.ShapeOf
-    mnemonic = "shape_of"
-    KINDS = (_R, _D)
-    TEXT = "shape_of {dst} {tensor}"
 
 
-class ReshapeTensor(Instruction):
+class ReshapeTensor(Instruction, opcode=Opcode.ReshapeTensor, kinds=(_R, _R, _D),
+                    text="reshape_tensor {dst} {tensor} {newshape}"):
     """``dst`` = a view of ``tensor`` with the shape held in register ``newshape``."""
 
     tensor: int
     newshape: int
     dst: int
-    opcode = Opcode.ReshapeTensor
-    mnemonic = "reshape_tensor"
-    KINDS = (_R, _R, _D)
-    TEXT = "reshape_tensor {dst} {tensor} {newshape}"
 
 
-class DeviceCopy(Instruction):
+class DeviceCopy(Instruction, opcode=Opcode.DeviceCopy, kinds=(_R, _DV, _DV, _D),
+                 text="device_copy {dst} {src} {dst_device_index} {src_device_index}"):
     """Copy ``src`` between virtual devices (the same object when both are the CPU)."""
 
     src: int
     src_device_index: int
     dst_device_index: int
     dst: int
-    opcode = Opcode.DeviceCopy
-    mnemonic = "device_copy"
-    KINDS = (_R, Kind.DEVICE, Kind.DEVICE, _D)
-    TEXT = "device_copy {dst} {src} {dst_device_index} {src_device_index}"
 
 
-class KillRegister(Instruction):
+class KillRegister(Instruction, opcode=Opcode.KillRegister, kinds=(_D,),
+                   text="kill_register {dst}"):
     """Clear register ``dst`` so its object (and storage) can be freed before the frame ends."""
 
     dst: int
-    opcode = Opcode.KillRegister
-    mnemonic = "kill_register"
-    KINDS = (_D,)
-    TEXT = "kill_register {dst}"
 
 
 INSTRUCTION_TYPES: dict[Opcode, type[Instruction]] = {
@@ -437,58 +369,3 @@ BY_MNEMONIC: dict[str, type[Instruction]] = {c.mnemonic: c for c in INSTRUCTION_
 # Instructions after which control does not fall through to the next one.
 TERMINATORS = (Ret, Fatal, Goto, If)
 assert len(INSTRUCTION_TYPES) == len(Opcode), "every opcode needs an instruction class"
-
-
-# ---- the integer encoding (serialisation and the numeric column of listings) ---------------
-def dtype_fields(dtype: str) -> tuple[int, int, int]:
-    """A dtype as its DLPack (code, bits, lanes)."""
-    dl = DataType(dtype).to_dl()
-    return (dl.code, dl.bits, dl.lanes)
-
-
-def to_fields(ins: Instruction) -> list[int]:
-    """The operands as integers: lists as a count then the items, dtypes as three ints."""
-    out: list[int] = []
-    for _, kind, value in ins.operands():
-        if kind in (Kind.REGS, Kind.SHAPE):
-            out.append(len(value))
-            out.extend(value)
-        elif kind is Kind.DTYPE:
-            out.extend(dtype_fields(value))
-        else:
-            out.append(value)
-    return out
-
-
-def from_fields(opcode: int, fields: list[int]) -> Instruction:
-    """Inverse of ``to_fields``. Raises ValueError saying which operand is missing or bad."""
-    try:
-        cls = INSTRUCTION_TYPES[Opcode(opcode)]
-    except ValueError:
-        raise ValueError(f"unknown opcode {opcode}") from None
-    values: list[Any] = []
-    pos = 0
-
-    def take(n: int, what: str) -> list[int]:
-        nonlocal pos
-        if n < 0 or pos + n > len(fields):
-            raise ValueError(f"{cls.__name__}: operand {what} runs past the {len(fields)} fields")
-        pos += n
-        return fields[pos - n:pos]
-
-    for name, kind in zip(cls.FIELDS, cls.KINDS):
-        if kind in (Kind.REGS, Kind.SHAPE):
-            (count,) = take(1, f"{name} (count)")
-            values.append(tuple(take(count, name)))
-        elif kind is Kind.DTYPE:
-            code, bits, lanes = take(3, name)
-            try:
-                values.append(str(DataType.from_dl(code, bits, lanes)))
-            except ValueError:
-                raise ValueError(f"{cls.__name__}: operand {name}: invalid dtype (code={code}, "
-                                 f"bits={bits}, lanes={lanes})") from None
-        else:
-            values.append(take(1, name)[0])
-    if pos != len(fields):
-        raise ValueError(f"{cls.__name__}: {len(fields) - pos} unexpected extra fields")
-    return cls(*values)

@@ -9,7 +9,8 @@ of which function failed and the chain of calls that led there.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +43,8 @@ class VirtualMachine(Module):
     type_key = "VirtualMachine"
     max_call_depth = 100_000
 
-    def __init__(self, exe: "Executable | Module", device: "Device | Sequence[Device]",
-                 memory_cfg: "str | Allocator | None" = None) -> None:
+    def __init__(self, exe: Executable | Module, device: Device | Sequence[Device],
+                 memory_cfg: str | Allocator | None = None) -> None:
         super().__init__()
         if isinstance(exe, ExecutableModule):
             exe = Executable(exe)
@@ -303,7 +304,7 @@ class _Unset:
 _UNSET = _Unset()
 
 
-def _cpu_device(device: "Device | Sequence[Device]") -> Device:
+def _cpu_device(device: Device | Sequence[Device]) -> Device:
     devices = [device] if isinstance(device, Device) else list(device)
     if not devices or not all(isinstance(d, Device) for d in devices):
         raise TypeError(f"VirtualMachine: device must be a Device or a list of them, got "

@@ -56,7 +56,7 @@ class _Keeper:
 
     __slots__ = ("buf", "home", "key", "__array_interface__")
 
-    def __init__(self, buf: Buffer, home: "Allocator", key: tuple[Any, ...]) -> None:
+    def __init__(self, buf: Buffer, home: Allocator, key: tuple[Any, ...]) -> None:
         self.buf, self.home, self.key = buf, home, key
         self.__array_interface__ = buf[1]
 
@@ -177,7 +177,7 @@ class PooledAllocator(Allocator):
         return {**super().stats(), "free_bytes": self.free_bytes}
 
 
-def make_allocator(memory_cfg: "str | Allocator | None") -> Allocator:
+def make_allocator(memory_cfg: str | Allocator | None) -> Allocator:
     """The allocator for ``VirtualMachine(memory_cfg=...)``: "pooled" (default) or "naive"."""
     if isinstance(memory_cfg, Allocator):
         return memory_cfg

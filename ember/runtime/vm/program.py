@@ -6,8 +6,9 @@ interpreter; ``Executable`` (executable.py) is the user-facing object around it.
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ..device import Device, cpu
 from ..ndarray import NDArray

@@ -32,9 +32,10 @@ import struct
 from typing import Any
 
 from ..device import Device
+from ..dtype import DataType
 from ..errors import ArtifactError
 from ..params import load_param_dict, save_param_dict
-from .instructions import Opcode, from_fields, to_fields
+from .instructions import INSTRUCTION_TYPES, Instruction, Kind, Opcode
 from .program import Program, TensorInfo, VMFunction
 from .verifier import verify
 
@@ -43,6 +44,61 @@ FORMAT_VERSION = 1
 SECTIONS = (b"HEAD", b"GLOB", b"CNST", b"PRIM", b"CODE")
 _HEADER = struct.Struct("<8sII")
 _SECTION = struct.Struct("<4sQ")
+
+
+# ---- instructions as integers (the code section, and the numeric column of listings) --------
+def dtype_fields(dtype: str) -> tuple[int, int, int]:
+    """A dtype as its DLPack (code, bits, lanes)."""
+    dl = DataType(dtype).to_dl()
+    return (dl.code, dl.bits, dl.lanes)
+
+
+def to_fields(ins: Instruction) -> list[int]:
+    """The operands as integers: lists as a count then the items, dtypes as three ints."""
+    out: list[int] = []
+    for _, kind, value in ins.operands():
+        if kind in (Kind.REGS, Kind.SHAPE):
+            out.append(len(value))
+            out.extend(value)
+        elif kind is Kind.DTYPE:
+            out.extend(dtype_fields(value))
+        else:
+            out.append(value)
+    return out
+
+
+def from_fields(opcode: int, fields: list[int]) -> Instruction:
+    """Inverse of ``to_fields``. Raises ValueError saying which operand is missing or bad."""
+    try:
+        cls = INSTRUCTION_TYPES[Opcode(opcode)]
+    except ValueError:
+        raise ValueError(f"unknown opcode {opcode}") from None
+    values: list[Any] = []
+    pos = 0
+
+    def take(n: int, what: str) -> list[int]:
+        nonlocal pos
+        if n < 0 or pos + n > len(fields):
+            raise ValueError(f"{cls.__name__}: operand {what} runs past the {len(fields)} fields")
+        pos += n
+        return fields[pos - n:pos]
+
+    for name, kind in zip(cls.FIELDS, cls.KINDS):
+        if kind in (Kind.REGS, Kind.SHAPE):
+            (count,) = take(1, f"{name} (count)")
+            values.append(tuple(take(count, name)))
+        elif kind is Kind.DTYPE:
+            code, bits, lanes = take(3, name)
+            try:
+                values.append(str(DataType.from_dl(code, bits, lanes)))
+            except ValueError:
+                raise ValueError(f"{cls.__name__}: operand {name}: invalid dtype (code={code}, "
+                                 f"bits={bits}, lanes={lanes})") from None
+        else:
+            values.append(take(1, name)[0])
+    if pos != len(fields):
+        raise ValueError(f"{cls.__name__}: {len(fields) - pos} unexpected extra fields")
+    return cls(*values)
 
 
 # ---- writing --------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ and are handled by the interpreter loop itself.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -278,7 +279,8 @@ def _kill_register(ins: I.KillRegister, ctx: DecodeContext) -> Step:
 
 
 def _invoke_packed(ins: I.InvokePacked, ctx: DecodeContext) -> Step:
-    func, name, arg_regs = ctx.kernels[ins.packed_index], ctx.kernel_names[ins.packed_index], ins.args
+    func, name = ctx.kernels[ins.packed_index], ctx.kernel_names[ins.packed_index]
+    arg_regs = ins.args
 
     def general(regs: list[Any]) -> int:
         # ADT arguments (tuples) are passed as their fields, as the kernels expect.

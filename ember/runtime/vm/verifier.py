@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from ..errors import ArtifactError
 from ..ndarray import NDArray, _parse_dtype
-from .instructions import (TERMINATORS, AllocADT, AllocClosure, AllocStorage, Instruction,
-                           Invoke, InvokePacked, Kind)
+from .instructions import (
+    TERMINATORS,
+    AllocADT,
+    AllocClosure,
+    AllocStorage,
+    Instruction,
+    Invoke,
+    InvokePacked,
+    Kind,
+)
 from .program import Program, TensorInfo, VMFunction
 
 MAX_REGISTERS = 1 << 20  # a frame is a Python list of this many slots; more means corruption

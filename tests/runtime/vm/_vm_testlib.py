@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from ember.runtime.vm import Executable, VMFunction
 from ember.runtime.vm import instructions as I
 from ember.runtime.vm.assembler import AssemblyError, parse_functions, parse_instruction
-from ember.runtime.vm.instructions import INSTRUCTION_TYPES, Kind, from_fields, to_fields
+from ember.runtime.vm.instructions import INSTRUCTION_TYPES, Kind
+from ember.runtime.vm.serialize import from_fields, to_fields
 
 TEXTS = [
     (I.Move(1, 2), "move $2 $1"),

@@ -15,8 +15,14 @@ from hypothesis import strategies as st
 import ember
 from ember.runtime import load_module
 from ember.runtime.errors import ArtifactError
-from ember.runtime.vm import (Executable, ExecutableModule, TensorInfo, VerificationError,
-                              VirtualMachine, VMFunction)
+from ember.runtime.vm import (
+    Executable,
+    ExecutableModule,
+    TensorInfo,
+    VerificationError,
+    VirtualMachine,
+    VMFunction,
+)
 from ember.runtime.vm import instructions as I
 from ember.runtime.vm.serialize import MAGIC, deserialize
 
@@ -103,7 +109,8 @@ def test_fresh_process_without_the_compiler(tmp_path: object) -> None:
         import ember
         from ember.runtime.vm import Executable, VirtualMachine
         x = np.arange(4, dtype="float32")
-        exe = Executable.load_exec(open("code.ro", "rb").read(), ember.runtime.load_module("./lib.so"))
+        lib = ember.runtime.load_module("./lib.so")
+        exe = Executable.load_exec(open("code.ro", "rb").read(), lib)
         a = VirtualMachine(exe, ember.cpu()).run(x, x).numpy()
         mod = ember.runtime.load_module("./vm.so")
         b = VirtualMachine(Executable(mod), ember.cpu()).run(x, x).numpy()
