@@ -189,6 +189,8 @@ class ADT(Object):
     """
 
     __slots__ = ("tag", "fields")
+    tag: int
+    fields: tuple[Any, ...]
 
     def __init__(self, tag: int, fields: Iterable[Any] = ()) -> None:
         tag = operator.index(tag)

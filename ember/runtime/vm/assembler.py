@@ -25,7 +25,6 @@ highest register used. ``# param types = float32[3], -`` declares parameter type
 """
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -76,15 +75,20 @@ _LABEL = re.compile(r"^([A-Za-z_][\w.]*):$")
 _TYPE = re.compile(r"^(\w+)\[([^\]]*)\]$")
 
 
-@functools.cache
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
 def _pattern(cls: type[Instruction]) -> re.Pattern[str]:
     """The regex of ``cls.TEXT``, one named group per operand (compiled on first use)."""
+    if cls.mnemonic in _PATTERNS:
+        return _PATTERNS[cls.mnemonic]
     kinds = dict(zip(cls.FIELDS, cls.KINDS))
     kinds.update(inputs=Kind.REGS, outputs=Kind.REGS)  # InvokePacked's text
     parts = re.split(r"\{(\w+)\}", cls.TEXT)
     regex = "".join(r"\s*".join(re.escape(w) for w in p.split(" ")) if i % 2 == 0
                     else f"(?P<{p}>{_OPERAND[kinds[p]]})" for i, p in enumerate(parts))
-    return re.compile("^" + regex + "$")
+    pattern = _PATTERNS[cls.mnemonic] = re.compile("^" + regex + "$")
+    return pattern
 
 
 def _value(kind: Kind, text: str) -> Any:

@@ -8,7 +8,7 @@ around it (``bytecode``, ``globals``, ``save``, ``load_exec``...).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..device import Device, cpu
@@ -41,7 +41,7 @@ class ExecutableModule(Module):
 
     def _get_local(self, name: str) -> PackedFunc | None:
         exe = Executable(self)
-        table = {"save": lambda: bytes(serialize(self.program)), "get_lib": lambda: self.lib,
+        table: dict[str, Callable[..., Any]] = {"save": lambda: bytes(serialize(self.program)), "get_lib": lambda: self.lib,
                  "get_bytecode": lambda: exe.bytecode, "get_stats": lambda: exe.stats,
                  "get_constants": lambda: exe.constants,
                  "get_virtual_devices": lambda: exe.virtual_devices,
@@ -103,8 +103,8 @@ class Executable:
         return cls(ExecutableModule(prog, lib))
 
     @staticmethod
-    def load_exec(bytecode: bytes | bytearray | str | os.PathLike,
-                  lib: Module | str | os.PathLike | None) -> Executable:
+    def load_exec(bytecode: bytes | bytearray | str | os.PathLike[str],
+                  lib: Module | str | os.PathLike[str] | None) -> Executable:
         """The executable saved by ``save()``: ``bytecode`` (or a path to a file holding it)
         and the kernel library (a Module, or a path for ``load_module``)."""
         if isinstance(bytecode, (str, os.PathLike)):
@@ -207,7 +207,7 @@ class Executable:
             raise TVMError(err.args[0]) from None
 
     # -- late-bound constants -----------------------------------------------------------------
-    def move_late_bound_consts(self, path: str | os.PathLike, byte_limit: int = 4096) -> None:
+    def move_late_bound_consts(self, path: str | os.PathLike[str], byte_limit: int = 4096) -> None:
         """Write constants of at least ``byte_limit`` bytes to ``path`` (params byte format)
         and drop them from the executable, so that ``save()`` stays small; load them again
         with ``load_late_bound_consts`` before creating a VM."""
@@ -219,7 +219,7 @@ class Executable:
         for name in moved:
             prog.constants[int(name)] = None
 
-    def load_late_bound_consts(self, path: str | os.PathLike) -> None:
+    def load_late_bound_consts(self, path: str | os.PathLike[str]) -> None:
         """Load constants written by ``move_late_bound_consts``."""
         with open(path, "rb") as f:
             self.load_late_bound_consts_from_map(load_param_dict(f.read()))

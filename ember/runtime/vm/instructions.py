@@ -109,7 +109,7 @@ class Instruction:
         return tuple(self.__dict__[n] for n in self.FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._values() == self._values()  # type: ignore
+        return type(other) is type(self) and other._values() == self._values()
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._values()))

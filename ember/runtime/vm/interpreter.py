@@ -101,7 +101,7 @@ class VirtualMachine(Module):
                 if step is not None:
                     pc += step(regs)
                     continue
-                ins = funcs[func_index].instructions[pc]
+                ins: Any = funcs[func_index].instructions[pc]  # Ret, Invoke, ...
                 kind = type(ins)
                 if kind is ret:
                     value = regs[ins.result]
