@@ -1,0 +1,204 @@
+"""Cost of the VM's dispatch loop and its allocations, on hand-assembled programs.
+
+    python benchmarks/bench_vm.py [--count N] [--repeat R] [--json PATH]
+
+Prints microseconds per executed instruction (best of R runs) and writes the figures as
+JSON (default bench_results/vm.json). Cases:
+
+- ``move``: a straight line of 1000 ``move`` instructions: the bare dispatch cost;
+- ``loop_inplace``: counting to N with ``if`` / ``invoke_packed`` (a scalar int64 add that
+  writes in place) / ``goto``: dispatch plus one compiled-kernel call every 3 instructions;
+- ``loop_alloc``: the same loop, allocating a fresh storage block and tensor for every
+  result (``alloc_storage``, ``alloc_tensor``, ``move``, ``kill_register`` added: 7
+  instructions per iteration), as code without memory planning does;
+- ``kernel_floor``: the compiled add called directly from Python (CPackedFunc), per call.
+
+Then, for a small model-like program (two kernels, four tensors in two storage blocks) and
+the recursive ``sum``: storage requests and fresh allocations per run in steady state
+(pooled allocator; fresh allocations should be 0).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import ember  # noqa: E402
+from ember.runtime.module import CSourceModule  # noqa: E402
+from ember.runtime.vm import Executable, VirtualMachine  # noqa: E402
+
+C_SOURCE = r"""
+#include "ember/c_backend_api.h"
+
+/* out = a + b for int64 tensors (checks the argument count and type codes, as generated
+   code does) */
+TVM_DLL int add_i64(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code, void* h) {
+  int64_t i, len = 1;
+  const DLTensor* a;
+  if (n != 3) { TVMPackedFuncSetLastError("add_i64: expected 3 arguments"); return -1; }
+  for (i = 0; i < 3; ++i)
+    if (codes[i] != kTVMDLTensorHandle && codes[i] != kTVMNDArrayHandle) {
+      TVMPackedFuncSetLastError("add_i64: expected tensors");
+      return -1;
+    }
+  a = (const DLTensor*)args[0].v_handle;
+  for (i = 0; i < a->ndim; ++i) len *= a->shape[i];
+  for (i = 0; i < len; ++i)
+    ((int64_t*)((DLTensor*)args[2].v_handle)->data)[i] =
+        ((int64_t*)a->data)[i] + ((int64_t*)((DLTensor*)args[1].v_handle)->data)[i];
+  return 0;
+}
+"""
+
+MOVES = "main(x):\n" + "    move $1 $0\n" * 1000 + "    ret $1\n"
+
+LOOP_INPLACE = """
+main(n):
+    load_consti $1 1
+    load_consti $2 8
+    alloc_storage $3 $2 64 int64 0
+    load_consti $4 0
+    alloc_tensor $5 $3 $4 [] int64
+    invoke_packed PackedFunc[0] (in: $4, $4, out: $5)
+loop:
+    if $5 $0 @done @body
+body:
+    invoke_packed PackedFunc[0] (in: $5, $1, out: $5)
+    goto @loop
+done:
+    ret $5
+"""
+
+LOOP_ALLOC = """
+main(n):
+    load_consti $1 0
+    load_consti $2 1
+    load_consti $3 8
+    move $4 $1
+loop:
+    if $4 $0 @done @body
+body:
+    alloc_storage $5 $3 64 int64 0
+    alloc_tensor $6 $5 $1 [] int64
+    invoke_packed PackedFunc[0] (in: $4, $2, out: $6)
+    move $4 $6
+    kill_register $5
+    goto @loop
+done:
+    ret $4
+"""
+
+MODEL = """
+main(x, y):
+    load_consti $2 4096
+    alloc_storage $3 $2 64 int64 0
+    load_consti $4 0
+    load_consti $5 2048
+    alloc_tensor $6 $3 $4 [256] int64
+    alloc_tensor $7 $3 $5 [256] int64
+    invoke_packed PackedFunc[0] (in: $0, $1, out: $6)
+    invoke_packed PackedFunc[0] (in: $6, $1, out: $7)
+    alloc_storage $8 $5 64 int64 0
+    alloc_tensor $9 $8 $4 [256] int64
+    invoke_packed PackedFunc[0] (in: $7, $6, out: $9)
+    alloc_data $10 tag(0) [$9, $6]
+    ret $10
+"""
+
+SUM = """
+sum(n):
+    load_consti $1 0
+    if $0 $1 @base @step
+base:
+    ret $1
+step:
+    load_consti $2 -1
+    load_consti $3 8
+    alloc_storage $4 $3 64 int64 0
+    alloc_tensor $5 $4 $1 [] int64
+    invoke_packed PackedFunc[0] (in: $0, $2, out: $5)
+    invoke $6 VMFunc[0]($5)
+    alloc_storage $7 $3 64 int64 0
+    alloc_tensor $8 $7 $1 [] int64
+    invoke_packed PackedFunc[0] (in: $0, $6, out: $8)
+    ret $8
+"""
+
+
+def best_seconds(run: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def allocations(vm: VirtualMachine, args: tuple[object, ...], func: str) -> dict[str, float]:
+    """Requests and fresh allocations per run, measured over 10 runs after 3 warm-up runs."""
+    for _ in range(3):
+        vm.invoke(func, *args)
+    before = dict(vm.allocator.stats())
+    for _ in range(10):
+        vm.invoke(func, *args)
+    after = vm.allocator.stats()
+    return {k: (after[k] - before[k]) / 10 for k in ("requests", "fresh_allocations")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=20_000, help="loop iterations (N)")
+    parser.add_argument("--repeat", type=int, default=7, help="runs per case (the best is kept)")
+    default_json = Path(__file__).resolve().parents[1] / "bench_results" / "vm.json"
+    parser.add_argument("--json", default=str(default_json), help="where to write results")
+    opts = parser.parse_args()
+
+    lib, cpu, n = CSourceModule(C_SOURCE), ember.cpu(), np.int64(opts.count)
+
+    def make(text: str) -> VirtualMachine:
+        return VirtualMachine(Executable.from_functions(text, primitive_ops=["add_i64"],
+                                                        lib=lib), cpu)
+
+    one = ember.nd.array(np.int64(1))
+    vms = {name: make(text) for name, text in
+           (("move", MOVES), ("loop_inplace", LOOP_INPLACE), ("loop_alloc", LOOP_ALLOC))}
+    # (run, instructions executed per run)
+    cases = {"move": (lambda: vms["move"].run(one), 1001),
+             "loop_inplace": (lambda: vms["loop_inplace"].run(n), 6 + 3 * opts.count + 2),
+             "loop_alloc": (lambda: vms["loop_alloc"].run(n), 4 + 7 * opts.count + 2)}
+    add, a, b = lib["add_i64"], ember.nd.array(np.int64(1)), ember.nd.array(np.int64(2))
+    kernel = best_seconds(lambda: [add(a, b, a) for _ in range(10_000)], opts.repeat) / 1e4
+    results = {name: best_seconds(run, opts.repeat) / count * 1e6
+               for name, (run, count) in cases.items()}
+    results["kernel_floor"] = kernel * 1e6
+    args = (ember.nd.array(np.arange(256, dtype="int64")), ember.nd.array(np.ones(256, "int64")))
+    allocs = {"model": allocations(make(MODEL), args, "main"),
+              "sum(100)": allocations(make(SUM), (np.int64(100),), "sum")}
+
+    print(f"{'case':<14} {'us/instruction':>15}")
+    for name, us in results.items():
+        unit = "  (per call)" if name == "kernel_floor" else ""
+        print(f"{name:<14} {us:>15.3f}{unit}")
+    print(f"\n{'program':<14} {'requests/run':>13} {'fresh allocs/run':>17}")
+    for name, a_ in allocs.items():
+        print(f"{name:<14} {a_['requests']:>13.1f} {a_['fresh_allocations']:>17.1f}")
+    os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
+    with open(opts.json, "w") as f:
+        json.dump({"benchmark": "vm", "unit": "us_per_instruction", "count": opts.count,
+                   "repeat": opts.repeat, "python": platform.python_version(),
+                   "machine": platform.machine(), "results": results,
+                   "allocations_per_run": allocs}, f, indent=2)
+    print(f"wrote {opts.json}")
+
+
+if __name__ == "__main__":
+    main()
