@@ -72,12 +72,14 @@ nothing (``vm.allocator.fresh_allocations`` stops growing).
 Files: ``program.py`` (data), ``instructions.py``, ``verifier.py``, ``serialize.py`` (byte
 format), ``assembler.py`` (listing and assembler), ``executable.py``, ``memory.py``,
 ``steps.py`` (what each instruction does), ``interpreter.py`` (the loop and the API),
-``profiler.py``.
+``executor.py`` (``VMModule``: the module-based interface, set_input/run/get_output, for a VM
+executor factory), ``profiler.py``.
 """
 from __future__ import annotations
 
 from .assembler import AssemblyError, parse_functions, parse_instruction  # noqa: F401
 from .executable import Executable, ExecutableModule  # noqa: F401
+from .executor import VMModule  # noqa: F401
 from .instructions import (  # noqa: F401
     AllocADT,
     AllocClosure,

@@ -41,16 +41,17 @@ class ExecutableModule(Module):
 
     def _get_local(self, name: str) -> PackedFunc | None:
         exe = Executable(self)
-        table: dict[str, Callable[..., Any]] = {"save": lambda: bytes(serialize(self.program)), "get_lib": lambda: self.lib,
-                 "get_bytecode": lambda: exe.bytecode, "get_stats": lambda: exe.stats,
-                 "get_constants": lambda: exe.constants,
-                 "get_virtual_devices": lambda: exe.virtual_devices,
-                 "get_num_globals": lambda: len(exe.globals),
-                 "get_global_fields": lambda i: exe.globals[i],
-                 "get_function_arity": exe.get_function_arity,
-                 "get_function_param_name": exe.get_function_param_name,
-                 "load_late_bound_consts": exe.load_late_bound_consts,
-                 "move_late_bound_consts": exe.move_late_bound_consts}
+        table: dict[str, Callable[..., Any]] = {
+            "save": lambda: bytes(serialize(self.program)), "get_lib": lambda: self.lib,
+            "get_bytecode": lambda: exe.bytecode, "get_stats": lambda: exe.stats,
+            "get_constants": lambda: exe.constants,
+            "get_virtual_devices": lambda: exe.virtual_devices,
+            "get_num_globals": lambda: len(exe.globals),
+            "get_global_fields": lambda i: exe.globals[i],
+            "get_function_arity": exe.get_function_arity,
+            "get_function_param_name": exe.get_function_param_name,
+            "load_late_bound_consts": exe.load_late_bound_consts,
+            "move_late_bound_consts": exe.move_late_bound_consts}
         func = table.get(name)
         return None if func is None else as_packed_func(func, name)
 

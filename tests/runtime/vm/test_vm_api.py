@@ -150,3 +150,31 @@ def test_relay_era_import_paths() -> None:
     assert tvm.runtime.vm.VirtualMachine is VirtualMachine
     assert tvm.runtime.profiler_vm.enabled()
     assert tvm.runtime.vm.Executable.load_exec is not None
+
+
+def test_module_based_interface() -> None:
+    from ember.runtime.vm import VMModule
+
+    m = VMModule(make_exe(PAIR), CPU)
+    assert m.get_num_inputs() == 2 and m.get_input_index("y") == 1
+    m.set_input("x", X)
+    m.set_input(1, Y)
+    m.run()
+    assert m.get_num_outputs() == 2
+    np.testing.assert_array_equal(m.get_output(0).numpy(), X + Y)
+    out = ember.nd.empty((4,), "float32")
+    assert m.get_output(1, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), X * Y)
+    y = ember.nd.array(Y)
+    m["set_input"]("x", y)
+    m["run"]()
+    np.testing.assert_array_equal(m["get_output"](0).numpy(), Y + Y)
+    assert m.get_input("x") is y
+    with pytest.raises(TVMError, match="no input named 'img'; this model's inputs are 'x', 'y'"):
+        m.set_input("img", X)
+    with pytest.raises(TVMError, match="input index 5 out of range"):
+        m.set_input(5, X)
+    assert len(m.benchmark(CPU, repeat=1, number=1).results) == 1
+    fresh = VMModule(make_exe(PAIR), CPU)
+    with pytest.raises(TVMError, match="input 'x' is not set"):
+        fresh.get_input("x")

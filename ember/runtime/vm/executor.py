@@ -1,0 +1,101 @@
+"""The module-based executor interface over a VM, as the graph and AOT executors offer it.
+
+``VMModule(exe, dev)`` runs one function (``main``) with the interface every ember executor
+shares: ``set_input(name_or_index, value)`` / ``set_input(**inputs)``, ``run()``,
+``get_output(i)``, ``get_num_outputs()``, ``get_input(i)``, ``get_input_index(name)``,
+``get_num_inputs()``, ``benchmark(dev, ...)``; the same names are its packed functions
+(``m["run"]()``). A VM executor factory returns one of these from ``factory["default"](dev)``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..device import Device
+from ..errors import TVMError
+from ..module import Module
+from ..ndarray import NDArray
+from ..packed_func import PackedFunc, as_packed_func
+from ..time_eval import BenchmarkResult
+from .executable import Executable
+from .interpreter import _UNSET, VirtualMachine
+
+
+class VMModule(Module):
+    """A VirtualMachine behind the module-based interface, for function ``func_name``."""
+
+    type_key = "VMModule"
+    _EXPORTED = ("set_input", "run", "get_output", "get_num_outputs", "get_input",
+                 "get_input_index", "get_num_inputs")
+
+    def __init__(self, exe: Executable | Module | VirtualMachine, dev: Device | None = None,
+                 memory_cfg: Any = None, func_name: str = "main") -> None:
+        super().__init__()
+        if isinstance(exe, VirtualMachine):
+            self.vm = exe
+        else:
+            if dev is None:
+                raise TypeError("VMModule: pass the device to run on")
+            self.vm = VirtualMachine(exe, dev, memory_cfg)
+        self.func_name = func_name
+        self._params = self.vm.exe.get_function_params(func_name)
+
+    def _index(self, key: int | str) -> int:
+        if isinstance(key, str):
+            if key not in self._params:
+                raise TVMError(f"set_input: no input named {key!r}; this model's inputs are "
+                               f"{', '.join(map(repr, self._params)) or '(none)'}")
+            return self._params.index(key)
+        if isinstance(key, bool) or not isinstance(key, int) or not 0 <= key < len(self._params):
+            raise TVMError(f"set_input: input index {key!r} out of range ({len(self._params)} "
+                           "inputs)")
+        return key
+
+    def set_input(self, key: int | str | None = None, value: Any = None, **params: Any) -> None:
+        """Set an input by name or index, and/or several by name."""
+        if key is not None:
+            self.vm.set_one_input(self.func_name, self._index(key), value)
+        for name, val in params.items():
+            self.vm.set_one_input(self.func_name, self._index(name), val)
+
+    def run(self, **inputs: Any) -> None:
+        """Run the function on the inputs set (plus any given here)."""
+        if inputs:
+            self.set_input(**inputs)
+        self.vm.invoke_stateful(self.func_name)
+
+    def get_output(self, index: int, out: NDArray | None = None) -> Any:
+        """Output ``index`` of the last run (copied into ``out`` if given)."""
+        value = self.vm.get_output(index)
+        return value if out is None else out.copyfrom(value)
+
+    def get_num_outputs(self) -> int:
+        return self.vm.get_num_outputs()
+
+    def get_input(self, key: int | str) -> Any:
+        """The value set for input ``key`` (TVMError if it was not set)."""
+        index = self._index(key)
+        value = self.vm._inputs.get(self.func_name, [_UNSET] * len(self._params))[index]
+        if value is _UNSET:
+            raise TVMError(f"get_input: input {self._params[index]!r} is not set")
+        return value
+
+    def get_input_index(self, name: str) -> int:
+        return self.vm.get_input_index(name, self.func_name)
+
+    def get_num_inputs(self) -> int:
+        return len(self._params)
+
+    def benchmark(self, device: Device, func_name: str | None = None, repeat: int = 5,
+                  number: int = 5, min_repeat_ms: int | None = None, **kwargs: Any
+                  ) -> BenchmarkResult:
+        """Time ``run()`` (see ``VirtualMachine.benchmark``); inputs may be given by name."""
+        if kwargs:
+            self.set_input(**kwargs)
+        return self.vm.benchmark(device, func_name=func_name or self.func_name, repeat=repeat,
+                                 number=number, min_repeat_ms=min_repeat_ms)
+
+    def _get_local(self, name: str) -> PackedFunc | None:
+        return as_packed_func(getattr(self, name), name) if name in self._EXPORTED else None
+
+    def __repr__(self) -> str:
+        return f"VMModule({self.func_name}, {self.vm!r})"
