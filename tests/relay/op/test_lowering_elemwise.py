@@ -15,10 +15,10 @@ from ember import relay
 from ember.ir.types import Any as AnyDim
 from ember.ir.types import TensorType
 from _lowering_cases import UNARY_RANGES
-from _lowering_util import Case, check_cases, rand
+from _lowering_util import EXAMPLES, Case, check_cases, rand
 from strategies import broadcastable_pair, shapes
 
-SETTINGS = settings(max_examples=5, deadline=None)
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None)
 FLOATS = st.sampled_from(["float32", "float64"])
 INTS = st.sampled_from(["int8", "int32", "int64", "uint8"])
 

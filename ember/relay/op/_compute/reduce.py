@@ -28,8 +28,8 @@ def _reduce_rule(name: str) -> Any:
     def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
         x = inputs[0]
         axes = reduce_axes(name, x.ndim, attrs)
-        if not axes:  # nothing to reduce: the reference returns the input (in its dtype)
-            out = identity(x, f"T_{name}")
+        if not axes:  # nothing to reduce: the input (all/any: as truth values)
+            out = cast_to(x, "bool") if name in ("all", "any") else identity(x, f"T_{name}")
         else:
             out = fn(x, axes, attrs.keepdims)
         return [cast_to(out, out_type.dtype)]  # type: ignore[attr-defined]
