@@ -20,8 +20,9 @@ and the kernel library::
 
 ``from_functions`` also accepts assembly text (``assembler.py``; the same syntax as the
 ``bytecode`` listing). It runs the verifier, which rejects out-of-range registers, function /
-constant / kernel / device indices, jump targets, arities, dtypes and code that falls off the
-end of a function, with a message naming ``functions['f'].instructions[pc]``.
+constant / kernel / device indices, jump targets, arities, dtypes, code that falls off the
+end of a function, and reads of registers not written on every path to them, with a message
+naming ``functions['f'].instructions[pc]``. So the interpreter never reads an empty register.
 
 Calling convention. Function ``f`` with ``n`` parameters starts with its arguments in
 registers ``$0 .. $n-1``, the other registers empty; ``ret $r`` returns register ``$r`` into

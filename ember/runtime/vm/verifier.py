@@ -1,8 +1,9 @@
 """The bytecode verifier: checks a whole Program before any of it runs.
 
 Every operand is checked against what it indexes (registers against the frame, functions,
-constants, kernels and devices against the program, jump targets against the function), so
-the interpreter can index without checks of its own. A failure names the place::
+constants, kernels and devices against the program, jump targets against the function), and
+every register read must have been written on every path to it, so the interpreter can
+index without checks of its own. A failure names the place::
 
     vm executable: functions['main'].instructions[17] (AllocTensor): register $9 out of range
     (frame has 8)
@@ -16,10 +17,15 @@ from .instructions import (
     AllocADT,
     AllocClosure,
     AllocStorage,
+    Fatal,
+    Goto,
+    If,
     Instruction,
     Invoke,
     InvokePacked,
+    KillRegister,
     Kind,
+    Ret,
 )
 from .program import Program, TensorInfo, VMFunction
 
@@ -64,6 +70,7 @@ def verify(prog: Program) -> None:
             problem = _check_instruction(prog, func, pc, ins)
             if problem:
                 raise VerificationError(f"{_where(func, pc, ins)}: {problem}")
+        _check_assigned(func)
 
 
 def _verify_tables(prog: Program) -> None:
@@ -119,6 +126,42 @@ def _verify_signature(prog: Program, func: VMFunction) -> None:
         raise VerificationError(f"{_where(func, len(func.instructions) - 1, last)}: control "
                                 "falls off the end of the function (expected ret, goto, if "
                                 "or fatal last)")
+
+
+def _successors(pc: int, ins: Instruction) -> tuple[int, ...]:
+    if isinstance(ins, (Ret, Fatal)):
+        return ()
+    if isinstance(ins, Goto):
+        return (pc + ins.pc_offset,)
+    if isinstance(ins, If):
+        return (pc + ins.true_offset, pc + ins.false_offset)
+    return (pc + 1,)
+
+
+def _check_assigned(func: VMFunction) -> None:
+    """Every register read holds a value on every path there (so no step ever reads an empty
+    register): a forward dataflow of the definitely-written registers, as bit sets."""
+    code = func.instructions
+    state: list[int | None] = [None] * len(code)  # registers written on all paths to pc
+    state[0] = (1 << func.arity) - 1
+    work = [0]
+    while work:
+        pc = work.pop()
+        ins, out = code[pc], state[pc]
+        assert out is not None, "only reached instructions are on the work list"
+        for r in ins.writes():
+            out = out & ~(1 << r) if isinstance(ins, KillRegister) else out | (1 << r)
+        for nxt in _successors(pc, ins):
+            old = state[nxt]
+            new = out if old is None else old & out
+            if new != old:
+                state[nxt] = new
+                work.append(nxt)
+    for pc, (ins, have) in enumerate(zip(code, state)):
+        missing = [r for r in ins.reads() if have is not None and not have >> r & 1]
+        if missing:
+            raise VerificationError(f"{_where(func, pc, ins)}: register ${missing[0]} is read "
+                                    "before it is written (on some path to here)")
 
 
 def _check_instruction(prog: Program, func: VMFunction, pc: int, ins: Instruction) -> str | None:

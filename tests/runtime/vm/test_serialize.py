@@ -199,6 +199,23 @@ def test_verifier_function_level_checks() -> None:
                                               param_types=(TensorInfo("nope", (1,)),))])
 
 
+@pytest.mark.parametrize("text, message", [
+    ("main(x):\n    move $2 $1\n    ret $2", r"instructions\[0\] \(Move\): register \$1 is read "
+                                            r"before it is written"),
+    ("main(x):\n    if $0 $0 1 2\n    move $1 $0\n    ret $1",  # $1 unset on the false path
+     r"instructions\[2\] \(Ret\): register \$1 is read before it is written \(on some path"),
+    ("main(x):\n    move $1 $0\n    kill_register $1\n    ret $1", r"\(Ret\): register \$1"),
+])
+def test_verifier_rejects_reads_of_empty_registers(text: str, message: str) -> None:
+    with pytest.raises(VerificationError, match=message):
+        Executable.from_functions(text)
+
+
+def test_verifier_accepts_writes_on_every_path() -> None:
+    text = "main(x):\n    if $0 $0 1 3\n    move $1 $0\n    goto 2\n    move $1 $0\n    ret $1"
+    assert Executable.from_functions(text).functions[0].register_file_size == 2
+
+
 # ---- corrupt input --------------------------------------------------------------------------
 CODE = bytes(small_exe().save()[0])
 
