@@ -59,8 +59,14 @@ class DecodeContext:
         """The int32 scalar tensor for ``tag`` (shared: tags are read, never written)."""
         t = self._tags.get(tag)
         if t is None:
-            t = self._tags[tag] = array(np.int32(tag))
+            t = self._tags[tag] = _frozen(array(np.int32(tag)))
         return t
+
+
+def _frozen(arr: NDArray) -> NDArray:
+    """``arr``, made read-only for Python (a shared scalar must not be changed in place)."""
+    arr._np.flags.writeable = False
+    return arr
 
 
 def scalar(value: Any, what: str) -> Any:
@@ -116,8 +122,8 @@ def _load_const(ins: I.LoadConst, ctx: DecodeContext) -> Step:
 
 
 def _load_consti(ins: I.LoadConsti, ctx: DecodeContext) -> Step:
-    # One tensor per instruction, made now: the VM never writes into a loaded scalar.
-    value, dst = array(np.int64(ins.val)), ins.dst
+    # One tensor per instruction, made now (read-only: every run shares it).
+    value, dst = _frozen(array(np.int64(ins.val))), ins.dst
 
     def step(regs: list[Any]) -> int:
         regs[dst] = value

@@ -97,6 +97,8 @@ main(x, y):
 def test_adt_construct_tag_and_fields() -> None:
     x, y = np.ones(2, "float32"), np.arange(3, dtype="int64")
     out = vm_for(ADT_PROGRAM).invoke("main", x, y)
+    with pytest.raises(ValueError, match="read-only"):
+        out[0].copyfrom(np.array(1, "int32"))  # tags are shared between runs
     assert isinstance(out, ADT) and out.tag == 0 and len(out) == 3
     assert out[0].numpy() == 3 and out[0].dtype == "int32"
     np.testing.assert_array_equal(out[1].numpy(), y)

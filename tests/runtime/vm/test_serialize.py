@@ -148,6 +148,9 @@ def test_late_bound_constants(tmp_path: object) -> None:
     assert back.constant_pool[0] is None
     back.load_late_bound_consts(path)
     np.testing.assert_array_equal(back.constant_pool[0].numpy(), CONSTS[0])
+    again = Executable.load_exec(code, None)
+    again.mod["load_late_bound_consts"](path)  # the packed-function form
+    assert again.constant_pool[0] is not None
 
 
 # ---- the verifier ---------------------------------------------------------------------------
