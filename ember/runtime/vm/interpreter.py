@@ -71,13 +71,15 @@ class VirtualMachine(Module):
 
     def _find_kernel(self, index: int, name: str) -> PackedFunc:
         lib = self.exe.lib
-        func = lib._find(name, True) if lib is not None else None
-        if func is None:
-            where = f"the kernel library {lib!r}" if lib is not None else "a kernel library " \
-                "(the executable has none)"
-            raise TVMError(f"VirtualMachine: kernel {name!r} (PackedFunc[{index}]) not found in "
-                           f"{where}")
-        return func
+        try:
+            if lib is not None:
+                return lib.get_function(name, query_imports=True)
+        except AttributeError:
+            pass
+        where = f"the kernel library {lib!r}" if lib is not None else \
+            "a kernel library (the executable has none)"
+        raise TVMError(f"VirtualMachine: kernel {name!r} (PackedFunc[{index}]) not found in "
+                       f"{where}")
 
     def _decode(self, ins: I.Instruction, func: VMFunction, pc: int) -> Step | None:
         try:
