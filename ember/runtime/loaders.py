@@ -73,6 +73,8 @@ def check_library_file(path: str) -> None:
 
 
 def _dlopen(path: str) -> ctypes.CDLL:
+    # Absolute: dlopen searches the system library path for a bare file name ("m.so").
+    path = os.path.abspath(path)
     st = os.stat(path)
     key = (st.st_dev, st.st_ino)
     if key in _LOADED:
