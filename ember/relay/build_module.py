@@ -25,6 +25,7 @@ from ..runtime.ndarray import NDArray, array as _nd_array
 EXECUTOR_KINDS: dict[str, tuple[str, str]] = {
     "debug": ("ember.relay.backend.interpreter", "Interpreter"),
     "graph": ("ember.relay._build", "GraphEvaluator"),
+    "vm": ("ember.relay.vm", "VMExecutor"),
 }
 _HOST_TARGETS = ("llvm", "c")
 

@@ -45,6 +45,16 @@ def _load_vm_exec(data: bytes) -> "Module":
 register_func("runtime.module.loadbinary_vm_exec", _load_vm_exec, override=True)
 
 
+def _load_vm_factory(data: bytes) -> "Module":
+    from .executor_factory import _load_factory
+    from .vm_executor_factory import VMExecutorFactoryModule  # noqa: F401  (registers "vm")
+
+    return _load_factory(data)
+
+
+register_func("runtime.module.loadbinary_VMExecutorFactory", _load_vm_factory, override=True)
+
+
 def __getattr__(name: str) -> object:
     if name in ("vm", "profiler_vm"):
         import importlib

@@ -1,0 +1,14 @@
+"""The VM compiler (``relay.backend.vm``): Relay to VM bytecode.
+
+``compile(mod, target, target_host, params)`` -> ``ember.runtime.vm.Executable``;
+``VMCompiler`` for the staged form (``lower``/``codegen``/``get_exec``). The passes the VM
+pipeline adds (``InlinePrimitives``, ``ManifestAlloc``, ``LambdaLift``) live here too.
+"""
+from __future__ import annotations
+
+from .compiler import VMCompiler, build_vm, compile  # noqa: F401
+from .inline_primitives import InlinePrimitives  # noqa: F401
+from .lambda_lift import LambdaLift  # noqa: F401
+from .memory_alloc import ManifestAlloc  # noqa: F401
+
+__all__ = ["VMCompiler", "compile", "InlinePrimitives", "LambdaLift", "ManifestAlloc"]

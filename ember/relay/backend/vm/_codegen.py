@@ -1,0 +1,294 @@
+"""Relay function (after ManifestAlloc and LambdaLift) -> VM instructions.
+
+One ``FunctionCodegen`` per global function. Every value gets a register of its own (a frame
+is a Python list, so registers are cheap and never reused); parameters are ``$0 .. $n-1``, and
+for a closure global the captured values come first. The walk is iterative over ``let``
+chains (A-normal form makes them long) and recursive only into nested scopes.
+
+What each expression becomes:
+
+- variable: its register (no code); constant: ``load_const`` from the pool;
+- tuple: ``alloc_data`` tag 0; projection: ``get_field``; constructor call: ``alloc_data``
+  with the constructor's tag; ``match``: see ``_match.py``;
+- ``if``: ``load_consti 1`` (true), ``if $cond $true`` jumping over the then-branch, each
+  branch ending with a ``move`` into the result register (and the then-branch with a
+  ``goto`` past the else-branch);
+- call of a global: ``invoke``; of a closure global ``@f(captured)``: ``alloc_closure``; of
+  ``@f(captured)(args)`` (a lifted function calling itself): ``invoke`` with the captured
+  values prepended; of anything else: ``invoke_closure``; a global used as a value: a closure
+  capturing nothing;
+- VM ops (``_ops.py``): ``alloc_storage``, ``alloc_tensor(_reg)``, ``shape_of``,
+  ``invoke_packed`` (kernel or shape function), ``kill_register``.
+
+Small integer immediates (offsets, sizes, tags, ``true``) are loaded with ``load_consti``
+once per scope and reused while the scope lasts.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ....ir.adt import Constructor, Match
+from ....ir.expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead,
+                         RefWrite, RelayExpr, Tuple, TupleGetItem, Var)
+from ....ir.op import Op
+from ....ir.types import TensorType
+from ....runtime.errors import InternalError, TVMError
+from ....runtime.ndarray import NDArray
+from ....runtime.vm import instructions as I
+from ....runtime.vm.program import TensorInfo, VMFunction
+from . import _ops
+from .lambda_lift import is_closure_global
+
+UNIT = -1  # the "register" of a value nobody reads (the result of a kernel call)
+
+
+class CodegenContext:
+    """What function code generation shares across a module: global indices, the constant
+    pool and the kernel table (filled by the compiler's callbacks)."""
+
+    def __init__(self, functions: dict[str, Function],
+                 kernel: Callable[[Function], tuple[int, list[NDArray]]],
+                 shape_kernel: Callable[[Function], int]) -> None:
+        self.functions = functions
+        self.global_index = {name: i for i, name in enumerate(functions)}
+        self.constants: list[NDArray] = []
+        self._const_index: dict[int, int] = {}
+        self.kernel, self.shape_kernel = kernel, shape_kernel
+
+    def constant(self, data: NDArray) -> int:
+        """The pool index of ``data`` (each NDArray stored once)."""
+        idx = self._const_index.get(id(data))
+        if idx is None:
+            idx = self._const_index[id(data)] = len(self.constants)
+            self.constants.append(data)
+        return idx
+
+    def index_of(self, gv: GlobalVar) -> int:
+        try:
+            return self.global_index[gv.name_hint]
+        except KeyError:
+            raise TVMError(f"vm compiler: call of @{gv.name_hint}, which the module does not "
+                           "define") from None
+
+
+class FunctionCodegen:
+    """Instructions of one function."""
+
+    def __init__(self, ctx: CodegenContext, name: str, func: Function) -> None:
+        self.ctx, self.name = ctx, name
+        self.code: list[I.Instruction] = []
+        self.var_reg: dict[Var, int] = {}
+        self.num_regs = 0
+        self.consti: dict[int, int] = {}
+        self.params: list[Var] = list(func.params)
+        self.body = func.body
+        if is_closure_global(func):  # captured values first, then the closure's own params
+            inner = func.body
+            assert isinstance(inner, Function), "a closure global returns a function literal"
+            self.params += list(inner.params)
+            self.body = inner.body
+
+    # -- helpers ------------------------------------------------------------------------------
+    def new_reg(self) -> int:
+        self.num_regs += 1
+        return self.num_regs - 1
+
+    def emit(self, ins: I.Instruction) -> int:
+        self.code.append(ins)
+        return len(self.code) - 1
+
+    def load_int(self, value: int) -> int:
+        reg = self.consti.get(value)
+        if reg is None:
+            reg = self.consti[value] = self.new_reg()
+            self.emit(I.LoadConsti(int(value), reg))
+        return reg
+
+    def scoped(self, expr: RelayExpr) -> int:
+        """Compile a nested scope (a branch or clause): its immediates do not leak out."""
+        saved = dict(self.consti)
+        try:
+            return self.compile(expr)
+        finally:
+            self.consti = saved
+
+    # -- entry --------------------------------------------------------------------------------
+    def run(self) -> VMFunction:
+        for p in self.params:
+            self.var_reg[p] = self.new_reg()
+        result = self.compile(self.body)
+        self.emit(I.Ret(result))
+        return VMFunction(self.name, tuple(p.name_hint for p in self.params), tuple(self.code),
+                          max(self.num_regs, 1), param_types=tuple(map(_param_info, self.params)))
+
+    def compile(self, e: RelayExpr) -> int:
+        while isinstance(e, Let):  # iterative over let chains
+            value = e.value
+            if isinstance(value, Var):
+                self.var_reg[e.var] = self.var_reg[value]
+            else:
+                self.var_reg[e.var] = self.compile(value)
+            e = e.body
+        method = _DISPATCH.get(type(e))
+        if method is None:
+            raise TVMError(f"vm compiler: cannot compile a {type(e).__name__} in @{self.name}"
+                           + (" (references are not supported by the VM)"
+                              if isinstance(e, (RefCreate, RefRead, RefWrite)) else ""))
+        return method(self, e)
+
+    # -- expressions --------------------------------------------------------------------------
+    def c_var(self, e: Var) -> int:
+        reg = self.var_reg.get(e)
+        if reg is None:
+            raise InternalError(f"vm compiler: %{e.name_hint} is used in @{self.name} before it "
+                                "is bound")
+        return reg
+
+    def c_constant(self, e: Constant) -> int:
+        dst = self.new_reg()
+        self.emit(I.LoadConst(self.ctx.constant(e.data), dst))
+        return dst
+
+    def c_tuple(self, e: Tuple) -> int:
+        fields = [self.compile(f) for f in e.fields]
+        dst = self.new_reg()
+        self.emit(I.AllocADT(0, len(fields), fields, dst))
+        return dst
+
+    def c_get_item(self, e: TupleGetItem) -> int:
+        obj = self.compile(e.tuple_value)
+        dst = self.new_reg()
+        self.emit(I.GetField(obj, e.index, dst))
+        return dst
+
+    def c_global(self, e: GlobalVar) -> int:
+        dst = self.new_reg()  # a global used as a value: a closure capturing nothing
+        self.emit(I.AllocClosure(self.ctx.index_of(e), 0, [], dst))
+        return dst
+
+    def c_constructor(self, e: Constructor) -> int:
+        if e.inputs:
+            raise TVMError(f"vm compiler: constructor {e.name_hint} used as a function value in "
+                           f"@{self.name}; call it instead")
+        dst = self.new_reg()
+        self.emit(I.AllocADT(e.tag, 0, [], dst))
+        return dst
+
+    def c_if(self, e: If) -> int:
+        cond = self.compile(e.cond)
+        true = self.load_int(1)
+        at_if = self.emit(I.If(cond, true, 1, 0))
+        result = self.new_reg()
+        self.emit(I.Move(self.scoped(e.true_branch), result))
+        at_goto = self.emit(I.Goto(0))
+        self.code[at_if] = I.If(cond, true, 1, len(self.code) - at_if)
+        self.emit(I.Move(self.scoped(e.false_branch), result))
+        self.code[at_goto] = I.Goto(len(self.code) - at_goto)
+        return result
+
+    def c_match(self, e: Match) -> int:
+        from ._match import compile_match
+
+        return compile_match(self, e)
+
+    def c_function(self, e: Function) -> int:
+        raise InternalError(f"vm compiler: a function literal is left in @{self.name}; "
+                            "LambdaLift (or InlinePrimitives, for fused ones) should have "
+                            "removed it")
+
+    def c_call(self, e: Call) -> int:
+        op = e.op
+        if isinstance(op, Op):
+            return self.c_vm_op(e)
+        if isinstance(op, Constructor):
+            fields = [self.compile(a) for a in e.args]
+            dst = self.new_reg()
+            self.emit(I.AllocADT(op.tag, len(fields), fields, dst))
+            return dst
+        if isinstance(op, GlobalVar):
+            args = [self.compile(a) for a in e.args]
+            dst = self.new_reg()
+            if is_closure_global(self.ctx.functions.get(op.name_hint)):
+                self.emit(I.AllocClosure(self.ctx.index_of(op), len(args), args, dst))
+            else:
+                self.emit(I.Invoke(self.ctx.index_of(op), args, dst))
+            return dst
+        if (isinstance(op, Call) and isinstance(op.op, GlobalVar)
+                and is_closure_global(self.ctx.functions.get(op.op.name_hint))):
+            args = [self.compile(a) for a in (*op.args, *e.args)]  # direct self call
+            dst = self.new_reg()
+            self.emit(I.Invoke(self.ctx.index_of(op.op), args, dst))
+            return dst
+        if isinstance(op, Function):
+            raise InternalError(f"vm compiler: a fused function is called in @{self.name} "
+                                "without ManifestAlloc")
+        closure = self.compile(op)
+        args = [self.compile(a) for a in e.args]
+        dst = self.new_reg()
+        self.emit(I.InvokeClosure(closure, args, dst))
+        return dst
+
+    def c_vm_op(self, e: Call) -> int:
+        op, args = e.op, e.args
+        if op is _ops.INVOKE_TVM_OP or op is _ops.SHAPE_FUNC:
+            prim = args[0]
+            assert isinstance(prim, Function), "invoke_tvm_op calls a fused function"
+            ins = [self.compile(a) for a in args[1].fields]  # type: ignore[attr-defined]
+            outs = [self.compile(a) for a in args[2].fields]  # type: ignore[attr-defined]
+            if op is _ops.SHAPE_FUNC:
+                index = self.ctx.shape_kernel(prim)
+            else:
+                index, consts = self.ctx.kernel(prim)
+                for c in consts:  # constants the lowering lifted out of the kernel body
+                    reg = self.new_reg()
+                    self.emit(I.LoadConst(self.ctx.constant(c), reg))
+                    ins.append(reg)
+            self.emit(I.InvokePacked(index, len(ins) + len(outs), len(outs), ins + outs))
+            return UNIT
+        if op is _ops.ALLOC_STORAGE:
+            size = self._int_operand(args[0])
+            dst = self.new_reg()
+            self.emit(I.AllocStorage(size, e.attrs.alignment, e.attrs.dtype_hint, 0, dst))
+            return dst
+        if op is _ops.ALLOC_TENSOR:
+            storage, offset = self.compile(args[0]), self.load_int(e.attrs.offset)
+            dst = self.new_reg()
+            self.emit(I.AllocTensor(storage, offset, e.attrs.shape, e.attrs.dtype, dst))
+            return dst
+        if op is _ops.ALLOC_TENSOR_REG:
+            storage, shape = self.compile(args[0]), self.compile(args[1])
+            dst = self.new_reg()
+            self.emit(I.AllocTensorReg(storage, self.load_int(e.attrs.offset), shape,
+                                       e.attrs.dtype, dst))
+            return dst
+        if op is _ops.SHAPE_OF:
+            src, dst = self.compile(args[0]), self.new_reg()
+            self.emit(I.ShapeOf(src, dst))
+            return dst
+        if op is _ops.KILL:
+            self.emit(I.KillRegister(self.compile(args[0])))
+            return UNIT
+        raise TVMError(f"vm compiler: operator {op.name} is called directly in @{self.name}; "  # type: ignore[union-attr]
+                       "the VM runs fused functions only (run FuseOps first)")
+
+    def _int_operand(self, e: RelayExpr) -> int:
+        if isinstance(e, Constant) and e.data.ndim == 0 and e.data.dtype.startswith(("int",
+                                                                                    "uint")):
+            return self.load_int(int(e.data.numpy()))
+        return self.compile(e)
+
+
+_DISPATCH: dict[type, Callable[[FunctionCodegen, Any], int]] = {
+    Var: FunctionCodegen.c_var, Constant: FunctionCodegen.c_constant,
+    Tuple: FunctionCodegen.c_tuple, TupleGetItem: FunctionCodegen.c_get_item,
+    GlobalVar: FunctionCodegen.c_global, Constructor: FunctionCodegen.c_constructor,
+    If: FunctionCodegen.c_if, Match: FunctionCodegen.c_match,
+    Function: FunctionCodegen.c_function, Call: FunctionCodegen.c_call,
+}
+
+
+def _param_info(p: Var) -> TensorInfo | None:
+    ty = p.checked_type_ if p.checked_type_ is not None else p.type_annotation
+    if not isinstance(ty, TensorType):
+        return None
+    return TensorInfo(ty.dtype, tuple(d if isinstance(d, int) else -1 for d in ty.shape))

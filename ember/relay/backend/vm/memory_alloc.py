@@ -1,0 +1,312 @@
+"""ManifestAlloc: make every allocation explicit, and share storage where lifetimes allow.
+
+Input: a typed module in A-normal form whose kernels are fused primitive functions in call
+position (ToANormalForm + InlinePrimitives). Each ``let %x = %prim(%a, %b)`` becomes
+destination-passing code over the VM ops of ``_ops.py``::
+
+    let %x = memory.alloc_tensor(%arena, offset=256, shape=[1, 64], dtype="float32");
+    let %_ = vm.invoke_tvm_op(%prim, (%a, %b), (%x));
+
+An output whose type has a ``?`` dimension gets its shape at run time from the primitive
+function's shape function (``shape_func.py``), which also returns its size in bytes::
+
+    let %s0 = vm.shape_of(%a);                    # one per input with a ? dimension
+    let %_ = vm.shape_func(%prim, (%s0), (%shape, %nbytes));
+    let %st = memory.alloc_storage(%nbytes);
+    let %x = memory.alloc_tensor_reg(%st, %shape, dtype="float32");
+
+Storage planning, per *scope* (a function body, an ``if`` branch, a ``match`` clause): a static
+tensor that never leaves the scope (it is only read by kernels, shape functions, allocation
+ops or as an ``if`` condition) lives in one arena allocated when the scope starts, at an offset
+chosen first-fit over the lifetimes (position of its allocation .. position of its last
+reader), so tensors that are never live together share bytes. A tensor that escapes (returned,
+put in a tuple or ADT, passed to a function, captured by a closure) gets a storage block of
+its own, so nothing the caller keeps aliases memory that is reused. The VM's pooled allocator
+recycles whole blocks between runs, so a model in steady state allocates nothing.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterator
+
+import numpy as np
+
+from ....ir.adt import Clause, Match
+from ....ir.expr import Call, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var, const
+from ....ir.module import IRModule
+from ....ir.transform import ModulePass, PassContext
+from ....ir.types import TensorType, TupleType, Type
+from ....ir.visitor import children
+from ....runtime.dtype import DataType
+from ....runtime.errors import InternalError, TVMError
+from ...transform._rewrite import is_primitive
+from . import _ops
+
+_PENDING = Call(_ops.ALLOC_TENSOR, ())  # placeholder value of a static allocation
+
+
+@dataclass(eq=False)
+class _Alloc:
+    var: Var
+    index: int
+    shape: tuple[int, ...]
+    dtype: str
+    last: int = -1
+    escapes: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * DataType(self.dtype).numpy_dtype.itemsize
+
+
+def flat_types(ty: Type, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...],
+                                                                       TensorType]]:
+    """(tuple-field path, tensor type) of every tensor in a possibly nested tuple type."""
+    if isinstance(ty, TupleType):
+        for i, f in enumerate(ty.fields):
+            yield from flat_types(f, path + (i,))
+    elif isinstance(ty, TensorType):
+        yield path, ty
+    else:
+        raise TVMError(f"ManifestAlloc: a fused function takes or returns tensors and tuples "
+                       f"only, got {ty}")
+
+
+def is_prim_call(e: RelayExpr) -> bool:
+    return isinstance(e, Call) and is_primitive(e.op)
+
+
+def _type_of(e: RelayExpr) -> Type | None:
+    return e.checked_type_ if e.checked_type_ is not None else getattr(e, "type_annotation", None)
+
+
+def _ret_type(call: Call) -> Type:
+    ty = call.checked_type_
+    if ty is None and call.op.checked_type_ is not None:  # type: ignore[union-attr]
+        ty = call.op.checked_type_.ret_type  # type: ignore[union-attr]
+    if ty is None:
+        ty = call.op.ret_type  # type: ignore[union-attr]
+    if ty is None:
+        raise InternalError("ManifestAlloc: a call of a fused function has no type; the VM "
+                            "compiler runs InferType before this pass")
+    return ty
+
+
+def _restructure(ty: Type, flat: list[Var]) -> RelayExpr:
+    if isinstance(ty, TupleType):
+        return Tuple(tuple(_restructure(f, flat) for f in ty.fields))
+    return flat.pop(0)
+
+
+class _Manifest:
+    """Rewrites one global function, scope by scope."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def fresh(self, hint: str, ty: Type | None = None) -> Var:
+        self.count += 1
+        return Var(f"{hint}{self.count}", ty)
+
+    def function(self, func: Function) -> Function:
+        return dataclasses.replace(func, body=self.scope(func.body))
+
+    def nested(self, e: RelayExpr) -> RelayExpr:
+        if isinstance(e, If):
+            return dataclasses.replace(e, true_branch=self.scope(e.true_branch),
+                                       false_branch=self.scope(e.false_branch))
+        if isinstance(e, Match):
+            clauses = tuple(Clause(c.lhs, self.scope(c.rhs)) for c in e.clauses)
+            return dataclasses.replace(e, clauses=clauses)
+        if isinstance(e, Function) and not is_primitive(e):
+            return dataclasses.replace(e, body=self.scope(e.body))
+        return e
+
+    def scope(self, expr: RelayExpr) -> RelayExpr:
+        bindings: list[tuple[Var, RelayExpr]] = []
+        allocs: list[_Alloc] = []
+        e = expr
+        while isinstance(e, Let):
+            value = self.nested(e.value)
+            if is_prim_call(value):
+                self.expand(e.var, value, bindings, allocs)  # type: ignore[arg-type]
+            else:
+                bindings.append((e.var, value))
+            e = e.body
+        result = self.nested(e)
+        if is_prim_call(result):
+            var = self.fresh("ret")
+            self.expand(var, result, bindings, allocs)  # type: ignore[arg-type]
+            result = var
+        for var, value in reversed(plan(bindings, result, allocs, self)):
+            result = Let(var, value, result)
+        return result
+
+    def static(self, var: Var, ty: TensorType, bindings: list[tuple[Var, RelayExpr]],
+               allocs: list[_Alloc]) -> Var:
+        bindings.append((var, _PENDING))
+        allocs.append(_Alloc(var, len(bindings) - 1, ty.concrete_shape, ty.dtype))
+        return var
+
+    def expand(self, var: Var, call: Call, bindings: list[tuple[Var, RelayExpr]],
+               allocs: list[_Alloc]) -> None:
+        prim = call.op
+        ret = _ret_type(call)
+        outs = [t for _, t in flat_types(ret)]
+        single = isinstance(ret, TensorType)
+        shapes: dict[int, tuple[Var, Var]] = {}
+        if any(not t.is_static for t in outs):
+            in_shapes = []
+            for p, arg in zip(prim.params, call.args):  # type: ignore[union-attr]
+                for path, t in flat_types(_type_of(p) or _type_of(arg)):  # type: ignore[arg-type]
+                    if not t.is_static:
+                        target = arg
+                        for i in path:
+                            target = TupleGetItem(target, i)
+                        sv = self.fresh("in_shape")
+                        bindings.append((sv, _ops.shape_of(target)))
+                        in_shapes.append(sv)
+            results: list[RelayExpr] = []
+            for k, t in enumerate(outs):
+                if not t.is_static:
+                    s = self.static(self.fresh("shape"), TensorType((t.ndim,), "int64"),
+                                    bindings, allocs)
+                    n = self.static(self.fresh("nbytes"), TensorType((), "int64"), bindings,
+                                    allocs)
+                    shapes[k] = (s, n)
+                    results += [s, n]
+            bindings.append((self.fresh("_"), _ops.shape_func(prim, in_shapes, results)))
+        out_vars = []
+        for k, t in enumerate(outs):
+            v = var if single else self.fresh(f"{var.name_hint}_", t)
+            if k in shapes:
+                st = self.fresh("storage")
+                bindings.append((st, _ops.alloc_storage(shapes[k][1], t.dtype)))
+                bindings.append((v, _ops.alloc_tensor_reg(st, shapes[k][0], t.dtype)))
+            else:
+                self.static(v, t, bindings, allocs)
+            out_vars.append(v)
+        bindings.append((self.fresh("_"), _ops.invoke_tvm_op(prim, list(call.args), out_vars)))
+        if not single:
+            bindings.append((var, _restructure(ret, list(out_vars))))
+
+
+_BENIGN_ARGS = {_ops.SHAPE_OF: (0,), _ops.ALLOC_STORAGE: (0,), _ops.ALLOC_TENSOR_REG: (1,),
+                _ops.KILL: (0,)}
+
+
+def _push(stack: list[tuple[RelayExpr, bool]], e: RelayExpr, captured: bool) -> None:
+    # A benign read of a variable is marked by wrapping it in a _Benign.
+    if isinstance(e, Var) and not captured:
+        stack.append((_Benign(e), False))  # type: ignore[arg-type]
+    else:
+        stack.append((e, captured))
+
+
+class _Benign:
+    __slots__ = ("var",)
+
+    def __init__(self, var: Var) -> None:
+        self.var = var
+
+
+def reads(expr: RelayExpr) -> Iterator[tuple[Var, bool]]:
+    """(variable, benign) for every variable read in ``expr``. A benign read cannot make the
+    value outlive the scope: kernel and shape-function operands, allocation sizes and shapes,
+    ``if`` conditions. Every read inside a closure is an escape (the value is captured)."""
+    stack: list[Any] = [(expr, False)]
+    while stack:
+        e, captured = stack.pop()
+        if isinstance(e, _Benign):
+            yield e.var, True
+        elif isinstance(e, Var):
+            yield e, False
+        elif isinstance(e, Function):
+            if not is_primitive(e):
+                stack.append((e.body, True))
+        elif not captured and isinstance(e, Call) and e.op in (_ops.INVOKE_TVM_OP,
+                                                               _ops.SHAPE_FUNC):
+            for tup in e.args[1:]:
+                for f in tup.fields:  # type: ignore[attr-defined]
+                    _push(stack, f, captured)
+        elif not captured and isinstance(e, Call) and e.op in _BENIGN_ARGS:
+            benign = _BENIGN_ARGS[e.op]  # type: ignore[index]
+            for i, a in enumerate(e.args):
+                if i in benign:
+                    _push(stack, a, captured)
+                else:
+                    stack.append((a, captured))
+        elif not captured and isinstance(e, If):
+            _push(stack, e.cond, captured)
+            stack += [(e.true_branch, captured), (e.false_branch, captured)]
+        else:
+            stack += [(c, captured) for c in children(e)]
+
+
+def first_fit(allocs: list[_Alloc]) -> tuple[dict[Var, int], int]:
+    """Offsets (multiples of the alignment) such that tensors live at the same time never
+    overlap; and the arena size."""
+    align = _ops.ALIGNMENT
+    placed: list[tuple[int, int, int]] = []  # (offset, size, last)
+    offsets: dict[Var, int] = {}
+    for a in sorted(allocs, key=lambda a: a.index):
+        size = -(-max(a.nbytes, 1) // align) * align
+        off = 0
+        for o, s, _ in sorted(p for p in placed if p[2] >= a.index):
+            if off + size <= o:
+                break
+            off = max(off, o + s)
+        placed.append((off, size, a.last))
+        offsets[a.var] = off
+    return offsets, max((o + s for o, s, _ in placed), default=0)
+
+
+def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[_Alloc],
+         names: _Manifest) -> list[tuple[Var, RelayExpr]]:
+    """Replace the pending static allocations of one scope by arena or own-storage ones."""
+    if not allocs:
+        return bindings
+    by_var = {a.var: a for a in allocs}
+    values = [(i, value) for i, (_, value) in enumerate(bindings) if value is not _PENDING]
+    for i, value in values + [(len(bindings), result)]:
+        for var, benign in reads(value):
+            a = by_var.get(var)
+            if a is not None:
+                a.last = max(a.last, i)
+                a.escapes = a.escapes or not benign
+    for a in allocs:
+        a.last = max(a.last, a.index)
+    local = [a for a in allocs if not a.escapes]
+    offsets, total = first_fit(local)
+    out: list[tuple[Var, RelayExpr]] = []
+    arena = names.fresh("arena")
+    if local:
+        out.append((arena, _ops.alloc_storage(const(total, "int64"))))
+    for var, value in bindings:
+        if value is not _PENDING:
+            out.append((var, value))
+            continue
+        a = by_var[var]
+        if a.escapes:
+            st = names.fresh("storage")
+            out.append((st, _ops.alloc_storage(const(a.nbytes, "int64"), a.dtype)))
+            out.append((var, _ops.alloc_tensor(st, 0, a.shape, a.dtype)))
+        else:
+            out.append((var, _ops.alloc_tensor(arena, offsets[var], a.shape, a.dtype)))
+    return out
+
+
+@dataclass(frozen=True)
+class ManifestAlloc(ModulePass):
+    """Explicit allocation and destination-passing kernel calls (see the module doc)."""
+
+    name: ClassVar[str] = "ManifestAlloc"
+    opt_level: ClassVar[int] = 0
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        out = mod.copy()
+        for gv, func in mod.functions.items():
+            if isinstance(func, Function) and not is_primitive(func):
+                out.add(gv, _Manifest().function(func))
+        return out

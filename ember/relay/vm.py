@@ -1,0 +1,43 @@
+"""``relay.vm``: compile Relay for the virtual machine, and the ``"vm"`` kind of
+``relay.create_executor``.
+
+    exe = relay.vm.compile(mod, target="llvm", params=params)
+    vm = ember.runtime.vm.VirtualMachine(exe, ember.cpu())
+    out = vm.invoke("main", x)
+
+The compiler itself is ``relay.backend.vm`` (``compiler.py`` and the VM passes).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..ir.expr import Function
+from ..runtime.vm import Executable, VirtualMachine  # noqa: F401
+from .backend.interpreter import Executor as _EvaluatorBase
+from .backend.vm.compiler import VMCompiler, compile  # noqa: F401
+
+__all__ = ["compile", "VMCompiler", "VMExecutor", "Executable", "VirtualMachine"]
+
+
+class VMExecutor(_EvaluatorBase):
+    """``create_executor("vm", mod, device, target)``: ``evaluate()`` compiles ``main`` (or
+    the given function) with ``relay.vm.compile`` once and returns a callable running it on
+    a VirtualMachine. Results are NDArrays, or ADTs for tuples and data types."""
+
+    def _make_executor(self, expr: Any = None) -> Callable[..., Any]:
+        from .backend._values import convert_args
+        from .transform import InferType
+
+        mod = self.mod
+        if expr is not None and not (hasattr(expr, "name_hint") and expr.name_hint == "main"):
+            mod = mod.copy()
+            mod["main"] = expr if isinstance(expr, Function) else mod[expr.name_hint]
+        mod = InferType()(mod)
+        main = mod["main"]
+        exe = compile(mod, self.target)
+        vm = VirtualMachine(exe, self.device)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return vm.invoke("main", *convert_args(main, args, kwargs, "vm executor"))
+
+        return run
