@@ -210,6 +210,9 @@ class _Equal:
         if isinstance(l, _VAR_LIKE):
             return self._var(l, r, path, mode == _DEF, stack)
         if isinstance(l, _GRAPH):
+            seen = self.l2r.get(id(l))
+            if seen is not None and seen[1] is r:
+                return True  # this pair's children were compared already: DAGs stay linear
             if not self._map_graph_node(l, r, path):
                 return False
         elif l is r and isinstance(l, (Constant, Op)):
