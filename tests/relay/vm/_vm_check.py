@@ -59,9 +59,10 @@ def round_trip(exe: Executable) -> Executable:
 
 
 def check(mod: ember.IRModule, *args: Any, params: dict | None = None, save: bool = False,
-          rtol: float = 1e-5, atol: float = 1e-6) -> Executable:
-    """Compile ``mod``, run it on ``args`` and compare with the interpreter; with ``save``,
-    also through a save/load round trip. Returns the executable."""
+          rtol: float = 1e-5, atol: float = 1e-6, ref_args: tuple | None = None) -> Executable:
+    """Compile ``mod``, run it on ``args`` and compare with the interpreter (given
+    ``ref_args`` when they differ: constructor values instead of ADTs); with ``save``, also
+    through a save/load round trip. Returns the executable."""
     exe = relay.vm.compile(mod, target="llvm", params=params)
     ref_mod = mod
     if params:
@@ -69,7 +70,7 @@ def check(mod: ember.IRModule, *args: Any, params: dict | None = None, save: boo
         from ember.relay.build_module import bind_params_by_name
 
         ref_mod["main"] = bind_params_by_name(mod["main"], params)
-    expected = to_py(interpret(ref_mod, *args))
+    expected = to_py(interpret(ref_mod, *(args if ref_args is None else ref_args)))
     assert_same(to_py(vm_run(exe, *args)), expected, rtol, atol)
     if save:
         assert_same(to_py(vm_run(round_trip(exe), *args)), expected, rtol, atol)

@@ -1,0 +1,97 @@
+"""Dynamic shapes (``relay.Any()``): one executable, several input sizes. Output shapes come
+from shape functions derived from the ops' compute rules (``backend/vm/shape_func.py``)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import relay
+
+from _vm_check import interpret, requires_cc, to_py, vm_run, assert_same
+
+pytestmark = requires_cc
+ANY = relay.Any()
+
+
+def _each_size(mod: ember.IRModule, make_args, sizes=(1, 3, 7)) -> ember.runtime.vm.Executable:
+    exe = relay.vm.compile(mod, target="llvm")
+    for n in sizes:
+        args = make_args(n)
+        assert_same(to_py(vm_run(exe, *args)), to_py(interpret(mod, *args)), 1e-5, 1e-5)
+    return exe
+
+
+def test_dense_with_a_dynamic_batch() -> None:
+    x, w = relay.var("x", shape=(ANY, 8)), relay.var("w", shape=(4, 8))
+    mod = ember.IRModule.from_expr(relay.Function([x, w], relay.nn.dense(x, w)))
+    rng = np.random.default_rng(0)
+    wv = rng.standard_normal((4, 8)).astype("float32")
+    exe = _each_size(mod, lambda n: (rng.standard_normal((n, 8)).astype("float32"), wv))
+    text = exe.bytecode
+    assert "shape_of" in text and "alloc_tensor_reg" in text
+    assert any(name.endswith("_shape_func") for name in exe.primitive_ops)
+
+
+def test_mlp_with_a_dynamic_batch_and_bound_params() -> None:
+    rng = np.random.default_rng(1)
+    x = relay.var("x", shape=(ANY, 16))
+    w1, b1 = relay.var("w1", shape=(32, 16)), relay.var("b1", shape=(32,))
+    w2, b2 = relay.var("w2", shape=(10, 32)), relay.var("b2", shape=(10,))
+    h = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, w1), b1))
+    out = relay.nn.softmax(relay.nn.bias_add(relay.nn.dense(h, w2), b2))
+    mod = ember.IRModule.from_expr(relay.Function([x, w1, b1, w2, b2], out))
+    params = {n: rng.standard_normal(s).astype("float32") * 0.1
+              for n, s in (("w1", (32, 16)), ("b1", (32,)), ("w2", (10, 32)), ("b2", (10,)))}
+    exe = relay.vm.compile(mod, target="llvm", params=params)
+    assert exe.get_function_params("main") == ["x"]
+    for n in (1, 2, 5, 9):
+        xv = rng.standard_normal((n, 16)).astype("float32")
+        got = vm_run(exe, xv).numpy()
+        hv = np.maximum(xv @ params["w1"].T + params["b1"], 0)
+        logits = hv @ params["w2"].T + params["b2"]
+        ref = np.exp(logits - logits.max(1, keepdims=True))
+        np.testing.assert_allclose(got, ref / ref.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["broadcast", "concatenate", "reshape", "sum", "transpose",
+                                  "tuple_out"])
+def test_shape_functions_of_common_ops(case: str) -> None:
+    rng = np.random.default_rng(2)
+    x, y = relay.var("x", shape=(ANY, 3)), relay.var("y", shape=(ANY, 3))
+    body = {
+        "broadcast": lambda: relay.multiply(relay.add(x, y), relay.const(2.0)),
+        "concatenate": lambda: relay.concatenate([x, y], axis=0),
+        "reshape": lambda: relay.reshape(relay.add(x, y), (-1,)),
+        "sum": lambda: relay.sum(relay.concatenate([x, y], 0), axis=0, keepdims=True),
+        "transpose": lambda: relay.transpose(relay.exp(x)),
+        "tuple_out": lambda: relay.Tuple([relay.add(x, y), relay.subtract(x, y)]),
+    }[case]()
+    mod = ember.IRModule.from_expr(relay.Function([x, y], body))
+
+    def args(n: int) -> tuple:
+        m = n if case != "concatenate" else n + 2
+        return (rng.standard_normal((n, 3)).astype("float32"),
+                rng.standard_normal((m if case in ("concatenate", "sum") else n, 3))
+                .astype("float32"))
+    _each_size(mod, args)
+
+
+def test_dynamic_output_escaping_through_a_tuple_and_a_call() -> None:
+    mod = ember.IRModule()
+    f = relay.GlobalVar("f")
+    a = relay.var("a", shape=(ANY,))
+    mod[f] = relay.Function([a], relay.Tuple([relay.add(a, a), a]))
+    x = relay.var("x", shape=(ANY,))
+    r = f(relay.negative(x))
+    mod["main"] = relay.Function([x], relay.add(relay.TupleGetItem(r, 0),
+                                                relay.TupleGetItem(r, 1)))
+    _each_size(mod, lambda n: (np.arange(n, dtype="float32"),))
+
+
+def test_data_dependent_shapes_are_refused() -> None:
+    n = relay.var("n", shape=(), dtype="int32")
+    mod = ember.IRModule.from_expr(relay.Function(
+        [n], relay.arange(relay.const(0, "int32"), n, relay.const(1, "int32"), "int32")))
+    with pytest.raises(ember.TVMError):
+        relay.vm.compile(mod, target="llvm")
