@@ -32,7 +32,8 @@ def deconv2d(data: RelayExpr, channels: int, size: int, layout: str, name: str) 
 
 def deconv2d_bn_relu(data: RelayExpr, channels: int, size: int, layout: str,
                      prefix: str) -> RelayExpr:
-    """deconv2d, batch norm (no scale), relu; weights ``prefix_deconv_*``/``prefix_batch_norm_*``."""
+    """deconv2d, batch norm (no scale), relu; weights ``prefix_deconv_weight`` and
+    ``prefix_batch_norm_*``."""
     net = deconv2d(data, channels, size, layout, f"{prefix}_deconv")
     net = layers.batch_norm_infer(net, epsilon=1e-5 + 1e-12, scale=False,
                                   axis=layout.index("C"), name=f"{prefix}_batch_norm")

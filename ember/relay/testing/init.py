@@ -23,18 +23,26 @@ kernels get the right scale. Residual networks pick a smaller magnitude (``resne
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
 from ...ir.expr import Call, Function, Var, bind, var
-from ...ir.op import Op
 from ...ir.module import IRModule
+from ...ir.op import Op
 from ...ir.types import TensorType
+from ...ir.visitor import post_order
 from ...runtime.ndarray import NDArray, array
 
-__all__ = ["InitDesc", "Initializer", "Xavier", "Constant", "Uniform", "Normal",
-           "create_workload"]
+__all__ = [
+    "Constant",
+    "InitDesc",
+    "Initializer",
+    "Normal",
+    "Uniform",
+    "Xavier",
+    "create_workload",
+]
 
 # name suffix -> method; checked in this order (so "moving_var" is a var, not a weight).
 _SUFFIX_RULES = (("weight", "_init_weight"), ("bias", "_init_bias"), ("gamma", "_init_gamma"),
@@ -55,7 +63,7 @@ class InitDesc(str):
     fan_out: float | None
 
     def __new__(cls, name: str, fan_in: float | None = None,
-                fan_out: float | None = None) -> "InitDesc":
+                fan_out: float | None = None) -> Self:
         desc = super().__new__(cls, name)
         desc.fan_in, desc.fan_out = fan_in, fan_out
         return desc
@@ -166,8 +174,10 @@ class Normal(Initializer):
 class Xavier(Initializer):
     """Glorot initialisation: weights of variance ``magnitude / (3 * factor)``.
 
-    ``factor`` is the fan-in (``shape[1] * prod(shape[2:])``), the fan-out
-    (``shape[0] * prod(shape[2:])``) or their mean (``factor_type`` "in", "out", "avg");
+    ``factor`` is the fan-in, the fan-out or their mean (``factor_type`` "in", "out", "avg").
+    The fans come from the InitDesc when ``create_workload`` found the weight's use, else from
+    the shape read as (out, in, window...): ``shape[1] * prod(shape[2:])`` and
+    ``shape[0] * prod(shape[2:])``;
     ``rnd_type`` is "uniform" (on ``[-s, s]``, ``s = sqrt(magnitude / factor)``) or "gaussian"
     (standard deviation ``s``). Raises ValueError for a weight of rank < 2 or a bad option.
     """
@@ -223,14 +233,13 @@ def _kernel_fans(call: Call, shape: tuple[int, ...]) -> tuple[float, float] | No
 
 def _describe_params(func: Function) -> dict[Var, InitDesc]:
     """An InitDesc for each parameter, with fans where main uses it as a kernel."""
-    from ...ir.visitor import post_order
-
     fans: dict[Var, tuple[float, float]] = {}
     for node in post_order(func.body):
         if (isinstance(node, Call) and isinstance(node.op, Op) and len(node.args) > 1
                 and isinstance(node.args[1], Var) and node.args[1] not in fans):
             ty = node.args[1].checked_type
-            found = _kernel_fans(node, tuple(ty.shape)) if isinstance(ty, TensorType) else None
+            static = isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape)
+            found = _kernel_fans(node, tuple(ty.shape)) if static else None
             if found is not None:
                 fans[node.args[1]] = found
     return {p: InitDesc(p.name_hint, *fans.get(p, (None, None))) for p in func.params}
@@ -260,9 +269,9 @@ def create_workload(net: Function | IRModule, initializer: Initializer | None = 
                     seed: int = 0) -> tuple[IRModule, dict[str, NDArray]]:
     """Type ``net`` and give every parameter except ``data`` a deterministic random value.
 
-    ``initializer`` defaults to ``default_initializer()`` (He-scaled Xavier).
-
-    ``net`` is a Function (becoming ``main``) or an IRModule with a ``main``. Returns
+    ``net`` is a Function (becoming ``main``) or an IRModule with a ``main``; ``initializer``
+    defaults to ``default_initializer()`` (He-scaled Xavier), drawing from a numpy Generator
+    seeded with ``seed``. Returns
     ``(mod, params)``: the typed module, whose ``main`` parameters are annotated with their
     types, and ``name -> NDArray`` in parameter order. The same seed gives identical params.
     Raises ValueError for a weight without a static tensor type or an initialisation rule.

@@ -11,8 +11,13 @@ from typing import Any
 from ... import relay
 from ...ir.expr import RelayExpr, Var
 
-__all__ = ["batch_norm_infer", "conv2d", "conv2d_transpose", "dense_add_bias",
-           "conv_kernel_layout"]
+__all__ = [
+    "batch_norm_infer",
+    "conv2d",
+    "conv2d_transpose",
+    "conv_kernel_layout",
+    "dense_add_bias",
+]
 
 
 def _weight(given: Var | None, name: str | None, suffix: str, helper: str) -> Var:
