@@ -149,6 +149,65 @@ static inline uint16_t ember_f2h(float f) {
 #endif"""
 
 
+# The same checks for builds without stdio (the C runtime, firmware): messages are the
+# argument's label joined with a fixed text, e.g. "f: argument 1 (b): ndim mismatch".
+_COMMON_NO_STDIO = r"""
+static int ember_fail3(const char* a, const char* b, const char* c) {
+  const char* parts[3];
+  char msg[384];
+  int n = 0, k;
+  parts[0] = a; parts[1] = b; parts[2] = c;
+  for (k = 0; k < 3; ++k) {
+    const char* s = parts[k];
+    while (s != NULL && *s != '\0' && n < (int)sizeof(msg) - 1) msg[n++] = *s++;
+  }
+  msg[n] = '\0';
+  TVMPackedFuncSetLastError(msg);
+  return -1;
+}
+
+static int ember_fail(const char* msg) { return ember_fail3(msg, "", ""); }
+
+static int ember_is_compact(const DLTensor* t) {
+  if (t->strides == NULL) return 1;
+  int64_t expect = 1;
+  for (int i = t->ndim - 1; i >= 0; --i) {
+    if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
+    expect *= t->shape[i];
+  }
+  return 1;
+}
+
+/* Check one tensor argument: type code, device, ndim, dtype, layout, alignment. */
+static int ember_check_tensor(const char* label, int type_code, TVMValue v, int ndim, int code,
+                              int bits, const char* dtype, int align, DLTensor** out) {
+  if (type_code != kTVMDLTensorHandle && type_code != kTVMNDArrayHandle) {
+    return ember_fail3(label, ": expected a tensor", "");
+  }
+  DLTensor* t = (DLTensor*)v.v_handle;
+  if (t == NULL) return ember_fail3(label, ": expected a tensor, got NULL", "");
+  if (t->device.device_type != kDLCPU) return ember_fail3(label, ": not a cpu tensor", "");
+  if (t->ndim != ndim) return ember_fail3(label, ": ndim mismatch", "");
+  int ok = t->dtype.code == code && t->dtype.bits == bits && t->dtype.lanes == 1;
+  if (code == 6) ok = ok || (t->dtype.code == 1 && t->dtype.bits == 1 && t->dtype.lanes == 1);
+  if (!ok) return ember_fail3(label, ": dtype mismatch, expected ", dtype);
+  if (!ember_is_compact(t)) return ember_fail3(label, ": not a compact row-major tensor", "");
+  if ((uintptr_t)((char*)t->data + t->byte_offset) % align != 0) {
+    return ember_fail3(label, ": data pointer is not aligned", "");
+  }
+  *out = t;
+  return 0;
+}
+
+/* Check a tensor's shape against the expected one (symbolic dims already bound). */
+static int ember_check_shape(const char* label, const DLTensor* t, const int64_t* expect) {
+  for (int i = 0; i < t->ndim; ++i) {
+    if (t->shape[i] != expect[i]) return ember_fail3(label, ": shape mismatch", "");
+  }
+  return 0;
+}"""
+
+
 def _helper(key: str) -> str:
     kind, _, dtype = key.partition(":")
     if kind == "f16":
@@ -171,13 +230,15 @@ def _helper(key: str) -> str:
     raise KeyError(key)
 
 
-def _prelude(helpers: set[str], call_packed: bool) -> str:
+def _prelude(helpers: set[str], call_packed: bool, stdio: bool = True) -> str:
     lines = [_BANNER, "#include <math.h>", "#include <stdarg.h>", "#include <stdint.h>",
              "#include <stdio.h>", "#include <string.h>"]
+    if not stdio:
+        lines = [_BANNER, "#include <math.h>", "#include <stdint.h>", "#include <string.h>"]
     if backend_header_available():
         lines.append('#include "ember/c_backend_api.h"')
     lines += ['#include "ember/c_packed_func.h"', _BACKEND_DECLS]
-    lines.append(_COMMON)
+    lines.append(_COMMON if stdio else _COMMON_NO_STDIO)
     for key in sorted(helpers, key=lambda k: (k != "f16", k)):
         lines.append(_helper(key))
     return "\n".join(lines)
@@ -189,8 +250,13 @@ abs malloc free memcpy memset printf snprintf main int float double char void re
 """.split())
 
 
-def generate_c(funcs: Sequence[PrimFunc]) -> str:
-    """C source of ``funcs``: for each, ``<name>_unpacked`` and the packed ``<name>``."""
+def generate_c(funcs: Sequence[PrimFunc], stdio: bool = True) -> str:
+    """C source of ``funcs``: for each, ``<name>_unpacked`` and the packed ``<name>``.
+
+    ``stdio=False`` (builds for the C runtime: firmware has no stdio) makes every error
+    message a constant string, still naming the function and argument
+    (``f: argument 1 (b): ndim mismatch``), with no ``snprintf``/``vsnprintf`` call; hosted
+    builds keep the formatted messages (``expected ndim 2, got 3``)."""
     helpers: set[str] = set()
     bodies = []
     names = set()
@@ -202,6 +268,6 @@ def generate_c(funcs: Sequence[PrimFunc]) -> str:
                              "C keyword; choose another name")
         names.add(f.name)
         text, arg_names = unpacked_function(f, helpers)
-        bodies.append(text + "\n\n" + packed_wrapper(f, arg_names))
-    prelude = _prelude(helpers, any(has_call_packed(f) for f in funcs))
+        bodies.append(text + "\n\n" + packed_wrapper(f, arg_names, stdio))
+    prelude = _prelude(helpers, any(has_call_packed(f) for f in funcs), stdio)
     return prelude + "\n\n" + "\n\n".join(bodies) + "\n"

@@ -116,6 +116,8 @@ class FunctionWriter:
         self.nonneg: set[int] = set()
         self.in_parallel = 0
         self.needs_err = False
+        self.stdio = True  # False: messages are constant strings (firmware has no stdio)
+        self.workspaces: list[str] = []  # live TVMBackendAllocWorkspace blocks, outermost first
 
     # -- names ------------------------------------------------------------------------------
     def bind(self, v: Any, hint: str) -> str:
@@ -264,6 +266,18 @@ class FunctionWriter:
     def emit(self, line: str, ind: int) -> None:
         self.lines.append("  " * ind + line)
 
+    def fail_return(self, cond: str, ret: str, ind: int) -> None:
+        """``if (cond) return ret;``, first freeing the live workspace blocks, innermost first
+        (the C runtime's arena is LIFO, and a failed call must not leak its blocks)."""
+        if not self.workspaces:
+            self.emit(f"if ({cond}) return {ret};", ind)
+            return
+        self.emit(f"if ({cond}) {{", ind)
+        for name in reversed(self.workspaces):
+            self.emit(f"(void)TVMBackendFreeWorkspace(1, 0, {name});", ind + 1)
+        self.emit(f"return {ret};", ind + 1)
+        self.emit("}", ind)
+
     def stmt(self, s: Stmt, ind: int) -> None:
         getattr(self, "stmt_" + type(s).__name__)(s, ind)
 
@@ -332,6 +346,8 @@ class FunctionWriter:
     def stmt_AssertStmt(self, s: AssertStmt, ind: int) -> None:
         self.emit(f"if (!({self.expr(s.condition)})) {{", ind)
         self.emit(f"TVMPackedFuncSetLastError({self.expr(s.message)});", ind + 1)
+        for name in reversed(self.workspaces):
+            self.emit(f"(void)TVMBackendFreeWorkspace(1, 0, {name});", ind + 1)
         self.emit("return -1;", ind + 1)
         self.emit("}", ind)
         self.stmt(s.body, ind)

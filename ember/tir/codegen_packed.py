@@ -56,12 +56,12 @@ def emit_allocate(w: FunctionWriter, s: Allocate, ind: int) -> None:
     code, nbits = dl_type(buf.dtype)
     w.emit(f"{ctype}* {name} = ({ctype}*)TVMBackendAllocWorkspace(1, 0, (uint64_t)({w.expr(n)}) "
            f"* sizeof({ctype}), {code}, {nbits});", ind)
-    w.emit(f"if ({name} == NULL) {{", ind)
-    w.emit(f'return ember_fail("{w.func.name}: cannot allocate the workspace {buf.name}");',
-           ind + 1)
-    w.emit("}", ind)
+    w.fail_return(f"{name} == NULL",
+                  f'ember_fail("{w.func.name}: cannot allocate the workspace {buf.name}")', ind)
+    w.workspaces.append(name)
     w.stmt(s.body, ind)
-    w.emit(f"if (TVMBackendFreeWorkspace(1, 0, {name}) != 0) return -1;", ind)
+    w.workspaces.pop()
+    w.fail_return(f"TVMBackendFreeWorkspace(1, 0, {name}) != 0", "-1", ind)
 
 
 def _numel(buf: Buffer) -> PrimExpr:
@@ -96,12 +96,12 @@ def emit_call_packed(w: FunctionWriter, call: Call, ind: int) -> None:
             w.emit(f"cp_args[{i}].v_int64 = (int64_t)({w.expr(a)}); cp_codes[{i}] = kTVMArgInt;",
                    i1)
     w.emit("TVMFunctionHandle cp_func = NULL;", i1)
-    w.emit(f'if (TVMBackendGetFuncFromEnv(__tvm_module_ctx, "{name}", &cp_func) != 0) return -1;',
-           i1)
+    w.fail_return(f'TVMBackendGetFuncFromEnv(__tvm_module_ctx, "{name}", &cp_func) != 0', "-1",
+                  i1)
     w.emit("TVMValue cp_ret;", i1)
     w.emit("int cp_ret_code = kTVMNullptr;", i1)
-    w.emit(f"if (TVMFuncCall(cp_func, cp_args, cp_codes, {n}, &cp_ret, &cp_ret_code) != 0) "
-           "return -1;", i1)
+    w.fail_return(f"TVMFuncCall(cp_func, cp_args, cp_codes, {n}, &cp_ret, &cp_ret_code) != 0",
+                  "-1", i1)
     w.emit("}", ind)
 
 
@@ -159,15 +159,19 @@ def backend_header_available() -> bool:
     return os.path.exists(os.path.join(_INCLUDE_DIR, "ember", "c_backend_api.h"))
 
 
-def packed_wrapper(func: PrimFunc, unpacked_names: list[str]) -> str:
-    """The C text of the packed entry ``<name>`` that checks arguments and calls the unpacked."""
+def packed_wrapper(func: PrimFunc, unpacked_names: list[str], stdio: bool = True) -> str:
+    """The C text of the packed entry ``<name>`` that checks arguments and calls the unpacked.
+
+    With ``stdio=False`` every message is a constant string (no ``%d``): the prelude's
+    ``ember_fail`` then does no formatting (see ``codegen.generate_c``)."""
     fname = c_ident(func.name)
+    count = (f'"{fname}: expected {len(func.params)} arguments, got %d", num_args' if stdio else
+             f'"{fname}: wrong number of arguments (expected {len(func.params)})"')
     lines = [f"TVM_DLL int32_t {fname}(TVMValue* args, int* type_codes, int num_args, "
              "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {",
              "  (void)out_ret_value; (void)out_ret_tcode; (void)resource_handle;",
              f"  if (num_args != {len(func.params)}) {{",
-             f'    return ember_fail("{fname}: expected {len(func.params)} arguments, got %d", '
-             "num_args);", "  }"]
+             f"    return ember_fail({count});", "  }"]
     sym = signature_vars(func)
     sym_names = {id(v): f"sym_{c_ident(v.name)}" for v in sym}
     lines += [f"  int64_t {sym_names[id(v)]} = -1;" for v in sym]
@@ -177,7 +181,7 @@ def packed_wrapper(func: PrimFunc, unpacked_names: list[str]) -> str:
         buf = func.buffer_map.get(p)
         label = f"{fname}: argument {i} ({buf.name if buf else p.name})"
         if buf is None:
-            lines += _scalar_arg(i, p, label)
+            lines += _scalar_arg(i, p, label, stdio)
             call_args.append(f"arg{i}")
             continue
         lines += _tensor_checks(i, buf, label)
@@ -196,16 +200,21 @@ def packed_wrapper(func: PrimFunc, unpacked_names: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _scalar_arg(i: int, p: Var, label: str) -> list[str]:
+def _scalar_arg(i: int, p: Var, label: str, stdio: bool = True) -> list[str]:
+    def fail(what: str) -> str:
+        if stdio:
+            return f'    return ember_fail("{label}: expected {what}, got type code %d", ' \
+                f"type_codes[{i}]);"
+        return f'    return ember_fail("{label}: expected {what}");'
+
     if is_float(p.dtype):
         return [f"  if (type_codes[{i}] != kTVMArgFloat && type_codes[{i}] != kTVMArgInt) {{",
-                f'    return ember_fail("{label}: expected a float, got type code %d", '
-                f"type_codes[{i}]);", "  }",
+                fail("a float"), "  }",
                 f"  {C_TYPE[p.dtype]} arg{i} = type_codes[{i}] == kTVMArgFloat ? "
                 f"({C_TYPE[p.dtype]})args[{i}].v_float64 : ({C_TYPE[p.dtype]})args[{i}].v_int64;"]
     return [f"  if (type_codes[{i}] != kTVMArgInt && type_codes[{i}] != kTVMArgUInt) {{",
-            f'    return ember_fail("{label}: expected an int, got type code %d", type_codes[{i}]);',
-            "  }", f"  {C_TYPE[p.dtype]} arg{i} = ({C_TYPE[p.dtype]})args[{i}].v_int64;"]
+            fail("an int"), "  }",
+            f"  {C_TYPE[p.dtype]} arg{i} = ({C_TYPE[p.dtype]})args[{i}].v_int64;"]
 
 
 def _tensor_checks(i: int, buf: Buffer, label: str) -> list[str]:

@@ -37,9 +37,9 @@ extern "C" {
 tvm_crt_error_t ember_crt_init(void* pool, size_t size);
 
 /*!
- * \brief Drop every live block of the arena. Generated code returns early on an error
- * without freeing what it allocated; call this after a failed run (never during one) to
- * start the next run from an empty arena. The peak is kept.
+ * \brief Drop every live block of the arena. Generated code frees its blocks when it fails;
+ * code that returns early without freeing may leave some behind: call this after a failed
+ * run (never during one) to start the next run from an empty arena. The peak is kept.
  */
 void ember_crt_workspace_reset(void);
 
