@@ -22,7 +22,7 @@ _TOKEN_RE = re.compile(rf"""
   | (?P<number>-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?:{_NAME})?)
   | (?P<ident>{_NAME}(?:\.{_NAME})*)
   | (?P<string>"(?:[^"\\\n]|\\.)*")
-  | (?P<punct>->|=>|[()\[\]{{}},:;=.?#\-])
+  | (?P<punct>->|=>|==|!=|<=|>=|[()\[\]{{}},:;=.?#\-+*/<>])
 """, re.VERBOSE)
 _DIGITS_RE = re.compile(r"[0-9]+")
 _KINDS = {"local": LOCAL, "global": GLOBAL, "ident": IDENT, "number": NUMBER, "string": STRING,

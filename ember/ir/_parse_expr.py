@@ -16,6 +16,12 @@ from ._lexer import GLOBAL, IDENT, LOCAL, NUMBER, PUNCT, Source, Token
 from ._parse_types import TypeParser, did_you_mean
 
 
+# Infix operators: token -> (operator, precedence); higher binds tighter.
+_BINARY = {"*": ("multiply", 4), "/": ("divide", 4), "+": ("add", 3), "-": ("subtract", 3),
+           "<": ("less", 2), ">": ("greater", 2), "<=": ("less_equal", 2),
+           ">=": ("greater_equal", 2), "==": ("equal", 1), "!=": ("not_equal", 1)}
+
+
 class ExprParser(TypeParser):
     """Blocks, bindings and expressions. Scopes: ``locals`` (one dict per open block)."""
 
@@ -103,6 +109,30 @@ class ExprParser(TypeParser):
 
     # -- expressions --------------------------------------------------------------------------
     def expr(self) -> RelayExpr:
+        """An expression, with infix operators (``%a + %b`` is ``add(%a, %b)``; TVM's table
+        of precedences: ``* /`` over ``+ -`` over comparisons over ``== !=``)."""
+        start = self.peek()
+        return self.binary(self.postfix(), 0, start)
+
+    def binary(self, lhs: RelayExpr, min_prec: int, start: Token) -> RelayExpr:
+        """Precedence climbing over ``_BINARY``; operators of one level group to the left."""
+        while (op := self.binary_op(min_prec)) is not None:
+            self.next()
+            rhs_start = self.peek()
+            rhs = self.postfix()
+            while (inner := self.binary_op(op[1] + 1)) is not None:
+                rhs = self.binary(rhs, inner[1], rhs_start)
+            callee = Op.get(op[0])
+            lhs = Call(callee, [lhs, rhs], self.op_attrs(callee, start, {}),
+                       span=self.span(start))
+        return lhs
+
+    def binary_op(self, min_prec: int) -> tuple[str, int] | None:
+        tok = self.peek()
+        op = _BINARY.get(tok.text) if tok.kind == PUNCT else None
+        return op if op is not None and op[1] >= min_prec else None
+
+    def postfix(self) -> RelayExpr:
         """A primary expression followed by calls ``(...)`` and projections ``.N``."""
         start = self.peek()
         e = self.primary()
