@@ -16,6 +16,16 @@ JSON (default bench_results/vm.json). Cases:
 Then, for a small model-like program (two kernels, four tensors in two storage blocks) and
 the recursive ``sum``: storage requests and fresh allocations per run in steady state
 (pooled allocator; fresh allocations should be 0).
+
+With ``--compiled`` (needs the compiler and a C compiler), programs made by
+``relay.vm.compile`` (``compiled_cases`` below):
+
+- ``zoo``: VM vs graph executor latency on static zoo models (resnet-18 at 224x224, mobilenet,
+  mlp; best of R runs each), the VM's overhead in percent, and the VM's storage requests and
+  fresh allocations per inference in steady state;
+- ``loop``: a compiled ``while_loop`` (scalar compare + add per iteration, recursion through a
+  lifted closure): microseconds per iteration and per executed instruction (instructions
+  counted by an instrumented VM; each iteration also runs one ``invoke`` and one ``ret``).
 """
 from __future__ import annotations
 
@@ -160,6 +170,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7, help="runs per case (the best is kept)")
     default_json = Path(__file__).resolve().parents[1] / "bench_results" / "vm.json"
     parser.add_argument("--json", default=str(default_json), help="where to write results")
+    parser.add_argument("--compiled", action="store_true",
+                        help="also time programs compiled by relay.vm.compile (zoo, loop)")
+    parser.add_argument("--models", nargs="*", default=["resnet", "mobilenet", "mlp"])
     opts = parser.parse_args()
 
     lib, cpu, n = CSourceModule(C_SOURCE), ember.cpu(), np.int64(opts.count)
@@ -191,13 +204,111 @@ def main() -> None:
     print(f"\n{'program':<14} {'requests/run':>13} {'fresh allocs/run':>17}")
     for name, a_ in allocs.items():
         print(f"{name:<14} {a_['requests']:>13.1f} {a_['fresh_allocations']:>17.1f}")
+    report = {"benchmark": "vm", "unit": "us_per_instruction", "count": opts.count,
+              "repeat": opts.repeat, "python": platform.python_version(),
+              "machine": platform.machine(), "results": results,
+              "allocations_per_run": allocs}
+    if opts.compiled:
+        report["compiled"] = compiled_cases(opts.models, opts.repeat)
     os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
     with open(opts.json, "w") as f:
-        json.dump({"benchmark": "vm", "unit": "us_per_instruction", "count": opts.count,
-                   "repeat": opts.repeat, "python": platform.python_version(),
-                   "machine": platform.machine(), "results": results,
-                   "allocations_per_run": allocs}, f, indent=2)
+        json.dump(report, f, indent=2)
     print(f"wrote {opts.json}")
+
+
+
+# -- programs made by the VM compiler ----------------------------------------------------------
+_ZOO_ARGS = {"resnet": {"batch_size": 1, "num_layers": 18}, "mobilenet": {"batch_size": 1},
+             "mlp": {"batch_size": 1}}
+
+
+def _zoo(name: str, repeat: int) -> dict[str, float]:
+    from ember import relay
+    from ember.contrib.graph_executor import GraphModule
+    from ember.relay import testing
+
+    mod, params = getattr(testing, name).get_workload(**_ZOO_ARGS[name])
+    data = {p.name_hint: ember.nd.array(np.random.default_rng(0).standard_normal(
+        [int(d) for d in p.type_annotation.shape]).astype(p.type_annotation.dtype))
+        for p in mod["main"].params if p.name_hint not in params}
+    with ember.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, target="llvm", params=params)
+        factory = relay.build(mod, target="llvm", params=params)
+    graph = GraphModule(factory["default"](ember.cpu()))
+    graph.set_input(**data)
+    vm = VirtualMachine(exe, ember.cpu())
+    vm.set_input("main", **data)
+    # Interleaved, best of many: the machine is shared, and load comes in bursts.
+    t_graph = t_vm = float("inf")
+    for _ in range(3 + max(repeat, 10)):
+        t_graph = min(t_graph, best_seconds(graph.run, 1))
+        t_vm = min(t_vm, best_seconds(lambda: vm.invoke_stateful("main"), 1))
+    before = dict(vm.allocator.stats())
+    for _ in range(5):
+        vm.invoke_stateful("main")
+    after = vm.allocator.stats()
+    per = {k: (after[k] - before[k]) / 5 for k in ("requests", "fresh_allocations")}
+    return {"graph_ms": t_graph * 1e3, "vm_ms": t_vm * 1e3,
+            "vm_overhead_percent": 100 * (t_vm - t_graph) / t_graph,
+            "instructions": sum(len(f.instructions) for f in exe.functions),
+            "kernels": len(exe.primitive_ops), "storage_requests_per_run": per["requests"],
+            "fresh_allocations_per_run": per["fresh_allocations"]}
+
+
+def _loop(repeat: int) -> dict[str, float]:
+    from ember import relay
+    from ember.relay.loops import while_loop
+
+    i, acc = relay.var("i", shape=(), dtype="int32"), relay.var("acc", shape=(), dtype="int32")
+    n = relay.var("n", shape=(), dtype="int32")
+    loop = while_loop(lambda i, acc: relay.less(i, n), [i, acc],
+                      lambda i, acc: [relay.add(i, relay.const(1, "int32")), relay.add(acc, i)])
+    zero = relay.const(0, "int32")
+    body = relay.TupleGetItem(relay.Call(loop, [zero, zero]), 1)
+    exe = relay.vm.compile(ember.IRModule.from_expr(relay.Function([n], body)), target="llvm")
+
+    class Counting(VirtualMachine):
+        executed = 0
+
+        def _decode(self, ins, func, pc):  # type: ignore[no-untyped-def]
+            step = super()._decode(ins, func, pc)
+            if step is None:
+                return None
+
+            def counted(regs, _step=step):  # type: ignore[no-untyped-def]
+                Counting.executed += 1
+                return _step(regs)
+            return counted
+
+    iters = (1000, 3000)
+    counter = Counting(exe, ember.cpu())
+    counts = []
+    for k in iters:
+        Counting.executed = 0
+        counter.invoke("main", np.int32(k))
+        counts.append(Counting.executed + 2 * k)  # + one invoke and one ret per iteration
+    vm = VirtualMachine(exe, ember.cpu())
+    times = [best_seconds(lambda k=k: vm.invoke("main", np.int32(k)), repeat) for k in iters]
+    per_iter = (times[1] - times[0]) / (iters[1] - iters[0])
+    per_ins = (times[1] - times[0]) / (counts[1] - counts[0])
+    return {"us_per_iteration": per_iter * 1e6, "us_per_instruction": per_ins * 1e6,
+            "instructions_per_iteration": (counts[1] - counts[0]) / (iters[1] - iters[0])}
+
+
+def compiled_cases(models: list[str], repeat: int) -> dict[str, object]:
+    """Figures for programs compiled by relay.vm.compile (printed and returned)."""
+    zoo = {name: _zoo(name, repeat) for name in models}
+    print(f"\n{'model':<10} {'graph ms':>9} {'vm ms':>9} {'vm overhead':>12} "
+          f"{'requests/run':>13} {'fresh/run':>10}")
+    for name, r in zoo.items():
+        print(f"{name:<10} {r['graph_ms']:>9.3f} {r['vm_ms']:>9.3f} "
+              f"{r['vm_overhead_percent']:>11.1f}% {r['storage_requests_per_run']:>13.1f} "
+              f"{r['fresh_allocations_per_run']:>10.1f}")
+    loop = _loop(repeat)
+    print(f"\ncompiled while_loop: {loop['us_per_iteration']:.2f} us/iteration, "
+          f"{loop['instructions_per_iteration']:.0f} instructions/iteration, "
+          f"{loop['us_per_instruction']:.3f} us/instruction")
+    return {"zoo": zoo, "loop": loop}
 
 
 if __name__ == "__main__":
