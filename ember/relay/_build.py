@@ -142,7 +142,8 @@ def _executor_and_runtime(target: Target, executor: Any, runtime: Any) -> tuple[
 
 # executor name -> "module:function" building its factory; AOT and VM register here.
 BUILDERS: dict[str, str] = {"graph": "ember.relay._build:build_graph",
-                            "vm": "ember.relay.backend.vm.compiler:build_vm"}
+                            "vm": "ember.relay.backend.vm.compiler:build_vm",
+                            "aot": "ember.relay.backend.aot.build:build_aot"}
 
 
 def build(ir_mod: Any, target: Any, target_host: Any, executor: Any, runtime: Any,

@@ -125,7 +125,7 @@ def _reconstruct_from_deprecated_options(target: Any) -> tuple[Any, Any]:
 def build(ir_mod: Any, target: Any = None, target_host: Any = None, executor: Any = None,
           runtime: Any = None, workspace_memory_pools: Any = None,
           constant_memory_pools: Any = None, params: Mapping[str, Any] | None = None,
-          mod_name: str | None = "default") -> Any:
+          mod_name: str | None = "default", module_name: str | None = None) -> Any:
     """Compile ``ir_mod`` (an IRModule with ``main``, or a Function) into a factory module.
 
     ``target`` defaults to the current ``with Target(...)`` or ``"llvm"`` (the host CPU);
@@ -136,12 +136,20 @@ def build(ir_mod: Any, target: Any = None, target_host: Any = None, executor: An
     accepted and the params stay in the factory (loaded when an executor is created), and the
     memory pools are ignored (they matter to AOT).
 
+    ``module_name`` is accepted as another name for ``mod_name`` (the spelling of the AOT
+    RFC's example).
+
     Raises TargetError (a ValueError) for a target string ember does not understand, TVMError
     for a non-CPU target, an executor that cannot be built yet, or dynamic shapes with the
     graph executor (use the VM), OpNotImplemented for an operator with no lowering.
     """
     from . import _build
 
+    if module_name is not None:  # the AOT RFC's spelling of mod_name
+        if mod_name not in ("default", None, module_name):
+            raise TVMError(f"relay.build: mod_name={mod_name!r} and module_name={module_name!r} "
+                           "disagree; pass one of them")
+        mod_name = module_name
     return _build.build(ir_mod, target, target_host, executor, runtime, params,
                               mod_name, workspace_memory_pools, constant_memory_pools)
 

@@ -27,6 +27,7 @@ import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from .aot_format import ModelMetadata, parse_metadata
 from .debug_executor import GraphExecutorDebug
 from .device import Device
 from .errors import ArtifactError, TVMError
@@ -249,3 +250,60 @@ class GraphExecutorFactoryModule(ExecutorFactoryModule):
     def _from_parts(cls, header: dict[str, Any], sections: dict[str, bytes]) -> Module:
         params = load_param_dict(sections["params"]) if "params" in sections else {}
         return cls(header["config"], None, header["mod_name"], params, target=header["target"])
+
+
+@register_factory
+class AotExecutorFactoryModule(ExecutorFactoryModule):
+    """The factory of AOT executors: the unified metadata + the compiled library + params.
+
+    ``AotExecutorFactoryModule(metadata, lib, libmod_name, params)``: ``metadata`` is a
+    ``ModelMetadata`` or its JSON (the executor config); ``params`` are the constants the
+    executor loads into its constant pool (empty when they are linked into the library). The
+    keyword arguments (``ir_mod``, ``target``, ``executor``, ``runtime``, ``header``: the
+    generated ``tvmgen_<mod>.h``, ``sources``: ``{file name: C}`` of the library) are kept for
+    later stages (Model Library Format); the header also survives export.
+    """
+
+    executor_kind = "aot"
+    type_key = "AotExecutorFactory"
+
+    def __init__(self, metadata: ModelMetadata | str, lib: Module | None,
+                 libmod_name: str = "default", params: Mapping[str, Any] | None = None, *,
+                 ir_mod: Any = None, target: Any = None, executor: Any = None,
+                 runtime: Any = None, header: str = "",
+                 sources: Mapping[str, str] | None = None) -> None:
+        super().__init__(lib, libmod_name, params, target)
+        self.metadata = (metadata if isinstance(metadata, ModelMetadata)
+                         else parse_metadata(metadata))
+        self.ir_mod, self.executor, self.runtime = ir_mod, executor, runtime
+        self.header = header
+        self.sources = dict(sources or {})
+
+    def get_executor_config(self) -> str:
+        """The metadata as JSON (see ``ember.runtime.aot_format``)."""
+        return self.metadata.to_json()
+
+    def get_model_metadata(self) -> ModelMetadata:
+        return self.metadata
+
+    def get_header(self) -> str:
+        """The C interface header ``tvmgen_<mod>.h``."""
+        return self.header
+
+    def _create(self, dev: Any) -> Module:
+        from .aot_executor import AotExecutor
+
+        return AotExecutor(self.lib, dev, self.metadata, self.params)
+
+    def _functions(self) -> dict[str, Callable[..., Any]]:
+        return dict(super()._functions(), get_model_metadata=self.get_executor_config,
+                    get_header=self.get_header)
+
+    def _sections(self) -> list[tuple[str, bytes]]:
+        return super()._sections() + [("header", self.header.encode())]
+
+    @classmethod
+    def _from_parts(cls, header: dict[str, Any], sections: dict[str, bytes]) -> Module:
+        params = load_param_dict(sections["params"]) if "params" in sections else {}
+        return cls(header["config"], None, header["mod_name"], params, target=header["target"],
+                   header=sections.get("header", b"").decode())

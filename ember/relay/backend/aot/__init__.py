@@ -1,0 +1,26 @@
+"""The AOT executor's compile side (``relay.build(..., executor=Executor("aot"))``).
+
+- ``calling_convention``: the interface / operator calling conventions and the rules that
+  combine them (errors cite the rule);
+- ``codegen``: ``main`` -> ``tvmgen_<mod>_run_model`` as loop IR, over one planned arena;
+- ``emit_c``: run_model and the linked constants as C;
+- ``interface``: C names, the header ``tvmgen_<mod>.h``, the packed and C entry points;
+- ``metadata``: the unified metadata (JSON, C struct, macros);
+- ``build``: the pipeline, registered as the ``"aot"`` builder of ``relay.build``.
+
+The run side is ``ember.runtime.aot_executor``; the contract between them is
+``ember.runtime.aot_format``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["build_aot", "check_supported"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import build
+
+        return getattr(build, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,273 @@
+"""AOT codegen, step 1: a fused, typed ``main`` -> ``tvmgen_<mod>_run_model`` as loop IR.
+
+``lower_main`` reads the dataflow of ``main`` (``_liveness.Dataflow``, the view the graph
+codegen and memory planners share), places every tensor, and builds a ``tir.PrimFunc`` whose
+body is one statement per fused operator, in execution order::
+
+    @tvmgen_my_mod_run_model(a: uint8[1, 2], b: uint8[1, 2], output: uint8[1, 2]) {
+      tir.call_cpacked('tvmgen_my_mod_fused_add', a, b, output)
+    }
+
+Where a tensor lives (its Buffer's ``data`` var and ``elem_offset``):
+
+- an input or output of ``main``: the caller's memory (a parameter of run_model); an output
+  made by an operator is written there directly;
+- an intermediate: ONE arena (``memory_plan.plan_dataflow_arena``), a byte offset in the
+  ``workspace`` parameter; tensors alive at the same time never overlap;
+- a constant (of ``main``, or lifted out of a kernel): a static array when params are linked,
+  else an offset in the ``constants`` pool parameter.
+
+Reshape-only groups make no call: their output aliases their input. An output that is an
+input, a constant, or the same tensor as an earlier output is copied (``ember.aot.copy``).
+Calls use the operator calling convention of the build: ``tir.call_unpacked`` /
+``tir.call_cpacked`` / ``tir.call_packed``; the C emitter (``codegen_c.py``) renders them and
+checks every return code.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ....ir.expr import Function
+from ....ir.module import IRModule
+from ....runtime.aot_format import ParameterInfo
+from ....runtime.errors import InternalError, TVMError
+from ....runtime.ndarray import NDArray
+from ....tir.expr import Call, IntImm, StringImm, Var
+from ....tir.stmt import Buffer, Evaluate, PrimFunc, Stmt, seq
+from .._liveness import CONST, INPUT, Dataflow, Step
+from ..memory_plan import ArenaPlan, _align, plan_dataflow_arena
+from .calling_convention import AotOptions
+
+CALL_OPS = {"unpacked": "tir.call_unpacked", "cpacked": "tir.call_cpacked",
+            "packed": "tir.call_packed"}
+COPY_OP = "ember.aot.copy"
+
+
+@dataclass
+class ConstantEntry:
+    """A constant of the model: its name (``p0``...), value and pool offset in bytes."""
+
+    name: str
+    value: NDArray
+    offset: int
+    var: Var  # the linked array (its symbol) or the constants pool
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.value.nbytes)
+
+
+@dataclass
+class AotProgram:
+    """``run_model`` as loop IR, with everything the C emitter and the metadata need."""
+
+    prefix: str
+    run_model: PrimFunc
+    inputs: list[ParameterInfo]
+    outputs: list[ParameterInfo]
+    constants: list[ConstantEntry]
+    arena: ArenaPlan
+    intermediate_bytes: int  # every intermediate in its own buffer (no reuse)
+    kernels: dict[str, Any]  # kernel symbol -> LoweredFunc, in first-call order
+    notes: list[str] = field(default_factory=list)  # per statement: what it computes
+    workspace: Var | None = None
+    constant_pool: Var | None = None
+
+    @property
+    def constant_pool_bytes(self) -> int:
+        return max((c.offset + c.nbytes for c in self.constants), default=0)
+
+
+def itemsize(dtype: str) -> int:
+    from ....runtime.dtype import DataType
+
+    dt = DataType(dtype)
+    return max(1, (dt.bits * dt.lanes + 7) // 8)
+
+
+def _where(step: Step) -> str:
+    from ....ir.printer import short_text
+
+    return short_text(step.call) if step.call is not None else "?"
+
+
+class _Lowering:
+    """Builds the PrimFunc of one ``main``; one instance per build."""
+
+    def __init__(self, df: Dataflow, kernels: Mapping[Any, Any], opts: AotOptions, prefix: str,
+                 io_names: tuple[list[str], list[str]]) -> None:
+        self.df, self.kernels, self.opts, self.prefix = df, kernels, opts, prefix
+        self.roots = df.alias_roots()
+        self.in_names, self.out_names = io_names
+        align = max([opts.workspace_alignment] + [itemsize(t.dtype) for t in df.tensors])
+        self.offsets, self.arena = plan_dataflow_arena(df, align)
+        self.workspace = Var("workspace", "handle") if self.arena.total else None
+        self.const_align = max([opts.constant_alignment] + [itemsize(t.dtype) for t in df.tensors])
+        self.pool = None if opts.link_params else Var("constants", "handle")
+        self.constants: list[ConstantEntry] = []
+        self.const_of: dict[int, int] = {}  # root tensor id -> constant index
+        self.lifted: dict[str, list[int]] = {}  # kernel -> constant indices it takes
+        self.in_vars = [Var(n, "handle") for n in self.in_names]
+        self.out_vars = [Var(n, "handle") for n in self.out_names]
+        self.taken = {p.name_hint for p, _ in df.params}
+        self._next_name = 0
+
+    # -- constants ---------------------------------------------------------------------------
+    def _const_name(self) -> str:
+        """``p0``, ``p1``, ... skipping names of main's parameters (as the graph codegen)."""
+        while f"p{self._next_name}" in self.taken:
+            self._next_name += 1
+        self._next_name += 1
+        return f"p{self._next_name - 1}"
+
+    def add_constant(self, value: NDArray) -> int:
+        k = len(self.constants)
+        prev = self.constants[-1] if self.constants else None
+        offset = 0 if prev is None else _align(prev.offset + prev.nbytes, self.const_align)
+        var = self.pool if self.pool is not None else Var(f"{self.prefix}_constant_{k}", "handle")
+        self.constants.append(ConstantEntry(self._const_name(), value, offset, var))
+        return k
+
+    # -- where tensors live -------------------------------------------------------------------
+    def _output_roots(self) -> dict[int, int]:
+        """Root -> output index, for outputs an operator writes straight into the caller's
+        buffer (the first output of each intermediate group)."""
+        kinds = {r: self.df.tensors[r].kind for r in self.roots}
+        out: dict[int, int] = {}
+        for j, t in enumerate(self.df.outputs):
+            r = self.roots[t]
+            if kinds[r] not in (INPUT, CONST) and r not in out:
+                out[r] = j
+        return out
+
+    def describe(self, t: int) -> str:
+        """Where tensor ``t`` lives, for comments: an input/output/constant name, or
+        ``arena+<offset>``."""
+        r = self.roots[t]
+        if r in self.input_of:
+            return self.in_names[self.input_of[r]]
+        if r in self.output_of:
+            return self.out_names[self.output_of[r]]
+        if r in self.const_of:
+            return self.constants[self.const_of[r]].name
+        return f"arena+{self.offsets.get(r, '?')}"
+
+    def buffer(self, t: int) -> Buffer:
+        """A Buffer for tensor ``t`` over the memory of its alias root."""
+        info, r = self.df.tensors[t], self.roots[t]
+        base, byte_offset = self._base(r)
+        return Buffer(f"t{t}", tuple(IntImm("int64", d) for d in info.shape), info.dtype,
+                      data=base, elem_offset=IntImm("int64", byte_offset // itemsize(info.dtype)))
+
+    def _base(self, r: int) -> tuple[Var, int]:
+        if r in self.input_of:
+            return self.in_vars[self.input_of[r]], 0
+        if r in self.output_of:
+            return self.out_vars[self.output_of[r]], 0
+        if r in self.const_of:
+            c = self.constants[self.const_of[r]]
+            return c.var, (c.offset if self.pool is not None else 0)
+        if r in self.offsets:
+            assert self.workspace is not None, "an arena offset implies a non-empty arena"
+            return self.workspace, self.offsets[r]
+        raise InternalError(f"aot codegen: tensor {r} has no memory (not an input, output, "
+                            "constant or arena buffer)")
+
+    # -- the function -------------------------------------------------------------------------
+    def lower(self) -> tuple[PrimFunc, list[str], dict[str, Any]]:
+        df = self.df
+        self.input_of = {tid: i for i, (_, tid) in enumerate(df.params)}
+        for const, tid in df.constants:
+            self.const_of[tid] = self.add_constant(const.data)
+        self.output_of = self._output_roots()
+        stmts: list[Stmt] = []
+        notes: list[str] = []
+        used: dict[str, Any] = {}
+        for step in df.steps:
+            if step.is_nop:
+                continue  # the output aliases the input (same root): nothing to run
+            low = self.kernels.get(step.func)
+            if low is None:
+                raise InternalError(f"aot codegen: no lowered kernel for {_where(step)}")
+            used.setdefault(low.name, low)
+            stmts.append(self._call(step, low))
+            ins = ", ".join(self.describe(t) for t in step.inputs)
+            outs = ", ".join(self.describe(t) for t in step.outputs)
+            notes.append(f"{low.name}({ins}) -> {outs}")
+        for j, t in enumerate(df.outputs):
+            if self.output_of.get(self.roots[t]) != j:
+                dst = Buffer(f"output{j}", self.buffer(t).shape, df.tensors[t].dtype,
+                             data=self.out_vars[j], elem_offset=IntImm("int64", 0))
+                stmts.append(Evaluate(Call("int32", COPY_OP, (dst, self.buffer(t),
+                                           IntImm("int64", df.tensors[t].nbytes)))))
+                notes.append(f"{self.out_names[j]} <- a copy of {self.describe(t)}")
+        return self._prim_func(seq(*stmts) if stmts else seq()), notes, used
+
+    def _call(self, step: Step, low: Any) -> Stmt:
+        if low.name not in self.lifted:
+            self.lifted[low.name] = [self.add_constant(c) for c in (low.constants or [])]
+        consts = [self._const_buffer(k) for k in self.lifted[low.name]]
+        args = ([self.buffer(t) for t in step.inputs] + consts
+                + [self.buffer(t) for t in step.outputs])
+        if len(args) != low.num_args:
+            raise InternalError(f"aot codegen: {low.name} takes {low.num_args} arguments, the "
+                                f"call {_where(step)} passes {len(args)}")
+        op = CALL_OPS[self.opts.operator_convention]
+        return Evaluate(Call("int32", op, (StringImm(low.name), *args)))
+
+    def _const_buffer(self, k: int) -> Buffer:
+        c = self.constants[k]
+        offset = c.offset if self.pool is not None else 0
+        return Buffer(c.name, tuple(IntImm("int64", d) for d in c.value.shape), c.value.dtype,
+                      data=c.var, elem_offset=IntImm("int64", offset // itemsize(c.value.dtype)))
+
+    def _prim_func(self, body: Stmt) -> PrimFunc:
+        params = list(self.in_vars) + list(self.out_vars)
+        bmap: dict[Var, Buffer] = {}
+        for (_, tid), var in zip(self.df.params, self.in_vars, strict=True):
+            info = self.df.tensors[tid]
+            bmap[var] = Buffer(var.name, info.shape, info.dtype, data=var)
+        for t, var in zip(self.df.outputs, self.out_vars, strict=True):
+            info = self.df.tensors[t]
+            bmap[var] = Buffer(var.name, info.shape, info.dtype, data=var)
+        if self.pool is not None and self.constants:
+            params.append(self.pool)
+        if self.workspace is not None:
+            params.append(self.workspace)
+        return PrimFunc(tuple(params), bmap, body,
+                        attrs={"global_symbol": f"{self.prefix}_run_model",
+                               "runner_function": True})
+
+
+def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,
+               prefix: str) -> AotProgram:
+    """``run_model`` of ``mod["main"]`` (fused, typed, static) as an :class:`AotProgram`.
+
+    ``kernels`` maps each callee (primitive Function or GlobalVar) to its LoweredFunc.
+    Raises TVMError for inputs without a name, duplicate names, or names that clash in C.
+    """
+    from .interface import c_names
+
+    main = mod["main"]
+    if not isinstance(main, Function):
+        raise TVMError(f"aot codegen: main must be a relay Function, got {type(main).__name__}")
+    df = Dataflow.from_function(main, mod)
+    relay_in = [p.name_hint for p, _ in df.params]
+    relay_out = ["output"] if len(df.outputs) == 1 else [f"output{j}"
+                                                          for j in range(len(df.outputs))]
+    c_in, c_out = c_names(relay_in, relay_out, prefix)
+    low = _Lowering(df, kernels, opts, prefix, (c_in, c_out))
+    prim, notes, used = low.lower()
+    inputs = [ParameterInfo(r, c, df.tensors[t].shape, df.tensors[t].dtype)
+              for r, c, (_, t) in zip(relay_in, c_in, df.params, strict=True)]
+    outputs = [ParameterInfo(r, c, df.tensors[t].shape, df.tensors[t].dtype)
+               for r, c, t in zip(relay_out, c_out, df.outputs, strict=True)]
+    groups: dict[int, int] = {}
+    for t in low.offsets:
+        r = low.roots[t]
+        groups[r] = max(groups.get(r, 0), df.tensors[t].nbytes)
+    return AotProgram(prefix, prim, inputs, outputs, low.constants, low.arena,
+                      sum(groups.values()), used, notes, low.workspace,
+                      low.pool if low.constants else None)

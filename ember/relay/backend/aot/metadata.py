@@ -1,0 +1,138 @@
+"""The unified metadata of an AOT build (RFC 0046), filled from the compiled program.
+
+One :class:`~ember.runtime.aot_format.ModelMetadata` is written three ways: as JSON (the
+factory's executor config, and the string the library's ``tvmgen_<mod>_get_metadata``
+PackedFunc returns), as a C struct ``tvmgen_<mod>_metadata`` (the RFC's ``Metadata`` /
+``FunctionInfo`` / ``ParameterInfo``, defined in the generated source, its types in the
+generated header) and as size macros in ``tvmgen_<mod>.h`` (``interface.py``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ....runtime.aot_format import ConstantInfo, FunctionInfo, ModelMetadata
+from ....tir.codegen_c import STACK_LIMIT
+from ....tir.expr import IntImm
+from ....tir.functor import post_order
+from ....tir.simplify import simplify
+from ....tir.stmt import Allocate
+from .calling_convention import AotOptions
+from .codegen import AotProgram, itemsize
+
+# The C types of the RFC's structures; the guard lets several models' headers share them.
+METADATA_TYPES = """\
+#ifndef EMBER_AOT_METADATA_TYPES_
+#define EMBER_AOT_METADATA_TYPES_
+/* One argument of run_model (RFC 0046 ParameterInfo). */
+struct TVMParameterInfo {
+  const char* relay_name_hint;
+  const char* tir_name_hint;
+  const int64_t* shape;
+  int64_t ndim;
+  DLDataType dtype;
+};
+/* A generated executor function: inputs, then outputs, and its sizes in bytes. */
+struct TVMFunctionInfo {
+  const char* function_name;
+  const struct TVMParameterInfo* params;
+  int32_t num_inputs;
+  int32_t num_outputs;
+  int64_t workspace_size_bytes;
+  int64_t io_size_bytes;
+  int64_t constant_size_bytes;
+};
+/* The model: format version, functions, name (RFC 0046 Metadata). */
+struct TVMMetadata {
+  int32_t version;
+  const struct TVMFunctionInfo* functions;
+  int32_t num_functions;
+  const char* module_name;
+};
+#endif  /* EMBER_AOT_METADATA_TYPES_ */"""
+
+
+def kernel_workspace_bytes(prim_func: Any) -> int:
+    """Bytes a kernel takes from TVMBackendAllocWorkspace, at most (its large buffers; the
+    small ones live on the stack). An upper bound: nested and sequential blocks are summed."""
+    total = 0
+    for node in post_order(prim_func.body):
+        if not isinstance(node, Allocate):
+            continue
+        count = IntImm("int64", 1)
+        for d in node.buffer.shape:
+            count = count * d
+        n = simplify(count)
+        if isinstance(n, IntImm) and n.value * itemsize(node.buffer.dtype) > STACK_LIMIT:
+            total += n.value * itemsize(node.buffer.dtype) + 64  # + an allocator's alignment
+    return total
+
+
+def build_metadata(program: AotProgram, opts: AotOptions, mod_name: str) -> ModelMetadata:
+    """The metadata of ``program`` compiled with ``opts`` for module ``mod_name``."""
+    params = tuple(program.inputs + program.outputs)
+    io_bytes = sum(p.nbytes for p in params)
+    run_model = FunctionInfo(program.run_model.name, params, len(program.inputs),
+                             len(program.outputs), program.arena.total, io_bytes,
+                             program.constant_pool_bytes)
+    constants = tuple(ConstantInfo(c.name, tuple(c.value.shape), c.value.dtype, c.offset)
+                      for c in program.constants)
+    operators = tuple({"function_name": name,
+                       "workspace_size_bytes": kernel_workspace_bytes(low.prim_func)}
+                      for name, low in program.kernels.items())
+    memory = {"planned_bytes": program.arena.total, "lower_bound": program.arena.lower_bound,
+              "total_bytes": program.intermediate_bytes,
+              "backend_workspace_bytes": max((o["workspace_size_bytes"] for o in operators),
+                                             default=0)}
+    return ModelMetadata(mod_name, program.prefix, (run_model,), opts.interface_api,
+                         opts.unpacked_api, opts.link_params, opts.operator_convention,
+                         opts.workspace_alignment, opts.constant_alignment, constants,
+                         operators, memory)
+
+
+def c_string(text: str) -> str:
+    """``text`` as a C string literal (ASCII; everything else escaped)."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 32 <= ord(ch) < 127 and ch != "?":  # '?' escaped: no trigraphs
+            out.append(ch)
+        else:
+            out += [f"\\{b:03o}" for b in ch.encode()]
+    return '"' + "".join(out) + '"'
+
+
+def c_metadata(meta: ModelMetadata) -> str:
+    """C definitions of ``<prefix>_metadata`` (the struct) and the JSON getter PackedFunc."""
+    p = meta.prefix
+    lines = []
+    main = meta.main
+    for i, param in enumerate(main.params):
+        dims = ", ".join(f"{d}LL" for d in param.shape) or "0"
+        lines.append(f"static const int64_t {p}_shape_{i}[] = {{{dims}}};")
+    lines.append(f"static const struct TVMParameterInfo {p}_params[] = {{")
+    for i, param in enumerate(main.params):
+        code, bits = _dl_type(param.dtype)
+        lines.append(f"  {{{c_string(param.relay_name_hint)}, {c_string(param.tir_name_hint)}, "
+                     f"{p}_shape_{i}, {len(param.shape)}, {{{code}, {bits}, 1}}}},")
+    lines += ["};", f"static const struct TVMFunctionInfo {p}_functions[] = {{",
+              f"  {{{c_string(main.function_name)}, {p}_params, {main.num_inputs}, "
+              f"{main.num_outputs}, {main.workspace_size_bytes}LL, {main.io_size_bytes}LL, "
+              f"{main.constant_size_bytes}LL}},", "};",
+              f"TVM_DLL const struct TVMMetadata {p}_metadata = {{{meta.version}, {p}_functions, "
+              f"1, {c_string(meta.module_name)}}};", "",
+              "/* The same metadata as JSON, for hosts: a PackedFunc returning a string. */",
+              f"static const char {p}_metadata_json[] =",
+              "  " + c_string(meta.to_json()) + ";",
+              f"TVM_DLL int32_t {p}_get_metadata(TVMValue* args, int* type_codes, int num_args, "
+              "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {",
+              "  (void)args; (void)type_codes; (void)num_args; (void)resource_handle;",
+              f"  out_ret_value->v_str = {p}_metadata_json;",
+              "  *out_ret_tcode = kTVMStr;", "  return 0;", "}"]
+    return "\n".join(lines)
+
+
+def _dl_type(dtype: str) -> tuple[int, int]:
+    from ....tir.codegen_packed import dl_type
+
+    return dl_type(dtype)

@@ -1,0 +1,357 @@
+"""The AOT executor's run side: a compiled ``tvmgen_<mod>_run`` behind the module-based interface.
+
+``factory["my_mod"](dev)`` (or ``create(lib, dev, "my_mod")``) gives an :class:`AotExecutor`:
+it reads the model's metadata from the library (``tvmgen_<mod>_get_metadata``, checked against
+the factory's copy), allocates the inputs, outputs, the arena (workspace) and, when params
+are not linked, the constant pool, and packs the call once. ``run()`` is then one ctypes call
+of the entry with preallocated arguments: no allocation and no argument conversion per call.
+The entry is the PackedFunc ``tvmgen_<mod>_run`` (``interface-api=packed``) or, for
+``interface-api=c``, ``int32_t tvmgen_<mod>_run(struct inputs*, struct outputs*)`` called
+with ctypes structures that point at this executor's arrays.
+
+The interface is the graph executor's (``set_input`` by name, index or keywords, with the
+same checks and messages; ``get_input``, ``get_output``, ``benchmark``...); in addition
+``run`` refuses to start while an input has not been set. ``AotModule(module)`` is the
+user-facing wrapper, as ``GraphModule`` is for graphs (``tvm.runtime.executor.AotModule``).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._bridge import raise_error
+from .aot_format import ModelMetadata, ParameterInfo, c_prefix, parse_metadata
+from .device import Device, cpu
+from .dtype import DataType
+from .errors import ArtifactError, TVMError
+from .graph_executor import GraphIndexError, GraphInputError, _c_call, _plural, type_str
+from .module import Module
+from .ndarray import NDArray, _aligned_buffer, empty
+from .packed_func import CPackedFunc, PackedFunc, as_packed_func
+from .time_eval import BenchmarkResult, time_evaluator
+
+AotInputError = GraphInputError  # the same class: callers catch one kind of bad input
+
+
+def _one_device(dev: Device | Sequence[Device] | None) -> Device:
+    if dev is None:
+        return cpu(0)
+    if isinstance(dev, (list, tuple)):
+        if len(dev) != 1:
+            raise TVMError(f"aot executor: runs on one device, got {len(dev)}: {list(dev)}")
+        dev = dev[0]
+    if not isinstance(dev, Device):
+        raise TypeError(f"aot executor: expected a Device, got {type(dev).__name__}")
+    dev.check_supported()
+    return dev
+
+
+def _bytes(nbytes: int, alignment: int, dev: Device) -> NDArray:
+    """A uint8 NDArray of ``nbytes`` whose data is ``alignment``-byte aligned."""
+    raw = _aligned_buffer(nbytes + alignment)
+    view = raw[(-raw.ctypes.data) % alignment:][:max(nbytes, 1)]
+    return NDArray(view, dev, DataType("uint8"))
+
+
+def read_metadata(lib: Module, mod_name: str) -> ModelMetadata:
+    """The metadata compiled into ``lib`` for module ``mod_name`` (via its PackedFunc)."""
+    symbol = f"{c_prefix(mod_name)}_get_metadata"
+    try:
+        getter = lib.get_function(symbol, query_imports=True)
+    except AttributeError:
+        raise ArtifactError(f"aot executor: {lib!r} has no {symbol}; it was not built by "
+                            f"relay.build with Executor('aot') for module {mod_name!r}") from None
+    return parse_metadata(getter())
+
+
+class AotExecutor(Module):
+    """An AOT-compiled model with its inputs, outputs and memory, ready to run."""
+
+    _EXPORTED: tuple[str, ...] = (
+        "set_input", "run", "get_output", "get_input", "get_num_outputs", "get_num_inputs",
+        "get_input_index", "get_input_name", "get_input_info", "get_output_info")
+
+    def __init__(self, lib: Module, dev: Device | Sequence[Device] | None = None,
+                 metadata: ModelMetadata | None = None, params: Mapping[str, Any] | None = None,
+                 mod_name: str | None = None) -> None:
+        super().__init__()
+        if not isinstance(lib, Module):
+            raise TypeError(f"aot executor: lib must be a Module, got {type(lib).__name__}")
+        self.lib, self.device = lib, _one_device(dev)
+        name = mod_name or (metadata.module_name if metadata else "default")
+        meta = read_metadata(lib, name)
+        if metadata is not None and metadata.to_json() != meta.to_json():
+            raise ArtifactError(f"aot executor: the metadata in {lib!r} differs from the "
+                                "factory's; the library was built for another model")
+        self.metadata = meta
+        main = meta.main
+        self._inputs = [empty(p.shape, p.dtype, self.device) for p in main.inputs]
+        self._outputs = [empty(p.shape, p.dtype, self.device) for p in main.outputs]
+        self._input_index = {p.relay_name_hint: i for i, p in enumerate(main.inputs)}
+        self._missing = dict.fromkeys(p.relay_name_hint for p in main.inputs)
+        self._extra: list[NDArray] = []  # constant pool, then workspace
+        if meta.needs_constant_pool:
+            self._extra.append(self._constant_pool(params or {}))
+        if main.workspace_size_bytes:
+            self._extra.append(_bytes(main.workspace_size_bytes, meta.workspace_alignment,
+                                      self.device))
+        self._entry = lib.get_function(meta.symbol("run"), query_imports=True)
+        self._call = self._bind()
+
+    # -- setting up -------------------------------------------------------------------------
+    def _constant_pool(self, params: Mapping[str, Any]) -> NDArray:
+        """The constants laid out at their metadata offsets (the ConstLoaderModule role)."""
+        meta = self.metadata
+        pool = _bytes(meta.constant_pool_bytes, meta.constant_alignment, self.device)
+        for c in meta.constants:
+            value = params.get(c.name)
+            if value is None:
+                raise TVMError(f"aot executor: constant {c.name!r} ({c.dtype}{list(c.shape)}) is "
+                               "missing from the params; the model was built without "
+                               "link-params, so the factory must keep its params")
+            arr = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
+            if arr.shape != c.shape or str(arr.dtype) != c.dtype:
+                raise TVMError(f"aot executor: constant {c.name!r}: expected "
+                               f"{type_str(c.dtype, c.shape)}, got "
+                               f"{type_str(str(arr.dtype), arr.shape)}")
+            pool._np[c.offset:c.offset + c.nbytes] = np.frombuffer(arr.tobytes(), np.uint8)
+        return pool
+
+    def _bind(self) -> Callable[[], int]:
+        """The run call with every argument packed now: one ctypes call per run."""
+        if self.metadata.interface_api == "c":
+            return self._bind_c()
+        args = self._inputs + self._outputs + self._extra
+        if isinstance(self._entry, CPackedFunc):
+            return _c_call(self._entry, args)
+        entry = self._entry
+
+        def call() -> int:  # a remote or Python module: through its PackedFunc
+            entry(*args)
+            return 0
+
+        return call
+
+    def _bind_c(self) -> Callable[[], int]:
+        entry = self._entry
+        if not isinstance(entry, CPackedFunc):
+            raise TVMError(f"aot executor: {entry.name} (interface-api=c) must be a compiled "
+                           "function of a library loaded in this process")
+        main = self.metadata.main
+
+        def struct(params: tuple[ParameterInfo, ...], arrays: list[NDArray]) -> Any:
+            cls = type("io", (ctypes.Structure,), {
+                "_fields_": [(p.tir_name_hint, ctypes.c_void_p) for p in params]})
+            return cls(*(a.data_ptr for a in arrays))
+
+        self._structs = (struct(main.inputs, self._inputs), struct(main.outputs, self._outputs))
+        if self.metadata.needs_constant_pool:
+            pool = self._extra[0]
+            setter = self.lib.get_function(self.metadata.symbol("set_constants"),
+                                           query_imports=True)
+            fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint64)(
+                setter.address)  # type: ignore[attr-defined]
+            if fn(pool.data_ptr, pool.nbytes):
+                raise_error(setter._take_error, setter.name)  # type: ignore[attr-defined]
+            # The library keeps the pointer (a static): the pool lives as long as the library.
+            vars(self.lib).setdefault("_aot_constant_pools", []).append(pool)
+        run = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(entry.address)
+        return functools.partial(run, *(ctypes.addressof(s) for s in self._structs))
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self, **inputs: Any) -> None:
+        """Run the model (after ``set_input(**inputs)`` if inputs are given)."""
+        if inputs:
+            self.set_input(**inputs)
+        if self._missing:
+            self._missing_input()
+        if self._call():
+            raise_error(self._entry._take_error, self._entry.name)  # type: ignore[attr-defined]
+
+    def _missing_input(self) -> None:
+        name = next(iter(self._missing))
+        raise TVMError(f"run: input {name!r} has not been set; call set_input({name!r}, value) "
+                       f"first (inputs not set: {', '.join(map(repr, self._missing))})")
+
+    def run_from_inputs(self, *args: Any) -> list[NDArray]:
+        """``(device_type, device_id, name0, value0, ...)``: set, run, return output copies."""
+        pairs = args[2:]
+        for k in range(0, len(pairs) - 1, 2):
+            self.set_input(pairs[k], pairs[k + 1])
+        self.run()
+        return [out.copyto(self.device) for out in self._outputs]
+
+    # -- inputs -----------------------------------------------------------------------------
+    def _slot(self, key: str | int, where: str) -> int:
+        if isinstance(key, str):
+            k = self._input_index.get(key)
+            if k is None:
+                names = ", ".join(map(repr, self._input_index)) or "(none)"
+                raise AotInputError(f"{where}: no input named {key!r}; this model's inputs are "
+                                    f"{names}")
+            return k
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if not 0 <= key < len(self._inputs):
+                raise GraphIndexError(f"{where}: input index {key} out of range (this model has "
+                                      f"{_plural(len(self._inputs), 'input')})")
+            return int(key)
+        raise TypeError(f"{where}: inputs are named by str or int, got {type(key).__name__}")
+
+    def set_input(self, key: str | int | None = None, value: Any = None, **params: Any) -> None:
+        """Copy ``value`` into input ``key`` (a name or index), and each ``name=value``.
+        Shape and, for arrays, dtype must match (no silent casts); lists and scalars are
+        converted to the input's dtype."""
+        if key is not None:
+            self._copy_in(key, value)
+        for name, val in params.items():
+            self._copy_in(name, val)
+
+    def _copy_in(self, key: str | int, value: Any) -> None:
+        k = self._slot(key, "set_input")
+        dst = self._inputs[k]
+        if type(value) is NDArray:
+            src, same = value._np, value._dtype == dst._dtype
+        elif isinstance(value, np.ndarray):
+            src, same = value, value.dtype == dst._np.dtype
+        else:
+            try:
+                src, same = np.asarray(value, dtype=dst._np.dtype), True
+            except (TypeError, ValueError) as err:
+                raise AotInputError(f"set_input({key!r}): cannot convert {type(value).__name__} "
+                                    f"to {dst.dtype}: {err}") from None
+        if not same or src.shape != dst._np.shape:
+            got = ((value.dtype, value.shape) if isinstance(value, NDArray)
+                   else (src.dtype, src.shape))
+            raise AotInputError(f"set_input({key!r}): expected {type_str(dst.dtype, dst.shape)}, "
+                                f"got {type_str(str(got[0]), got[1])}")
+        np.copyto(dst._np, src)
+        self._missing.pop(self.metadata.main.inputs[k].relay_name_hint, None)
+
+    def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
+        """Input ``key`` (a view of the executor's memory), or a copy into ``out``."""
+        arr = self._inputs[self._slot(key, "get_input")]
+        return arr if out is None else out.copyfrom(arr)
+
+    def get_input_index(self, name: str) -> int:
+        """The index of input ``name``, or -1 if there is none."""
+        return self._input_index.get(name, -1)
+
+    def get_input_name(self, index: int) -> str:
+        return self.metadata.main.inputs[self._slot(index, "get_input_name")].relay_name_hint
+
+    def get_num_inputs(self) -> int:
+        return len(self._inputs)
+
+    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """``(shapes, dtypes)`` of the inputs, by name."""
+        main = self.metadata.main
+        return ({p.relay_name_hint: p.shape for p in main.inputs},
+                {p.relay_name_hint: p.dtype for p in main.inputs})
+
+    # -- outputs ----------------------------------------------------------------------------
+    def get_num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
+        """Output ``index`` (a view of the executor's memory), or a copy into ``out``."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"get_output: index must be an int, got {type(index).__name__}")
+        if not 0 <= index < len(self._outputs):
+            raise GraphIndexError(f"get_output: index {index} out of range (this model has "
+                                  f"{_plural(len(self._outputs), 'output')})")
+        arr = self._outputs[index]
+        return arr if out is None else out.copyfrom(arr)
+
+    def get_output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """``(shapes, dtypes)`` of the outputs, by name (``output``, or ``output0``...)."""
+        main = self.metadata.main
+        return ({p.relay_name_hint: p.shape for p in main.outputs},
+                {p.relay_name_hint: p.dtype for p in main.outputs})
+
+    def get_model_metadata(self) -> ModelMetadata:
+        """The unified metadata (``m["get_model_metadata"]()`` gives it as JSON)."""
+        return self.metadata
+
+    # -- timing -----------------------------------------------------------------------------
+    def benchmark(self, device: Device | None = None, func_name: str = "run", repeat: int = 5,
+                  number: int = 5, min_repeat_ms: int | None = None, end_to_end: bool = False,
+                  cooldown_interval_ms: int = 0, repeats_to_cooldown: int = 1,
+                  **inputs: Any) -> BenchmarkResult:
+        """Time ``run`` (the compiled entry, in a C loop when it is a packed function):
+        ``repeat`` measurements of ``number`` calls. With ``end_to_end`` each call also copies
+        ``inputs`` in and the outputs out. A BenchmarkResult, in seconds."""
+        if func_name != "run":
+            raise TVMError(f"benchmark: the AOT executor times 'run', not {func_name!r}")
+        args: list[Any] = []
+        if end_to_end:
+            args = [0, 0] + [x for kv in inputs.items() for x in kv]
+            func: Callable[..., Any] = self.run_from_inputs
+        else:
+            self.set_input(**inputs)
+            if self._missing:
+                self._missing_input()
+            packed = (self.metadata.interface_api == "packed"
+                      and isinstance(self._entry, CPackedFunc))
+            func = self._entry if packed else self.run
+            args = self._inputs + self._outputs + self._extra if packed else []
+        timer = time_evaluator(func, device or self.device, number, repeat, min_repeat_ms or 0,
+                               cooldown_interval_ms, repeats_to_cooldown)
+        return timer(*args)
+
+    # -- Module -----------------------------------------------------------------------------
+    def _get_local(self, name: str) -> PackedFunc | None:
+        if name in self._EXPORTED:
+            return as_packed_func(getattr(self, name), name)
+        if name == "get_model_metadata":
+            return PackedFunc(lambda: self.metadata.to_json(), name)
+        return None
+
+    def __repr__(self) -> str:
+        return (f"Module(AotExecutor, {self.metadata.module_name!r}, {self.get_num_inputs()} "
+                f"inputs, {self.get_num_outputs()} outputs)")
+
+
+def create(lib: Module, dev: Device | Sequence[Device] | None = None,
+           mod_name: str = "default") -> AotExecutor:
+    """An AotExecutor for module ``mod_name`` of ``lib`` (its params linked or none)."""
+    return AotExecutor(lib, dev, None, None, mod_name)
+
+
+class AotModule:
+    """The user-facing wrapper of an AOT executor module: ``AotModule(factory["default"]
+    (dev))`` (``tvm.runtime.executor.AotModule``). Its methods are the executor's
+    (``set_input``, ``run``, ``get_output``, ...); ``module`` is the wrapped Module."""
+
+    def __init__(self, module: Module) -> None:
+        if isinstance(module, AotModule):
+            module = module.module
+        if not isinstance(module, Module):
+            raise TypeError(f"AotModule: expected an AOT executor Module, got "
+                            f"{type(module).__name__}")
+        self.module: Module = module
+
+    def __getattr__(self, name: str) -> Any:
+        # Delegation: an AotExecutor answers with its methods, any other module (a remote
+        # one) with its packed functions.
+        if name.startswith("__") or name == "module":
+            raise AttributeError(name)
+        mod = self.__dict__.get("module")
+        if isinstance(mod, AotExecutor) or hasattr(type(mod), name):
+            return getattr(mod, name)
+        try:
+            return mod.get_function(name)  # type: ignore[union-attr]
+        except AttributeError:
+            raise AttributeError(f"AotModule has no attribute {name!r}") from None
+
+    def __getitem__(self, name: str) -> PackedFunc:
+        return self.module[name]
+
+    def __repr__(self) -> str:
+        return f"AotModule({self.module!r})"
+
+
+__all__ = ["AotExecutor", "AotModule", "create", "read_metadata"]
