@@ -4,7 +4,7 @@ permutation, out_dtype, and symbolic batch sizes."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ember.ir.types import Any as AnyDim
@@ -61,6 +61,9 @@ def conv2d_transpose_case(draw) -> dict:
                draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1)))
     out_pad = (draw(st.integers(0, strides[0] - 1)), draw(st.integers(0, strides[1] - 1)))
     h, w = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    for size, k, s, d, pads, op in ((h, kh, strides[0], dilation[0], padding[0::2], out_pad[0]),
+                                    (w, kw, strides[1], dilation[1], padding[1::2], out_pad[1])):
+        assume((size - 1) * s - sum(pads) + (k - 1) * d + 1 + op > 0)
     return {"data": (draw(st.integers(1, 2)), cin, h, w), "weight": (cin, og, kh, kw),
             "attrs": {"strides": strides, "padding": padding, "dilation": dilation,
                       "groups": groups, "output_padding": out_pad}}
