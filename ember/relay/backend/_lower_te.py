@@ -205,8 +205,7 @@ def to_te(func: Function) -> TEGraph:
     outs = []
     for t in graph.outputs:  # every output needs its own stage (not an input, not shared)
         if isinstance(t.op, te.PlaceholderOp) or id(t) in seen:
-            src = t
-            t = te.compute(src.shape, lambda *i: src(*i), name="T_copy", tag="elemwise")
+            t = te.compute(t.shape, lambda *i, src=t: src(*i), name="T_copy", tag="elemwise")
         seen.add(id(t))
         outs.append(t)
     graph.outputs = outs

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from ...runtime.errors import TVMError
 
 
-class NameError_(TVMError, ValueError):  # noqa: N801 - not the builtin NameError
+class NameError_(TVMError, ValueError):
     """A name that cannot become a C identifier (empty, missing prefix, clash)."""
 
 

@@ -19,7 +19,7 @@ from ember.relay.backend.utils import mangle_module_name
 from ember.runtime.errors import OpNotImplemented, TVMError
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "op"))
-from _lowering_util import build, need_cc  # noqa: E402
+from _lowering_util import build, need_cc
 
 
 def prim(params, body, **attrs):

@@ -5,10 +5,10 @@ width). A new op without an entry here fails ``test_every_op_has_a_lowering_case
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-
 from _lowering_util import SUMS, Case, rand
 
 UNARY_RANGES = {

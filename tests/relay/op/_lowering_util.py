@@ -9,11 +9,14 @@ content-hash cache makes reruns of the same cases instant), runs every kernel an
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember.contrib import cc, utils
@@ -25,6 +28,7 @@ from ember.relay.transform.type_infer import infer_type
 
 # hypothesis examples per lowering test; each example is one compiler run (cached by content)
 EXAMPLES = int(os.environ.get("EMBER_LOWERING_EXAMPLES", "5"))
+WIDE_EXAMPLES = 60  # the @pytest.mark.slow sweeps
 F32 = (1e-5, 1e-5)
 SUMS = (1e-4, 1e-4)  # conv, dense, pools, reductions: accumulation order differs from numpy
 F64 = (1e-9, 1e-9)
@@ -140,6 +144,14 @@ def check_cases(cases: Sequence[Case]) -> list[LoweredFunc]:
     for case, lf, want in zip(cases, lowered, wants):
         compare(case, run(mod, lf, flat_args(case), want), want)
     return lowered
+
+
+def sweep(body: Callable[[st.DataObject], None]) -> tuple[Any, Any]:
+    """Two tests from one hypothesis body: the default one (``EXAMPLES`` examples) and a wide
+    sweep (``WIDE_EXAMPLES``) marked slow."""
+    def make(n: int) -> Any:
+        return settings(max_examples=n, deadline=None)(given(data=st.data())(body))
+    return make(EXAMPLES), pytest.mark.slow(make(WIDE_EXAMPLES))
 
 
 # ---------------------------------------------------------------- data

@@ -6,11 +6,10 @@ without a case in ``_lowering_cases``, fails here.
 from __future__ import annotations
 
 import numpy as np
-import pytest
-
-from ember.ir.op import OP_REGISTRY, list_op_names
 from _lowering_cases import default_cases
 from _lowering_util import check_cases
+
+from ember.ir.op import OP_REGISTRY, list_op_names
 
 
 def test_every_op_has_a_compute_rule():

@@ -4,17 +4,26 @@ permutation, out_dtype, and symbolic batch sizes."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import assume, given, settings
+from _lowering_util import (
+    SUMS,
+    Case,
+    build,
+    check_cases,
+    need_cc,
+    prim_func,
+    rand,
+    reference,
+    run,
+    sweep,
+)
+from hypothesis import assume
 from hypothesis import strategies as st
+from strategies import conv2d_case
 
 from ember.ir.types import Any as AnyDim
 from ember.ir.types import TensorType
 from ember.relay.backend.te_compiler import TECompiler
-from _lowering_util import (EXAMPLES, SUMS, Case, build, check_cases, need_cc, prim_func, rand,
-                            reference, run)
-from strategies import conv2d_case
 
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None)
 PERMS = st.permutations("NCHW").map("".join)
 
 
@@ -26,9 +35,7 @@ def _relayout(arr: np.ndarray, src: str, dst: str) -> np.ndarray:
     return np.ascontiguousarray(arr.transpose([src.index(a) for a in dst]))
 
 
-@SETTINGS
-@given(data=st.data())
-def test_conv2d(data):
+def _conv2d(data: st.DataObject) -> None:
     rng = _seed(data)
     cases = []
     for layout in ("NCHW", "NHWC"):  # topi's own layouts (packed, depthwise, grouped)
@@ -50,6 +57,9 @@ def test_conv2d(data):
     check_cases(cases)
 
 
+test_conv2d, test_conv2d_wide = sweep(_conv2d)
+
+
 @st.composite
 def conv2d_transpose_case(draw) -> dict:
     groups = draw(st.sampled_from([1, 1, 2]))
@@ -69,9 +79,7 @@ def conv2d_transpose_case(draw) -> dict:
                       "groups": groups, "output_padding": out_pad}}
 
 
-@SETTINGS
-@given(data=st.data())
-def test_conv2d_transpose(data):
+def _conv2d_transpose(data: st.DataObject) -> None:
     rng = _seed(data)
     cases = []
     for _ in range(2):
@@ -84,6 +92,9 @@ def test_conv2d_transpose(data):
     cases.append(Case("nn.conv2d_transpose", [x, w], {**c["attrs"], "data_layout": "NHWC",
                                                      "kernel_layout": "HWOI"}, SUMS))
     check_cases(cases)
+
+
+test_conv2d_transpose, test_conv2d_transpose_wide = sweep(_conv2d_transpose)
 
 
 def test_conv2d_with_any_batch_and_size_runs_at_several_shapes():

@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from _lowering_cases import UNARY_RANGES
+from _lowering_util import Case, check_cases, rand, sweep
 from hypothesis import strategies as st
+from strategies import broadcastable_pair, shapes
 
 import ember
 from ember import relay
 from ember.ir.types import Any as AnyDim
 from ember.ir.types import TensorType
-from _lowering_cases import UNARY_RANGES
-from _lowering_util import EXAMPLES, Case, check_cases, rand
-from strategies import broadcastable_pair, shapes
 
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None)
 FLOATS = st.sampled_from(["float32", "float64"])
 INTS = st.sampled_from(["int8", "int32", "int64", "uint8"])
 
@@ -46,9 +44,7 @@ def _specials(rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
     return flat.reshape(x.shape)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_unary_float(data):
+def _unary_float(data: st.DataObject) -> None:
     rng = _rng(data)
     cases = []
     for name in FLOAT_UNARY:
@@ -61,9 +57,10 @@ def test_unary_float(data):
     check_cases(cases)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_unary_int(data):
+test_unary_float, test_unary_float_wide = sweep(_unary_float)
+
+
+def _unary_int(data: st.DataObject) -> None:
     rng = _rng(data)
     cases = [Case(name, [rand(rng, data.draw(shapes(0, 4), label=name), data.draw(INTS),
                               -128, 127)]) for name in INT_UNARY]
@@ -82,9 +79,10 @@ def _binary_values(rng: np.random.Generator, name: str, shape: tuple, dtype: str
     return rand(rng, shape, dtype, -9, 9)  # integer divisors include 0 (the kernel gives 0)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_binary(data):
+test_unary_int, test_unary_int_wide = sweep(_unary_int)
+
+
+def _binary(data: st.DataObject) -> None:
     rng = _rng(data)
     cases = []
     for name in ARITH + COMPARE:
@@ -97,9 +95,10 @@ def test_binary(data):
     check_cases(cases)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_bitwise(data):
+test_binary, test_binary_wide = sweep(_binary)
+
+
+def _bitwise(data: st.DataObject) -> None:
     rng = _rng(data)
     cases = []
     for name in ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"]:
@@ -114,14 +113,15 @@ def test_bitwise(data):
     check_cases(cases)
 
 
+test_bitwise, test_bitwise_wide = sweep(_bitwise)
+
+
 def test_bool_arithmetic_is_logical():
     a, b = np.array([True, False, True, False]), np.array([True, True, False, False])
     check_cases([Case(n, [a, b]) for n in ("add", "multiply", "maximum", "minimum", "equal")])
 
 
-@SETTINGS
-@given(data=st.data())
-def test_where_clip_cast(data):
+def _where_clip_cast(data: st.DataObject) -> None:
     rng = _rng(data)
     cases = []
     sa, sb = data.draw(broadcastable_pair(3), label="where")
@@ -143,9 +143,13 @@ def test_where_clip_cast(data):
     check_cases(cases)
 
 
+test_where_clip_cast, test_where_clip_cast_wide = sweep(_where_clip_cast)
+
+
 def test_dynamic_broadcast_of_two_unknown_dims():
     """``?`` against ``?``: either side may be 1 at run time; one kernel serves all shapes."""
     from _lowering_util import build, need_cc, prim_func, reference, run
+
     from ember.relay.backend.te_compiler import TECompiler
 
     need_cc()

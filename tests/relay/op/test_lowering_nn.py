@@ -3,17 +3,25 @@ norms vs their numpy references (hypothesis-drawn sizes, odd and tiny ones inclu
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from _lowering_util import (
+    SUMS,
+    Case,
+    build,
+    check_cases,
+    need_cc,
+    prim_func,
+    rand,
+    reference,
+    run,
+    sweep,
+)
 from hypothesis import strategies as st
+from strategies import shapes
 
 from ember.ir.types import Any as AnyDim
 from ember.ir.types import TensorType
 from ember.relay.backend.te_compiler import TECompiler
-from _lowering_util import (EXAMPLES, SUMS, Case, build, check_cases, need_cc, prim_func, rand,
-                            reference, run)
-from strategies import shapes
 
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None)
 SIZE = st.integers(1, 19)
 
 
@@ -21,9 +29,7 @@ def _seed(data: st.DataObject) -> np.random.Generator:
     return np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
 
 
-@SETTINGS
-@given(data=st.data())
-def test_matrix_products(data):
+def _matrix_products(data: st.DataObject) -> None:
     rng = _seed(data)
     m, k, n, b = (data.draw(SIZE, label=x) for x in "mknb")
     dtype = data.draw(st.sampled_from(["float32", "float64"]))
@@ -43,9 +49,10 @@ def test_matrix_products(data):
     check_cases(cases)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_activations_and_norms(data):
+test_matrix_products, test_matrix_products_wide = sweep(_matrix_products)
+
+
+def _activations_and_norms(data: st.DataObject) -> None:
     rng = _seed(data)
     shape = data.draw(shapes(1, 4), label="shape")
     x = rand(rng, shape)
@@ -67,9 +74,10 @@ def test_activations_and_norms(data):
     check_cases(cases)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_pad_and_upsampling(data):
+test_activations_and_norms, test_activations_and_norms_wide = sweep(_activations_and_norms)
+
+
+def _pad_and_upsampling(data: st.DataObject) -> None:
     rng = _seed(data)
     shape = data.draw(shapes(1, 4, min_side=3), label="pad shape")
     cases = []
@@ -88,6 +96,9 @@ def test_pad_and_upsampling(data):
             "scale_w": data.draw(st.sampled_from([1, 2, 2.5, 0.75])), "layout": layout,
             "method": method, "align_corners": data.draw(st.booleans())}))
     check_cases(cases)
+
+
+test_pad_and_upsampling, test_pad_and_upsampling_wide = sweep(_pad_and_upsampling)
 
 
 def test_dense_with_any_batch_runs_at_several_batch_sizes():

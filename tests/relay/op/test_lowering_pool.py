@@ -3,22 +3,16 @@ count_include_pad (hypothesis cases), global and adaptive pools, blocked layouts
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from _lowering_util import SUMS, Case, check_cases, rand, sweep
 from hypothesis import strategies as st
-
-from _lowering_util import EXAMPLES, SUMS, Case, check_cases, rand
 from strategies import pool2d_case
-
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None)
 
 
 def _seed(data: st.DataObject) -> np.random.Generator:
     return np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
 
 
-@SETTINGS
-@given(data=st.data())
-def test_max_and_avg_pool(data):
+def _max_and_avg_pool(data: st.DataObject) -> None:
     rng = _seed(data)
     cases = []
     for op, avg in (("nn.max_pool2d", False), ("nn.avg_pool2d", True)):
@@ -28,9 +22,10 @@ def test_max_and_avg_pool(data):
     check_cases(cases)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_global_and_adaptive_pool(data):
+test_max_and_avg_pool, test_max_and_avg_pool_wide = sweep(_max_and_avg_pool)
+
+
+def _global_and_adaptive_pool(data: st.DataObject) -> None:
     rng = _seed(data)
     layout = data.draw(st.sampled_from(["NCHW", "NHWC", "NCHW4c"]))
     n, c, h, w = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)),
@@ -43,6 +38,9 @@ def test_global_and_adaptive_pool(data):
     cases += [Case(f"nn.adaptive_{k}_pool2d", [x], {"layout": layout, "output_size": out}, SUMS)
               for k in ("max", "avg")]
     check_cases(cases)
+
+
+test_global_and_adaptive_pool, test_global_and_adaptive_pool_wide = sweep(_global_and_adaptive_pool)
 
 
 def test_avg_pool_divisor_with_a_dilated_window_overhanging_both_ends():

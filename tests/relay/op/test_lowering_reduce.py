@@ -3,16 +3,25 @@ negative, several), keepdims, exclude and dtypes; one compile per example."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from _lowering_util import (
+    SUMS,
+    Case,
+    build,
+    check_cases,
+    need_cc,
+    prim_func,
+    rand,
+    reference,
+    run,
+    sweep,
+)
 from hypothesis import strategies as st
+from strategies import axes_for, shapes
 
 from ember.ir.types import Any as AnyDim
 from ember.ir.types import TensorType
 from ember.relay.backend.te_compiler import TECompiler
-from _lowering_util import EXAMPLES, SUMS, Case, build, check_cases, need_cc, prim_func, rand, reference, run
-from strategies import axes_for, shapes
 
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None)
 REDUCERS = ["sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin"]
 
 
@@ -31,9 +40,7 @@ def _values(rng: np.random.Generator, name: str, shape: tuple, dtype: str) -> np
         rng, shape, dtype, -50, 50)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_reductions(data):
+def _reductions(data: st.DataObject) -> None:
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
     cases = []
     for name in REDUCERS:
@@ -51,9 +58,10 @@ def test_reductions(data):
     check_cases(cases)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_variance(data):
+test_reductions, test_reductions_wide = sweep(_reductions)
+
+
+def _variance(data: st.DataObject) -> None:
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
     cases = []
     for dtype in ("float32", "float64"):
@@ -61,8 +69,8 @@ def test_variance(data):
         attrs = _attrs(data, len(shape), "variance")
         attrs["unbiased"] = data.draw(st.booleans())
         x = rand(rng, shape, dtype, -1, 1)
-        from ember.relay.op.reduce import reduce_axes
         from ember.ir.op import Op
+        from ember.relay.op.reduce import reduce_axes
 
         rec = Op.get("variance").make_attrs(**attrs)
         axes = tuple(reduce_axes("variance", x.ndim, rec))
@@ -71,6 +79,9 @@ def test_variance(data):
         mean = x.mean(axis=axes, keepdims=True).astype(dtype)
         cases.append(Case("variance", [x, mean], attrs, SUMS))
     check_cases(cases)
+
+
+test_variance, test_variance_wide = sweep(_variance)
 
 
 def test_argmax_ties_pick_first_or_last():

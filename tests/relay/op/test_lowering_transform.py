@@ -4,16 +4,13 @@ their numpy references, with hypothesis-drawn shapes and attrs; one compile per 
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from _lowering_util import Case, build, check_cases, need_cc, prim_func, rand, reference, run, sweep
 from hypothesis import strategies as st
+from strategies import shapes
 
 from ember.ir.types import Any as AnyDim
 from ember.ir.types import TensorType
 from ember.relay.backend.te_compiler import TECompiler
-from _lowering_util import EXAMPLES, Case, build, check_cases, need_cc, prim_func, rand, reference, run
-from strategies import shapes
-
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None)
 
 
 def _seed(data: st.DataObject) -> np.random.Generator:
@@ -49,9 +46,7 @@ def newshapes(draw, shape: tuple) -> tuple:
     return tuple(groups)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_reshapes_and_permutations(data):
+def _reshapes_and_permutations(data: st.DataObject) -> None:
     rng = _seed(data)
     cases = []
     shape = data.draw(shapes(0, 4), label="reshape")
@@ -83,15 +78,17 @@ def test_reshapes_and_permutations(data):
     check_cases(cases)
 
 
+test_reshapes_and_permutations, test_reshapes_and_permutations_wide = sweep(
+    _reshapes_and_permutations)
+
+
 @st.composite
 def broadcast_source(draw, target: tuple) -> tuple:
     keep = draw(st.integers(0, len(target)))
     return tuple(1 if draw(st.booleans()) else d for d in target[len(target) - keep:])
 
 
-@SETTINGS
-@given(data=st.data())
-def test_broadcast_and_layouts(data):
+def _broadcast_and_layouts(data: st.DataObject) -> None:
     rng = _seed(data)
     target = data.draw(shapes(0, 4), label="target")
     src = data.draw(broadcast_source(target))
@@ -109,9 +106,10 @@ def test_broadcast_and_layouts(data):
     check_cases(cases)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_joins_and_splits(data):
+test_broadcast_and_layouts, test_broadcast_and_layouts_wide = sweep(_broadcast_and_layouts)
+
+
+def _joins_and_splits(data: st.DataObject) -> None:
     rng = _seed(data)
     base = data.draw(shapes(1, 4), label="base")
     axis = data.draw(st.integers(-len(base), len(base) - 1))
@@ -132,9 +130,10 @@ def test_joins_and_splits(data):
     check_cases(cases)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_take_and_strided_slice(data):
+test_joins_and_splits, test_joins_and_splits_wide = sweep(_joins_and_splits)
+
+
+def _take_and_strided_slice(data: st.DataObject) -> None:
     rng = _seed(data)
     shape = data.draw(shapes(1, 4), label="data")
     x = rand(rng, shape)
@@ -163,9 +162,10 @@ def test_take_and_strided_slice(data):
     check_cases(cases)
 
 
-@SETTINGS
-@given(data=st.data())
-def test_creation(data):
+test_take_and_strided_slice, test_take_and_strided_slice_wide = sweep(_take_and_strided_slice)
+
+
+def _creation(data: st.DataObject) -> None:
     rng = _seed(data)
     shape = data.draw(shapes(0, 4), label="shape")
     dtype = data.draw(st.sampled_from(["float32", "int32", "float64", "uint8"]))
@@ -187,6 +187,9 @@ def test_creation(data):
                   {"depth": 5, "axis": ax, "dtype": data.draw(st.sampled_from(
                       ["float32", "int32"]))})]
     check_cases(cases)
+
+
+test_creation, test_creation_wide = sweep(_creation)
 
 
 def test_reshape_of_symbolic_batch_runs_at_several_sizes():

@@ -34,7 +34,7 @@ def _conv_size(d: PrimExpr, k: PrimExpr, pad: int, s: int, dil: int) -> PrimExpr
 
 def conv2d_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dtype: str) -> te.Tensor:
     """Grouped NCHW x OIHW convolution as one reduction (any, also symbolic, sizes)."""
-    n, c, h, w = data.shape
+    n, _, h, w = data.shape
     o, i, kh, kw = weight.shape
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
     og = o // attrs.groups
@@ -79,7 +79,7 @@ def conv2d_transpose_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dty
                              out_shape: tuple) -> te.Tensor:
     """Grouped transposed convolution, NCHW data and IOHW weight: output (y, x) gathers the
     input pixels whose scattered kernel tap lands on it."""
-    n, c, h, w = data.shape
+    _, c, h, w = data.shape
     _, og, kh, kw = weight.shape
     (sh, sw), (dh, dw), (pt, pl, _, _) = attrs.strides, attrs.dilation, attrs.padding
     cg = c // attrs.groups
@@ -103,7 +103,7 @@ def conv2d_transpose(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> lis
     dtype = out_type.dtype  # type: ignore[attr-defined]
     d = to_layout(data, attrs.data_layout, "NCHW")
     k = to_layout(weight, attrs.kernel_layout, "IOHW")  # I: in channels, O: out per group
-    n, c, h, w = d.shape
+    n, _, h, w = d.shape
     _, og, kh, kw = k.shape
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
     oph, opw = attrs.output_padding

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from .... import topi
+from ....ir.types import Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import EQ, NE, PrimExpr
-from ....ir.types import Type
 from ._common import broadcast_dims, cast_to, register_compute, value_of
 
 Scalar = Callable[[PrimExpr], PrimExpr]

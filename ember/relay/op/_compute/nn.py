@@ -14,7 +14,15 @@ from ....ir.types import Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
-from ._common import as_int, broadcast_dims, identity, not_implemented, out_dims, register_compute, scalar
+from ._common import (
+    as_int,
+    broadcast_dims,
+    identity,
+    not_implemented,
+    out_dims,
+    register_compute,
+    scalar,
+)
 
 
 def all_static(*tensors: te.Tensor) -> bool:

@@ -16,8 +16,15 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from ..indexing import _slice_plan
-from ._common import (as_int, broadcast_load, norm_axis, out_dims, prod, register_compute,
-                      tensor_types)
+from ._common import (
+    as_int,
+    broadcast_load,
+    norm_axis,
+    out_dims,
+    prod,
+    register_compute,
+    tensor_types,
+)
 
 
 def _reshape_dims(shape: Sequence[PrimExpr], newshape: Sequence[int]) -> list[PrimExpr]:
