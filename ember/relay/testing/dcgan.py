@@ -52,7 +52,8 @@ def get_net(batch_size: int, random_len: int = 100, oshape: tuple[int, ...] = (3
                          f"({layout[1:]})")
     if code is None:
         code = relay.var("data", shape=(batch_size, random_len), dtype=dtype)
-    net = relay.nn.relu(relay.nn.dense(code, relay.var("dense_weight"), units=4 * 4 * ngf * 8))
+    net: RelayExpr = relay.nn.relu(relay.nn.dense(code, relay.var("dense_weight"),
+                                                  units=4 * 4 * ngf * 8))
     net = relay.reshape(net, (-1, ngf * 8, 4, 4) if layout == "NCHW" else (-1, 4, 4, ngf * 8))
     for i, (width, size) in enumerate(((ngf * 4, 8), (ngf * 2, 16), (ngf, 32)), start=2):
         net = deconv2d_bn_relu(net, width, size, layout, f"g{i}")

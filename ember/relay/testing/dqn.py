@@ -8,7 +8,7 @@ num_actions).
 from __future__ import annotations
 
 from ... import relay
-from ...ir.expr import Function
+from ...ir.expr import Function, RelayExpr
 from ...ir.module import IRModule
 from ...runtime.ndarray import NDArray
 from . import layers
@@ -23,7 +23,7 @@ def get_net(batch_size: int, num_actions: int = 18, image_shape: tuple[int, ...]
     """The DQN Function of ``data`` (in ``layout``: NCHW, or NHWC with image_shape (H, W, C))."""
     kernel_layout = layers.conv_kernel_layout(layout)
     data = relay.var("data", shape=(batch_size, *image_shape), dtype=dtype)
-    net = data
+    net: RelayExpr = data
     for i, (channels, kernel, stride) in enumerate(_CONVS, start=1):
         net = layers.conv2d(net, kernel_size=(kernel, kernel), strides=(stride, stride),
                             channels=channels, data_layout=layout, kernel_layout=kernel_layout,

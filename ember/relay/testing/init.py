@@ -23,11 +23,11 @@ kernels get the right scale. Residual networks pick a smaller magnitude (``resne
 """
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import numpy as np
 
-from ...ir.expr import Call, Function, Var, bind, var
+from ...ir.expr import Call, Function, RelayExpr, Var, bind, var
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.types import TensorType
@@ -216,7 +216,8 @@ def default_initializer() -> Initializer:
 
 def _kernel_fans(call: Call, shape: tuple[int, ...]) -> tuple[float, float] | None:
     """(fan_in, fan_out) of the weight ``shape`` used as argument 1 of ``call``."""
-    name, attrs = call.op.name, call.attrs  # type: ignore[union-attr]
+    assert isinstance(call.op, Op), "only op calls are described"
+    name, attrs = call.op.name, cast(Any, call.attrs)
     if name == "nn.dense" and len(shape) == 2:
         return float(shape[1]), float(shape[0])
     if name not in ("nn.conv2d", "nn.conv2d_transpose") or len(shape) != 4:
@@ -238,8 +239,8 @@ def _describe_params(func: Function) -> dict[Var, InitDesc]:
         if (isinstance(node, Call) and isinstance(node.op, Op) and len(node.args) > 1
                 and isinstance(node.args[1], Var) and node.args[1] not in fans):
             ty = node.args[1].checked_type
-            static = isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape)
-            found = _kernel_fans(node, tuple(ty.shape)) if static else None
+            shape = _static_shape(ty)
+            found = _kernel_fans(node, shape) if shape is not None else None
             if found is not None:
                 fans[node.args[1]] = found
     return {p: InitDesc(p.name_hint, *fans.get(p, (None, None))) for p in func.params}
@@ -247,22 +248,33 @@ def _describe_params(func: Function) -> dict[Var, InitDesc]:
 
 def _annotate_params(func: Function) -> Function:
     """``func`` with every unannotated parameter annotated with its inferred type."""
-    binds: dict[Var, Var] = {}
+    binds: dict[Var, RelayExpr] = {}
+    params = []
     for p in func.params:
         if p.type_annotation is None:
-            binds[p] = var(p.name_hint, type_annotation=p.checked_type)
+            binds[p] = new = var(p.name_hint, type_annotation=p.checked_type)
+            params.append(new)
+        else:
+            params.append(p)
     if not binds:
         return func
-    params = tuple(binds.get(p, p) for p in func.params)
-    return Function(params, bind(func.body, binds), func.ret_type, func.type_params, func.attrs,
-                    span=func.span)
+    return Function(tuple(params), bind(func.body, binds), func.ret_type, func.type_params,
+                    func.attrs, span=func.span)
+
+
+def _static_shape(ty: Any) -> tuple[int, ...] | None:
+    """The shape of a tensor type whose dimensions are all integers, else None."""
+    dims = ty.shape if isinstance(ty, TensorType) else ()
+    ints = tuple(d for d in dims if isinstance(d, int))
+    return ints if isinstance(ty, TensorType) and len(ints) == len(dims) else None
 
 
 def _concrete_shape(name: str, ty: Any) -> tuple[int, ...]:
-    if not isinstance(ty, TensorType) or not all(isinstance(d, int) for d in ty.shape):
+    shape = _static_shape(ty)
+    if shape is None:
         raise ValueError(f"create_workload: parameter {name!r} has type {ty}; weights need a "
                          "tensor type with a static shape")
-    return tuple(ty.shape)
+    return shape
 
 
 def create_workload(net: Function | IRModule, initializer: Initializer | None = None,

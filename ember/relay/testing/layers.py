@@ -35,10 +35,12 @@ def batch_norm_infer(data: RelayExpr, gamma: Var | None = None, beta: Var | None
     """Batch norm for inference: field 0 of ``nn.batch_norm`` with weights ``name_gamma``,
     ``name_beta``, ``name_moving_mean``, ``name_moving_var``. kwargs: axis, epsilon, center,
     scale."""
-    vecs = [_weight(v, name, s, "batch_norm_infer") for v, s in
-            ((gamma, "gamma"), (beta, "beta"), (moving_mean, "moving_mean"),
-             (moving_var, "moving_var"))]
-    return relay.nn.batch_norm(data, *vecs, **kwargs)[0]
+    def weight(given: Var | None, suffix: str) -> Var:
+        return _weight(given, name, suffix, "batch_norm_infer")
+
+    return relay.nn.batch_norm(data, weight(gamma, "gamma"), weight(beta, "beta"),
+                               weight(moving_mean, "moving_mean"),
+                               weight(moving_var, "moving_var"), **kwargs)[0]
 
 
 def conv2d(data: RelayExpr, weight: Var | None = None, name: str | None = None,

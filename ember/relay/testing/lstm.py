@@ -29,7 +29,7 @@ def lstm_cell(num_hidden: int, batch_size: int = 1, dtype: str = "float32",
     gates_ty = TensorType((batch_size, 4 * num_hidden), dtype)
     weight_ty = TensorType((4 * num_hidden, num_hidden), dtype)
     bias_ty = TensorType((4 * num_hidden,), dtype)
-    state_ty = TupleType([hidden, hidden])
+    state_ty = TupleType((hidden, hidden))
     inputs, states = relay.var("inputs", hidden), relay.var("states", state_ty)
     i2h_w, i2h_b = relay.var("i2h_weight", weight_ty), relay.var("i2h_bias", bias_ty)
     h2h_w, h2h_b = relay.var("h2h_weight", weight_ty), relay.var("h2h_bias", bias_ty)
@@ -40,7 +40,7 @@ def lstm_cell(num_hidden: int, batch_size: int = 1, dtype: str = "float32",
     h2h = sb.let(("h2h", gates_ty), layers.dense_add_bias(TupleGetItem(states, 0), h2h_w, h2h_b,
                                                           4 * num_hidden, name=f"{name}h2h"))
     gates = sb.let(("gates", gates_ty), relay.add(i2h, h2h))
-    split = sb.let(("slice_gates", TupleType([hidden] * 4)),
+    split = sb.let(("slice_gates", TupleType((hidden,) * 4)),
                    relay.split(gates, indices_or_sections=4, axis=1).astuple())
     in_gate = sb.let(("in_gate", hidden), relay.sigmoid(TupleGetItem(split, 0)))
     forget_gate = sb.let(("forget_gate", hidden), relay.sigmoid(TupleGetItem(split, 1)))
@@ -50,10 +50,10 @@ def lstm_cell(num_hidden: int, batch_size: int = 1, dtype: str = "float32",
                     relay.add(relay.multiply(forget_gate, TupleGetItem(states, 1)),
                               relay.multiply(in_gate, in_transform)))
     next_h = sb.let(("next_h", hidden), relay.multiply(out_gate, relay.tanh(next_c)))
-    ret_ty = TupleType([hidden, state_ty])
-    ret = sb.let(("ret", ret_ty), relay.Tuple([next_h, relay.Tuple([next_h, next_c])]))
+    ret_ty = TupleType((hidden, state_ty))
+    ret = sb.let(("ret", ret_ty), relay.Tuple((next_h, relay.Tuple((next_h, next_c)))))
     sb.ret(ret)
-    return relay.Function([inputs, states, i2h_w, i2h_b, h2h_w, h2h_b], sb.get(), ret_ty)
+    return relay.Function((inputs, states, i2h_w, i2h_b, h2h_w, h2h_b), sb.get(), ret_ty)
 
 
 def get_net(iterations: int, num_hidden: int, batch_size: int = 1,
@@ -64,18 +64,18 @@ def get_net(iterations: int, num_hidden: int, batch_size: int = 1,
     hidden = TensorType((batch_size, num_hidden), dtype)
     weight_ty = TensorType((4 * num_hidden, num_hidden), dtype)
     bias_ty = TensorType((4 * num_hidden,), dtype)
-    state_ty = TupleType([hidden, hidden])
+    state_ty = TupleType((hidden, hidden))
     data = relay.var("data", hidden)
     sb = relay.ScopeBuilder()
     zeros = sb.let(("zeros", hidden), relay.zeros((batch_size, num_hidden), dtype))
-    states = sb.let(("init_states", state_ty), relay.Tuple([zeros, zeros]))
+    states = sb.let(("init_states", state_ty), relay.Tuple((zeros, zeros)))
     out = None
     for i in range(iterations):
         weights = [relay.var(f"i2h_{i}_weight", weight_ty), relay.var(f"i2h_{i}_bias", bias_ty),
                    relay.var(f"h2h_{i}_weight", weight_ty), relay.var(f"h2h_{i}_bias", bias_ty)]
         cell = lstm_cell(num_hidden, batch_size, dtype, f"lstm_{i}")
-        result = sb.let((f"call_{i}", TupleType([hidden, state_ty])),
-                        relay.Call(cell, [data, states, *weights]))
+        result = sb.let((f"call_{i}", TupleType((hidden, state_ty))),
+                        relay.Call(cell, (data, states, *weights)))
         out = sb.let((f"out_{i}", hidden), TupleGetItem(result, 0))
         states = sb.let((f"states_{i}", state_ty), TupleGetItem(result, 1))
     sb.ret(out)

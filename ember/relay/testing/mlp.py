@@ -5,7 +5,7 @@ Input ``data`` (batch_size, *image_shape); output (batch_size, num_classes) prob
 from __future__ import annotations
 
 from ... import relay
-from ...ir.expr import Function
+from ...ir.expr import Function, RelayExpr
 from ...ir.module import IRModule
 from ...runtime.ndarray import NDArray
 from . import layers
@@ -16,7 +16,7 @@ def get_net(batch_size: int, num_classes: int = 10, image_shape: tuple[int, ...]
             dtype: str = "float32") -> Function:
     """The MLP as a Function of ``data`` and its (unannotated) weights."""
     data = relay.var("data", shape=(batch_size, *image_shape), dtype=dtype)
-    net = relay.nn.batch_flatten(data)
+    net: RelayExpr = relay.nn.batch_flatten(data)
     for i, units in enumerate((128, 64), start=1):
         net = relay.nn.relu(layers.dense_add_bias(net, units=units, name=f"fc{i}"))
     net = layers.dense_add_bias(net, units=num_classes, name="fc3")

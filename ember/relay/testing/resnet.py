@@ -30,9 +30,10 @@ class _Layout:
     def __init__(self, layout: str) -> None:
         if layout not in ("NCHW", "NHWC"):
             raise ValueError(f"resnet: layout must be 'NCHW' or 'NHWC', got {layout!r}")
-        self.conv = {"data_layout": layout, "kernel_layout": layers.conv_kernel_layout(layout)}
-        self.bn = {"axis": layout.index("C"), "epsilon": _EPS}
-        self.pool = {"layout": layout}
+        self.conv: dict[str, Any] = {"data_layout": layout,
+                                     "kernel_layout": layers.conv_kernel_layout(layout)}
+        self.bn: dict[str, Any] = {"axis": layout.index("C"), "epsilon": _EPS}
+        self.pool: dict[str, Any] = {"layout": layout}
 
 
 def _bn_relu(x: RelayExpr, name: str, lay: _Layout) -> RelayExpr:

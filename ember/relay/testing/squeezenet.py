@@ -16,10 +16,13 @@ from .init import create_workload
 
 # Per version: stem (channels, kernel, stride, padding), then the body: a fire module is
 # (squeeze, expand1x1, expand3x3); "pool" is a 3x3/2 max pool.
-_FIRES_10 = [(16, 64, 64), (16, 64, 64), (32, 128, 128), "pool", (32, 128, 128),
-             (48, 192, 192), (48, 192, 192), (64, 256, 256), "pool", (64, 256, 256)]
-_FIRES_11 = [(16, 64, 64), (16, 64, 64), "pool", (32, 128, 128), (32, 128, 128), "pool",
-             (48, 192, 192), (48, 192, 192), (64, 256, 256), (64, 256, 256)]
+_Fire = tuple[int, int, int]
+_FIRES_10: list[_Fire | str] = [
+    (16, 64, 64), (16, 64, 64), (32, 128, 128), "pool", (32, 128, 128), (48, 192, 192),
+    (48, 192, 192), (64, 256, 256), "pool", (64, 256, 256)]
+_FIRES_11: list[_Fire | str] = [
+    (16, 64, 64), (16, 64, 64), "pool", (32, 128, 128), (32, 128, 128), "pool",
+    (48, 192, 192), (48, 192, 192), (64, 256, 256), (64, 256, 256)]
 _SPECS = {"1.0": ((96, 7, 2, 3), _FIRES_10), "1.1": ((64, 3, 2, 1), _FIRES_11)}
 
 
@@ -52,11 +55,11 @@ def get_net(batch_size: int, image_shape: tuple[int, ...], num_classes: int, ver
     net = _max_pool(_conv_relu(net, channels, kernel, padding, "conv1", stride))
     fire = 0
     for item in body:
-        if item == "pool":
+        if isinstance(item, str):  # "pool"
             net = _max_pool(net)
         else:
             fire += 1
-            net = _fire(net, *item, prefix=f"fire{fire}")
+            net = _fire(net, *item, f"fire{fire}")
     net = relay.nn.dropout(net, rate=0.5)
     net = _conv_relu(net, num_classes, 1, 0, "conv_final")
     net = relay.nn.softmax(relay.nn.batch_flatten(relay.nn.global_avg_pool2d(net)))

@@ -15,10 +15,11 @@ from . import layers
 from .init import Xavier, create_workload
 
 
-def _dense_beside_conv(x: RelayExpr, data: RelayExpr, wtype: str, tag: str) -> RelayExpr:
+def _dense_beside_conv(x: RelayExpr, data: RelayExpr, input_shape: tuple[int, ...], wtype: str,
+                       tag: str) -> RelayExpr:
     """relu(dense over the last axis) + softmax(3x3 conv), with weights dense{tag}_weight
     and conv{tag}_weight (the Relay-era names: "" for the first round, "2" for the second)."""
-    _, channels, _, width = data.type_annotation.shape
+    _, channels, _, width = input_shape
     dense_w = relay.var(f"dense{tag}_weight", shape=(width, width), dtype=wtype)
     dense = relay.nn.relu(relay.nn.dense(relay.reshape(x, (-1, width)), dense_w))
     dense = relay.reshape_like(dense, data)
@@ -34,10 +35,10 @@ def get_net(input_shape: tuple[int, ...] = (1, 3, 24, 12), dtype: str = "float32
         raise ValueError(f"synthetic: input_shape must be (N, C, H, W), got {input_shape}")
     wtype = wtype or dtype
     data = relay.var("data", shape=input_shape, dtype=dtype)
-    net = _dense_beside_conv(data, data, wtype, "")
+    net = _dense_beside_conv(data, data, input_shape, wtype, "")
     net = relay.nn.bias_add(net, relay.var("bias", shape=(input_shape[1],), dtype=wtype))
     net = layers.batch_norm_infer(net, name="batch_norm")
-    net = _dense_beside_conv(net, data, wtype, "2")
+    net = _dense_beside_conv(net, data, input_shape, wtype, "2")
     return relay.Function(relay.analysis.free_vars(net), net)
 
 
