@@ -50,10 +50,11 @@ _PENDING = Call(_ops.ALLOC_TENSOR, ())  # placeholder value of a static allocati
 class _Alloc:
     var: Var
     index: int
-    shape: tuple[int, ...]
+    shape: tuple[int, ...] | None  # None: a dynamic tensor in its own ``storage``
     dtype: str
     last: int = -1
     escapes: bool = False
+    storage: Var | None = None
 
     @property
     def nbytes(self) -> int:
@@ -184,6 +185,7 @@ class _Manifest:
                 st = self.fresh("storage")
                 bindings.append((st, _ops.alloc_storage(shapes[k][1], t.dtype)))
                 bindings.append((v, _ops.alloc_tensor_reg(st, shapes[k][0], t.dtype)))
+                allocs.append(_Alloc(v, len(bindings) - 1, None, t.dtype, storage=st))
             else:
                 self.static(v, t, bindings, allocs)
             out_vars.append(v)
@@ -268,7 +270,8 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
     if not allocs:
         return bindings
     by_var = {a.var: a for a in allocs}
-    values = [(i, value) for i, (_, value) in enumerate(bindings) if value is not _PENDING]
+    pending = {a.var for a in allocs if a.shape is not None}
+    values = [(i, value) for i, (v, value) in enumerate(bindings) if v not in pending]
     for i, value in values + [(len(bindings), result)]:
         for var, benign in reads(value):
             a = by_var.get(var)
@@ -277,15 +280,22 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
                 a.escapes = a.escapes or not benign
     for a in allocs:
         a.last = max(a.last, a.index)
-    local = [a for a in allocs if not a.escapes]
+    local = [a for a in allocs if not a.escapes and a.shape is not None]
     offsets, total = first_fit(local)
+    # A dynamic tensor that stays in the scope: clear its registers after its last reader,
+    # so its storage returns to the pool before the scope ends (loops, long chains).
+    kills: dict[int, list[Var]] = {}
+    for a in allocs:
+        if a.shape is None and not a.escapes and a.last < len(bindings):
+            kills.setdefault(a.last, []).extend([a.var, a.storage])  # type: ignore[list-item]
     out: list[tuple[Var, RelayExpr]] = []
     arena = names.fresh("arena")
     if local:
         out.append((arena, _ops.alloc_storage(const(total, "int64"))))
-    for var, value in bindings:
+    for i, (var, value) in enumerate(bindings):
         if value is not _PENDING:
             out.append((var, value))
+            out += [(names.fresh("_"), _ops.kill(v)) for v in kills.get(i, ())]
             continue
         a = by_var[var]
         if a.escapes:
