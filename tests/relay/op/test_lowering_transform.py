@@ -205,3 +205,18 @@ def test_reshape_of_symbolic_batch_runs_at_several_sizes():
         case = Case("reshape", [rand(np.random.default_rng(n), (n, 3, 4))], {"newshape": (-1, 6)})
         want = reference(case)
         np.testing.assert_array_equal(run(mod, lowered, case.args, want)[0], want[0])
+
+
+def test_arange_with_a_run_time_length_fills_the_buffer_it_is_given():
+    need_cc()
+    compiler = TECompiler()
+    args = [np.array(v, "float32") for v in (2.0, 9.0, 0.5)]
+    proto = Case("arange", args, {"dtype": "float32"})  # no start/stop/step attrs: length ?
+    lowered = compiler.lower(prim_func(proto))
+    assert isinstance(lowered.outputs[0].shape[0], str)
+    mod = build([lowered], compiler)
+    for start, stop, step in [(2.0, 9.0, 0.5), (0.0, 3.0, 1.0), (5.0, -1.0, -1.5)]:
+        case = Case("arange", [np.array(v, "float32") for v in (start, stop, step)],
+                    {"dtype": "float32"})
+        want = reference(case)
+        np.testing.assert_allclose(run(mod, lowered, case.args, want)[0], want[0], rtol=1e-6)
