@@ -16,6 +16,8 @@ FuseOps passes large constants as parameters), then the flattened outputs, all a
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,8 +115,9 @@ def default_mangle(mod_name: str) -> Callable[[str], str]:
 class TECompiler:
     """Lowers primitive functions to C kernels, once per distinct function and target.
 
-    ``mangle`` maps the op-derived name (``fused_add``) to the symbol; the default prefixes
-    ``tvmgen_<mod_name>_``. The VM passes its own (``vm_mod_fused_add``).
+    ``mangle(name, mod_name)`` maps the op-derived name (``fused_add``) to the symbol; the
+    default gives ``tvmgen_<mod_name>_fused_add``, the VM passes its own (``vm_mod_fused_add``).
+    ``EMBER_DEBUG=2`` prints each kernel's loop IR as it is lowered, ``=3`` also its C.
     """
 
     def __init__(self, mangle: Callable[[str, str], str] | None = None) -> None:
@@ -148,7 +151,9 @@ class TECompiler:
         prim = te_lower(sch, args, name).with_attr("from_relay", _relay_text(func))
         inputs = [_info(t, t.op.name) for t in graph.inputs]
         outputs = [_info(t, f"output{i}") for i, t in enumerate(graph.outputs)]
-        return LoweredFunc(name, prim, generate_c([prim]), inputs, outputs, func, kind,
+        code = generate_c([prim])
+        _debug(prim, code)
+        return LoweredFunc(name, prim, code, inputs, outputs, func, kind,
                            list(graph.constant_values), graph)
 
     def _symbol(self, readable: str, mod_name: str) -> str:
@@ -262,6 +267,14 @@ def lower_module(mod: IRModule, target: Any = "c", mod_name: str = "default",
             found[lowered.name] = found[func] = lowered
         kernels.setdefault(lowered.name, lowered)
     return found, compiler.build(list(kernels.values()))
+
+
+def _debug(prim: PrimFunc, code: str) -> None:
+    level = int(os.environ.get("EMBER_DEBUG", "0") or 0)
+    if level >= 2:
+        print(f"ember: lowered {prim.name}\n{prim}", file=sys.stderr)
+    if level >= 3:
+        print(f"ember: C of {prim.name}\n{code}", file=sys.stderr)
 
 
 def _ensure_typed(func: Function) -> None:
