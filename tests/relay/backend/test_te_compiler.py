@@ -324,6 +324,39 @@ def test_lower_module_after_fuse_ops():
         lib[lf.name]  # every kernel is in the compiled library
 
 
+def _small_cnn():
+    x = relay.var("x", shape=(2, 3, 9, 9))
+    w1, b1 = relay.var("w1", shape=(8, 3, 3, 3)), relay.var("b1", shape=(8,))
+    w2 = relay.var("w2", shape=(8, 1, 3, 3))
+    wd, bd = relay.var("wd", shape=(10, 32)), relay.var("bd", shape=(10,))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w1, padding=(1, 1)), b1))
+    z = relay.nn.conv2d(y, w2, padding=(1, 1), groups=8)  # depthwise
+    y = relay.add(y, relay.sigmoid(z))  # residual join
+    y = relay.nn.max_pool2d(y, (2, 2), (2, 2))
+    y = relay.nn.batch_flatten(relay.mean(y, axis=[2], keepdims=True))
+    y = relay.nn.softmax(relay.add(relay.nn.dense(y, wd), bd))
+    return relay.Function([x, w1, b1, w2, wd, bd], y)
+
+
+def test_every_fused_group_of_a_small_cnn_matches_the_interpreter():
+    need_cc()
+    mod = relay.transform.InferType()(ember.IRModule.from_expr(_small_cnn()))
+    mod = relay.transform.FuseOps(fuse_opt_level=2)(mod)
+    compiler = TECompiler()
+    funcs, _ = lower_module(mod, compiler=compiler)
+    kernels = list({id(v): v for v in funcs.values()}.values())
+    assert len(kernels) >= 4
+    lib = build(kernels, compiler)
+    rng = np.random.default_rng(0)
+    for lf in kernels:
+        arrays = [rng.uniform(-1, 1, size=i.shape).astype(i.dtype) for i in lf.inputs]
+        outs = [ember.nd.empty(o.shape, o.dtype) for o in lf.outputs]
+        lib[lf.name](*[ember.nd.array(a) for a in arrays], *outs)
+        want = interpret(lf.source_func, *arrays)
+        for got, w in zip(outs, want):
+            np.testing.assert_allclose(got.numpy(), w, rtol=1e-4, atol=1e-4, err_msg=lf.name)
+
+
 def test_lower_module_without_main_raises():
     with pytest.raises(TVMError, match="no 'main' function"):
         lower_module(ember.IRModule())
