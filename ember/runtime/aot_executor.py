@@ -57,6 +57,27 @@ def _bytes(nbytes: int, alignment: int, dev: Device) -> NDArray:
     return NDArray(view, dev, DataType("uint8"))
 
 
+def constant_pool(meta: ModelMetadata, params: Mapping[str, Any]) -> np.ndarray:
+    """The constant pool of a model built without link-params: ``meta.constant_pool_bytes``
+    bytes holding each constant (by name from ``params``) at its offset. What
+    ``tvmgen_<mod>_set_constants`` (C interface) or the entry's constants argument expects.
+    Raises TVMError for a missing constant or one of the wrong shape or dtype."""
+    pool = np.zeros(meta.constant_pool_bytes, np.uint8)
+    for c in meta.constants:
+        value = params.get(c.name)
+        if value is None:
+            raise TVMError(f"aot executor: constant {c.name!r} ({type_str(c.dtype, c.shape)}) is "
+                           "missing from the params; the model was built without "
+                           "link-params, so the factory must keep its params")
+        arr = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
+        if arr.shape != c.shape or str(arr.dtype) != c.dtype:
+            raise TVMError(f"aot executor: constant {c.name!r}: expected "
+                           f"{type_str(c.dtype, c.shape)}, got "
+                           f"{type_str(str(arr.dtype), arr.shape)}")
+        pool[c.offset:c.offset + c.nbytes] = np.frombuffer(arr.tobytes(), np.uint8)
+    return pool
+
+
 def read_metadata(lib: Module, mod_name: str) -> ModelMetadata:
     """The metadata compiled into ``lib`` for module ``mod_name`` (via its PackedFunc)."""
     symbol = f"{c_prefix(mod_name)}_get_metadata"
@@ -107,18 +128,7 @@ class AotExecutor(Module):
         """The constants laid out at their metadata offsets (the ConstLoaderModule role)."""
         meta = self.metadata
         pool = _bytes(meta.constant_pool_bytes, meta.constant_alignment, self.device)
-        for c in meta.constants:
-            value = params.get(c.name)
-            if value is None:
-                raise TVMError(f"aot executor: constant {c.name!r} ({c.dtype}{list(c.shape)}) is "
-                               "missing from the params; the model was built without "
-                               "link-params, so the factory must keep its params")
-            arr = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
-            if arr.shape != c.shape or str(arr.dtype) != c.dtype:
-                raise TVMError(f"aot executor: constant {c.name!r}: expected "
-                               f"{type_str(c.dtype, c.shape)}, got "
-                               f"{type_str(str(arr.dtype), arr.shape)}")
-            pool._np[c.offset:c.offset + c.nbytes] = np.frombuffer(arr.tobytes(), np.uint8)
+        pool._np[:] = constant_pool(meta, params)
         return pool
 
     def _bind(self) -> Callable[[], int]:
@@ -354,4 +364,4 @@ class AotModule:
         return f"AotModule({self.module!r})"
 
 
-__all__ = ["AotExecutor", "AotModule", "create", "read_metadata"]
+__all__ = ["AotExecutor", "AotModule", "constant_pool", "create", "read_metadata"]
