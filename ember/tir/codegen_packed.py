@@ -135,7 +135,9 @@ def unpacked_function(func: PrimFunc, helpers: set[str]) -> tuple[str, list[str]
     w.stmt(func.body, 1)
     head = []
     if "from_relay" in func.attrs:
-        head.append(f"/* from: {str(func.attrs['from_relay']).replace('*/', '* /')} */")
+        # the Relay text has /* ty=... */ comments of its own: comments do not nest in C
+        text = str(func.attrs["from_relay"]).replace("/*", "/ *").replace("*/", "* /")
+        head.append(f"/* from: {text} */")
     head.append(f"TVM_DLL int32_t {fname}_unpacked({', '.join(params) or 'void'}) {{")
     return "\n".join(head + w.lines + ["  return 0;", "}"]), names
 
