@@ -9,14 +9,16 @@ The compiler itself is ``relay.backend.vm`` (``compiler.py`` and the VM passes).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..ir.expr import Function
-from ..runtime.vm import Executable, VirtualMachine  # noqa: F401
+from ..runtime.vm.executable import Executable
+from ..runtime.vm.interpreter import VirtualMachine
 from .backend.interpreter import Executor as _EvaluatorBase
-from .backend.vm.compiler import VMCompiler, compile  # noqa: F401
+from .backend.vm.compiler import VMCompiler, compile
 
-__all__ = ["compile", "VMCompiler", "VMExecutor", "Executable", "VirtualMachine"]
+__all__ = ["Executable", "VMCompiler", "VMExecutor", "VirtualMachine", "compile"]
 
 
 class VMExecutor(_EvaluatorBase):
@@ -26,7 +28,7 @@ class VMExecutor(_EvaluatorBase):
 
     def _make_executor(self, expr: Any = None) -> Callable[..., Any]:
         from .backend._values import convert_args
-        from .transform import InferType
+        from .transform.type_infer import InferType
 
         mod = self.mod
         if expr is not None and not (hasattr(expr, "name_hint") and expr.name_hint == "main"):

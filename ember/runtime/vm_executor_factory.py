@@ -143,7 +143,7 @@ class VMExecutorFactoryModule(ExecutorFactoryModule):
 
     def get_executor_config(self) -> str:
         """The bytecode listing."""
-        return self.get_executor().bytecode
+        return str(self.get_executor().bytecode)
 
     def _create(self, dev: Device | Sequence[Device] | None = None) -> Module:
         from .vm.interpreter import VirtualMachine

@@ -9,13 +9,12 @@ import textwrap
 
 import numpy as np
 import pytest
+from _vm_check import requires_cc, vm_run
 
 import ember
 from ember import relay
 from ember.relay.backend import Executor
 from ember.runtime.vm import Executable, VirtualMachine
-
-from _vm_check import requires_cc, vm_run
 
 pytestmark = requires_cc
 

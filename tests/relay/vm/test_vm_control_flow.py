@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _vm_check import check, requires_cc, vm_run
 
 import ember
 from ember import relay
 from ember.relay.loops import while_loop
 from ember.relay.prelude import Prelude
 from ember.runtime.vm import VirtualMachine
-
-from _vm_check import check, requires_cc, vm_run
 
 pytestmark = requires_cc
 I32 = relay.TensorType((), "int32")
@@ -191,3 +190,13 @@ def test_non_cpu_target_is_refused() -> None:
     mod = ember.IRModule.from_expr(relay.Function([x], x))
     with pytest.raises(ember.TVMError, match="cuda"):
         relay.vm.compile(mod, target="cuda")
+
+
+def test_closure_capturing_two_variables_with_the_same_name() -> None:
+    x1, x2, z = relay.var("x", shape=(2,)), relay.var("x", shape=(2,)), relay.var("z", shape=(2,))
+    f = relay.var("f")
+    body = relay.Let(x2, relay.exp(x1), relay.Let(
+        f, relay.Function([z], relay.add(relay.add(z, x1), x2)), relay.Call(f, [x1])))
+    mod = ember.IRModule.from_expr(relay.Function([x1], body))
+    exe = check(mod, np.ones(2, "float32"))
+    assert "x_1" in exe.bytecode

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _vm_check import assert_same, interpret, requires_cc, to_py, vm_run
 
 import ember
 from ember import relay
-
-from _vm_check import interpret, requires_cc, to_py, vm_run, assert_same
 
 pytestmark = requires_cc
 ANY = relay.Any()

@@ -3,6 +3,7 @@ no-overlap law) and LambdaLift; plus random programs through the whole VM pipeli
 from __future__ import annotations
 
 import numpy as np
+from _vm_check import check, requires_cc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,8 +14,6 @@ from ember.relay.backend.vm import InlinePrimitives, LambdaLift, ManifestAlloc, 
 from ember.relay.backend.vm.lambda_lift import is_closure_global
 from ember.relay.backend.vm.memory_alloc import _Alloc, first_fit
 from ember.relay.transform import FuseOps, InferType, ToANormalForm
-
-from _vm_check import check, requires_cc
 
 
 def _lowered(mod: ember.IRModule, opt_level: int = 0) -> ember.IRModule:

@@ -4,12 +4,11 @@ interpreter."""
 from __future__ import annotations
 
 import numpy as np
+from _vm_check import check, requires_cc, to_py, vm_run
 
 import ember
 from ember import relay
 from ember.relay.prelude import Prelude
-
-from _vm_check import check, requires_cc, to_py, vm_run
 
 pytestmark = requires_cc
 
@@ -80,8 +79,8 @@ def test_rnn_cell_over_a_dynamic_length_sequence() -> None:
     h0 = relay.var("h0", shape=(1, hidden))
     mod["main"] = relay.Function([seq, h0], p.foldl(cell, h0, seq))
     exe = relay.vm.compile(mod, target="llvm")
+
     from ember.runtime.container import ADT
-    from _vm_check import assert_same, interpret
 
     for length in (0, 1, 5):
         xs = [rng.standard_normal((1, feat)).astype("float32") for _ in range(length)]

@@ -6,13 +6,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _vm_check import interpret, requires_cc, vm_run
 
 import ember
 from ember import relay
 from ember.contrib.graph_executor import GraphModule
 from ember.relay import testing
-
-from _vm_check import interpret, requires_cc, vm_run
 
 pytestmark = requires_cc
 

@@ -7,8 +7,8 @@ pipeline adds (``InlinePrimitives``, ``ManifestAlloc``, ``LambdaLift``) live her
 from __future__ import annotations
 
 from .compiler import VMCompiler, build_vm, compile  # noqa: F401
-from .inline_primitives import InlinePrimitives  # noqa: F401
-from .lambda_lift import LambdaLift  # noqa: F401
-from .memory_alloc import ManifestAlloc  # noqa: F401
+from .inline_primitives import InlinePrimitives
+from .lambda_lift import LambdaLift
+from .memory_alloc import ManifestAlloc
 
-__all__ = ["VMCompiler", "compile", "InlinePrimitives", "LambdaLift", "ManifestAlloc"]
+__all__ = ["InlinePrimitives", "LambdaLift", "ManifestAlloc", "VMCompiler", "compile"]

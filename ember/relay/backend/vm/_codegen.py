@@ -25,11 +25,25 @@ once per scope and reused while the scope lasts.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, cast
 
 from ....ir.adt import Constructor, Match
-from ....ir.expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead,
-                         RefWrite, RelayExpr, Tuple, TupleGetItem, Var)
+from ....ir.expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from ....ir.op import Op
 from ....ir.types import TensorType
 from ....runtime.errors import InternalError, TVMError
@@ -118,7 +132,7 @@ class FunctionCodegen:
             self.var_reg[p] = self.new_reg()
         result = self.compile(self.body)
         self.emit(I.Ret(result))
-        return VMFunction(self.name, tuple(p.name_hint for p in self.params), tuple(self.code),
+        return VMFunction(self.name, _unique_names(self.params), tuple(self.code),
                           max(self.num_regs, 1), param_types=tuple(map(_param_info, self.params)))
 
     def compile(self, e: RelayExpr) -> int:
@@ -152,7 +166,7 @@ class FunctionCodegen:
     def c_tuple(self, e: Tuple) -> int:
         fields = [self.compile(f) for f in e.fields]
         dst = self.new_reg()
-        self.emit(I.AllocADT(0, len(fields), fields, dst))
+        self.emit(I.AllocADT(0, len(fields), tuple(fields), dst))
         return dst
 
     def c_get_item(self, e: TupleGetItem) -> int:
@@ -163,7 +177,7 @@ class FunctionCodegen:
 
     def c_global(self, e: GlobalVar) -> int:
         dst = self.new_reg()  # a global used as a value: a closure capturing nothing
-        self.emit(I.AllocClosure(self.ctx.index_of(e), 0, [], dst))
+        self.emit(I.AllocClosure(self.ctx.index_of(e), 0, (), dst))
         return dst
 
     def c_constructor(self, e: Constructor) -> int:
@@ -171,7 +185,7 @@ class FunctionCodegen:
             raise TVMError(f"vm compiler: constructor {e.name_hint} used as a function value in "
                            f"@{self.name}; call it instead")
         dst = self.new_reg()
-        self.emit(I.AllocADT(e.tag, 0, [], dst))
+        self.emit(I.AllocADT(e.tag, 0, (), dst))
         return dst
 
     def c_if(self, e: If) -> int:
@@ -203,21 +217,21 @@ class FunctionCodegen:
         if isinstance(op, Constructor):
             fields = [self.compile(a) for a in e.args]
             dst = self.new_reg()
-            self.emit(I.AllocADT(op.tag, len(fields), fields, dst))
+            self.emit(I.AllocADT(op.tag, len(fields), tuple(fields), dst))
             return dst
         if isinstance(op, GlobalVar):
             args = [self.compile(a) for a in e.args]
             dst = self.new_reg()
             if is_closure_global(self.ctx.functions.get(op.name_hint)):
-                self.emit(I.AllocClosure(self.ctx.index_of(op), len(args), args, dst))
+                self.emit(I.AllocClosure(self.ctx.index_of(op), len(args), tuple(args), dst))
             else:
-                self.emit(I.Invoke(self.ctx.index_of(op), args, dst))
+                self.emit(I.Invoke(self.ctx.index_of(op), tuple(args), dst))
             return dst
         if (isinstance(op, Call) and isinstance(op.op, GlobalVar)
                 and is_closure_global(self.ctx.functions.get(op.op.name_hint))):
             args = [self.compile(a) for a in (*op.args, *e.args)]  # direct self call
             dst = self.new_reg()
-            self.emit(I.Invoke(self.ctx.index_of(op.op), args, dst))
+            self.emit(I.Invoke(self.ctx.index_of(op.op), tuple(args), dst))
             return dst
         if isinstance(op, Function):
             raise InternalError(f"vm compiler: a fused function is called in @{self.name} "
@@ -225,11 +239,12 @@ class FunctionCodegen:
         closure = self.compile(op)
         args = [self.compile(a) for a in e.args]
         dst = self.new_reg()
-        self.emit(I.InvokeClosure(closure, args, dst))
+        self.emit(I.InvokeClosure(closure, tuple(args), dst))
         return dst
 
     def c_vm_op(self, e: Call) -> int:
-        op, args = e.op, e.args
+        op, args, attrs = e.op, e.args, cast(Any, e.attrs)
+        assert isinstance(op, Op), "a VM op"
         if op is _ops.INVOKE_TVM_OP or op is _ops.SHAPE_FUNC:
             prim = args[0]
             assert isinstance(prim, Function), "invoke_tvm_op calls a fused function"
@@ -243,23 +258,23 @@ class FunctionCodegen:
                     reg = self.new_reg()
                     self.emit(I.LoadConst(self.ctx.constant(c), reg))
                     ins.append(reg)
-            self.emit(I.InvokePacked(index, len(ins) + len(outs), len(outs), ins + outs))
+            self.emit(I.InvokePacked(index, len(ins) + len(outs), len(outs), tuple(ins + outs)))
             return UNIT
         if op is _ops.ALLOC_STORAGE:
             size = self._int_operand(args[0])
             dst = self.new_reg()
-            self.emit(I.AllocStorage(size, e.attrs.alignment, e.attrs.dtype_hint, 0, dst))
+            self.emit(I.AllocStorage(size, attrs.alignment, attrs.dtype_hint, 0, dst))
             return dst
         if op is _ops.ALLOC_TENSOR:
-            storage, offset = self.compile(args[0]), self.load_int(e.attrs.offset)
+            storage, offset = self.compile(args[0]), self.load_int(attrs.offset)
             dst = self.new_reg()
-            self.emit(I.AllocTensor(storage, offset, e.attrs.shape, e.attrs.dtype, dst))
+            self.emit(I.AllocTensor(storage, offset, attrs.shape, attrs.dtype, dst))
             return dst
         if op is _ops.ALLOC_TENSOR_REG:
             storage, shape = self.compile(args[0]), self.compile(args[1])
             dst = self.new_reg()
-            self.emit(I.AllocTensorReg(storage, self.load_int(e.attrs.offset), shape,
-                                       e.attrs.dtype, dst))
+            self.emit(I.AllocTensorReg(storage, self.load_int(attrs.offset), shape,
+                                       attrs.dtype, dst))
             return dst
         if op is _ops.SHAPE_OF:
             src, dst = self.compile(args[0]), self.new_reg()
@@ -268,7 +283,7 @@ class FunctionCodegen:
         if op is _ops.KILL:
             self.emit(I.KillRegister(self.compile(args[0])))
             return UNIT
-        raise TVMError(f"vm compiler: operator {op.name} is called directly in @{self.name}; "  # type: ignore[union-attr]
+        raise TVMError(f"vm compiler: operator {op.name} is called directly in @{self.name}; "
                        "the VM runs fused functions only (run FuseOps first)")
 
     def _int_operand(self, e: RelayExpr) -> int:
@@ -285,6 +300,17 @@ _DISPATCH: dict[type, Callable[[FunctionCodegen, Any], int]] = {
     If: FunctionCodegen.c_if, Match: FunctionCodegen.c_match,
     Function: FunctionCodegen.c_function, Call: FunctionCodegen.c_call,
 }
+
+
+def _unique_names(params: list[Var]) -> tuple[str, ...]:
+    """Parameter names, distinct (two captured variables may share a name hint)."""
+    names: list[str] = []
+    for p in params:
+        name, k = p.name_hint, 1
+        while name in names:
+            name, k = f"{p.name_hint}_{k}", k + 1
+        names.append(name)
+    return tuple(names)
 
 
 def _param_info(p: Var) -> TensorInfo | None:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ....ir.adt import (Match, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                        PatternWildcard)
+from ....ir.adt import Match, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard
 from ....runtime.errors import TVMError
 from ....runtime.vm import instructions as I
 
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
     from ._codegen import FunctionCodegen
 
 
-def _test(fc: "FunctionCodegen", pat: Pattern, reg: int, fails: list[int]) -> None:
+def _test(fc: FunctionCodegen, pat: Pattern, reg: int, fails: list[int]) -> None:
     """Emit the test of ``pat`` against register ``reg``; record the ``if`` instructions that
     must jump to the next clause on failure."""
     if isinstance(pat, PatternWildcard):
@@ -41,7 +40,7 @@ def _test(fc: "FunctionCodegen", pat: Pattern, reg: int, fails: list[int]) -> No
         _test(fc, sub, field, fails)
 
 
-def compile_match(fc: "FunctionCodegen", e: Match) -> int:
+def compile_match(fc: FunctionCodegen, e: Match) -> int:
     """The code of ``e``; returns the register holding its value."""
     data = fc.compile(e.data)
     result = fc.new_reg()

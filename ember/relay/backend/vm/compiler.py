@@ -31,12 +31,14 @@ from ....runtime.errors import TVMError
 from ....runtime.module import CSourceModule
 from ....runtime.ndarray import NDArray
 from ....runtime.ndarray import array as nd_array
-from ....runtime.vm import Executable
+from ....runtime.vm.executable import Executable
 from ....target import Target
 from ....tir.codegen import generate_c
 from ....tir.stmt import PrimFunc
 from ... import _build
-from ...transform import InferType, ToANormalForm, ToGraphNormalForm
+from ...transform.to_a_normal_form import ToANormalForm
+from ...transform.to_graph_normal_form import ToGraphNormalForm
+from ...transform.type_infer import InferType
 from .. import te_compiler
 from ..te_compiler import LoweredFunc, TECompiler
 from ._codegen import CodegenContext, FunctionCodegen

@@ -39,8 +39,8 @@ class _Inliner(ExprMutator):
                         e.type_args, span=e.span, checked_type_=e.checked_type_)
         return super().visit_Call(e)
 
-    def visit_Var(self, e: Var) -> RelayExpr:
-        if e in self.prims:
+    def visit_Var(self, e: RelayExpr) -> RelayExpr:
+        if isinstance(e, Var) and e in self.prims:
             raise TVMError(f"InlinePrimitives: the fused function %{e.name_hint} is used as a "
                            "value; the VM can only call fused functions directly")
         return e

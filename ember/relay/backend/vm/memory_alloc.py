@@ -27,8 +27,9 @@ recycles whole blocks between runs, so a model in steady state allocates nothing
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class _Alloc:
 
     @property
     def nbytes(self) -> int:
+        assert self.shape is not None, "a dynamic tensor has no static size"
         return int(np.prod(self.shape, dtype=np.int64)) * DataType(self.dtype).numpy_dtype.itemsize
 
 
@@ -84,10 +86,11 @@ def _type_of(e: RelayExpr) -> Type | None:
 
 def _ret_type(call: Call) -> Type:
     ty = call.checked_type_
-    if ty is None and call.op.checked_type_ is not None:  # type: ignore[union-attr]
-        ty = call.op.checked_type_.ret_type  # type: ignore[union-attr]
+    prim: Any = call.op
+    if ty is None and prim.checked_type_ is not None:
+        ty = prim.checked_type_.ret_type
     if ty is None:
-        ty = call.op.ret_type  # type: ignore[union-attr]
+        ty = prim.ret_type
     if ty is None:
         raise InternalError("ManifestAlloc: a call of a fused function has no type; the VM "
                             "compiler runs InferType before this pass")
@@ -152,14 +155,14 @@ class _Manifest:
 
     def expand(self, var: Var, call: Call, bindings: list[tuple[Var, RelayExpr]],
                allocs: list[_Alloc]) -> None:
-        prim = call.op
+        prim: Any = call.op
         ret = _ret_type(call)
         outs = [t for _, t in flat_types(ret)]
         single = isinstance(ret, TensorType)
         shapes: dict[int, tuple[Var, Var]] = {}
         if any(not t.is_static for t in outs):
-            in_shapes = []
-            for p, arg in zip(prim.params, call.args):  # type: ignore[union-attr]
+            in_shapes: list[RelayExpr] = []
+            for p, arg in zip(prim.params, call.args):
                 for path, t in flat_types(_type_of(p) or _type_of(arg)):  # type: ignore[arg-type]
                     if not t.is_static:
                         target = arg
@@ -178,7 +181,7 @@ class _Manifest:
                     shapes[k] = (s, n)
                     results += [s, n]
             bindings.append((self.fresh("_"), _ops.shape_func(prim, in_shapes, results)))
-        out_vars = []
+        out_vars: list[RelayExpr] = []
         for k, t in enumerate(outs):
             v = var if single else self.fresh(f"{var.name_hint}_", t)
             if k in shapes:
@@ -191,7 +194,7 @@ class _Manifest:
             out_vars.append(v)
         bindings.append((self.fresh("_"), _ops.invoke_tvm_op(prim, list(call.args), out_vars)))
         if not single:
-            bindings.append((var, _restructure(ret, list(out_vars))))
+            bindings.append((var, _restructure(ret, list(out_vars))))  # type: ignore[arg-type]
 
 
 _BENIGN_ARGS = {_ops.SHAPE_OF: (0,), _ops.ALLOC_STORAGE: (0,), _ops.ALLOC_TENSOR_REG: (1,),
@@ -233,7 +236,7 @@ def reads(expr: RelayExpr) -> Iterator[tuple[Var, bool]]:
                 for f in tup.fields:  # type: ignore[attr-defined]
                     _push(stack, f, captured)
         elif not captured and isinstance(e, Call) and e.op in _BENIGN_ARGS:
-            benign = _BENIGN_ARGS[e.op]  # type: ignore[index]
+            benign = _BENIGN_ARGS[e.op]
             for i, a in enumerate(e.args):
                 if i in benign:
                     _push(stack, a, captured)
@@ -301,9 +304,9 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
         if a.escapes:
             st = names.fresh("storage")
             out.append((st, _ops.alloc_storage(const(a.nbytes, "int64"), a.dtype)))
-            out.append((var, _ops.alloc_tensor(st, 0, a.shape, a.dtype)))
+            out.append((var, _ops.alloc_tensor(st, 0, a.shape or (), a.dtype)))
         else:
-            out.append((var, _ops.alloc_tensor(arena, offsets[var], a.shape, a.dtype)))
+            out.append((var, _ops.alloc_tensor(arena, offsets[var], a.shape or (), a.dtype)))
     return out
 
 

@@ -38,7 +38,7 @@ def _select_chain(dims: list[PrimExpr]) -> Any:
     """``i -> dims[i]`` as a te compute body (a chain of selects on the index)."""
 
     def body(i: Any) -> PrimExpr:
-        e = dims[-1]
+        e: PrimExpr = dims[-1]
         for k in range(len(dims) - 2, -1, -1):
             e = tir.Select_(i == k, dims[k], e)
         return e
@@ -70,17 +70,17 @@ def lower_shape_func(lowered: LoweredFunc, name: str) -> PrimFunc:
     for k in dynamic_outputs(lowered):
         out = graph.outputs[k]
         dims = [tir.cast(substitute(d, vmap), "int64") for d in out.shape]
-        for d in dims:
-            unknown = [v for v in free_vars(d) if isinstance(v, Var) and v not in vmap]
+        for dim in dims:
+            unknown = [v for v in free_vars(dim) if isinstance(v, Var) and v not in vmap]
             if unknown:
                 raise CompileError(
-                    f"{lowered.name}: output {k} has a dimension ({d}) that depends on tensor "
+                    f"{lowered.name}: output {k} has a dimension ({dim}) that depends on tensor "
                     f"values, not only on input shapes; the VM cannot size it before running "
                     "the kernel (data-dependent shapes are not supported)")
         itemsize = tir.const(DataType(out.dtype).numpy_dtype.itemsize, "int64")
-        size = itemsize
-        for d in dims:
-            size = size * d
+        size: PrimExpr = itemsize
+        for dim in dims:
+            size = size * dim
         results.append(te.compute((len(dims),), _select_chain(dims), name=f"out_shape{k}"))
         results.append(te.compute((), lambda s=size: s, name=f"out_nbytes{k}"))
     sch = create_schedule([t.op for t in results])
