@@ -67,7 +67,6 @@ def test_unknown_target_string_is_a_value_error():
 
 @pytest.mark.parametrize("executor, match", [
     (Executor("aot"), "the 'aot' executor cannot be built yet"),
-    (Executor("vm"), "or relay.vm.compile for the VM"),
     ("graph", "executor must be a relay.backend.Executor, got str"),
 ])
 def test_executors_that_cannot_be_built(executor, match):
