@@ -94,3 +94,16 @@ def test_data_dependent_shapes_are_refused() -> None:
         [n], relay.arange(relay.const(0, "int32"), n, relay.const(1, "int32"), "int32")))
     with pytest.raises(ember.TVMError, match="arange.*depends on tensor values"):
         relay.vm.compile(mod, target="llvm")
+
+
+@pytest.mark.parametrize("shape", [(4, 2, 3), (ANY, 2, 3)])
+def test_reshape_only_functions_become_views(shape: tuple) -> None:
+    x, w = relay.var("x", shape=shape), relay.var("w", shape=(5, 6))
+    flat = relay.nn.batch_flatten(x)
+    mod = ember.IRModule.from_expr(relay.Function([x, w], relay.Tuple(
+        [relay.nn.dense(flat, w), relay.reshape(x, (-1,))])))
+    rng = np.random.default_rng(4)
+    wv = rng.standard_normal((5, 6)).astype("float32")
+    exe = _each_size(mod, lambda n: (rng.standard_normal((4 if shape[0] == 4 else n, 2, 3))
+                                     .astype("float32"), wv), sizes=(4,) if shape[0] == 4 else (1, 3))
+    assert "reshape_tensor" in exe.bytecode

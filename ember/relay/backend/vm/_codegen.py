@@ -18,6 +18,7 @@ What each expression becomes:
   values prepended; of anything else: ``invoke_closure``; a global used as a value: a closure
   capturing nothing;
 - VM ops (``_ops.py``): ``alloc_storage``, ``alloc_tensor(_reg)``, ``shape_of``,
+  ``reshape_tensor``,
   ``invoke_packed`` (kernel or shape function), ``kill_register``.
 
 Small integer immediates (offsets, sizes, tags, ``true``) are loaded with ``load_consti``
@@ -275,6 +276,10 @@ class FunctionCodegen:
             dst = self.new_reg()
             self.emit(I.AllocTensorReg(storage, self.load_int(attrs.offset), shape,
                                        attrs.dtype, dst))
+            return dst
+        if op is _ops.RESHAPE_TENSOR:
+            src, shape, dst = self.compile(args[0]), self.compile(args[1]), self.new_reg()
+            self.emit(I.ReshapeTensor(src, shape, dst))
             return dst
         if op is _ops.SHAPE_OF:
             src, dst = self.compile(args[0]), self.new_reg()

@@ -12,6 +12,7 @@ dtype=)``                                                 1-D int64 tensor)
 ``vm.shape_of(%t)``                                       ``shape_of``
 ``vm.invoke_tvm_op(%prim, (ins), (outs))``                ``invoke_packed`` of the kernel
 ``vm.shape_func(%prim, (in_shapes), (outs))``             ``invoke_packed`` of its shape function
+``vm.reshape_tensor(%t, %shape)``                         ``reshape_tensor`` (a view, no copy)
 ``memory.kill(%x)``                                       ``kill_register``
 =======================================================  =====================================
 
@@ -36,8 +37,9 @@ KILL = Op("memory.kill")
 SHAPE_OF = Op("vm.shape_of")
 INVOKE_TVM_OP = Op("vm.invoke_tvm_op")
 SHAPE_FUNC = Op("vm.shape_func")
+RESHAPE_TENSOR = Op("vm.reshape_tensor")
 VM_OPS = frozenset({ALLOC_STORAGE, ALLOC_TENSOR, ALLOC_TENSOR_REG, KILL, SHAPE_OF,
-                    INVOKE_TVM_OP, SHAPE_FUNC})
+                    INVOKE_TVM_OP, SHAPE_FUNC, RESHAPE_TENSOR})
 ALIGNMENT = 64
 
 
@@ -88,6 +90,10 @@ def shape_func(prim: RelayExpr, in_shapes: list[RelayExpr], outs: list[RelayExpr
 
 def shape_of(tensor: RelayExpr) -> Call:
     return Call(SHAPE_OF, (tensor,))
+
+
+def reshape_tensor(tensor: RelayExpr, shape: RelayExpr) -> Call:
+    return Call(RESHAPE_TENSOR, (tensor, shape))
 
 
 def kill(value: RelayExpr) -> Call:

@@ -15,6 +15,10 @@ function's shape function (``shape_func.py``), which also returns its size in by
     let %st = memory.alloc_storage(%nbytes);
     let %x = memory.alloc_tensor_reg(%st, %shape, dtype="float32");
 
+A fused function of reshapes only (FuseOps marks it ``relay.reshape_only``) becomes a view of
+its input, ``vm.reshape_tensor(%a, %newshape)``, with no kernel and no copy; the input is then
+treated as escaping (a view must not outlive the bytes it looks at).
+
 Storage planning, per *scope* (a function body, an ``if`` branch, a ``match`` clause): a static
 tensor that never leaves the scope (it is only read by kernels, shape functions, allocation
 ops or as an ``if`` condition) lives in one arena allocated when the scope starts, at an offset
@@ -181,6 +185,11 @@ class _Manifest:
                     shapes[k] = (s, n)
                     results += [s, n]
             bindings.append((self.fresh("_"), _ops.shape_func(prim, in_shapes, results)))
+        if _reshape_only(prim, ret, call):
+            shape: RelayExpr = (shapes[0][0] if shapes else
+                                const(np.array(outs[0].concrete_shape, dtype="int64")))
+            bindings.append((var, _ops.reshape_tensor(call.args[0], shape)))
+            return
         out_vars: list[RelayExpr] = []
         for k, t in enumerate(outs):
             v = var if single else self.fresh(f"{var.name_hint}_", t)
@@ -197,7 +206,13 @@ class _Manifest:
             bindings.append((var, _restructure(ret, list(out_vars))))  # type: ignore[arg-type]
 
 
-_BENIGN_ARGS = {_ops.SHAPE_OF: (0,), _ops.ALLOC_STORAGE: (0,), _ops.ALLOC_TENSOR_REG: (1,),
+def _reshape_only(prim: Any, ret: Type, call: Call) -> bool:
+    if not int(prim.get_attr("relay.reshape_only", 0) or 0) or len(call.args) != 1:
+        return False
+    return isinstance(ret, TensorType) and isinstance(_type_of(call.args[0]), TensorType)
+
+
+_BENIGN_ARGS = {_ops.RESHAPE_TENSOR: (1,), _ops.SHAPE_OF: (0,), _ops.ALLOC_STORAGE: (0,), _ops.ALLOC_TENSOR_REG: (1,),
                 _ops.KILL: (0,)}
 
 
