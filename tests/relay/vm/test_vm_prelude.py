@@ -4,6 +4,7 @@ interpreter."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from _vm_check import check, requires_cc, to_py, vm_run
 
 import ember
@@ -93,3 +94,36 @@ def test_rnn_cell_over_a_dynamic_length_sequence() -> None:
         for v in xs:
             ref = np.tanh(v @ w.data.numpy().T + ref @ u.data.numpy().T + b.data.numpy())
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def _ints(p: Prelude, vals: list[int]) -> relay.Expr:
+    return _list_of(p, [np.int32(v) for v in vals])
+
+
+_X, _Y = relay.var("x", shape=(), dtype="int32"), relay.var("y", shape=(), dtype="int32")
+_ONE = relay.const(np.int32(1))
+PRELUDE_CASES = {
+    "concat": lambda p: p.concat(_ints(p, [1, 2]), _ints(p, [3])),
+    "filter": lambda p: p.filter(relay.Function([_X], relay.greater(_X, _ONE)), _ints(p, [1, 3])),
+    "zip": lambda p: p.zip(_ints(p, [1, 2]), _ints(p, [3, 4])),
+    "foldr": lambda p: p.foldr(relay.Function([_X, _Y], relay.subtract(_X, _Y)), _ONE,
+                               _ints(p, [5, 2, 7])),
+    "update": lambda p: p.update(_ints(p, [1, 2, 3]), _ONE, relay.const(np.int32(9))),
+    "iterate": lambda p: relay.Call(p.iterate(relay.Function([_X], relay.add(_X, _ONE)),
+                                              relay.const(np.int32(3))), [_ONE]),
+    "compose": lambda p: relay.Call(p.compose(relay.Function([_X], relay.add(_X, _X)),
+                                              relay.Function([_Y], relay.multiply(_Y, _Y))),
+                                    [relay.const(np.int32(3))]),
+    "tree": lambda p: p.size(p.tmap(relay.Function([_X], relay.add(_X, _X)), p.rose(
+        _ONE, p.cons(p.rose(_ONE, p.nil()), p.nil())))),
+    "map_accuml": lambda p: p.map_accuml(relay.Function(
+        [_X, _Y], relay.Tuple([relay.add(_X, _Y), relay.multiply(_X, _Y)])), _ONE,
+        _ints(p, [1, 2, 3])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRELUDE_CASES))
+def test_prelude_function(name: str) -> None:
+    mod, p = _prelude()
+    mod["main"] = relay.Function([], PRELUDE_CASES[name](p))
+    check(mod)
