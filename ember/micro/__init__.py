@@ -1,17 +1,20 @@
-"""Micro (firmware) support: the standalone C runtime and, later, Model Library Format.
+"""Micro (firmware) support: the standalone C runtime and Model Library Format.
 
 ``get_standalone_crt_dir()`` locates ``ember/crt``, the C runtime a firmware build compiles
 with the generated model sources (see ``ember/crt/README.md``); ``get_crt_include_dirs()``
-lists the include directories such a build needs.
+lists the include directories such a build needs. ``export_model_library_format(factory,
+"model.tar")`` writes a compiled model as C sources, header, params and that runtime
+(``model_library_format``); ``ember.micro.testing`` has the AOT test runners.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..runtime.errors import TVMError
 
-__all__ = ["UnsupportedInModelLibraryFormatError", "get_crt_include_dirs",
-           "get_standalone_crt_dir"]
+__all__ = ["UnsupportedInModelLibraryFormatError", "export_model_library_format",
+           "get_crt_include_dirs", "get_standalone_crt_dir"]
 
 _PKG = Path(__file__).resolve().parents[1]
 _CRT_DIR = _PKG / "crt"
@@ -42,3 +45,14 @@ def get_crt_include_dirs() -> list[str]:
     """Include directories for code built against the C runtime: the runtime's own headers
     (``ember/crt/...``) and ember's C ABI (``ember/c_backend_api.h``, ...)."""
     return [str(Path(get_standalone_crt_dir()) / "include"), str(_INCLUDE_DIR)]
+
+
+def __getattr__(name: str) -> Any:
+    # The exporter loads the executor factories, the test helpers the compiler: on first use.
+    import importlib
+
+    if name == "export_model_library_format":
+        return importlib.import_module(f"{__name__}.model_library_format").__dict__[name]
+    if name in ("model_library_format", "testing"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
