@@ -199,9 +199,14 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
             except AttributeError:
                 raise InternalError(f"relay.build: kernel {name!r} is called by the graph but "
                                     "missing from the lowered library") from None
+    from .backend.aot.metadata import kernel_workspace_bytes
+
+    # Per kernel its TVMBackendAllocWorkspace bytes, for Model Library Format's memory map.
+    function_metadata = {low.name: {"workspace_size_bytes": kernel_workspace_bytes(low.prim_func)}
+                         for low in _kernels(lowered).values()}
     return GraphExecutorFactoryModule(result.graph_json, lib, mod_name, result.params,
                                       ir_mod=source, target=target, executor=executor,
-                                      runtime=runtime)
+                                      runtime=runtime, function_metadata=function_metadata)
 
 
 class GraphEvaluator(_EvaluatorBase):
