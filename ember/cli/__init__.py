@@ -6,10 +6,9 @@ import sys
 
 
 def _demo(args: argparse.Namespace) -> int:
-    print("ember demo: not available yet. It will compile a bundled model with every executor "
-          "(graph, AOT, VM), check the results against the reference interpreter and print "
-          "latency and memory; it arrives with the executors.", file=sys.stderr)
-    return 2
+    from .demo import main as demo_main
+
+    return demo_main(args.model, args.json)
 
 
 def _version(args: argparse.Namespace) -> int:
@@ -22,7 +21,11 @@ def _version(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ember", description="ember model compiler and runtime")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser("demo", help="compile a bundled model with every executor and report").set_defaults(func=_demo)
+    demo = sub.add_parser("demo", help="compile a bundled model with every executor, check "
+                          "it against the reference interpreter, print latency and memory")
+    demo.add_argument("--model", default="mlp", choices=["mlp", "resnet18-64", "mobilenet-64"])
+    demo.add_argument("--json", action="store_true", help="print the results as JSON")
+    demo.set_defaults(func=_demo)
     sub.add_parser("version", help="print the version").set_defaults(func=_version)
     return parser
 
