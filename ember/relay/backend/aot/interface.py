@@ -184,7 +184,8 @@ def packed_entry(program: AotProgram, meta: ModelMetadata) -> str:
     lines = [_fail_helper(p), "", _TENSOR_CHECK.format(p=p), "",
              f"TVM_DLL int32_t {p}_run(TVMValue* args, int* type_codes, int num_args, "
              "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {",
-             f"  void* ptr[{n_req + 1}];", "  void* raw = NULL;", "  int32_t rc;",
+             f"  void* ptr[{n_req + 1}];", *(["  void* raw = NULL;"] if ws else []),
+             "  int32_t rc;",
              "  (void)out_ret_value; (void)out_ret_tcode; (void)resource_handle;",
              f"  if (num_args != {n_req} && num_args != {n_req + 1}) {{",
              f'    return {p}_fail("{p}_run: expected {n_req} arguments ({names}'
