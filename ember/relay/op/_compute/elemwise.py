@@ -30,12 +30,6 @@ def _unary(name: str, fn: Scalar) -> Callable[[te.Tensor], te.Tensor]:
     return op
 
 
-def _sign(v: PrimExpr) -> PrimExpr:
-    zero = tir.const(0, v.dtype)
-    return tir.Select_(v > zero, tir.const(1, v.dtype), tir.Select_(v < zero, tir.const(
-        -1, v.dtype), zero))
-
-
 def _bitwise_not(v: PrimExpr) -> PrimExpr:
     # Two's complement: ~v == -1 - v (no overflow even at the minimum); unsigned: MAX - v.
     if v.dtype == "bool":
@@ -59,8 +53,7 @@ _UNARY: dict[str, Callable[[te.Tensor], te.Tensor]] = {
     "round": topi.round, "isnan": topi.isnan, "isinf": topi.isinf, "nn.relu": topi.nn.relu,
     "logical_not": topi.logical_not, "copy": topi.identity,
     "annotation.stop_fusion": topi.identity,
-    "sign": _unary("sign", _sign),  # topi's sign compares unsigned values with -1
-    "tan": _unary("tan", tir.tan), "isfinite": _unary("isfinite", _isfinite),
+    "sign": topi.sign, "tan": _unary("tan", tir.tan), "isfinite": _unary("isfinite", _isfinite),
     "bitwise_not": _unary("bitwise_not", _bitwise_not),
 }
 

@@ -104,8 +104,6 @@ def squeeze(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tens
         drop = [i for i, d in enumerate(x.shape) if as_int(d) == 1]
     else:
         drop = [norm_axis(a, x.ndim) for a in attrs.axis]
-    if not drop:  # topi reads an empty axis list as "every size-1 axis"
-        return [topi.identity(x)]
     return [topi.squeeze(x, drop)]
 
 
