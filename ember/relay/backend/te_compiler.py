@@ -238,7 +238,8 @@ def primitive_functions(mod: IRModule) -> Iterator[tuple[GlobalVar | None, Funct
             seen.add(id(node))
             if isinstance(node, GlobalVar) and node.name_hint in mod:
                 todo.append(node)
-            elif isinstance(node, Call) and is_primitive(node.op):
+            elif isinstance(node, Call) and isinstance(node.op, Function) and is_primitive(
+                    node.op):
                 yield None, node.op
 
 

@@ -91,7 +91,8 @@ def _global(kind: str) -> Callable[..., list[te.Tensor]]:
         shape = tuple(tir.const(1) if k in (ha, wa) else d for k, d in enumerate(x.shape))
         ry, rx = te.reduce_axis((0, h), "ry"), te.reduce_axis((0, w), "rx")
         red = te.max if kind == "max" else te.sum
-        total = te.compute(shape, lambda *i: red(x(*_with_hw(i, ha, wa, ry, rx)), axis=[ry, rx]),
+        total = te.compute(shape, lambda *i: red(x(*_with_hw(i, ha, wa, ry.var, rx.var)),
+                                                    axis=[ry, rx]),
                            name=f"T_global_{kind}_pool", tag="comm_reduce")
         if kind == "max":
             return [total]
