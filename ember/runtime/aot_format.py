@@ -148,7 +148,7 @@ def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
     count = 1
     for d in shape:
         count *= d
-    return count * ((dt.bits * dt.lanes + 7) // 8)
+    return int(count * ((dt.bits * dt.lanes + 7) // 8))
 
 
 # -- parsing with validation ---------------------------------------------------------------------
@@ -186,7 +186,7 @@ def _dtype(obj: Any, path: str) -> str:
         DataType(text)
     except (ValueError, TypeError) as err:
         raise _fail(f"{path}.dtype", f"not a dtype: {err}") from None
-    return text
+    return str(text)
 
 
 def _param(obj: Any, path: str) -> ParameterInfo:
@@ -220,7 +220,7 @@ def _choice(obj: Any, key: str, choices: tuple[str, ...]) -> str:
     value = _get(obj, key, str, "")
     if value not in choices:
         raise _fail(key, f"must be one of {', '.join(map(repr, choices))}, got {value!r}")
-    return value
+    return str(value)
 
 
 def metadata_from_dict(obj: Any) -> ModelMetadata:
@@ -263,5 +263,14 @@ def parse_metadata(text: str | bytes) -> ModelMetadata:
     return metadata_from_dict(obj)
 
 
-__all__ = ["c_prefix", "ConstantInfo", "FunctionInfo", "METADATA_VERSION", "MetadataError", "ModelMetadata",
-           "ParameterInfo", "metadata_from_dict", "parse_metadata"]
+__all__ = [
+    "METADATA_VERSION",
+    "ConstantInfo",
+    "FunctionInfo",
+    "MetadataError",
+    "ModelMetadata",
+    "ParameterInfo",
+    "c_prefix",
+    "metadata_from_dict",
+    "parse_metadata",
+]

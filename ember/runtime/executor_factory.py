@@ -277,7 +277,7 @@ class AotExecutorFactoryModule(ExecutorFactoryModule):
                          else parse_metadata(metadata))
         self.ir_mod, self.executor, self.runtime = ir_mod, executor, runtime
         self.header = header
-        self.sources = dict(sources or {})
+        self.sources: Mapping[str, str] = sources or {}
 
     def get_executor_config(self) -> str:
         """The metadata as JSON (see ``ember.runtime.aot_format``)."""

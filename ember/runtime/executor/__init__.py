@@ -5,6 +5,6 @@
 """
 from __future__ import annotations
 
-from ..aot_executor import AotExecutor, AotModule  # noqa: F401
+from ..aot_executor import AotExecutor, AotModule
 
 __all__ = ["AotExecutor", "AotModule"]

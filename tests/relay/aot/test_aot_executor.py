@@ -68,14 +68,14 @@ def test_run_refuses_an_input_never_set(executor):
 
 
 @pytest.mark.parametrize("key, value, message", [
-    ("img", np.zeros((1, 8), "float32"), r"set_input: no input named 'img'; this model's "
-                                         r"inputs are 'data'"),
-    ("data", np.zeros((1, 8), "float64"), r"set_input\('data'\): expected float32\[1, 8\], got "
-                                          r"float64\[1, 8\]"),
-    ("data", np.zeros((2, 8), "float32"), r"set_input\('data'\): expected float32\[1, 8\], got "
-                                          r"float32\[2, 8\]"),
-    (3, np.zeros((1, 8), "float32"), r"set_input: input index 3 out of range \(this model has "
-                                     r"1 input\)"),
+    ("img", np.zeros((1, 8), "float32"), (r"set_input: no input named 'img'; this model's "
+                                         r"inputs are 'data'")),
+    ("data", np.zeros((1, 8), "float64"), (r"set_input\('data'\): expected float32\[1, 8\], got "
+                                          r"float64\[1, 8\]")),
+    ("data", np.zeros((2, 8), "float32"), (r"set_input\('data'\): expected float32\[1, 8\], got "
+                                          r"float32\[2, 8\]")),
+    (3, np.zeros((1, 8), "float32"), (r"set_input: input index 3 out of range \(this model has "
+                                     r"1 input\)")),
     ("data", "text", r"set_input\('data'\): cannot convert str to float32"),
 ])
 def test_set_input_errors(executor, key, value, message):

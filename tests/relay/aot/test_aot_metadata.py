@@ -10,8 +10,14 @@ from _aot_util import build, mlp, needs_cc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ember.runtime.aot_format import (ConstantInfo, FunctionInfo, MetadataError, ModelMetadata,
-                                      ParameterInfo, parse_metadata)
+from ember.runtime.aot_format import (
+    ConstantInfo,
+    FunctionInfo,
+    MetadataError,
+    ModelMetadata,
+    ParameterInfo,
+    parse_metadata,
+)
 from ember.runtime.dtype import DataType
 
 names = st.text(st.characters(min_codepoint=32, max_codepoint=0x24F), min_size=1, max_size=8)

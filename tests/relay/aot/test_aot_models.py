@@ -8,8 +8,18 @@ import functools
 
 import numpy as np
 import pytest
-from _aot_util import (CONFIGS, assert_outputs, build, cnn, graph_outputs, inputs_for, mlp,
-                       needs_cc, reference, run)
+from _aot_util import (
+    CONFIGS,
+    assert_outputs,
+    build,
+    cnn,
+    graph_outputs,
+    inputs_for,
+    mlp,
+    needs_cc,
+    reference,
+    run,
+)
 
 import ember as tvm
 from ember import relay

@@ -51,10 +51,10 @@ def test_executor_and_runtime_objects_select_aot():
 
 # -- rules -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("options, message", [
-    ({"interface-api": "c"}, r'Need unpacked-api == false \(got: 0\) and interface-api == '
-                             r'"packed" \(got: c\) when targeting c\+\+ runtime'),
-    ({"unpacked-api": True}, r'Need unpacked-api == false \(got: 1\) and interface-api == '
-                             r'"packed" \(got: packed\) when targeting c\+\+ runtime'),
+    ({"interface-api": "c"}, (r'Need unpacked-api == false \(got: 0\) and interface-api == '
+                             r'"packed" \(got: c\) when targeting c\+\+ runtime')),
+    ({"unpacked-api": True}, (r'Need unpacked-api == false \(got: 1\) and interface-api == '
+                             r'"packed" \(got: packed\) when targeting c\+\+ runtime')),
 ])
 def test_cpp_runtime_needs_the_packed_interface_and_packed_calls(options, message):
     with pytest.raises(tvm.TVMError, match=message) as err:

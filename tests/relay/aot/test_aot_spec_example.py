@@ -49,7 +49,7 @@ def test_rfc_example_shape_of_the_build():
     assert (main.num_inputs, main.num_outputs, main.io_size_bytes) == (2, 1, 6)
     assert "tvmgen_my_mod_fused_add(" in factory.sources["my_mod_lib1.c"]
     # the legacy triple: executor config (the metadata JSON), lib, params
-    config, lib, params = factory
+    config, _lib, params = factory
     assert '"module_name":"my_mod"' in config and params == {}
 
 

@@ -12,7 +12,7 @@ executor; the second needs nothing of the first but its symbols) and ``factory.h
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ....ir.adt import Constructor, Match
@@ -120,10 +120,29 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
         print(str(program.run_model), file=sys.stderr)
     names = list(program.kernels) + [meta.symbol("run"), meta.symbol("get_metadata")]
     lib = CSourceModule(kernels_c + "\n" + aot_c, "c", names)
+    sources = _Sources(lib, {f"{mod_name}_lib0.c": (0, len(kernels_c)),
+                             f"{mod_name}_lib1.c": (len(kernels_c) + 1, len(lib.code))})
+    del kernels_c, aot_c  # linked weights make these large: the library's copy is enough
     with _stage("compile"):
         lib.get_function(meta.symbol("get_metadata"))  # compiles once (cached by content hash)
     params_out = {} if opts.link_params else {c.name: c.value for c in program.constants}
     return AotExecutorFactoryModule(
         meta, lib, mod_name, params_out, ir_mod=source, target=target, executor=executor,
-        runtime=runtime, header=head,
-        sources={f"{mod_name}_lib0.c": kernels_c, f"{mod_name}_lib1.c": aot_c})
+        runtime=runtime, header=head, sources=sources)
+
+
+class _Sources(Mapping[str, str]):
+    """``{file name: C}`` as slices of the library's one source, cut when read."""
+
+    def __init__(self, lib: CSourceModule, spans: dict[str, tuple[int, int]]) -> None:
+        self.lib, self.spans = lib, spans
+
+    def __getitem__(self, name: str) -> str:
+        start, end = self.spans[name]
+        return self.lib.code[start:end]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.spans)
+
+    def __len__(self) -> int:
+        return len(self.spans)

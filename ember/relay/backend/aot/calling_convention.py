@@ -118,5 +118,11 @@ def _convention(unpacked: bool, config: Mapping[str, Any]) -> str:
     return str(asked)
 
 
-__all__ = ["AotOptionError", "AotOptions", "CONVENTIONS", "CONVENTION_CONFIG", "RULES",
-           "options_from"]
+__all__ = [
+    "CONVENTIONS",
+    "CONVENTION_CONFIG",
+    "RULES",
+    "AotOptionError",
+    "AotOptions",
+    "options_from",
+]

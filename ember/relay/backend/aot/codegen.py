@@ -34,7 +34,7 @@ from ....ir.module import IRModule
 from ....runtime.aot_format import ParameterInfo
 from ....runtime.errors import InternalError, TVMError
 from ....runtime.ndarray import NDArray
-from ....tir.expr import Call, IntImm, StringImm, Var
+from ....tir.expr import Call, IntImm, PrimExpr, StringImm, Var
 from ....tir.stmt import Buffer, Evaluate, PrimFunc, Stmt, seq
 from .._liveness import CONST, INPUT, Dataflow, Step
 from ..memory_plan import ArenaPlan, _align, plan_dataflow_arena
@@ -85,6 +85,10 @@ def itemsize(dtype: str) -> int:
 
     dt = DataType(dtype)
     return max(1, (dt.bits * dt.lanes + 7) // 8)
+
+
+def _dims(shape: tuple[int, ...]) -> tuple[PrimExpr, ...]:
+    return tuple(IntImm("int64", int(d)) for d in shape)
 
 
 def _where(step: Step) -> str:
@@ -158,7 +162,7 @@ class _Lowering:
         """A Buffer for tensor ``t`` over the memory of its alias root."""
         info, r = self.df.tensors[t], self.roots[t]
         base, byte_offset = self._base(r)
-        return Buffer(f"t{t}", tuple(IntImm("int64", d) for d in info.shape), info.dtype,
+        return Buffer(f"t{t}", _dims(info.shape), info.dtype,
                       data=base, elem_offset=IntImm("int64", byte_offset // itemsize(info.dtype)))
 
     def _base(self, r: int) -> tuple[Var, int]:
@@ -220,7 +224,7 @@ class _Lowering:
     def _const_buffer(self, k: int) -> Buffer:
         c = self.constants[k]
         offset = c.offset if self.pool is not None else 0
-        return Buffer(c.name, tuple(IntImm("int64", d) for d in c.value.shape), c.value.dtype,
+        return Buffer(c.name, _dims(c.value.shape), c.value.dtype,
                       data=c.var, elem_offset=IntImm("int64", offset // itemsize(c.value.dtype)))
 
     def _prim_func(self, body: Stmt) -> PrimFunc:
@@ -228,10 +232,10 @@ class _Lowering:
         bmap: dict[Var, Buffer] = {}
         for (_, tid), var in zip(self.df.params, self.in_vars, strict=True):
             info = self.df.tensors[tid]
-            bmap[var] = Buffer(var.name, info.shape, info.dtype, data=var)
+            bmap[var] = Buffer(var.name, _dims(info.shape), info.dtype, data=var)
         for t, var in zip(self.df.outputs, self.out_vars, strict=True):
             info = self.df.tensors[t]
-            bmap[var] = Buffer(var.name, info.shape, info.dtype, data=var)
+            bmap[var] = Buffer(var.name, _dims(info.shape), info.dtype, data=var)
         if self.pool is not None and self.constants:
             params.append(self.pool)
         if self.workspace is not None:

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+import numpy as np
+
 from ....runtime.errors import InternalError
 from ....tir.codegen_c import STORAGE_TYPE
 from ....tir.codegen_packed import dl_type
-from ....tir.expr import Call, IntImm, StringImm
+from ....tir.expr import Call, IntImm, PrimExpr, StringImm
 from ....tir.stmt import Buffer, Evaluate, SeqStmt, Stmt
 from .calling_convention import AotOptions
 from .codegen import COPY_OP, AotProgram, itemsize
@@ -36,7 +39,7 @@ def kernel_prototypes(program: AotProgram) -> list[str]:
     out = []
     for name, low in program.kernels.items():
         m = re.search(rf"^TVM_DLL int32_t {re.escape(name)}_unpacked\((.*)\) \{{$",
-                      low.c_source, re.M)
+                      low.c_source, re.MULTILINE)
         if m is None:
             raise InternalError(f"aot codegen: no definition of {name}_unpacked in the kernel C")
         out.append(f"TVM_DLL int32_t {name}_unpacked({m.group(1)});")
@@ -55,10 +58,29 @@ def linked_constants(program: AotProgram, opts: AotOptions) -> list[str]:
         lines.append(f"/* {c.name}: {c.value.dtype}[{shape}] */")
         lines.append(f"static const unsigned char {c.var.name}[{len(data) + 1}] "
                      f'__attribute__((section(".rodata.tvm"), aligned({align}))) =')
-        chunks = [data[i:i + 32] for i in range(0, len(data), 32)] or [b""]
-        lines += ['  "' + "".join(f"\\x{b:02x}" for b in chunk) + '"' for chunk in chunks]
-        lines[-1] += ";"
+        lines.append(c_bytes_literal(data) + ";")
     return lines
+
+
+_HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+
+
+def c_bytes_literal(data: bytes, per_line: int = 32) -> str:
+    """``data`` as C string literal lines of ``\\xNN`` escapes (every byte escaped, so none
+    runs into the next), built with numpy: weights are megabytes."""
+    raw = np.frombuffer(data, np.uint8)
+    rows = -(-len(raw) // per_line) or 1
+    esc = np.zeros((rows * per_line, 4), np.uint8)
+    esc[:, 0], esc[:, 1] = ord("\\"), ord("x")
+    esc[:len(raw), 2], esc[:len(raw), 3] = _HEX[raw >> 4], _HEX[raw & 15]
+    grid = np.zeros((rows, 3 + per_line * 4 + 2), np.uint8)
+    grid[:, :3] = np.frombuffer(b'  "', np.uint8)
+    grid[:, 3:-2] = esc.reshape(rows, per_line * 4)
+    grid[:, -2:] = np.frombuffer(b'"\n', np.uint8)
+    text = grid.tobytes().decode("ascii")
+    tail = len(raw) - (rows - 1) * per_line  # bytes on the last line
+    cut = len(text) - (per_line - tail) * 4 - 2  # drop the padding and the last '"\n'
+    return text[:cut] + '"'
 
 
 def copy_helper(prefix: str) -> str:
@@ -107,7 +129,8 @@ class RunModelWriter:
         stmts = body.seq if isinstance(body, SeqStmt) else (body,)
         notes = self.program.notes
         out = [self._header_comment(), self.signature() + " {"]
-        if any(isinstance(s, Evaluate) and s.value.op != COPY_OP for s in stmts):
+        if any(isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op != COPY_OP
+               for s in stmts):
             out.append("  int32_t rc;")
         for k, s in enumerate(stmts):
             if k < len(notes):
@@ -148,7 +171,7 @@ class RunModelWriter:
     def _pack(self, bufs: list[Buffer]) -> None:
         n = len(bufs)
         for i, b in enumerate(bufs):
-            dims = ", ".join(f"{int(d)}LL" for d in b.shape) or "0"
+            dims = ", ".join(f"{_int(d)}LL" for d in b.shape) or "0"
             self.emit(f"int64_t shape{i}[] = {{{dims}}};", 2)
         self.emit(f"DLTensor tensors[{n}] = {{", 2)
         for i, b in enumerate(bufs):
@@ -190,6 +213,12 @@ class RunModelWriter:
         dst, src, nbytes = call.args
         self.emit(f"{self.program.prefix}_copy({self.pointer(dst)}, {self.pointer(src)}, "
                   f"{int(nbytes)}ULL);")
+
+
+def _int(e: PrimExpr) -> int:
+    if not isinstance(e, IntImm):
+        raise InternalError(f"aot codegen: run_model needs static shapes, got {e}")
+    return int(e.value)
 
 
 def _callee(call: Call) -> tuple[str, list[Buffer]]:

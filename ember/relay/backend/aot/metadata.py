@@ -12,7 +12,7 @@ from typing import Any
 
 from ....runtime.aot_format import ConstantInfo, FunctionInfo, ModelMetadata
 from ....tir.codegen_c import STACK_LIMIT
-from ....tir.expr import IntImm
+from ....tir.expr import IntImm, PrimExpr
 from ....tir.functor import post_order
 from ....tir.simplify import simplify
 from ....tir.stmt import Allocate
@@ -58,7 +58,7 @@ def kernel_workspace_bytes(prim_func: Any) -> int:
     for node in post_order(prim_func.body):
         if not isinstance(node, Allocate):
             continue
-        count = IntImm("int64", 1)
+        count: PrimExpr = IntImm("int64", 1)
         for d in node.buffer.shape:
             count = count * d
         n = simplify(count)
@@ -76,13 +76,13 @@ def build_metadata(program: AotProgram, opts: AotOptions, mod_name: str) -> Mode
                              program.constant_pool_bytes)
     constants = tuple(ConstantInfo(c.name, tuple(c.value.shape), c.value.dtype, c.offset)
                       for c in program.constants)
-    operators = tuple({"function_name": name,
-                       "workspace_size_bytes": kernel_workspace_bytes(low.prim_func)}
-                      for name, low in program.kernels.items())
+    workspaces = {name: kernel_workspace_bytes(low.prim_func)
+                  for name, low in program.kernels.items()}
+    operators = tuple({"function_name": name, "workspace_size_bytes": ws}
+                      for name, ws in workspaces.items())
     memory = {"planned_bytes": program.arena.total, "lower_bound": program.arena.lower_bound,
               "total_bytes": program.intermediate_bytes,
-              "backend_workspace_bytes": max((o["workspace_size_bytes"] for o in operators),
-                                             default=0)}
+              "backend_workspace_bytes": max(workspaces.values(), default=0)}
     return ModelMetadata(mod_name, program.prefix, (run_model,), opts.interface_api,
                          opts.unpacked_api, opts.link_params, opts.operator_convention,
                          opts.workspace_alignment, opts.constant_alignment, constants,
@@ -116,16 +116,16 @@ def c_metadata(meta: ModelMetadata) -> str:
         lines.append(f"  {{{c_string(param.relay_name_hint)}, {c_string(param.tir_name_hint)}, "
                      f"{p}_shape_{i}, {len(param.shape)}, {{{code}, {bits}, 1}}}},")
     lines += ["};", f"static const struct TVMFunctionInfo {p}_functions[] = {{",
-              f"  {{{c_string(main.function_name)}, {p}_params, {main.num_inputs}, "
+              (f"  {{{c_string(main.function_name)}, {p}_params, {main.num_inputs}, "
               f"{main.num_outputs}, {main.workspace_size_bytes}LL, {main.io_size_bytes}LL, "
-              f"{main.constant_size_bytes}LL}},", "};",
-              f"TVM_DLL const struct TVMMetadata {p}_metadata = {{{meta.version}, {p}_functions, "
-              f"1, {c_string(meta.module_name)}}};", "",
+              f"{main.constant_size_bytes}LL}},"), "};",
+              (f"TVM_DLL const struct TVMMetadata {p}_metadata = {{{meta.version}, {p}_functions, "
+              f"1, {c_string(meta.module_name)}}};"), "",
               "/* The same metadata as JSON, for hosts: a PackedFunc returning a string. */",
               f"static const char {p}_metadata_json[] =",
               "  " + c_string(meta.to_json()) + ";",
-              f"TVM_DLL int32_t {p}_get_metadata(TVMValue* args, int* type_codes, int num_args, "
-              "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {",
+              (f"TVM_DLL int32_t {p}_get_metadata(TVMValue* args, int* type_codes, int num_args, "
+              "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {"),
               "  (void)args; (void)type_codes; (void)num_args; (void)resource_handle;",
               f"  out_ret_value->v_str = {p}_metadata_json;",
               "  *out_ret_tcode = kTVMStr;", "  return 0;", "}"]
