@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .instructions import BY_MNEMONIC, Instruction, InvokePacked, Kind
-from .program import TensorInfo, VMFunction
+from .program import ListInfo, TensorInfo, VMFunction
 from .serialize import to_fields
 
 # ---- printing -------------------------------------------------------------------------------
@@ -120,12 +120,15 @@ def parse_instruction(text: str) -> Instruction:
     return cls(**values)
 
 
-def _param_types(text: str, where: str) -> tuple[TensorInfo | None, ...]:
-    out: list[TensorInfo | None] = []
+def _param_types(text: str, where: str) -> tuple[TensorInfo | ListInfo | None, ...]:
+    out: list[TensorInfo | ListInfo | None] = []
     for item in re.split(r",\s*(?![^\[]*\])", text.strip()):
         m = _TYPE.match(item.strip())
+        lm = re.fullmatch(r"List\[cons=(\d+), nil=(\d+)\]", item.strip())
         if item.strip() == "-":
             out.append(None)
+        elif lm:
+            out.append(ListInfo(int(lm.group(1)), int(lm.group(2))))
         elif m:
             dims = [d.strip() for d in m.group(2).split(",") if d.strip()]
             out.append(TensorInfo(m.group(1), tuple(-1 if d in ("?", "-1") else int(d)

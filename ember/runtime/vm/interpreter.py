@@ -24,7 +24,7 @@ from ..time_eval import BenchmarkResult, time_evaluator
 from . import instructions as I
 from .executable import Executable, ExecutableModule
 from .memory import Allocator, make_allocator
-from .program import TensorInfo, VMFunction
+from .program import ListInfo, TensorInfo, VMFunction
 from .steps import DecodeContext, Step, VMClosure, decode
 
 
@@ -170,10 +170,15 @@ class VirtualMachine(Module):
         if len(args) != func.arity:
             raise TVMError(f"invoke({func_name!r}): expected {func.arity} arguments "
                            f"({', '.join(func.params)}), got {len(args)}")
+        types = func.param_types or (None,) * len(args)
         values = [_to_value(a, f"invoke({func_name!r}): argument {i} ({func.params[i]})")
-                  for i, a in enumerate(args)]
+                  if not (isinstance(ty, ListInfo) and isinstance(a, (list, tuple))) else
+                  ty.to_adt(a, lambda x, i=i: _to_value(
+                      x, f"invoke({func_name!r}): argument {i} ({func.params[i]}) element"))
+                  for i, (a, ty) in enumerate(zip(args, types))]
         for i, (value, ty) in enumerate(zip(values, func.param_types)):
-            if ty is not None and not (isinstance(value, NDArray) and ty.matches(value)):
+            if isinstance(ty, TensorInfo) and not (isinstance(value, NDArray)
+                                                   and ty.matches(value)):
                 raise TVMError(f"invoke({func_name!r}): argument {i} ({func.params[i]}): "
                                f"expected {ty}, got {_summary(value)}")
         return index, values

@@ -6,7 +6,7 @@ interpreter; ``Executable`` (executable.py) is the user-facing object around it.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,26 @@ class TensorInfo:
 
 
 @dataclass(frozen=True)
+class ListInfo:
+    """A parameter of a list type (``List[A] { Cons(A, List[A]), Nil }``): a Python list
+    passed for it is turned into the Cons/Nil ADT chain with these constructor tags."""
+
+    cons_tag: int
+    nil_tag: int
+
+    def to_adt(self, items: "list[Any] | tuple[Any, ...]", convert: "Callable[[Any], Any]") -> Any:
+        from ..container import ADT
+
+        value = ADT(self.nil_tag, [])
+        for item in reversed(items):
+            value = ADT(self.cons_tag, [convert(item), value])
+        return value
+
+    def __str__(self) -> str:
+        return f"List[cons={self.cons_tag}, nil={self.nil_tag}]"
+
+
+@dataclass(frozen=True)
 class VMFunction:
     """One function of the program.
 
@@ -49,7 +69,7 @@ class VMFunction:
     instructions: tuple[Instruction, ...]
     register_file_size: int
     param_device_indexes: tuple[int, ...] = ()
-    param_types: tuple[TensorInfo | None, ...] = ()
+    param_types: tuple[TensorInfo | ListInfo | None, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))

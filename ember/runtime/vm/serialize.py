@@ -36,7 +36,7 @@ from ..dtype import DataType
 from ..errors import ArtifactError
 from ..params import load_param_dict, save_param_dict
 from .instructions import INSTRUCTION_TYPES, Instruction, Kind, Opcode
-from .program import Program, TensorInfo, VMFunction
+from .program import ListInfo, Program, TensorInfo, VMFunction
 from .verifier import verify
 
 MAGIC = b"\x89EMBVMX\n"
@@ -164,8 +164,11 @@ def _write_function(w: _Writer, func: VMFunction) -> None:
     for name, dev, ty in zip(func.params, func.param_device_indexes, types):
         w.str(name)
         w.u32(dev)
-        w.u8(ty is not None)
-        if ty is not None:
+        w.u8(0 if ty is None else 2 if isinstance(ty, ListInfo) else 1)
+        if isinstance(ty, ListInfo):
+            w.u32(ty.cons_tag)
+            w.u32(ty.nil_tag)
+        elif ty is not None:
             w.str(ty.dtype)
             w.u32(len(ty.shape))
             w.i64s(ty.shape)
@@ -331,12 +334,14 @@ def _read_function(r: _Reader, index: int) -> VMFunction:
                       tuple(types) if has_types else ())
 
 
-def _read_type(r: _Reader, what: str) -> TensorInfo | None:
+def _read_type(r: _Reader, what: str) -> TensorInfo | ListInfo | None:
     (has,) = r.unpack("<B", f"the type flag of {what}")
     if has == 0:
         return None
+    if has == 2:
+        return ListInfo(r.u32(f"the Cons tag of {what}"), r.u32(f"the Nil tag of {what}"))
     if has != 1:
-        raise r.fail(f"the type flag of {what} is {has}, expected 0 or 1")
+        raise r.fail(f"the type flag of {what} is {has}, expected 0, 1 or 2")
     dtype = r.str(f"the dtype of {what}")
     ndim = r.u32(f"the rank of {what}")
     if ndim > 64:

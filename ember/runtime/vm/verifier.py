@@ -27,7 +27,7 @@ from .instructions import (
     Kind,
     Ret,
 )
-from .program import Program, TensorInfo, VMFunction
+from .program import ListInfo, Program, TensorInfo, VMFunction
 
 MAX_REGISTERS = 1 << 20  # a frame is a Python list of this many slots; more means corruption
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -114,8 +114,13 @@ def _verify_signature(prog: Program, func: VMFunction) -> None:
         raise VerificationError(f"{_where(func)}: {len(func.params)} parameters but "
                                 f"{len(func.param_types)} parameter types")
     for i, ty in enumerate(func.param_types):
-        problem = None if ty is None else (check_dtype(ty.dtype) if isinstance(ty, TensorInfo)
-                                           else f"type is a {type(ty).__name__}")
+        if isinstance(ty, ListInfo):
+            problem = (None if ty.cons_tag != ty.nil_tag else
+                       f"list type with equal Cons and Nil tags ({ty.cons_tag})")
+        else:
+            problem = None if ty is None else (check_dtype(ty.dtype)
+                                               if isinstance(ty, TensorInfo)
+                                               else f"type is a {type(ty).__name__}")
         if problem:
             raise VerificationError(f"{_where(func)}: parameter {i} ({func.params[i]}): "
                                     f"{problem}")

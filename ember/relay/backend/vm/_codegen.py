@@ -46,11 +46,11 @@ from ....ir.expr import (
     Var,
 )
 from ....ir.op import Op
-from ....ir.types import TensorType
+from ....ir.types import TensorType, TypeCall
 from ....runtime.errors import InternalError, TVMError
 from ....runtime.ndarray import NDArray
 from ....runtime.vm import instructions as I
-from ....runtime.vm.program import TensorInfo, VMFunction
+from ....runtime.vm.program import ListInfo, TensorInfo, VMFunction
 from . import _ops
 from .lambda_lift import is_closure_global
 
@@ -65,6 +65,7 @@ class CodegenContext:
                  kernel: Callable[[Function], tuple[int, list[NDArray]]],
                  shape_kernel: Callable[[Function], int]) -> None:
         self.functions = functions
+        self.type_defs: dict[Any, Any] = {}  # GlobalTypeVar -> TypeData, for list parameters
         self.global_index = {name: i for i, name in enumerate(functions)}
         self.constants: list[NDArray] = []
         self._const_index: dict[int, int] = {}
@@ -134,7 +135,8 @@ class FunctionCodegen:
         result = self.compile(self.body)
         self.emit(I.Ret(result))
         return VMFunction(self.name, _unique_names(self.params), tuple(self.code),
-                          max(self.num_regs, 1), param_types=tuple(map(_param_info, self.params)))
+                          max(self.num_regs, 1), param_types=tuple(_param_info(p, self.ctx.type_defs)
+                                            for p in self.params))
 
     def compile(self, e: RelayExpr) -> int:
         while isinstance(e, Let):  # iterative over let chains
@@ -318,8 +320,25 @@ def _unique_names(params: list[Var]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _param_info(p: Var) -> TensorInfo | None:
+def _param_info(p: Var, type_defs: dict[Any, Any]) -> TensorInfo | ListInfo | None:
     ty = p.checked_type_ if p.checked_type_ is not None else p.type_annotation
+    if isinstance(ty, TypeCall):
+        return _list_info(type_defs.get(ty.func))
     if not isinstance(ty, TensorType):
         return None
     return TensorInfo(ty.dtype, tuple(d if isinstance(d, int) else -1 for d in ty.shape))
+
+
+def _list_info(td: Any) -> ListInfo | None:
+    """ListInfo for a list-shaped ADT (a nullary constructor and one taking (A, itself)), so
+    callers may pass Python lists for it; None for any other type."""
+    if td is None or len(td.constructors) != 2:
+        return None
+    nil = next((c for c in td.constructors if not c.inputs), None)
+    cons = next((c for c in td.constructors if len(c.inputs) == 2), None)
+    if nil is None or cons is None:
+        return None
+    tail = cons.inputs[1]
+    if not (isinstance(tail, TypeCall) and tail.func is td.header):
+        return None
+    return ListInfo(cons.tag, nil.tag)

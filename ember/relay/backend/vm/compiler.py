@@ -166,6 +166,7 @@ def _generate(mod: IRModule, target: Target) -> Executable:
     kernels = _Kernels(target)
     funcs = _ordered_functions(mod)
     ctx = CodegenContext(funcs, kernels.kernel, kernels.shape_kernel)
+    ctx.type_defs = dict(mod.type_definitions)
     vm_funcs = [FunctionCodegen(ctx, name, func).run() for name, func in funcs.items()]
     return Executable.from_functions(vm_funcs, ctx.constants, kernels.names, kernels.library())
 
