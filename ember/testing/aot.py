@@ -68,7 +68,8 @@ class AOTTestRunner(NamedTuple):
 class AOTRunResult(NamedTuple):
     """What ``run_and_check`` saw: outputs per model name, the runner's stdout, the build
     directory (gone unless ``test_dir`` was given), and ``bench`` seconds per run by model
-    name (with ``-DAOT_BENCH_REPEAT=N`` in the runner's ``TEST_CFLAGS`` parameter)."""
+    name (with ``-DAOT_BENCH_REPEAT=R -DAOT_BENCH_NUMBER=N`` in the runner's ``TEST_CFLAGS``
+    parameter: the best of R batches of N runs)."""
 
     outputs: dict[str, list[np.ndarray]]
     stdout: str
@@ -199,7 +200,7 @@ def _runner_model(compiled: AOTCompiledTestModel) -> tuple[_aot_c.RunnerModel, i
                            f"is {arr.dtype}{list(arr.shape)}, expected {p.dtype}{list(p.shape)}")
         rm.arrays.append((rm.input_var(i), arr, f"input {p.relay_name_hint}"))
     for j, p in enumerate(main.outputs):
-        rm.arrays.append((rm.output_var(j), np.zeros(p.shape, p.dtype), f"output {j}"))
+        rm.arrays.append((rm.output_var(j), p.nbytes, f"output {j} ({p.dtype}{list(p.shape)})"))
     if rm.constant_pool:
         pool = np.zeros(meta.constant_pool_bytes, np.uint8)
         params = factory.get_params()
@@ -271,8 +272,10 @@ def run_and_check(models: AOTCompiledTestModel | Sequence[AOTCompiledTestModel],
                   checker: Callable[[str], bool] | None = None) -> AOTRunResult:
     """Export, build, run and compare (see the module doc). ``debug_calculated_workspaces``
     prints the arena size given to the C runtime; ``checker(test_dir)`` may inspect the files
-    before the build (False fails the test). Raises AssertionError on a wrong output, TVMError
-    when a build step or the program fails (with its log)."""
+    before the build (False fails the test). ``data_linkage``, ``use_workspace_io`` and
+    ``debug_last_error`` are accepted for compatibility (data are 64-byte aligned globals;
+    a failing call always prints the runtime's last error). Raises AssertionError on a wrong
+    output, TVMError when a build step or the program fails (with its log)."""
     items = [models] if isinstance(models, AOTCompiledTestModel) else list(models)
     cc = _tool("C compiler", find_c_compiler())
     make = _tool("make", shutil.which("make"))
@@ -293,7 +296,7 @@ def run_and_check(models: AOTCompiledTestModel | Sequence[AOTCompiledTestModel],
         runner_models.append(rm)
         arena = max(arena, need)
         (build / "include" / f"{rm.prefix}_data.h").write_text(
-            _aot_c.data_header(f"{rm.prefix.upper()}_DATA_H_", rm.arrays))
+            _aot_c.data_header(f"{rm.prefix.upper()}_DATA_H_", rm.arrays, build / "include"))
     if debug_calculated_workspaces:
         print(f"run_and_check: C runtime arena of {arena} bytes")
     (build / "test.c").write_text(_aot_c.test_main(runner_models, arena, runner.includes,

@@ -42,7 +42,7 @@ def graph_factory(target: str = "c") -> Any:
 def export(factory: Any, tmp_path: Path, name: str = "model.tar") -> tuple[tarfile.TarFile, dict]:
     path = export_model_library_format(factory, tmp_path / name)
     assert path == tmp_path / name
-    tar = tarfile.open(path)
+    tar = tarfile.open(path)  # noqa: SIM115 (the tests read it after return; closed on exit)
     return tar, json.loads(tar.extractfile("metadata.json").read())
 
 

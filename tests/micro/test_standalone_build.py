@@ -22,8 +22,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _micro_models import (ATOL, RTOL, add_model, build_aot, cnn_model, inputs_for, interpreter,
-                           mlp_model, needs_make)
+from _micro_models import (
+    ATOL,
+    RTOL,
+    add_model,
+    build_aot,
+    cnn_model,
+    inputs_for,
+    interpreter,
+    mlp_model,
+    needs_make,
+)
 
 from ember.micro import export_model_library_format
 from ember.testing import find_c_compiler
@@ -115,7 +124,7 @@ def _case(key: str) -> tuple[Any, dict, dict, list[np.ndarray]]:
 
 def _build(key: str, tmp: Path, crt: Path) -> tuple[Path, Path, Any]:
     """Unpack the MLF, write data.h and main.c, compile, link; (program, model.o, metadata)."""
-    factory, params, inputs, _ = _case(key)
+    factory, _, inputs, _ = _case(key)
     meta = factory.get_model_metadata()
     with tarfile.open(export_model_library_format(factory, tmp / "model.tar")) as tar:
         tar.extractall(tmp / "mlf", filter="data")
