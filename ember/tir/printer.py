@@ -16,6 +16,7 @@ from .expr import (
     Max,
     Min,
     Not,
+    PrimExpr,
     ProducerLoad,
     Reduce,
     Select,
@@ -65,7 +66,8 @@ def _indices(idx: Any) -> str:
 
 
 def _call(e: Call) -> str:
-    args = ", ".join(expr_str(a) if hasattr(a, "dtype") else getattr(a, "name", str(a))
+    # Buffers (call_packed arguments) have a dtype too, but print by name
+    args = ", ".join(expr_str(a) if isinstance(a, PrimExpr) else getattr(a, "name", str(a))
                      for a in e.args)
     return f"{e.op}({args})"
 

@@ -88,7 +88,7 @@ def itemsize(dtype: str) -> int:
 
 
 def _dims(shape: tuple[int, ...]) -> tuple[PrimExpr, ...]:
-    return tuple(IntImm("int64", int(d)) for d in shape)
+    return tuple(IntImm("int32" if d < 2**31 else "int64", int(d)) for d in shape)
 
 
 def _where(step: Step) -> str:
@@ -162,7 +162,7 @@ class _Lowering:
         """A Buffer for tensor ``t`` over the memory of its alias root."""
         info, r = self.df.tensors[t], self.roots[t]
         base, byte_offset = self._base(r)
-        return Buffer(f"t{t}", _dims(info.shape), info.dtype,
+        return Buffer(self.describe(t), _dims(info.shape), info.dtype,
                       data=base, elem_offset=IntImm("int64", byte_offset // itemsize(info.dtype)))
 
     def _base(self, r: int) -> tuple[Var, int]:
