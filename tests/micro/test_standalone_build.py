@@ -198,3 +198,23 @@ def test_model_and_runtime_code_sizes_are_measurable(tmp_path, crt):
     for path in (model_o, crt / "libembercrt.a", crt / "platform_host.o"):
         rows = _run(["size", str(path)]).splitlines()[1:]
         assert rows and sum(int(r.split()[0]) for r in rows) > 0
+
+
+@pytest.mark.parametrize("unpacked", [True, False], ids=["unpacked-calls", "cpacked-calls"])
+def test_packed_interface_objects_pull_in_no_allocator_or_stdio(tmp_path, unpacked):
+    """The C runtime's packed interface (kernels' own argument checks, DLTensor entry) too."""
+    mod, params = cnn_model()
+    factory = build_aot(mod, params, name="packed_cnn",
+                        **{"interface-api": "packed", "unpacked-api": unpacked})
+    with tarfile.open(export_model_library_format(factory, tmp_path / "m.tar")) as tar:
+        tar.extractall(tmp_path / "mlf", filter="data")
+    mlf = tmp_path / "mlf"
+    objs = []
+    for src in sorted((mlf / "codegen" / "host" / "src").glob("*.c")):
+        objs.append(str(tmp_path / (src.stem + ".o")))
+        _run([find_c_compiler(), *CFLAGS, f"-I{mlf / 'runtime' / 'include'}",
+              f"-I{mlf / 'codegen' / 'host' / 'include'}", "-c", str(src), "-o", objs[-1]])
+    _run(["ld", "-r", *objs, "-o", str(tmp_path / "model.o")])
+    undefined = set(_run(["nm", "-u", "--format=just-symbols", str(tmp_path / "model.o")]).split())
+    assert not {s for s in undefined if FORBIDDEN.search(s)}, sorted(undefined)
+    assert "TVMBackendAllocWorkspace" in undefined  # the packed entry takes its arena from there
