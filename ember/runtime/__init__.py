@@ -56,7 +56,7 @@ register_func("runtime.module.loadbinary_VMExecutorFactory", _load_vm_factory, o
 
 
 def __getattr__(name: str) -> object:
-    if name in ("vm", "profiler_vm"):
+    if name in ("vm", "profiler_vm", "executor", "aot_executor"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -6,5 +6,6 @@
 from __future__ import annotations
 
 from ..aot_executor import AotExecutor, AotModule
+from . import aot_executor
 
-__all__ = ["AotExecutor", "AotModule"]
+__all__ = ["AotExecutor", "AotModule", "aot_executor"]
