@@ -167,8 +167,9 @@ class AotExecutor(Module):
                 setter.address)  # type: ignore[attr-defined]
             if fn(pool.data_ptr, pool.nbytes):
                 raise_error(setter._take_error, setter.name)  # type: ignore[attr-defined]
-            # The library keeps the pointer (a static): the pool lives as long as the library.
-            vars(self.lib).setdefault("_aot_constant_pools", []).append(pool)
+            # The library keeps the pointer (a static), so the pool lives as long as the
+            # library; a later executor's (equal) pool replaces it.
+            vars(self.lib).setdefault("_aot_constant_pools", {})[self.metadata.prefix] = pool
         run = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(entry.address)
         return functools.partial(run, *(ctypes.addressof(s) for s in self._structs))
 

@@ -129,3 +129,14 @@ def test_builds_are_deterministic():
     mod, params, *_ = case("cnn")
     first, second = build(mod, "crt-c", params), build(mod, "crt-c", params)
     assert first.sources == second.sources and first.header == second.header
+
+
+def test_a_model_without_inputs():
+    """Every parameter bound: the output is a constant (folded), copied out by run_model."""
+    x = relay.var("x", shape=(3,))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.exp(x)))
+    for config in ("cpp-cpacked", "crt-c", "crt-c-linked"):
+        factory = build(mod, config, {"x": np.ones(3, "float32")})
+        assert factory.get_model_metadata().main.num_inputs == 0
+        assert "void* unused;" in factory.header or config == "cpp-cpacked"
+        np.testing.assert_allclose(run(factory, {})[0], np.full(3, np.e, "float32"), rtol=1e-6)

@@ -107,6 +107,8 @@ def _c_declarations(meta: ModelMetadata) -> list[str]:
            "bytes. */"), f"struct {p}_inputs {{"]
     out += [f"  void* {q.tir_name_hint};  /* {q.relay_name_hint}: {_type_str(q)} */"
             for q in main.inputs]
+    if not main.inputs:  # ISO C has no empty structs
+        out.append("  void* unused;  /* the model has no inputs */")
     out += ["};", f"/*! \\brief The model's outputs, written by {p}_run. */",
             f"struct {p}_outputs {{"]
     out += [f"  void* {q.tir_name_hint};  /* {_type_str(q)} */" for q in main.outputs]
