@@ -8,7 +8,7 @@ limit. A mutator returns the very same node when nothing below it changed.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from .adt import (Clause, Constructor, Match, Pattern, PatternConstructor, PatternTuple,
                   PatternVar, PatternWildcard, pattern_vars)
@@ -36,20 +36,31 @@ def children(expr: RelayExpr) -> tuple[RelayExpr, ...]:
     return _CHILDREN[type(expr)](expr)
 
 
-def post_order(expr: RelayExpr) -> Iterator[RelayExpr]:
-    """Every node reachable from ``expr``, children before parents, each once. Iterative."""
-    seen: set[int] = set()
+def post_order(expr: RelayExpr, skip: Callable[[RelayExpr], bool] | None = None,
+               on_enter: Callable[[RelayExpr], None] | None = None, *,
+               kids: Callable[[RelayExpr], tuple[RelayExpr, ...]] = children,
+               done: Iterable[int] = ()) -> Iterator[RelayExpr]:
+    """Every node reachable from ``expr``, children before parents, each once. Iterative.
+
+    The passes and backends walk with variations of their own, all served here: ``skip(node)``
+    yields a node without its insides (e.g. Primitive functions); ``on_enter(node)`` runs when
+    a node is first reached, before its children; ``kids`` replaces ``children`` (another
+    order, or fewer edges); ``done`` holds ids of nodes already handled, which are left out.
+    """
+    seen: set[int] = set(done)
     stack: list[tuple[RelayExpr, bool]] = [(expr, False)]
     while stack:
         node, expanded = stack.pop()
         if id(node) in seen:
             continue
-        if expanded:
+        if expanded or (skip is not None and skip(node)):
             seen.add(id(node))
             yield node
             continue
+        if on_enter is not None:
+            on_enter(node)
         stack.append((node, True))
-        for c in reversed(children(node)):
+        for c in reversed(kids(node)):
             if id(c) not in seen:
                 stack.append((c, False))
 

@@ -17,6 +17,7 @@ from ...ir.expr import Call, Constant, Function, GlobalVar, Let, RelayExpr, Tupl
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.types import TensorType, TupleType, Type
+from ...ir.visitor import post_order
 from ...runtime.dtype import DataType
 from ...runtime.errors import TVMError
 
@@ -139,29 +140,13 @@ class _Builder:
     def build(self, func: Function) -> Dataflow:
         for p in func.params:
             self.values[id(p)] = self._param(p)
-        for node in self._post_order(func.body):
+        # The whole order first (it records the lets), then the values; params are done.
+        for node in list(post_order(func.body, kids=self._children, done=self.values)):
             self.values[id(node)] = self._visit(node)
         tree = self.values[id(func.body)]
         self.df.output_tree = tree
         self.df.outputs = flatten(tree)
         return self.df
-
-    def _post_order(self, root: RelayExpr) -> list[RelayExpr]:
-        order: list[RelayExpr] = []
-        seen: set[int] = set(self.values)
-        stack: list[tuple[RelayExpr, bool]] = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if id(node) in seen:
-                continue
-            if expanded:
-                seen.add(id(node))
-                order.append(node)
-                continue
-            stack.append((node, True))
-            for child in reversed(self._children(node)):
-                stack.append((child, False))
-        return order
 
     def _children(self, node: RelayExpr) -> tuple[RelayExpr, ...]:
         if isinstance(node, Call):

@@ -37,6 +37,7 @@ from ...ir.expr import (
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.visitor import children
+from ...ir.visitor import post_order as ir_post_order
 from .type_infer import InferType
 
 
@@ -49,25 +50,10 @@ def _kids(e: RelayExpr) -> tuple[RelayExpr, ...]:
 
 def post_order(expr: RelayExpr, skip: Callable[[RelayExpr], bool] | None = None,
                on_enter: Callable[[RelayExpr], None] | None = None) -> Iterator[RelayExpr]:
-    """Nodes reachable from ``expr``, children first, each once; nodes for which ``skip``
-    holds are yielded without their insides (e.g. Primitive functions). ``on_enter(node)``
-    runs when a node is first reached, before its children."""
-    seen: set[int] = set()
-    stack: list[tuple[RelayExpr, bool]] = [(expr, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in seen:
-            continue
-        if expanded or (skip is not None and skip(node)):
-            seen.add(id(node))
-            yield node
-            continue
-        if on_enter is not None:
-            on_enter(node)
-        stack.append((node, True))
-        for c in reversed(_kids(node)):
-            if id(c) not in seen:
-                stack.append((c, False))
+    """``ir.visitor.post_order`` in the passes' child order (a let's value before its
+    variable): children first, each once; ``skip``ped nodes are yielded without their
+    insides; ``on_enter(node)`` runs when a node is first reached, before its children."""
+    return ir_post_order(expr, skip, on_enter, kids=_kids)
 
 
 def _binder(old: Var, new: Any) -> Var:
