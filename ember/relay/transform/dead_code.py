@@ -114,7 +114,10 @@ class _Liveness:
             e, owner = self.pending.pop(e)  # its value is live now (maybe a variable too)
 
 
-class _Eliminator(PostOrderRewriter):
+class LetEliminator(PostOrderRewriter):
+    """Drop the lets of the ``dead`` variables, and substitute the values of the ``inline``
+    ones at their uses (DeadCodeElimination; ToGraphNormalForm inlines only)."""
+
     def __init__(self, dead: set[Var], inline: set[Var]) -> None:
         super().__init__()
         self.dead, self.inline = dead, inline
@@ -145,7 +148,7 @@ def eliminate(func: Function, mod: IRModule | None, inline_once: bool,
                   and (ignore_impurity or purity.pure(value))}
     if not dead and not inline:
         return func
-    return _Eliminator(dead, inline).rewrite(func)  # type: ignore[return-value]
+    return LetEliminator(dead, inline).rewrite(func)  # type: ignore[return-value]
 
 
 def _let_owners(func: Function) -> dict[Var, Function]:

@@ -10,29 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...ir.expr import Function, Let, RelayExpr, Var
+from ...ir.expr import Function, Let, RelayExpr
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import free_vars
-from ._rewrite import PostOrderRewriter, infer, is_primitive, map_functions, post_order
-from .dead_code import Purity
+from ._rewrite import infer, is_primitive, map_functions, post_order
+from .dead_code import LetEliminator, Purity
 
 __all__ = ["ToGraphNormalForm", "to_graph_normal_form"]
-
-
-class _Inliner(PostOrderRewriter):
-    def __init__(self, inline: set[Var]) -> None:
-        super().__init__()
-        self.inline = inline
-
-    def rewrite_Var(self, orig: Var, new: Var) -> RelayExpr:
-        if orig in self.inline:
-            value = self.let_value(orig)
-            return new if value is None else value
-        return new
-
-    def rewrite_Let(self, orig: Let, new: Let) -> RelayExpr:
-        return new.body if orig.var in self.inline else new
 
 
 def to_graph_normal_form(expr: RelayExpr, mod: IRModule | None = None) -> RelayExpr:
@@ -43,7 +28,7 @@ def to_graph_normal_form(expr: RelayExpr, mod: IRModule | None = None) -> RelayE
     purity = Purity(mod, lets)
     inline = {v for v, value in lets.items() if purity.pure(value)
               and not (isinstance(value, Function) and v in free_vars(value))}
-    return _Inliner(inline).rewrite(expr) if inline else expr
+    return LetEliminator(set(), inline).rewrite(expr) if inline else expr
 
 
 @dataclass(frozen=True)
