@@ -7,6 +7,7 @@ naming the op, the attribute and the value. The nn records live in ``nn/_attrs.p
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -54,48 +55,48 @@ class InitOpAttrs(OpAttrs):
         self._dtype("dtype", allow_empty=True)
 
 
-@attrs_class("ReduceAttrs")
-class ReduceAttrs(OpAttrs):
-    """sum/mean/max/min/prod: axes to reduce (None: all), keepdims, exclude."""
+@dataclass(frozen=True, slots=True)
+class _AxesAttrs(OpAttrs):
+    """The fields and checks every reduction shares (not an op's record)."""
 
     axis: tuple[int, ...] | None = None
     keepdims: bool = False
     exclude: bool = False
-    _op: ClassVar[str] = "reduce"
 
     def __post_init__(self) -> None:
         self._ints("axis", optional=True)
         self._bool("keepdims", "exclude")
 
 
+@attrs_class("ReduceAttrs")
+class ReduceAttrs(_AxesAttrs):
+    """sum/mean/max/min/prod: axes to reduce (None: all), keepdims, exclude."""
+
+    _op: ClassVar[str] = "reduce"
+
+
 @attrs_class("ArgReduceAttrs")
-class ArgReduceAttrs(OpAttrs):
+class ArgReduceAttrs(_AxesAttrs):
     """argmax/argmin: as ReduceAttrs, plus which index wins a tie."""
 
-    axis: tuple[int, ...] | None = None
-    keepdims: bool = False
-    exclude: bool = False
     select_last_index: bool = False
     _op: ClassVar[str] = "argmax/argmin"
 
     def __post_init__(self) -> None:
-        self._ints("axis", optional=True)
-        self._bool("keepdims", "exclude", "select_last_index")
+        _AxesAttrs.__post_init__(self)  # (no zero-argument super() in a slotted dataclass)
+        self._bool("select_last_index")
 
 
 @attrs_class("VarianceAttrs")
-class VarianceAttrs(OpAttrs):
+class VarianceAttrs(_AxesAttrs):
     """variance: as ReduceAttrs, plus ``unbiased`` (divide by N-1)."""
 
-    axis: tuple[int, ...] | None = None
-    keepdims: bool = False
-    exclude: bool = False
     unbiased: bool = False
     _op: ClassVar[str] = "variance"
 
     def __post_init__(self) -> None:
-        self._ints("axis", optional=True)
-        self._bool("keepdims", "exclude", "unbiased")
+        _AxesAttrs.__post_init__(self)
+        self._bool("unbiased")
 
 
 @attrs_class("ReshapeAttrs")

@@ -6,6 +6,7 @@ values are (height, width).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import permutations
 from typing import ClassVar
 
@@ -20,12 +21,12 @@ class _Window(OpAttrs):
 
     __slots__ = ()
 
-    def _pair(self, name: str, optional: bool = False) -> None:
+    def _pair(self, name: str, optional: bool = False, allow_zero: bool = False) -> None:
         self._ints(name, length=(1, 2), optional=optional)
         value = getattr(self, name)
         if value is not None:
             self._set(name, value * 2 if len(value) == 1 else value)
-            self._positive(name)
+            self._positive(name, allow_zero=allow_zero)
 
     def _padding(self, name: str = "padding") -> None:
         self._ints(name, length=(1, 2, 4))
@@ -103,10 +104,7 @@ class Conv2DTransposeAttrs(_Window):
         self._pair("kernel_size", optional=True)
         self._pair("strides")
         self._padding()
-        self._ints("output_padding", length=(1, 2))
-        if len(self.output_padding) == 1:
-            self._set("output_padding", self.output_padding * 2)
-        self._positive("output_padding", allow_zero=True)
+        self._pair("output_padding", allow_zero=True)
         self._pair("dilation")
         self._int("groups")
         self._positive("groups")
@@ -203,9 +201,9 @@ class SoftmaxAttrs(OpAttrs):
         self._int("axis")
 
 
-@attrs_class("MaxPool2DAttrs")
-class MaxPool2DAttrs(_Window):
-    """nn.max_pool2d."""
+@dataclass(frozen=True, slots=True)
+class _Pool2DAttrs(_Window):
+    """The fields and checks that max and average pooling share (not an op's record)."""
 
     pool_size: tuple[int, int] = (1, 1)
     strides: tuple[int, int] = (1, 1)
@@ -214,7 +212,6 @@ class MaxPool2DAttrs(_Window):
     layout: str = "NCHW"
     out_layout: str = ""
     ceil_mode: bool = False
-    _op: ClassVar[str] = "nn.max_pool2d"
 
     def __post_init__(self) -> None:
         for name in ("pool_size", "strides", "dilation"):
@@ -224,26 +221,23 @@ class MaxPool2DAttrs(_Window):
         self._bool("ceil_mode")
 
 
+@attrs_class("MaxPool2DAttrs")
+class MaxPool2DAttrs(_Pool2DAttrs):
+    """nn.max_pool2d."""
+
+    _op: ClassVar[str] = "nn.max_pool2d"
+
+
 @attrs_class("AvgPool2DAttrs")
-class AvgPool2DAttrs(_Window):
+class AvgPool2DAttrs(_Pool2DAttrs):
     """nn.avg_pool2d; count_include_pad counts explicit padding in the divisor."""
 
-    pool_size: tuple[int, int] = (1, 1)
-    strides: tuple[int, int] = (1, 1)
-    dilation: tuple[int, int] = (1, 1)
-    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
-    layout: str = "NCHW"
-    out_layout: str = ""
-    ceil_mode: bool = False
     count_include_pad: bool = False
     _op: ClassVar[str] = "nn.avg_pool2d"
 
     def __post_init__(self) -> None:
-        for name in ("pool_size", "strides", "dilation"):
-            self._pair(name)
-        self._padding()
-        self._pool_layout("layout")
-        self._bool("ceil_mode", "count_include_pad")
+        _Pool2DAttrs.__post_init__(self)  # (no zero-argument super() in a slotted dataclass)
+        self._bool("count_include_pad")
 
 
 @attrs_class("GlobalPool2DAttrs")
@@ -272,36 +266,34 @@ class AdaptivePool2DAttrs(_Window):
         self._pool_layout("layout")
 
 
-@attrs_class("BatchNormAttrs")
-class BatchNormAttrs(OpAttrs):
-    """nn.batch_norm: channel axis, epsilon, and whether beta (center) / gamma (scale) apply."""
+@dataclass(frozen=True, slots=True)
+class _NormAttrs(OpAttrs):
+    """The fields and checks of batch_norm and layer_norm (not an op's record)."""
 
     axis: int = 1
     epsilon: float = 1e-5
     center: bool = True
     scale: bool = True
-    _op: ClassVar[str] = "nn.batch_norm"
 
     def __post_init__(self) -> None:
         self._int("axis")
         self._set("epsilon", float(self.epsilon))
         self._bool("center", "scale")
+
+
+@attrs_class("BatchNormAttrs")
+class BatchNormAttrs(_NormAttrs):
+    """nn.batch_norm: channel axis, epsilon, and whether beta (center) / gamma (scale) apply."""
+
+    _op: ClassVar[str] = "nn.batch_norm"
 
 
 @attrs_class("LayerNormAttrs")
-class LayerNormAttrs(OpAttrs):
+class LayerNormAttrs(_NormAttrs):
     """nn.layer_norm: normalised axis, epsilon, center/scale."""
 
     axis: int = -1
-    epsilon: float = 1e-5
-    center: bool = True
-    scale: bool = True
     _op: ClassVar[str] = "nn.layer_norm"
-
-    def __post_init__(self) -> None:
-        self._int("axis")
-        self._set("epsilon", float(self.epsilon))
-        self._bool("center", "scale")
 
 
 @attrs_class("PadAttrs")
