@@ -209,6 +209,15 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
                                       runtime=runtime, function_metadata=function_metadata)
 
 
+def evaluated_module(mod: IRModule, expr: Any = None) -> IRModule:
+    """``mod``, typed, with ``expr`` (a Function or a GlobalVar of ``mod``; None: ``main``
+    itself) as its ``main``: what the compiling kinds of ``create_executor`` build."""
+    if expr is not None and not (hasattr(expr, "name_hint") and expr.name_hint == "main"):
+        mod = mod.copy()
+        mod["main"] = expr if isinstance(expr, Function) else mod[expr.name_hint]
+    return InferType()(mod)
+
+
 class GraphEvaluator(_EvaluatorBase):
     """The ``"graph"`` kind of ``create_executor``: builds ``main`` with ``relay.build`` and
     runs it on the graph executor. Results are NDArrays (ADTs for tuples)."""
@@ -218,11 +227,7 @@ class GraphEvaluator(_EvaluatorBase):
         from ..runtime.graph_executor import GraphModule
         from .backend._values import convert_args
 
-        mod = self.mod
-        if expr is not None and not (hasattr(expr, "name_hint") and expr.name_hint == "main"):
-            mod = mod.copy()
-            mod["main"] = expr if isinstance(expr, Function) else mod[expr.name_hint]
-        mod = InferType()(mod)
+        mod = evaluated_module(self.mod, expr)
         main = mod["main"]
         _check_static(mod)
         factory = build(mod, self.target, None, None, None, None, "default")

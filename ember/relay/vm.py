@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..ir.expr import Function
 from ..runtime.vm.executable import Executable
 from ..runtime.vm.interpreter import VirtualMachine
+from ._build import evaluated_module
 from .backend.interpreter import Executor as _EvaluatorBase
 from .backend.vm.compiler import VMCompiler, compile
 
@@ -28,13 +28,8 @@ class VMExecutor(_EvaluatorBase):
 
     def _make_executor(self, expr: Any = None) -> Callable[..., Any]:
         from .backend._values import convert_args
-        from .transform.type_infer import InferType
 
-        mod = self.mod
-        if expr is not None and not (hasattr(expr, "name_hint") and expr.name_hint == "main"):
-            mod = mod.copy()
-            mod["main"] = expr if isinstance(expr, Function) else mod[expr.name_hint]
-        mod = InferType()(mod)
+        mod = evaluated_module(self.mod, expr)
         main = mod["main"]
         exe = compile(mod, self.target)
         vm = VirtualMachine(exe, self.device)
