@@ -169,6 +169,12 @@ def map_functions(mod: IRModule, fn: Callable[[Function], Function],
     return out
 
 
+def rewrite_functions(mod: IRModule, rewrite: Callable[[Function], RelayExpr]) -> IRModule:
+    """The body of most rewriting passes: type ``mod``, ``rewrite`` each Relay function
+    (fused ones left alone, see ``map_functions``), and type the result."""
+    return infer(map_functions(infer(mod), rewrite))  # type: ignore[arg-type]
+
+
 def op_call(name: str, *args: RelayExpr, **attrs: Any) -> Call:
     """``name(*args, **attrs)`` as a Call of the registered op (attrs built by the op)."""
     op = Op.get(name)

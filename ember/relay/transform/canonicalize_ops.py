@@ -16,7 +16,7 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
-from ._rewrite import PostOrderRewriter, expand_to_axis, infer, map_functions, op_call
+from ._rewrite import PostOrderRewriter, expand_to_axis, op_call, rewrite_functions
 
 __all__ = ["CanonicalizeOps"]
 
@@ -41,8 +41,7 @@ class CanonicalizeOps(ModulePass):
     opt_level: ClassVar[int] = 3
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        mod = infer(mod)
-        return infer(map_functions(mod, lambda f: _Canonicalizer().rewrite(f)))  # type: ignore
+        return rewrite_functions(mod, lambda f: _Canonicalizer().rewrite(f))
 
 
 register_pass("CanonicalizeOps", CanonicalizeOps)

@@ -20,17 +20,17 @@ a constant weight comes out already multiplied.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ...ir.expr import Call, Constant, Function, RelayExpr, const
+from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...ir.visitor import children
-from ._rewrite import PostOrderRewriter, infer, is_primitive, map_functions, op_call, post_order
+from ._rewrite import PostOrderRewriter, is_primitive, op_call, post_order, rewrite_functions
 from .fold_constant import ConstantFolder
 
 __all__ = ["BackwardFoldScaleAxis", "FoldScaleAxis", "ForwardFoldScaleAxis"]
@@ -257,8 +257,7 @@ def _is_float(call: Any) -> bool:
 
 
 def _run(mod: IRModule, folder: type[_Folder]) -> IRModule:
-    mod = infer(mod)
-    return infer(map_functions(mod, lambda f: cast(Function, folder(f).rewrite(f))))
+    return rewrite_functions(mod, lambda f: folder(f).rewrite(f))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
-from ._rewrite import PostOrderRewriter, expand_to_axis, infer, map_functions, op_call
+from ._rewrite import PostOrderRewriter, expand_to_axis, op_call, rewrite_functions
 
 __all__ = ["SimplifyInference"]
 
@@ -97,8 +97,7 @@ class SimplifyInference(ModulePass):
     opt_level: ClassVar[int] = 0
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        mod = infer(mod)
-        return infer(map_functions(mod, lambda f: _Simplifier().rewrite(f)))  # type: ignore
+        return rewrite_functions(mod, lambda f: _Simplifier().rewrite(f))
 
 
 register_pass("SimplifyInference", SimplifyInference)
