@@ -8,7 +8,6 @@ which promotes dtypes and folds constants.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -352,24 +351,3 @@ class Any_(PrimExpr):
 def is_const_int(e: Any, value: int | None = None) -> bool:
     """True when ``e`` is an IntImm (equal to ``value`` if given)."""
     return isinstance(e, IntImm) and (value is None or e.value == value)
-
-
-def children(e: PrimExpr) -> tuple[PrimExpr, ...]:
-    """The sub-expressions of ``e`` (not descending into buffers or reducers)."""
-    fn = _CHILDREN.get(type(e))
-    return fn(e) if fn else ()
-
-
-_CHILDREN: dict[type, Callable[[Any], tuple]] = {
-    Not: lambda e: (e.a,),
-    Select: lambda e: (e.condition, e.true_value, e.false_value),
-    Cast: lambda e: (e.value,),
-    Call: lambda e: tuple(a for a in e.args if isinstance(a, PrimExpr)),
-    Let: lambda e: (e.var, e.value, e.body),
-    BufferLoad: lambda e: tuple(e.indices),
-    ProducerLoad: lambda e: tuple(e.indices),
-    Reduce: lambda e: tuple(e.source) + (e.condition,),
-}
-for _cls in (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max, EQ, NE, LT, LE, GT, GE, And,
-             Or):
-    _CHILDREN[_cls] = lambda e: (e.a, e.b)
