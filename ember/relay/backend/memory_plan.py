@@ -186,8 +186,36 @@ def plan_arena(sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
         sorted(idx, key=lambda i: (intervals[i][0], -padded[i])),
         sorted(idx, key=lambda i: (-padded[i] * length[i], intervals[i][0])),
     ]
-    best = min((_place(o, padded, intervals, alignment) for o in orders), key=lambda p: p[1])
-    return ArenaPlan(best[0], best[1], lower_bound(padded, intervals))
+    bound = lower_bound(padded, intervals)
+    best_order = min(orders, key=lambda o: _place(o, padded, intervals, alignment)[1])
+    best = _place(best_order, padded, intervals, alignment)
+    if best[1] > _align(bound, alignment):
+        best = _improve(best_order, best, padded, intervals, alignment, bound)
+    return ArenaPlan(best[0], best[1], bound)
+
+
+def _improve(order: list[int], best: tuple[list[int], int], sizes: Sequence[int],
+             intervals: Sequence[tuple[int, int]], alignment: int, bound: int,
+             max_steps: int = 1500) -> tuple[list[int], int]:
+    """Hill-climb on the placement order: swap two buffers, keep the order if the arena does
+    not grow; stop at the lower bound. Seeded, so a model always gets the same plan. Greedy
+    orders miss the bound on residual nets (skip tensors live across a block); this closes it
+    (resnet-50, densenet-121 reach the bound in well under the step budget)."""
+    import random
+
+    rng = random.Random(0)
+    order = list(order)
+    for _ in range(max_steps):
+        if best[1] <= _align(bound, alignment) or len(order) < 2:
+            break
+        a, b = rng.randrange(len(order)), rng.randrange(len(order))
+        order[a], order[b] = order[b], order[a]
+        trial = _place(order, sizes, intervals, alignment)
+        if trial[1] <= best[1]:
+            best = trial
+        else:
+            order[a], order[b] = order[b], order[a]
+    return best
 
 
 def plan_dataflow_arena(df: Dataflow, alignment: int = 16) -> tuple[dict[int, int], ArenaPlan]:

@@ -207,3 +207,19 @@ def test_dynamic_shapes_are_refused_with_a_hint():
     mod = typed(prim(relay.nn.relu, (relay.Any(), 4))(x), x)
     with pytest.raises(tvm.TVMError, match="dynamic shape.*use the VM"):
         plan_memory(mod)
+
+
+def test_arena_reaches_the_lower_bound_on_resnet50_where_greedy_orders_miss():
+    import json
+    import pathlib
+
+    from ember.relay.backend.memory_plan import _place
+
+    data = json.loads((pathlib.Path(__file__).parent / "data" / "resnet50_arena.json").read_text())
+    sizes, intervals = data["sizes"], [tuple(i) for i in data["intervals"]]
+    largest_first = sorted(range(len(sizes)), key=lambda i: (-sizes[i], intervals[i][0]))
+    greedy = _place(largest_first, sizes, intervals, 64)[1]
+    plan = plan_arena(sizes, intervals, 64)
+    assert greedy > plan.lower_bound  # the case the hill climb is for
+    assert plan.total == plan.lower_bound
+    assert plan_arena(sizes, intervals, 64).offsets == plan.offsets  # deterministic
