@@ -19,7 +19,7 @@
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -302,8 +302,9 @@ class Partitioner:
             parent.anchor_ref = child.anchor_ref
             parent.pattern = max(child.pattern, parent.pattern)
 
-    def _commit(self, src: GraphNode, sink: GraphNode) -> None:
-        target = self.groups[sink.index]
+    @staticmethod
+    def _up_to(src: GraphNode, sink: GraphNode) -> Iterator[GraphNode]:
+        # The nodes on the paths from src towards its post-dominator sink (sink excluded).
         seen: set[int] = set()
         stack = [src]
         while stack:
@@ -311,20 +312,17 @@ class Partitioner:
             if node is sink or node.index in seen:
                 continue
             seen.add(node.index)
-            self._merge(self.groups[node.index], target)
+            yield node
             stack.extend(out for out, _ in node.outputs)
 
+    def _commit(self, src: GraphNode, sink: GraphNode) -> None:
+        target = self.groups[sink.index]
+        for node in self._up_to(src, sink):
+            self._merge(self.groups[node.index], target)
+
     def _count_with(self, child: GraphNode, sink: GraphNode) -> int:
-        seen: set[int] = set()
-        total, stack = self.groups[sink.index].find_root().num_nodes, [child]
-        while stack:
-            node = stack.pop()
-            if node is sink or node.index in seen:
-                continue
-            seen.add(node.index)
-            total += self.groups[node.index].num_nodes
-            stack.extend(out for out, _ in node.outputs)
-        return total
+        total = self.groups[sink.index].find_root().num_nodes
+        return total + sum(self.groups[n.index].num_nodes for n in self._up_to(child, sink))
 
     def _run(self, tree: list[DomNode], phase: int) -> None:
         for node, dom, group in zip(self.graph.nodes, tree, self.groups):
