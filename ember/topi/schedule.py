@@ -150,10 +150,7 @@ def schedule_injective(outs: Any) -> Schedule:
     inline_injective(s)
     for st in s.stages:
         if st.attach_type == "root" and isinstance(st.op, te.ComputeOp):
-            if st.op.reduce_axis:
-                schedule_reduce_stage(st)
-            else:
-                schedule_loops(st)
+            schedule_root(st)
     return s
 
 
@@ -169,6 +166,14 @@ def schedule_reduce_stage(st: Stage) -> None:
     fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
     if numel is None or (numel > 1 and numel * red >= PARALLEL_WORK):
         st.parallel(fused)
+
+
+def schedule_root(st: Stage) -> None:
+    """The default schedule of a stage computed at root: a reduction's or plain loops'."""
+    if st.op.reduce_axis:
+        schedule_reduce_stage(st)
+    else:
+        schedule_loops(st)
 
 
 def schedule_reduce(outs: Any) -> Schedule:
@@ -222,8 +227,5 @@ def auto_schedule(outs: Any) -> Schedule:
     for st in s.stages:  # anything the template left at root without a schedule
         if st.attach_type == "root" and isinstance(st.op, te.ComputeOp) and not (
                 st.relations or st.iter_var_attrs):
-            if st.op.reduce_axis:
-                schedule_reduce_stage(st)
-            else:
-                schedule_loops(st)
+            schedule_root(st)
     return s
