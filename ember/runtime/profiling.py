@@ -27,6 +27,7 @@ class _Metric:
 
     __slots__ = ()
     field: str = ""
+    spec: str = ""  # how str() formats the value
 
     def __init__(self, value: float) -> None:
         object.__setattr__(self, self.field, value)
@@ -46,52 +47,43 @@ class _Metric:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.field}={getattr(self, self.field)!r})"
 
+    def __str__(self) -> str:
+        return format(getattr(self, self.field), self.spec)
+
 
 class Duration(_Metric):
     """A time span in microseconds (``.microseconds``)."""
 
     __slots__ = ("microseconds",)
-    field = "microseconds"
+    field, spec = "microseconds", ",.2f"
     microseconds: float
-
-    def __str__(self) -> str:
-        return f"{self.microseconds:,.2f}"
 
 
 class Percent(_Metric):
     """A percentage, 0-100 (``.percent``)."""
 
     __slots__ = ("percent",)
-    field = "percent"
+    field, spec = "percent", ".2f"
     percent: float
-
-    def __str__(self) -> str:
-        return f"{self.percent:.2f}"
 
 
 class Count(_Metric):
     """A number of occurrences (``.value``)."""
 
     __slots__ = ("value",)
-    field = "value"
+    field, spec = "value", ","
     value: int
 
     def __int__(self) -> int:
         return int(self.value)
-
-    def __str__(self) -> str:
-        return f"{self.value:,}"
 
 
 class Ratio(_Metric):
     """A unitless ratio (``.ratio``)."""
 
     __slots__ = ("ratio",)
-    field = "ratio"
+    field, spec = "ratio", ".3f"
     ratio: float
-
-    def __str__(self) -> str:
-        return f"{self.ratio:.3f}"
 
 
 _ENCODE = {Duration: "microseconds", Percent: "percent", Count: "count", Ratio: "ratio"}
