@@ -45,11 +45,13 @@ _DEV = struct.Struct("=ii")  # DLDevice fills the 8 bytes
 
 
 def _f64_bits(x: float) -> int:
-    return _Q.unpack(_D.pack(x))[0]
+    bits: int = _Q.unpack(_D.pack(x))[0]
+    return bits
 
 
 def _bits_f64(v: int) -> float:
-    return _D.unpack(_Q.pack(v))[0]
+    x: float = _D.unpack(_Q.pack(v))[0]
+    return x
 
 
 # ---- the handle table ---------------------------------------------------------------------

@@ -33,10 +33,11 @@ class String(str, Object):
 
 
 @register_object("runtime.Array")
-class Array(Object, Sequence):
+class Array(Object, Sequence[Any]):
     """An immutable sequence. Equal to a list or tuple with equal items; slicing gives an Array."""
 
     __slots__ = ("_items",)
+    _items: tuple[Any, ...]
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         object.__setattr__(self, "_items", tuple(items))
@@ -88,10 +89,11 @@ class Array(Object, Sequence):
 
 
 @register_object("runtime.Map")
-class Map(Object, Mapping):
+class Map(Object, Mapping[Any, Any]):
     """An immutable mapping whose keys are ``str`` or Objects. Equal to a dict with equal items."""
 
     __slots__ = ("_dict",)
+    _dict: dict[Any, Any]
 
     def __init__(self, mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]] | None = None,
                  **kwargs: Any) -> None:
@@ -137,7 +139,7 @@ class Map(Object, Mapping):
 
 
 @register_object("runtime.ShapeTuple")
-class ShapeTuple(tuple, Object):
+class ShapeTuple(tuple[int, ...], Object):
     """A tuple of ints (a tensor shape) that is an Object. Equal to lists/tuples of equal ints."""
 
     __slots__ = ()

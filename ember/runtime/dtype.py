@@ -32,6 +32,9 @@ class DataType:
     """
 
     __slots__ = ("type_code", "bits", "lanes")
+    type_code: DataTypeCode
+    bits: int
+    lanes: int
     NUMPY2STR = {np.dtype(n): n for n in ("bool", "int8", "int16", "int32", "int64", "uint8",
                                           "uint16", "uint32", "uint64", "float16", "float32",
                                           "float64")}
@@ -115,7 +118,7 @@ class DataType:
         if isinstance(other, (str, np.dtype)) or (isinstance(other, type)
                                                   and issubclass(other, np.generic)):
             try:
-                other = DataType(other)  # type: ignore[arg-type]
+                other = DataType(other)
             except (ValueError, TypeError):
                 return False
         if not isinstance(other, DataType):

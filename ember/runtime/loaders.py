@@ -99,7 +99,7 @@ def _close(lib: ctypes.CDLL) -> None:
     try:
         import _ctypes
 
-        _ctypes.dlclose(lib._handle)  # type: ignore[attr-defined]
+        _ctypes.dlclose(lib._handle)
     except (ImportError, AttributeError, OSError):
         pass
 
@@ -255,10 +255,12 @@ class _Reader:
         return self.data[self.pos - n:self.pos]
 
     def u32(self, what: str) -> int:
-        return struct.unpack("<I", self.take(4, what))[0]
+        value: int = struct.unpack("<I", self.take(4, what))[0]
+        return value
 
     def u64(self, what: str) -> int:
-        return struct.unpack("<Q", self.take(8, what))[0]
+        value: int = struct.unpack("<Q", self.take(8, what))[0]
+        return value
 
 
 def _read_blob(dso: DSOModule) -> bytes | None:
@@ -364,7 +366,7 @@ def register_loader(ext: str, loader: Callable[[str], Module]) -> None:
     _LOADERS[ext.lstrip(".")] = loader
 
 
-def load_module(path: "str | os.PathLike", fmt: str = "") -> Module:
+def load_module(path: "str | os.PathLike[str]", fmt: str = "") -> Module:
     """Load a module from a file: an exported library (.so), a .tar of sources, C source, or
     any format with a registered loader. Raises ArtifactError naming the path and reason."""
     path = os.fspath(path)
@@ -379,7 +381,8 @@ def load_module(path: "str | os.PathLike", fmt: str = "") -> Module:
         if found is None:
             raise ArtifactError(f"load_module: {path}: no loader for format {ext!r} (known: "
                                 f"{', '.join(sorted(_LOADERS))})")
-        return found(path, ext)
+        module: Module = found(path, ext)
+        return module
     return loader(path)
 
 

@@ -16,7 +16,7 @@ import io
 import json
 import os
 import tarfile
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from . import _bridge
 from .errors import TVMError
@@ -132,7 +132,7 @@ class Module:
         with open(file_name, "wb") as f:
             f.write(save(self))
 
-    def export_library(self, file_name: "str | os.PathLike", fcompile: Callable[..., Any] | None
+    def export_library(self, file_name: "str | os.PathLike[str]", fcompile: Callable[..., Any] | None
                        = None, addons: Sequence[str] | None = None,
                        workspace_dir: str | None = None, **kwargs: Any) -> None:
         """Write this module and its imports as one shared library (or a .tar of sources).
@@ -280,11 +280,14 @@ class PyModule(Module):
         raise TVMError(f"{cls.__name__} does not implement load_binary")
 
 
-def register_py_module(type_key: str) -> Callable[[type], type]:
+_PyModuleClass = TypeVar("_PyModuleClass", bound="type[PyModule]")
+
+
+def register_py_module(type_key: str) -> Callable[[_PyModuleClass], _PyModuleClass]:
     """Class decorator: give a PyModule subclass ``type_key`` and register its
     ``runtime.module.savebinary_<key>`` / ``runtime.module.loadbinary_<key>`` functions."""
 
-    def register(cls: type) -> type:
+    def register(cls: _PyModuleClass) -> _PyModuleClass:
         cls.type_key = type_key
         register_func(f"runtime.module.savebinary_{type_key}", lambda m: m.save_binary(),
                       override=True)

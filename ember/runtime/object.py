@@ -96,8 +96,9 @@ class Object:
                                      "no default")
                 object.__setattr__(obj, name, value)
             return obj
-        if getattr(cls, "__setstate__", None) is not None:
-            obj.__setstate__(state)
+        setstate = getattr(cls, "__setstate__", None)
+        if setstate is not None:
+            setstate(obj, state)
             return obj
         for name, value in state.items():
             object.__setattr__(obj, name, value)
@@ -145,5 +146,4 @@ def get_object_type(type_key: str) -> type:
 def is_registered(obj: object) -> bool:
     """Whether ``obj``'s own class is the one registered under its ``type_key`` (an
     unregistered subclass inherits its parent's key, and must not be saved under it)."""
-    cls = type(obj)
-    return isinstance(obj, Object) and OBJECT_TYPES.get(cls.type_key) is cls
+    return isinstance(obj, Object) and OBJECT_TYPES.get(type(obj).type_key) is type(obj)

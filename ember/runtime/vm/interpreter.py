@@ -9,7 +9,7 @@ of which function failed and the chain of calls that led there.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -171,10 +171,14 @@ class VirtualMachine(Module):
             raise TVMError(f"invoke({func_name!r}): expected {func.arity} arguments "
                            f"({', '.join(func.params)}), got {len(args)}")
         types = func.param_types or (None,) * len(args)
+
+        def element(i: int) -> Callable[[Any], Any]:  # converts the items of a list argument
+            return lambda x: _to_value(
+                x, f"invoke({func_name!r}): argument {i} ({func.params[i]}) element")
+
         values = [_to_value(a, f"invoke({func_name!r}): argument {i} ({func.params[i]})")
                   if not (isinstance(ty, ListInfo) and isinstance(a, (list, tuple))) else
-                  ty.to_adt(a, lambda x, i=i: _to_value(
-                      x, f"invoke({func_name!r}): argument {i} ({func.params[i]}) element"))
+                  ty.to_adt(a, element(i))
                   for i, (a, ty) in enumerate(zip(args, types))]
         for i, (value, ty) in enumerate(zip(values, func.param_types)):
             if isinstance(ty, TensorInfo) and not (isinstance(value, NDArray)
