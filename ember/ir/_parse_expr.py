@@ -1,14 +1,14 @@
 """Parser of expressions, blocks and functions (the module level is in ``parser.py``)."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 
 from ..runtime.errors import OpNotImplemented, TVMError
-from ..runtime.ndarray import NDArray
+from ..runtime.ndarray import NDArray, array as nd_array
 from .adt import Clause, Match
+from .attrs import attr_names, make_attrs
 from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
                    RelayExpr, Tuple, TupleGetItem, Var)
 from .op import Op
@@ -48,7 +48,8 @@ class ExprParser(TypeParser):
         body = self.block("a function body")
         self.locals.pop()
         tparams = tuple(self.type_scopes.pop().values())
-        return Function(params, body, ret, tparams, attrs or None, span=self.span(start))
+        return Function(tuple(params), body, ret, tparams, make_attrs(attrs or None),
+                        span=self.span(start))
 
     def param(self) -> Var | tuple[str, Any]:
         if self.peek().kind == IDENT and self.peek(1).is_(PUNCT, "="):
@@ -123,7 +124,7 @@ class ExprParser(TypeParser):
             while (inner := self.binary_op(op[1] + 1)) is not None:
                 rhs = self.binary(rhs, inner[1], rhs_start)
             callee = Op.get(op[0])
-            lhs = Call(callee, [lhs, rhs], self.op_attrs(callee, start, {}),
+            lhs = Call(callee, (lhs, rhs), self.op_attrs(callee, start, {}),
                        span=self.span(start))
         return lhs
 
@@ -203,7 +204,7 @@ class ExprParser(TypeParser):
         if self.accept(")"):
             return first
         self.expect(",", "or ')' after a parenthesized expression")
-        fields = [first] + self.comma_list(")", self.expr, "after tuple fields")
+        fields = (first, *self.comma_list(")", self.expr, "after tuple fields"))
         return Tuple(fields, span=self.span(start))
 
     def call(self, callee: RelayExpr, start: Token) -> Call:
@@ -223,7 +224,7 @@ class ExprParser(TypeParser):
                 break
         self.expect(")", "after call arguments")
         attrs = self.op_attrs(callee, start, kwargs)
-        return Call(callee, args, attrs, span=self.span(start))
+        return Call(callee, tuple(args), attrs, span=self.span(start))
 
     def op_attrs(self, callee: RelayExpr, start: Token, kwargs: dict[str, Any]) -> Any:
         """The attrs record of an operator call, checked key by key."""
@@ -233,7 +234,7 @@ class ExprParser(TypeParser):
                                 next(iter(kwargs.values()))[0], got=False)
             return None
         cls = callee.op_def.attrs_type
-        fields = [f.name for f in dataclasses.fields(cls)] if cls else []
+        fields = attr_names(cls) if cls else []
         for key, (tok, _) in kwargs.items():
             if key not in fields:
                 hint = did_you_mean(key, fields) or (
@@ -290,7 +291,7 @@ class ExprParser(TypeParser):
 
     def keyword_bool(self) -> RelayExpr:
         tok = self.next()
-        return Constant(np.array(tok.text == "True"), span=self.src.span(tok))
+        return Constant(nd_array(np.array(tok.text == "True")), span=self.src.span(tok))
 
     def keyword_ref(self) -> RelayExpr:
         start = self.next()
@@ -301,7 +302,8 @@ class ExprParser(TypeParser):
             args.append(self.expr())
         self.expect(")", f"after the arguments of {start.text}")
         cls = {"ref": RefCreate, "ref_read": RefRead, "ref_write": RefWrite}[start.text]
-        return cls(*args, span=self.span(start))  # type: ignore[arg-type]
+        node: RelayExpr = cls(*args, span=self.span(start))
+        return node
 
     def keyword_meta(self) -> RelayExpr:
         """``meta[relay.Constant][i]``: entry ``i`` of the metadata section."""
@@ -342,6 +344,7 @@ def _as_meta_constant(entries: list[Any], index: int, kind: str, fail: Any) -> C
     if isinstance(entry, Constant):
         return entry
     if isinstance(entry, (NDArray, np.ndarray, np.generic)):
-        entries[index] = Constant(entry if isinstance(entry, NDArray) else np.asarray(entry))
-        return entries[index]
+        const = Constant(entry if isinstance(entry, NDArray) else nd_array(np.asarray(entry)))
+        entries[index] = const
+        return const
     raise fail(f"meta[{kind}][{index}] is a {type(entry).__name__}, not a constant")

@@ -5,18 +5,22 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any as _Any, Iterable
+from typing import Any as _Any, Callable, Iterable, cast
+from typing import TypeVar as _TypeVar
 
 import numpy as np
 
 from ..runtime.dtype import DataType
 from ..runtime.errors import DiagnosticError
+from ..runtime.ndarray import array as nd_array
 from .adt import Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard
 from .expr import Constant, RelayExpr, Var
 from .types import (Any, Dim, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
                     TensorType, TupleType, Type, TypeCall, TypeVar)
 from ._lexer import EOF, GLOBAL, IDENT, LOCAL, NUMBER, PUNCT, STRING, Source, Token
 from ._text_common import literal_value
+
+_T = _TypeVar("_T")
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
@@ -77,15 +81,15 @@ class TypeParser:
     def span(self, start: Token) -> _Any:
         return self.src.span(start, self.prev)
 
-    def comma_list(self, close: str, item: _Any, where: str) -> list[_Any]:
+    def comma_list(self, close: str, item: Callable[[], _T], where: str) -> tuple[_T, ...]:
         """``item (',' item)* [',']`` up to and including ``close``."""
-        out = []
+        out: list[_T] = []
         while not self.at(close):
             out.append(item())
             if not self.accept(","):
                 break
         self.expect(close, where)
-        return out
+        return tuple(out)
 
     # -- types --------------------------------------------------------------------------------
     def parse_type(self) -> Type:
@@ -122,7 +126,7 @@ class TypeParser:
         self.expect(",", "between the shape and the dtype of a tensor type")
         dtype = self.dtype()
         self.expect("]", "after the dtype of a tensor type")
-        return TensorType(tuple(shape), dtype, span=self.span(start))
+        return TensorType(shape, dtype, span=self.span(start))
 
     def dim(self) -> Dim:
         tok = self.next()
@@ -182,22 +186,22 @@ class TypeParser:
     # -- literals -----------------------------------------------------------------------------
     def literal(self) -> Constant:
         tok = self.next()
-        number, suffix = tok.value  # type: ignore[misc]
+        number, suffix = cast(tuple[str, str], tok.value)
         try:
             arr = literal_value(number, suffix)
         except ValueError as err:
             raise self.fail(f"bad literal {tok.text}: {err}", tok, got=False) from None
-        return Constant(arr, span=self.src.span(tok))
+        return Constant(nd_array(arr), span=self.src.span(tok))
 
     def attr_value(self) -> _Any:
         """An attribute value: number, string, True/False/None, inf/nan or a list (-> tuple)."""
         tok = self.peek()
         if self.accept("["):
-            return tuple(self.comma_list("]", self.attr_value, "after list elements"))
+            return self.comma_list("]", self.attr_value, "after list elements")
         if tok.kind == STRING:
             return self.next().value
         if tok.kind == NUMBER:
-            number, suffix = self.next().value  # type: ignore[misc]
+            number, suffix = cast(tuple[str, str], self.next().value)
             if suffix:
                 return self.literal_item(tok)
             is_float = any(c in number for c in ".eE")
@@ -229,7 +233,7 @@ class TypeParser:
         if tok.kind == IDENT:
             ctor = self.constructor(self.next())
             subs = self.comma_list(")", self.pattern, "after constructor patterns") \
-                if self.accept("(") else []
+                if self.accept("(") else ()
             return PatternConstructor(ctor, subs)
         raise self.fail("expected a pattern (a constructor, a %variable, '_' or a tuple)")
 

@@ -19,6 +19,8 @@ class Block:
     """A block of the printed text; ``parent`` is the enclosing block."""
 
     __slots__ = ("parent", "depth")
+    parent: "Block | None"
+    depth: int
 
     def __init__(self, parent: "Block | None") -> None:
         self.parent = parent

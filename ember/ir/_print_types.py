@@ -24,7 +24,8 @@ class TypePrinter:
         method = getattr(self, f"_{type(ty).__name__}", None)
         if method is None:
             return f"/* unprintable type {type(ty).__name__} */ _"
-        return method(ty)
+        text: str = method(ty)
+        return text
 
     def _TensorType(self, ty: TensorType) -> str:
         if not ty.shape:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 from ..runtime.object import register_object
 from .base import Node
@@ -18,7 +18,7 @@ class Attrs(Node):
     __slots__ = ()
 
     def keys(self) -> list[str]:
-        return [f.name for f in dataclasses.fields(self)]  # type: ignore[arg-type]
+        return attr_names(self)
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():
@@ -34,18 +34,24 @@ class Attrs(Node):
     def non_default_items(self) -> list[tuple[str, Any]]:
         """The fields whose value differs from the declared default (for printing)."""
         out = []
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        for f in dataclasses.fields(cast(Any, self)):
             v = getattr(self, f.name)
             if f.default is not dataclasses.MISSING and v == f.default:
                 continue
-            if f.default_factory is not dataclasses.MISSING and v == f.default_factory():  # type: ignore[misc]
+            if f.default_factory is not dataclasses.MISSING and v == f.default_factory():
                 continue
             out.append((f.name, v))
         return out
 
 
+def attr_names(attrs: Attrs | type[Attrs]) -> list[str]:
+    """The field names of an attrs record or of its class, in declaration order (every
+    Attrs subclass is a dataclass)."""
+    return [f.name for f in dataclasses.fields(cast(Any, attrs))]
+
+
 @register_object("DictAttrs")
-class DictAttrs(Node, Mapping):
+class DictAttrs(Node, Mapping[str, Any]):
     """An immutable str-keyed mapping (function attributes such as ``Primitive=1``)."""
 
     __slots__ = ("_d",)

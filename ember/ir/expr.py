@@ -293,7 +293,7 @@ def var(name_hint: str, type_annotation: Type | str | None = None,
     if type_annotation is not None and shape is not None:
         raise ValueError("relay.var: give either type_annotation or shape, not both")
     if isinstance(type_annotation, str):
-        type_annotation = TensorType(shape or (), type_annotation)
+        type_annotation = TensorType((), type_annotation)  # (shape is None here)
     elif shape is not None:
         type_annotation = TensorType(tuple(shape), dtype)
     return Var(name_hint, type_annotation)

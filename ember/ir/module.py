@@ -1,7 +1,7 @@
 """IRModule: the global functions and type definitions of a program."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, ItemsView, Iterator, Mapping
 
 from ..runtime.object import register_object
 from .adt import Constructor, TypeData
@@ -20,7 +20,8 @@ class IRModule(Node):
 
     __slots__ = ("functions", "type_definitions", "attrs", "_gvars", "_gtvars")
 
-    def __init__(self, functions: Mapping[GlobalVar | str, BaseFunc] | None = None,
+    def __init__(self, functions: Mapping[GlobalVar, BaseFunc] | Mapping[str, BaseFunc] | None
+                 = None,
                  type_definitions: Mapping[GlobalTypeVar, TypeData] | None = None,
                  attrs: Mapping[str, Any] | None = None) -> None:
         self.functions: dict[GlobalVar, BaseFunc] = {}
@@ -68,7 +69,7 @@ class IRModule(Node):
             raise TypeError(f"IRModule: expected a relay.Function for {gv.name_hint!r}, "
                             f"got {type(func).__name__}")
         self._gvars[gv.name_hint] = gv
-        self.functions[gv] = func  # type: ignore[assignment]
+        self.functions[gv] = func
         return self
 
     def update_func(self, var: GlobalVar | str, func: BaseFunc) -> None:
@@ -107,7 +108,7 @@ class IRModule(Node):
     def __iter__(self) -> Iterator[GlobalVar]:
         return iter(self.functions)
 
-    def items(self):
+    def items(self) -> ItemsView[GlobalVar, BaseFunc]:
         return self.functions.items()
 
     # -- type definitions ---------------------------------------------------------------------
@@ -150,7 +151,7 @@ class IRModule(Node):
         if not isinstance(expr, Function):
             from .visitor import free_vars
 
-            expr = Function(free_vars(expr), expr)
+            expr = Function(tuple(free_vars(expr)), expr)
         mod.add("main", expr)
         return mod
 

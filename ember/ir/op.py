@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..runtime.errors import OpNotImplemented
 from ..runtime.object import register_object
-from .attrs import Attrs
+from .attrs import Attrs, attr_names
 from .expr import RelayExpr
 
 
@@ -107,9 +107,7 @@ class Op(RelayExpr):
             if kwargs:
                 raise TypeError(f"{self.name}: takes no attributes, got {sorted(kwargs)}")
             return None
-        import dataclasses
-
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = set(attr_names(cls))
         unknown = sorted(set(kwargs) - known)
         if unknown:
             close = difflib.get_close_matches(unknown[0], known, n=3)

@@ -58,7 +58,7 @@ class Parser(ExprParser):
         if not (self.at_word("def") or self.at_word("type")):
             expr = self.top_expr()
             self.mod.add("main", expr if isinstance(expr, Function)
-                         else Function(free_vars(expr), expr, span=expr.span))
+                         else Function(tuple(free_vars(expr)), expr, span=expr.span))
             return self.mod
         self.declare_globals()
         while self.peek().kind != EOF:
@@ -131,7 +131,7 @@ class Parser(ExprParser):
         if tok.text in self.ctors and self.ctors[tok.text].belong_to is not gtv:
             raise self.fail(f"constructor {tok.text} is already defined", tok, got=False)
         inputs = self.comma_list(")", self.parse_type, "after constructor fields") \
-            if self.accept("(") else []
+            if self.accept("(") else ()
         ctor = Constructor(tok.text, inputs, gtv, span=self.src.span(tok))
         self.ctors[tok.text] = ctor
         return ctor

@@ -146,8 +146,8 @@ def _as_numpy(x: Any) -> np.ndarray:
 
 
 def _arrays_equal(a: Any, b: Any) -> bool:
-    a, b = _as_numpy(a), _as_numpy(b)
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    x, y = _as_numpy(a), _as_numpy(b)
+    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
 
 
 def _num_token(x: Any) -> str:
@@ -169,6 +169,7 @@ def _key_segment(key: str) -> str:
 # -- equality ---------------------------------------------------------------------------------
 # A path is a linked list (parent, segment, lhs node, rhs node), rendered only on failure.
 Path = tuple[Any, str, Any, Any]
+_EqStack = list[tuple[Any, Any, Path, int]]  # (lhs, rhs, path, mode) still to compare
 
 
 @dataclasses.dataclass
@@ -190,7 +191,7 @@ class _Equal:
         self.mismatch: _Mismatch | None = None
 
     def run(self, lhs: Any, rhs: Any, root: str) -> bool:
-        stack: list[tuple[Any, Any, Path, int]] = [(lhs, rhs, (None, root, lhs, rhs), _CHILD)]
+        stack: _EqStack = [(lhs, rhs, (None, root, lhs, rhs), _CHILD)]
         while stack:
             l, r, path, mode = stack.pop()
             if not self._step(l, r, path, mode, stack):
@@ -201,7 +202,7 @@ class _Equal:
         self.mismatch = _Mismatch(path, l, r, reason)
         return False
 
-    def _step(self, l: Any, r: Any, path: Path, mode: int, stack: list) -> bool:
+    def _step(self, l: Any, r: Any, path: Path, mode: int, stack: _EqStack) -> bool:
         cat = _category(l)
         if cat != _category(r):
             return self._fail(path, l, r, f"lhs is {_kind(l)}, rhs is {_kind(r)}")
@@ -224,7 +225,7 @@ class _Equal:
             self.pairs[key] = (l, r)
         return self._push_entries(l, r, path, stack)
 
-    def _push_entries(self, l: Any, r: Any, path: Path, stack: list) -> bool:
+    def _push_entries(self, l: Any, r: Any, path: Path, stack: _EqStack) -> bool:
         fl, fr = _entries(l), _entries(r)
         if [s for s, _, _ in fl] != [s for s, _, _ in fr]:
             return self._fail(path, l, r, f"lhs has {[s for s, _, _ in fl]}, "
@@ -244,7 +245,7 @@ class _Equal:
         self.l2r[id(l)], self.r2l[id(r)] = (l, r), (r, l)
         return True
 
-    def _var(self, l: Any, r: Any, path: Path, define: bool, stack: list) -> bool:
+    def _var(self, l: Any, r: Any, path: Path, define: bool, stack: _EqStack) -> bool:
         seen = self.l2r.get(id(l))
         if seen is not None:
             return seen[1] is r or self._fail(path, l, r, f"lhs {_brief(l)} corresponds to rhs "
@@ -258,7 +259,7 @@ class _Equal:
         self.l2r[id(l)], self.r2l[id(r)] = (l, r), (r, l)
         return l is r or self._push_entries(l, r, path, stack)
 
-    def _plain(self, cat: str, l: Any, r: Any, path: Path, mode: int, stack: list) -> bool:
+    def _plain(self, cat: str, l: Any, r: Any, path: Path, mode: int, stack: _EqStack) -> bool:
         if cat == "seq":
             if len(l) != len(r):
                 return self._fail(path, l, r, f"lengths differ: {len(l)} vs {len(r)}")
@@ -453,7 +454,7 @@ class _Hasher:
             self.emit("free", getattr(x, "name_hint", getattr(x, "name", "")))
         return False
 
-    def _plain(self, cat: str, x: Any, mode: int, stack: list) -> None:
+    def _plain(self, cat: str, x: Any, mode: int, stack: list[tuple[Any, int]]) -> None:
         if cat == "seq":
             self.emit("seq", str(len(x)))
             stack.extend((v, mode) for v in reversed(x))

@@ -8,7 +8,7 @@ limit. A mutator returns the very same node when nothing below it changed.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar, cast
 
 from .adt import (Clause, Constructor, Match, Pattern, PatternConstructor, PatternTuple,
                   PatternVar, PatternWildcard, pattern_vars)
@@ -161,13 +161,17 @@ class ExprVisitor(ExprFunctor):
         self.visit(e.value)
 
 
+_N = TypeVar("_N")
+
+
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
-def _rebuild(e: Any, **changes: Any) -> Any:
+def _rebuild(e: _N, **changes: Any) -> _N:
     """A copy of ``e`` with ``changes``, keeping its span but dropping its (stale) type."""
-    return dataclasses.replace(e, checked_type_=None, **changes)
+    new: _N = dataclasses.replace(cast(Any, e), checked_type_=None, **changes)
+    return new
 
 
 class ExprMutator(ExprFunctor):
@@ -205,10 +209,11 @@ class ExprMutator(ExprFunctor):
     def visit_Let(self, e: Let) -> RelayExpr:
         # Iterative over the chain: visit bindings top-down, rebuild bottom-up.
         chain: list[tuple[Let, Any, Any]] = []
-        while isinstance(e, Let) and id(e) not in self.memo:
-            chain.append((e, self.visit(e.var), self.visit(e.value)))
-            e = e.body
-        body = self.visit(e)
+        node: RelayExpr = e
+        while isinstance(node, Let) and id(node) not in self.memo:
+            chain.append((node, self.visit(node.var), self.visit(node.value)))
+            node = node.body
+        body: RelayExpr = self.visit(node)
         for let, v, val in reversed(chain):
             if v is let.var and val is let.value and body is let.body:
                 new = let
@@ -320,9 +325,9 @@ def global_vars(expr: RelayExpr) -> list[GlobalVar]:
 class _Binder(ExprMutator):
     def __init__(self, binds: dict[Var, RelayExpr]) -> None:
         super().__init__()
-        self.binds = binds
+        self.binds: dict[Any, RelayExpr] = binds  # looked up with any leaf (always a Var)
 
-    def visit_Var(self, e: Var) -> RelayExpr:
+    def visit_Var(self, e: RelayExpr) -> RelayExpr:
         return self.binds.get(e, e)
 
 
@@ -332,4 +337,5 @@ def bind(expr: RelayExpr, binds: dict[Var, RelayExpr]) -> RelayExpr:
         body = _Binder(binds).visit(expr.body)
         params = tuple(p for p in expr.params if p not in binds)
         return Function(params, body, expr.ret_type, expr.type_params, expr.attrs, span=expr.span)
-    return _Binder(binds).visit(expr)
+    out: RelayExpr = _Binder(binds).visit(expr)
+    return out
