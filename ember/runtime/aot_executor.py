@@ -28,7 +28,10 @@ from .aot_format import ModelMetadata, ParameterInfo, c_prefix, parse_metadata
 from .device import Device, cpu
 from .dtype import DataType
 from .errors import ArtifactError, TVMError
-from .graph_executor import GraphIndexError, GraphInputError, _c_call, _plural, type_str
+from .executor_common import (ExecutorWrapper, GraphIndexError, GraphInputError,
+                              check_output_index, copy_input, type_str)
+from .executor_common import c_call as _c_call
+from .executor_common import plural as _plural
 from .module import Module
 from .ndarray import NDArray, _aligned_buffer, empty
 from .packed_func import CPackedFunc, PackedFunc, as_packed_func
@@ -223,23 +226,7 @@ class AotExecutor(Module):
 
     def _copy_in(self, key: str | int, value: Any) -> None:
         k = self._slot(key, "set_input")
-        dst = self._inputs[k]
-        if type(value) is NDArray:
-            src, same = value._np, value._dtype == dst._dtype
-        elif isinstance(value, np.ndarray):
-            src, same = value, value.dtype == dst._np.dtype
-        else:
-            try:
-                src, same = np.asarray(value, dtype=dst._np.dtype), True
-            except (TypeError, ValueError) as err:
-                raise AotInputError(f"set_input({key!r}): cannot convert {type(value).__name__} "
-                                    f"to {dst.dtype}: {err}") from None
-        if not same or src.shape != dst._np.shape:
-            got = ((value.dtype, value.shape) if isinstance(value, NDArray)
-                   else (src.dtype, src.shape))
-            raise AotInputError(f"set_input({key!r}): expected {type_str(dst.dtype, dst.shape)}, "
-                                f"got {type_str(str(got[0]), got[1])}")
-        np.copyto(dst._np, src)
+        copy_input(self._inputs[k], key, value)
         self._missing.pop(self.metadata.main.inputs[k].relay_name_hint, None)
 
     def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
@@ -269,12 +256,7 @@ class AotExecutor(Module):
 
     def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
         """Output ``index`` (a view of the executor's memory), or a copy into ``out``."""
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-            raise TypeError(f"get_output: index must be an int, got {type(index).__name__}")
-        if not 0 <= index < len(self._outputs):
-            raise GraphIndexError(f"get_output: index {index} out of range (this model has "
-                                  f"{_plural(len(self._outputs), 'output')})")
-        arr = self._outputs[index]
+        arr = self._outputs[check_output_index(index, len(self._outputs))]
         return arr if out is None else out.copyfrom(arr)
 
     def get_output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
@@ -332,37 +314,13 @@ def create(lib: Module, dev: Device | Sequence[Device] | None = None,
     return AotExecutor(lib, dev, None, None, mod_name)
 
 
-class AotModule:
+class AotModule(ExecutorWrapper):
     """The user-facing wrapper of an AOT executor module: ``AotModule(factory["default"]
     (dev))`` (``tvm.runtime.executor.AotModule``). Its methods are the executor's
     (``set_input``, ``run``, ``get_output``, ...); ``module`` is the wrapped Module."""
 
-    def __init__(self, module: Module) -> None:
-        if isinstance(module, AotModule):
-            module = module.module
-        if not isinstance(module, Module):
-            raise TypeError(f"AotModule: expected an AOT executor Module, got "
-                            f"{type(module).__name__}")
-        self.module: Module = module
-
-    def __getattr__(self, name: str) -> Any:
-        # Delegation: an AotExecutor answers with its methods, any other module (a remote
-        # one) with its packed functions.
-        if name.startswith("__") or name == "module":
-            raise AttributeError(name)
-        mod = self.__dict__.get("module")
-        if isinstance(mod, AotExecutor) or hasattr(type(mod), name):
-            return getattr(mod, name)
-        try:
-            return mod.get_function(name)  # type: ignore[union-attr]
-        except AttributeError:
-            raise AttributeError(f"AotModule has no attribute {name!r}") from None
-
-    def __getitem__(self, name: str) -> PackedFunc:
-        return self.module[name]
-
-    def __repr__(self) -> str:
-        return f"AotModule({self.module!r})"
+    executor_type = AotExecutor
+    kind = "an AOT executor"
 
 
 __all__ = ["AotExecutor", "AotModule", "constant_pool", "create", "read_metadata"]

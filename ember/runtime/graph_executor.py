@@ -18,6 +18,10 @@ import numpy as np
 from ._bridge import raise_error
 from .device import Device, cpu
 from .errors import TVMError
+from .executor_common import (DLTENSOR_CODE, ExecutorWrapper, GraphIndexError,  # noqa: F401
+                              GraphInputError, check_output_index, copy_input, type_str)
+from .executor_common import c_call as _c_call
+from .executor_common import plural as _plural
 from .graph_format import NOP, Graph, parse_graph
 from .module import Module
 from .ndarray import NDArray, _aligned_buffer, _parse_dtype
@@ -25,37 +29,12 @@ from .packed_func import CPackedFunc, PackedFunc, as_packed_func
 from .params import load_param_dict
 from .time_eval import BenchmarkResult, time_evaluator
 
-_DLTENSOR_CODE = 7  # kTVMDLTensorHandle
-
-
-class GraphInputError(TVMError, ValueError):
-    """A bad input: 'set_input('data'): expected float32[1, 3], got float64[1, 3]'."""
-
-
-class GraphIndexError(TVMError, IndexError):
-    """An input or output index out of range; the message names the count."""
-
-
-def type_str(dtype: str, shape: Sequence[int]) -> str:
-    """``float32[1, 3, 224, 224]``: how messages spell a tensor type."""
-    return f"{dtype}[{', '.join(str(d) for d in shape)}]"
-
-
 def _view(buf: np.ndarray, shape: tuple[int, ...], dtype: str, dev: Device) -> NDArray:
     """An NDArray of ``shape``/``dtype`` over the start of the byte buffer ``buf`` (no copy)."""
     dt, scalar = _parse_dtype(dtype)
     full = shape if dt.lanes == 1 else shape + (dt.lanes,)
     arr = np.ndarray(full, dtype=scalar, buffer=buf, offset=0)  # its base keeps buf alive
     return NDArray(arr, dev, dt)
-
-
-def _c_call(func: CPackedFunc, args: Sequence[NDArray]) -> Callable[[], int]:
-    """A no-argument call of compiled ``func`` on ``args``: arrays packed once, here."""
-    n = len(args)
-    vals = (ctypes.c_int64 * max(n, 1))(*(a._dl_addr for a in args))
-    codes = (ctypes.c_int * max(n, 1))(*([_DLTENSOR_CODE] * n))
-    ret, ret_code = (ctypes.c_int64 * 1)(), (ctypes.c_int * 1)()
-    return functools.partial(func._cfn, vals, codes, n, ret, ret_code, None)
 
 
 def _py_call(func: PackedFunc, args: Sequence[NDArray]) -> Callable[[], int]:
@@ -203,22 +182,7 @@ class GraphExecutor(Module):
 
     def _copy_in(self, key: str | int, value: Any) -> None:
         dst = self._entries[self._input_eids[self._input_slot(key, "set_input")]]
-        if type(value) is NDArray:
-            src, same = value._np, value._dtype == dst._dtype
-        elif isinstance(value, np.ndarray):
-            src, same = value, value.dtype == dst._np.dtype
-        else:  # lists and scalars carry no dtype: take the input's
-            try:
-                src, same = np.asarray(value, dtype=dst._np.dtype), True
-            except (TypeError, ValueError) as err:
-                raise GraphInputError(f"set_input({key!r}): cannot convert "
-                                      f"{type(value).__name__} to {dst.dtype}: {err}") from None
-        if not same or src.shape != dst._np.shape:
-            got = (value.dtype, value.shape) if isinstance(value, NDArray) else (src.dtype,
-                                                                                  src.shape)
-            raise GraphInputError(f"set_input({key!r}): expected {type_str(dst.dtype, dst.shape)},"
-                                  f" got {type_str(str(got[0]), got[1])}")
-        np.copyto(dst._np, src)
+        copy_input(dst, key, value)
 
     def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
         """The input ``key`` (a view of the executor's memory), or a copy into ``out``."""
@@ -247,11 +211,7 @@ class GraphExecutor(Module):
 
     def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
         """Output ``index`` (a view of the executor's memory), or a copy into ``out``."""
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-            raise TypeError(f"get_output: index must be an int, got {type(index).__name__}")
-        if not 0 <= index < len(self._output_eids):
-            raise GraphIndexError(f"get_output: index {index} out of range (this model has "
-                                  f"{_plural(len(self._output_eids), 'output')})")
+        index = check_output_index(index, len(self._output_eids))
         arr = self._entries[self._output_eids[index]]
         return arr if out is None else out.copyfrom(arr)
 
@@ -322,10 +282,6 @@ class GraphExecutor(Module):
                 f"{self.get_num_inputs()} inputs, {self.get_num_outputs()} outputs)")
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _one_device(dev: Device | Sequence[Device] | None) -> Device:
     if dev is None:
         return cpu(0)
@@ -351,37 +307,10 @@ def create(graph_json_str: str | Graph, libmod: Module, device: Device | Sequenc
     return GraphExecutor(graph_json_str, libmod, device)
 
 
-class GraphModule:
+class GraphModule(ExecutorWrapper):
     """The user-facing wrapper of a graph executor module: ``GraphModule(factory["default"]
     (dev))``. Its methods are those of :class:`GraphExecutor` (``set_input``, ``run``,
     ``get_output``, ``benchmark``, ...); ``module`` is the wrapped Module."""
 
-    def __init__(self, module: Module) -> None:
-        if isinstance(module, GraphModule):
-            module = module.module
-        if not isinstance(module, Module):
-            raise TypeError(f"GraphModule: expected a graph executor Module, got "
-                            f"{type(module).__name__}")
-        self.module: Module = module
-
-    def __getattr__(self, name: str) -> Any:
-        # Delegation (rather than ten wrappers): a GraphExecutor answers with its methods,
-        # any other module (a remote one) with its packed functions.
-        if name.startswith("__") or name == "module":
-            raise AttributeError(name)
-        mod = self.__dict__.get("module")
-        if isinstance(mod, GraphExecutor) or hasattr(type(mod), name):
-            return getattr(mod, name)
-        try:
-            return mod.get_function(name)  # type: ignore[union-attr]
-        except AttributeError:
-            raise AttributeError(f"GraphModule has no attribute {name!r}") from None
-
-    def __getitem__(self, name: str) -> PackedFunc:
-        return self.module[name]
-
-    def __repr__(self) -> str:
-        return f"GraphModule({self.module!r})"
-
-    def __dir__(self) -> list[str]:
-        return sorted(set(super().__dir__()) | set(dir(self.module)))
+    executor_type = GraphExecutor
+    kind = "a graph executor"
