@@ -8,8 +8,6 @@ are its packed functions, as with the Relay-era runtime.
 """
 from __future__ import annotations
 
-import ctypes
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -18,7 +16,7 @@ import numpy as np
 from ._bridge import raise_error
 from .device import Device, cpu
 from .errors import TVMError
-from .executor_common import (DLTENSOR_CODE, ExecutorWrapper, GraphIndexError,  # noqa: F401
+from .executor_common import (ExecutorWrapper, GraphIndexError,  # noqa: F401
                               GraphInputError, check_output_index, copy_input, type_str)
 from .executor_common import c_call as _c_call
 from .executor_common import plural as _plural
