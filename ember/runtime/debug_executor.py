@@ -18,7 +18,8 @@ from typing import Any
 
 from .device import Device
 from .errors import TVMError
-from .graph_executor import GraphExecutor, GraphIndexError, GraphModule, type_str
+from .executor_common import GraphIndexError, type_str
+from .graph_executor import GraphExecutor, GraphModule
 from .graph_format import Graph
 from .module import Module
 from .ndarray import NDArray
