@@ -288,7 +288,8 @@ def var(name_hint: str, type_annotation: Type | str | None = None,
         shape: Sequence[Any] | None = None, dtype: str = "float32") -> Var:
     """``relay.var("x", shape=(1, 3), dtype="float32")`` or with an explicit type.
 
-    A string ``type_annotation`` is a dtype (a scalar of that dtype when no shape is given).
+    A string ``type_annotation`` is a dtype and gives a scalar of that dtype; giving both a
+    ``type_annotation`` and a ``shape`` is an error (as in Relay).
     """
     if type_annotation is not None and shape is not None:
         raise ValueError("relay.var: give either type_annotation or shape, not both")
