@@ -15,6 +15,7 @@ from ...ir.expr import Call, Constant, Function, Let, RelayExpr, Tuple, TupleGet
 from ...ir.op import Op
 from ...ir.printer import short_text
 from ...ir.types import ShapeVar, TensorType, TupleType, Type
+from ...ir.visitor import post_order
 from ...runtime.errors import InternalError, OpNotImplemented, TVMError
 from ...te import tensor as te
 from ...tir import op as tir
@@ -99,22 +100,9 @@ class LowerToTE:
         return self.graph
 
     def _post_order(self, root: RelayExpr) -> list[RelayExpr]:
-        # Own walk: a Let's value must be visited before its body reads the bound var.
-        order: list[RelayExpr] = []
-        seen: set[int] = set(self.memo)
-        stack: list[tuple[RelayExpr, bool]] = [(root, False)]
-        while stack:
-            node, done = stack.pop()
-            if id(node) in seen:
-                continue
-            if done:
-                seen.add(id(node))
-                order.append(node)
-                continue
-            stack.append((node, True))
-            for c in reversed(self._children(node)):
-                stack.append((c, False))
-        return order
+        # Only dataflow edges (not a Call's op), and a Let's value before its body reads the
+        # bound var: _children gives that order and records the lets.
+        return list(post_order(root, kids=self._children, done=self.memo))
 
     def _children(self, e: RelayExpr) -> tuple[RelayExpr, ...]:
         if isinstance(e, Call):
