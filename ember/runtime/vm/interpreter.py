@@ -215,8 +215,9 @@ class VirtualMachine(Module):
 
     # -- the Relay-era API ---------------------------------------------------------------------
     def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
-        """Store the inputs of ``func_name`` for ``invoke``/``invoke_stateful`` without args."""
-        self._inputs[func_name] = self._bind(func_name, args, kwargs)
+        """Store the inputs of ``func_name`` for ``invoke``/``invoke_stateful`` without args.
+        They are checked and converted here, once, not on every run."""
+        self._inputs[func_name] = self._prepare(func_name, self._bind(func_name, args, kwargs))[1]
 
     def set_one_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Set one input: ``set_one_input("main", "x", value)`` (or an index), or
