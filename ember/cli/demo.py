@@ -69,11 +69,14 @@ def _graph(mod: Any, params: dict[str, Any], data: np.ndarray, dev: Any) -> tupl
     m = factory["default"](dev)
     m.set_input("data", data)
     graph = parse_graph(factory.get_graph_json())
+    inputs = {graph.storage_id[graph.entry_id(n)] for n in graph.arg_nodes}
+    inputs |= {graph.storage_id[graph.entry_id(h)] for h in graph.heads}
     storage: dict[int, int] = {}
-    for eid, (sid, shape, dtype) in enumerate(zip(graph.storage_id, graph.shape, graph.dltype)):
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        storage[sid] = max(storage.get(sid, 0), nbytes)
-    memory = f"{sum(storage.values())} B in {len(storage)} storage blocks (incl. params)"
+    for eid, sid in enumerate(graph.storage_id):
+        storage[sid] = max(storage.get(sid, 0), graph.nbytes(eid))
+    inter = {sid: n for sid, n in storage.items() if sid not in inputs}
+    memory = (f"{sum(inter.values())} B intermediates in {len(inter)} blocks, "
+              f"{sum(storage.values()) - sum(inter.values())} B params and io")
     return m, lambda: (m.run(), m.get_output(0))[1], memory
 
 
