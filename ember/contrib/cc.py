@@ -131,11 +131,16 @@ def _supported_flags(argv: tuple[str, ...]) -> tuple[str, ...]:
 
 def default_flags(cc: str | None = None, c_only: bool = True) -> list[str]:
     """The flags create_shared uses: -O3 -march=native -fPIC -shared -std=c99 -fopenmp, minus
-    those the compiler rejects, plus the ember include directory."""
+    those the compiler rejects, plus the ember include directory. ``$EMBER_MARCH`` replaces
+    ``-march=native`` (portable libraries)."""
     argv = tuple(_compiler_argv(cc))
     probed = _supported_flags(argv)
     flags = ["-O3", "-fPIC", "-shared"] + (["-std=c99"] if c_only else [])
     flags += [f for f in _OPTIONAL_FLAGS if f in probed]
+    march = os.environ.get("EMBER_MARCH", "").strip()
+    if march and march != "native":
+        # Libraries to ship to other machines: e.g. EMBER_MARCH=x86-64-v2 instead of the host CPU.
+        flags = [f for f in flags if f != "-march=native"] + [f"-march={march}"]
     return flags + ["-I", str(INCLUDE_DIR)]
 
 

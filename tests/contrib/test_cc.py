@@ -141,3 +141,13 @@ def test_contrib_submodules_load_on_attribute_access():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": repo}, check=False)
     assert proc.stdout.split() == ["ember.contrib.cc", "ember.contrib.utils"], proc.stderr
+
+
+def test_ember_march_replaces_native_for_portable_libraries(monkeypatch):
+    from ember.contrib import cc as _cc
+
+    monkeypatch.setenv("EMBER_MARCH", "x86-64")
+    flags = _cc.default_flags()
+    assert "-march=native" not in flags and "-march=x86-64" in flags
+    monkeypatch.setenv("EMBER_MARCH", "native")
+    assert "-march=x86-64" not in _cc.default_flags()
