@@ -25,7 +25,7 @@ import numpy as np
 from ._abi import ArgTypeCode, DLTensor, TVMByteArray
 from .device import Device
 from .dtype import DataType
-from .errors import TVMError
+from .errors import TVMError, add_note
 from .ndarray import NDArray, from_dltensor_address
 from .object import Object
 
@@ -320,8 +320,8 @@ def raise_error(take_error: Callable[[], bytes | None], fname: str) -> None:
     # copies it verbatim) from a stale one that C handled and then failed for its own reason.
     if pending is not None and msg == pending[1]:
         exc = pending[0]
-        if hasattr(exc, "add_note"):  # Python 3.11+: the path it took, one line per C frame
-            exc.add_note(f"(passed up through compiled function {fname})")
+        # The path it took, one line per C frame (a note, on Python 3.11+).
+        add_note(exc, f"(passed up through compiled function {fname})")
         raise exc
     text = msg.decode("utf-8", "replace")
     raise TVMError(text or f"{fname}: returned an error code without setting an error message "

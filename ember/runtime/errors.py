@@ -61,3 +61,10 @@ class ArtifactError(TVMError):
 
 class RPCError(TVMError):
     """An error in the RPC layer."""
+
+
+def add_note(err: BaseException, note: str) -> None:
+    """Attach context to an exception on its way up (PEP 678 notes on Python 3.11+; Python 3.10
+    has no notes, and the original message is kept unchanged there)."""
+    if hasattr(err, "add_note"):
+        err.add_note(note)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ._bridge import raise_error
 from .device import Device, cpu
-from .errors import TVMError
+from .errors import TVMError, add_note
 from .executor_common import (ExecutorWrapper, GraphIndexError,  # noqa: F401
                               GraphInputError, check_output_index, copy_input, type_str)
 from .executor_common import c_call as _c_call
@@ -135,7 +135,7 @@ class GraphExecutor(Module):
                 if call():
                     self._kernel_failed(nid)
         except Exception as err:
-            err.add_note(f"while running graph node nodes[{nid}] "
+            add_note(err, f"while running graph node nodes[{nid}] "
                          f"({self.graph.nodes[nid].name!r})")
             raise
 

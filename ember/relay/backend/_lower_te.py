@@ -16,7 +16,7 @@ from ...ir.op import Op
 from ...ir.printer import short_text
 from ...ir.types import ShapeVar, TensorType, TupleType, Type
 from ...ir.visitor import post_order
-from ...runtime.errors import InternalError, OpNotImplemented, TVMError
+from ...runtime.errors import InternalError, OpNotImplemented, TVMError, add_note
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import IntImm
@@ -162,7 +162,7 @@ class LowerToTE:
         try:
             outs = list(op_def.compute(attrs, inputs, out_type))
         except (TVMError, ValueError, TypeError, IndexError, KeyError) as err:
-            err.add_note(f"while lowering {short_text(call, self.func)}")
+            add_note(err, f"while lowering {short_text(call, self.func)}")
             raise
         types = tensor_types(out_type)
         if len(outs) != len(types):
