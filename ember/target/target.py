@@ -12,7 +12,10 @@ import shlex
 import threading
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 from ..runtime.errors import TVMError
 from ._kinds import (

@@ -23,7 +23,10 @@ kernels get the right scale. Residual networks pick a smaller magnitude (``resne
 """
 from __future__ import annotations
 
-from typing import Any, Self, cast
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 import numpy as np
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from typing import Any, ClassVar, dataclass_transform
+from typing import Any, ClassVar
+
+from .._compat import dataclass_transform
 
 
 class Opcode(enum.IntEnum):
