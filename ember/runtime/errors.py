@@ -64,7 +64,13 @@ class RPCError(TVMError):
 
 
 def add_note(err: BaseException, note: str) -> None:
-    """Attach context to an exception on its way up (PEP 678 notes on Python 3.11+; Python 3.10
-    has no notes, and the original message is kept unchanged there)."""
+    """Attach context to an exception on its way up (PEP 678 notes). On Python 3.10, which has
+    no ``add_note``, the note still lands in ``err.__notes__`` (tracebacks do not print it)."""
     if hasattr(err, "add_note"):
         err.add_note(note)
+        return
+    try:
+        notes = err.__dict__.setdefault("__notes__", [])
+        notes.append(note)
+    except (AttributeError, TypeError):  # exceptions without a __dict__
+        pass
