@@ -8,6 +8,7 @@ pointer) and reports the first mismatch through ``TVMPackedFuncSetLastError`` as
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .codegen_c import C_TYPE, STACK_LIMIT, STORAGE_TYPE, FunctionWriter
 from .expr import Call, IntImm, PrimExpr, StringImm, Var
@@ -43,7 +44,9 @@ def signature_vars(func: PrimFunc) -> list[Var]:
     return out
 
 
-def emit_allocate(w: FunctionWriter, s: Allocate, ind: int) -> None:
+def emit_allocate(w: FunctionWriter, s: Allocate, ind: int) -> list[Any]:
+    """Declare ``s``'s buffer (on the stack, or from the workspace when large or dynamic);
+    returns the body and the freeing of a workspace block, for ``FunctionWriter.stmt``."""
     buf = s.buffer
     n = simplify(_numel(buf))
     ctype = STORAGE_TYPE[buf.dtype]
@@ -51,17 +54,19 @@ def emit_allocate(w: FunctionWriter, s: Allocate, ind: int) -> None:
     itemsize = max(1, bits(buf.dtype) // 8)
     if isinstance(n, IntImm) and (n.value * itemsize <= STACK_LIMIT or w.in_parallel):
         w.emit(f"{ctype} {name}[{max(n.value, 1)}] __attribute__((aligned(64)));", ind)
-        w.stmt(s.body, ind)
-        return
+        return [(s.body, ind)]
     code, nbits = dl_type(buf.dtype)
     w.emit(f"{ctype}* {name} = ({ctype}*)TVMBackendAllocWorkspace(1, 0, (uint64_t)({w.expr(n)}) "
            f"* sizeof({ctype}), {code}, {nbits});", ind)
     w.fail_return(f"{name} == NULL",
                   f'ember_fail("{w.func.name}: cannot allocate the workspace {buf.name}")', ind)
     w.workspaces.append(name)
-    w.stmt(s.body, ind)
-    w.workspaces.pop()
-    w.fail_return(f"TVMBackendFreeWorkspace(1, 0, {name}) != 0", "-1", ind)
+
+    def free() -> None:
+        w.workspaces.pop()
+        w.fail_return(f"TVMBackendFreeWorkspace(1, 0, {name}) != 0", "-1", ind)
+
+    return [(s.body, ind), free]
 
 
 def _numel(buf: Buffer) -> PrimExpr:

@@ -321,8 +321,15 @@ class Partitioner:
             self._merge(self.groups[node.index], target)
 
     def _count_with(self, child: GraphNode, sink: GraphNode) -> int:
+        # The walk stops once past max_depth: in a DAG the way to the post-dominator can be
+        # the whole rest of the graph (y = y + z; z = y, repeated), and counting it all per
+        # node would be quadratic.
         total = self.groups[sink.index].find_root().num_nodes
-        return total + sum(self.groups[n.index].num_nodes for n in self._up_to(child, sink))
+        for n in self._up_to(child, sink):
+            total += self.groups[n.index].num_nodes
+            if total > self.max_depth:
+                break
+        return total
 
     def _run(self, tree: list[DomNode], phase: int) -> None:
         for node, dom, group in zip(self.graph.nodes, tree, self.groups):
