@@ -348,10 +348,10 @@ class Replace(ExprMutator):
         super().__init__()
         self.mapping = mapping
 
-    def visit_Var(self, v: Var):
+    def visit_var(self, v: Var):
         return self.mapping.get(v, v)
 
-    def visit_Constant(self, c):
+    def visit_constant(self, c):
         return self.mapping.get(c, c)
 
 

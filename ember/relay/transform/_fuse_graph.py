@@ -40,7 +40,7 @@ from ...ir.expr import (
 )
 from ...ir.op import Op, OpPattern
 from ...ir.types import TensorType, TupleType, is_dynamic
-from ._rewrite import is_primitive, post_order
+from ...ir.visitor import is_primitive, post_order, walk_children
 
 ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
 COMM_REDUCE, OUT_EWISE, TUPLE = OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.TUPLE
@@ -177,7 +177,7 @@ _LINKS: dict[type, Callable[[_Builder, Any, GraphNode], None]] = {
 def build_graph(expr: RelayExpr) -> IndexedGraph:
     """The indexed dataflow graph of ``expr`` (typed); fused functions are single nodes."""
     b = _Builder()
-    for e in post_order(expr, skip=is_primitive):
+    for e in post_order(expr, skip=is_primitive, kids=walk_children):
         b.add(e)
     b.external(expr)
     return b.graph

@@ -19,7 +19,8 @@ from ...ir.expr import Call, Function, GlobalVar, Let, RefWrite, RelayExpr, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import FunctionPass, PassContext, register_pass
-from ._rewrite import PostOrderRewriter, _kids, infer, is_primitive, map_functions, post_order
+from ...ir.visitor import is_primitive, post_order, walk_children
+from ._helpers import PassMutator, infer, map_functions
 
 __all__ = ["DeadCodeElimination", "is_pure"]
 
@@ -55,7 +56,8 @@ class Purity:
 
     def pure(self, expr: RelayExpr) -> bool:
         # Function literals are values: defining one has no effect, so do not look inside.
-        for e in post_order(expr, skip=lambda n: isinstance(n, Function) and n is not expr):
+        for e in post_order(expr, skip=lambda n: isinstance(n, Function) and n is not expr,
+                            kids=walk_children):
             if isinstance(e, RefWrite):
                 return False
             if isinstance(e, Call) and not self.callee_pure(e.op):
@@ -95,7 +97,7 @@ class _Liveness:
                     self.pending[node.var] = (node.value, owner)
                 continue
             inner = node if isinstance(node, Function) else owner
-            for c in _kids(node):
+            for c in walk_children(node):
                 if not (isinstance(node, Function) and c in node.params):
                     self.use(c, inner)
 
@@ -114,7 +116,7 @@ class _Liveness:
             e, owner = self.pending.pop(e)  # its value is live now (maybe a variable too)
 
 
-class LetEliminator(PostOrderRewriter):
+class LetEliminator(PassMutator):
     """Drop the lets of the ``dead`` variables, and substitute the values of the ``inline``
     ones at their uses (DeadCodeElimination; ToGraphNormalForm inlines only)."""
 
@@ -122,20 +124,22 @@ class LetEliminator(PostOrderRewriter):
         super().__init__()
         self.dead, self.inline = dead, inline
 
-    def rewrite_Var(self, orig: Var, new: Var) -> RelayExpr:
+    def visit_var(self, orig: Var) -> RelayExpr:
         if orig in self.inline:
             value = self.let_value(orig)
-            return new if value is None else value
-        return new
+            return orig if value is None else value
+        return orig
 
-    def rewrite_Let(self, orig: Let, new: Let) -> RelayExpr:
+    def visit_let(self, orig: Let) -> RelayExpr:
+        new: Let = super().visit_let(orig)
         return new.body if orig.var in self.dead or orig.var in self.inline else new
 
 
 def eliminate(func: Function, mod: IRModule | None, inline_once: bool,
               ignore_impurity: bool) -> Function:
     """``func`` without dead (and, with ``inline_once``, single-use) pure let bindings."""
-    lets = {e.var: e.value for e in post_order(func, skip=is_primitive) if isinstance(e, Let)}
+    lets = {e.var: e.value for e in post_order(func, skip=is_primitive, kids=walk_children)
+            if isinstance(e, Let)}
     if not lets:
         return func
     purity = Purity(mod, lets)
@@ -148,7 +152,7 @@ def eliminate(func: Function, mod: IRModule | None, inline_once: bool,
                   and (ignore_impurity or purity.pure(value))}
     if not dead and not inline:
         return func
-    return LetEliminator(dead, inline).rewrite(func)  # type: ignore[return-value]
+    return LetEliminator(dead, inline).visit(func)  # type: ignore[no-any-return]
 
 
 def _let_owners(func: Function) -> dict[Var, Function]:
@@ -164,7 +168,7 @@ def _let_owners(func: Function) -> dict[Var, Function]:
         inner = node if isinstance(node, Function) else owner
         if isinstance(node, Let):
             owners[node.var] = owner
-        stack.extend((c, inner) for c in _kids(node))
+        stack.extend((c, inner) for c in walk_children(node))
     return owners
 
 
