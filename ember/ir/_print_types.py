@@ -83,18 +83,30 @@ class TypePrinter:
         return "\n".join([head, *ctors, "}"])
 
     def pattern(self, pat: Pattern, var_doc: _Any = None) -> str:
-        """A pattern; ``var_doc(var)`` prints a bound variable (default: ``%name_hint``)."""
+        """A pattern; ``var_doc(var)`` prints a bound variable (default: ``%name_hint``).
+        Children first from a stack: patterns may nest deeply."""
+        text: dict[int, str] = {}
+        stack: list[tuple[Pattern, bool]] = [(pat, False)]
+        while stack:
+            p, ready = stack.pop()
+            subs = getattr(p, "patterns", ())
+            if not ready and subs:
+                stack.append((p, True))
+                stack.extend((s, False) for s in reversed(subs))
+                continue
+            text[id(p)] = self._pattern_text(p, [text[id(s)] for s in subs], var_doc)
+        return text[id(pat)]
+
+    def _pattern_text(self, pat: Pattern, subs: list[str], var_doc: _Any) -> str:
         if isinstance(pat, PatternWildcard):
             return "_"
         if isinstance(pat, PatternVar):
             return var_doc(pat.var) if var_doc else f"%{pat.var.name_hint}"
         if isinstance(pat, PatternTuple):
-            return tuple_text([self.pattern(p, var_doc) for p in pat.patterns])
+            return tuple_text(subs)
         if isinstance(pat, PatternConstructor):
             name = pat.constructor.name_hint
-            if not pat.patterns:
-                return name
-            return f"{name}({', '.join(self.pattern(p, var_doc) for p in pat.patterns)})"
+            return f"{name}({', '.join(subs)})" if subs else name
         return f"/* unprintable pattern {type(pat).__name__} */ _"
 
 

@@ -52,7 +52,7 @@ def run(step: Step[T]) -> T:
         except BaseException as exc:  # noqa: BLE001 - passed on to the caller's step
             stack.pop()
             if not stack:
-                raise
+                raise exc.with_traceback(_innermost(exc.__traceback__)) from exc.__cause__
             error = exc
             continue
         if not isinstance(child, Generator):
@@ -60,3 +60,14 @@ def run(step: Step[T]) -> T:
                             "(call the step function and yield the generator it returns)")
         stack.append(child)
         value = None
+
+
+def _innermost(tb: Any, keep: int = 48) -> Any:
+    """The last ``keep`` entries of a traceback: an error thrown up through thousands of
+    steps would otherwise carry (and print) one entry per step."""
+    length, node = 0, tb
+    while node is not None:
+        length, node = length + 1, node.tb_next
+    for _ in range(max(0, length - keep)):
+        tb = tb.tb_next
+    return tb

@@ -315,7 +315,7 @@ def _map_pattern(pat: Pattern, fn: Callable[[Var], Var]) -> Pattern:
         subs = getattr(p, "patterns", ())
         if not ready and subs:
             stack.append((p, True))
-            stack.extend((s, False) for s in subs)
+            stack.extend((s, False) for s in reversed(subs))
             continue
         if isinstance(p, PatternVar):
             v = fn(p.var)
