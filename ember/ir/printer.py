@@ -31,14 +31,17 @@ from ._text_common import NameTable, encode_metadata, sanitize_name, scalar_lite
 
 VERSION = "0.0.5"
 _ATOMIC = (Var, GlobalVar, Op, Constructor, Constant)
-_LINE_START = re.compile(r"^(?=.)", re.MULTILINE)
 
 
 def _indent(lines: list[str]) -> str:
-    # Every non-empty line two spaces in (one C-level pass: blocks nest, and each level
-    # re-indents what it holds).
+    # Every non-empty line two spaces in. Blocks nest and each level re-indents all it
+    # holds, so this is done by str.replace (in C), not line by line.
     text = "\n".join(lines)
-    return _LINE_START.sub("  ", text)
+    text = ("  " if text[:1] not in ("", "\n") else "") + text.replace("\n", "\n  ")
+    while "\n  \n" in text or text.endswith("\n  "):
+        text = text.replace("\n  \n", "\n\n").removesuffix("\n  ") + (
+            "\n" if text.endswith("\n  ") else "")
+    return text
 
 
 def _block(lines: list[str]) -> str:
