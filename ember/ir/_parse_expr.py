@@ -28,7 +28,7 @@ _BINARY = {"*": ("multiply", 4), "/": ("divide", 4), "+": ("add", 3), "-": ("sub
 
 
 class ExprParser(TypeParser):
-    """Blocks, bindings and expressions. Scopes: ``locals`` (one dict per open block)."""
+    """Blocks, bindings and expressions. Scopes: ``locals``."""
 
     def __init__(self, src: Source, tokens: list[Token], meta: dict[str, list[Any]]) -> None:
         super().__init__(src, tokens)
@@ -40,7 +40,7 @@ class ExprParser(TypeParser):
     def function_rest(self, start: Token) -> Step[Function]:
         """``[A](%x: T, key=value) -> R { body }`` after ``fn`` or ``def @name``."""
         self.type_scopes.append((yield self.type_params()))
-        self.locals.append({})
+        self.locals.push()
         self.expect("(", "to open the parameter list")
         params: list[Var] = []
         attrs: dict[str, Any] = {}
@@ -65,7 +65,7 @@ class ExprParser(TypeParser):
 
     def block(self, what: str) -> Step[RelayExpr]:
         self.expect("{", f"to open {what}")
-        self.locals.append({})
+        self.locals.push()
         body = yield self.seq()
         self.locals.pop()
         self.expect("}", f"to close {what}")
@@ -95,10 +95,10 @@ class ExprParser(TypeParser):
         self.expect("=", "after the let variable")
         recursive = self.at_word("fn")  # a let-bound function may call itself
         if recursive:
-            self.locals[-1][var.name_hint] = var
+            self.locals.bind(var.name_hint, var)
         value = yield self.expr()
         self.expect(";", "after the let value")
-        self.locals[-1][var.name_hint] = var
+        self.locals.bind(var.name_hint, var)
         return var, value, start
 
     def graph_binding(self) -> Step[None]:
@@ -106,12 +106,12 @@ class ExprParser(TypeParser):
         if not str(tok.value).isdigit():
             raise self.fail(f"a binding without 'let' must use a numbered name such as %0; "
                             f"write 'let {tok.text} = ...;'", tok, got=False)
-        if tok.value in self.locals[-1]:
+        if self.locals.bound_here(str(tok.value)):
             raise self.fail(f"{tok.text} is already bound in this block", tok, got=False)
         self.next()
         value = yield self.expr()
         self.expect(";", f"after the value of {tok.text}")
-        self.locals[-1][str(tok.value)] = value
+        self.locals.bind(str(tok.value), value)
 
     # -- expressions --------------------------------------------------------------------------
     def expr(self) -> Step[RelayExpr]:
@@ -171,10 +171,10 @@ class ExprParser(TypeParser):
         raise self.fail("expected an expression")
 
     def local_ref(self, tok: Token) -> RelayExpr:
-        for scope in reversed(self.locals):
-            if tok.value in scope:
-                return scope[str(tok.value)]
-        names = {"%" + n for s in self.locals for n in s}
+        found = self.locals.lookup(str(tok.value))
+        if found is not None:
+            return found
+        names = {"%" + n for n in self.locals.names()}
         hint = did_you_mean(tok.text, names)
         raise self.fail(f"unbound variable {tok.text}{hint}", tok, got=False)
 
@@ -282,7 +282,7 @@ class ExprParser(TypeParser):
         return Match(data, clauses, complete, span=self.span(start))
 
     def clause(self) -> Step[Clause]:
-        self.locals.append({})
+        self.locals.push()
         lhs = yield self.pattern()
         self.expect("=>", "after a pattern")
         rhs = (yield self.block("a clause body")) if self.at("{") else (yield self.expr())
@@ -290,7 +290,7 @@ class ExprParser(TypeParser):
         return Clause(lhs, rhs)
 
     def keyword_let(self) -> Step[RelayExpr]:
-        self.locals.append({})  # a let inside an expression scopes over its own body only
+        self.locals.push()  # a let inside an expression scopes over its own body only
         body = yield self.seq()
         self.locals.pop()
         return body

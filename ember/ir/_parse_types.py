@@ -36,6 +36,44 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     return f"; did you mean {', '.join(close)}?" if close else ""
 
 
+class Scopes:
+    """The local names of the open blocks, innermost last. A name maps to the stack of its
+    bindings, so a lookup costs the same however deeply the blocks nest."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict[str, RelayExpr]] = [{}]
+        self.visible: dict[str, list[RelayExpr]] = {}
+
+    def push(self) -> None:
+        self.frames.append({})
+
+    def pop(self) -> None:
+        for name in self.frames.pop():
+            stack = self.visible[name]
+            stack.pop()
+            if not stack:
+                del self.visible[name]
+
+    def bind(self, name: str, value: RelayExpr) -> None:
+        """Bind ``name`` in the innermost block (again: the later binding wins)."""
+        frame = self.frames[-1]
+        if name in frame:
+            self.visible[name][-1] = value
+        else:
+            self.visible.setdefault(name, []).append(value)
+        frame[name] = value
+
+    def lookup(self, name: str) -> RelayExpr | None:
+        stack = self.visible.get(name)
+        return stack[-1] if stack else None
+
+    def bound_here(self, name: str) -> bool:
+        return name in self.frames[-1]
+
+    def names(self) -> list[str]:
+        return list(self.visible)
+
+
 class TypeParser:
     """Token cursor plus the type, pattern and literal grammar."""
 
@@ -48,7 +86,7 @@ class TypeParser:
         self.ctors: dict[str, Constructor] = {}
         self.type_scopes: list[dict[str, TypeVar]] = []
         self.shape_vars: dict[str, ShapeVar] = {}
-        self.locals: list[dict[str, RelayExpr]] = [{}]
+        self.locals = Scopes()
 
     # -- token cursor -------------------------------------------------------------------------
     def peek(self, k: int = 0) -> Token:
@@ -269,7 +307,7 @@ class TypeParser:
         tok = self.expect_kind(LOCAL, "a %variable")
         ty = (yield self.parse_type()) if self.accept(":") else None
         var = Var(str(tok.value), ty, span=self.span(tok))
-        self.locals[-1][str(tok.value)] = var
+        self.locals.bind(str(tok.value), var)
         return var
 
     def global_token(self) -> Token:
