@@ -116,6 +116,7 @@ class FunctionWriter:
         self.lines: list[str] = []
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
+        self._next_suffix: dict[str, int] = {}  # base name -> next suffix to try
         self.nonneg: set[int] = set()
         self.in_parallel = 0
         self.needs_err = False
@@ -134,9 +135,10 @@ class FunctionWriter:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "v"
         if base[0].isdigit():
             base = "v_" + base
-        name, k = base, 1
+        name, k = base, self._next_suffix.get(base, 1)  # suffixes below k are taken already
         while name in self.used or name in _RESERVED:
             name, k = f"{base}_{k}", k + 1
+        self._next_suffix[base] = k
         self.used.add(name)
         return name
 

@@ -5,6 +5,8 @@ float gives the float; two ints or two floats give the wider) and fold constants
 """
 from __future__ import annotations
 
+import functools
+
 import math
 from typing import Any
 
@@ -50,6 +52,7 @@ def is_int(dtype: str) -> bool:
     return dtype.startswith("int") or dtype.startswith("uint") or dtype == "bool"
 
 
+@functools.lru_cache(maxsize=None)
 def bits(dtype: str) -> int:
     return 8 if dtype == "bool" else int("".join(c for c in dtype if c.isdigit()) or 32)
 
