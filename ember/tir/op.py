@@ -6,7 +6,6 @@ float gives the float; two ints or two floats give the wider) and fold constants
 from __future__ import annotations
 
 import functools
-
 import math
 from typing import Any
 
