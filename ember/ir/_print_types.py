@@ -6,11 +6,12 @@ from typing import Any as _Any
 from .adt import Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, TypeData
 from .attrs import Attrs, DictAttrs
 from .types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
-                    TensorType, TupleType, Type, TypeCall, TypeConstraint, TypeVar)
+                    TensorType, TupleType, Type, TypeCall, TypeConstraint, TypeVar, fold_type)
 from ._text_common import NameTable, attr_value_text
 
 # Words that start another kind of type where a type variable's name would stand.
 TYPE_WORDS = ("Tensor", "fn", "_", "ref")
+_COMPOSITE = (TupleType, FuncType, TypeCall, RelayRefType)  # printed from their children's text
 
 
 class TypePrinter:
@@ -21,10 +22,15 @@ class TypePrinter:
         self.shape_vars = NameTable()
 
     def type(self, ty: Type | None) -> str:
+        """The text of ``ty`` (children first: types nest as deeply as tuples do)."""
+        text: str = fold_type(ty, self._type_text)
+        return text
+
+    def _type_text(self, ty: Type | None, kids: list[str]) -> str:
         method = getattr(self, f"_{type(ty).__name__}", None)
         if method is None:
             return f"/* unprintable type {type(ty).__name__} */ _"
-        text: str = method(ty)
+        text: str = method(ty, kids) if isinstance(ty, _COMPOSITE) else method(ty)
         return text
 
     def _TensorType(self, ty: TensorType) -> str:
@@ -39,12 +45,11 @@ class TypePrinter:
             return self.shape_vars.get(d, d.name)
         return str(d)
 
-    def _TupleType(self, ty: TupleType) -> str:
-        return tuple_text([self.type(f) for f in ty.fields])
+    def _TupleType(self, ty: TupleType, kids: list[str]) -> str:
+        return tuple_text(kids)
 
-    def _FuncType(self, ty: FuncType) -> str:
-        args = ", ".join(self.type(a) for a in ty.arg_types)
-        return f"fn {self.type_params(ty.type_params)}({args}) -> {self.type(ty.ret_type)}"
+    def _FuncType(self, ty: FuncType, kids: list[str]) -> str:
+        return f"fn {self.type_params(ty.type_params)}({', '.join(kids[:-1])}) -> {kids[-1]}"
 
     def _TypeVar(self, ty: TypeVar) -> str:
         return self.type_vars.get(ty, ty.name_hint)
@@ -52,8 +57,8 @@ class TypePrinter:
     def _GlobalTypeVar(self, ty: GlobalTypeVar) -> str:
         return ty.name_hint
 
-    def _TypeCall(self, ty: TypeCall) -> str:
-        return f"{self.type(ty.func)}[{', '.join(self.type(a) for a in ty.args)}]"
+    def _TypeCall(self, ty: TypeCall, kids: list[str]) -> str:
+        return f"{kids[0]}[{', '.join(kids[1:])}]"
 
     def _IncompleteType(self, ty: IncompleteType) -> str:
         return "_"
@@ -61,8 +66,8 @@ class TypePrinter:
     def _NoneType(self, ty: None) -> str:
         return "_"
 
-    def _RelayRefType(self, ty: RelayRefType) -> str:
-        return f"ref({self.type(ty.value)})"
+    def _RelayRefType(self, ty: RelayRefType, kids: list[str]) -> str:
+        return f"ref({kids[0]})"
 
     def _TypeConstraint(self, ty: TypeConstraint) -> str:
         return f"/* {type(ty).__name__} */ _"

@@ -102,10 +102,16 @@ class Dataflow:
 
 
 def flatten(tree: Tree) -> list[int]:
-    """The tensor ids of a value, in field order."""
-    if isinstance(tree, int):
-        return [tree]
-    return [t for sub in tree for t in flatten(sub)]
+    """The tensor ids of a value, in field order (tuples may nest deeply: a stack)."""
+    out: list[int] = []
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, int):
+            out.append(t)
+        else:
+            stack.extend(reversed(t))
+    return out
 
 
 def is_reshape_only(func: RelayExpr) -> bool:

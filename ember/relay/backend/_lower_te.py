@@ -28,7 +28,16 @@ Value = Any  # a te.Tensor, or a list of Values for a tuple
 
 
 def flatten(v: Value) -> list[te.Tensor]:
-    return [t for x in v for t in flatten(x)] if isinstance(v, list) else [v]
+    """The tensors of a value in field order (tuples as lists, possibly nested)."""
+    out: list[te.Tensor] = []
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(reversed(x))
+        else:
+            out.append(x)
+    return out
 
 
 def _unflatten(ty: Type, flat: list[te.Tensor]) -> Value:

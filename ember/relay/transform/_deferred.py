@@ -19,9 +19,14 @@ if TYPE_CHECKING:
 
 def _known(ty: Type) -> bool:
     """An op may look at this type: tensors, and tuples whose fields are all known."""
-    if isinstance(ty, TupleType):
-        return all(_known(f) for f in ty.fields)
-    return not isinstance(ty, IncompleteType)
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TupleType):
+            stack.extend(t.fields)
+        elif isinstance(t, IncompleteType):
+            return False
+    return True
 
 
 class Deferred:
