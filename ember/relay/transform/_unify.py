@@ -130,6 +130,9 @@ class Unifier:
 
     def resolve(self, ty: Type) -> Type:
         """``ty`` with every bound unknown replaced by its value, all the way down."""
+        top = self.shallow(ty)
+        if isinstance(top, (TensorType, IncompleteType, TypeVar, GlobalTypeVar)):
+            return top  # the common case: nothing inside
         memo: dict[int, Type] = {}
         stack: list[tuple[Type, Type | None]] = [(ty, None)]
         while stack:
