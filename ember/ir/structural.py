@@ -362,7 +362,7 @@ def _node_text(x: Node) -> str:
     return _fallback_text(x)
 
 
-def _fallback_text(x: Any) -> str:
+def _fallback_text(x: Any, depth: int = 3) -> str:
     """Shallow text of a node, used until (or if) the printer cannot render it."""
     if isinstance(x, Var):
         return f"%{x.name_hint}"
@@ -381,7 +381,8 @@ def _fallback_text(x: Any) -> str:
     if isinstance(x, TensorType):
         return f"Tensor[{tuple(x.shape)}, {x.dtype}]"
     if isinstance(x, Let):
-        return f"let %{x.var.name_hint} = {_fallback_text(x.value)}; ..."
+        value = _fallback_text(x.value, depth - 1) if depth > 0 else "..."
+        return f"let %{x.var.name_hint} = {value}; ..."
     return f"{type(x).__name__}(...)"
 
 

@@ -147,20 +147,29 @@ def describe_value(v: Any, depth: int = 2) -> str:
 
 # -- pattern matching ---------------------------------------------------------------------------
 def match_pattern(pat: Pattern, value: Any, binds: dict[Var, Any]) -> bool:
-    """Whether ``value`` matches ``pat``; the variables it binds are added to ``binds``."""
-    if isinstance(pat, PatternWildcard):
-        return True
-    if isinstance(pat, PatternVar):
-        binds[pat.var] = value
-        return True
-    if isinstance(pat, PatternConstructor):
-        return (isinstance(value, ConstructorValue) and value.tag == pat.constructor.tag
-                and len(value.fields) == len(pat.patterns)
-                and all(match_pattern(p, f, binds) for p, f in zip(pat.patterns, value.fields)))
-    if isinstance(pat, PatternTuple):
-        return (is_tuple(value) and len(value) == len(pat.patterns)
-                and all(match_pattern(p, f, binds) for p, f in zip(pat.patterns, value)))
-    raise TVMError(f"match: unknown pattern kind {type(pat).__name__}")
+    """Whether ``value`` matches ``pat``; the variables it binds are added to ``binds``.
+    Left to right from a stack (patterns may nest deeply)."""
+    stack = [(pat, value)]
+    while stack:
+        p, v = stack.pop()
+        if isinstance(p, PatternWildcard):
+            continue
+        if isinstance(p, PatternVar):
+            binds[p.var] = v
+            continue
+        if isinstance(p, PatternConstructor):
+            ok = (isinstance(v, ConstructorValue) and v.tag == p.constructor.tag
+                  and len(v.fields) == len(p.patterns))
+            fields = v.fields if ok else ()
+        elif isinstance(p, PatternTuple):
+            ok = is_tuple(v) and len(v) == len(p.patterns)
+            fields = v if ok else ()
+        else:
+            raise TVMError(f"match: unknown pattern kind {type(p).__name__}")
+        if not ok:
+            return False
+        stack.extend(reversed(list(zip(p.patterns, fields))))
+    return True
 
 
 # -- operator arguments and results --------------------------------------------------------------

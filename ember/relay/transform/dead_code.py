@@ -32,6 +32,8 @@ class Purity:
         self.mod, self.lets = mod, lets
         self.globals: dict[str, bool] = {}
         self.local: dict[Var, bool] = {}
+        self.memo: dict[int, bool] = {}  # id(node) -> pure (function literals: pure)
+        self.keep: list[RelayExpr] = []  # the memoised nodes stay alive: ids stay unique
 
     def callee_pure(self, f: RelayExpr) -> bool:
         if isinstance(f, Op):
@@ -55,14 +57,27 @@ class Purity:
         return False
 
     def pure(self, expr: RelayExpr) -> bool:
+        """Whether evaluating ``expr`` has no effect. Memoised per node, so asking about every
+        let of a program (whose values nest: ifs in ifs) stays linear."""
         # Function literals are values: defining one has no effect, so do not look inside.
-        for e in post_order(expr, skip=lambda n: isinstance(n, Function) and n is not expr,
-                            kids=walk_children):
-            if isinstance(e, RefWrite):
-                return False
-            if isinstance(e, Call) and not self.callee_pure(e.op):
-                return False
-        return True
+        if isinstance(expr, Function):
+            return self.pure(expr.body)
+        memo = self.memo
+        stack: list[tuple[RelayExpr, bool]] = [(expr, False)]
+        while stack:
+            e, ready = stack.pop()
+            if id(e) in memo:
+                continue
+            kids = () if isinstance(e, Function) else walk_children(e)
+            if not ready and kids:
+                stack.append((e, True))
+                stack.extend((c, False) for c in kids if id(c) not in memo)
+                continue
+            own = not isinstance(e, RefWrite) and not (isinstance(e, Call)
+                                                        and not self.callee_pure(e.op))
+            memo[id(e)] = own and all(memo[id(c)] for c in kids)
+            self.keep.append(e)
+        return memo[id(expr)]
 
 
 def is_pure(expr: RelayExpr, mod: IRModule | None = None) -> bool:
