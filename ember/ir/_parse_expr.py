@@ -10,16 +10,29 @@ from typing import Any
 import numpy as np
 
 from ..runtime.errors import OpNotImplemented, TVMError
-from ..runtime.ndarray import NDArray, array as nd_array
-from .adt import Clause, Match
-from .attrs import attr_names, make_attrs
-from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
-                   RelayExpr, Tuple, TupleGetItem, Var)
-from .op import Op
+from ..runtime.ndarray import NDArray
+from ..runtime.ndarray import array as nd_array
 from ._lexer import GLOBAL, IDENT, LOCAL, NUMBER, PUNCT, Source, Token
 from ._parse_types import TypeParser, did_you_mean, from_step
+from .adt import Clause, Match
+from .attrs import attr_names, make_attrs
+from .expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from .op import Op
 from .trampoline import Step
-
 
 # Infix operators: token -> (operator, precedence); higher binds tighter.
 _BINARY = {"*": ("multiply", 4), "/": ("divide", 4), "+": ("add", 3), "-": ("subtract", 3),

@@ -10,22 +10,35 @@ recursion limit, and deep input gives a program or a DiagnosticError.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Generator
-from typing import Any as _Any, Callable, Iterable, cast
+from collections.abc import Callable, Generator, Iterable
+from typing import Any as _Any
 from typing import TypeVar as _TypeVar
+from typing import cast
 
 import numpy as np
 
 from ..runtime.dtype import DataType
 from ..runtime.errors import DiagnosticError
 from ..runtime.ndarray import array as nd_array
-from .adt import Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard
-from .expr import Constant, RelayExpr, Var
-from .types import (Any, Dim, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
-                    TensorType, TupleType, Type, TypeCall, TypeVar)
 from ._lexer import EOF, GLOBAL, IDENT, LOCAL, NUMBER, PUNCT, STRING, Source, Token
 from ._text_common import literal_value
+from .adt import Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard
+from .expr import Constant, RelayExpr, Var
 from .trampoline import Step
+from .types import (
+    Any,
+    Dim,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RelayRefType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+)
 
 _T = _TypeVar("_T")
 MAX_ATTR_NESTING = 32  # list levels in an attribute value (documented in docs/text_format.md)

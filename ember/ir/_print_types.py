@@ -3,11 +3,24 @@ from __future__ import annotations
 
 from typing import Any as _Any
 
+from ._text_common import NameTable, attr_value_text
 from .adt import Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, TypeData
 from .attrs import Attrs, DictAttrs
-from .types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
-                    TensorType, TupleType, Type, TypeCall, TypeConstraint, TypeVar, fold_type)
-from ._text_common import NameTable, attr_value_text
+from .types import (
+    Any,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RelayRefType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeConstraint,
+    TypeVar,
+    fold_type,
+)
 
 # Words that start another kind of type where a type variable's name would stand.
 TYPE_WORDS = ("Tensor", "fn", "_", "ref")

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from .adt import Constructor, TypeData
-from .expr import Function, GlobalVar, RelayExpr
-from .module import IRModule
-from .types import GlobalTypeVar
-from .visitor import free_vars
 from ._lexer import EOF, GLOBAL, IDENT, PUNCT, STRING, Source, Token, tokenize
 from ._parse_expr import ExprParser
 from ._text_common import CONSTANT_KIND, decode_array
+from .adt import Constructor, TypeData
+from .expr import Function, GlobalVar, RelayExpr
+from .module import IRModule
 from .trampoline import Step, run
+from .types import GlobalTypeVar
+from .visitor import free_vars
 
 __all__ = ["fromtext", "parse", "parse_expr"]
 _VERSIONS = ("0.0.5", "0.0.4")

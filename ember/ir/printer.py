@@ -11,23 +11,37 @@ functions, ifs in ifs) are printed by steps run on ``ir.trampoline``, for the sa
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from .adt import Clause, Constructor, Match, Pattern, TypeData
-from .attrs import Attrs, DictAttrs
-from .base import Node
-from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
-                   RelayExpr, Tuple, TupleGetItem, Var)
-from .module import IRModule
-from .op import Op
-from .types import Type
-from .trampoline import Step, run
-from .visitor import free_vars
 from ._print_blocks import Block, BlockPlan, dataflow_children, is_nullary_ctor_call
 from ._print_types import TYPE_WORDS, TypePrinter, attrs_items_text, attrs_text, tuple_text
 from ._text_common import NameTable, encode_metadata, sanitize_name, scalar_literal
+from .adt import Clause, Constructor, Match, Pattern, TypeData
+from .attrs import Attrs, DictAttrs
+from .base import Node
+from .expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from .module import IRModule
+from .op import Op
+from .trampoline import Step, run
+from .types import Type
+from .visitor import free_vars
 
 VERSION = "0.0.5"
 _ATOMIC = (Var, GlobalVar, Op, Constructor, Constant)
@@ -49,7 +63,7 @@ def _block(lines: list[str]) -> str:
 
 
 class _Frame:
-    __slots__ = ("scope", "memo", "lines")
+    __slots__ = ("lines", "memo", "scope")
 
     def __init__(self, scope: Block) -> None:
         self.scope = scope
@@ -363,7 +377,7 @@ def short_text(expr: RelayExpr, within: RelayExpr | None = None, limit: int = 16
             if text is not None:  # else: expr is not inside within; print it alone
                 break
         text = text or type(expr).__name__
-    except Exception as err:  # error messages must not fail because printing failed
+    except Exception as err:  # noqa: BLE001 - a message must not fail because printing did
         text = f"<{type(expr).__name__} (unprintable: {err})>"
     text = re.sub(r"\s*\n\s*", " ", text).rstrip(";")
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -14,7 +14,8 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any as _Any, Sequence, Union
+from typing import TYPE_CHECKING
+from typing import Any as _Any
 
 from ..runtime.dtype import DataType
 from ..runtime.object import register_object
@@ -60,7 +61,7 @@ class ShapeVar(Node):
         return f"ShapeVar({self.name!r})"
 
 
-Dim = Union[int, Any, ShapeVar]
+Dim = int | Any | ShapeVar
 
 
 def normalize_dim(d: _Any) -> Dim:
@@ -164,7 +165,7 @@ class GlobalTypeVar(Type):
     kind: TypeKind = TypeKind.AdtHandle
     span: Span | None = field(default=None, repr=False, compare=False, kw_only=True)
 
-    def __call__(self, *args: Type) -> "TypeCall":
+    def __call__(self, *args: Type) -> TypeCall:
         return TypeCall(self, args)
 
 
@@ -309,7 +310,7 @@ def type_equal(a: _Any, b: _Any) -> bool:
             if _own(x) != _own(y):
                 return False
             stack.extend(zip(type_children(x), type_children(y)))
-        elif not x == y:
+        elif x != y:
             return False
     return True
 

@@ -18,12 +18,34 @@ their own before mutating. ``skip(expr)`` leaves a node and everything inside it
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ClassVar
 
-from .adt import (Clause, Constructor, Match, Pattern, PatternConstructor, PatternTuple,
-                  PatternVar, pattern_vars)
-from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
-                   RelayExpr, Tuple, TupleGetItem, Var)
+from .adt import (
+    Clause,
+    Constructor,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    pattern_vars,
+)
+from .expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from .op import Op
 
 _CHILDREN: dict[type, Callable[[Any], tuple[RelayExpr, ...]]] = {
@@ -273,7 +295,7 @@ def _match_changes(e: Match, kids: list[Any]) -> dict[str, Any]:
     clauses = []
     for c in e.clauses:
         new_vars = {id(v): _binder(v, next(it)) for v in pattern_vars(c.lhs)}
-        lhs = _map_pattern(c.lhs, lambda v: new_vars[id(v)])
+        lhs = _map_pattern(c.lhs, lambda v, vs=new_vars: vs[id(v)])
         rhs = next(it)
         clauses.append(c if lhs is c.lhs and rhs is c.rhs else Clause(lhs, rhs))
     return {"data": kids[0], "clauses": tuple(clauses)}

@@ -11,8 +11,8 @@ from ..ir import (  # noqa: F401
     Constant,
     Constructor,
     Expr,
-    FuncType,
     Function,
+    FuncType,
     GlobalTypeVar,
     GlobalVar,
     If,
@@ -49,7 +49,7 @@ from ..ir import (  # noqa: F401
 from ..ir import RelayRefType as RefType  # noqa: F401
 from ..ir.visitor import ExprFunctor, ExprMutator, ExprVisitor  # noqa: F401
 from . import op  # noqa: F401
-from .op import *  # noqa: F401,F403  (op functions: add, subtract, ..., and the nn namespace)
+from .op import *
 
 # Submodules loaded on first use: keeps `import ember.relay` light.
 _LAZY_MODULES = ("transform", "analysis", "prelude", "scope_builder", "backend", "testing",

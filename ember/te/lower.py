@@ -61,7 +61,7 @@ class _Nest:
         self.lv = {leaf: Var(leaf.var.name, "int32") for leaf in st.leaf_iter_vars}
         for leaf, v in self.lv.items():
             e = ext[leaf]
-            lo, hi = bound(e, ranges)
+            _, hi = bound(e, ranges)
             ranges[v] = (0, hi - 1 if hi is not None else None)
         val: dict[Any, PrimExpr] = dict(self.lv)
         self.guards: list[PrimExpr] = []

@@ -174,8 +174,8 @@ def packed_wrapper(func: PrimFunc, unpacked_names: list[str], stdio: bool = True
     fname = c_ident(func.name)
     count = (f'"{fname}: expected {len(func.params)} arguments, got %d", num_args' if stdio else
              f'"{fname}: wrong number of arguments (expected {len(func.params)})"')
-    lines = [f"TVM_DLL int32_t {fname}(TVMValue* args, int* type_codes, int num_args, "
-             "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {",
+    lines = [(f"TVM_DLL int32_t {fname}(TVMValue* args, int* type_codes, int num_args, "
+              "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {"),
              "  (void)out_ret_value; (void)out_ret_tcode; (void)resource_handle;",
              f"  if (num_args != {len(func.params)}) {{",
              f"    return ember_fail({count});", "  }"]
@@ -217,8 +217,9 @@ def _scalar_arg(i: int, p: Var, label: str, stdio: bool = True) -> list[str]:
     if is_float(p.dtype):
         return [f"  if (type_codes[{i}] != kTVMArgFloat && type_codes[{i}] != kTVMArgInt) {{",
                 fail("a float"), "  }",
-                f"  {C_TYPE[p.dtype]} arg{i} = type_codes[{i}] == kTVMArgFloat ? "
-                f"({C_TYPE[p.dtype]})args[{i}].v_float64 : ({C_TYPE[p.dtype]})args[{i}].v_int64;"]
+                (f"  {C_TYPE[p.dtype]} arg{i} = type_codes[{i}] == kTVMArgFloat ? "
+                 f"({C_TYPE[p.dtype]})args[{i}].v_float64 : "
+                 f"({C_TYPE[p.dtype]})args[{i}].v_int64;")]
     return [f"  if (type_codes[{i}] != kTVMArgInt && type_codes[{i}] != kTVMArgUInt) {{",
             fail("an int"), "  }",
             f"  {C_TYPE[p.dtype]} arg{i} = ({C_TYPE[p.dtype]})args[{i}].v_int64;"]
@@ -228,8 +229,9 @@ def _tensor_checks(i: int, buf: Buffer, label: str) -> list[str]:
     code, nbits = dl_type(buf.dtype)
     align = max(1, bits(buf.dtype) // 8)
     return [f"  DLTensor* t{i} = NULL;",
-            f'  if (ember_check_tensor("{label}", type_codes[{i}], args[{i}], {len(buf.shape)}, '
-            f'{code}, {nbits}, "{buf.dtype}", {align}, &t{i}) != 0) return -1;']
+            (f'  if (ember_check_tensor("{label}", type_codes[{i}], args[{i}], '
+             f'{len(buf.shape)}, {code}, {nbits}, "{buf.dtype}", {align}, &t{i}) != 0) '
+             "return -1;")]
 
 
 def _shape_check(i: int, buf: Buffer, label: str, sym_names: dict[int, str]) -> list[str]:

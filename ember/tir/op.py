@@ -44,14 +44,14 @@ from .expr import (
 
 
 def is_float(dtype: str) -> bool:
-    return dtype.startswith("float") or dtype.startswith("bfloat")
+    return dtype.startswith(("float", "bfloat"))
 
 
 def is_int(dtype: str) -> bool:
-    return dtype.startswith("int") or dtype.startswith("uint") or dtype == "bool"
+    return dtype.startswith(("int", "uint")) or dtype == "bool"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bits(dtype: str) -> int:
     return 8 if dtype == "bool" else int("".join(c for c in dtype if c.isdigit()) or 32)
 

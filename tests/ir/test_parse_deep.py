@@ -139,14 +139,14 @@ def test_10_000_deep_programs_round_trip(make) -> None:
 
 # -- fuzzing: nothing but a program or a DiagnosticError comes out ----------------------------
 SEEDS = [
-    '#[version = "0.0.5"]\ndef @main(%a: Tensor[(1, 2), float32], %b: float32) {\n'
-    "  %0 = add(%a, %b);\n  %1 = (%0, %a);\n  let %t = %1.0;\n  nn.relu(%t)\n}",
+    ('#[version = "0.0.5"]\ndef @main(%a: Tensor[(1, 2), float32], %b: float32) {\n'
+     "  %0 = add(%a, %b);\n  %1 = (%0, %a);\n  let %t = %1.0;\n  nn.relu(%t)\n}"),
     "def @f[A](%x: A) -> A { %x }\ndef @main(%y: int32) { @f(%y) }",
-    "type List[A] { Cons(A, List[A]), Nil }\n"
-    "def @len[A](%l: List[A]) -> int32 { match (%l) { Cons(_, %t) => add(@len(%t), 1), "
-    "Nil => 0 } }",
-    "fn (%x: Tensor[(3), float32], %c: bool) { if (%c) { let %f = fn (%y) { %y }; %f(%x) } "
-    "else { sum(%x, axis=[0], keepdims=True) } }",
+    ("type List[A] { Cons(A, List[A]), Nil }\n"
+     "def @len[A](%l: List[A]) -> int32 { match (%l) { Cons(_, %t) => add(@len(%t), 1), "
+     "Nil => 0 } }"),
+    ("fn (%x: Tensor[(3), float32], %c: bool) { if (%c) { let %f = fn (%y) { %y }; %f(%x) } "
+     "else { sum(%x, axis=[0], keepdims=True) } }"),
     "fn (%r: ref(int32)) { let %u = ref_write(%r, 1); ref_read(%r) }",
     "fn (%x: (Tensor[(2), float32], float32)) -> float32 { %x.1 + 2f * 3f16 }",
 ]

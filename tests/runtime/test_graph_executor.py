@@ -18,7 +18,7 @@ from ember.runtime.module import PyModule
 from ember.runtime.params import save_param_dict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _graph_testlib import dumps, graph, lib, mlp_graph, op, requires_cc, var  # noqa: E402
+from _graph_testlib import dumps, graph, lib, mlp_graph, op, requires_cc, var
 
 RNG = np.random.default_rng(0)
 

@@ -6,16 +6,32 @@ lists, tuples) are converted with the parameter's type and checked against it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...ir.adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                       PatternWildcard)
+from ...ir.adt import (
+    Constructor,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+)
 from ...ir.expr import Constant, Function, RelayExpr, Var
 from ...ir.op import Op
-from ...ir.types import (Any as AnyDim, FuncType, GlobalTypeVar, RelayRefType, ShapeVar,
-                         TensorType, TupleType, Type, TypeCall)
+from ...ir.types import Any as AnyDim
+from ...ir.types import (
+    FuncType,
+    GlobalTypeVar,
+    RelayRefType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+)
 from ...runtime import ndarray as nd
 from ...runtime.container import ADT
 from ...runtime.errors import InternalError, TVMError
@@ -35,7 +51,7 @@ def is_tuple(value: Any) -> bool:
 class ConstructorValue:
     """A value built by an ADT constructor: ``Cons(x, xs)`` is (tag, [x, xs], Cons)."""
 
-    __slots__ = ("tag", "fields", "constructor")
+    __slots__ = ("constructor", "fields", "tag")
 
     def __init__(self, tag: int, fields: Sequence[Any], constructor: Constructor) -> None:
         self.tag, self.fields, self.constructor = int(tag), tuple(fields), constructor
@@ -68,9 +84,9 @@ class Closure:
     Calling it from Python converts the arguments with the parameter types and runs it.
     """
 
-    __slots__ = ("func", "env", "name", "_evaluator")
+    __slots__ = ("_evaluator", "env", "func", "name")
 
-    def __init__(self, func: Function, env: dict[Var, Any], evaluator: "Evaluator",
+    def __init__(self, func: Function, env: dict[Var, Any], evaluator: Evaluator,
                  name: str | None = None) -> None:
         self.func, self.env, self.name, self._evaluator = func, env, name, evaluator
 

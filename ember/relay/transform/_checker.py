@@ -12,14 +12,41 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...ir.adt import (Constructor, Match, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                       TypeData)
-from ...ir.expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
-                        RelayExpr, Tuple, TupleGetItem, Var)
+from ...ir.adt import (
+    Constructor,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    TypeData,
+)
+from ...ir.expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from ...ir.module import IRModule
 from ...ir.op import Op
-from ...ir.types import (FuncType, IncompleteType, RelayRefType, TensorType, TupleType, Type,
-                         TypeCall)
+from ...ir.types import (
+    FuncType,
+    IncompleteType,
+    RelayRefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+)
 from ...runtime.errors import InternalError, TypeInferenceError
 from ._deferred import Deferred, Projection, Relation
 from ._diagnose import callee_name, global_by_name, located

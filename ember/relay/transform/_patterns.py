@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ...ir.adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                       PatternWildcard)
+from ...ir.adt import (
+    Constructor,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+)
 
 Siblings = Callable[[Constructor], Sequence[Constructor]]
 _ANY = PatternWildcard()

@@ -15,9 +15,22 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 
 from ...ir.trampoline import Step, run
-from ...ir.types import (Any, Dim, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
-                         TensorType, TupleType, Type, TypeCall, TypeVar, fold_type,
-                         type_children)
+from ...ir.types import (
+    Any,
+    Dim,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RelayRefType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+    fold_type,
+    type_children,
+)
 
 
 class UnifyError(Exception):

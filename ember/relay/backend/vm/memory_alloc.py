@@ -40,9 +40,9 @@ import numpy as np
 from ....ir.adt import Clause, Match
 from ....ir.expr import Call, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var, const
 from ....ir.module import IRModule
+from ....ir.trampoline import Step, run
 from ....ir.transform import ModulePass, PassContext
 from ....ir.types import TensorType, TupleType, Type
-from ....ir.trampoline import Step, run
 from ....ir.visitor import children, is_primitive
 from ....runtime.dtype import DataType
 from ....runtime.errors import InternalError, TVMError
