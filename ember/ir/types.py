@@ -322,3 +322,24 @@ def type_hash(ty: _Any) -> int:
 
 
 _COMPOSITE = (TupleType, FuncType, TypeCall, RelayRefType)  # type: ignore[assignment]
+
+
+def map_tuple_leaves(ty: _Any, leaf: Callable[[_Any], _Any],
+                     node: Callable[[list[_Any]], _Any] = tuple) -> _Any:
+    """``ty`` with each type that is not a tuple replaced by ``leaf(t)`` (called left to
+    right, once per occurrence) and each tuple type by ``node([its fields' results])``:
+    the nested value (or storage) layout of a tuple type. Iterative."""
+    results: list[_Any] = []
+    stack: list[tuple[_Any, int]] = [(ty, -1)]
+    while stack:
+        t, n = stack.pop()
+        if n >= 0:  # the n fields of tuple t are done
+            items = results[len(results) - n:]
+            del results[len(results) - n:]
+            results.append(node(items))
+        elif isinstance(t, TupleType):
+            stack.append((t, len(t.fields)))
+            stack.extend((f, -1) for f in reversed(t.fields))
+        else:
+            results.append(leaf(t))
+    return results[0]

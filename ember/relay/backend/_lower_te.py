@@ -14,7 +14,7 @@ from typing import Any
 from ...ir.expr import Call, Constant, Function, Let, RelayExpr, Tuple, TupleGetItem, Var
 from ...ir.op import Op
 from ...ir.printer import short_text
-from ...ir.types import ShapeVar, TensorType, TupleType, Type
+from ...ir.types import ShapeVar, TensorType, Type, map_tuple_leaves
 from ...ir.visitor import post_order
 from ...runtime.errors import InternalError, OpNotImplemented, TVMError, add_note
 from ...te import tensor as te
@@ -41,9 +41,9 @@ def flatten(v: Value) -> list[te.Tensor]:
 
 
 def _unflatten(ty: Type, flat: list[te.Tensor]) -> Value:
-    if isinstance(ty, TupleType):
-        return [_unflatten(f, flat) for f in ty.fields]
-    return flat.pop(0)
+    """``flat`` (tensors in field order) shaped as a value of type ``ty``."""
+    it = iter(flat)
+    return map_tuple_leaves(ty, lambda t: next(it), list)
 
 
 @dataclass

@@ -31,6 +31,7 @@ from ...ir.types import (
     TupleType,
     Type,
     TypeCall,
+    fold_type,
 )
 from ...runtime import ndarray as nd
 from ...runtime.container import ADT
@@ -124,12 +125,16 @@ def _dim_text(d: Any) -> str:
 
 def type_text(ty: Any) -> str:
     """Short text of a type for messages: ``float32[1, ?]``, ``(int32[], List)``."""
+    return str(fold_type(ty, _type_text))
+
+
+def _type_text(ty: Any, kids: list[str]) -> str:
     if isinstance(ty, TensorType):
         return f"{ty.dtype}[{', '.join(_dim_text(d) for d in ty.shape)}]"
     if isinstance(ty, TupleType):
-        return "(" + ", ".join(type_text(f) for f in ty.fields) + ")"
+        return "(" + ", ".join(kids) + ")"
     if isinstance(ty, TypeCall):
-        return f"{type_text(ty.func)}[{', '.join(type_text(a) for a in ty.args)}]"
+        return f"{kids[0]}[{', '.join(kids[1:])}]"
     if isinstance(ty, GlobalTypeVar):
         return ty.name_hint
     if isinstance(ty, FuncType):

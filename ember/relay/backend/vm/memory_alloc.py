@@ -42,7 +42,7 @@ from ....ir.expr import Call, Function, If, Let, RelayExpr, Tuple, TupleGetItem,
 from ....ir.module import IRModule
 from ....ir.trampoline import Step, run
 from ....ir.transform import ModulePass, PassContext
-from ....ir.types import TensorType, TupleType, Type
+from ....ir.types import TensorType, TupleType, Type, map_tuple_leaves
 from ....ir.visitor import children, is_primitive
 from ....runtime.dtype import DataType
 from ....runtime.errors import InternalError, TVMError
@@ -70,14 +70,16 @@ class _Alloc:
 def flat_types(ty: Type, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...],
                                                                        TensorType]]:
     """(tuple-field path, tensor type) of every tensor in a possibly nested tuple type."""
-    if isinstance(ty, TupleType):
-        for i, f in enumerate(ty.fields):
-            yield from flat_types(f, path + (i,))
-    elif isinstance(ty, TensorType):
-        yield path, ty
-    else:
-        raise TVMError(f"ManifestAlloc: a fused function takes or returns tensors and tuples "
-                       f"only, got {ty}")
+    stack = [(ty, path)]
+    while stack:
+        t, p = stack.pop()
+        if isinstance(t, TupleType):
+            stack.extend((f, p + (i,)) for i, f in reversed(list(enumerate(t.fields))))
+        elif isinstance(t, TensorType):
+            yield p, t
+        else:
+            raise TVMError(f"ManifestAlloc: a fused function takes or returns tensors and "
+                           f"tuples only, got {t}")
 
 
 def is_prim_call(e: RelayExpr) -> bool:
@@ -102,9 +104,9 @@ def _ret_type(call: Call) -> Type:
 
 
 def _restructure(ty: Type, flat: list[Var]) -> RelayExpr:
-    if isinstance(ty, TupleType):
-        return Tuple(tuple(_restructure(f, flat) for f in ty.fields))
-    return flat.pop(0)
+    it = iter(flat)
+    out: RelayExpr = map_tuple_leaves(ty, lambda t: next(it), lambda items: Tuple(tuple(items)))
+    return out
 
 
 class _Manifest:
