@@ -97,6 +97,13 @@ def render_float(v: float, dtype: str) -> str:
 
 
 def render_int(v: int, dtype: str) -> str:
+    """A C literal for ``v`` as ``dtype``. A value too big for any C integer (a long chain of
+    additions folds to huge coefficients) is reduced modulo 2**64, which keeps it congruent
+    modulo 2**bits: the result wraps as the C arithmetic and numpy do."""
+    if not -(2**63) <= v < 2**64:
+        v &= 2**64 - 1
+        if not dtype.startswith("u") and v >= 2**63:
+            v -= 2**64
     if dtype in ("int64", "uint64"):
         if dtype == "int64" and v == -(2**63):
             return "(-9223372036854775807LL - 1)"

@@ -43,7 +43,7 @@ from .expr import (
     Var,
 )
 from .functor import children, fold, map_children, substitute, transform
-from .op import binary, bits, cast, const, is_float, is_int
+from .op import binary, cast, const, is_float, is_int
 from .stmt import For, IfThenElse, SeqStmt, Stmt
 
 Ranges = dict  # Var -> (lo, hi) inclusive ints (hi may be None: unbounded)
@@ -229,19 +229,9 @@ def _plain(v: Any) -> Any:
     return v if isinstance(v, (str, int, float)) else id(v)
 
 
-def _wrap(v: int, dtype: str) -> int:
-    """``v`` reduced to the range of integer ``dtype`` (two's complement, as the C code and
-    numpy compute): a chain of additions can make a coefficient too big for the type."""
-    b = bits(dtype)
-    v &= (1 << b) - 1
-    return v - (1 << b) if dtype.startswith("int") and v >= 1 << (b - 1) else v
-
-
 def _rebuild(terms: dict[Any, list], c: int, dtype: str) -> PrimExpr:
     out: PrimExpr | None = None
-    c = _wrap(c, dtype)
     for atom, coef in terms.values():
-        coef = _wrap(coef, dtype)
         if coef == 0:
             continue
         if out is None:

@@ -124,3 +124,16 @@ def test_statements_nested_10000_deep() -> None:
     kinds = [type(n).__name__ for n in tir.post_order(out)]
     assert kinds.count("LetStmt") == DEPTH and "IfThenElse" not in kinds
     assert str(out).count("let v") == DEPTH  # lets print without indenting further
+
+
+def test_huge_folded_coefficients_render_modulo_two_to_the_64() -> None:
+    # y, z = y + z, y folds to x * c with c past any C integer; C gets c mod 2**64
+    import re
+
+    func, _, _ = _build(lambda a: _fibonacci(a, 200), dtype="uint32", name="fib_u32")
+    y = z = 1
+    for _ in range(200):
+        y, z = y + z, y
+    assert y >= 2**64
+    literal = re.search(r"\* (\d+)U\)", generate_c([func]))
+    assert literal is not None and int(literal.group(1)) == y % 2**64
