@@ -127,7 +127,7 @@ def _round_trip(func: relay.Function) -> None:
 @pytest.mark.parametrize("make", [_let_chain, _call_nest, _nested_ifs],
                          ids=["let_chain", "call_nest", "nested_ifs"])
 def test_deep_programs_round_trip(make) -> None:
-    _round_trip(make(300 if make is _nested_ifs else 2000))
+    _round_trip(make(200 if make is _nested_ifs else 1000))
 
 
 @pytest.mark.slow
@@ -184,7 +184,7 @@ def fuzzed_text(draw: st.DrawFn) -> str:
     return text
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fuzzed_text())
 def test_fuzzed_text_gives_a_program_or_a_diagnostic(text: str) -> None:
     try:
