@@ -68,7 +68,18 @@ def children(expr: RelayExpr) -> tuple[RelayExpr, ...]:
 
     A let's variable comes before its value and a function's parameters before its body, so
     in ``post_order`` a binder is met before its uses."""
-    return _CHILDREN[type(expr)](expr)
+    fn = _CHILDREN.get(type(expr))
+    if fn is None:
+        fn = _children_fn(type(expr))
+    return fn(expr)
+
+
+def _children_fn(cls: type) -> Callable[[Any], tuple[RelayExpr, ...]]:
+    for klass in cls.__mro__:  # a subclass of a node class walks as its base
+        if klass in _CHILDREN:
+            _CHILDREN[cls] = _CHILDREN[klass]
+            return _CHILDREN[klass]
+    raise TypeError(f"cannot walk a {cls.__name__}: it is not a Relay expression")
 
 
 def walk_children(expr: RelayExpr) -> tuple[RelayExpr, ...]:
@@ -84,7 +95,7 @@ def walk_children(expr: RelayExpr) -> tuple[RelayExpr, ...]:
             out += pattern_vars(c.lhs)
             out.append(c.rhs)
         return tuple(out)
-    return _CHILDREN[type(expr)](expr)
+    return children(expr)
 
 
 def post_order(expr: RelayExpr, skip: Callable[[RelayExpr], bool] | None = None,
