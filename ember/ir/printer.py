@@ -84,7 +84,10 @@ class TextPrinter(TypePrinter):
         self.frames: list[_Frame] = []  # the open blocks, innermost last
         self.plan = BlockPlan(Tuple(()))  # replaced by analyze() for each printed root
         self.temps = 0
-        self.statements: dict[int, str] = {}  # node id -> its one statement (short_text)
+        # The statement printed for one node, for short_text (keeping every statement would
+        # hold a nested program's text once per level).
+        self.wanted: RelayExpr | None = None
+        self.statement: str | None = None
         self._keep: list[Any] = []
 
     # -- roots --------------------------------------------------------------------------------
@@ -142,8 +145,8 @@ class TextPrinter(TypePrinter):
 
     def emit(self, statement: str, node: RelayExpr, frame: _Frame) -> None:
         frame.lines.append(statement)
-        self.statements[id(node)] = statement
-        self._keep.append(node)
+        if node is self.wanted:
+            self.statement = statement
 
     def lookup(self, e: RelayExpr) -> str | None:
         for frame in reversed(self.frames):
@@ -157,8 +160,8 @@ class TextPrinter(TypePrinter):
             return (yield self.operand(e))
         yield self.prepare(e)
         doc = yield self.doc(e)
-        self.statements.setdefault(id(e), doc)
-        self._keep.append(e)
+        if e is self.wanted and self.statement is None:
+            self.statement = doc
         return doc
 
     def prepare(self, root: RelayExpr) -> Step[None]:
@@ -313,10 +316,11 @@ class TextPrinter(TypePrinter):
         return f"{head}({', '.join(params)}){ret} {_block(body)}"
 
     def statement_of(self, e: RelayExpr) -> str | None:
-        """The statement or inline text printed for ``e`` (None if it was not printed)."""
+        """The statement or inline text printed for ``e``, when ``e`` is an atom or the
+        ``wanted`` node (None if it was not printed)."""
         if self.atomic(e):
             return self.atom(e)
-        return self.statements.get(id(e))
+        return self.statement if e is self.wanted else None
 
 
 def _header(text: str) -> str:
@@ -372,6 +376,7 @@ def short_text(expr: RelayExpr, within: RelayExpr | None = None, limit: int = 16
         text = None
         for root in ([within] if within is not None else []) + [expr]:
             p = TextPrinter(show_meta_data=False, show_types=False)
+            p.wanted = expr
             p.top_expr(root)
             text = p.statement_of(expr)
             if text is not None:  # else: expr is not inside within; print it alone

@@ -134,7 +134,7 @@ def test_deep_programs_round_trip(make) -> None:
 @pytest.mark.parametrize("make", [_let_chain, _call_nest, _nested_ifs],
                          ids=["let_chain", "call_nest", "nested_ifs"])
 def test_10_000_deep_programs_round_trip(make) -> None:
-    _round_trip(make(2000 if make is _nested_ifs else 10_000))
+    _round_trip(make(1000 if make is _nested_ifs else 10_000))
 
 
 # -- fuzzing: nothing but a program or a DiagnosticError comes out ----------------------------
