@@ -153,8 +153,8 @@ def two_inputs() -> CompiledModel:
     ((ones(2, 3),), {"x": ones(2, 3)}, "input 'x' given both by position and by name"),
     ((ones(2, 3),), {}, r"missing input\(s\) 'y'"),
     ((ones(2, 3), ones(3, 2)), {}, r"input 'y': expected float32\[2, 3\], got float32\[3, 2\]"),
-    ((ones(2, 3), ones(2, 3, 1)), {}, r"input 'y': expected float32\[2, 3\], got "
-                                      r"float32\[2, 3, 1\]"),
+    ((ones(2, 3), ones(2, 3, 1)), {}, (r"input 'y': expected float32\[2, 3\], got "
+                                      r"float32\[2, 3, 1\]")),
     ((ones(2, 3).astype("float64"), ones(2, 3)), {},
      r"input 'x': expected float32\[2, 3\], got float64\[2, 3\]"),
     ((ones(2, 3), "abc"), {}, "input 'y': cannot convert str to float32"),

@@ -28,7 +28,7 @@ COMPILER = ("ember.relay", "ember.ir", "ember.te", "ember.tir", "ember.topi", "e
             "ember.contrib", "ember.api.compiler")
 
 # Runs in a fresh interpreter: load, run on the saved input, report.
-_LOAD_AND_RUN = """
+_LOAD_AND_RUN = f"""
 import json, os, shutil, sys
 import numpy as np
 import ember
@@ -38,13 +38,13 @@ model = ember.load(path)
 out = model(np.load(x_path))
 after = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else -1
 np.save(x_path + ".out.npy", out)
-print(json.dumps({
+print(json.dumps({{
     "executor": model.executor, "threads": model.threads,
     "inputs": [str(s) for s in model.inputs], "os_threads_added": after - before,
-    "compiler_modules": sorted(m for m in sys.modules if m.startswith(%r)),
+    "compiler_modules": sorted(m for m in sys.modules if m.startswith({COMPILER!r})),
     "cc_on_path": shutil.which("cc") or shutil.which("gcc") or shutil.which("clang"),
-}))
-""" % (COMPILER,)
+}}))
+"""
 
 
 def run_fresh(path: Path, x: np.ndarray, tmp_path: Path) -> tuple[dict[str, Any], np.ndarray]:
@@ -106,10 +106,10 @@ def test_load_refuses_what_is_not_a_saved_model(tmp_path: Path) -> None:
     (b"\xff", "not JSON"),
     (b"[1]", "not an ember-model record"),
     (b'{"format": "ember-model", "version": 9}', "version 9; this runtime reads version 1"),
-    (b'{"format": "ember-model", "version": 1, "executor": "jit", "threads": 1, "inputs": [],'
-     b' "outputs": []}', "unknown executor 'jit'"),
-    (b'{"format": "ember-model", "version": 1, "executor": "vm", "threads": 0, "inputs": [],'
-     b' "outputs": []}', "threads must be a positive int"),
+    ((b'{"format": "ember-model", "version": 1, "executor": "jit", "threads": 1, "inputs": [],'
+     b' "outputs": []}'), "unknown executor 'jit'"),
+    ((b'{"format": "ember-model", "version": 1, "executor": "vm", "threads": 0, "inputs": [],'
+     b' "outputs": []}'), "threads must be a positive int"),
     (b'{"format": "ember-model", "version": 1, "executor": "vm", "threads": 1}', "corrupt field"),
 ])
 def test_corrupt_records_are_refused(data: bytes, match: str) -> None:
