@@ -60,7 +60,8 @@ def _relay_text(model: Any) -> str | None:
     return model if isinstance(model, str) else None
 
 
-def from_onnx(model: Any, input_shapes: Mapping[str, Any] | None) -> tuple[IRModule, dict]:
+def from_onnx(model: Any,
+              input_shapes: Mapping[str, Any] | None) -> tuple[IRModule, dict[str, Any]]:
     """The ONNX importer's ``(mod, params)`` (``ember.relay.frontend.from_onnx``)."""
     try:
         frontend = importlib.import_module("ember.relay.frontend")
@@ -136,7 +137,7 @@ def specs(mod: IRModule, params: Mapping[str, Any]) -> tuple[list[TensorSpec], l
     main = mod["main"]
     inputs = [_spec(p.name_hint, p.checked_type) for p in main.params
               if p.name_hint not in params]
-    ret = main.checked_type.ret_type  # type: ignore[attr-defined]
+    ret = main.checked_type.ret_type
     outputs = [_spec(f"output{i}", t) for i, t in enumerate(_output_types(ret))]
     return inputs, outputs
 

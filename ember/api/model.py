@@ -217,8 +217,9 @@ class CompiledModel:
         elif not self._inputs_set:
             self._set_inputs([self._zeros(s) for s in self.inputs], {})
         with self._threads.use(self.threads):
-            return self._module.benchmark(self._dev, number=number, repeat=repeat,
-                                          min_repeat_ms=min_repeat_ms)
+            result: BenchmarkResult = self._module.benchmark(
+                self._dev, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+        return result
 
     @staticmethod
     def _zeros(spec: TensorSpec) -> np.ndarray:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .module import CSourceModule, Module
@@ -63,7 +63,7 @@ def check_num_threads(threads: object, what: str = "threads") -> int:
     return threads
 
 
-def _setters(module: Module) -> list[ctypes._CFuncPtr]:
+def _setters(module: Module) -> list[Callable[[int], int]]:
     """``EmberSetNumThreads`` of each compiled library in ``module``'s import tree."""
     from .loaders import DSOModule
 
