@@ -57,6 +57,9 @@ def _relay_text(model: Any) -> str | None:
             raise FileNotFoundError(f"ember.compile: no Relay text file {os.fspath(path)!r} "
                                     f"(model files end in .onnx, .relay or .txt)")
         return path.read_text()
+    if isinstance(model, str) and "(" not in model:  # no Relay program lacks a parenthesis
+        raise ValueError(f"ember.compile: {model!r} is neither Relay text nor a model file "
+                         "(.onnx, .relay or .txt)")
     return model if isinstance(model, str) else None
 
 

@@ -131,6 +131,7 @@ def test_onnx_without_an_importer(monkeypatch: pytest.MonkeyPatch) -> None:
     ({"model": 42}, TypeError, "expected an ONNX model .* got int"),
     ({"model": "missing.onnx"}, FileNotFoundError, "no ONNX file 'missing.onnx'"),
     ({"model": "missing.relay"}, FileNotFoundError, "no Relay text file 'missing.relay'"),
+    ({"model": "model.json"}, ValueError, "'model.json' is neither Relay text nor a model file"),
     ({"model": STATIC_TEXT, "executor": "jit"}, ValueError, "executor must be 'auto'"),
     ({"model": STATIC_TEXT, "threads": 0}, ValueError, "threads must be a positive int, got 0"),
     ({"model": STATIC_TEXT, "threads": True}, TypeError, "threads must be a positive int"),

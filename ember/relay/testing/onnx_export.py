@@ -116,10 +116,10 @@ def _typed_main(mod: IRModule) -> Function:
     return InferType()(mod)["main"]
 
 
-def _visit(ex: Exporter, node: RelayExpr, inputs: dict[Var, str], index: int) -> None:
-    """Give ``node`` (whose children already have values) its ONNX value."""
-    from ._onnx_ops import translate
-
+def _visit(ex: Exporter, node: RelayExpr, inputs: dict[Var, str], index: int,
+           translate: Any) -> None:
+    """Give ``node`` (whose children already have values) its ONNX value; op calls go
+    through ``translate`` (``_onnx_ops.translate``)."""
     if isinstance(node, Op):
         return
     if isinstance(node, Var):
@@ -182,10 +182,12 @@ def export_onnx(mod: IRModule, params: Mapping[str, Any] | None = None,
             ex.initializers.append(onnx.numpy_helper.from_array(arr, name))
         else:
             graph_inputs.append(ex.value_info(name, p.checked_type, f"input %{p.name_hint}"))
+    from ._onnx_ops import translate  # (it imports Exporter from here)
+
     calls = 0
     for node in post_order(main.body, skip=lambda n: not isinstance(n, _DATAFLOW)):
         calls += isinstance(node, Call)
-        _visit(ex, node, inputs, calls)
+        _visit(ex, node, inputs, calls, translate)
     outputs = []
     for i, (name, ty) in enumerate(_flat_outputs(ex.values[main.body], main.body.checked_type)):
         if name in [o.name for o in outputs] or name in inputs.values():
