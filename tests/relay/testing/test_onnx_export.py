@@ -215,10 +215,10 @@ def test_result_that_is_an_input_gets_its_own_name() -> None:
 def test_deep_chain_exports_without_recursion() -> None:
     x = rand(4)
     out = var("x", x)
-    for _ in range(3000):
+    for _ in range(1500):  # deeper than Python's default recursion limit
         out = relay.nn.relu(out)
     model = check(out, {"x": x})
-    assert len(model.graph.node) == 3000
+    assert len(model.graph.node) == 1500
 
 
 # ---------------------------------------------------------------- errors
