@@ -286,6 +286,21 @@ int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_ta
   return failed ? -1 : 0;
 }
 
+/* Worker threads of the parallel regions that the calling thread starts from now on (OpenMP's
+ * nthreads-var of that thread, which kernels' "omp parallel for" and TVMBackendParallelLaunch
+ * read); n <= 0 only asks. Returns the count in force before the call; 1 without OpenMP.
+ * The Python runtime sets it around each run of a model compiled with a thread count. */
+EMBER_DLL int EmberSetNumThreads(int n) {
+#ifdef _OPENMP
+  int before = omp_get_max_threads();
+  if (n > 0) omp_set_num_threads(n);
+  return before;
+#else
+  (void)n;
+  return 1;
+#endif
+}
+
 int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
   (void)task_id;
   (void)penv;
