@@ -147,8 +147,9 @@ def bench_model(name: str, opts: argparse.Namespace) -> dict[str, Any]:
         onnx.save(case.onnx_model, onnx_path)
         flops, by_op = count_flops(to_relay(opts.source, onnx_path, case.mod, case.params)[0])
         record.update(flops=flops, flops_by_op=by_op)
-        print(f"{name}: {flops / 1e9:.3f} GFLOP, inputs {record['inputs']}, ember source "
-              f"{opts.source}", flush=True)
+        amount = f"{flops / 1e9:.2f} GFLOP" if flops >= 1e8 else f"{flops / 1e6:.2f} MFLOP"
+        print(f"{name}: {amount}, inputs {record['inputs']}, ember source {opts.source}",
+              flush=True)
         ort = _ort_runners(onnx_path, opts.threads, case.inputs, record["build"])
         ember = _ember_runners(case, opts, onnx_path, record["build"], record["errors"])
         refs = {}
