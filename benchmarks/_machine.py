@@ -73,11 +73,13 @@ def _git_commit() -> str:
 
 
 def versions() -> dict[str, str]:
-    """Versions of ember (and its git commit), onnxruntime, onnx, numpy, Python."""
+    """Versions of ember (its git commit and where it was imported from), onnxruntime, onnx,
+    numpy, Python."""
     import onnx
     import onnxruntime
 
     return {"ember": ember.__version__, "ember_commit": _git_commit(),
+            "ember_path": str(Path(ember.__file__).resolve().parent),
             "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__,
             "numpy": np.__version__, "python": platform.python_version()}
 

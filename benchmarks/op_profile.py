@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# this checkout's ember (not another installed one), and the helpers beside this file
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from _models import known_models, zoo_models
 from _report import table
