@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,14 +54,20 @@ class Runner:
 
 @dataclass
 class BuildTimes:
-    """Seconds to a runnable executor: cold (empty cache), of which the C compiler, and the
-    rebuild with the compiled library cached; ``import_s``: the ONNX import (source onnx)."""
+    """Seconds to a runnable executor. ``build_s``: the first build, in an empty temporary
+    cache when ``cache`` is "cold" (else in the user's cache, "shared"); ``cc_s``: how much of
+    it the C compiler took; ``rebuild_s``: the same build again, the compiled library now
+    cached; ``import_s``: the ONNX import (source onnx), part of both."""
 
-    cold_s: float
+    build_s: float
     cc_s: float
-    cached_s: float
-    import_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    rebuild_s: float
+    import_s: float
+    cache: str
+
+    def to_json(self, source: str) -> dict[str, Any]:
+        return {"build_s": self.build_s, "cc_s": self.cc_s, "rebuild_s": self.rebuild_s,
+                "import_s": self.import_s if source == "onnx" else None, "cache": self.cache}
 
 
 def frontend_available() -> bool:
@@ -132,29 +138,21 @@ def _build_once(executor: str, source: str, onnx_path: str, mod: Any,
 
 def build_ember(executor: str, source: str, onnx_path: str, mod: Any, params: dict[str, Any],
                 cold: bool) -> tuple[Any, Any, BuildTimes]:
-    """Build ``executor`` twice: with ``cold``, first in an empty temporary cache, else in
-    the user's cache (``cold_s`` is then whatever that cache held); the second build finds
-    the compiled library cached. Returns (factory, module, times)."""
-    if not cold:
-        cc_total = [0.0]
-        with _cc_timer(cc_total):
-            factory, module, import_s, build_s = _build_once(executor, source, onnx_path, mod,
-                                                             params)
-        cached_s = _build_once(executor, source, onnx_path, mod, params)[3]
-        return factory, module, BuildTimes(build_s, cc_total[0], cached_s, import_s,
-                                           {"cache": "shared"})
-    tmp = tempfile.mkdtemp(prefix="ember-bench-cache-")
+    """Build ``executor`` twice, in an empty temporary cache (``cold``) or in the user's; the
+    second build finds the compiled library cached. Returns (factory, module, times)."""
+    tmp = tempfile.mkdtemp(prefix="ember-bench-cache-") if cold else None
+    cc_total = [0.0]
     try:
-        with cache_dir(tmp):
-            cc_total = [0.0]
+        with cache_dir(tmp) if tmp else contextlib.nullcontext():
             with _cc_timer(cc_total):
-                _, _, import_s, cold_s = _build_once(executor, source, onnx_path, mod, params)
-            factory, module, _, cached_s = _build_once(executor, source, onnx_path, mod,
-                                                       params)
+                _, _, import_s, build_s = _build_once(executor, source, onnx_path, mod, params)
+            factory, module, _, rebuild_s = _build_once(executor, source, onnx_path, mod,
+                                                        params)
     finally:  # the loaded libraries stay mapped after their files are gone
-        shutil.rmtree(tmp, ignore_errors=True)
-    return factory, module, BuildTimes(cold_s, cc_total[0], cached_s, import_s,
-                                       {"cache": "empty temporary"})
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return factory, module, BuildTimes(build_s, cc_total[0], rebuild_s, import_s,
+                                       "cold" if cold else "shared")
 
 
 def ember_runner(executor: str, factory: Any, module: Any, threads: int,

@@ -12,8 +12,9 @@ after a warm-up. Both at the given thread count, batch 1.
 Kinds: convolutions by kernel size (``conv2d 3x3``), depthwise marked ``dw`` (weight shape
 (O, 1, KH, KW) on more than one input channel; onnxruntime turns a batch norm it cannot fold
 into a ``conv2d 1x1 dw``), ``dense`` (dense, Gemm, MatMul with a constant weight),
-``batch_matmul`` (MatMul of two activations), ``pool``, ``softmax``, and ``other`` (what is left: elementwise ops
-not fused into an anchor, layout and shape ops; onnxruntime's NCHWc reorders land here).
+``batch_matmul`` (MatMul of two activations), ``pool``, ``softmax``, and ``other`` (what is
+left: elementwise ops not fused into an anchor, layout and shape ops; onnxruntime's NCHWc
+reorders land here).
 Fused epilogues (bias, batch norm, activation, residual add) count with their anchor on both
 sides. GFLOP/s per ember kernel assumes NCHW-family layouts (N, C, H, W[, c]).
 """

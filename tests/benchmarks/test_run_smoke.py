@@ -53,7 +53,7 @@ def test_quick_run_on_mlp_writes_checked_results(tmp_path, capsys):
                 "peak_share"} <= set(row)
     assert rows["onnxruntime", 1]["ratio_vs_ort"] == 1.0
     assert set(model["build"]) == {"graph", "vm", "onnxruntime"}
-    assert model["build"]["graph"]["cache"] == "empty temporary"
+    assert model["build"]["graph"]["cache"] == "cold"
     printed = capsys.readouterr().out
     assert f"ember source: {data['config']['source']}" in printed
     assert "MISMATCH" not in printed and "ok" in printed
@@ -130,3 +130,9 @@ def test_source_onnx_needs_the_importer(capsys):
         assert "no ONNX importer" in capsys.readouterr().err
         opts = run.parse_args([])
         assert opts.source == "relay" and "no ember.relay.frontend" in opts.source_why
+
+
+def test_peak_at_more_threads_is_at_least_the_peak_at_fewer():
+    peaks = [{1: 80.0, 2: 7.5}, {1: 70.0, 2: 100.0}, {1: 85.0, 2: 90.0}]
+    assert run.best_peaks(peaks) == {1: 85.0, 2: 100.0}
+    assert run.best_peaks([{1: 80.0, 2: 7.5}]) == {1: 80.0, 2: 80.0}
