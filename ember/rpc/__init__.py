@@ -5,6 +5,6 @@ the public path users import (``from ember import rpc``, ``ember.rpc.tracker.Tra
 """
 from __future__ import annotations
 
-from ..runtime.rpc import *  # noqa: F401,F403
+from ..runtime.rpc import *
 from ..runtime.rpc import __all__  # noqa: F401
 from . import client, server, tracker  # noqa: F401

@@ -15,7 +15,7 @@ from ._abi import DLDevice, DLDeviceType
 from .errors import TVMError
 
 RPC_SESS_MASK = 128
-_RPC_SESSIONS: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+_RPC_SESSIONS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 _RPC_INDEX = itertools.count()
 
 _NAME2TYPE = {"cpu": 1, "llvm": 1, "c": 1, "stackvm": 1, "cuda": 2, "gpu": 2, "nvptx": 2,

@@ -20,8 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ._abi import DLDeviceType, DLTensor
-from .device import RPC_SESS_MASK, rpc_session_of
-from .device import Device, cl, cpu, cuda, gpu, opencl, vulkan  # noqa: F401  (ember.nd.cpu)
+from .device import (RPC_SESS_MASK, Device, cl, cpu, cuda, gpu,  # noqa: F401  (ember.nd.cpu)
+                     opencl, rpc_session_of, vulkan)
 from .dtype import DataType
 from .errors import TVMError
 

@@ -14,8 +14,13 @@ from __future__ import annotations
 from ..errors import RPCError
 from . import tracker
 from .client import LocalSession, PopenSession, RPCSession, connect
-from .protocol import (PROTOCOL_VERSION, AuthenticationError, ProtocolError, RPCConnectionError,
-                       RPCPathError)
+from .protocol import (
+    PROTOCOL_VERSION,
+    AuthenticationError,
+    ProtocolError,
+    RPCConnectionError,
+    RPCPathError,
+)
 from .remote import RemoteExecutor, RemoteFunction, RemoteModule, RemoteNDArray
 from .server import Server
 from .tracker import Tracker, TrackerSession, connect_tracker

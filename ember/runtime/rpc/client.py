@@ -14,23 +14,44 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..device import RPC_SESS_MASK, Device, device as make_device, register_rpc_session
+from ..device import RPC_SESS_MASK, Device, register_rpc_session
+from ..device import device as make_device
 from ..errors import RPCError
-from ..ndarray import NDArray, SUPPORTED_DTYPES
+from ..ndarray import SUPPORTED_DTYPES, NDArray
 from ..ndarray import array as local_array
 from ..packed_func import PackedFunc
-from .codec import (MODULE_EXECUTOR, Reader, Side, Tag, Writer, decode_value, encode_values,
-                    read_error, write_ndarray)
+from .codec import (
+    MODULE_EXECUTOR,
+    Reader,
+    Side,
+    Tag,
+    Writer,
+    decode_value,
+    encode_values,
+    read_error,
+    write_ndarray,
+)
 from .handshake import as_secret, client_handshake
-from .protocol import (CLIENT_MAX_FRAME, DEFAULT_MAX_FRAME, UPLOAD_APPEND, UPLOAD_CREATE, Kind,
-                       ProtocolError, RPCConnectionError, kind_name)
+from .protocol import (
+    CLIENT_MAX_FRAME,
+    DEFAULT_MAX_FRAME,
+    UPLOAD_APPEND,
+    UPLOAD_CREATE,
+    Kind,
+    ProtocolError,
+    RPCConnectionError,
+    kind_name,
+)
 from .remote import RemoteExecutor, RemoteFunction, RemoteModule, RemoteNDArray
 from .remote_errors import make_remote_error
 from .transport import Channel, PipeChannel, SocketChannel, read_frame, write_frame
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 log = logging.getLogger("ember.rpc.client")
 _CHUNK_CAP = 32 << 20  # bytes per array/file transfer frame
@@ -350,10 +371,10 @@ class RPCSession:
                     pass
                 self._shutdown()
 
-    def __enter__(self) -> RPCSession:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self) -> None:

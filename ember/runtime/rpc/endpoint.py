@@ -24,11 +24,25 @@ from ..ndarray import NDArray, array, empty
 from ..packed_func import PackedFunc, as_packed_func
 from ..registry import get_global_func
 from . import builtins, testing  # noqa: F401  (register the server-side global functions)
-from .codec import (MODULE_EXECUTOR, Reader, Side, Tag, Writer, decode_values, encode_value,
-                    error_payload)
+from .codec import (
+    MODULE_EXECUTOR,
+    Reader,
+    Side,
+    Tag,
+    Writer,
+    decode_values,
+    encode_value,
+    error_payload,
+)
 from .files import SessionFiles
-from .protocol import (UPLOAD_APPEND, UPLOAD_CREATE, Kind, ProtocolError, RPCConnectionError,
-                       kind_name)
+from .protocol import (
+    UPLOAD_APPEND,
+    UPLOAD_CREATE,
+    Kind,
+    ProtocolError,
+    RPCConnectionError,
+    kind_name,
+)
 from .remote_errors import qualified_name
 from .transport import Channel, read_frame, write_frame
 
@@ -146,7 +160,7 @@ class ServerSession(Side):
             return Kind.RETURN, w.parts
         except ProtocolError:
             raise
-        except Exception as err:  # the request failed: tell the client, keep serving
+        except Exception as err:  # noqa: BLE001  (the request failed: tell the client, go on)
             log.debug("%s failed: %s", kind_name(kind), err)
             return Kind.ERROR, [error_payload(qualified_name(type(err)), str(err),
                                               traceback.format_exc())]
@@ -218,7 +232,7 @@ def _is_executor(mod: Module) -> bool:
     try:
         return (all(mod._find(n, False) is not None for n in _EXECUTOR_FUNCS)
                 and mod._find("invoke", False) is None)
-    except Exception:  # a module whose lookups fail is not an executor
+    except (RPCError, TypeError, ValueError, AttributeError):  # lookups that fail: no
         return False
 
 

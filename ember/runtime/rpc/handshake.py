@@ -11,14 +11,25 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..errors import RPCError
 from .codec import Reader, Writer, error_payload, read_error
-from .protocol import (CHALLENGE_BYTES, HELLO_HAS_SECRET, MAC_BYTES, MAX_KEY_BYTES,
-                       MIN_MAX_FRAME, NONCE_BYTES, PROTOCOL_VERSION, WELCOME_AUTHENTICATED,
-                       AuthenticationError, Kind, ProtocolError, kind_name)
+from .protocol import (
+    CHALLENGE_BYTES,
+    HELLO_HAS_SECRET,
+    MAC_BYTES,
+    MAX_KEY_BYTES,
+    MIN_MAX_FRAME,
+    NONCE_BYTES,
+    PROTOCOL_VERSION,
+    WELCOME_AUTHENTICATED,
+    AuthenticationError,
+    Kind,
+    ProtocolError,
+    kind_name,
+)
 from .remote_errors import make_remote_error, qualified_name
 from .transport import Channel, read_frame, write_frame
 

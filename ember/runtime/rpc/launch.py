@@ -7,6 +7,7 @@ The process prints one line on stdout once it listens, ``<name> listening on HOS
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import select
 import signal
@@ -28,15 +29,23 @@ def is_loopback(host: str) -> bool:
     return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
 
 
-def exposure_warning(what: str, host: str, port: int) -> str | None:
-    """The loud start-up banner for a server reachable from other machines (None if not)."""
+def exposure_warning(what: str, host: str, port: int, risk: str) -> str | None:
+    """The loud start-up banner for a process reachable from other machines (None if not)."""
     if is_loopback(host):
         return None
     bar = "*" * 78
     return (f"{bar}\nWARNING: the ember {what} listens on {host}:{port}, which other machines "
-            "can reach.\nAnyone who can connect can upload a library and run it on this "
-            "machine.\nRequire a shared secret (--secret-file) and firewall the port, or bind "
-            f"127.0.0.1.\n{bar}")
+            f"can reach.\n{risk}\nFirewall the port, or bind 127.0.0.1.\n{bar}")
+
+
+def setup_logging(silent: bool, log_file: str | None) -> None:
+    """The log of a server or tracker process: stderr (or ``log_file``), INFO unless silent."""
+    handler: logging.Handler = (logging.FileHandler(log_file) if log_file
+                                else logging.StreamHandler(sys.stderr))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    root = logging.getLogger("ember.rpc")
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING if silent else logging.INFO)
 
 
 def announce(name: str, host: str, port: int) -> None:
@@ -99,7 +108,10 @@ class ManagedProcess:
         if self.proc.poll() is not None:
             self._signal_group(signal.SIGKILL)  # sessions that outlived a crashed server
             return
-        self._signal_group(signal.SIGTERM)  # the server ends its sessions, then itself
+        try:
+            self.proc.send_signal(signal.SIGTERM)  # the server ends its sessions, then itself
+        except ProcessLookupError:
+            pass
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -115,7 +127,7 @@ class ManagedProcess:
     def __enter__(self) -> Any:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.terminate()
 
     def __del__(self) -> None:

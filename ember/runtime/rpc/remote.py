@@ -7,7 +7,8 @@ garbage collector directly. Arrays move between machines only when asked: ``nump
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ class RemoteNDArray:
     ``remote``.
     """
 
-    __slots__ = ("_session", "_handle", "_shape", "_dtype", "_device", "__weakref__")
+    __slots__ = ("__weakref__", "_device", "_dtype", "_handle", "_session", "_shape")
 
     def __init__(self, session: RPCSession, handle: int, dtype: str, shape: tuple[int, ...],
                  device: Device) -> None:
@@ -133,7 +134,7 @@ class RemoteNDArray:
 class RemoteFunction(PackedFunc):
     """A function on an RPC server; calling it sends a CALL and waits for the result."""
 
-    __slots__ = ("_session", "_handle")
+    __slots__ = ("_handle", "_session")
 
     def __init__(self, session: RPCSession, handle: int, name: str) -> None:
         super().__init__(None, name)

@@ -22,7 +22,7 @@ class RemoteVirtualMachine:
 
     def __init__(self, exe: RemoteModule, device: Device | Sequence[Device],
                  memory_cfg: str | None = None) -> None:
-        dev = device if isinstance(device, Device) else list(device)[0]
+        dev = device if isinstance(device, Device) else next(iter(device), None)
         if not isinstance(dev, Device):
             raise TypeError(f"VirtualMachine: device must be a Device, got {device!r}")
         if not isinstance(memory_cfg, (str, type(None))):

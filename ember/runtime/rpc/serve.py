@@ -22,8 +22,9 @@ import socket
 import struct
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import RPCError
 from .endpoint import ServerSession, serve
@@ -130,6 +131,7 @@ class _Child:
     started: bool = False
     deadline: float | None = None
     timeout: int = 0
+    killed: bool = False  # by the server (session timeout, shutdown): already logged
 
 
 class ServerLoop:
@@ -246,7 +248,7 @@ class ServerLoop:
                 os.write(status_w, _STATUS.pack(b"S", timeout))
 
             code = run_session(SocketChannel(conn, peer), workdir, check_key, self.opts, started)
-        except BaseException:  # noqa: BLE001  (nothing may escape a forked child)
+        except BaseException:
             log.exception("session from %s failed", peer)
         finally:
             os._exit(code)
@@ -273,7 +275,9 @@ class ServerLoop:
         del self.children[child.status_fd]
         _, status = os.waitpid(child.pid, 0)
         shutil.rmtree(child.workdir, ignore_errors=True)
-        if os.WIFSIGNALED(status):
+        if child.killed:
+            pass
+        elif os.WIFSIGNALED(status):
             log.warning("session from %s ended by signal %d", child.peer, os.WTERMSIG(status))
         elif os.WEXITSTATUS(status) not in (0, 1, 2):  # 1, 2: already logged by the child
             log.warning("session from %s exited with status %d", child.peer,
@@ -288,11 +292,14 @@ class ServerLoop:
                 log.warning("session from %s passed its session timeout of %d s; ending it",
                             child.peer, child.timeout)
                 child.deadline = None
+                child.killed = True
                 _kill(child.pid)
 
     def _shutdown(self) -> None:
         signal.set_wakeup_fd(-1)
         for child in list(self.children.values()):
+            log.info("stopping: ending the session from %s", child.peer)
+            child.killed = True
             _kill(child.pid)
             self._reap(child)
         if self.tracker is not None:

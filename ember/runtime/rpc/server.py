@@ -8,7 +8,6 @@ its clients upload: bind it to loopback (the default), or require a shared secre
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import shutil
 import sys
@@ -16,7 +15,7 @@ import tempfile
 from collections.abc import Sequence
 
 from ..errors import RPCError
-from .launch import ManagedProcess, announce, announce_error, exposure_warning
+from .launch import ManagedProcess, announce, announce_error, exposure_warning, setup_logging
 from .protocol import DEFAULT_MAX_FRAME, MIN_MAX_FRAME
 from .serve import ServerLoop, ServerOptions, bind_listener, load_libraries, run_session
 
@@ -32,7 +31,10 @@ class Server(ManagedProcess):
     server registers with that tracker under ``key`` and takes only the clients it dispatches.
     ``load_library`` lists shared libraries opened (symbols global) before any session.
     ``secret`` makes clients prove they know it (it reaches the server process through the
-    environment, not its command line). Raises RPCError when the server cannot start.
+    environment, not its command line). A client must finish the handshake within
+    ``handshake_timeout`` seconds and send each frame within ``frame_timeout`` once it has
+    started it. ``log_file`` receives the server's log instead of stderr. Raises RPCError
+    when the server cannot start.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199,
@@ -40,10 +42,15 @@ class Server(ManagedProcess):
                  load_library: Sequence[str] | str | None = None, silent: bool = False, *,
                  custom_addr: str | None = None, secret: str | bytes | None = None,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME, max_sessions: int = 4,
-                 startup_timeout: float = 60.0) -> None:
+                 handshake_timeout: float = 10.0, frame_timeout: float = 60.0,
+                 log_file: str | None = None, startup_timeout: float = 60.0) -> None:
         argv = [sys.executable, "-m", "ember.exec.rpc_server", "--host", host, "--port",
                 str(port), "--port-end", str(port_end), "--key", key, "--max-frame-bytes",
-                str(max_frame_bytes), "--max-sessions", str(max_sessions)]
+                str(max_frame_bytes), "--max-sessions", str(max_sessions),
+                "--handshake-timeout", str(handshake_timeout), "--frame-timeout",
+                str(frame_timeout)]
+        if log_file:
+            argv += ["--log-file", os.path.abspath(log_file)]
         if tracker_addr is not None:
             argv += ["--tracker", f"{tracker_addr[0]}:{tracker_addr[1]}"]
         if custom_addr:
@@ -82,7 +89,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME,
                    help="largest frame accepted from a client")
     p.add_argument("--max-sessions", type=int, default=4, help="sessions served at once")
+    p.add_argument("--handshake-timeout", type=float, default=10.0,
+                   help="seconds a client has to complete the handshake")
+    p.add_argument("--frame-timeout", type=float, default=60.0,
+                   help="seconds a started frame may take to arrive in full")
     p.add_argument("--silent", action="store_true", help="log warnings only")
+    p.add_argument("--log-file", default=None, help="append the log to this file, not stderr")
     p.add_argument("--stdio", action="store_true",
                    help="serve one session on stdin/stdout instead of listening")
     return p
@@ -103,9 +115,13 @@ def _options(args: argparse.Namespace) -> ServerOptions:
         raise RPCError(f"--max-frame-bytes {args.max_frame_bytes}: at least {MIN_MAX_FRAME}")
     if args.max_sessions < 1:
         raise RPCError(f"--max-sessions {args.max_sessions}: at least 1")
+    for name in ("handshake_timeout", "frame_timeout"):
+        if not getattr(args, name) > 0:
+            raise RPCError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be > 0")
     libs = [p for item in args.load_library for p in item.split(",") if p]
     return ServerOptions(args.host, args.port, args.port_end, args.key, tracker,
-                         args.custom_addr, libs, secret, args.max_frame_bytes, args.max_sessions)
+                         args.custom_addr, libs, secret, args.max_frame_bytes, args.max_sessions,
+                         args.handshake_timeout, args.frame_timeout)
 
 
 def _serve_stdio(opts: ServerOptions) -> int:
@@ -126,9 +142,7 @@ def _serve_stdio(opts: ServerOptions) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server until interrupted; returns the exit status."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.silent else logging.INFO,
-                        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
-                        stream=sys.stderr)
+    setup_logging(args.silent, args.log_file)
     try:
         opts = _options(args)
         load_libraries(opts.load_library)
@@ -139,7 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         announce_error(NAME, str(err))
         return 1
     port = listener.getsockname()[1]
-    banner = exposure_warning("RPC server", opts.host, port)
+    risk = ("Anyone who can connect can upload a library and run it on this machine"
+            + ("." if opts.secret else ": require a shared secret (--secret-file)."))
+    banner = exposure_warning("RPC server", opts.host, port, risk)
     if banner:
         print(banner, file=sys.stderr, flush=True)
     announce(NAME, opts.host, port)

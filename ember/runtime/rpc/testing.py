@@ -6,7 +6,8 @@ Relay-era ``tvm.rpc.testing`` did; they only compute on their arguments.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from ..ndarray import NDArray, array
 from ..registry import register_func
 
 
-def _addone(x: int | float) -> int | float:
+def _addone(x: float) -> int | float:
     return x + 1
 
 

@@ -6,23 +6,26 @@ ember.exec.rpc_tracker``); ``connect_tracker(host, port)`` gives a TrackerSessio
 from __future__ import annotations
 
 import argparse
-import logging
+import os
 import signal
 import socket
 import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RPCError
 from .client import RPCSession, connect
-from .launch import ManagedProcess, announce, announce_error, exposure_warning
+from .launch import ManagedProcess, announce, announce_error, exposure_warning, setup_logging
 from .protocol import RPCConnectionError
 from .serve import bind_listener
 from .tracker_loop import TrackerLoop
 from .tracker_proto import TRACKER_VERSION, read_message, send_message
 from .transport import SocketChannel
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 NAME = "ember-rpc-tracker"
 
@@ -31,9 +34,12 @@ class Tracker(ManagedProcess):
     """A tracker in a subprocess, listening on ``host``/``port`` (``port=0``: any free)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9190, port_end: int = 9199,
-                 silent: bool = False, startup_timeout: float = 60.0) -> None:
+                 silent: bool = False, *, log_file: str | None = None,
+                 startup_timeout: float = 60.0) -> None:
         argv = [sys.executable, "-m", "ember.exec.rpc_tracker", "--host", host, "--port",
                 str(port), "--port-end", str(port_end)] + (["--silent"] if silent else [])
+        if log_file:
+            argv += ["--log-file", os.path.abspath(log_file)]
         super().__init__("RPC tracker", argv, None, startup_timeout)
 
 
@@ -89,8 +95,8 @@ class TrackerSession:
         info = self.summary()
         lines = ["Server List", "-" * 40, f"{'server-address':<24} key"]
         for s in info["server_info"]:
-            lines.append(f"{s['addr'][0]}:{s['addr'][1]:<10} {s['key']}"
-                         + ("" if s["free"] else " (busy)"))
+            addr = f"{s['addr'][0]}:{s['addr'][1]}"
+            lines.append(f"{addr:<24} {s['key']}" + ("" if s["free"] else " (busy)"))
         lines += ["", "Queue Status", "-" * 40, f"{'key':<20} {'free':>6} {'pending':>8}"]
         for key, q in sorted(info["queue_info"].items()):
             lines.append(f"{key:<20} {q['free']:>6} {q['pending']:>8}")
@@ -122,10 +128,10 @@ class TrackerSession:
     def close(self) -> None:
         self._ch.close()
 
-    def __enter__(self) -> TrackerSession:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -142,17 +148,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=9190, help="first port to try (0: any free)")
     p.add_argument("--port-end", type=int, default=9199, help="last port to try (exclusive)")
     p.add_argument("--silent", action="store_true", help="log warnings only")
+    p.add_argument("--log-file", default=None, help="append the log to this file, not stderr")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.silent else logging.INFO,
-                        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
-                        stream=sys.stderr)
+    setup_logging(args.silent, args.log_file)
     try:
         listener = bind_listener(args.host, args.port, args.port_end)
     except RPCError as err:
         announce_error(NAME, str(err))
         return 1
     port = listener.getsockname()[1]
-    banner = exposure_warning("RPC tracker", args.host, port)
+    banner = exposure_warning("RPC tracker", args.host, port,
+                              "Anyone who can connect can register servers and take them.")
     if banner:
         print(banner, file=sys.stderr, flush=True)
     loop = TrackerLoop(listener)

@@ -18,7 +18,8 @@ from typing import Any
 
 from ..errors import RPCError
 from .protocol import HEADER_SIZE, Kind, ProtocolError, kind_name, unpack_header
-from .tracker_proto import TRACKER_MAX_FRAME, TRACKER_VERSION, field as get_field, send_message
+from .tracker_proto import TRACKER_MAX_FRAME, TRACKER_VERSION, send_message
+from .tracker_proto import field as get_field
 from .transport import SocketChannel
 
 log = logging.getLogger("ember.rpc.tracker")

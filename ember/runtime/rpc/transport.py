@@ -12,8 +12,14 @@ import socket
 import time
 from collections.abc import Sequence
 
-from .protocol import HEADER_SIZE, ProtocolError, RPCConnectionError, kind_name, pack_header
-from .protocol import unpack_header
+from .protocol import (
+    HEADER_SIZE,
+    ProtocolError,
+    RPCConnectionError,
+    kind_name,
+    pack_header,
+    unpack_header,
+)
 
 Buffer = bytes | bytearray | memoryview
 _SMALL = 1 << 16  # payloads below this are joined with their header into one write
@@ -80,7 +86,7 @@ class SocketChannel(Channel):
         self.sock.settimeout(timeout)
         try:
             return self.sock.recv_into(buf)
-        except socket.timeout:
+        except TimeoutError:
             raise RPCConnectionError(f"{self.peer}: timed out after {timeout:g} s") from None
         except OSError as err:  # reset by peer and friends: the stream ended
             if self.closed:
@@ -91,7 +97,7 @@ class SocketChannel(Channel):
         self.sock.settimeout(timeout)
         try:
             self.sock.sendall(data)
-        except socket.timeout:
+        except TimeoutError:
             raise RPCConnectionError(f"{self.peer}: timed out after {timeout:g} s sending") \
                 from None
         except OSError as err:
