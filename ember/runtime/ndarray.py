@@ -159,8 +159,10 @@ class NDArray:
         """Copy into another NDArray (returned), or into a new array on ``target`` if a Device."""
         if isinstance(target, Device):  # empty() refuses devices ember cannot allocate on
             return empty(self.shape, self.dtype, target).copyfrom(self)
-        if isinstance(target, NDArray):
-            return target.copyfrom(self)
+        dev = getattr(target, "device", None)
+        if isinstance(target, NDArray) or isinstance(dev, Device) and dev.device_type >= \
+                RPC_SESS_MASK:  # an array of an RPC session
+            return target.copyfrom(self)  # type: ignore[no-any-return]
         raise TypeError(f"NDArray.copyto: expected an NDArray or a Device, "
                         f"got {type(target).__name__}")
 

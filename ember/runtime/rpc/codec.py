@@ -193,6 +193,11 @@ class Side:
 
 
 # ---- arrays by value ------------------------------------------------------------------------
+def byte_view(arr: np.ndarray) -> memoryview:
+    """The bytes of a C-contiguous array, without a copy (empty arrays included)."""
+    return memoryview(arr.reshape(-1).view(np.uint8))
+
+
 def array_nbytes(dtype: str, shape: tuple[int, ...]) -> int:
     """Bytes of a C-contiguous array of ``dtype`` and ``shape`` (lanes included)."""
     dt, scalar = _parse_dtype(dtype)
@@ -205,7 +210,7 @@ def write_ndarray(w: Writer, arr: NDArray) -> None:
     w.str(arr.dtype)
     w.shape(arr.shape)
     w.u64(arr.nbytes)
-    w.raw(memoryview(arr._np).cast("B"))
+    w.raw(byte_view(arr._np))
 
 
 def read_ndarray(r: Reader) -> NDArray:
@@ -222,7 +227,7 @@ def read_ndarray(r: Reader) -> NDArray:
                             f"{array_nbytes(dtype, shape)} bytes, the payload says {nbytes}")
     data = r.take(nbytes, "array data")
     arr = empty(shape, dtype)
-    memoryview(arr._np).cast("B")[:] = data
+    byte_view(arr._np)[:] = data
     return arr
 
 

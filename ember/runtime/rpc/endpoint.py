@@ -30,6 +30,7 @@ from .codec import (
     Side,
     Tag,
     Writer,
+    byte_view,
     decode_values,
     encode_value,
     error_payload,
@@ -200,7 +201,7 @@ class ServerSession(Side):
         offset = r.u64("offset")
         if length is None:
             length = r.u64("length")
-        data = memoryview(arr._np).cast("B")
+        data = byte_view(arr._np)
         if offset + length > len(data):
             raise IndexError(f"array copy of bytes [{offset}, {offset + length}) is out of "
                              f"range for an array of {len(data)} bytes")

@@ -19,6 +19,7 @@ from ..module import Module
 from ..ndarray import NDArray, _parse_dtype
 from ..packed_func import PackedFunc
 from ..time_eval import BenchmarkResult
+from .codec import byte_view
 
 if TYPE_CHECKING:
     from .client import RPCSession
@@ -94,7 +95,7 @@ class RemoteNDArray:
             raise TypeError(f"copyfrom: cannot convert {src.dtype} values to {self.dtype}")
         scalar = _parse_dtype(self.dtype)[1]
         data = np.ascontiguousarray(src, dtype=scalar)
-        self._session._write_array(self._handle, memoryview(data).cast("B"))
+        self._session._write_array(self._handle, byte_view(data))
         return self
 
     def copyto(self, target: Device | NDArray | RemoteNDArray) -> Any:
