@@ -7,13 +7,19 @@ to 127.0.0.1, port chosen by the system); the fixture's finalizer terminates the
 from __future__ import annotations
 
 import signal
-import time
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ember import rpc
+
+_folder = Path(__file__).parent
+if str(_folder) not in sys.path:  # for ``from _rpc_util import ...`` (importlib import mode)
+    sys.path.insert(0, str(_folder))
+
+from _rpc_util import start_server
 
 TEST_TIMEOUT = 120  # seconds: a hang fails the test instead of stalling the run
 
@@ -30,28 +36,6 @@ def _watchdog() -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def start_server(log_dir: Path, **kwargs: object) -> rpc.Server:
-    """A server on a free loopback port, logging into ``log_dir/server.log``."""
-    log = log_dir / "server.log"
-    kwargs.setdefault("handshake_timeout", 2.0)
-    kwargs.setdefault("frame_timeout", 2.0)
-    srv = rpc.Server(host="127.0.0.1", port=0, log_file=str(log), **kwargs)  # type: ignore
-    srv.log_path = log  # type: ignore[attr-defined]
-    return srv
-
-
-def wait_for_log(srv: rpc.Server, text: str, timeout: float = 10.0) -> str:
-    """The server's log once it contains ``text`` (AssertionError after ``timeout`` s)."""
-    deadline = time.monotonic() + timeout
-    log = ""
-    while time.monotonic() < deadline:
-        log = srv.log_path.read_text() if srv.log_path.exists() else ""  # type: ignore
-        if text in log:
-            return log
-        time.sleep(0.05)
-    raise AssertionError(f"{text!r} not in the server log:\n{log}")
 
 
 @pytest.fixture(scope="module")

@@ -176,7 +176,8 @@ class RPCSession:
                 rkind, rseq, payload = self._exchange(kind, seq, parts)
             except (RPCConnectionError, ProtocolError) as err:
                 self._broken(f"{type(err).__name__}: {err}")
-                raise type(err)(f"RPC session with {self.peer}: {err} (during {what})") from None
+                where = "" if str(err).startswith(self.peer) else f"{self.peer}: "
+                raise type(err)(f"{where}{err} (during {what})") from None
             if self._log:
                 log.info("%s %s: %d bytes back in %.3f ms", kind_name(kind), what, len(payload),
                          (time.perf_counter() - start) * 1e3)

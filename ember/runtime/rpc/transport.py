@@ -25,6 +25,10 @@ Buffer = bytes | bytearray | memoryview
 _SMALL = 1 << 16  # payloads below this are joined with their header into one write
 
 
+class _TimedOut(Exception):
+    """A wait on the stream ran out of time (``recv_exact`` says for what)."""
+
+
 class Channel:
     """A bidirectional byte stream. Subclasses implement ``_recv_some`` and ``_send_all``."""
 
@@ -39,10 +43,13 @@ class Channel:
         got = 0
         while got < len(buf):
             left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
+            try:
+                if left is not None and left <= 0:
+                    raise _TimedOut()
+                n = self._recv_some(buf[got:], left)
+            except _TimedOut:
                 raise RPCConnectionError(f"{self.peer}: timed out after {timeout:g} s waiting "
-                                         f"for {what}")
-            n = self._recv_some(buf[got:], left)
+                                         f"for {what}") from None
             if n == 0:
                 break
             got += n
@@ -87,7 +94,7 @@ class SocketChannel(Channel):
         try:
             return self.sock.recv_into(buf)
         except TimeoutError:
-            raise RPCConnectionError(f"{self.peer}: timed out after {timeout:g} s") from None
+            raise _TimedOut() from None
         except OSError as err:  # reset by peer and friends: the stream ended
             if self.closed:
                 return 0
@@ -127,7 +134,7 @@ class PipeChannel(Channel):
         sets = ([], [fd], []) if for_write else ([fd], [], [])
         ready = select.select(*sets, timeout)
         if not any(ready):
-            raise RPCConnectionError(f"{self.peer}: timed out after {timeout:g} s")
+            raise _TimedOut()
 
     def _recv_some(self, buf: memoryview, timeout: float | None) -> int:
         self._wait(self.read_fd, False, timeout)
@@ -139,7 +146,11 @@ class PipeChannel(Channel):
     def _send_all(self, data: Buffer, timeout: float | None) -> None:
         view = memoryview(data).cast("B")
         while len(view):
-            self._wait(self.write_fd, True, timeout)
+            try:
+                self._wait(self.write_fd, True, timeout)
+            except _TimedOut:
+                raise RPCConnectionError(f"{self.peer}: timed out after {timeout:g} s "
+                                         "sending") from None
             try:
                 n = os.write(self.write_fd, view[:1 << 20])
             except OSError as err:  # EPIPE: the reader is gone
@@ -167,13 +178,16 @@ def read_frame(ch: Channel, limit: int, timeout: float | None = None,
     got = ch.recv_exact(head[:1], timeout, "the next frame")
     if got == 0:
         raise RPCConnectionError(f"{ch.peer}: connection closed")
-    got += ch.recv_exact(head[1:], frame_timeout, "a frame header")
-    if got < HEADER_SIZE:
-        raise ProtocolError(f"truncated frame: the stream ended after {got} of {HEADER_SIZE} "
-                            "header bytes")
-    kind, seq, length = unpack_header(bytes(head), limit)
-    payload = memoryview(bytearray(length))
-    got = ch.recv_exact(payload, frame_timeout, f"the payload of a {kind_name(kind)} frame")
+    try:  # the frame has started: a wait that runs out now is the peer's fault
+        got += ch.recv_exact(head[1:], frame_timeout, "the rest of a frame header")
+        if got < HEADER_SIZE:
+            raise ProtocolError(f"truncated frame: the stream ended after {got} of "
+                                f"{HEADER_SIZE} header bytes")
+        kind, seq, length = unpack_header(bytes(head), limit)
+        payload = memoryview(bytearray(length))
+        got = ch.recv_exact(payload, frame_timeout, f"the payload of a {kind_name(kind)} frame")
+    except RPCConnectionError as err:
+        raise ProtocolError(f"incomplete frame: {err}") from None
     if got < length:
         raise ProtocolError(f"truncated {kind_name(kind)} frame: the stream ended after {got} "
                             f"of {length} payload bytes")
