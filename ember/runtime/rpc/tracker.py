@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import socket
 import sys
 import threading
@@ -70,15 +69,16 @@ class TrackerSession:
         send_message(self._ch, dict(message, id=rid))
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise RPCConnectionError(f"{self._ch.peer}: no answer within {timeout:g} s")
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:
                 reply = read_message(self._ch, left, expect_reply=True)
             except RPCConnectionError:
+                if deadline is None or time.monotonic() < deadline:
+                    raise  # the tracker went away
                 if message.get("op") == "request":
                     send_message(self._ch, {"op": "cancel", "id": rid})
-                raise
+                raise RPCConnectionError(f"{self._ch.peer}: no answer within {timeout:g} s to "
+                                         f"{message}") from None
             if reply.get("id") == rid:  # replies to cancelled requests are skipped
                 if not reply.get("ok"):
                     raise RPCError(f"tracker: {reply.get('error')}")
@@ -161,13 +161,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "Anyone who can connect can register servers and take them.")
     if banner:
         print(banner, file=sys.stderr, flush=True)
-    loop = TrackerLoop(listener)
-
-    def stop(signum: int, frame: Any) -> None:
-        loop.stop = True
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, stop)
     announce(NAME, args.host, port)
-    loop.run()
+    TrackerLoop(listener).run()
     return 0

@@ -12,6 +12,7 @@ import itertools
 import json
 import logging
 import selectors
+import signal
 import socket
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,7 @@ class _Peer:
 
 
 class TrackerLoop:
-    """Runs until ``stop`` is set (from a signal handler)."""
+    """Runs until SIGTERM or SIGINT."""
 
     def __init__(self, listener: socket.socket) -> None:
         self.listener = listener
@@ -48,21 +49,36 @@ class TrackerLoop:
         self.stop = False
 
     def run(self) -> None:
+        """Serve until SIGTERM or SIGINT."""
+        wake_r, wake_w = socket.socketpair()
+        wake_w.setblocking(False)
+        signal.set_wakeup_fd(wake_w.fileno())
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
         self.listener.setblocking(False)
         self.sel.register(self.listener, selectors.EVENT_READ, None)
+        self.sel.register(wake_r, selectors.EVENT_READ, "wake")
         try:
             while not self.stop:
-                for key, _ in self.sel.select(0.5):
+                for key, _ in self.sel.select(5.0):
                     if key.data is None:
                         self._accept()
+                    elif key.data == "wake":
+                        wake_r.recv(64)
                     else:
                         self._readable(key.data)
         finally:
+            signal.set_wakeup_fd(-1)
             for key in list(self.sel.get_map().values()):
-                if key.data is not None:
+                if isinstance(key.data, _Peer):
                     key.data.ch.close()
             self.sel.close()
             self.listener.close()
+            wake_r.close()
+            wake_w.close()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.stop = True
 
     def _accept(self) -> None:
         try:
@@ -214,7 +230,7 @@ class TrackerLoop:
             pending = sum(1 for _, _, c, rid in self.queue.get(key, [])
                           if rid in c.requests and not c.ch.closed)
             queue_info[key] = {"free": len(self.free.get(key, [])), "pending": pending}
-        peers = [k.data for k in self.sel.get_map().values() if k.data is not None]
+        peers = [k.data for k in self.sel.get_map().values() if isinstance(k.data, _Peer)]
         servers = [{"key": p.registered[0], "addr": [p.registered[1], p.registered[2]],
                     "free": p.server is not None}
                    for p in peers if p.registered is not None and not p.ch.closed]
