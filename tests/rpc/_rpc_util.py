@@ -10,8 +10,8 @@ from ember import rpc
 def start_server(log_dir: Path, **kwargs: object) -> rpc.Server:
     """A server on a free loopback port, logging into ``log_dir/server.log``."""
     log = log_dir / "server.log"
-    kwargs.setdefault("handshake_timeout", 2.0)
-    kwargs.setdefault("frame_timeout", 2.0)
+    kwargs.setdefault("handshake_timeout", 1.0)
+    kwargs.setdefault("frame_timeout", 1.0)
     srv = rpc.Server(host="127.0.0.1", port=0, log_file=str(log), **kwargs)  # type: ignore
     srv.log_path = log  # type: ignore[attr-defined]
     return srv

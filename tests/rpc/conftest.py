@@ -38,8 +38,9 @@ def _watchdog() -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rpc.Server]:
+    """One loopback server shared by the tests (faults end single sessions, never it)."""
     srv = start_server(tmp_path_factory.mktemp("rpc_server"))
     try:
         yield srv

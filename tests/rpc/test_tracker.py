@@ -88,7 +88,7 @@ def test_queued_requests_are_served_by_priority(fleet):
 
 
 def test_dispatched_servers_take_only_tracker_clients(fleet):
-    trk, servers = fleet
+    _, servers = fleet
     with pytest.raises(rpc.RPCError, match="registered with a tracker"):
         rpc.connect(servers[0].host, servers[0].port, key="board", timeout=10)
 

@@ -163,7 +163,7 @@ class ServerSession(Side):
             raise
         except Exception as err:  # noqa: BLE001  (the request failed: tell the client, go on)
             log.debug("%s failed: %s", kind_name(kind), err)
-            return Kind.ERROR, [error_payload(qualified_name(type(err)), str(err),
+            return Kind.ERROR, [error_payload(qualified_name(type(err)), _message(err),
                                               traceback.format_exc())]
 
     def find_function(self, name: str) -> PackedFunc:
@@ -226,6 +226,13 @@ class ServerSession(Side):
         name, fmt = r.str("file name"), r.str("format")
         r.done()
         return load_module(self.files.resolve(name, "load_module"), fmt)
+
+
+def _message(err: Exception) -> str:
+    # KeyError's str() quotes its argument; send the argument, the client's KeyError quotes it.
+    if isinstance(err, KeyError) and len(err.args) == 1:
+        return str(err.args[0])
+    return str(err)
 
 
 def _is_executor(mod: Module) -> bool:

@@ -24,7 +24,8 @@ def _known_class(type_name: str) -> type[BaseException] | None:
         cls = getattr(sys.modules.get(module), name, None)
     else:
         return None
-    if isinstance(cls, type) and issubclass(cls, Exception):
+    if (isinstance(cls, type) and issubclass(cls, Exception)
+            and not issubclass(cls, (StopIteration, StopAsyncIteration))):
         return cls
     return None
 
@@ -54,6 +55,8 @@ def make_remote_error(type_name: str, message: str, remote_traceback: str,
     try:
         err = cls(message)
     except TypeError:  # a class whose constructor wants other arguments
+        err = RPCError(f"{type_name}: {message}")
+    if str(err) not in (message, repr(message)):  # e.g. SyntaxError prints its own fields
         err = RPCError(f"{type_name}: {message}")
     add_note(err, f"raised on the RPC server {where} ({type_name})")
     if remote_traceback:
