@@ -315,7 +315,8 @@ def create(lib: Module, dev: Device | Sequence[Device] | None = None,
     session = getattr(lib, "rpc_session", None)
     if session is not None:
         dev = dev[0] if isinstance(dev, (list, tuple)) else dev
-        return session.get_function("tvm.aot_executor.create")(lib, dev, mod_name)
+        create_remote = session.get_function("tvm.aot_executor.create")
+        return create_remote(lib, dev, mod_name)  # type: ignore[no-any-return]
     return AotExecutor(lib, dev, None, None, mod_name)
 
 

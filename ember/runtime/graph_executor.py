@@ -307,7 +307,8 @@ def create(graph_json_str: str | Graph, libmod: Module, device: Device | Sequenc
     if session is not None:
         graph = graph_json_str if isinstance(graph_json_str, str) else graph_json_str.to_json()
         dev = device[0] if isinstance(device, (list, tuple)) else device
-        return session.get_function("tvm.graph_executor.create")(graph, libmod, dev)
+        create_remote = session.get_function("tvm.graph_executor.create")
+        return create_remote(graph, libmod, dev)  # type: ignore[no-any-return]
     return GraphExecutor(graph_json_str, libmod, device)
 
 

@@ -162,7 +162,7 @@ class NDArray:
         dev = getattr(target, "device", None)
         if isinstance(target, NDArray) or isinstance(dev, Device) and dev.device_type >= \
                 RPC_SESS_MASK:  # an array of an RPC session
-            return target.copyfrom(self)  # type: ignore[no-any-return]
+            return target.copyfrom(self)
         raise TypeError(f"NDArray.copyto: expected an NDArray or a Device, "
                         f"got {type(target).__name__}")
 

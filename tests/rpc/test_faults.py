@@ -149,7 +149,7 @@ def test_hostile_values(server):
     ch = _session_channel(server)
     head = Writer()
     head.u8(0)
-    head.str("testing.echo")
+    head.string("testing.echo")
     nested = bytes([Tag.LIST]) + struct.pack("<I", 1)
     args = struct.pack("<I", 1) + nested * 40 + bytes([Tag.NONE])
     write_frame(ch, Kind.CALL, 1, head.parts + [args])
@@ -179,7 +179,7 @@ def test_client_disconnects_mid_call(server):
     ch = _session_channel(server)
     head = Writer()
     head.u8(0)
-    head.str("rpc.test.sleep")
+    head.string("rpc.test.sleep")
     write_frame(ch, Kind.CALL, 1, head.parts + encode_values([0.3], Side()).parts)
     ch.close()
     # The reply may still fit in the socket's buffer: then the next read sees the hang-up.

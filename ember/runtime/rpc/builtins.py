@@ -30,7 +30,7 @@ def _aot_create(lib: Module, dev: Device, mod_name: str = "default") -> Module:
 
 
 def _vm_create(exe: Module, dev: Device, memory_cfg: str | None = None) -> Module:
-    from ..vm import VirtualMachine
+    from ..vm.interpreter import VirtualMachine
 
     return VirtualMachine(exe, dev, memory_cfg)
 

@@ -89,13 +89,13 @@ class _ClientSide(Side):
         if isinstance(value, RemoteNDArray):
             w.u8(Tag.ARRAY_HANDLE)
             w.u64(value.handle)
-            w.str(value.dtype)
+            w.string(value.dtype)
             w.shape(value.shape)
             w.device(self.session._server_device_type(value.device), value.device.device_id)
         elif isinstance(value, RemoteModule):
             w.u8(Tag.MODULE_HANDLE)
             w.u64(value._handle)
-            w.str(value.remote_type)
+            w.string(value.remote_type)
             w.u32(0)
         else:
             w.u8(Tag.FUNC_HANDLE)
@@ -217,7 +217,7 @@ class RPCSession:
             head = Writer()
             if isinstance(target, str):
                 head.u8(0)
-                head.str(target)
+                head.string(target)
             else:
                 head.u8(1)
                 head.u64(target)
@@ -237,7 +237,7 @@ class RPCSession:
         w = Writer()
         w.u64(module_handle)
         w.u8(int(query_imports))
-        w.str(name)
+        w.string(name)
         func = self._request(Kind.GET_FUNC, w.parts, f"lookup of {name!r}")
         func.name = name
         return func  # type: ignore[no-any-return]
@@ -249,7 +249,7 @@ class RPCSession:
 
         shape = _normalize_shape(shape, "nd.empty")
         w = Writer()
-        w.str(str(_parse_dtype(dtype)[0]))
+        w.string(str(_parse_dtype(dtype)[0]))
         w.shape(shape)
         w.device(self._server_device_type(dev), dev.device_id)
         return self._request(Kind.ARRAY_NEW, w.parts, "array allocation")  # type: ignore
@@ -323,7 +323,7 @@ class RPCSession:
         for start in range(0, max(len(blob), 1), self._chunk):
             w = Writer()
             w.u8(UPLOAD_CREATE if start == 0 else UPLOAD_APPEND)
-            w.str(target)
+            w.string(target)
             w.raw(blob[start:start + self._chunk])
             self._request(Kind.UPLOAD, w.parts, f"upload of {target!r}")
 
@@ -347,8 +347,8 @@ class RPCSession:
     def load_module(self, path: str, fmt: str = "") -> RemoteModule:
         """Load an uploaded file (an exported library) on the server."""
         w = Writer()
-        w.str(path)
-        w.str(fmt)
+        w.string(path)
+        w.string(fmt)
         return self._request(Kind.LOAD_MODULE, w.parts, f"load of {path!r}")  # type: ignore
 
     def download_linked_module(self, path: str) -> bytearray:

@@ -80,7 +80,7 @@ class Writer:
     def f64(self, v: float) -> None:
         self.parts.append(_F64.pack(v))
 
-    def str(self, s: str) -> None:
+    def string(self, s: str) -> None:
         self.blob(s.encode("utf-8", "surrogatepass"))
 
     def blob(self, data: bytes | bytearray | memoryview) -> None:
@@ -141,7 +141,7 @@ class Reader:
     def blob(self, field: str) -> memoryview:
         return self.take(self.u32(f"{field} length"), field)
 
-    def str(self, field: str) -> str:
+    def string(self, field: str) -> str:
         try:
             return str(self.blob(field), "utf-8", "surrogatepass")
         except UnicodeDecodeError as err:
@@ -195,7 +195,7 @@ class Side:
 # ---- arrays by value ------------------------------------------------------------------------
 def byte_view(arr: np.ndarray) -> memoryview:
     """The bytes of a C-contiguous array, without a copy (empty arrays included)."""
-    return memoryview(arr.reshape(-1).view(np.uint8))
+    return memoryview(arr.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
 
 
 def array_nbytes(dtype: str, shape: tuple[int, ...]) -> int:
@@ -207,7 +207,7 @@ def array_nbytes(dtype: str, shape: tuple[int, ...]) -> int:
 def write_ndarray(w: Writer, arr: NDArray) -> None:
     """An NDArray by value (tag included)."""
     w.u8(Tag.NDARRAY)
-    w.str(arr.dtype)
+    w.string(arr.dtype)
     w.shape(arr.shape)
     w.u64(arr.nbytes)
     w.raw(byte_view(arr._np))
@@ -215,7 +215,7 @@ def write_ndarray(w: Writer, arr: NDArray) -> None:
 
 def read_ndarray(r: Reader) -> NDArray:
     """An NDArray sent by value (after its tag), copied into a fresh aligned array."""
-    dtype = r.str("array dtype")
+    dtype = r.string("array dtype")
     try:
         _parse_dtype(dtype)
     except (ValueError, TypeError) as err:
@@ -252,13 +252,13 @@ def encode_value(w: Writer, value: Any, side: Side, depth: int = 0) -> None:
         w.f64(float(value))
     elif isinstance(value, str):
         w.u8(Tag.STR)
-        w.str(value)
+        w.string(value)
     elif isinstance(value, (bytes, bytearray, memoryview)):
         w.u8(Tag.BYTES)
         w.blob(value)
     elif isinstance(value, DataType):
         w.u8(Tag.DTYPE)
-        w.str(str(value))
+        w.string(str(value))
     elif side.encode_object(w, value):
         pass
     else:
@@ -304,7 +304,7 @@ def decode_value(r: Reader, side: Side, depth: int = 0) -> Any:
     if tag == Tag.BOOL:
         return r.u8("bool") != 0
     if tag == Tag.STR:
-        return r.str("str")
+        return r.string("str")
     if tag == Tag.BYTES:
         return bytes(r.blob("bytes"))
     if tag == Tag.DEVICE:
@@ -317,7 +317,7 @@ def decode_value(r: Reader, side: Side, depth: int = 0) -> Any:
 
 
 def _dtype(r: Reader) -> DataType:
-    text = r.str("dtype")
+    text = r.string("dtype")
     try:
         return DataType(text)
     except (ValueError, TypeError) as err:
@@ -339,7 +339,7 @@ def _decode_handle_or_container(r: Reader, tag: int, side: Side, depth: int) -> 
                                         r.device("array device"))
     if tag == Tag.MODULE_HANDLE:
         handle = r.u64("module handle")
-        return side.decode_module_handle(handle, r.str("module type key"), r.u32("module flags"))
+        return side.decode_module_handle(handle, r.string("module type key"), r.u32("module flags"))
     if tag == Tag.FUNC_HANDLE:
         return side.decode_func_handle(r.u64("function handle"))
     if tag == Tag.LIST:
@@ -380,13 +380,13 @@ def decode_values(r: Reader, side: Side) -> list[Any]:
 def error_payload(type_name: str, message: str, remote_traceback: str = "") -> bytes:
     """The payload of an ERROR frame: str type (qualified name), str message, str traceback."""
     w = Writer()
-    w.str(type_name)
-    w.str(message)
-    w.str(remote_traceback)
+    w.string(type_name)
+    w.string(message)
+    w.string(remote_traceback)
     return w.getvalue()
 
 
 def read_error(payload: memoryview) -> tuple[str, str, str]:
     """``(type name, message, remote traceback)`` of an ERROR payload."""
     r = Reader(payload, "ERROR")
-    return r.str("error type"), r.str("error message"), r.str("remote traceback")
+    return r.string("error type"), r.string("error message"), r.string("remote traceback")

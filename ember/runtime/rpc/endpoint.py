@@ -115,13 +115,13 @@ class ServerSession(Side):
         if isinstance(value, NDArray):
             w.u8(Tag.ARRAY_HANDLE)
             w.u64(self.store(value))
-            w.str(value.dtype)
+            w.string(value.dtype)
             w.shape(value.shape)
             w.device(value.device.device_type, value.device.device_id)
         elif isinstance(value, Module):
             w.u8(Tag.MODULE_HANDLE)
             w.u64(self.store(value))
-            w.str(type(value).__name__)
+            w.string(type(value).__name__)
             w.u32(MODULE_EXECUTOR if _is_executor(value) else 0)
         elif isinstance(value, PackedFunc) or callable(value) and not isinstance(value, type):
             w.u8(Tag.FUNC_HANDLE)
@@ -174,7 +174,7 @@ class ServerSession(Side):
     def _call(self, r: Reader) -> Any:
         target = r.u8("call target")
         if target == 0:
-            func = self.find_function(r.str("function name"))
+            func = self.find_function(r.string("function name"))
         elif target == 1:
             func = self.lookup(r.u64("function handle"), PackedFunc, "function")
         else:
@@ -184,15 +184,15 @@ class ServerSession(Side):
         return func(*args)
 
     def _get_func(self, r: Reader) -> PackedFunc:
-        handle, query_imports, name = r.u64("module handle"), r.u8("query imports"), r.str("name")
+        handle, query_imports, name = r.u64("module handle"), r.u8("query imports"), r.string("name")
         r.done()
         if handle == 0:
             return self.find_function(name)
-        mod = self.lookup(handle, Module, "module")
+        mod: Module = self.lookup(handle, Module, "module")
         return mod.get_function(name, query_imports=bool(query_imports))
 
     def _array_new(self, r: Reader) -> NDArray:
-        dtype, shape, dev = r.str("dtype"), r.shape("shape"), r.device("device")
+        dtype, shape, dev = r.string("dtype"), r.shape("shape"), r.device("device")
         r.done()
         return empty(shape, dtype, Device(*dev))
 
@@ -217,13 +217,13 @@ class ServerSession(Side):
         return data[offset:offset + length]
 
     def _upload(self, r: Reader) -> None:
-        mode, name = r.u8("upload mode"), r.str("file name")
+        mode, name = r.u8("upload mode"), r.string("file name")
         if mode not in (UPLOAD_CREATE, UPLOAD_APPEND):
             raise ProtocolError(f"UPLOAD: unknown mode {mode}")
         self.files.write(name, r.take(r.left(), "file data"), append=mode == UPLOAD_APPEND)
 
     def _load_module(self, r: Reader) -> Module:
-        name, fmt = r.str("file name"), r.str("format")
+        name, fmt = r.string("file name"), r.string("format")
         r.done()
         return load_module(self.files.resolve(name, "load_module"), fmt)
 

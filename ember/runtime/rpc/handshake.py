@@ -79,7 +79,7 @@ def hello_payload(key: str, session_timeout: int, has_secret: bool, nonce: bytes
     w.u32(HELLO_HAS_SECRET if has_secret else 0)
     w.u32(session_timeout)
     w.raw(nonce)
-    w.str(key)
+    w.string(key)
     return w.getvalue()
 
 
@@ -93,7 +93,7 @@ def parse_hello(payload: memoryview) -> Hello:
     flags = r.u32("flags")
     timeout = r.u32("session timeout")
     nonce = bytes(r.take(NONCE_BYTES, "client nonce"))
-    key = r.str("key")
+    key = r.string("key")
     if len(key) > MAX_KEY_BYTES:
         raise ProtocolError(f"HELLO: key of {len(key)} characters (at most {MAX_KEY_BYTES})")
     r.done()
@@ -106,7 +106,7 @@ def _welcome_payload(authenticated: bool, max_frame: int, proof: bytes, info: st
     w.u32(WELCOME_AUTHENTICATED if authenticated else 0)
     w.u64(max_frame)
     w.raw(proof)
-    w.str(info)
+    w.string(info)
     return w.getvalue()
 
 
@@ -207,7 +207,7 @@ def _parse_welcome(payload: memoryview) -> Welcome:
         raise ProtocolError(f"WELCOME: max frame of {max_frame} bytes is below the minimum "
                             f"{MIN_MAX_FRAME}")
     r.take(MAC_BYTES, "server proof")
-    info = r.str("server info")
+    info = r.string("server info")
     r.done()
     return Welcome(version, bool(flags & WELCOME_AUTHENTICATED), max_frame, info)
 

@@ -26,7 +26,7 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(host or "0.0.0.0", None, type=socket.SOCK_STREAM)
     except socket.gaierror:
         return False
-    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+    return all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos)
 
 
 def exposure_warning(what: str, host: str, port: int, risk: str) -> str | None:

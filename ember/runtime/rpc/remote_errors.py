@@ -35,8 +35,10 @@ def remote_class(type_name: str) -> type[RPCError]:
     """The class to raise for a remote ``type_name``: RPCError, or a subclass of RPCError and
     the original class (for classes whose layout allows combining them)."""
     cls = _known_class(type_name)
-    if cls is None or issubclass(cls, RPCError):
-        return cls if cls is not None else RPCError  # type: ignore[return-value]
+    if cls is None:
+        return RPCError
+    if issubclass(cls, RPCError):
+        return cls
     try:
         combined = type(f"Remote{cls.__name__}", (RPCError, cls), {
             "__module__": __name__,

@@ -131,9 +131,8 @@ class PipeChannel(Channel):
         self.owns_fds = owns_fds  # False: whoever opened them (a Popen) closes them
 
     def _wait(self, fd: int, for_write: bool, timeout: float | None) -> None:
-        sets = ([], [fd], []) if for_write else ([fd], [], [])
-        ready = select.select(*sets, timeout)
-        if not any(ready):
+        reads, writes = ([], [fd]) if for_write else ([fd], [])
+        if not any(select.select(reads, writes, [], timeout)):
             raise _TimedOut()
 
     def _recv_some(self, buf: memoryview, timeout: float | None) -> int:
