@@ -167,6 +167,14 @@ class RPCSession:
 
     def _request(self, kind: int, parts: list[Any], what: str) -> Any:
         """Send one request and return the decoded RETURN value (or raise its ERROR)."""
+        payload = self._request_payload(kind, parts, what)
+        r = Reader(payload, "RETURN")
+        value = decode_value(r, self._side)
+        r.done()
+        return value
+
+    def _request_payload(self, kind: int, parts: list[Any], what: str) -> memoryview:
+        """Send one request and return the payload of its RETURN (or raise its ERROR)."""
         with self._lock:
             self._check_open()
             start = time.perf_counter()
@@ -190,10 +198,7 @@ class RPCSession:
                 self._broken(f"unexpected {kind_name(rkind)}")
                 raise ProtocolError(f"RPC session with {self.peer}: expected RETURN or ERROR, got "
                                     f"{kind_name(rkind)}")
-            r = Reader(payload, "RETURN")
-            value = decode_value(r, self._side)
-            r.done()
-            return value
+            return payload
 
     def _broken(self, reason: str) -> None:
         self._closed = reason
@@ -274,16 +279,26 @@ class RPCSession:
             w.raw(data[start:start + self._chunk])
             self._request(Kind.ARRAY_WRITE, w.parts, "array copy to the server")
 
-    def _read_array(self, handle: int, nbytes: int) -> bytearray:
-        out = bytearray(nbytes)
-        view = memoryview(out)
+    def _read_array(self, handle: int, nbytes: int) -> memoryview:
+        """The bytes of a server array: the reply's own buffer when one frame holds them all,
+        else the chunks copied into one buffer."""
+        chunks = []
         for start in range(0, nbytes, self._chunk):
             w = Writer()
             w.u64(handle)
             w.u64(start)
             w.u64(min(self._chunk, nbytes - start))
-            data = self._request(Kind.ARRAY_READ, w.parts, "array copy from the server")
-            view[start:start + len(data)] = data
+            payload = self._request_payload(Kind.ARRAY_READ, w.parts, "array copy from the server")
+            r = Reader(payload, "ARRAY_READ reply")
+            if r.u8("value tag") != Tag.BYTES:
+                raise ProtocolError(f"{self.peer}: ARRAY_READ must be answered with bytes")
+            chunks.append(r.blob("array data"))
+            r.done()
+        if len(chunks) == 1:
+            return chunks[0]
+        out = memoryview(bytearray(nbytes))
+        for start, chunk in zip(range(0, nbytes, self._chunk), chunks):
+            out[start:start + len(chunk)] = chunk
         return out
 
     # -- devices --------------------------------------------------------------------------------
@@ -455,7 +470,7 @@ class LocalSession(RPCSession):
                                 f"limit of {self.max_frame} bytes")
         reply = self._server.handle(kind, payload)
         assert reply is not None, f"{kind_name(kind)} must be answered"
-        return reply[0], seq, memoryview(b"".join(reply[1]))
+        return reply[0], seq, _joined(reply[1])
 
     def _send_oneway(self, kind: int, seq: int, parts: list[Any]) -> None:
         if kind == Kind.FREE:
@@ -464,6 +479,17 @@ class LocalSession(RPCSession):
     def _shutdown(self) -> None:
         self._server.handles.clear()
         self._cleanup()
+
+
+def _joined(parts: list[Any]) -> memoryview:
+    """The parts in one writable buffer (what a reader of a stream gets)."""
+    views = [memoryview(p).cast("B") for p in parts]
+    out = memoryview(bytearray(sum(len(v) for v in views)))
+    pos = 0
+    for v in views:
+        out[pos:pos + len(v)] = v
+        pos += len(v)
+    return out
 
 
 class PopenSession(_StreamSession):

@@ -77,7 +77,8 @@ class RemoteNDArray:
         """A local copy of the contents (one or more ARRAY_READ requests)."""
         scalar = _parse_dtype(self.dtype)[1]
         data = self._session._read_array(self._handle, self.nbytes)
-        return np.frombuffer(data, dtype=scalar).reshape(self._full_shape())
+        out = np.frombuffer(data, dtype=scalar).reshape(self._full_shape())
+        return out if out.flags.writeable else out.copy()
 
     asnumpy = numpy
 
