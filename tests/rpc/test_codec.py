@@ -127,3 +127,21 @@ def test_session_file_names(tmp_path):
                           ("", "expected a non-empty file name")):
         with pytest.raises(rpc.RPCPathError, match=message):
             files.resolve(name, "upload")
+
+
+def test_the_documented_example_frame():
+    """docs/rpc.md spells out CALL testing.echo(7) byte by byte; the encoder must agree."""
+    from pathlib import Path
+
+    from ember.runtime.rpc.codec import encode_values
+
+    w = Writer()
+    w.u8(0)
+    w.string("testing.echo")
+    w.parts += encode_values([7], Side()).parts
+    payload = w.getvalue()
+    frame = (pack_header(Kind.CALL, 1, len(payload)) + payload).hex(" ").upper()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "rpc.md").read_text()
+    block = doc.split("Example: `CALL testing.echo(7)`, seq 1:")[1].split("```")[1]
+    hex_columns = [line.split("     ")[0] for line in block.strip().splitlines()]  # no comments
+    assert " ".join(" ".join(hex_columns).split()) == frame
