@@ -2,7 +2,9 @@
 errors, values of every kind, arrays both ways, devices, files and path traversal."""
 from __future__ import annotations
 
+import logging
 import os
+import time
 
 import numpy as np
 import pytest
@@ -200,3 +202,27 @@ def test_closed_session(server):
 def test_adt_results_cross(session):
     tup = session.get_function("testing.echo")(ADT(0, [1, "a"]))
     assert isinstance(tup, ADT) and tup.tag == 0 and list(tup.fields) == [1, "a"]
+
+
+def test_session_directory_is_removed_at_the_end(session):
+    workdir = session.get_function("tvm.rpc.server.workpath")(".")
+    session.upload(b"x", target="f.bin")
+    assert os.path.isfile(os.path.join(workdir, "f.bin"))  # the server runs on this machine
+    session.close()
+    deadline = time.monotonic() + 10
+    while os.path.exists(workdir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(workdir)
+
+
+def test_enable_logging(server, caplog):
+    with (caplog.at_level(logging.INFO, logger="ember.rpc.client"),
+          rpc.connect(server.host, server.port, enable_logging=True, timeout=30) as sess):
+        sess.get_function("testing.echo")(1)
+    assert any("call of testing.echo" in r.getMessage() for r in caplog.records)
+
+
+def test_lazy_top_level_name():
+    import ember as tvm
+
+    assert tvm.rpc.LocalSession is rpc.LocalSession

@@ -2,6 +2,7 @@
 when a server frees up, summaries, and a server that leaves."""
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -10,6 +11,9 @@ from _rpc_util import start_server
 
 from ember import rpc
 from ember.rpc import tracker
+from ember.runtime.rpc.protocol import Kind
+from ember.runtime.rpc.tracker_proto import read_message, send_message
+from ember.runtime.rpc.transport import SocketChannel, write_frame
 
 
 def _wait(condition, timeout: float = 20.0) -> None:
@@ -116,3 +120,19 @@ def test_server_that_leaves_is_unregistered(tmp_path):
 def test_tracker_errors():
     with pytest.raises(rpc.RPCConnectionError, match="cannot connect to the tracker"):
         rpc.connect_tracker("127.0.0.1", 1)
+
+
+def test_hostile_peers_do_not_stop_the_tracker(fleet):
+    trk, _ = fleet
+    with socket.create_connection((trk.host, trk.port), timeout=10) as sock:
+        sock.sendall(b"\x00garbage" * 10)
+        assert sock.recv(100) == b""  # dropped
+    ch = SocketChannel(socket.create_connection((trk.host, trk.port), timeout=10))
+    send_message(ch, {"op": "hello", "version": 1, "role": "client"})
+    assert read_message(ch, 10.0, expect_reply=True)["ok"]
+    deep = b"[" * 200_000 + b"]" * 200_000
+    write_frame(ch, Kind.TRACKER, 0, [deep])
+    with pytest.raises(rpc.RPCConnectionError, match="connection closed"):
+        read_message(ch, 10.0, expect_reply=True)
+    with rpc.connect_tracker(trk.host, trk.port) as client:
+        assert _queue(client, "board")["free"] == 2

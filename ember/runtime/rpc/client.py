@@ -501,8 +501,8 @@ class PopenSession(_StreamSession):
 
     def __init__(self, binary: str | None = None, args: tuple[str, ...] = (),
                  timeout: float | None = None, secret: str | bytes | None = None) -> None:
-        cmd = ([sys.executable, "-m", "ember.exec.rpc_server", "--stdio"] if binary is None
-               else [binary, *args])
+        cmd = ([sys.executable, "-m", "ember.exec.rpc_server", "--stdio", "--silent"]
+               if binary is None else [binary, *args])
         env = dict(os.environ)
         if secret is not None:
             env["EMBER_RPC_SECRET"] = secret if isinstance(secret, str) else secret.decode()

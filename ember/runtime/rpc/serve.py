@@ -171,15 +171,21 @@ class ServerLoop:
         if self.tracker is not None:
             self.tracker.maintain()
         for key, _ in self.sel.select(self._next_timeout()):
-            if key.data == "accept":
-                self._accept()
-            elif key.data == "wake":
-                self._wake_r.recv(64)
-            elif key.data == "tracker":
-                self.tracker.on_readable()  # type: ignore[union-attr]
-            else:
-                self._child_event(key.data)
+            try:
+                self._dispatch(key.data)
+            except Exception:
+                log.exception("the server loop failed handling %r; serving on", key.data)
         self._enforce_deadlines()
+
+    def _dispatch(self, what: object) -> None:
+        if what == "accept":
+            self._accept()
+        elif what == "wake":
+            self._wake_r.recv(64)
+        elif what == "tracker":
+            self.tracker.on_readable()  # type: ignore[union-attr]
+        else:
+            self._child_event(what)  # type: ignore[arg-type]
 
     def _update_listening(self) -> None:
         want = len(self.children) < self.opts.max_sessions
@@ -220,7 +226,15 @@ class ServerLoop:
         workdir = tempfile.mkdtemp(prefix="ember_rpc_session_")
         check_key = self._check_key()
         status_r, status_w = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as err:
+            log.error("cannot start a session for %s: %s", peer, err)
+            for fd in (status_r, status_w):
+                os.close(fd)
+            conn.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+            return
         if pid == 0:
             self._in_child(conn, status_r, status_w, workdir, check_key, peer)
         os.close(status_w)

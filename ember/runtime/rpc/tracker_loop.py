@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import logging
 import selectors
 import signal
@@ -19,7 +18,7 @@ from typing import Any
 
 from ..errors import RPCError
 from .protocol import HEADER_SIZE, Kind, ProtocolError, kind_name, unpack_header
-from .tracker_proto import TRACKER_MAX_FRAME, TRACKER_VERSION, send_message
+from .tracker_proto import TRACKER_MAX_FRAME, TRACKER_VERSION, parse_message, send_message
 from .tracker_proto import field as get_field
 from .transport import SocketChannel
 
@@ -104,8 +103,8 @@ class TrackerLoop:
         try:
             while not peer.ch.closed and (message := self._next_message(peer)) is not None:
                 self._handle(peer, message)
-        except (RPCError, ValueError, TypeError) as err:
-            self._drop(peer, str(err))
+        except Exception as err:  # noqa: BLE001  (a bad peer is dropped, the tracker goes on)
+            self._drop(peer, f"{type(err).__name__}: {err}")
 
     def _next_message(self, peer: _Peer) -> dict[str, Any] | None:
         if len(peer.buf) < HEADER_SIZE:
@@ -117,10 +116,7 @@ class TrackerLoop:
         del peer.buf[:HEADER_SIZE + length]
         if kind != Kind.TRACKER:
             raise ProtocolError(f"expected a TRACKER frame, got {kind_name(kind)}")
-        message = json.loads(payload)
-        if not isinstance(message, dict):
-            raise ProtocolError("a tracker message must be a JSON object")
-        return message
+        return parse_message(payload)
 
     def _send(self, peer: _Peer, message: dict[str, Any], reply: bool = True) -> bool:
         try:

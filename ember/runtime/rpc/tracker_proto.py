@@ -32,10 +32,15 @@ def read_message(ch: Channel, timeout: float | None, expect_reply: bool = False
     want = Kind.TRACKER_REPLY if expect_reply else Kind.TRACKER
     if kind != want:
         raise ProtocolError(f"tracker: expected a {kind_name(want)} frame, got {kind_name(kind)}")
+    return parse_message(bytes(payload))
+
+
+def parse_message(payload: bytes) -> dict[str, Any]:
+    """A tracker message; ProtocolError unless it is a JSON object (of sane nesting)."""
     try:
-        message = json.loads(bytes(payload))
-    except (ValueError, UnicodeDecodeError) as err:
-        raise ProtocolError(f"tracker: payload is not JSON: {err}") from None
+        message = json.loads(payload)
+    except (ValueError, RecursionError) as err:
+        raise ProtocolError(f"tracker: payload is not a JSON object: {err}") from None
     if not isinstance(message, dict):
         raise ProtocolError(f"tracker: expected a JSON object, got {type(message).__name__}")
     return message
