@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..device import Device
+from ..device import RPC_SESS_MASK, Device
 from ..dtype import DataType
 from ..errors import RPCError
 from ..module import Module
@@ -23,6 +23,13 @@ from .codec import byte_view
 
 if TYPE_CHECKING:
     from .client import RPCSession
+
+
+def _release(obj: Any, session_attr: str) -> None:
+    """Queue the handle of a dying remote object (objects that failed to construct have none)."""
+    session, handle = getattr(obj, session_attr, None), getattr(obj, "_handle", None)
+    if session is not None and handle is not None:
+        session._free_later(handle)
 
 
 class RemoteNDArray:
@@ -130,7 +137,7 @@ class RemoteNDArray:
         raise TypeError("a remote array cannot be pickled; copy it with .numpy() first")
 
     def __del__(self) -> None:
-        self._session._free_later(self._handle)
+        _release(self, "_session")
 
 
 class RemoteFunction(PackedFunc):
@@ -150,7 +157,7 @@ class RemoteFunction(PackedFunc):
         return f"PackedFunc({self.name}, remote {self._session.peer})"
 
     def __del__(self) -> None:
-        self._session._free_later(self._handle)
+        _release(self, "_session")
 
 
 class RemoteModule(Module):
@@ -213,7 +220,7 @@ class RemoteModule(Module):
         return f"Module(rpc, {self.remote_type} on {self.rpc_session.peer}, handle {self._handle})"
 
     def __del__(self) -> None:
-        self.rpc_session._free_later(self._handle)
+        _release(self, "rpc_session")
 
 
 class RemoteExecutor(RemoteModule):
@@ -252,7 +259,7 @@ class RemoteExecutor(RemoteModule):
         args: list[Any] = []
         if end_to_end:
             func_name = "run_from_inputs"
-            args = [device.device_type % 128, device.device_id]
+            args = [device.device_type % RPC_SESS_MASK, device.device_id]
             args += [x for kv in inputs.items() for x in kv]
         else:
             self.set_input(**inputs)
