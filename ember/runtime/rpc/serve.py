@@ -157,6 +157,10 @@ class ServerLoop:
         self._wake_w.setblocking(False)
         signal.set_wakeup_fd(self._wake_w.fileno())
         self.sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        opts = self.opts
+        log.info("serving on %s:%d (key %r, authentication %s, up to %d sessions at once)",
+                 opts.host, self.port, opts.key, "on" if opts.secret else "off",
+                 opts.max_sessions)
         try:
             while not self.stopping:
                 self._step()
