@@ -129,3 +129,13 @@ def test_popen_session():
         with pytest.raises(ValueError, match="nope"):
             sess.get_function("rpc.test.except")("nope")
         assert sess.get_function("testing.echo")("after") == "after"
+
+
+def test_a_forgotten_server_ends_with_its_script():
+    code = ("from ember import rpc\n"
+            "srv = rpc.Server(port=0, silent=True)\n"
+            "print(srv.port, flush=True)\n")  # exits without terminate()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    with pytest.raises(rpc.RPCConnectionError, match="cannot connect"):
+        rpc.connect("127.0.0.1", int(out.stdout), timeout=5, connect_timeout=5)

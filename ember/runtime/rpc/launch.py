@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 from typing import Any
 
 from ..errors import RPCError
@@ -60,15 +61,37 @@ def announce_error(name: str, message: str) -> None:
     sys.stdout.flush()
 
 
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """End ``proc`` and its process group: SIGTERM (the server ends its sessions, then
+    itself), SIGKILL to the group if it is still there after ``timeout`` seconds."""
+    if proc.poll() is not None:
+        _signal_group(proc, signal.SIGKILL)  # sessions that outlived a crashed server
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait()
+
+
 class ManagedProcess:
-    """A server or tracker running in its own process group, started by ``start``."""
+    """A server or tracker running in its own process group. It is ended by ``terminate``,
+    by leaving a ``with`` block, when the object is collected, or when Python exits."""
 
     def __init__(self, name: str, argv: list[str], env: dict[str, str] | None,
                  startup_timeout: float) -> None:
         self.name = name
-        self._ended = False
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                      start_new_session=True, env=env)
+        self._stop = weakref.finalize(self, _stop, self.proc, 5.0)
         try:
             self.host, self.port = self._wait_ready(startup_timeout)
         except BaseException:
@@ -100,36 +123,15 @@ class ManagedProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def terminate(self, timeout: float = 5.0) -> None:
-        """End the process and everything it started (its sessions)."""
-        if self._ended:
-            return
-        self._ended = True
-        if self.proc.poll() is not None:
-            self._signal_group(signal.SIGKILL)  # sessions that outlived a crashed server
-            return
-        try:
-            self.proc.send_signal(signal.SIGTERM)  # the server ends its sessions, then itself
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self._signal_group(signal.SIGKILL)
-            self.proc.wait()
+    def terminate(self) -> None:
+        """End the process and everything it started (its sessions); idempotent."""
+        self._stop()
 
     def _signal_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _signal_group(self.proc, sig)
 
     def __enter__(self) -> Any:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.terminate()
-
-    def __del__(self) -> None:
-        if getattr(self, "proc", None) is not None:
-            self.terminate()
