@@ -14,6 +14,9 @@ from _rpc_util import start_server, wait_for_log
 import ember
 from ember import rpc
 from ember.runtime.rpc.launch import exposure_warning, is_loopback
+from ember.runtime.rpc.serve import bind_listener
+from ember.runtime.rpc.server import main as server_main
+from ember.runtime.rpc.tracker import main as tracker_main
 from ember.testing import requires_llvm, requires_rpc
 
 
@@ -39,18 +42,20 @@ def test_rpc_loads_no_compiler():
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("module", ["ember.exec.rpc_server", "ember.exec.rpc_tracker"])
-def test_command_line_help(module):
-    out = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True,
-                         text=True, timeout=60, check=False)
-    assert out.returncode == 0 and "--port" in out.stdout and "--host" in out.stdout
+@pytest.mark.parametrize("main", [server_main, tracker_main])
+def test_command_line_help(main, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert info.value.code == 0 and "--port" in out and "--host" in out
 
 
-def test_command_line_errors():
-    out = subprocess.run([sys.executable, "-m", "ember.exec.rpc_server", "--max-frame-bytes",
-                          "10"], capture_output=True, text=True, timeout=60, check=False)
-    assert out.returncode == 1
-    assert "ember-rpc-server error: --max-frame-bytes 10: at least 65536" in out.stdout
+def test_command_line_errors(capsys):
+    assert server_main(["--max-frame-bytes", "10"]) == 1
+    assert capsys.readouterr().out == ("ember-rpc-server error: --max-frame-bytes 10: at least "
+                                       "65536\n")
+    assert server_main(["--tracker", "nowhere"]) == 1
+    assert "--tracker 'nowhere': expected HOST:PORT" in capsys.readouterr().out
 
 
 def test_no_free_port():
@@ -59,7 +64,7 @@ def test_no_free_port():
         busy.listen()
         port = busy.getsockname()[1]
         with pytest.raises(rpc.RPCError, match=rf"no free port in \[{port}, {port + 1}\)"):
-            rpc.Server(port=port, port_end=port + 1, silent=True)
+            bind_listener("127.0.0.1", port, port + 1)
 
 
 def test_missing_load_library(tmp_path):

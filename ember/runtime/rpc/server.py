@@ -142,9 +142,9 @@ def _serve_stdio(opts: ServerOptions) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server until interrupted; returns the exit status."""
     args = _parser().parse_args(argv)
-    setup_logging(args.silent, args.log_file)
     try:
         opts = _options(args)
+        setup_logging(args.silent, args.log_file)
         load_libraries(opts.load_library)
         if args.stdio:
             return _serve_stdio(opts)
