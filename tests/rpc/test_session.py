@@ -39,9 +39,13 @@ def test_int_out_of_range_is_refused(session):
         session.get_function("testing.echo")(1 << 64)
 
 
-def test_local_functions_cannot_be_passed(session):
+def test_local_functions_and_modules_cannot_be_passed(session):
+    from ember.runtime.module import PyModule
+
     with pytest.raises(TypeError, match="local function: a remote session cannot call back"):
         session.get_function("testing.echo")(lambda x: x)
+    with pytest.raises(TypeError, match="argument 0: .* is a local module: export it"):
+        session.get_function("testing.echo")(PyModule({}))
 
 
 def test_remote_error_keeps_class_and_message(session):

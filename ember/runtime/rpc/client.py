@@ -21,6 +21,7 @@ import numpy as np
 from ..device import RPC_SESS_MASK, Device, register_rpc_session
 from ..device import device as make_device
 from ..errors import RPCError
+from ..module import Module
 from ..ndarray import SUPPORTED_DTYPES, NDArray
 from ..ndarray import array as local_array
 from ..packed_func import PackedFunc
@@ -75,6 +76,9 @@ class _ClientSide(Side):
             self._write_handle(w, value)
         elif isinstance(value, (NDArray, np.ndarray)):
             self._write_array(w, value)
+        elif isinstance(value, Module):
+            raise TypeError(f"{value!r} is a local module: export it, upload the file and "
+                            "load it with session.load_module")
         elif isinstance(value, PackedFunc) or callable(value):
             raise TypeError(f"{value!r} is a local function: a remote session cannot call back "
                             "into the client")
@@ -129,7 +133,7 @@ class _ClientSide(Side):
 class RPCSession:
     """A session with an RPC server: remote functions, modules, arrays, devices and files.
 
-    Not thread-safe in the sense of interleaving calls: requests are serialised by a lock.
+    Threads may share a session: their requests are sent one at a time.
     """
 
     def __init__(self, peer: str, max_frame: int, server_info: str = "",
