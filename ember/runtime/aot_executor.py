@@ -310,7 +310,13 @@ class AotExecutor(Module):
 
 def create(lib: Module, dev: Device | Sequence[Device] | None = None,
            mod_name: str = "default") -> AotExecutor:
-    """An AotExecutor for module ``mod_name`` of ``lib`` (its params linked or none)."""
+    """An AotExecutor for module ``mod_name`` of ``lib`` (its params linked or none); on the
+    RPC server when ``lib`` was loaded there."""
+    session = getattr(lib, "rpc_session", None)
+    if session is not None:
+        dev = dev[0] if isinstance(dev, (list, tuple)) else dev
+        create_remote = session.get_function("tvm.aot_executor.create")
+        return create_remote(lib, dev, mod_name)  # type: ignore[no-any-return]
     return AotExecutor(lib, dev, None, None, mod_name)
 
 

@@ -297,11 +297,18 @@ def create(graph_json_str: str | Graph, libmod: Module, device: Device | Sequenc
            | None = None) -> GraphExecutor:
     """A GraphExecutor for ``graph_json_str`` with kernels from ``libmod``, on ``device``.
 
-    Raises GraphFormatError for a malformed graph and TVMError when a kernel is missing.
+    Raises GraphFormatError for a malformed graph and TVMError when a kernel is missing. With
+    a library loaded on an RPC server, the executor is created and runs on that server.
     """
     if not isinstance(libmod, Module):
         raise TypeError(f"graph_executor.create: lib must be a Module, got "
                         f"{type(libmod).__name__}")
+    session = getattr(libmod, "rpc_session", None)
+    if session is not None:
+        graph = graph_json_str if isinstance(graph_json_str, str) else graph_json_str.to_json()
+        dev = device[0] if isinstance(device, (list, tuple)) else device
+        create_remote = session.get_function("tvm.graph_executor.create")
+        return create_remote(graph, libmod, dev)  # type: ignore[no-any-return]
     return GraphExecutor(graph_json_str, libmod, device)
 
 

@@ -328,6 +328,12 @@ def _load_library(path: str) -> Module:
 
 
 def _load_tar(path: str) -> Module:
+    return _load_library(link_tar(path))
+
+
+def link_tar(path: str) -> str:
+    """Compile and link a .tar of sources written by ``export_library`` into a shared library
+    (cached by content); returns its path. Needs a C compiler."""
     from ..contrib import cc  # linking a .tar needs the compiler
 
     with tempfile.TemporaryDirectory(prefix="ember_tar_") as tmp:
@@ -344,8 +350,7 @@ def _load_tar(path: str) -> Module:
         sources = sorted(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith((".c", ".o")))
         if not sources:
             raise ArtifactError(f"{path}: the archive holds no .c or .o files")
-        lib = cc.build_shared(sources, options)
-    return _load_library(str(lib))
+        return str(cc.build_shared(sources, options))
 
 
 def _load_c_source(path: str) -> Module:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..container import ADT, tuple_object
+from ..container import ADT, Array, tuple_object
 from ..device import Device
 from ..errors import TVMError
 from ..module import Module
@@ -42,6 +42,13 @@ class VirtualMachine(Module):
 
     type_key = "VirtualMachine"
     max_call_depth = 100_000
+
+    def __new__(cls, exe: Any, device: Any = None, memory_cfg: Any = None) -> Any:
+        if getattr(exe, "rpc_session", None) is not None:  # loaded on an RPC server: run there
+            from ..rpc.remote_vm import RemoteVirtualMachine
+
+            return RemoteVirtualMachine(exe, device, memory_cfg)
+        return super().__new__(cls)
 
     def __init__(self, exe: Executable | Module, device: Device | Sequence[Device],
                  memory_cfg: str | Allocator | None = None) -> None:
@@ -343,7 +350,7 @@ def _to_value(arg: Any, where: str) -> Any:
             return array(np.array(arg, dtype=dtype))
     if isinstance(arg, np.generic):
         return array(np.asarray(arg))
-    if isinstance(arg, (tuple, list)):
+    if isinstance(arg, (tuple, list, Array)):
         return tuple_object([_to_value(a, f"{where}[{i}]") for i, a in enumerate(arg)])
     raise TypeError(f"{where}: cannot pass a {type(arg).__name__} to the VM (expected an "
                     "NDArray, numpy array, number, tuple/list or ADT)")
