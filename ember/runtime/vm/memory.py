@@ -21,7 +21,7 @@ import numpy as np
 from .._abi import DLTensor
 from ..device import Device
 from ..dtype import DataType
-from ..errors import TVMError
+from ..errors import ArgumentError, TVMError
 from ..ndarray import ALIGNMENT, NDArray
 
 MIN_BLOCK = 64
@@ -185,7 +185,8 @@ def make_allocator(memory_cfg: str | Allocator | None) -> Allocator:
         return PooledAllocator()
     if memory_cfg == "naive":
         return NaiveAllocator()
-    raise ValueError(f"memory_cfg must be 'pooled', 'naive' or an Allocator, got {memory_cfg!r}")
+    raise ArgumentError(f"memory_cfg must be 'pooled', 'naive' or an Allocator, got "
+                        f"{memory_cfg!r}")
 
 
 # ---- building NDArrays without the general constructor ---------------------------------------
