@@ -204,7 +204,7 @@ def _from_python(value: Any, dtype: str, lane: np.dtype, what: str) -> np.ndarra
         raise ArgumentTypeError(f"{what}: cannot convert a {type(value).__name__} of "
                                 f"{_kind_name(natural)} to {dtype}")
     if kind == "f" and lane.kind in "biu":
-        raise ArgumentError(f"{what}: float values for a {dtype} input would be truncated; "
+        raise ArgumentError(f"{what}: float values would be truncated to {dtype}; "
                             f"pass integers or a numpy array of {dtype}")
     with np.errstate(all="ignore"):
         out = natural.astype(lane)
