@@ -28,12 +28,22 @@ from .aot_format import ModelMetadata, ParameterInfo, c_prefix, parse_metadata
 from .device import Device
 from .dtype import DataType
 from .errors import ArgumentError, ArgumentTypeError, ArtifactError, TVMError
-from .executor_common import (ExecutorWrapper, GraphInputError, Inputs, InputSpec, check_name,
-                              check_out, check_output_index, check_timing, input_array,
-                              one_device, type_str)
+from .executor_common import (
+    ExecutorWrapper,
+    GraphInputError,
+    Inputs,
+    InputSpec,
+    check_name,
+    check_out,
+    check_output_index,
+    check_timing,
+    input_array,
+    one_device,
+    type_str,
+)
 from .executor_common import c_call as _c_call
 from .module import Module
-from .ndarray import NDArray, _aligned_buffer, empty
+from .ndarray import NDArray, _aligned_buffer, _parse_dtype, empty
 from .packed_func import CPackedFunc, PackedFunc, as_packed_func
 from .time_eval import BenchmarkResult, time_evaluator
 
@@ -56,11 +66,13 @@ def constant_pool(meta: ModelMetadata, params: Mapping[str, Any]) -> np.ndarray:
     for c in meta.constants:
         value = params.get(c.name)
         if value is None:
-            raise ArgumentError(f"aot executor: constant {c.name!r} ({type_str(c.dtype, c.shape)}) is "
-                           "missing from the params; the model was built without "
-                           "link-params, so the factory must keep its params")
+            raise ArgumentError(f"aot executor: constant {c.name!r} "
+                                f"({type_str(c.dtype, c.shape)}) is missing from the params; "
+                                "the model was built without link-params, so the factory "
+                                "must keep its params")
         arr = input_array(value, c.dtype, c.shape, f"aot executor: constant {c.name!r}")
-        pool[c.offset:c.offset + c.nbytes] = np.frombuffer(arr.tobytes(), np.uint8)
+        native = np.ascontiguousarray(arr, dtype=_parse_dtype(c.dtype)[1])  # byte order too
+        pool[c.offset:c.offset + c.nbytes] = np.frombuffer(native.tobytes(), np.uint8)
     return pool
 
 

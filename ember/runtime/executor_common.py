@@ -178,7 +178,7 @@ def _array_like(value: Any) -> bool:
 def _as_numpy(value: Any, what: str) -> np.ndarray:
     try:
         src = np.asarray(value)
-    except Exception as err:  # a foreign object's __array__ may raise anything
+    except Exception as err:  # noqa: BLE001  (a foreign __array__ may raise anything)
         raise ArgumentTypeError(f"{what}: cannot read {type(value).__name__} as an array: "
                                 f"{err}") from None
     if src.dtype.kind not in "biuf":

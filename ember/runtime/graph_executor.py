@@ -16,9 +16,19 @@ import numpy as np
 from ._bridge import raise_error
 from .device import Device
 from .errors import ArgumentError, ArgumentTypeError, TVMError, add_note
-from .executor_common import (ExecutorWrapper, GraphIndexError,  # noqa: F401
-                              GraphInputError, Inputs, InputSpec, check_name, check_out,
-                              check_output_index, check_timing, one_device, type_str)
+from .executor_common import (  # noqa: F401
+    ExecutorWrapper,
+    GraphIndexError,
+    GraphInputError,
+    Inputs,
+    InputSpec,
+    check_name,
+    check_out,
+    check_output_index,
+    check_timing,
+    one_device,
+    type_str,
+)
 from .executor_common import c_call as _c_call
 from .graph_format import NOP, Graph, parse_graph
 from .module import Module

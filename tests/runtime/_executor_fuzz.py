@@ -16,6 +16,7 @@ sums and products of small integers are exact).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 
 import ember
 from ember import relay
+from ember.relay.backend import Executor, Runtime
 from ember.runtime.dtype import DataType
 from ember.runtime.errors import TVMError
 from ember.runtime.ndarray import NDArray
@@ -39,6 +41,21 @@ def tiny_model() -> ember.IRModule:
     c = relay.var("c", shape=(2, 3), dtype="int32")
     y = relay.multiply(relay.add(a, b), relay.cast(c, "float32"))
     return ember.IRModule.from_expr(relay.Function([a, b, c], y))
+
+
+@functools.cache
+def factory(kind: str) -> Any:
+    """The tiny model built for ``kind``: graph, aot-packed, aot-c (C interface) or vm."""
+    mod = tiny_model()
+    if kind == "graph":
+        return relay.build(mod, "llvm")
+    if kind == "aot-packed":
+        return relay.build(mod, "llvm", executor=Executor("aot"))
+    if kind == "aot-c":
+        return relay.build(mod, "c", executor=Executor("aot", {"interface-api": "c",
+                                                               "unpacked-api": True}),
+                           runtime=Runtime("crt"))
+    return relay.build(mod, "llvm", executor=Executor("vm"))
 
 
 def reference(values: dict[str, np.ndarray]) -> np.ndarray:

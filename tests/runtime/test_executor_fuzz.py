@@ -6,40 +6,22 @@ executor, the debug executor, the AOT executor (packed and C interface) and the 
 (content-hash cache), so each example costs microseconds."""
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _executor_fuzz import NAMES, Driver, calls, run_sequence, tiny_model  # noqa: E402
+from _executor_fuzz import NAMES, Driver, calls, factory, run_sequence
 
 import ember
-from ember import relay
-from ember.relay.backend import Executor, Runtime
 from ember.testing import find_c_compiler
 
 pytestmark = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-@functools.cache
-def factory(kind: str) -> Any:
-    mod = tiny_model()
-    if kind == "graph":
-        return relay.build(mod, "llvm")
-    if kind == "aot-packed":
-        return relay.build(mod, "llvm", executor=Executor("aot"))
-    if kind == "aot-c":
-        return relay.build(mod, "c", executor=Executor("aot", {"interface-api": "c",
-                                                               "unpacked-api": True}),
-                           runtime=Runtime("crt"))
-    return relay.build(mod, "llvm", executor=Executor("vm"))
 
 
 class AotDriver(Driver):

@@ -118,7 +118,7 @@ def dynamic_arguments(func: VMFunction, args: Sequence[Any]) -> list[str]:
 
 def checked_key(func: VMFunction, key: Any, where: str) -> int:
     """The parameter index of ``key`` (a name or a non-negative index)."""
-    from ..executor_common import InputSpec, Inputs
+    from ..executor_common import Inputs, InputSpec
 
     return Inputs([InputSpec(p, None) for p in func.params]).slot(key, where)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..device import Device
 from ..errors import ArgumentError, ArgumentTypeError, TVMError
-from ..executor_common import InputSpec, Inputs, check_out, check_timing
+from ..executor_common import Inputs, InputSpec, check_out, check_timing
 from ..module import Module
 from ..ndarray import NDArray
 from ..packed_func import PackedFunc, as_packed_func

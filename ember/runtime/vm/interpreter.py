@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-
 from ..container import ADT
 from ..device import Device
 from ..errors import ArgumentError, ArgumentTypeError, TVMError
