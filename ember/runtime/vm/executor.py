@@ -49,9 +49,12 @@ class VMModule(Module):
     def set_input(self, key: int | str | None = None, value: Any = None, **params: Any) -> None:
         """Set an input by name or index, and/or several by name."""
         checked = self._specs.check_call(key, value, params, "set_input")
-        values = [(k, A.convert(self._func, k, v, f"{self._specs.label(k, 'set_input')}"
-                                                  f"{self._specs.suffix(k)}"))
-                  for k, v in checked]
+        values = []
+        for k, v in checked:
+            try:
+                values.append((k, A.convert(self._func, k, v, self._specs.label(k, "set_input"))))
+            except TVMError as err:
+                raise type(err)(f"{err}{self._specs.suffix(k)}") from None
         stored = self.vm._inputs.setdefault(self.func_name, [A.UNSET] * len(self._params))
         for k, v in values:
             stored[k] = v

@@ -288,8 +288,8 @@ def _cpu_device(device: Device | Sequence[Device]) -> Device:
     devices = [device] if isinstance(device, Device) else \
         list(device) if isinstance(device, (list, tuple)) else []
     if not devices or not all(isinstance(d, Device) for d in devices):
-        raise ArgumentTypeError(f"VirtualMachine: device must be a Device or a list of them, "
-                                f"got {device!r}")
+        raise ArgumentTypeError(f"VirtualMachine: expected a Device or a list of them, got "
+                                f"{type(device).__name__} {device!r}")
     for d in devices:
         try:
             d.check_supported()
