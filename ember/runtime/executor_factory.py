@@ -203,8 +203,13 @@ def _load_factory(data: bytes) -> Module:
         raise ArtifactError(f"{what}: {len(data) - pos} unexpected trailing bytes")
     try:
         return cls._from_parts(header, sections)
+    except TVMError as err:  # a bad graph, metadata or params section: name the kind too
+        raise ArtifactError(f"{what}: {kind} executor: {err}") from None
     except (KeyError, TypeError) as err:
         raise ArtifactError(f"{what}: corrupt header: missing or bad field {err}") from None
+    except ValueError as err:  # e.g. a section that is not UTF-8
+        raise ArtifactError(f"{what}: {kind} executor: corrupt section: {type(err).__name__}: "
+                            f"{err}") from None
 
 
 def register_factory(cls: type[ExecutorFactoryModule]) -> type[ExecutorFactoryModule]:
