@@ -81,6 +81,9 @@ class Inputs:
     def __init__(self, specs: Sequence[InputSpec]) -> None:
         self.specs = list(specs)
         self.index = {s.name: k for k, s in enumerate(self.specs)}
+        # (numpy dtype, storage shape) of each fully known tensor input: the fast path of
+        # ``check`` for the common value, an array of exactly that type.
+        self._exact = [_exact_type(s) for s in self.specs]
 
     def __len__(self) -> int:
         return len(self.specs)
@@ -114,6 +117,14 @@ class Inputs:
     def check(self, k: int, value: Any, where: str) -> np.ndarray | Any:
         """``value`` checked for input ``k``: a numpy array of its dtype and shape (maybe a
         view of ``value``), or ``value`` itself for an untyped input."""
+        exact = self._exact[k]
+        if exact is not None:
+            if type(value) is np.ndarray and value.dtype == exact[0] and value.shape == exact[1]:
+                return value
+            if (type(value) is NDArray and value._np.dtype == exact[0]
+                    and value._np.shape == exact[1] and value._device.device_type == KDL_CPU
+                    and value._dtype.lanes == exact[2]):
+                return value._np
         spec = self.specs[k]
         if spec.dtype is None:
             return value
@@ -125,6 +136,9 @@ class Inputs:
     def check_call(self, key: Any, value: Any, params: Mapping[str, Any], where: str
                    ) -> list[tuple[int, Any]]:
         """``set_input(key, value, **params)`` checked whole: ``[(index, checked value)]``."""
+        if not params and key is not None:  # one input: the common call
+            k = self.slot(key, where)
+            return [(k, self.check(k, value, where))]
         items: list[tuple[Any, Any]] = list(params.items())
         if key is not None:
             items.insert(0, (key, value))
@@ -139,6 +153,14 @@ class Inputs:
             seen.add(k)
             out.append((k, self.check(k, val, where)))
         return out
+
+
+def _exact_type(spec: InputSpec) -> tuple[np.dtype, tuple[int, ...], int] | None:
+    """(numpy dtype, storage shape, lanes) of a tensor input with no ``?`` extent."""
+    if spec.dtype is None or any(d < 0 for d in spec.shape):
+        return None
+    dt, lane = _parse_dtype(spec.dtype)
+    return lane, tuple(spec.shape) + ((dt.lanes,) if dt.lanes > 1 else ()), dt.lanes
 
 
 def input_array(value: Any, dtype: str, shape: Sequence[int], what: str) -> np.ndarray:
