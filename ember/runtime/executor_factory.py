@@ -30,8 +30,13 @@ from typing import Any, ClassVar
 from .aot_format import ModelMetadata, parse_metadata
 from .debug_executor import GraphExecutorDebug
 from .device import Device
-from .errors import (ArgumentError, ArgumentTypeError, ArtifactError, FunctionNotFoundError,
-                     TVMError)
+from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ArtifactError,
+    FunctionNotFoundError,
+    TVMError,
+)
 from .graph_executor import GraphExecutor
 from .graph_format import Graph, parse_graph
 from .module import Module

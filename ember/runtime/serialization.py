@@ -281,7 +281,8 @@ class _Decoder:
         except (TypeError, ValueError, KeyError, IndexError, ArtifactError) as err:
             if str(err).startswith("load_json:"):
                 raise
-            raise JSONFormatError(f"load_json: {where}: bad {tag} value {_short(arg)}: {err}") from None
+            raise JSONFormatError(f"load_json: {where}: bad {tag} value {_short(arg)}: "
+                                  f"{err}") from None
 
     def _tag_node(self, arg: Any, where: str) -> Any:
         if type(arg) is not int or not 0 <= arg < len(self.objs):

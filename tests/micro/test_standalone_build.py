@@ -4,10 +4,10 @@ and no heap, and prints what the reference interpreter computes.
 
 Per model (the AOT RFC's add, an MLP, a small CNN; C interface, unpacked operator calls): every
 generated file compiles alone with ``-std=c99 -Wall -Werror`` (plus ``-fopenmp-simd
--DEMBER_OPENMP_SIMD``: the kernels' vectorisation hints, no OpenMP runtime); the model's objects linked together
-(``ld -r``) leave no undefined allocator or stdio symbol; the program's outputs equal the
-interpreter's (rtol = atol = 1e-5; integers exactly); NULL arguments return nonzero with a
-message instead of crashing.
+-DEMBER_OPENMP_SIMD``: the kernels' vectorisation hints, no OpenMP runtime); the model's
+objects linked together (``ld -r``) leave no undefined allocator or stdio symbol; the
+program's outputs equal the interpreter's (rtol = atol = 1e-5; integers exactly); NULL
+arguments return nonzero with a message instead of crashing.
 """
 from __future__ import annotations
 

@@ -13,8 +13,14 @@ import pytest
 import ember
 from ember import relay
 from ember.runtime.dtype import DataType
-from ember.runtime.errors import (ArgumentError, ArgumentIndexError, ArgumentTypeError,
-                                  ArtifactError, FunctionNotFoundError, TVMError)
+from ember.runtime.errors import (
+    ArgumentError,
+    ArgumentIndexError,
+    ArgumentTypeError,
+    ArtifactError,
+    FunctionNotFoundError,
+    TVMError,
+)
 from ember.runtime.executor_common import input_array
 from ember.runtime.ndarray import NDArray
 from ember.runtime.vm import VirtualMachine

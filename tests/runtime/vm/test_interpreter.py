@@ -211,7 +211,7 @@ def test_alloc_tensor_outside_its_storage() -> None:
     text = ADD.replace("load_consti $2 16", "load_consti $2 12")
     with pytest.raises(VerificationError, match=r"instructions\[3\] \(AllocTensor\): a "
                                                 r"float32\[4\] tensor \(16 bytes\) at offset 0 "
-                                                r"does not fit in the 12-byte storage block in \$3"):
+                                                r"does not fit in the 12-byte storage block"):
         vm_for(text)
     # A size known at run time only (here: 12 on one path, 16 on the other): the step checks.
     text = ADD.replace("    load_consti $2 16\n", "    load_consti $2 12\n    if $2 $2 2 1\n"
