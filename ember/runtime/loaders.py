@@ -1,12 +1,26 @@
 """Loading modules: shared libraries (DSOModule), the embedded module blob, and load_module.
 
 Everything is verified before it runs: a missing, truncated or foreign file raises
-ArtifactError naming the path and the reason; the blob's magic, version and lengths are
-checked before it is parsed. Nothing here needs a C compiler except loading a ``.tar``.
+ArtifactError naming the path and the reason; the blob's magic, version, lengths and checksum
+are checked before it is parsed, so a changed byte in anything embedded (graph JSON, AOT
+metadata, params, VM code) is reported as ``corrupt module blob`` rather than read. Nothing
+here needs a C compiler except loading a ``.tar``.
+
+Module blob (``__ember_dev_mblob``), little-endian::
+
+    magic     8 bytes   b"EMBERMB\\0"
+    version   u32       BLOB_VERSION (2)
+    reserved  u32       0
+    length    u64       payload bytes
+    checksum  16 bytes  blake2b (16-byte digest) of the payload
+    payload   u32 module count; per module: u32 type key length, type key, u64 length, the
+              bytes of runtime.module.savebinary_<type key> ("_lib": the library itself, empty);
+              per module: u32 import count, u32 index of each import
 """
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import shutil
@@ -25,8 +39,8 @@ from .registry import get_global_func
 ABI_VERSION = 1
 BLOB_SYMBOL = "__ember_dev_mblob"
 BLOB_MAGIC = b"EMBERMB\0"
-BLOB_VERSION = 1
-_BLOB_HEADER = struct.Struct("<8sIIQ")  # magic, version, reserved, payload length
+BLOB_VERSION = 2
+_BLOB_HEADER = struct.Struct("<8sIIQ16s")  # magic, version, reserved, payload length, checksum
 _LIB_KEY = "_lib"  # the blob's name for "the shared library itself"
 # Exported by backend.c, never PackedFuncs.
 _RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject",
@@ -215,7 +229,12 @@ def serialize_tree(root: Module) -> bytes:
         kids = edges.get(i, [])
         out.append(struct.pack(f"<I{len(kids)}I", len(kids), *kids))
     payload = b"".join(out)
-    return _BLOB_HEADER.pack(BLOB_MAGIC, BLOB_VERSION, 0, len(payload)) + payload
+    return _BLOB_HEADER.pack(BLOB_MAGIC, BLOB_VERSION, 0, len(payload),
+                             _digest(payload)) + payload
+
+
+def _digest(payload: bytes) -> bytes:
+    return hashlib.blake2b(payload, digest_size=16).digest()
 
 
 def _save_binary(mod: Module) -> bytes:
@@ -271,28 +290,48 @@ def _read_blob(dso: DSOModule) -> bytes | None:
         size = ctypes.c_uint64.in_dll(lib, BLOB_SYMBOL + "_size").value
     except ValueError:
         return None
-    magic, version, _, length = _BLOB_HEADER.unpack(ctypes.string_at(addr, _BLOB_HEADER.size))
+    if size < 16:
+        raise ArtifactError(f"{path}: module blob of {size} bytes: truncated or corrupt")
+    magic, version = struct.unpack("<8sI", ctypes.string_at(addr, 12))
     if magic != BLOB_MAGIC:
         raise ArtifactError(f"{path}: {BLOB_SYMBOL} has a bad magic {magic!r}")
     if version != BLOB_VERSION:
         raise ArtifactError(f"{path}: module blob version {version}, this runtime reads "
-                            f"version {BLOB_VERSION}")
+                            f"version {BLOB_VERSION} (export the model again; if this ember "
+                            "exported it, the file is corrupt)")
+    if size < _BLOB_HEADER.size:
+        raise ArtifactError(f"{path}: module blob of {size} bytes: truncated or corrupt")
+    _, _, reserved, length, stored = _BLOB_HEADER.unpack(ctypes.string_at(addr,
+                                                                          _BLOB_HEADER.size))
+    if reserved != 0:
+        raise ArtifactError(f"{path}: module blob: reserved field is {reserved:#x}, not 0 "
+                            "(corrupt)")
     if size != _BLOB_HEADER.size + length or size > os.path.getsize(path):
         raise ArtifactError(f"{path}: module blob length {length} disagrees with its symbol size "
                             f"{size} or the file size")
-    return ctypes.string_at(addr + _BLOB_HEADER.size, length)
+    payload = ctypes.string_at(addr + _BLOB_HEADER.size, length)
+    if _digest(payload) != stored:
+        raise ArtifactError(f"{path}: corrupt module blob: checksum mismatch (stored "
+                            f"{stored.hex()}, computed {_digest(payload).hex()}); the embedded "
+                            "modules (graph, metadata, params, VM code) changed after export")
+    return payload
 
 
 def _parse_blob(payload: bytes, dso: DSOModule) -> Module:
     r = _Reader(payload, dso.path)
     count = r.u32("the module count")
     mods: list[Module] = []
-    for i in range(count):
-        key = r.take(r.u32(f"module {i} type key length"), f"module {i} type key").decode()
-        data = r.take(r.u64(f"module {i} length"), f"module {i} ({key})")
-        mods.append(dso if key == _LIB_KEY else _load_binary(key, data, dso.path, i))
     if count == 0:
         raise ArtifactError(f"{dso.path}: module blob lists no modules")
+    for i in range(count):
+        raw = r.take(r.u32(f"module {i} type key length"), f"module {i} type key")
+        try:
+            key = raw.decode("ascii")
+        except UnicodeDecodeError:
+            raise ArtifactError(f"{dso.path}: module blob: module {i} has a type key that is "
+                                f"not ASCII: {raw[:40]!r}") from None
+        data = r.take(r.u64(f"module {i} length"), f"module {i} ({key})")
+        mods.append(dso if key == _LIB_KEY else _load_binary(key, data, dso.path, i))
     for i in range(count):
         for k in range(r.u32(f"module {i} import count")):
             child = r.u32(f"module {i} import {k}")
@@ -304,6 +343,9 @@ def _parse_blob(payload: bytes, dso: DSOModule) -> Module:
             except ValueError:
                 raise ArtifactError(f"{dso.path}: module blob: import cycle through module "
                                     f"{i}") from None
+    if r.pos != len(payload):
+        raise ArtifactError(f"{dso.path}: module blob: {len(payload) - r.pos} unexpected trailing "
+                            "bytes")
     return mods[0]
 
 
@@ -313,7 +355,14 @@ def _load_binary(key: str, data: bytes, path: str, i: int) -> Module:
         raise ArtifactError(f"{path}: module {i} has type {key!r}, but no "
                             f"runtime.module.loadbinary_{key} function is registered (import the "
                             "Python module that defines it before load_module)")
-    mod = load(data)
+    try:
+        mod = load(data)
+    except TVMError as err:  # name the file and the part: the loader knows neither
+        raise ArtifactError(f"{path}: module {i} ({key}): {err}") from None
+    except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError,
+            struct.error) as err:
+        raise ArtifactError(f"{path}: module {i} ({key}) is corrupt: {type(err).__name__}: "
+                            f"{err}") from None
     if not isinstance(mod, Module):
         raise ArtifactError(f"{path}: runtime.module.loadbinary_{key} returned "
                             f"{type(mod).__name__}, expected a Module")

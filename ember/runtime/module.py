@@ -19,7 +19,7 @@ import tarfile
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from . import _bridge
-from .errors import TVMError
+from .errors import ArgumentTypeError, FunctionNotFoundError, TVMError
 from .packed_func import PackedFunc, as_packed_func, register_pass_type
 from .registry import get_global_func, register_func
 from .time_eval import BenchmarkResult, time_evaluator  # noqa: F401  (BenchmarkResult re-export)
@@ -55,16 +55,17 @@ class Module:
         return func
 
     def get_function(self, name: str, query_imports: bool = False) -> PackedFunc:
-        """The function ``name``; AttributeError naming the function and module if missing."""
+        """The function ``name``; FunctionNotFoundError (an AttributeError) naming the function
+        and the module if missing."""
+        if not isinstance(name, str):
+            raise ArgumentTypeError(f"module functions are named by str, got {type(name).__name__}")
         func = self._find(name, query_imports)
         if func is None:
             where = " or its imports" if query_imports and self._imports else ""
-            raise AttributeError(f"{self!r}{where} has no function named {name!r}")
+            raise FunctionNotFoundError(f"{self!r}{where} has no function named {name!r}")
         return func
 
     def __getitem__(self, name: str) -> PackedFunc:
-        if not isinstance(name, str):
-            raise TypeError(f"module functions are named by str, got {type(name).__name__}")
         return self.get_function(name)
 
     def __call__(self, *args: Any) -> Any:
