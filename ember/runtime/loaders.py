@@ -29,7 +29,7 @@ BLOB_VERSION = 1
 _BLOB_HEADER = struct.Struct("<8sIIQ")  # magic, version, reserved, payload length
 _LIB_KEY = "_lib"  # the blob's name for "the shared library itself"
 # Exported by backend.c, never PackedFuncs.
-_RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject",
+_RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject", "TVMSetStream",
              "TVMGetLastError", "TVMPackedFuncSetLastError", "Ember", "__ember", "__tvm_module_ctx")
 _LIB_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
 _LOADED: set[tuple[int, int]] = set()  # (st_dev, st_ino) of libraries this process opened
