@@ -242,6 +242,7 @@ static Library* find_open(const struct stat* st) {
 
 int ember_library_load(const char* path, EmberModule** out) {
   struct stat st;
+  char* full;
   Library* lib;
   int rc;
   if ((rc = check_file(path, &st)) != 0) return rc;
@@ -258,7 +259,11 @@ int ember_library_load(const char* path, EmberModule** out) {
   lib->base.get_symbol = library_get_symbol;
   lib->dev = st.st_dev;
   lib->ino = st.st_ino;
-  if ((lib->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+  /* an absolute path: dlopen searches the library path for a bare name ("m.so") */
+  full = realpath(path, NULL);
+  lib->handle = full != NULL ? dlopen(full, RTLD_NOW | RTLD_LOCAL) : NULL;
+  free(full);
+  if (lib->handle == NULL) {
     const char* why = dlerror();
     ember_crt_error(kTvmErrorModuleLoadFailed, "TVMModLoadFromFile: ");
     ember_crt_error_append(path);
