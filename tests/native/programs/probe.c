@@ -65,7 +65,7 @@ static int probe_load(const char* path) {
 static int probe_graph(const char* json_path) {
   TVMFunctionHandle syslib_fn, create;
   TVMValue args[4], ret;
-  int codes[4] = {kTVMStr, kTVMModuleHandle, kTVMArgInt, kTVMArgInt};
+  int codes[4] = {kTVMStr, kTVMModuleHandle, kTVMArgInt, kTVMArgInt}, rc;
   size_t size;
   char* json = read_all(json_path, &size);
   if (json == NULL) return 2;
@@ -79,7 +79,9 @@ static int probe_graph(const char* json_path) {
   args[1].v_handle = ret.v_handle;
   args[2].v_int64 = kDLCPU;
   args[3].v_int64 = 0;
-  report("graph", call(create, 4, args, codes, &ret) == 0 ? (TVMModFree(ret.v_handle), 0) : 1);
+  rc = call(create, 4, args, codes, &ret);
+  report("graph", rc);
+  if (rc == 0) TVMModFree(ret.v_handle);
   TVMModFree(args[1].v_handle);
   TVMFuncFree(create);
   TVMFuncFree(syslib_fn);
