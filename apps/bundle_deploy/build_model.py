@@ -19,14 +19,14 @@ import ember
 from ember import relay
 from ember.relay import testing
 from ember.relay.backend import Runtime
+from ember.relay.backend.aot.emit_c import c_bytes_literal
 
 
 def c_array(name: str, data: bytes) -> str:
-    """``data`` as a C array (NUL-terminated, so text can be read as a string) and its size."""
-    rows = [", ".join(str(b) for b in data[i:i + 24]) for i in range(0, len(data), 24)]
-    body = ",\n  ".join(rows + ["0"])
-    return (f"const unsigned char {name}[{len(data) + 1}] __attribute__((aligned(64))) = {{\n"
-            f"  {body}}};\nconst unsigned long {name}_len = {len(data)}UL;\n")
+    """``data`` as a C array and its size: a string literal of \\x escapes (it compiles far
+    faster than a list of numbers), NUL-terminated, so text can be read as a string."""
+    return (f"const unsigned char {name}[{len(data) + 1}] __attribute__((aligned(64))) =\n"
+            f"{c_bytes_literal(data)};\nconst unsigned long {name}_len = {len(data)}UL;\n")
 
 
 def main() -> None:

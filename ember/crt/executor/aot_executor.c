@@ -306,8 +306,8 @@ tvm_crt_error_t ember_aot_executor_create(const char* metadata_json, size_t len,
                                           EmberAotExecutor** out) {
   EmberJson j;
   EmberAotExecutor* ex;
-  size_t main;
-  uint32_t params, constants, dims;
+  size_t main = 0;
+  uint32_t params = 0, constants = 0, dims = 0;
   tvm_crt_error_t rc;
   if (out == NULL || env == NULL) {
     return ember_crt_error(kTvmErrorGenericInvalidArgument,

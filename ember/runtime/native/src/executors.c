@@ -141,7 +141,7 @@ static int arg_input(Executor* e, const char* who, TVMValue* args, int* codes, u
 
 static int ret_tensor(Executor* e, const char* who, DLTensor* t, TVMValue* args, int* codes,
                       int n, TVMValue* ret, int* ret_code) {
-  DLTensor* out;
+  DLTensor* out = NULL;
   if (n < 2) {
     ret->v_handle = t;
     *ret_code = kTVMDLTensorHandle;
@@ -166,8 +166,8 @@ static int ret_tensor(Executor* e, const char* who, DLTensor* t, TVMValue* args,
 
 METHOD(m_set_input) {
   Executor* e = (Executor*)res;
-  uint32_t k;
-  DLTensor* t;
+  uint32_t k = 0;
+  DLTensor* t = NULL;
   (void)ret, (void)ret_code;
   if (ember_arg_count("set_input", n, 2, 2) || arg_input(e, "set_input", args, codes, &k) ||
       arg_tensor("set_input", args, codes, 1, &t)) {
@@ -178,8 +178,8 @@ METHOD(m_set_input) {
 
 METHOD(m_get_input) {
   Executor* e = (Executor*)res;
-  uint32_t k;
-  DLTensor* t;
+  uint32_t k = 0;
+  DLTensor* t = NULL;
   if (ember_arg_count("get_input", n, 1, 2) || arg_input(e, "get_input", args, codes, &k) ||
       e->ops->input(e->ex, k, &t)) {
     return ember_crt_last_error_code();
@@ -189,7 +189,7 @@ METHOD(m_get_input) {
 
 METHOD(m_get_output) {
   Executor* e = (Executor*)res;
-  DLTensor* t;
+  DLTensor* t = NULL;
   int64_t k;
   if (ember_arg_count("get_output", n, 1, 2) != 0) return kTvmErrorFunctionCallNumArgs;
   if (codes[0] != kTVMArgInt) return bad_arg("get_output", 0, "an output index (int)");
