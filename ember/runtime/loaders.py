@@ -34,7 +34,7 @@ _RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject
              "TVMGetLastError", "TVMPackedFuncSetLastError", "Ember", "__ember", "__tvm_module_ctx")
 _LIB_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
 _LOADED: set[tuple[int, int]] = set()  # (st_dev, st_ino) of libraries this process opened
-_LIBRARIES: "weakref.WeakSet[DSOModule]" = weakref.WeakSet()  # for the system library
+_LIBRARIES: weakref.WeakSet[DSOModule] = weakref.WeakSet()  # for the system library
 
 
 # ---- checking a file before dlopen ----------------------------------------------------------

@@ -34,24 +34,24 @@ def compiler() -> list[str]:
 
 def run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
     """Run a command; with check, fail the test with its output when it fails."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, **kw)
     if check and proc.returncode != 0:
         pytest.fail(f"command failed ({proc.returncode}): {shlex.join(map(str, cmd))}\n"
                     f"{proc.stdout}\n{proc.stderr}")
     return proc
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sanitizers_work(cc_cmd: str) -> str:
     """'' if this compiler builds and runs an ASan+UBSan program, else the reason."""
     tmp = Path(ember.runtime.cache.cache_dir("probe"))
     src, exe = tmp / "asan_probe.c", tmp / f"asan_probe_{os.getpid()}"
     src.write_text("#include <stdlib.h>\nint main(void) { free(malloc(4)); return 0; }\n")
     proc = subprocess.run([*shlex.split(cc_cmd), *SANITIZE, str(src), "-o", str(exe)],
-                          capture_output=True, text=True)
+                          check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         return f"the compiler cannot build with {' '.join(SANITIZE[:1])}: {proc.stderr[-200:]}"
-    proc = subprocess.run([str(exe)], capture_output=True, text=True)
+    proc = subprocess.run([str(exe)], check=False, capture_output=True, text=True)
     exe.unlink(missing_ok=True)
     return "" if proc.returncode == 0 else f"sanitized programs do not run: {proc.stderr[-200:]}"
 

@@ -6,12 +6,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
+import numpy as np
 import pytest
-from _native_testlib import PROGRAMS, build_program, compiler, zoo  # noqa: E402
+from _native_testlib import PROGRAMS, build_program, compiler, zoo
 
-from ember import relay  # noqa: E402
-from ember.relay.backend import Executor  # noqa: E402
+from ember import relay
+from ember.relay.backend import Executor
 
 
 @pytest.fixture(scope="session")

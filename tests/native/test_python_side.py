@@ -25,7 +25,8 @@ def add_module() -> ember.IRModule:
 
 
 def elf_type(path) -> int:
-    data = open(path, "rb").read(18)
+    with open(path, "rb") as f:
+        data = f.read(18)
     assert data[:4] == b"\x7fELF", data[:4]
     return int.from_bytes(data[16:18], "little")  # 1 relocatable, 3 shared
 
