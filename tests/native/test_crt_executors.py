@@ -18,7 +18,7 @@ from ember.micro import get_standalone_crt_dir
 from ember.relay.backend import Executor, Runtime
 
 sys.path.insert(0, str(REPO / "apps" / "bundle_deploy"))
-from build_model import c_array  # noqa: E402
+from build_model import c_array
 
 
 @pytest.fixture(scope="module")
