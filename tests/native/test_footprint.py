@@ -42,6 +42,7 @@ def test_footprint_x86_64(tmp_path, record_property):
     check("x86-64", tmp_path, record_property)
 
 
+@pytest.mark.slow
 def test_footprint_cortex_m4(tmp_path, record_property):
     if shutil.which("arm-none-eabi-gcc") is None:
         pytest.skip("arm-none-eabi-gcc not found (apt-get install gcc-arm-none-eabi)")

@@ -11,12 +11,12 @@ from _native_testlib import PROGRAMS, build_program, compiler, run, run_program
 
 import ember
 
-MODES = ["plain", "sanitized"]
+# Every case runs plain; under the sanitizers all of them in the slow run, and a
+# representative set in the default run (test_sanitized_smoke).
+MODES = ["plain", pytest.param("sanitized", marks=pytest.mark.slow)]
 
 
-@pytest.fixture(scope="module", params=MODES)
-def probe(request, tmp_path_factory):
-    sanitize = request.param == "sanitized"
+def make_probe(sanitize: bool, tmp_path_factory):
     compiler()
     exe = build_program(PROGRAMS / "probe.c", tmp_path_factory.mktemp("probe") / "probe",
                         sanitize=sanitize)
@@ -36,6 +36,29 @@ def probe(request, tmp_path_factory):
         return out
 
     return call
+
+
+@pytest.fixture(scope="module", params=MODES)
+def probe(request, tmp_path_factory):
+    return make_probe(request.param == "sanitized", tmp_path_factory)
+
+
+def test_sanitized_smoke(mlp_exports, tmp_path, tmp_path_factory):
+    """Under ASan + UBSan: the API misuse cases, a truncated library, deep and malformed JSON,
+    corrupt params (the full matrix runs with -m slow)."""
+    sanitized = make_probe(True, tmp_path_factory)
+    api = sanitized("api", mlp_exports["dir"] / "graph.so")
+    assert api["set_input_wrong_shape"][0] == codes()["kTvmErrorExecutorBadInput"]
+    assert api["call_fake_function"][0] == codes()["kTvmErrorModuleHandleInvalid"]
+    assert api["run"] == (0, "")
+    data = (mlp_exports["dir"] / "graph.so").read_bytes()
+    (tmp_path / "cut.so").write_bytes(data[: len(data) // 3])
+    assert "truncated" in load(sanitized, tmp_path / "cut.so")[1]
+    for text in ("[" * 5000, '{"nodes": [{"op": "null", "name": "x"}], "arg_nodes": [0]',
+                 with_change("nodes.1.inputs", [[5, 0, 0]])):
+        assert graph_case(sanitized, tmp_path, text)[0] == codes()["kTvmErrorExecutorBadArtifact"]
+    good = bytes(ember.runtime.save_param_dict(mlp_exports["graph"].get_params()))
+    assert "truncated" in params_case(sanitized, mlp_exports, tmp_path, good[:-7])[1]
 
 
 def codes() -> dict[str, int]:
@@ -286,3 +309,55 @@ def test_graph_without_kernels_builds(probe, tmp_path):
     nop["attrs"]["storage_id"] = ["list_int", [0, 0]]
     assert graph_case(probe, tmp_path, json.dumps(nop)) == (0, "")
 
+
+
+# ---- AOT metadata --------------------------------------------------------------------------------
+META = {"version": 1, "module_name": "default", "prefix": "tvmgen_default",
+        "interface_api": "packed", "unpacked_api": False, "link_params": False,
+        "operator_calling_convention": "cpacked", "workspace_alignment": 16,
+        "constant_alignment": 16,
+        "functions": [{"function_name": "tvmgen_default_run_model",
+                       "params": [{"relay_name_hint": "a", "tir_name_hint": "a", "shape": [2],
+                                   "dtype": "float32"},
+                                  {"relay_name_hint": "output", "tir_name_hint": "output",
+                                   "shape": [2], "dtype": "float32"}],
+                       "num_inputs": 1, "num_outputs": 1, "workspace_size_bytes": 0,
+                       "io_size_bytes": 16, "constant_size_bytes": 0}],
+        "constants": [], "operators": [], "memory": {}}
+
+
+def aot_case(probe, tmp_path, doc) -> tuple[int, str]:
+    (tmp_path / "m.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return probe("aot", tmp_path / "m.json")["aot"]
+
+
+def meta_with(change) -> dict:
+    doc = json.loads(json.dumps(META))
+    change(doc)
+    return doc
+
+
+@pytest.mark.parametrize("doc, expected", [
+    ('{"version": 1', "aot metadata: malformed JSON: expected ',' or '}' at byte 13"),
+    (meta_with(lambda d: d.update(version=2)), "version: missing, or not 1"),
+    (meta_with(lambda d: d.update(functions=[])), "functions: the model's run_model function is"),
+    (meta_with(lambda d: d["functions"][0].update(num_inputs=2)), "num_inputs + num_outputs"),
+    (meta_with(lambda d: d["functions"][0]["params"][0].update(dtype="float3")),
+     "functions[0].params[0]: missing or unknown dtype"),
+    (meta_with(lambda d: d["functions"][0]["params"][0].update(shape=[2**31 - 1] * 3)),
+     "the tensor is implausibly large"),
+    (meta_with(lambda d: d["functions"][0]["params"][1].update(shape=[-1])),
+     "dimensions must be integers >= 0"),
+    (meta_with(lambda d: d.update(constants=[{"name": "c", "shape": [2], "dtype": "float32"}])),
+     "constants[0]: bad offset"),
+])
+def test_malformed_aot_metadata(probe, tmp_path, doc, expected):
+    rc, msg = aot_case(probe, tmp_path, doc)
+    assert rc == codes()["kTvmErrorExecutorBadArtifact"], msg
+    assert expected in msg
+
+
+def test_aot_entry_missing_is_named(probe, tmp_path):
+    rc, msg = aot_case(probe, tmp_path, META)
+    assert rc == codes()["kTvmErrorExecutorNameNotFound"]
+    assert "no function 'tvmgen_default_run'" in msg

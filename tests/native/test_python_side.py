@@ -137,3 +137,21 @@ def test_native_library_is_built_once_and_cached():
     assert str(first.parent).startswith(str(ember.runtime.cache.cache_dir()))
     for d in native.include_dirs():
         assert any(p.name.endswith(".h") for p in __import__("pathlib").Path(d).rglob("*.h"))
+
+
+def test_runtime_reaches_the_compiler_driver_through_one_function():
+    """ember.runtime imports ember.contrib.cc in compiler_driver() and nowhere else."""
+    import ast
+    from pathlib import Path
+
+    root = Path(ember.runtime.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.module is None:
+                continue
+            names = {a.name for a in node.names}
+            if node.module.endswith("contrib.cc") or (node.module.endswith("contrib")
+                                                       and "cc" in names):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert len(found) == 1 and found[0].startswith("module.py"), found

@@ -63,6 +63,7 @@ static tvm_crt_error_t read_slot(const EmberJson* j, size_t obj, const char* nam
   size_t v, d;
   const char* text;
   uint32_t len;
+  uint64_t count = 1;
   int more;
   if (!ember_json_find(j, obj, name_key, &v) || ember_json_string(j, v, &s->name, &s->name_len)) {
     return bad(path, index, "missing its name");
@@ -85,6 +86,8 @@ static tvm_crt_error_t read_slot(const EmberJson* j, size_t obj, const char* nam
         dim > 0x7fffffffLL) {
       return bad(path, index, "dimensions must be integers >= 0");
     }
+    count *= (uint64_t)dim;
+    if (count > ((uint64_t)1 << 40)) return bad(path, index, "the tensor is implausibly large");
     dims[(*used)++] = dim;
     s->t.ndim++;
   }

@@ -4,11 +4,14 @@
  *   probe load PATH              TVMModLoadFromFile(PATH)
  *   probe graph JSON_FILE        tvm.graph_executor.create(<file contents>, system lib, cpu)
  *   probe params LIB PARAMS_FILE load_params(<file contents>) on LIB's graph executor
+ *   probe aot METADATA_FILE      tvm.aot_executor.create on a system library whose metadata
+ *                                function returns the file contents
  *   probe api LIB                misuse of handles, names, indices and inputs of LIB's executor
  *
  * Each check prints one line "<case>: rc=<code> <TVMGetLastError()>" (rc=0: no error). The
  * process must never crash: the tests run it under AddressSanitizer and UBSan too.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +115,43 @@ static int probe_params(const char* lib_path, const char* params_path) {
   return 0;
 }
 
+static char* g_metadata;
+
+/* tvmgen_default_get_metadata of the system library: the metadata file's text. */
+static int get_metadata(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code,
+                        void* res) {
+  (void)args, (void)codes, (void)n, (void)res;
+  ret->v_str = g_metadata;
+  *ret_code = kTVMStr;
+  return 0;
+}
+
+static int probe_aot(const char* metadata_path) {
+  TVMFunctionHandle syslib_fn, create;
+  TVMValue args[3], ret;
+  int codes[3] = {kTVMModuleHandle, kTVMArgInt, kTVMArgInt}, rc;
+  size_t size;
+  if ((g_metadata = read_all(metadata_path, &size)) == NULL) return 2;
+  TVMBackendRegisterSystemLibSymbol("tvmgen_default_get_metadata", (void*)(uintptr_t)get_metadata);
+  if (TVMFuncGetGlobal("runtime.SystemLib", &syslib_fn) != 0 ||
+      TVMFuncGetGlobal("tvm.aot_executor.create", &create) != 0 ||
+      call(syslib_fn, 0, NULL, NULL, &ret) != 0) {
+    report("setup", 1);
+    return 1;
+  }
+  args[0].v_handle = ret.v_handle;
+  args[1].v_int64 = kDLCPU;
+  args[2].v_int64 = 0;
+  rc = call(create, 3, args, codes, &ret);
+  report("aot", rc);
+  if (rc == 0) TVMModFree(ret.v_handle);
+  TVMModFree(args[0].v_handle);
+  TVMFuncFree(create);
+  TVMFuncFree(syslib_fn);
+  free(g_metadata);
+  return 0;
+}
+
 static void probe_handles(void) {
   struct {
     uint32_t tag;
@@ -193,6 +233,7 @@ int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "load") == 0) return probe_load(argv[2]);
   if (argc == 3 && strcmp(argv[1], "graph") == 0) return probe_graph(argv[2]);
   if (argc == 4 && strcmp(argv[1], "params") == 0) return probe_params(argv[2], argv[3]);
+  if (argc == 3 && strcmp(argv[1], "aot") == 0) return probe_aot(argv[2]);
   if (argc == 3 && strcmp(argv[1], "api") == 0) {
     TVMModuleHandle lib = NULL, ex;
     probe_handles();
