@@ -259,7 +259,7 @@ create_executable.output_format = "exe"  # type: ignore[attr-defined]
 def _check_run(cmd: list[str], sources: Sequence["str | os.PathLike"]) -> None:
     if _debug_level() >= 3:
         print("ember: " + shlex.join(cmd), file=sys.stderr)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CompileError(f"C compilation failed (exit status {proc.returncode})\n"
                            f"command: {shlex.join(cmd)}\n--- compiler stderr ---\n"
@@ -303,6 +303,16 @@ def link_shared(output: "str | os.PathLike", objects: Sequence["str | os.PathLik
     cmd = [*_compiler_argv(cc), "-shared", *map(str, objects), "-o", str(output),
            *_normalize_options(options)]
     _check_run(cmd, objects)
+
+
+def compiler_argv(cc: str | None = None) -> list[str]:
+    """The argv of the compiler ember uses (``cc``, else $CC, cc, gcc, clang)."""
+    return _compiler_argv(cc)
+
+
+def compiler_id(cc: str | None = None) -> str:
+    """Path, size, mtime and arguments of the compiler: part of a build cache key."""
+    return _identity(_compiler_argv(cc))
 
 
 def find_ar() -> list[str]:

@@ -61,10 +61,10 @@ def library_path(static: bool = False, sanitize: bool = False, cc: str | None = 
     without a C compiler, CompileError (command and stderr) when the build fails.
     """
     driver = compiler_driver()
-    argv = driver._compiler_argv(cc)
+    argv = driver.compiler_argv(cc)
     flags = _FLAGS + (_SANITIZE if sanitize else []) + [f"-I{d}" for d in include_dirs()]
     files = sources() + _headers()
-    key = content_hash(_TAG, driver._identity(argv), *flags,
+    key = content_hash(_TAG, driver.compiler_id(cc), *flags,
                        *(f.name.encode() + f.read_bytes() for f in files))
     out_dir = cache_dir("native", key)
     name = "libember_runtime.a" if static else "libember_runtime.so"
