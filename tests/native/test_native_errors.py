@@ -136,7 +136,7 @@ def test_vm_library_is_refused_with_the_reason(probe, tmp_path):
     assert "vm.so" in msg and "the VM runs only under the Python runtime" in msg
 
 
-# ---- handles, names, indices, inputs --------------------------------------------------------------
+# ---- handles, names, indices, inputs ---------------------------------------------------------
 @pytest.fixture(scope="module")
 def api(probe, mlp_exports):
     return probe("api", mlp_exports["dir"] / "graph.so")
@@ -200,7 +200,7 @@ def test_api_argument_checks(api):
     assert api["set_stream_cpu"] == (0, "")
 
 
-# ---- params ---------------------------------------------------------------------------------------
+# ---- params ------------------------------------------------------------------------------------
 def params_case(probe, mlp_exports, tmp_path, blob: bytes) -> tuple[int, str]:
     (tmp_path / "p.bin").write_bytes(blob)
     return probe("params", mlp_exports["dir"] / "graph.so", tmp_path / "p.bin")["load_params"]
