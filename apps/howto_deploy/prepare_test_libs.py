@@ -37,7 +37,10 @@ def main() -> None:
     parser.add_argument("--model", default="mlp", choices=("mlp", "resnet"))
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
-    path = lambda name: os.path.join(args.out_dir, name)
+
+    def path(name: str) -> str:
+        return os.path.join(args.out_dir, name)
+
     mod, params, shape = workload(args.model)
 
     graph = relay.build(mod, "llvm", params=params)

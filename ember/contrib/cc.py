@@ -4,8 +4,9 @@
 ``ember/runtime/csrc/backend.c``, so the result loads and runs wherever ember is installed,
 compiler or not. ``create_object`` compiles one source to an object file, ``create_staticlib``
 archives objects (``ar``), ``compile_objects``/``link_shared`` build libraries with exactly
-the flags given (the native runtime). Builds are cached by content hash (sources, headers next to them, flags and
-compiler identity) under ``$EMBER_CACHE_DIR/lib``: an identical rebuild is a file copy.
+the flags given (the native runtime). Builds are cached by content hash (sources, headers
+next to them, flags and compiler identity) under ``$EMBER_CACHE_DIR/lib``: an identical
+rebuild is a file copy.
 """
 from __future__ import annotations
 
