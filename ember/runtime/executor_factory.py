@@ -27,7 +27,7 @@ import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from .aot_format import ModelMetadata, parse_metadata
+from .aot_format import ModelMetadata, c_prefix, parse_metadata
 from .debug_executor import GraphExecutorDebug
 from .device import Device
 from .errors import (
@@ -328,6 +328,13 @@ class AotExecutorFactoryModule(ExecutorFactoryModule):
 
     def get_model_metadata(self) -> ModelMetadata:
         return self.metadata
+
+    def import_module(self, module: Module) -> None:
+        """Import ``module``; the first import is the kernel library, which then answers
+        ``get_model_metadata`` for this model too (RFC 0046's ModelMetadataModule)."""
+        super().import_module(module)
+        if len(self._imports) == 1:
+            module._note_model_prefix(c_prefix(self.libmod_name))
 
     def get_header(self) -> str:
         """The C interface header ``tvmgen_<mod>.h``."""

@@ -27,6 +27,7 @@ import shutil
 import struct
 import tarfile
 import tempfile
+import weakref
 from ctypes import c_char_p, c_int, c_int64, c_void_p
 from typing import Any, Callable
 
@@ -34,7 +35,7 @@ from . import _bridge
 from .errors import ArtifactError, TVMError
 from .module import Module
 from .packed_func import CPackedFunc, PackedFunc
-from .registry import get_global_func
+from .registry import get_global_func, register_func
 
 ABI_VERSION = 1
 BLOB_SYMBOL = "__ember_dev_mblob"
@@ -43,10 +44,11 @@ BLOB_VERSION = 2
 _BLOB_HEADER = struct.Struct("<8sIIQ16s")  # magic, version, reserved, payload length, checksum
 _LIB_KEY = "_lib"  # the blob's name for "the shared library itself"
 # Exported by backend.c, never PackedFuncs.
-_RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject",
+_RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject", "TVMSetStream",
              "TVMGetLastError", "TVMPackedFuncSetLastError", "Ember", "__ember", "__tvm_module_ctx")
 _LIB_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
 _LOADED: set[tuple[int, int]] = set()  # (st_dev, st_ino) of libraries this process opened
+_LIBRARIES: weakref.WeakSet[DSOModule] = weakref.WeakSet()  # for the system library
 
 
 # ---- checking a file before dlopen ----------------------------------------------------------
@@ -148,6 +150,7 @@ class DSOModule(Module):
                                 f"runtime needs ABI {ABI_VERSION}; rebuild it")
         self._lib = lib
         self._setup_backend(lib)
+        _LIBRARIES.add(self)
         self._env_handle = _bridge.new_handle(env or self, permanent=True)
         if lib.EmberInstallHostTable(ctypes.byref(_bridge.HOST_TABLE), self._env_handle) != 0:
             raise ArtifactError(f"{path}: {lib.EmberTakeLastError().decode(errors='replace')}")
@@ -162,6 +165,19 @@ class DSOModule(Module):
         lib.EmberTimeLoop.argtypes = [c_void_p, c_void_p, c_void_p, c_int, c_int64, c_void_p]
         lib.EmberTimeLoop.restype = c_int
         self._take_error = lib.EmberTakeLastError
+        self._syslib_lookup = getattr(lib, "EmberSystemLibLookup", None)  # older libraries lack it
+        if self._syslib_lookup is not None:
+            self._syslib_lookup.argtypes = [c_char_p]
+            self._syslib_lookup.restype = c_void_p
+
+    def _system_lib_function(self, name: str) -> PackedFunc | None:
+        """The function ``name`` this library registered for the system library, if any."""
+        addr = self._syslib_lookup(name.encode()) if self._syslib_lookup is not None else None
+        if not addr:
+            return None
+        cfn = ctypes.cast(addr, ctypes.CFUNCTYPE(c_int))
+        return CPackedFunc(cfn, name, self._take_error, owner=self, address=addr,
+                           time_loop=self._lib.EmberTimeLoop)
 
     def _symbol_string(self, name: str) -> str | None:
         try:
@@ -175,6 +191,7 @@ class DSOModule(Module):
         return self._lib.EmberSymbolKind(addr) in (kind, 3)
 
     def _get_local(self, name: str) -> PackedFunc | None:
+        name = self._symbol_of(name)
         if name == self.entry_name:
             entry = self._symbol_string(name)
             return None if entry is None else self._get_local(entry)
@@ -192,6 +209,38 @@ class DSOModule(Module):
 
     def __repr__(self) -> str:
         return f"Module(library, {os.path.basename(self.path)!r})"
+
+
+class SystemLibModule(Module):
+    """The system library: functions that libraries built with ``Runtime(..., {"system-lib":
+    True})`` registered when they were loaded (``TVMBackendRegisterSystemLibSymbol``), found
+    by name across every library this process has open."""
+
+    type_key = "system_lib"
+
+    def _get_local(self, name: str) -> PackedFunc | None:
+        for lib in list(_LIBRARIES):
+            func = lib._system_lib_function(name)
+            if func is not None:
+                return func
+        return None
+
+    def _find(self, name: str, query_imports: bool) -> PackedFunc | None:
+        return self._get_local(name)  # libraries come and go: nothing is cached
+
+    def __repr__(self) -> str:
+        return "Module(system_lib)"
+
+
+_SYSTEM_LIB: SystemLibModule | None = None
+
+
+def system_lib() -> Module:
+    """The system library module (``runtime.SystemLib``): ``system_lib()["fused_add"]``."""
+    global _SYSTEM_LIB
+    if _SYSTEM_LIB is None:
+        _SYSTEM_LIB = SystemLibModule()
+    return _SYSTEM_LIB
 
 
 # ---- the module blob ------------------------------------------------------------------------
@@ -381,9 +430,11 @@ def _load_tar(path: str) -> Module:
 
 
 def link_tar(path: str) -> str:
-    """Compile and link a .tar of sources written by ``export_library`` into a shared library
-    (cached by content); returns its path. Needs a C compiler."""
-    from ..contrib import cc  # linking a .tar needs the compiler
+    """Compile and link a .tar of sources or objects written by ``export_library`` into a
+    shared library (cached by content); returns its path. Needs a C compiler."""
+    from .module import compiler_driver
+
+    cc = compiler_driver()  # linking a .tar needs the compiler
 
     with tempfile.TemporaryDirectory(prefix="ember_tar_") as tmp:
         try:
@@ -469,4 +520,5 @@ def _host_lookup(mod: Any, name: str, flags: int) -> int:
 
 
 _bridge.HOOKS["lookup"] = _host_lookup
+register_func("runtime.SystemLib", system_lib, override=True)
 _bridge.HOOKS["load"] = load_module
