@@ -2,8 +2,11 @@
 
 ``create_shared`` builds a shared library from C sources (or objects) and always links in
 ``ember/runtime/csrc/backend.c``, so the result loads and runs wherever ember is installed,
-compiler or not. Builds are cached by content hash (sources, headers next to them, flags and
-compiler identity) under ``$EMBER_CACHE_DIR/lib``: an identical rebuild is a file copy.
+compiler or not. ``create_object`` compiles one source to an object file, ``create_staticlib``
+archives objects (``ar``), ``compile_objects``/``link_shared`` build libraries with exactly
+the flags given (the native runtime). Builds are cached by content hash (sources, headers
+next to them, flags and compiler identity) under ``$EMBER_CACHE_DIR/lib``: an identical
+rebuild is a file copy.
 """
 from __future__ import annotations
 
@@ -251,3 +254,98 @@ def create_executable(output: "str | os.PathLike", objects: "str | Sequence[str]
 
 
 create_executable.output_format = "exe"  # type: ignore[attr-defined]
+
+
+# ---- objects and static archives ------------------------------------------------------------
+def _check_run(cmd: list[str], sources: Sequence["str | os.PathLike"]) -> None:
+    if _debug_level() >= 3:
+        print("ember: " + shlex.join(cmd), file=sys.stderr)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError(f"C compilation failed (exit status {proc.returncode})\n"
+                           f"command: {shlex.join(cmd)}\n--- compiler stderr ---\n"
+                           f"{proc.stderr.strip()}\n--- sources: {', '.join(map(str, sources))}")
+
+
+def object_flags(cc: str | None = None) -> list[str]:
+    """The flags of ``create_shared`` for one translation unit: -O3 -fPIC -std=c99, the
+    probed -march/-fopenmp and the ember include directory, without -shared and link flags.
+    A program linking such objects adds -fopenmp (or -lgomp) when the compiler has it."""
+    return [f for f in default_flags(cc) if f != "-shared" and not f.startswith("-Wl,")]
+
+
+def create_object(output: "str | os.PathLike", source: "str | os.PathLike",
+                  options: "str | Sequence[str] | None" = None, cc: str | None = None) -> None:
+    """Compile the C source ``source`` into the object file ``output`` (``cc -c``)."""
+    argv = _compiler_argv(cc)
+    cmd = [*argv, *object_flags(shlex.join(argv)), "-c", str(source), "-o", str(output),
+           *_normalize_options(options)]
+    _check_run(cmd, [source])
+
+
+create_object.output_format = "o"  # type: ignore[attr-defined]
+
+
+def compile_objects(sources: Sequence["str | os.PathLike"], out_dir: "str | os.PathLike",
+                    flags: Sequence[str], cc: str | None = None) -> list[Path]:
+    """Compile each C source with exactly ``flags`` into ``out_dir``; the object paths."""
+    argv = _compiler_argv(cc)
+    objects = []
+    for i, src in enumerate(sources):
+        obj = Path(out_dir, f"{i:03d}_{Path(src).stem}.o")
+        _check_run([*argv, *flags, "-c", str(src), "-o", str(obj)], [src])
+        objects.append(obj)
+    return objects
+
+
+def link_shared(output: "str | os.PathLike", objects: Sequence["str | os.PathLike"],
+                options: "str | Sequence[str] | None" = None, cc: str | None = None) -> None:
+    """Link objects into a shared library as they are (no ember backend added)."""
+    cmd = [*_compiler_argv(cc), "-shared", *map(str, objects), "-o", str(output),
+           *_normalize_options(options)]
+    _check_run(cmd, objects)
+
+
+def compiler_argv(cc: str | None = None) -> list[str]:
+    """The argv of the compiler ember uses (``cc``, else $CC, cc, gcc, clang)."""
+    return _compiler_argv(cc)
+
+
+def compiler_id(cc: str | None = None) -> str:
+    """Path, size, mtime and arguments of the compiler: part of a build cache key."""
+    return _identity(_compiler_argv(cc))
+
+
+def find_ar() -> list[str]:
+    """The archiver: ``$AR``, then ``ar``, ``gcc-ar``, ``llvm-ar`` on PATH."""
+    for cmd in filter(None, (os.environ.get("AR"), "ar", "gcc-ar", "llvm-ar")):
+        argv = _resolve(cmd)
+        if argv is not None:
+            return argv
+    raise CompilerNotFoundError("no archiver found (tried $AR, ar, gcc-ar, llvm-ar); install "
+                                "binutils, e.g. apt-get install binutils")
+
+
+def create_staticlib(output: "str | os.PathLike", inputs: "str | Sequence[str]",
+                     options: "str | Sequence[str] | None" = None, cc: str | None = None,
+                     **_ignored: object) -> None:
+    """A static archive (``ar rcs``) of objects; C sources among ``inputs`` are compiled
+    first with ``create_object``'s flags plus ``options``."""
+    from .utils import tempdir
+
+    inputs = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    tmp = tempdir()
+    objects = []
+    for i, path in enumerate(inputs):
+        if str(path).endswith(_C_SUFFIXES):
+            obj = tmp.relpath(f"{i:03d}_{Path(path).stem}.o")
+            create_object(obj, path, options, cc)
+            objects.append(obj)
+        else:
+            objects.append(str(path))
+    out = Path(output)
+    out.unlink(missing_ok=True)  # ar would add to an existing archive
+    _check_run([*find_ar(), "rcs", str(out), *objects], objects)
+
+
+create_staticlib.output_format = "a"  # type: ignore[attr-defined]

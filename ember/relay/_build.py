@@ -188,6 +188,12 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
 
     with _stage("lower"):
         lowered, lib = te_compiler.lower_module(mod, target, mod_name)
+    if runtime.name == "crt" or runtime.get("system-lib"):
+        from ..runtime.aot_format import c_prefix
+        from .backend.system_lib import registration_source
+
+        lib.code += "\n" + registration_source(lib.func_names, c_prefix(mod_name), mod_name,
+                                               runtime.name)
     with _stage("plan memory + graph codegen"):
         result = generate_graph(mod, _kernels(lowered))
     if _debug() >= 1:

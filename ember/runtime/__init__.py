@@ -26,7 +26,7 @@ from .registry import (  # noqa: F401,E402
     remove_global_func,
 )
 from .module import Module  # noqa: F401,E402
-from .loaders import load_module  # noqa: F401,E402
+from .loaders import load_module, system_lib  # noqa: F401,E402
 from .time_eval import BenchmarkResult  # noqa: F401,E402
 
 # The executors' run side; importing executor_factory registers the loaders that rebuild a

@@ -310,6 +310,46 @@ int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
   return 0;
 }
 
+/* ---- system library --------------------------------------------------------------------- */
+
+/* Symbols this library registered from its constructors (built with system-lib): the host
+ * (ember.runtime.system_lib(), or the native runtime's "runtime.SystemLib") asks for them
+ * by name with EmberSystemLibLookup. Constructors run single-threaded, at load. */
+typedef struct {
+  const char* name;
+  void* ptr;
+} EmberSymbol;
+static EmberSymbol* g_syslib;
+static size_t g_syslib_len, g_syslib_cap;
+
+int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) {
+  if (name == NULL || ptr == NULL) {
+    set_error("TVMBackendRegisterSystemLibSymbol: name and pointer must not be NULL");
+    return -1;
+  }
+  if (g_syslib_len == g_syslib_cap) {
+    size_t cap = g_syslib_cap ? 2 * g_syslib_cap : 16;
+    EmberSymbol* grown = (EmberSymbol*)realloc(g_syslib, cap * sizeof(EmberSymbol));
+    if (grown == NULL) {
+      set_error("TVMBackendRegisterSystemLibSymbol: out of memory");
+      return -1;
+    }
+    g_syslib = grown;
+    g_syslib_cap = cap;
+  }
+  g_syslib[g_syslib_len].name = name;
+  g_syslib[g_syslib_len++].ptr = ptr;
+  return 0;
+}
+
+EMBER_DLL void* EmberSystemLibLookup(const char* name) {
+  size_t i;
+  for (i = 0; name != NULL && i < g_syslib_len; ++i) {
+    if (strcmp(g_syslib[i].name, name) == 0) return g_syslib[i].ptr;
+  }
+  return NULL;
+}
+
 /* ---- timing ------------------------------------------------------------------------------ */
 
 /* Call f `number` times with the same arguments; *out_seconds = total wall time. */

@@ -26,6 +26,8 @@ typedef enum {
   kTvmErrorCategoryFunctionRegistry = 3, /* registering and finding functions */
   kTvmErrorCategoryFunction = 4,         /* calling functions */
   kTvmErrorCategoryGeneric = 5,          /* arguments of the runtime's own API */
+  kTvmErrorCategoryExecutor = 6,         /* graph and AOT executors (ember/crt/executor) */
+  kTvmErrorCategoryModule = 7,           /* loading modules (the native hosted runtime) */
 } tvm_crt_error_category_t;
 
 enum {
@@ -60,6 +62,20 @@ enum {
 
   /* generic */
   kTvmErrorGenericInvalidArgument = EMBER_CRT_ERROR(kTvmErrorCategoryGeneric, 0),
+
+  /* executor: a malformed graph JSON, metadata or params blob; bad inputs; bad indices */
+  kTvmErrorExecutorBadArtifact = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 0),
+  kTvmErrorExecutorBadInput = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 1),
+  kTvmErrorExecutorIndexOutOfRange = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 2),
+  kTvmErrorExecutorNameNotFound = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 3),
+  kTvmErrorExecutorOutOfMemory = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 4),
+  kTvmErrorExecutorNotReady = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 5),
+  kTvmErrorExecutorUnsupported = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 6),
+
+  /* module: loading a library (missing, truncated, foreign, wrong version), handles */
+  kTvmErrorModuleLoadFailed = EMBER_CRT_ERROR(kTvmErrorCategoryModule, 0),
+  kTvmErrorModuleFunctionNotFound = EMBER_CRT_ERROR(kTvmErrorCategoryModule, 1),
+  kTvmErrorModuleHandleInvalid = EMBER_CRT_ERROR(kTvmErrorCategoryModule, 2),
 };
 
 /*!
