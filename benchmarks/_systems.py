@@ -46,6 +46,7 @@ class Runner:
     run: Callable[[], Any]
     outputs: Callable[[], list[np.ndarray]]
     use_threads: Callable[[], contextlib.AbstractContextManager[Any]]
+    keep: tuple[Any, ...] = ()  # what run() needs alive (buffers an IOBinding points into)
 
     @property
     def key(self) -> str:
@@ -188,8 +189,10 @@ def ort_runner(session: Any, threads: int, inputs: dict[str, np.ndarray]) -> Run
 
     first = session.run(None, inputs)
     binding = session.io_binding()
-    for name, value in inputs.items():
-        binding.bind_cpu_input(name, np.ascontiguousarray(value))
+    # the binding points into these buffers: the Runner keeps them alive
+    ins = {k: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v)) for k, v in inputs.items()}
+    for name, value in ins.items():
+        binding.bind_ortvalue_input(name, value)
     outs = [ort.OrtValue.ortvalue_from_numpy(np.empty_like(o)) for o in first]
     for meta, value in zip(session.get_outputs(), outs):
         binding.bind_ortvalue_output(meta.name, value)
@@ -198,4 +201,4 @@ def ort_runner(session: Any, threads: int, inputs: dict[str, np.ndarray]) -> Run
         session.run_with_iobinding(binding)
 
     return Runner("onnxruntime", threads, run, lambda: [o.numpy() for o in outs],
-                  contextlib.nullcontext)
+                  contextlib.nullcontext, keep=(ins, outs))
