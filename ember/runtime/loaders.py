@@ -12,7 +12,8 @@ Module blob (``__ember_dev_mblob``), little-endian::
     version   u32       BLOB_VERSION (2)
     reserved  u32       0
     length    u64       payload bytes
-    checksum  16 bytes  blake2b (16-byte digest) of the payload
+    checksum  u32       CRC-32 (zlib's polynomial) of the payload; the C runtime checks it too
+    reserved  u32       0
     payload   u32 module count; per module: u32 type key length, type key, u64 length, the
               bytes of runtime.module.savebinary_<type key> ("_lib": the library itself, empty);
               per module: u32 import count, u32 index of each import
@@ -20,7 +21,6 @@ Module blob (``__ember_dev_mblob``), little-endian::
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import json
 import os
 import shutil
@@ -28,6 +28,7 @@ import struct
 import tarfile
 import tempfile
 import weakref
+import zlib
 from ctypes import c_char_p, c_int, c_int64, c_void_p
 from typing import Any, Callable
 
@@ -41,7 +42,7 @@ ABI_VERSION = 1
 BLOB_SYMBOL = "__ember_dev_mblob"
 BLOB_MAGIC = b"EMBERMB\0"
 BLOB_VERSION = 2
-_BLOB_HEADER = struct.Struct("<8sIIQ16s")  # magic, version, reserved, payload length, checksum
+_BLOB_HEADER = struct.Struct("<8sIIQII")  # magic, version, reserved, length, crc32, reserved
 _LIB_KEY = "_lib"  # the blob's name for "the shared library itself"
 # Exported by backend.c, never PackedFuncs.
 _RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject", "TVMSetStream",
@@ -278,12 +279,8 @@ def serialize_tree(root: Module) -> bytes:
         kids = edges.get(i, [])
         out.append(struct.pack(f"<I{len(kids)}I", len(kids), *kids))
     payload = b"".join(out)
-    return _BLOB_HEADER.pack(BLOB_MAGIC, BLOB_VERSION, 0, len(payload),
-                             _digest(payload)) + payload
-
-
-def _digest(payload: bytes) -> bytes:
-    return hashlib.blake2b(payload, digest_size=16).digest()
+    return _BLOB_HEADER.pack(BLOB_MAGIC, BLOB_VERSION, 0, len(payload), zlib.crc32(payload),
+                             0) + payload
 
 
 def _save_binary(mod: Module) -> bytes:
@@ -350,18 +347,17 @@ def _read_blob(dso: DSOModule) -> bytes | None:
                             "exported it, the file is corrupt)")
     if size < _BLOB_HEADER.size:
         raise ArtifactError(f"{path}: module blob of {size} bytes: truncated or corrupt")
-    _, _, reserved, length, stored = _BLOB_HEADER.unpack(ctypes.string_at(addr,
-                                                                          _BLOB_HEADER.size))
-    if reserved != 0:
-        raise ArtifactError(f"{path}: module blob: reserved field is {reserved:#x}, not 0 "
-                            "(corrupt)")
+    _, _, reserved, length, stored, reserved2 = _BLOB_HEADER.unpack(
+        ctypes.string_at(addr, _BLOB_HEADER.size))
+    if reserved != 0 or reserved2 != 0:
+        raise ArtifactError(f"{path}: module blob: a reserved header field is not 0 (corrupt)")
     if size != _BLOB_HEADER.size + length or size > os.path.getsize(path):
         raise ArtifactError(f"{path}: module blob length {length} disagrees with its symbol size "
                             f"{size} or the file size")
     payload = ctypes.string_at(addr + _BLOB_HEADER.size, length)
-    if _digest(payload) != stored:
+    if zlib.crc32(payload) != stored:
         raise ArtifactError(f"{path}: corrupt module blob: checksum mismatch (stored "
-                            f"{stored.hex()}, computed {_digest(payload).hex()}); the embedded "
+                            f"{stored:#010x}, computed {zlib.crc32(payload):#010x}); the embedded "
                             "modules (graph, metadata, params, VM code) changed after export")
     return payload
 

@@ -118,10 +118,20 @@ def test_wrong_library_abi_is_named(probe, mlp_exports, tmp_path):
 
 def test_wrong_blob_version_is_named(probe, mlp_exports, tmp_path):
     _patched(mlp_exports["dir"] / "graph.so", tmp_path / "blob.so",
-             b"EMBERMB\x00\x01\x00\x00\x00", b"EMBERMB\x00\x09\x00\x00\x00")
+             b"EMBERMB\x00\x02\x00\x00\x00", b"EMBERMB\x00\x09\x00\x00\x00")
     rc, msg = load(probe, tmp_path / "blob.so")
     assert rc == codes()["kTvmErrorModuleLoadFailed"]
-    assert "blob.so: __ember_dev_mblob: module blob version is not 1" in msg
+    assert "blob.so: __ember_dev_mblob: module blob version is not 2" in msg
+
+
+def test_changed_blob_byte_is_a_checksum_error(probe, mlp_exports, tmp_path):
+    data = bytearray((mlp_exports["dir"] / "graph.so").read_bytes())
+    at = data.index(b"EMBERMB\x00") + 32 + 40  # 40 bytes into the payload, after the header
+    data[at] ^= 0x20
+    (tmp_path / "flip.so").write_bytes(bytes(data))
+    rc, msg = load(probe, tmp_path / "flip.so")
+    assert rc == codes()["kTvmErrorModuleLoadFailed"]
+    assert "flip.so: __ember_dev_mblob: corrupt module blob: checksum mismatch" in msg
 
 
 def test_vm_library_is_refused_with_the_reason(probe, tmp_path):

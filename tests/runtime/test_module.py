@@ -184,6 +184,7 @@ def test_load_truncated_library(exported, tmp_path, keep):
                                                     (8, b"\x07", "blob version 7"),
                                                     (16, b"\xff", "disagrees"),
                                                     (24, b"\x01", "checksum mismatch"),
+                                                    (28, b"\x01", "reserved header field"),
                                                     (40, b"\x09", "checksum mismatch"),
                                                     (-1, b"\x80", "checksum mismatch")])
 def test_load_corrupt_blob(exported, tmp_path, offset, value, message):
@@ -201,7 +202,7 @@ def test_load_corrupt_blob(exported, tmp_path, offset, value, message):
 
 def blob_size(data: bytes, start: int) -> int:
     """The blob's bytes (header + payload) from its header at ``start``."""
-    return 40 + int.from_bytes(data[start + 16:start + 24], "little")
+    return 32 + int.from_bytes(data[start + 16:start + 24], "little")
 
 
 @requires_cc

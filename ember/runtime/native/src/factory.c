@@ -14,6 +14,20 @@
 #include "native.h"
 
 static const uint8_t kBlobMagic[8] = {'E', 'M', 'B', 'E', 'R', 'M', 'B', 0};
+enum { kBlobVersion = 2 };
+
+/* CRC-32 with zlib's reflected polynomial, bit by bit: the blob is read once per load, so
+ * the table-free form costs nothing that matters and keeps the runtime small. */
+static uint32_t crc32_of(const uint8_t* p, uint64_t n) {
+  uint32_t crc = 0xFFFFFFFFu;
+  uint64_t i;
+  int bit;
+  for (i = 0; i < n; ++i) {
+    crc ^= p[i];
+    for (bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return crc ^ 0xFFFFFFFFu;
+}
 static const uint8_t kFactoryMagic[8] = {0x89, 'E', 'M', 'B', 'E', 'X', 'F', '\n'};
 
 typedef struct {
@@ -305,21 +319,29 @@ int ember_blob_load(EmberModule* lib, const char* path, const uint8_t* blob, uin
                     EmberModule** out) {
   Reader r = {blob, size, 0, path};
   const uint8_t* magic;
-  uint64_t version, reserved, length, count;
+  uint64_t version, reserved, length, checksum, reserved2, count;
   EmberModule** mods;
   uint32_t i, made = 0;
   int rc;
   if (take(&r, 8, "the blob magic", &magic) != 0 || take_uint(&r, 4, "the version", &version) ||
-      take_uint(&r, 4, "the header", &reserved) || take_uint(&r, 8, "the length", &length)) {
+      take_uint(&r, 4, "the header", &reserved) || take_uint(&r, 8, "the length", &length) ||
+      take_uint(&r, 4, "the checksum", &checksum) || take_uint(&r, 4, "the header", &reserved2)) {
     return kTvmErrorModuleLoadFailed;
   }
   if (memcmp(magic, kBlobMagic, 8) != 0) return fail(path, "__ember_dev_mblob: ", "bad magic");
-  if (version != 1u) {
-    return fail(path, "__ember_dev_mblob: ", "module blob version is not 1 (the one this "
+  if (version != kBlobVersion) {
+    return fail(path, "__ember_dev_mblob: ", "module blob version is not 2 (the one this "
                 "runtime reads); rebuild the library with this ember");
+  }
+  if (reserved != 0u || reserved2 != 0u) {
+    return fail(path, "__ember_dev_mblob: ", "a reserved header field is not 0 (corrupt)");
   }
   if (length != size - r.pos) {
     return fail(path, "__ember_dev_mblob: ", "the payload length disagrees with the symbol size");
+  }
+  if (crc32_of(blob + r.pos, length) != (uint32_t)checksum) {
+    return fail(path, "__ember_dev_mblob: ", "corrupt module blob: checksum mismatch (the "
+                "embedded graph, metadata or params changed after export)");
   }
   if (take_uint(&r, 4, "the module count", &count) != 0) return kTvmErrorModuleLoadFailed;
   if (count == 0u || count > (size - r.pos) / 16u) {
