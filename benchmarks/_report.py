@@ -114,8 +114,9 @@ def tables(out: dict[str, Any]) -> None:
     if ratios:
         print("geometric mean of x ort over models: " +
               ", ".join(f"{k} {v:.2f}" for k, v in sorted(ratios.items())))
-    print("\nbuild (seconds to a runnable executor; 1st build in an empty temporary "
-          "EMBER_CACHE_DIR is cold; the rebuild finds the compiled library in the cache)")
+    print("\nbuild (seconds to a runnable executor; cache cold: the 1st build ran in an empty "
+          "temporary EMBER_CACHE_DIR, shared: in the usual one; the rebuild finds the compiled "
+          "library cached)")
     print(build_table(models))
     for line in target_lines(models):
         print(line)
