@@ -216,6 +216,29 @@ defop("image.resize2d", _resize_rel, _resize_ref, INJECTIVE, attrs=Resize2DAttrs
 
 
 # ---------------------------------------------------------------- compute
+_N_TAPS = {"nearest_neighbor": 1, "linear": 2, "cubic": 4}
+
+
+def _axis_tables(attrs: Any, n: PrimExpr, out: int, scale: PrimExpr, axis: str
+                 ) -> list[tuple[te.Tensor, te.Tensor]]:
+    """Per tap, the source index and weight of every output position along one axis, as
+    small stages of their own (tag "resize_table", not inlined): the main stage then reads
+    16 numbers per pixel instead of repeating the coordinate arithmetic for every tap."""
+    mode = attrs.coordinate_transformation_mode
+
+    def tap(o: PrimExpr, k: int) -> tuple[PrimExpr, PrimExpr]:
+        return _taps(_coord(o, n, tir.const(out), scale, mode, _TirOps), n, attrs, _TirOps)[k]
+
+    tables = []
+    for k in range(_N_TAPS[attrs.method]):
+        idx = te.compute((tir.const(out),), lambda o, k=k: tap(o, k)[0],
+                         name=f"T_resize_{axis}_index{k}", tag="resize_table")
+        weight = te.compute((tir.const(out),), lambda o, k=k: tap(o, k)[1],
+                            name=f"T_resize_{axis}_weight{k}", tag="resize_table")
+        tables.append((idx, weight))
+    return tables
+
+
 @register_compute("image.resize2d")
 def _resize_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x = inputs[0]
@@ -223,15 +246,16 @@ def _resize_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
     oh, ow = attrs.size
     sh, sw = _scales(attrs, in_h, in_w, _TirOps)
     dtype = out_type.dtype  # type: ignore[attr-defined]
-    mode = attrs.coordinate_transformation_mode
+    rows = _axis_tables(attrs, in_h, oh, sh, "h")
+    cols = _axis_tables(attrs, in_w, ow, sw, "w")
+    nearest = attrs.method == "nearest_neighbor"
 
     def f(n: PrimExpr, c: PrimExpr, y: PrimExpr, w: PrimExpr) -> PrimExpr:
-        ty = _taps(_coord(y, in_h, tir.const(oh), sh, mode, _TirOps), in_h, attrs, _TirOps)
-        tx = _taps(_coord(w, in_w, tir.const(ow), sw, mode, _TirOps), in_w, attrs, _TirOps)
         acc: PrimExpr | None = None
-        for iy, wy in ty:
-            for ix, wx in tx:
-                term = tir.cast(x(n, c, iy, ix), "float32") * (wy * wx)
+        for iy, wy in rows:
+            for ix, wx in cols:
+                pixel = x(n, c, iy(y), ix(w))
+                term = pixel if nearest else tir.cast(pixel, "float32") * (wy(y) * wx(w))
                 acc = term if acc is None else acc + term
         return tir.cast(acc, dtype)
 

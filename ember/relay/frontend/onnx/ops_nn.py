@@ -48,11 +48,8 @@ def matmul(node: Node) -> RelayExpr:
         out = _op.nn.dense(a, _op.transpose(b, (1, 0)))
     else:
         out = _batch_matmul(node, a, b, at, bt)
-    if node.ndim(1) == 1:
-        out = _op.squeeze(out, [-1])
-    if node.ndim(0) == 1:
-        out = _op.squeeze(out, [-2])
-    return out
+    drop = ([-2] if node.ndim(0) == 1 else []) + ([-1] if node.ndim(1) == 1 else [])
+    return _op.squeeze(out, drop) if drop else out
 
 
 def _batch_matmul(node: Node, a: RelayExpr, b: RelayExpr, at: TensorType,

@@ -26,7 +26,7 @@ def flatten(node: Node) -> RelayExpr:
     axis = node.attr("axis", 1)
     if not -ty.ndim <= axis <= ty.ndim:
         raise node.fail(f"axis {axis} is out of range for an input of rank {ty.ndim}")
-    return flatten_to_2d(node.input(0), ty, axis % (ty.ndim + 1) if axis < 0 else axis)
+    return flatten_to_2d(node.input(0), ty, axis + ty.ndim if axis < 0 else axis)
 
 
 def transpose(node: Node) -> RelayExpr:
