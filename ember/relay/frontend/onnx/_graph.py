@@ -138,11 +138,22 @@ class Scope:
             raise _with_node(err, node) from None
         for i, expr in outs.items():
             name = proto.output[i]
+            sym = node.sym_out.get(i)
+            if sym is not None and sym.is_static and not isinstance(expr, Constant):
+                expr = self._static_shape_value(sym, expr)
             self.env[name] = expr
             if isinstance(expr, Constant):
                 self.known[name] = expr.data.numpy()
-            if i in node.sym_out:
-                self.sym[name] = node.sym_out[i]
+            elif sym is not None:
+                self.sym[name] = sym
+
+    def _static_shape_value(self, sym: SymShape, expr: RelayExpr) -> RelayExpr:
+        """A shape value whose every element turned out static, as a constant."""
+        dtype = self.importer.typer.type_of(expr).dtype  # type: ignore[attr-defined]
+        value = np.array(sym.elems[0] if sym.scalar else list(sym.elems), dtype=dtype)
+        const = Constant(value)
+        self.importer.typer.declare(const, TensorType(value.shape, dtype))
+        return const
 
     def _outputs(self, node: Node, result: Any) -> dict[int, RelayExpr]:
         results = list(result) if isinstance(result, (list, tuple)) else [result]

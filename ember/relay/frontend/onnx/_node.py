@@ -156,8 +156,9 @@ class Node:
         return i < len(self.proto.output) and self.proto.output[i] != ""
 
     def set_sym(self, value: SymShape | None, i: int = 0) -> None:
-        """Record output ``i``'s symbolic shape value (for Reshape/Expand downstream)."""
-        if value is not None and not value.is_static:
+        """Record output ``i``'s value as a shape (for Reshape/Expand downstream); a fully
+        static one replaces the output by a constant."""
+        if value is not None:
             self.sym_out[i] = value
 
     # -- building -------------------------------------------------------------------------------

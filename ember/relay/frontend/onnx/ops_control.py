@@ -105,14 +105,15 @@ def _build_loop(node: Node, body: Any, init: list[RelayExpr], init_types: list[T
     sizes = node.scope.importer.sizes
     before = set(sizes.source)
     carried = list(init_types)
+    relaxed: set[ShapeVar] = set()
     for _ in range(MAX_RELAX_ROUNDS):
         params, outs = _convert_body(node, body, carried)
         out_types = [node.type_of(e) for e in outs]
-        relaxed = [_relax(node, t, o, k) for k, (t, o) in
-                   enumerate(zip(carried, out_types[1:1 + len(carried)]))]
-        if all(r is t for r, t in zip(relaxed, carried)):
+        wider = [_relax(node, t, o, k, relaxed) for k, (t, o) in
+                 enumerate(zip(carried, out_types[1:1 + len(carried)]))]
+        if all(w is t for w, t in zip(wider, carried)):
             break
-        carried = relaxed
+        carried = wider
     else:
         raise node.unsupported("loop-carried shapes did not settle")
     scan_types = [_scan_type(node, t, k) for k, t in enumerate(out_types[1 + len(carried):])]
@@ -148,15 +149,25 @@ def _convert_body(node: Node, body: Any, carried: list[TensorType]
     return params, outs
 
 
-def _relax(node: Node, before: TensorType, after: TensorType, k: int) -> TensorType:
+def _relax(node: Node, before: TensorType, after: TensorType, k: int,
+           relaxed: set[ShapeVar]) -> TensorType:
     """``before`` with the axes that differ from ``after`` made dynamic (same if none)."""
     if before.dtype != after.dtype or before.ndim != after.ndim:
         raise node.unsupported(f"loop-carried value {k} changes from {before} to {after} "
                                "(its dtype and rank must stay the same)")
-    if all(x is y or (isinstance(x, int) and x == y) for x, y in zip(before.shape, after.shape)):
+    sizes = node.scope.importer.sizes
+
+    def keep(x: Any, y: Any) -> bool:  # an axis made dynamic by an earlier round stays so
+        return x is y or (isinstance(x, int) and x == y) or x in relaxed
+
+    if all(keep(x, y) for x, y in zip(before.shape, after.shape)):
         return before
-    dims = [x if (x is y or (isinstance(x, int) and x == y)) else
-            node.scope.importer.sizes.named(None) for x, y in zip(before.shape, after.shape)]
+    dims = []
+    for x, y in zip(before.shape, after.shape):
+        if not keep(x, y):
+            x = sizes.named(None)
+            relaxed.add(x)
+        dims.append(x)
     return TensorType(tuple(dims), before.dtype)
 
 

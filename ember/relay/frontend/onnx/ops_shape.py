@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ....ir.expr import Constant, RelayExpr
-from ....ir.types import ShapeVar
+from ....ir.types import ShapeVar, TensorType
 from ... import op as _op
 from ._node import Node
 from ._proto import dtype_of
@@ -82,7 +82,17 @@ def constant_of_shape(node: Node) -> RelayExpr:
             raise node.fail(f"shape {dims} has a negative size")
         return _op.full(scalar(value, dtype), dims, dtype)
     tmpl = node.scope.importer.sizes.template(target.elems)
-    return _op.full_like(_op.cast(tmpl, dtype), scalar(value, dtype))
+    return _symbolic_result(node, _op.full_like(_op.cast(tmpl, dtype), scalar(value, dtype)),
+                            target.elems, dtype)
+
+
+def _symbolic_result(node: Node, expr: RelayExpr, elems: tuple[Any, ...], dtype: str
+                     ) -> RelayExpr:
+    """``expr`` typed with its symbolic sizes (the op relations would only say ``?``), so
+    that later Reshapes can match them."""
+    expr = node.finish(expr)
+    node.declare(expr, TensorType(elems, dtype))
+    return expr
 
 
 def _shape_input(node: Node, i: int) -> SymShape:
@@ -110,7 +120,8 @@ def range_(node: Node) -> RelayExpr:
             and float(start) == 0 and float(delta) == 1):
         tmpl = node.scope.importer.sizes.template(limit_sym.elems)
         ones = _op.ones_like(_op.cast(tmpl, dtype))
-        return _op.subtract(_op.cumsum(ones, axis=0), scalar(1, dtype))
+        out = _op.subtract(_op.cumsum(ones, axis=0), scalar(1, dtype))
+        return _symbolic_result(node, out, limit_sym.elems, dtype)
     raise node.unsupported("start, limit and delta must be known when importing (or the "
                            "range be 0..n with n a symbolic size); the output length would "
                            "depend on run-time values")
