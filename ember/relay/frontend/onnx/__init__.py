@@ -79,7 +79,7 @@ def _module(imp: Importer, inputs: list[Var], body: Any) -> tuple[IRModule, dict
 def _check_operators(graph: Any, opset: int) -> None:
     """OpNotImplemented listing every operator type (with its nodes) that cannot be imported,
     in the graph and its subgraphs."""
-    bad: dict[str, list[str]] = {}
+    bad: dict[str, dict[str, None]] = {}  # op type (and why) -> node names, in order
     stack = [graph]
     while stack:
         g = stack.pop()
@@ -91,10 +91,11 @@ def _check_operators(graph: Any, opset: int) -> None:
             else:
                 why = check_support(n.op_type, opset)
             if why is not None:
-                bad.setdefault(f"{key} ({why})", []).append(n.name or "<unnamed>")
+                bad.setdefault(f"{key} ({why})", {})[n.name or "<unnamed>"] = None
     if bad:
         parts = []
-        for key, names in sorted(bad.items()):
+        for key, found in sorted(bad.items()):
+            names = list(found)
             shown = ", ".join(repr(n) for n in names[:MAX_LISTED_NODES])
             more = f" and {len(names) - MAX_LISTED_NODES} more" if len(names) > MAX_LISTED_NODES \
                 else ""

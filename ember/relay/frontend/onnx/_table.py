@@ -93,8 +93,8 @@ SUPPORT: dict[str, OpSupport] = {
     "Selu": _e(m.selu, "decomposed with where and exp"),
     "Shrink": _e(m.shrink, "decomposed with where"),
     "Sigmoid": _e(m.unary("sigmoid"), "sigmoid"),
-    "Softplus": _e(m.softplus, "relu(x) + log(1 + exp(-|x|)) (no overflow)"),
-    "Softsign": _e(m.softsign, "x / (1 + |x|)"),
+    "Softplus": _e(m.softplus, "relu(x) + log(1 + exp(-abs(x))), without overflow"),
+    "Softsign": _e(m.softsign, "x / (1 + abs(x))"),
     "Tanh": _e(m.unary("tanh"), "tanh"),
     "ThresholdedRelu": _e(m.thresholded_relu, "where(x > alpha, x, 0)"),
     # casts
@@ -128,7 +128,7 @@ SUPPORT: dict[str, OpSupport] = {
     # reductions
     "ArgMax": _e(r.arg_max, "argmax with keepdims and select_last_index, int64 result"),
     "ArgMin": _e(r.arg_min, "argmin with keepdims and select_last_index, int64 result"),
-    "ReduceL1": _e(r.REDUCERS["ReduceL1"], "sum(|x|)"),
+    "ReduceL1": _e(r.REDUCERS["ReduceL1"], "sum(abs(x))"),
     "ReduceL2": _e(r.REDUCERS["ReduceL2"], "sqrt(sum(x * x))"),
     "ReduceLogSum": _e(r.REDUCERS["ReduceLogSum"], "log(sum(x))"),
     "ReduceLogSumExp": _e(r.REDUCERS["ReduceLogSumExp"], "max + log(sum(exp(x - max)))"),
