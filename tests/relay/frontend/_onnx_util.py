@@ -19,11 +19,11 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="the ONNX frontend tests need the onnx package")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is the reference for ONNX tests")
-from onnx import helper, numpy_helper  # noqa: E402
+from onnx import helper, numpy_helper
 
-import ember  # noqa: E402
-from ember import relay  # noqa: E402
-from ember.contrib import cc  # noqa: E402
+import ember
+from ember import relay
+from ember.contrib import cc
 
 F32 = (1e-5, 1e-5)
 SUMS = (1e-4, 1e-4)  # conv, matmul, pools, reductions: summation order differs

@@ -31,7 +31,7 @@ def attention_model():
               "scale": np.array(1 / np.sqrt(D // HEADS), "float32"),
               "one": np.array(1, "float32"), "big": np.array(-1e4, "float32"),
               "ax12": np.array([1, 2], "int64"), "pos": pos, **w}
-    split_heads = lambda src, out: [  # noqa: E731  (x[1, seq, D] -> [1, H, seq, D/H])
+    split_heads = lambda src, out: [
         _n("Reshape", [src, "hshape"], [out + "_r"]),
         _n("Transpose", [out + "_r"], [out], perm=[0, 2, 1, 3])]
     nodes = [

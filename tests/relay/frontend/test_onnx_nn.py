@@ -46,7 +46,7 @@ def conv_cases(draw, transpose: bool = False):
 
 
 def _conv_check(params, op):
-    dims, cin, cout, size, w_shape, attrs, bias, seed = params
+    _, cin, cout, size, w_shape, attrs, bias, seed = params
     rng = np.random.default_rng(seed)
     inits = {"w": rand(rng, *w_shape)}
     if bias:

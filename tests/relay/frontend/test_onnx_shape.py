@@ -180,7 +180,7 @@ def test_slice_law(data):
 def test_shape_subgraph_folds_to_constants():
     """Shape -> Gather -> Unsqueeze -> Concat -> Reshape and Shape -> Slice ->
     ConstantOfShape fold at import time when shapes are static: main has no shape_of."""
-    from _onnx_util import make_model, run_ort, run_graph
+    from _onnx_util import make_model, run_graph, run_ort
 
     from ember import relay
 

@@ -56,7 +56,7 @@ class Importer:
     def tensor_var(self, name: str, dtype: str, dims: Sequence[Any]) -> Var:
         """A variable of the IR (``?`` for symbolic dims) whose import-time type keeps
         each symbolic dim as a ShapeVar."""
-        shape = tuple(d if isinstance(d, ShapeVar) else d for d in dims)
+        shape = tuple(dims)
         var = Var(name, TensorType(tuple(AnyDim() if isinstance(d, ShapeVar) else d
                                          for d in shape), dtype))
         ty = TensorType(shape, dtype)

@@ -40,10 +40,12 @@ def load_model(model: Any) -> tuple[Any, str]:
 
 
 def _parse(onnx: Any, data: bytes, where: str) -> Any:
+    from google.protobuf.message import DecodeError
+
     proto = onnx.ModelProto()
     try:
         proto.ParseFromString(data)
-    except Exception as err:  # protobuf's DecodeError (its module path varies by version)
+    except (DecodeError, ValueError) as err:
         raise FrontendError(f"{where} is not a readable ONNX model ({err}); the file is "
                             "truncated or not an ONNX model") from None
     if not proto.HasField("graph") or proto.ir_version <= 0:

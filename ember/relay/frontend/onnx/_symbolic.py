@@ -16,14 +16,13 @@ for the VM with shapes computed from the inputs' shapes alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from ....ir.expr import RelayExpr
 from ....ir.types import Any, ShapeVar, TensorType
 from ... import op as _op
 from ._typer import Typer
 
-Elem = Union[int, ShapeVar]
+Elem = int | ShapeVar
 
 
 @dataclass(frozen=True)

@@ -201,11 +201,11 @@ def support_markdown() -> str:
     lines = [
         "# ONNX operators supported by `ember.relay.frontend.from_onnx`",
         "",
-        "Generated from `ember/relay/frontend/onnx/_table.py` by "
-        "`python tools/gen_onnx_support.py`; do not edit by hand.",
+        ("Generated from `ember/relay/frontend/onnx/_table.py` by "
+         "`python tools/gen_onnx_support.py`; do not edit by hand."),
         "",
-        f"{len(SUPPORT)} operator types of the default ONNX domain, for opsets {MIN_OPSET} "
-        f"to {MAX_OPSET}. See [onnx.md](onnx.md) for how importing works.",
+        (f"{len(SUPPORT)} operator types of the default ONNX domain, for opsets {MIN_OPSET} "
+         f"to {MAX_OPSET}. See [onnx.md](onnx.md) for how importing works."),
         "",
         "| operator | opsets | how it is imported |",
         "|---|---|---|",

@@ -121,7 +121,7 @@ def _build_loop(node: Node, body: Any, init: list[RelayExpr], init_types: list[T
     args = [const(np.array(0, "int64")), _body_scalar(node, 1, "bool", True), *init,
             *[_op.zeros((0, *t.shape[1:]), t.dtype) for t in scan_types]]
     result = Let(loop_var, func, Call(loop_var, args))
-    ret = TupleType(tuple([_scalar_t("int64"), _scalar_t("bool"), *carried, *scan_types]))
+    ret = TupleType((_scalar_t("int64"), _scalar_t("bool"), *carried, *scan_types))
     node.declare(result, ret)
     outputs = []
     new_vars = set(sizes.source) - before

@@ -56,7 +56,7 @@ def einsum(node: Node) -> RelayExpr:
     xs = node.inputs()
     types = [node.type_of(x) for x in xs]
     subs, out = parse(node, node.attr("equation"), [t.ndim for t in types])
-    acc, acc_sub, acc_ty = xs[0], subs[0], types[0]
+    acc, acc_sub = xs[0], subs[0]
     if len(xs) == 1:
         acc, acc_sub = _sum_out(acc, acc_sub, set(out))
     for k in range(1, len(xs)):
@@ -66,7 +66,6 @@ def einsum(node: Node) -> RelayExpr:
         raise node.fail(f"output subscripts {out!r} name letters no operand has")
     if acc_sub != out:
         acc = _op.transpose(acc, [acc_sub.index(c) for c in out])
-    del acc_ty
     return acc
 
 
@@ -113,13 +112,11 @@ def _group(node: Node, x: RelayExpr, sub: str, groups: list[list[str]]) -> Relay
     order = [c for g in groups for c in g]
     if order != list(sub):
         x = _op.transpose(x, [sub.index(c) for c in order])
-    pos = 0
-    for g in groups:
+    for pos, g in enumerate(groups):
         if not g:
             x = _op.expand_dims(x, pos)
         for _ in range(len(g) - 1):  # merge axes pos and pos+1
             x = _op.reshape(x, [0] * pos + [-3, -2])
-        pos += 1
     return x
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from ....ir.expr import RelayExpr
 from ....ir.types import TensorType
-from ...op._shape import broadcast_dim
 from ... import op as _op
+from ...op._shape import broadcast_dim
 from ._node import Node
 from ._util import expand_to_rank, flatten_to_2d, norm_axis, scalar, static
 

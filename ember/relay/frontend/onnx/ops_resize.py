@@ -62,7 +62,7 @@ def resize(node: Node) -> RelayExpr:
         for k, d in enumerate(in_sizes):
             if not isinstance(d, int) and factors[k] != 1.0:
                 raise node.unsupported("resizing a dynamic axis by a scale")
-        out = [int(math.floor(d * f)) if f != 1.0 else d for d, f in zip(in_sizes, factors)]
+        out = [math.floor(d * f) if f != 1.0 else d for d, f in zip(in_sizes, factors)]
         scales = factors[-2:] if ndim == 4 else [1.0, factors[-1]]
     else:
         raise node.fail("needs scales or sizes")

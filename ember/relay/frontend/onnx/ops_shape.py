@@ -16,7 +16,6 @@ from ....ir.expr import Constant, RelayExpr
 from ....ir.types import ShapeVar, TensorType
 from ... import op as _op
 from ._node import Node
-from ._proto import dtype_of
 from ._symbolic import SymShape
 from ._util import product, scalar, static
 
@@ -112,7 +111,7 @@ def range_(node: Node) -> RelayExpr:
         start, limit, delta = (np.asarray(v).reshape(()) for v in values)
         if delta == 0:
             raise node.fail("delta must not be 0")
-        n = max(int(math.ceil((float(limit) - float(start)) / float(delta))), 0)
+        n = max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
         return node.const(start + np.arange(n, dtype=dtype) * delta, dtype)
     limit_sym = node.sym(1)
     start, delta = values[0], values[2]
