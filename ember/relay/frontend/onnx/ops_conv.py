@@ -168,7 +168,27 @@ def _pool(node: Node, fn: Any, extra: dict[str, Any]) -> RelayExpr:
     out = fn(_to_2d(x, n), pool_size=_pair(kernel, n, 1), strides=_pair(strides, n, 1),
              dilation=_pair(dilations, n, 1), padding=_pads_2d(pads, n), ceil_mode=ceil_mode,
              **extra)
+    if ceil_mode:
+        out = _drop_padding_windows(out, xt.shape[2:], kernel, strides, dilations, pads, n)
     return _from_2d(out, n)
+
+
+def _drop_padding_windows(out: RelayExpr, sizes: Sequence[Any], kernel: Sequence[int],
+                          strides: Sequence[int], dilations: Sequence[int], pads: list[int],
+                          n: int) -> RelayExpr:
+    """With ceil_mode, a last window that would start in the end padding is not computed
+    (ONNX since opset 19 and onnxruntime always): slice it off Relay's ceil-mode output."""
+    ends = []
+    for k, size in enumerate(sizes):
+        if not isinstance(size, int):
+            return out
+        extent = (kernel[k] - 1) * dilations[k] + 1
+        count = -(-(size + pads[k] + pads[k + n] - extent) // strides[k]) + 1
+        if (count - 1) * strides[k] >= size + pads[k]:
+            count -= 1
+        ends.append(count)
+    axes = [2, 3] if n == 2 else [3]
+    return _op.strided_slice(out, [0] * n, ends, axes=axes)
 
 
 def _global(kind: str) -> Any:
