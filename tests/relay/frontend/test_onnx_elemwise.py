@@ -143,7 +143,7 @@ def test_cast_castlike_where():
     check(cases, opset=15)
 
 
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=4, deadline=None, derandomize=True)
 @given(pair=broadcastable_pair(max_rank=3), op=st.sampled_from(["Add", "Mul", "Sub", "Div",
                                                                  "Greater", "Max"]),
        seed=st.integers(0, 2**16))

@@ -130,10 +130,13 @@ def _resize_case(name, x, mode, coord, nearest, scales=None, sizes=None, opset=1
 
 @pytest.mark.parametrize("opset", [11, 13])
 def test_resize_modes(opset):
+    """Every mode at opset 11 (roi and scales required inputs, possibly empty); at 13 (both
+    optional) the input forms with a few modes."""
     rng = np.random.default_rng(4)
     x = rand(rng, 1, 2, 4, 5)
     cases = []
-    for k, (mode, coord, nearest) in enumerate(RESIZE_MODES):
+    modes = RESIZE_MODES if opset == 11 else RESIZE_MODES[::3]
+    for k, (mode, coord, nearest) in enumerate(modes):
         cases.append(_resize_case(f"up{k}", x, mode, coord, nearest, scales=[1, 1, 2, 1.5],
                                   opset=opset))
         cases.append(_resize_case(f"size{k}", x, mode, coord, nearest, sizes=[1, 2, 3, 7],
@@ -154,7 +157,7 @@ def test_resize_axes_opset18():
     check([case], opset=18)
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=3, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_gather_elements_law(data):
     shape = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))

@@ -88,7 +88,7 @@ class Node:
                                    "with from_onnx(shape=...))")
         return ty.concrete_shape
 
-    def value(self, i: int, what: str = "") -> np.ndarray | None:
+    def value(self, i: int) -> np.ndarray | None:
         """The value of input ``i`` when it is known at import time (a constant, an
         initializer, or computed from static shapes), else None."""
         if not self.has_input(i):

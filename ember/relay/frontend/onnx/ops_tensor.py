@@ -57,20 +57,19 @@ def concat(node: Node) -> RelayExpr:
 def split(node: Node) -> list[RelayExpr]:
     x, ty = node.input(0), node.type(0)
     axis = norm_axis(node, node.attr("axis", 0), ty.ndim)
-    sizes = _split_sizes(node, ty.shape[axis])
     n = node.num_outputs
-    if sizes is None:
+    sizes = _split_sizes(node, ty.shape[axis])
+    if sizes is None:  # equal parts
         parts = _op.split(x, n, axis)
-    else:
-        if len(sizes) != n:
-            raise node.fail(f"split has {len(sizes)} sizes but the node has {n} outputs")
-        bounds = np.cumsum(sizes)[:-1].tolist()
-        if isinstance(ty.shape[axis], int) and sum(sizes) != ty.shape[axis]:
-            raise node.fail(f"split sizes {sizes} do not add up to the axis size "
-                            f"{ty.shape[axis]}")
-        parts = _op.split(x, bounds, axis) if n > 1 else None
-        if parts is None:
-            return [x]
+        return [parts[i] for i in range(n)]
+    if len(sizes) != n:
+        raise node.fail(f"split has {len(sizes)} sizes but the node has {n} outputs")
+    dim = ty.shape[axis]
+    if isinstance(dim, int) and sum(sizes) != dim:
+        raise node.fail(f"split sizes {sizes} do not add up to the axis size {dim}")
+    if n == 1:
+        return [x]
+    parts = _op.split(x, np.cumsum(sizes)[:-1].tolist(), axis)
     return [parts[i] for i in range(n)]
 
 
@@ -104,9 +103,18 @@ def slice_(node: Node) -> RelayExpr:
     if 0 in steps:
         raise node.fail("steps must not be 0")
     ends = [_end(node, e, ty.shape[a], s) for e, a, s in zip(ends_sym.elems, axes, steps)]
-    begin = [max(min(b, INT32_MAX), -INT32_MAX - 1) for b in starts]
+    begin = [_start(b, ty.shape[a], s) for b, a, s in zip(starts, axes, steps)]
     _slice_sym(node, starts, ends, axes, steps)
     return _op.strided_slice(x, begin, ends, steps, axes=axes)
+
+
+def _start(b: int, dim: Any, step: int) -> int:
+    """ONNX clamps a start into [0, dim] ([0, dim - 1] going backwards); Relay would let a
+    backwards start fall to -1 ("before the first element"), so static sizes clamp here."""
+    if isinstance(dim, int):
+        b = b + dim if b < 0 else b
+        return min(max(b, 0), dim if step > 0 else max(dim - 1, 0))
+    return max(min(b, INT32_MAX), -INT32_MAX - 1)
 
 
 def _end(node: Node, e: Any, dim: Any, step: int) -> int:
