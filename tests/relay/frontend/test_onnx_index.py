@@ -160,6 +160,17 @@ def test_resize_axes_opset18():
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_gather_elements_law(data):
+    _gather_elements_law(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_gather_elements_law_wide(data):
+    _gather_elements_law(data)
+
+
+def _gather_elements_law(data):
     shape = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
     ishape = [data.draw(st.integers(1, d)) if i != axis % len(shape) else data.draw(

@@ -63,11 +63,25 @@ def test_arg_reductions():
     check(cases, opset=13)
 
 
+LAW = {"shape": st.lists(st.integers(1, 4), min_size=1, max_size=4), "data": st.data(),
+       "op": st.sampled_from(REDUCE), "keep": st.sampled_from([0, 1])}
+
+
 @settings(max_examples=3, deadline=None, derandomize=True)
-@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data(),
-       op=st.sampled_from(REDUCE), keep=st.sampled_from([0, 1]))
+@given(**LAW)
 def test_reduce_law(shape, data, op, keep):
     """Any subset of axes (negative or not), with and without keepdims."""
+    _reduce_law(shape, data, op, keep)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None)
+@given(**LAW)
+def test_reduce_law_wide(shape, data, op, keep):
+    _reduce_law(shape, data, op, keep)
+
+
+def _reduce_law(shape, data, op, keep):
     axes = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), max_size=len(shape),
                               unique_by=lambda a: a % len(shape)))
     rng = np.random.default_rng(0)
