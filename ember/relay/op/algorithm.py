@@ -107,7 +107,9 @@ def _topk_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
 
     def index_of(*r: PrimExpr) -> PrimExpr:
         j = te.reduce_axis((0, n), "j")
-        return te.sum(j.var, axis=[j], where=ranks(*at(r, j.var)) == r[axis])
+        # (a Select, not where=: see scatter_elements' compute about GCC 12 and where=)
+        return te.sum(tir.Select_(ranks(*at(r, j.var)) == r[axis], j.var, tir.const(0)),
+                      axis=[j])
 
     idx = te.compute(shape, index_of, name="T_topk_index", tag="comm_reduce")
     values = te.compute(shape, lambda *r: x(*at(r, idx(*r))), name="T_topk_values",
@@ -171,7 +173,7 @@ def _scan_ref(fn: Any, identity: int) -> Any:
     return ref
 
 
-def _scan_compute(reducer: Any) -> Any:
+def _scan_compute(reducer: Any, identity: int) -> Any:
     def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
         x = inputs[0]
         dtype = out_type.dtype  # type: ignore[attr-defined]
@@ -188,7 +190,8 @@ def _scan_compute(reducer: Any) -> Any:
             j = te.reduce_axis((0, x.shape[axis]), "j")
             src = (*i[:axis], j.var, *i[axis + 1:])
             upto = j.var < i[axis] if attrs.exclusive else j.var <= i[axis]
-            return reducer(tir.cast(x(*src), dtype), axis=[j], where=upto)
+            value = tir.Select_(upto, tir.cast(x(*src), dtype), tir.const(identity, dtype))
+            return reducer(value, axis=[j])
 
         return [te.compute(x.shape, f, name="T_scan", tag="comm_reduce")]
 
@@ -199,7 +202,7 @@ for _name, _fn, _red, _ident in (("cumsum", np.cumsum, te.sum, 0),
                                  ("cumprod", np.cumprod, te.prod, 1)):
     defop(_name, _scan_rel(_name), _scan_ref(_fn, _ident), OPAQUE, attrs=ScanopAttrs,
           doc=f"Cumulative {_name[3:]} along an axis (optionally exclusive).")
-    register_compute(_name)(_scan_compute(_red))
+    register_compute(_name)(_scan_compute(_red, _ident))
 
 
 def cumsum(data: Any, axis: int | None = None, dtype: str | None = None,

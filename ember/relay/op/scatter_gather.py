@@ -249,10 +249,13 @@ def _combine(reduction: str, acc: PrimExpr, v: PrimExpr) -> PrimExpr:
     return tir.min(acc, v) if reduction == "min" else tir.max(acc, v)
 
 
-_last_write = te.comm_reducer(
-    lambda x, y: (tir.Select_(y[0] > x[0], y[0], x[0]), tir.Select_(y[0] > x[0], y[1], x[1])),
-    lambda t0, t1: (tir.const(-1, t0), tir.const(0, t1)), "last_write")
-
+_REDUCERS = {  # reduction -> (te reducer, its neutral element for a dtype)
+    "add": (te.sum, lambda dt: tir.const(0, dt)),
+    "mul": (te.prod, lambda dt: tir.const(1, dt)),
+    "min": (te.min, lambda dt: tir.max_value(dt) if not tir.is_float(dt) else tir.infinity(dt)),
+    "max": (te.max, lambda dt: tir.min_value(dt) if not tir.is_float(dt) else
+            tir.infinity(dt) * -1),
+}
 
 @register_compute("scatter_elements")
 def _scatter_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
@@ -269,21 +272,30 @@ def _scatter_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> lis
         hit = _fix_te(indices(*q), data.shape[axis]) == p[axis]
         return tir.logical_and(inside, hit), q
 
-    if attrs.reduction == "update":
-        def last(*p: PrimExpr) -> Any:
+    # Single-value reductions without ``where=``: GCC 12 -O3 (AVX2) miscompiles the
+    # two-array (index, value) reduction the lowering produces when its loop has extent 1.
+    if attrs.reduction == "update":  # the last update that lands on p wins
+        def last(*p: PrimExpr) -> PrimExpr:
             k = te.reduce_axis((0, k_ext), "k")
-            cond, q = matches(p, k.var)
-            return _last_write((k.var, updates(*q)), axis=[k], where=cond)
+            cond, _ = matches(p, k.var)
+            return te.max(tir.Select_(cond, k.var, tir.const(-1)), axis=[k])
 
         found = te.compute(data.shape, last, name="T_scatter_last", tag="comm_reduce")
-        return [te.compute(data.shape, lambda *p: tir.Select_(
-            found[0](*p) >= 0, found[1](*p), data(*p)), name="T_scatter", tag="injective")]
+
+        def pick(*p: PrimExpr) -> PrimExpr:
+            k = found(*p)
+            q = [tir.max(k, tir.const(0)) if d == axis else tir.min(p[d], indices.shape[d] - 1)
+                 for d in range(data.ndim)]
+            return tir.Select_(k >= 0, updates(*q), data(*p))
+
+        return [te.compute(data.shape, pick, name="T_scatter", tag="injective")]
+
+    red, neutral = _REDUCERS[attrs.reduction]
 
     def gathered(*p: PrimExpr) -> PrimExpr:
         k = te.reduce_axis((0, k_ext), "k")
         cond, q = matches(p, k.var)
-        red = {"add": te.sum, "mul": te.prod, "min": te.min, "max": te.max}[attrs.reduction]
-        return red(updates(*q), axis=[k], where=cond)
+        return red(tir.Select_(cond, updates(*q), neutral(data.dtype)), axis=[k])
 
     acc = te.compute(data.shape, gathered, name="T_scatter_acc", tag="comm_reduce")
     return [te.compute(data.shape, lambda *p: _combine(attrs.reduction, data(*p), acc(*p)),
