@@ -48,7 +48,7 @@ def header(env: dict[str, Any], opts: argparse.Namespace) -> None:
     print(f"ember {v['ember']} ({v['ember_commit']}), kernels compiled for {simd['features']} "
           f"(-march={simd['march']}, {simd['compiler']}); onnxruntime {v['onnxruntime']}, "
           f"onnx {v['onnx']}, numpy {v['numpy']}, Python {v['python']}")
-    print(f"ember source: {opts.source} ({opts.source_why})")
+    print(f"ember source: {opts.source} ({env['source']})")
     print(f"peak: {peak['method']} ({peak['blas']}, n={peak['n']}): {peaks} GFLOP/s "
           "(measured again after each model; % peak uses the best)")
     print(f"timing: interleaved, {opts.rounds} rounds, about {opts.min_time:g} s of calls per "

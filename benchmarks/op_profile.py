@@ -218,12 +218,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=10, help="runs timed per node")
     parser.add_argument("--top", type=int, default=12, help="kernels and nodes listed")
-    parser.add_argument("--source", choices=("onnx", "relay"),
-                        default="onnx" if frontend_available() else "relay")
+    parser.add_argument("--source", choices=("onnx", "relay"), default="onnx",
+                        help="what ember builds: the ONNX file (imported) or the twin's Relay")
     parser.add_argument("--json", default=str(DEFAULT_JSON))
     opts = parser.parse_args(argv)
     if opts.threads < 1 or opts.repeat < 1:
         parser.error("--threads and --repeat must be >= 1")
+    if opts.source == "onnx" and not frontend_available():
+        parser.error("--source onnx: this ember has no ONNX importer; use --source relay")
     models = [m.strip() for m in opts.models.split(",") if m.strip()]
     unknown = [m for m in models if m not in known_models()]
     if unknown:

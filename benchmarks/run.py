@@ -45,6 +45,8 @@ from _systems import (
 )
 from _timing import interleave
 
+SOURCES = {"onnx": "the ONNX file onnxruntime runs, imported by ember.relay.frontend.from_onnx",
+           "relay": "the twin's own Relay module, same weights as the ONNX file"}
 ISSUE_MODELS = ("mlp", "autoencoder", "dscnn", "resnet8", "mobilenet_v2", "resnet18",
                 "transformer")
 QUICK_MODELS = ("mlp", "dscnn", "resnet8")
@@ -189,10 +191,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=_csv, default=["1", "2"], help="default 1,2")
     parser.add_argument("--executors", type=_csv, default=list(EXECUTORS),
                         help="ember executors, default graph,aot,vm")
-    parser.add_argument("--source", choices=("auto", "onnx", "relay"), default="auto",
-                        help="what ember builds: the ONNX file through ember's importer, or "
-                             "the twin's Relay module (same weights); auto: onnx when this "
-                             "ember has the importer, else relay (printed)")
+    parser.add_argument("--source", choices=tuple(SOURCES), default="onnx",
+                        help="what ember builds: onnx (default), the ONNX file onnxruntime "
+                             "runs, through ember's importer; relay, the twin's Relay module "
+                             "(same weights)")
     parser.add_argument("--min-time", type=float, default=None,
                         help="seconds of timed calls per system and thread count "
                              "(default 1.5; --quick 0.3)")
@@ -229,15 +231,9 @@ def _resolve(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> None:
         parser.error(f"--threads: comma-separated positive ints, got {opts.threads}")
     if not opts.threads or min(opts.threads) < 1 or opts.rounds < 1 or opts.min_time <= 0:
         parser.error("--threads must be positive ints, --rounds >= 1, --min-time > 0")
-    has_frontend = frontend_available()
-    if opts.source == "onnx" and not has_frontend:
+    if opts.source == "onnx" and not frontend_available():
         parser.error("--source onnx: this ember has no ONNX importer "
                      "(ember.relay.frontend.from_onnx); use --source relay")
-    opts.source_why = "requested" if opts.source != "auto" else (
-        "auto: ember.relay.frontend.from_onnx is available" if has_frontend else
-        "auto: this ember has no ember.relay.frontend.from_onnx, so the twin's Relay module")
-    if opts.source == "auto":
-        opts.source = "onnx" if has_frontend else "relay"
 
 
 def measure_peak(opts: argparse.Namespace, min_time: float) -> dict[int, float]:
@@ -256,7 +252,8 @@ def best_peaks(peaks: Sequence[dict[int, float]]) -> dict[int, float]:
 
 
 def environment(opts: argparse.Namespace, peak: dict[int, float]) -> dict[str, Any]:
-    return {"cpu": _machine.cpu_model(), "logical_cpus": os.cpu_count(),
+    return {"source": SOURCES[opts.source],
+            "cpu": _machine.cpu_model(), "logical_cpus": os.cpu_count(),
             "simd": _machine.simd_level(), "versions": _machine.versions(),
             "load_avg_start": list(os.getloadavg()),
             "peak": {"method": PEAK_METHOD, "blas": _machine.blas_name(), "n": opts.peak_size,

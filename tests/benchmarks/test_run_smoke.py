@@ -36,7 +36,7 @@ def test_quick_run_on_mlp_writes_checked_results(tmp_path, capsys):
     assert code == 0
     assert os.environ.get("EMBER_CACHE_DIR") == cache_before  # the cold build's cache undone
     data = json.loads(out.read_text())
-    assert data["config"]["source"] in ("onnx", "relay")
+    assert data["config"]["source"] == "onnx"
     assert data["tolerance"] == {"rtol": 1e-3, "atol": 1e-4}
     assert set(data["environment"]) >= {"cpu", "simd", "versions", "peak"}
     assert data["environment"]["simd"]["features"]
@@ -120,16 +120,14 @@ def test_bad_arguments_are_named(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_source_onnx_needs_the_importer(capsys):
-    if _systems.frontend_available():
-        assert run.parse_args(["--source", "onnx"]).source == "onnx"
-        assert run.parse_args([]).source == "onnx"
-    else:
-        with pytest.raises(SystemExit):
-            run.parse_args(["--source", "onnx"])
-        assert "no ONNX importer" in capsys.readouterr().err
-        opts = run.parse_args([])
-        assert opts.source == "relay" and "no ember.relay.frontend" in opts.source_why
+def test_source_defaults_to_onnx_and_needs_the_importer(capsys, monkeypatch):
+    assert run.parse_args([]).source == "onnx"
+    assert run.parse_args(["--source", "relay"]).source == "relay"
+    monkeypatch.setattr(run, "frontend_available", lambda: False)
+    with pytest.raises(SystemExit):
+        run.parse_args([])
+    assert "no ONNX importer" in capsys.readouterr().err
+    assert run.parse_args(["--source", "relay"]).source == "relay"
 
 
 def test_peak_at_more_threads_is_at_least_the_peak_at_fewer():
