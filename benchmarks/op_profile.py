@@ -95,7 +95,10 @@ def ember_flops(kind: str, ins: Sequence[Sequence[int]], consts: Sequence[bool],
     operands = conv_operands(ins, consts) if kind.startswith("conv2d ") else None
     if operands is not None:
         return 2 * out[0] * out[2] * out[3] * int(np.prod(operands[1]))
-    if kind in ("dense", "batch_matmul"):
+    if kind == "dense":  # weight (units, K): the constant of rank 2 (a residual may come first)
+        weight = next((s for s, c in zip(ins, consts) if c and len(s) == 2), None)
+        return 2 * int(np.prod(out)) * weight[1] if weight else 0
+    if kind == "batch_matmul":
         return 2 * int(np.prod(out)) * ins[0][-1]
     return 0
 

@@ -19,6 +19,12 @@ def test_ember_conv_kind_finds_the_weight_after_a_residual_operand():
     assert flops == 2 * 49 * 160 * 960
 
 
+def test_ember_dense_flops_take_k_from_the_weight_after_a_residual_operand():
+    ins = [(1, 128, 128), (1, 128, 512), (128, 512)]  # residual, data, weight
+    assert op_profile.ember_flops("dense", ins, [False, False, True], (1, 128, 128)) == \
+        2 * 128 * 128 * 512
+
+
 def test_ember_kinds_of_depthwise_dense_and_elementwise():
     dw = [(1, 96, 112, 112), (96, 1, 3, 3), (96, 1, 1)]
     assert op_profile.ember_kind("fused_nn_conv2d_add_clip", dw, [False, True, True]) == \
