@@ -6,3 +6,20 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def host_project(tmp_path_factory):
+    """One host micro project shared by the session tests: the MLP on the graph executor
+    (module "mlp") and the small CNN on the AOT executor (module "cnn", params not linked)."""
+    from _micro_session import build, make_project, needs_toolchain
+
+    if needs_toolchain.args[0]:
+        pytest.skip(needs_toolchain.kwargs["reason"])
+    factories = {"mlp": build("mlp", "graph", "mlp"), "cnn": build("cnn", "aot", "cnn")}
+    project = make_project(tmp_path_factory.mktemp("micro") / "project",
+                           list(factories.values()))
+    yield project, factories
+    project.stop()

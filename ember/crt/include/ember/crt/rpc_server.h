@@ -34,7 +34,7 @@ extern "C" {
 
 /*! \brief Most objects (arrays, modules, functions) a session holds at once. */
 #ifndef EMBER_CRT_RPC_MAX_OBJECTS
-#define EMBER_CRT_RPC_MAX_OBJECTS 64
+#define EMBER_CRT_RPC_MAX_OBJECTS 32
 #endif
 
 /*! \brief Most arguments of one CALL. */
