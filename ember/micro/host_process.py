@@ -22,7 +22,7 @@ from .transport import IoTimeoutError, SessionTerminatedError, Transport, Transp
 if TYPE_CHECKING:
     from .project import GeneratedProject
 
-_EXIT_GRACE_SEC = 5.0  # a device told to stop (stdin closed) exits within this, or is killed
+_EXIT_GRACE_SEC = 3.0  # a device told to stop (stdin closed) exits within this, or is killed
 _LOG_LINES = 12
 
 
@@ -99,7 +99,7 @@ class ProcessDevice:
     def read(self, n: int, timeout: float | None) -> bytes:
         while True:
             if not select.select([self.read_fd], [], [], timeout)[0]:
-                raise IoTimeoutError(f"{self.describe()} sent nothing for {timeout:g} s")
+                raise IoTimeoutError(f"{self.describe()} sent nothing for {timeout:.3g} s")
             try:
                 data = os.read(self.read_fd, n)
             except BlockingIOError:  # select said readable, but another reader was first
@@ -113,7 +113,7 @@ class ProcessDevice:
     def write(self, data: Any, timeout: float | None) -> int:
         while True:
             if not select.select([], [self.write_fd], [], timeout)[1]:
-                raise IoTimeoutError(f"{self.describe()} took no input for {timeout:g} s")
+                raise IoTimeoutError(f"{self.describe()} took no input for {timeout:.3g} s")
             try:
                 return os.write(self.write_fd, memoryview(data)[:1 << 20])
             except BlockingIOError:

@@ -58,7 +58,7 @@ class Session:
         self.transport = self.transport_context_manager.__enter__()
         try:
             timeouts = self.timeout_override or self.transport.timeouts()
-            channel = TransportChannel(self.transport, f"{self.session_name} ({self.transport!r})")
+            channel = TransportChannel(self.transport, self.session_name)
             established = timeouts.session_established_timeout_sec
             self._rpc = ChannelSession(channel, timeout=established if established > 0 else None,
                                        handshake_timeout=timeouts.session_start_timeout_sec)
