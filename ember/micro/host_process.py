@@ -35,7 +35,7 @@ def _stop(proc: subprocess.Popen[bytes], grace: float) -> None:
         except OSError:
             pass
     try:
-        proc.wait(timeout=grace)
+        proc.wait(timeout=max(grace, 0.001))
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -51,6 +51,7 @@ class ProcessDevice:
         self.program = program
         self.log_path = log_path
         self.used = False
+        self.unresponsive = False  # a read or write timed out: stop() does not wait for it
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen([str(program)], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=log, bufsize=0,
@@ -99,6 +100,7 @@ class ProcessDevice:
     def read(self, n: int, timeout: float | None) -> bytes:
         while True:
             if not select.select([self.read_fd], [], [], timeout)[0]:
+                self.unresponsive = True
                 raise IoTimeoutError(f"{self.describe()} sent nothing for {timeout:.3g} s")
             try:
                 data = os.read(self.read_fd, n)
@@ -113,6 +115,7 @@ class ProcessDevice:
     def write(self, data: Any, timeout: float | None) -> int:
         while True:
             if not select.select([], [self.write_fd], [], timeout)[1]:
+                self.unresponsive = True
                 raise IoTimeoutError(f"{self.describe()} took no input for {timeout:.3g} s")
             try:
                 return os.write(self.write_fd, memoryview(data)[:1 << 20])
@@ -126,7 +129,7 @@ class ProcessDevice:
     def stop(self) -> None:
         """End the process (it is reaped); idempotent."""
         self._finalizer.detach()
-        _stop(self.proc, _EXIT_GRACE_SEC)
+        _stop(self.proc, 0.0 if self.unresponsive else _EXIT_GRACE_SEC)
 
 
 class HostTransport(Transport):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..runtime.aot_executor import AotModule
 from ..runtime.device import Device
@@ -27,6 +27,9 @@ from ..runtime.graph_executor import create as create_graph_executor
 from ..runtime.module import Module
 from ..runtime.rpc.client import ChannelSession
 from .transport import MicroSessionError, Transport, TransportChannel, TransportTimeouts
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 _STATS = ("size", "used", "peak", "live", "objects")
 
@@ -52,7 +55,7 @@ class Session:
         self._rpc: ChannelSession | None = None
         self.device: Device | None = None
 
-    def __enter__(self) -> Session:
+    def __enter__(self) -> Self:
         if self.transport is not None:
             raise MicroSessionError(f"Session {self.session_name!r} is already open")
         self.transport = self.transport_context_manager.__enter__()
@@ -69,7 +72,7 @@ class Session:
             raise
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         rpc, self._rpc = self._rpc, None
         try:
             if rpc is not None:

@@ -3,8 +3,8 @@ built projects, and a raw client that sends any bytes to a device program."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import struct
+import subprocess
 from pathlib import Path
 from typing import Any
 

@@ -8,20 +8,28 @@ from __future__ import annotations
 import os
 import struct
 
+import numpy as np
 import pytest
 from _micro_session import (
+    ATOL,
+    RTOL,
+    TIMEOUTS,
     call_by_name,
     error_text,
     frame,
     hello,
+    input_of,
     make_project,
     needs_toolchain,
+    python_output,
     run_raw,
     sstr,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import ember as tvm
+from ember.runtime.params import save_param_dict
 from ember.runtime.rpc.protocol import Kind
 
 pytestmark = needs_toolchain
@@ -170,6 +178,24 @@ def fuzz_case(program, data: bytes) -> None:
     survive(program, data)
 
 
+def run_models(project, factories) -> None:
+    """Both models of the project in one session, checked against Python (sanitizer run)."""
+    with tvm.micro.Session(project.transport(), timeout_override=TIMEOUTS) as sess:
+        graph_mod = tvm.micro.create_local_graph_executor(
+            factories["mlp"].get_graph_json(), sess.get_system_lib(), sess.device)
+        graph_mod.set_input(**factories["mlp"].get_params())
+        graph_mod.run(data=input_of("mlp"))
+        np.testing.assert_allclose(graph_mod.get_output(0).numpy(),
+                                   python_output(factories["mlp"], "mlp", input_of("mlp")),
+                                   rtol=RTOL, atol=ATOL)
+        aot = sess.create_aot_executor("cnn")
+        aot.load_params(save_param_dict(factories["cnn"].get_params()))
+        aot.run(image=input_of("cnn"))
+        np.testing.assert_allclose(aot.get_output(0).numpy(),
+                                   python_output(factories["cnn"], "cnn", input_of("cnn")),
+                                   rtol=RTOL, atol=ATOL)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(frames(), max_size=6), st.booleans())
 def test_fuzzed_sessions_never_crash_the_server(program, requests, shake_hands):
@@ -189,9 +215,13 @@ def test_fuzzed_sessions_under_sanitizers(tmp_path_factory, host_project):
         fuzz_case(project.program, (hello() if shake_hands else b"") + b"".join(requests))
 
     try:
+        assert b"__asan_init" in project.program.read_bytes()  # the sanitizers are really in
         fuzz()
         for data in [OK, hello() + OK, hello() + frame(0x7777)]:
             fuzz_case(project.program, data)
+        run_models(project, factories)
+        log = (project.project_dir / "build" / "micro_host.log").read_text()
+        assert "Sanitizer" not in log and "runtime error" not in log, log[-2000:]
     finally:
         for name in SANITIZER_ENV:
             os.environ.pop(name, None)
