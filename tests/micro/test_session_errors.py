@@ -178,3 +178,20 @@ def test_build_failure_shows_the_command_and_the_compiler_output(tmp_path):
     (project.project_dir / "main.c").write_text("int main(void) { return undefined_name; }\n")
     with pytest.raises(CompileError, match=r"(?s)command: make .*undefined_name"):
         project.build()
+
+
+def test_a_flashed_device_ends_with_the_interpreter(host_project):
+    """A script that flashes and exits without closing anything leaves no process behind."""
+    import subprocess
+    import sys
+
+    project, _ = host_project
+    script = ("import sys, ember.micro as m\n"
+              "p = m.GeneratedProject.from_directory(sys.argv[1])\n"
+              "p.flash()\n"
+              "print(p._device.pid, flush=True)\n")
+    out = subprocess.run([sys.executable, "-c", script, str(project.project_dir)],
+                         capture_output=True, text=True, timeout=60, check=True)
+    pid = int(out.stdout.split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # gone, and reaped: not even a zombie is left
