@@ -33,7 +33,7 @@ from ..runtime.errors import CompileError, TVMError
 from .host_process import HostTransport, ProcessDevice
 from .transport import TransportTimeouts
 
-_TEMPLATES = Path(__file__).resolve().parent / "template"
+_TEMPLATES = Path(__file__).resolve().parents[1] / "crt" / "template"  # <crt>/template/host
 _TEMPLATE_MARKER = "template.json"
 _OPTIONS_FILE = "project_options.json"
 _BUILD_TIMEOUT = 900.0
@@ -67,12 +67,13 @@ PROJECT_OPTIONS: dict[str, ProjectOption] = {
 
 
 def get_microtvm_template_projects(platform: str) -> str:
-    """The directory of ember's template projects for ``platform`` (only ``"crt"``: its
-    ``host`` template; the directory itself also stands for ``host``)."""
+    """The directory of ember's template projects for ``platform``: for ``"crt"`` (the only
+    one), ``<standalone crt>/template``, which holds the ``host`` template (the directory
+    itself also stands for ``host``)."""
     if platform != "crt":
         raise ProjectError(f"get_microtvm_template_projects: platform {platform!r} is not "
                            "supported (ember ships the 'crt' templates)")
-    return str(_TEMPLATES / "crt")
+    return str(_TEMPLATES)
 
 
 def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
