@@ -235,9 +235,6 @@ def test_lazy_top_level_name():
 def test_channel_session_over_any_channel_bounds_its_handshake():
     """ChannelSession runs a session over any Channel (ember.micro uses one over a micro
     transport); a peer that never answers fails the handshake within handshake_timeout."""
-    import os
-    import time
-
     from ember.runtime.rpc.protocol import RPCConnectionError
     from ember.runtime.rpc.transport import PipeChannel
 
