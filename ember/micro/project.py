@@ -238,7 +238,12 @@ class GeneratedProject:
             raise CompileError("GeneratedProject.build: 'make' is not installed")
         variables = self._make_variables()
         crt = _cached_runtime(self.project_dir, variables, self._run_make)
+        stamp = self.project_dir / "build" / "make_variables.json"
+        config = json.dumps([*variables, f"CRT_BUILD={crt}"])
+        if stamp.is_file() and stamp.read_text() != config:  # other options: build afresh
+            shutil.rmtree(self.project_dir / "build")
         self._run_make([*variables, f"CRT_BUILD={crt}", "all"])
+        stamp.write_text(config)
 
     def _run_make(self, args: list[str]) -> None:
         """``make -C <project> args``; CompileError with the command and its output."""
