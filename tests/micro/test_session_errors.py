@@ -56,6 +56,12 @@ def test_device_errors_come_back_and_the_session_goes_on(session):
     assert graph_mod.get_output(0).numpy().shape == (1, 10)
 
 
+def test_aot_executor_refuses_the_c_interface(session):
+    sess, _ = session
+    with pytest.raises(TVMError, match=r"interface-api=c.*build it with interface-api=packed"):
+        sess.create_aot_executor("mlpc")
+
+
 def test_aot_run_refuses_unset_constants(session):
     sess, _ = session
     aot = sess.create_aot_executor("cnn")
