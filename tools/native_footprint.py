@@ -1,6 +1,6 @@
 """Code size of ember's runtimes without Python, at -Os: the native hosted runtime
-(libember_runtime) and the parts of the C runtime that a firmware AOT or graph-executor model
-pulls in. Prints a markdown table (the one kept in docs/native_runtime.md).
+(libember_runtime) and the parts of the C runtime that a firmware AOT or graph-executor model,
+or the micro RPC server of a host-driven session, pulls in. Prints a markdown table (the one kept in docs/native_runtime.md).
 
     python tools/native_footprint.py                     # x86-64 with the host compiler
     python tools/native_footprint.py --arm               # also Cortex-M4 (arm-none-eabi-gcc)
@@ -35,6 +35,8 @@ SCENARIOS = {
     "graph-executor model, C runtime graph executor": _EXEC + [
         f"ember_graph_executor_{f}" for f in ("create", "set_input", "load_params", "run",
                                                "output", "release")],
+    "micro RPC server (graph and AOT executors, arrays; the frame buffer is the app's)":
+        _EXEC + ["ember_rpc_server_run"],
 }
 TARGETS = {"x86-64": ("cc", [], "size", "nm"),
            "Cortex-M4": ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb"], "arm-none-eabi-size",
@@ -48,7 +50,8 @@ def _run(cmd: list[str]) -> str:
 def compile_crt(target: str, out: Path) -> list[Path]:
     """Every object of the C runtime (core and executors) at -Os for ``target``."""
     cc, flags, _, _ = TARGETS[target]
-    sources = sorted(CRT.glob("src/*/*.c")) + sorted(CRT.glob("executor/*.c"))
+    sources = (sorted(CRT.glob("src/*/*.c")) + sorted(CRT.glob("executor/*.c"))
+               + sorted(CRT.glob("rpc/*.c")))
     objects = []
     for src in sources:
         obj = out / f"{src.parent.name}_{src.stem}.o"

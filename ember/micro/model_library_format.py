@@ -287,6 +287,8 @@ def _copy_runtime(dest: Path) -> None:
     crt = Path(get_standalone_crt_dir())
     for path in sorted(crt.rglob("*")):
         rel = path.relative_to(crt)
+        if rel.parts[0] == "template":  # project templates (ember.micro.project), not runtime
+            continue
         if path.is_file() and (path.suffix in _RUNTIME_SUFFIXES or path.name == "Makefile"):
             _write(dest / rel, path.read_bytes())
     abi = Path(get_crt_include_dirs()[-1])

@@ -230,3 +230,23 @@ def test_lazy_top_level_name():
     import ember as tvm
 
     assert tvm.rpc.LocalSession is rpc.LocalSession
+
+
+def test_channel_session_over_any_channel_bounds_its_handshake():
+    """ChannelSession runs a session over any Channel (ember.micro uses one over a micro
+    transport); a peer that never answers fails the handshake within handshake_timeout."""
+    from ember.runtime.rpc.protocol import RPCConnectionError
+    from ember.runtime.rpc.transport import PipeChannel
+
+    to_peer_r, to_peer_w = os.pipe()
+    from_peer_r, from_peer_w = os.pipe()
+    try:
+        start = time.monotonic()
+        with pytest.raises(RPCConnectionError, match=r"timed out after 0.3 s"):
+            rpc.ChannelSession(PipeChannel(from_peer_r, to_peer_w, "silent peer"),
+                               timeout=None, handshake_timeout=0.3)
+        assert time.monotonic() - start < 10
+        assert os.read(to_peer_r, 4) == b"EMBR"  # the HELLO went out
+    finally:
+        for fd in (to_peer_r, from_peer_w):
+            os.close(fd)

@@ -398,6 +398,7 @@ tvm_crt_error_t ember_aot_executor_set_input(EmberAotExecutor* ex, uint32_t inde
 tvm_crt_error_t ember_aot_executor_input(EmberAotExecutor* ex, uint32_t index, DLTensor** out) {
   if (index >= ex->num_inputs) return out_of_range("get_input", index, ex->num_inputs, "input");
   *out = &ex->slots[index].t;
+  ex->is_set[index] = 1; /* a writable view: filling it sets the input (get_input().copyfrom) */
   return 0;
 }
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..errors import RPCError
 from . import tracker
-from .client import LocalSession, PopenSession, RPCSession, connect
+from .client import ChannelSession, LocalSession, PopenSession, RPCSession, connect
 from .protocol import (
     PROTOCOL_VERSION,
     AuthenticationError,
@@ -25,7 +25,7 @@ from .remote import RemoteExecutor, RemoteFunction, RemoteModule, RemoteNDArray
 from .server import Server
 from .tracker import Tracker, TrackerSession, connect_tracker
 
-__all__ = ["PROTOCOL_VERSION", "AuthenticationError", "LocalSession", "PopenSession",
+__all__ = ["PROTOCOL_VERSION", "AuthenticationError", "ChannelSession", "LocalSession", "PopenSession",
            "ProtocolError", "RPCConnectionError", "RPCError", "RPCPathError", "RPCSession",
            "RemoteExecutor", "RemoteFunction", "RemoteModule", "RemoteNDArray", "Server",
            "Tracker", "TrackerSession", "connect", "connect_tracker", "tracker"]

@@ -407,17 +407,26 @@ class RPCSession:
         return f"<{type(self).__name__} {self.peer} (remote[{self._index}]){state}>"
 
 
-class _StreamSession(RPCSession):
-    """A session over a Channel (a socket or pipes)."""
+class ChannelSession(RPCSession):
+    """A session over a Channel: a socket, pipes, or any byte stream a Channel subclass
+    carries (``ember.micro.Session`` uses one over a micro transport).
 
-    def __init__(self, ch: Channel, key: str, secret: str | bytes | None, session_timeout: int,
-                 timeout: float | None, logging_enabled: bool) -> None:
+    ``timeout`` bounds the wait for each reply (None: none, or ``session_timeout`` + 10 s);
+    ``handshake_timeout`` the handshake (default: ``timeout``, or 60 s).
+    """
+
+    def __init__(self, ch: Channel, key: str = "", secret: str | bytes | None = None,
+                 session_timeout: int = 0, timeout: float | None = None,
+                 logging_enabled: bool = False, *, handshake_timeout: float | None = None
+                 ) -> None:
         if timeout is None and session_timeout > 0:
             timeout = session_timeout + 10.0  # the server ends the session by then
         self._ch, self._timeout = ch, timeout
+        if handshake_timeout is None:
+            handshake_timeout = timeout if timeout is not None else 60.0
         try:
             welcome = client_handshake(ch, key, as_secret(secret), session_timeout,
-                                       timeout if timeout is not None else 60.0)
+                                       handshake_timeout)
         except BaseException:
             ch.close()
             raise
@@ -432,6 +441,9 @@ class _StreamSession(RPCSession):
 
     def _shutdown(self) -> None:
         self._ch.close()
+
+
+
 
 
 def connect(url: str, port: int, key: str = "", session_timeout: int = 0,
@@ -451,7 +463,7 @@ def connect(url: str, port: int, key: str = "", session_timeout: int = 0,
     except OSError as err:
         raise RPCConnectionError(f"cannot connect to an RPC server at {url}:{port}: {err}") \
             from None
-    return _StreamSession(SocketChannel(sock, f"{url}:{port}"), key, secret, int(session_timeout),
+    return ChannelSession(SocketChannel(sock, f"{url}:{port}"), key, secret, int(session_timeout),
                           timeout, enable_logging)
 
 
@@ -496,7 +508,7 @@ def _joined(parts: list[Any]) -> memoryview:
     return out
 
 
-class PopenSession(_StreamSession):
+class PopenSession(ChannelSession):
     """A session with a server subprocess speaking the protocol on its stdin/stdout.
 
     ``PopenSession()`` starts ``python -m ember.exec.rpc_server --stdio``; ``binary`` (and

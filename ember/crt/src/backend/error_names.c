@@ -45,6 +45,12 @@ static const ErrorName kNames[] = {
     NAME(kTvmErrorModuleLoadFailed),
     NAME(kTvmErrorModuleFunctionNotFound),
     NAME(kTvmErrorModuleHandleInvalid),
+    NAME(kTvmErrorRpcProtocol),
+    NAME(kTvmErrorRpcTransport),
+    NAME(kTvmErrorRpcRefused),
+    NAME(kTvmErrorRpcHandleInvalid),
+    NAME(kTvmErrorRpcUnsupported),
+    NAME(kTvmErrorRpcTableFull),
 };
 
 const char* ember_crt_error_name(tvm_crt_error_t code) {

@@ -33,6 +33,8 @@ tvm_crt_error_t ember_aot_executor_input_name(const EmberAotExecutor* ex, uint32
                                               const char** name, uint32_t* len);
 tvm_crt_error_t ember_aot_executor_set_input(EmberAotExecutor* ex, uint32_t index,
                                              const DLTensor* value);
+/*! \brief The executor's tensor of input index, a writable view: from then on the input
+ * counts as set (filling the view is the Relay-era get_input(name).copyfrom(value)). */
 tvm_crt_error_t ember_aot_executor_input(EmberAotExecutor* ex, uint32_t index, DLTensor** out);
 tvm_crt_error_t ember_aot_executor_output(EmberAotExecutor* ex, uint32_t index, DLTensor** out);
 /*! \brief Constants (by name, into the constant pool) or inputs from a params blob. */

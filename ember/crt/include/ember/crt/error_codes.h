@@ -28,6 +28,7 @@ typedef enum {
   kTvmErrorCategoryGeneric = 5,          /* arguments of the runtime's own API */
   kTvmErrorCategoryExecutor = 6,         /* graph and AOT executors (ember/crt/executor) */
   kTvmErrorCategoryModule = 7,           /* loading modules (the native hosted runtime) */
+  kTvmErrorCategoryRpc = 8,              /* the micro RPC server (ember/crt/rpc) */
 } tvm_crt_error_category_t;
 
 enum {
@@ -76,6 +77,14 @@ enum {
   kTvmErrorModuleLoadFailed = EMBER_CRT_ERROR(kTvmErrorCategoryModule, 0),
   kTvmErrorModuleFunctionNotFound = EMBER_CRT_ERROR(kTvmErrorCategoryModule, 1),
   kTvmErrorModuleHandleInvalid = EMBER_CRT_ERROR(kTvmErrorCategoryModule, 2),
+
+  /* rpc: the micro RPC server; a protocol or transport error ends the session */
+  kTvmErrorRpcProtocol = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 0),
+  kTvmErrorRpcTransport = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 1),
+  kTvmErrorRpcRefused = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 2),
+  kTvmErrorRpcHandleInvalid = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 3),
+  kTvmErrorRpcUnsupported = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 4),
+  kTvmErrorRpcTableFull = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 5),
 };
 
 /*!
