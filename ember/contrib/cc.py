@@ -29,7 +29,9 @@ INCLUDE_DIR = _PKG / "include"
 BACKEND_SOURCE = _PKG / "runtime" / "csrc" / "backend.c"
 _CANDIDATES = ("cc", "gcc", "clang")
 # Flags used when the compiler accepts them (probed once per compiler, result cached on disk).
-_OPTIONAL_FLAGS = ("-march=native", "-fopenmp", "-Wl,-Bsymbolic")
+# -fno-tree-loop-if-convert: GCC 12's if-conversion builds all-zero masks for masked loads in
+# short constant-trip loops (a concatenate of (2, 2) and (3, 2) read zeros for the second input).
+_OPTIONAL_FLAGS = ("-march=native", "-fopenmp", "-Wl,-Bsymbolic", "-fno-tree-loop-if-convert")
 _PROBE_SRC = {"-fopenmp": "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"}
 _C_SUFFIXES = (".c",)
 _ABI_TAG = "ember-cc-1"
@@ -113,7 +115,8 @@ def _identity(argv: Sequence[str]) -> str:
 @functools.lru_cache(maxsize=None)
 def _supported_flags(argv: tuple[str, ...]) -> tuple[str, ...]:
     """The subset of _OPTIONAL_FLAGS this compiler accepts, cached per compiler identity."""
-    record = cache_dir("probe") / f"{content_hash(_ABI_TAG, _identity(argv))}.json"
+    key = content_hash(_ABI_TAG, _identity(argv), *_OPTIONAL_FLAGS)
+    record = cache_dir("probe") / f"{key}.json"
     try:
         return tuple(json.loads(record.read_text())["flags"])
     except (OSError, ValueError, KeyError):
