@@ -108,7 +108,7 @@ _HINTS = {
     "CompileError": "the C compiler failed; EMBER_KEEP_TEMPS=1 keeps the sources it was given",
     "OpNotImplemented": "the ONNX operators ember imports are listed in docs/onnx_support.md",
     "ArtifactError": "the file is damaged, or was not written by this ember; compile it again",
-    "ParseError": "the Relay text format is described in docs/text_format.md",
+    "DiagnosticError": "the Relay text format is described in docs/text_format.md",
     "ImportError": "install what the message names",
     "RPCConnectionError": "is a server running there? start one with `ember rpc-server`",
     "AotOptionError": "see `ember compile --help` for the valid executor/runtime combinations",
@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     except CLIError as err:
         if verbose:
             traceback.print_exc()
-        _report(args.command, err, err.hint, as_json)
+        hint = err.hint or f"`ember {args.command} --help` shows the options and examples"
+        _report(args.command, err, hint, as_json)
         return err.code
     except Exception as err:  # noqa: BLE001  every failure becomes one line (+ traceback)
         if verbose:

@@ -16,6 +16,7 @@ A plan is a JSON-ready dict (saved in the model's record, read back by ``inspect
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..ir.expr import Call, Function, GlobalVar
@@ -28,8 +29,28 @@ from ..relay.backend.aot.codegen import itemsize
 from ..relay.backend.memory_plan import lower_bound, plan_dataflow_arena, plan_storage
 from ..relay.backend.te_compiler import is_primitive, readable_name
 from ..runtime.errors import TVMError
+from ._console import CLIError
 
 AOT_ALIGNMENT = 16  # the AOT executor's default workspace-byte-alignment
+
+
+def import_model(path: Path, shapes: dict[str, tuple[int, ...]] | None
+                 ) -> tuple[IRModule, dict[str, Any]]:
+    """``(typed mod, params)`` of an .onnx or Relay text file (parse errors name the file)."""
+    from ..relay.transform import InferType
+
+    if path.suffix == ".onnx":
+        from ..api.compiler import to_relay
+
+        mod, params = to_relay(path, shapes, None)
+    else:
+        if shapes is not None:
+            raise CLIError("--input-shapes applies to ONNX models; a Relay model's input "
+                           "shapes are the types of its main's parameters", code=2)
+        from ..ir.parser import fromtext
+
+        mod, params = fromtext(path.read_text(), source_name=str(path)), {}
+    return InferType()(mod), params
 
 
 class BuildRecorder(PassInstrument):

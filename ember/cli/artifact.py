@@ -61,7 +61,7 @@ def open_artifact(text: str) -> Artifact:
             ".onnx", ".relay", ".txt") else "ember run takes a .so library or a .tar archive"
         raise CLIError(f"{text}: not a compiled model (expected .so or .tar)", hint, code=2)
     if not path.is_file():
-        raise CLIError(f"{text}: no such file")
+        raise CLIError(f"{text}: no such file", "check the path")
     return _open_mlf(path) if path.suffix == ".tar" else _open_library(path)
 
 

@@ -15,6 +15,7 @@ from .options import (
     check_model_path,
     parse_input_shapes,
     parse_pass_config,
+    positive_int,
 )
 
 EXAMPLES = """\
@@ -67,7 +68,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="optimisation level 0-3 (default 3)")
     p.add_argument("--pass-config", action="append", default=[], metavar="KEY=VALUE",
                    help="a pass option (repeatable), e.g. relay.FuseOps.max_depth=8")
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--threads", type=positive_int, default=None,
                    help="threads of the model's kernels, saved with it (default: the cores)")
     p.set_defaults(func=main)
 
@@ -120,26 +121,25 @@ def executor_options(args: argparse.Namespace, kind: str) -> dict[str, Any]:
 
 def compile_model(args: argparse.Namespace, status: Status) -> Build:
     """Import, build and analyse ``args.model`` as the flags say (no output written)."""
-    from ..api.compiler import choose_executor, specs, to_relay
+    from ..api.compiler import choose_executor, specs
     from ..ir.transform import PassContext
     from ..relay import build as relay_build
     from ..relay._build import stage_listener
     from ..relay.backend import Executor, Runtime
     from ..relay.transform import InferType
     from ..runtime.model_record import ModelRecord
-    from ..runtime.threads import check_num_threads, default_num_threads
+    from ..runtime.threads import default_num_threads
     from ..api.model import CompiledModel
-    from .analysis import BuildRecorder, count_ops, memory_plan, primitive_calls
+    from .analysis import BuildRecorder, count_ops, import_model, memory_plan, primitive_calls
 
     path = check_model_path(args.model)
     shapes = parse_input_shapes(args.input_shapes)
     config = parse_pass_config(args.pass_config)
-    threads = default_num_threads() if args.threads is None else check_num_threads(args.threads)
+    threads = default_num_threads() if args.threads is None else args.threads
     timings: dict[str, float] = {}
     status.stage(f"importing {path.name}")
     start = time.perf_counter()
-    mod, params = to_relay(path, shapes, None)
-    mod = InferType()(mod)
+    mod, params = import_model(path, shapes)
     timings["import"] = time.perf_counter() - start
     kind, why = choose_executor(mod, args.executor)
     executor = Executor(kind, executor_options(args, kind))

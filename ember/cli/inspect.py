@@ -68,18 +68,17 @@ def _plots(items: list[str]) -> list[tuple[str, Path]]:
 # -- models ----------------------------------------------------------------------------------
 def analyse_model(args: argparse.Namespace, status: Status) -> tuple[Artifact, Any, dict[str, Any]]:
     """(the model described as an Artifact, the fused module, {kernel name: C})."""
-    from ..api.compiler import choose_executor, specs, to_relay
+    from ..api.compiler import choose_executor, specs
     from ..ir.transform import PassContext
     from ..relay import optimize
     from ..relay.backend._liveness import is_reshape_only
     from ..relay.backend.te_compiler import lower_module
     from ..relay.transform import InferType, ToGraphNormalForm
-    from .analysis import BuildRecorder, count_ops, memory_plan, primitive_calls
+    from .analysis import BuildRecorder, count_ops, import_model, memory_plan, primitive_calls
 
     path = check_model_path(args.target_path)
     status.stage(f"importing {path.name}")
-    mod, params = to_relay(path, parse_input_shapes(args.input_shapes), None)
-    mod = InferType()(mod)
+    mod, params = import_model(path, parse_input_shapes(args.input_shapes))
     kind, why = choose_executor(mod, args.executor)
     inputs, outputs = specs(mod, params)
     status.stage("optimising")

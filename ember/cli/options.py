@@ -20,6 +20,19 @@ PASS_CONFIG: dict[str, Any] = {
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def check_model_path(text: str) -> Path:
     """The model file ``text`` names; CLIError if missing or of an unknown kind."""
     path = Path(text)
@@ -27,7 +40,7 @@ def check_model_path(text: str) -> Path:
         raise CLIError(f"{text}: not a model file (expected .onnx, .relay or .txt)",
                        "`ember run`/`ember inspect` take compiled .so and .tar files", code=2)
     if not path.is_file():
-        raise CLIError(f"{text}: no such file")
+        raise CLIError(f"{text}: no such file", "check the path")
     return path
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ._console import CLIError, Status, fmt_seconds, table
 from .artifact import Artifact, open_artifact
-from .options import parse_rpc_address
+from .options import parse_rpc_address, positive_int
 
 EXAMPLES = """\
 examples:
@@ -38,12 +38,12 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    "(.npy for a one-input model); default: random inputs")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--outputs", metavar="FILE", help="save the outputs to this .npz")
-    p.add_argument("--print-top", type=int, metavar="N", help="the N highest scores of the "
+    p.add_argument("--print-top", type=positive_int, metavar="N", help="the N highest scores of the "
                    "first output, per batch row (classifiers)")
-    p.add_argument("--repeat", type=int, help="timed measurements (default 10 when timing)")
-    p.add_argument("--number", type=int, help="runs per measurement (default 1 when timing)")
+    p.add_argument("--repeat", type=positive_int, help="timed measurements (default 10 when timing)")
+    p.add_argument("--number", type=positive_int, help="runs per measurement (default 1 when timing)")
     p.add_argument("--profile", action="store_true", help="per-operator time table")
-    p.add_argument("--threads", type=int, help="threads for this run (default: the model's)")
+    p.add_argument("--threads", type=positive_int, help="threads for this run (default: the model's)")
     p.add_argument("--rpc", metavar="HOST:PORT[:KEY]", help="run on an RPC server "
                    "(secret, if it needs one, from $EMBER_RPC_SECRET)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -120,11 +120,8 @@ def _timing(results: list[float], number: int) -> dict[str, Any]:
 def _timing_args(args: argparse.Namespace) -> tuple[int, int] | None:
     if args.repeat is None and args.number is None:
         return None
-    repeat = 10 if args.repeat is None else args.repeat
-    number = 1 if args.number is None else args.number
-    if repeat < 1 or number < 1:
-        raise CLIError(f"--repeat {repeat} --number {number}: both must be at least 1", code=2)
-    return repeat, number
+    return (10 if args.repeat is None else args.repeat,
+            1 if args.number is None else args.number)
 
 
 def run_local(model: Any, inputs: dict[str, np.ndarray],
