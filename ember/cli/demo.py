@@ -169,11 +169,11 @@ def print_rows(model: str, rows: list[Row]) -> None:
 
 def main(model: str, as_json: bool) -> int:
     rows = run_demo(model)
-    picture = memory_picture(model)
     if as_json:
         print(json.dumps([r.__dict__ for r in rows], indent=2))
         return 0
     print_rows(model, rows)
+    picture = memory_picture(model)
     if picture:
         print(f"memory plan (AOT arena, lower bound marked): {picture}")
     else:
