@@ -24,7 +24,7 @@ class CLIError(Exception):
         self.message, self.hint, self.code = message, hint, code
 
 
-def fmt_bytes(n: int | float) -> str:
+def fmt_bytes(n: float) -> str:
     """``1536`` -> ``"1.5 KiB"``; exact below 1 KiB."""
     if n < 1024:
         return f"{int(n)} B"
@@ -109,7 +109,7 @@ class Status:
         while not self._stop.wait(0.2):
             self._draw()
 
-    def __enter__(self) -> Status:
+    def __enter__(self) -> Status:  # noqa: PYI034  (typing.Self is Python 3.11+)
         if self.enabled:
             self._thread = threading.Thread(target=self._tick, daemon=True)
             self._thread.start()

@@ -35,7 +35,7 @@ class Artifact:
     info: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     model: Any = None           # CompiledModel
-    mlf: tarfile.TarFile | None = None
+    mlf_files: dict[str, str] = field(default_factory=dict)  # a .tar's text members
 
 
 def factory_kernels(factory: Any) -> list[str]:
@@ -133,27 +133,38 @@ def _memory(factory: Any) -> dict[str, Any] | None:
 
 
 # -- Model Library Format --------------------------------------------------------------------
-def _open_mlf(path: Path) -> Artifact:
+_MLF_TEXT = ("metadata.json", "src/", "codegen/host/src/", "executor-config/graph/")
+
+
+def _read_mlf(path: Path) -> dict[str, str]:
+    """The text members ``inspect`` uses: {name without "./": text}."""
     try:
-        tar = tarfile.open(path)
-        meta = json.load(_member(tar, "metadata.json"))
-    except (tarfile.TarError, ValueError, KeyError) as err:
+        with tarfile.open(path) as tar:
+            return {m.name.removeprefix("./"): tar.extractfile(m).read().decode()  # type: ignore[union-attr]
+                    for m in tar.getmembers()
+                    if m.isfile() and m.name.removeprefix("./").startswith(_MLF_TEXT)}
+    except (tarfile.TarError, OSError, UnicodeDecodeError) as err:
         raise CLIError(f"{path}: not a Model Library Format archive ({err})") from None
-    modules = meta.get("modules", {})
-    if len(modules) != 1:
-        raise CLIError(f"{path}: {len(modules)} modules in one archive; ember inspect shows "
-                       "archives of one model")
-    name, mod = next(iter(modules.items()))
-    main = mod["memory"]["functions"]["main"][0]
-    kernels = [op["function_name"] for op in mod["memory"]["functions"]["operator_functions"]]
-    executor = mod["executors"][0]
+
+
+def _open_mlf(path: Path) -> Artifact:
+    files = _read_mlf(path)
+    try:
+        meta = json.loads(files["metadata.json"])
+        (name, mod), = meta["modules"].items()
+        main = mod["memory"]["functions"]["main"][0]
+        kernels = [op["function_name"] for op in mod["memory"]["functions"]["operator_functions"]]
+        executor = mod["executors"][0]
+    except (KeyError, ValueError, TypeError, IndexError) as err:
+        raise CLIError(f"{path}: not a Model Library Format archive of one model (metadata.json: "
+                       f"{type(err).__name__} {err})") from None
     memory: dict[str, Any] | None = None
-    graph_member = f"executor-config/graph/{name}.graph"
-    if executor == "graph" and _has(tar, graph_member):
+    graph = files.get(f"executor-config/graph/{name}.graph")
+    if executor == "graph" and graph is not None:
         from ..runtime.graph_format import parse_graph
         from .analysis import graph_json_plan
 
-        memory = graph_json_plan(parse_graph(_member(tar, graph_member).read()))
+        memory = graph_json_plan(parse_graph(graph))
     ins = [TensorSpec(k, None, v["dtype"]) for k, v in main["inputs"].items()]
     outs = [TensorSpec(k, None, v["dtype"]) for k, v in main["outputs"].items()]
     details = {"module name": name, "format version": meta.get("version"),
@@ -161,25 +172,10 @@ def _open_mlf(path: Path) -> Artifact:
                "constants": main["constants_size_bytes"], "file size": path.stat().st_size,
                "exported": mod.get("export_datetime")}
     return Artifact(path, executor, ", ".join(mod.get("target", [])), ins, outs, kernels,
-                    memory, details=details, mlf=tar)
-
-
-def _has(tar: tarfile.TarFile, name: str) -> bool:
-    return any(m.lstrip("./") == name for m in tar.getnames())
-
-
-def _member(tar: tarfile.TarFile, name: str) -> Any:
-    for m in tar.getmembers():
-        if m.name.lstrip("./") == name:
-            f = tar.extractfile(m)
-            if f is not None:
-                return f
-    raise KeyError(f"no {name} in the archive")
+                    memory, details=details, mlf_files=files)
 
 
 def mlf_text(art: Artifact, prefix: str, suffix: str) -> dict[str, str]:
     """{member name: text} of the archive's members under ``prefix`` ending in ``suffix``."""
-    assert art.mlf is not None, "mlf_text needs a Model Library Format artifact"
-    return {m.name: _member(art.mlf, m.name.lstrip("./")).read().decode()
-            for m in art.mlf.getmembers()
-            if m.name.lstrip("./").startswith(prefix) and m.name.endswith(suffix)}
+    return {name: text for name, text in art.mlf_files.items()
+            if name.startswith(prefix) and name.endswith(suffix)}

@@ -122,6 +122,7 @@ def executor_options(args: argparse.Namespace, kind: str) -> dict[str, Any]:
 def compile_model(args: argparse.Namespace, status: Status) -> Build:
     """Import, build and analyse ``args.model`` as the flags say (no output written)."""
     from ..api.compiler import choose_executor, specs
+    from ..api.model import CompiledModel
     from ..ir.transform import PassContext
     from ..relay import build as relay_build
     from ..relay._build import stage_listener
@@ -129,7 +130,6 @@ def compile_model(args: argparse.Namespace, status: Status) -> Build:
     from ..relay.transform import InferType
     from ..runtime.model_record import ModelRecord
     from ..runtime.threads import default_num_threads
-    from ..api.model import CompiledModel
     from .analysis import BuildRecorder, count_ops, import_model, memory_plan, primitive_calls
 
     path = check_model_path(args.model)
@@ -232,8 +232,8 @@ def summary(build: Build, written: list[Path], seconds: float) -> str:
     """The lines printed after a build."""
     info, model = build.info, build.model
     lines = [f"ember compile: {info['source']} -> {written[0]}",
-             f"  executor  {model.executor} ({build.why}); target {info['target']}, runtime "
-             f"{info['runtime']}, {model.threads} thread(s)"]
+             (f"  executor  {model.executor} ({build.why}); target {info['target']}, runtime "
+              f"{info['runtime']}, {model.threads} thread(s)")]
     kernels = len(info["kernels"])
     if info["ops"] is not None:
         lines.append(f"  fusion    {info['ops']} operators -> {info['calls']} fused calls, "

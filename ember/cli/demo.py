@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -108,7 +109,7 @@ def _vm(mod: Any, params: dict[str, Any], data: np.ndarray, dev: Any) -> tuple[A
     exe = relay.vm.compile(mod, target="llvm", params=params)
     vm = VirtualMachine(exe, dev)
     arg = __import__("ember").nd.array(data)
-    run = lambda: vm.invoke("main", arg)  # noqa: E731
+    run = lambda: vm.invoke("main", arg)
     run()
     stats = vm.allocator.stats()
     memory = f"{stats.get('fresh_bytes', 0)} B pooled storage"

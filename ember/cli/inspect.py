@@ -4,6 +4,7 @@ the memory plan; the optimised Relay (``--ir``), one kernel's C (``--c``), pictu
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 from pathlib import Path
@@ -102,9 +103,9 @@ def analyse_model(args: argparse.Namespace, status: Status) -> tuple[Artifact, A
 def kernel_source(source: str, name: str) -> str | None:
     """The part of a generated C file that defines kernel ``name`` (its comment, the unpacked
     function and the packed wrapper), or None."""
-    starts = [m.start() for m in re.finditer(r"^/\* from: ", source, re.M)] + [len(source)]
+    starts = [m.start() for m in re.finditer(r"^/\* from: ", source, re.MULTILINE)]
     pattern = re.compile(rf"\b{re.escape(name)}(_unpacked)?\(")
-    for a, b in zip(starts, starts[1:]):
+    for a, b in itertools.pairwise([*starts, len(source)]):
         if pattern.search(source, a, b):
             return source[a:b].rstrip()
     return None
@@ -124,8 +125,10 @@ def find_kernel(names: list[str], wanted: str) -> str:
 
 
 def to_json(art: Artifact) -> dict[str, Any]:
-    specs = lambda items: [{"name": s.name, "shape": None if s.shape is None  # noqa: E731
-                            else list(s.shape), "dtype": s.dtype} for s in items]
+    def specs(items: Any) -> list[dict[str, Any]]:
+        return [{"name": s.name, "shape": None if s.shape is None else list(s.shape),
+                 "dtype": s.dtype} for s in items]
+
     return {"path": str(art.path), "executor": art.executor,
             "target": None if art.target is None else str(art.target), "threads": art.threads,
             "inputs": specs(art.inputs), "outputs": specs(art.outputs), "kernels": art.kernels,
@@ -211,7 +214,7 @@ def main(args: argparse.Namespace) -> int:
 def _ir(art: Artifact, fused: Any) -> str:
     if fused is not None:
         return str(fused)
-    if art.mlf is not None:
+    if art.mlf_files:
         texts = mlf_text(art, "src/", ".relay")
         if texts:
             return next(iter(texts.values()))
@@ -222,7 +225,7 @@ def _ir(art: Artifact, fused: Any) -> str:
 def _kernel_c(art: Artifact, codes: dict[str, str], wanted: str) -> str:
     name = find_kernel(art.kernels, wanted)
     sources = list(codes.values()) if codes else (
-        list(mlf_text(art, "codegen/host/src/", ".c").values()) if art.mlf is not None else [])
+        list(mlf_text(art, "codegen/host/src/", ".c").values()))
     if not sources:
         raise CLIError(f"--c: {art.path} holds compiled code, not C",
                        "inspect the model file (ember inspect MODEL --c NAME) or a .tar")

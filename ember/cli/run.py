@@ -139,8 +139,8 @@ def run_local(model: Any, inputs: dict[str, np.ndarray],
 def run_remote(art: Artifact, address: str, inputs: dict[str, np.ndarray],
                timing: tuple[int, int] | None) -> tuple[list[np.ndarray], dict[str, Any] | None]:
     """Upload the library to the RPC server at ``address``, run it there, copy outputs back."""
-    from ..api.model import bind_inputs
     from .. import rpc
+    from ..api.model import bind_inputs
 
     host, port, key = parse_rpc_address(address)
     checked = bind_inputs(art.model.inputs, [], inputs)
@@ -229,8 +229,8 @@ def _output_names(model: Any, outputs: list[np.ndarray]) -> list[str]:
 def _text(art: Artifact, model: Any, source: str, inputs: dict[str, np.ndarray],
           outputs: list[np.ndarray], result: dict[str, Any]) -> str:
     where = f" on {result['remote']}" if result.get("remote") else ""
-    lines = [f"ember run: {art.path} ({model.executor}, {model.threads} thread(s)){where}, "
-             f"{source}"]
+    lines = [(f"ember run: {art.path} ({model.executor}, {model.threads} thread(s)){where}, "
+              f"{source}")]
     names = _output_names(model, outputs)
     rows = []
     for name, arr in zip(names, outputs):
@@ -245,9 +245,9 @@ def _text(art: Artifact, model: Any, source: str, inputs: dict[str, np.ndarray],
                            [[k + 1, i, f"{s:.6g}"] for k, (i, s) in enumerate(best)], (0, 1, 2)))
     if result.get("timing"):
         t = result["timing"]
-        lines += ["", f"timing ({t['repeat']} x {t['number']} runs): median "
-                  f"{fmt_seconds(t['median_s'])}, p90 {fmt_seconds(t['p90_s'])}, "
-                  f"{t['throughput_per_s']:.1f} runs/s"]
+        lines += ["", (f"timing ({t['repeat']} x {t['number']} runs): median "
+                       f"{fmt_seconds(t['median_s'])}, p90 {fmt_seconds(t['p90_s'])}, "
+                       f"{t['throughput_per_s']:.1f} runs/s")]
     if result.get("profile"):
         rows = [[r["name"], f"{r['time_us']:.1f}", f"{r['share']:.1f}", r["calls"]]
                 for r in result["profile"]]

@@ -27,8 +27,9 @@ def call(capsys: Any, *argv: str) -> tuple[int, str, str]:
 def spawn(*argv: str, cwd: str | os.PathLike[str] | None = None,
           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m ember ARGV`` as a subprocess (a fresh interpreter, as a user runs it)."""
-    return subprocess.run([sys.executable, "-m", "ember", *map(str, argv)], capture_output=True,
-                          text=True, cwd=cwd, env={**os.environ, **(env or {})}, timeout=600)
+    return subprocess.run([sys.executable, "-m", "ember", *map(str, argv)], check=False,
+                          capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})}, timeout=600)
 
 
 def check_png(path: Path, min_colors: int = 4) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ember.testing import find_c_compiler  # noqa: E402
+from ember.testing import find_c_compiler
 
 needs_cc = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
 

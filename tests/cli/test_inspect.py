@@ -96,7 +96,7 @@ def test_plots_draw_one_mark_per_item(tmp_path: Path, built: dict[str, Path]) ->
 
 def test_missing_matplotlib_gives_the_install_line(capsys: Any, built: dict[str, Path],
                                                    tmp_path: Path, monkeypatch: Any) -> None:
-    import ember.cli.plot as plot
+    from ember.cli import plot
 
     monkeypatch.setattr(plot, "have_matplotlib", lambda: False)
     code, _, err = call(capsys, "inspect", built["aot"], "--plot", f"memory={tmp_path}/m.png")

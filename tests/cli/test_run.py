@@ -111,7 +111,7 @@ def test_errors(capsys: Any, built: dict[str, Path], models: dict[str, Any], tmp
     np.savez(tmp_path / "two.npz", data=X, other=X)
     np.savez(tmp_path / "f64.npz", data=X.astype("float64"))
     argv = [a.format(aot=built["aot"], tmp=tmp_path, relay=models["small"]) for a in argv]
-    got, out, err = call(capsys, "run", *argv)
+    got, _, err = call(capsys, "run", *argv)
     assert got == code, err
     one_line_error(err, contains=message)
 
