@@ -59,6 +59,12 @@ class ArtifactError(TVMError):
     """A file to load is missing, truncated or not an ember artifact: names the file and why."""
 
 
+class FrontendError(TVMError, ValueError):
+    """A model given to a frontend is malformed or contradicts itself (or the caller's
+    ``shape=``): '<where>: <what is wrong>', naming the file, node (name and op type),
+    input or initializer."""
+
+
 class RPCError(TVMError):
     """An error in the RPC layer."""
 

@@ -68,13 +68,8 @@ def test_from_numpy_and_back():
     assert str(DataType(bool)) == "bool"
     with pytest.raises(TypeError, match="vector"):
         _ = DataType("float32x4").numpy_dtype
-    try:  # numpy has a bfloat16 once ml_dtypes is imported (onnx imports it)
-        np.dtype("bfloat16")
-    except TypeError:
-        with pytest.raises(TypeError, match="numpy"):
-            _ = DataType("bfloat16").numpy_dtype
-    else:
-        assert DataType("bfloat16").numpy_dtype == np.dtype("bfloat16")
+    with pytest.raises(TypeError, match="numpy"):  # (bfloat16 has one once ml_dtypes, which
+        _ = DataType("handle").numpy_dtype         # onnx imports, is loaded)
 
 
 def test_dl_round_trip_and_bool_forms():
