@@ -107,6 +107,7 @@ _HINTS = {
     "ModelInputError": "`ember inspect ARTIFACT` lists the inputs with their shapes and dtypes",
     "CompileError": "the C compiler failed; EMBER_KEEP_TEMPS=1 keeps the sources it was given",
     "OpNotImplemented": "the ONNX operators ember imports are listed in docs/onnx_support.md",
+    "FrontendError": "docs/onnx.md describes the importer; --input-shapes names model inputs",
     "ArtifactError": "the file is damaged, or was not written by this ember; compile it again",
     "DiagnosticError": "the Relay text format is described in docs/text_format.md",
     "ImportError": "install what the message names",

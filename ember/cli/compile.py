@@ -234,10 +234,12 @@ def summary(build: Build, written: list[Path], seconds: float) -> str:
     lines = [f"ember compile: {info['source']} -> {written[0]}",
              (f"  executor  {model.executor} ({build.why}); target {info['target']}, runtime "
               f"{info['runtime']}, {model.threads} thread(s)")]
-    kernels = len(info["kernels"])
+    shape_funcs = sum(k.endswith("_shape_func") for k in info["kernels"])
+    kernels = len(info["kernels"]) - shape_funcs
     if info["ops"] is not None:
+        extra = f" (+{shape_funcs} shape functions)" if shape_funcs else ""
         lines.append(f"  fusion    {info['ops']} operators -> {info['calls']} fused calls, "
-                     f"{kernels} distinct kernels")
+                     f"{kernels} distinct kernels{extra}")
     lines.append(f"  memory    {memory_line(info['memory'])}")
     sizes = ", ".join(f"{p} ({fmt_bytes(p.stat().st_size)})" for p in written)
     lines.append(f"  output    {sizes}")

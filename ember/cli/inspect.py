@@ -150,7 +150,8 @@ def to_text(art: Artifact) -> str:
     if ops is not None:
         head += f": {ops} operators fused into {art.info.get('calls')} calls"
     lines += ["", head] + [f"  {k}" for k in art.kernels]
-    lines += ["", f"memory: {memory_line(art.memory) if art.memory and 'lower_bound' in art.memory else 'not recorded'}"]
+    known = "ops" in art.info or (art.memory is not None and "lower_bound" in art.memory)
+    lines += ["", f"memory: {memory_line(art.memory) if known else 'not recorded'}"]
     meta = {k: v for k, v in art.info.items() if k not in ("ops", "calls", "kernels", "memory")}
     meta.update(art.details)
     if meta:
