@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 from typing import Any, NoReturn
@@ -153,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(f"ember {args.command}: interrupted\n")
         return 130
+    except BrokenPipeError:  # the reader stopped early (`ember inspect m.so --ir | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except CLIError as err:
         if verbose:
             traceback.print_exc()
