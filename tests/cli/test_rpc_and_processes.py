@@ -82,12 +82,12 @@ def test_errors_in_a_fresh_process(tmp_path: Path) -> None:
 
 
 def test_output_into_a_closed_pipe(models: dict[str, Any]) -> None:
-    """`ember inspect ... --ir | head -n 1`: the reader stops early, ember exits quietly."""
+    """`ember inspect ... --ir | head`: a reader that stops early ends ember quietly (here
+    `true`, which reads nothing and is gone long before ember writes)."""
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", f"{sys.executable} -m ember "
-                           f"inspect {models['small']} --ir | head -n 1"], capture_output=True,
+                           f"inspect {models['small']} --ir | true"], capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    assert proc.stdout == "#[version = \"0.0.5\"]\n"
 
 
 def test_rpc_front_ends_have_the_same_options_and_examples(capsys: Any) -> None:
