@@ -72,6 +72,17 @@ def test_bundled_model_compile_run_inspect(models: dict[str, Any], tmp_path: Pat
     assert json.loads(inspected.stdout)["inputs"][0]["shape"] == [1, 1, 28, 28]
 
 
+@needs_cc
+def test_running_a_library_loads_no_compiler(built: dict[str, Path]) -> None:
+    probe = (f"import sys; from ember.cli import main; main(['run', {str(built['aot'])!r}]); "
+             "print(sorted(m for m in sys.modules if m.startswith(('ember.relay', 'ember.ir', "
+             "'ember.te', 'ember.tir', 'ember.topi'))))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]"
+
+
 def test_errors_in_a_fresh_process(tmp_path: Path) -> None:
     missing = spawn("compile", "missing.onnx", cwd=tmp_path)
     assert missing.returncode == 1 and missing.stdout == ""
@@ -84,8 +95,8 @@ def test_errors_in_a_fresh_process(tmp_path: Path) -> None:
 def test_output_into_a_closed_pipe(models: dict[str, Any]) -> None:
     """`ember inspect ... --ir | head`: a reader that stops early ends ember quietly (here
     `true`, which reads nothing and is gone long before ember writes)."""
-    proc = subprocess.run(["bash", "-o", "pipefail", "-c", f"{sys.executable} -m ember "
-                           f"inspect {models['small']} --ir | true"], capture_output=True,
+    command = f"{sys.executable} -m ember inspect {models['small']} --ir | true"
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
