@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", parents=[common], help="compile a bundled model with every "
                           "executor, check it against the reference interpreter, print latency "
                           "and memory", epilog="examples:\n  ember demo\n  ember demo --model "
-                          "resnet18-64 --json", formatter_class=argparse.RawDescriptionHelpFormatter)
+                          "resnet18-64 --json",
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("--model", default="mlp", choices=["mlp", "resnet18-64", "mobilenet-64"])
     demo.add_argument("--json", action="store_true", help="print the results as JSON")
     demo.set_defaults(func=_demo)
@@ -90,7 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name in RPC_FRONT_ENDS:
         sub.add_parser(name, help=f"start an RPC {name[4:]} (the options of python -m "
                        f"ember.exec.{name.replace('-', '_')})", add_help=False)
-    sub.add_parser("version", help="print the version").set_defaults(func=_version)
+    sub.add_parser("version", parents=[common], help="print the version",
+                   epilog="example:\n  ember version        # ember 0.1.0",
+                   formatter_class=argparse.RawDescriptionHelpFormatter).set_defaults(
+                       func=_version)
     return parser
 
 

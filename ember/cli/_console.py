@@ -11,8 +11,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 
@@ -129,14 +128,3 @@ def _terminal_width() -> int:
         return os.get_terminal_size(sys.stderr.fileno()).columns
     except (OSError, ValueError):
         return 100
-
-
-@contextmanager
-def timed() -> Iterator[list[float]]:
-    """``with timed() as t: ...`` then ``t[0]`` is the elapsed seconds."""
-    out = [0.0]
-    start = time.perf_counter()
-    try:
-        yield out
-    finally:
-        out[0] = time.perf_counter() - start

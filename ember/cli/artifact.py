@@ -140,11 +140,17 @@ def _read_mlf(path: Path) -> dict[str, str]:
     """The text members ``inspect`` uses: {name without "./": text}."""
     try:
         with tarfile.open(path) as tar:
-            return {m.name.removeprefix("./"): tar.extractfile(m).read().decode()  # type: ignore[union-attr]
-                    for m in tar.getmembers()
-                    if m.isfile() and m.name.removeprefix("./").startswith(_MLF_TEXT)}
+            members = [m for m in tar.getmembers()
+                       if m.isfile() and m.name.removeprefix("./").startswith(_MLF_TEXT)]
+            return {m.name.removeprefix("./"): _read(tar, m) for m in members}
     except (tarfile.TarError, OSError, UnicodeDecodeError) as err:
         raise CLIError(f"{path}: not a Model Library Format archive ({err})") from None
+
+
+def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> str:
+    f = tar.extractfile(member)
+    assert f is not None, f"{member.name}: a regular file has contents"
+    return f.read().decode()
 
 
 def _open_mlf(path: Path) -> Artifact:

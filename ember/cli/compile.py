@@ -127,10 +127,9 @@ def compile_model(args: argparse.Namespace, status: Status) -> Build:
     from ..relay import build as relay_build
     from ..relay._build import stage_listener
     from ..relay.backend import Executor, Runtime
-    from ..relay.transform import InferType
     from ..runtime.model_record import ModelRecord
     from ..runtime.threads import default_num_threads
-    from .analysis import BuildRecorder, count_ops, import_model, memory_plan, primitive_calls
+    from .analysis import BuildRecorder, import_model
 
     path = check_model_path(args.model)
     shapes = parse_input_shapes(args.input_shapes)
@@ -159,20 +158,28 @@ def compile_model(args: argparse.Namespace, status: Status) -> Build:
         factory = relay_build(mod, args.target, params=params or None, executor=executor,
                               runtime=runtime)
     status.note("")
-    fused = InferType()(recorder.fused) if recorder.fused is not None else None
-    from .artifact import factory_kernels
-
-    info: dict[str, Any] = {
-        "source": path.name, "target": str(factory.target), "runtime": args.runtime,
-        "system_lib": bool(args.system_lib), "executor_options": {k: _plain(executor[k]) for k in executor},
-        "opt_level": args.opt_level, "pass_config": config,
-        "ops": count_ops(recorder.unfused) if recorder.unfused is not None else None,
-        "calls": len(primitive_calls(fused)) if fused is not None else None,
-        "kernels": factory_kernels(factory),
-        "memory": memory_plan(fused, kind) if fused is not None else None}
-    _check_plan(info["memory"], factory)
+    info = dict(source=path.name, **_build_info(args, executor, config, recorder, factory))
     record = ModelRecord(kind, threads, inputs, outputs, info)
     return Build(CompiledModel(factory, record), why, info, timings)
+
+
+def _build_info(args: argparse.Namespace, executor: Any, config: dict[str, Any],
+                recorder: Any, factory: Any) -> dict[str, Any]:
+    """What the saved record keeps about the build (``ember inspect`` shows it)."""
+    from ..relay.transform import InferType
+    from .analysis import count_ops, memory_plan, primitive_calls
+    from .artifact import factory_kernels
+
+    fused = InferType()(recorder.fused) if recorder.fused is not None else None
+    plan = memory_plan(fused, executor.name) if fused is not None else None
+    _check_plan(plan, factory)
+    return {"target": str(factory.target), "runtime": args.runtime,
+            "system_lib": bool(args.system_lib),
+            "executor_options": {k: _plain(executor[k]) for k in executor},
+            "opt_level": args.opt_level, "pass_config": config,
+            "ops": count_ops(recorder.unfused) if recorder.unfused is not None else None,
+            "calls": len(primitive_calls(fused)) if fused is not None else None,
+            "kernels": factory_kernels(factory), "memory": plan}
 
 
 def _plain(value: Any) -> Any:

@@ -62,7 +62,8 @@ def _time(run: Callable[[], Any], min_seconds: float = 0.3) -> float:
     return float(np.median(samples) * 1e6)
 
 
-def _graph(mod: Any, params: dict[str, Any], data: np.ndarray, dev: Any) -> tuple[Any, Callable, str]:
+def _graph(mod: Any, params: dict[str, Any], data: np.ndarray,
+           dev: Any) -> tuple[Any, Callable, str]:
     from ember import relay
     from ember.runtime.graph_format import parse_graph
 

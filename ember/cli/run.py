@@ -38,12 +38,15 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    "(.npy for a one-input model); default: random inputs")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--outputs", metavar="FILE", help="save the outputs to this .npz")
-    p.add_argument("--print-top", type=positive_int, metavar="N", help="the N highest scores of the "
-                   "first output, per batch row (classifiers)")
-    p.add_argument("--repeat", type=positive_int, help="timed measurements (default 10 when timing)")
-    p.add_argument("--number", type=positive_int, help="runs per measurement (default 1 when timing)")
+    p.add_argument("--print-top", type=positive_int, metavar="N",
+                   help="the N highest scores of the first output, per batch row (classifiers)")
+    p.add_argument("--repeat", type=positive_int,
+                   help="timed measurements (default 10 when timing)")
+    p.add_argument("--number", type=positive_int,
+                   help="runs per measurement (default 1 when timing)")
     p.add_argument("--profile", action="store_true", help="per-operator time table")
-    p.add_argument("--threads", type=positive_int, help="threads for this run (default: the model's)")
+    p.add_argument("--threads", type=positive_int,
+                   help="threads for this run (default: the model's)")
     p.add_argument("--rpc", metavar="HOST:PORT[:KEY]", help="run on an RPC server "
                    "(secret, if it needs one, from $EMBER_RPC_SECRET)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -226,8 +229,8 @@ def _output_names(model: Any, outputs: list[np.ndarray]) -> list[str]:
     return [s.name for s in model.outputs] or [f"output{i}" for i in range(len(outputs))]
 
 
-def _text(art: Artifact, model: Any, source: str, inputs: dict[str, np.ndarray],
-          outputs: list[np.ndarray], result: dict[str, Any]) -> str:
+def _text(art: Artifact, model: Any, source: str, outputs: list[np.ndarray],
+          result: dict[str, Any]) -> str:
     where = f" on {result['remote']}" if result.get("remote") else ""
     lines = [(f"ember run: {art.path} ({model.executor}, {model.threads} thread(s)){where}, "
               f"{source}")]
@@ -257,9 +260,22 @@ def _text(art: Artifact, model: Any, source: str, inputs: dict[str, np.ndarray],
     return "\n".join(lines)
 
 
-def main(args: argparse.Namespace) -> int:
+def _check_args(args: argparse.Namespace) -> None:
     if args.rpc and (args.profile or args.threads is not None):
         raise CLIError("--profile and --threads apply to local runs, not with --rpc", code=2)
+    if args.outputs and not args.outputs.endswith(".npz"):
+        raise CLIError(f"--outputs {args.outputs}: the outputs are saved as .npz",
+                       f"--outputs {Path(args.outputs).with_suffix('.npz')}", code=2)
+
+
+def _inputs(args: argparse.Namespace, model: Any) -> tuple[dict[str, np.ndarray], str]:
+    if args.inputs:
+        return load_inputs(args.inputs, model.inputs), f"inputs from {args.inputs}"
+    return random_inputs(model.inputs, args.seed), f"random inputs (seed {args.seed})"
+
+
+def main(args: argparse.Namespace) -> int:
+    _check_args(args)
     timing = _timing_args(args)
     art = open_artifact(args.artifact)
     if art.model is None:
@@ -268,32 +284,26 @@ def main(args: argparse.Namespace) -> int:
     if args.profile:
         check_profilable(art)
     model = _with_threads(art, args.threads)
-    if args.inputs:
-        inputs, source = load_inputs(args.inputs, model.inputs), f"inputs from {args.inputs}"
-    else:
-        inputs, source = random_inputs(model.inputs, args.seed), f"random inputs (seed {args.seed})"
+    inputs, source = _inputs(args, model)
+    names: list[str] = []
     with Status(total=2) as status:
         status.stage("running" + (f" on {args.rpc}" if args.rpc else ""))
         if args.rpc:
             outputs, timed = run_remote(art, args.rpc, inputs, timing)
         else:
             outputs, timed = run_local(model, inputs, timing)
-        result: dict[str, Any] = {"artifact": str(art.path), "executor": model.executor,
-                                  "threads": model.threads, "inputs": source,
-                                  "outputs": [dict(name=n, **_describe(o)) for n, o in
-                                              zip(_output_names(model, outputs), outputs)],
-                                  "timing": timed,
-                                  "remote": args.rpc}
+        names = _output_names(model, outputs)
+        result: dict[str, Any] = {
+            "artifact": str(art.path), "executor": model.executor, "threads": model.threads,
+            "inputs": source, "timing": timed, "remote": args.rpc,
+            "outputs": [dict(name=n, **_describe(o)) for n, o in zip(names, outputs)]}
         if args.profile:
             status.stage("profiling")
             result["profile"] = profile_rows(art, model, inputs)
     if args.print_top:
         result["top"] = top_classes(outputs[0], args.print_top)
     if args.outputs:
-        np.savez(args.outputs, **dict(zip(_output_names(model, outputs), outputs)))
-        result["saved"] = str(Path(args.outputs).with_suffix(".npz"))
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(_text(art, model, source, inputs, outputs, result))
+        np.savez(args.outputs, **dict(zip(names, outputs)))
+        result["saved"] = args.outputs
+    print(json.dumps(result, indent=2) if args.json else _text(art, model, source, outputs, result))
     return 0

@@ -118,6 +118,13 @@ def test_rpc_server_option_errors(capsys: Any) -> None:
     assert code == 2 and "unrecognized arguments: --bogus" in err
 
 
+@pytest.mark.parametrize("command", ["demo", "compile", "run", "inspect", "rpc-server",
+                                     "rpc-tracker", "version"])
+def test_every_command_has_help_with_examples(capsys: Any, command: str) -> None:
+    code, out, _ = call(capsys, command, "--help")
+    assert code == 0 and f"ember {command}" in out and "example" in out
+
+
 def test_version_and_no_command(capsys: Any) -> None:
     assert call(capsys, "version")[1] == f"ember {ember.__version__}\n"
     code, out, _ = call(capsys)

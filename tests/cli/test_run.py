@@ -105,6 +105,7 @@ def test_plain_exported_factory(capsys: Any, models: dict[str, Any], tmp_path: P
     (["{relay}"], 2, "not a compiled model"),
     (["{tmp}/gone.so"], 1, "gone.so: no such file"),
     (["{aot}", "--number", "0"], 2, "--number: must be at least 1"),
+    (["{aot}", "--outputs", "{tmp}/out.bin"], 2, "the outputs are saved as .npz"),
 ])
 def test_errors(capsys: Any, built: dict[str, Path], models: dict[str, Any], tmp_path: Path,
                 argv: list[str], code: int, message: str) -> None:
