@@ -120,6 +120,12 @@ class CompiledModel:
         return self._record.threads
 
     @property
+    def info(self) -> dict[str, Any]:
+        """What the build recorded about itself (``ember compile``: source, target, options,
+        kernels, the memory plan; see ``ember inspect``); empty for ``ember.compile``."""
+        return dict(self._record.info)
+
+    @property
     def factory(self) -> Module:
         """The executor factory (``relay.build``'s result) behind this model."""
         return self._factory

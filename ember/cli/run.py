@@ -179,9 +179,10 @@ def profile_rows(art: Artifact, model: Any, inputs: dict[str, np.ndarray]) -> li
         if art.executor == "graph":
             report = factory.debug_create("default").profile(**checked)
         elif art.executor == "vm":
+            from ..runtime.device import cpu
             from ..runtime.vm.profiler import VirtualMachineProfiler
 
-            vm = VirtualMachineProfiler(factory.get_executor(), model._dev)
+            vm = VirtualMachineProfiler(factory.get_executor(), cpu(0))
             report = vm.profile(**checked)
         else:
             check_profilable(art)

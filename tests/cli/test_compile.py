@@ -20,7 +20,7 @@ X = np.random.default_rng(1).random((1, 1, 4, 4)).astype("float32")
 
 def test_summary_and_record(built: dict[str, Path], models: dict[str, Any]) -> None:
     model = ember.load(built["aot"])
-    info = model._record.info
+    info = model.info
     assert model.executor == "aot" and model.threads == 1
     assert info["source"] == "small.relay" and info["ops"] == 10 and info["calls"] == 5
     plan = info["memory"]
@@ -59,7 +59,7 @@ def test_pass_config_changes_the_build(capsys: Any, models: dict[str, Any],
     code, out, _ = call(capsys, "compile", models["small"], "-o", tmp_path / "d.so",
                         "--pass-config", "relay.FuseOps.max_depth=1")
     assert code == 0 and "10 operators -> 10 fused calls" in out
-    assert ember.load(tmp_path / "d.so")._record.info["pass_config"] == {
+    assert ember.load(tmp_path / "d.so").info["pass_config"] == {
         "relay.FuseOps.max_depth": 1}
 
 

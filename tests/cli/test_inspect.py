@@ -88,7 +88,7 @@ def test_plots_draw_one_mark_per_item(tmp_path: Path, built: dict[str, Path]) ->
     pytest.importorskip("matplotlib")
     from ember.cli.plot import plot_memory, plot_profile
 
-    plan = ember.load(built["aot"])._record.info["memory"]
+    plan = ember.load(built["aot"]).info["memory"]
     assert plot_memory(plan, "t", tmp_path / "a.png") == len(plan["buffers"]) > 1
     rows = [{"name": f"k{i}", "time_us": 10.0 - i, "share": 10.0, "calls": 1} for i in range(30)]
     assert plot_profile(rows, "t", tmp_path / "b.png") == 25  # the longest 25

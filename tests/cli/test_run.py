@@ -68,7 +68,7 @@ def test_profile(capsys: Any, built: dict[str, Path], executor: str) -> None:
     code, out, _ = call(capsys, "run", built[executor], "--profile", "--json")
     assert code == 0
     rows = json.loads(out)["profile"]
-    kernels = ember.load(built[executor])._record.info["kernels"]
+    kernels = ember.load(built[executor]).info["kernels"]
     assert {r["name"] for r in rows} >= set(kernels)
     assert sum(r["share"] for r in rows) == pytest.approx(100.0)
     assert [r["time_us"] for r in rows] == sorted((r["time_us"] for r in rows), reverse=True)
