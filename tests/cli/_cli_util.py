@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
+from ember.testing import find_c_compiler
+
+needs_cc = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -50,3 +54,11 @@ def one_line_error(err: str, *, contains: str) -> None:
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines and "error:" in lines[0] and contains in lines[0], err
     assert lines[-1].startswith("hint: "), err
+
+
+def reference(workload: tuple[Any, dict[str, Any]], x: np.ndarray) -> np.ndarray:
+    """The reference interpreter's output (numpy kernels) for input ``x``."""
+    from ember import relay
+
+    mod, params = workload
+    return relay.create_executor("debug", mod=mod).evaluate()(x, **params).numpy()

@@ -9,14 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ember.testing import find_c_compiler
-
-needs_cc = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
 
 
 def _relay_text(mod: Any, params: dict[str, Any]) -> str:
@@ -43,14 +40,6 @@ def models(tmp_path_factory: Any) -> dict[str, Any]:
         out[name] = path
         out[f"{name}_workload"] = (mod, params)
     return out
-
-
-def reference(workload: tuple[Any, dict[str, Any]], x: np.ndarray) -> np.ndarray:
-    """The reference interpreter's output (numpy kernels) for input ``x``."""
-    from ember import relay
-
-    mod, params = workload
-    return relay.create_executor("debug", mod=mod).evaluate()(x, **params).numpy()
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _cli_util import call, one_line_error
-from conftest import needs_cc, reference
+from _cli_util import call, needs_cc, one_line_error, reference
 
 import ember
 

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _cli_util import call, check_png, one_line_error
-from conftest import needs_cc
+from _cli_util import call, check_png, needs_cc, one_line_error
 
 import ember
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _cli_util import call, one_line_error, spawn
-from conftest import needs_cc
+from _cli_util import call, needs_cc, one_line_error, spawn
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
