@@ -10,6 +10,8 @@ NamedTuple: name, onnx_model, mod, params, inputs) lazily, one model at a time, 
 holds one full-size VGG at a time. ``inputs`` maps each graph input name to a random array
 (uniform [-1, 1) floats, or token ids), the same for the Relay model and the ONNX one.
 ``small=True`` gives reduced configurations that build in seconds (smoke runs, CI).
+Besides the zoo's names, ``ALIASES`` names common configurations (``resnet18``: the zoo's
+``resnet`` with 18 layers on 224x224 images).
 Needs the ``onnx`` package (``pip install 'ember[bench]'``).
 """
 from __future__ import annotations
@@ -40,6 +42,31 @@ SMALL: dict[str, dict[str, Any]] = {
     "dscnn": {}, "resnet8": {}, "mobilenet_v2": {"alpha": 0.35, **_IMG32},
     "autoencoder": {}, "transformer": {"seq_len": 16, "hidden": 32, "ffn": 64},
 }
+
+# benchmark name -> (zoo name, get_workload kwargs at full size, reduced kwargs)
+ALIASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    "resnet18": ("resnet", {"batch_size": 1, "num_layers": 18, "image_shape": (3, 224, 224)},
+                 SMALL["resnet"]),
+    "resnet50": ("resnet", {"batch_size": 1, "num_layers": 50, "image_shape": (3, 224, 224)},
+                 {"num_layers": 50, **_IMG32}),
+    "vgg16": ("vgg", {"batch_size": 1, "num_layers": 16}, SMALL["vgg"]),
+}
+
+
+def known_models() -> list[str]:
+    """Every name ``zoo_models`` takes: the zoo's, then the aliases."""
+    return [*ZOO, *ALIASES]
+
+
+def workload(name: str, small: bool = False) -> tuple[str, dict[str, Any]]:
+    """(zoo name, get_workload kwargs) of benchmark model ``name``; ValueError if unknown."""
+    if name in ALIASES:
+        zoo, full, reduced = ALIASES[name]
+        return zoo, dict(reduced if small else full)
+    table = SMALL if small else ZOO
+    if name not in table:
+        raise ValueError(f"unknown model {name!r}; choose from {', '.join(known_models())}")
+    return name, dict(table[name])
 
 
 class ZooCase(NamedTuple):
@@ -72,13 +99,11 @@ def random_inputs(mod: ember.IRModule, params: dict[str, Any],
 
 def zoo_models(names: Iterable[str] | None = None, small: bool = False, opset: int = 17,
                seed: int = 0) -> Iterator[ZooCase]:
-    """Yield a ZooCase per zoo model in ``names`` (default: all of ``ZOO``, in its order)."""
-    table = SMALL if small else ZOO
-    for name in names if names is not None else list(table):
-        if name not in table:
-            raise ValueError(f"zoo_models: unknown model {name!r}; choose from "
-                             f"{', '.join(table)}")
-        model, mod, params = onnx_twin(name, opset=opset, **table[name])
+    """Yield a ZooCase per model in ``names`` (zoo names or ``ALIASES``; default: all of
+    ``ZOO``, in its order)."""
+    for name in names if names is not None else list(ZOO):
+        zoo, kwargs = workload(name, small)
+        model, mod, params = onnx_twin(zoo, opset=opset, **kwargs)
         yield ZooCase(name, model, mod, params, random_inputs(mod, params, seed))
 
 

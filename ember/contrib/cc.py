@@ -133,12 +133,14 @@ def _supported_flags(argv: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def default_flags(cc: str | None = None, c_only: bool = True) -> list[str]:
-    """The flags create_shared uses: -O3 -march=native -fPIC -shared -std=c99 -fopenmp, minus
+    """The flags create_shared uses: -O3 -march=native -fPIC -shared -std=c99 -ffp-contract=fast
+    -fopenmp, minus
     those the compiler rejects, plus the ember include directory. ``$EMBER_MARCH`` replaces
     ``-march=native`` (portable libraries)."""
     argv = tuple(_compiler_argv(cc))
     probed = _supported_flags(argv)
-    flags = ["-O3", "-fPIC", "-shared"] + (["-std=c99"] if c_only else [])
+    # -std=c99 alone makes GCC stop contracting a*b+c into FMA instructions; kernels want them.
+    flags = ["-O3", "-fPIC", "-shared"] + (["-std=c99", "-ffp-contract=fast"] if c_only else [])
     flags += [f for f in _OPTIONAL_FLAGS if f in probed]
     march = os.environ.get("EMBER_MARCH", "").strip()
     if march and march != "native":
