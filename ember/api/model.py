@@ -11,59 +11,32 @@ record: which executor, the input and output specs, the thread count. It runs as
 This module belongs to the runtime side of the one-line API: it imports ``ember.runtime``
 only, so ``ember.load`` runs a saved model with none of the compiler's modules loaded.
 
-Saved record (a ``PyModule`` of type ``EmberModel`` at the root of the exported module tree,
-importing the factory), UTF-8 JSON: ``{"format": "ember-model", "version": 1, "executor":
-"aot", "threads": 4, "inputs": [[name, shape, dtype], ...], "outputs": [...]}`` with ``None``
-for a dynamic dimension.
+The saved record (``ModelRecord``, with ``TensorSpec``) is defined in the runtime layer,
+``ember.runtime.model_record``, so that any process that loads libraries can rebuild it.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..runtime.device import Device, cpu
 from ..runtime.errors import ArtifactError, TVMError
-from ..runtime.module import Module, PyModule, register_py_module
+from ..runtime.model_record import EXECUTORS, FORMAT, FORMAT_VERSION, ModelRecord, TensorSpec
+from ..runtime.module import Module
 from ..runtime.ndarray import NDArray
-from ..runtime.threads import ThreadControl, check_num_threads
+from ..runtime.threads import ThreadControl
 from ..runtime.time_eval import BenchmarkResult
 
-FORMAT = "ember-model"
-FORMAT_VERSION = 1
-EXECUTORS = ("graph", "aot", "vm")
+__all__ = ["EXECUTORS", "FORMAT", "FORMAT_VERSION", "CompiledModel", "ModelInputError",
+           "ModelRecord", "TensorSpec", "bind_inputs", "check_input", "load"]
 
 
 class ModelInputError(TVMError, ValueError):
     """A wrong input to a compiled model: 'input 'data': expected float32[1, 3], got ...'."""
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """One input or output: ``name``, ``shape`` (None for a dynamic dimension; None for the
-    whole shape of a non-tensor value) and ``dtype`` (for a non-tensor value, its type)."""
-
-    name: str
-    shape: tuple[int | None, ...] | None
-    dtype: str
-
-    def __str__(self) -> str:
-        if self.shape is None:
-            return f"{self.name}: {self.dtype}"
-        return f"{self.name}: {self.dtype}[{', '.join('?' if d is None else str(d) for d in self.shape)}]"
-
-    def to_json(self) -> list[Any]:
-        return [self.name, None if self.shape is None else list(self.shape), self.dtype]
-
-    @classmethod
-    def from_json(cls, item: Any) -> TensorSpec:
-        name, shape, dtype = item
-        return cls(str(name), None if shape is None else tuple(shape), str(dtype))
 
 
 def _fmt(dtype: Any, shape: Sequence[Any]) -> str:
@@ -114,45 +87,6 @@ def bind_inputs(specs: Sequence[TensorSpec], args: Sequence[Any],
     return {s.name: check_input(s, given[s.name]) for s in specs}
 
 
-@register_py_module("EmberModel")
-class ModelRecord(PyModule):
-    """The saved record of a compiled model; it imports the executor factory."""
-
-    def __init__(self, executor: str, threads: int, inputs: Sequence[TensorSpec],
-                 outputs: Sequence[TensorSpec]) -> None:
-        super().__init__()
-        self.executor, self.threads = executor, threads
-        self.inputs, self.outputs = tuple(inputs), tuple(outputs)
-
-    def save_binary(self) -> bytes:
-        return json.dumps({"format": FORMAT, "version": FORMAT_VERSION,
-                           "executor": self.executor, "threads": self.threads,
-                           "inputs": [s.to_json() for s in self.inputs],
-                           "outputs": [s.to_json() for s in self.outputs]}).encode()
-
-    @classmethod
-    def load_binary(cls, data: bytes) -> ModelRecord:
-        what = "ember model record"
-        try:
-            rec = json.loads(data)
-        except ValueError as err:
-            raise ArtifactError(f"{what}: not JSON: {err}") from None
-        if not isinstance(rec, dict) or rec.get("format") != FORMAT:
-            raise ArtifactError(f"{what}: not an {FORMAT} record")
-        if rec.get("version") != FORMAT_VERSION:
-            raise ArtifactError(f"{what}: version {rec.get('version')!r}; this runtime reads "
-                                f"version {FORMAT_VERSION}")
-        try:
-            if rec["executor"] not in EXECUTORS:
-                raise ValueError(f"unknown executor {rec['executor']!r}")
-            threads = check_num_threads(rec["threads"], "threads")
-            return cls(rec["executor"], threads,
-                       [TensorSpec.from_json(s) for s in rec["inputs"]],
-                       [TensorSpec.from_json(s) for s in rec["outputs"]])
-        except (KeyError, TypeError, ValueError) as err:
-            raise ArtifactError(f"{what}: corrupt field: {err}") from None
-
-
 class CompiledModel:
     """A model ready to run: ``model(*arrays)`` or ``model(**named)`` -> numpy output(s).
 
@@ -184,6 +118,12 @@ class CompiledModel:
     @property
     def threads(self) -> int:
         return self._record.threads
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """What the build recorded about itself (``ember compile``: source, target, options,
+        kernels, the memory plan; see ``ember inspect``); empty for ``ember.compile``."""
+        return dict(self._record.info)
 
     @property
     def factory(self) -> Module:
@@ -235,7 +175,8 @@ class CompiledModel:
         if self._path is not None:
             shutil.copyfile(self._path, path)
             return
-        record = ModelRecord(self.executor, self.threads, self.inputs, self.outputs)
+        record = ModelRecord(self.executor, self.threads, self.inputs, self.outputs,
+                             self._record.info)
         record.import_module(self._factory)
         record.export_library(os.fspath(path))
 

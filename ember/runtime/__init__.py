@@ -55,6 +55,16 @@ def _load_vm_factory(data: bytes) -> "Module":
 register_func("runtime.module.loadbinary_VMExecutorFactory", _load_vm_factory, override=True)
 
 
+# The saved record of ember.compile's models (model_record.py), also imported on first use.
+def _load_model_record(data: bytes) -> Module:
+    from .model_record import ModelRecord
+
+    return ModelRecord.load_binary(data)
+
+
+register_func("runtime.module.loadbinary_EmberModel", _load_model_record, override=True)
+
+
 def __getattr__(name: str) -> object:
     if name in ("vm", "profiler_vm", "executor", "aot_executor"):
         import importlib

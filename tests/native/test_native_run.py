@@ -31,6 +31,17 @@ def test_exported_mlp_runs_from_c(run_model, mlp_exports, kind, tmp_path):
                                mlp_exports["expected"], rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("kind", ["graph", "aot"])
+def test_saved_compiled_model_runs_from_c(run_model, mlp_exports, kind, tmp_path):
+    """A library of ember.compile / `ember compile` (its record at the root) loads as its
+    executor factory."""
+    mod, params, _ = zoo("mlp")
+    ember.compile(mod, params=params, executor=kind).save(tmp_path / "model.so")
+    out = run_lib(run_model, tmp_path / "model.so", mlp_exports["input"], tmp_path)
+    np.testing.assert_allclose(out.reshape(mlp_exports["expected"].shape),
+                               mlp_exports["expected"], rtol=RTOL, atol=ATOL)
+
+
 def test_graph_executor_reports_params_as_inputs(run_model, mlp_exports, tmp_path):
     proc = run_program([run_model, mlp_exports["dir"] / "graph.so", tmp_path / "o"])
     assert proc.stdout.split()[:4] == ["inputs", "7", "outputs", "1"]  # data + 6 weights

@@ -69,9 +69,9 @@ class Server(ManagedProcess):
 
 
 # ---- the command line -----------------------------------------------------------------------
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str, epilog: str | None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m ember.exec.rpc_server",
+        prog=prog, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Serve ember RPC sessions: clients upload libraries, load and run them "
                     "here. Anyone who can connect runs code on this machine.")
     p.add_argument("--host", default="127.0.0.1",
@@ -139,9 +139,11 @@ def _serve_stdio(opts: ServerOptions) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the server until interrupted; returns the exit status."""
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = "python -m ember.exec.rpc_server",
+         epilog: str | None = None) -> int:
+    """Run the server until interrupted; returns the exit status. ``prog`` and ``epilog``
+    are for the help text of front ends (``ember rpc-server``)."""
+    args = _parser(prog, epilog).parse_args(argv)
     try:
         opts = _options(args)
         setup_logging(args.silent, args.log_file)

@@ -140,9 +140,12 @@ def connect_tracker(url: str, port: int) -> TrackerSession:
     return TrackerSession((url, int(port)))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ember.exec.rpc_tracker``: run a tracker until interrupted."""
-    p = argparse.ArgumentParser(prog="python -m ember.exec.rpc_tracker",
+def main(argv: Sequence[str] | None = None, prog: str = "python -m ember.exec.rpc_tracker",
+         epilog: str | None = None) -> int:
+    """``python -m ember.exec.rpc_tracker``: run a tracker until interrupted. ``prog`` and
+    ``epilog`` are for the help text of front ends (``ember rpc-tracker``)."""
+    p = argparse.ArgumentParser(prog=prog, epilog=epilog,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description="Queue RPC clients for the servers registered here.")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=9190, help="first port to try (0: any free)")

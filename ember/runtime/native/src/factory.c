@@ -252,6 +252,9 @@ static int load_factory(const char* path, const uint8_t* data, uint64_t size, Em
 
 /* ---- the blob -------------------------------------------------------------------------------- */
 
+/* The root module of libraries saved by ember.compile / `ember compile` (CompiledModel.save). */
+static const char kRecordKey[] = "EmberModel";
+
 static int load_node(EmberModule* lib, Reader* r, uint32_t i, EmberModule** out) {
   const uint8_t *key, *data;
   uint64_t key_len, len;
@@ -268,6 +271,15 @@ static int load_node(EmberModule* lib, Reader* r, uint32_t i, EmberModule** out)
   if ((key_len == 20u && memcmp(key, "GraphExecutorFactory", 20) == 0) ||
       (key_len == 18u && memcmp(key, "AotExecutorFactory", 18) == 0)) {
     return load_factory(r->path, data, len, out);
+  }
+  if (key_len == sizeof(kRecordKey) - 1u && memcmp(key, kRecordKey, key_len) == 0) {
+    /* ember.compile's record (JSON for the Python API): an empty module; loading returns
+       the factory it imports (ember_blob_load) */
+    EmberModule* rec = (EmberModule*)calloc(1, sizeof(EmberModule));
+    if (rec == NULL) return kTvmErrorExecutorOutOfMemory;
+    ember_module_init(rec, kRecordKey, NULL, NULL);
+    *out = rec;
+    return 0;
   }
   ember_crt_error(kTvmErrorModuleLoadFailed, "TVMModLoadFromFile: ");
   ember_crt_error_append(r->path);
@@ -356,8 +368,12 @@ int ember_blob_load(EmberModule* lib, const char* path, const uint8_t* blob, uin
   }
   if (rc == 0) rc = link_imports(&r, mods, (uint32_t)count);
   if (rc == 0) {
-    *out = mods[0];
-    ember_object_retain(&mods[0]->obj);
+    EmberModule* root = mods[0];
+    if (strcmp(root->type_key, kRecordKey) == 0 && root->num_imports == 1) {
+      root = root->imports[0]; /* a saved CompiledModel: its executor factory */
+    }
+    *out = root;
+    ember_object_retain(&root->obj);
   }
   for (i = made; i > 0; --i) ember_object_release(&mods[i - 1]->obj);
   free(mods);
