@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 
+from . import error  # noqa: F401
 from .runtime import (  # noqa: F401
     DataType,
     DataTypeCode,
@@ -29,7 +30,6 @@ from .runtime import (  # noqa: F401
     remove_global_func,
     vulkan,
 )
-from . import error  # noqa: F401
 from .runtime.errors import TVMError  # noqa: F401,F811
 
 __version__ = "0.1.0"
@@ -57,6 +57,9 @@ _LAZY_ATTRS = {
     # tvm.build / tvm.lower are the schedule-level entries (relay.build builds models).
     "build": ("ember.tir", "build"),
     "lower": ("ember.tir", "lower"),
+    # the one-line API: compile a model (ONNX, IRModule, Relay text), load a saved one
+    "compile": ("ember.api.compiler", "compile"),
+    "load": ("ember.api.model", "load"),
 }
 
 

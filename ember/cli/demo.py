@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,8 @@ def _time(run: Callable[[], Any], min_seconds: float = 0.3) -> float:
     return float(np.median(samples) * 1e6)
 
 
-def _graph(mod: Any, params: dict[str, Any], data: np.ndarray, dev: Any) -> tuple[Any, Callable, str]:
+def _graph(mod: Any, params: dict[str, Any], data: np.ndarray,
+           dev: Any) -> tuple[Any, Callable, str]:
     from ember import relay
     from ember.runtime.graph_format import parse_graph
 
@@ -82,9 +84,17 @@ def _graph(mod: Any, params: dict[str, Any], data: np.ndarray, dev: Any) -> tupl
 
 def _aot(mod: Any, params: dict[str, Any], data: np.ndarray, dev: Any) -> tuple[Any, Callable, str]:
     from ember import relay
+    from ember.ir.transform import PassContext
     from ember.relay.backend import Executor
+    from ember.relay.transform import InferType
 
-    factory = relay.build(mod, target="llvm", params=params, executor=Executor("aot"))
+    from .analysis import BuildRecorder, memory_plan
+
+    recorder = BuildRecorder()
+    with PassContext(opt_level=3, instruments=[recorder]):
+        factory = relay.build(mod, target="llvm", params=params, executor=Executor("aot"))
+    if recorder.fused is not None:
+        _PLANS["aot"] = memory_plan(InferType()(recorder.fused), "aot")
     m = factory["default"](dev)
     m.set_input("data", data)
     main = factory.get_model_metadata().main
@@ -100,7 +110,7 @@ def _vm(mod: Any, params: dict[str, Any], data: np.ndarray, dev: Any) -> tuple[A
     exe = relay.vm.compile(mod, target="llvm", params=params)
     vm = VirtualMachine(exe, dev)
     arg = __import__("ember").nd.array(data)
-    run = lambda: vm.invoke("main", arg)  # noqa: E731
+    run = lambda: vm.invoke("main", arg)
     run()
     stats = vm.allocator.stats()
     memory = f"{stats.get('fresh_bytes', 0)} B pooled storage"
@@ -108,6 +118,21 @@ def _vm(mod: Any, params: dict[str, Any], data: np.ndarray, dev: Any) -> tuple[A
 
 
 EXECUTORS = {"graph": _graph, "aot": _aot, "vm": _vm}
+_PLANS: dict[str, Any] = {}  # executor -> the memory plan of its last build (analysis.py)
+
+
+def memory_picture(model: str) -> str | None:
+    """Draw the AOT memory plan of the last demo build under the cache directory; its path,
+    or None when matplotlib is missing."""
+    from ..runtime.cache import cache_dir
+    from .plot import have_matplotlib, plot_memory
+
+    plan = _PLANS.get("aot")
+    if plan is None or not plan.get("buffers") or not have_matplotlib():
+        return None
+    path = cache_dir("demo") / f"memory-{model}.png"
+    plot_memory(plan, f"ember demo {model}", path)
+    return str(path)
 
 
 def run_demo(model: str = "mlp", executors: tuple[str, ...] = ("graph", "aot", "vm"),
@@ -148,6 +173,13 @@ def main(model: str, as_json: bool) -> int:
     rows = run_demo(model)
     if as_json:
         print(json.dumps([r.__dict__ for r in rows], indent=2))
+        return 0
+    print_rows(model, rows)
+    picture = memory_picture(model)
+    if picture:
+        print(f"memory plan (AOT arena, lower bound marked): {picture}")
     else:
-        print_rows(model, rows)
+        from .plot import INSTALL_HINT
+
+        print(f"(a picture of the memory plan needs matplotlib: {INSTALL_HINT})")
     return 0

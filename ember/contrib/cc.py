@@ -2,8 +2,11 @@
 
 ``create_shared`` builds a shared library from C sources (or objects) and always links in
 ``ember/runtime/csrc/backend.c``, so the result loads and runs wherever ember is installed,
-compiler or not. Builds are cached by content hash (sources, headers next to them, flags and
-compiler identity) under ``$EMBER_CACHE_DIR/lib``: an identical rebuild is a file copy.
+compiler or not. ``create_object`` compiles one source to an object file, ``create_staticlib``
+archives objects (``ar``), ``compile_objects``/``link_shared`` build libraries with exactly
+the flags given (the native runtime). Builds are cached by content hash (sources, headers
+next to them, flags and compiler identity) under ``$EMBER_CACHE_DIR/lib``: an identical
+rebuild is a file copy.
 """
 from __future__ import annotations
 
@@ -26,7 +29,9 @@ INCLUDE_DIR = _PKG / "include"
 BACKEND_SOURCE = _PKG / "runtime" / "csrc" / "backend.c"
 _CANDIDATES = ("cc", "gcc", "clang")
 # Flags used when the compiler accepts them (probed once per compiler, result cached on disk).
-_OPTIONAL_FLAGS = ("-march=native", "-fopenmp", "-Wl,-Bsymbolic")
+# -fno-tree-loop-if-convert: GCC 12's if-conversion builds all-zero masks for masked loads in
+# short constant-trip loops (a concatenate of (2, 2) and (3, 2) read zeros for the second input).
+_OPTIONAL_FLAGS = ("-march=native", "-fopenmp", "-Wl,-Bsymbolic", "-fno-tree-loop-if-convert")
 _PROBE_SRC = {"-fopenmp": "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"}
 _C_SUFFIXES = (".c",)
 _ABI_TAG = "ember-cc-1"
@@ -110,7 +115,8 @@ def _identity(argv: Sequence[str]) -> str:
 @functools.lru_cache(maxsize=None)
 def _supported_flags(argv: tuple[str, ...]) -> tuple[str, ...]:
     """The subset of _OPTIONAL_FLAGS this compiler accepts, cached per compiler identity."""
-    record = cache_dir("probe") / f"{content_hash(_ABI_TAG, _identity(argv))}.json"
+    key = content_hash(_ABI_TAG, _identity(argv), *_OPTIONAL_FLAGS)
+    record = cache_dir("probe") / f"{key}.json"
     try:
         return tuple(json.loads(record.read_text())["flags"])
     except (OSError, ValueError, KeyError):
@@ -130,12 +136,14 @@ def _supported_flags(argv: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def default_flags(cc: str | None = None, c_only: bool = True) -> list[str]:
-    """The flags create_shared uses: -O3 -march=native -fPIC -shared -std=c99 -fopenmp, minus
+    """The flags create_shared uses: -O3 -march=native -fPIC -shared -std=c99 -ffp-contract=fast
+    -fopenmp, minus
     those the compiler rejects, plus the ember include directory. ``$EMBER_MARCH`` replaces
     ``-march=native`` (portable libraries)."""
     argv = tuple(_compiler_argv(cc))
     probed = _supported_flags(argv)
-    flags = ["-O3", "-fPIC", "-shared"] + (["-std=c99"] if c_only else [])
+    # -std=c99 alone makes GCC stop contracting a*b+c into FMA instructions; kernels want them.
+    flags = ["-O3", "-fPIC", "-shared"] + (["-std=c99", "-ffp-contract=fast"] if c_only else [])
     flags += [f for f in _OPTIONAL_FLAGS if f in probed]
     march = os.environ.get("EMBER_MARCH", "").strip()
     if march and march != "native":
@@ -251,3 +259,98 @@ def create_executable(output: "str | os.PathLike", objects: "str | Sequence[str]
 
 
 create_executable.output_format = "exe"  # type: ignore[attr-defined]
+
+
+# ---- objects and static archives ------------------------------------------------------------
+def _check_run(cmd: list[str], sources: Sequence["str | os.PathLike"]) -> None:
+    if _debug_level() >= 3:
+        print("ember: " + shlex.join(cmd), file=sys.stderr)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError(f"C compilation failed (exit status {proc.returncode})\n"
+                           f"command: {shlex.join(cmd)}\n--- compiler stderr ---\n"
+                           f"{proc.stderr.strip()}\n--- sources: {', '.join(map(str, sources))}")
+
+
+def object_flags(cc: str | None = None) -> list[str]:
+    """The flags of ``create_shared`` for one translation unit: -O3 -fPIC -std=c99, the
+    probed -march/-fopenmp and the ember include directory, without -shared and link flags.
+    A program linking such objects adds -fopenmp (or -lgomp) when the compiler has it."""
+    return [f for f in default_flags(cc) if f != "-shared" and not f.startswith("-Wl,")]
+
+
+def create_object(output: "str | os.PathLike", source: "str | os.PathLike",
+                  options: "str | Sequence[str] | None" = None, cc: str | None = None) -> None:
+    """Compile the C source ``source`` into the object file ``output`` (``cc -c``)."""
+    argv = _compiler_argv(cc)
+    cmd = [*argv, *object_flags(shlex.join(argv)), "-c", str(source), "-o", str(output),
+           *_normalize_options(options)]
+    _check_run(cmd, [source])
+
+
+create_object.output_format = "o"  # type: ignore[attr-defined]
+
+
+def compile_objects(sources: Sequence["str | os.PathLike"], out_dir: "str | os.PathLike",
+                    flags: Sequence[str], cc: str | None = None) -> list[Path]:
+    """Compile each C source with exactly ``flags`` into ``out_dir``; the object paths."""
+    argv = _compiler_argv(cc)
+    objects = []
+    for i, src in enumerate(sources):
+        obj = Path(out_dir, f"{i:03d}_{Path(src).stem}.o")
+        _check_run([*argv, *flags, "-c", str(src), "-o", str(obj)], [src])
+        objects.append(obj)
+    return objects
+
+
+def link_shared(output: "str | os.PathLike", objects: Sequence["str | os.PathLike"],
+                options: "str | Sequence[str] | None" = None, cc: str | None = None) -> None:
+    """Link objects into a shared library as they are (no ember backend added)."""
+    cmd = [*_compiler_argv(cc), "-shared", *map(str, objects), "-o", str(output),
+           *_normalize_options(options)]
+    _check_run(cmd, objects)
+
+
+def compiler_argv(cc: str | None = None) -> list[str]:
+    """The argv of the compiler ember uses (``cc``, else $CC, cc, gcc, clang)."""
+    return _compiler_argv(cc)
+
+
+def compiler_id(cc: str | None = None) -> str:
+    """Path, size, mtime and arguments of the compiler: part of a build cache key."""
+    return _identity(_compiler_argv(cc))
+
+
+def find_ar() -> list[str]:
+    """The archiver: ``$AR``, then ``ar``, ``gcc-ar``, ``llvm-ar`` on PATH."""
+    for cmd in filter(None, (os.environ.get("AR"), "ar", "gcc-ar", "llvm-ar")):
+        argv = _resolve(cmd)
+        if argv is not None:
+            return argv
+    raise CompilerNotFoundError("no archiver found (tried $AR, ar, gcc-ar, llvm-ar); install "
+                                "binutils, e.g. apt-get install binutils")
+
+
+def create_staticlib(output: "str | os.PathLike", inputs: "str | Sequence[str]",
+                     options: "str | Sequence[str] | None" = None, cc: str | None = None,
+                     **_ignored: object) -> None:
+    """A static archive (``ar rcs``) of objects; C sources among ``inputs`` are compiled
+    first with ``create_object``'s flags plus ``options``."""
+    from .utils import tempdir
+
+    inputs = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    tmp = tempdir()
+    objects = []
+    for i, path in enumerate(inputs):
+        if str(path).endswith(_C_SUFFIXES):
+            obj = tmp.relpath(f"{i:03d}_{Path(path).stem}.o")
+            create_object(obj, path, options, cc)
+            objects.append(obj)
+        else:
+            objects.append(str(path))
+    out = Path(output)
+    out.unlink(missing_ok=True)  # ar would add to an existing archive
+    _check_run([*find_ar(), "rcs", str(out), *objects], objects)
+
+
+create_staticlib.output_format = "a"  # type: ignore[attr-defined]

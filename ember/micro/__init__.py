@@ -5,6 +5,11 @@ with the generated model sources (see ``ember/crt/README.md``); ``get_crt_includ
 lists the include directories such a build needs. ``export_model_library_format(factory,
 "model.tar")`` writes a compiled model as C sources, header, params and that runtime
 (``model_library_format``); ``ember.micro.testing`` has the AOT test runners.
+
+Host micro sessions (``project``, ``session``, ``transport``): ``generate_project(
+get_microtvm_template_projects("crt") + "/host", factory, dir, options)`` builds the model, the
+C runtime and its micro RPC server into a host "device" program (``build()``, ``flash()``), and
+``Session(project.transport())`` runs the model's executors inside that process.
 """
 from __future__ import annotations
 
@@ -13,8 +18,21 @@ from typing import Any
 
 from ..runtime.errors import TVMError
 
-__all__ = ["UnsupportedInModelLibraryFormatError", "export_model_library_format",
-           "get_crt_include_dirs", "get_standalone_crt_dir"]
+__all__ = ["GeneratedProject", "IoTimeoutError", "MicroSessionError", "ProjectError", "Session",
+           "SessionTerminatedError", "TemplateProject", "Transport", "TransportTimeouts",
+           "UnsupportedInModelLibraryFormatError", "create_local_graph_executor",
+           "export_model_library_format", "generate_project", "get_crt_include_dirs",
+           "get_microtvm_template_projects", "get_standalone_crt_dir"]
+
+# Public names of the submodules, imported on first use (they load the RPC client).
+_LAZY = {
+    "GeneratedProject": "project", "ProjectError": "project", "TemplateProject": "project",
+    "generate_project": "project", "get_microtvm_template_projects": "project",
+    "Session": "session", "create_local_graph_executor": "session",
+    "IoTimeoutError": "transport", "MicroSessionError": "transport",
+    "SessionTerminatedError": "transport", "Transport": "transport",
+    "TransportTimeouts": "transport",
+}
 
 _PKG = Path(__file__).resolve().parents[1]
 _CRT_DIR = _PKG / "crt"
@@ -53,6 +71,8 @@ def __getattr__(name: str) -> Any:
 
     if name == "export_model_library_format":
         return importlib.import_module(f"{__name__}.model_library_format").__dict__[name]
-    if name in ("model_library_format", "testing"):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    if name in ("model_library_format", "testing", "project", "session", "transport"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,6 +51,7 @@ from . import UnsupportedInModelLibraryFormatError, get_crt_include_dirs, get_st
 _GENERATED_VERSION = 7  # the layout of TVM's MLF version 7 ("modules" keyed by module name)
 MAIN_FUNC_NAME_STR = "__tvm_main__"
 CPU_DEVICE = 1  # kDLCPU
+DATETIME_FORMAT = "%Y-%m-%d %H:%M:%SZ"  # export_datetime in metadata.json, UTC
 # Files of ember/crt a firmware build needs (not build products or editor droppings).
 _RUNTIME_SUFFIXES = (".c", ".h", ".md")
 
@@ -262,10 +263,14 @@ def _export_module(mod: ExecutorFactoryModule, root: Path) -> dict[str, Any]:
     text = _relay_text(mod)
     if text is not None:
         _write(root / "src" / f"{name}.relay", text)
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return {"model_name": name, "export_datetime": now.strftime("%Y-%m-%d %H:%M:%SZ"),
+    return {"model_name": name, "export_datetime": _now().strftime(DATETIME_FORMAT),
             "target": _target_strings(mod.target), "executors": [executor],
             "style": "full-model", "memory": memory}
+
+
+def _now() -> datetime.datetime:
+    """The export time, UTC (one function, so tests can fix the clock)."""
+    return datetime.datetime.now(datetime.timezone.utc)
 
 
 def _write(path: Path, data: str | bytes) -> None:
@@ -282,6 +287,8 @@ def _copy_runtime(dest: Path) -> None:
     crt = Path(get_standalone_crt_dir())
     for path in sorted(crt.rglob("*")):
         rel = path.relative_to(crt)
+        if rel.parts[0] == "template":  # project templates (ember.micro.project), not runtime
+            continue
         if path.is_file() and (path.suffix in _RUNTIME_SUFFIXES or path.name == "Makefile"):
             _write(dest / rel, path.read_bytes())
     abi = Path(get_crt_include_dirs()[-1])

@@ -55,13 +55,34 @@ def _debug() -> int:
         return 0
 
 
+# Called with (stage name, None) when a stage starts and (stage name, seconds) when it ends.
+StageListener = Callable[[str, "float | None"], None]
+_LISTENERS: list[StageListener] = []
+
+
+@contextmanager
+def stage_listener(listener: StageListener) -> Iterator[None]:
+    """Within the block, ``listener(stage, None)`` is called as each build stage starts
+    ("optimize", "lower", "compile", ...) and ``listener(stage, seconds)`` as it ends; the
+    ``ember`` command draws its progress line from these."""
+    _LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(listener)
+
+
 @contextmanager
 def _stage(name: str) -> Iterator[None]:
+    for listener in tuple(_LISTENERS):
+        listener(name, None)
     start = time.perf_counter()
     yield
+    seconds = time.perf_counter() - start
+    for listener in tuple(_LISTENERS):
+        listener(name, seconds)
     if _debug() >= 1:
-        print(f"[ember] relay.build: {name} {1e3 * (time.perf_counter() - start):.1f} ms",
-              file=sys.stderr)
+        print(f"[ember] relay.build: {name} {1e3 * seconds:.1f} ms", file=sys.stderr)
 
 
 def _as_module(ir_mod: Any, where: str) -> IRModule:
@@ -188,6 +209,12 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
 
     with _stage("lower"):
         lowered, lib = te_compiler.lower_module(mod, target, mod_name)
+    if runtime.name == "crt" or runtime.get("system-lib"):
+        from ..runtime.aot_format import c_prefix
+        from .backend.system_lib import registration_source
+
+        lib.code += "\n" + registration_source(lib.func_names, c_prefix(mod_name), mod_name,
+                                               runtime.name)
     with _stage("plan memory + graph codegen"):
         result = generate_graph(mod, _kernels(lowered))
     if _debug() >= 1:

@@ -26,7 +26,7 @@ from .registry import (  # noqa: F401,E402
     remove_global_func,
 )
 from .module import Module  # noqa: F401,E402
-from .loaders import load_module  # noqa: F401,E402
+from .loaders import load_module, system_lib  # noqa: F401,E402
 from .time_eval import BenchmarkResult  # noqa: F401,E402
 
 # The executors' run side; importing executor_factory registers the loaders that rebuild a
@@ -53,6 +53,16 @@ def _load_vm_factory(data: bytes) -> "Module":
 
 
 register_func("runtime.module.loadbinary_VMExecutorFactory", _load_vm_factory, override=True)
+
+
+# The saved record of ember.compile's models (model_record.py), also imported on first use.
+def _load_model_record(data: bytes) -> Module:
+    from .model_record import ModelRecord
+
+    return ModelRecord.load_binary(data)
+
+
+register_func("runtime.module.loadbinary_EmberModel", _load_model_record, override=True)
 
 
 def __getattr__(name: str) -> object:

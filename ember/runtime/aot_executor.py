@@ -25,32 +25,29 @@ import numpy as np
 
 from ._bridge import raise_error
 from .aot_format import ModelMetadata, ParameterInfo, c_prefix, parse_metadata
-from .device import Device, cpu
+from .device import Device
 from .dtype import DataType
-from .errors import ArtifactError, TVMError
-from .executor_common import (ExecutorWrapper, GraphIndexError, GraphInputError,
-                              check_output_index, copy_input, type_str)
+from .errors import ArgumentError, ArgumentTypeError, ArtifactError, TVMError
+from .executor_common import (
+    ExecutorWrapper,
+    GraphInputError,
+    Inputs,
+    InputSpec,
+    check_name,
+    check_out,
+    check_output_index,
+    check_timing,
+    input_array,
+    one_device,
+    type_str,
+)
 from .executor_common import c_call as _c_call
-from .executor_common import plural as _plural
 from .module import Module
-from .ndarray import NDArray, _aligned_buffer, empty
+from .ndarray import NDArray, _aligned_buffer, _parse_dtype, empty
 from .packed_func import CPackedFunc, PackedFunc, as_packed_func
 from .time_eval import BenchmarkResult, time_evaluator
 
 AotInputError = GraphInputError  # the same class: callers catch one kind of bad input
-
-
-def _one_device(dev: Device | Sequence[Device] | None) -> Device:
-    if dev is None:
-        return cpu(0)
-    if isinstance(dev, (list, tuple)):
-        if len(dev) != 1:
-            raise TVMError(f"aot executor: runs on one device, got {len(dev)}: {list(dev)}")
-        dev = dev[0]
-    if not isinstance(dev, Device):
-        raise TypeError(f"aot executor: expected a Device, got {type(dev).__name__}")
-    dev.check_supported()
-    return dev
 
 
 def _bytes(nbytes: int, alignment: int, dev: Device) -> NDArray:
@@ -69,15 +66,13 @@ def constant_pool(meta: ModelMetadata, params: Mapping[str, Any]) -> np.ndarray:
     for c in meta.constants:
         value = params.get(c.name)
         if value is None:
-            raise TVMError(f"aot executor: constant {c.name!r} ({type_str(c.dtype, c.shape)}) is "
-                           "missing from the params; the model was built without "
-                           "link-params, so the factory must keep its params")
-        arr = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
-        if arr.shape != c.shape or str(arr.dtype) != c.dtype:
-            raise TVMError(f"aot executor: constant {c.name!r}: expected "
-                           f"{type_str(c.dtype, c.shape)}, got "
-                           f"{type_str(str(arr.dtype), arr.shape)}")
-        pool[c.offset:c.offset + c.nbytes] = np.frombuffer(arr.tobytes(), np.uint8)
+            raise ArgumentError(f"aot executor: constant {c.name!r} "
+                                f"({type_str(c.dtype, c.shape)}) is missing from the params; "
+                                "the model was built without link-params, so the factory "
+                                "must keep its params")
+        arr = input_array(value, c.dtype, c.shape, f"aot executor: constant {c.name!r}")
+        native = np.ascontiguousarray(arr, dtype=_parse_dtype(c.dtype)[1])  # byte order too
+        pool[c.offset:c.offset + c.nbytes] = np.frombuffer(native.tobytes(), np.uint8)
     return pool
 
 
@@ -104,9 +99,11 @@ class AotExecutor(Module):
                  mod_name: str | None = None) -> None:
         super().__init__()
         if not isinstance(lib, Module):
-            raise TypeError(f"aot executor: lib must be a Module, got {type(lib).__name__}")
-        self.lib, self.device = lib, _one_device(dev)
-        name = mod_name or (metadata.module_name if metadata else "default")
+            raise ArgumentTypeError(f"aot executor: lib must be a Module, got "
+                                    f"{type(lib).__name__}")
+        self.lib, self.device = lib, one_device(dev, "aot executor")
+        name = check_name(mod_name or (metadata.module_name if metadata else "default"),
+                          "aot executor")
         meta = read_metadata(lib, name)
         if metadata is not None and metadata.to_json() != meta.to_json():
             raise ArtifactError(f"aot executor: the metadata in {lib!r} differs from the "
@@ -115,7 +112,8 @@ class AotExecutor(Module):
         main = meta.main
         self._inputs = [empty(p.shape, p.dtype, self.device) for p in main.inputs]
         self._outputs = [empty(p.shape, p.dtype, self.device) for p in main.outputs]
-        self._input_index = {p.relay_name_hint: i for i, p in enumerate(main.inputs)}
+        self._specs = Inputs([InputSpec(p.relay_name_hint, p.dtype, p.shape)
+                              for p in main.inputs])
         self._missing = dict.fromkeys(p.relay_name_hint for p in main.inputs)
         self._extra: list[NDArray] = []  # constant pool, then workspace
         if meta.needs_constant_pool:
@@ -193,53 +191,38 @@ class AotExecutor(Module):
 
     def run_from_inputs(self, *args: Any) -> list[NDArray]:
         """``(device_type, device_id, name0, value0, ...)``: set, run, return output copies."""
-        pairs = args[2:]
-        for k in range(0, len(pairs) - 1, 2):
-            self.set_input(pairs[k], pairs[k + 1])
+        from .graph_executor import pairs_to_dict
+
+        self._set(pairs_to_dict(args, "run_from_inputs"), "run_from_inputs")
         self.run()
         return [out.copyto(self.device) for out in self._outputs]
 
     # -- inputs -----------------------------------------------------------------------------
-    def _slot(self, key: str | int, where: str) -> int:
-        if isinstance(key, str):
-            k = self._input_index.get(key)
-            if k is None:
-                names = ", ".join(map(repr, self._input_index)) or "(none)"
-                raise AotInputError(f"{where}: no input named {key!r}; this model's inputs are "
-                                    f"{names}")
-            return k
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            if not 0 <= key < len(self._inputs):
-                raise GraphIndexError(f"{where}: input index {key} out of range (this model has "
-                                      f"{_plural(len(self._inputs), 'input')})")
-            return int(key)
-        raise TypeError(f"{where}: inputs are named by str or int, got {type(key).__name__}")
-
     def set_input(self, key: str | int | None = None, value: Any = None, **params: Any) -> None:
         """Copy ``value`` into input ``key`` (a name or index), and each ``name=value``.
-        Shape and, for arrays, dtype must match (no silent casts); lists and scalars are
-        converted to the input's dtype."""
-        if key is not None:
-            self._copy_in(key, value)
-        for name, val in params.items():
-            self._copy_in(name, val)
+        Conversion rules: ``executor_common`` (exact dtype for arrays, lossless for Python
+        numbers and lists, exact shape). The whole call is checked before any input changes."""
+        self._copy_checked(self._specs.check_call(key, value, params, "set_input"))
 
-    def _copy_in(self, key: str | int, value: Any) -> None:
-        k = self._slot(key, "set_input")
-        copy_input(self._inputs[k], key, value)
-        self._missing.pop(self.metadata.main.inputs[k].relay_name_hint, None)
+    def _set(self, params: Mapping[str, Any], where: str) -> None:
+        self._copy_checked(self._specs.check_call(None, None, params, where))
+
+    def _copy_checked(self, checked: list[tuple[int, Any]]) -> None:
+        for k, src in checked:
+            np.copyto(self._inputs[k]._np, src)
+            self._missing.pop(self._specs.specs[k].name, None)
 
     def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
         """Input ``key`` (a view of the executor's memory), or a copy into ``out``."""
-        arr = self._inputs[self._slot(key, "get_input")]
-        return arr if out is None else out.copyfrom(arr)
+        arr = self._inputs[self._specs.slot(key, "get_input")]
+        return arr if out is None else check_out(out, arr, "get_input").copyfrom(arr)
 
     def get_input_index(self, name: str) -> int:
         """The index of input ``name``, or -1 if there is none."""
-        return self._input_index.get(name, -1)
+        return self._specs.index.get(check_name(name, "get_input_index"), -1)
 
     def get_input_name(self, index: int) -> str:
-        return self.metadata.main.inputs[self._slot(index, "get_input_name")].relay_name_hint
+        return self._specs.specs[self._specs.slot(index, "get_input_name")].name
 
     def get_num_inputs(self) -> int:
         return len(self._inputs)
@@ -257,7 +240,7 @@ class AotExecutor(Module):
     def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
         """Output ``index`` (a view of the executor's memory), or a copy into ``out``."""
         arr = self._outputs[check_output_index(index, len(self._outputs))]
-        return arr if out is None else out.copyfrom(arr)
+        return arr if out is None else check_out(out, arr, "get_output").copyfrom(arr)
 
     def get_output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
         """``(shapes, dtypes)`` of the outputs, by name (``output``, or ``output0``...)."""
@@ -278,13 +261,17 @@ class AotExecutor(Module):
         ``repeat`` measurements of ``number`` calls. With ``end_to_end`` each call also copies
         ``inputs`` in and the outputs out. A BenchmarkResult, in seconds."""
         if func_name != "run":
-            raise TVMError(f"benchmark: the AOT executor times 'run', not {func_name!r}")
+            raise ArgumentError(f"benchmark: the AOT executor times 'run', not {func_name!r}")
+        check_timing(number, repeat, min_repeat_ms, "benchmark")
+        if device is not None:
+            one_device(device, "benchmark")
         args: list[Any] = []
         if end_to_end:
+            self._specs.check_call(None, None, inputs, "benchmark")
             args = [0, 0] + [x for kv in inputs.items() for x in kv]
             func: Callable[..., Any] = self.run_from_inputs
         else:
-            self.set_input(**inputs)
+            self._set(inputs, "benchmark")
             if self._missing:
                 self._missing_input()
             packed = (self.metadata.interface_api == "packed"
@@ -310,7 +297,13 @@ class AotExecutor(Module):
 
 def create(lib: Module, dev: Device | Sequence[Device] | None = None,
            mod_name: str = "default") -> AotExecutor:
-    """An AotExecutor for module ``mod_name`` of ``lib`` (its params linked or none)."""
+    """An AotExecutor for module ``mod_name`` of ``lib`` (its params linked or none); on the
+    RPC server when ``lib`` was loaded there."""
+    session = getattr(lib, "rpc_session", None)
+    if session is not None:
+        dev = dev[0] if isinstance(dev, (list, tuple)) else dev
+        create_remote = session.get_function("tvm.aot_executor.create")
+        return create_remote(lib, dev, mod_name)  # type: ignore[no-any-return]
     return AotExecutor(lib, dev, None, None, mod_name)
 
 

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .device import Device
-from .errors import TVMError
-from .executor_common import GraphIndexError, type_str
+from .errors import ArgumentError, ArgumentTypeError, TVMError
+from .executor_common import GraphIndexError, check_out, check_timing, is_index, type_str
 from .graph_executor import GraphExecutor, GraphModule
 from .graph_format import Graph
 from .module import Module
@@ -44,9 +44,6 @@ class GraphExecutorDebug(GraphExecutor):
 
     # -- timing -----------------------------------------------------------------------------
     def _time_nodes(self, number: int, repeat: int, min_repeat_ms: float) -> dict[int, list[float]]:
-        if number < 1 or repeat < 1:
-            raise ValueError(f"debug executor: number and repeat must be >= 1, got {number}, "
-                             f"{repeat}")
         times: dict[int, list[float]] = {nid: [] for _, nid in self._plan}
         clock = time.perf_counter
         for _ in range(repeat):
@@ -67,6 +64,7 @@ class GraphExecutorDebug(GraphExecutor):
     def run_individual(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0,
                        **_: Any) -> list[float]:
         """Mean seconds per call of every node, in node order (0 for inputs and __nop)."""
+        check_timing(number, repeat, min_repeat_ms, "run_individual")
         self.node_times = self._time_nodes(number, repeat, min_repeat_ms)
         return [statistics.fmean(self.node_times[i]) if i in self.node_times else 0.0
                 for i in range(len(self.graph.nodes))]
@@ -74,9 +72,9 @@ class GraphExecutorDebug(GraphExecutor):
     def run(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 1,
             display: bool = True, **inputs: Any) -> None:
         """Run the graph, timing every node; print the per-node table (``display``) and write
-        the dump files when ``dump_root`` is set."""
-        if inputs:
-            self.set_input(**inputs)
+        the dump files when ``dump_root`` is set. Every argument is checked first."""
+        check_timing(number, repeat, min_repeat_ms, "run")
+        self._set(inputs, "run")
         self.node_times = self._time_nodes(number, repeat, min_repeat_ms)
         if self.dump_root:
             self._dump(self._node_outputs())
@@ -130,8 +128,7 @@ class GraphExecutorDebug(GraphExecutor):
         if collectors:
             raise TVMError(f"profile: metric collectors are not supported by ember (got "
                            f"{len(collectors)}); only durations are measured")
-        if inputs:
-            self.set_input(**inputs)
+        self._set(inputs, "profile")
         self._execute()
         self.node_times = self._time_nodes(number=1, repeat=3, min_repeat_ms=0)
         walls = []
@@ -148,12 +145,14 @@ class GraphExecutorDebug(GraphExecutor):
         """The (first) output of ``node`` (an index or a name), computed by running the graph
         up to that node; a copy, or written into ``out``."""
         nid = self._node_id(node)
+        arr = self._entries[self.graph.entry_id(nid)]
+        if out is not None:
+            check_out(out, arr, "debug_get_output")
         for call, k in self._plan:
             if k > nid:
                 break
             if call():
                 self._kernel_failed(k)
-        arr = self._entries[self.graph.entry_id(nid)]
         return arr.copyto(self.device) if out is None else out.copyfrom(arr)
 
     def _node_id(self, node: int | str) -> int:
@@ -162,14 +161,14 @@ class GraphExecutorDebug(GraphExecutor):
             for i, n in enumerate(nodes):
                 if n.name == node:
                     return i
-            raise TVMError(f"debug_get_output: no node named {node!r}")
-        if isinstance(node, bool) or not isinstance(node, int):
-            raise TypeError(f"debug_get_output: node must be an int or a name, got "
-                            f"{type(node).__name__}")
+            raise ArgumentError(f"debug_get_output: no node named {node!r}")
+        if not is_index(node):
+            raise ArgumentTypeError(f"debug_get_output: node must be an int or a name, got "
+                                    f"{type(node).__name__}")
         if not 0 <= node < len(nodes):
             raise GraphIndexError(f"debug_get_output: node {node} out of range (the graph has "
                                   f"{len(nodes)} nodes)")
-        return node
+        return int(node)
 
     # -- dump -------------------------------------------------------------------------------
     def _dump(self, outputs: dict[str, NDArray]) -> None:
@@ -207,7 +206,7 @@ class GraphModuleDebug(GraphModule):
                  dump_root: str | None = None) -> None:
         super().__init__(module)
         if not isinstance(self.module, GraphExecutorDebug):
-            raise TypeError(f"GraphModuleDebug: expected a debug executor (debug_create or "
+            raise ArgumentTypeError(f"GraphModuleDebug: expected a debug executor (debug_create or "
                             f"debug_executor.create), got {self.module!r}")
         if dump_root is not None:
             self.module.dump_root = dump_root
@@ -217,6 +216,6 @@ def create(graph_json_str: str | Graph, libmod: Module, device: Device | Sequenc
            | None = None, dump_root: str | None = None) -> GraphModuleDebug:
     """A debug executor for ``graph_json_str`` with kernels from ``libmod``, on ``device``."""
     if not isinstance(libmod, Module):
-        raise TypeError(f"debug_executor.create: lib must be a Module, got "
+        raise ArgumentTypeError(f"debug_executor.create: lib must be a Module, got "
                         f"{type(libmod).__name__}")
     return GraphModuleDebug(GraphExecutorDebug(graph_json_str, libmod, device, dump_root))

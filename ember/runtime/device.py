@@ -1,9 +1,22 @@
 """Device: a (device_type, device_id) pair. Only the CPU has a backend; others are named
-and refused with a clear error when memory is asked of them."""
+and refused with a clear error when memory is asked of them.
+
+A device of an RPC session (``session.cpu(0)``) carries the session in its type, as the
+Relay-era runtime encodes it: ``device_type = base_type + RPC_SESS_MASK * (index + 1)``;
+``str()`` gives ``remote[index]:cpu(0)``, and arrays on it live on the server.
+"""
 from __future__ import annotations
+
+import itertools
+import weakref
+from typing import Any
 
 from ._abi import DLDevice, DLDeviceType
 from .errors import TVMError
+
+RPC_SESS_MASK = 128
+_RPC_SESSIONS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+_RPC_INDEX = itertools.count()
 
 _NAME2TYPE = {"cpu": 1, "llvm": 1, "c": 1, "stackvm": 1, "cuda": 2, "gpu": 2, "nvptx": 2,
               "cuda_host": 3, "cl": 4, "opencl": 4, "vulkan": 7, "metal": 8, "vpi": 9,
@@ -25,14 +38,19 @@ class Device:
 
     @property
     def exist(self) -> bool:
-        return self.device_type == DLDeviceType.CPU
+        return self.device_type % RPC_SESS_MASK == DLDeviceType.CPU
 
     @property
     def device_name(self) -> str:
-        return _TYPE2NAME.get(self.device_type, f"device_type{self.device_type}")
+        base = self.device_type % RPC_SESS_MASK
+        return _TYPE2NAME.get(base, f"device_type{base}")
 
     def check_supported(self) -> None:
-        """Raise unless ember has a backend for this device."""
+        """Raise unless ember can allocate on this device in this process."""
+        if self.device_type >= RPC_SESS_MASK:
+            raise TVMError(f"device {self} is a device of an RPC session: its memory lives on "
+                           "the server (make arrays with ember.nd.array(x, device=dev), run "
+                           "modules loaded with session.load_module)")
         if self.device_type != DLDeviceType.CPU:
             raise TVMError(f"device {self} is not supported: ember runs on the CPU only "
                            "(use ember.cpu(0))")
@@ -51,10 +69,32 @@ class Device:
         return hash((self.device_type, self.device_id))
 
     def __repr__(self) -> str:
-        return f"{self.device_name}({self.device_id})"
+        prefix = ""
+        if self.device_type >= RPC_SESS_MASK:
+            prefix = f"remote[{self.device_type // RPC_SESS_MASK - 1}]:"
+        return f"{prefix}{self.device_name}({self.device_id})"
 
     def __reduce__(self) -> tuple[type, tuple[int, int]]:
         return (Device, (self.device_type, self.device_id))
+
+
+# ---- devices of RPC sessions ----------------------------------------------------------------
+def register_rpc_session(session: Any) -> int:
+    """A new session index (devices of ``session`` carry it); the table holds it weakly."""
+    index = next(_RPC_INDEX)
+    _RPC_SESSIONS[index] = session
+    return index
+
+
+def rpc_session_of(dev: Device) -> Any:
+    """The RPC session of a remote device, None for a local one; TVMError if it is closed."""
+    if dev.device_type < RPC_SESS_MASK:
+        return None
+    index = dev.device_type // RPC_SESS_MASK - 1
+    session = _RPC_SESSIONS.get(index)
+    if session is None:
+        raise TVMError(f"device {dev}: its RPC session is closed")
+    return session
 
 
 def device(dev_type: "str | int", dev_id: int = 0) -> Device:

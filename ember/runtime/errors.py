@@ -59,8 +59,34 @@ class ArtifactError(TVMError):
     """A file to load is missing, truncated or not an ember artifact: names the file and why."""
 
 
+class FrontendError(TVMError, ValueError):
+    """A model given to a frontend is malformed or contradicts itself (or the caller's
+    ``shape=``): '<where>: <what is wrong>', naming the file, node (name and op type),
+    input or initializer."""
+
+
 class RPCError(TVMError):
     """An error in the RPC layer."""
+
+
+class ArgumentError(TVMError, ValueError):
+    """A bad argument to a runtime call (an executor input, a device, a params dict...):
+    'set_input('data'): expected float32[1, 3], got float64[1, 3] (input 0 of 2)'."""
+
+
+class ArgumentTypeError(TVMError, TypeError):
+    """An argument of the wrong Python type: 'set_input('data'): expected an array (NDArray,
+    numpy array, number or nested list), got NoneType (input 0 of 2)'."""
+
+
+class ArgumentIndexError(TVMError, IndexError):
+    """An index out of range; the message names the count: 'get_output: index 3 out of range
+    (this model has 1 output)'."""
+
+
+class FunctionNotFoundError(TVMError, AttributeError):
+    """A module has no function of that name (an AttributeError too, as in the Relay-era API):
+    '<module> has no function named 'f''."""
 
 
 def add_note(err: BaseException, note: str) -> None:

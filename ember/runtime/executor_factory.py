@@ -27,10 +27,16 @@ import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from .aot_format import ModelMetadata, parse_metadata
+from .aot_format import ModelMetadata, c_prefix, parse_metadata
 from .debug_executor import GraphExecutorDebug
 from .device import Device
-from .errors import ArtifactError, TVMError
+from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ArtifactError,
+    FunctionNotFoundError,
+    TVMError,
+)
 from .graph_executor import GraphExecutor
 from .graph_format import Graph, parse_graph
 from .module import Module
@@ -58,11 +64,10 @@ class ExecutorFactoryModule(Module):
                  params: Mapping[str, Any] | None = None, target: Any = None) -> None:
         super().__init__()
         if not isinstance(mod_name, str) or not mod_name:
-            raise TypeError(f"{type(self).__name__}: mod_name must be a non-empty str, got "
-                            f"{mod_name!r}")
+            raise ArgumentTypeError(f"{type(self).__name__}: mod_name must be a non-empty str, "
+                                    f"got {mod_name!r}")
         self.libmod_name = mod_name
-        self.params: dict[str, NDArray] = {
-            k: v if isinstance(v, NDArray) else array(v) for k, v in (params or {}).items()}
+        self.params = _param_arrays(params, type(self).__name__)
         self.target = target
         if lib is not None:  # a factory being loaded gets its library imported by the loader
             self.import_module(lib)
@@ -94,6 +99,17 @@ class ExecutorFactoryModule(Module):
     def create(self, dev: Device | Sequence[Device] | None = None) -> Module:
         """A new executor on ``dev`` with the params loaded."""
         return self._create(dev)  # type: ignore[arg-type]
+
+    def get_function(self, name: str, query_imports: bool = False) -> PackedFunc:
+        """As ``Module.get_function``; a missing name is reported with this factory's module
+        name, as ``factory["wrong_name"]`` is the usual mistake."""
+        try:
+            return super().get_function(name, query_imports)
+        except FunctionNotFoundError:
+            raise FunctionNotFoundError(
+                f"{self!r}: no module or function named {name!r}; this factory holds module "
+                f"{self.libmod_name!r} (create its executor with factory[{self.libmod_name!r}]"
+                "(dev))") from None
 
     def __iter__(self) -> Iterator[Any]:
         """The legacy ``graph, lib, params = relay.build(...)`` form."""
@@ -135,6 +151,28 @@ class ExecutorFactoryModule(Module):
         return f"Module({self.type_key}, {self.libmod_name!r})"
 
 
+def _param_arrays(params: Any, who: str) -> dict[str, NDArray]:
+    """A factory's params as NDArrays, each entry checked (name and array)."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise ArgumentTypeError(f"{who}: params must be a dict of arrays, got "
+                                f"{type(params).__name__}")
+    out: dict[str, NDArray] = {}
+    for name, value in params.items():
+        if not isinstance(name, str):
+            raise ArgumentTypeError(f"{who}: params are named by str, got "
+                                    f"{type(name).__name__} {name!r}")
+        if isinstance(value, NDArray):
+            out[name] = value
+            continue
+        try:
+            out[name] = array(value)
+        except (TypeError, ValueError) as err:
+            raise ArgumentError(f"{who}: param {name!r}: {err}") from None
+    return out
+
+
 def _load_factory(data: bytes) -> Module:
     """Inverse of ``save_binary``: checks magic, version and every length first."""
     what = "executor factory"
@@ -170,8 +208,13 @@ def _load_factory(data: bytes) -> Module:
         raise ArtifactError(f"{what}: {len(data) - pos} unexpected trailing bytes")
     try:
         return cls._from_parts(header, sections)
+    except TVMError as err:  # a bad graph, metadata or params section: name the kind too
+        raise ArtifactError(f"{what}: {kind} executor: {err}") from None
     except (KeyError, TypeError) as err:
         raise ArtifactError(f"{what}: corrupt header: missing or bad field {err}") from None
+    except ValueError as err:  # e.g. a section that is not UTF-8
+        raise ArtifactError(f"{what}: {kind} executor: corrupt section: {type(err).__name__}: "
+                            f"{err}") from None
 
 
 def register_factory(cls: type[ExecutorFactoryModule]) -> type[ExecutorFactoryModule]:
@@ -230,7 +273,7 @@ class GraphExecutorFactoryModule(ExecutorFactoryModule):
                      dump_root: str | None = None) -> Module:
         """A debug executor (its ``run`` times every node) for module ``name``."""
         if name not in (self.libmod_name, "default"):
-            raise TVMError(f"debug_create: no module named {name!r}; this factory has "
+            raise ArgumentError(f"debug_create: no module named {name!r}; this factory has "
                            f"{self.libmod_name!r}")
         return self._create(dev, debug=True, dump_root=dump_root)
 
@@ -285,6 +328,13 @@ class AotExecutorFactoryModule(ExecutorFactoryModule):
 
     def get_model_metadata(self) -> ModelMetadata:
         return self.metadata
+
+    def import_module(self, module: Module) -> None:
+        """Import ``module``; the first import is the kernel library, which then answers
+        ``get_model_metadata`` for this model too (RFC 0046's ModelMetadataModule)."""
+        super().import_module(module)
+        if len(self._imports) == 1:
+            module._note_model_prefix(c_prefix(self.libmod_name))
 
     def get_header(self) -> str:
         """The C interface header ``tvmgen_<mod>.h``."""

@@ -14,18 +14,29 @@ from typing import Any
 import numpy as np
 
 from ._bridge import raise_error
-from .device import Device, cpu
-from .errors import TVMError, add_note
-from .executor_common import (ExecutorWrapper, GraphIndexError,  # noqa: F401
-                              GraphInputError, check_output_index, copy_input, type_str)
+from .device import Device
+from .errors import ArgumentError, ArgumentTypeError, TVMError, add_note
+from .executor_common import (  # noqa: F401
+    ExecutorWrapper,
+    GraphIndexError,
+    GraphInputError,
+    Inputs,
+    InputSpec,
+    check_name,
+    check_out,
+    check_output_index,
+    check_timing,
+    one_device,
+    type_str,
+)
 from .executor_common import c_call as _c_call
-from .executor_common import plural as _plural
 from .graph_format import NOP, Graph, parse_graph
 from .module import Module
 from .ndarray import NDArray, _aligned_buffer, _parse_dtype
 from .packed_func import CPackedFunc, PackedFunc, as_packed_func
 from .params import load_param_dict
 from .time_eval import BenchmarkResult, time_evaluator
+
 
 def _view(buf: np.ndarray, shape: tuple[int, ...], dtype: str, dev: Device) -> NDArray:
     """An NDArray of ``shape``/``dtype`` over the start of the byte buffer ``buf`` (no copy)."""
@@ -69,10 +80,11 @@ class GraphExecutor(Module):
         super().__init__()
         self.graph = graph if isinstance(graph, Graph) else parse_graph(graph)
         self.lib = lib
-        self.device = _one_device(dev)
+        self.device = one_device(dev, "graph executor")
         g = self.graph
         self._input_eids = [g.entry_id(nid) for nid in g.arg_nodes]
-        self._input_index = {name: k for k, name in enumerate(g.input_names)}
+        self._inputs = Inputs([InputSpec(name, g.dltype[eid], g.shape[eid])
+                               for name, eid in zip(g.input_names, self._input_eids)])
         self._output_eids = [g.entry_id(h) for h in g.heads]
         self._param_names: set[str] = set()
         self._entries = self._allocate()
@@ -146,50 +158,33 @@ class GraphExecutor(Module):
     def run_from_inputs(self, *args: Any) -> list[NDArray]:
         """``(device_type, device_id, name0, value0, ...)``: set the inputs, run, and return
         copies of the outputs (what ``benchmark(end_to_end=True)`` times)."""
-        pairs = args[2:]
-        for k in range(0, len(pairs) - 1, 2):
-            self.set_input(pairs[k], pairs[k + 1])
+        self._set(pairs_to_dict(args, "run_from_inputs"), "run_from_inputs")
         self._execute()
         return [self._entries[eid].copyto(self.device) for eid in self._output_eids]
 
     # -- inputs -----------------------------------------------------------------------------
-    def _input_slot(self, key: str | int, where: str) -> int:
-        """The input index of ``key`` (a name or an index)."""
-        if isinstance(key, str):
-            k = self._input_index.get(key)
-            if k is None:
-                names = ", ".join(repr(n) for n in self.graph.input_names) or "(none)"
-                raise GraphInputError(f"{where}: no input named {key!r}; this model's inputs are "
-                                      f"{names}")
-            return k
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            if not 0 <= key < len(self._input_eids):
-                raise GraphIndexError(f"{where}: input index {key} out of range (this model has "
-                                      f"{_plural(len(self._input_eids), 'input')})")
-            return int(key)
-        raise TypeError(f"{where}: inputs are named by str or int, got {type(key).__name__}")
-
     def set_input(self, key: str | int | None = None, value: Any = None, **params: Any) -> None:
         """Copy ``value`` into input ``key`` (a name or index), and each ``name=value`` of
-        ``params``. The shape must match and, for arrays, the dtype too (no silent casts);
-        Python lists and scalars are converted to the input's dtype."""
-        if key is not None:
-            self._copy_in(key, value)
-        for name, val in params.items():
-            self._copy_in(name, val)
+        ``params``. Conversion rules: ``executor_common`` (exact dtype for arrays, lossless
+        for Python numbers and lists, exact shape). The whole call is checked before any
+        input changes."""
+        self._copy_checked(self._inputs.check_call(key, value, params, "set_input"))
 
-    def _copy_in(self, key: str | int, value: Any) -> None:
-        dst = self._entries[self._input_eids[self._input_slot(key, "set_input")]]
-        copy_input(dst, key, value)
+    def _set(self, params: Mapping[str, Any], where: str) -> None:
+        self._copy_checked(self._inputs.check_call(None, None, params, where))
+
+    def _copy_checked(self, checked: list[tuple[int, Any]]) -> None:
+        for k, src in checked:
+            np.copyto(self._entries[self._input_eids[k]]._np, src)
 
     def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
         """The input ``key`` (a view of the executor's memory), or a copy into ``out``."""
-        arr = self._entries[self._input_eids[self._input_slot(key, "get_input")]]
-        return arr if out is None else out.copyfrom(arr)
+        arr = self._entries[self._input_eids[self._inputs.slot(key, "get_input")]]
+        return arr if out is None else check_out(out, arr, "get_input").copyfrom(arr)
 
     def get_input_index(self, name: str) -> int:
         """The index of the input ``name``, or -1 if there is none (as in the Relay-era API)."""
-        return self._input_index.get(name, -1)
+        return self._inputs.index.get(check_name(name, "get_input_index"), -1)
 
     def get_num_inputs(self) -> int:
         """The number of graph inputs, params included."""
@@ -211,7 +206,7 @@ class GraphExecutor(Module):
         """Output ``index`` (a view of the executor's memory), or a copy into ``out``."""
         index = check_output_index(index, len(self._output_eids))
         arr = self._entries[self._output_eids[index]]
-        return arr if out is None else out.copyfrom(arr)
+        return arr if out is None else check_out(out, arr, "get_output").copyfrom(arr)
 
     def get_output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
         """``(shapes, dtypes)`` keyed ``output_<i>``."""
@@ -221,28 +216,38 @@ class GraphExecutor(Module):
 
     # -- params -----------------------------------------------------------------------------
     def load_params(self, params: bytes | bytearray | Mapping[str, Any]) -> None:
-        """Set inputs from the params byte format (``save_param_dict``), or from a dict."""
-        table = load_param_dict(params) if isinstance(params, (bytes, bytearray,
-                                                               memoryview)) else params
-        for name, value in table.items():
-            self._copy_in(name, value)
-            self._param_names.add(name)
+        """Set inputs from the params byte format (``save_param_dict``), or from a dict; every
+        entry is checked before any input changes."""
+        if isinstance(params, (bytes, bytearray, memoryview)):
+            params = load_param_dict(params)
+        if not isinstance(params, Mapping):
+            raise ArgumentTypeError(f"load_params: expected a dict of arrays or the params "
+                                    f"bytes, got {type(params).__name__}")
+        self._set(params, "load_params")
+        self._param_names.update(params)
 
     def share_params(self, other: GraphExecutor | GraphModule, params: bytes | bytearray) -> None:
         """Make the inputs named in ``params`` use ``other``'s memory (no copy): executors of
-        one model can then share their weights."""
+        one model can then share their weights. Checked whole before anything changes."""
         if isinstance(other, GraphModule):
             other = other.module  # type: ignore[assignment]
         if not isinstance(other, GraphExecutor):
-            raise TypeError(f"share_params: expected a graph executor, got {type(other).__name__}")
+            raise ArgumentTypeError(f"share_params: expected a graph executor, got "
+                                    f"{type(other).__name__}")
+        if not isinstance(params, (bytes, bytearray, memoryview)):
+            raise ArgumentTypeError(f"share_params: expected the params bytes, got "
+                                    f"{type(params).__name__}")
+        shared = []
         for name in load_param_dict(params):
-            mine = self._input_eids[self._input_slot(name, "share_params")]
-            theirs = other._entries[other._input_eids[other._input_slot(name, "share_params")]]
+            mine = self._input_eids[self._inputs.slot(name, "share_params")]
+            theirs = other._entries[other._input_eids[other._inputs.slot(name, "share_params")]]
             want = self._entries[mine]
             if (theirs.dtype, theirs.shape) != (want.dtype, want.shape):
                 raise GraphInputError(f"share_params({name!r}): expected "
                                       f"{type_str(want.dtype, want.shape)}, the other executor "
                                       f"has {type_str(theirs.dtype, theirs.shape)}")
+            shared.append((mine, theirs, name))
+        for mine, theirs, name in shared:
             self._entries[mine] = theirs
             self._param_names.add(name)
         self._build_plan()
@@ -255,13 +260,19 @@ class GraphExecutor(Module):
         """Time ``func_name`` (default: a whole ``run``): ``repeat`` measurements of ``number``
         calls each. With ``end_to_end``, each call also copies ``inputs`` in and the outputs
         out. Returns a BenchmarkResult (seconds; ``str()`` prints a table in ms)."""
+        check_timing(number, repeat, min_repeat_ms, "benchmark")
+        if device is not None:
+            one_device(device, "benchmark")
+        if func_name != "run" and not end_to_end:
+            self.get_function(check_name(func_name, "benchmark"))
         if end_to_end:
+            self._inputs.check_call(None, None, inputs, "benchmark")
             args: list[Any] = [0, 0]
             for name, value in inputs.items():
                 args += [name, value]
             func: Callable[..., Any] = self.run_from_inputs
         else:
-            self.set_input(**inputs)
+            self._set(inputs, "benchmark")
             # "run" is the plain run loop, also for the debug executor whose run() profiles.
             func, args = (self._execute if func_name == "run" else
                           self.get_function(func_name)), []
@@ -280,28 +291,41 @@ class GraphExecutor(Module):
                 f"{self.get_num_inputs()} inputs, {self.get_num_outputs()} outputs)")
 
 
-def _one_device(dev: Device | Sequence[Device] | None) -> Device:
-    if dev is None:
-        return cpu(0)
-    if isinstance(dev, (list, tuple)):
-        if len(dev) != 1:
-            raise TVMError(f"graph executor: runs on one device, got {len(dev)}: {list(dev)}")
-        dev = dev[0]
-    if not isinstance(dev, Device):
-        raise TypeError(f"graph executor: expected a Device, got {type(dev).__name__}")
-    dev.check_supported()
-    return dev
+def pairs_to_dict(args: Sequence[Any], where: str) -> dict[Any, Any]:
+    """``(device_type, device_id, key0, value0, ...)`` as ``{key: value}`` (keys are input
+    names or indices; a repeated key is an error, as for ``set_input``)."""
+    pairs = args[2:]
+    if len(args) < 2 or len(pairs) % 2:
+        raise ArgumentError(f"{where}: expected (device_type, device_id, name0, value0, ...), "
+                            f"got {len(args)} arguments")
+    out: dict[Any, Any] = {}
+    for k in range(0, len(pairs), 2):
+        key = pairs[k]
+        if not isinstance(key, (str, int, np.integer)):
+            raise ArgumentTypeError(f"{where}: inputs are named by str or int, got "
+                                    f"{type(key).__name__}")
+        if key in out:
+            raise ArgumentError(f"{where}: input {key!r} given twice")
+        out[key] = pairs[k + 1]
+    return out
 
 
 def create(graph_json_str: str | Graph, libmod: Module, device: Device | Sequence[Device]
            | None = None) -> GraphExecutor:
     """A GraphExecutor for ``graph_json_str`` with kernels from ``libmod``, on ``device``.
 
-    Raises GraphFormatError for a malformed graph and TVMError when a kernel is missing.
+    Raises GraphFormatError for a malformed graph and TVMError when a kernel is missing. With
+    a library loaded on an RPC server, the executor is created and runs on that server.
     """
     if not isinstance(libmod, Module):
-        raise TypeError(f"graph_executor.create: lib must be a Module, got "
-                        f"{type(libmod).__name__}")
+        raise ArgumentTypeError(f"graph_executor.create: lib must be a Module, got "
+                                f"{type(libmod).__name__}")
+    session = getattr(libmod, "rpc_session", None)
+    if session is not None:
+        graph = graph_json_str if isinstance(graph_json_str, str) else graph_json_str.to_json()
+        dev = device[0] if isinstance(device, (list, tuple)) else device
+        create_remote = session.get_function("tvm.graph_executor.create")
+        return create_remote(graph, libmod, dev)  # type: ignore[no-any-return]
     return GraphExecutor(graph_json_str, libmod, device)
 
 

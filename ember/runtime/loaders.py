@@ -1,8 +1,22 @@
 """Loading modules: shared libraries (DSOModule), the embedded module blob, and load_module.
 
 Everything is verified before it runs: a missing, truncated or foreign file raises
-ArtifactError naming the path and the reason; the blob's magic, version and lengths are
-checked before it is parsed. Nothing here needs a C compiler except loading a ``.tar``.
+ArtifactError naming the path and the reason; the blob's magic, version, lengths and checksum
+are checked before it is parsed, so a changed byte in anything embedded (graph JSON, AOT
+metadata, params, VM code) is reported as ``corrupt module blob`` rather than read. Nothing
+here needs a C compiler except loading a ``.tar``.
+
+Module blob (``__ember_dev_mblob``), little-endian::
+
+    magic     8 bytes   b"EMBERMB\\0"
+    version   u32       BLOB_VERSION (2)
+    reserved  u32       0
+    length    u64       payload bytes
+    checksum  u32       CRC-32 (zlib's polynomial) of the payload; the C runtime checks it too
+    reserved  u32       0
+    payload   u32 module count; per module: u32 type key length, type key, u64 length, the
+              bytes of runtime.module.savebinary_<type key> ("_lib": the library itself, empty);
+              per module: u32 import count, u32 index of each import
 """
 from __future__ import annotations
 
@@ -13,6 +27,8 @@ import shutil
 import struct
 import tarfile
 import tempfile
+import weakref
+import zlib
 from ctypes import c_char_p, c_int, c_int64, c_void_p
 from typing import Any, Callable
 
@@ -20,19 +36,20 @@ from . import _bridge
 from .errors import ArtifactError, TVMError
 from .module import Module
 from .packed_func import CPackedFunc, PackedFunc
-from .registry import get_global_func
+from .registry import get_global_func, register_func
 
 ABI_VERSION = 1
 BLOB_SYMBOL = "__ember_dev_mblob"
 BLOB_MAGIC = b"EMBERMB\0"
-BLOB_VERSION = 1
-_BLOB_HEADER = struct.Struct("<8sIIQ")  # magic, version, reserved, payload length
+BLOB_VERSION = 2
+_BLOB_HEADER = struct.Struct("<8sIIQII")  # magic, version, reserved, length, crc32, reserved
 _LIB_KEY = "_lib"  # the blob's name for "the shared library itself"
 # Exported by backend.c, never PackedFuncs.
-_RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject",
+_RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject", "TVMSetStream",
              "TVMGetLastError", "TVMPackedFuncSetLastError", "Ember", "__ember", "__tvm_module_ctx")
 _LIB_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
 _LOADED: set[tuple[int, int]] = set()  # (st_dev, st_ino) of libraries this process opened
+_LIBRARIES: weakref.WeakSet[DSOModule] = weakref.WeakSet()  # for the system library
 
 
 # ---- checking a file before dlopen ----------------------------------------------------------
@@ -134,6 +151,7 @@ class DSOModule(Module):
                                 f"runtime needs ABI {ABI_VERSION}; rebuild it")
         self._lib = lib
         self._setup_backend(lib)
+        _LIBRARIES.add(self)
         self._env_handle = _bridge.new_handle(env or self, permanent=True)
         if lib.EmberInstallHostTable(ctypes.byref(_bridge.HOST_TABLE), self._env_handle) != 0:
             raise ArtifactError(f"{path}: {lib.EmberTakeLastError().decode(errors='replace')}")
@@ -148,6 +166,19 @@ class DSOModule(Module):
         lib.EmberTimeLoop.argtypes = [c_void_p, c_void_p, c_void_p, c_int, c_int64, c_void_p]
         lib.EmberTimeLoop.restype = c_int
         self._take_error = lib.EmberTakeLastError
+        self._syslib_lookup = getattr(lib, "EmberSystemLibLookup", None)  # older libraries lack it
+        if self._syslib_lookup is not None:
+            self._syslib_lookup.argtypes = [c_char_p]
+            self._syslib_lookup.restype = c_void_p
+
+    def _system_lib_function(self, name: str) -> PackedFunc | None:
+        """The function ``name`` this library registered for the system library, if any."""
+        addr = self._syslib_lookup(name.encode()) if self._syslib_lookup is not None else None
+        if not addr:
+            return None
+        cfn = ctypes.cast(addr, ctypes.CFUNCTYPE(c_int))
+        return CPackedFunc(cfn, name, self._take_error, owner=self, address=addr,
+                           time_loop=self._lib.EmberTimeLoop)
 
     def _symbol_string(self, name: str) -> str | None:
         try:
@@ -161,6 +192,7 @@ class DSOModule(Module):
         return self._lib.EmberSymbolKind(addr) in (kind, 3)
 
     def _get_local(self, name: str) -> PackedFunc | None:
+        name = self._symbol_of(name)
         if name == self.entry_name:
             entry = self._symbol_string(name)
             return None if entry is None else self._get_local(entry)
@@ -178,6 +210,38 @@ class DSOModule(Module):
 
     def __repr__(self) -> str:
         return f"Module(library, {os.path.basename(self.path)!r})"
+
+
+class SystemLibModule(Module):
+    """The system library: functions that libraries built with ``Runtime(..., {"system-lib":
+    True})`` registered when they were loaded (``TVMBackendRegisterSystemLibSymbol``), found
+    by name across every library this process has open."""
+
+    type_key = "system_lib"
+
+    def _get_local(self, name: str) -> PackedFunc | None:
+        for lib in list(_LIBRARIES):
+            func = lib._system_lib_function(name)
+            if func is not None:
+                return func
+        return None
+
+    def _find(self, name: str, query_imports: bool) -> PackedFunc | None:
+        return self._get_local(name)  # libraries come and go: nothing is cached
+
+    def __repr__(self) -> str:
+        return "Module(system_lib)"
+
+
+_SYSTEM_LIB: SystemLibModule | None = None
+
+
+def system_lib() -> Module:
+    """The system library module (``runtime.SystemLib``): ``system_lib()["fused_add"]``."""
+    global _SYSTEM_LIB
+    if _SYSTEM_LIB is None:
+        _SYSTEM_LIB = SystemLibModule()
+    return _SYSTEM_LIB
 
 
 # ---- the module blob ------------------------------------------------------------------------
@@ -215,7 +279,8 @@ def serialize_tree(root: Module) -> bytes:
         kids = edges.get(i, [])
         out.append(struct.pack(f"<I{len(kids)}I", len(kids), *kids))
     payload = b"".join(out)
-    return _BLOB_HEADER.pack(BLOB_MAGIC, BLOB_VERSION, 0, len(payload)) + payload
+    return _BLOB_HEADER.pack(BLOB_MAGIC, BLOB_VERSION, 0, len(payload), zlib.crc32(payload),
+                             0) + payload
 
 
 def _save_binary(mod: Module) -> bytes:
@@ -271,28 +336,47 @@ def _read_blob(dso: DSOModule) -> bytes | None:
         size = ctypes.c_uint64.in_dll(lib, BLOB_SYMBOL + "_size").value
     except ValueError:
         return None
-    magic, version, _, length = _BLOB_HEADER.unpack(ctypes.string_at(addr, _BLOB_HEADER.size))
+    if size < 16:
+        raise ArtifactError(f"{path}: module blob of {size} bytes: truncated or corrupt")
+    magic, version = struct.unpack("<8sI", ctypes.string_at(addr, 12))
     if magic != BLOB_MAGIC:
         raise ArtifactError(f"{path}: {BLOB_SYMBOL} has a bad magic {magic!r}")
     if version != BLOB_VERSION:
         raise ArtifactError(f"{path}: module blob version {version}, this runtime reads "
-                            f"version {BLOB_VERSION}")
+                            f"version {BLOB_VERSION} (export the model again; if this ember "
+                            "exported it, the file is corrupt)")
+    if size < _BLOB_HEADER.size:
+        raise ArtifactError(f"{path}: module blob of {size} bytes: truncated or corrupt")
+    _, _, reserved, length, stored, reserved2 = _BLOB_HEADER.unpack(
+        ctypes.string_at(addr, _BLOB_HEADER.size))
+    if reserved != 0 or reserved2 != 0:
+        raise ArtifactError(f"{path}: module blob: a reserved header field is not 0 (corrupt)")
     if size != _BLOB_HEADER.size + length or size > os.path.getsize(path):
         raise ArtifactError(f"{path}: module blob length {length} disagrees with its symbol size "
                             f"{size} or the file size")
-    return ctypes.string_at(addr + _BLOB_HEADER.size, length)
+    payload = ctypes.string_at(addr + _BLOB_HEADER.size, length)
+    if zlib.crc32(payload) != stored:
+        raise ArtifactError(f"{path}: corrupt module blob: checksum mismatch (stored "
+                            f"{stored:#010x}, computed {zlib.crc32(payload):#010x}); the embedded "
+                            "modules (graph, metadata, params, VM code) changed after export")
+    return payload
 
 
 def _parse_blob(payload: bytes, dso: DSOModule) -> Module:
     r = _Reader(payload, dso.path)
     count = r.u32("the module count")
     mods: list[Module] = []
-    for i in range(count):
-        key = r.take(r.u32(f"module {i} type key length"), f"module {i} type key").decode()
-        data = r.take(r.u64(f"module {i} length"), f"module {i} ({key})")
-        mods.append(dso if key == _LIB_KEY else _load_binary(key, data, dso.path, i))
     if count == 0:
         raise ArtifactError(f"{dso.path}: module blob lists no modules")
+    for i in range(count):
+        raw = r.take(r.u32(f"module {i} type key length"), f"module {i} type key")
+        try:
+            key = raw.decode("ascii")
+        except UnicodeDecodeError:
+            raise ArtifactError(f"{dso.path}: module blob: module {i} has a type key that is "
+                                f"not ASCII: {raw[:40]!r}") from None
+        data = r.take(r.u64(f"module {i} length"), f"module {i} ({key})")
+        mods.append(dso if key == _LIB_KEY else _load_binary(key, data, dso.path, i))
     for i in range(count):
         for k in range(r.u32(f"module {i} import count")):
             child = r.u32(f"module {i} import {k}")
@@ -304,6 +388,9 @@ def _parse_blob(payload: bytes, dso: DSOModule) -> Module:
             except ValueError:
                 raise ArtifactError(f"{dso.path}: module blob: import cycle through module "
                                     f"{i}") from None
+    if r.pos != len(payload):
+        raise ArtifactError(f"{dso.path}: module blob: {len(payload) - r.pos} unexpected trailing "
+                            "bytes")
     return mods[0]
 
 
@@ -313,7 +400,14 @@ def _load_binary(key: str, data: bytes, path: str, i: int) -> Module:
         raise ArtifactError(f"{path}: module {i} has type {key!r}, but no "
                             f"runtime.module.loadbinary_{key} function is registered (import the "
                             "Python module that defines it before load_module)")
-    mod = load(data)
+    try:
+        mod = load(data)
+    except TVMError as err:  # name the file and the part: the loader knows neither
+        raise ArtifactError(f"{path}: module {i} ({key}): {err}") from None
+    except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError,
+            struct.error) as err:
+        raise ArtifactError(f"{path}: module {i} ({key}) is corrupt: {type(err).__name__}: "
+                            f"{err}") from None
     if not isinstance(mod, Module):
         raise ArtifactError(f"{path}: runtime.module.loadbinary_{key} returned "
                             f"{type(mod).__name__}, expected a Module")
@@ -328,7 +422,15 @@ def _load_library(path: str) -> Module:
 
 
 def _load_tar(path: str) -> Module:
-    from ..contrib import cc  # linking a .tar needs the compiler
+    return _load_library(link_tar(path))
+
+
+def link_tar(path: str) -> str:
+    """Compile and link a .tar of sources or objects written by ``export_library`` into a
+    shared library (cached by content); returns its path. Needs a C compiler."""
+    from .module import compiler_driver
+
+    cc = compiler_driver()  # linking a .tar needs the compiler
 
     with tempfile.TemporaryDirectory(prefix="ember_tar_") as tmp:
         try:
@@ -344,8 +446,7 @@ def _load_tar(path: str) -> Module:
         sources = sorted(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith((".c", ".o")))
         if not sources:
             raise ArtifactError(f"{path}: the archive holds no .c or .o files")
-        lib = cc.build_shared(sources, options)
-    return _load_library(str(lib))
+        return str(cc.build_shared(sources, options))
 
 
 def _load_c_source(path: str) -> Module:
@@ -415,4 +516,5 @@ def _host_lookup(mod: Any, name: str, flags: int) -> int:
 
 
 _bridge.HOOKS["lookup"] = _host_lookup
+register_func("runtime.SystemLib", system_lib, override=True)
 _bridge.HOOKS["load"] = load_module

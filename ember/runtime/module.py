@@ -16,13 +16,27 @@ import io
 import json
 import os
 import tarfile
+from types import ModuleType
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from . import _bridge
-from .errors import TVMError
+from .errors import ArgumentTypeError, FunctionNotFoundError, TVMError
 from .packed_func import PackedFunc, as_packed_func, register_pass_type
 from .registry import get_global_func, register_func
 from .time_eval import BenchmarkResult, time_evaluator  # noqa: F401  (BenchmarkResult re-export)
+
+
+def compiler_driver() -> ModuleType:
+    """``ember.contrib.cc``, the C compiler driver: the one way the runtime reaches it, where
+    exporting needs it (``export_library``, ``save`` of an object, linking a ``.tar``, building
+    the native runtime). Loaded on first use, so that running a model never loads it."""
+    from ..contrib import cc
+
+    return cc
+
+
+# Packed functions a library answers for the model it holds (RFC 0046's ModelMetadataModule).
+_METADATA_FUNC = "get_model_metadata"
 
 
 class Module:
@@ -35,6 +49,16 @@ class Module:
         self._imports: list[Module] = []
         self._func_cache: dict[str, PackedFunc] = {}
         self._env_handles: dict[str, int] = {}  # call_packed lookups from C, per name
+        self._model_prefix = "tvmgen_default"  # of the AOT model a library holds
+
+    def _note_model_prefix(self, prefix: str) -> None:
+        """Tell a library which AOT model (its symbol prefix) it holds: its
+        ``get_model_metadata`` is then that model's ``<prefix>_get_metadata``."""
+        self._model_prefix = prefix
+        self._func_cache.pop(_METADATA_FUNC, None)
+
+    def _symbol_of(self, name: str) -> str:
+        return f"{self._model_prefix}_get_metadata" if name == _METADATA_FUNC else name
 
     # -- functions --------------------------------------------------------------------------
     def _get_local(self, name: str) -> PackedFunc | None:
@@ -55,16 +79,17 @@ class Module:
         return func
 
     def get_function(self, name: str, query_imports: bool = False) -> PackedFunc:
-        """The function ``name``; AttributeError naming the function and module if missing."""
+        """The function ``name``; FunctionNotFoundError (an AttributeError) naming the function
+        and the module if missing."""
+        if not isinstance(name, str):
+            raise ArgumentTypeError(f"module functions are named by str, got {type(name).__name__}")
         func = self._find(name, query_imports)
         if func is None:
             where = " or its imports" if query_imports and self._imports else ""
-            raise AttributeError(f"{self!r}{where} has no function named {name!r}")
+            raise FunctionNotFoundError(f"{self!r}{where} has no function named {name!r}")
         return func
 
     def __getitem__(self, name: str) -> PackedFunc:
-        if not isinstance(name, str):
-            raise TypeError(f"module functions are named by str, got {type(name).__name__}")
         return self.get_function(name)
 
     def __call__(self, *args: Any) -> Any:
@@ -141,8 +166,10 @@ class Module:
         serialised into the library and rebuilt by ``load_module``. ``fcompile`` defaults to
         ``ember.contrib.cc.create_shared`` and receives ``options`` plus ``kwargs``.
         """
-        from ..contrib import cc, utils  # the compiler driver is needed only here
+        from ..contrib import utils
         from .loaders import DSOModule, blob_source, serialize_tree
+
+        cc = compiler_driver()  # the compiler driver is needed only here
 
         file_name = os.fspath(file_name)
         tmp = utils.tempdir(workspace_dir)
@@ -163,8 +190,12 @@ class Module:
             with open(blob_path, "w") as f:
                 f.write(blob_source(serialize_tree(self)))
             files.append(blob_path)
-        if file_name.endswith(".tar"):
-            _write_tar(file_name, files, options)
+        if file_name.endswith((".tar", ".a")):
+            objects = _compile_objects(cc, files, options, tmp.path)
+            if file_name.endswith(".a"):  # for a static link (system-lib programs)
+                cc.create_staticlib(file_name, objects + list(addons or ()))
+            else:
+                _write_tar(file_name, objects, options)
             return
         files += list(addons or ())
         options += list(kwargs.pop("options", []) or [])
@@ -184,8 +215,20 @@ class Module:
         return f"Module({self.type_key}, {id(self):#x})"
 
 
+def _compile_objects(cc: ModuleType, files: Sequence[str], options: Sequence[str],
+                     directory: str) -> list[str]:
+    """Each C file compiled to an object (``cc.create_object``, with ``options``)."""
+    objects = []
+    for path in files:
+        obj = os.path.join(directory, os.path.splitext(os.path.basename(path))[0] + ".o")
+        cc.create_object(obj, path, [o for o in options if not o.startswith("-Wl,")])
+        objects.append(obj)
+    return objects
+
+
 def _write_tar(file_name: str, files: Sequence[str], options: Sequence[str]) -> None:
-    """The sources plus a manifest (compile options); load_module links them again."""
+    """The objects plus a manifest (link options); load_module links them again (with ember's
+    backend), and a C build can link them itself."""
     manifest = json.dumps({"format": "ember-tar", "version": 1, "options": list(options)})
     with tarfile.open(file_name, "w") as tar:
         for path in files:
@@ -230,22 +273,36 @@ class CSourceModule(Module):
         return [path]
 
     def save(self, file_name: str, fmt: str = "") -> None:
-        with open(file_name, "w") as f:
-            f.write(self.code)
+        """Write the source (``.c`` and any other name), or compile it: an object file for
+        ``.o`` (``ember.contrib.cc.create_object``), a static archive for ``.a``."""
+        kind = fmt or os.path.splitext(file_name)[1].lstrip(".")
+        if kind not in ("o", "a"):
+            with open(file_name, "w") as f:
+                f.write(self.code)
+            return
+        from ..contrib import utils
+
+        cc = compiler_driver()
+        with utils.tempdir() as tmp:
+            (src,) = self._export_sources(tmp.path, 0)
+            if kind == "o":
+                cc.create_object(file_name, src, self.compile_options)
+            else:
+                cc.create_staticlib(file_name, [src], self.compile_options)
 
     def _compiled(self) -> Module:
         if self._dso is None:
-            from ..contrib import cc, utils
+            from ..contrib import utils
             from .loaders import DSOModule
 
             with utils.tempdir() as tmp:  # kept with EMBER_KEEP_TEMPS=1
                 (src,) = self._export_sources(tmp.path, 0)
-                lib = cc.build_shared([src], self.compile_options)
+                lib = compiler_driver().build_shared([src], self.compile_options)
             self._dso = DSOModule(str(lib), env=self)
         return self._dso
 
     def _get_local(self, name: str) -> PackedFunc | None:
-        return self._compiled()._get_local(name)
+        return self._compiled()._get_local(self._symbol_of(name))
 
 
 class PyModule(Module):

@@ -20,7 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ._abi import DLDeviceType, DLTensor
-from .device import Device, cl, cpu, cuda, gpu, opencl, vulkan  # noqa: F401  (ember.nd.cpu)
+from .device import (RPC_SESS_MASK, Device, cl, cpu, cuda, gpu,  # noqa: F401  (ember.nd.cpu)
+                     opencl, rpc_session_of, vulkan)
 from .dtype import DataType
 from .errors import TVMError
 
@@ -156,10 +157,11 @@ class NDArray:
 
     def copyto(self, target: "NDArray | Device") -> "NDArray":
         """Copy into another NDArray (returned), or into a new array on ``target`` if a Device."""
-        if isinstance(target, Device):
-            target.check_supported()
+        if isinstance(target, Device):  # empty() refuses devices ember cannot allocate on
             return empty(self.shape, self.dtype, target).copyfrom(self)
-        if isinstance(target, NDArray):
+        dev = getattr(target, "device", None)
+        if isinstance(target, NDArray) or isinstance(dev, Device) and dev.device_type >= \
+                RPC_SESS_MASK:  # an array of an RPC session
             return target.copyfrom(self)
         raise TypeError(f"NDArray.copyto: expected an NDArray or a Device, "
                         f"got {type(target).__name__}")
@@ -219,9 +221,12 @@ def empty(shape: Sequence[int] | int, dtype: "str | DataType" = "float32",
           device: Device | None = None, mem_scope: str | None = None) -> NDArray:
     """A new uninitialised array of ``shape`` and ``dtype`` on ``device`` (default CPU).
 
-    Raises TVMError for devices ember cannot allocate on (anything but the CPU).
+    Raises TVMError for devices ember cannot allocate on (anything but the CPU). On a device
+    of an RPC session the array is allocated on the server (a RemoteNDArray).
     """
     device = cpu(0) if device is None else device
+    if device.device_type >= RPC_SESS_MASK:
+        return rpc_session_of(device).empty(shape, dtype, device)  # type: ignore[no-any-return]
     device.check_supported()
     if mem_scope not in (None, "global"):
         raise ValueError(f"nd.empty: memory scope {mem_scope!r} is not supported on {device}")
@@ -239,7 +244,10 @@ def array(obj: Any, device: Device | None = None, dtype: "str | DataType | None"
     Without ``dtype`` the numpy dtype of ``obj`` is kept (Python floats give float64, ints
     int64). With a vector ``dtype`` such as ``float32x4`` the last axis of ``obj`` holds the
     lanes. Raises TypeError for dtypes ember has no NDArray for (complex, strings, objects).
+    On a device of an RPC session the data is copied to the server (a RemoteNDArray).
     """
+    if device is not None and device.device_type >= RPC_SESS_MASK:
+        return rpc_session_of(device).array(obj, device, dtype)  # type: ignore[no-any-return]
     if isinstance(obj, NDArray):
         if dtype is None:
             dtype = obj._dtype

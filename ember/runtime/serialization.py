@@ -45,7 +45,7 @@ import numpy as np
 from .container import as_object
 from .device import Device
 from .dtype import DataType
-from .errors import ArtifactError
+from .errors import ArgumentTypeError, ArtifactError
 from .ndarray import NDArray
 from .object import OBJECT_TYPES, Object, is_registered
 from .params import deserialize_ndarray, serialize_ndarray
@@ -61,6 +61,10 @@ _TYPE_KEY_MODULES = {"relay": "ember.relay", "ir": "ember.ir", "tir": "ember.tir
 def _version() -> str:
     pkg = sys.modules.get("ember")
     return str(getattr(pkg, "__version__", "unknown"))
+
+
+class JSONFormatError(ArtifactError, ValueError):
+    """A document ``load_json`` cannot read: 'load_json: nodes[3].fields.data: ...'."""
 
 
 class _Encoder:
@@ -204,31 +208,33 @@ def save_json(obj: Any) -> str:
 def load_json(text: str | bytes) -> Any:
     """Rebuild the object graph saved by ``save_json``.
 
-    Raises ValueError for malformed JSON, documents of another format or version, dangling
-    references and type keys that no loaded module registers (naming close matches).
+    Raises JSONFormatError (an ArtifactError and a ValueError) for malformed JSON, documents of
+    another format or version, dangling references and type keys that no loaded module
+    registers (naming close matches).
     """
     try:
         doc = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"load_json: not valid JSON: {err}") from None
+        raise JSONFormatError(f"load_json: not valid JSON: {err}") from None
     except TypeError:
-        raise TypeError(f"load_json: expected a str, got {type(text).__name__}") from None
+        raise ArgumentTypeError(f"load_json: expected a str, got {type(text).__name__}"
+                                ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) \
             or type(doc.get("root")) is not int:
-        raise ValueError("load_json: not an ember JSON document: expected an object with an "
+        raise JSONFormatError("load_json: not an ember JSON document: expected an object with an "
                          "integer 'root' and a 'nodes' list")
     attrs = doc.get("attrs", {})
     if not isinstance(attrs, dict) or attrs.get("format", FORMAT) != FORMAT:
-        raise ValueError(f"load_json: not an ember JSON document (attrs.format = "
+        raise JSONFormatError(f"load_json: not an ember JSON document (attrs.format = "
                          f"{attrs.get('format') if isinstance(attrs, dict) else attrs!r})")
     version = attrs.get("format_version", FORMAT_VERSION)
     if version != FORMAT_VERSION:
-        raise ValueError(f"load_json: format_version {version!r} is not supported (this ember "
+        raise JSONFormatError(f"load_json: format_version {version!r} is not supported (this ember "
                          f"reads version {FORMAT_VERSION}; saved by ember "
                          f"{attrs.get('ember_version', 'unknown')})")
     arrays = doc.get("b64ndarrays", [])
     if not isinstance(arrays, list):
-        raise ValueError("load_json: 'b64ndarrays' must be a list")
+        raise JSONFormatError("load_json: 'b64ndarrays' must be a list")
     return _Decoder(doc["nodes"], arrays).run(doc["root"])
 
 
@@ -244,7 +250,7 @@ class _Decoder:
             where = f"nodes[{i}]"
             if not (isinstance(node, dict) and isinstance(node.get("type_key"), str)
                     and isinstance(node.get("fields", {}), dict)):
-                raise ValueError(f"load_json: {where} must be an object with a str 'type_key' "
+                raise JSONFormatError(f"load_json: {where} must be an object with a str 'type_key' "
                                  "and a 'fields' object")
             cls = _lookup(node["type_key"], where)
             state = {k: self.decode(v, f"{where}.fields.{k}") for k, v in
@@ -252,9 +258,9 @@ class _Decoder:
             try:
                 self.objs.append(cls._from_json_state(state))
             except (TypeError, ValueError, KeyError, AttributeError) as err:
-                raise ValueError(f"load_json: {where} ({node['type_key']}): {err}") from None
+                raise JSONFormatError(f"load_json: {where} ({node['type_key']}): {err}") from None
         if not 0 <= root < len(self.objs):
-            raise ValueError(f"load_json: root {root} is not a node index (there are "
+            raise JSONFormatError(f"load_json: root {root} is not a node index (there are "
                              f"{len(self.objs)} nodes)")
         return self.objs[root]
 
@@ -264,18 +270,19 @@ class _Decoder:
         if isinstance(v, list):
             return tuple(self.decode(x, f"{where}[{i}]") for i, x in enumerate(v))
         if not (isinstance(v, dict) and len(v) == 1):
-            raise ValueError(f"load_json: {where}: expected a value or a single-key tagged "
+            raise JSONFormatError(f"load_json: {where}: expected a value or a single-key tagged "
                              f"object, got {_short(v)}")
         ((tag, arg),) = v.items()
         handler = getattr(self, "_tag_" + tag.lstrip("$"), None) if tag.startswith("$") else None
         if handler is None:
-            raise ValueError(f"load_json: {where}: unknown tag {tag!r}")
+            raise JSONFormatError(f"load_json: {where}: unknown tag {tag!r}")
         try:
             return handler(arg, where)
         except (TypeError, ValueError, KeyError, IndexError, ArtifactError) as err:
             if str(err).startswith("load_json:"):
                 raise
-            raise ValueError(f"load_json: {where}: bad {tag} value {_short(arg)}: {err}") from None
+            raise JSONFormatError(f"load_json: {where}: bad {tag} value {_short(arg)}: "
+                                  f"{err}") from None
 
     def _tag_node(self, arg: Any, where: str) -> Any:
         if type(arg) is not int or not 0 <= arg < len(self.objs):
@@ -353,7 +360,7 @@ def _lookup(type_key: str, where: str) -> Any:
     if cls is None:
         close = difflib.get_close_matches(type_key, OBJECT_TYPES, n=3, cutoff=0.5)
         hint = f"; close matches: {', '.join(close)}" if close else ""
-        raise ValueError(f"load_json: {where}: unknown type_key {type_key!r} (no registered "
+        raise JSONFormatError(f"load_json: {where}: unknown type_key {type_key!r} (no registered "
                          f"object type has it{hint})")
     return cls
 

@@ -102,15 +102,15 @@ class Stage:
         self.iter_var_attrs[iv] = kind
 
     def vectorize(self, iv: IterVar) -> None:
-        """Mark a loop for SIMD (``#pragma omp simd``)."""
+        """Mark a loop for SIMD (``#pragma omp simd`` where OpenMP is on: ``EMBER_SIMD``)."""
         self._annotate(iv, ForKind.VECTORIZED)
 
     def parallel(self, iv: IterVar) -> None:
-        """Run a loop's iterations on threads (``#pragma omp parallel for``)."""
+        """Run a loop's iterations on threads (``#pragma omp parallel for`` under OpenMP)."""
         self._annotate(iv, ForKind.PARALLEL)
 
     def unroll(self, iv: IterVar) -> None:
-        """Unroll a loop (``#pragma GCC unroll``)."""
+        """Unroll a loop (``#pragma GCC unroll`` where GCC >= 8 or clang: ``EMBER_UNROLL``)."""
         self._annotate(iv, ForKind.UNROLLED)
 
     def compute_inline(self) -> None:

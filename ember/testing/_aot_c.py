@@ -40,8 +40,9 @@ MODEL_DIRS := $(sort $(dir $(wildcard $(CODEGEN_ROOT)/*/metadata.json)))
 MODEL_SRCS := $(sort $(wildcard $(addsuffix codegen/host/src/*.c,$(MODEL_DIRS))))
 INCLUDES := -I$(STANDALONE_CRT_DIR)/include $(addprefix -I,$(addsuffix codegen/host/include,\
             $(MODEL_DIRS))) -I$(build_dir)/include
-# -fopenmp-simd: the kernels' "#pragma omp simd" hints, with no OpenMP runtime.
-MODEL_CFLAGS := -std=c99 -Wall -Werror -fopenmp-simd -O2 $(CFLAGS) $(INCLUDES)
+# -fopenmp-simd -DEMBER_OPENMP_SIMD: the kernels' simd hints (EMBER_SIMD), no OpenMP runtime.
+MODEL_CFLAGS := -std=c99 -Wall -Werror -fopenmp-simd -DEMBER_OPENMP_SIMD -O2 $(CFLAGS) \
+                $(INCLUDES)
 MODEL_OBJS := $(patsubst %.c,$(build_dir)/model/%.o,$(notdir $(MODEL_SRCS)))
 CRT_BUILD := $(abspath $(build_dir))/crt
 

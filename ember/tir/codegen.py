@@ -208,10 +208,37 @@ static int ember_check_shape(const char* label, const DLTensor* t, const int64_t
 }"""
 
 
+# Loop hints. OpenMP pragmas only when the compiler has OpenMP on (-fopenmp defines _OPENMP);
+# -DEMBER_OPENMP_SIMD keeps the simd hints alone (with -fopenmp-simd, which does not define
+# _OPENMP); unrolling where GCC >= 8 or clang understands it. Elsewhere they expand to nothing,
+# so the file builds with -std=c99 -Wall -Wextra -Werror with or without -fopenmp.
+_PRAGMAS = r"""
+#ifndef EMBER_PRAGMA
+#define EMBER_PRAGMA(x) _Pragma(#x)
+#ifdef _OPENMP
+#define EMBER_PARALLEL_FOR EMBER_PRAGMA(omp parallel for)
+#else
+#define EMBER_PARALLEL_FOR
+#endif
+#if defined(_OPENMP) || defined(EMBER_OPENMP_SIMD)
+#define EMBER_SIMD EMBER_PRAGMA(omp simd)
+#else
+#define EMBER_SIMD
+#endif
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+#define EMBER_UNROLL(n) EMBER_PRAGMA(GCC unroll n)
+#else
+#define EMBER_UNROLL(n)
+#endif
+#endif"""
+
+
 def _helper(key: str) -> str:
     kind, _, dtype = key.partition(":")
     if kind == "f16":
         return _F16
+    if kind == "pragmas":
+        return _PRAGMAS
     t = C_TYPE[dtype]
     fn = f"static inline {t} ember_{kind}_{dtype}"
     if kind == "floordiv":

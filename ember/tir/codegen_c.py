@@ -353,13 +353,18 @@ class FunctionWriter:
         if self._nonneg(s.min):
             self.nonneg.add(id(s.loop_var))
         parallel = s.kind == ForKind.PARALLEL and not self.in_parallel
+        # Loop hints go through macros (the "pragmas" helper) that expand to nothing where the
+        # compiler lacks the feature: plain -Wall -Werror builds without OpenMP stay clean.
         if parallel:
-            self.emit("#pragma omp parallel for", ind)
+            self.helpers.add("pragmas")
+            self.emit("EMBER_PARALLEL_FOR", ind)
         elif s.kind == ForKind.VECTORIZED:
-            self.emit("#pragma omp simd", ind)
+            self.helpers.add("pragmas")
+            self.emit("EMBER_SIMD", ind)
         elif s.kind == ForKind.UNROLLED:
             n = s.extent.value if isinstance(s.extent, IntImm) and s.extent.value <= 32 else 8
-            self.emit(f"#pragma GCC unroll {n}", ind)
+            self.helpers.add("pragmas")
+            self.emit(f"EMBER_UNROLL({n})", ind)
         start = "0" if mn == "0" else mn
         self.emit(f"for (int32_t {v} = {start}; {v} < {ext if mn == '0' else f'{mn} + {ext}'}; "
                   f"++{v}) {{", ind)

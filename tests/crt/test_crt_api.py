@@ -99,6 +99,18 @@ def test_reset_recovers_from_a_failed_run(crt):
     assert crt.ember_crt_init(pool, 1024) == 0 and last_error(crt) == ("kTvmErrorNoError", "")
 
 
+def test_release_to_keeps_the_blocks_below_the_mark(crt):
+    keep = crt.TVMBackendAllocWorkspace(1, 0, 64, 2, 32)
+    mark = crt.ember_crt_workspace_stats()
+    assert crt.TVMBackendAllocWorkspace(1, 0, 100, 2, 32)  # a failed run's leftovers
+    assert crt.ember_crt_workspace_release_to(mark) == 0
+    assert crt.ember_crt_workspace_stats().live == 1
+    assert crt.TVMBackendFreeWorkspace(1, 0, keep) == 0
+    assert crt.ember_crt_workspace_release_to(mark) == E["kTvmErrorGenericInvalidArgument"]
+    code, message = last_error(crt)
+    assert code == "kTvmErrorGenericInvalidArgument" and "is not below the arena's state" in message
+
+
 @settings(max_examples=40, deadline=None)
 @given(nbytes=st.one_of(st.integers(0, 5000), st.integers(0, 2**64 - 1)))
 def test_alloc_succeeds_exactly_when_the_request_fits(lib, nbytes):

@@ -160,3 +160,22 @@ def test_null_arguments_are_errors(libs):
     assert lib.ember_stack_allocator_free(ctypes.byref(state), 64) == \
         E["kTvmErrorWorkspaceNotInitialized"]
     assert lib.ember_stack_allocator_available(ctypes.byref(state)) == 0
+
+
+def test_release_to_drops_only_the_blocks_after_the_mark(libs):
+    """What a failed call left above a mark goes; the blocks below stay usable (the micro RPC
+    server keeps its arrays and executors in the arena this way)."""
+    lib, _, _ = libs["align64_guard"]
+    arena = Arena(lib, 4096)
+    _, keep = arena.alloc(100)
+    mark = lib.ember_stack_allocator_stats(ctypes.byref(arena.state))
+    for n in (10, 200, 0):
+        assert arena.alloc(n)[0] == 0
+    assert lib.ember_stack_allocator_release_to(ctypes.byref(arena.state), mark) == 0
+    assert arena.stats()[1] == mark.used and arena.stats()[3] == 1
+    assert lib.ember_stack_allocator_release_to(ctypes.byref(arena.state), mark) == 0  # no-op
+    assert arena.free(keep) == 0
+    # blocks below the mark were freed since: the mark is refused, nothing changes
+    assert lib.ember_stack_allocator_release_to(ctypes.byref(arena.state), mark) == \
+        E["kTvmErrorGenericInvalidArgument"]
+    assert arena.stats()[1:] == (0, arena.stats()[2], 0)

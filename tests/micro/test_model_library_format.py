@@ -53,9 +53,7 @@ def read(tar: tarfile.TarFile, name: str) -> bytes:
 def check_common(entry: dict, name: str, executor: str) -> None:
     assert entry["model_name"] == name
     assert entry["executors"] == [executor] and entry["style"] == "full-model"
-    stamp = datetime.datetime.strptime(entry["export_datetime"], "%Y-%m-%d %H:%M:%SZ")
-    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    assert abs((now - stamp).total_seconds()) < 3600
+    datetime.datetime.strptime(entry["export_datetime"], mlf.DATETIME_FORMAT)  # the format only
     assert entry["target"] and entry["target"][0].split()[0] == "c"
 
 
@@ -204,7 +202,16 @@ def test_populate_codegen_dir_writes_module_sources(tmp_path):
     assert written == [str(tmp_path / "host" / "src" / "net_lib0.c")]
 
 
-def test_export_is_deterministic_apart_from_the_date(tmp_path):
+FIXED = datetime.datetime(2021, 3, 4, 5, 6, 7, 890, tzinfo=datetime.timezone.utc)
+
+
+def test_export_datetime_is_the_clock_at_export_in_utc(tmp_path, monkeypatch):
+    monkeypatch.setattr(mlf, "_now", lambda: FIXED)  # no wall-clock dependence
+    _, meta = export(aot_factory(), tmp_path)
+    assert meta["modules"]["mlp"]["export_datetime"] == "2021-03-04 05:06:07Z"
+
+
+def test_export_is_deterministic_apart_from_the_date(tmp_path, monkeypatch):
     factory = aot_factory()
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -213,3 +220,6 @@ def test_export_is_deterministic_apart_from_the_date(tmp_path):
     for name in tars[0].getnames():
         if name != "metadata.json":
             assert read(tars[0], name) == read(tars[1], name), name
+    monkeypatch.setattr(mlf, "_now", lambda: FIXED)
+    metas = [export(factory, tmp_path / d, "fixed.tar")[1] for d in ("a", "b")]
+    assert metas[0] == metas[1]  # with the clock fixed, metadata.json is identical too

@@ -3,11 +3,11 @@ of its own ``runtime/`` folder and a small C ``main``, into a program that runs 
 and no heap, and prints what the reference interpreter computes.
 
 Per model (the AOT RFC's add, an MLP, a small CNN; C interface, unpacked operator calls): every
-generated file compiles alone with ``-std=c99 -Wall -Werror`` (plus ``-fopenmp-simd``: the
-kernels' vectorisation hints, no OpenMP runtime); the model's objects linked together
-(``ld -r``) leave no undefined allocator or stdio symbol; the program's outputs equal the
-interpreter's (rtol = atol = 1e-5; integers exactly); NULL arguments return nonzero with a
-message instead of crashing.
+generated file compiles alone with ``-std=c99 -Wall -Werror`` (plus ``-fopenmp-simd
+-DEMBER_OPENMP_SIMD``: the kernels' vectorisation hints, no OpenMP runtime); the model's
+objects linked together (``ld -r``) leave no undefined allocator or stdio symbol; the
+program's outputs equal the interpreter's (rtol = atol = 1e-5; integers exactly); NULL
+arguments return nonzero with a message instead of crashing.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from ember.testing import find_c_compiler
 from ember.testing._aot_c import data_header
 
 pytestmark = needs_make
-CFLAGS = ["-std=c99", "-Wall", "-Werror", "-fopenmp-simd", "-O2"]
+CFLAGS = ["-std=c99", "-Wall", "-Werror", "-fopenmp-simd", "-DEMBER_OPENMP_SIMD", "-O2"]
 # What model code must not pull in: an allocator, stdio, or anything that exits.
 FORBIDDEN = re.compile(r"malloc|calloc|realloc|^free$|printf|puts|putc|fwrite|fputs|fopen|"
                        r"stdout|stderr|^exit$|^abort$")

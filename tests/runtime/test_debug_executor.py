@@ -140,7 +140,7 @@ def test_errors(dbg, kernels):
         dbg.debug_get_output(7)
     with pytest.raises(ember.TVMError, match="metric collectors are not supported"):
         dbg.profile(collectors=["PAPI"])
-    with pytest.raises(ValueError, match="number and repeat must be >= 1"):
+    with pytest.raises(ValueError, match="run: number must be >= 1, got 0"):
         dbg.run(number=0)
     with pytest.raises(TypeError, match="lib must be a Module"):
         debug_executor.create(dumps(mlp_graph()), None)

@@ -182,16 +182,43 @@ def test_load_truncated_library(exported, tmp_path, keep):
 @requires_cc
 @pytest.mark.parametrize("offset, value, message", [(0, b"X", "bad magic"),
                                                     (8, b"\x07", "blob version 7"),
-                                                    (16, b"\xff", "disagrees")])
+                                                    (16, b"\xff", "disagrees"),
+                                                    (24, b"\x01", "checksum mismatch"),
+                                                    (28, b"\x01", "reserved header field"),
+                                                    (40, b"\x09", "checksum mismatch"),
+                                                    (-1, b"\x80", "checksum mismatch")])
 def test_load_corrupt_blob(exported, tmp_path, offset, value, message):
     with open(exported, "rb") as f:
         data = bytearray(f.read())
-    at = data.index(BLOB_MAGIC) + offset
-    data[at:at + len(value)] = value
+    start = data.index(BLOB_MAGIC)
+    at = start + offset if offset >= 0 else start + blob_size(data, start) + offset
+    data[at:at + len(value)] = bytes(b ^ v for b, v in zip(data[at:at + len(value)], value)) \
+        if offset >= 24 or offset < 0 else value
     path = tmp_path / "corrupt.so"
     path.write_bytes(bytes(data))
     with pytest.raises(ArtifactError, match=message):
         load_module(str(path))
+
+
+def blob_size(data: bytes, start: int) -> int:
+    """The blob's bytes (header + payload) from its header at ``start``."""
+    return 32 + int.from_bytes(data[start + 16:start + 24], "little")
+
+
+@requires_cc
+def test_every_changed_blob_byte_is_reported(exported, tmp_path):
+    with open(exported, "rb") as f:
+        data = f.read()
+    start = data.index(BLOB_MAGIC)
+    size = blob_size(data, start)
+    for pos in sorted({*range(0, 40), *range(40, size, max(1, size // 60)), size - 1}):
+        blob = bytearray(data)
+        blob[start + pos] ^= 0x5A
+        path = tmp_path / f"flip{pos}.so"
+        path.write_bytes(bytes(blob))
+        with pytest.raises(ArtifactError, match=r"flip\d+\.so: .*(bad magic|blob version|reserved|"
+                                                r"disagrees|checksum mismatch)"):
+            load_module(str(path))
 
 
 @requires_cc

@@ -70,6 +70,14 @@ TVM_DLL int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, in
 /*! \brief Wait until every task of the group reaches this barrier. */
 TVM_DLL int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv);
 
+/*!
+ * \brief Add a symbol to the system library ("runtime.SystemLib"): code built with
+ * Runtime(..., {"system-lib": True}) calls this from a constructor for each of its functions,
+ * so that a program that links it statically finds them by name.
+ * \return 0 (nonzero, error set, when the table is full or the name is NULL).
+ */
+TVM_DLL int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr);
+
 /*! \brief Same as TVMPackedFuncSetLastError (the historical name). */
 TVM_DLL void TVMAPISetLastError(const char* msg);
 

@@ -9,8 +9,11 @@ takes the input ``data`` and then the weights (parameters annotated with their t
     out = relay.create_executor("debug", mod=mod).evaluate()(data, **params)
 
 Workloads: mlp, synthetic, mobilenet, resnet, dcgan, densenet, dqn, inception_v3, lstm,
-squeezenet, vgg. Helpers: run_infer_type, run_opt_pass, count_ops, rand, enabled_targets,
-summary.
+squeezenet, vgg; the MLPerf Tiny networks dscnn (keyword spotting), resnet8 (CIFAR-10) and
+autoencoder (anomaly detection); mobilenet_v2 and a small transformer encoder. Helpers:
+run_infer_type, run_opt_pass, count_ops, rand, enabled_targets, summary; ``onnx_twin(name,
+**kwargs)`` gives a workload as an ONNX model with the same weights (``twins``,
+``onnx_export``; onnx is imported only when it is called).
 """
 from __future__ import annotations
 
@@ -26,21 +29,27 @@ from ...ir.visitor import post_order
 from ...runtime.ndarray import NDArray, array
 from ...testing import enabled_targets  # noqa: F401  (relay.testing.enabled_targets)
 from . import (  # noqa: F401
+    autoencoder,
     dcgan,
     densenet,
     dqn,
+    dscnn,
     inception_v3,
     init,
     layers,
     lstm,
     mlp,
     mobilenet,
+    mobilenet_v2,
     resnet,
+    resnet8,
     squeezenet,
     synthetic,
+    transformer,
     vgg,
 )
 from .init import create_workload  # noqa: F401
+from .twins import onnx_twin  # noqa: F401  (imports onnx only when called)
 
 
 def run_opt_pass(expr: RelayExpr, opt_pass: Any, import_prelude: bool = False) -> RelayExpr:

@@ -286,6 +286,21 @@ int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_ta
   return failed ? -1 : 0;
 }
 
+/* Worker threads of the parallel regions that the calling thread starts from now on (OpenMP's
+ * nthreads-var of that thread, which kernels' "omp parallel for" and TVMBackendParallelLaunch
+ * read); n <= 0 only asks. Returns the count in force before the call; 1 without OpenMP.
+ * The Python runtime sets it around each run of a model compiled with a thread count. */
+EMBER_DLL int EmberSetNumThreads(int n) {
+#ifdef _OPENMP
+  int before = omp_get_max_threads();
+  if (n > 0) omp_set_num_threads(n);
+  return before;
+#else
+  (void)n;
+  return 1;
+#endif
+}
+
 int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
   (void)task_id;
   (void)penv;
@@ -293,6 +308,46 @@ int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
 #pragma omp barrier
 #endif
   return 0;
+}
+
+/* ---- system library --------------------------------------------------------------------- */
+
+/* Symbols this library registered from its constructors (built with system-lib): the host
+ * (ember.runtime.system_lib(), or the native runtime's "runtime.SystemLib") asks for them
+ * by name with EmberSystemLibLookup. Constructors run single-threaded, at load. */
+typedef struct {
+  const char* name;
+  void* ptr;
+} EmberSymbol;
+static EmberSymbol* g_syslib;
+static size_t g_syslib_len, g_syslib_cap;
+
+int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) {
+  if (name == NULL || ptr == NULL) {
+    set_error("TVMBackendRegisterSystemLibSymbol: name and pointer must not be NULL");
+    return -1;
+  }
+  if (g_syslib_len == g_syslib_cap) {
+    size_t cap = g_syslib_cap ? 2 * g_syslib_cap : 16;
+    EmberSymbol* grown = (EmberSymbol*)realloc(g_syslib, cap * sizeof(EmberSymbol));
+    if (grown == NULL) {
+      set_error("TVMBackendRegisterSystemLibSymbol: out of memory");
+      return -1;
+    }
+    g_syslib = grown;
+    g_syslib_cap = cap;
+  }
+  g_syslib[g_syslib_len].name = name;
+  g_syslib[g_syslib_len++].ptr = ptr;
+  return 0;
+}
+
+EMBER_DLL void* EmberSystemLibLookup(const char* name) {
+  size_t i;
+  for (i = 0; name != NULL && i < g_syslib_len; ++i) {
+    if (strcmp(g_syslib[i].name, name) == 0) return g_syslib[i].ptr;
+  }
+  return NULL;
 }
 
 /* ---- timing ------------------------------------------------------------------------------ */

@@ -70,9 +70,10 @@ Memory: storage comes from a pooled allocator (``memory.py``); a block returns t
 when neither it nor any tensor carved from it is referenced, so steady-state runs allocate
 nothing (``vm.allocator.fresh_allocations`` stops growing).
 
-Files: ``program.py`` (data), ``instructions.py``, ``verifier.py``, ``serialize.py`` (byte
-format), ``assembler.py`` (listing and assembler), ``executable.py``, ``memory.py``,
-``steps.py`` (what each instruction does), ``interpreter.py`` (the loop and the API),
+Files: ``program.py`` (data), ``instructions.py``, ``verifier.py`` and ``regflow.py`` (its
+register dataflow), ``serialize.py`` (byte format, checksummed), ``assembler.py`` (listing and
+assembler), ``executable.py``, ``memory.py``, ``steps.py`` (what each instruction does),
+``arguments.py`` (binding and checking arguments), ``interpreter.py`` (the loop and the API),
 ``executor.py`` (``VMModule``: the module-based interface, set_input/run/get_output, for a VM
 executor factory), ``profiler.py``.
 """

@@ -11,17 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..device import Device
-from ..errors import TVMError
+from ..errors import ArgumentError, ArgumentTypeError, TVMError
+from ..executor_common import Inputs, InputSpec, check_out, check_timing
 from ..module import Module
 from ..ndarray import NDArray
 from ..packed_func import PackedFunc, as_packed_func
 from ..time_eval import BenchmarkResult
+from . import arguments as A
 from .executable import Executable
-from .interpreter import _UNSET, VirtualMachine
+from .interpreter import VirtualMachine
 
 
 class VMModule(Module):
-    """A VirtualMachine behind the module-based interface, for function ``func_name``."""
+    """A VirtualMachine behind the module-based interface, for function ``func_name``.
+
+    Inputs are checked as by every executor (``executor_common``); the whole ``set_input``
+    call is checked before any input is stored."""
 
     type_key = "VMModule"
     _EXPORTED = ("set_input", "run", "get_output", "get_num_outputs", "get_input",
@@ -34,28 +39,25 @@ class VMModule(Module):
             self.vm = exe
         else:
             if dev is None:
-                raise TypeError("VMModule: pass the device to run on")
+                raise ArgumentTypeError("VMModule: pass the device to run on")
             self.vm = VirtualMachine(exe, dev, memory_cfg)
         self.func_name = func_name
-        self._params = self.vm.exe.get_function_params(func_name)
-
-    def _index(self, key: int | str) -> int:
-        if isinstance(key, str):
-            if key not in self._params:
-                raise TVMError(f"set_input: no input named {key!r}; this model's inputs are "
-                               f"{', '.join(map(repr, self._params)) or '(none)'}")
-            return self._params.index(key)
-        if isinstance(key, bool) or not isinstance(key, int) or not 0 <= key < len(self._params):
-            raise TVMError(f"set_input: input index {key!r} out of range ({len(self._params)} "
-                           "inputs)")
-        return key
+        self._func = self.vm._functions[self.vm._function_index(func_name, "VMModule")]
+        self._params = list(self._func.params)
+        self._specs = Inputs([InputSpec(p, None) for p in self._params])
 
     def set_input(self, key: int | str | None = None, value: Any = None, **params: Any) -> None:
         """Set an input by name or index, and/or several by name."""
-        if key is not None:
-            self.vm.set_one_input(self.func_name, self._index(key), value)
-        for name, val in params.items():
-            self.vm.set_one_input(self.func_name, self._index(name), val)
+        checked = self._specs.check_call(key, value, params, "set_input")
+        values = []
+        for k, v in checked:
+            try:
+                values.append((k, A.convert(self._func, k, v, self._specs.label(k, "set_input"))))
+            except TVMError as err:
+                raise type(err)(f"{err}{self._specs.suffix(k)}") from None
+        stored = self.vm._inputs.setdefault(self.func_name, [A.UNSET] * len(self._params))
+        for k, v in values:
+            stored[k] = v
 
     def run(self, **inputs: Any) -> None:
         """Run the function on the inputs set (plus any given here)."""
@@ -66,16 +68,21 @@ class VMModule(Module):
     def get_output(self, index: int, out: NDArray | None = None) -> Any:
         """Output ``index`` of the last run (copied into ``out`` if given)."""
         value = self.vm.get_output(index)
-        return value if out is None else out.copyfrom(value)
+        if out is None:
+            return value
+        if not isinstance(value, NDArray):
+            raise ArgumentError(f"get_output: output {index} is a {type(value).__name__}, not a "
+                                "tensor; it cannot be copied into out")
+        return check_out(out, value, "get_output").copyfrom(value)
 
     def get_num_outputs(self) -> int:
         return self.vm.get_num_outputs()
 
     def get_input(self, key: int | str) -> Any:
         """The value set for input ``key`` (TVMError if it was not set)."""
-        index = self._index(key)
-        value = self.vm._inputs.get(self.func_name, [_UNSET] * len(self._params))[index]
-        if value is _UNSET:
+        index = self._specs.slot(key, "get_input")
+        value = self.vm._inputs.get(self.func_name, [A.UNSET] * len(self._params))[index]
+        if value is A.UNSET:
             raise TVMError(f"get_input: input {self._params[index]!r} is not set")
         return value
 
@@ -89,6 +96,8 @@ class VMModule(Module):
                   number: int = 5, min_repeat_ms: int | None = None, **kwargs: Any
                   ) -> BenchmarkResult:
         """Time ``run()`` (see ``VirtualMachine.benchmark``); inputs may be given by name."""
+        check_timing(number, repeat, min_repeat_ms, "benchmark")
+        self.vm._function_index(func_name or self.func_name, "benchmark")
         if kwargs:
             self.set_input(**kwargs)
         return self.vm.benchmark(device, func_name=func_name or self.func_name, repeat=repeat,

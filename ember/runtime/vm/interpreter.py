@@ -9,22 +9,21 @@ of which function failed and the chain of calls that led there.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from ..container import ADT, tuple_object
+from ..container import ADT
 from ..device import Device
-from ..errors import TVMError
+from ..errors import ArgumentError, ArgumentTypeError, TVMError
+from ..executor_common import check_name, check_output_index, check_timing
 from ..module import Module
-from ..ndarray import NDArray, array
 from ..packed_func import PackedFunc, as_packed_func
 from ..time_eval import BenchmarkResult, time_evaluator
+from . import arguments as A
 from . import instructions as I
 from .executable import Executable, ExecutableModule
 from .memory import Allocator, make_allocator
-from .program import ListInfo, TensorInfo, VMFunction
+from .program import VMFunction
 from .steps import DecodeContext, Step, VMClosure, decode
 
 
@@ -43,13 +42,21 @@ class VirtualMachine(Module):
     type_key = "VirtualMachine"
     max_call_depth = 100_000
 
+    def __new__(cls, exe: Any, device: Any = None, memory_cfg: Any = None) -> Any:
+        if getattr(exe, "rpc_session", None) is not None:  # loaded on an RPC server: run there
+            from ..rpc.remote_vm import RemoteVirtualMachine
+
+            return RemoteVirtualMachine(exe, device, memory_cfg)
+        return super().__new__(cls)
+
     def __init__(self, exe: Executable | Module, device: Device | Sequence[Device],
                  memory_cfg: str | Allocator | None = None) -> None:
         super().__init__()
         if isinstance(exe, ExecutableModule):
             exe = Executable(exe)
         if not isinstance(exe, Executable):
-            raise TypeError(f"VirtualMachine: expected an Executable, got {type(exe).__name__}")
+            raise ArgumentTypeError(f"VirtualMachine: expected an Executable, got "
+                                    f"{type(exe).__name__}")
         self.exe = exe
         self.device = _cpu_device(device)
         self.allocator = make_allocator(memory_cfg)
@@ -92,6 +99,7 @@ class VirtualMachine(Module):
     def _execute(self, func_index: int, args: Sequence[Any]) -> Any:
         """Run function ``func_index`` on ``args`` (already checked) and return its result."""
         funcs, all_steps = self._functions, self._steps
+        entry, entry_args = funcs[func_index], args
         steps, regs = all_steps[func_index], [None] * funcs[func_index].register_file_size
         regs[:len(args)] = args
         frames: list[tuple[int, list[Step | None], list[Any], int, int]] = []
@@ -130,7 +138,12 @@ class VirtualMachine(Module):
         except VMError:
             raise
         except Exception as err:
-            raise VMError(self._context(err, func_index, pc, regs, frames)) from err
+            context = self._context(err, func_index, pc, regs, frames)
+            dynamic = A.dynamic_arguments(entry, entry_args)
+            if dynamic:  # the only arguments the entry check could not fully check
+                context += (f"\n  arguments of {entry.name!r} not fully checked on entry "
+                            f"(check their shapes): {'; '.join(dynamic)}")
+            raise VMError(context) from err
 
     def _closure_call(self, clo: Any, arg_regs: tuple[int, ...], regs: list[Any]
                       ) -> tuple[int, list[Any]]:
@@ -154,106 +167,69 @@ class VirtualMachine(Module):
         if isinstance(ins, I.InvokePacked):
             lines[-1] += f"  (kernel {self._ctx.kernel_names[ins.packed_index]!r})"
         for r in dict.fromkeys(ins.reads()):
-            lines.append(f"    ${r} = {_summary(regs[r])}")
+            lines.append(f"    ${r} = {A.summary(regs[r])}")
         for caller, _, _, ret_pc, _ in reversed(frames):
             lines.append(f"  called from functions[{self._functions[caller].name!r}]."
                          f"instructions[{ret_pc - 1}]")
         return "\n".join(lines)
 
     # -- arguments ------------------------------------------------------------------------------
-    def _prepare(self, func_name: str, args: Sequence[Any]) -> tuple[int, list[Any]]:
+    def _function_index(self, func_name: str, where: str = "invoke") -> int:
+        if not isinstance(func_name, str):
+            raise ArgumentTypeError(f"{where}: the function is named by a str, got "
+                                    f"{type(func_name).__name__}")
         index = self._index.get(func_name)
         if index is None:
-            raise TVMError(f"invoke: no function {func_name!r}; the executable has "
-                           f"{', '.join(repr(n) for n in self._index)}")
-        func = self._functions[index]
-        if len(args) != func.arity:
-            raise TVMError(f"invoke({func_name!r}): expected {func.arity} arguments "
-                           f"({', '.join(func.params)}), got {len(args)}")
-        types = func.param_types or (None,) * len(args)
+            raise ArgumentError(f"{where}: no function {func_name!r}; the executable has "
+                                f"{', '.join(repr(n) for n in self._index)}")
+        return index
 
-        def element(i: int) -> Callable[[Any], Any]:  # converts the items of a list argument
-            return lambda x: _to_value(
-                x, f"invoke({func_name!r}): argument {i} ({func.params[i]}) element")
+    def _prepared(self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any],
+                  caller: str) -> list[Any]:
+        """``args``/``kwargs`` bound to the parameters of ``func_name``, checked and converted
+        (nothing is stored or allocated before every argument passed its check)."""
+        func = self._functions[self._function_index(func_name, caller)]
+        where = f"{caller}({func_name!r})"
+        return A.convert_all(func, A.bind(func, args, kwargs, where), where)
 
-        values = [_to_value(a, f"invoke({func_name!r}): argument {i} ({func.params[i]})")
-                  if not (isinstance(ty, ListInfo) and isinstance(a, (list, tuple))) else
-                  ty.to_adt(a, element(i))
-                  for i, (a, ty) in enumerate(zip(args, types))]
-        for i, (value, ty) in enumerate(zip(values, func.param_types)):
-            if isinstance(ty, TensorInfo) and not (isinstance(value, NDArray)
-                                                   and ty.matches(value)):
-                raise TVMError(f"invoke({func_name!r}): argument {i} ({func.params[i]}): "
-                               f"expected {ty}, got {_summary(value)}")
-        return index, values
-
-    def _bind(self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any],
-              caller: str = "set_input") -> list[Any]:
-        """Positional and named arguments in parameter order (names fill their slots, the
-        positional ones fill the rest in order), as in the Relay-era ``set_input``."""
+    def _stored_inputs(self, func_name: str) -> list[Any]:
         func = self._functions[self._function_index(func_name)]
-        slots: list[Any] = [_UNSET] * func.arity
-        for name, value in kwargs.items():
-            if name not in func.params:
-                raise TVMError(f"{caller}({func_name!r}): no parameter named {name!r}; its "
-                               f"parameters are {', '.join(map(repr, func.params)) or '(none)'}")
-            slots[func.params.index(name)] = value
-        free = [i for i, v in enumerate(slots) if v is _UNSET]
-        if len(args) != len(free):
-            named = f" and {len(kwargs)} named" if kwargs else ""
-            raise TVMError(f"{caller}({func_name!r}): expected {func.arity} arguments "
-                           f"({', '.join(func.params)}), got {len(args)}{named}")
-        for i, value in zip(free, args):
-            slots[i] = value
-        return slots
-
-    def _function_index(self, func_name: str) -> int:
-        if func_name not in self._index:
-            raise TVMError(f"no function {func_name!r} in the executable; it has "
-                           f"{', '.join(repr(n) for n in self._index)}")
-        return self._index[func_name]
+        inputs = self._inputs.get(func_name, [A.UNSET] * func.arity)
+        missing = [func.params[i] for i, v in enumerate(inputs) if v is A.UNSET]
+        if missing:
+            raise ArgumentError(f"invoke({func_name!r}): inputs not set: {', '.join(missing)} "
+                                "(pass them, or call set_input first)")
+        return inputs
 
     # -- the Relay-era API ---------------------------------------------------------------------
     def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Store the inputs of ``func_name`` for ``invoke``/``invoke_stateful`` without args.
         They are checked and converted here, once, not on every run."""
-        self._inputs[func_name] = self._prepare(func_name, self._bind(func_name, args, kwargs))[1]
+        self._inputs[func_name] = self._prepared(func_name, args, kwargs, "set_input")
 
     def set_one_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Set one input: ``set_one_input("main", "x", value)`` (or an index), or
         ``set_one_input("main", x=value)``."""
-        func = self._functions[self._function_index(func_name)]
+        func = self._functions[self._function_index(func_name, "set_one_input")]
         if kwargs and not args and len(kwargs) == 1:
             ((key, value),) = kwargs.items()
         elif len(args) == 2 and not kwargs:
             key, value = args
         else:
-            raise TVMError("set_one_input: pass (name_or_index, value) or one name=value")
-        index = key if isinstance(key, int) else self.get_input_index(key, func_name)
-        if not 0 <= index < func.arity:
-            raise TVMError(f"set_one_input({func_name!r}): no input {key!r}; its parameters "
-                           f"are {', '.join(map(repr, func.params))}")
-        inputs = self._inputs.setdefault(func_name, [_UNSET] * func.arity)
-        inputs[index] = value
-
-    def _stored_inputs(self, func_name: str) -> list[Any]:
-        inputs = self._inputs.get(func_name)
-        func = self._functions[self._function_index(func_name)]
-        if inputs is None and func.arity == 0:
-            return []
-        missing = [func.params[i] for i, v in enumerate(inputs or [_UNSET] * func.arity)
-                   if v is _UNSET]
-        if missing:
-            raise TVMError(f"invoke({func_name!r}): inputs not set: {', '.join(missing)} "
-                           "(pass them, or call set_input first)")
-        return inputs  # type: ignore[return-value]
+            raise ArgumentError("set_one_input: pass (name_or_index, value) or one name=value")
+        where = f"set_one_input({func_name!r})"
+        index = A.checked_key(func, key, where)
+        value = A.convert(func, index, value, f"{where}: argument {index} "
+                                              f"({func.params[index]})")
+        self._inputs.setdefault(func_name, [A.UNSET] * func.arity)[index] = value
 
     def invoke(self, func_name: str, *args: Any, **kwargs: Any) -> Any:
         """Run ``func_name`` and return its result (NDArray, ADT or closure). Arguments
         given here are stored as with ``set_input``; without any, the stored ones are used."""
+        index = self._function_index(func_name)
         if args or kwargs:
-            self._inputs[func_name] = self._bind(func_name, args, kwargs, "invoke")
-        return self._execute(*self._prepare(func_name, self._stored_inputs(func_name)))
+            self._inputs[func_name] = self._prepared(func_name, args, kwargs, "invoke")
+        return self._execute(index, self._stored_inputs(func_name))
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """``invoke("main", ...)``."""
@@ -261,13 +237,18 @@ class VirtualMachine(Module):
 
     def invoke_stateful(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Run ``func_name`` on the stored inputs and keep the result for ``get_outputs``."""
+        index = self._function_index(func_name, "invoke_stateful")
+        if args or kwargs:
+            self._inputs[func_name] = self._prepared(func_name, args, kwargs, "invoke_stateful")
+        inputs = self._stored_inputs(func_name)
         self._outputs = None  # let the previous result's storage go back to the pool first
-        self._outputs = self.invoke(func_name, *args, **kwargs)
+        self._outputs = self._execute(index, inputs)
 
     def get_outputs(self) -> list[Any]:
         """The outputs of the last ``invoke_stateful``: an ADT result's fields, else [result]."""
         if self._outputs is None:
-            raise TVMError("get_outputs: no outputs yet; call invoke_stateful first")
+            raise TVMError("get_outputs: no outputs; call invoke_stateful first (or the last "
+                           "one failed)")
         return list(self._outputs.fields) if type(self._outputs) is ADT else [self._outputs]
 
     def get_num_outputs(self) -> int:
@@ -275,13 +256,12 @@ class VirtualMachine(Module):
 
     def get_output(self, index: int) -> Any:
         outputs = self.get_outputs()
-        if not 0 <= index < len(outputs):
-            raise IndexError(f"get_output: index {index} out of range ({len(outputs)} outputs)")
-        return outputs[index]
+        return outputs[check_output_index(index, len(outputs))]
 
     def get_input_index(self, input_name: str, func_name: str = "main") -> int:
         """The position of parameter ``input_name`` of ``func_name``, or -1."""
-        params = self._functions[self._function_index(func_name)].params
+        check_name(input_name, "get_input_index")
+        params = self._functions[self._function_index(func_name, "get_input_index")].params
         return params.index(input_name) if input_name in params else -1
 
     def benchmark(self, device: Device, *args: Any, func_name: str = "main", repeat: int = 5,
@@ -291,6 +271,9 @@ class VirtualMachine(Module):
         """Time ``invoke_stateful(func_name)``: ``repeat`` measurements, each the mean of
         ``number`` runs (grown until a measurement lasts ``min_repeat_ms``). Inputs given here
         are set first; ``end_to_end`` changes nothing on the CPU."""
+        check_timing(number, repeat, min_repeat_ms, "benchmark")
+        _cpu_device(device)
+        self._function_index(func_name, "benchmark")
         if args or kwargs:
             self.set_input(func_name, *args, **kwargs)
         timer = time_evaluator(lambda: self.invoke_stateful(func_name), device, number, repeat,
@@ -308,50 +291,15 @@ class VirtualMachine(Module):
         return f"VirtualMachine({self.exe!r}, {self.device})"
 
 
-class _Unset:
-    def __repr__(self) -> str:
-        return "<unset>"
-
-
-_UNSET = _Unset()
-
-
 def _cpu_device(device: Device | Sequence[Device]) -> Device:
-    devices = [device] if isinstance(device, Device) else list(device)
+    devices = [device] if isinstance(device, Device) else \
+        list(device) if isinstance(device, (list, tuple)) else []
     if not devices or not all(isinstance(d, Device) for d in devices):
-        raise TypeError(f"VirtualMachine: device must be a Device or a list of them, got "
-                        f"{device!r}")
+        raise ArgumentTypeError(f"VirtualMachine: expected a Device or a list of them, got "
+                                f"{type(device).__name__} {device!r}")
     for d in devices:
-        d.check_supported()
-    return devices[0]
-
-
-_SCALAR_DTYPES = ((bool, "bool"), (int, "int32"), (float, "float32"))
-
-
-def _to_value(arg: Any, where: str) -> Any:
-    """An argument as a VM value: NDArray, ADT or closure (numbers and arrays are copied)."""
-    if isinstance(arg, (NDArray, ADT, VMClosure)):
-        return arg
-    if isinstance(arg, np.ndarray):
         try:
-            return array(arg)
-        except TypeError as err:
-            raise TypeError(f"{where}: {err}") from None
-    for kind, dtype in _SCALAR_DTYPES:
-        if isinstance(arg, kind):
-            return array(np.array(arg, dtype=dtype))
-    if isinstance(arg, np.generic):
-        return array(np.asarray(arg))
-    if isinstance(arg, (tuple, list)):
-        return tuple_object([_to_value(a, f"{where}[{i}]") for i, a in enumerate(arg)])
-    raise TypeError(f"{where}: cannot pass a {type(arg).__name__} to the VM (expected an "
-                    "NDArray, numpy array, number, tuple/list or ADT)")
-
-
-def _summary(value: Any) -> str:
-    if isinstance(value, NDArray):
-        return str(TensorInfo(value.dtype, value.shape)).replace("?", "-1")
-    if isinstance(value, ADT):
-        return f"ADT(tag={value.tag}, {len(value.fields)} fields)"
-    return "an empty register" if value is None else repr(value)
+            d.check_supported()
+        except TVMError as err:
+            raise ArgumentError(f"VirtualMachine: {err}") from None
+    return devices[0]

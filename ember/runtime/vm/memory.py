@@ -14,6 +14,7 @@ takes every buffer from the pool. ``fresh_allocations`` counts the buffers that 
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Any
 
 import numpy as np
@@ -21,10 +22,18 @@ import numpy as np
 from .._abi import DLTensor
 from ..device import Device
 from ..dtype import DataType
-from ..errors import TVMError
+from ..errors import ArgumentError, TVMError
 from ..ndarray import ALIGNMENT, NDArray
 
 MIN_BLOCK = 64
+
+
+def physical_memory() -> int:
+    """Bytes of RAM of this machine (2**48 where the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 1 << 48
 
 
 def size_class(nbytes: int) -> int:
@@ -104,6 +113,10 @@ class Allocator:
     """Base allocator: every request gets a fresh buffer; counts them."""
 
     kind = "naive"
+    # No block may exceed this: a size beyond the machine's memory comes from a shape computed
+    # from a wrongly-shaped argument (or a corrupt program), and with overcommit numpy could
+    # even hand out such a block and let the kernel writing it take the process down.
+    max_block_bytes = physical_memory()
 
     def __init__(self) -> None:
         self.fresh_allocations = 0  # buffers obtained from the system
@@ -115,6 +128,10 @@ class Allocator:
         """A Storage of ``nbytes`` bytes aligned to ``alignment`` on ``device``."""
         if nbytes < 0:
             raise TVMError(f"alloc_storage: negative size {nbytes}")
+        if nbytes > self.max_block_bytes:
+            raise TVMError(f"alloc_storage: {nbytes} bytes requested, more than this machine's "
+                           f"{self.max_block_bytes} bytes of memory (a size computed from a "
+                           "wrongly-shaped argument?)")
         if device.device_type != 1:  # the CPU (kDLCPU)
             device.check_supported()
         self.requests += 1
@@ -185,7 +202,8 @@ def make_allocator(memory_cfg: str | Allocator | None) -> Allocator:
         return PooledAllocator()
     if memory_cfg == "naive":
         return NaiveAllocator()
-    raise ValueError(f"memory_cfg must be 'pooled', 'naive' or an Allocator, got {memory_cfg!r}")
+    raise ArgumentError(f"memory_cfg must be 'pooled', 'naive' or an Allocator, got "
+                        f"{memory_cfg!r}")
 
 
 # ---- building NDArrays without the general constructor ---------------------------------------

@@ -3,8 +3,10 @@
 All integers little-endian; ``str`` is a u32 byte length then UTF-8::
 
     magic     8 bytes  b"\\x89EMBVMX\\n"
-    version   u32      FORMAT_VERSION (1)
+    version   u32      FORMAT_VERSION (2)
     flags     u32      0 (reserved)
+    length    u64      the number of bytes of sections after this 40-byte header
+    checksum  16 bytes blake2b (16-byte digest) of the whole file with these 16 bytes zero
     sections, in this order, each: tag (4 ASCII bytes), u64 payload length, payload
       HEAD    UTF-8 JSON {"virtual_devices": [[device_type, device_id], ...],
                           "host_device_index": int}
@@ -21,28 +23,33 @@ All integers little-endian; ``str`` is a u32 byte length then UTF-8::
                 per instruction: u32 opcode, u32 field count, fields x i64
                 (the fields of ``instructions.to_fields``)
 
-Reading checks every length against the bytes left before reading, so truncated or corrupt
-input raises ArtifactError naming the field, section and byte offset; the result then goes
-through the verifier before anything can run it.
+Reading checks the magic, the version, then the checksum, so one changed byte anywhere
+after the magic and version is reported as ``corrupt VM executable: checksum mismatch``, and a
+cut file as truncated. Then every length is checked against the bytes left before reading, so
+input that passes the checksum but is malformed (written by a buggy or hostile writer) raises
+ArtifactError naming the field, section and byte offset; the result then goes through the
+verifier before anything can run it. Version 1 had no checksum and is no longer read.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from typing import Any
 
 from ..device import Device
 from ..dtype import DataType
-from ..errors import ArtifactError
+from ..errors import ArgumentTypeError, ArtifactError
 from ..params import load_param_dict, save_param_dict
 from .instructions import INSTRUCTION_TYPES, Instruction, Kind, Opcode
 from .program import ListInfo, Program, TensorInfo, VMFunction
 from .verifier import verify
 
 MAGIC = b"\x89EMBVMX\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SECTIONS = (b"HEAD", b"GLOB", b"CNST", b"PRIM", b"CODE")
-_HEADER = struct.Struct("<8sII")
+_HEADER = struct.Struct("<8sIIQ16s")
+_DIGEST = slice(24, 40)  # where the checksum sits in the header
 _SECTION = struct.Struct("<4sQ")
 
 
@@ -150,9 +157,27 @@ def serialize(prog: Program) -> bytearray:
     for func in prog.functions:
         _write_function(w, func)
     sections.append(bytes(w.out))
-    out = bytearray(_HEADER.pack(MAGIC, FORMAT_VERSION, 0))
-    for tag, payload in zip(SECTIONS, sections):
-        out += _SECTION.pack(tag, len(payload)) + payload
+    body = b"".join(_SECTION.pack(tag, len(payload)) + payload
+                    for tag, payload in zip(SECTIONS, sections))
+    return reseal(bytearray(_HEADER.pack(MAGIC, FORMAT_VERSION, 0, 0, bytes(16))) + body)
+
+
+def checksum(data: bytes | bytearray | memoryview) -> bytes:
+    """The 16-byte blake2b digest of an executable with its checksum field taken as zero."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(data[:_DIGEST.start])
+    h.update(bytes(16))
+    h.update(data[_DIGEST.stop:])
+    return h.digest()
+
+
+def reseal(data: bytes | bytearray) -> bytearray:
+    """``data`` (a whole executable, maybe patched) with its length and checksum fields set
+    to match its contents. ``serialize`` ends with this; tests and tools that forge or patch
+    an executable on purpose use it to get past the checksum to the structural checks."""
+    out = bytearray(data)
+    struct.pack_into("<Q", out, 16, len(out) - _HEADER.size)
+    out[_DIGEST] = checksum(out)
     return out
 
 
@@ -229,20 +254,11 @@ class _Reader:
 def deserialize(data: bytes | bytearray | memoryview) -> Program:
     """Parse and verify the bytes written by ``serialize``; ArtifactError on any problem."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"load_exec: expected the bytes from Executable.save(), got "
-                        f"{type(data).__name__}")
+        raise ArgumentTypeError(f"load_exec: expected the bytes from Executable.save(), got "
+                                f"{type(data).__name__}")
     buf = memoryview(data).cast("B")
     top = _Reader(buf, 0, "header")
-    magic = bytes(buf[:8])
-    if magic != MAGIC[:len(magic)]:
-        raise ArtifactError(f"vm executable: not an ember VM executable (bad magic {magic!r}, "
-                            f"expected {MAGIC!r})")
-    _, version, flags = top.unpack("<8sII", "the header")
-    if version != FORMAT_VERSION:
-        raise ArtifactError(f"vm executable: format version {version} is not supported (this "
-                            f"ember reads version {FORMAT_VERSION})")
-    if flags != 0:
-        raise ArtifactError(f"vm executable: unknown flags {flags:#x}")
+    _check_header(buf, top)
     readers: dict[bytes, _Reader] = {}
     for want in SECTIONS:
         tag, length = top.unpack("<4sQ", f"the {want.decode()} section header")
@@ -255,6 +271,37 @@ def deserialize(data: bytes | bytearray | memoryview) -> Program:
     prog = _parse(readers)
     verify(prog)
     return prog
+
+
+def _check_header(buf: memoryview, top: _Reader) -> None:
+    """Magic, version, checksum, flags and length, in that order (see the module docstring)."""
+    magic = bytes(buf[:8])
+    if magic != MAGIC[:len(magic)]:
+        raise ArtifactError(f"vm executable: not an ember VM executable (bad magic {magic!r}, "
+                            f"expected {MAGIC!r})")
+    if len(buf) >= 12:
+        (version,) = struct.unpack_from("<I", buf, 8)
+        if version != FORMAT_VERSION:
+            old = " (written before executables carried a checksum; save it again)" \
+                if version == 1 else ""
+            raise ArtifactError(f"vm executable: format version {version} is not supported{old}"
+                                f"; this ember reads version {FORMAT_VERSION} (if this ember "
+                                "wrote the file, it is corrupt)")
+    _, _, flags, length, stored = top.unpack(_HEADER.format, "the header")
+    computed = checksum(buf)
+    if stored != computed:
+        size = len(buf) - _HEADER.size
+        cut = "" if size == length else (f"; the header records {length} bytes of sections "
+                                         f"and {size} are present ("
+                                         f"{'truncated' if size < length else 'bytes appended'}?)")
+        raise ArtifactError(f"corrupt VM executable: checksum mismatch (stored {stored.hex()}, "
+                            f"computed {computed.hex()}): the bytes changed after they were "
+                            f"saved{cut}")
+    if flags != 0:
+        raise ArtifactError(f"vm executable: unknown flags {flags:#x}")
+    if length != len(buf) - _HEADER.size:
+        raise ArtifactError(f"vm executable: the header records {length} bytes of sections, "
+                            f"{len(buf) - _HEADER.size} are present")
 
 
 def _parse(readers: dict[bytes, _Reader]) -> Program:

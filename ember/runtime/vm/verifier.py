@@ -1,9 +1,11 @@
 """The bytecode verifier: checks a whole Program before any of it runs.
 
 Every operand is checked against what it indexes (registers against the frame, functions,
-constants, kernels and devices against the program, jump targets against the function), and
-every register read must have been written on every path to it, so the interpreter can
-index without checks of its own. A failure names the place::
+constants, kernels and devices against the program, jump targets against the function,
+constructor tags against int32), every register read must have been written on every path
+to it and hold the kind of value its operand needs (``regflow.py``), and tensors carved from
+a storage block of constant size must fit in it, so the interpreter can index without checks
+of its own. A failure names the place::
 
     vm executable: functions['main'].instructions[17] (AllocTensor): register $9 out of range
     (frame has 8)
@@ -12,24 +14,21 @@ from __future__ import annotations
 
 from ..errors import ArtifactError
 from ..ndarray import NDArray, _parse_dtype
+from . import regflow
 from .instructions import (
     TERMINATORS,
     AllocADT,
     AllocClosure,
     AllocStorage,
-    Fatal,
-    Goto,
-    If,
     Instruction,
     Invoke,
     InvokePacked,
-    KillRegister,
     Kind,
-    Ret,
 )
 from .program import ListInfo, Program, TensorInfo, VMFunction
 
 MAX_REGISTERS = 1 << 20  # a frame is a Python list of this many slots; more means corruption
+MAX_TAG = 1 << 31
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
@@ -70,7 +69,7 @@ def verify(prog: Program) -> None:
             problem = _check_instruction(prog, func, pc, ins)
             if problem:
                 raise VerificationError(f"{_where(func, pc, ins)}: {problem}")
-        _check_assigned(func)
+        _check_flow(func)
 
 
 def _verify_tables(prog: Program) -> None:
@@ -133,40 +132,12 @@ def _verify_signature(prog: Program, func: VMFunction) -> None:
                                 "or fatal last)")
 
 
-def _successors(pc: int, ins: Instruction) -> tuple[int, ...]:
-    if isinstance(ins, (Ret, Fatal)):
-        return ()
-    if isinstance(ins, Goto):
-        return (pc + ins.pc_offset,)
-    if isinstance(ins, If):
-        return (pc + ins.true_offset, pc + ins.false_offset)
-    return (pc + 1,)
-
-
-def _check_assigned(func: VMFunction) -> None:
-    """Every register read holds a value on every path there (so no step ever reads an empty
-    register): a forward dataflow of the definitely-written registers, as bit sets."""
-    code = func.instructions
-    state: list[int | None] = [None] * len(code)  # registers written on all paths to pc
-    state[0] = (1 << func.arity) - 1
-    work = [0]
-    while work:
-        pc = work.pop()
-        ins, out = code[pc], state[pc]
-        assert out is not None, "only reached instructions are on the work list"
-        for r in ins.writes():
-            out = out & ~(1 << r) if isinstance(ins, KillRegister) else out | (1 << r)
-        for nxt in _successors(pc, ins):
-            old = state[nxt]
-            new = out if old is None else old & out
-            if new != old:
-                state[nxt] = new
-                work.append(nxt)
-    for pc, (ins, have) in enumerate(zip(code, state)):
-        missing = [r for r in ins.reads() if have is not None and not have >> r & 1]
-        if missing:
-            raise VerificationError(f"{_where(func, pc, ins)}: register ${missing[0]} is read "
-                                    "before it is written (on some path to here)")
+def _check_flow(func: VMFunction) -> None:
+    """Register reads, operand kinds and static storage bounds, on every path (regflow.py)."""
+    for pc, (ins, state) in enumerate(zip(func.instructions, regflow.analyse(func))):
+        problem = None if state is None else regflow.problem(state, ins)
+        if problem:
+            raise VerificationError(f"{_where(func, pc, ins)}: {problem}")
 
 
 def _check_instruction(prog: Program, func: VMFunction, pc: int, ins: Instruction) -> str | None:
@@ -218,8 +189,10 @@ def _check_specific(prog: Program, ins: Instruction) -> str | None:
         if not 0 <= ins.output_size <= ins.arity:
             return f"output size {ins.output_size} not between 0 and the arity {ins.arity}"
     elif isinstance(ins, AllocADT):
-        if ins.num_fields != len(ins.fields) or ins.tag < 0:
+        if ins.num_fields != len(ins.fields):
             return f"tag {ins.tag} with {ins.num_fields} fields but {len(ins.fields)} registers"
+        if not 0 <= ins.tag < MAX_TAG:  # get_tag hands tags out as int32
+            return f"constructor tag {ins.tag} out of range (0 to {MAX_TAG - 1})"
     elif isinstance(ins, AllocClosure):
         callee = prog.functions[ins.func_index]
         if ins.num_free_vars != len(ins.free_vars) or ins.num_free_vars > callee.arity:

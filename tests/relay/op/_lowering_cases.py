@@ -122,6 +122,26 @@ def _creation(rng: np.random.Generator) -> dict[str, Case]:
     }
 
 
+def _indexing(rng: np.random.Generator) -> dict[str, Case]:
+    x = rand(rng, (3, 4, 5))
+    idx = np.array([[[0, -1, 2, 1, 3]], [[1, 1, 0, -4, 2]]], "int64")  # (2, 1, 5)
+    return {
+        "gather": Case("gather", [x, idx], {"axis": 1}),
+        "gather_nd": Case("gather_nd", [x, np.array([[0, 2], [3, -1]], "int32")]),
+        "scatter_elements": Case("scatter_elements", [x, idx, rand(rng, (2, 1, 5))],
+                                 {"axis": 1, "reduction": "add"}),
+        "topk": Case("topk", [x], {"k": 3, "axis": 1}),
+        "cumsum": Case("cumsum", [x], {"axis": -1}, SUMS),
+        "cumprod": Case("cumprod", [x], {"axis": 0, "exclusive": True}, SUMS),
+        "image.resize2d": Case("image.resize2d", [rand(rng, (1, 2, 3, 5))],
+                               {"size": (7, 4), "method": "cubic"}, SUMS),
+        "nn.depth_to_space": Case("nn.depth_to_space", [rand(rng, (1, 8, 3, 5))],
+                                  {"block_size": 2, "mode": "CRD"}),
+        "nn.space_to_depth": Case("nn.space_to_depth", [rand(rng, (1, 3, 4, 6))],
+                                  {"block_size": 2}),
+    }
+
+
 def default_cases(rng: np.random.Generator) -> dict[str, Case]:
     """One case per op name."""
     cases: dict[str, Case] = {}
@@ -138,7 +158,7 @@ def default_cases(rng: np.random.Generator) -> dict[str, Case]:
         attrs: dict[str, Any] = {"axis": (1,), "keepdims": name == "sum"}
         cases[name] = Case(name, [rand(rng, (3, 5, 2), dtype)], attrs, SUMS)
     builders: list[Callable[[np.random.Generator], dict[str, Case]]] = [
-        _nn, _transform, _creation]
+        _nn, _transform, _creation, _indexing]
     for build in builders:
         cases.update(build(rng))
     return cases

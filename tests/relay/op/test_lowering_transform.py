@@ -220,3 +220,20 @@ def test_arange_with_a_run_time_length_fills_the_buffer_it_is_given():
                     {"dtype": "float32"})
         want = reference(case)
         np.testing.assert_allclose(run(mod, lowered, case.args, want)[0], want[0], rtol=1e-6)
+
+
+def test_concatenate_of_short_rows_reads_every_input():
+    """GCC 12 at -O3 -march=native (AVX) once built an all-zero load mask for the second input
+    of this short constant-trip loop; ember compiles with -fno-tree-loop-if-convert since."""
+    need_cc()
+    import ember
+    from ember import relay
+
+    a, b = relay.var("a", shape=(2, 2)), relay.var("b", shape=(3, 2))
+    mod = ember.IRModule.from_expr(relay.Function([a, b], relay.concatenate([a, b], axis=0)))
+    m = relay.build(mod, "llvm")["default"](ember.cpu())
+    x, y = np.arange(4, dtype="float32").reshape(2, 2), np.arange(6, dtype="float32").reshape(3, 2)
+    m.set_input("a", x)
+    m.set_input("b", y + 10)
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), np.concatenate([x, y + 10]))

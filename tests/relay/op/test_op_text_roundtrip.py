@@ -55,6 +55,20 @@ CASES = {
     "stop_fusion": lambda: relay.annotation.stop_fusion(_x()),
     "split": lambda: relay.split(_x(), [1, 3], axis=1).astuple(),
     "zeros": lambda: relay.zeros((2, 3), "int8"),
+    "gather": lambda: relay.gather(_x(), 1, relay.var("i", shape=(2, 2, 4, 4), dtype="int64")),
+    "gather_nd": lambda: relay.gather_nd(_x(), relay.var("i", shape=(1, 2, 3), dtype="int32"),
+                                         batch_dims=1, index_rank=1),
+    "scatter_elements": lambda: relay.scatter_elements(
+        _x(), relay.var("i", shape=(1, 8, 4, 4), dtype="int64"), relay.var("u", shape=(
+            1, 8, 4, 4)), axis=0, reduction="max"),
+    "topk": lambda: relay.topk(_x(), 2, axis=1, is_ascend=True, dtype="int64").astuple(),
+    "cumsum": lambda: relay.cumsum(_x(), axis=2, exclusive=True),
+    "cumprod": lambda: relay.cumprod(_x(), dtype="float64"),
+    "resize2d": lambda: relay.image.resize2d(
+        _x(), size=(3, 7), method="cubic", coordinate_transformation_mode="align_corners",
+        cubic_alpha=-0.5, cubic_exclude=1, scales=(0.75, 1.75)),
+    "depth_to_space": lambda: relay.nn.depth_to_space(_x(), 2, mode="CRD"),
+    "space_to_depth": lambda: relay.nn.space_to_depth(_x(), 2),
 }
 
 

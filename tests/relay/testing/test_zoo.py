@@ -20,16 +20,21 @@ from ember import relay
 from ember.ir import assert_structural_equal
 from ember.relay import testing
 from ember.relay.testing import (
+    autoencoder,
     dcgan,
     densenet,
     dqn,
+    dscnn,
     inception_v3,
     lstm,
     mlp,
     mobilenet,
+    mobilenet_v2,
     resnet,
+    resnet8,
     squeezenet,
     synthetic,
+    transformer,
     vgg,
 )
 from ember.runtime.ndarray import NDArray
@@ -68,6 +73,14 @@ SMALL: dict[str, tuple[Any, dict[str, Any], tuple[int, ...], tuple[int, ...], bo
                                     "global_pool": True},
                      (1, 3, 75, 75), (1, 10), True),
     "lstm": (lstm, {"iterations": 3, "num_hidden": 8, "batch_size": 2}, (2, 8), (2, 8), False),
+    "dscnn": (dscnn, {}, (1, 1, 49, 10), (1, 12), True),
+    "resnet8": (resnet8, {"batch_size": 2}, (2, 3, 32, 32), (2, 10), True),
+    "mobilenet_v2-32px": (mobilenet_v2, {"image_shape": (3, 32, 32), "alpha": 0.35,
+                                         "num_classes": 10},
+                          (1, 3, 32, 32), (1, 10), False),
+    "autoencoder": (autoencoder, {"batch_size": 2}, (2, 640), (2, 640), False),
+    "transformer-16": (transformer, {"seq_len": 16, "hidden": 32, "ffn": 64},
+                       (1, 16, 32), (1, 16, 32), False),
 }
 
 
@@ -149,6 +162,11 @@ def _count(params: dict[str, NDArray], drop: tuple[str, ...] = ()) -> int:
     ("densenet121", ("moving_mean", "moving_var"), 7_978_856 - 1025 * 990),
     # Keras InceptionV3: its batch norms have no scale; the zoo keeps the unused gammas
     ("inception_v3", ("_bn_gamma",), 23_851_784 - 2049 * 990),
+    # MLPerf Tiny's Keras models: DS-CNN's 23,756 trainable weights, ResNet-8's and the
+    # autoencoder's totals as Keras's summary() counts them (batch-norm statistics included)
+    ("dscnn", ("moving_mean", "moving_var"), 23_756),
+    ("resnet8", (), 78_666),
+    ("autoencoder", (), 269_992),
 ])
 def test_published_weight_counts(case: str, drop: tuple[str, ...], expected: int) -> None:
     assert _count(workload(case)[1], drop) == expected

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import ember
 from ember.runtime.container import ADT
 from ember.runtime.errors import TVMError
-from ember.runtime.vm import Executable, VirtualMachine, VMClosure, VMError
+from ember.runtime.vm import Executable, VerificationError, VirtualMachine, VMClosure, VMError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _vm_testlib import ADD, SUM, make_exe, requires_cc  # noqa: E402
@@ -207,7 +207,15 @@ def test_reshape_to_a_wrong_size_names_both() -> None:
 
 
 def test_alloc_tensor_outside_its_storage() -> None:
+    # A constant size: the verifier sees it before anything runs.
     text = ADD.replace("load_consti $2 16", "load_consti $2 12")
+    with pytest.raises(VerificationError, match=r"instructions\[3\] \(AllocTensor\): a "
+                                                r"float32\[4\] tensor \(16 bytes\) at offset 0 "
+                                                r"does not fit in the 12-byte storage block"):
+        vm_for(text)
+    # A size known at run time only (here: 12 on one path, 16 on the other): the step checks.
+    text = ADD.replace("    load_consti $2 16\n", "    load_consti $2 12\n    if $2 $2 2 1\n"
+                                                  "    load_consti $2 16\n")
     with pytest.raises(VMError, match="a tensor of 16 bytes at offset 0 does not fit in a "
                                       "storage block of 12 bytes"):
         vm_for(text).run(np.ones(4, "float32"), np.ones(4, "float32"))

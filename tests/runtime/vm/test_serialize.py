@@ -24,7 +24,7 @@ from ember.runtime.vm import (
     VMFunction,
 )
 from ember.runtime.vm import instructions as I
-from ember.runtime.vm.serialize import MAGIC, deserialize
+from ember.runtime.vm.serialize import MAGIC, deserialize, reseal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _vm_testlib import ADD, SUM, make_exe, requires_cc  # noqa: E402
@@ -225,44 +225,83 @@ CODE = bytes(small_exe().save()[0])
 
 def test_every_truncation_is_an_artifact_error() -> None:
     for cut in range(len(CODE)):
-        with pytest.raises(ArtifactError):
+        with pytest.raises(ArtifactError, match="truncated|not an ember VM executable"):
             deserialize(CODE[:cut])
-    with pytest.raises(ArtifactError, match="unexpected trailing bytes"):
+    with pytest.raises(ArtifactError, match=r"checksum mismatch .* 1 bytes? are present|bytes "
+                                            r"appended"):
         deserialize(CODE + b"\0")
+    with pytest.raises(ArtifactError, match="unexpected trailing bytes"):
+        deserialize(reseal(CODE + b"\0"))  # consistent length and checksum: the parser sees it
 
 
-def test_foreign_and_newer_data() -> None:
+def test_foreign_and_older_or_newer_data() -> None:
     with pytest.raises(ArtifactError, match="not an ember VM executable"):
         deserialize(b"\x7fELF" + CODE[4:])
     newer = CODE[:8] + (99).to_bytes(4, "little") + CODE[12:]
     with pytest.raises(ArtifactError, match="format version 99 is not supported"):
         deserialize(newer)
+    older = CODE[:8] + (1).to_bytes(4, "little") + CODE[12:]
+    with pytest.raises(ArtifactError, match="version 1 is not supported .* checksum; save it "
+                                            "again"):
+        deserialize(older)
     with pytest.raises(TypeError, match="expected the bytes"):
         deserialize("text")  # type: ignore[arg-type]
 
 
 def test_truncation_message_names_field_section_and_offset() -> None:
     tag = CODE.index(b"CODE")
+    with pytest.raises(ArtifactError, match=r"checksum mismatch .*truncated\?"):
+        deserialize(CODE[:tag + 30])
     with pytest.raises(ArtifactError, match=r"truncated data: the CODE section needs \d+ bytes "
                                             r"but only 18 remain \(section header, byte offset"):
-        deserialize(CODE[:tag + 30])
+        deserialize(reseal(CODE[:tag + 30]))
     # A consistent section length around a cut payload: the field inside is named.
-    short = CODE[:tag + 4] + (60).to_bytes(8, "little") + CODE[tag + 12:tag + 72]
+    short = reseal(CODE[:tag + 4] + (60).to_bytes(8, "little") + CODE[tag + 12:tag + 72])
     with pytest.raises(ArtifactError, match=r"truncated data: the shape of parameter 0 of "
                                             r"function 'main' needs 16 bytes but only 15 remain "
                                             r"\(section CODE, byte offset \d+\)"):
         deserialize(short)
 
 
+def _flip_error(pos: int) -> str:
+    """What a changed byte at ``pos`` must be reported as."""
+    if pos < 8:
+        return "not an ember VM executable"
+    if pos < 12:
+        return "format version .* is not supported"
+    return "corrupt VM executable: checksum mismatch"
+
+
+def test_every_flipped_byte_is_caught_at_load() -> None:
+    for pos in range(len(CODE)):
+        blob = bytearray(CODE)
+        blob[pos] ^= 0xFF
+        with pytest.raises(ArtifactError, match=_flip_error(pos)):
+            deserialize(blob)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_random_byte_flips_never_crash(data: st.DataObject) -> None:
+def test_random_byte_changes_are_caught_at_load(data: st.DataObject) -> None:
+    blob = bytearray(CODE)
+    positions = data.draw(st.lists(st.integers(0, len(blob) - 1), min_size=1, max_size=4,
+                                   unique=True))
+    for pos in positions:
+        blob[pos] ^= data.draw(st.integers(1, 255))
+    with pytest.raises(ArtifactError, match=_flip_error(min(positions))):
+        deserialize(blob)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_resealed_random_changes_never_crash(data: st.DataObject) -> None:
+    """Past the checksum (a writer's bug, or a forger): the parser and verifier still hold."""
     blob = bytearray(CODE)
     for _ in range(data.draw(st.integers(1, 4))):
-        pos = data.draw(st.integers(0, len(blob) - 1))
+        pos = data.draw(st.integers(40, len(blob) - 1))
         blob[pos] ^= data.draw(st.integers(1, 255))
     try:
-        exe = Executable(ExecutableModule(deserialize(blob)))
+        exe = Executable(ExecutableModule(deserialize(reseal(blob))))
     except ArtifactError:
         return
     assert exe.bytecode  # loaded and verified: printable, and safe to hand to a VM
@@ -271,5 +310,5 @@ def test_random_byte_flips_never_crash(data: st.DataObject) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, len(CODE) - 1))
 def test_random_truncation(cut: int) -> None:
-    with pytest.raises(ArtifactError):
+    with pytest.raises(ArtifactError, match="truncated|not an ember VM executable"):
         deserialize(CODE[:cut])

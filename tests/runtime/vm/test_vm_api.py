@@ -55,13 +55,14 @@ def test_set_one_input_variants() -> None:
     np.testing.assert_array_equal(vm.invoke("main").numpy(), X + Y)
     vm.set_one_input("main", y=X)
     np.testing.assert_array_equal(vm.invoke("main").numpy(), X + X)
-    with pytest.raises(TVMError, match=r"no input 'z'"):
+    with pytest.raises(TVMError, match=r"set_one_input\('main'\): no input named 'z'; this "
+                                       r"model's inputs are 'x', 'y'"):
         vm.set_one_input("main", "z", X)
 
 
 def test_invoke_stateful_and_tuple_outputs() -> None:
     vm = VirtualMachine(make_exe(PAIR), CPU)
-    with pytest.raises(TVMError, match="no outputs yet"):
+    with pytest.raises(TVMError, match="no outputs; call invoke_stateful first"):
         vm.get_outputs()
     vm.invoke_stateful("main", X, Y)
     outs = vm.get_outputs()
@@ -101,13 +102,14 @@ def test_arguments_are_checked_against_the_declared_types() -> None:
     with pytest.raises(TVMError, match=r"argument 0 \(x\): expected float32\[4\], got "
                                        r"float64\[4\]"):
         vm.invoke("main", X.astype("float64"), Y)
-    with pytest.raises(TVMError, match=r"argument 0 \(x\): expected float32\[4\], got ADT"):
+    with pytest.raises(TVMError, match=r"argument 0 \(x\): expected float32\[4\], got "
+                                       r"float32\[1, 4\]"):  # a tuple is a nested list
         vm.invoke("main", (X,), Y)
     with pytest.raises(TVMError, match=r"no parameter named 'z'; its parameters are 'x', 'y'"):
         vm.invoke("main", X, z=Y)
     with pytest.raises(TVMError, match=r"no function 'other'"):
         vm.invoke("other", X)
-    with pytest.raises(TypeError, match=r"argument 0 \(x\): cannot pass a dict"):
+    with pytest.raises(TypeError, match=r"argument 0 \(x\): expected an array .* got dict"):
         vm.invoke("main", {}, Y)
 
 

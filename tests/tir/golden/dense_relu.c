@@ -99,34 +99,53 @@ static int ember_check_shape(const char* label, const DLTensor* t, const int64_t
 static inline float ember_max_float32(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline int32_t ember_min_int32(int32_t a, int32_t b) { return (a < b) ? a : b; }
 
+#ifndef EMBER_PRAGMA
+#define EMBER_PRAGMA(x) _Pragma(#x)
+#ifdef _OPENMP
+#define EMBER_PARALLEL_FOR EMBER_PRAGMA(omp parallel for)
+#else
+#define EMBER_PARALLEL_FOR
+#endif
+#if defined(_OPENMP) || defined(EMBER_OPENMP_SIMD)
+#define EMBER_SIMD EMBER_PRAGMA(omp simd)
+#else
+#define EMBER_SIMD
+#endif
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+#define EMBER_UNROLL(n) EMBER_PRAGMA(GCC unroll n)
+#else
+#define EMBER_UNROLL(n)
+#endif
+#endif
+
 TVM_DLL int32_t tvmgen_default_fused_nn_dense_nn_relu_unpacked(const float* restrict a, const float* restrict w, float* restrict T_relu) {
   float T_dense_pack[512] __attribute__((aligned(64)));
   for (int32_t i0_i1_fused = 0; i0_i1_fused < 32; ++i0_i1_fused) {
-    #pragma omp simd
+    EMBER_SIMD
     for (int32_t i2 = 0; i2 < 16; ++i2) {
       T_dense_pack[((((i0_i1_fused / 16) * 256) + ((i0_i1_fused % 16) * 16)) + i2)] = (((((i0_i1_fused / 16) * 16) + i2) < 20) ? w[((((i0_i1_fused / 16) * 256) + (i2 * 16)) + (i0_i1_fused % 16))] : 0.0f);
     }
   }
   for (int32_t i0_outer_i1_outer_fused = 0; i0_outer_i1_outer_fused < 2; ++i0_outer_i1_outer_fused) {
     float T_dense_compute[128] __attribute__((aligned(64)));
-    #pragma GCC unroll 8
+    EMBER_UNROLL(8)
     for (int32_t i0 = 0; i0 < 8; ++i0) {
-      #pragma omp simd
+      EMBER_SIMD
       for (int32_t i2_1 = 0; i2_1 < 16; ++i2_1) {
         T_dense_compute[((i0 * 16) + i2_1)] = 0.0f;
       }
     }
     for (int32_t k = 0; k < 16; ++k) {
-      #pragma GCC unroll 8
+      EMBER_UNROLL(8)
       for (int32_t i0_1 = 0; i0_1 < 8; ++i0_1) {
-        #pragma omp simd
+        EMBER_SIMD
         for (int32_t i2_2 = 0; i2_2 < 16; ++i2_2) {
           T_dense_compute[((i0_1 * 16) + i2_2)] = (T_dense_compute[((i0_1 * 16) + i2_2)] + (a[((i0_1 * 16) + k)] * T_dense_pack[(((i0_outer_i1_outer_fused * 256) + (k * 16)) + i2_2)]));
         }
       }
     }
     for (int32_t i0_inner = 0; i0_inner < 8; ++i0_inner) {
-      #pragma omp simd
+      EMBER_SIMD
       for (int32_t i1_inner = 0; i1_inner < ember_min_int32(16, ((i0_outer_i1_outer_fused * (-16)) + 20)); ++i1_inner) {
         T_relu[(((i0_inner * 20) + (i0_outer_i1_outer_fused * 16)) + i1_inner)] = ember_max_float32(T_dense_compute[((i0_inner * 16) + i1_inner)], 0.0f);
       }

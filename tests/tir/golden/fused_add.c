@@ -97,11 +97,30 @@ static int ember_check_shape(const char* label, const DLTensor* t, const int64_t
   return 0;
 }
 
+#ifndef EMBER_PRAGMA
+#define EMBER_PRAGMA(x) _Pragma(#x)
+#ifdef _OPENMP
+#define EMBER_PARALLEL_FOR EMBER_PRAGMA(omp parallel for)
+#else
+#define EMBER_PARALLEL_FOR
+#endif
+#if defined(_OPENMP) || defined(EMBER_OPENMP_SIMD)
+#define EMBER_SIMD EMBER_PRAGMA(omp simd)
+#else
+#define EMBER_SIMD
+#endif
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+#define EMBER_UNROLL(n) EMBER_PRAGMA(GCC unroll n)
+#else
+#define EMBER_UNROLL(n)
+#endif
+#endif
+
 /* from: add(%a, %b) */
 TVM_DLL int32_t tvmgen_default_fused_add_unpacked(const float* restrict a, const float* restrict b, float* restrict T_add) {
-  #pragma omp parallel for
+  EMBER_PARALLEL_FOR
   for (int32_t i0 = 0; i0 < 256; ++i0) {
-    #pragma omp simd
+    EMBER_SIMD
     for (int32_t i1 = 0; i1 < 99; ++i1) {
       T_add[((i0 * 99) + i1)] = (a[((i0 * 99) + i1)] + b[i1]);
     }

@@ -35,6 +35,22 @@ static const ErrorName kNames[] = {
     NAME(kTvmErrorFunctionReportedError),
     NAME(kTvmErrorFunctionParallelTaskFailed),
     NAME(kTvmErrorGenericInvalidArgument),
+    NAME(kTvmErrorExecutorBadArtifact),
+    NAME(kTvmErrorExecutorBadInput),
+    NAME(kTvmErrorExecutorIndexOutOfRange),
+    NAME(kTvmErrorExecutorNameNotFound),
+    NAME(kTvmErrorExecutorOutOfMemory),
+    NAME(kTvmErrorExecutorNotReady),
+    NAME(kTvmErrorExecutorUnsupported),
+    NAME(kTvmErrorModuleLoadFailed),
+    NAME(kTvmErrorModuleFunctionNotFound),
+    NAME(kTvmErrorModuleHandleInvalid),
+    NAME(kTvmErrorRpcProtocol),
+    NAME(kTvmErrorRpcTransport),
+    NAME(kTvmErrorRpcRefused),
+    NAME(kTvmErrorRpcHandleInvalid),
+    NAME(kTvmErrorRpcUnsupported),
+    NAME(kTvmErrorRpcTableFull),
 };
 
 const char* ember_crt_error_name(tvm_crt_error_t code) {

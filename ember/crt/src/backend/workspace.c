@@ -60,6 +60,20 @@ tvm_crt_error_t ember_crt_init(void* pool, size_t size) {
 
 void ember_crt_workspace_reset(void) { ember_stack_allocator_reset(&g_arena); }
 
+tvm_crt_error_t ember_crt_workspace_release_to(EmberStackAllocatorStats mark) {
+  tvm_crt_error_t rc = ember_stack_allocator_release_to(&g_arena, mark);
+  if (rc != kTvmErrorNoError) {
+    ember_crt_error(rc, "ember_crt_workspace_release_to: the mark (");
+    ember_crt_error_append_u64(mark.live);
+    ember_crt_error_append(" blocks, ");
+    ember_crt_error_append_u64(mark.used);
+    ember_crt_error_append(" bytes) is not below the arena's state (");
+    append_usage();
+    ember_crt_error_append(")");
+  }
+  return rc;
+}
+
 EmberStackAllocatorStats ember_crt_workspace_stats(void) {
   return ember_stack_allocator_stats(&g_arena);
 }

@@ -139,6 +139,17 @@ void ember_stack_allocator_reset(EmberStackAllocator* alloc) {
   alloc->live = 0u;
 }
 
+tvm_crt_error_t ember_stack_allocator_release_to(EmberStackAllocator* alloc,
+                                                 EmberStackAllocatorStats mark) {
+  if (alloc == NULL || alloc->base == NULL || mark.used > alloc->top || mark.live > alloc->live ||
+      (mark.live == alloc->live && mark.used != alloc->top)) {
+    return kTvmErrorGenericInvalidArgument;
+  }
+  alloc->top = mark.used;
+  alloc->live = mark.live;
+  return kTvmErrorNoError;
+}
+
 size_t ember_stack_allocator_available(const EmberStackAllocator* alloc) {
   size_t payload;
   if (alloc == NULL || alloc->base == NULL) return 0u;

@@ -134,6 +134,10 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
     if _debug() >= 2:
         print(str(program.run_model), file=sys.stderr)
     names = list(program.kernels) + [meta.symbol("run"), meta.symbol("get_metadata")]
+    if opts.system_lib and opts.runtime == "cpp":  # the C runtime has its registry already
+        from ..system_lib import constructor_source
+
+        aot_c += "\n" + constructor_source(names, prefix)
     lib = CSourceModule(kernels_c + "\n" + aot_c, "c", names)
     sources = _Sources(lib, {f"{mod_name}_lib0.c": (0, len(kernels_c)),
                              f"{mod_name}_lib1.c": (len(kernels_c) + 1, len(lib.code))})

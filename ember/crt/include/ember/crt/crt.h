@@ -43,6 +43,14 @@ tvm_crt_error_t ember_crt_init(void* pool, size_t size);
  */
 void ember_crt_workspace_reset(void);
 
+/*!
+ * \brief Drop the blocks allocated since mark (an earlier ember_crt_workspace_stats()),
+ * keeping older ones: a host that keeps its own blocks in the arena (the micro RPC server)
+ * cleans up after a failed call this way. \return 0, or kTvmErrorGenericInvalidArgument when
+ * blocks below the mark were freed since (nothing is changed).
+ */
+tvm_crt_error_t ember_crt_workspace_release_to(EmberStackAllocatorStats mark);
+
 /*! \brief Usage of the workspace arena (all zero before ember_crt_init). */
 EmberStackAllocatorStats ember_crt_workspace_stats(void);
 

@@ -26,6 +26,9 @@ typedef enum {
   kTvmErrorCategoryFunctionRegistry = 3, /* registering and finding functions */
   kTvmErrorCategoryFunction = 4,         /* calling functions */
   kTvmErrorCategoryGeneric = 5,          /* arguments of the runtime's own API */
+  kTvmErrorCategoryExecutor = 6,         /* graph and AOT executors (ember/crt/executor) */
+  kTvmErrorCategoryModule = 7,           /* loading modules (the native hosted runtime) */
+  kTvmErrorCategoryRpc = 8,              /* the micro RPC server (ember/crt/rpc) */
 } tvm_crt_error_category_t;
 
 enum {
@@ -60,6 +63,28 @@ enum {
 
   /* generic */
   kTvmErrorGenericInvalidArgument = EMBER_CRT_ERROR(kTvmErrorCategoryGeneric, 0),
+
+  /* executor: a malformed graph JSON, metadata or params blob; bad inputs; bad indices */
+  kTvmErrorExecutorBadArtifact = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 0),
+  kTvmErrorExecutorBadInput = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 1),
+  kTvmErrorExecutorIndexOutOfRange = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 2),
+  kTvmErrorExecutorNameNotFound = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 3),
+  kTvmErrorExecutorOutOfMemory = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 4),
+  kTvmErrorExecutorNotReady = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 5),
+  kTvmErrorExecutorUnsupported = EMBER_CRT_ERROR(kTvmErrorCategoryExecutor, 6),
+
+  /* module: loading a library (missing, truncated, foreign, wrong version), handles */
+  kTvmErrorModuleLoadFailed = EMBER_CRT_ERROR(kTvmErrorCategoryModule, 0),
+  kTvmErrorModuleFunctionNotFound = EMBER_CRT_ERROR(kTvmErrorCategoryModule, 1),
+  kTvmErrorModuleHandleInvalid = EMBER_CRT_ERROR(kTvmErrorCategoryModule, 2),
+
+  /* rpc: the micro RPC server; a protocol or transport error ends the session */
+  kTvmErrorRpcProtocol = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 0),
+  kTvmErrorRpcTransport = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 1),
+  kTvmErrorRpcRefused = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 2),
+  kTvmErrorRpcHandleInvalid = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 3),
+  kTvmErrorRpcUnsupported = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 4),
+  kTvmErrorRpcTableFull = EMBER_CRT_ERROR(kTvmErrorCategoryRpc, 5),
 };
 
 /*!

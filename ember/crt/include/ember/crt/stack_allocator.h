@@ -68,6 +68,15 @@ tvm_crt_error_t ember_stack_allocator_free(EmberStackAllocator* alloc, void* ptr
 void ember_stack_allocator_reset(EmberStackAllocator* alloc);
 
 /*!
+ * \brief Drop the blocks allocated since mark (an earlier ember_stack_allocator_stats of the
+ * same arena), keeping the ones below it: what a failed call left behind is discarded while
+ * the caller's own blocks stay. \return kTvmErrorGenericInvalidArgument (nothing changed) when
+ * mark is not below the current state (blocks under it were freed since).
+ */
+tvm_crt_error_t ember_stack_allocator_release_to(EmberStackAllocator* alloc,
+                                                 EmberStackAllocatorStats mark);
+
+/*!
  * \brief The largest nbytes that ember_stack_allocator_alloc would accept now; 0 also when
  * not even a 0-byte block fits (its header needs room too).
  */

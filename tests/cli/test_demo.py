@@ -1,4 +1,5 @@
-"""The `ember` command: demo runs every executor and checks it against the interpreter."""
+"""``ember demo``: every executor checked against the interpreter, JSON, the memory picture,
+usage errors."""
 import json
 import subprocess
 import sys
@@ -28,8 +29,8 @@ def test_demo_json_output(capsys):
 
 
 def test_unknown_command_is_a_usage_error():
-    proc = subprocess.run([sys.executable, "-m", "ember", "frobnicate"], capture_output=True,
-                          text=True)
+    proc = subprocess.run([sys.executable, "-m", "ember", "frobnicate"], check=False,
+                          capture_output=True, text=True)
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
 
 
@@ -37,3 +38,19 @@ def test_unknown_demo_model_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["demo", "--model", "alexnet"])
     assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+@needs_cc
+def test_demo_prints_the_memory_picture(capsys):
+    pytest.importorskip("matplotlib")
+    from pathlib import Path
+
+    from _cli_util import check_png
+
+    from ember.runtime.cache import cache_dir
+
+    assert main(["demo"]) == 0
+    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("memory plan"))
+    path = Path(line.rsplit(": ", 1)[1])
+    assert path == cache_dir("demo") / "memory-mlp.png"
+    check_png(path)

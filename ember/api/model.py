@@ -1,0 +1,198 @@
+"""``CompiledModel``: what ``ember.compile`` returns and ``ember.load`` gives back.
+
+A compiled model is an executor factory (graph, AOT or VM, see ``ember.runtime``) plus a small
+record: which executor, the input and output specs, the thread count. It runs as a function::
+
+    out = model(x)                  # positional, in model.inputs order
+    outs = model(data=x, mask=m)    # or by name; several outputs come back as a list
+    model.save("model.so")          # one shared library (export_library): kernels, executor
+    model = ember.load("model.so")  # description, params, and this record; no compiler needed
+
+This module belongs to the runtime side of the one-line API: it imports ``ember.runtime``
+only, so ``ember.load`` runs a saved model with none of the compiler's modules loaded.
+
+The saved record (``ModelRecord``, with ``TensorSpec``) is defined in the runtime layer,
+``ember.runtime.model_record``, so that any process that loads libraries can rebuild it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..runtime.device import Device, cpu
+from ..runtime.errors import ArtifactError, TVMError
+from ..runtime.model_record import EXECUTORS, FORMAT, FORMAT_VERSION, ModelRecord, TensorSpec
+from ..runtime.module import Module
+from ..runtime.ndarray import NDArray
+from ..runtime.threads import ThreadControl
+from ..runtime.time_eval import BenchmarkResult
+
+__all__ = ["EXECUTORS", "FORMAT", "FORMAT_VERSION", "CompiledModel", "ModelInputError",
+           "ModelRecord", "TensorSpec", "bind_inputs", "check_input", "load"]
+
+
+class ModelInputError(TVMError, ValueError):
+    """A wrong input to a compiled model: 'input 'data': expected float32[1, 3], got ...'."""
+
+
+def _fmt(dtype: Any, shape: Sequence[Any]) -> str:
+    return f"{dtype}[{', '.join('?' if d is None else str(d) for d in shape)}]"
+
+
+def check_input(spec: TensorSpec, value: Any) -> Any:
+    """``value`` as what the executor takes for input ``spec``: arrays and NDArrays must have
+    its dtype and shape (any size in a dynamic dimension), lists and scalars are converted to
+    its dtype. Raises ModelInputError naming the input."""
+    if isinstance(value, NDArray):
+        dtype, shape = str(value.dtype), tuple(value.shape)
+    else:
+        if not isinstance(value, np.ndarray):
+            try:
+                value = np.asarray(value, dtype=spec.dtype)
+            except (TypeError, ValueError) as err:
+                raise ModelInputError(f"input {spec.name!r}: cannot convert "
+                                      f"{type(value).__name__} to {spec.dtype}: {err}") from None
+        dtype, shape = str(value.dtype), value.shape
+    want = spec.shape
+    if want is not None and (dtype != spec.dtype or len(shape) != len(want) or any(
+            w is not None and w != s for w, s in zip(want, shape))):
+        raise ModelInputError(f"input {spec.name!r}: expected {_fmt(spec.dtype, want)}, got "
+                              f"{_fmt(dtype, shape)}")
+    return value
+
+
+def bind_inputs(specs: Sequence[TensorSpec], args: Sequence[Any],
+                kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Positional and named arguments -> {input name: checked value}, every input once."""
+    names = [s.name for s in specs]
+    listed = ", ".join(map(repr, names)) or "(none)"
+    if len(args) > len(specs):
+        raise ModelInputError(f"this model takes {len(specs)} input(s) ({listed}), got "
+                              f"{len(args)} positional arguments")
+    given = dict(zip(names, args))
+    for name, value in kwargs.items():
+        if name not in names:
+            raise ModelInputError(f"no input named {name!r}; this model's inputs are {listed}")
+        if name in given:
+            raise ModelInputError(f"input {name!r} given both by position and by name")
+        given[name] = value
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise ModelInputError(f"missing input(s) {', '.join(map(repr, missing))}; this "
+                              f"model's inputs are {listed}")
+    return {s.name: check_input(s, given[s.name]) for s in specs}
+
+
+class CompiledModel:
+    """A model ready to run: ``model(*arrays)`` or ``model(**named)`` -> numpy output(s).
+
+    ``inputs``/``outputs``: TensorSpec records; ``executor``: "graph", "aot" or "vm";
+    ``threads``: the worker threads of its kernels (set around each run, see
+    ``ember.runtime.threads``). Made by ``ember.compile`` or ``ember.load``.
+    """
+
+    def __init__(self, factory: Module, record: ModelRecord, dev: Device | None = None,
+                 path: str | None = None) -> None:
+        self._factory, self._record, self._path = factory, record, path
+        self._dev = dev or cpu(0)
+        self._module = factory["default"](self._dev)
+        self._threads = ThreadControl(factory)
+        self._inputs_set = False
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self._record.inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return self._record.outputs
+
+    @property
+    def executor(self) -> str:
+        return self._record.executor
+
+    @property
+    def threads(self) -> int:
+        return self._record.threads
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """What the build recorded about itself (``ember compile``: source, target, options,
+        kernels, the memory plan; see ``ember inspect``); empty for ``ember.compile``."""
+        return dict(self._record.info)
+
+    @property
+    def factory(self) -> Module:
+        """The executor factory (``relay.build``'s result) behind this model."""
+        return self._factory
+
+    def _set_inputs(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        for name, value in bind_inputs(self.inputs, args, kwargs).items():
+            self._module.set_input(name, value)
+        self._inputs_set = True
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run on the inputs (positional in ``inputs`` order, or by name); returns a numpy
+        array, or a list of them when the model has several outputs. Raises ModelInputError
+        for a missing, extra, misnamed, misshapen or mistyped input."""
+        self._set_inputs(args, kwargs)
+        with self._threads.use(self.threads):
+            self._module.run()
+        outs = [self._module.get_output(i) for i in range(self._module.get_num_outputs())]
+        values = [o.numpy() if isinstance(o, NDArray) else o for o in outs]
+        return values[0] if len(values) == 1 else values
+
+    def benchmark(self, *args: Any, number: int = 10, repeat: int = 3,
+                  min_repeat_ms: int | None = None, **kwargs: Any) -> BenchmarkResult:
+        """Time ``repeat`` measurements of ``number`` runs on this model's thread count.
+
+        Inputs as for a call; with none, the last call's inputs, or zeros when the model was
+        never called (static shapes only). Returns the runtime's BenchmarkResult (seconds)."""
+        if args or kwargs:
+            self._set_inputs(args, kwargs)
+        elif not self._inputs_set:
+            self._set_inputs([self._zeros(s) for s in self.inputs], {})
+        with self._threads.use(self.threads):
+            result: BenchmarkResult = self._module.benchmark(
+                self._dev, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+        return result
+
+    @staticmethod
+    def _zeros(spec: TensorSpec) -> np.ndarray:
+        if spec.shape is None or None in spec.shape:
+            raise ModelInputError(f"benchmark: input {spec.name!r} has a dynamic shape; pass "
+                                  "the inputs to time")
+        return np.zeros(spec.shape, spec.dtype)  # type: ignore[arg-type]
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the model as one shared library (kernels, executor description, params and
+        this record); ``ember.load(path)`` returns it without a C compiler. A loaded model
+        is copied from its file (its kernels are compiled already)."""
+        if self._path is not None:
+            shutil.copyfile(self._path, path)
+            return
+        record = ModelRecord(self.executor, self.threads, self.inputs, self.outputs,
+                             self._record.info)
+        record.import_module(self._factory)
+        record.export_library(os.fspath(path))
+
+    def __repr__(self) -> str:
+        ins = ", ".join(map(str, self.inputs))
+        outs = ", ".join(map(str, self.outputs))
+        return f"CompiledModel({self.executor}, threads={self.threads}; ({ins}) -> ({outs}))"
+
+
+def load(path: str | os.PathLike[str], dev: Device | None = None) -> CompiledModel:
+    """The CompiledModel saved at ``path`` by ``CompiledModel.save``; needs no C compiler.
+    Raises ArtifactError for a missing file or one that is not a saved model."""
+    from ..runtime.loaders import load_module
+
+    root = load_module(os.fspath(path))
+    if not isinstance(root, ModelRecord) or len(root.imported_modules) != 1:
+        raise ArtifactError(f"{os.fspath(path)}: not a model saved by CompiledModel.save (its "
+                            f"root module is {root!r}); use ember.runtime.load_module")
+    return CompiledModel(root.imported_modules[0], root, dev, os.fspath(path))

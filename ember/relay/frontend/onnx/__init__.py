@@ -1,0 +1,181 @@
+"""The ONNX importer: ``from_onnx(model) -> (IRModule, params)``.
+
+    mod, params = relay.frontend.from_onnx("model.onnx", shape={"input": (1, 3, 224, 224)})
+    factory = relay.build(mod, "llvm", params=params)
+
+How it works: ``_load`` reads the model (a ModelProto or a file, external data included) and
+its opset; ``_graph`` walks the graph in dependency order and converts each node with its
+entry in the support table (``_table.SUPPORT``, one converter module per operator family:
+``ops_math``, ``ops_conv``, ``ops_nn``, ``ops_shape``, ``ops_tensor``, ``ops_reduce``,
+``ops_index``, ``ops_einsum``, ``ops_resize``, ``ops_control``); ``_typer`` types and folds
+what the converters build, and ``_symbolic`` follows shapes through dynamic axes.
+``docs/onnx.md`` is the user guide; ``docs/onnx_support.md`` lists the operators.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ....ir.expr import Function, Tuple, Var
+from ....ir.module import IRModule
+from ....runtime.errors import FrontendError, OpNotImplemented
+from ....runtime.ndarray import array as _nd_array
+from ._graph import Importer, Scope, _graphs_of
+from ._load import DEFAULT_DOMAINS, MAX_OPSET, MIN_OPSET, load_model, model_opset
+from ._proto import DTYPES, require_onnx
+from ._table import SUPPORT, OpSupport, check_support, support_markdown
+
+__all__ = ["MAX_OPSET", "MIN_OPSET", "SUPPORT", "OpSupport", "from_onnx", "support_markdown"]
+
+MAX_LISTED_NODES = 5
+
+
+def from_onnx(model: Any, shape: Mapping[str, Any] | None = None,
+              dtype: str | Mapping[str, str] = "float32", opset: int | None = None,
+              freeze_params: bool = True) -> tuple[IRModule, dict[str, Any]]:
+    """Import an ONNX model as a Relay module.
+
+    model: an ``onnx.ModelProto`` or a path to a ``.onnx`` file (external data is read from
+    the file's directory). shape: input name -> shape, overriding the model's (ints make a
+    symbolic axis static; a string or None keeps it symbolic). dtype: the element type of
+    inputs whose type the model leaves undefined (a dict: per input name). opset: the
+    default-domain opset to follow instead of the model's. freeze_params: initializers become
+    constants (True) or parameters of ``main`` returned in ``params`` (False).
+
+    Returns ``(mod, params)``; symbolic axes are ``?`` in ``main``'s types (build such a
+    model with ``relay.vm.compile``). Raises OpNotImplemented (listing every unsupported
+    operator type with its nodes), FrontendError for a malformed model or a ``shape=`` that
+    contradicts it, and ImportError when the ``onnx`` package is missing.
+    """
+    require_onnx()
+    proto, where = load_model(model)
+    imp = Importer(model_opset(proto, opset, where), bool(freeze_params))
+    _check_operators(proto.graph, imp.opset)
+    scope = Scope(imp)
+    scope.add_initializers(proto.graph, as_params=not imp.freeze_params)
+    inputs = _graph_inputs(proto.graph, imp, scope, shape or {}, dtype)
+    scope.convert_nodes(proto.graph.node)
+    outputs = [scope.lookup(o.name) for o in proto.graph.output]
+    if not outputs:
+        raise FrontendError(f"{where}: the graph has no outputs")
+    body = outputs[0] if len(outputs) == 1 else Tuple(tuple(outputs))
+    return _module(imp, inputs, body)
+
+
+def _module(imp: Importer, inputs: list[Var], body: Any) -> tuple[IRModule, dict[str, Any]]:
+    from ...analysis import free_vars
+    from ...transform import InferType
+
+    extra = [v for v in free_vars(body) if v not in inputs]
+    unknown = [v.name_hint for v in extra if v.name_hint not in imp.params]
+    if unknown:
+        raise FrontendError(f"the graph reads {', '.join(map(repr, unknown))}, which is not an "
+                            "input or initializer of the main graph")
+    mod = IRModule.from_expr(Function(tuple(inputs + extra), body))
+    params = {v.name_hint: _nd_array(imp.params[v.name_hint]) for v in extra}
+    return InferType()(mod), params
+
+
+def _check_operators(graph: Any, opset: int) -> None:
+    """OpNotImplemented listing every operator type (with its nodes) that cannot be imported,
+    in the graph and its subgraphs."""
+    bad: dict[str, dict[str, None]] = {}  # op type (and why) -> node names, in order
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for n in g.node:
+            stack.extend(_graphs_of(n))
+            key, why = n.op_type, None
+            if n.domain not in DEFAULT_DOMAINS:
+                key, why = f"{n.domain}.{n.op_type}", "not supported"
+            else:
+                why = check_support(n.op_type, opset)
+            if why is not None:
+                bad.setdefault(f"{key} ({why})", {})[n.name or "<unnamed>"] = None
+    if bad:
+        parts = []
+        for key, found in sorted(bad.items()):
+            names = list(found)
+            shown = ", ".join(repr(n) for n in names[:MAX_LISTED_NODES])
+            more = f" and {len(names) - MAX_LISTED_NODES} more" if len(names) > MAX_LISTED_NODES \
+                else ""
+            parts.append(f"  {key}: node{'s' if len(names) > 1 else ''} {shown}{more}")
+        raise OpNotImplemented(f"the model uses {len(bad)} operator type(s) that ember cannot "
+                               f"import (opset {opset}):\n" + "\n".join(parts))
+
+
+def _graph_inputs(graph: Any, imp: Importer, scope: Scope, shape: Mapping[str, Any],
+                  dtype: str | Mapping[str, str]) -> list[Var]:
+    """One variable per graph input that is not an initializer, typed from the model and
+    ``shape``/``dtype``; FrontendError naming the input for anything inconsistent."""
+    from ._proto import value_info_type
+
+    inits = {t.name for t in graph.initializer}
+    infos = [vi for vi in graph.input if vi.name not in inits]
+    names = [vi.name for vi in infos]
+    for name in shape:
+        if name not in names:
+            known = ", ".join(map(repr, names)) or "none"
+            kind = "an initializer, not an input" if name in inits else "not an input"
+            raise FrontendError(f"shape= names {name!r}, which is {kind} of the model; its "
+                                f"inputs are {known}")
+    inputs = []
+    for vi in infos:
+        where = f"graph input {vi.name!r}"
+        elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else None
+        override = dtype.get(vi.name) if isinstance(dtype, Mapping) else None
+        if elem == 0 and override is None and not isinstance(dtype, Mapping):
+            raise FrontendError(f"{where} has an undefined element type; give it with "
+                                f"dtype={{{vi.name!r}: 'float32'}}")
+        if elem == 0 and override is not None:
+            vi_dtype, dims = override, value_info_type(_with_elem(vi, override), where)[1]
+        else:
+            vi_dtype, dims = value_info_type(vi, where)
+            vi_dtype = override or vi_dtype
+        if vi_dtype is None:
+            raise FrontendError(f"{where} has no type")
+        dims = _input_dims(vi.name, dims, shape.get(vi.name), where)
+        var = imp.tensor_var(vi.name, vi_dtype, [imp.sizes.named(d) if not isinstance(d, int)
+                                                 else d for d in dims])
+        scope.env[vi.name] = var
+        inputs.append(var)
+    return inputs
+
+
+def _with_elem(vi: Any, dtype: str) -> Any:
+    onnx = require_onnx()
+    copy = onnx.ValueInfoProto()
+    copy.CopyFrom(vi)
+    copy.type.tensor_type.elem_type = {v: k for k, v in DTYPES.items()}[dtype]
+    return copy
+
+
+def _input_dims(name: str, model: list[Any] | None, given: Any, where: str) -> list[Any]:
+    """The dims of an input: the model's, overridden by ``shape=`` (which must agree)."""
+    if given is None:
+        if model is None:
+            raise FrontendError(f"{where} has no shape in the model; give it with "
+                                f"shape={{{name!r}: (...)}}")
+        return model
+    try:
+        given = list(given)
+    except TypeError:
+        raise FrontendError(f"shape={{{name!r}: {given!r}}} is not a sequence of sizes") from None
+    for d in given:
+        if isinstance(d, bool) or not (d is None or isinstance(d, str) or (
+                isinstance(d, int) and d >= 0)):
+            raise FrontendError(f"shape= for {name!r}: {d!r} is not a size (an int >= 0, or a "
+                                "string / None for a symbolic axis)")
+    if model is not None:
+        if len(model) != len(given):
+            raise FrontendError(f"shape= gives {name!r} rank {len(given)} {tuple(given)}, but "
+                                f"the model declares rank {len(model)} {tuple(model)}")
+        for k, (m, g) in enumerate(zip(model, given)):
+            if isinstance(m, int) and isinstance(g, int) and m != g:
+                raise FrontendError(f"shape= gives {name!r} the shape {tuple(given)}, but the "
+                                    f"model declares {tuple(model)}: dimension {k} is {m}, "
+                                    f"not {g}")
+            if isinstance(m, int) and not isinstance(g, int):
+                given[k] = m
+    return given
+

@@ -1,0 +1,216 @@
+"""THE support table: every ONNX operator ember imports, its converter, the opsets it is
+supported for and a one-line note. ``docs/onnx_support.md`` is generated from it
+(``support_markdown``; ``python tools/gen_onnx_support.py`` rewrites the file and a test
+checks that the committed file is current)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import (
+    ops_control,
+    ops_conv,
+    ops_einsum,
+    ops_index,
+    ops_math,
+    ops_nn,
+    ops_reduce,
+    ops_resize,
+    ops_shape,
+    ops_tensor,
+)
+from ._load import MAX_OPSET, MIN_OPSET
+from ._node import Node
+
+m, r = ops_math, ops_reduce
+
+
+@dataclass(frozen=True)
+class OpSupport:
+    """How one ONNX operator is imported: converter, first and last supported opset, note."""
+
+    convert: Callable[[Node], Any]
+    note: str
+    since: int = MIN_OPSET
+    until: int = MAX_OPSET
+
+
+def _e(convert: Callable[[Node], Any], note: str, since: int = MIN_OPSET) -> OpSupport:
+    return OpSupport(convert, note, max(since, MIN_OPSET))
+
+
+SUPPORT: dict[str, OpSupport] = {
+    # elementwise arithmetic, comparison and logic
+    "Abs": _e(m.unary("abs"), "abs"),
+    "Add": _e(m.binary("add"), "add, numpy broadcasting"),
+    "And": _e(m.binary("logical_and"), "logical_and"),
+    "Ceil": _e(m.unary("ceil"), "ceil"),
+    "Cos": _e(m.unary("cos"), "cos"),
+    "Div": _e(m.binary("divide"), "divide; integer division truncates, as in onnxruntime"),
+    "Equal": _e(m.binary("equal"), "equal"),
+    "Erf": _e(m.unary("erf"), "erf"),
+    "Exp": _e(m.unary("exp"), "exp"),
+    "Floor": _e(m.unary("floor"), "floor"),
+    "Greater": _e(m.binary("greater"), "greater"),
+    "GreaterOrEqual": _e(m.binary("greater_equal"), "greater_equal", 12),
+    "Identity": _e(m.identity, "the input itself"),
+    "IsInf": _e(m.is_inf, "isinf, with detect_positive/detect_negative"),
+    "IsNaN": _e(m.unary("isnan"), "isnan"),
+    "Less": _e(m.binary("less"), "less"),
+    "LessOrEqual": _e(m.binary("less_equal"), "less_equal", 12),
+    "Log": _e(m.unary("log"), "log"),
+    "Max": _e(m.variadic("maximum"), "maximum over any number of inputs"),
+    "Mean": _e(m.mean, "sum of the inputs divided by their count"),
+    "Min": _e(m.variadic("minimum"), "minimum over any number of inputs"),
+    "Mod": _e(m.mod, "fmod=1: C fmod; fmod=0: floor modulo (integers)"),
+    "Mul": _e(m.binary("multiply"), "multiply"),
+    "Neg": _e(m.unary("negative"), "negative"),
+    "Not": _e(m.unary("logical_not"), "logical_not"),
+    "Or": _e(m.binary("logical_or"), "logical_or"),
+    "Pow": _e(m.pow_, "power; the exponent is cast to the base's dtype"),
+    "Reciprocal": _e(m.reciprocal, "1 / x"),
+    "Round": _e(m.round_half_even, "ties to even (decomposed: Relay's round breaks ties away "
+                "from zero)"),
+    "Sign": _e(m.unary("sign"), "sign"),
+    "Sin": _e(m.unary("sin"), "sin"),
+    "Sqrt": _e(m.unary("sqrt"), "sqrt"),
+    "Sub": _e(m.binary("subtract"), "subtract"),
+    "Sum": _e(m.variadic("add"), "sum over any number of inputs"),
+    "Tan": _e(m.unary("tan"), "tan"),
+    "Where": _e(m.where, "where, three-way broadcasting"),
+    "Xor": _e(m.binary("logical_xor"), "logical_xor"),
+    # activations
+    "Celu": _e(m.celu, "decomposed: relu(x) + min(0, alpha * (exp(x / alpha) - 1))", 12),
+    "Elu": _e(m.elu, "decomposed with where and exp"),
+    "Gelu": _e(m.gelu, "decomposed through erf (approximate='none') or tanh", 20),
+    "HardSigmoid": _e(m.hard_sigmoid, "clip(alpha * x + beta, 0, 1)"),
+    "HardSwish": _e(m.hard_swish, "x * clip(x / 6 + 1 / 2, 0, 1)", 14),
+    "LeakyRelu": _e(m.leaky_relu, "nn.leaky_relu"),
+    "Mish": _e(m.mish, "x * tanh(softplus(x))", 18),
+    "PRelu": _e(m.prelu, "where(x < 0, x * slope, x): the slope may be any broadcastable shape"),
+    "Relu": _e(m.unary("nn.relu"), "nn.relu"),
+    "Selu": _e(m.selu, "decomposed with where and exp"),
+    "Shrink": _e(m.shrink, "decomposed with where"),
+    "Sigmoid": _e(m.unary("sigmoid"), "sigmoid"),
+    "Softplus": _e(m.softplus, "relu(x) + log(1 + exp(-abs(x))), without overflow"),
+    "Softsign": _e(m.softsign, "x / (1 + abs(x))"),
+    "Tanh": _e(m.unary("tanh"), "tanh"),
+    "ThresholdedRelu": _e(m.thresholded_relu, "where(x > alpha, x, 0)"),
+    # casts
+    "Cast": _e(m.cast, "cast; float to int truncates; string types are not supported"),
+    "CastLike": _e(m.cast_like, "cast to the second input's dtype", 15),
+    "Clip": _e(m.clip, "clip for constant float bounds, else maximum/minimum"),
+    # dense, convolution, pooling, normalisation
+    "AveragePool": _e(ops_conv.average_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, "
+                      "count_include_pad, dilations"),
+    "BatchNormalization": _e(ops_nn.batch_norm, "inference mode (nn.batch_norm, folded by "
+                             "SimplifyInference)"),
+    "Conv": _e(ops_conv.conv, "1-D and 2-D; pads, auto_pad, strides, dilations, group, bias"),
+    "ConvTranspose": _e(ops_conv.conv_transpose, "1-D and 2-D; output_padding, output_shape, "
+                        "auto_pad, group, dilations"),
+    "Dropout": _e(ops_nn.dropout, "inference: the identity (mask all True)"),
+    "Gemm": _e(ops_nn.gemm, "nn.dense with alpha, beta, transA, transB, optional C"),
+    "GlobalAveragePool": _e(ops_conv.global_average_pool, "any spatial rank"),
+    "GlobalMaxPool": _e(ops_conv.global_max_pool, "any spatial rank"),
+    "Hardmax": _e(ops_nn.hardmax, "one_hot of argmax; opset < 13 coerces to 2-D"),
+    "InstanceNormalization": _e(ops_nn.instance_norm, "decomposed: mean and variance over the "
+                                "spatial axes"),
+    "LayerNormalization": _e(ops_nn.layer_norm, "nn.layer_norm over the last axis, else "
+                             "decomposed; Mean and InvStdDev outputs", 17),
+    "LogSoftmax": _e(ops_nn.log_softmax, "nn.log_softmax; opset < 13 coerces to 2-D"),
+    "LRN": _e(ops_nn.lrn, "NCHW; average pooling over channels"),
+    "MatMul": _e(ops_nn.matmul, "numpy matmul: nn.dense for a 2-D right operand, else "
+                 "nn.batch_matmul with broadcast batch axes"),
+    "MaxPool": _e(ops_conv.max_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, dilations; no "
+                  "Indices output"),
+    "Softmax": _e(ops_nn.softmax, "nn.softmax; opset < 13 coerces to 2-D"),
+    # reductions
+    "ArgMax": _e(r.arg_max, "argmax with keepdims and select_last_index, int64 result"),
+    "ArgMin": _e(r.arg_min, "argmin with keepdims and select_last_index, int64 result"),
+    "ReduceL1": _e(r.REDUCERS["ReduceL1"], "sum(abs(x))"),
+    "ReduceL2": _e(r.REDUCERS["ReduceL2"], "sqrt(sum(x * x))"),
+    "ReduceLogSum": _e(r.REDUCERS["ReduceLogSum"], "log(sum(x))"),
+    "ReduceLogSumExp": _e(r.REDUCERS["ReduceLogSumExp"], "max + log(sum(exp(x - max)))"),
+    "ReduceMax": _e(r.REDUCERS["ReduceMax"], "max; axes attribute (< 18) or input (18+)"),
+    "ReduceMean": _e(r.REDUCERS["ReduceMean"], "mean; axes attribute (< 18) or input (18+)"),
+    "ReduceMin": _e(r.REDUCERS["ReduceMin"], "min; axes attribute (< 18) or input (18+)"),
+    "ReduceProd": _e(r.REDUCERS["ReduceProd"], "prod; axes attribute (< 18) or input (18+)"),
+    "ReduceSum": _e(r.REDUCERS["ReduceSum"], "sum; axes attribute (< 13) or input (13+), "
+                    "noop_with_empty_axes"),
+    "ReduceSumSquare": _e(r.REDUCERS["ReduceSumSquare"], "sum(x * x)"),
+    # shapes and data movement
+    "Concat": _e(ops_tensor.concat, "concatenate"),
+    "Constant": _e(ops_shape.constant, "value, value_float(s), value_int(s); not sparse or "
+                   "string"),
+    "ConstantOfShape": _e(ops_shape.constant_of_shape, "a constant for known shapes; from "
+                          "input shapes for symbolic ones"),
+    "DepthToSpace": _e(ops_tensor.depth_to_space, "nn.depth_to_space, DCR and CRD"),
+    "Expand": _e(ops_shape.expand, "broadcast_to for static shapes, where() against a "
+                 "template for dynamic ones"),
+    "Flatten": _e(ops_tensor.flatten, "reshape to 2-D (also with dynamic sizes)"),
+    "OneHot": _e(ops_tensor.one_hot, "one_hot; depth must be known; negative indices wrap"),
+    "Pad": _e(ops_tensor.pad, "constant, reflect and edge; negative pads crop; axes (18+)"),
+    "Range": _e(ops_shape.range_, "a constant for known bounds; 0..n for a symbolic n"),
+    "Reshape": _e(ops_shape.reshape, "reshape; shapes computed at run time must reduce to "
+                  "the input's own sizes or one -1"),
+    "Shape": _e(ops_shape.shape, "a constant for static shapes; start/end (15+)"),
+    "Size": _e(ops_shape.size, "a constant for static shapes"),
+    "Slice": _e(ops_tensor.slice_, "strided_slice; starts/ends/axes/steps must be known"),
+    "SpaceToDepth": _e(ops_tensor.space_to_depth, "nn.space_to_depth"),
+    "Split": _e(ops_tensor.split, "split; sizes from the attribute (< 13) or input (13+), "
+                "num_outputs (18+)"),
+    "Squeeze": _e(ops_tensor.squeeze, "squeeze; axes attribute (< 13) or input (13+)"),
+    "Tile": _e(ops_tensor.tile, "tile; repeats must be known"),
+    "Transpose": _e(ops_tensor.transpose, "transpose"),
+    "Trilu": _e(ops_tensor.trilu, "where() with a constant triangle mask; static matrix "
+                "sizes", 14),
+    "Unsqueeze": _e(ops_tensor.unsqueeze, "expand_dims; axes attribute (< 13) or input (13+)"),
+    # indexing, sorting, resampling
+    "CumSum": _e(ops_index.cum_sum, "cumsum with exclusive and reverse"),
+    "Einsum": _e(ops_einsum.einsum, "transpose/reshape/nn.batch_matmul per operand pair; "
+                 "ellipsis; no diagonals", 12),
+    "Gather": _e(ops_index.gather, "take (negative indices wrap)"),
+    "GatherElements": _e(ops_index.gather_elements, "gather"),
+    "GatherND": _e(ops_index.gather_nd, "gather_nd with batch_dims"),
+    "Resize": _e(ops_resize.resize, "image.resize2d on NCW/NCHW: nearest, linear, cubic; "
+                 "every coordinate mode but tf_crop_and_resize; no antialias"),
+    "ScatterElements": _e(ops_index.scatter_elements, "scatter_elements; reduction none, add, "
+                          "mul (16+), max, min (18+)"),
+    "TopK": _e(ops_index.top_k, "topk; K must be known; sorted, ties to the lower index"),
+    # control flow (run by the VM)
+    "If": _e(ops_control.if_, "Relay If (VM); a known condition imports only the taken "
+             "branch"),
+    "Loop": _e(ops_control.loop, "a recursive local function (VM); loop-carried shapes may "
+               "change; scan outputs"),
+}
+
+
+def check_support(op_type: str, opset: int) -> str | None:
+    """None if ``op_type`` is imported at ``opset``, else why not (for the error message)."""
+    entry = SUPPORT.get(op_type)
+    if entry is None:
+        return "not supported"
+    if not entry.since <= opset <= entry.until:
+        return f"supported for opsets {entry.since} to {entry.until}, the model uses {opset}"
+    return None
+
+
+def support_markdown() -> str:
+    """``docs/onnx_support.md``: the table above as Markdown."""
+    lines = [
+        "# ONNX operators supported by `ember.relay.frontend.from_onnx`",
+        "",
+        ("Generated from `ember/relay/frontend/onnx/_table.py` by "
+         "`python tools/gen_onnx_support.py`; do not edit by hand."),
+        "",
+        (f"{len(SUPPORT)} operator types of the default ONNX domain, for opsets {MIN_OPSET} "
+         f"to {MAX_OPSET}. See [onnx.md](onnx.md) for how importing works."),
+        "",
+        "| operator | opsets | how it is imported |",
+        "|---|---|---|",
+    ]
+    for name in sorted(SUPPORT):
+        e = SUPPORT[name]
+        lines.append(f"| {name} | {e.since}-{e.until} | {e.note} |")
+    return "\n".join(lines) + "\n"

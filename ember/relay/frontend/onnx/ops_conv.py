@@ -1,0 +1,210 @@
+"""Converters of convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool,
+GlobalAveragePool, GlobalMaxPool.
+
+Relay has the 2-D forms; a 1-D operator runs as the 2-D one on a height-1 image
+(``expand_dims`` before, ``squeeze`` after; the weight's expand folds into the constant).
+``auto_pad`` SAME_UPPER/SAME_LOWER/VALID is turned into explicit pads from the input size.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ....ir.expr import RelayExpr
+from ... import op as _op
+from ._node import Node
+
+_AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def _spatial_rank(node: Node, x_ndim: int) -> int:
+    n = x_ndim - 2
+    if n not in (1, 2):
+        raise node.unsupported(f"{n}-D spatial input (rank {x_ndim}) is not supported; ember "
+                               "imports 1-D and 2-D convolution and pooling")
+    return n
+
+
+def _ints(node: Node, name: str, n: int, default: int) -> list[int]:
+    value = node.attr(name, None)
+    if value is None:
+        return [default] * n
+    if len(value) != n:
+        raise node.invalid_attr(name, value, f"{n} values (one per spatial axis)")
+    return [int(v) for v in value]
+
+
+def window_pads(node: Node, in_sizes: Sequence[Any], kernel: Sequence[int],
+                strides: Sequence[int], dilations: Sequence[int]) -> list[int]:
+    """ONNX pads (begins then ends) for ``auto_pad`` and ``pads``."""
+    n = len(kernel)
+    auto = node.choice("auto_pad", "NOTSET", _AUTO_PAD)
+    if auto == "VALID":
+        return [0] * (2 * n)
+    if auto == "NOTSET":
+        pads = _ints(node, "pads", 2 * n, 0)
+        if any(p < 0 for p in pads):
+            raise node.invalid_attr("pads", pads, "non-negative")
+        return pads
+    begins, ends = [], []
+    for size, k, s, d in zip(in_sizes, kernel, strides, dilations):
+        if not isinstance(size, int):
+            raise node.unsupported(f"auto_pad={auto} needs static spatial sizes, got {size}")
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        small, big = total // 2, total - total // 2
+        begins.append(small if auto == "SAME_UPPER" else big)
+        ends.append(big if auto == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _to_2d(x: RelayExpr, n: int) -> RelayExpr:
+    return _op.expand_dims(x, 2) if n == 1 else x
+
+
+def _from_2d(x: RelayExpr, n: int) -> RelayExpr:
+    return _op.squeeze(x, [2]) if n == 1 else x
+
+
+def _pads_2d(pads: list[int], n: int) -> tuple[int, int, int, int]:
+    if n == 1:
+        return (0, pads[0], 0, pads[1])
+    return (pads[0], pads[1], pads[2], pads[3])
+
+
+def _pair(values: Sequence[int], n: int, fill: int) -> tuple[int, int]:
+    return (fill, values[0]) if n == 1 else (values[0], values[1])
+
+
+# ---------------------------------------------------------------- Conv, ConvTranspose
+def conv(node: Node) -> RelayExpr:
+    x, w = node.input(0, "X"), node.input(1, "W")
+    xt, wt = node.type(0), node.type(1)
+    n = _spatial_rank(node, xt.ndim)
+    if wt.ndim != xt.ndim:
+        raise node.fail(f"W has rank {wt.ndim} but X has rank {xt.ndim}")
+    kernel = _ints(node, "kernel_shape", n, 0) if node.has_attr("kernel_shape") else list(
+        wt.shape[2:])
+    strides, dilations = _ints(node, "strides", n, 1), _ints(node, "dilations", n, 1)
+    pads = window_pads(node, xt.shape[2:], kernel, strides, dilations)
+    out = _op.nn.conv2d(_to_2d(x, n), _to_2d(w, n), strides=_pair(strides, n, 1),
+                        padding=_pads_2d(pads, n), dilation=_pair(dilations, n, 1),
+                        groups=node.attr("group", 1))
+    if node.has_input(2):
+        out = _op.nn.bias_add(out, node.input(2), axis=1)
+    return _from_2d(out, n)
+
+
+def conv_transpose(node: Node) -> RelayExpr:
+    x, w = node.input(0, "X"), node.input(1, "W")
+    xt, wt = node.type(0), node.type(1)
+    n = _spatial_rank(node, xt.ndim)
+    kernel = _ints(node, "kernel_shape", n, 0) if node.has_attr("kernel_shape") else list(
+        wt.shape[2:])
+    strides, dilations = _ints(node, "strides", n, 1), _ints(node, "dilations", n, 1)
+    out_pad = _ints(node, "output_padding", n, 0)
+    pads = _transpose_pads(node, xt.shape[2:], kernel, strides, dilations, out_pad)
+    out = _op.nn.conv2d_transpose(
+        _to_2d(x, n), _to_2d(w, n), strides=_pair(strides, n, 1), padding=_pads_2d(pads, n),
+        output_padding=_pair(out_pad, n, 0), dilation=_pair(dilations, n, 1),
+        groups=node.attr("group", 1))
+    if node.has_input(2):
+        out = _op.nn.bias_add(out, node.input(2), axis=1)
+    return _from_2d(out, n)
+
+
+def _transpose_pads(node: Node, in_sizes: Sequence[Any], kernel: list[int], strides: list[int],
+                    dilations: list[int], out_pad: list[int]) -> list[int]:
+    """Pads of a ConvTranspose; from ``output_shape`` or SAME auto_pad when given."""
+    auto = node.choice("auto_pad", "NOTSET", _AUTO_PAD)
+    n = len(kernel)
+    target = node.attr("output_shape", None)
+    if target is None and auto in ("NOTSET", "VALID"):
+        return [0] * (2 * n) if auto == "VALID" else window_pads(node, in_sizes, kernel,
+                                                                 strides, dilations)
+    if target is not None:
+        target = list(target)[-n:]
+    begins, ends = [], []
+    for k in range(n):
+        size = in_sizes[k]
+        if not isinstance(size, int):
+            raise node.unsupported("output_shape/auto_pad need static spatial sizes")
+        full = strides[k] * (size - 1) + out_pad[k] + (kernel[k] - 1) * dilations[k] + 1
+        want = target[k] if target is not None else size * strides[k]
+        total = full - want
+        if total < 0:
+            raise node.unsupported(f"output_shape {target} is larger than the full output "
+                                   f"({full} on spatial axis {k})")
+        small, big = total // 2, total - total // 2
+        upper = auto == "SAME_UPPER"
+        begins.append(small if upper else big)
+        ends.append(big if upper else small)
+    return begins + ends
+
+
+# ---------------------------------------------------------------- pooling
+def max_pool(node: Node) -> RelayExpr:
+    if node.wants_output(1):
+        raise node.unsupported("output 1 (Indices) is not supported")
+    if node.attr("storage_order", 0):
+        raise node.unsupported_attr("storage_order", 1, "0 (row major)")
+    return _pool(node, _op.nn.max_pool2d, {})
+
+
+def average_pool(node: Node) -> RelayExpr:
+    include = bool(node.attr("count_include_pad", 0))
+    return _pool(node, _op.nn.avg_pool2d, {"count_include_pad": include})
+
+
+def _pool(node: Node, fn: Any, extra: dict[str, Any]) -> RelayExpr:
+    x, xt = node.input(0, "X"), node.type(0)
+    n = _spatial_rank(node, xt.ndim)
+    kernel = node.attr("kernel_shape")
+    if len(kernel) != n:
+        raise node.invalid_attr("kernel_shape", kernel, f"{n} values (one per spatial axis)")
+    strides, dilations = _ints(node, "strides", n, 1), _ints(node, "dilations", n, 1)
+    pads = window_pads(node, xt.shape[2:], kernel, strides, dilations)
+    ceil_mode = bool(node.attr("ceil_mode", 0))
+    out = fn(_to_2d(x, n), pool_size=_pair(kernel, n, 1), strides=_pair(strides, n, 1),
+             dilation=_pair(dilations, n, 1), padding=_pads_2d(pads, n), ceil_mode=ceil_mode,
+             **extra)
+    if ceil_mode:
+        out = _drop_padding_windows(out, xt.shape[2:], kernel, strides, dilations, pads, n)
+    return _from_2d(out, n)
+
+
+def _drop_padding_windows(out: RelayExpr, sizes: Sequence[Any], kernel: Sequence[int],
+                          strides: Sequence[int], dilations: Sequence[int], pads: list[int],
+                          n: int) -> RelayExpr:
+    """With ceil_mode, a last window that would start in the end padding is not computed
+    (ONNX since opset 19 and onnxruntime always): slice it off Relay's ceil-mode output."""
+    ends = []
+    for k, size in enumerate(sizes):
+        if not isinstance(size, int):
+            return out
+        extent = (kernel[k] - 1) * dilations[k] + 1
+        count = -(-(size + pads[k] + pads[k + n] - extent) // strides[k]) + 1
+        if (count - 1) * strides[k] >= size + pads[k]:
+            count -= 1
+        ends.append(count)
+    axes = [2, 3] if n == 2 else [3]
+    return _op.strided_slice(out, [0] * n, ends, axes=axes)
+
+
+def _global(kind: str) -> Any:
+    def convert(node: Node) -> RelayExpr:
+        x, ndim = node.input(0), node.ndim(0)
+        if ndim < 3:
+            raise node.fail(f"X must have rank >= 3 (N, C, spatial...), got rank {ndim}")
+        if ndim == 4:
+            fn = _op.nn.global_avg_pool2d if kind == "avg" else _op.nn.global_max_pool2d
+            return fn(x)
+        reduce = _op.mean if kind == "avg" else _op.max
+        return reduce(x, axis=list(range(2, ndim)), keepdims=True)
+
+    convert.__name__ = f"global_{kind}_pool"
+    return convert
+
+
+global_average_pool = _global("avg")
+global_max_pool = _global("max")

@@ -1,0 +1,89 @@
+"""Converters of the indexing operators: Gather, GatherElements, GatherND, ScatterElements,
+TopK, CumSum.
+
+ONNX indices may be negative (counting from the end); Relay's ``take`` runs in "wrap" mode,
+and the gather/scatter ops below wrap negative indices themselves.
+"""
+from __future__ import annotations
+
+from ....ir.expr import RelayExpr
+from ... import op as _op
+from ._node import Node
+from ._symbolic import SymShape
+from ._util import norm_axis
+
+
+def gather(node: Node) -> RelayExpr:
+    data, ty = node.input(0, "data"), node.type(0)
+    axis = norm_axis(node, node.attr("axis", 0), ty.ndim)
+    _gather_sym(node)
+    return _op.take(data, node.input(1, "indices"), axis=axis, mode="wrap")
+
+
+def _gather_sym(node: Node) -> None:
+    """Gather of a symbolic shape value with known indices picks its elements."""
+    sym, idx = node.sym(0), node.value(1)
+    if sym is None or sym.scalar or idx is None or idx.ndim > 1:
+        return
+    n = len(sym.elems)
+    picked = tuple(sym.elems[int(i) % n] for i in idx.reshape(-1))
+    node.set_sym(SymShape(picked, scalar=idx.ndim == 0))
+
+
+def gather_elements(node: Node) -> RelayExpr:
+    ndim = node.ndim(0)
+    if node.ndim(1) != ndim:
+        raise node.fail(f"indices must have the rank of data ({ndim}), got {node.ndim(1)}")
+    axis = norm_axis(node, node.attr("axis", 0), ndim)
+    return _op.gather(node.input(0), axis, node.input(1))
+
+
+def gather_nd(node: Node) -> RelayExpr:
+    """GatherND: ONNX puts the index tuples on the last axis of indices, Relay's gather_nd on
+    the first, so the indices are transposed."""
+    idx, ity = node.input(1, "indices"), node.type(1)
+    if ity.ndim < 1:
+        raise node.fail("indices must have rank >= 1")
+    batch_dims = node.attr("batch_dims", 0)
+    index_rank = ity.shape[-1]
+    if not isinstance(index_rank, int):
+        raise node.unsupported("a dynamic index tuple length (last axis of indices)")
+    if batch_dims + index_rank > node.ndim(0):
+        raise node.fail(f"indices address {index_rank} axes after {batch_dims} batch axes, but "
+                        f"data has rank {node.ndim(0)}")
+    perm = [ity.ndim - 1, *range(ity.ndim - 1)]
+    return _op.gather_nd(node.input(0), _op.transpose(idx, perm), batch_dims=batch_dims,
+                         index_rank=index_rank)
+
+
+_REDUCTIONS = {"none": "update", "add": "add", "mul": "mul", "max": "max", "min": "min"}
+
+
+def scatter_elements(node: Node) -> RelayExpr:
+    ndim = node.ndim(0)
+    axis = norm_axis(node, node.attr("axis", 0), ndim)
+    reduction = node.choice("reduction", "none", tuple(_REDUCTIONS))
+    if node.ndim(1) != ndim or node.ndim(2) != ndim:
+        raise node.fail("data, indices and updates must have the same rank")
+    return _op.scatter_elements(node.input(0), node.input(1), node.input(2), axis,
+                                _REDUCTIONS[reduction])
+
+
+def top_k(node: Node) -> list[RelayExpr]:
+    x, ty = node.input(0), node.type(0)
+    k = int(node.ints(1, "K")[0])
+    axis = norm_axis(node, node.attr("axis", -1), ty.ndim)
+    if k < 0 or (isinstance(ty.shape[axis], int) and k > ty.shape[axis]):
+        raise node.fail(f"K={k} is out of range for an axis of size {ty.shape[axis]}")
+    out = _op.topk(x, k, axis, ret_type="both", is_ascend=not node.attr("largest", 1),
+                   dtype="int64")
+    return [out[0], out[1]]
+
+
+def cum_sum(node: Node) -> RelayExpr:
+    x, ndim = node.input(0), node.ndim(0)
+    axis = norm_axis(node, node.ints(1, "axis")[0], ndim)
+    exclusive = bool(node.attr("exclusive", 0))
+    if node.attr("reverse", 0):
+        return _op.reverse(_op.cumsum(_op.reverse(x, axis), axis, exclusive=exclusive), axis)
+    return _op.cumsum(x, axis, exclusive=exclusive)

@@ -1,0 +1,179 @@
+"""Converters of the shape-computing operators: Shape, Size, Constant, ConstantOfShape,
+Range, Reshape, Expand.
+
+Known values fold to constants as they are imported; with symbolic sizes the values are
+followed as ``SymShape``s (see ``_symbolic.py``) so that Reshape/Expand/ConstantOfShape/Range
+still produce tensors whose shapes derive from the inputs' shapes.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ....ir.expr import Constant, RelayExpr
+from ....ir.types import ShapeVar, TensorType
+from ... import op as _op
+from ._node import Node
+from ._symbolic import SymShape
+from ._util import product, scalar, static
+
+
+def shape(node: Node) -> RelayExpr:
+    """Shape (``start``/``end`` from opset 15): a constant when the sizes are static."""
+    x, ty = node.input(0), node.type(0)
+    rank = ty.ndim
+    start = _clamp_index(node.attr("start", 0), rank)
+    end = _clamp_index(node.attr("end", rank), rank)
+    dims = ty.shape[start:end]
+    if static(dims):
+        return node.const(list(dims), "int64")
+    node.set_sym(SymShape(node.scope.importer.sizes.elems_of(x, ty)[start:end]))
+    full = _op.shape_of(x, "int64")
+    if (start, end) == (0, rank):
+        return full
+    return _op.strided_slice(full, [start], [max(end, start)])
+
+
+def _clamp_index(i: int, rank: int) -> int:
+    i = i + rank if i < 0 else i
+    return min(max(i, 0), rank)
+
+
+def size(node: Node) -> RelayExpr:
+    x, ty = node.input(0), node.type(0)
+    if static(ty.shape):
+        return node.const(product(ty.shape), "int64")
+    return _op.prod(_op.shape_of(x, "int64"))
+
+
+def constant(node: Node) -> RelayExpr:
+    for name, dtype in (("value_float", "float32"), ("value_floats", "float32"),
+                        ("value_int", "int64"), ("value_ints", "int64")):
+        if node.has_attr(name):
+            return node.const(node.attr(name), dtype)
+    if node.has_attr("value"):
+        return Constant(node.attr("value"))
+    for name in ("sparse_value", "value_string", "value_strings"):
+        if node.has_attr(name):
+            raise node.unsupported(f"attribute {name} (sparse and string constants) is not "
+                                   "supported")
+    raise node.fail("needs one of the attributes value, value_float(s), value_int(s)")
+
+
+def _fill_value(node: Node) -> np.ndarray:
+    value = node.attr("value", None)
+    if value is None:
+        return np.zeros((), "float32")
+    if value.size != 1:
+        raise node.invalid_attr("value", value.tolist(), "a one-element tensor")
+    return value.reshape(())
+
+
+def constant_of_shape(node: Node) -> RelayExpr:
+    value = _fill_value(node)
+    dtype = str(value.dtype)
+    target = _shape_input(node, 0)
+    if target.is_static:
+        dims = [int(d) for d in target.elems]
+        if any(d < 0 for d in dims):
+            raise node.fail(f"shape {dims} has a negative size")
+        return _op.full(scalar(value, dtype), dims, dtype)
+    tmpl = node.scope.importer.sizes.template(target.elems)
+    return _symbolic_result(node, _op.full_like(_op.cast(tmpl, dtype), scalar(value, dtype)),
+                            target.elems, dtype)
+
+
+def _symbolic_result(node: Node, expr: RelayExpr, elems: tuple[Any, ...], dtype: str
+                     ) -> RelayExpr:
+    """``expr`` typed with its symbolic sizes (the op relations would only say ``?``), so
+    that later Reshapes can match them."""
+    expr = node.finish(expr)
+    node.declare(expr, TensorType(elems, dtype))
+    return expr
+
+
+def _shape_input(node: Node, i: int) -> SymShape:
+    """Input ``i`` as a shape (ints and symbolic sizes); unsupported if it is neither."""
+    sym = node.sym(i)
+    if sym is None:
+        node.const_value(i, "shape")  # raises the "must be known" error
+        raise node.fail(f"input {i} (shape) must be a 1-D integer tensor")
+    return sym
+
+
+def range_(node: Node) -> RelayExpr:
+    """Range: constant when start/limit/delta are known; ``0..n`` for a symbolic n."""
+    values = [node.value(i) for i in range(3)]
+    dtype = node.dtype(0)
+    if all(v is not None for v in values):
+        start, limit, delta = (np.asarray(v).reshape(()) for v in values)
+        if delta == 0:
+            raise node.fail("delta must not be 0")
+        n = max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
+        return node.const(start + np.arange(n, dtype=dtype) * delta, dtype)
+    limit_sym = node.sym(1)
+    start, delta = values[0], values[2]
+    if (limit_sym is not None and limit_sym.scalar and start is not None and delta is not None
+            and float(start) == 0 and float(delta) == 1):
+        tmpl = node.scope.importer.sizes.template(limit_sym.elems)
+        ones = _op.ones_like(_op.cast(tmpl, dtype))
+        out = _op.subtract(_op.cumsum(ones, axis=0), scalar(1, dtype))
+        return _symbolic_result(node, out, limit_sym.elems, dtype)
+    raise node.unsupported("start, limit and delta must be known when importing (or the "
+                           "range be 0..n with n a symbolic size); the output length would "
+                           "depend on run-time values")
+
+
+# ---------------------------------------------------------------- Reshape, Expand
+def reshape(node: Node) -> RelayExpr:
+    x, ty = node.input(0, "data"), node.type(0)
+    target = _shape_input(node, 1)
+    allowzero = node.attr("allowzero", 0)
+    elems = list(target.elems)
+    if allowzero and 0 in elems:  # a literal 0: the result is empty
+        if -1 in elems or not target.is_static or not static(ty.shape) or product(ty.shape):
+            raise node.unsupported("allowzero=1 with a 0 in the shape of a non-empty input")
+        return _op.zeros(tuple(int(e) for e in elems), ty.dtype)
+    newshape: list[Any] = []
+    unknown = []
+    for i, e in enumerate(elems):
+        if isinstance(e, int):
+            newshape.append(e)
+        elif i < ty.ndim and ty.shape[i] is e:
+            newshape.append(0)
+        else:
+            newshape.append(None)
+            unknown.append(e)
+    if unknown:
+        if len(unknown) > 1 or -1 in newshape:
+            names = ", ".join(d.name for d in unknown if isinstance(d, ShapeVar))
+            raise node.unsupported(f"the target shape has run-time sizes ({names}) that are "
+                                   "not the input's own sizes at the same positions; give "
+                                   "static input shapes with from_onnx(shape=...)")
+        newshape[newshape.index(None)] = -1
+    _propagate_sym(node, target)
+    return _op.reshape(x, newshape)
+
+
+def _propagate_sym(node: Node, target: SymShape) -> None:
+    """A reshaped symbolic shape value stays one (e.g. a 1-element shape made a scalar)."""
+    sym = node.sym(0)
+    if sym is not None and len(target.elems) <= 1:
+        node.set_sym(SymShape(sym.elems, scalar=len(target.elems) == 0))
+
+
+def expand(node: Node) -> RelayExpr:
+    """Expand: bidirectional broadcasting to the given shape."""
+    x, ty = node.input(0), node.type(0)
+    target = _shape_input(node, 1)
+    elems = target.elems
+    if target.is_static and static(ty.shape):
+        out = np.broadcast_shapes(ty.concrete_shape, tuple(int(e) for e in elems))
+        return _op.broadcast_to(x, out) if out != ty.concrete_shape else x
+    if target.is_static:
+        tmpl = _op.zeros(tuple(int(e) for e in elems), "bool")
+    else:
+        tmpl = node.scope.importer.sizes.template(elems)
+    return _op.where(tmpl, x, x)

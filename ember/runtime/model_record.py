@@ -1,0 +1,94 @@
+"""The saved record of a compiled model (``ember.compile`` / ``CompiledModel.save``).
+
+A ``PyModule`` of type ``EmberModel`` at the root of an exported module tree, importing the
+executor factory. Its bytes are UTF-8 JSON: ``{"format": "ember-model", "version": 1,
+"executor": "aot", "threads": 4, "inputs": [[name, shape, dtype], ...], "outputs": [...],
+"info": {...}}`` with ``None`` for a dynamic dimension. ``info`` (optional, a JSON object) is
+free-form build information that tools show (``ember inspect``: target, options, kernels, the
+memory plan); loaders that do not know a key ignore it.
+
+It lives in the runtime layer so that every process that loads libraries (an RPC server, a
+plain ``load_module``) can rebuild it; ``ember.api.model`` re-exports it.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ArtifactError
+from .module import PyModule, register_py_module
+from .threads import check_num_threads
+
+FORMAT = "ember-model"
+FORMAT_VERSION = 1
+EXECUTORS = ("graph", "aot", "vm")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output: ``name``, ``shape`` (None for a dynamic dimension; None for the
+    whole shape of a non-tensor value) and ``dtype`` (for a non-tensor value, its type)."""
+
+    name: str
+    shape: tuple[int | None, ...] | None
+    dtype: str
+
+    def __str__(self) -> str:
+        if self.shape is None:
+            return f"{self.name}: {self.dtype}"
+        dims = ", ".join("?" if d is None else str(d) for d in self.shape)
+        return f"{self.name}: {self.dtype}[{dims}]"
+
+    def to_json(self) -> list[Any]:
+        return [self.name, None if self.shape is None else list(self.shape), self.dtype]
+
+    @classmethod
+    def from_json(cls, item: Any) -> TensorSpec:
+        name, shape, dtype = item
+        return cls(str(name), None if shape is None else tuple(shape), str(dtype))
+
+
+@register_py_module("EmberModel")
+class ModelRecord(PyModule):
+    """The saved record of a compiled model; it imports the executor factory."""
+
+    def __init__(self, executor: str, threads: int, inputs: Sequence[TensorSpec],
+                 outputs: Sequence[TensorSpec], info: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.executor, self.threads = executor, threads
+        self.inputs, self.outputs = tuple(inputs), tuple(outputs)
+        self.info: dict[str, Any] = dict(info or {})
+
+    def save_binary(self) -> bytes:
+        return json.dumps({"format": FORMAT, "version": FORMAT_VERSION,
+                           "executor": self.executor, "threads": self.threads,
+                           "inputs": [s.to_json() for s in self.inputs],
+                           "outputs": [s.to_json() for s in self.outputs],
+                           "info": self.info}).encode()
+
+    @classmethod
+    def load_binary(cls, data: bytes) -> ModelRecord:
+        what = "ember model record"
+        try:
+            rec = json.loads(data)
+        except ValueError as err:
+            raise ArtifactError(f"{what}: not JSON: {err}") from None
+        if not isinstance(rec, dict) or rec.get("format") != FORMAT:
+            raise ArtifactError(f"{what}: not an {FORMAT} record")
+        if rec.get("version") != FORMAT_VERSION:
+            raise ArtifactError(f"{what}: version {rec.get('version')!r}; this runtime reads "
+                                f"version {FORMAT_VERSION}")
+        try:
+            if rec["executor"] not in EXECUTORS:
+                raise ValueError(f"unknown executor {rec['executor']!r}")
+            threads = check_num_threads(rec["threads"], "threads")
+            info = rec.get("info", {})
+            if not isinstance(info, dict):
+                raise TypeError(f"info must be an object, got {type(info).__name__}")
+            return cls(rec["executor"], threads,
+                       [TensorSpec.from_json(s) for s in rec["inputs"]],
+                       [TensorSpec.from_json(s) for s in rec["outputs"]], info)
+        except (KeyError, TypeError, ValueError) as err:
+            raise ArtifactError(f"{what}: corrupt field: {err}") from None

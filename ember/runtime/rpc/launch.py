@@ -1,0 +1,137 @@
+"""Starting server and tracker processes from Python and reading the port they chose.
+
+The process prints one line on stdout once it listens, ``<name> listening on HOST:PORT``, or
+``<name> error: MESSAGE`` and exits; ``start`` waits for that line (bounded), and
+``ManagedProcess.terminate`` ends the process group it runs in.
+"""
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import weakref
+from typing import Any
+
+from ..errors import RPCError
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` resolves to is a loopback address."""
+    try:
+        infos = socket.getaddrinfo(host or "0.0.0.0", None, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False
+    return all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos)
+
+
+def exposure_warning(what: str, host: str, port: int, risk: str) -> str | None:
+    """The loud start-up banner for a process reachable from other machines (None if not)."""
+    if is_loopback(host):
+        return None
+    bar = "*" * 78
+    return (f"{bar}\nWARNING: the ember {what} listens on {host}:{port}, which other machines "
+            f"can reach.\n{risk}\nFirewall the port, or bind 127.0.0.1.\n{bar}")
+
+
+def setup_logging(silent: bool, log_file: str | None) -> None:
+    """The log of a server or tracker process: stderr (or ``log_file``), INFO unless silent."""
+    handler: logging.Handler = (logging.FileHandler(log_file) if log_file
+                                else logging.StreamHandler(sys.stderr))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    root = logging.getLogger("ember.rpc")
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING if silent else logging.INFO)
+
+
+def announce(name: str, host: str, port: int) -> None:
+    """Print the ready line, then point stdout at stderr so nothing else reaches the pipe."""
+    sys.stdout.write(f"{name} listening on {host}:{port}\n")
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+
+
+def announce_error(name: str, message: str) -> None:
+    sys.stdout.write(f"{name} error: {message}\n")
+    sys.stdout.flush()
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """End ``proc`` and its process group: SIGTERM (the server ends its sessions, then
+    itself), SIGKILL to the group if it is still there after ``timeout`` seconds."""
+    if proc.poll() is not None:
+        _signal_group(proc, signal.SIGKILL)  # sessions that outlived a crashed server
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait()
+
+
+class ManagedProcess:
+    """A server or tracker running in its own process group. It is ended by ``terminate``,
+    by leaving a ``with`` block, when the object is collected, or when Python exits."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str] | None,
+                 startup_timeout: float) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                     start_new_session=True, env=env)
+        self._stop = weakref.finalize(self, _stop, self.proc, 5.0)
+        try:
+            self.host, self.port = self._wait_ready(startup_timeout)
+        except BaseException:
+            self.terminate()
+            raise
+
+    def _wait_ready(self, timeout: float) -> tuple[str, int]:
+        assert self.proc.stdout is not None, "stdout is a pipe"
+        deadline = time.monotonic() + timeout
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                raise RPCError(f"{self.name} did not start within {timeout:g} s")
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            if not chunk:
+                code = self.proc.wait()
+                raise RPCError(f"{self.name} exited (status {code}) before listening")
+            line += chunk
+        self.proc.stdout.close()
+        text = line.decode(errors="replace").strip()
+        marker = " listening on "
+        if marker not in text:
+            raise RPCError(f"{self.name} failed to start: {text.partition(' error: ')[2] or text}")
+        host, _, port = text.partition(marker)[2].rpartition(":")
+        return host, int(port)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def terminate(self) -> None:
+        """End the process and everything it started (its sessions); idempotent."""
+        self._stop()
+
+    def _signal_group(self, sig: int) -> None:
+        _signal_group(self.proc, sig)
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.terminate()

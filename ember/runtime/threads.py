@@ -1,0 +1,104 @@
+"""How many threads a compiled model's kernels run on.
+
+Compiled kernels parallelise their outer loops with OpenMP (``#pragma omp parallel for``, and
+``TVMBackendParallelLaunch`` in ``csrc/backend.c``). OpenMP sizes each parallel region from
+the *calling thread's* ``nthreads-var``, which starts at ``OMP_NUM_THREADS`` or the number of
+logical CPUs. ember makes the count a property of a model instead: every library exports
+``EmberSetNumThreads``, and :class:`ThreadControl` sets it around a run and restores it
+after, so two models (or two Python threads) can use different counts.
+
+The default count is :func:`default_num_threads`: ``EMBER_NUM_THREADS`` if set, else the
+physical cores this process may run on (hyper-threads share a core's vector units, which
+the kernels keep busy).
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from .module import CSourceModule, Module
+
+ENV_VAR = "EMBER_NUM_THREADS"
+
+
+def physical_cores() -> int:
+    """Physical cores among the CPUs this process may run on (Linux topology; elsewhere, or
+    when it cannot be read, the logical CPU count)."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    cores = set()
+    for cpu in cpus:
+        topo = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            cores.add((topo.joinpath("physical_package_id").read_text().strip(),
+                       topo.joinpath("core_id").read_text().strip()))
+        except OSError:
+            return len(cpus)
+    return len(cores) or len(cpus) or os.cpu_count() or 1
+
+
+def default_num_threads() -> int:
+    """``EMBER_NUM_THREADS`` (a positive int) if set, else :func:`physical_cores`. Raises
+    ValueError naming the variable when it is set to anything else."""
+    raw = os.environ.get(ENV_VAR, "").strip()
+    if not raw:
+        return physical_cores()
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{ENV_VAR} must be a positive integer, got {raw!r}")
+    return value
+
+
+def check_num_threads(threads: object, what: str = "threads") -> int:
+    """``threads`` as a positive int, else TypeError/ValueError naming ``what``."""
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise TypeError(f"{what} must be a positive int, got {type(threads).__name__}")
+    if threads < 1:
+        raise ValueError(f"{what} must be a positive int, got {threads}")
+    return threads
+
+
+def _setters(module: Module) -> list[Callable[[int], int]]:
+    """``EmberSetNumThreads`` of each compiled library in ``module``'s import tree."""
+    from .loaders import DSOModule
+
+    found = []
+    for mod in module._walk():
+        lib = mod._compiled() if isinstance(mod, CSourceModule) else mod
+        handle = getattr(lib, "_lib", None) if isinstance(lib, DSOModule) else None
+        fn = getattr(handle, "EmberSetNumThreads", None) if handle is not None else None
+        if fn is not None:  # libraries from before the symbol existed keep OpenMP's default
+            fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+            found.append(fn)
+    return found
+
+
+class ThreadControl:
+    """The thread count of one model's kernels: ``with control.use(4): run()`` runs on 4
+    threads (this Python thread's OpenMP setting, restored on exit)."""
+
+    def __init__(self, module: Module) -> None:
+        self._setters = _setters(module)
+
+    @property
+    def available(self) -> bool:
+        """Whether the libraries can be told (they export ``EmberSetNumThreads``)."""
+        return bool(self._setters)
+
+    @contextlib.contextmanager
+    def use(self, threads: int) -> Iterator[None]:
+        before = [fn(threads) for fn in self._setters]
+        try:
+            yield
+        finally:
+            for fn, count in zip(reversed(self._setters), reversed(before)):
+                fn(count)
+
+    def current(self) -> int | None:
+        """The count this Python thread's next parallel region would use (None if unknown)."""
+        return self._setters[0](0) if self._setters else None

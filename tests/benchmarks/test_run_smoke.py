@@ -1,0 +1,136 @@
+"""benchmarks/run.py: a smoke run on the MLP, its JSON, the output check, the FLOP counter and
+the interleaving order. Nothing here asserts on a measured time."""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember import relay
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("threadpoolctl")
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+run = importlib.import_module("run")
+_flops = importlib.import_module("_flops")
+_report = importlib.import_module("_report")
+_systems = importlib.import_module("_systems")
+_timing = importlib.import_module("_timing")
+
+
+def test_quick_run_on_mlp_writes_checked_results(tmp_path, capsys):
+    out = tmp_path / "out.json"
+    cache_before = os.environ.get("EMBER_CACHE_DIR")
+    code = run.main(["--models", "mlp", "--threads", "1", "--executors", "graph,vm",
+                     "--min-time", "0.02", "--rounds", "2", "--peak-size", "64",
+                     "--json", str(out)])
+    assert code == 0
+    assert os.environ.get("EMBER_CACHE_DIR") == cache_before  # the cold build's cache undone
+    data = json.loads(out.read_text())
+    assert data["config"]["source"] == "onnx"
+    assert data["tolerance"] == {"rtol": 1e-3, "atol": 1e-4}
+    assert set(data["environment"]) >= {"cpu", "simd", "versions", "peak"}
+    assert data["environment"]["simd"]["features"]
+    (model,) = data["models"]
+    assert model["name"] == "mlp" and model["flops"] == model["flops_by_op"]["nn.dense"] > 0
+    assert model["errors"] == {}
+    rows = {(r["system"], r["threads"]): r for r in model["results"]}
+    assert set(rows) == {("onnxruntime", 1), ("graph", 1), ("vm", 1)}
+    for key in ("graph", "vm"):
+        row = rows[key, 1]
+        assert row["agree"] is True and row["max_abs_diff"] < 1e-4
+        assert len(row["round_medians_ms"]) == 2 and row["samples"] >= 2
+        assert {"median_ms", "p10_ms", "p90_ms", "ratio_vs_ort", "gflops",
+                "peak_share"} <= set(row)
+    assert rows["onnxruntime", 1]["ratio_vs_ort"] == 1.0
+    assert set(model["build"]) == {"graph", "vm", "onnxruntime"}
+    assert model["build"]["graph"]["cache"] == "cold"
+    printed = capsys.readouterr().out
+    assert f"ember source: {data['config']['source']}" in printed
+    assert "MISMATCH" not in printed and "ok" in printed
+
+
+def test_agreement_flags_values_shapes_and_counts():
+    ref = [np.ones((2, 3), np.float32)]
+    assert run.agreement(ref, [ref[0] + 5e-5])["agree"] is True
+    bad = run.agreement(ref, [ref[0] * 1.01])
+    assert bad["agree"] is False and bad["max_abs_diff"] == pytest.approx(0.01, rel=1e-3)
+    assert "shape (3, 2)" in run.agreement(ref, [np.ones((3, 2), np.float32)])["why"]
+    assert run.agreement(ref, [])["agree"] is False
+
+
+def test_latency_table_shows_mismatch_and_build_failure():
+    row = {"system": "aot", "threads": 1, "median_ms": 1.0, "p10_ms": 0.9, "p90_ms": 1.1,
+           "ratio_vs_ort": 2.0, "gflops": 1.0, "peak_share": 0.1, "max_abs_diff": 0.5,
+           "agree": False}
+    model = {"name": "m", "results": [row], "errors": {"vm": "TVMError: no"}}
+    text = _report.latency_table([model])
+    assert "MISMATCH" in text and "BUILD FAILED: TVMError: no" in text
+
+
+def test_flops_count_grouped_conv_transpose_and_matmuls():
+    x = relay.var("x", shape=(1, 8, 10, 10))
+    dw = relay.nn.conv2d(x, relay.var("w", shape=(8, 1, 3, 3)), padding=(1, 1), groups=8)
+    up = relay.nn.conv2d_transpose(dw, relay.var("u", shape=(8, 4, 2, 2)), strides=(2, 2))
+    flat = relay.reshape(up, (1, 4 * 20 * 20))
+    dense = relay.nn.dense(flat, relay.var("d", shape=(5, 1600)))
+    a, b = relay.var("a", shape=(2, 3, 4)), relay.var("b", shape=(2, 6, 4))
+    bmm = relay.nn.batch_matmul(a, b)
+    mod = ember.IRModule.from_expr(relay.Function(
+        relay.analysis.free_vars(relay.Tuple([dense, bmm])), relay.Tuple([dense, bmm])))
+    total, by_op = _flops.count_flops(mod)
+    assert by_op == {"nn.conv2d": 2 * 100 * 8 * 9,  # depthwise: one 3x3 per channel
+                     "nn.conv2d_transpose": 2 * 100 * 8 * 4 * 4,
+                     "nn.dense": 2 * 5 * 1600, "nn.batch_matmul": 2 * 2 * 3 * 6 * 4}
+    assert total == sum(by_op.values())
+
+
+def test_interleave_rotates_the_order_each_round():
+    order: list[str] = []
+
+    def runner(name: str) -> _systems.Runner:
+        return _systems.Runner(name, 1, lambda: order.append(name), list,
+                               contextlib.nullcontext)
+
+    runners = [runner("a"), runner("b"), runner("c")]
+    timings = _timing.interleave(runners, min_time=1e-9, rounds=3)
+    assert [t.block for t in timings] == [1, 1, 1]  # at least one call per round
+    blocks = order[-18:]  # the 3 rounds of 3 blocks, each a warm-up call and a timed one
+    timed = blocks[1::2]
+    assert timed == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--models", "alexnet"], "unknown model"),
+    (["--executors", "jit"], "--executors"),
+    (["--threads", "0"], "--threads"),
+])
+def test_bad_arguments_are_named(args, message, capsys):
+    with pytest.raises(SystemExit):
+        run.parse_args(args)
+    assert message in capsys.readouterr().err
+
+
+def test_source_defaults_to_onnx_and_needs_the_importer(capsys, monkeypatch):
+    assert run.parse_args([]).source == "onnx"
+    assert run.parse_args(["--source", "relay"]).source == "relay"
+    monkeypatch.setattr(run, "frontend_available", lambda: False)
+    with pytest.raises(SystemExit):
+        run.parse_args([])
+    assert "no ONNX importer" in capsys.readouterr().err
+    assert run.parse_args(["--source", "relay"]).source == "relay"
+
+
+def test_peak_at_more_threads_is_at_least_the_peak_at_fewer():
+    peaks = [{1: 80.0, 2: 7.5}, {1: 70.0, 2: 100.0}, {1: 85.0, 2: 90.0}]
+    assert run.best_peaks(peaks) == {1: 85.0, 2: 100.0}
+    assert run.best_peaks([{1: 80.0, 2: 7.5}]) == {1: 80.0, 2: 80.0}

@@ -1,0 +1,121 @@
+"""Models exported by ember, loaded and run from C by the native runtime (no Python in the
+program), compared with Python's results (float32, rtol = atol = 1e-5; the same kernels run,
+so results are normally identical)."""
+from __future__ import annotations
+
+import tarfile
+
+import numpy as np
+import pytest
+from _native_testlib import build_program, compiler, python_output, run, run_program, zoo
+
+import ember
+from ember import relay
+from ember.relay.backend import Executor
+from ember.runtime import native
+
+RTOL = ATOL = 1e-5
+
+
+def run_lib(run_model, lib, data: np.ndarray, tmp_path, sanitize: bool = False) -> np.ndarray:
+    data.tofile(tmp_path / "in0.bin")
+    proc = run_program([run_model, lib, tmp_path / "out", tmp_path / "in0.bin"], sanitize)
+    assert proc.stdout.startswith("inputs ")
+    return np.fromfile(tmp_path / "out0.bin", "float32")
+
+
+@pytest.mark.parametrize("kind", ["graph", "aot"])
+def test_exported_mlp_runs_from_c(run_model, mlp_exports, kind, tmp_path):
+    out = run_lib(run_model, mlp_exports["dir"] / f"{kind}.so", mlp_exports["input"], tmp_path)
+    np.testing.assert_allclose(out.reshape(mlp_exports["expected"].shape),
+                               mlp_exports["expected"], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("kind", ["graph", "aot"])
+def test_saved_compiled_model_runs_from_c(run_model, mlp_exports, kind, tmp_path):
+    """A library of ember.compile / `ember compile` (its record at the root) loads as its
+    executor factory."""
+    mod, params, _ = zoo("mlp")
+    ember.compile(mod, params=params, executor=kind).save(tmp_path / "model.so")
+    out = run_lib(run_model, tmp_path / "model.so", mlp_exports["input"], tmp_path)
+    np.testing.assert_allclose(out.reshape(mlp_exports["expected"].shape),
+                               mlp_exports["expected"], rtol=RTOL, atol=ATOL)
+
+
+def test_graph_executor_reports_params_as_inputs(run_model, mlp_exports, tmp_path):
+    proc = run_program([run_model, mlp_exports["dir"] / "graph.so", tmp_path / "o"])
+    assert proc.stdout.split()[:4] == ["inputs", "7", "outputs", "1"]  # data + 6 weights
+
+
+def test_aot_with_linked_params(run_model, mlp_exports, tmp_path):
+    mod, params, _ = zoo("mlp")
+    factory = relay.build(mod, "llvm", params=params,
+                          executor=Executor("aot", {"link-params": True}))
+    factory.export_library(tmp_path / "linked.so")
+    out = run_lib(run_model, tmp_path / "linked.so", mlp_exports["input"], tmp_path)
+    np.testing.assert_allclose(out, mlp_exports["expected"].ravel(), rtol=RTOL, atol=ATOL)
+
+
+def test_tar_of_objects_links_into_a_library_a_c_build_loads(run_model, mlp_exports, tmp_path):
+    """export_library("x.tar") holds objects (no C sources); the system compiler links them
+    with ember's backend into a library that the native runtime loads."""
+    mlp_exports["graph"].export_library(tmp_path / "model.tar")
+    with tarfile.open(tmp_path / "model.tar") as tar:
+        names = tar.getnames()
+        tar.extractall(tmp_path / "x", filter="data")
+    assert not any(n.endswith(".c") for n in names)
+    objects = sorted(str(p) for p in (tmp_path / "x").glob("*.o"))
+    assert objects
+    backend = ember.contrib.cc.BACKEND_SOURCE  # what create_shared links in
+    run([*compiler(), "-shared", "-fPIC", "-O2", *[f"-I{d}" for d in native.include_dirs()],
+         *objects, str(backend), "-o", str(tmp_path / "linked.so"), "-fopenmp", "-ldl", "-lm"])
+    out = run_lib(run_model, tmp_path / "linked.so", mlp_exports["input"], tmp_path)
+    np.testing.assert_allclose(out, mlp_exports["expected"].ravel(), rtol=RTOL, atol=ATOL)
+
+
+def test_system_lib_object_links_into_a_program(mlp_exports, tmp_path):
+    """Module.save("x.o") of a system-lib build + a C program + the static runtime: the
+    kernels register at start-up and the graph executor finds them in runtime.SystemLib."""
+    from ember.relay.backend import Runtime
+
+    mod, params, _ = zoo("mlp")
+    factory = relay.build(mod, "llvm", params=params,
+                          runtime=Runtime("cpp", {"system-lib": True}))
+    factory.get_lib().save(str(tmp_path / "model.o"))
+    (tmp_path / "graph.json").write_text(factory.get_graph_json())
+    (tmp_path / "model.params").write_bytes(ember.runtime.save_param_dict(factory.get_params()))
+    from _native_testlib import PROGRAMS
+
+    exe = tmp_path / "syslib"
+    run([*compiler(), "-std=c99", "-O1", *[f"-I{d}" for d in native.include_dirs()],
+         str(PROGRAMS / "run_syslib.c"), str(tmp_path / "model.o"), "-o", str(exe),
+         *native.link_flags(static=True), "-fopenmp", "-lm"])
+    mlp_exports["input"].tofile(tmp_path / "in.bin")
+    run_program([exe, tmp_path / "graph.json", tmp_path / "model.params", tmp_path / "in.bin",
+                 tmp_path / "out.bin"])
+    out = np.fromfile(tmp_path / "out.bin", "float32")
+    np.testing.assert_allclose(out, mlp_exports["expected"].ravel(), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["graph", "aot"])
+def test_exported_resnet_runs_from_c(run_model, kind, tmp_path):
+    mod, params, shape = zoo("resnet")
+    executor = Executor("aot") if kind == "aot" else Executor("graph")
+    factory = relay.build(mod, "llvm", params=params, executor=executor)
+    factory.export_library(tmp_path / "resnet.so")
+    data = np.random.default_rng(2).uniform(-1, 1, shape).astype("float32")
+    expected = python_output(factory, data)
+    out = run_lib(run_model, tmp_path / "resnet.so", data, tmp_path)
+    np.testing.assert_allclose(out, expected.ravel(), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("kind", ["graph", "aot"])
+def test_exported_mlp_runs_under_sanitizers(mlp_exports, kind, tmp_path):
+    """The whole load-create-run path under AddressSanitizer and UBSan (reports fail it)."""
+    from _native_testlib import PROGRAMS
+
+    exe = build_program(PROGRAMS / "run_model.c", tmp_path / "run_model_asan", sanitize=True)
+    out = run_lib(exe, mlp_exports["dir"] / f"{kind}.so", mlp_exports["input"], tmp_path,
+                  sanitize=True)
+    np.testing.assert_allclose(out, mlp_exports["expected"].ravel(), rtol=RTOL, atol=ATOL)

@@ -1,0 +1,94 @@
+"""image.resize2d and nn.depth_to_space / nn.space_to_depth: references against independent
+formulas, type relations and errors, compiled kernels against the references."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _lowering_util import Case, check_cases, sweep
+from _op_helpers import check, infer
+from hypothesis import strategies as st
+
+from ember import relay
+from ember.ir.types import Any, TensorType
+from ember.runtime.errors import OpAttributeInvalid, TypeInferenceError
+
+MODES = ["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+         "tf_half_pixel_for_nn", "half_pixel_symmetric"]
+
+
+def _x(shape):
+    return np.random.default_rng(0).random(shape).astype("float32")
+
+
+def test_resize_nearest_integer_scale_repeats():
+    x = _x((1, 2, 3, 4))
+    out = check("image.resize2d", x, size=(6, 12), method="nearest_neighbor",
+                coordinate_transformation_mode="asymmetric", rounding_method="floor")
+    np.testing.assert_array_equal(out, x.repeat(2, 2).repeat(3, 3))
+
+
+def test_resize_linear_align_corners_is_np_interp():
+    x = _x((1, 1, 4, 5))
+    out = check("image.resize2d", x, size=(7, 9), method="linear",
+                coordinate_transformation_mode="align_corners")
+    rows = np.linspace(0, 3, 7)
+    cols = np.linspace(0, 4, 9)
+    step = np.array([np.interp(rows, np.arange(4), x[0, 0, :, j]) for j in range(5)]).T
+    want = np.array([np.interp(cols, np.arange(5), step[i]) for i in range(7)])
+    np.testing.assert_allclose(out[0, 0], want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["nearest_neighbor", "linear", "cubic"])
+def test_resize_same_size_is_identity(method):
+    x = _x((2, 3, 5, 4))
+    np.testing.assert_allclose(check("image.resize2d", x, size=(5, 4), method=method), x,
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_depth_to_space_matches_loops_and_inverts():
+    x = _x((2, 12, 3, 2))
+    for mode in ("DCR", "CRD"):
+        out = check("nn.depth_to_space", x, block_size=2, mode=mode)
+        for n, c, h, w in np.ndindex(*out.shape):
+            blk = (h % 2) * 2 + (w % 2)
+            src = blk * 3 + c if mode == "DCR" else c * 4 + blk
+            assert out[n, c, h, w] == x[n, src, h // 2, w // 2]
+    y = check("nn.depth_to_space", x, block_size=2)
+    np.testing.assert_array_equal(check("nn.space_to_depth", y, block_size=2), x)
+
+
+def test_types_and_errors():
+    assert infer("image.resize2d", TensorType((Any(), 3, 4, 4)), size=(8, 2)) == TensorType(
+        (Any(), 3, 8, 2))
+    assert infer("nn.depth_to_space", TensorType((1, 8, Any(), 2)), block_size=2) == TensorType(
+        (1, 2, Any(), 4))
+    with pytest.raises(TypeInferenceError, match="data must be NCHW"):
+        infer("image.resize2d", TensorType((3, 4, 4)), size=(8, 2))
+    with pytest.raises(TypeInferenceError, match="6 channels do not divide by"):
+        infer("nn.depth_to_space", TensorType((1, 6, 2, 2)), block_size=2)
+    with pytest.raises(TypeInferenceError, match="height 3 does not divide"):
+        infer("nn.space_to_depth", TensorType((1, 6, 3, 2)), block_size=2)
+    with pytest.raises(OpAttributeInvalid, match="coordinate_transformation_mode"):
+        relay.image.resize2d(relay.var("x", shape=(1, 1, 2, 2)), size=(3, 3),
+                             coordinate_transformation_mode="tf_crop_and_resize")
+
+
+def _body(data: st.DataObject) -> None:
+    h, w = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 6))
+    x = _x((1, 2, h, w))
+    size = (data.draw(st.integers(1, 9)), data.draw(st.integers(1, 9)))
+    method = data.draw(st.sampled_from(["nearest_neighbor", "linear", "cubic"]))
+    mode = data.draw(st.sampled_from(MODES))
+    scales = data.draw(st.sampled_from([None, (size[0] / h * 1.01, size[1] / w)]))
+    b = data.draw(st.integers(1, 3))
+    check_cases([
+        Case("image.resize2d", [x], {"size": size, "method": method, "scales": scales,
+                                     "coordinate_transformation_mode": mode,
+                                     "cubic_exclude": data.draw(st.booleans())}, (1e-4, 1e-4)),
+        Case("nn.depth_to_space", [_x((1, 3 * b * b, 2, 3))],
+             {"block_size": b, "mode": data.draw(st.sampled_from(["DCR", "CRD"]))}),
+        Case("nn.space_to_depth", [_x((2, 2, 2 * b, 3 * b))], {"block_size": b}),
+    ])
+
+
+test_compiled_matches_reference, test_compiled_matches_reference_wide = sweep(_body)
