@@ -136,7 +136,8 @@ def substitute(node: Node, vmap: dict[Var, Any]) -> Node:
 def post_order(node: Node) -> Iterator[Node]:
     """Every node under ``node`` (itself included), children before parents, each once.
 
-    A binding variable (a loop's or a let's) comes before the node's other children."""
+    A binding variable (a loop's or a let's) comes before the node's other children, and the
+    children of a later field before those of an earlier one."""
     seen: set[int] = set()
     stack: list[tuple[Node, bool]] = [(node, False)]
     while stack:
@@ -148,7 +149,13 @@ def post_order(node: Node) -> Iterator[Node]:
             continue
         seen.add(id(n))
         stack.append((n, True))
-        stack.extend((c, False) for c in reversed(children(n)))
+        if dataclasses.is_dataclass(n):
+            # Field by field: a later field's children come out first (the order that
+            # stage inputs, and so the generated C, have always had).
+            for name in _child_fields(type(n)):
+                v = getattr(n, name)
+                kids = (v,) if _is_node(v) else v if isinstance(v, tuple) else ()
+                stack.extend((k, False) for k in reversed(kids) if _is_node(k))
         for name in ("loop_var", "var"):
             if isinstance(getattr(n, name, None), Var):
                 stack.append((getattr(n, name), False))
