@@ -1,4 +1,8 @@
-"""Parser of expressions, blocks and functions (the module level is in ``parser.py``)."""
+"""Parser of expressions, blocks and functions (the module level is in ``parser.py``).
+
+Rules that nest are steps on ``ir.trampoline`` (see ``_parse_types.py``): ``x = yield
+self.expr()`` where a recursive-descent parser would call ``self.expr()``.
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -6,15 +10,29 @@ from typing import Any
 import numpy as np
 
 from ..runtime.errors import OpNotImplemented, TVMError
-from ..runtime.ndarray import NDArray, array as nd_array
+from ..runtime.ndarray import NDArray
+from ..runtime.ndarray import array as nd_array
+from ._lexer import GLOBAL, IDENT, LOCAL, NUMBER, PUNCT, Source, Token
+from ._parse_types import TypeParser, did_you_mean, from_step
 from .adt import Clause, Match
 from .attrs import attr_names, make_attrs
-from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
-                   RelayExpr, Tuple, TupleGetItem, Var)
+from .expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from .op import Op
-from ._lexer import GLOBAL, IDENT, LOCAL, NUMBER, PUNCT, Source, Token
-from ._parse_types import TypeParser, did_you_mean
-
+from .trampoline import Step
 
 # Infix operators: token -> (operator, precedence); higher binds tighter.
 _BINARY = {"*": ("multiply", 4), "/": ("divide", 4), "+": ("add", 3), "-": ("subtract", 3),
@@ -23,7 +41,7 @@ _BINARY = {"*": ("multiply", 4), "/": ("divide", 4), "+": ("add", 3), "-": ("sub
 
 
 class ExprParser(TypeParser):
-    """Blocks, bindings and expressions. Scopes: ``locals`` (one dict per open block)."""
+    """Blocks, bindings and expressions. Scopes: ``locals``."""
 
     def __init__(self, src: Source, tokens: list[Token], meta: dict[str, list[Any]]) -> None:
         super().__init__(src, tokens)
@@ -32,97 +50,97 @@ class ExprParser(TypeParser):
         self.open_globals = False  # whether an unknown @name makes a new GlobalVar
 
     # -- functions and blocks -----------------------------------------------------------------
-    def function_rest(self, start: Token) -> Function:
+    def function_rest(self, start: Token) -> Step[Function]:
         """``[A](%x: T, key=value) -> R { body }`` after ``fn`` or ``def @name``."""
-        self.type_scopes.append(self.type_params())
-        self.locals.append({})
+        self.type_scopes.append((yield self.type_params()))
+        self.locals.push()
         self.expect("(", "to open the parameter list")
         params: list[Var] = []
         attrs: dict[str, Any] = {}
-        for item in self.comma_list(")", self.param, "after the parameters"):
+        for item in (yield self.comma_list(")", self.param, "after the parameters")):
             if isinstance(item, Var):
                 params.append(item)
             else:
                 attrs[item[0]] = item[1]
-        ret = self.parse_type() if self.accept("->") else None
-        body = self.block("a function body")
+        ret = (yield self.parse_type()) if self.accept("->") else None
+        body = yield self.block("a function body")
         self.locals.pop()
         tparams = tuple(self.type_scopes.pop().values())
         return Function(tuple(params), body, ret, tparams, make_attrs(attrs or None),
                         span=self.span(start))
 
-    def param(self) -> Var | tuple[str, Any]:
+    def param(self) -> Step[Var | tuple[str, Any]]:
         if self.peek().kind == IDENT and self.peek(1).is_(PUNCT, "="):
             key = self.next().text
             self.next()
-            return key, self.attr_value()
-        return self.binding_var()
+            return key, (yield self.attr_value())
+        return (yield self.binding_var())
 
-    def block(self, what: str) -> RelayExpr:
+    def block(self, what: str) -> Step[RelayExpr]:
         self.expect("{", f"to open {what}")
-        self.locals.append({})
-        body = self.seq()
+        self.locals.push()
+        body = yield self.seq()
         self.locals.pop()
         self.expect("}", f"to close {what}")
         return body
 
-    def seq(self) -> RelayExpr:
-        """Bindings (``let %x = e;`` and ``%0 = e;``) then an expression. Iterative, so long
-        let chains do not recurse."""
+    def seq(self) -> Step[RelayExpr]:
+        """Bindings (``let %x = e;`` and ``%0 = e;``) then an expression. A loop, so a long
+        let chain is not nested."""
         lets: list[tuple[Var, RelayExpr, Token]] = []
         while True:
             if self.at_word("let"):
-                lets.append(self.let_binding())
+                lets.append((yield self.let_binding()))
             elif self.peek().kind == LOCAL and self.peek(1).is_(PUNCT, "="):
-                self.graph_binding()
+                yield self.graph_binding()
             else:
                 break
-        body = self.expr()
+        body = yield self.expr()
         for var, value, start in reversed(lets):
             body = Let(var, value, body, span=self.src.span(start, self.prev))
         return body
 
-    def let_binding(self) -> tuple[Var, RelayExpr, Token]:
+    def let_binding(self) -> Step[tuple[Var, RelayExpr, Token]]:
         start = self.next()
         tok = self.expect_kind(LOCAL, "a %variable after 'let'")
-        ty = self.parse_type() if self.accept(":") else None
+        ty = (yield self.parse_type()) if self.accept(":") else None
         var = Var(str(tok.value), ty, span=self.src.span(tok, self.prev))
         self.expect("=", "after the let variable")
         recursive = self.at_word("fn")  # a let-bound function may call itself
         if recursive:
-            self.locals[-1][var.name_hint] = var
-        value = self.expr()
+            self.locals.bind(var.name_hint, var)
+        value = yield self.expr()
         self.expect(";", "after the let value")
-        self.locals[-1][var.name_hint] = var
+        self.locals.bind(var.name_hint, var)
         return var, value, start
 
-    def graph_binding(self) -> None:
+    def graph_binding(self) -> Step[None]:
         tok = self.next()
         if not str(tok.value).isdigit():
             raise self.fail(f"a binding without 'let' must use a numbered name such as %0; "
                             f"write 'let {tok.text} = ...;'", tok, got=False)
-        if tok.value in self.locals[-1]:
+        if self.locals.bound_here(str(tok.value)):
             raise self.fail(f"{tok.text} is already bound in this block", tok, got=False)
         self.next()
-        value = self.expr()
+        value = yield self.expr()
         self.expect(";", f"after the value of {tok.text}")
-        self.locals[-1][str(tok.value)] = value
+        self.locals.bind(str(tok.value), value)
 
     # -- expressions --------------------------------------------------------------------------
-    def expr(self) -> RelayExpr:
+    def expr(self) -> Step[RelayExpr]:
         """An expression, with infix operators (``%a + %b`` is ``add(%a, %b)``; TVM's table
         of precedences: ``* /`` over ``+ -`` over comparisons over ``== !=``)."""
         start = self.peek()
-        return self.binary(self.postfix(), 0, start)
+        return (yield self.binary((yield self.postfix()), 0, start))
 
-    def binary(self, lhs: RelayExpr, min_prec: int, start: Token) -> RelayExpr:
+    def binary(self, lhs: RelayExpr, min_prec: int, start: Token) -> Step[RelayExpr]:
         """Precedence climbing over ``_BINARY``; operators of one level group to the left."""
         while (op := self.binary_op(min_prec)) is not None:
             self.next()
             rhs_start = self.peek()
-            rhs = self.postfix()
+            rhs = yield self.postfix()
             while (inner := self.binary_op(op[1] + 1)) is not None:
-                rhs = self.binary(rhs, inner[1], rhs_start)
+                rhs = yield self.binary(rhs, inner[1], rhs_start)
             callee = Op.get(op[0])
             lhs = Call(callee, (lhs, rhs), self.op_attrs(callee, start, {}),
                        span=self.span(start))
@@ -133,13 +151,13 @@ class ExprParser(TypeParser):
         op = _BINARY.get(tok.text) if tok.kind == PUNCT else None
         return op if op is not None and op[1] >= min_prec else None
 
-    def postfix(self) -> RelayExpr:
+    def postfix(self) -> Step[RelayExpr]:
         """A primary expression followed by calls ``(...)`` and projections ``.N``."""
         start = self.peek()
-        e = self.primary()
+        e = yield self.primary()
         while True:
             if self.at("("):
-                e = self.call(e, start)
+                e = yield self.call(e, start)
             elif self.accept("."):
                 tok = self.expect_kind(NUMBER, "a field index after '.'")
                 if not tok.text.isdigit():
@@ -148,7 +166,7 @@ class ExprParser(TypeParser):
             else:
                 return e
 
-    def primary(self) -> RelayExpr:
+    def primary(self) -> Step[RelayExpr]:
         tok = self.peek()
         if tok.kind == LOCAL:
             return self.local_ref(self.next())
@@ -157,19 +175,19 @@ class ExprParser(TypeParser):
         if tok.kind == NUMBER:
             return self.literal()
         if tok.is_(PUNCT, "("):
-            return self.paren()
+            return (yield self.paren())
         if tok.is_(PUNCT, "{"):
-            return self.block("a block")
+            return (yield self.block("a block"))
         if tok.kind == IDENT:
             keyword = _KEYWORDS.get(tok.text)
-            return keyword(self) if keyword else self.name_ref(self.next())
+            return (yield from_step(keyword(self))) if keyword else self.name_ref(self.next())
         raise self.fail("expected an expression")
 
     def local_ref(self, tok: Token) -> RelayExpr:
-        for scope in reversed(self.locals):
-            if tok.value in scope:
-                return scope[str(tok.value)]
-        names = {"%" + n for s in self.locals for n in s}
+        found = self.locals.lookup(str(tok.value))
+        if found is not None:
+            return found
+        names = {"%" + n for n in self.locals.names()}
         hint = did_you_mean(tok.text, names)
         raise self.fail(f"unbound variable {tok.text}{hint}", tok, got=False)
 
@@ -195,19 +213,19 @@ class ExprParser(TypeParser):
             hint = did_you_mean(tok.text, self.ctors) if tok.text[:1].isupper() else ""
             raise self.fail(f"{err}{hint}", tok, got=False) from None
 
-    def paren(self) -> RelayExpr:
+    def paren(self) -> Step[RelayExpr]:
         """``()``, ``(e)``, ``(e,)`` or ``(e1, e2, ...)``."""
         start = self.next()
         if self.accept(")"):
             return Tuple((), span=self.span(start))
-        first = self.expr()
+        first = yield self.expr()
         if self.accept(")"):
             return first
         self.expect(",", "or ')' after a parenthesized expression")
-        fields = (first, *self.comma_list(")", self.expr, "after tuple fields"))
+        fields = (first, *(yield self.comma_list(")", self.expr, "after tuple fields")))
         return Tuple(fields, span=self.span(start))
 
-    def call(self, callee: RelayExpr, start: Token) -> Call:
+    def call(self, callee: RelayExpr, start: Token) -> Step[Call]:
         self.next()
         args: list[RelayExpr] = []
         kwargs: dict[str, tuple[Token, Any]] = {}
@@ -215,11 +233,11 @@ class ExprParser(TypeParser):
             if self.peek().kind == IDENT and self.peek(1).is_(PUNCT, "="):
                 key = self.next()
                 self.next()
-                kwargs[key.text] = (key, self.attr_value())
+                kwargs[key.text] = (key, (yield self.attr_value()))
             elif kwargs:
                 raise self.fail("expected a keyword argument after keyword arguments")
             else:
-                args.append(self.expr())
+                args.append((yield self.expr()))
             if not self.accept(","):
                 break
         self.expect(")", "after call arguments")
@@ -250,42 +268,43 @@ class ExprParser(TypeParser):
             msg = str(err) if str(err).startswith(callee.name) else f"{callee.name}: {err}"
             raise self.fail(msg, at, got=False) from None
 
-    def keyword_fn(self) -> RelayExpr:
-        return self.function_rest(self.next())
+    def keyword_fn(self) -> Step[RelayExpr]:
+        return (yield self.function_rest(self.next()))
 
-    def keyword_if(self) -> RelayExpr:
+    def keyword_if(self) -> Step[RelayExpr]:
         start = self.next()
         self.expect("(", "after 'if'")
-        cond = self.expr()
+        cond = yield self.expr()
         self.expect(")", "after the if condition")
-        then = self.block("the then-branch")
+        then = yield self.block("the then-branch")
         if not self.at_word("else"):
             raise self.fail("expected 'else' after the then-branch of an if")
         self.next()
-        return If(cond, then, self.block("the else-branch"), span=self.span(start))
+        other = yield self.block("the else-branch")
+        return If(cond, then, other, span=self.span(start))
 
-    def keyword_match(self) -> RelayExpr:
+    def keyword_match(self) -> Step[RelayExpr]:
         """``match (e) { p => e, ... }``; ``match?`` allows incomplete clauses."""
         start = self.next()
         complete = self.accept("?") is None
         self.expect("(", "after 'match'")
-        data = self.expr()
+        data = yield self.expr()
         self.expect(")", "after the matched expression")
         self.expect("{", "to open the match clauses")
-        clauses = self.comma_list("}", self.clause, "after the match clauses")
+        clauses = yield self.comma_list("}", self.clause, "after the match clauses")
         return Match(data, clauses, complete, span=self.span(start))
 
-    def clause(self) -> Clause:
-        self.locals.append({})
-        lhs = self.pattern()
+    def clause(self) -> Step[Clause]:
+        self.locals.push()
+        lhs = yield self.pattern()
         self.expect("=>", "after a pattern")
-        rhs = self.block("a clause body") if self.at("{") else self.expr()
+        rhs = (yield self.block("a clause body")) if self.at("{") else (yield self.expr())
         self.locals.pop()
         return Clause(lhs, rhs)
 
-    def keyword_let(self) -> RelayExpr:
-        self.locals.append({})  # a let inside an expression scopes over its own body only
-        body = self.seq()
+    def keyword_let(self) -> Step[RelayExpr]:
+        self.locals.push()  # a let inside an expression scopes over its own body only
+        body = yield self.seq()
         self.locals.pop()
         return body
 
@@ -293,13 +312,13 @@ class ExprParser(TypeParser):
         tok = self.next()
         return Constant(nd_array(np.array(tok.text == "True")), span=self.src.span(tok))
 
-    def keyword_ref(self) -> RelayExpr:
+    def keyword_ref(self) -> Step[RelayExpr]:
         start = self.next()
         self.expect("(", f"after '{start.text}'")
-        args = [self.expr()]
+        args = [(yield self.expr())]
         if start.text == "ref_write":
             self.expect(",", "between the reference and the value of ref_write")
-            args.append(self.expr())
+            args.append((yield self.expr()))
         self.expect(")", f"after the arguments of {start.text}")
         cls = {"ref": RefCreate, "ref_read": RefRead, "ref_write": RefWrite}[start.text]
         node: RelayExpr = cls(*args, span=self.span(start))

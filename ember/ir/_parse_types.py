@@ -1,31 +1,90 @@
 """Parser base: token handling, types, patterns, literals and attribute values.
 
 ``parser.py`` builds the expression and module grammar on top of this class.
+
+The grammar nests (types in types, patterns in patterns, lists in lists), so every rule that
+may reach itself is a step run on ``ir.trampoline``: it yields the rules it descends into
+instead of calling them. Nesting depth is then bounded by memory only, never by Python's
+recursion limit, and deep input gives a program or a DiagnosticError.
 """
 from __future__ import annotations
 
 import difflib
-from typing import Any as _Any, Callable, Iterable, cast
+from collections.abc import Callable, Generator, Iterable
+from typing import Any as _Any
 from typing import TypeVar as _TypeVar
+from typing import cast
 
 import numpy as np
 
 from ..runtime.dtype import DataType
 from ..runtime.errors import DiagnosticError
 from ..runtime.ndarray import array as nd_array
-from .adt import Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard
-from .expr import Constant, RelayExpr, Var
-from .types import (Any, Dim, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
-                    TensorType, TupleType, Type, TypeCall, TypeVar)
 from ._lexer import EOF, GLOBAL, IDENT, LOCAL, NUMBER, PUNCT, STRING, Source, Token
 from ._text_common import literal_value
+from .adt import Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard
+from .expr import Constant, RelayExpr, Var
+from .trampoline import Step
+from .types import (
+    Any,
+    Dim,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RelayRefType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+)
 
 _T = _TypeVar("_T")
+MAX_ATTR_NESTING = 32  # list levels in an attribute value (documented in docs/text_format.md)
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.6)
     return f"; did you mean {', '.join(close)}?" if close else ""
+
+
+class Scopes:
+    """The local names of the open blocks, innermost last. A name maps to the stack of its
+    bindings, so a lookup costs the same however deeply the blocks nest."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict[str, RelayExpr]] = [{}]
+        self.visible: dict[str, list[RelayExpr]] = {}
+
+    def push(self) -> None:
+        self.frames.append({})
+
+    def pop(self) -> None:
+        for name in self.frames.pop():
+            stack = self.visible[name]
+            stack.pop()
+            if not stack:
+                del self.visible[name]
+
+    def bind(self, name: str, value: RelayExpr) -> None:
+        """Bind ``name`` in the innermost block (again: the later binding wins)."""
+        frame = self.frames[-1]
+        if name in frame:
+            self.visible[name][-1] = value
+        else:
+            self.visible.setdefault(name, []).append(value)
+        frame[name] = value
+
+    def lookup(self, name: str) -> RelayExpr | None:
+        stack = self.visible.get(name)
+        return stack[-1] if stack else None
+
+    def bound_here(self, name: str) -> bool:
+        return name in self.frames[-1]
+
+    def names(self) -> list[str]:
+        return list(self.visible)
 
 
 class TypeParser:
@@ -40,7 +99,7 @@ class TypeParser:
         self.ctors: dict[str, Constructor] = {}
         self.type_scopes: list[dict[str, TypeVar]] = []
         self.shape_vars: dict[str, ShapeVar] = {}
-        self.locals: list[dict[str, RelayExpr]] = [{}]
+        self.locals = Scopes()
 
     # -- token cursor -------------------------------------------------------------------------
     def peek(self, k: int = 0) -> Token:
@@ -81,48 +140,52 @@ class TypeParser:
     def span(self, start: Token) -> _Any:
         return self.src.span(start, self.prev)
 
-    def comma_list(self, close: str, item: Callable[[], _T], where: str) -> tuple[_T, ...]:
-        """``item (',' item)* [',']`` up to and including ``close``."""
+    def comma_list(self, close: str, item: Callable[[], _T | Step[_T]], where: str
+                   ) -> Step[tuple[_T, ...]]:
+        """``item (',' item)* [',']`` up to and including ``close`` (``item`` may be a step)."""
         out: list[_T] = []
         while not self.at(close):
-            out.append(item())
+            out.append((yield from_step(item())))
             if not self.accept(","):
                 break
         self.expect(close, where)
         return tuple(out)
 
     # -- types --------------------------------------------------------------------------------
-    def parse_type(self) -> Type:
+    def parse_type(self) -> Step[Type]:
         tok = self.peek()
         if tok.is_(PUNCT, "("):
-            return self.tuple_type()
+            return (yield self.tuple_type())
         if tok.kind != IDENT:
             raise self.fail("expected a type")
-        special = {"Tensor": self.tensor_type, "fn": self.func_type, "_": self.incomplete_type,
-                   "ref": self.ref_type}.get(tok.text)
-        return special() if special else self.named_type()
+        if tok.text == "Tensor":
+            return (yield self.tensor_type())
+        if tok.text == "fn":
+            return (yield self.func_type())
+        if tok.text == "ref":
+            return (yield self.ref_type())
+        if tok.text == "_":
+            self.next()
+            return IncompleteType()
+        return (yield self.named_type())
 
-    def tuple_type(self) -> Type:
+    def tuple_type(self) -> Step[Type]:
         start = self.expect("(")
-        fields = self.comma_list(")", self.parse_type, "after tuple type fields")
+        fields = yield self.comma_list(")", self.parse_type, "after tuple type fields")
         return TupleType(fields, span=self.span(start))
 
-    def incomplete_type(self) -> Type:
-        self.next()
-        return IncompleteType()
-
-    def ref_type(self) -> Type:
+    def ref_type(self) -> Step[Type]:
         self.next()
         self.expect("(", "after 'ref'")
-        value = self.parse_type()
+        value = yield self.parse_type()
         self.expect(")", "after the referenced type")
         return RelayRefType(value)
 
-    def tensor_type(self) -> Type:
+    def tensor_type(self) -> Step[Type]:
         start = self.next()
         self.expect("[", "after 'Tensor'")
         self.expect("(", "to open the shape of a tensor type")
-        shape = self.comma_list(")", self.dim, "after the shape of a tensor type")
+        shape = yield self.comma_list(")", self.dim, "after the shape of a tensor type")
         self.expect(",", "between the shape and the dtype of a tensor type")
         dtype = self.dtype()
         self.expect("]", "after the dtype of a tensor type")
@@ -146,26 +209,27 @@ class TypeParser:
             raise self.fail(f"unknown dtype {tok.text!r}; expected e.g. float32, int8, bool",
                             tok, got=False) from None
 
-    def func_type(self) -> Type:
+    def func_type(self) -> Step[Type]:
         start = self.next()
-        self.type_scopes.append(self.type_params())
+        self.type_scopes.append((yield self.type_params()))
         self.expect("(", "to open the argument types of a function type")
-        args = self.comma_list(")", self.parse_type, "after the argument types")
+        args = yield self.comma_list(")", self.parse_type, "after the argument types")
         self.expect("->", "in a function type")
-        ret = self.parse_type()
+        ret = yield self.parse_type()
         params = tuple(self.type_scopes.pop().values())
         return FuncType(args, ret, params, span=self.span(start))
 
-    def type_params(self) -> dict[str, TypeVar]:
+    def type_params(self) -> Step[dict[str, TypeVar]]:
         """``[A, B]`` (optional): new type variables, by name."""
         out: dict[str, TypeVar] = {}
         if self.accept("["):
-            for tok in self.comma_list("]", lambda: self.expect_kind(IDENT, "a type parameter"),
-                                       "after type parameters"):
+            toks = yield self.comma_list("]", lambda: self.expect_kind(IDENT, "a type parameter"),
+                                         "after type parameters")
+            for tok in toks:
                 out[tok.text] = TypeVar(tok.text, span=self.src.span(tok))
         return out
 
-    def named_type(self) -> Type:
+    def named_type(self) -> Step[Type]:
         tok = self.next()
         for scope in reversed(self.type_scopes):
             if tok.text in scope:
@@ -174,7 +238,7 @@ class TypeParser:
         if gtv is not None:
             if not self.accept("["):
                 return gtv
-            args = self.comma_list("]", self.parse_type, "after type arguments")
+            args = yield self.comma_list("]", self.parse_type, "after type arguments")
             return TypeCall(gtv, args, span=self.span(tok))
         try:
             return TensorType((), str(DataType(tok.text)), span=self.src.span(tok))
@@ -193,11 +257,18 @@ class TypeParser:
             raise self.fail(f"bad literal {tok.text}: {err}", tok, got=False) from None
         return Constant(nd_array(arr), span=self.src.span(tok))
 
-    def attr_value(self) -> _Any:
-        """An attribute value: number, string, True/False/None, inf/nan or a list (-> tuple)."""
+    def attr_value(self, depth: int = 0) -> Step[_Any]:
+        """An attribute value: number, string, True/False/None, inf/nan or a list (-> tuple).
+
+        Lists nest at most ``MAX_ATTR_NESTING`` deep (no operator attribute nests more than
+        twice; deeper lists would only reach the attrs' own checks)."""
         tok = self.peek()
         if self.accept("["):
-            return self.comma_list("]", self.attr_value, "after list elements")
+            if depth >= MAX_ATTR_NESTING:
+                raise self.fail(f"attribute lists nest at most {MAX_ATTR_NESTING} deep", tok,
+                                got=False)
+            return (yield self.comma_list("]", lambda: self.attr_value(depth + 1),
+                                          "after list elements"))
         if tok.kind == STRING:
             return self.next().value
         if tok.kind == NUMBER:
@@ -221,18 +292,18 @@ class TypeParser:
             raise self.fail(f"bad literal {tok.text}: {err}", tok, got=False) from None
 
     # -- patterns -----------------------------------------------------------------------------
-    def pattern(self) -> Pattern:
+    def pattern(self) -> Step[Pattern]:
         tok = self.peek()
         if tok.is_(IDENT, "_"):
             self.next()
             return PatternWildcard()
         if tok.kind == LOCAL:
-            return PatternVar(self.binding_var())
+            return PatternVar((yield self.binding_var()))
         if self.accept("("):
-            return PatternTuple(self.comma_list(")", self.pattern, "after tuple patterns"))
+            return PatternTuple((yield self.comma_list(")", self.pattern, "after tuple patterns")))
         if tok.kind == IDENT:
             ctor = self.constructor(self.next())
-            subs = self.comma_list(")", self.pattern, "after constructor patterns") \
+            subs = (yield self.comma_list(")", self.pattern, "after constructor patterns")) \
                 if self.accept("(") else ()
             return PatternConstructor(ctor, subs)
         raise self.fail("expected a pattern (a constructor, a %variable, '_' or a tuple)")
@@ -244,13 +315,21 @@ class TypeParser:
             raise self.fail(f"unknown constructor {tok.text!r}{hint}", tok, got=False)
         return ctor
 
-    def binding_var(self) -> Var:
+    def binding_var(self) -> Step[Var]:
         """``%x`` or ``%x: T`` where a variable is bound; it is added to the current block."""
         tok = self.expect_kind(LOCAL, "a %variable")
-        ty = self.parse_type() if self.accept(":") else None
+        ty = (yield self.parse_type()) if self.accept(":") else None
         var = Var(str(tok.value), ty, span=self.span(tok))
-        self.locals[-1][str(tok.value)] = var
+        self.locals.bind(str(tok.value), var)
         return var
 
     def global_token(self) -> Token:
         return self.expect_kind(GLOBAL, "a global name such as @main")
+
+
+def from_step(value: _Any) -> Step[_Any]:
+    """A step giving ``value``, or running it first if it is a step itself (for rules that
+    take a callback which may or may not descend)."""
+    if isinstance(value, Generator):
+        return (yield value)
+    return value

@@ -3,14 +3,28 @@ from __future__ import annotations
 
 from typing import Any as _Any
 
+from ._text_common import NameTable, attr_value_text
 from .adt import Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, TypeData
 from .attrs import Attrs, DictAttrs
-from .types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
-                    TensorType, TupleType, Type, TypeCall, TypeConstraint, TypeVar)
-from ._text_common import NameTable, attr_value_text
+from .types import (
+    Any,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RelayRefType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeConstraint,
+    TypeVar,
+    fold_type,
+)
 
 # Words that start another kind of type where a type variable's name would stand.
 TYPE_WORDS = ("Tensor", "fn", "_", "ref")
+_COMPOSITE = (TupleType, FuncType, TypeCall, RelayRefType)  # printed from their children's text
 
 
 class TypePrinter:
@@ -21,10 +35,15 @@ class TypePrinter:
         self.shape_vars = NameTable()
 
     def type(self, ty: Type | None) -> str:
+        """The text of ``ty`` (children first: types nest as deeply as tuples do)."""
+        text: str = fold_type(ty, self._type_text)
+        return text
+
+    def _type_text(self, ty: Type | None, kids: list[str]) -> str:
         method = getattr(self, f"_{type(ty).__name__}", None)
         if method is None:
             return f"/* unprintable type {type(ty).__name__} */ _"
-        text: str = method(ty)
+        text: str = method(ty, kids) if isinstance(ty, _COMPOSITE) else method(ty)
         return text
 
     def _TensorType(self, ty: TensorType) -> str:
@@ -39,12 +58,11 @@ class TypePrinter:
             return self.shape_vars.get(d, d.name)
         return str(d)
 
-    def _TupleType(self, ty: TupleType) -> str:
-        return tuple_text([self.type(f) for f in ty.fields])
+    def _TupleType(self, ty: TupleType, kids: list[str]) -> str:
+        return tuple_text(kids)
 
-    def _FuncType(self, ty: FuncType) -> str:
-        args = ", ".join(self.type(a) for a in ty.arg_types)
-        return f"fn {self.type_params(ty.type_params)}({args}) -> {self.type(ty.ret_type)}"
+    def _FuncType(self, ty: FuncType, kids: list[str]) -> str:
+        return f"fn {self.type_params(ty.type_params)}({', '.join(kids[:-1])}) -> {kids[-1]}"
 
     def _TypeVar(self, ty: TypeVar) -> str:
         return self.type_vars.get(ty, ty.name_hint)
@@ -52,8 +70,8 @@ class TypePrinter:
     def _GlobalTypeVar(self, ty: GlobalTypeVar) -> str:
         return ty.name_hint
 
-    def _TypeCall(self, ty: TypeCall) -> str:
-        return f"{self.type(ty.func)}[{', '.join(self.type(a) for a in ty.args)}]"
+    def _TypeCall(self, ty: TypeCall, kids: list[str]) -> str:
+        return f"{kids[0]}[{', '.join(kids[1:])}]"
 
     def _IncompleteType(self, ty: IncompleteType) -> str:
         return "_"
@@ -61,8 +79,8 @@ class TypePrinter:
     def _NoneType(self, ty: None) -> str:
         return "_"
 
-    def _RelayRefType(self, ty: RelayRefType) -> str:
-        return f"ref({self.type(ty.value)})"
+    def _RelayRefType(self, ty: RelayRefType, kids: list[str]) -> str:
+        return f"ref({kids[0]})"
 
     def _TypeConstraint(self, ty: TypeConstraint) -> str:
         return f"/* {type(ty).__name__} */ _"
@@ -83,18 +101,30 @@ class TypePrinter:
         return "\n".join([head, *ctors, "}"])
 
     def pattern(self, pat: Pattern, var_doc: _Any = None) -> str:
-        """A pattern; ``var_doc(var)`` prints a bound variable (default: ``%name_hint``)."""
+        """A pattern; ``var_doc(var)`` prints a bound variable (default: ``%name_hint``).
+        Children first from a stack: patterns may nest deeply."""
+        text: dict[int, str] = {}
+        stack: list[tuple[Pattern, bool]] = [(pat, False)]
+        while stack:
+            p, ready = stack.pop()
+            subs = getattr(p, "patterns", ())
+            if not ready and subs:
+                stack.append((p, True))
+                stack.extend((s, False) for s in reversed(subs))
+                continue
+            text[id(p)] = self._pattern_text(p, [text[id(s)] for s in subs], var_doc)
+        return text[id(pat)]
+
+    def _pattern_text(self, pat: Pattern, subs: list[str], var_doc: _Any) -> str:
         if isinstance(pat, PatternWildcard):
             return "_"
         if isinstance(pat, PatternVar):
             return var_doc(pat.var) if var_doc else f"%{pat.var.name_hint}"
         if isinstance(pat, PatternTuple):
-            return tuple_text([self.pattern(p, var_doc) for p in pat.patterns])
+            return tuple_text(subs)
         if isinstance(pat, PatternConstructor):
             name = pat.constructor.name_hint
-            if not pat.patterns:
-                return name
-            return f"{name}({', '.join(self.pattern(p, var_doc) for p in pat.patterns)})"
+            return f"{name}({', '.join(subs)})" if subs else name
         return f"/* unprintable pattern {type(pat).__name__} */ _"
 
 

@@ -114,9 +114,13 @@ class Match(RelayExpr):
 
 
 def pattern_vars(pat: Pattern) -> list[Var]:
-    """The variables a pattern binds, left to right."""
-    if isinstance(pat, PatternVar):
-        return [pat.var]
-    if isinstance(pat, (PatternConstructor, PatternTuple)):
-        return [v for p in pat.patterns for v in pattern_vars(p)]
-    return []
+    """The variables a pattern binds, left to right (iterative: patterns may nest deeply)."""
+    out: list[Var] = []
+    stack = [pat]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, PatternVar):
+            out.append(p.var)
+        elif isinstance(p, (PatternConstructor, PatternTuple)):
+            stack.extend(reversed(p.patterns))
+    return out

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from .adt import Constructor, TypeData
-from .expr import Function, GlobalVar, RelayExpr
-from .module import IRModule
-from .types import GlobalTypeVar
-from .visitor import free_vars
 from ._lexer import EOF, GLOBAL, IDENT, PUNCT, STRING, Source, Token, tokenize
 from ._parse_expr import ExprParser
 from ._text_common import CONSTANT_KIND, decode_array
+from .adt import Constructor, TypeData
+from .expr import Function, GlobalVar, RelayExpr
+from .module import IRModule
+from .trampoline import Step, run
+from .types import GlobalTypeVar
+from .visitor import free_vars
 
 __all__ = ["fromtext", "parse", "parse_expr"]
 _VERSIONS = ("0.0.5", "0.0.4")
@@ -52,31 +54,31 @@ class Parser(ExprParser):
                             f'"{_VERSIONS[0]}"', tok, got=False)
         self.expect("]", "after the version")
 
-    def module(self) -> IRModule:
+    def module(self) -> Step[IRModule]:
         """Definitions (``def``/``type``), or a lone expression which becomes ``@main``."""
         self.header()
         if not (self.at_word("def") or self.at_word("type")):
-            expr = self.top_expr()
+            expr = yield self.top_expr()
             self.mod.add("main", expr if isinstance(expr, Function)
                          else Function(tuple(free_vars(expr)), expr, span=expr.span))
             return self.mod
         self.declare_globals()
         while self.peek().kind != EOF:
             if self.at_word("def"):
-                self.definition()
+                yield self.definition()
             elif self.at_word("type"):
-                self.type_definition()
+                yield self.type_definition()
             else:
                 raise self.fail("expected 'def' or 'type' at top level")
         return self.mod
 
-    def top_expr(self) -> RelayExpr:
+    def top_expr(self) -> Step[RelayExpr]:
         """``free_var`` declarations, then a block body, then the end of the text."""
         while self.at_word("free_var"):
             self.next()
-            self.binding_var()
+            yield self.binding_var()
             self.expect(";", "after a free_var declaration")
-        expr = self.seq()
+        expr = yield self.seq()
         if self.peek().kind != EOF:
             raise self.fail("expected the end of the text after the expression")
         return expr
@@ -111,26 +113,26 @@ class Parser(ExprParser):
         if tok.text not in self.type_globals:
             self.type_globals[tok.text] = GlobalTypeVar(tok.text, span=self.src.span(tok))
 
-    def definition(self) -> None:
+    def definition(self) -> Step[None]:
         start = self.next()
         gv = self.globals[str(self.global_token().value)]
-        self.mod.add(gv, self.function_rest(start))
+        self.mod.add(gv, (yield self.function_rest(start)))
 
-    def type_definition(self) -> None:
+    def type_definition(self) -> Step[None]:
         """``type Name[A] { Ctor(A, Name[A]), Other, }``."""
         self.next()
         gtv = self.type_globals[self.expect_kind(IDENT, "a type name").text]
-        self.type_scopes.append(self.type_params())
+        self.type_scopes.append((yield self.type_params()))
         self.expect("{", "to open the constructors of a type definition")
-        ctors = self.comma_list("}", lambda: self.ctor_decl(gtv), "after the constructors")
+        ctors = yield self.comma_list("}", lambda: self.ctor_decl(gtv), "after the constructors")
         tvars = tuple(self.type_scopes.pop().values())
         self.mod.add_type_def(gtv, TypeData(gtv, tvars, ctors))
 
-    def ctor_decl(self, gtv: GlobalTypeVar) -> Constructor:
+    def ctor_decl(self, gtv: GlobalTypeVar) -> Step[Constructor]:
         tok = self.expect_kind(IDENT, "a constructor name")
         if tok.text in self.ctors and self.ctors[tok.text].belong_to is not gtv:
             raise self.fail(f"constructor {tok.text} is already defined", tok, got=False)
-        inputs = self.comma_list(")", self.parse_type, "after constructor fields") \
+        inputs = (yield self.comma_list(")", self.parse_type, "after constructor fields")) \
             if self.accept("(") else ()
         ctor = Constructor(tok.text, inputs, gtv, span=self.src.span(tok))
         self.ctors[tok.text] = ctor
@@ -181,7 +183,7 @@ def fromtext(text: str, source_name: str = "<string>", init_module: IRModule | N
     ``meta[...]`` entries (``{"relay.Constant": [...]}``) when the text has no metadata.
     Raises DiagnosticError (with line, column and a caret) on any error in the text.
     """
-    return _parser(text, source_name, init_module, init_meta_table).module()
+    return run(_parser(text, source_name, init_module, init_meta_table).module())
 
 
 def parse(text: str, source_name: str = "<string>", init_module: IRModule | None = None,
@@ -200,4 +202,4 @@ def parse_expr(text: str, source_name: str = "<string>", init_module: IRModule |
     p = _parser(text, source_name, init_module, init_meta_table)
     p.open_globals = True
     p.header()
-    return p.top_expr()
+    return run(p.top_expr())

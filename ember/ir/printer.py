@@ -5,34 +5,57 @@ temporary (``%0 = add(%a, %b);``) except the last expression of a block, which i
 inline unless it is shared. Variables, globals, operators, constructors and constants are
 always printed inline. A shared expression is bound once, in the innermost block enclosing
 all its uses (``_print_blocks.py``). Walks over dataflow are iterative, so deep graphs and
-long ``let`` chains do not hit Python's recursion limit.
+long ``let`` chains do not hit Python's recursion limit; nested blocks (functions in
+functions, ifs in ifs) are printed by steps run on ``ir.trampoline``, for the same reason.
 """
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from .adt import Clause, Constructor, Match, Pattern, TypeData
-from .attrs import Attrs, DictAttrs
-from .base import Node
-from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
-                   RelayExpr, Tuple, TupleGetItem, Var)
-from .module import IRModule
-from .op import Op
-from .types import Type
-from .visitor import free_vars
 from ._print_blocks import Block, BlockPlan, dataflow_children, is_nullary_ctor_call
 from ._print_types import TYPE_WORDS, TypePrinter, attrs_items_text, attrs_text, tuple_text
 from ._text_common import NameTable, encode_metadata, sanitize_name, scalar_literal
+from .adt import Clause, Constructor, Match, Pattern, TypeData
+from .attrs import Attrs, DictAttrs
+from .base import Node
+from .expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from .module import IRModule
+from .op import Op
+from .trampoline import Step, run
+from .types import Type
+from .visitor import free_vars
 
 VERSION = "0.0.5"
 _ATOMIC = (Var, GlobalVar, Op, Constructor, Constant)
 
 
 def _indent(lines: list[str]) -> str:
-    return "\n".join("  " + ln if ln else ln for ln in "\n".join(lines).split("\n"))
+    # Every non-empty line two spaces in. Blocks nest and each level re-indents all it
+    # holds, so this is done by str.replace (in C), not line by line.
+    text = "\n".join(lines)
+    text = ("  " if text[:1] not in ("", "\n") else "") + text.replace("\n", "\n  ")
+    while "\n  \n" in text or text.endswith("\n  "):
+        text = text.replace("\n  \n", "\n\n").removesuffix("\n  ") + (
+            "\n" if text.endswith("\n  ") else "")
+    return text
 
 
 def _block(lines: list[str]) -> str:
@@ -40,7 +63,7 @@ def _block(lines: list[str]) -> str:
 
 
 class _Frame:
-    __slots__ = ("scope", "memo", "lines")
+    __slots__ = ("lines", "memo", "scope")
 
     def __init__(self, scope: Block) -> None:
         self.scope = scope
@@ -61,7 +84,10 @@ class TextPrinter(TypePrinter):
         self.frames: list[_Frame] = []  # the open blocks, innermost last
         self.plan = BlockPlan(Tuple(()))  # replaced by analyze() for each printed root
         self.temps = 0
-        self.statements: dict[int, str] = {}  # node id -> its one statement (short_text)
+        # The statement printed for one node, for short_text (keeping every statement would
+        # hold a nested program's text once per level).
+        self.wanted: RelayExpr | None = None
+        self.statement: str | None = None
         self._keep: list[Any] = []
 
     # -- roots --------------------------------------------------------------------------------
@@ -75,7 +101,7 @@ class TextPrinter(TypePrinter):
             self.vars, self.type_vars, self.temps = NameTable(), NameTable(TYPE_WORDS), 0
             if isinstance(func, Function):
                 self.analyze(func)
-                parts.append(self.function(func, f"def @{sanitize_name(gv.name_hint)}"))
+                parts.append(run(self.function(func, f"def @{sanitize_name(gv.name_hint)}")))
             else:
                 parts.append(f"/* @{gv.name_hint} is a {type(func).__name__} */")
         return "\n\n".join(parts)
@@ -84,7 +110,7 @@ class TextPrinter(TypePrinter):
         """An expression as a block at top level, with ``free_var`` lines for its free vars."""
         top = self.analyze(expr)
         decls = [f"free_var {self.binder(v)};" for v in free_vars(expr)]
-        return "\n".join(decls + self.scope(expr, top))
+        return "\n".join(decls + run(self.scope(expr, top)))
 
     def analyze(self, root: RelayExpr) -> Block:
         self.plan = BlockPlan(root)
@@ -94,7 +120,8 @@ class TextPrinter(TypePrinter):
         return self.plan.block(owner, slot, self.frames[-1].scope if self.frames else None)
 
     # -- blocks -------------------------------------------------------------------------------
-    def scope(self, body: RelayExpr, block: Block, unroll_root: bool = False) -> list[str]:
+    def scope(self, body: RelayExpr, block: Block, unroll_root: bool = False
+              ) -> Step[list[str]]:
         """The statements of a block ending in ``body``; let chains are walked in a loop.
 
         A shared let is printed as a block of its own (``unroll_root``) and bound once.
@@ -103,10 +130,10 @@ class TextPrinter(TypePrinter):
         e = body
         while isinstance(e, Let) and (unroll_root and e is body or self.plan.uses_of(e) <= 1):
             name = self.binder(e.var)  # named before the value: a let may be recursive
-            value = self.inline(e.value, force=self._recursive(e))
+            value = yield self.inline(e.value, force=self._recursive(e))
             self.emit(f"let {name} = {value};", e, self.frames[-1])
             e = e.body
-        final = self.inline(e)
+        final = yield self.inline(e)
         return self.frames.pop().lines + [final]
 
     def _recursive(self, let: Let) -> bool:
@@ -118,8 +145,8 @@ class TextPrinter(TypePrinter):
 
     def emit(self, statement: str, node: RelayExpr, frame: _Frame) -> None:
         frame.lines.append(statement)
-        self.statements[id(node)] = statement
-        self._keep.append(node)
+        if node is self.wanted:
+            self.statement = statement
 
     def lookup(self, e: RelayExpr) -> str | None:
         for frame in reversed(self.frames):
@@ -127,17 +154,17 @@ class TextPrinter(TypePrinter):
                 return frame.memo[id(e)]
         return None
 
-    def inline(self, e: RelayExpr, force: bool = False) -> str:
+    def inline(self, e: RelayExpr, force: bool = False) -> Step[str]:
         """``e`` printed in place (its sub-expressions bound first), or its temporary."""
         if self.atomic(e) or self.lookup(e) or (self.plan.uses_of(e) > 1 and not force):
-            return self.operand(e)
-        self.prepare(e)
-        doc = self.doc(e)
-        self.statements.setdefault(id(e), doc)
-        self._keep.append(e)
+            return (yield self.operand(e))
+        yield self.prepare(e)
+        doc = yield self.doc(e)
+        if e is self.wanted and self.statement is None:
+            self.statement = doc
         return doc
 
-    def prepare(self, root: RelayExpr) -> None:
+    def prepare(self, root: RelayExpr) -> Step[None]:
         """Bind every non-atomic same-block sub-expression of ``root`` (children first)."""
         stack = [(c, False) for c in reversed(dataflow_children(root))]  # left to right
         while stack:
@@ -145,31 +172,40 @@ class TextPrinter(TypePrinter):
             if self.atomic(node) or self.lookup(node) is not None:
                 continue
             if ready:
-                self.bind_temp(node)
+                yield self.bind_temp(node)
                 continue
             stack.append((node, True))
             stack.extend((c, False) for c in reversed(dataflow_children(node)))
 
-    def bind_temp(self, e: RelayExpr) -> str:
+    def bind_temp(self, e: RelayExpr) -> Step[str]:
         """``%N = e;`` in the innermost open block that encloses every use of ``e``."""
         home = self.plan.home.get(id(e))
         frame = next((f for f in reversed(self.frames) if f.scope is home), self.frames[-1])
-        doc = self.doc(e)  # before numbering, so temporaries inside it come first
+        doc = yield self.doc(e)  # before numbering, so temporaries inside it come first
         name = f"%{self.temps}"
         self.temps += 1
         self.emit(f"{name} = {doc};", e, frame)
         frame.memo[id(e)] = name
         return name
 
-    def operand(self, e: RelayExpr) -> str:
+    def operand(self, e: RelayExpr) -> Step[str]:
         """How ``e`` is referred to from another expression."""
-        if self.atomic(e):
-            return self.atom(e)
-        name = self.lookup(e)
+        name = self.known(e)
         if name is None:
-            self.prepare(e)
-            name = self.lookup(e) or self.bind_temp(e)
+            yield self.prepare(e)
+            name = self.lookup(e) or (yield self.bind_temp(e))
         return name
+
+    def known(self, e: RelayExpr) -> str | None:
+        """How ``e`` is referred to, if that needs no printing: an atom or a bound node."""
+        return self.atom(e) if self.atomic(e) else self.lookup(e)
+
+    def operands(self, exprs: tuple[RelayExpr, ...] | list[RelayExpr]) -> Step[list[str]]:
+        out = []
+        for e in exprs:
+            text = self.known(e)
+            out.append(text if text is not None else (yield self.operand(e)))
+        return out
 
     # -- expressions --------------------------------------------------------------------------
     def atomic(self, e: RelayExpr) -> bool:
@@ -189,7 +225,7 @@ class TextPrinter(TypePrinter):
         if isinstance(e, Constructor):
             return e.name_hint
         if isinstance(e, Call):
-            return self._doc_Call(e)  # an unshared nullary constructor call: ``Nil``
+            return self.atom(e.op)  # an unshared nullary constructor call: ``Nil``
         return self.constant(e)  # type: ignore[arg-type]
 
     def constant(self, c: Constant) -> str:
@@ -207,79 +243,84 @@ class TextPrinter(TypePrinter):
         ty = e.checked_type_
         return f" /* ty={self.type(ty)} */" if self.show_types and ty is not None else ""
 
-    def doc(self, e: RelayExpr) -> str:
+    def doc(self, e: RelayExpr) -> Step[str]:
         """The text of ``e`` itself, its operands already bound."""
         if isinstance(e, Function):
-            return self.function(e, "fn")
-        printer: Callable[[Any], str] | None = getattr(self, f"_doc_{type(e).__name__}", None)
+            return (yield self.function(e, "fn"))
+        printer: Callable[[Any], Step[str]] | None = getattr(self, f"_doc_{type(e).__name__}",
+                                                             None)
         if printer is None:
             return self.atom(e) if isinstance(e, _ATOMIC) else self._doc_unknown(e)
-        return printer(e) + self.type_comment(e)
+        return (yield printer(e)) + self.type_comment(e)
 
     def _doc_unknown(self, e: Any) -> str:
         return f"/* unprintable {type(e).__name__} */ ()"
 
-    def _doc_Call(self, e: Call) -> str:
+    def _doc_Call(self, e: Call) -> Step[str]:
         if is_nullary_ctor_call(e):
             return self.atom(e.op)
-        args = [self.operand(a) for a in e.args]
+        args = yield self.operands(e.args)
         if isinstance(e.op, Op):
             args += attrs_items_text(e.attrs)
-        return f"{self.operand(e.op)}({', '.join(args)})"
+        return f"{(yield self.operand(e.op))}({', '.join(args)})"
 
-    def _doc_Tuple(self, e: Tuple) -> str:
-        return tuple_text([self.operand(f) for f in e.fields])
+    def _doc_Tuple(self, e: Tuple) -> Step[str]:
+        return tuple_text((yield self.operands(e.fields)))
 
-    def _doc_TupleGetItem(self, e: TupleGetItem) -> str:
-        return f"{self.operand(e.tuple_value)}.{e.index}"
+    def _doc_TupleGetItem(self, e: TupleGetItem) -> Step[str]:
+        return f"{(yield self.operand(e.tuple_value))}.{e.index}"
 
-    def _doc_Let(self, e: Let) -> str:
-        return _block(self.scope(e, self.block_of(e, 0), unroll_root=True))
+    def _doc_Let(self, e: Let) -> Step[str]:
+        return _block((yield self.scope(e, self.block_of(e, 0), unroll_root=True)))
 
-    def _doc_If(self, e: If) -> str:
-        cond = self.operand(e.cond)
-        then = _block(self.scope(e.true_branch, self.block_of(e, 0)))
-        other = _block(self.scope(e.false_branch, self.block_of(e, 1)))
+    def _doc_If(self, e: If) -> Step[str]:
+        cond = yield self.operand(e.cond)
+        then = _block((yield self.scope(e.true_branch, self.block_of(e, 0))))
+        other = _block((yield self.scope(e.false_branch, self.block_of(e, 1))))
         return f"if ({cond}) {then} else {other}"
 
-    def _doc_Match(self, e: Match) -> str:
-        head = f"match{'' if e.complete else '?'} ({self.operand(e.data)}) {{"
-        clauses = [self.clause(c, self.block_of(e, i)) for i, c in enumerate(e.clauses)]
+    def _doc_Match(self, e: Match) -> Step[str]:
+        head = f"match{'' if e.complete else '?'} ({(yield self.operand(e.data))}) {{"
+        clauses = []
+        for i, c in enumerate(e.clauses):
+            clauses.append((yield self.clause(c, self.block_of(e, i))))
         return "\n".join([head, *("  " + c.replace("\n", "\n  ") for c in clauses), "}"])
 
-    def clause(self, c: Clause, block: Block) -> str:
+    def clause(self, c: Clause, block: Block) -> Step[str]:
         lhs = self.pattern(c.lhs, self.binder)
-        lines = self.scope(c.rhs, block)
+        lines = yield self.scope(c.rhs, block)
         return f"{lhs} => {lines[0] if len(lines) == 1 else _block(lines)},"
 
-    def _doc_RefCreate(self, e: RefCreate) -> str:
-        return f"ref({self.operand(e.value)})"
+    def _doc_RefCreate(self, e: RefCreate) -> Step[str]:
+        return f"ref({(yield self.operand(e.value))})"
 
-    def _doc_RefRead(self, e: RefRead) -> str:
-        return f"ref_read({self.operand(e.ref)})"
+    def _doc_RefRead(self, e: RefRead) -> Step[str]:
+        return f"ref_read({(yield self.operand(e.ref))})"
 
-    def _doc_RefWrite(self, e: RefWrite) -> str:
-        return f"ref_write({self.operand(e.ref)}, {self.operand(e.value)})"
+    def _doc_RefWrite(self, e: RefWrite) -> Step[str]:
+        ref, value = yield self.operands((e.ref, e.value))
+        return f"ref_write({ref}, {value})"
 
     def binder(self, v: Var) -> str:
         """A variable where it is bound: ``%x`` or ``%x: Tensor[(3), float32]``."""
         name = "%" + self.vars.get(v, v.name_hint)
         return name if v.type_annotation is None else f"{name}: {self.type(v.type_annotation)}"
 
-    def function(self, f: Function, head: str) -> str:
+    def function(self, f: Function, head: str) -> Step[str]:
         """``fn [A](%x: A, Primitive=1) -> A { body }`` (head is ``fn`` or ``def @name``)."""
         tparams = self.type_params(f.type_params)
         params = [self.binder(p) for p in f.params] + attrs_items_text(f.attrs)
         ret = f" -> {self.type(f.ret_type)}" if f.ret_type is not None else ""
         head = f"{head} {tparams}" if head == "fn" else head + tparams
-        body = self.scope(f.body, self.block_of(f, 0))
+        body = yield self.scope(f.body, self.block_of(f, 0))
         return f"{head}({', '.join(params)}){ret} {_block(body)}"
 
     def statement_of(self, e: RelayExpr) -> str | None:
-        """The statement or inline text printed for ``e`` (None if it was not printed)."""
+        """The statement or inline text printed for ``e``, when ``e`` is an atom or the
+        ``wanted`` node (None if it was not printed)."""
         if self.atomic(e):
             return self.atom(e)
-        return self.statements.get(id(e))
+        return self.statement if e is self.wanted else None
 
 
 def _header(text: str) -> str:
@@ -317,7 +358,7 @@ def _bare(p: TextPrinter, node: Any) -> str:
     if isinstance(node, Pattern):
         return p.pattern(node)
     if isinstance(node, Clause):
-        return p.clause(node, p.analyze(node.rhs)).rstrip(",")
+        return run(p.clause(node, p.analyze(node.rhs))).rstrip(",")
     if isinstance(node, (Attrs, DictAttrs)):
         return attrs_text(node)
     if isinstance(node, Node):
@@ -335,12 +376,13 @@ def short_text(expr: RelayExpr, within: RelayExpr | None = None, limit: int = 16
         text = None
         for root in ([within] if within is not None else []) + [expr]:
             p = TextPrinter(show_meta_data=False, show_types=False)
+            p.wanted = expr
             p.top_expr(root)
             text = p.statement_of(expr)
             if text is not None:  # else: expr is not inside within; print it alone
                 break
         text = text or type(expr).__name__
-    except Exception as err:  # error messages must not fail because printing failed
+    except Exception as err:  # noqa: BLE001 - a message must not fail because printing did
         text = f"<{type(expr).__name__} (unprintable: {err})>"
     text = re.sub(r"\s*\n\s*", " ", text).rstrip(";")
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,8 +29,21 @@ from ..runtime.ndarray import NDArray
 from .adt import Constructor, Match, PatternVar, TypeData
 from .attrs import DictAttrs
 from .base import Node
-from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
-                   RelayExpr, Tuple, TupleGetItem, Var)
+from .expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from .module import IRModule
 from .op import Op
 from .types import FuncType, IncompleteType, ShapeVar, TensorType, TypeVar
@@ -357,12 +370,12 @@ def _node_text(x: Node) -> str:
             text = short_text(x)
             if not text.startswith("<"):  # "<Call (unprintable: ...)>"
                 return text
-        except Exception:  # noqa: BLE001 - a diff must still print if the printer cannot
+        except Exception:  # noqa: BLE001, S110 - a diff must still print if the printer cannot
             pass
     return _fallback_text(x)
 
 
-def _fallback_text(x: Any) -> str:
+def _fallback_text(x: Any, depth: int = 3) -> str:
     """Shallow text of a node, used until (or if) the printer cannot render it."""
     if isinstance(x, Var):
         return f"%{x.name_hint}"
@@ -381,7 +394,8 @@ def _fallback_text(x: Any) -> str:
     if isinstance(x, TensorType):
         return f"Tensor[{tuple(x.shape)}, {x.dtype}]"
     if isinstance(x, Let):
-        return f"let %{x.var.name_hint} = {_fallback_text(x.value)}; ..."
+        value = _fallback_text(x.value, depth - 1) if depth > 0 else "..."
+        return f"let %{x.var.name_hint} = {value}; ..."
     return f"{type(x).__name__}(...)"
 
 

@@ -4,13 +4,18 @@ type variables and ADT type calls.
 Types are small value objects (equality and hashing by content), except the variables
 (``TypeVar``, ``GlobalTypeVar``, ``IncompleteType``, ``ShapeVar``), which are compared by
 identity: two type variables with the same name are different variables.
+
+Types nest as deeply as the program's tuples do, so their equality and hashing, and the
+walks below (``type_children``, ``fold_type``), use explicit stacks, never recursion.
 """
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any as _Any, Sequence, Union
+from typing import TYPE_CHECKING
+from typing import Any as _Any
 
 from ..runtime.dtype import DataType
 from ..runtime.object import register_object
@@ -56,7 +61,7 @@ class ShapeVar(Node):
         return f"ShapeVar({self.name!r})"
 
 
-Dim = Union[int, Any, ShapeVar]
+Dim = int | Any | ShapeVar
 
 
 def normalize_dim(d: _Any) -> Dim:
@@ -128,6 +133,12 @@ class TupleType(Type):
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", tuple(self.fields))
 
+    def __eq__(self, other: object) -> bool:
+        return type_equal(self, other)
+
+    def __hash__(self) -> int:
+        return type_hash(self)
+
     def __len__(self) -> int:
         return len(self.fields)
 
@@ -154,7 +165,7 @@ class GlobalTypeVar(Type):
     kind: TypeKind = TypeKind.AdtHandle
     span: Span | None = field(default=None, repr=False, compare=False, kw_only=True)
 
-    def __call__(self, *args: Type) -> "TypeCall":
+    def __call__(self, *args: Type) -> TypeCall:
         return TypeCall(self, args)
 
 
@@ -169,6 +180,12 @@ class TypeCall(Type):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(self.args))
+
+    def __eq__(self, other: object) -> bool:
+        return type_equal(self, other)
+
+    def __hash__(self) -> int:
+        return type_hash(self)
 
 
 @register_object("relay.TypeConstraint")
@@ -193,6 +210,12 @@ class FuncType(Type):
         object.__setattr__(self, "type_params", tuple(self.type_params or ()))
         object.__setattr__(self, "type_constraints", tuple(self.type_constraints or ()))
 
+    def __eq__(self, other: object) -> bool:
+        return type_equal(self, other)
+
+    def __hash__(self) -> int:
+        return type_hash(self)
+
 
 @register_object("relay.IncompleteType")
 @dataclass(frozen=True, slots=True, eq=False)
@@ -209,11 +232,114 @@ class RelayRefType(Type):
 
     value: Type
 
+    def __eq__(self, other: object) -> bool:
+        return type_equal(self, other)
+
+    def __hash__(self) -> int:
+        return type_hash(self)
+
 
 def is_dynamic(ty: Type) -> bool:
-    """True if any tensor in ``ty`` has an ``Any`` or symbolic dimension."""
-    if isinstance(ty, TensorType):
-        return not ty.is_static
-    if isinstance(ty, TupleType):
-        return any(is_dynamic(f) for f in ty.fields)
+    """True if any tensor in ``ty`` (or in its tuples) has an ``Any`` or symbolic dimension."""
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TensorType) and not t.is_static:
+            return True
+        if isinstance(t, TupleType):
+            stack.extend(t.fields)
     return False
+
+
+# -- walking types ----------------------------------------------------------------------------
+def type_children(ty: _Any) -> tuple[_Any, ...]:
+    """The types directly inside ``ty`` (tuple fields, argument and result types, ...)."""
+    if isinstance(ty, TupleType):
+        return ty.fields
+    if isinstance(ty, FuncType):
+        return (*ty.arg_types, ty.ret_type)
+    if isinstance(ty, TypeCall):
+        return (ty.func, *ty.args)
+    if isinstance(ty, RelayRefType):
+        return (ty.value,)
+    return ()
+
+
+def fold_type(ty: _Any, fn: Callable[[_Any, list[_Any]], _Any]) -> _Any:
+    """``fn(t, [value of each child])`` for every type in ``ty``, children first, once per
+    distinct node; the value of ``ty``."""
+    memo: dict[int, _Any] = {}
+    stack: list[tuple[_Any, bool]] = [(ty, False)]
+    while stack:
+        t, ready = stack.pop()
+        if id(t) in memo:
+            continue
+        kids = type_children(t)
+        if ready or not kids:
+            memo[id(t)] = fn(t, [memo[id(k)] for k in kids])
+        else:
+            stack.append((t, True))
+            stack.extend((k, False) for k in reversed(kids))
+    return memo[id(ty)]
+
+
+_COMPOSITE = ()  # filled below: the types compared and hashed through their children
+
+
+def _own(ty: _Any) -> tuple[_Any, ...]:
+    """What a composite type holds besides its child types (type variables by identity)."""
+    if isinstance(ty, TupleType):
+        return (len(ty.fields),)
+    if isinstance(ty, FuncType):
+        return (len(ty.arg_types), ty.type_params, ty.type_constraints)
+    if isinstance(ty, TypeCall):
+        return (len(ty.args),)
+    return ()
+
+
+def type_equal(a: _Any, b: _Any) -> bool:
+    """``a == b`` for types, by content (variables by identity); iterative."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, _COMPOSITE):
+            if _own(x) != _own(y):
+                return False
+            stack.extend(zip(type_children(x), type_children(y)))
+        elif x != y:
+            return False
+    return True
+
+
+def type_hash(ty: _Any) -> int:
+    """A hash consistent with ``type_equal``; iterative."""
+    return fold_type(ty, lambda t, kids: hash((type(t).__name__, *_own(t), *kids))
+                     if isinstance(t, _COMPOSITE) else hash(t))
+
+
+_COMPOSITE = (TupleType, FuncType, TypeCall, RelayRefType)  # type: ignore[assignment]
+
+
+def map_tuple_leaves(ty: _Any, leaf: Callable[[_Any], _Any],
+                     node: Callable[[list[_Any]], _Any] = tuple) -> _Any:
+    """``ty`` with each type that is not a tuple replaced by ``leaf(t)`` (called left to
+    right, once per occurrence) and each tuple type by ``node([its fields' results])``:
+    the nested value (or storage) layout of a tuple type. Iterative."""
+    results: list[_Any] = []
+    stack: list[tuple[_Any, int]] = [(ty, -1)]
+    while stack:
+        t, n = stack.pop()
+        if n >= 0:  # the n fields of tuple t are done
+            items = results[len(results) - n:]
+            del results[len(results) - n:]
+            results.append(node(items))
+        elif isinstance(t, TupleType):
+            stack.append((t, len(t.fields)))
+            stack.extend((f, -1) for f in reversed(t.fields))
+        else:
+            results.append(leaf(t))
+    return results[0]

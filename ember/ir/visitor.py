@@ -1,19 +1,51 @@
-"""Walking and rewriting expressions.
+"""Walking and rewriting Relay expressions: the one traversal framework of ember.
 
-``ExprFunctor`` dispatches on the node's class through a table built once per class.
-``ExprVisitor`` and ``ExprMutator`` memoize on node identity (a shared subexpression is
-visited once) and walk ``let`` chains iteratively so long chains cannot hit the recursion
-limit. A mutator returns the very same node when nothing below it changed.
+- ``post_order(expr)`` yields every node children first, each once, from a loop over an
+  explicit stack; the passes and backends that keep state of their own walk with it.
+- ``ExprVisitor`` and ``ExprMutator`` (TVM's names and methods: ``visit_call``,
+  ``visit_let``, ...) dispatch on the node's class through a table built once per subclass
+  and memoise on node identity in ``memo_map``. ``visit(expr)`` first visits everything
+  below ``expr`` in post order, iteratively, and only then calls ``visit_<kind>(expr)``: a
+  method that calls ``self.visit(child)`` gets the child's memoised result at once, so a
+  10,000-long chain of calls or lets never nests Python calls.
+- A mutator rebuilds a node only when a child changed and otherwise returns the very same
+  object, so "nothing changed" reads as ``new is old``.
+
+Because children come first, a visit method cannot change how its children are visited
+(state set in ``visit_let`` is not seen by the let's body); collect such facts in a walk of
+their own before mutating. ``skip(expr)`` leaves a node and everything inside it alone.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, Iterator, TypeVar, cast
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ClassVar
 
-from .adt import (Clause, Constructor, Match, Pattern, PatternConstructor, PatternTuple,
-                  PatternVar, PatternWildcard, pattern_vars)
-from .expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
-                   RelayExpr, Tuple, TupleGetItem, Var)
+from .adt import (
+    Clause,
+    Constructor,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    pattern_vars,
+)
+from .expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from .op import Op
 
 _CHILDREN: dict[type, Callable[[Any], tuple[RelayExpr, ...]]] = {
@@ -32,8 +64,38 @@ _CHILDREN: dict[type, Callable[[Any], tuple[RelayExpr, ...]]] = {
 
 
 def children(expr: RelayExpr) -> tuple[RelayExpr, ...]:
-    """The direct sub-expressions of ``expr`` (pattern-bound vars are not included)."""
-    return _CHILDREN[type(expr)](expr)
+    """The direct sub-expressions of ``expr`` (pattern-bound vars are not included).
+
+    A let's variable comes before its value and a function's parameters before its body, so
+    in ``post_order`` a binder is met before its uses."""
+    fn = _CHILDREN.get(type(expr))
+    if fn is None:
+        fn = _children_fn(type(expr))
+    return fn(expr)
+
+
+def _children_fn(cls: type) -> Callable[[Any], tuple[RelayExpr, ...]]:
+    for klass in cls.__mro__:  # a subclass of a node class walks as its base
+        if klass in _CHILDREN:
+            _CHILDREN[cls] = _CHILDREN[klass]
+            return _CHILDREN[klass]
+    raise TypeError(f"cannot walk a {cls.__name__}: it is not a Relay expression")
+
+
+def walk_children(expr: RelayExpr) -> tuple[RelayExpr, ...]:
+    """The children the functors visit before ``expr``, in order: as ``children``, except
+    that a let's value comes before its variable (``visit_var`` at the binding can look at
+    what the value became, see ``ExprMutator.let_value``), and a match clause's pattern
+    variables come before its right-hand side."""
+    if isinstance(expr, Let):
+        return (expr.value, expr.var, expr.body)
+    if isinstance(expr, Match):
+        out: list[RelayExpr] = [expr.data]
+        for c in expr.clauses:
+            out += pattern_vars(c.lhs)
+            out.append(c.rhs)
+        return tuple(out)
+    return children(expr)
 
 
 def post_order(expr: RelayExpr, skip: Callable[[RelayExpr], bool] | None = None,
@@ -65,220 +127,246 @@ def post_order(expr: RelayExpr, skip: Callable[[RelayExpr], bool] | None = None,
                 stack.append((c, False))
 
 
+def is_primitive(expr: Any) -> bool:
+    """A fused (``Primitive=1``) function: passes before lowering leave its body alone."""
+    return isinstance(expr, Function) and bool(int(expr.get_attr("Primitive", 0) or 0))
+
+
+# -- the functors ---------------------------------------------------------------------------------
+_METHODS: dict[type, str] = {
+    Var: "visit_var", GlobalVar: "visit_global_var", Constant: "visit_constant",
+    Op: "visit_op", Constructor: "visit_constructor", Tuple: "visit_tuple", Call: "visit_call",
+    Let: "visit_let", If: "visit_if", TupleGetItem: "visit_tuple_getitem",
+    Function: "visit_function", Match: "visit_match", RefCreate: "visit_ref_create",
+    RefRead: "visit_ref_read", RefWrite: "visit_ref_write",
+}
+
+
 class ExprFunctor:
-    """Dispatch ``visit(expr)`` to ``visit_<ClassName>`` through a per-class table."""
+    """Dispatch ``visit(expr)`` to ``visit_<kind>`` (``visit_call``, ``visit_let``, ...)
+    through a table built once per class, children first and memoised (module docstring).
 
-    _table_cache: dict[type, dict[type, Callable[..., Any]]] = {}
+    ``memo_map`` maps each visited node to its result.
+    """
 
-    def _method(self, expr: Any) -> Callable[..., Any]:
-        cls = type(self)
-        table = ExprFunctor._table_cache.get(cls)
-        if table is None:
-            table = ExprFunctor._table_cache[cls] = {}
-        fn = table.get(type(expr))
-        if fn is None:
-            for klass in type(expr).__mro__:
-                fn = getattr(cls, f"visit_{klass.__name__}", None)
-                if fn is not None:
-                    break
-            if fn is None:
-                raise TypeError(f"{cls.__name__}: cannot visit a {type(expr).__name__}")
-            table[type(expr)] = fn
-        return fn
+    _table: ClassVar[dict[type, Callable[..., Any]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._table = {node: getattr(cls, name) for node, name in _METHODS.items()
+                      if hasattr(cls, name)}
+
+    def __init__(self) -> None:
+        self.memo_map: dict[Any, Any] = {}
+        self._lets: dict[Var, Let] = {}
+
+    def skip(self, expr: RelayExpr) -> bool:
+        """True to leave ``expr`` and everything inside it alone: a mutator keeps it as it
+        is, a visitor does not visit it (e.g. fused functions for the passes)."""
+        return False
 
     def visit(self, expr: Any) -> Any:
-        return self._method(expr)(self, expr)
+        """The (memoised) result of ``visit_<kind>(expr)``; everything below ``expr`` is
+        visited first, in post order, without recursion."""
+        memo = self.memo_map
+        if expr in memo:
+            return memo[expr]
+        stack: list[tuple[Any, bool]] = [(expr, False)]
+        while stack:
+            node, ready = stack.pop()
+            if node in memo:
+                continue
+            if ready:
+                memo[node] = self._dispatch(node)
+            elif self.skip(node):
+                memo[node] = self._skipped(node)
+            else:
+                if type(node) is Let:
+                    self._lets[node.var] = node
+                stack.append((node, True))
+                stack.extend((c, False) for c in reversed(walk_children(node))
+                             if c not in memo)
+        return memo[expr]
+
+    def _dispatch(self, node: Any) -> Any:
+        fn = self._table.get(type(node))
+        if fn is None:
+            fn = self._lookup(type(node))
+        return fn(self, node)
+
+    def _lookup(self, cls: type) -> Callable[..., Any]:
+        for klass in cls.__mro__:
+            name = _METHODS.get(klass)
+            if name is not None and hasattr(type(self), name):
+                fn: Callable[..., Any] = getattr(type(self), name)
+                self._table[cls] = fn
+                return fn
+        raise TypeError(f"{type(self).__name__}: cannot visit a {cls.__name__} "
+                        f"(no {_METHODS.get(cls, 'visit method')} for it)")
+
+    def _skipped(self, node: Any) -> Any:
+        return None
+
+    def visit_pattern(self, pat: Pattern) -> Any:
+        """Visit the variables a pattern binds (they were visited with the match)."""
+        for v in pattern_vars(pat):
+            self.visit(v)
+        return pat
 
 
 class ExprVisitor(ExprFunctor):
-    """Visit every node once (memoized by identity). Override ``visit_<Class>``."""
+    """Visit every node once, children first. Override ``visit_<kind>``; the children of a
+    node were visited before its method runs, so ``super().visit_call(call)`` or
+    ``self.visit(arg)`` costs a memo lookup."""
 
-    def __init__(self) -> None:
-        self._visited: set[int] = set()
-
-    def visit(self, expr: Any) -> None:
-        if id(expr) in self._visited:
-            return
-        self._visited.add(id(expr))
-        self._method(expr)(self, expr)
+    def _visit_children(self, expr: RelayExpr) -> None:
+        for c in walk_children(expr):
+            self.visit(c)
 
     def visit_leaf(self, expr: RelayExpr) -> None:
         pass
 
-    visit_Var = visit_GlobalVar = visit_Constant = visit_Op = visit_Constructor = visit_leaf
-
-    def visit_Tuple(self, e: Tuple) -> None:
-        for f in e.fields:
-            self.visit(f)
-
-    def visit_Call(self, e: Call) -> None:
-        self.visit(e.op)
-        for a in e.args:
-            self.visit(a)
-
-    def visit_Let(self, e: Let) -> None:
-        # Walk the chain iteratively: deep let-nests are common after ANF.
-        while True:
-            self.visit(e.var)
-            self.visit(e.value)
-            if not isinstance(e.body, Let) or id(e.body) in self._visited:
-                break
-            self._visited.add(id(e.body))
-            e = e.body
-        self.visit(e.body)
-
-    def visit_If(self, e: If) -> None:
-        self.visit(e.cond)
-        self.visit(e.true_branch)
-        self.visit(e.false_branch)
-
-    def visit_TupleGetItem(self, e: TupleGetItem) -> None:
-        self.visit(e.tuple_value)
-
-    def visit_Function(self, e: Function) -> None:
-        for p in e.params:
-            self.visit(p)
-        self.visit(e.body)
-
-    def visit_Match(self, e: Match) -> None:
-        self.visit(e.data)
-        for c in e.clauses:
-            self.visit_pattern(c.lhs)
-            self.visit(c.rhs)
-
-    def visit_pattern(self, p: Pattern) -> None:
-        for v in pattern_vars(p):
-            self.visit(v)
-
-    def visit_RefCreate(self, e: RefCreate) -> None:
-        self.visit(e.value)
-
-    def visit_RefRead(self, e: RefRead) -> None:
-        self.visit(e.ref)
-
-    def visit_RefWrite(self, e: RefWrite) -> None:
-        self.visit(e.ref)
-        self.visit(e.value)
-
-
-_N = TypeVar("_N")
-
-
-def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
-def _rebuild(e: _N, **changes: Any) -> _N:
-    """A copy of ``e`` with ``changes``, keeping its span but dropping its (stale) type."""
-    new: _N = dataclasses.replace(cast(Any, e), checked_type_=None, **changes)
-    return new
+    visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_leaf
+    visit_tuple = visit_call = visit_let = visit_if = visit_tuple_getitem = _visit_children
+    visit_function = visit_match = visit_ref_create = visit_ref_read = _visit_children
+    visit_ref_write = _visit_children
 
 
 class ExprMutator(ExprFunctor):
-    """Rebuild an expression bottom-up; unchanged subtrees are returned as the same object."""
+    """Rebuild an expression bottom-up; an unchanged node is returned as the same object.
 
-    def __init__(self) -> None:
-        self.memo: dict[int, Any] = {}
-        self._keep: list[Any] = []  # keep visited nodes alive so ids stay unique
+    Override ``visit_<kind>``: call ``super().visit_call(call)`` for the node rebuilt on its
+    visited children (or ``self.visit(arg)`` for one child), then return a replacement.
+    A replacement is used wherever the node was (sharing is kept).
 
-    def visit(self, expr: Any) -> Any:
-        key = id(expr)
-        if key in self.memo:
-            return self.memo[key]
-        out = self._method(expr)(self, expr)
-        self.memo[key] = out
-        self._keep.append(expr)
+    ``keep_types``: a rebuilt node keeps the type of the node it replaces, and so does a
+    replacement that has none yet (the passes keep every node's type; fresh nodes inside a
+    replacement stay untyped until InferType runs again). Off by default, as in TVM, where a
+    rebuilt node has no type.
+    """
+
+    keep_types: ClassVar[bool] = False
+
+    def _dispatch(self, node: Any) -> Any:
+        out = super()._dispatch(node)
+        if self.keep_types:
+            set_type(out, node.checked_type_)
         return out
 
-    def visit_leaf(self, e: RelayExpr) -> RelayExpr:
-        return e
+    def _skipped(self, node: Any) -> Any:
+        return node
 
-    visit_Var = visit_GlobalVar = visit_Constant = visit_Op = visit_Constructor = visit_leaf
+    def let_value(self, var: Var) -> RelayExpr | None:
+        """What the value of the let binding ``var`` became, once the walk has passed it
+        (a let's value is visited before its variable)."""
+        let = self._lets.get(var)
+        return None if let is None else self.memo_map.get(let.value)
 
-    def visit_Tuple(self, e: Tuple) -> RelayExpr:
-        fields = tuple(self.visit(f) for f in e.fields)
-        return e if _same(fields, e.fields) else _rebuild(e, fields=fields)
+    def rebuild(self, expr: RelayExpr, kids: list[Any]) -> RelayExpr:
+        """``expr`` on new children (in ``walk_children`` order); ``expr`` itself if none
+        changed. Binding occurrences stay variables when their uses became values."""
+        return rebuild(expr, kids, keep_type=self.keep_types)
 
-    def visit_Call(self, e: Call) -> RelayExpr:
-        op = self.visit(e.op)
-        args = tuple(self.visit(a) for a in e.args)
-        if op is e.op and _same(args, e.args):
-            return e
-        return _rebuild(e, op=op, args=args)
+    def _rebuild_children(self, expr: RelayExpr) -> RelayExpr:
+        return self.rebuild(expr, [self.visit(c) for c in walk_children(expr)])
 
-    def visit_Let(self, e: Let) -> RelayExpr:
-        # Iterative over the chain: visit bindings top-down, rebuild bottom-up.
-        chain: list[tuple[Let, Any, Any]] = []
-        node: RelayExpr = e
-        while isinstance(node, Let) and id(node) not in self.memo:
-            chain.append((node, self.visit(node.var), self.visit(node.value)))
-            node = node.body
-        body: RelayExpr = self.visit(node)
-        for let, v, val in reversed(chain):
-            if v is let.var and val is let.value and body is let.body:
-                new = let
-            else:
-                new = _rebuild(let, var=v, value=val, body=body)
-            self.memo[id(let)] = new
-            self._keep.append(let)
-            body = new
-        return body
+    def visit_leaf(self, expr: RelayExpr) -> RelayExpr:
+        return expr
 
-    def visit_If(self, e: If) -> RelayExpr:
-        c, t, f = self.visit(e.cond), self.visit(e.true_branch), self.visit(e.false_branch)
-        if c is e.cond and t is e.true_branch and f is e.false_branch:
-            return e
-        return _rebuild(e, cond=c, true_branch=t, false_branch=f)
+    visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_leaf
+    visit_tuple = visit_call = visit_let = visit_if = visit_tuple_getitem = _rebuild_children
+    visit_function = visit_match = visit_ref_create = visit_ref_read = _rebuild_children
+    visit_ref_write = _rebuild_children
 
-    def visit_TupleGetItem(self, e: TupleGetItem) -> RelayExpr:
-        t = self.visit(e.tuple_value)
-        return e if t is e.tuple_value else _rebuild(e, tuple_value=t)
+    def visit_pattern(self, pat: Pattern) -> Pattern:
+        """``pat`` with its variables replaced by what they were visited to (if Vars)."""
+        return _map_pattern(pat, lambda v: _binder(v, self.visit(v)))
 
-    def visit_Function(self, e: Function) -> RelayExpr:
-        params = tuple(self.visit(p) for p in e.params)
-        body = self.visit(e.body)
-        if _same(params, e.params) and body is e.body:
-            return e
-        return _rebuild(e, params=params, body=body)
+    def visit_clause(self, clause: Clause) -> Clause:
+        lhs = self.visit_pattern(clause.lhs)
+        rhs = self.visit(clause.rhs)
+        return clause if lhs is clause.lhs and rhs is clause.rhs else Clause(lhs, rhs)
 
-    def visit_Match(self, e: Match) -> RelayExpr:
-        data = self.visit(e.data)
-        clauses = tuple(self.visit_clause(c) for c in e.clauses)
-        if data is e.data and _same(clauses, e.clauses):
-            return e
-        return _rebuild(e, data=data, clauses=clauses)
 
-    def visit_clause(self, c: Clause) -> Clause:
-        lhs = self.visit_pattern(c.lhs)
-        rhs = self.visit(c.rhs)
-        return c if lhs is c.lhs and rhs is c.rhs else Clause(lhs, rhs)
+def set_type(expr: Any, ty: Any) -> Any:
+    """Give ``expr`` the type ``ty`` unless it has one (the cache InferType also fills)."""
+    if ty is not None and isinstance(expr, RelayExpr) and expr.checked_type_ is None:
+        object.__setattr__(expr, "checked_type_", ty)
+    return expr
 
-    def visit_pattern(self, p: Pattern) -> Pattern:
+
+# -- rebuilding -----------------------------------------------------------------------------------
+def _binder(old: Var, new: Any) -> Var:
+    # A binding occurrence stays a variable even when its uses were replaced by values.
+    return new if isinstance(new, Var) else old
+
+
+def _match_changes(e: Match, kids: list[Any]) -> dict[str, Any]:
+    it = iter(kids[1:])
+    clauses = []
+    for c in e.clauses:
+        new_vars = {id(v): _binder(v, next(it)) for v in pattern_vars(c.lhs)}
+        lhs = _map_pattern(c.lhs, lambda v, vs=new_vars: vs[id(v)])
+        rhs = next(it)
+        clauses.append(c if lhs is c.lhs and rhs is c.rhs else Clause(lhs, rhs))
+    return {"data": kids[0], "clauses": tuple(clauses)}
+
+
+_CHANGES: dict[type, Callable[[Any, list[Any]], dict[str, Any]]] = {
+    Tuple: lambda e, k: {"fields": tuple(k)},
+    Call: lambda e, k: {"op": k[0], "args": tuple(k[1:])},
+    Let: lambda e, k: {"value": k[0], "var": _binder(e.var, k[1]), "body": k[2]},
+    If: lambda e, k: {"cond": k[0], "true_branch": k[1], "false_branch": k[2]},
+    TupleGetItem: lambda e, k: {"tuple_value": k[0]},
+    Function: lambda e, k: {"params": tuple(map(_binder, e.params, k)), "body": k[-1]},
+    Match: _match_changes,
+    RefCreate: lambda e, k: {"value": k[0]},
+    RefRead: lambda e, k: {"ref": k[0]},
+    RefWrite: lambda e, k: {"ref": k[0], "value": k[1]},
+}
+
+
+def rebuild(expr: RelayExpr, kids: list[Any], keep_type: bool = True) -> RelayExpr:
+    """``expr`` with its children (in ``walk_children`` order) replaced; ``expr`` itself if
+    none changed. The span is kept; the type too when ``keep_type``."""
+    old = walk_children(expr)
+    if len(old) == len(kids) and all(a is b for a, b in zip(old, kids)):
+        return expr
+    ty = expr.checked_type_ if keep_type else None
+    changes = _CHANGES[type(expr)](expr, kids)
+    new: RelayExpr = dataclasses.replace(expr, checked_type_=ty, **changes)  # type: ignore
+    return new
+
+
+def _map_pattern(pat: Pattern, fn: Callable[[Var], Var]) -> Pattern:
+    """``pat`` with each bound variable ``v`` replaced by ``fn(v)`` (rebuilt only where
+    something changed). Iterative: patterns may nest deeply."""
+    done: dict[int, Pattern] = {}
+    stack: list[tuple[Pattern, bool]] = [(pat, False)]
+    while stack:
+        p, ready = stack.pop()
+        subs = getattr(p, "patterns", ())
+        if not ready and subs:
+            stack.append((p, True))
+            stack.extend((s, False) for s in reversed(subs))
+            continue
         if isinstance(p, PatternVar):
-            v = self.visit(p.var)
-            return p if v is p.var else PatternVar(v)
-        if isinstance(p, PatternConstructor):
-            subs = tuple(self.visit_pattern(s) for s in p.patterns)
-            return p if _same(subs, p.patterns) else PatternConstructor(p.constructor, subs)
-        if isinstance(p, PatternTuple):
-            subs = tuple(self.visit_pattern(s) for s in p.patterns)
-            return p if _same(subs, p.patterns) else PatternTuple(subs)
-        return p
-
-    def visit_RefCreate(self, e: RefCreate) -> RelayExpr:
-        v = self.visit(e.value)
-        return e if v is e.value else _rebuild(e, value=v)
-
-    def visit_RefRead(self, e: RefRead) -> RelayExpr:
-        r = self.visit(e.ref)
-        return e if r is e.ref else _rebuild(e, ref=r)
-
-    def visit_RefWrite(self, e: RefWrite) -> RelayExpr:
-        r, v = self.visit(e.ref), self.visit(e.value)
-        return e if r is e.ref and v is e.value else _rebuild(e, ref=r, value=v)
+            v = fn(p.var)
+            done[id(p)] = p if v is p.var else PatternVar(v)
+        elif isinstance(p, (PatternConstructor, PatternTuple)):
+            new = tuple(done[id(s)] for s in subs)
+            if all(a is b for a, b in zip(new, subs)):
+                done[id(p)] = p
+            elif isinstance(p, PatternTuple):
+                done[id(p)] = PatternTuple(new)
+            else:
+                done[id(p)] = PatternConstructor(p.constructor, new)
+        else:
+            done[id(p)] = p
+    return done[id(pat)]
 
 
-# -- analyses ---------------------------------------------------------------------------------
+# -- analyses -------------------------------------------------------------------------------------
 def _binders(e: RelayExpr) -> list[Var]:
     if isinstance(e, Function):
         return list(e.params)
@@ -327,7 +415,7 @@ class _Binder(ExprMutator):
         super().__init__()
         self.binds: dict[Any, RelayExpr] = binds  # looked up with any leaf (always a Var)
 
-    def visit_Var(self, e: RelayExpr) -> RelayExpr:
+    def visit_var(self, e: RelayExpr) -> RelayExpr:
         return self.binds.get(e, e)
 
 

@@ -11,8 +11,8 @@ from ..ir import (  # noqa: F401
     Constant,
     Constructor,
     Expr,
-    FuncType,
     Function,
+    FuncType,
     GlobalTypeVar,
     GlobalVar,
     If,
@@ -47,13 +47,14 @@ from ..ir import (  # noqa: F401
     var,
 )
 from ..ir import RelayRefType as RefType  # noqa: F401
+from ..ir.visitor import ExprFunctor, ExprMutator, ExprVisitor  # noqa: F401
 from . import op  # noqa: F401
-from .op import *  # noqa: F401,F403  (op functions: add, subtract, ..., and the nn namespace)
+from .op import *
 
 # Submodules loaded on first use: keeps `import ember.relay` light.
 _LAZY_MODULES = ("transform", "analysis", "prelude", "scope_builder", "backend", "testing",
-                 "frontend", "vm", "build_module", "loops", "dataflow_pattern", "expr",
-                 "ty", "adt", "function")
+                 "frontend", "vm", "build_module", "loops", "expr_functor", "dataflow_pattern",
+                 "expr", "ty", "adt", "function")
 _LAZY_ATTRS = {
     "ScopeBuilder": ("ember.relay.scope_builder", "ScopeBuilder"),
     "create_executor": ("ember.relay.build_module", "create_executor"),

@@ -19,59 +19,71 @@ from ..tir.expr import (
     Sub,
     Var,
 )
-from ..tir.functor import post_order
+from ..tir.functor import children, fold, post_order
 from ..tir.simplify import _linear, _rebuild, simplify
 
 Interval = tuple[PrimExpr, PrimExpr]
-
-
-def _uses(e: PrimExpr, inner: dict) -> bool:
-    ids = {id(v) for v in inner}
-    return any(id(n) in ids for n in post_order(e))
 
 
 def sym_interval(e: PrimExpr, inner: dict[Var, PrimExpr], ranges: dict) -> Interval | None:
     """(lo, hi) of ``e`` while each Var of ``inner`` runs over ``[0, extent)``, others fixed.
 
     None when the expression is outside the rule set (the caller then takes the whole axis).
+    Children first (``fold``), so an index expression of any depth is fine.
     """
-    if not _uses(e, inner):
-        return e, e
-    if isinstance(e, Var):
-        return _op.const(0), simplify(inner[e] - 1, ranges)
+    ids = {id(v) for v in inner}
+    return fold(e, lambda n, kids: _interval(n, kids, inner, ids, ranges), _interval_kids)[1]
+
+
+def _interval_kids(e: PrimExpr) -> list[PrimExpr]:
+    # Every child: whether a node depends on the inner loops comes from all of them.
+    return [c for c in children(e) if isinstance(c, PrimExpr)]
+
+
+# The value folded per node: (uses an inner loop variable, interval or None).
+_Folded = tuple[bool, "Interval | None"]
+
+
+def _interval(e: PrimExpr, kids: list[_Folded], inner: dict[Var, PrimExpr], ids: set[int],
+              ranges: dict) -> _Folded:
+    if id(e) in ids:
+        return True, (_op.const(0), simplify(inner[e] - 1, ranges))  # type: ignore[index]
+    if not any(u for u, _ in kids):
+        return False, (e, e)
+    ivs = [iv for _, iv in kids]
     if isinstance(e, (Add, Sub, Min, Max)):
-        a, b = sym_interval(e.a, inner, ranges), sym_interval(e.b, inner, ranges)
+        a, b = ivs
         if a is None or b is None:
-            return None
+            return True, None
         if isinstance(e, Add):
-            return a[0] + b[0], a[1] + b[1]
+            return True, (a[0] + b[0], a[1] + b[1])
         if isinstance(e, Sub):
-            return a[0] - b[1], a[1] - b[0]
+            return True, (a[0] - b[1], a[1] - b[0])
         f = _op.min if isinstance(e, Min) else _op.max
-        return f(a[0], b[0]), f(a[1], b[1])
+        return True, (f(a[0], b[0]), f(a[1], b[1]))
     if isinstance(e, Mul):
-        const, other = (e.b, e.a) if isinstance(e.b, IntImm) else (e.a, e.b)
-        if not isinstance(const, IntImm):
-            return None
-        iv = sym_interval(other, inner, ranges)
-        if iv is None:
-            return None
+        const, iv = (e.b, ivs[0]) if isinstance(e.b, IntImm) else (e.a, ivs[1])
+        if not isinstance(const, IntImm) or iv is None:
+            return True, None
         c = const.value
-        return (iv[0] * c, iv[1] * c) if c >= 0 else (iv[1] * c, iv[0] * c)
+        return True, ((iv[0] * c, iv[1] * c) if c >= 0 else (iv[1] * c, iv[0] * c))
     if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
-        iv = sym_interval(e.a, inner, ranges)
-        if iv is None:
-            return None
-        c = e.b.value
-        if isinstance(e, FloorDiv):
-            return simplify(iv[0] // c, ranges), simplify(iv[1] // c, ranges)
-        q0, q1 = simplify(iv[0] // c, ranges), simplify(iv[1] // c, ranges)
-        if str(q0) == str(q1):
-            return simplify(iv[0] % c, ranges), simplify(iv[1] % c, ranges)
-        return _op.const(0), _op.const(c - 1)
+        return True, _divmod_interval(e, ivs[0], ranges)
     if isinstance(e, Cast) and _op.is_int(e.dtype):
-        return sym_interval(e.value, inner, ranges)
-    return None
+        return True, ivs[0]
+    return True, None
+
+
+def _divmod_interval(e: PrimExpr, iv: Interval | None, ranges: dict) -> Interval | None:
+    if iv is None:
+        return None
+    c = e.b.value  # type: ignore[attr-defined]
+    if isinstance(e, FloorDiv):
+        return simplify(iv[0] // c, ranges), simplify(iv[1] // c, ranges)
+    q0, q1 = simplify(iv[0] // c, ranges), simplify(iv[1] // c, ranges)
+    if str(q0) == str(q1):
+        return simplify(iv[0] % c, ranges), simplify(iv[1] % c, ranges)
+    return _op.const(0), _op.const(c - 1)
 
 
 def guard_to_extent(guards: list[PrimExpr], v: Var, ext: PrimExpr, ranges: dict

@@ -14,7 +14,7 @@ from typing import Any
 from ..runtime.errors import OpError
 from ..tir import op as _op
 from ..tir.expr import BufferLoad, Call, IntImm, PrimExpr, ProducerLoad, Var
-from ..tir.functor import post_order, substitute, transform
+from ..tir.functor import post_order, rewrite, substitute, transform
 from ..tir.simplify import bound, prove, simplify
 from ..tir.stmt import (
     Allocate,
@@ -61,7 +61,7 @@ class _Nest:
         self.lv = {leaf: Var(leaf.var.name, "int32") for leaf in st.leaf_iter_vars}
         for leaf, v in self.lv.items():
             e = ext[leaf]
-            lo, hi = bound(e, ranges)
+            _, hi = bound(e, ranges)
             ranges[v] = (0, hi - 1 if hi is not None else None)
         val: dict[Any, PrimExpr] = dict(self.lv)
         self.guards: list[PrimExpr] = []
@@ -119,16 +119,27 @@ class Lowerer:
 
     # -- expressions ------------------------------------------------------------------------
     def resolve(self, e: PrimExpr, on_load: Callable | None = None) -> PrimExpr:
-        """Inline inlined producers and turn the other ProducerLoads into BufferLoads."""
+        """Inline inlined producers and turn the other ProducerLoads into BufferLoads.
+
+        A load of an inlined stage becomes the stage's body at the load's indices, which is
+        resolved in turn (``rewrite``: no recursion however long the chain of inlined
+        stages). Loads of one stage at the same index nodes share one inlined body, so a
+        chain where each stage reads the two before it stays linear in size.
+        """
+        inlined: dict[tuple[int, ...], PrimExpr] = {}
+
         def fn(n: Any) -> Any:
             if not isinstance(n, ProducerLoad):
                 return None
             t: Tensor = n.producer
             st = self.sch[t.op]
             if st.attach_type == "inline":
-                body = t.op.body[t.value_index]
-                sub = {iv.var: i for iv, i in zip(t.op.axis, n.indices)}
-                return self.resolve(substitute(body, sub), on_load)
+                key = (id(t), *map(id, n.indices))
+                if key not in inlined:
+                    body = t.op.body[t.value_index]
+                    inlined[key] = substitute(body, {iv.var: i
+                                                     for iv, i in zip(t.op.axis, n.indices)})
+                return inlined[key]
             if on_load is not None:
                 on_load(t, n.indices)
             buf = self.bufs.get(id(t))
@@ -137,7 +148,7 @@ class Lowerer:
             mins = [mn for mn, _ in self.region[id(t.op)]]
             return BufferLoad(buf, tuple(simplify(i - m, self.ranges)
                                          for i, m in zip(n.indices, mins)), t.dtype)
-        return transform(e, fn)
+        return rewrite(e, fn)
 
     # -- stages -----------------------------------------------------------------------------
     def stage_stmt(self, st: Stage) -> Stmt:

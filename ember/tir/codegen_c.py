@@ -8,6 +8,7 @@ are named after their IR names, made unique in order of first definition.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,7 @@ from .expr import (
     Sub,
     Var,
 )
-from .functor import post_order
+from .functor import children, post_order, walk
 from .op import is_float
 from .simplify import simplify
 from .stmt import (
@@ -75,6 +76,8 @@ _MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "l
          "atan": "atan", "asin": "asin", "acos": "acos", "sinh": "sinh", "cosh": "cosh",
          "log1p": "log1p", "expm1": "expm1", "pow": "pow", "fmod": "fmod"}
 STACK_LIMIT = 16384  # bytes: larger (or dynamic) allocations use TVMBackendAllocWorkspace
+HOIST_LENGTH = 80  # a shared subexpression whose C text is longer goes into a const local
+Then = list  # what a statement handler leaves to do: (statement, indent) pairs and actions
 
 
 def _suffix(dtype: str) -> str:
@@ -94,6 +97,13 @@ def render_float(v: float, dtype: str) -> str:
 
 
 def render_int(v: int, dtype: str) -> str:
+    """A C literal for ``v`` as ``dtype``. A value too big for any C integer (a long chain of
+    additions folds to huge coefficients) is reduced modulo 2**64, which keeps it congruent
+    modulo 2**bits: the result wraps as the C arithmetic and numpy do."""
+    if not -(2**63) <= v < 2**64:
+        v &= 2**64 - 1
+        if not dtype.startswith("u") and v >= 2**63:
+            v -= 2**64
     if dtype in ("int64", "uint64"):
         if dtype == "int64" and v == -(2**63):
             return "(-9223372036854775807LL - 1)"
@@ -113,6 +123,7 @@ class FunctionWriter:
         self.lines: list[str] = []
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
+        self._next_suffix: dict[str, int] = {}  # base name -> next suffix to try
         self.nonneg: set[int] = set()
         self.in_parallel = 0
         self.needs_err = False
@@ -121,14 +132,21 @@ class FunctionWriter:
 
     # -- names ------------------------------------------------------------------------------
     def bind(self, v: Any, hint: str) -> str:
+        """A new unique local name for variable ``v`` (its later uses print it)."""
+        name = self.fresh(hint)
+        self.names[id(v)] = name
+        return name
+
+    def fresh(self, hint: str) -> str:
+        """A new local name, unique in the function, based on ``hint``."""
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "v"
         if base[0].isdigit():
             base = "v_" + base
-        name, k = base, 1
+        name, k = base, self._next_suffix.get(base, 1)  # suffixes below k are taken already
         while name in self.used or name in _RESERVED:
             name, k = f"{base}_{k}", k + 1
+        self._next_suffix[base] = k
         self.used.add(name)
-        self.names[id(v)] = name
         return name
 
     def name(self, v: Any) -> str:
@@ -140,6 +158,42 @@ class FunctionWriter:
 
     # -- expressions ------------------------------------------------------------------------
     def expr(self, e: PrimExpr) -> str:
+        """C text of ``e`` (children first, so any depth renders without recursion)."""
+        return self._render(e, None)
+
+    def value(self, e: PrimExpr, ind: int) -> str:
+        """C text of a statement's value: a long subexpression used more than once is first
+        computed into a ``const`` local at indent ``ind`` (the tree of a DAG such as
+        ``y = y + z; z = y`` repeated would be exponentially long)."""
+        return self._render(e, ind)
+
+    def _render(self, root: PrimExpr, ind: int | None) -> str:
+        hoist = _hoistable(root) if ind is not None else set()
+        text: dict[int, str] = {}
+        stack: list[tuple[Any, int]] = [(root, 0)]
+        while stack:
+            e, state = stack.pop()
+            if state == 1:
+                t = self._text(e, [text[id(c)] for c in _kids(e)])
+                if id(e) in hoist and len(t) > HOIST_LENGTH:
+                    name = self.fresh("cse")
+                    self.emit(f"const {C_TYPE[e.dtype]} {name} = {t};", ind or 0)
+                    t = name
+                text[id(e)] = t
+            elif state == 2:  # C99 has no let expression: the (pure) value is substituted
+                self.names[id(e.var)] = f"({text[id(e.value)]})"
+            elif state == 3:
+                text[id(e)] = text[id(e.body)]
+            elif id(e) not in text:
+                if isinstance(e, Let):  # the value, then the binding, then the body
+                    stack += [(e, 3), (e.body, 0), (e, 2), (e.value, 0)]
+                    continue
+                stack.append((e, 1))
+                stack.extend((c, 0) for c in reversed(_kids(e)) if id(c) not in text)
+        return text[id(root)]
+
+    def _text(self, e: PrimExpr, k: list[str]) -> str:
+        """C text of ``e`` given the texts of its children."""
         if isinstance(e, Var):
             return self.name(e)
         if isinstance(e, IntImm):
@@ -150,11 +204,12 @@ class FunctionWriter:
             return '"' + e.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
         op = _INFIX.get(type(e))
         if op is not None:
-            return f"({self.expr(e.a)} {op} {self.expr(e.b)})"
+            return f"({k[0]} {op} {k[1]})"
         fn = getattr(self, "expr_" + type(e).__name__, None)
         if fn is None:
             raise InternalError(f"codegen: no C rendering for {type(e).__name__} ({e})")
-        return fn(e)
+        text: str = fn(e, k)
+        return text
 
     def _nonneg(self, e: PrimExpr) -> bool:
         from .simplify import bound
@@ -164,71 +219,63 @@ class FunctionWriter:
         lo, _ = bound(e, ranges)
         return lo is not None and lo >= 0
 
-    def expr_Div(self, e: Div) -> str:
-        return f"({self.expr(e.a)} / {self.expr(e.b)})"
+    def expr_Div(self, e: Div, k: list[str]) -> str:
+        return f"({k[0]} / {k[1]})"
 
-    def expr_Mod(self, e: Mod) -> str:
+    def expr_Mod(self, e: Mod, k: list[str]) -> str:
         if is_float(e.dtype):
-            return f"fmod{_suffix(e.dtype)}({self.expr(e.a)}, {self.expr(e.b)})"
-        return f"({self.expr(e.a)} % {self.expr(e.b)})"
+            return f"fmod{_suffix(e.dtype)}({k[0]}, {k[1]})"
+        return f"({k[0]} % {k[1]})"
 
-    def expr_FloorDiv(self, e: FloorDiv) -> str:
-        a, b = self.expr(e.a), self.expr(e.b)
+    def expr_FloorDiv(self, e: FloorDiv, k: list[str]) -> str:
+        a, b = k
         if is_float(e.dtype):
             return f"floor{_suffix(e.dtype)}({a} / {b})"
         if self._nonneg(e.a) and self._nonneg(e.b):
             return f"({a} / {b})"
         return self._helper_call("floordiv", e.dtype, a, b)
 
-    def expr_FloorMod(self, e: FloorMod) -> str:
-        a, b = self.expr(e.a), self.expr(e.b)
+    def expr_FloorMod(self, e: FloorMod, k: list[str]) -> str:
+        a, b = k
         if is_float(e.dtype):
             return f"({a} - floor{_suffix(e.dtype)}({a} / {b}) * {b})"
         if self._nonneg(e.a) and self._nonneg(e.b):
             return f"({a} % {b})"
         return self._helper_call("floormod", e.dtype, a, b)
 
-    def expr_Min(self, e: Min) -> str:
-        return self._helper_call("min", e.dtype, self.expr(e.a), self.expr(e.b))
+    def expr_Min(self, e: Min, k: list[str]) -> str:
+        return self._helper_call("min", e.dtype, *k)
 
-    def expr_Max(self, e: Max) -> str:
-        return self._helper_call("max", e.dtype, self.expr(e.a), self.expr(e.b))
+    def expr_Max(self, e: Max, k: list[str]) -> str:
+        return self._helper_call("max", e.dtype, *k)
 
     def _helper_call(self, kind: str, dtype: str, *args: str) -> str:
         self.helpers.add(f"{kind}:{dtype}")
         return f"ember_{kind}_{dtype}({', '.join(args)})"
 
-    def expr_Not(self, e: Not) -> str:
-        return f"(!{self.expr(e.a)})"
+    def expr_Not(self, e: Not, k: list[str]) -> str:
+        return f"(!{k[0]})"
 
-    def expr_Select(self, e: Select) -> str:
-        return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+    def expr_Select(self, e: Select, k: list[str]) -> str:
+        return f"({k[0]} ? {k[1]} : {k[2]})"
 
-    def expr_Cast(self, e: Cast) -> str:
-        v = self.expr(e.value)
+    def expr_Cast(self, e: Cast, k: list[str]) -> str:
+        v = k[0]
         if e.dtype == "bool":
             return f"((uint8_t)({v} != 0))"
         if e.dtype == "float16":
             self.helpers.add("f16")
             return f"ember_h2f(ember_f2h((float)({v})))"
-        if is_float(e.value.dtype) and not is_float(e.dtype):
-            return f"(({C_TYPE[e.dtype]})({v}))"
         return f"(({C_TYPE[e.dtype]})({v}))"
 
-    def expr_Let(self, e: Let) -> str:
-        # C99 has no expression-level binding: the (pure) value is substituted textually.
-        self.names[id(e.var)] = f"({self.expr(e.value)})"
-        return self.expr(e.body)
-
-    def expr_BufferLoad(self, e: BufferLoad) -> str:
+    def expr_BufferLoad(self, e: BufferLoad, k: list[str]) -> str:
         ref = f"{self.name(e.buffer.data)}[{self.flat(e.buffer, e.indices)}]"
         if e.buffer.dtype == "float16":
             self.helpers.add("f16")
             return f"ember_h2f({ref})"
         return ref
 
-    def expr_Call(self, e: Call) -> str:
-        args = [self.expr(a) for a in e.args if isinstance(a, PrimExpr)]
+    def expr_Call(self, e: Call, args: list[str]) -> str:
         op = e.op
         if op == "if_then_else":
             return f"({args[0]} ? {args[1]} : {args[2]})"
@@ -279,13 +326,27 @@ class FunctionWriter:
         self.emit("}", ind)
 
     def stmt(self, s: Stmt, ind: int) -> None:
-        getattr(self, "stmt_" + type(s).__name__)(s, ind)
+        """Emit ``s``. A handler emits the statement's own lines and returns what follows, in
+        order: nested statements (with their indent) and closing actions. A work list runs
+        them, so deep nesting (one Allocate per temporary buffer) needs no recursion."""
+        todo: list[Any] = [(s, ind)]
+        while todo:
+            item = todo.pop()
+            if callable(item):
+                item()
+                continue
+            node, i = item
+            then = getattr(self, "stmt_" + type(node).__name__)(node, i)
+            todo.extend(reversed(then))
 
-    def stmt_SeqStmt(self, s: SeqStmt, ind: int) -> None:
-        for x in s.seq:
-            self.stmt(x, ind)
+    def closing(self, line: str, ind: int) -> Callable[[], None]:
+        """An action that emits ``line`` (a closing brace) once the nested statements are done."""
+        return lambda: self.emit(line, ind)
 
-    def stmt_For(self, s: For, ind: int) -> None:
+    def stmt_SeqStmt(self, s: SeqStmt, ind: int) -> Then:
+        return [(x, ind) for x in s.seq]
+
+    def stmt_For(self, s: For, ind: int) -> Then:
         ext = self.expr(s.extent)
         mn = self.expr(s.min)
         v = self.bind(s.loop_var, s.loop_var.name)
@@ -308,54 +369,88 @@ class FunctionWriter:
         self.emit(f"for (int32_t {v} = {start}; {v} < {ext if mn == '0' else f'{mn} + {ext}'}; "
                   f"++{v}) {{", ind)
         self.in_parallel += parallel
-        self.stmt(s.body, ind + 1)
-        self.in_parallel -= parallel
-        self.emit("}", ind)
 
-    def stmt_BufferStore(self, s: BufferStore, ind: int) -> None:
-        value = self.expr(s.value)
+        def close() -> None:
+            self.in_parallel -= parallel
+            self.emit("}", ind)
+
+        return [(s.body, ind + 1), close]
+
+    def stmt_BufferStore(self, s: BufferStore, ind: int) -> Then:
+        value = self.value(s.value, ind)
         if s.buffer.dtype == "float16":
             self.helpers.add("f16")
             value = f"ember_f2h({value})"
         elif s.buffer.dtype == "bool":
             value = f"(uint8_t)({value})"
         self.emit(f"{self.name(s.buffer.data)}[{self.flat(s.buffer, s.indices)}] = {value};", ind)
+        return []
 
-    def stmt_IfThenElse(self, s: IfThenElse, ind: int) -> None:
+    def stmt_IfThenElse(self, s: IfThenElse, ind: int) -> Then:
         self.emit(f"if ({self.expr(s.condition)}) {{", ind)
-        self.stmt(s.then_case, ind + 1)
-        if s.else_case is not None:
-            self.emit("} else {", ind)
-            self.stmt(s.else_case, ind + 1)
-        self.emit("}", ind)
+        if s.else_case is None:
+            return [(s.then_case, ind + 1), self.closing("}", ind)]
+        return [(s.then_case, ind + 1), self.closing("} else {", ind), (s.else_case, ind + 1),
+                self.closing("}", ind)]
 
-    def stmt_LetStmt(self, s: LetStmt, ind: int) -> None:
-        value = self.expr(s.value)
+    def stmt_LetStmt(self, s: LetStmt, ind: int) -> Then:
+        value = self.value(s.value, ind)
         v = self.bind(s.var, s.var.name)
         self.emit(f"const {C_TYPE[s.var.dtype]} {v} = {value};", ind)
-        self.stmt(s.body, ind)
+        return [(s.body, ind)]
 
-    def stmt_Allocate(self, s: Allocate, ind: int) -> None:
+    def stmt_Allocate(self, s: Allocate, ind: int) -> Then:
         from .codegen_packed import emit_allocate
 
-        emit_allocate(self, s, ind)
+        return emit_allocate(self, s, ind)
 
-    def stmt_Evaluate(self, s: Evaluate, ind: int) -> None:
+    def stmt_Evaluate(self, s: Evaluate, ind: int) -> Then:
         if isinstance(s.value, Call) and s.value.op == "tir.call_packed":
             from .codegen_packed import emit_call_packed
 
             emit_call_packed(self, s.value, ind)
         else:
-            self.emit(f"(void)({self.expr(s.value)});", ind)
+            self.emit(f"(void)({self.value(s.value, ind)});", ind)
+        return []
 
-    def stmt_AssertStmt(self, s: AssertStmt, ind: int) -> None:
+    def stmt_AssertStmt(self, s: AssertStmt, ind: int) -> Then:
         self.emit(f"if (!({self.expr(s.condition)})) {{", ind)
         self.emit(f"TVMPackedFuncSetLastError({self.expr(s.message)});", ind + 1)
         for name in reversed(self.workspaces):
             self.emit(f"(void)TVMBackendFreeWorkspace(1, 0, {name});", ind + 1)
         self.emit("return -1;", ind + 1)
         self.emit("}", ind)
-        self.stmt(s.body, ind)
+        return [(s.body, ind)]
+
+
+def _kids(e: PrimExpr) -> list[PrimExpr]:
+    # The children a rendering reads (a load renders its flattened index afresh).
+    if isinstance(e, BufferLoad):
+        return []
+    return [c for c in children(e) if isinstance(c, PrimExpr)]
+
+
+def _conditional(e: PrimExpr, i: int) -> bool:
+    """Whether child ``i`` of ``e`` is evaluated only on some paths (C's ``?:``, ``&&``)."""
+    if isinstance(e, Select) or (isinstance(e, Call) and e.op == "if_then_else"):
+        return i > 0
+    return isinstance(e, (And, Or)) and i == 1
+
+
+def _hoistable(root: PrimExpr) -> set[int]:
+    """Compound subexpressions of ``root`` used more than once and evaluated on every path
+    (computing one before the statement must not evaluate what a condition guards)."""
+    order = list(walk(root, _kids))
+    uses: dict[int, int] = {}
+    for n in order:
+        for c in _kids(n):
+            uses[id(c)] = uses.get(id(c), 0) + 1
+    always = {id(root)}
+    for n in reversed(order):  # parents before children
+        if id(n) in always:
+            always.update(id(c) for i, c in enumerate(_kids(n)) if not _conditional(n, i))
+    return {id(n) for n in order
+            if uses.get(id(n), 0) > 1 and id(n) in always and _kids(n)}
 
 
 _RESERVED = frozenset(["auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "args", "type_codes", "num_args", "out_ret_value", "out_ret_tcode", "resource_handle", "err", "ember_err"])

@@ -8,6 +8,7 @@ pointer) and reports the first mismatch through ``TVMPackedFuncSetLastError`` as
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .codegen_c import C_TYPE, STACK_LIMIT, STORAGE_TYPE, FunctionWriter
 from .expr import Call, IntImm, PrimExpr, StringImm, Var
@@ -43,7 +44,9 @@ def signature_vars(func: PrimFunc) -> list[Var]:
     return out
 
 
-def emit_allocate(w: FunctionWriter, s: Allocate, ind: int) -> None:
+def emit_allocate(w: FunctionWriter, s: Allocate, ind: int) -> list[Any]:
+    """Declare ``s``'s buffer (on the stack, or from the workspace when large or dynamic);
+    returns the body and the freeing of a workspace block, for ``FunctionWriter.stmt``."""
     buf = s.buffer
     n = simplify(_numel(buf))
     ctype = STORAGE_TYPE[buf.dtype]
@@ -51,17 +54,19 @@ def emit_allocate(w: FunctionWriter, s: Allocate, ind: int) -> None:
     itemsize = max(1, bits(buf.dtype) // 8)
     if isinstance(n, IntImm) and (n.value * itemsize <= STACK_LIMIT or w.in_parallel):
         w.emit(f"{ctype} {name}[{max(n.value, 1)}] __attribute__((aligned(64)));", ind)
-        w.stmt(s.body, ind)
-        return
+        return [(s.body, ind)]
     code, nbits = dl_type(buf.dtype)
     w.emit(f"{ctype}* {name} = ({ctype}*)TVMBackendAllocWorkspace(1, 0, (uint64_t)({w.expr(n)}) "
            f"* sizeof({ctype}), {code}, {nbits});", ind)
     w.fail_return(f"{name} == NULL",
                   f'ember_fail("{w.func.name}: cannot allocate the workspace {buf.name}")', ind)
     w.workspaces.append(name)
-    w.stmt(s.body, ind)
-    w.workspaces.pop()
-    w.fail_return(f"TVMBackendFreeWorkspace(1, 0, {name}) != 0", "-1", ind)
+
+    def free() -> None:
+        w.workspaces.pop()
+        w.fail_return(f"TVMBackendFreeWorkspace(1, 0, {name}) != 0", "-1", ind)
+
+    return [(s.body, ind), free]
 
 
 def _numel(buf: Buffer) -> PrimExpr:
@@ -169,8 +174,8 @@ def packed_wrapper(func: PrimFunc, unpacked_names: list[str], stdio: bool = True
     fname = c_ident(func.name)
     count = (f'"{fname}: expected {len(func.params)} arguments, got %d", num_args' if stdio else
              f'"{fname}: wrong number of arguments (expected {len(func.params)})"')
-    lines = [f"TVM_DLL int32_t {fname}(TVMValue* args, int* type_codes, int num_args, "
-             "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {",
+    lines = [(f"TVM_DLL int32_t {fname}(TVMValue* args, int* type_codes, int num_args, "
+              "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {"),
              "  (void)out_ret_value; (void)out_ret_tcode; (void)resource_handle;",
              f"  if (num_args != {len(func.params)}) {{",
              f"    return ember_fail({count});", "  }"]
@@ -212,8 +217,9 @@ def _scalar_arg(i: int, p: Var, label: str, stdio: bool = True) -> list[str]:
     if is_float(p.dtype):
         return [f"  if (type_codes[{i}] != kTVMArgFloat && type_codes[{i}] != kTVMArgInt) {{",
                 fail("a float"), "  }",
-                f"  {C_TYPE[p.dtype]} arg{i} = type_codes[{i}] == kTVMArgFloat ? "
-                f"({C_TYPE[p.dtype]})args[{i}].v_float64 : ({C_TYPE[p.dtype]})args[{i}].v_int64;"]
+                (f"  {C_TYPE[p.dtype]} arg{i} = type_codes[{i}] == kTVMArgFloat ? "
+                 f"({C_TYPE[p.dtype]})args[{i}].v_float64 : "
+                 f"({C_TYPE[p.dtype]})args[{i}].v_int64;")]
     return [f"  if (type_codes[{i}] != kTVMArgInt && type_codes[{i}] != kTVMArgUInt) {{",
             fail("an int"), "  }",
             f"  {C_TYPE[p.dtype]} arg{i} = ({C_TYPE[p.dtype]})args[{i}].v_int64;"]
@@ -223,8 +229,9 @@ def _tensor_checks(i: int, buf: Buffer, label: str) -> list[str]:
     code, nbits = dl_type(buf.dtype)
     align = max(1, bits(buf.dtype) // 8)
     return [f"  DLTensor* t{i} = NULL;",
-            f'  if (ember_check_tensor("{label}", type_codes[{i}], args[{i}], {len(buf.shape)}, '
-            f'{code}, {nbits}, "{buf.dtype}", {align}, &t{i}) != 0) return -1;']
+            (f'  if (ember_check_tensor("{label}", type_codes[{i}], args[{i}], '
+             f'{len(buf.shape)}, {code}, {nbits}, "{buf.dtype}", {align}, &t{i}) != 0) '
+             "return -1;")]
 
 
 def _shape_check(i: int, buf: Buffer, label: str, sym_names: dict[int, str]) -> list[str]:

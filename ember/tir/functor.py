@@ -2,6 +2,10 @@
 
 Nodes are dataclasses with uniform fields, so one function maps over the children of any node;
 a node is rebuilt only when a child changed (``new is old`` means nothing changed).
+
+Every walk here is a loop over an explicit stack, memoised on node identity: an expression
+10,000 operators deep (a fused chain of elementwise ops) or a DAG whose tree form would be
+exponential (``y = y + z; z = y`` repeated) costs time linear in its number of nodes.
 """
 from __future__ import annotations
 
@@ -30,6 +34,20 @@ def _is_node(v: Any) -> bool:
     return isinstance(v, (PrimExpr, Stmt))
 
 
+def children(node: Node) -> list[Node]:
+    """The child expressions/statements of ``node`` in field order (binders excluded)."""
+    if not dataclasses.is_dataclass(node):
+        return []
+    out: list[Node] = []
+    for name in _child_fields(type(node)):
+        v = getattr(node, name)
+        if _is_node(v):
+            out.append(v)
+        elif isinstance(v, tuple):
+            out.extend(x for x in v if _is_node(x))
+    return out
+
+
 def map_children(node: Node, fn: Callable[[Node], Node]) -> Node:
     """``node`` with ``fn`` applied to each child expression/statement (rebuilt if changed)."""
     if not dataclasses.is_dataclass(node):
@@ -51,20 +69,60 @@ def map_children(node: Node, fn: Callable[[Node], Node]) -> Node:
 
 
 def transform(node: Node, fn: Callable[[Node], Node | None]) -> Node:
-    """Rewrite bottom-up: children first, then ``fn(node)`` (``None`` keeps the node)."""
+    """Rewrite bottom-up: children first, then ``fn(node)`` (``None`` keeps the node).
+
+    ``fn`` sees the node rebuilt on its rewritten children; each distinct node is rewritten
+    once, so shared subexpressions stay shared.
+    """
     memo: dict[int, Node] = {}
-
-    def go(n: Node) -> Node:
-        hit = memo.get(id(n))
-        if hit is not None:
-            return hit
-        new = map_children(n, go)
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in memo:
+            continue
+        if not ready:
+            stack.append((n, True))
+            stack.extend((c, False) for c in reversed(children(n)) if id(c) not in memo)
+            continue
+        new = map_children(n, lambda c: memo[id(c)])
         out = fn(new)
-        out = new if out is None else out
-        memo[id(n)] = out
-        return out
+        memo[id(n)] = new if out is None else out
+    return memo[id(node)]
 
-    return go(node)
+
+def rewrite(node: Node, fn: Callable[[Node], Node | None]) -> Node:
+    """As ``transform``, but a replacement returned by ``fn`` is rewritten in turn (its
+    children first, then ``fn`` on it), until ``fn`` keeps every node. Lowering inlines a
+    stage this way: a load becomes the stage's body, whose own loads are inlined next.
+
+    ``fn`` may return the same replacement object for many nodes (it is rewritten once);
+    a replacement must not contain the node it replaces.
+    """
+    memo: dict[int, Node] = {}
+    keep: list[Node] = []  # replacements stay alive, so their ids stay unique
+    stack: list[tuple[Node, int, Node]] = [(node, 0, None)]
+    while stack:
+        n, state, repl = stack.pop()
+        if state == 2:  # the replacement of ``n`` is done
+            memo[id(n)] = memo[id(repl)]
+            continue
+        if id(n) in memo:
+            continue
+        if state == 0:
+            stack.append((n, 1, None))
+            stack.extend((c, 0, None) for c in reversed(children(n)) if id(c) not in memo)
+            continue
+        new = map_children(n, lambda c: memo[id(c)])
+        out = fn(new)
+        if out is None or out is new:
+            memo[id(n)] = new
+        elif id(out) in memo:
+            memo[id(n)] = memo[id(out)]
+        else:
+            keep.append(out)
+            stack.append((n, 2, out))
+            stack.append((out, 0, None))
+    return memo[id(node)]
 
 
 def substitute(node: Node, vmap: dict[Var, Any]) -> Node:
@@ -76,7 +134,10 @@ def substitute(node: Node, vmap: dict[Var, Any]) -> Node:
 
 
 def post_order(node: Node) -> Iterator[Node]:
-    """Every node under ``node`` (itself included), children before parents, each once."""
+    """Every node under ``node`` (itself included), children before parents, each once.
+
+    A binding variable (a loop's or a let's) comes before the node's other children, and the
+    children of a later field before those of an earlier one."""
     seen: set[int] = set()
     stack: list[tuple[Node, bool]] = [(node, False)]
     while stack:
@@ -89,15 +150,48 @@ def post_order(node: Node) -> Iterator[Node]:
         seen.add(id(n))
         stack.append((n, True))
         if dataclasses.is_dataclass(n):
+            # Field by field: a later field's children come out first (the order that
+            # stage inputs, and so the generated C, have always had).
             for name in _child_fields(type(n)):
                 v = getattr(n, name)
                 kids = (v,) if _is_node(v) else v if isinstance(v, tuple) else ()
-                for k in reversed(kids):
-                    if _is_node(k):
-                        stack.append((k, False))
+                stack.extend((k, False) for k in reversed(kids) if _is_node(k))
         for name in ("loop_var", "var"):
             if isinstance(getattr(n, name, None), Var):
                 stack.append((getattr(n, name), False))
+
+
+def walk(node: Node, kids: Callable[[Node], list[Node]] = children) -> Iterator[Node]:
+    """Every node reachable from ``node`` through ``kids``, children first, each once."""
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if expanded:
+            yield n
+        elif id(n) not in seen:
+            seen.add(id(n))
+            stack.append((n, True))
+            stack.extend((c, False) for c in reversed(kids(n)) if id(c) not in seen)
+
+
+def fold(node: Node, fn: Callable[[Node, list[Any]], Any],
+         kids: Callable[[Node], list[Node]] = children) -> Any:
+    """Evaluate ``fn(n, [value of each kid])`` children first, once per distinct node, and
+    return the value of ``node``: printing, bounds and linear forms of deep expressions."""
+    memo: dict[int, Any] = {}
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in memo:
+            continue
+        ks = kids(n)
+        if not ready:
+            stack.append((n, True))
+            stack.extend((c, False) for c in reversed(ks) if id(c) not in memo)
+            continue
+        memo[id(n)] = fn(n, [memo[id(c)] for c in ks])
+    return memo[id(node)]
 
 
 def free_vars(node: Node) -> list[Var]:

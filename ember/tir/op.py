@@ -5,6 +5,7 @@ float gives the float; two ints or two floats give the wider) and fold constants
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -43,13 +44,14 @@ from .expr import (
 
 
 def is_float(dtype: str) -> bool:
-    return dtype.startswith("float") or dtype.startswith("bfloat")
+    return dtype.startswith(("float", "bfloat"))
 
 
 def is_int(dtype: str) -> bool:
-    return dtype.startswith("int") or dtype.startswith("uint") or dtype == "bool"
+    return dtype.startswith(("int", "uint")) or dtype == "bool"
 
 
+@functools.cache
 def bits(dtype: str) -> int:
     return 8 if dtype == "bool" else int("".join(c for c in dtype if c.isdigit()) or 32)
 

@@ -1,6 +1,7 @@
 """A readable printer for the loop IR: one line per expression, indented statements."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .expr import (
@@ -24,6 +25,7 @@ from .expr import (
     StringImm,
     Var,
 )
+from .functor import children, fold
 from .stmt import (
     Allocate,
     AssertStmt,
@@ -39,23 +41,37 @@ from .stmt import (
 
 
 def expr_str(e: Any) -> str:
-    """One-line text of an expression."""
+    """One-line text of an expression (children first, so any depth prints)."""
+    if not isinstance(e, PrimExpr):
+        return repr(e) if not hasattr(e, "dtype") else f"<{type(e).__name__}>"
+    return fold(e, _expr_text, _text_kids)
+
+
+def _text_kids(e: Any) -> list[Any]:
+    # What the text of ``e`` is made of: its expression fields (a call's buffer arguments
+    # and a reduction's axes print by name).
+    if isinstance(e, Reduce):
+        return [*e.source, e.condition]
+    return [c for c in children(e) if isinstance(c, PrimExpr)]
+
+
+def _expr_text(e: Any, k: list[str]) -> str:
     fn = _EXPR.get(type(e))
     if fn is not None:
-        return fn(e)
+        return fn(e, k)
     if isinstance(e, BinaryOp):
         if isinstance(e, (Min, Max, FloorDiv, FloorMod)):
             name = {Min: "min", Max: "max", FloorDiv: "floordiv", FloorMod: "floormod"}[type(e)]
-            return f"{name}({expr_str(e.a)}, {expr_str(e.b)})"
-        return f"({expr_str(e.a)} {e.sym} {expr_str(e.b)})"
-    return repr(e) if not hasattr(e, "dtype") else f"<{type(e).__name__}>"
+            return f"{name}({k[0]}, {k[1]})"
+        return f"({k[0]} {e.sym} {k[1]})"
+    return f"<{type(e).__name__}>"
 
 
-def _float(e: FloatImm) -> str:
+def _float(e: FloatImm, k: list[str]) -> str:
     return f"{e.value!r}f" if e.dtype == "float32" else f"{e.dtype}({e.value!r})"
 
 
-def _int(e: IntImm) -> str:
+def _int(e: IntImm, k: list[str]) -> str:
     if e.dtype == "bool":
         return "True" if e.value else "False"
     return str(e.value) if e.dtype == "int32" else f"{e.dtype}({e.value})"
@@ -65,72 +81,89 @@ def _indices(idx: Any) -> str:
     return ", ".join(expr_str(i) for i in idx)
 
 
-def _call(e: Call) -> str:
+def _call(e: Call, k: list[str]) -> str:
     # Buffers (call_packed arguments) have a dtype too, but print by name
-    args = ", ".join(expr_str(a) if isinstance(a, PrimExpr) else getattr(a, "name", str(a))
+    texts = iter(k)
+    args = ", ".join(next(texts) if isinstance(a, PrimExpr) else getattr(a, "name", str(a))
                      for a in e.args)
     return f"{e.op}({args})"
 
 
-_EXPR = {
-    Var: lambda e: e.name,
+def _reduce(e: Reduce, k: list[str]) -> str:
+    axes = ", ".join(a.var.name for a in e.axis)
+    return (f"reduce_{e.combiner.name}({', '.join(k[:-1])}, axis=[{axes}], "
+            f"where={k[-1]})[{e.value_index}]")
+
+
+_EXPR: dict[type, Callable[[Any, list[str]], str]] = {
+    Var: lambda e, k: e.name,
     IntImm: _int,
     FloatImm: _float,
-    StringImm: lambda e: repr(e.value),
-    Not: lambda e: f"!{expr_str(e.a)}",
-    Select: lambda e: (f"select({expr_str(e.condition)}, {expr_str(e.true_value)}, "
-                       f"{expr_str(e.false_value)})"),
-    Cast: lambda e: f"{e.dtype}({expr_str(e.value)})",
+    StringImm: lambda e, k: repr(e.value),
+    Not: lambda e, k: f"!{k[0]}",
+    Select: lambda e, k: f"select({k[0]}, {k[1]}, {k[2]})",
+    Cast: lambda e, k: f"{e.dtype}({k[0]})",
     Call: _call,
-    Let: lambda e: f"(let {e.var.name} = {expr_str(e.value)} in {expr_str(e.body)})",
-    BufferLoad: lambda e: f"{e.buffer.name}[{_indices(e.indices)}]",
-    ProducerLoad: lambda e: f"{e.producer.name}[{_indices(e.indices)}]",
-    Reduce: lambda e: (f"reduce_{e.combiner.name}({_indices(e.source)}, axis=["
-                       f"{', '.join(a.var.name for a in e.axis)}], "
-                       f"where={expr_str(e.condition)})[{e.value_index}]"),
+    Let: lambda e, k: f"(let {e.var.name} = {k[0]} in {k[1]})",
+    BufferLoad: lambda e, k: f"{e.buffer.name}[{', '.join(k)}]",
+    ProducerLoad: lambda e, k: f"{e.producer.name}[{', '.join(k)}]",
+    Reduce: _reduce,
 }
 _EXPR[SizeVar] = _EXPR[Var]
 
 
-def _lines(s: Any, ind: str, out: list[str]) -> None:
+def _lines(root: Any, out: list[str]) -> None:
+    # An explicit stack of (statement or closing text, indent): nesting depth is unbounded.
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        s, ind = stack.pop()
+        if isinstance(s, str):
+            out.append(s)
+            continue
+        todo = _stmt_lines(s, ind, out)
+        stack.extend(reversed(todo))
+
+
+def _stmt_lines(s: Any, ind: str, out: list[str]) -> list[tuple[Any, str]]:
+    """Append the lines of ``s`` itself; return what follows: (statement, indent) pairs and
+    closing lines (as (text, ignored)) in order."""
+    inner = ind + "  "
     if isinstance(s, SeqStmt):
-        for x in s.seq:
-            _lines(x, ind, out)
-    elif isinstance(s, For):
+        return [(x, ind) for x in s.seq]
+    if isinstance(s, For):
         kind = "" if s.kind == ForKind.SERIAL else f" {s.kind.name.lower()}"
         out.append(f"{ind}for{kind} ({s.loop_var.name}, {expr_str(s.min)}, "
                    f"{expr_str(s.extent)}) {{")
-        _lines(s.body, ind + "  ", out)
-        out.append(ind + "}")
-    elif isinstance(s, BufferStore):
+        return [(s.body, inner), (ind + "}", "")]
+    if isinstance(s, BufferStore):
         out.append(f"{ind}{s.buffer.name}[{_indices(s.indices)}] = {expr_str(s.value)}")
     elif isinstance(s, Allocate):
         shape = ", ".join(expr_str(x) for x in s.buffer.shape)
         out.append(f"{ind}allocate {s.buffer.name}: {s.buffer.dtype}[{shape}] ({s.buffer.scope})")
-        _lines(s.body, ind, out)
+        return [(s.body, ind)]
     elif isinstance(s, IfThenElse):
         out.append(f"{ind}if ({expr_str(s.condition)}) {{")
-        _lines(s.then_case, ind + "  ", out)
-        if s.else_case is not None:
-            out.append(ind + "} else {")
-            _lines(s.else_case, ind + "  ", out)
-        out.append(ind + "}")
+        if s.else_case is None:
+            return [(s.then_case, inner), (ind + "}", "")]
+        return [(s.then_case, inner), (ind + "} else {", ""), (s.else_case, inner),
+                (ind + "}", "")]
     elif isinstance(s, LetStmt):
         out.append(f"{ind}let {s.var.name}: {s.var.dtype} = {expr_str(s.value)}")
-        _lines(s.body, ind, out)
+        return [(s.body, ind)]
     elif isinstance(s, Evaluate):
         out.append(f"{ind}{expr_str(s.value)}")
     elif isinstance(s, AssertStmt):
         out.append(f"{ind}assert({expr_str(s.condition)}, {expr_str(s.message)})")
-        _lines(s.body, ind, out)
+        return [(s.body, ind)]
     else:
         out.append(f"{ind}<{type(s).__name__}>")
+    return []
 
 
 def stmt_str(s: Any) -> str:
     """Indented text of a statement."""
     out: list[str] = []
-    _lines(s, "", out)
+    _lines(s, out)
     return "\n".join(out)
 
 
@@ -147,6 +180,8 @@ def func_str(f: PrimFunc) -> str:
     if "from_relay" in f.attrs:
         head = f"# from: {f.attrs['from_relay']}\n{head}"
     out: list[str] = [head + " {"]
-    _lines(f.body, "  ", out)
+    body: list[str] = []
+    _lines(f.body, body)
+    out += ["  " + line for line in body]
     out.append("}")
     return "\n".join(out)

@@ -5,6 +5,10 @@ canonical linear form (terms in order of first appearance, then the constant), w
 cancels ``(x*16 + 15) - x*16`` during bound inference. Division and modulo by a positive
 constant pull out the multiples of the divisor and vanish when the range of what is left is
 known to lie in ``[0, c)``. Ranges come from loop variables (``[0, extent)``) and SizeVars.
+
+Every walk is iterative and memoised on node identity, so an expression thousands of
+operators deep (a fused elementwise chain) simplifies without recursion, and a shared
+subexpression is simplified once and stays shared.
 """
 from __future__ import annotations
 
@@ -38,7 +42,7 @@ from .expr import (
     Sub,
     Var,
 )
-from .functor import map_children, substitute
+from .functor import children, fold, map_children, substitute, transform
 from .op import binary, cast, const, is_float, is_int
 from .stmt import For, IfThenElse, SeqStmt, Stmt
 
@@ -47,8 +51,21 @@ INF = None
 
 
 # -- constant bounds --------------------------------------------------------------------------
-def bound(e: PrimExpr, ranges: Ranges) -> tuple[int | None, int | None]:
+Bound = tuple[int | None, int | None]
+
+
+def bound(e: PrimExpr, ranges: Ranges) -> Bound:
     """Inclusive integer bounds of ``e`` (``None`` = unknown on that side)."""
+    return fold(e, lambda n, kids: _bound_of(n, kids, ranges), _bound_kids)
+
+
+def _bound_kids(e: Any) -> list[Any]:
+    if type(e) in _BOUND_RULES:
+        return [e.value] if isinstance(e, Cast) else [e.a, e.b]
+    return []
+
+
+def _bound_of(e: Any, kids: list[Bound], ranges: Ranges) -> Bound:
     if isinstance(e, IntImm):
         return e.value, e.value
     if isinstance(e, Var):
@@ -56,22 +73,20 @@ def bound(e: PrimExpr, ranges: Ranges) -> tuple[int | None, int | None]:
             return ranges[e]
         return (0, None) if isinstance(e, SizeVar) else (None, None)
     fn = _BOUND_RULES.get(type(e))
-    return fn(e, ranges) if fn else (None, None)
+    return fn(e, *kids) if fn else (None, None)
 
 
-def _b_add(e: Any, r: Ranges) -> tuple:
-    (a0, a1), (b0, b1) = bound(e.a, r), bound(e.b, r)
-    return _plus(a0, b0), _plus(a1, b1)
+def _b_add(e: Any, a: Bound, b: Bound) -> Bound:
+    return _plus(a[0], b[0]), _plus(a[1], b[1])
 
 
-def _b_sub(e: Any, r: Ranges) -> tuple:
-    (a0, a1), (b0, b1) = bound(e.a, r), bound(e.b, r)
-    return _plus(a0, _neg(b1)), _plus(a1, _neg(b0))
+def _b_sub(e: Any, a: Bound, b: Bound) -> Bound:
+    return _plus(a[0], _neg(b[1])), _plus(a[1], _neg(b[0]))
 
 
-def _b_mul(e: Any, r: Ranges) -> tuple:
-    (a0, a1), (b0, b1) = bound(e.a, r), bound(e.b, r)
-    if None in (a0, a1, b0, b1):
+def _b_mul(e: Any, a: Bound, b: Bound) -> Bound:
+    (a0, a1), (b0, b1) = a, b
+    if a0 is None or a1 is None or b0 is None or b1 is None:
         if a0 is not None and b0 is not None and a0 >= 0 and b0 >= 0:
             return a0 * b0, None
         return None, None
@@ -79,15 +94,15 @@ def _b_mul(e: Any, r: Ranges) -> tuple:
     return min(prods), max(prods)
 
 
-def _b_floordiv(e: Any, r: Ranges) -> tuple:
-    (a0, a1), (b0, b1) = bound(e.a, r), bound(e.b, r)
+def _b_floordiv(e: Any, a: Bound, b: Bound) -> Bound:
+    (a0, a1), (b0, b1) = a, b
     if b0 is None or b0 != b1 or b0 <= 0:
         return None, None
     return (None if a0 is None else a0 // b0), (None if a1 is None else a1 // b0)
 
 
-def _b_floormod(e: Any, r: Ranges) -> tuple:
-    (a0, a1), (b0, b1) = bound(e.a, r), bound(e.b, r)
+def _b_floormod(e: Any, a: Bound, b: Bound) -> Bound:
+    (a0, a1), (b0, b1) = a, b
     if b0 is None or b0 != b1 or b0 <= 0:
         return None, None
     if a0 is not None and a1 is not None and a0 >= 0 and a1 < b0:
@@ -95,14 +110,18 @@ def _b_floormod(e: Any, r: Ranges) -> tuple:
     return 0, b0 - 1
 
 
-def _b_minmax(e: Any, r: Ranges) -> tuple:
-    (a0, a1), (b0, b1) = bound(e.a, r), bound(e.b, r)
+def _b_minmax(e: Any, a: Bound, b: Bound) -> Bound:
+    (a0, a1), (b0, b1) = a, b
     f = min if isinstance(e, Min) else max
     lo = f(a0, b0) if a0 is not None and b0 is not None else (
         (a0 if a0 is not None else b0) if f is max else None)
     hi = f(a1, b1) if a1 is not None and b1 is not None else (
         (a1 if a1 is not None else b1) if f is min else None)
     return lo, hi
+
+
+def _b_cast(e: Any, v: Bound) -> Bound:
+    return v if is_int(e.dtype) else (None, None)
 
 
 def _plus(x: int | None, y: int | None) -> int | None:
@@ -113,11 +132,9 @@ def _neg(x: int | None) -> int | None:
     return None if x is None else -x
 
 
-_BOUND_RULES: dict[type, Callable] = {Add: _b_add, Sub: _b_sub, Mul: _b_mul,
-                                      FloorDiv: _b_floordiv, FloorMod: _b_floormod,
-                                      Min: _b_minmax, Max: _b_minmax,
-                                      Cast: lambda e, r: bound(e.value, r)
-                                      if is_int(e.dtype) else (None, None)}
+_BOUND_RULES: dict[type, Callable[..., Bound]] = {
+    Add: _b_add, Sub: _b_sub, Mul: _b_mul, FloorDiv: _b_floordiv, FloorMod: _b_floormod,
+    Min: _b_minmax, Max: _b_minmax, Cast: _b_cast}
 
 
 def prove(cond: PrimExpr, ranges: Ranges) -> bool | None:
@@ -136,39 +153,83 @@ def prove(cond: PrimExpr, ranges: Ranges) -> bool | None:
 
 
 # -- linear forms -----------------------------------------------------------------------------
-def _linear(e: PrimExpr) -> tuple[dict[str, list], int] | None:
-    """``{key: [atom, coef]}, const`` for an integer expression, or None if not integer."""
+Linear = tuple[dict[Any, list], int]
+
+
+def _linear(e: PrimExpr, known: dict[int, Linear] | None = None,
+            keys: _Keys | None = None) -> Linear | None:
+    """``{key: [atom, coef]}, const`` for an integer expression, or None if not integer.
+
+    Terms come in order of first appearance (depth first, left to right). ``known`` maps ids
+    of nodes whose linear form is already known (the simplifier's results) to it."""
     if not is_int(e.dtype) or e.dtype == "bool":
         return None
-    terms: dict[str, list] = {}
-    const_part = _collect(e, 1, terms)
+    terms: dict[Any, list] = {}
+    const_part = 0
+    keys = keys or _Keys()
+    stack: list[tuple[PrimExpr, int]] = [(e, 1)]
+    while stack:
+        x, scale = stack.pop()
+        hit = known.get(id(x)) if known is not None else None
+        if hit is not None:
+            for key, (atom, coef) in hit[0].items():
+                _add_term(terms, key, atom, coef * scale)
+            const_part += hit[1] * scale
+        elif isinstance(x, IntImm):
+            const_part += x.value * scale
+        elif isinstance(x, (Add, Sub)):
+            stack.append((x.b, -scale if isinstance(x, Sub) else scale))
+            stack.append((x.a, scale))
+        elif isinstance(x, Mul) and isinstance(x.b, IntImm):
+            stack.append((x.a, scale * x.b.value))
+        elif isinstance(x, Mul) and isinstance(x.a, IntImm):
+            stack.append((x.b, scale * x.a.value))
+        else:
+            _add_term(terms, keys.of(x), x, scale)
     return terms, const_part
 
 
-def _collect(e: PrimExpr, scale: int, terms: dict[str, list]) -> int:
-    if isinstance(e, IntImm):
-        return e.value * scale
-    if isinstance(e, Add):
-        return _collect(e.a, scale, terms) + _collect(e.b, scale, terms)
-    if isinstance(e, Sub):
-        return _collect(e.a, scale, terms) + _collect(e.b, -scale, terms)
-    if isinstance(e, Mul) and isinstance(e.b, IntImm):
-        return _collect(e.a, scale * e.b.value, terms)
-    if isinstance(e, Mul) and isinstance(e.a, IntImm):
-        return _collect(e.b, scale * e.a.value, terms)
-    key = _key(e)
+def _add_term(terms: dict[Any, list], key: Any, atom: PrimExpr, coef: int) -> None:
     if key in terms:
-        terms[key][1] += scale
+        terms[key][1] += coef
     else:
-        terms[key] = [e, scale]
-    return 0
+        terms[key] = [atom, coef]
 
 
-def _key(e: PrimExpr) -> str:
-    return f"{type(e).__name__}:{id(e)}" if isinstance(e, Var) else str(e)
+class _Keys:
+    """Structural keys of atoms: equal keys for equal expressions (variables by identity).
+
+    A key is a small tuple of the node's own data and its children's keys, interned to an
+    int so that keys of deep expressions stay flat. Ids are only compared while the
+    expression (which holds every keyed object) is alive."""
+
+    def __init__(self) -> None:
+        self.table: dict[tuple, int] = {}
+
+    def of(self, e: PrimExpr) -> Any:
+        if isinstance(e, Var):
+            return ("var", id(e))
+        return fold(e, self._key)
+
+    def _key(self, n: Any, kids: list[int]) -> int:
+        if isinstance(n, Var):
+            own: Any = ("var", id(n))
+        else:
+            own = tuple(_plain(v) for k, v in vars(n).items() if k != "dtype")
+        key = (type(n).__name__, n.dtype, own, tuple(kids))
+        return self.table.setdefault(key, len(self.table))
 
 
-def _rebuild(terms: dict[str, list], c: int, dtype: str) -> PrimExpr:
+def _plain(v: Any) -> Any:
+    # A field's own data; sub-expressions are represented by the children's keys.
+    if isinstance(v, (PrimExpr, Stmt)):
+        return None
+    if isinstance(v, tuple):
+        return tuple(_plain(x) for x in v)
+    return v if isinstance(v, (str, int, float)) else id(v)
+
+
+def _rebuild(terms: dict[Any, list], c: int, dtype: str) -> PrimExpr:
     out: PrimExpr | None = None
     for atom, coef in terms.values():
         if coef == 0:
@@ -188,10 +249,33 @@ def _rebuild(terms: dict[str, list], c: int, dtype: str) -> PrimExpr:
     return out
 
 
-def _divmod_const(e: Any, ranges: Ranges) -> PrimExpr | None:
+class _Context:
+    """One simplification: the ranges, and linear forms of the results so far (a chain of
+    additions is put in linear form once per node, not once per enclosing node)."""
+
+    def __init__(self, ranges: Ranges) -> None:
+        self.ranges = ranges
+        self.keys = _Keys()
+        self.known: dict[int, Linear] = {}
+        self.keep: list[PrimExpr] = []  # results whose ids ``known`` uses stay alive
+
+    def linear(self, e: PrimExpr) -> Linear | None:
+        return _linear(e, self.known, self.keys)
+
+    def simplify_linear(self, e: PrimExpr) -> PrimExpr:
+        lin = self.linear(e)
+        if lin is None:
+            return e
+        out = _rebuild(lin[0], lin[1], e.dtype)
+        self.known[id(out)] = lin
+        self.keep.append(out)
+        return out
+
+
+def _divmod_const(e: Any, ctx: _Context) -> PrimExpr | None:
     """floordiv/floormod by a positive constant: pull out multiples, drop in-range parts."""
     c = e.b.value
-    lin = _linear(e.a)
+    lin = ctx.linear(e.a)
     if lin is None or c <= 0:
         return None
     terms, k = lin
@@ -199,7 +283,7 @@ def _divmod_const(e: Any, ranges: Ranges) -> PrimExpr | None:
     inner = {key: [a, co] for key, (a, co) in terms.items() if co % c != 0}
     q, r = divmod(k, c)
     rest = _rebuild(inner, r, e.dtype)
-    lo, hi = bound(rest, ranges)
+    lo, hi = bound(rest, ctx.ranges)
     in_range = lo is not None and hi is not None and lo >= 0 and hi < c
     if isinstance(e, FloorMod):
         if in_range:
@@ -210,12 +294,12 @@ def _divmod_const(e: Any, ranges: Ranges) -> PrimExpr | None:
         else FloorDiv(rest, e.b, e.dtype))
     if not outer and q == 0 and not in_range and isinstance(div_rest, FloorDiv):
         return None
-    return simplify_linear(_rebuild(outer, q, e.dtype) + div_rest)
+    return ctx.simplify_linear(_rebuild(outer, q, e.dtype) + div_rest)
 
 
 def simplify_linear(e: PrimExpr) -> PrimExpr:
-    lin = _linear(e)
-    return e if lin is None else _rebuild(lin[0], lin[1], e.dtype)
+    """``e`` rebuilt from its linear form (terms in order of first appearance)."""
+    return _Context({}).simplify_linear(e)
 
 
 # -- the rule table ---------------------------------------------------------------------------
@@ -223,12 +307,12 @@ def _is(e: Any, v: float) -> bool:
     return isinstance(e, (IntImm, FloatImm)) and e.value == v
 
 
-def _rule_binary(e: BinaryOp, ranges: Ranges) -> PrimExpr | None:
+def _rule_binary(e: BinaryOp, ctx: _Context) -> PrimExpr | None:
     a, b = e.a, e.b
     if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
         return binary(type(e), a, b)
     if isinstance(e, (Add, Sub, Mul)) and is_int(e.dtype) and e.dtype != "bool":
-        return simplify_linear(e)
+        return ctx.simplify_linear(e)
     if isinstance(e, Add) and (_is(b, 0) or _is(a, 0)):
         return a if _is(b, 0) else b
     if isinstance(e, Sub) and _is(b, 0):
@@ -238,17 +322,17 @@ def _rule_binary(e: BinaryOp, ranges: Ranges) -> PrimExpr | None:
     if isinstance(e, (FloorDiv, Div)) and _is(b, 1):
         return a
     if isinstance(e, (FloorDiv, FloorMod)) and isinstance(b, IntImm) and is_int(e.dtype):
-        return _divmod_const(e, ranges)
+        return _divmod_const(e, ctx)
     if isinstance(e, (Div, Mod)) and isinstance(b, IntImm) and is_int(e.dtype) and b.value > 0:
-        lo, _ = bound(a, ranges)
+        lo, _ = bound(a, ctx.ranges)
         if lo is not None and lo >= 0:  # C division of a non-negative value is floor division
             return _divmod_const((FloorDiv if isinstance(e, Div) else FloorMod)(a, b, e.dtype),
-                                 ranges)
+                                 ctx)
     if isinstance(e, (LT, LE, GT, GE)):
-        p = prove(e, ranges)
+        p = prove(e, ctx.ranges)
         return None if p is None else const(p)
     if isinstance(e, (Min, Max)) and is_int(e.dtype):
-        p = prove(LE(a, b, "bool"), ranges)
+        p = prove(LE(a, b, "bool"), ctx.ranges)
         if p is not None:
             return (a if p else b) if isinstance(e, Min) else (b if p else a)
     if isinstance(e, And) and (_is(a, 1) or _is(b, 1)):
@@ -260,7 +344,7 @@ def _rule_binary(e: BinaryOp, ranges: Ranges) -> PrimExpr | None:
     return None
 
 
-def _rule_select(e: Any, ranges: Ranges) -> PrimExpr | None:
+def _rule_select(e: Any, ctx: _Context) -> PrimExpr | None:
     cond = e.condition if isinstance(e, Select) else e.args[0]
     if isinstance(cond, IntImm):
         return (e.true_value if cond.value else e.false_value) if isinstance(e, Select) else (
@@ -268,17 +352,17 @@ def _rule_select(e: Any, ranges: Ranges) -> PrimExpr | None:
     return None
 
 
-def _rule_call(e: Call, ranges: Ranges) -> PrimExpr | None:
+def _rule_call(e: Call, ctx: _Context) -> PrimExpr | None:
     if e.op == "if_then_else":
-        return _rule_select(e, ranges)
+        return _rule_select(e, ctx)
     return None
 
 
-def _rule_cast(e: Cast, ranges: Ranges) -> PrimExpr | None:
+def _rule_cast(e: Cast, ctx: _Context) -> PrimExpr | None:
     return cast(e.value, e.dtype) if isinstance(e.value, (IntImm, FloatImm)) else None
 
 
-def _rule_not(e: Not, ranges: Ranges) -> PrimExpr | None:
+def _rule_not(e: Not, ctx: _Context) -> PrimExpr | None:
     return const(not e.a.value) if isinstance(e.a, IntImm) else None
 
 
@@ -286,40 +370,82 @@ _RULES: dict[type, Callable] = {Select: _rule_select, Call: _rule_call, Cast: _r
                                 Not: _rule_not}
 
 
-def simplify(node: Any, ranges: Ranges | None = None) -> Any:
-    """Simplify an expression or a statement (loop variables get the range of their loop)."""
-    ranges = dict(ranges or {})
-    return _simplify(node, ranges)
-
-
-def _simplify(node: Any, ranges: Ranges) -> Any:
-    if isinstance(node, For):
-        ext = _simplify(node.extent, ranges)
-        mn = _simplify(node.min, ranges)
-        lo, hi = bound(mn, ranges)
-        elo, ehi = bound(ext, ranges)
-        ranges[node.loop_var] = (lo, None if hi is None or ehi is None else hi + ehi - 1)
-        if isinstance(ext, IntImm) and ext.value == 1:
-            return _simplify(substitute(node.body, {node.loop_var: mn}), ranges)
-        body = _simplify(node.body, ranges)
-        return For(node.loop_var, mn, ext, node.kind, body)
-    if isinstance(node, IfThenElse):
-        cond = _simplify(node.condition, ranges)
-        if isinstance(cond, IntImm):
-            chosen = node.then_case if cond.value else node.else_case
-            return SeqStmt(()) if chosen is None else _simplify(chosen, ranges)
-        return map_children(node, lambda n: _simplify(n, ranges))
-    if isinstance(node, Stmt):
-        return map_children(node, lambda n: _simplify(n, ranges))
-    if not isinstance(node, PrimExpr):
-        return node
-    node = map_children(node, lambda n: _simplify(n, ranges))
+def _apply_rules(node: PrimExpr, ctx: _Context) -> PrimExpr:
+    # Up to four rules in a row on the node itself (its children are simplified already).
     for _ in range(4):
         rule = _rule_binary if isinstance(node, BinaryOp) else _RULES.get(type(node))
-        new = rule(node, ranges) if rule else None
+        new = rule(node, ctx) if rule else None
         if new is None or new is node:
             return node
         if is_float(node.dtype) != is_float(new.dtype):
             new = cast(new, node.dtype)
         node = new
     return node
+
+
+# -- the driver -------------------------------------------------------------------------------
+def simplify(node: Any, ranges: Ranges | None = None) -> Any:
+    """Simplify an expression or a statement (loop variables get the range of their loop)."""
+    ctx = _Context(dict(ranges or {}))
+    if isinstance(node, Stmt):
+        return _simplify_stmt(node, ctx)
+    if isinstance(node, PrimExpr):
+        return _simplify_expr(node, ctx)
+    return node
+
+
+def _simplify_expr(e: PrimExpr, ctx: _Context) -> PrimExpr:
+    return transform(e, lambda n: _apply_rules(n, ctx))
+
+
+def _simplify_stmt(root: Stmt, ctx: _Context) -> Stmt:
+    """Statements in order (a loop's range is known inside its body), with an explicit
+    stack: ``enter`` may replace a statement (a loop of one iteration by its body, an ``if``
+    on a constant by its branch); ``leave`` rebuilds it on its simplified children."""
+    memo: dict[int, Stmt] = {}
+    loops: dict[int, tuple[PrimExpr, PrimExpr]] = {}  # id(For) -> simplified (min, extent)
+    keep: list[Stmt] = []
+    stack: list[tuple[Stmt, int, Any]] = [(root, 0, None)]
+    while stack:
+        s, state, repl = stack.pop()
+        if state == 2:
+            memo[id(s)] = memo[id(repl)]
+        elif state == 1:
+            memo[id(s)] = _leave(s, ctx, memo, loops)
+        elif id(s) not in memo:
+            repl = _enter(s, ctx, loops)
+            if repl is not None:
+                keep.append(repl)
+                stack += [(s, 2, repl), (repl, 0, None)]
+                continue
+            stack.append((s, 1, None))
+            stack.extend((c, 0, None) for c in reversed(children(s)) if isinstance(c, Stmt))
+    return memo[id(root)]
+
+
+def _enter(s: Stmt, ctx: _Context, loops: dict[int, tuple[PrimExpr, PrimExpr]]) -> Stmt | None:
+    ranges = ctx.ranges
+    if isinstance(s, For):
+        ext = _simplify_expr(s.extent, ctx)
+        mn = _simplify_expr(s.min, ctx)
+        lo, hi = bound(mn, ranges)
+        _, ehi = bound(ext, ranges)
+        ranges[s.loop_var] = (lo, None if hi is None or ehi is None else hi + ehi - 1)
+        if isinstance(ext, IntImm) and ext.value == 1:
+            return substitute(s.body, {s.loop_var: mn})
+        loops[id(s)] = (mn, ext)
+    elif isinstance(s, IfThenElse):
+        cond = _simplify_expr(s.condition, ctx)
+        if isinstance(cond, IntImm):
+            chosen = s.then_case if cond.value else s.else_case
+            return SeqStmt(()) if chosen is None else chosen
+    return None
+
+
+def _leave(s: Stmt, ctx: _Context, memo: dict[int, Stmt],
+           loops: dict[int, tuple[PrimExpr, PrimExpr]]) -> Stmt:
+    if isinstance(s, For):
+        mn, ext = loops.pop(id(s))
+        return For(s.loop_var, mn, ext, s.kind, memo[id(s.body)])
+    return map_children(s, lambda c: memo[id(c)] if isinstance(c, Stmt)
+                        else _simplify_expr(c, ctx))

@@ -10,15 +10,47 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import ember
-from ember.ir import (Any, Attrs, Call, Clause, Constructor, ExprMutator, FuncType, Function,
-                      GlobalTypeVar, GlobalVar, If, IRModule, Let, Match, Op, PatternConstructor,
-                      PatternVar, PatternWildcard, ShapeVar, Span, TensorType, Tuple,
-                      TupleGetItem, TupleType, TypeCall, TypeData, TypeVar, Var,
-                      assert_structural_equal, bound_vars, const, post_order, structural_equal,
-                      structural_hash, var)
+from ember.ir import (
+    Any,
+    Attrs,
+    Call,
+    Clause,
+    Constructor,
+    ExprMutator,
+    Function,
+    FuncType,
+    GlobalTypeVar,
+    GlobalVar,
+    If,
+    IRModule,
+    Let,
+    Match,
+    Op,
+    PatternConstructor,
+    PatternVar,
+    PatternWildcard,
+    ShapeVar,
+    Span,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    TypeCall,
+    TypeData,
+    TypeVar,
+    Var,
+    assert_structural_equal,
+    bound_vars,
+    const,
+    post_order,
+    structural_equal,
+    structural_hash,
+    var,
+)
 from ember.ir.types import scalar_type
 
 
@@ -294,7 +326,7 @@ result = structural_hash(IRModule.from_expr(f))
 
 def test_hash_is_stable_across_processes():
     ns: dict = {}
-    exec(_STABLE_PROGRAM, ns)
+    exec(_STABLE_PROGRAM, ns)  # noqa: S102 - the same program runs in a subprocess
     root = str(Path(ember.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": root, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", _STABLE_PROGRAM + "print(result)"], env=env,
@@ -348,10 +380,10 @@ class Replace(ExprMutator):
         super().__init__()
         self.mapping = mapping
 
-    def visit_Var(self, v: Var):
+    def visit_var(self, v: Var):
         return self.mapping.get(v, v)
 
-    def visit_Constant(self, c):
+    def visit_constant(self, c):
         return self.mapping.get(c, c)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from ember.runtime.module import PyModule
 from ember.runtime.params import save_param_dict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _graph_testlib import dumps, graph, lib, mlp_graph, op, requires_cc, var  # noqa: E402
+from _graph_testlib import dumps, graph, lib, mlp_graph, op, requires_cc, var
 
 RNG = np.random.default_rng(0)
 
@@ -270,7 +271,8 @@ def test_benchmark(mlp):
 
 # ---- a law: any valid storage plan gives numpy's result --------------------------------------
 def _plan_storage(nodes: list[dict], n_inputs: int, heads: set[int]) -> list[int]:
-    """Greedy reuse: an intermediate's storage is freed after its last reader."""
+    """Greedy reuse: an intermediate's storage is freed after its last reader (once, even
+    when that reader takes it twice, as ``add(n, n)`` does)."""
     last_use = {i: i for i in range(len(nodes))}
     for i, node in enumerate(nodes):
         for nid, _, _ in node["inputs"]:
@@ -288,6 +290,37 @@ def _plan_storage(nodes: list[dict], n_inputs: int, heads: set[int]) -> list[int
     return sids
 
 
+def _run_elementwise_graph(kernels: Any, nodes: list[dict], n_inputs: int) -> None:
+    """Plan, run and compare with numpy a graph of k_add / k_relu nodes (last one = head)."""
+    head = len(nodes) - 1
+    sids = _plan_storage(nodes, n_inputs, {head})
+    m = create(dumps(graph(nodes, [[head, 0, 0]], sids, [[5]] * len(nodes))), kernels)
+    values = [RNG.standard_normal(5).astype("float32") for _ in range(n_inputs)]
+    m.run(**{f"in{i}": v for i, v in enumerate(values)})
+    for node in nodes[n_inputs:]:
+        args = [values[nid] for nid, _, _ in node["inputs"]]
+        values.append(args[0] + args[1] if node["attrs"]["func_name"] == "k_add"
+                      else np.maximum(args[0], 0))
+    np.testing.assert_allclose(m.get_output(0).numpy(), values[head], rtol=1e-6, atol=1e-6)
+
+
+def test_oracle_plan_frees_a_value_read_twice_once():
+    # n = relu(x); a = add(n, n) frees n once: b and c, live together, get distinct storage.
+    nodes = [var("in0"), op("n", "k_relu", [[0, 0, 0]]), op("a", "k_add", [[1, 0, 0], [1, 0, 0]]),
+             op("b", "k_relu", [[2, 0, 0]]), op("c", "k_add", [[2, 0, 0], [2, 0, 0]]),
+             op("d", "k_add", [[3, 0, 0], [4, 0, 0]])]
+    sids = _plan_storage(nodes, 1, {5})
+    assert sids[3] != sids[4], sids
+
+
+@requires_cc
+def test_elementwise_graph_reading_one_value_twice(kernels):
+    nodes = [var("in0"), op("n", "k_relu", [[0, 0, 0]]), op("a", "k_add", [[1, 0, 0], [1, 0, 0]]),
+             op("b", "k_relu", [[2, 0, 0]]), op("c", "k_add", [[2, 0, 0], [2, 0, 0]]),
+             op("d", "k_add", [[3, 0, 0], [4, 0, 0]])]
+    _run_elementwise_graph(kernels, nodes, 1)
+
+
 @requires_cc
 @settings(max_examples=25, deadline=None)
 @given(st.data())
@@ -301,13 +334,4 @@ def test_random_elementwise_graphs_match_numpy(kernels, data):
                                                   [data.draw(pick), 0, 0]]))
         else:
             nodes.append(op(f"relu{i}", "k_relu", [[data.draw(pick), 0, 0]]))
-    head = len(nodes) - 1
-    sids = _plan_storage(nodes, n_inputs, {head})
-    m = create(dumps(graph(nodes, [[head, 0, 0]], sids, [[5]] * len(nodes))), kernels)
-    values = [RNG.standard_normal(5).astype("float32") for _ in range(n_inputs)]
-    m.run(**{f"in{i}": v for i, v in enumerate(values)})
-    for node in nodes[n_inputs:]:
-        args = [values[nid] for nid, _, _ in node["inputs"]]
-        values.append(args[0] + args[1] if node["attrs"]["func_name"] == "k_add"
-                      else np.maximum(args[0], 0))
-    np.testing.assert_allclose(m.get_output(0).numpy(), values[head], rtol=1e-6, atol=1e-6)
+    _run_elementwise_graph(kernels, nodes, n_inputs)

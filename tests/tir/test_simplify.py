@@ -84,3 +84,10 @@ def test_printer_is_readable():
     text = str(te.lower(sch, [a, b], "double_it"))
     assert text.splitlines()[0] == "@double_it(A: float32[4, 5], B: float32[4, 5]) {"
     assert "B[i, j] = (A[i, j] * 2.0f)" in text
+
+
+def test_proofs_use_exact_integers_in_narrow_types():
+    # min(max(x, 0), 255) on uint8: x - 255 is negative as an integer, whatever uint8 wraps to
+    x = tir.Var("x", "uint8")
+    e = tir.Min(tir.Max(x, tir.const(0, "uint8"), "uint8"), tir.const(255, "uint8"), "uint8")
+    assert str(simplify(e)) == "min(max(x, uint8(0)), uint8(255))"

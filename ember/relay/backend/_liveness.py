@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ...ir.expr import Call, Constant, Function, GlobalVar, Let, RelayExpr, Tuple, TupleGetItem, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
-from ...ir.types import TensorType, TupleType, Type
+from ...ir.types import TensorType, Type, map_tuple_leaves
 from ...ir.visitor import post_order
 from ...runtime.dtype import DataType
 from ...runtime.errors import TVMError
@@ -102,10 +102,16 @@ class Dataflow:
 
 
 def flatten(tree: Tree) -> list[int]:
-    """The tensor ids of a value, in field order."""
-    if isinstance(tree, int):
-        return [tree]
-    return [t for sub in tree for t in flatten(sub)]
+    """The tensor ids of a value, in field order (tuples may nest deeply: a stack)."""
+    out: list[int] = []
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, int):
+            out.append(t)
+        else:
+            stack.extend(reversed(t))
+    return out
 
 
 def is_reshape_only(func: RelayExpr) -> bool:
@@ -161,8 +167,11 @@ class _Builder:
         return ()
 
     def _tensor(self, ty: Type, kind: str, expr: RelayExpr) -> Tree:
-        if isinstance(ty, TupleType):
-            return tuple(self._tensor(f, kind, expr) for f in ty.fields)
+        """The tensor ids of a value of type ``ty`` (nested tuples for tuple types)."""
+        tree: Tree = map_tuple_leaves(ty, lambda t: self._leaf(t, kind, expr))
+        return tree
+
+    def _leaf(self, ty: Type, kind: str, expr: RelayExpr) -> int:
         if not isinstance(ty, TensorType):
             raise TVMError(f"graph executor: {_where(expr)} has type {ty}, which is not a "
                            "tensor or a tuple of tensors; use the VM (relay.vm.compile)")

@@ -14,7 +14,7 @@ from typing import Any
 from ...ir.expr import Call, Constant, Function, Let, RelayExpr, Tuple, TupleGetItem, Var
 from ...ir.op import Op
 from ...ir.printer import short_text
-from ...ir.types import ShapeVar, TensorType, TupleType, Type
+from ...ir.types import ShapeVar, TensorType, Type, map_tuple_leaves
 from ...ir.visitor import post_order
 from ...runtime.errors import InternalError, OpNotImplemented, TVMError, add_note
 from ...te import tensor as te
@@ -28,13 +28,22 @@ Value = Any  # a te.Tensor, or a list of Values for a tuple
 
 
 def flatten(v: Value) -> list[te.Tensor]:
-    return [t for x in v for t in flatten(x)] if isinstance(v, list) else [v]
+    """The tensors of a value in field order (tuples as lists, possibly nested)."""
+    out: list[te.Tensor] = []
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(reversed(x))
+        else:
+            out.append(x)
+    return out
 
 
 def _unflatten(ty: Type, flat: list[te.Tensor]) -> Value:
-    if isinstance(ty, TupleType):
-        return [_unflatten(f, flat) for f in ty.fields]
-    return flat.pop(0)
+    """``flat`` (tensors in field order) shaped as a value of type ``ty``."""
+    it = iter(flat)
+    return map_tuple_leaves(ty, lambda t: next(it), list)
 
 
 @dataclass

@@ -6,16 +6,33 @@ lists, tuples) are converted with the parameter's type and checked against it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...ir.adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                       PatternWildcard)
+from ...ir.adt import (
+    Constructor,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+)
 from ...ir.expr import Constant, Function, RelayExpr, Var
 from ...ir.op import Op
-from ...ir.types import (Any as AnyDim, FuncType, GlobalTypeVar, RelayRefType, ShapeVar,
-                         TensorType, TupleType, Type, TypeCall)
+from ...ir.types import Any as AnyDim
+from ...ir.types import (
+    FuncType,
+    GlobalTypeVar,
+    RelayRefType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    fold_type,
+)
 from ...runtime import ndarray as nd
 from ...runtime.container import ADT
 from ...runtime.errors import InternalError, TVMError
@@ -35,7 +52,7 @@ def is_tuple(value: Any) -> bool:
 class ConstructorValue:
     """A value built by an ADT constructor: ``Cons(x, xs)`` is (tag, [x, xs], Cons)."""
 
-    __slots__ = ("tag", "fields", "constructor")
+    __slots__ = ("constructor", "fields", "tag")
 
     def __init__(self, tag: int, fields: Sequence[Any], constructor: Constructor) -> None:
         self.tag, self.fields, self.constructor = int(tag), tuple(fields), constructor
@@ -68,9 +85,9 @@ class Closure:
     Calling it from Python converts the arguments with the parameter types and runs it.
     """
 
-    __slots__ = ("func", "env", "name", "_evaluator")
+    __slots__ = ("_evaluator", "env", "func", "name")
 
-    def __init__(self, func: Function, env: dict[Var, Any], evaluator: "Evaluator",
+    def __init__(self, func: Function, env: dict[Var, Any], evaluator: Evaluator,
                  name: str | None = None) -> None:
         self.func, self.env, self.name, self._evaluator = func, env, name, evaluator
 
@@ -108,12 +125,16 @@ def _dim_text(d: Any) -> str:
 
 def type_text(ty: Any) -> str:
     """Short text of a type for messages: ``float32[1, ?]``, ``(int32[], List)``."""
+    return str(fold_type(ty, _type_text))
+
+
+def _type_text(ty: Any, kids: list[str]) -> str:
     if isinstance(ty, TensorType):
         return f"{ty.dtype}[{', '.join(_dim_text(d) for d in ty.shape)}]"
     if isinstance(ty, TupleType):
-        return "(" + ", ".join(type_text(f) for f in ty.fields) + ")"
+        return "(" + ", ".join(kids) + ")"
     if isinstance(ty, TypeCall):
-        return f"{type_text(ty.func)}[{', '.join(type_text(a) for a in ty.args)}]"
+        return f"{kids[0]}[{', '.join(kids[1:])}]"
     if isinstance(ty, GlobalTypeVar):
         return ty.name_hint
     if isinstance(ty, FuncType):
@@ -147,20 +168,29 @@ def describe_value(v: Any, depth: int = 2) -> str:
 
 # -- pattern matching ---------------------------------------------------------------------------
 def match_pattern(pat: Pattern, value: Any, binds: dict[Var, Any]) -> bool:
-    """Whether ``value`` matches ``pat``; the variables it binds are added to ``binds``."""
-    if isinstance(pat, PatternWildcard):
-        return True
-    if isinstance(pat, PatternVar):
-        binds[pat.var] = value
-        return True
-    if isinstance(pat, PatternConstructor):
-        return (isinstance(value, ConstructorValue) and value.tag == pat.constructor.tag
-                and len(value.fields) == len(pat.patterns)
-                and all(match_pattern(p, f, binds) for p, f in zip(pat.patterns, value.fields)))
-    if isinstance(pat, PatternTuple):
-        return (is_tuple(value) and len(value) == len(pat.patterns)
-                and all(match_pattern(p, f, binds) for p, f in zip(pat.patterns, value)))
-    raise TVMError(f"match: unknown pattern kind {type(pat).__name__}")
+    """Whether ``value`` matches ``pat``; the variables it binds are added to ``binds``.
+    Left to right from a stack (patterns may nest deeply)."""
+    stack = [(pat, value)]
+    while stack:
+        p, v = stack.pop()
+        if isinstance(p, PatternWildcard):
+            continue
+        if isinstance(p, PatternVar):
+            binds[p.var] = v
+            continue
+        if isinstance(p, PatternConstructor):
+            ok = (isinstance(v, ConstructorValue) and v.tag == p.constructor.tag
+                  and len(v.fields) == len(p.patterns))
+            fields = v.fields if ok else ()
+        elif isinstance(p, PatternTuple):
+            ok = is_tuple(v) and len(v) == len(p.patterns)
+            fields = v if ok else ()
+        else:
+            raise TVMError(f"match: unknown pattern kind {type(p).__name__}")
+        if not ok:
+            return False
+        stack.extend(reversed(list(zip(p.patterns, fields))))
+    return True
 
 
 # -- operator arguments and results --------------------------------------------------------------

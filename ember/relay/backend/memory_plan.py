@@ -150,11 +150,17 @@ def _place(order: Sequence[int], sizes: Sequence[int], intervals: Sequence[tuple
     """First fit at the lowest offset that overlaps no placed buffer alive at the same time."""
     offsets = [0] * len(sizes)
     placed: list[int] = []
+    alive: dict[int, list[int]] = {}  # step -> placed buffers alive at it
     total = 0
     for i in order:
         start, end = intervals[i]
-        busy = sorted((offsets[j], offsets[j] + sizes[j]) for j in placed
-                      if intervals[j][0] <= end and start <= intervals[j][1])
+        if end - start < len(placed):  # a short life: look at the steps it spans
+            near = {j for t in range(start, end + 1) for j in alive.get(t, ())}
+        else:  # a long one: look at every placed buffer (a deep model has many steps)
+            near = {j for j in placed if intervals[j][0] <= end and start <= intervals[j][1]}
+        busy = sorted((offsets[j], offsets[j] + sizes[j]) for j in near)
+        for t in range(start, end + 1):
+            alive.setdefault(t, []).append(i)
         offset = 0
         for lo, hi in busy:
             if offset + sizes[i] <= lo:

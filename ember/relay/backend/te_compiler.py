@@ -26,7 +26,7 @@ from ... import topi
 from ...ir.expr import Call, Function, GlobalVar
 from ...ir.module import IRModule
 from ...ir.structural import structural_equal, structural_hash
-from ...ir.visitor import post_order
+from ...ir.visitor import is_primitive, post_order
 from ...runtime.errors import TVMError
 from ...runtime.module import CSourceModule
 from ...te import tensor as te
@@ -212,10 +212,6 @@ def lower_function(func: Function, mod_name: str = "default", target: Any = "c",
                    compiler: TECompiler | None = None) -> LoweredFunc:
     """Lower one primitive function (with a fresh compiler unless one is given)."""
     return (compiler or TECompiler()).lower(func, target, mod_name)
-
-
-def is_primitive(func: Any) -> bool:
-    return isinstance(func, Function) and bool(int(func.get_attr("Primitive", 0) or 0))
 
 
 def primitive_functions(mod: IRModule) -> Iterator[tuple[GlobalVar | None, Function]]:

@@ -12,14 +12,41 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...ir.adt import (Constructor, Match, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                       TypeData)
-from ...ir.expr import (Call, Constant, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite,
-                        RelayExpr, Tuple, TupleGetItem, Var)
+from ...ir.adt import (
+    Constructor,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    TypeData,
+)
+from ...ir.expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from ...ir.module import IRModule
 from ...ir.op import Op
-from ...ir.types import (FuncType, IncompleteType, RelayRefType, TensorType, TupleType, Type,
-                         TypeCall)
+from ...ir.types import (
+    FuncType,
+    IncompleteType,
+    RelayRefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+)
 from ...runtime.errors import InternalError, TypeInferenceError
 from ._deferred import Deferred, Projection, Relation
 from ._diagnose import callee_name, global_by_name, located
@@ -288,8 +315,17 @@ class ExprChecker:
     def _siblings(self, c: Constructor) -> tuple[Constructor, ...]:
         return self.type_data(c).constructors
 
-    def check_pattern(self, p: Pattern, ty: Type, match: Match) -> None:
-        """Unify the pattern's shape with ``ty`` and give its variables their types."""
+    def check_pattern(self, pat: Pattern, ty: Type, match: Match) -> None:
+        """Unify the pattern's shape with ``ty`` and give its variables their types
+        (sub-patterns left to right, from a stack: patterns may nest deeply)."""
+        stack = [(pat, ty)]
+        while stack:
+            p, t = stack.pop()
+            subs = self._check_one_pattern(p, t, match)
+            stack.extend(reversed(subs))
+
+    def _check_one_pattern(self, p: Pattern, ty: Type, match: Match) -> list[tuple[Pattern, Type]]:
+        """Check ``p`` itself against ``ty``; return its sub-patterns with their types."""
         if isinstance(p, PatternVar):
             self.bound.add(p.var)
             fmt = (f"match: pattern variable %{p.var.name_hint} is annotated {{expected}}, but "
@@ -304,15 +340,14 @@ class ExprChecker:
                 raise self.fail(match, f"match: pattern {show_pattern(p)} has {len(p.patterns)} "
                                        f"sub-pattern(s), but {p.constructor.name_hint} has "
                                        f"{len(fty.arg_types)} field(s)")
-            for sub, field in zip(p.patterns, fty.arg_types):
-                self.check_pattern(sub, field, match)
+            return list(zip(p.patterns, fty.arg_types))
         elif isinstance(p, PatternTuple):
             fields = tuple(IncompleteType() for _ in p.patterns)
             fmt = (f"match: pattern {show_pattern(p)} matches a tuple of {len(fields)} fields, "
                    "but the matched value has type {actual}")
             self.unify_at(match, ty, TupleType(fields), fmt)
-            for sub, field in zip(p.patterns, fields):
-                self.check_pattern(sub, field, match)
+            return list(zip(p.patterns, fields))
+        return []
 
 
 _RULES: dict[type, Callable[[ExprChecker, Any], Type | None]] = {

@@ -19,9 +19,14 @@ if TYPE_CHECKING:
 
 def _known(ty: Type) -> bool:
     """An op may look at this type: tensors, and tuples whose fields are all known."""
-    if isinstance(ty, TupleType):
-        return all(_known(f) for f in ty.fields)
-    return not isinstance(ty, IncompleteType)
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TupleType):
+            stack.extend(t.fields)
+        elif isinstance(t, IncompleteType):
+            return False
+    return True
 
 
 class Deferred:
@@ -102,7 +107,7 @@ class Relation(Deferred):
         attrs = call.attrs if call.attrs is not None or od.attrs_type is None else od.attrs_type()
         try:
             guesses = infer_args([a if _known(a) else None for a in args], attrs)
-        except Exception:  # the relation itself reports bad attrs/shapes with a better message
+        except Exception:  # noqa: BLE001 - the relation reports bad attrs/shapes better
             return False
         filled = False
         for i, (guess, arg) in enumerate(zip(guesses, args)):

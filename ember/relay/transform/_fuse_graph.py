@@ -40,7 +40,7 @@ from ...ir.expr import (
 )
 from ...ir.op import Op, OpPattern
 from ...ir.types import TensorType, TupleType, is_dynamic
-from ._rewrite import is_primitive, post_order
+from ...ir.visitor import is_primitive, post_order, walk_children
 
 ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
 COMM_REDUCE, OUT_EWISE, TUPLE = OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.TUPLE
@@ -177,7 +177,7 @@ _LINKS: dict[type, Callable[[_Builder, Any, GraphNode], None]] = {
 def build_graph(expr: RelayExpr) -> IndexedGraph:
     """The indexed dataflow graph of ``expr`` (typed); fused functions are single nodes."""
     b = _Builder()
-    for e in post_order(expr, skip=is_primitive):
+    for e in post_order(expr, skip=is_primitive, kids=walk_children):
         b.add(e)
     b.external(expr)
     return b.graph
@@ -321,8 +321,15 @@ class Partitioner:
             self._merge(self.groups[node.index], target)
 
     def _count_with(self, child: GraphNode, sink: GraphNode) -> int:
+        # The walk stops once past max_depth: in a DAG the way to the post-dominator can be
+        # the whole rest of the graph (y = y + z; z = y, repeated), and counting it all per
+        # node would be quadratic.
         total = self.groups[sink.index].find_root().num_nodes
-        return total + sum(self.groups[n.index].num_nodes for n in self._up_to(child, sink))
+        for n in self._up_to(child, sink):
+            total += self.groups[n.index].num_nodes
+            if total > self.max_depth:
+                break
+        return total
 
     def _run(self, tree: list[DomNode], phase: int) -> None:
         for node, dom, group in zip(self.graph.nodes, tree, self.groups):

@@ -13,14 +13,15 @@ from collections.abc import Callable, Sequence
 from ...ir.expr import Call, Function, RelayExpr
 from ...ir.module import IRModule
 from ...ir.op import Op
-from ._rewrite import PostOrderRewriter, infer, map_functions, set_type
+from ...ir.visitor import set_type
+from ._helpers import PassMutator, infer, map_functions
 
 Rewrite = Callable[[Call], "RelayExpr | None"]
 Rule = tuple[str, Rewrite]
 MAX_ROUNDS = 8
 
 
-class PatternRewriter(PostOrderRewriter):
+class PatternRewriter(PassMutator):
     """Apply a rule table bottom-up once over an expression; ``changed`` tells if any fired."""
 
     def __init__(self, rules: Sequence[Rule]) -> None:
@@ -30,8 +31,8 @@ class PatternRewriter(PostOrderRewriter):
             self.by_op.setdefault(name, []).append(fn)
         self.changed = False
 
-    def rewrite_Call(self, orig: Call, new: Call) -> RelayExpr:
-        out: RelayExpr = new
+    def visit_call(self, orig: Call) -> RelayExpr:
+        out: RelayExpr = super().visit_call(orig)
         for _ in range(MAX_ROUNDS):
             if not (isinstance(out, Call) and isinstance(out.op, Op)):
                 break
@@ -55,7 +56,7 @@ def rewrite_module(mod: IRModule, rules: Sequence[Rule]) -> IRModule:
         def run(func: Function) -> Function:
             nonlocal changed
             rw = PatternRewriter(rules)
-            out = rw.rewrite(func)
+            out = rw.visit(func)
             changed |= rw.changed
             return out  # type: ignore[return-value]
 

@@ -9,22 +9,41 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ...ir.adt import (Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar,
-                       PatternWildcard)
+from ...ir.adt import (
+    Constructor,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+)
 
 Siblings = Callable[[Constructor], Sequence[Constructor]]
 _ANY = PatternWildcard()
 
 
-def show_pattern(p: Pattern) -> str:
-    """A pattern in the text format: ``Cons(%h, _)``, ``(%a, %b)``."""
-    if isinstance(p, PatternVar):
-        return f"%{p.var.name_hint}"
-    if isinstance(p, PatternConstructor):
-        return _show_ctor(p.constructor, [show_pattern(s) for s in p.patterns])
-    if isinstance(p, PatternTuple):
-        return "(" + ", ".join(show_pattern(s) for s in p.patterns) + ")"
-    return "_"
+def show_pattern(pat: Pattern) -> str:
+    """A pattern in the text format: ``Cons(%h, _)``, ``(%a, %b)`` (children first, from a
+    stack: patterns may nest deeply)."""
+    text: dict[int, str] = {}
+    stack: list[tuple[Pattern, bool]] = [(pat, False)]
+    while stack:
+        p, ready = stack.pop()
+        subs = p.patterns if isinstance(p, (PatternConstructor, PatternTuple)) else ()
+        if subs and not ready:
+            stack.append((p, True))
+            stack.extend((s, False) for s in subs)
+            continue
+        args = [text[id(s)] for s in subs]
+        if isinstance(p, PatternVar):
+            text[id(p)] = f"%{p.var.name_hint}"
+        elif isinstance(p, PatternConstructor):
+            text[id(p)] = _show_ctor(p.constructor, args)
+        elif isinstance(p, PatternTuple):
+            text[id(p)] = "(" + ", ".join(args) + ")"
+        else:
+            text[id(p)] = "_"
+    return text[id(pat)]
 
 
 def _show_ctor(c: Constructor, args: Sequence[str]) -> str:

@@ -6,13 +6,31 @@ Unifying two tensor types merges them dimension by dimension: equal ints stay, `
 gives way to the other side (the concrete side wins), a ``ShapeVar`` only matches itself.
 ``unify`` returns the merged type; when an unknown was involved it returns the unknown's root,
 so that merged composite types keep pointing at it and see later refinements.
+
+Types nest as deeply as a program's tuples: every walk here is a loop (``fold_type``, explicit
+stacks), and unification runs its rules as steps on ``ir.trampoline``.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 
-from ...ir.types import (Any, Dim, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,
-                         TensorType, TupleType, Type, TypeCall, TypeVar)
+from ...ir.trampoline import Step, run
+from ...ir.types import (
+    Any,
+    Dim,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RelayRefType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+    fold_type,
+    type_children,
+)
 
 
 class UnifyError(Exception):
@@ -32,49 +50,49 @@ def show_dim(d: object) -> str:
 
 def show_type(ty: Type | None) -> str:
     """A type in the text format: ``Tensor[(3, 4), float32]``, ``(A, B)``, ``fn (A) -> B``."""
+    return str(fold_type(ty, _show))
+
+
+def _show(ty: Type | None, k: list[str]) -> str:
     if isinstance(ty, TensorType):
         if not ty.shape:
             return ty.dtype
         return f"Tensor[({', '.join(show_dim(d) for d in ty.shape)}), {ty.dtype}]"
     if isinstance(ty, TupleType):
-        inner = ", ".join(show_type(f) for f in ty.fields)
-        return f"({inner},)" if len(ty.fields) == 1 else f"({inner})"
+        return f"({k[0]},)" if len(k) == 1 else f"({', '.join(k)})"
     if isinstance(ty, FuncType):
         tps = f"[{', '.join(v.name_hint for v in ty.type_params)}]" if ty.type_params else ""
-        args = ", ".join(show_type(a) for a in ty.arg_types)
-        return f"fn {tps}({args}) -> {show_type(ty.ret_type)}"
+        return f"fn {tps}({', '.join(k[:-1])}) -> {k[-1]}"
     if isinstance(ty, TypeCall):
-        if not ty.args:
-            return show_type(ty.func)
-        return f"{show_type(ty.func)}[{', '.join(show_type(a) for a in ty.args)}]"
+        return k[0] if not ty.args else f"{k[0]}[{', '.join(k[1:])}]"
     if isinstance(ty, (TypeVar, GlobalTypeVar)):
         return ty.name_hint
     if isinstance(ty, RelayRefType):
-        return f"Ref[{show_type(ty.value)}]"
+        return f"Ref[{k[0]}]"
     if isinstance(ty, IncompleteType):
         return "_"
     return repr(ty)
 
 
-def map_type(ty: Type, fn: Callable[[Type], Type]) -> Type:
-    """``ty`` with ``fn`` applied to each direct child type (tensors have none)."""
+def rebuild_type(ty: Type, kids: list[Type]) -> Type:
+    """``ty`` on new child types (in ``type_children`` order); ``ty`` itself if none changed."""
+    if all(a is b for a, b in zip(type_children(ty), kids)):
+        return ty
     if isinstance(ty, TupleType):
-        return TupleType(tuple(fn(f) for f in ty.fields))
+        return TupleType(tuple(kids))
     if isinstance(ty, FuncType):
-        return FuncType(tuple(fn(a) for a in ty.arg_types), fn(ty.ret_type), ty.type_params,
-                        ty.type_constraints)
+        return FuncType(tuple(kids[:-1]), kids[-1], ty.type_params, ty.type_constraints)
     if isinstance(ty, TypeCall):
-        return TypeCall(fn(ty.func), tuple(fn(a) for a in ty.args))
+        return TypeCall(kids[0], tuple(kids[1:]))
     if isinstance(ty, RelayRefType):
-        return RelayRefType(fn(ty.value))
+        return RelayRefType(kids[0])
     return ty
 
 
 def substitute(ty: Type, mapping: dict[TypeVar, Type]) -> Type:
     """Replace type variables by types."""
-    if isinstance(ty, TypeVar):
-        return mapping.get(ty, ty)
-    return map_type(ty, lambda t: substitute(t, mapping))
+    return fold_type(ty, lambda t, k: mapping.get(t, t) if isinstance(t, TypeVar)  # type: ignore
+                     else rebuild_type(t, k))
 
 
 def instantiate(fty: FuncType) -> tuple[FuncType, list[Type]]:
@@ -88,11 +106,14 @@ def instantiate(fty: FuncType) -> tuple[FuncType, list[Type]]:
 
 def type_vars_in(ty: Type, out: list[Type], kind: type) -> list[Type]:
     """Collect the nodes of class ``kind`` (e.g. IncompleteType) in ``ty``, first-seen order."""
-    if isinstance(ty, kind):
-        if not any(t is ty for t in out):
-            out.append(ty)
-        return out
-    map_type(ty, lambda t: (type_vars_in(t, out, kind), t)[1])
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, kind):
+            if not any(u is t for u in out):
+                out.append(t)
+        else:
+            stack.extend(reversed(type_children(t)))
     return out
 
 
@@ -121,11 +142,27 @@ class Unifier:
         return ty
 
     def resolve(self, ty: Type) -> Type:
-        """``ty`` with every bound unknown replaced by its value, recursively."""
-        ty = self.shallow(ty)
-        if isinstance(ty, (TensorType, IncompleteType, TypeVar, GlobalTypeVar)):
-            return ty
-        return map_type(ty, self.resolve)
+        """``ty`` with every bound unknown replaced by its value, all the way down."""
+        top = self.shallow(ty)
+        if isinstance(top, (TensorType, IncompleteType, TypeVar, GlobalTypeVar)):
+            return top  # the common case: nothing inside
+        memo: dict[int, Type] = {}
+        stack: list[tuple[Type, Type | None]] = [(ty, None)]
+        while stack:
+            t, value = stack.pop()
+            if value is not None:  # the children of t's value are resolved: rebuild it
+                memo[id(t)] = rebuild_type(value, [memo[id(k)] for k in type_children(value)])
+                continue
+            if id(t) in memo:
+                continue
+            value = self.shallow(t)
+            kids = type_children(value)
+            if not kids:
+                memo[id(t)] = value
+                continue
+            stack.append((t, value))
+            stack.extend((k, None) for k in reversed(kids))
+        return memo[id(ty)]
 
     def bind(self, t: IncompleteType, ty: Type) -> None:
         """Force the (unbound) unknown ``t`` to ``ty`` (used to generalise leftovers)."""
@@ -133,16 +170,23 @@ class Unifier:
 
     def unify(self, a: Type, b: Type) -> Type:
         """Make ``a`` and ``b`` equal; returns the merged type. Raises UnifyError."""
+        if type(a) is TensorType and type(b) is TensorType:  # the common case, directly
+            return _unify_tensor(self, a, b)
+        return run(self.step(a, b))
+
+    def step(self, a: Type, b: Type) -> Step[Type]:
+        """``unify`` as a step: composite types unify their children as nested steps."""
         if isinstance(a, IncompleteType) or isinstance(b, IncompleteType):
-            return self._unify_unknown(a, b)
+            return (yield self._unify_unknown(a, b))
         if a is b:
             return a
         rule = _RULES.get(type(a))
         if rule is not None and type(a) is type(b):
-            return rule(self, a, b)
+            merged = rule(self, a, b)
+            return (yield merged) if isinstance(merged, Generator) else merged
         return _unify_adt_head(a, b)
 
-    def _unify_unknown(self, a: Type, b: Type) -> Type:
+    def _unify_unknown(self, a: Type, b: Type) -> Step[Type]:
         if not isinstance(a, IncompleteType):
             a, b = b, a
         ra = self.root(a)  # type: ignore[arg-type]
@@ -157,14 +201,14 @@ class Unifier:
             self._value.pop(rb, None)
             self._link[rb] = ra
             if vb is not None:
-                self._assign(ra, vb)
+                yield self._assign(ra, vb)
             return ra
-        self._assign(ra, b)
+        yield self._assign(ra, b)
         return ra
 
-    def _assign(self, r: IncompleteType, ty: Type) -> None:
+    def _assign(self, r: IncompleteType, ty: Type) -> Step[None]:
         old = self._value.get(r)
-        merged = ty if old is None else self.unify(old, ty)
+        merged = ty if old is None else (yield self.step(old, ty))
         if self._occurs(r, merged):
             raise UnifyError(f"a type cannot contain itself ({show_type(self.resolve(merged))})")
         self._value[r] = merged
@@ -193,23 +237,24 @@ def _unify_tensor(u: Unifier, a: TensorType, b: TensorType) -> Type:
                       a.dtype)
 
 
-def _unify_all(u: Unifier, what: str, xs: tuple[Type, ...], ys: tuple[Type, ...]) -> list[Type]:
+def _unify_all(u: Unifier, what: str, xs: tuple[Type, ...], ys: tuple[Type, ...]
+               ) -> Step[list[Type]]:
     out = []
     for i, (x, y) in enumerate(zip(xs, ys)):
         try:
-            out.append(u.unify(x, y))
+            out.append((yield u.step(x, y)))
         except UnifyError as err:
             raise UnifyError(f"{what} {i}: {err.detail}") from None
     return out
 
 
-def _unify_tuple(u: Unifier, a: TupleType, b: TupleType) -> Type:
+def _unify_tuple(u: Unifier, a: TupleType, b: TupleType) -> Step[Type]:
     if len(a.fields) != len(b.fields):
         raise UnifyError(f"a tuple of {len(a.fields)} fields vs one of {len(b.fields)}")
-    return TupleType(tuple(_unify_all(u, "field", a.fields, b.fields)))
+    return TupleType(tuple((yield _unify_all(u, "field", a.fields, b.fields))))
 
 
-def _unify_func(u: Unifier, a: FuncType, b: FuncType) -> Type:
+def _unify_func(u: Unifier, a: FuncType, b: FuncType) -> Step[Type]:
     if len(a.arg_types) != len(b.arg_types):
         raise UnifyError(f"a function of {len(a.arg_types)} parameters vs one of "
                          f"{len(b.arg_types)}")
@@ -218,9 +263,9 @@ def _unify_func(u: Unifier, a: FuncType, b: FuncType) -> Type:
                          f"{len(b.type_params)}")
     if b.type_params:  # alpha-rename b's type parameters to a's
         b = FuncType(*_renamed(b, a.type_params))
-    args = _unify_all(u, "parameter", a.arg_types, b.arg_types)
+    args = yield _unify_all(u, "parameter", a.arg_types, b.arg_types)
     try:
-        ret = u.unify(a.ret_type, b.ret_type)
+        ret = yield u.step(a.ret_type, b.ret_type)
     except UnifyError as err:
         raise UnifyError(f"result: {err.detail}") from None
     return FuncType(tuple(args), ret, a.type_params)
@@ -231,16 +276,16 @@ def _renamed(f: FuncType, params: tuple[TypeVar, ...]) -> tuple[tuple[Type, ...]
     return tuple(substitute(a, mapping) for a in f.arg_types), substitute(f.ret_type, mapping)
 
 
-def _unify_call(u: Unifier, a: TypeCall, b: TypeCall) -> Type:
+def _unify_call(u: Unifier, a: TypeCall, b: TypeCall) -> Step[Type]:
     if a.func is not b.func:
         raise UnifyError(f"type {show_type(a.func)} vs type {show_type(b.func)}")
     if len(a.args) != len(b.args):
         raise UnifyError(f"{show_type(a.func)} with {len(a.args)} vs {len(b.args)} arguments")
-    return TypeCall(a.func, tuple(_unify_all(u, "type argument", a.args, b.args)))
+    return TypeCall(a.func, tuple((yield _unify_all(u, "type argument", a.args, b.args))))
 
 
-def _unify_ref(u: Unifier, a: RelayRefType, b: RelayRefType) -> Type:
-    return RelayRefType(u.unify(a.value, b.value))
+def _unify_ref(u: Unifier, a: RelayRefType, b: RelayRefType) -> Step[Type]:
+    return RelayRefType((yield u.step(a.value, b.value)))
 
 
 def _unify_adt_head(a: Type, b: Type) -> Type:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from ...ir.expr import Function
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext
-from ._rewrite import infer
+from ._helpers import infer
 
 __all__ = ["BindParams"]
 

@@ -16,13 +16,14 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
-from ._rewrite import PostOrderRewriter, expand_to_axis, op_call, rewrite_functions
+from ._helpers import PassMutator, expand_to_axis, op_call, rewrite_functions
 
 __all__ = ["CanonicalizeOps"]
 
 
-class _Canonicalizer(PostOrderRewriter):
-    def rewrite_Call(self, orig: Call, new: Call) -> RelayExpr:
+class _Canonicalizer(PassMutator):
+    def visit_call(self, orig: Call) -> RelayExpr:
+        new: Call = super().visit_call(orig)
         if not (isinstance(new.op, Op) and new.op.name == "nn.bias_add"):
             return new
         ty = orig.args[0].checked_type_
@@ -41,7 +42,7 @@ class CanonicalizeOps(ModulePass):
     opt_level: ClassVar[int] = 3
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return rewrite_functions(mod, lambda f: _Canonicalizer().rewrite(f))
+        return rewrite_functions(mod, lambda f: _Canonicalizer().visit(f))
 
 
 register_pass("CanonicalizeOps", CanonicalizeOps)

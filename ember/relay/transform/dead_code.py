@@ -19,7 +19,8 @@ from ...ir.expr import Call, Function, GlobalVar, Let, RefWrite, RelayExpr, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import FunctionPass, PassContext, register_pass
-from ._rewrite import PostOrderRewriter, _kids, infer, is_primitive, map_functions, post_order
+from ...ir.visitor import is_primitive, post_order, walk_children
+from ._helpers import PassMutator, infer, map_functions
 
 __all__ = ["DeadCodeElimination", "is_pure"]
 
@@ -31,6 +32,8 @@ class Purity:
         self.mod, self.lets = mod, lets
         self.globals: dict[str, bool] = {}
         self.local: dict[Var, bool] = {}
+        self.memo: dict[int, bool] = {}  # id(node) -> pure (function literals: pure)
+        self.keep: list[RelayExpr] = []  # the memoised nodes stay alive: ids stay unique
 
     def callee_pure(self, f: RelayExpr) -> bool:
         if isinstance(f, Op):
@@ -54,13 +57,27 @@ class Purity:
         return False
 
     def pure(self, expr: RelayExpr) -> bool:
+        """Whether evaluating ``expr`` has no effect. Memoised per node, so asking about every
+        let of a program (whose values nest: ifs in ifs) stays linear."""
         # Function literals are values: defining one has no effect, so do not look inside.
-        for e in post_order(expr, skip=lambda n: isinstance(n, Function) and n is not expr):
-            if isinstance(e, RefWrite):
-                return False
-            if isinstance(e, Call) and not self.callee_pure(e.op):
-                return False
-        return True
+        if isinstance(expr, Function):
+            return self.pure(expr.body)
+        memo = self.memo
+        stack: list[tuple[RelayExpr, bool]] = [(expr, False)]
+        while stack:
+            e, ready = stack.pop()
+            if id(e) in memo:
+                continue
+            kids = () if isinstance(e, Function) else walk_children(e)
+            if not ready and kids:
+                stack.append((e, True))
+                stack.extend((c, False) for c in kids if id(c) not in memo)
+                continue
+            own = not isinstance(e, RefWrite) and not (isinstance(e, Call)
+                                                        and not self.callee_pure(e.op))
+            memo[id(e)] = own and all(memo[id(c)] for c in kids)
+            self.keep.append(e)
+        return memo[id(expr)]
 
 
 def is_pure(expr: RelayExpr, mod: IRModule | None = None) -> bool:
@@ -95,7 +112,7 @@ class _Liveness:
                     self.pending[node.var] = (node.value, owner)
                 continue
             inner = node if isinstance(node, Function) else owner
-            for c in _kids(node):
+            for c in walk_children(node):
                 if not (isinstance(node, Function) and c in node.params):
                     self.use(c, inner)
 
@@ -114,7 +131,7 @@ class _Liveness:
             e, owner = self.pending.pop(e)  # its value is live now (maybe a variable too)
 
 
-class LetEliminator(PostOrderRewriter):
+class LetEliminator(PassMutator):
     """Drop the lets of the ``dead`` variables, and substitute the values of the ``inline``
     ones at their uses (DeadCodeElimination; ToGraphNormalForm inlines only)."""
 
@@ -122,20 +139,22 @@ class LetEliminator(PostOrderRewriter):
         super().__init__()
         self.dead, self.inline = dead, inline
 
-    def rewrite_Var(self, orig: Var, new: Var) -> RelayExpr:
+    def visit_var(self, orig: Var) -> RelayExpr:
         if orig in self.inline:
             value = self.let_value(orig)
-            return new if value is None else value
-        return new
+            return orig if value is None else value
+        return orig
 
-    def rewrite_Let(self, orig: Let, new: Let) -> RelayExpr:
+    def visit_let(self, orig: Let) -> RelayExpr:
+        new: Let = super().visit_let(orig)
         return new.body if orig.var in self.dead or orig.var in self.inline else new
 
 
 def eliminate(func: Function, mod: IRModule | None, inline_once: bool,
               ignore_impurity: bool) -> Function:
     """``func`` without dead (and, with ``inline_once``, single-use) pure let bindings."""
-    lets = {e.var: e.value for e in post_order(func, skip=is_primitive) if isinstance(e, Let)}
+    lets = {e.var: e.value for e in post_order(func, skip=is_primitive, kids=walk_children)
+            if isinstance(e, Let)}
     if not lets:
         return func
     purity = Purity(mod, lets)
@@ -148,7 +167,7 @@ def eliminate(func: Function, mod: IRModule | None, inline_once: bool,
                   and (ignore_impurity or purity.pure(value))}
     if not dead and not inline:
         return func
-    return LetEliminator(dead, inline).rewrite(func)  # type: ignore[return-value]
+    return LetEliminator(dead, inline).visit(func)  # type: ignore[no-any-return]
 
 
 def _let_owners(func: Function) -> dict[Var, Function]:
@@ -164,7 +183,7 @@ def _let_owners(func: Function) -> dict[Var, Function]:
         inner = node if isinstance(node, Function) else owner
         if isinstance(node, Let):
             owners[node.var] = owner
-        stack.extend((c, inner) for c in _kids(node))
+        stack.extend((c, inner) for c in walk_children(node))
     return owners
 
 

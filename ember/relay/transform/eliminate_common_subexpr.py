@@ -20,7 +20,7 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.structural import structural_equal
 from ...ir.transform import FunctionPass, PassContext, register_pass
-from ._rewrite import PostOrderRewriter, infer, map_functions
+from ._helpers import PassMutator, infer, map_functions
 
 __all__ = ["EliminateCommonSubexpr"]
 
@@ -48,14 +48,15 @@ def _same_arg(a: RelayExpr, b: RelayExpr) -> bool:
             and bool(np.array_equal(a.data.numpy(), b.data.numpy())))
 
 
-class _Eliminator(PostOrderRewriter):
+class _Eliminator(PassMutator):
     def __init__(self, fskip: Callable[[RelayExpr], bool] | None) -> None:
         super().__init__()
         self.fskip = fskip
         self.calls: dict[tuple[Any, ...], list[Call]] = {}
         self.items: dict[tuple[int, int], TupleGetItem] = {}
 
-    def rewrite_Call(self, orig: Call, new: Call) -> RelayExpr:
+    def visit_call(self, orig: Call) -> RelayExpr:
+        new: Call = super().visit_call(orig)
         op = new.op
         if not isinstance(op, Op) or op.op_def.extra.get("stateful"):
             return new
@@ -68,7 +69,8 @@ class _Eliminator(PostOrderRewriter):
         self.calls.setdefault(key, []).append(new)
         return new
 
-    def rewrite_TupleGetItem(self, orig: TupleGetItem, new: TupleGetItem) -> RelayExpr:
+    def visit_tuple_getitem(self, orig: TupleGetItem) -> RelayExpr:
+        new: TupleGetItem = super().visit_tuple_getitem(orig)
         key = (id(new.tuple_value), new.index)
         return self.items.setdefault(key, new)
 
@@ -94,7 +96,7 @@ class EliminateCommonSubexpr(FunctionPass):
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
         # The rewriter keeps ids of nodes it saw alive, so keys by id stay unique.
-        return _Eliminator(self.fskip).rewrite(func)  # type: ignore[return-value]
+        return _Eliminator(self.fskip).visit(func)  # type: ignore[no-any-return]
 
 
 register_pass("EliminateCommonSubexpr", EliminateCommonSubexpr)

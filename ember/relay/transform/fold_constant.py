@@ -26,7 +26,7 @@ from ...ir.transform import FunctionPass, PassContext, register_pass
 from ...ir.types import TensorType, TupleType, Type
 from ...runtime.errors import InternalError, TVMError
 from ...runtime.ndarray import array as nd_array
-from ._rewrite import PostOrderRewriter, infer, map_functions
+from ._helpers import PassMutator, infer, map_functions
 
 __all__ = ["FoldConstant", "FoldConstantExpr", "fold_constant"]
 
@@ -70,10 +70,11 @@ def _result(value: Any, ty: Type, where: str) -> RelayExpr | None:
     return None
 
 
-class ConstantFolder(PostOrderRewriter):
+class ConstantFolder(PassMutator):
     """The rewrite behind FoldConstant (usable on a typed expression)."""
 
-    def rewrite_Call(self, orig: Call, new: Call) -> RelayExpr:
+    def visit_call(self, orig: Call) -> RelayExpr:
+        new: Call = super().visit_call(orig)
         op = new.op
         if not isinstance(op, Op):
             return new
@@ -102,16 +103,18 @@ class ConstantFolder(PostOrderRewriter):
             return new  # a dynamic shape is only known at run time
         return constant_of(np.array(ty.shape), out_ty, "shape_of")  # type: ignore[union-attr]
 
-    def rewrite_TupleGetItem(self, orig: TupleGetItem, new: TupleGetItem) -> RelayExpr:
+    def visit_tuple_getitem(self, orig: TupleGetItem) -> RelayExpr:
+        new: TupleGetItem = super().visit_tuple_getitem(orig)
         if isinstance(new.tuple_value, Tuple):
             return new.tuple_value.fields[new.index]
         return new
 
-    def rewrite_Var(self, orig: Var, new: Var) -> RelayExpr:
+    def visit_var(self, orig: Var) -> RelayExpr:
         value = self.let_value(orig)
-        return value if isinstance(value, Constant) else new
+        return value if isinstance(value, Constant) else orig
 
-    def rewrite_Let(self, orig: Let, new: Let) -> RelayExpr:
+    def visit_let(self, orig: Let) -> RelayExpr:
+        new: Let = super().visit_let(orig)
         return new.body if isinstance(new.value, Constant) else new
 
 
@@ -121,7 +124,7 @@ def fold_constant(expr: RelayExpr, mod: IRModule | None = None) -> RelayExpr:
         from .type_infer import infer_type
 
         infer_type(expr, mod)
-    return ConstantFolder().rewrite(expr)
+    return ConstantFolder().visit(expr)
 
 
 FoldConstantExpr = fold_constant  # TVM's name: relay.transform.FoldConstantExpr(expr, mod)
@@ -140,11 +143,11 @@ class FoldConstant(FunctionPass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         mod = infer(mod)
-        out = map_functions(mod, lambda f: ConstantFolder().rewrite(f))  # type: ignore
+        out = map_functions(mod, lambda f: ConstantFolder().visit(f))  # type: ignore
         return infer(out)
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
-        return ConstantFolder().rewrite(func)  # type: ignore[return-value]
+        return ConstantFolder().visit(func)  # type: ignore[no-any-return]
 
 
 register_pass("FoldConstant", FoldConstant)

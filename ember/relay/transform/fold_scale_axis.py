@@ -29,8 +29,8 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
-from ...ir.visitor import children
-from ._rewrite import PostOrderRewriter, is_primitive, op_call, post_order, rewrite_functions
+from ...ir.visitor import children, is_primitive, post_order
+from ._helpers import PassMutator, op_call, rewrite_functions
 from .fold_constant import ConstantFolder
 
 __all__ = ["BackwardFoldScaleAxis", "FoldScaleAxis", "ForwardFoldScaleAxis"]
@@ -91,7 +91,7 @@ def _scaled_weight(w: RelayExpr, scale: np.ndarray) -> RelayExpr:
     return op_call("multiply", w, const(scale))
 
 
-class _Folder(PostOrderRewriter):
+class _Folder(PassMutator):
     """Shared state: how many consumers each original node has, and constant folding of
     scale expressions that are not literal constants yet."""
 
@@ -109,7 +109,7 @@ class _Folder(PostOrderRewriter):
     def constant(self, orig: RelayExpr, new: RelayExpr) -> RelayExpr:
         if isinstance(new, Constant) or not isinstance(orig, Call):
             return new
-        folded = ConstantFolder().rewrite(orig)
+        folded = ConstantFolder().visit(orig)
         return folded if isinstance(folded, Constant) else new
 
     def split_scale(self, orig: Call, new: Call, ty: Any, axis: int
@@ -123,7 +123,8 @@ class _Folder(PostOrderRewriter):
 
 
 class _Backward(_Folder):
-    def rewrite_Call(self, orig: Call, new: Call) -> RelayExpr:
+    def visit_call(self, orig: Call) -> RelayExpr:
+        new: Call = super().visit_call(orig)
         if not _is(new, "multiply") or not isinstance(orig.checked_type_, TensorType):
             return new
         for k in (0, 1):
@@ -198,7 +199,8 @@ def _rebuild_binary(node: Any, rhs: RelayExpr) -> Any:
 
 
 class _Forward(_Folder):
-    def rewrite_Call(self, orig: Any, new: Any) -> RelayExpr:
+    def visit_call(self, orig: Any) -> RelayExpr:
+        new: Any = super().visit_call(orig)
         if not (_is(new, "nn.conv2d", "nn.dense") and _is_float(orig)):
             return new
         axis = _channel_axis(orig, output=False)
@@ -257,7 +259,7 @@ def _is_float(call: Any) -> bool:
 
 
 def _run(mod: IRModule, folder: type[_Folder]) -> IRModule:
-    return rewrite_functions(mod, lambda f: folder(f).rewrite(f))
+    return rewrite_functions(mod, lambda f: folder(f).visit(f))
 
 
 @dataclass(frozen=True)

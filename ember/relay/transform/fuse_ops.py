@@ -29,9 +29,10 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import FunctionPass, PassContext, register_pass
 from ...ir.types import Type
+from ...ir.visitor import is_primitive, rebuild, walk_children
 from ...ir.visitor import post_order as ir_post_order
 from ._fuse_graph import Group, Partitioner, build_graph
-from ._rewrite import _kids, infer, is_primitive, map_functions, rebuild
+from ._helpers import infer, map_functions
 
 __all__ = ["FuseOps", "fused_function_name"]
 
@@ -125,7 +126,7 @@ class _Fuser:
     def _kids(node: RelayExpr) -> tuple[RelayExpr, ...]:
         if isinstance(node, Call) and isinstance(node.op, Op):
             return node.args
-        return _kids(node)
+        return walk_children(node)
 
     def _finish(self, node: RelayExpr) -> None:
         g = self.group(node)
@@ -147,7 +148,7 @@ class _Fuser:
             new = TupleGetItem(self.arg(g, node.tuple_value), node.index, span=node.span)
             self._place(node, g, new)
         else:
-            out = rebuild(node, [self.outer[id(c)] for c in _kids(node)], keep_type=False)
+            out = rebuild(node, [self.outer[id(c)] for c in walk_children(node)], keep_type=False)
             self.inner[key] = self.outer[key] = out
 
     def _place(self, node: RelayExpr, g: Group | None, new: RelayExpr) -> None:

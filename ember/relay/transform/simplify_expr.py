@@ -24,8 +24,8 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
+from ._helpers import op_call
 from ._pattern_rewrite import Rule, rewrite_module
-from ._rewrite import op_call
 
 __all__ = ["RULES", "SimplifyExpr"]
 

@@ -20,7 +20,7 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
-from ._rewrite import PostOrderRewriter, expand_to_axis, op_call, rewrite_functions
+from ._helpers import PassMutator, expand_to_axis, op_call, rewrite_functions
 
 __all__ = ["SimplifyInference"]
 
@@ -68,8 +68,9 @@ def _is_call_of(e: RelayExpr, name: str) -> bool:
     return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == name
 
 
-class _Simplifier(PostOrderRewriter):
-    def rewrite_TupleGetItem(self, orig: TupleGetItem, new: TupleGetItem) -> RelayExpr:
+class _Simplifier(PassMutator):
+    def visit_tuple_getitem(self, orig: TupleGetItem) -> RelayExpr:
+        new: TupleGetItem = super().visit_tuple_getitem(orig)
         tup = new.tuple_value
         if _is_call_of(tup, "nn.batch_norm"):
             ty = _data_type(orig.tuple_value)  # type: ignore[arg-type]
@@ -81,7 +82,8 @@ class _Simplifier(PostOrderRewriter):
             return tup.args[0]  # type: ignore[attr-defined]
         return new
 
-    def rewrite_Call(self, orig: Call, new: Call) -> RelayExpr:
+    def visit_call(self, orig: Call) -> RelayExpr:
+        new: Call = super().visit_call(orig)
         if _is_call_of(new, "nn.layer_norm"):
             ty = _data_type(orig)
             if ty is not None:
@@ -97,7 +99,7 @@ class SimplifyInference(ModulePass):
     opt_level: ClassVar[int] = 0
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return rewrite_functions(mod, lambda f: _Simplifier().rewrite(f))
+        return rewrite_functions(mod, lambda f: _Simplifier().visit(f))
 
 
 register_pass("SimplifyInference", SimplifyInference)

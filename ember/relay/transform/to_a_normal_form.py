@@ -23,7 +23,8 @@ from ...ir.expr import Function, GlobalVar, If, Let, RelayExpr, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
-from ._rewrite import _kids, infer, is_primitive, map_functions, post_order, rebuild
+from ...ir.visitor import is_primitive, post_order, rebuild, walk_children
+from ._helpers import infer, map_functions
 
 __all__ = ["ToANormalForm", "ToANormalFormExpr", "to_a_normal_form"]
 
@@ -65,7 +66,8 @@ def _is_atom(e: RelayExpr) -> bool:
 
 
 def _opens_scope(node: RelayExpr, i: int) -> bool:
-    """Whether child ``i`` (in ``_kids`` order) of ``node`` is evaluated in a scope of its own."""
+    """Whether child ``i`` (in ``walk_children`` order) of ``node`` is evaluated in a scope
+    of its own."""
     if isinstance(node, Function):
         return i == len(node.params)
     if isinstance(node, If):
@@ -74,7 +76,7 @@ def _opens_scope(node: RelayExpr, i: int) -> bool:
 
 
 def _kids_of(node: RelayExpr) -> tuple[RelayExpr, ...]:
-    return () if _is_atom(node) else _kids(node)
+    return () if _is_atom(node) else walk_children(node)
 
 
 class _Converter:
@@ -84,7 +86,7 @@ class _Converter:
         self.sub: dict[tuple[int, int], Scope] = {}  # (node, child index) -> its scope
         self.let_var: dict[int, Var] = {}  # a let's value -> the let's variable
         self.atom: dict[int, RelayExpr] = {}
-        order = list(post_order(root, skip=_is_atom))
+        order = list(post_order(root, skip=_is_atom, kids=walk_children))
         for node in reversed(order):  # parents before children
             here = self.scope[id(node)]
             if isinstance(node, Let):

@@ -13,8 +13,8 @@ from typing import ClassVar
 from ...ir.expr import Function, Let, RelayExpr
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
-from ...ir.visitor import free_vars
-from ._rewrite import infer, is_primitive, map_functions, post_order
+from ...ir.visitor import free_vars, is_primitive, post_order, walk_children
+from ._helpers import infer, map_functions
 from .dead_code import LetEliminator, Purity
 
 __all__ = ["ToGraphNormalForm", "to_graph_normal_form"]
@@ -22,13 +22,14 @@ __all__ = ["ToGraphNormalForm", "to_graph_normal_form"]
 
 def to_graph_normal_form(expr: RelayExpr, mod: IRModule | None = None) -> RelayExpr:
     """``expr`` with its pure, non-recursive let bindings inlined."""
-    lets = {e.var: e.value for e in post_order(expr, skip=is_primitive) if isinstance(e, Let)}
+    lets = {e.var: e.value for e in post_order(expr, skip=is_primitive, kids=walk_children)
+            if isinstance(e, Let)}
     if not lets:
         return expr
     purity = Purity(mod, lets)
     inline = {v for v, value in lets.items() if purity.pure(value)
               and not (isinstance(value, Function) and v in free_vars(value))}
-    return LetEliminator(set(), inline).rewrite(expr) if inline else expr
+    return LetEliminator(set(), inline).visit(expr) if inline else expr
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,15 @@ UNSUPPORTED = ("AOT needs static shapes and no control flow; use the VM: "
 
 
 def _static_type(ty: Type | None) -> bool:
-    if isinstance(ty, TupleType):
-        return all(_static_type(f) for f in ty.fields)
-    return isinstance(ty, TensorType) and not is_dynamic(ty)
+    """Tensors of static shape, or (nested) tuples of them."""
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TupleType):
+            stack.extend(t.fields)
+        elif not (isinstance(t, TensorType) and not is_dynamic(t)):
+            return False
+    return True
 
 
 def check_supported(mod: IRModule) -> None:

@@ -29,6 +29,7 @@ from ....tir.stmt import Buffer, Evaluate, SeqStmt, Stmt
 from .calling_convention import AotOptions
 from .codegen import COPY_OP, AotProgram, itemsize
 
+MAX_CALLS_PER_FUNCTION = 256  # statements of run_model per C function (see RunModelWriter)
 PACKED_SIGNATURE = ("TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value, "
                     "int* out_ret_tcode, void* resource_handle")
 
@@ -125,20 +126,40 @@ class RunModelWriter:
         return f"(({ctype}*){base} + {k})" if k else f"({ctype}*){base}"
 
     def render(self) -> str:
+        """run_model; past ``MAX_CALLS_PER_FUNCTION`` statements its body is split into
+        static parts that it calls in turn (C compilers take superlinear time on one huge
+        function, and a deep model has one statement per kernel call)."""
         body = self.program.run_model.body
-        stmts = body.seq if isinstance(body, SeqStmt) else (body,)
+        stmts = list(body.seq if isinstance(body, SeqStmt) else (body,))
+        head = [self._header_comment(), self.signature() + " {"]
+        if len(stmts) <= MAX_CALLS_PER_FUNCTION:
+            return "\n".join(head + self._body(stmts, 0) + ["  return 0;", "}"])
+        name = self.program.run_model.name
+        args = ", ".join(self.names[id(p)] for p in self.program.run_model.params)
+        params = self.signature().split("(", 1)[1]
+        parts, calls = [], ["  int32_t rc;"]
+        for k in range(0, len(stmts), MAX_CALLS_PER_FUNCTION):
+            part = f"{name}_part{k // MAX_CALLS_PER_FUNCTION}"
+            parts += [f"static int32_t {part}({params} {{",
+                      *self._body(stmts[k:k + MAX_CALLS_PER_FUNCTION], k), "  return 0;", "}",
+                      ""]
+            calls += [f"  rc = {part}({args});", "  if (rc != 0) return rc;"]
+        return "\n".join(parts + head + calls + ["  return 0;", "}"])
+
+    def _body(self, stmts: list[Stmt], first: int) -> list[str]:
+        """The lines of ``stmts`` (statement ``first`` onwards), each after its note."""
         notes = self.program.notes
-        out = [self._header_comment(), self.signature() + " {"]
+        out = []
         if any(isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op != COPY_OP
                for s in stmts):
             out.append("  int32_t rc;")
-        for k, s in enumerate(stmts):
+        for k, s in enumerate(stmts, first):
             if k < len(notes):
                 out.append(f"  /* {notes[k].replace('*/', '* /')} */")
             self.lines = []
             self._stmt(s)
             out += self.lines
-        return "\n".join(out + ["  return 0;", "}"])
+        return out
 
     def _header_comment(self) -> str:
         p = self.program

@@ -3,7 +3,8 @@
 One ``FunctionCodegen`` per global function. Every value gets a register of its own (a frame
 is a Python list, so registers are cheap and never reused); parameters are ``$0 .. $n-1``, and
 for a closure global the captured values come first. The walk is iterative over ``let``
-chains (A-normal form makes them long) and recursive only into nested scopes.
+chains (A-normal form makes them long); nested scopes (``if`` branches, ``match`` clauses) and
+nested expressions are steps on ``ir.trampoline``, so their depth is not limited either.
 
 What each expression becomes:
 
@@ -26,9 +27,10 @@ once per scope and reused while the scope lasts.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any, cast
 
+from ....ir import trampoline
 from ....ir.adt import Constructor, Match
 from ....ir.expr import (
     Call,
@@ -46,6 +48,7 @@ from ....ir.expr import (
     Var,
 )
 from ....ir.op import Op
+from ....ir.trampoline import Step
 from ....ir.types import TensorType, TypeCall
 from ....runtime.errors import InternalError, TVMError
 from ....runtime.ndarray import NDArray
@@ -120,38 +123,46 @@ class FunctionCodegen:
             self.emit(I.LoadConsti(int(value), reg))
         return reg
 
-    def scoped(self, expr: RelayExpr) -> int:
+    def scoped(self, expr: RelayExpr) -> Step[int]:
         """Compile a nested scope (a branch or clause): its immediates do not leak out."""
         saved = dict(self.consti)
         try:
-            return self.compile(expr)
+            return (yield self.compile(expr))
         finally:
             self.consti = saved
+
+    def compile_all(self, exprs: Any) -> Step[list[int]]:
+        out = []
+        for e in exprs:
+            out.append((yield self.compile(e)))
+        return out
 
     # -- entry --------------------------------------------------------------------------------
     def run(self) -> VMFunction:
         for p in self.params:
             self.var_reg[p] = self.new_reg()
-        result = self.compile(self.body)
+        result = trampoline.run(self.compile(self.body))
         self.emit(I.Ret(result))
         return VMFunction(self.name, _unique_names(self.params), tuple(self.code),
                           max(self.num_regs, 1), param_types=tuple(_param_info(p, self.ctx.type_defs)
                                             for p in self.params))
 
-    def compile(self, e: RelayExpr) -> int:
-        while isinstance(e, Let):  # iterative over let chains
+    def compile(self, e: RelayExpr) -> Step[int]:
+        """The code of ``e``; the step's value is the register holding its value."""
+        while isinstance(e, Let):  # a loop over let chains
             value = e.value
             if isinstance(value, Var):
                 self.var_reg[e.var] = self.var_reg[value]
             else:
-                self.var_reg[e.var] = self.compile(value)
+                self.var_reg[e.var] = yield self.compile(value)
             e = e.body
         method = _DISPATCH.get(type(e))
         if method is None:
             raise TVMError(f"vm compiler: cannot compile a {type(e).__name__} in @{self.name}"
                            + (" (references are not supported by the VM)"
                               if isinstance(e, (RefCreate, RefRead, RefWrite)) else ""))
-        return method(self, e)
+        reg = method(self, e)  # a register, or a step for nodes with operands
+        return (yield reg) if isinstance(reg, Generator) else reg
 
     # -- expressions --------------------------------------------------------------------------
     def c_var(self, e: Var) -> int:
@@ -166,14 +177,14 @@ class FunctionCodegen:
         self.emit(I.LoadConst(self.ctx.constant(e.data), dst))
         return dst
 
-    def c_tuple(self, e: Tuple) -> int:
-        fields = [self.compile(f) for f in e.fields]
+    def c_tuple(self, e: Tuple) -> Step[int]:
+        fields = yield self.compile_all(e.fields)
         dst = self.new_reg()
         self.emit(I.AllocADT(0, len(fields), tuple(fields), dst))
         return dst
 
-    def c_get_item(self, e: TupleGetItem) -> int:
-        obj = self.compile(e.tuple_value)
+    def c_get_item(self, e: TupleGetItem) -> Step[int]:
+        obj = yield self.compile(e.tuple_value)
         dst = self.new_reg()
         self.emit(I.GetField(obj, e.index, dst))
         return dst
@@ -191,39 +202,39 @@ class FunctionCodegen:
         self.emit(I.AllocADT(e.tag, 0, (), dst))
         return dst
 
-    def c_if(self, e: If) -> int:
-        cond = self.compile(e.cond)
+    def c_if(self, e: If) -> Step[int]:
+        cond = yield self.compile(e.cond)
         true = self.load_int(1)
         at_if = self.emit(I.If(cond, true, 1, 0))
         result = self.new_reg()
-        self.emit(I.Move(self.scoped(e.true_branch), result))
+        self.emit(I.Move((yield self.scoped(e.true_branch)), result))
         at_goto = self.emit(I.Goto(0))
         self.code[at_if] = I.If(cond, true, 1, len(self.code) - at_if)
-        self.emit(I.Move(self.scoped(e.false_branch), result))
+        self.emit(I.Move((yield self.scoped(e.false_branch)), result))
         self.code[at_goto] = I.Goto(len(self.code) - at_goto)
         return result
 
-    def c_match(self, e: Match) -> int:
+    def c_match(self, e: Match) -> Step[int]:
         from ._match import compile_match
 
-        return compile_match(self, e)
+        return (yield compile_match(self, e))
 
     def c_function(self, e: Function) -> int:
         raise InternalError(f"vm compiler: a function literal is left in @{self.name}; "
                             "LambdaLift (or InlinePrimitives, for fused ones) should have "
                             "removed it")
 
-    def c_call(self, e: Call) -> int:
+    def c_call(self, e: Call) -> Step[int]:
         op = e.op
         if isinstance(op, Op):
-            return self.c_vm_op(e)
+            return (yield self.c_vm_op(e))
         if isinstance(op, Constructor):
-            fields = [self.compile(a) for a in e.args]
+            fields = yield self.compile_all(e.args)
             dst = self.new_reg()
             self.emit(I.AllocADT(op.tag, len(fields), tuple(fields), dst))
             return dst
         if isinstance(op, GlobalVar):
-            args = [self.compile(a) for a in e.args]
+            args = yield self.compile_all(e.args)
             dst = self.new_reg()
             if is_closure_global(self.ctx.functions.get(op.name_hint)):
                 self.emit(I.AllocClosure(self.ctx.index_of(op), len(args), tuple(args), dst))
@@ -232,27 +243,27 @@ class FunctionCodegen:
             return dst
         if (isinstance(op, Call) and isinstance(op.op, GlobalVar)
                 and is_closure_global(self.ctx.functions.get(op.op.name_hint))):
-            args = [self.compile(a) for a in (*op.args, *e.args)]  # direct self call
+            args = yield self.compile_all((*op.args, *e.args))  # direct self call
             dst = self.new_reg()
             self.emit(I.Invoke(self.ctx.index_of(op.op), tuple(args), dst))
             return dst
         if isinstance(op, Function):
             raise InternalError(f"vm compiler: a fused function is called in @{self.name} "
                                 "without ManifestAlloc")
-        closure = self.compile(op)
-        args = [self.compile(a) for a in e.args]
+        closure = yield self.compile(op)
+        args = yield self.compile_all(e.args)
         dst = self.new_reg()
         self.emit(I.InvokeClosure(closure, tuple(args), dst))
         return dst
 
-    def c_vm_op(self, e: Call) -> int:
+    def c_vm_op(self, e: Call) -> Step[int]:
         op, args, attrs = e.op, e.args, cast(Any, e.attrs)
         assert isinstance(op, Op), "a VM op"
         if op is _ops.INVOKE_TVM_OP or op is _ops.SHAPE_FUNC:
             prim = args[0]
             assert isinstance(prim, Function), "invoke_tvm_op calls a fused function"
-            ins = [self.compile(a) for a in args[1].fields]  # type: ignore[attr-defined]
-            outs = [self.compile(a) for a in args[2].fields]  # type: ignore[attr-defined]
+            ins = yield self.compile_all(args[1].fields)  # type: ignore[attr-defined]
+            outs = yield self.compile_all(args[2].fields)  # type: ignore[attr-defined]
             if op is _ops.SHAPE_FUNC:
                 index = self.ctx.shape_kernel(prim)
             else:
@@ -264,43 +275,44 @@ class FunctionCodegen:
             self.emit(I.InvokePacked(index, len(ins) + len(outs), len(outs), tuple(ins + outs)))
             return UNIT
         if op is _ops.ALLOC_STORAGE:
-            size = self._int_operand(args[0])
+            size = yield self._int_operand(args[0])
             dst = self.new_reg()
             self.emit(I.AllocStorage(size, attrs.alignment, attrs.dtype_hint, 0, dst))
             return dst
         if op is _ops.ALLOC_TENSOR:
-            storage, offset = self.compile(args[0]), self.load_int(attrs.offset)
+            storage, offset = (yield self.compile(args[0])), self.load_int(attrs.offset)
             dst = self.new_reg()
             self.emit(I.AllocTensor(storage, offset, attrs.shape, attrs.dtype, dst))
             return dst
         if op is _ops.ALLOC_TENSOR_REG:
-            storage, shape = self.compile(args[0]), self.compile(args[1])
+            storage, shape = yield self.compile_all(args[:2])
             dst = self.new_reg()
             self.emit(I.AllocTensorReg(storage, self.load_int(attrs.offset), shape,
                                        attrs.dtype, dst))
             return dst
         if op is _ops.RESHAPE_TENSOR:
-            src, shape, dst = self.compile(args[0]), self.compile(args[1]), self.new_reg()
+            src, shape = yield self.compile_all(args[:2])
+            dst = self.new_reg()
             self.emit(I.ReshapeTensor(src, shape, dst))
             return dst
         if op is _ops.SHAPE_OF:
-            src, dst = self.compile(args[0]), self.new_reg()
+            src, dst = (yield self.compile(args[0])), self.new_reg()
             self.emit(I.ShapeOf(src, dst))
             return dst
         if op is _ops.KILL:
-            self.emit(I.KillRegister(self.compile(args[0])))
+            self.emit(I.KillRegister((yield self.compile(args[0]))))
             return UNIT
         raise TVMError(f"vm compiler: operator {op.name} is called directly in @{self.name}; "
                        "the VM runs fused functions only (run FuseOps first)")
 
-    def _int_operand(self, e: RelayExpr) -> int:
+    def _int_operand(self, e: RelayExpr) -> Step[int]:
         if isinstance(e, Constant) and e.data.ndim == 0 and e.data.dtype.startswith(("int",
                                                                                     "uint")):
             return self.load_int(int(e.data.numpy()))
-        return self.compile(e)
+        return (yield self.compile(e))
 
 
-_DISPATCH: dict[type, Callable[[FunctionCodegen, Any], int]] = {
+_DISPATCH: dict[type, Callable[[FunctionCodegen, Any], Any]] = {
     Var: FunctionCodegen.c_var, Constant: FunctionCodegen.c_constant,
     Tuple: FunctionCodegen.c_tuple, TupleGetItem: FunctionCodegen.c_get_item,
     GlobalVar: FunctionCodegen.c_global, Constructor: FunctionCodegen.c_constructor,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ....ir.adt import Match, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard
+from ....ir.trampoline import Step
 from ....runtime.errors import TVMError
 from ....runtime.vm import instructions as I
 
@@ -18,31 +19,39 @@ if TYPE_CHECKING:
     from ._codegen import FunctionCodegen
 
 
-def _test(fc: FunctionCodegen, pat: Pattern, reg: int, fails: list[int]) -> None:
-    """Emit the test of ``pat`` against register ``reg``; record the ``if`` instructions that
-    must jump to the next clause on failure."""
-    if isinstance(pat, PatternWildcard):
-        return
-    if isinstance(pat, PatternVar):
-        fc.var_reg[pat.var] = reg
-        return
-    if isinstance(pat, PatternConstructor):
-        tag = fc.new_reg()
-        fc.emit(I.GetTag(reg, tag))
-        fails.append(fc.emit(I.If(tag, fc.load_int(pat.constructor.tag), 1, 0)))
-    elif not isinstance(pat, PatternTuple):
-        raise TVMError(f"vm compiler: unsupported pattern {type(pat).__name__}")
-    for i, sub in enumerate(pat.patterns):
-        if isinstance(sub, PatternWildcard):
-            continue
-        field = fc.new_reg()
-        fc.emit(I.GetField(reg, i, field))
-        _test(fc, sub, field, fails)
+def _test(fc: FunctionCodegen, root: Pattern, root_reg: int, fails: list[int]) -> None:
+    """Emit the test of ``root`` against register ``root_reg``; record the ``if``
+    instructions that must jump to the next clause on failure. Depth first, left to right,
+    from a stack of (pattern, register, next field) (patterns may nest deeply)."""
+    stack: list[tuple[Pattern, int, int]] = [(root, root_reg, -1)]
+    while stack:
+        pat, reg, i = stack.pop()
+        if i < 0:  # first visit: the pattern itself
+            if isinstance(pat, PatternWildcard):
+                continue
+            if isinstance(pat, PatternVar):
+                fc.var_reg[pat.var] = reg
+                continue
+            if isinstance(pat, PatternConstructor):
+                tag = fc.new_reg()
+                fc.emit(I.GetTag(reg, tag))
+                fails.append(fc.emit(I.If(tag, fc.load_int(pat.constructor.tag), 1, 0)))
+            elif not isinstance(pat, PatternTuple):
+                raise TVMError(f"vm compiler: unsupported pattern {type(pat).__name__}")
+            i = 0
+        subs = pat.patterns  # type: ignore[attr-defined]
+        while i < len(subs) and isinstance(subs[i], PatternWildcard):
+            i += 1
+        if i < len(subs):
+            field = fc.new_reg()
+            fc.emit(I.GetField(reg, i, field))
+            stack.append((pat, reg, i + 1))
+            stack.append((subs[i], field, -1))
 
 
-def compile_match(fc: FunctionCodegen, e: Match) -> int:
-    """The code of ``e``; returns the register holding its value."""
-    data = fc.compile(e.data)
+def compile_match(fc: FunctionCodegen, e: Match) -> Step[int]:
+    """The code of ``e``; the step's value is the register holding its value."""
+    data = yield fc.compile(e.data)
     result = fc.new_reg()
     ends: list[int] = []
     can_fail = True
@@ -50,7 +59,7 @@ def compile_match(fc: FunctionCodegen, e: Match) -> int:
         saved = dict(fc.consti)
         fails: list[int] = []
         _test(fc, clause.lhs, data, fails)
-        fc.emit(I.Move(fc.scoped(clause.rhs), result))
+        fc.emit(I.Move((yield fc.scoped(clause.rhs)), result))
         ends.append(fc.emit(I.Goto(0)))
         fc.consti = saved  # immediates loaded by the tests belong to this clause
         for at in fails:

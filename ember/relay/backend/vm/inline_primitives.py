@@ -16,37 +16,44 @@ from typing import ClassVar
 from ....ir.expr import Call, Function, Let, RelayExpr, Var
 from ....ir.module import IRModule
 from ....ir.transform import ModulePass, PassContext
-from ....ir.visitor import ExprMutator
+from ....ir.visitor import ExprMutator, is_primitive, post_order
 from ....runtime.errors import TVMError
-from ...transform._rewrite import is_primitive
 
 
 class _Inliner(ExprMutator):
-    def __init__(self) -> None:
+    """Calls of the let-bound primitive functions ``prims`` get the function itself."""
+
+    def __init__(self, prims: dict[Var, Function]) -> None:
         super().__init__()
-        self.prims: dict[Var, Function] = {}
+        self.prims = prims
 
-    def visit_Let(self, e: Let) -> RelayExpr:
-        node: RelayExpr = e
-        while isinstance(node, Let) and is_primitive(node.value):
-            self.prims[node.var] = node.value  # type: ignore[assignment]
-            node = node.body
-        return super().visit_Let(e) if node is e else self.visit(node)
+    def skip(self, expr: RelayExpr) -> bool:
+        return is_primitive(expr)
 
-    def visit_Call(self, e: Call) -> RelayExpr:
+    def visit_let(self, e: Let) -> RelayExpr:
+        if e.var in self.prims:
+            return self.visit(e.body)  # the binding goes: its calls get the function
+        return super().visit_let(e)
+
+    def visit_call(self, e: Call) -> RelayExpr:
         if isinstance(e.op, Var) and e.op in self.prims:
             return Call(self.prims[e.op], tuple(self.visit(a) for a in e.args), e.attrs,
                         e.type_args, span=e.span, checked_type_=e.checked_type_)
-        return super().visit_Call(e)
+        return super().visit_call(e)
 
-    def visit_Var(self, e: RelayExpr) -> RelayExpr:
-        if isinstance(e, Var) and e in self.prims:
+
+def inline_primitives(func: Function) -> Function:
+    """``func`` with its let-bound primitive functions substituted into their calls."""
+    prims: dict[Var, Function] = {e.var: e.value for e in post_order(func, skip=is_primitive)
+                                  if isinstance(e, Let) and is_primitive(e.value)}
+    if not prims:
+        return func
+    out: Function = _Inliner(prims).visit(func)
+    for e in post_order(out, skip=is_primitive):
+        if isinstance(e, Var) and e in prims:
             raise TVMError(f"InlinePrimitives: the fused function %{e.name_hint} is used as a "
                            "value; the VM can only call fused functions directly")
-        return e
-
-    def visit_Function(self, e: Function) -> RelayExpr:
-        return e if is_primitive(e) else super().visit_Function(e)
+    return out
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,7 @@ class InlinePrimitives(ModulePass):
         out = mod.copy()
         for gv, func in mod.functions.items():
             if isinstance(func, Function) and not is_primitive(func):
-                new = _Inliner().visit(func)
+                new = inline_primitives(func)
                 if new is not func:
                     out.add(gv, new)
         return out

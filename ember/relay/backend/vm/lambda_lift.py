@@ -28,8 +28,7 @@ from ....ir.attrs import DictAttrs
 from ....ir.expr import Call, Function, GlobalVar, Let, RelayExpr, Var
 from ....ir.module import IRModule
 from ....ir.transform import ModulePass, PassContext
-from ....ir.visitor import ExprMutator, bind, free_vars
-from ...transform._rewrite import is_primitive
+from ....ir.visitor import ExprMutator, bind, free_vars, is_primitive, post_order
 
 CLOSURE_ATTR = "Closure"
 
@@ -40,11 +39,17 @@ def is_closure_global(func: Any) -> bool:
 
 
 class _Lifter(ExprMutator):
-    def __init__(self, base: str, taken: set[str]) -> None:
+    def __init__(self, base: str, taken: set[str], root: RelayExpr) -> None:
         super().__init__()
         self.base, self.taken = base, taken
         self.lifted: list[tuple[GlobalVar, Function]] = []
-        self.rec_var: dict[int, Var] = {}  # id(let-bound literal) -> its let variable
+        # id(let-bound literal) -> its let variable (a literal may call itself through it)
+        self.rec_var: dict[int, Var] = {
+            id(e.value): e.var for e in post_order(root, skip=is_primitive)
+            if isinstance(e, Let) and isinstance(e.value, Function)}
+
+    def skip(self, expr: RelayExpr) -> bool:
+        return is_primitive(expr)
 
     def _name(self) -> str:
         k = 0
@@ -54,18 +59,8 @@ class _Lifter(ExprMutator):
         self.taken.add(name)
         return name
 
-    def visit_Let(self, e: Let) -> RelayExpr:
-        node: RelayExpr = e
-        while isinstance(node, Let) and id(node) not in self.memo:
-            if isinstance(node.value, Function) and not is_primitive(node.value):
-                self.rec_var[id(node.value)] = node.var
-            node = node.body
-        return super().visit_Let(e)
-
-    def visit_Function(self, fn: Function) -> RelayExpr:
-        if is_primitive(fn):
-            return fn
-        body = self.visit(fn.body)  # lifts the literals inside first
+    def visit_function(self, fn: Function) -> RelayExpr:
+        body = self.visit(fn.body)  # the literals inside were lifted first
         self_var = self.rec_var.get(id(fn))
         fvs = [v for v in free_vars(Function(fn.params, body)) if v is not self_var]
         gv = GlobalVar(self._name())
@@ -93,7 +88,7 @@ def _type_of(v: Var) -> Any:
 def lift_function(func: Function, base: str, taken: set[str]
                   ) -> tuple[Function, list[tuple[GlobalVar, Function]]]:
     """``func`` with its local literals replaced, and the new globals."""
-    lifter = _Lifter(base, taken)
+    lifter = _Lifter(base, taken, func.body)
     body = lifter.visit(func.body)
     if body is func.body:
         return func, lifter.lifted

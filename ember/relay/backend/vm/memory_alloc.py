@@ -40,12 +40,12 @@ import numpy as np
 from ....ir.adt import Clause, Match
 from ....ir.expr import Call, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var, const
 from ....ir.module import IRModule
+from ....ir.trampoline import Step, run
 from ....ir.transform import ModulePass, PassContext
-from ....ir.types import TensorType, TupleType, Type
-from ....ir.visitor import children
+from ....ir.types import TensorType, TupleType, Type, map_tuple_leaves
+from ....ir.visitor import children, is_primitive
 from ....runtime.dtype import DataType
 from ....runtime.errors import InternalError, TVMError
-from ...transform._rewrite import is_primitive
 from . import _ops
 
 _PENDING = Call(_ops.ALLOC_TENSOR, ())  # placeholder value of a static allocation
@@ -70,14 +70,16 @@ class _Alloc:
 def flat_types(ty: Type, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...],
                                                                        TensorType]]:
     """(tuple-field path, tensor type) of every tensor in a possibly nested tuple type."""
-    if isinstance(ty, TupleType):
-        for i, f in enumerate(ty.fields):
-            yield from flat_types(f, path + (i,))
-    elif isinstance(ty, TensorType):
-        yield path, ty
-    else:
-        raise TVMError(f"ManifestAlloc: a fused function takes or returns tensors and tuples "
-                       f"only, got {ty}")
+    stack = [(ty, path)]
+    while stack:
+        t, p = stack.pop()
+        if isinstance(t, TupleType):
+            stack.extend((f, p + (i,)) for i, f in reversed(list(enumerate(t.fields))))
+        elif isinstance(t, TensorType):
+            yield p, t
+        else:
+            raise TVMError(f"ManifestAlloc: a fused function takes or returns tensors and "
+                           f"tuples only, got {t}")
 
 
 def is_prim_call(e: RelayExpr) -> bool:
@@ -102,13 +104,14 @@ def _ret_type(call: Call) -> Type:
 
 
 def _restructure(ty: Type, flat: list[Var]) -> RelayExpr:
-    if isinstance(ty, TupleType):
-        return Tuple(tuple(_restructure(f, flat) for f in ty.fields))
-    return flat.pop(0)
+    it = iter(flat)
+    out: RelayExpr = map_tuple_leaves(ty, lambda t: next(it), lambda items: Tuple(tuple(items)))
+    return out
 
 
 class _Manifest:
-    """Rewrites one global function, scope by scope."""
+    """Rewrites one global function, scope by scope (nested scopes through the trampoline:
+    ifs and closures may nest deeply)."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -118,31 +121,34 @@ class _Manifest:
         return Var(f"{hint}{self.count}", ty)
 
     def function(self, func: Function) -> Function:
-        return dataclasses.replace(func, body=self.scope(func.body))
+        return dataclasses.replace(func, body=run(self.scope(func.body)))
 
-    def nested(self, e: RelayExpr) -> RelayExpr:
+    def nested(self, e: RelayExpr) -> Step[RelayExpr]:
         if isinstance(e, If):
-            return dataclasses.replace(e, true_branch=self.scope(e.true_branch),
-                                       false_branch=self.scope(e.false_branch))
+            then = yield self.scope(e.true_branch)
+            other = yield self.scope(e.false_branch)
+            return dataclasses.replace(e, true_branch=then, false_branch=other)
         if isinstance(e, Match):
-            clauses = tuple(Clause(c.lhs, self.scope(c.rhs)) for c in e.clauses)
-            return dataclasses.replace(e, clauses=clauses)
+            clauses = []
+            for c in e.clauses:
+                clauses.append(Clause(c.lhs, (yield self.scope(c.rhs))))
+            return dataclasses.replace(e, clauses=tuple(clauses))
         if isinstance(e, Function) and not is_primitive(e):
-            return dataclasses.replace(e, body=self.scope(e.body))
+            return dataclasses.replace(e, body=(yield self.scope(e.body)))
         return e
 
-    def scope(self, expr: RelayExpr) -> RelayExpr:
+    def scope(self, expr: RelayExpr) -> Step[RelayExpr]:
         bindings: list[tuple[Var, RelayExpr]] = []
         allocs: list[_Alloc] = []
         e = expr
         while isinstance(e, Let):
-            value = self.nested(e.value)
+            value = yield self.nested(e.value)
             if is_prim_call(value):
                 self.expand(e.var, value, bindings, allocs)  # type: ignore[arg-type]
             else:
                 bindings.append((e.var, value))
             e = e.body
-        result = self.nested(e)
+        result = yield self.nested(e)
         if is_prim_call(result):
             var = self.fresh("ret")
             self.expand(var, result, bindings, allocs)  # type: ignore[arg-type]

@@ -32,11 +32,17 @@ def not_implemented(op: str, what: str) -> OpNotImplemented:
 
 def tensor_types(ty: Type) -> list[TensorType]:
     """The tensor types of a (possibly nested tuple) type, flattened in order."""
-    if isinstance(ty, TupleType):
-        return [t for f in ty.fields for t in tensor_types(f)]
-    if not isinstance(ty, TensorType):
-        raise TypeError(f"expected a tensor or tuple type, got {ty}")
-    return [ty]
+    out: list[TensorType] = []
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TupleType):
+            stack.extend(reversed(t.fields))
+        elif isinstance(t, TensorType):
+            out.append(t)
+        else:
+            raise TypeError(f"expected a tensor or tuple type, got {ty}")
+    return out
 
 
 def as_int(d: Any) -> int | None:
