@@ -165,8 +165,11 @@ def _hash_inputs(files: Sequence[Path], options: Sequence[str]) -> list[bytes]:
     dirs.add(INCLUDE_DIR / "ember")
     chunks = [f.suffix.encode() + b"\0" + f.read_bytes() for f in files]
     for d in sorted(dirs):
-        for h in sorted(d.glob("*.h")) if d.is_dir() else ():
-            chunks.append(h.name.encode() + b"\0" + h.read_bytes())
+        # ember's own headers recursively (kernel headers live in ember/kernels/); other
+        # directories only at their top level (a source's folder may be large).
+        walk = d.rglob if d == INCLUDE_DIR / "ember" else d.glob
+        for h in sorted(walk("*.h")) if d.is_dir() else ():
+            chunks.append(str(h.relative_to(d)).encode() + b"\0" + h.read_bytes())
     return chunks
 
 

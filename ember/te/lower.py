@@ -292,7 +292,8 @@ class Lowerer:
             bmap[id(ph)] = self.bufs[id(t)]
         for i, ph in enumerate(op.output_placeholders):
             bmap[id(ph)] = self.bufs[id(op.output(i))]
-        return _rebind_buffers(op.body, bmap)
+        return _rebind_buffers(op.body, bmap,
+                               [*op.input_placeholders, *op.output_placeholders])
 
     # -- driver -----------------------------------------------------------------------------
     def run(self) -> PrimFunc:
@@ -333,8 +334,14 @@ def _reduce_leaves(st: Stage) -> set[int]:
     return red
 
 
-def _rebind_buffers(body: Stmt, bmap: dict[int, Buffer]) -> Stmt:
+def _rebind_buffers(body: Stmt, bmap: dict[int, Buffer], placeholders: Sequence[Buffer]) -> Stmt:
+    # An extern body names placeholder buffers, their elements or (for extern C kernels)
+    # their data pointers; each becomes the real buffer's.
+    data = {id(ph.data): bmap[id(ph)].data for ph in placeholders}
+
     def fn(n: Any) -> Any:
+        if id(n) in data:
+            return data[id(n)]
         if isinstance(n, (BufferLoad, BufferStore)) and id(n.buffer) in bmap:
             import dataclasses
 

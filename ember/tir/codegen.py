@@ -235,6 +235,8 @@ _PRAGMAS = r"""
 
 def _helper(key: str) -> str:
     kind, _, dtype = key.partition(":")
+    if kind == "include":
+        return f'#include "{dtype}"'
     if kind == "f16":
         return _F16
     if kind == "pragmas":
@@ -266,15 +268,13 @@ def _prelude(helpers: set[str], call_packed: bool, stdio: bool = True) -> str:
         lines.append('#include "ember/c_backend_api.h"')
     lines += ['#include "ember/c_packed_func.h"', _BACKEND_DECLS]
     lines.append(_COMMON if stdio else _COMMON_NO_STDIO)
-    for key in sorted(helpers, key=lambda k: (k != "f16", k)):
+    # Kernel headers first (they may define types the helpers use), then f16, then the rest.
+    for key in sorted(helpers, key=lambda k: (not k.startswith("include:"), k != "f16", k)):
         lines.append(_helper(key))
     return "\n".join(lines)
 
 
-_C_NAMES = frozenset("""exp exp2 expf log log2 log10 logf sqrt sqrtf tanh erf sin cos
-tan floor ceil round trunc fabs fabsf pow powf fmod atan asin acos sinh cosh log1p expm1 isnan isinf
-abs malloc free memcpy memset printf snprintf main int float double char void return for if while
-""".split())
+_C_NAMES = frozenset(["exp", "exp2", "expf", "log", "log2", "log10", "logf", "sqrt", "sqrtf", "tanh", "erf", "sin", "cos", "tan", "floor", "ceil", "round", "trunc", "fabs", "fabsf", "pow", "powf", "fmod", "atan", "asin", "acos", "sinh", "cosh", "log1p", "expm1", "isnan", "isinf", "abs", "malloc", "free", "memcpy", "memset", "printf", "snprintf", "main", "int", "float", "double", "char", "void", "return", "for", "if", "while"])
 
 
 def generate_c(funcs: Sequence[PrimFunc], stdio: bool = True) -> str:

@@ -281,6 +281,13 @@ class FunctionWriter:
             return f"({args[0]} ? {args[1]} : {args[2]})"
         if op == "tir.call_packed":
             raise InternalError("codegen: call_packed must be the whole of an Evaluate")
+        if op == "tir.call_extern":
+            name, header = e.args[0].value, e.args[1].value
+            if header:
+                self.helpers.add(f"include:{header}")
+            return f"{name}({', '.join(args[2:])})"
+        if op == "tir.address_of":
+            return f"(&{args[0]})"
         if op == "isnan" or op == "isinf":
             return f"((uint8_t){op}({args[0]}))"
         if op == "abs" and not is_float(e.dtype):

@@ -22,6 +22,7 @@ from .expr import (
     Add,
     And,
     BinaryOp,
+    BufferLoad,
     Call,
     Cast,
     Div,
@@ -276,6 +277,27 @@ def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
 def call_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
     """A call of the intrinsic ``name`` (rendered by the C emitter's table)."""
     return Call(dtype, name, tuple(convert(a) for a in args))
+
+
+def call_extern(dtype: str, name: str, *args: Any, header: str = "") -> PrimExpr:
+    """A call of the C function ``name``, declared in ``header`` (a path under ember's include
+    directory, e.g. ``"ember/kernels/gemm.h"``, that the generated C includes). Pass buffers
+    as ``buf.data`` or ``address_of(buf[i, j])``; ``Evaluate`` the call when ``dtype`` is
+    ``"void"``-like and only its effect matters."""
+    if not name.isidentifier():
+        raise OpError(f"tir.call_extern: {name!r} is not a C identifier")
+    return Call(dtype, "tir.call_extern",
+                (StringImm(name), StringImm(header), *(convert(a) for a in args)))
+
+
+def address_of(load: Any) -> PrimExpr:
+    """``&buf[i]``: a pointer to the element a ``BufferLoad`` reads (for extern kernels)."""
+    if not isinstance(load, BufferLoad):
+        raise OpError(f"tir.address_of: expected a buffer element, got {type(load).__name__}")
+    if load.buffer.dtype == "float16":
+        raise OpError("tir.address_of: float16 buffers are stored as uint16 bits; pass "
+                      "buffer.data and an offset instead")
+    return Call("handle", "tir.address_of", (load,))
 
 
 def _float_arg(name: str, x: Any) -> PrimExpr:

@@ -144,3 +144,26 @@ def test_let_expression():
     xv = np.arange(4, dtype="float32")
     (got,) = _run(y, [x], [xv])
     np.testing.assert_allclose(got, (2 * xv) ** 2 + 2 * xv)
+
+
+@needs_cc
+def test_call_extern_includes_its_header_and_passes_pointers():
+    x = te.placeholder((4, 6), name="x")
+    # memcpy of rows 1..3 of x into out: a C function from a header, fed element addresses.
+    out = te.extern((3, 6), [x], lambda ins, outs: tir.call_extern(
+        "handle", "memcpy", outs[0].data, tir.address_of(ins[0].vload((1, 0))), 3 * 6 * 4,
+        header="string.h"), name="copy_rows")
+    func = te.lower(te.create_schedule(out.op), [x, out], "copy_rows")
+    assert '#include "string.h"' in generate_c([func])
+    xv = np.arange(24, dtype="float32").reshape(4, 6)
+    mod = tir.build(te.create_schedule(out.op), [x, out], name="copy_rows")
+    got = ember.nd.empty((3, 6), "float32")
+    mod["copy_rows"](ember.nd.array(xv), got)
+    np.testing.assert_array_equal(got.numpy(), xv[1:])
+
+
+def test_call_extern_refuses_bad_names_and_non_elements():
+    with pytest.raises(ember.runtime.errors.OpError, match="not a C identifier"):
+        tir.call_extern("int32", "f(1); evil", header="x.h")
+    with pytest.raises(ember.runtime.errors.OpError, match="expected a buffer element"):
+        tir.address_of(tir.const(1))
