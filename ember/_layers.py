@@ -13,27 +13,32 @@ from __future__ import annotations
 
 # (layer, what lives there, module prefixes), bottom first.
 LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("runtime", "PackedFunc, objects, NDArray, modules and loaders, the C ABI bridge, the "
-     "graph/AOT/VM executors, profiling, RPC, the native runtime; the top-level namespace",
+    ("runtime",
+     ("PackedFunc, objects, NDArray, modules and loaders, the C ABI bridge, the graph/AOT/VM "
+      "executors, profiling, RPC, the native runtime; the top-level namespace"),
      ("ember", "ember._layers", "ember.error", "ember._ffi", "ember.runtime", "ember.rpc",
       "ember.contrib", "ember.contrib.utils", "ember.contrib.graph_executor",
       "ember.contrib.debugger", "ember.testing")),
-    ("IR", "types, expressions, IRModule, attrs, visitors, structural equality, the text "
-     "printer and parser, the op registry (Op, OpDef) and the pass manager",
+    ("IR",
+     ("types, expressions, IRModule, attrs, visitors, well-formedness, structural equality, "
+      "the text printer and parser, the op registry (Op, OpDef) and the pass manager"),
      ("ember.ir",)),
     ("target", "Target parsing and the SIMD level of a target",
      ("ember.target",)),
-    ("tensor lowering", "tensor expressions, loop-level IR, schedules, C code generation, "
-     "topi's tensor-expression kernels (te.Tensor's operators are topi's)",
+    ("tensor lowering",
+     ("tensor expressions, loop-level IR, schedules, C code generation, topi's "
+      "tensor-expression kernels (te.Tensor's operators are topi's)"),
      ("ember.te", "ember.tir", "ember.topi")),
-    ("operators", "the operator library: per op family its attrs, type relations, patterns, "
-     "computes, shape functions and numpy references",
+    ("operators",
+     ("the operator library: per op family its attrs, type relations, patterns, computes, "
+      "shape functions and numpy references"),
      ("ember.relay.op",)),
     ("passes", "Relay analyses and passes, and the Relay-level helpers they share",
      ("ember.relay.transform", "ember.relay.analysis", "ember.relay.expr_functor",
       "ember.relay.scope_builder", "ember.relay.loops", "ember.relay.prelude")),
-    ("backends", "graph, AOT and VM codegen (each executor's compile side), lowering to C, "
-     "memory planning, the executor-builder registry",
+    ("backends",
+     ("graph, AOT and VM codegen (each executor's compile side), lowering to C, memory "
+      "planning, the shared build pipeline, the executor-builder registry"),
      ("ember.relay.backend",)),
     ("driver", "relay.build and relay.vm.compile, the C compiler driver, the relay namespace",
      ("ember.relay", "ember.relay._build", "ember.relay.build_module", "ember.relay.vm",
@@ -42,8 +47,9 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("ember.relay.frontend", "ember.relay.testing", "ember.parser")),
     ("one-line API", "ember.compile and ember.load",
      ("ember.api",)),
-    ("tools", "the ember command, RPC server/tracker programs, micro projects, test helpers "
-     "that build models",
+    ("tools",
+     ("the ember command, RPC server/tracker programs, micro projects, test helpers that "
+      "build models"),
      ("ember.cli", "ember.__main__", "ember.exec", "ember.micro", "ember.testing.aot",
       "ember.testing._aot_c", "ember.testing.plugin")),
 )

@@ -1,6 +1,10 @@
 """ember.runtime must never load the compiler (DESIGN.md, "The layers")."""
+import ast
+import pathlib
 import subprocess
 import sys
+
+from ember import _layers
 
 COMPILER = ("ember.relay", "ember.ir", "ember.te", "ember.tir", "ember.topi", "ember.parser")
 
@@ -24,11 +28,6 @@ def test_compiler_loads_lazily_on_attribute_access():
 
 
 # -- the layer table (ember/_layers.py): no import, lazy ones included, runs against it --------
-import ast  # noqa: E402
-import pathlib  # noqa: E402
-
-from ember import _layers  # noqa: E402
-
 PACKAGE = pathlib.Path(_layers.__file__).parent
 
 
@@ -152,3 +151,16 @@ def test_layer_lookup():
         assert "ember.nonexistent_package" in str(err)
     else:
         raise AssertionError("an unplaced package must raise")
+
+
+def test_the_ir_loads_no_relay_module():
+    assert [m for m in _loaded_after("import ember.ir, ember.ir.transform")
+            if m.startswith("ember.relay")] == []
+
+
+def test_ops_register_from_above():
+    code = ("import ember.ir\nfrom ember.ir.op import OP_REGISTRY\nprint('before', len(OP_REGISTRY))\n"
+            "import ember.relay\nprint('after', len(OP_REGISTRY) > 100)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["before", "0", "after", "True"]
