@@ -420,7 +420,7 @@ for _name in _BINARY_TE:
 
 
 @register_compute("where")
-def where(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+def _where_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     """``cond ? x : y``, the three broadcast together."""
     return [broadcast_compute("where", inputs, lambda c, x, y: tir.Select_(
         tir.cast(c, "bool"), x, y), out_type.dtype)]  # type: ignore[attr-defined]
@@ -448,15 +448,15 @@ def _cast_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
 
 
 @register_compute("nn.leaky_relu")
-def leaky_relu(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+def _leaky_relu_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     return [topi.nn.leaky_relu(inputs[0], attrs.alpha)]
 
 
 @register_compute("nn.prelu")
-def prelu(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+def _prelu_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     return [topi.nn.prelu(inputs[0], inputs[1], attrs.axis)]
 
 
 @register_compute("nn.bias_add")
-def bias_add(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+def _bias_add_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     return [topi.nn.bias_add(inputs[0], inputs[1], attrs.axis)]

@@ -478,7 +478,7 @@ def _reshape_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -
 
 
 @register_compute("nn.batch_flatten")
-def batch_flatten(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+def _batch_flatten_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x = inputs[0]
     return [_reshape(x, out_type, [x.shape[0], prod(x.shape[1:])])]  # type: ignore[arg-type]
 
