@@ -63,7 +63,15 @@ _LAZY_ATTRS = {
 }
 
 
+# The IR only looks operators up; the operator library registers them (ember/_layers.py). Code
+# written for TVM expects ``tvm.ir.Op.get("add")`` and ``tvm.parser`` to know every op, so
+# reaching the IR through this namespace loads the library too.
+_WITH_OPERATORS = {"ir", "transform", "parser", "IRModule"}
+
+
 def __getattr__(name: str):
+    if name in _WITH_OPERATORS:
+        importlib.import_module("ember.relay.op")
     if name in _LAZY:
         return importlib.import_module(_LAZY[name])
     if name in _LAZY_ATTRS:

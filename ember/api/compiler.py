@@ -94,7 +94,7 @@ def to_relay(model: Any, input_shapes: Mapping[str, Any] | None,
         raise TypeError(f"ember.compile: expected an ONNX model (path or onnx.ModelProto), an "
                         f"IRModule, or Relay text (a string or a .relay/.txt path), got "
                         f"{type(model).__name__}")
-    from ..ir.parser import fromtext
+    from ..parser import fromtext
 
     return fromtext(text), dict(params or {})
 

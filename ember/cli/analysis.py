@@ -47,7 +47,7 @@ def import_model(path: Path, shapes: dict[str, tuple[int, ...]] | None
         if shapes is not None:
             raise CLIError("--input-shapes applies to ONNX models; a Relay model's input "
                            "shapes are the types of its main's parameters", code=2)
-        from ..ir.parser import fromtext
+        from ..parser import fromtext
 
         mod, params = fromtext(path.read_text(), source_name=str(path)), {}
     return InferType()(mod), params

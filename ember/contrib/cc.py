@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..runtime.cache import atomic_write, cache_dir, content_hash, temp_sibling
+from ..runtime.env import debug_level
 from ..runtime.errors import CompileError, CompilerNotFoundError
 
 _PKG = Path(__file__).resolve().parents[1]
@@ -35,13 +36,6 @@ _OPTIONAL_FLAGS = ("-march=native", "-fopenmp", "-Wl,-Bsymbolic", "-fno-tree-loo
 _PROBE_SRC = {"-fopenmp": "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"}
 _C_SUFFIXES = (".c",)
 _ABI_TAG = "ember-cc-1"
-
-
-def _debug_level() -> int:
-    try:
-        return int(os.environ.get("EMBER_DEBUG", "0"))
-    except ValueError:
-        return 0
 
 
 def _resolve(cmd: str) -> list[str] | None:
@@ -208,7 +202,7 @@ def build_shared(sources: "str | os.PathLike | Sequence[str | os.PathLike]",
         return out
     tmp_out = temp_sibling(out)
     cmd = [*argv, *flags, *map(str, files), "-o", str(tmp_out), *opts, *libs]
-    if _debug_level() >= 3:
+    if debug_level() >= 3:
         print("ember: " + shlex.join(cmd), file=sys.stderr)
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
@@ -220,7 +214,7 @@ def build_shared(sources: "str | os.PathLike | Sequence[str | os.PathLike]",
                            f"--- compiler stderr ---\n{proc.stderr.strip()}\n"
                            f"--- sources kept in {kept} ---")
     os.replace(tmp_out, out)
-    if _debug_level() >= 1:
+    if debug_level() >= 1:
         print(f"ember: compiled {out.name} in {time.perf_counter() - start:.2f}s", file=sys.stderr)
     return out
 
@@ -266,7 +260,7 @@ create_executable.output_format = "exe"  # type: ignore[attr-defined]
 
 # ---- objects and static archives ------------------------------------------------------------
 def _check_run(cmd: list[str], sources: Sequence["str | os.PathLike"]) -> None:
-    if _debug_level() >= 3:
+    if debug_level() >= 3:
         print("ember: " + shlex.join(cmd), file=sys.stderr)
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:

@@ -1,13 +1,14 @@
 """Operators: ``Op`` nodes (singletons by name) and the registry of their rules.
 
 The rules of each op (attrs type, type relation, fusion pattern, numpy reference, compute,
-shape function) live in one ``OpDef`` record, filled by ``ember.relay.op``. The registry is
-populated on first lookup so the IR layer does not import the operator library eagerly.
+shape function) live in one ``OpDef`` record. The operator library (``ember.relay.op``, a layer
+above) registers its ops here when it is imported; the IR only looks them up and never imports
+the library (``ember/_layers.py``). ``ember.relay``, ``ember.parser`` and ``ember.ir`` reached
+through the ``ember`` namespace load it.
 """
 from __future__ import annotations
 
 import difflib
-import importlib
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Callable
@@ -58,14 +59,6 @@ class OpDef:
 
 OP_REGISTRY: dict[str, OpDef] = {}
 _OPS: dict[str, "Op"] = {}
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        importlib.import_module("ember.relay.op")
 
 
 @register_object("Op")
@@ -81,11 +74,12 @@ class Op(RelayExpr):
         op = _OPS.get(name)
         if op is not None:
             return op
-        _ensure_loaded()
         if name in OP_REGISTRY:
             return _OPS.setdefault(name, Op(name))
         close = difflib.get_close_matches(name, OP_REGISTRY, n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
+        if not OP_REGISTRY:
+            hint = "; no operator is registered yet: import ember.relay (the operator library)"
         raise OpNotImplemented(f"unknown operator {name!r}{hint}")
 
     @property
@@ -129,5 +123,5 @@ def register_op(op_def: OpDef) -> OpDef:
 
 
 def list_op_names() -> list[str]:
-    _ensure_loaded()
+    """The names of the registered operators."""
     return sorted(OP_REGISTRY)

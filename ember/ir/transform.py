@@ -18,7 +18,6 @@ checks after each pass that the module is well formed and names the pass that br
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
 import sys
@@ -28,10 +27,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..runtime.env import debug_level as _debug_level
 from ..runtime.errors import DiagnosticError
 from .expr import Function
 from .instrument import PassInstrument, PassTimingInstrument, pass_instrument  # noqa: F401
 from .module import IRModule
+from .well_formed import check_well_formed
 
 
 def canonical_name(name: str) -> str:
@@ -150,13 +151,6 @@ def _instruments(instruments: Sequence[PassInstrument] | None) -> tuple[PassInst
 _depth = threading.local()
 
 
-def _debug_level() -> int:
-    try:
-        return int(os.environ.get("EMBER_DEBUG", "0") or 0)
-    except ValueError:
-        return 0
-
-
 class Pass:
     """A transformation of an IRModule. Call it: ``new_mod = pass_obj(mod)``.
 
@@ -224,8 +218,6 @@ def _verify_enabled(ctx: PassContext) -> bool:
 
 def _verify(mod: IRModule, pass_name: str) -> None:
     """Check that a pass left the module well formed; the error names the pass."""
-    from ..relay.analysis import check_well_formed  # the checker lives with the analyses
-
     try:
         check_well_formed(mod)
     except DiagnosticError as err:
@@ -318,12 +310,9 @@ def get_pass(name: str, needed_by: str | None = None) -> Pass:
     """A new instance of the registered pass ``name``."""
     factory = _PASSES.get(canonical_name(name))
     if factory is None:
-        # The pass library registers its passes on import, as ember.relay.op does for ops.
-        importlib.import_module("ember.relay.transform")
-        factory = _PASSES.get(canonical_name(name))
-    if factory is None:
+        # The pass library (ember.relay.transform) registers its passes when it is imported.
         who = f"pass {needed_by} requires " if needed_by else ""
-        known = ", ".join(sorted(_PASSES)) or "none"
+        known = ", ".join(sorted(_PASSES)) or "none (import ember.relay.transform)"
         raise KeyError(f"{who}unknown pass {name!r}; registered passes: {known}")
     return factory()
 

@@ -2,3 +2,4 @@
 from __future__ import annotations
 
 from ..ir.parser import fromtext, parse, parse_expr  # noqa: F401
+from ..relay import op as _operators  # noqa: F401  (registers the ops the text names)

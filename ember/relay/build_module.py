@@ -5,50 +5,22 @@ inference, param binding, optimisation under the current PassContext, fusion, lo
 memory planning, executor codegen, compiling the C) and returns an executor factory module:
 ``factory["default"](ember.cpu(0))`` is the executor. ``relay.create_executor(kind, mod,
 device, target, params)`` gives an executor whose ``evaluate(expr=None, binds=None)`` returns
-a Python callable; kinds are registered in ``EXECUTOR_KINDS``: ``"debug"`` (the reference
-interpreter) and ``"graph"`` (built with ``relay.build``, run by the graph executor).
+a Python callable; kinds are registered by the backends (``relay/backend/registry.py``):
+``"debug"`` (the reference interpreter), ``"graph"`` (built with ``relay.build``, run by the
+graph executor) and ``"vm"``.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any, Mapping
 
-import numpy as np
-
-from ..ir.expr import Constant, Function, Var, bind
 from ..ir.module import IRModule
 from ..runtime.device import Device, device as _device
 from ..runtime.errors import TVMError
-from ..runtime.ndarray import NDArray, array as _nd_array
+from ..runtime.ndarray import NDArray
+from .backend import registry
+from .transform.bind_params import bind_params_by_name  # noqa: F401  (relay.build_module's name)
 
-# kind -> (module, class); each class takes (mod, device, target).
-EXECUTOR_KINDS: dict[str, tuple[str, str]] = {
-    "debug": ("ember.relay.backend.interpreter", "Interpreter"),
-    "graph": ("ember.relay._build", "GraphEvaluator"),
-    "vm": ("ember.relay.vm", "VMExecutor"),
-}
 _HOST_TARGETS = ("llvm", "c")
-
-
-def bind_params_by_name(func: Function, params: Mapping[str, Any]) -> Function:
-    """Replace the parameters of ``func`` named in ``params`` by constants.
-
-    Names that are not parameters of ``func`` are ignored (a params dict may hold more
-    weights than one function uses); a name shared by several parameters is an error.
-    """
-    by_name: dict[str, list[Var]] = {}
-    for p in func.params:
-        by_name.setdefault(p.name_hint, []).append(p)
-    binds: dict[Var, Any] = {}
-    for name, value in params.items():
-        found = by_name.get(name, [])
-        if len(found) > 1:
-            raise TVMError(f"bind_params_by_name: {len(found)} parameters are named {name!r}; "
-                           "cannot tell which one to bind")
-        if found:
-            arr = value if isinstance(value, NDArray) else _nd_array(np.asarray(value))
-            binds[found[0]] = Constant(arr)
-    return bind(func, binds) if binds else func  # type: ignore[return-value]
 
 
 def _check_target(target: Any) -> None:
@@ -73,11 +45,7 @@ def create_executor(kind: str = "debug", mod: IRModule | None = None, device: An
     ``params`` binds parameters of ``main`` by name (as constants). ``device`` defaults to
     ``ember.cpu(0)``. Raises TVMError for an unknown kind, a non-CPU device or target.
     """
-    entry = EXECUTOR_KINDS.get(kind)
-    if entry is None:
-        kinds = ", ".join(repr(k) for k in EXECUTOR_KINDS)
-        raise TVMError(f"create_executor: executor kind {kind!r} is not available; "
-                       f"available kinds: {kinds}")
+    cls = registry.get_evaluator(kind, "create_executor")
     if mod is None:
         mod = IRModule()
     elif not isinstance(mod, IRModule):
@@ -90,8 +58,6 @@ def create_executor(kind: str = "debug", mod: IRModule | None = None, device: An
                            "has no main function")
         mod = mod.copy()
         mod["main"] = bind_params_by_name(mod["main"], params)
-    module_name, class_name = entry
-    cls = getattr(importlib.import_module(module_name), class_name)
     return cls(mod, dev, target)
 
 

@@ -47,7 +47,7 @@ register_func("runtime.module.loadbinary_vm_exec", _load_vm_exec, override=True)
 
 def _load_vm_factory(data: bytes) -> "Module":
     from .executor_factory import _load_factory
-    from .vm_executor_factory import VMExecutorFactoryModule  # noqa: F401  (registers "vm")
+    from .vm.factory import VMExecutorFactoryModule  # noqa: F401  (registers "vm")
 
     return _load_factory(data)
 

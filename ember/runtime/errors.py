@@ -100,3 +100,7 @@ def add_note(err: BaseException, note: str) -> None:
         notes.append(note)
     except (AttributeError, TypeError):  # exceptions without a __dict__
         pass
+
+
+class EnvironmentSettingError(TVMError, ValueError):
+    """An ember environment variable (``EMBER_DEBUG``, ...) holds a value it cannot take."""

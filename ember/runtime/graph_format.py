@@ -1,6 +1,6 @@
 """The graph executor's artifact format: the graph JSON, its schema, version and validation.
 
-This module is the one contract between the compile side (``relay/backend/graph_codegen.py``,
+This module is the one contract between the compile side (``relay/backend/graph/codegen.py``,
 which builds a :class:`Graph` and calls :meth:`Graph.to_json`) and the run side
 (``runtime/graph_executor.py``, which calls :func:`parse_graph`). Layout (the Relay-era one)::
 

@@ -13,7 +13,7 @@ from typing import Any
 from ..runtime.errors import OpError
 from ..tir.expr import Var
 from ..tir.stmt import ForKind
-from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
+from .tensor import ComputeOp, IterVar, Operation, Tensor
 
 
 @dataclass(eq=False)
@@ -173,7 +173,3 @@ def create_schedule(ops: Any) -> Schedule:
     if not isinstance(ops, (list, tuple)):
         ops = [ops]
     return Schedule([o.op if isinstance(o, Tensor) else o for o in ops])
-
-
-def is_placeholder(op: Operation) -> bool:
-    return isinstance(op, PlaceholderOp)

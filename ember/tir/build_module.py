@@ -66,10 +66,11 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = "c",
 
 def _debug(funcs: list[PrimFunc], code: str) -> None:
     """EMBER_DEBUG=2 prints the lowered loop IR, =3 also the generated C (on stderr)."""
-    import os
     import sys
 
-    level = int(os.environ.get("EMBER_DEBUG", "0") or 0)
+    from ..runtime.env import debug_level
+
+    level = debug_level()
     if level >= 2:
         for f in funcs:
             print(f"ember: lowered {f.name}\n{f}", file=sys.stderr)

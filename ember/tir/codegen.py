@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .c_names import C_KEYWORDS, C_LIBRARY_NAMES
 from .codegen_c import C_TYPE
 from .codegen_packed import (
     backend_header_available,
@@ -274,7 +275,7 @@ def _prelude(helpers: set[str], call_packed: bool, stdio: bool = True) -> str:
     return "\n".join(lines)
 
 
-_C_NAMES = frozenset(["exp", "exp2", "expf", "log", "log2", "log10", "logf", "sqrt", "sqrtf", "tanh", "erf", "sin", "cos", "tan", "floor", "ceil", "round", "trunc", "fabs", "fabsf", "pow", "powf", "fmod", "atan", "asin", "acos", "sinh", "cosh", "log1p", "expm1", "isnan", "isinf", "abs", "malloc", "free", "memcpy", "memset", "printf", "snprintf", "main", "int", "float", "double", "char", "void", "return", "for", "if", "while"])
+_C_NAMES = C_KEYWORDS | C_LIBRARY_NAMES
 
 
 def generate_c(funcs: Sequence[PrimFunc], stdio: bool = True) -> str:

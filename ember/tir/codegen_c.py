@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..runtime.errors import InternalError
+from .c_names import C_KEYWORDS, PACKED_SIGNATURE_NAMES
 from .expr import (
     EQ,
     GE,
@@ -460,4 +461,4 @@ def _hoistable(root: PrimExpr) -> set[int]:
             if uses.get(id(n), 0) > 1 and id(n) in always and _kids(n)}
 
 
-_RESERVED = frozenset(["auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "args", "type_codes", "num_args", "out_ret_value", "out_ret_tcode", "resource_handle", "err", "ember_err"])
+_RESERVED = C_KEYWORDS | PACKED_SIGNATURE_NAMES

@@ -1,12 +1,17 @@
 """ember.relay.backend: turning Relay into something that runs.
 
-Today: the reference interpreter (``interpreter``). Graph / AOT / VM code generation and the
-executor factory modules join it here. Submodules load on first attribute access.
+Each executor's compile side is a folder here, registered by name in ``registry`` when this
+package is imported: ``graph`` (graph JSON), ``aot`` (C ``run_model``), ``vm`` (bytecode).
+Shared by them: ``pipeline`` (optimize, build stages), ``te_compiler`` (primitive functions
+to C), ``memory_plan``; the reference interpreter is ``interpreter`` (the ``"debug"`` kind of
+``create_executor``). Other submodules load on first attribute access.
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from . import aot, graph, interpreter, vm  # noqa: F401  (each registers its executor)
 
 # name -> submodule defining it (relay.backend.Executor, relay.backend.Runtime).
 _ATTRS = {"Executor": "executor", "Runtime": "runtime"}

@@ -16,7 +16,7 @@ from ...ir.module import IRModule
 from ...runtime.ndarray import NDArray
 from ...target import Target
 from ..transform import InferType
-from .graph_codegen import generate_graph
+from .graph.codegen import generate_graph
 
 
 class GraphExecutorCodegen:

@@ -30,6 +30,7 @@ from ...runtime.ndarray import NDArray
 from ._values import ADT, ConstructorValue, RefValue  # noqa: F401  (public runtime values)
 from ._values import (Closure, check_value, describe_value, from_numpy, is_tuple, make_tuple,
                       match_pattern, to_numpy, to_value)
+from .registry import register_evaluator
 
 InterpreterClosure = Closure  # TVM's name for the same thing
 Frame = dict  # Var -> value bindings and memoised node -> value results of one activation
@@ -422,3 +423,6 @@ class Interpreter(Executor):
             mod.add(name, expr)
         mod = _infer_type(mod)
         return Evaluator(mod).global_closure(mod.get_global_var(name))
+
+
+register_evaluator("debug", Interpreter)

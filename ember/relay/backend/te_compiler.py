@@ -16,7 +16,6 @@ FuseOps passes large constants as parameters), then the flattened outputs, all a
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from ...ir.expr import Call, Function, GlobalVar
 from ...ir.module import IRModule
 from ...ir.structural import structural_equal, structural_hash
 from ...ir.visitor import is_primitive, post_order
+from ...runtime.env import debug_level
 from ...runtime.errors import TVMError
 from ...runtime.module import CSourceModule
 from ...te import tensor as te
@@ -267,7 +267,7 @@ def lower_module(mod: IRModule, target: Any = "c", mod_name: str = "default",
 
 
 def _debug(prim: PrimFunc, code: str) -> None:
-    level = int(os.environ.get("EMBER_DEBUG", "0") or 0)
+    level = debug_level()
     if level >= 2:
         print(f"ember: lowered {prim.name}\n{prim}", file=sys.stderr)
     if level >= 3:

@@ -1,6 +1,8 @@
 """The operator library: one registry entry per op (attrs, type relation, fusion pattern,
-numpy reference; compute and shape function arrive with lowering) and the Python API
-functions that build calls (``relay.add``, ``relay.nn.conv2d``, ...).
+numpy reference, compute rule) and the Python API functions that build calls (``relay.add``,
+``relay.nn.conv2d``, ...). Each family's module holds all of its ops' rules; the attrs records
+are in ``attrs.py`` (``nn/_attrs.py`` for nn) and the nn family's compute rules in
+``_compute/`` (dense, conv, pooling).
 
 ``from ember.relay.op import *`` (done by ``ember.relay``) exports every API function plus the
 ``nn`` and ``annotation`` namespaces and ``TupleWrapper``.
@@ -8,8 +10,9 @@ functions that build calls (``relay.add``, ``relay.nn.conv2d``, ...).
 from __future__ import annotations
 
 from ...ir.op import Op, OpDef, OpPattern, list_op_names, register_op  # noqa: F401
+# nn first: tensor.py's table of elementwise computes includes nn.relu's
+from . import nn  # noqa: F401,I001
 from . import annotation, attrs, creation, indexing, reduce, tensor, transform  # noqa: F401
-from . import nn  # noqa: F401  (after tensor: nn.rearrange loads the compute rules)
 from ._tuple import TupleWrapper
 from .creation import *
 from .reduce import *
@@ -21,8 +24,10 @@ get = Op.get
 __all__ = ["TupleWrapper", "annotation", "image", "nn"]
 __all__ += creation.__all__ + reduce.__all__ + tensor.__all__ + transform.__all__
 
-from . import _compute  # noqa: E402,F401  (registers every op's compute rule)
-# Op families whose compute rules sit next to their other rules (after _compute: they use it).
+# the nn family's compute rules (after the nn ops: they register into them)
+from ._compute import conv as _conv_rules  # noqa: E402,F401
+from ._compute import nn as _nn_rules  # noqa: E402,F401
+from ._compute import pooling as _pooling_rules  # noqa: E402,F401
 from . import algorithm, image, scatter_gather  # noqa: E402
 from .algorithm import *  # noqa: E402
 from .scatter_gather import *  # noqa: E402

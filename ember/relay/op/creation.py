@@ -7,9 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from ... import topi
 from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.types import Any as AnyDim
-from ...ir.types import TensorType
+from ...ir.types import TensorType, Type
+from ...te import tensor as te
+from ...tir import op as tir
+from ...tir.expr import EQ, PrimExpr
+from ._compute._common import register_compute, scalar
 from ._reg import ELEMWISE, OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
 from ._shape import fail, fmt_type, norm_axis, tensor_of
 from .attrs import ArangeAttrs, InitOpAttrs, OneHotAttrs
@@ -172,3 +177,74 @@ def one_hot(indices: Any, on_value: Any, off_value: Any, depth: int, axis: int =
             dtype: str = "float32") -> Call:
     """A ``depth``-long one-hot axis at ``axis`` (-1: last): on_value at each index."""
     return call("one_hot", indices, on_value, off_value, attrs=OneHotAttrs(depth, axis, dtype))
+
+
+# ---------------------------------------------------------------- compute rules (te)
+def _fill(shape: Any, dtype: str, value: PrimExpr, name: str) -> te.Tensor:
+    v = tir.cast(value, dtype)
+    return te.compute(tuple(tir.const(d) if isinstance(d, int) else d for d in shape),
+                      lambda *i: v, name=name, tag="elemwise")
+
+
+@register_compute("zeros")
+def _zeros_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    dtype = out_type.dtype  # type: ignore[attr-defined]
+    return [_fill(attrs.shape, dtype, tir.const(0, dtype), "T_zeros")]
+
+
+@register_compute("ones")
+def _ones_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    dtype = out_type.dtype  # type: ignore[attr-defined]
+    return [_fill(attrs.shape, dtype, tir.const(1, dtype), "T_ones")]
+
+
+@register_compute("zeros_like")
+def _zeros_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    return [topi.full(x.shape, x.dtype, 0)]
+
+
+@register_compute("ones_like")
+def _ones_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    return [topi.full(x.shape, x.dtype, 1)]
+
+
+@register_compute("full")
+def _full_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [_fill(attrs.shape, out_type.dtype, scalar(inputs[0]), "T_full")]  # type: ignore
+
+
+@register_compute("full_like")
+def _full_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x, fill = inputs
+    return [_fill(x.shape, x.dtype, scalar(fill), "T_full_like")]
+
+
+@register_compute("arange")
+def _arange_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """Element i is start + i * step, in the output dtype (as the reference computes it)."""
+    start, _stop, step = inputs
+    dtype = out_type.dtype  # type: ignore[attr-defined]
+    (n,) = out_type.shape  # type: ignore[attr-defined]
+    length = tir.const(n) if isinstance(n, int) else te.size_var("arange_len")
+    first, delta = tir.cast(scalar(start), dtype), tir.cast(scalar(step), dtype)
+    return [te.compute((length,), lambda i: first + tir.cast(i, dtype) * delta,
+                       name="T_arange", tag="injective")]
+
+
+@register_compute("one_hot")
+def _one_hot_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """``on_value`` where the new axis equals the index, ``off_value`` elsewhere."""
+    indices, on, off = inputs
+    dtype = attrs.dtype
+    axis = indices.ndim if attrs.axis == -1 else attrs.axis % (indices.ndim + 1)
+    shape = tuple(indices.shape[:axis]) + (tir.const(attrs.depth),) + tuple(
+        indices.shape[axis:])
+    on_v, off_v = tir.cast(scalar(on), dtype), tir.cast(scalar(off), dtype)
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        idx = tir.cast(indices(*(i[:axis] + i[axis + 1:])), "int32")
+        return tir.Select_(tir.binary(EQ, idx, i[axis]), on_v, off_v)
+
+    return [te.compute(shape, f, name="T_one_hot", tag="injective")]

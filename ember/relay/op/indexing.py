@@ -8,9 +8,22 @@ from typing import Any
 
 import numpy as np
 
+from ... import topi
 from ...ir.expr import Call, Constant, RelayExpr, TupleGetItem
 from ...ir.types import Any as AnyDim
-from ...ir.types import Dim, TensorType, TupleType
+from ...ir.types import Dim, TensorType, TupleType, Type
+from ...te import tensor as te
+from ...tir import op as tir
+from ...tir.expr import PrimExpr
+from ._compute._common import (
+    norm_axis as _te_norm_axis,
+)
+from ._compute._common import (
+    out_dims,
+    prod,
+    register_compute,
+    tensor_types,
+)
 from ._reg import INJECTIVE, as_tuple_expr, call, defop
 from ._shape import dim_add, fail, fmt_shape, known, may_equal, norm_axis, tensor_of, unify_dim
 from ._tuple import TupleWrapper
@@ -260,3 +273,97 @@ def strided_slice(data: Any, begin: Sequence[int], end: Sequence[int],
                               (1,) if strides is None else _static_ints("strides", strides),
                               axes, slice_mode)
     return call("strided_slice", data, attrs=attrs)
+
+
+# ---------------------------------------------------------------- compute rules (te)
+@register_compute("concatenate")
+def _concatenate_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.concatenate(inputs, attrs.axis)]
+
+
+@register_compute("stack")
+def _stack_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.stack(inputs, attrs.axis)]
+
+
+def _window(x: te.Tensor, axis: int, start: PrimExpr, size: PrimExpr, name: str) -> te.Tensor:
+    shape = tuple(size if k == axis else d for k, d in enumerate(x.shape))
+    return te.compute(shape, lambda *i: x(*(i[:axis] + (i[axis] + start,) + i[axis + 1:])),
+                      name=name, tag="injective")
+
+
+@register_compute("split")
+def _split_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """Equal sections or pieces between the (clamped) split indices."""
+    x = inputs[0]
+    axis = _te_norm_axis(attrs.axis, x.ndim)
+    d = x.shape[axis]
+    spec = attrs.indices_or_sections
+    if isinstance(spec, int):
+        step = tir.floordiv(d, spec)
+        bounds = [step * k for k in range(spec)] + [d]
+    else:
+        bounds = [tir.const(0)] + [tir.min(tir.const(b), d) for b in spec] + [d]
+    outs = []
+    for k, ty in enumerate(tensor_types(out_type)):
+        lo, hi = bounds[k], bounds[k + 1]
+        size = tir.const(ty.shape[axis]) if isinstance(ty.shape[axis], int) else (
+            tir.max(hi - lo, tir.const(0)))
+        outs.append(_window(x, axis, lo, size, f"T_split{k}"))
+    return outs
+
+
+@register_compute("take")
+def _take_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """Gather along ``axis`` (flattened data when None), with batch_dims and clip/wrap/fast."""
+    data, indices = inputs
+    if attrs.axis is None:
+        data = topi.reshape(data, [prod(data.shape)])
+    axis = 0 if attrs.axis is None else _te_norm_axis(attrs.axis, data.ndim)
+    bd = attrs.batch_dims + (indices.ndim if attrs.batch_dims < 0 else 0)
+    n = data.shape[axis]
+    k = indices.ndim - bd
+    shape = tuple(data.shape[:axis]) + tuple(indices.shape[bd:]) + tuple(data.shape[axis + 1:])
+
+    def f(*idx: PrimExpr) -> PrimExpr:
+        j = tir.cast(indices(*(idx[:bd] + idx[axis:axis + k])), "int32")
+        if attrs.mode == "wrap":
+            j = tir.floormod(j, n)
+        elif attrs.mode == "clip":
+            j = tir.min(tir.max(j, tir.const(0)), n - 1)
+        else:  # fast: indices are in range, negative ones count from the end (np.take)
+            j = tir.Select_(j < 0, j + n, j)
+        return data(*(idx[:axis] + (j,) + idx[axis + k:]))
+
+    return [te.compute(shape, f, name="T_take", tag="injective")]
+
+
+def _slice_axis_compute(d: PrimExpr, b: int, e: int | None, s: int, size_mode: bool
+                ) -> tuple[PrimExpr, PrimExpr, int]:
+    """(begin, extent, stride) on an axis of te size ``d`` (Relay's clamping rules)."""
+    if size_mode:
+        begin = d + b if b < 0 else tir.const(b)
+        end = d if e is None or e < 0 else begin + e
+        s = 1
+    else:
+        begin = d + b if b < 0 else tir.const(b)
+        end = (d if s > 0 else tir.const(-1)) if e is None else (d + e if e < 0 else tir.const(e))
+    lo, hi = (tir.const(0), d) if s > 0 else (tir.const(-1), d - 1)
+    begin = tir.min(tir.max(begin, lo), hi)
+    end = tir.min(tir.max(end, lo), hi)
+    extent = (end - begin + (s - 1)) // s if s > 0 else (begin - end + (-s - 1)) // (-s)
+    return begin, tir.max(extent, tir.const(0)), s
+
+
+@register_compute("strided_slice")
+def _strided_slice_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    starts: list[PrimExpr] = [tir.const(0)] * x.ndim
+    steps = [1] * x.ndim
+    dims = list(x.shape)
+    for axis, (b, e, s) in _slice_plan("strided_slice", x.ndim, attrs).items():
+        starts[axis], dims[axis], steps[axis] = _slice_axis_compute(x.shape[axis], b, e, s,
+                                                            attrs.slice_mode == "size")
+    shape = out_dims(out_type, dims)  # type: ignore[arg-type]
+    return [te.compute(shape, lambda *i: x(*[b + j * s for b, j, s in zip(starts, i, steps)]),
+                       name="T_strided_slice", tag="injective")]

@@ -12,8 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from ... import topi
 from ...ir.expr import Call
-from ...ir.types import TensorType
+from ...ir.types import TensorType, Type
+from ...te import tensor as te
+from ...tir import op as tir
+from ...tir.expr import PrimExpr
+from ._compute._common import cast_to, identity, register_compute
 from ._reg import COMM_REDUCE, call, defop
 from ._shape import dim_prod, fail, known, norm_axes, same_dtype, tensor_of
 from .attrs import ArgReduceAttrs, ReduceAttrs, VarianceAttrs
@@ -198,3 +203,93 @@ def mean_std(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool 
 
     m = globals()["mean"](data, axis, keepdims, exclude)
     return TupleWrapper(Tuple((m, std(data, axis, keepdims, exclude, unbiased))), 2)
+
+
+# ---------------------------------------------------------------- compute rules (te)
+_TOPI = {"sum": topi.sum, "mean": topi.mean, "max": topi.max, "min": topi.min,
+         "prod": topi.prod, "all": topi.all, "any": topi.any}
+
+
+def _reduce_rule(name: str) -> Any:
+    fn = _TOPI[name]
+
+    def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+        x = inputs[0]
+        axes = reduce_axes(name, x.ndim, attrs)
+        if not axes:  # nothing to reduce: the input (all/any: as truth values)
+            out = cast_to(x, "bool") if name in ("all", "any") else identity(x, f"T_{name}")
+        else:
+            out = fn(x, axes, attrs.keepdims)
+        return [cast_to(out, out_type.dtype)]  # type: ignore[attr-defined]
+
+    return rule
+
+
+for _name in _TOPI:
+    register_compute(_name)(_reduce_rule(_name))
+
+
+def _arg_reducer(name: str, last: bool) -> Any:
+    better = {("argmax", False): lambda a, b: a > b, ("argmax", True): lambda a, b: a >= b,
+              ("argmin", False): lambda a, b: a < b, ("argmin", True): lambda a, b: a <= b}[
+        (name, last)]
+
+    def fcombine(x: tuple, y: tuple) -> tuple:
+        # Loops visit indices in increasing order: x holds the best so far (index -1: none).
+        take = tir.logical_or(x[0] < 0, better(y[1], x[1]))
+        return tir.Select_(take, y[0], x[0]), tir.Select_(take, y[1], x[1])
+
+    def fidentity(t0: str, t1: str) -> tuple:
+        return tir.const(-1, t0), tir.const(0, t1)
+
+    return te.comm_reducer(fcombine, fidentity, name)
+
+
+def _arg_rule(name: str) -> Any:
+    def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+        x = inputs[0]
+        axes = reduce_axes(name, x.ndim, attrs)
+        keep = attrs.keepdims
+        shape = tuple(tir.const(1) if i in axes else d for i, d in enumerate(x.shape)
+                      if keep or i not in axes)
+        if not axes:
+            return [te.compute(shape, lambda *i: tir.const(0, "int32"), name=f"T_{name}",
+                               tag="elemwise")]
+        red = _arg_reducer(name, attrs.select_last_index)
+
+        def f(*idx: PrimExpr) -> Any:
+            rvs = [te.reduce_axis((0, x.shape[a]), f"k{a}") for a in axes]
+            it, rit = iter(idx), iter(rvs)
+            src: list[PrimExpr] = []
+            for i in range(x.ndim):
+                if i in axes:
+                    if keep:
+                        next(it)
+                    src.append(next(rit).var)
+                else:
+                    src.append(next(it))
+            flat: PrimExpr = tir.const(0)
+            for rv, a in zip(rvs, axes):
+                flat = flat * x.shape[a] + rv.var
+            return red((flat, x(*src)), axis=rvs)
+
+        outs = te.compute(shape, f, name=f"T_{name}", tag="comm_reduce")
+        return [outs[0]]
+
+    return rule
+
+
+for _name in ("argmax", "argmin"):
+    register_compute(_name)(_arg_rule(_name))
+
+
+@register_compute("variance")
+def _variance_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """Mean squared deviation from the given mean (a keepdims tensor), over the axes."""
+    x, mean = inputs
+    axes = reduce_axes("variance", x.ndim, attrs)
+    if not axes:
+        sq = te.compute(x.shape, lambda *i: (x(*i) - mean(*i)) * (x(*i) - mean(*i)),
+                        name="T_variance", tag="broadcast")
+        return [sq]
+    return [topi.variance(x, axes, attrs.keepdims, False, attrs.unbiased, mean_value=mean)]

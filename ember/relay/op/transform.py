@@ -11,10 +11,24 @@ from typing import Any
 
 import numpy as np
 
+from ... import topi
 from ...ir.expr import Call
 from ...ir.types import Any as AnyDim
-from ...ir.types import Dim, ShapeVar, TensorType
+from ...ir.types import Dim, ShapeVar, TensorType, Type
+from ...te import tensor as te
+from ...tir import op as tir
+from ...tir.expr import PrimExpr
 from . import indexing
+from ._compute._common import (
+    as_int,
+    broadcast_load,
+    out_dims,
+    prod,
+    register_compute,
+)
+from ._compute._common import (
+    norm_axis as _te_norm_axis,
+)
 from ._layout import Layout, from_primal, to_primal, transform_shape
 from ._reg import BROADCAST, INJECTIVE, OPAQUE, call, defop
 from ._shape import (
@@ -401,3 +415,143 @@ defop("shape_of", lambda args, attrs: tensor_of((args[0].ndim,), attrs.dtype),
 def shape_of(data: Any, dtype: str = "int32") -> Call:
     """The shape of ``data`` as a 1-D tensor of ``dtype``."""
     return call("shape_of", data, attrs=ShapeOfAttrs(dtype))
+
+
+# ---------------------------------------------------------------- compute rules (te)
+def _reshape_dims(shape: Sequence[PrimExpr], newshape: Sequence[int]) -> list[PrimExpr]:
+    """Relay's reshape special values (0, -1, -2, -3, -4) over te dimensions."""
+    out: list[PrimExpr] = []
+    src, i, infer_at = 0, 0, -1
+    while i < len(newshape):
+        v = newshape[i]
+        if v > 0:
+            out.append(tir.const(v))
+        elif v == 0:
+            out.append(shape[src])
+        elif v == -1:
+            infer_at = len(out)
+            out.append(tir.const(1))
+        elif v == -2:
+            out.extend(shape[src:])
+            src = len(shape)
+        elif v == -3:
+            out.append(shape[src] * shape[src + 1])
+            src += 1
+        elif v == -4:
+            a, b = newshape[i + 1], newshape[i + 2]
+            d = shape[src]
+            out += [tir.floordiv(d, b) if a == -1 else tir.const(a),
+                    tir.floordiv(d, a) if b == -1 else tir.const(b)]
+            i += 2
+        src += 1 if v != -2 else 0
+        i += 1
+    if infer_at >= 0:
+        rest = out[:infer_at] + out[infer_at + 1:]
+        out[infer_at] = tir.floordiv(prod(shape), prod(rest))
+    return out
+
+
+def _reshape(x: te.Tensor, out_type: TensorType, dims: Sequence[PrimExpr]) -> te.Tensor:
+    return topi.reshape(x, list(out_dims(out_type, dims)))
+
+
+@register_compute("reshape")
+def _reshape_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    return [_reshape(x, out_type, _reshape_dims(x.shape, attrs.newshape))]  # type: ignore
+
+
+@register_compute("contrib_reverse_reshape")
+def _reverse_reshape_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    dims = _reshape_dims(list(x.shape)[::-1], list(attrs.newshape)[::-1])[::-1]
+    return [_reshape(x, out_type, dims)]  # type: ignore[arg-type]
+
+
+@register_compute("reshape_like")
+def _reshape_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x, like = inputs
+    lhs_end = x.ndim if attrs.lhs_end is None else attrs.lhs_end
+    rhs_end = like.ndim if attrs.rhs_end is None else attrs.rhs_end
+    dims = [*x.shape[:attrs.lhs_begin], *like.shape[attrs.rhs_begin:rhs_end], *x.shape[lhs_end:]]
+    return [_reshape(x, out_type, dims)]  # type: ignore[arg-type]
+
+
+@register_compute("nn.batch_flatten")
+def _batch_flatten_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    return [_reshape(x, out_type, [x.shape[0], prod(x.shape[1:])])]  # type: ignore[arg-type]
+
+
+@register_compute("transpose")
+def _transpose_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.transpose(inputs[0], attrs.axes)]
+
+
+@register_compute("squeeze")
+def _squeeze_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    if attrs.axis is None:
+        drop = [i for i, d in enumerate(x.shape) if as_int(d) == 1]
+    else:
+        drop = [_te_norm_axis(a, x.ndim) for a in attrs.axis]
+    return [topi.squeeze(x, drop)]
+
+
+@register_compute("expand_dims")
+def _expand_dims_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    axis = attrs.axis if attrs.axis >= 0 else attrs.axis + x.ndim + 1
+    return [topi.expand_dims(x, axis, attrs.num_newaxis)]
+
+
+def _broadcast_to(x: te.Tensor, shape: Sequence[PrimExpr]) -> te.Tensor:
+    shape = tuple(shape)
+    return te.compute(shape, lambda *i: broadcast_load(x, i, shape), name="T_broadcast_to",
+                      tag="broadcast")
+
+
+@register_compute("broadcast_to")
+def _broadcast_to_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [_broadcast_to(inputs[0], [tir.const(d) for d in attrs.shape])]
+
+
+@register_compute("broadcast_to_like")
+def _broadcast_to_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [_broadcast_to(inputs[0], inputs[1].shape)]
+
+
+@register_compute("tile")
+def _tile_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.tile(inputs[0], attrs.reps)]
+
+
+@register_compute("repeat")
+def _repeat_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.repeat(inputs[0], attrs.repeats, attrs.axis)]
+
+
+@register_compute("reverse")
+def _reverse_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.reverse(inputs[0], attrs.axis)]
+
+
+@register_compute("layout_transform")
+def _layout_transform_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.layout_transform(inputs[0], attrs.src_layout, attrs.dst_layout)]
+
+
+@register_compute("shape_of")
+def _shape_of_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """The input's (possibly symbolic) dimensions as a 1-d tensor."""
+    x, dtype = inputs[0], out_type.dtype  # type: ignore[attr-defined]
+
+    def f(i: PrimExpr) -> PrimExpr:
+        out: PrimExpr = tir.const(0, dtype)
+        for k in range(x.ndim - 1, -1, -1):
+            out = tir.Select_(i == k, tir.cast(x.shape[k], dtype), out)
+        return out
+
+    return [te.compute((tir.const(x.ndim),), f, name="T_shape_of", tag="injective")]
+
+

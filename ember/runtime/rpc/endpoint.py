@@ -262,8 +262,3 @@ def serve(ch: Channel, session: ServerSession, max_frame: int,
                 write_frame(ch, reply[0], seq, reply[1], frame_timeout)
             except RPCConnectionError as err:
                 return f"client went away before the reply to {kind_name(kind)} ({err})"
-
-
-def describe_failure(err: BaseException) -> str:
-    """One line for the log: the class and message."""
-    return f"{type(err).__name__}: {err}"

@@ -75,7 +75,9 @@ register dataflow), ``serialize.py`` (byte format, checksummed), ``assembler.py`
 assembler), ``executable.py``, ``memory.py``, ``steps.py`` (what each instruction does),
 ``arguments.py`` (binding and checking arguments), ``interpreter.py`` (the loop and the API),
 ``executor.py`` (``VMModule``: the module-based interface, set_input/run/get_output, for a VM
-executor factory), ``profiler.py``.
+executor factory), ``factory.py`` (``VMExecutorFactoryModule``: what ``relay.build(...,
+executor=Executor("vm"))`` returns), ``profiler.py``. The compile side is
+``ember.relay.backend.vm``.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import pytest
 
 import ember as tvm
 from ember import relay
-from ember.relay.backend.graph_codegen import generate_graph
+from ember.relay.backend.graph.codegen import generate_graph
 from ember.runtime import graph_executor
 from ember.runtime.module import PyModule
 

@@ -6,21 +6,17 @@
 - ``emit_c``: run_model and the linked constants as C;
 - ``interface``: C names, the header ``tvmgen_<mod>.h``, the packed and C entry points;
 - ``metadata``: the unified metadata (JSON, C struct, macros);
-- ``build``: the pipeline, registered as the ``"aot"`` builder of ``relay.build``.
+- ``build``: the pipeline, registered as the ``"aot"`` builder of ``relay.build``
+  (``backend/registry.py``).
 
 The run side is ``ember.runtime.aot_executor``; the contract between them is
 ``ember.runtime.aot_format``.
 """
 from __future__ import annotations
 
-from typing import Any
+from ..registry import register_builder
+from .build import build_aot, check_supported
 
 __all__ = ["build_aot", "check_supported"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from . import build
-
-        return getattr(build, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+register_builder("aot", build_aot)

@@ -22,6 +22,7 @@ from ....ir.transform import PassContext
 from ....ir.types import TensorType, TupleType, Type, is_dynamic
 from ....ir.visitor import post_order
 from ....runtime.aot_format import c_prefix
+from ....runtime.env import debug_level
 from ....runtime.errors import TVMError
 from ....runtime.executor_factory import AotExecutorFactoryModule
 from ....runtime.module import CSourceModule
@@ -29,6 +30,7 @@ from ....tir.codegen import generate_c
 from ...transform import InferType, ToGraphNormalForm
 from .. import te_compiler
 from ..executor import Executor
+from ..pipeline import optimize, stage
 from ..runtime import Runtime
 from .calling_convention import AotOptions, options_from
 from .codegen import AotProgram, lower_main
@@ -105,18 +107,16 @@ def executor_source(program: AotProgram, meta: Any, opts: AotOptions, head: str)
 
 def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
               params: Mapping[str, Any] | None, mod_name: str) -> AotExecutorFactoryModule:
-    """The AOT executor factory for ``mod`` (the ``"aot"`` entry of ``_build.BUILDERS``)."""
-    from ..._build import _debug, _stage, optimize
-
+    """The AOT executor factory for ``mod`` (the ``"aot"`` builder of ``relay.build``)."""
     opts = options_from(executor, runtime, PassContext.current().config)
     source = mod
     mod = InferType()(mod)
     check_supported(mod)
     mod, _ = optimize(ToGraphNormalForm()(mod), target, None, params)
     prefix = c_prefix(mod_name)
-    with _stage("lower"):
+    with stage("lower"):
         kernels = lower_kernels(mod, target, mod_name)
-    with _stage("aot codegen"):
+    with stage("aot codegen"):
         try:
             program = lower_main(mod, kernels, opts, prefix)
         except TVMError as err:
@@ -127,11 +127,11 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
         head = header(meta, RunModelWriter(program).signature())
         kernels_c = generate_c([k.prim_func for k in program.kernels.values()], stdio=opts.hosted)
         aot_c = executor_source(program, meta, opts, head)
-    if _debug() >= 1:
+    if debug_level() >= 1:
         report = meta.memory
         print(f"[ember] relay.build: aot arena {report['planned_bytes']} bytes (lower bound "
               f"{report['lower_bound']}, {report['total_bytes']} without reuse)", file=sys.stderr)
-    if _debug() >= 2:
+    if debug_level() >= 2:
         print(str(program.run_model), file=sys.stderr)
     names = list(program.kernels) + [meta.symbol("run"), meta.symbol("get_metadata")]
     if opts.system_lib and opts.runtime == "cpp":  # the C runtime has its registry already
@@ -142,7 +142,7 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
     sources = _Sources(lib, {f"{mod_name}_lib0.c": (0, len(kernels_c)),
                              f"{mod_name}_lib1.c": (len(kernels_c) + 1, len(lib.code))})
     del kernels_c, aot_c  # linked weights make these large: the library's copy is enough
-    with _stage("compile"):
+    with stage("compile"):
         lib.get_function(meta.symbol("get_metadata"))  # compiles once (cached by content hash)
     params_out = {} if opts.link_params else {c.name: c.value for c in program.constants}
     return AotExecutorFactoryModule(

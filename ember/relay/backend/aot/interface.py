@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from ....runtime.aot_format import ModelMetadata, ParameterInfo
 from ....runtime.errors import TVMError
+from ....tir.c_names import C_KEYWORDS as _C_KEYWORDS
 from ....tir.codegen_packed import dl_type
 from ..name_transforms import NameError_, check_unique_c_names
 from .codegen import AotProgram, itemsize
 from .metadata import METADATA_TYPES, c_string
 
-_C_KEYWORDS = frozenset(["auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex", "_Imaginary"])
 # Size macros of the model itself: an input or output must not take their names.
 _RESERVED_MACROS = ("WORKSPACE", "CONSTANTS", "BACKEND_WORKSPACE")
 

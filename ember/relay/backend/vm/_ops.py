@@ -24,7 +24,6 @@ appear in prints (``mod.astext()``) for debugging, with ``EMBER_DEBUG=2``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ....ir.attrs import Attrs
 from ....ir.expr import Call, RelayExpr, Tuple
@@ -59,13 +58,6 @@ class AllocTensorAttrs(Attrs):
     offset: int = 0
     dtype: str = "float32"
     shape: tuple[int, ...] = ()
-
-
-def is_vm_op(expr: Any, op: Op | None = None) -> bool:
-    """Whether ``expr`` is a call of a VM-internal op (of ``op``, when given)."""
-    if not isinstance(expr, Call) or expr.op not in VM_OPS:
-        return False
-    return op is None or expr.op is op
 
 
 def alloc_storage(size: RelayExpr, dtype_hint: str = "uint8") -> Call:

@@ -4,7 +4,7 @@ to a VM Executable (bytecode + constants + one C kernel library).
 Pipeline (``VMCompiler.lower``):
 
 1. ``optimize``: InferType, bind params, the optimisation passes of ``relay.build`` under the
-   current PassContext (SimplifyInference, FoldConstant, ... ``_build.optimize_passes``),
+   current PassContext (SimplifyInference, FoldConstant, ... ``relay._build.optimize_passes``),
    FuseOps, InferType (the same code as ``relay.optimize``; lets are first dissolved with
    ToGraphNormalForm so they do not split fusion groups);
 2. ToANormalForm + InferType, InlinePrimitives: fused functions in call position;
@@ -22,11 +22,12 @@ VM-specific ones) and the bytecode.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ....ir.expr import Function
 from ....ir.module import IRModule
+from ....runtime.env import debug_level
 from ....runtime.errors import TVMError
 from ....runtime.module import CSourceModule
 from ....runtime.ndarray import NDArray
@@ -35,11 +36,12 @@ from ....runtime.vm.executable import Executable
 from ....target import Target
 from ....tir.codegen import generate_c
 from ....tir.stmt import PrimFunc
-from ... import _build
 from ...transform.to_a_normal_form import ToANormalForm
 from ...transform.to_graph_normal_form import ToGraphNormalForm
 from ...transform.type_infer import InferType
 from .. import te_compiler
+from ..interpreter import Executor as _EvaluatorBase
+from ..pipeline import as_module, canon_target, evaluated_module, optimize, stage
 from ..te_compiler import LoweredFunc, TECompiler
 from ._codegen import CodegenContext, FunctionCodegen
 from .inline_primitives import InlinePrimitives
@@ -117,32 +119,32 @@ class VMCompiler:
     def optimize(self, mod: Any, target: Any = None, target_host: Any = None,
                  params: Mapping[str, Any] | None = None) -> tuple[IRModule, dict[str, NDArray]]:
         """The optimised, fused module (and the params bound into it), before the VM passes."""
-        mod = _build._as_module(mod, "relay.vm.compile")
-        canon = _build.canon_target(target, target_host, "relay.vm.compile")
+        mod = as_module(mod, "relay.vm.compile")
+        canon = canon_target(target, target_host, "relay.vm.compile")
         with canon:
             mod = ToGraphNormalForm()(InferType()(mod))
-            return _build.optimize(mod, canon, None, params)
+            return optimize(mod, canon, None, params)
 
     def lower(self, mod: Any, target: Any = None, target_host: Any = None) -> None:
         """Run the VM pipeline on ``mod`` and generate the executable (kernels not yet
         compiled: ``codegen`` compiles them)."""
-        canon = _build.canon_target(target, target_host, "relay.vm.compile")
+        canon = canon_target(target, target_host, "relay.vm.compile")
         opt, _ = self.optimize(mod, canon, None, self._params)
         with canon:
-            with _build._stage("vm passes"):
+            with stage("vm passes"):
                 mod = InferType()(ToANormalForm()(opt))
                 mod = LambdaLift()(ManifestAlloc()(InlinePrimitives()(mod)))
             self._lowered_mod = mod
-            with _build._stage("vm codegen + lower kernels"):
+            with stage("vm codegen + lower kernels"):
                 self._exec = _generate(mod, canon)
-        if _build._debug() >= 2:
+        if debug_level() >= 2:
             print(self._exec.bytecode, file=sys.stderr)
 
     def codegen(self) -> None:
         """Compile the kernel library (C, cached by content hash)."""
         exe = self.get_exec()
         if exe.lib is not None:
-            with _build._stage("compile"):
+            with stage("compile"):
                 for name in exe.primitive_ops:
                     exe.lib.get_function(name)
 
@@ -188,10 +190,30 @@ def compile(mod: Any, target: Any = None, target_host: Any = None,
     return compiler.get_exec()
 
 
+class VMExecutor(_EvaluatorBase):
+    """``create_executor("vm", mod, device, target)``: ``evaluate()`` compiles ``main`` (or
+    the given function) with ``relay.vm.compile`` once and returns a callable running it on
+    a VirtualMachine. Results are NDArrays, or ADTs for tuples and data types."""
+
+    def _make_executor(self, expr: Any = None) -> Callable[..., Any]:
+        from ....runtime.vm.interpreter import VirtualMachine
+        from .._values import convert_args
+
+        mod = evaluated_module(self.mod, expr)
+        main = mod["main"]
+        exe = compile(mod, self.target)
+        vm = VirtualMachine(exe, self.device)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return vm.invoke("main", *convert_args(main, args, kwargs, "vm executor"))
+
+        return run
+
+
 def build_vm(mod: IRModule, target: Target, executor: Any, runtime: Any,
              params: Mapping[str, Any] | None, mod_name: str) -> Any:
     """``relay.build(..., executor=Executor("vm"))``: the VM executor factory."""
-    from ....runtime.vm_executor_factory import VMExecutorFactoryModule
+    from ....runtime.vm.factory import VMExecutorFactoryModule
 
     exe = compile(mod, target, None, params)
     return VMExecutorFactoryModule(exe, mod_name, target=target)

@@ -7,9 +7,10 @@ TensorType, or a TupleType for ops with several results, e.g. split or nn.batch_
 translate Relay attrs into ``ember.topi`` parameters, and write the expression themselves where
 topi has no matching compute or where Relay's semantics differ from topi's (documented in place).
 
-One module per op family; importing this package registers every rule.
+Most op families keep their compute rules next to their other rules (``tensor.py``,
+``reduce.py``, ``transform.py``, ``indexing.py``, ``creation.py``, ``algorithm.py``, ``image.py``,
+``scatter_gather.py``, ``nn/rearrange.py``), using the helpers of ``_common.py``. The ``nn``
+family's rules (dense, conv, pooling) are still here, one module each, imported by
+``ember.relay.op`` after the nn ops are defined (importing ``_common`` alone registers nothing).
 """
 from __future__ import annotations
-
-from . import conv, creation, elemwise, nn, pooling, reduce, transform  # noqa: F401
-from ._common import register_compute  # noqa: F401

@@ -13,14 +13,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...ir.expr import Function, GlobalVar, RelayExpr
-from ...ir.module import IRModule
-from ...ir.op import Op
-from ...runtime.errors import TVMError
-from ...runtime.graph_format import NOP, Entry, Graph, Node
-from ...runtime.ndarray import NDArray
-from ._liveness import CONST, Dataflow, Step, TensorInfo
-from .memory_plan import StoragePlan, plan_storage
+from ....ir.expr import Function, GlobalVar, RelayExpr
+from ....ir.module import IRModule
+from ....ir.op import Op
+from ....runtime.errors import TVMError
+from ....runtime.graph_format import NOP, Entry, Graph, Node
+from ....runtime.ndarray import NDArray
+from .._liveness import CONST, Dataflow, Step, TensorInfo
+from ..memory_plan import StoragePlan, plan_storage
 
 FuncNamer = Callable[[RelayExpr], Any]  # callee -> symbol, or LoweredFunc
 

@@ -1,11 +1,11 @@
 """The VM executor factory: what ``relay.build(..., executor=Executor("vm"))`` returns.
 
 It holds a VM program and the kernel library (its import), and creates executors with the
-module-based interface shared by every executor (``vm/executor.py``'s ``VMModule``:
+module-based interface shared by every executor (``executor.py``'s ``VMModule``:
 ``set_input``, ``run``, ``get_output``, ``get_num_outputs``, ``get_input_index``...). The VM's
 ``main`` is the model: its parameters are the inputs, its result (a tuple's fields) the
 outputs. Serialised like every factory (``executor_factory.py``), with one section ``code``:
-the VM program in the byte format of ``vm/serialize.py``; params are constants of the
+the VM program in the byte format of ``serialize.py``; params are constants of the
 program, so ``params`` is empty.
 Runtime layer: loading an exported VM factory needs no compiler module.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .device import Device, cpu
-from .executor_factory import ExecutorFactoryModule, register_factory
-from .module import Module
+from ..device import Device, cpu
+from ..executor_factory import ExecutorFactoryModule, register_factory
+from ..module import Module
 
 
 @register_factory
@@ -31,7 +31,7 @@ class VMExecutorFactoryModule(ExecutorFactoryModule):
     type_key = "VMExecutorFactory"
 
     def __init__(self, exe: Any, libmod_name: str = "default", target: Any = None) -> None:
-        from .vm.executable import Executable
+        from .executable import Executable
 
         program = exe._program if isinstance(exe, Executable) else exe
         lib = exe.lib if isinstance(exe, Executable) else None
@@ -40,7 +40,7 @@ class VMExecutorFactoryModule(ExecutorFactoryModule):
 
     def get_executor(self) -> Any:
         """The Executable (program + this factory's kernel library)."""
-        from .vm.executable import Executable, ExecutableModule
+        from .executable import Executable, ExecutableModule
 
         return Executable(ExecutableModule(self.program, self.lib if self._imports else None))
 
@@ -49,7 +49,7 @@ class VMExecutorFactoryModule(ExecutorFactoryModule):
         return str(self.get_executor().bytecode)
 
     def _create(self, dev: Device | Sequence[Device] | None = None) -> Module:
-        from .vm.executor import VMModule
+        from .executor import VMModule
 
         return VMModule(self.get_executor(), dev or cpu(0))  # type: ignore[arg-type]
 
@@ -57,7 +57,7 @@ class VMExecutorFactoryModule(ExecutorFactoryModule):
         return dict(super()._functions(), get_executor=self.get_executor)
 
     def _sections(self) -> list[tuple[str, bytes]]:
-        from .vm.serialize import serialize
+        from .serialize import serialize
 
         return [("code", bytes(serialize(self.program)))]
 
@@ -66,6 +66,6 @@ class VMExecutorFactoryModule(ExecutorFactoryModule):
 
     @classmethod
     def _from_parts(cls, header: dict[str, Any], sections: dict[str, bytes]) -> Module:
-        from .vm.serialize import deserialize
+        from .serialize import deserialize
 
         return cls(deserialize(sections["code"]), header["mod_name"], target=header["target"])

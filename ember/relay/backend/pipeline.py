@@ -1,0 +1,121 @@
+"""The build pipeline every executor's compile side shares: the module and target checks,
+``optimize`` (the Relay passes up to fusion), and the build stages with their listeners.
+
+``optimize``: InferType -> bind params -> the optimisation passes (each runs when the
+PassContext's opt_level reaches its own) -> FuseOps -> InferType. The list of optimisation
+passes belongs to the driver (``relay._build.optimize_passes``), which registers it here with
+``set_optimize_passes`` when it is imported. ``EMBER_DEBUG=1`` prints each stage with its time.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from ...ir.expr import Function
+from ...ir.module import IRModule
+from ...ir.transform import Pass, Sequential
+from ...runtime.env import debug_level
+from ...runtime.errors import InternalError, TVMError
+from ...runtime.ndarray import NDArray
+from ...runtime.ndarray import array as nd_array
+from ...target import Target
+from ..transform import FuseOps, InferType
+from ..transform.bind_params import bind_params_by_name
+
+# Called with (stage name, None) when a stage starts and (stage name, seconds) when it ends.
+StageListener = Callable[[str, "float | None"], None]
+_LISTENERS: list[StageListener] = []
+_OPTIMIZE_PASSES: list[Callable[[], list[Pass]]] = []
+
+
+@contextmanager
+def stage_listener(listener: StageListener) -> Iterator[None]:
+    """Within the block, ``listener(stage, None)`` is called as each build stage starts
+    ("optimize", "lower", "compile", ...) and ``listener(stage, seconds)`` as it ends; the
+    ``ember`` command draws its progress line from these."""
+    _LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(listener)
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    """One build stage: tells the listeners, and logs its time under ``EMBER_DEBUG=1``."""
+    for listener in tuple(_LISTENERS):
+        listener(name, None)
+    start = time.perf_counter()
+    yield
+    seconds = time.perf_counter() - start
+    for listener in tuple(_LISTENERS):
+        listener(name, seconds)
+    if debug_level() >= 1:
+        print(f"[ember] relay.build: {name} {1e3 * seconds:.1f} ms", file=sys.stderr)
+
+
+def as_module(ir_mod: Any, where: str) -> IRModule:
+    """``ir_mod`` as an IRModule with a ``main`` (a Function becomes one)."""
+    if isinstance(ir_mod, Function):
+        return IRModule.from_expr(ir_mod)
+    if not isinstance(ir_mod, IRModule):
+        raise TVMError(f"{where}: expected an IRModule or a relay.Function, got "
+                       f"{type(ir_mod).__name__}")
+    if "main" not in {gv.name_hint for gv in ir_mod.functions}:
+        raise TVMError(f"{where}: the module has no main function")
+    return ir_mod
+
+
+def canon_target(target: Any, target_host: Any, where: str) -> Target:
+    """The one CPU Target to build for (the current one, or "llvm", when None)."""
+    if target is None:
+        target = Target.current() or "llvm"
+    if isinstance(target, Mapping) and "kind" not in target:
+        if len(target) != 1:
+            raise TVMError(f"{where}: ember builds for one target (the CPU), got "
+                           f"{len(target)}: {dict(target)}")
+        target = next(iter(target.values()))
+    canon = Target(target, target_host)
+    canon.check_buildable(where)
+    return canon
+
+
+def set_optimize_passes(make_passes: Callable[[], list[Pass]]) -> None:
+    """Make ``make_passes()`` the optimisation passes ``optimize`` runs (the driver's list)."""
+    _OPTIMIZE_PASSES[:] = [make_passes]
+
+
+def _bind(mod: IRModule, params: Mapping[str, Any] | None) -> tuple[IRModule, dict[str, NDArray]]:
+    arrays = {k: v if isinstance(v, NDArray) else nd_array(v) for k, v in (params or {}).items()}
+    if not arrays:
+        return mod, arrays
+    out = mod.copy()
+    out["main"] = bind_params_by_name(mod["main"], arrays)
+    return InferType()(out), arrays
+
+
+def optimize(mod: Any, target: Any = None, target_host: Any = None,
+             params: Mapping[str, Any] | None = None) -> tuple[IRModule, dict[str, NDArray]]:
+    """``(optimised fused module, params bound)``; see ``relay.optimize``."""
+    if not _OPTIMIZE_PASSES:
+        raise InternalError("relay.optimize: no optimisation passes registered (the driver, "
+                            "ember.relay._build, registers them when ember.relay is imported)")
+    mod = as_module(mod, "relay.optimize")
+    with canon_target(target, target_host, "relay.optimize"), stage("optimize"):
+        mod = InferType()(mod)
+        mod, arrays = _bind(mod, params)
+        mod = Sequential(_OPTIMIZE_PASSES[0](), name="relay.optimize")(mod)
+        mod = InferType()(FuseOps()(mod))
+    return mod, arrays
+
+
+def evaluated_module(mod: IRModule, expr: Any = None) -> IRModule:
+    """``mod``, typed, with ``expr`` (a Function or a GlobalVar of ``mod``; None: ``main``
+    itself) as its ``main``: what the compiling kinds of ``create_executor`` build."""
+    if expr is not None and not (hasattr(expr, "name_hint") and expr.name_hint == "main"):
+        mod = mod.copy()
+        mod["main"] = expr if isinstance(expr, Function) else mod[expr.name_hint]
+    return InferType()(mod)
