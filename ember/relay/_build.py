@@ -31,6 +31,7 @@ from .backend.runtime import Runtime
 from .transform import (
     CanonicalizeOps,
     EliminateCommonSubexpr,
+    FuseGemmEpilogue,
     FoldConstant,
     FoldScaleAxis,
     FuseOps,
@@ -43,9 +44,10 @@ from .transform import (
 
 def optimize_passes() -> list[Pass]:
     """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
-    reaches its own (SimplifyInference 0, FoldConstant 2, the others 3)."""
+    reaches its own (SimplifyInference 0, FoldConstant and FuseGemmEpilogue 2, the others 3).
+    FuseGemmEpilogue packs constant weights; the FoldConstant after it folds the packing."""
     return [SimplifyInference(), EliminateCommonSubexpr(), FoldConstant(), FoldScaleAxis(),
-            SimplifyExpr(), CanonicalizeOps(), FoldConstant()]
+            SimplifyExpr(), CanonicalizeOps(), FuseGemmEpilogue(), FoldConstant()]
 
 
 def _debug() -> int:

@@ -104,8 +104,8 @@ def pack_weight_np(w: np.ndarray, nr: int, transpose: bool = True) -> np.ndarray
 
 
 def pack_weight(w: te.Tensor, nr: int, transpose: bool = True) -> te.Tensor:
-    """The te form of :func:`pack_weight_np` (what FoldConstant folds for constant weights,
-    or a per-call kernel when the weight is an input)."""
+    """The te form of :func:`pack_weight_np` (a per-call kernel when the weight is not a
+    constant; FoldConstant uses the numpy form)."""
     n, k = (w.shape[0], w.shape[1]) if transpose else (w.shape[1], w.shape[0])
     n_, k_ = _ints("nn.contrib_gemm_pack", n, k)
 

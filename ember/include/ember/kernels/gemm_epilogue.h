@@ -11,7 +11,7 @@
  *   GELU_ERF   p0 * x * (1 + erf(p1 * x))          (p0 = 0.5, p1 = 1/sqrt(2): exact GELU)
  *   GELU_TANH  p0 * x * (1 + tanh(p1 * (x + 0.044715 x^3)))   (p0 = 0.5, p1 = sqrt(2/pi))
  *   SIGMOID    1 / (1 + exp(-x))
- *   HARDSWISH  x * min(max(x + 3, 0), 6) / 6
+ *   HARDSWISH  p0 * x * min(max(x + 3, 0), 6)           (p0 = 1/6: hardswish)
  *   TANH       tanh(x)
  *   LEAKY_RELU x > 0 ? x : p0 * x
  * The vector forms use gemm_simd.h's exp/erf/tanh approximations, the scalar forms (edge
@@ -84,7 +84,7 @@ EMBER_NOINLINE ember_vf ember_vact(ember_vf x, int32_t act, float p0, float p1) 
     case EMBER_ACT_HARDSWISH: {
       ember_vf g = ember_vmin(ember_vmax(ember_vadd(x, ember_vset1(3.0f)), ember_vzero()),
                               ember_vset1(6.0f));
-      return ember_vmul(x, ember_vmul(g, ember_vset1(1.0f / 6.0f)));
+      return ember_vmul(x, ember_vmul(g, ember_vset1(p0)));
     }
     case EMBER_ACT_TANH:
       return ember_vtanh(x);
@@ -111,7 +111,7 @@ static inline float ember_act1(float x, int32_t act, float p0, float p1) {
     case EMBER_ACT_HARDSWISH: {
       float g = x + 3.0f;
       g = g < 0.0f ? 0.0f : (g > 6.0f ? 6.0f : g);
-      return x * g * (1.0f / 6.0f);
+      return p0 * x * g;
     }
     case EMBER_ACT_TANH:
       return tanhf(x);
