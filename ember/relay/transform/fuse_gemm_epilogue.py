@@ -12,7 +12,7 @@ is absorbed into its epilogue ``act2(act1(alpha * acc + bias) + residual)``, in 
 - ``add`` of a scalar or a vector along the last axis: ``bias``; of a tensor of the output's
   type (or after the bias/activation, a scalar): ``residual``;
 - ``nn.relu``, ``clip``, ``sigmoid``, ``tanh``, ``nn.leaky_relu``: an activation;
-- the decomposed forms ``x * (1 + erf(x * c))`` (GELU, erf form),
+- the decomposed forms ``x * (1 + erf(x * c))`` (GELU, erf form; also ``(x * s) * ...``),
   ``x * (1 + tanh(c * (x + 0.044715 x^3)))`` (GELU, tanh form) and
   ``x * clip(x + 3, 0, 6)`` (hardswish), where every node but ``x`` has no other use.
 """
@@ -191,7 +191,10 @@ class _Fuser(PassMutator):
         if name != "multiply":
             return None
         for i in (0, 1):
-            x, f = orig.args[i], orig.args[1 - i]
+            x, f, scale = orig.args[i], orig.args[1 - i], 1.0
+            split = _split_scalar(x)  # (x * s) * f(x)
+            if split is not None and self.uses.get(id(x), 0) == 1:
+                x, scale = split
             if self.uses.get(id(f), 0) != 1:
                 continue
             found = _match_gelu_erf(x, f, self.uses) or _match_gelu_tanh(x, f, self.uses) or \
@@ -201,7 +204,7 @@ class _Fuser(PassMutator):
             act, p, x_uses = found
             g = self.visit(x)
             if _name(g) == "nn.contrib_gemm" and self.uses.get(id(x), 0) == x_uses:
-                out = self._set_act(g, act, p)
+                out = self._set_act(g, act, (p[0] * scale, p[1]))
                 if out is not None:
                     return out
         return None

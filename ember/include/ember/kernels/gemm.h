@@ -199,8 +199,10 @@ static inline int ember_gemm_needs_buffer(const ember_gemm_args* g) {
            (g->b_nr == 0 && g->b_ns == 1 && g->N % EMBER_GEMM_NR == 0));
 }
 
-/* Work items [begin, end): item = (b * panels + j) * mblocks + mb. */
-static inline int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int64_t end) {
+/* Work items [begin, end): item = (b * panels + j) * mblocks + mb. Out of line: one copy per
+ * translation unit however many kernels call it (the epilogue and strides are runtime
+ * values whose branches are taken once per vector, not per FMA). */
+EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int64_t end) {
   int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
   int64_t mblocks = (g->M + g->mc - 1) / g->mc;
   int64_t have_b = -1, have_j = -1, item, ks = 0, k0;

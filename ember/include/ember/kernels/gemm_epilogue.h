@@ -56,7 +56,10 @@ typedef struct {
 #define EMBER_ALWAYS_INLINE static inline
 #endif
 
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+/* noipa: neither inlined nor cloned per constant argument (compile time) */
+#define EMBER_NOINLINE static __attribute__((noipa, unused))
+#elif defined(__GNUC__)
 #define EMBER_NOINLINE static __attribute__((noinline, unused))
 #else
 #define EMBER_NOINLINE static
