@@ -31,9 +31,9 @@ from .backend.runtime import Runtime
 from .transform import (
     CanonicalizeOps,
     EliminateCommonSubexpr,
-    FuseGemmEpilogue,
     FoldConstant,
     FoldScaleAxis,
+    FuseGemmEpilogue,
     FuseOps,
     InferType,
     SimplifyExpr,

@@ -230,7 +230,7 @@ def _split_scalar(e: Any) -> tuple[Any, float] | None:
 
 def _one_plus(f: Any, uses: dict[int, int], inner: str) -> Any:
     """``f`` = 1 + inner(z) (either order): z, else None."""
-    if not _name(f) == "add":
+    if _name(f) != "add":
         return None
     for i in (0, 1):
         if _scalar(f.args[i]) == 1.0 and _only(f.args[1 - i], uses, inner):

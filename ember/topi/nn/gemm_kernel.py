@@ -81,7 +81,7 @@ def gemm_tiles(batch: int, M: int, N: int, K: int, level: SimdLevel | None = Non
     return GemmTiles(nr, kc, min(mc, max(MR, math.ceil(M / MR) * MR)), parallel)
 
 
-def _current_target():  # noqa: ANN202 - Target | None
+def _current_target():
     from ...target import Target
 
     return Target.current()
@@ -109,7 +109,7 @@ def pack_weight(w: te.Tensor, nr: int, transpose: bool = True) -> te.Tensor:
     n, k = (w.shape[0], w.shape[1]) if transpose else (w.shape[1], w.shape[0])
     n_, k_ = _ints("nn.contrib_gemm_pack", n, k)
 
-    def at(p, kk, j):  # noqa: ANN001, ANN202
+    def at(p, kk, j):
         col = p * nr + j
         v = w[col, kk] if transpose else w[kk, col]
         if n_ % nr == 0:
@@ -119,7 +119,7 @@ def pack_weight(w: te.Tensor, nr: int, transpose: bool = True) -> te.Tensor:
     return te.compute(packed_shape(n_, k_, nr), at, name="T_gemm_pack", tag="injective")
 
 
-def _ints(where: str, *dims) -> list[int]:  # noqa: ANN002
+def _ints(where: str, *dims) -> list[int]:
     out = []
     for d in dims:
         if not isinstance(d, (int, IntImm)):
@@ -195,7 +195,7 @@ def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[int, .
     inputs = [a, b] + [t for t in (bias, residual) if t is not None]
     e = epilogue
 
-    def body(ins, outs):  # noqa: ANN001, ANN202
+    def body(ins, outs):
         out = outs[0].data
         bias_p = ins[2].data if bias is not None else out
         res_p = ins[-1].data if residual is not None else out

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from .... import topi
-from ....topi.nn import gemm_kernel as gk
 from ....ir.types import Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
+from ....topi.nn import gemm_kernel as gk
 from ._common import (
     as_int,
     broadcast_dims,
