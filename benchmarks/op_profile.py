@@ -82,6 +82,9 @@ def ember_kind(func_name: str, ins: Sequence[Sequence[int]], consts: Sequence[bo
     operands = conv_operands(ins, consts) if ops.startswith("nn_conv2d") else None
     if operands is not None:
         return conv_kind(operands[1], _channels(operands[0]))
+    if "contrib_gemm" in ops:  # FuseGemmEpilogue's kernels: a constant weight makes it dense
+        return "dense" if any(c and len(s) in (2, 3) for s, c in zip(ins, consts)) else \
+            "batch_matmul"
     for key, kind in (("batch_matmul", "batch_matmul"), ("dense", "dense"),
                       ("matmul", "dense"), ("pool", "pool"), ("softmax", "softmax")):
         if key in ops:
@@ -95,8 +98,9 @@ def ember_flops(kind: str, ins: Sequence[Sequence[int]], consts: Sequence[bool],
     operands = conv_operands(ins, consts) if kind.startswith("conv2d ") else None
     if operands is not None:
         return 2 * out[0] * out[2] * out[3] * int(np.prod(operands[1]))
-    if kind == "dense":  # weight (units, K): the constant of rank 2 (a residual may come first)
-        weight = next((s for s, c in zip(ins, consts) if c and len(s) == 2), None)
+    if kind == "dense":  # weight (units, K), or packed (panels, K, nr): the constant of rank
+        # 2 or 3 (a residual may come first)
+        weight = next((s for s, c in zip(ins, consts) if c and len(s) in (2, 3)), None)
         return 2 * int(np.prod(out)) * weight[1] if weight else 0
     if kind == "batch_matmul":
         return 2 * int(np.prod(out)) * ins[0][-1]

@@ -26,6 +26,7 @@ from ..transform import (
     EliminateCommonSubexpr,
     FoldConstant,
     FoldScaleAxis,
+    FuseGemmEpilogue,
     FuseOps,
     InferType,
     SimplifyExpr,
@@ -40,9 +41,10 @@ _LISTENERS: list[StageListener] = []
 
 def optimize_passes() -> list[Pass]:
     """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
-    reaches its own (SimplifyInference 0, FoldConstant 2, the others 3)."""
+    reaches its own (SimplifyInference 0, FoldConstant and FuseGemmEpilogue 2, the others 3).
+    FuseGemmEpilogue packs constant weights; the FoldConstant after it folds the packing."""
     return [SimplifyInference(), EliminateCommonSubexpr(), FoldConstant(), FoldScaleAxis(),
-            SimplifyExpr(), CanonicalizeOps(), FoldConstant()]
+            SimplifyExpr(), CanonicalizeOps(), FuseGemmEpilogue(), FoldConstant()]
 
 
 @contextmanager

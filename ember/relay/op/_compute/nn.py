@@ -1,9 +1,9 @@
 """Compute rules of the dense/activation/normalisation ops (nn/nn.py, nn/norm.py): dense,
 matmul, batch_matmul, softmax, log_softmax, pad, dropout, upsampling, batch_norm, layer_norm.
 
-dense/matmul/batch_matmul use topi's packed GEMM templates (the anchors FuseOps fuses an
-elementwise epilogue into) when every dimension is static and the ranks are the template's;
-otherwise (a symbolic batch, dense on rank > 2) a plain reduction that works for any size.
+dense/matmul/batch_matmul in float32 with static shapes call the C GEMM kernel
+(``topi.nn.gemm_kernel``: any rank of dense data, batch dims flattened); other static cases
+use topi's packed GEMM templates, symbolic ones a plain reduction that works for any size.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ....ir.types import Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
+from ....topi.nn import gemm_kernel as gk
 from ._common import (
     as_int,
     broadcast_dims,
@@ -56,6 +57,9 @@ def matmul_generic(a: te.Tensor, b: te.Tensor, ta: bool, tb: bool, dtype: str,
 def dense(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     data, weight = inputs
     dtype = out_type.dtype  # type: ignore[attr-defined]
+    if dtype == "float32" and gk.eligible(data, weight):
+        ops = gk.dense_operands(data, weight)
+        return [gk.sgemm(data, weight, ops, out_dims(out_type, data.shape), name="T_dense")]
     if data.ndim == 2 and all_static(data, weight):
         return [topi.nn.dense(data, weight, None, dtype)]
     return [matmul_generic(data, weight, False, True, dtype, "T_dense")]
@@ -65,6 +69,9 @@ def dense(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor
 def matmul(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     a, b = inputs
     dtype = out_type.dtype  # type: ignore[attr-defined]
+    if dtype == "float32" and not attrs.transpose_a and gk.eligible(a, b):
+        ops = gk.matmul_operands(a, b, attrs.transpose_b)
+        return [gk.sgemm(a, b, ops, out_dims(out_type, a.shape), name="T_matmul")]
     if a.ndim == 2 and all_static(a, b):
         return [topi.nn.matmul(a, b, attrs.transpose_a, attrs.transpose_b, dtype)]
     return [matmul_generic(a, b, attrs.transpose_a, attrs.transpose_b, dtype, "T_matmul")]
@@ -75,6 +82,9 @@ def batch_matmul(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te
     x, y = inputs
     dtype = out_type.dtype  # type: ignore[attr-defined]
     ta, tb = attrs.transpose_a, attrs.transpose_b
+    if dtype == "float32" and not ta and gk.eligible(x, y):
+        ops = gk.batch_matmul_operands(x, y, tb)
+        return [gk.sgemm(x, y, ops, out_dims(out_type, x.shape), name="T_batch_matmul")]
     if all_static(x, y):
         return [topi.nn.batch_matmul(x, y, dtype, ta, tb)]
     K = _pick(y.shape[2] if tb else y.shape[1], x.shape[1] if ta else x.shape[2])

@@ -1,0 +1,287 @@
+/*
+ * ember kernels: single-precision GEMM with a fused epilogue,
+ *
+ *   C[b, m, n] = epilogue(sum_k A[b, m, k] * B[b, k, n])      (see gemm_epilogue.h)
+ *
+ * A is row-major with row stride lda. B is either
+ *   - packed (b_nr > 0): panels of b_nr columns, B[(n / b_nr) * K * b_nr + k * b_nr + n % b_nr]
+ *     (zero past N), the layout ember packs constant weights into at build time; or
+ *   - strided (b_nr == 0): B[k * b_ks + n * b_ns] (a (K, N) row-major matrix: b_ks = N,
+ *     b_ns = 1; a dense weight (N, K): b_ks = 1, b_ns = K).
+ * The register tile is EMBER_GEMM_MR rows x EMBER_GEMM_NR (two vectors) columns; the k loop
+ * broadcasts one A value per row and does two FMAs per row. A panel of B that is not already
+ * K x EMBER_GEMM_NR contiguous (the packed layout of another width, a transposed B, the last
+ * partial panel) is copied into a per-task buffer once and reused by every row tile.
+ * Any b_nr works, so a layout packed for another SIMD width is still computed correctly.
+ *
+ * Work items are (batch, column panel, block of mc rows); with `parallel` they are split over
+ * TVMBackendParallelLaunch tasks (contiguous ranges, so a task keeps its panel), else run
+ * serially. ember_sgemm returns 0, or -1 when a packing buffer cannot be allocated.
+ */
+#ifndef EMBER_KERNELS_GEMM_H_
+#define EMBER_KERNELS_GEMM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember/c_backend_api.h"
+#include "ember/kernels/gemm_epilogue.h"
+#include "ember/kernels/gemm_simd.h"
+
+#define EMBER_GEMM_MR 6
+#define EMBER_GEMM_NR (2 * EMBER_VL)
+
+typedef struct {
+  int32_t batch, M, N, K;
+  const float* A;
+  int64_t a_bs, lda;
+  const float* B;
+  int64_t b_bs, b_ks, b_ns;
+  int32_t b_nr;
+  float* C;
+  int64_t c_bs, ldc;
+  ember_epilogue epi;
+  int32_t mc; /* rows per work item (a multiple of EMBER_GEMM_MR) */
+  int32_t kc; /* k per block: a kc x EMBER_GEMM_NR panel block stays in L1 */
+} ember_gemm_args;
+
+/* One row (a matrix-vector product): four k phases keep four FMA chains in flight. */
+static inline void ember_gemm_row(int32_t K, const float* a, const float* b, int64_t b_ks,
+                                  float* c, int32_t nr, const ember_epilogue* e, int64_t n0,
+                                  int64_t res_off) {
+  ember_vf x0 = ember_vzero(), x1 = ember_vzero(), y0 = ember_vzero(), y1 = ember_vzero();
+  ember_vf z0 = ember_vzero(), z1 = ember_vzero(), w0 = ember_vzero(), w1 = ember_vzero();
+  int32_t k = 0, j;
+  for (; k + 4 <= K; k += 4) {
+    const float* p = b + k * b_ks;
+    ember_vf t0 = ember_vset1(a[k]), t1 = ember_vset1(a[k + 1]);
+    ember_vf t2 = ember_vset1(a[k + 2]), t3 = ember_vset1(a[k + 3]);
+    x0 = ember_vfma(t0, ember_vload(p), x0);
+    x1 = ember_vfma(t0, ember_vload(p + EMBER_VL), x1);
+    y0 = ember_vfma(t1, ember_vload(p + b_ks), y0);
+    y1 = ember_vfma(t1, ember_vload(p + b_ks + EMBER_VL), y1);
+    z0 = ember_vfma(t2, ember_vload(p + 2 * b_ks), z0);
+    z1 = ember_vfma(t2, ember_vload(p + 2 * b_ks + EMBER_VL), z1);
+    w0 = ember_vfma(t3, ember_vload(p + 3 * b_ks), w0);
+    w1 = ember_vfma(t3, ember_vload(p + 3 * b_ks + EMBER_VL), w1);
+  }
+  for (; k < K; ++k) {
+    ember_vf t = ember_vset1(a[k]);
+    x0 = ember_vfma(t, ember_vload(b + k * b_ks), x0);
+    x1 = ember_vfma(t, ember_vload(b + k * b_ks + EMBER_VL), x1);
+  }
+  x0 = ember_vadd(ember_vadd(x0, y0), ember_vadd(z0, w0));
+  x1 = ember_vadd(ember_vadd(x1, y1), ember_vadd(z1, w1));
+  if (nr == EMBER_GEMM_NR) {
+    ember_vstore(c, ember_epi_vec(x0, e, n0, res_off));
+    ember_vstore(c + EMBER_VL, ember_epi_vec(x1, e, n0 + EMBER_VL, res_off + EMBER_VL));
+  } else {
+    float tmp[EMBER_GEMM_NR];
+    ember_vstore(tmp, x0);
+    ember_vstore(tmp + EMBER_VL, x1);
+    for (j = 0; j < nr; ++j) c[j] = ember_epi_one(tmp[j], e, n0 + j, res_off + j);
+  }
+}
+
+/* One register tile: rows [0, mr) x columns [0, nr) of C at c (row stride ldc), from A rows
+ * at a (stride lda) and a K x EMBER_GEMM_NR panel at b (row stride b_ks). Columns are n0..,
+ * the residual of element (i, j) is at res_off + i * ldc + j. */
+static inline void ember_gemm_tile(int32_t K, const float* a, int64_t lda, int32_t mr,
+                                   const float* b, int64_t b_ks, float* c, int64_t ldc,
+                                   int32_t nr, const ember_epilogue* e, int64_t n0,
+                                   int64_t res_off, int accumulate) {
+  const float* a0 = a;
+  const float* a1 = a + (mr > 1 ? 1 : 0) * lda;
+  const float* a2 = a + (mr > 2 ? 2 : 0) * lda;
+  const float* a3 = a + (mr > 3 ? 3 : 0) * lda;
+  const float* a4 = a + (mr > 4 ? 4 : 0) * lda;
+  const float* a5 = a + (mr > 5 ? 5 : 0) * lda;
+  ember_vf c00 = ember_vzero(), c01 = ember_vzero(), c10 = ember_vzero(), c11 = ember_vzero();
+  ember_vf c20 = ember_vzero(), c21 = ember_vzero(), c30 = ember_vzero(), c31 = ember_vzero();
+  ember_vf c40 = ember_vzero(), c41 = ember_vzero(), c50 = ember_vzero(), c51 = ember_vzero();
+  int32_t k;
+  if (mr == 1 && !accumulate) {
+    ember_gemm_row(K, a, b, b_ks, c, nr, e, n0, res_off);
+    return;
+  }
+  if (accumulate) {
+    /* a later block of k: start from the partial sums in C */
+    float tmp[EMBER_GEMM_MR * EMBER_GEMM_NR];
+    int32_t i, j;
+    for (i = 0; i < EMBER_GEMM_MR; ++i) {
+      for (j = 0; j < EMBER_GEMM_NR; ++j) {
+        tmp[i * EMBER_GEMM_NR + j] = i < mr && j < nr ? c[i * ldc + j] : 0.0f;
+      }
+    }
+    c00 = ember_vload(tmp + 0 * EMBER_GEMM_NR); c01 = ember_vload(tmp + 0 * EMBER_GEMM_NR + EMBER_VL);
+    c10 = ember_vload(tmp + 1 * EMBER_GEMM_NR); c11 = ember_vload(tmp + 1 * EMBER_GEMM_NR + EMBER_VL);
+    c20 = ember_vload(tmp + 2 * EMBER_GEMM_NR); c21 = ember_vload(tmp + 2 * EMBER_GEMM_NR + EMBER_VL);
+    c30 = ember_vload(tmp + 3 * EMBER_GEMM_NR); c31 = ember_vload(tmp + 3 * EMBER_GEMM_NR + EMBER_VL);
+    c40 = ember_vload(tmp + 4 * EMBER_GEMM_NR); c41 = ember_vload(tmp + 4 * EMBER_GEMM_NR + EMBER_VL);
+    c50 = ember_vload(tmp + 5 * EMBER_GEMM_NR); c51 = ember_vload(tmp + 5 * EMBER_GEMM_NR + EMBER_VL);
+  }
+  for (k = 0; k < K; ++k) {
+    ember_vf b0 = ember_vload(b), b1 = ember_vload(b + EMBER_VL), t;
+    b += b_ks;
+    t = ember_vset1(a0[k]); c00 = ember_vfma(t, b0, c00); c01 = ember_vfma(t, b1, c01);
+    t = ember_vset1(a1[k]); c10 = ember_vfma(t, b0, c10); c11 = ember_vfma(t, b1, c11);
+    t = ember_vset1(a2[k]); c20 = ember_vfma(t, b0, c20); c21 = ember_vfma(t, b1, c21);
+    t = ember_vset1(a3[k]); c30 = ember_vfma(t, b0, c30); c31 = ember_vfma(t, b1, c31);
+    t = ember_vset1(a4[k]); c40 = ember_vfma(t, b0, c40); c41 = ember_vfma(t, b1, c41);
+    t = ember_vset1(a5[k]); c50 = ember_vfma(t, b0, c50); c51 = ember_vfma(t, b1, c51);
+  }
+  if (mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR) {
+    /* full tile: the epilogue on the registers, then one store per vector */
+#define EMBER_GEMM_STORE_ROW(i, r0, r1)                                                      \
+    ember_vstore(c + (i) * ldc, ember_epi_vec(r0, e, n0, res_off + (i) * ldc));             \
+    ember_vstore(c + (i) * ldc + EMBER_VL,                                                   \
+                 ember_epi_vec(r1, e, n0 + EMBER_VL, res_off + (i) * ldc + EMBER_VL));
+    EMBER_GEMM_STORE_ROW(0, c00, c01)
+    EMBER_GEMM_STORE_ROW(1, c10, c11)
+    EMBER_GEMM_STORE_ROW(2, c20, c21)
+    EMBER_GEMM_STORE_ROW(3, c30, c31)
+    EMBER_GEMM_STORE_ROW(4, c40, c41)
+    EMBER_GEMM_STORE_ROW(5, c50, c51)
+#undef EMBER_GEMM_STORE_ROW
+  } else {
+    /* edge tile: through a buffer, the valid part only */
+    float tmp[EMBER_GEMM_MR * EMBER_GEMM_NR];
+    int32_t i, j;
+    ember_vstore(tmp + 0 * EMBER_GEMM_NR, c00); ember_vstore(tmp + 0 * EMBER_GEMM_NR + EMBER_VL, c01);
+    ember_vstore(tmp + 1 * EMBER_GEMM_NR, c10); ember_vstore(tmp + 1 * EMBER_GEMM_NR + EMBER_VL, c11);
+    ember_vstore(tmp + 2 * EMBER_GEMM_NR, c20); ember_vstore(tmp + 2 * EMBER_GEMM_NR + EMBER_VL, c21);
+    ember_vstore(tmp + 3 * EMBER_GEMM_NR, c30); ember_vstore(tmp + 3 * EMBER_GEMM_NR + EMBER_VL, c31);
+    ember_vstore(tmp + 4 * EMBER_GEMM_NR, c40); ember_vstore(tmp + 4 * EMBER_GEMM_NR + EMBER_VL, c41);
+    ember_vstore(tmp + 5 * EMBER_GEMM_NR, c50); ember_vstore(tmp + 5 * EMBER_GEMM_NR + EMBER_VL, c51);
+    for (i = 0; i < mr; ++i) {
+      for (j = 0; j < nr; ++j) {
+        c[i * ldc + j] = ember_epi_one(tmp[i * EMBER_GEMM_NR + j], e, n0 + j,
+                                       res_off + i * ldc + j);
+      }
+    }
+  }
+}
+
+/* Element (k, n) of B (one batch). */
+static inline float ember_gemm_b_at(const ember_gemm_args* g, const float* B, int64_t k,
+                                    int64_t n) {
+  if (g->b_nr > 0) {
+    return B[(n / g->b_nr) * (int64_t)g->K * g->b_nr + k * g->b_nr + n % g->b_nr];
+  }
+  return B[k * g->b_ks + n * g->b_ns];
+}
+
+/* Panel j of B as a K x EMBER_GEMM_NR block: a pointer into B when it already is one,
+ * else copied (zero past N) into buf. *ks gets the panel's row stride. */
+static inline const float* ember_gemm_panel(const ember_gemm_args* g, const float* B, int64_t j,
+                                            float* buf, int64_t* ks) {
+  int64_t n0 = j * EMBER_GEMM_NR, k, jj;
+  if (g->b_nr == EMBER_GEMM_NR) {
+    *ks = EMBER_GEMM_NR;
+    return B + j * (int64_t)g->K * EMBER_GEMM_NR;
+  }
+  if (g->b_nr == 0 && g->b_ns == 1 && n0 + EMBER_GEMM_NR <= g->N) {
+    *ks = g->b_ks;
+    return B + n0;
+  }
+  *ks = EMBER_GEMM_NR;
+  for (jj = 0; jj < EMBER_GEMM_NR; ++jj) {
+    int64_t n = n0 + jj;
+    for (k = 0; k < g->K; ++k) {
+      buf[k * EMBER_GEMM_NR + jj] = n < g->N ? ember_gemm_b_at(g, B, k, n) : 0.0f;
+    }
+  }
+  return buf;
+}
+
+static inline int ember_gemm_needs_buffer(const ember_gemm_args* g) {
+  return !(g->b_nr == EMBER_GEMM_NR ||
+           (g->b_nr == 0 && g->b_ns == 1 && g->N % EMBER_GEMM_NR == 0));
+}
+
+/* Work items [begin, end): item = (b * panels + j) * mblocks + mb. Out of line: one copy per
+ * translation unit however many kernels call it (the epilogue and strides are runtime
+ * values whose branches are taken once per vector, not per FMA). */
+EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int64_t end) {
+  int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
+  int64_t mblocks = (g->M + g->mc - 1) / g->mc;
+  int64_t have_b = -1, have_j = -1, item, ks = 0, k0;
+  ember_epilogue ident;
+  float* buf = NULL;
+  const float* panel = NULL;
+  if (begin >= end) return 0;
+  memset(&ident, 0, sizeof ident);
+  ident.alpha = 1.0f;
+  if (ember_gemm_needs_buffer(g)) {
+    buf = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)g->K * EMBER_GEMM_NR * sizeof(float),
+                                           2, 32);
+    if (buf == NULL) return -1;
+  }
+  for (item = begin; item < end; ++item) {
+    int64_t mb = item % mblocks, j = (item / mblocks) % panels, b = item / (mblocks * panels);
+    int64_t n0 = j * EMBER_GEMM_NR, m, m_end = (mb + 1) * g->mc;
+    int32_t nr = (int32_t)(g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR);
+    const float* A = g->A + b * g->a_bs;
+    float* C = g->C + b * g->c_bs;
+    if (b != have_b || j != have_j) {
+      panel = ember_gemm_panel(g, g->B + b * g->b_bs, j, buf, &ks);
+      have_b = b;
+      have_j = j;
+    }
+    if (m_end > g->M) m_end = g->M;
+    for (k0 = 0; k0 < g->K || k0 == 0; k0 += g->kc) {
+      int32_t kb = (int32_t)(g->K - k0 < g->kc ? g->K - k0 : g->kc);
+      int last = k0 + g->kc >= g->K;
+      for (m = mb * g->mc; m < m_end; m += EMBER_GEMM_MR) {
+        int32_t mr = (int32_t)(m_end - m < EMBER_GEMM_MR ? m_end - m : EMBER_GEMM_MR);
+        int64_t off = m * g->ldc + n0;
+        ember_gemm_tile(kb, A + m * g->lda + k0, g->lda, mr, panel + k0 * ks, ks, C + off,
+                        g->ldc, nr, last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0);
+      }
+    }
+  }
+  if (buf != NULL) TVMBackendFreeWorkspace(1, 0, buf);
+  return 0;
+}
+
+static inline int64_t ember_gemm_items(const ember_gemm_args* g) {
+  return (int64_t)g->batch * ((g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR) *
+         ((g->M + g->mc - 1) / g->mc);
+}
+
+static inline int ember_gemm_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_gemm_args* g = (const ember_gemm_args*)cdata;
+  int64_t items = ember_gemm_items(g), tasks = penv->num_task;
+  return ember_gemm_range(g, items * task_id / tasks, items * (task_id + 1) / tasks);
+}
+
+/* See the top of this file. bias_mode/res_mode: 0 none, 1 scalar, 2 per column resp. laid
+ * out like C (same strides). act codes: gemm_epilogue.h. */
+static inline int32_t ember_sgemm(
+    int32_t batch, int32_t M, int32_t N, int32_t K,
+    const float* A, int32_t a_bs, int32_t lda,
+    const float* B, int32_t b_bs, int32_t b_ks, int32_t b_ns, int32_t b_nr,
+    float* C, int32_t c_bs, int32_t ldc,
+    float alpha, int32_t bias_mode, const float* bias, int32_t res_mode, const float* res,
+    int32_t act1, float p1a, float p1b, int32_t act2, float p2a, float p2b,
+    int32_t mc, int32_t kc, int32_t parallel) {
+  ember_gemm_args g;
+  g.batch = batch; g.M = M; g.N = N; g.K = K;
+  g.A = A; g.a_bs = a_bs; g.lda = lda;
+  g.B = B; g.b_bs = b_bs; g.b_ks = b_ks; g.b_ns = b_ns; g.b_nr = b_nr;
+  g.C = C; g.c_bs = c_bs; g.ldc = ldc;
+  g.epi.alpha = alpha; g.epi.bias_mode = bias_mode; g.epi.bias = bias;
+  g.epi.res_mode = res_mode; g.epi.res = res;
+  g.epi.act1 = act1; g.epi.p1a = p1a; g.epi.p1b = p1b;
+  g.epi.act2 = act2; g.epi.p2a = p2a; g.epi.p2b = p2b;
+  mc = mc < EMBER_GEMM_MR ? EMBER_GEMM_MR : mc - mc % EMBER_GEMM_MR;
+  g.mc = mc;
+  g.kc = kc < 1 ? 1 : kc;
+  if (batch <= 0 || M <= 0 || N <= 0) return 0;
+  if (parallel && ember_gemm_items(&g) > 1) {
+    return TVMBackendParallelLaunch(ember_gemm_task, &g, 0) == 0 ? 0 : -1;
+  }
+  return ember_gemm_range(&g, 0, ember_gemm_items(&g));
+}
+
+#endif /* EMBER_KERNELS_GEMM_H_ */

@@ -1,0 +1,174 @@
+/*
+ * ember kernels: the elementwise epilogue of a GEMM (and of other row kernels), applied to an
+ * output vector while it is in registers:
+ *
+ *   y = act2(act1(alpha * acc + bias) + residual)
+ *
+ * bias: none, one scalar, or one value per output column; residual: none, one scalar, or a
+ * tensor laid out like the output. Activation codes (EMBER_ACT_*), with parameters p0, p1:
+ *   RELU       max(x, 0)
+ *   CLIP       min(max(x, p0), p1)
+ *   GELU_ERF   p0 * x * (1 + erf(p1 * x))          (p0 = 0.5, p1 = 1/sqrt(2): exact GELU)
+ *   GELU_TANH  p0 * x * (1 + tanh(p1 * (x + 0.044715 x^3)))   (p0 = 0.5, p1 = sqrt(2/pi))
+ *   SIGMOID    1 / (1 + exp(-x))
+ *   HARDSWISH  p0 * x * min(max(x + 3, 0), 6)           (p0 = 1/6: hardswish)
+ *   TANH       tanh(x)
+ *   LEAKY_RELU x > 0 ? x : p0 * x
+ * The vector forms use gemm_simd.h's exp/erf/tanh approximations, the scalar forms (edge
+ * tiles) libm: both within ~2e-7 of the exact value.
+ */
+#ifndef EMBER_KERNELS_GEMM_EPILOGUE_H_
+#define EMBER_KERNELS_GEMM_EPILOGUE_H_
+
+#include "ember/kernels/gemm_simd.h"
+
+enum {
+  EMBER_ACT_NONE = 0,
+  EMBER_ACT_RELU = 1,
+  EMBER_ACT_CLIP = 2,
+  EMBER_ACT_GELU_ERF = 3,
+  EMBER_ACT_GELU_TANH = 4,
+  EMBER_ACT_SIGMOID = 5,
+  EMBER_ACT_HARDSWISH = 6,
+  EMBER_ACT_TANH = 7,
+  EMBER_ACT_LEAKY_RELU = 8
+};
+
+/* bias_mode / res_mode */
+enum { EMBER_EPI_NONE = 0, EMBER_EPI_SCALAR = 1, EMBER_EPI_VECTOR = 2 };
+
+typedef struct {
+  float alpha;
+  int32_t bias_mode;
+  const float* bias; /* bias[n] (VECTOR) or bias[0] (SCALAR) */
+  int32_t res_mode;
+  const float* res; /* res[0] (SCALAR), or laid out like the output (VECTOR) */
+  int32_t act1, act2;
+  float p1a, p1b, p2a, p2b;
+} ember_epilogue;
+
+#define EMBER_GELU_TANH_CUBIC 0.044715f
+
+/* The cheap parts of the epilogue are inlined into every store of a tile. */
+#if defined(__GNUC__)
+#define EMBER_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define EMBER_ALWAYS_INLINE static inline
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+/* noipa: neither inlined nor cloned per constant argument (compile time) */
+#define EMBER_NOINLINE static __attribute__((noipa, unused))
+#elif defined(__GNUC__)
+#define EMBER_NOINLINE static __attribute__((noinline, unused))
+#else
+#define EMBER_NOINLINE static
+#endif
+
+/* Out of line: called once per output vector, too big to copy into every store. */
+EMBER_NOINLINE ember_vf ember_vact(ember_vf x, int32_t act, float p0, float p1) {
+  ember_vf one = ember_vset1(1.0f);
+  switch (act) {
+    case EMBER_ACT_RELU:
+      return ember_vmax(x, ember_vzero());
+    case EMBER_ACT_CLIP:
+      return ember_vmin(ember_vmax(x, ember_vset1(p0)), ember_vset1(p1));
+    case EMBER_ACT_GELU_ERF:
+      return ember_vmul(ember_vmul(ember_vset1(p0), x),
+                        ember_vadd(one, ember_verf(ember_vmul(ember_vset1(p1), x))));
+    case EMBER_ACT_GELU_TANH: {
+      ember_vf x3 = ember_vmul(ember_vmul(x, x), x);
+      ember_vf u = ember_vmul(ember_vset1(p1), ember_vfma(ember_vset1(EMBER_GELU_TANH_CUBIC),
+                                                         x3, x));
+      return ember_vmul(ember_vmul(ember_vset1(p0), x), ember_vadd(one, ember_vtanh(u)));
+    }
+    case EMBER_ACT_SIGMOID:
+      return ember_vdiv(one, ember_vadd(one, ember_vexp(ember_vsub(ember_vzero(), x))));
+    case EMBER_ACT_HARDSWISH: {
+      ember_vf g = ember_vmin(ember_vmax(ember_vadd(x, ember_vset1(3.0f)), ember_vzero()),
+                              ember_vset1(6.0f));
+      return ember_vmul(x, ember_vmul(g, ember_vset1(p0)));
+    }
+    case EMBER_ACT_TANH:
+      return ember_vtanh(x);
+    case EMBER_ACT_LEAKY_RELU:
+      return ember_vfma(ember_vset1(p0), ember_vmin(x, ember_vzero()),
+                        ember_vmax(x, ember_vzero()));
+    default:
+      return x;
+  }
+}
+
+static inline float ember_act1(float x, int32_t act, float p0, float p1) {
+  switch (act) {
+    case EMBER_ACT_RELU:
+      return x > 0.0f ? x : 0.0f;
+    case EMBER_ACT_CLIP:
+      return x < p0 ? p0 : (x > p1 ? p1 : x);
+    case EMBER_ACT_GELU_ERF:
+      return p0 * x * (1.0f + erff(p1 * x));
+    case EMBER_ACT_GELU_TANH:
+      return p0 * x * (1.0f + tanhf(p1 * (x + EMBER_GELU_TANH_CUBIC * x * x * x)));
+    case EMBER_ACT_SIGMOID:
+      return 1.0f / (1.0f + expf(-x));
+    case EMBER_ACT_HARDSWISH: {
+      float g = x + 3.0f;
+      g = g < 0.0f ? 0.0f : (g > 6.0f ? 6.0f : g);
+      return p0 * x * g;
+    }
+    case EMBER_ACT_TANH:
+      return tanhf(x);
+    case EMBER_ACT_LEAKY_RELU:
+      return x > 0.0f ? x : p0 * x;
+    default:
+      return x;
+  }
+}
+
+/* An activation: ReLU inline, the others through ember_vact. */
+EMBER_ALWAYS_INLINE ember_vf ember_vact_fast(ember_vf x, int32_t act, float p0, float p1) {
+  return act == EMBER_ACT_RELU ? ember_vmax(x, ember_vzero()) : ember_vact(x, act, p0, p1);
+}
+
+/* The epilogue of EMBER_VL outputs of one row: columns n.., residual at res_off. */
+EMBER_ALWAYS_INLINE ember_vf ember_epi_vec(ember_vf v, const ember_epilogue* e, int64_t n,
+                                     int64_t res_off) {
+  if (e->alpha != 1.0f) v = ember_vmul(v, ember_vset1(e->alpha));
+  if (e->bias_mode == EMBER_EPI_VECTOR) {
+    v = ember_vadd(v, ember_vload(e->bias + n));
+  } else if (e->bias_mode == EMBER_EPI_SCALAR) {
+    v = ember_vadd(v, ember_vset1(e->bias[0]));
+  }
+  if (e->act1 != EMBER_ACT_NONE) v = ember_vact_fast(v, e->act1, e->p1a, e->p1b);
+  if (e->res_mode == EMBER_EPI_VECTOR) {
+    v = ember_vadd(v, ember_vload(e->res + res_off));
+  } else if (e->res_mode == EMBER_EPI_SCALAR) {
+    v = ember_vadd(v, ember_vset1(e->res[0]));
+  }
+  if (e->act2 != EMBER_ACT_NONE) v = ember_vact_fast(v, e->act2, e->p2a, e->p2b);
+  return v;
+}
+
+/* The same for one output. */
+static inline float ember_epi_one(float v, const ember_epilogue* e, int64_t n, int64_t res_off) {
+  v *= e->alpha;
+  if (e->bias_mode == EMBER_EPI_VECTOR) {
+    v += e->bias[n];
+  } else if (e->bias_mode == EMBER_EPI_SCALAR) {
+    v += e->bias[0];
+  }
+  v = ember_act1(v, e->act1, e->p1a, e->p1b);
+  if (e->res_mode == EMBER_EPI_VECTOR) {
+    v += e->res[res_off];
+  } else if (e->res_mode == EMBER_EPI_SCALAR) {
+    v += e->res[0];
+  }
+  return ember_act1(v, e->act2, e->p2a, e->p2b);
+}
+
+static inline int ember_epi_is_identity(const ember_epilogue* e) {
+  return e->alpha == 1.0f && e->bias_mode == EMBER_EPI_NONE && e->res_mode == EMBER_EPI_NONE &&
+         e->act1 == EMBER_ACT_NONE && e->act2 == EMBER_ACT_NONE;
+}
+
+#endif /* EMBER_KERNELS_GEMM_EPILOGUE_H_ */

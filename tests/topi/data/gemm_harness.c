@@ -1,0 +1,46 @@
+/* Standalone check of ember/kernels/gemm.h against a double-precision reference: every
+ * activation, bias and residual, both B layouts, edge shapes, serial and split into 3 tasks.
+ * Built by tests/topi/test_gemm_kernel.py at each SIMD level (-march=...). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "ember/kernels/gemm.h"
+void* TVMBackendAllocWorkspace(int a, int b, uint64_t n, int c, int d) { (void)a;(void)b;(void)c;(void)d; return malloc(n); }
+int TVMBackendFreeWorkspace(int a, int b, void* p) { (void)a;(void)b; free(p); return 0; }
+int TVMBackendParallelLaunch(FTVMParallelLambda f, void* c, int n) { TVMParallelGroupEnv e; (void)n; e.num_task = 3; e.sync_handle = 0;
+  for (int i = 0; i < 3; ++i) { if (f(i, &e, c)) return -1; }
+  return 0; }
+static float ref_act(float x, int act) { return ember_act1(x, act, 0.5f, 0.70710678f); }
+int main(void) {
+  int shapes[][3] = {{1,1,1},{7,13,5},{6,16,32},{128,128,128},{5,33,17},{13,64,3}};
+  int bad = 0;
+  for (int s = 0; s < 6; ++s) for (int tb = 0; tb < 4; ++tb) for (int act = 0; act < 9; ++act) {
+    int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+    float *A = malloc(sizeof(float)*M*K), *B = malloc(sizeof(float)*N*K), *C = malloc(sizeof(float)*M*N), *bias = malloc(sizeof(float)*N), *R = malloc(sizeof(float)*M*N);
+    for (int i = 0; i < M*K; ++i) A[i] = (float)((i*37)%11 - 5) / 7.0f;
+    for (int i = 0; i < N*K; ++i) B[i] = (float)((i*53)%13 - 6) / 9.0f;
+    for (int i = 0; i < N; ++i) bias[i] = i * 0.1f;
+    for (int i = 0; i < M*N; ++i) R[i] = (i % 7) * 0.3f;
+    /* tb 0: B is (K,N); 1: (N,K) (b_ks=1, b_ns=K); 2: B (K,N) packed in panels of
+     * EMBER_GEMM_NR; 3: packed in panels of 4 (another SIMD width: the generic path) */
+    int nr = tb == 2 ? EMBER_GEMM_NR : 4, panels = (N + nr - 1) / nr;
+    float* P = calloc((size_t)panels * K * nr, sizeof(float));
+    for (int k = 0; k < K; ++k) for (int n = 0; n < N; ++n) P[(n / nr) * K * nr + k * nr + n % nr] = B[k*N+n];
+    if (tb >= 2) {
+      ember_sgemm(1, M, N, K, A, 0, K, P, 0, 0, 0, nr, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, 12, (s % 3) + 2, s % 2);
+    } else {
+      ember_sgemm(1, M, N, K, A, 0, K, B, 0, tb ? 1 : N, tb ? K : 1, 0, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, 12, (s % 3) + 2, s % 2);
+    }
+    free(P);
+    for (int m = 0; m < M; ++m) for (int n = 0; n < N; ++n) {
+      double acc = 0; for (int k = 0; k < K; ++k) acc += A[m*K+k] * (tb == 1 ? B[n*K+k] : B[k*N+n]);
+      float want = ref_act((float)acc * 0.5f + bias[n], act) + R[m*N+n];
+      if (act == 2) want = (float)acc*0.5f + bias[n]; 
+      if (act == 2) want = (want < 0.5f ? 0.5f : want > 0.70710678f ? 0.70710678f : want) + R[m*N+n];
+      if (fabsf(want - C[m*N+n]) > 1e-4f * (1 + fabsf(want))) { if (bad < 10) printf("bad s=%d tb=%d act=%d m=%d n=%d %g %g\n", s, tb, act, m, n, want, C[m*N+n]); bad++; }
+    }
+    free(A); free(B); free(C); free(bias); free(R);
+  }
+  printf("%s %s bad=%d\n", EMBER_SIMD_NAME, "done", bad);
+  return bad != 0;
+}
