@@ -54,19 +54,20 @@ def import_model(path: Path, shapes: dict[str, tuple[int, ...]] | None
 
 
 class BuildRecorder(PassInstrument):
-    """A pass instrument that keeps the module FuseOps receives and the one it returns, and
-    calls ``on_pass(name)`` before every pass (for the progress line)."""
+    """A pass instrument that keeps the module the first pass receives (the model as
+    imported) and the one FuseOps returns, and calls
+    ``on_pass(name)`` before every pass (for the progress line)."""
 
     def __init__(self, on_pass: Callable[[str], None] | None = None) -> None:
         self.on_pass = on_pass
-        self.unfused: IRModule | None = None
+        self.source: IRModule | None = None
         self.fused: IRModule | None = None
 
     def run_before_pass(self, mod: IRModule, info: Any) -> None:
         if self.on_pass is not None:
             self.on_pass(info.name)
-        if info.name == "FuseOps":
-            self.unfused = mod
+        if self.source is None:
+            self.source = mod
 
     def run_after_pass(self, mod: IRModule, info: Any) -> None:
         if info.name == "FuseOps":
@@ -74,7 +75,7 @@ class BuildRecorder(PassInstrument):
 
 
 def count_ops(mod: IRModule) -> int:
-    """Operator calls in every function of ``mod`` (before fusion)."""
+    """Operator calls in every function of ``mod``."""
     return sum(1 for func in mod.functions.values() if isinstance(func, Function)
                for node in post_order(func) if isinstance(node, Call) and isinstance(node.op, Op))
 

@@ -177,7 +177,7 @@ def _build_info(args: argparse.Namespace, executor: Any, config: dict[str, Any],
             "system_lib": bool(args.system_lib),
             "executor_options": {k: _plain(executor[k]) for k in executor},
             "opt_level": args.opt_level, "pass_config": config,
-            "ops": count_ops(recorder.unfused) if recorder.unfused is not None else None,
+            "ops": count_ops(recorder.source) if recorder.source is not None else None,
             "calls": len(primitive_calls(fused)) if fused is not None else None,
             "kernels": factory_kernels(factory), "memory": plan}
 

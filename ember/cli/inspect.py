@@ -92,7 +92,7 @@ def analyse_model(args: argparse.Namespace, status: Status) -> tuple[Artifact, A
     codes = {low.name: low.c_source for low in lowered.values()
              if not is_reshape_only(low.source_func)}  # reshapes are views: no kernel runs
     info = {"source": path.name, "executor chosen because": why, "opt_level": 3,
-            "ops": count_ops(recorder.unfused) if recorder.unfused is not None else None,
+            "ops": count_ops(recorder.source) if recorder.source is not None else None,
             "calls": len(primitive_calls(fused)), "params": len(params)}
     art = Artifact(path, kind, args.target, inputs, outputs, list(codes),
                    memory_plan(fused, kind), info=info)
