@@ -199,6 +199,32 @@ static inline int ember_gemm_needs_buffer(const ember_gemm_args* g) {
            (g->b_nr == 0 && g->b_ns == 1 && g->N % EMBER_GEMM_NR == 0));
 }
 
+/* The items [begin, end) element by element, reading B where it lies: for when no workspace
+ * can be had for a panel copy (a C-runtime arena sized by the memory planner has no room for
+ * it, e.g. firmware built with other vector widths than the weights were packed for). */
+EMBER_NOINLINE int ember_gemm_range_direct(const ember_gemm_args* g, int64_t begin,
+                                           int64_t end) {
+  int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
+  int64_t mblocks = (g->M + g->mc - 1) / g->mc, item;
+  for (item = begin; item < end; ++item) {
+    int64_t mb = item % mblocks, j = (item / mblocks) % panels, b = item / (mblocks * panels);
+    int64_t m_end = (mb + 1) * g->mc < g->M ? (mb + 1) * g->mc : g->M;
+    int64_t n_end = (j + 1) * EMBER_GEMM_NR < g->N ? (j + 1) * EMBER_GEMM_NR : g->N;
+    const float* A = g->A + b * g->a_bs;
+    const float* B = g->B + b * g->b_bs;
+    int64_t m, n, k;
+    for (m = mb * g->mc; m < m_end; ++m) {
+      for (n = j * EMBER_GEMM_NR; n < n_end; ++n) {
+        int64_t off = b * g->c_bs + m * g->ldc + n;
+        float acc = 0.0f;
+        for (k = 0; k < g->K; ++k) acc += A[m * g->lda + k] * ember_gemm_b_at(g, B, k, n);
+        g->C[off] = ember_epi_one(acc, &g->epi, n, off);
+      }
+    }
+  }
+  return 0;
+}
+
 /* Work items [begin, end): item = (b * panels + j) * mblocks + mb. Out of line: one copy per
  * translation unit however many kernels call it (the epilogue and strides are runtime
  * values whose branches are taken once per vector, not per FMA). */
@@ -215,7 +241,7 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
   if (ember_gemm_needs_buffer(g)) {
     buf = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)g->K * EMBER_GEMM_NR * sizeof(float),
                                            2, 32);
-    if (buf == NULL) return -1;
+    if (buf == NULL) return ember_gemm_range_direct(g, begin, end);
   }
   for (item = begin; item < end; ++item) {
     int64_t mb = item % mblocks, j = (item / mblocks) % panels, b = item / (mblocks * panels);
