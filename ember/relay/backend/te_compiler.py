@@ -133,7 +133,7 @@ class TECompiler:
         if not isinstance(func, Function):
             raise TVMError(f"te compiler: expected a relay Function, got {type(func).__name__}")
         kind = target_kind(target)
-        _ensure_typed(func)
+        func = _ensure_typed(func)
         key = (structural_hash(func), kind, mod_name)
         for seen, lowered in self._cache.get(key, []):
             if structural_equal(seen, func):
@@ -274,11 +274,12 @@ def _debug(prim: PrimFunc, code: str) -> None:
         print(f"ember: C of {prim.name}\n{code}", file=sys.stderr)
 
 
-def _ensure_typed(func: Function) -> None:
+def _ensure_typed(func: Function) -> Function:
     if func.checked_type_ is None or func.body.checked_type_ is None:
         from ..transform.type_infer import infer_type
 
-        infer_type(func)
+        return infer_type(func)  # type: ignore[return-value]
+    return func
 
 
 def _relay_text(func: Function) -> str:
