@@ -34,7 +34,7 @@ from ...te.lower import lower as te_lower
 from ...tir.codegen import generate_c
 from ...tir.expr import IntImm
 from ...tir.stmt import PrimFunc
-from ._lower_te import TEGraph, to_te
+from ._lower_te import TEGraph, guard, to_te
 from .name_transforms import to_c_identifier
 from .utils import mangle_module_name
 
@@ -148,7 +148,8 @@ class TECompiler:
         name = self._unique(self._symbol(readable_name(graph.op_names), mod_name))
         sch = topi.auto_schedule(graph.outputs)
         args = graph.inputs + graph.constants + graph.outputs
-        prim = te_lower(sch, args, name).with_attr("from_relay", _relay_text(func))
+        prim = guard(te_lower(sch, args, name), graph.requirements)  # run-time size checks
+        prim = prim.with_attr("from_relay", _relay_text(func))
         inputs = [_info(t, t.op.name) for t in graph.inputs]
         outputs = [_info(t, f"output{i}") for i, t in enumerate(graph.outputs)]
         code = generate_c([prim])

@@ -23,6 +23,8 @@ from ._common import (
     out_dims,
     prod,
     register_compute,
+    require,
+    require_equal,
     tensor_types,
 )
 
@@ -61,7 +63,11 @@ def _reshape_dims(shape: Sequence[PrimExpr], newshape: Sequence[int]) -> list[Pr
 
 
 def _reshape(x: te.Tensor, out_type: TensorType, dims: Sequence[PrimExpr]) -> te.Tensor:
-    return topi.reshape(x, list(out_dims(out_type, dims)))
+    shape = list(out_dims(out_type, dims))
+    if any(as_int(d) is None for d in (*x.shape, *shape)):
+        require(prod(x.shape).equal(prod(shape)),
+                "the new shape must hold as many elements as the input")
+    return topi.reshape(x, shape)
 
 
 @register_compute("reshape")
@@ -167,11 +173,20 @@ def shape_of(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Ten
 # ---------------------------------------------------------------- joining and indexing
 @register_compute("concatenate")
 def concatenate(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    _require_same_dims(inputs, norm_axis(attrs.axis, inputs[0].ndim))
     return [topi.concatenate(inputs, attrs.axis)]
+
+
+def _require_same_dims(inputs: list[te.Tensor], skip: int | None) -> None:
+    for i, t in enumerate(inputs[1:], 1):
+        for k, (a, b) in enumerate(zip(inputs[0].shape, t.shape)):
+            if k != skip:
+                require_equal(a, b, f"input {i} must have the size of input 0 in dimension {k}")
 
 
 @register_compute("stack")
 def stack(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    _require_same_dims(inputs, None)
     return [topi.stack(inputs, attrs.axis)]
 
 
