@@ -9,9 +9,9 @@ instantiate it afresh at each use. A group whose op relations still wait for arg
 (``def @f(%x) { add(%x, 1f) }``) stays open and monomorphic until a caller fixes them.
 
 Finally every node is copied with its type in ``checked_type_`` (what ``expr.checked_type``
-reads), every Function with its FuncType: the input module is never edited. Errors are ``TypeInferenceError``s that name the op or
-function, the argument, the expected and actual types, the source location when the node
-has a span, and show the IR around the failing node.
+reads), every Function with its FuncType: the input module is never edited. Errors are
+``TypeInferenceError``s that name the op or function, the argument, the expected and actual
+types, the source location when the node has a span, and show the IR around the failing node.
 """
 from __future__ import annotations
 
