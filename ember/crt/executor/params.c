@@ -83,12 +83,9 @@ tvm_crt_error_t ember_params_open(const void* data, size_t size, EmberParams* ou
   if (le(d + 8, 4) != 1u) return bad("format version not supported (this runtime reads 1)", 8);
   flags = le(d + 12, 4);
   if ((flags & ~1u) != 0u) return bad("unknown flags", 12);
-  if (flags & 1u) { /* a CRC-32 of everything before it ends the blob */
+  if (flags & 1u) { /* a CRC-32 of everything before it ends the blob: compared last */
     if (size < 28u) return bad("truncated data: the checksum needs 4 bytes", size);
     size -= 4;
-    if (crc32(d, size) != (uint32_t)le(d + size, 4)) {
-      return bad("checksum mismatch: the data is corrupt", size);
-    }
   }
   count = le(d + 16, 8);
   if (count > (size - p) / 4u) return bad("tensor count does not fit in the data", 16);
@@ -106,6 +103,9 @@ tvm_crt_error_t ember_params_open(const void* data, size_t size, EmberParams* ou
     if (rc != 0) return rc;
   }
   if (p != size) return bad("unexpected trailing bytes", p);
+  if ((flags & 1u) && crc32(d, size) != (uint32_t)le(d + size, 4)) {
+    return bad("checksum mismatch: the data is corrupt", size);
+  }
   out->data = d;
   out->size = size;
   out->count = count;
