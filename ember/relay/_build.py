@@ -1,7 +1,7 @@
 """The ``relay.build`` driver (DESIGN.md "From model to machine code").
 
-The optimisation passes are chosen here (``optimize_passes``); the pipeline every executor
-shares is ``backend/pipeline.py`` (``optimize``, the stages and their listeners), and each
+The pipeline every executor shares is ``backend/pipeline.py`` (``optimize_passes``,
+``optimize``, the stages and their listeners), and each
 executor's compile side is in its backend folder (``backend/graph``, ``backend/aot``,
 ``backend/vm``), registered by name in ``backend/registry.py``. ``build`` checks the
 arguments and calls the builder of the chosen executor. ``EMBER_DEBUG=1`` prints each stage
@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..ir.transform import Pass
 from ..runtime.errors import TVMError
 from ..target import Target
 from .backend import registry
@@ -22,28 +21,10 @@ from .backend.pipeline import (  # noqa: F401  (the driver's names, as before th
     canon_target,
     evaluated_module,
     optimize,
-    set_optimize_passes,
+    optimize_passes,
     stage_listener,
 )
 from .backend.runtime import Runtime
-from .transform import (
-    CanonicalizeOps,
-    EliminateCommonSubexpr,
-    FoldConstant,
-    FoldScaleAxis,
-    SimplifyExpr,
-    SimplifyInference,
-)
-
-
-def optimize_passes() -> list[Pass]:
-    """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
-    reaches its own (SimplifyInference 0, FoldConstant 2, the others 3)."""
-    return [SimplifyInference(), EliminateCommonSubexpr(), FoldConstant(), FoldScaleAxis(),
-            SimplifyExpr(), CanonicalizeOps(), FoldConstant()]
-
-
-set_optimize_passes(optimize_passes)
 
 
 def _executor_and_runtime(target: Target, executor: Any, runtime: Any) -> tuple[Executor, Runtime]:

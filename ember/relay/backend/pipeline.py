@@ -2,9 +2,8 @@
 ``optimize`` (the Relay passes up to fusion), and the build stages with their listeners.
 
 ``optimize``: InferType -> bind params -> the optimisation passes (each runs when the
-PassContext's opt_level reaches its own) -> FuseOps -> InferType. The list of optimisation
-passes belongs to the driver (``relay._build.optimize_passes``), which registers it here with
-``set_optimize_passes`` when it is imported. ``EMBER_DEBUG=1`` prints each stage with its time.
+PassContext's opt_level reaches its own; ``optimize_passes``) -> FuseOps -> InferType.
+``EMBER_DEBUG=1`` prints each stage with its time.
 """
 from __future__ import annotations
 
@@ -18,17 +17,32 @@ from ...ir.expr import Function
 from ...ir.module import IRModule
 from ...ir.transform import Pass, Sequential
 from ...runtime.env import debug_level
-from ...runtime.errors import InternalError, TVMError
+from ...runtime.errors import TVMError
 from ...runtime.ndarray import NDArray
 from ...runtime.ndarray import array as nd_array
 from ...target import Target
-from ..transform import FuseOps, InferType
+from ..transform import (
+    CanonicalizeOps,
+    EliminateCommonSubexpr,
+    FoldConstant,
+    FoldScaleAxis,
+    FuseOps,
+    InferType,
+    SimplifyExpr,
+    SimplifyInference,
+)
 from ..transform.bind_params import bind_params_by_name
 
 # Called with (stage name, None) when a stage starts and (stage name, seconds) when it ends.
 StageListener = Callable[[str, "float | None"], None]
 _LISTENERS: list[StageListener] = []
-_OPTIMIZE_PASSES: list[Callable[[], list[Pass]]] = []
+
+
+def optimize_passes() -> list[Pass]:
+    """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
+    reaches its own (SimplifyInference 0, FoldConstant 2, the others 3)."""
+    return [SimplifyInference(), EliminateCommonSubexpr(), FoldConstant(), FoldScaleAxis(),
+            SimplifyExpr(), CanonicalizeOps(), FoldConstant()]
 
 
 @contextmanager
@@ -83,11 +97,6 @@ def canon_target(target: Any, target_host: Any, where: str) -> Target:
     return canon
 
 
-def set_optimize_passes(make_passes: Callable[[], list[Pass]]) -> None:
-    """Make ``make_passes()`` the optimisation passes ``optimize`` runs (the driver's list)."""
-    _OPTIMIZE_PASSES[:] = [make_passes]
-
-
 def _bind(mod: IRModule, params: Mapping[str, Any] | None) -> tuple[IRModule, dict[str, NDArray]]:
     arrays = {k: v if isinstance(v, NDArray) else nd_array(v) for k, v in (params or {}).items()}
     if not arrays:
@@ -100,14 +109,11 @@ def _bind(mod: IRModule, params: Mapping[str, Any] | None) -> tuple[IRModule, di
 def optimize(mod: Any, target: Any = None, target_host: Any = None,
              params: Mapping[str, Any] | None = None) -> tuple[IRModule, dict[str, NDArray]]:
     """``(optimised fused module, params bound)``; see ``relay.optimize``."""
-    if not _OPTIMIZE_PASSES:
-        raise InternalError("relay.optimize: no optimisation passes registered (the driver, "
-                            "ember.relay._build, registers them when ember.relay is imported)")
     mod = as_module(mod, "relay.optimize")
     with canon_target(target, target_host, "relay.optimize"), stage("optimize"):
         mod = InferType()(mod)
         mod, arrays = _bind(mod, params)
-        mod = Sequential(_OPTIMIZE_PASSES[0](), name="relay.optimize")(mod)
+        mod = Sequential(optimize_passes(), name="relay.optimize")(mod)
         mod = InferType()(FuseOps()(mod))
     return mod, arrays
 
