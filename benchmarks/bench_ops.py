@@ -103,7 +103,6 @@ def _ember(c: dict[str, Any], repeat: int) -> tuple[float, Any]:
 
 def _onnx(name: str, c: dict[str, Any], repeat: int) -> float | None:
     try:
-        import onnx
         import onnxruntime as ort
         from onnx import TensorProto, helper
     except ImportError:
@@ -138,7 +137,7 @@ def worker(threads: int, repeat: int) -> list[dict[str, Any]]:
         t_ember, got = _ember(c, repeat)
         want = c["numpy"](*c["arrays"])
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
-        t_np = _time(lambda: c["numpy"](*c["arrays"]), max(3, repeat // 3))
+        t_np = _time(lambda c=c: c["numpy"](*c["arrays"]), max(3, repeat // 3))
         t_ort = _onnx(name, c, repeat)
         row = {"case": name, "threads": threads, "flops": c["flops"], "ember_ms": t_ember * 1e3,
                "numpy_ms": t_np * 1e3, "onnxruntime_ms": None if t_ort is None else t_ort * 1e3}

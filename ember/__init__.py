@@ -34,7 +34,7 @@ from .runtime.errors import TVMError  # noqa: F401,F811
 
 __version__ = "0.1.0"
 
-# name -> module path, loaded lazily on first access.
+# name -> module path, loaded lazily on first access (each one exists: tests/test_namespace.py).
 _LAZY = {
     "ir": "ember.ir",
     "relay": "ember.relay",
@@ -47,7 +47,6 @@ _LAZY = {
     "testing": "ember.testing",
     "micro": "ember.micro",
     "rpc": "ember.rpc",
-    "support": "ember.support",
     "topi": "ember.topi",
     "_ffi": "ember._ffi",
 }

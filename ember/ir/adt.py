@@ -7,7 +7,7 @@ from typing import Any
 from ..runtime.object import register_object
 from .base import Node
 from .expr import Call, RelayExpr, Var, _as_expr
-from .types import GlobalTypeVar, Type, TypeVar
+from .types import FuncType, GlobalTypeVar, Type, TypeCall, TypeVar
 
 
 @register_object("relay.Constructor")
@@ -42,11 +42,16 @@ class TypeData(Node):
     def __post_init__(self) -> None:
         object.__setattr__(self, "type_vars", tuple(self.type_vars))
         ctors = tuple(self.constructors)
+        result = TypeCall(self.header, self.type_vars)
         for i, c in enumerate(ctors):
-            # Tags are positions in the definition; the constructor knows its type.
+            # Tags are positions in the definition; the constructor knows its type, which the
+            # definition fixes (``fn[vars](inputs) -> Head[vars]``): a fact of construction.
             object.__setattr__(c, "tag", i)
             if c.belong_to is None:
                 object.__setattr__(c, "belong_to", self.header)
+            if c.checked_type_ is None:
+                object.__setattr__(c, "checked_type_",
+                                   FuncType(c.inputs, result, self.type_vars))
         object.__setattr__(self, "constructors", ctors)
 
 

@@ -47,6 +47,10 @@ class IRModule(Node):
     # -- functions ----------------------------------------------------------------------------
     def _resolve(self, key: GlobalVar | str, create: bool = False) -> GlobalVar:
         if isinstance(key, GlobalVar):
+            # A GlobalVar of an earlier version of this module (passes such as InferType
+            # return new, typed GlobalVars) finds its function by name: names are unique.
+            if key not in self.functions:
+                return self._gvars.get(key.name_hint, key)
             return key
         gv = self._gvars.get(key)
         if gv is None:

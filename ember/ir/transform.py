@@ -317,6 +317,12 @@ def get_pass(name: str, needed_by: str | None = None) -> Pass:
     return factory()
 
 
+def list_passes() -> list[str]:
+    """The names of the registered passes (``ember.relay.transform`` registers the pass
+    library when it is imported, so ``relay.transform.list_passes()`` lists them all)."""
+    return sorted(_PASSES)
+
+
 # -- decorators (TVM's Python API) --------------------------------------------------------------
 def _set_info(p: Pass, info: PassInfo) -> None:
     # Decorated passes are instances of one class each carrying its own name and opt_level:

@@ -75,7 +75,8 @@ def normalize_dim(d: _Any) -> Dim:
     try:
         v = int(d)
     except (TypeError, ValueError):
-        raise TypeError(f"a tensor dimension must be an int, Any() or a shape variable, got {d!r}")
+        raise TypeError(f"a tensor dimension must be an int, Any() or a shape variable, "
+                        f"got {d!r}") from None
     if v < 0 and v != -1:
         raise ValueError(f"a tensor dimension must be >= 0, got {v}")
     return Any() if v == -1 else v

@@ -249,8 +249,8 @@ class ExprMutator(ExprFunctor):
 
     def _dispatch(self, node: Any) -> Any:
         out = super()._dispatch(node)
-        if self.keep_types:
-            set_type(out, node.checked_type_)
+        if self.keep_types and out not in self.memo_map:  # not a node of the input
+            out = set_type(out, node.checked_type_)
         return out
 
     def _skipped(self, node: Any) -> Any:
@@ -289,10 +289,14 @@ class ExprMutator(ExprFunctor):
 
 
 def set_type(expr: Any, ty: Any) -> Any:
-    """Give ``expr`` the type ``ty`` unless it has one (the cache InferType also fills)."""
-    if ty is not None and isinstance(expr, RelayExpr) and expr.checked_type_ is None:
-        object.__setattr__(expr, "checked_type_", ty)
-    return expr
+    """``expr`` with the type ``ty`` if it has none: a typed copy, as no node is ever edited.
+    Variables, globals, ops and constructors come back as they are (their identity is what
+    binds them), and so does a node that has a type already."""
+    if ty is None or not isinstance(expr, RelayExpr) or expr.checked_type_ is not None:
+        return expr
+    if isinstance(expr, (Var, GlobalVar, Op, Constructor)):
+        return expr
+    return dataclasses.replace(expr, checked_type_=ty)
 
 
 # -- rebuilding -----------------------------------------------------------------------------------
@@ -334,6 +338,15 @@ def rebuild(expr: RelayExpr, kids: list[Any], keep_type: bool = True) -> RelayEx
         return expr
     ty = expr.checked_type_ if keep_type else None
     changes = _CHANGES[type(expr)](expr, kids)
+    new: RelayExpr = dataclasses.replace(expr, checked_type_=ty, **changes)  # type: ignore
+    return new
+
+
+def typed_copy(expr: RelayExpr, kids: list[Any], ty: Any) -> RelayExpr:
+    """A new node like ``expr``, on the children ``kids`` (``walk_children`` order), whose
+    type is ``ty``: how InferType gives a module its types without editing its input."""
+    change = _CHANGES.get(type(expr))
+    changes = change(expr, kids) if change is not None else {}
     new: RelayExpr = dataclasses.replace(expr, checked_type_=ty, **changes)  # type: ignore
     return new
 

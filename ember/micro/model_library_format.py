@@ -135,7 +135,8 @@ def _build_function_memory_map(function_metadata: Mapping[str, Mapping[str, int]
     largest = max(sizes.values(), default=0)
     main = dict(function_metadata.get(MAIN_FUNC_NAME_STR, {}))
     entry: dict[str, Any] = _entry(int(main.get("workspace_size_bytes", 0)) + largest,
-                                   main.get("io_size_bytes", 0), main.get("constants_size_bytes", 0))
+                                   main.get("io_size_bytes", 0),
+                                   main.get("constants_size_bytes", 0))
     for key in ("inputs", "outputs"):
         if key in main:
             entry[key] = main[key]

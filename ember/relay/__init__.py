@@ -51,10 +51,11 @@ from ..ir.visitor import ExprFunctor, ExprMutator, ExprVisitor  # noqa: F401
 from . import op  # noqa: F401
 from .op import *
 
-# Submodules loaded on first use: keeps `import ember.relay` light.
+# Submodules loaded on first use: keeps `import ember.relay` light. Every name is a module of
+# ember.relay (tests/test_namespace.py imports each one).
 _LAZY_MODULES = ("transform", "analysis", "prelude", "scope_builder", "backend", "testing",
-                 "frontend", "vm", "build_module", "loops", "expr_functor", "dataflow_pattern",
-                 "expr", "ty", "adt", "function")
+                 "frontend", "vm", "build_module", "loops", "expr_functor", "expr", "ty", "adt",
+                 "function")
 _LAZY_ATTRS = {
     "ScopeBuilder": ("ember.relay.scope_builder", "ScopeBuilder"),
     "create_executor": ("ember.relay.build_module", "create_executor"),

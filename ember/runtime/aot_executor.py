@@ -11,7 +11,8 @@ with ctypes structures that point at this executor's arrays.
 
 The interface is the graph executor's (``set_input`` by name, index or keywords, with the
 same checks and messages; ``get_input``, ``get_output``, ``benchmark``...); in addition
-``run`` refuses to start while an input has not been set. ``AotModule(module)`` is the
+``run`` refuses to start while an input has been neither set nor handed out by ``get_input``
+(whose view the caller may write the input into). ``AotModule(module)`` is the
 user-facing wrapper, as ``GraphModule`` is for graphs (``tvm.runtime.executor.AotModule``).
 """
 from __future__ import annotations
@@ -213,9 +214,16 @@ class AotExecutor(Module):
             self._missing.pop(self._specs.specs[k].name, None)
 
     def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
-        """Input ``key`` (a view of the executor's memory), or a copy into ``out``."""
-        arr = self._inputs[self._specs.slot(key, "get_input")]
-        return arr if out is None else check_out(out, arr, "get_input").copyfrom(arr)
+        """Input ``key`` (a view of the executor's memory), or a copy into ``out``.
+
+        Writing into the view sets the input (``get_input("x").copyfrom(value)``, as with the
+        graph executor and the C AOT executor), so handing it out counts as setting it."""
+        k = self._specs.slot(key, "get_input")
+        arr = self._inputs[k]
+        if out is not None:
+            return check_out(out, arr, "get_input").copyfrom(arr)
+        self._missing.pop(self._specs.specs[k].name, None)
+        return arr
 
     def get_input_index(self, name: str) -> int:
         """The index of input ``name``, or -1 if there is none."""

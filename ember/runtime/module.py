@@ -157,8 +157,9 @@ class Module:
         with open(file_name, "wb") as f:
             f.write(save(self))
 
-    def export_library(self, file_name: "str | os.PathLike[str]", fcompile: Callable[..., Any] | None
-                       = None, addons: Sequence[str] | None = None,
+    def export_library(self, file_name: "str | os.PathLike[str]",
+                       fcompile: Callable[..., Any] | None = None,
+                       addons: Sequence[str] | None = None,
                        workspace_dir: str | None = None, **kwargs: Any) -> None:
         """Write this module and its imports as one shared library (or a .tar of sources).
 

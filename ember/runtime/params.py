@@ -4,10 +4,11 @@ Layout of ``save_param_dict`` (all integers little-endian)::
 
     offset 0   magic       8 bytes  b"\\x89EMBPRM\\n"
            8   version     u32      FORMAT_VERSION (1)
-          12   flags       u32      0 (reserved)
+          12   flags       u32      bit 0: a checksum ends the blob (ember always sets it)
           16   count       u64      number of tensors
                names       count x (u32 byte length, UTF-8 bytes)
                tensors     count x record, in the order of the names
+               checksum    u32      CRC-32 (zlib's) of every byte before it
 
     record:    dtype       u8 code, u8 bits, u16 lanes   (DLDataType; bool is code 6, 8 bits)
                ndim        u32
@@ -16,12 +17,15 @@ Layout of ``save_param_dict`` (all integers little-endian)::
                data        nbytes   C order, little-endian
 
 A single tensor (``serialize_ndarray``, used by JSON for NDArray fields) is the header with
-magic b"\\x89EMBTNS\\n" and one record. Loaders check every field and raise ArtifactError
-naming what was wrong and the byte offset where it was found.
+magic b"\\x89EMBTNS\\n", one record and the checksum. Loaders verify the checksum first (a
+blob without one, flags 0, is still read), then every field, and raise ArtifactError naming
+what was wrong and the byte offset where it was found. The C runtime's reader
+(``ember/crt/executor/params.c``) makes the same checks.
 """
 from __future__ import annotations
 
 import struct
+import zlib
 from typing import Any, Mapping
 
 import numpy as np
@@ -36,6 +40,7 @@ FORMAT_VERSION = 1
 _HEADER = struct.Struct("<8sII")
 _RECORD = struct.Struct("<BBHI")
 _MAX_NDIM = 64  # sanity bound so a corrupt ndim cannot ask for gigabytes of shape
+FLAG_CHECKSUM = 1  # a u32 CRC-32 of all the bytes before it ends the blob
 
 
 def _as_numpy(value: Any, name: str) -> tuple[np.ndarray, DataType]:
@@ -63,7 +68,7 @@ def save_param_dict(params: Mapping[str, Any]) -> bytearray:
     Returns a bytearray (what the graph executor's ``load_params`` takes). Raises TypeError for
     non-str names or unsupported dtypes.
     """
-    out = bytearray(_HEADER.pack(PARAMS_MAGIC, FORMAT_VERSION, 0))
+    out = bytearray(_HEADER.pack(PARAMS_MAGIC, FORMAT_VERSION, FLAG_CHECKSUM))
     out += struct.pack("<Q", len(params))
     tensors = []
     for name, value in params.items():
@@ -75,6 +80,11 @@ def save_param_dict(params: Mapping[str, Any]) -> bytearray:
         tensors.append(_as_numpy(value, name))
     for arr, dt in tensors:
         _write_record(out, arr, dt)
+    return _seal(out)
+
+
+def _seal(out: bytearray) -> bytearray:
+    out += struct.pack("<I", zlib.crc32(out))
     return out
 
 
@@ -85,6 +95,7 @@ class _Reader:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"{what}: expected bytes, got {type(data).__name__}")
         self.buf = memoryview(data).cast("B")
+        self.whole: memoryview | None = None  # the blob with its checksum, when it has one
         self.off = 0
         self.what = what
 
@@ -113,8 +124,22 @@ class _Reader:
         if version != FORMAT_VERSION:
             raise self.fail(f"format version {version} is not supported (this ember reads "
                             f"version {FORMAT_VERSION})", 8)
-        if flags != 0:
+        if flags & ~FLAG_CHECKSUM:
             raise self.fail(f"unknown flags {flags:#x}", 12)
+        if flags & FLAG_CHECKSUM:
+            if len(self.buf) < _HEADER.size + 4:
+                raise self.fail("truncated data: the checksum needs 4 bytes", len(self.buf))
+            # The fields are parsed first (a truncated blob gets the precise message), then
+            # ``finish`` compares the checksum (a flipped byte anywhere is caught).
+            self.whole, self.buf = self.buf, self.buf[:-4]
+
+    def finish(self) -> None:
+        if self.off != len(self.buf):
+            raise self.fail(f"{len(self.buf) - self.off} unexpected trailing bytes")
+        if self.whole is not None:
+            (want,) = struct.unpack("<I", self.whole[-4:])
+            if zlib.crc32(self.buf) != want:
+                raise self.fail("checksum mismatch: the data is corrupt", len(self.buf))
 
     def record(self, label: str) -> NDArray:
         start = self.off
@@ -142,10 +167,6 @@ class _Reader:
         src = np.frombuffer(data, dtype=scalar.newbyteorder("<")).reshape(out._np.shape)
         np.copyto(out._np, src)
         return out
-
-    def finish(self) -> None:
-        if self.off != len(self.buf):
-            raise self.fail(f"{len(self.buf) - self.off} unexpected trailing bytes")
 
 
 def load_param_dict(data: bytes | bytearray | memoryview) -> dict[str, NDArray]:
@@ -177,9 +198,9 @@ def load_param_dict(data: bytes | bytearray | memoryview) -> dict[str, NDArray]:
 
 def serialize_ndarray(arr: NDArray | np.ndarray) -> bytes:
     """One tensor in the params record format, with its own header (magic b"\\x89EMBTNS\\n")."""
-    out = bytearray(_HEADER.pack(TENSOR_MAGIC, FORMAT_VERSION, 0))
+    out = bytearray(_HEADER.pack(TENSOR_MAGIC, FORMAT_VERSION, FLAG_CHECKSUM))
     _write_record(out, *_as_numpy(arr, "<tensor>"))
-    return bytes(out)
+    return bytes(_seal(out))
 
 
 def deserialize_ndarray(data: bytes | bytearray | memoryview) -> NDArray:

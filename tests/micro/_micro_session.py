@@ -90,8 +90,8 @@ def parse_frames(data: bytes) -> list[tuple[int, bytes]]:
     return out
 
 
-def run_raw(program: Path, data: bytes, timeout: float = 30.0) -> tuple[int, list[tuple[int, bytes]],
-                                                                         str]:
+def run_raw(program: Path, data: bytes, timeout: float = 30.0
+            ) -> tuple[int, list[tuple[int, bytes]], str]:
     """Send ``data`` to a fresh device process and close its input: (exit status, the frames
     it answered, its stderr)."""
     proc = subprocess.run([str(program)], input=data, capture_output=True, timeout=timeout,

@@ -226,6 +226,10 @@ def test_params_blob_errors(probe, mlp_exports, tmp_path):
     assert rc == bad and "not an ember params blob (bad magic) at byte offset 0" in msg
     rc, msg = params_case(probe, mlp_exports, tmp_path, good + b"x")
     assert rc == bad and "unexpected trailing bytes" in msg
+    flipped = bytearray(good)
+    flipped[-9] ^= 0x01  # inside the last tensor's data: only the checksum can tell
+    rc, msg = params_case(probe, mlp_exports, tmp_path, bytes(flipped))
+    assert rc == bad and "checksum mismatch: the data is corrupt" in msg
     import numpy as np
 
     wrong = bytes(ember.runtime.save_param_dict({"p0": np.zeros((3, 3), "float32")}))

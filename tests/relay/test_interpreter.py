@@ -10,7 +10,7 @@ from ember import relay
 from ember.ir import (Call, Clause, Constructor, Function, GlobalTypeVar, GlobalVar, If,
                       IRModule, Let, Match, PatternConstructor, PatternTuple, PatternVar,
                       PatternWildcard, RefCreate, RefRead, RefWrite, Tuple, TupleGetItem,
-                      TypeCall, TypeData, TypeVar, Var, const, scalar_type, var)
+                      TypeCall, TypeData, TypeVar, const, scalar_type, var)
 from ember.ir.op import OP_REGISTRY, OpDef, register_op
 from ember.relay.backend.interpreter import (ConstructorValue, Evaluator, RefValue)
 from ember.relay.loops import while_loop
@@ -244,7 +244,7 @@ def test_match_on_constructors_and_tuples():
     ex = relay.create_executor(mod=mod)
     assert scalar(ex.evaluate(Call(area, [rect(const(3), const(4))]))) == 12
     assert scalar(ex.evaluate(Call(area, [circle(const(5))]))) == 25
-    a, b = var("a", "int32"), var("b", "int32")
+    a = var("a", "int32")
     swap = Match(Tuple([const(1), const(2)]), [
         Clause(PatternTuple([PatternVar(a), PatternWildcard()]), a)])
     assert scalar(ex.evaluate(swap)) == 1

@@ -64,7 +64,7 @@ def test_map_mapping_behaviour():
     m = Map({"a": 1, key: 2, node: 3})
     assert len(m) == 3 and m["a"] == 1 and m["k"] == 2 and m[node] == 3
     assert "a" in m and "zz" not in m and m.get("zz", 9) == 9
-    assert list(m.keys())[0] == "a"
+    assert next(iter(m.keys())) == "a"
     assert Map({"a": 1, "b": 2}) == {"a": 1, "b": 2} and Map(a=1) == Map([("a", 1)])
     assert Map({"a": 1}) != {"a": 2}
     assert repr(Map({"a": 1})) == "{'a': 1}"

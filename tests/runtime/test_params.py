@@ -89,18 +89,46 @@ def test_corrupt_fields_are_located():
     record = 16 + 8 + 4 + 2  # header, count, name length, name
     cases = [
         (_patched(blob, 8, "<I", 2), r"format version 2 is not supported.*offset 8"),
-        (_patched(blob, 12, "<I", 1), r"unknown flags.*offset 12"),
+        (_patched(blob, 12, "<I", 3), r"unknown flags.*offset 12"),
         (_patched(blob, 16, "<Q", 10**12), r"tensor count 1000000000000 .*offset 16"),
         (_patched(blob, record, "<B", 9), rf"unsupported dtype \(code=9.*offset {record}"),
         (_patched(blob, record + 4, "<I", 1000), rf"implausible ndim 1000.*offset {record + 4}"),
         (_patched(blob, record + 8, "<q", -3), rf"negative dimension.*offset {record + 8}"),
         (_patched(blob, record + 16, "<Q", 13), rf"declares 13 data bytes.*offset {record + 16}"),
-        (blob + b"\x00", rf"1 unexpected trailing bytes at byte offset {len(blob)}"),
+        (blob + b"\x00", rf"1 unexpected trailing bytes at byte offset {len(blob) - 4}"),
         (_patched(blob, 28, "<2s", b"\xff\xfe"), r"name 0 is not valid UTF-8.*offset 28"),
     ]
     for data, match in cases:
         with pytest.raises(ArtifactError, match=match):
             load_param_dict(data)
+
+
+def test_every_flipped_byte_is_caught():
+    blob = bytes(save_param_dict({"w": np.arange(6, dtype="float32").reshape(2, 3),
+                                  "b": np.ones(2, "int8")}))
+    for pos in range(len(blob)):
+        bad = bytearray(blob)
+        bad[pos] ^= 0x10
+        with pytest.raises(ArtifactError, match=r"byte offset \d+"):
+            load_param_dict(bytes(bad))
+
+
+def test_data_corruption_is_reported_as_a_checksum_mismatch():
+    blob = bytearray(save_param_dict({"w": np.zeros(8, "float32")}))
+    blob[-10] ^= 0xFF  # inside the tensor data: every field still parses
+    with pytest.raises(ArtifactError, match=r"checksum mismatch: the data is corrupt at byte "
+                                            rf"offset {len(blob) - 4}"):
+        load_param_dict(bytes(blob))
+    arr = serialize_ndarray(np.arange(4, dtype="int64"))
+    with pytest.raises(ArtifactError, match="checksum mismatch"):
+        deserialize_ndarray(arr[:-5] + bytes([arr[-5] ^ 1]) + arr[-4:])
+
+
+def test_blob_without_checksum_still_loads():
+    blob = bytearray(save_param_dict({"w": np.arange(3, dtype="float32")}))
+    struct.pack_into("<I", blob, 12, 0)  # flags 0: no checksum follows
+    out = load_param_dict(bytes(blob[:-4]))
+    np.testing.assert_array_equal(out["w"].numpy(), np.arange(3, dtype="float32"))
 
 
 def test_duplicate_names_are_refused():

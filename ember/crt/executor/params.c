@@ -23,6 +23,18 @@ static tvm_crt_error_t bad(const char* problem, size_t offset) {
   return kTvmErrorExecutorBadArtifact;
 }
 
+/* CRC-32 (IEEE 802.3, zlib's): bit by bit, no table, so it costs no flash. */
+static uint32_t crc32(const uint8_t* d, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  size_t i;
+  int k;
+  for (i = 0; i < n; ++i) {
+    c ^= d[i];
+    for (k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+
 /* Bytes of one element of dtype, 0 if ember cannot hold it. */
 static uint64_t element_bytes(uint32_t code, uint32_t bits, uint32_t lanes) {
   if (lanes == 0u || code > 6u || code == 3u || code == 5u) return 0;
@@ -61,7 +73,7 @@ static tvm_crt_error_t check_record(const uint8_t* d, size_t size, size_t* pos) 
 tvm_crt_error_t ember_params_open(const void* data, size_t size, EmberParams* out) {
   const uint8_t* d = (const uint8_t*)data;
   size_t p = 24;
-  uint64_t i, count;
+  uint64_t i, count, flags;
   int k;
   if (d == NULL) return bad("no data (NULL)", 0);
   if (size < 24u) return bad("truncated data: the header needs 24 bytes", 0);
@@ -69,7 +81,12 @@ tvm_crt_error_t ember_params_open(const void* data, size_t size, EmberParams* ou
     if (d[k] != kMagic[k]) return bad("not an ember params blob (bad magic)", 0);
   }
   if (le(d + 8, 4) != 1u) return bad("format version not supported (this runtime reads 1)", 8);
-  if (le(d + 12, 4) != 0u) return bad("unknown flags", 12);
+  flags = le(d + 12, 4);
+  if ((flags & ~1u) != 0u) return bad("unknown flags", 12);
+  if (flags & 1u) { /* a CRC-32 of everything before it ends the blob: compared last */
+    if (size < 28u) return bad("truncated data: the checksum needs 4 bytes", size);
+    size -= 4;
+  }
   count = le(d + 16, 8);
   if (count > (size - p) / 4u) return bad("tensor count does not fit in the data", 16);
   for (i = 0; i < count; ++i) {
@@ -86,6 +103,9 @@ tvm_crt_error_t ember_params_open(const void* data, size_t size, EmberParams* ou
     if (rc != 0) return rc;
   }
   if (p != size) return bad("unexpected trailing bytes", p);
+  if ((flags & 1u) && crc32(d, size) != (uint32_t)le(d + size, 4)) {
+    return bad("checksum mismatch: the data is corrupt", size);
+  }
   out->data = d;
   out->size = size;
   out->count = count;

@@ -8,6 +8,7 @@ Scalar constants become inlined constant stages; larger constants are lifted int
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +20,10 @@ from ...ir.visitor import post_order
 from ...runtime.errors import InternalError, OpNotImplemented, TVMError, add_note
 from ...te import tensor as te
 from ...tir import op as tir
-from ...tir.expr import IntImm
-from ..op._compute._common import tensor_types
+from ...tir import expr as tir_expr
+from ...tir.expr import IntImm, PrimExpr, StringImm
+from ...tir.stmt import AssertStmt, LetStmt, PrimFunc, Stmt
+from ..op._compute._common import Requirement, collect_requirements, tensor_types
 from ..op._reg import resolve_attrs
 from .name_transforms import to_c_identifier
 
@@ -55,6 +58,8 @@ class TEGraph:
     constants: list[te.Tensor] = field(default_factory=list)
     constant_values: list[Any] = field(default_factory=list)
     op_names: list[str] = field(default_factory=list)
+    # conditions on the ``?`` sizes that the kernel checks first (see _compute._common.require)
+    requirements: list[Requirement] = field(default_factory=list)
 
 
 class LowerToTE:
@@ -169,16 +174,38 @@ class LowerToTE:
         out_type = call.checked_type
         attrs = resolve_attrs(name, op_def.attrs_type, call.attrs)
         try:
-            outs = list(op_def.compute(attrs, inputs, out_type))
+            with collect_requirements() as required:
+                outs = list(op_def.compute(attrs, inputs, out_type))
         except (TVMError, ValueError, TypeError, IndexError, KeyError) as err:
             add_note(err, f"while lowering {short_text(call, self.func)}")
             raise
+        shapes = ", ".join(_show_shape(t) for t in inputs)
+        self.graph.requirements += [(c, f"{name}: {m} (argument shapes {shapes})")
+                                    for c, m in required]
         types = tensor_types(out_type)
         if len(outs) != len(types):
             raise InternalError(f"{name}: the compute rule gave {len(outs)} tensors for type "
                                 f"{out_type}")
         outs = [_check_output(name, t, ty) for t, ty in zip(outs, types)]
         return _unflatten(out_type, outs)
+
+
+def _show_shape(t: te.Tensor) -> str:
+    return "(" + ", ".join(str(d.value) if isinstance(d, IntImm) else "?" for d in t.shape) + ")"
+
+
+def guard(prim: PrimFunc, requirements: list[Requirement],
+          binds: list[tuple[tir_expr.Var, PrimExpr]] = ()) -> PrimFunc:
+    """``prim`` checking ``requirements`` before its body runs (``binds`` first defines the
+    size variables they read, for functions that get sizes as values, not from buffers)."""
+    if not requirements:
+        return prim
+    body: Stmt = prim.body
+    for cond, msg in reversed(requirements):
+        body = AssertStmt(cond, StringImm(msg), body)
+    for var, value in reversed(list(binds)):
+        body = LetStmt(var, value, body)
+    return dataclasses.replace(prim, body=body)
 
 
 def _check_output(op: str, t: te.Tensor, ty: TensorType) -> te.Tensor:
@@ -209,4 +236,4 @@ def to_te(func: Function) -> TEGraph:
     return graph
 
 
-__all__ = ["LowerToTE", "TEGraph", "flatten", "to_te"]
+__all__ = ["LowerToTE", "TEGraph", "flatten", "guard", "to_te"]

@@ -18,7 +18,8 @@ class Runtime(RegisteredOptions):
     TVMError with TVM's messages (``Runtime "woof" is not defined``)."""
 
     what = "Runtime"
-    registry: ClassVar[dict[str, dict[str, Option]]] = {"cpp": {"system-lib": _SYSTEM_LIB}, "crt": {"system-lib": _SYSTEM_LIB}}
+    registry: ClassVar[dict[str, dict[str, Option]]] = {"cpp": {"system-lib": _SYSTEM_LIB},
+                                                         "crt": {"system-lib": _SYSTEM_LIB}}
 
     def __init__(self, name: str, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(name, options)

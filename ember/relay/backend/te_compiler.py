@@ -34,7 +34,7 @@ from ...te.lower import lower as te_lower
 from ...tir.codegen import generate_c
 from ...tir.expr import IntImm
 from ...tir.stmt import PrimFunc
-from ._lower_te import TEGraph, to_te
+from ._lower_te import TEGraph, guard, to_te
 from .name_transforms import to_c_identifier
 from .utils import mangle_module_name
 
@@ -133,7 +133,7 @@ class TECompiler:
         if not isinstance(func, Function):
             raise TVMError(f"te compiler: expected a relay Function, got {type(func).__name__}")
         kind = target_kind(target)
-        _ensure_typed(func)
+        func = _ensure_typed(func)
         key = (structural_hash(func), kind, mod_name)
         for seen, lowered in self._cache.get(key, []):
             if structural_equal(seen, func):
@@ -148,7 +148,8 @@ class TECompiler:
         name = self._unique(self._symbol(readable_name(graph.op_names), mod_name))
         sch = topi.auto_schedule(graph.outputs)
         args = graph.inputs + graph.constants + graph.outputs
-        prim = te_lower(sch, args, name).with_attr("from_relay", _relay_text(func))
+        prim = guard(te_lower(sch, args, name), graph.requirements)  # run-time size checks
+        prim = prim.with_attr("from_relay", _relay_text(func))
         inputs = [_info(t, t.op.name) for t in graph.inputs]
         outputs = [_info(t, f"output{i}") for i, t in enumerate(graph.outputs)]
         code = generate_c([prim])
@@ -274,11 +275,12 @@ def _debug(prim: PrimFunc, code: str) -> None:
         print(f"ember: C of {prim.name}\n{code}", file=sys.stderr)
 
 
-def _ensure_typed(func: Function) -> None:
+def _ensure_typed(func: Function) -> Function:
     if func.checked_type_ is None or func.body.checked_type_ is None:
         from ..transform.type_infer import infer_type
 
-        infer_type(func)
+        return infer_type(func)  # type: ignore[return-value]
+    return func
 
 
 def _relay_text(func: Function) -> str:

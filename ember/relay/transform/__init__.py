@@ -13,8 +13,8 @@ from typing import Any
 
 from ...ir.instrument import PassInstrument
 from ...ir.transform import (FunctionPass, ModulePass, Pass, PassContext, PassInfo,  # noqa: F401
-                             PrintIR, Sequential, function_pass, get_pass, module_pass,
-                             register_pass)
+                             PrintIR, Sequential, function_pass, get_pass, list_passes,
+                             module_pass, register_pass)
 from .type_infer import InferType, InferTypeLocal, infer_type  # noqa: F401
 
 # name -> submodule of ember.relay.transform defining it.

@@ -68,7 +68,6 @@ class ExprChecker:
         self.global_types: dict[GlobalVar, FuncType] = {}
         self.poly_ok: set[GlobalVar] = set()  # globals whose uses may be instantiated
         self.deferred: list[Deferred] = []
-        self.ctors: set[Constructor] = set()
         self.owner: Owner = ("expr", None)
         self.bound: set[Var] = set()
         self.used: dict[Var, None] = {}
@@ -94,7 +93,7 @@ class ExprChecker:
         """Type ``expr`` and everything below it (children first, without recursion)."""
         from ...ir.visitor import post_order
 
-        for node in post_order(expr):
+        for node in post_order(expr, on_enter=self._enter):
             rule = _RULES.get(type(node))
             if rule is None:
                 raise self.fail(node, f"type inference does not know {type(node).__name__} nodes")
@@ -103,6 +102,14 @@ class ExprChecker:
                 self.types[node] = ty
         return self.type_of(expr)
 
+    def _enter(self, node: RelayExpr) -> None:
+        # ``let %f = fn (...) {...}`` (a local, maybe recursive, function): %f has the type the
+        # function declares from the start, so that neither its recursive calls nor the calls
+        # in the let's body narrow it (a ``?`` parameter stays ``?``; while_loop relies on it).
+        if (isinstance(node, Let) and isinstance(node.value, Function)
+                and node.var.type_annotation is None and node.var not in self.types):
+            self.types[node.var] = self.skeleton(node.value)
+
     def type_of(self, e: RelayExpr) -> Type:
         ty = self.types.get(e)
         if ty is not None:
@@ -110,7 +117,6 @@ class ExprChecker:
         if isinstance(e, GlobalVar):
             return self.global_use(e)
         if isinstance(e, Constructor):
-            self.ctors.add(e)
             return instantiate(self.ctor_type(e))[0]
         if isinstance(e, Op):
             raise self.fail(e, f"operator {e.name} can only be called; to pass it as a value, "

@@ -40,7 +40,8 @@ class PatternRewriter(PassMutator):
                 res = fn(out)
                 if res is not None:
                     self.changed = True
-                    out = set_type(res, orig.checked_type_)
+                    # a node of the input stays as it is; a new one gets orig's type
+                    out = res if res in self.memo_map else set_type(res, orig.checked_type_)
                     break
             else:
                 break

@@ -119,11 +119,12 @@ class ConstantFolder(PassMutator):
 
 
 def fold_constant(expr: RelayExpr, mod: IRModule | None = None) -> RelayExpr:
-    """Fold the constants of ``expr``; it is typed first (against ``mod``) if it is not."""
+    """Fold the constants of ``expr``; a typed copy is made first (against ``mod``) if it has
+    no type."""
     if expr.checked_type_ is None:
         from .type_infer import infer_type
 
-        infer_type(expr, mod)
+        expr = infer_type(expr, mod)
     return ConstantFolder().visit(expr)
 
 

@@ -8,21 +8,23 @@ becomes a type parameter (``fn (%x) { %x }`` is ``fn[t0](t0) -> t0``), and later
 instantiate it afresh at each use. A group whose op relations still wait for argument types
 (``def @f(%x) { add(%x, 1f) }``) stays open and monomorphic until a caller fixes them.
 
-Finally every expression gets its type in ``checked_type_`` (the cache ``expr.checked_type``
-reads), every Function its FuncType. Errors are ``TypeInferenceError``s that name the op or
-function, the argument, the expected and actual types, the source location when the node
-has a span, and show the IR around the failing node.
+Finally every node is copied with its type in ``checked_type_`` (what ``expr.checked_type``
+reads), every Function with its FuncType: the input module is never edited. Errors are
+``TypeInferenceError``s that name the op or function, the argument, the expected and actual
+types, the source location when the node has a span, and show the IR around the failing node.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ...ir.adt import Constructor
 from ...ir.expr import Function, GlobalVar, RelayExpr
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
+from ...ir.op import Op
 from ...ir.types import FuncType, IncompleteType, Type, TypeVar
-from ...ir.visitor import global_vars
+from ...ir.visitor import global_vars, post_order, typed_copy, walk_children
 from ._checker import ExprChecker
 from ._diagnose import global_by_name
 from ._unify import type_vars_in
@@ -111,17 +113,55 @@ class ModuleChecker(ExprChecker):
         self.open.clear()
         self.deferred.clear()
 
-    def annotate(self) -> None:
-        """Write the solved types into the ``checked_type_`` cache of every node."""
-        resolve = self.uf.resolve
-        for node, ty in self.types.items():
-            object.__setattr__(node, "checked_type_", resolve(ty))
-        for gv, ty in self.global_types.items():
-            object.__setattr__(gv, "checked_type_", ty)
-            if gv in self.funcs:
-                object.__setattr__(self.funcs[gv], "checked_type_", ty)
-        for c in self.ctors:
-            object.__setattr__(c, "checked_type_", self.ctor_type(c))
+    def typed_module(self) -> IRModule:
+        """A new module whose every node carries its solved type (the input is left as it
+        was). Its GlobalVars are new typed ones; a GlobalVar of the input still finds its
+        function in it by name."""
+        gvars = {gv: GlobalVar(gv.name_hint, span=gv.span,
+                               checked_type_=self.uf.resolve(self.global_types[gv]))
+                 for gv in self.mod.functions if gv in self.global_types}
+        typer = _Typer(self, gvars)
+        funcs = {gvars.get(gv, gv): typer.copy(f, gv) if isinstance(f, Function) else f
+                 for gv, f in self.mod.functions.items()}
+        return IRModule(funcs, self.mod.type_definitions, self.mod.attrs)
+
+    def typed_expr(self, expr: RelayExpr) -> RelayExpr:
+        """A typed copy of ``expr``; its GlobalVars are kept (they name ``self.mod``'s)."""
+        return _Typer(self, None).copy(expr, None)
+
+
+class _Typer:
+    """Builds the typed copy of each node, children first (iteratively), sharing kept.
+
+    Ops and constructors are kept: an op is one object per name and a constructor's type is
+    fixed by its type definition. With ``gvars`` every GlobalVar becomes the module's new
+    typed one (matched by name, as the checker matches them)."""
+
+    def __init__(self, ck: ModuleChecker, gvars: dict[GlobalVar, GlobalVar] | None) -> None:
+        self.ck, self.gvars = ck, gvars
+        self.memo: dict[RelayExpr, RelayExpr] = {}
+
+    def copy(self, expr: RelayExpr, gv: GlobalVar | None) -> RelayExpr:
+        memo = self.memo
+        for node in post_order(expr, skip=memo.__contains__, kids=walk_children):
+            if node not in memo:
+                memo[node] = self._copy_one(node)
+        out = memo[expr]
+        if gv is not None and gv in self.ck.global_types:  # its generalised type
+            out = typed_copy(out, list(walk_children(out)), self.ck.global_types[gv])
+        return out
+
+    def _copy_one(self, node: RelayExpr) -> RelayExpr:
+        if isinstance(node, (Op, Constructor)):
+            return node
+        if isinstance(node, GlobalVar):
+            if self.gvars is None:
+                return node
+            own = self.ck.lookup_global(node)
+            return self.gvars.get(own, node)
+        ty = self.ck.types.get(node)
+        ty = node.checked_type_ if ty is None else self.ck.uf.resolve(ty)
+        return typed_copy(node, [self.memo[c] for c in walk_children(node)], ty)
 
 
 def strongly_connected(graph: dict[Any, list[Any]]) -> list[list[Any]]:
@@ -173,7 +213,8 @@ def strongly_connected(graph: dict[Any, list[Any]]) -> list[list[Any]]:
 class InferType(ModulePass):
     """Infer the type of every expression of every function; returns a new IRModule.
 
-    The functions are the same objects, now carrying their types (``expr.checked_type``).
+    The new module's nodes are typed copies of the input's (``expr.checked_type``), so the
+    input keeps the types it had and a node shared by two modules is typed in each.
     Raises TypeInferenceError for an ill-typed program.
     """
 
@@ -184,24 +225,23 @@ class InferType(ModulePass):
         ck = ModuleChecker(mod)
         ck.check_globals()
         ck.finish()
-        ck.annotate()
-        return mod.copy()
+        return ck.typed_module()
 
 
 register_pass("InferType", InferType)
 
 
 def infer_type(expr: RelayExpr, mod: IRModule | None = None) -> RelayExpr:
-    """Type ``expr`` (free variables take their annotated types) against ``mod``'s globals and
-    type definitions; returns ``expr`` itself, now carrying its types."""
+    """A typed copy of ``expr`` (free variables take their annotated types), checked against
+    ``mod``'s globals and type definitions; ``expr`` itself is left as it was. Free variables
+    are copied too: bind the result's, not the input's."""
     if not isinstance(expr, RelayExpr):
         raise TypeError(f"infer_type: expected a relay expression, got {type(expr).__name__}")
     ck = ModuleChecker(mod if mod is not None else IRModule())
     ck.check_globals(global_vars(expr))
     ck.check_function("the expression", expr, closed=False)
     ck.finish()
-    ck.annotate()
-    return expr
+    return ck.typed_expr(expr)
 
 
 def InferTypeLocal(expr: RelayExpr, mod: IRModule | None = None) -> Type:

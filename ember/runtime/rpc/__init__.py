@@ -25,7 +25,8 @@ from .remote import RemoteExecutor, RemoteFunction, RemoteModule, RemoteNDArray
 from .server import Server
 from .tracker import Tracker, TrackerSession, connect_tracker
 
-__all__ = ["PROTOCOL_VERSION", "AuthenticationError", "ChannelSession", "LocalSession", "PopenSession",
+__all__ = ["PROTOCOL_VERSION", "AuthenticationError", "ChannelSession", "LocalSession",
+           "PopenSession",
            "ProtocolError", "RPCConnectionError", "RPCError", "RPCPathError", "RPCSession",
            "RemoteExecutor", "RemoteFunction", "RemoteModule", "RemoteNDArray", "Server",
            "Tracker", "TrackerSession", "connect", "connect_tracker", "tracker"]

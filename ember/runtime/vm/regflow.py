@@ -120,7 +120,7 @@ def problem(state: State, ins: I.Instruction) -> str | None:
     for r in ins.reads():
         if not state.written >> r & 1:
             return f"register ${r} is read before it is written (on some path to here)"
-    for name, kind, value in ins.operands():
+    for name, _kind, value in ins.operands():
         want = EXPECTED.get((type(ins), name))
         if want is None:
             continue

@@ -69,6 +69,21 @@ def test_run_refuses_an_input_never_set(executor):
         executor.run()
 
 
+def test_input_written_through_get_input_counts_as_set(executor):
+    executor.get_input("data").copyfrom(_data(3))
+    executor.run()  # as the graph executor and the C AOT executor accept it
+    through_view = executor.get_output(0).numpy()
+    fresh = factories()["cpp-cpacked"]["net"](tvm.cpu(0))
+    fresh.set_input("data", _data(3))
+    fresh.run()
+    np.testing.assert_array_equal(through_view, fresh.get_output(0).numpy())
+    copy = tvm.nd.empty((1, 8), "float32")
+    other = factories()["cpp-cpacked"]["net"](tvm.cpu(0))
+    other.get_input("data", copy)  # a copy out does not set the input
+    with pytest.raises(TVMError, match="input 'data' has not been set"):
+        other.run()
+
+
 @pytest.mark.parametrize("key, value, message", [
     ("img", np.zeros((1, 8), "float32"), (r"set_input: no input named 'img'; this model's "
                                          r"inputs are 'data'")),

@@ -79,8 +79,7 @@ def prim_func(case: Case) -> Function:
     op = Op.get(case.op)
     attrs = op.make_attrs(**case.attrs) if op.op_def.attrs_type else None
     func = Function(tuple(params), Call(op, tuple(call_args), attrs)).with_attr("Primitive", 1)
-    infer_type(func)
-    return func
+    return infer_type(func)
 
 
 def reference(case: Case) -> list[np.ndarray]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _pass_helpers import assert_same_result, primitive_names
+from _pass_helpers import primitive_names
 
 import ember
 from ember import relay

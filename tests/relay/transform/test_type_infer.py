@@ -10,6 +10,7 @@ import ember
 from ember import relay
 from ember.ir import IRModule, Op
 from ember.ir.types import Any, FuncType, ShapeVar, TensorType, TupleType, TypeCall, TypeVar
+from ember.ir.visitor import walk_children
 from ember.relay.transform import InferType, InferTypeLocal, infer_type
 
 
@@ -20,6 +21,17 @@ def call(name, *args, **attrs):
 
 def T(*shape, dtype="float32"):
     return TensorType(shape, dtype)
+
+
+def copy_of(node, root, typed_root):
+    """The typed copy of ``node`` (a node of ``root``) in ``typed_root``, InferType's copy of
+    ``root``: both have the same shape, so their walks visit matching nodes in step."""
+    pairs = zip(ember.ir.post_order(root, kids=walk_children),
+                ember.ir.post_order(typed_root, kids=walk_children))
+    for old, new in pairs:
+        if old is node:
+            return new
+    raise AssertionError(f"{node!r} is not a node of the root")
 
 
 def main_type(body_fn, *params):
@@ -101,9 +113,10 @@ def test_tuples_and_projections():
     x, y = relay.var("x", shape=(2,)), relay.var("y", "int32")
     tup = relay.Tuple([x, y, call("add", x, x)])
     body = relay.Tuple([relay.TupleGetItem(tup, 2), relay.TupleGetItem(tup, 1)])
-    func = infer_type(relay.Function([x, y], body))
+    fn = relay.Function([x, y], body)
+    func = infer_type(fn)
     assert func.checked_type.ret_type == TupleType([T(2), T(dtype="int32")])
-    assert tup.checked_type == TupleType([T(2), T(dtype="int32"), T(2)])
+    assert copy_of(tup, fn, func).checked_type == TupleType([T(2), T(dtype="int32"), T(2)])
 
 
 def test_projection_of_unannotated_tuple_waits_for_its_type():
@@ -119,16 +132,19 @@ def test_if_on_a_tensor_condition():
     x, y = relay.var("x", shape=(4,)), relay.var("y", shape=(4,))
     cond = call("equal", call("sum", x), call("sum", y))
     body = relay.If(cond, call("add", x, y), x)
-    infer_type(relay.Function([x, y], body))
-    assert cond.checked_type == T(dtype="bool") and body.checked_type == T(4)
+    fn = relay.Function([x, y], body)
+    func = infer_type(fn)
+    assert copy_of(cond, fn, func).checked_type == T(dtype="bool")
+    assert func.body.checked_type == T(4)
 
 
 def test_let_annotation_and_inference():
     x = relay.var("x", shape=(2, 2))
     v, w = relay.Var("v"), relay.var("w", shape=(2, 2))
     body = relay.Let(v, call("negative", x), relay.Let(w, v, call("add", v, w)))
-    infer_type(relay.Function([x], body))
-    assert v.checked_type == T(2, 2) and body.checked_type == T(2, 2)
+    fn = relay.Function([x], body)
+    func = infer_type(fn)
+    assert copy_of(v, fn, func).checked_type == T(2, 2) and func.body.checked_type == T(2, 2)
 
 
 def test_closure_captures_and_is_returned():
@@ -136,8 +152,9 @@ def test_closure_captures_and_is_returned():
     inner = relay.Function([y], call("add", x, y))
     f = relay.Var("f")
     body = relay.Let(f, inner, relay.Tuple([relay.Call(f, [x]), f]))
-    func = infer_type(relay.Function([x], body))
-    assert inner.checked_type == FuncType([T(3)], T(3))
+    fn = relay.Function([x], body)
+    func = infer_type(fn)
+    assert copy_of(inner, fn, func).checked_type == FuncType([T(3)], T(3))
     assert func.checked_type.ret_type == TupleType([T(3), FuncType([T(3)], T(3))])
 
 
@@ -147,8 +164,9 @@ def test_local_recursion_through_let():
     fn = relay.Function([i, acc], relay.If(call("equal", i, relay.const(0)), acc, step))
     x = relay.var("x", shape=(2,))
     body = relay.Let(loop, fn, relay.Call(loop, [relay.const(3), x]))
-    infer_type(relay.Function([x], body))
-    assert loop.checked_type == FuncType([T(dtype="int32"), T(2)], T(2))
+    fn = relay.Function([x], body)
+    assert copy_of(loop, fn, infer_type(fn)).checked_type == FuncType([T(dtype="int32"), T(2)],
+                                                                      T(2))
 
 
 def test_unknown_dims_are_refined_when_a_relation_reruns():
@@ -157,8 +175,8 @@ def test_unknown_dims_are_refined_when_a_relation_reruns():
     x, z = relay.var("x", shape=(Any(), 4)), relay.var("z", shape=(3, 4))
     body = relay.Let(f, relay.Function([p], inner),
                      relay.Tuple([relay.Call(f, [x]), relay.Call(f, [z])]))
-    infer_type(relay.Function([x, z], body))
-    assert inner.checked_type == T(3, 4)
+    fn = relay.Function([x, z], body)
+    assert copy_of(inner, fn, infer_type(fn)).checked_type == T(3, 4)
 
 
 def test_references():
@@ -166,8 +184,9 @@ def test_references():
     r = relay.Var("r")
     body = relay.Let(r, relay.RefCreate(x), relay.Tuple([
         relay.RefWrite(r, call("add", x, x)), relay.RefRead(r)]))
-    func = infer_type(relay.Function([x], body))
-    assert r.checked_type == relay.RefType(T(2))
+    fn = relay.Function([x], body)
+    func = infer_type(fn)
+    assert copy_of(r, fn, func).checked_type == relay.RefType(T(2))
     assert func.checked_type.ret_type == TupleType([TupleType([]), T(2)])
 
 
@@ -218,7 +237,8 @@ def test_mutual_recursion_is_even_is_odd():
     mod = InferType()(mod)
     for gv in (even, odd):
         assert mod[gv].checked_type == FuncType([T(dtype="int32")], T(dtype="bool"))
-        assert gv.checked_type == mod[gv].checked_type
+        assert mod.get_global_var(gv.name_hint).checked_type == mod[gv].checked_type
+        assert gv.checked_type_ is None  # the input's GlobalVar is left as it was
 
 
 def _length(mod, cons, nil, annotate):
@@ -243,11 +263,13 @@ def test_list_adt_and_recursive_length(annotate):
     length, h, t = _length(mod, cons, nil, annotate)
     x = relay.var("x", shape=(2,))
     mod["main"] = relay.Function([x], length(cons(x, cons(x, nil()))))
+    before = mod[length]
     mod = InferType()(mod)
     fty = mod[length].checked_type
     (b,) = fty.type_params
     assert fty == FuncType([TypeCall(lst, [b])], T(dtype="int32"), [b])
-    assert h.checked_type is b and t.checked_type == TypeCall(lst, [b])
+    assert copy_of(h, before, mod[length]).checked_type is b
+    assert copy_of(t, before, mod[length]).checked_type == TypeCall(lst, [b])
     assert mod["main"].checked_type.ret_type == T(dtype="int32")
     a = mod[lst].type_vars[0]
     assert cons.checked_type == FuncType([a, TypeCall(lst, [a])], TypeCall(lst, [a]), [a])
@@ -261,9 +283,10 @@ def test_constructor_values_and_tuple_patterns():
     body = relay.Match(pair, [
         relay.Clause(relay.PatternTuple([relay.PatternConstructor(nil), relay.PatternVar(p)]), p),
         relay.Clause(relay.PatternTuple([relay.PatternWildcard(), relay.PatternVar(q)]), q)])
-    mod["main"] = relay.Function([x], body)
+    mod["main"] = fn = relay.Function([x], body)
     mod = InferType()(mod)
-    assert p.checked_type == T(dtype="int32") and body.checked_type == T(dtype="int32")
+    assert copy_of(p, fn, mod["main"]).checked_type == T(dtype="int32")
+    assert mod["main"].body.checked_type == T(dtype="int32")
 
 
 def test_infer_type_of_expression_uses_module_globals():
@@ -282,9 +305,10 @@ def test_infer_type_returns_new_module_and_annotates_every_node():
     with pytest.raises(ValueError, match="run relay.transform.InferType"):
         _ = body.checked_type
     out = InferType()(mod)
-    assert out is not mod and out["main"] is mod["main"]
+    assert out is not mod and out["main"] is not mod["main"]
     assert all(n.checked_type_ is not None for n in ember.ir.post_order(out["main"])
                if not isinstance(n, Op))
+    assert all(n.checked_type_ is None for n in ember.ir.post_order(mod["main"]))
 
 
 def test_inference_is_repeatable():
@@ -300,8 +324,8 @@ def test_long_let_chain_does_not_recurse():
     body = vs[-1]
     for i in reversed(range(len(vs))):
         body = relay.Let(vs[i], call("add", x if i == 0 else vs[i - 1], x), body)
-    infer_type(relay.Function([x], body))
-    assert vs[-1].checked_type == T(2)
+    fn = relay.Function([x], body)
+    assert copy_of(vs[-1], fn, infer_type(fn)).checked_type == T(2)
 
 
 def test_parsed_program():

@@ -106,7 +106,7 @@ class RunModelWriter:
 
     def signature(self) -> str:
         params = []
-        for i, p in enumerate(self.program.run_model.params):
+        for p in self.program.run_model.params:
             name = self.names[id(p)]
             if p is self.program.constant_pool:
                 params.append(f"const uint8_t* {name}")

@@ -144,7 +144,8 @@ class FunctionCodegen:
         result = trampoline.run(self.compile(self.body))
         self.emit(I.Ret(result))
         return VMFunction(self.name, _unique_names(self.params), tuple(self.code),
-                          max(self.num_regs, 1), param_types=tuple(_param_info(p, self.ctx.type_defs)
+                          max(self.num_regs, 1),
+                          param_types=tuple(_param_info(p, self.ctx.type_defs)
                                             for p in self.params))
 
     def compile(self, e: RelayExpr) -> Step[int]:

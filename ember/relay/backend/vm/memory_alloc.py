@@ -218,8 +218,8 @@ def _reshape_only(prim: Any, ret: Type, call: Call) -> bool:
     return isinstance(ret, TensorType) and isinstance(_type_of(call.args[0]), TensorType)
 
 
-_BENIGN_ARGS = {_ops.RESHAPE_TENSOR: (1,), _ops.SHAPE_OF: (0,), _ops.ALLOC_STORAGE: (0,), _ops.ALLOC_TENSOR_REG: (1,),
-                _ops.KILL: (0,)}
+_BENIGN_ARGS = {_ops.RESHAPE_TENSOR: (1,), _ops.SHAPE_OF: (0,), _ops.ALLOC_STORAGE: (0,),
+                _ops.ALLOC_TENSOR_REG: (1,), _ops.KILL: (0,)}
 
 
 def _push(stack: list[tuple[RelayExpr, bool]], e: RelayExpr, captured: bool) -> None:

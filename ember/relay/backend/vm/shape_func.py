@@ -17,6 +17,11 @@ for each flattened output whose type has a ``?``: its shape and its size in byte
 with a compute rule gets a shape function for free, and an exported model needs no compiler
 (the shape functions are C in the same library). An output dimension that depends on tensor
 *values* (data-dependent shapes) is refused at compile time with the kernel's name.
+
+The shape function also checks the requirements the compute rules made on the sizes
+(broadcast compatibility, matching reduction lengths, windows that fit...: ``require`` in
+``op/_compute/_common.py``), as the kernel does, so that a bad call fails before anything is
+allocated, with the op's message.
 """
 from __future__ import annotations
 
@@ -28,9 +33,10 @@ from ....te import tensor as te
 from ....te.lower import lower as te_lower
 from ....te.schedule import create_schedule
 from ....tir import op as tir
-from ....tir.expr import IntImm, PrimExpr, Var
+from ....tir.expr import BufferLoad, IntImm, PrimExpr, Var
 from ....tir.functor import free_vars, substitute
 from ....tir.stmt import PrimFunc
+from .._lower_te import guard
 from ..te_compiler import LoweredFunc
 
 
@@ -57,6 +63,7 @@ def lower_shape_func(lowered: LoweredFunc, name: str) -> PrimFunc:
         raise CompileError(f"{lowered.name}: no tensor expressions kept to derive a shape "
                            "function from")
     vmap: dict[Var, PrimExpr] = {}
+    reads: dict[Var, tuple[str, int]] = {}
     shape_inputs: list[te.Tensor] = []
     for k, t in enumerate(graph.inputs):
         if all(isinstance(d, IntImm) for d in t.shape):
@@ -66,6 +73,7 @@ def lower_shape_func(lowered: LoweredFunc, name: str) -> PrimFunc:
         for d, dim in enumerate(t.shape):
             if isinstance(dim, Var) and dim not in vmap:
                 vmap[dim] = tir.cast(ph[d], dim.dtype)
+                reads[dim] = (ph.op.name, d)
     results: list[te.Tensor] = []
     for k in dynamic_outputs(lowered):
         out = graph.outputs[k]
@@ -84,4 +92,14 @@ def lower_shape_func(lowered: LoweredFunc, name: str) -> PrimFunc:
         results.append(te.compute((len(dims),), _select_chain(dims), name=f"out_shape{k}"))
         results.append(te.compute((), lambda s=size: s, name=f"out_nbytes{k}"))
     sch = create_schedule([t.op for t in results])
-    return te_lower(sch, shape_inputs + results, name)
+    prim = te_lower(sch, shape_inputs + results, name)
+    return guard(prim, graph.requirements, _size_binds(prim, reads, graph.requirements))
+
+
+def _size_binds(prim: PrimFunc, reads: dict[Var, tuple[str, int]],
+                requirements: list[Any]) -> list[tuple[Var, PrimExpr]]:
+    """``n = (int32) in_shapeK[d]`` for each size variable that the requirements read."""
+    used = {id(v) for cond, _ in requirements for v in free_vars(cond)}
+    buffers = {b.name: b for b in prim.buffer_map.values()}
+    return [(v, tir.cast(BufferLoad(buffers[ph], (IntImm("int32", d),), "int64"), v.dtype))
+            for v, (ph, d) in reads.items() if id(v) in used]

@@ -1,7 +1,9 @@
 """Helpers shared by the compute rules: registration, shapes from types, safe broadcasting."""
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ....ir.op import OP_REGISTRY
@@ -23,6 +25,40 @@ def register_compute(*names: str) -> Callable[[Compute], Compute]:
         return fn
 
     return deco
+
+
+# -- run-time requirements: what the sizes of ``?`` dimensions must satisfy ---------------------
+Requirement = tuple[PrimExpr, str]
+_REQUIRED: ContextVar[list[Requirement] | None] = ContextVar("ember_required", default=None)
+
+
+def require(cond: PrimExpr, message: str) -> None:
+    """A condition on run-time sizes (``?`` dimensions) that the op needs, such as broadcast
+    compatibility or matching reduction lengths. The kernel (and the VM's shape function)
+    check it before reading anything and fail with ``message``; a condition that is true at
+    compile time is dropped."""
+    if isinstance(cond, IntImm) and cond.value:
+        return
+    sink = _REQUIRED.get()
+    if sink is not None:
+        sink.append((cond, message))
+
+
+@contextmanager
+def collect_requirements() -> Iterator[list[Requirement]]:
+    """The requirements that compute rules make inside the block."""
+    sink: list[Requirement] = []
+    token = _REQUIRED.set(sink)
+    try:
+        yield sink
+    finally:
+        _REQUIRED.reset(token)
+
+
+def require_equal(a: PrimExpr, b: PrimExpr, message: str) -> None:
+    """``require(a == b)`` unless both are static (the type relation compared those)."""
+    if as_int(a) is None or as_int(b) is None:
+        require(tir.convert(a).equal(b), message)
 
 
 def not_implemented(op: str, what: str) -> OpNotImplemented:
@@ -79,17 +115,21 @@ def broadcast_dims(*shapes: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
     for i in range(n):
         dims = [s[len(s) - n + i] for s in shapes if len(s) - n + i >= 0]
         static = [as_int(d) for d in dims if as_int(d) is not None and as_int(d) != 1]
+        sym = [d for d in dims if as_int(d) is None]
         if static:
             out.append(tir.const(static[0]))
-            continue
-        sym = [d for d in dims if as_int(d) is None]
-        if not sym:
+        elif not sym:
             out.append(tir.const(1))
             continue
-        acc = sym[0]
-        for d in sym[1:]:
-            acc = acc if d is acc else tir.max(acc, d)
-        out.append(acc)
+        else:
+            acc = sym[0]
+            for d in sym[1:]:
+                acc = acc if d is acc else tir.max(acc, d)
+            out.append(acc)
+        for d in sym:  # each run-time size is 1 or the broadcast size
+            if d is not out[-1]:
+                require(tir.any(d.equal(out[-1]), d.equal(1)), f"cannot broadcast the operands: at "
+                        f"dimension {i} of the result each must have size 1 or the same size")
     return tuple(out)
 
 

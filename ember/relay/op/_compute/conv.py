@@ -15,7 +15,7 @@ from ....ir.types import Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
-from ._common import register_compute
+from ._common import register_compute, require, require_equal
 from .nn import all_static
 
 _TOPI_LAYOUTS = {("NCHW", "OIHW"), ("NHWC", "HWIO")}
@@ -38,6 +38,11 @@ def conv2d_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dtype: str) -
     o, i, kh, kw = weight.shape
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
     og = o // attrs.groups
+    require_equal(data.shape[1], i * attrs.groups,
+                  "the data's channels must be the weight's input channels times groups")
+    for size, k, pad, dil, axis in ((h, kh, pt + pb, dh, "height"), (w, kw, pl + pr, dw, "width")):
+        require(size + pad >= (k - 1) * dil + 1,
+                f"the kernel window must fit in the padded {axis} of the data")
     oh, ow = _conv_size(h, kh, pt + pb, sh, dh), _conv_size(w, kw, pl + pr, sw, dw)
     rc, ry, rx = (te.reduce_axis((0, i), "rc"), te.reduce_axis((0, kh), "ry"),
                   te.reduce_axis((0, kw), "rx"))

@@ -22,6 +22,7 @@ from ._common import (
     not_implemented,
     out_dims,
     register_compute,
+    require_equal,
     scalar,
 )
 
@@ -31,7 +32,9 @@ def all_static(*tensors: te.Tensor) -> bool:
 
 
 def _pick(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    """Of two dimensions that must be equal, the static one if there is one."""
+    """Of two dimensions that must be equal, the static one if there is one (the kernel
+    checks at run time that they are equal)."""
+    require_equal(a, b, "the operands' inner (reduction) dimensions must have the same size")
     return a if as_int(a) is not None else b
 
 

@@ -18,7 +18,7 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from .._layout import Layout
-from ._common import out_dims, register_compute
+from ._common import out_dims, register_compute, require
 
 
 def _hw(layout: str) -> tuple[int, int]:
@@ -51,6 +51,10 @@ def _pool(kind: str) -> Callable[..., list[te.Tensor]]:
         (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
         pt, pl, pb, pr = attrs.padding
         h, w = x.shape[ha], x.shape[wa]
+        for size, k, pad, dil, axis in ((h, kh, pt + pb, dh, "height"), (w, kw, pl + pr, dw,
+                                                                           "width")):
+            require(size + pad >= (k - 1) * dil + 1,
+                    f"the pooling window must fit in the padded {axis} of the data")
         dims = list(x.shape)
         dims[ha] = _out_size(h, kh, sh, dh, pt + pb, attrs.ceil_mode)
         dims[wa] = _out_size(w, kw, sw, dw, pl + pr, attrs.ceil_mode)

@@ -1,12 +1,14 @@
 /*
  * params.h -- read ember's params byte format (ember/runtime/params.py: save_param_dict).
  *
- *   magic b"\x89EMBPRM\n", u32 version (1), u32 flags (0), u64 count,
+ *   magic b"\x89EMBPRM\n", u32 version (1), u32 flags, u64 count,
  *   count x (u32 name length, name), count x record:
- *   u8 code, u8 bits, u16 lanes, u32 ndim, ndim x i64 shape, u64 nbytes, nbytes of data
+ *   u8 code, u8 bits, u16 lanes, u32 ndim, ndim x i64 shape, u64 nbytes, nbytes of data,
+ *   then, when flags bit 0 is set (ember writes it), u32 CRC-32 of all the bytes before it
  *
- * all little-endian. ember_params_open checks the whole blob (every length against the end,
- * nbytes against shape and dtype, no trailing bytes) before anything is read from it.
+ * all little-endian. ember_params_open checks the whole blob (the checksum, every length
+ * against the end, nbytes against shape and dtype, no trailing bytes) before anything is read
+ * from it.
  */
 #ifndef EMBER_CRT_PARAMS_H_
 #define EMBER_CRT_PARAMS_H_
