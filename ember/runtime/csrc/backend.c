@@ -13,18 +13,17 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "ember/c_runtime_api.h"
+#include "thread_pool.h"
 
 #if defined(__GLIBC__)
 #include <link.h> /* ElfW, for EmberSymbolKind */
-#endif
-#ifdef _OPENMP
-#include <omp.h>
 #endif
 
 #if defined(_MSC_VER)
@@ -54,7 +53,14 @@ typedef struct EmberHostTable {
   int (*handle_free)(void* handle);
   const char* (*last_error)(void);
   int (*load_module)(const char* path, const char* fmt, TVMModuleHandle* out);
+  /* Optional (hosts that predate it pass a shorter table): the process's one thread pool,
+   * another library's EmberPoolLaunch. NULL: this library uses its own pool. */
+  int (*parallel_launch)(FTVMParallelLambda flambda, void* cdata, int num_task,
+                         int num_threads);
 } EmberHostTable;
+
+/* The size of the table before parallel_launch was added. */
+#define EMBER_HOST_TABLE_MIN_SIZE ((int32_t)offsetof(EmberHostTable, parallel_launch))
 
 /* "EMBERLIB abi=<n>": load_module rejects shared libraries without it. */
 EMBER_DLL const char __ember_library_info[] = "EMBERLIB abi=1 dlpack=80";
@@ -87,12 +93,14 @@ EMBER_DLL int EmberLibraryABIVersion(void) { return EMBER_ABI_VERSION; }
 
 EMBER_DLL int EmberInstallHostTable(const EmberHostTable* table, void* module_ctx) {
   if (table == NULL || table->version != EMBER_HOST_TABLE_VERSION ||
-      table->size < (int32_t)sizeof(EmberHostTable)) {
+      table->size < EMBER_HOST_TABLE_MIN_SIZE) {
     set_error("EmberInstallHostTable: host table version mismatch (library ABI %d)",
               EMBER_ABI_VERSION);
     return -1;
   }
-  g_host = *table;
+  memset(&g_host, 0, sizeof g_host);
+  memcpy(&g_host, table, table->size < (int32_t)sizeof g_host ? (size_t)table->size
+                                                               : sizeof g_host);
   __tvm_module_ctx = module_ctx;
   return 0;
 }
@@ -262,52 +270,87 @@ int TVMArrayFree(TVMArrayHandle handle) {
 
 /* ---- parallel launch --------------------------------------------------------------------- */
 
+/* Threads of this thread's next launches (0: the process default); see EmberSetNumThreads. */
+static EMBER_TLS int g_num_threads;
+static EMBER_TLS int g_in_task;
+
+static int num_threads(void) {
+  return g_num_threads > 0 ? g_num_threads : ember_pool_default_threads();
+}
+
+/* A launch's lambda as the pool sees it: a task that fails in another thread leaves its
+ * message (this library's error of that thread) here for the caller. */
+typedef struct {
+  FTVMParallelLambda flambda;
+  void* cdata;
+  int32_t failed;
+  char error[EMBER_ERROR_SIZE];
+} LaunchContext;
+
+static int run_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  LaunchContext* ctx = (LaunchContext*)cdata;
+  int rc;
+  ++g_in_task;
+  rc = ctx->flambda(task_id, penv, ctx->cdata);
+  --g_in_task;
+  if (rc != 0 && __atomic_exchange_n(&ctx->failed, 1, __ATOMIC_SEQ_CST) == 0) {
+    memcpy(ctx->error, g_last_error, EMBER_ERROR_SIZE);
+  }
+  return rc;
+}
+
+/* The process's pool when the host shares one (EmberHostTable.parallel_launch), else ours. */
 int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
   TVMParallelGroupEnv env = {NULL, 1};
-  int failed = 0;
-#ifdef _OPENMP
-  if (!omp_in_parallel()) {
-    int n = num_task > 0 ? num_task : omp_get_max_threads();
-#pragma omp parallel num_threads(n)
-    {
-#pragma omp single
-      env.num_task = omp_get_num_threads();
-      /* implicit barrier after single: every task sees the final num_task */
-      if (flambda(omp_get_thread_num(), &env, cdata) != 0) {
-#pragma omp atomic write
-        failed = 1;
-      }
-    }
-    return failed ? -1 : 0;
+  LaunchContext ctx;
+  int threads = num_threads(), rc;
+  if (flambda == NULL) {
+    set_error("TVMBackendParallelLaunch: the task function is NULL");
+    return -1;
   }
-#endif
-  (void)num_task;
-  failed = flambda(0, &env, cdata);
-  return failed ? -1 : 0;
+  if (threads <= 1 || num_task == 1 || g_in_task) {
+    rc = flambda(0, &env, cdata);
+  } else {
+    ctx.flambda = flambda;
+    ctx.cdata = cdata;
+    ctx.failed = 0;
+    ctx.error[0] = '\0';
+    rc = (g_host.parallel_launch != NULL ? g_host.parallel_launch : ember_pool_launch)(
+        run_task, &ctx, num_task, threads);
+    if (rc != 0 && ctx.error[0] != '\0') set_error("%s", ctx.error);
+  }
+  if (rc == 0) return 0;
+  if (g_last_error[0] == '\0') {
+    set_error("TVMBackendParallelLaunch: a task returned %d without setting an error message",
+              rc);
+  }
+  return -1;
 }
 
-/* Worker threads of the parallel regions that the calling thread starts from now on (OpenMP's
- * nthreads-var of that thread, which kernels' "omp parallel for" and TVMBackendParallelLaunch
- * read); n <= 0 only asks. Returns the count in force before the call; 1 without OpenMP.
- * The Python runtime sets it around each run of a model compiled with a thread count. */
+/* This library's pool, for the host to share with the libraries it loads after this one. */
+EMBER_DLL int EmberPoolLaunch(FTVMParallelLambda flambda, void* cdata, int num_task,
+                              int num_threads) {
+  return ember_pool_launch(flambda, cdata, num_task, num_threads);
+}
+
+/* Worker threads this library's pool has started (they live as long as the process). */
+EMBER_DLL int EmberPoolNumWorkers(void) { return ember_pool_num_workers(); }
+
+/* Threads (the caller included) of the launches that the calling thread makes from now on;
+ * n <= 0 only asks. Returns the count in force before the call. The Python runtime sets it
+ * around each run of a model compiled with a thread count. */
 EMBER_DLL int EmberSetNumThreads(int n) {
-#ifdef _OPENMP
-  int before = omp_get_max_threads();
-  if (n > 0) omp_set_num_threads(n);
+  int before = num_threads();
+  if (n > 0) g_num_threads = n < EMBER_POOL_MAX_THREADS ? n : EMBER_POOL_MAX_THREADS;
   return before;
-#else
-  (void)n;
-  return 1;
-#endif
 }
 
+/* Wait until every task of the launch reaches the barrier (all its tasks run at once). */
 int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
-  (void)task_id;
-  (void)penv;
-#ifdef _OPENMP
-#pragma omp barrier
-#endif
-  return 0;
+  EmberPoolSync* sync;
+  if (penv == NULL || penv->num_task <= 1 || penv->sync_handle == NULL) return 0;
+  sync = (EmberPoolSync*)penv->sync_handle;
+  return sync->barrier(sync, task_id);
 }
 
 /* ---- system library --------------------------------------------------------------------- */
