@@ -270,56 +270,17 @@ int TVMArrayFree(TVMArrayHandle handle) {
 
 /* ---- parallel launch --------------------------------------------------------------------- */
 
-/* Threads of this thread's next launches (0: the process default); see EmberSetNumThreads. */
-static EMBER_TLS int g_num_threads;
-static EMBER_TLS int g_in_task;
-
-static int num_threads(void) {
-  return g_num_threads > 0 ? g_num_threads : ember_pool_default_threads();
-}
-
-/* A launch's lambda as the pool sees it: a task that fails in another thread leaves its
- * message (this library's error of that thread) here for the caller. */
-typedef struct {
-  FTVMParallelLambda flambda;
-  void* cdata;
-  int32_t failed;
-  char error[EMBER_ERROR_SIZE];
-} LaunchContext;
-
-static int run_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
-  LaunchContext* ctx = (LaunchContext*)cdata;
-  int rc;
-  ++g_in_task;
-  rc = ctx->flambda(task_id, penv, ctx->cdata);
-  --g_in_task;
-  if (rc != 0 && __atomic_exchange_n(&ctx->failed, 1, __ATOMIC_SEQ_CST) == 0) {
-    memcpy(ctx->error, g_last_error, EMBER_ERROR_SIZE);
-  }
-  return rc;
-}
-
 /* The process's pool when the host shares one (EmberHostTable.parallel_launch), else ours. */
 int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
-  TVMParallelGroupEnv env = {NULL, 1};
-  LaunchContext ctx;
-  int threads = num_threads(), rc;
+  EmberLaunchContext ctx;
+  int rc;
   if (flambda == NULL) {
     set_error("TVMBackendParallelLaunch: the task function is NULL");
     return -1;
   }
-  if (threads <= 1 || num_task == 1 || g_in_task) {
-    rc = flambda(0, &env, cdata);
-  } else {
-    ctx.flambda = flambda;
-    ctx.cdata = cdata;
-    ctx.failed = 0;
-    ctx.error[0] = '\0';
-    rc = (g_host.parallel_launch != NULL ? g_host.parallel_launch : ember_pool_launch)(
-        run_task, &ctx, num_task, threads);
-    if (rc != 0 && ctx.error[0] != '\0') set_error("%s", ctx.error);
-  }
+  rc = ember_pool_launch_from(g_host.parallel_launch, flambda, cdata, num_task, &ctx);
   if (rc == 0) return 0;
+  if (ctx.error[0] != '\0') set_error("%s", ctx.error);
   if (g_last_error[0] == '\0') {
     set_error("TVMBackendParallelLaunch: a task returned %d without setting an error message",
               rc);
@@ -339,18 +300,11 @@ EMBER_DLL int EmberPoolNumWorkers(void) { return ember_pool_num_workers(); }
 /* Threads (the caller included) of the launches that the calling thread makes from now on;
  * n <= 0 only asks. Returns the count in force before the call. The Python runtime sets it
  * around each run of a model compiled with a thread count. */
-EMBER_DLL int EmberSetNumThreads(int n) {
-  int before = num_threads();
-  if (n > 0) g_num_threads = n < EMBER_POOL_MAX_THREADS ? n : EMBER_POOL_MAX_THREADS;
-  return before;
-}
+EMBER_DLL int EmberSetNumThreads(int n) { return ember_pool_set_num_threads(n); }
 
 /* Wait until every task of the launch reaches the barrier (all its tasks run at once). */
 int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
-  EmberPoolSync* sync;
-  if (penv == NULL || penv->num_task <= 1 || penv->sync_handle == NULL) return 0;
-  sync = (EmberPoolSync*)penv->sync_handle;
-  return sync->barrier(sync, task_id);
+  return ember_pool_barrier_of(task_id, penv);
 }
 
 /* ---- system library --------------------------------------------------------------------- */
@@ -391,6 +345,32 @@ EMBER_DLL void* EmberSystemLibLookup(const char* name) {
     if (strcmp(g_syslib[i].name, name) == 0) return g_syslib[i].ptr;
   }
   return NULL;
+}
+
+/* ---- executors ------------------------------------------------------------------------- */
+
+/* One packed call of an executor's plan, its argument arrays filled in once. */
+typedef struct {
+  TVMBackendPackedCFunc func;
+  TVMValue* args;
+  int* codes;
+  int32_t num_args;
+} EmberPlannedCall;
+
+/* Make the calls in order (a graph executor's run: one call from the host instead of one per
+ * kernel); on a failure, *failed_at = its index and the kernel's error is its library's. */
+EMBER_DLL int EmberRunCalls(const EmberPlannedCall* calls, int32_t n, int32_t* failed_at) {
+  int32_t i;
+  for (i = 0; i < n; ++i) {
+    TVMValue ret;
+    int ret_code = kTVMNullptr;
+    if (calls[i].func(calls[i].args, calls[i].codes, calls[i].num_args, &ret, &ret_code,
+                      NULL) != 0) {
+      *failed_at = i;
+      return -1;
+    }
+  }
+  return 0;
 }
 
 /* ---- timing ------------------------------------------------------------------------------ */

@@ -283,6 +283,77 @@ static int ember_pool_default_threads(void) {
   return g_pool_default_threads;
 }
 
+/* ---- what every binary that includes this file puts in front of a pool -------------------- */
+
+static __thread int g_pool_num_threads; /* this thread's launches; 0: the default */
+static __thread int g_pool_lib_in_task; /* this thread runs a task of this binary's code */
+
+/* The thread count of this thread's next launches. */
+static int ember_pool_num_threads(void) {
+  return g_pool_num_threads > 0 ? g_pool_num_threads : ember_pool_default_threads();
+}
+
+/* EmberSetNumThreads: n > 0 sets this thread's count; returns the count before. */
+static int ember_pool_set_num_threads(int n) {
+  int before = ember_pool_num_threads();
+  if (n > 0) g_pool_num_threads = n < EMBER_POOL_MAX_THREADS ? n : EMBER_POOL_MAX_THREADS;
+  return before;
+}
+
+/* A lambda as a pool (maybe another binary's) runs it: the first task to fail leaves its
+ * message, this binary's last error of the thread it ran on, for the caller. */
+typedef struct {
+  FTVMParallelLambda flambda;
+  void* cdata;
+  int32_t failed;
+  char error[1024];
+} EmberLaunchContext;
+
+static int ember_pool_run_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  EmberLaunchContext* ctx = (EmberLaunchContext*)cdata;
+  int rc;
+  ++g_pool_lib_in_task;
+  rc = ctx->flambda(task_id, penv, ctx->cdata);
+  --g_pool_lib_in_task;
+  if (rc != 0 && __atomic_exchange_n(&ctx->failed, 1, __ATOMIC_SEQ_CST) == 0) {
+    const char* msg = TVMGetLastError();
+    size_t n = 0;
+    while (msg != NULL && msg[n] != '\0' && n + 1 < sizeof ctx->error) {
+      ctx->error[n] = msg[n];
+      ++n;
+    }
+    ctx->error[n] = '\0';
+  }
+  return rc;
+}
+
+typedef int (*EmberPoolLaunchFn)(FTVMParallelLambda flambda, void* cdata, int num_task,
+                                 int num_threads);
+
+/* TVMBackendParallelLaunch on `launch` (NULL: this binary's pool): serial for one thread, one
+ * task or a launch from inside a task. Returns the lambda's status; when a task on another
+ * thread failed, ctx->error holds its message (empty otherwise). */
+static int ember_pool_launch_from(EmberPoolLaunchFn launch, FTVMParallelLambda flambda,
+                                  void* cdata, int num_task, EmberLaunchContext* ctx) {
+  TVMParallelGroupEnv env = {NULL, 1};
+  int threads = ember_pool_num_threads();
+  ctx->error[0] = '\0';
+  if (threads <= 1 || num_task == 1 || g_pool_lib_in_task) return flambda(0, &env, cdata);
+  ctx->flambda = flambda;
+  ctx->cdata = cdata;
+  ctx->failed = 0;
+  return (launch != NULL ? launch : ember_pool_launch)(ember_pool_run_task, ctx, num_task,
+                                                       threads);
+}
+
+/* TVMBackendParallelBarrier: every task of a pooled launch runs at once, so all arrive. */
+static int ember_pool_barrier_of(int task_id, TVMParallelGroupEnv* penv) {
+  EmberPoolSync* sync;
+  if (penv == NULL || penv->num_task <= 1 || penv->sync_handle == NULL) return 0;
+  sync = (EmberPoolSync*)penv->sync_handle;
+  return sync->barrier(sync, task_id);
+}
+
 /* Workers of the pool (for tests and diagnostics). */
 static inline int ember_pool_num_workers(void) {
   int n;

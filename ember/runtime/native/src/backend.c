@@ -53,33 +53,6 @@ void ember_executor_free(void* ptr) { free(ptr); }
 
 /* ---- parallel launch: the process's thread pool (shared with the libraries it loads) ------ */
 
-static __thread int g_num_threads; /* this thread's launches; 0: the pool's default */
-static __thread int g_in_task;
-
-typedef struct {
-  FTVMParallelLambda flambda;
-  void* cdata;
-  int32_t failed;
-  char error[512];
-} LaunchContext;
-
-/* A task as the pool runs it: a failure in another thread leaves its message for the caller. */
-static int run_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
-  LaunchContext* ctx = (LaunchContext*)cdata;
-  int rc;
-  ++g_in_task;
-  rc = ctx->flambda(task_id, penv, ctx->cdata);
-  --g_in_task;
-  if (rc != 0 && __atomic_exchange_n(&ctx->failed, 1, __ATOMIC_SEQ_CST) == 0) {
-    const char* msg = TVMGetLastError();
-    size_t n = msg != NULL ? strlen(msg) : 0;
-    n = n < sizeof ctx->error - 1 ? n : sizeof ctx->error - 1;
-    if (n > 0) memcpy(ctx->error, msg, n);
-    ctx->error[n] = '\0';
-  }
-  return rc;
-}
-
 /* The pool of this runtime: libraries loaded through it get it in their host table. */
 int ember_native_pool_launch(FTVMParallelLambda flambda, void* cdata, int num_task,
                              int num_threads) {
@@ -88,28 +61,16 @@ int ember_native_pool_launch(FTVMParallelLambda flambda, void* cdata, int num_ta
 
 /* Code linked into the program (system-lib) launches here. */
 int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
-  TVMParallelGroupEnv env = {NULL, 1};
-  LaunchContext ctx;
+  EmberLaunchContext ctx;
   uint32_t serial = ember_crt_error_serial();
-  int threads = g_num_threads > 0 ? g_num_threads : ember_pool_default_threads(), rc;
   if (flambda == NULL) {
     return ember_crt_error(kTvmErrorGenericInvalidArgument,
                            "TVMBackendParallelLaunch: the task function is NULL");
   }
-  if (threads <= 1 || num_task == 1 || g_in_task) {
-    rc = flambda(0, &env, cdata);
-  } else {
-    ctx.flambda = flambda;
-    ctx.cdata = cdata;
-    ctx.failed = 0;
-    ctx.error[0] = '\0';
-    rc = ember_pool_launch(run_task, &ctx, num_task, threads);
-    if (rc != 0 && ctx.error[0] != '\0') {
-      ember_crt_error(kTvmErrorFunctionParallelTaskFailed, ctx.error);
-    }
-  }
-  if (rc == 0) return 0;
-  if (ember_crt_error_serial() == serial) {
+  if (ember_pool_launch_from(NULL, flambda, cdata, num_task, &ctx) == 0) return 0;
+  if (ctx.error[0] != '\0') {
+    ember_crt_error(kTvmErrorFunctionParallelTaskFailed, ctx.error);
+  } else if (ember_crt_error_serial() == serial) {
     ember_crt_error(kTvmErrorFunctionParallelTaskFailed,
                     "TVMBackendParallelLaunch: a task failed without a message");
   }
@@ -118,17 +79,10 @@ int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_ta
 
 /* Threads (the caller included) of the calling thread's launches of program-linked code;
  * n <= 0 only asks. Returns the count before the call. Loaded libraries have their own. */
-TVM_DLL int EmberSetNumThreads(int n) {
-  int before = g_num_threads > 0 ? g_num_threads : ember_pool_default_threads();
-  if (n > 0) g_num_threads = n < EMBER_POOL_MAX_THREADS ? n : EMBER_POOL_MAX_THREADS;
-  return before;
-}
+TVM_DLL int EmberSetNumThreads(int n) { return ember_pool_set_num_threads(n); }
 
 int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
-  EmberPoolSync* sync;
-  if (penv == NULL || penv->num_task <= 1 || penv->sync_handle == NULL) return 0;
-  sync = (EmberPoolSync*)penv->sync_handle;
-  return sync->barrier(sync, task_id);
+  return ember_pool_barrier_of(task_id, penv);
 }
 
 int TVMSetStream(int device_type, int device_id, void* stream) {
