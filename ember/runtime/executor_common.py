@@ -320,7 +320,7 @@ class CPlan:
     """One C call (``EmberRunCalls``) that makes the planned calls in order: ``plan()``
     returns 0, or -1 - the index of the call that failed."""
 
-    __slots__ = ("_runner", "_table", "_count", "_failed", "_calls")
+    __slots__ = ("_calls", "_count", "_failed", "_runner", "_table")
 
     def __init__(self, runner: Any, funcs: Sequence[CPackedFunc],
                  calls: Sequence[functools.partial[int]]) -> None:

@@ -22,6 +22,7 @@ from .executor_common import (  # noqa: F401
     GraphInputError,
     Inputs,
     InputSpec,
+    c_plan,
     check_name,
     check_out,
     check_output_index,
@@ -30,7 +31,6 @@ from .executor_common import (  # noqa: F401
     type_str,
 )
 from .executor_common import c_call as _c_call
-from .executor_common import c_plan
 from .graph_format import NOP, Graph, parse_graph
 from .module import Module
 from .ndarray import NDArray, _aligned_buffer, _parse_dtype

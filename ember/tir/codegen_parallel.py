@@ -118,8 +118,8 @@ def _task_function(w: FunctionWriter, loop: For, fn: str,
     fields = [f"  {ctype} {name};" for ctype, name in captured]
     fields += ["  int32_t ember_begin;", "  int32_t ember_extent;"]
     head = ["typedef struct {", *fields, f"}} {fn}_closure;", "",
-            f"static int {fn}(int ember_task, TVMParallelGroupEnv* ember_penv, "
-            "void* ember_cdata) {",
+            (f"static int {fn}(int ember_task, TVMParallelGroupEnv* ember_penv, "
+             "void* ember_cdata) {"),
             f"  const {fn}_closure* ember_c = (const {fn}_closure*)ember_cdata;"]
     for ctype, name in captured:
         qual = " restrict" if ctype.endswith("*") else ""
@@ -129,8 +129,8 @@ def _task_function(w: FunctionWriter, loop: For, fn: str,
              "  const int64_t ember_chunk = (ember_c->ember_extent + ember_n - 1) / ember_n;",
              "  const int64_t ember_lo = ember_chunk * ember_task;",
              "  const int64_t ember_end = ember_lo + ember_chunk;",
-             "  const int64_t ember_hi = ember_end < ember_c->ember_extent ? ember_end : "
-             "ember_c->ember_extent;"]
+             ("  const int64_t ember_hi = ember_end < ember_c->ember_extent ? ember_end : "
+              "ember_c->ember_extent;")]
     saved = w.lines, w.workspaces
     w.lines, w.workspaces = [], []  # the enclosing function's blocks are not ours to free
     w.in_parallel += 1

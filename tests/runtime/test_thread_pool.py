@@ -16,7 +16,7 @@ from ember.runtime.module import CSourceModule
 from ember.runtime.threads import ThreadControl, pool_workers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _ffi_testlib import requires_cc  # noqa: E402
+from _ffi_testlib import requires_cc
 
 pytestmark = requires_cc
 
