@@ -305,3 +305,31 @@ def test_model_results_identical_across_thread_counts():
         np.testing.assert_array_equal(o, outs[0])
     want = np.maximum(data @ params["w"].T, 0)
     np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-3)
+
+
+def test_two_python_threads_each_running_a_model():
+    from ember import relay
+
+    x = relay.var("x", shape=(16, 256))
+    w = relay.var("w", shape=(256, 256))
+    y = relay.nn.relu(relay.nn.dense(x, w))
+    mod = ember.IRModule.from_expr(relay.Function([x, w], y))
+    rng = np.random.default_rng(1)
+    params = {"w": rng.standard_normal((256, 256)).astype("float32")}
+    models = [ember.compile(mod, executor=ex, params=params, threads=2) for ex in ("graph", "aot")]
+    data = [rng.standard_normal((16, 256)).astype("float32") for _ in range(4)]
+    want = [models[0](d) for d in data]
+    errors: list[str] = []
+
+    def work(model) -> None:
+        for i in range(40):
+            got = model(data[i % 4])
+            if not np.array_equal(got, want[i % 4]):
+                errors.append(f"run {i}: wrong result")
+
+    threads = [threading.Thread(target=work, args=(m,)) for m in models]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
