@@ -66,6 +66,21 @@ def test_golden_c(name, update_golden, monkeypatch):
                                      "with pytest tests/tir --update-golden"
 
 
+@needs_cc
+@pytest.mark.parametrize("openmp", [False, True])
+def test_outlined_parallel_loop_is_strict_c99(tmp_path, openmp):
+    """The task function and closure of a parallel loop build warning-free as plain C99."""
+    import subprocess
+
+    src = tmp_path / "parallel_scale.c"
+    src.write_text(generate_c([fixture_parallel_scale()]))
+    flags = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"] + (["-fopenmp"] if openmp else [])
+    proc = subprocess.run([*cc.compiler_argv(), *flags, "-I", str(cc.INCLUDE_DIR), "-c",
+                           str(src), "-o", str(tmp_path / "p.o")], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_output_is_deterministic():
     assert generate_c([fixture_dense_relu()]) == generate_c([fixture_dense_relu()])
 
