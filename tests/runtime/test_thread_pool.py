@@ -333,3 +333,21 @@ def test_two_python_threads_each_running_a_model():
     for t in threads:
         t.join()
     assert errors == []
+
+
+@pytest.mark.parametrize("env, want", [({"EMBER_NUM_THREADS": "3"}, 3),
+                                       ({"OMP_NUM_THREADS": "2"}, 2),
+                                       ({"EMBER_NUM_THREADS": "1", "OMP_NUM_THREADS": "4"}, 1)])
+def test_default_thread_count_comes_from_the_environment(lib, env, want):
+    import subprocess
+
+    script = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+              "from test_thread_pool import POOL_SOURCE, decode\n"
+              "from ember.runtime.module import CSourceModule\n"
+              "print(decode(CSourceModule(POOL_SOURCE)['run'](0, -1))[0])\n")
+    clean = {k: v for k, v in os.environ.items() if k not in ("EMBER_NUM_THREADS",
+                                                             "OMP_NUM_THREADS")}
+    proc = subprocess.run([sys.executable, "-c", script], env={**clean, **env},
+                          capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.split()[-1]) == want
