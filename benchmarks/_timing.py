@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from _systems import Runner
 
-PAUSE_S = 0.005  # between blocks: OpenMP and onnxruntime workers spin a little after work
+PAUSE_S = 0.005  # between blocks: ember pool and onnxruntime workers spin a little after work
 
 
 @dataclass

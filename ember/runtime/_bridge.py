@@ -340,7 +340,8 @@ _LOAD_MODULE = ctypes.CFUNCTYPE(c_int, c_char_p, c_char_p, POINTER(c_void_p))
 class EmberHostTable(ctypes.Structure):
     _fields_ = [("version", c_int32), ("size", c_int32), ("get_function", _GET_FUNCTION),
                 ("func_call", _FUNC_CALL), ("handle_free", _HANDLE_FREE),
-                ("last_error", _LAST_ERROR), ("load_module", _LOAD_MODULE)]
+                ("last_error", _LAST_ERROR), ("load_module", _LOAD_MODULE),
+                ("parallel_launch", c_void_p)]
 
 
 # Hooks filled in by module.py: (module or None, name, flags) -> PackedFunc | None, and

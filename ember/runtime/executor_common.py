@@ -309,6 +309,49 @@ def check_name(name: Any, where: str) -> str:
     return name
 
 
+class PlannedCall(ctypes.Structure):
+    """``EmberPlannedCall`` of backend.c: a packed call with its argument arrays."""
+
+    _fields_ = [("func", ctypes.c_void_p), ("args", ctypes.c_void_p),
+                ("codes", ctypes.c_void_p), ("num_args", ctypes.c_int32)]
+
+
+class CPlan:
+    """One C call (``EmberRunCalls``) that makes the planned calls in order: ``plan()``
+    returns 0, or -1 - the index of the call that failed."""
+
+    __slots__ = ("_calls", "_count", "_failed", "_runner", "_table")
+
+    def __init__(self, runner: Any, funcs: Sequence[CPackedFunc],
+                 calls: Sequence[functools.partial[int]]) -> None:
+        table = (PlannedCall * max(len(calls), 1))()
+        for slot, func, call in zip(table, funcs, calls):
+            vals, codes, n = call.args[:3]
+            slot.func, slot.num_args = func.address, n
+            slot.args, slot.codes = ctypes.addressof(vals), ctypes.addressof(codes)
+        self._runner, self._table, self._count = runner, table, len(calls)
+        self._failed = (ctypes.c_int32 * 1)()
+        self._calls = calls  # the table points into their argument arrays
+
+    def __call__(self) -> int:
+        if self._runner(self._table, self._count, self._failed) == 0:
+            return 0
+        return -1 - int(self._failed[0])
+
+
+def c_plan(funcs: Sequence[CPackedFunc], calls: Sequence[functools.partial[int]]
+           ) -> CPlan | None:
+    """A CPlan of ``calls`` (from ``c_call``, of ``funcs``); None when the library lacks
+    ``EmberRunCalls`` (built before it existed)."""
+    lib = getattr(funcs[0]._owner, "_lib", None) if funcs else None
+    runner = getattr(lib, "EmberRunCalls", None)
+    if runner is None or any(not f.address for f in funcs):
+        return None
+    runner.argtypes = None
+    runner.restype = ctypes.c_int
+    return CPlan(runner, funcs, calls)
+
+
 def c_call(func: CPackedFunc, args: Sequence[NDArray]) -> Callable[[], int]:
     """A no-argument call of compiled ``func`` on ``args``: arrays packed once, here."""
     n = len(args)

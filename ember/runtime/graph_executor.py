@@ -22,6 +22,7 @@ from .executor_common import (  # noqa: F401
     GraphInputError,
     Inputs,
     InputSpec,
+    c_plan,
     check_name,
     check_out,
     check_output_index,
@@ -132,6 +133,10 @@ class GraphExecutor(Module):
             keep.append(args)
         self._plan = plan
         self._keep = keep  # the packed arrays hold these NDArrays' addresses: keep them alive
+        # Every kernel compiled: the whole loop is one C call (EmberRunCalls).
+        funcs = list(self._funcs.values())
+        compiled = all(isinstance(f, CPackedFunc) for f in funcs)
+        self._run_all = c_plan(funcs, [c for c, _ in plan]) if compiled else None  # type: ignore
 
     # -- running ----------------------------------------------------------------------------
     def run(self, **inputs: Any) -> None:
@@ -142,6 +147,17 @@ class GraphExecutor(Module):
 
     def _execute(self) -> None:
         """The run loop: one packed call per kernel node, nothing allocated."""
+        if self._run_all is not None:
+            failed = self._run_all()
+            if failed:
+                nid = self._plan[-1 - failed][1]
+                try:
+                    self._kernel_failed(nid)
+                except Exception as err:
+                    add_note(err, f"while running graph node nodes[{nid}] "
+                                  f"({self.graph.nodes[nid].name!r})")
+                    raise
+            return
         try:
             for call, nid in self._plan:
                 if call():

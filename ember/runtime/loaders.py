@@ -121,6 +121,21 @@ def _close(lib: ctypes.CDLL) -> None:
         pass
 
 
+_POOL_OWNER: list[ctypes.CDLL] = []  # the library whose thread pool every library uses
+
+
+def _share_thread_pool(lib: ctypes.CDLL) -> None:
+    """Make the first library's pool (``EmberPoolLaunch``) the process's: the host table that
+    every library gets names it, so models in one process share one set of worker threads.
+    The owner is never unloaded (its workers run its code)."""
+    if _POOL_OWNER:
+        return
+    launch = getattr(lib, "EmberPoolLaunch", None)  # libraries from before the pool lack it
+    if launch is not None:
+        _POOL_OWNER.append(lib)
+        _bridge.HOST_TABLE.parallel_launch = ctypes.cast(launch, c_void_p).value
+
+
 # ---- DSOModule ------------------------------------------------------------------------------
 class DSOModule(Module):
     """A shared library built by ember; its functions are the exported PackedFunc symbols.
@@ -151,6 +166,7 @@ class DSOModule(Module):
                                 f"runtime needs ABI {ABI_VERSION}; rebuild it")
         self._lib = lib
         self._setup_backend(lib)
+        _share_thread_pool(lib)
         _LIBRARIES.add(self)
         self._env_handle = _bridge.new_handle(env or self, permanent=True)
         if lib.EmberInstallHostTable(ctypes.byref(_bridge.HOST_TABLE), self._env_handle) != 0:

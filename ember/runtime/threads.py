@@ -1,11 +1,14 @@
 """How many threads a compiled model's kernels run on.
 
-Compiled kernels parallelise their outer loops with OpenMP (``#pragma omp parallel for``, and
-``TVMBackendParallelLaunch`` in ``csrc/backend.c``). OpenMP sizes each parallel region from
-the *calling thread's* ``nthreads-var``, which starts at ``OMP_NUM_THREADS`` or the number of
-logical CPUs. ember makes the count a property of a model instead: every library exports
-``EmberSetNumThreads``, and :class:`ThreadControl` sets it around a run and restores it
-after, so two models (or two Python threads) can use different counts.
+Compiled kernels run their parallel loops through ``TVMBackendParallelLaunch``
+(``csrc/backend.c``) on ember's thread pool (``csrc/thread_pool.h``): one pool per process,
+shared by every loaded library, whose calling thread takes tasks too. A launch uses the
+*calling thread's* count, which starts at ``EMBER_NUM_THREADS``, else ``OMP_NUM_THREADS``,
+else the CPUs the process may run on. ember makes the count a property of a model: every
+library exports ``EmberSetNumThreads``, and :class:`ThreadControl` sets it around a run and
+restores it after, so two models (or two Python threads) can use different counts. While one
+thread's launch holds the pool, another thread's launches run on that thread alone, so
+callers that bring their own threads do not multiply the workers.
 
 The default count is :func:`default_num_threads`: ``EMBER_NUM_THREADS`` if set, else the
 physical cores this process may run on (hyper-threads share a core's vector units, which
@@ -72,15 +75,27 @@ def _setters(module: Module) -> list[Callable[[int], int]]:
         lib = mod._compiled() if isinstance(mod, CSourceModule) else mod
         handle = getattr(lib, "_lib", None) if isinstance(lib, DSOModule) else None
         fn = getattr(handle, "EmberSetNumThreads", None) if handle is not None else None
-        if fn is not None:  # libraries from before the symbol existed keep OpenMP's default
+        if fn is not None:  # libraries from before the symbol existed keep their default
             fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
             found.append(fn)
     return found
 
 
+def pool_workers() -> int:
+    """Worker threads the process's pool has started so far (they are created on first need
+    and live as long as the process); 0 before any library with a pool was loaded."""
+    from .loaders import _POOL_OWNER
+
+    fn = getattr(_POOL_OWNER[0], "EmberPoolNumWorkers", None) if _POOL_OWNER else None
+    if fn is None:
+        return 0
+    fn.argtypes, fn.restype = [], ctypes.c_int
+    return int(fn())
+
+
 class ThreadControl:
     """The thread count of one model's kernels: ``with control.use(4): run()`` runs on 4
-    threads (this Python thread's OpenMP setting, restored on exit)."""
+    threads (this Python thread's setting in each library, restored on exit)."""
 
     def __init__(self, module: Module) -> None:
         self._setters = _setters(module)
@@ -100,5 +115,5 @@ class ThreadControl:
                 fn(count)
 
     def current(self) -> int | None:
-        """The count this Python thread's next parallel region would use (None if unknown)."""
+        """The count this Python thread's next parallel launch would use (None if unknown)."""
         return self._setters[0](0) if self._setters else None

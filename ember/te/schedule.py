@@ -106,7 +106,8 @@ class Stage:
         self._annotate(iv, ForKind.VECTORIZED)
 
     def parallel(self, iv: IterVar) -> None:
-        """Run a loop's iterations on threads (``#pragma omp parallel for`` under OpenMP)."""
+        """Run a loop's iterations on threads: hosted builds outline it into a task function
+        for ``TVMBackendParallelLaunch`` (ember's thread pool) when it has enough work."""
         self._annotate(iv, ForKind.PARALLEL)
 
     def unroll(self, iv: IterVar) -> None:

@@ -24,4 +24,7 @@ C_LIBRARY_NAMES = frozenset([
 PACKED_SIGNATURE_NAMES = frozenset([
     "args", "type_codes", "num_args", "out_ret_value", "out_ret_tcode", "resource_handle",
     "err", "ember_err",
+    # the parallel-task functions' own names (codegen_parallel.py)
+    "ember_task", "ember_penv", "ember_cdata", "ember_c", "ember_n", "ember_chunk", "ember_lo",
+    "ember_hi", "ember_end", "ember_begin", "ember_extent",
 ])

@@ -28,6 +28,9 @@ TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name,
                                      TVMFunctionHandle* out);
 TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes,
                         int num_args, TVMValue* ret_val, int* ret_type_code);
+typedef struct { void* sync_handle; int32_t num_task; } TVMParallelGroupEnv;
+typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
+TVM_DLL int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task);
 #endif"""
 
 _COMMON = r"""
@@ -209,18 +212,14 @@ static int ember_check_shape(const char* label, const DLTensor* t, const int64_t
 }"""
 
 
-# Loop hints. OpenMP pragmas only when the compiler has OpenMP on (-fopenmp defines _OPENMP);
-# -DEMBER_OPENMP_SIMD keeps the simd hints alone (with -fopenmp-simd, which does not define
-# _OPENMP); unrolling where GCC >= 8 or clang understands it. Elsewhere they expand to nothing,
-# so the file builds with -std=c99 -Wall -Wextra -Werror with or without -fopenmp.
+# Loop hints. OpenMP simd pragmas only when the compiler has OpenMP on (-fopenmp defines
+# _OPENMP; -DEMBER_OPENMP_SIMD with -fopenmp-simd, no OpenMP runtime); unrolling where GCC >= 8
+# or clang understands it. Elsewhere they expand to nothing, so the file builds with -std=c99
+# -Wall -Wextra -Werror with or without -fopenmp. Parallel loops need no OpenMP: they are task
+# functions for TVMBackendParallelLaunch (codegen_parallel).
 _PRAGMAS = r"""
 #ifndef EMBER_PRAGMA
 #define EMBER_PRAGMA(x) _Pragma(#x)
-#ifdef _OPENMP
-#define EMBER_PARALLEL_FOR EMBER_PRAGMA(omp parallel for)
-#else
-#define EMBER_PARALLEL_FOR
-#endif
 #if defined(_OPENMP) || defined(EMBER_OPENMP_SIMD)
 #define EMBER_SIMD EMBER_PRAGMA(omp simd)
 #else
@@ -295,7 +294,7 @@ def generate_c(funcs: Sequence[PrimFunc], stdio: bool = True) -> str:
             raise ValueError(f"codegen: function name {f.name!r} clashes with the C library or a "
                              "C keyword; choose another name")
         names.add(f.name)
-        text, arg_names = unpacked_function(f, helpers)
+        text, arg_names = unpacked_function(f, helpers, outline_parallel=stdio)
         bodies.append(text + "\n\n" + packed_wrapper(f, arg_names, stdio))
     prelude = _prelude(helpers, any(has_call_packed(f) for f in funcs), stdio)
     return prelude + "\n\n" + "\n\n".join(bodies) + "\n"

@@ -130,12 +130,24 @@ class FunctionWriter:
         self.needs_err = False
         self.stdio = True  # False: messages are constant strings (firmware has no stdio)
         self.workspaces: list[str] = []  # live TVMBackendAllocWorkspace blocks, outermost first
+        # Parallel loops become task functions for TVMBackendParallelLaunch (hosted builds);
+        # False: they run serially (the C runtime). See codegen_parallel.
+        self.outline_parallel = True
+        self.outlined: list[str] = []  # task functions, emitted before this function
+        self.num_outlined = 0
+        self.decl_types: dict[int, str] = {}  # id(var) -> C type a task function copies it as
 
     # -- names ------------------------------------------------------------------------------
-    def bind(self, v: Any, hint: str) -> str:
-        """A new unique local name for variable ``v`` (its later uses print it)."""
+    def bind(self, v: Any, hint: str, ctype: str | None = None) -> str:
+        """A new unique local name for variable ``v`` (its later uses print it); ``ctype`` is
+        how an outlined parallel loop copies it (None: by its dtype)."""
         name = self.fresh(hint)
         self.names[id(v)] = name
+        dtype = getattr(v, "dtype", None)
+        if ctype is None and dtype in C_TYPE and dtype != "handle":
+            ctype = C_TYPE[dtype]
+        if ctype is not None:
+            self.decl_types[id(v)] = ctype
         return name
 
     def fresh(self, hint: str) -> str:
@@ -361,12 +373,14 @@ class FunctionWriter:
         if self._nonneg(s.min):
             self.nonneg.add(id(s.loop_var))
         parallel = s.kind == ForKind.PARALLEL and not self.in_parallel
+        if parallel and self.outline_parallel:
+            from .codegen_parallel import outline_parallel_loop
+
+            if outline_parallel_loop(self, s, ind):
+                return []
         # Loop hints go through macros (the "pragmas" helper) that expand to nothing where the
         # compiler lacks the feature: plain -Wall -Werror builds without OpenMP stay clean.
-        if parallel:
-            self.helpers.add("pragmas")
-            self.emit("EMBER_PARALLEL_FOR", ind)
-        elif s.kind == ForKind.VECTORIZED:
+        if s.kind == ForKind.VECTORIZED:
             self.helpers.add("pragmas")
             self.emit("EMBER_SIMD", ind)
         elif s.kind == ForKind.UNROLLED:

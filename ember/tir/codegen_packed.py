@@ -50,7 +50,7 @@ def emit_allocate(w: FunctionWriter, s: Allocate, ind: int) -> list[Any]:
     buf = s.buffer
     n = simplify(_numel(buf))
     ctype = STORAGE_TYPE[buf.dtype]
-    name = w.bind(buf.data, buf.name)
+    name = w.bind(buf.data, buf.name, f"{ctype}*")
     itemsize = max(1, bits(buf.dtype) // 8)
     if isinstance(n, IntImm) and (n.value * itemsize <= STACK_LIMIT or w.in_parallel):
         w.emit(f"{ctype} {name}[{max(n.value, 1)}] __attribute__((aligned(64)));", ind)
@@ -116,9 +116,12 @@ def _written(func: PrimFunc) -> set[int]:
         for a in n.args if isinstance(a, Buffer)}
 
 
-def unpacked_function(func: PrimFunc, helpers: set[str]) -> tuple[str, list[str]]:
-    """The C text of ``<name>_unpacked`` and its parameter names (for the wrapper)."""
+def unpacked_function(func: PrimFunc, helpers: set[str],
+                      outline_parallel: bool = True) -> tuple[str, list[str]]:
+    """The C text of ``<name>_unpacked`` (after the task functions of its parallel loops) and
+    its parameter names (for the wrapper). ``outline_parallel=False``: serial loops only."""
     w = FunctionWriter(func, helpers)
+    w.outline_parallel = outline_parallel
     written = _written(func)
     params, names = [], []
     for p in func.params:
@@ -127,8 +130,8 @@ def unpacked_function(func: PrimFunc, helpers: set[str]) -> tuple[str, list[str]
             nm = w.bind(p, p.name)
             params.append(f"{C_TYPE[p.dtype]} {nm}")
         else:
-            nm = w.bind(p, buf.name)
             const = "" if id(p) in written else "const "
+            nm = w.bind(p, buf.name, f"{const}{STORAGE_TYPE[buf.dtype]}*")
             params.append(f"{const}{STORAGE_TYPE[buf.dtype]}* restrict {nm}")
         names.append(nm)
     for v in signature_vars(func):
@@ -144,7 +147,8 @@ def unpacked_function(func: PrimFunc, helpers: set[str]) -> tuple[str, list[str]
         text = str(func.attrs["from_relay"]).replace("/*", "/ *").replace("*/", "* /")
         head.append(f"/* from: {text} */")
     head.append(f"TVM_DLL int32_t {fname}_unpacked({', '.join(params) or 'void'}) {{")
-    return "\n".join(head + w.lines + ["  return 0;", "}"]), names
+    text = "\n".join(head + w.lines + ["  return 0;", "}"])
+    return "\n\n".join([*w.outlined, text]), names
 
 
 def c_ident(name: str) -> str:

@@ -60,10 +60,14 @@ typedef struct {
 typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
 
 /*!
- * \brief Run flambda(task_id, penv, cdata) on num_task tasks (0: one per hardware thread).
- * With OpenMP the tasks run in parallel; without, one task runs with num_task == 1, so
- * the lambda must split its work by penv->num_task. Nested launches run serially.
- * \return 0 if every task returned 0.
+ * \brief Run flambda(task_id, penv, cdata) for task_id in [0, penv->num_task).
+ * num_task is a request: 0 lets the runtime choose (one task per thread of the caller's
+ * count), and penv->num_task is never more than that count, so every task runs at once
+ * (TVMBackendParallelBarrier works). Hosted builds run the tasks on ember's thread pool, the
+ * caller taking tasks too; the C runtime runs one task (num_task == 1). Nested launches run
+ * serially. The lambda must split its work by penv->num_task. A launch costs about a
+ * microsecond: do not launch for a few microseconds of work.
+ * \return 0 if every task returned 0 (else the error of the first failing task is set).
  */
 TVM_DLL int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task);
 

@@ -13,18 +13,17 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "ember/c_runtime_api.h"
+#include "thread_pool.h"
 
 #if defined(__GLIBC__)
 #include <link.h> /* ElfW, for EmberSymbolKind */
-#endif
-#ifdef _OPENMP
-#include <omp.h>
 #endif
 
 #if defined(_MSC_VER)
@@ -54,7 +53,14 @@ typedef struct EmberHostTable {
   int (*handle_free)(void* handle);
   const char* (*last_error)(void);
   int (*load_module)(const char* path, const char* fmt, TVMModuleHandle* out);
+  /* Optional (hosts that predate it pass a shorter table): the process's one thread pool,
+   * another library's EmberPoolLaunch. NULL: this library uses its own pool. */
+  int (*parallel_launch)(FTVMParallelLambda flambda, void* cdata, int num_task,
+                         int num_threads);
 } EmberHostTable;
+
+/* The size of the table before parallel_launch was added. */
+#define EMBER_HOST_TABLE_MIN_SIZE ((int32_t)offsetof(EmberHostTable, parallel_launch))
 
 /* "EMBERLIB abi=<n>": load_module rejects shared libraries without it. */
 EMBER_DLL const char __ember_library_info[] = "EMBERLIB abi=1 dlpack=80";
@@ -87,12 +93,14 @@ EMBER_DLL int EmberLibraryABIVersion(void) { return EMBER_ABI_VERSION; }
 
 EMBER_DLL int EmberInstallHostTable(const EmberHostTable* table, void* module_ctx) {
   if (table == NULL || table->version != EMBER_HOST_TABLE_VERSION ||
-      table->size < (int32_t)sizeof(EmberHostTable)) {
+      table->size < EMBER_HOST_TABLE_MIN_SIZE) {
     set_error("EmberInstallHostTable: host table version mismatch (library ABI %d)",
               EMBER_ABI_VERSION);
     return -1;
   }
-  g_host = *table;
+  memset(&g_host, 0, sizeof g_host);
+  memcpy(&g_host, table, table->size < (int32_t)sizeof g_host ? (size_t)table->size
+                                                               : sizeof g_host);
   __tvm_module_ctx = module_ctx;
   return 0;
 }
@@ -262,52 +270,41 @@ int TVMArrayFree(TVMArrayHandle handle) {
 
 /* ---- parallel launch --------------------------------------------------------------------- */
 
+/* The process's pool when the host shares one (EmberHostTable.parallel_launch), else ours. */
 int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
-  TVMParallelGroupEnv env = {NULL, 1};
-  int failed = 0;
-#ifdef _OPENMP
-  if (!omp_in_parallel()) {
-    int n = num_task > 0 ? num_task : omp_get_max_threads();
-#pragma omp parallel num_threads(n)
-    {
-#pragma omp single
-      env.num_task = omp_get_num_threads();
-      /* implicit barrier after single: every task sees the final num_task */
-      if (flambda(omp_get_thread_num(), &env, cdata) != 0) {
-#pragma omp atomic write
-        failed = 1;
-      }
-    }
-    return failed ? -1 : 0;
+  EmberLaunchContext ctx;
+  int rc;
+  if (flambda == NULL) {
+    set_error("TVMBackendParallelLaunch: the task function is NULL");
+    return -1;
   }
-#endif
-  (void)num_task;
-  failed = flambda(0, &env, cdata);
-  return failed ? -1 : 0;
+  rc = ember_pool_launch_from(g_host.parallel_launch, flambda, cdata, num_task, &ctx);
+  if (rc == 0) return 0;
+  if (ctx.error[0] != '\0') set_error("%s", ctx.error);
+  if (g_last_error[0] == '\0') {
+    set_error("TVMBackendParallelLaunch: a task returned %d without setting an error message",
+              rc);
+  }
+  return -1;
 }
 
-/* Worker threads of the parallel regions that the calling thread starts from now on (OpenMP's
- * nthreads-var of that thread, which kernels' "omp parallel for" and TVMBackendParallelLaunch
- * read); n <= 0 only asks. Returns the count in force before the call; 1 without OpenMP.
- * The Python runtime sets it around each run of a model compiled with a thread count. */
-EMBER_DLL int EmberSetNumThreads(int n) {
-#ifdef _OPENMP
-  int before = omp_get_max_threads();
-  if (n > 0) omp_set_num_threads(n);
-  return before;
-#else
-  (void)n;
-  return 1;
-#endif
+/* This library's pool, for the host to share with the libraries it loads after this one. */
+EMBER_DLL int EmberPoolLaunch(FTVMParallelLambda flambda, void* cdata, int num_task,
+                              int num_threads) {
+  return ember_pool_launch(flambda, cdata, num_task, num_threads);
 }
 
+/* Worker threads this library's pool has started (they live as long as the process). */
+EMBER_DLL int EmberPoolNumWorkers(void) { return ember_pool_num_workers(); }
+
+/* Threads (the caller included) of the launches that the calling thread makes from now on;
+ * n <= 0 only asks. Returns the count in force before the call. The Python runtime sets it
+ * around each run of a model compiled with a thread count. */
+EMBER_DLL int EmberSetNumThreads(int n) { return ember_pool_set_num_threads(n); }
+
+/* Wait until every task of the launch reaches the barrier (all its tasks run at once). */
 int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
-  (void)task_id;
-  (void)penv;
-#ifdef _OPENMP
-#pragma omp barrier
-#endif
-  return 0;
+  return ember_pool_barrier_of(task_id, penv);
 }
 
 /* ---- system library --------------------------------------------------------------------- */
@@ -348,6 +345,32 @@ EMBER_DLL void* EmberSystemLibLookup(const char* name) {
     if (strcmp(g_syslib[i].name, name) == 0) return g_syslib[i].ptr;
   }
   return NULL;
+}
+
+/* ---- executors ------------------------------------------------------------------------- */
+
+/* One packed call of an executor's plan, its argument arrays filled in once. */
+typedef struct {
+  TVMBackendPackedCFunc func;
+  TVMValue* args;
+  int* codes;
+  int32_t num_args;
+} EmberPlannedCall;
+
+/* Make the calls in order (a graph executor's run: one call from the host instead of one per
+ * kernel); on a failure, *failed_at = its index and the kernel's error is its library's. */
+EMBER_DLL int EmberRunCalls(const EmberPlannedCall* calls, int32_t n, int32_t* failed_at) {
+  int32_t i;
+  for (i = 0; i < n; ++i) {
+    TVMValue ret;
+    int ret_code = kTVMNullptr;
+    if (calls[i].func(calls[i].args, calls[i].codes, calls[i].num_args, &ret, &ret_code,
+                      NULL) != 0) {
+      *failed_at = i;
+      return -1;
+    }
+  }
+  return 0;
 }
 
 /* ---- timing ------------------------------------------------------------------------------ */

@@ -51,7 +51,8 @@ def _headers() -> list[Path]:
     return sorted([*(NATIVE_DIR / "src").glob("*.h"), *(_CRT_DIR / "executor").glob("*.h"),
                    *(_CRT_DIR / "include" / "ember" / "crt").glob("*.h"),
                    *(_CRT_DIR / "src" / "backend").glob("*.h"),
-                   *(_EMBER_DIR / "include" / "ember").glob("*.h")])
+                   *(_EMBER_DIR / "include" / "ember").glob("*.h"),
+                   _EMBER_DIR / "runtime" / "csrc" / "thread_pool.h"])
 
 
 def library_path(static: bool = False, sanitize: bool = False, cc: str | None = None) -> Path:

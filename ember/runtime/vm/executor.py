@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..container import ADT
 from ..device import Device
 from ..errors import ArgumentError, ArgumentTypeError, TVMError
-from ..executor_common import Inputs, InputSpec, check_out, check_timing
+from ..executor_common import Inputs, InputSpec, check_out, check_timing, input_array
 from ..module import Module
 from ..ndarray import NDArray
 from ..packed_func import PackedFunc, as_packed_func
@@ -20,6 +23,7 @@ from ..time_eval import BenchmarkResult
 from . import arguments as A
 from .executable import Executable
 from .interpreter import VirtualMachine
+from .program import TensorInfo
 
 
 class VMModule(Module):
@@ -45,19 +49,59 @@ class VMModule(Module):
         self._func = self.vm._functions[self.vm._function_index(func_name, "VMModule")]
         self._params = list(self._func.params)
         self._specs = Inputs([InputSpec(p, None) for p in self._params])
+        self._own: dict[int, NDArray] = {}  # input buffers set_input made (refilled in place)
 
     def set_input(self, key: int | str | None = None, value: Any = None, **params: Any) -> None:
-        """Set an input by name or index, and/or several by name."""
+        """Set an input by name or index, and/or several by name. A numpy value is copied into
+        the buffer an earlier call made for that input when it fits (no allocation per call),
+        unless the last run's outputs view that buffer."""
         checked = self._specs.check_call(key, value, params, "set_input")
-        values = []
-        for k, v in checked:
+        stored = self.vm._inputs.setdefault(self.func_name, [A.UNSET] * len(self._params))
+        plan = []
+        for k, v in checked:  # every value checked (and converted) before any input changes
+            label = self._specs.label(k, "set_input")
             try:
-                values.append((k, A.convert(self._func, k, v, self._specs.label(k, "set_input"))))
+                src = self._refill_source(k, v, stored, label)
+                plan.append((k, src, None if src is not None else
+                             A.convert(self._func, k, v, label), v))
             except TVMError as err:
                 raise type(err)(f"{err}{self._specs.suffix(k)}") from None
-        stored = self.vm._inputs.setdefault(self.func_name, [A.UNSET] * len(self._params))
-        for k, v in values:
-            stored[k] = v
+        for k, src, converted, v in plan:
+            if src is not None:
+                np.copyto(stored[k]._np, src)
+                continue
+            stored[k] = converted
+            if not isinstance(v, NDArray) and isinstance(converted, NDArray):
+                self._own[k] = converted  # made here: later calls may refill it
+            else:
+                self._own.pop(k, None)
+
+    def _refill_source(self, k: int, v: Any, stored: list[Any], label: str
+                       ) -> np.ndarray | None:
+        """``v`` checked, as the array to copy into input ``k``'s own buffer; None when ``v``
+        is to be converted afresh."""
+        own = self._own.get(k)
+        ty = self._func.param_types[k] if self._func.param_types else None
+        if own is None or stored[k] is not own or isinstance(v, NDArray) or \
+                not isinstance(ty, TensorInfo):
+            return None
+        src = input_array(v, ty.dtype, ty.shape, label)
+        if src.shape != own._np.shape or self._outputs_view(own):
+            return None
+        return src
+
+    def _outputs_view(self, arr: NDArray) -> bool:
+        """Whether a value of the last run (fields of tuples included) may share ``arr``'s
+        memory."""
+        todo, seen = [self.vm._outputs], 0
+        while todo and seen < 10000:
+            value = todo.pop()
+            seen += 1
+            if isinstance(value, ADT):
+                todo.extend(value.fields)
+            elif isinstance(value, NDArray) and np.may_share_memory(value._np, arr._np):
+                return True
+        return bool(todo)
 
     def run(self, **inputs: Any) -> None:
         """Run the function on the inputs set (plus any given here)."""

@@ -187,13 +187,41 @@ def _alloc_tensor_reg(ins: I.AllocTensorReg, ctx: DecodeContext) -> Step:
 
 def _reshape_tensor(ins: I.ReshapeTensor, ctx: DecodeContext) -> Step:
     src, shape_reg, dst = ins.tensor, ins.newshape, ins.dst
+    # The new shape is almost always a constant: its parsed form and DLTensor templates (per
+    # device and dtype; they point at its shape array) are kept, keyed by the shape tensor's
+    # bytes, so a run pays a numpy reshape and a DLTensor copy.
+    known: dict[tuple[bytes, str, int], tuple[tuple[int, ...], int, Any, dict[Any, bytes]]] = {}
 
-    def step(regs: list[Any]) -> int:
+    def slow(regs: list[Any]) -> int:
         t = regs[src]
         shape = shape_value(regs[shape_reg], "reshape_tensor new shape")
         if type(t) is not NDArray or t._np.size != int(np.prod(shape, dtype=np.int64)):
             raise TVMError(f"reshape_tensor: cannot reshape {_describe(t)} to {list(shape)}")
         regs[dst] = NDArray(t._np.reshape(shape), t.device, t._dtype)
+        return 1
+
+    def step(regs: list[Any]) -> int:
+        t, s = regs[src], regs[shape_reg]
+        if type(t) is not NDArray or type(s) is not NDArray or t._dtype.lanes != 1:
+            return slow(regs)
+        key = (s._np.tobytes(), s._np.dtype.str, s._np.ndim)
+        hit = known.get(key)
+        if hit is None:
+            shape = shape_value(s, "reshape_tensor new shape")
+            if len(known) > 64:  # shapes computed at run time: keep the table small
+                known.clear()
+            hit = known[key] = (shape, int(np.prod(shape, dtype=np.int64)),
+                                (ctypes.c_int64 * max(len(shape), 1))(*shape), {})
+        shape, size, shape_arr, templates = hit
+        if t._np.size != size:
+            return slow(regs)
+        dev, dt = t._device, t._dtype
+        template = templates.get((dev, dt))
+        if template is None:
+            template = templates[dev, dt] = dltensor_template(shape_arr, len(shape), dev, dt)
+        out = fast_ndarray(t._np.reshape(shape), t._dl.data or 0, template, shape_arr, dev, dt)
+        out._owner = t._owner
+        regs[dst] = out
         return 1
     return step
 

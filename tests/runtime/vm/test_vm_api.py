@@ -180,3 +180,46 @@ def test_module_based_interface() -> None:
     fresh = VMModule(make_exe(PAIR), CPU)
     with pytest.raises(TVMError, match="input 'x' is not set"):
         fresh.get_input("x")
+
+
+# main(x) = x: the result is the input tensor itself.
+IDENTITY = """
+main(x):
+    # param types = float32[4]
+    ret $0
+"""
+
+
+def test_module_set_input_refills_its_own_buffer() -> None:
+    from ember.runtime.vm import VMModule
+
+    m = VMModule(make_exe(ADD), CPU)
+    m.set_input(x=X, y=Y)
+    first = m.get_input("x")
+    for k in range(3):  # numpy inputs go into the buffer the first call made
+        m.set_input(x=X + k, y=Y)
+        m.run()
+        assert m.get_input("x") is first
+        np.testing.assert_array_equal(m.get_output(0).numpy(), X + k + Y)
+    mine = ember.nd.array(X * 2)
+    m.set_input(x=mine)  # an NDArray is used as it is, and never written by set_input
+    m.set_input(x=X)
+    assert m.get_input("x") is not mine
+    np.testing.assert_array_equal(mine.numpy(), X * 2)
+    before = m.get_input("x").numpy()
+    with pytest.raises(TVMError, match="expected float32"):  # checked before anything changes
+        m.set_input(x=X + 100, y=np.zeros(4, "int64"))
+    np.testing.assert_array_equal(m.get_input("x").numpy(), before)
+
+
+def test_module_set_input_never_changes_an_output_held_from_the_last_run() -> None:
+    from ember.runtime.vm import VMModule
+
+    m = VMModule(make_exe(IDENTITY), CPU)
+    m.set_input(x=X)
+    m.run()
+    held = m.get_output(0)
+    m.set_input(x=X + 5)  # the output views the input buffer: a new buffer is made
+    np.testing.assert_array_equal(held.numpy(), X)
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), X + 5)

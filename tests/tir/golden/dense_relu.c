@@ -14,6 +14,9 @@ TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name,
                                      TVMFunctionHandle* out);
 TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes,
                         int num_args, TVMValue* ret_val, int* ret_type_code);
+typedef struct { void* sync_handle; int32_t num_task; } TVMParallelGroupEnv;
+typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
+TVM_DLL int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task);
 #endif
 
 static int ember_fail(const char* fmt, ...) {
@@ -101,11 +104,6 @@ static inline int32_t ember_min_int32(int32_t a, int32_t b) { return (a < b) ? a
 
 #ifndef EMBER_PRAGMA
 #define EMBER_PRAGMA(x) _Pragma(#x)
-#ifdef _OPENMP
-#define EMBER_PARALLEL_FOR EMBER_PRAGMA(omp parallel for)
-#else
-#define EMBER_PARALLEL_FOR
-#endif
 #if defined(_OPENMP) || defined(EMBER_OPENMP_SIMD)
 #define EMBER_SIMD EMBER_PRAGMA(omp simd)
 #else

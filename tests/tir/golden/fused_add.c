@@ -14,6 +14,9 @@ TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name,
                                      TVMFunctionHandle* out);
 TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes,
                         int num_args, TVMValue* ret_val, int* ret_type_code);
+typedef struct { void* sync_handle; int32_t num_task; } TVMParallelGroupEnv;
+typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
+TVM_DLL int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task);
 #endif
 
 static int ember_fail(const char* fmt, ...) {
@@ -99,11 +102,6 @@ static int ember_check_shape(const char* label, const DLTensor* t, const int64_t
 
 #ifndef EMBER_PRAGMA
 #define EMBER_PRAGMA(x) _Pragma(#x)
-#ifdef _OPENMP
-#define EMBER_PARALLEL_FOR EMBER_PRAGMA(omp parallel for)
-#else
-#define EMBER_PARALLEL_FOR
-#endif
 #if defined(_OPENMP) || defined(EMBER_OPENMP_SIMD)
 #define EMBER_SIMD EMBER_PRAGMA(omp simd)
 #else
@@ -118,7 +116,6 @@ static int ember_check_shape(const char* label, const DLTensor* t, const int64_t
 
 /* from: add(%a, %b) */
 TVM_DLL int32_t tvmgen_default_fused_add_unpacked(const float* restrict a, const float* restrict b, float* restrict T_add) {
-  EMBER_PARALLEL_FOR
   for (int32_t i0 = 0; i0 < 256; ++i0) {
     EMBER_SIMD
     for (int32_t i1 = 0; i1 < 99; ++i1) {

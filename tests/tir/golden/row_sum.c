@@ -14,6 +14,9 @@ TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name,
                                      TVMFunctionHandle* out);
 TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes,
                         int num_args, TVMValue* ret_val, int* ret_type_code);
+typedef struct { void* sync_handle; int32_t num_task; } TVMParallelGroupEnv;
+typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
+TVM_DLL int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task);
 #endif
 
 static int ember_fail(const char* fmt, ...) {

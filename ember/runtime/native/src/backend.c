@@ -1,14 +1,16 @@
 /*
  * backend.c -- the backend API (c_backend_api.h) for code linked into the program itself
  * (system-lib objects: they have no backend.c of their own), tensors (TVMArray*), and the
- * executors' memory. Loaded libraries keep using their own backend.c, hooked to this runtime
- * through the host table (library.c).
+ * executors' memory, and the process's thread pool (../../csrc/thread_pool.h). Loaded libraries
+ * keep using their own backend.c, hooked to this runtime (and its pool) through the host
+ * table (library.c).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
 
 #include "native.h"
+#include "../../csrc/thread_pool.h"
 
 /* Weak, as in backend.c: generated code that defines its own still links. NULL means
  * "the system library" to TVMBackendGetFuncFromEnv (registry.c). */
@@ -49,27 +51,38 @@ void* ember_executor_alloc(uint64_t nbytes) {
 
 void ember_executor_free(void* ptr) { free(ptr); }
 
-/* One task: the native runtime does not bring a thread pool (kernels split their work by
- * penv->num_task, so the result is the same). Loaded libraries use their own OpenMP. */
+/* ---- parallel launch: the process's thread pool (shared with the libraries it loads) ------ */
+
+/* The pool of this runtime: libraries loaded through it get it in their host table. */
+int ember_native_pool_launch(FTVMParallelLambda flambda, void* cdata, int num_task,
+                             int num_threads) {
+  return ember_pool_launch(flambda, cdata, num_task, num_threads);
+}
+
+/* Code linked into the program (system-lib) launches here. */
 int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
-  TVMParallelGroupEnv env = {NULL, 1};
+  EmberLaunchContext ctx;
   uint32_t serial = ember_crt_error_serial();
-  (void)num_task;
   if (flambda == NULL) {
     return ember_crt_error(kTvmErrorGenericInvalidArgument,
                            "TVMBackendParallelLaunch: the task function is NULL");
   }
-  if (flambda(0, &env, cdata) == 0) return 0;
-  if (ember_crt_error_serial() == serial) {
+  if (ember_pool_launch_from(NULL, flambda, cdata, num_task, &ctx) == 0) return 0;
+  if (ctx.error[0] != '\0') {
+    ember_crt_error(kTvmErrorFunctionParallelTaskFailed, ctx.error);
+  } else if (ember_crt_error_serial() == serial) {
     ember_crt_error(kTvmErrorFunctionParallelTaskFailed,
                     "TVMBackendParallelLaunch: a task failed without a message");
   }
   return kTvmErrorFunctionParallelTaskFailed;
 }
 
+/* Threads (the caller included) of the calling thread's launches of program-linked code;
+ * n <= 0 only asks. Returns the count before the call. Loaded libraries have their own. */
+TVM_DLL int EmberSetNumThreads(int n) { return ember_pool_set_num_threads(n); }
+
 int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
-  (void)task_id, (void)penv;
-  return 0;
+  return ember_pool_barrier_of(task_id, penv);
 }
 
 int TVMSetStream(int device_type, int device_id, void* stream) {

@@ -26,11 +26,15 @@ typedef struct {
   int (*handle_free)(void* handle);
   const char* (*last_error)(void);
   int (*load_module)(const char* path, const char* fmt, TVMModuleHandle* out);
+  int (*parallel_launch)(FTVMParallelLambda flambda, void* cdata, int num_task,
+                         int num_threads);
 } HostTable;
 
+/* parallel_launch: every library runs its parallel loops on this runtime's one pool. */
 static const HostTable kHostTable = {HOST_TABLE_VERSION, (int32_t)sizeof(HostTable),
                                      ember_host_get_function, TVMFuncCall, TVMObjectFree,
-                                     TVMGetLastError, TVMModLoadFromFile};
+                                     TVMGetLastError, TVMModLoadFromFile,
+                                     ember_native_pool_launch};
 
 typedef struct {
   EmberModule base;

@@ -113,6 +113,10 @@ int ember_aot_executor_module(const char* metadata, size_t len, EmberModule* lib
 int ember_arg_device(const char* who, TVMValue* args, int* codes, int n, int at, DLDevice* dev);
 int ember_arg_count(const char* who, int n, int lo, int hi);
 
+/* backend.c: the thread pool's launch, for the host table of loaded libraries. */
+int ember_native_pool_launch(FTVMParallelLambda flambda, void* cdata, int num_task,
+                             int num_threads);
+
 /* error.c */
 char* ember_strdup(const char* s, size_t n);
 

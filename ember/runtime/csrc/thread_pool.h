@@ -1,0 +1,366 @@
+/*
+ * thread_pool.h -- ember's thread pool: the parallel half of TVMBackendParallelLaunch on
+ * hosted builds (POSIX threads, GCC/Clang atomics). Included by exactly one file per binary:
+ * ember/runtime/csrc/backend.c (every library ember builds) and the native runtime's backend.c.
+ *
+ * One launch at a time per pool; a launch is a job of n tasks (n <= its thread count). The
+ * tasks are handed out one by one through an atomic counter, and the calling thread takes
+ * them too: a worker that the OS has not scheduled yet simply gets no task, so it delays
+ * nobody. Workers are created on first need, spin for a short while after each job (the next
+ * kernel usually follows within microseconds) and then sleep on a condition variable.
+ * A launch from inside a task, or while another thread's launch holds the pool, runs
+ * serially on the calling thread: a process never runs more tasks at once than one launch
+ * asked for, plus the callers' own threads.
+ *
+ * Several libraries in one process share one pool: the host (the Python runtime, the native
+ * runtime) passes one pool's launch function to every library it loads (EmberHostTable's
+ * parallel_launch); a library loaded without it uses its own.
+ *
+ * Job state is one 64-bit word: generation (32 bits) | task count (16) | next task (16). A
+ * task is claimed by a compare-and-swap on that word, so a worker that wakes up late, after
+ * its job finished and the next one began, can never run a task of the wrong job.
+ */
+#ifndef EMBER_THREAD_POOL_H_
+#define EMBER_THREAD_POOL_H_
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ember/c_backend_api.h"
+
+#define EMBER_POOL_MAX_THREADS 64
+#define EMBER_POOL_SPIN_NS 100000 /* workers spin this long for the next job, then sleep */
+#define EMBER_POOL_WAIT_SPIN_NS 20000 /* the caller spins this long for stragglers */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define EMBER_POOL_PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define EMBER_POOL_PAUSE() __asm__ __volatile__("yield")
+#else
+#define EMBER_POOL_PAUSE() ((void)0)
+#endif
+
+#define EMBER_LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define EMBER_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define EMBER_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
+
+/* penv->sync_handle of a pooled launch: TVMBackendParallelBarrier of any library calls
+ * barrier() of the pool that runs the tasks. */
+typedef struct EmberPoolSync {
+  int (*barrier)(struct EmberPoolSync* sync, int task_id);
+  int32_t num_task;
+  int32_t arrived;
+  uint32_t phase;
+} EmberPoolSync;
+
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t wake;    /* workers sleep here between jobs */
+  pthread_cond_t done_cv; /* the caller sleeps here until the last task ends */
+  int num_workers;
+  int32_t busy;           /* a launch holds the pool */
+  uint64_t state;         /* gen << 32 | num_task << 16 | next task */
+  uint32_t gen;
+  int32_t done;
+  int32_t failed;
+  int32_t sleepers;
+  int32_t caller_waiting;
+  FTVMParallelLambda flambda;
+  void* cdata;
+  TVMParallelGroupEnv env;
+  EmberPoolSync sync;
+} EmberPool;
+
+static EmberPool g_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+                           PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL,
+                           {NULL, 1}, {NULL, 0, 0, 0}};
+static __thread int g_pool_in_task; /* this thread runs a task: nested launches are serial */
+static pthread_once_t g_pool_fork_once = PTHREAD_ONCE_INIT;
+
+static int64_t ember_pool_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int ember_pool_barrier(EmberPoolSync* sync, int task_id) {
+  uint32_t phase = EMBER_LOAD(&sync->phase);
+  int spins = 0;
+  (void)task_id;
+  if (sync->num_task <= 1) return 0;
+  if (EMBER_ADD(&sync->arrived, 1) == sync->num_task) {
+    EMBER_STORE(&sync->arrived, 0);
+    EMBER_STORE(&sync->phase, phase + 1);
+    return 0;
+  }
+  while (EMBER_LOAD(&sync->phase) == phase) { /* every task of the job has a thread */
+    if (++spins < 4096) {
+      EMBER_POOL_PAUSE();
+    } else {
+      sched_yield();
+    }
+  }
+  return 0;
+}
+
+/* Claim and run the tasks of job `gen` until none is left. */
+static void ember_pool_run_tasks(EmberPool* p, uint32_t gen) {
+  for (;;) {
+    uint64_t s = EMBER_LOAD(&p->state);
+    uint32_t next = (uint32_t)(s & 0xffff), n = (uint32_t)((s >> 16) & 0xffff);
+    int rc;
+    if ((uint32_t)(s >> 32) != gen || next >= n) return;
+    if (!__atomic_compare_exchange_n(&p->state, &s, s + 1, 0, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST)) {
+      continue;
+    }
+    /* Task `next` is ours: the job cannot end (nor its fields change) before we count it. */
+    ++g_pool_in_task;
+    rc = p->flambda((int)next, &p->env, p->cdata);
+    --g_pool_in_task;
+    if (rc != 0) EMBER_STORE(&p->failed, 1);
+    if (EMBER_ADD(&p->done, 1) == (int32_t)n && EMBER_LOAD(&p->caller_waiting)) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done_cv);
+      pthread_mutex_unlock(&p->mu);
+    }
+  }
+}
+
+/* The generation of a job newer than `seen` (spin, then sleep until one is posted). */
+static uint32_t ember_pool_next_job(EmberPool* p, uint32_t seen) {
+  int64_t deadline = ember_pool_now_ns() + EMBER_POOL_SPIN_NS;
+  uint32_t gen;
+  int i;
+  for (;;) {
+    for (i = 0; i < 64; ++i) {
+      gen = (uint32_t)(EMBER_LOAD(&p->state) >> 32);
+      if (gen != seen) return gen;
+      EMBER_POOL_PAUSE();
+    }
+    if (ember_pool_now_ns() > deadline) break;
+  }
+  pthread_mutex_lock(&p->mu);
+  EMBER_ADD(&p->sleepers, 1);
+  while ((gen = (uint32_t)(EMBER_LOAD(&p->state) >> 32)) == seen) {
+    pthread_cond_wait(&p->wake, &p->mu);
+  }
+  EMBER_ADD(&p->sleepers, -1);
+  pthread_mutex_unlock(&p->mu);
+  return gen;
+}
+
+/* arg: the generation before the job that made us (a worker must not miss that job). */
+static void* ember_pool_worker(void* arg) {
+  EmberPool* p = &g_pool;
+  uint32_t seen = (uint32_t)(uintptr_t)arg;
+  for (;;) {
+    seen = ember_pool_next_job(p, seen);
+    ember_pool_run_tasks(p, seen);
+  }
+  return NULL;
+}
+
+/* In a child of fork() only the forking thread exists: start again with no workers. */
+static void ember_pool_after_fork(void) {
+  EmberPool* p = &g_pool;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  pthread_cond_init(&p->done_cv, NULL);
+  p->num_workers = 0;
+  p->busy = 0;
+  p->sleepers = 0;
+  p->caller_waiting = 0;
+  g_pool_in_task = 0;
+}
+
+static void ember_pool_register_fork(void) { pthread_atfork(NULL, NULL, ember_pool_after_fork); }
+
+/* At least `want` workers (fewer if the OS refuses threads); how many there are. */
+static int ember_pool_grow(EmberPool* p, int want) {
+  pthread_once(&g_pool_fork_once, ember_pool_register_fork);
+  pthread_mutex_lock(&p->mu);
+  while (p->num_workers < want) {
+    pthread_t tid;
+    pthread_attr_t attr;
+    int rc;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&tid, &attr, ember_pool_worker, (void*)(uintptr_t)p->gen);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) break;
+    ++p->num_workers;
+  }
+  want = p->num_workers < want ? p->num_workers : want;
+  pthread_mutex_unlock(&p->mu);
+  return want;
+}
+
+/* Run flambda on up to num_threads threads (the caller is one); num_task 0 means one task
+ * per thread, and never more tasks than threads (TVMBackendParallelBarrier needs every task
+ * running at once). Returns nonzero if a task failed. */
+static int ember_pool_launch(FTVMParallelLambda flambda, void* cdata, int num_task,
+                             int num_threads) {
+  EmberPool* p = &g_pool;
+  TVMParallelGroupEnv serial = {NULL, 1};
+  int n = num_threads < EMBER_POOL_MAX_THREADS ? num_threads : EMBER_POOL_MAX_THREADS;
+  int32_t expected = 0, failed;
+  int64_t deadline;
+  if (num_task > 0 && num_task < n) n = num_task;
+  if (n <= 1 || g_pool_in_task ||
+      !__atomic_compare_exchange_n(&p->busy, &expected, 1, 0, __ATOMIC_SEQ_CST,
+                                   __ATOMIC_SEQ_CST)) {
+    return flambda(0, &serial, cdata);
+  }
+  n = 1 + ember_pool_grow(p, n - 1);
+  if (n <= 1) {
+    EMBER_STORE(&p->busy, 0);
+    return flambda(0, &serial, cdata);
+  }
+  p->flambda = flambda;
+  p->cdata = cdata;
+  p->env.num_task = n;
+  p->env.sync_handle = &p->sync;
+  p->sync.barrier = ember_pool_barrier;
+  p->sync.num_task = n;
+  p->sync.arrived = 0;
+  p->done = 0;
+  p->failed = 0;
+  ++p->gen;
+  EMBER_STORE(&p->state, ((uint64_t)p->gen << 32) | ((uint64_t)n << 16));
+  if (EMBER_LOAD(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  ember_pool_run_tasks(p, p->gen);
+  deadline = ember_pool_now_ns() + EMBER_POOL_WAIT_SPIN_NS;
+  while (EMBER_LOAD(&p->done) < n && ember_pool_now_ns() < deadline) EMBER_POOL_PAUSE();
+  if (EMBER_LOAD(&p->done) < n) { /* a worker took a task and was descheduled: sleep */
+    pthread_mutex_lock(&p->mu);
+    EMBER_STORE(&p->caller_waiting, 1);
+    while (EMBER_LOAD(&p->done) < n) pthread_cond_wait(&p->done_cv, &p->mu);
+    EMBER_STORE(&p->caller_waiting, 0);
+    pthread_mutex_unlock(&p->mu);
+  }
+  failed = EMBER_LOAD(&p->failed);
+  EMBER_STORE(&p->busy, 0);
+  return failed;
+}
+
+static int g_pool_default_threads;
+static pthread_once_t g_pool_default_once = PTHREAD_ONCE_INIT;
+
+static int ember_pool_positive_env(const char* name) {
+  const char* raw = getenv(name);
+  char* end = NULL;
+  long v = raw != NULL ? strtol(raw, &end, 10) : 0;
+  return raw != NULL && end != raw && v > 0 ? (int)(v < EMBER_POOL_MAX_THREADS ? v
+                                                     : EMBER_POOL_MAX_THREADS) : 0;
+}
+
+/* EMBER_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may run on. */
+static void ember_pool_init_default(void) {
+  int n = ember_pool_positive_env("EMBER_NUM_THREADS");
+  if (n == 0) n = ember_pool_positive_env("OMP_NUM_THREADS");
+#if defined(__linux__) && defined(_GNU_SOURCE)
+  if (n == 0) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  }
+#endif
+  if (n == 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  g_pool_default_threads = n < 1 ? 1 : (n < EMBER_POOL_MAX_THREADS ? n : EMBER_POOL_MAX_THREADS);
+}
+
+/* The thread count of a launch whose caller did not choose one. */
+static int ember_pool_default_threads(void) {
+  pthread_once(&g_pool_default_once, ember_pool_init_default);
+  return g_pool_default_threads;
+}
+
+/* ---- what every binary that includes this file puts in front of a pool -------------------- */
+
+static __thread int g_pool_num_threads; /* this thread's launches; 0: the default */
+static __thread int g_pool_lib_in_task; /* this thread runs a task of this binary's code */
+
+/* The thread count of this thread's next launches. */
+static int ember_pool_num_threads(void) {
+  return g_pool_num_threads > 0 ? g_pool_num_threads : ember_pool_default_threads();
+}
+
+/* EmberSetNumThreads: n > 0 sets this thread's count; returns the count before. */
+static int ember_pool_set_num_threads(int n) {
+  int before = ember_pool_num_threads();
+  if (n > 0) g_pool_num_threads = n < EMBER_POOL_MAX_THREADS ? n : EMBER_POOL_MAX_THREADS;
+  return before;
+}
+
+/* A lambda as a pool (maybe another binary's) runs it: the first task to fail leaves its
+ * message, this binary's last error of the thread it ran on, for the caller. */
+typedef struct {
+  FTVMParallelLambda flambda;
+  void* cdata;
+  int32_t failed;
+  char error[1024];
+} EmberLaunchContext;
+
+static int ember_pool_run_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  EmberLaunchContext* ctx = (EmberLaunchContext*)cdata;
+  int rc;
+  ++g_pool_lib_in_task;
+  rc = ctx->flambda(task_id, penv, ctx->cdata);
+  --g_pool_lib_in_task;
+  if (rc != 0 && __atomic_exchange_n(&ctx->failed, 1, __ATOMIC_SEQ_CST) == 0) {
+    const char* msg = TVMGetLastError();
+    size_t n = 0;
+    while (msg != NULL && msg[n] != '\0' && n + 1 < sizeof ctx->error) {
+      ctx->error[n] = msg[n];
+      ++n;
+    }
+    ctx->error[n] = '\0';
+  }
+  return rc;
+}
+
+typedef int (*EmberPoolLaunchFn)(FTVMParallelLambda flambda, void* cdata, int num_task,
+                                 int num_threads);
+
+/* TVMBackendParallelLaunch on `launch` (NULL: this binary's pool): serial for one thread, one
+ * task or a launch from inside a task. Returns the lambda's status; when a task on another
+ * thread failed, ctx->error holds its message (empty otherwise). */
+static int ember_pool_launch_from(EmberPoolLaunchFn launch, FTVMParallelLambda flambda,
+                                  void* cdata, int num_task, EmberLaunchContext* ctx) {
+  TVMParallelGroupEnv env = {NULL, 1};
+  int threads = ember_pool_num_threads();
+  ctx->error[0] = '\0';
+  if (threads <= 1 || num_task == 1 || g_pool_lib_in_task) return flambda(0, &env, cdata);
+  ctx->flambda = flambda;
+  ctx->cdata = cdata;
+  ctx->failed = 0;
+  return (launch != NULL ? launch : ember_pool_launch)(ember_pool_run_task, ctx, num_task,
+                                                       threads);
+}
+
+/* TVMBackendParallelBarrier: every task of a pooled launch runs at once, so all arrive. */
+static int ember_pool_barrier_of(int task_id, TVMParallelGroupEnv* penv) {
+  EmberPoolSync* sync;
+  if (penv == NULL || penv->num_task <= 1 || penv->sync_handle == NULL) return 0;
+  sync = (EmberPoolSync*)penv->sync_handle;
+  return sync->barrier(sync, task_id);
+}
+
+/* Workers of the pool (for tests and diagnostics). */
+static inline int ember_pool_num_workers(void) {
+  int n;
+  pthread_mutex_lock(&g_pool.mu);
+  n = g_pool.num_workers;
+  pthread_mutex_unlock(&g_pool.mu);
+  return n;
+}
+
+#endif /* EMBER_THREAD_POOL_H_ */
