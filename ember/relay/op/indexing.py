@@ -22,6 +22,7 @@ from ._compute._common import (
     out_dims,
     prod,
     register_compute,
+    require_equal,
     tensor_types,
 )
 from ._reg import INJECTIVE, as_tuple_expr, call, defop
@@ -278,11 +279,20 @@ def strided_slice(data: Any, begin: Sequence[int], end: Sequence[int],
 # ---------------------------------------------------------------- compute rules (te)
 @register_compute("concatenate")
 def _concatenate_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    _require_same_dims(inputs, _te_norm_axis(attrs.axis, inputs[0].ndim))
     return [topi.concatenate(inputs, attrs.axis)]
+
+
+def _require_same_dims(inputs: list[te.Tensor], skip: int | None) -> None:
+    for i, t in enumerate(inputs[1:], 1):
+        for k, (a, b) in enumerate(zip(inputs[0].shape, t.shape)):
+            if k != skip:
+                require_equal(a, b, f"input {i} must have the size of input 0 in dimension {k}")
 
 
 @register_compute("stack")
 def _stack_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    _require_same_dims(inputs, None)
     return [topi.stack(inputs, attrs.axis)]
 
 

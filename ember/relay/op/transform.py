@@ -25,6 +25,8 @@ from ._compute._common import (
     out_dims,
     prod,
     register_compute,
+    require,
+    require_equal,
 )
 from ._compute._common import (
     norm_axis as _te_norm_axis,
@@ -452,7 +454,11 @@ def _reshape_dims(shape: Sequence[PrimExpr], newshape: Sequence[int]) -> list[Pr
 
 
 def _reshape(x: te.Tensor, out_type: TensorType, dims: Sequence[PrimExpr]) -> te.Tensor:
-    return topi.reshape(x, list(out_dims(out_type, dims)))
+    shape = list(out_dims(out_type, dims))
+    if any(as_int(d) is None for d in (*x.shape, *shape)):
+        require(prod(x.shape).equal(prod(shape)),
+                "the new shape must hold as many elements as the input")
+    return topi.reshape(x, shape)
 
 
 @register_compute("reshape")
