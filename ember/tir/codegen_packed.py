@@ -111,9 +111,12 @@ def emit_call_packed(w: FunctionWriter, call: Call, ind: int) -> None:
 
 
 def _written(func: PrimFunc) -> set[int]:
+    # A buffer handed to a C function (tir.call_extern gets ``buf.data``) may be written by it.
+    calls = [n for n in post_order(func.body) if isinstance(n, Call)]
     return {id(n.buffer.data) for n in post_order(func.body) if isinstance(n, BufferStore)} | {
-        id(a.data) for n in post_order(func.body) if isinstance(n, Call)
-        for a in n.args if isinstance(a, Buffer)}
+        id(a.data) for n in calls for a in n.args if isinstance(a, Buffer)} | {
+        id(a) for n in calls if n.op == "tir.call_extern" for a in n.args} | {
+        id(n.args[0].buffer.data) for n in calls if n.op == "tir.address_of"}
 
 
 def unpacked_function(func: PrimFunc, helpers: set[str],
@@ -140,6 +143,9 @@ def unpacked_function(func: PrimFunc, helpers: set[str],
         params.append(f"{C_TYPE[v.dtype]} {nm}")
         names.append(nm)
     fname = c_ident(func.name)
+    unused = _unused_params(func, names)
+    if unused:  # e.g. an extern kernel's operand it ignores (-Wunused-parameter)
+        w.lines.append("  " + " ".join(f"(void){nm};" for nm in unused))
     w.stmt(func.body, 1)
     head = []
     if "from_relay" in func.attrs:
@@ -149,6 +155,18 @@ def unpacked_function(func: PrimFunc, helpers: set[str],
     head.append(f"TVM_DLL int32_t {fname}_unpacked({', '.join(params) or 'void'}) {{")
     text = "\n".join(head + w.lines + ["  return 0;", "}"])
     return "\n\n".join([*w.outlined, text]), names
+
+
+def _unused_params(func: PrimFunc, names: list[str]) -> list[str]:
+    """The C names of ``func``'s parameters its body never mentions."""
+    used: set[int] = set()
+    for n in post_order(func.body):
+        if isinstance(n, Var):
+            used.add(id(n))
+        buf = getattr(n, "buffer", None)
+        if isinstance(buf, Buffer):
+            used.add(id(buf.data))
+    return [nm for p, nm in zip(func.params, names) if id(p) not in used]
 
 
 def c_ident(name: str) -> str:
