@@ -29,10 +29,12 @@ import tarfile
 import tempfile
 import weakref
 import zlib
+from collections.abc import Callable
 from ctypes import c_char_p, c_int, c_int64, c_void_p
-from typing import Any, Callable
+from typing import Any
 
 from . import _bridge
+from .cpu_features import check_library_cpu
 from .errors import ArtifactError, TVMError
 from .module import Module
 from .packed_func import CPackedFunc, PackedFunc
@@ -134,6 +136,7 @@ class DSOModule(Module):
     def __init__(self, path: str, env: Module | None = None) -> None:
         super().__init__()
         check_library_file(path)
+        check_library_cpu(path)  # before dlopen: constructors could use the instructions
         self.path = path
         lib = _dlopen(path)
         try:
@@ -467,7 +470,7 @@ def register_loader(ext: str, loader: Callable[[str], Module]) -> None:
     _LOADERS[ext.lstrip(".")] = loader
 
 
-def load_module(path: "str | os.PathLike[str]", fmt: str = "") -> Module:
+def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
     """Load a module from a file: an exported library (.so), a .tar of sources, C source, or
     any format with a registered loader. Raises ArtifactError naming the path and reason."""
     path = os.fspath(path)
