@@ -219,13 +219,12 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
         result = generate_graph(mod, _kernels(lowered))
     if _debug() >= 1:
         print(f"[ember] relay.build: memory plan: {result.plan.report}", file=sys.stderr)
+    missing = sorted(set(result.func_names) - set(lib.func_names))
+    if missing:
+        raise InternalError(f"relay.build: kernels {missing} are called by the graph but "
+                            "missing from the lowered library")
     with _stage("compile"):
-        for name in result.func_names:  # compiles the C once (cached by content hash)
-            try:
-                lib.get_function(name)
-            except AttributeError:
-                raise InternalError(f"relay.build: kernel {name!r} is called by the graph but "
-                                    "missing from the lowered library") from None
+        lib.compile()  # not loaded: a build for another CPU must succeed here
     from .backend.aot.metadata import kernel_workspace_bytes
 
     # Per kernel its TVMBackendAllocWorkspace bytes, for Model Library Format's memory map.

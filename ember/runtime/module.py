@@ -290,15 +290,20 @@ class CSourceModule(Module):
             else:
                 cc.create_staticlib(file_name, [src], self.compile_options)
 
+    def compile(self) -> str:
+        """Compile the source into a shared library (cached by content hash) without loading
+        it, so that a build for another CPU succeeds here; the library's path."""
+        from ..contrib import utils
+
+        with utils.tempdir() as tmp:  # kept with EMBER_KEEP_TEMPS=1
+            (src,) = self._export_sources(tmp.path, 0)
+            return str(compiler_driver().build_shared([src], self.compile_options))
+
     def _compiled(self) -> Module:
         if self._dso is None:
-            from ..contrib import utils
             from .loaders import DSOModule
 
-            with utils.tempdir() as tmp:  # kept with EMBER_KEEP_TEMPS=1
-                (src,) = self._export_sources(tmp.path, 0)
-                lib = compiler_driver().build_shared([src], self.compile_options)
-            self._dso = DSOModule(str(lib), env=self)
+            self._dso = DSOModule(self.compile(), env=self)
         return self._dso
 
     def _get_local(self, name: str) -> PackedFunc | None:
