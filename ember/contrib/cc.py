@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..runtime import cpu_features
@@ -264,7 +265,12 @@ def _keep_failed(files: Sequence[Path], key: str) -> Path:
 def build_shared(sources: str | os.PathLike | Sequence[str | os.PathLike],
                  options: str | Sequence[str] | None = None, cc: str | None = None,
                  cwd: str | None = None) -> Path:
-    """Compile and link ``sources`` (+ backend.c) into a cached shared library; its path."""
+    """Compile and link ``sources`` (+ backend.c and the CPU feature record) into a cached
+    shared library; its path.
+
+    Each C source becomes an object cached by its own content (``$EMBER_CACHE_DIR/obj``):
+    ember's backend compiles once for all models, and an export that adds the module blob to
+    an already built model compiles only the blob. Missing objects compile in parallel."""
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
     files = [Path(cwd or ".", s).resolve() for s in sources]
@@ -284,11 +290,79 @@ def build_shared(sources: str | os.PathLike | Sequence[str | os.PathLike],
     out = cache_dir("lib") / f"{key}.so"
     if out.exists():
         return out
+    start = time.perf_counter()
+    inputs = _objects(argv, flags, opts, files, cpu, cwd)
     tmp_out = temp_sibling(out)
-    cmd = [*argv, *flags, *map(str, files), "-o", str(tmp_out), *opts, *libs]
+    cmd = [*argv, *flags, *map(str, inputs), "-o", str(tmp_out), *opts, *libs]
+    _run_compiler(cmd, files, key, cwd, tmp_out)
+    os.replace(tmp_out, out)
+    if _debug_level() >= 1:
+        print(f"ember: compiled {out.name} in {time.perf_counter() - start:.2f}s", file=sys.stderr)
+    return out
+
+
+# Flags whose value is the next argument (kept together for ``cc -c``).
+_PAIRED = ("-I", "-D", "-U", "-include", "-isystem", "-iquote", "-idirafter")
+
+
+def _compile_only(flags: Sequence[str], opts: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The flags and options of ``cc -c``: without -shared, linker flags and linker inputs."""
+    def keep(args: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        take_next = False
+        for a in args:
+            if take_next:
+                out.append(a)
+                take_next = False
+            elif a in _PAIRED:
+                out.append(a)
+                take_next = True
+            elif a.startswith("-") and a != "-shared" and not a.startswith(("-Wl,", "-l", "-L")):
+                out.append(a)
+        return out
+
+    return keep(flags), keep(opts)
+
+
+def _objects(argv: list[str], flags: list[str], opts: list[str], files: list[Path], cpu: str,
+             cwd: str | None) -> list[Path]:
+    """``files`` with each C source replaced by its cached object (compiled when missing)."""
+    cflags, copts = _compile_only(flags, opts)
+    jobs: dict[Path, tuple[list[str], Path, str]] = {}
+    inputs = []
+    for f in files:
+        if f.suffix not in _C_SUFFIXES:
+            inputs.append(f)
+            continue
+        key = content_hash(_ABI_TAG, "obj", _identity(argv), cpu, *cflags, "--", *copts,
+                           *_hash_inputs([f], copts))
+        obj = cache_dir("obj", key[:2]) / f"{key}.o"
+        if not obj.exists():
+            tmp = temp_sibling(obj)
+            jobs[obj] = ([*argv, *cflags, "-c", str(f), "-o", str(tmp), *copts], tmp, key)
+        inputs.append(obj)
+    if jobs:
+        workers = min(len(jobs), os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = {obj: pool.submit(_run_compiler, cmd, files, key, cwd, tmp)
+                    for obj, (cmd, tmp, key) in jobs.items()}
+        errors = []
+        for obj, future in done.items():
+            try:
+                future.result()
+                os.replace(jobs[obj][1], obj)
+            except CompileError as err:
+                errors.append(err)
+        if errors:
+            raise errors[0]
+    return inputs
+
+
+def _run_compiler(cmd: list[str], files: Sequence[Path], key: str, cwd: str | None,
+                  tmp_out: Path) -> None:
+    """Run one compiler command; CompileError (command, stderr, kept sources) on failure."""
     if _debug_level() >= 3:
         print("ember: " + shlex.join(cmd), file=sys.stderr)
-    start = time.perf_counter()
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=cwd)
     if proc.returncode != 0:
         kept = _keep_failed(files, key)
@@ -297,10 +371,6 @@ def build_shared(sources: str | os.PathLike | Sequence[str | os.PathLike],
                            f"command: {shlex.join(cmd)}\n"
                            f"--- compiler stderr ---\n{proc.stderr.strip()}\n"
                            f"--- sources kept in {kept} ---")
-    os.replace(tmp_out, out)
-    if _debug_level() >= 1:
-        print(f"ember: compiled {out.name} in {time.perf_counter() - start:.2f}s", file=sys.stderr)
-    return out
 
 
 def _copy_atomic(src: Path, dst: str | os.PathLike) -> None:

@@ -225,10 +225,10 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
                             "missing from the lowered library")
     with _stage("compile"):
         lib.compile()  # not loaded: a build for another CPU must succeed here
-    from .backend.aot.metadata import kernel_workspace_bytes
-
+        if runtime.name != "crt" and runtime.get("system-lib") and result.func_names:
+            lib.get_function(result.func_names[0])  # loading registers the system library
     # Per kernel its TVMBackendAllocWorkspace bytes, for Model Library Format's memory map.
-    function_metadata = {low.name: {"workspace_size_bytes": kernel_workspace_bytes(low.prim_func)}
+    function_metadata = {low.name: {"workspace_size_bytes": low.workspace_bytes}
                          for low in _kernels(lowered).values()}
     return GraphExecutorFactoryModule(result.graph_json, lib, mod_name, result.params,
                                       ir_mod=source, target=target, executor=executor,

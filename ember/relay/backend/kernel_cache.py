@@ -28,7 +28,7 @@ from typing import Any
 from ...runtime.cache import atomic_write, cache_dir, content_hash
 
 PLACEHOLDER = "ember_kernel_placeholder_3f9c2e"
-_TAG = "ember-kernel-1"
+_TAG = "ember-kernel-2"
 # Packages whose code decides what a primitive function lowers to.
 _CODE_DIRS = ("ir", "te", "tir", "topi", "target", "relay/op", "relay/backend", "include")
 # EMBER_* variables that cannot change a kernel (debug output, paths, run-time settings).
@@ -71,8 +71,8 @@ def kernel_key(func_hash: int, relay_text: str, kind: str, cpu_key: str) -> str:
                         str(func_hash), relay_text)
 
 
-def _path(key: str) -> Path:
-    return cache_dir("kernels", key[:2]) / f"{key}.pickle"
+def _path(key: str, create: bool = False) -> Path:
+    return cache_dir("kernels", key[:2], create=create) / f"{key}.pickle"
 
 
 def load(key: str) -> Any | None:
@@ -92,6 +92,6 @@ def store(key: str, entry: Any) -> None:
     if not enabled():
         return
     try:
-        atomic_write(_path(key), pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+        atomic_write(_path(key, create=True), pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass  # a kernel that cannot be stored is lowered again next time

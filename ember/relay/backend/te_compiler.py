@@ -17,6 +17,7 @@ FuseOps passes large constants as parameters), then the flattened outputs, all a
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
@@ -73,6 +74,7 @@ class LoweredFunc:
     constants: list[Any] = field(default_factory=list)  # NDArrays passed after the inputs
     kept_te_graph: TEGraph | None = field(default=None, repr=False)
     arch_flags: tuple[str, ...] = ()
+    workspace_bytes: int = 0  # from TVMBackendAllocWorkspace, at most (Model Library Format)
 
     @property
     def relay_func(self) -> Function:
@@ -112,6 +114,7 @@ class _Lowering:
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
     constants: list[Any]
+    workspace_bytes: int
 
 
 def target_kind(target: Any) -> str:
@@ -167,7 +170,8 @@ class TECompiler:
         if not isinstance(func, Function):
             raise TVMError(f"te compiler: expected a relay Function, got {type(func).__name__}")
         kind = target_kind(target)
-        cpu = cpu_choice(target if target is not None else kind)
+        cpu = _cpu_of(str(target if target is not None else kind),
+                      os.environ.get("EMBER_MARCH", ""))
         _ensure_typed(func)
         func_hash = structural_hash(func)
         key = (func_hash, kind, cpu.key, mod_name)
@@ -197,7 +201,7 @@ class TECompiler:
         _debug(prim, code)
         constants = [nd_array(c) for c in result.constants]
         return LoweredFunc(name, prim, code, result.inputs, result.outputs, func, kind,
-                           constants, graph, cpu.arch_flags)
+                           constants, graph, cpu.arch_flags, result.workspace_bytes)
 
     def _symbol(self, readable: str, mod_name: str) -> str:
         if self._mangle is not None:
@@ -315,6 +319,12 @@ def lower_module(mod: IRModule, target: Any = "c", mod_name: str = "default",
     return found, compiler.build(list(kernels.values()), target)
 
 
+@functools.lru_cache(maxsize=64)
+def _cpu_of(target: str, ember_march: str) -> CpuChoice:
+    """``cpu_choice`` of a target's text (and the ``$EMBER_MARCH`` it reads), memoised."""
+    return cpu_choice(target)
+
+
 def arch_options(target: Any) -> list[str]:
     """The C compiler's instruction-set options for ``target`` (``-march=skylake-avx512``
     for ``llvm -mcpu=skylake-avx512``): the one choice kernels take their SIMD level from."""
@@ -323,13 +333,16 @@ def arch_options(target: Any) -> list[str]:
 
 def _lower_graph(graph: TEGraph, relay_text: str) -> _Lowering:
     """Schedule, lower and generate C for ``graph`` under the placeholder name."""
+    from .aot.metadata import kernel_workspace_bytes
+
     sch = topi.auto_schedule(graph.outputs)
     args = graph.inputs + graph.constants + graph.outputs
     prim = te_lower(sch, args, kernel_cache.PLACEHOLDER).with_attr("from_relay", relay_text)
     inputs = [_info(t, t.op.name) for t in graph.inputs]
     outputs = [_info(t, f"output{i}") for i, t in enumerate(graph.outputs)]
     constants = [c.numpy() if hasattr(c, "numpy") else c for c in graph.constant_values]
-    return _Lowering(list(graph.op_names), prim, function_c(prim), inputs, outputs, constants)
+    return _Lowering(list(graph.op_names), prim, function_c(prim), inputs, outputs, constants,
+                     kernel_workspace_bytes(prim))
 
 
 def _debug(prim: PrimFunc, code: FunctionC) -> None:

@@ -145,6 +145,8 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
     del kernels_c, aot_c  # linked weights make these large: the library's copy is enough
     with _stage("compile"):
         lib.compile()  # cached by content hash; not loaded (the target may be another CPU)
+        if opts.system_lib and opts.runtime == "cpp":
+            lib.get_function(meta.symbol("get_metadata"))  # loading registers the system lib
     params_out = {} if opts.link_params else {c.name: c.value for c in program.constants}
     return AotExecutorFactoryModule(
         meta, lib, mod_name, params_out, ir_mod=source, target=target, executor=executor,
