@@ -35,7 +35,7 @@ from typing import Any
 
 from . import _bridge
 from .cpu_features import check_library_cpu
-from .errors import ArtifactError, TVMError
+from .errors import ArtifactError, CpuFeatureError, TVMError
 from .module import Module
 from .packed_func import CPackedFunc, PackedFunc
 from .registry import get_global_func, register_func
@@ -425,7 +425,12 @@ def _load_library(path: str) -> Module:
 
 
 def _load_tar(path: str) -> Module:
-    return _load_library(link_tar(path))
+    linked = link_tar(path)
+    try:
+        return _load_library(linked)
+    except CpuFeatureError as err:  # name the file the user loaded
+        raise CpuFeatureError(str(err).replace(linked, f"{path} (linked as {linked})",
+                                               1)) from None
 
 
 def link_tar(path: str) -> str:

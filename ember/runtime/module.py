@@ -188,6 +188,8 @@ class Module:
         if needs_blob:
             files.append(_blob_file(serialize_tree(self), tmp.relpath("devc.c")))
         if file_name.endswith((".tar", ".a")):
+            if file_name.endswith(".tar"):  # its objects carry their CPU feature record
+                files.append(str(cc.cpu_record_source(options)))
             objects = _compile_objects(cc, files, options, tmp.path)
             if file_name.endswith(".a"):  # for a static link (system-lib programs)
                 cc.create_staticlib(file_name, objects + list(addons or ()))

@@ -177,3 +177,13 @@ def test_avx2_level_build_runs_here(tmp_path):
     gmod.set_input(0, x)
     gmod.run()
     np.testing.assert_allclose(gmod.get_output(0).numpy(), np.maximum(x, 0) + 1, rtol=1e-6)
+
+
+@requires_cc
+@no_avx512
+def test_tar_export_carries_the_record(tmp_path):
+    relay.build(small_module(), "llvm -mcpu=skylake-avx512").export_library(tmp_path / "m.tar")
+    with pytest.raises(CpuFeatureError, match=r"m\.tar .*avx512f"):
+        ember.runtime.load_module(str(tmp_path / "m.tar"))
+    relay.build(small_module(), "llvm").export_library(tmp_path / "host.tar")
+    assert ember.runtime.load_module(str(tmp_path / "host.tar")) is not None
