@@ -80,7 +80,7 @@ def host_level() -> SimdLevel:
 @dataclass(frozen=True)
 class CpuChoice:
     """The CPU a build compiles for, decided once for both sides: the kernels' layouts and
-    vector widths (``level``) and the C compiler's instruction set (``cc_flags``).
+    vector widths (``level``) and the C compiler's instruction set (``arch_flags``).
 
     ``arch_flags`` are the compiler flags (``-march=skylake-avx512``, ``-mavx2``; none: the
     compiler's default, portable code); ``source`` says who decided: ``"target"`` (its

@@ -3,6 +3,7 @@ dlopen: nothing of it runs), names them and how to rebuild; libraries without a 
 from __future__ import annotations
 
 import pytest
+from _native_testlib import require_sanitizers
 from test_native_errors import codes, load, make_probe
 
 from ember import relay
@@ -10,9 +11,12 @@ from ember.runtime import cpu_features
 from ember.target.simd import host_features
 
 
-@pytest.fixture(scope="module")
-def probe(tmp_path_factory):
-    return make_probe(False, tmp_path_factory)
+@pytest.fixture(scope="module", params=["plain", pytest.param("sanitized",
+                                                                 marks=pytest.mark.slow)])
+def probe(request, tmp_path_factory):
+    if request.param == "sanitized":
+        require_sanitizers()
+    return make_probe(request.param == "sanitized", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

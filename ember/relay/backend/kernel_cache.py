@@ -6,7 +6,8 @@ addressed by everything it depends on:
 
 - the function: its structural hash (constants by value) and its Relay text (names, which
   the kernel's C and argument names carry);
-- the target kind and CPU choice (``cpu_choice(target).key``: SIMD level and -march);
+- the target kind and CPU choice (``cpu_choice(target).key``: SIMD level and -march), and the
+  host's SIMD level;
 - the build settings: the PassContext's opt level and config, the ``EMBER_*`` environment
   variables that may steer lowering;
 - the compiler's own code: a digest of ember's lowering packages and C headers (computed
@@ -67,8 +68,11 @@ def build_settings() -> str:
 
 def kernel_key(func_hash: int, relay_text: str, kind: str, cpu_key: str) -> str:
     """The cache key of one primitive function lowered for ``kind`` and CPU ``cpu_key``."""
+    from ...target.simd import host_level
+
+    # the host's level too: topi still sizes some register tiles from the host it runs on
     return content_hash(_TAG, code_fingerprint(), build_settings(), kind, cpu_key,
-                        str(func_hash), relay_text)
+                        host_level().name, str(func_hash), relay_text)
 
 
 def _path(key: str, create: bool = False) -> Path:
