@@ -30,7 +30,8 @@ def small_module() -> ember.IRModule:
 def patched(path, tmp_path, old: bytes, new: bytes):
     """A copy of the library at ``path`` with ``old`` replaced by ``new`` (same length)."""
     assert len(old) == len(new)
-    data = open(path, "rb").read()
+    with open(path, "rb") as f:
+        data = f.read()
     assert old in data
     out = tmp_path / f"patched_{len(os.listdir(tmp_path))}.so"
     out.write_bytes(data.replace(old, new))
