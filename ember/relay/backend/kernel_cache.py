@@ -29,7 +29,7 @@ from typing import Any
 from ...runtime.cache import atomic_write, cache_dir, content_hash
 
 PLACEHOLDER = "ember_kernel_placeholder_3f9c2e"
-_TAG = "ember-kernel-2"
+_TAG = "ember-kernel-3"
 # Packages whose code decides what a primitive function lowers to.
 _CODE_DIRS = ("ir", "te", "tir", "topi", "target", "relay/op", "relay/backend", "include")
 # EMBER_* variables that cannot change a kernel (debug output, paths, run-time settings).
@@ -87,7 +87,7 @@ def load(key: str) -> Any | None:
         with open(_path(key), "rb") as f:
             return pickle.load(f)
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
-            IndexError, TypeError, ValueError):
+            IndexError, TypeError, ValueError, RecursionError):
         return None
 
 
@@ -97,5 +97,5 @@ def store(key: str, entry: Any) -> None:
         return
     try:
         atomic_write(_path(key, create=True), pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
         pass  # a kernel that cannot be stored is lowered again next time

@@ -59,13 +59,13 @@ class TensorInfo:
 
 @dataclass
 class LoweredFunc:
-    """One lowered primitive function: its kernel name, PrimFunc, C and arguments.
+    """One lowered primitive function: its kernel name, C, arguments and PrimFunc.
 
     ``code`` holds the C pieces (``c_source`` is them as a translation unit of their own);
-    ``arch_flags`` the C compiler's instruction-set flags the kernel was lowered for."""
+    ``arch_flags`` the C compiler's instruction-set flags the kernel was lowered for. A kernel
+    from the disk cache has no PrimFunc kept: ``prim_func`` lowers it again when asked."""
 
     name: str
-    prim_func: PrimFunc
     code: FunctionC
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
@@ -75,6 +75,15 @@ class LoweredFunc:
     kept_te_graph: TEGraph | None = field(default=None, repr=False)
     arch_flags: tuple[str, ...] = ()
     workspace_bytes: int = 0  # from TVMBackendAllocWorkspace, at most (Model Library Format)
+    kept_prim_func: PrimFunc | None = field(default=None, repr=False)
+
+    @property
+    def prim_func(self) -> PrimFunc:
+        """The kernel's loop IR (lowered again when it came from the cache)."""
+        if self.kept_prim_func is None:
+            lowering = _lower_graph(self.te_graph, _relay_text(self.source_func))
+            self.kept_prim_func = lowering.prim_func.with_attr("global_symbol", self.name)
+        return self.kept_prim_func
 
     @property
     def relay_func(self) -> Function:
@@ -105,16 +114,21 @@ class LoweredFunc:
 
 @dataclass
 class _Lowering:
-    """What lowering a primitive function gives, under the placeholder name: the unit the
-    disk cache stores (constants as numpy arrays)."""
+    """What lowering a primitive function gives, under the placeholder name. The disk cache
+    stores it without the PrimFunc (flat data only: deep loop IR would not pickle without
+    recursing) and with constants as numpy arrays."""
 
     op_names: list[str]
-    prim_func: PrimFunc
     code: FunctionC
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
     constants: list[Any]
     workspace_bytes: int
+    prim_func: PrimFunc | None = None
+
+    def without_prim_func(self) -> _Lowering:
+        return _Lowering(self.op_names, self.code, self.inputs, self.outputs, self.constants,
+                         self.workspace_bytes)
 
 
 def target_kind(target: Any) -> str:
@@ -194,14 +208,15 @@ class TECompiler:
         else:
             graph = to_te(func)
             result = _lower_graph(graph, text)
-            kernel_cache.store(disk_key, result)
+            kernel_cache.store(disk_key, result.without_prim_func())
         name = self._unique(self._symbol(readable_name(result.op_names), mod_name))
-        prim = result.prim_func.with_attr("global_symbol", name)
+        prim = None if result.prim_func is None else result.prim_func.with_attr(
+            "global_symbol", name)
         code = result.code.renamed(kernel_cache.PLACEHOLDER, name)
-        _debug(prim, code)
+        _debug(name, prim, code)
         constants = [nd_array(c) for c in result.constants]
-        return LoweredFunc(name, prim, code, result.inputs, result.outputs, func, kind,
-                           constants, graph, cpu.arch_flags, result.workspace_bytes)
+        return LoweredFunc(name, code, result.inputs, result.outputs, func, kind, constants,
+                           graph, cpu.arch_flags, result.workspace_bytes, prim)
 
     def _symbol(self, readable: str, mod_name: str) -> str:
         if self._mangle is not None:
@@ -341,16 +356,17 @@ def _lower_graph(graph: TEGraph, relay_text: str) -> _Lowering:
     inputs = [_info(t, t.op.name) for t in graph.inputs]
     outputs = [_info(t, f"output{i}") for i, t in enumerate(graph.outputs)]
     constants = [c.numpy() if hasattr(c, "numpy") else c for c in graph.constant_values]
-    return _Lowering(list(graph.op_names), prim, function_c(prim), inputs, outputs, constants,
-                     kernel_workspace_bytes(prim))
+    return _Lowering(list(graph.op_names), function_c(prim), inputs, outputs, constants,
+                     kernel_workspace_bytes(prim), prim)
 
 
-def _debug(prim: PrimFunc, code: FunctionC) -> None:
+def _debug(name: str, prim: PrimFunc | None, code: FunctionC) -> None:
     level = int(os.environ.get("EMBER_DEBUG", "0") or 0)
     if level >= 2:
-        print(f"ember: lowered {prim.name}\n{prim}", file=sys.stderr)
+        print(f"ember: lowered {name}\n{prim if prim is not None else '(from the cache)'}",
+              file=sys.stderr)
     if level >= 3:
-        print(f"ember: C of {prim.name}\n{join_c([code])}", file=sys.stderr)
+        print(f"ember: C of {name}\n{join_c([code])}", file=sys.stderr)
 
 
 def _ensure_typed(func: Function) -> None:

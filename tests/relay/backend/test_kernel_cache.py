@@ -106,3 +106,17 @@ def test_target_cpu_changes_the_kernels_flags(fresh_cache):
     assert lib.compile_options == ["-march=skylake-avx512"]
     _, lib = te_compiler.lower_module(func, "c")
     assert "-march=native" not in lib.compile_options
+
+
+def test_cached_kernel_lowers_its_prim_func_again_when_asked(fresh_cache):
+    from ember.tir.codegen import generate_c
+
+    func = relay.transform.FuseOps()(relay.transform.InferType()(conv_model()))
+    fresh, _ = te_compiler.lower_module(func, "llvm")
+    cached, _ = te_compiler.lower_module(func, "llvm")
+    for key, low in cached.items():
+        if isinstance(key, str):
+            continue
+        assert low.kept_prim_func is None  # nothing but C came from the cache
+        assert low.prim_func.name == low.name
+        assert generate_c([low.prim_func]) == low.c_source == fresh[key].c_source
