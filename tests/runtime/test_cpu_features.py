@@ -98,7 +98,8 @@ def test_host_build_records_features_and_loads(tmp_path):
 
 @requires_cc
 @no_avx512
-@pytest.mark.parametrize("executor", ["graph", "aot", "vm"])
+@pytest.mark.parametrize("executor", ["graph", pytest.param("aot", marks=pytest.mark.slow),
+                                      pytest.param("vm", marks=pytest.mark.slow)])
 def test_avx512_build_succeeds_but_load_is_refused(executor, tmp_path):
     target = "llvm -mcpu=skylake-avx512"
     if executor == "vm":
