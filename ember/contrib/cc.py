@@ -7,6 +7,12 @@ archives objects (``ar``), ``compile_objects``/``link_shared`` build libraries w
 the flags given (the native runtime). Builds are cached by content hash (sources, headers
 next to them, flags and compiler identity) under ``$EMBER_CACHE_DIR/lib``: an identical
 rebuild is a file copy.
+
+The instruction set comes from one decision, ``ember.target.simd.cpu_choice``: a target's
+``-mcpu``/``-mattr`` (passed down as ``-march=``/``-m<feature>`` options), else
+``$EMBER_MARCH``, else the host (``-march=native``). Every shared library records the CPU
+features its code was compiled for (``ember.runtime.cpu_features``), read from the compiler's
+own predefined macros for those flags, so loaders refuse it on a CPU that lacks them.
 """
 from __future__ import annotations
 
@@ -18,9 +24,11 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
 
+from ..runtime import cpu_features
 from ..runtime.cache import atomic_write, cache_dir, content_hash, temp_sibling
 from ..runtime.env import debug_level
 from ..runtime.errors import CompileError, CompilerNotFoundError
@@ -32,10 +40,14 @@ _CANDIDATES = ("cc", "gcc", "clang")
 # Flags used when the compiler accepts them (probed once per compiler, result cached on disk).
 # -fno-tree-loop-if-convert: GCC 12's if-conversion builds all-zero masks for masked loads in
 # short constant-trip loops (a concatenate of (2, 2) and (3, 2) read zeros for the second input).
+# -march=native is probed too; the -march actually used comes from cpu_choice (see above).
 _OPTIONAL_FLAGS = ("-march=native", "-fopenmp", "-Wl,-Bsymbolic", "-fno-tree-loop-if-convert")
 _PROBE_SRC = {"-fopenmp": "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"}
 _C_SUFFIXES = (".c",)
-_ABI_TAG = "ember-cc-1"
+_ABI_TAG = "ember-cc-2"
+# Options that choose the instruction set (a target's -mcpu/-mattr, passed as compile options).
+_ARCH_PREFIXES = ("-march=", "-mcpu=")
+
 
 
 def _resolve(cmd: str) -> list[str] | None:
@@ -86,7 +98,7 @@ def get_cc() -> str | None:
         return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _host_cpu() -> str:
     """The CPU model and features: -march=native output must not be reused on another CPU
     sharing the cache (it could die with SIGILL)."""
@@ -101,12 +113,22 @@ def _host_cpu() -> str:
         return f"{platform.machine()} {platform.processor()}"
 
 
+def _file_identity(path: str) -> str:
+    st = os.stat(path)
+    return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+
+
 def _identity(argv: Sequence[str]) -> str:
-    st = os.stat(argv[0])
-    return f"{os.path.realpath(argv[0])}:{st.st_size}:{st.st_mtime_ns}:{' '.join(argv[1:])}"
+    """The compiler's path, size and mtime, and its arguments; for a wrapper such as
+    ``ccache gcc`` the wrapped program's too (changing it must change probes and keys)."""
+    parts = [_file_identity(argv[0])]
+    for arg in argv[1:]:
+        exe = None if arg.startswith("-") else shutil.which(arg)
+        parts.append(_file_identity(exe) if exe else arg)
+    return " ".join(parts)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _supported_flags(argv: tuple[str, ...]) -> tuple[str, ...]:
     """The subset of _OPTIONAL_FLAGS this compiler accepts, cached per compiler identity."""
     key = content_hash(_ABI_TAG, _identity(argv), *_OPTIONAL_FLAGS)
@@ -123,30 +145,87 @@ def _supported_flags(argv: tuple[str, ...]) -> tuple[str, ...]:
         src = Path(tmp.relpath("probe.c"))
         src.write_text(_PROBE_SRC.get(flag, "int f(void) { return 0; }\n"))
         cmd = [*argv, "-fPIC", "-shared", flag, str(src), "-o", tmp.relpath("probe.so")]
-        if subprocess.run(cmd, capture_output=True).returncode == 0:
+        if subprocess.run(cmd, check=False, capture_output=True).returncode == 0:
             ok.append(flag)
     atomic_write(record, json.dumps({"compiler": argv, "flags": ok}).encode())
     return tuple(ok)
 
 
-def default_flags(cc: str | None = None, c_only: bool = True) -> list[str]:
-    """The flags create_shared uses: -O3 -march=native -fPIC -shared -std=c99 -ffp-contract=fast
-    -fopenmp, minus
-    those the compiler rejects, plus the ember include directory. ``$EMBER_MARCH`` replaces
-    ``-march=native`` (portable libraries)."""
+def default_arch_flags() -> list[str]:
+    """The instruction-set flags of a build without a target: ``-march=$EMBER_MARCH``, else
+    ``-march=native`` (``ember.target.simd.cpu_choice(None)``)."""
+    from ..target.simd import cpu_choice
+
+    return list(cpu_choice(None).arch_flags)
+
+
+def _chooses_arch(options: Sequence[str]) -> bool:
+    return any(o.startswith(_ARCH_PREFIXES) for o in options)
+
+
+def default_flags(cc: str | None = None, c_only: bool = True,
+                  options: Sequence[str] = ()) -> list[str]:
+    """The flags create_shared uses: -O3 -fPIC -shared -std=c99 -ffp-contract=fast, the
+    probed -fopenmp (and friends), the instruction set and the ember include directory.
+
+    The instruction set is ``default_arch_flags()`` (``$EMBER_MARCH``, else -march=native when
+    the compiler has it) unless ``options`` choose one themselves (``-march=``/``-mcpu=``,
+    a target's -mcpu: the build driver passes it)."""
     argv = tuple(_compiler_argv(cc))
     probed = _supported_flags(argv)
     # -std=c99 alone makes GCC stop contracting a*b+c into FMA instructions; kernels want them.
     flags = ["-O3", "-fPIC", "-shared"] + (["-std=c99", "-ffp-contract=fast"] if c_only else [])
-    flags += [f for f in _OPTIONAL_FLAGS if f in probed]
-    march = os.environ.get("EMBER_MARCH", "").strip()
-    if march and march != "native":
-        # Libraries to ship to other machines: e.g. EMBER_MARCH=x86-64-v2 instead of the host CPU.
-        flags = [f for f in flags if f != "-march=native"] + [f"-march={march}"]
+    flags += [f for f in _OPTIONAL_FLAGS if f in probed and f != "-march=native"]
+    if not _chooses_arch(options):
+        flags += [f for f in default_arch_flags()
+                  if f != "-march=native" or "-march=native" in probed]
     return flags + ["-I", str(INCLUDE_DIR)]
 
 
-def _normalize_options(options: "str | Sequence[str] | None") -> list[str]:
+def arch_flags_of(flags: Sequence[str]) -> list[str]:
+    """The flags among ``flags`` that choose the instruction set (-march, -mcpu, -m<feature>)."""
+    return [f for f in flags if f.startswith("-m")]
+
+
+@functools.cache
+def _features_cached(argv: tuple[str, ...], arch: tuple[str, ...], cpu: str) -> tuple[str, ...]:
+    key = content_hash(_ABI_TAG, "features", _identity(argv), cpu, *arch)
+    record = cache_dir("probe") / f"{key}.features.json"
+    try:
+        return tuple(json.loads(record.read_text())["features"])
+    except (OSError, ValueError, KeyError):
+        pass
+    cmd = [*argv, *arch, "-dM", "-E", "-x", "c", os.devnull]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError(f"the C compiler rejects the instruction-set flags {' '.join(arch)} "
+                           f"(exit status {proc.returncode})\ncommand: {shlex.join(cmd)}\n"
+                           f"--- compiler stderr ---\n{proc.stderr.strip()}")
+    features = cpu_features.features_of_macros(proc.stdout)
+    atomic_write(record, json.dumps({"flags": list(arch), "features": features}).encode())
+    return tuple(features)
+
+
+def compiled_features(flags: Sequence[str], cc: str | None = None) -> list[str]:
+    """The CPU features (``/proc/cpuinfo`` names) code compiled with ``flags`` may use, from
+    the compiler's own predefined macros (``__AVX2__``...); cached per compiler and flags."""
+    argv = tuple(_compiler_argv(cc))
+    arch = tuple(arch_flags_of(flags))
+    cpu = _host_cpu() if "-march=native" in arch or "-mcpu=native" in arch else ""
+    return list(_features_cached(argv, arch, cpu))
+
+
+def _cpu_record(flags: Sequence[str], cc: str | None) -> Path:
+    """A C file holding the feature record of a library built with ``flags``."""
+    arch = arch_flags_of(flags)
+    source = cpu_features.record_source(arch, compiled_features(flags, cc))
+    path = cache_dir("cpu") / f"{content_hash(source)}.c"
+    if not path.exists():
+        atomic_write(path, source.encode())
+    return path
+
+
+def _normalize_options(options: str | Sequence[str] | None) -> list[str]:
     if options is None:
         return []
     return shlex.split(options) if isinstance(options, str) else [str(o) for o in options]
@@ -178,10 +257,15 @@ def _keep_failed(files: Sequence[Path], key: str) -> Path:
     return dest
 
 
-def build_shared(sources: "str | os.PathLike | Sequence[str | os.PathLike]",
-                 options: "str | Sequence[str] | None" = None, cc: str | None = None,
+def build_shared(sources: str | os.PathLike | Sequence[str | os.PathLike],
+                 options: str | Sequence[str] | None = None, cc: str | None = None,
                  cwd: str | None = None) -> Path:
-    """Compile and link ``sources`` (+ backend.c) into a cached shared library; its path."""
+    """Compile and link ``sources`` (+ backend.c and the CPU feature record) into a cached
+    shared library; its path.
+
+    Each C source becomes an object cached by its own content (``$EMBER_CACHE_DIR/obj``):
+    ember's backend compiles once for all models, and an export that adds the module blob to
+    an already built model compiles only the blob. Missing objects compile in parallel."""
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
     files = [Path(cwd or ".", s).resolve() for s in sources]
@@ -192,7 +276,8 @@ def build_shared(sources: "str | os.PathLike | Sequence[str | os.PathLike]",
         files.append(BACKEND_SOURCE)
     argv = _compiler_argv(cc)
     opts = _normalize_options(options)
-    flags = default_flags(shlex.join(argv), all(f.suffix in _C_SUFFIXES for f in files))
+    flags = default_flags(shlex.join(argv), all(f.suffix in _C_SUFFIXES for f in files), opts)
+    files.append(_cpu_record(flags + opts, shlex.join(argv)))
     libs = ["-lm"] if sys.platform == "darwin" else ["-lm", "-ldl"]
     cpu = _host_cpu() if "-march=native" in flags else ""
     key = content_hash(_ABI_TAG, _identity(argv), cpu, *flags, "--", *opts,
@@ -200,12 +285,80 @@ def build_shared(sources: "str | os.PathLike | Sequence[str | os.PathLike]",
     out = cache_dir("lib") / f"{key}.so"
     if out.exists():
         return out
+    start = time.perf_counter()
+    inputs = _objects(argv, flags, opts, files, cpu, cwd)
     tmp_out = temp_sibling(out)
-    cmd = [*argv, *flags, *map(str, files), "-o", str(tmp_out), *opts, *libs]
+    cmd = [*argv, *flags, *map(str, inputs), "-o", str(tmp_out), *opts, *libs]
+    _run_compiler(cmd, files, key, cwd, tmp_out)
+    os.replace(tmp_out, out)
+    if debug_level() >= 1:
+        print(f"ember: compiled {out.name} in {time.perf_counter() - start:.2f}s", file=sys.stderr)
+    return out
+
+
+# Flags whose value is the next argument (kept together for ``cc -c``).
+_PAIRED = ("-I", "-D", "-U", "-include", "-isystem", "-iquote", "-idirafter")
+
+
+def _compile_only(flags: Sequence[str], opts: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The flags and options of ``cc -c``: without -shared, linker flags and linker inputs."""
+    def keep(args: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        take_next = False
+        for a in args:
+            if take_next:
+                out.append(a)
+                take_next = False
+            elif a in _PAIRED:
+                out.append(a)
+                take_next = True
+            elif a.startswith("-") and a != "-shared" and not a.startswith(("-Wl,", "-l", "-L")):
+                out.append(a)
+        return out
+
+    return keep(flags), keep(opts)
+
+
+def _objects(argv: list[str], flags: list[str], opts: list[str], files: list[Path], cpu: str,
+             cwd: str | None) -> list[Path]:
+    """``files`` with each C source replaced by its cached object (compiled when missing)."""
+    cflags, copts = _compile_only(flags, opts)
+    jobs: dict[Path, tuple[list[str], Path, str]] = {}
+    inputs = []
+    for f in files:
+        if f.suffix not in _C_SUFFIXES:
+            inputs.append(f)
+            continue
+        key = content_hash(_ABI_TAG, "obj", _identity(argv), cpu, *cflags, "--", *copts,
+                           *_hash_inputs([f], copts))
+        obj = cache_dir("obj", key[:2]) / f"{key}.o"
+        if not obj.exists():
+            tmp = temp_sibling(obj)
+            jobs[obj] = ([*argv, *cflags, "-c", str(f), "-o", str(tmp), *copts], tmp, key)
+        inputs.append(obj)
+    if jobs:
+        workers = min(len(jobs), os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = {obj: pool.submit(_run_compiler, cmd, files, key, cwd, tmp)
+                    for obj, (cmd, tmp, key) in jobs.items()}
+        errors = []
+        for obj, future in done.items():
+            try:
+                future.result()
+                os.replace(jobs[obj][1], obj)
+            except CompileError as err:
+                errors.append(err)
+        if errors:
+            raise errors[0]
+    return inputs
+
+
+def _run_compiler(cmd: list[str], files: Sequence[Path], key: str, cwd: str | None,
+                  tmp_out: Path) -> None:
+    """Run one compiler command; CompileError (command, stderr, kept sources) on failure."""
     if debug_level() >= 3:
         print("ember: " + shlex.join(cmd), file=sys.stderr)
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=cwd)
     if proc.returncode != 0:
         kept = _keep_failed(files, key)
         tmp_out.unlink(missing_ok=True)
@@ -213,21 +366,17 @@ def build_shared(sources: "str | os.PathLike | Sequence[str | os.PathLike]",
                            f"command: {shlex.join(cmd)}\n"
                            f"--- compiler stderr ---\n{proc.stderr.strip()}\n"
                            f"--- sources kept in {kept} ---")
-    os.replace(tmp_out, out)
-    if debug_level() >= 1:
-        print(f"ember: compiled {out.name} in {time.perf_counter() - start:.2f}s", file=sys.stderr)
-    return out
 
 
-def _copy_atomic(src: Path, dst: "str | os.PathLike") -> None:
+def _copy_atomic(src: Path, dst: str | os.PathLike) -> None:
     dst = Path(dst)
     tmp = temp_sibling(dst)
     shutil.copyfile(src, tmp)
     os.replace(tmp, dst)
 
 
-def create_shared(output: "str | os.PathLike", objects: "str | Sequence[str]",
-                  options: "str | Sequence[str] | None" = None, cc: str | None = None,
+def create_shared(output: str | os.PathLike, objects: str | Sequence[str],
+                  options: str | Sequence[str] | None = None, cc: str | None = None,
                   cwd: str | None = None, **_ignored: object) -> None:
     """Build the shared library ``output`` from C sources or objects (plus ember's backend).
 
@@ -241,14 +390,14 @@ def create_shared(output: "str | os.PathLike", objects: "str | Sequence[str]",
 create_shared.output_format = "so"  # type: ignore[attr-defined]
 
 
-def create_executable(output: "str | os.PathLike", objects: "str | Sequence[str]",
-                      options: "str | Sequence[str] | None" = None,
+def create_executable(output: str | os.PathLike, objects: str | Sequence[str],
+                      options: str | Sequence[str] | None = None,
                       cc: str | None = None) -> None:
     """Build a program from C sources (no backend, no cache): for standalone C runtimes."""
     objects = [objects] if isinstance(objects, (str, os.PathLike)) else list(objects)
     cmd = [*_compiler_argv(cc), "-O2", "-I", str(INCLUDE_DIR), *map(str, objects), "-o",
            str(output), *_normalize_options(options), "-lm"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CompileError(f"C compilation failed (exit status {proc.returncode})\n"
                            f"command: {shlex.join(cmd)}\n--- compiler stderr ---\n"
@@ -259,7 +408,7 @@ create_executable.output_format = "exe"  # type: ignore[attr-defined]
 
 
 # ---- objects and static archives ------------------------------------------------------------
-def _check_run(cmd: list[str], sources: Sequence["str | os.PathLike"]) -> None:
+def _check_run(cmd: list[str], sources: Sequence[str | os.PathLike]) -> None:
     if debug_level() >= 3:
         print("ember: " + shlex.join(cmd), file=sys.stderr)
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
@@ -269,26 +418,36 @@ def _check_run(cmd: list[str], sources: Sequence["str | os.PathLike"]) -> None:
                            f"{proc.stderr.strip()}\n--- sources: {', '.join(map(str, sources))}")
 
 
-def object_flags(cc: str | None = None) -> list[str]:
+def object_flags(cc: str | None = None, options: Sequence[str] = ()) -> list[str]:
     """The flags of ``create_shared`` for one translation unit: -O3 -fPIC -std=c99, the
     probed -march/-fopenmp and the ember include directory, without -shared and link flags.
     A program linking such objects adds -fopenmp (or -lgomp) when the compiler has it."""
-    return [f for f in default_flags(cc) if f != "-shared" and not f.startswith("-Wl,")]
+    return [f for f in default_flags(cc, True, options)
+            if f != "-shared" and not f.startswith("-Wl,")]
 
 
-def create_object(output: "str | os.PathLike", source: "str | os.PathLike",
-                  options: "str | Sequence[str] | None" = None, cc: str | None = None) -> None:
+def create_object(output: str | os.PathLike, source: str | os.PathLike,
+                  options: str | Sequence[str] | None = None, cc: str | None = None) -> None:
     """Compile the C source ``source`` into the object file ``output`` (``cc -c``)."""
     argv = _compiler_argv(cc)
-    cmd = [*argv, *object_flags(shlex.join(argv)), "-c", str(source), "-o", str(output),
-           *_normalize_options(options)]
+    opts = _normalize_options(options)
+    cmd = [*argv, *object_flags(shlex.join(argv), opts), "-c", str(source), "-o", str(output),
+           *opts]
     _check_run(cmd, [source])
+
+
+def cpu_record_source(options: str | Sequence[str] | None = None,
+                      cc: str | None = None) -> Path:
+    """The C file of the CPU feature record for code compiled with ``create_object``'s flags
+    plus ``options`` (export_library puts it into a ``.tar``'s objects)."""
+    opts = _normalize_options(options)
+    return _cpu_record(object_flags(cc, opts) + opts, cc)
 
 
 create_object.output_format = "o"  # type: ignore[attr-defined]
 
 
-def compile_objects(sources: Sequence["str | os.PathLike"], out_dir: "str | os.PathLike",
+def compile_objects(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
                     flags: Sequence[str], cc: str | None = None) -> list[Path]:
     """Compile each C source with exactly ``flags`` into ``out_dir``; the object paths."""
     argv = _compiler_argv(cc)
@@ -300,8 +459,8 @@ def compile_objects(sources: Sequence["str | os.PathLike"], out_dir: "str | os.P
     return objects
 
 
-def link_shared(output: "str | os.PathLike", objects: Sequence["str | os.PathLike"],
-                options: "str | Sequence[str] | None" = None, cc: str | None = None) -> None:
+def link_shared(output: str | os.PathLike, objects: Sequence[str | os.PathLike],
+                options: str | Sequence[str] | None = None, cc: str | None = None) -> None:
     """Link objects into a shared library as they are (no ember backend added)."""
     cmd = [*_compiler_argv(cc), "-shared", *map(str, objects), "-o", str(output),
            *_normalize_options(options)]
@@ -328,8 +487,8 @@ def find_ar() -> list[str]:
                                 "binutils, e.g. apt-get install binutils")
 
 
-def create_staticlib(output: "str | os.PathLike", inputs: "str | Sequence[str]",
-                     options: "str | Sequence[str] | None" = None, cc: str | None = None,
+def create_staticlib(output: str | os.PathLike, inputs: str | Sequence[str],
+                     options: str | Sequence[str] | None = None, cc: str | None = None,
                      **_ignored: object) -> None:
     """A static archive (``ar rcs``) of objects; C sources among ``inputs`` are compiled
     first with ``create_object``'s flags plus ``options``."""

@@ -59,6 +59,10 @@ class ArtifactError(TVMError):
     """A file to load is missing, truncated or not an ember artifact: names the file and why."""
 
 
+class CpuFeatureError(ArtifactError):
+    """A library needs CPU features this machine lacks: names them and how to rebuild."""
+
+
 class FrontendError(TVMError, ValueError):
     """A model given to a frontend is malformed or contradicts itself (or the caller's
     ``shape=``): '<where>: <what is wrong>', naming the file, node (name and op type),

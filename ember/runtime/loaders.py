@@ -29,11 +29,13 @@ import tarfile
 import tempfile
 import weakref
 import zlib
+from collections.abc import Callable
 from ctypes import c_char_p, c_int, c_int64, c_void_p
-from typing import Any, Callable
+from typing import Any
 
 from . import _bridge
-from .errors import ArtifactError, TVMError
+from .cpu_features import check_library_cpu
+from .errors import ArtifactError, CpuFeatureError, TVMError
 from .module import Module
 from .packed_func import CPackedFunc, PackedFunc
 from .registry import get_global_func, register_func
@@ -149,6 +151,7 @@ class DSOModule(Module):
     def __init__(self, path: str, env: Module | None = None) -> None:
         super().__init__()
         check_library_file(path)
+        check_library_cpu(path)  # before dlopen: constructors could use the instructions
         self.path = path
         lib = _dlopen(path)
         try:
@@ -438,7 +441,12 @@ def _load_library(path: str) -> Module:
 
 
 def _load_tar(path: str) -> Module:
-    return _load_library(link_tar(path))
+    linked = link_tar(path)
+    try:
+        return _load_library(linked)
+    except CpuFeatureError as err:  # name the file the user loaded
+        raise CpuFeatureError(str(err).replace(linked, f"{path} (linked as {linked})",
+                                               1)) from None
 
 
 def link_tar(path: str) -> str:
@@ -483,7 +491,7 @@ def register_loader(ext: str, loader: Callable[[str], Module]) -> None:
     _LOADERS[ext.lstrip(".")] = loader
 
 
-def load_module(path: "str | os.PathLike[str]", fmt: str = "") -> Module:
+def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
     """Load a module from a file: an exported library (.so), a .tar of sources, C source, or
     any format with a registered loader. Raises ArtifactError naming the path and reason."""
     path = os.fspath(path)

@@ -6,6 +6,7 @@ its unpacked body and its packed wrapper. Same input, byte-identical output.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .c_names import C_KEYWORDS, C_LIBRARY_NAMES
 from .codegen_c import C_TYPE
@@ -277,6 +278,67 @@ def _prelude(helpers: set[str], call_packed: bool, stdio: bool = True) -> str:
 _C_NAMES = C_KEYWORDS | C_LIBRARY_NAMES
 
 
+@dataclass(frozen=True)
+class FunctionC:
+    """The C of one PrimFunc, before it joins a translation unit: its unpacked function
+    (hosted: parallel loops outlined into pool tasks; firmware: serial) and its packed
+    wrapper (hosted: formatted error messages; firmware: constant strings), and what the
+    shared prelude must provide for it. Build caches store these (te_compiler)."""
+
+    name: str
+    unpacked: str
+    packed_hosted: str
+    packed_firmware: str
+    helpers: frozenset[str]
+    call_packed: bool
+    unpacked_firmware: str = ""  # "" when it is the hosted text (no parallel loop)
+    helpers_firmware: frozenset[str] = frozenset()
+
+    def renamed(self, old: str, new: str) -> FunctionC:
+        """The same C with every ``old`` (a unique placeholder name) replaced by ``new``."""
+        return FunctionC(new, self.unpacked.replace(old, new),
+                         self.packed_hosted.replace(old, new),
+                         self.packed_firmware.replace(old, new), self.helpers, self.call_packed,
+                         self.unpacked_firmware.replace(old, new), self.helpers_firmware)
+
+
+def _check_name(name: str, names: set[str]) -> None:
+    if name in names:
+        raise ValueError(f"codegen: two functions are named {name!r}")
+    if name in _C_NAMES:
+        raise ValueError(f"codegen: function name {name!r} clashes with the C library or a "
+                         "C keyword; choose another name")
+    names.add(name)
+
+
+def function_c(f: PrimFunc) -> FunctionC:
+    """The C pieces of one PrimFunc (``join_c`` puts them into a translation unit)."""
+    helpers: set[str] = set()
+    text, arg_names = unpacked_function(f, helpers, outline_parallel=True)
+    serial_helpers: set[str] = set()
+    serial, _ = unpacked_function(f, serial_helpers, outline_parallel=False)
+    same = serial == text
+    return FunctionC(f.name, text, packed_wrapper(f, arg_names, True),
+                     packed_wrapper(f, arg_names, False), frozenset(helpers), has_call_packed(f),
+                     "" if same else serial, frozenset() if same else frozenset(serial_helpers))
+
+
+def join_c(parts: Sequence[FunctionC], stdio: bool = True) -> str:
+    """One translation unit of functions (see ``generate_c``)."""
+    names: set[str] = set()
+    helpers: set[str] = set()
+    bodies = []
+    for part in parts:
+        _check_name(part.name, names)
+        serial = not stdio and part.unpacked_firmware
+        helpers |= part.helpers_firmware if serial else part.helpers
+        unpacked = part.unpacked_firmware if serial else part.unpacked
+        bodies.append(unpacked + "\n\n" + (part.packed_hosted if stdio
+                                             else part.packed_firmware))
+    prelude = _prelude(helpers, any(p.call_packed for p in parts), stdio)
+    return prelude + "\n\n" + "\n\n".join(bodies) + "\n"
+
+
 def generate_c(funcs: Sequence[PrimFunc], stdio: bool = True) -> str:
     """C source of ``funcs``: for each, ``<name>_unpacked`` and the packed ``<name>``.
 
@@ -284,17 +346,7 @@ def generate_c(funcs: Sequence[PrimFunc], stdio: bool = True) -> str:
     message a constant string, still naming the function and argument
     (``f: argument 1 (b): ndim mismatch``), with no ``snprintf``/``vsnprintf`` call; hosted
     builds keep the formatted messages (``expected ndim 2, got 3``)."""
-    helpers: set[str] = set()
-    bodies = []
-    names = set()
-    for f in funcs:
-        if f.name in names:
-            raise ValueError(f"codegen: two functions are named {f.name!r}")
-        if f.name in _C_NAMES:
-            raise ValueError(f"codegen: function name {f.name!r} clashes with the C library or a "
-                             "C keyword; choose another name")
-        names.add(f.name)
-        text, arg_names = unpacked_function(f, helpers, outline_parallel=stdio)
-        bodies.append(text + "\n\n" + packed_wrapper(f, arg_names, stdio))
-    prelude = _prelude(helpers, any(has_call_packed(f) for f in funcs), stdio)
-    return prelude + "\n\n" + "\n\n".join(bodies) + "\n"
+    names: set[str] = set()
+    for f in funcs:  # name errors before any C is generated
+        _check_name(f.name, names)
+    return join_c([function_c(f) for f in funcs], stdio)

@@ -8,6 +8,8 @@ a packed wrapper that checks its arguments, headed by a comment with the Relay s
 
 Lowered functions are cached by the primitive function's structural hash (and the target), so
 identical groups compile once; names are unique per compiler (``_1``, ``_2``... on clashes).
+Across processes, lowered kernels are also kept on disk (:mod:`.kernel_cache`): a rebuild of
+an unchanged model skips lowering, and gives the same C as a fresh build.
 
 Calling convention of a lowered kernel (packed): the flattened parameters (a tuple parameter
 contributes its fields), then the lifted constants (``LoweredFunc.constants``, usually none:
@@ -15,7 +17,9 @@ FuseOps passes large constants as parameters), then the flattened outputs, all a
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,11 +33,14 @@ from ...ir.visitor import is_primitive, post_order
 from ...runtime.env import debug_level
 from ...runtime.errors import TVMError
 from ...runtime.module import CSourceModule
+from ...runtime.ndarray import array as nd_array
+from ...target.simd import CpuChoice, cpu_choice
 from ...te import tensor as te
 from ...te.lower import lower as te_lower
-from ...tir.codegen import generate_c
+from ...tir.codegen import FunctionC, function_c, join_c
 from ...tir.expr import IntImm
 from ...tir.stmt import PrimFunc
+from . import kernel_cache
 from ._lower_te import TEGraph, guard, to_te
 from .name_transforms import to_c_identifier
 from .utils import mangle_module_name
@@ -53,22 +60,48 @@ class TensorInfo:
 
 @dataclass
 class LoweredFunc:
-    """One lowered primitive function: its kernel name, PrimFunc, C source and arguments."""
+    """One lowered primitive function: its kernel name, C, arguments and PrimFunc.
+
+    ``code`` holds the C pieces (``c_source`` is them as a translation unit of their own);
+    ``arch_flags`` the C compiler's instruction-set flags the kernel was lowered for. A kernel
+    from the disk cache has no PrimFunc kept: ``prim_func`` lowers it again when asked."""
 
     name: str
-    prim_func: PrimFunc
-    c_source: str
+    code: FunctionC
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
     source_func: Function
     target: str
     constants: list[Any] = field(default_factory=list)  # NDArrays passed after the inputs
-    te_graph: TEGraph | None = field(default=None, repr=False)
+    kept_te_graph: TEGraph | None = field(default=None, repr=False)
+    arch_flags: tuple[str, ...] = ()
+    workspace_bytes: int = 0  # from TVMBackendAllocWorkspace, at most (Model Library Format)
+    kept_prim_func: PrimFunc | None = field(default=None, repr=False)
+
+    @property
+    def prim_func(self) -> PrimFunc:
+        """The kernel's loop IR (lowered again when it came from the cache)."""
+        if self.kept_prim_func is None:
+            lowering = _lower_graph(self.te_graph, _relay_text(self.source_func))
+            self.kept_prim_func = lowering.prim_func.with_attr("global_symbol", self.name)
+        return self.kept_prim_func
 
     @property
     def relay_func(self) -> Function:
         """The primitive function this kernel was lowered from (the first one, if shared)."""
         return self.source_func
+
+    @property
+    def c_source(self) -> str:
+        """The kernel's C as a translation unit of its own."""
+        return join_c([self.code])
+
+    @property
+    def te_graph(self) -> TEGraph:
+        """The tensor expressions of the kernel (made again when it came from the cache)."""
+        if self.kept_te_graph is None:
+            self.kept_te_graph = to_te(self.source_func)
+        return self.kept_te_graph
 
     @property
     def num_args(self) -> int:
@@ -78,6 +111,25 @@ class LoweredFunc:
     def is_dynamic(self) -> bool:
         """True when a dimension of some argument is only known at run time."""
         return any(isinstance(d, str) for t in self.inputs + self.outputs for d in t.shape)
+
+
+@dataclass
+class _Lowering:
+    """What lowering a primitive function gives, under the placeholder name. The disk cache
+    stores it without the PrimFunc (flat data only: deep loop IR would not pickle without
+    recursing) and with constants as numpy arrays."""
+
+    op_names: list[str]
+    code: FunctionC
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    constants: list[Any]
+    workspace_bytes: int
+    prim_func: PrimFunc | None = None
+
+    def without_prim_func(self) -> _Lowering:
+        return _Lowering(self.op_names, self.code, self.inputs, self.outputs, self.constants,
+                         self.workspace_bytes)
 
 
 def target_kind(target: Any) -> str:
@@ -122,7 +174,7 @@ class TECompiler:
 
     def __init__(self, mangle: Callable[[str, str], str] | None = None) -> None:
         self._mangle = mangle
-        self._cache: dict[tuple[int, str, str], list[tuple[Function, LoweredFunc]]] = {}
+        self._cache: dict[tuple[int, str, str, str], list[tuple[Function, LoweredFunc]]] = {}
         self._order: list[LoweredFunc] = []
         self._names: dict[str, int] = {}
 
@@ -133,29 +185,39 @@ class TECompiler:
         if not isinstance(func, Function):
             raise TVMError(f"te compiler: expected a relay Function, got {type(func).__name__}")
         kind = target_kind(target)
+        cpu = _cpu_of(str(target if target is not None else kind),
+                      os.environ.get("EMBER_MARCH", ""))
         func = _ensure_typed(func)
-        key = (structural_hash(func), kind, mod_name)
+        func_hash = structural_hash(func)
+        key = (func_hash, kind, cpu.key, mod_name)
         for seen, lowered in self._cache.get(key, []):
             if structural_equal(seen, func):
                 return lowered
-        lowered = self._lower(func, kind, mod_name)
+        lowered = self._lower(func, func_hash, kind, cpu, mod_name)
         self._cache.setdefault(key, []).append((func, lowered))
         self._order.append(lowered)
         return lowered
 
-    def _lower(self, func: Function, kind: str, mod_name: str) -> LoweredFunc:
-        graph = to_te(func)
-        name = self._unique(self._symbol(readable_name(graph.op_names), mod_name))
-        sch = topi.auto_schedule(graph.outputs)
-        args = graph.inputs + graph.constants + graph.outputs
-        prim = guard(te_lower(sch, args, name), graph.requirements)  # run-time size checks
-        prim = prim.with_attr("from_relay", _relay_text(func))
-        inputs = [_info(t, t.op.name) for t in graph.inputs]
-        outputs = [_info(t, f"output{i}") for i, t in enumerate(graph.outputs)]
-        code = generate_c([prim])
-        _debug(prim, code)
-        return LoweredFunc(name, prim, code, inputs, outputs, func, kind,
-                           list(graph.constant_values), graph)
+    def _lower(self, func: Function, func_hash: int, kind: str, cpu: CpuChoice,
+               mod_name: str) -> LoweredFunc:
+        text = _relay_text(func)
+        disk_key = kernel_cache.kernel_key(func_hash, text, kind, cpu.key)
+        graph = None
+        found = kernel_cache.load(disk_key)
+        if isinstance(found, _Lowering):
+            result = found
+        else:
+            graph = to_te(func)
+            result = _lower_graph(graph, text)
+            kernel_cache.store(disk_key, result.without_prim_func())
+        name = self._unique(self._symbol(readable_name(result.op_names), mod_name))
+        prim = None if result.prim_func is None else result.prim_func.with_attr(
+            "global_symbol", name)
+        code = result.code.renamed(kernel_cache.PLACEHOLDER, name)
+        _debug(name, prim, code)
+        constants = [nd_array(c) for c in result.constants]
+        return LoweredFunc(name, code, result.inputs, result.outputs, func, kind, constants,
+                           graph, cpu.arch_flags, result.workspace_bytes, prim)
 
     def _symbol(self, readable: str, mod_name: str) -> str:
         if self._mangle is not None:
@@ -182,15 +244,21 @@ class TECompiler:
         self._order.clear()
         self._names.clear()
 
-    def get_source(self, funcs: list[LoweredFunc] | None = None) -> str:
-        """One C translation unit holding ``funcs`` (default: all lowered so far)."""
+    def get_source(self, funcs: list[LoweredFunc] | None = None, stdio: bool = True) -> str:
+        """One C translation unit holding ``funcs`` (default: all lowered so far);
+        ``stdio=False``: constant error messages, for firmware (see ``generate_c``)."""
         funcs = self._order if funcs is None else funcs
-        return generate_c([f.prim_func for f in funcs])
+        return join_c([f.code for f in funcs], stdio)
 
-    def build(self, funcs: list[LoweredFunc] | None = None) -> CSourceModule:
-        """A CSourceModule of ``funcs`` (compiled, cached by content hash, on first call)."""
+    def build(self, funcs: list[LoweredFunc] | None = None, target: Any = None
+              ) -> CSourceModule:
+        """A CSourceModule of ``funcs`` (compiled, cached by content hash, on first call),
+        compiled for ``target``'s CPU (``compile_options``; default: the first function's)."""
         funcs = self._order if funcs is None else funcs
-        return CSourceModule(self.get_source(funcs), "c", [f.name for f in funcs])
+        flags = arch_options(target) if target is not None else list(
+            funcs[0].arch_flags if funcs else ())
+        return CSourceModule(self.get_source(funcs), "c", [f.name for f in funcs],
+                             compile_options=flags)
 
     def jit(self, func: Function, target: Any = "c", mod_name: str = "default") -> Any:
         """The compiled packed function of ``func``."""
@@ -264,15 +332,44 @@ def lower_module(mod: IRModule, target: Any = "c", mod_name: str = "default",
         else:
             found[lowered.name] = found[func] = lowered
         kernels.setdefault(lowered.name, lowered)
-    return found, compiler.build(list(kernels.values()))
+    return found, compiler.build(list(kernels.values()), target)
 
 
-def _debug(prim: PrimFunc, code: str) -> None:
+@functools.lru_cache(maxsize=64)
+def _cpu_of(target: str, ember_march: str) -> CpuChoice:
+    """``cpu_choice`` of a target's text (and the ``$EMBER_MARCH`` it reads), memoised."""
+    return cpu_choice(target)
+
+
+def arch_options(target: Any) -> list[str]:
+    """The C compiler's instruction-set options for ``target`` (``-march=skylake-avx512``
+    for ``llvm -mcpu=skylake-avx512``): the one choice kernels take their SIMD level from."""
+    return list(cpu_choice(target).arch_flags)
+
+
+def _lower_graph(graph: TEGraph, relay_text: str) -> _Lowering:
+    """Schedule, lower and generate C for ``graph`` under the placeholder name."""
+    from .aot.metadata import kernel_workspace_bytes
+
+    sch = topi.auto_schedule(graph.outputs)
+    args = graph.inputs + graph.constants + graph.outputs
+    prim = guard(te_lower(sch, args, kernel_cache.PLACEHOLDER),
+                 graph.requirements)  # run-time size checks
+    prim = prim.with_attr("from_relay", relay_text)
+    inputs = [_info(t, t.op.name) for t in graph.inputs]
+    outputs = [_info(t, f"output{i}") for i, t in enumerate(graph.outputs)]
+    constants = [c.numpy() if hasattr(c, "numpy") else c for c in graph.constant_values]
+    return _Lowering(list(graph.op_names), function_c(prim), inputs, outputs, constants,
+                     kernel_workspace_bytes(prim), prim)
+
+
+def _debug(name: str, prim: PrimFunc | None, code: FunctionC) -> None:
     level = debug_level()
     if level >= 2:
-        print(f"ember: lowered {prim.name}\n{prim}", file=sys.stderr)
+        print(f"ember: lowered {name}\n{prim if prim is not None else '(from the cache)'}",
+              file=sys.stderr)
     if level >= 3:
-        print(f"ember: C of {prim.name}\n{code}", file=sys.stderr)
+        print(f"ember: C of {name}\n{join_c([code])}", file=sys.stderr)
 
 
 def _ensure_typed(func: Function) -> Function:

@@ -26,7 +26,7 @@ from ....runtime.env import debug_level
 from ....runtime.errors import TVMError
 from ....runtime.executor_factory import AotExecutorFactoryModule
 from ....runtime.module import CSourceModule
-from ....tir.codegen import generate_c
+from ....tir.codegen import join_c
 from ...transform import InferType, ToGraphNormalForm
 from .. import te_compiler
 from ..executor import Executor
@@ -125,7 +125,7 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
             raise
         meta = build_metadata(program, opts, mod_name)
         head = header(meta, RunModelWriter(program).signature())
-        kernels_c = generate_c([k.prim_func for k in program.kernels.values()], stdio=opts.hosted)
+        kernels_c = join_c([k.code for k in program.kernels.values()], stdio=opts.hosted)
         aot_c = executor_source(program, meta, opts, head)
     if debug_level() >= 1:
         report = meta.memory
@@ -138,12 +138,15 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
         from ..system_lib import constructor_source
 
         aot_c += "\n" + constructor_source(names, prefix)
-    lib = CSourceModule(kernels_c + "\n" + aot_c, "c", names)
+    lib = CSourceModule(kernels_c + "\n" + aot_c, "c", names,
+                        compile_options=te_compiler.arch_options(target))
     sources = _Sources(lib, {f"{mod_name}_lib0.c": (0, len(kernels_c)),
                              f"{mod_name}_lib1.c": (len(kernels_c) + 1, len(lib.code))})
     del kernels_c, aot_c  # linked weights make these large: the library's copy is enough
     with stage("compile"):
-        lib.get_function(meta.symbol("get_metadata"))  # compiles once (cached by content hash)
+        lib.compile()  # cached by content hash; not loaded (the target may be another CPU)
+        if opts.system_lib and opts.runtime == "cpp":
+            lib.get_function(meta.symbol("get_metadata"))  # loading registers the system lib
     params_out = {} if opts.link_params else {c.name: c.value for c in program.constants}
     return AotExecutorFactoryModule(
         meta, lib, mod_name, params_out, ir_mod=source, target=target, executor=executor,

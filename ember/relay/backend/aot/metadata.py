@@ -76,8 +76,7 @@ def build_metadata(program: AotProgram, opts: AotOptions, mod_name: str) -> Mode
                              program.constant_pool_bytes)
     constants = tuple(ConstantInfo(c.name, tuple(c.value.shape), c.value.dtype, c.offset)
                       for c in program.constants)
-    workspaces = {name: kernel_workspace_bytes(low.prim_func)
-                  for name, low in program.kernels.items()}
+    workspaces = {name: low.workspace_bytes for name, low in program.kernels.items()}
     operators = tuple({"function_name": name, "workspace_size_bytes": ws}
                       for name, ws in workspaces.items())
     memory = {"planned_bytes": program.arena.total, "lower_bound": program.arena.lower_bound,

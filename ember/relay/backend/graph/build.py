@@ -51,7 +51,6 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
     from ....runtime.aot_format import c_prefix
     from ....runtime.executor_factory import GraphExecutorFactoryModule
     from .. import te_compiler
-    from ..aot.metadata import kernel_workspace_bytes
     from ..system_lib import registration_source
     from .codegen import generate_graph
 
@@ -69,15 +68,16 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
         result = generate_graph(mod, kernels_of(lowered))
     if debug_level() >= 1:
         print(f"[ember] relay.build: memory plan: {result.plan.report}", file=sys.stderr)
+    missing = sorted(set(result.func_names) - set(lib.func_names))
+    if missing:
+        raise InternalError(f"relay.build: kernels {missing} are called by the graph but "
+                            "missing from the lowered library")
     with stage("compile"):
-        for name in result.func_names:  # compiles the C once (cached by content hash)
-            try:
-                lib.get_function(name)
-            except AttributeError:
-                raise InternalError(f"relay.build: kernel {name!r} is called by the graph but "
-                                    "missing from the lowered library") from None
+        lib.compile()  # not loaded: a build for another CPU must succeed here
+        if runtime.name != "crt" and runtime.get("system-lib") and result.func_names:
+            lib.get_function(result.func_names[0])  # loading registers the system library
     # Per kernel its TVMBackendAllocWorkspace bytes, for Model Library Format's memory map.
-    function_metadata = {low.name: {"workspace_size_bytes": kernel_workspace_bytes(low.prim_func)}
+    function_metadata = {low.name: {"workspace_size_bytes": low.workspace_bytes}
                          for low in kernels_of(lowered).values()}
     return GraphExecutorFactoryModule(result.graph_json, lib, mod_name, result.params,
                                       ir_mod=source, target=target, executor=executor,

@@ -4,7 +4,7 @@ to a VM Executable (bytecode + constants + one C kernel library).
 Pipeline (``VMCompiler.lower``):
 
 1. ``optimize``: InferType, bind params, the optimisation passes of ``relay.build`` under the
-   current PassContext (SimplifyInference, FoldConstant, ... ``relay._build.optimize_passes``),
+   current PassContext (SimplifyInference, FoldConstant, ... ``relay.backend.pipeline.optimize_passes``),
    FuseOps, InferType (the same code as ``relay.optimize``; lets are first dissolved with
    ToGraphNormalForm so they do not split fusion groups);
 2. ToANormalForm + InferType, InlinePrimitives: fused functions in call position;
@@ -34,8 +34,7 @@ from ....runtime.ndarray import NDArray
 from ....runtime.ndarray import array as nd_array
 from ....runtime.vm.executable import Executable
 from ....target import Target
-from ....tir.codegen import generate_c
-from ....tir.stmt import PrimFunc
+from ....tir.codegen import FunctionC, function_c, join_c
 from ...transform.to_a_normal_form import ToANormalForm
 from ...transform.to_graph_normal_form import ToGraphNormalForm
 from ...transform.type_infer import InferType
@@ -61,15 +60,16 @@ class _Kernels:
 
     def __init__(self, target: Any) -> None:
         self.kind = te_compiler.target_kind(target)
+        self.arch_options = te_compiler.arch_options(target if target is not None else self.kind)
         self.tec = TECompiler(mangle=_vm_symbol)
         self.names: list[str] = []
-        self.prim_funcs: list[PrimFunc] = []
+        self.parts: list[FunctionC] = []  # the C of each kernel and shape function
         self._index: dict[str, int] = {}
 
     def _add(self, name: str, make: Any) -> int:
         idx = self._index.get(name)
         if idx is None:
-            self.prim_funcs.append(make())
+            self.parts.append(make())
             idx = self._index[name] = len(self.names)
             self.names.append(name)
         return idx
@@ -79,17 +79,18 @@ class _Kernels:
 
     def kernel(self, prim: Function) -> tuple[int, list[NDArray]]:
         low = self.lowered(prim)
-        return self._add(low.name, lambda: low.prim_func), list(low.constants)
+        return self._add(low.name, lambda: low.code), list(low.constants)
 
     def shape_kernel(self, prim: Function) -> int:
         low = self.lowered(prim)
         name = f"{low.name}_shape_func"
-        return self._add(name, lambda: lower_shape_func(low, name))
+        return self._add(name, lambda: function_c(lower_shape_func(low, name)))
 
     def library(self) -> CSourceModule | None:
         if not self.names:
             return None
-        return CSourceModule(generate_c(self.prim_funcs), "c", list(self.names))
+        return CSourceModule(join_c(self.parts), "c", list(self.names),
+                             compile_options=self.arch_options)
 
 
 class VMCompiler:
@@ -144,9 +145,14 @@ class VMCompiler:
         """Compile the kernel library (C, cached by content hash)."""
         exe = self.get_exec()
         if exe.lib is not None:
+            if not isinstance(exe.lib, CSourceModule):  # already compiled and loaded
+                return
+            missing = sorted(set(exe.primitive_ops) - set(exe.lib.func_names))
+            if missing:
+                raise TVMError(f"VMCompiler.codegen: kernels {missing} are called but missing "
+                               "from the kernel library")
             with stage("compile"):
-                for name in exe.primitive_ops:
-                    exe.lib.get_function(name)
+                exe.lib.compile()  # not loaded: the target may be another CPU
 
     def get_exec(self) -> Executable:
         """The executable made by ``lower``."""

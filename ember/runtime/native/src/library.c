@@ -6,10 +6,13 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "native.h"
 
@@ -119,6 +122,144 @@ static int check_file(const char* path, struct stat* st) {
   ember_crt_error_append(": not a shared library (");
   ember_crt_error_append_u64((uint64_t)st->st_size);
   ember_crt_error_append(" bytes that do not start with an ELF or Mach-O header)");
+  return kTvmErrorModuleLoadFailed;
+}
+
+/* ---- CPU features ----------------------------------------------------------------------------
+ * Every library ember builds records the CPU features its code was compiled for, as the string
+ * "EMBER-CPU/1 arch=<flags> features=<cpuinfo names>" in its data (ember/runtime/cpu_features.py).
+ * The file is searched for it before dlopen, since the library's constructors may already use
+ * the instructions; a library without a record (older ember) is loaded as before. */
+
+#define CPU_RECORD_MAGIC "EMBER-CPU/1 "
+#define CPU_RECORD_MAX 4096
+
+/* Whether the host has the feature named as /proc/cpuinfo does; 1 when it cannot be told. */
+static int cpuinfo_has(const char* name, size_t len) {
+  static char flags[8192];
+  static int state; /* 0: not read, 1: read, -1: unreadable */
+  const char* p;
+  if (state == 0) {
+    FILE* f = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    state = -1;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+      if (strncmp(line, "flags", 5) == 0 || strncmp(line, "Features", 8) == 0) {
+        const char* colon = strchr(line, ':');
+        snprintf(flags, sizeof(flags), " %s", colon != NULL ? colon + 1 : "");
+        flags[strcspn(flags, "\n")] = ' ';
+        state = 1;
+        break;
+      }
+    }
+    if (f != NULL) fclose(f);
+  }
+  if (state != 1) return 1;
+  for (p = strstr(flags, " "); p != NULL; p = strstr(p + 1, " ")) {
+    if (strncmp(p + 1, name, len) == 0 && (p[1 + len] == ' ' || p[1 + len] == '\0')) return 1;
+  }
+  return 0;
+}
+
+static int host_has(const char* name, size_t len) {
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+  /* cpuid (with the OS's XSAVE support), for the x86 features the compiler can ask about */
+  static const char* const kNames[] = {"sse2", "pni", "ssse3", "sse4_1", "sse4_2", "popcnt",
+                                       "avx", "avx2", "fma", "bmi1", "bmi2", "avx512f",
+                                       "avx512cd", "avx512bw", "avx512dq", "avx512vl"};
+  int have[sizeof(kNames) / sizeof(kNames[0])];
+  size_t i;
+  __builtin_cpu_init();
+  have[0] = __builtin_cpu_supports("sse2");
+  have[1] = __builtin_cpu_supports("sse3");
+  have[2] = __builtin_cpu_supports("ssse3");
+  have[3] = __builtin_cpu_supports("sse4.1");
+  have[4] = __builtin_cpu_supports("sse4.2");
+  have[5] = __builtin_cpu_supports("popcnt");
+  have[6] = __builtin_cpu_supports("avx");
+  have[7] = __builtin_cpu_supports("avx2");
+  have[8] = __builtin_cpu_supports("fma");
+  have[9] = __builtin_cpu_supports("bmi");
+  have[10] = __builtin_cpu_supports("bmi2");
+  have[11] = __builtin_cpu_supports("avx512f");
+  have[12] = __builtin_cpu_supports("avx512cd");
+  have[13] = __builtin_cpu_supports("avx512bw");
+  have[14] = __builtin_cpu_supports("avx512dq");
+  have[15] = __builtin_cpu_supports("avx512vl");
+  for (i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
+    if (strlen(kNames[i]) == len && strncmp(kNames[i], name, len) == 0) return have[i] != 0;
+  }
+#endif
+  return cpuinfo_has(name, len);
+}
+
+static const char* find_bytes(const char* hay, size_t n, const char* needle, size_t m) {
+  size_t i;
+  for (i = 0; m <= n && i <= n - m; ++i) {
+    const char* hit = (const char*)memchr(hay + i, needle[0], n - m + 1 - i);
+    if (hit == NULL) return NULL;
+    i = (size_t)(hit - hay);
+    if (memcmp(hit, needle, m) == 0) return hit;
+  }
+  return NULL;
+}
+
+/* Appends to `missing` (comma-separated) the features of one record the host lacks. */
+static void record_missing(const char* rec, size_t n, char* missing, size_t cap, char* arch,
+                           size_t arch_cap) {
+  const char* end = rec + n;
+  const char* f = find_bytes(rec, n, " features=", 10);
+  const char* a = find_bytes(rec, n, "arch=", 5);
+  if (a != NULL && arch[0] == '\0') {
+    size_t len = strcspn(a + 5, " ");
+    if (len >= arch_cap) len = arch_cap - 1;
+    memcpy(arch, a + 5, len);
+    arch[len] = '\0';
+  }
+  if (f == NULL) return;
+  for (f += 10; f < end && *f != ' ';) {
+    size_t len = 0;
+    while (f + len < end && f[len] != ',' && f[len] != ' ') ++len;
+    if (len > 0 && !host_has(f, len) && strlen(missing) + len + 3 < cap) {
+      if (missing[0] != '\0') strcat(missing, ", ");
+      strncat(missing, f, len);
+    }
+    f += len + (f + len < end && f[len] == ',');
+  }
+}
+
+/* Refuse a library whose recorded CPU features this host lacks (before anything of it runs). */
+static int check_cpu(const char* path, const struct stat* st) {
+  char missing[512] = "", arch[128] = "";
+  const char* data;
+  const char* p;
+  size_t size = (size_t)st->st_size;
+  int fd;
+  if (size == 0 || (fd = open(path, O_RDONLY)) < 0) return 0;
+  data = (const char*)mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (data == (const char*)MAP_FAILED) return 0;
+  for (p = data; (p = find_bytes(p, size - (size_t)(p - data), CPU_RECORD_MAGIC,
+                                 sizeof(CPU_RECORD_MAGIC) - 1)) != NULL; ++p) {
+    size_t left = size - (size_t)(p - data);
+    const char* nul = (const char*)memchr(p, '\0', left < CPU_RECORD_MAX ? left : CPU_RECORD_MAX);
+    record_missing(p, nul != NULL ? (size_t)(nul - p) : (left < CPU_RECORD_MAX ? left
+                                                                              : CPU_RECORD_MAX),
+                   missing, sizeof(missing), arch, sizeof(arch));
+  }
+  munmap((void*)data, size);
+  if (missing[0] == '\0') return 0;
+  ember_crt_error(kTvmErrorModuleLoadFailed, "TVMModLoadFromFile: ");
+  ember_crt_error_append(path);
+  ember_crt_error_append(": this library was compiled for a CPU with ");
+  ember_crt_error_append(missing);
+  ember_crt_error_append(" (compiler flags ");
+  ember_crt_error_append(arch[0] != '\0' ? arch : "?");
+  ember_crt_error_append("), which this machine does not have; running it would crash with an "
+                         "illegal instruction. Rebuild it for this machine: target 'llvm' (the "
+                         "host CPU), a -mcpu this CPU runs (e.g. 'llvm -mcpu=haswell'), or "
+                         "EMBER_MARCH=x86-64-v3 (AVX2) / x86-64-v2 (SSE) with a target without "
+                         "-mcpu");
   return kTvmErrorModuleLoadFailed;
 }
 
@@ -254,6 +395,7 @@ int ember_library_load(const char* path, EmberModule** out) {
     *out = &lib->base;
     return 0;
   }
+  if ((rc = check_cpu(path, &st)) != 0) return rc;
   if ((lib = (Library*)calloc(1, sizeof(Library))) == NULL ||
       (lib->path = ember_strdup(path, strlen(path))) == NULL) {
     free(lib);
