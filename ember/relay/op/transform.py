@@ -26,7 +26,6 @@ from ._compute._common import (
     prod,
     register_compute,
     require,
-    require_equal,
 )
 from ._compute._common import (
     norm_axis as _te_norm_axis,

@@ -31,7 +31,7 @@ from ...ir.transform import FunctionPass, PassContext, register_pass
 from ...ir.types import Type
 from ...ir.visitor import is_primitive, rebuild, walk_children
 from ...ir.visitor import post_order as ir_post_order
-from ._fuse_graph import Group, Partitioner, build_graph
+from ._fuse_graph import ELEMWISE, Group, Partitioner, _constant_pattern, build_graph
 from ._helpers import infer, map_functions
 
 __all__ = ["FuseOps", "fused_function_name"]
@@ -99,8 +99,9 @@ class _Fuser:
         if g is not None and self.group(a) is g:
             return self.inner[id(a)]
         value = self.outer[id(a)]
-        if g is None or (self.link_params and isinstance(value, Constant)):
-            return value
+        if g is None or (isinstance(value, Constant) and (
+                self.link_params or _constant_pattern(value) == ELEMWISE)):
+            return value  # scalars are inlined even into ops that fuse nothing (opaque ones)
         return self.info.setdefault(id(g), _GroupInfo()).param_for(value, a.checked_type_)
 
     def run(self, expr: RelayExpr) -> RelayExpr:

@@ -295,7 +295,12 @@ def _two_group_module():
 
 
 def test_lower_module_finds_inline_and_global_primitive_functions():
-    mod, f1, f2, gv = _two_group_module()
+    mod, _, _, _ = _two_group_module()
+    # Keys are the nodes of the typed module (InferType makes typed copies, never edits).
+    mod = relay.transform.InferType()(mod)
+    gv = mod.get_global_var("fused_relu")
+    add = mod["main"].body.args[0]
+    f1, f2 = add.args[0].op, add.args[1].op
     funcs, lib = lower_module(mod, "c", "m1")
     assert funcs[f1] is funcs[f2] and funcs[f1].name == "tvmgen_m1_fused_exp"
     assert funcs[gv].name == "tvmgen_m1_fused_nn_relu"
