@@ -106,8 +106,10 @@ def is_injective(op: Any) -> bool:
 
 
 def inline_injective(s: Schedule, keep: Sequence[Any] = ()) -> None:
-    """Inline every injective compute stage except outputs and ``keep``."""
-    out_ids = {id(op) for op in s.outputs} | {id(op) for op in keep}
+    """Inline every injective compute stage except outputs, ``keep`` and the inputs of extern
+    stages (a C kernel reads its operands from buffers)."""
+    out_ids = {id(op) for op in s.outputs} | {id(op) for op in keep} | {
+        id(t.op) for st in s.stages if isinstance(st.op, te.ExternOp) for t in st.op.inputs}
     for st in s.stages:
         if id(st.op) not in out_ids and is_injective(st.op):
             st.compute_inline()

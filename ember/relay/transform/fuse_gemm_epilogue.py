@@ -76,9 +76,9 @@ def _stage(a: GemmAttrs) -> str:
 
 
 class _Fuser(PassMutator):
-    def __init__(self, uses: dict[int, int], nr: int) -> None:
+    def __init__(self, uses: dict[int, int], nr: int, epilogues: bool = True) -> None:
         super().__init__()
-        self.uses, self.nr = uses, nr
+        self.uses, self.nr, self.epilogues = uses, nr, epilogues
 
     # -- entry points ----------------------------------------------------------------
     def visit_call(self, orig: Call) -> RelayExpr:
@@ -86,6 +86,8 @@ class _Fuser(PassMutator):
         name = _name(new)
         if name in _PRODUCTS:
             return self._start(orig, new) or new
+        if not self.epilogues:
+            return new
         for rule in (self._scale, self._add, self._activation, self._gelu_or_hardswish):
             out = rule(orig, new, name)
             if out is not None:
@@ -305,9 +307,12 @@ class FuseGemmEpilogue(ModulePass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         nr = panel_width()  # the SIMD level of Target.current(), $EMBER_MARCH or the host
+        # A user who bounds fusion groups to one op (relay.FuseOps.max_depth=1) gets no
+        # epilogue folded in either; the products still run on the packed-weight kernel.
+        epilogues = int(ctx.config.get("relay.FuseOps.max_depth", 256)) != 1
 
         def rewrite(func: Any) -> Any:
-            return _Fuser(_use_counts(func), nr).visit(func)
+            return _Fuser(_use_counts(func), nr, epilogues).visit(func)
 
         return rewrite_functions(mod, rewrite)
 
