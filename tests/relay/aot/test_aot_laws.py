@@ -45,7 +45,11 @@ def test_random_programs_match_interpreter_and_graph(mod, config):
     inputs = {"x": np.random.default_rng(8).standard_normal((3, 4)).astype("float32")}
     factory = build(mod, config)
     out = run(factory, inputs)
-    assert_outputs(out, reference(mod, inputs))
+    # The interpreter sums dense products in numpy's order, the GEMM kernel in its own, and
+    # chains of exp amplify those 1e-7 differences: 1e-4 against the interpreter; the graph
+    # executor runs the same kernels, so it must agree to the usual tolerance.
+    for got, want in zip(out, reference(mod, inputs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     assert_outputs(out, graph_outputs(mod, inputs))
     memory = factory.get_model_metadata().memory
     assert memory["lower_bound"] <= memory["planned_bytes"] <= memory["total_bytes"]
