@@ -111,9 +111,11 @@ def emit_call_packed(w: FunctionWriter, call: Call, ind: int) -> None:
 
 
 def _written(func: PrimFunc) -> set[int]:
+    # A buffer handed to a C function (tir.call_extern gets ``buf.data``) may be written by it.
+    calls = [n for n in post_order(func.body) if isinstance(n, Call)]
     return {id(n.buffer.data) for n in post_order(func.body) if isinstance(n, BufferStore)} | {
-        id(a.data) for n in post_order(func.body) if isinstance(n, Call)
-        for a in n.args if isinstance(a, Buffer)}
+        id(a.data) for n in calls for a in n.args if isinstance(a, Buffer)} | {
+        id(a) for n in calls if n.op == "tir.call_extern" for a in n.args}
 
 
 def unpacked_function(func: PrimFunc, helpers: set[str]) -> tuple[str, list[str]]:

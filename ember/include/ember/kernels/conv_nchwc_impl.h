@@ -1,0 +1,321 @@
+/*!
+ * \file ember/kernels/conv_nchwc_impl.h
+ * \brief The conv kernels for one lane count: included by conv_nchwc.h with EMBER_L set to
+ *        4, 8 and 16 (no include guard on purpose). Names end in _x<L>.
+ */
+#ifndef EMBER_L
+#error "conv_nchwc_impl.h is included by ember/kernels/conv_nchwc.h only"
+#endif
+
+#ifndef EMBER_CAT
+#define EMBER_CAT_(a, b) a##b
+#define EMBER_CAT(a, b) EMBER_CAT_(a, b)
+#define EMBER_CAT4_(a, b, c, d) a##_x##b##_##c##_##d
+#define EMBER_CAT4(a, b, c, d) EMBER_CAT4_(a, b, c, d)
+#endif
+
+#define EMBER_FN(name) EMBER_CAT(name, EMBER_CAT(_x, EMBER_L))
+
+#if EMBER_KV
+#define EV EMBER_VT(EMBER_L)
+
+static inline EV EMBER_FN(ember_conv_act)(EV v, int32_t act, float lo, float hi) {
+  EV zero = EMBER_VZERO(EMBER_L), t;
+  switch (act) {
+    case EMBER_ACT_RELU:
+      return EMBER_VMAX(EMBER_L, v, zero);
+    case EMBER_ACT_CLIP: {
+      EV vlo = EMBER_VSPLAT(EMBER_L, lo), vhi = EMBER_VSPLAT(EMBER_L, hi);
+      t = EMBER_VMAX(EMBER_L, v, vlo);
+      return EMBER_VMIN(EMBER_L, t, vhi);
+    }
+    case EMBER_ACT_HARDSWISH: {
+      EV six = EMBER_VSPLAT(EMBER_L, 6.0f);
+      t = v + 3.0f;
+      t = EMBER_VMAX(EMBER_L, t, zero);
+      t = EMBER_VMIN(EMBER_L, t, six);
+      return v * t * (1.0f / 6.0f);
+    }
+    default:
+      return v;
+  }
+}
+
+/* bias + accumulator, then the residual add and the activation in the planned order. */
+static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV v, float* out,
+                                              const float* res) {
+  if (p->flags & EMBER_EPI_RESIDUAL) {
+    EV r = EMBER_VLOAD(EMBER_L, res);
+    if (p->flags & EMBER_EPI_ACT_AFTER_ADD) {
+      v = EMBER_FN(ember_conv_act)(v + r, p->act, p->lo, p->hi);
+    } else {
+      v = EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi) + r;
+    }
+  } else if (p->act) {
+    v = EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
+  }
+  EMBER_VSTORE(EMBER_L, out, v);
+}
+
+/* One register tile: RW output columns x RB output blocks over all input channels of the
+ * group and the kernel taps [ky0, ky1) x [kx0, kx1). `off` is the input offset of column 0's
+ * tap (0, 0), possibly outside the image: only taps inside are read. */
+#define EMBER_CONV_TILE(RW, RB)                                                                \
+  static inline void EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(                             \
+      const ember_conv_p* p, ptrdiff_t off, const float* w, const float* bias, size_t o,       \
+      int32_t ky0, int32_t ky1, int32_t kx0, int32_t kx1) {                                    \
+    EV acc[RW][RB];                                                                            \
+    const int32_t cb = p->cb, L = EMBER_L;                                                     \
+    const ptrdiff_t ys = (ptrdiff_t)p->w * cb, cs = (ptrdiff_t)p->h * ys;                      \
+    const ptrdiff_t xs = (ptrdiff_t)p->sw * cb, dys = (ptrdiff_t)p->dh * ys;                   \
+    const ptrdiff_t dxs = (ptrdiff_t)p->dw * cb;                                               \
+    const ptrdiff_t wob = (ptrdiff_t)p->icb_g * p->kh * p->kw * cb * L;                        \
+    const size_t oob = (size_t)p->oh * p->ow * L;                                              \
+    int32_t j, r, icb, ky, kx, c;                                                              \
+    for (j = 0; j < RW; ++j)                                                                   \
+      for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                               \
+    for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
+      for (ky = ky0; ky < ky1; ++ky) {                                                         \
+        for (kx = kx0; kx < kx1; ++kx) {                                                       \
+          const float* ip = p->in + (off + icb * cs + ky * dys + kx * dxs);                    \
+          const float* wp = w + (((ptrdiff_t)icb * p->kh + ky) * p->kw + kx) * cb * L;          \
+          for (c = 0; c < cb; ++c) {                                                           \
+            EV wv[RB];                                                                         \
+            for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, wp + c * L + r * wob);       \
+            for (j = 0; j < RW; ++j) {                                                         \
+              EV bx = EMBER_VSPLAT(EMBER_L, ip[j * xs + c]);                                   \
+              for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);  \
+            }                                                                                  \
+          }                                                                                    \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    for (r = 0; r < RB; ++r) {                                                                 \
+      EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                              \
+      for (j = 0; j < RW; ++j) {                                                               \
+        size_t at = o + r * oob + (size_t)j * L;                                               \
+        EMBER_FN(ember_conv_store)(p, acc[j][r] + bv, p->out + at, p->res + at);               \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+EMBER_CONV_TILE(1, 1)
+EMBER_CONV_TILE(2, 1)
+EMBER_CONV_TILE(4, 1)
+EMBER_CONV_TILE(6, 1)
+EMBER_CONV_TILE(8, 1)
+EMBER_CONV_TILE(12, 1)
+EMBER_CONV_TILE(1, 2)
+EMBER_CONV_TILE(2, 2)
+EMBER_CONV_TILE(4, 2)
+EMBER_CONV_TILE(6, 2)
+EMBER_CONV_TILE(8, 2)
+EMBER_CONV_TILE(12, 2)
+
+/* Run the widest tile of at most `rw` columns (from the instantiated widths); returns its
+ * width. */
+static inline int32_t EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int32_t rb,
+                                                ptrdiff_t off, const float* w,
+                                                const float* bias, size_t o, int32_t ky0,
+                                                int32_t ky1, int32_t kx0, int32_t kx1) {
+#define EMBER_TILE_CASE(RW)                                                                  \
+  if (rw >= RW) {                                                                            \
+    if (rb == 2)                                                                             \
+      EMBER_CAT4(ember_conv_tile, EMBER_L, RW, 2)(p, off, w, bias, o, ky0, ky1, kx0, kx1);    \
+    else                                                                                     \
+      EMBER_CAT4(ember_conv_tile, EMBER_L, RW, 1)(p, off, w, bias, o, ky0, ky1, kx0, kx1);    \
+    return RW;                                                                               \
+  }
+  EMBER_TILE_CASE(12)
+  EMBER_TILE_CASE(8)
+  EMBER_TILE_CASE(6)
+  EMBER_TILE_CASE(4)
+  EMBER_TILE_CASE(2)
+  EMBER_TILE_CASE(1)
+#undef EMBER_TILE_CASE
+  return 1;
+}
+
+/* Output columns [x0, x1) of row oy for output blocks [ob, ob + rb). */
+static inline void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int32_t ob,
+                                              int32_t oy, int32_t x0, int32_t x1) {
+  const int32_t L = EMBER_L, cb = p->cb;
+  const int32_t g = ob / p->ocb_g;
+  const int32_t iy0 = oy * p->sh - p->pt;
+  const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
+  const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
+  const ptrdiff_t row = ((((ptrdiff_t)b * p->icb + (ptrdiff_t)g * p->icb_g) * p->h) + iy0) *
+                        p->w * cb;
+  const float* w = p->wt + (size_t)ob * p->icb_g * p->kh * p->kw * cb * L;
+  const float* bias = p->bias + (size_t)ob * L;
+  const size_t orow = ((((size_t)b * p->ocb + ob) * p->oh) + oy) * p->ow * L;
+  const int32_t span = (p->kw - 1) * p->dw;
+  int32_t xi0 = (p->pl + p->sw - 1) / p->sw;
+  int32_t xi1 = p->w - 1 + p->pl - span >= 0 ? (p->w - 1 + p->pl - span) / p->sw + 1 : 0;
+  int32_t ox = x0;
+  xi0 = xi0 < x0 ? x0 : (xi0 > x1 ? x1 : xi0);
+  xi1 = xi1 > x1 ? x1 : (xi1 < xi0 ? xi0 : xi1);
+  for (; ox < x1;) {
+    int32_t ix0 = ox * p->sw - p->pl;
+    ptrdiff_t off = row + (ptrdiff_t)ix0 * cb;
+    size_t o = orow + (size_t)ox * L;
+    if (ox >= xi0 && ox < xi1) {
+      int32_t want = xi1 - ox < p->rw ? xi1 - ox : p->rw;
+      ox += EMBER_FN(ember_conv_tile)(p, want, p->rb, off, w, bias, o, ky0, ky1, 0, p->kw);
+    } else {
+      int32_t kx0 = ember_first_tap(ix0, p->dw, p->kw);
+      int32_t kx1 = ember_end_tap(ix0, p->dw, p->w, p->kw, kx0);
+      EMBER_FN(ember_conv_tile)(p, 1, p->rb, off, w, bias, o, ky0, ky1, kx0, kx1);
+      ++ox;
+    }
+  }
+}
+
+/* Depthwise: RW output columns of one channel block. */
+#define EMBER_DW_TILE(RW)                                                                      \
+  static inline void EMBER_CAT4(ember_dw_tile, EMBER_L, RW, 1)(                                \
+      const ember_conv_p* p, ptrdiff_t off, const float* w, const float* bias, size_t o,       \
+      int32_t ky0, int32_t ky1, int32_t kx0, int32_t kx1) {                                    \
+    EV acc[RW];                                                                                \
+    const int32_t L = EMBER_L;                                                                 \
+    const ptrdiff_t ys = (ptrdiff_t)p->w * L, xs = (ptrdiff_t)p->sw * L;                       \
+    EV bv = EMBER_VLOAD(EMBER_L, bias);                                                        \
+    int32_t j, ky, kx;                                                                         \
+    for (j = 0; j < RW; ++j) acc[j] = bv;                                                      \
+    for (ky = ky0; ky < ky1; ++ky) {                                                           \
+      for (kx = kx0; kx < kx1; ++kx) {                                                         \
+        const float* ip = p->in + (off + ky * p->dh * ys + (ptrdiff_t)kx * p->dw * L);         \
+        EV wv = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * p->kw + kx) * L);                    \
+        for (j = 0; j < RW; ++j)                                                               \
+          acc[j] = EMBER_VFMA(EMBER_L, acc[j], EMBER_VLOAD(EMBER_L, ip + j * xs), wv);         \
+      }                                                                                        \
+    }                                                                                          \
+    for (j = 0; j < RW; ++j) {                                                                 \
+      size_t at = o + (size_t)j * L;                                                           \
+      EMBER_FN(ember_conv_store)(p, acc[j], p->out + at, p->res + at);                         \
+    }                                                                                          \
+  }
+
+EMBER_DW_TILE(1)
+EMBER_DW_TILE(2)
+EMBER_DW_TILE(4)
+EMBER_DW_TILE(8)
+
+static inline void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_t cbk,
+                                            int32_t oy, int32_t x0, int32_t x1) {
+  const int32_t L = EMBER_L;
+  const int32_t iy0 = oy * p->sh - p->pt;
+  const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
+  const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
+  const ptrdiff_t row = ((((ptrdiff_t)b * p->icb + cbk) * p->h) + iy0) * p->w * L;
+  const float* w = p->wt + (size_t)cbk * p->kh * p->kw * L;
+  const float* bias = p->bias + (size_t)cbk * L;
+  const size_t orow = ((((size_t)b * p->ocb + cbk) * p->oh) + oy) * p->ow * L;
+  const int32_t span = (p->kw - 1) * p->dw;
+  int32_t xi0 = (p->pl + p->sw - 1) / p->sw;
+  int32_t xi1 = p->w - 1 + p->pl - span >= 0 ? (p->w - 1 + p->pl - span) / p->sw + 1 : 0;
+  int32_t ox = x0;
+  xi0 = xi0 < x0 ? x0 : (xi0 > x1 ? x1 : xi0);
+  xi1 = xi1 > x1 ? x1 : (xi1 < xi0 ? xi0 : xi1);
+  while (ox < x1) {
+    int32_t ix0 = ox * p->sw - p->pl;
+    ptrdiff_t off = row + (ptrdiff_t)ix0 * L;
+    size_t o = orow + (size_t)ox * L;
+    if (ox >= xi0 && ox < xi1) {
+      int32_t left = xi1 - ox;
+      if (left >= 8) {
+        EMBER_CAT4(ember_dw_tile, EMBER_L, 8, 1)(p, off, w, bias, o, ky0, ky1, 0, p->kw);
+        ox += 8;
+      } else if (left >= 4) {
+        EMBER_CAT4(ember_dw_tile, EMBER_L, 4, 1)(p, off, w, bias, o, ky0, ky1, 0, p->kw);
+        ox += 4;
+      } else if (left >= 2) {
+        EMBER_CAT4(ember_dw_tile, EMBER_L, 2, 1)(p, off, w, bias, o, ky0, ky1, 0, p->kw);
+        ox += 2;
+      } else {
+        EMBER_CAT4(ember_dw_tile, EMBER_L, 1, 1)(p, off, w, bias, o, ky0, ky1, 0, p->kw);
+        ox += 1;
+      }
+    } else {
+      int32_t kx0 = ember_first_tap(ix0, p->dw, p->kw);
+      int32_t kx1 = ember_end_tap(ix0, p->dw, p->w, p->kw, kx0);
+      EMBER_CAT4(ember_dw_tile, EMBER_L, 1, 1)(p, off, w, bias, o, ky0, ky1, kx0, kx1);
+      ++ox;
+    }
+  }
+}
+
+static inline void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  int64_t item;
+  for (item = lo; item < hi; ++item) {
+    int32_t b, og, oy, s, x0, x1;
+    ember_conv_item(p, item, &b, &og, &oy, &s);
+    x0 = s * p->strip;
+    x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
+    if (p->depthwise) {
+      EMBER_FN(ember_dw_strip)(p, b, og, oy, x0, x1);
+    } else {
+      EMBER_FN(ember_conv_strip)(p, b, og * p->rb, oy, x0, x1);
+    }
+  }
+}
+#undef EV
+#else
+static inline void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  ember_conv_portable(p, EMBER_L, lo, hi);
+}
+#endif /* EMBER_KV */
+
+static inline int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
+                                            void* cdata) {
+  const ember_conv_p* p = (const ember_conv_p*)cdata;
+  int64_t total = ember_conv_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
+  EMBER_FN(ember_conv_range)(p, total * task_id / n, total * (task_id + 1) / n);
+  return 0;
+}
+
+static inline int32_t EMBER_FN(ember_conv_run)(ember_conv_p* p, int32_t threads) {
+  if (threads > 1) {
+    return TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), p, 0);
+  }
+  EMBER_FN(ember_conv_range)(p, 0, ember_conv_items(p));
+  return 0;
+}
+
+/*!
+ * \brief conv2d in NCHW[L]c (see conv_nchwc.h for the layouts). `res` is read only when
+ *        `flags` has EMBER_EPI_RESIDUAL. rb must divide the output blocks of a group.
+ */
+static inline int32_t EMBER_FN(ember_conv2d_nchwc)(
+    const float* in, const float* w, const float* bias, const float* res, float* out,
+    int32_t n, int32_t icb, int32_t cb, int32_t h, int32_t wd, int32_t ocb, int32_t groups,
+    int32_t oh, int32_t ow, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t dh,
+    int32_t dw, int32_t pt, int32_t pl, int32_t act, float lo, float hi, int32_t flags,
+    int32_t rb, int32_t rw, int32_t strip, int32_t order, int32_t threads) {
+  ember_conv_p p;
+  p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
+  p.n = n; p.icb = icb; p.icb_g = icb / groups; p.cb = cb; p.h = h; p.w = wd;
+  p.ocb = ocb; p.ocb_g = ocb / groups; p.oh = oh; p.ow = ow;
+  p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
+  p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
+  p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0;
+  return EMBER_FN(ember_conv_run)(&p, threads);
+}
+
+/*! \brief Depthwise conv2d in NCHW[L]c: weight [C/L][KH][KW][L], multiplier 1. */
+static inline int32_t EMBER_FN(ember_depthwise_nchwc)(
+    const float* in, const float* w, const float* bias, const float* res, float* out,
+    int32_t n, int32_t cblocks, int32_t h, int32_t wd, int32_t oh, int32_t ow, int32_t kh,
+    int32_t kw, int32_t sh, int32_t sw, int32_t dh, int32_t dw, int32_t pt, int32_t pl,
+    int32_t act, float lo, float hi, int32_t flags, int32_t strip, int32_t threads) {
+  ember_conv_p p;
+  p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
+  p.n = n; p.icb = cblocks; p.icb_g = 1; p.cb = EMBER_L; p.h = h; p.w = wd;
+  p.ocb = cblocks; p.ocb_g = 1; p.oh = oh; p.ow = ow;
+  p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
+  p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
+  p.rb = 1; p.rw = 8; p.strip = strip; p.order = 0; p.depthwise = 1;
+  return EMBER_FN(ember_conv_run)(&p, threads);
+}
+
+#undef EMBER_FN
