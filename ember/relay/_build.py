@@ -29,6 +29,7 @@ from .backend.executor import Executor
 from .backend.interpreter import Executor as _EvaluatorBase
 from .backend.runtime import Runtime
 from .transform import (
+    AlterOpLayout,
     CanonicalizeOps,
     EliminateCommonSubexpr,
     FoldConstant,
@@ -43,9 +44,10 @@ from .transform import (
 
 def optimize_passes() -> list[Pass]:
     """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
-    reaches its own (SimplifyInference 0, FoldConstant 2, the others 3)."""
+    reaches its own (SimplifyInference 0, FoldConstant 2, the others 3). AlterOpLayout plans
+    blocked conv layouts for the current target (``relay/transform/alter_op_layout.py``)."""
     return [SimplifyInference(), EliminateCommonSubexpr(), FoldConstant(), FoldScaleAxis(),
-            SimplifyExpr(), CanonicalizeOps(), FoldConstant()]
+            SimplifyExpr(), CanonicalizeOps(), FoldConstant(), AlterOpLayout()]
 
 
 def _debug() -> int:

@@ -31,11 +31,13 @@ _LAZY: dict[str, str] = {
     "BackwardFoldScaleAxis": "fold_scale_axis",
     "SimplifyExpr": "simplify_expr", "CanonicalizeOps": "canonicalize_ops",
     "BindParams": "bind_params",
+    "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
                 "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
-                "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps")
+                "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps",
+                "AlterOpLayout")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

@@ -11,5 +11,5 @@ One module per op family; importing this package registers every rule.
 """
 from __future__ import annotations
 
-from . import conv, creation, elemwise, nn, pooling, reduce, transform  # noqa: F401
+from . import conv, conv_nchwc, creation, elemwise, nn, pooling, reduce, transform  # noqa: F401
 from ._common import register_compute  # noqa: F401

@@ -1,7 +1,7 @@
 """The ``relay.nn`` namespace: convolution, pooling, dense layers, activations, normalisation."""
 from __future__ import annotations
 
-from . import conv, nn, norm, pooling, rearrange
+from . import conv, conv_nchwc, nn, norm, pooling, rearrange  # noqa: F401
 from .conv import *
 from .nn import *
 from .norm import *
