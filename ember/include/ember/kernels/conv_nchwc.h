@@ -42,6 +42,9 @@ typedef struct {
   int32_t depthwise;
 } ember_conv_p;
 
+/* What a column tap in the padding reads (at least as many floats as any block). */
+static const float ember_conv_zeros[16] = {0.0f};
+
 /* Work items: (batch, output block group, row, strip); order 1 puts the block group inside. */
 static inline void ember_conv_item(const ember_conv_p* p, int64_t item, int32_t* b, int32_t* og,
                                    int32_t* oy, int32_t* s) {
@@ -69,6 +72,32 @@ static inline int64_t ember_conv_items(const ember_conv_p* p) {
   int32_t strips = (p->ow + p->strip - 1) / p->strip;
   return (int64_t)p->n * groups * p->oh * strips;
 }
+
+/* The output columns [xi0, xi1) whose taps all fall inside the image, within [x0, x1). */
+static inline void ember_conv_interior(const ember_conv_p* p, int32_t x0, int32_t x1,
+                                       int32_t* xi0, int32_t* xi1) {
+  const int32_t span = (p->kw - 1) * p->dw;
+  int32_t a = (p->pl + p->sw - 1) / p->sw;
+  int32_t b = p->w - 1 + p->pl - span >= 0 ? (p->w - 1 + p->pl - span) / p->sw + 1 : 0;
+  a = a < x0 ? x0 : (a > x1 ? x1 : a);
+  b = b > x1 ? x1 : (b < a ? a : b);
+  *xi0 = a;
+  *xi1 = b;
+}
+
+/* The input pointer of each of the RW columns of a tile for one kernel tap: columns whose
+ * tap falls in the padding read zeros instead (padding handled here, no padded copy). */
+#define EMBER_TILE_COLUMNS(RW, col, rowk, ixk, stride, cb, interior)                           \
+  if (interior) {                                                                              \
+    EMBER_UNROLL for (j = 0; j < RW; ++j)                                                      \
+      col[j] = p->in + ((rowk) + (ptrdiff_t)((ixk) + j * (stride)) * (cb));                    \
+  } else {                                                                                     \
+    EMBER_UNROLL for (j = 0; j < RW; ++j) {                                                    \
+      int32_t ix_ = (ixk) + j * (stride);                                                      \
+      col[j] = ix_ >= 0 && ix_ < p->w ? p->in + ((rowk) + (ptrdiff_t)ix_ * (cb))               \
+                                      : ember_conv_zeros;                                      \
+    }                                                                                          \
+  }
 
 /* Plain C99 reference of the whole call, any lane count: the portable path. */
 static inline void ember_conv_portable(const ember_conv_p* p, int32_t lanes, int64_t lo,

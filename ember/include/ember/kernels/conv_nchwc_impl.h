@@ -19,126 +19,147 @@
 #if EMBER_KV
 #define EV EMBER_VT(EMBER_L)
 
-static inline EV EMBER_FN(ember_conv_act)(EV v, int32_t act, float lo, float hi) {
-  EV zero = EMBER_VZERO(EMBER_L), t;
+/* The activation, in place (vectors by pointer: passing a 16-lane vector by value would change
+ * the ABI without AVX-512). */
+static inline void EMBER_FN(ember_conv_act)(EV* v, int32_t act, float lo, float hi) {
+  EV zero = EMBER_VZERO(EMBER_L), t, x = *v;
   switch (act) {
     case EMBER_ACT_RELU:
-      return EMBER_VMAX(EMBER_L, v, zero);
+      *v = EMBER_VMAX(EMBER_L, x, zero);
+      return;
     case EMBER_ACT_CLIP: {
       EV vlo = EMBER_VSPLAT(EMBER_L, lo), vhi = EMBER_VSPLAT(EMBER_L, hi);
-      t = EMBER_VMAX(EMBER_L, v, vlo);
-      return EMBER_VMIN(EMBER_L, t, vhi);
+      t = EMBER_VMAX(EMBER_L, x, vlo);
+      *v = EMBER_VMIN(EMBER_L, t, vhi);
+      return;
     }
     case EMBER_ACT_HARDSWISH: {
       EV six = EMBER_VSPLAT(EMBER_L, 6.0f);
-      t = v + 3.0f;
+      t = x + 3.0f;
       t = EMBER_VMAX(EMBER_L, t, zero);
       t = EMBER_VMIN(EMBER_L, t, six);
-      return v * t * (1.0f / 6.0f);
+      *v = x * t * (1.0f / 6.0f);
+      return;
     }
     default:
-      return v;
+      return;
   }
 }
 
-/* bias + accumulator, then the residual add and the activation in the planned order. */
-static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV v, float* out,
+/* Store *v (accumulator + bias) after the residual add and the activation, in the planned
+ * order. */
+static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, float* out,
                                               const float* res) {
   if (p->flags & EMBER_EPI_RESIDUAL) {
     EV r = EMBER_VLOAD(EMBER_L, res);
     if (p->flags & EMBER_EPI_ACT_AFTER_ADD) {
-      v = EMBER_FN(ember_conv_act)(v + r, p->act, p->lo, p->hi);
+      *v += r;
+      EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
     } else {
-      v = EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi) + r;
+      EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
+      *v += r;
     }
   } else if (p->act) {
-    v = EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
+    EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
   }
-  EMBER_VSTORE(EMBER_L, out, v);
+  EMBER_VSTORE(EMBER_L, out, *v);
 }
 
-/* One register tile: RW output columns x RB output blocks over all input channels of the
- * group and the kernel taps [ky0, ky1) x [kx0, kx1). `off` is the input offset of column 0's
- * tap (0, 0), possibly outside the image: only taps inside are read. */
+/* One register tile: RW output columns (the first at input column ix0) x RB output blocks,
+ * over all input channels of the group and kernel rows [ky0, ky1). `row` is the input offset
+ * of kernel row 0 at column 0 (possibly outside the image: only valid rows are read);
+ * `interior`: every tap of every column is inside the image. */
 #define EMBER_CONV_TILE(RW, RB)                                                                \
   static inline void EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(                             \
-      const ember_conv_p* p, ptrdiff_t off, const float* w, const float* bias, size_t o,       \
-      int32_t ky0, int32_t ky1, int32_t kx0, int32_t kx1) {                                    \
+      const ember_conv_p* p, ptrdiff_t row, int32_t ix0, const float* w, const float* bias,    \
+      size_t o, int32_t ky0, int32_t ky1, int32_t interior) {                                  \
     EV acc[RW][RB];                                                                            \
+    const float* col[RW];                                                                      \
     const int32_t cb = p->cb, L = EMBER_L;                                                     \
     const ptrdiff_t ys = (ptrdiff_t)p->w * cb, cs = (ptrdiff_t)p->h * ys;                      \
-    const ptrdiff_t xs = (ptrdiff_t)p->sw * cb, dys = (ptrdiff_t)p->dh * ys;                   \
-    const ptrdiff_t dxs = (ptrdiff_t)p->dw * cb;                                               \
+    const ptrdiff_t dys = (ptrdiff_t)p->dh * ys;                                               \
     const ptrdiff_t wob = (ptrdiff_t)p->icb_g * p->kh * p->kw * cb * L;                        \
     const size_t oob = (size_t)p->oh * p->ow * L;                                              \
     int32_t j, r, icb, ky, kx, c;                                                              \
-    for (j = 0; j < RW; ++j)                                                                   \
-      for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                               \
+    EMBER_UNROLL for (j = 0; j < RW; ++j)                                                      \
+      EMBER_UNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
       for (ky = ky0; ky < ky1; ++ky) {                                                         \
-        for (kx = kx0; kx < kx1; ++kx) {                                                       \
-          const float* ip = p->in + (off + icb * cs + ky * dys + kx * dxs);                    \
+        const ptrdiff_t rowk = row + icb * cs + ky * dys;                                      \
+        for (kx = 0; kx < p->kw; ++kx) {                                                       \
           const float* wp = w + (((ptrdiff_t)icb * p->kh + ky) * p->kw + kx) * cb * L;          \
+          EMBER_TILE_COLUMNS(RW, col, rowk, ix0 + kx * p->dw, p->sw, cb, interior)             \
           for (c = 0; c < cb; ++c) {                                                           \
             EV wv[RB];                                                                         \
-            for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, wp + c * L + r * wob);       \
-            for (j = 0; j < RW; ++j) {                                                         \
-              EV bx = EMBER_VSPLAT(EMBER_L, ip[j * xs + c]);                                   \
-              for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);  \
+            EMBER_UNROLL for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, wp + c * L + r * wob); \
+            EMBER_UNROLL for (j = 0; j < RW; ++j) {                                            \
+              EV bx = EMBER_VBCAST(EMBER_L, col[j] + c);                                       \
+              EMBER_UNROLL for (r = 0; r < RB; ++r)                                            \
+                acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);                         \
             }                                                                                  \
           }                                                                                    \
         }                                                                                      \
       }                                                                                        \
     }                                                                                          \
-    for (r = 0; r < RB; ++r) {                                                                 \
+    EMBER_UNROLL for (r = 0; r < RB; ++r) {                                                    \
       EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                              \
-      for (j = 0; j < RW; ++j) {                                                               \
+      EMBER_UNROLL for (j = 0; j < RW; ++j) {                                                  \
         size_t at = o + r * oob + (size_t)j * L;                                               \
-        EMBER_FN(ember_conv_store)(p, acc[j][r] + bv, p->out + at, p->res + at);               \
+        EV v = acc[j][r] + bv;                                                                 \
+        EMBER_FN(ember_conv_store)(p, &v, p->out + at, p->res + at);                           \
       }                                                                                        \
     }                                                                                          \
   }
 
 EMBER_CONV_TILE(1, 1)
 EMBER_CONV_TILE(2, 1)
+EMBER_CONV_TILE(3, 1)
 EMBER_CONV_TILE(4, 1)
 EMBER_CONV_TILE(6, 1)
 EMBER_CONV_TILE(8, 1)
 EMBER_CONV_TILE(12, 1)
 EMBER_CONV_TILE(1, 2)
 EMBER_CONV_TILE(2, 2)
+EMBER_CONV_TILE(3, 2)
 EMBER_CONV_TILE(4, 2)
 EMBER_CONV_TILE(6, 2)
 EMBER_CONV_TILE(8, 2)
 EMBER_CONV_TILE(12, 2)
 
-/* Run the widest tile of at most `rw` columns (from the instantiated widths); returns its
- * width. */
-static inline int32_t EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int32_t rb,
-                                                ptrdiff_t off, const float* w,
-                                                const float* bias, size_t o, int32_t ky0,
-                                                int32_t ky1, int32_t kx0, int32_t kx1) {
+/* The widest instantiated tile width <= want. */
+static inline int32_t EMBER_FN(ember_tile_width)(int32_t want) {
+  return want >= 12 ? 12 : want >= 8 ? 8 : want >= 6 ? 6 : want >= 4 ? 4 : want >= 3 ? 3
+         : want >= 2 ? 2 : 1;
+}
+
+/* Run the tile of exactly `rw` columns (an instantiated width). */
+EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int32_t rb,
+                                         ptrdiff_t row, int32_t ix0, const float* w,
+                                         const float* bias, size_t o, int32_t ky0, int32_t ky1,
+                                         int32_t interior) {
 #define EMBER_TILE_CASE(RW)                                                                  \
-  if (rw >= RW) {                                                                            \
+  case RW:                                                                                   \
     if (rb == 2)                                                                             \
-      EMBER_CAT4(ember_conv_tile, EMBER_L, RW, 2)(p, off, w, bias, o, ky0, ky1, kx0, kx1);    \
+      EMBER_CAT4(ember_conv_tile, EMBER_L, RW, 2)(p, row, ix0, w, bias, o, ky0, ky1, interior); \
     else                                                                                     \
-      EMBER_CAT4(ember_conv_tile, EMBER_L, RW, 1)(p, off, w, bias, o, ky0, ky1, kx0, kx1);    \
-    return RW;                                                                               \
+      EMBER_CAT4(ember_conv_tile, EMBER_L, RW, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior); \
+    return;
+  switch (rw) {
+    EMBER_TILE_CASE(12)
+    EMBER_TILE_CASE(8)
+    EMBER_TILE_CASE(6)
+    EMBER_TILE_CASE(4)
+    EMBER_TILE_CASE(3)
+    EMBER_TILE_CASE(2)
+    default:
+      EMBER_TILE_CASE(1)
   }
-  EMBER_TILE_CASE(12)
-  EMBER_TILE_CASE(8)
-  EMBER_TILE_CASE(6)
-  EMBER_TILE_CASE(4)
-  EMBER_TILE_CASE(2)
-  EMBER_TILE_CASE(1)
 #undef EMBER_TILE_CASE
-  return 1;
 }
 
 /* Output columns [x0, x1) of row oy for output blocks [ob, ob + rb). */
-static inline void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int32_t ob,
-                                              int32_t oy, int32_t x0, int32_t x1) {
+EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int32_t ob,
+                                          int32_t oy, int32_t x0, int32_t x1) {
   const int32_t L = EMBER_L, cb = p->cb;
   const int32_t g = ob / p->ocb_g;
   const int32_t iy0 = oy * p->sh - p->pt;
@@ -149,50 +170,42 @@ static inline void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, 
   const float* w = p->wt + (size_t)ob * p->icb_g * p->kh * p->kw * cb * L;
   const float* bias = p->bias + (size_t)ob * L;
   const size_t orow = ((((size_t)b * p->ocb + ob) * p->oh) + oy) * p->ow * L;
-  const int32_t span = (p->kw - 1) * p->dw;
-  int32_t xi0 = (p->pl + p->sw - 1) / p->sw;
-  int32_t xi1 = p->w - 1 + p->pl - span >= 0 ? (p->w - 1 + p->pl - span) / p->sw + 1 : 0;
-  int32_t ox = x0;
-  xi0 = xi0 < x0 ? x0 : (xi0 > x1 ? x1 : xi0);
-  xi1 = xi1 > x1 ? x1 : (xi1 < xi0 ? xi0 : xi1);
-  for (; ox < x1;) {
-    int32_t ix0 = ox * p->sw - p->pl;
-    ptrdiff_t off = row + (ptrdiff_t)ix0 * cb;
-    size_t o = orow + (size_t)ox * L;
-    if (ox >= xi0 && ox < xi1) {
-      int32_t want = xi1 - ox < p->rw ? xi1 - ox : p->rw;
-      ox += EMBER_FN(ember_conv_tile)(p, want, p->rb, off, w, bias, o, ky0, ky1, 0, p->kw);
-    } else {
-      int32_t kx0 = ember_first_tap(ix0, p->dw, p->kw);
-      int32_t kx1 = ember_end_tap(ix0, p->dw, p->w, p->kw, kx0);
-      EMBER_FN(ember_conv_tile)(p, 1, p->rb, off, w, bias, o, ky0, ky1, kx0, kx1);
-      ++ox;
-    }
+  int32_t xi0, xi1, ox = x0;
+  ember_conv_interior(p, x0, x1, &xi0, &xi1);
+  while (ox < x1) {
+    int32_t want = x1 - ox < p->rw ? x1 - ox : p->rw;
+    int32_t t = EMBER_FN(ember_tile_width)(want);
+    int32_t interior = ox >= xi0 && ox + t <= xi1;
+    EMBER_FN(ember_conv_tile)(p, t, p->rb, row, ox * p->sw - p->pl, w, bias,
+                              orow + (size_t)ox * L, ky0, ky1, interior);
+    ox += t;
   }
 }
 
-/* Depthwise: RW output columns of one channel block. */
+/* Depthwise: RW output columns of one channel block (arguments as for the conv tile). */
 #define EMBER_DW_TILE(RW)                                                                      \
   static inline void EMBER_CAT4(ember_dw_tile, EMBER_L, RW, 1)(                                \
-      const ember_conv_p* p, ptrdiff_t off, const float* w, const float* bias, size_t o,       \
-      int32_t ky0, int32_t ky1, int32_t kx0, int32_t kx1) {                                    \
+      const ember_conv_p* p, ptrdiff_t row, int32_t ix0, const float* w, const float* bias,    \
+      size_t o, int32_t ky0, int32_t ky1, int32_t interior) {                                  \
     EV acc[RW];                                                                                \
+    const float* col[RW];                                                                      \
     const int32_t L = EMBER_L;                                                                 \
-    const ptrdiff_t ys = (ptrdiff_t)p->w * L, xs = (ptrdiff_t)p->sw * L;                       \
+    const ptrdiff_t dys = (ptrdiff_t)p->dh * p->w * L;                                         \
     EV bv = EMBER_VLOAD(EMBER_L, bias);                                                        \
     int32_t j, ky, kx;                                                                         \
-    for (j = 0; j < RW; ++j) acc[j] = bv;                                                      \
+    EMBER_UNROLL for (j = 0; j < RW; ++j) acc[j] = bv;                                         \
     for (ky = ky0; ky < ky1; ++ky) {                                                           \
-      for (kx = kx0; kx < kx1; ++kx) {                                                         \
-        const float* ip = p->in + (off + ky * p->dh * ys + (ptrdiff_t)kx * p->dw * L);         \
+      const ptrdiff_t rowk = row + ky * dys;                                                   \
+      for (kx = 0; kx < p->kw; ++kx) {                                                         \
         EV wv = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * p->kw + kx) * L);                    \
-        for (j = 0; j < RW; ++j)                                                               \
-          acc[j] = EMBER_VFMA(EMBER_L, acc[j], EMBER_VLOAD(EMBER_L, ip + j * xs), wv);         \
+        EMBER_TILE_COLUMNS(RW, col, rowk, ix0 + kx * p->dw, p->sw, L, interior)                \
+        EMBER_UNROLL for (j = 0; j < RW; ++j)                                                  \
+          acc[j] = EMBER_VFMA(EMBER_L, acc[j], EMBER_VLOAD(EMBER_L, col[j]), wv);              \
       }                                                                                        \
     }                                                                                          \
-    for (j = 0; j < RW; ++j) {                                                                 \
+    EMBER_UNROLL for (j = 0; j < RW; ++j) {                                                    \
       size_t at = o + (size_t)j * L;                                                           \
-      EMBER_FN(ember_conv_store)(p, acc[j], p->out + at, p->res + at);                         \
+      EMBER_FN(ember_conv_store)(p, &acc[j], p->out + at, p->res + at);                        \
     }                                                                                          \
   }
 
@@ -201,8 +214,8 @@ EMBER_DW_TILE(2)
 EMBER_DW_TILE(4)
 EMBER_DW_TILE(8)
 
-static inline void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_t cbk,
-                                            int32_t oy, int32_t x0, int32_t x1) {
+EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_t cbk,
+                                        int32_t oy, int32_t x0, int32_t x1) {
   const int32_t L = EMBER_L;
   const int32_t iy0 = oy * p->sh - p->pt;
   const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
@@ -211,41 +224,26 @@ static inline void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, in
   const float* w = p->wt + (size_t)cbk * p->kh * p->kw * L;
   const float* bias = p->bias + (size_t)cbk * L;
   const size_t orow = ((((size_t)b * p->ocb + cbk) * p->oh) + oy) * p->ow * L;
-  const int32_t span = (p->kw - 1) * p->dw;
-  int32_t xi0 = (p->pl + p->sw - 1) / p->sw;
-  int32_t xi1 = p->w - 1 + p->pl - span >= 0 ? (p->w - 1 + p->pl - span) / p->sw + 1 : 0;
-  int32_t ox = x0;
-  xi0 = xi0 < x0 ? x0 : (xi0 > x1 ? x1 : xi0);
-  xi1 = xi1 > x1 ? x1 : (xi1 < xi0 ? xi0 : xi1);
+  int32_t xi0, xi1, ox = x0;
+  ember_conv_interior(p, x0, x1, &xi0, &xi1);
   while (ox < x1) {
-    int32_t ix0 = ox * p->sw - p->pl;
-    ptrdiff_t off = row + (ptrdiff_t)ix0 * L;
+    int32_t left = x1 - ox, t = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    int32_t interior = ox >= xi0 && ox + t <= xi1, ix0 = ox * p->sw - p->pl;
     size_t o = orow + (size_t)ox * L;
-    if (ox >= xi0 && ox < xi1) {
-      int32_t left = xi1 - ox;
-      if (left >= 8) {
-        EMBER_CAT4(ember_dw_tile, EMBER_L, 8, 1)(p, off, w, bias, o, ky0, ky1, 0, p->kw);
-        ox += 8;
-      } else if (left >= 4) {
-        EMBER_CAT4(ember_dw_tile, EMBER_L, 4, 1)(p, off, w, bias, o, ky0, ky1, 0, p->kw);
-        ox += 4;
-      } else if (left >= 2) {
-        EMBER_CAT4(ember_dw_tile, EMBER_L, 2, 1)(p, off, w, bias, o, ky0, ky1, 0, p->kw);
-        ox += 2;
-      } else {
-        EMBER_CAT4(ember_dw_tile, EMBER_L, 1, 1)(p, off, w, bias, o, ky0, ky1, 0, p->kw);
-        ox += 1;
-      }
+    if (t == 8) {
+      EMBER_CAT4(ember_dw_tile, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
+    } else if (t == 4) {
+      EMBER_CAT4(ember_dw_tile, EMBER_L, 4, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
+    } else if (t == 2) {
+      EMBER_CAT4(ember_dw_tile, EMBER_L, 2, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
     } else {
-      int32_t kx0 = ember_first_tap(ix0, p->dw, p->kw);
-      int32_t kx1 = ember_end_tap(ix0, p->dw, p->w, p->kw, kx0);
-      EMBER_CAT4(ember_dw_tile, EMBER_L, 1, 1)(p, off, w, bias, o, ky0, ky1, kx0, kx1);
-      ++ox;
+      EMBER_CAT4(ember_dw_tile, EMBER_L, 1, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
     }
+    ox += t;
   }
 }
 
-static inline void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
   int64_t item;
   for (item = lo; item < hi; ++item) {
     int32_t b, og, oy, s, x0, x1;
@@ -261,12 +259,12 @@ static inline void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo,
 }
 #undef EV
 #else
-static inline void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
   ember_conv_portable(p, EMBER_L, lo, hi);
 }
 #endif /* EMBER_KV */
 
-static inline int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
+EMBER_KFN int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
                                             void* cdata) {
   const ember_conv_p* p = (const ember_conv_p*)cdata;
   int64_t total = ember_conv_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
@@ -274,7 +272,7 @@ static inline int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* pe
   return 0;
 }
 
-static inline int32_t EMBER_FN(ember_conv_run)(ember_conv_p* p, int32_t threads) {
+EMBER_KFN int32_t EMBER_FN(ember_conv_run)(ember_conv_p* p, int32_t threads) {
   if (threads > 1) {
     return TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), p, 0);
   }

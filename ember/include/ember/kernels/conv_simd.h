@@ -35,12 +35,49 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #define EMBER_VT(L) EMBER_VT_(L)
 #define EMBER_VT_(L) ember_v##L
 #define EMBER_VLOAD(L, p) EMBER_VLOAD_(L, p)
-#define EMBER_VLOAD_(L, p) ((ember_v##L)(*(const ember_v##L##u*)(const void*)(p)))
+#define EMBER_VLOAD_(L, p) ember_vload##L(p)
 #define EMBER_VSTORE(L, p, v) EMBER_VSTORE_(L, p, v)
 #define EMBER_VSTORE_(L, p, v) (*(ember_v##L##u*)(void*)(p) = (v))
 #define EMBER_VSPLAT(L, x) (EMBER_VZERO(L) + (float)(x))
 #define EMBER_VZERO(L) EMBER_VZERO_(L)
 #define EMBER_VZERO_(L) ((ember_v##L){0})
+
+/* Unaligned loads through memcpy: unlike a may_alias pointer, they let the compiler keep
+ * accumulator arrays in registers. */
+static inline void ember_vload_any(void* dst, const float* p, size_t bytes) {
+  __builtin_memcpy(dst, p, bytes);
+}
+#define EMBER_DEF_VLOAD(L)                                        \
+  static inline ember_v##L ember_vload##L(const float* p) {       \
+    ember_v##L v;                                                 \
+    ember_vload_any(&v, p, sizeof(v));                            \
+    return v;                                                     \
+  }
+EMBER_DEF_VLOAD(4)
+EMBER_DEF_VLOAD(8)
+#if defined(__AVX512F__)
+static inline ember_v16 ember_vload16(const float* p) { return (ember_v16)_mm512_loadu_ps(p); }
+#else
+/* By pointer-free macro: a 16-lane vector returned by value changes the ABI without AVX-512,
+ * so the memcpy goes inline. */
+#define ember_vload16(p) __extension__({ ember_v16 v_; __builtin_memcpy(&v_, (p), 64); v_; })
+#endif
+
+/* A vector of the float at p (one broadcast load where the target has one). */
+#if defined(__AVX512F__)
+#define EMBER_VBCAST_16(p) ((ember_v16)_mm512_set1_ps(*(p)))
+#else
+#define EMBER_VBCAST_16(p) EMBER_VSPLAT(16, *(p))
+#endif
+#if defined(__AVX__)
+#define EMBER_VBCAST_8(p) ((ember_v8)_mm256_broadcast_ss(p))
+#define EMBER_VBCAST_4(p) ((ember_v4)_mm_broadcast_ss(p))
+#else
+#define EMBER_VBCAST_8(p) EMBER_VSPLAT(8, *(p))
+#define EMBER_VBCAST_4(p) EMBER_VSPLAT(4, *(p))
+#endif
+#define EMBER_VBCAST(L, p) EMBER_VBCAST__(L, p)
+#define EMBER_VBCAST__(L, p) EMBER_VBCAST_##L(p)
 
 /* acc + a * b, fused where the target has FMA. */
 #if defined(__AVX512F__)
@@ -69,6 +106,24 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
                                            (((ember_i##L)(b)) & ~((a) < (b)))))
 #else
 #define EMBER_KV 0
+#endif
+
+/* Kernel-internal functions: compiled once per translation unit (not inlined into every
+ * call site, which multiplies compile time), and no warning when a lane count is unused. */
+#if defined(__GNUC__)
+#define EMBER_KFN static __attribute__((unused, noinline))
+#else
+#define EMBER_KFN static
+#endif
+
+/* Fully unroll the register-tile loops early, so that the accumulator arrays become
+ * registers. */
+#if defined(__clang__)
+#define EMBER_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && __GNUC__ >= 8
+#define EMBER_UNROLL _Pragma("GCC unroll 16")
+#else
+#define EMBER_UNROLL
 #endif
 
 /* Activation codes shared with ember/topi/nn/conv2d_nchwc.py. */
