@@ -89,10 +89,10 @@ static inline void ember_conv_interior(const ember_conv_p* p, int32_t x0, int32_
  * tap falls in the padding read zeros instead (padding handled here, no padded copy). */
 #define EMBER_TILE_COLUMNS(RW, col, rowk, ixk, stride, cb, interior)                           \
   if (interior) {                                                                              \
-    EMBER_UNROLL for (j = 0; j < RW; ++j)                                                      \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
       col[j] = p->in + ((rowk) + (ptrdiff_t)((ixk) + j * (stride)) * (cb));                    \
   } else {                                                                                     \
-    EMBER_UNROLL for (j = 0; j < RW; ++j) {                                                    \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                    \
       int32_t ix_ = (ixk) + j * (stride);                                                      \
       col[j] = ix_ >= 0 && ix_ < p->w ? p->in + ((rowk) + (ptrdiff_t)ix_ * (cb))               \
                                       : ember_conv_zeros;                                      \

@@ -81,8 +81,8 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     const ptrdiff_t wob = (ptrdiff_t)p->icb_g * p->kh * p->kw * cb * L;                        \
     const size_t oob = (size_t)p->oh * p->ow * L;                                              \
     int32_t j, r, icb, ky, kx, c;                                                              \
-    EMBER_UNROLL for (j = 0; j < RW; ++j)                                                      \
-      EMBER_UNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
       for (ky = ky0; ky < ky1; ++ky) {                                                         \
         const ptrdiff_t rowk = row + icb * cs + ky * dys;                                      \
@@ -91,19 +91,19 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
           EMBER_TILE_COLUMNS(RW, col, rowk, ix0 + kx * p->dw, p->sw, cb, interior)             \
           for (c = 0; c < cb; ++c) {                                                           \
             EV wv[RB];                                                                         \
-            EMBER_UNROLL for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, wp + c * L + r * wob); \
-            EMBER_UNROLL for (j = 0; j < RW; ++j) {                                            \
+            EMBER_KUNROLL for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, wp + c * L + r * wob); \
+            EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                            \
               EV bx = EMBER_VBCAST(EMBER_L, col[j] + c);                                       \
-              EMBER_UNROLL for (r = 0; r < RB; ++r)                                            \
+              EMBER_KUNROLL for (r = 0; r < RB; ++r)                                            \
                 acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);                         \
             }                                                                                  \
           }                                                                                    \
         }                                                                                      \
       }                                                                                        \
     }                                                                                          \
-    EMBER_UNROLL for (r = 0; r < RB; ++r) {                                                    \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                    \
       EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                              \
-      EMBER_UNROLL for (j = 0; j < RW; ++j) {                                                  \
+      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                  \
         size_t at = o + r * oob + (size_t)j * L;                                               \
         EV v = acc[j][r] + bv;                                                                 \
         EMBER_FN(ember_conv_store)(p, &v, p->out + at, p->res + at);                           \
@@ -193,17 +193,17 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
     const ptrdiff_t dys = (ptrdiff_t)p->dh * p->w * L;                                         \
     EV bv = EMBER_VLOAD(EMBER_L, bias);                                                        \
     int32_t j, ky, kx;                                                                         \
-    EMBER_UNROLL for (j = 0; j < RW; ++j) acc[j] = bv;                                         \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) acc[j] = bv;                                         \
     for (ky = ky0; ky < ky1; ++ky) {                                                           \
       const ptrdiff_t rowk = row + ky * dys;                                                   \
       for (kx = 0; kx < p->kw; ++kx) {                                                         \
         EV wv = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * p->kw + kx) * L);                    \
         EMBER_TILE_COLUMNS(RW, col, rowk, ix0 + kx * p->dw, p->sw, L, interior)                \
-        EMBER_UNROLL for (j = 0; j < RW; ++j)                                                  \
+        EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                  \
           acc[j] = EMBER_VFMA(EMBER_L, acc[j], EMBER_VLOAD(EMBER_L, col[j]), wv);              \
       }                                                                                        \
     }                                                                                          \
-    EMBER_UNROLL for (j = 0; j < RW; ++j) {                                                    \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                    \
       size_t at = o + (size_t)j * L;                                                           \
       EMBER_FN(ember_conv_store)(p, &acc[j], p->out + at, p->res + at);                        \
     }                                                                                          \

@@ -35,7 +35,7 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #define EMBER_VT(L) EMBER_VT_(L)
 #define EMBER_VT_(L) ember_v##L
 #define EMBER_VLOAD(L, p) EMBER_VLOAD_(L, p)
-#define EMBER_VLOAD_(L, p) ember_vload##L(p)
+#define EMBER_VLOAD_(L, p) EMBER_VLOAD_ANY(L, p)
 #define EMBER_VSTORE(L, p, v) EMBER_VSTORE_(L, p, v)
 #define EMBER_VSTORE_(L, p, v) (*(ember_v##L##u*)(void*)(p) = (v))
 #define EMBER_VSPLAT(L, x) (EMBER_VZERO(L) + (float)(x))
@@ -43,25 +43,10 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #define EMBER_VZERO_(L) ((ember_v##L){0})
 
 /* Unaligned loads through memcpy: unlike a may_alias pointer, they let the compiler keep
- * accumulator arrays in registers. */
-static inline void ember_vload_any(void* dst, const float* p, size_t bytes) {
-  __builtin_memcpy(dst, p, bytes);
-}
-#define EMBER_DEF_VLOAD(L)                                        \
-  static inline ember_v##L ember_vload##L(const float* p) {       \
-    ember_v##L v;                                                 \
-    ember_vload_any(&v, p, sizeof(v));                            \
-    return v;                                                     \
-  }
-EMBER_DEF_VLOAD(4)
-EMBER_DEF_VLOAD(8)
-#if defined(__AVX512F__)
-static inline ember_v16 ember_vload16(const float* p) { return (ember_v16)_mm512_loadu_ps(p); }
-#else
-/* By pointer-free macro: a 16-lane vector returned by value changes the ABI without AVX-512,
- * so the memcpy goes inline. */
-#define ember_vload16(p) __extension__({ ember_v16 v_; __builtin_memcpy(&v_, (p), 64); v_; })
-#endif
+ * accumulator arrays in registers. A macro, not a function: returning a vector wider than
+ * the target's registers would change the ABI (-Wpsabi). */
+#define EMBER_VLOAD_ANY(L, p) \
+  __extension__({ ember_v##L v_; __builtin_memcpy(&v_, (p), sizeof(v_)); v_; })
 
 /* A vector of the float at p (one broadcast load where the target has one). */
 #if defined(__AVX512F__)
@@ -119,11 +104,11 @@ static inline ember_v16 ember_vload16(const float* p) { return (ember_v16)_mm512
 /* Fully unroll the register-tile loops early, so that the accumulator arrays become
  * registers. */
 #if defined(__clang__)
-#define EMBER_UNROLL _Pragma("unroll")
+#define EMBER_KUNROLL _Pragma("unroll")
 #elif defined(__GNUC__) && __GNUC__ >= 8
-#define EMBER_UNROLL _Pragma("GCC unroll 16")
+#define EMBER_KUNROLL _Pragma("GCC unroll 16")
 #else
-#define EMBER_UNROLL
+#define EMBER_KUNROLL
 #endif
 
 /* Activation codes shared with ember/topi/nn/conv2d_nchwc.py. */
