@@ -65,6 +65,18 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
   EMBER_VSTORE(EMBER_L, out, *v);
 }
 
+/* acc[j][r] += input (column j, element c) * weight vector r at wq. */
+#define EMBER_TILE_STEP(RW, RB, wq, c)                                                         \
+  {                                                                                            \
+    EV wv[RB];                                                                                 \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, (wq) + r * wob);       \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
+      EV bx = EMBER_VBCAST(EMBER_L, col[j] + (c));                                             \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r)                                                   \
+        acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);                                 \
+    }                                                                                          \
+  }
+
 /* One register tile: RW output columns (the first at input column ix0) x RB output blocks,
  * over all input channels of the group and kernel rows [ky0, ky1). `row` is the input offset
  * of kernel row 0 at column 0 (possibly outside the image: only valid rows are read);
@@ -86,17 +98,17 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
       for (ky = ky0; ky < ky1; ++ky) {                                                         \
         const ptrdiff_t rowk = row + icb * cs + ky * dys;                                      \
-        for (kx = 0; kx < p->kw; ++kx) {                                                       \
-          const float* wp = w + (((ptrdiff_t)icb * p->kh + ky) * p->kw + kx) * cb * L;          \
-          EMBER_TILE_COLUMNS(RW, col, rowk, ix0 + kx * p->dw, p->sw, cb, interior)             \
-          for (c = 0; c < cb; ++c) {                                                           \
-            EV wv[RB];                                                                         \
-            EMBER_KUNROLL for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, wp + c * L + r * wob); \
-            EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                            \
-              EV bx = EMBER_VBCAST(EMBER_L, col[j] + c);                                       \
-              EMBER_KUNROLL for (r = 0; r < RB; ++r)                                            \
-                acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);                         \
-            }                                                                                  \
+        const float* wk = w + ((ptrdiff_t)icb * p->kh + ky) * p->kw * cb * L;                  \
+        if (interior && p->dw == 1) {                                                          \
+          /* The taps (kx, c) of a row are contiguous in input and weight: one loop. */        \
+          const int32_t taps = p->kw * cb;                                                     \
+          EMBER_TILE_COLUMNS(RW, col, rowk, ix0, p->sw, cb, 1)                                 \
+          for (c = 0; c < taps; ++c) EMBER_TILE_STEP(RW, RB, wk + c * L, c)                    \
+        } else {                                                                               \
+          for (kx = 0; kx < p->kw; ++kx) {                                                     \
+            const float* wp = wk + (ptrdiff_t)kx * cb * L;                                     \
+            EMBER_TILE_COLUMNS(RW, col, rowk, ix0 + kx * p->dw, p->sw, cb, interior)           \
+            for (c = 0; c < cb; ++c) EMBER_TILE_STEP(RW, RB, wp + c * L, c)                    \
           }                                                                                    \
         }                                                                                      \
       }                                                                                        \
