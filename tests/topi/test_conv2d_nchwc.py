@@ -146,6 +146,8 @@ EDGE_CASES = {
     "grouped_odd_blocks": dict(ic=24, oc=24, h=5, w=5, groups=3),
     "depthwise": dict(ic=32, oc=32, h=9, w=10, groups=32),
     "depthwise_stride2_odd": dict(ic=16, oc=16, h=7, w=13, s=(2, 2), groups=16),
+    "depthwise_wide_rows": dict(ic=16, oc=16, h=5, w=21, groups=16, act="clip"),
+    "depthwise_wide_rows_stride2": dict(ic=16, oc=16, h=6, w=23, s=(2, 2), groups=16),
     "depthwise_dilated": dict(ic=8, oc=8, h=8, w=8, d=(2, 2), pads=(2, 2, 2, 2), groups=8),
     "large_channels": dict(ic=256, oc=64, h=3, w=5),
     "odd_out_blocks": dict(ic=8, oc=24, h=6, w=6),

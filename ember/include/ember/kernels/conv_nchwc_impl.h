@@ -226,6 +226,42 @@ EMBER_DW_TILE(2)
 EMBER_DW_TILE(4)
 EMBER_DW_TILE(8)
 
+/* Depthwise 3-wide kernel rows, unit dilation, stride S, all taps inside: each input vector
+ * of a row is loaded once and used for every tap that reads it (RW*S+2 loads for 3*RW FMAs,
+ * instead of 3*RW loads). */
+#define EMBER_DW3_TILE(RW, S)                                                                  \
+  static inline void EMBER_CAT4(ember_dw3_tile, EMBER_L, RW, S)(                               \
+      const ember_conv_p* p, ptrdiff_t row, int32_t ix0, const float* w, const float* bias,    \
+      size_t o, int32_t ky0, int32_t ky1) {                                                    \
+    EV acc[RW], x[(RW - 1) * S + 3];                                                           \
+    const int32_t L = EMBER_L;                                                                 \
+    const ptrdiff_t dys = (ptrdiff_t)p->dh * p->w * L;                                         \
+    EV bv = EMBER_VLOAD(EMBER_L, bias);                                                        \
+    int32_t j, ky, kx;                                                                         \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) acc[j] = bv;                                        \
+    for (ky = ky0; ky < ky1; ++ky) {                                                           \
+      const float* ip = p->in + (row + ky * dys + (ptrdiff_t)ix0 * L);                         \
+      EV w0 = EMBER_VLOAD(EMBER_L, w + (ptrdiff_t)ky * 3 * L);                                 \
+      EV w1 = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * 3 + 1) * L);                           \
+      EV w2 = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * 3 + 2) * L);                           \
+      EMBER_KUNROLL for (kx = 0; kx < (RW - 1) * S + 3; ++kx)                                  \
+        x[kx] = EMBER_VLOAD(EMBER_L, ip + (ptrdiff_t)kx * L);                                  \
+      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                 \
+        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S], w0);                                    \
+        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S + 1], w1);                                \
+        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S + 2], w2);                                \
+      }                                                                                        \
+    }                                                                                          \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
+      size_t at = o + (size_t)j * L;                                                           \
+      EMBER_FN(ember_conv_store)(p, &acc[j], p->out + at, p->res + at);                        \
+    }                                                                                          \
+  }
+
+EMBER_DW3_TILE(8, 1)
+EMBER_DW3_TILE(4, 1)
+EMBER_DW3_TILE(4, 2)
+
 EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_t cbk,
                                         int32_t oy, int32_t x0, int32_t x1) {
   const int32_t L = EMBER_L;
@@ -239,10 +275,23 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
   int32_t xi0, xi1, ox = x0;
   ember_conv_interior(p, x0, x1, &xi0, &xi1);
   while (ox < x1) {
-    int32_t left = x1 - ox, t = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    /* border columns one at a time, so that the interior starts with full tiles */
+    int32_t left = ox < xi0 ? 1 : ox < xi1 ? xi1 - ox : x1 - ox;
+    int32_t t = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
     int32_t interior = ox >= xi0 && ox + t <= xi1, ix0 = ox * p->sw - p->pl;
     size_t o = orow + (size_t)ox * L;
-    if (t == 8) {
+    if (p->kw == 3 && p->dw == 1 && p->sw <= 2 && interior && t >= 4) {
+      /* the register-reuse tiles (8 or 4 columns at stride 1, 4 at stride 2) */
+      if (p->sw == 1 && t == 8) {
+        EMBER_CAT4(ember_dw3_tile, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1);
+      } else if (p->sw == 1) {
+        EMBER_CAT4(ember_dw3_tile, EMBER_L, 4, 1)(p, row, ix0, w, bias, o, ky0, ky1);
+        t = 4;
+      } else {
+        EMBER_CAT4(ember_dw3_tile, EMBER_L, 4, 2)(p, row, ix0, w, bias, o, ky0, ky1);
+        t = 4;
+      }
+    } else if (t == 8) {
       EMBER_CAT4(ember_dw_tile, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
     } else if (t == 4) {
       EMBER_CAT4(ember_dw_tile, EMBER_L, 4, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
