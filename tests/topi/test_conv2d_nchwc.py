@@ -199,8 +199,9 @@ def conv_cases(draw: st.DrawFn) -> dict:
     d = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
     pads = tuple(draw(st.integers(0, 3)) for _ in range(4))
     s = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
-    h = draw(st.integers(max(1, (kh - 1) * d[0] + 1 - pads[0] - pads[2]), 12))
-    w = draw(st.integers(max(1, (kw - 1) * d[1] + 1 - pads[1] - pads[3]), 12))
+    h_min = max(1, (kh - 1) * d[0] + 1 - pads[0] - pads[2])
+    w_min = max(1, (kw - 1) * d[1] + 1 - pads[1] - pads[3])
+    h, w = draw(st.integers(h_min, h_min + 10)), draw(st.integers(w_min, w_min + 10))
     ow = (w + pads[1] + pads[3] - (kw - 1) * d[1] - 1) // s[1] + 1
     ocb_g = oc // lanes // groups
     tiles = None
