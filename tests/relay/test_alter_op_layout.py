@@ -31,13 +31,12 @@ def _names(mod) -> list[str]:
 
 
 def _plan(mod, params=None, target="llvm -mcpu=haswell"):
-    with ember.transform.PassContext(opt_level=3, disabled_pass=["FuseOps"]):
-        with ember.target.Target(target):
-            if params:
-                from ember.relay.build_module import bind_params_by_name
+    with ember.transform.PassContext(opt_level=3), ember.target.Target(target):
+        if params:
+            from ember.relay.build_module import bind_params_by_name
 
-                mod = ember.IRModule.from_expr(bind_params_by_name(mod["main"], params))
-            return AlterOpLayout()(InferType()(mod))
+            mod = ember.IRModule.from_expr(bind_params_by_name(mod["main"], params))
+        return AlterOpLayout()(InferType()(mod))
 
 
 def _const(shape, seed=0):
