@@ -27,7 +27,8 @@ def test_blocked_pools_match_the_reference(kind, case):
     h, w, k, s, pad, d, ceil, inc, lanes = case
     x = np.random.default_rng(0).standard_normal((2, 2, h, w, lanes)).astype("float32")
     xv = relay.var("x", shape=x.shape)
-    kwargs = {"pool_size": (k, k), "strides": (s, s), "padding": pad, "dilation": (d, d), "ceil_mode": ceil, "layout": f"NCHW{lanes}c"}
+    kwargs = {"pool_size": (k, k), "strides": (s, s), "padding": pad, "dilation": (d, d),
+              "ceil_mode": ceil, "layout": f"NCHW{lanes}c"}
     if kind == "avg":
         y = relay.nn.avg_pool2d(xv, count_include_pad=inc, **kwargs)
     else:
