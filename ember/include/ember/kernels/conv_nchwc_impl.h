@@ -123,51 +123,65 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     }                                                                                          \
   }
 
+/* The register tiles: widths 12/8/4/2/1 of one output block, 6/4/2/1 of two (12/8 too with
+ * AVX-512's 32 registers). Fewer tiles compile faster; the cost model in
+ * ember/topi/nn/conv2d_nchwc.py asks for these widths, and any other width still works
+ * (the widest instantiated one below it is used, then the rest of the row). */
 EMBER_CONV_TILE(1, 1)
 EMBER_CONV_TILE(2, 1)
-EMBER_CONV_TILE(3, 1)
 EMBER_CONV_TILE(4, 1)
-EMBER_CONV_TILE(6, 1)
 EMBER_CONV_TILE(8, 1)
 EMBER_CONV_TILE(12, 1)
 EMBER_CONV_TILE(1, 2)
 EMBER_CONV_TILE(2, 2)
-EMBER_CONV_TILE(3, 2)
 EMBER_CONV_TILE(4, 2)
 EMBER_CONV_TILE(6, 2)
+#if defined(__AVX512F__)
+#define EMBER_WIDE_PAIRS 1
 EMBER_CONV_TILE(8, 2)
 EMBER_CONV_TILE(12, 2)
+#else
+#define EMBER_WIDE_PAIRS 0
+#endif
 
-/* The widest instantiated tile width <= want. */
-static inline int32_t EMBER_FN(ember_tile_width)(int32_t want) {
-  return want >= 12 ? 12 : want >= 8 ? 8 : want >= 6 ? 6 : want >= 4 ? 4 : want >= 3 ? 3
-         : want >= 2 ? 2 : 1;
+/* The widest instantiated tile width <= want for rb output blocks. */
+static inline int32_t EMBER_FN(ember_tile_width)(int32_t want, int32_t rb) {
+  if (rb == 2) {
+    if (EMBER_WIDE_PAIRS && want >= 8) return want >= 12 ? 12 : 8;
+    return want >= 6 ? 6 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
+  }
+  return want >= 12 ? 12 : want >= 8 ? 8 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
 }
 
-/* Run the tile of exactly `rw` columns (an instantiated width). */
+/* Run the tile of exactly `rw` columns (an instantiated width for rb). */
 EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int32_t rb,
                                          ptrdiff_t row, int32_t ix0, const float* w,
                                          const float* bias, size_t o, int32_t ky0, int32_t ky1,
                                          int32_t interior) {
-#define EMBER_TILE_CASE(RW)                                                                  \
-  case RW:                                                                                   \
-    if (rb == 2)                                                                             \
-      EMBER_CAT4(ember_conv_tile, EMBER_L, RW, 2)(p, row, ix0, w, bias, o, ky0, ky1, interior); \
-    else                                                                                     \
-      EMBER_CAT4(ember_conv_tile, EMBER_L, RW, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior); \
-    return;
-  switch (rw) {
-    EMBER_TILE_CASE(12)
-    EMBER_TILE_CASE(8)
-    EMBER_TILE_CASE(6)
-    EMBER_TILE_CASE(4)
-    EMBER_TILE_CASE(3)
-    EMBER_TILE_CASE(2)
-    default:
-      EMBER_TILE_CASE(1)
+#define EMBER_TILE_CALL(RW, RB) \
+  EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(p, row, ix0, w, bias, o, ky0, ky1, interior)
+  if (rb == 2) {
+    switch (rw) {
+#if EMBER_WIDE_PAIRS
+      case 12: EMBER_TILE_CALL(12, 2); return;
+      case 8: EMBER_TILE_CALL(8, 2); return;
+#endif
+      case 6: EMBER_TILE_CALL(6, 2); return;
+      case 4: EMBER_TILE_CALL(4, 2); return;
+      case 2: EMBER_TILE_CALL(2, 2); return;
+      default: EMBER_TILE_CALL(1, 2); return;
+    }
   }
-#undef EMBER_TILE_CASE
+  switch (rw) {
+    case 12: EMBER_TILE_CALL(12, 1); return;
+    case 8: EMBER_TILE_CALL(8, 1); return;
+    case 4: EMBER_TILE_CALL(4, 1); return;
+    case 2: EMBER_TILE_CALL(2, 1); return;
+    default: EMBER_TILE_CALL(1, 1); return;
+  }
+#undef EMBER_TILE_CALL
 }
+#undef EMBER_WIDE_PAIRS
 
 /* Output columns [x0, x1) of row oy for output blocks [ob, ob + rb). */
 EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int32_t ob,
@@ -186,7 +200,7 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
   ember_conv_interior(p, x0, x1, &xi0, &xi1);
   while (ox < x1) {
     int32_t want = x1 - ox < p->rw ? x1 - ox : p->rw;
-    int32_t t = EMBER_FN(ember_tile_width)(want);
+    int32_t t = EMBER_FN(ember_tile_width)(want, p->rb);
     int32_t interior = ox >= xi0 && ox + t <= xi1;
     EMBER_FN(ember_conv_tile)(p, t, p->rb, row, ox * p->sw - p->pl, w, bias,
                               orow + (size_t)ox * L, ky0, ky1, interior);
@@ -311,11 +325,18 @@ EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int
     ember_conv_item(p, item, &b, &og, &oy, &s);
     x0 = s * p->strip;
     x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
-    if (p->depthwise) {
-      EMBER_FN(ember_dw_strip)(p, b, og, oy, x0, x1);
-    } else {
-      EMBER_FN(ember_conv_strip)(p, b, og * p->rb, oy, x0, x1);
-    }
+    EMBER_FN(ember_conv_strip)(p, b, og * p->rb, oy, x0, x1);
+  }
+}
+
+EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  int64_t item;
+  for (item = lo; item < hi; ++item) {
+    int32_t b, og, oy, s, x0, x1;
+    ember_conv_item(p, item, &b, &og, &oy, &s);
+    x0 = s * p->strip;
+    x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
+    EMBER_FN(ember_dw_strip)(p, b, og, oy, x0, x1);
   }
 }
 #undef EV
@@ -323,21 +344,24 @@ EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int
 EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
   ember_conv_portable(p, EMBER_L, lo, hi);
 }
+
+EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  ember_conv_portable(p, EMBER_L, lo, hi);
+}
 #endif /* EMBER_KV */
 
 EMBER_KFN int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
-                                            void* cdata) {
+                                        void* cdata) {
   const ember_conv_p* p = (const ember_conv_p*)cdata;
   int64_t total = ember_conv_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
   EMBER_FN(ember_conv_range)(p, total * task_id / n, total * (task_id + 1) / n);
   return 0;
 }
 
-EMBER_KFN int32_t EMBER_FN(ember_conv_run)(ember_conv_p* p, int32_t threads) {
-  if (threads > 1) {
-    return TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), p, 0);
-  }
-  EMBER_FN(ember_conv_range)(p, 0, ember_conv_items(p));
+EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_conv_p* p = (const ember_conv_p*)cdata;
+  int64_t total = ember_conv_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
+  EMBER_FN(ember_dw_range)(p, total * task_id / n, total * (task_id + 1) / n);
   return 0;
 }
 
@@ -358,7 +382,9 @@ static inline int32_t EMBER_FN(ember_conv2d_nchwc)(
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
   p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
   p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0;
-  return EMBER_FN(ember_conv_run)(&p, threads);
+  if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), &p, 0);
+  EMBER_FN(ember_conv_range)(&p, 0, ember_conv_items(&p));
+  return 0;
 }
 
 /*! \brief Depthwise conv2d in NCHW[L]c: weight [C/L][KH][KW][L], multiplier 1. */
@@ -374,7 +400,9 @@ static inline int32_t EMBER_FN(ember_depthwise_nchwc)(
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
   p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
   p.rb = 1; p.rw = 8; p.strip = strip; p.order = 0; p.depthwise = 1;
-  return EMBER_FN(ember_conv_run)(&p, threads);
+  if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_dw_task), &p, 0);
+  EMBER_FN(ember_dw_range)(&p, 0, ember_conv_items(&p));
+  return 0;
 }
 
 #undef EMBER_FN
