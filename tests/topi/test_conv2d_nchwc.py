@@ -169,7 +169,7 @@ EDGE_CASES = {
 @pytest.mark.parametrize("lanes", [4, 8, 16])
 @pytest.mark.parametrize("case", list(EDGE_CASES))
 def test_edge_cases_native(harness_libs, case, lanes):
-    kwargs = {}
+    kwargs = dict(EDGE_CASES[case])
     if kwargs.get("in_block") is None and kwargs["ic"] // kwargs.get("groups", 1) % lanes:
         kwargs["in_block"] = 1  # channels of a group not a multiple of the lanes: NCHW input
     if kwargs["oc"] % lanes or (kwargs.get("groups", 1) > 1 and kwargs["oc"] // kwargs[
