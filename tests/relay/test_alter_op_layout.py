@@ -184,7 +184,8 @@ def _zoo(name: str, **kwargs):
 
 
 ZOO_DEFAULT = {"dscnn": {}, "resnet8": {},
-               "mobilenet_v2": {"image_shape": (3, 64, 64), "num_classes": 10}}
+               "mobilenet_v2": {"image_shape": (3, 64, 64), "num_classes": 10},
+               "resnet": {"num_layers": 18, "image_shape": (3, 32, 32), "num_classes": 10}}
 ZOO_FULL = {"mobilenet_v2": {}, "resnet": {"num_layers": 18}}
 
 
