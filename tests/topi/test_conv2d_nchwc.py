@@ -247,8 +247,8 @@ def test_avx512_path_compiles(tmp_path):
 
 
 def test_cost_model_fits_the_register_file():
-    for level, regs in (("avx2", 16), ("avx512", 32), ("sse", 16)):
-        lanes = LEVELS[level].lanes("float32")
+    for level, regs in (("avx2", 16), ("avx512", 32), ("sse", 16), ("scalar", 16)):
+        lanes = max(4, LEVELS[level].lanes("float32"))
         geo = K.ConvGeometry(1, 64, 56, 56, 64, 56, 56, 3, 3, (1, 1), (1,) * 4, (1, 1), 1,
                              lanes, lanes)
         t = K.conv_tiles(geo, LEVELS[level])

@@ -90,7 +90,10 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     - Threads only above ``PARALLEL_MACS`` multiply-adds and with at least two work items.
     """
     lanes = geo.lanes
-    per_vec = max(1, -(-lanes * 4 // level.vector_bytes))
+    # A portable (scalar) build still gets 4-lane vectors from the C compiler: size the tile
+    # for 16-byte registers.
+    vector_bytes = 16 if level.name == "scalar" else level.vector_bytes
+    per_vec = max(1, -(-lanes * 4 // vector_bytes))
     ocb_g = geo.oc // lanes // geo.groups
     rb = 2 if ocb_g % 2 == 0 else 1
     budget = vector_registers(level) - rb * per_vec - 2
