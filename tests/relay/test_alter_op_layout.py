@@ -253,3 +253,27 @@ def test_onnx_twins_match_onnxruntime(name):
                                          ("resnet", {"num_layers": 18, "batch_size": 1})])
 def test_full_size_onnx_twins_match_onnxruntime(name, kwargs):
     _onnx_check(name, **kwargs)
+
+
+def _hardswish_block(x, w, divide=True):
+    y = relay.add(relay.nn.conv2d(x, w, padding=(1, 1)), _const((8, 1, 1), 3))
+    gate = relay.clip(relay.add(y, relay.const(3.0)), 0.0, 6.0)
+    prod = relay.multiply(y, gate)
+    return relay.divide(prod, relay.const(6.0)) if divide else relay.multiply(
+        prod, relay.const(1 / 6, "float32"))
+
+
+@pytest.mark.parametrize("divide", [True, False])
+def test_hardswish_is_recognised_as_the_epilogue(divide):
+    x = relay.var("x", shape=(1, 8, 5, 5))
+    mod = ember.IRModule.from_expr(relay.Function([x], _hardswish_block(x, _const((8, 8, 3, 3)),
+                                                                         divide)))
+    planned = _plan(mod)
+    names = _names(planned)
+    assert names.count("nn.contrib_conv2d_NCHWc_fused") == 1 and "clip" not in names
+    fused = next(c for c in _ops(planned) if c.op.name.startswith("nn.contrib_conv2d"))
+    assert fused.attrs.activation == "hardswish"
+    if find_c_compiler() is not None:
+        xv = np.random.default_rng(3).uniform(-4, 4, (1, 8, 5, 5)).astype("float32")
+        np.testing.assert_allclose(_outputs(mod, {}, xv), _outputs(mod, {}, xv, disabled=OFF),
+                                   rtol=1e-4, atol=1e-5)

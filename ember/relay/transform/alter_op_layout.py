@@ -10,7 +10,8 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   time), the bias is a constant vector;
 - the epilogue absorbs what follows the conv while each intermediate has no other user:
   per-channel constant adds (bias, ``nn.bias_add``), one residual ``add`` of another tensor of
-  the same shape, and one ``nn.relu`` / ``clip`` (before or after the residual add);
+  the same shape, and one ``nn.relu`` / ``clip`` (before or after the residual add), or a
+  hardswish ``x * clip(x + 3, 0, 6) / 6`` (``* (1/6)`` too) of the conv's result;
 - blocked values flow through elementwise ops (both operands blocked, or a scalar or
   per-channel constant, which is re-blocked at build time) and pools (their ``layout`` becomes
   NCHW[L]c) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
@@ -110,6 +111,7 @@ class _Value:
     expr: RelayExpr | None = None
     blocked: bool = False
     plan: _Plan | None = None
+    lazy: bool = False  # inside a recognised pattern: rewritten only if something else asks
 
 
 class _Planner:
@@ -120,10 +122,18 @@ class _Planner:
         self.plain_cache: dict[int, RelayExpr] = {}
         self.blocked_cache: dict[int, RelayExpr] = {}
         self.layout = f"NCHW{lanes}c"
+        self.deferred: set[int] = set()  # inner nodes of hardswish patterns
+        self.hardswish: dict[int, RelayExpr] = {}  # outer node -> its input x
 
     # -- values -----------------------------------------------------------------------------
-    def _materialise(self, node: RelayExpr) -> _Value:
+    def _value(self, node: RelayExpr) -> _Value:
         v = self.vals[id(node)]
+        if v.lazy:
+            self.vals[id(node)] = v = self._call(node)  # type: ignore[arg-type]
+        return v
+
+    def _materialise(self, node: RelayExpr) -> _Value:
+        v = self._value(node)
         if v.plan is not None:
             v.expr, v.blocked, v.plan = self._emit(v.plan), True, None
         return v
@@ -147,7 +157,7 @@ class _Planner:
         return self.blocked_cache[id(node)]
 
     def _is_blocked(self, node: RelayExpr) -> bool:
-        v = self.vals[id(node)]
+        v = self._value(node)
         return v.blocked or v.plan is not None
 
     def _emit(self, p: _Plan) -> RelayExpr:
@@ -166,6 +176,9 @@ class _Planner:
 
     # -- rules --------------------------------------------------------------------------------
     def visit(self, node: RelayExpr) -> None:
+        if id(node) in self.deferred:
+            self.vals[id(node)] = _Value(lazy=True)
+            return
         if isinstance(node, Call) and isinstance(node.op, Op):
             value = self._call(node)
         elif isinstance(node, Tuple):
@@ -177,7 +190,7 @@ class _Planner:
         self.vals[id(node)] = value
 
     def _single(self, node: RelayExpr) -> _Plan | None:
-        v = self.vals[id(node)]
+        v = self._value(node)
         return v.plan if v.plan is not None and self.users.get(id(node), 0) == 1 else None
 
     def _call(self, call: Call) -> _Value:
@@ -217,6 +230,11 @@ class _Planner:
 
     def _absorb(self, call: Call, name: str) -> _Plan | None:
         args = call.args
+        x = self.hardswish.get(id(call))
+        if x is not None:
+            v = self._value(x)
+            if v.plan is not None and v.plan.act == "none" and v.plan.residual is None:
+                return replace(v.plan, act="hardswish")
         if name in ACTS and (p := self._single(args[0])) is not None and p.act == "none":
             if name == "nn.relu":
                 return replace(p, act="relu")
@@ -280,6 +298,41 @@ class _Planner:
         return Call(call.op, args, call.attrs, span=call.span)  # type: ignore[arg-type]
 
 
+def _scalar(e: RelayExpr, value: float) -> bool:
+    if not isinstance(e, Constant) or e.data.numpy().size != 1:
+        return False
+    return abs(float(e.data.numpy().reshape(-1)[0]) - value) < 1e-6
+
+
+def _hardswish_input(outer: RelayExpr) -> tuple[RelayExpr, list[RelayExpr]] | None:
+    """``x`` and the inner nodes if ``outer`` is x * clip(x + 3, 0, 6) / 6 (or * 1/6)."""
+    scaled = (_is(outer, "divide") and _scalar(outer.args[1], 6.0)) or (
+        _is(outer, "multiply") and _scalar(outer.args[1], 1 / 6))
+    m = outer.args[0] if scaled else None
+    if not _is(m, "multiply"):
+        return None
+    for x, cl in (m.args, m.args[::-1]):
+        if not (_is(cl, "clip") and float(cl.attrs.a_min) == 0.0 and
+                float(cl.attrs.a_max) == 6.0 and _is(cl.args[0], "add")):
+            continue
+        a = cl.args[0]
+        if (a.args[0] is x and _scalar(a.args[1], 3.0)) or (
+                a.args[1] is x and _scalar(a.args[0], 3.0)):
+            return x, [m, cl, a]
+    return None
+
+
+def _find_hardswish(planner: _Planner, nodes: list[RelayExpr]) -> None:
+    for node in nodes:
+        found = _hardswish_input(node)
+        if found is None or not _is(found[0], "nn.conv2d", "add", "nn.bias_add"):
+            continue
+        x, inner = found
+        if planner.users.get(id(x)) == 2 and all(planner.users.get(id(n)) == 1 for n in inner):
+            planner.hardswish[id(node)] = x
+            planner.deferred.update(id(n) for n in inner)
+
+
 def _dataflow(body: RelayExpr) -> list[RelayExpr] | None:
     """The nodes of ``body`` in post order, or None if it is not a static dataflow graph."""
     nodes = []
@@ -302,6 +355,7 @@ def plan_function(func: Function, lanes: int) -> Function:
         for c in children(node):
             planner.users[id(c)] = planner.users.get(id(c), 0) + 1
     planner.users[id(func.body)] = planner.users.get(id(func.body), 0) + 1
+    _find_hardswish(planner, nodes)
     for node in nodes:
         planner.visit(node)
     body = planner.plain(func.body)
