@@ -271,3 +271,11 @@ def test_wrappers_refuse_bad_lanes_and_activations():
         K.conv2d_nchwc(x, x, x, None, geo8, LEVELS["avx2"], act="gelu")
     with pytest.raises(OpError, match="does not split"):
         K.pack_weight(np.zeros((6, 8, 1, 1), "float32"), 8, 8)
+
+
+def test_unit_convs_run_as_one_long_row():
+    geo = K.ConvGeometry(1, 64, 7, 5, 64, 7, 5, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
+    flat = K.flattened(geo)
+    assert (flat.h, flat.w, flat.oh, flat.ow) == (1, 35, 1, 35) and flat.macs == geo.macs
+    strided = K.ConvGeometry(1, 64, 8, 8, 64, 4, 4, 1, 1, (2, 2), (0,) * 4, (1, 1), 1, 8, 8)
+    assert K.flattened(strided) is strided

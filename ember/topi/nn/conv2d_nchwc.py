@@ -13,7 +13,7 @@ cost model that picks the register tile, the work split and whether to use threa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -111,6 +111,15 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     return ConvTiles(rb, rw, strip, order, threads)
 
 
+def flattened(geo: ConvGeometry) -> ConvGeometry:
+    """A 1x1, stride-1, unpadded conv as one image row of H*W pixels (the same memory in
+    NCHW[L]c): register tiles then run along whole planes instead of short rows (7x7, 14x14
+    feature maps would otherwise leave most tiles partly empty)."""
+    if geo.kh == geo.kw == 1 and geo.strides == (1, 1) and not any(geo.padding):
+        return replace(geo, h=1, w=geo.h * geo.w, oh=1, ow=geo.oh * geo.ow, dilation=(1, 1))
+    return geo
+
+
 def _check_lanes(lanes: int, where: str) -> None:
     if lanes not in LANES:
         raise OpError(f"{where}: the blocked kernels have {LANES} lanes, not {lanes}")
@@ -132,10 +141,11 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
     lanes = geo.lanes
     _check_lanes(lanes, "conv2d_nchwc")
     flags = (RESIDUAL | (ACT_AFTER_ADD if act_after_add else 0)) if residual is not None else 0
-    tiles = conv_tiles(geo, level)
-    ints = [geo.n, geo.ic // geo.in_block, geo.in_block, geo.h, geo.w, geo.oc // lanes,
-            geo.groups, geo.oh, geo.ow, geo.kh, geo.kw, *geo.strides, *geo.dilation,
-            geo.padding[0], geo.padding[1]]
+    run = flattened(geo)
+    tiles = conv_tiles(run, level)
+    ints = [run.n, run.ic // run.in_block, run.in_block, run.h, run.w, run.oc // lanes,
+            run.groups, run.oh, run.ow, run.kh, run.kw, *run.strides, *run.dilation,
+            run.padding[0], run.padding[1]]
     tail = _epilogue(act, clip, flags) + [tiles.rb, tiles.rw, tiles.strip, tiles.order,
                                           tiles.threads]
     inputs = [data, weight, bias] + ([residual] if residual is not None else [])
