@@ -79,9 +79,9 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
 
     - Register tile: ``rb * rw`` accumulators (each ``ceil(L*4 / vector_bytes)`` registers)
       plus ``rb`` weight vectors and one broadcast must fit the register file; two output
-      blocks per tile halve the broadcasts per FMA, so rb = 2 when a group has an even number
-      of output blocks. rw is the widest instantiated width that fits and does not exceed the
-      output row.
+      blocks per tile halve the broadcasts per FMA, so rb = 2 whenever a group has two or
+      more output blocks (an odd count ends with a one-block tile). rw is the widest
+      instantiated width that fits and does not exceed the output row.
     - Loop order: output blocks innermost when all the weights fit in half the L2 (each input
       strip is then read once from memory), else blocks outermost (each block's weights stay
       in cache while the rows stream by).
@@ -95,7 +95,7 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     vector_bytes = 16 if level.name == "scalar" else level.vector_bytes
     per_vec = max(1, -(-lanes * 4 // vector_bytes))
     ocb_g = geo.oc // lanes // geo.groups
-    rb = 2 if ocb_g % 2 == 0 else 1
+    rb = 2 if ocb_g >= 2 else 1
     budget = vector_registers(level) - rb * per_vec - 2
     fitting = [w for w in TILE_WIDTHS if w * rb * per_vec <= budget and w <= max(geo.ow, 1)]
     rw = fitting[0] if fitting else 1
@@ -106,7 +106,7 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
         col_bytes = max(1, geo.ic // geo.groups * 4 * geo.strides[1])
         strip = max(rw, (L2_BYTES // 4 // col_bytes) // rw * rw)
         strip = min(strip, geo.ow)
-    items = geo.n * max(1, geo.oc // lanes // rb) * geo.oh * -(-geo.ow // strip)
+    items = geo.n * geo.groups * -(-ocb_g // rb) * geo.oh * -(-geo.ow // strip)
     threads = 1 if geo.macs >= PARALLEL_MACS and items >= 2 else 0
     return ConvTiles(rb, rw, strip, order, threads)
 

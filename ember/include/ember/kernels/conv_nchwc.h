@@ -39,16 +39,30 @@ typedef struct {
   int32_t act, flags;
   float lo, hi;
   int32_t rb, rw, strip, order;      /* tile and loop order (cost model) */
+  int32_t groups;
   int32_t depthwise;
 } ember_conv_p;
 
 /* What a column tap in the padding reads (at least as many floats as any block). */
 static const float ember_conv_zeros[16] = {0.0f};
 
+/* Block groups of one conv group: pairs (rb = 2) and, for an odd count, a last single. */
+static inline int32_t ember_conv_block_groups(const ember_conv_p* p) {
+  return p->depthwise ? p->ocb : p->groups * ((p->ocb_g + p->rb - 1) / p->rb);
+}
+
+/* The first output block of block group og, and how many blocks it has. */
+static inline int32_t ember_conv_blocks(const ember_conv_p* p, int32_t og, int32_t* nb) {
+  int32_t per = (p->ocb_g + p->rb - 1) / p->rb, g = og / per, k = og % per;
+  int32_t first = k * p->rb;
+  *nb = p->ocb_g - first < p->rb ? p->ocb_g - first : p->rb;
+  return g * p->ocb_g + first;
+}
+
 /* Work items: (batch, output block group, row, strip); order 1 puts the block group inside. */
 static inline void ember_conv_item(const ember_conv_p* p, int64_t item, int32_t* b, int32_t* og,
                                    int32_t* oy, int32_t* s) {
-  int32_t groups = p->depthwise ? p->ocb : p->ocb / p->rb;
+  int32_t groups = ember_conv_block_groups(p);
   int32_t strips = (p->ow + p->strip - 1) / p->strip;
   if (p->order) {
     *og = (int32_t)(item % groups);
@@ -68,7 +82,7 @@ static inline void ember_conv_item(const ember_conv_p* p, int64_t item, int32_t*
 }
 
 static inline int64_t ember_conv_items(const ember_conv_p* p) {
-  int32_t groups = p->depthwise ? p->ocb : p->ocb / p->rb;
+  int32_t groups = ember_conv_block_groups(p);
   int32_t strips = (p->ow + p->strip - 1) / p->strip;
   return (int64_t)p->n * groups * p->oh * strips;
 }
@@ -106,8 +120,13 @@ static inline void ember_conv_portable(const ember_conv_p* p, int32_t lanes, int
   for (item = lo; item < hi; ++item) {
     int32_t b, og, oy, s, ob, ob1, ox, l, ic, ky, kx;
     ember_conv_item(p, item, &b, &og, &oy, &s);
-    ob = p->depthwise ? og : og * p->rb;
-    ob1 = p->depthwise ? og + 1 : ob + p->rb;
+    if (p->depthwise) {
+      ob = og;
+      ob1 = og + 1;
+    } else {
+      ob = ember_conv_blocks(p, og, &ob1);
+      ob1 += ob;
+    }
     for (; ob < ob1; ++ob) {
       int32_t g = p->depthwise ? 0 : ob / p->ocb_g;
       int32_t x1 = (s + 1) * p->strip < p->ow ? (s + 1) * p->strip : p->ow;

@@ -185,7 +185,7 @@ EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int3
 
 /* Output columns [x0, x1) of row oy for output blocks [ob, ob + rb). */
 EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int32_t ob,
-                                          int32_t oy, int32_t x0, int32_t x1) {
+                                          int32_t rb, int32_t oy, int32_t x0, int32_t x1) {
   const int32_t L = EMBER_L, cb = p->cb;
   const int32_t g = ob / p->ocb_g;
   const int32_t iy0 = oy * p->sh - p->pt;
@@ -200,9 +200,9 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
   ember_conv_interior(p, x0, x1, &xi0, &xi1);
   while (ox < x1) {
     int32_t want = x1 - ox < p->rw ? x1 - ox : p->rw;
-    int32_t t = EMBER_FN(ember_tile_width)(want, p->rb);
+    int32_t t = EMBER_FN(ember_tile_width)(want, rb);
     int32_t interior = ox >= xi0 && ox + t <= xi1;
-    EMBER_FN(ember_conv_tile)(p, t, p->rb, row, ox * p->sw - p->pl, w, bias,
+    EMBER_FN(ember_conv_tile)(p, t, rb, row, ox * p->sw - p->pl, w, bias,
                               orow + (size_t)ox * L, ky0, ky1, interior);
     ox += t;
   }
@@ -325,7 +325,8 @@ EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int
     ember_conv_item(p, item, &b, &og, &oy, &s);
     x0 = s * p->strip;
     x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
-    EMBER_FN(ember_conv_strip)(p, b, og * p->rb, oy, x0, x1);
+    int32_t nb, ob = ember_conv_blocks(p, og, &nb);
+    EMBER_FN(ember_conv_strip)(p, b, ob, nb, oy, x0, x1);
   }
 }
 
@@ -367,7 +368,8 @@ EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, vo
 
 /*!
  * \brief conv2d in NCHW[L]c (see conv_nchwc.h for the layouts). `res` is read only when
- *        `flags` has EMBER_EPI_RESIDUAL. rb must divide the output blocks of a group.
+ *        `flags` has EMBER_EPI_RESIDUAL. rb (1 or 2) output blocks per tile; an odd count
+ *        of blocks in a group ends with a one-block tile.
  */
 static inline int32_t EMBER_FN(ember_conv2d_nchwc)(
     const float* in, const float* w, const float* bias, const float* res, float* out,
@@ -381,7 +383,7 @@ static inline int32_t EMBER_FN(ember_conv2d_nchwc)(
   p.ocb = ocb; p.ocb_g = ocb / groups; p.oh = oh; p.ow = ow;
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
   p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
-  p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0;
+  p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0; p.groups = groups;
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), &p, 0);
   EMBER_FN(ember_conv_range)(&p, 0, ember_conv_items(&p));
   return 0;
@@ -399,7 +401,7 @@ static inline int32_t EMBER_FN(ember_depthwise_nchwc)(
   p.ocb = cblocks; p.ocb_g = 1; p.oh = oh; p.ow = ow;
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
   p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
-  p.rb = 1; p.rw = 8; p.strip = strip; p.order = 0; p.depthwise = 1;
+  p.rb = 1; p.rw = 8; p.strip = strip; p.order = 0; p.depthwise = 1; p.groups = cblocks;
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_dw_task), &p, 0);
   EMBER_FN(ember_dw_range)(&p, 0, ember_conv_items(&p));
   return 0;
