@@ -79,7 +79,8 @@ def ember_kind(func_name: str, ins: Sequence[Sequence[int]], consts: Sequence[bo
     ops = func_name.split("fused_", 1)[-1]
     if ops.startswith("nn_conv2d_transpose"):
         return "conv2d_transpose"
-    operands = conv_operands(ins, consts) if ops.startswith("nn_conv2d") else None
+    operands = conv_operands(ins, consts) if ops.startswith(
+        ("nn_conv2d", "nn_contrib_conv2d")) else None
     if operands is not None:
         return conv_kind(operands[1], _channels(operands[0]))
     if "contrib_gemm" in ops:  # FuseGemmEpilogue's kernels: a constant weight makes it dense

@@ -32,17 +32,18 @@ CSRC = Path(tvm.__file__).parent / "runtime" / "csrc"
 INCLUDE = Path(tvm.__file__).parent / "include"
 
 
-def _cnn_bn() -> tuple[tvm.IRModule, dict[str, Any]]:
-    """conv2d -> batch_norm -> relu -> max_pool -> conv2d -> avg_pool -> flatten -> dense."""
+def _cnn_bn(c: int = 4) -> tuple[tvm.IRModule, dict[str, Any]]:
+    """conv2d -> batch_norm -> relu -> max_pool -> conv2d -> avg_pool -> flatten -> dense,
+    ``c`` channels (4: plain kernels on AVX2 builds; 8: the blocked NCHWc kernels)."""
     rng = np.random.default_rng(5)
     x = relay.var("image", shape=(1, 3, 10, 10))
-    names = {"w1": (4, 3, 3, 3), "gamma": (4,), "beta": (4,), "mean": (4,), "var": (4,),
-             "w2": (4, 4, 3, 3), "fc": (5, 16)}
+    names = {"w1": (c, 3, 3, 3), "gamma": (c,), "beta": (c,), "mean": (c,), "var": (c,),
+             "w2": (c, c, 3, 3), "fc": (5, 4 * c)}
     p = {n: relay.var(n, shape=s) for n, s in names.items()}
-    y = relay.nn.conv2d(x, p["w1"], padding=(1, 1), channels=4, kernel_size=(3, 3))
+    y = relay.nn.conv2d(x, p["w1"], padding=(1, 1), channels=c, kernel_size=(3, 3))
     y = relay.nn.batch_norm(y, p["gamma"], p["beta"], p["mean"], p["var"])[0]
     y = relay.nn.max_pool2d(relay.nn.relu(y), pool_size=(2, 2), strides=(2, 2))
-    y = relay.nn.conv2d(y, p["w2"], padding=(1, 1), channels=4, kernel_size=(3, 3))
+    y = relay.nn.conv2d(y, p["w2"], padding=(1, 1), channels=c, kernel_size=(3, 3))
     y = relay.nn.avg_pool2d(y, pool_size=(3, 3), strides=(2, 2))
     y = relay.nn.dense(relay.nn.batch_flatten(y), p["fc"], units=5)
     params = {n: rng.standard_normal(s).astype("float32") for n, s in names.items()}
@@ -70,6 +71,8 @@ def exported(name: str, tmp: Path) -> Path:
         factory = build_graph(*mlp_model(), name="mlp")
     elif name == "cnn_bn":
         factory = build_graph(*_cnn_bn(), name="cnn", target="llvm")
+    elif name == "cnn_nchwc":  # target c: portable build, NCHW4c conv kernels (header)
+        factory = build_graph(*_cnn_bn(8), name="cnnc", target="c")
     elif name == "reductions":
         factory = build_graph(*_reductions(), name="red")
     else:
@@ -95,7 +98,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("cc", COMPILERS)
 @pytest.mark.parametrize("flags", FLAG_SETS)
-@pytest.mark.parametrize("model", ["mlp", "cnn_bn", "reductions", "aot_c"])
+@pytest.mark.parametrize("model", ["mlp", "cnn_bn", "cnn_nchwc", "reductions", "aot_c"])
 def test_model_library_format_c_builds_warning_free(scratch, model, flags, cc):
     root = exported(model, scratch)
     files = sorted(root.glob("codegen/host/src/*.c"))
@@ -113,6 +116,15 @@ def test_model_library_format_c_builds_warning_free(scratch, model, flags, cc):
 def test_hosted_backend_builds_warning_free(tmp_path, flags, cc):
     _compile_all(cc, ["-fPIC", *FLAG_SETS[flags]], sorted(CSRC.glob("*.c")), [INCLUDE],
                  tmp_path)
+
+
+def test_blocked_conv_kernels_ship_with_the_export(scratch):
+    """The NCHWc conv kernels are called from the generated C and their headers are in the
+    export (the compile test above builds them with the strict flags)."""
+    root = exported("cnn_nchwc", scratch)
+    text = "\n".join(p.read_text() for p in root.glob("codegen/host/src/*.c"))
+    assert "ember_conv2d_nchwc_x4(" in text
+    assert list(root.rglob("ember/kernels/conv_nchwc_impl.h"))
 
 
 def test_openmp_hints_are_guarded(scratch):

@@ -22,6 +22,7 @@ from ...runtime.ndarray import NDArray
 from ...runtime.ndarray import array as nd_array
 from ...target import Target
 from ..transform import (
+    AlterOpLayout,
     CanonicalizeOps,
     EliminateCommonSubexpr,
     FoldConstant,
@@ -42,9 +43,12 @@ _LISTENERS: list[StageListener] = []
 def optimize_passes() -> list[Pass]:
     """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
     reaches its own (SimplifyInference 0, FoldConstant and FuseGemmEpilogue 2, the others 3).
-    FuseGemmEpilogue packs constant weights; the FoldConstant after it folds the packing."""
+    FuseGemmEpilogue packs constant weights; the FoldConstant after it folds the packing.
+    AlterOpLayout plans blocked conv layouts for the current target
+    (``relay/transform/alter_op_layout.py``)."""
     return [SimplifyInference(), EliminateCommonSubexpr(), FoldConstant(), FoldScaleAxis(),
-            SimplifyExpr(), CanonicalizeOps(), FuseGemmEpilogue(), FoldConstant()]
+            SimplifyExpr(), CanonicalizeOps(), FuseGemmEpilogue(), FoldConstant(),
+            AlterOpLayout()]
 
 
 @contextmanager

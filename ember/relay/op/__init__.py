@@ -26,6 +26,7 @@ __all__ += creation.__all__ + reduce.__all__ + tensor.__all__ + transform.__all_
 
 # the nn family's compute rules (after the nn ops: they register into them)
 from ._compute import conv as _conv_rules  # noqa: E402,F401
+from ._compute import conv_nchwc as _conv_nchwc_rules  # noqa: E402,F401
 from ._compute import gemm as _gemm_rules  # noqa: E402,F401
 from ._compute import nn as _nn_rules  # noqa: E402,F401
 from ._compute import pooling as _pooling_rules  # noqa: E402,F401

@@ -32,12 +32,13 @@ _LAZY: dict[str, str] = {
     "SimplifyExpr": "simplify_expr", "CanonicalizeOps": "canonicalize_ops",
     "FuseGemmEpilogue": "fuse_gemm_epilogue",
     "BindParams": "bind_params",
+    "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
                 "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
                 "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps",
-                "FuseGemmEpilogue")
+                "FuseGemmEpilogue", "AlterOpLayout")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

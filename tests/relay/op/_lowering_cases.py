@@ -41,6 +41,17 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
     return {
         "nn.conv2d": Case("nn.conv2d", [x4, rand(rng, (5, 3, 3, 3))],
                           {"padding": (1, 1), "strides": (2, 1)}, SUMS),
+        "nn.contrib_conv2d_NCHWc_fused": Case(
+            "nn.contrib_conv2d_NCHWc_fused",
+            [rand(rng, (1, 2, 5, 6, 4)), rand(rng, (2, 2, 3, 3, 4, 4)), rand(rng, (8,))],
+            {"lanes": 4, "in_block": 4, "padding": (1, 1), "strides": (2, 1),
+             "activation": "relu"}, SUMS),
+        "nn.contrib_conv2d_NCHWc_fused_add": Case(
+            "nn.contrib_conv2d_NCHWc_fused_add",
+            [rand(rng, (1, 3, 5, 5)), rand(rng, (2, 3, 1, 1, 1, 4)), rand(rng, (8,)),
+             rand(rng, (1, 2, 5, 5, 4))],
+            {"lanes": 4, "in_block": 1, "activation": "clip", "clip_min": -1.0, "clip_max": 2.0,
+             "act_after_add": False}, SUMS),
         "nn.conv2d_transpose": Case("nn.conv2d_transpose", [x4, rand(rng, (3, 2, 3, 3))],
                                     {"strides": (2, 2), "padding": (1, 1)}, SUMS),
         "nn.dense": Case("nn.dense", [rand(rng, (3, 9)), rand(rng, (5, 9))], {}, SUMS),

@@ -17,6 +17,7 @@ from ....ir.types import Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
+from ....topi.nn.pool_nchwc import pool2d_nchwc
 from .._layout import Layout
 from ._common import out_dims, register_compute, require
 
@@ -59,6 +60,9 @@ def _pool(kind: str) -> Callable[..., list[te.Tensor]]:
         dims[ha] = _out_size(h, kh, sh, dh, pt + pb, attrs.ceil_mode)
         dims[wa] = _out_size(w, kw, sw, dw, pl + pr, attrs.ceil_mode)
         shape = out_dims(out_type, dims)  # type: ignore[arg-type]
+        blocked = pool2d_nchwc(x, kind, shape, attrs)  # NCHW[L]c: ember's C kernel
+        if blocked is not None:
+            return [blocked]
         ry, rx = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
         red = te.max if kind == "max" else te.sum
 

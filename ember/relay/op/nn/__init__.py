@@ -1,7 +1,7 @@
 """The ``relay.nn`` namespace: convolution, pooling, dense layers, activations, normalisation."""
 from __future__ import annotations
 
-from . import conv, gemm, nn, norm, pooling, rearrange  # noqa: F401  (gemm registers nn.contrib_gemm*)
+from . import conv, conv_nchwc, gemm, nn, norm, pooling, rearrange  # noqa: F401  (gemm, conv_nchwc register their ops)
 from .conv import *
 from .nn import *
 from .norm import *

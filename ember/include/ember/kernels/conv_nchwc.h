@@ -1,0 +1,185 @@
+/*!
+ * \file ember/kernels/conv_nchwc.h
+ * \brief conv2d (dense, grouped, depthwise) in the blocked layout NCHW[L]c, with the epilogue
+ *        (bias, residual add, ReLU/clip/hardswish) applied while the tile is in registers.
+ *
+ * Layouts (L = lanes: 4, 8 or 16 floats; CB = L, or 1 for a plain NCHW input):
+ *   input  [N][IC/CB][H][W][CB]          weight [OC/L][ICg/CB][KH][KW][CB][L]
+ *   output [N][OC/L][OH][OW][L]          bias   [OC]      residual: as the output
+ * ICg is the input channels of one group. Depthwise (groups == IC == OC, CB == L) takes the
+ * weight [C/L][KH][KW][L].
+ *
+ * The dense kernel computes RW output columns x RB output-channel blocks per register tile;
+ * RW, RB, the strip width (output columns per work item), the loop order and whether to
+ * launch threads come from the cost model in ember/topi/nn/conv2d_nchwc.py. Padding is handled
+ * here: each output row uses only the kernel rows inside the image, and the columns whose
+ * window crosses the left or right edge are computed one at a time with their valid taps.
+ * Work items (strips of one output row) are split over TVMBackendParallelLaunch's tasks.
+ *
+ * Entry points (one per lane count, e.g. ember_conv2d_nchwc_x8) return 0; a lane count the
+ * header does not provide fails to compile. Without GCC/Clang vector extensions (or with
+ * -DEMBER_KERNELS_PORTABLE) the same entry points run a plain C99 loop nest.
+ */
+#ifndef EMBER_KERNELS_CONV_NCHWC_H_
+#define EMBER_KERNELS_CONV_NCHWC_H_
+
+#include "ember/c_backend_api.h"
+#include "ember/kernels/conv_simd.h"
+
+/*! \brief Everything a conv kernel call needs (sizes in elements). */
+typedef struct {
+  const float* in;
+  const float* wt;
+  const float* bias;
+  const float* res;
+  float* out;
+  int32_t n, icb, icb_g, cb, h, w;   /* input blocks (all, per group), block size, image */
+  int32_t ocb, ocb_g, oh, ow;        /* output blocks (all, per group), output image */
+  int32_t kh, kw, sh, sw, dh, dw, pt, pl;
+  int32_t act, flags;
+  float lo, hi;
+  int32_t rb, rw, strip, order;      /* tile and loop order (cost model) */
+  int32_t groups;
+  int32_t depthwise;
+} ember_conv_p;
+
+/* What a column tap in the padding reads (at least as many floats as any block). */
+static const float ember_conv_zeros[16] = {0.0f};
+
+/* Block groups of one conv group: pairs (rb = 2) and, for an odd count, a last single. */
+static inline int32_t ember_conv_block_groups(const ember_conv_p* p) {
+  return p->depthwise ? p->ocb : p->groups * ((p->ocb_g + p->rb - 1) / p->rb);
+}
+
+/* The first output block of block group og, and how many blocks it has. */
+static inline int32_t ember_conv_blocks(const ember_conv_p* p, int32_t og, int32_t* nb) {
+  int32_t per = (p->ocb_g + p->rb - 1) / p->rb, g = og / per, k = og % per;
+  int32_t first = k * p->rb;
+  *nb = p->ocb_g - first < p->rb ? p->ocb_g - first : p->rb;
+  return g * p->ocb_g + first;
+}
+
+/* Work items: (batch, output block group, row, strip); order 1 puts the block group inside. */
+static inline void ember_conv_item(const ember_conv_p* p, int64_t item, int32_t* b, int32_t* og,
+                                   int32_t* oy, int32_t* s) {
+  int32_t groups = ember_conv_block_groups(p);
+  int32_t strips = (p->ow + p->strip - 1) / p->strip;
+  if (p->order) {
+    *og = (int32_t)(item % groups);
+    item /= groups;
+    *s = (int32_t)(item % strips);
+    item /= strips;
+    *oy = (int32_t)(item % p->oh);
+    *b = (int32_t)(item / p->oh);
+  } else {
+    *s = (int32_t)(item % strips);
+    item /= strips;
+    *oy = (int32_t)(item % p->oh);
+    item /= p->oh;
+    *og = (int32_t)(item % groups);
+    *b = (int32_t)(item / groups);
+  }
+}
+
+static inline int64_t ember_conv_items(const ember_conv_p* p) {
+  int32_t groups = ember_conv_block_groups(p);
+  int32_t strips = (p->ow + p->strip - 1) / p->strip;
+  return (int64_t)p->n * groups * p->oh * strips;
+}
+
+/* The output columns [xi0, xi1) whose taps all fall inside the image, within [x0, x1). */
+static inline void ember_conv_interior(const ember_conv_p* p, int32_t x0, int32_t x1,
+                                       int32_t* xi0, int32_t* xi1) {
+  const int32_t span = (p->kw - 1) * p->dw;
+  int32_t a = (p->pl + p->sw - 1) / p->sw;
+  int32_t b = p->w - 1 + p->pl - span >= 0 ? (p->w - 1 + p->pl - span) / p->sw + 1 : 0;
+  a = a < x0 ? x0 : (a > x1 ? x1 : a);
+  b = b > x1 ? x1 : (b < a ? a : b);
+  *xi0 = a;
+  *xi1 = b;
+}
+
+/* The input pointer of each of the RW columns of a tile for one kernel tap: columns whose
+ * tap falls in the padding read zeros instead (padding handled here, no padded copy). */
+#define EMBER_TILE_COLUMNS(RW, col, rowk, ixk, stride, cb, interior)                           \
+  if (interior) {                                                                              \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
+      col[j] = p->in + ((rowk) + (ptrdiff_t)((ixk) + j * (stride)) * (cb));                    \
+  } else {                                                                                     \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                    \
+      int32_t ix_ = (ixk) + j * (stride);                                                      \
+      col[j] = ix_ >= 0 && ix_ < p->w ? p->in + ((rowk) + (ptrdiff_t)ix_ * (cb))               \
+                                      : ember_conv_zeros;                                      \
+    }                                                                                          \
+  }
+
+/* Plain C99 reference of the whole call, any lane count: the portable path. */
+static inline void ember_conv_portable(const ember_conv_p* p, int32_t lanes, int64_t lo,
+                                       int64_t hi) {
+  int64_t item;
+  for (item = lo; item < hi; ++item) {
+    int32_t b, og, oy, s, ob, ob1, ox, l, ic, ky, kx;
+    ember_conv_item(p, item, &b, &og, &oy, &s);
+    if (p->depthwise) {
+      ob = og;
+      ob1 = og + 1;
+    } else {
+      ob = ember_conv_blocks(p, og, &ob1);
+      ob1 += ob;
+    }
+    for (; ob < ob1; ++ob) {
+      int32_t g = p->depthwise ? 0 : ob / p->ocb_g;
+      int32_t x1 = (s + 1) * p->strip < p->ow ? (s + 1) * p->strip : p->ow;
+      for (ox = s * p->strip; ox < x1; ++ox) {
+        size_t o = ((((size_t)b * p->ocb + ob) * p->oh + oy) * p->ow + ox) * lanes;
+        for (l = 0; l < lanes; ++l) {
+          float acc = p->bias[ob * lanes + l], v;
+          int32_t nic = p->depthwise ? 1 : p->icb_g * p->cb;
+          for (ic = 0; ic < nic; ++ic) {
+            for (ky = 0; ky < p->kh; ++ky) {
+              int32_t iy = oy * p->sh - p->pt + ky * p->dh;
+              if (iy < 0 || iy >= p->h) continue;
+              for (kx = 0; kx < p->kw; ++kx) {
+                int32_t ix = ox * p->sw - p->pl + kx * p->dw;
+                size_t xi, wi;
+                if (ix < 0 || ix >= p->w) continue;
+                if (p->depthwise) {
+                  xi = ((((size_t)b * p->icb + ob) * p->h + iy) * p->w + ix) * lanes + l;
+                  wi = (((size_t)ob * p->kh + ky) * p->kw + kx) * lanes + l;
+                } else {
+                  int32_t cbk = ic / p->cb, c = ic % p->cb;
+                  xi = ((((size_t)b * p->icb + g * p->icb_g + cbk) * p->h + iy) * p->w + ix) *
+                           p->cb + c;
+                  wi = (((((size_t)ob * p->icb_g + cbk) * p->kh + ky) * p->kw + kx) * p->cb +
+                        c) * lanes + l;
+                }
+                acc += p->in[xi] * p->wt[wi];
+              }
+            }
+          }
+          v = acc;
+          if (!(p->flags & EMBER_EPI_RESIDUAL)) {
+            v = ember_act_scalar(v, p->act, p->lo, p->hi);
+          } else if (p->flags & EMBER_EPI_ACT_AFTER_ADD) {
+            v = ember_act_scalar(v + p->res[o + l], p->act, p->lo, p->hi);
+          } else {
+            v = ember_act_scalar(v, p->act, p->lo, p->hi) + p->res[o + l];
+          }
+          p->out[o + l] = v;
+        }
+      }
+    }
+  }
+}
+
+#define EMBER_L 4
+#include "ember/kernels/conv_nchwc_impl.h"
+#undef EMBER_L
+#define EMBER_L 8
+#include "ember/kernels/conv_nchwc_impl.h"
+#undef EMBER_L
+#define EMBER_L 16
+#include "ember/kernels/conv_nchwc_impl.h"
+#undef EMBER_L
+
+#endif /* EMBER_KERNELS_CONV_NCHWC_H_ */

@@ -1,0 +1,410 @@
+/*!
+ * \file ember/kernels/conv_nchwc_impl.h
+ * \brief The conv kernels for one lane count: included by conv_nchwc.h with EMBER_L set to
+ *        4, 8 and 16 (no include guard on purpose). Names end in _x<L>.
+ */
+#ifndef EMBER_L
+#error "conv_nchwc_impl.h is included by ember/kernels/conv_nchwc.h only"
+#endif
+
+#ifndef EMBER_CAT
+#define EMBER_CAT_(a, b) a##b
+#define EMBER_CAT(a, b) EMBER_CAT_(a, b)
+#define EMBER_CAT4_(a, b, c, d) a##_x##b##_##c##_##d
+#define EMBER_CAT4(a, b, c, d) EMBER_CAT4_(a, b, c, d)
+#endif
+
+#define EMBER_FN(name) EMBER_CAT(name, EMBER_CAT(_x, EMBER_L))
+
+#if EMBER_KV
+#define EV EMBER_VT(EMBER_L)
+
+/* The activation, in place (vectors by pointer: passing a 16-lane vector by value would change
+ * the ABI without AVX-512). */
+static inline void EMBER_FN(ember_conv_act)(EV* v, int32_t act, float lo, float hi) {
+  EV zero = EMBER_VZERO(EMBER_L), t, x = *v;
+  switch (act) {
+    case EMBER_ACT_RELU:
+      *v = EMBER_VMAX(EMBER_L, x, zero);
+      return;
+    case EMBER_ACT_CLIP: {
+      EV vlo = EMBER_VSPLAT(EMBER_L, lo), vhi = EMBER_VSPLAT(EMBER_L, hi);
+      t = EMBER_VMAX(EMBER_L, x, vlo);
+      *v = EMBER_VMIN(EMBER_L, t, vhi);
+      return;
+    }
+    case EMBER_ACT_HARDSWISH: {
+      EV six = EMBER_VSPLAT(EMBER_L, 6.0f);
+      t = x + 3.0f;
+      t = EMBER_VMAX(EMBER_L, t, zero);
+      t = EMBER_VMIN(EMBER_L, t, six);
+      *v = x * t * (1.0f / 6.0f);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/* Store *v (accumulator + bias) after the residual add and the activation, in the planned
+ * order. */
+static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, float* out,
+                                              const float* res) {
+  if (p->flags & EMBER_EPI_RESIDUAL) {
+    EV r = EMBER_VLOAD(EMBER_L, res);
+    if (p->flags & EMBER_EPI_ACT_AFTER_ADD) {
+      *v += r;
+      EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
+    } else {
+      EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
+      *v += r;
+    }
+  } else if (p->act) {
+    EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
+  }
+  EMBER_VSTORE(EMBER_L, out, *v);
+}
+
+/* acc[j][r] += input (column j, element c) * weight vector r at wq. */
+#define EMBER_TILE_STEP(RW, RB, wq, c)                                                         \
+  {                                                                                            \
+    EV wv[RB];                                                                                 \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, (wq) + r * wob);       \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
+      EV bx = EMBER_VBCAST(EMBER_L, col[j] + (c));                                             \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r)                                                   \
+        acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);                                 \
+    }                                                                                          \
+  }
+
+/* One register tile: RW output columns (the first at input column ix0) x RB output blocks,
+ * over all input channels of the group and kernel rows [ky0, ky1). `row` is the input offset
+ * of kernel row 0 at column 0 (possibly outside the image: only valid rows are read);
+ * `interior`: every tap of every column is inside the image. */
+#define EMBER_CONV_TILE(RW, RB)                                                                \
+  static inline void EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(                             \
+      const ember_conv_p* p, ptrdiff_t row, int32_t ix0, const float* w, const float* bias,    \
+      size_t o, int32_t ky0, int32_t ky1, int32_t interior) {                                  \
+    EV acc[RW][RB];                                                                            \
+    const float* col[RW];                                                                      \
+    const int32_t cb = p->cb, L = EMBER_L;                                                     \
+    const ptrdiff_t ys = (ptrdiff_t)p->w * cb, cs = (ptrdiff_t)p->h * ys;                      \
+    const ptrdiff_t dys = (ptrdiff_t)p->dh * ys;                                               \
+    const ptrdiff_t wob = (ptrdiff_t)p->icb_g * p->kh * p->kw * cb * L;                        \
+    const size_t oob = (size_t)p->oh * p->ow * L;                                              \
+    int32_t j, r, icb, ky, kx, c;                                                              \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
+    for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
+      for (ky = ky0; ky < ky1; ++ky) {                                                         \
+        const ptrdiff_t rowk = row + icb * cs + ky * dys;                                      \
+        const float* wk = w + ((ptrdiff_t)icb * p->kh + ky) * p->kw * cb * L;                  \
+        if (interior && p->dw == 1) {                                                          \
+          /* The taps (kx, c) of a row are contiguous in input and weight: one loop. */        \
+          const int32_t taps = p->kw * cb;                                                     \
+          EMBER_TILE_COLUMNS(RW, col, rowk, ix0, p->sw, cb, 1)                                 \
+          for (c = 0; c < taps; ++c) EMBER_TILE_STEP(RW, RB, wk + c * L, c)                    \
+        } else {                                                                               \
+          for (kx = 0; kx < p->kw; ++kx) {                                                     \
+            const float* wp = wk + (ptrdiff_t)kx * cb * L;                                     \
+            EMBER_TILE_COLUMNS(RW, col, rowk, ix0 + kx * p->dw, p->sw, cb, interior)           \
+            for (c = 0; c < cb; ++c) EMBER_TILE_STEP(RW, RB, wp + c * L, c)                    \
+          }                                                                                    \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                    \
+      EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                              \
+      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                  \
+        size_t at = o + r * oob + (size_t)j * L;                                               \
+        EV v = acc[j][r] + bv;                                                                 \
+        EMBER_FN(ember_conv_store)(p, &v, p->out + at, p->res + at);                           \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+/* The register tiles: widths 12/8/4/2/1 of one output block, 6/4/2/1 of two (12/8 too with
+ * AVX-512's 32 registers). Fewer tiles compile faster; the cost model in
+ * ember/topi/nn/conv2d_nchwc.py asks for these widths, and any other width still works
+ * (the widest instantiated one below it is used, then the rest of the row). */
+EMBER_CONV_TILE(1, 1)
+EMBER_CONV_TILE(2, 1)
+EMBER_CONV_TILE(4, 1)
+EMBER_CONV_TILE(8, 1)
+EMBER_CONV_TILE(12, 1)
+EMBER_CONV_TILE(1, 2)
+EMBER_CONV_TILE(2, 2)
+EMBER_CONV_TILE(4, 2)
+EMBER_CONV_TILE(6, 2)
+#if defined(__AVX512F__)
+#define EMBER_WIDE_PAIRS 1
+EMBER_CONV_TILE(8, 2)
+EMBER_CONV_TILE(12, 2)
+#else
+#define EMBER_WIDE_PAIRS 0
+#endif
+
+/* The widest instantiated tile width <= want for rb output blocks. */
+static inline int32_t EMBER_FN(ember_tile_width)(int32_t want, int32_t rb) {
+  if (rb == 2) {
+    if (EMBER_WIDE_PAIRS && want >= 8) return want >= 12 ? 12 : 8;
+    return want >= 6 ? 6 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
+  }
+  return want >= 12 ? 12 : want >= 8 ? 8 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
+}
+
+/* Run the tile of exactly `rw` columns (an instantiated width for rb). */
+EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int32_t rb,
+                                         ptrdiff_t row, int32_t ix0, const float* w,
+                                         const float* bias, size_t o, int32_t ky0, int32_t ky1,
+                                         int32_t interior) {
+#define EMBER_TILE_CALL(RW, RB) \
+  EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(p, row, ix0, w, bias, o, ky0, ky1, interior)
+  if (rb == 2) {
+    switch (rw) {
+#if EMBER_WIDE_PAIRS
+      case 12: EMBER_TILE_CALL(12, 2); return;
+      case 8: EMBER_TILE_CALL(8, 2); return;
+#endif
+      case 6: EMBER_TILE_CALL(6, 2); return;
+      case 4: EMBER_TILE_CALL(4, 2); return;
+      case 2: EMBER_TILE_CALL(2, 2); return;
+      default: EMBER_TILE_CALL(1, 2); return;
+    }
+  }
+  switch (rw) {
+    case 12: EMBER_TILE_CALL(12, 1); return;
+    case 8: EMBER_TILE_CALL(8, 1); return;
+    case 4: EMBER_TILE_CALL(4, 1); return;
+    case 2: EMBER_TILE_CALL(2, 1); return;
+    default: EMBER_TILE_CALL(1, 1); return;
+  }
+#undef EMBER_TILE_CALL
+}
+#undef EMBER_WIDE_PAIRS
+
+/* Output columns [x0, x1) of row oy for output blocks [ob, ob + rb). */
+EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int32_t ob,
+                                          int32_t rb, int32_t oy, int32_t x0, int32_t x1) {
+  const int32_t L = EMBER_L, cb = p->cb;
+  const int32_t g = ob / p->ocb_g;
+  const int32_t iy0 = oy * p->sh - p->pt;
+  const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
+  const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
+  const ptrdiff_t row = ((((ptrdiff_t)b * p->icb + (ptrdiff_t)g * p->icb_g) * p->h) + iy0) *
+                        p->w * cb;
+  const float* w = p->wt + (size_t)ob * p->icb_g * p->kh * p->kw * cb * L;
+  const float* bias = p->bias + (size_t)ob * L;
+  const size_t orow = ((((size_t)b * p->ocb + ob) * p->oh) + oy) * p->ow * L;
+  int32_t xi0, xi1, ox = x0;
+  ember_conv_interior(p, x0, x1, &xi0, &xi1);
+  while (ox < x1) {
+    int32_t want = x1 - ox < p->rw ? x1 - ox : p->rw;
+    int32_t t = EMBER_FN(ember_tile_width)(want, rb);
+    int32_t interior = ox >= xi0 && ox + t <= xi1;
+    EMBER_FN(ember_conv_tile)(p, t, rb, row, ox * p->sw - p->pl, w, bias,
+                              orow + (size_t)ox * L, ky0, ky1, interior);
+    ox += t;
+  }
+}
+
+/* Depthwise: RW output columns of one channel block (arguments as for the conv tile). */
+#define EMBER_DW_TILE(RW)                                                                      \
+  static inline void EMBER_CAT4(ember_dw_tile, EMBER_L, RW, 1)(                                \
+      const ember_conv_p* p, ptrdiff_t row, int32_t ix0, const float* w, const float* bias,    \
+      size_t o, int32_t ky0, int32_t ky1, int32_t interior) {                                  \
+    EV acc[RW];                                                                                \
+    const float* col[RW];                                                                      \
+    const int32_t L = EMBER_L;                                                                 \
+    const ptrdiff_t dys = (ptrdiff_t)p->dh * p->w * L;                                         \
+    EV bv = EMBER_VLOAD(EMBER_L, bias);                                                        \
+    int32_t j, ky, kx;                                                                         \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) acc[j] = bv;                                         \
+    for (ky = ky0; ky < ky1; ++ky) {                                                           \
+      const ptrdiff_t rowk = row + ky * dys;                                                   \
+      for (kx = 0; kx < p->kw; ++kx) {                                                         \
+        EV wv = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * p->kw + kx) * L);                    \
+        EMBER_TILE_COLUMNS(RW, col, rowk, ix0 + kx * p->dw, p->sw, L, interior)                \
+        EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                  \
+          acc[j] = EMBER_VFMA(EMBER_L, acc[j], EMBER_VLOAD(EMBER_L, col[j]), wv);              \
+      }                                                                                        \
+    }                                                                                          \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                    \
+      size_t at = o + (size_t)j * L;                                                           \
+      EMBER_FN(ember_conv_store)(p, &acc[j], p->out + at, p->res + at);                        \
+    }                                                                                          \
+  }
+
+EMBER_DW_TILE(1)
+EMBER_DW_TILE(2)
+EMBER_DW_TILE(4)
+EMBER_DW_TILE(8)
+
+/* Depthwise 3-wide kernel rows, unit dilation, stride S, all taps inside: each input vector
+ * of a row is loaded once and used for every tap that reads it (RW*S+2 loads for 3*RW FMAs,
+ * instead of 3*RW loads). */
+#define EMBER_DW3_TILE(RW, S)                                                                  \
+  static inline void EMBER_CAT4(ember_dw3_tile, EMBER_L, RW, S)(                               \
+      const ember_conv_p* p, ptrdiff_t row, int32_t ix0, const float* w, const float* bias,    \
+      size_t o, int32_t ky0, int32_t ky1) {                                                    \
+    EV acc[RW], x[(RW - 1) * S + 3];                                                           \
+    const int32_t L = EMBER_L;                                                                 \
+    const ptrdiff_t dys = (ptrdiff_t)p->dh * p->w * L;                                         \
+    EV bv = EMBER_VLOAD(EMBER_L, bias);                                                        \
+    int32_t j, ky, kx;                                                                         \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) acc[j] = bv;                                        \
+    for (ky = ky0; ky < ky1; ++ky) {                                                           \
+      const float* ip = p->in + (row + ky * dys + (ptrdiff_t)ix0 * L);                         \
+      EV w0 = EMBER_VLOAD(EMBER_L, w + (ptrdiff_t)ky * 3 * L);                                 \
+      EV w1 = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * 3 + 1) * L);                           \
+      EV w2 = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * 3 + 2) * L);                           \
+      EMBER_KUNROLL for (kx = 0; kx < (RW - 1) * S + 3; ++kx)                                  \
+        x[kx] = EMBER_VLOAD(EMBER_L, ip + (ptrdiff_t)kx * L);                                  \
+      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                 \
+        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S], w0);                                    \
+        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S + 1], w1);                                \
+        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S + 2], w2);                                \
+      }                                                                                        \
+    }                                                                                          \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
+      size_t at = o + (size_t)j * L;                                                           \
+      EMBER_FN(ember_conv_store)(p, &acc[j], p->out + at, p->res + at);                        \
+    }                                                                                          \
+  }
+
+EMBER_DW3_TILE(8, 1)
+EMBER_DW3_TILE(4, 1)
+EMBER_DW3_TILE(4, 2)
+
+EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_t cbk,
+                                        int32_t oy, int32_t x0, int32_t x1) {
+  const int32_t L = EMBER_L;
+  const int32_t iy0 = oy * p->sh - p->pt;
+  const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
+  const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
+  const ptrdiff_t row = ((((ptrdiff_t)b * p->icb + cbk) * p->h) + iy0) * p->w * L;
+  const float* w = p->wt + (size_t)cbk * p->kh * p->kw * L;
+  const float* bias = p->bias + (size_t)cbk * L;
+  const size_t orow = ((((size_t)b * p->ocb + cbk) * p->oh) + oy) * p->ow * L;
+  int32_t xi0, xi1, ox = x0;
+  ember_conv_interior(p, x0, x1, &xi0, &xi1);
+  while (ox < x1) {
+    /* border columns one at a time, so that the interior starts with full tiles */
+    int32_t left = ox < xi0 ? 1 : ox < xi1 ? xi1 - ox : x1 - ox;
+    int32_t t = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    int32_t interior = ox >= xi0 && ox + t <= xi1, ix0 = ox * p->sw - p->pl;
+    size_t o = orow + (size_t)ox * L;
+    if (p->kw == 3 && p->dw == 1 && p->sw <= 2 && interior && t >= 4) {
+      /* the register-reuse tiles (8 or 4 columns at stride 1, 4 at stride 2) */
+      if (p->sw == 1 && t == 8) {
+        EMBER_CAT4(ember_dw3_tile, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1);
+      } else if (p->sw == 1) {
+        EMBER_CAT4(ember_dw3_tile, EMBER_L, 4, 1)(p, row, ix0, w, bias, o, ky0, ky1);
+        t = 4;
+      } else {
+        EMBER_CAT4(ember_dw3_tile, EMBER_L, 4, 2)(p, row, ix0, w, bias, o, ky0, ky1);
+        t = 4;
+      }
+    } else if (t == 8) {
+      EMBER_CAT4(ember_dw_tile, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
+    } else if (t == 4) {
+      EMBER_CAT4(ember_dw_tile, EMBER_L, 4, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
+    } else if (t == 2) {
+      EMBER_CAT4(ember_dw_tile, EMBER_L, 2, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
+    } else {
+      EMBER_CAT4(ember_dw_tile, EMBER_L, 1, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
+    }
+    ox += t;
+  }
+}
+
+EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  int64_t item;
+  for (item = lo; item < hi; ++item) {
+    int32_t b, og, oy, s, x0, x1;
+    ember_conv_item(p, item, &b, &og, &oy, &s);
+    x0 = s * p->strip;
+    x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
+    int32_t nb, ob = ember_conv_blocks(p, og, &nb);
+    EMBER_FN(ember_conv_strip)(p, b, ob, nb, oy, x0, x1);
+  }
+}
+
+EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  int64_t item;
+  for (item = lo; item < hi; ++item) {
+    int32_t b, og, oy, s, x0, x1;
+    ember_conv_item(p, item, &b, &og, &oy, &s);
+    x0 = s * p->strip;
+    x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
+    EMBER_FN(ember_dw_strip)(p, b, og, oy, x0, x1);
+  }
+}
+#undef EV
+#else
+EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  ember_conv_portable(p, EMBER_L, lo, hi);
+}
+
+EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  ember_conv_portable(p, EMBER_L, lo, hi);
+}
+#endif /* EMBER_KV */
+
+EMBER_KFN int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
+                                        void* cdata) {
+  const ember_conv_p* p = (const ember_conv_p*)cdata;
+  int64_t total = ember_conv_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
+  EMBER_FN(ember_conv_range)(p, total * task_id / n, total * (task_id + 1) / n);
+  return 0;
+}
+
+EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_conv_p* p = (const ember_conv_p*)cdata;
+  int64_t total = ember_conv_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
+  EMBER_FN(ember_dw_range)(p, total * task_id / n, total * (task_id + 1) / n);
+  return 0;
+}
+
+/*!
+ * \brief conv2d in NCHW[L]c (see conv_nchwc.h for the layouts). `res` is read only when
+ *        `flags` has EMBER_EPI_RESIDUAL. rb (1 or 2) output blocks per tile; an odd count
+ *        of blocks in a group ends with a one-block tile.
+ */
+static inline int32_t EMBER_FN(ember_conv2d_nchwc)(
+    const float* in, const float* w, const float* bias, const float* res, float* out,
+    int32_t n, int32_t icb, int32_t cb, int32_t h, int32_t wd, int32_t ocb, int32_t groups,
+    int32_t oh, int32_t ow, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t dh,
+    int32_t dw, int32_t pt, int32_t pl, int32_t act, float lo, float hi, int32_t flags,
+    int32_t rb, int32_t rw, int32_t strip, int32_t order, int32_t threads) {
+  ember_conv_p p;
+  p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
+  p.n = n; p.icb = icb; p.icb_g = icb / groups; p.cb = cb; p.h = h; p.w = wd;
+  p.ocb = ocb; p.ocb_g = ocb / groups; p.oh = oh; p.ow = ow;
+  p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
+  p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
+  p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0; p.groups = groups;
+  if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), &p, 0);
+  EMBER_FN(ember_conv_range)(&p, 0, ember_conv_items(&p));
+  return 0;
+}
+
+/*! \brief Depthwise conv2d in NCHW[L]c: weight [C/L][KH][KW][L], multiplier 1. */
+static inline int32_t EMBER_FN(ember_depthwise_nchwc)(
+    const float* in, const float* w, const float* bias, const float* res, float* out,
+    int32_t n, int32_t cblocks, int32_t h, int32_t wd, int32_t oh, int32_t ow, int32_t kh,
+    int32_t kw, int32_t sh, int32_t sw, int32_t dh, int32_t dw, int32_t pt, int32_t pl,
+    int32_t act, float lo, float hi, int32_t flags, int32_t strip, int32_t threads) {
+  ember_conv_p p;
+  p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
+  p.n = n; p.icb = cblocks; p.icb_g = 1; p.cb = EMBER_L; p.h = h; p.w = wd;
+  p.ocb = cblocks; p.ocb_g = 1; p.oh = oh; p.ow = ow;
+  p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
+  p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
+  p.rb = 1; p.rw = 8; p.strip = strip; p.order = 0; p.depthwise = 1; p.groups = cblocks;
+  if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_dw_task), &p, 0);
+  EMBER_FN(ember_dw_range)(&p, 0, ember_conv_items(&p));
+  return 0;
+}
+
+#undef EMBER_FN

@@ -1,0 +1,153 @@
+/*!
+ * \file ember/kernels/conv_simd.h
+ * \brief The vector layer of ember's conv/pool kernels: float vectors of 4, 8 or 16 lanes.
+ *
+ * With GCC/Clang the vectors are the compilers' vector extensions, which lower to the widest
+ * registers the -march allows (a 16-lane vector is one zmm with AVX-512, two ymm with AVX2);
+ * the multiply-adds use the FMA intrinsics where the target has them (AVX-512F, FMA), so they
+ * do not depend on -ffp-contract. Other compilers (or -DEMBER_KERNELS_PORTABLE) get none of
+ * this: the kernels then use their plain C99 loops.
+ */
+#ifndef EMBER_KERNELS_CONV_SIMD_H_
+#define EMBER_KERNELS_CONV_SIMD_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) && !defined(EMBER_KERNELS_PORTABLE)
+#define EMBER_KV 1
+#if defined(__AVX512F__) || defined(__FMA__) || defined(__AVX__) || defined(__SSE__)
+#include <immintrin.h>
+#endif
+
+typedef float ember_v4 __attribute__((vector_size(16)));
+typedef float ember_v8 __attribute__((vector_size(32)));
+typedef float ember_v16 __attribute__((vector_size(64)));
+typedef int32_t ember_i4 __attribute__((vector_size(16)));
+typedef int32_t ember_i8 __attribute__((vector_size(32)));
+typedef int32_t ember_i16 __attribute__((vector_size(64)));
+/* Unaligned, aliasing views for loads and stores at any float address. */
+typedef float ember_v4u __attribute__((vector_size(16), aligned(4), may_alias));
+typedef float ember_v8u __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias));
+
+/* Each macro takes the lane count L (4, 8 or 16; a macro such as EMBER_L is expanded first). */
+#define EMBER_VT(L) EMBER_VT_(L)
+#define EMBER_VT_(L) ember_v##L
+#define EMBER_VLOAD(L, p) EMBER_VLOAD_(L, p)
+#define EMBER_VLOAD_(L, p) EMBER_VLOAD_ANY(L, p)
+#define EMBER_VSTORE(L, p, v) EMBER_VSTORE_(L, p, v)
+#define EMBER_VSTORE_(L, p, v) (*(ember_v##L##u*)(void*)(p) = (v))
+#define EMBER_VSPLAT(L, x) (EMBER_VZERO(L) + (float)(x))
+#define EMBER_VZERO(L) EMBER_VZERO_(L)
+#define EMBER_VZERO_(L) ((ember_v##L){0})
+
+/* Unaligned loads through memcpy: unlike a may_alias pointer, they let the compiler keep
+ * accumulator arrays in registers. A macro, not a function: returning a vector wider than
+ * the target's registers would change the ABI (-Wpsabi). */
+#define EMBER_VLOAD_ANY(L, p) \
+  __extension__({ ember_v##L v_; __builtin_memcpy(&v_, (p), sizeof(v_)); v_; })
+
+/* A vector of the float at p (one broadcast load where the target has one). */
+#if defined(__AVX512F__)
+#define EMBER_VBCAST_16(p) ((ember_v16)_mm512_set1_ps(*(p)))
+#else
+#define EMBER_VBCAST_16(p) EMBER_VSPLAT(16, *(p))
+#endif
+#if defined(__AVX__)
+#define EMBER_VBCAST_8(p) ((ember_v8)_mm256_broadcast_ss(p))
+#define EMBER_VBCAST_4(p) ((ember_v4)_mm_broadcast_ss(p))
+#else
+#define EMBER_VBCAST_8(p) EMBER_VSPLAT(8, *(p))
+#define EMBER_VBCAST_4(p) EMBER_VSPLAT(4, *(p))
+#endif
+#define EMBER_VBCAST(L, p) EMBER_VBCAST__(L, p)
+#define EMBER_VBCAST__(L, p) EMBER_VBCAST_##L(p)
+
+/* acc + a * b, fused where the target has FMA. */
+#if defined(__AVX512F__)
+#define EMBER_VFMA_16(acc, a, b) ((ember_v16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), \
+                                                               (__m512)(acc)))
+#else
+#define EMBER_VFMA_16(acc, a, b) ((acc) + (a) * (b))
+#endif
+#if defined(__FMA__)
+#define EMBER_VFMA_8(acc, a, b) ((ember_v8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), \
+                                                             (__m256)(acc)))
+#define EMBER_VFMA_4(acc, a, b) ((ember_v4)_mm_fmadd_ps((__m128)(a), (__m128)(b), (__m128)(acc)))
+#else
+#define EMBER_VFMA_8(acc, a, b) ((acc) + (a) * (b))
+#define EMBER_VFMA_4(acc, a, b) ((acc) + (a) * (b))
+#endif
+#define EMBER_VFMA(L, acc, a, b) EMBER_VFMA__(L, acc, a, b)
+#define EMBER_VFMA__(L, acc, a, b) EMBER_VFMA_##L(acc, a, b)
+
+/* Lane-wise max/min through masks (C has no vector ?:); compilers turn these into max/min. */
+#define EMBER_VMAX(L, a, b) EMBER_VMAX_(L, a, b)
+#define EMBER_VMIN(L, a, b) EMBER_VMIN_(L, a, b)
+#define EMBER_VMAX_(L, a, b) ((ember_v##L)((((ember_i##L)(a)) & ((a) > (b))) | \
+                                           (((ember_i##L)(b)) & ~((a) > (b)))))
+#define EMBER_VMIN_(L, a, b) ((ember_v##L)((((ember_i##L)(a)) & ((a) < (b))) | \
+                                           (((ember_i##L)(b)) & ~((a) < (b)))))
+#else
+#define EMBER_KV 0
+#endif
+
+/* Kernel-internal functions: compiled once per translation unit (not inlined into every
+ * call site, which multiplies compile time), and no warning when a lane count is unused. */
+#if defined(__GNUC__)
+#define EMBER_KFN static __attribute__((unused, noinline))
+#else
+#define EMBER_KFN static
+#endif
+
+/* Fully unroll the register-tile loops early, so that the accumulator arrays become
+ * registers. */
+#if defined(__clang__)
+#define EMBER_KUNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && __GNUC__ >= 8
+#define EMBER_KUNROLL _Pragma("GCC unroll 16")
+#else
+#define EMBER_KUNROLL
+#endif
+
+/* Activation codes shared with ember/topi/nn/conv2d_nchwc.py. */
+#define EMBER_ACT_NONE 0
+#define EMBER_ACT_RELU 1
+#define EMBER_ACT_CLIP 2
+#define EMBER_ACT_HARDSWISH 3
+/* Epilogue flags: a residual tensor is added; the activation runs after the add. */
+#define EMBER_EPI_RESIDUAL 1
+#define EMBER_EPI_ACT_AFTER_ADD 2
+
+static inline float ember_act_scalar(float v, int32_t act, float lo, float hi) {
+  float t;
+  switch (act) {
+    case EMBER_ACT_RELU:
+      return v > 0.0f ? v : 0.0f;
+    case EMBER_ACT_CLIP:
+      return v < lo ? lo : (v > hi ? hi : v);
+    case EMBER_ACT_HARDSWISH:
+      t = v + 3.0f;
+      t = t < 0.0f ? 0.0f : (t > 6.0f ? 6.0f : t);
+      return v * t * (1.0f / 6.0f);
+    default:
+      return v;
+  }
+}
+
+/* The first tap k (0 <= k <= taps) with start + k * d >= 0. */
+static inline int32_t ember_first_tap(int32_t start, int32_t d, int32_t taps) {
+  int32_t k = start >= 0 ? 0 : (-start + d - 1) / d;
+  return k < taps ? k : taps;
+}
+
+/* One past the last tap k < taps with start + k * d < size (at least lo). */
+static inline int32_t ember_end_tap(int32_t start, int32_t d, int32_t size, int32_t taps,
+                                    int32_t lo) {
+  int32_t k = size - start <= 0 ? 0 : (size - start + d - 1) / d;
+  k = k < taps ? k : taps;
+  return k > lo ? k : lo;
+}
+
+#endif /* EMBER_KERNELS_CONV_SIMD_H_ */

@@ -1,0 +1,93 @@
+/*!
+ * \file ember/kernels/pool_nchwc_impl.h
+ * \brief The pooling kernel for one lane count: included by pool_nchwc.h with EMBER_L set to
+ *        4, 8 and 16 (no include guard on purpose). Names end in _x<L>.
+ */
+#ifndef EMBER_L
+#error "pool_nchwc_impl.h is included by ember/kernels/pool_nchwc.h only"
+#endif
+
+#ifndef EMBER_CAT
+#define EMBER_CAT_(a, b) a##b
+#define EMBER_CAT(a, b) EMBER_CAT_(a, b)
+#endif
+#define EMBER_PFN(name) EMBER_CAT(name, EMBER_CAT(_x, EMBER_L))
+
+/* Output rows [lo, hi) of the (batch, channel block, row) items. */
+EMBER_KFN void EMBER_PFN(ember_pool_rows)(const ember_pool_p* p, int64_t lo, int64_t hi) {
+  const int32_t L = EMBER_L;
+  int64_t item;
+  for (item = lo; item < hi; ++item) {
+    const int32_t oy = (int32_t)(item % p->oh);
+    const int64_t plane = item / p->oh;
+    const float* in = p->in + (size_t)plane * p->h * p->w * L;
+    float* out = p->out + ((size_t)plane * p->oh + oy) * p->ow * L;
+    const int32_t iy0 = oy * p->sh - p->pt;
+    const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
+    const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
+    const int32_t cy = p->include_pad ? ember_pool_taps(iy0, p->dh, p->kh, -p->pt, p->h + p->pb)
+                                      : ky1 - ky0;
+    int32_t ox, ky, kx, l;
+    for (ox = 0; ox < p->ow; ++ox) {
+      const int32_t ix0 = ox * p->sw - p->pl;
+      const int32_t kx0 = ember_first_tap(ix0, p->dw, p->kw);
+      const int32_t kx1 = ember_end_tap(ix0, p->dw, p->w, p->kw, kx0);
+      const int32_t cx = p->include_pad
+                             ? ember_pool_taps(ix0, p->dw, p->kw, -p->pl, p->w + p->pr)
+                             : kx1 - kx0;
+#if EMBER_KV
+      EMBER_VT(EMBER_L) acc = EMBER_VSPLAT(EMBER_L, p->avg ? 0.0f : -INFINITY);
+      for (ky = ky0; ky < ky1; ++ky) {
+        const float* row = in + ((size_t)(iy0 + ky * p->dh) * p->w) * L;
+        for (kx = kx0; kx < kx1; ++kx) {
+          EMBER_VT(EMBER_L) v = EMBER_VLOAD(EMBER_L, row + (size_t)(ix0 + kx * p->dw) * L);
+          if (p->avg) {
+            acc += v;
+          } else {
+            acc = EMBER_VMAX(EMBER_L, acc, v);
+          }
+        }
+      }
+      if (p->avg) acc *= 1.0f / (float)(cy * cx > 0 ? cy * cx : 1);
+      EMBER_VSTORE(EMBER_L, out + (size_t)ox * L, acc);
+      (void)l;
+#else
+      for (l = 0; l < L; ++l) {
+        float acc = p->avg ? 0.0f : -INFINITY;
+        for (ky = ky0; ky < ky1; ++ky) {
+          for (kx = kx0; kx < kx1; ++kx) {
+            float v = in[((size_t)(iy0 + ky * p->dh) * p->w + (ix0 + kx * p->dw)) * L + l];
+            acc = p->avg ? acc + v : (v > acc ? v : acc);
+          }
+        }
+        out[(size_t)ox * L + l] = p->avg ? acc / (float)(cy * cx > 0 ? cy * cx : 1) : acc;
+      }
+#endif
+    }
+  }
+}
+
+EMBER_KFN int EMBER_PFN(ember_pool_task)(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_pool_p* p = (const ember_pool_p*)cdata;
+  int64_t total = (int64_t)p->n * p->cblocks * p->oh;
+  int64_t n = penv->num_task > 0 ? penv->num_task : 1;
+  EMBER_PFN(ember_pool_rows)(p, total * task_id / n, total * (task_id + 1) / n);
+  return 0;
+}
+
+/*! \brief Max (avg = 0) or average (avg = 1) pooling in NCHW[L]c; returns 0. */
+static inline int32_t EMBER_PFN(ember_pool2d_nchwc)(
+    const float* in, float* out, int32_t n, int32_t cblocks, int32_t h, int32_t w, int32_t oh,
+    int32_t ow, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t dh, int32_t dw,
+    int32_t pt, int32_t pl, int32_t pb, int32_t pr, int32_t avg, int32_t include_pad,
+    int32_t threads) {
+  ember_pool_p p;
+  p.in = in; p.out = out; p.n = n; p.cblocks = cblocks; p.h = h; p.w = w; p.oh = oh;
+  p.ow = ow; p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt;
+  p.pl = pl; p.pb = pb; p.pr = pr; p.avg = avg; p.include_pad = include_pad;
+  if (threads) return TVMBackendParallelLaunch(EMBER_PFN(ember_pool_task), &p, 0);
+  EMBER_PFN(ember_pool_rows)(&p, 0, (int64_t)n * cblocks * oh);
+  return 0;
+}
+
+#undef EMBER_PFN

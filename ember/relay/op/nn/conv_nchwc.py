@@ -1,0 +1,141 @@
+"""nn.contrib_conv2d_NCHWc_fused and its residual form: conv2d in the blocked layout
+NCHW[L]c with the epilogue (bias, residual add, activation) inside the op.
+
+The layout planner (``relay.transform.AlterOpLayout``) rewrites conv2d + bias + activation
+(+ residual add) chains into these ops; they are lowered to ember's C micro-kernels. Layouts
+(``L`` = attrs.lanes, ``CB`` = attrs.in_block, L or 1):
+
+- data ``[N, IC/CB, H, W, CB]`` (with CB = 1 also plain ``[N, IC, H, W]``); weight ``[OC/L, ICg/CB, KH, KW, CB, L]`` (``ICg`` input
+  channels per group); bias ``[OC]``; result and residual ``[N, OC/L, OH, OW, L]``.
+
+Epilogue: ``y = conv + bias``; with a residual, ``act(y + residual)`` (``act_after_add``) or
+``act(y) + residual``; else ``act(y)``. ``activation`` is none, relu, clip (to
+[clip_min, clip_max]) or hardswish.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ....ir.expr import Call
+from ....ir.types import TensorType
+from .._attrs_base import attrs_class
+from .._reg import OPAQUE, call, defop
+from .._shape import fail, fmt_shape, tensor_of
+from ._attrs import _Window
+from .conv import conv2d_nchw, conv_out_size
+
+__all__ = ["contrib_conv2d_nchwc_fused"]
+
+ACTIVATIONS = ("none", "relu", "clip", "hardswish")
+
+
+@attrs_class("Conv2DNCHWcFusedAttrs")
+class Conv2DNCHWcFusedAttrs(_Window):
+    """Attributes of the fused blocked convolution (see the module docstring)."""
+
+    strides: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    lanes: int = 8
+    in_block: int = 8
+    activation: str = "none"
+    clip_min: float = 0.0
+    clip_max: float = 0.0
+    act_after_add: bool = True
+    _op: ClassVar[str] = "nn.contrib_conv2d_NCHWc_fused"
+
+    def __post_init__(self) -> None:
+        self._pair("strides")
+        self._pair("dilation")
+        self._padding()
+        for name in ("groups", "lanes", "in_block"):
+            self._int(name)
+            self._positive(name)
+        self._choice("activation", ACTIVATIONS)
+        for name in ("clip_min", "clip_max"):
+            try:
+                self._set(name, float(getattr(self, name)))
+            except (TypeError, ValueError):
+                raise self._invalid(name, "a number") from None
+        self._bool("act_after_add")
+
+
+def _fused_rel(args: list[TensorType], attrs: Conv2DNCHWcFusedAttrs) -> TensorType:
+    op = "nn.contrib_conv2d_NCHWc_fused"
+    data, weight, bias = args[:3]
+    lanes, cb, g = attrs.lanes, attrs.in_block, attrs.groups
+    if data.ndim == 4 and cb == 1:  # plain NCHW is NCHW1c
+        data = tensor_of((*data.shape, 1), data.dtype)
+    if data.ndim != 5 or weight.ndim != 6 or bias.ndim != 1:
+        raise fail(op, f"expected data [N, C/{cb}, H, W, {cb}], weight [O/{lanes}, I/{cb}, KH, "
+                       f"KW, {cb}, {lanes}] and bias [O]; got {fmt_shape(data.shape)}, "
+                       f"{fmt_shape(weight.shape)}, {fmt_shape(bias.shape)}")
+    n, icb, h, w, dcb = data.shape
+    ocb, icb_g, kh, kw, wcb, wl = weight.shape
+    ic, oc = icb * dcb, ocb * wl
+    depthwise = g > 1 and g == ic == oc
+    want_wcb = 1 if depthwise else cb
+    if dcb != cb or wcb != want_wcb or wl != lanes or (depthwise and cb != lanes):
+        raise fail(op, f"the blocks of data {fmt_shape(data.shape)} and weight "
+                       f"{fmt_shape(weight.shape)} do not match in_block={cb}, lanes={lanes}"
+                       + (" (depthwise: in_block = lanes, weight block 1)" if depthwise else ""))
+    if ic != icb_g * wcb * g or oc % g or bias.shape[0] != oc:
+        raise fail(op, f"channels do not match: data {fmt_shape(data.shape)}, weight "
+                       f"{fmt_shape(weight.shape)}, bias {fmt_shape(bias.shape)}, groups={g}")
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
+    oh = conv_out_size(op, "height", h, kh, pt + pb, sh, dh)
+    ow = conv_out_size(op, "width", w, kw, pl + pr, sw, dw)
+    out = tensor_of((n, ocb, oh, ow, lanes), data.dtype)
+    if len(args) == 4 and tuple(args[3].shape) != tuple(out.shape):
+        raise fail(op, f"the residual has shape {fmt_shape(args[3].shape)}, the result "
+                       f"{fmt_shape(out.shape)}")
+    return out
+
+
+def _act(y: np.ndarray, attrs: Conv2DNCHWcFusedAttrs) -> np.ndarray:
+    if attrs.activation == "relu":
+        return np.maximum(y, 0)
+    if attrs.activation == "clip":
+        return np.clip(y, attrs.clip_min, attrs.clip_max)
+    if attrs.activation == "hardswish":
+        return y * np.clip(y + 3, 0, 6) / 6
+    return y
+
+
+def _fused_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, *rest: Any,
+               attrs: Conv2DNCHWcFusedAttrs) -> np.ndarray:
+    if x.ndim == 4:
+        x = x[..., None]
+    n, icb, h, wd, cb = x.shape
+    ocb, icb_g, kh, kw, wcb, lanes = w.shape
+    xn = x.transpose(0, 1, 4, 2, 3).reshape(n, icb * cb, h, wd)
+    wn = w.transpose(0, 5, 1, 4, 2, 3).reshape(ocb * lanes, icb_g * wcb, kh, kw)
+    y = conv2d_nchw(xn, wn, attrs.strides, attrs.padding, attrs.dilation, attrs.groups)
+    y = y + b.reshape(1, -1, 1, 1)
+    _, oc, oh, ow = y.shape
+    y = y.reshape(n, oc // lanes, lanes, oh, ow).transpose(0, 1, 3, 4, 2)
+    if rest:
+        y = _act(y + rest[0], attrs) if attrs.act_after_add else _act(y, attrs) + rest[0]
+    else:
+        y = _act(y, attrs)
+    return np.ascontiguousarray(y.astype(x.dtype))
+
+
+defop("nn.contrib_conv2d_NCHWc_fused", _fused_rel, _fused_ref, OPAQUE,
+      args=("data", "weight", "bias"), attrs=Conv2DNCHWcFusedAttrs,
+      doc="conv2d in NCHW[L]c with bias and activation.", level=10)
+defop("nn.contrib_conv2d_NCHWc_fused_add", _fused_rel, _fused_ref, OPAQUE,
+      args=("data", "weight", "bias", "residual"), attrs=Conv2DNCHWcFusedAttrs,
+      doc="conv2d in NCHW[L]c with bias, residual add and activation.", level=10)
+
+
+def contrib_conv2d_nchwc_fused(data: Any, weight: Any, bias: Any, residual: Any = None,
+                               **attrs: Any) -> Call:
+    """The fused blocked convolution (see the module docstring for layouts and attrs)."""
+    a = Conv2DNCHWcFusedAttrs(**attrs)
+    if residual is None:
+        return call("nn.contrib_conv2d_NCHWc_fused", data, weight, bias, attrs=a)
+    return call("nn.contrib_conv2d_NCHWc_fused_add", data, weight, bias, residual, attrs=a)

@@ -1,0 +1,419 @@
+"""AlterOpLayout / ConvertLayout: plan the blocked layout NCHW[L]c for convolution chains.
+
+``AlterOpLayout()`` (opt_level 3, in ``relay.build``'s pipeline for CPU targets) rewrites each
+float32 ``nn.conv2d`` (NCHW data, OIHW constant weight, output channels a multiple of L) into
+``nn.contrib_conv2d_NCHWc_fused[_add]`` (``relay/op/nn/conv_nchwc.py``), which keeps its result
+in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd``; 4 for a
+``scalar`` build, whose portable kernels still work on 4-lane blocks):
+
+- the weight is packed at build time (a constant of the model; nothing is repacked at run
+  time), the bias is a constant vector;
+- the epilogue absorbs what follows the conv while each intermediate has no other user:
+  per-channel constant adds (bias, ``nn.bias_add``), one residual ``add`` of another tensor of
+  the same shape, and one ``nn.relu`` / ``clip`` (before or after the residual add), or a
+  hardswish ``x * clip(x + 3, 0, 6) / 6`` (``* (1/6)`` too) of the conv's result;
+- blocked values flow through elementwise ops (both operands blocked, or a scalar or
+  per-channel constant, which is re-blocked at build time) and pools (their ``layout`` becomes
+  NCHW[L]c) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
+  first conv of a network needs no transform);
+- ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
+  ops that cannot take it, tuples, and the function's result.
+
+Functions with control flow, let bindings or dynamic shapes are left unchanged.
+``ConvertLayout({"nn.conv2d": ["NCHW8c", ...]})`` runs the same planning with the lanes of
+the requested layout.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...ir.expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var, const
+from ...ir.module import IRModule
+from ...ir.op import Op
+from ...ir.transform import ModulePass, PassContext
+from ...ir.types import TensorType
+from ...ir.visitor import children, post_order
+from ...runtime.errors import OpAttributeInvalid
+from ...topi.nn.conv2d_nchwc import pack_weight
+from ._helpers import map_functions, op_call
+from .type_infer import InferType
+
+__all__ = ["AlterOpLayout", "ConvertLayout", "plan_lanes"]
+
+UNARY = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "exp", "negative", "abs", "sqrt",
+                   "rsqrt", "nn.leaky_relu", "copy", "erf", "floor", "ceil", "round", "log"])
+BINARY = frozenset(["add", "subtract", "multiply", "divide", "maximum", "minimum"])
+POOLS = frozenset(["nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
+                   "nn.global_max_pool2d"])
+ACTS = frozenset(["nn.relu", "clip"])
+
+
+def plan_lanes(target: Any = None) -> int:
+    """The block size L of NCHW[L]c for ``target``: its float32 SIMD lanes, 4 for scalar."""
+    from ...target.simd import simd_level
+
+    lanes = simd_level(target).lanes("float32")
+    return lanes if lanes in (4, 8, 16) else 4
+
+
+def _is(e: Any, *names: str) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in names
+
+
+def _tensor(e: RelayExpr) -> TensorType | None:
+    ty = e.checked_type_
+    return ty if isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape) else None
+
+
+def _nchw_f32(e: RelayExpr) -> TensorType | None:
+    ty = _tensor(e)
+    return ty if ty is not None and ty.ndim == 4 and ty.dtype == "float32" else None
+
+
+def _channel_const(c: RelayExpr, channels: int) -> np.ndarray | None:
+    """The per-channel values of a constant broadcast along axis 1 of a 4-D tensor (a scalar
+    gives the same value for all), else None."""
+    if not isinstance(c, Constant):
+        return None
+    arr = c.data.numpy()
+    if arr.ndim > 4 or arr.dtype != np.float32:
+        return None
+    shape = (1,) * (4 - arr.ndim) + arr.shape
+    if shape[0] != 1 or shape[2:] != (1, 1) or shape[1] not in (1, channels):
+        return None
+    return np.broadcast_to(arr.reshape(-1), (channels,)).astype("float32")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A conv being assembled: its epilogue grows while single-use consumers are absorbed."""
+
+    data: RelayExpr  # the input, plain NCHW or blocked
+    in_block: int
+    weight: np.ndarray  # OIHW
+    bias: np.ndarray
+    attrs: Any
+    residual: RelayExpr | None = None
+    act: str = "none"
+    clip: tuple[float, float] = (0.0, 0.0)
+    act_after_add: bool = True
+
+
+@dataclass
+class _Value:
+    """What an original node became: a plain expression, a blocked one, or a pending plan."""
+
+    expr: RelayExpr | None = None
+    blocked: bool = False
+    plan: _Plan | None = None
+    lazy: bool = False  # inside a recognised pattern: rewritten only if something else asks
+
+
+class _Planner:
+    def __init__(self, lanes: int) -> None:
+        self.lanes = lanes
+        self.vals: dict[int, _Value] = {}
+        self.users: dict[int, int] = {}
+        self.plain_cache: dict[int, RelayExpr] = {}
+        self.blocked_cache: dict[int, RelayExpr] = {}
+        self.layout = f"NCHW{lanes}c"
+        self.deferred: set[int] = set()  # inner nodes of hardswish patterns
+        self.hardswish: dict[int, RelayExpr] = {}  # outer node -> its input x
+
+    # -- values -----------------------------------------------------------------------------
+    def _value(self, node: RelayExpr) -> _Value:
+        v = self.vals[id(node)]
+        if v.lazy:
+            self.vals[id(node)] = v = self._call(node)  # type: ignore[arg-type]
+        return v
+
+    def _materialise(self, node: RelayExpr) -> _Value:
+        v = self._value(node)
+        if v.plan is not None:
+            v.expr, v.blocked, v.plan = self._emit(v.plan), True, None
+        return v
+
+    def plain(self, node: RelayExpr) -> RelayExpr:
+        v = self._materialise(node)
+        if not v.blocked:
+            return v.expr  # type: ignore[return-value]
+        if id(node) not in self.plain_cache:
+            self.plain_cache[id(node)] = op_call("layout_transform", v.expr,
+                                                 src_layout=self.layout, dst_layout="NCHW")
+        return self.plain_cache[id(node)]
+
+    def blocked(self, node: RelayExpr) -> RelayExpr:
+        v = self._materialise(node)
+        if v.blocked:
+            return v.expr  # type: ignore[return-value]
+        if id(node) not in self.blocked_cache:
+            self.blocked_cache[id(node)] = op_call("layout_transform", v.expr, src_layout="NCHW",
+                                                   dst_layout=self.layout)
+        return self.blocked_cache[id(node)]
+
+    def _is_blocked(self, node: RelayExpr) -> bool:
+        v = self._value(node)
+        return v.blocked or v.plan is not None
+
+    def _emit(self, p: _Plan) -> RelayExpr:
+        a = p.attrs
+        wcb = 1 if a.groups > 1 and a.groups == p.weight.shape[0] == p.weight.shape[1] * a.groups \
+            else p.in_block
+        weight = const(pack_weight(p.weight, self.lanes, wcb))
+        return op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
+                                                          else ""),
+                       p.data, weight, const(p.bias), *([p.residual] if p.residual is not None
+                                                         else []),
+                       strides=a.strides, padding=a.padding, dilation=a.dilation,
+                       groups=a.groups, lanes=self.lanes, in_block=p.in_block,
+                       activation=p.act, clip_min=p.clip[0], clip_max=p.clip[1],
+                       act_after_add=p.act_after_add)
+
+    # -- rules --------------------------------------------------------------------------------
+    def visit(self, node: RelayExpr) -> None:
+        if id(node) in self.deferred:
+            self.vals[id(node)] = _Value(lazy=True)
+            return
+        if isinstance(node, Call) and isinstance(node.op, Op):
+            value = self._call(node)
+        elif isinstance(node, Tuple):
+            value = _Value(Tuple(tuple(self.plain(f) for f in node.fields)))
+        elif isinstance(node, TupleGetItem):
+            value = _Value(TupleGetItem(self.plain(node.tuple_value), node.index))
+        else:
+            value = _Value(node)
+        self.vals[id(node)] = value
+
+    def _single(self, node: RelayExpr) -> _Plan | None:
+        v = self._value(node)
+        return v.plan if v.plan is not None and self.users.get(id(node), 0) == 1 else None
+
+    def _call(self, call: Call) -> _Value:
+        name = call.op.name  # type: ignore[union-attr]
+        if name == "nn.conv2d":
+            plan = self._conv(call)
+            if plan is not None:
+                return _Value(plan=plan)
+        absorbed = self._absorb(call, name)
+        if absorbed is not None:
+            return _Value(plan=absorbed)
+        if self._blocked_ok(call, name):
+            return _Value(self._rebuild_blocked(call, name), blocked=True)
+        return _Value(Call(call.op, tuple(self.plain(a) for a in call.args), call.attrs,
+                           span=call.span))
+
+    def _conv(self, call: Call) -> _Plan | None:
+        a, (data, weight) = call.attrs, call.args
+        dty, oty = _nchw_f32(data), _nchw_f32(call)
+        if dty is None or oty is None or not isinstance(weight, Constant):
+            return None
+        if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or (
+                a.out_layout not in ("", "NCHW")) or a.out_dtype not in ("", "float32"):
+            return None
+        w = weight.data.numpy()
+        if w.dtype != np.float32:
+            return None
+        ic, oc, g, lanes = dty.shape[1], oty.shape[1], a.groups, self.lanes
+        depthwise = g > 1 and g == ic == oc and w.shape[1] == 1
+        if oc % lanes or (g > 1 and not depthwise and ((ic // g) % lanes or (oc // g) % lanes)):
+            return None
+        if depthwise or (self._is_blocked(data) and (ic // g) % lanes == 0):
+            return _Plan(self.blocked(data), lanes, w, np.zeros(oc, "float32"), a)
+        if self._is_blocked(data) and ic % lanes:
+            return None
+        return _Plan(self.plain(data), 1, w, np.zeros(oc, "float32"), a)
+
+    def _absorb(self, call: Call, name: str) -> _Plan | None:
+        args = call.args
+        x = self.hardswish.get(id(call))
+        if x is not None:
+            v = self._value(x)
+            if v.plan is not None and v.plan.act == "none" and v.plan.residual is None:
+                return replace(v.plan, act="hardswish")
+        if name in ACTS and (p := self._single(args[0])) is not None and p.act == "none":
+            if name == "nn.relu":
+                return replace(p, act="relu")
+            return replace(p, act="clip", clip=(float(call.attrs.a_min), float(call.attrs.a_max)))
+        if name == "nn.bias_add" and call.attrs.axis in (1, -3) and (
+                p := self._single(args[0])) is not None:
+            return self._add_bias(p, args[1])
+        if name != "add":
+            return None
+        for mine, other in ((args[0], args[1]), (args[1], args[0])):
+            p = self._single(mine)
+            if p is None:
+                continue
+            biased = self._add_bias(p, other)
+            if biased is not None:
+                return biased
+            if p.residual is None and _tensor(other) == _tensor(call) and (
+                    _tensor(other) is not None):
+                return replace(p, residual=self.blocked(other), act_after_add=p.act == "none")
+        return None
+
+    def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
+        vec = _channel_const(c, p.bias.shape[0])
+        if vec is None or p.residual is not None or p.act != "none":
+            return None
+        return replace(p, bias=p.bias + vec)
+
+    def _blocked_ok(self, call: Call, name: str) -> bool:
+        args = call.args
+        if name in UNARY:
+            return self._is_blocked(args[0]) and _nchw_f32(call) is not None
+        if name in POOLS:
+            return call.attrs.layout == "NCHW" and self._is_blocked(args[0]) and (
+                not hasattr(call.attrs, "out_layout") or call.attrs.out_layout in ("", "NCHW"))
+        if name not in BINARY or _nchw_f32(call) is None:
+            return False
+        if not any(self._is_blocked(a) for a in args):
+            return False
+        return all(self._blocked_operand(a, call) is not None for a in args)
+
+    def _blocked_operand(self, a: RelayExpr, call: Call) -> RelayExpr | None:
+        if self._is_blocked(a):
+            return self.blocked(a) if _tensor(a) == _tensor(call) else None
+        ty = _tensor(a)
+        if ty is not None and ty.ndim == 0:
+            return self.plain(a)
+        vec = _channel_const(a, _tensor(call).shape[1])  # type: ignore[union-attr]
+        if vec is None:
+            return None
+        return const(vec.reshape(1, -1, 1, 1, self.lanes))
+
+    def _rebuild_blocked(self, call: Call, name: str) -> RelayExpr:
+        if name in POOLS:
+            attrs = replace(call.attrs, layout=self.layout)
+            if hasattr(attrs, "out_layout"):
+                attrs = replace(attrs, out_layout="")
+            return Call(call.op, (self.blocked(call.args[0]),), attrs, span=call.span)
+        if name in UNARY:
+            return Call(call.op, (self.blocked(call.args[0]),), call.attrs, span=call.span)
+        args = tuple(self._blocked_operand(a, call) for a in call.args)
+        return Call(call.op, args, call.attrs, span=call.span)  # type: ignore[arg-type]
+
+
+def _scalar(e: RelayExpr, value: float) -> bool:
+    if not isinstance(e, Constant) or e.data.numpy().size != 1:
+        return False
+    return abs(float(e.data.numpy().reshape(-1)[0]) - value) < 1e-6
+
+
+def _hardswish_input(outer: RelayExpr) -> tuple[RelayExpr, list[RelayExpr]] | None:
+    """``x`` and the inner nodes if ``outer`` is x * clip(x + 3, 0, 6) / 6 (or * 1/6)."""
+    scaled = (_is(outer, "divide") and _scalar(outer.args[1], 6.0)) or (
+        _is(outer, "multiply") and _scalar(outer.args[1], 1 / 6))
+    m = outer.args[0] if scaled else None
+    if not _is(m, "multiply"):
+        return None
+    for x, cl in (m.args, m.args[::-1]):
+        if not (_is(cl, "clip") and float(cl.attrs.a_min) == 0.0 and
+                float(cl.attrs.a_max) == 6.0 and _is(cl.args[0], "add")):
+            continue
+        a = cl.args[0]
+        if (a.args[0] is x and _scalar(a.args[1], 3.0)) or (
+                a.args[1] is x and _scalar(a.args[0], 3.0)):
+            return x, [m, cl, a]
+    return None
+
+
+def _find_hardswish(planner: _Planner, nodes: list[RelayExpr]) -> None:
+    for node in nodes:
+        found = _hardswish_input(node)
+        if found is None or not _is(found[0], "nn.conv2d", "add", "nn.bias_add"):
+            continue
+        x, inner = found
+        if planner.users.get(id(x)) == 2 and all(planner.users.get(id(n)) == 1 for n in inner):
+            planner.hardswish[id(node)] = x
+            planner.deferred.update(id(n) for n in inner)
+
+
+def _dataflow(body: RelayExpr) -> list[RelayExpr] | None:
+    """The nodes of ``body`` in post order, or None if it is not a static dataflow graph."""
+    nodes = []
+    for node in post_order(body):
+        if not isinstance(node, (Call, Tuple, TupleGetItem, Var, Constant, Op)):
+            return None
+        if isinstance(node, Call) and not isinstance(node.op, Op):
+            return None
+        nodes.append(node)
+    return nodes
+
+
+def plan_function(func: Function, lanes: int) -> Function:
+    """``func`` with its conv chains in NCHW[lanes]c (unchanged if nothing applies)."""
+    nodes = _dataflow(func.body)
+    if nodes is None or not any(_is(n, "nn.conv2d") for n in nodes):
+        return func
+    planner = _Planner(lanes)
+    for node in nodes:
+        for c in children(node):
+            planner.users[id(c)] = planner.users.get(id(c), 0) + 1
+    planner.users[id(func.body)] = planner.users.get(id(func.body), 0) + 1
+    _find_hardswish(planner, nodes)
+    for node in nodes:
+        planner.visit(node)
+    body = planner.plain(func.body)
+    if body is func.body:
+        return func
+    return Function(func.params, body, func.ret_type, func.type_params, func.attrs,
+                    span=func.span)
+
+
+def _run(mod: IRModule, lanes: int) -> IRModule:
+    mod = InferType()(mod)
+    return InferType()(map_functions(mod, lambda f: plan_function(f, lanes)))
+
+
+class AlterOpLayout(ModulePass):
+    """Plan NCHW[L]c layouts and fused conv kernels for the current target (module docstring).
+    """
+
+    name: ClassVar[str] = "AlterOpLayout"
+    opt_level: ClassVar[int] = 3
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        from ...target import Target
+
+        return _run(mod, plan_lanes(Target.current()))
+
+
+_BLOCKED = re.compile(r"^NCHW(\d*)c$")
+
+
+class ConvertLayout(ModulePass):
+    """Relay's ``ConvertLayout(desired_layouts)`` for what ember's kernels take:
+    ``{"nn.conv2d": ["NCHW8c", "default"]}`` plans NCHW8c (``"NCHWc"``: the target's lanes);
+    ``"NCHW"`` keeps the graph as it is."""
+
+    name: ClassVar[str] = "ConvertLayout"
+    opt_level: ClassVar[int] = 3
+
+    def __init__(self, desired_layouts: Mapping[str, Any]) -> None:
+        if not isinstance(desired_layouts, Mapping):
+            raise OpAttributeInvalid("ConvertLayout: desired_layouts must be a dict of op name "
+                                     f"-> [data_layout, kernel_layout], got {desired_layouts!r}")
+        unknown = sorted(set(desired_layouts) - {"nn.conv2d"})
+        if unknown:
+            raise OpAttributeInvalid(f"ConvertLayout: only nn.conv2d layouts can be chosen, not "
+                                     f"{', '.join(unknown)}")
+        layouts = list(desired_layouts.get("nn.conv2d", ["NCHW"]))
+        data = layouts[0] if layouts else "NCHW"
+        m = _BLOCKED.match(data) if isinstance(data, str) else None
+        if data != "NCHW" and (m is None or (m.group(1) and int(m.group(1)) not in (4, 8, 16))):
+            raise OpAttributeInvalid(f"ConvertLayout: nn.conv2d data layout {data!r} is not "
+                                     "supported (use NCHW, NCHWc, NCHW4c, NCHW8c or NCHW16c)")
+        self.lanes = 0 if data == "NCHW" else int(m.group(1)) if m and m.group(1) else -1
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        from ...target import Target
+
+        if self.lanes == 0:
+            return mod
+        return _run(mod, self.lanes if self.lanes > 0 else plan_lanes(Target.current()))
+

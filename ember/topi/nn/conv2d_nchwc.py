@@ -1,0 +1,207 @@
+"""conv2d, depthwise conv2d and pools in the blocked layout NCHW[L]c, as calls of ember's C
+micro-kernels (``ember/include/ember/kernels/conv_nchwc.h``, ``pool_nchwc.h``).
+
+Layouts (``L`` = lanes, the float32 lanes of the build's SIMD level; ``CB`` = L, or 1 for a
+plain NCHW input, which is NCHW1c in memory):
+
+- data ``[N, IC/CB, H, W, CB]``; weight ``[OC/L, ICg/CB, KH, KW, CB, L]`` (``ICg``: input
+  channels of a group), depthwise ``[C/L, 1, KH, KW, 1, L]``; bias ``[OC]``; output and
+  residual ``[N, OC/L, OH, OW, L]``.
+
+The epilogue (bias, residual add, activation) runs in the kernel; :func:`conv_tiles` is the
+cost model that picks the register tile, the work split and whether to use threads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ...runtime.errors import OpError
+from ...target.simd import SimdLevel
+from ...te import tensor as te
+from ...tir import op as tir
+
+HEADER = "ember/kernels/conv_nchwc.h"
+LANES = (4, 8, 16)  # lane counts the kernels are instantiated for
+ACTIVATIONS = {"none": 0, "relu": 1, "clip": 2, "hardswish": 3}
+RESIDUAL, ACT_AFTER_ADD = 1, 2  # epilogue flags (EMBER_EPI_* in conv_simd.h)
+TILE_WIDTHS = (12, 8, 6, 4, 2, 1)  # the register tile widths the header instantiates
+PARALLEL_MACS = 1 << 19  # below this a kernel runs on the calling thread (~30 us of work)
+L2_BYTES = 512 * 1024  # per-core L2 the loop order and strips are sized for
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """Static sizes of one NCHW[L]c convolution."""
+
+    n: int
+    ic: int
+    h: int
+    w: int
+    oc: int
+    oh: int
+    ow: int
+    kh: int
+    kw: int
+    strides: tuple[int, int]
+    padding: tuple[int, int, int, int]
+    dilation: tuple[int, int]
+    groups: int
+    lanes: int
+    in_block: int
+
+    @property
+    def macs(self) -> int:
+        return self.n * self.oc * self.oh * self.ow * (self.ic // self.groups) * self.kh * self.kw
+
+
+@dataclass(frozen=True)
+class ConvTiles:
+    """The kernel's schedule: ``rb`` output blocks x ``rw`` output columns per register
+    tile, ``strip`` output columns per work item, ``order`` 1 to loop over output blocks
+    innermost (input strip reused from cache), ``threads`` 1 to split work over threads."""
+
+    rb: int
+    rw: int
+    strip: int
+    order: int
+    threads: int
+
+
+def vector_registers(level: SimdLevel) -> int:
+    """Vector registers of the level (AVX-512 and NEON 32, the others 16)."""
+    return 32 if level.name in ("avx512", "neon") else 16
+
+
+def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
+    """Cost model of the conv kernel.
+
+    - Register tile: ``rb * rw`` accumulators (each ``ceil(L*4 / vector_bytes)`` registers)
+      plus ``rb`` weight vectors and one broadcast must fit the register file; two output
+      blocks per tile halve the broadcasts per FMA, so rb = 2 whenever a group has two or
+      more output blocks (an odd count ends with a one-block tile). rw is the widest
+      instantiated width that fits and does not exceed the output row.
+    - Loop order: output blocks innermost when all the weights fit in half the L2 (each input
+      strip is then read once from memory), else blocks outermost (each block's weights stay
+      in cache while the rows stream by).
+    - Strips: a whole output row, except for 1x1 stride-1 convolutions flattened to one long
+      row (H*W), cut so that one input strip fills at most a quarter of the L2.
+    - Threads only above ``PARALLEL_MACS`` multiply-adds and with at least two work items.
+    """
+    lanes = geo.lanes
+    # A portable (scalar) build still gets 4-lane vectors from the C compiler: size the tile
+    # for 16-byte registers.
+    vector_bytes = 16 if level.name == "scalar" else level.vector_bytes
+    per_vec = max(1, -(-lanes * 4 // vector_bytes))
+    ocb_g = geo.oc // lanes // geo.groups
+    rb = 2 if ocb_g >= 2 else 1
+    budget = vector_registers(level) - rb * per_vec - 2
+    fitting = [w for w in TILE_WIDTHS if w * rb * per_vec <= budget and w <= max(geo.ow, 1)]
+    rw = fitting[0] if fitting else 1
+    weight_bytes = geo.oc * (geo.ic // geo.groups) * geo.kh * geo.kw * 4
+    order = 1 if weight_bytes <= L2_BYTES // 2 else 0
+    strip = geo.ow
+    if geo.oh == 1 and geo.kh == geo.kw == 1:
+        col_bytes = max(1, geo.ic // geo.groups * 4 * geo.strides[1])
+        strip = max(rw, (L2_BYTES // 4 // col_bytes) // rw * rw)
+        strip = min(strip, geo.ow)
+    items = geo.n * geo.groups * -(-ocb_g // rb) * geo.oh * -(-geo.ow // strip)
+    threads = 1 if geo.macs >= PARALLEL_MACS and items >= 2 else 0
+    return ConvTiles(rb, rw, strip, order, threads)
+
+
+def flattened(geo: ConvGeometry) -> ConvGeometry:
+    """A 1x1, stride-1, unpadded conv as one image row of H*W pixels (the same memory in
+    NCHW[L]c): register tiles then run along whole planes instead of short rows (7x7, 14x14
+    feature maps would otherwise leave most tiles partly empty)."""
+    if geo.kh == geo.kw == 1 and geo.strides == (1, 1) and not any(geo.padding):
+        return replace(geo, h=1, w=geo.h * geo.w, oh=1, ow=geo.oh * geo.ow, dilation=(1, 1))
+    return geo
+
+
+def _check_lanes(lanes: int, where: str) -> None:
+    if lanes not in LANES:
+        raise OpError(f"{where}: the blocked kernels have {LANES} lanes, not {lanes}")
+
+
+def _epilogue(act: str, clip: tuple[float, float], flags: int) -> list:
+    if act not in ACTIVATIONS:
+        raise OpError(f"conv2d_nchwc: activation {act!r} is not one of {sorted(ACTIVATIONS)}")
+    lo, hi = clip
+    return [ACTIVATIONS[act], tir.const(float(lo), "float32"), tir.const(float(hi), "float32"),
+            flags]
+
+
+def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
+                 residual: te.Tensor | None, geo: ConvGeometry, level: SimdLevel,
+                 act: str = "none", clip: tuple[float, float] = (0.0, 0.0),
+                 act_after_add: bool = True) -> te.Tensor:
+    """Dense or grouped conv2d in NCHW[L]c with its epilogue (layouts: module docstring)."""
+    lanes = geo.lanes
+    _check_lanes(lanes, "conv2d_nchwc")
+    flags = (RESIDUAL | (ACT_AFTER_ADD if act_after_add else 0)) if residual is not None else 0
+    run = flattened(geo)
+    tiles = conv_tiles(run, level)
+    ints = [run.n, run.ic // run.in_block, run.in_block, run.h, run.w, run.oc // lanes,
+            run.groups, run.oh, run.ow, run.kh, run.kw, *run.strides, *run.dilation,
+            run.padding[0], run.padding[1]]
+    tail = _epilogue(act, clip, flags) + [tiles.rb, tiles.rw, tiles.strip, tiles.order,
+                                          tiles.threads]
+    inputs = [data, weight, bias] + ([residual] if residual is not None else [])
+
+    def body(ins: list, outs: list) -> object:
+        res = ins[3] if residual is not None else outs[0]
+        return tir.call_extern("int32", f"ember_conv2d_nchwc_x{lanes}", ins[0].data,
+                               ins[1].data, ins[2].data, res.data, outs[0].data, *ints, *tail,
+                               header=HEADER)
+
+    shape = (geo.n, geo.oc // lanes, geo.oh, geo.ow, lanes)
+    return te.extern(shape, inputs, body, name="T_conv2d_nchwc", tag="conv2d_nchwc")
+
+
+def depthwise_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
+                    residual: te.Tensor | None, geo: ConvGeometry, level: SimdLevel,
+                    act: str = "none", clip: tuple[float, float] = (0.0, 0.0),
+                    act_after_add: bool = True) -> te.Tensor:
+    """Depthwise conv2d (multiplier 1) in NCHW[L]c with its epilogue."""
+    del level  # one tile shape: RW columns of one vector each
+    lanes = geo.lanes
+    _check_lanes(lanes, "depthwise_nchwc")
+    flags = (RESIDUAL | (ACT_AFTER_ADD if act_after_add else 0)) if residual is not None else 0
+    threads = 1 if geo.macs >= PARALLEL_MACS and geo.n * geo.oc // lanes * geo.oh >= 2 else 0
+    ints = [geo.n, geo.oc // lanes, geo.h, geo.w, geo.oh, geo.ow, geo.kh, geo.kw, *geo.strides,
+            *geo.dilation, geo.padding[0], geo.padding[1]]
+    tail = _epilogue(act, clip, flags) + [geo.ow, threads]
+    inputs = [data, weight, bias] + ([residual] if residual is not None else [])
+
+    def body(ins: list, outs: list) -> object:
+        res = ins[3] if residual is not None else outs[0]
+        return tir.call_extern("int32", f"ember_depthwise_nchwc_x{lanes}", ins[0].data,
+                               ins[1].data, ins[2].data, res.data, outs[0].data, *ints, *tail,
+                               header=HEADER)
+
+    shape = (geo.n, geo.oc // lanes, geo.oh, geo.ow, lanes)
+    return te.extern(shape, inputs, body, name="T_depthwise_nchwc", tag="conv2d_nchwc")
+
+
+def pack_weight(weight: np.ndarray, lanes: int, in_block: int) -> np.ndarray:
+    """OIHW weight (I: input channels of a group) -> ``[O/L, I/CB, KH, KW, CB, L]``."""
+    o, i, kh, kw = weight.shape
+    if o % lanes or i % in_block:
+        raise OpError(f"pack_weight: weight {weight.shape} does not split into {lanes} output "
+                      f"and {in_block} input lanes")
+    blocks = weight.reshape(o // lanes, lanes, i // in_block, in_block, kh, kw)
+    return np.ascontiguousarray(blocks.transpose(0, 2, 4, 5, 3, 1))
+
+
+def to_blocked(x: np.ndarray, lanes: int) -> np.ndarray:
+    """NCHW -> NCHW[lanes]c (numpy, for constants and tests)."""
+    n, c, h, w = x.shape
+    return np.ascontiguousarray(x.reshape(n, c // lanes, lanes, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def from_blocked(x: np.ndarray) -> np.ndarray:
+    """NCHW[L]c -> NCHW (numpy)."""
+    n, cb, h, w, lanes = x.shape
+    return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, cb * lanes, h, w))

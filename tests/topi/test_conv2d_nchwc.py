@@ -1,0 +1,283 @@
+"""The NCHW[L]c conv micro-kernels (ember/kernels/conv_nchwc.h) against numpy.
+
+One C harness (conv_nchwc_harness.c) exposes every entry point with its sizes in an array, so
+one compiled library per SIMD level serves all shapes, and hypothesis can draw many. Levels:
+the host's (-march=native), AVX2+FMA (x86-64-v3), SSE only (x86-64-v2) and the plain C99 path
+(-DEMBER_KERNELS_PORTABLE); AVX-512 code cannot run here, so it is compiled only. The harness's
+parallel launch runs its tasks one after another, which checks the work split. Tolerance:
+rtol 1e-4, atol 1e-4 against a float64 reference (float32 sums of up to a few thousand terms).
+"""
+from __future__ import annotations
+
+import ctypes
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember.relay.op.nn.conv import conv2d_nchw
+from ember.target.simd import LEVELS
+from ember.topi.nn import conv2d_nchwc as K
+
+HARNESS = Path(__file__).with_name("conv_nchwc_harness.c")
+INCLUDE = Path(ember.__file__).parent / "include"
+CC = shutil.which("gcc") or shutil.which("cc") or shutil.which("clang")
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2"]
+LEVEL_FLAGS = {"native": ["-march=native"], "x86-64-v3": ["-march=x86-64-v3"],
+               "x86-64-v2": ["-march=x86-64-v2"], "portable": ["-DEMBER_KERNELS_PORTABLE"]}
+pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler")
+F32 = ctypes.POINTER(ctypes.c_float)
+ACT = {v: k for k, v in K.ACTIVATIONS.items()}
+
+
+def _host_runs(level: str) -> bool:
+    if level == "portable":
+        return True
+    if not X86:
+        return level == "native"
+    need = {"x86-64-v3": LEVELS["avx2"], "x86-64-v2": LEVELS["sse"]}.get(level)
+    from ember.target.simd import host_features
+
+    return need is None or set(need.features) <= host_features()
+
+
+@pytest.fixture(scope="module")
+def harness_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ctypes.CDLL]:
+    out = tmp_path_factory.mktemp("conv_harness")
+    return {"dir": out}  # type: ignore[dict-item]
+
+
+def _harness(libs: dict, level: str) -> ctypes.CDLL:
+    if level not in libs:
+        if not _host_runs(level):
+            pytest.skip(f"this machine cannot run {level} code")
+        so = libs["dir"] / f"harness_{level}.so"
+        cmd = [CC, *STRICT, *LEVEL_FLAGS[level], "-fPIC", "-shared", f"-I{INCLUDE}",
+               str(HARNESS), "-o", str(so)]
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[:4000]
+        libs[level] = ctypes.CDLL(str(so))
+    return libs[level]
+
+
+def _ptr(a: np.ndarray) -> ctypes._Pointer:
+    return a.ctypes.data_as(F32)
+
+
+def _epilogue(y: np.ndarray, act: str, clip: tuple, res: np.ndarray | None,
+              after: bool) -> np.ndarray:
+    def f(v: np.ndarray) -> np.ndarray:
+        if act == "relu":
+            return np.maximum(v, 0)
+        if act == "clip":
+            return np.clip(v, *clip)
+        if act == "hardswish":
+            return v * np.clip(v + 3, 0, 6) / 6
+        return v
+
+    if res is None:
+        return f(y)
+    return f(y + res) if after else f(y) + res
+
+
+def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (3, 3),
+             s: tuple = (1, 1), pads: tuple = (1, 1, 1, 1), d: tuple = (1, 1), groups: int = 1,
+             lanes: int = 8, in_block: int | None = None, act: str = "relu",
+             residual: bool = False, after: bool = True, n: int = 1, tiles: tuple | None = None,
+             tasks: int = 1, seed: int = 0) -> None:
+    """One convolution through the harness, checked against numpy."""
+    rng = np.random.default_rng(seed)
+    depthwise = groups > 1 and groups == ic == oc
+    cb = lanes if depthwise else (in_block or lanes)
+    x = rng.uniform(-1, 1, (n, ic, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, ic // groups, *k)).astype("float32")
+    b = rng.uniform(-1, 1, oc).astype("float32")
+    ref = conv2d_nchw(x.astype("float64"), wt.astype("float64"), s, pads, d, groups)
+    ref = ref + b.reshape(1, -1, 1, 1)
+    res = rng.uniform(-1, 1, ref.shape).astype("float32") if residual else None
+    clip = (-0.25, 0.5)
+    expect = _epilogue(ref, act, clip, res, after)
+    oh, ow = ref.shape[2:]
+    xb = K.to_blocked(x, cb) if cb > 1 else x.reshape(n, ic, h, w, 1)
+    wp = K.pack_weight(wt, lanes, 1 if depthwise else cb)
+    out = np.full((n, oc // lanes, oh, ow, lanes), np.nan, "float32")
+    resb = K.to_blocked(res, lanes) if res is not None else out
+    flags = (K.RESIDUAL | (K.ACT_AFTER_ADD if after else 0)) if residual else 0
+    geo = K.ConvGeometry(n, ic, h, w, oc, oh, ow, *k, s, pads, d, groups, lanes, cb)
+    lib.harness_set_tasks(tasks)
+    if depthwise:
+        strip = tiles[2] if tiles else ow
+        ints = [n, oc // lanes, h, w, oh, ow, *k, *s, *d, pads[0], pads[1], K.ACTIVATIONS[act],
+                flags, strip, 1 if tasks > 1 else 0]
+        fn = lib.harness_depthwise
+    else:
+        t = K.conv_tiles(geo, LEVELS["avx2"])
+        rb, rw, strip, order = tiles or (t.rb, t.rw, t.strip, t.order)
+        ints = [n, ic // cb, cb, h, w, oc // lanes, groups, oh, ow, *k, *s, *d, pads[0],
+                pads[1], K.ACTIVATIONS[act], flags, rb, rw, strip, order, 1 if tasks > 1 else 0]
+        fn = lib.harness_conv
+    arr = np.array(ints, "int32")
+    rc = fn(lanes, _ptr(xb), _ptr(wp), _ptr(b), _ptr(resb), _ptr(out),
+            arr.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), ctypes.c_float(clip[0]),
+            ctypes.c_float(clip[1]))
+    assert rc == 0
+    np.testing.assert_allclose(K.from_blocked(out), expect, rtol=1e-4, atol=1e-4)
+
+
+EDGE_CASES = {
+    "3x3_pad1": {"ic": 16, "oc": 16, "h": 9, "w": 11},
+    "first_conv_3ch_nchw_input": {"ic": 3, "oc": 16, "h": 13, "w": 7, "s": (2, 2), "in_block": 1},
+    "1x1": {"ic": 32, "oc": 48, "h": 5, "w": 5, "k": (1, 1), "pads": (0, 0, 0, 0)},
+    "1x1_image": {"ic": 16, "oc": 16, "h": 1, "w": 1},
+    "stride_above_kernel": {"ic": 8, "oc": 16, "h": 11, "w": 10, "k": (1, 1), "s": (3, 3),
+                            "pads": (0,) * 4},
+    "stride_3_kernel_2": {"ic": 8, "oc": 8, "h": 9, "w": 13, "k": (2, 2), "s": (3, 3),
+                          "pads": (1, 0, 0, 1)},
+    "dilation_2": {"ic": 16, "oc": 16, "h": 7, "w": 9, "s": (2, 2), "pads": (0, 0, 1, 1),
+                   "d": (2, 2)},
+    "dilation_3_asymmetric": {"ic": 8, "oc": 8, "h": 12, "w": 6, "d": (3, 1), "pads": (3, 1, 3, 1)},
+    "kernel_larger_than_image": {"ic": 8, "oc": 8, "h": 2, "w": 3, "k": (5, 5),
+                                 "pads": (2, 2, 2, 2)},
+    "kernel_7x1": {"ic": 8, "oc": 16, "h": 10, "w": 4, "k": (7, 1), "pads": (3, 0, 3, 0)},
+    "grouped": {"ic": 32, "oc": 32, "h": 6, "w": 7, "groups": 2},
+    "grouped_odd_blocks": {"ic": 24, "oc": 24, "h": 5, "w": 5, "groups": 3},
+    "depthwise": {"ic": 32, "oc": 32, "h": 9, "w": 10, "groups": 32},
+    "depthwise_stride2_odd": {"ic": 16, "oc": 16, "h": 7, "w": 13, "s": (2, 2), "groups": 16},
+    "depthwise_wide_rows": {"ic": 16, "oc": 16, "h": 5, "w": 21, "groups": 16, "act": "clip"},
+    "depthwise_wide_rows_stride2": {"ic": 16, "oc": 16, "h": 6, "w": 23, "s": (2, 2), "groups": 16},
+    "depthwise_dilated": {"ic": 8, "oc": 8, "h": 8, "w": 8, "d": (2, 2), "pads": (2, 2, 2, 2),
+                          "groups": 8},
+    "large_channels": {"ic": 256, "oc": 64, "h": 3, "w": 5},
+    "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
+    "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
+    "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
+                            "act": "clip"},
+    "hardswish": {"ic": 8, "oc": 8, "h": 4, "w": 4, "act": "hardswish"},
+    "no_activation_batch2": {"ic": 8, "oc": 8, "h": 4, "w": 5, "act": "none", "n": 2},
+    "depthwise_residual": {"ic": 16, "oc": 16, "h": 6, "w": 6, "groups": 16, "residual": True,
+                           "act": "clip"},
+}
+
+
+@pytest.mark.parametrize("lanes", [4, 8, 16])
+@pytest.mark.parametrize("case", list(EDGE_CASES))
+def test_edge_cases_native(harness_libs, case, lanes):
+    kwargs = dict(EDGE_CASES[case])
+    if kwargs.get("in_block") is None and kwargs["ic"] // kwargs.get("groups", 1) % lanes:
+        kwargs["in_block"] = 1  # channels of a group not a multiple of the lanes: NCHW input
+    if kwargs["oc"] % lanes or (kwargs.get("groups", 1) > 1 and kwargs["oc"] // kwargs[
+            "groups"] % lanes and kwargs["groups"] != kwargs["ic"]):
+        pytest.skip("output channels do not split into blocks of these lanes")
+    if kwargs.get("groups", 1) == kwargs["ic"] and kwargs["ic"] % lanes:
+        pytest.skip("depthwise channels do not split into blocks of these lanes")
+    run_case(_harness(harness_libs, "native"), lanes=lanes, **kwargs)
+
+
+@pytest.mark.parametrize("level", ["x86-64-v3", "x86-64-v2", "portable"])
+@pytest.mark.parametrize("case", ["3x3_pad1", "first_conv_3ch_nchw_input", "1x1", "dilation_2",
+                                  "grouped", "depthwise_stride2_odd", "residual_act_before"])
+def test_edge_cases_at_lower_levels(harness_libs, level, case):
+    lanes = 4 if level in ("x86-64-v2", "portable") else 8
+    run_case(_harness(harness_libs, level), lanes=lanes, **EDGE_CASES[case])
+
+
+@st.composite
+def conv_cases(draw: st.DrawFn) -> dict:
+    lanes = draw(st.sampled_from([4, 8, 16]))
+    kind = draw(st.sampled_from(["dense", "nchw_input", "grouped", "depthwise"]))
+    groups = 1
+    if kind == "depthwise":
+        ic = oc = lanes * draw(st.integers(1, 3))
+        groups = ic
+    elif kind == "grouped":
+        groups = draw(st.integers(2, 3))
+        ic, oc = groups * lanes, groups * lanes * draw(st.integers(1, 2))
+    else:
+        ic = draw(st.integers(1, 20)) if kind == "nchw_input" else lanes * draw(st.integers(1, 3))
+        oc = lanes * draw(st.integers(1, 4))
+    kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    d = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    pads = tuple(draw(st.integers(0, 3)) for _ in range(4))
+    s = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    h_min = max(1, (kh - 1) * d[0] + 1 - pads[0] - pads[2])
+    w_min = max(1, (kw - 1) * d[1] + 1 - pads[1] - pads[3])
+    h, w = draw(st.integers(h_min, h_min + 10)), draw(st.integers(w_min, w_min + 10))
+    ow = (w + pads[1] + pads[3] - (kw - 1) * d[1] - 1) // s[1] + 1
+    ocb_g = oc // lanes // groups
+    tiles = None
+    if kind != "depthwise" and draw(st.booleans()):
+        rb = draw(st.sampled_from([1, 2]))
+        tiles = (rb, draw(st.integers(1, 12)), draw(st.integers(1, ow)), draw(st.integers(0, 1)))
+    elif kind == "depthwise" and draw(st.booleans()):
+        tiles = (1, 1, draw(st.integers(1, ow)), 0)
+    return {"ic": ic, "oc": oc, "h": h, "w": w, "k": (kh, kw), "s": s, "pads": pads, "d": d,
+            "groups": groups, "lanes": lanes, "in_block": 1 if kind == "nchw_input" else None,
+            "act": draw(st.sampled_from(list(K.ACTIVATIONS))), "residual": draw(st.booleans()),
+            "after": draw(st.booleans()), "tiles": tiles, "tasks": draw(st.integers(1, 3)),
+            "seed": draw(st.integers(0, 1000))}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(case=conv_cases())
+def test_random_convolutions_match_numpy(harness_libs_session, case):
+    run_case(harness_libs_session, **case)
+
+
+@pytest.fixture(scope="module")
+def harness_libs_session(harness_libs) -> ctypes.CDLL:
+    return _harness(harness_libs, "native")
+
+
+@pytest.mark.skipif(not X86, reason="x86 only")
+def test_avx512_path_compiles(tmp_path):
+    """AVX-512 code cannot run on this machine; its path (zmm vectors, FMA intrinsics) must
+    still compile warning-free."""
+    cmd = [CC, *STRICT, "-mavx512f", "-mavx512vl", "-mfma", "-fPIC", "-c", f"-I{INCLUDE}",
+           str(HARNESS), "-o", str(tmp_path / "h.o")]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[:4000]
+
+
+def test_cost_model_fits_the_register_file():
+    for level, regs in (("avx2", 16), ("avx512", 32), ("sse", 16), ("scalar", 16)):
+        lanes = max(4, LEVELS[level].lanes("float32"))
+        geo = K.ConvGeometry(1, 64, 56, 56, 64, 56, 56, 3, 3, (1, 1), (1,) * 4, (1, 1), 1,
+                             lanes, lanes)
+        t = K.conv_tiles(geo, LEVELS[level])
+        assert t.rb == 2 and t.rw * t.rb + t.rb + 1 <= regs and t.threads == 1
+    small = K.ConvGeometry(1, 8, 4, 4, 8, 4, 4, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
+    t = K.conv_tiles(small, LEVELS["avx2"])
+    assert t.threads == 0 and t.rw <= 4 and t.rb == 1
+    odd = K.ConvGeometry(1, 8, 4, 4, 24, 4, 4, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
+    assert K.conv_tiles(odd, LEVELS["avx2"]).rb == 2  # a pair, then a single block
+
+
+def test_wrappers_refuse_bad_lanes_and_activations():
+    from ember.runtime.errors import OpError
+    from ember.te import tensor as te
+
+    geo = K.ConvGeometry(1, 8, 4, 4, 6, 4, 4, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 6, 1)
+    x = te.placeholder((1, 8, 4, 4, 1))
+    with pytest.raises(OpError, match="lanes"):
+        K.conv2d_nchwc(x, x, x, None, geo, LEVELS["avx2"])
+    geo8 = K.ConvGeometry(1, 8, 4, 4, 8, 4, 4, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
+    with pytest.raises(OpError, match="activation"):
+        K.conv2d_nchwc(x, x, x, None, geo8, LEVELS["avx2"], act="gelu")
+    with pytest.raises(OpError, match="does not split"):
+        K.pack_weight(np.zeros((6, 8, 1, 1), "float32"), 8, 8)
+
+
+def test_unit_convs_run_as_one_long_row():
+    geo = K.ConvGeometry(1, 64, 7, 5, 64, 7, 5, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
+    flat = K.flattened(geo)
+    assert (flat.h, flat.w, flat.oh, flat.ow) == (1, 35, 1, 35) and flat.macs == geo.macs
+    strided = K.ConvGeometry(1, 64, 8, 8, 64, 4, 4, 1, 1, (2, 2), (0,) * 4, (1, 1), 1, 8, 8)
+    assert K.flattened(strided) is strided
