@@ -210,7 +210,6 @@ def conv_cases(draw: st.DrawFn) -> dict:
     w_min = max(1, (kw - 1) * d[1] + 1 - pads[1] - pads[3])
     h, w = draw(st.integers(h_min, h_min + 10)), draw(st.integers(w_min, w_min + 10))
     ow = (w + pads[1] + pads[3] - (kw - 1) * d[1] - 1) // s[1] + 1
-    ocb_g = oc // lanes // groups
     tiles = None
     if kind != "depthwise" and draw(st.booleans()):
         rb = draw(st.sampled_from([1, 2]))

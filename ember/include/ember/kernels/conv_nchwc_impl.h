@@ -24,16 +24,16 @@
 static inline void EMBER_FN(ember_conv_act)(EV* v, int32_t act, float lo, float hi) {
   EV zero = EMBER_VZERO(EMBER_L), t, x = *v;
   switch (act) {
-    case EMBER_ACT_RELU:
+    case EMBER_CONV_ACT_RELU:
       *v = EMBER_VMAX(EMBER_L, x, zero);
       return;
-    case EMBER_ACT_CLIP: {
+    case EMBER_CONV_ACT_CLIP: {
       EV vlo = EMBER_VSPLAT(EMBER_L, lo), vhi = EMBER_VSPLAT(EMBER_L, hi);
       t = EMBER_VMAX(EMBER_L, x, vlo);
       *v = EMBER_VMIN(EMBER_L, t, vhi);
       return;
     }
-    case EMBER_ACT_HARDSWISH: {
+    case EMBER_CONV_ACT_HARDSWISH: {
       EV six = EMBER_VSPLAT(EMBER_L, 6.0f);
       t = x + 3.0f;
       t = EMBER_VMAX(EMBER_L, t, zero);

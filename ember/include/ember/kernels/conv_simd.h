@@ -112,10 +112,10 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #endif
 
 /* Activation codes shared with ember/topi/nn/conv2d_nchwc.py. */
-#define EMBER_ACT_NONE 0
-#define EMBER_ACT_RELU 1
-#define EMBER_ACT_CLIP 2
-#define EMBER_ACT_HARDSWISH 3
+#define EMBER_CONV_ACT_NONE 0
+#define EMBER_CONV_ACT_RELU 1
+#define EMBER_CONV_ACT_CLIP 2
+#define EMBER_CONV_ACT_HARDSWISH 3
 /* Epilogue flags: a residual tensor is added; the activation runs after the add. */
 #define EMBER_EPI_RESIDUAL 1
 #define EMBER_EPI_ACT_AFTER_ADD 2
@@ -123,11 +123,11 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 static inline float ember_act_scalar(float v, int32_t act, float lo, float hi) {
   float t;
   switch (act) {
-    case EMBER_ACT_RELU:
+    case EMBER_CONV_ACT_RELU:
       return v > 0.0f ? v : 0.0f;
-    case EMBER_ACT_CLIP:
+    case EMBER_CONV_ACT_CLIP:
       return v < lo ? lo : (v > hi ? hi : v);
-    case EMBER_ACT_HARDSWISH:
+    case EMBER_CONV_ACT_HARDSWISH:
       t = v + 3.0f;
       t = t < 0.0f ? 0.0f : (t > 6.0f ? 6.0f : t);
       return v * t * (1.0f / 6.0f);
