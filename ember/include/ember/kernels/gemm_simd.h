@@ -2,11 +2,15 @@
  * ember kernels: a small float vector abstraction shared by the GEMM, softmax and layer-norm
  * kernels, selected by the compiler's ISA macros:
  *
- *   __AVX512F__            16 lanes, AVX-512F intrinsics
- *   __AVX2__ && __FMA__     8 lanes, AVX2 + FMA intrinsics
- *   __SSE2__                4 lanes, SSE2 intrinsics (multiply + add)
+ *   __AVX512F__            16 lanes (AVX-512F)
+ *   __AVX2__ && __FMA__     8 lanes (AVX2 + FMA)
+ *   __SSE2__, __ARM_NEON    4 lanes (multiply + add on SSE2)
  *   otherwise               4 lanes, portable C99 (a struct of 4 floats; compilers vectorise
- *                           it where they can)
+ *                           it where they can); also when EMBER_KERNELS_PORTABLE is defined
+ *
+ * The SIMD paths use GCC/Clang vector extensions (__attribute__((vector_size))), not
+ * <immintrin.h>, so including this header stays cheap to compile; the compiler's -march
+ * flags decide the instructions.
  *
  * EMBER_VL is the lane count. Every function is static inline so a translation unit that
  * uses only some of them compiles warning-free with -std=c99 -Wall -Wextra.
@@ -21,95 +25,60 @@
 #include <stdint.h>
 #include <string.h>
 
+#if !defined(EMBER_KERNELS_PORTABLE) && defined(__GNUC__) && \
+    (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || \
+     defined(__SSE2__) || defined(__ARM_NEON))
+/* GCC/Clang vector extensions: plain C arithmetic on vector types, compiled to the ISA of the
+ * -march flags (a * b + c becomes an FMA under -ffp-contract=fast). No <immintrin.h>: that
+ * header alone costs about a second of compile time per translation unit. */
 #if defined(__AVX512F__)
-#include <immintrin.h>
 #define EMBER_VL 16
 #define EMBER_SIMD_NAME "avx512"
-typedef __m512 ember_vf;
-static inline ember_vf ember_vload(const float* p) { return _mm512_loadu_ps(p); }
-static inline void ember_vstore(float* p, ember_vf v) { _mm512_storeu_ps(p, v); }
-static inline ember_vf ember_vset1(float x) { return _mm512_set1_ps(x); }
-static inline ember_vf ember_vadd(ember_vf a, ember_vf b) { return _mm512_add_ps(a, b); }
-static inline ember_vf ember_vsub(ember_vf a, ember_vf b) { return _mm512_sub_ps(a, b); }
-static inline ember_vf ember_vmul(ember_vf a, ember_vf b) { return _mm512_mul_ps(a, b); }
-static inline ember_vf ember_vdiv(ember_vf a, ember_vf b) { return _mm512_div_ps(a, b); }
-static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return _mm512_max_ps(a, b); }
-static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return _mm512_min_ps(a, b); }
-/* a * b + c */
-static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) {
-  return _mm512_fmadd_ps(a, b, c);
+#elif defined(__AVX2__) && defined(__FMA__)
+#define EMBER_VL 8
+#define EMBER_SIMD_NAME "avx2"
+#elif defined(__SSE2__)
+#define EMBER_VL 4
+#define EMBER_SIMD_NAME "sse2"
+#else
+#define EMBER_VL 4
+#define EMBER_SIMD_NAME "neon"
+#endif
+#define EMBER_SIMD_VECTOR_EXT 1
+typedef float ember_vf __attribute__((vector_size(4 * EMBER_VL)));
+typedef int32_t ember_vi __attribute__((vector_size(4 * EMBER_VL)));
+/* unaligned access to a vector in memory */
+typedef float ember_vf_u __attribute__((vector_size(4 * EMBER_VL), aligned(4), may_alias));
+static inline ember_vf ember_vload(const float* p) { return *(const ember_vf_u*)p; }
+static inline void ember_vstore(float* p, ember_vf v) { *(ember_vf_u*)p = v; }
+static inline ember_vf ember_vset1(float x) {
+  ember_vf z = {0};
+  return z + x;
 }
+static inline ember_vf ember_vadd(ember_vf a, ember_vf b) { return a + b; }
+static inline ember_vf ember_vsub(ember_vf a, ember_vf b) { return a - b; }
+static inline ember_vf ember_vmul(ember_vf a, ember_vf b) { return a * b; }
+static inline ember_vf ember_vdiv(ember_vf a, ember_vf b) { return a / b; }
+/* lanes of a where mask m is set, else of b */
+static inline ember_vf ember_vselect(ember_vi m, ember_vf a, ember_vf b) {
+  return (ember_vf)((m & (ember_vi)a) | (~m & (ember_vi)b));
+}
+static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return ember_vselect(a > b, a, b); }
+static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return ember_vselect(a < b, a, b); }
+/* a * b + c */
+static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) { return a * b + c; }
+/* for |a| < 2^31: truncate, then step down where truncation rounded up */
 static inline ember_vf ember_vfloor(ember_vf a) {
-  return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  ember_vf t = __builtin_convertvector(__builtin_convertvector(a, ember_vi), ember_vf);
+  return t - (ember_vf)((t > a) & (ember_vi)ember_vset1(1.0f));
 }
 /* 2^n for integral n in [-126, 127] */
 static inline ember_vf ember_vpow2i(ember_vf n) {
-  __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+  return (ember_vf)((__builtin_convertvector(n, ember_vi) + 127) << 23);
 }
 static inline ember_vf ember_vcopysign(ember_vf mag, ember_vf sign) {
-  __m512i m = _mm512_set1_epi32((int)0x80000000u);
-  return _mm512_castsi512_ps(_mm512_or_si512(
-      _mm512_andnot_si512(m, _mm512_castps_si512(mag)),
-      _mm512_and_si512(m, _mm512_castps_si512(sign))));
-}
-
-#elif defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define EMBER_VL 8
-#define EMBER_SIMD_NAME "avx2"
-typedef __m256 ember_vf;
-static inline ember_vf ember_vload(const float* p) { return _mm256_loadu_ps(p); }
-static inline void ember_vstore(float* p, ember_vf v) { _mm256_storeu_ps(p, v); }
-static inline ember_vf ember_vset1(float x) { return _mm256_set1_ps(x); }
-static inline ember_vf ember_vadd(ember_vf a, ember_vf b) { return _mm256_add_ps(a, b); }
-static inline ember_vf ember_vsub(ember_vf a, ember_vf b) { return _mm256_sub_ps(a, b); }
-static inline ember_vf ember_vmul(ember_vf a, ember_vf b) { return _mm256_mul_ps(a, b); }
-static inline ember_vf ember_vdiv(ember_vf a, ember_vf b) { return _mm256_div_ps(a, b); }
-static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return _mm256_max_ps(a, b); }
-static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return _mm256_min_ps(a, b); }
-static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) {
-  return _mm256_fmadd_ps(a, b, c);
-}
-static inline ember_vf ember_vfloor(ember_vf a) { return _mm256_floor_ps(a); }
-static inline ember_vf ember_vpow2i(ember_vf n) {
-  __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
-}
-static inline ember_vf ember_vcopysign(ember_vf mag, ember_vf sign) {
-  ember_vf m = _mm256_set1_ps(-0.0f);
-  return _mm256_or_ps(_mm256_andnot_ps(m, mag), _mm256_and_ps(m, sign));
-}
-
-#elif defined(__SSE2__)
-#include <emmintrin.h>
-#define EMBER_VL 4
-#define EMBER_SIMD_NAME "sse2"
-typedef __m128 ember_vf;
-static inline ember_vf ember_vload(const float* p) { return _mm_loadu_ps(p); }
-static inline void ember_vstore(float* p, ember_vf v) { _mm_storeu_ps(p, v); }
-static inline ember_vf ember_vset1(float x) { return _mm_set1_ps(x); }
-static inline ember_vf ember_vadd(ember_vf a, ember_vf b) { return _mm_add_ps(a, b); }
-static inline ember_vf ember_vsub(ember_vf a, ember_vf b) { return _mm_sub_ps(a, b); }
-static inline ember_vf ember_vmul(ember_vf a, ember_vf b) { return _mm_mul_ps(a, b); }
-static inline ember_vf ember_vdiv(ember_vf a, ember_vf b) { return _mm_div_ps(a, b); }
-static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return _mm_max_ps(a, b); }
-static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return _mm_min_ps(a, b); }
-static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) {
-  return _mm_add_ps(_mm_mul_ps(a, b), c);
-}
-static inline ember_vf ember_vfloor(ember_vf a) {
-  /* truncate, then step down where truncation rounded up (negative non-integers) */
-  ember_vf t = _mm_cvtepi32_ps(_mm_cvttps_epi32(a));
-  return _mm_sub_ps(t, _mm_and_ps(_mm_cmpgt_ps(t, a), _mm_set1_ps(1.0f)));
-}
-static inline ember_vf ember_vpow2i(ember_vf n) {
-  __m128i e = _mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127));
-  return _mm_castsi128_ps(_mm_slli_epi32(e, 23));
-}
-static inline ember_vf ember_vcopysign(ember_vf mag, ember_vf sign) {
-  ember_vf m = _mm_set1_ps(-0.0f);
-  return _mm_or_ps(_mm_andnot_ps(m, mag), _mm_and_ps(m, sign));
+  ember_vi m = (ember_vi)ember_vset1(-0.0f);
+  return (ember_vf)((~m & (ember_vi)mag) | (m & (ember_vi)sign));
 }
 
 #else /* portable C99 */
@@ -152,7 +121,7 @@ static inline ember_vf ember_vpow2i(ember_vf n) {
   for (i = 0; i < 4; ++i) r.v[i] = ldexpf(1.0f, (int)n.v[i]);
   return r;
 }
-#endif
+#endif /* vector extensions / portable */
 
 static inline ember_vf ember_vzero(void) { return ember_vset1(0.0f); }
 
