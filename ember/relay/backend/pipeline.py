@@ -27,6 +27,7 @@ from ..transform import (
     FoldConstant,
     FoldScaleAxis,
     FuseGemmEpilogue,
+    FuseLayerNorm,
     FuseOps,
     InferType,
     SimplifyExpr,
@@ -41,10 +42,13 @@ _LISTENERS: list[StageListener] = []
 
 def optimize_passes() -> list[Pass]:
     """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
-    reaches its own (SimplifyInference 0, FoldConstant and FuseGemmEpilogue 2, the others 3).
-    FuseGemmEpilogue packs constant weights; the FoldConstant after it folds the packing."""
+    reaches its own (SimplifyInference 0, FoldConstant, FuseLayerNorm and FuseGemmEpilogue 2,
+    the others 3). FuseLayerNorm puts back together the layer norms SimplifyInference (or an
+    ONNX exporter) decomposed; FuseGemmEpilogue packs constant weights; the FoldConstant after
+    it folds the packing."""
     return [SimplifyInference(), EliminateCommonSubexpr(), FoldConstant(), FoldScaleAxis(),
-            SimplifyExpr(), CanonicalizeOps(), FuseGemmEpilogue(), FoldConstant()]
+            SimplifyExpr(), CanonicalizeOps(), FuseLayerNorm(), FuseGemmEpilogue(),
+            FoldConstant()]
 
 
 @contextmanager

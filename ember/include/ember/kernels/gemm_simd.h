@@ -53,7 +53,7 @@ static inline ember_vf ember_vload(const float* p) { return *(const ember_vf_u*)
 static inline void ember_vstore(float* p, ember_vf v) { *(ember_vf_u*)p = v; }
 static inline ember_vf ember_vset1(float x) {
   ember_vf z = {0};
-  return z + x;
+  return -z + x; /* -0 + x is x for every x, -0 included (+0 + -0 would be +0) */
 }
 static inline ember_vf ember_vadd(ember_vf a, ember_vf b) { return a + b; }
 static inline ember_vf ember_vsub(ember_vf a, ember_vf b) { return a - b; }
