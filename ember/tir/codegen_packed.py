@@ -111,9 +111,23 @@ def emit_call_packed(w: FunctionWriter, call: Call, ind: int) -> None:
 
 
 def _written(func: PrimFunc) -> set[int]:
+    """Buffers the body may write: stored to, or passed to a call (a buffer, or its data
+    pointer as ``tir.call_extern`` kernels take it)."""
     return {id(n.buffer.data) for n in post_order(func.body) if isinstance(n, BufferStore)} | {
-        id(a.data) for n in post_order(func.body) if isinstance(n, Call)
-        for a in n.args if isinstance(a, Buffer)}
+        id(a.data) if isinstance(a, Buffer) else id(a) for n in post_order(func.body)
+        if isinstance(n, Call) for a in n.args if isinstance(a, (Buffer, Var))}
+
+
+def _referenced(func: PrimFunc) -> set[int]:
+    """Variables the body mentions (a buffer's data pointer through its loads and stores)."""
+    out: set[int] = set()
+    for n in post_order(func.body):
+        if isinstance(n, Var):
+            out.add(id(n))
+        buf = getattr(n, "buffer", None)
+        if isinstance(buf, Buffer):
+            out.add(id(buf.data))
+    return out
 
 
 def unpacked_function(func: PrimFunc, helpers: set[str]) -> tuple[str, list[str]]:
@@ -137,6 +151,10 @@ def unpacked_function(func: PrimFunc, helpers: set[str]) -> tuple[str, list[str]
         params.append(f"{C_TYPE[v.dtype]} {nm}")
         names.append(nm)
     fname = c_ident(func.name)
+    used = _referenced(func)
+    for p, nm in zip(func.params, names):
+        if p in func.buffer_map and id(p) not in used:  # e.g. an operand a kernel ignores
+            w.emit(f"(void){nm};", 1)
     w.stmt(func.body, 1)
     head = []
     if "from_relay" in func.attrs:
