@@ -125,6 +125,28 @@ static inline ember_vf ember_vpow2i(ember_vf n) {
 
 static inline ember_vf ember_vzero(void) { return ember_vset1(0.0f); }
 
+/* The first r (< EMBER_VL) floats at p as a vector, the other lanes `fill`; and the first r
+ * lanes of v stored at p. Row tails go through these, so no scalar tail loop is compiled. */
+static inline ember_vf ember_vload_part(const float* p, int64_t r, float fill) {
+  float t[EMBER_VL];
+  int i;
+  for (i = 0; i < EMBER_VL; ++i) t[i] = fill;
+  memcpy(t, p, (size_t)r * sizeof(float));
+  return ember_vload(t);
+}
+static inline void ember_vstore_part(float* p, int64_t r, ember_vf v) {
+  float t[EMBER_VL];
+  ember_vstore(t, v);
+  memcpy(p, t, (size_t)r * sizeof(float));
+}
+
+/* Rarely taken scalar paths: out of line and optimised for size (no vectoriser work). */
+#if defined(__GNUC__)
+#define EMBER_COLD static __attribute__((noinline, cold, unused))
+#else
+#define EMBER_COLD static
+#endif
+
 /* Horizontal sum and max through memory: only used once per row, not in inner loops. */
 static inline float ember_vhsum(ember_vf v) {
   float t[EMBER_VL];

@@ -31,37 +31,34 @@ typedef struct {
   float eps;
 } ember_layer_norm_args;
 
-/* One row (inner == 1). */
+/* One row (inner == 1); the last n % EMBER_VL elements as one padded vector. */
 static inline void ember_layer_norm_row(const ember_layer_norm_args* a, const float* x,
                                         float* y) {
-  int64_t n = a->n, k = 0;
-  ember_vf vs = ember_vzero(), vm, vr;
-  float mean, var, r;
-  for (; k + EMBER_VL <= n; k += EMBER_VL) vs = ember_vadd(vs, ember_vload(x + k));
-  mean = ember_vhsum(vs);
-  for (; k < n; ++k) mean += x[k];
-  mean /= (float)n;
+  int64_t n = a->n, k, r = n % EMBER_VL, nf = n - r;
+  ember_vf vs = ember_vzero(), vm, vr, v;
+  float mean;
+  for (k = 0; k < nf; k += EMBER_VL) vs = ember_vadd(vs, ember_vload(x + k));
+  if (r) vs = ember_vadd(vs, ember_vload_part(x + nf, r, 0.0f));
+  mean = ember_vhsum(vs) / (float)n;
   vm = ember_vset1(mean);
   vs = ember_vzero();
-  for (k = 0; k + EMBER_VL <= n; k += EMBER_VL) {
-    ember_vf d = ember_vsub(ember_vload(x + k), vm);
-    vs = ember_vfma(d, d, vs);
+  for (k = 0; k < n; k += EMBER_VL) {
+    v = k < nf ? ember_vload(x + k) : ember_vload_part(x + k, r, mean); /* padding: d = 0 */
+    v = ember_vsub(v, vm);
+    vs = ember_vfma(v, v, vs);
   }
-  var = ember_vhsum(vs);
-  for (; k < n; ++k) var += (x[k] - mean) * (x[k] - mean);
-  r = 1.0f / sqrtf(var / (float)n + a->eps);
-  vr = ember_vset1(r);
-  for (k = 0; k + EMBER_VL <= n; k += EMBER_VL) {
-    ember_vf v = ember_vmul(ember_vsub(ember_vload(x + k), vm), vr);
-    if (a->gamma) v = ember_vmul(v, ember_vload(a->gamma + k));
-    if (a->beta) v = ember_vadd(v, ember_vload(a->beta + k));
-    ember_vstore(y + k, v);
-  }
-  for (; k < n; ++k) {
-    float v = (x[k] - mean) * r;
-    if (a->gamma) v *= a->gamma[k];
-    if (a->beta) v += a->beta[k];
-    y[k] = v;
+  vr = ember_vset1(1.0f / sqrtf(ember_vhsum(vs) / (float)n + a->eps));
+  for (k = 0; k < n; k += EMBER_VL) {
+    int full = k < nf;
+    v = ember_vmul(ember_vsub(full ? ember_vload(x + k) : ember_vload_part(x + k, r, 0.0f),
+                              vm), vr);
+    if (a->gamma) {
+      v = ember_vmul(v, full ? ember_vload(a->gamma + k) : ember_vload_part(a->gamma + k, r, 0.0f));
+    }
+    if (a->beta) {
+      v = ember_vadd(v, full ? ember_vload(a->beta + k) : ember_vload_part(a->beta + k, r, 0.0f));
+    }
+    if (full) ember_vstore(y + k, v); else ember_vstore_part(y + k, r, v);
   }
 }
 
@@ -91,7 +88,7 @@ static inline void ember_layer_norm_lanes(const ember_layer_norm_args* a, const 
 }
 
 /* One normalisation over n with stride s (the lanes past the last full vector). */
-static void ember_layer_norm_strided(const ember_layer_norm_args* a, const float* x, float* y) {
+EMBER_COLD void ember_layer_norm_strided(const ember_layer_norm_args* a, const float* x, float* y) {
   int64_t n = a->n, s = a->inner, k;
   float mean = 0.0f, var = 0.0f, r;
   for (k = 0; k < n; ++k) mean += x[k * s];

@@ -36,10 +36,8 @@ static inline ember_vf ember_vexp0(ember_vf x) {
                                   ember_vset1(1.0f)));
 }
 
-static inline float ember_exp0(float x) { return x > EMBER_EXP_FLUSH ? expf(x) : 0.0f; }
-
 /* The IEEE path of one softmax (stride s between elements): numpy's formula, libm's exp. */
-static void ember_softmax_ieee(const float* x, float* y, int64_t n, int64_t s, int32_t log) {
+EMBER_COLD void ember_softmax_ieee(const float* x, float* y, int64_t n, int64_t s, int32_t log) {
   float m = -INFINITY, sum = 0.0f;
   int64_t k;
   for (k = 0; k < n; ++k) m = x[k * s] > m || x[k * s] != x[k * s] ? x[k * s] : m;
@@ -55,52 +53,39 @@ static inline int ember_softmax_finite(float m, float acc) {
   return m > -INFINITY && m < INFINITY && acc == acc;
 }
 
-/* One row (inner == 1). */
+/* One row (inner == 1); the last n % EMBER_VL elements as one vector padded with -inf. */
 static inline void ember_softmax_row(const float* x, float* y, int64_t n, int32_t log) {
-  ember_vf vm = ember_vset1(-INFINITY), vs = ember_vzero(), va = ember_vzero();
-  float m, sum, acc, t;
-  int64_t k = 0;
-  for (; k + EMBER_VL <= n; k += EMBER_VL) {
-    ember_vf v = ember_vload(x + k);
+  ember_vf vm = ember_vset1(-INFINITY), vs = ember_vzero(), va = ember_vzero(), v;
+  int64_t k, r = n % EMBER_VL, nf = n - r;
+  float m, t;
+  for (k = 0; k < n; k += EMBER_VL) {
+    v = k < nf ? ember_vload(x + k) : ember_vload_part(x + k, r, -INFINITY);
     vm = ember_vmax(vm, v);
-    va = ember_vadd(va, v);
+    va = ember_vadd(va, v); /* -inf padding keeps it a number; a NaN input makes it NaN */
   }
   m = ember_vhmax(vm);
-  acc = ember_vhsum(va);
-  for (; k < n; ++k) {
-    m = x[k] > m ? x[k] : m;
-    acc += x[k];
-  }
-  if (!ember_softmax_finite(m, acc)) {
+  if (!ember_softmax_finite(m, ember_vhsum(va))) {
     ember_softmax_ieee(x, y, n, 1, log);
     return;
   }
   vm = ember_vset1(m);
-  for (k = 0; k + EMBER_VL <= n; k += EMBER_VL) {
-    ember_vf e = ember_vexp0(ember_vsub(ember_vload(x + k), vm));
-    if (!log) ember_vstore(y + k, e);
-    vs = ember_vadd(vs, e);
-  }
-  sum = ember_vhsum(vs);
-  for (; k < n; ++k) {
-    float e = ember_exp0(x[k] - m);
-    if (!log) y[k] = e;
-    sum += e;
+  for (k = 0; k < n; k += EMBER_VL) {
+    v = k < nf ? ember_vload(x + k) : ember_vload_part(x + k, r, -INFINITY);
+    v = ember_vexp0(ember_vsub(v, vm)); /* padding: exp(-inf) = 0 */
+    if (!log) {
+      if (k < nf) ember_vstore(y + k, v); else ember_vstore_part(y + k, r, v);
+    }
+    vs = ember_vadd(vs, v);
   }
   if (log) {
-    t = m + logf(sum);
+    t = m + logf(ember_vhsum(vs));
     vm = ember_vset1(t);
-    for (k = 0; k + EMBER_VL <= n; k += EMBER_VL) {
-      ember_vstore(y + k, ember_vsub(ember_vload(x + k), vm));
-    }
-    for (; k < n; ++k) y[k] = x[k] - t;
+    for (k = 0; k < nf; k += EMBER_VL) ember_vstore(y + k, ember_vsub(ember_vload(x + k), vm));
+    if (r) ember_vstore_part(y + nf, r, ember_vsub(ember_vload_part(x + nf, r, 0.0f), vm));
   } else {
-    t = 1.0f / sum;
-    vs = ember_vset1(t);
-    for (k = 0; k + EMBER_VL <= n; k += EMBER_VL) {
-      ember_vstore(y + k, ember_vmul(ember_vload(y + k), vs));
-    }
-    for (; k < n; ++k) y[k] *= t;
+    vs = ember_vset1(1.0f / ember_vhsum(vs));
+    for (k = 0; k < nf; k += EMBER_VL) ember_vstore(y + k, ember_vmul(ember_vload(y + k), vs));
+    if (r) ember_vstore_part(y + nf, r, ember_vmul(ember_vload_part(y + nf, r, 0.0f), vs));
   }
 }
 
