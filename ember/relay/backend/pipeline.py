@@ -25,6 +25,7 @@ from ..transform import (
     CanonicalizeOps,
     EliminateCommonSubexpr,
     FoldConstant,
+    FoldGemmViews,
     FoldScaleAxis,
     FuseGemmEpilogue,
     FuseLayerNorm,
@@ -44,11 +45,12 @@ def optimize_passes() -> list[Pass]:
     """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
     reaches its own (SimplifyInference 0, FoldConstant, FuseLayerNorm and FuseGemmEpilogue 2,
     the others 3). FuseLayerNorm puts back together the layer norms SimplifyInference (or an
-    ONNX exporter) decomposed; FuseGemmEpilogue packs constant weights; the FoldConstant after
-    it folds the packing."""
+    ONNX exporter) decomposed; FuseGemmEpilogue packs constant weights (the FoldConstant after
+    it folds the packing); FoldGemmViews turns the head transposes around batched GEMMs
+    into strides."""
     return [SimplifyInference(), EliminateCommonSubexpr(), FoldConstant(), FoldScaleAxis(),
             SimplifyExpr(), CanonicalizeOps(), FuseLayerNorm(), FuseGemmEpilogue(),
-            FoldConstant()]
+            FoldGemmViews(), FoldConstant()]
 
 
 @contextmanager

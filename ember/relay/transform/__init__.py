@@ -31,13 +31,14 @@ _LAZY: dict[str, str] = {
     "BackwardFoldScaleAxis": "fold_scale_axis",
     "SimplifyExpr": "simplify_expr", "CanonicalizeOps": "canonicalize_ops",
     "FuseGemmEpilogue": "fuse_gemm_epilogue", "FuseLayerNorm": "fuse_layer_norm",
+    "FoldGemmViews": "fold_gemm_views",
     "BindParams": "bind_params",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
                 "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
                 "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps",
-                "FuseGemmEpilogue", "FuseLayerNorm")
+                "FuseGemmEpilogue", "FuseLayerNorm", "FoldGemmViews")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,
