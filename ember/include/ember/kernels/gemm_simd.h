@@ -25,6 +25,10 @@
 #include <stdint.h>
 #include <string.h>
 
+/* 1.5 * 2^23: x + EMBER_ROUND_MAGIC rounds x (|x| < 2^22) to an integer n, held in the low
+ * mantissa bits of the sum; (x + magic) - magic is n as a float. */
+#define EMBER_ROUND_MAGIC 12582912.0f
+
 #if !defined(EMBER_KERNELS_PORTABLE) && defined(__GNUC__) && \
     (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || \
      defined(__SSE2__) || defined(__ARM_NEON))
@@ -67,14 +71,13 @@ static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return ember_vselect
 static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return ember_vselect(a < b, a, b); }
 /* a * b + c */
 static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) { return a * b + c; }
-/* for |a| < 2^31: truncate, then step down where truncation rounded up */
-static inline ember_vf ember_vfloor(ember_vf a) {
-  ember_vf t = __builtin_convertvector(__builtin_convertvector(a, ember_vi), ember_vf);
-  return t - (ember_vf)((t > a) & (ember_vi)ember_vset1(1.0f));
+/* 2^n where v = n + EMBER_ROUND_MAGIC, |n| <= 127: n sits in the low mantissa bits of v */
+static inline ember_vf ember_vpow2_rounded(ember_vf v) {
+  return (ember_vf)(((ember_vi)v - (ember_vi)ember_vset1(EMBER_ROUND_MAGIC) + 127) << 23);
 }
-/* 2^n for integral n in [-126, 127] */
-static inline ember_vf ember_vpow2i(ember_vf n) {
-  return (ember_vf)((__builtin_convertvector(n, ember_vi) + 127) << 23);
+/* lanes of v where x >= c, else 0 (also where x is NaN) */
+static inline ember_vf ember_vkeep_ge(ember_vf v, ember_vf x, float c) {
+  return (ember_vf)((ember_vi)v & (x >= ember_vset1(c)));
 }
 static inline ember_vf ember_vcopysign(ember_vf mag, ember_vf sign) {
   ember_vi m = (ember_vi)ember_vset1(-0.0f);
@@ -111,14 +114,20 @@ static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) {
   for (i = 0; i < 4; ++i) r.v[i] = a.v[i] * b.v[i] + c.v[i];
   return r;
 }
-static inline ember_vf ember_vfloor(ember_vf a) {
+static inline ember_vf ember_vpow2_rounded(ember_vf v) {
   ember_vf r; int i;
-  for (i = 0; i < 4; ++i) r.v[i] = floorf(a.v[i]);
+  for (i = 0; i < 4; ++i) {
+    int32_t bits, magic;
+    float m = EMBER_ROUND_MAGIC;
+    memcpy(&bits, &v.v[i], sizeof bits);
+    memcpy(&magic, &m, sizeof magic);
+    r.v[i] = ldexpf(1.0f, (int)(bits - magic));
+  }
   return r;
 }
-static inline ember_vf ember_vpow2i(ember_vf n) {
+static inline ember_vf ember_vkeep_ge(ember_vf v, ember_vf x, float c) {
   ember_vf r; int i;
-  for (i = 0; i < 4; ++i) r.v[i] = ldexpf(1.0f, (int)n.v[i]);
+  for (i = 0; i < 4; ++i) r.v[i] = x.v[i] >= c ? v.v[i] : 0.0f;
   return r;
 }
 #endif /* vector extensions / portable */
@@ -166,11 +175,12 @@ static inline float ember_vhmax(ember_vf v) {
   return m;
 }
 
-/* exp(x): x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6 polynomial, times 2^n. */
-static inline ember_vf ember_vexp(ember_vf x) {
-  ember_vf n, r, p;
-  x = ember_vmin(ember_vmax(x, ember_vset1(-87.3f)), ember_vset1(88.37f));
-  n = ember_vfloor(ember_vfma(x, ember_vset1(1.44269504088896341f), ember_vset1(0.5f)));
+/* exp(x) for x in [-87.3, 88.37]: x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6
+ * polynomial, times 2^n (n rounded with EMBER_ROUND_MAGIC: no float-int conversions). */
+static inline ember_vf ember_vexp_core(ember_vf x) {
+  ember_vf v, n, r, p;
+  v = ember_vfma(x, ember_vset1(1.44269504088896341f), ember_vset1(EMBER_ROUND_MAGIC));
+  n = ember_vsub(v, ember_vset1(EMBER_ROUND_MAGIC));
   r = ember_vfma(n, ember_vset1(-0.693359375f), x);
   r = ember_vfma(n, ember_vset1(2.12194440e-4f), r);
   p = ember_vset1(1.9875691500e-4f);
@@ -180,7 +190,12 @@ static inline ember_vf ember_vexp(ember_vf x) {
   p = ember_vfma(p, r, ember_vset1(1.6666665459e-1f));
   p = ember_vfma(p, r, ember_vset1(5.0000001201e-1f));
   p = ember_vfma(p, ember_vmul(r, r), ember_vadd(r, ember_vset1(1.0f)));
-  return ember_vmul(p, ember_vpow2i(n));
+  return ember_vmul(p, ember_vpow2_rounded(v));
+}
+
+/* exp(x), inputs clamped to [-87.3, 88.37]. */
+static inline ember_vf ember_vexp(ember_vf x) {
+  return ember_vexp_core(ember_vmin(ember_vmax(x, ember_vset1(-87.3f)), ember_vset1(88.37f)));
 }
 
 /* erf(x), Abramowitz-Stegun 7.1.26 on |x|, sign restored. */

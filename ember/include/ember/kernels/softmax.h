@@ -27,13 +27,11 @@
 
 #define EMBER_EXP_FLUSH (-87.3f)
 
-/* exp(x), 0 below EMBER_EXP_FLUSH (ember_vexp clamps there to 2^-126 instead). */
+/* exp(x) for x <= 0 (x - max), 0 below EMBER_EXP_FLUSH (-inf included): one clamp and a
+ * mask instead of ember_vexp's two clamps. */
 static inline ember_vf ember_vexp0(ember_vf x) {
-  ember_vf e = ember_vexp(x);
-  ember_vf keep = ember_vmax(ember_vsub(x, ember_vset1(EMBER_EXP_FLUSH)), ember_vzero());
-  /* keep > 0 exactly where x > EMBER_EXP_FLUSH: e * min(keep * 2^126, 1) is e or 0 */
-  return ember_vmul(e, ember_vmin(ember_vmul(keep, ember_vset1(8.5070592e37f)),
-                                  ember_vset1(1.0f)));
+  ember_vf e = ember_vexp_core(ember_vmax(x, ember_vset1(EMBER_EXP_FLUSH)));
+  return ember_vkeep_ge(e, x, EMBER_EXP_FLUSH);
 }
 
 /* The IEEE path of one softmax (stride s between elements): numpy's formula, libm's exp. */
