@@ -172,3 +172,30 @@ def test_views_out_of_bounds_or_not_covering_are_refused() -> None:
         GemmAttrs(kind="batch_matmul", view=ok)  # without out_shape
     with pytest.raises(OpAttributeInvalid, match="view"):
         GemmAttrs(kind="batch_matmul", view=ok[:5], out_shape=(2, 4, 5))
+
+
+def test_view_with_residual_matches_numpy_folded_and_compiled() -> None:
+    from ember.contrib import graph_executor
+    from ember.relay.transform import FoldConstant, InferType
+
+    q, k = (RNG.standard_normal((1, 4, 6)).astype(np.float32) for _ in range(2))
+    res = RNG.standard_normal((2, 4, 4)).astype(np.float32)
+    view = (2, 4, 4, 3, 3, 6, 3, 1, 6, 16, 4)  # heads of 3 out of (seq 4, 2 heads x 3)
+    heads = [t.reshape(4, 2, 3).transpose(1, 0, 2) for t in (q, k)]
+    want = 0.5 * heads[0] @ heads[1].transpose(0, 2, 1) + res
+
+    def gemm(a: relay.Expr, b: relay.Expr, r: relay.Expr) -> relay.Expr:
+        return contrib_gemm(a, b, relay.const(0.0), r, kind="batch_matmul", transpose_b=False,
+                            view=view, out_shape=(2, 4, 4), has_residual=True, alpha=0.5)
+
+    folded = FoldConstant()(InferType()(ember.IRModule.from_expr(relay.Function(
+        [], gemm(relay.const(q), relay.const(k), relay.const(res))))))
+    np.testing.assert_allclose(folded["main"].body.data.numpy(), want, rtol=1e-5, atol=1e-6)
+    a, b, r = (relay.var(n, shape=s) for n, s in (("a", q.shape), ("b", k.shape), ("r", res.shape)))
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(ember.IRModule.from_expr(relay.Function([a, b, r], gemm(a, b, r))),
+                          "llvm")
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(a=q, b=k, r=res)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-5, atol=1e-6)
