@@ -26,8 +26,10 @@ from ..transform import (
     CanonicalizeOps,
     EliminateCommonSubexpr,
     FoldConstant,
+    FoldGemmViews,
     FoldScaleAxis,
     FuseGemmEpilogue,
+    FuseLayerNorm,
     FuseOps,
     InferType,
     SimplifyExpr,
@@ -42,13 +44,15 @@ _LISTENERS: list[StageListener] = []
 
 def optimize_passes() -> list[Pass]:
     """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
-    reaches its own (SimplifyInference 0, FoldConstant and FuseGemmEpilogue 2, the others 3).
-    FuseGemmEpilogue packs constant weights; the FoldConstant after it folds the packing.
-    AlterOpLayout plans blocked conv layouts for the current target
+    reaches its own (SimplifyInference 0, FoldConstant, FuseLayerNorm and FuseGemmEpilogue 2,
+    the others 3). FuseLayerNorm puts back together the layer norms SimplifyInference (or an
+    ONNX exporter) decomposed; FuseGemmEpilogue packs constant weights (the FoldConstant after
+    it folds the packing); FoldGemmViews turns the head transposes around batched GEMMs
+    into strides; AlterOpLayout plans blocked conv layouts for the current target
     (``relay/transform/alter_op_layout.py``)."""
     return [SimplifyInference(), EliminateCommonSubexpr(), FoldConstant(), FoldScaleAxis(),
-            SimplifyExpr(), CanonicalizeOps(), FuseGemmEpilogue(), FoldConstant(),
-            AlterOpLayout()]
+            SimplifyExpr(), CanonicalizeOps(), FuseLayerNorm(), FuseGemmEpilogue(),
+            FoldGemmViews(), FoldConstant(), AlterOpLayout()]
 
 
 @contextmanager

@@ -30,7 +30,8 @@ _LAZY: dict[str, str] = {
     "FoldScaleAxis": "fold_scale_axis", "ForwardFoldScaleAxis": "fold_scale_axis",
     "BackwardFoldScaleAxis": "fold_scale_axis",
     "SimplifyExpr": "simplify_expr", "CanonicalizeOps": "canonicalize_ops",
-    "FuseGemmEpilogue": "fuse_gemm_epilogue",
+    "FuseGemmEpilogue": "fuse_gemm_epilogue", "FuseLayerNorm": "fuse_layer_norm",
+    "FoldGemmViews": "fold_gemm_views",
     "BindParams": "bind_params",
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
 }
@@ -38,7 +39,7 @@ _LAZY: dict[str, str] = {
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
                 "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
                 "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps",
-                "FuseGemmEpilogue", "AlterOpLayout")
+                "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

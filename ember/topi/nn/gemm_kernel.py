@@ -149,7 +149,8 @@ class Epilogue:
 
 @dataclass(frozen=True)
 class GemmOperands:
-    """Shapes and strides of one batched product C[b] = A[b] @ B[b] (elements)."""
+    """Shapes and strides of one batched product C[b] = A[b] @ B[b] (elements); the output's
+    batch and row strides default to a dense (batch, M, N) layout."""
 
     batch: int
     M: int
@@ -161,6 +162,8 @@ class GemmOperands:
     b_ks: int
     b_ns: int
     b_nr: int = 0
+    c_bs: int | None = None
+    ldc: int | None = None
 
 
 def _f32(x: float) -> tir.PrimExpr:
@@ -203,7 +206,8 @@ def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[int, .
             "int32", "ember_sgemm", ops.batch, ops.M, ops.N, ops.K,
             ins[0].data, ops.a_bs, ops.lda,
             ins[1].data, ops.b_bs, ops.b_ks, ops.b_ns, ops.b_nr,
-            out, ops.M * ops.N, ops.N,
+            out, ops.M * ops.N if ops.c_bs is None else ops.c_bs,
+            ops.N if ops.ldc is None else ops.ldc,
             _f32(e.alpha), bias_mode, bias_p, res_mode, res_p,
             ACTIVATIONS[e.act1], _f32(e.p1[0]), _f32(e.p1[1]),
             ACTIVATIONS[e.act2], _f32(e.p2[0]), _f32(e.p2[1]),

@@ -2,11 +2,15 @@
  * ember kernels: a small float vector abstraction shared by the GEMM, softmax and layer-norm
  * kernels, selected by the compiler's ISA macros:
  *
- *   __AVX512F__            16 lanes, AVX-512F intrinsics
- *   __AVX2__ && __FMA__     8 lanes, AVX2 + FMA intrinsics
- *   __SSE2__                4 lanes, SSE2 intrinsics (multiply + add)
+ *   __AVX512F__            16 lanes (AVX-512F)
+ *   __AVX2__ && __FMA__     8 lanes (AVX2 + FMA)
+ *   __SSE2__, __ARM_NEON    4 lanes (multiply + add on SSE2)
  *   otherwise               4 lanes, portable C99 (a struct of 4 floats; compilers vectorise
- *                           it where they can)
+ *                           it where they can); also when EMBER_KERNELS_PORTABLE is defined
+ *
+ * The SIMD paths use GCC/Clang vector extensions (__attribute__((vector_size))), not
+ * <immintrin.h>, so including this header stays cheap to compile; the compiler's -march
+ * flags decide the instructions.
  *
  * EMBER_VL is the lane count. Every function is static inline so a translation unit that
  * uses only some of them compiles warning-free with -std=c99 -Wall -Wextra.
@@ -21,95 +25,63 @@
 #include <stdint.h>
 #include <string.h>
 
+/* 1.5 * 2^23: x + EMBER_ROUND_MAGIC rounds x (|x| < 2^22) to an integer n, held in the low
+ * mantissa bits of the sum; (x + magic) - magic is n as a float. */
+#define EMBER_ROUND_MAGIC 12582912.0f
+
+#if !defined(EMBER_KERNELS_PORTABLE) && defined(__GNUC__) && \
+    (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || \
+     defined(__SSE2__) || defined(__ARM_NEON))
+/* GCC/Clang vector extensions: plain C arithmetic on vector types, compiled to the ISA of the
+ * -march flags (a * b + c becomes an FMA under -ffp-contract=fast). No <immintrin.h>: that
+ * header alone costs about a second of compile time per translation unit. */
 #if defined(__AVX512F__)
-#include <immintrin.h>
 #define EMBER_VL 16
 #define EMBER_SIMD_NAME "avx512"
-typedef __m512 ember_vf;
-static inline ember_vf ember_vload(const float* p) { return _mm512_loadu_ps(p); }
-static inline void ember_vstore(float* p, ember_vf v) { _mm512_storeu_ps(p, v); }
-static inline ember_vf ember_vset1(float x) { return _mm512_set1_ps(x); }
-static inline ember_vf ember_vadd(ember_vf a, ember_vf b) { return _mm512_add_ps(a, b); }
-static inline ember_vf ember_vsub(ember_vf a, ember_vf b) { return _mm512_sub_ps(a, b); }
-static inline ember_vf ember_vmul(ember_vf a, ember_vf b) { return _mm512_mul_ps(a, b); }
-static inline ember_vf ember_vdiv(ember_vf a, ember_vf b) { return _mm512_div_ps(a, b); }
-static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return _mm512_max_ps(a, b); }
-static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return _mm512_min_ps(a, b); }
-/* a * b + c */
-static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) {
-  return _mm512_fmadd_ps(a, b, c);
-}
-static inline ember_vf ember_vfloor(ember_vf a) {
-  return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-}
-/* 2^n for integral n in [-126, 127] */
-static inline ember_vf ember_vpow2i(ember_vf n) {
-  __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
-}
-static inline ember_vf ember_vcopysign(ember_vf mag, ember_vf sign) {
-  __m512i m = _mm512_set1_epi32((int)0x80000000u);
-  return _mm512_castsi512_ps(_mm512_or_si512(
-      _mm512_andnot_si512(m, _mm512_castps_si512(mag)),
-      _mm512_and_si512(m, _mm512_castps_si512(sign))));
-}
-
 #elif defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
 #define EMBER_VL 8
 #define EMBER_SIMD_NAME "avx2"
-typedef __m256 ember_vf;
-static inline ember_vf ember_vload(const float* p) { return _mm256_loadu_ps(p); }
-static inline void ember_vstore(float* p, ember_vf v) { _mm256_storeu_ps(p, v); }
-static inline ember_vf ember_vset1(float x) { return _mm256_set1_ps(x); }
-static inline ember_vf ember_vadd(ember_vf a, ember_vf b) { return _mm256_add_ps(a, b); }
-static inline ember_vf ember_vsub(ember_vf a, ember_vf b) { return _mm256_sub_ps(a, b); }
-static inline ember_vf ember_vmul(ember_vf a, ember_vf b) { return _mm256_mul_ps(a, b); }
-static inline ember_vf ember_vdiv(ember_vf a, ember_vf b) { return _mm256_div_ps(a, b); }
-static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return _mm256_max_ps(a, b); }
-static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return _mm256_min_ps(a, b); }
-static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) {
-  return _mm256_fmadd_ps(a, b, c);
-}
-static inline ember_vf ember_vfloor(ember_vf a) { return _mm256_floor_ps(a); }
-static inline ember_vf ember_vpow2i(ember_vf n) {
-  __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
-}
-static inline ember_vf ember_vcopysign(ember_vf mag, ember_vf sign) {
-  ember_vf m = _mm256_set1_ps(-0.0f);
-  return _mm256_or_ps(_mm256_andnot_ps(m, mag), _mm256_and_ps(m, sign));
-}
-
 #elif defined(__SSE2__)
-#include <emmintrin.h>
 #define EMBER_VL 4
 #define EMBER_SIMD_NAME "sse2"
-typedef __m128 ember_vf;
-static inline ember_vf ember_vload(const float* p) { return _mm_loadu_ps(p); }
-static inline void ember_vstore(float* p, ember_vf v) { _mm_storeu_ps(p, v); }
-static inline ember_vf ember_vset1(float x) { return _mm_set1_ps(x); }
-static inline ember_vf ember_vadd(ember_vf a, ember_vf b) { return _mm_add_ps(a, b); }
-static inline ember_vf ember_vsub(ember_vf a, ember_vf b) { return _mm_sub_ps(a, b); }
-static inline ember_vf ember_vmul(ember_vf a, ember_vf b) { return _mm_mul_ps(a, b); }
-static inline ember_vf ember_vdiv(ember_vf a, ember_vf b) { return _mm_div_ps(a, b); }
-static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return _mm_max_ps(a, b); }
-static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return _mm_min_ps(a, b); }
-static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) {
-  return _mm_add_ps(_mm_mul_ps(a, b), c);
+#else
+#define EMBER_VL 4
+#define EMBER_SIMD_NAME "neon"
+#endif
+#define EMBER_SIMD_VECTOR_EXT 1
+typedef float ember_vf __attribute__((vector_size(4 * EMBER_VL)));
+typedef int32_t ember_vi __attribute__((vector_size(4 * EMBER_VL)));
+/* unaligned access to a vector in memory */
+typedef float ember_vf_u __attribute__((vector_size(4 * EMBER_VL), aligned(4), may_alias));
+static inline ember_vf ember_vload(const float* p) { return *(const ember_vf_u*)p; }
+static inline void ember_vstore(float* p, ember_vf v) { *(ember_vf_u*)p = v; }
+static inline ember_vf ember_vset1(float x) {
+  ember_vf z = {0};
+  return -z + x; /* -0 + x is x for every x, -0 included (+0 + -0 would be +0) */
 }
-static inline ember_vf ember_vfloor(ember_vf a) {
-  /* truncate, then step down where truncation rounded up (negative non-integers) */
-  ember_vf t = _mm_cvtepi32_ps(_mm_cvttps_epi32(a));
-  return _mm_sub_ps(t, _mm_and_ps(_mm_cmpgt_ps(t, a), _mm_set1_ps(1.0f)));
+static inline ember_vf ember_vadd(ember_vf a, ember_vf b) { return a + b; }
+static inline ember_vf ember_vsub(ember_vf a, ember_vf b) { return a - b; }
+static inline ember_vf ember_vmul(ember_vf a, ember_vf b) { return a * b; }
+static inline ember_vf ember_vdiv(ember_vf a, ember_vf b) { return a / b; }
+/* lanes of a where mask m is set, else of b */
+static inline ember_vf ember_vselect(ember_vi m, ember_vf a, ember_vf b) {
+  return (ember_vf)((m & (ember_vi)a) | (~m & (ember_vi)b));
 }
-static inline ember_vf ember_vpow2i(ember_vf n) {
-  __m128i e = _mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127));
-  return _mm_castsi128_ps(_mm_slli_epi32(e, 23));
+static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return ember_vselect(a > b, a, b); }
+static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return ember_vselect(a < b, a, b); }
+/* a * b + c */
+static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) { return a * b + c; }
+/* 2^n where v = n + EMBER_ROUND_MAGIC, |n| <= 127: n sits in the low mantissa bits of v */
+static inline ember_vf ember_vpow2_rounded(ember_vf v) {
+  return (ember_vf)(((ember_vi)v - (ember_vi)ember_vset1(EMBER_ROUND_MAGIC) + 127) << 23);
+}
+/* lanes of v where x >= c, else 0 (also where x is NaN) */
+static inline ember_vf ember_vkeep_ge(ember_vf v, ember_vf x, float c) {
+  return (ember_vf)((ember_vi)v & (x >= ember_vset1(c)));
 }
 static inline ember_vf ember_vcopysign(ember_vf mag, ember_vf sign) {
-  ember_vf m = _mm_set1_ps(-0.0f);
-  return _mm_or_ps(_mm_andnot_ps(m, mag), _mm_and_ps(m, sign));
+  ember_vi m = (ember_vi)ember_vset1(-0.0f);
+  return (ember_vf)((~m & (ember_vi)mag) | (m & (ember_vi)sign));
 }
 
 #else /* portable C99 */
@@ -142,19 +114,47 @@ static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) {
   for (i = 0; i < 4; ++i) r.v[i] = a.v[i] * b.v[i] + c.v[i];
   return r;
 }
-static inline ember_vf ember_vfloor(ember_vf a) {
+static inline ember_vf ember_vpow2_rounded(ember_vf v) {
   ember_vf r; int i;
-  for (i = 0; i < 4; ++i) r.v[i] = floorf(a.v[i]);
+  for (i = 0; i < 4; ++i) {
+    int32_t bits, magic;
+    float m = EMBER_ROUND_MAGIC;
+    memcpy(&bits, &v.v[i], sizeof bits);
+    memcpy(&magic, &m, sizeof magic);
+    r.v[i] = ldexpf(1.0f, (int)(bits - magic));
+  }
   return r;
 }
-static inline ember_vf ember_vpow2i(ember_vf n) {
+static inline ember_vf ember_vkeep_ge(ember_vf v, ember_vf x, float c) {
   ember_vf r; int i;
-  for (i = 0; i < 4; ++i) r.v[i] = ldexpf(1.0f, (int)n.v[i]);
+  for (i = 0; i < 4; ++i) r.v[i] = x.v[i] >= c ? v.v[i] : 0.0f;
   return r;
 }
-#endif
+#endif /* vector extensions / portable */
 
 static inline ember_vf ember_vzero(void) { return ember_vset1(0.0f); }
+
+/* The first r (< EMBER_VL) floats at p as a vector, the other lanes `fill`; and the first r
+ * lanes of v stored at p. Row tails go through these, so no scalar tail loop is compiled. */
+static inline ember_vf ember_vload_part(const float* p, int64_t r, float fill) {
+  float t[EMBER_VL];
+  int i;
+  for (i = 0; i < EMBER_VL; ++i) t[i] = fill;
+  memcpy(t, p, (size_t)r * sizeof(float));
+  return ember_vload(t);
+}
+static inline void ember_vstore_part(float* p, int64_t r, ember_vf v) {
+  float t[EMBER_VL];
+  ember_vstore(t, v);
+  memcpy(p, t, (size_t)r * sizeof(float));
+}
+
+/* Rarely taken scalar paths: out of line and optimised for size (no vectoriser work). */
+#if defined(__GNUC__)
+#define EMBER_COLD static __attribute__((noinline, cold, unused))
+#else
+#define EMBER_COLD static
+#endif
 
 /* Horizontal sum and max through memory: only used once per row, not in inner loops. */
 static inline float ember_vhsum(ember_vf v) {
@@ -175,11 +175,12 @@ static inline float ember_vhmax(ember_vf v) {
   return m;
 }
 
-/* exp(x): x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6 polynomial, times 2^n. */
-static inline ember_vf ember_vexp(ember_vf x) {
-  ember_vf n, r, p;
-  x = ember_vmin(ember_vmax(x, ember_vset1(-87.3f)), ember_vset1(88.37f));
-  n = ember_vfloor(ember_vfma(x, ember_vset1(1.44269504088896341f), ember_vset1(0.5f)));
+/* exp(x) for x in [-87.3, 88.37]: x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6
+ * polynomial, times 2^n (n rounded with EMBER_ROUND_MAGIC: no float-int conversions). */
+static inline ember_vf ember_vexp_core(ember_vf x) {
+  ember_vf v, n, r, p;
+  v = ember_vfma(x, ember_vset1(1.44269504088896341f), ember_vset1(EMBER_ROUND_MAGIC));
+  n = ember_vsub(v, ember_vset1(EMBER_ROUND_MAGIC));
   r = ember_vfma(n, ember_vset1(-0.693359375f), x);
   r = ember_vfma(n, ember_vset1(2.12194440e-4f), r);
   p = ember_vset1(1.9875691500e-4f);
@@ -189,7 +190,12 @@ static inline ember_vf ember_vexp(ember_vf x) {
   p = ember_vfma(p, r, ember_vset1(1.6666665459e-1f));
   p = ember_vfma(p, r, ember_vset1(5.0000001201e-1f));
   p = ember_vfma(p, ember_vmul(r, r), ember_vadd(r, ember_vset1(1.0f)));
-  return ember_vmul(p, ember_vpow2i(n));
+  return ember_vmul(p, ember_vpow2_rounded(v));
+}
+
+/* exp(x), inputs clamped to [-87.3, 88.37]. */
+static inline ember_vf ember_vexp(ember_vf x) {
+  return ember_vexp_core(ember_vmin(ember_vmax(x, ember_vset1(-87.3f)), ember_vset1(88.37f)));
 }
 
 /* erf(x), Abramowitz-Stegun 7.1.26 on |x|, sign restored. */

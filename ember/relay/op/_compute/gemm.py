@@ -20,7 +20,9 @@ def gemm_pack(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Te
 def gemm(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     """One ``ember_sgemm`` call with the epilogue of the attrs."""
     data, weight, bias, residual = inputs
-    if attrs.packed_n:
+    if attrs.view:
+        ops = gk.GemmOperands(*attrs.view[:9], 0, *attrs.view[9:])
+    elif attrs.packed_n:
         if attrs.kind == "batch_matmul":
             raise OpError("nn.contrib_gemm: a packed weight is 2-d; batch_matmul cannot use it")
         ops = gk.dense_operands(data, weight, attrs.packed_n)

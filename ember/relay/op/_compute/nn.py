@@ -15,6 +15,7 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from ....topi.nn import gemm_kernel as gk
+from ....topi.nn import norm_kernel
 from ._common import (
     as_int,
     broadcast_dims,
@@ -110,11 +111,17 @@ def batch_matmul(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te
 
 @register_compute("nn.softmax")
 def softmax(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """The C kernel (float32, static shapes), else the te reductions."""
+    if norm_kernel.eligible(inputs[0]):
+        return [norm_kernel.softmax(inputs[0], attrs.axis)]
     return [topi.nn.softmax(inputs[0], attrs.axis)]
 
 
 @register_compute("nn.log_softmax")
 def log_softmax(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """The C kernel (float32, static shapes), else the te reductions."""
+    if norm_kernel.eligible(inputs[0]):
+        return [norm_kernel.softmax(inputs[0], attrs.axis, log=True)]
     return [topi.nn.log_softmax(inputs[0], attrs.axis)]
 
 
@@ -136,7 +143,12 @@ def batch_norm(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.T
 
 @register_compute("nn.layer_norm")
 def layer_norm(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """The C kernel (float32, static shapes), else the te reductions."""
     data, gamma, beta = inputs
+    if norm_kernel.eligible(data, gamma, beta):
+        return [norm_kernel.layer_norm(data, gamma if attrs.scale else None,
+                                       beta if attrs.center else None, attrs.axis,
+                                       attrs.epsilon)]
     return [topi.nn.layer_norm(data, gamma, beta, attrs.axis, attrs.epsilon, attrs.center,
                                attrs.scale)]
 

@@ -10,9 +10,17 @@
   ``bias`` is a scalar or (N,), ``residual`` a scalar or the output's shape; each is ignored
   (pass a scalar 0) unless ``has_bias`` / ``has_residual``. Activations by name, as in
   ``topi.nn.gemm_kernel.ACTIVATIONS``, each with two parameters.
+
+  With ``view`` (11 ints: batch, M, N, K, a_bs, lda, b_bs, b_ks, b_ns, c_bs, ldc, in elements)
+  the operands are read, and the output written, through those strides instead of their
+  shapes: ``C[b*c_bs + m*ldc + n] = sum_k A[b*a_bs + m*lda + k] * B[b*b_bs + k*b_ks + n*b_ns]``
+  over the data of ``data``, ``weight`` and an output of shape ``out_shape``, which the view
+  must cover exactly once (FoldGemmViews uses it to read heads out of (batch, seq, heads *
+  dim) tensors and write them back without transpose copies).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, ClassVar
 
@@ -59,6 +67,8 @@ class GemmAttrs(OpAttrs):
     p1: tuple[float, float] = (0.0, 0.0)
     act2: str = "none"
     p2: tuple[float, float] = (0.0, 0.0)
+    view: tuple[int, ...] = ()
+    out_shape: tuple[int, ...] = ()
     _op: ClassVar[str] = "nn.contrib_gemm"
 
     def __post_init__(self) -> None:
@@ -74,6 +84,15 @@ class GemmAttrs(OpAttrs):
             if len(value) != 2:
                 raise self._invalid(name, "two floats")
             self._set(name, value)
+        self._ints("view", length=(0, len(VIEW_FIELDS)), scalar_ok=False)
+        self._ints("out_shape", scalar_ok=False)
+        self._positive("view", allow_zero=True)
+        self._positive("out_shape")
+        if bool(self.view) != bool(self.out_shape) or (self.view and self.packed_n):
+            raise self._invalid("view", "set together with out_shape, without packed_n")
+
+
+VIEW_FIELDS = ("batch", "M", "N", "K", "a_bs", "lda", "b_bs", "b_ks", "b_ns", "c_bs", "ldc")
 
 
 # ---------------------------------------------------------------- contrib_gemm_pack
@@ -114,8 +133,53 @@ def _b_shape(op: str, w: TensorType, attrs: GemmAttrs) -> tuple[Any, Any, Any]:
     return (w.shape[0] if batched else None), k, n
 
 
+def _span(extents: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """One past the largest offset a strided view reaches."""
+    return 1 + sum((e - 1) * s for e, s in zip(extents, strides))
+
+
+def _covers_once(extents: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """True when the view maps onto 0 .. prod(extents) - 1 one to one (a permuted dense
+    layout): sorted by stride, each stride is the product of the extents inside it."""
+    size = 1
+    for s, e in sorted((s, e) for s, e in zip(strides, extents) if e > 1):
+        if s != size:
+            return False
+        size *= e
+    return True
+
+
+def _view_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
+    op = "nn.contrib_gemm"
+    data, w, bias, res = args
+    v = dict(zip(VIEW_FIELDS, attrs.view))
+    for t, name in ((data, "data"), (w, "weight")):
+        if not all(known(d) for d in t.shape):
+            raise fail(op, f"a strided view needs a static {name} shape")
+    size = {"data": math.prod(data.shape), "weight": math.prod(w.shape)}
+    reach = {"data": _span((v["batch"], v["M"], v["K"]), (v["a_bs"], v["lda"], 1)),
+             "weight": _span((v["batch"], v["K"], v["N"]), (v["b_bs"], v["b_ks"], v["b_ns"]))}
+    for name in ("data", "weight"):
+        if reach[name] > size[name]:
+            raise fail(op, f"the view reads {name} up to element {reach[name] - 1}, but it has "
+                           f"{size[name]} elements")
+    c = ((v["batch"], v["M"], v["N"]), (v["c_bs"], v["ldc"], 1))
+    if math.prod(attrs.out_shape) != math.prod(c[0]) or not _covers_once(*c):
+        raise fail(op, f"the output view {c} does not cover out_shape "
+                       f"{fmt_shape(attrs.out_shape)} exactly once")
+    out = tensor_of(attrs.out_shape, data.dtype)
+    if attrs.has_bias and bias.ndim > 0 and not (bias.ndim == 1 and bias.shape[0] == v["N"]):
+        raise fail(op, f"bias must be a scalar or ({v['N']},), got {fmt_shape(bias.shape)}")
+    if attrs.has_residual and res.ndim > 0 and tuple(res.shape) != tuple(attrs.out_shape):
+        raise fail(op, f"residual must be a scalar or {fmt_shape(attrs.out_shape)}, got "
+                       f"{fmt_shape(res.shape)}")
+    return out
+
+
 def _gemm_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
     op = "nn.contrib_gemm"
+    if attrs.view:
+        return _view_rel(args, attrs)
     data, w, bias, res = args
     batch, k, n = _b_shape(op, w, attrs)
     if data.ndim < (3 if attrs.kind == "batch_matmul" else 1):
@@ -155,6 +219,8 @@ def _act_ref(x: np.ndarray, act: str, p: tuple[float, float]) -> np.ndarray:
 def gemm_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray,
              attrs: GemmAttrs) -> np.ndarray:
     """numpy: what nn.contrib_gemm computes (in float64, cast to data's dtype)."""
+    if attrs.view:
+        return _view_ref(data, w, bias, res, attrs)
     if attrs.packed_n:
         b = unpack_ref(w, attrs.packed_n)
     elif attrs.kind == "batch_matmul":
@@ -168,6 +234,30 @@ def gemm_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray,
     if attrs.has_residual:
         y = y + res
     return _act_ref(y, attrs.act2, attrs.p2).astype(data.dtype)
+
+
+def _view_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray,
+              attrs: GemmAttrs) -> np.ndarray:
+    v = dict(zip(VIEW_FIELDS, attrs.view))
+
+    def view(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
+        flat = np.ascontiguousarray(x).reshape(-1)
+        return np.lib.stride_tricks.as_strided(
+            flat, shape, tuple(s * flat.itemsize for s in strides), writeable=False)
+
+    a = view(data, (v["batch"], v["M"], v["K"]), (v["a_bs"], v["lda"], 1))
+    b = view(w, (v["batch"], v["K"], v["N"]), (v["b_bs"], v["b_ks"], v["b_ns"]))
+    c_strides = (v["c_bs"], v["ldc"], 1)
+    if attrs.has_residual and res.ndim > 0:  # the residual is laid out like the output
+        res = view(res, (v["batch"], v["M"], v["N"]), c_strides)
+    plain = dataclasses.replace(attrs, view=(), out_shape=(), kind="batch_matmul",
+                                transpose_b=False)
+    y = gemm_ref(a, b, bias, res, plain)  # (batch, M, N)
+    out = np.empty(math.prod(attrs.out_shape), dtype=data.dtype)
+    target = np.lib.stride_tricks.as_strided(
+        out, y.shape, tuple(s * out.itemsize for s in c_strides))
+    target[...] = y
+    return out.reshape(attrs.out_shape)
 
 
 defop("nn.contrib_gemm", _gemm_rel, lambda d, w, b, r, attrs: gemm_ref(d, w, b, r, attrs),

@@ -1,0 +1,221 @@
+"""FoldGemmViews: the reshape/transpose chains around a batched ``nn.contrib_gemm`` become
+strides of the GEMM kernel, so attention reads its heads out of (batch, seq, heads * dim)
+tensors and writes them back without a transpose copy per call.
+
+A chain of ``reshape``/``transpose`` only permutes and regroups the elements of its input, so
+(when a regrouping does not split a dimension that was permuted away from its neighbours) its
+output is a strided view of the input's data: :func:`view_through`. For each batched
+``nn.contrib_gemm`` (not packed, no view yet):
+
+- an operand that is such a chain over a tensor X becomes X, read through the view's strides
+  (A needs unit stride along K);
+- when the product's only consumer starts a chain (every link used once) whose end E is a
+  dense relayout of the product, E becomes the product itself, writing through the strides of
+  the product's elements inside E (unit stride along N; no residual).
+
+The result is one ``nn.contrib_gemm`` with ``view`` / ``out_shape`` (see ``relay/op/nn/gemm.py``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ...ir.expr import Call, RelayExpr
+from ...ir.module import IRModule
+from ...ir.op import Op
+from ...ir.transform import ModulePass, PassContext, register_pass
+from ...ir.types import TensorType
+from ...ir.visitor import children, post_order
+from ._helpers import PassMutator, rewrite_functions
+
+__all__ = ["FoldGemmViews", "View", "view_through"]
+
+_LINKS = ("reshape", "transpose")
+
+
+@dataclass(frozen=True)
+class View:
+    """Extents and element strides of a tensor over some base data."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @staticmethod
+    def dense(shape: tuple[int, ...]) -> View:
+        strides, size = [], 1
+        for d in reversed(shape):
+            strides.append(size)
+            size *= d
+        return View(tuple(shape), tuple(reversed(strides)))
+
+    def transpose(self, axes: tuple[int, ...]) -> View:
+        return View(tuple(self.shape[a] for a in axes), tuple(self.strides[a] for a in axes))
+
+    def untranspose(self, axes: tuple[int, ...]) -> View:
+        """The view of X when this is the view of transpose(X, axes)."""
+        shape, strides = [0] * len(axes), [0] * len(axes)
+        for i, a in enumerate(axes):
+            shape[a], strides[a] = self.shape[i], self.strides[i]
+        return View(tuple(shape), tuple(strides))
+
+    def reshape(self, shape: tuple[int, ...]) -> View | None:
+        """The same elements in row-major order as ``shape``, without a copy; None when a new
+        dimension would span old ones that are not laid out contiguously together."""
+        old = [(d, s) for d, s in zip(self.shape, self.strides) if d != 1]
+        new = [i for i, d in enumerate(shape) if d != 1]
+        strides = [0] * len(shape)
+        i = j = 0
+        while i < len(old) and j < len(new):
+            i1, j1 = i + 1, j + 1
+            po, pn = old[i][0], shape[new[j]]
+            while po != pn:
+                if po < pn:
+                    po, i1 = po * old[i1][0], i1 + 1
+                else:
+                    pn, j1 = pn * shape[new[j1]], j1 + 1
+            if any(old[k][1] != old[k + 1][1] * old[k + 1][0] for k in range(i, i1 - 1)):
+                return None
+            stride = old[i1 - 1][1]
+            for k in reversed(range(j, j1)):
+                strides[new[k]] = stride
+                stride *= shape[new[k]]
+            i, j = i1, j1
+        return View(tuple(shape), tuple(strides))
+
+
+def _name(e: Any) -> str | None:
+    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
+
+
+def _shape(e: Any) -> tuple[int, ...] | None:
+    ty = e.checked_type_
+    if isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape):
+        return tuple(ty.shape)
+    return None
+
+
+def _axes(e: Call) -> tuple[int, ...]:
+    rank = len(_shape(e.args[0]))
+    axes = e.attrs.axes
+    return tuple(range(rank))[::-1] if axes is None else tuple(int(a) % rank for a in axes)
+
+
+def view_through(e: Any) -> tuple[Any, View] | None:
+    """``e`` as a view of the data of the tensor at the bottom of its reshape/transpose chain:
+    (that tensor, the view); None when ``e`` is no such chain or a link needs a copy."""
+    links = []
+    while _name(e) in _LINKS and _shape(e) is not None:
+        links.append(e)
+        e = e.args[0]
+    if not links or _shape(e) is None:
+        return None
+    view: View | None = View.dense(_shape(e))
+    for link in reversed(links):
+        if _name(link) == "transpose":
+            view = view.transpose(_axes(link))
+        else:
+            view = view.reshape(_shape(link))
+        if view is None:
+            return None
+    return e, view
+
+
+def _output_chain(gemm: Any, consumers: dict[int, list]) -> tuple[Any, View] | None:
+    """The end E of the single-use chain after ``gemm`` and the product's view inside E."""
+    links, e = [], gemm
+    while len(consumers.get(id(e), ())) == 1 and _name(consumers[id(e)][0]) in _LINKS:
+        e = consumers[id(e)][0]
+        if _shape(e) is None:
+            return None
+        links.append(e)
+    if not links:
+        return None
+    view: View | None = View.dense(_shape(e))
+    for link in reversed(links):
+        if _name(link) == "transpose":
+            view = view.untranspose(_axes(link))
+        else:
+            view = view.reshape(_shape(link.args[0]))
+        if view is None:
+            return None
+    return e, view
+
+
+def _consumers(expr: RelayExpr) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for node in post_order(expr):
+        for kid in children(node):
+            out.setdefault(id(kid), []).append(node)
+    return out
+
+
+def _candidate(e: Any) -> bool:
+    a = e.attrs
+    return (_name(e) == "nn.contrib_gemm" and a.kind == "batch_matmul" and not a.packed_n
+            and not a.view and _shape(e) is not None and len(_shape(e)) == 3)
+
+
+class _Folder(PassMutator):
+    def __init__(self, consumers: dict[int, list]) -> None:
+        super().__init__()
+        self.consumers = consumers
+        self.ends: dict[int, tuple[Call, View]] = {}  # chain end -> (gemm, product's view)
+
+    def visit_call(self, orig: Call) -> RelayExpr:
+        if id(orig) in self.ends:
+            gemm, view = self.ends[id(orig)]
+            return self._strided(gemm, view, _shape(orig))
+        new: Call = super().visit_call(orig)
+        if not _candidate(orig):
+            return new
+        out = _output_chain(orig, self.consumers) if not orig.attrs.has_residual else None
+        if out is not None and out[1].strides[2] == 1:
+            self.ends[id(out[0])] = (orig, out[1])  # written when the chain's end is visited
+            return new
+        return self._strided(orig, View.dense(_shape(orig)), _shape(orig), keep_if_plain=new)
+
+    def _strided(self, orig: Call, c: View, out_shape: tuple[int, ...],
+                 keep_if_plain: Any = None) -> RelayExpr:
+        """``orig`` with its operand chains folded and its output written through ``c``."""
+        batch, M, N = _shape(orig)
+        data, weight = orig.args[0], orig.args[1]
+        a = view_through(data)
+        if a is None or a[1].strides[2] != 1:
+            a = (data, View.dense(_shape(data)))
+        b = view_through(weight)
+        if b is None:
+            b = (weight, View.dense(_shape(weight)))
+        if keep_if_plain is not None and a[0] is data and b[0] is weight:
+            return keep_if_plain
+        a_bs, lda, _ = _batch0(a[1])
+        b_bs, r, s = _batch0(b[1])
+        b_ks, b_ns = (s, r) if orig.attrs.transpose_b else (r, s)
+        K = a[1].shape[2]
+        c_bs = c.strides[0] if batch > 1 else 0
+        view = (batch, M, N, K, a_bs, lda, b_bs, b_ks, b_ns, c_bs, c.strides[1])
+        attrs = dataclasses.replace(orig.attrs, view=view, out_shape=out_shape)
+        args = (self.visit(a[0]), self.visit(b[0]), *(self.visit(x) for x in orig.args[2:]))
+        return Call(orig.op, args, attrs)
+
+
+def _batch0(v: View) -> tuple[int, int, int]:
+    """Strides of a 3-d view; a batch of one (broadcast) reads with batch stride 0."""
+    return (v.strides[0] if v.shape[0] > 1 else 0), v.strides[1], v.strides[2]
+
+
+@dataclass(frozen=True)
+class FoldGemmViews(ModulePass):
+    """Fold reshape/transpose chains around batched GEMMs into their strides."""
+
+    name: ClassVar[str] = "FoldGemmViews"
+    opt_level: ClassVar[int] = 2
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        def rewrite(func: Any) -> Any:
+            return _Folder(_consumers(func)).visit(func)
+
+        return rewrite_functions(mod, rewrite)
+
+
+register_pass("FoldGemmViews", FoldGemmViews)

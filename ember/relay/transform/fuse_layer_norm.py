@@ -1,0 +1,228 @@
+"""FuseLayerNorm: the decomposed layer normalisation that SimplifyInference and ONNX exporters
+leave behind becomes one ``nn.layer_norm``, whose C kernel computes it in one pass over the
+data (``ember/include/ember/kernels/norm.h``) instead of three kernels.
+
+Recognised, over one axis ``a`` of a float32 ``x`` with static shape (either operand order
+where the op commutes; every intermediate node used only inside the pattern):
+
+- ``mu = mean(x, axis=[a], keepdims=True)``, ``c = x - mu``;
+- ``var`` = ``variance(x, mu, axis=[a], keepdims=True)`` (biased), or ``mean(c * c)`` /
+  ``mean(c ** 2)`` over the same axis;
+- ``c / sqrt(var + eps)`` or ``c * rsqrt(var + eps)``, ``eps`` a scalar constant;
+
+then, bottom-up, ``* gamma`` and ``+ beta`` where gamma/beta hold one value per element of
+axis ``a`` (shape ``(n,)``, or broadcasting only along ``a``) and the product/sum keeps x's
+shape: they become the op's scale and centre.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...ir.expr import Call, Constant, RelayExpr, const
+from ...ir.module import IRModule
+from ...ir.op import Op
+from ...ir.transform import ModulePass, PassContext, register_pass
+from ...ir.types import TensorType
+from ...ir.visitor import children, post_order
+from ._helpers import PassMutator, op_call, rewrite_functions
+
+__all__ = ["FuseLayerNorm"]
+
+
+def _name(e: Any) -> str | None:
+    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
+
+
+def _scalar(e: Any) -> float | None:
+    if isinstance(e, Constant) and e.data.numpy().size == 1 and e.data.dtype.startswith("float"):
+        return float(e.data.numpy().reshape(()))
+    return None
+
+
+def _shape(e: Any) -> tuple | None:
+    ty = e.checked_type_
+    return tuple(ty.shape) if isinstance(ty, TensorType) else None
+
+
+def _static_f32(e: Any) -> bool:
+    ty = e.checked_type_
+    return (isinstance(ty, TensorType) and ty.dtype == "float32"
+            and all(isinstance(d, int) for d in ty.shape))
+
+
+def _use_counts(expr: RelayExpr) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for node in post_order(expr):
+        for kid in children(node):
+            counts[id(kid)] = counts.get(id(kid), 0) + 1
+    return counts
+
+
+def _operands(e: Call) -> list[tuple[Any, Any]]:
+    """(a, b) and, for a commutative op, (b, a)."""
+    a, b = e.args
+    return [(a, b), (b, a)] if _name(e) in ("add", "multiply") else [(a, b)]
+
+
+def _one_axis(e: Call, rank: int) -> int | None:
+    """The single reduction axis of a keepdims mean/variance, normalised; else None."""
+    attrs = e.attrs
+    axis = getattr(attrs, "axis", None)
+    if not getattr(attrs, "keepdims", False) or getattr(attrs, "exclude", False) or \
+            axis is None or len(axis) != 1 or getattr(attrs, "unbiased", False):
+        return None
+    return int(axis[0]) % rank
+
+
+@dataclass
+class _Normalised:
+    """A matched ``(x - mean) / sqrt(var + eps)``: its input, axis, eps, interior nodes."""
+
+    x: Any
+    axis: int
+    eps: float
+    interior: list
+
+
+def _match_mean(mu: Any, x: Any, rank: int) -> int | None:
+    if _name(mu) != "mean" or mu.args[0] is not x:
+        return None
+    return _one_axis(mu, rank)
+
+
+def _match_var(var: Any, x: Any, mu: Any, c: Any, axis: int, rank: int) -> list | None:
+    """The interior nodes of a variance of x around mu (or of centred c), else None."""
+    if _name(var) == "variance":
+        if var.args[0] is x and var.args[1] is mu and _one_axis(var, rank) == axis:
+            return [var]
+        return None
+    if _name(var) != "mean" or _one_axis(var, rank) != axis:
+        return None
+    sq = var.args[0]
+    if _name(sq) == "multiply" and sq.args[0] is c and sq.args[1] is c:
+        return [var, sq]
+    if _name(sq) == "power" and sq.args[0] is c and _scalar(sq.args[1]) == 2.0:
+        return [var, sq]
+    return None
+
+
+def _match_denominator(d: Any, root: str) -> tuple[Any, float, list] | None:
+    """sqrt(var + eps) for a divide, rsqrt(var + eps) for a multiply: (var, eps, nodes)."""
+    want = "sqrt" if root == "divide" else "rsqrt"
+    if _name(d) != want or _name(d.args[0]) != "add":
+        return None
+    for var, eps in _operands(d.args[0]):
+        value = _scalar(eps)
+        if value is not None and value >= 0.0:
+            return var, value, [d, d.args[0]]
+    return None
+
+
+def match_normalised(e: Any) -> _Normalised | None:
+    """``e`` as ``(x - mean(x)) / sqrt(var(x) + eps)`` over one axis, else None."""
+    root = _name(e)
+    if root not in ("divide", "multiply") or not _static_f32(e):
+        return None
+    for c, d in _operands(e):
+        if _name(c) != "subtract":
+            continue
+        x, mu = c.args
+        if not _static_f32(x) or _shape(x) != _shape(e):
+            continue
+        rank = len(_shape(x))
+        axis = _match_mean(mu, x, rank)
+        den = _match_denominator(d, root) if axis is not None else None
+        if den is None:
+            continue
+        var_nodes = _match_var(den[0], x, mu, c, axis, rank)
+        if var_nodes is not None:
+            return _Normalised(x, axis, den[1], [c, mu, *den[2], *var_nodes])
+    return None
+
+
+def _only_inside(root: Any, interior: list, uses: dict[int, int]) -> bool:
+    """Every interior node is used only by the root and the other interior nodes."""
+    inside = {id(n) for n in interior}
+    internal = Counter(id(k) for n in [root, *interior] for k in children(n) if id(k) in inside)
+    return all(uses.get(i, 0) == internal[i] for i in inside)
+
+
+def _per_axis_vector(v: Any, x_shape: tuple, axis: int) -> int | None:
+    """Number of values when ``v`` runs along ``axis`` only (its broadcast keeps x's shape)."""
+    shape = _shape(v)
+    if shape is None or not _static_f32(v) or len(shape) > len(x_shape):
+        return None
+    padded = (1,) * (len(x_shape) - len(shape)) + shape
+    n = x_shape[axis]
+    ok = all(d == (n if i == axis else 1) for i, d in enumerate(padded))
+    return n if ok else None
+
+
+class _Fuser(PassMutator):
+    def __init__(self, uses: dict[int, int]) -> None:
+        super().__init__()
+        self.uses = uses
+
+    def visit_call(self, orig: Call) -> RelayExpr:
+        new: Call = super().visit_call(orig)
+        name = _name(new)
+        if name in ("divide", "multiply"):
+            found = match_normalised(orig)
+            if found is not None and _only_inside(orig, found.interior, self.uses):
+                return self._layer_norm(found)
+        if name in ("multiply", "add"):
+            out = self._epilogue(orig, new, name)
+            if out is not None:
+                return out
+        return new
+
+    def _layer_norm(self, m: _Normalised) -> Call:
+        n = _shape(m.x)[m.axis]
+        ones = const(np.ones(n, "float32"))
+        zeros = const(np.zeros(n, "float32"))
+        return op_call("nn.layer_norm", self.visit(m.x), ones, zeros, axis=m.axis,
+                       epsilon=m.eps, center=False, scale=False)
+
+    def _epilogue(self, orig: Call, new: Call, name: str) -> Call | None:
+        """multiply by gamma / add beta into a layer_norm used only here."""
+        for i in (0, 1):
+            src, other = orig.args[i], orig.args[1 - i]
+            if self.uses.get(id(src), 0) != 1 or _shape(orig) != _shape(src):
+                continue
+            ln = self.visit(src)
+            if _name(ln) != "nn.layer_norm" or ln.attrs.center:
+                continue
+            if name == "multiply" and ln.attrs.scale:
+                continue
+            n = _per_axis_vector(other, _shape(src), ln.attrs.axis % len(_shape(src)))
+            if n is None:
+                continue
+            vec = op_call("reshape", new.args[1 - i], newshape=[n])
+            if name == "multiply":
+                args, changes = (ln.args[0], vec, ln.args[2]), {"scale": True}
+            else:
+                args, changes = (ln.args[0], ln.args[1], vec), {"center": True}
+            return Call(ln.op, args, dataclasses.replace(ln.attrs, **changes))
+        return None
+
+
+@dataclass(frozen=True)
+class FuseLayerNorm(ModulePass):
+    """Rewrite decomposed layer normalisations into ``nn.layer_norm`` (see the module doc)."""
+
+    name: ClassVar[str] = "FuseLayerNorm"
+    opt_level: ClassVar[int] = 2
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        def rewrite(func: Any) -> Any:
+            return _Fuser(_use_counts(func)).visit(func)
+
+        return rewrite_functions(mod, rewrite)
+
+
+register_pass("FuseLayerNorm", FuseLayerNorm)

@@ -1,0 +1,98 @@
+"""softmax / log_softmax and layer_norm through the C kernels of
+``ember/include/ember/kernels/softmax.h`` and ``norm.h``.
+
+Each is a ``te.extern`` stage whose body is one ``tir.call_extern``: the kernel reads the input
+in place as (outer, n, inner), n the normalised axis (row-major data is contiguous, so any axis
+works without a copy; the last axis is the fast path). The statistics of a row stay in
+registers; the input is read from memory once. :func:`norm_parallel` is the cost model that
+decides whether a kernel launches threads.
+"""
+from __future__ import annotations
+
+import math
+
+from ...runtime.errors import OpError
+from ...te import tensor as te
+from ...tir import op as tir
+from ...tir.expr import EQ, IntImm, StringImm
+from ...tir.stmt import AssertStmt, Evaluate
+
+SOFTMAX_HEADER = "ember/kernels/softmax.h"
+NORM_HEADER = "ember/kernels/norm.h"
+# Below this many elements a parallel launch (a few microseconds) costs more than it saves:
+# softmax spends ~1 ns per element on one core (an exp), layer_norm ~0.5 ns.
+PARALLEL_ELEMENTS = {"softmax": 1 << 15, "layer_norm": 1 << 16}
+
+
+def eligible(*tensors: te.Tensor | None) -> bool:
+    """True when the C kernels can compute with these operands: float32, static shapes."""
+    return all(t is None or (t.dtype == "float32" and all(isinstance(d, IntImm) for d in t.shape))
+               for t in tensors)
+
+
+def split_at_axis(where: str, x: te.Tensor, axis: int) -> tuple[int, int, int]:
+    """(outer, n, inner) of ``x`` around ``axis`` (already normalised to [0, ndim))."""
+    dims = []
+    for d in x.shape:
+        if not isinstance(d, IntImm):
+            raise OpError(f"{where}: the C kernel needs static shapes, got dimension {d}")
+        dims.append(int(d.value))
+    return math.prod(dims[:axis]), dims[axis], math.prod(dims[axis + 1:])
+
+
+def norm_parallel(kind: str, elements: int) -> bool:
+    """Whether a softmax/layer_norm kernel of ``elements`` elements launches threads."""
+    return elements >= PARALLEL_ELEMENTS[kind]
+
+
+def _checked(call: tir.PrimExpr, message: str) -> AssertStmt:
+    return AssertStmt(EQ(call, tir.const(0)), StringImm(message), Evaluate(tir.const(0)))
+
+
+def softmax(x: te.Tensor, axis: int = -1, log: bool = False) -> te.Tensor:
+    """softmax (or log_softmax with ``log``) of float32 ``x`` along ``axis``."""
+    name = "nn.log_softmax" if log else "nn.softmax"
+    if not eligible(x):
+        raise OpError(f"{name}: the C kernel needs float32 with static shapes, got {x.dtype}")
+    if not -x.ndim <= axis < x.ndim:
+        raise OpError(f"{name}: axis {axis} is out of range for rank {x.ndim}")
+    outer, n, inner = split_at_axis(name, x, axis % x.ndim)
+    parallel = norm_parallel("softmax", outer * n * inner)
+
+    def body(ins, outs):
+        call = tir.call_extern("int32", "ember_softmax", ins[0].data, outs[0].data, outer, n,
+                               inner, int(log), int(parallel), header=SOFTMAX_HEADER)
+        return _checked(call, f"{name}: ember_softmax failed (parallel launch)")
+
+    return te.extern(x.shape, [x], body, name="T_log_softmax" if log else "T_softmax",
+                     dtype="float32", tag="norm_kernel")
+
+
+def layer_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
+               axis: int = -1, epsilon: float = 1e-5) -> te.Tensor:
+    """(x - mean) / sqrt(var + eps) [* gamma] [+ beta] over one ``axis`` of float32 ``data``;
+    gamma/beta (None: not applied) have the axis' length."""
+    where = "nn.layer_norm"
+    if not eligible(data, gamma, beta):
+        raise OpError(f"{where}: the C kernel needs float32 with static shapes")
+    if not -data.ndim <= axis < data.ndim:
+        raise OpError(f"{where}: axis {axis} is out of range for rank {data.ndim}")
+    outer, n, inner = split_at_axis(where, data, axis % data.ndim)
+    for t, what in ((gamma, "gamma"), (beta, "beta")):
+        if t is not None and math.prod(int(d) for d in t.shape) != n:
+            raise OpError(f"{where}: {what} must have {n} values (the axis' length), got "
+                          f"shape {tuple(int(d) for d in t.shape)}")
+    inputs = [data] + [t for t in (gamma, beta) if t is not None]
+    parallel = norm_parallel("layer_norm", outer * n * inner)
+    eps = tir.const(float(epsilon), "float32")
+
+    def body(ins, outs):
+        g = ins[1].data if gamma is not None else ins[0].data
+        b = ins[-1].data if beta is not None else ins[0].data
+        call = tir.call_extern("int32", "ember_layer_norm", ins[0].data, outs[0].data, outer,
+                               n, inner, int(gamma is not None), g, int(beta is not None), b,
+                               eps, int(parallel), header=NORM_HEADER)
+        return _checked(call, f"{where}: ember_layer_norm failed (parallel launch)")
+
+    return te.extern(data.shape, inputs, body, name="T_layer_norm", dtype="float32",
+                     tag="norm_kernel")

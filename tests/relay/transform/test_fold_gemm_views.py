@@ -1,0 +1,201 @@
+"""FoldGemmViews: reshape/transpose chains around batched GEMMs become kernel strides.
+
+- the view algebra against numpy (hypothesis: random reshape/transpose chains, the strided
+  view must equal numpy's result, or the chain is refused exactly when numpy would copy);
+- attention-shaped graphs (head split/merge, K transposed, batch 1 and 2) built with the pass
+  on and off, and against numpy (rtol 1e-5, atol 1e-5): same results, no transpose left for
+  batch 1;
+- the type relation's refusals of views that read out of bounds or do not cover the output.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember import relay
+from ember.ir.visitor import post_order
+from ember.relay.op.nn.gemm import contrib_gemm
+from ember.relay.transform.fold_gemm_views import View
+
+RNG = np.random.default_rng(11)
+
+
+def _ops(mod: ember.IRModule) -> Counter:
+    return Counter(n.op.name for n in post_order(mod["main"].body)
+                   if hasattr(n, "op") and hasattr(n.op, "name"))
+
+
+# ------------------------------------------------------------------------------ view algebra
+def _strided(base: np.ndarray, v: View) -> np.ndarray:
+    flat = base.reshape(-1)
+    return np.lib.stride_tricks.as_strided(flat, v.shape, [s * flat.itemsize for s in v.strides])
+
+
+@st.composite
+def chains(draw: st.DrawFn) -> tuple[tuple[int, ...], list]:
+    shape = tuple(draw(st.lists(st.sampled_from([1, 2, 3, 4, 6]), min_size=1, max_size=4)))
+    ops, cur = [], shape
+    for _ in range(draw(st.integers(1, 4))):
+        if draw(st.booleans()):
+            axes = tuple(draw(st.permutations(range(len(cur)))))
+            ops.append(("transpose", axes))
+            cur = tuple(cur[a] for a in axes)
+        else:
+            size = int(np.prod(cur))
+            dims, rest = [], size
+            while rest > 1 and len(dims) < 4:
+                d = draw(st.sampled_from([d for d in (1, 2, 3, 4, 6, rest) if rest % d == 0]))
+                dims.append(d)
+                rest //= d
+            dims.append(rest)
+            ops.append(("reshape", tuple(dims)))
+            cur = tuple(dims)
+    return shape, ops
+
+
+@settings(max_examples=200, deadline=None)
+@given(chains())
+def test_view_algebra_matches_numpy(chain: tuple) -> None:
+    shape, ops = chain
+    base = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    arr, view = base, View.dense(shape)
+    for kind, arg in ops:
+        if kind == "transpose":
+            arr, view = arr.transpose(arg), view.transpose(arg)
+        else:
+            no_copy = arr.reshape(arg)
+            copied = not np.shares_memory(no_copy, base)
+            arr, view = no_copy, view.reshape(arg)
+            if view is None:
+                assert copied  # refused only where numpy needs a copy too
+                return
+    np.testing.assert_array_equal(_strided(base, view), arr)
+
+
+def test_untranspose_inverts_transpose() -> None:
+    v = View((2, 3, 4), (1, 8, 2))
+    assert v.transpose((2, 0, 1)).untranspose((2, 0, 1)) == v
+
+
+# ------------------------------------------------------------------------------ attention
+def _attention(batch: int, heads: int, seq: int, dim: int) -> relay.Expr:
+    hidden = heads * dim
+    x = [relay.var(n, shape=(batch, seq, hidden)) for n in ("q", "k", "v")]
+
+    def split(t: relay.Expr) -> relay.Expr:
+        t = relay.transpose(relay.reshape(t, (batch, seq, heads, dim)), (0, 2, 1, 3))
+        return relay.reshape(t, (batch * heads, seq, dim))
+
+    q, k, v = (split(t) for t in x)
+    kt = relay.transpose(k, (0, 2, 1))
+    s = relay.nn.softmax(relay.multiply(relay.nn.batch_matmul(q, kt, transpose_b=False),
+                                        relay.const(0.25)), axis=-1)
+    ctx = relay.nn.batch_matmul(s, v, transpose_b=False)
+    ctx = relay.transpose(relay.reshape(ctx, (batch, heads, seq, dim)), (0, 2, 1, 3))
+    return relay.reshape(ctx, (batch, seq, hidden))
+
+
+def _attention_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int) -> np.ndarray:
+    b, s, h = q.shape
+    d = h // heads
+
+    def split(t: np.ndarray) -> np.ndarray:
+        return t.reshape(b, s, heads, d).transpose(0, 2, 1, 3)
+
+    sc = split(q) @ split(k).transpose(0, 1, 3, 2) * 0.25
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return (p @ split(v)).transpose(0, 2, 1, 3).reshape(b, s, h)
+
+
+def _build_run(expr: relay.Expr, inputs: dict, fold: bool) -> tuple[np.ndarray, Counter]:
+    from ember.contrib import graph_executor
+    from ember.relay.backend.pipeline import optimize_passes
+
+    mod = ember.IRModule.from_expr(relay.Function(relay.analysis.free_vars(expr), expr))
+    disabled = [] if fold else ["FoldGemmViews"]
+    with ember.transform.PassContext(opt_level=3, disabled_pass=disabled):
+        ops = _ops(ember.transform.Sequential(optimize_passes())(mod))
+        lib = relay.build(mod, "llvm")
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(**inputs)
+    m.run()
+    return m.get_output(0).numpy(), ops
+
+
+@pytest.mark.parametrize("batch,heads,seq,dim", [(1, 2, 16, 8), (2, 3, 7, 5)])
+def test_attention_without_transposes(batch: int, heads: int, seq: int, dim: int) -> None:
+    expr = _attention(batch, heads, seq, dim)
+    inputs = {n: RNG.standard_normal((batch, seq, heads * dim)).astype(np.float32)
+              for n in ("q", "k", "v")}
+    on, ops_on = _build_run(expr, inputs, True)
+    off, ops_off = _build_run(expr, inputs, False)
+    want = _attention_ref(inputs["q"], inputs["k"], inputs["v"], heads)
+    np.testing.assert_allclose(on, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(on, off, rtol=1e-5, atol=1e-5)
+    assert ops_off["transpose"] == 5
+    if batch == 1:
+        assert ops_on["transpose"] == 0 and ops_on["reshape"] == 0, ops_on
+    else:  # (batch, heads) cannot merge into one strided batch: the chains stay
+        assert ops_on["transpose"] == 5
+
+
+# ------------------------------------------------------------------------------ refusals
+def _infer(call: relay.Expr) -> None:
+    mod = ember.IRModule.from_expr(relay.Function(relay.analysis.free_vars(call), call))
+    relay.transform.InferType()(mod)
+
+
+def test_views_out_of_bounds_or_not_covering_are_refused() -> None:
+    a, b = relay.var("a", shape=(2, 4, 3)), relay.var("b", shape=(2, 3, 5))
+    zero = relay.const(0.0)
+    ok = (2, 4, 5, 3, 12, 3, 15, 5, 1, 20, 5)
+    _infer(contrib_gemm(a, b, zero, zero, kind="batch_matmul", transpose_b=False, view=ok,
+                        out_shape=(2, 4, 5)))
+    far = (2, 4, 5, 3, 13, 3, 15, 5, 1, 20, 5)
+    with pytest.raises(Exception, match="reads data up to element 24"):
+        _infer(contrib_gemm(a, b, zero, zero, kind="batch_matmul", transpose_b=False, view=far,
+                            out_shape=(2, 4, 5)))
+    overlap = (2, 4, 5, 3, 12, 3, 15, 5, 1, 5, 5)
+    with pytest.raises(Exception, match="does not cover out_shape"):
+        _infer(contrib_gemm(a, b, zero, zero, kind="batch_matmul", transpose_b=False,
+                            view=overlap, out_shape=(2, 4, 5)))
+    from ember.relay.op.nn.gemm import GemmAttrs
+    from ember.runtime.errors import OpAttributeInvalid
+
+    with pytest.raises(OpAttributeInvalid, match="view"):
+        GemmAttrs(kind="batch_matmul", view=ok)  # without out_shape
+    with pytest.raises(OpAttributeInvalid, match="view"):
+        GemmAttrs(kind="batch_matmul", view=ok[:5], out_shape=(2, 4, 5))
+
+
+def test_view_with_residual_matches_numpy_folded_and_compiled() -> None:
+    from ember.contrib import graph_executor
+    from ember.relay.transform import FoldConstant, InferType
+
+    q, k = (RNG.standard_normal((1, 4, 6)).astype(np.float32) for _ in range(2))
+    res = RNG.standard_normal((2, 4, 4)).astype(np.float32)
+    view = (2, 4, 4, 3, 3, 6, 3, 1, 6, 16, 4)  # heads of 3 out of (seq 4, 2 heads x 3)
+    heads = [t.reshape(4, 2, 3).transpose(1, 0, 2) for t in (q, k)]
+    want = 0.5 * heads[0] @ heads[1].transpose(0, 2, 1) + res
+
+    def gemm(a: relay.Expr, b: relay.Expr, r: relay.Expr) -> relay.Expr:
+        return contrib_gemm(a, b, relay.const(0.0), r, kind="batch_matmul", transpose_b=False,
+                            view=view, out_shape=(2, 4, 4), has_residual=True, alpha=0.5)
+
+    folded = FoldConstant()(InferType()(ember.IRModule.from_expr(relay.Function(
+        [], gemm(relay.const(q), relay.const(k), relay.const(res))))))
+    np.testing.assert_allclose(folded["main"].body.data.numpy(), want, rtol=1e-5, atol=1e-6)
+    a, b, r = (relay.var(n, shape=s) for n, s in (("a", q.shape), ("b", k.shape), ("r", res.shape)))
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(ember.IRModule.from_expr(relay.Function([a, b, r], gemm(a, b, r))),
+                          "llvm")
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(a=q, b=k, r=res)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,31 @@
+/* ctypes entry points for ember/kernels/softmax.h and norm.h, built by
+ * tests/topi/test_norm_kernels.py at each SIMD level (-march=..., -DEMBER_KERNELS_PORTABLE).
+ * The parallel launch runs 3 tasks one after the other, so the work split is exercised. */
+#include <stdint.h>
+#include "ember/kernels/norm.h"
+#include "ember/kernels/softmax.h"
+
+int TVMBackendParallelLaunch(FTVMParallelLambda f, void* cdata, int n) {
+  TVMParallelGroupEnv env;
+  int i;
+  (void)n;
+  env.num_task = 3;
+  env.sync_handle = 0;
+  for (i = 0; i < 3; ++i) {
+    if (f(i, &env, cdata)) return -1;
+  }
+  return 0;
+}
+
+const char* harness_simd_name(void) { return EMBER_SIMD_NAME; }
+
+int harness_softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
+                    int32_t log, int32_t parallel) {
+  return ember_softmax(x, y, outer, n, inner, log, parallel);
+}
+
+int harness_layer_norm(const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
+                       const float* gamma, const float* beta, float eps, int32_t parallel) {
+  return ember_layer_norm(x, y, outer, n, inner, gamma != 0, gamma, beta != 0, beta, eps,
+                          parallel);
+}

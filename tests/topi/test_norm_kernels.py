@@ -1,0 +1,263 @@
+"""The softmax / log_softmax / layer_norm C kernels (ember/kernels/softmax.h, norm.h) against
+numpy (float64 reference; softmax rtol 1e-5, atol 1e-6 (log_softmax: 1e-6 (1 + max|x|), a
+float32 difference of values of x's size); layer_norm rtol 1e-4, atol 1e-4 plus 1e-6 times
+max|x| / std times max|gamma| (float32 centring of nearly equal values)).
+
+- the headers alone, through a ctypes harness, at every SIMD level this machine runs (AVX2+FMA,
+  SSE2, the portable C99 struct path) and AVX-512 (compiled; run only on an AVX-512 host),
+  over hypothesis shapes (outer, n, inner): axis sizes 1, odd, not a multiple of the lanes,
+  large; the parallel split; -inf masks, all -inf rows, NaN, +inf and very large inputs;
+- the ops through relay.build at forced SIMD levels (EMBER_MARCH) and any axis;
+- the topi functions' refusals.
+"""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember import relay
+from ember.contrib import cc
+from ember.runtime.errors import OpError
+
+HERE = Path(__file__).parent
+INCLUDE = Path(ember.__file__).parent / "include"
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-ffp-contract=fast"]
+LEVELS = {"avx512": ["-march=x86-64-v4"], "avx2": ["-march=x86-64-v3"],
+          "sse2": ["-march=x86-64-v2"], "portable": ["-DEMBER_KERNELS_PORTABLE"]}
+FEATURE = {"avx512": "avx512f", "avx2": "avx2"}
+F32 = ctypes.POINTER(ctypes.c_float)
+
+
+def _gcc() -> str:
+    compiler = cc.get_cc()
+    if compiler is None:
+        pytest.skip("no C compiler found")
+    return compiler
+
+
+def _host_has(flag: str) -> bool:
+    from ember.target.simd import host_features
+
+    return flag in host_features()
+
+
+@pytest.fixture(scope="module", params=list(LEVELS))
+def harness(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> _Lib:
+    level = request.param
+    out = tmp_path_factory.mktemp(level) / "harness.so"
+    cmd = [_gcc(), *STRICT, *LEVELS[level], "-fPIC", "-shared", "-I", str(INCLUDE),
+           str(HERE / "data" / "norm_harness.c"), "-o", str(out), "-lm"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    if level in FEATURE and not _host_has(FEATURE[level]):
+        pytest.skip(f"compiled for {level}; the host cannot run it")
+    return _Lib(ctypes.CDLL(str(out)), level)
+
+
+class _Lib:
+    def __init__(self, lib: ctypes.CDLL, level: str) -> None:
+        self.lib, self.level = lib, level
+        lib.harness_simd_name.restype = ctypes.c_char_p
+        i64, i32 = ctypes.c_int64, ctypes.c_int32
+        lib.harness_softmax.argtypes = [F32, F32, i64, i64, i64, i32, i32]
+        lib.harness_layer_norm.argtypes = [F32, F32, i64, i64, i64, F32, F32, ctypes.c_float,
+                                           i32]
+
+    def softmax(self, x: np.ndarray, axis: int, log: bool, parallel: bool) -> np.ndarray:
+        outer, n, inner = _split(x.shape, axis)
+        y = np.full_like(x, 7.0)
+        rc = self.lib.harness_softmax(_ptr(x), _ptr(y), outer, n, inner, int(log), int(parallel))
+        assert rc == 0
+        return y
+
+    def layer_norm(self, x: np.ndarray, axis: int, gamma: np.ndarray | None,
+                   beta: np.ndarray | None, eps: float, parallel: bool) -> np.ndarray:
+        outer, n, inner = _split(x.shape, axis)
+        y = np.full_like(x, 7.0)
+        rc = self.lib.harness_layer_norm(_ptr(x), _ptr(y), outer, n, inner, _ptr(gamma),
+                                         _ptr(beta), eps, int(parallel))
+        assert rc == 0
+        return y
+
+
+def _ptr(a: np.ndarray | None) -> ctypes._Pointer | None:
+    return None if a is None else a.ctypes.data_as(F32)
+
+
+def _split(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
+    return (int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1:])))
+
+
+def softmax_ref(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
+    x = x.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        m = x.max(axis, keepdims=True)
+        s = np.exp(x - m).sum(axis, keepdims=True)
+        return x - m - np.log(s) if log else np.exp(x - m) / s
+
+
+def layer_norm_ref(x: np.ndarray, axis: int, gamma: np.ndarray | None, beta: np.ndarray | None,
+                   eps: float) -> np.ndarray:
+    x = x.astype(np.float64)
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    y = (x - x.mean(axis, keepdims=True)) / np.sqrt(x.var(axis, keepdims=True) + eps)
+    if gamma is not None:
+        y = y * gamma.reshape(shape)
+    return y + beta.reshape(shape) if beta is not None else y
+
+
+def _rand(shape: tuple[int, ...], seed: int, scale: float = 3.0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+# sizes around the lane counts (4, 8, 16) and one large
+SIZES = st.sampled_from([1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 128, 1000])
+
+
+# ------------------------------------------------------------------------------ the headers
+def test_harness_runs_the_intended_path(harness: _Lib) -> None:
+    assert harness.lib.harness_simd_name().decode() == harness.level
+
+
+@settings(max_examples=40, deadline=None)
+@given(outer=st.integers(1, 5), n=SIZES, inner=st.sampled_from([1, 1, 2, 3, 8, 9, 17]),
+       log=st.booleans(), parallel=st.booleans(), seed=st.integers(0, 2**16))
+def test_softmax_matches_numpy(harness: _Lib, outer: int, n: int, inner: int, log: bool,
+                               parallel: bool, seed: int) -> None:
+    x = _rand((outer, n, inner), seed)
+    got = harness.softmax(x, 1, log, parallel)
+    # log_softmax is x - (max + log(sum)): a float32 difference of values of x's magnitude
+    atol = 1e-6 * (1 + np.abs(x).max()) if log else 1e-6
+    np.testing.assert_allclose(got, softmax_ref(x, 1, log), rtol=1e-5, atol=atol)
+
+
+@settings(max_examples=40, deadline=None)
+@given(outer=st.integers(1, 5), n=SIZES, inner=st.sampled_from([1, 1, 2, 3, 8, 9, 17]),
+       affine=st.sampled_from(["none", "gamma", "beta", "both"]),
+       eps=st.sampled_from([0.0, 1e-12, 1e-5, 0.1]), parallel=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_layer_norm_matches_numpy(harness: _Lib, outer: int, n: int, inner: int, affine: str,
+                                  eps: float, parallel: bool, seed: int) -> None:
+    x = _rand((outer, n, inner), seed) + 5.0  # an offset: the centring must be exact
+    if n == 1 and eps == 0.0:
+        eps = 1e-5  # var 0 + eps 0: 0 / 0
+    gamma = _rand((n,), seed + 1) if affine in ("gamma", "both") else None
+    beta = _rand((n,), seed + 2) if affine in ("beta", "both") else None
+    got = harness.layer_norm(x, 1, gamma, beta, eps, parallel)
+    # float32 centring loses ~1e-7 |x| absolute: relative to the spread that is |x| / std
+    cond = np.abs(x).max(1, keepdims=True) / np.sqrt(x.astype(np.float64).var(1, keepdims=True)
+                                                     + eps)
+    scale = 1.0 if gamma is None else np.abs(gamma).max()
+    atol = 1e-4 + 1e-6 * cond * scale
+    want = layer_norm_ref(x, 1, gamma, beta, eps)
+    assert (np.abs(got - want) <= atol + 1e-4 * np.abs(want)).all()
+
+
+def test_layer_norm_eps_dominates_a_constant_row(harness: _Lib) -> None:
+    x = np.full((3, 37, 1), 2.5, np.float32)
+    got = harness.layer_norm(x, 1, None, np.full(37, 0.25, np.float32), 0.01, False)
+    np.testing.assert_array_equal(got, np.full_like(x, 0.25))  # (x - mean) is exactly 0
+
+
+@pytest.mark.parametrize("inner", [1, 8, 3])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_extreme_inputs(harness: _Lib, inner: int, log: bool) -> None:
+    n = 21
+    rows = np.stack([
+        np.where(np.arange(n) % 3 == 0, -np.inf, np.linspace(-2, 2, n)),  # masked entries
+        np.full(n, -np.inf),  # everything masked: NaN, as numpy
+        np.linspace(-1e30, 1e30, n),  # very large: one-hot
+        np.where(np.arange(n) == 4, np.nan, 0.0),  # a NaN: the row is NaN
+        np.where(np.arange(n) == 6, np.inf, 0.0),  # +inf: NaN where numpy gives NaN
+        np.linspace(80.0, 100.0, n),  # exp would overflow without the max
+    ]).astype(np.float32)
+    x = np.ascontiguousarray(np.repeat(rows[:, :, None], inner, axis=2))
+    want = softmax_ref(x, 1, log)
+    got = harness.softmax(x, 1, log, False)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+    if not log:
+        assert (got[0, ::3] == 0.0).all()  # masked entries are exactly 0
+
+
+# ------------------------------------------------------------------------------ relay builds
+def _build_run(expr: relay.Expr, inputs: dict[str, np.ndarray], params: dict | None = None,
+               disabled: tuple[str, ...] = ()) -> np.ndarray:
+    from ember.contrib import graph_executor
+
+    func = relay.Function(relay.analysis.free_vars(expr), expr)
+    with ember.transform.PassContext(opt_level=3, disabled_pass=list(disabled)):
+        lib = relay.build(ember.IRModule.from_expr(func), "llvm", params=params)
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(**inputs)
+    m.run()
+    return m.get_output(0).numpy()
+
+
+MARCHES = [pytest.param("x86-64-v2", id="sse2"), pytest.param("x86-64-v3", id="avx2")]
+
+
+@pytest.mark.parametrize("march", MARCHES)
+def test_ops_through_relay_build_at_each_level(march: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if march == "x86-64-v3" and not _host_has("avx2"):
+        pytest.skip("host has no AVX2")
+    monkeypatch.setenv("EMBER_MARCH", march)
+    shape = (3, 19, 40)
+    x = relay.var("x", shape=shape)
+    g, b = relay.var("g", shape=(19,)), relay.var("b", shape=(19,))
+    outs = relay.Tuple([relay.nn.softmax(x, axis=-1), relay.nn.log_softmax(x, axis=1),
+                        relay.nn.layer_norm(x, g, b, axis=1, epsilon=1e-3)])
+    xv, gv, bv = _rand(shape, 1), _rand((19,), 2), _rand((19,), 3)
+    func = relay.Function([x, g, b], outs)
+    from ember.contrib import graph_executor
+
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(ember.IRModule.from_expr(func), "llvm")
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(x=xv, g=gv, b=bv)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), softmax_ref(xv, 2, False), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(m.get_output(1).numpy(), softmax_ref(xv, 1, True), rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(m.get_output(2).numpy(), layer_norm_ref(xv, 1, gv, bv, 1e-3),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_without_scale_or_centre() -> None:
+    x = relay.var("x", shape=(4, 33))
+    y = relay.nn.layer_norm(x, relay.const(np.full(33, 9.0, np.float32)),
+                            relay.const(np.full(33, 9.0, np.float32)), center=False, scale=False)
+    xv = _rand((4, 33), 5)
+    got = _build_run(y, {"x": xv}, disabled=("SimplifyInference",))
+    np.testing.assert_allclose(got, layer_norm_ref(xv, 1, None, None, 1e-5), rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_float64_softmax_keeps_the_te_path() -> None:
+    x = relay.var("x", shape=(2, 9), dtype="float64")
+    xv = np.random.default_rng(0).standard_normal((2, 9))
+    got = _build_run(relay.nn.softmax(x), {"x": xv})
+    np.testing.assert_allclose(got, softmax_ref(xv, 1, False), rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------ refusals
+def test_topi_kernels_refuse_bad_operands() -> None:
+    from ember import te
+    from ember.topi.nn import norm_kernel
+
+    x = te.placeholder((2, 5), name="x")
+    with pytest.raises(OpError, match="axis 2 is out of range"):
+        norm_kernel.softmax(x, 2)
+    with pytest.raises(OpError, match="float32"):
+        norm_kernel.softmax(te.placeholder((2, 5), dtype="float16", name="h"))
+    with pytest.raises(OpError, match="gamma must have 5 values"):
+        norm_kernel.layer_norm(x, te.placeholder((4,), name="g"), None)
+    with pytest.raises(OpError, match="axis -3 is out of range"):
+        norm_kernel.layer_norm(x, None, None, axis=-3)
