@@ -68,6 +68,10 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="optimisation level 0-3 (default 3)")
     p.add_argument("--pass-config", action="append", default=[], metavar="KEY=VALUE",
                    help="a pass option (repeatable), e.g. relay.FuseOps.max_depth=8")
+    p.add_argument("--desired-layout", default=None,
+                   choices=("NCHW", "NCHWc", "NCHW4c", "NCHW8c", "NCHW16c"),
+                   help="conv layout: NCHW keeps the model's; NCHWc (default) blocks channels "
+                        "by the target's vector lanes; NCHW<L>c by L")
     p.add_argument("--threads", type=positive_int, default=None,
                    help="threads of the model's kernels, saved with it (default: the cores)")
     p.set_defaults(func=main)
@@ -134,6 +138,8 @@ def compile_model(args: argparse.Namespace, status: Status) -> Build:
     path = check_model_path(args.model)
     shapes = parse_input_shapes(args.input_shapes)
     config = parse_pass_config(args.pass_config)
+    if args.desired_layout is not None:
+        config["relay.AlterOpLayout.desired_layout"] = args.desired_layout
     threads = default_num_threads() if args.threads is None else args.threads
     timings: dict[str, float] = {}
     status.stage(f"importing {path.name}")

@@ -16,6 +16,7 @@ PASS_CONFIG: dict[str, Any] = {
     "relay.FuseOps.max_depth": int,
     "relay.FuseOps.link_params": bool,
     "ember.aot.operator_calling_convention": ("packed", "cpacked", "unpacked"),
+    "relay.AlterOpLayout.desired_layout": ("NCHW", "NCHWc", "NCHW4c", "NCHW8c", "NCHW16c"),
 }
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 

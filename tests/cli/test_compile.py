@@ -147,3 +147,31 @@ def test_verbose_prints_the_traceback(capsys: Any) -> None:
 def test_help_shows_examples(capsys: Any) -> None:
     code, out, _ = call(capsys, "compile", "--help")
     assert code == 0 and "examples:" in out and "--input-shapes" in out and ".tar" in out
+
+
+def test_desired_layout(capsys: Any, tmp_path: Path) -> None:
+    """--desired-layout NCHW keeps plain convs; NCHW4c plans 4-lane blocks; same results."""
+    from conftest import _relay_text
+
+    from ember import relay
+
+    rng = np.random.default_rng(3)
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    w = relay.const(rng.uniform(-1, 1, (8, 3, 3, 3)).astype("float32"))
+    mod = ember.IRModule.from_expr(relay.Function([x], relay.nn.relu(
+        relay.nn.conv2d(x, w, padding=(1, 1)))))
+    (tmp_path / "conv.relay").write_text(_relay_text(mod, {}))
+    image = rng.random((1, 3, 8, 8)).astype("float32")
+    want = reference((mod, {}), image)
+    kernels = {}
+    for layout in ("NCHW", "NCHW4c"):
+        out = tmp_path / f"{layout}.so"
+        code, _, _ = call(capsys, "compile", tmp_path / "conv.relay", "-o", out,
+                          "--desired-layout", layout)
+        assert code == 0
+        model = ember.load(out)
+        kernels[layout] = " ".join(model.info["kernels"])
+        np.testing.assert_allclose(model(image), want, rtol=1e-5, atol=1e-5)
+    assert "NCHWc" not in kernels["NCHW"] and "NCHWc" in kernels["NCHW4c"]
+    code, _, err = call(capsys, "compile", tmp_path / "conv.relay", "--desired-layout", "NHWC")
+    assert code == 2 and "invalid choice" in err

@@ -277,3 +277,19 @@ def test_hardswish_is_recognised_as_the_epilogue(divide):
         xv = np.random.default_rng(3).uniform(-4, 4, (1, 8, 5, 5)).astype("float32")
         np.testing.assert_allclose(_outputs(mod, {}, xv), _outputs(mod, {}, xv, disabled=OFF),
                                    rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("desired,lanes", [("NCHW", None), ("NCHW4c", 4), ("NCHW16c", 16),
+                                           ("NCHWc", 8)])
+def test_desired_layout_option(desired, lanes):
+    """relay.AlterOpLayout.desired_layout (ember compile --desired-layout) picks the block."""
+    mod = InferType()(_block())
+    with ember.transform.PassContext(
+            opt_level=3, config={"relay.AlterOpLayout.desired_layout": desired}), \
+            ember.target.Target("llvm -mcpu=haswell"):
+        planned = AlterOpLayout()(mod)
+    fused = [c for c in _ops(planned) if c.op.name.startswith("nn.contrib_conv2d")]
+    assert [c.attrs.lanes for c in fused][:1] == ([] if lanes is None else [lanes])
+    with pytest.raises(OpAttributeInvalid, match="NHWC"), ember.transform.PassContext(
+            opt_level=3, config={"relay.AlterOpLayout.desired_layout": "NHWC"}):
+        AlterOpLayout()(mod)

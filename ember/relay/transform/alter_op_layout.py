@@ -372,7 +372,10 @@ def _run(mod: IRModule, lanes: int) -> IRModule:
 
 class AlterOpLayout(ModulePass):
     """Plan NCHW[L]c layouts and fused conv kernels for the current target (module docstring).
-    """
+
+    The PassContext option ``relay.AlterOpLayout.desired_layout`` chooses instead: ``"NCHW"``
+    keeps the model's layout, ``"NCHWc"`` the target's lanes (the default), ``"NCHW4c"``,
+    ``"NCHW8c"`` or ``"NCHW16c"`` that block size (``ember compile --desired-layout``)."""
 
     name: ClassVar[str] = "AlterOpLayout"
     opt_level: ClassVar[int] = 3
@@ -380,10 +383,24 @@ class AlterOpLayout(ModulePass):
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         from ...target import Target
 
-        return _run(mod, plan_lanes(Target.current()))
+        desired = ctx.config.get("relay.AlterOpLayout.desired_layout", "NCHWc")
+        lanes = layout_lanes(desired, "relay.AlterOpLayout.desired_layout")
+        if lanes == 0:
+            return mod
+        return _run(mod, lanes if lanes > 0 else plan_lanes(Target.current()))
 
 
 _BLOCKED = re.compile(r"^NCHW(\d*)c$")
+DESIRED_LAYOUTS = ("NCHW", "NCHWc", "NCHW4c", "NCHW8c", "NCHW16c")
+
+
+def layout_lanes(data: Any, where: str) -> int:
+    """0 for ``"NCHW"`` (keep), L for ``"NCHW<L>c"``, -1 for ``"NCHWc"`` (the target's)."""
+    m = _BLOCKED.match(data) if isinstance(data, str) else None
+    if data != "NCHW" and (m is None or (m.group(1) and int(m.group(1)) not in (4, 8, 16))):
+        raise OpAttributeInvalid(f"{where}: nn.conv2d data layout {data!r} is not supported "
+                                 f"(use {', '.join(DESIRED_LAYOUTS)})")
+    return 0 if data == "NCHW" else int(m.group(1)) if m and m.group(1) else -1
 
 
 class ConvertLayout(ModulePass):
@@ -403,12 +420,7 @@ class ConvertLayout(ModulePass):
             raise OpAttributeInvalid(f"ConvertLayout: only nn.conv2d layouts can be chosen, not "
                                      f"{', '.join(unknown)}")
         layouts = list(desired_layouts.get("nn.conv2d", ["NCHW"]))
-        data = layouts[0] if layouts else "NCHW"
-        m = _BLOCKED.match(data) if isinstance(data, str) else None
-        if data != "NCHW" and (m is None or (m.group(1) and int(m.group(1)) not in (4, 8, 16))):
-            raise OpAttributeInvalid(f"ConvertLayout: nn.conv2d data layout {data!r} is not "
-                                     "supported (use NCHW, NCHWc, NCHW4c, NCHW8c or NCHW16c)")
-        self.lanes = 0 if data == "NCHW" else int(m.group(1)) if m and m.group(1) else -1
+        self.lanes = layout_lanes(layouts[0] if layouts else "NCHW", "ConvertLayout")
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         from ...target import Target
