@@ -9,7 +9,7 @@ from typing import Any
 from ...ir.expr import Call, Function, RelayExpr
 from ...ir.module import IRModule
 from ...ir.op import Op
-from ...ir.visitor import ExprMutator, is_primitive
+from ...ir.visitor import ExprMutator, children, is_primitive, post_order
 from .type_infer import InferType
 
 
@@ -47,6 +47,16 @@ def rewrite_functions(mod: IRModule, rewrite: Callable[[Function], RelayExpr]) -
     """The body of most rewriting passes: type ``mod``, ``rewrite`` each Relay function
     (fused ones left alone, see ``map_functions``), and type the result."""
     return infer(map_functions(infer(mod), rewrite))  # type: ignore[arg-type]
+
+
+def use_counts(expr: RelayExpr) -> dict[int, int]:
+    """How many parents each node under ``expr`` has (by id): a rewrite may absorb a value
+    into its consumer only when that consumer is its one user."""
+    counts: dict[int, int] = {}
+    for node in post_order(expr):
+        for kid in children(node):
+            counts[id(kid)] = counts.get(id(kid), 0) + 1
+    return counts
 
 
 def op_call(name: str, *args: RelayExpr, **attrs: Any) -> Call:

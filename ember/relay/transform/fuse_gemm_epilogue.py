@@ -29,10 +29,9 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
-from ...ir.visitor import children, post_order
 from ...topi.nn.gemm_kernel import panel_width
 from ..op.nn.gemm import GemmAttrs
-from ._helpers import PassMutator, op_call, rewrite_functions
+from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
 
 __all__ = ["FuseGemmEpilogue"]
 
@@ -54,14 +53,6 @@ def _scalar(e: Any) -> float | None:
 def _static_f32(ty: Any) -> bool:
     return (isinstance(ty, TensorType) and ty.dtype == "float32"
             and all(isinstance(d, int) for d in ty.shape))
-
-
-def _use_counts(expr: RelayExpr) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for node in post_order(expr):
-        for kid in children(node):
-            counts[id(kid)] = counts.get(id(kid), 0) + 1
-    return counts
 
 
 def _stage(a: GemmAttrs) -> str:
@@ -312,7 +303,7 @@ class FuseGemmEpilogue(ModulePass):
         epilogues = int(ctx.config.get("relay.FuseOps.max_depth", 256)) != 1
 
         def rewrite(func: Any) -> Any:
-            return _Fuser(_use_counts(func), nr, epilogues).visit(func)
+            return _Fuser(use_counts(func), nr, epilogues).visit(func)
 
         return rewrite_functions(mod, rewrite)
 

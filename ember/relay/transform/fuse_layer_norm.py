@@ -28,8 +28,8 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
-from ...ir.visitor import children, post_order
-from ._helpers import PassMutator, op_call, rewrite_functions
+from ...ir.visitor import children
+from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
 
 __all__ = ["FuseLayerNorm"]
 
@@ -53,14 +53,6 @@ def _static_f32(e: Any) -> bool:
     ty = e.checked_type_
     return (isinstance(ty, TensorType) and ty.dtype == "float32"
             and all(isinstance(d, int) for d in ty.shape))
-
-
-def _use_counts(expr: RelayExpr) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for node in post_order(expr):
-        for kid in children(node):
-            counts[id(kid)] = counts.get(id(kid), 0) + 1
-    return counts
 
 
 def _operands(e: Call) -> list[tuple[Any, Any]]:
@@ -220,7 +212,7 @@ class FuseLayerNorm(ModulePass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         def rewrite(func: Any) -> Any:
-            return _Fuser(_use_counts(func)).visit(func)
+            return _Fuser(use_counts(func)).visit(func)
 
         return rewrite_functions(mod, rewrite)
 
