@@ -151,8 +151,6 @@ def test_help_shows_examples(capsys: Any) -> None:
 
 def test_desired_layout(capsys: Any, tmp_path: Path) -> None:
     """--desired-layout NCHW keeps plain convs; NCHW4c plans 4-lane blocks; same results."""
-    from conftest import _relay_text
-
     from ember import relay
 
     rng = np.random.default_rng(3)
@@ -160,7 +158,7 @@ def test_desired_layout(capsys: Any, tmp_path: Path) -> None:
     w = relay.const(rng.uniform(-1, 1, (8, 3, 3, 3)).astype("float32"))
     mod = ember.IRModule.from_expr(relay.Function([x], relay.nn.relu(
         relay.nn.conv2d(x, w, padding=(1, 1)))))
-    (tmp_path / "conv.relay").write_text(_relay_text(mod, {}))
+    (tmp_path / "conv.relay").write_text(mod.astext(show_meta_data=True))
     image = rng.random((1, 3, 8, 8)).astype("float32")
     want = reference((mod, {}), image)
     kernels = {}

@@ -94,6 +94,16 @@ def test_dynamic_batch_dense_at_several_sizes():
         np.testing.assert_allclose(f(xv, wv).numpy(), xv @ wv.T, rtol=1e-5)
 
 
+
+@pytest.fixture(autouse=True)
+def _forget_test_ops():
+    """The test ops registered below leave the registry after each test (other modules list
+    every registered op)."""
+    yield
+    for name in [n for n in OP_REGISTRY if n.startswith("test_interpreter.")]:
+        del OP_REGISTRY[name]
+
+
 _COUNTED: list[int] = []
 
 
