@@ -44,6 +44,8 @@ def test_every_op_is_complete():
     relay.op.get("add")  # loads the library
     assert len(OP_REGISTRY) > 100
     for name, op_def in OP_REGISTRY.items():
+        if name.startswith("test"):  # registered by other test modules
+            continue
         assert callable(op_def.type_rel) and callable(op_def.reference), name
         assert op_def.num_inputs == len(op_def.arg_names), name
         assert op_def.description, name
