@@ -62,7 +62,9 @@ def gemm_tiles(batch: int, M: int, N: int, K: int, level: SimdLevel | None = Non
       pad small N more).
     - ``kc``: a kc x nr block of the B panel is reused by every row tile, so it should take at
       most half of L1 (the other half streams A): kc = L1 / 2 / (4 nr); K itself when K is at
-      most 1.25 kc (a short last block costs more than the slight overflow).
+      most 1.25 kc (a short last block costs more than the slight overflow), and when M fits
+      one row tile (nothing reuses the block; a matrix-vector product then streams B once
+      through the row kernel's four FMA chains instead of re-entering partial sums).
     - ``mc``: rows per work item; the item's A block (mc x kc) should sit in a quarter of L2,
       and a parallel kernel wants about TARGET_ITEMS items in total to balance the threads.
     - ``parallel``: only from PARALLEL_MACS multiply-adds on (about 25 us of work at
@@ -70,7 +72,7 @@ def gemm_tiles(batch: int, M: int, N: int, K: int, level: SimdLevel | None = Non
     """
     nr = panel_width(level)
     kc = max(nr, L1_BYTES // 2 // (4 * nr))
-    if K <= kc + kc // 4:
+    if K <= kc + kc // 4 or M <= MR:
         kc = max(K, 1)
     mc = max(MR, (L2_BYTES // 4 // (4 * kc)) // MR * MR)
     parallel = batch * M * N * K >= PARALLEL_MACS
