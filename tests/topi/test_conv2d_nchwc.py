@@ -152,6 +152,11 @@ EDGE_CASES = {
     "depthwise_stride2_odd": {"ic": 16, "oc": 16, "h": 7, "w": 13, "s": (2, 2), "groups": 16},
     "depthwise_wide_rows": {"ic": 16, "oc": 16, "h": 5, "w": 21, "groups": 16, "act": "clip"},
     "depthwise_wide_rows_stride2": {"ic": 16, "oc": 16, "h": 6, "w": 23, "s": (2, 2), "groups": 16},
+    # rows narrower than one tile: a single edge tile with both borders and few valid columns
+    "depthwise_narrow_rows": {"ic": 16, "oc": 16, "h": 6, "w": 5, "groups": 16},
+    "depthwise_narrow_rows_stride2": {"ic": 16, "oc": 16, "h": 5, "w": 3, "s": (2, 2),
+                                      "groups": 16, "pads": (1, 0, 1, 2)},
+    "depthwise_one_column": {"ic": 8, "oc": 8, "h": 3, "w": 1, "groups": 8, "pads": (1, 1, 1, 1)},
     "depthwise_dilated": {"ic": 8, "oc": 8, "h": 8, "w": 8, "d": (2, 2), "pads": (2, 2, 2, 2),
                           "groups": 8},
     "large_channels": {"ic": 256, "oc": 64, "h": 3, "w": 5},
@@ -182,7 +187,8 @@ def test_edge_cases_native(harness_libs, case, lanes):
 
 @pytest.mark.parametrize("level", ["x86-64-v3", "x86-64-v2", "portable"])
 @pytest.mark.parametrize("case", ["3x3_pad1", "first_conv_3ch_nchw_input", "1x1", "dilation_2",
-                                  "grouped", "depthwise_stride2_odd", "residual_act_before"])
+                                  "grouped", "depthwise_stride2_odd", "depthwise_narrow_rows",
+                                  "residual_act_before"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level), lanes=lanes, **EDGE_CASES[case])

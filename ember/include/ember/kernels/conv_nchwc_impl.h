@@ -273,8 +273,16 @@ EMBER_DW_TILE(8)
   }
 
 EMBER_DW3_TILE(8, 1)
-EMBER_DW3_TILE(4, 1)
 EMBER_DW3_TILE(4, 2)
+
+/* The same at the edges of a row: input columns outside the image read as zeros (each input
+ * vector checked once, not once per tap), and only the first `valid` output columns are
+ * stored. A narrow row (the 5- to 7-wide maps of small models) is one such tile instead of
+ * a column at a time. */
+#define EMBER_DW3_EDGE(RW, S)                                                                    static inline void EMBER_CAT4(ember_dw3_edge, EMBER_L, RW, S)(                                     const ember_conv_p* p, ptrdiff_t row, int32_t ix0, const float* w, const float* bias,          size_t o, int32_t ky0, int32_t ky1, int32_t valid) {                                         EV acc[RW], x[(RW - 1) * S + 3];                                                               const int32_t L = EMBER_L;                                                                     const ptrdiff_t dys = (ptrdiff_t)p->dh * p->w * L;                                             EV bv = EMBER_VLOAD(EMBER_L, bias);                                                            int32_t j, ky, kx;                                                                             EMBER_KUNROLL for (j = 0; j < RW; ++j) acc[j] = bv;                                            for (ky = ky0; ky < ky1; ++ky) {                                                                 const float* ip = p->in + (row + ky * dys);                                                    EV w0 = EMBER_VLOAD(EMBER_L, w + (ptrdiff_t)ky * 3 * L);                                       EV w1 = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * 3 + 1) * L);                                 EV w2 = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * 3 + 2) * L);                                 EMBER_KUNROLL for (kx = 0; kx < (RW - 1) * S + 3; ++kx) {                                        int32_t ix = ix0 + kx;                                                                         x[kx] = ix >= 0 && ix < p->w ? EMBER_VLOAD(EMBER_L, ip + (ptrdiff_t)ix * L)                                                 : EMBER_VZERO(EMBER_L);                                         }                                                                                              EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                         acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S], w0);                                            acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S + 1], w1);                                        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S + 2], w2);                                      }                                                                                            }                                                                                              for (j = 0; j < valid; ++j) {                                                                    size_t at = o + (size_t)j * L;                                                                 EMBER_FN(ember_conv_store)(p, &acc[j], p->out + at, p->res + at);                            }                                                                                            }
+
+EMBER_DW3_EDGE(8, 1)
+EMBER_DW3_EDGE(4, 2)
 
 EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_t cbk,
                                         int32_t oy, int32_t x0, int32_t x1) {
@@ -288,24 +296,39 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
   const size_t orow = ((((size_t)b * p->ocb + cbk) * p->oh) + oy) * p->ow * L;
   int32_t xi0, xi1, ox = x0;
   ember_conv_interior(p, x0, x1, &xi0, &xi1);
+  if (p->kw == 3 && p->dw == 1 && p->sw <= 2) {
+    /* 3-wide rows: full interior tiles, and edge tiles (any width up to 8 columns at stride
+     * 1, 4 at stride 2) for the borders and the rest of the row */
+    const int32_t wide = p->sw == 1 ? 8 : 4;
+    while (ox < x1) {
+      int32_t ix0 = ox * p->sw - p->pl, t;
+      size_t o = orow + (size_t)ox * L;
+      if (ox >= xi0 && ox + wide <= xi1) {
+        if (p->sw == 1) {
+          EMBER_CAT4(ember_dw3_tile, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1);
+        } else {
+          EMBER_CAT4(ember_dw3_tile, EMBER_L, 4, 2)(p, row, ix0, w, bias, o, ky0, ky1);
+        }
+        t = wide;
+      } else {
+        t = x1 - ox < wide ? x1 - ox : wide;
+        if (p->sw == 1) {
+          EMBER_CAT4(ember_dw3_edge, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1, t);
+        } else {
+          EMBER_CAT4(ember_dw3_edge, EMBER_L, 4, 2)(p, row, ix0, w, bias, o, ky0, ky1, t);
+        }
+      }
+      ox += t;
+    }
+    return;
+  }
   while (ox < x1) {
     /* border columns one at a time, so that the interior starts with full tiles */
     int32_t left = ox < xi0 ? 1 : ox < xi1 ? xi1 - ox : x1 - ox;
     int32_t t = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
     int32_t interior = ox >= xi0 && ox + t <= xi1, ix0 = ox * p->sw - p->pl;
     size_t o = orow + (size_t)ox * L;
-    if (p->kw == 3 && p->dw == 1 && p->sw <= 2 && interior && t >= 4) {
-      /* the register-reuse tiles (8 or 4 columns at stride 1, 4 at stride 2) */
-      if (p->sw == 1 && t == 8) {
-        EMBER_CAT4(ember_dw3_tile, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1);
-      } else if (p->sw == 1) {
-        EMBER_CAT4(ember_dw3_tile, EMBER_L, 4, 1)(p, row, ix0, w, bias, o, ky0, ky1);
-        t = 4;
-      } else {
-        EMBER_CAT4(ember_dw3_tile, EMBER_L, 4, 2)(p, row, ix0, w, bias, o, ky0, ky1);
-        t = 4;
-      }
-    } else if (t == 8) {
+    if (t == 8) {
       EMBER_CAT4(ember_dw_tile, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
     } else if (t == 4) {
       EMBER_CAT4(ember_dw_tile, EMBER_L, 4, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
