@@ -27,7 +27,7 @@ LANES = (4, 8, 16)  # lane counts the kernels are instantiated for
 ACTIVATIONS = {"none": 0, "relu": 1, "clip": 2, "hardswish": 3}
 RESIDUAL, ACT_AFTER_ADD = 1, 2  # epilogue flags (EMBER_EPI_* in conv_simd.h)
 TILE_WIDTHS = (12, 8, 6, 4, 2, 1)  # the register tile widths the header instantiates
-PARALLEL_MACS = 1 << 18  # below this a kernel runs on the calling thread (~30 us of work)
+PARALLEL_MACS = 1 << 16  # below this a kernel runs on the calling thread (~30 us of work)
 L2_BYTES = 512 * 1024  # per-core L2 the loop order and strips are sized for
 
 
