@@ -159,6 +159,11 @@ EDGE_CASES = {
     "depthwise_one_column": {"ic": 8, "oc": 8, "h": 3, "w": 1, "groups": 8, "pads": (1, 1, 1, 1)},
     "depthwise_dilated": {"ic": 8, "oc": 8, "h": 8, "w": 8, "d": (2, 2), "pads": (2, 2, 2, 2),
                           "groups": 8},
+    # quads (4 output blocks per tile; AVX-512 builds, else split into pairs): a 7-wide row
+    # in a 6-wide and a 1-wide tile, 5 blocks as a quad and a single, 1-channel input
+    "quads_7x7": {"ic": 32, "oc": 80, "h": 7, "w": 7, "tiles": (4, 6, 7, 0)},
+    "quads_first_conv": {"ic": 1, "oc": 64, "h": 13, "w": 10, "k": (5, 4), "s": (2, 2),
+                         "pads": (2, 1, 2, 1), "in_block": 1, "tiles": (4, 4, 5, 1)},
     "large_channels": {"ic": 256, "oc": 64, "h": 3, "w": 5},
     "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
     "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
@@ -218,7 +223,7 @@ def conv_cases(draw: st.DrawFn) -> dict:
     ow = (w + pads[1] + pads[3] - (kw - 1) * d[1] - 1) // s[1] + 1
     tiles = None
     if kind != "depthwise" and draw(st.booleans()):
-        rb = draw(st.sampled_from([1, 2]))
+        rb = draw(st.sampled_from([1, 2, 4]))
         tiles = (rb, draw(st.integers(1, 12)), draw(st.integers(1, ow)), draw(st.integers(0, 1)))
     elif kind == "depthwise" and draw(st.booleans()):
         tiles = (1, 1, draw(st.integers(1, ow)), 0)
@@ -243,8 +248,8 @@ def harness_libs_session(harness_libs) -> ctypes.CDLL:
 
 @pytest.mark.skipif(not X86, reason="x86 only")
 def test_avx512_path_compiles(tmp_path):
-    """AVX-512 code cannot run on this machine; its path (zmm vectors, FMA intrinsics) must
-    still compile warning-free."""
+    """The AVX-512 path (zmm vectors, FMA intrinsics, quad tiles) compiles warning-free
+    whether or not this machine can run it."""
     cmd = [CC, *STRICT, "-mavx512f", "-mavx512vl", "-mfma", "-fPIC", "-c", f"-I{INCLUDE}",
            str(HARNESS), "-o", str(tmp_path / "h.o")]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
@@ -263,6 +268,11 @@ def test_cost_model_fits_the_register_file():
     assert t.threads == 0 and t.rw <= 4 and t.rb == 1
     odd = K.ConvGeometry(1, 8, 4, 4, 24, 4, 4, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
     assert K.conv_tiles(odd, LEVELS["avx2"]).rb == 2  # a pair, then a single block
+    # AVX-512: a 7-wide row cannot fill a 12-wide pair tile: quads of 6 columns
+    late = K.ConvGeometry(1, 512, 7, 7, 512, 7, 7, 3, 3, (1, 1), (1,) * 4, (1, 1), 1, 16, 16)
+    t = K.conv_tiles(late, LEVELS["avx512"])
+    assert (t.rb, t.rw) == (4, 6) and t.rw * t.rb + t.rb + 1 <= 32
+    assert K.conv_tiles(late, LEVELS["avx2"]).rb == 2  # 16 registers: no quads
 
 
 def test_wrappers_refuse_bad_lanes_and_activations():

@@ -27,6 +27,7 @@ LANES = (4, 8, 16)  # lane counts the kernels are instantiated for
 ACTIVATIONS = {"none": 0, "relu": 1, "clip": 2, "hardswish": 3}
 RESIDUAL, ACT_AFTER_ADD = 1, 2  # epilogue flags (EMBER_EPI_* in conv_simd.h)
 TILE_WIDTHS = (12, 8, 6, 4, 2, 1)  # the register tile widths the header instantiates
+QUAD_WIDTHS = (6, 4, 2, 1)  # widths of the 4-block tiles (AVX-512 builds only)
 PARALLEL_MACS = 1 << 16  # below this a kernel runs on the calling thread (~30 us of work)
 L2_BYTES = 512 * 1024  # per-core L2 the loop order and strips are sized for
 
@@ -81,7 +82,10 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
       plus ``rb`` weight vectors and one broadcast must fit the register file; two output
       blocks per tile halve the broadcasts per FMA, so rb = 2 whenever a group has two or
       more output blocks (an odd count ends with a one-block tile). rw is the widest
-      instantiated width that fits and does not exceed the output row.
+      instantiated width that fits and does not exceed the output row. With AVX-512's 32
+      registers, a row too short for the widest pair tile (fewer than 12 columns: 7x7 and
+      smaller maps) takes quads instead (rb = 4, rw up to 6): twice the accumulators, and each
+      tap's loads shared by more FMAs.
     - Loop order: output blocks innermost when all the weights fit in half the L2 (each input
       strip is then read once from memory), else blocks outermost (each block's weights stay
       in cache while the rows stream by).
@@ -99,6 +103,8 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     budget = vector_registers(level) - rb * per_vec - 2
     fitting = [w for w in TILE_WIDTHS if w * rb * per_vec <= budget and w <= max(geo.ow, 1)]
     rw = fitting[0] if fitting else 1
+    if level.name == "avx512" and per_vec == 1 and ocb_g >= 4 and rw < TILE_WIDTHS[0]:
+        rb, rw = 4, next(w for w in QUAD_WIDTHS if w <= max(geo.ow, 1))
     weight_bytes = geo.oc * (geo.ic // geo.groups) * geo.kh * geo.kw * 4
     order = 1 if weight_bytes <= L2_BYTES // 2 else 0
     strip = geo.ow

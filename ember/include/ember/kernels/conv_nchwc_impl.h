@@ -137,15 +137,25 @@ EMBER_CONV_TILE(2, 2)
 EMBER_CONV_TILE(4, 2)
 EMBER_CONV_TILE(6, 2)
 #if defined(__AVX512F__)
+/* 32 registers: wider pairs, and quads (4 output blocks) for rows too short for a wide pair
+ * (7- and 5-wide maps) and for inputs with few channels per block, where each tap's loads and
+ * address arithmetic are spread over 4 * RW FMAs instead of 2 * RW. */
 #define EMBER_WIDE_PAIRS 1
+#define EMBER_MAX_RB 4
 EMBER_CONV_TILE(8, 2)
 EMBER_CONV_TILE(12, 2)
+EMBER_CONV_TILE(1, 4)
+EMBER_CONV_TILE(2, 4)
+EMBER_CONV_TILE(4, 4)
+EMBER_CONV_TILE(6, 4)
 #else
 #define EMBER_WIDE_PAIRS 0
+#define EMBER_MAX_RB 2
 #endif
 
 /* The widest instantiated tile width <= want for rb output blocks. */
 static inline int32_t EMBER_FN(ember_tile_width)(int32_t want, int32_t rb) {
+  if (rb == 4) return want >= 6 ? 6 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
   if (rb == 2) {
     if (EMBER_WIDE_PAIRS && want >= 8) return want >= 12 ? 12 : 8;
     return want >= 6 ? 6 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
@@ -160,6 +170,16 @@ EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int3
                                          int32_t interior) {
 #define EMBER_TILE_CALL(RW, RB) \
   EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(p, row, ix0, w, bias, o, ky0, ky1, interior)
+#if EMBER_MAX_RB >= 4
+  if (rb == 4) {
+    switch (rw) {
+      case 6: EMBER_TILE_CALL(6, 4); return;
+      case 4: EMBER_TILE_CALL(4, 4); return;
+      case 2: EMBER_TILE_CALL(2, 4); return;
+      default: EMBER_TILE_CALL(1, 4); return;
+    }
+  }
+#endif
   if (rb == 2) {
     switch (rw) {
 #if EMBER_WIDE_PAIRS
@@ -183,9 +203,10 @@ EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int3
 }
 #undef EMBER_WIDE_PAIRS
 
-/* Output columns [x0, x1) of row oy for output blocks [ob, ob + rb). */
+/* Output columns [x0, x1) of row oy for output blocks [ob, ob + nb): the blocks in tiles of
+ * 4 (where instantiated), 2 and 1, each tile group along the whole strip. */
 EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int32_t ob,
-                                          int32_t rb, int32_t oy, int32_t x0, int32_t x1) {
+                                          int32_t nb, int32_t oy, int32_t x0, int32_t x1) {
   const int32_t L = EMBER_L, cb = p->cb;
   const int32_t g = ob / p->ocb_g;
   const int32_t iy0 = oy * p->sh - p->pt;
@@ -193,18 +214,24 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
   const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
   const ptrdiff_t row = ((((ptrdiff_t)b * p->icb + (ptrdiff_t)g * p->icb_g) * p->h) + iy0) *
                         p->w * cb;
-  const float* w = p->wt + (size_t)ob * p->icb_g * p->kh * p->kw * cb * L;
-  const float* bias = p->bias + (size_t)ob * L;
-  const size_t orow = ((((size_t)b * p->ocb + ob) * p->oh) + oy) * p->ow * L;
-  int32_t xi0, xi1, ox = x0;
+  const size_t wob = (size_t)p->icb_g * p->kh * p->kw * cb * L;
+  int32_t xi0, xi1, sb, rb;
   ember_conv_interior(p, x0, x1, &xi0, &xi1);
-  while (ox < x1) {
-    int32_t want = x1 - ox < p->rw ? x1 - ox : p->rw;
-    int32_t t = EMBER_FN(ember_tile_width)(want, rb);
-    int32_t interior = ox >= xi0 && ox + t <= xi1;
-    EMBER_FN(ember_conv_tile)(p, t, rb, row, ox * p->sw - p->pl, w, bias,
-                              orow + (size_t)ox * L, ky0, ky1, interior);
-    ox += t;
+  for (sb = 0; sb < nb; sb += rb) {
+    const int32_t left = nb - sb;
+    const float* w = p->wt + (size_t)(ob + sb) * wob;
+    const float* bias = p->bias + (size_t)(ob + sb) * L;
+    const size_t orow = ((((size_t)b * p->ocb + ob + sb) * p->oh) + oy) * p->ow * L;
+    int32_t ox = x0;
+    rb = left >= 4 && EMBER_MAX_RB >= 4 ? 4 : left >= 2 ? 2 : 1;
+    while (ox < x1) {
+      int32_t want = x1 - ox < p->rw ? x1 - ox : p->rw;
+      int32_t t = EMBER_FN(ember_tile_width)(want, rb);
+      int32_t interior = ox >= xi0 && ox + t <= xi1;
+      EMBER_FN(ember_conv_tile)(p, t, rb, row, ox * p->sw - p->pl, w, bias,
+                                orow + (size_t)ox * L, ky0, ky1, interior);
+      ox += t;
+    }
   }
 }
 
@@ -391,8 +418,8 @@ EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, vo
 
 /*!
  * \brief conv2d in NCHW[L]c (see conv_nchwc.h for the layouts). `res` is read only when
- *        `flags` has EMBER_EPI_RESIDUAL. rb (1 or 2) output blocks per tile; an odd count
- *        of blocks in a group ends with a one-block tile.
+ *        `flags` has EMBER_EPI_RESIDUAL. rb (1, 2, or 4 with AVX-512) output blocks per
+ *        tile; the rest of a group's blocks go in smaller tiles.
  */
 static inline int32_t EMBER_FN(ember_conv2d_nchwc)(
     const float* in, const float* w, const float* bias, const float* res, float* out,
