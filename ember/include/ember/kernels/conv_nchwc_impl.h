@@ -225,9 +225,16 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
     int32_t ox = x0;
     rb = left >= 4 && EMBER_MAX_RB >= 4 ? 4 : left >= 2 ? 2 : 1;
     while (ox < x1) {
-      int32_t want = x1 - ox < p->rw ? x1 - ox : p->rw;
-      int32_t t = EMBER_FN(ember_tile_width)(want, rb);
-      int32_t interior = ox >= xi0 && ox + t <= xi1;
+      int32_t want = x1 - ox < p->rw ? x1 - ox : p->rw, t, interior;
+      if (cb == 1 && xi1 - xi0 >= p->rw) {
+        /* a plain NCHW input (one channel per tap) with room for full interior tiles: the
+         * border columns get tiles of their own, so that no interior tile pays bounds checks
+         * on every tap (with a channel block, the checks are shared by cb taps) */
+        if (ox < xi0 && xi0 - ox < want) want = xi0 - ox;
+        if (ox >= xi0 && ox < xi1 && xi1 - ox < want) want = xi1 - ox;
+      }
+      t = EMBER_FN(ember_tile_width)(want, rb);
+      interior = ox >= xi0 && ox + t <= xi1;
       EMBER_FN(ember_conv_tile)(p, t, rb, row, ox * p->sw - p->pl, w, bias,
                                 orow + (size_t)ox * L, ky0, ky1, interior);
       ox += t;
