@@ -274,6 +274,10 @@ def test_cost_model_fits_the_register_file():
     t = K.conv_tiles(late, LEVELS["avx512"])
     assert (t.rb, t.rw) == (4, 6) and t.rw * t.rb + t.rb + 1 <= 32
     assert K.conv_tiles(late, LEVELS["avx2"]).rb == 2  # 16 registers: no quads
+    # a flattened 1x1 conv that is one block group: its row is cut into strips for threads
+    flat = K.ConvGeometry(1, 64, 1, 125, 64, 1, 125, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 16, 16)
+    t = K.conv_tiles(flat, LEVELS["avx512"])
+    assert t.threads == 1 and t.strip % t.rw == 0 and -(-125 // t.strip) >= K.TARGET_ITEMS
 
 
 def test_wrappers_refuse_bad_lanes_and_activations():

@@ -28,6 +28,7 @@ ACTIVATIONS = {"none": 0, "relu": 1, "clip": 2, "hardswish": 3}
 RESIDUAL, ACT_AFTER_ADD = 1, 2  # epilogue flags (EMBER_EPI_* in conv_simd.h)
 TILE_WIDTHS = (12, 8, 6, 4, 2, 1)  # the register tile widths the header instantiates
 QUAD_WIDTHS = (6, 4, 2, 1)  # widths of the 4-block tiles (AVX-512 builds only)
+TARGET_ITEMS = 4  # work items wanted for a parallel kernel: enough to balance 2-4 threads
 PARALLEL_MACS = 1 << 16  # below this a kernel runs on the calling thread (~30 us of work)
 L2_BYTES = 512 * 1024  # per-core L2 the loop order and strips are sized for
 
@@ -92,7 +93,8 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
       in cache while the rows stream by).
     - Strips: a whole output row, except for 1x1 stride-1 convolutions flattened to one long
       row (H*W), cut so that one input strip fills at most a quarter of the L2.
-    - Threads only above ``PARALLEL_MACS`` multiply-adds and with at least two work items.
+    - Threads only above ``PARALLEL_MACS`` multiply-adds and with at least two work items; a
+      parallel kernel with fewer than ``TARGET_ITEMS`` items has its rows cut into strips.
     """
     lanes = geo.lanes
     # A portable (scalar) build still gets 4-lane vectors from the C compiler: size the tile
@@ -113,7 +115,13 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
         col_bytes = max(1, geo.ic // geo.groups * 4 * geo.strides[1])
         strip = max(rw, (L2_BYTES // 4 // col_bytes) // rw * rw)
         strip = min(strip, geo.ow)
-    items = geo.n * geo.groups * -(-ocb_g // rb) * geo.oh * -(-geo.ow // strip)
+    rows = geo.n * geo.groups * -(-ocb_g // rb) * geo.oh  # work items per strip column
+    if geo.macs >= PARALLEL_MACS and rows * -(-geo.ow // strip) < TARGET_ITEMS:
+        # too few items to share between threads (a flattened 1x1 conv of one block group):
+        # cut the rows into shorter strips, whole tiles each
+        cuts = -(-TARGET_ITEMS // rows)
+        strip = min(strip, max(rw, -(-(-(-geo.ow // cuts)) // rw) * rw))
+    items = rows * -(-geo.ow // strip)
     threads = 1 if geo.macs >= PARALLEL_MACS and items >= 2 else 0
     return ConvTiles(rb, rw, strip, order, threads)
 
