@@ -101,9 +101,9 @@ def test_activation_before_residual_and_shared_values():
 
 def test_unplannable_convs_are_left_alone():
     x = relay.var("x", shape=(1, 8, 6, 6))
-    w = relay.var("w", shape=(12, 8, 3, 3))  # weight not a constant; 12 channels: not 8k
+    w = relay.var("w", shape=(10, 8, 3, 3))  # weight not a constant; 10 channels: not 8k, 4k
     a = relay.nn.conv2d(x, w)
-    b = relay.nn.conv2d(x, _const((12, 8, 3, 3)))
+    b = relay.nn.conv2d(x, _const((10, 8, 3, 3)))
     mod = _plan(ember.IRModule.from_expr(relay.Function([x, w], relay.Tuple([a, b]))))
     assert _names(mod).count("nn.conv2d") == 2 and "layout_transform" not in _names(mod)
 
@@ -154,11 +154,11 @@ def test_fused_op_type_errors_and_attrs():
         contrib_conv2d_nchwc_fused(x, w, b, activation="gelu")
 
 
-def _outputs(mod, params, x, executor="graph", disabled=()):
+def _outputs(mod, params, x, executor="graph", disabled=(), config=None):
     from ember.contrib import graph_executor
     from ember.relay.backend import Executor
 
-    with ember.transform.PassContext(opt_level=3, disabled_pass=list(disabled)):
+    with ember.transform.PassContext(opt_level=3, disabled_pass=list(disabled), config=config):
         if executor == "vm":
             exe = relay.vm.compile(mod, "llvm", params=params)
             return ember.runtime.vm.VirtualMachine(exe, ember.cpu()).run(x).numpy()
@@ -293,3 +293,30 @@ def test_desired_layout_option(desired, lanes):
     with pytest.raises(OpAttributeInvalid, match="NHWC"), ember.transform.PassContext(
             opt_level=3, config={"relay.AlterOpLayout.desired_layout": "NHWC"}):
         AlterOpLayout()(mod)
+
+
+def _narrow_stage():
+    """16 -> 24 (1x1) -> depthwise 24 (+ residual) -> 32 (1x1): MobileNetV2's 24-channel
+    stage, which 16-lane blocks cannot hold."""
+    x = relay.var("x", shape=(1, 16, 7, 9))
+    y = relay.nn.relu(relay.nn.conv2d(x, _const((24, 16, 1, 1), 1)))
+    z = relay.nn.conv2d(y, _const((24, 1, 3, 3), 2), padding=(1, 1), groups=24)
+    z = relay.add(relay.add(z, _const((24, 1, 1), 3)), y)
+    out = relay.nn.conv2d(z, _const((32, 24, 1, 1), 4))
+    return ember.IRModule.from_expr(relay.Function([x], out))
+
+
+def test_channels_that_do_not_split_into_the_lanes_take_half_of_them():
+    cfg = {"relay.AlterOpLayout.desired_layout": "NCHW16c"}
+    with ember.transform.PassContext(opt_level=3, config=cfg), \
+            ember.target.Target("llvm -mcpu=haswell"):
+        planned = AlterOpLayout()(InferType()(_narrow_stage()))
+    fused = [c for c in _ops(planned) if c.op.name.startswith("nn.contrib_conv2d")]
+    # (in_block, lanes): the plain input read as NCHW1c, the 24-channel stage in 8-lane
+    # blocks, the 32-channel result back in 16
+    assert [(c.attrs.in_block, c.attrs.lanes) for c in fused] == [(1, 8), (8, 8), (8, 16)]
+    assert _names(planned).count("layout_transform") == 1  # only the result, to NCHW
+    xv = np.random.default_rng(0).uniform(-1, 1, (1, 16, 7, 9)).astype("float32")
+    np.testing.assert_allclose(_outputs(_narrow_stage(), {}, xv, config=cfg),
+                               _outputs(_narrow_stage(), {}, xv, disabled=OFF),
+                               rtol=1e-4, atol=1e-5)

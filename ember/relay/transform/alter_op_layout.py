@@ -6,6 +6,9 @@ float32 ``nn.conv2d`` (NCHW data, OIHW constant weight, output channels a multip
 in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd``; 4 for a
 ``scalar`` build, whose portable kernels still work on 4-lane blocks):
 
+- a conv whose output channels do not split into L takes L/2 when they split into that (a
+  24-channel layer in NCHW8c on an AVX-512 target); blocked values of different L meet through
+  one ``layout_transform`` between the two blocks;
 - the weight is packed at build time (a constant of the model; nothing is repacked at run
   time), the bias is a constant vector;
 - the epilogue absorbs what follows the conv while each intermediate has no other user:
@@ -98,6 +101,7 @@ class _Plan:
     weight: np.ndarray  # OIHW
     bias: np.ndarray
     attrs: Any
+    lanes: int  # the block of the result, NCHW[lanes]c
     residual: RelayExpr | None = None
     act: str = "none"
     clip: tuple[float, float] = (0.0, 0.0)
@@ -111,6 +115,7 @@ class _Value:
     expr: RelayExpr | None = None
     blocked: bool = False
     plan: _Plan | None = None
+    lanes: int = 0  # the block of a blocked value
     lazy: bool = False  # inside a recognised pattern: rewritten only if something else asks
 
 
@@ -120,8 +125,7 @@ class _Planner:
         self.vals: dict[int, _Value] = {}
         self.users: dict[int, int] = {}
         self.plain_cache: dict[int, RelayExpr] = {}
-        self.blocked_cache: dict[int, RelayExpr] = {}
-        self.layout = f"NCHW{lanes}c"
+        self.blocked_cache: dict[tuple[int, int], RelayExpr] = {}
         self.deferred: set[int] = set()  # inner nodes of hardswish patterns
         self.hardswish: dict[int, RelayExpr] = {}  # outer node -> its input x
 
@@ -135,7 +139,7 @@ class _Planner:
     def _materialise(self, node: RelayExpr) -> _Value:
         v = self._value(node)
         if v.plan is not None:
-            v.expr, v.blocked, v.plan = self._emit(v.plan), True, None
+            v.expr, v.blocked, v.lanes, v.plan = self._emit(v.plan), True, v.plan.lanes, None
         return v
 
     def plain(self, node: RelayExpr) -> RelayExpr:
@@ -144,33 +148,56 @@ class _Planner:
             return v.expr  # type: ignore[return-value]
         if id(node) not in self.plain_cache:
             self.plain_cache[id(node)] = op_call("layout_transform", v.expr,
-                                                 src_layout=self.layout, dst_layout="NCHW")
+                                                 src_layout=f"NCHW{v.lanes}c", dst_layout="NCHW")
         return self.plain_cache[id(node)]
 
-    def blocked(self, node: RelayExpr) -> RelayExpr:
+    def blocked(self, node: RelayExpr, lanes: int = 0) -> RelayExpr:
+        """``node`` in NCHW[lanes]c (lanes 0: a blocked value as it is, a plain one in the
+        planner's lanes), converted where it is plain or has another block."""
         v = self._materialise(node)
-        if v.blocked:
+        want = lanes or (v.lanes if v.blocked else self.lanes)
+        if v.blocked and v.lanes == want:
             return v.expr  # type: ignore[return-value]
-        if id(node) not in self.blocked_cache:
-            self.blocked_cache[id(node)] = op_call("layout_transform", v.expr, src_layout="NCHW",
-                                                   dst_layout=self.layout)
-        return self.blocked_cache[id(node)]
+        key = (id(node), want)
+        if key not in self.blocked_cache:
+            self.blocked_cache[key] = op_call(
+                "layout_transform", v.expr, src_layout=f"NCHW{v.lanes}c" if v.blocked else "NCHW",
+                dst_layout=f"NCHW{want}c")
+        return self.blocked_cache[key]
 
     def _is_blocked(self, node: RelayExpr) -> bool:
         v = self._value(node)
         return v.blocked or v.plan is not None
 
+    def _lanes(self, node: RelayExpr) -> int:
+        """The block of a blocked (or planned) value."""
+        v = self._value(node)
+        return v.plan.lanes if v.plan is not None else v.lanes
+
+    def _out_lanes(self, oc: int, ic: int, groups: int, depthwise: bool) -> int:
+        """The block of a conv's result: the planner's lanes, else half of them when the
+        channels only split that way (MobileNetV2's 24-channel stage in NCHW8c on AVX-512,
+        instead of leaving the blocked layout); 0 if neither."""
+        for lanes in (self.lanes, self.lanes // 2):
+            if lanes < 4 or oc % lanes:
+                continue
+            if groups > 1 and not depthwise and ((ic // groups) % lanes or
+                                                 (oc // groups) % lanes):
+                continue
+            return lanes
+        return 0
+
     def _emit(self, p: _Plan) -> RelayExpr:
         a = p.attrs
         wcb = 1 if a.groups > 1 and a.groups == p.weight.shape[0] == p.weight.shape[1] * a.groups \
             else p.in_block
-        weight = const(pack_weight(p.weight, self.lanes, wcb))
+        weight = const(pack_weight(p.weight, p.lanes, wcb))
         return op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
                                                           else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None
                                                          else []),
                        strides=a.strides, padding=a.padding, dilation=a.dilation,
-                       groups=a.groups, lanes=self.lanes, in_block=p.in_block,
+                       groups=a.groups, lanes=p.lanes, in_block=p.in_block,
                        activation=p.act, clip_min=p.clip[0], clip_max=p.clip[1],
                        act_after_add=p.act_after_add)
 
@@ -180,7 +207,7 @@ class _Planner:
             self.vals[id(node)] = _Value(lazy=True)
             return
         if isinstance(node, Call) and isinstance(node.op, Op):
-            value = self._call(node)
+            value = self._call(node)  # type: ignore[assignment]
         elif isinstance(node, Tuple):
             value = _Value(Tuple(tuple(self.plain(f) for f in node.fields)))
         elif isinstance(node, TupleGetItem):
@@ -203,7 +230,8 @@ class _Planner:
         if absorbed is not None:
             return _Value(plan=absorbed)
         if self._blocked_ok(call, name):
-            return _Value(self._rebuild_blocked(call, name), blocked=True)
+            expr, lanes = self._rebuild_blocked(call, name)
+            return _Value(expr, blocked=True, lanes=lanes)
         return _Value(Call(call.op, tuple(self.plain(a) for a in call.args), call.attrs,
                            span=call.span))
 
@@ -218,15 +246,22 @@ class _Planner:
         w = weight.data.numpy()
         if w.dtype != np.float32:
             return None
-        ic, oc, g, lanes = dty.shape[1], oty.shape[1], a.groups, self.lanes
+        ic, oc, g = dty.shape[1], oty.shape[1], a.groups
         depthwise = g > 1 and g == ic == oc and w.shape[1] == 1
-        if oc % lanes or (g > 1 and not depthwise and ((ic // g) % lanes or (oc // g) % lanes)):
+        lanes = self._out_lanes(oc, ic, g, depthwise)
+        if lanes == 0:
             return None
-        if depthwise or (self._is_blocked(data) and (ic // g) % lanes == 0):
-            return _Plan(self.blocked(data), lanes, w, np.zeros(oc, "float32"), a)
-        if self._is_blocked(data) and ic % lanes:
-            return None
-        return _Plan(self.plain(data), 1, w, np.zeros(oc, "float32"), a)
+        bias = np.zeros(oc, "float32")
+        if depthwise:  # input and output in one block; keep the input's if it fits
+            if self._is_blocked(data) and oc % self._lanes(data) == 0:
+                lanes = self._lanes(data)
+            return _Plan(self.blocked(data, lanes), lanes, w, bias, a, lanes)
+        if self._is_blocked(data):
+            cb = self._lanes(data)
+            if (ic // g) % cb:
+                return None
+            return _Plan(self.blocked(data), cb, w, bias, a, lanes)
+        return _Plan(self.plain(data), 1, w, bias, a, lanes)
 
     def _absorb(self, call: Call, name: str) -> _Plan | None:
         args = call.args
@@ -253,7 +288,8 @@ class _Planner:
                 return biased
             if p.residual is None and _tensor(other) == _tensor(call) and (
                     _tensor(other) is not None):
-                return replace(p, residual=self.blocked(other), act_after_add=p.act == "none")
+                return replace(p, residual=self.blocked(other, p.lanes),
+                               act_after_add=p.act == "none")
         return None
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
@@ -273,29 +309,40 @@ class _Planner:
             return False
         if not any(self._is_blocked(a) for a in args):
             return False
-        return all(self._blocked_operand(a, call) is not None for a in args)
+        lanes = self._call_lanes(call)
+        return all(self._blocked_operand(a, call, lanes, check=True) is not None for a in args)
 
-    def _blocked_operand(self, a: RelayExpr, call: Call) -> RelayExpr | None:
+    def _call_lanes(self, call: Call) -> int:
+        """The block an elementwise call computes in: its first blocked operand's."""
+        return next(self._lanes(a) for a in call.args if self._is_blocked(a))
+
+    def _blocked_operand(self, a: RelayExpr, call: Call, lanes: int,
+                         check: bool = False) -> RelayExpr | None:
+        """Operand ``a`` of an elementwise ``call`` computed in NCHW[lanes]c, or None if it
+        cannot be (``check``: only say whether it can, emitting nothing)."""
         if self._is_blocked(a):
-            return self.blocked(a) if _tensor(a) == _tensor(call) else None
+            if _tensor(a) != _tensor(call):
+                return None
+            return a if check else self.blocked(a, lanes)
         ty = _tensor(a)
         if ty is not None and ty.ndim == 0:
-            return self.plain(a)
+            return a if check else self.plain(a)
         vec = _channel_const(a, _tensor(call).shape[1])  # type: ignore[union-attr]
         if vec is None:
             return None
-        return const(vec.reshape(1, -1, 1, 1, self.lanes))
+        return const(vec.reshape(1, -1, 1, 1, lanes))
 
-    def _rebuild_blocked(self, call: Call, name: str) -> RelayExpr:
+    def _rebuild_blocked(self, call: Call, name: str) -> tuple[RelayExpr, int]:
+        lanes = self._call_lanes(call)
         if name in POOLS:
-            attrs = replace(call.attrs, layout=self.layout)
+            attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
             if hasattr(attrs, "out_layout"):
                 attrs = replace(attrs, out_layout="")
-            return Call(call.op, (self.blocked(call.args[0]),), attrs, span=call.span)
+            return Call(call.op, (self.blocked(call.args[0]),), attrs, span=call.span), lanes
         if name in UNARY:
-            return Call(call.op, (self.blocked(call.args[0]),), call.attrs, span=call.span)
-        args = tuple(self._blocked_operand(a, call) for a in call.args)
-        return Call(call.op, args, call.attrs, span=call.span)  # type: ignore[arg-type]
+            return Call(call.op, (self.blocked(call.args[0]),), call.attrs, span=call.span), lanes
+        args = tuple(self._blocked_operand(a, call, lanes) for a in call.args)
+        return Call(call.op, args, call.attrs, span=call.span), lanes  # type: ignore[arg-type]
 
 
 def _scalar(e: RelayExpr, value: float) -> bool:
