@@ -13,6 +13,7 @@ cost model that picks the register tile, the work split and whether to use threa
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -119,8 +120,8 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     if geo.macs >= PARALLEL_MACS and rows * -(-geo.ow // strip) < TARGET_ITEMS:
         # too few items to share between threads (a flattened 1x1 conv of one block group):
         # cut the rows into shorter strips, whole tiles each
-        cuts = -(-TARGET_ITEMS // rows)
-        strip = min(strip, max(rw, -(-(-(-geo.ow // cuts)) // rw) * rw))
+        per_cut = math.ceil(geo.ow / math.ceil(TARGET_ITEMS / rows))
+        strip = min(strip, max(rw, math.ceil(per_cut / rw) * rw))
     items = rows * -(-geo.ow // strip)
     threads = 1 if geo.macs >= PARALLEL_MACS and items >= 2 else 0
     return ConvTiles(rb, rw, strip, order, threads)
