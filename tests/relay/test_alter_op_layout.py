@@ -85,6 +85,23 @@ def test_first_conv_reads_nchw_directly_and_result_returns_to_nchw():
     assert _names(mod)[-1] == "layout_transform"
 
 
+@needs_cc
+def test_rgb_input_of_a_stride_1_or_large_kernel_conv_becomes_one_block():
+    """3x3/1 and 7x7/2 first convs read the image as NCHW3c (one transform); 3x3/2 (above)
+    reads NCHW directly."""
+    x = relay.var("x", shape=(1, 3, 15, 13))
+    for kernel, stride in ((3, 1), (7, 2)):
+        y = relay.nn.relu(relay.nn.conv2d(x, _const((16, 3, kernel, kernel)), strides=stride,
+                                          padding=kernel // 2))
+        mod = ember.IRModule.from_expr(relay.Function([x], y))
+        planned = _plan(mod)
+        conv = next(c for c in _ops(planned) if c.op.name.startswith("nn.contrib_conv2d"))
+        assert conv.attrs.in_block == 3 and _names(planned).count("layout_transform") == 2
+        xv = np.random.default_rng(kernel).uniform(-1, 1, (1, 3, 15, 13)).astype("float32")
+        np.testing.assert_allclose(_outputs(mod, {}, xv), _outputs(mod, {}, xv, disabled=OFF),
+                                   rtol=1e-4, atol=1e-5)
+
+
 def test_activation_before_residual_and_shared_values():
     x = relay.var("x", shape=(1, 8, 6, 6))
     conv = relay.nn.conv2d(x, _const((8, 8, 1, 1)))

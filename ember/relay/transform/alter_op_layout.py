@@ -18,7 +18,8 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
 - blocked values flow through elementwise ops (both operands blocked, or a scalar or
   per-channel constant, which is re-blocked at build time) and pools (their ``layout`` becomes
   NCHW[L]c) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
-  first conv of a network needs no transform);
+  first conv of a network needs no transform), except an RGB-like input (2 to 7 channels) of
+  a stride-1 or large-kernel conv, read as one block of all its channels;
 - ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
   ops that cannot take it, tuples, and the function's result.
 
@@ -261,6 +262,12 @@ class _Planner:
             if (ic // g) % cb:
                 return None
             return _Plan(self.blocked(data), cb, w, bias, a, lanes)
+        if 1 < ic < 8 and g == 1 and (a.strides[1] == 1 or w.shape[3] >= 5):
+            # a network's first conv (RGB): the input as one block of all its channels, so
+            # that each kernel row reads kw * ic neighbouring floats; worth its one transform
+            # of the input when the taps are many per output (measured: resnet18's 7x7/2 and
+            # resnet8's 3x3/1 gain, MobileNetV2's 3x3/2 does not)
+            return _Plan(self.blocked(data, ic), ic, w, bias, a, lanes)
         return _Plan(self.plain(data), 1, w, bias, a, lanes)
 
     def _absorb(self, call: Call, name: str) -> _Plan | None:
