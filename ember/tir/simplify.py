@@ -266,10 +266,39 @@ class _Context:
         lin = self.linear(e)
         if lin is None:
             return e
+        lin = _merge_divmod(lin, self)
         out = _rebuild(lin[0], lin[1], e.dtype)
         self.known[id(out)] = lin
         self.keep.append(out)
         return out
+
+
+def _merge_divmod(lin: Linear, ctx: _Context) -> Linear:
+    """Fold ``(x // c) * (k * c) + (x % c) * k`` into ``x * k`` (floor division, c > 0),
+    repeatedly: the index of a loop fused from several axes over a contiguous tensor,
+    ``((i / 56) / 56) * 50176 + ((i / 56) % 56) * 896 + (i % 56) * 16``, becomes ``i * 16``
+    (no divisions left in the innermost loops of elementwise kernels)."""
+    terms, k = lin
+    while True:
+        mods = {(ctx.keys.of(atom.a), atom.b.value): key for key, (atom, coef) in terms.items()
+                if isinstance(atom, FloorMod) and isinstance(atom.b, IntImm) and coef != 0}
+        pair = next(((dkey, mods[(ctx.keys.of(atom.a), atom.b.value)])
+                     for dkey, (atom, coef) in terms.items()
+                     if isinstance(atom, FloorDiv) and isinstance(atom.b, IntImm) and
+                     atom.b.value > 0 and (ctx.keys.of(atom.a), atom.b.value) in mods and
+                     coef == terms[mods[(ctx.keys.of(atom.a), atom.b.value)]][1] *
+                     atom.b.value), None)
+        if pair is None:
+            return terms, k
+        dkey, mkey = pair
+        x, scale = terms[dkey][0].a, terms[mkey][1]
+        merged = {key: t for key, t in terms.items() if key not in (dkey, mkey)}
+        sub = ctx.linear(x)
+        if sub is None:
+            return terms, k
+        for key, (atom, coef) in sub[0].items():
+            _add_term(merged, key, atom, coef * scale)
+        terms, k = merged, k + sub[1] * scale
 
 
 def _divmod_const(e: Any, ctx: _Context) -> PrimExpr | None:

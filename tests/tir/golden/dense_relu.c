@@ -121,7 +121,7 @@ TVM_DLL int32_t tvmgen_default_fused_nn_dense_nn_relu_unpacked(const float* rest
   for (int32_t i0_i1_fused = 0; i0_i1_fused < 32; ++i0_i1_fused) {
     EMBER_SIMD
     for (int32_t i2 = 0; i2 < 16; ++i2) {
-      T_dense_pack[((((i0_i1_fused / 16) * 256) + ((i0_i1_fused % 16) * 16)) + i2)] = (((((i0_i1_fused / 16) * 16) + i2) < 20) ? w[((((i0_i1_fused / 16) * 256) + (i2 * 16)) + (i0_i1_fused % 16))] : 0.0f);
+      T_dense_pack[((i0_i1_fused * 16) + i2)] = (((((i0_i1_fused / 16) * 16) + i2) < 20) ? w[((((i0_i1_fused / 16) * 256) + (i2 * 16)) + (i0_i1_fused % 16))] : 0.0f);
     }
   }
   for (int32_t i0_outer_i1_outer_fused = 0; i0_outer_i1_outer_fused < 2; ++i0_outer_i1_outer_fused) {
