@@ -50,8 +50,13 @@ DEFAULT_JSON = Path(__file__).resolve().parents[1] / "bench_results" / "op_profi
 def conv_kind(weight: Sequence[int], in_channels: int) -> str:
     """'conv2d 3x3', 'conv2d 3x3 dw' (depthwise) from an OIHW(-blocked) weight shape."""
     kh, kw = weight[2], weight[3]
-    depthwise = weight[1] == 1 and in_channels > 1
+    depthwise = _weight_in_channels(weight) == 1 and in_channels > 1
     return f"conv2d {kh}x{kw}{' dw' if depthwise else ''}"
+
+
+def _weight_in_channels(weight: Sequence[int]) -> int:
+    """Input channels per group of an OIHW or blocked [O/L, I/CB, KH, KW, CB, L] weight."""
+    return weight[1] * (weight[4] if len(weight) == 6 else 1)
 
 
 def _channels(shape: Sequence[int]) -> int:
@@ -69,7 +74,7 @@ def conv_operands(ins: Sequence[Sequence[int]], consts: Sequence[bool]
     if not weights or not acts:
         return None
     weight = weights[0]
-    fits = [a for a in acts if weight[1] == 1 or _channels(a) == weight[1]]
+    fits = [a for a in acts if _weight_in_channels(weight) in (1, _channels(a))]
     return (fits or acts)[0], weight
 
 

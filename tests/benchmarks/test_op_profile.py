@@ -57,3 +57,13 @@ def test_profile_run_on_mlp(tmp_path, capsys):
     dense = next(k for k in rec["by_kind"] if k["kind"] == "dense")
     assert dense["ember_calls"] == 3 and dense["flops"] > 0
     assert "top 12 ember kernels" in capsys.readouterr().out
+
+
+def test_blocked_conv_kinds_tell_one_input_block_from_depthwise():
+    # a 16 -> 16 conv in NCHW16c has the weight [1, 1, 3, 3, 16, 16]: not depthwise
+    dense = [(1, 1, 32, 32, 16), (1, 1, 3, 3, 16, 16), (16,)]
+    assert op_profile.ember_kind("fused_nn_contrib_conv2d_NCHWc_fused", dense,
+                                 [False, True, True]) == "conv2d 3x3"
+    dw = [(1, 4, 25, 5, 16), (4, 1, 3, 3, 1, 16), (64,)]
+    assert op_profile.ember_kind("fused_nn_contrib_conv2d_NCHWc_fused", dw,
+                                 [False, True, True]) == "conv2d 3x3 dw"
