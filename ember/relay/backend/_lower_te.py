@@ -23,7 +23,7 @@ from ...tir import op as tir
 from ...tir import expr as tir_expr
 from ...tir.expr import IntImm, PrimExpr, StringImm
 from ...tir.stmt import AssertStmt, LetStmt, PrimFunc, Stmt
-from ..op._compute._common import Requirement, collect_requirements, tensor_types
+from ..op._compute_common import Requirement, collect_requirements, tensor_types
 from ..op._reg import resolve_attrs
 from .name_transforms import to_c_identifier
 

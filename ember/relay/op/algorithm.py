@@ -18,7 +18,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from ._attrs_base import OpAttrs, attrs_class
-from ._compute._common import register_compute
+from ._compute_common import register_compute
 from ._reg import OPAQUE, call, defop
 from ._shape import dim_prod, fail, norm_axis, tensor_of
 from ._tuple import TupleWrapper

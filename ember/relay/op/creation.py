@@ -14,7 +14,7 @@ from ...ir.types import TensorType, Type
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import EQ, PrimExpr
-from ._compute._common import register_compute, scalar
+from ._compute_common import register_compute, scalar
 from ._reg import ELEMWISE, OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
 from ._shape import fail, fmt_type, norm_axis, tensor_of
 from .attrs import ArangeAttrs, InitOpAttrs, OneHotAttrs

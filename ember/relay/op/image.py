@@ -19,7 +19,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from ._attrs_base import OpAttrs, attrs_class
-from ._compute._common import register_compute
+from ._compute_common import register_compute
 from ._reg import INJECTIVE, call, defop
 from ._shape import fail, fmt_shape, is_float, tensor_of
 

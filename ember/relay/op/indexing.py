@@ -15,10 +15,10 @@ from ...ir.types import Dim, TensorType, TupleType, Type
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
-from ._compute._common import (
+from ._compute_common import (
     norm_axis as _te_norm_axis,
 )
-from ._compute._common import (
+from ._compute_common import (
     out_dims,
     prod,
     register_compute,

@@ -18,7 +18,7 @@ from ...ir.types import TensorType, Type
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
-from ._compute._common import cast_to, identity, register_compute
+from ._compute_common import cast_to, identity, register_compute
 from ._reg import COMM_REDUCE, call, defop
 from ._shape import dim_prod, fail, known, norm_axes, same_dtype, tensor_of
 from .attrs import ArgReduceAttrs, ReduceAttrs, VarianceAttrs

@@ -17,7 +17,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from ._attrs_base import OpAttrs, attrs_class
-from ._compute._common import register_compute
+from ._compute_common import register_compute
 from ._reg import INJECTIVE, OPAQUE, call, defop
 from ._shape import fail, fmt_shape, may_equal, norm_axis, tensor_of
 

@@ -23,7 +23,7 @@ from ...ir.types import TensorType, Type
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import EQ, NE, PrimExpr
-from ._compute._common import broadcast_dims, cast_to, register_compute, value_of
+from ._compute_common import broadcast_dims, cast_to, register_compute, value_of
 from ._reg import BROADCAST, ELEMWISE, call, defop
 from ._shape import broadcast_shapes, fail, is_float, same_dtype, tensor_of
 from .attrs import CastAttrs, ClipAttrs
@@ -305,7 +305,7 @@ _UNARY_TE: dict[str, Callable[[te.Tensor], te.Tensor]] = {
     "log2": topi.log2, "log10": topi.log10, "sqrt": topi.sqrt, "rsqrt": topi.rsqrt,
     "tanh": topi.tanh, "sigmoid": topi.sigmoid, "erf": topi.erf, "sin": topi.sin,
     "cos": topi.cos, "floor": topi.floor, "ceil": topi.ceil, "trunc": topi.trunc,
-    "round": topi.round, "isnan": topi.isnan, "isinf": topi.isinf, "nn.relu": topi.nn.relu,
+    "round": topi.round, "isnan": topi.isnan, "isinf": topi.isinf,
     "logical_not": topi.logical_not, "copy": topi.identity,
     "annotation.stop_fusion": topi.identity,
     "sign": topi.sign, "tan": _unary("tan", tir.tan), "isfinite": _unary("isfinite", _isfinite),
@@ -445,18 +445,3 @@ def _clip_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
 def _cast_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     """Convert to the output dtype (float to int truncates, as C does)."""
     return [topi.cast(inputs[0], out_type.dtype)]  # type: ignore[attr-defined]
-
-
-@register_compute("nn.leaky_relu")
-def _leaky_relu_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.nn.leaky_relu(inputs[0], attrs.alpha)]
-
-
-@register_compute("nn.prelu")
-def _prelu_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.nn.prelu(inputs[0], inputs[1], attrs.axis)]
-
-
-@register_compute("nn.bias_add")
-def _bias_add_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.nn.bias_add(inputs[0], inputs[1], attrs.axis)]

@@ -19,15 +19,14 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from . import indexing
-from ._compute._common import (
+from ._compute_common import (
     as_int,
     broadcast_load,
-    out_dims,
     prod,
     register_compute,
-    require,
+    reshape_to,
 )
-from ._compute._common import (
+from ._compute_common import (
     norm_axis as _te_norm_axis,
 )
 from ._layout import Layout, from_primal, to_primal, transform_shape
@@ -452,25 +451,17 @@ def _reshape_dims(shape: Sequence[PrimExpr], newshape: Sequence[int]) -> list[Pr
     return out
 
 
-def _reshape(x: te.Tensor, out_type: TensorType, dims: Sequence[PrimExpr]) -> te.Tensor:
-    shape = list(out_dims(out_type, dims))
-    if any(as_int(d) is None for d in (*x.shape, *shape)):
-        require(prod(x.shape).equal(prod(shape)),
-                "the new shape must hold as many elements as the input")
-    return topi.reshape(x, shape)
-
-
 @register_compute("reshape")
 def _reshape_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x = inputs[0]
-    return [_reshape(x, out_type, _reshape_dims(x.shape, attrs.newshape))]  # type: ignore
+    return [reshape_to(x, out_type, _reshape_dims(x.shape, attrs.newshape))]  # type: ignore
 
 
 @register_compute("contrib_reverse_reshape")
 def _reverse_reshape_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x = inputs[0]
     dims = _reshape_dims(list(x.shape)[::-1], list(attrs.newshape)[::-1])[::-1]
-    return [_reshape(x, out_type, dims)]  # type: ignore[arg-type]
+    return [reshape_to(x, out_type, dims)]  # type: ignore[arg-type]
 
 
 @register_compute("reshape_like")
@@ -479,13 +470,7 @@ def _reshape_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -
     lhs_end = x.ndim if attrs.lhs_end is None else attrs.lhs_end
     rhs_end = like.ndim if attrs.rhs_end is None else attrs.rhs_end
     dims = [*x.shape[:attrs.lhs_begin], *like.shape[attrs.rhs_begin:rhs_end], *x.shape[lhs_end:]]
-    return [_reshape(x, out_type, dims)]  # type: ignore[arg-type]
-
-
-@register_compute("nn.batch_flatten")
-def _batch_flatten_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x = inputs[0]
-    return [_reshape(x, out_type, [x.shape[0], prod(x.shape[1:])])]  # type: ignore[arg-type]
+    return [reshape_to(x, out_type, dims)]  # type: ignore[arg-type]
 
 
 @register_compute("transpose")
