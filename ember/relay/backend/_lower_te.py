@@ -58,7 +58,7 @@ class TEGraph:
     constants: list[te.Tensor] = field(default_factory=list)
     constant_values: list[Any] = field(default_factory=list)
     op_names: list[str] = field(default_factory=list)
-    # conditions on the ``?`` sizes that the kernel checks first (see _compute._common.require)
+    # conditions on the ``?`` sizes that the kernel checks first (see op/_compute_common.require)
     requirements: list[Requirement] = field(default_factory=list)
 
 

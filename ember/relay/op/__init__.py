@@ -10,22 +10,29 @@ nn), the helpers the compute rules share in ``_compute_common.py``.
 from __future__ import annotations
 
 from ...ir.op import Op, OpDef, OpPattern, list_op_names, register_op  # noqa: F401
-# nn first: tensor.py's table of elementwise computes includes nn.relu's
-from . import nn  # noqa: F401,I001
-from . import annotation, attrs, creation, indexing, reduce, tensor, transform  # noqa: F401
+from . import (  # noqa: F401
+    algorithm,
+    annotation,
+    attrs,
+    creation,
+    image,
+    indexing,
+    nn,
+    reduce,
+    scatter_gather,
+    tensor,
+    transform,
+)
 from ._tuple import TupleWrapper
+from .algorithm import *
 from .creation import *
 from .reduce import *
+from .scatter_gather import *
 from .tensor import *
 from .transform import *
 
 get = Op.get
 
 __all__ = ["TupleWrapper", "annotation", "image", "nn"]
-__all__ += creation.__all__ + reduce.__all__ + tensor.__all__ + transform.__all__
-
-from . import algorithm, image, scatter_gather  # noqa: E402
-from .algorithm import *  # noqa: E402
-from .scatter_gather import *  # noqa: E402
-
-__all__ += algorithm.__all__ + scatter_gather.__all__
+__all__ += (algorithm.__all__ + creation.__all__ + reduce.__all__ + scatter_gather.__all__
+            + tensor.__all__ + transform.__all__)

@@ -17,7 +17,6 @@ from contextvars import ContextVar
 from typing import Any
 
 from ... import topi
-from ...ir.op import OP_REGISTRY
 from ...ir.types import TensorType, TupleType, Type
 from ...runtime.errors import OpNotImplemented
 from ...te import tensor as te
@@ -25,17 +24,6 @@ from ...tir import op as tir
 from ...tir.expr import IntImm, PrimExpr
 
 Compute = Callable[[Any, list[te.Tensor], Type], list[te.Tensor]]
-
-
-def register_compute(*names: str) -> Callable[[Compute], Compute]:
-    """Decorator: ``fn`` becomes the compute rule of every op in ``names``."""
-
-    def deco(fn: Compute) -> Compute:
-        for name in names:
-            OP_REGISTRY[name].compute = fn
-        return fn
-
-    return deco
 
 
 # -- run-time requirements: what the sizes of ``?`` dimensions must satisfy ---------------------

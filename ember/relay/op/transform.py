@@ -23,7 +23,6 @@ from ._compute_common import (
     as_int,
     broadcast_load,
     prod,
-    register_compute,
     reshape_to,
 )
 from ._compute_common import (
@@ -173,8 +172,14 @@ def _reshape_ref(x: np.ndarray, attrs: ReshapeAttrs) -> np.ndarray:
     return x.reshape(infer_reshape("reshape", x.shape, attrs.newshape))
 
 
+def _reshape_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    return [reshape_to(x, out_type, _reshape_dims(x.shape, attrs.newshape))]  # type: ignore
+
+
 defop("reshape", _reshape_rel, _reshape_ref, INJECTIVE, attrs=ReshapeAttrs,
-      doc="Same data, new shape (special values 0, -1, -2, -3, -4 as in Relay).")
+      doc="Same data, new shape (special values 0, -1, -2, -3, -4 as in Relay).",
+      compute=_reshape_compute)
 
 
 def reshape(data: Any, newshape: Sequence[int] | int) -> Call:
@@ -187,11 +192,18 @@ def _reverse_infer(op: str, shape: Sequence[Dim], newshape: Sequence[int]) -> li
     return infer_reshape(op, list(shape)[::-1], list(newshape)[::-1])[::-1]
 
 
+def _reverse_reshape_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    dims = _reshape_dims(list(x.shape)[::-1], list(attrs.newshape)[::-1])[::-1]
+    return [reshape_to(x, out_type, dims)]  # type: ignore[arg-type]
+
+
 defop("contrib_reverse_reshape",
       lambda args, attrs: tensor_of(_reverse_infer("reverse_reshape", args[0].shape,
                                                    attrs.newshape), args[0].dtype),
       lambda x, attrs: x.reshape(_reverse_infer("reverse_reshape", x.shape, attrs.newshape)),
-      INJECTIVE, attrs=ReshapeAttrs, doc="reshape with special values applied right to left.")
+      INJECTIVE, attrs=ReshapeAttrs, doc="reshape with special values applied right to left.",
+      compute=_reverse_reshape_compute)
 
 
 def reverse_reshape(data: Any, newshape: Sequence[int] | int) -> Call:
@@ -212,12 +224,20 @@ def _like_shape(op: str, data: Sequence[Dim], like: Sequence[Dim],
     return out
 
 
+def _reshape_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x, like = inputs
+    lhs_end = x.ndim if attrs.lhs_end is None else attrs.lhs_end
+    rhs_end = like.ndim if attrs.rhs_end is None else attrs.rhs_end
+    dims = [*x.shape[:attrs.lhs_begin], *like.shape[attrs.rhs_begin:rhs_end], *x.shape[lhs_end:]]
+    return [reshape_to(x, out_type, dims)]  # type: ignore[arg-type]
+
+
 defop("reshape_like",
       lambda args, attrs: tensor_of(_like_shape("reshape_like", args[0].shape, args[1].shape,
                                                 attrs), args[0].dtype),
       lambda x, like, attrs: x.reshape(_like_shape("reshape_like", x.shape, like.shape, attrs)),
       INJECTIVE, args=("data", "shape_like"), attrs=ReshapeLikeAttrs,
-      doc="Reshape data to the shape of another tensor.")
+      doc="Reshape data to the shape of another tensor.", compute=_reshape_like_compute)
 
 
 def reshape_like(data: Any, shape_like: Any, lhs_begin: int = 0, lhs_end: int | None = None,
@@ -237,11 +257,15 @@ def _perm(op: str, axes: Sequence[int] | None, ndim: int) -> list[int]:
     return perm
 
 
+def _transpose_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.transpose(inputs[0], attrs.axes)]
+
+
 defop("transpose",
       lambda args, attrs: tensor_of([args[0].shape[i] for i in _perm(
           "transpose", attrs.axes, args[0].ndim)], args[0].dtype),
       lambda x, attrs: np.transpose(x, _perm("transpose", attrs.axes, x.ndim)),
-      INJECTIVE, attrs=TransposeAttrs, doc="Permute the axes.")
+      INJECTIVE, attrs=TransposeAttrs, doc="Permute the axes.", compute=_transpose_compute)
 
 
 def transpose(data: Any, axes: Sequence[int] | None = None) -> Call:
@@ -260,12 +284,21 @@ def _squeeze_axes(op: str, shape: Sequence[Dim], axis: Sequence[int] | None) -> 
     return axes
 
 
+def _squeeze_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    if attrs.axis is None:
+        drop = [i for i, d in enumerate(x.shape) if as_int(d) == 1]
+    else:
+        drop = [_te_norm_axis(a, x.ndim) for a in attrs.axis]
+    return [topi.squeeze(x, drop)]
+
+
 defop("squeeze",
       lambda args, attrs: tensor_of([d for i, d in enumerate(args[0].shape) if i not in
                                      _squeeze_axes("squeeze", args[0].shape, attrs.axis)],
                                     args[0].dtype),
       lambda x, attrs: np.squeeze(x, tuple(_squeeze_axes("squeeze", x.shape, attrs.axis))),
-      INJECTIVE, attrs=SqueezeAttrs, doc="Drop size-1 axes.")
+      INJECTIVE, attrs=SqueezeAttrs, doc="Drop size-1 axes.", compute=_squeeze_compute)
 
 
 def squeeze(data: Any, axis: Sequence[int] | int | None = None) -> Call:
@@ -278,10 +311,16 @@ def _expand_shape(shape: Sequence[Dim], attrs: ExpandDimsAttrs) -> list[Dim]:
     return [*shape[:axis], *([1] * attrs.num_newaxis), *shape[axis:]]
 
 
+def _expand_dims_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    axis = attrs.axis if attrs.axis >= 0 else attrs.axis + x.ndim + 1
+    return [topi.expand_dims(x, axis, attrs.num_newaxis)]
+
+
 defop("expand_dims",
       lambda args, attrs: tensor_of(_expand_shape(args[0].shape, attrs), args[0].dtype),
       lambda x, attrs: x.reshape(_expand_shape(x.shape, attrs)),
-      BROADCAST, attrs=ExpandDimsAttrs, doc="Insert size-1 axes.")
+      BROADCAST, attrs=ExpandDimsAttrs, doc="Insert size-1 axes.", compute=_expand_dims_compute)
 
 
 def expand_dims(data: Any, axis: int, num_newaxis: int = 1) -> Call:
@@ -302,16 +341,28 @@ def _check_broadcast_to(op: str, shape: Sequence[Dim], target: Sequence[Dim]) ->
     return list(target)
 
 
+def _broadcast_to_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [_broadcast_to(inputs[0], [tir.const(d) for d in attrs.shape])]
+
+
 defop("broadcast_to",
       lambda args, attrs: tensor_of(_check_broadcast_to("broadcast_to", args[0].shape,
                                                         attrs.shape), args[0].dtype),
       lambda x, attrs: np.broadcast_to(x, attrs.shape).copy(),
-      BROADCAST, attrs=BroadcastToAttrs, doc="Broadcast to a given shape.", level=4)
+      BROADCAST, attrs=BroadcastToAttrs, doc="Broadcast to a given shape.", level=4,
+      compute=_broadcast_to_compute)
+
+
+def _broadcast_to_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [_broadcast_to(inputs[0], inputs[1].shape)]
+
+
 defop("broadcast_to_like",
       lambda args, attrs: tensor_of(_check_broadcast_to("broadcast_to_like", args[0].shape,
                                                         args[1].shape), args[0].dtype),
       lambda x, like, attrs: np.broadcast_to(x, like.shape).copy(),
-      BROADCAST, args=("data", "broadcast_type"), doc="Broadcast to another tensor's shape.")
+      BROADCAST, args=("data", "broadcast_type"), doc="Broadcast to another tensor's shape.",
+      compute=_broadcast_to_like_compute)
 
 
 def broadcast_to(data: Any, shape: Sequence[int] | int) -> Call:
@@ -332,9 +383,13 @@ def _tile_shape(shape: Sequence[Dim], reps: Sequence[int]) -> list[Dim]:
     return [dim_mul(d, r) for d, r in zip(shape, reps)]
 
 
+def _tile_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.tile(inputs[0], attrs.reps)]
+
+
 defop("tile", lambda args, attrs: tensor_of(_tile_shape(args[0].shape, attrs.reps), args[0].dtype),
       lambda x, attrs: np.tile(x, attrs.reps), BROADCAST, attrs=TileAttrs,
-      doc="Repeat the whole tensor along each axis (numpy.tile).")
+      doc="Repeat the whole tensor along each axis (numpy.tile).", compute=_tile_compute)
 
 
 def tile(data: Any, reps: Sequence[int]) -> Call:
@@ -349,8 +404,13 @@ def _repeat_rel(args: list[TensorType], attrs: RepeatAttrs) -> TensorType:
     return tensor_of(shape, args[0].dtype)
 
 
+def _repeat_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.repeat(inputs[0], attrs.repeats, attrs.axis)]
+
+
 defop("repeat", _repeat_rel, lambda x, attrs: np.repeat(x, attrs.repeats, attrs.axis),
-      BROADCAST, attrs=RepeatAttrs, doc="Repeat each element along an axis.")
+      BROADCAST, attrs=RepeatAttrs, doc="Repeat each element along an axis.",
+      compute=_repeat_compute)
 
 
 def repeat(data: Any, repeats: int, axis: int) -> Call:
@@ -363,8 +423,13 @@ def _reverse_rel(args: list[TensorType], attrs: ReverseAttrs) -> TensorType:
     return args[0]
 
 
+def _reverse_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.reverse(inputs[0], attrs.axis)]
+
+
 defop("reverse", _reverse_rel, lambda x, attrs: np.flip(x, attrs.axis).copy(), INJECTIVE,
-      attrs=ReverseAttrs, doc="Reverse the order of elements along an axis.")
+      attrs=ReverseAttrs, doc="Reverse the order of elements along an axis.",
+      compute=_reverse_compute)
 
 
 def reverse(data: Any, axis: int) -> Call:
@@ -397,9 +462,14 @@ def _relayout(src: Layout, dst: Layout, x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(from_primal(dst, primal, dst.primal))
 
 
+def _layout_transform_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [topi.layout_transform(inputs[0], attrs.src_layout, attrs.dst_layout)]
+
+
 defop("layout_transform", _layout_rel, lambda x, attrs: _relayout(
     Layout.parse(attrs.src_layout), Layout.parse(attrs.dst_layout), x),
-    INJECTIVE, attrs=LayoutTransformAttrs, doc="Convert between data layouts, e.g. NCHW to NCHW8c.")
+    INJECTIVE, attrs=LayoutTransformAttrs, doc="Convert between data layouts, e.g. NCHW to NCHW8c.",
+    compute=_layout_transform_compute)
 
 
 def layout_transform(data: Any, src_layout: str, dst_layout: str) -> Call:
@@ -407,9 +477,22 @@ def layout_transform(data: Any, src_layout: str, dst_layout: str) -> Call:
     return call("layout_transform", data, attrs=LayoutTransformAttrs(src_layout, dst_layout))
 
 
+def _shape_of_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """The input's (possibly symbolic) dimensions as a 1-d tensor."""
+    x, dtype = inputs[0], out_type.dtype  # type: ignore[attr-defined]
+
+    def f(i: PrimExpr) -> PrimExpr:
+        out: PrimExpr = tir.const(0, dtype)
+        for k in range(x.ndim - 1, -1, -1):
+            out = tir.Select_(i == k, tir.cast(x.shape[k], dtype), out)
+        return out
+
+    return [te.compute((tir.const(x.ndim),), f, name="T_shape_of", tag="injective")]
+
+
 defop("shape_of", lambda args, attrs: tensor_of((args[0].ndim,), attrs.dtype),
       lambda x, attrs: np.array(x.shape, dtype=attrs.dtype), OPAQUE, attrs=ShapeOfAttrs,
-      doc="The shape of a tensor as a 1-D tensor.", level=10)
+      doc="The shape of a tensor as a 1-D tensor.", level=10, compute=_shape_of_compute)
 
 
 def shape_of(data: Any, dtype: str = "int32") -> Call:
@@ -417,7 +500,7 @@ def shape_of(data: Any, dtype: str = "int32") -> Call:
     return call("shape_of", data, attrs=ShapeOfAttrs(dtype))
 
 
-# ---------------------------------------------------------------- compute rules (te)
+# ---------------------------------------------------------------- te helpers of the compute rules
 def _reshape_dims(shape: Sequence[PrimExpr], newshape: Sequence[int]) -> list[PrimExpr]:
     """Relay's reshape special values (0, -1, -2, -3, -4) over te dimensions."""
     out: list[PrimExpr] = []
@@ -451,97 +534,7 @@ def _reshape_dims(shape: Sequence[PrimExpr], newshape: Sequence[int]) -> list[Pr
     return out
 
 
-@register_compute("reshape")
-def _reshape_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x = inputs[0]
-    return [reshape_to(x, out_type, _reshape_dims(x.shape, attrs.newshape))]  # type: ignore
-
-
-@register_compute("contrib_reverse_reshape")
-def _reverse_reshape_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x = inputs[0]
-    dims = _reshape_dims(list(x.shape)[::-1], list(attrs.newshape)[::-1])[::-1]
-    return [reshape_to(x, out_type, dims)]  # type: ignore[arg-type]
-
-
-@register_compute("reshape_like")
-def _reshape_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x, like = inputs
-    lhs_end = x.ndim if attrs.lhs_end is None else attrs.lhs_end
-    rhs_end = like.ndim if attrs.rhs_end is None else attrs.rhs_end
-    dims = [*x.shape[:attrs.lhs_begin], *like.shape[attrs.rhs_begin:rhs_end], *x.shape[lhs_end:]]
-    return [reshape_to(x, out_type, dims)]  # type: ignore[arg-type]
-
-
-@register_compute("transpose")
-def _transpose_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.transpose(inputs[0], attrs.axes)]
-
-
-@register_compute("squeeze")
-def _squeeze_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x = inputs[0]
-    if attrs.axis is None:
-        drop = [i for i, d in enumerate(x.shape) if as_int(d) == 1]
-    else:
-        drop = [_te_norm_axis(a, x.ndim) for a in attrs.axis]
-    return [topi.squeeze(x, drop)]
-
-
-@register_compute("expand_dims")
-def _expand_dims_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x = inputs[0]
-    axis = attrs.axis if attrs.axis >= 0 else attrs.axis + x.ndim + 1
-    return [topi.expand_dims(x, axis, attrs.num_newaxis)]
-
-
 def _broadcast_to(x: te.Tensor, shape: Sequence[PrimExpr]) -> te.Tensor:
     shape = tuple(shape)
     return te.compute(shape, lambda *i: broadcast_load(x, i, shape), name="T_broadcast_to",
                       tag="broadcast")
-
-
-@register_compute("broadcast_to")
-def _broadcast_to_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [_broadcast_to(inputs[0], [tir.const(d) for d in attrs.shape])]
-
-
-@register_compute("broadcast_to_like")
-def _broadcast_to_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [_broadcast_to(inputs[0], inputs[1].shape)]
-
-
-@register_compute("tile")
-def _tile_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.tile(inputs[0], attrs.reps)]
-
-
-@register_compute("repeat")
-def _repeat_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.repeat(inputs[0], attrs.repeats, attrs.axis)]
-
-
-@register_compute("reverse")
-def _reverse_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.reverse(inputs[0], attrs.axis)]
-
-
-@register_compute("layout_transform")
-def _layout_transform_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.layout_transform(inputs[0], attrs.src_layout, attrs.dst_layout)]
-
-
-@register_compute("shape_of")
-def _shape_of_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    """The input's (possibly symbolic) dimensions as a 1-d tensor."""
-    x, dtype = inputs[0], out_type.dtype  # type: ignore[attr-defined]
-
-    def f(i: PrimExpr) -> PrimExpr:
-        out: PrimExpr = tir.const(0, dtype)
-        for k in range(x.ndim - 1, -1, -1):
-            out = tir.Select_(i == k, tir.cast(x.shape[k], dtype), out)
-        return out
-
-    return [te.compute((tir.const(x.ndim),), f, name="T_shape_of", tag="injective")]
-
-
