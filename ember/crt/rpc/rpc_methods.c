@@ -12,57 +12,11 @@
  */
 #include <string.h>
 
+#include "ember/crt/executor_ops.h"
 #include "rpc_internal.h"
 
-/* The graph and the AOT executor behind one table. */
-typedef struct {
-  uint32_t (*num_inputs)(const void* ex);
-  uint32_t (*num_outputs)(const void* ex);
-  int32_t (*input_index)(const void* ex, const char* name, uint32_t len);
-  tvm_crt_error_t (*input_name)(const void* ex, uint32_t i, const char** name, uint32_t* len);
-  tvm_crt_error_t (*set_input)(void* ex, uint32_t i, const DLTensor* value);
-  tvm_crt_error_t (*input)(void* ex, uint32_t i, DLTensor** out);
-  tvm_crt_error_t (*output)(void* ex, uint32_t i, DLTensor** out);
-  tvm_crt_error_t (*load_params)(void* ex, const void* data, size_t size);
-  tvm_crt_error_t (*run)(void* ex);
-} Ops;
-
-#define ADAPT(kind, T)                                                                        \
-  static uint32_t kind##_num_inputs(const void* e) {                                          \
-    return ember_##kind##_num_inputs((const T*)e);                                            \
-  }                                                                                           \
-  static uint32_t kind##_num_outputs(const void* e) {                                         \
-    return ember_##kind##_num_outputs((const T*)e);                                           \
-  }                                                                                           \
-  static int32_t kind##_input_index(const void* e, const char* n, uint32_t l) {               \
-    return ember_##kind##_input_index((const T*)e, n, l);                                     \
-  }                                                                                           \
-  static tvm_crt_error_t kind##_input_name(const void* e, uint32_t i, const char** n,         \
-                                           uint32_t* l) {                                     \
-    return ember_##kind##_input_name((const T*)e, i, n, l);                                   \
-  }                                                                                           \
-  static tvm_crt_error_t kind##_set_input(void* e, uint32_t i, const DLTensor* v) {           \
-    return ember_##kind##_set_input((T*)e, i, v);                                             \
-  }                                                                                           \
-  static tvm_crt_error_t kind##_input(void* e, uint32_t i, DLTensor** o) {                    \
-    return ember_##kind##_input((T*)e, i, o);                                                 \
-  }                                                                                           \
-  static tvm_crt_error_t kind##_output(void* e, uint32_t i, DLTensor** o) {                   \
-    return ember_##kind##_output((T*)e, i, o);                                                \
-  }                                                                                           \
-  static tvm_crt_error_t kind##_load_params(void* e, const void* d, size_t n) {               \
-    return ember_##kind##_load_params((T*)e, d, n);                                           \
-  }                                                                                           \
-  static tvm_crt_error_t kind##_run(void* e) { return ember_##kind##_run((T*)e); }            \
-  static const Ops k_##kind = {kind##_num_inputs, kind##_num_outputs, kind##_input_index,     \
-                               kind##_input_name, kind##_set_input,   kind##_input,           \
-                               kind##_output,     kind##_load_params, kind##_run};
-
-ADAPT(graph_executor, EmberGraphExecutor)
-ADAPT(aot_executor, EmberAotExecutor)
-
-static const Ops* ops_of(const RpcObject* exec) {
-  return exec->kind == kObjGraph ? &k_graph_executor : &k_aot_executor;
+static const EmberExecutorOps* ops_of(const RpcObject* exec) {
+  return exec->kind == kObjGraph ? &ember_graph_executor_ops : &ember_aot_executor_ops;
 }
 
 static tvm_crt_error_t wrong_args(const char* who, const char* expected) {
@@ -75,7 +29,7 @@ static tvm_crt_error_t wrong_args(const char* who, const char* expected) {
 /* Input `at` of the call named by a str or an int. */
 static tvm_crt_error_t input_key(const char* who, const RpcObject* exec, const RpcCall* c,
                                  uint32_t* index) {
-  const Ops* ops = ops_of(exec);
+  const EmberExecutorOps* ops = ops_of(exec);
   if (c->codes[0] == kTVMArgInt) {
     *index = c->values[0].v_int64 < 0 ? 0xFFFFFFFFu
              : c->values[0].v_int64 > 0xFFFFFFFF ? 0xFFFFFFFFu : (uint32_t)c->values[0].v_int64;

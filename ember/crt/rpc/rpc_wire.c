@@ -39,12 +39,6 @@ tvm_crt_error_t rpc_take(RpcReader* r, uint32_t n, const char* field, uint8_t** 
   return 0;
 }
 
-static uint64_t le(const uint8_t* b, int n) {
-  uint64_t v = 0;
-  while (n-- > 0) v = (v << 8) | b[n];
-  return v;
-}
-
 tvm_crt_error_t rpc_u8(RpcReader* r, const char* field, uint8_t* out) {
   uint8_t* b;
   tvm_crt_error_t rc = rpc_take(r, 1, field, &b);
@@ -55,14 +49,14 @@ tvm_crt_error_t rpc_u8(RpcReader* r, const char* field, uint8_t* out) {
 tvm_crt_error_t rpc_u32(RpcReader* r, const char* field, uint32_t* out) {
   uint8_t* b;
   tvm_crt_error_t rc = rpc_take(r, 4, field, &b);
-  if (rc == 0) *out = (uint32_t)le(b, 4);
+  if (rc == 0) *out = (uint32_t)ember_read_le(b, 4);
   return rc;
 }
 
 tvm_crt_error_t rpc_u64(RpcReader* r, const char* field, uint64_t* out) {
   uint8_t* b;
   tvm_crt_error_t rc = rpc_take(r, 8, field, &b);
-  if (rc == 0) *out = le(b, 8);
+  if (rc == 0) *out = ember_read_le(b, 8);
   return rc;
 }
 
@@ -291,9 +285,9 @@ tvm_crt_error_t rpc_read_frame(RpcServer* s, uint16_t* kind, uint32_t* len) {
     return rpc_protocol_error("frame", "bad frame magic (expected \"EMBR\"): not an ember RPC "
                               "client, or the stream lost its framing");
   }
-  *kind = (uint16_t)le(h + 4, 2);
-  s->seq = (uint32_t)le(h + 8, 4);
-  *len = (uint32_t)le(h + 12, 4);
+  *kind = (uint16_t)ember_read_le(h + 4, 2);
+  s->seq = (uint32_t)ember_read_le(h + 8, 4);
+  *len = (uint32_t)ember_read_le(h + 12, 4);
   if (*len > s->max_frame) {
     ember_crt_error(kTvmErrorRpcProtocol, "frame: a frame of ");
     ember_crt_error_append_u64(*len);

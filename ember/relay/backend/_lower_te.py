@@ -23,7 +23,7 @@ from ...tir import op as tir
 from ...tir import expr as tir_expr
 from ...tir.expr import IntImm, PrimExpr, StringImm
 from ...tir.stmt import AssertStmt, LetStmt, PrimFunc, Stmt
-from ..op._compute._common import Requirement, collect_requirements, tensor_types
+from ..op._compute_common import Requirement, collect_requirements, tensor_types
 from ..op._reg import resolve_attrs
 from .name_transforms import to_c_identifier
 
@@ -58,7 +58,7 @@ class TEGraph:
     constants: list[te.Tensor] = field(default_factory=list)
     constant_values: list[Any] = field(default_factory=list)
     op_names: list[str] = field(default_factory=list)
-    # conditions on the ``?`` sizes that the kernel checks first (see _compute._common.require)
+    # conditions on the ``?`` sizes that the kernel checks first (see op/_compute_common.require)
     requirements: list[Requirement] = field(default_factory=list)
 
 

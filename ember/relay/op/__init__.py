@@ -1,8 +1,8 @@
 """The operator library: one registry entry per op (attrs, type relation, fusion pattern,
 numpy reference, compute rule) and the Python API functions that build calls (``relay.add``,
-``relay.nn.conv2d``, ...). Each family's module holds all of its ops' rules; the attrs records
-are in ``attrs.py`` (``nn/_attrs.py`` for nn) and the nn family's compute rules in
-``_compute/`` (dense, conv, pooling).
+``relay.nn.conv2d``, ...). Each family's module registers its ops with all of their rules in
+one ``defop`` call (``_reg.py``); the attrs records are in ``attrs.py`` (``nn/_attrs.py`` for
+nn), the helpers the compute rules share in ``_compute_common.py``.
 
 ``from ember.relay.op import *`` (done by ``ember.relay``) exports every API function plus the
 ``nn`` and ``annotation`` namespaces and ``TupleWrapper``.
@@ -10,28 +10,29 @@ are in ``attrs.py`` (``nn/_attrs.py`` for nn) and the nn family's compute rules 
 from __future__ import annotations
 
 from ...ir.op import Op, OpDef, OpPattern, list_op_names, register_op  # noqa: F401
-# nn first: tensor.py's table of elementwise computes includes nn.relu's
-from . import nn  # noqa: F401,I001
-from . import annotation, attrs, creation, indexing, reduce, tensor, transform  # noqa: F401
+from . import (  # noqa: F401
+    algorithm,
+    annotation,
+    attrs,
+    creation,
+    image,
+    indexing,
+    nn,
+    reduce,
+    scatter_gather,
+    tensor,
+    transform,
+)
 from ._tuple import TupleWrapper
+from .algorithm import *
 from .creation import *
 from .reduce import *
+from .scatter_gather import *
 from .tensor import *
 from .transform import *
 
 get = Op.get
 
 __all__ = ["TupleWrapper", "annotation", "image", "nn"]
-__all__ += creation.__all__ + reduce.__all__ + tensor.__all__ + transform.__all__
-
-# the nn family's compute rules (after the nn ops: they register into them)
-from ._compute import conv as _conv_rules  # noqa: E402,F401
-from ._compute import conv_nchwc as _conv_nchwc_rules  # noqa: E402,F401
-from ._compute import gemm as _gemm_rules  # noqa: E402,F401
-from ._compute import nn as _nn_rules  # noqa: E402,F401
-from ._compute import pooling as _pooling_rules  # noqa: E402,F401
-from . import algorithm, image, scatter_gather  # noqa: E402
-from .algorithm import *  # noqa: E402
-from .scatter_gather import *  # noqa: E402
-
-__all__ += algorithm.__all__ + scatter_gather.__all__
+__all__ += (algorithm.__all__ + creation.__all__ + reduce.__all__ + scatter_gather.__all__
+            + tensor.__all__ + transform.__all__)

@@ -2,7 +2,8 @@
 
 ``defop`` wraps the type relation and the numpy reference with the checks every op shares
 (argument count, tensor-vs-tuple arguments, default attrs, numpy conversion), so each op's own
-rules only state what is particular to it.
+rules only state what is particular to it. The compute rule (``compute=``) is registered in
+the same call; its contract and helpers are in ``_compute_common.py``.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ...ir.expr import Call, RelayExpr
 from ...ir.op import Op, OpDef, OpPattern, register_op
 from ...ir.types import TensorType, TupleType, Type
 from ...runtime.errors import OpAttributeInvalid, OpAttributeRequired
+from ._compute_common import Compute
 from ._shape import fail, fmt_type
 
 Rel = Callable[[list[Any], Any], Type]
@@ -112,7 +114,8 @@ def _wrap_infer_args(name: str, fn: Callable[..., list[Any]],
 
 def defop(name: str, rel: Rel, ref: Ref, pattern: OpPattern, *, args: tuple[str, ...] = ("data",),
           attrs: type[Attrs] | None = None, tuple_input: bool = False, doc: str = "",
-          level: int = 1, infer_args: Callable[..., list[Any]] | None = None) -> OpDef:
+          level: int = 1, infer_args: Callable[..., list[Any]] | None = None,
+          compute: Compute | None = None) -> OpDef:
     """Register operator ``name`` with all of its rules.
 
     rel(arg_types, attrs) receives checked argument types (tensors, or for ``tuple_input`` one
@@ -121,6 +124,8 @@ def defop(name: str, rel: Rel, ref: Ref, pattern: OpPattern, *, args: tuple[str,
     deduces the types of unannotated arguments (a conv2d weight from ``channels`` and
     ``kernel_size``): it gets None for each unknown argument and returns a list with a type
     for each argument it can deduce, None elsewhere (and None for the known ones).
+    compute(attrs, inputs, out_type) is the tensor expression the op lowers to (see
+    ``_compute_common.Compute``); an op without one has no lowering to C.
     """
     extra = {} if infer_args is None else {"infer_args": _wrap_infer_args(name, infer_args,
                                                                           attrs)}
@@ -128,7 +133,7 @@ def defop(name: str, rel: Rel, ref: Ref, pattern: OpPattern, *, args: tuple[str,
         name=name, num_inputs=len(args), attrs_type=attrs,
         type_rel=_wrap_rel(name, rel, args, attrs, tuple_input), pattern=pattern,
         reference=_wrap_ref(name, ref, attrs), arg_names=args, description=doc,
-        support_level=level, extra=extra))
+        support_level=level, extra=extra, compute=compute))
 
 
 def call(name: str, *args: Any, attrs: Attrs | None = None) -> Call:

@@ -18,7 +18,6 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from ._attrs_base import OpAttrs, attrs_class
-from ._compute._common import register_compute
 from ._reg import OPAQUE, call, defop
 from ._shape import dim_prod, fail, norm_axis, tensor_of
 from ._tuple import TupleWrapper
@@ -78,17 +77,12 @@ def _topk_ref(data: np.ndarray, attrs: TopKAttrs) -> Any:
     return idx if attrs.ret_type == "indices" else (values, idx)
 
 
-defop("topk", _topk_rel, _topk_ref, OPAQUE, attrs=TopKAttrs,
-      doc="The k largest (or smallest) elements along an axis and their indices.")
-
-
 def _beats(a: PrimExpr, b: PrimExpr, ia: PrimExpr, ib: PrimExpr, ascend: bool) -> PrimExpr:
     """Element a (at ia) comes before element b (at ib): better value, or equal and first."""
     better = a < b if ascend else a > b
     return tir.logical_or(better, tir.logical_and(a == b, ia < ib))
 
 
-@register_compute("topk")
 def _topk_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x = inputs[0]
     axis = attrs.axis % x.ndim
@@ -119,6 +113,11 @@ def _topk_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
     if attrs.ret_type == "values":
         return [values]
     return [indices] if attrs.ret_type == "indices" else [values, indices]
+
+
+defop("topk", _topk_rel, _topk_ref, OPAQUE, attrs=TopKAttrs,
+      doc="The k largest (or smallest) elements along an axis and their indices.",
+      compute=_topk_compute)
 
 
 def topk(data: Any, k: int = 1, axis: int = -1, ret_type: str = "both", is_ascend: bool = False,
@@ -201,8 +200,8 @@ def _scan_compute(reducer: Any, identity: int) -> Any:
 for _name, _fn, _red, _ident in (("cumsum", np.cumsum, te.sum, 0),
                                  ("cumprod", np.cumprod, te.prod, 1)):
     defop(_name, _scan_rel(_name), _scan_ref(_fn, _ident), OPAQUE, attrs=ScanopAttrs,
-          doc=f"Cumulative {_name[3:]} along an axis (optionally exclusive).")
-    register_compute(_name)(_scan_compute(_red, _ident))
+          doc=f"Cumulative {_name[3:]} along an axis (optionally exclusive).",
+          compute=_scan_compute(_red, _ident))
 
 
 def cumsum(data: Any, axis: int | None = None, dtype: str | None = None,

@@ -14,7 +14,7 @@ from ...ir.types import TensorType, Type
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import EQ, PrimExpr
-from ._compute._common import register_compute, scalar
+from ._compute_common import scalar
 from ._reg import ELEMWISE, OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
 from ._shape import fail, fmt_type, norm_axis, tensor_of
 from .attrs import ArangeAttrs, InitOpAttrs, OneHotAttrs
@@ -40,10 +40,22 @@ def _init_rel(args: list[TensorType], attrs: InitOpAttrs) -> TensorType:
     return tensor_of(attrs.shape, attrs.dtype or "float32")
 
 
+def _zeros_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    dtype = out_type.dtype  # type: ignore[attr-defined]
+    return [_fill(attrs.shape, dtype, tir.const(0, dtype), "T_zeros")]
+
+
 defop("zeros", _init_rel, lambda attrs: np.zeros(attrs.shape, attrs.dtype or "float32"),
-      ELEMWISE, args=(), attrs=InitOpAttrs, doc="A tensor of zeros.")
+      ELEMWISE, args=(), attrs=InitOpAttrs, doc="A tensor of zeros.", compute=_zeros_compute)
+
+
+def _ones_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    dtype = out_type.dtype  # type: ignore[attr-defined]
+    return [_fill(attrs.shape, dtype, tir.const(1, dtype), "T_ones")]
+
+
 defop("ones", _init_rel, lambda attrs: np.ones(attrs.shape, attrs.dtype or "float32"),
-      ELEMWISE, args=(), attrs=InitOpAttrs, doc="A tensor of ones.")
+      ELEMWISE, args=(), attrs=InitOpAttrs, doc="A tensor of ones.", compute=_ones_compute)
 
 
 def zeros(shape: Sequence[int] | int, dtype: str = "float32") -> Call:
@@ -65,8 +77,12 @@ def _full_ref(fill: np.ndarray, attrs: InitOpAttrs) -> np.ndarray:
     return np.full(attrs.shape, fill, dtype=attrs.dtype or fill.dtype)
 
 
+def _full_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [_fill(attrs.shape, out_type.dtype, scalar(inputs[0]), "T_full")]  # type: ignore
+
+
 defop("full", _full_rel, _full_ref, ELEMWISE, args=("fill_value",), attrs=InitOpAttrs,
-      doc="A tensor filled with a scalar.")
+      doc="A tensor filled with a scalar.", compute=_full_compute)
 
 
 def full(fill_value: Any, shape: Sequence[int] | int = (), dtype: str = "") -> Call:
@@ -74,10 +90,22 @@ def full(fill_value: Any, shape: Sequence[int] | int = (), dtype: str = "") -> C
     return call("full", fill_value, attrs=InitOpAttrs(_static_shape("full", shape), dtype))
 
 
+def _zeros_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    return [topi.full(x.shape, x.dtype, 0)]
+
+
 defop("zeros_like", lambda args, attrs: args[0], lambda x, attrs: np.zeros_like(x), ELEMWISE,
-      doc="Zeros of the same type as data.")
+      doc="Zeros of the same type as data.", compute=_zeros_like_compute)
+
+
+def _ones_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    return [topi.full(x.shape, x.dtype, 1)]
+
+
 defop("ones_like", lambda args, attrs: args[0], lambda x, attrs: np.ones_like(x), ELEMWISE,
-      doc="Ones of the same type as data.")
+      doc="Ones of the same type as data.", compute=_ones_like_compute)
 
 
 def _full_like_rel(args: list[TensorType], attrs: Any) -> TensorType:
@@ -85,8 +113,14 @@ def _full_like_rel(args: list[TensorType], attrs: Any) -> TensorType:
     return args[0]
 
 
+def _full_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x, fill = inputs
+    return [_fill(x.shape, x.dtype, scalar(fill), "T_full_like")]
+
+
 defop("full_like", _full_like_rel, lambda x, fill, attrs: np.full_like(x, fill), ELEMWISE,
-      args=("data", "fill_value"), doc="A tensor of data's type filled with a scalar.")
+      args=("data", "fill_value"), doc="A tensor of data's type filled with a scalar.",
+      compute=_full_like_compute)
 
 
 def zeros_like(data: Any) -> Call:
@@ -125,8 +159,20 @@ def _arange_ref(start: np.ndarray, stop: np.ndarray, step: np.ndarray,
     return (dtype.type(start) + np.arange(n).astype(dtype) * dtype.type(step)).astype(dtype)
 
 
+def _arange_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """Element i is start + i * step, in the output dtype (as the reference computes it)."""
+    start, _stop, step = inputs
+    dtype = out_type.dtype  # type: ignore[attr-defined]
+    (n,) = out_type.shape  # type: ignore[attr-defined]
+    length = tir.const(n) if isinstance(n, int) else te.size_var("arange_len")
+    first, delta = tir.cast(scalar(start), dtype), tir.cast(scalar(step), dtype)
+    return [te.compute((length,), lambda i: first + tir.cast(i, dtype) * delta,
+                       name="T_arange", tag="injective")]
+
+
 defop("arange", _arange_rel, _arange_ref, OPAQUE, args=("start", "stop", "step"),
-      attrs=ArangeAttrs, doc="Evenly spaced values in [start, stop).", level=3)
+      attrs=ArangeAttrs, doc="Evenly spaced values in [start, stop).", level=3,
+      compute=_arange_compute)
 
 
 def _const_value(v: Any) -> float | None:
@@ -168,72 +214,6 @@ def _one_hot_ref(indices: np.ndarray, on: np.ndarray, off: np.ndarray,
     return np.where(hot, on, off).astype(attrs.dtype)
 
 
-defop("one_hot", _one_hot_rel, _one_hot_ref, OUT_ELEMWISE_FUSABLE,
-      args=("indices", "on_value", "off_value"), attrs=OneHotAttrs,
-      doc="One-hot encoding of integer indices.")
-
-
-def one_hot(indices: Any, on_value: Any, off_value: Any, depth: int, axis: int = -1,
-            dtype: str = "float32") -> Call:
-    """A ``depth``-long one-hot axis at ``axis`` (-1: last): on_value at each index."""
-    return call("one_hot", indices, on_value, off_value, attrs=OneHotAttrs(depth, axis, dtype))
-
-
-# ---------------------------------------------------------------- compute rules (te)
-def _fill(shape: Any, dtype: str, value: PrimExpr, name: str) -> te.Tensor:
-    v = tir.cast(value, dtype)
-    return te.compute(tuple(tir.const(d) if isinstance(d, int) else d for d in shape),
-                      lambda *i: v, name=name, tag="elemwise")
-
-
-@register_compute("zeros")
-def _zeros_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    dtype = out_type.dtype  # type: ignore[attr-defined]
-    return [_fill(attrs.shape, dtype, tir.const(0, dtype), "T_zeros")]
-
-
-@register_compute("ones")
-def _ones_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    dtype = out_type.dtype  # type: ignore[attr-defined]
-    return [_fill(attrs.shape, dtype, tir.const(1, dtype), "T_ones")]
-
-
-@register_compute("zeros_like")
-def _zeros_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x = inputs[0]
-    return [topi.full(x.shape, x.dtype, 0)]
-
-
-@register_compute("ones_like")
-def _ones_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x = inputs[0]
-    return [topi.full(x.shape, x.dtype, 1)]
-
-
-@register_compute("full")
-def _full_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [_fill(attrs.shape, out_type.dtype, scalar(inputs[0]), "T_full")]  # type: ignore
-
-
-@register_compute("full_like")
-def _full_like_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x, fill = inputs
-    return [_fill(x.shape, x.dtype, scalar(fill), "T_full_like")]
-
-
-@register_compute("arange")
-def _arange_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    """Element i is start + i * step, in the output dtype (as the reference computes it)."""
-    start, _stop, step = inputs
-    dtype = out_type.dtype  # type: ignore[attr-defined]
-    (n,) = out_type.shape  # type: ignore[attr-defined]
-    length = tir.const(n) if isinstance(n, int) else te.size_var("arange_len")
-    first, delta = tir.cast(scalar(start), dtype), tir.cast(scalar(step), dtype)
-    return [te.compute((length,), lambda i: first + tir.cast(i, dtype) * delta,
-                       name="T_arange", tag="injective")]
-
-
-@register_compute("one_hot")
 def _one_hot_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     """``on_value`` where the new axis equals the index, ``off_value`` elsewhere."""
     indices, on, off = inputs
@@ -248,3 +228,21 @@ def _one_hot_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> lis
         return tir.Select_(tir.binary(EQ, idx, i[axis]), on_v, off_v)
 
     return [te.compute(shape, f, name="T_one_hot", tag="injective")]
+
+
+defop("one_hot", _one_hot_rel, _one_hot_ref, OUT_ELEMWISE_FUSABLE,
+      args=("indices", "on_value", "off_value"), attrs=OneHotAttrs,
+      doc="One-hot encoding of integer indices.", compute=_one_hot_compute)
+
+
+def one_hot(indices: Any, on_value: Any, off_value: Any, depth: int, axis: int = -1,
+            dtype: str = "float32") -> Call:
+    """A ``depth``-long one-hot axis at ``axis`` (-1: last): on_value at each index."""
+    return call("one_hot", indices, on_value, off_value, attrs=OneHotAttrs(depth, axis, dtype))
+
+
+# ---------------------------------------------------------------- te helpers of the compute rules
+def _fill(shape: Any, dtype: str, value: PrimExpr, name: str) -> te.Tensor:
+    v = tir.cast(value, dtype)
+    return te.compute(tuple(tir.const(d) if isinstance(d, int) else d for d in shape),
+                      lambda *i: v, name=name, tag="elemwise")

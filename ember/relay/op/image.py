@@ -19,7 +19,6 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from ._attrs_base import OpAttrs, attrs_class
-from ._compute._common import register_compute
 from ._reg import INJECTIVE, call, defop
 from ._shape import fail, fmt_shape, is_float, tensor_of
 
@@ -211,10 +210,6 @@ def _resize_ref(data: np.ndarray, attrs: Resize2DAttrs) -> np.ndarray:
     return out.astype(attrs.out_dtype or data.dtype)
 
 
-defop("image.resize2d", _resize_rel, _resize_ref, INJECTIVE, attrs=Resize2DAttrs,
-      doc="Resize the H and W axes of NCHW data (nearest, linear or cubic).", level=5)
-
-
 # ---------------------------------------------------------------- compute
 _N_TAPS = {"nearest_neighbor": 1, "linear": 2, "cubic": 4}
 
@@ -239,7 +234,6 @@ def _axis_tables(attrs: Any, n: PrimExpr, out: int, scale: PrimExpr, axis: str
     return tables
 
 
-@register_compute("image.resize2d")
 def _resize_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x = inputs[0]
     in_h, in_w = x.shape[2], x.shape[3]
@@ -263,6 +257,11 @@ def _resize_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
     return [te.compute(shape, f, name="T_resize2d", tag="injective")]
 
 
+defop("image.resize2d", _resize_rel, _resize_ref, INJECTIVE, attrs=Resize2DAttrs,
+      doc="Resize the H and W axes of NCHW data (nearest, linear or cubic).", level=5,
+      compute=_resize_compute)
+
+
 def resize2d(data: Any, roi: Any = None, size: Any = None, layout: str = "NCHW",
              method: str = "linear", coordinate_transformation_mode: str = "half_pixel",
              rounding_method: str = "", cubic_alpha: float = -0.5, cubic_exclude: int = 0,
@@ -279,4 +278,3 @@ def resize2d(data: Any, roi: Any = None, size: Any = None, layout: str = "NCHW",
                           coordinate_transformation_mode, rounding_method or "round",
                           cubic_alpha, bool(cubic_exclude), out_dtype)
     return call("image.resize2d", data, attrs=attrs)
-

@@ -15,13 +15,12 @@ from ...ir.types import Dim, TensorType, TupleType, Type
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
-from ._compute._common import (
+from ._compute_common import (
     norm_axis as _te_norm_axis,
 )
-from ._compute._common import (
+from ._compute_common import (
     out_dims,
     prod,
-    register_compute,
     require_equal,
     tensor_types,
 )
@@ -71,8 +70,14 @@ def _concat_rel(args: list[TupleType], attrs: ConcatenateAttrs) -> TensorType:
     return tensor_of(shape, dtype)
 
 
+def _concatenate_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    _require_same_dims(inputs, _te_norm_axis(attrs.axis, inputs[0].ndim))
+    return [topi.concatenate(inputs, attrs.axis)]
+
+
 defop("concatenate", _concat_rel, lambda xs, attrs: np.concatenate(xs, attrs.axis), INJECTIVE,
-      attrs=ConcatenateAttrs, tuple_input=True, doc="Join tensors along an existing axis.")
+      attrs=ConcatenateAttrs, tuple_input=True, doc="Join tensors along an existing axis.",
+      compute=_concatenate_compute)
 
 
 def concatenate(data: Any, axis: int) -> Call:
@@ -88,8 +93,14 @@ def _stack_rel(args: list[TupleType], attrs: StackAttrs) -> TensorType:
     return tensor_of(shape, dtype)
 
 
+def _stack_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    _require_same_dims(inputs, None)
+    return [topi.stack(inputs, attrs.axis)]
+
+
 defop("stack", _stack_rel, lambda xs, attrs: np.stack(xs, attrs.axis), INJECTIVE,
-      attrs=StackAttrs, tuple_input=True, doc="Join same-shaped tensors along a new axis.")
+      attrs=StackAttrs, tuple_input=True, doc="Join same-shaped tensors along a new axis.",
+      compute=_stack_compute)
 
 
 def stack(data: Any, axis: int) -> Call:
@@ -123,8 +134,28 @@ def _split_ref(x: np.ndarray, attrs: SplitAttrs) -> tuple[np.ndarray, ...]:
     return tuple(np.split(x, spec if isinstance(spec, int) else list(spec), attrs.axis))
 
 
+def _split_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """Equal sections or pieces between the (clamped) split indices."""
+    x = inputs[0]
+    axis = _te_norm_axis(attrs.axis, x.ndim)
+    d = x.shape[axis]
+    spec = attrs.indices_or_sections
+    if isinstance(spec, int):
+        step = tir.floordiv(d, spec)
+        bounds = [step * k for k in range(spec)] + [d]
+    else:
+        bounds = [tir.const(0)] + [tir.min(tir.const(b), d) for b in spec] + [d]
+    outs = []
+    for k, ty in enumerate(tensor_types(out_type)):
+        lo, hi = bounds[k], bounds[k + 1]
+        size = tir.const(ty.shape[axis]) if isinstance(ty.shape[axis], int) else (
+            tir.max(hi - lo, tir.const(0)))
+        outs.append(_window(x, axis, lo, size, f"T_split{k}"))
+    return outs
+
+
 defop("split", _split_rel, _split_ref, INJECTIVE, attrs=SplitAttrs,
-      doc="Split into equal sections or at given indices (a tuple result).")
+      doc="Split into equal sections or at given indices (a tuple result).", compute=_split_compute)
 
 
 def split(data: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> TupleWrapper:
@@ -188,8 +219,32 @@ def _take_ref(data: np.ndarray, idx: np.ndarray, attrs: TakeAttrs) -> np.ndarray
     return np.array(parts, dtype=data.dtype).reshape((*lead, *out_tail))
 
 
+def _take_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """Gather along ``axis`` (flattened data when None), with batch_dims and clip/wrap/fast."""
+    data, indices = inputs
+    if attrs.axis is None:
+        data = topi.reshape(data, [prod(data.shape)])
+    axis = 0 if attrs.axis is None else _te_norm_axis(attrs.axis, data.ndim)
+    bd = attrs.batch_dims + (indices.ndim if attrs.batch_dims < 0 else 0)
+    n = data.shape[axis]
+    k = indices.ndim - bd
+    shape = tuple(data.shape[:axis]) + tuple(indices.shape[bd:]) + tuple(data.shape[axis + 1:])
+
+    def f(*idx: PrimExpr) -> PrimExpr:
+        j = tir.cast(indices(*(idx[:bd] + idx[axis:axis + k])), "int32")
+        if attrs.mode == "wrap":
+            j = tir.floormod(j, n)
+        elif attrs.mode == "clip":
+            j = tir.min(tir.max(j, tir.const(0)), n - 1)
+        else:  # fast: indices are in range, negative ones count from the end (np.take)
+            j = tir.Select_(j < 0, j + n, j)
+        return data(*(idx[:axis] + (j,) + idx[axis + k:]))
+
+    return [te.compute(shape, f, name="T_take", tag="injective")]
+
+
 defop("take", _take_rel, _take_ref, INJECTIVE, args=("data", "indices"), attrs=TakeAttrs,
-      doc="Gather elements along an axis (or of the flattened data).")
+      doc="Gather elements along an axis (or of the flattened data).", compute=_take_compute)
 
 
 def take(data: Any, indices: Any, axis: int | None = None, batch_dims: int = 0,
@@ -249,8 +304,21 @@ def _slice_ref(x: np.ndarray, attrs: StridedSliceAttrs) -> np.ndarray:
     return x.copy()
 
 
+def _strided_slice_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    starts: list[PrimExpr] = [tir.const(0)] * x.ndim
+    steps = [1] * x.ndim
+    dims = list(x.shape)
+    for axis, (b, e, s) in _slice_plan("strided_slice", x.ndim, attrs).items():
+        starts[axis], dims[axis], steps[axis] = _slice_axis_compute(x.shape[axis], b, e, s,
+                                                            attrs.slice_mode == "size")
+    shape = out_dims(out_type, dims)  # type: ignore[arg-type]
+    return [te.compute(shape, lambda *i: x(*[b + j * s for b, j, s in zip(starts, i, steps)]),
+                       name="T_strided_slice", tag="injective")]
+
+
 defop("strided_slice", _slice_rel, _slice_ref, INJECTIVE, attrs=StridedSliceAttrs,
-      doc="Slice with begin/end/strides per axis.", level=4)
+      doc="Slice with begin/end/strides per axis.", level=4, compute=_strided_slice_compute)
 
 
 def _static_ints(name: str, v: Any) -> Any:
@@ -276,13 +344,7 @@ def strided_slice(data: Any, begin: Sequence[int], end: Sequence[int],
     return call("strided_slice", data, attrs=attrs)
 
 
-# ---------------------------------------------------------------- compute rules (te)
-@register_compute("concatenate")
-def _concatenate_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    _require_same_dims(inputs, _te_norm_axis(attrs.axis, inputs[0].ndim))
-    return [topi.concatenate(inputs, attrs.axis)]
-
-
+# ---------------------------------------------------------------- te helpers of the compute rules
 def _require_same_dims(inputs: list[te.Tensor], skip: int | None) -> None:
     for i, t in enumerate(inputs[1:], 1):
         for k, (a, b) in enumerate(zip(inputs[0].shape, t.shape)):
@@ -290,62 +352,10 @@ def _require_same_dims(inputs: list[te.Tensor], skip: int | None) -> None:
                 require_equal(a, b, f"input {i} must have the size of input 0 in dimension {k}")
 
 
-@register_compute("stack")
-def _stack_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    _require_same_dims(inputs, None)
-    return [topi.stack(inputs, attrs.axis)]
-
-
 def _window(x: te.Tensor, axis: int, start: PrimExpr, size: PrimExpr, name: str) -> te.Tensor:
     shape = tuple(size if k == axis else d for k, d in enumerate(x.shape))
     return te.compute(shape, lambda *i: x(*(i[:axis] + (i[axis] + start,) + i[axis + 1:])),
                       name=name, tag="injective")
-
-
-@register_compute("split")
-def _split_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    """Equal sections or pieces between the (clamped) split indices."""
-    x = inputs[0]
-    axis = _te_norm_axis(attrs.axis, x.ndim)
-    d = x.shape[axis]
-    spec = attrs.indices_or_sections
-    if isinstance(spec, int):
-        step = tir.floordiv(d, spec)
-        bounds = [step * k for k in range(spec)] + [d]
-    else:
-        bounds = [tir.const(0)] + [tir.min(tir.const(b), d) for b in spec] + [d]
-    outs = []
-    for k, ty in enumerate(tensor_types(out_type)):
-        lo, hi = bounds[k], bounds[k + 1]
-        size = tir.const(ty.shape[axis]) if isinstance(ty.shape[axis], int) else (
-            tir.max(hi - lo, tir.const(0)))
-        outs.append(_window(x, axis, lo, size, f"T_split{k}"))
-    return outs
-
-
-@register_compute("take")
-def _take_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    """Gather along ``axis`` (flattened data when None), with batch_dims and clip/wrap/fast."""
-    data, indices = inputs
-    if attrs.axis is None:
-        data = topi.reshape(data, [prod(data.shape)])
-    axis = 0 if attrs.axis is None else _te_norm_axis(attrs.axis, data.ndim)
-    bd = attrs.batch_dims + (indices.ndim if attrs.batch_dims < 0 else 0)
-    n = data.shape[axis]
-    k = indices.ndim - bd
-    shape = tuple(data.shape[:axis]) + tuple(indices.shape[bd:]) + tuple(data.shape[axis + 1:])
-
-    def f(*idx: PrimExpr) -> PrimExpr:
-        j = tir.cast(indices(*(idx[:bd] + idx[axis:axis + k])), "int32")
-        if attrs.mode == "wrap":
-            j = tir.floormod(j, n)
-        elif attrs.mode == "clip":
-            j = tir.min(tir.max(j, tir.const(0)), n - 1)
-        else:  # fast: indices are in range, negative ones count from the end (np.take)
-            j = tir.Select_(j < 0, j + n, j)
-        return data(*(idx[:axis] + (j,) + idx[axis + k:]))
-
-    return [te.compute(shape, f, name="T_take", tag="injective")]
 
 
 def _slice_axis_compute(d: PrimExpr, b: int, e: int | None, s: int, size_mode: bool
@@ -363,17 +373,3 @@ def _slice_axis_compute(d: PrimExpr, b: int, e: int | None, s: int, size_mode: b
     end = tir.min(tir.max(end, lo), hi)
     extent = (end - begin + (s - 1)) // s if s > 0 else (begin - end + (-s - 1)) // (-s)
     return begin, tir.max(extent, tir.const(0)), s
-
-
-@register_compute("strided_slice")
-def _strided_slice_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x = inputs[0]
-    starts: list[PrimExpr] = [tir.const(0)] * x.ndim
-    steps = [1] * x.ndim
-    dims = list(x.shape)
-    for axis, (b, e, s) in _slice_plan("strided_slice", x.ndim, attrs).items():
-        starts[axis], dims[axis], steps[axis] = _slice_axis_compute(x.shape[axis], b, e, s,
-                                                            attrs.slice_mode == "size")
-    shape = out_dims(out_type, dims)  # type: ignore[arg-type]
-    return [te.compute(shape, lambda *i: x(*[b + j * s for b, j, s in zip(starts, i, steps)]),
-                       name="T_strided_slice", tag="injective")]

@@ -18,7 +18,7 @@ from ...ir.types import TensorType, Type
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
-from ._compute._common import cast_to, identity, register_compute
+from ._compute_common import cast_to, identity
 from ._reg import COMM_REDUCE, call, defop
 from ._shape import dim_prod, fail, known, norm_axes, same_dtype, tensor_of
 from .attrs import ArgReduceAttrs, ReduceAttrs, VarianceAttrs
@@ -76,14 +76,15 @@ def _mean(x: np.ndarray, axis: tuple[int, ...], keepdims: bool, dtype: Any) -> n
     return total / x.dtype.type(count)
 
 
-_REDUCERS: dict[str, tuple[Callable[..., Any], str]] = {
-    "sum": (np.sum, "Sum over the reduced axes."),
-    "mean": (_mean, "Mean over the reduced axes (integer inputs truncate)."),
-    "max": (np.max, "Maximum over the reduced axes."),
-    "min": (np.min, "Minimum over the reduced axes."),
-    "prod": (np.prod, "Product over the reduced axes."),
-    "all": (np.all, "Logical and over the reduced axes."),
-    "any": (np.any, "Logical or over the reduced axes."),
+_REDUCERS: dict[str, tuple[Callable[..., Any], Callable[..., te.Tensor], str]] = {
+    # name: (numpy reference, topi compute, doc)
+    "sum": (np.sum, topi.sum, "Sum over the reduced axes."),
+    "mean": (_mean, topi.mean, "Mean over the reduced axes (integer inputs truncate)."),
+    "max": (np.max, topi.max, "Maximum over the reduced axes."),
+    "min": (np.min, topi.min, "Minimum over the reduced axes."),
+    "prod": (np.prod, topi.prod, "Product over the reduced axes."),
+    "all": (np.all, topi.all, "Logical and over the reduced axes."),
+    "any": (np.any, topi.any, "Logical or over the reduced axes."),
 }
 
 
@@ -108,9 +109,22 @@ def _reduce_api(name: str, doc: str) -> None:
     globals()[name] = api
 
 
-for _name, (_fn, _doc) in _REDUCERS.items():
+def _reduce_compute(name: str, fn: Callable[..., te.Tensor]) -> Any:
+    def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+        x = inputs[0]
+        axes = reduce_axes(name, x.ndim, attrs)
+        if not axes:  # nothing to reduce: the input (all/any: as truth values)
+            out = cast_to(x, "bool") if name in ("all", "any") else identity(x, f"T_{name}")
+        else:
+            out = fn(x, axes, attrs.keepdims)
+        return [cast_to(out, out_type.dtype)]  # type: ignore[attr-defined]
+
+    return rule
+
+
+for _name, (_fn, _topi_fn, _doc) in _REDUCERS.items():
     defop(_name, _reduce_rel(_name), _reduce_ref(_name, _fn), COMM_REDUCE, attrs=ReduceAttrs,
-          doc=_doc)
+          doc=_doc, compute=_reduce_compute(_name, _topi_fn))
     _reduce_api(_name, _doc)
 
 
@@ -132,103 +146,6 @@ def _arg_ref(pick: Callable[..., np.ndarray], name: str) -> Callable[..., np.nda
     return ref
 
 
-for _name, _pick in (("argmax", np.argmax), ("argmin", np.argmin)):
-    defop(_name, _reduce_rel(_name, "int32"), _arg_ref(_pick, _name), COMM_REDUCE,
-          attrs=ArgReduceAttrs, doc=f"Index of the {_name[3:]} over the reduced axes (int32).")
-
-
-def argmax(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
-           select_last_index: bool = False) -> Call:
-    """Index (int32, row-major over the reduced axes) of the largest element."""
-    return call("argmax", data, attrs=ArgReduceAttrs(axis, keepdims, exclude, select_last_index))
-
-
-def argmin(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
-           select_last_index: bool = False) -> Call:
-    """Index (int32, row-major over the reduced axes) of the smallest element."""
-    return call("argmin", data, attrs=ArgReduceAttrs(axis, keepdims, exclude, select_last_index))
-
-
-# ---------------------------------------------------------------- variance / std
-def _variance_rel(args: list[TensorType], attrs: VarianceAttrs) -> TensorType:
-    data = args[0]
-    same_dtype("variance", args, ("data", "mean"))
-    axes = reduce_axes("variance", data.ndim, attrs)
-    if attrs.unbiased and known(*(data.shape[i] for i in axes)) and \
-            dim_prod(data.shape[i] for i in axes) == 1:  # type: ignore[comparison-overlap]
-        raise fail("variance", "unbiased variance needs more than one element per reduction")
-    return tensor_of(_reduced_shape(data.shape, axes, attrs.keepdims), data.dtype)
-
-
-def _variance_ref(x: np.ndarray, m: np.ndarray, attrs: VarianceAttrs) -> np.ndarray:
-    axes = tuple(reduce_axes("variance", x.ndim, attrs))
-    d = x - m
-    total = np.sum(d * d, axis=axes, keepdims=attrs.keepdims, dtype=x.dtype)
-    count = int(np.prod([x.shape[a] for a in axes])) - int(attrs.unbiased)
-    return (total / x.dtype.type(count)).astype(x.dtype)
-
-
-defop("variance", _variance_rel, _variance_ref, COMM_REDUCE, args=("data", "mean"),
-      attrs=VarianceAttrs, doc="Variance around a given mean over the reduced axes.")
-
-
-def variance(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
-             unbiased: bool = False) -> Call:
-    """Variance over the reduced axes: ``variance(data, mean(data, keepdims=True))``."""
-    m = globals()["mean"](data, axis, True, exclude)
-    return call("variance", data, m, attrs=VarianceAttrs(axis, keepdims, exclude, unbiased))
-
-
-def std(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
-        unbiased: bool = False) -> Call:
-    """Standard deviation: ``sqrt(variance(...))`` (there is no separate std op, as in Relay)."""
-    return call("sqrt", variance(data, axis, keepdims, exclude, unbiased))
-
-
-def mean_variance(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
-                  unbiased: bool = False) -> Any:
-    """``(mean, variance)`` as a TupleWrapper of 2."""
-    from ...ir.expr import Tuple
-    from ._tuple import TupleWrapper
-
-    m = globals()["mean"](data, axis, keepdims, exclude)
-    return TupleWrapper(Tuple((m, variance(data, axis, keepdims, exclude, unbiased))), 2)
-
-
-def mean_std(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
-             unbiased: bool = False) -> Any:
-    """``(mean, std)`` as a TupleWrapper of 2."""
-    from ...ir.expr import Tuple
-    from ._tuple import TupleWrapper
-
-    m = globals()["mean"](data, axis, keepdims, exclude)
-    return TupleWrapper(Tuple((m, std(data, axis, keepdims, exclude, unbiased))), 2)
-
-
-# ---------------------------------------------------------------- compute rules (te)
-_TOPI = {"sum": topi.sum, "mean": topi.mean, "max": topi.max, "min": topi.min,
-         "prod": topi.prod, "all": topi.all, "any": topi.any}
-
-
-def _reduce_rule(name: str) -> Any:
-    fn = _TOPI[name]
-
-    def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-        x = inputs[0]
-        axes = reduce_axes(name, x.ndim, attrs)
-        if not axes:  # nothing to reduce: the input (all/any: as truth values)
-            out = cast_to(x, "bool") if name in ("all", "any") else identity(x, f"T_{name}")
-        else:
-            out = fn(x, axes, attrs.keepdims)
-        return [cast_to(out, out_type.dtype)]  # type: ignore[attr-defined]
-
-    return rule
-
-
-for _name in _TOPI:
-    register_compute(_name)(_reduce_rule(_name))
-
-
 def _arg_reducer(name: str, last: bool) -> Any:
     better = {("argmax", False): lambda a, b: a > b, ("argmax", True): lambda a, b: a >= b,
               ("argmin", False): lambda a, b: a < b, ("argmin", True): lambda a, b: a <= b}[
@@ -245,7 +162,7 @@ def _arg_reducer(name: str, last: bool) -> Any:
     return te.comm_reducer(fcombine, fidentity, name)
 
 
-def _arg_rule(name: str) -> Any:
+def _arg_compute(name: str) -> Any:
     def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
         x = inputs[0]
         axes = reduce_axes(name, x.ndim, attrs)
@@ -279,11 +196,43 @@ def _arg_rule(name: str) -> Any:
     return rule
 
 
-for _name in ("argmax", "argmin"):
-    register_compute(_name)(_arg_rule(_name))
+for _name, _pick in (("argmax", np.argmax), ("argmin", np.argmin)):
+    defop(_name, _reduce_rel(_name, "int32"), _arg_ref(_pick, _name), COMM_REDUCE,
+          attrs=ArgReduceAttrs, doc=f"Index of the {_name[3:]} over the reduced axes (int32).",
+          compute=_arg_compute(_name))
 
 
-@register_compute("variance")
+def argmax(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
+           select_last_index: bool = False) -> Call:
+    """Index (int32, row-major over the reduced axes) of the largest element."""
+    return call("argmax", data, attrs=ArgReduceAttrs(axis, keepdims, exclude, select_last_index))
+
+
+def argmin(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
+           select_last_index: bool = False) -> Call:
+    """Index (int32, row-major over the reduced axes) of the smallest element."""
+    return call("argmin", data, attrs=ArgReduceAttrs(axis, keepdims, exclude, select_last_index))
+
+
+# ---------------------------------------------------------------- variance / std
+def _variance_rel(args: list[TensorType], attrs: VarianceAttrs) -> TensorType:
+    data = args[0]
+    same_dtype("variance", args, ("data", "mean"))
+    axes = reduce_axes("variance", data.ndim, attrs)
+    if attrs.unbiased and known(*(data.shape[i] for i in axes)) and \
+            dim_prod(data.shape[i] for i in axes) == 1:  # type: ignore[comparison-overlap]
+        raise fail("variance", "unbiased variance needs more than one element per reduction")
+    return tensor_of(_reduced_shape(data.shape, axes, attrs.keepdims), data.dtype)
+
+
+def _variance_ref(x: np.ndarray, m: np.ndarray, attrs: VarianceAttrs) -> np.ndarray:
+    axes = tuple(reduce_axes("variance", x.ndim, attrs))
+    d = x - m
+    total = np.sum(d * d, axis=axes, keepdims=attrs.keepdims, dtype=x.dtype)
+    count = int(np.prod([x.shape[a] for a in axes])) - int(attrs.unbiased)
+    return (total / x.dtype.type(count)).astype(x.dtype)
+
+
 def _variance_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     """Mean squared deviation from the given mean (a keepdims tensor), over the axes."""
     x, mean = inputs
@@ -293,3 +242,41 @@ def _variance_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> li
                         name="T_variance", tag="broadcast")
         return [sq]
     return [topi.variance(x, axes, attrs.keepdims, False, attrs.unbiased, mean_value=mean)]
+
+
+defop("variance", _variance_rel, _variance_ref, COMM_REDUCE, args=("data", "mean"),
+      attrs=VarianceAttrs, doc="Variance around a given mean over the reduced axes.",
+      compute=_variance_compute)
+
+
+def variance(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
+             unbiased: bool = False) -> Call:
+    """Variance over the reduced axes: ``variance(data, mean(data, keepdims=True))``."""
+    m = globals()["mean"](data, axis, True, exclude)
+    return call("variance", data, m, attrs=VarianceAttrs(axis, keepdims, exclude, unbiased))
+
+
+def std(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
+        unbiased: bool = False) -> Call:
+    """Standard deviation: ``sqrt(variance(...))`` (there is no separate std op, as in Relay)."""
+    return call("sqrt", variance(data, axis, keepdims, exclude, unbiased))
+
+
+def mean_variance(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
+                  unbiased: bool = False) -> Any:
+    """``(mean, variance)`` as a TupleWrapper of 2."""
+    from ...ir.expr import Tuple
+    from ._tuple import TupleWrapper
+
+    m = globals()["mean"](data, axis, keepdims, exclude)
+    return TupleWrapper(Tuple((m, variance(data, axis, keepdims, exclude, unbiased))), 2)
+
+
+def mean_std(data: Any, axis: Any = None, keepdims: bool = False, exclude: bool = False,
+             unbiased: bool = False) -> Any:
+    """``(mean, std)`` as a TupleWrapper of 2."""
+    from ...ir.expr import Tuple
+    from ._tuple import TupleWrapper
+
+    m = globals()["mean"](data, axis, keepdims, exclude)
+    return TupleWrapper(Tuple((m, std(data, axis, keepdims, exclude, unbiased))), 2)

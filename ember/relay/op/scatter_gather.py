@@ -17,7 +17,6 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from ._attrs_base import OpAttrs, attrs_class
-from ._compute._common import register_compute
 from ._reg import INJECTIVE, OPAQUE, call, defop
 from ._shape import fail, fmt_shape, may_equal, norm_axis, tensor_of
 
@@ -80,11 +79,6 @@ def _gather_ref(data: np.ndarray, indices: np.ndarray, attrs: GatherAttrs) -> np
     return np.take_along_axis(sub, idx, axis)
 
 
-defop("gather", _gather_rel, _gather_ref, INJECTIVE, args=("data", "indices"),
-      attrs=GatherAttrs, doc="out[i..] = data[i.. with indices[i..] on axis] (GatherElements).")
-
-
-@register_compute("gather")
 def _gather_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     data, indices = inputs
     axis = attrs.axis % data.ndim
@@ -94,6 +88,11 @@ def _gather_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
         return data(*i[:axis], j, *i[axis + 1:])
 
     return [te.compute(indices.shape, f, name="T_gather", tag="injective")]
+
+
+defop("gather", _gather_rel, _gather_ref, INJECTIVE, args=("data", "indices"),
+      attrs=GatherAttrs, doc="out[i..] = data[i.. with indices[i..] on axis] (GatherElements).",
+      compute=_gather_compute)
 
 
 def gather(data: Any, axis: int, indices: Any) -> Call:
@@ -159,11 +158,6 @@ def _gather_nd_ref(data: np.ndarray, indices: np.ndarray, attrs: GatherNDAttrs) 
     return out
 
 
-defop("gather_nd", _gather_nd_rel, _gather_nd_ref, INJECTIVE, args=("data", "indices"),
-      attrs=GatherNDAttrs, doc="Gather slices of data at index tuples (indices axis 0).")
-
-
-@register_compute("gather_nd")
 def _gather_nd_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     data, indices = inputs
     b = attrs.batch_dims
@@ -177,6 +171,11 @@ def _gather_nd_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> l
         return data(*bi, *tup, *rest)
 
     return [te.compute(shape, f, name="T_gather_nd", tag="injective")]
+
+
+defop("gather_nd", _gather_nd_rel, _gather_nd_ref, INJECTIVE, args=("data", "indices"),
+      attrs=GatherNDAttrs, doc="Gather slices of data at index tuples (indices axis 0).",
+      compute=_gather_nd_compute)
 
 
 def gather_nd(data: Any, indices: Any, batch_dims: int = 0, index_rank: int | None = None
@@ -236,28 +235,6 @@ def _scatter_ref(data: np.ndarray, indices: np.ndarray, updates: np.ndarray,
     return out
 
 
-defop("scatter_elements", _scatter_rel, _scatter_ref, OPAQUE,
-      args=("data", "indices", "updates"), attrs=ScatterElementsAttrs,
-      doc="Write (or combine) updates into a copy of data at indices along an axis.")
-
-
-def _combine(reduction: str, acc: PrimExpr, v: PrimExpr) -> PrimExpr:
-    if reduction == "add":
-        return acc + v
-    if reduction == "mul":
-        return acc * v
-    return tir.min(acc, v) if reduction == "min" else tir.max(acc, v)
-
-
-_REDUCERS = {  # reduction -> (te reducer, its neutral element for a dtype)
-    "add": (te.sum, lambda dt: tir.const(0, dt)),
-    "mul": (te.prod, lambda dt: tir.const(1, dt)),
-    "min": (te.min, lambda dt: tir.max_value(dt) if not tir.is_float(dt) else tir.infinity(dt)),
-    "max": (te.max, lambda dt: tir.min_value(dt) if not tir.is_float(dt) else
-            tir.infinity(dt) * -1),
-}
-
-@register_compute("scatter_elements")
 def _scatter_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     """For each output element, a reduction over the updates that may land on it (those with
     its coordinates off the axis): O(size of data x indices.shape[axis])."""
@@ -301,6 +278,28 @@ def _scatter_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> lis
     return [te.compute(data.shape, lambda *p: _combine(attrs.reduction, data(*p), acc(*p)),
                        name="T_scatter", tag="injective")]
 
+
+defop("scatter_elements", _scatter_rel, _scatter_ref, OPAQUE,
+      args=("data", "indices", "updates"), attrs=ScatterElementsAttrs,
+      doc="Write (or combine) updates into a copy of data at indices along an axis.",
+      compute=_scatter_compute)
+
+
+def _combine(reduction: str, acc: PrimExpr, v: PrimExpr) -> PrimExpr:
+    if reduction == "add":
+        return acc + v
+    if reduction == "mul":
+        return acc * v
+    return tir.min(acc, v) if reduction == "min" else tir.max(acc, v)
+
+
+_REDUCERS = {  # reduction -> (te reducer, its neutral element for a dtype)
+    "add": (te.sum, lambda dt: tir.const(0, dt)),
+    "mul": (te.prod, lambda dt: tir.const(1, dt)),
+    "min": (te.min, lambda dt: tir.max_value(dt) if not tir.is_float(dt) else tir.infinity(dt)),
+    "max": (te.max, lambda dt: tir.min_value(dt) if not tir.is_float(dt) else
+            tir.infinity(dt) * -1),
+}
 
 def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0,
                      reduction: str = "update") -> Call:

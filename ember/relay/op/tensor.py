@@ -23,7 +23,7 @@ from ...ir.types import TensorType, Type
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import EQ, NE, PrimExpr
-from ._compute._common import broadcast_dims, cast_to, register_compute, value_of
+from ._compute_common import broadcast_dims, cast_to, value_of
 from ._reg import BROADCAST, ELEMWISE, call, defop
 from ._shape import broadcast_shapes, fail, is_float, same_dtype, tensor_of
 from .attrs import CastAttrs, ClipAttrs
@@ -120,8 +120,52 @@ def _unary_ref(fn: Callable[[np.ndarray], Any]) -> Callable[..., np.ndarray]:
     return ref
 
 
+# compute rules (te): the topi function of each unary op, or one written here
+Scalar = Callable[[PrimExpr], PrimExpr]
+
+
+def _unary(name: str, fn: Scalar) -> Callable[[te.Tensor], te.Tensor]:
+    def op(x: te.Tensor) -> te.Tensor:
+        return te.compute(x.shape, lambda *i: fn(x(*i)), name=f"T_{name}", tag="elemwise")
+    return op
+
+
+def _bitwise_not(v: PrimExpr) -> PrimExpr:
+    # Two's complement: ~v == -1 - v (no overflow even at the minimum); unsigned: MAX - v.
+    if v.dtype == "bool":
+        return tir.logical_not(v)
+    if v.dtype.startswith("uint"):
+        return tir.max_value(v.dtype) - v
+    return tir.const(-1, v.dtype) - v
+
+
+def _isfinite(v: PrimExpr) -> PrimExpr:
+    if not tir.is_float(v.dtype):
+        return tir.const(True)
+    return tir.logical_not(tir.logical_or(tir.isnan(v), tir.isinf(v)))
+
+
+_UNARY_TE: dict[str, Callable[[te.Tensor], te.Tensor]] = {
+    "negative": topi.negative, "abs": topi.abs, "exp": topi.exp, "log": topi.log,
+    "log2": topi.log2, "log10": topi.log10, "sqrt": topi.sqrt, "rsqrt": topi.rsqrt,
+    "tanh": topi.tanh, "sigmoid": topi.sigmoid, "erf": topi.erf, "sin": topi.sin,
+    "cos": topi.cos, "floor": topi.floor, "ceil": topi.ceil, "trunc": topi.trunc,
+    "round": topi.round, "isnan": topi.isnan, "isinf": topi.isinf,
+    "logical_not": topi.logical_not, "copy": topi.identity,
+    "sign": topi.sign, "tan": _unary("tan", tir.tan), "isfinite": _unary("isfinite", _isfinite),
+    "bitwise_not": _unary("bitwise_not", _bitwise_not),
+}
+
+
+def _unary_rule(fn: Callable[[te.Tensor], te.Tensor]) -> Callable[..., list[te.Tensor]]:
+    def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+        return [cast_to(fn(inputs[0]), out_type.dtype)]  # type: ignore[attr-defined]
+    return rule
+
+
 for _name, (_fn, _kind, _doc) in _UNARY.items():
-    defop(_name, _unary_rel(_name, _kind), _unary_ref(_fn), ELEMWISE, doc=_doc)
+    defop(_name, _unary_rel(_name, _kind), _unary_ref(_fn), ELEMWISE, doc=_doc,
+          compute=_unary_rule(_UNARY_TE[_name]))
     _api(_name, ("data",), _doc)
 _api("isnan", ("data",), "Elementwise test for NaN (bool result).")
 _api("isinf", ("data",), "Elementwise test for +-inf (bool result).")
@@ -137,7 +181,7 @@ def _predicate_rel(name: str) -> Callable[..., TensorType]:
 
 for _name, _fn in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)):
     defop(_name, _predicate_rel(_name), lambda x, attrs, f=_fn: f(x), ELEMWISE,
-          doc=f"Elementwise {_name} test (bool result).")
+          doc=f"Elementwise {_name} test (bool result).", compute=_unary_rule(_UNARY_TE[_name]))
 
 
 # ---------------------------------------------------------------- binary broadcasting ops
@@ -217,113 +261,7 @@ def _binary_ref(fn: Callable[..., Any], to_bool: bool) -> Callable[..., np.ndarr
     return ref
 
 
-for _name, (_fn, _kind, _to_bool, _doc) in _BINARY.items():
-    defop(_name, _binary_rel(_name, _kind, _to_bool), _binary_ref(_fn, _to_bool), BROADCAST,
-          args=("lhs", "rhs"), doc=_doc)
-    _api(_name, ("lhs", "rhs"), _doc)
-
-
-# ---------------------------------------------------------------- where, clip, cast
-def _where_rel(args: list[TensorType], attrs: Any) -> TensorType:
-    cond, x, y = args
-    dtype = same_dtype("where", [x, y], ("x", "y"))
-    shape = broadcast_shapes("where", cond.shape, broadcast_shapes("where", x.shape, y.shape))
-    return tensor_of(shape, dtype)
-
-
-defop("where", _where_rel, lambda c, x, y, attrs: np.where(c.astype(bool), x, y), BROADCAST,
-      args=("condition", "x", "y"), doc="Pick x where condition is true, else y.")
-_api("where", ("condition", "x", "y"), "Elementwise select: x where condition, else y "
-     "(the three shapes broadcast).")
-
-
-def _clip_ref(x: np.ndarray, attrs: ClipAttrs) -> np.ndarray:
-    lo, hi = attrs.a_min, attrs.a_max
-    if np.issubdtype(x.dtype, np.integer):  # the bounds are cast to the tensor's dtype
-        info = np.iinfo(x.dtype)
-        lo, hi = max(lo, info.min), min(hi, info.max)
-    return np.minimum(np.maximum(x, x.dtype.type(lo)), x.dtype.type(hi))
-
-
-defop("clip", lambda args, attrs: args[0], _clip_ref, ELEMWISE, attrs=ClipAttrs,
-      doc="Clamp every element into [a_min, a_max].")
-
-
-def clip(a: Any, a_min: float, a_max: float) -> Call:
-    """Clamp every element of ``a`` into ``[a_min, a_max]``."""
-    return call("clip", a, attrs=ClipAttrs(a_min, a_max))
-
-
-defop("cast", lambda args, attrs: tensor_of(args[0].shape, attrs.dtype),
-      lambda x, attrs: x.astype(attrs.dtype), ELEMWISE, attrs=CastAttrs,
-      doc="Convert to another dtype.")
-defop("cast_like", lambda args, attrs: tensor_of(args[0].shape, args[1].dtype),
-      lambda x, like, attrs: x.astype(like.dtype), ELEMWISE, args=("data", "dtype_like"),
-      doc="Convert to the dtype of a second tensor.")
-
-
-def cast(data: Any, dtype: str) -> Call:
-    """``data`` converted to ``dtype`` (any pair of dtypes; float to int truncates)."""
-    return call("cast", data, attrs=CastAttrs(dtype))
-
-
-def cast_like(data: Any, dtype_like: Any) -> Call:
-    """``data`` converted to the dtype of ``dtype_like``."""
-    return call("cast_like", data, dtype_like)
-
-
-__all__ += ["cast", "cast_like", "clip"]
-
-
-# ---------------------------------------------------------------- compute rules (te)
-Scalar = Callable[[PrimExpr], PrimExpr]
-
-
-def _unary(name: str, fn: Scalar) -> Callable[[te.Tensor], te.Tensor]:
-    def op(x: te.Tensor) -> te.Tensor:
-        return te.compute(x.shape, lambda *i: fn(x(*i)), name=f"T_{name}", tag="elemwise")
-    return op
-
-
-def _bitwise_not(v: PrimExpr) -> PrimExpr:
-    # Two's complement: ~v == -1 - v (no overflow even at the minimum); unsigned: MAX - v.
-    if v.dtype == "bool":
-        return tir.logical_not(v)
-    if v.dtype.startswith("uint"):
-        return tir.max_value(v.dtype) - v
-    return tir.const(-1, v.dtype) - v
-
-
-def _isfinite(v: PrimExpr) -> PrimExpr:
-    if not tir.is_float(v.dtype):
-        return tir.const(True)
-    return tir.logical_not(tir.logical_or(tir.isnan(v), tir.isinf(v)))
-
-
-_UNARY_TE: dict[str, Callable[[te.Tensor], te.Tensor]] = {
-    "negative": topi.negative, "abs": topi.abs, "exp": topi.exp, "log": topi.log,
-    "log2": topi.log2, "log10": topi.log10, "sqrt": topi.sqrt, "rsqrt": topi.rsqrt,
-    "tanh": topi.tanh, "sigmoid": topi.sigmoid, "erf": topi.erf, "sin": topi.sin,
-    "cos": topi.cos, "floor": topi.floor, "ceil": topi.ceil, "trunc": topi.trunc,
-    "round": topi.round, "isnan": topi.isnan, "isinf": topi.isinf, "nn.relu": topi.nn.relu,
-    "logical_not": topi.logical_not, "copy": topi.identity,
-    "annotation.stop_fusion": topi.identity,
-    "sign": topi.sign, "tan": _unary("tan", tir.tan), "isfinite": _unary("isfinite", _isfinite),
-    "bitwise_not": _unary("bitwise_not", _bitwise_not),
-}
-
-
-def _unary_rule(fn: Callable[[te.Tensor], te.Tensor]) -> Callable[..., list[te.Tensor]]:
-    def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-        return [cast_to(fn(inputs[0]), out_type.dtype)]  # type: ignore[attr-defined]
-    return rule
-
-
-for _name, _fn in _UNARY_TE.items():
-    register_compute(_name)(_unary_rule(_fn))
-
-
-# ---------------------------------------------------------------- binary
+# compute rules (te): the scalar rule of each binary op, which broadcast_compute applies
 def _int_guard(fn: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> Callable:
     """Integer x / 0 and x % 0 give 0 (numpy's answer) instead of a SIGFPE."""
     def rule(a: PrimExpr, b: PrimExpr) -> PrimExpr:
@@ -335,7 +273,7 @@ def _int_guard(fn: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> Callable:
     return rule
 
 
-def _power_compute(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+def _pow_scalar(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     if tir.is_float(a.dtype):
         return tir.pow(a, b)
     # C: pow in double, truncated to the integer type (numpy's integer power for b >= 0).
@@ -381,7 +319,7 @@ _BINARY_TE: dict[str, Callable[[PrimExpr, PrimExpr], PrimExpr]] = {
     "floor_divide": _int_guard(tir.floordiv),
     "mod": _int_guard(tir.truncmod),
     "floor_mod": _int_guard(tir.floormod),
-    "power": _power_compute,
+    "power": _pow_scalar,
     "maximum": _bool_aware(tir.max, tir.logical_or),
     "minimum": _bool_aware(tir.min, tir.logical_and),
     "logical_and": lambda a, b: tir.logical_and(tir.cast(a, "bool"), tir.cast(b, "bool")),
@@ -415,18 +353,41 @@ def _binary_rule(name: str) -> Callable[..., list[te.Tensor]]:
     return rule
 
 
-for _name in _BINARY_TE:
-    register_compute(_name)(_binary_rule(_name))
+for _name, (_fn, _kind, _to_bool, _doc) in _BINARY.items():
+    defop(_name, _binary_rel(_name, _kind, _to_bool), _binary_ref(_fn, _to_bool), BROADCAST,
+          args=("lhs", "rhs"), doc=_doc, compute=_binary_rule(_name))
+    _api(_name, ("lhs", "rhs"), _doc)
 
 
-@register_compute("where")
+# ---------------------------------------------------------------- where, clip, cast
+def _where_rel(args: list[TensorType], attrs: Any) -> TensorType:
+    cond, x, y = args
+    dtype = same_dtype("where", [x, y], ("x", "y"))
+    shape = broadcast_shapes("where", cond.shape, broadcast_shapes("where", x.shape, y.shape))
+    return tensor_of(shape, dtype)
+
+
 def _where_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     """``cond ? x : y``, the three broadcast together."""
     return [broadcast_compute("where", inputs, lambda c, x, y: tir.Select_(
         tir.cast(c, "bool"), x, y), out_type.dtype)]  # type: ignore[attr-defined]
 
 
-@register_compute("clip")
+defop("where", _where_rel, lambda c, x, y, attrs: np.where(c.astype(bool), x, y), BROADCAST,
+      args=("condition", "x", "y"), doc="Pick x where condition is true, else y.",
+      compute=_where_compute)
+_api("where", ("condition", "x", "y"), "Elementwise select: x where condition, else y "
+     "(the three shapes broadcast).")
+
+
+def _clip_ref(x: np.ndarray, attrs: ClipAttrs) -> np.ndarray:
+    lo, hi = attrs.a_min, attrs.a_max
+    if np.issubdtype(x.dtype, np.integer):  # the bounds are cast to the tensor's dtype
+        info = np.iinfo(x.dtype)
+        lo, hi = max(lo, info.min), min(hi, info.max)
+    return np.minimum(np.maximum(x, x.dtype.type(lo)), x.dtype.type(hi))
+
+
 def _clip_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     """Clamp into [a_min, a_max]; for integers the bounds are first clamped to the dtype."""
     x = inputs[0]
@@ -441,22 +402,36 @@ def _clip_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
                        tag="elemwise")]
 
 
-@register_compute("cast", "cast_like")
+defop("clip", lambda args, attrs: args[0], _clip_ref, ELEMWISE, attrs=ClipAttrs,
+      doc="Clamp every element into [a_min, a_max].", compute=_clip_compute)
+
+
+def clip(a: Any, a_min: float, a_max: float) -> Call:
+    """Clamp every element of ``a`` into ``[a_min, a_max]``."""
+    return call("clip", a, attrs=ClipAttrs(a_min, a_max))
+
+
 def _cast_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     """Convert to the output dtype (float to int truncates, as C does)."""
     return [topi.cast(inputs[0], out_type.dtype)]  # type: ignore[attr-defined]
 
 
-@register_compute("nn.leaky_relu")
-def _leaky_relu_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.nn.leaky_relu(inputs[0], attrs.alpha)]
+defop("cast", lambda args, attrs: tensor_of(args[0].shape, attrs.dtype),
+      lambda x, attrs: x.astype(attrs.dtype), ELEMWISE, attrs=CastAttrs,
+      doc="Convert to another dtype.", compute=_cast_compute)
+defop("cast_like", lambda args, attrs: tensor_of(args[0].shape, args[1].dtype),
+      lambda x, like, attrs: x.astype(like.dtype), ELEMWISE, args=("data", "dtype_like"),
+      doc="Convert to the dtype of a second tensor.", compute=_cast_compute)
 
 
-@register_compute("nn.prelu")
-def _prelu_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.nn.prelu(inputs[0], inputs[1], attrs.axis)]
+def cast(data: Any, dtype: str) -> Call:
+    """``data`` converted to ``dtype`` (any pair of dtypes; float to int truncates)."""
+    return call("cast", data, attrs=CastAttrs(dtype))
 
 
-@register_compute("nn.bias_add")
-def _bias_add_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [topi.nn.bias_add(inputs[0], inputs[1], attrs.axis)]
+def cast_like(data: Any, dtype_like: Any) -> Call:
+    """``data`` converted to the dtype of ``dtype_like``."""
+    return call("cast_like", data, dtype_like)
+
+
+__all__ += ["cast", "cast_like", "clip"]

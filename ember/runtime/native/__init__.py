@@ -23,7 +23,9 @@ from ..module import compiler_driver
 NATIVE_DIR = Path(__file__).resolve().parent
 _EMBER_DIR = NATIVE_DIR.parents[1]
 _CRT_DIR = _EMBER_DIR / "crt"
-_FLAGS = ["-std=c99", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
+_FLAGS = ["-std=c99", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
+          # the last error: one per thread, as long as the hosted runtime's other messages
+          "-DEMBER_CRT_ERROR_THREAD_LOCAL=__thread", "-DEMBER_CRT_ERROR_BUFFER_SIZE=4096"]
 _SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
 _SYSTEM_LIBS = ["-ldl", "-lpthread"] if sys.platform != "darwin" else []
 _TAG = "ember-native-1"
@@ -40,11 +42,12 @@ def include_dirs() -> list[str]:
 
 
 def sources() -> list[Path]:
-    """The C sources: ``src/`` and the shared executors (minus their C runtime memory hook)."""
+    """The C sources: ``src/``, the shared executors (minus their C runtime memory hook) and
+    the C runtime's last error (``error_message.c``)."""
     own = sorted((NATIVE_DIR / "src").glob("*.c"))
     executors = [p for p in sorted((_CRT_DIR / "executor").glob("*.c"))
                  if p.name != "executor_memory.c"]
-    return own + executors
+    return own + executors + [_CRT_DIR / "src" / "backend" / "error_message.c"]
 
 
 def _headers() -> list[Path]:

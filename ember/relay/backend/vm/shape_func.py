@@ -4,9 +4,9 @@ Design. TVM registers a separate shape function per operator and composes them p
 function. ember derives them instead from the one place that already knows: each op's
 compute rule. Lowering a fused function with a ``?`` dimension gives tensor expressions whose
 output shapes are expressions of the inputs' size variables (``max(n0, n1)`` for a broadcast,
-``n0 * 3`` for a reshape, ``n0 + n1`` for a concatenate...: see ``op/_compute``). The shape
-function substitutes, for each size variable, a read of the matching input's shape tensor,
-and is compiled by the same te -> C path as the kernels::
+``n0 * 3`` for a reshape, ``n0 + n1`` for a concatenate...: see the ``compute=`` rules in
+``relay/op``). The shape function substitutes, for each size variable, a read of the
+matching input's shape tensor, and is compiled by the same te -> C path as the kernels::
 
     vm_mod_fused_nn_dense_add_shape_func(in_shape0: int64[2],
                                          out_shape0: int64[2], out_nbytes0: int64[])
@@ -20,7 +20,7 @@ with a compute rule gets a shape function for free, and an exported model needs 
 
 The shape function also checks the requirements the compute rules made on the sizes
 (broadcast compatibility, matching reduction lengths, windows that fit...: ``require`` in
-``op/_compute/_common.py``), as the kernel does, so that a bad call fails before anything is
+``op/_compute_common.py``), as the kernel does, so that a bad call fails before anything is
 allocated, with the op's message.
 """
 from __future__ import annotations

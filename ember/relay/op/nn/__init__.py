@@ -1,12 +1,25 @@
 """The ``relay.nn`` namespace: convolution, pooling, dense layers, activations, normalisation."""
 from __future__ import annotations
 
-from . import conv, conv_nchwc, gemm, nn, norm, pooling, rearrange  # noqa: F401  (gemm, conv_nchwc register their ops)
+from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
+    conv,
+    conv_nchwc,
+    gemm,
+    linear,
+    nn,
+    norm,
+    pooling,
+    rearrange,
+    resample,
+)
 from .conv import *
+from .linear import *
 from .nn import *
 from .norm import *
 from .pooling import *
 from .rearrange import *
+from .resample import *
 
 __all__: list[str] = []
-__all__ += conv.__all__ + nn.__all__ + norm.__all__ + pooling.__all__ + rearrange.__all__
+__all__ += (conv.__all__ + linear.__all__ + nn.__all__ + norm.__all__ + pooling.__all__
+            + rearrange.__all__ + resample.__all__)

@@ -1,9 +1,15 @@
-"""nn.conv2d and nn.conv2d_transpose: type relations, numpy references and API.
+"""nn.conv2d and nn.conv2d_transpose: type relations, numpy references, computes and API.
 
 Layouts are any permutation of NCHW (data) and OIHW (kernel), e.g. NHWC with HWIO. The weight's
 I is the input channels of one group, so depthwise convolution is groups=C with I=1 and
 O = C * multiplier. The references convert to NCHW/OIHW, accumulate in ``out_dtype`` (the
 inputs are cast to it first, as the kernel does) and convert the result to ``out_layout``.
+
+The conv2d compute goes to topi's templates (packed NCHW/NHWC, depthwise, grouped) when the
+shapes are static; any other layout permutation is transposed to NCHW/OIHW around it (injective
+stages the template inlines), and the result transposed to ``out_layout``. With a symbolic
+dimension a direct reduction (zero padding read through a guard) serves every size.
+conv2d_transpose uses topi for the plain case and a grouped reduction otherwise.
 """
 from __future__ import annotations
 
@@ -12,9 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from .... import topi
 from ....ir.expr import Call
 from ....ir.types import Any as AnyDim
-from ....ir.types import Dim, TensorType
+from ....ir.types import Dim, TensorType, Type
+from ....te import tensor as te
+from ....tir import op as tir
+from ....tir.expr import PrimExpr
+from .._compute_common import all_static, require, require_equal
 from .._reg import OUT_ELEMWISE_FUSABLE, call, defop
 from .._shape import dim_mul, fail, fmt_dim, fmt_shape, known, may_equal, tensor_of
 from ._attrs import Conv2DAttrs, Conv2DTransposeAttrs
@@ -114,6 +125,68 @@ def _conv2d_ref(x: np.ndarray, w: np.ndarray, attrs: Conv2DAttrs) -> np.ndarray:
     return np.ascontiguousarray(_to(out, "NCHW", attrs.out_layout or attrs.data_layout))
 
 
+# ---------------------------------------------------------------- computes (te)
+_TOPI_LAYOUTS = {("NCHW", "OIHW"), ("NHWC", "HWIO")}
+
+
+def _permute(t: te.Tensor, src: str, dst: str) -> te.Tensor:
+    """``t`` with its axes permuted from layout ``src`` to ``dst`` (letters of one set)."""
+    if src == dst:
+        return t
+    return topi.transpose(t, [src.index(a) for a in dst])
+
+
+def _conv_size(d: PrimExpr, k: PrimExpr, pad: int, s: int, dil: int) -> PrimExpr:
+    return (d + pad - (k - 1) * dil - 1) // s + 1
+
+
+def _conv2d_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dtype: str) -> te.Tensor:
+    """Grouped NCHW x OIHW convolution as one reduction (any, also symbolic, sizes)."""
+    n, _, h, w = data.shape
+    o, i, kh, kw = weight.shape
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
+    og = o // attrs.groups
+    require_equal(data.shape[1], i * attrs.groups,
+                  "the data's channels must be the weight's input channels times groups")
+    for size, k, pad, dil, axis in ((h, kh, pt + pb, dh, "height"), (w, kw, pl + pr, dw, "width")):
+        require(size + pad >= (k - 1) * dil + 1,
+                f"the kernel window must fit in the padded {axis} of the data")
+    oh, ow = _conv_size(h, kh, pt + pb, sh, dh), _conv_size(w, kw, pl + pr, sw, dw)
+    rc, ry, rx = (te.reduce_axis((0, i), "rc"), te.reduce_axis((0, kh), "ry"),
+                  te.reduce_axis((0, kw), "rx"))
+
+    def f(b: PrimExpr, co: PrimExpr, y: PrimExpr, x: PrimExpr) -> PrimExpr:
+        iy, ix = y * sh + ry * dh - pt, x * sw + rx * dw - pl
+        inside = tir.all(iy >= 0, iy < h, ix >= 0, ix < w)
+        v = tir.if_then_else(inside, data[b, (co // og) * i + rc, iy, ix],
+                             tir.const(0, data.dtype))
+        return te.sum(tir.cast(v, dtype) * tir.cast(weight[co, rc, ry, rx], dtype),
+                      axis=[rc, ry, rx])
+
+    return te.compute((n, o, oh, ow), f, name="T_conv2d", tag="comm_reduce")
+
+
+def _conv2d_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    data, weight = inputs
+    dtype = out_type.dtype  # type: ignore[attr-defined]
+    layout, kernel_layout = attrs.data_layout, attrs.kernel_layout
+    out_layout = attrs.out_layout or layout
+    static = all_static(data, weight)
+    if static and (layout, kernel_layout) in _TOPI_LAYOUTS:
+        out = topi.nn.conv2d(data, weight, attrs.strides, attrs.padding, attrs.dilation,
+                             layout, kernel_layout, attrs.groups, dtype)
+    else:
+        d = _permute(data, layout, "NCHW")
+        k = _permute(weight, kernel_layout, "OIHW")
+        layout = "NCHW"
+        if static:
+            out = topi.nn.conv2d(d, k, attrs.strides, attrs.padding, attrs.dilation, "NCHW",
+                                 "OIHW", attrs.groups, dtype)
+        else:
+            out = _conv2d_generic(d, k, attrs, dtype)
+    return [_permute(out, layout, out_layout)]
+
+
 def _weight_from_attrs(data: TensorType | None, attrs: Any, sizes: dict[str, Any]) -> Any:
     """The weight type that ``channels`` and ``kernel_size`` imply (None if they are unset)."""
     if data is None or attrs.channels is None or attrs.kernel_size is None:
@@ -129,7 +202,8 @@ def _conv2d_infer_args(args: list[Any], attrs: Conv2DAttrs) -> list[Any]:
 
 
 defop("nn.conv2d", _conv2d_rel, _conv2d_ref, OUT_ELEMWISE_FUSABLE, args=("data", "weight"),
-      attrs=Conv2DAttrs, doc="2-D convolution.", level=2, infer_args=_conv2d_infer_args)
+      attrs=Conv2DAttrs, doc="2-D convolution.", level=2, infer_args=_conv2d_infer_args,
+      compute=_conv2d_compute)
 
 
 def conv2d(data: Any, weight: Any, strides: Any = (1, 1), padding: Any = (0, 0),
@@ -212,6 +286,51 @@ def _conv2d_transpose_ref(x: np.ndarray, w: np.ndarray,
     return np.ascontiguousarray(_to(out, "NCHW", attrs.out_layout or attrs.data_layout))
 
 
+def _conv2d_transpose_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dtype: str,
+                              out_shape: tuple) -> te.Tensor:
+    """Grouped transposed convolution, NCHW data and IOHW weight: output (y, x) gathers the
+    input pixels whose scattered kernel tap lands on it."""
+    _, c, h, w = data.shape
+    _, og, kh, kw = weight.shape
+    (sh, sw), (dh, dw), (pt, pl, _, _) = attrs.strides, attrs.dilation, attrs.padding
+    cg = c // attrs.groups
+    rc, ry, rx = (te.reduce_axis((0, cg), "rc"), te.reduce_axis((0, kh), "ry"),
+                  te.reduce_axis((0, kw), "rx"))
+
+    def f(b: PrimExpr, co: PrimExpr, y: PrimExpr, x: PrimExpr) -> PrimExpr:
+        ty, tx = y + pt - ry * dh, x + pl - rx * dw
+        iy, ix = ty // sh, tx // sw
+        ok = tir.all(ty >= 0, tx >= 0, ty % sh == 0, tx % sw == 0, iy < h, ix < w)
+        ci = (co // og) * cg + rc
+        v = tir.cast(data[b, ci, iy, ix], dtype) * tir.cast(weight[ci, co % og, ry, rx], dtype)
+        return te.sum(v, axis=[rc, ry, rx], where=ok)
+
+    return te.compute(out_shape, f, name="T_conv2d_transpose", tag="comm_reduce")
+
+
+def _conv2d_transpose_compute(attrs: Any, inputs: list[te.Tensor],
+                              out_type: Type) -> list[te.Tensor]:
+    data, weight = inputs
+    dtype = out_type.dtype  # type: ignore[attr-defined]
+    d = _permute(data, attrs.data_layout, "NCHW")
+    k = _permute(weight, attrs.kernel_layout, "IOHW")  # I: in channels, O: out per group
+    n, _, h, w = d.shape
+    _, og, kh, kw = k.shape
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
+    oph, opw = attrs.output_padding
+    dims = [n, og * attrs.groups, (h - 1) * sh - pt - pb + (kh - 1) * dh + 1 + oph,
+            (w - 1) * sw - pl - pr + (kw - 1) * dw + 1 + opw]
+    out_layout = attrs.out_layout or attrs.data_layout
+    nchw_type = [out_type.shape[out_layout.index(a)] for a in "NCHW"]  # type: ignore
+    shape = tuple(tir.const(t) if isinstance(t, int) else e for t, e in zip(nchw_type, dims))
+    if attrs.groups == 1 and all_static(d, k):
+        out = topi.nn.conv2d_transpose_nchw(d, k, attrs.strides, attrs.padding, dtype,
+                                            attrs.output_padding, attrs.dilation)
+    else:
+        out = _conv2d_transpose_generic(d, k, attrs, dtype, shape)
+    return [_permute(out, "NCHW", out_layout)]
+
+
 def _conv2d_transpose_infer_args(args: list[Any], attrs: Conv2DTransposeAttrs) -> list[Any]:
     c = args[0].shape[attrs.data_layout.index("C")] if args[0] is not None else AnyDim()
     o = attrs.channels // attrs.groups if attrs.channels is not None else None
@@ -220,7 +339,8 @@ def _conv2d_transpose_infer_args(args: list[Any], attrs: Conv2DTransposeAttrs) -
 
 defop("nn.conv2d_transpose", _conv2d_transpose_rel, _conv2d_transpose_ref,
       OUT_ELEMWISE_FUSABLE, args=("data", "weight"), attrs=Conv2DTransposeAttrs,
-      doc="2-D transposed convolution.", level=2, infer_args=_conv2d_transpose_infer_args)
+      doc="2-D transposed convolution.", level=2, infer_args=_conv2d_transpose_infer_args,
+      compute=_conv2d_transpose_compute)
 
 
 def conv2d_transpose(data: Any, weight: Any, strides: Any = (1, 1), padding: Any = (0, 0),

@@ -11,6 +11,9 @@ The layout planner (``relay.transform.AlterOpLayout``) rewrites conv2d + bias + 
 Epilogue: ``y = conv + bias``; with a residual, ``act(y + residual)`` (``act_after_add``) or
 ``act(y) + residual``; else ``act(y)``. ``activation`` is none, relu, clip (to
 [clip_min, clip_max]) or hardswish.
+
+The compute calls the C micro-kernels of ``topi.nn.conv2d_nchwc`` for the SIMD level of the
+current target (only the register tile depends on it; the lane count is the op's).
 """
 from __future__ import annotations
 
@@ -19,8 +22,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ....ir.expr import Call
-from ....ir.types import TensorType
+from ....ir.types import TensorType, Type
+from ....target import Target
+from ....target.simd import simd_level
+from ....te import tensor as te
+from ....topi.nn import conv2d_nchwc as K
 from .._attrs_base import attrs_class
+from .._compute_common import as_int
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_shape, tensor_of
 from ._attrs import _Window
@@ -124,12 +132,36 @@ def _fused_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, *rest: Any,
     return np.ascontiguousarray(y.astype(x.dtype))
 
 
+def _geometry(attrs: Any, data: te.Tensor, weight: te.Tensor, out_type: Any) -> K.ConvGeometry:
+    dims = [as_int(d) for d in data.shape]
+    n, icb, h, w, cb = dims if len(dims) == 5 else dims + [1]
+    _, _, kh, kw, _, lanes = (as_int(d) for d in weight.shape)
+    _, ocb, oh, ow, _ = (as_int(d) for d in out_type.shape)
+    return K.ConvGeometry(n, icb * cb, h, w, ocb * lanes, oh, ow, kh, kw, attrs.strides,
+                          attrs.padding, attrs.dilation, attrs.groups, lanes, cb)
+
+
+def _is_depthwise(geo: K.ConvGeometry) -> bool:
+    return geo.groups > 1 and geo.groups == geo.ic == geo.oc
+
+
+def _fused_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    data, weight, bias = inputs[:3]
+    residual = inputs[3] if len(inputs) == 4 else None
+    geo = _geometry(attrs, data, weight, out_type)
+    level = simd_level(Target.current())
+    fn = K.depthwise_nchwc if _is_depthwise(geo) else K.conv2d_nchwc
+    return [fn(data, weight, bias, residual, geo, level, attrs.activation,
+               (attrs.clip_min, attrs.clip_max), attrs.act_after_add)]
+
+
 defop("nn.contrib_conv2d_NCHWc_fused", _fused_rel, _fused_ref, OPAQUE,
       args=("data", "weight", "bias"), attrs=Conv2DNCHWcFusedAttrs,
-      doc="conv2d in NCHW[L]c with bias and activation.", level=10)
+      doc="conv2d in NCHW[L]c with bias and activation.", level=10, compute=_fused_compute)
 defop("nn.contrib_conv2d_NCHWc_fused_add", _fused_rel, _fused_ref, OPAQUE,
       args=("data", "weight", "bias", "residual"), attrs=Conv2DNCHWcFusedAttrs,
-      doc="conv2d in NCHW[L]c with bias, residual add and activation.", level=10)
+      doc="conv2d in NCHW[L]c with bias, residual add and activation.", level=10,
+      compute=_fused_compute)
 
 
 def contrib_conv2d_nchwc_fused(data: Any, weight: Any, bias: Any, residual: Any = None,

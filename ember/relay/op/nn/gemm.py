@@ -17,6 +17,8 @@
   over the data of ``data``, ``weight`` and an output of shape ``out_shape``, which the view
   must cover exactly once (FoldGemmViews uses it to read heads out of (batch, seq, heads *
   dim) tensors and write them back without transpose copies).
+
+Both compute to ``topi.nn.gemm_kernel`` (the C kernel ``ember_sgemm`` and its panel packing).
 """
 from __future__ import annotations
 
@@ -26,9 +28,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ....ir.types import TensorType
-from ....topi.nn.gemm_kernel import pack_weight_np
+from ....ir.types import TensorType, Type
+from ....runtime.errors import OpError
+from ....te import tensor as te
+from ....topi.nn import gemm_kernel as gk
 from .._attrs_base import OpAttrs, attrs_class
+from .._compute_common import out_dims
 from .._reg import OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
 from .._shape import broadcast_dim, fail, fmt_shape, known, may_equal, tensor_of
 
@@ -111,9 +116,14 @@ def unpack_ref(p: np.ndarray, n: int) -> np.ndarray:
     return p.transpose(1, 0, 2).reshape(p.shape[1], -1)[:, :n]
 
 
+def _gemm_pack_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [gk.pack_weight(inputs[0], attrs.nr, attrs.transpose)]
+
+
 defop("nn.contrib_gemm_pack", _pack_rel,
-      lambda w, attrs: pack_weight_np(w, attrs.nr, attrs.transpose), OPAQUE, args=("weight",),
-      attrs=GemmPackAttrs, doc="A weight packed into the GEMM kernel's column panels.")
+      lambda w, attrs: gk.pack_weight_np(w, attrs.nr, attrs.transpose), OPAQUE,
+      args=("weight",), attrs=GemmPackAttrs,
+      doc="A weight packed into the GEMM kernel's column panels.", compute=_gemm_pack_compute)
 
 
 # ---------------------------------------------------------------- contrib_gemm
@@ -260,9 +270,29 @@ def _view_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray
     return out.reshape(attrs.out_shape)
 
 
+def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """One ``ember_sgemm`` call with the epilogue of the attrs."""
+    data, weight, bias, residual = inputs
+    if attrs.view:
+        ops = gk.GemmOperands(*attrs.view[:9], 0, *attrs.view[9:])
+    elif attrs.packed_n:
+        if attrs.kind == "batch_matmul":
+            raise OpError("nn.contrib_gemm: a packed weight is 2-d; batch_matmul cannot use it")
+        ops = gk.dense_operands(data, weight, attrs.packed_n)
+    elif attrs.kind == "batch_matmul":
+        ops = gk.batch_matmul_operands(data, weight, attrs.transpose_b)
+    else:
+        ops = gk.matmul_operands(data, weight, attrs.transpose_b)
+    epilogue = gk.Epilogue(attrs.alpha, attrs.act1, attrs.p1, attrs.act2, attrs.p2)
+    shape = out_dims(out_type, [None] * len(out_type.shape))  # type: ignore[attr-defined]
+    return [gk.sgemm(data, weight, ops, shape, epilogue, bias if attrs.has_bias else None,
+                     residual if attrs.has_residual else None, name="T_gemm")]
+
+
 defop("nn.contrib_gemm", _gemm_rel, lambda d, w, b, r, attrs: gemm_ref(d, w, b, r, attrs),
       OUT_ELEMWISE_FUSABLE, args=("data", "weight", "bias", "residual"), attrs=GemmAttrs,
-      doc="A dense/matmul/batch_matmul with its epilogue (bias, activations, residual).")
+      doc="A dense/matmul/batch_matmul with its epilogue (bias, activations, residual).",
+      compute=_gemm_compute)
 
 
 def contrib_gemm(data: Any, weight: Any, bias: Any, residual: Any, **attrs: Any) -> Any:

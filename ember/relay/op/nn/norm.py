@@ -5,8 +5,12 @@ from typing import Any
 
 import numpy as np
 
+from .... import topi
 from ....ir.expr import Call
-from ....ir.types import TensorType, TupleType
+from ....ir.types import TensorType, TupleType, Type
+from ....te import tensor as te
+from ....topi.nn import norm_kernel
+from .._compute_common import identity
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_dim, fmt_shape, is_float, may_equal, norm_axis, tensor_of
 from .._tuple import TupleWrapper
@@ -54,10 +58,19 @@ def _batch_norm_ref(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, mean: np
     return out.astype(x.dtype), mean.copy(), var.copy()
 
 
+def _batch_norm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """Inference: the normalised data, and the moving statistics passed through."""
+    data, gamma, beta, mean, var = inputs
+    out = topi.nn.batch_norm(data, gamma, beta, mean, var, attrs.axis, attrs.epsilon,
+                             attrs.center, attrs.scale)
+    return [out, identity(mean, "T_bn_mean"), identity(var, "T_bn_var")]
+
+
 defop("nn.batch_norm", _batch_norm_rel, _batch_norm_ref, OPAQUE,
       args=("data", "gamma", "beta", "moving_mean", "moving_var"), attrs=BatchNormAttrs,
       doc="Batch normalisation (inference): (out, moving_mean, moving_var).",
-      infer_args=lambda args, attrs: channel_vectors(args, attrs.axis))
+      infer_args=lambda args, attrs: channel_vectors(args, attrs.axis),
+      compute=_batch_norm_compute)
 
 
 def batch_norm(data: Any, gamma: Any, beta: Any, moving_mean: Any, moving_var: Any,
@@ -93,10 +106,22 @@ def _layer_norm_ref(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
     return out.astype(x.dtype)
 
 
+def _layer_norm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """The C kernel (float32, static shapes), else the te reductions."""
+    data, gamma, beta = inputs
+    if norm_kernel.eligible(data, gamma, beta):
+        return [norm_kernel.layer_norm(data, gamma if attrs.scale else None,
+                                       beta if attrs.center else None, attrs.axis,
+                                       attrs.epsilon)]
+    return [topi.nn.layer_norm(data, gamma, beta, attrs.axis, attrs.epsilon, attrs.center,
+                               attrs.scale)]
+
+
 defop("nn.layer_norm", _layer_norm_rel, _layer_norm_ref, OPAQUE,
       args=("data", "gamma", "beta"), attrs=LayerNormAttrs,
       doc="Layer normalisation over one axis with the batch's own statistics.",
-      infer_args=lambda args, attrs: channel_vectors(args, attrs.axis))
+      infer_args=lambda args, attrs: channel_vectors(args, attrs.axis),
+      compute=_layer_norm_compute)
 
 
 def layer_norm(data: Any, gamma: Any, beta: Any, axis: int = -1, epsilon: float = 1e-5,

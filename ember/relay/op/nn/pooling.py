@@ -1,5 +1,13 @@
 """2-D pooling: max/avg (with dilation, padding, ceil_mode, count_include_pad), global and
-adaptive forms. Any layout with unsplit H and W axes works (NCHW, NHWC, NCHW16c)."""
+adaptive forms. Any layout with unsplit H and W axes works (NCHW, NHWC, NCHW16c).
+
+The computes are written here rather than through topi.nn.pool2d: topi's pools take NCHW/NHWC
+only, and the average divisor is counted exactly per window (taps at y0 + k * dilation inside
+the counted region), which topi's closed form gets wrong when a dilated window overhangs both
+ends of a small input. Every pool is a reduction stage tagged ``comm_reduce``; averages divide
+in a following elementwise stage (integer pools truncate, as C division does and the reference
+mimics).
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -8,7 +16,12 @@ from typing import Any
 import numpy as np
 
 from ....ir.expr import Call
-from ....ir.types import TensorType
+from ....ir.types import TensorType, Type
+from ....te import tensor as te
+from ....tir import op as tir
+from ....tir.expr import PrimExpr
+from ....topi.nn.pool_nchwc import pool2d_nchwc
+from .._compute_common import out_dims, require
 from .._layout import Layout
 from .._reg import OUT_ELEMWISE_FUSABLE, call, defop
 from .._shape import fail, fmt_shape, tensor_of
@@ -25,7 +38,7 @@ __all__ = [
 ]
 
 
-def _hw_axes(op: str, ty: TensorType | tuple[int, ...], layout: str) -> tuple[int, int]:
+def _hw_axes(op: str, ty: TensorType | tuple[Any, ...], layout: str) -> tuple[int, int]:
     lay = Layout.parse(layout)
     shape = ty.shape if isinstance(ty, TensorType) else ty
     if len(shape) != len(lay.axes):
@@ -99,10 +112,72 @@ def _divide(total: np.ndarray, count: np.ndarray) -> np.ndarray:
     return total / count
 
 
+def _with_hw(idx: tuple, ha: int, wa: int, y: PrimExpr, x: PrimExpr) -> list[PrimExpr]:
+    src = list(idx)
+    src[ha], src[wa] = y, x
+    return src
+
+
+def _out_size(d: PrimExpr, k: int, s: int, dil: int, pad: int, ceil_mode: bool) -> PrimExpr:
+    room = d + pad - ((k - 1) * dil + 1)
+    return (room + (s - 1 if ceil_mode else 0)) // s + 1
+
+
+def _tap_count(start: PrimExpr, k: int, dil: int, lo: PrimExpr, hi: PrimExpr) -> PrimExpr:
+    """How many of the taps start + j * dil (0 <= j < k) fall in [lo, hi)."""
+    first = tir.max((lo - start + (dil - 1)) // dil, tir.const(0))
+    last = tir.min((hi - 1 - start) // dil, tir.const(k - 1))
+    return tir.max(last - first + 1, tir.const(0))
+
+
+def _pool_compute(op: str, kind: str) -> Callable[..., list[te.Tensor]]:
+    def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+        x = inputs[0]
+        ha, wa = _hw_axes(op, x.shape, attrs.layout)
+        (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
+        pt, pl, pb, pr = attrs.padding
+        h, w = x.shape[ha], x.shape[wa]
+        for size, k, pad, dil, axis in ((h, kh, pt + pb, dh, "height"), (w, kw, pl + pr, dw,
+                                                                           "width")):
+            require(size + pad >= (k - 1) * dil + 1,
+                    f"the pooling window must fit in the padded {axis} of the data")
+        dims = list(x.shape)
+        dims[ha] = _out_size(h, kh, sh, dh, pt + pb, attrs.ceil_mode)
+        dims[wa] = _out_size(w, kw, sw, dw, pl + pr, attrs.ceil_mode)
+        shape = out_dims(out_type, dims)  # type: ignore[arg-type]
+        blocked = pool2d_nchwc(x, kind, shape, attrs)  # NCHW[L]c: ember's C kernel
+        if blocked is not None:
+            return [blocked]
+        ry, rx = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
+        red = te.max if kind == "max" else te.sum
+
+        def f(*idx: PrimExpr) -> PrimExpr:
+            iy, ix = idx[ha] * sh - pt + ry * dh, idx[wa] * sw - pl + rx * dw
+            inside = tir.all(iy >= 0, iy < h, ix >= 0, ix < w)
+            return red(x(*_with_hw(idx, ha, wa, iy, ix)), axis=[ry, rx], where=inside)
+
+        total = te.compute(shape, f, name=f"T_pool_{kind}", tag="comm_reduce")
+        if kind == "max":
+            return [total]
+        inc = attrs.count_include_pad
+
+        def avg(*idx: PrimExpr) -> PrimExpr:
+            y0, x0 = idx[ha] * sh - pt, idx[wa] * sw - pl
+            cy = _tap_count(y0, kh, dh, tir.const(-pt if inc else 0), h + pb if inc else h)
+            cx = _tap_count(x0, kw, dw, tir.const(-pl if inc else 0), w + pr if inc else w)
+            return total(*idx) / tir.cast(tir.max(cy * cx, tir.const(1)), x.dtype)
+
+        return [te.compute(shape, avg, name="T_pool_avg", tag="elemwise")]
+
+    return rule
+
+
 defop("nn.max_pool2d", _pool_rel("nn.max_pool2d"), lambda x, attrs: pool2d_ref(x, attrs, "max"),
-      OUT_ELEMWISE_FUSABLE, attrs=MaxPool2DAttrs, doc="2-D max pooling.", level=2)
+      OUT_ELEMWISE_FUSABLE, attrs=MaxPool2DAttrs, doc="2-D max pooling.", level=2,
+      compute=_pool_compute("nn.max_pool2d", "max"))
 defop("nn.avg_pool2d", _pool_rel("nn.avg_pool2d"), lambda x, attrs: pool2d_ref(x, attrs, "avg"),
-      OUT_ELEMWISE_FUSABLE, attrs=AvgPool2DAttrs, doc="2-D average pooling.", level=2)
+      OUT_ELEMWISE_FUSABLE, attrs=AvgPool2DAttrs, doc="2-D average pooling.", level=2,
+      compute=_pool_compute("nn.avg_pool2d", "avg"))
 
 
 def max_pool2d(data: Any, pool_size: Any = (1, 1), strides: Any = (1, 1),
@@ -145,10 +220,30 @@ def _global_ref(kind: str) -> Callable[..., np.ndarray]:
     return ref
 
 
+def _global_compute(op: str, kind: str) -> Callable[..., list[te.Tensor]]:
+    def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+        x = inputs[0]
+        ha, wa = _hw_axes(op, x.shape, attrs.layout)
+        h, w = x.shape[ha], x.shape[wa]
+        shape = tuple(tir.const(1) if k in (ha, wa) else d for k, d in enumerate(x.shape))
+        ry, rx = te.reduce_axis((0, h), "ry"), te.reduce_axis((0, w), "rx")
+        red = te.max if kind == "max" else te.sum
+        total = te.compute(shape, lambda *i: red(x(*_with_hw(i, ha, wa, ry.var, rx.var)),
+                                                    axis=[ry, rx]),
+                           name=f"T_global_{kind}_pool", tag="comm_reduce")
+        if kind == "max":
+            return [total]
+        return [te.compute(shape, lambda *i: total(*i) / tir.cast(h * w, x.dtype),
+                           name="T_global_avg_pool", tag="elemwise")]
+
+    return rule
+
+
 for _kind in ("max", "avg"):
-    defop(f"nn.global_{_kind}_pool2d", _global_rel(f"nn.global_{_kind}_pool2d"),
-          _global_ref(_kind), OUT_ELEMWISE_FUSABLE, attrs=GlobalPool2DAttrs,
-          doc=f"Global 2-D {_kind} pooling: H and W reduce to 1.", level=2)
+    _op = f"nn.global_{_kind}_pool2d"
+    defop(_op, _global_rel(_op), _global_ref(_kind), OUT_ELEMWISE_FUSABLE,
+          attrs=GlobalPool2DAttrs, doc=f"Global 2-D {_kind} pooling: H and W reduce to 1.",
+          level=2, compute=_global_compute(_op, _kind))
 
 
 def global_max_pool2d(data: Any, layout: str = "NCHW", out_layout: str = "") -> Call:
@@ -198,10 +293,52 @@ def _adaptive_ref(kind: str) -> Callable[..., np.ndarray]:
     return ref
 
 
+def _max_bin(size: PrimExpr, out: PrimExpr) -> PrimExpr:
+    """The widest bin: a static bound when sizes are static, else the whole axis (guarded)."""
+    s, o = getattr(size, "value", None), getattr(out, "value", None)
+    if s is None or o is None:
+        return size
+    return tir.const(max(-(-(i + 1) * s // o) - (i * s // o) for i in range(o)))
+
+
+def _adaptive_compute(op: str, kind: str) -> Callable[..., list[te.Tensor]]:
+    """Output cell i covers [floor(i * H / OH), ceil((i + 1) * H / OH)) on each axis."""
+
+    def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+        x = inputs[0]
+        ha, wa = _hw_axes(op, x.shape, attrs.layout)
+        shape = out_dims(out_type, list(x.shape))  # type: ignore[arg-type]
+        h, w, oh, ow = x.shape[ha], x.shape[wa], shape[ha], shape[wa]
+        kh, kw = _max_bin(h, oh), _max_bin(w, ow)
+        ry, rx = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
+
+        def bins(i: PrimExpr, size: PrimExpr, out: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
+            return (i * size) // out, ((i + 1) * size + out - 1) // out
+
+        def f(*idx: PrimExpr) -> PrimExpr:
+            (y0, y1), (x0, x1) = bins(idx[ha], h, oh), bins(idx[wa], w, ow)
+            inside = tir.all(y0 + ry < y1, x0 + rx < x1)
+            red = te.max if kind == "max" else te.sum
+            return red(x(*_with_hw(idx, ha, wa, y0 + ry, x0 + rx)), axis=[ry, rx], where=inside)
+
+        total = te.compute(shape, f, name=f"T_adaptive_{kind}_pool", tag="comm_reduce")
+        if kind == "max":
+            return [total]
+
+        def avg(*idx: PrimExpr) -> PrimExpr:
+            (y0, y1), (x0, x1) = bins(idx[ha], h, oh), bins(idx[wa], w, ow)
+            return total(*idx) / tir.cast((y1 - y0) * (x1 - x0), x.dtype)
+
+        return [te.compute(shape, avg, name="T_adaptive_avg_pool", tag="elemwise")]
+
+    return rule
+
+
 for _kind in ("max", "avg"):
-    defop(f"nn.adaptive_{_kind}_pool2d", _adaptive_rel(f"nn.adaptive_{_kind}_pool2d"),
-          _adaptive_ref(_kind), OUT_ELEMWISE_FUSABLE, attrs=AdaptivePool2DAttrs,
-          doc=f"Adaptive 2-D {_kind} pooling to a fixed output size.", level=2)
+    _op = f"nn.adaptive_{_kind}_pool2d"
+    defop(_op, _adaptive_rel(_op), _adaptive_ref(_kind), OUT_ELEMWISE_FUSABLE,
+          attrs=AdaptivePool2DAttrs, doc=f"Adaptive 2-D {_kind} pooling to a fixed output size.",
+          level=2, compute=_adaptive_compute(_op, _kind))
 
 
 def adaptive_max_pool2d(data: Any, output_size: Any = None, layout: str = "NCHW",

@@ -18,7 +18,6 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from .._attrs_base import OpAttrs, attrs_class
-from .._compute._common import register_compute
 from .._reg import INJECTIVE, call, defop
 from .._shape import dim_mul, fail, fmt_shape, known, tensor_of
 
@@ -85,13 +84,6 @@ def _s2d_ref(x: np.ndarray, attrs: SubPixelAttrs) -> np.ndarray:
     return t.reshape(n, c * b * b, h // b, w // b)
 
 
-defop("nn.depth_to_space", _d2s_rel, _d2s_ref, INJECTIVE, attrs=SubPixelAttrs,
-      doc="Rearrange channel groups into spatial blocks (DCR or CRD order).", level=5)
-defop("nn.space_to_depth", _s2d_rel, _s2d_ref, INJECTIVE, attrs=SubPixelAttrs,
-      doc="Rearrange spatial blocks into channels.", level=5)
-
-
-@register_compute("nn.depth_to_space")
 def _d2s_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x, b = inputs[0], attrs.block_size
     n, c, h, w = x.shape
@@ -105,7 +97,11 @@ def _d2s_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te
     return [te.compute((n, c_out, h * b, w * b), f, name="T_depth_to_space", tag="injective")]
 
 
-@register_compute("nn.space_to_depth")
+defop("nn.depth_to_space", _d2s_rel, _d2s_ref, INJECTIVE, attrs=SubPixelAttrs,
+      doc="Rearrange channel groups into spatial blocks (DCR or CRD order).", level=5,
+      compute=_d2s_compute)
+
+
 def _s2d_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x, b = inputs[0], attrs.block_size
     n, c, h, w = x.shape
@@ -116,6 +112,10 @@ def _s2d_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te
 
     shape = (n, c * (b * b), tir.floordiv(h, b), tir.floordiv(w, b))
     return [te.compute(shape, f, name="T_space_to_depth", tag="injective")]
+
+
+defop("nn.space_to_depth", _s2d_rel, _s2d_ref, INJECTIVE, attrs=SubPixelAttrs,
+      doc="Rearrange spatial blocks into channels.", level=5, compute=_s2d_compute)
 
 
 def depth_to_space(data: Any, block_size: int, layout: str = "NCHW", mode: str = "DCR") -> Call:

@@ -11,53 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ember/crt/executor_ops.h"
 #include "native.h"
-
-/* The executor core behind one interface. */
-typedef struct {
-  uint32_t (*num_inputs)(const void* ex);
-  uint32_t (*num_outputs)(const void* ex);
-  int32_t (*input_index)(const void* ex, const char* name, uint32_t len);
-  tvm_crt_error_t (*set_input)(void* ex, uint32_t index, const DLTensor* value);
-  tvm_crt_error_t (*input)(void* ex, uint32_t index, DLTensor** out);
-  tvm_crt_error_t (*output)(void* ex, uint32_t index, DLTensor** out);
-  tvm_crt_error_t (*load_params)(void* ex, const void* data, size_t size);
-  tvm_crt_error_t (*run)(void* ex);
-  void (*release)(void* ex);
-} Ops;
-
-#define ADAPT(kind, T)                                                                          \
-  static uint32_t kind##_num_inputs(const void* e) { return ember_##kind##_num_inputs((const T*)e); } \
-  static uint32_t kind##_num_outputs(const void* e) {                                           \
-    return ember_##kind##_num_outputs((const T*)e);                                             \
-  }                                                                                             \
-  static int32_t kind##_input_index(const void* e, const char* n, uint32_t l) {                 \
-    return ember_##kind##_input_index((const T*)e, n, l);                                       \
-  }                                                                                             \
-  static tvm_crt_error_t kind##_set_input(void* e, uint32_t i, const DLTensor* v) {             \
-    return ember_##kind##_set_input((T*)e, i, v);                                               \
-  }                                                                                             \
-  static tvm_crt_error_t kind##_input(void* e, uint32_t i, DLTensor** o) {                      \
-    return ember_##kind##_input((T*)e, i, o);                                                   \
-  }                                                                                             \
-  static tvm_crt_error_t kind##_output(void* e, uint32_t i, DLTensor** o) {                     \
-    return ember_##kind##_output((T*)e, i, o);                                                  \
-  }                                                                                             \
-  static tvm_crt_error_t kind##_load_params(void* e, const void* d, size_t s) {                 \
-    return ember_##kind##_load_params((T*)e, d, s);                                             \
-  }                                                                                             \
-  static tvm_crt_error_t kind##_run(void* e) { return ember_##kind##_run((T*)e); }              \
-  static void kind##_release(void* e) { ember_##kind##_release((T*)e); }                        \
-  static const Ops k_##kind = {kind##_num_inputs, kind##_num_outputs, kind##_input_index,       \
-                               kind##_set_input,  kind##_input,       kind##_output,            \
-                               kind##_load_params, kind##_run,        kind##_release};
-
-ADAPT(graph_executor, EmberGraphExecutor)
-ADAPT(aot_executor, EmberAotExecutor)
 
 typedef struct {
   EmberModule base;
-  const Ops* ops;
+  const EmberExecutorOps* ops;
   void* ex;
   char* text;        /* the graph JSON or the metadata (the executor points into it) */
   EmberObject* keep; /* the factory, when created by one */
@@ -271,7 +230,7 @@ static int executor_get_local(EmberModule* self, const char* name, EmberFunction
   size_t i;
   for (i = 0; i < sizeof(kMethods) / sizeof(kMethods[0]); ++i) {
     if (strcmp(name, kMethods[i].name) != 0) continue;
-    if (kMethods[i].fn == m_get_model_metadata && e->ops != &k_aot_executor) return 1;
+    if (kMethods[i].fn == m_get_model_metadata && e->ops != &ember_aot_executor_ops) return 1;
     *out = ember_function_new(kMethods[i].fn, e, &self->obj, NULL);
     return *out != NULL ? 0 : kTvmErrorExecutorOutOfMemory;
   }
@@ -300,8 +259,9 @@ static void* env_symbol(void* ctx, const char* name) {
   return ember_module_symbol((EmberModule*)ctx, name);
 }
 
-static int make(const Ops* ops, const char* text, size_t len, EmberModule* lib, DLDevice dev,
-                const void* params, size_t params_size, EmberObject* keep, EmberModule** out) {
+static int make(const EmberExecutorOps* ops, const char* text, size_t len, EmberModule* lib,
+                DLDevice dev, const void* params, size_t params_size, EmberObject* keep,
+                EmberModule** out) {
   EmberExecutorEnv env;
   Executor* e = (Executor*)calloc(1, sizeof(Executor));
   int rc;
@@ -309,7 +269,7 @@ static int make(const Ops* ops, const char* text, size_t len, EmberModule* lib, 
     free(e);
     return ember_crt_error(kTvmErrorExecutorOutOfMemory, "out of memory creating an executor");
   }
-  ember_module_init(&e->base, ops == &k_aot_executor ? "AotExecutor" : "GraphExecutor",
+  ember_module_init(&e->base, ops == &ember_aot_executor_ops ? "AotExecutor" : "GraphExecutor",
                     executor_get_local, executor_release);
   e->ops = ops;
   e->lib = lib;
@@ -319,7 +279,7 @@ static int make(const Ops* ops, const char* text, size_t len, EmberModule* lib, 
   env.ctx = lib;
   env.get_function = env_function;
   env.get_symbol = env_symbol;
-  rc = ops == &k_aot_executor
+  rc = ops == &ember_aot_executor_ops
            ? ember_aot_executor_create(e->text, len, &env, dev, (EmberAotExecutor**)&e->ex)
            : ember_graph_executor_create(e->text, len, &env, dev, (EmberGraphExecutor**)&e->ex);
   if (rc == 0 && params != NULL && params_size > 0) rc = ops->load_params(e->ex, params, params_size);
@@ -334,11 +294,11 @@ static int make(const Ops* ops, const char* text, size_t len, EmberModule* lib, 
 int ember_graph_executor_module(const char* json, size_t len, EmberModule* lib, DLDevice dev,
                                 const void* params, size_t params_size, EmberObject* keep,
                                 EmberModule** out) {
-  return make(&k_graph_executor, json, len, lib, dev, params, params_size, keep, out);
+  return make(&ember_graph_executor_ops, json, len, lib, dev, params, params_size, keep, out);
 }
 
 int ember_aot_executor_module(const char* metadata, size_t len, EmberModule* lib, DLDevice dev,
                               const void* params, size_t params_size, EmberObject* keep,
                               EmberModule** out) {
-  return make(&k_aot_executor, metadata, len, lib, dev, params, params_size, keep, out);
+  return make(&ember_aot_executor_ops, metadata, len, lib, dev, params, params_size, keep, out);
 }

@@ -16,18 +16,6 @@
 static const uint8_t kBlobMagic[8] = {'E', 'M', 'B', 'E', 'R', 'M', 'B', 0};
 enum { kBlobVersion = 2 };
 
-/* CRC-32 with zlib's reflected polynomial, bit by bit: the blob is read once per load, so
- * the table-free form costs nothing that matters and keeps the runtime small. */
-static uint32_t crc32_of(const uint8_t* p, uint64_t n) {
-  uint32_t crc = 0xFFFFFFFFu;
-  uint64_t i;
-  int bit;
-  for (i = 0; i < n; ++i) {
-    crc ^= p[i];
-    for (bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-  }
-  return crc ^ 0xFFFFFFFFu;
-}
 static const uint8_t kFactoryMagic[8] = {0x89, 'E', 'M', 'B', 'E', 'X', 'F', '\n'};
 
 typedef struct {
@@ -39,13 +27,6 @@ typedef struct {
   uint8_t* params;
   TVMByteArray params_bytes;
 } Factory;
-
-static uint64_t le(const uint8_t* p, int nbytes) {
-  uint64_t v = 0;
-  int k;
-  for (k = nbytes - 1; k >= 0; --k) v = (v << 8) | p[k];
-  return v;
-}
 
 /* A cursor over bytes that fails (with the file and what was read) instead of overrunning. */
 typedef struct {
@@ -74,7 +55,7 @@ static int take(Reader* r, uint64_t n, const char* what, const uint8_t** out) {
 static int take_uint(Reader* r, int nbytes, const char* what, uint64_t* out) {
   const uint8_t* p;
   if (take(r, (uint64_t)nbytes, what, &p) != 0) return kTvmErrorModuleLoadFailed;
-  *out = le(p, nbytes);
+  *out = ember_read_le(p, nbytes);
   return 0;
 }
 
@@ -351,7 +332,7 @@ int ember_blob_load(EmberModule* lib, const char* path, const uint8_t* blob, uin
   if (length != size - r.pos) {
     return fail(path, "__ember_dev_mblob: ", "the payload length disagrees with the symbol size");
   }
-  if (crc32_of(blob + r.pos, length) != (uint32_t)checksum) {
+  if (ember_crc32(blob + r.pos, (size_t)length) != (uint32_t)checksum) {
     return fail(path, "__ember_dev_mblob: ", "corrupt module blob: checksum mismatch (the "
                 "embedded graph, metadata or params changed after export)");
   }

@@ -6,9 +6,9 @@
  * an executor factory, an executor, the system library). Every entry point checks the tag of
  * the handles it receives, so a NULL or wrong-kind handle is an error code, not a crash.
  *
- * Errors use the C runtime's message builder (ember/crt/src/backend/internal.h), implemented
- * here over a thread-local buffer (error.c), so the shared executor sources report the same
- * way under both runtimes.
+ * Errors use the C runtime's message builder (ember/crt/src/backend/internal.h and
+ * error_message.c, compiled here over a thread-local buffer), so the shared executor sources
+ * report the same way under both runtimes.
  */
 #ifndef EMBER_NATIVE_NATIVE_H_
 #define EMBER_NATIVE_NATIVE_H_

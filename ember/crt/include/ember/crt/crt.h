@@ -71,7 +71,7 @@ void ember_crt_clear_func_registries(void);
 tvm_crt_error_t ember_crt_last_error_code(void);
 
 /*! \brief The message of the last error, "" if none (as in c_runtime_api.h). */
-const char* TVMGetLastError(void);
+TVM_DLL const char* TVMGetLastError(void);
 
 /*! \brief Find a function of the registered registries by name. \return 0 or an error code. */
 int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out);

@@ -39,6 +39,14 @@
 #define EMBER_CRT_MAX_ARGS 64
 #endif
 
+/*!
+ * \brief Storage class of the last error: empty on firmware (one static message); a hosted
+ * build with threads sets it to its thread-local keyword (the native runtime: __thread).
+ */
+#ifndef EMBER_CRT_ERROR_THREAD_LOCAL
+#define EMBER_CRT_ERROR_THREAD_LOCAL
+#endif
+
 /*! \brief Most function registries (one per compiled model) registered at once. */
 #ifndef EMBER_CRT_MAX_FUNC_REGISTRIES
 #define EMBER_CRT_MAX_FUNC_REGISTRIES 4

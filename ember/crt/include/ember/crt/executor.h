@@ -60,6 +60,13 @@ tvm_crt_error_t ember_tensor_copy_checked(const char* who, const char* slot_kind
 /*! \brief Copy a params record into dst after checking its dtype and shape. */
 tvm_crt_error_t ember_param_copy_checked(const char* who, const EmberParam* param, DLTensor* dst);
 
+/* ---- readers of the byte formats (params.c; the native runtime's module blob too) --------- */
+
+/*! \brief The unsigned little-endian integer of nbytes (<= 8) bytes at p, any alignment. */
+uint64_t ember_read_le(const uint8_t* p, int nbytes);
+/*! \brief CRC-32 of d[0, n) (IEEE 802.3, zlib's crc32). */
+uint32_t ember_crc32(const uint8_t* d, size_t n);
+
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif

@@ -1,4 +1,14 @@
-"""Helpers shared by the compute rules: registration, shapes from types, safe broadcasting."""
+"""Helpers shared by the compute rules: shapes from types, run-time requirements, safe
+broadcasting.
+
+A compute rule is ``compute(attrs, inputs, out_type) -> list[te.Tensor]``, given to ``defop``
+as ``compute=`` next to the op's other rules: ``attrs`` is the op's attrs record (defaults
+filled in), ``inputs`` the te tensors of the arguments (a tuple argument is flattened into its
+fields, as for concatenate), ``out_type`` the call's checked type (a TensorType, or a TupleType
+for ops with several results, e.g. split or nn.batch_norm). Rules translate Relay attrs into
+``ember.topi`` parameters, and write the expression themselves where topi has no matching
+compute or where Relay's semantics differ from topi's (documented in place).
+"""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
@@ -6,25 +16,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from ....ir.op import OP_REGISTRY
-from ....ir.types import TensorType, TupleType, Type
-from ....runtime.errors import OpNotImplemented
-from ....te import tensor as te
-from ....tir import op as tir
-from ....tir.expr import IntImm, PrimExpr
+from ... import topi
+from ...ir.types import TensorType, TupleType, Type
+from ...runtime.errors import OpNotImplemented
+from ...te import tensor as te
+from ...tir import op as tir
+from ...tir.expr import IntImm, PrimExpr
 
 Compute = Callable[[Any, list[te.Tensor], Type], list[te.Tensor]]
-
-
-def register_compute(*names: str) -> Callable[[Compute], Compute]:
-    """Decorator: ``fn`` becomes the compute rule of every op in ``names``."""
-
-    def deco(fn: Compute) -> Compute:
-        for name in names:
-            OP_REGISTRY[name].compute = fn
-        return fn
-
-    return deco
 
 
 # -- run-time requirements: what the sizes of ``?`` dimensions must satisfy ---------------------
@@ -86,6 +85,11 @@ def as_int(d: Any) -> int | None:
     if isinstance(d, int):
         return d
     return d.value if isinstance(d, IntImm) else None
+
+
+def all_static(*tensors: te.Tensor) -> bool:
+    """True when every dimension of every tensor is a compile-time constant."""
+    return all(as_int(d) is not None for t in tensors for d in t.shape)
 
 
 def is_one(d: Any) -> bool:
@@ -183,3 +187,13 @@ def prod(dims: Sequence[PrimExpr]) -> PrimExpr:
     for d in dims:
         out = out * d
     return out
+
+
+def reshape_to(x: te.Tensor, out_type: TensorType, dims: Sequence[PrimExpr]) -> te.Tensor:
+    """``x`` reshaped to ``out_type`` (``dims`` where it has ``?``); with symbolic sizes the
+    kernel checks that the element counts agree."""
+    shape = list(out_dims(out_type, dims))
+    if any(as_int(d) is None for d in (*x.shape, *shape)):
+        require(prod(x.shape).equal(prod(shape)),
+                "the new shape must hold as many elements as the input")
+    return topi.reshape(x, shape)
