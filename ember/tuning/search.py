@@ -4,7 +4,8 @@ output.
 
 The search is coordinate descent: for each axis in turn (GEMM: ``mc``, ``kc``, threads on/off;
 conv: the register tile ``rb`` x ``rw``, the loop order, the strip width, threads on/off) the
-values of that axis are tried with the other fields at the best tiles so far. A candidate
+values of that axis are tried with the other fields at the best tiles so far, and the axes are
+gone over again while that finds better tiles (at most ``ROUNDS`` times). A candidate
 replaces the best only when it is at least ``MIN_GAIN`` faster (timer noise would otherwise
 pick a different tile each run), and only when its output equals the cost model's (allclose):
 a tile that computes something else is never recorded. The search stops when its budget of
@@ -32,6 +33,7 @@ from .harness import Workload
 REPEAT = 5
 MIN_RUN_SECONDS = 2e-3
 MIN_GAIN = 0.03  # a candidate must be 3% faster than the best so far to replace it
+ROUNDS = 3  # passes over the axes (another only when the last one found better tiles)
 
 
 @dataclass(frozen=True)
@@ -75,20 +77,22 @@ def search(work: Workload, budget: float, threads: int) -> Outcome:
     reference = work.output.copy()
     best, best_seconds = model, model_seconds
     seen, tried, rejected = {model}, 1, 0
-    for axis in axes(work.query.kernel, work.query.geometry, work.query.level, threads):
-        for change in axis:
-            if time.perf_counter() >= deadline:
-                break
-            tiles = dataclasses.replace(best, **change)
-            if tiles in seen:
-                continue
-            seen.add(tiles)
-            seconds = measure(work, tiles)
-            tried += 1
-            if not same_output(work.output, reference):
-                rejected += 1
-            elif seconds < best_seconds * (1 - MIN_GAIN):
-                best, best_seconds = tiles, seconds
+    for _ in range(ROUNDS):
+        start = best
+        for axis in axes(work.query.kernel, work.query.geometry, work.query.level, threads):
+            for change in axis:
+                tiles = dataclasses.replace(best, **change)
+                if tiles in seen or time.perf_counter() >= deadline:
+                    continue
+                seen.add(tiles)
+                seconds = measure(work, tiles)
+                tried += 1
+                if not same_output(work.output, reference):
+                    rejected += 1
+                elif seconds < best_seconds * (1 - MIN_GAIN):
+                    best, best_seconds = tiles, seconds
+        if best == start:
+            break
     return Outcome(work.query.kernel, work.query.geometry, best, best_seconds, model,
                    model_seconds, tried, rejected)
 
