@@ -114,10 +114,10 @@ def main(args: argparse.Namespace) -> int:
     from ..topi.tile_records import THREADS_OPTION
     from ..tuning import tune
 
-    records = _records_file(args)
     start = time.perf_counter()
     with Status(total=2) as status:
         _, mod, params, config, threads, _ = load_model(args, status)
+        records = _records_file(args)
         status.stage("finding kernel calls, building the harness")
 
         def progress(index: int, count: int, query: Any) -> None:
