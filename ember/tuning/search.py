@@ -12,7 +12,9 @@ a tile that computes something else is never recorded. The search stops when its
 seconds is spent; the cost model's tiles are always measured.
 
 Each time is the median of ``REPEAT`` runs after a warm-up call; a run makes as many calls as
-fill about ``MIN_RUN_SECONDS``.
+fill about ``MIN_RUN_SECONDS``. The winner is timed once more against the cost model's tiles,
+runs interleaved (:func:`confirm`), and kept only if it is still ``MIN_GAIN`` faster: the
+machine's load may have changed while the search ran.
 """
 from __future__ import annotations
 
@@ -55,12 +57,23 @@ class Outcome:
         return self.model_seconds / self.seconds
 
 
+def _calls_per_run(seconds: float) -> int:
+    return max(1, min(10_000, math.ceil(MIN_RUN_SECONDS / max(seconds, 1e-9))))
+
+
 def measure(work: Workload, tiles: Any) -> float:
     """Seconds per call with ``tiles``: warm-up, calibration, median of REPEAT runs; the
     output of the last call stays in ``work.output``."""
-    once = work.run(tiles, 1)
-    number = max(1, min(10_000, math.ceil(MIN_RUN_SECONDS / max(once, 1e-9))))
+    number = _calls_per_run(work.run(tiles, 1))
     return statistics.median(work.run(tiles, number) for _ in range(REPEAT))
+
+
+def confirm(work: Workload, best: Any, model: Any, hint: float) -> tuple[float, float]:
+    """``(best's seconds, model's seconds)`` from REPEAT runs of each, interleaved: on a
+    machine whose load changes during the search, the two compare under the same load."""
+    number = _calls_per_run(hint)
+    pairs = [(work.run(best, number), work.run(model, number)) for _ in range(REPEAT)]
+    return (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs))
 
 
 def same_output(out: np.ndarray, ref: np.ndarray) -> bool:
@@ -93,6 +106,10 @@ def search(work: Workload, budget: float, threads: int) -> Outcome:
                     best, best_seconds = tiles, seconds
         if best == start:
             break
+    if best != model:
+        best_seconds, model_seconds = confirm(work, best, model, best_seconds)
+        if best_seconds >= model_seconds * (1 - MIN_GAIN):
+            best, best_seconds = model, model_seconds
     return Outcome(work.query.kernel, work.query.geometry, best, best_seconds, model,
                    model_seconds, tried, rejected)
 
