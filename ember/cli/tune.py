@@ -4,6 +4,7 @@ over ``ember.tune``, ``ember/tuning/``)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -73,8 +74,6 @@ def describe(kernel: str, geometry: tuple[int, ...]) -> str:
 
 
 def _tiles(tiles: Any) -> dict[str, int]:
-    import dataclasses
-
     return {k: int(v) for k, v in dataclasses.asdict(tiles).items()}
 
 

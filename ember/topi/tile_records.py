@@ -116,7 +116,7 @@ class Query:
 def default_path() -> Path:
     """``$EMBER_CACHE_DIR/tuning/<CPU model>.json``: this machine's record file."""
     slug = re.sub(r"[^A-Za-z0-9.+-]+", "_", host_cpu_name()).strip("_") or "cpu"
-    return cache_dir("tuning") / f"{slug}.json"
+    return cache_dir("tuning", create=False) / f"{slug}.json"
 
 
 def records_path() -> Path | None:
@@ -195,13 +195,18 @@ def load(path: str | os.PathLike, expect_cpu: str | None = None) -> RecordFile:
 
 
 def save(path: str | os.PathLike, new: list[Record], cpu: str | None = None) -> Path:
-    """Merge ``new`` into the file at ``path`` (an entry with the same key is replaced),
-    written atomically; the path."""
+    """Merge ``new``, measured on ``cpu`` (default: this one), into the file at ``path`` (an
+    entry with the same key is replaced), written atomically; the path. Raises
+    TuningRecordError when the file holds records of another CPU (one file, one CPU)."""
     path = Path(path)
+    cpu = cpu or host_cpu_name()
     old = load(path)
+    if old.records and old.cpu != cpu:
+        raise _fail(path, f"holds records measured on {old.cpu!r}; these are from {cpu!r} "
+                          "(write them to another file)")
     merged = {key: record for key, (_, record) in old.records.items()}
     merged.update((r.key, r) for r in new)
-    doc = {"format": FORMAT, "version": VERSION, "cpu": cpu or old.cpu or host_cpu_name(),
+    doc = {"format": FORMAT, "version": VERSION, "cpu": cpu,
            "records": [merged[k].to_json() for k in sorted(merged, key=repr)]}
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, (json.dumps(doc, indent=1) + "\n").encode())
@@ -274,12 +279,12 @@ def lookup(kernel: str, geometry: tuple[int, ...], level: SimdLevel, model: T,
     if hit is None:
         return model
     index, record = hit
-    return checked_tiles(model, dict(record.tiles), check,
+    return _checked_tiles(model, dict(record.tiles), check,
                          lambda what: _fail(found.path, f"records[{index}] ({kernel} "
                                                         f"{list(geometry)}): {what}"))
 
 
-def checked_tiles(model: T, tiles: dict[str, int], check: Callable[[T], str | None],
+def _checked_tiles(model: T, tiles: dict[str, int], check: Callable[[T], str | None],
                   fail: Callable[[str], Exception]) -> T:
     """``model`` with the fields of ``tiles`` (exactly its fields), if ``check`` accepts it;
     else ``fail(what)`` is raised."""

@@ -14,7 +14,6 @@ the kernel headers: a packed B for GEMM, NCHW[L]c for conv) and runs it with giv
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,9 +137,8 @@ class Workload:
 
     def run(self, tiles: Any, number: int = 1) -> float:
         """Seconds per call of the kernel with ``tiles`` (a GemmTiles or ConvTiles)."""
-        values = [int(v) for v in dataclasses.astuple(tiles)]
-        if self.query.kernel == "sgemm":
-            values = values[2:0:-1] + values[3:]  # (nr, kc, mc, parallel) -> mc, kc, parallel
+        values = ([tiles.mc, tiles.kc, int(tiles.parallel)] if self.query.kernel == "sgemm"
+                  else [tiles.rb, tiles.rw, tiles.strip, tiles.order, tiles.threads])
         self.output.fill(np.nan)  # a candidate that skips part of the output cannot pass
         return self.harness.call(self.entry, self.arrays, self.sizes, values, number)
 

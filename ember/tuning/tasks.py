@@ -79,7 +79,8 @@ def tune(mod: Any, params: Mapping[str, Any] | None = None, target: Any = None,
     if not budget > 0:
         raise TVMError(f"ember.tune: budget must be a positive number of seconds, got {budget}")
     threads = default_num_threads() if threads is None else check_num_threads(threads)
-    tile_records.load(path)  # a broken file fails now, not after the measuring
+    # a broken, unwritable or other CPU's file fails now rather than after the measuring
+    tile_records.save(path, [])
     choice = cpu_choice(canon_target(target, None, "ember.tune"))
     harness = Harness(choice)
     queries = extract_tasks(mod, params, target)

@@ -56,11 +56,19 @@ def test_records_round_trip_and_merge(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     first, second = _conv_record(rw=4), _gemm_record(kc=300)
     R.save(path, [first], cpu="cpu one")
-    R.save(path, [second, _conv_record(rw=2)])  # same key as first: replaced
+    R.save(path, [second, _conv_record(rw=2)], cpu="cpu one")  # same key as first: replaced
     loaded = R.load(path)
     assert loaded.cpu == "cpu one"
     assert {r for _, r in loaded.records.values()} == {second, _conv_record(rw=2)}
     assert json.loads(path.read_text())["format"] == R.FORMAT
+
+
+def test_one_file_holds_the_records_of_one_cpu(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    R.save(path, [_conv_record()], cpu="cpu one")
+    with pytest.raises(TuningRecordError, match="measured on 'cpu one'; these are from 'cpu tw"):
+        R.save(path, [_gemm_record()], cpu="cpu two")
+    assert len(R.load(path).records) == 1
 
 
 def test_lookup_uses_the_record_of_exactly_this_call(records: Path) -> None:

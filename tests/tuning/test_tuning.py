@@ -214,3 +214,7 @@ def test_tune_errors(tmp_path: Path, monkeypatch: Any) -> None:
     (tmp_path / "bad.json").write_text("[]")
     with pytest.raises(R.TuningRecordError, match="bad.json: not an ember tuning record"):
         tune(mod, params, records=tmp_path / "bad.json")
+    other = R.Record("sgemm", "avx2", 1, (1, 2, 3, 4), (("kc", 4),), 1.0, 1.0)
+    R.save(tmp_path / "other.json", [other], cpu="another cpu")
+    with pytest.raises(R.TuningRecordError, match="measured on 'another cpu'"):
+        tune(mod, params, records=tmp_path / "other.json")
