@@ -139,6 +139,7 @@ def test_a_broken_file_is_an_error_naming_it(records: Path, text: str, message: 
 def test_the_default_file_must_be_this_cpus(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv(R.ENV_VAR)
+    R.default_path().parent.mkdir()
     _write(R.default_path(), _doc(_gemm_record().to_json(), cpu="another cpu"))
     with pytest.raises(TuningRecordError, match="measured on 'another cpu', this CPU is"):
         G.gemm_tiles(*GEMM, AVX2)
