@@ -1,7 +1,8 @@
 """The measuring harness: ember's GEMM and conv kernels in one small C library per CPU choice.
 
 The kernels take their tiles as run-time arguments, so one compile of the harness serves every
-candidate: ``ember_tune_sgemm`` and ``ember_tune_conv2d_nchwc_x{4,8,16}`` call the kernel
+candidate: ``ember_tune_sgemm``, ``ember_tune_conv2d_nchwc_x{4,8,16}`` and
+``ember_tune_depthwise_nchwc_x{4,8,16}`` call the kernel
 ``number`` times with the tiles given and return the mean time of one call (the loop runs in C,
 so small kernels are not timed together with ctypes' call overhead). The library is built by
 the project's compiler driver (``contrib/cc.py``, cached under ``$EMBER_CACHE_DIR/lib``; its
@@ -74,6 +75,25 @@ int ember_tune_sgemm(const float* a, const float* b, float* c, const int32_t* g,
 EMBER_TUNE_CONV(4)
 EMBER_TUNE_CONV(8)
 EMBER_TUNE_CONV(16)
+
+/* g: the 14 size arguments of ember_depthwise_nchwc_x<L>; t: strip threads */
+#define EMBER_TUNE_DW(L)                                                                      \
+  int ember_tune_depthwise_nchwc_x##L(const float* in, const float* w, const float* bias,     \
+                                      float* out, const int32_t* g, const int32_t* t,         \
+                                      int32_t number, double* seconds) {                     \
+    int32_t i, rc = 0;                                                                        \
+    double start = ember_tune_now();                                                          \
+    for (i = 0; i < number && rc == 0; ++i) {                                                 \
+      rc = ember_depthwise_nchwc_x##L(in, w, bias, out, out, g[0], g[1], g[2], g[3], g[4],    \
+                                      g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12],      \
+                                      g[13], 0, 0.0f, 0.0f, 0, t[0], t[1]);                   \
+    }                                                                                         \
+    *seconds = (ember_tune_now() - start) / (number > 0 ? number : 1);                        \
+    return rc;                                                                                \
+  }
+EMBER_TUNE_DW(4)
+EMBER_TUNE_DW(8)
+EMBER_TUNE_DW(16)
 """
 _F32P = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
 _I32P = np.ctypeslib.ndpointer(np.int32, flags="C_CONTIGUOUS")
@@ -97,7 +117,8 @@ class Harness:
             atomic_write(src, _SOURCE.encode())
         self.path: Path = cc.build_shared(src, options=list(choice.arch_flags))
         self._lib = ctypes.CDLL(str(self.path))
-        for name in ("ember_tune_sgemm", *(f"ember_tune_conv2d_nchwc_x{lanes}"
+        for name in ("ember_tune_sgemm", *(f"ember_tune_{kind}_x{lanes}"
+                                           for kind in ("conv2d_nchwc", "depthwise_nchwc")
                                            for lanes in conv_kernel.LANES)):
             fn = getattr(self._lib, name)
             inputs = 2 if name == "ember_tune_sgemm" else 3
@@ -137,8 +158,10 @@ class Workload:
 
     def run(self, tiles: Any, number: int = 1) -> float:
         """Seconds per call of the kernel with ``tiles`` (a GemmTiles or ConvTiles)."""
-        values = ([tiles.mc, tiles.kc, int(tiles.parallel)] if self.query.kernel == "sgemm"
-                  else [tiles.rb, tiles.rw, tiles.strip, tiles.order, tiles.threads])
+        values = {"sgemm": lambda: [tiles.mc, tiles.kc, int(tiles.parallel)],
+                  "conv2d_nchwc": lambda: [tiles.rb, tiles.rw, tiles.strip, tiles.order,
+                                           tiles.threads],
+                  "depthwise_nchwc": lambda: [tiles.strip, tiles.threads]}[self.query.kernel]()
         self.output.fill(np.nan)  # a candidate that skips part of the output cannot pass
         return self.harness.call(self.entry, self.arrays, self.sizes, values, number)
 
@@ -157,12 +180,15 @@ def workload(query: Query, harness: Harness, seed: int = 0) -> Workload:
         sizes = [batch, m, n, k, m * k, k, panels * k * nr, nr, 1, nr, m * n, n]
         arrays = [rand(batch, m, k), rand(batch, panels, k, nr), rand(batch, m, n)]
         return Workload(query, harness, "ember_tune_sgemm", arrays, np.asarray(sizes, np.int32))
-    if query.kernel == "conv2d_nchwc":
+    if query.kernel in ("conv2d_nchwc", "depthwise_nchwc"):
         geo = conv_kernel.conv_of_key(query.geometry)
         cb, lanes = geo.in_block, geo.lanes
+        depthwise = query.kernel == "depthwise_nchwc"  # weight [C/L, KH, KW, L]
         arrays = [rand(geo.n, geo.ic // cb, geo.h, geo.w, cb),
-                  rand(geo.oc // lanes, geo.ic // geo.groups // cb, geo.kh, geo.kw, cb, lanes),
+                  rand(geo.oc // lanes, 1 if depthwise else geo.ic // geo.groups // cb, geo.kh,
+                       geo.kw, 1 if depthwise else cb, lanes),
                   rand(geo.oc), rand(geo.n, geo.oc // lanes, geo.oh, geo.ow, lanes)]
-        return Workload(query, harness, f"ember_tune_conv2d_nchwc_x{lanes}", arrays,
-                        np.asarray(conv_kernel.call_sizes(geo), np.int32))
+        sizes = (conv_kernel.depthwise_sizes if depthwise else conv_kernel.call_sizes)(geo)
+        return Workload(query, harness, f"ember_tune_{query.kernel}_x{lanes}", arrays,
+                        np.asarray(sizes, np.int32))
     raise TVMError(f"ember tune: no harness for kernel {query.kernel!r}")

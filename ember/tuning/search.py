@@ -3,7 +3,8 @@ neighbourhood around them, each timed on the harness and checked against the cos
 output.
 
 The search is coordinate descent: for each axis in turn (GEMM: ``mc``, ``kc``, threads on/off;
-conv: the register tile ``rb`` x ``rw``, the loop order, the strip width, threads on/off) the
+conv: the register tile ``rb`` x ``rw``, the loop order, the strip width, threads on/off;
+depthwise conv: the strip width, threads on/off) the
 values of that axis are tried with the other fields at the best tiles so far, and the axes are
 gone over again while that finds better tiles (at most ``ROUNDS`` times). A candidate
 replaces the best only when it is at least ``MIN_GAIN`` faster (timer noise would otherwise
@@ -121,6 +122,8 @@ def axes(kernel: str, geometry: tuple[int, ...], level: Any, threads: int
         yield from _gemm_axes(*geometry, threads=threads)
     elif kernel == "conv2d_nchwc":
         yield from _conv_axes(conv_kernel.conv_of_key(geometry), level, threads)
+    elif kernel == "depthwise_nchwc":
+        yield from _split_axes(conv_kernel.conv_of_key(geometry), threads)
 
 
 def _gemm_axes(batch: int, m: int, n: int, k: int, threads: int
@@ -143,6 +146,10 @@ def _conv_axes(geo: conv_kernel.ConvGeometry, level: Any, threads: int
     yield [{"rb": rb, "rw": rw} for rb in ((1, 2) if blocks >= 2 else (1,))
            for rw in widths[rb] if rw <= max(geo.ow, 1)]
     yield [{"order": 0}, {"order": 1}]
+    yield from _split_axes(geo, threads)
+
+
+def _split_axes(geo: conv_kernel.ConvGeometry, threads: int) -> Iterator[list[dict[str, Any]]]:
     ow = max(geo.ow, 1)
     strips = {ow, math.ceil(ow / 2), math.ceil(ow / 4)} | {s for s in (64, 128, 256, 512)
                                                           if s < ow}

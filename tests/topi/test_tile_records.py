@@ -167,6 +167,22 @@ def test_hand_edited_tiles_are_checked_again(records: Path, kernel: str, tiles: 
     assert str(records) in str(err.value) and "records[0]" in str(err.value)
 
 
+def test_depthwise_split_from_a_record(records: Path) -> None:
+    geo = K.ConvGeometry(1, 32, 10, 10, 32, 10, 10, 3, 3, (1, 1), (1,) * 4, (1, 1), 32, 8, 8)
+    model = K.depthwise_tiles(geo, AVX2)
+    assert model == K.DepthwiseTiles(10, 0)
+
+    def save(strip: int) -> None:
+        R.save(records, [R.Record("depthwise_nchwc", "avx2", 2, K.conv_key(geo),
+                                  (("strip", strip), ("threads", 1)), 1.0, 2.0)])
+
+    save(4)
+    assert K.depthwise_tiles(geo, AVX2) == K.DepthwiseTiles(4, 1)
+    save(11)
+    with pytest.raises(TuningRecordError, match=r"records\[0\].*strip must be in 1\.\.10"):
+        K.depthwise_tiles(geo, AVX2)
+
+
 def test_tiles_with_missing_or_extra_fields_are_refused(records: Path) -> None:
     entry = _conv_record().to_json()
     entry["tiles"] = {k: v for k, v in entry["tiles"].items() if k != "rw"} | {"rx": 1}

@@ -64,6 +64,17 @@ def test_conv_harness_computes_the_convolution(harness: Harness, geo: K.ConvGeom
         np.testing.assert_allclose(work.output, _conv_reference(work, geo), rtol=1e-4, atol=1e-4)
 
 
+def test_depthwise_harness_computes_the_convolution(harness: Harness) -> None:
+    c = 2 * LANES
+    geo = K.ConvGeometry(1, c, 9, 9, c, 5, 5, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), c, LANES,
+                         LANES)
+    model = K.depthwise_tiles(geo, HOST.level)
+    work = workload(R.Query("depthwise_nchwc", K.conv_key(geo), HOST.level, model), harness)
+    for tiles in (model, K.DepthwiseTiles(2, 1)):
+        work.run(tiles)
+        np.testing.assert_allclose(work.output, _conv_reference(work, geo), rtol=1e-4, atol=1e-4)
+
+
 def test_gemm_harness_computes_the_product(harness: Harness) -> None:
     geometry = (2, 13, 40, 70)
     query = R.Query("sgemm", geometry, HOST.level, G.model_gemm_tiles(*geometry, HOST.level))
@@ -186,6 +197,33 @@ def test_a_record_changes_the_c_and_the_results_stay_numpys(tmp_path: Path,
     want = _reference(params, x)
     np.testing.assert_allclose(model_out, want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(tuned_out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_depthwise_record_changes_the_c(tmp_path: Path, monkeypatch: Any) -> None:
+    from ember.contrib import graph_executor
+
+    c = 2 * LANES
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((c, 1, 3, 3)).astype("float32")
+    x = relay.var("x", shape=(1, c, 10, 10))
+    y = relay.nn.conv2d(x, relay.const(w), padding=(1, 1), groups=c, channels=c)
+    mod = ember.IRModule.from_expr(relay.Function([x], y))
+    monkeypatch.setenv(R.ENV_VAR, str(tmp_path / "records.json"))
+    with ember.transform.PassContext(opt_level=3):
+        (query,) = extract_tasks(mod)
+    assert query.kernel == "depthwise_nchwc" and query.model == K.DepthwiseTiles(10, 0)
+    R.save(tmp_path / "records.json", [R.Record(query.kernel, query.level.name, 2,
+                                                query.geometry, (("strip", 3), ("threads", 1)),
+                                                1.0, 2.0)])
+    with ember.transform.PassContext(opt_level=3, config={R.THREADS_OPTION: 2}):
+        factory = relay.build(mod, "llvm")
+    assert re.search(r"ember_depthwise_nchwc_x\d+\([^;]*, 3, 1\)", factory.get_lib().get_source())
+    gm = graph_executor.GraphModule(factory["default"](ember.cpu()))
+    data = rng.standard_normal((1, c, 10, 10)).astype("float32")
+    gm.set_input("x", data)
+    gm.run()
+    want = conv2d_nchw(data, w, (1, 1), (1, 1, 1, 1), (1, 1), c)
+    np.testing.assert_allclose(gm.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
 
 
 def test_tune_writes_a_record_per_call(tmp_path: Path) -> None:

@@ -100,10 +100,15 @@ def check_conv_tiles(tiles: ConvTiles, geo: ConvGeometry) -> str | None:
     """Why the conv kernel cannot run ``tiles`` for ``geo`` (None if it can)."""
     problems = [(tiles.rb not in (1, 2), "rb must be 1 or 2"),
                 (tiles.rw not in TILE_WIDTHS, f"rw must be one of {TILE_WIDTHS}"),
-                (not 1 <= tiles.strip <= max(geo.ow, 1), f"strip must be in 1..{geo.ow}"),
-                (tiles.order not in (0, 1), "order must be 0 or 1"),
-                (tiles.threads not in (0, 1), "threads must be 0 or 1")]
-    return next((what for bad, what in problems if bad), None)
+                (tiles.order not in (0, 1), "order must be 0 or 1")]
+    found = next((what for bad, what in problems if bad), None)
+    return found or _check_split(tiles.strip, tiles.threads, geo)
+
+
+def _check_split(strip: int, threads: int, geo: ConvGeometry) -> str | None:
+    if not 1 <= strip <= max(geo.ow, 1):
+        return f"strip must be in 1..{geo.ow}"
+    return None if threads in (0, 1) else "threads must be 0 or 1"
 
 
 def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
@@ -197,19 +202,42 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
     return te.extern(shape, inputs, body, name="T_conv2d_nchwc", tag="conv2d_nchwc")
 
 
+@dataclass(frozen=True)
+class DepthwiseTiles:
+    """The depthwise kernel's work split (its register tile is fixed): ``strip`` output
+    columns per work item, ``threads`` 1 to split the items over threads."""
+
+    strip: int
+    threads: int
+
+
+def depthwise_tiles(geo: ConvGeometry, level: SimdLevel) -> DepthwiseTiles:
+    """The tuning record's split for exactly this call, else the cost model's: whole rows,
+    threads above ``PARALLEL_MACS`` multiply-adds with at least two rows of blocks."""
+    items = geo.n * geo.oc // geo.lanes * geo.oh
+    model = DepthwiseTiles(geo.ow, 1 if geo.macs >= PARALLEL_MACS and items >= 2 else 0)
+    return tile_records.lookup("depthwise_nchwc", conv_key(geo), level, model,
+                               lambda tiles: _check_split(tiles.strip, tiles.threads, geo))
+
+
+def depthwise_sizes(geo: ConvGeometry) -> list[int]:
+    """The size arguments of ``ember_depthwise_nchwc_x<L>`` for ``geo``, in the header's
+    order."""
+    return [geo.n, geo.oc // geo.lanes, geo.h, geo.w, geo.oh, geo.ow, geo.kh, geo.kw,
+            *geo.strides, *geo.dilation, geo.padding[0], geo.padding[1]]
+
+
 def depthwise_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
                     residual: te.Tensor | None, geo: ConvGeometry, level: SimdLevel,
                     act: str = "none", clip: tuple[float, float] = (0.0, 0.0),
                     act_after_add: bool = True) -> te.Tensor:
     """Depthwise conv2d (multiplier 1) in NCHW[L]c with its epilogue."""
-    del level  # one tile shape: RW columns of one vector each
     lanes = geo.lanes
     _check_lanes(lanes, "depthwise_nchwc")
     flags = (RESIDUAL | (ACT_AFTER_ADD if act_after_add else 0)) if residual is not None else 0
-    threads = 1 if geo.macs >= PARALLEL_MACS and geo.n * geo.oc // lanes * geo.oh >= 2 else 0
-    ints = [geo.n, geo.oc // lanes, geo.h, geo.w, geo.oh, geo.ow, geo.kh, geo.kw, *geo.strides,
-            *geo.dilation, geo.padding[0], geo.padding[1]]
-    tail = _epilogue(act, clip, flags) + [geo.ow, threads]
+    tiles = depthwise_tiles(geo, level)
+    tail = _epilogue(act, clip, flags) + [tiles.strip, tiles.threads]
+    ints = depthwise_sizes(geo)
     inputs = [data, weight, bias] + ([residual] if residual is not None else [])
 
     def body(ins: list, outs: list) -> object:
