@@ -1,7 +1,7 @@
 """Tuning records: tile sizes measured on this machine, used instead of the cost models'.
 
 The C kernels take their tiles as run-time arguments (``gemm_kernel.gemm_tiles``,
-``conv2d_nchwc.conv_tiles``). Each of those asks :func:`lookup` with its kernel name, the
+``conv2d_nchwc.conv_tiles`` and ``depthwise_tiles``). Each of those asks :func:`lookup` with its kernel name, the
 geometry of the call, the SIMD level and the cost model's tiles; when the active record file
 holds an entry for exactly that key (and the thread count the build is for), the entry's tiles
 are used, else the cost model's. A build is therefore deterministic given the record file.
@@ -33,8 +33,8 @@ File format (JSON)::
                   "geometry": [...], "tiles": {"rb": 2, "rw": 12, ...},
                   "seconds": 1.2e-4, "model_seconds": 1.5e-4}, ...]}
 
-``geometry`` is the kernel's key as a list of integers (``gemm_geometry``/``conv_geometry``
-in the kernel modules say which); ``seconds`` is the best measured time of one call,
+``geometry`` is the kernel's key as a list of integers (GEMM: batch, M, N, K; conv and
+depthwise: ``conv2d_nchwc.conv_key``); ``seconds`` is the best measured time of one call,
 ``model_seconds`` that of the cost model's tiles.
 """
 from __future__ import annotations
