@@ -64,9 +64,11 @@ def extract_tasks(mod: Any, params: Mapping[str, Any] | None = None,
 def tune(mod: Any, params: Mapping[str, Any] | None = None, target: Any = None,
          threads: int | None = None, budget: float = 30.0,
          records: str | Path | None = None, progress: Progress | None = None) -> TuneResult:
-    """Measure tiles for every GEMM and conv call of ``mod`` on this machine and merge the
-    best into the record file ``records`` (default: the file builds read,
-    ``tile_records.records_path()``).
+    """Measure tiles for every GEMM, conv and depthwise conv call of ``mod`` on this machine
+    and merge the best into the record file ``records`` (default: the file builds read,
+    ``tile_records.records_path()``). Run it under the PassContext you build with, as
+    ``relay.build``: the calls depend on the passes (``ember.compile`` and ``ember compile``
+    build at opt_level 3, where convolutions get the blocked layouts of the kernels).
 
     ``threads``: the thread count to tune for (default: what a build looks up,
     ``EMBER_NUM_THREADS`` or the cores). ``budget``: seconds of measuring in all, shared by
