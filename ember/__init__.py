@@ -59,6 +59,8 @@ _LAZY_ATTRS = {
     # the one-line API: compile a model (ONNX, IRModule, Relay text), load a saved one
     "compile": ("ember.api.compiler", "compile"),
     "load": ("ember.api.model", "load"),
+    # measure kernel tiles on this machine for later builds (ember/tuning/)
+    "tune": ("ember.tuning", "tune"),
 }
 
 

@@ -45,8 +45,8 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       "ember.contrib.cc")),
     ("frontends", "the ONNX importer, the text-format entry (ember.parser), the model zoo",
      ("ember.relay.frontend", "ember.relay.testing", "ember.parser")),
-    ("one-line API", "ember.compile and ember.load",
-     ("ember.api",)),
+    ("one-line API", "ember.compile and ember.load; ember.tune, the measured tile search",
+     ("ember.api", "ember.tuning")),
     ("tools",
      ("the ember command, RPC server/tracker programs, micro projects, test helpers that "
       "build models"),

@@ -21,7 +21,13 @@ TOL: dict[str, tuple[float, float]] = TOLERANCE
 
 
 def pytest_configure(config: Any) -> None:
+    import os
+
     from ember.testing.plugin import MARKS
+
+    # Tile sizes from the cost models: golden C files and tile tests must not depend on what
+    # `ember tune` measured on this machine (tests of the records set their own file).
+    os.environ.setdefault("EMBER_TUNING_RECORDS", "off")
 
     for name, doc in MARKS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")

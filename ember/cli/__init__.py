@@ -1,4 +1,4 @@
-"""The ``ember`` command: ``demo``, ``compile``, ``run``, ``inspect``, ``rpc-server``,
+"""The ``ember`` command: ``demo``, ``compile``, ``tune``, ``run``, ``inspect``, ``rpc-server``,
 ``rpc-tracker``, ``version``.
 
 ``main(argv)`` runs one command and returns its exit status (0 ok, 1 failure, 2 usage error,
@@ -6,8 +6,6 @@
 ``--verbose`` adds the traceback. Each command lives in its own module with an
 ``add_parser(subparsers, parents)`` and a ``main(args)``; heavy imports happen inside them, so
 ``ember --help`` and ``ember run`` on a library never load the compiler.
-
-There is no ``ember tune`` yet: ember has no kernel tuner; the command comes with one.
 """
 from __future__ import annotations
 
@@ -36,6 +34,7 @@ MAIN_EXAMPLES = """\
 examples:
   ember demo                                   # compile and check a bundled model, 3 executors
   ember compile model.onnx -o model.so         # a model in, one library out
+  ember tune model.onnx                        # measure kernel tiles; later builds use them
   ember run model.so --print-top 5             # run it (random inputs unless --inputs)
   ember inspect model.so --plot memory.png     # what was built, the memory plan as a picture
   ember rpc-server                             # serve remote runs (ember run --rpc HOST:PORT)
@@ -69,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import compile as compile_cmd
     from . import inspect as inspect_cmd
     from . import run as run_cmd
+    from . import tune as tune_cmd
 
     parser = _Parser(prog="ember", description="ember: compile deep-learning models to C and "
                      "run them.", epilog=MAIN_EXAMPLES,
@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--json", action="store_true", help="print the results as JSON")
     demo.set_defaults(func=_demo)
     compile_cmd.add_parser(sub, [common])
+    tune_cmd.add_parser(sub, [common])
     run_cmd.add_parser(sub, [common])
     inspect_cmd.add_parser(sub, [common])
     for name in RPC_FRONT_ENDS:
@@ -117,6 +118,7 @@ _HINTS = {
     "DiagnosticError": "the Relay text format is described in docs/text_format.md",
     "ImportError": "install what the message names",
     "RPCConnectionError": "is a server running there? start one with `ember rpc-server`",
+    "TuningRecordError": "`ember tune --help` says where the record files are",
     "AotOptionError": "see `ember compile --help` for the valid executor/runtime combinations",
 }
 

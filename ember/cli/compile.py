@@ -47,11 +47,9 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compile", parents=parents, help="compile a model into a library",
                        description="Compile an ONNX (.onnx) or Relay text (.relay, .txt) model.",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", metavar="MODEL", help="the model file (.onnx, .relay or .txt)")
+    add_model_options(p)
     p.add_argument("-o", "--output", metavar="FILE",
                    help="where to write (.so, .tar, .c, .o; default: MODEL's name with .so)")
-    p.add_argument("--target", default="llvm",
-                   help="what to compile for (default llvm: this CPU; 'c': portable C)")
     p.add_argument("--executor", default="auto", choices=("auto", "graph", "aot", "vm"),
                    help="auto: AOT for static graphs, the VM for dynamic shapes/control flow")
     p.add_argument("--runtime", default="cpp", choices=("cpp", "crt"),
@@ -62,6 +60,17 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="put the weights into the code as constant arrays (graph, aot)")
     p.add_argument("--system-lib", action="store_true",
                    help="register the kernels at start-up, for static linking")
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="threads of the model's kernels, saved with it (default: the cores)")
+    p.set_defaults(func=main)
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """MODEL and the options that decide what a build makes of it (compile and tune share
+    them: a tuning record applies when the build asks for the same kernel calls)."""
+    p.add_argument("model", metavar="MODEL", help="the model file (.onnx, .relay or .txt)")
+    p.add_argument("--target", default="llvm",
+                   help="what to compile for (default llvm: this CPU; 'c': portable C)")
     p.add_argument("--input-shapes", metavar="NAME:DxD,...",
                    help="ONNX input shapes, e.g. data:1x3x224x224,mask:1x128")
     p.add_argument("--opt-level", type=int, default=3, choices=range(4),
@@ -72,9 +81,25 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    choices=("NCHW", "NCHWc", "NCHW4c", "NCHW8c", "NCHW16c"),
                    help="conv layout: NCHW keeps the model's; NCHWc (default) blocks channels "
                         "by the target's vector lanes; NCHW<L>c by L")
-    p.add_argument("--threads", type=positive_int, default=None,
-                   help="threads of the model's kernels, saved with it (default: the cores)")
-    p.set_defaults(func=main)
+
+
+def load_model(args: argparse.Namespace, status: Status
+               ) -> tuple[Path, Any, dict[str, Any], dict[str, Any], int, float]:
+    """``(path, mod, params, pass config, threads, import seconds)`` of the model options
+    (:func:`add_model_options`) and ``--threads``."""
+    from ..runtime.threads import default_num_threads
+    from .analysis import import_model
+
+    path = check_model_path(args.model)
+    shapes = parse_input_shapes(args.input_shapes)
+    config = parse_pass_config(args.pass_config)
+    if args.desired_layout is not None:
+        config["relay.AlterOpLayout.desired_layout"] = args.desired_layout
+    threads = default_num_threads() if args.threads is None else args.threads
+    status.stage(f"importing {path.name}")
+    start = time.perf_counter()
+    mod, params = import_model(path, shapes)
+    return path, mod, params, config, threads, time.perf_counter() - start
 
 
 @dataclass
@@ -132,20 +157,11 @@ def compile_model(args: argparse.Namespace, status: Status) -> Build:
     from ..relay._build import stage_listener
     from ..relay.backend import Executor, Runtime
     from ..runtime.model_record import ModelRecord
-    from ..runtime.threads import default_num_threads
-    from .analysis import BuildRecorder, import_model
+    from ..topi.tile_records import THREADS_OPTION
+    from .analysis import BuildRecorder
 
-    path = check_model_path(args.model)
-    shapes = parse_input_shapes(args.input_shapes)
-    config = parse_pass_config(args.pass_config)
-    if args.desired_layout is not None:
-        config["relay.AlterOpLayout.desired_layout"] = args.desired_layout
-    threads = default_num_threads() if args.threads is None else args.threads
-    timings: dict[str, float] = {}
-    status.stage(f"importing {path.name}")
-    start = time.perf_counter()
-    mod, params = import_model(path, shapes)
-    timings["import"] = time.perf_counter() - start
+    path, mod, params, config, threads, import_seconds = load_model(args, status)
+    timings: dict[str, float] = {"import": import_seconds}
     kind, why = choose_executor(mod, args.executor)
     executor = Executor(kind, executor_options(args, kind))
     runtime = Runtime(args.runtime, {"system-lib": True} if args.system_lib else None)
@@ -159,7 +175,9 @@ def compile_model(args: argparse.Namespace, status: Status) -> Build:
             timings[short] = timings.get(short, 0.0) + seconds
 
     recorder = BuildRecorder(on_pass=status.note)
-    with PassContext(opt_level=args.opt_level, config=config, instruments=[recorder]), \
+    # the tuning records looked up are those of the thread count the model will run on
+    build_config = {**config, THREADS_OPTION: threads}
+    with PassContext(opt_level=args.opt_level, config=build_config, instruments=[recorder]), \
             stage_listener(on_stage):
         factory = relay_build(mod, args.target, params=params or None, executor=executor,
                               runtime=runtime)

@@ -54,6 +54,27 @@ def host_features() -> frozenset[str]:
     return frozenset({"asimd"}) if machine in ("arm64", "aarch64") else frozenset()
 
 
+@functools.cache
+def host_cpu_name() -> str:
+    """The host CPU's model name (``model name`` of ``/proc/cpuinfo``; on ARM the implementer
+    and part numbers), else the machine's architecture."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, colon, value = line.partition(":")
+                if colon:
+                    fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    if fields.get("model name"):
+        return fields["model name"]
+    if fields.get("CPU part"):
+        return f"{platform.machine()} implementer {fields.get('CPU implementer', '?')} part " \
+               f"{fields['CPU part']}"
+    return platform.machine() or "unknown"
+
+
 def features_of_macros(macros: str) -> list[str]:
     """The recorded features of a compiler's ``-dM -E`` output (sorted)."""
     defined = {line.split()[1] for line in macros.splitlines()

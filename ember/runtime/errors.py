@@ -63,6 +63,11 @@ class CpuFeatureError(ArtifactError):
     """A library needs CPU features this machine lacks: names them and how to rebuild."""
 
 
+class TuningRecordError(TVMError, ValueError):
+    """A tuning record file cannot be used: '<file>: <what is wrong>' (not JSON, not a record
+    file, an entry with missing or invalid fields or tiles the kernel cannot run)."""
+
+
 class FrontendError(TVMError, ValueError):
     """A model given to a frontend is malformed or contradicts itself (or the caller's
     ``shape=``): '<where>: <what is wrong>', naming the file, node (name and op type),

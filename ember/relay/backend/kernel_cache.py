@@ -9,7 +9,7 @@ addressed by everything it depends on:
 - the target kind and CPU choice (``cpu_choice(target).key``: SIMD level and -march), and the
   host's SIMD level;
 - the build settings: the PassContext's opt level and config, the ``EMBER_*`` environment
-  variables that may steer lowering;
+  variables that may steer lowering, and the tuning records in use (``topi/tile_records.py``);
 - the compiler's own code: a digest of ember's lowering packages and C headers (computed
   once per process), so a changed schedule or kernel never reuses a stale entry.
 
@@ -69,10 +69,13 @@ def build_settings() -> str:
 def kernel_key(func_hash: int, relay_text: str, kind: str, cpu_key: str) -> str:
     """The cache key of one primitive function lowered for ``kind`` and CPU ``cpu_key``."""
     from ...target.simd import host_level
+    from ...topi import tile_records
 
-    # the host's level too: topi still sizes some register tiles from the host it runs on
+    # the host's level too: topi still sizes some register tiles from the host it runs on;
+    # and the tuning records, whose tiles are the kernel calls' arguments
     return content_hash(_TAG, code_fingerprint(), build_settings(), kind, cpu_key,
-                        host_level().name, str(func_hash), relay_text)
+                        host_level().name, tile_records.fingerprint(), str(func_hash),
+                        relay_text)
 
 
 def _path(key: str, create: bool = False) -> Path:

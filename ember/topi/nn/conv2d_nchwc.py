@@ -8,8 +8,9 @@ plain NCHW input, which is NCHW1c in memory):
   channels of a group), depthwise ``[C/L, 1, KH, KW, 1, L]``; bias ``[OC]``; output and
   residual ``[N, OC/L, OH, OW, L]``.
 
-The epilogue (bias, residual add, activation) runs in the kernel; :func:`conv_tiles` is the
-cost model that picks the register tile, the work split and whether to use threads.
+The epilogue (bias, residual add, activation) runs in the kernel; :func:`conv_tiles` picks the
+register tile, the work split and whether to use threads: a tuning record measured on this
+machine (``ember tune``) or a cost model.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ...runtime.errors import OpError
 from ...target.simd import SimdLevel
 from ...te import tensor as te
 from ...tir import op as tir
+from .. import tile_records
 
 HEADER = "ember/kernels/conv_nchwc.h"
 LANES = (4, 8, 16)  # lane counts the kernels are instantiated for
@@ -77,7 +79,42 @@ def vector_registers(level: SimdLevel) -> int:
     return 32 if level.name in ("avx512", "neon") else 16
 
 
+def conv_key(geo: ConvGeometry) -> tuple[int, ...]:
+    """The geometry as the flat integer key of a tuning record (:func:`conv_of_key`)."""
+    return (geo.n, geo.ic, geo.h, geo.w, geo.oc, geo.oh, geo.ow, geo.kh, geo.kw, *geo.strides,
+            *geo.padding, *geo.dilation, geo.groups, geo.lanes, geo.in_block)
+
+
+def conv_of_key(key: tuple[int, ...]) -> ConvGeometry:
+    """The inverse of :func:`conv_key`."""
+    k = list(key)
+    return ConvGeometry(*k[:9], (k[9], k[10]), (k[11], k[12], k[13], k[14]), (k[15], k[16]),
+                        *k[17:])
+
+
 def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
+    """The schedule of one conv kernel call: the tuning record's for exactly this call when
+    there is one (``topi/tile_records.py``), else :func:`model_conv_tiles`'s."""
+    return tile_records.lookup("conv2d_nchwc", conv_key(geo), level, model_conv_tiles(geo, level),
+                               lambda tiles: check_conv_tiles(tiles, geo))
+
+
+def check_conv_tiles(tiles: ConvTiles, geo: ConvGeometry) -> str | None:
+    """Why the conv kernel cannot run ``tiles`` for ``geo`` (None if it can)."""
+    problems = [(tiles.rb not in (1, 2, 4), "rb must be 1, 2 or 4"),
+                (tiles.rw not in TILE_WIDTHS, f"rw must be one of {TILE_WIDTHS}"),
+                (tiles.order not in (0, 1), "order must be 0 or 1")]
+    found = next((what for bad, what in problems if bad), None)
+    return found or _check_split(tiles.strip, tiles.threads, geo)
+
+
+def _check_split(strip: int, threads: int, geo: ConvGeometry) -> str | None:
+    if not 1 <= strip <= max(geo.ow, 1):
+        return f"strip must be in 1..{geo.ow}"
+    return None if threads in (0, 1) else "threads must be 0 or 1"
+
+
+def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     """Cost model of the conv kernel.
 
     - Register tile: ``rb * rw`` accumulators (each ``ceil(L*4 / vector_bytes)`` registers)
@@ -149,6 +186,13 @@ def _epilogue(act: str, clip: tuple[float, float], flags: int) -> list:
             flags]
 
 
+def call_sizes(geo: ConvGeometry) -> list[int]:
+    """The size arguments of ``ember_conv2d_nchwc_x<L>`` for ``geo``, in the header's order."""
+    return [geo.n, geo.ic // geo.in_block, geo.in_block, geo.h, geo.w, geo.oc // geo.lanes,
+            geo.groups, geo.oh, geo.ow, geo.kh, geo.kw, *geo.strides, *geo.dilation,
+            geo.padding[0], geo.padding[1]]
+
+
 def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
                  residual: te.Tensor | None, geo: ConvGeometry, level: SimdLevel,
                  act: str = "none", clip: tuple[float, float] = (0.0, 0.0),
@@ -159,9 +203,7 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
     flags = (RESIDUAL | (ACT_AFTER_ADD if act_after_add else 0)) if residual is not None else 0
     run = flattened(geo)
     tiles = conv_tiles(run, level)
-    ints = [run.n, run.ic // run.in_block, run.in_block, run.h, run.w, run.oc // lanes,
-            run.groups, run.oh, run.ow, run.kh, run.kw, *run.strides, *run.dilation,
-            run.padding[0], run.padding[1]]
+    ints = call_sizes(run)
     tail = _epilogue(act, clip, flags) + [tiles.rb, tiles.rw, tiles.strip, tiles.order,
                                           tiles.threads]
     inputs = [data, weight, bias] + ([residual] if residual is not None else [])
@@ -176,19 +218,42 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
     return te.extern(shape, inputs, body, name="T_conv2d_nchwc", tag="conv2d_nchwc")
 
 
+@dataclass(frozen=True)
+class DepthwiseTiles:
+    """The depthwise kernel's work split (its register tile is fixed): ``strip`` output
+    columns per work item, ``threads`` 1 to split the items over threads."""
+
+    strip: int
+    threads: int
+
+
+def depthwise_tiles(geo: ConvGeometry, level: SimdLevel) -> DepthwiseTiles:
+    """The tuning record's split for exactly this call, else the cost model's: whole rows,
+    threads above ``PARALLEL_MACS`` multiply-adds with at least two rows of blocks."""
+    items = geo.n * geo.oc // geo.lanes * geo.oh
+    model = DepthwiseTiles(geo.ow, 1 if geo.macs >= PARALLEL_MACS and items >= 2 else 0)
+    return tile_records.lookup("depthwise_nchwc", conv_key(geo), level, model,
+                               lambda tiles: _check_split(tiles.strip, tiles.threads, geo))
+
+
+def depthwise_sizes(geo: ConvGeometry) -> list[int]:
+    """The size arguments of ``ember_depthwise_nchwc_x<L>`` for ``geo``, in the header's
+    order."""
+    return [geo.n, geo.oc // geo.lanes, geo.h, geo.w, geo.oh, geo.ow, geo.kh, geo.kw,
+            *geo.strides, *geo.dilation, geo.padding[0], geo.padding[1]]
+
+
 def depthwise_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
                     residual: te.Tensor | None, geo: ConvGeometry, level: SimdLevel,
                     act: str = "none", clip: tuple[float, float] = (0.0, 0.0),
                     act_after_add: bool = True) -> te.Tensor:
     """Depthwise conv2d (multiplier 1) in NCHW[L]c with its epilogue."""
-    del level  # one tile shape: RW columns of one vector each
     lanes = geo.lanes
     _check_lanes(lanes, "depthwise_nchwc")
     flags = (RESIDUAL | (ACT_AFTER_ADD if act_after_add else 0)) if residual is not None else 0
-    threads = 1 if geo.macs >= PARALLEL_MACS and geo.n * geo.oc // lanes * geo.oh >= 2 else 0
-    ints = [geo.n, geo.oc // lanes, geo.h, geo.w, geo.oh, geo.ow, geo.kh, geo.kw, *geo.strides,
-            *geo.dilation, geo.padding[0], geo.padding[1]]
-    tail = _epilogue(act, clip, flags) + [geo.ow, threads]
+    tiles = depthwise_tiles(geo, level)
+    tail = _epilogue(act, clip, flags) + [tiles.strip, tiles.threads]
+    ints = depthwise_sizes(geo)
     inputs = [data, weight, bias] + ([residual] if residual is not None else [])
 
     def body(ins: list, outs: list) -> object:

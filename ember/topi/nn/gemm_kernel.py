@@ -6,8 +6,9 @@ operands in place (batch dims of a dense input are flattened into rows: row-majo
 contiguous), so nothing is copied per call. A constant weight is packed at build time into
 the kernel's panel layout (:func:`pack_weight`, the ``nn.contrib_gemm_pack`` op folded by
 FoldConstant); any other B is read strided and its panels copied once per call inside the
-kernel. Tile sizes come from :func:`gemm_tiles`, a cost model of the register file and the
-caches; the register tile (6 rows x 2 vectors) is fixed by the ISA.
+kernel. Tile sizes come from :func:`gemm_tiles`: a tuning record measured on this machine
+(``ember tune``) or a cost model of the register file and the caches; the register tile (6 rows
+x 2 vectors) is fixed by the ISA.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import EQ, IntImm, StringImm
 from ...tir.stmt import AssertStmt, Evaluate
+from .. import tile_records
 
 HEADER = "ember/kernels/gemm.h"
 MR = 6  # rows of the register tile (EMBER_GEMM_MR)
@@ -55,6 +57,25 @@ def panel_width(level: SimdLevel | None = None) -> int:
 
 
 def gemm_tiles(batch: int, M: int, N: int, K: int, level: SimdLevel | None = None) -> GemmTiles:
+    """The blocking of one ``ember_sgemm`` call: the tuning record's for exactly this call
+    when there is one (``topi/tile_records.py``), else :func:`model_gemm_tiles`'s."""
+    level = level or simd_level(_current_target())
+    model = model_gemm_tiles(batch, M, N, K, level)
+    return tile_records.lookup("sgemm", (batch, M, N, K), level, model,
+                               lambda tiles: check_gemm_tiles(tiles, level))
+
+
+def check_gemm_tiles(tiles: GemmTiles, level: SimdLevel) -> str | None:
+    """Why ``ember_sgemm`` cannot use ``tiles`` at ``level`` (None if it can)."""
+    if tiles.nr != panel_width(level):
+        return f"nr must be {panel_width(level)} (two {level.name} vectors), got {tiles.nr}"
+    if tiles.mc < MR or tiles.mc % MR:
+        return f"mc must be a positive multiple of {MR}, got {tiles.mc}"
+    return None if tiles.kc >= 1 else f"kc must be positive, got {tiles.kc}"
+
+
+def model_gemm_tiles(batch: int, M: int, N: int, K: int,
+                     level: SimdLevel | None = None) -> GemmTiles:
     """The cost model of ``ember_sgemm``'s blocking.
 
     - ``nr``: the register tile is MR=6 rows x 2 vectors: 12 accumulators, 2 B vectors and one
