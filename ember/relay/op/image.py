@@ -82,8 +82,11 @@ def _coord(x: Any, in_size: Any, out_size: Any, scale: Any, mode: str, ops: Any)
     if mode == "tf_half_pixel_for_nn":
         return (f32(x) + half) / scale
     if mode == "align_corners":
-        ratio = ops.select(out_size > 1, f32(in_size - 1) / f32(out_size - 1), f32(0.0))
-        return f32(x) * ratio
+        # x * (in - 1) / (out - 1) in that order, as the ONNX spec and onnxruntime: exact at
+        # ties (x = 3 of 7 over 2 pixels is 0.5), where x * ((in - 1) / (out - 1)) is not, and
+        # no multiply-add for the C compiler to contract into a differently rounded result
+        return ops.select(out_size > 1, f32(x) * f32(in_size - 1) / f32(out_size - 1),
+                          f32(0.0))
     c = (f32(x) + half) / scale - half
     if mode == "pytorch_half_pixel":
         return ops.select(out_size > 1, c, f32(0.0))
