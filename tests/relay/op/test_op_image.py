@@ -45,14 +45,15 @@ def test_resize_same_size_is_identity(method):
                                rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("rounding,want", [("round_prefer_floor", 0), ("round_prefer_ceil", 1)])
-def test_resize_nearest_align_corners_tie_rounds_as_asked(rounding, want):
-    """Column 3 of 7 over 2 pixels sits exactly at 0.5: the compiled kernel must see the same
-    tie as the reference (found by hypothesis: a contracted multiply-add broke it)."""
-    x = np.array([[[[1.0, 2.0]]]], "float32")
-    out = check("image.resize2d", x, size=(1, 7), method="nearest_neighbor",
-                coordinate_transformation_mode="align_corners", rounding_method=rounding)
-    assert out[0, 0, 0, 3] == x[0, 0, 0, want]
+@pytest.mark.parametrize("rounding", ["round", "round_prefer_floor", "round_prefer_ceil"])
+@pytest.mark.parametrize("scales", [None, (1.01, 3.5)])
+def test_resize_nearest_align_corners_ties_compile_as_referenced(rounding, scales):
+    """Column 3 of 7 over 2 pixels sits exactly at 0.5: the compiled kernel must round the
+    same tie as the reference (hypothesis found a case where it did not)."""
+    x = np.array([[[[1.0, 2.0]], [[3.0, 4.0]]]], "float32")
+    attrs = {"size": (1, 7), "method": "nearest_neighbor", "scales": scales,
+             "coordinate_transformation_mode": "align_corners", "rounding_method": rounding}
+    check_cases([Case("image.resize2d", [x], attrs, (0, 0))])
 
 
 def test_depth_to_space_matches_loops_and_inverts():
