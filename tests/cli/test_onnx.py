@@ -49,6 +49,31 @@ def test_zoo_twin_against_onnxruntime(tmp_path: Path) -> None:
                                                         "dtype": "float32"}
 
 
+def test_tune_on_a_conv_zoo_twin_then_compile_matches_onnxruntime(tmp_path: Path) -> None:
+    """ember tune on the ONNX twin of dscnn writes records for its convs; a compile that reads
+    them still agrees with onnxruntime."""
+    from ember.relay.testing import onnx_twin
+
+    model, _, _ = onnx_twin("dscnn", batch_size=1)
+    onnx.save(model, tmp_path / "dscnn.onnx")
+    env = {"EMBER_TUNING_RECORDS": str(tmp_path / "tiles.json")}
+    tuned = spawn("tune", "dscnn.onnx", "--budget", "2", "--threads", "1", "--json",
+                  cwd=tmp_path, env=env)
+    assert tuned.returncode == 0, tuned.stderr
+    kernels = {row["kernel"] for row in json.loads(tuned.stdout)["kernels"]}
+    assert {"conv2d_nchwc", "depthwise_nchwc"} <= kernels
+    x = np.random.default_rng(3).random((1, 1, 49, 10), dtype="float32")
+    np.savez(tmp_path / "in.npz", data=x)
+    compiled = spawn("compile", "dscnn.onnx", "--threads", "1", "-o", "dscnn.so", cwd=tmp_path,
+                     env=env)
+    assert compiled.returncode == 0, compiled.stderr
+    ran = spawn("run", "dscnn.so", "--inputs", "in.npz", "--outputs", "out.npz", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"data": x})[0]
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output0"], want, rtol=1e-4,
+                               atol=1e-5)
+
+
 def test_symbolic_batch(capsys: Any, tmp_path: Path) -> None:
     model = _relu_model(tmp_path / "relu.onnx", op="Sigmoid")
     x = np.linspace(-2, 2, 12, dtype="float32").reshape(3, 4)
