@@ -77,6 +77,20 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     }                                                                                          \
   }
 
+/* The same with the RW columns at unit stride in a channel-blocked input (stride 1, CB = L):
+ * column j of tap c at src + j * L, one base pointer for the whole tile (no per-column
+ * pointers to keep in registers). */
+#define EMBER_TILE_STEP_UNIT(RW, RB, wq, src)                                                  \
+  {                                                                                            \
+    EV wv[RB];                                                                                 \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, (wq) + r * wob);       \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
+      EV bx = EMBER_VBCAST(EMBER_L, (src) + j * EMBER_L);                                      \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r)                                                   \
+        acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);                                 \
+    }                                                                                          \
+  }
+
 /* One register tile: RW output columns (the first at input column ix0) x RB output blocks,
  * over all input channels of the group and kernel rows [ky0, ky1). `row` is the input offset
  * of kernel row 0 at column 0 (possibly outside the image: only valid rows are read);
@@ -99,7 +113,12 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
       for (ky = ky0; ky < ky1; ++ky) {                                                         \
         const ptrdiff_t rowk = row + icb * cs + ky * dys;                                      \
         const float* wk = w + ((ptrdiff_t)icb * p->kh + ky) * p->kw * cb * L;                  \
-        if (interior && p->dw == 1) {                                                          \
+        if (interior && p->dw == 1 && p->sw == 1 && cb == L) {                                 \
+          /* Unit stride: the taps (kx, c) of a row are contiguous, columns L apart. */        \
+          const int32_t taps = p->kw * cb;                                                     \
+          const float* base = p->in + (rowk + (ptrdiff_t)ix0 * cb);                            \
+          for (c = 0; c < taps; ++c) EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c)        \
+        } else if (interior && p->dw == 1) {                                                   \
           /* The taps (kx, c) of a row are contiguous in input and weight: one loop. */        \
           const int32_t taps = p->kw * cb;                                                     \
           EMBER_TILE_COLUMNS(RW, col, rowk, ix0, p->sw, cb, 1)                                 \
