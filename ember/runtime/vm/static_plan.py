@@ -299,19 +299,20 @@ class StaticPlan:
                 return NOT_RUN
             for dl, i, offset in self._arg_patches:
                 dl.data = (args[i]._dl.data or 0) + offset
-            alloc = self._allocator.alloc_array
-            views = [alloc(r.key, r.nbytes, r.device, r.offset, r.shape, r.typestr)
-                     for r in self._results]
+            alloc, outs, bases = self._allocator.alloc_array, [], []
+            for key, nbytes, device, offset, shape, typestr, template, shape_arr, dtype \
+                    in self._results:
+                arr, ptr = alloc(key, nbytes, device, offset, shape, typestr)
+                outs.append(fast_ndarray(arr, ptr + offset, template, shape_arr, device, dtype))
+                bases.append(ptr)
             for dl, k, offset in self._block_patches:
-                dl.data = views[k][1] + offset
+                dl.data = bases[k] + offset
             failed = self._run_calls()
             if failed:
                 _clear_error(self._funcs[-1 - failed])
                 return NOT_RUN
         finally:
             self._lock.release()
-        outs = [fast_ndarray(arr, ptr + r.offset, r.template, r.shape_arr, r.device, r.dtype)
-                for (arr, ptr), r in zip(views, self._results)]
         if self._tag is None:
             return outs[0]
         return ADT(self._tag, [outs[k] for k in self._fields])
