@@ -101,7 +101,6 @@ class Walk:
         self.ctx, self.max_block_bytes = ctx, max_block_bytes
         self.blocks: list[_Block] = []
         self.calls: list[tuple[int, list[_Tensor]]] = []  # (kernel index, flattened args)
-        self.keep: list[NDArray] = []  # tensors made by load_consti that a kernel may read
         regs: list[Any] = [None] * func.register_file_size
         for i, arg in enumerate(args):
             if type(arg) is not NDArray:
@@ -142,9 +141,7 @@ class Walk:
         regs[ins.dst] = self.ctx.constants[ins.const_index]
 
     def load_consti(self, ins: I.LoadConsti, regs: list[Any]) -> None:
-        value = frozen_scalar(ins.val)
-        self.keep.append(value)
-        regs[ins.dst] = value
+        regs[ins.dst] = frozen_scalar(ins.val)  # a plan keeps those its kernels read
 
     def alloc_storage(self, ins: I.AllocStorage, regs: list[Any]) -> None:
         nbytes = int(scalar(_known(regs[ins.size], "the size"), "alloc_storage size"))
@@ -254,7 +251,7 @@ class StaticPlan:
         # Blocks of intermediates: allocated now, for the life of the plan.
         fixed = {id(b): allocator.alloc(b.nbytes, b.alignment, b.device, b.dtype_hint)
                  for b in walk.blocks if id(b) not in run_index}
-        self._keep: list[Any] = [fixed, walk.keep]
+        self._keep: list[Any] = [fixed]
         self._arg_patches: list[tuple[DLTensor, int, int]] = []
         self._block_patches: list[tuple[DLTensor, int, int]] = []
         dltensors: dict[Any, DLTensor] = {}

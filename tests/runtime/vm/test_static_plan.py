@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 import ember
 from ember.runtime.container import ADT
 from ember.runtime.errors import TVMError
+from ember.runtime.executor_common import CPlan
 from ember.runtime.vm import VirtualMachine, VMError, VMModule
 from ember.runtime.vm.profiler import VirtualMachineProfiler
+from ember.runtime.vm import static_plan
 from ember.runtime.vm.static_plan import StaticPlan
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -185,6 +187,23 @@ def test_a_failing_kernel_raises_the_interpreters_error() -> None:
     assert str(got.value) == str(want.value)
     assert "vm_fail: this kernel always fails" in str(got.value)
     assert "instructions[5]" in str(got.value)
+
+
+def test_a_library_without_the_batch_runner_calls_kernels_one_by_one(monkeypatch) -> None:
+    # Libraries built before EmberRunCalls existed: the plan makes its calls from Python.
+    monkeypatch.setattr(static_plan, "c_plan", lambda funcs, calls: None)
+    vm, interpreter = vms(TUPLE, TUPLE_CONSTS)
+    x, y = np.arange(4, dtype="float32").reshape(2, 2), np.full(4, 2, "float32")
+    got = vm.run(x, y)
+    assert not isinstance(plan_of(vm)._run_calls, CPlan)
+    assert [g.tobytes() for g in values(got)] == \
+        [w.tobytes() for w in values(interpreter.run(x, y))]
+    failing, failing_interpreter = vms(FAILING)
+    with pytest.raises(VMError) as err:
+        failing.run(np.ones(4, "float32"))
+    with pytest.raises(VMError) as want:
+        failing_interpreter.run(np.ones(4, "float32"))
+    assert str(err.value) == str(want.value)
 
 
 @pytest.mark.parametrize("args, kwargs", [
