@@ -214,7 +214,7 @@ class VirtualMachine(Module):
 
     def _stored_inputs(self, func_name: str) -> list[Any]:
         inputs = self._inputs.get(func_name)
-        if inputs is not None and not any(v is A.UNSET for v in inputs):
+        if inputs is not None and A.UNSET not in inputs:  # VM values compare by identity
             return inputs
         func = self._functions[self._function_index(func_name)]
         inputs = inputs or [A.UNSET] * func.arity
