@@ -43,8 +43,9 @@ def plan_of(vm: VirtualMachine, name: str = "main") -> StaticPlan | str:
     return vm._plans[vm._function_index(name)]
 
 
-# main(x, y) = ((x + y) * x, x * y): an intermediate in an arena shared by two tensors, a
-# reshaped argument, a constant operand, and a tuple of two results in blocks of their own.
+# main(x, y) = ((x' + y) * x', x' * c) with x' = reshape(x, [4]): an intermediate at an
+# offset in an arena, a reshaped argument, a constant operand, and a tuple of two results in
+# blocks of their own.
 TUPLE = """
 main(x, y):
     # param types = float32[2, 2], float32[4]
