@@ -131,15 +131,74 @@ def test_plan_allocations_match_the_interpreters() -> None:
     assert counts[0] == counts[1] == ([2, 3, 3, 3, 3, 3], 7)
 
 
-@pytest.mark.parametrize("text, why", [
-    (SUM, "is not straight-line and static"),
-    ("main(x):\n    ret $0\n", "not a tensor the function allocated"),
+# The size of the result's block is computed by a kernel (4 bytes per element of x).
+RUNTIME_SIZE = """
+main(x):
+    # param types = int64[1]
+    load_consti $1 8
+    alloc_storage $2 $1 64 int64 0
+    load_consti $3 0
+    alloc_tensor $4 $2 $3 [] int64
+    invoke_packed PackedFunc[vm_nbytes_f32] (in: $0, out: $4)
+    alloc_storage $5 $4 64 int64 0
+    alloc_tensor $6 $5 $3 [] int64
+    invoke_packed PackedFunc[vm_copy] (in: $4, out: $6)
+    ret $6
+"""
+# Two results viewing one block: (t, reshape(t)).
+TWO_VIEWS = """
+main(x):
+    # param types = float32[4]
+    load_consti $1 16
+    alloc_storage $2 $1 64 float32 0
+    load_consti $3 0
+    alloc_tensor $4 $2 $3 [4] float32
+    invoke_packed PackedFunc[vm_add_f32] (in: $0, $0, out: $4)
+    load_const $5 Const[0]
+    reshape_tensor $6 $4 $5
+    alloc_data $7 tag(0) [$4, $6]
+    ret $7
+"""
+
+
+@pytest.mark.parametrize("text, func, arg, why", [
+    (SUM, "sum", np.int64(20), "instructions[1] (if $0 $1 1 2) is not straight-line"),
+    (SUM, "main", np.int64(20), "instructions[0] (invoke $1 VMFunc[0]($0)) is not straight"),
+    ("main(x):\n    ret $0\n", "main", np.ones(3, "float32"),
+     "not a tensor the function allocated"),
+    (RUNTIME_SIZE, "main", np.array([3], "int64"),
+     "instructions[5] (alloc_storage $5 $4 64 int64 0): the size is computed at run time"),
+    (TWO_VIEWS, "main", np.ones(4, "float32"), "returns two views of one block"),
 ])
-def test_functions_the_plan_cannot_run_are_interpreted(text: str, why: str) -> None:
+def test_functions_the_plan_cannot_run_are_interpreted(text: str, func: str, arg: np.ndarray,
+                                                       why: str) -> None:
+    vm, interpreter = vms(text, (np.array([2, 2], "int64"),))
+    assert [v.tolist() for v in values(vm.invoke(func, arg))] == \
+        [v.tolist() for v in values(interpreter.invoke(func, arg))]
+    assert why in plan_of(vm, func)
+
+
+def test_moves_fields_and_device_copies_are_followed() -> None:
+    text = """
+main(x, y):
+    # param types = float32[4], float32[4]
+    load_consti $2 16
+    alloc_storage $3 $2 64 float32 0
+    load_consti $4 0
+    alloc_tensor $5 $3 $4 [4] float32
+    move $6 $0
+    alloc_data $7 tag(3) [$6, $1]
+    get_field $8 $7[1]
+    device_copy $9 $8 0 0
+    invoke_packed PackedFunc[vm_mul_f32] (in: $7, out: $5)
+    invoke_packed PackedFunc[vm_add_f32] (in: $5, $9, out: $5)
+    ret $5
+"""
     vm, interpreter = vms(text)
-    arg = np.int64(20) if text is SUM else np.ones(3, "float32")
-    assert values(vm.run(arg))[0].tolist() == values(interpreter.run(arg))[0].tolist()
-    assert why in plan_of(vm)
+    x, y = np.arange(4, dtype="float32"), np.full(4, 3, "float32")
+    assert vm.run(x, y).numpy().tobytes() == interpreter.run(x, y).numpy().tobytes()
+    assert isinstance(plan_of(vm), StaticPlan)
+    np.testing.assert_array_equal(vm.run(x, y).numpy(), x * y + y)
 
 
 UNTYPED_ADD = "\n".join(line for line in ADD.splitlines() if "param types" not in line)
