@@ -12,13 +12,16 @@ arguments' types) and keeps
 - one DLTensor per tensor a kernel reads or writes, and the kernel calls over them, made by
   one C call (``EmberRunCalls``, as the graph executor does);
 - the blocks that hold the result, which every run takes afresh from the allocator (as the
-  interpreter does), so a result never shares memory with a later run.
+  interpreter does), so a result never shares memory with a later run. Rather than a copy out
+  of a buffer of the plan's: no copy, and the allocator counts what it counts for the
+  interpreter (a naive allocator, one shared by several VMs, ``fresh_allocations``).
 
 A run points the argument DLTensors at the arguments' data, takes the result blocks, makes
 the calls and returns the result tensor (or ADT of tensors) carved from them. Whatever the walk
 cannot know leaves the function to the interpreter, with the reason kept
 (``VirtualMachine._plans``): control flow, calls and closures, shapes or sizes computed at run
-time, a result that is an argument or a constant. So do, run by run: arguments of other types
+time, a result that is an argument or a constant (or two views of one block, or of a vector
+dtype). So do, run by run: arguments of other types
 than the first call's, a plan already running in another thread, and a kernel failure (the
 interpreter then runs the call again and raises its usual VMError).
 """
@@ -358,4 +361,4 @@ def _clear_error(kernel: CPackedFunc) -> None:
         pass
 
 
-__all__ = ["NOT_RUN", "NotStatic", "StaticPlan", "Walk", "build"]
+__all__ = ["NOT_RUN", "StaticPlan", "build"]
