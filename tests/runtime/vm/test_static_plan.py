@@ -43,6 +43,18 @@ def plan_of(vm: VirtualMachine, name: str = "main") -> StaticPlan | str:
     return vm._plans[vm._function_index(name)]
 
 
+def same_error(vm: VirtualMachine, interpreter: VirtualMachine, *args: object,
+               **kwargs: object) -> TVMError:
+    """The error both VMs raise on ``run(*args, **kwargs)`` (same type and text, else the
+    test fails)."""
+    with pytest.raises(TVMError) as got:
+        vm.run(*args, **kwargs)
+    with pytest.raises(TVMError) as want:
+        interpreter.run(*args, **kwargs)
+    assert type(got.value) is type(want.value) and str(got.value) == str(want.value)
+    return got.value
+
+
 # main(x, y) = ((x' + y) * x', x' * c) with x' = reshape(x, [4]): an intermediate at an
 # offset in an arena, a reshaped argument, a constant operand, and a tuple of two results in
 # blocks of their own.
@@ -145,8 +157,8 @@ main(x):
     invoke_packed PackedFunc[vm_copy] (in: $4, out: $6)
     ret $6
 """
-# Two results viewing one block: (t, reshape(t)).
-TWO_VIEWS = """
+# main(x: float32[4]) starting with x + x into a block of its own ($4).
+DOUBLED = """
 main(x):
     # param types = float32[4]
     load_consti $1 16
@@ -154,7 +166,9 @@ main(x):
     load_consti $3 0
     alloc_tensor $4 $2 $3 [4] float32
     invoke_packed PackedFunc[vm_add_f32] (in: $0, $0, out: $4)
-    load_const $5 Const[0]
+"""
+# Two results viewing one block: (t, reshape(t)).
+TWO_VIEWS = DOUBLED + """    load_const $5 Const[0]
     reshape_tensor $6 $4 $5
     alloc_data $7 tag(0) [$4, $6]
     ret $7
@@ -213,40 +227,24 @@ def test_arguments_of_another_shape_than_the_plans_are_interpreted() -> None:
     square = x.reshape(2, 2)  # the kernel takes any 4 elements; the plan was made for [4]
     np.testing.assert_array_equal(vm.run(square, square).numpy(), 2 * x)
     bad = np.ones(3, "float32")
-    with pytest.raises(VMError) as got:
-        vm.run(bad, bad)
-    with pytest.raises(VMError) as want:
-        interpreter.run(bad, bad)
-    assert str(got.value) == str(want.value)
-    assert "arguments must have the same number of elements" in str(got.value)
+    err = same_error(vm, interpreter, bad, bad)
+    assert isinstance(err, VMError)
+    assert "arguments must have the same number of elements" in str(err)
     assert plan_of(vm) is plan  # still the plan of the first call
     np.testing.assert_array_equal(vm.run(x, x).numpy(), 2 * x)
 
 
-FAILING = """
-main(x):
-    # param types = float32[4]
-    load_consti $1 16
-    alloc_storage $2 $1 64 float32 0
-    load_consti $3 0
-    alloc_tensor $4 $2 $3 [4] float32
-    invoke_packed PackedFunc[vm_add_f32] (in: $0, $0, out: $4)
-    invoke_packed PackedFunc[vm_fail] (in: $4, out: $4)
+FAILING = DOUBLED + """    invoke_packed PackedFunc[vm_fail] (in: $4, out: $4)
     ret $4
 """
 
 
 def test_a_failing_kernel_raises_the_interpreters_error() -> None:
     vm, interpreter = vms(FAILING)
-    x = np.ones(4, "float32")
-    with pytest.raises(VMError) as got:
-        vm.run(x)
-    with pytest.raises(VMError) as want:
-        interpreter.run(x)
-    assert isinstance(plan_of(vm), StaticPlan)
-    assert str(got.value) == str(want.value)
-    assert "vm_fail: this kernel always fails" in str(got.value)
-    assert "instructions[5]" in str(got.value)
+    err = same_error(vm, interpreter, np.ones(4, "float32"))
+    assert isinstance(plan_of(vm), StaticPlan) and isinstance(err, VMError)
+    assert "vm_fail: this kernel always fails" in str(err)
+    assert "instructions[5]" in str(err)
 
 
 def test_a_library_without_the_batch_runner_calls_kernels_one_by_one(monkeypatch) -> None:
@@ -258,12 +256,7 @@ def test_a_library_without_the_batch_runner_calls_kernels_one_by_one(monkeypatch
     assert not isinstance(plan_of(vm)._run_calls, CPlan)
     assert [g.tobytes() for g in values(got)] == \
         [w.tobytes() for w in values(interpreter.run(x, y))]
-    failing, failing_interpreter = vms(FAILING)
-    with pytest.raises(VMError) as err:
-        failing.run(np.ones(4, "float32"))
-    with pytest.raises(VMError) as want:
-        failing_interpreter.run(np.ones(4, "float32"))
-    assert str(err.value) == str(want.value)
+    assert "vm_fail" in str(same_error(*vms(FAILING), np.ones(4, "float32")))
 
 
 @pytest.mark.parametrize("args, kwargs", [
@@ -276,11 +269,7 @@ def test_argument_errors_are_the_interpreters(args: tuple, kwargs: dict) -> None
     vm, interpreter = vms(ADD)
     x = np.ones(4, "float32")
     vm.run(x, x)  # the plan exists
-    with pytest.raises(TVMError) as got:
-        vm.run(*args, **kwargs)
-    with pytest.raises(TVMError) as want:
-        interpreter.run(*args, **kwargs)
-    assert type(got.value) is type(want.value) and str(got.value) == str(want.value)
+    same_error(vm, interpreter, *args, **kwargs)
     np.testing.assert_array_equal(vm.run(x, x).numpy(), 2 * x)
 
 
