@@ -354,8 +354,13 @@ def c_plan(funcs: Sequence[CPackedFunc], calls: Sequence[functools.partial[int]]
 
 def c_call(func: CPackedFunc, args: Sequence[NDArray]) -> Callable[[], int]:
     """A no-argument call of compiled ``func`` on ``args``: arrays packed once, here."""
-    n = len(args)
-    vals = (ctypes.c_int64 * max(n, 1))(*(a._dl_addr for a in args))
+    return c_call_at(func, [a._dl_addr for a in args])
+
+
+def c_call_at(func: CPackedFunc, addresses: Sequence[int]) -> functools.partial[int]:
+    """``c_call`` on DLTensors given by address (they must outlive the call)."""
+    n = len(addresses)
+    vals = (ctypes.c_int64 * max(n, 1))(*addresses)
     codes = (ctypes.c_int * max(n, 1))(*([DLTENSOR_CODE] * n))
     ret, ret_code = (ctypes.c_int64 * 1)(), (ctypes.c_int * 1)()
     return functools.partial(func._cfn, vals, codes, n, ret, ret_code, None)
@@ -399,6 +404,6 @@ class ExecutorWrapper:
         return sorted(set(super().__dir__()) | set(dir(self.module)))
 
 
-__all__ = ["ExecutorWrapper", "InputSpec", "Inputs", "c_call", "check_name",
+__all__ = ["ExecutorWrapper", "InputSpec", "Inputs", "c_call", "c_call_at", "check_name",
            "check_out", "check_output_index", "check_timing", "input_array", "one_device",
            "plural", "type_str"]

@@ -21,9 +21,11 @@ from ..packed_func import PackedFunc, as_packed_func
 from ..time_eval import BenchmarkResult, time_evaluator
 from . import arguments as A
 from . import instructions as I
+from . import static_plan
 from .executable import Executable, ExecutableModule
 from .memory import Allocator, make_allocator
 from .program import VMFunction
+from .static_plan import NOT_RUN, StaticPlan
 from .steps import DecodeContext, Step, VMClosure, decode
 
 
@@ -41,6 +43,9 @@ class VirtualMachine(Module):
 
     type_key = "VirtualMachine"
     max_call_depth = 100_000
+    # Run straight-line static functions as one native call (the profiler times steps, so
+    # it turns this off; so may a test that wants the interpreter).
+    static_plans = True
 
     def __new__(cls, exe: Any, device: Any = None, memory_cfg: Any = None) -> Any:
         if getattr(exe, "rpc_session", None) is not None:  # loaded on an RPC server: run there
@@ -75,6 +80,8 @@ class VirtualMachine(Module):
             for func in self._functions]
         self._inputs: dict[str, list[Any]] = {}
         self._outputs: Any = None
+        # function index -> its StaticPlan, or why it has none
+        self._plans: dict[int, StaticPlan | str] = {}
 
     def _find_kernel(self, index: int, name: str) -> PackedFunc:
         lib = self.exe.lib
@@ -97,7 +104,20 @@ class VirtualMachine(Module):
 
     # -- running --------------------------------------------------------------------------------
     def _execute(self, func_index: int, args: Sequence[Any]) -> Any:
-        """Run function ``func_index`` on ``args`` (already checked) and return its result."""
+        """Run function ``func_index`` on ``args`` (already checked) and return its result:
+        through its static plan when it has one (``static_plan.py``), else interpreted."""
+        if self.static_plans:
+            plan = self._plans.get(func_index)
+            if plan is None:  # built on the first call, for arguments like these
+                plan = self._plans[func_index] = static_plan.build(
+                    self._functions[func_index], self._ctx, args, self.allocator)
+            if type(plan) is StaticPlan:
+                result = plan.run(args)
+                if result is not NOT_RUN:
+                    return result
+        return self._interpret(func_index, args)
+
+    def _interpret(self, func_index: int, args: Sequence[Any]) -> Any:
         funcs, all_steps = self._functions, self._steps
         entry, entry_args = funcs[func_index], args
         steps, regs = all_steps[func_index], [None] * funcs[func_index].register_file_size
@@ -193,8 +213,11 @@ class VirtualMachine(Module):
         return A.convert_all(func, A.bind(func, args, kwargs, where), where)
 
     def _stored_inputs(self, func_name: str) -> list[Any]:
+        inputs = self._inputs.get(func_name)
+        if inputs is not None and A.UNSET not in inputs:  # VM values compare by identity
+            return inputs
         func = self._functions[self._function_index(func_name)]
-        inputs = self._inputs.get(func_name, [A.UNSET] * func.arity)
+        inputs = inputs or [A.UNSET] * func.arity
         missing = [func.params[i] for i, v in enumerate(inputs) if v is A.UNSET]
         if missing:
             raise ArgumentError(f"invoke({func_name!r}): inputs not set: {', '.join(missing)} "

@@ -65,9 +65,10 @@ class _Keeper:
 
     __slots__ = ("buf", "home", "key", "__array_interface__")
 
-    def __init__(self, buf: Buffer, home: Allocator, key: tuple[Any, ...]) -> None:
+    def __init__(self, buf: Buffer, home: Allocator, key: tuple[Any, ...],
+                 interface: dict[str, Any] | None = None) -> None:
         self.buf, self.home, self.key = buf, home, key
-        self.__array_interface__ = buf[1]
+        self.__array_interface__ = interface or buf[1]
 
     def __del__(self) -> None:
         try:
@@ -134,18 +135,41 @@ class Allocator:
                            "wrongly-shaped argument?)")
         if device.device_type != 1:  # the CPU (kDLCPU)
             device.check_supported()
+        key = self.block_key(nbytes, alignment, device)
+        buf = self._buffer(key, nbytes, device)
+        return Storage(_Keeper(buf, self, key), nbytes, alignment, device, dtype_hint)
+
+    def _buffer(self, key: tuple[Any, ...], nbytes: int, device: Device) -> Buffer:
+        """A buffer of size class ``key[3]``: from the pool, else fresh."""
         self.requests += 1
-        key = (device.device_type, device.device_id, alignment, size_class(nbytes))
         buf = self._take(key)
         if buf is None:
             try:
-                buf = _raw_buffer(key[3], alignment)
+                buf = _raw_buffer(key[3], key[2])
             except (MemoryError, ValueError) as err:
                 raise TVMError(f"alloc_storage: cannot allocate {nbytes} bytes on {device}: "
                                f"{err}") from None
             self.fresh_allocations += 1
             self.fresh_bytes += key[3]
-        return Storage(_Keeper(buf, self, key), nbytes, alignment, device, dtype_hint)
+        return buf
+
+    @staticmethod
+    def block_key(nbytes: int, alignment: int, device: Device) -> tuple[Any, ...]:
+        """The pool key of a block (what ``alloc_array`` takes)."""
+        return (device.device_type, device.device_id, alignment, size_class(nbytes))
+
+    def alloc_array(self, key: tuple[Any, ...], nbytes: int, device: Device, offset: int,
+                    shape: tuple[int, ...], typestr: str) -> tuple[np.ndarray, int]:
+        """A block as ``alloc`` gives it (same accounting), seen as one numpy array of
+        ``shape``/``typestr`` at byte ``offset``, and the block's address: a static plan's
+        result, without a Storage and a second view per run. The block returns when the array
+        and every view of it are gone. The size and device were checked when the plan was
+        made."""
+        buf = self._buffer(key, nbytes, device)
+        ptr = buf[1]["data"][0]
+        keeper = _Keeper(buf, self, key, {"data": (ptr + offset, False), "shape": shape,
+                                          "typestr": typestr, "version": 3})
+        return np.asarray(keeper), ptr
 
     def _take(self, key: tuple[Any, ...]) -> Buffer | None:
         return None

@@ -30,6 +30,8 @@ from .steps import Step
 class VirtualMachineProfiler(VirtualMachine):
     """A VirtualMachine whose steps are timed; ``profile`` returns a Report."""
 
+    static_plans = False  # every instruction runs (and is timed) in the interpreter
+
     def __init__(self, exe: Any, device: Any, memory_cfg: Any = None) -> None:
         self._kernel_calls: list[tuple[str, float, list[Any]]] = []
         self._kinds: dict[str, list[float]] = {}

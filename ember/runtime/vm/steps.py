@@ -69,6 +69,11 @@ def _frozen(arr: NDArray) -> NDArray:
     return arr
 
 
+def frozen_scalar(value: int) -> NDArray:
+    """``value`` as a read-only int64 scalar tensor (what ``load_consti`` loads)."""
+    return _frozen(array(np.int64(value)))
+
+
 def scalar(value: Any, what: str) -> Any:
     """The single element of a tensor register (a condition, size, offset or tag)."""
     if type(value) is not NDArray:
@@ -123,7 +128,7 @@ def _load_const(ins: I.LoadConst, ctx: DecodeContext) -> Step:
 
 def _load_consti(ins: I.LoadConsti, ctx: DecodeContext) -> Step:
     # One tensor per instruction, made now (read-only: every run shares it).
-    value, dst = _frozen(array(np.int64(ins.val))), ins.dst
+    value, dst = frozen_scalar(ins.val), ins.dst
 
     def step(regs: list[Any]) -> int:
         regs[dst] = value
