@@ -6,7 +6,22 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
+
+from ember.runtime.cache import cache_dir
+
+def results_path(name: str) -> Path:
+    """Where a benchmark writes its JSON by default: ``bench_results/<name>`` in ember's cache
+    directory (``$EMBER_CACHE_DIR``), not in the source tree."""
+    return cache_dir("bench_results", create=False) / name
+
+
+def open_results(path: str | Path) -> IO[str]:
+    """``path`` opened for writing, its directory created."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "w")
+
 
 # The issue's build targets (resnet18): cold build and cached rebuild, seconds.
 BUILD_TARGETS = {"resnet18": {"cold build": ("build_s", 10.0),

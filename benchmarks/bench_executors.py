@@ -23,7 +23,7 @@ A second table (``--zoo``) gives, for every zoo model at its published size, the
 planned against its lower bound and the no-reuse sum, the ratio (target: within 5% of the
 lower bound; misses are listed), and the graph executor's storage plan beside it.
 
-Writes the same figures as JSON (default bench_results/executors.json).
+Writes the same figures as JSON (default bench_results/executors.json in the cache directory).
 """
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _report import open_results, results_path  # noqa: E402
 import ember
 from ember import relay
 from ember.relay import testing
@@ -199,7 +200,7 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--zoo", nargs="*", default=list(ZOO), choices=list(ZOO),
                         help="zoo models of the memory table (none: --zoo with no name)")
-    default_json = Path(__file__).resolve().parents[1] / "bench_results" / "executors.json"
+    default_json = results_path("executors.json")
     parser.add_argument("--json", default=str(default_json), help="where to write results")
     opts = parser.parse_args()
 
@@ -225,7 +226,7 @@ def main() -> None:
             print(f"  {r['model']}: arena {100 * (r['ratio'] - 1):.1f}% above the lower bound "
                   f"(target {100 * (ARENA_TARGET - 1):.0f}%)")
     os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
-    with open(opts.json, "w") as f:
+    with open_results(opts.json) as f:
         json.dump({"benchmark": "executors", "unit": {"latency": "us", "memory": "bytes"},
                    "number": opts.number, "repeat": opts.repeat,
                    "python": platform.python_version(), "machine": platform.machine(),

@@ -4,7 +4,7 @@
 
 Prints a table of microseconds per call (best of R repeats of N calls; the defaults, many
 short repeats, make the figures stable on a shared machine) and writes the same
-figures as JSON (default bench_results/ffi.json). Cases:
+figures as JSON (default bench_results/ffi.json in the cache directory). Cases:
 
 - ``c_nop``: a compiled PackedFunc with no arguments, called from Python;
 - ``c_3_ndarrays``: a compiled PackedFunc taking 3 NDArrays (it checks their type codes and
@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _report import open_results, results_path  # noqa: E402
 import ember  # noqa: E402
 from ember.runtime.module import CSourceModule  # noqa: E402
 
@@ -107,7 +108,7 @@ def main() -> None:
     # Many short repeats: the best of them filters out preemption on a busy machine.
     parser.add_argument("--number", type=int, default=5_000, help="calls per repeat")
     parser.add_argument("--repeat", type=int, default=200, help="repeats (the best is kept)")
-    default_json = Path(__file__).resolve().parents[1] / "bench_results" / "ffi.json"
+    default_json = results_path("ffi.json")
     parser.add_argument("--json", default=str(default_json), help="where to write results")
     opts = parser.parse_args()
 
@@ -133,7 +134,7 @@ def main() -> None:
         note = "  (target < 2 us)" if name == "c_3_ndarrays" else ""
         print(f"{name:<16} {us:>9.3f}{note}")
     os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
-    with open(opts.json, "w") as f:
+    with open_results(opts.json) as f:
         json.dump({"benchmark": "ffi", "unit": "us_per_call", "number": opts.number,
                    "repeat": opts.repeat, "python": platform.python_version(),
                    "machine": platform.machine(), "processor": platform.processor(),

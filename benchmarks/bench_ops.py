@@ -167,9 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--repeat", type=int, default=30)
-    p.add_argument("--json", nargs="?", const=str(ROOT / "bench_results" / "ops.json"),
-                   default=None, help="also write the results as JSON (default path "
-                   "bench_results/ops.json)")
+    p.add_argument("--json", nargs="?", const="", default=None,
+                   help="also write the results as JSON (default path bench_results/ops.json "
+                   "in the cache directory)")
     p.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker is not None:
@@ -187,10 +187,13 @@ def main(argv: list[str] | None = None) -> int:
             return proc.returncode
         rows += json.loads(proc.stdout.strip().splitlines()[-1])
     print(_table(rows))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
-        print(f"wrote {args.json}")
+    if args.json is not None:
+        from _report import open_results, results_path
+
+        path = args.json or str(results_path("ops.json"))
+        with open_results(path) as f:
+            f.write(json.dumps(rows, indent=2) + "\n")
+        print(f"wrote {path}")
     return 0
 
 

@@ -11,7 +11,7 @@ times:
 - ``from_1MB`` / ``from_16MB``: ``remote_array.numpy()``.
 
 Prints the median and best of R repeats (microseconds for calls, milliseconds and MB/s for
-copies) and writes the figures as JSON (default bench_results/rpc.json).
+copies) and writes the figures as JSON (default bench_results/rpc.json in the cache directory).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _report import open_results, results_path  # noqa: E402
 import ember  # noqa: E402
 from ember import rpc  # noqa: E402
 
@@ -96,7 +97,7 @@ def main() -> None:
                         "16 MB use a quarter of them)")
     parser.add_argument("--transports", default="tcp,pipe,local",
                         help="comma-separated: tcp, pipe, local")
-    default_json = Path(__file__).resolve().parents[1] / "bench_results" / "rpc.json"
+    default_json = results_path("rpc.json")
     parser.add_argument("--json", default=str(default_json), help="where to write results")
     opts = parser.parse_args()
 
@@ -109,7 +110,7 @@ def main() -> None:
                 sess.close()
     print_table(results)
     os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
-    with open(opts.json, "w") as f:
+    with open_results(opts.json) as f:
         json.dump({"benchmark": "rpc", "repeat": opts.repeat, "python": platform.python_version(),
                    "machine": platform.machine(), "results": results}, f, indent=2)
     print(f"wrote {opts.json}")

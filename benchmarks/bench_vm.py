@@ -3,7 +3,7 @@
     python benchmarks/bench_vm.py [--count N] [--repeat R] [--json PATH]
 
 Prints microseconds per executed instruction (best of R runs) and writes the figures as
-JSON (default bench_results/vm.json). Cases:
+JSON (default bench_results/vm.json in the cache directory). Cases:
 
 - ``move``: a straight line of 1000 ``move`` instructions: the bare dispatch cost;
 - ``loop_inplace``: counting to N with ``if`` / ``invoke_packed`` (a scalar int64 add that
@@ -42,6 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _report import open_results, results_path  # noqa: E402
 import ember  # noqa: E402
 from ember.runtime.module import CSourceModule  # noqa: E402
 from ember.runtime.vm import Executable, VirtualMachine  # noqa: E402
@@ -168,7 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=20_000, help="loop iterations (N)")
     parser.add_argument("--repeat", type=int, default=7, help="runs per case (the best is kept)")
-    default_json = Path(__file__).resolve().parents[1] / "bench_results" / "vm.json"
+    default_json = results_path("vm.json")
     parser.add_argument("--json", default=str(default_json), help="where to write results")
     parser.add_argument("--compiled", action="store_true",
                         help="also time programs compiled by relay.vm.compile (zoo, loop)")
@@ -211,7 +212,7 @@ def main() -> None:
     if opts.compiled:
         report["compiled"] = compiled_cases(opts.models, opts.repeat)
     os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
-    with open(opts.json, "w") as f:
+    with open_results(opts.json) as f:
         json.dump(report, f, indent=2)
     print(f"wrote {opts.json}")
 

@@ -36,7 +36,7 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from _models import known_models, zoo_models
-from _report import table
+from _report import results_path, table
 from _systems import frontend_available, to_relay
 
 import ember
@@ -44,7 +44,7 @@ from ember import relay
 from ember.relay.backend import Executor
 from ember.runtime.threads import ThreadControl
 
-DEFAULT_JSON = Path(__file__).resolve().parents[1] / "bench_results" / "op_profile.json"
+DEFAULT_JSON = results_path("op_profile.json")
 
 
 def conv_kind(weight: Sequence[int], in_channels: int) -> str:

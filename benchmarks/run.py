@@ -51,7 +51,7 @@ ISSUE_MODELS = ("mlp", "autoencoder", "dscnn", "resnet8", "mobilenet_v2", "resne
                 "transformer")
 QUICK_MODELS = ("mlp", "dscnn", "resnet8")
 RTOL, ATOL = 1e-3, 1e-4
-DEFAULT_JSON = Path(__file__).resolve().parents[1] / "bench_results" / "run.json"
+DEFAULT_JSON = _report.results_path("run.json")
 PEAK_METHOD = "numpy float32 matmul (BLAS sgemm) n x n x n, BLAS threads set by threadpoolctl"
 
 
