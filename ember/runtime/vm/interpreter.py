@@ -9,6 +9,7 @@ of which function failed and the chain of calls that led there.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,8 @@ class VirtualMachine(Module):
     ``memory_cfg`` is "pooled" (default: storage is reused between runs), "naive" or an
     Allocator, e.g. one shared between VMs. Arguments may be NDArrays, numpy arrays, Python
     scalars (int -> int32, float -> float32, bool), tuples/lists (-> ADT tuples) or ADTs.
+    Threads may share a VM: its calls take turns (the stored inputs and outputs of
+    set_input/invoke_stateful/get_outputs are the VM's, one set for all threads).
     """
 
     type_key = "VirtualMachine"
@@ -80,6 +83,10 @@ class VirtualMachine(Module):
             for func in self._functions]
         self._inputs: dict[str, list[Any]] = {}
         self._outputs: Any = None
+        # One call at a time: the stored inputs, the decoded steps' argument buffers and the
+        # plans' blocks belong to the VM, so threads sharing a VM take turns (reentrant: a
+        # packed function called from VM code may call back in).
+        self._lock = threading.RLock()
         # function index -> its StaticPlan, or why it has none
         self._plans: dict[int, StaticPlan | str] = {}
 
@@ -228,7 +235,9 @@ class VirtualMachine(Module):
     def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Store the inputs of ``func_name`` for ``invoke``/``invoke_stateful`` without args.
         They are checked and converted here, once, not on every run."""
-        self._inputs[func_name] = self._prepared(func_name, args, kwargs, "set_input")
+        prepared = self._prepared(func_name, args, kwargs, "set_input")
+        with self._lock:
+            self._inputs[func_name] = prepared
 
     def set_one_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Set one input: ``set_one_input("main", "x", value)`` (or an index), or
@@ -244,15 +253,18 @@ class VirtualMachine(Module):
         index = A.checked_key(func, key, where)
         value = A.convert(func, index, value, f"{where}: argument {index} "
                                               f"({func.params[index]})")
-        self._inputs.setdefault(func_name, [A.UNSET] * func.arity)[index] = value
+        with self._lock:
+            self._inputs.setdefault(func_name, [A.UNSET] * func.arity)[index] = value
 
     def invoke(self, func_name: str, *args: Any, **kwargs: Any) -> Any:
         """Run ``func_name`` and return its result (NDArray, ADT or closure). Arguments
         given here are stored as with ``set_input``; without any, the stored ones are used."""
         index = self._function_index(func_name)
-        if args or kwargs:
-            self._inputs[func_name] = self._prepared(func_name, args, kwargs, "invoke")
-        return self._execute(index, self._stored_inputs(func_name))
+        prepared = self._prepared(func_name, args, kwargs, "invoke") if args or kwargs else None
+        with self._lock:
+            if prepared is not None:
+                self._inputs[func_name] = prepared
+            return self._execute(index, self._stored_inputs(func_name))
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """``invoke("main", ...)``."""
@@ -261,11 +273,14 @@ class VirtualMachine(Module):
     def invoke_stateful(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Run ``func_name`` on the stored inputs and keep the result for ``get_outputs``."""
         index = self._function_index(func_name, "invoke_stateful")
-        if args or kwargs:
-            self._inputs[func_name] = self._prepared(func_name, args, kwargs, "invoke_stateful")
-        inputs = self._stored_inputs(func_name)
-        self._outputs = None  # let the previous result's storage go back to the pool first
-        self._outputs = self._execute(index, inputs)
+        prepared = (self._prepared(func_name, args, kwargs, "invoke_stateful")
+                    if args or kwargs else None)
+        with self._lock:
+            if prepared is not None:
+                self._inputs[func_name] = prepared
+            inputs = self._stored_inputs(func_name)
+            self._outputs = None  # let the previous result's storage go back to the pool first
+            self._outputs = self._execute(index, inputs)
 
     def get_outputs(self) -> list[Any]:
         """The outputs of the last ``invoke_stateful``: an ADT result's fields, else [result]."""

@@ -283,6 +283,34 @@ def test_the_profiler_still_times_every_instruction() -> None:
     assert not prof._plans
 
 
+@pytest.mark.parametrize("plans", [True, False])
+def test_threads_sharing_a_vm_take_turns(plans: bool) -> None:
+    """Four threads calling one VM with their own arguments (invoke with arguments stores
+    them, then runs): each gets the results of its own arguments, planned or interpreted."""
+    import threading
+
+    vm = VirtualMachine(make_exe(TUPLE, TUPLE_CONSTS), CPU)
+    vm.static_plans = plans
+    errors: list[str] = []
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(150):
+            x = rng.uniform(-1, 1, (2, 2)).astype("float32")
+            y = rng.uniform(-1, 1, 4).astype("float32")
+            for g, w in zip(values(vm.run(x, y)), tuple_reference(x, y)):
+                if not np.allclose(g.reshape(w.shape), w, rtol=1e-6):
+                    errors.append(f"thread {seed}: {g} != {w}")
+                    return
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads) and errors == []
+
+
 def test_a_plan_in_use_sends_the_call_to_the_interpreter() -> None:
     # Another thread running the plan holds its lock; this call must not share its buffers.
     vm, _ = vms(ADD)
