@@ -17,6 +17,7 @@ import ctypes
 import itertools
 import struct
 import threading
+import weakref
 from ctypes import POINTER, c_char_p, c_double, c_int, c_int32, c_int64, c_void_p
 from typing import Any, Callable
 
@@ -60,13 +61,31 @@ _PERMANENT: set[int] = set()
 _next_handle = itertools.count(0x1000).__next__  # never 0 (NULL); next() is atomic in CPython
 
 
-def new_handle(obj: Any, permanent: bool = False) -> int:
-    """Enter ``obj`` in the handle table; the integer is what C sees as the handle."""
+class _WeakEntry:
+    """A handle table entry that does not keep its object alive (a library's environment
+    module: the table must not stop the module, and so its library, from being freed)."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, obj: Any) -> None:
+        self.ref = weakref.ref(obj)
+
+
+def new_handle(obj: Any, permanent: bool = False, weak: bool = False) -> int:
+    """Enter ``obj`` in the handle table; the integer is what C sees as the handle.
+    ``permanent``: ``free_handle`` leaves it (only ``release_handle`` drops it); ``weak``: the
+    table holds a weak reference (a lookup after ``obj`` died is an error)."""
     h = _next_handle()
-    _HANDLES[h] = obj
-    if permanent:
+    _HANDLES[h] = _WeakEntry(obj) if weak else obj
+    if permanent or weak:
         _PERMANENT.add(h)
     return h
+
+
+def release_handle(h: int) -> None:
+    """Drop a handle, permanent or not (its owner is being freed)."""
+    _PERMANENT.discard(h)
+    _HANDLES.pop(h, None)
 
 
 def free_handle(h: int) -> None:
@@ -77,10 +96,15 @@ def free_handle(h: int) -> None:
 
 def lookup_handle(h: int | None, what: str) -> Any:
     try:
-        return _HANDLES[h]  # type: ignore[index]
+        obj = _HANDLES[h]  # type: ignore[index]
     except KeyError:
         raise TVMError(f"invalid {what} handle {h!r}: not known to the ember runtime (handles "
                        "passed as arguments are valid only during the call)") from None
+    if type(obj) is _WeakEntry:
+        obj = obj.ref()
+        if obj is None:
+            raise TVMError(f"invalid {what} handle {h!r}: the module it named was freed")
+    return obj
 
 
 # ---- per-call buffers -----------------------------------------------------------------------
@@ -365,7 +389,9 @@ def set_return(value: Any, ret: Any, ret_code: Any) -> None:
 
 def _host_func_call(h: int, args: Any, codes: Any, n: int, ret: Any, ret_code: Any) -> int:
     try:
-        func = _HANDLES.get(h) or lookup_handle(h, "function")
+        func = _HANDLES.get(h)
+        if func is None or type(func) is _WeakEntry:
+            func = lookup_handle(h, "function")
         if n:
             result = func(*[args[i] if codes[i] == INT else unpack(codes[i], args[i])
                             for i in range(n)])

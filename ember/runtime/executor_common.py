@@ -320,7 +320,7 @@ class CPlan:
     """One C call (``EmberRunCalls``) that makes the planned calls in order: ``plan()``
     returns 0, or -1 - the index of the call that failed."""
 
-    __slots__ = ("_calls", "_count", "_failed", "_runner", "_table")
+    __slots__ = ("_calls", "_count", "_failed", "_funcs", "_runner", "_table")
 
     def __init__(self, runner: Any, funcs: Sequence[CPackedFunc],
                  calls: Sequence[functools.partial[int]]) -> None:
@@ -332,6 +332,7 @@ class CPlan:
         self._runner, self._table, self._count = runner, table, len(calls)
         self._failed = (ctypes.c_int32 * 1)()
         self._calls = calls  # the table points into their argument arrays
+        self._funcs = list(funcs)  # and at the functions: their library stays loaded
 
     def __call__(self) -> int:
         if self._runner(self._table, self._count, self._failed) == 0:

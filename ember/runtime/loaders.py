@@ -126,6 +126,14 @@ def _close(lib: ctypes.CDLL) -> None:
 _POOL_OWNER: list[ctypes.CDLL] = []  # the library whose thread pool every library uses
 
 
+def _unload(lib: ctypes.CDLL, env_handle: int) -> None:
+    """A freed DSOModule's library: its handle dropped and the library closed, unless its
+    thread pool is the process's (whose workers run its code)."""
+    _bridge.release_handle(env_handle)
+    if not any(lib is owner for owner in _POOL_OWNER):
+        _close(lib)
+
+
 def _share_thread_pool(lib: ctypes.CDLL) -> None:
     """Make the first library's pool (``EmberPoolLaunch``) the process's: the host table that
     every library gets names it, so models in one process share one set of worker threads.
@@ -171,7 +179,10 @@ class DSOModule(Module):
         self._setup_backend(lib)
         _share_thread_pool(lib)
         _LIBRARIES.add(self)
-        self._env_handle = _bridge.new_handle(env or self, permanent=True)
+        self._env_handle = _bridge.new_handle(env or self, weak=True)
+        # Unloaded with the module (as TVM's DSO modules are): every PackedFunc of the library
+        # holds the module, so nothing can call into it afterwards.
+        weakref.finalize(self, _unload, lib, self._env_handle)
         if lib.EmberInstallHostTable(ctypes.byref(_bridge.HOST_TABLE), self._env_handle) != 0:
             raise ArtifactError(f"{path}: {lib.EmberTakeLastError().decode(errors='replace')}")
 

@@ -98,6 +98,7 @@ class ThreadControl:
     threads (this Python thread's setting in each library, restored on exit)."""
 
     def __init__(self, module: Module) -> None:
+        self._module = module  # keeps the libraries whose functions the setters are loaded
         self._setters = _setters(module)
 
     @property
