@@ -179,6 +179,7 @@ class DSOModule(Module):
         self._setup_backend(lib)
         _share_thread_pool(lib)
         _LIBRARIES.add(self)
+        self._env = env  # C looks functions up in it for as long as this library is loaded
         self._env_handle = _bridge.new_handle(env or self, weak=True)
         # Unloaded with the module (as TVM's DSO modules are): every PackedFunc of the library
         # holds the module, so nothing can call into it afterwards.
