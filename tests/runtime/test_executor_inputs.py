@@ -283,3 +283,37 @@ def test_module_function_lookup_errors():
         mod["f"]
     with pytest.raises(ArgumentTypeError, match="named by str, got NoneType"):
         mod.get_function(None)
+
+
+@pytest.mark.parametrize("kind", ["graph", "aot-packed"])
+def test_one_module_per_thread_from_one_factory(kind):
+    """docs/graph_executor.md, Threads: each thread creates its own module from one factory;
+    four threads running their own inputs at once each get their own results."""
+    import threading
+
+    from ember.runtime.aot_executor import AotModule
+
+    lib = factory(kind)
+    wrap = ember.contrib.graph_executor.GraphModule if kind == "graph" else AotModule
+    errors: list[str] = []
+
+    def work(seed: int) -> None:
+        m = wrap(lib["default"](ember.cpu(0)))
+        rng = np.random.default_rng(seed)
+        for _ in range(100):
+            values = {"a": rng.random((2, 3), dtype="float32"),
+                      "b": rng.random(3, dtype="float32"),
+                      "c": rng.integers(0, 4, (2, 3)).astype("int32")}
+            for name, v in values.items():
+                m.set_input(name, v)
+            m.run()
+            if not np.allclose(m.get_output(0).numpy(), reference(values), rtol=1e-6):
+                errors.append(f"thread {seed}")
+                return
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads) and errors == []
