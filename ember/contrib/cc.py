@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..runtime import cpu_features
-from ..runtime.cache import atomic_write, cache_dir, content_hash, temp_sibling
+from ..runtime.cache import atomic_write, cache_dir, content_hash, prune, temp_sibling, touch
 from ..runtime.env import debug_level
 from ..runtime.errors import CompileError, CompilerNotFoundError
 
@@ -284,6 +284,7 @@ def build_shared(sources: str | os.PathLike | Sequence[str | os.PathLike],
                        *_hash_inputs(files, opts))
     out = cache_dir("lib") / f"{key}.so"
     if out.exists():
+        touch(out)
         return out
     start = time.perf_counter()
     inputs = _objects(argv, flags, opts, files, cpu, cwd)
@@ -291,6 +292,7 @@ def build_shared(sources: str | os.PathLike | Sequence[str | os.PathLike],
     cmd = [*argv, *flags, *map(str, inputs), "-o", str(tmp_out), *opts, *libs]
     _run_compiler(cmd, files, key, cwd, tmp_out)
     os.replace(tmp_out, out)
+    prune()  # the cache grew: drop the least recently used products beyond its bound
     if debug_level() >= 1:
         print(f"ember: compiled {out.name} in {time.perf_counter() - start:.2f}s", file=sys.stderr)
     return out
@@ -332,7 +334,9 @@ def _objects(argv: list[str], flags: list[str], opts: list[str], files: list[Pat
         key = content_hash(_ABI_TAG, "obj", _identity(argv), cpu, *cflags, "--", *copts,
                            *_hash_inputs([f], copts))
         obj = cache_dir("obj", key[:2]) / f"{key}.o"
-        if not obj.exists():
+        if obj.exists():
+            touch(obj)
+        else:
             tmp = temp_sibling(obj)
             jobs[obj] = ([*argv, *cflags, "-c", str(f), "-o", str(tmp), *copts], tmp, key)
         inputs.append(obj)

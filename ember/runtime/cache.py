@@ -4,13 +4,26 @@ Everything ember generates goes under ``$EMBER_CACHE_DIR`` (default ``~/.cache/e
 temporary directory, never into the source tree. Entries are named by a content hash, so a
 rebuild of unchanged inputs finds its result, and they are written atomically (temporary name,
 then ``os.replace``), so concurrent builds of the same input are safe.
+
+The cache is bounded: after a new library is compiled, :func:`prune` deletes the least
+recently used build products (compiled libraries, objects, lowered kernels, blobs) until they
+fit ``$EMBER_CACHE_MAX_MB`` (default 2048; 0 or less: unbounded). A hit marks its entry used. Entries
+used in the last few minutes are never deleted: another build (in this process or another)
+may be about to load them. Tuning records, demo pictures and benchmark results are never
+pruned.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import threading
+import time
 from pathlib import Path
+
+# Subdirectories holding build products that are rebuilt when missing: what prune may delete.
+PRUNABLE = ("lib", "obj", "kernels", "blob", "cpu", "failed")
+DEFAULT_MAX_MB = 2048
+KEEP_RECENT_S = 300.0  # entries used this recently are never deleted
 
 
 def cache_dir(*parts: str, create: bool = True) -> Path:
@@ -45,3 +58,54 @@ def atomic_write(path: "str | Path", data: bytes) -> None:
     tmp = temp_sibling(path)
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def touch(path: "str | Path") -> None:
+    """Mark a cache entry as used (its mtime orders :func:`prune`); errors are ignored."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def max_cache_bytes() -> int:
+    """``$EMBER_CACHE_MAX_MB`` in bytes (0: unbounded); an unreadable value is the default."""
+    raw = os.environ.get("EMBER_CACHE_MAX_MB", "")
+    try:
+        mb = float(raw) if raw.strip() else DEFAULT_MAX_MB
+    except ValueError:
+        mb = DEFAULT_MAX_MB
+    return max(0, int(mb * (1 << 20)))
+
+
+def prune(max_bytes: int | None = None, keep_recent_s: float = KEEP_RECENT_S) -> int:
+    """Delete the least recently used build products until the prunable part of the cache
+    takes at most ``max_bytes`` (default :func:`max_cache_bytes`); returns the bytes freed.
+    Entries used in the last ``keep_recent_s`` seconds stay, whatever the size."""
+    limit = max_cache_bytes() if max_bytes is None else max_bytes
+    if limit <= 0:
+        return 0
+    entries = []
+    for sub in PRUNABLE:
+        root = cache_dir(sub, create=False)
+        if not root.is_dir():
+            continue
+        for dirpath, _, names in os.walk(root):
+            for name in names:
+                path = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                entries.append((st.st_mtime, st.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    freed, cutoff = 0, time.time() - keep_recent_s
+    for mtime, size, path in sorted(entries):
+        if total - freed <= limit or mtime > cutoff:
+            break
+        try:
+            os.unlink(path)
+            freed += size
+        except OSError:
+            continue
+    return freed

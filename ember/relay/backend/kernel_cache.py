@@ -26,7 +26,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from ...runtime.cache import atomic_write, cache_dir, content_hash
+from ...runtime.cache import atomic_write, cache_dir, content_hash, touch
 
 PLACEHOLDER = "ember_kernel_placeholder_3f9c2e"
 _TAG = "ember-kernel-3"
@@ -88,7 +88,9 @@ def load(key: str) -> Any | None:
         return None
     try:
         with open(_path(key), "rb") as f:
-            return pickle.load(f)
+            entry = pickle.load(f)
+        touch(_path(key))
+        return entry
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
             IndexError, TypeError, ValueError, RecursionError):
         return None

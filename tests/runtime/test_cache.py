@@ -1,0 +1,87 @@
+"""The cache is bounded: prune deletes the least recently used build products beyond
+$EMBER_CACHE_MAX_MB, never recently used ones nor tuning records; a cache hit marks its entry
+used; compiling a new library prunes."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ember.runtime import cache
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _entry(root: Path, rel: str, size: int, age_s: float) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+    then = time.time() - age_s
+    os.utime(path, (then, then))
+    return path
+
+
+def test_prune_deletes_least_recently_used_products_first(root: Path) -> None:
+    old = _entry(root, "lib/a.so", 4000, age_s=3000)
+    mid = _entry(root, "obj/ab/b.o", 4000, age_s=2000)
+    new = _entry(root, "kernels/cd/c.pickle", 4000, age_s=1000)
+    records = _entry(root, "tuning/cpu.json", 50_000, age_s=9000)
+    freed = cache.prune(max_bytes=9000)
+    assert freed == 4000 and not old.exists() and mid.exists() and new.exists()
+    assert records.exists()  # not a build product
+    assert cache.prune(max_bytes=100) == 8000 and not mid.exists() and not new.exists()
+
+
+def test_recently_used_entries_stay_whatever_the_size(root: Path) -> None:
+    recent = _entry(root, "lib/r.so", 10_000, age_s=10)
+    stale = _entry(root, "blob/s.bin", 10_000, age_s=cache.KEEP_RECENT_S + 60)
+    cache.prune(max_bytes=1)
+    assert recent.exists() and not stale.exists()
+
+
+def test_touch_makes_an_entry_recent(root: Path) -> None:
+    a = _entry(root, "lib/a.so", 1000, age_s=5000)
+    b = _entry(root, "lib/b.so", 1000, age_s=4000)
+    cache.touch(a)  # a cache hit on a
+    cache.prune(max_bytes=1500, keep_recent_s=0)
+    assert a.exists() and not b.exists()
+    cache.touch(root / "lib" / "missing.so")  # no error
+
+
+@pytest.mark.parametrize("raw,want", [("", 2048 << 20), ("0", 0), ("1.5", int(1.5 * (1 << 20))),
+                                      ("lots", 2048 << 20), ("-3", 0)])
+def test_max_cache_bytes_from_the_environment(monkeypatch: pytest.MonkeyPatch, raw: str,
+                                              want: int) -> None:
+    monkeypatch.setenv("EMBER_CACHE_MAX_MB", raw)
+    assert cache.max_cache_bytes() == want
+    if want == 0:
+        assert cache.prune() == 0  # unbounded
+
+
+def test_compiling_a_new_library_prunes_and_a_hit_touches(root: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path_factory) -> None:
+    from ember.contrib import cc
+    from ember.testing import find_c_compiler
+
+    if find_c_compiler() is None:
+        pytest.skip("no C compiler found")
+    stale = _entry(root, "lib/stale.so", 3 << 20, age_s=3600)
+    monkeypatch.setenv("EMBER_CACHE_MAX_MB", "1")
+    src = tmp_path_factory.mktemp("src") / "f.c"
+    src.write_text("int ember_cache_test_f(void) { return 7; }\n")
+    out = cc.create_shared(str(tmp_path_factory.mktemp("o") / "f.so"), [str(src)])
+    assert not stale.exists()  # 3 MiB over a 1 MiB bound, an hour old
+    built = sorted((root / "lib").glob("*.so"))
+    assert built  # the new library is recent: kept
+    then = time.time() - 3600
+    os.utime(built[0], (then, then))
+    cc.create_shared(str(tmp_path_factory.mktemp("o2") / "f.so"), [str(src)])  # a hit
+    assert built[0].stat().st_mtime > then + 3000
+    del out
