@@ -28,6 +28,7 @@ from ember.testing import find_c_compiler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _executor_fuzz import factory, reference  # noqa: E402
+from _threads import errors_in_threads  # noqa: E402
 
 needs_cc = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
 A = np.arange(6, dtype="float32").reshape(2, 3)
@@ -289,15 +290,12 @@ def test_module_function_lookup_errors():
 def test_one_module_per_thread_from_one_factory(kind):
     """docs/graph_executor.md, Threads: each thread creates its own module from one factory;
     four threads running their own inputs at once each get their own results."""
-    import threading
-
     from ember.runtime.aot_executor import AotModule
 
     lib = factory(kind)
     wrap = ember.contrib.graph_executor.GraphModule if kind == "graph" else AotModule
-    errors: list[str] = []
 
-    def work(seed: int) -> None:
+    def work(seed: int) -> str | None:
         m = wrap(lib["default"](ember.cpu(0)))
         rng = np.random.default_rng(seed)
         for _ in range(100):
@@ -308,12 +306,7 @@ def test_one_module_per_thread_from_one_factory(kind):
                 m.set_input(name, v)
             m.run()
             if not np.allclose(m.get_output(0).numpy(), reference(values), rtol=1e-6):
-                errors.append(f"thread {seed}")
-                return
+                return f"thread {seed}"
+        return None
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads) and errors == []
+    assert errors_in_threads(work) == []

@@ -22,7 +22,8 @@ cannot know leaves the function to the interpreter, with the reason kept
 (``VirtualMachine._plans``): control flow, calls and closures, shapes or sizes computed at run
 time, a result that is an argument or a constant (or two views of one block, or of a vector
 dtype). So do, run by run: arguments of other types
-than the first call's, a plan already running in another thread, and a kernel failure (the
+than the first call's, a plan already running (a call back into the VM from one of its
+kernels; calls from other threads wait for the VM's lock), and a kernel failure (the
 interpreter then runs the call again and raises its usual VMError).
 """
 from __future__ import annotations
@@ -292,7 +293,7 @@ class StaticPlan:
 
     def run(self, args: Sequence[Any]) -> Any:
         """The function's result on ``args``, or NOT_RUN (then the interpreter runs it)."""
-        if not self._lock.acquire(blocking=False):  # another thread is using the buffers
+        if not self._lock.acquire(blocking=False):  # a re-entrant call: buffers in use
             return NOT_RUN
         try:
             if self._signature is not None and not _matches(args, self._signature):

@@ -21,6 +21,8 @@ from ember.runtime.vm import static_plan
 from ember.runtime.vm.static_plan import StaticPlan
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _threads import errors_in_threads  # noqa: E402
 from _vm_testlib import ADD, SUM, make_exe, requires_cc  # noqa: E402
 
 pytestmark = requires_cc
@@ -287,32 +289,25 @@ def test_the_profiler_still_times_every_instruction() -> None:
 def test_threads_sharing_a_vm_take_turns(plans: bool) -> None:
     """Four threads calling one VM with their own arguments (invoke with arguments stores
     them, then runs): each gets the results of its own arguments, planned or interpreted."""
-    import threading
-
     vm = VirtualMachine(make_exe(TUPLE, TUPLE_CONSTS), CPU)
     vm.static_plans = plans
-    errors: list[str] = []
 
-    def work(seed: int) -> None:
+    def work(seed: int) -> str | None:
         rng = np.random.default_rng(seed)
         for _ in range(150):
             x = rng.uniform(-1, 1, (2, 2)).astype("float32")
             y = rng.uniform(-1, 1, 4).astype("float32")
             for g, w in zip(values(vm.run(x, y)), tuple_reference(x, y)):
                 if not np.allclose(g.reshape(w.shape), w, rtol=1e-6):
-                    errors.append(f"thread {seed}: {g} != {w}")
-                    return
+                    return f"thread {seed}: {g} != {w}"
+        return None
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads) and errors == []
+    assert errors_in_threads(work) == []
 
 
 def test_a_plan_in_use_sends_the_call_to_the_interpreter() -> None:
-    # Another thread running the plan holds its lock; this call must not share its buffers.
+    # A plan already running (a call back into the VM from one of its kernels) holds its
+    # lock; this call must not share its buffers.
     vm, _ = vms(ADD)
     x = np.arange(4, dtype="float32")
     vm.run(x, x)
