@@ -15,6 +15,7 @@ pruned.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import threading
 import time
@@ -75,7 +76,9 @@ def max_cache_bytes() -> int:
         mb = float(raw) if raw.strip() else DEFAULT_MAX_MB
     except ValueError:
         mb = DEFAULT_MAX_MB
-    return max(0, int(mb * (1 << 20)))
+    if math.isnan(mb):
+        mb = DEFAULT_MAX_MB
+    return 0 if mb == math.inf else max(0, int(mb * (1 << 20)))
 
 
 def prune(max_bytes: int | None = None, keep_recent_s: float = KEEP_RECENT_S) -> int:

@@ -55,7 +55,8 @@ def test_touch_makes_an_entry_recent(root: Path) -> None:
 
 
 @pytest.mark.parametrize("raw,want", [("", 2048 << 20), ("0", 0), ("1.5", int(1.5 * (1 << 20))),
-                                      ("lots", 2048 << 20), ("-3", 0)])
+                                      ("lots", 2048 << 20), ("-3", 0), ("inf", 0),
+                                      ("nan", 2048 << 20)])
 def test_max_cache_bytes_from_the_environment(monkeypatch: pytest.MonkeyPatch, raw: str,
                                               want: int) -> None:
     monkeypatch.setenv("EMBER_CACHE_MAX_MB", raw)
