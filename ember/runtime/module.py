@@ -49,6 +49,7 @@ class Module:
         self._imports: list[Module] = []
         self._func_cache: dict[str, PackedFunc] = {}
         self._env_handles: dict[str, int] = {}  # call_packed lookups from C, per name
+        self._env_funcs: list[PackedFunc] = []  # what they name (the handle table's are weak)
         self._model_prefix = "tvmgen_default"  # of the AOT model a library holds
 
     def _note_model_prefix(self, prefix: str) -> None:
