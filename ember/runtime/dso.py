@@ -1,32 +1,30 @@
 """Opening and closing the shared libraries behind DSOModules: one ``dlopen`` per live module.
 
-``dlopen`` hands back the library already open when it is asked for the same file again
-(by the name given to it, or by the file's device and inode), and that library's globals
+``dlopen`` hands back the library already loaded when it is asked for the same file again
+(by the name it was given, or by the file's device and inode), and that library's globals
 (the module context, the host table, what generated code caches in statics) belong to the
-module that opened it first. So a second live module of one file needs a private copy.
+module that opened it first. So a module of a file that is loaded already gets a private
+copy of the file, and every other load opens the file itself.
 
-The rule here: a library is opened from its own file, and copied only when ``dlopen``
-answers with a library that is open *right now*. ``_OPEN`` holds the handle of every library
-this module opened and has not closed, so the question is asked of ``dlopen`` itself, never
-of a remembered inode number: a file system reuses a freed inode for the next file it
-creates, and ember used to take such a new file (often its own temporary copy) for one it
-had loaded before, copy it again, and recurse until ``RecursionError`` after a few thousand
-loads. This also covers a file replaced at the same path while the old one is open
-(``dlopen`` matches the name and returns the old library: the new file is loaded as a copy)
-and a second name for an open file (a hard or symbolic link).
+"Loaded already" is asked of the dynamic loader (``dlopen`` with ``RTLD_NOLOAD``), at the
+moment of the load, never of a remembered inode number. ember used to remember the (device,
+inode) of every file it had loaded, forever: a file system reuses a freed inode for the next
+file it creates, so a new file (often ember's own temporary copy) looked loaded, was copied,
+and the copy looked loaded too, until ``RecursionError`` after a few thousand loads. Asking
+the loader also covers a file replaced at the same path while the old one is loaded (the
+loader matches the name: the new file loads as a copy), a second name for a loaded file (a
+hard or symbolic link), a library some other code in the process loaded, and one that
+``dlclose`` could not unload (marked NODELETE): a new module never gets a used library.
 
-Closing: ``close_library``, when a DSOModule is freed. Two kinds of library stay open for the
-life of the process, and stay in ``_OPEN`` so that their files load as copies:
+A copy lives in memory where the system allows (a memfd, Linux), else in the temporary
+directory, unlinked as soon as it is mapped: nothing is left on disk. Its name is checked the
+same way (the loader matches names of unlinked files too), and the attempts are bounded.
 
-- the thread-pool owner: the first library loaded that has ember's pool (``EmberPoolLaunch``)
-  lends it to every library loaded after it (through the host table), and its workers run
-  its code. A later library never replaces it.
-- a library ``dlclose`` did not unload (one marked NODELETE, e.g. by a C++ unique symbol):
-  reusing it would hand a new module the statics of a freed one.
-
-A copy goes to the temporary directory and is unlinked as soon as it is mapped, so nothing
-is left behind; its name is checked against the open libraries' names (``dlopen`` matches
-names even of unlinked files) and the attempts are bounded.
+Closing: ``close_library``, when a DSOModule is freed. One library stays for the life of the
+process: the thread-pool owner, the first library loaded that has ember's pool
+(``EmberPoolLaunch``). It lends the pool to every library loaded after it (through the host
+table), and its workers run its code; a later library never replaces it. Loading its file
+again gives a copy.
 """
 from __future__ import annotations
 
@@ -37,21 +35,31 @@ import struct
 import tempfile
 import threading
 from ctypes import c_void_p
+from dataclasses import dataclass
 
 import _ctypes
 
 from . import _bridge
 from .errors import ArtifactError
 
-_OPEN: dict[int, str] = {}  # dlopen handle -> the path it was opened as, for every open library
-_PINNED: set[int] = set()  # handles that are never closed (pool owner, libraries dlclose kept)
+
+@dataclass(frozen=True)
+class _Opened:
+    """An open library: the name dlopen was given, and the memfd holding a copy's bytes."""
+
+    name: str
+    fd: int | None
+
+
+_OPEN: dict[int, _Opened] = {}  # dlopen handle -> how it was opened, for every open library
 _POOL_OWNER: list[ctypes.CDLL] = []  # the library whose thread pool every library uses
 _LOCK = threading.RLock()  # reentrant: a finalizer may close a library while this thread opens
 _COPY_ATTEMPTS = 4
 _MODE = os.RTLD_NOW | os.RTLD_LOCAL
 _NOLOAD = getattr(os, "RTLD_NOLOAD", 0)  # dlopen flag: only answer whether it is loaded
-_copies = 0  # private copies made so far (library_stats)
 _LIB_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
+_copies = 0  # private copies made so far (library_stats)
+_use_memfd = hasattr(os, "memfd_create")  # until a memfd copy fails to load
 
 
 # ---- checking a file before dlopen ---------------------------------------------------------
@@ -93,62 +101,110 @@ def check_library_file(path: str) -> None:
 
 # ---- opening and closing ---------------------------------------------------------------------
 def open_library(path: str) -> ctypes.CDLL:
-    """``dlopen`` the library at ``path``, or a private copy of it if that file is open now.
+    """``dlopen`` the library at ``path``, or a private copy of it if that file is loaded now.
 
     ArtifactError names the path when the file cannot be loaded."""
     # Absolute: dlopen searches the system library path for a bare file name ("m.so").
     path = os.path.abspath(path)
     with _LOCK:
-        lib = _open_unshared(path)
+        try:
+            lib = _open_fresh(path)
+        except OSError as err:
+            raise ArtifactError(f"{path}: cannot be loaded as a shared library: {err}") from None
         return lib if lib is not None else _open_copy(path)
 
 
-def _open_unshared(path: str) -> ctypes.CDLL | None:
-    """The library at ``path`` if dlopen loads it afresh; None if dlopen answers with a library
-    that is open now (its reference dropped again)."""
-    try:
-        lib = ctypes.CDLL(path, mode=_MODE)
-    except OSError as err:
-        raise ArtifactError(f"{path}: cannot be loaded as a shared library: {err}") from None
-    if lib._handle in _OPEN:
-        _dlclose(lib._handle)  # dlopen counted one more reference to the open library
+def _open_fresh(name: str, fd: int | None = None) -> ctypes.CDLL | None:
+    """The library ``name`` newly loaded, or None if the process has it loaded already.
+    ``fd``: the memfd holding a copy, closed with the library. OSError if dlopen fails."""
+    if _is_loaded(name):
         return None
-    _OPEN[lib._handle] = path
-    return lib
+    handle = _ctypes.dlopen(name, _MODE)
+    if handle in _OPEN:  # where RTLD_NOLOAD is missing: dlopen answered with an open one
+        _dlclose(handle)
+        return None
+    _OPEN[handle] = _Opened(name, fd)
+    return ctypes.CDLL(name, handle=handle)
+
+
+def _is_loaded(name: str) -> bool:
+    if not _NOLOAD:
+        return False
+    try:
+        probe = _ctypes.dlopen(name, _NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return False
+    _dlclose(probe)  # the probe counted a reference
+    return True
 
 
 def _open_copy(path: str) -> ctypes.CDLL:
     global _copies
-    suffix = os.path.splitext(path)[1] or ".so"
-    for _ in range(_COPY_ATTEMPTS):  # a new name can still match an unlinked open copy's name
-        fd, copy = tempfile.mkstemp(suffix=suffix, prefix="ember_dso_")
-        try:
-            with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-            lib = _open_unshared(copy)
-        finally:
-            os.unlink(copy)  # the mapping stays valid
-        if lib is not None:
-            _copies += 1
-            return lib
-    raise ArtifactError(f"{path}: is open already, and {_COPY_ATTEMPTS} private copies of it "
-                        f"in {tempfile.gettempdir()} were all taken by dlopen for libraries "
-                        "that are open too")
+    taken: list[int] = []  # memfds whose names are loaded already: held so the next differs
+    try:
+        for _ in range(_COPY_ATTEMPTS):
+            lib = _open_memfd_copy(path, taken) if _use_memfd else _open_file_copy(path)
+            if lib is not None:
+                _copies += 1
+                return lib
+    finally:
+        for fd in taken:
+            os.close(fd)
+    raise ArtifactError(f"{path}: is loaded already, and the names of {_COPY_ATTEMPTS} private "
+                        "copies of it were all taken by loaded libraries too")
+
+
+def _open_memfd_copy(path: str, taken: list[int]) -> ctypes.CDLL | None:
+    """A copy in memory (Linux): nothing on disk, nothing to clean up after a crash. The memfd
+    stays open with the library: its name (/proc/self/fd/N) must not name another file while
+    the loader can match it."""
+    global _use_memfd
+    fd = os.memfd_create(f"ember:{os.path.basename(path)}", os.MFD_CLOEXEC)
+    try:
+        _copy_file(path, fd)
+        lib = _open_fresh(f"/proc/self/fd/{fd}", fd)
+    except OSError:  # no /proc, or memory that may not be mapped executable: use files
+        os.close(fd)
+        _use_memfd = False
+        return None
+    if lib is None:
+        taken.append(fd)
+    return lib
+
+
+def _open_file_copy(path: str) -> ctypes.CDLL | None:
+    try:
+        fd, copy = tempfile.mkstemp(suffix=os.path.splitext(path)[1] or ".so",
+                                    prefix="ember_dso_")
+    except OSError as err:
+        raise ArtifactError(f"{path}: is loaded already, and no private copy of it can be made "
+                            f"in {tempfile.gettempdir()}: {err}") from None
+    try:
+        _copy_file(path, fd)
+        os.close(fd)
+        return _open_fresh(copy)
+    except OSError as err:
+        raise ArtifactError(f"{path}: its private copy {copy} cannot be loaded: {err}") from None
+    finally:
+        os.unlink(copy)  # the mapping stays valid
+
+
+def _copy_file(path: str, fd: int) -> None:
+    with open(path, "rb") as src, open(fd, "wb", closefd=False) as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
 
 
 def close_library(lib: ctypes.CDLL) -> None:
-    """Unload a library whose last module was freed (unless it stays: see the module doc)."""
-    handle = lib._handle
+    """Unload a library whose last module was freed (not the thread-pool owner)."""
     with _LOCK:
-        if handle in _PINNED:
+        if any(lib is owner for owner in _POOL_OWNER):
             return
-        path = _OPEN.pop(handle, None)
-        if path is None:
+        opened = _OPEN.pop(lib._handle, None)
+        if opened is None:
             return  # closed already
-        _dlclose(handle)
-        if _still_loaded(path, handle):  # NODELETE: its statics must not go to a new module
-            _OPEN[handle] = path
-            _PINNED.add(handle)
+        _dlclose(lib._handle)
+        if opened.fd is not None:
+            os.close(opened.fd)
 
 
 def _dlclose(handle: int) -> None:
@@ -156,19 +212,6 @@ def _dlclose(handle: int) -> None:
         _ctypes.dlclose(handle)
     except OSError:
         pass
-
-
-def _still_loaded(path: str, handle: int) -> bool:
-    """Whether the library ``handle``, just closed, is still mapped (dlopen with RTLD_NOLOAD
-    answers only with a library that is loaded; another one at that path is not it)."""
-    if not _NOLOAD:
-        return False
-    try:
-        probe = _ctypes.dlopen(path, _NOLOAD | os.RTLD_LAZY)
-    except OSError:
-        return False
-    _ctypes.dlclose(probe)
-    return bool(probe == handle)
 
 
 def share_thread_pool(lib: ctypes.CDLL) -> None:
@@ -181,7 +224,6 @@ def share_thread_pool(lib: ctypes.CDLL) -> None:
         launch = getattr(lib, "EmberPoolLaunch", None)  # libraries from before the pool lack it
         if launch is not None:
             _POOL_OWNER.append(lib)
-            _PINNED.add(lib._handle)
             _bridge.HOST_TABLE.parallel_launch = ctypes.cast(launch, c_void_p).value
 
 
@@ -191,7 +233,7 @@ def pool_owner() -> ctypes.CDLL | None:
 
 
 def library_stats() -> dict[str, int]:
-    """Counts for tests and benchmarks: libraries open now, those that stay open for the
-    process (pool owner, what dlclose kept), and private copies made so far."""
+    """Counts for tests and benchmarks: libraries open now (the pool owner included) and
+    private copies made so far."""
     with _LOCK:
-        return {"open": len(_OPEN), "pinned": len(_PINNED), "copies": _copies}
+        return {"open": len(_OPEN), "copies": _copies}

@@ -279,7 +279,7 @@ class _Reader:
         return value
 
 
-def _read_blob(dso: DSOModule) -> bytes | None:
+def _read_blob(dso: DSOModule) -> memoryview | None:
     lib, path = dso._lib, dso.path
     try:
         head_t = ctypes.c_ubyte * _BLOB_HEADER.size
@@ -305,7 +305,9 @@ def _read_blob(dso: DSOModule) -> bytes | None:
     if size != _BLOB_HEADER.size + length or size > os.path.getsize(path):
         raise ArtifactError(f"{path}: module blob length {length} disagrees with its symbol size "
                             f"{size} or the file size")
-    payload = ctypes.string_at(addr + _BLOB_HEADER.size, length)
+    # A view of the library's own memory, valid while ``dso`` is loaded: not copied (a model's
+    # weights make it large); each module's part is copied out by _parse_blob.
+    payload = memoryview((ctypes.c_ubyte * length).from_address(addr + _BLOB_HEADER.size))
     if zlib.crc32(payload) != stored:
         raise ArtifactError(f"{path}: corrupt module blob: checksum mismatch (stored "
                             f"{stored:#010x}, computed {zlib.crc32(payload):#010x}); the embedded "
@@ -313,7 +315,7 @@ def _read_blob(dso: DSOModule) -> bytes | None:
     return payload
 
 
-def _parse_blob(payload: bytes, dso: DSOModule) -> Module:
+def _parse_blob(payload: bytes | memoryview, dso: DSOModule) -> Module:
     r = _Reader(payload, dso.path)
     count = r.u32("the module count")
     mods: list[Module] = []
@@ -322,11 +324,11 @@ def _parse_blob(payload: bytes, dso: DSOModule) -> Module:
     for i in range(count):
         raw = r.take(r.u32(f"module {i} type key length"), f"module {i} type key")
         try:
-            key = raw.decode("ascii")
+            key = bytes(raw).decode("ascii")
         except UnicodeDecodeError:
             raise ArtifactError(f"{dso.path}: module blob: module {i} has a type key that is "
-                                f"not ASCII: {raw[:40]!r}") from None
-        data = r.take(r.u64(f"module {i} length"), f"module {i} ({key})")
+                                f"not ASCII: {bytes(raw[:40])!r}") from None
+        data = bytes(r.take(r.u64(f"module {i} length"), f"module {i} ({key})"))
         mods.append(dso if key == _LIB_KEY else _load_binary(key, data, dso.path, i))
     for i in range(count):
         for k in range(r.u32(f"module {i} import count")):
