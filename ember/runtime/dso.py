@@ -18,7 +18,9 @@ hard or symbolic link), a library some other code in the process loaded, and one
 
 A copy lives in memory where the system allows (a memfd, Linux), else in the temporary
 directory, unlinked as soon as it is mapped: nothing is left on disk. Its name is checked the
-same way (the loader matches names of unlinked files too), and the attempts are bounded.
+same way (the loader matches names of unlinked files too), and the attempts are bounded. A
+memfd stays open while its library is loaded, so that its name (``/proc/self/fd/N``) names
+no other file meanwhile; a copy that ``dlclose`` cannot unload keeps it for good.
 
 Closing: ``close_library``, when a DSOModule is freed. One library stays for the life of the
 process: the thread-pool owner, the first library loaded that has ember's pool
@@ -53,6 +55,7 @@ class _Opened:
 
 _OPEN: dict[int, _Opened] = {}  # dlopen handle -> how it was opened, for every open library
 _POOL_OWNER: list[ctypes.CDLL] = []  # the library whose thread pool every library uses
+_KEPT_FDS: list[int] = []  # memfds of copies dlclose could not unload (their names stay taken)
 _LOCK = threading.RLock()  # reentrant: a finalizer may close a library while this thread opens
 _COPY_ATTEMPTS = 4
 _MODE = os.RTLD_NOW | os.RTLD_LOCAL
@@ -159,7 +162,11 @@ def _open_memfd_copy(path: str, taken: list[int]) -> ctypes.CDLL | None:
     stays open with the library: its name (/proc/self/fd/N) must not name another file while
     the loader can match it."""
     global _use_memfd
-    fd = os.memfd_create(f"ember:{os.path.basename(path)}", os.MFD_CLOEXEC)
+    try:
+        fd = os.memfd_create(f"ember:{os.path.basename(path)}", os.MFD_CLOEXEC)
+    except OSError:
+        _use_memfd = False
+        return None
     try:
         _copy_file(path, fd)
         lib = _open_fresh(f"/proc/self/fd/{fd}", fd)
@@ -167,6 +174,9 @@ def _open_memfd_copy(path: str, taken: list[int]) -> ctypes.CDLL | None:
         os.close(fd)
         _use_memfd = False
         return None
+    except BaseException:
+        os.close(fd)
+        raise
     if lib is None:
         taken.append(fd)
     return lib
@@ -180,8 +190,10 @@ def _open_file_copy(path: str) -> ctypes.CDLL | None:
         raise ArtifactError(f"{path}: is loaded already, and no private copy of it can be made "
                             f"in {tempfile.gettempdir()}: {err}") from None
     try:
-        _copy_file(path, fd)
-        os.close(fd)
+        try:
+            _copy_file(path, fd)
+        finally:
+            os.close(fd)
         return _open_fresh(copy)
     except OSError as err:
         raise ArtifactError(f"{path}: its private copy {copy} cannot be loaded: {err}") from None
@@ -190,8 +202,11 @@ def _open_file_copy(path: str) -> ctypes.CDLL | None:
 
 
 def _copy_file(path: str, fd: int) -> None:
-    with open(path, "rb") as src, open(fd, "wb", closefd=False) as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
+    try:
+        with open(path, "rb") as src, open(fd, "wb", closefd=False) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except OSError as err:
+        raise ArtifactError(f"{path}: is loaded already, and copying it failed: {err}") from None
 
 
 def close_library(lib: ctypes.CDLL) -> None:
@@ -203,7 +218,11 @@ def close_library(lib: ctypes.CDLL) -> None:
         if opened is None:
             return  # closed already
         _dlclose(lib._handle)
-        if opened.fd is not None:
+        if opened.fd is None:
+            return
+        if _is_loaded(opened.name):  # NODELETE: mapped for good, and its name taken for good
+            _KEPT_FDS.append(opened.fd)
+        else:
             os.close(opened.fd)
 
 
@@ -233,7 +252,7 @@ def pool_owner() -> ctypes.CDLL | None:
 
 
 def library_stats() -> dict[str, int]:
-    """Counts for tests and benchmarks: libraries open now (the pool owner included) and
-    private copies made so far."""
+    """Counts for tests and benchmarks: libraries open now (the pool owner included), private
+    copies made so far, and copies that ``dlclose`` could not unload (NODELETE)."""
     with _LOCK:
-        return {"open": len(_OPEN), "copies": _copies}
+        return {"open": len(_OPEN), "copies": _copies, "kept": len(_KEPT_FDS)}
