@@ -89,6 +89,7 @@ class DSOModule(Module):
         check_library_file(path)
         check_library_cpu(path)  # before dlopen: constructors could use the instructions
         self.path = path
+        self._symbols: dict[str, tuple[Any, int] | None] = {}
         lib = open_library(path)
         try:
             _check_library_info(lib, path)
@@ -147,6 +148,19 @@ class DSOModule(Module):
         if name == self.entry_name:
             entry = self._symbol_string(name)
             return None if entry is None else self._get_local(entry)
+        # The function cache is weak (module.py): a function that nobody holds is made again
+        # from the checked symbol, which holds the library, not this module.
+        if name not in self._symbols:
+            self._symbols[name] = self._checked_symbol(name)
+        found = self._symbols[name]
+        if found is None:
+            return None
+        cfn, addr = found
+        return CPackedFunc(cfn, name, self._take_error, owner=self, address=addr,
+                           time_loop=self._lib.EmberTimeLoop)
+
+    def _checked_symbol(self, name: str) -> tuple[Any, int] | None:
+        """The exported PackedFunc ``name`` (ctypes function, address), or None."""
         if name.startswith(_RESERVED):
             return None
         try:
@@ -156,8 +170,7 @@ class DSOModule(Module):
         addr = ctypes.cast(cfn, c_void_p).value or 0
         if not self._owns(addr, 1):  # a dependency's symbol, or data: calling it would crash
             return None
-        return CPackedFunc(cfn, name, self._take_error, owner=self, address=addr,
-                           time_loop=self._lib.EmberTimeLoop)
+        return cfn, addr
 
     def __repr__(self) -> str:
         return f"Module(library, {os.path.basename(self.path)!r})"
