@@ -190,19 +190,51 @@ def test_the_thread_pool_owner_stays_and_does_not_change(built, lib_a):
     assert owner._handle in dso._OPEN  # never closed: its workers run its code
 
 
-def test_copies_fall_back_to_files_that_are_removed(lib_a, tmp_path, monkeypatch):
-    def no_memfd(*args: Any) -> int:
+def _memfd_create_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any) -> int:
         raise OSError("memfd_create: not allowed here")
 
+    monkeypatch.setattr(os, "memfd_create", refuse)
+
+
+def _memfd_not_executable(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = dso._open_fresh
+
+    def open_fresh(name: str, fd: int | None = None) -> Any:
+        if name.startswith("/proc/self/fd/"):  # as with vm.memfd_noexec=2, or no /proc
+            raise OSError(f"{name}: failed to map segment from shared object")
+        return real(name, fd)
+
+    monkeypatch.setattr(dso, "_open_fresh", open_fresh)
+
+
+@pytest.mark.parametrize("refuse", [_memfd_create_refused, _memfd_not_executable])
+def test_copies_fall_back_to_files_that_are_removed(lib_a, tmp_path, monkeypatch, refuse):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    monkeypatch.setattr(os, "memfd_create", no_memfd)
+    refuse(monkeypatch)
     monkeypatch.setattr(dso, "_use_memfd", True)
     monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    fds = open_fds()
     first, second = load(lib_a), load(lib_a)
     assert not dso._use_memfd
     assert (first["count_calls"](), second["count_calls"]()) == (1, 1)
     assert os.listdir(scratch) == []  # the copy was unlinked once mapped
+    assert open_fds() == fds
+
+
+def test_a_copy_that_cannot_be_read_names_the_file(lib_a, monkeypatch):
+    def broken(*args: Any) -> None:
+        raise OSError(5, "Input/output error")
+
+    keep = load(lib_a)
+    fds = open_fds()
+    monkeypatch.setattr(shutil, "copyfileobj", broken)
+    with pytest.raises(ArtifactError, match=r"a\.so: is loaded already, and copying it failed: "
+                                            r".*Input/output error"):
+        load(lib_a)
+    assert open_fds() == fds
+    del keep
 
 
 def test_copy_attempts_are_bounded(lib_a, monkeypatch):
