@@ -273,10 +273,10 @@ def blob_source(blob: bytes) -> str:
 
 
 class _Reader:
-    def __init__(self, data: bytes, path: str) -> None:
+    def __init__(self, data: bytes | memoryview, path: str) -> None:
         self.data, self.pos, self.path = data, 0, path
 
-    def take(self, n: int, what: str) -> bytes:
+    def take(self, n: int, what: str) -> bytes | memoryview:
         if n < 0 or self.pos + n > len(self.data):
             raise ArtifactError(f"{self.path}: module blob truncated reading {what} at offset "
                                 f"{self.pos} (needs {n} bytes, {len(self.data) - self.pos} left)")
