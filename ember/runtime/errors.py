@@ -93,6 +93,13 @@ class ArgumentIndexError(TVMError, IndexError):
     (this model has 1 output)'."""
 
 
+class ConcurrentUseError(TVMError):
+    """Two threads used one executor module at once, or one thread's inputs or outputs were
+    overwritten by another's: 'graph executor: run() while another thread is in set_input();
+    a module serves one thread at a time (one module per thread, or ember.compile's model,
+    which any number of threads may share)'."""
+
+
 class FunctionNotFoundError(TVMError, AttributeError):
     """A module has no function of that name (an AttributeError too, as in the Relay-era API):
     '<module> has no function named 'f''."""
