@@ -145,7 +145,7 @@ class CompiledModel:
     @property
     def max_contexts(self) -> int:
         """The most execution contexts (calls running at once) this model keeps; callers
-        beyond it wait. Default: the CPUs this process may run on (at least 2)."""
+        beyond it wait. Default: ``execution_pool.default_limit()`` (4 per CPU, 8 to 64)."""
         return self._pool.limit
 
     @max_contexts.setter

@@ -293,6 +293,26 @@ class StaticPlan:
 
     def run(self, args: Sequence[Any]) -> Any:
         """The function's result on ``args``, or NOT_RUN (then the interpreter runs it)."""
+        blocks = self._run(args)
+        if blocks is NOT_RUN:
+            return NOT_RUN
+        outs = [fast_ndarray(arr, ptr + offset, template, shape_arr, device, dtype)
+                for (arr, ptr), (_, _, device, offset, _, _, template, shape_arr, dtype)
+                in zip(blocks, self._results)]
+        if self._tag is None:
+            return outs[0]
+        return ADT(self._tag, [outs[k] for k in self._fields])
+
+    def run_arrays(self, args: Sequence[Any]) -> list[np.ndarray] | Any:
+        """The result's tensors as numpy arrays (a tuple's fields in order), or NOT_RUN: what
+        a compiled model's call returns, without an NDArray per result."""
+        blocks = self._run(args)
+        if blocks is NOT_RUN:
+            return NOT_RUN
+        return [blocks[k][0] for k in self._fields]
+
+    def _run(self, args: Sequence[Any]) -> list[tuple[np.ndarray, int]] | Any:
+        """Run on ``args``: [(array, block address)] per result block, or NOT_RUN."""
         if not self._lock.acquire(blocking=False):  # a re-entrant call: buffers in use
             return NOT_RUN
         try:
@@ -300,23 +320,18 @@ class StaticPlan:
                 return NOT_RUN
             for dl, i, offset in self._arg_patches:
                 dl.data = (args[i]._dl.data or 0) + offset
-            alloc, outs, bases = self._allocator.alloc_array, [], []
-            for key, nbytes, device, offset, shape, typestr, template, shape_arr, dtype \
-                    in self._results:
-                arr, ptr = alloc(key, nbytes, device, offset, shape, typestr)
-                outs.append(fast_ndarray(arr, ptr + offset, template, shape_arr, device, dtype))
-                bases.append(ptr)
+            alloc = self._allocator.alloc_array
+            blocks = [alloc(key, nbytes, device, offset, shape, typestr)
+                      for key, nbytes, device, offset, shape, typestr, *_ in self._results]
             for dl, k, offset in self._block_patches:
-                dl.data = bases[k] + offset
+                dl.data = blocks[k][1] + offset
             failed = self._run_calls()
             if failed:
                 _clear_error(self._funcs[-1 - failed])
                 return NOT_RUN
         finally:
             self._lock.release()
-        if self._tag is None:
-            return outs[0]
-        return ADT(self._tag, [outs[k] for k in self._fields])
+        return blocks
 
 
 def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: Allocator
