@@ -49,7 +49,7 @@ class VirtualMachine(Module):
 
     type_key = "VirtualMachine"
     max_call_depth = 100_000
-    # Run straight-line static functions as one native call (the profiler times steps, so
+    # Run straight-line functions as a few native calls (the profiler times steps, so
     # it turns this off; so may a test that wants the interpreter).
     static_plans = True
 
