@@ -59,7 +59,7 @@ class StaticPlan:
 
     def __init__(self, walk: Walk, func: VMFunction, args: Sequence[NDArray],
                  allocator: Allocator, kernels: Sequence[CPackedFunc]) -> None:
-        self._allocator, self._max_bytes = allocator, allocator.max_block_bytes
+        self._allocator = allocator
         self._arg_types = [(a._dtype, len(a._np.shape),
                             None if i in walk.arg_shapes.slots else a._np.shape)
                            for i, a in enumerate(args)]
@@ -356,7 +356,7 @@ class _Checks:
         plan = self.plan
         sizes = {b.index: int(plan.value(b.size)[0]) for b in self.sized}
         for b in self.sized:
-            if not b.min_bytes <= sizes[b.index] <= plan._max_bytes:
+            if not b.min_bytes <= sizes[b.index] <= plan._allocator.max_block_bytes:
                 return None
         for t in self.fits:
             dims = plan.value(t.shape)
