@@ -128,9 +128,13 @@ class Scope:
 
     def convert_node(self, proto: Any) -> None:
         from ._table import SUPPORT
+        from ._versions import op_version
 
-        node = Node(proto, self.importer.node_name(proto), self)
         entry = SUPPORT[proto.op_type]
+        version = op_version(proto.op_type, self.importer.opset)[0]
+        name = self.importer.node_name(proto)
+        node = Node(proto, name, self, version,
+                    entry.attr_inputs_at(version or self.importer.opset))
         try:
             result = entry.convert(node)
             outs = self._outputs(node, result)
