@@ -186,6 +186,12 @@ def _with_elem(vi: Any, dtype: str) -> Any:
     return copy
 
 
+def _fmt_dims(dims: list[Any]) -> str:
+    """``(batch, 3, ?)``: a model's declared dims, ``?`` for unknown ones."""
+    text = ", ".join("?" if d is None else str(d) for d in dims)
+    return f"({text},)" if len(dims) == 1 else f"({text})"
+
+
 def _unknown_as_symbolic(dims: list[Any] | None) -> list[Any] | None:
     """An input's declared dims with every size an exporter writes for "unknown" made
     symbolic (None): ``dim_value`` -1 (Paddle, tf2onnx), any other negative value and 0.
@@ -217,11 +223,11 @@ def _input_dims(name: str, model: list[Any] | None, given: Any, where: str) -> l
     if model is not None:
         if len(model) != len(given):
             raise FrontendError(f"shape= gives {name!r} rank {len(given)} {tuple(given)}, but "
-                                f"the model declares rank {len(model)} {tuple(model)}")
+                                f"the model declares rank {len(model)} {_fmt_dims(model)}")
         for k, (m, g) in enumerate(zip(model, given)):
             if isinstance(m, int) and isinstance(g, int) and m != g:
                 raise FrontendError(f"shape= gives {name!r} the shape {tuple(given)}, but the "
-                                    f"model declares {tuple(model)}: dimension {k} is {m}, "
+                                    f"model declares {_fmt_dims(model)}: dimension {k} is {m}, "
                                     f"not {g}")
             if isinstance(m, int) and not isinstance(g, int):
                 given[k] = m

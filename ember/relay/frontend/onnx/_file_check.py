@@ -152,8 +152,30 @@ def scan_wire(data: bytes, descriptor: Any) -> str | None:
                 return _value_problem(data, at, pos, end, where, tag & 7)
             if tag & 7 == 2 and field is not None and field.message_type is not None:
                 nested.append((start, stop, field.message_type, where))
+            elif tag & 7 == 2 and field is not None and _repeated(field):
+                bad = _packed_problem(data, start, stop, field)
+                if bad is not None:
+                    return _corrupt(at, where, bad)
             pos = stop
         stack.extend(reversed(nested))  # first field first
+    return None
+
+
+def _packed_problem(data: bytes, start: int, stop: int, field: Any) -> str | None:
+    """Why a packed repeated number field's payload is malformed, or None."""
+    width = {field.TYPE_DOUBLE: 8, field.TYPE_FIXED64: 8, field.TYPE_SFIXED64: 8,
+             field.TYPE_FLOAT: 4, field.TYPE_FIXED32: 4, field.TYPE_SFIXED32: 4}.get(field.type)
+    if width is not None:
+        if (stop - start) % width:
+            return f"{stop - start} bytes of packed {width}-byte numbers"
+        return None
+    if field.type in (field.TYPE_STRING, field.TYPE_BYTES):
+        return None
+    pos = start
+    while pos < stop:
+        value, pos = _varint(data, pos, stop)
+        if value is None or value == -1:
+            return "a packed list of numbers with a broken varint"
     return None
 
 
@@ -167,3 +189,27 @@ def _value_problem(data: bytes, at: int, pos: int, end: int, where: str, wire: i
         return _past_end(data, at, end, where, 1)
     need = (pos + (8 if wire == 1 else 4) if wire in (1, 5) else after + (first or 0)) - end
     return _past_end(data, at, end, where, need)
+
+
+def undecodable_string(proto: Any) -> str | None:
+    """Where a string field of a parsed message is not UTF-8 (protobuf then hands it back
+    as bytes; a flipped bit in a node's op type does that), e.g.
+    ``graph.node[1].op_type is not UTF-8 text (b'R\\xe5lu')``; None when every one is."""
+    stack: list[tuple[Any, str]] = [(proto, "")]
+    while stack:
+        msg, path = stack.pop()
+        for field in msg.DESCRIPTOR.fields:
+            where = f"{path}.{field.name}" if path else field.name
+            if field.type == field.TYPE_STRING:
+                values = getattr(msg, field.name)
+                for k, v in enumerate(values if _repeated(field) else [values]):
+                    if isinstance(v, bytes):
+                        index = f"[{k}]" if _repeated(field) else ""
+                        return f"{where}{index} is not UTF-8 text ({v[:40]!r})"
+            elif field.type == field.TYPE_MESSAGE:
+                if _repeated(field):
+                    stack.extend((m, f"{where}[{k}]")
+                                 for k, m in enumerate(getattr(msg, field.name)))
+                elif msg.HasField(field.name):
+                    stack.append((getattr(msg, field.name), where))
+    return None

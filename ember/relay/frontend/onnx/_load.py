@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from ....runtime.errors import FrontendError, OpNotImplemented
-from ._file_check import diagnose, text_start
+from ._file_check import diagnose, text_start, undecodable_string
 from ._proto import require_onnx
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -71,10 +71,14 @@ def _parse(onnx: Any, data: bytes, where: str) -> Any:
                             f"{where}: not a readable ONNX model ({err})") from None
     if not proto.HasField("graph"):
         why = diagnose(data, None) if not data or text_start(data) is not None else None
-        raise FrontendError(f"{where}: {why or 'not an ONNX model: it has no graph'}")
+        raise FrontendError(f"{where}: {why}" if why else f"{where}: no graph in its "
+                            f"{len(data)} bytes: not an ONNX model, or a truncated one")
     if proto.ir_version <= 0:
         raise FrontendError(f"{where}: not an ONNX model: it has no IR version (ir_version "
                             f"{proto.ir_version})")
+    bad = undecodable_string(proto)
+    if bad is not None:
+        raise FrontendError(f"{where}: not a readable ONNX model: {bad}")
     return proto
 
 
