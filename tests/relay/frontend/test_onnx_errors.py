@@ -68,6 +68,9 @@ def test_operators_missing_at_the_models_opset_make_a_malformed_model():
 
 @pytest.mark.parametrize("opset", [1, 9, 22, 28])
 def test_every_opset_imports_operators_unchanged_since(opset):
+    if opset > relay.frontend.onnx.newest_opset():
+        pytest.skip(f"the installed onnx package defines opsets up to "
+                    f"{relay.frontend.onnx.newest_opset()}")
     model = _model([helper.make_node("Relu", ["x"], ["y"])], opset=opset)
     mod, _ = relay.frontend.from_onnx(model)
     assert "nn.relu" in relay.analysis.list_op_freqs(mod)
