@@ -18,9 +18,9 @@ from typing import Any
 
 from ....ir.expr import Function, Tuple, Var
 from ....ir.module import IRModule
-from ....runtime.errors import FrontendError, InternalError, OpNotImplemented, TVMError, add_note
+from ....runtime.errors import FrontendError, OpNotImplemented, TVMError
 from ....runtime.ndarray import array as _nd_array
-from ._graph import Importer, Scope, _graphs_of
+from ._graph import Importer, Scope, _graphs_of, with_context
 from ._load import DEFAULT_DOMAINS, load_model, model_opset
 from ._proto import DTYPES, require_onnx
 from ._table import SUPPORT, OpSupport, node_support, support_markdown
@@ -58,7 +58,12 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None,
     try:
         return _import(proto, where, shape, dtype, opset, freeze_params)
     except TVMError as err:
-        raise _named(err, where) from None
+        if where == "the model":  # not read from a file
+            raise
+        named = with_context(err, where)
+        if named is err:
+            raise
+        raise named.with_traceback(err.__traceback__) from None
 
 
 def _import(proto: Any, where: str, shape: Mapping[str, Any] | None,
@@ -75,19 +80,6 @@ def _import(proto: Any, where: str, shape: Mapping[str, Any] | None,
         raise FrontendError("the graph has no outputs")
     body = outputs[0] if len(outputs) == 1 else Tuple(tuple(outputs))
     return _module(imp, inputs, body)
-
-
-def _named(err: TVMError, where: str) -> BaseException:
-    """``err`` with the model's file named at the start of its message (an error of the
-    same class), unless it names it already or the model came from no file."""
-    msg = str(err)
-    if where == "the model" or msg.startswith(where) or isinstance(err, InternalError):
-        return err
-    try:
-        return type(err)(f"{where}: {msg}")
-    except TypeError:  # a class with another constructor
-        add_note(err, f"while importing {where}")
-        return err
 
 
 def _module(imp: Importer, inputs: list[Var], body: Any) -> tuple[IRModule, dict[str, Any]]:
