@@ -12,6 +12,7 @@ import ember
 from ember import relay
 from ember.runtime.errors import (
     FrontendError,
+    OpAttributeInvalid,
     OpAttributeRequired,
     OpAttributeUnImplemented,
     OpNotImplemented,
@@ -147,6 +148,18 @@ def test_missing_required_input_and_attribute():
     model = _model([helper.make_node("Relu", ["nowhere"], ["y"], name="r")])
     with pytest.raises(FrontendError, match="Relu node 'r': input 'nowhere' is not defined"):
         relay.frontend.from_onnx(model)
+
+
+def test_attributes_of_the_wrong_type_are_named():
+    """The type each attribute has in the node's operator version (onnx.defs) is checked; an
+    int where a float is defined reads as that float."""
+    bad = helper.make_node("LeakyRelu", ["x"], ["y"], name="lr", alpha="0.1")
+    with pytest.raises(OpAttributeInvalid, match="LeakyRelu node 'lr': attribute alpha must be "
+                                                 "of type FLOAT, got STRING"):
+        relay.frontend.from_onnx(_model([bad]))
+    widened = helper.make_node("LeakyRelu", ["x"], ["y"], name="lr", alpha=1)
+    x = np.array([[1, -2, 3], [-4, 5, -6]], "float32")
+    np.testing.assert_array_equal(run_graph(_model([widened]), {"x": x})[0], x)
 
 
 def test_type_errors_and_unsupported_values_name_the_node():

@@ -28,15 +28,22 @@ from ember.runtime.errors import (
 
 
 def _weighted_model() -> Any:
-    """x[2, 3] @ w[3, 4] + b -> relu -> reshape to (4, 2): weights and a shape constant."""
+    """x[2, 3] @ w[3, 4] + b -> leaky relu -> reshape to (4, 2) -> transpose -> cast -> + a
+    Constant node: weights, a shape, and attributes of every common kind (int, float, ints,
+    tensor)."""
     rng = np.random.default_rng(0)
     inits = [numpy_helper.from_array(rng.random((3, 4)).astype("float32"), "w"),
              numpy_helper.from_array(rng.random(4).astype("float32"), "b"),
              numpy_helper.from_array(np.array([4, 2], "int64"), "shape")]
+    one = numpy_helper.from_array(np.array([[0.5], [2.0]], "float32"), "one")
     nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
              helper.make_node("Add", ["m", "b"], ["a"], name="add"),
-             helper.make_node("Relu", ["a"], ["r"], name="relu"),
-             helper.make_node("Reshape", ["r", "shape"], ["y"], name="rs")]
+             helper.make_node("LeakyRelu", ["a"], ["r"], name="relu", alpha=0.1),
+             helper.make_node("Reshape", ["r", "shape"], ["rs"], name="rs"),
+             helper.make_node("Transpose", ["rs"], ["t"], name="tr", perm=[1, 0]),
+             helper.make_node("Cast", ["t"], ["c"], name="cast", to=TP.FLOAT),
+             helper.make_node("Constant", [], ["k"], name="k", value=one),
+             helper.make_node("Mul", ["c", "k"], ["y"], name="scale")]
     return graph_model(nodes, inits=inits)
 
 
@@ -145,7 +152,7 @@ def test_paths_that_are_not_model_files(tmp_path: Path) -> None:
 def test_model_bytes_are_read_like_a_file() -> None:
     data = _weighted_model().SerializeToString()
     mod, _ = relay.frontend.from_onnx(data)
-    assert "nn.relu" in relay.analysis.list_op_freqs(mod)
+    assert "nn.leaky_relu" in relay.analysis.list_op_freqs(mod)
     with pytest.raises(FrontendError, match="^the model bytes: truncated"):
         relay.frontend.from_onnx(data[:len(data) // 2])
 

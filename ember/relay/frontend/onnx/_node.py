@@ -26,13 +26,17 @@ from ....runtime.errors import (
     OpAttributeUnImplemented,
     OpNotImplemented,
 )
-from ._proto import attribute_value
+from ._proto import attribute_type_name, attribute_value
+from ._versions import attribute_type
 from ._symbolic import SymShape
 
 if TYPE_CHECKING:
     from ._graph import Scope
 
 _REQUIRED = object()
+# (expected, given) AttributeProto types read as the expected one: an int where a float is
+# defined (``helper.make_node("LeakyRelu", alpha=1)`` writes one), ints where floats are.
+_WIDENS = {(1, 2), (6, 7)}  # FLOAT <- INT, FLOATS <- INTS
 
 
 class Node:
@@ -169,6 +173,11 @@ class Node:
             if default is _REQUIRED:
                 raise OpAttributeRequired(f"{self.label}: attribute {name} is required")
             return default
+        expected = attribute_type(self.op_type, self.version, name)
+        if expected is not None and a.type != expected and (expected, a.type) not in _WIDENS:
+            raise OpAttributeInvalid(f"{self.label}: attribute {name} must be of type "
+                                     f"{attribute_type_name(expected)}, got "
+                                     f"{attribute_type_name(a.type)} (version {self.version})")
         return attribute_value(a, f"{self.label}")
 
     def choice(self, name: str, default: str, choices: Sequence[str]) -> str:

@@ -107,6 +107,14 @@ def tensor_to_numpy(tensor: Any, where: str) -> np.ndarray:
     return np.asarray(arr).astype(dtype, copy=False)
 
 
+def attribute_type_name(kind: int) -> str:
+    """``FLOAT``, ``INTS``, ... for an AttributeProto type code."""
+    try:
+        return str(require_onnx().AttributeProto.AttributeType.Name(kind))
+    except ValueError:
+        return f"type code {kind}"
+
+
 def attribute_value(attr: Any, where: str) -> Any:
     """An AttributeProto as Python: int, float, str, list, numpy array or GraphProto."""
     onnx = require_onnx()

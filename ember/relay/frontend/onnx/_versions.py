@@ -84,3 +84,12 @@ def same_as_previous(op_type: str, version: int) -> bool:
         return False
     new, old = _schema(op_type, version), _schema(op_type, known[k - 1])
     return _signature(new) == _signature(old)
+
+
+@functools.cache
+def attribute_type(op_type: str, version: int, name: str) -> int | None:
+    """The AttributeProto type code attribute ``name`` has in ``op_type``-``version``, or
+    None when the definition does not list it."""
+    schema = _schema(op_type, version)
+    attr = schema.attributes.get(name) if schema is not None else None
+    return None if attr is None else int(attr.type)
