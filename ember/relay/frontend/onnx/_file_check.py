@@ -194,22 +194,56 @@ def _value_problem(data: bytes, at: int, pos: int, end: int, where: str, wire: i
 def undecodable_string(proto: Any) -> str | None:
     """Where a string field of a parsed message is not UTF-8 (protobuf then hands it back
     as bytes; a flipped bit in a node's op type does that), e.g.
-    ``graph.node[1].op_type is not UTF-8 text (b'R\\xe5lu')``; None when every one is."""
-    stack: list[tuple[Any, str]] = [(proto, "")]
+    ``graph.node[1].op_type is not UTF-8 text (b'R\\xe5lu')``; None when every one is.
+
+    Runs on every model loaded, so the per-value test is C's (``"".join`` of a repeated
+    field fails on a bytes value) and a message's path is spelled out only for the culprit.
+    """
+    # a stack item: (message, its parent item, field name, index or None)
+    stack: list[tuple[Any, Any, str, int | None]] = [(proto, None, "", None)]
     while stack:
-        msg, path = stack.pop()
-        for field in msg.DESCRIPTOR.fields:
-            where = f"{path}.{field.name}" if path else field.name
-            if field.type == field.TYPE_STRING:
-                values = getattr(msg, field.name)
-                for k, v in enumerate(values if _repeated(field) else [values]):
-                    if isinstance(v, bytes):
-                        index = f"[{k}]" if _repeated(field) else ""
-                        return f"{where}{index} is not UTF-8 text ({v[:40]!r})"
-            elif field.type == field.TYPE_MESSAGE:
-                if _repeated(field):
-                    stack.extend((m, f"{where}[{k}]")
-                                 for k, m in enumerate(getattr(msg, field.name)))
-                elif msg.HasField(field.name):
-                    stack.append((getattr(msg, field.name), where))
+        item = stack.pop()
+        msg = item[0]
+        strings, messages = _layout(msg.DESCRIPTOR)
+        for name, repeated in strings:
+            value = getattr(msg, name)
+            if repeated:
+                try:
+                    "".join(value)
+                    continue
+                except TypeError:
+                    k = next(k for k, v in enumerate(value) if isinstance(v, bytes))
+                    value = value[k]
+            elif not isinstance(value, bytes):
+                continue
+            return (f"{_path((None, item, name, k if repeated else None))} is not UTF-8 text "
+                    f"({value[:40]!r})")
+        for name, repeated in messages:
+            if repeated:
+                stack.extend((m, item, name, k) for k, m in enumerate(getattr(msg, name)))
+            elif msg.HasField(name):
+                stack.append((getattr(msg, name), item, name, None))
     return None
+
+
+def _path(item: tuple[Any, Any, str, int | None]) -> str:
+    """``graph.node[3].op_type`` for a stack item of ``undecodable_string``."""
+    parts = []
+    while item is not None and item[2]:
+        parts.append(item[2] + ("" if item[3] is None else f"[{item[3]}]"))
+        item = item[1]
+    return ".".join(reversed(parts))
+
+
+_LAYOUTS: dict[str, tuple[list[tuple[str, bool]], list[tuple[str, bool]]]] = {}
+
+
+def _layout(desc: Any) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+    """(string fields, message fields) of a message type as (name, repeated), computed once
+    per type."""
+    layout = _LAYOUTS.get(desc.full_name)
+    if layout is None:
+        strings = [(f.name, _repeated(f)) for f in desc.fields if f.type == f.TYPE_STRING]
+        messages = [(f.name, _repeated(f)) for f in desc.fields if f.type == f.TYPE_MESSAGE]
+        layout = _LAYOUTS[desc.full_name] = (strings, messages)
+    return layout
