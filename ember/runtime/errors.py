@@ -74,6 +74,12 @@ class FrontendError(TVMError, ValueError):
     input or initializer."""
 
 
+class TensorTooLargeError(TVMError, ValueError):
+    """A model declares a tensor larger than the machine could allocate, found before any code
+    is generated: '<where>: input 'x' has shape (...) of float32: 12.0 TiB (...), more than
+    ...'."""
+
+
 class RPCError(TVMError):
     """An error in the RPC layer."""
 
