@@ -162,7 +162,7 @@ class RPCSession:
 
     # -- requests -------------------------------------------------------------------------------
     def _next_seq(self) -> int:
-        self._seq = (self._seq + 1) & 0xFFFF_FFFF
+        self._seq = self._seq % 0xFFFF_FFFF + 1  # 1 .. 2**32 - 1: seq 0 is the server's own
         return self._seq
 
     def _check_open(self) -> None:
@@ -193,6 +193,10 @@ class RPCSession:
             if self._log:
                 log.info("%s %s: %d bytes back in %.3f ms", kind_name(kind), what, len(payload),
                          (time.perf_counter() - start) * 1e3)
+            if rkind == Kind.ERROR and rseq == 0:  # not a reply: the server ended the session
+                message = read_error(payload)[1]
+                self._broken(message)
+                raise RPCConnectionError(f"{self.peer}: {message} (during {what})")
             if rseq != seq:
                 self._broken("reply out of order")
                 raise ProtocolError(f"RPC session with {self.peer}: reply {rseq} to request {seq}")
