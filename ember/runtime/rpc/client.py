@@ -437,11 +437,26 @@ class ChannelSession(RPCSession):
         super().__init__(ch.peer, welcome.max_frame, welcome.server_info, logging_enabled)
 
     def _exchange(self, kind: int, seq: int, parts: list[Any]) -> tuple[int, int, memoryview]:
-        write_frame(self._ch, kind, seq, parts, self._timeout)
+        self._send_oneway(kind, seq, parts)
         return read_frame(self._ch, CLIENT_MAX_FRAME, self._timeout, self._timeout)
 
     def _send_oneway(self, kind: int, seq: int, parts: list[Any]) -> None:
-        write_frame(self._ch, kind, seq, parts, self._timeout)
+        try:
+            write_frame(self._ch, kind, seq, parts, self._timeout)
+        except RPCConnectionError:
+            reason = self._last_words()
+            if reason is None:
+                raise
+            raise RPCConnectionError(f"{self.peer}: {reason}") from None
+
+    def _last_words(self) -> str | None:
+        """Why the server ended the session, when it said so (an ERROR with seq 0) before it
+        closed: read once a request could not be sent."""
+        try:
+            kind, seq, payload = read_frame(self._ch, CLIENT_MAX_FRAME, 1.0, 1.0)
+        except RPCError:
+            return None
+        return read_error(payload)[1] if kind == Kind.ERROR and seq == 0 else None
 
     def _shutdown(self) -> None:
         self._ch.close()

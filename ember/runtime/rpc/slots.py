@@ -53,8 +53,9 @@ class IdleClock:
     def __init__(self) -> None:
         self._mem = mmap.mmap(-1, _CLOCK.size)  # anonymous and MAP_SHARED: the child's writes show
 
-    def mark_idle(self) -> None:
-        _CLOCK.pack_into(self._mem, 0, time.monotonic())
+    def mark_idle(self, since: float | None = None) -> None:
+        """Waiting for a request since ``since`` (default: now)."""
+        _CLOCK.pack_into(self._mem, 0, time.monotonic() if since is None else since)
 
     def mark_busy(self) -> None:
         _CLOCK.pack_into(self._mem, 0, _BUSY)
@@ -255,6 +256,9 @@ class SlotTable:
             child.session_timeout = REQUEST.unpack_from(message)[1]
             self.waiting.append(child)
             self.step(now)
+            if child.phase is Phase.WAITING:
+                log.info("session from %s waits for a slot (all %d are taken)", child.peer,
+                         self.limits.max_sessions)
 
     def step(self, now: float) -> None:
         """Grant free slots in arrival order, reclaim slots for the clients still waiting, and
