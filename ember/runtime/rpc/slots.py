@@ -115,7 +115,7 @@ class RequestWaiter:
         self.link = link
         self.sel: selectors.BaseSelector | None = None
         fd = ch.fileno()
-        if fd is not None:  # otherwise read_frame's timeout bounds the wait
+        if fd is not None and (self.idle_timeout or link):  # else read_frame's timeout bounds it
             self.sel = selectors.DefaultSelector()
             self.sel.register(fd, selectors.EVENT_READ, "client")
             if link is not None:

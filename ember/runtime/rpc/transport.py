@@ -9,6 +9,7 @@ to the length a header claims: a peer that announces 64 MiB and sends nothing co
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import socket
@@ -249,15 +250,34 @@ def _recv(ch: Channel, buf: memoryview, bound: tuple[float | None, str], what: s
 def _read_payload(ch: Channel, length: int, bound: tuple[float | None, str], what: str
                   ) -> tuple[bytearray, int]:
     """The payload and the bytes that came (fewer than ``length`` only at end of stream).
-    The buffer starts at PAYLOAD_CHUNK and at most doubles with each full one, so memory
-    follows the bytes that arrive, not the length the header claims."""
+    The buffer starts at PAYLOAD_CHUNK and, each time it is full, grows to four times what
+    has come: memory follows the bytes that arrive, not the length the header claims."""
     buf = bytearray(min(length, PAYLOAD_CHUNK))
     got = 0
     while True:
         got += _recv(ch, memoryview(buf)[got:], bound, what)
         if got < len(buf) or got == length:
             return buf, got
-        buf += bytes(min(length - got, got))
+        _grow(buf, min(length, 4 * got))
+
+
+def _grow_unfilled(buf: bytearray, size: int) -> None:
+    # CPython's PyByteArray_Resize: realloc without zeroing the new bytes (the reads fill
+    # them), so the pages are touched once, by the bytes that come.
+    if _resize(ctypes.py_object(buf), size) != 0:  # pragma: no cover (it raises instead)
+        raise MemoryError(f"cannot grow a frame buffer to {size} bytes")
+
+
+def _grow_zeroed(buf: bytearray, size: int) -> None:
+    buf += bytes(size - len(buf))
+
+
+try:
+    _resize = ctypes.pythonapi.PyByteArray_Resize
+    _resize.argtypes, _resize.restype = [ctypes.py_object, ctypes.c_ssize_t], ctypes.c_int
+    _grow = _grow_unfilled
+except AttributeError:  # pragma: no cover (a Python without its C API in ctypes)
+    _grow = _grow_zeroed
 
 
 def write_frame(ch: Channel, kind: int, seq: int, parts: Sequence[Buffer],
