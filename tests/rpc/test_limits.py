@@ -10,6 +10,8 @@ import sys
 import threading
 import time
 import tracemalloc
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,16 @@ from ember.runtime.rpc.transport import PAYLOAD_CHUNK, SocketChannel, read_frame
 SECRET = "limits"
 HELLO = hello_payload("", 0, False, bytes(16))
 HELLO_FRAME = pack_header(Kind.HELLO, 0, len(HELLO)) + HELLO
+
+
+@contextmanager
+def _running(tmp_path: Path, **limits: object) -> Iterator[rpc.Server]:
+    """A loopback server with these limits, ended on the way out."""
+    srv = start_server(tmp_path, **limits)
+    try:
+        yield srv
+    finally:
+        srv.terminate()
 
 
 def _connect(srv: rpc.Server, **kwargs: object) -> rpc.RPCSession:
@@ -155,8 +167,7 @@ def _rss_kib(pid: int) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 def test_a_64_mib_claim_does_not_grow_the_session(tmp_path):
-    srv = start_server(tmp_path, frame_timeout=3.0, max_sessions=1)
-    try:
+    with _running(tmp_path, frame_timeout=3.0, max_sessions=1) as srv:
         ch = SocketChannel(socket.create_connection((srv.host, srv.port), timeout=10))
         client_handshake(ch, "", None, 0, 10.0)
         (child,) = _children(srv.pid)
@@ -169,35 +180,30 @@ def test_a_64_mib_claim_does_not_grow_the_session(tmp_path):
             _reply_error(ch.sock)
         ch.close()
         _served(srv)
-    finally:
-        srv.terminate()
 
 
 # ---- the handshake --------------------------------------------------------------------------
 def test_one_deadline_for_the_whole_handshake(tmp_path):
     """Three pieces 0.7 s apart: each read would fit a fresh 1 s timeout, the handshake
     does not fit its 1 s deadline."""
-    srv = start_server(tmp_path, handshake_timeout=1.0)
-    try:
+    with _running(tmp_path, handshake_timeout=1.0) as srv:
         sock = socket.create_connection((srv.host, srv.port), timeout=10)
         _in_pieces(sock, [HELLO_FRAME[:1], HELLO_FRAME[1:16], HELLO_FRAME[16:]], 0.7)
         assert "timed out after 1 s (the handshake's deadline)" in _reply_error(sock)
         wait_for_log(srv, "refused: ")
         _served(srv)
-    finally:
-        srv.terminate()
 
 
 def test_handshake_drip_holds_a_place_for_the_deadline_only(tmp_path):
     """Clients that send a byte every 0.3 s fill every handshake place; each is dropped at
     the 1 s deadline, and a real client gets its session."""
-    srv = start_server(tmp_path, handshake_timeout=1.0, max_handshakes=2, max_sessions=1,
-                       secret=SECRET)
-    socks = [socket.create_connection((srv.host, srv.port), timeout=10) for _ in range(2)]
-    taken: list[int] = []
-    drips = [threading.Thread(target=lambda s=s: taken.append(_drip(s, HELLO_FRAME, 0.3)))
-             for s in socks]
-    try:
+    with _running(tmp_path, handshake_timeout=1.0, max_handshakes=2, max_sessions=1,
+                  secret=SECRET) as srv, ExitStack() as stack:
+        socks = [stack.enter_context(socket.create_connection((srv.host, srv.port), timeout=10))
+                 for _ in range(2)]
+        taken: list[int] = []
+        drips = [threading.Thread(target=lambda s=s: taken.append(_drip(s, HELLO_FRAME, 0.3)))
+                 for s in socks]
         for t in drips:
             t.start()
         _served(srv, secret=SECRET)
@@ -205,33 +211,23 @@ def test_handshake_drip_holds_a_place_for_the_deadline_only(tmp_path):
             t.join(30)
         assert len(taken) == 2 and max(taken) < len(HELLO_FRAME), taken
         wait_for_log(srv, "handshake's deadline")
-    finally:
-        for s in socks:
-            s.close()
-        srv.terminate()
 
 
 def test_unauthenticated_clients_cannot_take_a_session(tmp_path):
     """On a server with a secret, a client that never proves it does not displace an idle
     authenticated session, however long it waits."""
-    srv = start_server(tmp_path, secret=SECRET, max_sessions=1, reclaim_idle=0.1,
-                       handshake_timeout=1.0)
-    try:
-        with _connect(srv, secret=SECRET) as sess:
-            silent = socket.create_connection((srv.host, srv.port), timeout=10)
+    with _running(tmp_path, secret=SECRET, max_sessions=1, reclaim_idle=0.1,
+                  handshake_timeout=1.0) as srv, _connect(srv, secret=SECRET) as sess:
+        with socket.create_connection((srv.host, srv.port), timeout=10) as silent:
             with pytest.raises(rpc.AuthenticationError, match="requires authentication"):
                 _connect(srv)
             assert "the handshake's deadline" in _reply_error(silent)
-            silent.close()
-            assert sess.get_function("rpc.test.addone")(1) == 2
-    finally:
-        srv.terminate()
+        assert sess.get_function("rpc.test.addone")(1) == 2
 
 
 # ---- sessions -------------------------------------------------------------------------------
 def test_idle_sessions_give_their_slot_to_a_waiting_client(tmp_path):
-    srv = start_server(tmp_path, max_sessions=2, reclaim_idle=0.5, idle_timeout=120)
-    try:
+    with _running(tmp_path, max_sessions=2, reclaim_idle=0.5, idle_timeout=120) as srv:
         first, second = _connect(srv), _connect(srv)
         for sess in (first, second):  # first is idle longest
             assert sess.get_function("testing.echo")(1) == 1
@@ -242,13 +238,10 @@ def test_idle_sessions_give_their_slot_to_a_waiting_client(tmp_path):
             first.get_function("testing.echo")(2)
         assert second.get_function("testing.echo")(3) == 3
         second.close()
-    finally:
-        srv.terminate()
 
 
 def test_a_running_request_is_never_reclaimed(tmp_path):
-    srv = start_server(tmp_path, max_sessions=1, reclaim_idle=1.0, idle_timeout=120)
-    try:
+    with _running(tmp_path, max_sessions=1, reclaim_idle=1.0, idle_timeout=120) as srv:
         busy = _connect(srv)
         result: list[object] = []
         call = threading.Thread(target=lambda: result.append(
@@ -260,8 +253,6 @@ def test_a_running_request_is_never_reclaimed(tmp_path):
         assert result == [1.5]  # the call ran to its end
         with pytest.raises(rpc.RPCConnectionError, match="another client needed the slot"):
             busy.get_function("testing.echo")(1)
-    finally:
-        srv.terminate()
 
 
 @pytest.mark.parametrize("every, limits, why", [
@@ -271,11 +262,10 @@ def test_a_running_request_is_never_reclaimed(tmp_path):
 def test_keepalive_clients_cannot_keep_a_slot(tmp_path, every, limits, why):
     """A client that sends a tiny request every ``every`` s (faster, or slower, than the
     reclaim idle time) loses its slot to a client that waits."""
-    srv = start_server(tmp_path, max_sessions=1, idle_timeout=120, **limits)
     errors: list[Exception] = []
     stop, holding = threading.Event(), threading.Event()
 
-    def keepalive() -> None:
+    def keepalive(srv: rpc.Server) -> None:
         with _connect(srv) as sess:
             nop = sess.get_function("testing.nop")
             holding.set()
@@ -286,22 +276,21 @@ def test_keepalive_clients_cannot_keep_a_slot(tmp_path, every, limits, why):
                     errors.append(err)
                     return
 
-    pinger = threading.Thread(target=keepalive)
-    pinger.start()
-    try:
-        assert holding.wait(20)
-        _served(srv)
-        pinger.join(30)
-        assert len(errors) == 1 and why in str(errors[0]), errors
-    finally:
-        stop.set()
-        pinger.join(30)
-        srv.terminate()
+    with _running(tmp_path, max_sessions=1, idle_timeout=120, **limits) as srv:
+        pinger = threading.Thread(target=keepalive, args=(srv,))
+        pinger.start()
+        try:
+            assert holding.wait(20)
+            _served(srv)
+            pinger.join(30)
+            assert len(errors) == 1 and why in str(errors[0]), errors
+        finally:
+            stop.set()
+            pinger.join(30)
 
 
 def test_idle_timeout_ends_a_forgotten_session(tmp_path):
-    srv = start_server(tmp_path, idle_timeout=1.0)
-    try:
+    with _running(tmp_path, idle_timeout=1.0) as srv:
         sess = _connect(srv)
         assert sess.get_function("testing.echo")(1) == 1
         wait_for_log(srv, "ended: no request for 1 s (the server's idle timeout)")
@@ -311,13 +300,10 @@ def test_idle_timeout_ends_a_forgotten_session(tmp_path):
         with pytest.raises(rpc.RPCError, match="is closed"):
             sess.get_function("testing.echo")
         _served(srv)
-    finally:
-        srv.terminate()
 
 
 def test_a_client_that_leaves_while_waiting_frees_its_place(tmp_path):
-    srv = start_server(tmp_path, max_sessions=1, max_handshakes=1, reclaim_idle=30.0)
-    try:
+    with _running(tmp_path, max_sessions=1, max_handshakes=1, reclaim_idle=30.0) as srv:
         busy = _connect(srv)
         quitter = socket.create_connection((srv.host, srv.port), timeout=10)
         quitter.sendall(HELLO_FRAME)  # then waits for the slot, and leaves
@@ -326,8 +312,6 @@ def test_a_client_that_leaves_while_waiting_frees_its_place(tmp_path):
         wait_for_log(srv, "the client left while waiting for a session slot")
         busy.close()
         _served(srv)  # the only handshake place is free again
-    finally:
-        srv.terminate()
 
 
 # ---- the policy, and the options ------------------------------------------------------------
