@@ -289,6 +289,32 @@ def test_keepalive_clients_cannot_keep_a_slot(tmp_path, every, limits, why):
             pinger.join(30)
 
 
+def test_a_client_that_does_not_read_its_reply_is_dropped(tmp_path):
+    """A 32 MiB reply to a client that reads none of it: the reply must go out within the
+    frame timeout, then the slot is free."""
+    from ember.runtime.rpc.codec import Reader, Writer
+
+    with _running(tmp_path, max_sessions=1, frame_timeout=1.0) as srv:
+        ch = SocketChannel(socket.create_connection((srv.host, srv.port), timeout=10))
+        with ch.sock:
+            client_handshake(ch, "", None, 0, 10.0)
+            new = Writer()
+            new.string("uint8")
+            new.shape((32 << 20,))
+            new.device(1, 0)
+            write_frame(ch, Kind.ARRAY_NEW, 1, new.parts, 5.0)
+            handle = Reader(read_frame(ch, 1 << 20, 10.0, 10.0)[2], "RETURN")
+            handle.u8("tag")
+            read = Writer()
+            read.u64(handle.u64("handle"))
+            read.u64(0)
+            read.u64(32 << 20)
+            write_frame(ch, Kind.ARRAY_READ, 2, read.parts, 5.0)  # and reads nothing
+            wait_for_log(srv, "before the reply to ARRAY_READ (127.0.0.1")
+            assert "timed out after 1 s sending" in wait_for_log(srv, "s sending")
+            _served(srv)
+
+
 def test_idle_timeout_ends_a_forgotten_session(tmp_path):
     with _running(tmp_path, idle_timeout=1.0) as srv:
         sess = _connect(srv)

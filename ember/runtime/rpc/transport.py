@@ -87,19 +87,25 @@ class Channel:
     def send(self, parts: Sequence[Buffer], timeout: float | None) -> None:
         """Send every part within ``timeout`` seconds in all (None: no limit)."""
         until = None if timeout is None else time.monotonic() + timeout
-        for part in parts:
-            if len(part):
-                left = None if until is None else max(until - time.monotonic(), 1e-3)
-                self._send_all(part, left)
+        try:
+            for part in parts:
+                if len(part):
+                    left = None if until is None else max(until - time.monotonic(), 1e-3)
+                    self._send_all(part, left)
+        except _TimedOut:
+            raise RPCConnectionError(f"{self.peer}: timed out after {timeout:g} s sending") \
+                from None
 
     def fileno(self) -> int | None:
         """The descriptor a reader can wait on with select (None: this stream has none)."""
         return None
 
     def _recv_some(self, buf: memoryview, timeout: float | None) -> int:
+        """Read at least one byte (0: end of stream); _TimedOut after ``timeout`` s."""
         raise NotImplementedError
 
     def _send_all(self, data: Buffer, timeout: float | None) -> None:
+        """Write all of ``data``; _TimedOut after ``timeout`` s."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -144,8 +150,7 @@ class SocketChannel(Channel):
         try:
             self.sock.sendall(data)
         except TimeoutError:
-            raise RPCConnectionError(f"{self.peer}: timed out after {timeout:g} s sending") \
-                from None
+            raise _TimedOut() from None
         except OSError as err:
             raise RPCConnectionError(f"{self.peer}: connection lost while sending: {err}") \
                 from None
@@ -187,11 +192,7 @@ class PipeChannel(Channel):
     def _send_all(self, data: Buffer, timeout: float | None) -> None:
         view = memoryview(data).cast("B")
         while len(view):
-            try:
-                self._wait(self.write_fd, True, timeout)
-            except _TimedOut:
-                raise RPCConnectionError(f"{self.peer}: timed out after {timeout:g} s "
-                                         "sending") from None
+            self._wait(self.write_fd, True, timeout)
             try:
                 n = os.write(self.write_fd, view[:1 << 20])
             except OSError as err:  # EPIPE: the reader is gone
