@@ -92,7 +92,7 @@ class SlotLink:
                             return
                         if not message:
                             raise RPCError("the server is stopping")
-                    elif ch.sock.recv(1, socket.MSG_PEEK):
+                    elif _peek(ch.sock):
                         raise ProtocolError("the client sent a frame before WELCOME")
                     else:
                         raise RPCConnectionError(f"{ch.peer}: the client left while waiting "
@@ -104,6 +104,14 @@ class SlotLink:
         if not message:
             return "the server stopped"
         return message[1:].decode(errors="replace") if message[:1] == RECLAIM else None
+
+
+def _peek(sock: socket.socket) -> bool:
+    """Whether a readable socket has bytes (False: end of stream, or reset)."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK))
+    except OSError:
+        return False
 
 
 class RequestWaiter:
