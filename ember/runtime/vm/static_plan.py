@@ -336,13 +336,16 @@ class StaticPlan:
 
 
 class _Checks:
-    """The checks made at one point of a run, and the blocks they size."""
+    """The checks made at one point of a run, and the blocks they size. Where every value
+    they read lives in the arena (the shape phase's checks, as a rule), they are vectorised:
+    a few numpy operations whatever their number."""
 
     def __init__(self, plan: StaticPlan, checks: list[Check]) -> None:
         self.plan, self.checks = plan, checks
         self.sized = [c.item for c in checks if c.kind == "size"]
         self.fits = [c.item for c in checks if c.kind == "fit"]
         self.counts = [c.item for c in checks if c.kind == "count"]
+        self.vector = _Vector(plan, self) if _in_arena(plan, self) else None
 
     def run(self) -> bool:
         sizes = self.sizes()
@@ -353,6 +356,8 @@ class _Checks:
 
     def sizes(self) -> dict[int, int] | None:
         """This run's size of each block it sizes, if every check holds; else None."""
+        if self.vector is not None:
+            return self.vector.sizes()
         plan = self.plan
         sizes = {b.index: int(plan.value(b.size)[0]) for b in self.sized}
         for b in self.sized:
@@ -382,6 +387,82 @@ class _Checks:
                 plan._take_result(k, size)
             elif size > plan._capacity.get(b.index, -1):
                 plan._grow(b, size)
+
+
+class _Vector:
+    """``_Checks.sizes`` as numpy operations over the arena: indices of every value read,
+    gathered once when the plan is made."""
+
+    def __init__(self, plan: StaticPlan, checks: _Checks) -> None:
+        self.plan, self.blocks = plan, [b.index for b in checks.sized]
+        self.size_at = np.array([_slot(plan, b.size) for b in checks.sized], np.int64)
+        self.mins = np.array([b.min_bytes for b in checks.sized], np.int64)
+        position = {b: k for k, b in enumerate(self.blocks)}
+        fits = [t for t in checks.fits if t.ndim]
+        self.fit_dims, self.fit_starts = _gather(plan, [t.shape for t in fits])
+        self.fit_base = np.array([t.offset for t in fits], np.float64)
+        self.fit_item = np.array([t.dtype.numpy_dtype.itemsize for t in fits], np.float64)
+        self.fit_pos = np.array([position.get(t.base.index, -1) for t in fits], np.int64)
+        self.fit_room = np.array([t.base.nbytes for t in fits], np.float64)
+        # counts: each side a constant element count, or the product of a run-time shape
+        sides = [x for pair in checks.counts for x in pair]
+        dynamic = [x.shape for x in sides if not x.static and x.ndim]
+        self.count_dims, self.count_starts = _gather(plan, dynamic)
+        self.count_const = np.array([np.prod(x.shape, dtype=np.float64) if x.static else
+                                     (1.0 if not x.ndim else np.nan) for x in sides])
+
+    def sizes(self) -> dict[int, int] | None:
+        a, max_bytes = self.plan._arena_i64, self.plan._allocator.max_block_bytes
+        sizes = a[self.size_at]
+        if ((sizes < self.mins) | (sizes > max_bytes)).any():
+            return None
+        if len(self.fit_starts):
+            dims = a[self.fit_dims]
+            if (dims < 0).any():
+                return None
+            need = self.fit_base + np.multiply.reduceat(dims.astype(np.float64),
+                                                         self.fit_starts) * self.fit_item
+            room = np.where(self.fit_pos >= 0, sizes[self.fit_pos].astype(np.float64),
+                            self.fit_room)
+            if (need > room).any():
+                return None
+        if len(self.count_const):
+            n = self.count_const.copy()
+            if len(self.count_starts):
+                dims = a[self.count_dims]
+                if (dims < 0).any():
+                    return None
+                n[np.isnan(n)] = np.multiply.reduceat(dims.astype(np.float64),
+                                                      self.count_starts)
+            if (n[0::2] != n[1::2]).any():
+                return None
+        return dict(zip(self.blocks, sizes.tolist()))
+
+
+def _in_arena(plan: StaticPlan, checks: _Checks) -> bool:
+    """Whether every value ``checks`` reads is an aligned int64 of the arena."""
+    held = [b.size for b in checks.sized] + [t.shape for t in checks.fits]
+    held += [x.shape for pair in checks.counts for x in pair if not x.static]
+    return bool(held) and all(_slot(plan, t) is not None for t in held)
+
+
+def _slot(plan: StaticPlan, t: Tensor) -> int | None:
+    """The index of ``t``'s first value in the arena's int64 view, None if not there."""
+    where = plan._where.get(id(t.base))
+    if where is None or (where + t.offset) % 8:
+        return None
+    return (where + t.offset) // 8
+
+
+def _gather(plan: StaticPlan, holders: list[Tensor]) -> tuple[np.ndarray, np.ndarray]:
+    """(arena indices of every value of ``holders``, concatenated; where each starts)."""
+    idx: list[int] = []
+    starts: list[int] = []
+    for h in holders:
+        starts.append(len(idx))
+        first = _slot(plan, h)
+        idx.extend(range(first, first + h.shape[0]))  # type: ignore[operator]
+    return np.array(idx, np.int64), np.array(starts, np.int64)
 
 
 def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: Allocator

@@ -101,6 +101,7 @@ def test_shapes_seen_before_skip_the_shape_phase() -> None:
         plan = plan or plan_of(vm)
         assert plan_of(vm) is plan
     assert isinstance(plan, StaticPlan) and len(plan._seen) == 5
+    assert plan._early.vector is not None  # the shape phase's checks are vectorised
     calls = []
     shape_run = plan._shape_run
     plan._shape_run = lambda: calls.append(1) or shape_run()
@@ -158,6 +159,7 @@ def test_a_size_computed_from_data_is_checked_between_native_calls() -> None:
 def test_a_reshape_that_changes_the_element_count_raises_the_interpreters_error() -> None:
     vm, interpreter = vms(DYNAMIC, (np.array([2, 3], "int64"),))
     same(vm, interpreter, np.arange(6, dtype="float32"))
+    assert plan_of(vm)._early.vector is not None
     err = same_error(vm, interpreter, np.arange(8, dtype="float32"))
     assert "cannot reshape tensor float32[8] to [2, 3]" in str(err)
     same(vm, interpreter, np.arange(6, dtype="float32"))
