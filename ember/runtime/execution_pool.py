@@ -132,10 +132,10 @@ def _locked(run: Callable[[], None], lock: threading.Lock) -> Callable[[], None]
 
 
 class VMContext:
-    """A VirtualMachine of the model's executable as a context: inputs copied into buffers
-    of its own (static shapes) or into new arrays (dynamic ones), ``main`` run through its
-    static plan when it has one (its results are fresh blocks, returned without a copy),
-    else interpreted (results copied: they may be constants or views of the inputs)."""
+    """A VirtualMachine of the model's executable as a context: each input copied into a
+    buffer of the context's (made again only when a dynamic input's shape changes), ``main``
+    run through its plan when it has one (its results are fresh blocks, returned without a
+    copy), else interpreted (results copied: they may be constants or views of the inputs)."""
 
     __slots__ = ("dtypes", "index", "inputs", "vm")
 
@@ -147,32 +147,25 @@ class VMContext:
                        for shape, dtype in zip(shapes, dtypes)]
 
     def call(self, values: Sequence[Any]) -> list[np.ndarray]:
-        args: list[Any] = []
-        for buf, value, dtype in zip(self.inputs, values, self.dtypes):
+        inputs = self.inputs
+        for k, value in enumerate(values):
             src = value._np if type(value) is NDArray else value
-            if buf is None:
-                args.append(_new_array(src, dtype, self.vm.device))
-            else:
-                np.copyto(buf._np, src)
-                args.append(buf)
+            buf = inputs[k]
+            if buf is None or buf._np.shape != src.shape:
+                buf = inputs[k] = empty(src.shape, self.dtypes[k], self.vm.device)
+            np.copyto(buf._np, src)
         vm = self.vm
         plan = vm._plans.get(self.index) if vm.static_plans else None
         if type(plan) is StaticPlan:
-            arrays = plan.run_arrays(args)
+            arrays = plan.run_arrays(inputs)
             if arrays is not NOT_RUN:
                 return arrays  # type: ignore[no-any-return]
         return [np.array(t._np) if type(t) is NDArray else t
-                for t in _flatten(vm._execute(self.index, args))]
+                for t in _flatten(vm._execute(self.index, list(inputs)))]
 
     def prepare(self, values: Sequence[Any]) -> Callable[[], Any]:
         """A whole call on ``values``, to time (``CompiledModel.benchmark``)."""
         return lambda: self.call(values)
-
-
-def _new_array(src: np.ndarray, dtype: str, dev: Any) -> NDArray:
-    arr = empty(src.shape, dtype, dev)
-    np.copyto(arr._np, src)
-    return arr
 
 
 def _flatten(value: Any) -> list[Any]:
