@@ -190,6 +190,15 @@ class StaticPlan:
         self._fields = [self._result_index[f.base.index] for f in fields]
         self._tag = None if type(result) is Tensor else result.tag
         self._templates = [_template(t) if t.static else None for t in self._result_tensors]
+        # A static tensor in a block of static size: taken from the allocator as that tensor
+        # (the allocator's array is the result; nothing to compute per run).
+        self._static_results = [
+            (k, Allocator.block_key(t.base.nbytes, t.base.alignment, t.base.device),
+             t.base.nbytes, t.base.device, t.offset, t.shape, t.dtype.numpy_dtype.str,
+             t.base.index, self._block_patches.get(t.base.index, []))
+            for k, t in enumerate(self._result_tensors) if t.static and t.base.size is None]
+        self._late_typed = [k for k, t in enumerate(self._result_tensors)
+                            if not (t.static and t.base.size is None)]
 
     # -- running --------------------------------------------------------------------------
     def run(self, args: Sequence[Any]) -> Any:
@@ -220,10 +229,16 @@ class StaticPlan:
             signature = self._arguments(args)
             if signature is None:
                 return NOT_RUN
-            self._out: list[Any] = [None] * len(self._result_tensors)
-            for k, t in enumerate(self._result_tensors):
-                if t.base.size is None:
-                    self._take_result(k, t.base.nbytes)
+            out: list[Any] = [None] * len(self._result_tensors)
+            self._out = out
+            alloc = self._allocator.alloc_array
+            for k, key, nbytes, device, offset, shape, typestr, index, patches in \
+                    self._static_results:
+                arr, ptr = alloc(key, nbytes, device, offset, shape, typestr)
+                out[k] = (arr, ptr + offset)
+                self._base[index] = ptr
+                for dl, at, shape_field in patches:
+                    _set_pointer(dl, ptr + at, shape_field)
             if not self._fixed and not self._shapes(signature):
                 return NOT_RUN
             for checks, run in self._segments:
@@ -233,7 +248,9 @@ class StaticPlan:
                 if failed:
                     _clear_error(self._funcs[-1 - failed])
                     return NOT_RUN
-            return [self._typed(k) for k in range(len(self._out))]
+            for k in self._late_typed:
+                out[k] = self._typed(k)
+            return out
         finally:
             self._args, self._out = (), []  # hold neither the arguments nor the results
             self._lock.release()
@@ -244,14 +261,19 @@ class StaticPlan:
         if len(args) != len(self._arg_types):
             return None
         for a, (dt, ndim, shape) in zip(args, self._arg_types):
-            if type(a) is not NDArray or a._dtype != dt or len(a._np.shape) != ndim or \
-                    shape is not None and a._np.shape != shape:
+            if type(a) is not NDArray or (a._dtype is not dt and a._dtype != dt) or \
+                    len(a._np.shape) != ndim or shape is not None and a._np.shape != shape:
                 return None
         self._args = args
         for dl, i, offset, shape in self._arg_patches:
-            _set_pointer(dl, (args[i]._dl.data or 0) + offset, shape)
+            if shape:
+                _set_pointer(dl, (args[i]._dl.data or 0) + offset, True)
+            else:
+                dl.data = (args[i]._dl.data or 0) + offset
+        if not self._arg_slots:
+            return ()
         signature = tuple(args[i]._np.shape for i, _ in self._arg_slots)
-        if signature and signature != self._last:
+        if signature != self._last:
             flat = [d for shape in signature for d in shape]
             self._arena_i64[:len(flat)] = flat
         return signature
