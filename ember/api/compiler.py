@@ -33,18 +33,12 @@ _TEXT_SUFFIXES = (".relay", ".txt")
 
 
 def _onnx_model(model: Any) -> Any:
-    """``model`` as an onnx.ModelProto if it is one or names an .onnx file, else None."""
+    """``model`` if it is an onnx.ModelProto or names an .onnx file (read later by the ONNX
+    frontend's one loader, whose errors name the file), else None."""
     if type(model).__name__ == "ModelProto" and type(model).__module__.startswith("onnx"):
         return model
-    if isinstance(model, (str, os.PathLike)) and os.fspath(model).endswith(".onnx"):
-        if not Path(model).is_file():
-            raise FileNotFoundError(f"ember.compile: no ONNX file {os.fspath(model)!r}")
-        try:
-            import onnx
-        except ImportError as err:
-            raise ImportError("ember.compile: reading an .onnx file needs the onnx package: "
-                              "pip install 'ember[onnx]'") from err
-        return onnx.load(os.fspath(model))
+    if isinstance(model, (str, os.PathLike)) and os.fspath(model).lower().endswith(".onnx"):
+        return os.fspath(model)
     return None
 
 

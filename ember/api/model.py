@@ -25,11 +25,13 @@ import numpy as np
 
 from ..runtime.device import Device, cpu
 from ..runtime.errors import ArtifactError, TVMError
+from ..runtime.execution_pool import ContextPool, context_maker
+from ..runtime.executor_common import check_timing
 from ..runtime.model_record import EXECUTORS, FORMAT, FORMAT_VERSION, ModelRecord, TensorSpec
 from ..runtime.module import Module
-from ..runtime.ndarray import NDArray
-from ..runtime.threads import ThreadControl
-from ..runtime.time_eval import BenchmarkResult
+from ..runtime.ndarray import _NP_NAME, NDArray
+from ..runtime.threads import ThreadControl, check_num_threads
+from ..runtime.time_eval import BenchmarkResult, time_evaluator
 
 __all__ = ["EXECUTORS", "FORMAT", "FORMAT_VERSION", "CompiledModel", "ModelInputError",
            "ModelRecord", "TensorSpec", "bind_inputs", "check_input", "load"]
@@ -37,6 +39,15 @@ __all__ = ["EXECUTORS", "FORMAT", "FORMAT_VERSION", "CompiledModel", "ModelInput
 
 class ModelInputError(TVMError, ValueError):
     """A wrong input to a compiled model: 'input 'data': expected float32[1, 3], got ...'."""
+
+
+def _exact(spec: TensorSpec, shape: tuple[int, ...] | None
+           ) -> tuple[np.dtype, tuple[int, ...]] | None:
+    """(numpy dtype, shape) of a statically shaped input of a plain numpy dtype, else None."""
+    if shape is None:
+        return None
+    dtype = next((d for d, name in _NP_NAME.items() if name == spec.dtype), None)
+    return None if dtype is None else (dtype, tuple(shape))
 
 
 def _fmt(dtype: Any, shape: Sequence[Any]) -> str:
@@ -56,7 +67,7 @@ def check_input(spec: TensorSpec, value: Any) -> Any:
             except (TypeError, ValueError) as err:
                 raise ModelInputError(f"input {spec.name!r}: cannot convert "
                                       f"{type(value).__name__} to {spec.dtype}: {err}") from None
-        dtype, shape = str(value.dtype), value.shape
+        dtype, shape = _NP_NAME.get(value.dtype) or str(value.dtype), value.shape
     want = spec.shape
     if want is not None and (dtype != spec.dtype or len(shape) != len(want) or any(
             w is not None and w != s for w, s in zip(want, shape))):
@@ -91,17 +102,29 @@ class CompiledModel:
     """A model ready to run: ``model(*arrays)`` or ``model(**named)`` -> numpy output(s).
 
     ``inputs``/``outputs``: TensorSpec records; ``executor``: "graph", "aot" or "vm";
-    ``threads``: the worker threads of its kernels (set around each run, see
-    ``ember.runtime.threads``). Made by ``ember.compile`` or ``ember.load``.
+    ``threads``: the worker threads of its kernels (see ``ember.runtime.threads``). Made by
+    ``ember.compile`` or ``ember.load``.
+
+    Threads may share a model: every call gets its own result. A call runs on an execution
+    context of its own (inputs, intermediates, outputs; weights are shared), taken from a
+    pool that grows to the number of calls that overlap, at most ``max_contexts``
+    (``ember.runtime.execution_pool``).
     """
 
     def __init__(self, factory: Module, record: ModelRecord, dev: Device | None = None,
                  path: str | None = None) -> None:
         self._factory, self._record, self._path = factory, record, path
         self._dev = dev or cpu(0)
-        self._module = factory["default"](self._dev)
+        specs = record.inputs
+        shapes = [s.shape if s.shape is not None and None not in s.shape else None
+                  for s in specs]
+        self._pool = ContextPool(context_maker(factory, self._dev, [s.name for s in specs],
+                                               shapes, [s.dtype for s in specs]))
         self._threads = ThreadControl(factory)
-        self._inputs_set = False
+        # (numpy dtype, shape) of each input with a static shape: the call's fast check.
+        self._exact = [_exact(s, shape) for s, shape in zip(specs, shapes)]
+        self._single = len(record.outputs) == 1
+        self._last: list[Any] | None = None  # the last call's inputs (for benchmark())
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
@@ -120,6 +143,16 @@ class CompiledModel:
         return self._record.threads
 
     @property
+    def max_contexts(self) -> int:
+        """The most execution contexts (calls running at once) this model keeps; callers
+        beyond it wait. Default: ``execution_pool.default_limit()`` (4 per CPU, 8 to 64)."""
+        return self._pool.limit
+
+    @max_contexts.setter
+    def max_contexts(self, value: int) -> None:
+        self._pool.limit = check_num_threads(value, "max_contexts")
+
+    @property
     def info(self) -> dict[str, Any]:
         """What the build recorded about itself (``ember compile``: source, target, options,
         kernels, the memory plan; see ``ember inspect``); empty for ``ember.compile``."""
@@ -130,21 +163,32 @@ class CompiledModel:
         """The executor factory (``relay.build``'s result) behind this model."""
         return self._factory
 
-    def _set_inputs(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
-        for name, value in bind_inputs(self.inputs, args, kwargs).items():
-            self._module.set_input(name, value)
-        self._inputs_set = True
+    def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        return list(bind_inputs(self.inputs, args, kwargs).values())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run on the inputs (positional in ``inputs`` order, or by name); returns a numpy
-        array, or a list of them when the model has several outputs. Raises ModelInputError
-        for a missing, extra, misnamed, misshapen or mistyped input."""
-        self._set_inputs(args, kwargs)
-        with self._threads.use(self.threads):
-            self._module.run()
-        outs = [self._module.get_output(i) for i in range(self._module.get_num_outputs())]
-        values = [o.numpy() if isinstance(o, NDArray) else o for o in outs]
-        return values[0] if len(values) == 1 else values
+        array, or a list of them when the model has several outputs (arrays of the caller's
+        own: no later call changes them). Raises ModelInputError for a missing, extra,
+        misnamed, misshapen or mistyped input. Safe to call from many threads at once."""
+        exact = self._exact
+        if kwargs or len(args) != len(exact):
+            args = self._bind(args, kwargs)  # type: ignore[assignment]
+        else:
+            for value, want in zip(args, exact):
+                if (type(value) is not np.ndarray or want is None or value.dtype != want[0]
+                        or value.shape != want[1]):
+                    args = self._bind(args, kwargs)  # type: ignore[assignment]
+                    break
+        self._threads.ensure(self._record.threads)
+        pool = self._pool
+        ctx = pool.acquire()
+        try:
+            outs = ctx.call(args)
+        finally:
+            pool.release(ctx)
+        self._last = args  # type: ignore[assignment]
+        return outs[0] if self._single else outs
 
     def benchmark(self, *args: Any, number: int = 10, repeat: int = 3,
                   min_repeat_ms: int | None = None, **kwargs: Any) -> BenchmarkResult:
@@ -152,13 +196,19 @@ class CompiledModel:
 
         Inputs as for a call; with none, the last call's inputs, or zeros when the model was
         never called (static shapes only). Returns the runtime's BenchmarkResult (seconds)."""
+        check_timing(number, repeat, min_repeat_ms, "benchmark")
         if args or kwargs:
-            self._set_inputs(args, kwargs)
-        elif not self._inputs_set:
-            self._set_inputs([self._zeros(s) for s in self.inputs], {})
-        with self._threads.use(self.threads):
-            result: BenchmarkResult = self._module.benchmark(
-                self._dev, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+            values = self._bind(args, kwargs)
+        else:
+            values = self._last or [self._zeros(s) for s in self.inputs]
+        ctx = self._pool.acquire()
+        try:
+            run = ctx.prepare(values)
+            with self._threads.use(self.threads):
+                timer = time_evaluator(run, self._dev, number, repeat, min_repeat_ms or 0)
+                result: BenchmarkResult = timer()
+        finally:
+            self._pool.release(ctx)
         return result
 
     @staticmethod

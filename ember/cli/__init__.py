@@ -114,6 +114,8 @@ _HINTS = {
     "CompileError": "the C compiler failed; EMBER_KEEP_TEMPS=1 keeps the sources it was given",
     "OpNotImplemented": "the ONNX operators ember imports are listed in docs/onnx_support.md",
     "FrontendError": "docs/onnx.md describes the importer; --input-shapes names model inputs",
+    "TensorTooLargeError": ("--input-shapes binds an input's sizes; --pass-config "
+                            "relay.build.max_tensor_bytes=N builds for a larger machine"),
     "ArtifactError": "the file is damaged, or was not written by this ember; compile it again",
     "DiagnosticError": "the Relay text format is described in docs/text_format.md",
     "ImportError": "install what the message names",

@@ -17,6 +17,7 @@ PASS_CONFIG: dict[str, Any] = {
     "relay.FuseOps.link_params": bool,
     "ember.aot.operator_calling_convention": ("packed", "cpacked", "unpacked"),
     "relay.AlterOpLayout.desired_layout": ("NCHW", "NCHWc", "NCHW4c", "NCHW8c", "NCHW16c"),
+    "relay.build.max_tensor_bytes": int,
 }
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -54,6 +55,8 @@ def check_model_path(text: str) -> Path:
     if path.suffix not in MODEL_SUFFIXES:
         raise CLIError(f"{text}: not a model file (expected .onnx, .relay or .txt)",
                        "`ember run`/`ember inspect` take compiled .so and .tar files", code=2)
+    if path.is_dir():
+        raise CLIError(f"{text}: a directory, not a model file", "give the model file itself")
     if not path.is_file():
         raise CLIError(f"{text}: no such file", "check the path")
     return path

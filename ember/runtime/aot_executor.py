@@ -43,6 +43,7 @@ from .executor_common import (
     type_str,
 )
 from .executor_common import c_call as _c_call
+from .executor_guard import UseGuard, guarded
 from .module import Module
 from .ndarray import NDArray, _aligned_buffer, _parse_dtype, empty
 from .packed_func import CPackedFunc, PackedFunc, as_packed_func
@@ -97,19 +98,24 @@ class AotExecutor(Module):
 
     def __init__(self, lib: Module, dev: Device | Sequence[Device] | None = None,
                  metadata: ModelMetadata | None = None, params: Mapping[str, Any] | None = None,
-                 mod_name: str | None = None) -> None:
+                 mod_name: str | None = None, *, _like: AotExecutor | None = None) -> None:
         super().__init__()
         if not isinstance(lib, Module):
             raise ArgumentTypeError(f"aot executor: lib must be a Module, got "
                                     f"{type(lib).__name__}")
         self.lib, self.device = lib, one_device(dev, "aot executor")
-        name = check_name(mod_name or (metadata.module_name if metadata else "default"),
-                          "aot executor")
-        meta = read_metadata(lib, name)
-        # Equal dataclasses first: the JSON of a large model's metadata takes a while to write.
-        if metadata is not None and metadata != meta and metadata.to_json() != meta.to_json():
-            raise ArtifactError(f"aot executor: the metadata in {lib!r} differs from the "
-                                "factory's; the library was built for another model")
+        self._guard = UseGuard("aot executor")
+        if _like is not None:
+            meta = _like.metadata
+        else:
+            name = check_name(mod_name or (metadata.module_name if metadata else "default"),
+                              "aot executor")
+            meta = read_metadata(lib, name)
+            # Equal dataclasses first: the JSON of a large model's metadata takes a while.
+            if (metadata is not None and metadata != meta
+                    and metadata.to_json() != meta.to_json()):
+                raise ArtifactError(f"aot executor: the metadata in {lib!r} differs from the "
+                                    "factory's; the library was built for another model")
         self.metadata = meta
         main = meta.main
         self._inputs = [empty(p.shape, p.dtype, self.device) for p in main.inputs]
@@ -119,12 +125,22 @@ class AotExecutor(Module):
         self._missing = dict.fromkeys(p.relay_name_hint for p in main.inputs)
         self._extra: list[NDArray] = []  # constant pool, then workspace
         if meta.needs_constant_pool:
-            self._extra.append(self._constant_pool(params or {}))
+            self._extra.append(_like._extra[0] if _like is not None else
+                               self._constant_pool(params or {}))
         if main.workspace_size_bytes:
             self._extra.append(_bytes(main.workspace_size_bytes, meta.workspace_alignment,
                                       self.device))
         self._entry = lib.get_function(meta.symbol("run"), query_imports=True)
         self._call = self._bind()
+        # interface-api=c runs on the library's static arena: one run at a time per library.
+        self.static_arena = meta.interface_api == "c" and bool(main.workspace_size_bytes)
+
+    def clone(self) -> AotExecutor:
+        """An executor of the same model that shares this one's constants (not a copy) and
+        owns its inputs, outputs and workspace, so it runs at the same time as this one from
+        another thread; except with interface-api=c, whose workspace is a static array of
+        the library (``static_arena``): its runs must take turns."""
+        return AotExecutor(self.lib, self.device, _like=self)
 
     # -- setting up -------------------------------------------------------------------------
     def _constant_pool(self, params: Mapping[str, Any]) -> NDArray:
@@ -177,12 +193,16 @@ class AotExecutor(Module):
         return functools.partial(run, *(ctypes.addressof(s) for s in self._structs))
 
     # -- running ----------------------------------------------------------------------------
+    @guarded("run")
     def run(self, **inputs: Any) -> None:
         """Run the model (after ``set_input(**inputs)`` if inputs are given)."""
         if inputs:
             self.set_input(**inputs)
         if self._missing:
             self._missing_input()
+        self._execute()
+
+    def _execute(self) -> None:
         if self._call():
             raise_error(self._entry._take_error, self._entry.name)  # type: ignore[attr-defined]
 
@@ -191,6 +211,7 @@ class AotExecutor(Module):
         raise TVMError(f"run: input {name!r} has not been set; call set_input({name!r}, value) "
                        f"first (inputs not set: {', '.join(map(repr, self._missing))})")
 
+    @guarded("call")
     def run_from_inputs(self, *args: Any) -> list[NDArray]:
         """``(device_type, device_id, name0, value0, ...)``: set, run, return output copies."""
         from .graph_executor import pairs_to_dict
@@ -200,6 +221,7 @@ class AotExecutor(Module):
         return [out.copyto(self.device) for out in self._outputs]
 
     # -- inputs -----------------------------------------------------------------------------
+    @guarded("write")
     def set_input(self, key: str | int | None = None, value: Any = None, **params: Any) -> None:
         """Copy ``value`` into input ``key`` (a name or index), and each ``name=value``.
         Conversion rules: ``executor_common`` (exact dtype for arrays, lossless for Python
@@ -213,7 +235,9 @@ class AotExecutor(Module):
         for k, src in checked:
             np.copyto(self._inputs[k]._np, src)
             self._missing.pop(self._specs.specs[k].name, None)
+            self._guard.wrote(k)
 
+    @guarded("call")
     def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
         """Input ``key`` (a view of the executor's memory), or a copy into ``out``.
 
@@ -246,6 +270,7 @@ class AotExecutor(Module):
     def get_num_outputs(self) -> int:
         return len(self._outputs)
 
+    @guarded("read")
     def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
         """Output ``index`` (a view of the executor's memory), or a copy into ``out``."""
         arr = self._outputs[check_output_index(index, len(self._outputs))]
@@ -262,6 +287,7 @@ class AotExecutor(Module):
         return self.metadata
 
     # -- timing -----------------------------------------------------------------------------
+    @guarded("call")
     def benchmark(self, device: Device | None = None, func_name: str = "run", repeat: int = 5,
                   number: int = 5, min_repeat_ms: int | None = None, end_to_end: bool = False,
                   cooldown_interval_ms: int = 0, repeats_to_cooldown: int = 1,

@@ -74,6 +74,12 @@ class FrontendError(TVMError, ValueError):
     input or initializer."""
 
 
+class TensorTooLargeError(TVMError, ValueError):
+    """A model declares a tensor larger than the machine could allocate, found before any code
+    is generated: '<where>: input 'x' has shape (...) of float32: 12.0 TiB (...), more than
+    ...'."""
+
+
 class RPCError(TVMError):
     """An error in the RPC layer."""
 
@@ -91,6 +97,13 @@ class ArgumentTypeError(TVMError, TypeError):
 class ArgumentIndexError(TVMError, IndexError):
     """An index out of range; the message names the count: 'get_output: index 3 out of range
     (this model has 1 output)'."""
+
+
+class ConcurrentUseError(TVMError):
+    """Two threads used one executor module at once, or one thread's inputs or outputs were
+    overwritten by another's: 'graph executor: run() while another thread is in set_input();
+    a module serves one thread at a time (one module per thread, or ember.compile's model,
+    which any number of threads may share)'."""
 
 
 class FunctionNotFoundError(TVMError, AttributeError):

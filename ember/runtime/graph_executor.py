@@ -31,6 +31,7 @@ from .executor_common import (  # noqa: F401
     type_str,
 )
 from .executor_common import c_call as _c_call
+from .executor_guard import UseGuard, guarded
 from .graph_format import NOP, Graph, parse_graph
 from .module import Module
 from .ndarray import NDArray, _aligned_buffer, _parse_dtype
@@ -67,6 +68,7 @@ class GraphExecutor(Module):
     Inputs are named or indexed in ``arg_nodes`` order; outputs are the graph's ``heads``.
     ``get_output``/``get_input`` return views of the executor's own memory (the next
     ``run``/``set_input`` changes them); pass ``out=`` or call ``.numpy()`` to keep a copy.
+    One thread at a time: concurrent use raises ConcurrentUseError (``executor_guard``).
     """
 
     type_key = "GraphExecutor"
@@ -77,32 +79,54 @@ class GraphExecutor(Module):
         "run_from_inputs")
 
     def __init__(self, graph: Graph | str, lib: Module, dev: Device | Sequence[Device]
-                 | None = None) -> None:
+                 | None = None, *, _like: GraphExecutor | None = None) -> None:
         super().__init__()
         self.graph = graph if isinstance(graph, Graph) else parse_graph(graph)
         self.lib = lib
         self.device = one_device(dev, "graph executor")
+        self._guard = UseGuard("graph executor")
         g = self.graph
         self._input_eids = [g.entry_id(nid) for nid in g.arg_nodes]
         self._inputs = Inputs([InputSpec(name, g.dltype[eid], g.shape[eid])
                                for name, eid in zip(g.input_names, self._input_eids)])
         self._output_eids = [g.entry_id(h) for h in g.heads]
         self._param_names: set[str] = set()
-        self._entries = self._allocate()
-        self._funcs = self._resolve()
+        shared: dict[int, NDArray] = {}
+        if _like is not None:  # a clone: the same kernels and the same params' memory
+            self._param_names = set(_like._param_names)
+            shared = {eid: _like._entries[eid] for name, eid in
+                      zip(g.input_names, self._input_eids) if name in self._param_names}
+        self._entries = self._allocate(shared)
+        for eid, arr in shared.items():  # a param whose storage id holds more: a copy
+            if self._entries[eid] is not arr:
+                np.copyto(self._entries[eid]._np, arr._np)
+        self._funcs = _like._funcs if _like is not None else self._resolve()
         self._plan: list[tuple[Callable[[], int], int]] = []
         self._build_plan()
 
+    def clone(self) -> GraphExecutor:
+        """An executor of the same graph and kernels that shares this one's params (their
+        memory, not a copy) and owns every other buffer: it runs at the same time as this
+        one, from another thread. Inputs that are not params start unset (zeros)."""
+        return GraphExecutor(self.graph, self.lib, self.device, _like=self)
+
     # -- setting up -------------------------------------------------------------------------
-    def _allocate(self) -> list[NDArray]:
+    def _allocate(self, shared: Mapping[int, NDArray]) -> list[NDArray]:
         """One 64-byte aligned buffer per storage id (as large as its largest tensor), and a
-        view into it per entry."""
+        view into it per entry; an entry of ``shared`` whose storage id holds nothing else
+        (ember's planner never reuses a param's storage) is taken as it is."""
         g = self.graph
+        users: dict[int, int] = {}
+        for sid in g.storage_id:
+            users[sid] = users.get(sid, 0) + 1
+        shared = {e: a for e, a in shared.items() if users[g.storage_id[e]] == 1}
         sizes: dict[int, int] = {}
         for eid, sid in enumerate(g.storage_id):
-            sizes[sid] = max(sizes.get(sid, 0), g.nbytes(eid))
+            if eid not in shared:
+                sizes[sid] = max(sizes.get(sid, 0), g.nbytes(eid))
         pools = {sid: _aligned_buffer(size) for sid, size in sizes.items()}
-        return [_view(pools[sid], g.shape[eid], g.dltype[eid], self.device)
+        return [shared[eid] if eid in shared else
+                _view(pools[sid], g.shape[eid], g.dltype[eid], self.device)
                 for eid, sid in enumerate(g.storage_id)]
 
     def _resolve(self) -> dict[int, PackedFunc]:
@@ -139,6 +163,7 @@ class GraphExecutor(Module):
         self._run_all = c_plan(funcs, [c for c, _ in plan]) if compiled else None  # type: ignore
 
     # -- running ----------------------------------------------------------------------------
+    @guarded("run")
     def run(self, **inputs: Any) -> None:
         """Run every node in order (after ``set_input(**inputs)`` if inputs are given)."""
         if inputs:
@@ -171,6 +196,7 @@ class GraphExecutor(Module):
         func = self._funcs[nid]
         raise_error(func._take_error, func.name)  # type: ignore[attr-defined]
 
+    @guarded("call")
     def run_from_inputs(self, *args: Any) -> list[NDArray]:
         """``(device_type, device_id, name0, value0, ...)``: set the inputs, run, and return
         copies of the outputs (what ``benchmark(end_to_end=True)`` times)."""
@@ -179,6 +205,7 @@ class GraphExecutor(Module):
         return [self._entries[eid].copyto(self.device) for eid in self._output_eids]
 
     # -- inputs -----------------------------------------------------------------------------
+    @guarded("write")
     def set_input(self, key: str | int | None = None, value: Any = None, **params: Any) -> None:
         """Copy ``value`` into input ``key`` (a name or index), and each ``name=value`` of
         ``params``. Conversion rules: ``executor_common`` (exact dtype for arrays, lossless
@@ -192,7 +219,9 @@ class GraphExecutor(Module):
     def _copy_checked(self, checked: list[tuple[int, Any]]) -> None:
         for k, src in checked:
             np.copyto(self._entries[self._input_eids[k]]._np, src)
+            self._guard.wrote(k)
 
+    @guarded("call")
     def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
         """The input ``key`` (a view of the executor's memory), or a copy into ``out``."""
         arr = self._entries[self._input_eids[self._inputs.slot(key, "get_input")]]
@@ -218,6 +247,7 @@ class GraphExecutor(Module):
     def get_num_outputs(self) -> int:
         return len(self._output_eids)
 
+    @guarded("read")
     def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
         """Output ``index`` (a view of the executor's memory), or a copy into ``out``."""
         index = check_output_index(index, len(self._output_eids))
@@ -231,6 +261,7 @@ class GraphExecutor(Module):
                 {f"output_{k}": g.dltype[e] for k, e in enumerate(self._output_eids)})
 
     # -- params -----------------------------------------------------------------------------
+    @guarded("write")
     def load_params(self, params: bytes | bytearray | Mapping[str, Any]) -> None:
         """Set inputs from the params byte format (``save_param_dict``), or from a dict; every
         entry is checked before any input changes."""
@@ -242,6 +273,7 @@ class GraphExecutor(Module):
         self._set(params, "load_params")
         self._param_names.update(params)
 
+    @guarded("write")
     def share_params(self, other: GraphExecutor | GraphModule, params: bytes | bytearray) -> None:
         """Make the inputs named in ``params`` use ``other``'s memory (no copy): executors of
         one model can then share their weights. Checked whole before anything changes."""
@@ -269,6 +301,7 @@ class GraphExecutor(Module):
         self._build_plan()
 
     # -- timing -----------------------------------------------------------------------------
+    @guarded("call")
     def benchmark(self, device: Device | None = None, func_name: str = "run", repeat: int = 5,
                   number: int = 5, min_repeat_ms: int | None = None, end_to_end: bool = False,
                   cooldown_interval_ms: int = 0, repeats_to_cooldown: int = 1,

@@ -5,8 +5,10 @@ Compiled kernels run their parallel loops through ``TVMBackendParallelLaunch``
 shared by every loaded library, whose calling thread takes tasks too. A launch uses the
 *calling thread's* count, which starts at ``EMBER_NUM_THREADS``, else ``OMP_NUM_THREADS``,
 else the CPUs the process may run on. ember makes the count a property of a model: every
-library exports ``EmberSetNumThreads``, and :class:`ThreadControl` sets it around a run and
-restores it after, so two models (or two Python threads) can use different counts. While one
+library exports ``EmberSetNumThreads``, and :class:`ThreadControl` sets it for a run, so two
+models (or two Python threads) can use different counts: ``use`` around a run, restoring it
+after; ``ensure`` before a run, leaving it set (a compiled model's call: no C call at all when
+this thread's count in that library is already right). While one
 thread's launch holds the pool, another thread's launches run on that thread alone, so
 callers that bring their own threads do not multiply the workers.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -66,8 +69,10 @@ def check_num_threads(threads: object, what: str = "threads") -> int:
     return threads
 
 
-def _setters(module: Module) -> list[Callable[[int], int]]:
-    """``EmberSetNumThreads`` of each compiled library in ``module``'s import tree."""
+def _setters(module: Module) -> list[tuple[Callable[[int], int], threading.local]]:
+    """``EmberSetNumThreads`` of each compiled library in ``module``'s import tree, with the
+    library's record of what each Python thread set last (``.count``; the C count is per
+    thread and per library, so the record lives and dies with the library's module)."""
     from .loaders import DSOModule
 
     found = []
@@ -77,7 +82,7 @@ def _setters(module: Module) -> list[Callable[[int], int]]:
         fn = getattr(handle, "EmberSetNumThreads", None) if handle is not None else None
         if fn is not None:  # libraries from before the symbol existed keep their default
             fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
-            found.append(fn)
+            found.append((fn, vars(lib).setdefault("_thread_counts", threading.local())))
     return found
 
 
@@ -109,13 +114,26 @@ class ThreadControl:
 
     @contextlib.contextmanager
     def use(self, threads: int) -> Iterator[None]:
-        before = [fn(threads) for fn in self._setters]
+        before = [self._set(fn, counts, threads) for fn, counts in self._setters]
         try:
             yield
         finally:
-            for fn, count in zip(reversed(self._setters), reversed(before)):
-                fn(count)
+            for (fn, counts), count in zip(reversed(self._setters), reversed(before)):
+                self._set(fn, counts, count)
+
+    def ensure(self, threads: int) -> None:
+        """Set this thread's count to ``threads`` in each library, and leave it so; skips the
+        C call where this thread's last setting was already ``threads``."""
+        for fn, counts in self._setters:
+            if getattr(counts, "count", 0) != threads:
+                self._set(fn, counts, threads)
+
+    @staticmethod
+    def _set(fn: Callable[[int], int], counts: threading.local, threads: int) -> int:
+        before = fn(threads)
+        counts.count = threads if threads > 0 else before
+        return before
 
     def current(self) -> int | None:
         """The count this Python thread's next parallel launch would use (None if unknown)."""
-        return self._setters[0](0) if self._setters else None
+        return self._setters[0][0](0) if self._setters else None

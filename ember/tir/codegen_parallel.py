@@ -87,9 +87,16 @@ def _captures(w: FunctionWriter, loop: For) -> list[tuple[str, str]] | None:
 
 def outline_parallel_loop(w: FunctionWriter, loop: For, ind: int) -> bool:
     """Emit ``loop`` as a launch of an outlined task function; False (nothing emitted) when
-    it should run serially instead."""
+    it should run serially instead. A symbolic trip count over a body of known work decides
+    at run time: below MIN_PARALLEL_WORK the launch runs its one task on the caller."""
     if parallel_work(loop) < MIN_PARALLEL_WORK:
         return False
+    per_trip = parallel_work(For(loop.loop_var, IntImm("int32", 0), IntImm("int32", 1),
+                                 loop.kind, loop.body))
+    tasks = "0"
+    if not isinstance(loop.extent, IntImm) and per_trip < _UNKNOWN:
+        trips = -(-MIN_PARALLEL_WORK // max(int(per_trip), 1))
+        tasks = f"((int64_t)({w.expr(loop.extent)}) < {trips}LL ? 1 : 0)"  # one task: inline
     captured = _captures(w, loop)
     if captured is None:
         return False
@@ -106,7 +113,7 @@ def outline_parallel_loop(w: FunctionWriter, loop: For, ind: int) -> bool:
         w.emit(f"{cl}.{name} = {name};", ind + 1)
     w.emit(f"{cl}.ember_begin = {begin};", ind + 1)
     w.emit(f"{cl}.ember_extent = {extent};", ind + 1)
-    w.fail_return(f"TVMBackendParallelLaunch({fn}, &{cl}, 0) != 0", "-1", ind + 1)
+    w.fail_return(f"TVMBackendParallelLaunch({fn}, &{cl}, {tasks}) != 0", "-1", ind + 1)
     w.emit("}", ind)
     w.outlined.append(_task_function(w, loop, fn, captured))
     return True

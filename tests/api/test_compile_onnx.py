@@ -79,3 +79,88 @@ def test_unsupported_onnx_op_is_named() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(ember.error.OpNotImplemented, match="NonMaxSuppression.*nms0"):
         ember.compile(model)
+
+
+# ---------------------------------------------------------------- model files users bring
+def _relu_file(path: Path, dims: list, opset: int = 13) -> Path:
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b"", "empty (0 bytes), not an ONNX model"),
+    (b"name: my model\n", "a text file (starts with 'name: my model'), not a binary ONNX model"),
+    (b"\x08\x07\x3a\x40\x0a", "truncated: the file ends at byte 5 inside graph, which needs 63 "
+                               "more byte(s)"),
+])
+def test_bad_files_are_named_with_what_is_wrong(tmp_path: Path, data: bytes,
+                                                expected: str) -> None:
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(data)
+    with pytest.raises(ember.error.FrontendError) as info:
+        ember.compile(path)
+    assert str(info.value) == f"{path}: {expected}"
+
+
+def test_paths_that_are_no_model_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"^missing.onnx: no such file$"):
+        ember.compile("missing.onnx")
+    (tmp_path / "dir.onnx").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"dir.onnx: a directory, not an ONNX model"):
+        ember.compile(tmp_path / "dir.onnx")
+
+
+def test_paddle_dims_are_bound_by_input_shapes(tmp_path: Path) -> None:
+    """An input declared (-1, 3, -1, -1): symbolic (the VM), or static with input_shapes."""
+    path = _relu_file(tmp_path / "paddle.onnx", [-1, 3, -1, -1])
+    x = np.random.default_rng(4).standard_normal((1, 3, 6, 8)).astype("float32")
+    assert ember.compile(path).executor == "vm"
+    static = ember.compile(path, input_shapes={"x": x.shape})
+    assert static.executor == "aot"
+    np.testing.assert_array_equal(static(x), np.maximum(x, 0))
+
+
+def test_a_huge_declared_dim_is_refused_before_the_c_compiler_runs(tmp_path: Path) -> None:
+    from ember.relay.backend.pipeline import stage_listener
+
+    path = _relu_file(tmp_path / "huge.onnx", [2**40, 3])
+    stages: list[str] = []
+    with pytest.raises(ember.error.TensorTooLargeError, match=r"input 'x' has shape "
+                                                               r"\(1099511627776, 3\) of "
+                                                               r"float32: 12.0 TiB"), \
+            stage_listener(lambda name, s: stages.append(name) if s is None else None):
+        ember.compile(path)
+    assert stages == ["optimize"]
+
+
+def test_an_opset9_model_with_external_data_compiles(tmp_path: Path) -> None:
+    """The one loader reads the weights next to the model; Relu-6 and MatMul-9 import."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(5).standard_normal((3, 4)).astype("float32")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 4
+    want_model = onnx.ModelProto()
+    want_model.CopyFrom(model)
+    onnx.save_model(model, str(tmp_path / "m.onnx"), save_as_external_data=True,
+                    location="m.weights", size_threshold=0)
+    x = np.random.default_rng(6).standard_normal((2, 3)).astype("float32")
+    got = ember.compile(tmp_path / "m.onnx")(x)
+    np.testing.assert_allclose(got, _reference(want_model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+    (tmp_path / "m.weights").unlink()
+    with pytest.raises(ember.error.FrontendError, match="initializer 'w': its external data "
+                                                        "file 'm.weights'"):
+        ember.compile(tmp_path / "m.onnx")

@@ -132,24 +132,38 @@ def test_default_threads(monkeypatch: pytest.MonkeyPatch) -> None:
             ember.compile(STATIC_TEXT, executor="graph")
 
 
+class _SpyContext:
+    """An execution context that records the thread count its calls run with."""
+
+    def __init__(self, model: CompiledModel, seen: list[int | None]) -> None:
+        self.inner, self.model, self.seen = model._pool.acquire(), model, seen
+        model._pool.release(self)
+
+    def call(self, values):
+        self.seen.append(self.model._threads.current())
+        return self.inner.call(values)
+
+
 @pytest.mark.parametrize("executor", ["graph", "aot", "vm"])
-def test_threads_are_set_for_the_run_and_restored(executor: str) -> None:
+def test_each_model_runs_on_its_own_thread_count(executor: str) -> None:
+    """A call sets this thread's count for the model's libraries (and leaves it: the next
+    call needs no C call); two models with different counts alternate correctly."""
     mod, params = dense_model()
-    model = ember.compile(mod, executor=executor, params=params, threads=3)
-    control = model._threads
-    assert control.available
-    outside = control.current()
-    seen = []
-    inner_run = model._module.run
-
-    def run() -> None:
-        seen.append(control.current())
-        inner_run()
-
-    model._module.run = run
-    model(np.ones((4, 16), "float32"))
-    assert seen == [3]
-    assert control.current() == outside
+    three = ember.compile(mod, executor=executor, params=params, threads=3)
+    one = ember.compile(mod, executor=executor, params=params, threads=1)
+    seen: list[int | None] = []
+    _SpyContext(three, seen)
+    _SpyContext(one, seen)
+    assert three._threads.available and one._threads.available
+    x = np.ones((4, 16), "float32")
+    for _ in range(2):
+        three(x)
+        one(x)
+    assert seen == [3, 1, 3, 1]
+    with three._threads.use(2):  # use() sets and restores, and keeps the record right
+        assert three._threads.current() == 2
+    three(x)
+    assert seen[-1] == 3
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")

@@ -36,6 +36,7 @@ from ..transform import (
     SimplifyInference,
 )
 from ..transform.bind_params import bind_params_by_name
+from .tensor_limit import check_tensor_sizes
 
 # Called with (stage name, None) when a stage starts and (stage name, seconds) when it ends.
 StageListener = Callable[[str, "float | None"], None]
@@ -122,6 +123,7 @@ def optimize(mod: Any, target: Any = None, target_host: Any = None,
     mod = as_module(mod, "relay.optimize")
     with canon_target(target, target_host, "relay.optimize"), stage("optimize"):
         mod = InferType()(mod)
+        check_tensor_sizes(mod)
         mod, arrays = _bind(mod, params)
         mod = Sequential(optimize_passes(), name="relay.optimize")(mod)
         mod = InferType()(FuseOps()(mod))

@@ -162,7 +162,7 @@ class RPCSession:
 
     # -- requests -------------------------------------------------------------------------------
     def _next_seq(self) -> int:
-        self._seq = (self._seq + 1) & 0xFFFF_FFFF
+        self._seq = self._seq % 0xFFFF_FFFF + 1  # 1 .. 2**32 - 1: seq 0 is the server's own
         return self._seq
 
     def _check_open(self) -> None:
@@ -193,6 +193,10 @@ class RPCSession:
             if self._log:
                 log.info("%s %s: %d bytes back in %.3f ms", kind_name(kind), what, len(payload),
                          (time.perf_counter() - start) * 1e3)
+            if rkind == Kind.ERROR and rseq == 0:  # not a reply: the server ended the session
+                message = read_error(payload)[1]
+                self._broken(message)
+                raise RPCConnectionError(f"{self.peer}: {message} (during {what})")
             if rseq != seq:
                 self._broken("reply out of order")
                 raise ProtocolError(f"RPC session with {self.peer}: reply {rseq} to request {seq}")
@@ -433,11 +437,26 @@ class ChannelSession(RPCSession):
         super().__init__(ch.peer, welcome.max_frame, welcome.server_info, logging_enabled)
 
     def _exchange(self, kind: int, seq: int, parts: list[Any]) -> tuple[int, int, memoryview]:
-        write_frame(self._ch, kind, seq, parts, self._timeout)
+        self._send_oneway(kind, seq, parts)
         return read_frame(self._ch, CLIENT_MAX_FRAME, self._timeout, self._timeout)
 
     def _send_oneway(self, kind: int, seq: int, parts: list[Any]) -> None:
-        write_frame(self._ch, kind, seq, parts, self._timeout)
+        try:
+            write_frame(self._ch, kind, seq, parts, self._timeout)
+        except RPCConnectionError:
+            reason = self._last_words()
+            if reason is None:
+                raise
+            raise RPCConnectionError(f"{self.peer}: {reason}") from None
+
+    def _last_words(self) -> str | None:
+        """Why the server ended the session, when it said so (an ERROR with seq 0) before it
+        closed: read once a request could not be sent."""
+        try:
+            kind, seq, payload = read_frame(self._ch, CLIENT_MAX_FRAME, 1.0, 1.0)
+        except RPCError:
+            return None
+        return read_error(payload)[1] if kind == Kind.ERROR and seq == 0 else None
 
     def _shutdown(self) -> None:
         self._ch.close()

@@ -36,6 +36,7 @@ from .codec import (
     error_payload,
 )
 from .files import SessionFiles
+from .handshake import send_error
 from .protocol import (
     UPLOAD_APPEND,
     UPLOAD_CREATE,
@@ -45,6 +46,7 @@ from .protocol import (
     kind_name,
 )
 from .remote_errors import qualified_name
+from .slots import RequestWaiter, SlotLink
 from .transport import Channel, read_frame, write_frame
 
 log = logging.getLogger("ember.rpc.server")
@@ -244,21 +246,33 @@ def _is_executor(mod: Module) -> bool:
         return False
 
 
-def serve(ch: Channel, session: ServerSession, max_frame: int,
-          frame_timeout: float | None) -> str:
-    """Answer frames until the client closes; returns why the session ended. Raises
-    ProtocolError (after telling the client) when the client breaks the protocol."""
-    while True:
-        try:
-            kind, seq, payload = read_frame(ch, max_frame, None, frame_timeout)
-        except RPCConnectionError as err:
-            return f"client disconnected ({err})"
-        try:
-            reply = session.handle(kind, payload)
-        except SessionClosed:
-            return "client closed the session"
-        if reply is not None:
+def serve(ch: Channel, session: ServerSession, max_frame: int, frame_timeout: float | None,
+          idle_timeout: float | None = None, link: SlotLink | None = None) -> str:
+    """Answer frames until the client closes, or sends no request for ``idle_timeout`` seconds
+    (None or 0: no limit), or the main process reclaims the slot (``link``); returns why the
+    session ended. Raises ProtocolError (after telling the client) when the client breaks the
+    protocol."""
+    waiter = RequestWaiter(ch, idle_timeout, link)
+    try:
+        while True:
+            ended = waiter.wait()
+            if ended is not None:
+                send_error(ch, RPCConnectionError(f"the server ended the session: {ended}"))
+                return ended
             try:
-                write_frame(ch, reply[0], seq, reply[1], frame_timeout)
+                kind, seq, payload = read_frame(ch, max_frame, idle_timeout or None,
+                                                frame_timeout)
             except RPCConnectionError as err:
-                return f"client went away before the reply to {kind_name(kind)} ({err})"
+                return f"client disconnected ({err})"
+            waiter.started()
+            try:
+                reply = session.handle(kind, payload)
+            except SessionClosed:
+                return "client closed the session"
+            if reply is not None:
+                try:
+                    write_frame(ch, reply[0], seq, reply[1], frame_timeout)
+                except RPCConnectionError as err:
+                    return f"client went away before the reply to {kind_name(kind)} ({err})"
+    finally:
+        waiter.close()

@@ -5,6 +5,9 @@ answers with ``HMAC-SHA256(secret, "ember-rpc-client\\0" + HELLO payload + nonce
 server proves it knows the secret too with ``HMAC-SHA256(secret, "ember-rpc-server\\0" +
 HELLO payload + nonce)`` in its WELCOME. A client holding a secret refuses a server that does
 not authenticate, so a stand-in server cannot downgrade the session.
+
+Each side's half runs under one deadline: every read and write waits only for the time left,
+so a peer that sends a byte every few seconds cannot stretch the handshake past it.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from .protocol import (
     kind_name,
 )
 from .remote_errors import make_remote_error, qualified_name
-from .transport import Channel, read_frame, write_frame
+from .transport import Channel, Deadline, read_frame, write_frame
 
 HANDSHAKE_LIMIT = 64 << 10  # no handshake frame is longer
 _CLIENT_LABEL = b"ember-rpc-client\0"
@@ -121,12 +124,16 @@ def send_error(ch: Channel, err: BaseException, seq: int = 0, timeout: float | N
 
 
 def server_handshake(ch: Channel, check_key: Callable[[str], str | None], secret: bytes | None,
-                     max_frame: int, timeout: float, server_info: str) -> Hello:
-    """Run the server's half; returns the client's HELLO. ``check_key(key)`` returns None to
-    accept the key or the reason to refuse it. Any failure is sent to the client as an ERROR
-    frame, then raised (ProtocolError, AuthenticationError or RPCError)."""
+                     max_frame: int, timeout: float, server_info: str,
+                     admit: Callable[[Hello], None] | None = None) -> Hello:
+    """Run the server's half within ``timeout`` seconds in all; returns the client's HELLO.
+    ``check_key(key)`` returns None to accept the key or the reason to refuse it. ``admit``
+    runs once the client has proved itself, before WELCOME (the server waits there for a
+    session slot; that wait is not part of the deadline). Any failure is sent to the client
+    as an ERROR frame, then raised (ProtocolError, AuthenticationError or RPCError)."""
+    deadline = Deadline.after(timeout, "the handshake's deadline")
     try:
-        kind, _, payload = read_frame(ch, HANDSHAKE_LIMIT, timeout, timeout)
+        kind, _, payload = read_frame(ch, HANDSHAKE_LIMIT, deadline=deadline)
         if kind != Kind.HELLO:
             raise ProtocolError(f"expected a HELLO frame to start the session, got "
                                 f"{kind_name(kind)}")
@@ -136,20 +143,23 @@ def server_handshake(ch: Channel, check_key: Callable[[str], str | None], secret
             raise RPCError(refused)
         proof = bytes(MAC_BYTES)
         if secret is not None:
-            proof = _authenticate(ch, hello, secret, timeout)
+            proof = _authenticate(ch, hello, secret, deadline)
+        if admit is not None:
+            admit(hello)
+            deadline = Deadline.after(timeout, "the handshake's deadline")
         write_frame(ch, Kind.WELCOME, 0,
                     [_welcome_payload(secret is not None, max_frame, proof, server_info)],
-                    timeout)
+                    deadline.left())
         return hello
     except RPCError as err:
         send_error(ch, err)
         raise
 
 
-def _authenticate(ch: Channel, hello: Hello, secret: bytes, timeout: float) -> bytes:
+def _authenticate(ch: Channel, hello: Hello, secret: bytes, deadline: Deadline) -> bytes:
     nonce = os.urandom(CHALLENGE_BYTES)
-    write_frame(ch, Kind.CHALLENGE, 0, [nonce], timeout)
-    kind, _, payload = read_frame(ch, HANDSHAKE_LIMIT, timeout, timeout)
+    write_frame(ch, Kind.CHALLENGE, 0, [nonce], deadline.left())
+    kind, _, payload = read_frame(ch, HANDSHAKE_LIMIT, deadline=deadline)
     if kind != Kind.AUTH:
         raise ProtocolError(f"expected an AUTH frame after CHALLENGE, got {kind_name(kind)}")
     if len(payload) != MAC_BYTES:
@@ -163,12 +173,14 @@ def _authenticate(ch: Channel, hello: Hello, secret: bytes, timeout: float) -> b
 # ---- client side ----------------------------------------------------------------------------
 def client_handshake(ch: Channel, key: str, secret: bytes | None, session_timeout: int,
                      timeout: float | None) -> Welcome:
-    """Run the client's half. Raises AuthenticationError, ProtocolError, or the error the
-    server sent (an RPCError) when the session is refused."""
+    """Run the client's half within ``timeout`` seconds in all (None: no limit). Raises
+    AuthenticationError, ProtocolError, or the error the server sent (an RPCError) when the
+    session is refused."""
+    deadline = None if timeout is None else Deadline.after(timeout, "the handshake's deadline")
     nonce = os.urandom(NONCE_BYTES)
     hello = hello_payload(key, session_timeout, secret is not None, nonce)
     write_frame(ch, Kind.HELLO, 0, [hello], timeout)
-    kind, payload = _next(ch, timeout)
+    kind, payload = _next(ch, deadline)
     server_nonce = None
     if kind == Kind.CHALLENGE:
         if secret is None:
@@ -179,8 +191,8 @@ def client_handshake(ch: Channel, key: str, secret: bytes | None, session_timeou
                                 f"{CHALLENGE_BYTES})")
         server_nonce = bytes(payload)
         write_frame(ch, Kind.AUTH, 0, [_mac(secret, _CLIENT_LABEL, hello, server_nonce)],
-                    timeout)
-        kind, payload = _next(ch, timeout)
+                    None if deadline is None else deadline.left())
+        kind, payload = _next(ch, deadline)
     if kind != Kind.WELCOME:
         raise ProtocolError(f"expected WELCOME from {ch.peer}, got {kind_name(kind)}")
     welcome = _parse_welcome(payload)
@@ -188,8 +200,8 @@ def client_handshake(ch: Channel, key: str, secret: bytes | None, session_timeou
     return welcome
 
 
-def _next(ch: Channel, timeout: float | None) -> tuple[int, memoryview]:
-    kind, _, payload = read_frame(ch, HANDSHAKE_LIMIT, timeout, timeout)
+def _next(ch: Channel, deadline: Deadline | None) -> tuple[int, memoryview]:
+    kind, _, payload = read_frame(ch, HANDSHAKE_LIMIT, deadline=deadline)
     if kind == Kind.ERROR:
         raise make_remote_error(*read_error(payload), ch.peer)
     return kind, payload

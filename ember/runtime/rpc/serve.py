@@ -2,11 +2,12 @@
 tracker.
 
 The main process never parses a client's bytes: it accepts a connection, creates the session's
-directory, forks, and watches the child through a status pipe (``S`` + the session timeout
-once the handshake succeeded; end of file when the child exits). The child runs the handshake
-and the session; whatever the client sends, at worst that child ends. The parent removes the
-directory when the child is gone, kills children that outlive their session timeout, and
-re-registers with the tracker when a session it dispatched ends.
+directory, forks, and talks to the child over a socket pair (``slots.py``: the child asks for
+a session slot once its handshake succeeded; end of file when it exits). The child runs the
+handshake and the session; whatever the client sends, at worst that child ends. The parent
+shares the slots out (``SlotTable``), removes the directory when the child is gone, kills
+children that outstay their limits, and re-registers with the tracker when a session it
+dispatched ends.
 """
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ import selectors
 import shutil
 import signal
 import socket
-import struct
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,13 +28,13 @@ from typing import Any
 
 from ..errors import RPCError
 from .endpoint import ServerSession, serve
-from .handshake import send_error, server_handshake
+from .handshake import Hello, send_error, server_handshake
 from .protocol import DEFAULT_MAX_FRAME, PROTOCOL_VERSION, ProtocolError
+from .slots import Child, IdleClock, Phase, SlotLimits, SlotLink, SlotTable, kill_process
 from .tracker_link import TrackerLink
 from .transport import Channel, SocketChannel
 
 log = logging.getLogger("ember.rpc.server")
-_STATUS = struct.Struct("<cI")
 
 
 @dataclass
@@ -53,7 +53,15 @@ class ServerOptions:
     max_sessions: int = 4
     handshake_timeout: float = 10.0
     frame_timeout: float = 60.0
+    idle_timeout: float = 300.0  # 0: none
+    max_handshakes: int = 8
+    reclaim_idle: float = 1.0
+    reclaim_age: float = 600.0  # 0: never
     assign_timeout: float = 10.0
+
+    def slot_limits(self) -> SlotLimits:
+        return SlotLimits(self.max_sessions, self.max_handshakes, self.handshake_timeout,
+                          self.reclaim_idle, self.reclaim_age)
 
 
 def server_info() -> str:
@@ -97,21 +105,25 @@ def load_libraries(paths: list[str]) -> None:
 
 # ---- one session (in its own process) ---------------------------------------------------------
 def run_session(ch: Channel, workdir: str, check_key: Callable[[str], str | None],
-                opts: ServerOptions, on_start: Callable[[int], None] | None = None) -> int:
-    """Handshake, then serve until the client leaves; returns the exit status (0: clean)."""
+                opts: ServerOptions, link: SlotLink | None = None) -> int:
+    """Handshake, then serve until the client leaves; returns the exit status (0: clean).
+    With ``link`` (a forked session) the main process grants the slot before WELCOME and
+    may reclaim it."""
+    admit = None
+    if link is not None and isinstance(ch, SocketChannel):
+        def admit(hello: Hello) -> None:
+            link.request_slot(ch, hello.session_timeout)  # type: ignore[union-attr]
     try:
-        hello = server_handshake(ch, check_key, opts.secret, opts.max_frame,
-                                 opts.handshake_timeout, server_info())
+        server_handshake(ch, check_key, opts.secret, opts.max_frame, opts.handshake_timeout,
+                         server_info(), admit)
     except RPCError as err:
         log.warning("session from %s refused: %s", ch.peer, err)
         ch.close()
         return 2
-    if on_start is not None:
-        on_start(hello.session_timeout)
     log.info("session from %s started", ch.peer)
     session = ServerSession(workdir, {"rpc.test.exit": lambda code=3: os._exit(int(code))})
     try:
-        reason = serve(ch, session, opts.max_frame, opts.frame_timeout)
+        reason = serve(ch, session, opts.max_frame, opts.frame_timeout, opts.idle_timeout, link)
     except ProtocolError as err:
         send_error(ch, err)
         log.warning("session from %s closed: protocol error: %s", ch.peer, err)
@@ -122,18 +134,6 @@ def run_session(ch: Channel, workdir: str, check_key: Callable[[str], str | None
     return 0
 
 
-@dataclass
-class _Child:
-    pid: int
-    status_fd: int
-    workdir: str
-    peer: str
-    started: bool = False
-    deadline: float | None = None
-    timeout: int = 0
-    killed: bool = False  # by the server (session timeout, shutdown): already logged
-
-
 class ServerLoop:
     """The main process: accepts connections and forks one process per session."""
 
@@ -142,7 +142,7 @@ class ServerLoop:
         self.listener = listener
         self.port = listener.getsockname()[1]
         self.sel = selectors.DefaultSelector()
-        self.children: dict[int, _Child] = {}
+        self.slots = SlotTable(opts.slot_limits(), self._session_started)
         self.listening = False
         self.stopping = False
         self.tracker = (TrackerLink(opts.tracker_addr, opts.key, self.port, opts.custom_addr,
@@ -179,7 +179,7 @@ class ServerLoop:
                 self._dispatch(key.data)
             except Exception:
                 log.exception("the server loop failed handling %r; serving on", key.data)
-        self._enforce_deadlines()
+        self.slots.step(time.monotonic())
 
     def _dispatch(self, what: object) -> None:
         if what == "accept":
@@ -192,7 +192,7 @@ class ServerLoop:
             self._child_event(what)  # type: ignore[arg-type]
 
     def _update_listening(self) -> None:
-        want = len(self.children) < self.opts.max_sessions
+        want = self.slots.can_accept()
         if want and not self.listening:
             self.sel.register(self.listener, selectors.EVENT_READ, "accept")
         elif not want and self.listening:
@@ -201,10 +201,10 @@ class ServerLoop:
 
     def _next_timeout(self) -> float:
         now = time.monotonic()
-        times = [c.deadline - now for c in self.children.values() if c.deadline is not None]
+        times = [self.slots.next_wake(now)]
         if self.tracker is not None:
             times.append(self.tracker.next_timeout(now))
-        return max(0.0, min([1.0, *times]))
+        return max(0.0, min(times))
 
     # -- sessions -------------------------------------------------------------------------------
     def _check_key(self) -> Callable[[str], str | None]:
@@ -229,25 +229,27 @@ class ServerLoop:
         peer = f"{addr[0]}:{addr[1]}"
         workdir = tempfile.mkdtemp(prefix="ember_rpc_session_")
         check_key = self._check_key()
-        status_r, status_w = os.pipe()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        clock = IdleClock()
         try:
             pid = os.fork()
         except OSError as err:
             log.error("cannot start a session for %s: %s", peer, err)
-            for fd in (status_r, status_w):
-                os.close(fd)
-            conn.close()
+            for sock in (ours, theirs, conn):
+                sock.close()
+            clock.close()
             shutil.rmtree(workdir, ignore_errors=True)
             return
         if pid == 0:
-            self._in_child(conn, status_r, status_w, workdir, check_key, peer)
-        os.close(status_w)
+            ours.close()
+            self._in_child(conn, SlotLink(theirs, clock), workdir, check_key, peer)
+        theirs.close()
         conn.close()
-        child = _Child(pid, status_r, workdir, peer)
-        self.children[status_r] = child
-        self.sel.register(status_r, selectors.EVENT_READ, child)
+        child = Child(pid, ours, clock, workdir, peer, time.monotonic())
+        self.slots.add(child)
+        self.sel.register(ours, selectors.EVENT_READ, child)
 
-    def _in_child(self, conn: socket.socket, status_r: int, status_w: int, workdir: str,
+    def _in_child(self, conn: socket.socket, link: SlotLink, workdir: str,
                   check_key: Callable[[str], str | None], peer: str) -> None:
         code = 1
         try:
@@ -259,38 +261,32 @@ class ServerLoop:
                 sock.close()
             if self.tracker is not None:
                 self.tracker.close_in_child()
-            for fd in [status_r, *self.children]:
-                os.close(fd)
-
-            def started(timeout: int) -> None:
-                os.write(status_w, _STATUS.pack(b"S", timeout))
-
-            code = run_session(SocketChannel(conn, peer), workdir, check_key, self.opts, started)
+            for other in self.slots.children.values():
+                other.ctrl.close()
+                other.clock.close()
+            code = run_session(SocketChannel(conn, peer), workdir, check_key, self.opts, link)
         except BaseException:
             log.exception("session from %s failed", peer)
         finally:
             os._exit(code)
 
-    def _child_event(self, child: _Child) -> None:
+    def _child_event(self, child: Child) -> None:
         try:
-            data = os.read(child.status_fd, 64)
+            data = child.ctrl.recv(64)
         except OSError:
             data = b""
         if not data:
             self._reap(child)
             return
-        if data[:1] == b"S" and len(data) >= _STATUS.size:
-            child.started = True
-            child.timeout = _STATUS.unpack_from(data)[1]
-            if child.timeout:
-                child.deadline = time.monotonic() + child.timeout
-            if self.tracker is not None:
-                self.tracker.session_started()
+        self.slots.on_message(child, data, time.monotonic())
 
-    def _reap(self, child: _Child) -> None:
-        self.sel.unregister(child.status_fd)
-        os.close(child.status_fd)
-        del self.children[child.status_fd]
+    def _session_started(self, child: Child) -> None:
+        if self.tracker is not None:
+            self.tracker.session_started()
+
+    def _reap(self, child: Child) -> None:
+        self.sel.unregister(child.ctrl)
+        self.slots.remove(child)
         _, status = os.waitpid(child.pid, 0)
         shutil.rmtree(child.workdir, ignore_errors=True)
         if child.killed:
@@ -300,34 +296,19 @@ class ServerLoop:
         elif os.WEXITSTATUS(status) not in (0, 1, 2):  # 1, 2: already logged by the child
             log.warning("session from %s exited with status %d", child.peer,
                         os.WEXITSTATUS(status))
-        if child.started and self.tracker is not None:
+        if child.phase is Phase.SESSION and self.tracker is not None:
             self.tracker.session_ended()
-
-    def _enforce_deadlines(self) -> None:
-        now = time.monotonic()
-        for child in self.children.values():
-            if child.deadline is not None and now >= child.deadline:
-                log.warning("session from %s passed its session timeout of %d s; ending it",
-                            child.peer, child.timeout)
-                child.deadline = None
-                child.killed = True
-                _kill(child.pid)
+        if not self.stopping:
+            self.slots.step(time.monotonic())  # the slot it held goes to the next in line
 
     def _shutdown(self) -> None:
         signal.set_wakeup_fd(-1)
-        for child in list(self.children.values()):
+        for child in list(self.slots.children.values()):
             log.info("stopping: ending the session from %s", child.peer)
             child.killed = True
-            _kill(child.pid)
+            kill_process(child.pid)
             self._reap(child)
         if self.tracker is not None:
             self.tracker.close()
         self.listener.close()
         self.sel.close()
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

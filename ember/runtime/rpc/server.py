@@ -31,10 +31,15 @@ class Server(ManagedProcess):
     server registers with that tracker under ``key`` and takes only the clients it dispatches.
     ``load_library`` lists shared libraries opened (symbols global) before any session.
     ``secret`` makes clients prove they know it (it reaches the server process through the
-    environment, not its command line). A client must finish the handshake within
-    ``handshake_timeout`` seconds and send each frame within ``frame_timeout`` once it has
-    started it. ``log_file`` receives the server's log instead of stderr. Raises RPCError
-    when the server cannot start.
+    environment, not its command line). The limits (``docs/rpc.md``, "Limits"): a client must
+    finish the whole handshake within ``handshake_timeout`` seconds (at most
+    ``max_handshakes`` at once), send each frame in full within ``frame_timeout`` once it has
+    started it, and start a request at least every ``idle_timeout`` seconds (0: no limit).
+    ``max_sessions`` sessions run at once; a client that finished its handshake while all are
+    taken gets the slot of the session idle longest (if idle ``reclaim_idle`` s), else of one
+    that has held its slot ``reclaim_age`` s (0: never) and is between requests.
+    ``log_file`` receives the server's log instead of stderr. Raises RPCError when the server
+    cannot start.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199,
@@ -43,12 +48,16 @@ class Server(ManagedProcess):
                  custom_addr: str | None = None, secret: str | bytes | None = None,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME, max_sessions: int = 4,
                  handshake_timeout: float = 10.0, frame_timeout: float = 60.0,
+                 idle_timeout: float = 300.0, max_handshakes: int = 8,
+                 reclaim_idle: float = 1.0, reclaim_age: float = 600.0,
                  log_file: str | None = None, startup_timeout: float = 60.0) -> None:
         argv = [sys.executable, "-m", "ember.exec.rpc_server", "--host", host, "--port",
                 str(port), "--port-end", str(port_end), "--key", key, "--max-frame-bytes",
                 str(max_frame_bytes), "--max-sessions", str(max_sessions),
                 "--handshake-timeout", str(handshake_timeout), "--frame-timeout",
-                str(frame_timeout)]
+                str(frame_timeout), "--idle-timeout", str(idle_timeout), "--max-handshakes",
+                str(max_handshakes), "--reclaim-idle", str(reclaim_idle), "--reclaim-age",
+                str(reclaim_age)]
         if log_file:
             argv += ["--log-file", os.path.abspath(log_file)]
         if tracker_addr is not None:
@@ -87,12 +96,24 @@ def _parser(prog: str, epilog: str | None) -> argparse.ArgumentParser:
     p.add_argument("--secret-file", default=None,
                    help=f"file holding the shared secret clients must prove (or ${SECRET_ENV})")
     p.add_argument("--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME,
-                   help="largest frame accepted from a client")
-    p.add_argument("--max-sessions", type=int, default=4, help="sessions served at once")
+                   help="largest frame accepted from a client (default 64 MiB)")
+    p.add_argument("--max-sessions", type=int, default=4,
+                   help="sessions served at once (default 4)")
+    p.add_argument("--max-handshakes", type=int, default=8,
+                   help="connections in their handshake at once (default 8)")
     p.add_argument("--handshake-timeout", type=float, default=10.0,
-                   help="seconds a client has to complete the handshake")
+                   help="seconds a client has for the whole handshake (default 10)")
     p.add_argument("--frame-timeout", type=float, default=60.0,
-                   help="seconds a started frame may take to arrive in full")
+                   help="seconds a started frame may take to arrive in full (default 60)")
+    p.add_argument("--idle-timeout", type=float, default=None,
+                   help="seconds a session may go without starting a request (default 300; "
+                        "0: no limit; with --stdio, no limit unless given)")
+    p.add_argument("--reclaim-idle", type=float, default=1.0,
+                   help="when a client waits for a slot, a session idle this many seconds "
+                        "gives it up (default 1)")
+    p.add_argument("--reclaim-age", type=float, default=600.0,
+                   help="...else a session between requests that has held its slot this many "
+                        "seconds (default 600; 0: never)")
     p.add_argument("--silent", action="store_true", help="log warnings only")
     p.add_argument("--log-file", default=None, help="append the log to this file, not stderr")
     p.add_argument("--stdio", action="store_true",
@@ -113,15 +134,23 @@ def _options(args: argparse.Namespace) -> ServerOptions:
         tracker = (host, int(port))
     if args.max_frame_bytes < MIN_MAX_FRAME:
         raise RPCError(f"--max-frame-bytes {args.max_frame_bytes}: at least {MIN_MAX_FRAME}")
-    if args.max_sessions < 1:
-        raise RPCError(f"--max-sessions {args.max_sessions}: at least 1")
-    for name in ("handshake_timeout", "frame_timeout"):
-        if not getattr(args, name) > 0:
-            raise RPCError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be > 0")
+    for name in ("max_sessions", "max_handshakes"):
+        if getattr(args, name) < 1:
+            raise RPCError(f"--{name.replace('_', '-')} {getattr(args, name)}: at least 1")
+    if args.idle_timeout is None:
+        args.idle_timeout = 0.0 if args.stdio else 300.0
+    for name, low in (("handshake_timeout", "> 0"), ("frame_timeout", "> 0"),
+                      ("idle_timeout", ">= 0"), ("reclaim_idle", ">= 0"),
+                      ("reclaim_age", ">= 0")):
+        value = getattr(args, name)
+        if not (value > 0 if low == "> 0" else value >= 0) or value == float("inf"):
+            raise RPCError(f"--{name.replace('_', '-')} {value}: must be a number of seconds "
+                           f"{low}")
     libs = [p for item in args.load_library for p in item.split(",") if p]
     return ServerOptions(args.host, args.port, args.port_end, args.key, tracker,
                          args.custom_addr, libs, secret, args.max_frame_bytes, args.max_sessions,
-                         args.handshake_timeout, args.frame_timeout)
+                         args.handshake_timeout, args.frame_timeout, args.idle_timeout,
+                         args.max_handshakes, args.reclaim_idle, args.reclaim_age)
 
 
 def _serve_stdio(opts: ServerOptions) -> int:

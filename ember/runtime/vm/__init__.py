@@ -70,17 +70,17 @@ Memory: storage comes from a pooled allocator (``memory.py``); a block returns t
 when neither it nor any tensor carved from it is referenced, so steady-state runs allocate
 nothing (``vm.allocator.fresh_allocations`` stops growing).
 
-Static plans: a function that is straight-line code over static shapes (a compiled model's
-``main`` without control flow, calls, closures or shapes computed at run time) runs as one
-native call over buffers planned at its first call (``static_plan.py``); its result blocks
-still come from the allocator on every run. Anything else, and the profiler, goes through the
-interpreter.
+Plans: a function that is straight-line code (a compiled model's ``main`` without control
+flow, calls or closures), its shapes static or symbolic, runs as a few native calls over
+buffers planned at its first call (``static_plan.py``, ``plan_walk.py``): the shape functions,
+then the kernels; its result blocks still come from the allocator on every run. Anything
+else, and the profiler, goes through the interpreter.
 
 Files: ``program.py`` (data), ``instructions.py``, ``verifier.py`` and ``regflow.py`` (its
 register dataflow), ``serialize.py`` (byte format, checksummed), ``assembler.py`` (listing and
 assembler), ``executable.py``, ``memory.py``, ``steps.py`` (what each instruction does),
 ``arguments.py`` (binding and checking arguments), ``interpreter.py`` (the loop and the API),
-``static_plan.py`` (straight-line static functions as one native call),
+``plan_walk.py`` and ``static_plan.py`` (straight-line functions as a few native calls),
 ``executor.py`` (``VMModule``: the module-based interface, set_input/run/get_output, for a VM
 executor factory), ``factory.py`` (``VMExecutorFactoryModule``: what ``relay.build(...,
 executor=Executor("vm"))`` returns), ``profiler.py``. The compile side is

@@ -56,6 +56,10 @@ class VMModule(Module):
         the buffer an earlier call made for that input when it fits (no allocation per call),
         unless the last run's outputs view that buffer."""
         checked = self._specs.check_call(key, value, params, "set_input")
+        with self.vm._lock:
+            self._set_checked(checked)
+
+    def _set_checked(self, checked: list[tuple[int, Any]]) -> None:
         stored = self.vm._inputs.setdefault(self.func_name, [A.UNSET] * len(self._params))
         plan = []
         for k, v in checked:  # every value checked (and converted) before any input changes
@@ -67,6 +71,7 @@ class VMModule(Module):
             except TVMError as err:
                 raise type(err)(f"{err}{self._specs.suffix(k)}") from None
         for k, src, converted, v in plan:
+            self.vm._guard.wrote(k)
             if src is not None:
                 np.copyto(stored[k]._np, src)
                 continue

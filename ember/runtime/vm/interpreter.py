@@ -17,6 +17,7 @@ from ..container import ADT
 from ..device import Device
 from ..errors import ArgumentError, ArgumentTypeError, TVMError
 from ..executor_common import check_name, check_output_index, check_timing
+from ..executor_guard import UseGuard
 from ..module import Module
 from ..packed_func import PackedFunc, as_packed_func
 from ..time_eval import BenchmarkResult, time_evaluator
@@ -40,13 +41,15 @@ class VirtualMachine(Module):
     ``memory_cfg`` is "pooled" (default: storage is reused between runs), "naive" or an
     Allocator, e.g. one shared between VMs. Arguments may be NDArrays, numpy arrays, Python
     scalars (int -> int32, float -> float32, bool), tuples/lists (-> ADT tuples) or ADTs.
-    Threads may share a VM: its calls take turns (the stored inputs and outputs of
-    set_input/invoke_stateful/get_outputs are the VM's, one set for all threads).
+    Threads may share a VM: its calls take turns, and ``invoke(func, *args)`` returns each
+    caller its own result. The stored inputs and outputs of ``set_input``/``invoke_stateful``/
+    ``get_outputs`` are the VM's, one set for all threads: a thread whose inputs or outputs
+    another thread replaced between its calls gets ConcurrentUseError (``executor_guard``).
     """
 
     type_key = "VirtualMachine"
     max_call_depth = 100_000
-    # Run straight-line static functions as one native call (the profiler times steps, so
+    # Run straight-line functions as a few native calls (the profiler times steps, so
     # it turns this off; so may a test that wants the interpreter).
     static_plans = True
 
@@ -87,6 +90,7 @@ class VirtualMachine(Module):
         # plans' blocks belong to the VM, so threads sharing a VM take turns (reentrant: a
         # packed function called from VM code may call back in).
         self._lock = threading.RLock()
+        self._guard = UseGuard("VirtualMachine")  # the stored inputs/outputs' sequence checks
         # function index -> its StaticPlan, or why it has none
         self._plans: dict[int, StaticPlan | str] = {}
 
@@ -238,6 +242,8 @@ class VirtualMachine(Module):
         prepared = self._prepared(func_name, args, kwargs, "set_input")
         with self._lock:
             self._inputs[func_name] = prepared
+            for k in range(len(prepared)):
+                self._guard.wrote(k)
 
     def set_one_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
         """Set one input: ``set_one_input("main", "x", value)`` (or an index), or
@@ -255,6 +261,7 @@ class VirtualMachine(Module):
                                               f"({func.params[index]})")
         with self._lock:
             self._inputs.setdefault(func_name, [A.UNSET] * func.arity)[index] = value
+            self._guard.wrote(index)
 
     def invoke(self, func_name: str, *args: Any, **kwargs: Any) -> Any:
         """Run ``func_name`` and return its result (NDArray, ADT or closure). Arguments
@@ -264,6 +271,8 @@ class VirtualMachine(Module):
         with self._lock:
             if prepared is not None:
                 self._inputs[func_name] = prepared
+                return self._execute(index, prepared)
+            self._guard.inputs_intact("invoke")  # the stored inputs: this thread's?
             return self._execute(index, self._stored_inputs(func_name))
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
@@ -278,16 +287,22 @@ class VirtualMachine(Module):
         with self._lock:
             if prepared is not None:
                 self._inputs[func_name] = prepared
+                for k in range(len(prepared)):
+                    self._guard.wrote(k)
             inputs = self._stored_inputs(func_name)
+            self._guard.run()
             self._outputs = None  # let the previous result's storage go back to the pool first
             self._outputs = self._execute(index, inputs)
 
     def get_outputs(self) -> list[Any]:
         """The outputs of the last ``invoke_stateful``: an ADT result's fields, else [result]."""
-        if self._outputs is None:
+        with self._lock:
+            self._guard.read("get_outputs")
+            outputs = self._outputs
+        if outputs is None:
             raise TVMError("get_outputs: no outputs; call invoke_stateful first (or the last "
                            "one failed)")
-        return list(self._outputs.fields) if type(self._outputs) is ADT else [self._outputs]
+        return list(outputs.fields) if type(outputs) is ADT else [outputs]
 
     def get_num_outputs(self) -> int:
         return len(self.get_outputs())

@@ -1,322 +1,490 @@
-"""Static plans: a VM function without control flow, run as one native call.
+"""Plans: a VM function without control flow, run as a few native calls, whatever its shapes.
 
-A compiled model's ``main`` is usually straight-line code over static shapes: load constants,
-allocate storage and tensors of immediate shapes, call kernels, return. The interpreter redoes
-the same work on every run (a Python step per instruction, a storage block and an NDArray per
-tensor, a ctypes call per kernel). A :class:`StaticPlan` does it once, on the function's first
-call: it walks the instructions with the interpreter's semantics over what is known before
-running (constants, immediates, storage blocks and the tensors carved from them, the
-arguments' types) and keeps
+A compiled model's ``main`` is usually straight-line code: load constants, compute the shapes
+of symbolic results (shape functions, compiled kernels), allocate storage and tensors, call
+kernels, return. The interpreter redoes all of it in Python on every run. A
+:class:`StaticPlan` is made on the function's first call from a walk over what is known
+before running (``plan_walk.py``) and keeps:
 
-- the blocks of intermediates, allocated once from the VM's allocator and reused by every run;
-- one DLTensor per tensor a kernel reads or writes, and the kernel calls over them, made by
-  one C call (``EmberRunCalls``, as the graph executor does);
-- the blocks that hold the result, which every run takes afresh from the allocator (as the
-  interpreter does), so a result never shares memory with a later run. Rather than a copy out
-  of a buffer of the plan's: no copy, and the allocator counts what it counts for the
-  interpreter (a naive allocator, one shared by several VMs, ``fresh_allocations``).
+- **the shape phase**: the calls that depend only on the arguments' shapes (shape functions)
+  run first, as one C call, into a small arena that also holds the arguments' run-time
+  shapes; the kernels' tensors of symbolic shape point their DLTensor shapes into it;
+- **the checks** a run makes before the kernels use what the shape phase computed: sizes of
+  blocks, tensors that must fit in their blocks, reshapes that must keep the element count
+  (vectorised over the arena), growing a block when a larger shape arrives;
+- **the kernel calls**, as one C call (``EmberRunCalls``, as the graph executor does), or a
+  few where a size is computed by a kernel from data (a sync point between them);
+- **memory**: blocks of intermediates allocated once (grown to the largest shape seen, never
+  shrunk), and the blocks of the result taken from the allocator every run, so a result never
+  shares memory with a later run (and the allocator counts what it counts for the
+  interpreter).
 
-A run points the argument DLTensors at the arguments' data, takes the result blocks, makes
-the calls and returns the result tensor (or ADT of tensors) carved from them. Whatever the walk
-cannot know leaves the function to the interpreter, with the reason kept
-(``VirtualMachine._plans``): control flow, calls and closures, shapes or sizes computed at run
-time, a result that is an argument or a constant (or two views of one block, or of a vector
-dtype). So do, run by run: arguments of other types
-than the first call's, a plan already running (a call back into the VM from one of its
-kernels; calls from other threads wait for the VM's lock), and a kernel failure (the
-interpreter then runs the call again and raises its usual VMError).
+A run with the same argument shapes as an earlier one (the last 32 signatures are kept, with
+their arena) skips the shape phase and its checks: a static function, or a symbolic one at a
+shape seen before, is one native call per run. Anything the walk cannot follow leaves the
+function to the interpreter, with the reason kept (``VirtualMachine._plans``); so do, run by
+run: arguments whose dtype, rank or declared extents differ from the plan's, a plan already
+running (a call back into the VM from one of its kernels), a failed check and a kernel
+failure (the interpreter then runs the call again and raises its usual VMError).
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .._abi import DLTensor
 from .._bridge import raise_error
 from ..container import ADT
-from ..device import Device
-from ..dtype import DataType
-from ..errors import TVMError
 from ..executor_common import c_call_at, c_plan
 from ..ndarray import NDArray
 from ..packed_func import CPackedFunc
-from . import instructions as I
-from .memory import Allocator, Storage, dltensor_template, fast_ndarray
-from .program import TensorInfo, VMFunction
-from .steps import DecodeContext, frozen_scalar, scalar, shape_value
+from .memory import Allocator, Storage, _raw_buffer, dltensor_template, fast_ndarray
+from .plan_walk import Arg, ArgShapes, Block, Call, Check, NotStatic, Tensor, Walk
+from .program import VMFunction
+from .steps import DecodeContext
 
 NOT_RUN: Any = object()  # what StaticPlan.run returns when the interpreter must run the call
-
-
-class NotStatic(Exception):
-    """The function (on these arguments) is not a static plan; the message says why."""
-
-
-class _Arg:
-    """Argument ``index`` as the base of tensors (its data pointer is known per run)."""
-
-    __slots__ = ("index", "device")
-
-    def __init__(self, index: int, device: Device) -> None:
-        self.index, self.device = index, device
-
-
-class _Block:
-    """A storage block the function allocates (one per ``alloc_storage``: no loops)."""
-
-    __slots__ = ("index", "nbytes", "alignment", "device", "dtype_hint")
-
-    def __init__(self, index: int, nbytes: int, alignment: int, device: Device,
-                 dtype_hint: str) -> None:
-        self.index, self.nbytes, self.alignment = index, nbytes, alignment
-        self.device, self.dtype_hint = device, dtype_hint
-
-
-class _Tensor(NamedTuple):
-    """A tensor of the walk: ``shape``/``dtype`` at byte ``offset`` of ``base`` (an _Arg, a
-    _Block, or a constant NDArray)."""
-
-    base: Any
-    offset: int
-    shape: tuple[int, ...]
-    dtype: DataType
-
-    def key(self) -> tuple[int, int, tuple[int, ...], DataType]:
-        return id(self.base), self.offset, self.shape, self.dtype
-
-
-class _Tuple(NamedTuple):
-    """An ADT built by ``alloc_data``."""
-
-    tag: int
-    fields: tuple[Any, ...]
-
-
-class Walk:
-    """The function run once over known values: the kernel calls and the result."""
-
-    def __init__(self, func: VMFunction, ctx: DecodeContext, args: Sequence[Any],
-                 max_block_bytes: int) -> None:
-        self.ctx, self.max_block_bytes = ctx, max_block_bytes
-        self.blocks: list[_Block] = []
-        self.calls: list[tuple[int, list[_Tensor]]] = []  # (kernel index, flattened args)
-        regs: list[Any] = [None] * func.register_file_size
-        for i, arg in enumerate(args):
-            if type(arg) is not NDArray:
-                raise NotStatic(f"argument {i} ({func.params[i]}) is "
-                                f"{'an ADT' if isinstance(arg, ADT) else type(arg).__name__}")
-            regs[i] = _Tensor(_Arg(i, arg._device), 0, arg.shape, arg._dtype)
-        self.result: Any = None
-        for pc, ins in enumerate(func.instructions):
-            if type(ins) is I.Ret:
-                self.result = self._result(regs[ins.result], pc)
-                return
-            handler = _HANDLERS.get(type(ins))
-            if handler is None:
-                raise NotStatic(f"instructions[{pc}] ({ins}) is not straight-line and static")
-            try:
-                handler(self, ins, regs)
-            except (NotStatic, TVMError) as err:
-                raise NotStatic(f"instructions[{pc}] ({ins}): {err}") from None
-        raise NotStatic("the function has no ret")  # the verifier rejects this
-
-    def _result(self, value: Any, pc: int) -> Any:
-        fields = value.fields if type(value) is _Tuple else (value,)
-        seen: dict[int, _Tensor] = {}
-        for f in fields:
-            if type(f) is not _Tensor or type(f.base) is not _Block:
-                raise NotStatic(f"instructions[{pc}] returns a value that is not a tensor the "
-                                "function allocated (an argument, a constant, a nested tuple)")
-            if seen.setdefault(id(f.base), f) != f or f.dtype.lanes != 1:
-                raise NotStatic(f"instructions[{pc}] returns two views of one block, or a "
-                                "vector-typed tensor")
-        return value
-
-    # -- the instructions ---------------------------------------------------------------
-    def move(self, ins: Any, regs: list[Any]) -> None:
-        regs[ins.dst] = regs[ins.src]
-
-    def load_const(self, ins: I.LoadConst, regs: list[Any]) -> None:
-        regs[ins.dst] = self.ctx.constants[ins.const_index]
-
-    def load_consti(self, ins: I.LoadConsti, regs: list[Any]) -> None:
-        regs[ins.dst] = frozen_scalar(ins.val)  # a plan keeps those its kernels read
-
-    def alloc_storage(self, ins: I.AllocStorage, regs: list[Any]) -> None:
-        nbytes = int(scalar(_known(regs[ins.size], "the size"), "alloc_storage size"))
-        device = self.ctx.devices[ins.device_index]
-        if not 0 <= nbytes <= self.max_block_bytes or device.device_type != 1:
-            raise NotStatic(f"a block of {nbytes} bytes on {device} is left to the allocator")
-        block = _Block(len(self.blocks), nbytes, ins.alignment, device, ins.dtype_hint)
-        self.blocks.append(block)
-        regs[ins.dst] = block
-
-    def alloc_tensor(self, ins: I.AllocTensor, regs: list[Any]) -> None:
-        block = regs[ins.storage]
-        offset = int(scalar(_known(regs[ins.offset], "the offset"), "alloc_tensor offset"))
-        dt = DataType(ins.dtype)
-        nbytes = int(np.prod(ins.shape, dtype=np.int64)) * dt.numpy_dtype.itemsize
-        if type(block) is not _Block or offset < 0 or offset + nbytes > block.nbytes:
-            raise NotStatic("not a tensor inside a storage block")
-        regs[ins.dst] = _Tensor(block, offset, tuple(ins.shape), dt)
-
-    def reshape_tensor(self, ins: I.ReshapeTensor, regs: list[Any]) -> None:
-        t = _tensor(regs[ins.tensor])
-        shape = shape_value(_known(regs[ins.newshape], "the new shape"), "reshape_tensor")
-        if t.dtype.lanes != 1 or np.prod(shape, dtype=np.int64) != np.prod(t.shape,
-                                                                          dtype=np.int64):
-            raise NotStatic(f"cannot reshape {t.dtype}{list(t.shape)} to {list(shape)}")
-        regs[ins.dst] = t._replace(shape=shape)
-
-    def invoke_packed(self, ins: I.InvokePacked, regs: list[Any]) -> None:
-        kernel = self.ctx.kernels[ins.packed_index]
-        if not isinstance(kernel, CPackedFunc) or not kernel.address:
-            raise NotStatic("the kernel is not compiled code")
-        args: list[_Tensor] = []
-        for r in ins.args:  # ADT arguments pass their fields, as in the interpreter
-            v = regs[r]
-            args.extend(_tensor(f) for f in (v.fields if type(v) is _Tuple else (v,)))
-        self.calls.append((ins.packed_index, args))
-
-    def alloc_adt(self, ins: I.AllocADT, regs: list[Any]) -> None:
-        regs[ins.dst] = _Tuple(ins.tag, tuple(regs[r] for r in ins.fields))
-
-    def get_field(self, ins: I.GetField, regs: list[Any]) -> None:
-        adt = regs[ins.object]
-        if type(adt) is not _Tuple or ins.field_index >= len(adt.fields):
-            raise NotStatic("not a field of a tuple the function built")
-        regs[ins.dst] = adt.fields[ins.field_index]
-
-    def kill_register(self, ins: I.KillRegister, regs: list[Any]) -> None:
-        regs[ins.dst] = None
-
-
-_HANDLERS: dict[type, Callable[[Walk, Any, list[Any]], None]] = {
-    I.Move: Walk.move, I.DeviceCopy: Walk.move, I.LoadConst: Walk.load_const,
-    I.LoadConsti: Walk.load_consti, I.AllocStorage: Walk.alloc_storage,
-    I.AllocTensor: Walk.alloc_tensor, I.ReshapeTensor: Walk.reshape_tensor,
-    I.InvokePacked: Walk.invoke_packed, I.AllocADT: Walk.alloc_adt,
-    I.GetField: Walk.get_field, I.KillRegister: Walk.kill_register,
-}
-
-
-def _known(value: Any, what: str) -> NDArray:
-    """A value known before running (a constant or immediate), else NotStatic."""
-    if type(value) is not NDArray:
-        raise NotStatic(f"{what} is computed at run time")
-    return value
-
-
-def _tensor(value: Any) -> _Tensor:
-    if type(value) is _Tensor:
-        return value
-    if type(value) is NDArray:  # a constant (load_const / load_consti)
-        return _Tensor(value, 0, value.shape, value._dtype)
-    raise NotStatic("a kernel argument or reshape source is not a tensor")
-
-
-class _Result(NamedTuple):
-    """A block that holds a result tensor: allocated by every run, seen as that tensor."""
-
-    key: tuple[Any, ...]  # Allocator.block_key
-    nbytes: int
-    device: Device
-    offset: int
-    shape: tuple[int, ...]
-    typestr: str
-    template: bytes  # the tensor's DLTensor (shape_arr, device, dtype; data NULL)
-    shape_arr: Any
-    dtype: DataType
+SIGNATURES = 32  # argument shapes whose shape-phase results a plan keeps
+_SHAPE_FIELD = DLTensor.shape.offset
 
 
 class StaticPlan:
-    """A function's runs as one native call (see the module docstring)."""
+    """A function's runs as a few native calls (see the module docstring)."""
 
     def __init__(self, walk: Walk, func: VMFunction, args: Sequence[NDArray],
                  allocator: Allocator, kernels: Sequence[CPackedFunc]) -> None:
-        # Arguments of fully declared types were checked on entry; others are compared.
-        declared = [isinstance(t, TensorInfo) and min(t.shape, default=0) >= 0
-                    for t in func.param_types]
-        self._signature = None if len(declared) == len(args) and all(declared) else \
-            [(a._np.shape, a._dtype) for a in args]
-        result = walk.result
-        fields = result.fields if type(result) is _Tuple else (result,)
-        results = list({id(f.base): f for f in fields}.values())  # one per block
-        run_index = {id(t.base): k for k, t in enumerate(results)}
-        self._results = [_result(t) for t in results]
-        self._fields = [run_index[id(f.base)] for f in fields]
-        self._tag = result.tag if type(result) is _Tuple else None
         self._allocator = allocator
-        # Blocks of intermediates: allocated now, for the life of the plan.
-        fixed = {id(b): allocator.alloc(b.nbytes, b.alignment, b.device, b.dtype_hint)
-                 for b in walk.blocks if id(b) not in run_index}
-        self._keep: list[Any] = [fixed]
-        self._arg_patches: list[tuple[DLTensor, int, int]] = []
-        self._block_patches: list[tuple[DLTensor, int, int]] = []
-        dltensors: dict[Any, DLTensor] = {}
-        calls = []
-        for index, call_args in walk.calls:
-            addresses = []
-            for t in call_args:
-                dl = dltensors.get(t.key())
-                if dl is None:
-                    dl = dltensors[t.key()] = self._dltensor(t, fixed, run_index)
-                addresses.append(ctypes.addressof(dl))
-            calls.append(c_call_at(kernels[index], addresses))
-        self._keep.append(dltensors)
-        self._funcs = [kernels[index] for index, _ in walk.calls]
-        self._run_calls: Callable[[], int] = c_plan(self._funcs, calls) or _in_turn(calls)
+        self._arg_types = [(a._dtype, len(a._np.shape),
+                            None if i in walk.arg_shapes.slots else a._np.shape)
+                           for i, a in enumerate(args)]
+        self._arg_slots = sorted(walk.arg_shapes.slots.items())
+        results = _result_blocks(walk.result)
+        shape_calls, arena_blocks = _shape_phase(walk.calls, walk.blocks, results)
+        self._layout(walk, arena_blocks, results)
+        self._dltensors(walk.calls, kernels)
+        early = {id(b) for b in arena_blocks} | {id(walk.arg_shapes)}
+        self._phases(walk, shape_calls, early)
+        self._results_of(walk.result, results)
+        # Nothing to compute from shapes: a run is the kernel calls alone.
+        self._fixed = not self._arg_slots and self._shape_run is None and \
+            not self._early.checks
+        self._seen: OrderedDict[tuple[Any, ...], tuple[np.ndarray, dict[int, int]]] = \
+            OrderedDict()
+        self._last: tuple[Any, ...] | None = None
+        self._args: Sequence[NDArray] = ()
         self._lock = threading.Lock()
 
-    def _dltensor(self, t: _Tensor, fixed: dict[int, Storage], run_index: dict[int, int]
-                  ) -> DLTensor:
-        shape_arr = (ctypes.c_int64 * max(len(t.shape), 1))(*t.shape)
+    # -- memory ---------------------------------------------------------------------------
+    def _layout(self, walk: Walk, arena_blocks: list[Block], results: dict[int, Tensor]
+                ) -> None:
+        """Where every block lives: the arena (argument shapes, then the blocks the shape
+        phase writes), fixed blocks, blocks grown at run time, result blocks (per run)."""
+        offsets, end = {}, -(-8 * walk.arg_shapes.count // 64) * 64
+        for b in arena_blocks:
+            align = max(b.alignment, 64)
+            end = -(-end // align) * align
+            offsets[id(b)] = end
+            end += b.nbytes
+        self._arena, _ = _raw_buffer(max(end, 64), 64)
+        self._arena[:] = 0
+        self._arena_i64 = self._arena[:len(self._arena) // 8 * 8].view(np.int64)
+        self._where: dict[int, int] = {id(walk.arg_shapes): 0, **offsets}  # arena offsets
+        self._base: list[int | None] = [None] * len(walk.blocks)
+        self._size: dict[int, int] = {}  # this run's size of each dynamic block
+        self._capacity: dict[int, int] = {}  # dynamic block -> bytes allocated so far
+        self._keep: list[Any] = []
+        for b in walk.blocks:
+            if id(b) in offsets:
+                self._base[b.index] = self._arena.ctypes.data + offsets[id(b)]
+            elif b.size is None and b.index not in results:
+                storage = self._allocator.alloc(b.nbytes, b.alignment, b.device, b.dtype_hint)
+                self._keep.append(storage)
+                self._base[b.index] = storage.ptr
+
+    def _dltensors(self, calls: list[Call], kernels: Sequence[CPackedFunc]) -> None:
+        """One DLTensor per tensor a kernel reads or writes; the pointers that change (an
+        argument's data, a block allocated per run or grown) are patched before the calls."""
+        self._arg_patches: list[tuple[DLTensor, int, int, bool]] = []
+        self._block_patches: dict[int, list[tuple[DLTensor, int, bool]]] = {}
+        self._dl: dict[tuple[Any, ...], DLTensor] = {}
+        self._calls = [c_call_at(kernels[call.kernel],
+                                 [ctypes.addressof(self._dltensor(t)) for t in call.args])
+                       for call in calls]
+        self._funcs = [kernels[c.kernel] for c in calls]
+
+    def _dltensor(self, t: Tensor) -> DLTensor:
+        dl = self._dl.get(t.key())
+        if dl is not None:
+            return dl
+        shape_arr = None
+        if t.static:
+            shape_arr = (ctypes.c_int64 * max(t.ndim, 1))(*t.shape)
+            self._keep.append(shape_arr)
         device = t.base._device if type(t.base) is NDArray else t.base.device
-        dl = DLTensor.from_buffer_copy(dltensor_template(shape_arr, len(t.shape), device,
-                                                         t.dtype))
-        self._keep.append(shape_arr)  # the DLTensor points at it
-        if type(t.base) is _Arg:
-            self._arg_patches.append((dl, t.base.index, t.offset))
-        elif id(t.base) in run_index:
-            self._block_patches.append((dl, run_index[id(t.base)], t.offset))
-        elif type(t.base) is _Block:
-            dl.data = fixed[id(t.base)].ptr + t.offset
-        else:
-            self._keep.append(t.base)
-            dl.data = (t.base._dl.data or 0) + t.offset
+        dl = DLTensor.from_buffer_copy(dltensor_template(shape_arr, t.ndim, device, t.dtype))
+        self._dl[t.key()] = dl
+        self._point(dl, t.base, t.offset, shape=False)
+        if not t.static:
+            self._point(dl, t.shape.base, t.shape.offset, shape=True)
         return dl
 
+    def _point(self, dl: DLTensor, base: Any, offset: int, shape: bool) -> None:
+        """Set ``dl``'s data (or shape) pointer to ``base`` + ``offset`` now, or record the
+        patch for when the base's address is known."""
+        if type(base) is Arg:
+            self._arg_patches.append((dl, base.index, offset, shape))
+        elif type(base) is NDArray:
+            self._keep.append(base)
+            _set_pointer(dl, (base._dl.data or 0) + offset, shape)
+        elif id(base) in self._where:  # the arena
+            _set_pointer(dl, self._arena.ctypes.data + self._where[id(base)] + offset, shape)
+        elif self._base[base.index] is not None:  # a fixed block
+            _set_pointer(dl, self._base[base.index] + offset, shape)  # type: ignore[operator]
+        else:  # a block of this run's size (a result, or grown)
+            self._block_patches.setdefault(base.index, []).append((dl, offset, shape))
+
+    # -- phases and checks ----------------------------------------------------------------
+    def _phases(self, walk: Walk, shape_calls: set[int], early: set[int]) -> None:
+        """The shape phase and its checks, then the other calls, split where a check needs
+        a value that one of them computes (the checks come before the split's first call)."""
+        order = [k for k in range(len(walk.calls)) if k in shape_calls]
+        self._shape_run = self._runner(order) if order else None
+        self._early = _Checks(self, [c for c in walk.checks if _sources_in(c, early)])
+        rest = [k for k in range(len(walk.calls)) if k not in shape_calls]
+        at: dict[int, list[Check]] = {}
+        for c in walk.checks:
+            if not _sources_in(c, early):
+                pos = next((i for i, k in enumerate(rest) if k >= c.before), len(rest))
+                at.setdefault(pos, []).append(c)
+        cuts = sorted({0, *at})
+        self._segments: list[tuple[_Checks | None, Callable[[], int] | None]] = []
+        for j, start in enumerate(cuts):
+            end = cuts[j + 1] if j + 1 < len(cuts) else len(rest)
+            self._segments.append((_Checks(self, at[start]) if start in at else None,
+                                   self._runner(rest[start:end]) if end > start else None))
+        # A plan without late checks has one kernel runner (as the first plans had).
+        self._run_calls = self._segments[0][1] if len(self._segments) == 1 else None
+
+    def _runner(self, indices: list[int]) -> Callable[[], int]:
+        """One C call making the calls ``indices`` in order: 0, or -1 - the failed one."""
+        run = c_plan([self._funcs[k] for k in indices], [self._calls[k] for k in indices]) \
+            or _in_turn([self._calls[k] for k in indices])
+        if indices == list(range(len(indices))):
+            return run
+
+        def mapped() -> int:
+            failed = run()
+            return -1 - indices[-1 - failed] if failed else 0
+        return mapped
+
+    def _results_of(self, result: Any, results: dict[int, Tensor]) -> None:
+        fields = result.fields if type(result) is not Tensor else (result,)
+        self._result_tensors = list(results.values())
+        self._result_index = {b: k for k, b in enumerate(results)}
+        self._fields = [self._result_index[f.base.index] for f in fields]
+        self._tag = None if type(result) is Tensor else result.tag
+        self._templates = [_template(t) if t.static else None for t in self._result_tensors]
+        # A static tensor in a block of static size: taken from the allocator as that tensor
+        # (the allocator's array is the result; nothing to compute per run).
+        self._static_results = [
+            (k, Allocator.block_key(t.base.nbytes, t.base.alignment, t.base.device),
+             t.base.nbytes, t.base.device, t.offset, t.shape, t.dtype.numpy_dtype.str,
+             t.base.index, self._block_patches.get(t.base.index, []))
+            for k, t in enumerate(self._result_tensors) if t.static and t.base.size is None]
+        self._late_typed = [k for k, t in enumerate(self._result_tensors)
+                            if not (t.static and t.base.size is None)]
+
+    # -- running --------------------------------------------------------------------------
     def run(self, args: Sequence[Any]) -> Any:
         """The function's result on ``args``, or NOT_RUN (then the interpreter runs it)."""
-        if not self._lock.acquire(blocking=False):  # a re-entrant call: buffers in use
+        arrays = self._run(args)
+        if arrays is NOT_RUN:
             return NOT_RUN
-        try:
-            if self._signature is not None and not _matches(args, self._signature):
-                return NOT_RUN
-            for dl, i, offset in self._arg_patches:
-                dl.data = (args[i]._dl.data or 0) + offset
-            alloc, outs, bases = self._allocator.alloc_array, [], []
-            for key, nbytes, device, offset, shape, typestr, template, shape_arr, dtype \
-                    in self._results:
-                arr, ptr = alloc(key, nbytes, device, offset, shape, typestr)
-                outs.append(fast_ndarray(arr, ptr + offset, template, shape_arr, device, dtype))
-                bases.append(ptr)
-            for dl, k, offset in self._block_patches:
-                dl.data = bases[k] + offset
-            failed = self._run_calls()
-            if failed:
-                _clear_error(self._funcs[-1 - failed])
-                return NOT_RUN
-        finally:
-            self._lock.release()
+        outs = [_ndarray(arr, t, template) for arr, t, template
+                in zip(arrays, self._result_tensors, self._templates)]
         if self._tag is None:
             return outs[0]
         return ADT(self._tag, [outs[k] for k in self._fields])
+
+    def run_arrays(self, args: Sequence[Any]) -> list[np.ndarray] | Any:
+        """The result's tensors as numpy arrays (a tuple's fields in order), or NOT_RUN: what
+        a compiled model's call returns, without an NDArray per result."""
+        arrays = self._run(args)
+        if arrays is NOT_RUN:
+            return NOT_RUN
+        return [arrays[k][0] for k in self._fields]
+
+    def _run(self, args: Sequence[Any]) -> list[tuple[np.ndarray, int]] | Any:
+        """[(the result tensor as a numpy array, its address)] per result block, or
+        NOT_RUN."""
+        if not self._lock.acquire(blocking=False):  # a re-entrant call: buffers in use
+            return NOT_RUN
+        try:
+            signature = self._arguments(args)
+            if signature is None:
+                return NOT_RUN
+            out: list[Any] = [None] * len(self._result_tensors)
+            self._out = out
+            alloc = self._allocator.alloc_array
+            for k, key, nbytes, device, offset, shape, typestr, index, patches in \
+                    self._static_results:
+                arr, ptr = alloc(key, nbytes, device, offset, shape, typestr)
+                out[k] = (arr, ptr + offset)
+                self._base[index] = ptr
+                for dl, at, shape_field in patches:
+                    _set_pointer(dl, ptr + at, shape_field)
+            if not self._fixed and not self._shapes(signature):
+                return NOT_RUN
+            for checks, run in self._segments:
+                if checks is not None and not checks.run():
+                    return NOT_RUN
+                failed = run() if run is not None else 0
+                if failed:
+                    _clear_error(self._funcs[-1 - failed])
+                    return NOT_RUN
+            for k in self._late_typed:
+                out[k] = self._typed(k)
+            return out
+        finally:
+            self._args, self._out = (), []  # hold neither the arguments nor the results
+            self._lock.release()
+
+    def _arguments(self, args: Sequence[Any]) -> tuple[Any, ...] | None:
+        """Check ``args`` against the plan, point the DLTensors at them, write the run-time
+        shapes into the arena; their shapes (the signature), None on a mismatch."""
+        if len(args) != len(self._arg_types):
+            return None
+        for a, (dt, ndim, shape) in zip(args, self._arg_types):
+            if type(a) is not NDArray or (a._dtype is not dt and a._dtype != dt) or \
+                    len(a._np.shape) != ndim or shape is not None and a._np.shape != shape:
+                return None
+        self._args = args
+        for dl, i, offset, shape in self._arg_patches:
+            if shape:
+                _set_pointer(dl, (args[i]._dl.data or 0) + offset, True)
+            else:
+                dl.data = (args[i]._dl.data or 0) + offset
+        if not self._arg_slots:
+            return ()
+        signature = tuple(args[i]._np.shape for i, _ in self._arg_slots)
+        if signature != self._last:
+            flat = [d for shape in signature for d in shape]
+            self._arena_i64[:len(flat)] = flat
+        return signature
+
+    def _shapes(self, signature: tuple[Any, ...]) -> bool:
+        """The shape phase and the early checks, or their kept results for a signature seen
+        before; False when the interpreter must run the call."""
+        hit = self._seen.get(signature)
+        if hit is not None:
+            self._seen.move_to_end(signature)
+            if signature != self._last:
+                np.copyto(self._arena, hit[0])
+                self._last = signature
+            self._early.place(hit[1])
+            return True
+        self._last = None  # the arena is being rewritten
+        if self._shape_run is not None:
+            failed = self._shape_run()
+            if failed:
+                _clear_error(self._funcs[-1 - failed])
+                return False
+        sizes = self._early.sizes()
+        if sizes is None:
+            return False
+        self._early.place(sizes)
+        self._seen[signature] = (self._arena.copy(), sizes)
+        if len(self._seen) > SIGNATURES:
+            self._seen.popitem(last=False)
+        self._last = signature
+        return True
+
+    def _take_result(self, k: int, nbytes: int) -> None:
+        """Result block ``k`` of ``nbytes`` from the allocator, the DLTensors pointed at it."""
+        b = self._result_tensors[k].base
+        key = Allocator.block_key(nbytes, b.alignment, b.device)
+        arr, ptr = self._allocator.alloc_array(key, nbytes, b.device, 0, (nbytes,), "|u1")
+        self._out[k] = (arr, ptr)
+        self._move(b.index, ptr)
+
+    def _typed(self, k: int) -> tuple[np.ndarray, int]:
+        """Result ``k`` as an array of its dtype and (now known) shape, and its address."""
+        raw, ptr = self._out[k]
+        t = self._result_tensors[k]
+        shape = t.shape if t.static else tuple(int(d) for d in self.value(t.shape))
+        n = int(np.prod(shape, dtype=np.int64)) * t.dtype.numpy_dtype.itemsize
+        view = raw[t.offset:t.offset + n].view(t.dtype.numpy_dtype).reshape(shape)
+        return view, ptr + t.offset
+
+    def _move(self, index: int, ptr: int) -> None:
+        self._base[index] = ptr
+        for dl, offset, shape in self._block_patches.get(index, ()):
+            _set_pointer(dl, ptr + offset, shape)
+
+    def _grow(self, b: Block, nbytes: int) -> None:
+        """Give dynamic block ``b`` at least ``nbytes`` (it never shrinks)."""
+        storage = self._allocator.alloc(nbytes, b.alignment, b.device, b.dtype_hint)
+        self._keep.append(storage)
+        old = self._capacity.get(b.index)
+        self._capacity[b.index] = nbytes
+        if old is not None:  # let the smaller one go
+            self._keep = [s for s in self._keep if not (type(s) is Storage and
+                                                        s.ptr == self._base[b.index])]
+        self._move(b.index, storage.ptr)
+
+    def value(self, t: Tensor) -> np.ndarray:
+        """The int64 values of ``t`` now (a shape or a size), from wherever it lives."""
+        n = int(np.prod(t.shape, dtype=np.int64))
+        where = self._where.get(id(t.base))
+        if where is not None and (where + t.offset) % 8 == 0:
+            start = (where + t.offset) // 8
+            return self._arena_i64[start:start + n]
+        if type(t.base) is NDArray:
+            return t.base._np.reshape(-1)[:n].astype(np.int64)
+        if type(t.base) is Arg:
+            ptr = self._args[t.base.index]._dl.data or 0
+        elif where is not None:
+            ptr = self._arena.ctypes.data + where
+        else:
+            ptr = self._base[t.base.index] or 0
+        return np.frombuffer((ctypes.c_int64 * max(n, 1)).from_address(ptr + t.offset),
+                             np.int64)[:n].copy()
+
+
+class _Checks:
+    """The checks made at one point of a run, and the blocks they size. Where every value
+    they read lives in the arena (the shape phase's checks, as a rule), they are vectorised:
+    a few numpy operations whatever their number."""
+
+    def __init__(self, plan: StaticPlan, checks: list[Check]) -> None:
+        self.plan, self.checks = plan, checks
+        self.sized = [c.item for c in checks if c.kind == "size"]
+        self.fits = [c.item for c in checks if c.kind == "fit"]
+        self.counts = [c.item for c in checks if c.kind == "count"]
+        self.vector = _Vector(plan, self) if _in_arena(plan, self) else None
+
+    def run(self) -> bool:
+        sizes = self.sizes()
+        if sizes is None:
+            return False
+        self.place(sizes)
+        return True
+
+    def sizes(self) -> dict[int, int] | None:
+        """This run's size of each block it sizes, if every check holds; else None."""
+        if self.vector is not None:
+            return self.vector.sizes()
+        plan = self.plan
+        sizes = {b.index: int(plan.value(b.size)[0]) for b in self.sized}
+        for b in self.sized:
+            if not b.min_bytes <= sizes[b.index] <= plan._allocator.max_block_bytes:
+                return None
+        for t in self.fits:
+            dims = plan.value(t.shape)
+            room = sizes.get(t.base.index, plan._size.get(t.base.index, t.base.nbytes))
+            if (dims < 0).any() or t.offset + float(np.prod(dims, dtype=np.float64)) * \
+                    t.dtype.numpy_dtype.itemsize > room:
+                return None
+        for src, out in self.counts:
+            n = [np.prod(x.shape if x.static else plan.value(x.shape), dtype=np.float64)
+                 for x in (src, out)]
+            if n[0] != n[1] or (not out.static and (plan.value(out.shape) < 0).any()):
+                return None
+        return sizes
+
+    def place(self, sizes: dict[int, int]) -> None:
+        """Result blocks taken for this run; other dynamic blocks grown if too small."""
+        plan = self.plan
+        plan._size.update(sizes)
+        for b in self.sized:
+            size = sizes[b.index]
+            k = plan._result_index.get(b.index)
+            if k is not None:
+                plan._take_result(k, size)
+            elif size > plan._capacity.get(b.index, -1):
+                plan._grow(b, size)
+
+
+class _Vector:
+    """``_Checks.sizes`` as numpy operations over the arena: indices of every value read,
+    gathered once when the plan is made."""
+
+    def __init__(self, plan: StaticPlan, checks: _Checks) -> None:
+        self.plan, self.blocks = plan, [b.index for b in checks.sized]
+        self.size_at = np.array([_slot(plan, b.size) for b in checks.sized], np.int64)
+        self.mins = np.array([b.min_bytes for b in checks.sized], np.int64)
+        position = {b: k for k, b in enumerate(self.blocks)}
+        fits = [t for t in checks.fits if t.ndim]
+        self.fit_dims, self.fit_starts = _gather(plan, [t.shape for t in fits])
+        self.fit_base = np.array([t.offset for t in fits], np.float64)
+        self.fit_item = np.array([t.dtype.numpy_dtype.itemsize for t in fits], np.float64)
+        self.fit_pos = np.array([position.get(t.base.index, -1) for t in fits], np.int64)
+        self.fit_room = np.array([t.base.nbytes for t in fits], np.float64)
+        # counts: each side a constant element count, or the product of a run-time shape
+        sides = [x for pair in checks.counts for x in pair]
+        dynamic = [x.shape for x in sides if not x.static and x.ndim]
+        self.count_dims, self.count_starts = _gather(plan, dynamic)
+        self.count_const = np.array([np.prod(x.shape, dtype=np.float64) if x.static else
+                                     (1.0 if not x.ndim else np.nan) for x in sides])
+
+    def sizes(self) -> dict[int, int] | None:
+        a, max_bytes = self.plan._arena_i64, self.plan._allocator.max_block_bytes
+        sizes = a[self.size_at]
+        if ((sizes < self.mins) | (sizes > max_bytes)).any():
+            return None
+        if len(self.fit_starts):
+            dims = a[self.fit_dims]
+            if (dims < 0).any():
+                return None
+            need = self.fit_base + np.multiply.reduceat(dims.astype(np.float64),
+                                                         self.fit_starts) * self.fit_item
+            room = np.where(self.fit_pos >= 0, sizes[self.fit_pos].astype(np.float64),
+                            self.fit_room)
+            if (need > room).any():
+                return None
+        if len(self.count_const):
+            n = self.count_const.copy()
+            if len(self.count_starts):
+                dims = a[self.count_dims]
+                if (dims < 0).any():
+                    return None
+                n[np.isnan(n)] = np.multiply.reduceat(dims.astype(np.float64),
+                                                      self.count_starts)
+            if (n[0::2] != n[1::2]).any():
+                return None
+        return dict(zip(self.blocks, sizes.tolist()))
+
+
+def _in_arena(plan: StaticPlan, checks: _Checks) -> bool:
+    """Whether every value ``checks`` reads is an aligned int64 of the arena."""
+    held = [b.size for b in checks.sized] + [t.shape for t in checks.fits]
+    held += [x.shape for pair in checks.counts for x in pair if not x.static]
+    return bool(held) and all(_slot(plan, t) is not None for t in held)
+
+
+def _slot(plan: StaticPlan, t: Tensor) -> int | None:
+    """The index of ``t``'s first value in the arena's int64 view, None if not there."""
+    where = plan._where.get(id(t.base))
+    if where is None or (where + t.offset) % 8:
+        return None
+    return (where + t.offset) // 8
+
+
+def _gather(plan: StaticPlan, holders: list[Tensor]) -> tuple[np.ndarray, np.ndarray]:
+    """(arena indices of every value of ``holders``, concatenated; where each starts)."""
+    idx: list[int] = []
+    starts: list[int] = []
+    for h in holders:
+        starts.append(len(idx))
+        first = _slot(plan, h)
+        idx.extend(range(first, first + h.shape[0]))  # type: ignore[operator]
+    return np.array(idx, np.int64), np.array(starts, np.int64)
 
 
 def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: Allocator
@@ -324,24 +492,88 @@ def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: 
     """The plan of ``func`` for arguments like ``args``, or why there is none."""
     try:
         walk = Walk(func, ctx, args, allocator.max_block_bytes)
+        return StaticPlan(walk, func, args, allocator, ctx.kernels)  # type: ignore[arg-type]
     except NotStatic as err:
         return str(err)
-    return StaticPlan(walk, func, args, allocator, ctx.kernels)  # type: ignore[arg-type]
 
 
-def _result(t: _Tensor) -> _Result:
+# -- what the walk's result tells ----------------------------------------------------------
+def _result_blocks(result: Any) -> dict[int, Tensor]:
+    """Block index -> the result tensor it holds (one per block)."""
+    fields = result.fields if type(result) is not Tensor else (result,)
+    return {f.base.index: f for f in fields}
+
+
+def _shape_phase(calls: list[Call], blocks: list[Block], results: dict[int, Tensor]
+                 ) -> tuple[set[int], list[Block]]:
+    """(indices of the calls that may run first, the blocks they alone write): calls that
+    read only constants, argument shapes and such blocks, and write only such blocks, where
+    every other reader of a block comes after its last writer. Such calls compute shapes
+    from shapes; running them first changes nothing any call sees."""
+    writers: dict[int, list[int]] = {}
+    readers: dict[int, list[int]] = {}
+    for k, call in enumerate(calls):
+        split = len(call.args) - call.outputs
+        for pos, t in enumerate(call.args):
+            if type(t.base) is Block:
+                (writers if pos >= split else readers).setdefault(t.base.index, []).append(k)
+    candidates = {b.index for b in blocks if b.size is None and b.index not in results
+                  and b.index in writers}
+    while True:
+        hoisted = {k for k, call in enumerate(calls) if _reads_writes_only(call, candidates)}
+        keep = {i for i in candidates
+                if all(w in hoisted for w in writers[i])
+                and all(r in hoisted or r > max(writers[i]) for r in readers.get(i, ()))}
+        if keep == candidates:
+            return hoisted, [b for b in blocks if b.index in keep]
+        candidates = keep
+
+
+def _reads_writes_only(call: Call, candidates: set[int]) -> bool:
+    """Whether ``call`` reads only constants, argument shapes and ``candidates``' static
+    tensors, and writes only the latter."""
+    split = len(call.args) - call.outputs
+    for pos, t in enumerate(call.args):
+        base = t.base
+        if pos < split and (type(base) is ArgShapes or type(base) is NDArray):
+            continue
+        if type(base) is not Block or base.index not in candidates or not t.static:
+            return False
+    return True
+
+
+def _sources_in(check: Check, early: set[int]) -> bool:
+    """Whether every value ``check`` reads is known after the shape phase."""
+    if check.kind == "size":
+        tensors = [check.item.size]
+    elif check.kind == "fit":
+        tensors = [check.item.shape] + ([check.item.base.size] if check.item.base.size
+                                        is not None else [])
+    else:
+        tensors = [x.shape for x in check.item if not x.static]
+    return all(id(t.base) in early or type(t.base) is NDArray for t in tensors)
+
+
+
+def _template(t: Tensor) -> tuple[bytes, Any]:
     shape_arr = (ctypes.c_int64 * max(len(t.shape), 1))(*t.shape)
-    block = t.base
-    return _Result(Allocator.block_key(block.nbytes, block.alignment, block.device),
-                   block.nbytes, block.device, t.offset, t.shape,
-                   t.dtype.numpy_dtype.str,
-                   dltensor_template(shape_arr, len(t.shape), block.device, t.dtype), shape_arr,
-                   t.dtype)
+    return dltensor_template(shape_arr, len(t.shape), t.base.device, t.dtype), shape_arr
 
 
-def _matches(args: Sequence[Any], signature: list[tuple[tuple[int, ...], DataType]]) -> bool:
-    return all(type(a) is NDArray and a._np.shape == shape and a._dtype == dt
-               for a, (shape, dt) in zip(args, signature))
+def _ndarray(arr: tuple[np.ndarray, int], t: Tensor, template: tuple[bytes, Any] | None
+             ) -> NDArray:
+    """Result tensor ``t`` (its array and address) as an NDArray."""
+    view, ptr = arr
+    if template is None:
+        return NDArray(view, t.base.device, t.dtype)
+    return fast_ndarray(view, ptr, template[0], template[1], t.base.device, t.dtype)
+
+
+def _set_pointer(dl: DLTensor, address: int, shape: bool) -> None:
+    if shape:
+        ctypes.c_void_p.from_address(ctypes.addressof(dl) + _SHAPE_FIELD).value = address
+    else:
+        dl.data = address
 
 
 def _in_turn(calls: Sequence[functools.partial[int]]) -> Callable[[], int]:

@@ -101,6 +101,21 @@ def make_model(cases: Sequence[OnnxCase], opset: int, symbolic: dict[str, list[A
     return model
 
 
+def graph_model(nodes: Sequence[Any], inputs: Sequence[Any] | None = None,
+                outputs: Sequence[str] = ("y",), inits: Sequence[Any] = (), opset: int = 13,
+                domains: Sequence[str] = ()) -> Any:
+    """A model of ``nodes`` (input ``x`` float32[2, 3] unless ``inputs`` are given; outputs of
+    unknown type), at ``opset`` of the default domain (and version 1 of ``domains``)."""
+    inputs = inputs if inputs is not None else [
+        helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])]
+    outs = [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outputs]
+    graph = helper.make_graph(list(nodes), "g", list(inputs), outs, list(inits))
+    imports = [helper.make_opsetid("", opset), *[helper.make_opsetid(d, 1) for d in domains]]
+    model = helper.make_model(graph, opset_imports=imports)
+    model.ir_version = min(model.ir_version, 10)
+    return model
+
+
 def feeds(cases: Sequence[OnnxCase]) -> dict[str, np.ndarray]:
     return {f"{c.name}__{k}": v for c in cases for k, v in c.inputs.items()}
 

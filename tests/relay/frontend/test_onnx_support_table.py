@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ember.relay.frontend.onnx import MAX_OPSET, MIN_OPSET, SUPPORT, support_markdown
+from ember.relay.frontend.onnx import SUPPORT, support_markdown
+from ember.relay.frontend.onnx._versions import versions
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -20,7 +21,19 @@ def test_table_entries_are_complete():
     for name, entry in SUPPORT.items():
         assert callable(entry.convert), name
         assert entry.note and "|" not in entry.note, name
-        assert MIN_OPSET <= entry.since <= entry.until <= MAX_OPSET, name
+
+
+def test_table_versions_are_the_operators_own():
+    """Every operator is one of onnx.defs; a ``since`` above 1 is one of its versions after
+    the first (with the reason older ones are refused); attributes read as inputs stop at a
+    version where the input appeared."""
+    for name, entry in SUPPORT.items():
+        known = versions(name)
+        assert known, f"{name} is not an operator of the default ONNX domain"
+        if entry.since > 1:
+            assert entry.since in known[1:] and entry.older, name
+        if entry.attr_inputs:
+            assert entry.attr_inputs_until in known, name
 
 
 def test_every_supported_operator_has_a_test():

@@ -182,8 +182,6 @@ TWO_VIEWS = DOUBLED + """    load_const $5 Const[0]
     (SUM, "main", np.int64(20), "instructions[0] (invoke $1 VMFunc[0]($0)) is not straight"),
     ("main(x):\n    ret $0\n", "main", np.ones(3, "float32"),
      "not a tensor the function allocated"),
-    (RUNTIME_SIZE, "main", np.array([3], "int64"),
-     "instructions[5] (alloc_storage $5 $4 64 int64 0): the size is computed at run time"),
     (TWO_VIEWS, "main", np.ones(4, "float32"), "returns two views of one block"),
 ])
 def test_functions_the_plan_cannot_run_are_interpreted(text: str, func: str, arg: np.ndarray,

@@ -18,14 +18,16 @@ from typing import Any
 
 from ....ir.expr import Function, Tuple, Var
 from ....ir.module import IRModule
-from ....runtime.errors import FrontendError, OpNotImplemented
+from ....runtime.errors import FrontendError, OpNotImplemented, TVMError
 from ....runtime.ndarray import array as _nd_array
-from ._graph import Importer, Scope, _graphs_of
-from ._load import DEFAULT_DOMAINS, MAX_OPSET, MIN_OPSET, load_model, model_opset
+from ._graph import Importer, Scope, _graphs_of, with_context
+from ._load import DEFAULT_DOMAINS, load_model, model_opset
 from ._proto import DTYPES, require_onnx
-from ._table import SUPPORT, OpSupport, check_support, support_markdown
+from ._table import SUPPORT, OpSupport, node_support, support_markdown
+from ._versions import REVIEWED_OPSET, newest_opset
 
-__all__ = ["MAX_OPSET", "MIN_OPSET", "SUPPORT", "OpSupport", "from_onnx", "support_markdown"]
+__all__ = ["REVIEWED_OPSET", "SUPPORT", "OpSupport", "from_onnx", "newest_opset",
+           "support_markdown"]
 
 MAX_LISTED_NODES = 5
 
@@ -35,20 +37,38 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None,
               freeze_params: bool = True) -> tuple[IRModule, dict[str, Any]]:
     """Import an ONNX model as a Relay module.
 
-    model: an ``onnx.ModelProto`` or a path to a ``.onnx`` file (external data is read from
-    the file's directory). shape: input name -> shape, overriding the model's (ints make a
-    symbolic axis static; a string or None keeps it symbolic). dtype: the element type of
-    inputs whose type the model leaves undefined (a dict: per input name). opset: the
-    default-domain opset to follow instead of the model's. freeze_params: initializers become
-    constants (True) or parameters of ``main`` returned in ``params`` (False).
+    model: an ``onnx.ModelProto``, a path to a ``.onnx`` file (external data is read from the
+    file's directory) or the file's bytes. shape: input name -> shape, binding the model's
+    symbolic dims (ints make a symbolic axis static; a string or None keeps it symbolic; a
+    ``dim_param``, a ``dim_value`` <= 0 and a dim with neither are symbolic). dtype: the
+    element type of inputs whose type the model leaves undefined (a dict: per input name).
+    opset: the default-domain opset to follow instead of the model's. freeze_params:
+    initializers become constants (True) or parameters of ``main`` returned in ``params``
+    (False).
 
     Returns ``(mod, params)``; symbolic axes are ``?`` in ``main``'s types (build such a
-    model with ``relay.vm.compile``). Raises OpNotImplemented (listing every unsupported
-    operator type with its nodes), FrontendError for a malformed model or a ``shape=`` that
-    contradicts it, and ImportError when the ``onnx`` package is missing.
+    model with ``relay.vm.compile``). Raises OpNotImplemented (listing every node whose
+    operator version ember does not import), FrontendError for a malformed model or a
+    ``shape=`` that contradicts it, FileNotFoundError / IsADirectoryError for a path that is
+    not a file, and ImportError when the ``onnx`` package is missing. Every error of a model
+    read from a file starts with the file's path.
     """
     require_onnx()
     proto, where = load_model(model)
+    try:
+        return _import(proto, where, shape, dtype, opset, freeze_params)
+    except TVMError as err:
+        if where == "the model":  # not read from a file
+            raise
+        named = with_context(err, where)
+        if named is err:
+            raise
+        raise named.with_traceback(err.__traceback__) from None
+
+
+def _import(proto: Any, where: str, shape: Mapping[str, Any] | None,
+            dtype: str | Mapping[str, str], opset: int | None,
+            freeze_params: bool) -> tuple[IRModule, dict[str, Any]]:
     imp = Importer(model_opset(proto, opset, where), bool(freeze_params))
     _check_operators(proto.graph, imp.opset)
     scope = Scope(imp)
@@ -57,7 +77,7 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None,
     scope.convert_nodes(proto.graph.node)
     outputs = [scope.lookup(o.name) for o in proto.graph.output]
     if not outputs:
-        raise FrontendError(f"{where}: the graph has no outputs")
+        raise FrontendError("the graph has no outputs")
     body = outputs[0] if len(outputs) == 1 else Tuple(tuple(outputs))
     return _module(imp, inputs, body)
 
@@ -77,31 +97,39 @@ def _module(imp: Importer, inputs: list[Var], body: Any) -> tuple[IRModule, dict
 
 
 def _check_operators(graph: Any, opset: int) -> None:
-    """OpNotImplemented listing every operator type (with its nodes) that cannot be imported,
-    in the graph and its subgraphs."""
-    bad: dict[str, dict[str, None]] = {}  # op type (and why) -> node names, in order
+    """OpNotImplemented listing every node (in the graph and its subgraphs) that cannot be
+    imported, grouped by operator, version and reason; FrontendError when every one of them
+    is an operator that does not exist at the model's opset (a malformed model)."""
+    bad: dict[str, dict[str, None]] = {}  # "Op-version (why)" -> node names, in order
+    malformed = True
     stack = [graph]
     while stack:
         g = stack.pop()
         for n in g.node:
             stack.extend(_graphs_of(n))
-            key, why = n.op_type, None
             if n.domain not in DEFAULT_DOMAINS:
-                key, why = f"{n.domain}.{n.op_type}", "not supported"
+                key, why = f"{n.domain}.{n.op_type}", f"custom domain {n.domain!r}: ember " \
+                    "imports the default ONNX domain only"
+                malformed = False
             else:
-                why = check_support(n.op_type, opset)
+                version, why = node_support(n.op_type, opset)
+                key = n.op_type if version is None else f"{n.op_type}-{version}"
+                malformed &= why is None or version is None
             if why is not None:
                 bad.setdefault(f"{key} ({why})", {})[n.name or "<unnamed>"] = None
-    if bad:
-        parts = []
-        for key, found in sorted(bad.items()):
-            names = list(found)
-            shown = ", ".join(repr(n) for n in names[:MAX_LISTED_NODES])
-            more = f" and {len(names) - MAX_LISTED_NODES} more" if len(names) > MAX_LISTED_NODES \
-                else ""
-            parts.append(f"  {key}: node{'s' if len(names) > 1 else ''} {shown}{more}")
-        raise OpNotImplemented(f"the model uses {len(bad)} operator type(s) that ember cannot "
-                               f"import (opset {opset}):\n" + "\n".join(parts))
+    if not bad:
+        return
+    parts = []
+    for key, found in bad.items():
+        names = list(found)
+        shown = ", ".join(repr(n) for n in names[:MAX_LISTED_NODES])
+        more = f" and {len(names) - MAX_LISTED_NODES} more" if len(names) > MAX_LISTED_NODES \
+            else ""
+        parts.append(f"  {key}: node{'s' if len(names) > 1 else ''} {shown}{more}")
+    count = sum(len(found) for found in bad.values())
+    cls = FrontendError if malformed else OpNotImplemented
+    raise cls(f"{count} node(s) use operators that ember cannot import (model opset "
+              f"{opset}; operator-version, why, nodes):\n" + "\n".join(parts))
 
 
 def _graph_inputs(graph: Any, imp: Importer, scope: Scope, shape: Mapping[str, Any],
@@ -134,7 +162,7 @@ def _graph_inputs(graph: Any, imp: Importer, scope: Scope, shape: Mapping[str, A
             vi_dtype = override or vi_dtype
         if vi_dtype is None:
             raise FrontendError(f"{where} has no type")
-        dims = _input_dims(vi.name, dims, shape.get(vi.name), where)
+        dims = _input_dims(vi.name, _unknown_as_symbolic(dims), shape.get(vi.name), where)
         var = imp.tensor_var(vi.name, vi_dtype, [imp.sizes.named(d) if not isinstance(d, int)
                                                  else d for d in dims])
         scope.env[vi.name] = var
@@ -150,12 +178,30 @@ def _with_elem(vi: Any, dtype: str) -> Any:
     return copy
 
 
+def _fmt_dims(dims: list[Any]) -> str:
+    """``(batch, 3, ?)``: a model's declared dims, ``?`` for unknown ones."""
+    text = ", ".join("?" if d is None else str(d) for d in dims)
+    return f"({text},)" if len(dims) == 1 else f"({text})"
+
+
+def _unknown_as_symbolic(dims: list[Any] | None) -> list[Any] | None:
+    """An input's declared dims with every size an exporter writes for "unknown" made
+    symbolic (None): ``dim_value`` -1 (Paddle, tf2onnx), any other negative value and 0.
+    onnxruntime treats negative sizes so; a declared 0 it holds to an empty axis, but an
+    input that can only ever be empty is an exporter's placeholder, and a symbolic axis still
+    accepts size 0."""
+    if dims is None:
+        return None
+    return [None if isinstance(d, int) and d <= 0 else d for d in dims]
+
+
 def _input_dims(name: str, model: list[Any] | None, given: Any, where: str) -> list[Any]:
     """The dims of an input: the model's, overridden by ``shape=`` (which must agree)."""
     if given is None:
         if model is None:
-            raise FrontendError(f"{where} has no shape in the model; give it with "
-                                f"shape={{{name!r}: (...)}}")
+            raise FrontendError(f"{where} has no shape in the model (not even a rank); give "
+                                f"it with shape={{{name!r}: (...)}} (input_shapes= in "
+                                "ember.compile, --input-shapes in the ember command)")
         return model
     try:
         given = list(given)
@@ -169,11 +215,11 @@ def _input_dims(name: str, model: list[Any] | None, given: Any, where: str) -> l
     if model is not None:
         if len(model) != len(given):
             raise FrontendError(f"shape= gives {name!r} rank {len(given)} {tuple(given)}, but "
-                                f"the model declares rank {len(model)} {tuple(model)}")
+                                f"the model declares rank {len(model)} {_fmt_dims(model)}")
         for k, (m, g) in enumerate(zip(model, given)):
             if isinstance(m, int) and isinstance(g, int) and m != g:
                 raise FrontendError(f"shape= gives {name!r} the shape {tuple(given)}, but the "
-                                    f"model declares {tuple(model)}: dimension {k} is {m}, "
+                                    f"model declares {_fmt_dims(model)}: dimension {k} is {m}, "
                                     f"not {g}")
             if isinstance(m, int) and not isinstance(g, int):
                 given[k] = m

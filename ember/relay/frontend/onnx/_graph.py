@@ -128,14 +128,18 @@ class Scope:
 
     def convert_node(self, proto: Any) -> None:
         from ._table import SUPPORT
+        from ._versions import op_version
 
-        node = Node(proto, self.importer.node_name(proto), self)
         entry = SUPPORT[proto.op_type]
+        version = op_version(proto.op_type, self.importer.opset)[0]
+        name = self.importer.node_name(proto)
+        node = Node(proto, name, self, version,
+                    entry.attr_inputs_at(version or self.importer.opset))
         try:
             result = entry.convert(node)
             outs = self._outputs(node, result)
         except (TVMError, TypeError, ValueError, AttributeError, NotImplementedError) as err:
-            raise _with_node(err, node) from None
+            raise with_context(err, node.label) from None
         for i, expr in outs.items():
             name = proto.output[i]
             sym = node.sym_out.get(i)
@@ -167,18 +171,19 @@ class Scope:
         return outs
 
 
-def _with_node(err: BaseException, node: Node) -> BaseException:
-    """``err`` with the node named in its message (an ember error of the same class), or
-    with a note naming the node (other exceptions)."""
+def with_context(err: BaseException, label: str) -> BaseException:
+    """``err`` with ``label`` (a node, a file) at the start of its message (an ember error of
+    the same class), unless the message names it already; other exceptions, and classes
+    with another constructor, get a note naming it instead."""
     msg = str(err)
-    if node.label in msg:
+    if label in msg:
         return err
     if isinstance(err, TVMError) and not isinstance(err, InternalError):
         try:
-            return type(err)(f"{node.label}: {msg}")
+            return type(err)(f"{label}: {msg}")
         except TypeError:
             pass
-    add_note(err, f"while importing {node.label}")
+    add_note(err, f"while importing {label}")
     return err
 
 

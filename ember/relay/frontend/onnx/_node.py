@@ -2,10 +2,17 @@
 
 Every message a converter raises through ``Node`` starts with the node's op type and name
 (``Conv node 'conv1': ...``), so a failure points at the node in the model.
+
+``node.version`` is the version of the operator the node uses (its since-version at the
+model's opset, ``_versions.py``). Where an older version took as an attribute what a newer
+one takes as an input (Reshape's ``shape`` before 5, Slice's ``starts``/``ends``/``axes``
+before 10, TopK's ``k`` before 10, Clip's ``min``/``max`` and Pad's ``pads``/``value`` before
+11), the support table names the attribute and ``Node`` presents its value as that input, so
+one converter serves every version.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,46 +26,72 @@ from ....runtime.errors import (
     OpAttributeUnImplemented,
     OpNotImplemented,
 )
-from ._proto import attribute_value
+from ._proto import attribute_type_name, attribute_value
+from ._versions import attribute_type
 from ._symbolic import SymShape
 
 if TYPE_CHECKING:
     from ._graph import Scope
 
 _REQUIRED = object()
+# (expected, given) AttributeProto types read as the expected one: an int where a float is
+# defined (``helper.make_node("LeakyRelu", alpha=1)`` writes one), ints where floats are.
+_WIDENS = {(1, 2), (6, 7)}  # FLOAT <- INT, FLOATS <- INTS
 
 
 class Node:
     """One ONNX node being converted, in the scope that defines its inputs."""
 
-    def __init__(self, proto: Any, name: str, scope: Scope) -> None:
+    def __init__(self, proto: Any, name: str, scope: Scope, version: int | None = None,
+                 attr_inputs: Mapping[int, tuple[tuple[str, ...], str | None]] | None = None
+                 ) -> None:
         self.proto = proto
         self.op_type: str = proto.op_type
         self.name = name
         self.scope = scope
         self.opset: int = scope.importer.opset
+        self.version: int = self.opset if version is None else version
         self.label = f"{self.op_type} node {name!r}"
         self._attrs = {a.name: a for a in proto.attribute}
         self.sym_out: dict[int, SymShape] = {}
+        self._attr_inputs: dict[int, Constant] = {}
+        self._attr_inputs = self._read_attr_inputs(attr_inputs or {})
+
+    def _read_attr_inputs(self, spec: Mapping[int, tuple[tuple[str, ...], str | None]]
+                          ) -> dict[int, Constant]:
+        """Input index -> the constant the first present attribute of ``names`` gives (of
+        ``dtype``; None: input 0's)."""
+        out = {}
+        for i, (names, dtype) in spec.items():
+            name = next((n for n in names if n in self._attrs), None)
+            if name is not None:
+                try:
+                    value = np.asarray(self.attr(name)).astype(dtype or self.dtype(0))
+                except (TypeError, ValueError) as err:
+                    raise self.fail(f"attribute {name}: {err}") from None
+                out[i] = const(value)
+        return out
 
     # -- inputs ---------------------------------------------------------------------------------
     @property
     def num_inputs(self) -> int:
         """The number of input slots (trailing empty names included)."""
-        return len(self.proto.input)
+        return max(len(self.proto.input), *(i + 1 for i in self._attr_inputs), 0)
 
     def has_input(self, i: int) -> bool:
-        return i < len(self.proto.input) and self.proto.input[i] != ""
+        return i in self._attr_inputs or (i < len(self.proto.input) and self.proto.input[i] != "")
 
     def input(self, i: int, what: str = "") -> RelayExpr:
         """Input ``i``; FrontendError naming it when the node does not give it."""
         if not self.has_input(i):
             raise self.fail(f"input {i}{_what(what)} is required but not given "
                             f"(the node has {len(self.proto.input)} input(s))")
+        if i in self._attr_inputs:
+            return self._attr_inputs[i]
         return self.scope.lookup(self.proto.input[i])
 
     def optional(self, i: int) -> RelayExpr | None:
-        return self.scope.lookup(self.proto.input[i]) if self.has_input(i) else None
+        return self.input(i) if self.has_input(i) else None
 
     def inputs(self) -> list[RelayExpr]:
         """Every given input, in order (empty optional slots skipped)."""
@@ -93,6 +126,8 @@ class Node:
         initializer, or computed from static shapes), else None."""
         if not self.has_input(i):
             return None
+        if i in self._attr_inputs:
+            return self._attr_inputs[i].data.numpy()
         name = self.proto.input[i]
         known = self.scope.known_value(name)
         if known is not None:
@@ -138,6 +173,11 @@ class Node:
             if default is _REQUIRED:
                 raise OpAttributeRequired(f"{self.label}: attribute {name} is required")
             return default
+        expected = attribute_type(self.op_type, self.version, name)
+        if expected is not None and a.type != expected and (expected, a.type) not in _WIDENS:
+            raise OpAttributeInvalid(f"{self.label}: attribute {name} must be of type "
+                                     f"{attribute_type_name(expected)}, got "
+                                     f"{attribute_type_name(a.type)} (version {self.version})")
         return attribute_value(a, f"{self.label}")
 
     def choice(self, name: str, default: str, choices: Sequence[str]) -> str:

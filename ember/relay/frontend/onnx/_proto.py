@@ -1,7 +1,8 @@
 """Reading ONNX protobuf messages: element types, tensors, attributes, value infos.
 
-Only this module and ``_load.py`` touch the ``onnx`` package, which is imported on first use:
-``onnx`` is the optional ``[onnx]`` extra and ember must import without it.
+Only this module, ``_load.py`` and ``_versions.py`` touch the ``onnx`` package, which is
+imported on first use: ``onnx`` is the optional ``[onnx]`` extra and ember must import without
+it.
 """
 from __future__ import annotations
 
@@ -39,6 +40,16 @@ def type_name(elem_type: int) -> str:
         return str(onnx.TensorProto.DataType.Name(elem_type))
     except ValueError:
         return _OTHER_TYPES.get(elem_type, f"type code {elem_type}")
+
+
+def type_code(name: str, where: str) -> int:
+    """The element type code of a type name (``"FLOAT"``, ``"int64"``); FrontendError naming
+    ``where`` if it is none."""
+    onnx = require_onnx()
+    try:
+        return int(onnx.TensorProto.DataType.Value(name.upper()))
+    except ValueError:
+        raise FrontendError(f"{where}: {name!r} is not an ONNX element type") from None
 
 
 def dtype_of(elem_type: int, where: str) -> str:
@@ -94,6 +105,14 @@ def tensor_to_numpy(tensor: Any, where: str) -> np.ndarray:
     except (ValueError, TypeError) as err:
         raise FrontendError(f"{where}: cannot read the tensor data ({err})") from None
     return np.asarray(arr).astype(dtype, copy=False)
+
+
+def attribute_type_name(kind: int) -> str:
+    """``FLOAT``, ``INTS``, ... for an AttributeProto type code."""
+    try:
+        return str(require_onnx().AttributeProto.AttributeType.Name(kind))
+    except ValueError:
+        return f"type code {kind}"
 
 
 def attribute_value(attr: Any, where: str) -> Any:

@@ -1,11 +1,18 @@
-"""THE support table: every ONNX operator ember imports, its converter, the opsets it is
-supported for and a one-line note. ``docs/onnx_support.md`` is generated from it
+"""THE support table: every ONNX operator ember imports, its converter, the first version of
+the operator it imports and a one-line note. ``docs/onnx_support.md`` is generated from it
 (``support_markdown``; ``python tools/gen_onnx_support.py`` rewrites the file and a test
-checks that the committed file is current)."""
+checks that the committed file is current).
+
+Versions are the operator's own (its since-versions in ``onnx.defs``; ``_versions.py``): a
+node of a model at opset 9 uses Relu-6, Conv-1, BatchNormalization-9. ``since`` is the first
+version ember imports (1: every version); converters follow the differences between the
+versions they import (``node.version``), and ``attr_inputs`` lists the attributes that older
+versions had where newer ones take an input.
+"""
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import (
@@ -20,74 +27,88 @@ from . import (
     ops_shape,
     ops_tensor,
 )
-from ._load import MAX_OPSET, MIN_OPSET
 from ._node import Node
+from ._versions import REVIEWED_OPSET, op_version, same_as_previous
 
 m, r = ops_math, ops_reduce
+# input index -> (attribute names, the first one present is read; dtype, None: input 0's)
+AttrInputs = Mapping[int, tuple[tuple[str, ...], "str | None"]]
 
 
 @dataclass(frozen=True)
 class OpSupport:
-    """How one ONNX operator is imported: converter, first and last supported opset, note."""
+    """How one ONNX operator is imported: converter, note, the first version ember imports
+    (``older``: why earlier ones are not), and the attributes that versions before
+    ``attr_inputs_until`` had in place of inputs."""
 
     convert: Callable[[Node], Any]
     note: str
-    since: int = MIN_OPSET
-    until: int = MAX_OPSET
+    since: int = 1
+    older: str = ""
+    attr_inputs: AttrInputs = field(default_factory=dict)
+    attr_inputs_until: int = 0
+
+    def attr_inputs_at(self, version: int) -> AttrInputs:
+        return self.attr_inputs if version < self.attr_inputs_until else {}
 
 
-def _e(convert: Callable[[Node], Any], note: str, since: int = MIN_OPSET) -> OpSupport:
-    return OpSupport(convert, note, max(since, MIN_OPSET))
+def _e(convert: Callable[[Node], Any], note: str, since: int = 1, older: str = "",
+       attr_inputs: tuple[int, AttrInputs] | None = None) -> OpSupport:
+    until, inputs = attr_inputs or (0, {})
+    return OpSupport(convert, note, since, older, dict(inputs), until)
 
 
+I64 = "int64"
+OLD_BROADCAST = "; broadcast/axis attributes before version 7"
 SUPPORT: dict[str, OpSupport] = {
     # elementwise arithmetic, comparison and logic
     "Abs": _e(m.unary("abs"), "abs"),
-    "Add": _e(m.binary("add"), "add, numpy broadcasting"),
-    "And": _e(m.binary("logical_and"), "logical_and"),
+    "Add": _e(m.binary("add"), "add, numpy broadcasting" + OLD_BROADCAST),
+    "And": _e(m.binary("logical_and"), "logical_and" + OLD_BROADCAST),
     "Ceil": _e(m.unary("ceil"), "ceil"),
     "Cos": _e(m.unary("cos"), "cos"),
-    "Div": _e(m.binary("divide"), "divide; integer division truncates, as in onnxruntime"),
-    "Equal": _e(m.binary("equal"), "equal"),
+    "Div": _e(m.binary("divide"), "divide; integer division truncates, as in onnxruntime"
+              + OLD_BROADCAST),
+    "Equal": _e(m.binary("equal"), "equal" + OLD_BROADCAST),
     "Erf": _e(m.unary("erf"), "erf"),
     "Exp": _e(m.unary("exp"), "exp"),
     "Floor": _e(m.unary("floor"), "floor"),
-    "Greater": _e(m.binary("greater"), "greater"),
-    "GreaterOrEqual": _e(m.binary("greater_equal"), "greater_equal", 12),
+    "Greater": _e(m.binary("greater"), "greater" + OLD_BROADCAST),
+    "GreaterOrEqual": _e(m.binary("greater_equal"), "greater_equal"),
     "Identity": _e(m.identity, "the input itself"),
     "IsInf": _e(m.is_inf, "isinf, with detect_positive/detect_negative"),
     "IsNaN": _e(m.unary("isnan"), "isnan"),
-    "Less": _e(m.binary("less"), "less"),
-    "LessOrEqual": _e(m.binary("less_equal"), "less_equal", 12),
+    "Less": _e(m.binary("less"), "less" + OLD_BROADCAST),
+    "LessOrEqual": _e(m.binary("less_equal"), "less_equal"),
     "Log": _e(m.unary("log"), "log"),
     "Max": _e(m.variadic("maximum"), "maximum over any number of inputs"),
     "Mean": _e(m.mean, "sum of the inputs divided by their count"),
     "Min": _e(m.variadic("minimum"), "minimum over any number of inputs"),
     "Mod": _e(m.mod, "fmod=1: C fmod; fmod=0: floor modulo (integers)"),
-    "Mul": _e(m.binary("multiply"), "multiply"),
+    "Mul": _e(m.binary("multiply"), "multiply" + OLD_BROADCAST),
     "Neg": _e(m.unary("negative"), "negative"),
     "Not": _e(m.unary("logical_not"), "logical_not"),
-    "Or": _e(m.binary("logical_or"), "logical_or"),
-    "Pow": _e(m.pow_, "power; the exponent is cast to the base's dtype"),
+    "Or": _e(m.binary("logical_or"), "logical_or" + OLD_BROADCAST),
+    "Pow": _e(m.pow_, "power; the exponent is cast to the base's dtype" + OLD_BROADCAST),
     "Reciprocal": _e(m.reciprocal, "1 / x"),
     "Round": _e(m.round_half_even, "ties to even (decomposed: Relay's round breaks ties away "
                 "from zero)"),
     "Sign": _e(m.unary("sign"), "sign"),
     "Sin": _e(m.unary("sin"), "sin"),
     "Sqrt": _e(m.unary("sqrt"), "sqrt"),
-    "Sub": _e(m.binary("subtract"), "subtract"),
+    "Sub": _e(m.binary("subtract"), "subtract" + OLD_BROADCAST),
     "Sum": _e(m.variadic("add"), "sum over any number of inputs"),
     "Tan": _e(m.unary("tan"), "tan"),
     "Where": _e(m.where, "where, three-way broadcasting"),
-    "Xor": _e(m.binary("logical_xor"), "logical_xor"),
+    "Xor": _e(m.binary("logical_xor"), "logical_xor" + OLD_BROADCAST),
     # activations
-    "Celu": _e(m.celu, "decomposed: relu(x) + min(0, alpha * (exp(x / alpha) - 1))", 12),
+    "Celu": _e(m.celu, "decomposed: relu(x) + min(0, alpha * (exp(x / alpha) - 1))"),
     "Elu": _e(m.elu, "decomposed with where and exp"),
-    "Gelu": _e(m.gelu, "decomposed through erf (approximate='none') or tanh", 20),
+    "Gelu": _e(m.gelu, "decomposed through erf (approximate='none') or tanh"),
     "HardSigmoid": _e(m.hard_sigmoid, "clip(alpha * x + beta, 0, 1)"),
-    "HardSwish": _e(m.hard_swish, "x * clip(x / 6 + 1 / 2, 0, 1)", 14),
+    "HardSwish": _e(m.hard_swish, "x * clip(x / 6 + 1 / 2, 0, 1)"),
     "LeakyRelu": _e(m.leaky_relu, "nn.leaky_relu"),
-    "Mish": _e(m.mish, "x * tanh(softplus(x))", 18),
+    "Mish": _e(m.mish, "x * tanh(softplus(x))"),
     "PRelu": _e(m.prelu, "where(x < 0, x * slope, x): the slope may be any broadcastable shape"),
     "Relu": _e(m.unary("nn.relu"), "nn.relu"),
     "Selu": _e(m.selu, "decomposed with where and exp"),
@@ -98,14 +119,17 @@ SUPPORT: dict[str, OpSupport] = {
     "Tanh": _e(m.unary("tanh"), "tanh"),
     "ThresholdedRelu": _e(m.thresholded_relu, "where(x > alpha, x, 0)"),
     # casts
-    "Cast": _e(m.cast, "cast; float to int truncates; string types are not supported"),
-    "CastLike": _e(m.cast_like, "cast to the second input's dtype", 15),
-    "Clip": _e(m.clip, "clip for constant float bounds, else maximum/minimum"),
+    "Cast": _e(m.cast, "cast; float to int truncates; string types are not supported; "
+               "Cast-1 names the type"),
+    "CastLike": _e(m.cast_like, "cast to the second input's dtype"),
+    "Clip": _e(m.clip, "clip for constant float bounds, else maximum/minimum; min/max "
+               "attributes before version 11", attr_inputs=(11, {1: (("min",), None),
+                                                                 2: (("max",), None)})),
     # dense, convolution, pooling, normalisation
     "AveragePool": _e(ops_conv.average_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, "
                       "count_include_pad, dilations"),
     "BatchNormalization": _e(ops_nn.batch_norm, "inference mode (nn.batch_norm, folded by "
-                             "SimplifyInference)"),
+                             "SimplifyInference); spatial=1 before version 9"),
     "Conv": _e(ops_conv.conv, "1-D and 2-D; pads, auto_pad, strides, dilations, group, bias"),
     "ConvTranspose": _e(ops_conv.conv_transpose, "1-D and 2-D; output_padding, output_shape, "
                         "auto_pad, group, dilations"),
@@ -117,7 +141,7 @@ SUPPORT: dict[str, OpSupport] = {
     "InstanceNormalization": _e(ops_nn.instance_norm, "decomposed: mean and variance over the "
                                 "spatial axes"),
     "LayerNormalization": _e(ops_nn.layer_norm, "nn.layer_norm over the last axis, else "
-                             "decomposed; Mean and InvStdDev outputs", 17),
+                             "decomposed; Mean and InvStdDev outputs"),
     "LogSoftmax": _e(ops_nn.log_softmax, "nn.log_softmax; opset < 13 coerces to 2-D"),
     "LRN": _e(ops_nn.lrn, "NCHW; average pooling over channels"),
     "MatMul": _e(ops_nn.matmul, "numpy matmul: nn.dense for a 2-D right operand, else "
@@ -140,7 +164,7 @@ SUPPORT: dict[str, OpSupport] = {
                     "noop_with_empty_axes"),
     "ReduceSumSquare": _e(r.REDUCERS["ReduceSumSquare"], "sum(x * x)"),
     # shapes and data movement
-    "Concat": _e(ops_tensor.concat, "concatenate"),
+    "Concat": _e(ops_tensor.concat, "concatenate; axis 1 by default before version 4"),
     "Constant": _e(ops_shape.constant, "value, value_float(s), value_int(s); not sparse or "
                    "string"),
     "ConstantOfShape": _e(ops_shape.constant_of_shape, "a constant for known shapes; from "
@@ -150,34 +174,45 @@ SUPPORT: dict[str, OpSupport] = {
                  "template for dynamic ones"),
     "Flatten": _e(ops_tensor.flatten, "reshape to 2-D (also with dynamic sizes)"),
     "OneHot": _e(ops_tensor.one_hot, "one_hot; depth must be known; negative indices wrap"),
-    "Pad": _e(ops_tensor.pad, "constant, reflect and edge; negative pads crop; axes (18+)"),
+    "Pad": _e(ops_tensor.pad, "constant, reflect and edge; negative pads crop; axes (18+); "
+              "pads/value attributes before version 11",
+              attr_inputs=(11, {1: (("pads", "paddings"), I64), 2: (("value",), None)})),
     "Range": _e(ops_shape.range_, "a constant for known bounds; 0..n for a symbolic n"),
     "Reshape": _e(ops_shape.reshape, "reshape; shapes computed at run time must reduce to "
-                  "the input's own sizes or one -1"),
+                  "the input's own sizes or one -1; the shape attribute before version 5",
+                  attr_inputs=(5, {1: (("shape",), I64)})),
     "Shape": _e(ops_shape.shape, "a constant for static shapes; start/end (15+)"),
     "Size": _e(ops_shape.size, "a constant for static shapes"),
-    "Slice": _e(ops_tensor.slice_, "strided_slice; starts/ends/axes/steps must be known"),
-    "SpaceToDepth": _e(ops_tensor.space_to_depth, "nn.space_to_depth"),
-    "Split": _e(ops_tensor.split, "split; sizes from the attribute (< 13) or input (13+), "
-                "num_outputs (18+)"),
+    "Slice": _e(ops_tensor.slice_, "strided_slice; starts/ends/axes/steps must be known "
+                "(attributes before version 10)",
+                attr_inputs=(10, {1: (("starts",), I64), 2: (("ends",), I64),
+                                  3: (("axes",), I64)})),
+    "SpaceToDepth": _e(ops_tensor.space_to_depth, "nn.space_to_depth; mode DCR"),
+    "Split": _e(ops_tensor.split, "split; sizes from the attribute (< 13) or input (1, "
+                "13+), num_outputs (18+)"),
     "Squeeze": _e(ops_tensor.squeeze, "squeeze; axes attribute (< 13) or input (13+)"),
-    "Tile": _e(ops_tensor.tile, "tile; repeats must be known"),
+    "Tile": _e(ops_tensor.tile, "tile; repeats must be known", since=6,
+               older="Tile-1 takes a tile count and an axis as inputs"),
     "Transpose": _e(ops_tensor.transpose, "transpose"),
     "Trilu": _e(ops_tensor.trilu, "where() with a constant triangle mask; static matrix "
-                "sizes", 14),
+                "sizes"),
     "Unsqueeze": _e(ops_tensor.unsqueeze, "expand_dims; axes attribute (< 13) or input (13+)"),
     # indexing, sorting, resampling
     "CumSum": _e(ops_index.cum_sum, "cumsum with exclusive and reverse"),
     "Einsum": _e(ops_einsum.einsum, "transpose/reshape/nn.batch_matmul per operand pair; "
-                 "ellipsis; no diagonals", 12),
+                 "ellipsis; no diagonals"),
     "Gather": _e(ops_index.gather, "take (negative indices wrap)"),
     "GatherElements": _e(ops_index.gather_elements, "gather"),
     "GatherND": _e(ops_index.gather_nd, "gather_nd with batch_dims"),
     "Resize": _e(ops_resize.resize, "image.resize2d on NCW/NCHW: nearest, linear, cubic; "
-                 "every coordinate mode but tf_crop_and_resize; no antialias"),
+                 "every coordinate mode but tf_crop_and_resize; no antialias; version 10 as "
+                 "Upsample"),
     "ScatterElements": _e(ops_index.scatter_elements, "scatter_elements; reduction none, add, "
                           "mul (16+), max, min (18+)"),
-    "TopK": _e(ops_index.top_k, "topk; K must be known; sorted, ties to the lower index"),
+    "Upsample": _e(ops_resize.upsample, "image.resize2d, asymmetric coordinates: nearest "
+                   "(floor) and linear; scales attribute (7) or input (9)"),
+    "TopK": _e(ops_index.top_k, "topk; K must be known (an attribute before version 10); "
+               "sorted, ties to the lower index", attr_inputs=(10, {1: (("k",), I64)})),
     # control flow (run by the VM)
     "If": _e(ops_control.if_, "Relay If (VM); a known condition imports only the taken "
              "branch"),
@@ -186,14 +221,22 @@ SUPPORT: dict[str, OpSupport] = {
 }
 
 
-def check_support(op_type: str, opset: int) -> str | None:
-    """None if ``op_type`` is imported at ``opset``, else why not (for the error message)."""
+def node_support(op_type: str, opset: int) -> tuple[int | None, str | None]:
+    """(the version of default-domain ``op_type`` a model of ``opset`` uses, None when ember
+    imports it, else why not: for the error message)."""
+    version, undefined = op_version(op_type, opset)
+    if version is None:
+        return None, undefined
     entry = SUPPORT.get(op_type)
     if entry is None:
-        return "not supported"
-    if not entry.since <= opset <= entry.until:
-        return f"supported for opsets {entry.since} to {entry.until}, the model uses {opset}"
-    return None
+        return version, "not supported"
+    if version < entry.since:
+        why = f": {entry.older}" if entry.older else ""
+        return version, f"ember imports {op_type} from version {entry.since}{why}"
+    if version > REVIEWED_OPSET and not same_as_previous(op_type, version):
+        return version, (f"version {version} changed the operator's inputs or attributes, and "
+                         f"ember's table was checked against opsets up to {REVIEWED_OPSET}")
+    return version, None
 
 
 def support_markdown() -> str:
@@ -204,13 +247,20 @@ def support_markdown() -> str:
         ("Generated from `ember/relay/frontend/onnx/_table.py` by "
          "`python tools/gen_onnx_support.py`; do not edit by hand."),
         "",
-        (f"{len(SUPPORT)} operator types of the default ONNX domain, for opsets {MIN_OPSET} "
-         f"to {MAX_OPSET}. See [onnx.md](onnx.md) for how importing works."),
+        (f"{len(SUPPORT)} operator types of the default ONNX domain. A model of any opset "
+         "from 1 to the newest the installed `onnx` package defines imports when each of its "
+         "nodes does: a node uses the operator's version at the model's opset (Relu-6 in an "
+         "opset-9 model), and *versions* below says which versions ember imports "
+         "(\"all\", or from which one on). The table was checked against the definitions up "
+         f"to opset {REVIEWED_OPSET}; later versions import when they keep the inputs, "
+         "outputs and attributes of the version before. See [onnx.md](onnx.md) for how "
+         "importing works."),
         "",
-        "| operator | opsets | how it is imported |",
+        "| operator | versions | how it is imported |",
         "|---|---|---|",
     ]
     for name in sorted(SUPPORT):
         e = SUPPORT[name]
-        lines.append(f"| {name} | {e.since}-{e.until} | {e.note} |")
+        versions = "all" if e.since == 1 else f"{e.since}+"
+        lines.append(f"| {name} | {versions} | {e.note} |")
     return "\n".join(lines) + "\n"

@@ -37,14 +37,34 @@ def unary(relay_name: str) -> Converter:
 
 
 def binary(relay_name: str) -> Converter:
-    """``op(a, b)`` with numpy broadcasting (every ONNX binary op since opset 7)."""
+    """``op(a, b)`` with numpy broadcasting (every ONNX binary op since version 7; before,
+    ``legacy_broadcast``)."""
     fn = getattr(_op, relay_name)
 
     def convert(node: Node) -> RelayExpr:
-        return fn(node.input(0), node.input(1))
+        return fn(node.input(0), legacy_broadcast(node))
 
     convert.__name__ = f"convert_{relay_name}"
     return convert
+
+
+def legacy_broadcast(node: Node) -> RelayExpr:
+    """Input 1 of a binary op, aligned for numpy broadcasting against input 0. Before version
+    7, ``broadcast=1`` with ``axis`` placed B's axes at A's axis ``axis`` (B of shape (3,)
+    against A of shape (2, 3, 4) at axis 1): B gets trailing unit axes. Without ``axis`` the
+    alignment is numpy's (trailing axes); without ``broadcast`` the shapes must be equal,
+    which numpy broadcasting accepts as well."""
+    b = node.input(1)
+    if node.version >= 7 or not node.attr("broadcast", 0) or not node.has_attr("axis"):
+        return b
+    rank_a, rank_b = node.ndim(0), node.ndim(1)
+    axis = node.attr("axis")
+    axis = axis + rank_a if axis < 0 else axis
+    if not 0 <= axis <= rank_a - rank_b:
+        raise node.fail(f"axis {node.attr('axis')} does not place B (rank {rank_b}) inside A "
+                        f"(rank {rank_a})")
+    trailing = rank_a - rank_b - axis
+    return _op.expand_dims(b, rank_b, trailing) if trailing and rank_b else b
 
 
 def identity(node: Node) -> RelayExpr:
@@ -59,7 +79,7 @@ def reciprocal(node: Node) -> RelayExpr:
 
 def pow_(node: Node) -> RelayExpr:
     """Pow: the exponent may have another dtype (opset 12+); it is cast to the base's."""
-    base, exp = node.input(0), node.input(1)
+    base, exp = node.input(0), legacy_broadcast(node)
     if node.dtype(1) != node.dtype(0):
         exp = _op.cast(exp, node.dtype(0))
     return _op.power(base, exp)
@@ -249,9 +269,12 @@ def clip(node: Node) -> RelayExpr:
 
 
 def cast(node: Node) -> RelayExpr:
-    from ._proto import dtype_of
+    from ._proto import dtype_of, type_code
 
-    dtype = dtype_of(node.attr("to"), f"{node.label}: attribute to")
+    to = node.attr("to")
+    if isinstance(to, str):  # Cast-1 names the type ("FLOAT")
+        to = type_code(to, f"{node.label}: attribute to")
+    dtype = dtype_of(to, f"{node.label}: attribute to")
     sym = node.sym(0)
     if sym is not None and dtype.startswith(("int", "uint")):
         node.set_sym(sym)

@@ -93,8 +93,10 @@ def _to_batch(node: Node, x: RelayExpr, ty: TensorType, own: tuple[Any, ...],
 # ---------------------------------------------------------------- normalisation
 def batch_norm(node: Node) -> RelayExpr:
     """Inference-mode BatchNormalization (SimplifyInference folds it into scale and shift)."""
-    if node.attr("training_mode", 0) or any(node.wants_output(i) for i in (1, 2)):
+    if node.attr("training_mode", 0) or any(node.wants_output(i) for i in (1, 2, 3, 4)):
         raise node.unsupported("training mode (running mean/var outputs) is not supported")
+    if node.attr("spatial", 1) != 1:  # versions before 9: per-element statistics
+        raise node.unsupported_attr("spatial", node.attr("spatial"), "1")
     x = node.input(0, "X")
     args = [node.input(i, what) for i, what in enumerate(("X", "scale", "B", "mean", "var"))]
     out = _op.nn.batch_norm(x, *args[1:], axis=1, epsilon=node.attr("epsilon", 1e-5))

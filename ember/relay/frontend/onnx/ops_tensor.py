@@ -44,7 +44,7 @@ def concat(node: Node) -> RelayExpr:
     if not xs:
         raise node.fail("needs at least one input")
     ndim = node.ndim(0)
-    axis = norm_axis(node, node.attr("axis"), ndim)
+    axis = norm_axis(node, node.attr("axis", 1) if node.version < 4 else node.attr("axis"), ndim)
     syms = [node.sym(i) for i in range(node.num_inputs) if node.has_input(i)]
     if ndim == 1 and all(s is not None and not s.scalar for s in syms):
         node.set_sym(SymShape(tuple(e for s in syms for e in s.elems)))  # type: ignore
@@ -74,8 +74,10 @@ def split(node: Node) -> list[RelayExpr]:
 
 
 def _split_sizes(node: Node, dim: Any) -> list[int] | None:
-    """Explicit sizes (attribute before 13, input after), num_outputs sizes (18), or None for
-    equal parts."""
+    """Explicit sizes (attribute before 13, input after; Split-1 takes either), num_outputs
+    sizes (18), or None for equal parts."""
+    if node.version < 2 and node.has_input(1):
+        return node.ints(1, "split")
     if node.opset < 13 and node.has_attr("split"):
         return [int(v) for v in node.attr("split")]
     if node.opset >= 13 and node.has_input(1):
@@ -220,6 +222,7 @@ def depth_to_space(node: Node) -> RelayExpr:
 
 
 def space_to_depth(node: Node) -> RelayExpr:
+    node.choice("mode", "DCR", ("DCR",))  # version 28 adds CRD, which Relay's op lacks
     return _op.nn.space_to_depth(node.input(0), node.attr("blocksize"))
 
 

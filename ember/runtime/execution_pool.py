@@ -1,0 +1,203 @@
+"""Execution contexts: one model, any number of concurrent callers, each with its own result.
+
+An executor (graph, AOT, VM) owns the buffers a run writes: inputs, intermediates, outputs,
+workspace. Two threads in one executor would write each other's buffers. A
+:class:`ContextPool` holds *contexts*, executors of one model that share what a run only reads
+(kernels, weights, constants, the VM's executable) and own what it writes. A call takes a
+free context, copies its inputs in, runs, copies its outputs out and gives the context back.
+A context is made only when every existing one is busy, so the pool grows to the number of
+calls that really overlap, up to ``limit`` (callers beyond it wait for a free context).
+
+The kernels' thread pool is the process's (``ember.runtime.threads``): while one call's
+parallel loop holds it, another call's loops run on its own thread, so concurrent calls do
+not multiply the worker threads. Only an AOT model built with ``interface-api=c`` has one
+static workspace per library: its runs take turns under one lock.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .aot_executor import AotExecutor
+from .container import ADT
+from .graph_executor import GraphExecutor
+from .module import Module
+from .ndarray import NDArray, empty
+from .vm.executor import VMModule
+from .vm.interpreter import VirtualMachine
+from .vm.static_plan import NOT_RUN, StaticPlan
+
+
+def default_limit() -> int:
+    """Contexts a pool may make: 4 per CPU this process may run on, at least 8, at most 64.
+    A Python thread holds its context while it waits for the GIL between the steps of a call,
+    so calls overlap more than CPUs run: with fewer contexts than calling threads, callers
+    queue on the pool and each release wakes one (on 2 CPUs, 8 threads calling a 1x2 add got
+    0.4x the calls per second of one thread with 2 contexts, 1.0x with 8). Contexts are made
+    only as calls overlap, so the bound costs memory only where that many calls run at once."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(64, max(8, 4 * (cpus or 1)))
+
+
+class ContextPool:
+    """Contexts made by ``make()`` on demand, at most ``limit``; ``acquire``/``release``.
+
+    The free list is a Python list, whose ``pop``/``append`` are atomic: the common call
+    takes no lock. The first context is made here, so a model that cannot run fails now."""
+
+    def __init__(self, make: Callable[[], Any], limit: int | None = None) -> None:
+        self._make = make
+        self.limit = default_limit() if limit is None else limit
+        self._free: list[Any] = [make()]
+        self._count = 1  # contexts made (free or in use)
+        self._cond = threading.Condition()
+
+    @property
+    def size(self) -> int:
+        """How many contexts exist (the most calls that have overlapped, up to ``limit``)."""
+        return self._count
+
+    def acquire(self) -> Any:
+        try:
+            return self._free.pop()
+        except IndexError:
+            return self._grow_or_wait()
+
+    def _grow_or_wait(self) -> Any:
+        with self._cond:
+            while not self._free and self._count >= self.limit:
+                self._cond.wait()
+            if self._free:
+                return self._free.pop()
+            self._count += 1
+        try:
+            return self._make()
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+
+    def release(self, ctx: Any) -> None:
+        self._free.append(ctx)
+        if self._count >= self.limit:  # only then can a caller be waiting (see _grow_or_wait)
+            with self._cond:
+                self._cond.notify()
+
+
+class BufferContext:
+    """A graph or AOT executor as a context: ``call(values)`` copies the (checked) input
+    arrays into its buffers, runs, and returns copies of its outputs."""
+
+    __slots__ = ("executor", "inputs", "outputs", "run")
+
+    def __init__(self, executor: GraphExecutor | AotExecutor, names: Sequence[str],
+                 lock: threading.Lock | None = None) -> None:
+        self.executor = executor
+        if isinstance(executor, GraphExecutor):
+            entries, eids = executor._entries, executor._input_eids
+            self.inputs = [entries[eids[executor._inputs.index[n]]]._np for n in names]
+            self.outputs = [entries[eid]._np for eid in executor._output_eids]
+        else:
+            self.inputs = [executor._inputs[executor._specs.index[n]]._np for n in names]
+            self.outputs = [out._np for out in executor._outputs]
+        self.run = executor._execute if lock is None else _locked(executor._execute, lock)
+
+    def call(self, values: Sequence[Any]) -> list[np.ndarray]:
+        self._copy_in(values)
+        self.run()
+        return [out.copy() for out in self.outputs]
+
+    def prepare(self, values: Sequence[Any]) -> Callable[[], None]:
+        """The run alone on ``values``, to time (``CompiledModel.benchmark``)."""
+        self._copy_in(values)
+        return self.run
+
+    def _copy_in(self, values: Sequence[Any]) -> None:
+        copyto = np.copyto
+        for buf, value in zip(self.inputs, values):
+            copyto(buf, value._np if type(value) is NDArray else value)
+
+
+def _locked(run: Callable[[], None], lock: threading.Lock) -> Callable[[], None]:
+    def locked() -> None:
+        with lock:
+            run()
+
+    return locked
+
+
+class VMContext:
+    """A VirtualMachine of the model's executable as a context: each input copied into a
+    buffer of the context's (made again only when a dynamic input's shape changes), ``main``
+    run through its plan when it has one (its results are fresh blocks, returned without a
+    copy), else interpreted (results copied: they may be constants or views of the inputs)."""
+
+    __slots__ = ("dtypes", "index", "inputs", "vm")
+
+    def __init__(self, vm: VirtualMachine, shapes: Sequence[tuple[int, ...] | None],
+                 dtypes: Sequence[str]) -> None:
+        self.vm, self.dtypes = vm, list(dtypes)
+        self.index = vm._function_index("main", "ember model")
+        self.inputs = [None if shape is None else empty(shape, dtype, vm.device)
+                       for shape, dtype in zip(shapes, dtypes)]
+
+    def call(self, values: Sequence[Any]) -> list[np.ndarray]:
+        inputs = self.inputs
+        for k, value in enumerate(values):
+            src = value._np if type(value) is NDArray else value
+            buf = inputs[k]
+            if buf is None or buf._np.shape != src.shape:
+                buf = inputs[k] = empty(src.shape, self.dtypes[k], self.vm.device)
+            np.copyto(buf._np, src)
+        vm = self.vm
+        plan = vm._plans.get(self.index) if vm.static_plans else None
+        if type(plan) is StaticPlan:
+            arrays = plan.run_arrays(inputs)
+            if arrays is not NOT_RUN:
+                return arrays  # type: ignore[no-any-return]
+        return [np.array(t._np) if type(t) is NDArray else t
+                for t in _flatten(vm._execute(self.index, list(inputs)))]
+
+    def prepare(self, values: Sequence[Any]) -> Callable[[], Any]:
+        """A whole call on ``values``, to time (``CompiledModel.benchmark``)."""
+        return lambda: self.call(values)
+
+
+def _flatten(value: Any) -> list[Any]:
+    """A result's tensors in order: nested tuples flattened, as the model's outputs are."""
+    if type(value) is not ADT:
+        return [value]
+    out, stack = [], [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is ADT:
+            stack.extend(reversed(v.fields))
+        else:
+            out.append(v)
+    return out
+
+
+def context_maker(factory: Module, dev: Any, names: Sequence[str],
+                  shapes: Sequence[tuple[int, ...] | None],
+                  dtypes: Sequence[str]) -> Callable[[], Any]:
+    """``make()`` for a pool of ``factory``'s model: each context shares the first one's
+    weights. ``names``/``shapes``/``dtypes`` are the model's inputs (``None``: a dynamic
+    shape)."""
+    first = factory["default"](dev)
+    if isinstance(first, VMModule):
+        vms = iter([first.vm])
+        return lambda: VMContext(next(vms, None) or VirtualMachine(first.vm.exe, dev), shapes,
+                                 dtypes)
+    if not isinstance(first, (GraphExecutor, AotExecutor)):
+        raise TypeError(f"ember model: cannot run executor {first!r} in this process")
+    lock = threading.Lock() if getattr(first, "static_arena", False) else None
+    made = iter([first])
+    return lambda: BufferContext(next(made, None) or first.clone(), names, lock)
+
+
+__all__ = ["BufferContext", "ContextPool", "VMContext", "context_maker", "default_limit"]
