@@ -103,7 +103,7 @@ def lookup_handle(h: int | None, what: str) -> Any:
     if type(obj) is _WeakEntry:
         obj = obj.ref()
         if obj is None:
-            raise TVMError(f"invalid {what} handle {h!r}: the module it named was freed")
+            raise TVMError(f"invalid {what} handle {h!r}: the {what} it named was freed")
     return obj
 
 

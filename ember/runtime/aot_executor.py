@@ -111,7 +111,9 @@ class AotExecutor(Module):
             name = check_name(mod_name or (metadata.module_name if metadata else "default"),
                               "aot executor")
             meta = read_metadata(lib, name)
-            if metadata is not None and metadata.to_json() != meta.to_json():
+            # Equal dataclasses first: the JSON of a large model's metadata takes a while.
+            if (metadata is not None and metadata != meta
+                    and metadata.to_json() != meta.to_json()):
                 raise ArtifactError(f"aot executor: the metadata in {lib!r} differs from the "
                                     "factory's; the library was built for another model")
         self.metadata = meta

@@ -23,7 +23,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import shutil
 import struct
 import tarfile
 import tempfile
@@ -35,6 +34,7 @@ from typing import Any
 
 from . import _bridge
 from .cpu_features import check_library_cpu
+from .dso import check_library_file, close_library, open_library, share_thread_pool
 from .errors import ArtifactError, CpuFeatureError, TVMError
 from .module import Module
 from .packed_func import CPackedFunc, PackedFunc
@@ -49,101 +49,29 @@ _LIB_KEY = "_lib"  # the blob's name for "the shared library itself"
 # Exported by backend.c, never PackedFuncs.
 _RESERVED = ("TVMBackend", "TVMAPI", "TVMFunc", "TVMMod", "TVMArray", "TVMObject", "TVMSetStream",
              "TVMGetLastError", "TVMPackedFuncSetLastError", "Ember", "__ember", "__tvm_module_ctx")
-_LIB_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
-_LOADED: set[tuple[int, int]] = set()  # (st_dev, st_ino) of libraries this process opened
 _LIBRARIES: weakref.WeakSet[DSOModule] = weakref.WeakSet()  # for the system library
 
 
-# ---- checking a file before dlopen ----------------------------------------------------------
-def _check_elf(path: str, data: bytes, size: int) -> None:
-    """Reject ELF files whose headers point past the end of the file (truncated copies)."""
-    if len(data) < 52 or data[4] not in (1, 2) or data[5] not in (1, 2):
-        raise ArtifactError(f"{path}: truncated or corrupt ELF header ({size} bytes)")
-    end = "<" if data[5] == 1 else ">"
-    if data[4] == 2:  # 64-bit
-        if len(data) < 64:
-            raise ArtifactError(f"{path}: truncated ELF header ({size} bytes)")
-        phoff, shoff = struct.unpack_from(end + "QQ", data, 32)
-        phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", data, 54)
-    else:
-        phoff, shoff = struct.unpack_from(end + "II", data, 28)
-        phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", data, 42)
-    for what, off, count, entsize in (("program", phoff, phnum, phentsize),
-                                      ("section", shoff, shnum, shentsize)):
-        if off + count * entsize > size:
-            raise ArtifactError(f"{path}: truncated: the ELF {what} headers end at byte "
-                                f"{off + count * entsize} but the file has {size} bytes")
-
-
-def check_library_file(path: str) -> None:
-    """ArtifactError unless ``path`` looks like a complete shared library."""
-    if not os.path.exists(path):
-        raise ArtifactError(f"{path}: no such file")
-    if not os.path.isfile(path):
-        raise ArtifactError(f"{path}: not a regular file")
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        head = f.read(64)
-    if not any(head.startswith(m) for m in _LIB_MAGICS):
-        raise ArtifactError(f"{path}: not a shared library (it starts with {head[:8]!r}, "
-                            f"{size} bytes)")
-    if head.startswith(b"\x7fELF"):
-        _check_elf(path, head, size)
-
-
-def _dlopen(path: str) -> ctypes.CDLL:
-    # Absolute: dlopen searches the system library path for a bare file name ("m.so").
-    path = os.path.abspath(path)
-    st = os.stat(path)
-    key = (st.st_dev, st.st_ino)
-    if key in _LOADED:
-        # dlopen returns the already-open library for the same file, whose globals (module
-        # context) belong to the first module; load a private copy instead.
-        fd, copy = tempfile.mkstemp(suffix=os.path.splitext(path)[1] or ".so", prefix="ember_")
-        os.close(fd)
-        shutil.copyfile(path, copy)
-        try:
-            return _dlopen(copy)
-        finally:
-            os.unlink(copy)  # the mapping stays valid
+def _check_library_info(lib: ctypes.CDLL, path: str) -> None:
+    """ArtifactError unless ``lib`` is an ember library of this runtime's ABI."""
     try:
-        lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
-    except OSError as err:
-        raise ArtifactError(f"{path}: cannot be loaded as a shared library: {err}") from None
-    _LOADED.add(key)
-    return lib
-
-
-def _close(lib: ctypes.CDLL) -> None:
-    try:
-        import _ctypes
-
-        _ctypes.dlclose(lib._handle)
-    except (ImportError, AttributeError, OSError):
-        pass
-
-
-_POOL_OWNER: list[ctypes.CDLL] = []  # the library whose thread pool every library uses
+        info_sym = ctypes.c_char.in_dll(lib, "__ember_library_info")
+    except ValueError:
+        raise ArtifactError(f"{path}: not an ember library (no __ember_library_info symbol); "
+                            "build libraries with export_library or "
+                            "ember.contrib.cc.create_shared") from None
+    info = ctypes.string_at(ctypes.addressof(info_sym))
+    fields = dict(f.split("=", 1) for f in info.decode("ascii", "replace").split()[1:]
+                  if "=" in f)
+    if not info.startswith(b"EMBERLIB") or fields.get("abi") != str(ABI_VERSION):
+        raise ArtifactError(f"{path}: built for ember library ABI {fields.get('abi')!r}, this "
+                            f"runtime needs ABI {ABI_VERSION}; rebuild it")
 
 
 def _unload(lib: ctypes.CDLL, env_handle: int) -> None:
-    """A freed DSOModule's library: its handle dropped and the library closed, unless its
-    thread pool is the process's (whose workers run its code)."""
+    """A freed DSOModule's library: its handle dropped and the library closed (dso.py)."""
     _bridge.release_handle(env_handle)
-    if not any(lib is owner for owner in _POOL_OWNER):
-        _close(lib)
-
-
-def _share_thread_pool(lib: ctypes.CDLL) -> None:
-    """Make the first library's pool (``EmberPoolLaunch``) the process's: the host table that
-    every library gets names it, so models in one process share one set of worker threads.
-    The owner is never unloaded (its workers run its code)."""
-    if _POOL_OWNER:
-        return
-    launch = getattr(lib, "EmberPoolLaunch", None)  # libraries from before the pool lack it
-    if launch is not None:
-        _POOL_OWNER.append(lib)
-        _bridge.HOST_TABLE.parallel_launch = ctypes.cast(launch, c_void_p).value
+    close_library(lib)
 
 
 # ---- DSOModule ------------------------------------------------------------------------------
@@ -161,24 +89,15 @@ class DSOModule(Module):
         check_library_file(path)
         check_library_cpu(path)  # before dlopen: constructors could use the instructions
         self.path = path
-        lib = _dlopen(path)
+        self._symbols: dict[str, tuple[Any, int] | None] = {}
+        lib = open_library(path)
         try:
-            info_sym = ctypes.c_char.in_dll(lib, "__ember_library_info")
-        except ValueError:
-            _close(lib)
-            raise ArtifactError(f"{path}: not an ember library (no __ember_library_info symbol); "
-                                "build libraries with export_library or "
-                                "ember.contrib.cc.create_shared") from None
-        info = ctypes.string_at(ctypes.addressof(info_sym))
-        fields = dict(f.split("=", 1) for f in info.decode("ascii", "replace").split()[1:]
-                      if "=" in f)
-        if not info.startswith(b"EMBERLIB") or fields.get("abi") != str(ABI_VERSION):
-            raise ArtifactError(f"{path}: built for ember library ABI {fields.get('abi')!r}, this "
-                                f"runtime needs ABI {ABI_VERSION}; rebuild it")
+            _check_library_info(lib, path)
+            self._setup_backend(lib)
+        except BaseException:
+            close_library(lib)
+            raise
         self._lib = lib
-        self._setup_backend(lib)
-        _share_thread_pool(lib)
-        _LIBRARIES.add(self)
         self._env = env  # C looks functions up in it for as long as this library is loaded
         self._env_handle = _bridge.new_handle(env or self, weak=True)
         # Unloaded with the module (as TVM's DSO modules are): every PackedFunc of the library
@@ -186,6 +105,8 @@ class DSOModule(Module):
         weakref.finalize(self, _unload, lib, self._env_handle)
         if lib.EmberInstallHostTable(ctypes.byref(_bridge.HOST_TABLE), self._env_handle) != 0:
             raise ArtifactError(f"{path}: {lib.EmberTakeLastError().decode(errors='replace')}")
+        share_thread_pool(lib)
+        _LIBRARIES.add(self)
 
     def _setup_backend(self, lib: ctypes.CDLL) -> None:
         lib.EmberInstallHostTable.argtypes = [c_void_p, c_void_p]
@@ -227,6 +148,19 @@ class DSOModule(Module):
         if name == self.entry_name:
             entry = self._symbol_string(name)
             return None if entry is None else self._get_local(entry)
+        # The function cache is weak (module.py): a function that nobody holds is made again
+        # from the checked symbol, which holds the library, not this module.
+        if name not in self._symbols:
+            self._symbols[name] = self._checked_symbol(name)
+        found = self._symbols[name]
+        if found is None:
+            return None
+        cfn, addr = found
+        return CPackedFunc(cfn, name, self._take_error, owner=self, address=addr,
+                           time_loop=self._lib.EmberTimeLoop)
+
+    def _checked_symbol(self, name: str) -> tuple[Any, int] | None:
+        """The exported PackedFunc ``name`` (ctypes function, address), or None."""
         if name.startswith(_RESERVED):
             return None
         try:
@@ -236,8 +170,7 @@ class DSOModule(Module):
         addr = ctypes.cast(cfn, c_void_p).value or 0
         if not self._owns(addr, 1):  # a dependency's symbol, or data: calling it would crash
             return None
-        return CPackedFunc(cfn, name, self._take_error, owner=self, address=addr,
-                           time_loop=self._lib.EmberTimeLoop)
+        return cfn, addr
 
     def __repr__(self) -> str:
         return f"Module(library, {os.path.basename(self.path)!r})"
@@ -340,10 +273,10 @@ def blob_source(blob: bytes) -> str:
 
 
 class _Reader:
-    def __init__(self, data: bytes, path: str) -> None:
+    def __init__(self, data: bytes | memoryview, path: str) -> None:
         self.data, self.pos, self.path = data, 0, path
 
-    def take(self, n: int, what: str) -> bytes:
+    def take(self, n: int, what: str) -> bytes | memoryview:
         if n < 0 or self.pos + n > len(self.data):
             raise ArtifactError(f"{self.path}: module blob truncated reading {what} at offset "
                                 f"{self.pos} (needs {n} bytes, {len(self.data) - self.pos} left)")
@@ -359,7 +292,7 @@ class _Reader:
         return value
 
 
-def _read_blob(dso: DSOModule) -> bytes | None:
+def _read_blob(dso: DSOModule) -> memoryview | None:
     lib, path = dso._lib, dso.path
     try:
         head_t = ctypes.c_ubyte * _BLOB_HEADER.size
@@ -385,7 +318,9 @@ def _read_blob(dso: DSOModule) -> bytes | None:
     if size != _BLOB_HEADER.size + length or size > os.path.getsize(path):
         raise ArtifactError(f"{path}: module blob length {length} disagrees with its symbol size "
                             f"{size} or the file size")
-    payload = ctypes.string_at(addr + _BLOB_HEADER.size, length)
+    # A view of the library's own memory, valid while ``dso`` is loaded: not copied (a model's
+    # weights make it large); each module's part is copied out by _parse_blob.
+    payload = memoryview((ctypes.c_ubyte * length).from_address(addr + _BLOB_HEADER.size))
     if zlib.crc32(payload) != stored:
         raise ArtifactError(f"{path}: corrupt module blob: checksum mismatch (stored "
                             f"{stored:#010x}, computed {zlib.crc32(payload):#010x}); the embedded "
@@ -393,7 +328,7 @@ def _read_blob(dso: DSOModule) -> bytes | None:
     return payload
 
 
-def _parse_blob(payload: bytes, dso: DSOModule) -> Module:
+def _parse_blob(payload: bytes | memoryview, dso: DSOModule) -> Module:
     r = _Reader(payload, dso.path)
     count = r.u32("the module count")
     mods: list[Module] = []
@@ -402,11 +337,11 @@ def _parse_blob(payload: bytes, dso: DSOModule) -> Module:
     for i in range(count):
         raw = r.take(r.u32(f"module {i} type key length"), f"module {i} type key")
         try:
-            key = raw.decode("ascii")
+            key = bytes(raw).decode("ascii")
         except UnicodeDecodeError:
             raise ArtifactError(f"{dso.path}: module blob: module {i} has a type key that is "
-                                f"not ASCII: {raw[:40]!r}") from None
-        data = r.take(r.u64(f"module {i} length"), f"module {i} ({key})")
+                                f"not ASCII: {bytes(raw[:40])!r}") from None
+        data = bytes(r.take(r.u64(f"module {i} length"), f"module {i} ({key})"))
         mods.append(dso if key == _LIB_KEY else _load_binary(key, data, dso.path, i))
     for i in range(count):
         for k in range(r.u32(f"module {i} import count")):
@@ -545,10 +480,25 @@ def _host_lookup(mod: Any, name: str, flags: int) -> int:
     if func is None:
         where = f"{mod!r}, its imports or the global registry" if mod else "the global registry"
         raise TVMError(f"cannot find function {name!r} in {where}")
-    if cache is not None:
+    if cache is None:
+        return _bridge.new_handle(func)
+    if mod is None:  # the process's environment: one handle per name, for good
         cache[name] = _bridge.new_handle(func, permanent=True)
-        return cache[name]
-    return _bridge.new_handle(func)
+    else:
+        # The table refers to the function weakly and the module holds it: a function of the
+        # module itself holds the module, and a strong entry in the process-wide table would
+        # keep module and library loaded for good. The handles go when the module does.
+        if not cache:
+            weakref.finalize(mod, _release_handles, cache)
+        mod._env_funcs.append(func)
+        cache[name] = _bridge.new_handle(func, weak=True)
+    return cache[name]
+
+
+def _release_handles(handles: dict[str, int]) -> None:
+    for h in handles.values():
+        _bridge.release_handle(h)
+    handles.clear()
 
 
 _bridge.HOOKS["lookup"] = _host_lookup

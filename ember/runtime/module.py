@@ -16,8 +16,9 @@ import io
 import json
 import os
 import tarfile
+import weakref
 from types import ModuleType
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, MutableMapping, Sequence, TypeVar
 
 from . import _bridge
 from .errors import ArgumentTypeError, FunctionNotFoundError, TVMError
@@ -47,8 +48,12 @@ class Module:
 
     def __init__(self) -> None:
         self._imports: list[Module] = []
-        self._func_cache: dict[str, PackedFunc] = {}
+        # Weak: a function holds its module (a library's, or a bound method's), so a strong
+        # cache would make every module a cycle, freed only by the garbage collector; a dropped
+        # model would keep its library loaded until then.
+        self._func_cache: MutableMapping[str, PackedFunc] = weakref.WeakValueDictionary()
         self._env_handles: dict[str, int] = {}  # call_packed lookups from C, per name
+        self._env_funcs: list[PackedFunc] = []  # what they name (the handle table's are weak)
         self._model_prefix = "tvmgen_default"  # of the AOT model a library holds
 
     def _note_model_prefix(self, prefix: str) -> None:

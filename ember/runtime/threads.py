@@ -89,9 +89,10 @@ def _setters(module: Module) -> list[tuple[Callable[[int], int], threading.local
 def pool_workers() -> int:
     """Worker threads the process's pool has started so far (they are created on first need
     and live as long as the process); 0 before any library with a pool was loaded."""
-    from .loaders import _POOL_OWNER
+    from .dso import pool_owner
 
-    fn = getattr(_POOL_OWNER[0], "EmberPoolNumWorkers", None) if _POOL_OWNER else None
+    owner = pool_owner()
+    fn = getattr(owner, "EmberPoolNumWorkers", None) if owner is not None else None
     if fn is None:
         return 0
     fn.argtypes, fn.restype = [], ctypes.c_int

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +28,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.runtime import _bridge
+from ember.runtime import _bridge, dso, loaders
 from ember.runtime.module import CSourceModule
 from ember.runtime.vm import VirtualMachine
 from ember.testing import find_c_compiler
@@ -149,9 +150,9 @@ def test_no_objects_or_handles_accumulate(kind):
 
 def test_loading_a_library_again_and_again_does_not_leak(tmp_path):
     """A loaded library is unloaded with its last module: loading one exported model 100 times
-    (each load a private copy of the file, dropped after one run) keeps RSS within 8 MiB and
-    the handle table as it was. Before, every copy stayed mapped (about 0.5 MiB per load of a
-    small MLP with its weights: 50 MiB here)."""
+    (each dropped after one run) keeps RSS within 8 MiB and the handle table as it was. Before,
+    every load was a private copy that stayed mapped (about 0.5 MiB per load of a small MLP
+    with its weights: 50 MiB here). ``test_load_forever.py`` runs thousands of cycles."""
     from ember.relay.testing import mlp
 
     mod, params = mlp.get_workload(batch_size=1)
@@ -176,3 +177,48 @@ def test_loading_a_library_again_and_again_does_not_leak(tmp_path):
     gc.collect()
     assert rss() - before < 8 << 20
     assert len(_bridge._HANDLES) == handles
+
+
+def test_functions_found_by_compiled_code_do_not_keep_a_library_loaded(tmp_path):
+    """Compiled code's call_packed lookups (``TVMBackendGetFuncFromEnv``) are cached per module
+    in the handle table. A strong entry for one of the module's own functions (which holds the
+    module) kept module and library loaded for good, and left the handles behind: three per
+    load here. The entries now go with the module."""
+    path = str(tmp_path / "ffi.so")
+    shutil.copyfile(CSourceModule(C_SOURCE).compile(), path)
+    ember.register_func("testing.leak_env", lambda *args: 7, override=True)
+
+    def load_and_call() -> None:
+        mod = ember.runtime.load_module(path)
+        assert mod["call_global"]("testing.leak_env") == 7  # the registry's
+        assert mod["call_global"]("nop") is None  # the module's own
+        assert mod["call_global"]("nop") is None  # cached
+
+    load_and_call()
+    gc.collect()
+    handles, libraries, opened = len(_bridge._HANDLES), len(loaders._LIBRARIES), open_libraries()
+    for _ in range(200):
+        load_and_call()
+    gc.collect()
+    assert len(_bridge._HANDLES) == handles
+    assert (len(loaders._LIBRARIES), open_libraries()) == (libraries, opened)
+
+
+def test_a_cached_lookup_outlives_the_module_only_as_an_error(tmp_path):
+    """A function of a library keeps its module, so its lookups stay valid while it can run;
+    a stale handle (kept by C past its module) is an error naming the handle, not a crash."""
+    path = str(tmp_path / "ffi.so")
+    shutil.copyfile(CSourceModule(C_SOURCE).compile(), path)
+    call_global = ember.runtime.load_module(path)["call_global"]
+    gc.collect()
+    assert call_global("nop") is None  # the module lives on in its function
+    handle = _bridge.new_handle(ember.runtime.load_module(path)["nop"], weak=True)
+    gc.collect()
+    with pytest.raises(ember.TVMError, match=rf"invalid function handle {handle}: the function "
+                                             "it named was freed"):
+        _bridge.lookup_handle(handle, "function")
+    _bridge.release_handle(handle)
+
+
+def open_libraries() -> int:
+    return dso.library_stats()["open"]
