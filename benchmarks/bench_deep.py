@@ -263,7 +263,7 @@ def main() -> int:
     rows = []
     for kind in opts.kinds.split(","):
         wanted = opts.steps.split(",") if opts.steps else steps_for(kind)
-        res = run_kind(kind, [s for s in wanted if s in steps_for(kind)], depths, opts.budget)
+        res = run_kind(kind, [s for s in steps_for(kind) if s in wanted], depths, opts.budget)
         report["results"][kind] = res
         for step, times in res.items():
             rows.append([f"{kind} {step}", *times, *growth(depths, times)])

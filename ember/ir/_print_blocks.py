@@ -12,47 +12,20 @@ from typing import Any
 from .adt import Constructor, Match
 from .expr import (Call, Function, If, Let, RefCreate, RefRead, RefWrite, RelayExpr, Tuple,
                    TupleGetItem)
+from .scope_tree import Scope, common_scope
 from .visitor import children, post_order
 
 
-class Block:
+class Block(Scope):
     """A block of the printed text; ``parent`` is the enclosing block."""
 
-    __slots__ = ("parent", "depth", "up")
-    parent: "Block | None"
-    depth: int
-
-    def __init__(self, parent: "Block | None") -> None:
-        self.parent = parent
-        self.depth = 0 if parent is None else parent.depth + 1
-        # up[k] is the enclosing block 2**k levels out (as far as there are levels), so that
-        # common_block takes log(depth) steps: a value used at every level of a deep nest
-        # would otherwise cost the depth at each use.
-        self.up: list[Block] = [] if parent is None else [parent]
-        while self.up and len(self.up) - 1 < len(self.up[-1].up):
-            self.up.append(self.up[-1].up[len(self.up) - 1])
-
-
-def _outer(block: Block, depth: int) -> Block:
-    """The block enclosing ``block`` (or itself) at ``depth``."""
-    steps, k = block.depth - depth, 0
-    while steps:
-        if steps & 1:
-            block = block.up[k]
-        steps, k = steps >> 1, k + 1
-    return block
+    __slots__ = ()
 
 
 def common_block(a: Block, b: Block) -> Block:
     """The innermost block enclosing both ``a`` and ``b``."""
-    a, b = _outer(a, min(a.depth, b.depth)), _outer(b, min(a.depth, b.depth))
-    if a is b:
-        return a
-    for k in reversed(range(len(a.up))):  # a and b stay at one depth: as many levels up
-        if k < len(a.up) and a.up[k] is not b.up[k]:
-            a, b = a.up[k], b.up[k]
-    assert a.parent is not None and a.parent is b.parent, "blocks of one plan share a root"
-    return a.parent
+    out: Block = common_scope(a, b)  # type: ignore[assignment]
+    return out
 
 
 def dataflow_children(e: RelayExpr) -> tuple[RelayExpr, ...]:

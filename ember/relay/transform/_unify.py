@@ -215,16 +215,18 @@ class Unifier:
             if rb in self._held:
                 self._held.add(ra)
             if vb is not None:
-                yield self._assign(ra, vb)
+                # Checked above: neither value reaches the other root, so their merge
+                # cannot reach ra (looking again would walk vb: rb may be held).
+                yield self._assign(ra, vb, acyclic=True)
             return ra
         yield self._assign(ra, b)
         return ra
 
-    def _assign(self, r: IncompleteType, ty: Type) -> Step[None]:
+    def _assign(self, r: IncompleteType, ty: Type, acyclic: bool = False) -> Step[None]:
         old = self._value.get(r)
         merged = ty if old is None else (yield self.step(old, ty))
         held = self._unknowns_inside(merged)
-        if self._occurs(r, merged, held):
+        if not acyclic and self._occurs(r, merged, held):
             raise UnifyError(f"a type cannot contain itself ({show_type(self.resolve(merged))})")
         self._held.update(held)
         self._value[r] = merged
