@@ -116,14 +116,14 @@ json_values = st.recursive(
     max_leaves=30)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(json_values, st.sampled_from([None, 0, 2]))
 def test_valid_documents_read_as_json_loads_reads_them(value: Any, indent: int | None) -> None:
     text = json.dumps(value, indent=indent)
     assert _same(loads(text), json.loads(text))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(json_values, st.data())
 def test_damaged_documents_fail_where_json_loads_fails(value: Any, data: st.DataObject) -> None:
     text = json.dumps(value)
