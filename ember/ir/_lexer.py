@@ -25,6 +25,7 @@ _TOKEN_RE = re.compile(rf"""
   | (?P<punct>->|=>|==|!=|<=|>=|[()\[\]{{}},:;=.?#\-+*/<>])
 """, re.VERBOSE)
 _DIGITS_RE = re.compile(r"[0-9]+")
+EXCERPT_WIDTH = 120  # characters of a long source line shown in an error, around the caret
 _KINDS = {"local": LOCAL, "global": GLOBAL, "ident": IDENT, "number": NUMBER, "string": STRING,
           "punct": PUNCT}
 _NUMBER_PARTS_RE = re.compile(r"(-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)(.*)", re.S)
@@ -62,9 +63,11 @@ class Source:
         return Span(self.name, start.line, start.col, end.end_line, end.end_col)
 
     def error(self, message: str, line: int, col: int) -> DiagnosticError:
-        """``name:line:col: message`` followed by the source line and a caret under ``col``."""
+        """``name:line:col: message`` followed by the source line (the part of a long line
+        around ``col``) and a caret under ``col``."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        pad = "".join("\t" if c == "\t" else " " for c in text[: col - 1])
+        text, at = _excerpt(text, col)
+        pad = "".join("\t" if c == "\t" else " " for c in text[: at - 1])
         err = DiagnosticError(f"{self.name.name}:{line}:{col}: {message}\n    {text}\n    {pad}^")
         # Where it happened, for tools and tests (DiagnosticError has no such fields itself).
         vars(err).update(source_name=self.name.name, line=line, column=col)
@@ -73,6 +76,17 @@ class Source:
     def error_at(self, tok: Token, message: str, got: bool = True) -> DiagnosticError:
         suffix = f", got {tok.describe()}" if got else ""
         return self.error(message + suffix, tok.line, tok.col)
+
+
+def _excerpt(text: str, col: int) -> tuple[str, int]:
+    """The part of a source line shown in an error, and where ``col`` falls in it: a line of
+    a deeply nested program (or its metadata) may be megabytes long."""
+    if len(text) <= EXCERPT_WIDTH:
+        return text, col
+    start = max(0, min(col - 1 - EXCERPT_WIDTH // 2, len(text) - EXCERPT_WIDTH))
+    head = "..." if start > 0 else ""
+    tail = "..." if start + EXCERPT_WIDTH < len(text) else ""
+    return head + text[start:start + EXCERPT_WIDTH] + tail, col - start + len(head)
 
 
 def tokenize(src: Source) -> list[Token]:

@@ -12,30 +12,20 @@ from typing import Any
 from .adt import Constructor, Match
 from .expr import (Call, Function, If, Let, RefCreate, RefRead, RefWrite, RelayExpr, Tuple,
                    TupleGetItem)
+from .scope_tree import Scope, common_scope
 from .visitor import children, post_order
 
 
-class Block:
+class Block(Scope):
     """A block of the printed text; ``parent`` is the enclosing block."""
 
-    __slots__ = ("parent", "depth")
-    parent: "Block | None"
-    depth: int
-
-    def __init__(self, parent: "Block | None") -> None:
-        self.parent = parent
-        self.depth = 0 if parent is None else parent.depth + 1
+    __slots__ = ()
 
 
 def common_block(a: Block, b: Block) -> Block:
     """The innermost block enclosing both ``a`` and ``b``."""
-    while a.depth > b.depth:
-        a = a.parent  # type: ignore[assignment]
-    while b.depth > a.depth:
-        b = b.parent  # type: ignore[assignment]
-    while a is not b:
-        a, b = a.parent, b.parent  # type: ignore[assignment]
-    return a
+    out: Block = common_scope(a, b)  # type: ignore[assignment]
+    return out
 
 
 def dataflow_children(e: RelayExpr) -> tuple[RelayExpr, ...]:

@@ -20,8 +20,12 @@ from .types import (
     TypeConstraint,
     TypeVar,
     fold_type,
+    type_children,
 )
 
+# Types in /* ty=... */ comments show this many levels; deeper parts print as "...": the
+# comments of a deeply nested tuple would otherwise hold its type once per level.
+COMMENT_TYPE_DEPTH = 8
 # Words that start another kind of type where a type variable's name would stand.
 TYPE_WORDS = ("Tensor", "fn", "_", "ref")
 _COMPOSITE = (TupleType, FuncType, TypeCall, RelayRefType)  # printed from their children's text
@@ -38,6 +42,25 @@ class TypePrinter:
         """The text of ``ty`` (children first: types nest as deeply as tuples do)."""
         text: str = fold_type(ty, self._type_text)
         return text
+
+    def brief_type(self, ty: Type | None, depth: int = COMMENT_TYPE_DEPTH) -> str:
+        """``ty`` as ``type`` prints it, except that types nested more than ``depth`` levels
+        in print as ``...`` (for comments; costs at most the size of the levels shown)."""
+        text: dict[tuple[int, int], str] = {}
+        stack: list[tuple[_Any, int, bool]] = [(ty, 0, False)]
+        while stack:
+            t, level, ready = stack.pop()
+            if (id(t), level) in text:
+                continue
+            kids = type_children(t)
+            if kids and level >= depth:
+                text[id(t), level] = "..."
+            elif ready or not kids:
+                text[id(t), level] = self._type_text(t, [text[id(k), level + 1] for k in kids])
+            else:
+                stack.append((t, level, True))
+                stack.extend((k, level + 1, False) for k in reversed(kids))
+        return text[id(ty), 0]
 
     def _type_text(self, ty: Type | None, kids: list[str]) -> str:
         method = getattr(self, f"_{type(ty).__name__}", None)

@@ -86,6 +86,9 @@ class NameTable:
         self.names: dict[int, str] = {}
         self.used: set[str] = set(reserved)  # names that would read back as something else
         self._keep: list[Any] = []  # keeps named objects alive so their ids stay unique
+        # The last suffix given per hint: the next search starts there (every smaller one is
+        # taken), so n variables all called x cost n steps, not n*n/2.
+        self._suffix: dict[str, int] = {}
 
     def get(self, obj: Any, hint: str) -> str:
         name = self.names.get(id(obj))
@@ -93,9 +96,13 @@ class NameTable:
             return name
         base = sanitize_name(hint)
         name, k = base, 0
-        while name in self.used:
-            k += 1
+        if name in self.used:
+            k = self._suffix.get(base, 0) + 1
             name = f"{base}{k}"
+            while name in self.used:
+                k += 1
+                name = f"{base}{k}"
+            self._suffix[base] = k
         self.used.add(name)
         self.names[id(obj)] = name
         self._keep.append(obj)

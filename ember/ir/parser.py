@@ -6,11 +6,12 @@ expected, the token found, and the source line with a caret. Parsed nodes carry 
 """
 from __future__ import annotations
 
-import json
 import re
+from json import JSONDecodeError
 from collections.abc import Mapping
 from typing import Any
 
+from ._json import loads as json_loads
 from ._lexer import EOF, GLOBAL, IDENT, PUNCT, STRING, Source, Token, tokenize
 from ._parse_expr import ExprParser
 from ._text_common import CONSTANT_KIND, decode_array
@@ -147,8 +148,8 @@ def _split_metadata(text: str, src_name: str) -> tuple[str, dict[str, list[Any]]
     body, first_line = text[: m.start()], text.count("\n", 0, m.start()) + 1
     src = Source(text, src_name)
     try:
-        table = json.loads(text[m.end():])
-    except json.JSONDecodeError as err:
+        table = json_loads(text[m.end():])  # any depth: json.loads recurses per level
+    except JSONDecodeError as err:
         raise src.error(f"bad metadata section: {err.msg}", first_line + err.lineno - 1,
                         err.colno) from None
     if not isinstance(table, dict) or not all(isinstance(v, list) for v in table.values()):

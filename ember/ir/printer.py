@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ._print_blocks import Block, BlockPlan, dataflow_children, is_nullary_ctor_call
+from ._print_layout import Layout
 from ._print_types import TYPE_WORDS, TypePrinter, attrs_items_text, attrs_text, tuple_text
 from ._text_common import NameTable, encode_metadata, sanitize_name, scalar_literal
 from .adt import Clause, Constructor, Match, Pattern, TypeData
@@ -47,27 +48,13 @@ VERSION = "0.0.5"
 _ATOMIC = (Var, GlobalVar, Op, Constructor, Constant)
 
 
-def _indent(lines: list[str]) -> str:
-    # Every non-empty line two spaces in. Blocks nest and each level re-indents all it
-    # holds, so this is done by str.replace (in C), not line by line.
-    text = "\n".join(lines)
-    text = ("  " if text[:1] not in ("", "\n") else "") + text.replace("\n", "\n  ")
-    while "\n  \n" in text or text.endswith("\n  "):
-        text = text.replace("\n  \n", "\n\n").removesuffix("\n  ") + (
-            "\n" if text.endswith("\n  ") else "")
-    return text
-
-
-def _block(lines: list[str]) -> str:
-    return "{\n" + _indent(lines) + "\n}"
-
-
 class _Frame:
-    __slots__ = ("lines", "memo", "scope")
+    __slots__ = ("bound", "lines", "outer", "scope")
 
     def __init__(self, scope: Block) -> None:
         self.scope = scope
-        self.memo: dict[int, str] = {}
+        self.outer: _Frame | None = None  # an open frame of the same block, if any
+        self.bound: list[int] = []  # ids of the nodes bound to temporaries here
         self.lines: list[str] = []
 
 
@@ -82,6 +69,10 @@ class TextPrinter(TypePrinter):
         self.meta_index: dict[int, int] = {}
         self.vars = NameTable()
         self.frames: list[_Frame] = []  # the open blocks, innermost last
+        # What the open frames know, in one place (a lookup per frame would cost the depth):
+        self.frame_of: dict[int, _Frame] = {}  # id of a block -> its open frame
+        self.temp_names: dict[int, str] = {}  # id of a node -> its temporary in an open frame
+        self.layout = Layout()
         self.plan = BlockPlan(Tuple(()))  # replaced by analyze() for each printed root
         self.temps = 0
         # The statement printed for one node, for short_text (keeping every statement would
@@ -101,7 +92,8 @@ class TextPrinter(TypePrinter):
             self.vars, self.type_vars, self.temps = NameTable(), NameTable(TYPE_WORDS), 0
             if isinstance(func, Function):
                 self.analyze(func)
-                parts.append(run(self.function(func, f"def @{sanitize_name(gv.name_hint)}")))
+                text = run(self.function(func, f"def @{sanitize_name(gv.name_hint)}"))
+                parts.append(self.layout.text(text))
             else:
                 parts.append(f"/* @{gv.name_hint} is a {type(func).__name__} */")
         return "\n\n".join(parts)
@@ -110,7 +102,7 @@ class TextPrinter(TypePrinter):
         """An expression as a block at top level, with ``free_var`` lines for its free vars."""
         top = self.analyze(expr)
         decls = [f"free_var {self.binder(v)};" for v in free_vars(expr)]
-        return "\n".join(decls + run(self.scope(expr, top)))
+        return self.layout.text("\n".join(decls + run(self.scope(expr, top))))
 
     def analyze(self, root: RelayExpr) -> Block:
         self.plan = BlockPlan(root)
@@ -126,7 +118,7 @@ class TextPrinter(TypePrinter):
 
         A shared let is printed as a block of its own (``unroll_root``) and bound once.
         """
-        self.frames.append(_Frame(block))
+        self.push(_Frame(block))
         e = body
         while isinstance(e, Let) and (unroll_root and e is body or self.plan.uses_of(e) <= 1):
             name = self.binder(e.var)  # named before the value: a let may be recursive
@@ -134,7 +126,22 @@ class TextPrinter(TypePrinter):
             self.emit(f"let {name} = {value};", e, self.frames[-1])
             e = e.body
         final = yield self.inline(e)
-        return self.frames.pop().lines + [final]
+        return self.pop().lines + [final]
+
+    def push(self, frame: _Frame) -> None:
+        self.frames.append(frame)
+        frame.outer = self.frame_of.get(id(frame.scope))
+        self.frame_of[id(frame.scope)] = frame
+
+    def pop(self) -> _Frame:
+        frame = self.frames.pop()
+        if frame.outer is not None:
+            self.frame_of[id(frame.scope)] = frame.outer
+        else:
+            del self.frame_of[id(frame.scope)]
+        for key in frame.bound:  # its temporaries are out of scope now
+            del self.temp_names[key]
+        return frame
 
     def _recursive(self, let: Let) -> bool:
         # A shared function that calls itself through the let variable must be printed in
@@ -149,10 +156,8 @@ class TextPrinter(TypePrinter):
             self.statement = statement
 
     def lookup(self, e: RelayExpr) -> str | None:
-        for frame in reversed(self.frames):
-            if id(e) in frame.memo:
-                return frame.memo[id(e)]
-        return None
+        """The temporary ``e`` is bound to in an open block, if any."""
+        return self.temp_names.get(id(e))
 
     def inline(self, e: RelayExpr, force: bool = False) -> Step[str]:
         """``e`` printed in place (its sub-expressions bound first), or its temporary."""
@@ -180,12 +185,14 @@ class TextPrinter(TypePrinter):
     def bind_temp(self, e: RelayExpr) -> Step[str]:
         """``%N = e;`` in the innermost open block that encloses every use of ``e``."""
         home = self.plan.home.get(id(e))
-        frame = next((f for f in reversed(self.frames) if f.scope is home), self.frames[-1])
+        frame = self.frame_of.get(id(home), self.frames[-1]) if home is not None \
+            else self.frames[-1]
         doc = yield self.doc(e)  # before numbering, so temporaries inside it come first
         name = f"%{self.temps}"
         self.temps += 1
         self.emit(f"{name} = {doc};", e, frame)
-        frame.memo[id(e)] = name
+        frame.bound.append(id(e))
+        self.temp_names[id(e)] = name
         return name
 
     def operand(self, e: RelayExpr) -> Step[str]:
@@ -241,7 +248,7 @@ class TextPrinter(TypePrinter):
 
     def type_comment(self, e: RelayExpr) -> str:
         ty = e.checked_type_
-        return f" /* ty={self.type(ty)} */" if self.show_types and ty is not None else ""
+        return f" /* ty={self.brief_type(ty)} */" if self.show_types and ty is not None else ""
 
     def doc(self, e: RelayExpr) -> Step[str]:
         """The text of ``e`` itself, its operands already bound."""
@@ -271,25 +278,25 @@ class TextPrinter(TypePrinter):
         return f"{(yield self.operand(e.tuple_value))}.{e.index}"
 
     def _doc_Let(self, e: Let) -> Step[str]:
-        return _block((yield self.scope(e, self.block_of(e, 0), unroll_root=True)))
+        return self.layout.block((yield self.scope(e, self.block_of(e, 0), unroll_root=True)))
 
     def _doc_If(self, e: If) -> Step[str]:
         cond = yield self.operand(e.cond)
-        then = _block((yield self.scope(e.true_branch, self.block_of(e, 0))))
-        other = _block((yield self.scope(e.false_branch, self.block_of(e, 1))))
+        then = self.layout.block((yield self.scope(e.true_branch, self.block_of(e, 0))))
+        other = self.layout.block((yield self.scope(e.false_branch, self.block_of(e, 1))))
         return f"if ({cond}) {then} else {other}"
 
     def _doc_Match(self, e: Match) -> Step[str]:
-        head = f"match{'' if e.complete else '?'} ({(yield self.operand(e.data))}) {{"
+        head = f"match{'' if e.complete else '?'} ({(yield self.operand(e.data))}) "
         clauses = []
         for i, c in enumerate(e.clauses):
             clauses.append((yield self.clause(c, self.block_of(e, i))))
-        return "\n".join([head, *("  " + c.replace("\n", "\n  ") for c in clauses), "}"])
+        return head + self.layout.block(clauses)
 
     def clause(self, c: Clause, block: Block) -> Step[str]:
         lhs = self.pattern(c.lhs, self.binder)
         lines = yield self.scope(c.rhs, block)
-        return f"{lhs} => {lines[0] if len(lines) == 1 else _block(lines)},"
+        return f"{lhs} => {lines[0] if len(lines) == 1 else self.layout.block(lines)},"
 
     def _doc_RefCreate(self, e: RefCreate) -> Step[str]:
         return f"ref({(yield self.operand(e.value))})"
@@ -313,14 +320,16 @@ class TextPrinter(TypePrinter):
         ret = f" -> {self.type(f.ret_type)}" if f.ret_type is not None else ""
         head = f"{head} {tparams}" if head == "fn" else head + tparams
         body = yield self.scope(f.body, self.block_of(f, 0))
-        return f"{head}({', '.join(params)}){ret} {_block(body)}"
+        return f"{head}({', '.join(params)}){ret} {self.layout.block(body)}"
 
     def statement_of(self, e: RelayExpr) -> str | None:
         """The statement or inline text printed for ``e``, when ``e`` is an atom or the
         ``wanted`` node (None if it was not printed)."""
         if self.atomic(e):
             return self.atom(e)
-        return self.statement if e is self.wanted else None
+        if e is not self.wanted or self.statement is None:
+            return None
+        return self.layout.text(self.statement)
 
 
 def _header(text: str) -> str:
@@ -358,7 +367,7 @@ def _bare(p: TextPrinter, node: Any) -> str:
     if isinstance(node, Pattern):
         return p.pattern(node)
     if isinstance(node, Clause):
-        return run(p.clause(node, p.analyze(node.rhs))).rstrip(",")
+        return p.layout.text(run(p.clause(node, p.analyze(node.rhs)))).rstrip(",")
     if isinstance(node, (Attrs, DictAttrs)):
         return attrs_text(node)
     if isinstance(node, Node):

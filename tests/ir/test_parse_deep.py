@@ -2,6 +2,9 @@
 RecursionError), and deep programs round-trip through the printer."""
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -10,6 +13,8 @@ import ember
 from ember import relay
 from ember.ir import DiagnosticError, assert_structural_equal, post_order
 from ember.ir._parse_types import MAX_ATTR_NESTING
+from ember.ir._text_common import encode_array
+from ember.ir.parser import _split_metadata
 
 T = "Tensor[(2), float32]"
 
@@ -191,3 +196,61 @@ def test_fuzzed_text_gives_a_program_or_a_diagnostic(text: str) -> None:
         ember.parser.fromtext(text)
     except DiagnosticError as err:
         assert err.line >= 1 and err.column >= 1  # type: ignore[attr-defined]
+
+
+# -- the metadata section at any depth ----------------------------------------------------------
+def _with_metadata(program: str, entry: str) -> str:
+    """``program`` with one constant (``meta[relay.Constant][0]``) and a ``deep`` entry."""
+    const = json.dumps(encode_array(np.arange(3, dtype="float32")))
+    return f'{program}\n#[metadata]\n{{"relay.Constant": [{const}],\n "deep": [{entry}]}}'
+
+
+def _deep_entry(n: int) -> str:
+    return '{"a": [' * n + "1" + "]}" * n
+
+
+@pytest.mark.parametrize("read", [ember.parser.fromtext, ember.parser.parse_expr],
+                         ids=["fromtext", "parse_expr"])
+def test_5000_deep_metadata_parses_and_round_trips(read) -> None:
+    text = _with_metadata("fn (%x: Tensor[(3), float32]) { add(%x, meta[relay.Constant][0]) }",
+                          _deep_entry(5000))
+    parsed = read(text)
+    mod = parsed if isinstance(parsed, ember.IRModule) else ember.IRModule.from_expr(parsed)
+    const = mod["main"].body.args[1]
+    np.testing.assert_array_equal(const.data.numpy(), np.arange(3, dtype="float32"))
+    again = ember.parser.fromtext(mod.astext())
+    assert_structural_equal(again, mod, map_free_vars=True)
+
+
+def test_deep_metadata_entries_are_read_whole() -> None:
+    body, table = _split_metadata(_with_metadata("fn () { () }", _deep_entry(20_000)), "m")
+    value, depth = table["deep"][0], 0
+    while isinstance(value, dict):
+        value, depth = value["a"][0], depth + 1
+    assert (value, depth) == (1, 20_000)
+
+
+_UNCLOSED_DICT = '{"a": [' * 5000 + "1" + "]}" * 4999 + "]"  # the outermost {} stays open
+
+
+@pytest.mark.parametrize("entry, message, offset", [
+    (_UNCLOSED_DICT, "Expecting ',' delimiter", len(_UNCLOSED_DICT)),  # at the "]" after it
+    (_UNCLOSED_DICT + ":", "Expecting ',' delimiter", len(_UNCLOSED_DICT)),
+    ("[" * 5000 + "1," + "]" * 5000, "Expecting value", 5002),
+    ("[" * 5000 + "1 1" + "]" * 5000, "Expecting ',' delimiter", 5002),
+    ('{"a" ' * 3000, "Expecting ':' delimiter", 5),
+], ids=["unclosed_object", "colon", "trailing_comma", "missing_comma", "missing_colon"])
+def test_malformed_deep_metadata_names_its_place(entry: str, message: str, offset: int) -> None:
+    text = _with_metadata("fn () { () }", entry)
+    with pytest.raises(DiagnosticError, match=f"bad metadata section: {message}") as info:
+        ember.parser.fromtext(text, source_name="m.relay")
+    column = len(' "deep": [') + offset + 1
+    assert (info.value.line, info.value.column) == (4, column)
+    assert str(info.value).startswith(f"m.relay:4:{column}: ")
+
+
+def test_deep_metadata_cut_short_expects_a_value_at_the_end() -> None:
+    text = 'fn () { () }\n#[metadata]\n{"deep": [' + "[\n" * 5000
+    with pytest.raises(DiagnosticError, match="bad metadata section: Expecting value") as info:
+        ember.parser.fromtext(text)
+    assert (info.value.line, info.value.column) == (3 + 5000, 1)

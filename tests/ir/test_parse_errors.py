@@ -108,3 +108,21 @@ def test_diagnostic_error_is_a_tvm_error_and_names_no_internal_frames():
 def test_non_string_input_is_a_type_error():
     with pytest.raises(TypeError, match="expected the program as a str"):
         fromtext(b"1")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("where", ["start", "middle", "end"])
+def test_a_long_line_shows_the_part_around_the_error(where: str) -> None:
+    from ember.ir._lexer import EXCERPT_WIDTH
+
+    n = 20_000
+    text = {"start": "(%y" + ", 1" * n + ")",
+            "middle": "(" + "1, " * n + "%y, " + "1, " * n + ")",
+            "end": "(" + "1, " * n + "%y)"}[where]
+    with pytest.raises(DiagnosticError, match="unbound variable %y") as info:
+        parse_expr(text)
+    _, src_line, caret = str(info.value).split("\n")
+    assert len(src_line) <= 4 + 3 + EXCERPT_WIDTH + 3
+    assert src_line.startswith("    ...") == (where != "start")
+    assert src_line.endswith("...") == (where != "end")
+    assert src_line[caret.index("^"):].startswith("%y")
+    assert info.value.column == text.index("%y") + 1

@@ -233,6 +233,19 @@ def test_distinct_variables_with_the_same_name_are_disambiguated():
     assert "fn (%x, %x1) {" in text and "add(%x, %x1)" in text
 
 
+def test_clashing_names_take_the_first_free_suffix():
+    hints = ["x", "x", "x1", "x", "x2", "x", "x11"]
+    vs = [relay.var(h) for h in hints]
+    text = astext(relay.Function(vs, relay.Tuple(vs)))
+    assert "fn (%x, %x1, %x11, %x2, %x21, %x3, %x111)" in text
+
+
+def test_10_000_variables_of_one_name():
+    vs = [relay.var("x") for _ in range(10_000)]
+    text = astext(relay.Function(vs, relay.Tuple(vs)), show_types=False)
+    assert text.count("%x9999") == 2 and "%x10000" not in text
+
+
 def test_unprintable_names_are_sanitized():
     v0, v1 = relay.var("0"), relay.var("input.1")
     text = astext(relay.Function([v0, v1], relay.Tuple([v0, v1])))

@@ -47,6 +47,7 @@ from ...ir.types import (
     Type,
     TypeCall,
 )
+from ...ir.visitor import children, post_order
 from ...runtime.errors import InternalError, TypeInferenceError
 from ._deferred import Deferred, Projection, Relation
 from ._diagnose import callee_name, global_by_name, located
@@ -71,6 +72,7 @@ class ExprChecker:
         self.owner: Owner = ("expr", None)
         self.bound: set[Var] = set()
         self.used: dict[Var, None] = {}
+        self.let_of: dict[Var, Let] = {}  # let variables whose binding was not checked yet
 
     # -- errors ---------------------------------------------------------------------------------
     def fail(self, node: Any, msg: str, owner: Owner | None = None) -> TypeInferenceError:
@@ -91,9 +93,7 @@ class ExprChecker:
     # -- walking --------------------------------------------------------------------------------
     def check_expr(self, expr: RelayExpr) -> Type:
         """Type ``expr`` and everything below it (children first, without recursion)."""
-        from ...ir.visitor import post_order
-
-        for node in post_order(expr, on_enter=self._enter):
+        for node in post_order(expr, on_enter=self._enter, kids=_check_order):
             rule = _RULES.get(type(node))
             if rule is None:
                 raise self.fail(node, f"type inference does not know {type(node).__name__} nodes")
@@ -103,6 +103,8 @@ class ExprChecker:
         return self.type_of(expr)
 
     def _enter(self, node: RelayExpr) -> None:
+        if isinstance(node, Let):
+            self.let_of[node.var] = node
         # ``let %f = fn (...) {...}`` (a local, maybe recursive, function): %f has the type the
         # function declares from the start, so that neither its recursive calls nor the calls
         # in the let's body narrow it (a ``?`` parameter stays ``?``; while_loop relies on it).
@@ -191,7 +193,12 @@ class ExprChecker:
 
     # -- rules ----------------------------------------------------------------------------------
     def _var(self, e: Var) -> Type:
-        self.used[e] = None
+        let = self.let_of.get(e)
+        if let is not None and let.value in self.types:  # met as the binder, after its value
+            del self.let_of[e]
+            self._bind_let(let)
+        else:
+            self.used[e] = None
         return self.var_type(e)
 
     def _constant(self, e: Constant) -> Type:
@@ -212,11 +219,19 @@ class ExprChecker:
         return out
 
     def _let(self, e: Let) -> Type:
+        if self.let_of.pop(e.var, None) is not None:  # the variable was met in its value
+            self._bind_let(e)
+        return self.type_of(e.body)
+
+    def _bind_let(self, e: Let) -> None:
+        # Done where the walk meets the variable, right after the value and before the body
+        # (unless the value uses the variable): the body then sees the variable's type, and
+        # nothing in it waits for the let (a deep tuple in A-normal form would otherwise
+        # leave every projection waiting).
         self.bound.add(e.var)
         fmt = (f"let %{e.var.name_hint}: the value has type {{actual}}, but the variable is "
                "annotated {expected} ({detail})")
         self.unify_at(e, self.type_of(e.value), self.var_type(e.var), fmt)
-        return self.type_of(e.body)
 
     def _if(self, e: If) -> Type:
         cond = self.type_of(e.cond)
@@ -354,6 +369,11 @@ class ExprChecker:
             self.unify_at(match, ty, TupleType(fields), fmt)
             return list(zip(p.patterns, fields))
         return []
+
+
+def _check_order(e: RelayExpr) -> tuple[RelayExpr, ...]:
+    """The children checked before ``e``: a let's value comes before its variable."""
+    return (e.value, e.var, e.body) if isinstance(e, Let) else children(e)
 
 
 _RULES: dict[type, Callable[[ExprChecker, Any], Type | None]] = {

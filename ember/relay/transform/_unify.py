@@ -124,6 +124,11 @@ class Unifier:
     def __init__(self) -> None:
         self._link: dict[IncompleteType, IncompleteType] = {}
         self._value: dict[IncompleteType, Type] = {}
+        # Roots that appear in some value (a superset: entries are never removed). A cycle
+        # through r needs a value that holds r, so for any other root the occurs check is a
+        # look at the new value's own structure, not at everything reachable from it.
+        self._held: set[IncompleteType] = set()
+        self._ground: dict[int, Type] = {}  # types with no unknown anywhere inside (pinned)
 
     def root(self, t: IncompleteType) -> IncompleteType:
         path = []
@@ -141,12 +146,19 @@ class Unifier:
             return self._value.get(r, r)
         return ty
 
-    def resolve(self, ty: Type) -> Type:
-        """``ty`` with every bound unknown replaced by its value, all the way down."""
+    def resolve(self, ty: Type, memo: dict[int, Type] | None = None) -> Type:
+        """``ty`` with every bound unknown replaced by its value, all the way down.
+
+        ``memo`` (id of a type -> its resolution) may be shared by calls while no unknown is
+        bound: then a type nested in many others is resolved once (InferType's last step
+        resolves every node's type, and a deep tuple's types nest in each other)."""
         top = self.shallow(ty)
         if isinstance(top, (TensorType, IncompleteType, TypeVar, GlobalTypeVar)):
             return top  # the common case: nothing inside
-        memo: dict[int, Type] = {}
+        if memo is None:
+            memo = {}
+        elif id(ty) in memo:
+            return memo[id(ty)]
         stack: list[tuple[Type, Type | None]] = [(ty, None)]
         while stack:
             t, value = stack.pop()
@@ -200,22 +212,76 @@ class Unifier:
                 raise UnifyError("a type cannot contain itself")
             self._value.pop(rb, None)
             self._link[rb] = ra
+            if rb in self._held:
+                self._held.add(ra)
             if vb is not None:
-                yield self._assign(ra, vb)
+                # Checked above: neither value reaches the other root, so their merge
+                # cannot reach ra (looking again would walk vb: rb may be held).
+                yield self._assign(ra, vb, acyclic=True)
             return ra
         yield self._assign(ra, b)
         return ra
 
-    def _assign(self, r: IncompleteType, ty: Type) -> Step[None]:
+    def _assign(self, r: IncompleteType, ty: Type, acyclic: bool = False) -> Step[None]:
         old = self._value.get(r)
         merged = ty if old is None else (yield self.step(old, ty))
-        if self._occurs(r, merged):
+        held = self._unknowns_inside(merged)
+        if not acyclic and self._occurs(r, merged, held):
             raise UnifyError(f"a type cannot contain itself ({show_type(self.resolve(merged))})")
+        self._held.update(held)
         self._value[r] = merged
 
-    def _occurs(self, r: IncompleteType, ty: Type) -> bool:
-        unknowns = type_vars_in(self.resolve(ty), [], IncompleteType)
-        return any(self.root(u) is r for u in unknowns)  # type: ignore[arg-type]
+    def _occurs(self, r: IncompleteType, ty: Type, inside: set[IncompleteType] | None = None
+                ) -> bool:
+        """Whether the root ``r`` is reachable from ``ty`` (through the values of unknowns).
+        ``inside``: the roots in ``ty``'s own structure, if already known."""
+        inside = self._unknowns_inside(ty) if inside is None else inside
+        if r in inside:
+            return True
+        if r not in self._held:  # no value holds r: only ty itself could
+            return False
+        seen: set[int] = set()
+        stack = [self._value[u] for u in inside if u in self._value]
+        while stack:
+            t = stack.pop()
+            if id(t) in seen or id(t) in self._ground:
+                continue
+            seen.add(id(t))
+            if isinstance(t, IncompleteType):
+                root = self.root(t)
+                if root is r:
+                    return True
+                if root in self._value:
+                    stack.append(self._value[root])
+            else:
+                stack.extend(type_children(t))
+        return False
+
+    def _unknowns_inside(self, ty: Type) -> set[IncompleteType]:
+        """The roots of the unknowns in ``ty``'s structure (not looking into their values).
+        Types found to hold none are remembered: a deep tuple type is walked once."""
+        out: set[IncompleteType] = set()
+        ground, memo = self._ground, {}  # memo: id -> holds an unknown
+        stack: list[tuple[Type, bool]] = [(ty, False)]
+        while stack:
+            t, ready = stack.pop()
+            key = id(t)
+            if key in ground or key in memo:
+                continue
+            if isinstance(t, IncompleteType):
+                out.add(self.root(t))
+                memo[key] = True
+                continue
+            kids = type_children(t)
+            if ready or not kids:
+                if any(memo.get(id(k), False) for k in kids):
+                    memo[key] = True
+                else:
+                    ground[key] = t
+                continue
+            stack.append((t, True))
+            stack.extend((k, False) for k in kids)
+        return out
 
 
 def _unify_dim(i: int, x: Dim, y: Dim) -> Dim:

@@ -15,9 +15,10 @@ its scope's let list; closing a scope wraps its list around the scope's result.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
+from ...ir import scope_tree as ir_scopes
 from ...ir.adt import Constructor, Match
 from ...ir.expr import Function, GlobalVar, If, Let, RelayExpr, Var
 from ...ir.module import IRModule
@@ -29,14 +30,17 @@ from ._helpers import infer, map_functions
 __all__ = ["ToANormalForm", "ToANormalFormExpr", "to_a_normal_form"]
 
 
-@dataclass(eq=False)
-class Scope:
-    parent: Scope | None
-    depth: int
-    lets: list[tuple[Var, RelayExpr]] = field(default_factory=list)
+class Scope(ir_scopes.Scope):
+    """A scope of the converted program and the bindings that go at its start."""
+
+    __slots__ = ("lets",)
+
+    def __init__(self, parent: Scope | None = None) -> None:
+        super().__init__(parent)
+        self.lets: list[tuple[Var, RelayExpr]] = []
 
     def child(self) -> Scope:
-        return Scope(self, self.depth + 1)
+        return Scope(self)
 
     def wrap(self, result: RelayExpr) -> RelayExpr:
         for var, value in reversed(self.lets):
@@ -44,21 +48,8 @@ class Scope:
         return result
 
 
-def _up(s: Scope) -> Scope:
-    assert s.parent is not None, "ToANormalForm: the root scope has no parent"
-    return s.parent
-
-
 def _lca(a: Scope | None, b: Scope) -> Scope:
-    if a is None:
-        return b
-    while a.depth > b.depth:
-        a = _up(a)
-    while b.depth > a.depth:
-        b = _up(b)
-    while a is not b:
-        a, b = _up(a), _up(b)
-    return a
+    return b if a is None else ir_scopes.common_scope(a, b)  # type: ignore[return-value]
 
 
 def _is_atom(e: RelayExpr) -> bool:
@@ -81,7 +72,7 @@ def _kids_of(node: RelayExpr) -> tuple[RelayExpr, ...]:
 
 class _Converter:
     def __init__(self, root: RelayExpr) -> None:
-        self.root_scope = Scope(None, 0)
+        self.root_scope = Scope()
         self.scope: dict[int, Scope] = {id(root): self.root_scope}
         self.sub: dict[tuple[int, int], Scope] = {}  # (node, child index) -> its scope
         self.let_var: dict[int, Var] = {}  # a let's value -> the let's variable

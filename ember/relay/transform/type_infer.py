@@ -140,6 +140,7 @@ class _Typer:
     def __init__(self, ck: ModuleChecker, gvars: dict[GlobalVar, GlobalVar] | None) -> None:
         self.ck, self.gvars = ck, gvars
         self.memo: dict[RelayExpr, RelayExpr] = {}
+        self.resolved: dict[int, Type] = {}  # shared by every resolve: nothing is bound now
 
     def copy(self, expr: RelayExpr, gv: GlobalVar | None) -> RelayExpr:
         memo = self.memo
@@ -160,7 +161,7 @@ class _Typer:
             own = self.ck.lookup_global(node)
             return self.gvars.get(own, node)
         ty = self.ck.types.get(node)
-        ty = node.checked_type_ if ty is None else self.ck.uf.resolve(ty)
+        ty = node.checked_type_ if ty is None else self.ck.uf.resolve(ty, self.resolved)
         return typed_copy(node, [self.memo[c] for c in walk_children(node)], ty)
 
 
