@@ -11,7 +11,7 @@ from json import JSONDecodeError
 from collections.abc import Mapping
 from typing import Any
 
-from ._json import loads as json_loads
+from ..runtime.json_reader import loads as json_loads
 from ._lexer import EOF, GLOBAL, IDENT, PUNCT, STRING, Source, Token, tokenize
 from ._parse_expr import ExprParser
 from ._text_common import CONSTANT_KIND, decode_array

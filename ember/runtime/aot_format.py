@@ -32,6 +32,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import json_reader
 from .errors import ArtifactError
 
 METADATA_VERSION = 1
@@ -257,7 +258,7 @@ def metadata_from_dict(obj: Any) -> ModelMetadata:
 def parse_metadata(text: str | bytes) -> ModelMetadata:
     """Parse and validate metadata JSON (see the module doc); MetadataError if malformed."""
     try:
-        obj = json.loads(text)
+        obj = json_reader.loads(text)
     except (ValueError, TypeError) as err:
         raise MetadataError(f"aot metadata: not valid JSON: {err}") from None
     return metadata_from_dict(obj)

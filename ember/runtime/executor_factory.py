@@ -27,6 +27,7 @@ import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from . import json_reader
 from .aot_format import ModelMetadata, c_prefix, parse_metadata
 from .debug_executor import GraphExecutorDebug
 from .device import Device
@@ -189,7 +190,7 @@ def _load_factory(data: bytes) -> Module:
         raise ArtifactError(f"{what}: truncated: header of {hlen} bytes, {len(data) - _HEAD.size}"
                             " left")
     try:
-        header = json.loads(data[_HEAD.size:_HEAD.size + hlen])
+        header = json_reader.loads(data[_HEAD.size:_HEAD.size + hlen])
         layout = [(str(n), int(size)) for n, size in header["sections"]]
         kind = header["executor"]
     except (ValueError, KeyError, TypeError) as err:

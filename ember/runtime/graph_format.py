@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import json_reader
 from .dtype import DataType
 from .errors import ArtifactError
 from .ndarray import _parse_dtype
@@ -352,7 +353,7 @@ def parse_graph(source: str | bytes | Mapping[str, Any]) -> Graph:
     """Parse and validate graph JSON text (or the decoded dict). Raises GraphFormatError."""
     if isinstance(source, (str, bytes, bytearray)):
         try:
-            data = json.loads(source)
+            data = json_reader.loads(source)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise _fail("", f"not valid JSON: {err}") from None
     else:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import json_reader
 from .errors import ArtifactError
 from .module import PyModule, register_py_module
 from .threads import check_num_threads
@@ -72,7 +73,7 @@ class ModelRecord(PyModule):
     def load_binary(cls, data: bytes) -> ModelRecord:
         what = "ember model record"
         try:
-            rec = json.loads(data)
+            rec = json_reader.loads(data)
         except ValueError as err:
             raise ArtifactError(f"{what}: not JSON: {err}") from None
         if not isinstance(rec, dict) or rec.get("format") != FORMAT:

@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from . import json_reader
 from .errors import ArtifactError
 
 # Columns in the order tables show them; others follow in order of first appearance.
@@ -193,7 +194,7 @@ class Report:
     def from_json(cls, text: str | bytes) -> Report:
         """Read a report written by ``json()``; ArtifactError naming the bad field."""
         try:
-            data = json.loads(text)
+            data = json_reader.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ArtifactError(f"Report.from_json: not valid JSON: {err}") from None
         if not isinstance(data, dict) or not isinstance(data.get("calls"), list):

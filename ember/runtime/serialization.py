@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from . import json_reader
 from .container import as_object
 from .device import Device
 from .dtype import DataType
@@ -213,7 +214,7 @@ def load_json(text: str | bytes) -> Any:
     registers (naming close matches).
     """
     try:
-        doc = json.loads(text)
+        doc = json_reader.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise JSONFormatError(f"load_json: not valid JSON: {err}") from None
     except TypeError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .. import json_reader
 from .protocol import Kind, ProtocolError, kind_name
 from .transport import Channel, read_frame, write_frame
 
@@ -38,7 +39,7 @@ def read_message(ch: Channel, timeout: float | None, expect_reply: bool = False
 def parse_message(payload: bytes) -> dict[str, Any]:
     """A tracker message; ProtocolError unless it is a JSON object (of sane nesting)."""
     try:
-        message = json.loads(payload)
+        message = json_reader.loads(payload)
     except (ValueError, RecursionError) as err:
         raise ProtocolError(f"tracker: payload is not a JSON object: {err}") from None
     if not isinstance(message, dict):

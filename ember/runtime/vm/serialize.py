@@ -37,6 +37,7 @@ import json
 import struct
 from typing import Any
 
+from .. import json_reader
 from ..device import Device
 from ..dtype import DataType
 from ..errors import ArgumentTypeError, ArtifactError
@@ -325,7 +326,7 @@ def _parse(readers: dict[bytes, _Reader]) -> Program:
 
 def _read_head(r: _Reader) -> tuple[list[Device], int]:
     try:
-        head = json.loads(bytes(r.rest()).decode("utf-8"))
+        head = json_reader.loads(bytes(r.rest()).decode("utf-8"))
         devices = [Device(int(t), int(i)) for t, i in head["virtual_devices"]]
         host = int(head["host_device_index"])
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:

@@ -1,5 +1,5 @@
-"""The metadata section's JSON reader (``ember.ir._json``): json.loads's values, messages and
-error positions, at any depth."""
+"""The JSON reader without recursion (``ember.runtime.json_reader``): json.loads's values,
+messages and error positions, at any depth."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ember.ir._json import loads
+from ember.runtime.json_reader import deep_loads, loads
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -100,7 +100,7 @@ CASES = [
 
 @pytest.mark.parametrize("text", CASES, ids=range(len(CASES)))
 def test_same_outcome_as_json_loads(text: str) -> None:
-    want, got = _outcome(json.loads, text), _outcome(loads, text)
+    want, got = _outcome(json.loads, text), _outcome(deep_loads, text)
     if want[0] == "value":
         assert got[0] == "value" and _same(got[1], want[1])
     elif want[0] == "int":  # json.loads lets int()'s ValueError out; loads names the place
@@ -120,7 +120,7 @@ json_values = st.recursive(
 @given(json_values, st.sampled_from([None, 0, 2]))
 def test_valid_documents_read_as_json_loads_reads_them(value: Any, indent: int | None) -> None:
     text = json.dumps(value, indent=indent)
-    assert _same(loads(text), json.loads(text))
+    assert _same(deep_loads(text), json.loads(text))
 
 
 @settings(max_examples=250, deadline=None)
@@ -131,7 +131,7 @@ def test_damaged_documents_fail_where_json_loads_fails(value: Any, data: st.Data
     j = data.draw(st.integers(i, min(len(text), i + 3)))
     text = text[:i] + data.draw(st.sampled_from(["", ",", "]", "}", ":", '"', "[", "{", "x"])) \
         + text[j:]
-    want, got = _outcome(json.loads, text), _outcome(loads, text)
+    want, got = _outcome(json.loads, text), _outcome(deep_loads, text)
     if want[0] == "error" and "trailing comma" in want[1]:  # Python >= 3.13's own wording
         assert got[0] == "error" and got[1] == "Expecting value"
         return
@@ -139,3 +139,37 @@ def test_damaged_documents_fail_where_json_loads_fails(value: Any, data: st.Data
         assert got[0] == "value" and _same(got[1], want[1])
     else:
         assert got == want
+
+
+# -- hostile artifacts ------------------------------------------------------------------------
+DEEP = "[" * 100_000 + "]" * 100_000
+DEEP_OBJECT = '{"nodes": ' + DEEP + "}"
+
+
+def _loaders() -> list[tuple[str, Any]]:
+    import struct
+
+    from ember.runtime.aot_format import parse_metadata
+    from ember.runtime.executor_factory import FACTORY_MAGIC, FACTORY_FORMAT_VERSION, _load_factory
+    from ember.runtime.graph_format import parse_graph
+    from ember.runtime.model_record import ModelRecord
+    from ember.runtime.serialization import load_json
+
+    header = DEEP_OBJECT.encode()
+    factory = struct.pack("<8sIIQ", FACTORY_MAGIC, FACTORY_FORMAT_VERSION, 0, len(header))
+    return [("graph JSON", lambda: parse_graph(DEEP_OBJECT)),
+            ("AOT metadata", lambda: parse_metadata(DEEP_OBJECT)),
+            ("model record", lambda: ModelRecord.load_binary(DEEP_OBJECT.encode())),
+            ("IR JSON", lambda: load_json(DEEP_OBJECT)),
+            ("factory header", lambda: _load_factory(factory + header))]
+
+
+@pytest.mark.parametrize("what", ["graph JSON", "AOT metadata", "model record", "IR JSON",
+                                  "factory header"])
+def test_deeply_nested_artifact_json_gives_the_loaders_error(what: str) -> None:
+    """A hostile artifact nested 100,000 deep: the loader's own ArtifactError naming what is
+    wrong, never a RecursionError."""
+    from ember.runtime.errors import ArtifactError
+
+    with pytest.raises(ArtifactError):
+        dict(_loaders())[what]()

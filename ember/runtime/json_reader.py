@@ -1,15 +1,19 @@
 """JSON without recursion: ``loads`` reads documents nested as deeply as their length allows.
 
-The text format's ``#[metadata]`` section is JSON, and ``json.loads`` recurses once per level
-of nesting (a RecursionError at about a thousand). This reader keeps the open arrays and
-objects on a list instead. Strings are read by the json module's own ``scanstring``, and
-values, error messages and error positions are those of ``json.loads`` (errors are
-``json.JSONDecodeError``, with ``msg``, ``lineno`` and ``colno``)::
+``json.loads`` recurses once per level of nesting (a RecursionError at about a thousand), so
+a hostile artifact (graph JSON, metadata, a VM header, the text format's ``#[metadata]``)
+could end a load with a RecursionError instead of an error naming the file. ``loads`` takes
+the json module's fast path and, only for a document nested too deeply for it, this module's
+reader, which keeps the open arrays and objects on a list. Strings are read by the json
+module's own ``scanstring``, and values, error messages and error positions are those of
+``json.loads`` (errors are ``json.JSONDecodeError``, a ValueError, with ``msg``, ``lineno``
+and ``colno``)::
 
     loads("[" * 100_000 + "]" * 100_000)   # a list in a list in ... 100,000 deep
 """
 from __future__ import annotations
 
+import json
 import re
 from json import JSONDecodeError
 from json.decoder import scanstring
@@ -23,8 +27,19 @@ _WORDS = {"n": ("null", None), "t": ("true", True), "f": ("false", False),
 _CLOSE = {list: "]", dict: "}"}
 
 
-def loads(s: str) -> Any:
-    """The value of the JSON document ``s``, as ``json.loads(s)`` gives it, at any depth."""
+def loads(s: str | bytes | bytearray | memoryview) -> Any:
+    """The value of the JSON document ``s`` (bytes are UTF-8), as ``json.loads(s)`` gives it,
+    at any depth."""
+    if not isinstance(s, str):
+        s = bytes(s).decode("utf-8")  # a UnicodeDecodeError is a ValueError too
+    try:
+        return json.loads(s)
+    except RecursionError:
+        return deep_loads(s)
+
+
+def deep_loads(s: str) -> Any:
+    """``loads`` without the json module's recursive fast path."""
     if s.startswith("\ufeff"):
         raise JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", s, 0)
     value, end = _value(s, _WS.match(s, 0).end())  # type: ignore[union-attr]
