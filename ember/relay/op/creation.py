@@ -16,6 +16,7 @@ from ...tir import op as tir
 from ...tir.expr import EQ, PrimExpr
 from ._compute_common import scalar
 from ._reg import ELEMWISE, OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
+from ._value_dims import check_value, value_dim
 from ._shape import fail, fmt_type, norm_axis, tensor_of
 from .attrs import ArangeAttrs, InitOpAttrs, OneHotAttrs
 
@@ -160,19 +161,30 @@ def _arange_ref(start: np.ndarray, stop: np.ndarray, step: np.ndarray,
 
 
 def _arange_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    """Element i is start + i * step, in the output dtype (as the reference computes it)."""
-    start, _stop, step = inputs
+    """Element i is start + i * step, in the output dtype (as the reference computes it);
+    a length known only at run time is ceil((stop - start) / step), from the values."""
+    start, stop, step = inputs
     dtype = out_type.dtype  # type: ignore[attr-defined]
     (n,) = out_type.shape  # type: ignore[attr-defined]
-    length = tir.const(n) if isinstance(n, int) else te.size_var("arange_len")
+    length = tir.const(n) if isinstance(n, int) else _arange_length(start, stop, step)
     first, delta = tir.cast(scalar(start), dtype), tir.cast(scalar(step), dtype)
     return [te.compute((length,), lambda i: first + tir.cast(i, dtype) * delta,
                        name="T_arange", tag="injective")]
 
 
+def _arange_length(start: te.Tensor, stop: te.Tensor, step: te.Tensor) -> PrimExpr:
+    """max(0, ceil((stop - start) / step)) in float64, as the reference computes it."""
+    lo, hi, delta = (tir.cast(scalar(t), "float64") for t in (start, stop, step))
+    zero = delta.equal(tir.const(0.0, "float64"))
+    check_value(~zero, "arange: step must not be 0")
+    safe = tir.Select_(zero, tir.const(1.0, "float64"), delta)
+    n = tir.ceil((hi - lo) / safe)
+    return value_dim("arange_len", tir.max(n, tir.const(0.0, "float64")), "arange")
+
+
 defop("arange", _arange_rel, _arange_ref, OPAQUE, args=("start", "stop", "step"),
       attrs=ArangeAttrs, doc="Evenly spaced values in [start, stop).", level=3,
-      compute=_arange_compute)
+      compute=_arange_compute, shape_data=("start", "stop", "step"))
 
 
 def _const_value(v: Any) -> float | None:

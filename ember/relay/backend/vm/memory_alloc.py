@@ -11,6 +11,8 @@ An output whose type has a ``?`` dimension gets its shape at run time from the p
 function's shape function (``shape_func.py``), which also returns its size in bytes::
 
     let %s0 = vm.shape_of(%a);                    # one per input with a ? dimension
+                                                  # (and the input itself where its value
+                                                  # sizes the output: dyn.reshape's newshape)
     let %_ = vm.shape_func(%prim, (%s0), (%shape, %nbytes));
     let %st = memory.alloc_storage(%nbytes);
     let %x = memory.alloc_tensor_reg(%st, %shape, dtype="float32");
@@ -47,6 +49,7 @@ from ....ir.visitor import children, is_primitive
 from ....runtime.dtype import DataType
 from ....runtime.errors import InternalError, TVMError
 from . import _ops
+from .shape_func import DATA, shape_func_args
 
 _PENDING = Call(_ops.ALLOC_TENSOR, ())  # placeholder value of a static allocation
 
@@ -172,15 +175,18 @@ class _Manifest:
         shapes: dict[int, tuple[Var, Var]] = {}
         if any(not t.is_static for t in outs):
             in_shapes: list[RelayExpr] = []
-            for p, arg in zip(prim.params, call.args):
-                for path, t in flat_types(_type_of(p) or _type_of(arg)):  # type: ignore[arg-type]
-                    if not t.is_static:
-                        target = arg
-                        for i in path:
-                            target = TupleGetItem(target, i)
-                        sv = self.fresh("in_shape")
-                        bindings.append((sv, _ops.shape_of(target)))
-                        in_shapes.append(sv)
+            for i, k, kind in shape_func_args(prim):
+                arg = call.args[i]
+                if kind == DATA:  # the shape function reads this argument's value
+                    in_shapes.append(arg)
+                    continue
+                path = list(flat_types(_type_of(prim.params[i]) or _type_of(arg)))[k][0]
+                target = arg
+                for j in path:
+                    target = TupleGetItem(target, j)
+                sv = self.fresh("in_shape")
+                bindings.append((sv, _ops.shape_of(target)))
+                in_shapes.append(sv)
             results: list[RelayExpr] = []
             for k, t in enumerate(outs):
                 if not t.is_static:
