@@ -15,6 +15,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import EQ, PrimExpr
 from ._compute_common import scalar
+from ._dispatch import dyn_op, numbers, run_time
 from ._reg import ELEMWISE, OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
 from ._value_dims import check_value, value_dim
 from ._shape import fail, fmt_type, norm_axis, tensor_of
@@ -24,11 +25,7 @@ __all__ = ["arange", "full", "full_like", "one_hot", "ones", "ones_like", "zeros
 
 
 def _static_shape(api: str, shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, RelayExpr) and not isinstance(shape, Constant):
-        raise TypeError(f"relay.{api}: shape must be static (ints); dynamic shapes given as "
-                        "expressions are not supported yet")
-    if isinstance(shape, Constant):
-        shape = shape.data.numpy().tolist()
+    shape = numbers(shape)  # (an expression went to dyn.*)
     return (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
 
 
@@ -61,11 +58,15 @@ defop("ones", _init_rel, lambda attrs: np.ones(attrs.shape, attrs.dtype or "floa
 
 def zeros(shape: Sequence[int] | int, dtype: str = "float32") -> Call:
     """A tensor of ``shape`` filled with 0."""
+    if run_time(shape):
+        return dyn_op("zeros")(shape, dtype)
     return call("zeros", attrs=InitOpAttrs(_static_shape("zeros", shape), dtype))
 
 
 def ones(shape: Sequence[int] | int, dtype: str = "float32") -> Call:
     """A tensor of ``shape`` filled with 1."""
+    if run_time(shape):
+        return dyn_op("ones")(shape, dtype)
     return call("ones", attrs=InitOpAttrs(_static_shape("ones", shape), dtype))
 
 
@@ -88,6 +89,8 @@ defop("full", _full_rel, _full_ref, ELEMWISE, args=("fill_value",), attrs=InitOp
 
 def full(fill_value: Any, shape: Sequence[int] | int = (), dtype: str = "") -> Call:
     """A tensor of ``shape`` filled with the scalar ``fill_value`` (dtype "" = its dtype)."""
+    if run_time(shape):
+        return dyn_op("full")(fill_value, shape, dtype)
     return call("full", fill_value, attrs=InitOpAttrs(_static_shape("full", shape), dtype))
 
 
@@ -250,7 +253,10 @@ defop("one_hot", _one_hot_rel, _one_hot_ref, OUT_ELEMWISE_FUSABLE,
 def one_hot(indices: Any, on_value: Any, off_value: Any, depth: int, axis: int = -1,
             dtype: str = "float32") -> Call:
     """A ``depth``-long one-hot axis at ``axis`` (-1: last): on_value at each index."""
-    return call("one_hot", indices, on_value, off_value, attrs=OneHotAttrs(depth, axis, dtype))
+    if run_time(depth):
+        return dyn_op("one_hot")(indices, on_value, off_value, depth, axis, dtype)
+    return call("one_hot", indices, on_value, off_value,
+                attrs=OneHotAttrs(numbers(depth), axis, dtype))
 
 
 # ---------------------------------------------------------------- te helpers of the compute rules
