@@ -53,3 +53,26 @@ def test_a_size_from_values_without_a_formula_is_refused_at_compile_time():
     x = relay.var("x", shape=(3,))
     with pytest.raises(TVMError, match="depends on tensor values"):
         vm_runner(relay.Function([x], call(name, x)))
+
+
+def test_sizes_computed_by_kernels_size_later_outputs_on_every_run():
+    # The bounds come out of kernels (cumsum, take); the shapes of the three results come
+    # from value-reading shape functions whose arena slots are reused later in the run: a
+    # tensor's shape must live as long as the tensor (memory_alloc.py), also in VM plans.
+    from ember.relay.op import dyn
+
+    x = relay.var("x", shape=(2, 7))
+    s = relay.var("s", shape=(3,), dtype="int64")
+    ends = relay.cumsum(s, axis=0)
+    begins = relay.subtract(ends, s)
+    one = relay.const(np.array([1], "int64"))
+    parts = [dyn.strided_slice(x, relay.take(begins, relay.const(np.array([k])), axis=0),
+                               relay.take(ends, relay.const(np.array([k])), axis=0), one,
+                               axes=[1]) for k in range(3)]
+    run = vm_runner(relay.Function([x, s], relay.Tuple(parts)))
+    a = np.arange(14, dtype="float32").reshape(2, 7)
+    for sizes in ([1, 2, 4], [7, 0, 0], [3, 3, 1], [1, 2, 4]):
+        got = run(a, np.array(sizes, "int64"))
+        bounds = np.cumsum([0, *sizes])
+        for k in range(3):
+            np.testing.assert_array_equal(got[k], a[:, bounds[k]:bounds[k + 1]])

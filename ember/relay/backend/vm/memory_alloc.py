@@ -63,6 +63,7 @@ class _Alloc:
     last: int = -1
     escapes: bool = False
     storage: Var | None = None
+    shape_var: Var | None = None  # a dynamic tensor's shape (a static allocation)
 
     @property
     def nbytes(self) -> int:
@@ -209,7 +210,8 @@ class _Manifest:
                 st = self.fresh("storage")
                 bindings.append((st, _ops.alloc_storage(shapes[k][1], t.dtype)))
                 bindings.append((v, _ops.alloc_tensor_reg(st, shapes[k][0], t.dtype)))
-                allocs.append(_Alloc(v, len(bindings) - 1, None, t.dtype, storage=st))
+                allocs.append(_Alloc(v, len(bindings) - 1, None, t.dtype, storage=st,
+                                     shape_var=shapes[k][0]))
             else:
                 self.static(v, t, bindings, allocs)
             out_vars.append(v)
@@ -310,6 +312,13 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
                 a.escapes = a.escapes or not benign
     for a in allocs:
         a.last = max(a.last, a.index)
+    # A dynamic tensor's shape lives as long as the tensor: a VM plan points the tensor's
+    # DLTensor shape at it (static_plan.py), so its bytes must not be reused before then.
+    for a in allocs:
+        if a.shape_var is not None and a.shape_var in by_var:
+            held = by_var[a.shape_var]
+            held.last = max(held.last, a.last)
+            held.escapes = held.escapes or a.escapes
     local = [a for a in allocs if not a.escapes and a.shape is not None]
     offsets, total = first_fit(local)
     # A dynamic tensor that stays in the scope: clear its registers after its last reader,

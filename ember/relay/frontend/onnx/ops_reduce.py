@@ -2,7 +2,9 @@
 SumSquare}, ArgMax, ArgMin.
 
 The axes are an attribute before opset 18 (13 for ReduceSum) and an optional input from then
-on; ``noop_with_empty_axes`` (same opsets) makes "no axes" the identity instead of "all".
+on; ``noop_with_empty_axes`` (same opsets) makes "no axes" the identity instead of "all". An
+axes input known only at run time reduces with ``_RunTimeAxes`` (each axis in turn where its
+value names it, then dyn.strided_slice / dyn.reshape to the result's shape).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 from ....ir.expr import RelayExpr
 from ... import op as _op
+from . import _runtime_values as rt
 from ._node import Node
 from ._util import norm_axes, norm_axis
 
@@ -18,53 +21,114 @@ from ._util import norm_axes, norm_axis
 _AXES_INPUT_SINCE = {"ReduceSum": 13}
 
 
-def _reduce_axes(node: Node, ndim: int) -> list[int] | None:
-    """The axes to reduce; None for all; [] for none (noop_with_empty_axes)."""
+class _Axes:
+    """Reductions over axes known at import (None: all of them)."""
+
+    def __init__(self, axes: list[int] | None) -> None:
+        self.axes = axes
+
+    def reduce(self, kind: str, x: RelayExpr, keep: bool) -> RelayExpr:
+        return getattr(_op, kind)(x, self.axes, keep)
+
+    def squeeze(self, x: RelayExpr) -> RelayExpr:
+        return _op.squeeze(x, self.axes)
+
+
+class _RunTimeAxes:
+    """Reductions over axes known only at run time (``mask``: which of the ``ndim`` axes).
+
+    Each axis is reduced in turn where the mask says so, the result broadcast back over the
+    axis (rank times the work of one reduction); a run-time slice then keeps one element of
+    each reduced axis, and a run-time reshape drops them (keepdims=0)."""
+
+    def __init__(self, node: Node, ndim: int) -> None:
+        self.node, self.ndim = node, ndim
+        self.count = rt.length(node, 1, "axes")
+        axes = rt.nonnegative_axes(rt.int64(node, 1, "axes"), ndim)
+        hits = _op.equal(_op.expand_dims(axes, 1), rt.vector(list(range(ndim))))
+        self.mask = _op.any(hits, axis=[0])
+
+    def reduce(self, kind: str, x: RelayExpr, keep: bool) -> RelayExpr:
+        for a in range(self.ndim):
+            picked = _op.take(self.mask, rt.vector([a]), axis=0)
+            reduced = _op.broadcast_to_like(getattr(_op, kind)(x, [a], True), x)
+            x = _op.where(_op.reshape(picked, []), reduced, x)
+        ones = rt.vector([1] * self.ndim)
+        end = _op.where(self.mask, ones, _op.shape_of(x, rt.I64))
+        out = _op.dyn.strided_slice(x, rt.vector([0] * self.ndim), end, rt.vector([1]),
+                                    where=self.node.label)
+        return out if keep else self.squeeze(out)
+
+    def squeeze(self, x: RelayExpr) -> RelayExpr:
+        """``x`` (reduced axes of size 1) without the reduced axes: kept axis i goes to
+        position i - (reduced axes up to i); the reduced ones to the last slot, cut off."""
+        rank = self.ndim - self.count
+        marks = _op.cast(self.mask, rt.I64)
+        pos = _op.subtract(rt.vector(list(range(self.ndim))), _op.cumsum(marks, axis=0))
+        pos = _op.where(self.mask, rt.vector([self.ndim - 1]), pos)
+        moved = _op.scatter_elements(rt.vector([0] * self.ndim), pos,
+                                     _op.shape_of(x, rt.I64), 0)
+        newshape = _op.strided_slice(moved, [0], [rank])
+        return _op.dyn.reshape(x, newshape, allowzero=True, where=self.node.label)
+
+
+def _reduce_axes(node: Node, ndim: int) -> _Axes | _RunTimeAxes | None:
+    """How to reduce; None for the identity (no axes with noop_with_empty_axes)."""
     if node.opset >= _AXES_INPUT_SINCE.get(node.op_type, 18):
-        axes = node.ints(1, "axes") if node.has_input(1) else []
+        given = node.has_input(1) and node.type(1).shape != (0,)
+        if given and node.value(1) is None:
+            return _RunTimeAxes(node, ndim)
+        axes = node.ints(1, "axes") if given else []
         if not axes:
-            return [] if node.attr("noop_with_empty_axes", 0) else None
+            return None if node.attr("noop_with_empty_axes", 0) else _Axes(None)
     else:
         axes = node.attr("axes", None)
         if axes is None:
-            return None
-    return norm_axes(node, axes, ndim)
+            return _Axes(None)
+    return _Axes(norm_axes(node, axes, ndim))
 
 
-def reduce(build: Callable[[RelayExpr, Any, bool], RelayExpr]) -> Callable[[Node], Any]:
-    """A converter from ``build(x, axes, keepdims)``."""
+Reducer = _Axes | _RunTimeAxes
+
+
+def reduce(build: Callable[[Reducer, RelayExpr, bool], RelayExpr]) -> Callable[[Node], Any]:
+    """A converter from ``build(reducer, x, keepdims)``."""
 
     def convert(node: Node) -> RelayExpr:
         x, ndim = node.input(0), node.ndim(0)
         axes = _reduce_axes(node, ndim)
-        if axes == []:
+        if axes is None:
             return x
         keepdims = bool(node.attr("keepdims", 1))
-        return build(x, axes, keepdims)
+        return build(axes, x, keepdims)
 
     return convert
 
 
-def _square_sum(x: RelayExpr, axes: Any, keep: bool) -> RelayExpr:
-    return _op.sum(_op.multiply(x, x), axes, keep)
+def _kind(kind: str) -> Callable[[Node], Any]:
+    return reduce(lambda r, x, k: r.reduce(kind, x, k))
 
 
-def _log_sum_exp(x: RelayExpr, axes: Any, keep: bool) -> RelayExpr:
-    top = _op.max(x, axes, True)
-    out = _op.add(_op.log(_op.sum(_op.exp(_op.subtract(x, top)), axes, True)), top)
-    return out if keep else _op.squeeze(out, axes)
+def _square_sum(r: Reducer, x: RelayExpr, keep: bool) -> RelayExpr:
+    return r.reduce("sum", _op.multiply(x, x), keep)
+
+
+def _log_sum_exp(r: Reducer, x: RelayExpr, keep: bool) -> RelayExpr:
+    top = r.reduce("max", x, True)
+    out = _op.add(_op.log(r.reduce("sum", _op.exp(_op.subtract(x, top)), True)), top)
+    return out if keep else r.squeeze(out)
 
 
 REDUCERS: dict[str, Callable[[Node], Any]] = {
-    "ReduceSum": reduce(lambda x, a, k: _op.sum(x, a, k)),
-    "ReduceMean": reduce(lambda x, a, k: _op.mean(x, a, k)),
-    "ReduceMax": reduce(lambda x, a, k: _op.max(x, a, k)),
-    "ReduceMin": reduce(lambda x, a, k: _op.min(x, a, k)),
-    "ReduceProd": reduce(lambda x, a, k: _op.prod(x, a, k)),
-    "ReduceL1": reduce(lambda x, a, k: _op.sum(_op.abs(x), a, k)),
-    "ReduceL2": reduce(lambda x, a, k: _op.sqrt(_square_sum(x, a, k))),
+    "ReduceSum": _kind("sum"),
+    "ReduceMean": _kind("mean"),
+    "ReduceMax": _kind("max"),
+    "ReduceMin": _kind("min"),
+    "ReduceProd": _kind("prod"),
+    "ReduceL1": reduce(lambda r, x, k: r.reduce("sum", _op.abs(x), k)),
+    "ReduceL2": reduce(lambda r, x, k: _op.sqrt(_square_sum(r, x, k))),
     "ReduceSumSquare": reduce(_square_sum),
-    "ReduceLogSum": reduce(lambda x, a, k: _op.log(_op.sum(x, a, k))),
+    "ReduceLogSum": reduce(lambda r, x, k: _op.log(r.reduce("sum", x, k))),
     "ReduceLogSumExp": reduce(_log_sum_exp),
 }
 
