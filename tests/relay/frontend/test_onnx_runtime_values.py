@@ -15,6 +15,7 @@ import ember
 from ember import relay
 from ember.contrib import cc
 from ember.relay.transform.dynamic_to_static import dynamic_ops
+from ember.runtime.errors import OpNotImplemented
 
 RNG = np.random.default_rng(0)
 I64 = TP.INT64
@@ -228,3 +229,30 @@ def test_resize_by_run_time_scales_and_sizes():
                           {"x": (TP.FLOAT, [1, 2, 4, 5]), "sz": (I64, [4])}))
     for sz in ([1, 2, 8, 10], [1, 2, 3, 7]):
         sizes.check({"x": x, "sz": _i64(sz)})
+
+
+def test_squeeze_and_unsqueeze_with_run_time_axes():
+    sq = Session(model([_n("Squeeze", ["x", "a"])], {"x": (TP.FLOAT, [1, 3, 1, 2, 1]),
+                                                     "a": (I64, [2])}))
+    x = _f32(1, 3, 1, 2, 1)
+    for axes in ([0, 2], [-1, 0], [4, 2]):
+        sq.check({"x": x, "a": _i64(axes)})
+    with pytest.raises(ember.TVMError, match="Squeeze node 'squeeze_node'"):
+        sq.outputs({"x": x, "a": _i64([1, 0])})  # axis 1 has size 3
+    unsq = Session(model([_n("Unsqueeze", ["x", "a"])], {"x": (TP.FLOAT, [3, 2]),
+                                                         "a": (I64, [2])}))
+    x = _f32(3, 2)
+    for axes in ([0, 3], [-1, 1], [2, 0], [1, 2]):
+        unsq.check({"x": x, "a": _i64(axes)})
+
+
+@pytest.mark.parametrize("noop", [0, 1])
+def test_reduction_axes_of_run_time_length_may_be_empty(noop):
+    s = Session(model([_n("ReduceSum", ["x", "a"], keepdims=1, noop_with_empty_axes=noop)],
+                      {"x": (TP.FLOAT, [3, 4]), "a": (I64, ["n"])}, opset=13))
+    x = _f32(3, 4)
+    for axes in ([], [1], [0, -1]):
+        s.check({"x": x, "a": _i64(axes).reshape(-1)}, SUMS)
+    with pytest.raises(OpNotImplemented, match="ReduceSum node.*static length"):
+        relay.frontend.from_onnx(model([_n("ReduceSum", ["x", "a"], keepdims=0)],
+                                       {"x": (TP.FLOAT, [3, 4]), "a": (I64, ["n"])}, opset=13))

@@ -66,3 +66,35 @@ def dims_at(x: RelayExpr, axes: RelayExpr | Sequence[int]) -> RelayExpr:
     """The run-time sizes of ``x`` along ``axes``."""
     index = axes if isinstance(axes, RelayExpr) else vector(axes)
     return _op.take(_op.shape_of(x, I64), index, axis=0)
+
+
+def axes_mask(axes: RelayExpr, ndim: int) -> RelayExpr:
+    """bool[ndim]: which axes the non-negative int64 vector ``axes`` names."""
+    hits = _op.equal(_op.expand_dims(axes, 1), vector(list(range(ndim))))
+    return _op.any(hits, axis=[0])
+
+
+def without_axes(node: Node, x: RelayExpr, mask: RelayExpr, ndim: int, count: int
+                 ) -> RelayExpr:
+    """``x`` with the ``count`` axes that ``mask`` marks removed (their sizes must be 1:
+    dyn.reshape checks the element count). Kept axis i goes to position i - (marked axes up
+    to i); the marked ones to the last slot, which is cut off."""
+    rank = ndim - count
+    pos = _op.subtract(vector(list(range(ndim))), _op.cumsum(_op.cast(mask, I64), axis=0))
+    pos = _op.where(mask, vector([ndim - 1]), pos)
+    moved = _op.scatter_elements(vector([0] * ndim), pos, _op.shape_of(x, I64), 0)
+    newshape = _op.strided_slice(moved, [0], [rank])
+    return _op.dyn.reshape(x, newshape, allowzero=True, where=node.label)
+
+
+def with_axes(node: Node, x: RelayExpr, axes: RelayExpr, ndim: int, count: int) -> RelayExpr:
+    """``x`` with ``count`` axes of size 1 inserted at the run-time positions ``axes`` (of
+    the result, non-negative): the other positions take the input's sizes in order."""
+    rank = ndim + count
+    mask = axes_mask(axes, rank)
+    if ndim == 0:
+        return _op.dyn.reshape(x, vector([1] * rank), where=node.label)
+    source = _op.subtract(vector(list(range(rank))), _op.cumsum(_op.cast(mask, I64), axis=0))
+    sizes = _op.take(_op.shape_of(x, I64), source, axis=0, mode="clip")  # (unused where 1)
+    newshape = _op.where(mask, vector([1]), sizes)
+    return _op.dyn.reshape(x, newshape, allowzero=True, where=node.label)

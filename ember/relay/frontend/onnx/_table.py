@@ -196,13 +196,15 @@ SUPPORT: dict[str, OpSupport] = {
     "SpaceToDepth": _e(ops_tensor.space_to_depth, "nn.space_to_depth; mode DCR"),
     "Split": _e(ops_tensor.split, "split; sizes from the attribute (< 13) or input (1, "
                 "13+; dyn.strided_slice when known at run time only), num_outputs (18+)"),
-    "Squeeze": _e(ops_tensor.squeeze, "squeeze; axes attribute (< 13) or input (13+)"),
+    "Squeeze": _e(ops_tensor.squeeze, "squeeze; axes attribute (< 13) or input (13+; a "
+                  "dyn.reshape when known at run time only)"),
     "Tile": _e(ops_tensor.tile, "tile; dyn.tile for run-time repeats", since=6,
                older="Tile-1 takes a tile count and an axis as inputs"),
     "Transpose": _e(ops_tensor.transpose, "transpose"),
     "Trilu": _e(ops_tensor.trilu, "where() with a constant triangle mask; index grids for "
                 "symbolic sizes or a run-time k"),
-    "Unsqueeze": _e(ops_tensor.unsqueeze, "expand_dims; axes attribute (< 13) or input (13+)"),
+    "Unsqueeze": _e(ops_tensor.unsqueeze, "expand_dims; axes attribute (< 13) or input (13+; "
+                    "a dyn.reshape when known at run time only)"),
     # indexing, sorting, resampling
     "CumSum": _e(ops_index.cum_sum, "cumsum with exclusive and reverse; a run-time axis "
                  "sums along each axis and picks one"),

@@ -39,14 +39,23 @@ class _RunTimeAxes:
 
     Each axis is reduced in turn where the mask says so, the result broadcast back over the
     axis (rank times the work of one reduction); a run-time slice then keeps one element of
-    each reduced axis, and a run-time reshape drops them (keepdims=0)."""
+    each reduced axis, and a run-time reshape drops them (keepdims=0). Axes of a length known
+    only at run time (keepdims=1 only: the length fixes the rank otherwise) may be empty:
+    all axes then, or none with noop_with_empty_axes."""
 
     def __init__(self, node: Node, ndim: int) -> None:
         self.node, self.ndim = node, ndim
-        self.count = rt.length(node, 1, "axes")
         axes = rt.nonnegative_axes(rt.int64(node, 1, "axes"), ndim)
-        hits = _op.equal(_op.expand_dims(axes, 1), rt.vector(list(range(ndim))))
-        self.mask = _op.any(hits, axis=[0])
+        self.mask = rt.axes_mask(axes, ndim)
+        n = node.type(1).shape[0] if node.type(1).ndim == 1 else None
+        self.count = n if isinstance(n, int) else None
+        if self.count is None:
+            if not node.attr("keepdims", 1):
+                rt.length(node, 1, "axes")  # raises: the result's rank would be unknown
+            if not node.attr("noop_with_empty_axes", 0):
+                empty = _op.equal(_op.take(_op.shape_of(axes, rt.I64), rt.vector([0]), axis=0),
+                                  rt.vector([0]))
+                self.mask = _op.logical_or(self.mask, empty)
 
     def reduce(self, kind: str, x: RelayExpr, keep: bool) -> RelayExpr:
         for a in range(self.ndim):
@@ -60,16 +69,8 @@ class _RunTimeAxes:
         return out if keep else self.squeeze(out)
 
     def squeeze(self, x: RelayExpr) -> RelayExpr:
-        """``x`` (reduced axes of size 1) without the reduced axes: kept axis i goes to
-        position i - (reduced axes up to i); the reduced ones to the last slot, cut off."""
-        rank = self.ndim - self.count
-        marks = _op.cast(self.mask, rt.I64)
-        pos = _op.subtract(rt.vector(list(range(self.ndim))), _op.cumsum(marks, axis=0))
-        pos = _op.where(self.mask, rt.vector([self.ndim - 1]), pos)
-        moved = _op.scatter_elements(rt.vector([0] * self.ndim), pos,
-                                     _op.shape_of(x, rt.I64), 0)
-        newshape = _op.strided_slice(moved, [0], [rank])
-        return _op.dyn.reshape(x, newshape, allowzero=True, where=self.node.label)
+        assert self.count is not None, "keepdims=0 needs a static number of axes"
+        return rt.without_axes(self.node, x, self.mask, self.ndim, self.count)
 
 
 def _reduce_axes(node: Node, ndim: int) -> _Axes | _RunTimeAxes | None:

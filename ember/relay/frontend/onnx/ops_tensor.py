@@ -214,8 +214,16 @@ def _axes(node: Node) -> list[int] | None:
     return node.ints(1, "axes") if node.has_input(1) else None
 
 
+def _run_time_axes(node: Node) -> bool:
+    return node.opset >= 13 and node.has_input(1) and node.value(1) is None
+
+
 def squeeze(node: Node) -> RelayExpr:
     x, ty = node.input(0), node.type(0)
+    if _run_time_axes(node):  # axes known only at run time
+        axes = rt.nonnegative_axes(rt.int64(node, 1, "axes"), ty.ndim)
+        return rt.without_axes(node, x, rt.axes_mask(axes, ty.ndim), ty.ndim,
+                               rt.length(node, 1, "axes"))
     axes = _axes(node)
     if axes is not None:
         axes = norm_axes(node, axes, ty.ndim)
@@ -230,6 +238,10 @@ def squeeze(node: Node) -> RelayExpr:
 
 def unsqueeze(node: Node) -> RelayExpr:
     x, ty = node.input(0), node.type(0)
+    if _run_time_axes(node):  # axes known only at run time
+        n = rt.length(node, 1, "axes")
+        axes = rt.nonnegative_axes(rt.int64(node, 1, "axes"), ty.ndim + n)
+        return rt.with_axes(node, x, axes, ty.ndim, n)
     axes = _axes(node)
     if axes is None:
         raise node.fail("axes is required")
