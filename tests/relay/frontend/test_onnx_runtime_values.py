@@ -256,3 +256,19 @@ def test_reduction_axes_of_run_time_length_may_be_empty(noop):
     with pytest.raises(OpNotImplemented, match="ReduceSum node.*static length"):
         relay.frontend.from_onnx(model([_n("ReduceSum", ["x", "a"], keepdims=0)],
                                        {"x": (TP.FLOAT, [3, 4]), "a": (I64, ["n"])}, opset=13))
+
+
+def test_upsample_by_run_time_scales():
+    s = Session(model([_n("Upsample", ["x", "sc"], mode="nearest")],
+                      {"x": (TP.FLOAT, [1, 2, 3, 4]), "sc": (TP.FLOAT, [4])}, opset=9))
+    x = _f32(1, 2, 3, 4)
+    for sc in ([1, 1, 2, 2], [1, 1, 1.5, 3]):
+        s.check({"x": x, "sc": np.array(sc, "float32")})
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceProd"])
+def test_reduction_over_an_empty_axis_gives_the_identity(op):
+    s = Session(model([_n(op, ["x", "a"], keepdims=1)],
+                      {"x": (TP.FLOAT, [2, "n", 4]), "a": (I64, [1])}))
+    s.check({"x": np.zeros((2, 0, 4), "float32"), "a": _i64([1])})
+    s.check({"x": _f32(2, 3, 4), "a": _i64([1])}, SUMS)

@@ -37,11 +37,12 @@ class _Axes:
 class _RunTimeAxes:
     """Reductions over axes known only at run time (``mask``: which of the ``ndim`` axes).
 
-    Each axis is reduced in turn where the mask says so, the result broadcast back over the
-    axis (rank times the work of one reduction); a run-time slice then keeps one element of
-    each reduced axis, and a run-time reshape drops them (keepdims=0). Axes of a length known
-    only at run time (keepdims=1 only: the length fixes the rank otherwise) may be empty:
-    all axes then, or none with noop_with_empty_axes."""
+    Each axis is reduced in turn where the mask says so: the reduction (size 1 on the axis)
+    is appended to the data along the axis and a run-time slice keeps either the data or the
+    reduction (so an empty axis reduces to its identity too). That is rank times the work of
+    one reduction; a run-time reshape then drops the reduced axes (keepdims=0). Axes of a
+    length known only at run time (keepdims=1 only: the length fixes the rank otherwise) may
+    be empty: all axes then, or none with noop_with_empty_axes."""
 
     def __init__(self, node: Node, ndim: int) -> None:
         self.node, self.ndim = node, ndim
@@ -60,13 +61,13 @@ class _RunTimeAxes:
     def reduce(self, kind: str, x: RelayExpr, keep: bool) -> RelayExpr:
         for a in range(self.ndim):
             picked = _op.take(self.mask, rt.vector([a]), axis=0)
-            reduced = _op.broadcast_to_like(getattr(_op, kind)(x, [a], True), x)
-            x = _op.where(_op.reshape(picked, []), reduced, x)
-        ones = rt.vector([1] * self.ndim)
-        end = _op.where(self.mask, ones, _op.shape_of(x, rt.I64))
-        out = _op.dyn.strided_slice(x, rt.vector([0] * self.ndim), end, rt.vector([1]),
-                                    where=self.node.label)
-        return out if keep else self.squeeze(out)
+            both = _op.concatenate([x, getattr(_op, kind)(x, [a], True)], a)
+            size = rt.dims_at(x, [a])
+            begin = _op.where(picked, size, rt.vector([0]))
+            end = _op.add(size, _op.cast(picked, rt.I64))
+            x = _op.dyn.strided_slice(both, begin, end, rt.vector([1]), axes=[a],
+                                      where=self.node.label)
+        return x if keep else self.squeeze(x)
 
     def squeeze(self, x: RelayExpr) -> RelayExpr:
         assert self.count is not None, "keepdims=0 needs a static number of axes"

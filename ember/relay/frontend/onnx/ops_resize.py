@@ -91,6 +91,12 @@ def resize(node: Node) -> RelayExpr:
 
 
 def upsample(node: Node) -> RelayExpr:
+    if node.version >= 9 and node.value(1) is None:  # scales known only at run time
+        mode = node.choice("mode", "nearest", ("nearest", "linear"))
+        _check_rank(node, node.ndim(0))
+        attrs = dict(method=_MODES[mode], coordinate_transformation_mode="asymmetric",
+                     rounding_method="floor")  # Upsample only enlarges
+        return _resize_run_time(node, None, node.input(1), list(range(node.ndim(0))), attrs)
     scales = node.attr("scales") if node.version < 9 else node.const_value(1, "scales")
     return _legacy(node, np.asarray(scales, dtype="float64").reshape(-1))
 

@@ -19,7 +19,7 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from .._attrs_base import OpAttrs, attrs_class
-from .._compute_common import broadcast_load, out_dims
+from .._compute_common import broadcast_load
 from .._reg import BROADCAST, INJECTIVE, call, defop
 from .._shape import fail, fmt_shape, norm_axis, tensor_of
 from .._value_dims import INT64, check_value, dim64, product, read, value_dim
@@ -45,8 +45,10 @@ class DynReshapeAttrs(OpAttrs):
 
 
 def _reshape_rel(args: list[TensorType], attrs: DynReshapeAttrs) -> TensorType:
-    n = vector_length("dyn.reshape", args[1], "newshape")
-    return tensor_of([AnyDim()] * n, args[0].dtype)
+    data, n = args[0], vector_length("dyn.reshape", args[1], "newshape")
+    if n == 0 and data.is_static and int(np.prod(data.concrete_shape)) != 1:
+        raise fail("dyn.reshape", f"cannot reshape {fmt_shape(data.shape)} to a scalar")
+    return tensor_of([AnyDim()] * n, data.dtype)
 
 
 def resolve_newshape(shape: Sequence[int], newshape: Sequence[int], allowzero: bool,
@@ -131,10 +133,9 @@ def _broadcast_rel(args: list[TensorType], attrs: DynAttrs) -> TensorType:
     if n < data.ndim:
         raise fail("dyn.broadcast_to", f"cannot broadcast {fmt_shape(data.shape)} to a shape "
                    f"of rank {n}")
-    lead = [AnyDim()] * (n - data.ndim)
-    # a static size other than 1 is the size of the result (else a run-time error)
-    return tensor_of(lead + [d if isinstance(d, int) and d != 1 else AnyDim()
-                             for d in data.shape], data.dtype)
+    # every size ?, even where the input's size other than 1 fixes it: the VM then runs the
+    # shape function, which checks the target against the input
+    return tensor_of([AnyDim()] * n, data.dtype)
 
 
 def _broadcast_ref(x: np.ndarray, shape: np.ndarray, attrs: DynAttrs) -> np.ndarray:
@@ -156,8 +157,7 @@ def _broadcast_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> l
         check_value(tir.any(dim64(d).equal(1), dim64(d).equal(vals[lead + k])),
                     f"{what}: cannot broadcast the input: its dimension {k} must be 1 or the "
                     "target size")
-    dims = [value_dim(f"broadcast_dim{k}", v, what) for k, v in enumerate(vals)]
-    shape = out_dims(out_type, dims)  # type: ignore[arg-type]
+    shape = [value_dim(f"broadcast_dim{k}", v, what) for k, v in enumerate(vals)]
     return [te.compute(shape, lambda *i: broadcast_load(x, i, shape), name="T_broadcast_to",
                        tag="broadcast")]
 
