@@ -81,16 +81,15 @@ def test_broadcast_to_and_its_errors():
         run(a, _i64([2, 3, -4]))
 
 
-def test_broadcast_to_checks_the_target_even_against_static_sizes():
-    # every result size is ?, so the shape function (and its check) always runs
-    x, s = relay.var("x", shape=(3, 4)), relay.var("s", shape=(2,), dtype="int64")
+def test_broadcast_to_keeps_static_sizes_and_checks_them():
+    x, s = relay.var("x", shape=(3, 1)), relay.var("s", shape=(3,), dtype="int64")
     func = relay.Function([x, s], dyn.broadcast_to(x, s))
     mod = relay.transform.InferType()(relay.IRModule.from_expr(func))
-    assert str(mod["main"].body.checked_type) == "Tensor[(?, ?), float32]"
-    a = _f32(3, 4)
-    run = _check(func, [((a, _i64([3, 4])), a)])
+    assert str(mod["main"].body.checked_type) == "Tensor[(?, 3, ?), float32]"
+    a = _f32(3, 1)
+    run = _check(func, [((a, _i64([2, 3, 4])), np.broadcast_to(a, (2, 3, 4)))])
     with pytest.raises(TVMError, match="cannot broadcast"):
-        run(a, _i64([5, 4]))
+        run(a, _i64([2, 5, 4]))
 
 
 def test_tile_numpy_rules():

@@ -19,7 +19,7 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from .._attrs_base import OpAttrs, attrs_class
-from .._compute_common import broadcast_load
+from .._compute_common import broadcast_load, out_dims
 from .._reg import BROADCAST, INJECTIVE, call, defop
 from .._shape import fail, fmt_shape, norm_axis, tensor_of
 from .._value_dims import INT64, check_value, dim64, product, read, value_dim
@@ -133,9 +133,13 @@ def _broadcast_rel(args: list[TensorType], attrs: DynAttrs) -> TensorType:
     if n < data.ndim:
         raise fail("dyn.broadcast_to", f"cannot broadcast {fmt_shape(data.shape)} to a shape "
                    f"of rank {n}")
-    # every size ?, even where the input's size other than 1 fixes it: the VM then runs the
-    # shape function, which checks the target against the input
-    return tensor_of([AnyDim()] * n, data.dtype)
+    # A static size other than 1 is the size of the result (later ops need it: a Squeeze
+    # with no axes). The shape function checks the target against it, so a target that
+    # disagrees fails at run time, unless every size is static: then there is nothing to
+    # compute and the result is the input's shape whatever the target says.
+    lead = [AnyDim()] * (n - data.ndim)
+    return tensor_of(lead + [d if isinstance(d, int) and d != 1 else AnyDim()
+                             for d in data.shape], data.dtype)
 
 
 def _broadcast_ref(x: np.ndarray, shape: np.ndarray, attrs: DynAttrs) -> np.ndarray:
@@ -157,7 +161,8 @@ def _broadcast_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> l
         check_value(tir.any(dim64(d).equal(1), dim64(d).equal(vals[lead + k])),
                     f"{what}: cannot broadcast the input: its dimension {k} must be 1 or the "
                     "target size")
-    shape = [value_dim(f"broadcast_dim{k}", v, what) for k, v in enumerate(vals)]
+    dims = [value_dim(f"broadcast_dim{k}", v, what) for k, v in enumerate(vals)]
+    shape = out_dims(out_type, dims)  # type: ignore[arg-type]
     return [te.compute(shape, lambda *i: broadcast_load(x, i, shape), name="T_broadcast_to",
                        tag="broadcast")]
 
