@@ -157,6 +157,23 @@ def test_gpt2_block_imports_with_symbolic_batch_and_sequence():
         compare(f"gpt2 block {batch}x{seq}", [got], run_ort(model, feeds), SUMS)
 
 
+def test_gpt2_block_runs_as_a_vm_plan_not_interpreted():
+    # Sizes from value-reading shape functions (and the reshape views of such tensors) must
+    # keep their bytes while the tensors live (memory_alloc.py): else a plan reads reused
+    # bytes as a shape, fails a check and hands every run back to the interpreter.
+    from ember.runtime.vm import static_plan
+
+    _, vm = _vm(gpt2_block())
+    feeds = _gpt2_feeds(2, 5, 0)
+    vm.invoke("main", feeds["x"], feeds["attention_mask"])
+    plan = vm._plans[0]
+    assert isinstance(plan, static_plan.StaticPlan), plan
+    for batch, seq in ((2, 5), (1, 7), (2, 5)):
+        feeds = _gpt2_feeds(batch, seq, seq)
+        args = [ember.nd.array(feeds["x"]), ember.nd.array(feeds["attention_mask"])]
+        assert plan.run(args) is not static_plan.NOT_RUN, (batch, seq)
+
+
 def test_gpt2_block_with_shapes_given_is_static_and_builds_for_aot():
     if cc.get_cc() is None:
         pytest.skip("no C compiler found")

@@ -76,3 +76,4 @@ def test_sizes_computed_by_kernels_size_later_outputs_on_every_run():
         bounds = np.cumsum([0, *sizes])
         for k in range(3):
             np.testing.assert_array_equal(got[k], a[:, bounds[k]:bounds[k + 1]])
+

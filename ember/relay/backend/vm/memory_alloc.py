@@ -64,6 +64,7 @@ class _Alloc:
     escapes: bool = False
     storage: Var | None = None
     shape_var: Var | None = None  # a dynamic tensor's shape (a static allocation)
+    view: bool = False  # a reshape view (vm.reshape_tensor), tracked for its shape's sake
 
     @property
     def nbytes(self) -> int:
@@ -202,6 +203,9 @@ class _Manifest:
             shape: RelayExpr = (shapes[0][0] if shapes else
                                 const(np.array(outs[0].concrete_shape, dtype="int64")))
             bindings.append((var, _ops.reshape_tensor(call.args[0], shape)))
+            if shapes:
+                allocs.append(_Alloc(var, len(bindings) - 1, None, outs[0].dtype,
+                                     shape_var=shapes[0][0], view=True))
             return
         out_vars: list[RelayExpr] = []
         for k, t in enumerate(outs):
@@ -302,7 +306,7 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
     if not allocs:
         return bindings
     by_var = {a.var: a for a in allocs}
-    pending = {a.var for a in allocs if a.shape is not None}
+    pending = {a.var for a in allocs if a.shape is not None}  # (views are bound already)
     values = [(i, value) for i, (v, value) in enumerate(bindings) if v not in pending]
     for i, value in values + [(len(bindings), result)]:
         for var, benign in reads(value):
@@ -312,8 +316,8 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
                 a.escapes = a.escapes or not benign
     for a in allocs:
         a.last = max(a.last, a.index)
-    # A dynamic tensor's shape lives as long as the tensor: a VM plan points the tensor's
-    # DLTensor shape at it (static_plan.py), so its bytes must not be reused before then.
+    # A dynamic tensor's (or view's) shape lives as long as the tensor: a VM plan points the
+    # tensor's DLTensor shape at it (static_plan.py), so its bytes must not be reused before.
     for a in allocs:
         if a.shape_var is not None and a.shape_var in by_var:
             held = by_var[a.shape_var]
@@ -325,7 +329,7 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
     # so its storage returns to the pool before the scope ends (loops, long chains).
     kills: dict[int, list[Var]] = {}
     for a in allocs:
-        if a.shape is None and not a.escapes and a.last < len(bindings):
+        if a.shape is None and not a.view and not a.escapes and a.last < len(bindings):
             kills.setdefault(a.last, []).extend([a.var, a.storage])  # type: ignore[list-item]
     out: list[tuple[Var, RelayExpr]] = []
     arena = names.fresh("arena")
