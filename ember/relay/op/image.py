@@ -54,13 +54,19 @@ class Resize2DAttrs(OpAttrs):
             self._set("scales", tuple(float(s) for s in self.scales))
             if len(self.scales) != 2 or min(self.scales) <= 0:
                 raise self._invalid("scales", "two positive factors (height, width)")
-        self._choice("layout", ("NCHW",))
-        self._choice("method", METHODS)
-        self._choice("coordinate_transformation_mode", COORD_MODES)
-        self._choice("rounding_method", ROUNDING)
-        self._set("cubic_alpha", float(self.cubic_alpha))
-        self._bool("cubic_exclude")
-        self._dtype("out_dtype", allow_empty=True)
+        check_modes(self)
+
+
+def check_modes(attrs: Any) -> None:
+    """Normalise and check what image.resize2d and dyn.image.resize2d share: layout, method,
+    coordinate and rounding modes, the cubic parameters and the output dtype."""
+    attrs._choice("layout", ("NCHW",))
+    attrs._choice("method", METHODS)
+    attrs._choice("coordinate_transformation_mode", COORD_MODES)
+    attrs._choice("rounding_method", ROUNDING)
+    attrs._set("cubic_alpha", float(attrs.cubic_alpha))
+    attrs._bool("cubic_exclude")
+    attrs._dtype("out_dtype", allow_empty=True)
 
 
 def _resize_rel(args: list[TensorType], attrs: Resize2DAttrs) -> TensorType:

@@ -17,7 +17,7 @@ from .._attrs_base import OpAttrs, attrs_class
 from .._reg import INJECTIVE, call, defop
 from .._shape import fail, fmt_shape, fmt_type, is_float, tensor_of
 from .._value_dims import check_value, read, value_dim
-from ..image import COORD_MODES, METHODS, ROUNDING, Resize2DAttrs, _resize_ref, resize_tensor
+from ..image import Resize2DAttrs, _resize_ref, check_modes, resize_tensor
 from ._common import ints, label, require, vector_length
 
 __all__ = ["resize2d"]
@@ -39,13 +39,7 @@ class DynResize2DAttrs(OpAttrs):
     _op: ClassVar[str] = "dyn.image.resize2d"
 
     def __post_init__(self) -> None:
-        self._choice("layout", ("NCHW",))
-        self._choice("method", METHODS)
-        self._choice("coordinate_transformation_mode", COORD_MODES)
-        self._choice("rounding_method", ROUNDING)
-        self._set("cubic_alpha", float(self.cubic_alpha))
-        self._bool("cubic_exclude")
-        self._dtype("out_dtype", allow_empty=True)
+        check_modes(self)
         self._set("where", str(self.where))
 
 
