@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     annotation,
     attrs,
     creation,
+    dyn,
     image,
     indexing,
     nn,
@@ -33,6 +34,6 @@ from .transform import *
 
 get = Op.get
 
-__all__ = ["TupleWrapper", "annotation", "image", "nn"]
+__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn"]
 __all__ += (algorithm.__all__ + creation.__all__ + reduce.__all__ + scatter_gather.__all__
             + tensor.__all__ + transform.__all__)

@@ -115,7 +115,7 @@ def _wrap_infer_args(name: str, fn: Callable[..., list[Any]],
 def defop(name: str, rel: Rel, ref: Ref, pattern: OpPattern, *, args: tuple[str, ...] = ("data",),
           attrs: type[Attrs] | None = None, tuple_input: bool = False, doc: str = "",
           level: int = 1, infer_args: Callable[..., list[Any]] | None = None,
-          compute: Compute | None = None) -> OpDef:
+          compute: Compute | None = None, shape_data: tuple[str, ...] = ()) -> OpDef:
     """Register operator ``name`` with all of its rules.
 
     rel(arg_types, attrs) receives checked argument types (tensors, or for ``tuple_input`` one
@@ -125,15 +125,25 @@ def defop(name: str, rel: Rel, ref: Ref, pattern: OpPattern, *, args: tuple[str,
     ``kernel_size``): it gets None for each unknown argument and returns a list with a type
     for each argument it can deduce, None elsewhere (and None for the known ones).
     compute(attrs, inputs, out_type) is the tensor expression the op lowers to (see
-    ``_compute_common.Compute``); an op without one has no lowering to C.
+    ``_compute_common.Compute``); an op without one has no lowering to C. shape_data names
+    the arguments whose *values* fix the output shape (dyn.reshape's newshape, arange's
+    bounds): the VM's shape function reads them (``op/_value_dims.py``), stored as
+    ``op_def.extra["shape_data"]``.
     """
-    extra = {} if infer_args is None else {"infer_args": _wrap_infer_args(name, infer_args,
-                                                                          attrs)}
+    extra: dict[str, Any] = {} if infer_args is None else {
+        "infer_args": _wrap_infer_args(name, infer_args, attrs)}
+    unknown = [a for a in shape_data if a not in args]
+    if unknown:
+        raise ValueError(f"defop {name}: shape_data names {unknown}, which are not among its "
+                         f"arguments {args}")
+    if shape_data:
+        extra["shape_data"] = tuple(shape_data)
     return register_op(OpDef(
         name=name, num_inputs=len(args), attrs_type=attrs,
         type_rel=_wrap_rel(name, rel, args, attrs, tuple_input), pattern=pattern,
         reference=_wrap_ref(name, ref, attrs), arg_names=args, description=doc,
-        support_level=level, extra=extra, compute=compute))
+        support_level=level, extra=extra, compute=compute,
+        shape_func_data_dependent=bool(shape_data)))
 
 
 def call(name: str, *args: Any, attrs: Attrs | None = None) -> Call:

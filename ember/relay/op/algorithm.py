@@ -18,6 +18,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from ._attrs_base import OpAttrs, attrs_class
+from ._dispatch import dyn_op, numbers, run_time
 from ._reg import OPAQUE, call, defop
 from ._shape import dim_prod, fail, norm_axis, tensor_of
 from ._tuple import TupleWrapper
@@ -84,7 +85,12 @@ def _beats(a: PrimExpr, b: PrimExpr, ia: PrimExpr, ib: PrimExpr, ascend: bool) -
 
 
 def _topk_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    x = inputs[0]
+    return topk_tensors(inputs[0], tir.const(attrs.k), attrs)
+
+
+def topk_tensors(x: te.Tensor, k: PrimExpr, attrs: Any) -> list[te.Tensor]:
+    """topk's kernel for ``k`` results (a size variable for dyn.topk); ``attrs`` gives the
+    axis, order, index dtype and what to return."""
     axis = attrs.axis % x.ndim
     n = x.shape[axis]
 
@@ -97,7 +103,7 @@ def _topk_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
         return te.sum(tir.cast(win, "int32"), axis=[j])
 
     ranks = te.compute(x.shape, rank, name="T_topk_rank", tag="comm_reduce")
-    shape = (*x.shape[:axis], tir.const(attrs.k), *x.shape[axis + 1:])
+    shape = (*x.shape[:axis], k, *x.shape[axis + 1:])
 
     def index_of(*r: PrimExpr) -> PrimExpr:
         j = te.reduce_axis((0, n), "j")
@@ -125,7 +131,9 @@ def topk(data: Any, k: int = 1, axis: int = -1, ret_type: str = "both", is_ascen
     """The ``k`` largest elements of ``data`` along ``axis`` (smallest with ``is_ascend``),
     sorted, ties broken by the lower index. ret_type "both" gives a TupleWrapper (values,
     indices)."""
-    attrs = TopKAttrs(int(k), axis, ret_type, is_ascend, dtype)
+    if run_time(k):
+        return dyn_op("topk")(data, k, axis, ret_type, is_ascend, dtype)
+    attrs = TopKAttrs(int(numbers(k)), axis, ret_type, is_ascend, dtype)
     out = call("topk", data, attrs=attrs)
     return TupleWrapper(out, 2) if ret_type == "both" else out
 

@@ -15,7 +15,9 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import EQ, PrimExpr
 from ._compute_common import scalar
+from ._dispatch import dyn_op, numbers, run_time
 from ._reg import ELEMWISE, OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
+from ._value_dims import check_value, value_dim
 from ._shape import fail, fmt_type, norm_axis, tensor_of
 from .attrs import ArangeAttrs, InitOpAttrs, OneHotAttrs
 
@@ -23,11 +25,7 @@ __all__ = ["arange", "full", "full_like", "one_hot", "ones", "ones_like", "zeros
 
 
 def _static_shape(api: str, shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, RelayExpr) and not isinstance(shape, Constant):
-        raise TypeError(f"relay.{api}: shape must be static (ints); dynamic shapes given as "
-                        "expressions are not supported yet")
-    if isinstance(shape, Constant):
-        shape = shape.data.numpy().tolist()
+    shape = numbers(shape)  # (an expression went to dyn.*)
     return (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
 
 
@@ -60,11 +58,15 @@ defop("ones", _init_rel, lambda attrs: np.ones(attrs.shape, attrs.dtype or "floa
 
 def zeros(shape: Sequence[int] | int, dtype: str = "float32") -> Call:
     """A tensor of ``shape`` filled with 0."""
+    if run_time(shape):
+        return dyn_op("zeros")(shape, dtype)
     return call("zeros", attrs=InitOpAttrs(_static_shape("zeros", shape), dtype))
 
 
 def ones(shape: Sequence[int] | int, dtype: str = "float32") -> Call:
     """A tensor of ``shape`` filled with 1."""
+    if run_time(shape):
+        return dyn_op("ones")(shape, dtype)
     return call("ones", attrs=InitOpAttrs(_static_shape("ones", shape), dtype))
 
 
@@ -87,6 +89,8 @@ defop("full", _full_rel, _full_ref, ELEMWISE, args=("fill_value",), attrs=InitOp
 
 def full(fill_value: Any, shape: Sequence[int] | int = (), dtype: str = "") -> Call:
     """A tensor of ``shape`` filled with the scalar ``fill_value`` (dtype "" = its dtype)."""
+    if run_time(shape):
+        return dyn_op("full")(fill_value, shape, dtype)
     return call("full", fill_value, attrs=InitOpAttrs(_static_shape("full", shape), dtype))
 
 
@@ -160,19 +164,30 @@ def _arange_ref(start: np.ndarray, stop: np.ndarray, step: np.ndarray,
 
 
 def _arange_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    """Element i is start + i * step, in the output dtype (as the reference computes it)."""
-    start, _stop, step = inputs
+    """Element i is start + i * step, in the output dtype (as the reference computes it);
+    a length known only at run time is ceil((stop - start) / step), from the values."""
+    start, stop, step = inputs
     dtype = out_type.dtype  # type: ignore[attr-defined]
     (n,) = out_type.shape  # type: ignore[attr-defined]
-    length = tir.const(n) if isinstance(n, int) else te.size_var("arange_len")
+    length = tir.const(n) if isinstance(n, int) else _arange_length(start, stop, step)
     first, delta = tir.cast(scalar(start), dtype), tir.cast(scalar(step), dtype)
     return [te.compute((length,), lambda i: first + tir.cast(i, dtype) * delta,
                        name="T_arange", tag="injective")]
 
 
+def _arange_length(start: te.Tensor, stop: te.Tensor, step: te.Tensor) -> PrimExpr:
+    """max(0, ceil((stop - start) / step)) in float64, as the reference computes it."""
+    lo, hi, delta = (tir.cast(scalar(t), "float64") for t in (start, stop, step))
+    zero = delta.equal(tir.const(0.0, "float64"))
+    check_value(~zero, "arange: step must not be 0")
+    safe = tir.Select_(zero, tir.const(1.0, "float64"), delta)
+    n = tir.ceil((hi - lo) / safe)
+    return value_dim("arange_len", tir.max(n, tir.const(0.0, "float64")), "arange")
+
+
 defop("arange", _arange_rel, _arange_ref, OPAQUE, args=("start", "stop", "step"),
       attrs=ArangeAttrs, doc="Evenly spaced values in [start, stop).", level=3,
-      compute=_arange_compute)
+      compute=_arange_compute, shape_data=("start", "stop", "step"))
 
 
 def _const_value(v: Any) -> float | None:
@@ -238,7 +253,10 @@ defop("one_hot", _one_hot_rel, _one_hot_ref, OUT_ELEMWISE_FUSABLE,
 def one_hot(indices: Any, on_value: Any, off_value: Any, depth: int, axis: int = -1,
             dtype: str = "float32") -> Call:
     """A ``depth``-long one-hot axis at ``axis`` (-1: last): on_value at each index."""
-    return call("one_hot", indices, on_value, off_value, attrs=OneHotAttrs(depth, axis, dtype))
+    if run_time(depth):
+        return dyn_op("one_hot")(indices, on_value, off_value, depth, axis, dtype)
+    return call("one_hot", indices, on_value, off_value,
+                attrs=OneHotAttrs(numbers(depth), axis, dtype))
 
 
 # ---------------------------------------------------------------- te helpers of the compute rules

@@ -19,6 +19,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from ._attrs_base import OpAttrs, attrs_class
+from ._dispatch import dyn_op, numbers, run_time
 from ._reg import INJECTIVE, call, defop
 from ._shape import fail, fmt_shape, is_float, tensor_of
 
@@ -53,13 +54,19 @@ class Resize2DAttrs(OpAttrs):
             self._set("scales", tuple(float(s) for s in self.scales))
             if len(self.scales) != 2 or min(self.scales) <= 0:
                 raise self._invalid("scales", "two positive factors (height, width)")
-        self._choice("layout", ("NCHW",))
-        self._choice("method", METHODS)
-        self._choice("coordinate_transformation_mode", COORD_MODES)
-        self._choice("rounding_method", ROUNDING)
-        self._set("cubic_alpha", float(self.cubic_alpha))
-        self._bool("cubic_exclude")
-        self._dtype("out_dtype", allow_empty=True)
+        check_modes(self)
+
+
+def check_modes(attrs: Any) -> None:
+    """Normalise and check what image.resize2d and dyn.image.resize2d share: layout, method,
+    coordinate and rounding modes, the cubic parameters and the output dtype."""
+    attrs._choice("layout", ("NCHW",))
+    attrs._choice("method", METHODS)
+    attrs._choice("coordinate_transformation_mode", COORD_MODES)
+    attrs._choice("rounding_method", ROUNDING)
+    attrs._set("cubic_alpha", float(attrs.cubic_alpha))
+    attrs._bool("cubic_exclude")
+    attrs._dtype("out_dtype", allow_empty=True)
 
 
 def _resize_rel(args: list[TensorType], attrs: Resize2DAttrs) -> TensorType:
@@ -217,7 +224,7 @@ def _resize_ref(data: np.ndarray, attrs: Resize2DAttrs) -> np.ndarray:
 _N_TAPS = {"nearest_neighbor": 1, "linear": 2, "cubic": 4}
 
 
-def _axis_tables(attrs: Any, n: PrimExpr, out: int, scale: PrimExpr, axis: str
+def _axis_tables(attrs: Any, n: PrimExpr, out: PrimExpr, scale: PrimExpr, axis: str
                  ) -> list[tuple[te.Tensor, te.Tensor]]:
     """Per tap, the source index and weight of every output position along one axis, as
     small stages of their own (tag "resize_table", not inlined): the main stage then reads
@@ -225,13 +232,13 @@ def _axis_tables(attrs: Any, n: PrimExpr, out: int, scale: PrimExpr, axis: str
     mode = attrs.coordinate_transformation_mode
 
     def tap(o: PrimExpr, k: int) -> tuple[PrimExpr, PrimExpr]:
-        return _taps(_coord(o, n, tir.const(out), scale, mode, _TirOps), n, attrs, _TirOps)[k]
+        return _taps(_coord(o, n, out, scale, mode, _TirOps), n, attrs, _TirOps)[k]
 
     tables = []
     for k in range(_N_TAPS[attrs.method]):
-        idx = te.compute((tir.const(out),), lambda o, k=k: tap(o, k)[0],
+        idx = te.compute((out,), lambda o, k=k: tap(o, k)[0],
                          name=f"T_resize_{axis}_index{k}", tag="resize_table")
-        weight = te.compute((tir.const(out),), lambda o, k=k: tap(o, k)[1],
+        weight = te.compute((out,), lambda o, k=k: tap(o, k)[1],
                             name=f"T_resize_{axis}_weight{k}", tag="resize_table")
         tables.append((idx, weight))
     return tables
@@ -239,10 +246,17 @@ def _axis_tables(attrs: Any, n: PrimExpr, out: int, scale: PrimExpr, axis: str
 
 def _resize_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x = inputs[0]
+    sh, sw = _scales(attrs, x.shape[2], x.shape[3], _TirOps)
+    oh, ow = (tir.const(s) for s in attrs.size)
+    return [resize_tensor(x, attrs, (oh, ow), (sh, sw), out_type.dtype)]  # type: ignore
+
+
+def resize_tensor(x: te.Tensor, attrs: Any, size: tuple[PrimExpr, PrimExpr],
+                  scales: tuple[PrimExpr, PrimExpr], dtype: str) -> te.Tensor:
+    """The resize kernel for output ``size`` (size variables for dyn.image.resize2d) and
+    float32 ``scales``; ``attrs`` gives the method and the coordinate modes."""
     in_h, in_w = x.shape[2], x.shape[3]
-    oh, ow = attrs.size
-    sh, sw = _scales(attrs, in_h, in_w, _TirOps)
-    dtype = out_type.dtype  # type: ignore[attr-defined]
+    (oh, ow), (sh, sw) = size, scales
     rows = _axis_tables(attrs, in_h, oh, sh, "h")
     cols = _axis_tables(attrs, in_w, ow, sw, "w")
     nearest = attrs.method == "nearest_neighbor"
@@ -256,8 +270,8 @@ def _resize_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
                 acc = term if acc is None else acc + term
         return tir.cast(acc, dtype)
 
-    shape = (x.shape[0], x.shape[1], tir.const(oh), tir.const(ow))
-    return [te.compute(shape, f, name="T_resize2d", tag="injective")]
+    shape = (x.shape[0], x.shape[1], oh, ow)
+    return te.compute(shape, f, name="T_resize2d", tag="injective")
 
 
 defop("image.resize2d", _resize_rel, _resize_ref, INJECTIVE, attrs=Resize2DAttrs,
@@ -273,6 +287,11 @@ def resize2d(data: Any, roi: Any = None, size: Any = None, layout: str = "NCHW",
     """``data`` (NCHW) resized to ``size`` = (height, width); Relay's signature. ``roi`` and
     ``extrapolation_value`` (tf_crop_and_resize) are not supported; an empty
     ``rounding_method`` means "round" (ties away from zero)."""
+    if run_time(size, scales):  # a size or scales known at run time: dyn.image.resize2d
+        return _dyn_resize(data, size, scales, method, coordinate_transformation_mode,
+                           rounding_method or "round", cubic_alpha, bool(cubic_exclude),
+                           out_dtype, layout)
+    size, scales = numbers(size), numbers(scales)
     if roi is not None and any(float(v) for v in np.asarray(roi).reshape(-1)):
         raise NotImplementedError("image.resize2d: roi (tf_crop_and_resize) is not supported")
     if size is None:
@@ -281,3 +300,19 @@ def resize2d(data: Any, roi: Any = None, size: Any = None, layout: str = "NCHW",
                           coordinate_transformation_mode, rounding_method or "round",
                           cubic_alpha, bool(cubic_exclude), out_dtype)
     return call("image.resize2d", data, attrs=attrs)
+
+
+def _dyn_resize(data: Any, size: Any, scales: Any, *attrs: Any) -> Call:
+    """dyn.image.resize2d; without scales, size / input size (float32, as resize2d)."""
+    from ...ir.expr import RelayExpr, const
+    from .tensor import cast, divide
+    from .transform import shape_of, strided_slice
+
+    if not isinstance(size, RelayExpr):
+        size = const(np.asarray(size, "int64"))
+    if scales is None:
+        in_hw = strided_slice(shape_of(data, "int64"), [2], [4])
+        scales = divide(cast(size, "float32"), cast(in_hw, "float32"))
+    elif not isinstance(scales, RelayExpr):
+        scales = const(np.asarray(scales, "float32"))
+    return dyn_op("image.resize2d")(data, size, scales, *attrs)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ... import topi
-from ...ir.expr import Call, Constant, RelayExpr, TupleGetItem
+from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.types import Any as AnyDim
 from ...ir.types import Dim, TensorType, TupleType, Type
 from ...te import tensor as te
@@ -24,6 +24,7 @@ from ._compute_common import (
     require_equal,
     tensor_types,
 )
+from ._dispatch import dyn_op, run_time
 from ._reg import INJECTIVE, as_tuple_expr, call, defop
 from ._shape import dim_add, fail, fmt_shape, known, may_equal, norm_axis, tensor_of, unify_dim
 from ._tuple import TupleWrapper
@@ -322,11 +323,8 @@ defop("strided_slice", _slice_rel, _slice_ref, INJECTIVE, attrs=StridedSliceAttr
 
 
 def _static_ints(name: str, v: Any) -> Any:
-    if isinstance(v, Constant):
+    if isinstance(v, Constant):  # (an expression went to dyn.strided_slice)
         return v.data.numpy().reshape(-1).tolist()
-    if isinstance(v, (RelayExpr, TupleGetItem)):
-        raise TypeError(f"relay.strided_slice: {name} must be static ints; dynamic slices "
-                        "given as expressions are not supported yet")
     return v
 
 
@@ -338,10 +336,20 @@ def strided_slice(data: Any, begin: Sequence[int], end: Sequence[int],
     Negative begin/end count from the end; out-of-range values are clamped. slice_mode "size"
     reads ``end`` as a size (-1: to the end) and ignores strides.
     """
+    if run_time(begin, end, strides):  # bounds known at run time: dyn.strided_slice
+        return _dyn_slice(data, begin, end, strides, axes, slice_mode)
     attrs = StridedSliceAttrs(_static_ints("begin", begin), _static_ints("end", end),
                               (1,) if strides is None else _static_ints("strides", strides),
                               axes, slice_mode)
     return call("strided_slice", data, attrs=attrs)
+
+
+def _dyn_slice(data: Any, begin: Any, end: Any, strides: Any, axes: Any, slice_mode: str
+               ) -> Call:
+    def tensor(v: Any) -> RelayExpr:
+        return v if isinstance(v, RelayExpr) else const(np.asarray(v, "int64").reshape(-1))
+    return dyn_op("strided_slice")(data, tensor(begin), tensor(end),
+                                   tensor(1 if strides is None else strides), axes, slice_mode)
 
 
 # ---------------------------------------------------------------- te helpers of the compute rules

@@ -14,6 +14,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from ._compute_common import prod, reshape_to
+from ._dispatch import dyn_op, numbers, run_time
 from ._reg import INJECTIVE, call, defop
 from ._shape import dim_mul, dim_prod, fail, fmt_dim, fmt_shape, known, tensor_of
 from .attrs import ReshapeAttrs, ReshapeLikeAttrs
@@ -164,7 +165,9 @@ defop("reshape", _reshape_rel, _reshape_ref, INJECTIVE, attrs=ReshapeAttrs,
 def reshape(data: Any, newshape: Sequence[int] | int) -> Call:
     """``data`` with a new shape. In ``newshape``: 0 copies the input dim, -1 infers one dim,
     -2 copies the remaining dims, -3 merges two input dims, -4 splits one into the next two."""
-    return call("reshape", data, attrs=ReshapeAttrs(newshape))
+    if run_time(newshape):  # a shape known at run time: dyn.reshape
+        return dyn_op("reshape")(data, newshape)
+    return call("reshape", data, attrs=ReshapeAttrs(numbers(newshape)))
 
 
 def _reverse_infer(op: str, shape: Sequence[Dim], newshape: Sequence[int]) -> list[Dim]:

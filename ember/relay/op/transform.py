@@ -27,6 +27,7 @@ from ._compute_common import (
     norm_axis as _te_norm_axis,
 )
 from ._layout import Layout, from_primal, to_primal, transform_shape
+from ._dispatch import dyn_op, numbers, run_time
 from ._reg import BROADCAST, INJECTIVE, OPAQUE, call, defop
 from ._shape import (
     dim_mul,
@@ -187,6 +188,9 @@ defop("broadcast_to_like",
 
 def broadcast_to(data: Any, shape: Sequence[int] | int) -> Call:
     """``data`` broadcast (numpy rules) to ``shape``."""
+    if run_time(shape):
+        return dyn_op("broadcast_to")(data, shape)
+    shape = numbers(shape)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return call("broadcast_to", data, attrs=BroadcastToAttrs(shape))
 
@@ -214,7 +218,9 @@ defop("tile", lambda args, attrs: tensor_of(_tile_shape(args[0].shape, attrs.rep
 
 def tile(data: Any, reps: Sequence[int]) -> Call:
     """``data`` repeated ``reps[i]`` times along axis i (numpy.tile rules)."""
-    return call("tile", data, attrs=TileAttrs(reps))
+    if run_time(reps):
+        return dyn_op("tile")(data, reps)
+    return call("tile", data, attrs=TileAttrs(numbers(reps)))
 
 
 def _repeat_rel(args: list[TensorType], attrs: RepeatAttrs) -> TensorType:

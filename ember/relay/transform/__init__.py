@@ -33,13 +33,15 @@ _LAZY: dict[str, str] = {
     "FuseGemmEpilogue": "fuse_gemm_epilogue", "FuseLayerNorm": "fuse_layer_norm",
     "FoldGemmViews": "fold_gemm_views",
     "BindParams": "bind_params",
+    "DynamicToStatic": "dynamic_to_static",
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
                 "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
                 "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps",
-                "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews")
+                "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews",
+                "DynamicToStatic")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

@@ -157,6 +157,31 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
     }
 
 
+def _dyn(rng: np.random.Generator) -> dict[str, Case]:
+    """The dyn.* ops: the kernel alone (its output allocated at the reference's shape; the
+    VM's shape functions are tested in test_op_dyn.py)."""
+    x = rand(rng, (3, 4, 5))
+    i64 = lambda v: np.array(v, "int64")  # noqa: E731
+    return {
+        "dyn.reshape": Case("dyn.reshape", [x, i64([0, -1, 10])]),
+        "dyn.broadcast_to": Case("dyn.broadcast_to", [rand(rng, (3, 1)), i64([2, 3, 4])]),
+        "dyn.tile": Case("dyn.tile", [rand(rng, (2, 3)), i64([2, 1, 3])]),
+        "dyn.strided_slice": Case("dyn.strided_slice", [x, i64([2, 1]), i64([-5, 4]),
+                                                        i64([-1, 2])]),
+        "dyn.full": Case("dyn.full", [np.array(2.5, "float32"), i64([3, 2])]),
+        "dyn.zeros": Case("dyn.zeros", [i64([2, 3])], {"dtype": "int32"}),
+        "dyn.ones": Case("dyn.ones", [i64([4])]),
+        "dyn.one_hot": Case("dyn.one_hot", [np.array([0, 3, 1], "int32"), np.array(1.0, "float32"),
+                                            np.array(-1.0, "float32"), np.array(4, "int64")]),
+        "dyn.topk": Case("dyn.topk", [x, np.array(2, "int64")], {"axis": 1}),
+        "dyn.nn.pad": Case("dyn.nn.pad", [rand(rng, (3, 4)), i64([[1, -1], [2, 0]]),
+                                          np.array(0.5, "float32")]),
+        "dyn.image.resize2d": Case("dyn.image.resize2d", [rand(rng, (1, 2, 3, 5)), i64([7, 4]),
+                                                          np.array([2.5, 0.8], "float32")],
+                                   {"method": "cubic"}, SUMS),
+    }
+
+
 def default_cases(rng: np.random.Generator) -> dict[str, Case]:
     """One case per op name."""
     cases: dict[str, Case] = {}
@@ -173,7 +198,7 @@ def default_cases(rng: np.random.Generator) -> dict[str, Case]:
         attrs: dict[str, Any] = {"axis": (1,), "keepdims": name == "sum"}
         cases[name] = Case(name, [rand(rng, (3, 5, 2), dtype)], attrs, SUMS)
     builders: list[Callable[[np.random.Generator], dict[str, Case]]] = [
-        _nn, _transform, _creation, _indexing]
+        _nn, _transform, _creation, _indexing, _dyn]
     for build in builders:
         cases.update(build(rng))
     return cases

@@ -27,7 +27,7 @@ from ....runtime.errors import TVMError
 from ....runtime.executor_factory import AotExecutorFactoryModule
 from ....runtime.module import CSourceModule
 from ....tir.codegen import join_c
-from ...transform import InferType, ToGraphNormalForm
+from ...transform import DynamicToStatic, InferType, ToGraphNormalForm
 from .. import te_compiler
 from ..executor import Executor
 from ..pipeline import optimize, stage
@@ -110,7 +110,7 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
     """The AOT executor factory for ``mod`` (the ``"aot"`` builder of ``relay.build``)."""
     opts = options_from(executor, runtime, PassContext.current().config)
     source = mod
-    mod = InferType()(mod)
+    mod = DynamicToStatic()(InferType()(mod))  # dyn ops with known values are static ops
     check_supported(mod)
     mod, _ = optimize(ToGraphNormalForm()(mod), target, None, params)
     prefix = c_prefix(mod_name)

@@ -11,6 +11,8 @@ An output whose type has a ``?`` dimension gets its shape at run time from the p
 function's shape function (``shape_func.py``), which also returns its size in bytes::
 
     let %s0 = vm.shape_of(%a);                    # one per input with a ? dimension
+                                                  # (and the input itself where its value
+                                                  # sizes the output: dyn.reshape's newshape)
     let %_ = vm.shape_func(%prim, (%s0), (%shape, %nbytes));
     let %st = memory.alloc_storage(%nbytes);
     let %x = memory.alloc_tensor_reg(%st, %shape, dtype="float32");
@@ -47,6 +49,7 @@ from ....ir.visitor import children, is_primitive
 from ....runtime.dtype import DataType
 from ....runtime.errors import InternalError, TVMError
 from . import _ops
+from .shape_func import DATA, shape_func_args
 
 _PENDING = Call(_ops.ALLOC_TENSOR, ())  # placeholder value of a static allocation
 
@@ -60,6 +63,8 @@ class _Alloc:
     last: int = -1
     escapes: bool = False
     storage: Var | None = None
+    shape_var: Var | None = None  # a dynamic tensor's shape (a static allocation)
+    view: bool = False  # a reshape view (vm.reshape_tensor), tracked for its shape's sake
 
     @property
     def nbytes(self) -> int:
@@ -172,15 +177,18 @@ class _Manifest:
         shapes: dict[int, tuple[Var, Var]] = {}
         if any(not t.is_static for t in outs):
             in_shapes: list[RelayExpr] = []
-            for p, arg in zip(prim.params, call.args):
-                for path, t in flat_types(_type_of(p) or _type_of(arg)):  # type: ignore[arg-type]
-                    if not t.is_static:
-                        target = arg
-                        for i in path:
-                            target = TupleGetItem(target, i)
-                        sv = self.fresh("in_shape")
-                        bindings.append((sv, _ops.shape_of(target)))
-                        in_shapes.append(sv)
+            for i, k, kind in shape_func_args(prim):
+                arg = call.args[i]
+                if kind == DATA:  # the shape function reads this argument's value
+                    in_shapes.append(arg)
+                    continue
+                path = list(flat_types(_type_of(prim.params[i]) or _type_of(arg)))[k][0]
+                target = arg
+                for j in path:
+                    target = TupleGetItem(target, j)
+                sv = self.fresh("in_shape")
+                bindings.append((sv, _ops.shape_of(target)))
+                in_shapes.append(sv)
             results: list[RelayExpr] = []
             for k, t in enumerate(outs):
                 if not t.is_static:
@@ -195,6 +203,9 @@ class _Manifest:
             shape: RelayExpr = (shapes[0][0] if shapes else
                                 const(np.array(outs[0].concrete_shape, dtype="int64")))
             bindings.append((var, _ops.reshape_tensor(call.args[0], shape)))
+            if shapes:
+                allocs.append(_Alloc(var, len(bindings) - 1, None, outs[0].dtype,
+                                     shape_var=shapes[0][0], view=True))
             return
         out_vars: list[RelayExpr] = []
         for k, t in enumerate(outs):
@@ -203,7 +214,8 @@ class _Manifest:
                 st = self.fresh("storage")
                 bindings.append((st, _ops.alloc_storage(shapes[k][1], t.dtype)))
                 bindings.append((v, _ops.alloc_tensor_reg(st, shapes[k][0], t.dtype)))
-                allocs.append(_Alloc(v, len(bindings) - 1, None, t.dtype, storage=st))
+                allocs.append(_Alloc(v, len(bindings) - 1, None, t.dtype, storage=st,
+                                     shape_var=shapes[k][0]))
             else:
                 self.static(v, t, bindings, allocs)
             out_vars.append(v)
@@ -294,7 +306,7 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
     if not allocs:
         return bindings
     by_var = {a.var: a for a in allocs}
-    pending = {a.var for a in allocs if a.shape is not None}
+    pending = {a.var for a in allocs if a.shape is not None}  # (views are bound already)
     values = [(i, value) for i, (v, value) in enumerate(bindings) if v not in pending]
     for i, value in values + [(len(bindings), result)]:
         for var, benign in reads(value):
@@ -304,13 +316,20 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
                 a.escapes = a.escapes or not benign
     for a in allocs:
         a.last = max(a.last, a.index)
+    # A dynamic tensor's (or view's) shape lives as long as the tensor: a VM plan points the
+    # tensor's DLTensor shape at it (static_plan.py), so its bytes must not be reused before.
+    for a in allocs:
+        if a.shape_var is not None and a.shape_var in by_var:
+            held = by_var[a.shape_var]
+            held.last = max(held.last, a.last)
+            held.escapes = held.escapes or a.escapes
     local = [a for a in allocs if not a.escapes and a.shape is not None]
     offsets, total = first_fit(local)
     # A dynamic tensor that stays in the scope: clear its registers after its last reader,
     # so its storage returns to the pool before the scope ends (loops, long chains).
     kills: dict[int, list[Var]] = {}
     for a in allocs:
-        if a.shape is None and not a.escapes and a.last < len(bindings):
+        if a.shape is None and not a.view and not a.escapes and a.last < len(bindings):
             kills.setdefault(a.last, []).extend([a.var, a.storage])  # type: ignore[list-item]
     out: list[tuple[Var, RelayExpr]] = []
     arena = names.fresh("arena")

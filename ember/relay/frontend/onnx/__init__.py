@@ -84,7 +84,8 @@ def _import(proto: Any, where: str, shape: Mapping[str, Any] | None,
 
 def _module(imp: Importer, inputs: list[Var], body: Any) -> tuple[IRModule, dict[str, Any]]:
     from ...analysis import free_vars
-    from ...transform import InferType
+    from ...transform import DynamicToStatic, InferType
+    from ...transform.dynamic_to_static import dynamic_ops
 
     extra = [v for v in free_vars(body) if v not in inputs]
     unknown = [v.name_hint for v in extra if v.name_hint not in imp.params]
@@ -93,7 +94,10 @@ def _module(imp: Importer, inputs: list[Var], body: Any) -> tuple[IRModule, dict
                             "input or initializer of the main graph")
     mod = IRModule.from_expr(Function(tuple(inputs + extra), body))
     params = {v.name_hint: _nd_array(imp.params[v.name_hint]) for v in extra}
-    return InferType()(mod), params
+    mod = InferType()(mod)
+    if dynamic_ops(mod):  # values the import could not follow may be known after typing
+        mod = DynamicToStatic()(mod)
+    return mod, params
 
 
 def _check_operators(graph: Any, opset: int) -> None:

@@ -59,6 +59,7 @@ def _e(convert: Callable[[Node], Any], note: str, since: int = 1, older: str = "
 
 
 I64 = "int64"
+RT_AXES = "; axes known only at run time: each axis reduced where named (rank x the work)"
 OLD_BROADCAST = "; broadcast/axis attributes before version 7"
 SUPPORT: dict[str, OpSupport] = {
     # elementwise arithmetic, comparison and logic
@@ -156,49 +157,57 @@ SUPPORT: dict[str, OpSupport] = {
     "ReduceL2": _e(r.REDUCERS["ReduceL2"], "sqrt(sum(x * x))"),
     "ReduceLogSum": _e(r.REDUCERS["ReduceLogSum"], "log(sum(x))"),
     "ReduceLogSumExp": _e(r.REDUCERS["ReduceLogSumExp"], "max + log(sum(exp(x - max)))"),
-    "ReduceMax": _e(r.REDUCERS["ReduceMax"], "max; axes attribute (< 18) or input (18+)"),
-    "ReduceMean": _e(r.REDUCERS["ReduceMean"], "mean; axes attribute (< 18) or input (18+)"),
-    "ReduceMin": _e(r.REDUCERS["ReduceMin"], "min; axes attribute (< 18) or input (18+)"),
-    "ReduceProd": _e(r.REDUCERS["ReduceProd"], "prod; axes attribute (< 18) or input (18+)"),
+    "ReduceMax": _e(r.REDUCERS["ReduceMax"], "max; axes attribute (< 18) or input (18+)" + RT_AXES),
+    "ReduceMean": _e(r.REDUCERS["ReduceMean"], "mean; axes attribute (< 18) or input (18+)"
+                     + RT_AXES),
+    "ReduceMin": _e(r.REDUCERS["ReduceMin"], "min; axes attribute (< 18) or input (18+)" + RT_AXES),
+    "ReduceProd": _e(r.REDUCERS["ReduceProd"], "prod; axes attribute (< 18) or input (18+)"
+                     + RT_AXES),
     "ReduceSum": _e(r.REDUCERS["ReduceSum"], "sum; axes attribute (< 13) or input (13+), "
-                    "noop_with_empty_axes"),
+                    "noop_with_empty_axes" + RT_AXES),
     "ReduceSumSquare": _e(r.REDUCERS["ReduceSumSquare"], "sum(x * x)"),
     # shapes and data movement
     "Concat": _e(ops_tensor.concat, "concatenate; axis 1 by default before version 4"),
     "Constant": _e(ops_shape.constant, "value, value_float(s), value_int(s); not sparse or "
                    "string"),
     "ConstantOfShape": _e(ops_shape.constant_of_shape, "a constant for known shapes; from "
-                          "input shapes for symbolic ones"),
+                          "input shapes for symbolic ones; dyn.full for run-time ones"),
     "DepthToSpace": _e(ops_tensor.depth_to_space, "nn.depth_to_space, DCR and CRD"),
     "Expand": _e(ops_shape.expand, "broadcast_to for static shapes, where() against a "
-                 "template for dynamic ones"),
+                 "template for symbolic ones, dyn.broadcast_to for run-time ones"),
     "Flatten": _e(ops_tensor.flatten, "reshape to 2-D (also with dynamic sizes)"),
-    "OneHot": _e(ops_tensor.one_hot, "one_hot; depth must be known; negative indices wrap"),
+    "OneHot": _e(ops_tensor.one_hot, "one_hot (dyn.one_hot for a run-time depth); negative "
+                 "indices wrap"),
     "Pad": _e(ops_tensor.pad, "constant, reflect and edge; negative pads crop; axes (18+); "
-              "pads/value attributes before version 11",
+              "dyn.nn.pad for run-time pads or axes; pads/value attributes before version 11",
               attr_inputs=(11, {1: (("pads", "paddings"), I64), 2: (("value",), None)})),
-    "Range": _e(ops_shape.range_, "a constant for known bounds; 0..n for a symbolic n"),
-    "Reshape": _e(ops_shape.reshape, "reshape; shapes computed at run time must reduce to "
-                  "the input's own sizes or one -1; the shape attribute before version 5",
+    "Range": _e(ops_shape.range_, "a constant for known bounds; 0..n for a symbolic n; "
+                "arange of run-time bounds otherwise"),
+    "Reshape": _e(ops_shape.reshape, "reshape (a run-time shape reduced to the input's own "
+                  "sizes and one -1 when it can be), else dyn.reshape; the shape attribute "
+                  "before version 5",
                   attr_inputs=(5, {1: (("shape",), I64)})),
     "Shape": _e(ops_shape.shape, "a constant for static shapes; start/end (15+)"),
     "Size": _e(ops_shape.size, "a constant for static shapes"),
-    "Slice": _e(ops_tensor.slice_, "strided_slice; starts/ends/axes/steps must be known "
-                "(attributes before version 10)",
+    "Slice": _e(ops_tensor.slice_, "strided_slice; dyn.strided_slice for run-time "
+                "starts/ends/axes/steps (attributes before version 10)",
                 attr_inputs=(10, {1: (("starts",), I64), 2: (("ends",), I64),
                                   3: (("axes",), I64)})),
     "SpaceToDepth": _e(ops_tensor.space_to_depth, "nn.space_to_depth; mode DCR"),
     "Split": _e(ops_tensor.split, "split; sizes from the attribute (< 13) or input (1, "
-                "13+), num_outputs (18+)"),
-    "Squeeze": _e(ops_tensor.squeeze, "squeeze; axes attribute (< 13) or input (13+)"),
-    "Tile": _e(ops_tensor.tile, "tile; repeats must be known", since=6,
+                "13+; dyn.strided_slice when known at run time only), num_outputs (18+)"),
+    "Squeeze": _e(ops_tensor.squeeze, "squeeze; axes attribute (< 13) or input (13+; a "
+                  "dyn.reshape when known at run time only)"),
+    "Tile": _e(ops_tensor.tile, "tile; dyn.tile for run-time repeats", since=6,
                older="Tile-1 takes a tile count and an axis as inputs"),
     "Transpose": _e(ops_tensor.transpose, "transpose"),
-    "Trilu": _e(ops_tensor.trilu, "where() with a constant triangle mask; static matrix "
-                "sizes"),
-    "Unsqueeze": _e(ops_tensor.unsqueeze, "expand_dims; axes attribute (< 13) or input (13+)"),
+    "Trilu": _e(ops_tensor.trilu, "where() with a constant triangle mask; index grids for "
+                "symbolic sizes or a run-time k"),
+    "Unsqueeze": _e(ops_tensor.unsqueeze, "expand_dims; axes attribute (< 13) or input (13+; "
+                    "a dyn.reshape when known at run time only)"),
     # indexing, sorting, resampling
-    "CumSum": _e(ops_index.cum_sum, "cumsum with exclusive and reverse"),
+    "CumSum": _e(ops_index.cum_sum, "cumsum with exclusive and reverse; a run-time axis "
+                 "sums along each axis and picks one"),
     "Einsum": _e(ops_einsum.einsum, "transpose/reshape/nn.batch_matmul per operand pair; "
                  "ellipsis; no diagonals"),
     "Gather": _e(ops_index.gather, "take (negative indices wrap)"),
@@ -206,13 +215,15 @@ SUPPORT: dict[str, OpSupport] = {
     "GatherND": _e(ops_index.gather_nd, "gather_nd with batch_dims"),
     "Resize": _e(ops_resize.resize, "image.resize2d on NCW/NCHW: nearest, linear, cubic; "
                  "every coordinate mode but tf_crop_and_resize; no antialias; version 10 as "
-                 "Upsample"),
+                 "Upsample; dyn.image.resize2d for run-time scales/sizes or scaled symbolic "
+                 "axes"),
     "ScatterElements": _e(ops_index.scatter_elements, "scatter_elements; reduction none, add, "
                           "mul (16+), max, min (18+)"),
     "Upsample": _e(ops_resize.upsample, "image.resize2d, asymmetric coordinates: nearest "
                    "(floor) and linear; scales attribute (7) or input (9)"),
-    "TopK": _e(ops_index.top_k, "topk; K must be known (an attribute before version 10); "
-               "sorted, ties to the lower index", attr_inputs=(10, {1: (("k",), I64)})),
+    "TopK": _e(ops_index.top_k, "topk (dyn.topk for a run-time K; an attribute before "
+               "version 10); sorted, ties to the lower index",
+               attr_inputs=(10, {1: (("k",), I64)})),
     # control flow (run by the VM)
     "If": _e(ops_control.if_, "Relay If (VM); a known condition imports only the taken "
              "branch"),

@@ -2,12 +2,15 @@
 TopK, CumSum.
 
 ONNX indices may be negative (counting from the end); Relay's ``take`` runs in "wrap" mode,
-and the gather/scatter ops below wrap negative indices themselves.
+and the gather/scatter ops below wrap negative indices themselves. A TopK K known only at
+run time goes to ``dyn.topk``; a CumSum axis known only at run time sums along every axis
+and picks the one asked for (rank times the work).
 """
 from __future__ import annotations
 
 from ....ir.expr import RelayExpr
 from ... import op as _op
+from . import _runtime_values as rt
 from ._node import Node
 from ._symbolic import SymShape
 from ._util import norm_axis
@@ -71,8 +74,15 @@ def scatter_elements(node: Node) -> RelayExpr:
 
 def top_k(node: Node) -> list[RelayExpr]:
     x, ty = node.input(0), node.type(0)
-    k = int(node.ints(1, "K")[0])
     axis = norm_axis(node, node.attr("axis", -1), ty.ndim)
+    if node.value(1) is None:  # a K known only at run time
+        if node.type(1).shape not in ((), (1,)):
+            raise node.fail(f"K must hold one value, got shape {node.type(1).shape}")
+        out = _op.dyn.topk(x, rt.int64(node, 1, "K"), axis, ret_type="both",
+                           is_ascend=not node.attr("largest", 1), dtype="int64",
+                           where=node.label)
+        return [out[0], out[1]]
+    k = int(node.ints(1, "K")[0])
     if k < 0 or (isinstance(ty.shape[axis], int) and k > ty.shape[axis]):
         raise node.fail(f"K={k} is out of range for an axis of size {ty.shape[axis]}")
     out = _op.topk(x, k, axis, ret_type="both", is_ascend=not node.attr("largest", 1),
@@ -82,7 +92,16 @@ def top_k(node: Node) -> list[RelayExpr]:
 
 def cum_sum(node: Node) -> RelayExpr:
     x, ndim = node.input(0), node.ndim(0)
-    axis = norm_axis(node, node.ints(1, "axis")[0], ndim)
+    if node.value(1) is None:  # an axis known only at run time: each axis's sum, picked
+        axis = rt.nonnegative_axes(rt.scalar(rt.int64(node, 1, "axis")), ndim)
+        out = _cum_sum(node, x, 0)
+        for a in range(1, ndim):
+            out = _op.where(_op.equal(axis, node.const(a, rt.I64)), _cum_sum(node, x, a), out)
+        return out
+    return _cum_sum(node, x, norm_axis(node, node.ints(1, "axis")[0], ndim))
+
+
+def _cum_sum(node: Node, x: RelayExpr, axis: int) -> RelayExpr:
     exclusive = bool(node.attr("exclusive", 0))
     if node.attr("reverse", 0):
         return _op.reverse(_op.cumsum(_op.reverse(x, axis), axis, exclusive=exclusive), axis)

@@ -3,7 +3,13 @@ runs as a height-1 image). Scales or sizes come from inputs (empty tensors mean 
 from version 18 ``axes`` may name the resized axes. Resize-10 and Upsample (7: scales as an
 attribute, 9: as an input) have neither sizes nor a coordinate mode: coordinates are
 asymmetric, and nearest rounds down when enlarging an axis and up when shrinking it, as
-onnxruntime does for these versions."""
+onnxruntime does for these versions.
+
+Scales or sizes known only at run time, and scales of an axis whose size is symbolic (a
+detector exported with dynamic height and width), resize with ``dyn.image.resize2d``: the
+output size is computed at run time (floor(size * scale) in float32, as onnxruntime), and the
+coordinate transform uses the scales given (or size / input size). The batch and channel
+axes must then keep their sizes (not checked at run time)."""
 from __future__ import annotations
 
 import math
@@ -11,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ....ir.expr import RelayExpr
+from ....ir.expr import RelayExpr, const
 from ... import op as _op
+from . import _runtime_values as rt
 from ._node import Node
 from ._util import norm_axes
 
@@ -22,11 +29,14 @@ _COORDS = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
 _NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
-def _given(node: Node, i: int) -> np.ndarray | None:
-    """A scales/sizes input: None when absent or empty."""
-    if not node.has_input(i):
+def _given(node: Node, i: int) -> np.ndarray | RelayExpr | None:
+    """A scales/sizes input: None when absent or empty, its value when known, else the
+    expression that computes it at run time."""
+    if not node.has_input(i) or node.type(i).shape == (0,):
         return None
-    value = node.const_value(i, "scales" if i == 2 else "sizes")
+    value = node.value(i)
+    if value is None:
+        return node.input(i)
     return None if value.size == 0 else value.reshape(-1)
 
 
@@ -58,22 +68,35 @@ def resize(node: Node) -> RelayExpr:
     axes = norm_axes(node, node.attr("axes", list(range(ndim))), ndim)
     scales_in, sizes_in = _given(node, 2), _given(node, 3)
     in_sizes = ty.shape
+    attrs = dict(method=mode, coordinate_transformation_mode=coord,
+                 rounding_method=node.choice("nearest_mode", "round_prefer_floor", _NEAREST),
+                 cubic_alpha=node.attr("cubic_coeff_a", -0.75),
+                 cubic_exclude=node.attr("exclude_outside", 0))
+    if isinstance(sizes_in, RelayExpr) or (sizes_in is None and isinstance(scales_in,
+                                                                            RelayExpr)):
+        return _resize_run_time(node, sizes_in, scales_in, axes, attrs)
     if sizes_in is not None:
         sizes = _full(node, sizes_in, axes, ndim, math.nan)
         out = [int(s) if not math.isnan(s) else in_sizes[k] for k, s in enumerate(sizes)]
         scales = None
     elif scales_in is not None:
         factors = _full(node, scales_in, axes, ndim, 1.0)
-        out, scales = _scaled(node, in_sizes, factors), factors
+        out, scales = _scaled(in_sizes, factors), factors
+        if out is None:  # a symbolic axis scaled: its new size is computed at run time
+            return _resize_run_time(node, None, const(np.asarray(factors, "float32")),
+                                    list(range(ndim)), attrs)
     else:
         raise node.fail("needs scales or sizes")
-    return _resize2d(node, out, scales, method=mode, coordinate_transformation_mode=coord,
-                     rounding_method=node.choice("nearest_mode", "round_prefer_floor", _NEAREST),
-                     cubic_alpha=node.attr("cubic_coeff_a", -0.75),
-                     cubic_exclude=node.attr("exclude_outside", 0))
+    return _resize2d(node, out, scales, **attrs)
 
 
 def upsample(node: Node) -> RelayExpr:
+    if node.version >= 9 and node.value(1) is None:  # scales known only at run time
+        mode = node.choice("mode", "nearest", ("nearest", "linear"))
+        _check_rank(node, node.ndim(0))
+        attrs = dict(method=_MODES[mode], coordinate_transformation_mode="asymmetric",
+                     rounding_method="floor")  # Upsample only enlarges
+        return _resize_run_time(node, None, node.input(1), list(range(node.ndim(0))), attrs)
     scales = node.attr("scales") if node.version < 9 else node.const_value(1, "scales")
     return _legacy(node, np.asarray(scales, dtype="float64").reshape(-1))
 
@@ -94,9 +117,13 @@ def _legacy(node: Node, factors: np.ndarray) -> RelayExpr:
         raise node.unsupported(f"nearest with scales {factors} that enlarge one axis and "
                                "shrink another")
     rounding = "ceil" if spatial and spatial[0] < 1 else "floor"
-    out = _scaled(node, ty.shape, factors)
-    return _resize2d(node, out, factors, method=_MODES[mode],
-                     coordinate_transformation_mode="asymmetric", rounding_method=rounding)
+    out = _scaled(ty.shape, factors)
+    attrs = dict(method=_MODES[mode], coordinate_transformation_mode="asymmetric",
+                 rounding_method=rounding)
+    if out is None:  # a symbolic axis scaled: its new size is computed at run time
+        return _resize_run_time(node, None, const(np.asarray(factors, "float32")),
+                                list(range(ty.ndim)), attrs)
+    return _resize2d(node, out, factors, **attrs)
 
 
 def _check_rank(node: Node, ndim: int) -> None:
@@ -104,12 +131,39 @@ def _check_rank(node: Node, ndim: int) -> None:
         raise node.unsupported(f"input of rank {ndim} (ember resizes NCW and NCHW data)")
 
 
-def _scaled(node: Node, in_sizes: tuple[Any, ...], factors: list[float]) -> list[Any]:
-    """The output sizes of scaling ``in_sizes`` by ``factors`` (ONNX rounds down)."""
-    for d, f in zip(in_sizes, factors):
-        if not isinstance(d, int) and f != 1.0:
-            raise node.unsupported("resizing a dynamic axis by a scale")
+def _scaled(in_sizes: tuple[Any, ...], factors: list[float]) -> list[Any] | None:
+    """The output sizes of scaling ``in_sizes`` by ``factors`` (ONNX rounds down); None when
+    a symbolic size is scaled (known at run time only)."""
+    if any(not isinstance(d, int) and f != 1.0 for d, f in zip(in_sizes, factors)):
+        return None
     return [math.floor(d * f) if f != 1.0 else d for d, f in zip(in_sizes, factors)]
+
+
+def _resize_run_time(node: Node, sizes: Any, scales: Any, axes: list[int],
+                     attrs: dict[str, Any]) -> RelayExpr:
+    """dyn.image.resize2d with the output size (and the scales of the coordinate transform)
+    computed at run time from ``sizes`` or ``scales`` (values of ``axes``, known or not)."""
+    x, ndim = node.input(0), node.ndim(0)
+    shape = _op.shape_of(x, rt.I64)
+    if sizes is not None:
+        given = sizes if isinstance(sizes, RelayExpr) else rt.vector(sizes)
+        out = rt.on_axes(_op.cast(given, rt.I64), axes, ndim, shape)
+        factors = _op.divide(_op.cast(out, "float32"), _op.cast(shape, "float32"))
+    else:
+        given = scales if isinstance(scales, RelayExpr) else const(
+            np.asarray(scales, "float32"))
+        factors = rt.on_axes(_op.cast(given, "float32"), axes, ndim,
+                             const(np.ones(ndim, "float32")))
+        out = _op.cast(_op.floor(_op.multiply(_op.cast(shape, "float32"), factors)), rt.I64)
+    size_hw = _op.strided_slice(out, [2], [ndim])
+    scale_hw = _op.strided_slice(factors, [2], [ndim])
+    data = x
+    if ndim == 3:  # NCW as a height-1 image
+        data = _op.expand_dims(x, 2)
+        size_hw = _op.concatenate([rt.vector([1]), size_hw], 0)
+        scale_hw = _op.concatenate([const(np.ones(1, "float32")), scale_hw], 0)
+    result = _op.dyn.image.resize2d(data, size_hw, scale_hw, where=node.label, **attrs)
+    return result if ndim == 4 else _op.squeeze(result, [2])
 
 
 def _resize2d(node: Node, out: list[Any], factors: list[float] | None, **attrs: Any

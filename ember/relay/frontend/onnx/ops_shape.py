@@ -3,7 +3,10 @@ Range, Reshape, Expand.
 
 Known values fold to constants as they are imported; with symbolic sizes the values are
 followed as ``SymShape``s (see ``_symbolic.py``) so that Reshape/Expand/ConstantOfShape/Range
-still produce tensors whose shapes derive from the inputs' shapes.
+still produce tensors whose shapes derive from the inputs' shapes. A shape that is neither
+(read from a graph input, or computed in ways the importer does not follow) is passed at run
+time to the op's dynamic form (``dyn.reshape``, ``dyn.broadcast_to``, ``dyn.full``, an
+``arange`` of run-time bounds; ``_runtime_values.py``).
 """
 from __future__ import annotations
 
@@ -13,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from ....ir.expr import Constant, RelayExpr
-from ....ir.types import ShapeVar, TensorType
+from ....ir.types import TensorType
 from ... import op as _op
 from ._node import Node
 from ._symbolic import SymShape
+from . import _runtime_values as rt
 from ._util import product, scalar, static
 
 
@@ -74,7 +78,10 @@ def _fill_value(node: Node) -> np.ndarray:
 def constant_of_shape(node: Node) -> RelayExpr:
     value = _fill_value(node)
     dtype = str(value.dtype)
-    target = _shape_input(node, 0)
+    target = node.sym(0)
+    if target is None:  # a shape known only at run time
+        return _op.dyn.full(scalar(value, dtype), rt.int64(node, 0, "shape"), dtype,
+                            where=node.label)
     if target.is_static:
         dims = [int(d) for d in target.elems]
         if any(d < 0 for d in dims):
@@ -92,15 +99,6 @@ def _symbolic_result(node: Node, expr: RelayExpr, elems: tuple[Any, ...], dtype:
     expr = node.finish(expr)
     node.declare(expr, TensorType(elems, dtype))
     return expr
-
-
-def _shape_input(node: Node, i: int) -> SymShape:
-    """Input ``i`` as a shape (ints and symbolic sizes); unsupported if it is neither."""
-    sym = node.sym(i)
-    if sym is None:
-        node.const_value(i, "shape")  # raises the "must be known" error
-        raise node.fail(f"input {i} (shape) must be a 1-D integer tensor")
-    return sym
 
 
 def range_(node: Node) -> RelayExpr:
@@ -121,20 +119,34 @@ def range_(node: Node) -> RelayExpr:
         ones = _op.ones_like(_op.cast(tmpl, dtype))
         out = _op.subtract(_op.cumsum(ones, axis=0), scalar(1, dtype))
         return _symbolic_result(node, out, limit_sym.elems, dtype)
-    raise node.unsupported("start, limit and delta must be known when importing (or the "
-                           "range be 0..n with n a symbolic size); the output length would "
-                           "depend on run-time values")
+    # bounds known at run time: arange sizes its result from their values
+    bounds = [node.input(i) for i in range(3)]
+    for i, what in enumerate(("start", "limit", "delta")):
+        if node.type(i).shape not in ((), (1,)):
+            raise node.fail(f"{what} must be a scalar, got shape {node.type(i).shape}")
+    return _op.arange(*(rt.scalar(b) if node.type(i).ndim else b
+                        for i, b in enumerate(bounds)), dtype=dtype)
 
 
 # ---------------------------------------------------------------- Reshape, Expand
 def reshape(node: Node) -> RelayExpr:
     x, ty = node.input(0, "data"), node.type(0)
-    target = _shape_input(node, 1)
-    allowzero = node.attr("allowzero", 0)
+    allowzero = bool(node.attr("allowzero", 0))
+    target = node.sym(1)
+    out = None if target is None else _reshape_known(node, x, ty, target, allowzero)
+    if out is None:  # a shape known only at run time
+        return _op.dyn.reshape(x, rt.int64(node, 1, "shape"), allowzero, where=node.label)
+    return out
+
+
+def _reshape_known(node: Node, x: RelayExpr, ty: TensorType, target: SymShape,
+                   allowzero: bool) -> RelayExpr | None:
+    """reshape to a shape followed at import (ints, and the input's own symbolic sizes or one
+    -1 in their places); None when the shape needs run-time values."""
     elems = list(target.elems)
     if allowzero and 0 in elems:  # a literal 0: the result is empty
         if -1 in elems or not target.is_static or not static(ty.shape) or product(ty.shape):
-            raise node.unsupported("allowzero=1 with a 0 in the shape of a non-empty input")
+            return None
         return _op.zeros(tuple(int(e) for e in elems), ty.dtype)
     newshape: list[Any] = []
     unknown = []
@@ -148,10 +160,7 @@ def reshape(node: Node) -> RelayExpr:
             unknown.append(e)
     if unknown:
         if len(unknown) > 1 or -1 in newshape:
-            names = ", ".join(d.name for d in unknown if isinstance(d, ShapeVar))
-            raise node.unsupported(f"the target shape has run-time sizes ({names}) that are "
-                                   "not the input's own sizes at the same positions; give "
-                                   "static input shapes with from_onnx(shape=...)")
+            return None
         newshape[newshape.index(None)] = -1
     _propagate_sym(node, target)
     return _op.reshape(x, newshape)
@@ -167,7 +176,9 @@ def _propagate_sym(node: Node, target: SymShape) -> None:
 def expand(node: Node) -> RelayExpr:
     """Expand: bidirectional broadcasting to the given shape."""
     x, ty = node.input(0), node.type(0)
-    target = _shape_input(node, 1)
+    target = node.sym(1)
+    if target is None:  # a shape known only at run time
+        return _expand_run_time(node, x, ty.ndim)
     elems = target.elems
     if target.is_static and static(ty.shape):
         out = np.broadcast_shapes(ty.concrete_shape, tuple(int(e) for e in elems))
@@ -177,3 +188,18 @@ def expand(node: Node) -> RelayExpr:
     else:
         tmpl = node.scope.importer.sizes.template(elems)
     return _op.where(tmpl, x, x)
+
+
+def _expand_run_time(node: Node, x: RelayExpr, ndim: int) -> RelayExpr:
+    """Bidirectional broadcasting to a run-time shape: each size is the shape's, or the
+    input's where the shape says 1 (dyn.broadcast_to then checks the rest)."""
+    shape = rt.int64(node, 1, "shape")
+    n = rt.length(node, 1, "shape")
+    rank = max(n, ndim)
+    dims = _op.shape_of(x, rt.I64)
+    if rank > ndim:
+        dims = _op.concatenate([rt.vector([1] * (rank - ndim)), dims], 0)
+    if rank > n:
+        shape = _op.concatenate([rt.vector([1] * (rank - n)), shape], 0)
+    target = _op.where(_op.equal(shape, rt.vector([1])), dims, shape)
+    return _op.dyn.broadcast_to(x, target, where=node.label)

@@ -15,6 +15,7 @@ from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from ....topi.nn import norm_kernel
 from .._compute_common import cast_to, identity, prod, reshape_to, scalar
+from .._dispatch import dyn_op, numbers, run_time
 from .._reg import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, call, defop
 from .._shape import (
     dim_add,
@@ -250,7 +251,9 @@ defop("nn.pad", _pad_rel, _pad_ref, INJECTIVE, args=("data", "pad_value"), attrs
 
 def pad(data: Any, pad_width: Any, pad_value: Any = 0, pad_mode: str = "constant") -> Call:
     """``data`` padded by ``pad_width`` = ((before, after), ...) per axis."""
-    return call("nn.pad", data, pad_value, attrs=PadAttrs(pad_width, pad_mode))
+    if run_time(pad_width):
+        return dyn_op("nn.pad")(data, pad_width, pad_value, pad_mode)
+    return call("nn.pad", data, pad_value, attrs=PadAttrs(numbers(pad_width), pad_mode))
 
 
 def _dropout_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
