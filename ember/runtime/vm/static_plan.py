@@ -508,17 +508,24 @@ def _shape_phase(calls: list[Call], blocks: list[Block], results: dict[int, Tens
                  ) -> tuple[set[int], list[Block]]:
     """(indices of the calls that may run first, the blocks they alone write): calls that
     read only constants, argument shapes and such blocks, and write only such blocks, where
-    every other reader of a block comes after its last writer. Such calls compute shapes
-    from shapes; running them first changes nothing any call sees."""
+    every other reader of a block comes after its last writer and no two writes share bytes
+    (a value is also read where no call names it: by the checks, and by the kernels whose
+    DLTensor shapes point at it, so it must stay until the run ends). Such calls compute
+    shapes from shapes; running them first changes nothing any call sees."""
     writers: dict[int, list[int]] = {}
     readers: dict[int, list[int]] = {}
+    written: dict[int, list[tuple[int, int]]] = {}  # block -> byte ranges written
     for k, call in enumerate(calls):
         split = len(call.args) - call.outputs
         for pos, t in enumerate(call.args):
             if type(t.base) is Block:
                 (writers if pos >= split else readers).setdefault(t.base.index, []).append(k)
+                if pos >= split and t.static:
+                    end = t.offset + int(np.prod(t.shape, dtype=np.int64)) * \
+                        t.dtype.numpy_dtype.itemsize
+                    written.setdefault(t.base.index, []).append((t.offset, end))
     candidates = {b.index for b in blocks if b.size is None and b.index not in results
-                  and b.index in writers}
+                  and b.index in writers and not _overlap(written.get(b.index, []))}
     while True:
         hoisted = {k for k, call in enumerate(calls) if _reads_writes_only(call, candidates)}
         keep = {i for i in candidates
@@ -527,6 +534,13 @@ def _shape_phase(calls: list[Call], blocks: list[Block], results: dict[int, Tens
         if keep == candidates:
             return hoisted, [b for b in blocks if b.index in keep]
         candidates = keep
+
+
+def _overlap(ranges: list[tuple[int, int]]) -> bool:
+    """Whether two of the byte ranges ``[start, end)`` share a byte (a range written twice
+    counts: its first value would not last)."""
+    ranges = sorted(ranges)
+    return any(b[0] < a[1] for a, b in zip(ranges, ranges[1:]))
 
 
 def _reads_writes_only(call: Call, candidates: set[int]) -> bool:

@@ -200,3 +200,40 @@ def @main(%x: Tensor[(?, 16), float32], %w: Tensor[(8, 16), float32]) {
     plan = vm._plans[vm._function_index("main")]
     assert isinstance(plan, StaticPlan), plan
     assert plan._shape_run is not None and len(plan._segments) == 1
+
+
+# Two sizes computed into the same 8 bytes, one after the other (a memory plan that reuses a
+# shape function's slot once its value was read): the shape phase may not run them both first.
+REUSED_SLOT = """
+main(x, y):
+    # param types = float32[?], float32[?]
+    shape_of $2 $0
+    shape_of $3 $1
+    load_consti $4 8
+    alloc_storage $5 $4 64 int64 0
+    load_consti $6 0
+    alloc_tensor $7 $5 $6 [] int64
+    invoke_packed PackedFunc[vm_nbytes_f32] (in: $2, out: $7)
+    alloc_storage $8 $7 64 float32 0
+    alloc_tensor_reg $9 $8 $6 $2 float32
+    invoke_packed PackedFunc[vm_add_f32] (in: $0, $0, out: $9)
+    alloc_tensor $10 $5 $6 [] int64
+    invoke_packed PackedFunc[vm_nbytes_f32] (in: $3, out: $10)
+    alloc_storage $11 $10 64 float32 0
+    alloc_tensor_reg $12 $11 $6 $3 float32
+    invoke_packed PackedFunc[vm_add_f32] (in: $1, $1, out: $12)
+    alloc_data $13 tag(0) [$9, $12]
+    ret $13
+"""
+
+
+def test_shape_values_in_reused_bytes_stay_in_program_order() -> None:
+    vm, interpreter = vms(REUSED_SLOT)
+    for n, m in ((5, 2), (2, 5), (3, 3), (7, 1)):
+        same(vm, interpreter, np.arange(n, dtype="float32"), np.ones(m, "float32"))
+    plan = plan_of(vm)
+    assert isinstance(plan, StaticPlan)
+    assert plan._shape_run is None  # the slot is written twice: nothing runs ahead
+    assert all(checks is not None for checks, _ in plan._segments[1:])
+    assert static_plan._overlap([(0, 8), (0, 8)]) and static_plan._overlap([(0, 16), (8, 24)])
+    assert not static_plan._overlap([(0, 8), (8, 16), (64, 72)])
