@@ -155,11 +155,12 @@ def compile(model: Any, executor: str = "auto", target: str = "llvm",
     from ..ir.transform import PassContext
     from ..relay import build as relay_build
     from ..relay.backend import Executor
-    from ..relay.transform import InferType
+    from ..relay.transform import DynamicToStatic, InferType
 
     threads = default_num_threads() if threads is None else check_num_threads(threads)
     mod, weights = to_relay(model, input_shapes, params)
-    mod = InferType()(mod)
+    # Known values make dyn ops static first, so a module they leave static goes to AOT.
+    mod = DynamicToStatic()(InferType()(mod))
     kind, why = choose_executor(mod, executor)
     if executor == "auto":
         logger.info("ember.compile: executor %s (%s)", kind, why)

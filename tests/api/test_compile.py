@@ -14,6 +14,7 @@ import pytest
 from _api_models import DYNAMIC_TEXT, STATIC_TEXT, dense_model, dense_reference, if_model
 
 import ember
+from ember import relay
 from ember.api.model import CompiledModel, ModelInputError, TensorSpec
 from ember.testing import find_c_compiler
 
@@ -76,6 +77,18 @@ def test_auto_picks_the_vm_for_dynamic_shapes_and_control_flow(
     x = np.array([1.0, -2.0, 3.0], "float32")
     np.testing.assert_array_equal(branching(x, np.array(True)), [1, 0, 3])
     np.testing.assert_array_equal(branching(x, np.array(False)), -x)
+
+
+def test_auto_makes_known_dynamic_values_static_first() -> None:
+    """reshape by a constant tensor builds dyn.reshape; its value is known, so DynamicToStatic
+    makes it static before the executor is chosen: AOT, not the VM."""
+    x = relay.var("x", shape=(2, 6), dtype="float32")
+    newshape = relay.const(np.array([3, 4], "int64"))
+    model = ember.compile(ember.IRModule.from_expr(relay.Function(
+        [x], relay.reshape(x, newshape=newshape))))
+    assert model.executor == "aot"
+    data = np.arange(12, dtype="float32").reshape(2, 6)
+    np.testing.assert_array_equal(model(data), data.reshape(3, 4))
 
 
 def test_explicit_executor_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
