@@ -24,6 +24,7 @@ from . import (
     ops_nn,
     ops_reduce,
     ops_resize,
+    ops_rnn,
     ops_shape,
     ops_tensor,
 )
@@ -61,6 +62,8 @@ def _e(convert: Callable[[Node], Any], note: str, since: int = 1, older: str = "
 I64 = "int64"
 RT_AXES = "; axes known only at run time: each axis reduced where named (rank x the work)"
 OLD_BROADCAST = "; broadcast/axis attributes before version 7"
+RNN_NOTE = ("; forward, reverse, bidirectional; a known sequence length unrolls (any "
+            "executor), a symbolic one runs as a loop (VM)")
 SUPPORT: dict[str, OpSupport] = {
     # elementwise arithmetic, comparison and logic
     "Abs": _e(m.unary("abs"), "abs"),
@@ -229,6 +232,13 @@ SUPPORT: dict[str, OpSupport] = {
              "branch"),
     "Loop": _e(ops_control.loop, "a recursive local function (VM); loop-carried shapes may "
                "change; scan outputs"),
+    # recurrent networks: a known sequence length unrolls, a symbolic one loops (VM)
+    "GRU": _e(ops_rnn.gru, "one GEMM of the input projection, one per step; "
+              "linear_before_reset, sequence_lens, layout, clip, activations" + RNN_NOTE),
+    "LSTM": _e(ops_rnn.lstm, "one GEMM of the input projection, one per step; peepholes, "
+               "input_forget, sequence_lens, layout, clip, activations" + RNN_NOTE),
+    "RNN": _e(ops_rnn.rnn, "one GEMM of the input projection, one per step; sequence_lens, "
+              "layout, clip, activations" + RNN_NOTE),
 }
 
 

@@ -1,0 +1,444 @@
+"""Converters of the recurrent operators LSTM, GRU and RNN (one layer each).
+
+Per direction, the input projection of every time step is one matrix product,
+``X (seq, batch, input) x W^T + bias`` (``nn.dense``, so the packed-weight GEMM kernel runs
+it), and each step adds one product of the hidden state with ``R^T``, to which the step's
+projection is added in the GEMM's epilogue (its residual), followed by the gate math
+(elementwise, fused by FuseOps). The steps run through ``_recurrence.recur``: unrolled for a
+known sequence length, a loop on the VM for a symbolic one.
+
+ONNX semantics (https://onnx.ai/onnx/operators/onnx__LSTM.html and GRU, RNN):
+
+- gate order iofc (LSTM), zrh (GRU); ``B`` is ``[Wb, Rb]``; all biases but GRU's ``Rbh``
+  under ``linear_before_reset=1`` are folded into the input projection;
+- ``direction`` forward, reverse or bidirectional (both run in the same steps);
+- ``sequence_lens``: a sequence's outputs past its length are 0 and ``Y_h``/``Y_c`` hold its
+  state at its last valid step; the reverse direction starts at each sequence's own last
+  step (the inputs are permuted per sequence, and the outputs back);
+- ``activations`` (case-insensitive) with ``activation_alpha``/``activation_beta`` consumed
+  in order by the activations that take them, defaults those of the ONNX operators of the
+  same names; ``clip`` bounds the input of every activation; ``layout`` 1 puts the batch
+  first; LSTM's ``input_forget`` (f = 1 - i) and peepholes ``P`` (order iof).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ....ir.expr import RelayExpr, const
+from ....ir.types import TensorType
+from ... import op as _op
+from ._node import Node
+from ._recurrence import Dim, Step, axis_length, recur
+from ._util import scalar
+from .ops_math import softplus_expr
+
+Act = Callable[[RelayExpr], RelayExpr]
+
+
+# ---------------------------------------------------------------- activations
+@dataclass(frozen=True)
+class ActivationDef:
+    """One activation the RNN operators name: how many of alpha/beta it reads, their
+    defaults (None: required) and the Relay expression."""
+
+    params: int
+    defaults: tuple[float | None, float | None]
+    build: Callable[[RelayExpr, float, float, str], RelayExpr]
+
+
+def _affine(x: RelayExpr, a: float, b: float, dt: str) -> RelayExpr:
+    return _op.add(_op.multiply(x, scalar(a, dt)), scalar(b, dt))
+
+
+ACTIVATIONS: dict[str, ActivationDef] = {
+    "relu": ActivationDef(0, (None, None), lambda x, a, b, dt: _op.nn.relu(x)),
+    "tanh": ActivationDef(0, (None, None), lambda x, a, b, dt: _op.tanh(x)),
+    "sigmoid": ActivationDef(0, (None, None), lambda x, a, b, dt: _op.sigmoid(x)),
+    "affine": ActivationDef(2, (1.0, 0.0), _affine),
+    "leakyrelu": ActivationDef(1, (0.01, None), lambda x, a, b, dt: _op.nn.leaky_relu(x, a)),
+    "thresholdedrelu": ActivationDef(1, (1.0, None), lambda x, a, b, dt: _op.where(
+        _op.greater(x, scalar(a, dt)), x, scalar(0, dt))),
+    "scaledtanh": ActivationDef(2, (None, None), lambda x, a, b, dt: _op.multiply(
+        scalar(a, dt), _op.tanh(_op.multiply(x, scalar(b, dt))))),
+    "hardsigmoid": ActivationDef(2, (0.2, 0.5), lambda x, a, b, dt: _op.clip(
+        _affine(x, a, b, dt), 0.0, 1.0)),
+    "elu": ActivationDef(1, (1.0, None), lambda x, a, b, dt: _op.where(
+        _op.greater_equal(x, scalar(0, dt)), x,
+        _op.multiply(scalar(a, dt), _op.subtract(_op.exp(x), scalar(1, dt))))),
+    "softsign": ActivationDef(0, (None, None), lambda x, a, b, dt: _op.divide(
+        x, _op.add(scalar(1, dt), _op.abs(x)))),
+    "softplus": ActivationDef(0, (None, None), lambda x, a, b, dt: softplus_expr(x, dt)),
+}
+_NAMES = "Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, " \
+    "Elu, Softsign, Softplus"
+
+
+def _activations(node: Node, defaults: Sequence[str], directions: int, dtype: str
+                 ) -> list[list[Act]]:
+    """Per direction, the activation functions of ``activations`` (or the defaults), with
+    their alpha/beta taken in order from ``activation_alpha``/``activation_beta``."""
+    n = len(defaults)
+    names = list(node.attr("activations", [])) or list(defaults) * directions
+    if len(names) == n and directions == 2:  # onnxruntime accepts one list for both
+        names = names * 2
+    if len(names) != n * directions:
+        raise node.invalid_attr("activations", names, f"{n * directions} names ({n} per "
+                                "direction)")
+    alphas = [float(a) for a in node.attr("activation_alpha", [])]
+    betas = [float(b) for b in node.attr("activation_beta", [])]
+    acts: list[Act] = []
+    for k, name in enumerate(names):
+        spec = ACTIVATIONS.get(str(name).lower())
+        if spec is None:
+            raise node.unsupported(f"activations[{k}] is {name!r}, not one of {_NAMES}")
+        a = alphas.pop(0) if spec.params >= 1 and alphas else spec.defaults[0]
+        b = betas.pop(0) if spec.params >= 2 and betas else spec.defaults[1]
+        if spec.params and (a is None or (spec.params == 2 and b is None)):
+            raise node.unsupported(f"activations[{k}] {name!r} needs its alpha and beta in "
+                                   "activation_alpha/activation_beta (ONNX gives no default)")
+        acts.append(_bound(spec, a or 0.0, b or 0.0, dtype))
+    return [acts[d * n:(d + 1) * n] for d in range(directions)]
+
+
+def _bound(spec: ActivationDef, a: float, b: float, dtype: str) -> Act:
+    return lambda x: spec.build(x, a, b, dtype)
+
+
+# ---------------------------------------------------------------- the operator's inputs
+@dataclass
+class Rnn:
+    """What a converter reads of an LSTM/GRU/RNN node, in layout 0 (time first)."""
+
+    node: Node
+    gates: int
+    hidden: int
+    reverse: list[bool]  # per direction
+    acts: list[list[Act]]
+    clip: float | None
+    x: RelayExpr  # (seq, batch, input)
+    seq: Dim
+    batch: Dim
+    dtype: str
+    lens: RelayExpr | None  # (batch,) int64
+
+    def cut(self, v: RelayExpr, d: int) -> RelayExpr:
+        """Direction ``d`` of a per-direction input (its first axis removed)."""
+        return _op.take(v, const(np.array(d, "int64")), axis=0)
+
+    def gate(self, v: RelayExpr, k: int, count: int | None = None) -> RelayExpr:
+        """Gate ``k`` (of ``count``, default all gates) along the last axis of ``v``."""
+        size = self.hidden * self.gates // (count or self.gates)
+        ndim = self.node.type_of(v).ndim
+        return _op.strided_slice(v, [k * size], [(k + 1) * size], axes=[ndim - 1])
+
+    def clipped(self, v: RelayExpr) -> RelayExpr:
+        return v if self.clip is None else _op.clip(v, -self.clip, self.clip)
+
+    def zero(self) -> RelayExpr:
+        return scalar(0, self.dtype)
+
+    def one(self) -> RelayExpr:
+        return scalar(1, self.dtype)
+
+
+def _read(node: Node, op: str, gates: int, defaults: Sequence[str]) -> Rnn:
+    x, xt = node.input(0, "X"), node.type(0)
+    if xt.ndim != 3 or not xt.dtype.startswith("float"):
+        raise node.fail(f"X must be a float tensor of rank 3, got {xt}")
+    layout = node.attr("layout", 0) if node.version >= 14 else 0
+    if layout not in (0, 1):
+        raise node.invalid_attr("layout", layout, "0 or 1")
+    if layout == 1:
+        x = _op.transpose(x, (1, 0, 2))
+    seq, batch, inputs = node.type_of(x).shape
+    direction = node.attr("direction", "forward")
+    reverse = {"forward": [False], "foward": [False], "reverse": [True],
+               "bidirectional": [False, True]}.get(direction)
+    if reverse is None:
+        raise node.invalid_attr("direction", direction, "forward, reverse or bidirectional")
+    hidden = _hidden_size(node, gates, len(reverse), inputs)
+    clip = node.attr("clip", None)
+    if clip is not None and not float(clip) > 0:
+        raise node.invalid_attr("clip", clip, "a positive threshold")
+    acts = _activations(node, defaults, len(reverse), xt.dtype)
+    lens = None
+    if node.has_input(4):
+        if not node.dtype(4).startswith("int") or node.ndim(4) != 1:
+            raise node.fail(f"sequence_lens must be an integer vector, got {node.type(4)}")
+        lens = _op.cast(node.input(4), "int64")
+    return Rnn(node, gates, hidden, reverse, acts, None if clip is None else float(clip), x,
+               seq, batch, xt.dtype, lens)
+
+
+def _hidden_size(node: Node, gates: int, dirs: int, inputs: Any) -> int:
+    """hidden_size, checked against the shapes of W, R and B."""
+    w, r = node.type(1), node.type(2)
+    if w.ndim != 3 or r.ndim != 3 or not isinstance(r.shape[2], int):
+        raise node.fail(f"W and R must have rank 3 with a known hidden size, got W {w.shape} "
+                        f"and R {r.shape}")
+    hidden = int(node.attr("hidden_size", r.shape[2]))
+    want = {"W": (w, (dirs, gates * hidden, inputs)), "R": (r, (dirs, gates * hidden, hidden))}
+    if node.has_input(3):
+        want["B"] = (node.type(3), (dirs, 2 * gates * hidden))
+    for name, (ty, shape) in want.items():
+        if ty.ndim != len(shape) or any(isinstance(a, int) and isinstance(b, int) and a != b
+                                        for a, b in zip(ty.shape, shape)):
+            raise node.fail(f"{name} has shape {tuple(ty.shape)}, expected {shape} "
+                            f"({dirs} direction(s), {gates} gate(s), hidden_size {hidden})")
+    return hidden
+
+
+def _state(rnn: Rnn, i: int, what: str) -> list[RelayExpr]:
+    """Per direction, the initial state input ``i`` ((dirs, batch, hidden); batch first in
+    layout 1), zeros when absent."""
+    node = rnn.node
+    dirs = len(rnn.reverse)
+    if not node.has_input(i):
+        shape = (rnn.batch, rnn.hidden)
+        if all(isinstance(d, int) for d in shape):
+            zeros = _op.zeros(shape, rnn.dtype)
+        else:  # sized at run time, typed with the batch's symbolic size
+            zeros = node.finish(_op.cast(node.scope.importer.sizes.template(shape), rnn.dtype))
+            node.declare(zeros, TensorType(shape, rnn.dtype))
+        return [zeros] * dirs
+    v = node.input(i, what)
+    if node.attr("layout", 0) == 1 and node.version >= 14:
+        v = _op.transpose(v, (1, 0, 2))
+    ty = node.type_of(v)
+    want = (dirs, rnn.batch, rnn.hidden)
+    if ty.ndim != 3 or any(isinstance(a, int) and isinstance(b, int) and a != b
+                           for a, b in zip(ty.shape, want)):
+        raise node.fail(f"{what} has shape {tuple(node.type(i).shape)}, expected "
+                        f"(num_directions, batch, hidden) = {want} in layout 0")
+    return [rnn.cut(v, d) for d in range(dirs)]
+
+
+# ---------------------------------------------------------------- time permutation
+def _time_index(rnn: Rnn) -> RelayExpr:
+    """(seq,) int64: 0 .. seq - 1."""
+    if isinstance(rnn.seq, int):
+        return const(np.arange(rnn.seq, dtype="int64"))
+    ones = _op.ones_like(_op.cast(rnn.node.scope.importer.sizes.template((rnn.seq,)), "int64"))
+    return _op.cumsum(ones, axis=0, exclusive=True)
+
+
+def _reverse_within_lengths(rnn: Rnn, lens: RelayExpr) -> Callable[[RelayExpr], RelayExpr]:
+    """A function permuting a (seq, batch, n) tensor so that each sequence's valid steps run
+    backwards (``out[t, b] = v[lens[b] - 1 - t, b]`` for t < lens[b], else ``v[t, b]``): the
+    reverse direction of a batch of sequences of different lengths."""
+    t = _op.expand_dims(_time_index(rnn), 1)  # (seq, 1)
+    back = _op.subtract(_op.subtract(lens, const(np.array(1, "int64"))), t)
+    idx = _op.expand_dims(_op.where(_op.less(t, lens), back, t), 2)  # (seq, batch, 1)
+
+    def permute(v: RelayExpr) -> RelayExpr:
+        return _op.gather(v, 0, _op.broadcast_to_like(idx, v))
+
+    return permute
+
+
+# ---------------------------------------------------------------- the common driver
+@dataclass(frozen=True)
+class CellKind:
+    """One recurrent operator: gates, states, default activations and its step."""
+
+    gates: int
+    states: int  # 2 for LSTM (h, c), else 1
+    activations: tuple[str, ...]
+    # (rnn, direction) -> (bias added to the input projection, extra cell inputs)
+    prepare: Callable[[Rnn, int], tuple[RelayExpr | None, Any]]
+    cell: Callable[[Rnn, Any, RelayExpr, list[RelayExpr]], list[RelayExpr]]
+
+
+def _bias_halves(rnn: Rnn, d: int) -> tuple[RelayExpr, RelayExpr] | None:
+    """(Wb, Rb) of direction ``d``, or None without B."""
+    if not rnn.node.has_input(3):
+        return None
+    b = rnn.cut(rnn.node.input(3, "B"), d)
+    n = rnn.gates * rnn.hidden
+    return (_op.strided_slice(b, [0], [n], axes=[0]),
+            _op.strided_slice(b, [n], [2 * n], axes=[0]))
+
+
+def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
+    rnn = _read(node, node.op_type, kind.gates, kind.activations)
+    dirs = len(rnn.reverse)
+    w = node.input(1, "W")
+    permute = None
+    if rnn.lens is not None and any(rnn.reverse):
+        permute = _reverse_within_lengths(rnn, rnn.lens)
+    projected, extras = [], []
+    for d in range(dirs):
+        bias, extra = kind.prepare(rnn, d)
+        x = permute(rnn.x) if permute is not None and rnn.reverse[d] else rnn.x
+        xp = _op.nn.dense(x, rnn.cut(w, d))
+        projected.append(xp if bias is None else _op.add(xp, bias))
+        extras.append(extra)
+    inits = [_state(rnn, 5, "initial_h")]
+    if kind.states == 2:
+        inits.append(_state(rnn, 6, "initial_c"))
+    states = [inits[s][d] for d in range(dirs) for s in range(kind.states)]
+    want_y = node.wants_output(0)
+    walk_back = [rev and rnn.lens is None for rev in rnn.reverse]
+
+    def step(t: Step, flat: list[RelayExpr]) -> tuple[list[RelayExpr], list[RelayExpr]]:
+        new, outs = [], []
+        mask = None
+        if rnn.lens is not None:
+            mask = _op.expand_dims(_op.less(t.index("int64"), rnn.lens), 1)
+        for d in range(dirs):
+            old = flat[d * kind.states:(d + 1) * kind.states]
+            x_t = t.read(projected[d], 0, walk_back[d])
+            cand = kind.cell(rnn, (d, extras[d]), x_t, old)
+            if mask is not None:
+                outs.append(_op.where(mask, cand[0], rnn.zero()))
+                cand = [_op.where(mask, c, o) for c, o in zip(cand, old)]
+            else:
+                outs.append(cand[0])
+            new.extend(cand)
+        return new, outs if want_y else []
+
+    finals, ys = recur(node, rnn.seq, lambda: axis_length(rnn.x, 0), states, step,
+                       walk_back)
+    return _outputs(rnn, kind, finals, ys, permute)
+
+
+def _outputs(rnn: Rnn, kind: CellKind, finals: list[RelayExpr], ys: list[RelayExpr],
+             permute: Callable[[RelayExpr], RelayExpr] | None) -> list[RelayExpr | None]:
+    """Y (seq, dirs, batch, hidden), Y_h and Y_c (dirs, batch, hidden), batch first in
+    layout 1."""
+    node, dirs = rnn.node, len(rnn.reverse)
+    batch_first = node.version >= 14 and node.attr("layout", 0) == 1
+    y = None
+    if ys:
+        ys = [permute(v) if permute is not None and rnn.reverse[d] else v
+              for d, v in enumerate(ys)]
+        y = _op.stack(ys, 1)
+        if batch_first:
+            y = _op.transpose(y, (2, 0, 1, 3))
+    outs: list[RelayExpr | None] = [y]
+    for s in range(kind.states):
+        last = _op.stack([finals[d * kind.states + s] for d in range(dirs)], 0)
+        outs.append(_op.transpose(last, (1, 0, 2)) if batch_first else last)
+    return outs
+
+
+# ---------------------------------------------------------------- the cells
+def _gates_of(rnn: Rnn, h: RelayExpr, r: RelayExpr, x_t: RelayExpr) -> RelayExpr:
+    """``x_t + h R^T``: one GEMM whose epilogue adds the step's projection."""
+    return _op.add(_op.nn.dense(h, r), x_t)
+
+
+def _lstm_prepare(rnn: Rnn, d: int) -> tuple[RelayExpr | None, Any]:
+    node = rnn.node
+    halves = _bias_halves(rnn, d)
+    bias = None if halves is None else _op.add(*halves)
+    peep = None
+    if node.has_input(7):
+        p = node.input(7, "P")
+        if tuple(node.type(7).shape) != (len(rnn.reverse), 3 * rnn.hidden):
+            raise node.fail(f"P has shape {tuple(node.type(7).shape)}, expected "
+                            f"{(len(rnn.reverse), 3 * rnn.hidden)}")
+        pd = rnn.cut(p, d)
+        size = rnn.hidden
+        peep = [_op.strided_slice(pd, [k * size], [(k + 1) * size], axes=[0]) for k in range(3)]
+    if node.attr("input_forget", 0) not in (0, 1):
+        raise node.invalid_attr("input_forget", node.attr("input_forget"), "0 or 1")
+    return bias, (rnn.cut(node.input(2, "R"), d), peep)
+
+
+def _lstm_cell(rnn: Rnn, where: Any, x_t: RelayExpr, old: list[RelayExpr]) -> list[RelayExpr]:
+    d, (r, peep) = where
+    h, c = old
+    f_act, g_act, h_act = rnn.acts[d]
+    g = _gates_of(rnn, h, r, x_t)
+    i, o, f, cand = (rnn.gate(g, k) for k in range(4))
+
+    def peeped(v: RelayExpr, k: int, state: RelayExpr) -> RelayExpr:
+        return v if peep is None else _op.add(v, _op.multiply(peep[k], state))
+
+    i = f_act(rnn.clipped(peeped(i, 0, c)))
+    if rnn.node.attr("input_forget", 0):
+        f = _op.subtract(rnn.one(), i)
+    else:
+        f = f_act(rnn.clipped(peeped(f, 2, c)))
+    c_new = _op.add(_op.multiply(f, c), _op.multiply(i, g_act(rnn.clipped(cand))))
+    o = f_act(rnn.clipped(peeped(o, 1, c_new)))
+    return [_op.multiply(o, h_act(c_new)), c_new]
+
+
+def _gru_prepare(rnn: Rnn, d: int) -> tuple[RelayExpr | None, Any]:
+    """Input bias: Wb + Rb, but for Rbh under linear_before_reset (it is multiplied by r,
+    so it goes to the recurrent product)."""
+    node = rnn.node
+    lbr = node.attr("linear_before_reset", 0) if node.version >= 3 else 0
+    if lbr not in (0, 1):
+        raise node.invalid_attr("linear_before_reset", lbr, "0 or 1")
+    r = rnn.cut(node.input(2, "R"), d)
+    halves = _bias_halves(rnn, d)
+    rec_bias = None
+    bias = None
+    if halves is not None:
+        wb, rb = halves
+        if lbr:
+            zr = _op.strided_slice(rb, [0], [2 * rnn.hidden], axes=[0])
+            bias = _op.add(wb, _op.concatenate([zr, _op.zeros((rnn.hidden,), rnn.dtype)], 0))
+            rec_bias = rb
+        else:
+            bias = _op.add(wb, rb)
+    return bias, (bool(lbr), r, rec_bias)
+
+
+def _gru_cell(rnn: Rnn, where: Any, x_t: RelayExpr, old: list[RelayExpr]) -> list[RelayExpr]:
+    d, (lbr, r, rec_bias) = where
+    (h,) = old
+    f_act, g_act = rnn.acts[d]
+    size = rnn.hidden
+    if lbr:
+        rec = _op.nn.dense(h, r)
+        if rec_bias is not None:
+            rec = _op.add(rec, rec_bias)
+        z = f_act(rnn.clipped(_op.add(rnn.gate(x_t, 0), rnn.gate(rec, 0))))
+        reset = f_act(rnn.clipped(_op.add(rnn.gate(x_t, 1), rnn.gate(rec, 1))))
+        pre = _op.add(rnn.gate(x_t, 2), _op.multiply(reset, rnn.gate(rec, 2)))
+    else:
+        r_zr = _op.strided_slice(r, [0], [2 * size], axes=[0])
+        r_h = _op.strided_slice(r, [2 * size], [3 * size], axes=[0])
+        x_zr = _op.strided_slice(x_t, [0], [2 * size], axes=[1])
+        zr = _gates_of(rnn, h, r_zr, x_zr)
+        z = f_act(rnn.clipped(_op.strided_slice(zr, [0], [size], axes=[1])))
+        reset = f_act(rnn.clipped(_op.strided_slice(zr, [size], [2 * size], axes=[1])))
+        pre = _gates_of(rnn, _op.multiply(reset, h), r_h, rnn.gate(x_t, 2))
+    hh = g_act(rnn.clipped(pre))
+    return [_op.add(_op.multiply(_op.subtract(rnn.one(), z), hh), _op.multiply(z, h))]
+
+
+def _rnn_prepare(rnn: Rnn, d: int) -> tuple[RelayExpr | None, Any]:
+    halves = _bias_halves(rnn, d)
+    return (None if halves is None else _op.add(*halves)), rnn.cut(rnn.node.input(2, "R"), d)
+
+
+def _rnn_cell(rnn: Rnn, where: Any, x_t: RelayExpr, old: list[RelayExpr]) -> list[RelayExpr]:
+    d, r = where
+    (h,) = old
+    return [rnn.acts[d][0](rnn.clipped(_gates_of(rnn, h, r, x_t)))]
+
+
+LSTM = CellKind(4, 2, ("Sigmoid", "Tanh", "Tanh"), _lstm_prepare, _lstm_cell)
+GRU = CellKind(3, 1, ("Sigmoid", "Tanh"), _gru_prepare, _gru_cell)
+RNN = CellKind(1, 1, ("Tanh",), _rnn_prepare, _rnn_cell)
+
+
+def lstm(node: Node) -> list[RelayExpr | None]:
+    return convert(node, LSTM)
+
+
+def gru(node: Node) -> list[RelayExpr | None]:
+    return convert(node, GRU)
+
+
+def rnn(node: Node) -> list[RelayExpr | None]:
+    return convert(node, RNN)
