@@ -164,11 +164,12 @@ class _Outside:
 def _looped(node: Node, length: Dim, n: RelayExpr, init: list[RelayExpr], step: StepFn,
             reverse_outputs: Sequence[bool]) -> tuple[list[RelayExpr], list[RelayExpr]]:
     imp = node.scope.importer
-    t = imp.tensor_var("t", "int64", ())
     state_types = [node.type_of(s) for s in init]
     state_vars = [imp.tensor_var(f"state{k}", ty.dtype, ty.shape)
                   for k, ty in enumerate(state_types)]
+    t = imp.tensor_var("t", "int64", ())
     outside = _Outside(node)
+    known = set(imp.sizes.source)  # sizes defined before the loop
     new_states, outs = step(Step(t, n, outside.bind), list(state_vars))
     for k, (before, s) in enumerate(zip(state_types, new_states)):
         after = node.type_of(s)
@@ -176,6 +177,10 @@ def _looped(node: Node, length: Dim, n: RelayExpr, init: list[RelayExpr], step: 
             raise node.unsupported(f"state {k} changes from {before} to {after} in a step "
                                    "(a loop's states must keep their type)")
     elems = [node.type_of(o) for o in outs]
+    for k, e in enumerate(elems):
+        if any(not isinstance(d, int) and d not in known for d in e.shape):
+            raise node.unsupported(f"output {k} of a step has shape {e.shape}, which changes "
+                                   "from step to step (a loop stacks outputs of one shape)")
     accs = [imp.tensor_var(f"acc{k}", e.dtype, (imp.sizes.named(None), *e.shape))
             for k, e in enumerate(elems)]
     grown = []

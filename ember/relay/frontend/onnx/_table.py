@@ -25,6 +25,7 @@ from . import (
     ops_reduce,
     ops_resize,
     ops_rnn,
+    ops_scan,
     ops_shape,
     ops_tensor,
 )
@@ -232,6 +233,9 @@ SUPPORT: dict[str, OpSupport] = {
              "branch"),
     "Loop": _e(ops_control.loop, "a recursive local function (VM); loop-carried shapes may "
                "change; scan outputs"),
+    "Scan": _e(ops_scan.scan, "the body once per step: a known length unrolls (any "
+               "executor), a symbolic one loops (VM); axes and directions; Scan-8 with a "
+               "known batch and full sequence_lens"),
     # recurrent networks: a known sequence length unrolls, a symbolic one loops (VM)
     "GRU": _e(ops_rnn.gru, "one GEMM of the input projection, one per step; "
               "linear_before_reset, sequence_lens, layout, clip, activations" + RNN_NOTE),

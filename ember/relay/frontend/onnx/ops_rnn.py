@@ -383,10 +383,12 @@ def _gru_prepare(rnn: Rnn, d: int) -> tuple[RelayExpr | None, Any]:
     bias = None
     if halves is not None:
         wb, rb = halves
-        if lbr:
-            zr = _op.strided_slice(rb, [0], [2 * rnn.hidden], axes=[0])
-            bias = _op.add(wb, _op.concatenate([zr, _op.zeros((rnn.hidden,), rnn.dtype)], 0))
-            rec_bias = rb
+        if lbr:  # Rbh stays in the recurrent product (a bias of its GEMM), the rest moves
+            zeros = _op.zeros((2 * rnn.hidden,), rnn.dtype)
+            rb_zr = _op.strided_slice(rb, [0], [2 * rnn.hidden], axes=[0])
+            rb_h = _op.strided_slice(rb, [2 * rnn.hidden], [3 * rnn.hidden], axes=[0])
+            bias = _op.add(wb, _op.concatenate([rb_zr, _op.zeros((rnn.hidden,), rnn.dtype)], 0))
+            rec_bias = _op.concatenate([zeros, rb_h], 0)
         else:
             bias = _op.add(wb, rb)
     return bias, (bool(lbr), r, rec_bias)
