@@ -129,11 +129,10 @@ class Rnn:
         """Direction ``d`` of a per-direction input (its first axis removed)."""
         return _op.take(v, const(np.array(d, "int64")), axis=0)
 
-    def gate(self, v: RelayExpr, k: int, count: int | None = None) -> RelayExpr:
-        """Gate ``k`` (of ``count``, default all gates) along the last axis of ``v``."""
-        size = self.hidden * self.gates // (count or self.gates)
+    def gate(self, v: RelayExpr, k: int) -> RelayExpr:
+        """Gate ``k`` (``hidden`` wide) along the last axis of ``v``."""
         ndim = self.node.type_of(v).ndim
-        return _op.strided_slice(v, [k * size], [(k + 1) * size], axes=[ndim - 1])
+        return _op.strided_slice(v, [k * self.hidden], [(k + 1) * self.hidden], axes=[ndim - 1])
 
     def clipped(self, v: RelayExpr) -> RelayExpr:
         return v if self.clip is None else _op.clip(v, -self.clip, self.clip)
@@ -250,7 +249,7 @@ class CellKind:
     activations: tuple[str, ...]
     # (rnn, direction) -> (bias added to the input projection, extra cell inputs)
     prepare: Callable[[Rnn, int], tuple[RelayExpr | None, Any]]
-    cell: Callable[[Rnn, Any, RelayExpr, list[RelayExpr]], list[RelayExpr]]
+    cell: Callable[[Rnn, Any, list[RelayExpr], list[RelayExpr]], list[RelayExpr]]
 
 
 def _bias_halves(rnn: Rnn, d: int) -> tuple[RelayExpr, RelayExpr] | None:
@@ -261,6 +260,18 @@ def _bias_halves(rnn: Rnn, d: int) -> tuple[RelayExpr, RelayExpr] | None:
     n = rnn.gates * rnn.hidden
     return (_op.strided_slice(b, [0], [n], axes=[0]),
             _op.strided_slice(b, [n], [2 * n], axes=[0]))
+
+
+def _project(rnn: Rnn, x: RelayExpr, w: RelayExpr, bias: RelayExpr | None) -> list[RelayExpr]:
+    """Per gate, ``x W^T + bias`` for every time step at once: (seq, batch, hidden). One
+    product per gate, so that a step reads each gate's input where its gate math runs (a
+    step's slice of one (seq, batch, gates * hidden) product would be a copy of its own)."""
+    out = []
+    for k in range(rnn.gates):
+        rows = _op.strided_slice(w, [k * rnn.hidden], [(k + 1) * rnn.hidden], axes=[0])
+        xp = _op.nn.dense(x, rows)
+        out.append(xp if bias is None else _op.add(xp, rnn.gate(bias, k)))
+    return out
 
 
 def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
@@ -274,8 +285,7 @@ def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
     for d in range(dirs):
         bias, extra = kind.prepare(rnn, d)
         x = permute(rnn.x) if permute is not None and rnn.reverse[d] else rnn.x
-        xp = _op.nn.dense(x, rnn.cut(w, d))
-        projected.append(xp if bias is None else _op.add(xp, bias))
+        projected.append(_project(rnn, x, rnn.cut(w, d), bias))
         extras.append(extra)
     inits = [_state(rnn, 5, "initial_h")]
     if kind.states == 2:
@@ -291,7 +301,7 @@ def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
             mask = _op.expand_dims(_op.less(t.index("int64"), rnn.lens), 1)
         for d in range(dirs):
             old = flat[d * kind.states:(d + 1) * kind.states]
-            x_t = t.read(projected[d], 0, walk_back[d])
+            x_t = [t.read(xp, 0, walk_back[d]) for xp in projected[d]]
             cand = kind.cell(rnn, (d, extras[d]), x_t, old)
             if mask is not None:
                 outs.append(_op.where(mask, cand[0], rnn.zero()))
@@ -327,9 +337,13 @@ def _outputs(rnn: Rnn, kind: CellKind, finals: list[RelayExpr], ys: list[RelayEx
 
 
 # ---------------------------------------------------------------- the cells
-def _gates_of(rnn: Rnn, h: RelayExpr, r: RelayExpr, x_t: RelayExpr) -> RelayExpr:
-    """``x_t + h R^T``: one GEMM whose epilogue adds the step's projection."""
-    return _op.add(_op.nn.dense(h, r), x_t)
+def _gate_inputs(rnn: Rnn, h: RelayExpr, r: RelayExpr, x_t: list[RelayExpr]
+                 ) -> list[RelayExpr]:
+    """Per gate, ``x_t + h R^T``: one GEMM for every gate, then each gate's slice of it plus
+    the step's input of that gate, in the elementwise kernels of the gate math (which read
+    the step's inputs where they are)."""
+    rec = _op.nn.dense(h, r)
+    return [_op.add(rnn.gate(rec, k), x) for k, x in enumerate(x_t)]
 
 
 def _lstm_prepare(rnn: Rnn, d: int) -> tuple[RelayExpr | None, Any]:
@@ -350,12 +364,12 @@ def _lstm_prepare(rnn: Rnn, d: int) -> tuple[RelayExpr | None, Any]:
     return bias, (rnn.cut(node.input(2, "R"), d), peep)
 
 
-def _lstm_cell(rnn: Rnn, where: Any, x_t: RelayExpr, old: list[RelayExpr]) -> list[RelayExpr]:
+def _lstm_cell(rnn: Rnn, where: Any, x_t: list[RelayExpr],
+               old: list[RelayExpr]) -> list[RelayExpr]:
     d, (r, peep) = where
     h, c = old
     f_act, g_act, h_act = rnn.acts[d]
-    g = _gates_of(rnn, h, r, x_t)
-    i, o, f, cand = (rnn.gate(g, k) for k in range(4))
+    i, o, f, cand = _gate_inputs(rnn, h, r, x_t)
 
     def peeped(v: RelayExpr, k: int, state: RelayExpr) -> RelayExpr:
         return v if peep is None else _op.add(v, _op.multiply(peep[k], state))
@@ -394,7 +408,8 @@ def _gru_prepare(rnn: Rnn, d: int) -> tuple[RelayExpr | None, Any]:
     return bias, (bool(lbr), r, rec_bias)
 
 
-def _gru_cell(rnn: Rnn, where: Any, x_t: RelayExpr, old: list[RelayExpr]) -> list[RelayExpr]:
+def _gru_cell(rnn: Rnn, where: Any, x_t: list[RelayExpr],
+               old: list[RelayExpr]) -> list[RelayExpr]:
     d, (lbr, r, rec_bias) = where
     (h,) = old
     f_act, g_act = rnn.acts[d]
@@ -403,17 +418,14 @@ def _gru_cell(rnn: Rnn, where: Any, x_t: RelayExpr, old: list[RelayExpr]) -> lis
         rec = _op.nn.dense(h, r)
         if rec_bias is not None:
             rec = _op.add(rec, rec_bias)
-        z = f_act(rnn.clipped(_op.add(rnn.gate(x_t, 0), rnn.gate(rec, 0))))
-        reset = f_act(rnn.clipped(_op.add(rnn.gate(x_t, 1), rnn.gate(rec, 1))))
-        pre = _op.add(rnn.gate(x_t, 2), _op.multiply(reset, rnn.gate(rec, 2)))
+        z = f_act(rnn.clipped(_op.add(x_t[0], rnn.gate(rec, 0))))
+        reset = f_act(rnn.clipped(_op.add(x_t[1], rnn.gate(rec, 1))))
+        pre = _op.add(x_t[2], _op.multiply(reset, rnn.gate(rec, 2)))
     else:
         r_zr = _op.strided_slice(r, [0], [2 * size], axes=[0])
         r_h = _op.strided_slice(r, [2 * size], [3 * size], axes=[0])
-        x_zr = _op.strided_slice(x_t, [0], [2 * size], axes=[1])
-        zr = _gates_of(rnn, h, r_zr, x_zr)
-        z = f_act(rnn.clipped(_op.strided_slice(zr, [0], [size], axes=[1])))
-        reset = f_act(rnn.clipped(_op.strided_slice(zr, [size], [2 * size], axes=[1])))
-        pre = _gates_of(rnn, _op.multiply(reset, h), r_h, rnn.gate(x_t, 2))
+        z, reset = (f_act(rnn.clipped(v)) for v in _gate_inputs(rnn, h, r_zr, x_t[:2]))
+        pre = _op.add(_op.nn.dense(_op.multiply(reset, h), r_h), x_t[2])
     hh = g_act(rnn.clipped(pre))
     return [_op.add(_op.multiply(_op.subtract(rnn.one(), z), hh), _op.multiply(z, h))]
 
@@ -423,10 +435,12 @@ def _rnn_prepare(rnn: Rnn, d: int) -> tuple[RelayExpr | None, Any]:
     return (None if halves is None else _op.add(*halves)), rnn.cut(rnn.node.input(2, "R"), d)
 
 
-def _rnn_cell(rnn: Rnn, where: Any, x_t: RelayExpr, old: list[RelayExpr]) -> list[RelayExpr]:
+def _rnn_cell(rnn: Rnn, where: Any, x_t: list[RelayExpr],
+               old: list[RelayExpr]) -> list[RelayExpr]:
     d, r = where
     (h,) = old
-    return [rnn.acts[d][0](rnn.clipped(_gates_of(rnn, h, r, x_t)))]
+    # x_t + h R^T in one GEMM, the step's input its residual and the activation its epilogue
+    return [rnn.acts[d][0](rnn.clipped(_op.add(_op.nn.dense(h, r), x_t[0])))]
 
 
 LSTM = CellKind(4, 2, ("Sigmoid", "Tanh", "Tanh"), _lstm_prepare, _lstm_cell)
