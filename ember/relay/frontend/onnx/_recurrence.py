@@ -12,14 +12,16 @@ the outputs listed in ``reverse_outputs``). How the steps run depends on the len
 - an unknown length (a symbolic axis), or a longer one, becomes a recursive local function
   that the VM runs, one call per step::
 
-      let %loop = fn (%t, %state..., %acc...) {
-        if (%t < %length) { %loop(%t + 1, <step>..., concatenate(%acc, [%out])...) }
-        else { (%t, %state..., %acc...) }
+      let %loop = fn (%t, %state..., %out...) {
+        if (%t < %length) { %loop(%t + 1, <step>..., where(%positions == %t, <out>, %out)...) }
+        else { (%t, %state..., %out...) }
       };
-      %loop(0, initial states..., empty outputs...)
+      %loop(0, initial states..., zeros of the outputs' shapes...)
 
-  where a step reads its slice with ``take`` at ``%t``. Outputs grow by concatenation (as Loop's scan
-  outputs do), which copies what was gathered so far at each step.
+  where a step reads its slice with ``take`` at ``%t`` and writes its outputs at ``%t`` (so
+  the loop's values keep their shapes; writing costs a pass over each output per step), and
+  what does not change from step to step (the sequences read, the length) is computed
+  before the loop and passed along as extra parameters.
 
 ``step`` reads the slice of a sequence for its time step with ``t.read(seq, axis, reverse)``
 and gets its index as a tensor with ``t.index(dtype)``; it never sees which form it runs in.
@@ -35,11 +37,13 @@ from ....ir.expr import Call, Function, If, Let, RelayExpr, Tuple, TupleGetItem,
 from ....ir.types import Any as AnyDim
 from ....ir.types import FuncType, ShapeVar, TensorType, TupleType
 from ... import op as _op
+from ....runtime.errors import TVMError
 from ._node import Node
 
 # Longest sequence that unrolls (each step adds a few operators to the model; compile time
 # grows linearly: see docs/onnx.md). Longer known lengths run as a loop on the VM.
 MAX_UNROLL = 1024
+MAX_UNROLL_CONFIG = "relay.frontend.max_unroll"
 
 Dim = int | ShapeVar
 StepFn = Callable[["Step", list[RelayExpr]], tuple[list[RelayExpr], list[RelayExpr]]]
@@ -53,7 +57,7 @@ class Step:
                  bind: Callable[[RelayExpr], RelayExpr] | None = None) -> None:
         self.k, self.length, self._bind = k, length, bind
 
-    def _position(self, reverse: bool) -> int | RelayExpr:
+    def position(self, reverse: bool) -> int | RelayExpr:
         if not reverse:
             return self.k
         if isinstance(self.k, int):
@@ -61,17 +65,19 @@ class Step:
         last = _op.subtract(self.length, const(np.array(1, "int64")))
         return _op.subtract(last, self.k)
 
-    def read(self, seq: RelayExpr, axis: int = 0, reverse: bool = False) -> RelayExpr:
-        """The slice of ``seq`` at this step along ``axis`` (that axis removed); from the end
-        when ``reverse``."""
-        pos = self._position(reverse)
+    def read(self, seq: RelayExpr, axis: int = 0, reverse: bool = False,
+             keep: bool = False) -> RelayExpr:
+        """The slice of ``seq`` at this step along ``axis``, from the end when ``reverse``;
+        that axis removed, or kept (of size 1) with ``keep``."""
+        pos = self.position(reverse)
         if isinstance(pos, int):
             # A 1-element index stays an input of the fused kernel (a scalar would be inlined),
             # so every unrolled step shares one kernel.
             picked = _op.take(seq, const(np.array([pos], "int64")), axis=axis)
-            return _op.squeeze(picked, [axis])
+            return picked if keep else _op.squeeze(picked, [axis])
         assert self._bind is not None, "a loop step binds what it reads"
-        return _op.take(self._bind(seq), pos, axis=axis, mode="clip")
+        index = _op.reshape(pos, [1]) if keep else pos
+        return _op.take(self._bind(seq), index, axis=axis, mode="clip")
 
     def index(self, dtype: str) -> RelayExpr:
         """This step's index (0 for the first step) as a (1,) tensor of ``dtype``."""
@@ -86,17 +92,32 @@ def axis_length(x: RelayExpr, axis: int) -> RelayExpr:
     return _op.take(_op.shape_of(x, "int64"), const(np.array(axis, "int64")), axis=0)
 
 
-def recur(node: Node, length: Dim, length_expr: Callable[[], RelayExpr],
-          states: Sequence[RelayExpr], step: StepFn,
-          reverse_outputs: Sequence[bool] = ()) -> tuple[list[RelayExpr], list[RelayExpr]]:
-    """Run ``step`` ``length`` times from ``states``: (final states, stacked outputs).
-
-    length: the number of steps, an int or the symbolic size it is (the type of the stacked
-    outputs' first axis); length_expr: builds it as a 0-d int64 tensor, for a loop.
-    """
-    if isinstance(length, int) and length <= MAX_UNROLL:
+def recur(node: Node, seq: RelayExpr, axis: int, states: Sequence[RelayExpr], step: StepFn,
+          reverse_outputs: Sequence[bool] = (), length: int | None = None
+          ) -> tuple[list[RelayExpr], list[RelayExpr]]:
+    """Run ``step`` once per element of ``seq`` along ``axis`` (``length`` times when given),
+    from ``states``: (final states, stacked outputs)."""
+    sizes = node.scope.importer.sizes
+    if length is None:
+        ty = node.type_of(seq)
+        dim = ty.shape[axis]
+        # A size computed by the ops before (a pooled width) gets a name, whose source is seq.
+        length = dim if isinstance(dim, int) else sizes.elems_of(seq, ty)[axis]
+    if isinstance(length, int) and 0 < length <= max_unroll():
         return _unrolled(length, list(states), step, reverse_outputs)
-    return _looped(node, length, length_expr(), list(states), step, reverse_outputs)
+    return _looped(node, length, axis_length(seq, axis), list(states), step, reverse_outputs)
+
+
+def max_unroll() -> int:
+    """The longest sequence that unrolls: ``MAX_UNROLL``, or the PassContext's
+    ``relay.frontend.max_unroll`` when the import runs in one that sets it."""
+    from ....ir.transform import PassContext
+
+    value = PassContext.current().config.get(MAX_UNROLL_CONFIG, MAX_UNROLL)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TVMError(f"PassContext config {MAX_UNROLL_CONFIG!r} must be an int >= 0, got "
+                       f"{value!r}")
+    return value
 
 
 def _unrolled(length: int, states: list[RelayExpr], step: StepFn,
@@ -130,47 +151,56 @@ def _same_type(a: TensorType, b: TensorType) -> bool:
         for x, y in zip(a.shape, b.shape))
 
 
-def _empty(node: Node, elem: TensorType) -> RelayExpr:
-    """A tensor of shape (0, *elem.shape): the stacked output before the first step."""
-    if elem.is_static:
-        return _op.zeros((0, *elem.shape), elem.dtype)
-    template = node.scope.importer.sizes.template((0, *elem.shape))
-    return _op.cast(template, elem.dtype)
+def _zeros(node: Node, dims: tuple[Dim, ...], dtype: str) -> RelayExpr:
+    """Zeros of shape ``dims``, whose symbolic sizes are computed from the inputs' shapes."""
+    if all(isinstance(d, int) for d in dims):
+        return _op.zeros(dims, dtype)
+    return _op.cast(node.scope.importer.sizes.template(dims), dtype)
 
 
-class _Outside:
-    """The sequences a loop reads, each bound once before the loop: left in the body, the
-    VM would compute them (the whole input projection) again at every step."""
+def _positions(node: Node, length: Dim, ndim: int) -> RelayExpr:
+    """0 .. length - 1 along the first of ``ndim`` axes (int64, shape (length, 1, ...))."""
+    if isinstance(length, int):
+        pos = const(np.arange(length, dtype="int64"))
+    else:
+        ones = _op.ones_like(_zeros(node, (length,), "int64"))
+        pos = _op.cumsum(ones, axis=0, exclusive=True)
+    return _op.reshape(pos, [-1, *[1] * (ndim - 1)]) if ndim > 1 else pos
+
+
+class _Invariants:
+    """What a loop reads that does not change from step to step (the sequences, the length,
+    the time positions): computed once before the loop and passed through each call as
+    extra parameters. (Bound by a ``let`` around the loop instead, they would be moved into
+    the loop's body by ToANormalForm, which binds a value in the innermost scope of its uses,
+    and the VM would compute the whole input projection again at every step.)"""
 
     def __init__(self, node: Node) -> None:
         self.node = node
-        self.bound: dict[RelayExpr, Var] = {}
+        self.params: dict[RelayExpr, Var] = {}
 
-    def bind(self, seq: RelayExpr) -> Var:
-        if seq not in self.bound:
-            ty = self.node.type_of(seq)
+    def bind(self, value: RelayExpr) -> Var:
+        if value not in self.params:
+            ty = self.node.type_of(value)
             imp = self.node.scope.importer
-            self.bound[seq] = imp.tensor_var(f"seq{len(self.bound)}", ty.dtype, ty.shape)
-        return self.bound[seq]
-
-    def wrap(self, body: RelayExpr, ty: TupleType) -> RelayExpr:
-        self.node.declare(body, ty)
-        for seq, var in reversed(list(self.bound.items())):
-            body = Let(var, seq, body)
-            self.node.declare(body, ty)
-        return body
+            self.params[value] = imp.tensor_var(f"inv{len(self.params)}", ty.dtype, ty.shape)
+        return self.params[value]
 
 
 def _looped(node: Node, length: Dim, n: RelayExpr, init: list[RelayExpr], step: StepFn,
             reverse_outputs: Sequence[bool]) -> tuple[list[RelayExpr], list[RelayExpr]]:
     imp = node.scope.importer
-    state_types = [node.type_of(s) for s in init]
+    # Sizes computed before the loop get names (sourced outside it), so the loop's types,
+    # and the zeros its outputs start from, can refer to them.
+    state_types = [TensorType(imp.sizes.elems_of(s, node.type_of(s)), node.type_of(s).dtype)
+                   for s in init]
     state_vars = [imp.tensor_var(f"state{k}", ty.dtype, ty.shape)
                   for k, ty in enumerate(state_types)]
     t = imp.tensor_var("t", "int64", ())
-    outside = _Outside(node)
+    inv = _Invariants(node)
+    n_var = inv.bind(n)
     known = set(imp.sizes.source)  # sizes defined before the loop
-    new_states, outs = step(Step(t, n, outside.bind), list(state_vars))
+    new_states, outs = step(Step(t, n_var, inv.bind), list(state_vars))
     for k, (before, s) in enumerate(zip(state_types, new_states)):
         after = node.type_of(s)
         if not _same_type(before, after):
@@ -181,28 +211,31 @@ def _looped(node: Node, length: Dim, n: RelayExpr, init: list[RelayExpr], step: 
         if any(not isinstance(d, int) and d not in known for d in e.shape):
             raise node.unsupported(f"output {k} of a step has shape {e.shape}, which changes "
                                    "from step to step (a loop stacks outputs of one shape)")
-    accs = [imp.tensor_var(f"acc{k}", e.dtype, (imp.sizes.named(None), *e.shape))
-            for k, e in enumerate(elems)]
+    # Outputs are written into tensors of their final shape, so that every step of the loop
+    # sees the same shapes (the VM plans memory once for them, not at every step).
+    accs = [imp.tensor_var(f"acc{k}", e.dtype, (length, *e.shape)) for k, e in enumerate(elems)]
     grown = []
     for k, (acc, out) in enumerate(zip(accs, outs)):
-        parts = [acc, _op.expand_dims(out, 0)]
-        if k < len(reverse_outputs) and reverse_outputs[k]:
-            parts.reverse()
-        grown.append(_op.concatenate(parts, 0))
-    params = [t, *state_vars, *accs]
+        back = k < len(reverse_outputs) and reverse_outputs[k]
+        pos = Step(t, n_var).position(back)
+        at = _op.equal(inv.bind(_positions(node, length, 1 + elems[k].ndim)), pos)
+        grown.append(_op.where(at, _op.expand_dims(out, 0), acc))
+    carried = [t, *state_vars, *accs]
+    params = [*carried, *inv.params.values()]
     types = [imp.typer.types[p] for p in params]
-    ir_types = [_ir_type(ty) for ty in types]  # type: ignore[arg-type]
-    loop = Var("rnn_loop", FuncType(tuple(ir_types), TupleType(tuple(ir_types))))
-    imp.typer.declare(loop, FuncType(tuple(types), TupleType(tuple(types))))
-    one = const(np.array(1, "int64"))
-    again = Call(loop, [_op.add(t, one), *new_states, *grown])
-    func = Function(tuple(params), If(_op.less(t, n), again, Tuple(tuple(params))),
-                    TupleType(tuple(ir_types)))
-    start = [const(np.array(0, "int64")), *init, *[_empty(node, e) for e in elems]]
-    result = outside.wrap(Let(loop, func, Call(loop, start)), TupleType(tuple(types)))
+    ret = [imp.typer.types[p] for p in carried]
+    ir_ret = TupleType(tuple(_ir_type(ty) for ty in ret))  # type: ignore[arg-type]
+    loop = Var("rnn_loop", FuncType(tuple(_ir_type(ty) for ty in types), ir_ret))  # type: ignore
+    imp.typer.declare(loop, FuncType(tuple(types), TupleType(tuple(ret))))
+    again = Call(loop, [_op.add(t, const(np.array(1, "int64"))), *new_states, *grown,
+                        *inv.params.values()])
+    func = Function(tuple(params), If(_op.less(t, n_var), again, Tuple(tuple(carried))), ir_ret)
+    start = [const(np.array(0, "int64")), *init,
+             *[_zeros(node, (length, *e.shape), e.dtype) for e in elems], *inv.params]
+    result = Let(loop, func, Call(loop, start))
+    node.declare(result, TupleType(tuple(ret)))
     finals = []
-    for k, ty in enumerate([*state_types, *[TensorType((length, *e.shape), e.dtype)
-                                           for e in elems]]):
+    for k, ty in enumerate(ret[1:]):
         item = TupleGetItem(result, 1 + k)
         node.declare(item, ty)
         finals.append(item)

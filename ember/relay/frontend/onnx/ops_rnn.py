@@ -32,7 +32,7 @@ from ....ir.expr import RelayExpr, const
 from ....ir.types import TensorType
 from ... import op as _op
 from ._node import Node
-from ._recurrence import Dim, Step, axis_length, recur
+from ._recurrence import Dim, Step, recur
 from ._util import scalar
 from .ops_math import softplus_expr
 
@@ -129,6 +129,10 @@ class Rnn:
         """Direction ``d`` of a per-direction input (its first axis removed)."""
         return _op.take(v, const(np.array(d, "int64")), axis=0)
 
+    def cut_state(self, v: RelayExpr, d: int) -> RelayExpr:
+        """Direction ``d`` of a (dirs, batch, hidden) state: (1, batch, hidden)."""
+        return _op.strided_slice(v, [d], [d + 1], axes=[0])
+
     def gate(self, v: RelayExpr, k: int) -> RelayExpr:
         """Gate ``k`` (``hidden`` wide) along the last axis of ``v``."""
         ndim = self.node.type_of(v).ndim
@@ -153,7 +157,8 @@ def _read(node: Node, op: str, gates: int, defaults: Sequence[str]) -> Rnn:
         raise node.invalid_attr("layout", layout, "0 or 1")
     if layout == 1:
         x = _op.transpose(x, (1, 0, 2))
-    seq, batch, inputs = node.type_of(x).shape
+    # sizes computed by the ops before (a pooled width) get names whose source is x
+    seq, batch, inputs = node.scope.importer.sizes.elems_of(x, node.type_of(x))
     direction = node.attr("direction", "forward")
     reverse = {"forward": [False], "foward": [False], "reverse": [True],
                "bidirectional": [False, True]}.get(direction)
@@ -193,11 +198,12 @@ def _hidden_size(node: Node, gates: int, dirs: int, inputs: Any) -> int:
 
 def _state(rnn: Rnn, i: int, what: str) -> list[RelayExpr]:
     """Per direction, the initial state input ``i`` ((dirs, batch, hidden); batch first in
-    layout 1), zeros when absent."""
+    layout 1) as (1, batch, hidden), zeros when absent. (States keep a unit time axis, as a
+    step's slice of the input projection does: no reshape between steps.)"""
     node = rnn.node
     dirs = len(rnn.reverse)
     if not node.has_input(i):
-        shape = (rnn.batch, rnn.hidden)
+        shape = (1, rnn.batch, rnn.hidden)
         if all(isinstance(d, int) for d in shape):
             zeros = _op.zeros(shape, rnn.dtype)
         else:  # sized at run time, typed with the batch's symbolic size
@@ -213,7 +219,7 @@ def _state(rnn: Rnn, i: int, what: str) -> list[RelayExpr]:
                            for a, b in zip(ty.shape, want)):
         raise node.fail(f"{what} has shape {tuple(node.type(i).shape)}, expected "
                         f"(num_directions, batch, hidden) = {want} in layout 0")
-    return [rnn.cut(v, d) for d in range(dirs)]
+    return [rnn.cut_state(v, d) for d in range(dirs)]
 
 
 # ---------------------------------------------------------------- time permutation
@@ -297,11 +303,11 @@ def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
     def step(t: Step, flat: list[RelayExpr]) -> tuple[list[RelayExpr], list[RelayExpr]]:
         new, outs = [], []
         mask = None
-        if rnn.lens is not None:
-            mask = _op.expand_dims(_op.less(t.index("int64"), rnn.lens), 1)
+        if rnn.lens is not None:  # (1, batch, 1)
+            mask = _op.expand_dims(_op.expand_dims(_op.less(t.index("int64"), rnn.lens), 1), 0)
         for d in range(dirs):
             old = flat[d * kind.states:(d + 1) * kind.states]
-            x_t = [t.read(xp, 0, walk_back[d]) for xp in projected[d]]
+            x_t = [t.read(xp, 0, walk_back[d], keep=True) for xp in projected[d]]
             cand = kind.cell(rnn, (d, extras[d]), x_t, old)
             if mask is not None:
                 outs.append(_op.where(mask, cand[0], rnn.zero()))
@@ -311,8 +317,7 @@ def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
             new.extend(cand)
         return new, outs if want_y else []
 
-    finals, ys = recur(node, rnn.seq, lambda: axis_length(rnn.x, 0), states, step,
-                       walk_back)
+    finals, ys = recur(node, rnn.x, 0, states, step, walk_back)
     return _outputs(rnn, kind, finals, ys, permute)
 
 
@@ -323,15 +328,17 @@ def _outputs(rnn: Rnn, kind: CellKind, finals: list[RelayExpr], ys: list[RelayEx
     node, dirs = rnn.node, len(rnn.reverse)
     batch_first = node.version >= 14 and node.attr("layout", 0) == 1
     y = None
-    if ys:
-        ys = [permute(v) if permute is not None and rnn.reverse[d] else v
-              for d, v in enumerate(ys)]
-        y = _op.stack(ys, 1)
+    if ys:  # each (seq, 1, batch, hidden)
+        if permute is not None:
+            ys = [_op.expand_dims(permute(_op.squeeze(v, [1])), 1) if rnn.reverse[d]
+                  else v for d, v in enumerate(ys)]
+        y = ys[0] if dirs == 1 else _op.concatenate(ys, 1)
         if batch_first:
             y = _op.transpose(y, (2, 0, 1, 3))
     outs: list[RelayExpr | None] = [y]
-    for s in range(kind.states):
-        last = _op.stack([finals[d * kind.states + s] for d in range(dirs)], 0)
+    for s in range(kind.states):  # each (1, batch, hidden)
+        parts = [finals[d * kind.states + s] for d in range(dirs)]
+        last = parts[0] if dirs == 1 else _op.concatenate(parts, 0)
         outs.append(_op.transpose(last, (1, 0, 2)) if batch_first else last)
     return outs
 

@@ -20,7 +20,7 @@ import numpy as np
 from ....ir.expr import RelayExpr, const
 from ... import op as _op
 from ._node import Node
-from ._recurrence import Dim, Step, axis_length, recur
+from ._recurrence import Dim, Step, recur
 from ._util import norm_axis
 
 
@@ -85,8 +85,8 @@ def _scan(node: Node, states: list[RelayExpr], inputs: list[RelayExpr], axes: li
 
     out_dirs = _directions(node, "scan_output_directions", k, "output") if node.version >= 9 else \
         [False] * k
-    finals, stacked = recur(node, length, lambda: axis_length(inputs[0], axes[0]), states,
-                            step, out_dirs)
+    finals, stacked = recur(node, inputs[0], axes[0], states, step, out_dirs,
+                            length if isinstance(length, int) else None)
     out_axes = _ints(node, "scan_output_axes", k, "output") if node.version >= 9 else [0] * k
     moved = []
     for j, (y, a) in enumerate(zip(stacked, out_axes)):
