@@ -7,8 +7,9 @@ form against onnxruntime.
 One bidirectional ``--op`` layer over a sequence of each ``--seq`` length, imported with static
 shapes and built two ways:
 
-- ``unrolled``: the steps as straight-line Relay (what a known length up to
-  ``_recurrence.MAX_UNROLL`` becomes), built for the graph executor;
+- ``unrolled``: the steps as straight-line Relay (what a known length up to the PassContext
+  config ``relay.frontend.max_unroll``, default 128, becomes; here whatever the length), built
+  for the graph executor;
 - ``loop``: the steps as a loop (what a symbolic length, or a longer known one, becomes), built
   for the VM.
 
@@ -37,6 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _report import open_results, results_path, table  # noqa: E402
+from _systems import cache_dir  # noqa: E402
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 # Build stages (graph executor and VM) by the column they are counted in.
@@ -75,17 +77,14 @@ def build(model: Any, form: str) -> tuple[Any, dict[str, float]]:
     """(a function running the model on x, the seconds of each stage)."""
     import ember
     from ember import relay
+    from ember.ir.transform import PassContext
     from ember.relay._build import stage_listener
-    from ember.relay.frontend.onnx import _recurrence
 
     times: dict[str, float] = {}
-    limit = _recurrence.MAX_UNROLL
-    _recurrence.MAX_UNROLL = limit if form == "unrolled" else 0
     cpu, start = _cpu_seconds(), time.perf_counter()
-    try:
+    limit = 1 << 30 if form == "unrolled" else 0
+    with PassContext(config={"relay.frontend.max_unroll": limit}):
         mod, params = relay.frontend.from_onnx(model)
-    finally:
-        _recurrence.MAX_UNROLL = limit
     times["import"] = time.perf_counter() - start
 
     def listen(name: str, seconds: float | None) -> None:
@@ -139,7 +138,7 @@ def measure(op: str, seq: int, form: str, opts: argparse.Namespace) -> dict[str,
             "max_abs_diff": diff}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--op", default="LSTM", choices=sorted(GATES))
     parser.add_argument("--seq", default="16,64,128,256,512")
@@ -148,12 +147,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--forms", default="unrolled,loop")
     parser.add_argument("--json", default=str(results_path("rnn.json")))
-    opts = parser.parse_args()
+    opts = parser.parse_args(argv)
     rows, results = [], []
     for seq in (int(s) for s in opts.seq.split(",")):
         for form in opts.forms.split(","):
-            with tempfile.TemporaryDirectory() as cache:
-                os.environ["EMBER_CACHE_DIR"] = cache  # a cold build
+            with tempfile.TemporaryDirectory() as cache, cache_dir(cache):  # a cold build
                 r = measure(opts.op, seq, form, opts)
             results.append(r)
             s = r["seconds"]

@@ -13,8 +13,8 @@ from onnx import helper
 
 import ember
 from ember import relay
-from ember.relay.frontend.onnx import _recurrence
-from ember.runtime.errors import FrontendError, OpAttributeInvalid, OpNotImplemented
+from ember.ir.transform import PassContext
+from ember.runtime.errors import FrontendError, OpAttributeInvalid, OpNotImplemented, TVMError
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 OUTS = {"LSTM": ["y", "yh", "yc"], "GRU": ["y", "yh"], "RNN": ["y", "yh"]}
@@ -55,8 +55,15 @@ def rnn_case(name: str, op: str, seq: int, batch: int, inputs: int, hidden: int,
     return OnnxCase(name, [node], feeds, [o for o in outputs if o], inits)
 
 
+def _fed_weights(case: OnnxCase) -> OnnxCase:
+    """``case`` with its weights as model inputs (fed at run time) instead of initializers."""
+    return OnnxCase(case.name, case.nodes, {**case.inputs, **case.inits}, case.outputs)
+
+
 def test_lstm_matches_onnxruntime():
     check([
+        _fed_weights(rnn_case("fed", "LSTM", 4, 2, 3, 4, seed=10, direction="bidirectional",
+                              peep=True, init=True)),
         rnn_case("fwd", "LSTM", 5, 3, 4, 6),
         rnn_case("rev", "LSTM", 4, 2, 3, 5, seed=1, direction="reverse", init=True),
         rnn_case("bi", "LSTM", 6, 2, 4, 3, seed=2, direction="bidirectional", init=True),
@@ -100,12 +107,25 @@ def test_rnn_matches_onnxruntime():
     ])
 
 
+def _version_cases(gru_attrs: dict) -> list[OnnxCase]:
+    return [rnn_case("lstm", "LSTM", 4, 2, 3, 4, direction="bidirectional", lens=[4, 2]),
+            rnn_case("gru", "GRU", 4, 2, 3, 4, seed=1, **gru_attrs),
+            rnn_case("rnn", "RNN", 4, 2, 3, 4, seed=2, direction="reverse")]
+
+
 @pytest.mark.parametrize("opset", [9, 22])
 def test_operator_versions(opset):
     """LSTM-7/GRU-7/RNN-7 (opset 9, no layout attribute) and the version-22 definitions."""
-    check([rnn_case("lstm", "LSTM", 4, 2, 3, 4, direction="bidirectional", lens=[4, 2]),
-           rnn_case("gru", "GRU", 4, 2, 3, 4, seed=1, linear_before_reset=1),
-           rnn_case("rnn", "RNN", 4, 2, 3, 4, seed=2, direction="reverse")], opset=opset)
+    check(_version_cases({"linear_before_reset": 1}), opset=opset)
+
+
+def test_first_versions_match_version_7():
+    """LSTM-1, GRU-1/3 and RNN-1 (opset 5; onnxruntime runs opset 7 and later) compute what
+    version 7 does: compared with onnxruntime on the same nodes at opset 9."""
+    cases = _version_cases({})
+    fed = {f"{c.name}__{k}": v for c in cases for k, v in c.inputs.items()}
+    compare("opset 5", run_graph(make_model(cases, 5), fed),
+            run_ort(make_model(cases, 9), fed))
 
 
 def _time_first_twin(case: OnnxCase) -> OnnxCase:
@@ -163,15 +183,26 @@ def test_symbolic_sequence_runs_as_a_loop_on_the_vm(op):
                 run_ort(model, {"c__x": x, "c__lens": lens}))
 
 
-def test_known_length_past_the_unroll_limit_loops(monkeypatch):
-    monkeypatch.setattr(_recurrence, "MAX_UNROLL", 3)
+def test_known_length_past_the_unroll_limit_loops():
+    """A known length longer than relay.frontend.max_unroll runs as a loop too."""
     case = rnn_case("c", "GRU", 6, 2, 3, 4, direction="bidirectional", init=True)
     model = _symbolic(case, {})
-    mod, _ = relay.frontend.from_onnx(model)
+    with PassContext(config={"relay.frontend.max_unroll": 5}):
+        mod, _ = relay.frontend.from_onnx(model)
     assert "rnn_loop" in mod.astext()
+    with PassContext(config={"relay.frontend.max_unroll": 6}):
+        assert "rnn_loop" not in relay.frontend.from_onnx(model)[0].astext()
     feeds = {f"c__{k}": v for k, v in case.inputs.items()}
-    compare("GRU, 6 steps as a loop", run_vm(model, list(feeds.values())),
-            run_ort(model, feeds))
+    with PassContext(config={"relay.frontend.max_unroll": 0}):
+        got = run_vm(model, list(feeds.values()))
+    compare("GRU, 6 steps as a loop", got, run_ort(model, feeds))
+
+
+@pytest.mark.parametrize("value", [-1, "8", 2.5, True])
+def test_max_unroll_config_is_checked(value):
+    with PassContext(config={"relay.frontend.max_unroll": value}):
+        with pytest.raises(TVMError, match=r"'relay.frontend.max_unroll' must be an int >= 0"):
+            _import(rnn_case("c", "RNN", 3, 2, 3, 4))
 
 
 def test_unrolled_steps_share_their_kernels():

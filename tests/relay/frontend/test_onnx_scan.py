@@ -160,3 +160,15 @@ def test_scan8_needs_a_known_batch_and_full_lengths():
                                             body=_mac_body(), num_scan_inputs=2)], inputs, ["sf"])
     with pytest.raises(OpNotImplemented, match="the batch size .* must be known"):
         _import(plain, opset=8, symbolic={"s0": ["n", 2], "a": ["n", 4, 2], "b": ["n", 4, 2]})
+
+
+def test_scan_state_that_grows_cannot_loop():
+    """ONNX states keep their shape; one that grows is refused when the loop is built."""
+    body = helper.make_graph([helper.make_node("Concat", ["s", "x"], ["s_out"], axis=0)], "b",
+                             [_vi("s", ["n"]), _vi("x", [1])], [_vi("s_out")])
+    case = OnnxCase("c", [helper.make_node("Scan", ["s0", "xs"], ["sf"], body=body,
+                                           num_scan_inputs=1)],
+                    {"s0": np.zeros(1, "float32"), "xs": np.zeros((3, 1), "float32")}, ["sf"])
+    with pytest.raises(OpNotImplemented, match=r"'c__Scan': state 0 changes from Tensor\[\(1\), "
+                                               r"float32\] to Tensor\[\(2\), float32\] in a step"):
+        _import(case, symbolic={"xs": ["T", 1]})

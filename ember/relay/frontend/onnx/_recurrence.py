@@ -29,20 +29,21 @@ and gets its index as a tensor with ``t.index(dtype)``; it never sees which form
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from ....ir.expr import Call, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var, const
 from ....ir.types import Any as AnyDim
 from ....ir.types import FuncType, ShapeVar, TensorType, TupleType
-from ... import op as _op
 from ....runtime.errors import TVMError
+from ... import op as _op
 from ._node import Node
 
-# Longest sequence that unrolls (each step adds a few operators to the model; compile time
-# grows linearly: see docs/onnx.md). Longer known lengths run as a loop on the VM.
-MAX_UNROLL = 1024
+# The longest sequence that unrolls: each step adds a dozen or two operators, and the build
+# time grows with them (a bidirectional LSTM: ~12 CPU seconds at 128 steps, ~55 at 512; see
+# docs/onnx.md). Longer known lengths run as a loop on the VM; the PassContext config
+# "relay.frontend.max_unroll" moves the limit.
+MAX_UNROLL = 128
 MAX_UNROLL_CONFIG = "relay.frontend.max_unroll"
 
 Dim = int | ShapeVar
@@ -151,20 +152,26 @@ def _same_type(a: TensorType, b: TensorType) -> bool:
         for x, y in zip(a.shape, b.shape))
 
 
-def _zeros(node: Node, dims: tuple[Dim, ...], dtype: str) -> RelayExpr:
-    """Zeros of shape ``dims``, whose symbolic sizes are computed from the inputs' shapes."""
+def zeros(node: Node, dims: tuple[Dim, ...], dtype: str) -> RelayExpr:
+    """Zeros of shape ``dims``, whose symbolic sizes are computed from the inputs' shapes (and
+    kept in its type)."""
     if all(isinstance(d, int) for d in dims):
         return _op.zeros(dims, dtype)
-    return _op.cast(node.scope.importer.sizes.template(dims), dtype)
+    out = node.finish(_op.cast(node.scope.importer.sizes.template(dims), dtype))
+    node.declare(out, TensorType(dims, dtype))
+    return out
+
+
+def arange(node: Node, length: Dim) -> RelayExpr:
+    """0 .. length - 1 (int64, shape (length,))."""
+    if isinstance(length, int):
+        return const(np.arange(length, dtype="int64"))
+    return _op.cumsum(_op.ones_like(zeros(node, (length,), "int64")), axis=0, exclusive=True)
 
 
 def _positions(node: Node, length: Dim, ndim: int) -> RelayExpr:
     """0 .. length - 1 along the first of ``ndim`` axes (int64, shape (length, 1, ...))."""
-    if isinstance(length, int):
-        pos = const(np.arange(length, dtype="int64"))
-    else:
-        ones = _op.ones_like(_zeros(node, (length,), "int64"))
-        pos = _op.cumsum(ones, axis=0, exclusive=True)
+    pos = arange(node, length)
     return _op.reshape(pos, [-1, *[1] * (ndim - 1)]) if ndim > 1 else pos
 
 
@@ -231,7 +238,7 @@ def _looped(node: Node, length: Dim, n: RelayExpr, init: list[RelayExpr], step: 
                         *inv.params.values()])
     func = Function(tuple(params), If(_op.less(t, n_var), again, Tuple(tuple(carried))), ir_ret)
     start = [const(np.array(0, "int64")), *init,
-             *[_zeros(node, (length, *e.shape), e.dtype) for e in elems], *inv.params]
+             *[zeros(node, (length, *e.shape), e.dtype) for e in elems], *inv.params]
     result = Let(loop, func, Call(loop, start))
     node.declare(result, TupleType(tuple(ret)))
     finals = []

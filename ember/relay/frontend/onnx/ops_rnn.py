@@ -32,7 +32,7 @@ from ....ir.expr import RelayExpr, const
 from ....ir.types import TensorType
 from ... import op as _op
 from ._node import Node
-from ._recurrence import Dim, Step, recur
+from ._recurrence import Dim, Step, arange, recur, zeros
 from ._util import scalar
 from .ops_math import softplus_expr
 
@@ -109,11 +109,12 @@ def _bound(spec: ActivationDef, a: float, b: float, dtype: str) -> Act:
 
 
 # ---------------------------------------------------------------- the operator's inputs
-@dataclass
+@dataclass(frozen=True)
 class Rnn:
     """What a converter reads of an LSTM/GRU/RNN node, in layout 0 (time first)."""
 
     node: Node
+    batch_first: bool  # layout 1: inputs and outputs are transposed at the edges
     gates: int
     hidden: int
     reverse: list[bool]  # per direction
@@ -148,7 +149,13 @@ class Rnn:
         return scalar(1, self.dtype)
 
 
-def _read(node: Node, op: str, gates: int, defaults: Sequence[str]) -> Rnn:
+def _fits(ty: TensorType, shape: Sequence[Any]) -> bool:
+    """Whether ``ty`` has the rank of ``shape`` and its sizes where both are known."""
+    return ty.ndim == len(shape) and all(
+        not (isinstance(a, int) and isinstance(b, int)) or a == b for a, b in zip(ty.shape, shape))
+
+
+def _read(node: Node, gates: int, defaults: Sequence[str]) -> Rnn:
     x, xt = node.input(0, "X"), node.type(0)
     if xt.ndim != 3 or not xt.dtype.startswith("float"):
         raise node.fail(f"X must be a float tensor of rank 3, got {xt}")
@@ -174,8 +181,8 @@ def _read(node: Node, op: str, gates: int, defaults: Sequence[str]) -> Rnn:
         if not node.dtype(4).startswith("int") or node.ndim(4) != 1:
             raise node.fail(f"sequence_lens must be an integer vector, got {node.type(4)}")
         lens = _op.cast(node.input(4), "int64")
-    return Rnn(node, gates, hidden, reverse, acts, None if clip is None else float(clip), x,
-               seq, batch, xt.dtype, lens)
+    return Rnn(node, layout == 1, gates, hidden, reverse, acts,
+               None if clip is None else float(clip), x, seq, batch, xt.dtype, lens)
 
 
 def _hidden_size(node: Node, gates: int, dirs: int, inputs: Any) -> int:
@@ -189,8 +196,7 @@ def _hidden_size(node: Node, gates: int, dirs: int, inputs: Any) -> int:
     if node.has_input(3):
         want["B"] = (node.type(3), (dirs, 2 * gates * hidden))
     for name, (ty, shape) in want.items():
-        if ty.ndim != len(shape) or any(isinstance(a, int) and isinstance(b, int) and a != b
-                                        for a, b in zip(ty.shape, shape)):
+        if not _fits(ty, shape):
             raise node.fail(f"{name} has shape {tuple(ty.shape)}, expected {shape} "
                             f"({dirs} direction(s), {gates} gate(s), hidden_size {hidden})")
     return hidden
@@ -203,39 +209,23 @@ def _state(rnn: Rnn, i: int, what: str) -> list[RelayExpr]:
     node = rnn.node
     dirs = len(rnn.reverse)
     if not node.has_input(i):
-        shape = (1, rnn.batch, rnn.hidden)
-        if all(isinstance(d, int) for d in shape):
-            zeros = _op.zeros(shape, rnn.dtype)
-        else:  # sized at run time, typed with the batch's symbolic size
-            zeros = node.finish(_op.cast(node.scope.importer.sizes.template(shape), rnn.dtype))
-            node.declare(zeros, TensorType(shape, rnn.dtype))
-        return [zeros] * dirs
+        return [zeros(node, (1, rnn.batch, rnn.hidden), rnn.dtype)] * dirs
     v = node.input(i, what)
-    if node.attr("layout", 0) == 1 and node.version >= 14:
+    if rnn.batch_first:
         v = _op.transpose(v, (1, 0, 2))
-    ty = node.type_of(v)
     want = (dirs, rnn.batch, rnn.hidden)
-    if ty.ndim != 3 or any(isinstance(a, int) and isinstance(b, int) and a != b
-                           for a, b in zip(ty.shape, want)):
+    if not _fits(node.type_of(v), want):
         raise node.fail(f"{what} has shape {tuple(node.type(i).shape)}, expected "
                         f"(num_directions, batch, hidden) = {want} in layout 0")
     return [rnn.cut_state(v, d) for d in range(dirs)]
 
 
 # ---------------------------------------------------------------- time permutation
-def _time_index(rnn: Rnn) -> RelayExpr:
-    """(seq,) int64: 0 .. seq - 1."""
-    if isinstance(rnn.seq, int):
-        return const(np.arange(rnn.seq, dtype="int64"))
-    ones = _op.ones_like(_op.cast(rnn.node.scope.importer.sizes.template((rnn.seq,)), "int64"))
-    return _op.cumsum(ones, axis=0, exclusive=True)
-
-
 def _reverse_within_lengths(rnn: Rnn, lens: RelayExpr) -> Callable[[RelayExpr], RelayExpr]:
     """A function permuting a (seq, batch, n) tensor so that each sequence's valid steps run
     backwards (``out[t, b] = v[lens[b] - 1 - t, b]`` for t < lens[b], else ``v[t, b]``): the
     reverse direction of a batch of sequences of different lengths."""
-    t = _op.expand_dims(_time_index(rnn), 1)  # (seq, 1)
+    t = _op.expand_dims(arange(rnn.node, rnn.seq), 1)  # (seq, 1)
     back = _op.subtract(_op.subtract(lens, const(np.array(1, "int64"))), t)
     idx = _op.expand_dims(_op.where(_op.less(t, lens), back, t), 2)  # (seq, batch, 1)
 
@@ -281,7 +271,7 @@ def _project(rnn: Rnn, x: RelayExpr, w: RelayExpr, bias: RelayExpr | None) -> li
 
 
 def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
-    rnn = _read(node, node.op_type, kind.gates, kind.activations)
+    rnn = _read(node, kind.gates, kind.activations)
     dirs = len(rnn.reverse)
     w = node.input(1, "W")
     permute = None
@@ -325,21 +315,20 @@ def _outputs(rnn: Rnn, kind: CellKind, finals: list[RelayExpr], ys: list[RelayEx
              permute: Callable[[RelayExpr], RelayExpr] | None) -> list[RelayExpr | None]:
     """Y (seq, dirs, batch, hidden), Y_h and Y_c (dirs, batch, hidden), batch first in
     layout 1."""
-    node, dirs = rnn.node, len(rnn.reverse)
-    batch_first = node.version >= 14 and node.attr("layout", 0) == 1
+    dirs = len(rnn.reverse)
     y = None
     if ys:  # each (seq, 1, batch, hidden)
         if permute is not None:
             ys = [_op.expand_dims(permute(_op.squeeze(v, [1])), 1) if rnn.reverse[d]
                   else v for d, v in enumerate(ys)]
         y = ys[0] if dirs == 1 else _op.concatenate(ys, 1)
-        if batch_first:
+        if rnn.batch_first:
             y = _op.transpose(y, (2, 0, 1, 3))
     outs: list[RelayExpr | None] = [y]
     for s in range(kind.states):  # each (1, batch, hidden)
         parts = [finals[d * kind.states + s] for d in range(dirs)]
         last = parts[0] if dirs == 1 else _op.concatenate(parts, 0)
-        outs.append(_op.transpose(last, (1, 0, 2)) if batch_first else last)
+        outs.append(_op.transpose(last, (1, 0, 2)) if rnn.batch_first else last)
     return outs
 
 
@@ -360,7 +349,7 @@ def _lstm_prepare(rnn: Rnn, d: int) -> tuple[RelayExpr | None, Any]:
     peep = None
     if node.has_input(7):
         p = node.input(7, "P")
-        if tuple(node.type(7).shape) != (len(rnn.reverse), 3 * rnn.hidden):
+        if not _fits(node.type(7), (len(rnn.reverse), 3 * rnn.hidden)):
             raise node.fail(f"P has shape {tuple(node.type(7).shape)}, expected "
                             f"{(len(rnn.reverse), 3 * rnn.hidden)}")
         pd = rnn.cut(p, d)

@@ -127,11 +127,9 @@ def _scan8(node: Node) -> list[RelayExpr]:
     dirs = _directions(node, "directions", m, "input")
     per_batch = []
     for b in range(batch):
-        def pick(x: RelayExpr) -> RelayExpr:
-            return _op.take(x, const(np.array(b, "int64")), axis=0)
-
-        per_batch.append(_scan(node, [pick(s) for s in states], [pick(x) for x in inputs],
-                               [0] * m, dirs))
+        index = const(np.array(b, "int64"))
+        per_batch.append(_scan(node, [_op.take(s, index, axis=0) for s in states],
+                               [_op.take(x, index, axis=0) for x in inputs], [0] * m, dirs))
     return [_op.stack([outs[j] for outs in per_batch], 0) for j in range(len(per_batch[0]))]
 
 
