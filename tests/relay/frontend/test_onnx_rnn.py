@@ -60,10 +60,8 @@ def _fed_weights(case: OnnxCase) -> OnnxCase:
     return OnnxCase(case.name, case.nodes, {**case.inputs, **case.inits}, case.outputs)
 
 
-def test_lstm_matches_onnxruntime():
+def test_lstm_directions_and_lengths_match_onnxruntime():
     check([
-        _fed_weights(rnn_case("fed", "LSTM", 4, 2, 3, 4, seed=10, direction="bidirectional",
-                              peep=True, init=True)),
         rnn_case("fwd", "LSTM", 5, 3, 4, 6),
         rnn_case("rev", "LSTM", 4, 2, 3, 5, seed=1, direction="reverse", init=True),
         rnn_case("bi", "LSTM", 6, 2, 4, 3, seed=2, direction="bidirectional", init=True),
@@ -71,6 +69,13 @@ def test_lstm_matches_onnxruntime():
                  lens=[6, 2, 4]),
         rnn_case("rev_lens", "LSTM", 5, 3, 2, 4, seed=4, direction="reverse", lens=[1, 5, 3],
                  init=True),
+        rnn_case("empty_seq", "LSTM", 3, 2, 3, 4, seed=11, direction="bidirectional",
+                 lens=[3, 0], init=True),
+    ])
+
+
+def test_lstm_cell_options_match_onnxruntime():
+    check([
         rnn_case("peep_clip", "LSTM", 4, 2, 3, 4, seed=5, peep=True, clip=0.7, bias=False),
         rnn_case("coupled", "LSTM", 4, 2, 3, 4, seed=6, input_forget=1, peep=True),
         rnn_case("acts", "LSTM", 3, 2, 3, 4, seed=7, direction="bidirectional",
@@ -78,6 +83,8 @@ def test_lstm_matches_onnxruntime():
                               "Tanh"], activation_alpha=[0.3, 0.2, 0.7],
                  activation_beta=[0.4]),
         rnn_case("only_y_h", "LSTM", 3, 1, 2, 3, seed=9, outs=["", "yh"]),
+        _fed_weights(rnn_case("fed", "LSTM", 4, 2, 3, 4, seed=10, direction="bidirectional",
+                              peep=True, init=True)),
     ])
 
 
@@ -90,6 +97,7 @@ def test_gru_matches_onnxruntime():
         rnn_case("rev_clip", "GRU", 4, 2, 3, 5, seed=3, direction="reverse", clip=0.5,
                  bias=False),
         rnn_case("acts", "GRU", 3, 2, 3, 4, seed=4, activations=["Relu", "Softplus"]),
+        rnn_case("empty_seq", "GRU", 3, 2, 3, 4, seed=6, lens=[0, 2], init=True),
     ])
 
 

@@ -13,8 +13,9 @@ ONNX semantics (https://onnx.ai/onnx/operators/onnx__LSTM.html and GRU, RNN):
   under ``linear_before_reset=1`` are folded into the input projection;
 - ``direction`` forward, reverse or bidirectional (both run in the same steps);
 - ``sequence_lens``: a sequence's outputs past its length are 0 and ``Y_h``/``Y_c`` hold its
-  state at its last valid step; the reverse direction starts at each sequence's own last
-  step (the inputs are permuted per sequence, and the outputs back);
+  state at its last valid step (0 for an empty sequence, as in onnxruntime); the reverse
+  direction starts at each sequence's own last step (the inputs are permuted per sequence,
+  and the outputs back);
 - ``activations`` (case-insensitive) with ``activation_alpha``/``activation_beta`` consumed
   in order by the activations that take them, defaults those of the ONNX operators of the
   same names; ``clip`` bounds the input of every activation; ``layout`` 1 puts the batch
@@ -226,7 +227,7 @@ def _reverse_within_lengths(rnn: Rnn, lens: RelayExpr) -> Callable[[RelayExpr], 
     backwards (``out[t, b] = v[lens[b] - 1 - t, b]`` for t < lens[b], else ``v[t, b]``): the
     reverse direction of a batch of sequences of different lengths."""
     t = _op.expand_dims(arange(rnn.node, rnn.seq), 1)  # (seq, 1)
-    back = _op.subtract(_op.subtract(lens, const(np.array(1, "int64"))), t)
+    back = _op.subtract(_op.subtract(lens, _long(1)), t)
     idx = _op.expand_dims(_op.where(_op.less(t, lens), back, t), 2)  # (seq, batch, 1)
 
     def permute(v: RelayExpr) -> RelayExpr:
@@ -308,7 +309,14 @@ def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
         return new, outs if want_y else []
 
     finals, ys = recur(node, rnn.x, 0, states, step, walk_back)
+    if rnn.lens is not None:  # an empty sequence's final states are 0, as in onnxruntime
+        nonempty = _op.expand_dims(_op.expand_dims(_op.greater(rnn.lens, _long(0)), 1), 0)
+        finals = [_op.where(nonempty, f, rnn.zero()) for f in finals]
     return _outputs(rnn, kind, finals, ys, permute)
+
+
+def _long(value: int) -> RelayExpr:
+    return const(np.array(value, "int64"))
 
 
 def _outputs(rnn: Rnn, kind: CellKind, finals: list[RelayExpr], ys: list[RelayExpr],
