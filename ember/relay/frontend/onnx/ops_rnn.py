@@ -1,11 +1,14 @@
 """Converters of the recurrent operators LSTM, GRU and RNN (one layer each).
 
-Per direction, the input projection of every time step is one matrix product,
-``X (seq, batch, input) x W^T + bias`` (``nn.dense``, so the packed-weight GEMM kernel runs
-it), and each step adds one product of the hidden state with ``R^T``, to which the step's
-projection is added in the GEMM's epilogue (its residual), followed by the gate math
-(elementwise, fused by FuseOps). The steps run through ``_recurrence.recur``: unrolled for a
-known sequence length, a loop on the VM for a symbolic one.
+Per direction and gate, the input projection of every time step is one matrix product,
+``X (seq, batch, input) x W^T + bias`` (``nn.dense``: FuseGemmEpilogue runs it on the
+packed-weight GEMM kernel with the bias in its epilogue). Each step then computes one product
+of the hidden state with ``R^T`` (a GEMM too, ``R`` packed once) and the gate math, which
+reads the step's slice of each gate's projection and which FuseOps fuses into one or two
+elementwise kernels after the GEMM. A plain RNN's one gate goes entirely into the GEMM's
+epilogue (the step's input as its residual, then the activation). The steps run through
+``_recurrence.recur``: unrolled for a known sequence length, a loop on the VM for a symbolic
+(or longer) one.
 
 ONNX semantics (https://onnx.ai/onnx/operators/onnx__LSTM.html and GRU, RNN):
 
@@ -294,8 +297,8 @@ def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
     def step(t: Step, flat: list[RelayExpr]) -> tuple[list[RelayExpr], list[RelayExpr]]:
         new, outs = [], []
         mask = None
-        if rnn.lens is not None:  # (1, batch, 1)
-            mask = _op.expand_dims(_op.expand_dims(_op.less(t.index("int64"), rnn.lens), 1), 0)
+        if rnn.lens is not None:
+            mask = _per_sequence(_op.less(t.index("int64"), rnn.lens))
         for d in range(dirs):
             old = flat[d * kind.states:(d + 1) * kind.states]
             x_t = [t.read(xp, 0, walk_back[d], keep=True) for xp in projected[d]]
@@ -310,13 +313,18 @@ def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
 
     finals, ys = recur(node, rnn.x, 0, states, step, walk_back)
     if rnn.lens is not None:  # an empty sequence's final states are 0, as in onnxruntime
-        nonempty = _op.expand_dims(_op.expand_dims(_op.greater(rnn.lens, _long(0)), 1), 0)
+        nonempty = _per_sequence(_op.greater(rnn.lens, _long(0)))
         finals = [_op.where(nonempty, f, rnn.zero()) for f in finals]
     return _outputs(rnn, kind, finals, ys, permute)
 
 
 def _long(value: int) -> RelayExpr:
     return const(np.array(value, "int64"))
+
+
+def _per_sequence(flags: RelayExpr) -> RelayExpr:
+    """A (batch,) mask shaped (1, batch, 1), to select between (1, batch, hidden) states."""
+    return _op.expand_dims(_op.expand_dims(flags, 1), 0)
 
 
 def _outputs(rnn: Rnn, kind: CellKind, finals: list[RelayExpr], ys: list[RelayExpr],
