@@ -24,6 +24,8 @@ from . import (
     ops_nn,
     ops_reduce,
     ops_resize,
+    ops_rnn,
+    ops_scan,
     ops_shape,
     ops_tensor,
 )
@@ -61,6 +63,10 @@ def _e(convert: Callable[[Node], Any], note: str, since: int = 1, older: str = "
 I64 = "int64"
 RT_AXES = "; axes known only at run time: each axis reduced where named (rank x the work)"
 OLD_BROADCAST = "; broadcast/axis attributes before version 7"
+RNN_NOTE = ("; forward, reverse, bidirectional; a known length up to "
+            "relay.frontend.max_unroll (128) unrolls (any executor), a longer or symbolic one "
+            "runs as a loop (VM)")
+RNN_GEMMS = "the input projection as one GEMM per gate, then one GEMM per step"
 SUPPORT: dict[str, OpSupport] = {
     # elementwise arithmetic, comparison and logic
     "Abs": _e(m.unary("abs"), "abs"),
@@ -229,6 +235,16 @@ SUPPORT: dict[str, OpSupport] = {
              "branch"),
     "Loop": _e(ops_control.loop, "a recursive local function (VM); loop-carried shapes may "
                "change; scan outputs"),
+    "Scan": _e(ops_scan.scan, "the body once per step, as the recurrent networks; scan "
+               "axes and directions; Scan-8 with a known batch size and sequence_lens absent "
+               "or the full length"),
+    # recurrent networks: a known sequence length unrolls, a symbolic one loops (VM)
+    "GRU": _e(ops_rnn.gru, RNN_GEMMS + " (two without linear_before_reset); sequence_lens, "
+              "layout, clip, activations" + RNN_NOTE),
+    "LSTM": _e(ops_rnn.lstm, RNN_GEMMS + "; peepholes, input_forget, sequence_lens, layout, "
+               "clip, activations" + RNN_NOTE),
+    "RNN": _e(ops_rnn.rnn, RNN_GEMMS + " (the activation in its epilogue); sequence_lens, "
+              "layout, clip, activations" + RNN_NOTE),
 }
 
 
