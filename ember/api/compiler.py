@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +110,11 @@ def choose_executor(mod: IRModule, executor: str) -> tuple[str, str]:
     return "aot", "static shapes and no control flow"
 
 
-def _spec(name: str, ty: Type) -> TensorSpec:
+def _spec(name: str, ty: Type, dims: Sequence[str | None] = ()) -> TensorSpec:
+    """The record of a value of type ``ty``; ``dims``: names of its symbolic axes."""
     if isinstance(ty, TensorType):
-        shape = tuple(d if isinstance(d, int) else None for d in ty.shape)
+        named = list(dims) if len(dims) == len(ty.shape) else [None] * len(ty.shape)
+        shape = tuple(d if isinstance(d, int) else named[k] for k, d in enumerate(ty.shape))
         return TensorSpec(name, shape, ty.dtype)
     return TensorSpec(name, None, str(ty))
 
@@ -129,10 +131,15 @@ def _output_types(ty: Type) -> list[Type]:
     return out
 
 
-def specs(mod: IRModule, params: Mapping[str, Any]) -> tuple[list[TensorSpec], list[TensorSpec]]:
-    """Input specs (main's parameters that are not params) and output specs of typed ``mod``."""
+def specs(mod: IRModule, params: Mapping[str, Any],
+          dims: Mapping[str, Sequence[str | None]] | None = None
+          ) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """Input specs (main's parameters that are not params, their symbolic axes named by
+    ``dims``, by default the importer's ``mod.attrs["input_dims"]``) and output specs of
+    typed ``mod``."""
     main = mod["main"]
-    inputs = [_spec(p.name_hint, p.checked_type) for p in main.params
+    dims = dims if dims is not None else mod.attrs.get("input_dims") or {}
+    inputs = [_spec(p.name_hint, p.checked_type, dims.get(p.name_hint, ())) for p in main.params
               if p.name_hint not in params]
     ret = main.checked_type.ret_type
     outputs = [_spec(f"output{i}", t) for i, t in enumerate(_output_types(ret))]
@@ -159,12 +166,13 @@ def compile(model: Any, executor: str = "auto", target: str = "llvm",
 
     threads = default_num_threads() if threads is None else check_num_threads(threads)
     mod, weights = to_relay(model, input_shapes, params)
+    dims = mod.attrs.get("input_dims")  # ONNX dim_param names, from the importer
     # Known values make dyn ops static first, so a module they leave static goes to AOT.
     mod = DynamicToStatic()(InferType()(mod))
     kind, why = choose_executor(mod, executor)
     if executor == "auto":
         logger.info("ember.compile: executor %s (%s)", kind, why)
-    inputs, outputs = specs(mod, weights)
+    inputs, outputs = specs(mod, weights, dims)
     with PassContext(opt_level=3):
         factory = relay_build(mod, target, params=weights or None, executor=Executor(kind))
     return CompiledModel(factory, ModelRecord(kind, threads, inputs, outputs))

@@ -34,7 +34,7 @@ from ..runtime.threads import ThreadControl, check_num_threads
 from ..runtime.time_eval import BenchmarkResult, time_evaluator
 
 __all__ = ["EXECUTORS", "FORMAT", "FORMAT_VERSION", "CompiledModel", "ModelInputError",
-           "ModelRecord", "TensorSpec", "bind_inputs", "check_input", "load"]
+           "ModelRecord", "TensorSpec", "bind_inputs", "check_input", "check_named_dims", "load"]
 
 
 class ModelInputError(TVMError, ValueError):
@@ -70,7 +70,7 @@ def check_input(spec: TensorSpec, value: Any) -> Any:
         dtype, shape = _NP_NAME.get(value.dtype) or str(value.dtype), value.shape
     want = spec.shape
     if want is not None and (dtype != spec.dtype or len(shape) != len(want) or any(
-            w is not None and w != s for w, s in zip(want, shape))):
+            type(w) is int and w != s for w, s in zip(want, shape))):
         raise ModelInputError(f"input {spec.name!r}: expected {_fmt(spec.dtype, want)}, got "
                               f"{_fmt(dtype, shape)}")
     return value
@@ -95,7 +95,28 @@ def bind_inputs(specs: Sequence[TensorSpec], args: Sequence[Any],
     if missing:
         raise ModelInputError(f"missing input(s) {', '.join(map(repr, missing))}; this "
                               f"model's inputs are {listed}")
-    return {s.name: check_input(s, given[s.name]) for s in specs}
+    checked = {s.name: check_input(s, given[s.name]) for s in specs}
+    check_named_dims(specs, checked)
+    return checked
+
+
+def check_named_dims(specs: Sequence[TensorSpec], values: dict[str, Any]) -> None:
+    """ModelInputError when two axes of one dimension name (``batch``, ``seq``) have
+    different sizes in ``values``, naming both inputs and axes."""
+    seen: dict[str, tuple[str, int, int]] = {}
+    for spec in specs:
+        if spec.shape is None:
+            continue
+        shape = tuple(values[spec.name].shape)
+        for axis, d in enumerate(spec.shape):
+            if type(d) is not str:
+                continue
+            first = seen.setdefault(d, (spec.name, axis, shape[axis]))
+            if first[2] != shape[axis]:
+                raise ModelInputError(
+                    f"inputs {first[0]!r} and {spec.name!r} share dimension {d!r}: "
+                    f"{first[0]!r} has {first[2]} at axis {first[1]}, {spec.name!r} has "
+                    f"{shape[axis]} at axis {axis}")
 
 
 class CompiledModel:
@@ -116,8 +137,7 @@ class CompiledModel:
         self._factory, self._record, self._path = factory, record, path
         self._dev = dev or cpu(0)
         specs = record.inputs
-        shapes = [s.shape if s.shape is not None and None not in s.shape else None
-                  for s in specs]
+        shapes = [s.shape if s.is_static else None for s in specs]
         self._pool = ContextPool(context_maker(factory, self._dev, [s.name for s in specs],
                                                shapes, [s.dtype for s in specs]))
         self._threads = ThreadControl(factory)

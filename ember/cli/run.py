@@ -59,7 +59,7 @@ def random_inputs(specs: Any, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     out = {}
     for spec in specs:
-        if spec.shape is None or None in spec.shape:
+        if not spec.is_static:
             raise CLIError(f"input {spec.name!r} has no static shape "
                            f"({spec}), so random inputs cannot be made",
                            "give the inputs: --inputs FILE.npz")

@@ -3,7 +3,8 @@
 A ``PyModule`` of type ``EmberModel`` at the root of an exported module tree, importing the
 executor factory. Its bytes are UTF-8 JSON: ``{"format": "ember-model", "version": 1,
 "executor": "aot", "threads": 4, "inputs": [[name, shape, dtype], ...], "outputs": [...],
-"info": {...}}`` with ``None`` for a dynamic dimension. ``info`` (optional, a JSON object) is
+"info": {...}}`` with ``None`` for a dynamic dimension, or its name (a string, version 2) where
+the model names it (an ONNX ``dim_param``: axes of one name have one size in a call). ``info`` (optional, a JSON object) is
 free-form build information that tools show (``ember inspect``: target, options, kernels, the
 memory plan); loaders that do not know a key ignore it.
 
@@ -23,18 +24,25 @@ from .module import PyModule, register_py_module
 from .threads import check_num_threads
 
 FORMAT = "ember-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1 has no named dimensions
 EXECUTORS = ("graph", "aot", "vm")
 
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """One input or output: ``name``, ``shape`` (None for a dynamic dimension; None for the
-    whole shape of a non-tensor value) and ``dtype`` (for a non-tensor value, its type)."""
+    """One input or output: ``name``, ``shape`` (an int per static dimension, None for a
+    dynamic one, or the dynamic dimension's name, e.g. ``"batch"``; None for the whole shape
+    of a non-tensor value) and ``dtype`` (for a non-tensor value, its type)."""
 
     name: str
-    shape: tuple[int | None, ...] | None
+    shape: tuple[int | str | None, ...] | None
     dtype: str
+
+    @property
+    def is_static(self) -> bool:
+        """Whether every dimension is a known size."""
+        return self.shape is not None and all(type(d) is int for d in self.shape)
 
     def __str__(self) -> str:
         if self.shape is None:
@@ -48,7 +56,13 @@ class TensorSpec:
     @classmethod
     def from_json(cls, item: Any) -> TensorSpec:
         name, shape, dtype = item
-        return cls(str(name), None if shape is None else tuple(shape), str(dtype))
+        if shape is not None:
+            shape = tuple(shape)
+            for d in shape:
+                if not (d is None or type(d) is str or type(d) is int and d >= 0):
+                    raise ValueError(f"{name!r}: a dimension must be a size, null or a name, "
+                                     f"got {d!r}")
+        return cls(str(name), shape, str(dtype))
 
 
 @register_py_module("EmberModel")
@@ -78,9 +92,9 @@ class ModelRecord(PyModule):
             raise ArtifactError(f"{what}: not JSON: {err}") from None
         if not isinstance(rec, dict) or rec.get("format") != FORMAT:
             raise ArtifactError(f"{what}: not an {FORMAT} record")
-        if rec.get("version") != FORMAT_VERSION:
+        if rec.get("version") not in READABLE_VERSIONS:
             raise ArtifactError(f"{what}: version {rec.get('version')!r}; this runtime reads "
-                                f"version {FORMAT_VERSION}")
+                                f"versions {', '.join(map(str, READABLE_VERSIONS))}")
         try:
             if rec["executor"] not in EXECUTORS:
                 raise ValueError(f"unknown executor {rec['executor']!r}")

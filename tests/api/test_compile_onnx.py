@@ -164,3 +164,29 @@ def test_an_opset9_model_with_external_data_compiles(tmp_path: Path) -> None:
     with pytest.raises(ember.error.FrontendError, match="initializer 'w': its external data "
                                                         "file 'm.weights'"):
         ember.compile(tmp_path / "m.onnx")
+
+
+def test_named_symbolic_dims_must_agree_across_inputs(tmp_path) -> None:
+    """Axes one dim_param names (``batch``, ``seq``) get one size in a call: a call that gives
+    them two is refused before anything runs, naming both inputs, the dimension and the axes;
+    the names survive save/load."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from ember.api.model import ModelInputError
+
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq"]) for n in "abc"]
+    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["c"])], "g", vi[:2], vi[2:])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, tmp_path / "add.onnx")
+    compiled = ember.compile(tmp_path / "add.onnx")
+    assert str(compiled.inputs[0]) == "a: float32[batch, seq]"
+    ones = lambda *shape: np.ones(shape, "float32")  # noqa: E731
+    np.testing.assert_array_equal(compiled(ones(2, 3), ones(2, 3)), 2 * ones(2, 3))
+    compiled.save(tmp_path / "add.so")
+    for m in (compiled, ember.load(tmp_path / "add.so")):
+        with pytest.raises(ModelInputError, match=r"inputs 'a' and 'b' share dimension 'seq': "
+                                                  r"'a' has 3 at axis 1, 'b' has 4 at axis 1"):
+            m(ones(2, 3), ones(2, 4))
+        with pytest.raises(ModelInputError, match="share dimension 'batch'"):
+            m(a=ones(2, 3), b=ones(5, 3))

@@ -105,7 +105,7 @@ def test_load_refuses_what_is_not_a_saved_model(tmp_path: Path) -> None:
 @pytest.mark.parametrize("data, match", [
     (b"\xff", "not JSON"),
     (b"[1]", "not an ember-model record"),
-    (b'{"format": "ember-model", "version": 9}', "version 9; this runtime reads version 1"),
+    (b'{"format": "ember-model", "version": 9}', "version 9; this runtime reads versions 1, 2"),
     ((b'{"format": "ember-model", "version": 1, "executor": "jit", "threads": 1, "inputs": [],'
      b' "outputs": []}'), "unknown executor 'jit'"),
     ((b'{"format": "ember-model", "version": 1, "executor": "vm", "threads": 0, "inputs": [],'
@@ -176,3 +176,17 @@ def test_saved_thread_count_sizes_the_worker_pool(threads: int, tmp_path: Path) 
     report, _ = run_fresh(tmp_path / "m.so", np.ones((64, 256), "float32"), tmp_path)
     assert report["threads"] == threads
     assert report["os_threads_added"] == threads - 1  # OpenMP's workers beside the caller
+
+
+def test_a_version_1_record_still_loads() -> None:
+    """Records written before named dimensions (version 1) read as they were."""
+    from ember.runtime.model_record import ModelRecord
+
+    rec = ModelRecord.load_binary(b'{"format": "ember-model", "version": 1, "executor": "vm",'
+                                  b' "threads": 1, "inputs": [["x", [null, 3], "float32"]],'
+                                  b' "outputs": [["output0", [null, 3], "float32"]]}')
+    assert str(rec.inputs[0]) == "x: float32[?, 3]" and not rec.inputs[0].is_static
+    for bad in (b'[["x", [-1, 3], "float32"]]', b'[["x", [1.5], "float32"]]'):
+        with pytest.raises(ArtifactError, match="a dimension must be a size, null or a name"):
+            ModelRecord.load_binary(b'{"format": "ember-model", "version": 2, "executor": "vm",'
+                                    b' "threads": 1, "inputs": ' + bad + b', "outputs": []}')

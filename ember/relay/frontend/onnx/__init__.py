@@ -98,6 +98,9 @@ def _module(imp: Importer, inputs: list[Var], body: Any) -> tuple[IRModule, dict
     mod = InferType()(mod)
     if dynamic_ops(mod):  # values the import could not follow may be known after typing
         mod = DynamicToStatic()(mod)
+    # The dim_param names of the inputs' symbolic axes (ember.compile checks that the axes
+    # one name marks get one size in a call).
+    mod.attrs["input_dims"] = {n: d for n, d in imp.input_dims.items() if any(d)}
     return mod, params
 
 
@@ -170,6 +173,7 @@ def _graph_inputs(graph: Any, imp: Importer, scope: Scope, shape: Mapping[str, A
         dims = _input_dims(vi.name, _unknown_as_symbolic(dims), shape.get(vi.name), where)
         var = imp.tensor_var(vi.name, vi_dtype, [imp.sizes.named(d) if not isinstance(d, int)
                                                  else d for d in dims])
+        imp.input_dims[vi.name] = [d if isinstance(d, str) else None for d in dims]
         scope.env[vi.name] = var
         inputs.append(var)
     return inputs

@@ -44,6 +44,7 @@ class Importer:
         self.sizes = Sizes(self.typer)
         self.params: dict[str, np.ndarray] = {}
         self._names: dict[str, int] = {}
+        self.input_dims: dict[str, list[str | None]] = {}  # dim_param names of main's inputs
 
     def node_name(self, proto: Any) -> str:
         """The node's name, or ``<OpType>_<k>`` for an unnamed one."""
