@@ -111,6 +111,25 @@ def test_dynamic_residual_epilogue_matches_numpy(b: int, s: int) -> None:
     np.testing.assert_allclose(model(x), x @ RESIDUAL_PARAMS["w"].T + x, rtol=1e-5, atol=1e-5)
 
 
+def test_a_residual_whose_unknown_sizes_differ_at_run_time_is_an_error() -> None:
+    import ember
+
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 24), float32], %r: Tensor[(?, 24), float32],
+          %w: Tensor[(24, 24), float32]) {
+  add(nn.dense(%x, %w), %r)
+}
+"""
+    model = ember.compile(text, executor="vm", params=RESIDUAL_PARAMS)
+    x, r = rand(RNG, 3, 24), rand(RNG, 3, 24)
+    np.testing.assert_allclose(model(x, r), x @ RESIDUAL_PARAMS["w"].T + r, rtol=1e-5,
+                               atol=1e-5)
+    # the types say the two ? are one size (the residual is fused and read in place); a
+    # residual that would broadcast at run time is refused, not read out of bounds
+    with pytest.raises(TVMError, match="residual: dimension 0 differs from the output's"):
+        model(x, rand(RNG, 1, 24))
+
+
 def test_a_reduction_length_that_differs_at_run_time_is_an_error() -> None:
     text = """#[version = "0.0.5"]
 def @main(%x: Tensor[(?, ?), float32], %w: Tensor[(?, ?), float32]) {

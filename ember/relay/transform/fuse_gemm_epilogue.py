@@ -32,7 +32,7 @@ from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...topi.nn.gemm_kernel import panel_width
 from ..op.nn.gemm import GemmAttrs
-from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
+from ._helpers import PassMutator, op_call, rewrite_functions, same_shape, use_counts
 
 __all__ = ["FuseGemmEpilogue"]
 
@@ -149,14 +149,14 @@ class _Fuser(PassMutator):
             if g is None or not _f32(ty) or not _f32(out_ty):
                 continue
             stage, n = _stage(g.attrs), out_ty.shape[-1]
-            # a bias is static (1 or n values); a residual has the output's type, whose ``?``
-            # sizes the kernel checks at run time
+            # a bias is static (1 or n values); a residual has the output's shape (its ``?``
+            # sizes taken as the output's: the kernel checks at run time that they are)
             size = int(np.prod(ty.shape)) if _static_f32(ty) else None
             vector = len(ty.shape) <= len(out_ty.shape) and ty.shape[-1:] == (n,) and size == n
             if stage in ("empty", "alpha") and (size == 1 or vector):
                 bias = op_call("reshape", other, newshape=[] if size == 1 else [n])
                 return self._with(g, (g.args[0], g.args[1], bias, g.args[3]), has_bias=True)
-            full = tuple(ty.shape) == tuple(out_ty.shape)
+            full = same_shape(ty, out_ty)
             if stage not in ("residual", "done") and (full or size == 1):
                 res = other if full else op_call("reshape", other, newshape=[])
                 return self._with(g, (*g.args[:3], res), has_residual=True)

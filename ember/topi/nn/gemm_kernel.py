@@ -222,6 +222,27 @@ def _mode(t: te.Tensor | None, full: Dim, what: str) -> tuple[Dim, list[tuple[Pr
                                                             "one per output element")]
 
 
+def _residual_mode(residual: te.Tensor | None, out_shape: tuple[Dim, ...], ops: GemmOperands,
+                   name: str) -> tuple[Dim, list[tuple[PrimExpr, str]]]:
+    """A residual of the output's shape (2; with run-time sizes, each checked against the
+    output's) or of one value (1)."""
+    size = None if residual is None else prod(dims(residual.shape))
+    if residual is None or residual.ndim != len(out_shape) or (isinstance(size, int) and
+                                                                size == 1):
+        return _mode(residual, prod([ops.batch, ops.M, ops.N]), f"{name} residual")
+    checks = []
+    for k, (got, want) in enumerate(zip(dims(residual.shape), dims(out_shape))):
+        if isinstance(got, int) and isinstance(want, int):
+            if got != want:
+                raise OpError(f"{name} residual: expected the output's shape "
+                              f"{tuple(dims(out_shape))}, got {tuple(dims(residual.shape))}")
+        else:
+            checks.append((tir.convert(got).equal(want), f"{name} residual: dimension {k} "
+                           "differs from the output's (a residual of the output's shape is "
+                           "read in place; it does not broadcast)"))
+    return 2, checks
+
+
 def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[Dim, ...],
           epilogue: Epilogue = Epilogue(), bias: te.Tensor | None = None,
           residual: te.Tensor | None = None, name: str = "T_gemm",
@@ -241,7 +262,7 @@ def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[Dim, .
         nr = panel_width(level)
         mc, kc, parallel = tile_exprs(*(tir.convert(d) for d in sizes), nr)
     bias_mode, bias_req = _mode(bias, ops.N, f"{name} bias")
-    res_mode, res_req = _mode(residual, ops.batch * ops.M * ops.N, f"{name} residual")
+    res_mode, res_req = _residual_mode(residual, out_shape, ops, name)
     checks = [*ops.require, *bias_req, *res_req]
     inputs = [a, b] + [t for t in (bias, residual) if t is not None]
     e = epilogue
