@@ -53,15 +53,23 @@ def build_static(text: str, params: dict[str, np.ndarray], **sizes: int) -> Any:
     return _static(text, tuple(sorted(sizes.items())), id(params))
 
 
-def kernel_names(text: str, params: dict[str, np.ndarray]) -> list[str]:
-    """The names of the fused kernels of the dynamic build (to check which ops it used)."""
+def _vm_executable(text: str, params: dict[str, np.ndarray]) -> Any:
     from ember.ir.transform import PassContext
     from ember.relay import vm
 
     mod = ember.parser.fromtext(text.format(**{n: "?" for n in _names(text)}))
     with PassContext(opt_level=3):
-        exe = vm.compile(mod, target="llvm", params=params)
-    return list(exe.primitive_ops)
+        return vm.compile(mod, target="llvm", params=params)
+
+
+def kernel_names(text: str, params: dict[str, np.ndarray]) -> list[str]:
+    """The names of the fused kernels of the dynamic build (to check which ops it used)."""
+    return list(_vm_executable(text, params).primitive_ops)
+
+
+def kernel_source(text: str, params: dict[str, np.ndarray]) -> str:
+    """The C source of the dynamic build's kernels (to check which C kernels they call)."""
+    return _vm_executable(text, params).lib.get_source()
 
 
 def assert_same_result(got: Any, want: Any) -> None:

@@ -136,7 +136,8 @@ def _permute(t: te.Tensor, src: str, dst: str) -> te.Tensor:
     return topi.transpose(t, [src.index(a) for a in dst])
 
 
-def _conv_size(d: PrimExpr, k: PrimExpr, pad: int, s: int, dil: int) -> PrimExpr:
+def conv_size(d: PrimExpr, k: PrimExpr, pad: int, s: int, dil: int) -> PrimExpr:
+    """The output length of a sliding window over ``d`` (te sizes, or ints)."""
     return (d + pad - (k - 1) * dil - 1) // s + 1
 
 
@@ -151,7 +152,7 @@ def _conv2d_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dtype: str) 
     for size, k, pad, dil, axis in ((h, kh, pt + pb, dh, "height"), (w, kw, pl + pr, dw, "width")):
         require(size + pad >= (k - 1) * dil + 1,
                 f"the kernel window must fit in the padded {axis} of the data")
-    oh, ow = _conv_size(h, kh, pt + pb, sh, dh), _conv_size(w, kw, pl + pr, sw, dw)
+    oh, ow = conv_size(h, kh, pt + pb, sh, dh), conv_size(w, kw, pl + pr, sw, dw)
     rc, ry, rx = (te.reduce_axis((0, i), "rc"), te.reduce_axis((0, kh), "ry"),
                   te.reduce_axis((0, kw), "rx"))
 
