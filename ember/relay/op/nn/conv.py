@@ -25,7 +25,7 @@ from ....ir.types import Dim, TensorType, Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
-from .._compute_common import all_static, require, require_equal
+from .._compute_common import all_static, as_int, require, require_equal
 from .._reg import OUT_ELEMWISE_FUSABLE, call, defop
 from .._shape import dim_mul, fail, fmt_dim, fmt_shape, known, may_equal, tensor_of
 from ._attrs import Conv2DAttrs, Conv2DTransposeAttrs
@@ -172,7 +172,10 @@ def _conv2d_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
     dtype = out_type.dtype  # type: ignore[attr-defined]
     layout, kernel_layout = attrs.data_layout, attrs.kernel_layout
     out_layout = attrs.out_layout or layout
-    static = all_static(data, weight)
+    # topi's channel-blocked templates take a run-time batch; other sizes must be static
+    batch = layout.index("N")
+    static = all_static(weight) and all(as_int(d) is not None for k, d in enumerate(data.shape)
+                                        if k != batch)
     if static and (layout, kernel_layout) in _TOPI_LAYOUTS:
         out = topi.nn.conv2d(data, weight, attrs.strides, attrs.padding, attrs.dilation,
                              layout, kernel_layout, attrs.groups, dtype)
