@@ -23,7 +23,7 @@ from ...tir import op as tir
 from ...tir.expr import EQ, PrimExpr, StringImm
 from ...tir.stmt import AssertStmt, Evaluate
 from .. import tile_records
-from .sizes import Dim, ceildiv, dims, folded, i64, prod
+from .sizes import Check, Dim, ceildiv, checked, dims, folded, i64, must_equal, prod
 
 HEADER = "ember/kernels/gemm.h"
 MR = 6  # rows of the register tile (EMBER_GEMM_MR)
@@ -197,14 +197,14 @@ class GemmOperands:
     b_nr: int = 0
     c_bs: Dim | None = None
     ldc: Dim | None = None
-    require: tuple[tuple[PrimExpr, str], ...] = ()
+    require: tuple[Check, ...] = ()
 
 
 def _f32(x: float) -> tir.PrimExpr:
     return tir.const(float(min(max(x, -_FLOAT_MAX), _FLOAT_MAX)), "float32")
 
 
-def _mode(t: te.Tensor | None, full: Dim, what: str) -> tuple[Dim, list[tuple[PrimExpr, str]]]:
+def _mode(t: te.Tensor | None, full: Dim, what: str) -> tuple[Dim, list[Check]]:
     """How the epilogue reads ``t``: 0 absent, 1 one value, 2 ``full`` values; with run-time
     sizes, an expression and the condition the kernel checks."""
     if t is None:
@@ -223,7 +223,7 @@ def _mode(t: te.Tensor | None, full: Dim, what: str) -> tuple[Dim, list[tuple[Pr
 
 
 def _residual_mode(residual: te.Tensor | None, out_shape: tuple[Dim, ...], ops: GemmOperands,
-                   name: str) -> tuple[Dim, list[tuple[PrimExpr, str]]]:
+                   name: str) -> tuple[Dim, list[Check]]:
     """A residual of the output's shape (2; with run-time sizes, each checked against the
     output's) or of one value (1)."""
     size = None if residual is None else prod(dims(residual.shape))
@@ -232,14 +232,11 @@ def _residual_mode(residual: te.Tensor | None, out_shape: tuple[Dim, ...], ops: 
         return _mode(residual, prod([ops.batch, ops.M, ops.N]), f"{name} residual")
     checks = []
     for k, (got, want) in enumerate(zip(dims(residual.shape), dims(out_shape))):
-        if isinstance(got, int) and isinstance(want, int):
-            if got != want:
-                raise OpError(f"{name} residual: expected the output's shape "
-                              f"{tuple(dims(out_shape))}, got {tuple(dims(residual.shape))}")
-        else:
-            checks.append((tir.convert(got).equal(want), f"{name} residual: dimension {k} "
-                           "differs from the output's (a residual of the output's shape is "
-                           "read in place; it does not broadcast)"))
+        checks += must_equal(
+            got, want, f"{name} residual: dimension {k} differs from the output's (a residual "
+            "of the output's shape is read in place; it does not broadcast)",
+            f"{name} residual: expected the output's shape {tuple(dims(out_shape))}, got "
+            f"{tuple(dims(residual.shape))}")
     return 2, checks
 
 
@@ -282,10 +279,8 @@ def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[Dim, .
             ACTIVATIONS[e.act2], _f32(e.p2[0]), _f32(e.p2[1]),
             mc, kc, parallel, header=HEADER)
         msg = StringImm(f"{name}: ember_sgemm failed (out of workspace memory or threads)")
-        stmt = AssertStmt(EQ(call, tir.const(0)), msg, Evaluate(tir.const(0)))
-        for cond, text in reversed(checks):
-            stmt = AssertStmt(cond, StringImm(f"{name}: {text}"), stmt)
-        return stmt
+        return checked(AssertStmt(EQ(call, tir.const(0)), msg, Evaluate(tir.const(0))),
+                       [(cond, f"{name}: {text}") for cond, text in checks])
 
     return te.extern(out_shape, inputs, body, name=name, dtype="float32", tag="gemm_kernel")
 
@@ -297,14 +292,10 @@ def eligible(*tensors: te.Tensor | None) -> bool:
     return all(t is None or t.dtype == "float32" for t in tensors)
 
 
-def _same_k(op: str, k_a: Dim, k_b: Dim) -> list[tuple[PrimExpr, str]]:
+def _same_k(op: str, k_a: Dim, k_b: Dim) -> list[Check]:
     """The reduction lengths must agree: an error now when both are static, else a check."""
-    if isinstance(k_a, int) and isinstance(k_b, int):
-        if k_a != k_b:
-            _k_error(op, k_a, k_b)
-        return []
-    return [(tir.convert(k_a).equal(k_b), f"{op}: the operands disagree on the reduction "
-                                          "length")]
+    return must_equal(k_a, k_b, f"{op}: the operands disagree on the reduction length",
+                      f"{op}: the operands disagree on the reduction length: {k_a} vs {k_b}")
 
 
 def _static_k(k_a: Dim, k_b: Dim) -> Dim:
@@ -379,7 +370,3 @@ def _bstride(batch: Dim, size: Dim) -> Dim:
 def output_shape(data: te.Tensor, ops: GemmOperands, batched: bool) -> tuple[Dim, ...]:
     """The product's output shape: (batch, M, N), or data's leading dims and N."""
     return (ops.batch, ops.M, ops.N) if batched else (*data.shape[:-1], ops.N)
-
-
-def _k_error(op: str, k_a: int, k_b: int) -> GemmOperands:
-    raise OpError(f"{op}: the operands disagree on the reduction length: {k_a} vs {k_b}")

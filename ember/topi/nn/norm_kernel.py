@@ -16,7 +16,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import EQ, StringImm
 from ...tir.stmt import AssertStmt, Evaluate
-from .sizes import Dim, dims, i64, prod, static_or_expr
+from .sizes import Dim, checked, dims, i64, must_equal, prod, static_or_expr
 
 SOFTMAX_HEADER = "ember/kernels/softmax.h"
 NORM_HEADER = "ember/kernels/norm.h"
@@ -82,16 +82,11 @@ def layer_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
     outer, n, inner = split_at_axis(data, axis % data.ndim)
     checks = []
     for t, what in ((gamma, "gamma"), (beta, "beta")):
-        if t is None:
-            continue
-        size = prod(dims(t.shape))
-        if isinstance(size, int) and isinstance(n, int):
-            if size != n:
-                raise OpError(f"{where}: {what} must have {n} values (the axis' length), got "
-                              f"shape {tuple(dims(t.shape))}")
-        else:
-            checks.append((tir.convert(size).equal(n), f"{where}: {what} must have as many "
-                                                       "values as the axis' length"))
+        if t is not None:
+            checks += must_equal(
+                prod(dims(t.shape)), n, f"{where}: {what} must have as many values as the "
+                "axis' length", f"{where}: {what} must have {n} values (the axis' length), got "
+                f"shape {tuple(dims(t.shape))}")
     inputs = [data] + [t for t in (gamma, beta) if t is not None]
     parallel = norm_parallel("layer_norm", prod([outer, n, inner]))
     eps = tir.const(float(epsilon), "float32")
@@ -102,10 +97,8 @@ def layer_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
         call = tir.call_extern("int32", "ember_layer_norm", ins[0].data, outs[0].data, outer,
                                n, inner, int(gamma is not None), g, int(beta is not None), b,
                                eps, parallel, header=NORM_HEADER)
-        stmt = _checked(call, f"{where}: ember_layer_norm failed (parallel launch)")
-        for cond, message in reversed(checks):
-            stmt = AssertStmt(cond, StringImm(message), stmt)
-        return stmt
+        return checked(_checked(call, f"{where}: ember_layer_norm failed (parallel launch)"),
+                       checks)
 
     return te.extern(data.shape, inputs, body, name="T_layer_norm", dtype="float32",
                      tag="norm_kernel")

@@ -14,10 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ...runtime.errors import OpError
 from ...tir import op as tir
-from ...tir.expr import IntImm, PrimExpr
+from ...tir.expr import IntImm, PrimExpr, StringImm
+from ...tir.stmt import AssertStmt, Stmt
 
 Dim = int | PrimExpr  # a static size, or an expression of the kernel's run-time sizes
+Check = tuple[PrimExpr, str]  # a condition on run-time sizes and the message if it fails
 
 
 def dims(shape: Iterable[Any]) -> list[Dim]:
@@ -64,10 +67,27 @@ def folded(x: Any, what: str) -> int:
     return int(x.value)
 
 
+def must_equal(a: Dim, b: Dim, message: str, static_message: str = "") -> list[Check]:
+    """Sizes that must agree: an OpError now when both are static (``static_message``, else
+    ``message``), else the check the kernel makes at run time (none for one expression)."""
+    if isinstance(a, int) and isinstance(b, int):
+        if a != b:
+            raise OpError(static_message or message)
+        return []
+    return [] if a is b else [(tir.convert(a).equal(b), message)]
+
+
+def checked(body: Stmt, checks: Sequence[Check]) -> Stmt:
+    """``body`` run after ``checks``, each failing with its message (in order)."""
+    for cond, message in reversed(checks):
+        body = AssertStmt(cond, StringImm(message), body)
+    return body
+
+
 def static_or_expr(x: PrimExpr) -> Dim:
     """An int for a folded constant, else the expression."""
     return int(x.value) if isinstance(x, IntImm) else x
 
 
-__all__ = ["Dim", "ceildiv", "dims", "folded", "i64", "is_static", "prod", "static_or_expr",
-           "widest"]
+__all__ = ["Check", "Dim", "ceildiv", "checked", "dims", "folded", "i64", "is_static",
+           "must_equal", "prod", "static_or_expr", "widest"]
