@@ -17,7 +17,8 @@ the two results are compared (a mismatch is printed as ``WRONG``).
 Columns (milliseconds per call, numpy in and out, median of the interleaved samples):
 
 - ``static``, ``dynamic``: steady state at that shape; ``ratio`` = dynamic / static (the issue's
-  target: at most 1.10);
+  target: at most 1.10); ``+us``: dynamic - static in microseconds (a gap that stays the same
+  across models and shapes is a per-call cost of the executor, not of the kernels);
 - ``unseen``: a dynamic call at a shape the model's plan has not kept (the run computes the
   shapes, checks and sizes again; its memory blocks are already large enough), median of
   ``--unseen`` calls, each after a call at another shape. The plan keeps 32 shapes; here
@@ -190,6 +191,7 @@ def measure(cases: list[Case], min_time: float, rounds: int, unseen: int) -> lis
         un = unseen_ms(c, k, unseen) if unseen and len(c.inputs) > 1 else None
         rows.append({"model": c.twin, "shape": list(c.shapes[k]), "threads": c.threads,
                      "static_ms": st, "dynamic_ms": dy, "ratio": dy / st,
+                     "extra_us": (dy - st) * 1e3,
                      "unseen_ms": un, "unseen_ratio": None if un is None else un / st,
                      "correct": c.checked[k]})
     return rows
@@ -197,9 +199,10 @@ def measure(cases: list[Case], min_time: float, rounds: int, unseen: int) -> lis
 
 def report(rows: list[dict]) -> str:
     lines = [[r["model"], "x".join(map(str, r["shape"])), r["threads"], r["static_ms"],
-              r["dynamic_ms"], r["ratio"], r["unseen_ms"], r["unseen_ratio"],
-              "" if r["correct"] else "WRONG"] for r in rows]
-    heads = ["model", "shape", "thr", "static", "dynamic", "ratio", "unseen", "u.ratio", ""]
+              r["dynamic_ms"], r["ratio"], round(r["extra_us"]), r["unseen_ms"],
+              r["unseen_ratio"], "" if r["correct"] else "WRONG"] for r in rows]
+    heads = ["model", "shape", "thr", "static", "dynamic", "ratio", "+us", "unseen", "u.ratio",
+             ""]
     return table(lines, heads)
 
 
@@ -220,7 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [t for t in twins if t not in TWINS]
     if unknown:
         ap.error(f"unknown twins {unknown}; choose from {', '.join(TWINS)}")
-    threads = [int(t) for t in opts.threads.split(",")]
+    try:
+        threads = [int(t) for t in opts.threads.split(",")]
+    except ValueError:
+        threads = []
+    if not threads or min(threads) < 1:
+        ap.error(f"--threads: expected positive integers separated by commas, got "
+                 f"{opts.threads!r}")
     cases: list[Case] = []
     zoo_names = list(dict.fromkeys(TWINS[t][0] for t in twins))
     for zoo in zoo_models(zoo_names, small=not opts.full):
