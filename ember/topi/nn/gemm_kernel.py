@@ -294,8 +294,9 @@ def eligible(*tensors: te.Tensor | None) -> bool:
 
 def _same_k(op: str, k_a: Dim, k_b: Dim) -> list[Check]:
     """The reduction lengths must agree: an error now when both are static, else a check."""
-    return must_equal(k_a, k_b, f"{op}: the operands disagree on the reduction length",
-                      f"{op}: the operands disagree on the reduction length: {k_a} vs {k_b}")
+    return must_equal(k_a, k_b, f"{op}: the operands' inner (reduction) dimensions must have "
+                      "the same size", f"{op}: the operands disagree on the reduction length: "
+                      f"{k_a} vs {k_b}")
 
 
 def _static_k(k_a: Dim, k_b: Dim) -> Dim:
@@ -344,7 +345,7 @@ def batch_matmul_operands(x: te.Tensor, y: te.Tensor, transpose_b: bool) -> Gemm
     else:
         bx_, by_ = tir.convert(bx), tir.convert(by)
         require.append((tir.any(bx_.equal(by_), bx_.equal(1), by_.equal(1)),
-                        f"{op}: the batch sizes do not broadcast"))
+                        f"{op}: the batch sizes must be equal or 1 (they do not broadcast)"))
     batch = _bcast(bx, by)
     b_ks, b_ns = (1, K) if transpose_b else (N, 1)
     return GemmOperands(batch, M, N, K, _bstride(bx, M * K), K, _bstride(by, N * K), b_ks, b_ns,
