@@ -277,21 +277,15 @@ def _merge_divmod(lin: Linear, ctx: _Context) -> Linear:
     """Fold ``(x // c) * (k * c) + (x % c) * k`` into ``x * k`` (floor division, c > 0),
     repeatedly: the index of a loop fused from several axes over a contiguous tensor,
     ``((i / 56) / 56) * 50176 + ((i / 56) % 56) * 896 + (i % 56) * 16``, becomes ``i * 16``
-    (no divisions left in the innermost loops of elementwise kernels)."""
+    (no divisions left in the innermost loops of elementwise kernels). A divisor known only
+    at run time folds too, as ``((x // n) * n) * k + (x % n) * k`` (a symbolic dimension)."""
     terms, k = lin
     while True:
-        mods = {(ctx.keys.of(atom.a), atom.b.value): key for key, (atom, coef) in terms.items()
-                if isinstance(atom, FloorMod) and isinstance(atom.b, IntImm) and coef != 0}
-        pair = next(((dkey, mods[(ctx.keys.of(atom.a), atom.b.value)])
-                     for dkey, (atom, coef) in terms.items()
-                     if isinstance(atom, FloorDiv) and isinstance(atom.b, IntImm) and
-                     atom.b.value > 0 and (ctx.keys.of(atom.a), atom.b.value) in mods and
-                     coef == terms[mods[(ctx.keys.of(atom.a), atom.b.value)]][1] *
-                     atom.b.value), None)
+        pair = _divmod_pair(terms, ctx)
         if pair is None:
             return terms, k
         dkey, mkey = pair
-        x, scale = terms[dkey][0].a, terms[mkey][1]
+        x, scale = terms[mkey][0].a, terms[mkey][1]
         merged = {key: t for key, t in terms.items() if key not in (dkey, mkey)}
         sub = ctx.linear(x)
         if sub is None:
@@ -299,6 +293,36 @@ def _merge_divmod(lin: Linear, ctx: _Context) -> Linear:
         for key, (atom, coef) in sub[0].items():
             _add_term(merged, key, atom, coef * scale)
         terms, k = merged, k + sub[1] * scale
+
+
+def _divmod_pair(terms: dict[Any, list], ctx: _Context) -> tuple[Any, Any] | None:
+    """Keys of a term ``(x // c) * c * k`` (or ``(x // c) * (c * k)``, c constant) and a term
+    ``(x % c) * k`` of ``terms``, if there are such."""
+    keys = ctx.keys
+    mods = {(keys.of(atom.a), keys.of(atom.b)): key for key, (atom, coef) in terms.items()
+            if isinstance(atom, FloorMod) and coef != 0}
+    for dkey, (atom, coef) in terms.items():
+        div, times = _div_times(atom, keys)
+        if div is None:
+            continue
+        mkey = mods.get((keys.of(div.a), keys.of(div.b)))
+        if mkey is None:
+            continue
+        if coef == terms[mkey][1] * times:
+            return dkey, mkey
+    return None
+
+
+def _div_times(atom: Any, keys: _Keys) -> tuple[Any, int]:
+    """(``x // c``, 1) for an atom ``(x // c) * c``; (``x // c``, c) for ``x // c`` with a
+    positive constant c (its coefficient carries c); else (None, 0)."""
+    if isinstance(atom, FloorDiv) and isinstance(atom.b, IntImm) and atom.b.value > 0:
+        return atom, atom.b.value
+    if isinstance(atom, Mul):
+        for d, m in ((atom.a, atom.b), (atom.b, atom.a)):
+            if isinstance(d, FloorDiv) and keys.of(d.b) == keys.of(m):
+                return d, 1
+    return None, 0
 
 
 def _divmod_const(e: Any, ctx: _Context) -> PrimExpr | None:
@@ -324,6 +348,42 @@ def _divmod_const(e: Any, ctx: _Context) -> PrimExpr | None:
     if not outer and q == 0 and not in_range and isinstance(div_rest, FloorDiv):
         return None
     return ctx.simplify_linear(_rebuild(outer, q, e.dtype) + div_rest)
+
+
+def _divmod_symbolic(e: Any, ctx: _Context) -> PrimExpr | None:
+    """floordiv/floormod by a divisor ``n`` known only at run time (a symbolic dimension):
+    ``(y * n + r) // n`` is ``y + r // n`` and ``(y * n + r) % n`` is ``r % n``, where ``r``
+    of the form ``x % n`` is its own remainder (``r // n`` is 0); ``(x % n) % n`` is
+    ``x % n``. These undo the division a loop fused over symbolic axes introduced."""
+    n = ctx.keys.of(e.b)
+    lin = ctx.linear(e.a)
+    if lin is None:
+        return None
+    outer: dict[Any, list] = {}
+    inner: dict[Any, list] = {}
+    for key, (atom, coef) in lin[0].items():
+        y = _times_divisor(atom, n, ctx.keys)
+        if y is None:
+            inner[key] = [atom, coef]
+        else:
+            _add_term(outer, ctx.keys.of(y), y, coef)
+    rest = _rebuild(inner, lin[1], e.dtype)
+    own = isinstance(rest, FloorMod) and ctx.keys.of(rest.b) == n
+    if not outer and not own:
+        return None
+    if isinstance(e, FloorMod):
+        return rest if own else FloorMod(rest, e.b, e.dtype)
+    quotient = _rebuild(outer, 0, e.dtype)
+    return quotient if own else ctx.simplify_linear(quotient + FloorDiv(rest, e.b, e.dtype))
+
+
+def _times_divisor(atom: Any, n: Any, keys: _Keys) -> PrimExpr | None:
+    """``y`` when ``atom`` is ``y * n`` (either order, ``n`` by key), else None."""
+    if isinstance(atom, Mul):
+        for y, m in ((atom.a, atom.b), (atom.b, atom.a)):
+            if keys.of(m) == n:
+                return y
+    return None
 
 
 def simplify_linear(e: PrimExpr) -> PrimExpr:
@@ -352,6 +412,8 @@ def _rule_binary(e: BinaryOp, ctx: _Context) -> PrimExpr | None:
         return a
     if isinstance(e, (FloorDiv, FloorMod)) and isinstance(b, IntImm) and is_int(e.dtype):
         return _divmod_const(e, ctx)
+    if isinstance(e, (FloorDiv, FloorMod)) and is_int(e.dtype):
+        return _divmod_symbolic(e, ctx)
     if isinstance(e, (Div, Mod)) and isinstance(b, IntImm) and is_int(e.dtype) and b.value > 0:
         lo, _ = bound(a, ctx.ranges)
         if lo is not None and lo >= 0:  # C division of a non-negative value is floor division

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...ir.expr import Call
 from ...ir.types import Any as AnyDim
-from ...ir.types import Dim, ShapeVar, TensorType, Type
+from ...ir.types import Dim, TensorType, Type
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
@@ -36,13 +36,14 @@ def _split_dim(op: str, d: Dim, a: int, b: int) -> list[Dim]:
 
 
 def _cancel_symbols(shape: Sequence[Dim], rest: Sequence[Dim]) -> tuple[int, int] | None:
-    """Static (input, output) element counts once identical ShapeVars on both sides cancel.
+    """Static (input, output) element counts once identical symbolic sizes on both sides
+    cancel (the same ShapeVar, or the same ``?`` that a type relation carried through).
 
     ``(n, 3, 4)`` into ``(0, -1)`` keeps ``n`` and infers 12. None if anything stays unknown.
     """
     sym_in = [d for d in shape if not isinstance(d, int)]
     for d in (d for d in rest if not isinstance(d, int)):
-        match = next((i for i, s in enumerate(sym_in) if s is d and isinstance(s, ShapeVar)), None)
+        match = next((i for i, s in enumerate(sym_in) if s is d), None)
         if match is None:
             return None
         sym_in.pop(match)

@@ -9,6 +9,7 @@ from typing import Any
 from ...ir.expr import Call, Function, RelayExpr
 from ...ir.module import IRModule
 from ...ir.op import Op
+from ...ir.types import Any as AnyDim
 from ...ir.visitor import ExprMutator, children, is_primitive, post_order
 from .type_infer import InferType
 
@@ -70,3 +71,16 @@ def expand_to_axis(vec: RelayExpr, ndim: int, axis: int) -> RelayExpr:
     against it: (C,) -> (C, 1, 1) for axis 1 of 4-D (nothing to do for the last axis)."""
     trailing = ndim - 1 - axis
     return vec if trailing == 0 else op_call("expand_dims", vec, axis=1, num_newaxis=trailing)
+
+
+def same_shape(a: Any, b: Any) -> bool:
+    """Whether two tensor types have one shape as far as the types tell: equal static sizes,
+    and where a size is symbolic, the same shape variable, or a ``?`` on either side (a
+    ``?`` that a reshape made from the batch is the batch). A static 1 against a symbolic
+    size is not the same (it broadcasts). A fused epilogue that reads an operand of the
+    result's shape checks at run time that the symbolic sizes agree."""
+    if a.ndim != b.ndim:
+        return False
+    return all(x == y if isinstance(x, int) or isinstance(y, int)
+               else x is y or isinstance(x, AnyDim) or isinstance(y, AnyDim)
+               for x, y in zip(a.shape, b.shape))

@@ -23,7 +23,12 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
 - ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
   ops that cannot take it, tuples, and the function's result.
 
-Functions with control flow, let bindings or dynamic shapes are left unchanged.
+The batch, height and width may be ``?`` (a model exported with a dynamic batch or image
+size): the blocked kernels take them at run time, the packed weights and the plan are those of
+a static build (nothing here depends on a symbolic dimension); a residual is fused when its
+type has the result's shape (``?`` sizes taken as equal), and the kernel checks at run time
+that it does. Channels must be static. Functions with
+control flow or let bindings are left unchanged.
 ``ConvertLayout({"nn.conv2d": ["NCHW8c", ...]})`` runs the same planning with the lanes of
 the requested layout.
 """
@@ -44,7 +49,7 @@ from ...ir.types import TensorType
 from ...ir.visitor import children, post_order
 from ...runtime.errors import OpAttributeInvalid
 from ...topi.nn.conv2d_nchwc import pack_weight
-from ._helpers import map_functions, op_call
+from ._helpers import map_functions, op_call, same_shape
 from .type_infer import InferType
 
 __all__ = ["AlterOpLayout", "ConvertLayout", "plan_lanes"]
@@ -70,8 +75,14 @@ def _is(e: Any, *names: str) -> bool:
 
 
 def _tensor(e: RelayExpr) -> TensorType | None:
+    """The type of ``e`` if the planning can use it: a static shape, or a 4-D one (NCHW) whose
+    channels are static and batch, height or width symbolic."""
     ty = e.checked_type_
-    return ty if isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape) else None
+    if not isinstance(ty, TensorType):
+        return None
+    if all(isinstance(d, int) for d in ty.shape):
+        return ty
+    return ty if ty.ndim == 4 and isinstance(ty.shape[1], int) else None
 
 
 def _nchw_f32(e: RelayExpr) -> TensorType | None:
@@ -293,8 +304,8 @@ class _Planner:
             biased = self._add_bias(p, other)
             if biased is not None:
                 return biased
-            if p.residual is None and _tensor(other) == _tensor(call) and (
-                    _tensor(other) is not None):
+            if p.residual is None and _tensor(other) is not None and _tensor(call) is not None \
+                    and same_shape(_tensor(other), _tensor(call)):
                 return replace(p, residual=self.blocked(other, p.lanes),
                                act_after_add=p.act == "none")
         return None

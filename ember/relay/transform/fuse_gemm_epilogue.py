@@ -1,7 +1,8 @@
 """FuseGemmEpilogue: dense / matmul / batch_matmul and the elementwise ops after them become
 one ``nn.contrib_gemm`` whose C kernel applies them while the output tile is in registers.
 
-Each float32 product with static shapes (no ``transpose_a``) becomes ``nn.contrib_gemm``;
+Each float32 product (no ``transpose_a``) becomes ``nn.contrib_gemm``, whether its sizes are
+static or some are ``?`` (the kernel takes them at run time);
 a constant 2-d weight is wrapped in ``nn.contrib_gemm_pack`` (the kernel's panel layout for
 the build's SIMD level), which the FoldConstant after this pass folds, so packed weights are
 constants of the model. Then, bottom-up, an op whose input is such a gemm used nowhere else
@@ -31,7 +32,7 @@ from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...topi.nn.gemm_kernel import panel_width
 from ..op.nn.gemm import GemmAttrs
-from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
+from ._helpers import PassMutator, op_call, rewrite_functions, same_shape, use_counts
 
 __all__ = ["FuseGemmEpilogue"]
 
@@ -50,9 +51,12 @@ def _scalar(e: Any) -> float | None:
     return None
 
 
+def _f32(ty: Any) -> bool:
+    return isinstance(ty, TensorType) and ty.dtype == "float32"
+
+
 def _static_f32(ty: Any) -> bool:
-    return (isinstance(ty, TensorType) and ty.dtype == "float32"
-            and all(isinstance(d, int) for d in ty.shape))
+    return _f32(ty) and all(isinstance(d, int) for d in ty.shape)
 
 
 def _stage(a: GemmAttrs) -> str:
@@ -96,8 +100,7 @@ class _Fuser(PassMutator):
     # -- the product -----------------------------------------------------------------
     def _start(self, orig: Call, new: Call) -> RelayExpr | None:
         a, w = orig.args
-        if not (_static_f32(orig.checked_type_) and _static_f32(a.checked_type_)
-                and _static_f32(w.checked_type_)):
+        if not (_f32(orig.checked_type_) and _f32(a.checked_type_) and _f32(w.checked_type_)):
             return None
         attrs = new.attrs
         if getattr(attrs, "transpose_a", False) or getattr(attrs, "out_dtype", "") not in (
@@ -106,7 +109,7 @@ class _Fuser(PassMutator):
         kind = {"nn.dense": "dense", "nn.matmul": "matmul"}.get(_name(new), "batch_matmul")
         tb = True if kind == "dense" else bool(attrs.transpose_b)
         weight, packed_n = new.args[1], 0
-        if kind != "batch_matmul" and isinstance(weight, Constant):
+        if kind != "batch_matmul" and isinstance(weight, Constant):  # static shape
             shape = w.checked_type_.shape
             packed_n = shape[0] if tb else shape[1]
             weight = op_call("nn.contrib_gemm_pack", weight, nr=self.nr, transpose=tb)
@@ -143,15 +146,17 @@ class _Fuser(PassMutator):
         for i in (0, 1):
             g, other, other_ty = self._gemm_arg(orig, i), new.args[1 - i], orig.args[1 - i]
             ty = other_ty.checked_type_
-            if g is None or not _static_f32(ty) or not _static_f32(out_ty):
+            if g is None or not _f32(ty) or not _f32(out_ty):
                 continue
             stage, n = _stage(g.attrs), out_ty.shape[-1]
-            size = int(np.prod(ty.shape)) if ty.shape else 1
+            # a bias is static (1 or n values); a residual has the output's shape (its ``?``
+            # sizes taken as the output's: the kernel checks at run time that they are)
+            size = int(np.prod(ty.shape)) if _static_f32(ty) else None
             vector = len(ty.shape) <= len(out_ty.shape) and ty.shape[-1:] == (n,) and size == n
             if stage in ("empty", "alpha") and (size == 1 or vector):
                 bias = op_call("reshape", other, newshape=[] if size == 1 else [n])
                 return self._with(g, (g.args[0], g.args[1], bias, g.args[3]), has_bias=True)
-            full = tuple(ty.shape) == tuple(out_ty.shape)
+            full = same_shape(ty, out_ty)
             if stage not in ("residual", "done") and (full or size == 1):
                 res = other if full else op_call("reshape", other, newshape=[])
                 return self._with(g, (*g.args[:3], res), has_residual=True)

@@ -2,8 +2,9 @@
 leave behind becomes one ``nn.layer_norm``, whose C kernel computes it in one pass over the
 data (``ember/include/ember/kernels/norm.h``) instead of three kernels.
 
-Recognised, over one axis ``a`` of a float32 ``x`` with static shape (either operand order
-where the op commutes; every intermediate node used only inside the pattern):
+Recognised, over one axis ``a`` of static length of a float32 ``x`` whose other dimensions may
+be ``?`` (a transformer's batch and sequence; the kernel takes them at run time), in either
+operand order where the op commutes, every intermediate node used only inside the pattern:
 
 - ``mu = mean(x, axis=[a], keepdims=True)``, ``c = x - mu``;
 - ``var`` = ``variance(x, mu, axis=[a], keepdims=True)`` (biased), or ``mean(c * c)`` /
@@ -49,10 +50,13 @@ def _shape(e: Any) -> tuple | None:
     return tuple(ty.shape) if isinstance(ty, TensorType) else None
 
 
-def _static_f32(e: Any) -> bool:
+def _f32(e: Any) -> bool:
     ty = e.checked_type_
-    return (isinstance(ty, TensorType) and ty.dtype == "float32"
-            and all(isinstance(d, int) for d in ty.shape))
+    return isinstance(ty, TensorType) and ty.dtype == "float32"
+
+
+def _static_f32(e: Any) -> bool:
+    return _f32(e) and all(isinstance(d, int) for d in e.checked_type_.shape)
 
 
 def _operands(e: Call) -> list[tuple[Any, Any]]:
@@ -118,17 +122,19 @@ def _match_denominator(d: Any, root: str) -> tuple[Any, float, list] | None:
 def match_normalised(e: Any) -> _Normalised | None:
     """``e`` as ``(x - mean(x)) / sqrt(var(x) + eps)`` over one axis, else None."""
     root = _name(e)
-    if root not in ("divide", "multiply") or not _static_f32(e):
+    if root not in ("divide", "multiply") or not _f32(e):
         return None
     for c, d in _operands(e):
         if _name(c) != "subtract":
             continue
         x, mu = c.args
-        if not _static_f32(x) or _shape(x) != _shape(e):
+        if not _f32(x) or _shape(x) != _shape(e):
             continue
         rank = len(_shape(x))
         axis = _match_mean(mu, x, rank)
-        den = _match_denominator(d, root) if axis is not None else None
+        if axis is None or not isinstance(_shape(x)[axis], int):
+            continue
+        den = _match_denominator(d, root)
         if den is None:
             continue
         var_nodes = _match_var(den[0], x, mu, c, axis, rank)

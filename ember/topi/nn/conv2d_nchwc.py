@@ -14,7 +14,6 @@ machine (``ember tune``) or a cost model.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -23,7 +22,9 @@ from ...runtime.errors import OpError
 from ...target.simd import SimdLevel
 from ...te import tensor as te
 from ...tir import op as tir
+from ...tir.expr import PrimExpr
 from .. import tile_records
+from .sizes import Dim, ceildiv, folded, i64, is_static, static_or_expr, widest
 
 HEADER = "ember/kernels/conv_nchwc.h"
 LANES = (4, 8, 16)  # lane counts the kernels are instantiated for
@@ -38,15 +39,17 @@ L2_BYTES = 512 * 1024  # per-core L2 the loop order and strips are sized for
 
 @dataclass(frozen=True)
 class ConvGeometry:
-    """Static sizes of one NCHW[L]c convolution."""
+    """Sizes of one NCHW[L]c convolution: the batch and the image sizes (``n``, ``h``, ``w``,
+    ``oh``, ``ow``) may be run-time ones (expressions of the kernel's ``?`` dimensions), the
+    channels, kernel window and layout are static."""
 
-    n: int
+    n: Dim
     ic: int
-    h: int
-    w: int
+    h: Dim
+    w: Dim
     oc: int
-    oh: int
-    ow: int
+    oh: Dim
+    ow: Dim
     kh: int
     kw: int
     strides: tuple[int, int]
@@ -58,7 +61,11 @@ class ConvGeometry:
 
     @property
     def macs(self) -> int:
-        return self.n * self.oc * self.oh * self.ow * (self.ic // self.groups) * self.kh * self.kw
+        return folded(conv_macs(self), "conv geometry")
+
+    @property
+    def static(self) -> bool:
+        return is_static(self.n, self.h, self.w, self.oh, self.ow)
 
 
 @dataclass(frozen=True)
@@ -94,7 +101,10 @@ def conv_of_key(key: tuple[int, ...]) -> ConvGeometry:
 
 def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     """The schedule of one conv kernel call: the tuning record's for exactly this call when
-    there is one (``topi/tile_records.py``), else :func:`model_conv_tiles`'s."""
+    there is one (``topi/tile_records.py``), else :func:`model_conv_tiles`'s; with run-time
+    sizes, the model's expressions (:func:`conv_tile_exprs`)."""
+    if not geo.static:
+        return conv_tile_exprs(geo, level)
     return tile_records.lookup("conv2d_nchwc", conv_key(geo), level, model_conv_tiles(geo, level),
                                lambda tiles: check_conv_tiles(tiles, geo))
 
@@ -134,6 +144,15 @@ def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     - Threads only above ``PARALLEL_MACS`` multiply-adds and with at least two work items; a
       parallel kernel with fewer than ``TARGET_ITEMS`` items has its rows cut into strips.
     """
+    t = conv_tile_exprs(geo, level)
+    what = "conv tile model"
+    return ConvTiles(*(folded(v, what) for v in (t.rb, t.rw, t.strip, t.order, t.threads)))
+
+
+def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
+    """:func:`model_conv_tiles` over the geometry's sizes, which may be run-time ones (batch,
+    height, width): then the fields that depend on them are expressions the kernel's wrapper
+    evaluates at each call (the tiles a static build of that shape gets)."""
     lanes = geo.lanes
     # A portable (scalar) build still gets 4-lane vectors from the C compiler: size the tile
     # for 16-byte registers.
@@ -142,26 +161,35 @@ def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     ocb_g = geo.oc // lanes // geo.groups
     rb = 2 if ocb_g >= 2 else 1
     budget = vector_registers(level) - rb * per_vec - 2
-    fitting = [w for w in TILE_WIDTHS if w * rb * per_vec <= budget and w <= max(geo.ow, 1)]
-    rw = fitting[0] if fitting else 1
+    row = tir.max(geo.ow, 1)
+    rw = widest([w for w in TILE_WIDTHS if w * rb * per_vec <= budget], row)
     if level.name == "avx512" and per_vec == 1 and ocb_g >= 4:
-        rb, rw = 4, next(w for w in QUAD_WIDTHS if w <= max(geo.ow, 1))
+        rb, rw = 4, widest(QUAD_WIDTHS, row)
     weight_bytes = geo.oc * (geo.ic // geo.groups) * geo.kh * geo.kw * 4
     order = 1 if weight_bytes <= L2_BYTES // 2 else 0
-    strip = geo.ow
-    if geo.oh == 1 and geo.kh == geo.kw == 1:
+    strip = tir.convert(geo.ow)
+    if geo.kh == geo.kw == 1:  # a single-row 1x1 conv (a flattened one): strips fit the L2
         col_bytes = max(1, geo.ic // geo.groups * 4 * geo.strides[1])
-        strip = max(rw, (L2_BYTES // 4 // col_bytes) // rw * rw)
-        strip = min(strip, geo.ow)
-    rows = geo.n * geo.groups * -(-ocb_g // rb) * geo.oh  # work items per strip column
-    if geo.macs >= PARALLEL_MACS and rows * -(-geo.ow // strip) < TARGET_ITEMS:
-        # too few items to share between threads (a flattened 1x1 conv of one block group):
-        # cut the rows into shorter strips, whole tiles each
-        per_cut = math.ceil(geo.ow / math.ceil(TARGET_ITEMS / rows))
-        strip = min(strip, max(rw, math.ceil(per_cut / rw) * rw))
-    items = rows * -(-geo.ow // strip)
-    threads = 1 if geo.macs >= PARALLEL_MACS and items >= 2 else 0
-    return ConvTiles(rb, rw, strip, order, threads)
+        flat = tir.min(tir.max(rw, tir.floordiv(L2_BYTES // 4 // col_bytes, rw) * rw), geo.ow)
+        strip = tir.Select_(tir.convert(geo.oh).equal(1), flat, strip)
+    rows = geo.n * geo.groups * ceildiv(ocb_g, rb) * geo.oh  # work items per strip column
+    big = conv_macs(geo) >= tir.const(PARALLEL_MACS, "int64")
+    # too few items to share between threads (a flattened 1x1 conv of one block group): cut
+    # the rows into shorter strips, whole tiles each
+    few = rows * ceildiv(geo.ow, tir.max(strip, 1)) < TARGET_ITEMS
+    per_cut = ceildiv(geo.ow, ceildiv(TARGET_ITEMS, tir.max(rows, 1)))
+    cut = tir.min(strip, tir.max(rw, ceildiv(per_cut, rw) * rw))
+    strip = tir.max(tir.Select_(tir.all(big, few), cut, strip), 1)
+    items = rows * ceildiv(geo.ow, strip)
+    threads = tir.cast(tir.all(big, items >= 2), "int32")
+    return ConvTiles(rb, *(static_or_expr(v) for v in (rw, strip)), order,
+                     static_or_expr(threads))
+
+
+def conv_macs(geo: ConvGeometry) -> PrimExpr:
+    """The multiply-adds of ``geo`` as an int64 expression (constant for static sizes)."""
+    out = i64(geo.n) * i64(geo.oh) * i64(geo.ow)
+    return out * (geo.oc * (geo.ic // geo.groups) * geo.kh * geo.kw)
 
 
 def flattened(geo: ConvGeometry) -> ConvGeometry:
@@ -230,8 +258,12 @@ class DepthwiseTiles:
 def depthwise_tiles(geo: ConvGeometry, level: SimdLevel) -> DepthwiseTiles:
     """The tuning record's split for exactly this call, else the cost model's: whole rows,
     threads above ``PARALLEL_MACS`` multiply-adds with at least two rows of blocks."""
-    items = geo.n * geo.oc // geo.lanes * geo.oh
-    model = DepthwiseTiles(geo.ow, 1 if geo.macs >= PARALLEL_MACS and items >= 2 else 0)
+    items = geo.n * (geo.oc // geo.lanes) * geo.oh
+    big = conv_macs(geo) >= tir.const(PARALLEL_MACS, "int64")
+    threads = static_or_expr(tir.cast(tir.all(big, tir.convert(items) >= 2), "int32"))
+    model = DepthwiseTiles(static_or_expr(tir.max(geo.ow, 1)), threads)
+    if not geo.static:
+        return model
     return tile_records.lookup("depthwise_nchwc", conv_key(geo), level, model,
                                lambda tiles: _check_split(tiles.strip, tiles.threads, geo))
 

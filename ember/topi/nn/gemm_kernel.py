@@ -12,7 +12,6 @@ x 2 vectors) is fixed by the ISA.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,9 +20,10 @@ from ...runtime.errors import OpError
 from ...target.simd import SimdLevel, simd_level
 from ...te import tensor as te
 from ...tir import op as tir
-from ...tir.expr import EQ, IntImm, StringImm
+from ...tir.expr import EQ, PrimExpr, StringImm
 from ...tir.stmt import AssertStmt, Evaluate
 from .. import tile_records
+from .sizes import Check, Dim, ceildiv, checked, dims, folded, i64, must_equal, prod
 
 HEADER = "ember/kernels/gemm.h"
 MR = 6  # rows of the register tile (EMBER_GEMM_MR)
@@ -76,7 +76,8 @@ def check_gemm_tiles(tiles: GemmTiles, level: SimdLevel) -> str | None:
 
 def model_gemm_tiles(batch: int, M: int, N: int, K: int,
                      level: SimdLevel | None = None) -> GemmTiles:
-    """The cost model of ``ember_sgemm``'s blocking.
+    """The cost model of ``ember_sgemm``'s blocking (ints in, ints out; the formulas are
+    :func:`tile_exprs`'s, folded).
 
     - ``nr``: the register tile is MR=6 rows x 2 vectors: 12 accumulators, 2 B vectors and one
       broadcast use 15 of the 16 AVX2/SSE registers (AVX-512 has room, but wider panels would
@@ -92,16 +93,28 @@ def model_gemm_tiles(batch: int, M: int, N: int, K: int,
       40 GFLOP/s; a launch and join costs a few us).
     """
     nr = panel_width(level)
-    kc = max(nr, L1_BYTES // 2 // (4 * nr))
-    if K <= kc + kc // 4 or M <= MR:
-        kc = max(K, 1)
-    mc = max(MR, (L2_BYTES // 4 // (4 * kc)) // MR * MR)
-    parallel = batch * M * N * K >= PARALLEL_MACS
-    if parallel:
-        items_per_row_block = batch * math.ceil(N / nr)
-        want_blocks = math.ceil(TARGET_ITEMS / items_per_row_block)
-        mc = min(mc, max(MR, math.ceil(math.ceil(M / want_blocks) / MR) * MR))
-    return GemmTiles(nr, kc, min(mc, max(MR, math.ceil(M / MR) * MR)), parallel)
+    mc, kc, parallel = tile_exprs(*(tir.const(int(d)) for d in (batch, M, N, K)), nr)
+    what = "gemm tile model"
+    return GemmTiles(nr, folded(kc, what), folded(mc, what), bool(folded(parallel, what)))
+
+
+def tile_exprs(batch: PrimExpr, M: PrimExpr, N: PrimExpr, K: PrimExpr,
+               nr: int) -> tuple[PrimExpr, PrimExpr, PrimExpr]:
+    """``(mc, kc, parallel)`` of :func:`model_gemm_tiles` as expressions of the sizes: the
+    kernel of a product with run-time extents computes its blocking from them at each call,
+    the same blocking a static build of that shape gets. Constant sizes fold to constants."""
+    kc_l1 = max(nr, L1_BYTES // 2 // (4 * nr))
+    kc = tir.Select_(tir.any(K <= kc_l1 + kc_l1 // 4, M <= MR), tir.max(K, 1), kc_l1)
+    # mc from L2: (L2 / 4 / (4 kc)) // MR * MR, at least MR
+    mc = tir.max(MR, tir.floordiv(tir.floordiv(L2_BYTES // 16, kc), MR) * MR)
+    macs = i64(batch) * i64(M) * i64(N) * i64(K)
+    parallel = macs >= tir.const(PARALLEL_MACS, "int64")
+    items_per_row_block = batch * ceildiv(N, nr)
+    want_blocks = ceildiv(TARGET_ITEMS, tir.max(items_per_row_block, 1))
+    balanced = tir.max(MR, ceildiv(ceildiv(M, want_blocks), MR) * MR)
+    mc = tir.Select_(parallel, tir.min(mc, balanced), mc)
+    mc = tir.min(mc, tir.max(MR, ceildiv(M, MR) * MR))
+    return mc, kc, tir.cast(parallel, "int32")
 
 
 def _current_target():
@@ -130,7 +143,10 @@ def pack_weight(w: te.Tensor, nr: int, transpose: bool = True) -> te.Tensor:
     """The te form of :func:`pack_weight_np` (a per-call kernel when the weight is not a
     constant; FoldConstant uses the numpy form)."""
     n, k = (w.shape[0], w.shape[1]) if transpose else (w.shape[1], w.shape[0])
-    n_, k_ = _ints("nn.contrib_gemm_pack", n, k)
+    n_, k_ = dims((n, k))
+    if not isinstance(n_, int):
+        raise OpError(f"nn.contrib_gemm_pack: the C GEMM kernel packs a weight of static N, got "
+                      f"dimension {n}")
 
     def at(p, kk, j):
         col = p * nr + j
@@ -140,15 +156,6 @@ def pack_weight(w: te.Tensor, nr: int, transpose: bool = True) -> te.Tensor:
         return tir.if_then_else(col < n_, v, tir.const(0, w.dtype))
 
     return te.compute(packed_shape(n_, k_, nr), at, name="T_gemm_pack", tag="injective")
-
-
-def _ints(where: str, *dims) -> list[int]:
-    out = []
-    for d in dims:
-        if not isinstance(d, (int, IntImm)):
-            raise OpError(f"{where}: the C GEMM kernel needs static shapes, got dimension {d}")
-        out.append(int(d.value) if isinstance(d, IntImm) else int(d))
-    return out
 
 
 # ----------------------------------------------------------------------- the extern stage
@@ -173,51 +180,87 @@ class Epilogue:
 @dataclass(frozen=True)
 class GemmOperands:
     """Shapes and strides of one batched product C[b] = A[b] @ B[b] (elements); the output's
-    batch and row strides default to a dense (batch, M, N) layout."""
+    batch and row strides default to a dense (batch, M, N) layout. Any field may be an
+    expression of run-time sizes (``?`` dimensions): the kernel takes them as arguments.
+    ``require`` lists conditions on those sizes (with the message) that the kernel checks
+    before it reads anything."""
 
-    batch: int
-    M: int
-    N: int
-    K: int
-    a_bs: int
-    lda: int
-    b_bs: int
-    b_ks: int
-    b_ns: int
+    batch: Dim
+    M: Dim
+    N: Dim
+    K: Dim
+    a_bs: Dim
+    lda: Dim
+    b_bs: Dim
+    b_ks: Dim
+    b_ns: Dim
     b_nr: int = 0
-    c_bs: int | None = None
-    ldc: int | None = None
+    c_bs: Dim | None = None
+    ldc: Dim | None = None
+    require: tuple[Check, ...] = ()
 
 
 def _f32(x: float) -> tir.PrimExpr:
     return tir.const(float(min(max(x, -_FLOAT_MAX), _FLOAT_MAX)), "float32")
 
 
-def _mode(t: te.Tensor | None, full: int, what: str) -> int:
+def _mode(t: te.Tensor | None, full: Dim, what: str) -> tuple[Dim, list[Check]]:
+    """How the epilogue reads ``t``: 0 absent, 1 one value, 2 ``full`` values; with run-time
+    sizes, an expression and the condition the kernel checks."""
     if t is None:
-        return 0
-    size = math.prod(_ints(what, *t.shape))
-    if size == 1:
-        return 1
-    if size != full:
-        raise OpError(f"{what}: expected 1 or {full} values, got shape "
-                      f"{tuple(_ints(what, *t.shape))}")
-    return 2
+        return 0, []
+    size = prod(dims(t.shape))
+    if isinstance(size, int) and isinstance(full, int):
+        if size != 1 and size != full:
+            raise OpError(f"{what}: expected 1 or {full} values, got shape "
+                          f"{tuple(dims(t.shape))}")
+        return (1 if size == 1 else 2), []
+    if isinstance(size, int) and size == 1:
+        return 1, []
+    ok = tir.any(tir.convert(size).equal(1), tir.convert(size).equal(full))
+    return tir.Select_(tir.convert(size).equal(1), 1, 2), [(ok, f"{what}: expected 1 value or "
+                                                            "one per output element")]
 
 
-def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[int, ...],
+def _residual_mode(residual: te.Tensor | None, out_shape: tuple[Dim, ...], ops: GemmOperands,
+                   name: str) -> tuple[Dim, list[Check]]:
+    """A residual of the output's shape (2; with run-time sizes, each checked against the
+    output's) or of one value (1)."""
+    size = None if residual is None else prod(dims(residual.shape))
+    if residual is None or residual.ndim != len(out_shape) or (isinstance(size, int) and
+                                                                size == 1):
+        return _mode(residual, prod([ops.batch, ops.M, ops.N]), f"{name} residual")
+    checks = []
+    for k, (got, want) in enumerate(zip(dims(residual.shape), dims(out_shape))):
+        checks += must_equal(
+            got, want, f"{name} residual: dimension {k} differs from the output's (a residual "
+            "of the output's shape is read in place; it does not broadcast)",
+            f"{name} residual: expected the output's shape {tuple(dims(out_shape))}, got "
+            f"{tuple(dims(residual.shape))}")
+    return 2, checks
+
+
+def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[Dim, ...],
           epilogue: Epilogue = Epilogue(), bias: te.Tensor | None = None,
           residual: te.Tensor | None = None, name: str = "T_gemm",
           level: SimdLevel | None = None) -> te.Tensor:
     """The extern stage computing ``epilogue(A @ B)`` into a new float32 tensor of
     ``out_shape`` (batch, M, N in row-major order). ``bias`` has 1 or N values, ``residual``
-    1 value or the output's shape."""
+    1 value or the output's shape. Sizes may be run-time ones: the blocking is then computed
+    from them at each call (:func:`tile_exprs`), the register tile and packed panels stay."""
     for t, what in ((a, "A"), (b, "B"), (bias, "bias"), (residual, "residual")):
         if t is not None and t.dtype != "float32":
             raise OpError(f"{name}: the C GEMM kernel is float32 only, {what} is {t.dtype}")
-    tiles = gemm_tiles(ops.batch, ops.M, ops.N, ops.K, level)
-    bias_mode = _mode(bias, ops.N, f"{name} bias")
-    res_mode = _mode(residual, ops.batch * ops.M * ops.N, f"{name} residual")
+    sizes = (ops.batch, ops.M, ops.N, ops.K)
+    if all(isinstance(d, int) for d in sizes):
+        tiles = gemm_tiles(*sizes, level)  # type: ignore[arg-type]
+        mc, kc, parallel = tiles.mc, tiles.kc, int(tiles.parallel)
+    else:
+        nr = panel_width(level)
+        mc, kc, parallel = tile_exprs(*(tir.convert(d) for d in sizes), nr)
+    bias_mode, bias_req = _mode(bias, ops.N, f"{name} bias")
+    res_mode, res_req = _residual_mode(residual, out_shape, ops, name)
+    checks = [*ops.require, *bias_req, *res_req]
     inputs = [a, b] + [t for t in (bias, residual) if t is not None]
     e = epilogue
 
@@ -234,61 +277,97 @@ def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[int, .
             _f32(e.alpha), bias_mode, bias_p, res_mode, res_p,
             ACTIVATIONS[e.act1], _f32(e.p1[0]), _f32(e.p1[1]),
             ACTIVATIONS[e.act2], _f32(e.p2[0]), _f32(e.p2[1]),
-            tiles.mc, tiles.kc, int(tiles.parallel), header=HEADER)
+            mc, kc, parallel, header=HEADER)
         msg = StringImm(f"{name}: ember_sgemm failed (out of workspace memory or threads)")
-        return AssertStmt(EQ(call, tir.const(0)), msg, Evaluate(tir.const(0)))
+        return checked(AssertStmt(EQ(call, tir.const(0)), msg, Evaluate(tir.const(0))),
+                       [(cond, f"{name}: {text}") for cond, text in checks])
 
     return te.extern(out_shape, inputs, body, name=name, dtype="float32", tag="gemm_kernel")
 
 
 # ----------------------------------------------------------------------- the ops
 def eligible(*tensors: te.Tensor | None) -> bool:
-    """True when the C kernel can compute with these operands: float32 and static shapes."""
-    return all(t is None or (t.dtype == "float32" and all(isinstance(d, IntImm) for d in t.shape))
-               for t in tensors)
+    """True when the C kernel can compute with these operands: float32 (static or run-time
+    sizes)."""
+    return all(t is None or t.dtype == "float32" for t in tensors)
+
+
+def _same_k(op: str, k_a: Dim, k_b: Dim) -> list[Check]:
+    """The reduction lengths must agree: an error now when both are static, else a check."""
+    return must_equal(k_a, k_b, f"{op}: the operands' inner (reduction) dimensions must have "
+                      "the same size", f"{op}: the operands disagree on the reduction length: "
+                      f"{k_a} vs {k_b}")
+
+
+def _static_k(k_a: Dim, k_b: Dim) -> Dim:
+    return k_b if isinstance(k_b, int) else k_a
 
 
 def dense_operands(data: te.Tensor, weight: te.Tensor, packed_n: int = 0) -> GemmOperands:
     """data (..., K) x weight (N, K)^T, or x a packed weight (P, K, nr) of ``packed_n``
     columns; the leading dims of data are rows (row-major, so contiguous)."""
-    dims = _ints("nn.dense", *data.shape)
-    K = dims[-1]
-    M = math.prod(dims[:-1])
+    lead = dims(data.shape)
+    M = prod(lead[:-1])
     if packed_n:
-        _, k2, nr = _ints("nn.dense", *weight.shape)
-        return GemmOperands(1, M, packed_n, K, 0, K, 0, nr, 1, nr) if k2 == K else _k_error(
-            "nn.dense", K, k2)
-    N, k2 = _ints("nn.dense", *weight.shape)
-    if k2 != K:
-        _k_error("nn.dense", K, k2)
-    return GemmOperands(1, M, N, K, 0, K, 0, 1, K)
+        _, k2, nr = dims(weight.shape)
+        K = _static_k(lead[-1], k2)
+        return GemmOperands(1, M, packed_n, K, 0, K, 0, nr, 1, nr,
+                            require=tuple(_same_k("nn.dense", lead[-1], k2)))
+    N, k2 = dims(weight.shape)
+    K = _static_k(lead[-1], k2)
+    return GemmOperands(1, M, N, K, 0, K, 0, 1, K, require=tuple(_same_k("nn.dense", lead[-1],
+                                                                         k2)))
 
 
 def matmul_operands(a: te.Tensor, b: te.Tensor, transpose_b: bool) -> GemmOperands:
     """a (..., K) x b (K, N), or b (N, K) with ``transpose_b``."""
     if transpose_b:
         return dense_operands(a, b)
-    dims = _ints("nn.matmul", *a.shape)
-    K, N = _ints("nn.matmul", *b.shape)
-    if dims[-1] != K:
-        _k_error("nn.matmul", dims[-1], K)
-    return GemmOperands(1, math.prod(dims[:-1]), N, K, 0, K, 0, N, 1)
+    lead = dims(a.shape)
+    k2, N = dims(b.shape)
+    K = _static_k(lead[-1], k2)
+    return GemmOperands(1, prod(lead[:-1]), N, K, 0, K, 0, N, 1,
+                        require=tuple(_same_k("nn.matmul", lead[-1], k2)))
 
 
 def batch_matmul_operands(x: te.Tensor, y: te.Tensor, transpose_b: bool) -> GemmOperands:
     """x (Bx, M, K) x y (By, N, K) (``transpose_b``) or y (By, K, N); a batch of 1
     broadcasts (batch stride 0)."""
-    bx, M, K = _ints("nn.batch_matmul", *x.shape)
-    by, d1, d2 = _ints("nn.batch_matmul", *y.shape)
-    N, k2 = (d1, d2) if transpose_b else (d2, d1)
-    if k2 != K:
-        _k_error("nn.batch_matmul", K, k2)
-    if bx != by and 1 not in (bx, by):
-        raise OpError(f"nn.batch_matmul: batch sizes {bx} and {by} do not broadcast")
+    op = "nn.batch_matmul"
+    bx, M, kx = dims(x.shape)
+    by, d1, d2 = dims(y.shape)
+    N, ky = (d1, d2) if transpose_b else (d2, d1)
+    K = _static_k(kx, ky)
+    require = _same_k(op, kx, ky)
+    if isinstance(bx, int) and isinstance(by, int):
+        if bx != by and 1 not in (bx, by):
+            raise OpError(f"{op}: batch sizes {bx} and {by} do not broadcast")
+    else:
+        bx_, by_ = tir.convert(bx), tir.convert(by)
+        require.append((tir.any(bx_.equal(by_), bx_.equal(1), by_.equal(1)),
+                        f"{op}: the batch sizes must be equal or 1 (they do not broadcast)"))
+    batch = _bcast(bx, by)
     b_ks, b_ns = (1, K) if transpose_b else (N, 1)
-    return GemmOperands(max(bx, by), M, N, K, 0 if bx == 1 else M * K, K,
-                        0 if by == 1 else N * K, b_ks, b_ns)
+    return GemmOperands(batch, M, N, K, _bstride(bx, M * K), K, _bstride(by, N * K), b_ks, b_ns,
+                        require=tuple(require))
 
 
-def _k_error(op: str, k_a: int, k_b: int) -> GemmOperands:
-    raise OpError(f"{op}: the operands disagree on the reduction length: {k_a} vs {k_b}")
+def _bcast(a: Dim, b: Dim) -> Dim:
+    """The broadcast of two batch sizes (1 or equal)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    if a is b or (isinstance(b, int) and b == 1):
+        return a
+    return b if isinstance(a, int) and a == 1 else tir.max(a, b)
+
+
+def _bstride(batch: Dim, size: Dim) -> Dim:
+    """The batch stride of an operand: 0 when its batch is 1 (it broadcasts)."""
+    if isinstance(batch, int):
+        return 0 if batch == 1 else size
+    return tir.Select_(tir.convert(batch).equal(1), 0, size)
+
+
+def output_shape(data: te.Tensor, ops: GemmOperands, batched: bool) -> tuple[Dim, ...]:
+    """The product's output shape: (batch, M, N), or data's leading dims and N."""
+    return (ops.batch, ops.M, ops.N) if batched else (*data.shape[:-1], ops.N)

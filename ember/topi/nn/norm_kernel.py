@@ -5,17 +5,18 @@ Each is a ``te.extern`` stage whose body is one ``tir.call_extern``: the kernel 
 in place as (outer, n, inner), n the normalised axis (row-major data is contiguous, so any axis
 works without a copy; the last axis is the fast path). The statistics of a row stay in
 registers; the input is read from memory once. :func:`norm_parallel` is the cost model that
-decides whether a kernel launches threads.
+decides whether a kernel launches threads. Sizes may be run-time ones (``?`` dimensions, e.g.
+the batch and sequence of a transformer): the kernel takes (outer, n, inner) as arguments and
+decides about threads from them at each call, as a static build of that shape does.
 """
 from __future__ import annotations
-
-import math
 
 from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
-from ...tir.expr import EQ, IntImm, StringImm
+from ...tir.expr import EQ, StringImm
 from ...tir.stmt import AssertStmt, Evaluate
+from .sizes import Dim, checked, dims, i64, must_equal, prod, static_or_expr
 
 SOFTMAX_HEADER = "ember/kernels/softmax.h"
 NORM_HEADER = "ember/kernels/norm.h"
@@ -25,24 +26,25 @@ PARALLEL_ELEMENTS = {"softmax": 1 << 15, "layer_norm": 1 << 16}
 
 
 def eligible(*tensors: te.Tensor | None) -> bool:
-    """True when the C kernels can compute with these operands: float32, static shapes."""
-    return all(t is None or (t.dtype == "float32" and all(isinstance(d, IntImm) for d in t.shape))
-               for t in tensors)
+    """True when the C kernels can compute with these operands: float32 (static or run-time
+    sizes)."""
+    return all(t is None or t.dtype == "float32" for t in tensors)
 
 
-def split_at_axis(where: str, x: te.Tensor, axis: int) -> tuple[int, int, int]:
-    """(outer, n, inner) of ``x`` around ``axis`` (already normalised to [0, ndim))."""
-    dims = []
-    for d in x.shape:
-        if not isinstance(d, IntImm):
-            raise OpError(f"{where}: the C kernel needs static shapes, got dimension {d}")
-        dims.append(int(d.value))
-    return math.prod(dims[:axis]), dims[axis], math.prod(dims[axis + 1:])
+def split_at_axis(x: te.Tensor, axis: int) -> tuple[Dim, Dim, Dim]:
+    """(outer, n, inner) of ``x`` around ``axis`` (already normalised to [0, ndim)); ints
+    where the sizes are static, else expressions of the run-time sizes."""
+    sizes = dims(x.shape)
+    return prod(sizes[:axis]), sizes[axis], prod(sizes[axis + 1:])
 
 
-def norm_parallel(kind: str, elements: int) -> bool:
-    """Whether a softmax/layer_norm kernel of ``elements`` elements launches threads."""
-    return elements >= PARALLEL_ELEMENTS[kind]
+def norm_parallel(kind: str, elements: Dim) -> Dim:
+    """Whether (1) or not (0) a softmax/layer_norm kernel of ``elements`` elements launches
+    threads; an expression when the count is known only at run time."""
+    if isinstance(elements, int):
+        return int(elements >= PARALLEL_ELEMENTS[kind])
+    return static_or_expr(tir.cast(i64(elements) >= tir.const(PARALLEL_ELEMENTS[kind], "int64"),
+                                   "int32"))
 
 
 def _checked(call: tir.PrimExpr, message: str) -> AssertStmt:
@@ -53,15 +55,15 @@ def softmax(x: te.Tensor, axis: int = -1, log: bool = False) -> te.Tensor:
     """softmax (or log_softmax with ``log``) of float32 ``x`` along ``axis``."""
     name = "nn.log_softmax" if log else "nn.softmax"
     if not eligible(x):
-        raise OpError(f"{name}: the C kernel needs float32 with static shapes, got {x.dtype}")
+        raise OpError(f"{name}: the C kernel needs float32, got {x.dtype}")
     if not -x.ndim <= axis < x.ndim:
         raise OpError(f"{name}: axis {axis} is out of range for rank {x.ndim}")
-    outer, n, inner = split_at_axis(name, x, axis % x.ndim)
-    parallel = norm_parallel("softmax", outer * n * inner)
+    outer, n, inner = split_at_axis(x, axis % x.ndim)
+    parallel = norm_parallel("softmax", prod([outer, n, inner]))
 
     def body(ins, outs):
         call = tir.call_extern("int32", "ember_softmax", ins[0].data, outs[0].data, outer, n,
-                               inner, int(log), int(parallel), header=SOFTMAX_HEADER)
+                               inner, int(log), parallel, header=SOFTMAX_HEADER)
         return _checked(call, f"{name}: ember_softmax failed (parallel launch)")
 
     return te.extern(x.shape, [x], body, name="T_log_softmax" if log else "T_softmax",
@@ -74,16 +76,19 @@ def layer_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
     gamma/beta (None: not applied) have the axis' length."""
     where = "nn.layer_norm"
     if not eligible(data, gamma, beta):
-        raise OpError(f"{where}: the C kernel needs float32 with static shapes")
+        raise OpError(f"{where}: the C kernel needs float32")
     if not -data.ndim <= axis < data.ndim:
         raise OpError(f"{where}: axis {axis} is out of range for rank {data.ndim}")
-    outer, n, inner = split_at_axis(where, data, axis % data.ndim)
+    outer, n, inner = split_at_axis(data, axis % data.ndim)
+    checks = []
     for t, what in ((gamma, "gamma"), (beta, "beta")):
-        if t is not None and math.prod(int(d) for d in t.shape) != n:
-            raise OpError(f"{where}: {what} must have {n} values (the axis' length), got "
-                          f"shape {tuple(int(d) for d in t.shape)}")
+        if t is not None:
+            checks += must_equal(
+                prod(dims(t.shape)), n, f"{where}: {what} must have as many values as the "
+                "axis' length", f"{where}: {what} must have {n} values (the axis' length), got "
+                f"shape {tuple(dims(t.shape))}")
     inputs = [data] + [t for t in (gamma, beta) if t is not None]
-    parallel = norm_parallel("layer_norm", outer * n * inner)
+    parallel = norm_parallel("layer_norm", prod([outer, n, inner]))
     eps = tir.const(float(epsilon), "float32")
 
     def body(ins, outs):
@@ -91,8 +96,9 @@ def layer_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
         b = ins[-1].data if beta is not None else ins[0].data
         call = tir.call_extern("int32", "ember_layer_norm", ins[0].data, outs[0].data, outer,
                                n, inner, int(gamma is not None), g, int(beta is not None), b,
-                               eps, int(parallel), header=NORM_HEADER)
-        return _checked(call, f"{where}: ember_layer_norm failed (parallel launch)")
+                               eps, parallel, header=NORM_HEADER)
+        return checked(_checked(call, f"{where}: ember_layer_norm failed (parallel launch)"),
+                       checks)
 
     return te.extern(data.shape, inputs, body, name="T_layer_norm", dtype="float32",
                      tag="norm_kernel")

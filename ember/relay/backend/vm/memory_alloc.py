@@ -25,7 +25,10 @@ Storage planning, per *scope* (a function body, an ``if`` branch, a ``match`` cl
 tensor that never leaves the scope (it is only read by kernels, shape functions, allocation
 ops or as an ``if`` condition) lives in one arena allocated when the scope starts, at an offset
 chosen first-fit over the lifetimes (position of its allocation .. position of its last
-reader), so tensors that are never live together share bytes. A tensor that escapes (returned,
+reader), so tensors that are never live together share bytes. The results of shape functions
+(the int64 shapes and sizes above) get a second arena of the scope, each its own bytes for the
+whole scope: a tensor of symbolic shape reads its shape there for as long as it lives, and a
+VM plan runs all shape functions first, into memory no kernel writes. A tensor that escapes (returned,
 put in a tuple or ADT, passed to a function, captured by a closure) gets a storage block of
 its own, so nothing the caller keeps aliases memory that is reused. The VM's pooled allocator
 recycles whole blocks between runs, so a model in steady state allocates nothing.
@@ -65,6 +68,7 @@ class _Alloc:
     storage: Var | None = None
     shape_var: Var | None = None  # a dynamic tensor's shape (a static allocation)
     view: bool = False  # a reshape view (vm.reshape_tensor), tracked for its shape's sake
+    pinned: bool = False  # a shape function's result: lives to the end of the scope
 
     @property
     def nbytes(self) -> int:
@@ -163,9 +167,9 @@ class _Manifest:
         return result
 
     def static(self, var: Var, ty: TensorType, bindings: list[tuple[Var, RelayExpr]],
-               allocs: list[_Alloc]) -> Var:
+               allocs: list[_Alloc], pinned: bool = False) -> Var:
         bindings.append((var, _PENDING))
-        allocs.append(_Alloc(var, len(bindings) - 1, ty.concrete_shape, ty.dtype))
+        allocs.append(_Alloc(var, len(bindings) - 1, ty.concrete_shape, ty.dtype, pinned=pinned))
         return var
 
     def expand(self, var: Var, call: Call, bindings: list[tuple[Var, RelayExpr]],
@@ -193,9 +197,9 @@ class _Manifest:
             for k, t in enumerate(outs):
                 if not t.is_static:
                     s = self.static(self.fresh("shape"), TensorType((t.ndim,), "int64"),
-                                    bindings, allocs)
+                                    bindings, allocs, pinned=True)
                     n = self.static(self.fresh("nbytes"), TensorType((), "int64"), bindings,
-                                    allocs)
+                                    allocs, pinned=True)
                     shapes[k] = (s, n)
                     results += [s, n]
             bindings.append((self.fresh("_"), _ops.shape_func(prim, in_shapes, results)))
@@ -323,8 +327,13 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
             held = by_var[a.shape_var]
             held.last = max(held.last, a.last)
             held.escapes = held.escapes or a.escapes
+    # A shape function's results live to the end of the scope, in an arena of their own: no
+    # two share bytes and no kernel writes there, so a VM plan may run every shape function
+    # first, as one native call, instead of keeping them between the kernels in program order.
+    for a in allocs:
+        if a.pinned:
+            a.last = len(bindings)
     local = [a for a in allocs if not a.escapes and a.shape is not None]
-    offsets, total = first_fit(local)
     # A dynamic tensor that stays in the scope: clear its registers after its last reader,
     # so its storage returns to the pool before the scope ends (loops, long chains).
     kills: dict[int, list[Var]] = {}
@@ -332,9 +341,14 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
         if a.shape is None and not a.view and not a.escapes and a.last < len(bindings):
             kills.setdefault(a.last, []).extend([a.var, a.storage])  # type: ignore[list-item]
     out: list[tuple[Var, RelayExpr]] = []
-    arena = names.fresh("arena")
-    if local:
-        out.append((arena, _ops.alloc_storage(const(total, "int64"))))
+    place: dict[Var, tuple[Var, int]] = {}  # tensor -> (its arena, offset)
+    for pinned, hint in ((False, "arena"), (True, "shapes")):
+        group = [a for a in local if a.pinned == pinned]
+        arena = names.fresh(hint)
+        if group:
+            offsets, total = first_fit(group)
+            out.append((arena, _ops.alloc_storage(const(total, "int64"))))
+            place.update((a.var, (arena, offsets[a.var])) for a in group)
     for i, (var, value) in enumerate(bindings):
         if value is not _PENDING:
             out.append((var, value))
@@ -346,7 +360,8 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
             out.append((st, _ops.alloc_storage(const(a.nbytes, "int64"), a.dtype)))
             out.append((var, _ops.alloc_tensor(st, 0, a.shape or (), a.dtype)))
         else:
-            out.append((var, _ops.alloc_tensor(arena, offsets[var], a.shape or (), a.dtype)))
+            arena, offset = place[var]
+            out.append((var, _ops.alloc_tensor(arena, offset, a.shape or (), a.dtype)))
     return out
 
 

@@ -25,7 +25,7 @@ from ....ir.types import Dim, TensorType, Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
-from .._compute_common import all_static, require, require_equal
+from .._compute_common import all_static, as_int, require, require_equal
 from .._reg import OUT_ELEMWISE_FUSABLE, call, defop
 from .._shape import dim_mul, fail, fmt_dim, fmt_shape, known, may_equal, tensor_of
 from ._attrs import Conv2DAttrs, Conv2DTransposeAttrs
@@ -136,7 +136,8 @@ def _permute(t: te.Tensor, src: str, dst: str) -> te.Tensor:
     return topi.transpose(t, [src.index(a) for a in dst])
 
 
-def _conv_size(d: PrimExpr, k: PrimExpr, pad: int, s: int, dil: int) -> PrimExpr:
+def conv_size(d: PrimExpr, k: PrimExpr, pad: int, s: int, dil: int) -> PrimExpr:
+    """The output length of a sliding window over ``d`` (te sizes, or ints)."""
     return (d + pad - (k - 1) * dil - 1) // s + 1
 
 
@@ -151,7 +152,7 @@ def _conv2d_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dtype: str) 
     for size, k, pad, dil, axis in ((h, kh, pt + pb, dh, "height"), (w, kw, pl + pr, dw, "width")):
         require(size + pad >= (k - 1) * dil + 1,
                 f"the kernel window must fit in the padded {axis} of the data")
-    oh, ow = _conv_size(h, kh, pt + pb, sh, dh), _conv_size(w, kw, pl + pr, sw, dw)
+    oh, ow = conv_size(h, kh, pt + pb, sh, dh), conv_size(w, kw, pl + pr, sw, dw)
     rc, ry, rx = (te.reduce_axis((0, i), "rc"), te.reduce_axis((0, kh), "ry"),
                   te.reduce_axis((0, kw), "rx"))
 
@@ -171,7 +172,10 @@ def _conv2d_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
     dtype = out_type.dtype  # type: ignore[attr-defined]
     layout, kernel_layout = attrs.data_layout, attrs.kernel_layout
     out_layout = attrs.out_layout or layout
-    static = all_static(data, weight)
+    # topi's channel-blocked templates take a run-time batch; other sizes must be static
+    batch = layout.index("N")
+    static = all_static(weight) and all(as_int(d) is not None for k, d in enumerate(data.shape)
+                                        if k != batch)
     if static and (layout, kernel_layout) in _TOPI_LAYOUTS:
         out = topi.nn.conv2d(data, weight, attrs.strides, attrs.padding, attrs.dilation,
                              layout, kernel_layout, attrs.groups, dtype)

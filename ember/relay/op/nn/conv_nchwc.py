@@ -13,7 +13,9 @@ Epilogue: ``y = conv + bias``; with a residual, ``act(y + residual)`` (``act_aft
 [clip_min, clip_max]) or hardswish.
 
 The compute calls the C micro-kernels of ``topi.nn.conv2d_nchwc`` for the SIMD level of the
-current target (only the register tile depends on it; the lane count is the op's).
+current target (only the register tile depends on it; the lane count is the op's). The batch
+and the image sizes may be ``?``: the kernels take them as run-time arguments, with the packed
+weight and register tiles of the static build.
 """
 from __future__ import annotations
 
@@ -28,11 +30,12 @@ from ....target.simd import simd_level
 from ....te import tensor as te
 from ....topi.nn import conv2d_nchwc as K
 from .._attrs_base import attrs_class
-from .._compute_common import as_int
+from ....topi.nn.sizes import dims
+from .._compute_common import as_int, out_dims, require, require_equal
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_shape, tensor_of
 from ._attrs import _Window
-from .conv import conv2d_nchw, conv_out_size
+from .conv import conv2d_nchw, conv_out_size, conv_size
 
 __all__ = ["contrib_conv2d_nchwc_fused"]
 
@@ -133,10 +136,18 @@ def _fused_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, *rest: Any,
 
 
 def _geometry(attrs: Any, data: te.Tensor, weight: te.Tensor, out_type: Any) -> K.ConvGeometry:
-    dims = [as_int(d) for d in data.shape]
-    n, icb, h, w, cb = dims if len(dims) == 5 else dims + [1]
+    """The kernel's sizes: static ones as ints, the batch and image sizes that are ``?`` as
+    expressions of the run-time sizes (checked here: the window must fit the padded image)."""
+    sizes = dims(data.shape)
+    n, icb, h, w, cb = sizes if len(sizes) == 5 else sizes + [1]
     _, _, kh, kw, _, lanes = (as_int(d) for d in weight.shape)
-    _, ocb, oh, ow, _ = (as_int(d) for d in out_type.shape)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
+    for size, k, pad, dil, axis in ((h, kh, pt + pb, dh, "height"), (w, kw, pl + pr, dw, "width")):
+        if not isinstance(size, int):
+            require(size + pad >= (k - 1) * dil + 1,
+                    f"the kernel window must fit in the padded {axis} of the data")
+    fallback = (n, 0, conv_size(h, kh, pt + pb, sh, dh), conv_size(w, kw, pl + pr, sw, dw), 0)
+    _, ocb, oh, ow, _ = dims(out_dims(out_type, fallback))
     return K.ConvGeometry(n, icb * cb, h, w, ocb * lanes, oh, ow, kh, kw, attrs.strides,
                           attrs.padding, attrs.dilation, attrs.groups, lanes, cb)
 
@@ -149,6 +160,10 @@ def _fused_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[
     data, weight, bias = inputs[:3]
     residual = inputs[3] if len(inputs) == 4 else None
     geo = _geometry(attrs, data, weight, out_type)
+    if residual is not None:  # of the result's shape: the type relation compared static sizes
+        shape = (geo.n, geo.oc // geo.lanes, geo.oh, geo.ow, geo.lanes)
+        for got, want in zip(residual.shape, shape):
+            require_equal(got, want, "the residual must have the result's shape")
     level = simd_level(Target.current())
     fn = K.depthwise_nchwc if _is_depthwise(geo) else K.conv2d_nchwc
     return [fn(data, weight, bias, residual, geo, level, attrs.activation,

@@ -284,7 +284,8 @@ def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
     else:
         ops = gk.matmul_operands(data, weight, attrs.transpose_b)
     epilogue = gk.Epilogue(attrs.alpha, attrs.act1, attrs.p1, attrs.act2, attrs.p2)
-    shape = out_dims(out_type, [None] * len(out_type.shape))  # type: ignore[attr-defined]
+    fallback = attrs.out_shape or gk.output_shape(data, ops, attrs.kind == "batch_matmul")
+    shape = out_dims(out_type, fallback)  # type: ignore[arg-type]
     return [gk.sgemm(data, weight, ops, shape, epilogue, bias if attrs.has_bias else None,
                      residual if attrs.has_residual else None, name="T_gemm")]
 

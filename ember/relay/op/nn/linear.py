@@ -1,8 +1,9 @@
 """Matrix products: nn.dense, nn.matmul and nn.batch_matmul.
 
-In float32 with static shapes the computes call the C GEMM kernel (``topi.nn.gemm_kernel``:
-any rank of dense data, batch dims flattened); other static cases use topi's packed GEMM
-templates, symbolic ones a plain reduction that works for any size.
+In float32 the computes call the C GEMM kernel (``topi.nn.gemm_kernel``: any rank of dense
+data, batch dims flattened), with static sizes or with run-time ones (``?`` dimensions) passed
+to the kernel as arguments; other static cases use topi's packed GEMM templates, other
+symbolic ones a plain reduction that works for any size.
 """
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def _dense_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[
     dtype = out_type.dtype  # type: ignore[attr-defined]
     if dtype == "float32" and gk.eligible(data, weight):
         ops = gk.dense_operands(data, weight)
-        return [gk.sgemm(data, weight, ops, out_dims(out_type, data.shape), name="T_dense")]
+        shape = out_dims(out_type, gk.output_shape(data, ops, batched=False))
+        return [gk.sgemm(data, weight, ops, shape, name="T_dense")]
     if data.ndim == 2 and all_static(data, weight):
         return [topi.nn.dense(data, weight, None, dtype)]
     return [_matmul_generic(data, weight, False, True, dtype, "T_dense")]
@@ -119,7 +121,8 @@ def _matmul_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
     dtype = out_type.dtype  # type: ignore[attr-defined]
     if dtype == "float32" and not attrs.transpose_a and gk.eligible(a, b):
         ops = gk.matmul_operands(a, b, attrs.transpose_b)
-        return [gk.sgemm(a, b, ops, out_dims(out_type, a.shape), name="T_matmul")]
+        shape = out_dims(out_type, gk.output_shape(a, ops, batched=False))
+        return [gk.sgemm(a, b, ops, shape, name="T_matmul")]
     if a.ndim == 2 and all_static(a, b):
         return [topi.nn.matmul(a, b, attrs.transpose_a, attrs.transpose_b, dtype)]
     return [_matmul_generic(a, b, attrs.transpose_a, attrs.transpose_b, dtype, "T_matmul")]
@@ -173,7 +176,8 @@ def _batch_matmul_compute(attrs: Any, inputs: list[te.Tensor],
     ta, tb = attrs.transpose_a, attrs.transpose_b
     if dtype == "float32" and not ta and gk.eligible(x, y):
         ops = gk.batch_matmul_operands(x, y, tb)
-        return [gk.sgemm(x, y, ops, out_dims(out_type, x.shape), name="T_batch_matmul")]
+        shape = out_dims(out_type, gk.output_shape(x, ops, batched=True))
+        return [gk.sgemm(x, y, ops, shape, name="T_batch_matmul")]
     if all_static(x, y):
         return [topi.nn.batch_matmul(x, y, dtype, ta, tb)]
     K = _pick(y.shape[2] if tb else y.shape[1], x.shape[1] if ta else x.shape[2])

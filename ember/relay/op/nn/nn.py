@@ -147,14 +147,14 @@ def _softmax_ref(x: np.ndarray, attrs: SoftmaxAttrs, log: bool = False) -> np.nd
 
 
 def _softmax_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    """The C kernel (float32, static shapes), else the te reductions."""
+    """The C kernel (float32, static or run-time sizes), else the te reductions."""
     if norm_kernel.eligible(inputs[0]):
         return [norm_kernel.softmax(inputs[0], attrs.axis)]
     return [topi.nn.softmax(inputs[0], attrs.axis)]
 
 
 def _log_softmax_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    """The C kernel (float32, static shapes), else the te reductions."""
+    """The C kernel (float32, static or run-time sizes), else the te reductions."""
     if norm_kernel.eligible(inputs[0]):
         return [norm_kernel.softmax(inputs[0], attrs.axis, log=True)]
     return [topi.nn.log_softmax(inputs[0], attrs.axis)]

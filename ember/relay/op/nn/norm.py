@@ -107,7 +107,7 @@ def _layer_norm_ref(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
 
 
 def _layer_norm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    """The C kernel (float32, static shapes), else the te reductions."""
+    """The C kernel (float32, static or run-time sizes), else the te reductions."""
     data, gamma, beta = inputs
     if norm_kernel.eligible(data, gamma, beta):
         return [norm_kernel.layer_norm(data, gamma if attrs.scale else None,

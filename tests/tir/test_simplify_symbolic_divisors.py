@@ -1,0 +1,58 @@
+"""Division by a symbolic size: a loop fused over axes of run-time extent divides its index by
+those extents; the simplifier undoes the divisions the index arithmetic does not need
+(``(x // n) * n + x % n``, ``(y * n + x % n) // n``, ``(x % n) % n``), as it does for constant
+divisors, so the inner loops of a dynamic kernel cost what a static kernel's do."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ember import tir
+from ember.tir.simplify import simplify
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_simplify import _eval  # noqa: E402
+
+I, N, M = tir.Var("i"), tir.SizeVar("n"), tir.SizeVar("m")
+
+
+def _divisions(e) -> int:
+    from ember.tir import expr as E
+
+    stack, count = [e], 0
+    while stack:
+        x = stack.pop()
+        count += isinstance(x, (E.FloorDiv, E.FloorMod))
+        stack += [v for v in (getattr(x, "a", None), getattr(x, "b", None)) if v is not None]
+    return count
+
+
+def test_a_fused_index_over_a_symbolic_extent_is_the_loop_variable() -> None:
+    assert str(simplify((I // N) * N + I % N)) == "i"
+    assert str(simplify(((I // N) * N) * 16 + (I % N) * 16)) == "(i * 16)"
+
+
+def test_multiples_of_the_divisor_come_out_and_a_remainder_stays_one() -> None:
+    assert str(simplify((M * N + I % N) // N)) == "m"
+    assert str(simplify((M * N + I % N) % N)) == "floormod(i, n)"
+    assert str(simplify((I % N) % N)) == "floormod(i, n)"
+    assert _divisions(simplify((M * N + I) // N)) == 1  # m + i // n: one division left
+
+
+def test_a_transpose_index_over_symbolic_axes_loses_its_extra_divisions() -> None:
+    # (b, s) fused, then split again: the index of a (b, s, 2, 16) -> (b, 2, s, 16) copy
+    t = (I // N % 2 % M) * N + I % N
+    before = (t // N % M * N) * 32 + (t % N) * 32
+    assert _divisions(simplify(before)) < _divisions(before)
+
+
+@settings(max_examples=80, deadline=None)
+@given(i=st.integers(0, 400), n=st.integers(1, 13), m=st.integers(0, 9))
+def test_the_rules_keep_the_value(i: int, n: int, m: int) -> None:
+    env = {"i": i, "n": n, "m": m}
+    for e in [(I // N) * N + I % N, (M * N + I % N) // N, (M * N + I) // N, (M * N + I) % N,
+              (I % N) % N, (I * 3 + M * N * 2 + 5) // N, ((I // N) * N) * 4 + (I % N) * 4 + M]:
+        assert _eval(simplify(e), env) == _eval(e, env), str(e)

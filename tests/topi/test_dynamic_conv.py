@@ -1,0 +1,158 @@
+"""Blocked convolutions and pools with run-time extents: a CNN whose batch, height and width
+are ``?`` is planned in NCHW[L]c as a static one (packed weights, fused epilogues and
+residuals), its convs, depthwise convs and pools run on the C kernels of conv_nchwc.h and
+pool_nchwc.h with those sizes as arguments; against the reference interpreter (numpy) over
+many shapes (1, odd sizes, no multiple of any tile width) and against the static build at the
+same shape.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+from dynamic_util import (assert_same_result, build_dynamic, build_static, kernel_names,
+                          kernel_source, rand, requires_cc)
+from ember import relay
+from ember.runtime.errors import TVMError
+from ember.tir import op as tir
+from ember.tir.expr import IntImm, SizeVar
+from ember.topi.nn import conv2d_nchwc as K
+from ember.target.simd import simd_level
+
+pytestmark = requires_cc
+RNG = np.random.default_rng(2)
+LANES = 8  # of the geometries below (the models take the build's own lanes)
+
+# RGB conv + relu (plain NCHW input), depthwise stride 2 + clip, 1x1 conv with a residual,
+# max pool 3x3/2 pad 1, avg pool 2x2 count_include_pad, 3x3 conv, global average, dense
+CNN = """#[version = "0.0.5"]
+def @main(%x: Tensor[({n}, 3, {h}, {w}), float32], %w1: Tensor[(16, 3, 3, 3), float32],
+          %b1: Tensor[(16), float32], %wd: Tensor[(16, 1, 3, 3), float32],
+          %w2: Tensor[(16, 16, 1, 1), float32], %w3: Tensor[(24, 16, 3, 3), float32],
+          %fc: Tensor[(5, 24), float32]) {{
+  %0 = nn.relu(nn.bias_add(nn.conv2d(%x, %w1, padding=[1, 1, 1, 1], channels=16,
+                                     kernel_size=[3, 3]), %b1));
+  %1 = clip(nn.conv2d(%0, %wd, strides=[2, 2], padding=[1, 1, 1, 1], groups=16, channels=16,
+                      kernel_size=[3, 3]), a_min=0f, a_max=6f);
+  %2 = nn.relu(add(nn.conv2d(%1, %w2, channels=16, kernel_size=[1, 1]), %1));
+  %3 = nn.max_pool2d(%2, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]);
+  %4 = nn.avg_pool2d(%3, pool_size=[2, 2], padding=[1, 1, 1, 1], count_include_pad=True);
+  %5 = nn.conv2d(%4, %w3, padding=[1, 1, 1, 1], channels=24, kernel_size=[3, 3]);
+  nn.dense(nn.batch_flatten(nn.global_avg_pool2d(%5)), %fc)
+}}
+"""
+PARAMS = {"w1": rand(RNG, 16, 3, 3, 3), "b1": rand(RNG, 16), "wd": rand(RNG, 16, 1, 3, 3),
+          "w2": rand(RNG, 16, 16, 1, 1), "w3": rand(RNG, 24, 16, 3, 3), "fc": rand(RNG, 5, 24)}
+
+
+@pytest.fixture(scope="module")
+def cnn():
+    return build_dynamic(CNN, PARAMS)
+
+
+def _reference(x: np.ndarray) -> np.ndarray:
+    text = CNN.format(n=x.shape[0], h=x.shape[2], w=x.shape[3])
+    mod = ember.parser.fromtext(text)
+    run = relay.create_executor("debug", mod=mod).evaluate()
+    return run(x, *PARAMS.values()).numpy()
+
+
+def test_a_dynamic_cnn_is_planned_in_the_blocked_layout() -> None:
+    names = kernel_names(CNN, PARAMS)
+    kernels = [n for n in names if not n.endswith("shape_func")]
+    assert sum("contrib_conv2d_NCHWc_fused" in n for n in kernels) == 4, kernels
+    assert any("NCHWc_fused_add" in n for n in kernels), kernels  # the residual is fused
+    assert not any(n.startswith(("vm_mod_fused_add", "vm_mod_fused_nn_conv2d")) for n in kernels)
+    source = kernel_source(CNN, PARAMS)
+    for kernel in ("ember_conv2d_nchwc_x", "ember_depthwise_nchwc_x", "ember_pool2d_nchwc_x",
+                   "ember_sgemm"):
+        assert kernel in source, kernel
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(1, 3), h=st.integers(3, 23), w=st.integers(3, 23))
+def test_a_dynamic_cnn_matches_numpy_at_any_batch_and_image_size(cnn, n: int, h: int,
+                                                                w: int) -> None:
+    x = rand(np.random.default_rng(n * 1000 + h * 31 + w), n, 3, h, w)
+    np.testing.assert_allclose(cnn(x), _reference(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n, h, w", [(1, 16, 16), (2, 13, 7), (3, 5, 22)])
+def test_a_dynamic_cnn_agrees_with_the_static_build(cnn, n: int, h: int, w: int) -> None:
+    x = rand(RNG, n, 3, h, w)
+    static = build_static(CNN, PARAMS, n=n, h=h, w=w)
+    assert_same_result(cnn(x), static(x))
+
+
+# 10 output channels split into no block: the layout planner leaves it in NCHW, and the
+# channel-blocked template (any batch) computes it
+UNBLOCKED = """#[version = "0.0.5"]
+def @main(%x: Tensor[({n}, 16, 9, 11), float32], %w: Tensor[(10, 16, 3, 3), float32]) {{
+  nn.relu(nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=10, kernel_size=[3, 3]))
+}}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_a_conv_left_in_nchw_takes_a_run_time_batch(n: int) -> None:
+    params = {"w": rand(RNG, 10, 16, 3, 3)}
+    assert "T_conv2d_compute" in kernel_source(UNBLOCKED, params)  # not the plain reduction
+    x = rand(RNG, n, 16, 9, 11)
+    got = build_dynamic(UNBLOCKED, params)(x)
+    mod = ember.parser.fromtext(UNBLOCKED.format(n=n))
+    want = relay.create_executor("debug", mod=mod).evaluate()(x, params["w"]).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert_same_result(got, build_static(UNBLOCKED, params, n=n)(x))
+
+
+def test_an_image_smaller_than_the_window_is_an_error() -> None:
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 8, ?, ?), float32], %w: Tensor[(8, 8, 5, 5), float32]) {
+  nn.relu(nn.conv2d(%x, %w, channels=8, kernel_size=[5, 5]))
+}
+"""
+    model = ember.compile(text, executor="vm", params={"w": rand(RNG, 8, 8, 5, 5)})
+    assert model(rand(RNG, 2, 8, 6, 5)).shape == (2, 8, 2, 1)
+    with pytest.raises(TVMError, match="kernel window must fit in the padded height"):
+        model(rand(RNG, 2, 8, 4, 9))
+
+
+def test_a_residual_of_another_batch_at_run_time_is_an_error() -> None:
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 8, 6, 6), float32], %r: Tensor[(?, 8, 6, 6), float32],
+          %w: Tensor[(8, 8, 3, 3), float32]) {
+  nn.relu(add(nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=8, kernel_size=[3, 3]), %r))
+}
+"""
+    model = ember.compile(text, executor="vm", params={"w": rand(RNG, 8, 8, 3, 3)})
+    x = rand(RNG, 2, 8, 6, 6)
+    model(x, rand(RNG, 2, 8, 6, 6))
+    with pytest.raises(TVMError, match="the residual must have the result's shape"):
+        model(x, rand(RNG, 1, 8, 6, 6))
+
+
+def _geometry(n, h, w, oh, ow, kh=3, stride=1) -> K.ConvGeometry:
+    return K.ConvGeometry(n, 32, h, w, 64, oh, ow, kh, kh, (stride, stride), (1, 1, 1, 1),
+                          (1, 1), 1, LANES, LANES)
+
+
+def test_the_conv_tile_expressions_fold_to_the_static_model() -> None:
+    level = simd_level(None)
+    for sizes in [(1, 7, 7, 7, 7), (3, 56, 56, 56, 56), (1, 1, 200, 1, 200)]:
+        for kh in (1, 3):
+            geo = K.flattened(_geometry(*sizes, kh=kh))
+            exprs = K.conv_tile_exprs(geo, level)
+            assert all(isinstance(v, int) for v in vars(exprs).values()), exprs
+            assert exprs == K.model_conv_tiles(geo, level)
+
+
+def test_the_conv_tiles_of_run_time_sizes_are_expressions_of_them() -> None:
+    n, h, w = SizeVar("n"), SizeVar("h"), SizeVar("w")
+    geo = _geometry(n, h, w, h, w)
+    tiles = K.conv_tiles(geo, simd_level(None))
+    assert isinstance(tiles.rb, int) and isinstance(tiles.order, int)
+    assert not isinstance(tiles.strip, (int, IntImm)) and not isinstance(tiles.threads, int)
+    assert tir.convert(tiles.rw) is not None

@@ -1,0 +1,177 @@
+"""The C GEMM kernel with run-time extents: dense / matmul / batch_matmul whose rows, batch or
+sequence length are ``?`` run on ``ember_sgemm`` with the packed weight and the fused epilogue,
+against numpy over many shapes (1, and sizes that are no multiple of the 6-row tile or of the
+panel width), and against the static build at the same shape at the same shape.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynamic_util import (assert_same_result, build_dynamic, build_static, kernel_names, rand,
+                          requires_cc)
+from ember.runtime.errors import TVMError
+from ember.tir.expr import IntImm, SizeVar
+from ember.tir import op as tir
+from ember.topi.nn import gemm_kernel as G
+
+pytestmark = requires_cc
+RNG = np.random.default_rng(0)
+SIZES = st.integers(1, 29)
+
+# rows ? x 37 features -> 19 units (+ bias, relu) -> 7 units: K and N no multiple of any panel
+MLP = """#[version = "0.0.5"]
+def @main(%x: Tensor[({m}, 37), float32], %w1: Tensor[(19, 37), float32],
+          %b1: Tensor[(19), float32], %w2: Tensor[(7, 19), float32]) {{
+  %0 = nn.relu(nn.bias_add(nn.dense(%x, %w1), %b1));
+  nn.dense(%0, %w2)
+}}
+"""
+MLP_PARAMS = {"w1": rand(RNG, 19, 37), "b1": rand(RNG, 19), "w2": rand(RNG, 7, 19)}
+
+# attention over ? sequences of ? heads: scores = q k^T, softmax, probs @ v
+ATTENTION = """#[version = "0.0.5"]
+def @main(%q: Tensor[({b}, {s}, 12), float32], %k: Tensor[({b}, {s}, 12), float32],
+          %v: Tensor[({b}, {s}, 12), float32]) {{
+  %0 = multiply(nn.batch_matmul(%q, %k), 0.25f);
+  nn.batch_matmul(nn.softmax(%0, axis=-1), %v, transpose_b=False)
+}}
+"""
+
+# (batch, seq, hidden) tokens through a dense with a residual: the epilogue reads a ? x ? x 24
+# residual laid out like the output
+RESIDUAL = """#[version = "0.0.5"]
+def @main(%x: Tensor[({b}, {s}, 24), float32], %w: Tensor[(24, 24), float32]) {{
+  add(nn.dense(%x, %w), %x)
+}}
+"""
+RESIDUAL_PARAMS = {"w": rand(RNG, 24, 24)}
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return build_dynamic(MLP, MLP_PARAMS)
+
+
+@pytest.fixture(scope="module")
+def attention():
+    return build_dynamic(ATTENTION, {})
+
+
+def _mlp_ref(x: np.ndarray) -> np.ndarray:
+    h = np.maximum(x @ MLP_PARAMS["w1"].T + MLP_PARAMS["b1"], 0)
+    return h @ MLP_PARAMS["w2"].T
+
+
+def _attention_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    s = q @ k.swapaxes(1, 2) * 0.25
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def test_dynamic_dense_chain_runs_on_the_gemm_kernel_with_packed_weights() -> None:
+    names = kernel_names(MLP, MLP_PARAMS)
+    assert sum("contrib_gemm" in n for n in names if not n.endswith("shape_func")) == 2, names
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=SIZES)
+def test_dynamic_dense_matches_numpy_at_any_row_count(mlp, m: int) -> None:
+    x = rand(np.random.default_rng(m), m, 37)
+    np.testing.assert_allclose(mlp(x), _mlp_ref(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("m", [1, 7, 13])
+def test_dynamic_dense_agrees_with_the_static_build(mlp, m: int) -> None:
+    x = rand(RNG, m, 37)
+    assert_same_result(mlp(x), build_static(MLP, MLP_PARAMS, m=m)(x))
+
+
+@settings(max_examples=20, deadline=None)
+@given(b=st.integers(1, 5), s=SIZES)
+def test_dynamic_attention_matches_numpy(attention, b: int, s: int) -> None:
+    rng = np.random.default_rng(b * 100 + s)
+    q, k, v = (rand(rng, b, s, 12) for _ in range(3))
+    np.testing.assert_allclose(attention(q, k, v), _attention_ref(q, k, v), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_dynamic_attention_agrees_with_the_static_build(attention) -> None:
+    q, k, v = (rand(RNG, 3, 11, 12) for _ in range(3))
+    assert_same_result(attention(q, k, v), build_static(ATTENTION, {}, b=3, s=11)(q, k, v))
+
+
+@pytest.mark.parametrize("b, s", [(1, 1), (2, 9)])
+def test_dynamic_residual_epilogue_matches_numpy(b: int, s: int) -> None:
+    model = build_dynamic(RESIDUAL, RESIDUAL_PARAMS)
+    assert any("contrib_gemm" in n for n in kernel_names(RESIDUAL, RESIDUAL_PARAMS))
+    x = rand(RNG, b, s, 24)
+    np.testing.assert_allclose(model(x), x @ RESIDUAL_PARAMS["w"].T + x, rtol=1e-5, atol=1e-5)
+
+
+def test_a_residual_whose_unknown_sizes_differ_at_run_time_is_an_error() -> None:
+    import ember
+
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 24), float32], %r: Tensor[(?, 24), float32],
+          %w: Tensor[(24, 24), float32]) {
+  add(nn.dense(%x, %w), %r)
+}
+"""
+    model = ember.compile(text, executor="vm", params=RESIDUAL_PARAMS)
+    x, r = rand(RNG, 3, 24), rand(RNG, 3, 24)
+    np.testing.assert_allclose(model(x, r), x @ RESIDUAL_PARAMS["w"].T + r, rtol=1e-5,
+                               atol=1e-5)
+    # the types say the two ? are one size (the residual is fused and read in place); a
+    # residual that would broadcast at run time is refused, not read out of bounds
+    with pytest.raises(TVMError, match="residual: dimension 0 differs from the output's"):
+        model(x, rand(RNG, 1, 24))
+
+
+def test_a_reduction_length_that_differs_at_run_time_is_an_error() -> None:
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, ?), float32], %w: Tensor[(?, ?), float32]) {
+  nn.dense(%x, %w)
+}
+"""
+    import ember
+
+    model = ember.compile(text, executor="vm")
+    x, w = rand(RNG, 3, 5), rand(RNG, 4, 5)
+    np.testing.assert_allclose(model(x, w), x @ w.T, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TVMError, match="inner .reduction. dimensions must have the same size"):
+        model(x, rand(RNG, 4, 6))
+
+
+def test_batches_that_do_not_broadcast_at_run_time_are_an_error() -> None:
+    import ember
+
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 4, 5), float32], %y: Tensor[(?, 5, 3), float32]) {
+  nn.batch_matmul(%x, %y, transpose_b=False)
+}
+"""
+    model = ember.compile(text, executor="vm")
+    x, y = rand(RNG, 2, 4, 5), rand(RNG, 1, 5, 3)
+    np.testing.assert_allclose(model(x, y), x @ y, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TVMError, match="do not broadcast"):
+        model(x, rand(RNG, 3, 5, 3))
+
+
+def test_the_tile_expressions_fold_to_the_static_model() -> None:
+    nr = G.panel_width()
+    for sizes in [(1, 1, 1, 1), (1, 7, 19, 37), (4, 1000, 512, 4096), (2, 5, 3000, 64)]:
+        got = G.tile_exprs(*(tir.const(v) for v in sizes), nr)
+        assert all(isinstance(x, IntImm) for x in got)
+        model = G.model_gemm_tiles(*sizes)
+        assert (got[0].value, got[1].value, bool(got[2].value)) == (model.mc, model.kc,
+                                                                      model.parallel)
+
+
+def test_the_tile_expressions_of_run_time_rows_stay_expressions() -> None:
+    m = SizeVar("m")
+    mc, kc, parallel = G.tile_exprs(tir.const(1), m, tir.const(64), tir.const(64),
+                                    G.panel_width())
+    assert not isinstance(mc, IntImm) and not isinstance(parallel, IntImm)
