@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -199,6 +200,12 @@ class StaticPlan:
             for k, t in enumerate(self._result_tensors) if t.static and t.base.size is None]
         self._late_typed = [k for k, t in enumerate(self._result_tensors)
                             if not (t.static and t.base.size is None)]
+        # Per result: (offset, numpy dtype, item size, static shape or None, first arena slot
+        # of a run-time shape or None, rank), so a run reads a shape with one slice.
+        self._typed_info = [
+            (t.offset, t.dtype.numpy_dtype, t.dtype.numpy_dtype.itemsize,
+             t.shape if t.static else None, None if t.static else _slot(self, t.shape), t.ndim)
+            for t in self._result_tensors]
 
     # -- running --------------------------------------------------------------------------
     def run(self, args: Sequence[Any]) -> Any:
@@ -287,7 +294,7 @@ class StaticPlan:
             if signature != self._last:
                 np.copyto(self._arena, hit[0])
                 self._last = signature
-            self._early.place(hit[1])
+            self._early.place(hit[1], seen=True)
             return True
         self._last = None  # the arena is being rewritten
         if self._shape_run is not None:
@@ -316,11 +323,12 @@ class StaticPlan:
     def _typed(self, k: int) -> tuple[np.ndarray, int]:
         """Result ``k`` as an array of its dtype and (now known) shape, and its address."""
         raw, ptr = self._out[k]
-        t = self._result_tensors[k]
-        shape = t.shape if t.static else tuple(int(d) for d in self.value(t.shape))
-        n = int(np.prod(shape, dtype=np.int64)) * t.dtype.numpy_dtype.itemsize
-        view = raw[t.offset:t.offset + n].view(t.dtype.numpy_dtype).reshape(shape)
-        return view, ptr + t.offset
+        offset, np_dtype, itemsize, shape, slot, ndim = self._typed_info[k]
+        if shape is None:
+            shape = tuple(self._arena_i64[slot:slot + ndim].tolist()) if slot is not None else \
+                tuple(int(d) for d in self.value(self._result_tensors[k].shape))
+        n = math.prod(shape) * itemsize
+        return raw[offset:offset + n].view(np_dtype).reshape(shape), ptr + offset
 
     def _move(self, index: int, ptr: int) -> None:
         self._base[index] = ptr
@@ -340,7 +348,7 @@ class StaticPlan:
 
     def value(self, t: Tensor) -> np.ndarray:
         """The int64 values of ``t`` now (a shape or a size), from wherever it lives."""
-        n = int(np.prod(t.shape, dtype=np.int64))
+        n = math.prod(t.shape)
         where = self._where.get(id(t.base))
         if where is not None and (where + t.offset) % 8 == 0:
             start = (where + t.offset) // 8
@@ -398,17 +406,17 @@ class _Checks:
                 return None
         return sizes
 
-    def place(self, sizes: dict[int, int]) -> None:
-        """Result blocks taken for this run; other dynamic blocks grown if too small."""
+    def place(self, sizes: dict[int, int], seen: bool = False) -> None:
+        """Result blocks taken for this run; other dynamic blocks grown if too small (not
+        for sizes ``seen`` before: blocks never shrink)."""
         plan = self.plan
         plan._size.update(sizes)
         for b in self.sized:
-            size = sizes[b.index]
             k = plan._result_index.get(b.index)
             if k is not None:
-                plan._take_result(k, size)
-            elif size > plan._capacity.get(b.index, -1):
-                plan._grow(b, size)
+                plan._take_result(k, sizes[b.index])
+            elif not seen and sizes[b.index] > plan._capacity.get(b.index, -1):
+                plan._grow(b, sizes[b.index])
 
 
 class _Vector:
