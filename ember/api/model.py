@@ -41,13 +41,19 @@ class ModelInputError(TVMError, ValueError):
     """A wrong input to a compiled model: 'input 'data': expected float32[1, 3], got ...'."""
 
 
-def _exact(spec: TensorSpec, shape: tuple[int, ...] | None
-           ) -> tuple[np.dtype, tuple[int, ...]] | None:
-    """(numpy dtype, shape) of a statically shaped input of a plain numpy dtype, else None."""
-    if shape is None:
-        return None
+def _exact(spec: TensorSpec) -> tuple[np.dtype, tuple[int, ...], tuple[int, ...]] | None:
+    """What a call's fast check compares for an input of a plain numpy dtype: (numpy dtype,
+    its shape with -1 for each dynamic axis, the axes of known size), else None."""
     dtype = next((d for d, name in _NP_NAME.items() if name == spec.dtype), None)
-    return None if dtype is None else (dtype, tuple(shape))
+    if spec.shape is None or dtype is None:
+        return None
+    pattern = tuple(d if type(d) is int else -1 for d in spec.shape)
+    return dtype, pattern, tuple(k for k, d in enumerate(pattern) if d >= 0)
+
+
+def _fits(shape: tuple[int, ...], pattern: tuple[int, ...], known: tuple[int, ...]) -> bool:
+    """Whether ``shape`` has ``pattern``'s rank and known sizes."""
+    return len(shape) == len(pattern) and all(shape[k] == pattern[k] for k in known)
 
 
 def _fmt(dtype: Any, shape: Sequence[Any]) -> str:
@@ -141,8 +147,10 @@ class CompiledModel:
         self._pool = ContextPool(context_maker(factory, self._dev, [s.name for s in specs],
                                                shapes, [s.dtype for s in specs]))
         self._threads = ThreadControl(factory)
-        # (numpy dtype, shape) of each input with a static shape: the call's fast check.
-        self._exact = [_exact(s, shape) for s, shape in zip(specs, shapes)]
+        # (numpy dtype, shape pattern, known axes) of each input: the call's fast check.
+        self._exact = [_exact(s) for s in specs]
+        self._named = any(type(d) is str for s in specs for d in (s.shape or ()))
+        self._names = [s.name for s in specs]
         self._single = len(record.outputs) == 1
         self._last: list[Any] | None = None  # the last call's inputs (for benchmark())
 
@@ -197,9 +205,12 @@ class CompiledModel:
         else:
             for value, want in zip(args, exact):
                 if (type(value) is not np.ndarray or want is None or value.dtype != want[0]
-                        or value.shape != want[1]):
+                        or value.shape != want[1] and not _fits(value.shape, *want[1:])):
                     args = self._bind(args, kwargs)  # type: ignore[assignment]
                     break
+            else:
+                if self._named:
+                    check_named_dims(self.inputs, dict(zip(self._names, args)))
         self._threads.ensure(self._record.threads)
         pool = self._pool
         ctx = pool.acquire()
