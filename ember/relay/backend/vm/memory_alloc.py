@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ....ir.adt import Clause, Match
+from ....ir.adt import Clause, Match, PatternVar
 from ....ir.expr import Call, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var, const
 from ....ir.module import IRModule
 from ....ir.trampoline import Step, run
@@ -124,6 +124,10 @@ class _Manifest:
 
     def __init__(self) -> None:
         self.count = 0
+        # id -> (rewritten if/match/closure, its reads of variables bound outside it): a scope
+        # reads a nested one through this summary instead of walking it again, so planning
+        # nested scopes is linear in the program, not in depth times size.
+        self.summaries: Summaries = {}
 
     def fresh(self, hint: str, ty: Type | None = None) -> Var:
         self.count += 1
@@ -136,14 +140,24 @@ class _Manifest:
         if isinstance(e, If):
             then = yield self.scope(e.true_branch)
             other = yield self.scope(e.false_branch)
-            return dataclasses.replace(e, true_branch=then, false_branch=other)
+            return self.summarise(dataclasses.replace(e, true_branch=then, false_branch=other))
         if isinstance(e, Match):
             clauses = []
             for c in e.clauses:
                 clauses.append(Clause(c.lhs, (yield self.scope(c.rhs))))
-            return dataclasses.replace(e, clauses=tuple(clauses))
+            return self.summarise(dataclasses.replace(e, clauses=tuple(clauses)))
         if isinstance(e, Function) and not is_primitive(e):
-            return dataclasses.replace(e, body=(yield self.scope(e.body)))
+            return self.summarise(dataclasses.replace(e, body=(yield self.scope(e.body))))
+        return e
+
+    def summarise(self, e: RelayExpr) -> RelayExpr:
+        """Keep what nested scope ``e`` reads of the variables bound outside it."""
+        found: dict[Var, bool] = {}
+        for var, benign in reads(e, self.summaries):
+            found[var] = found.get(var, True) and benign
+        for var in _binders(e, self.summaries):
+            found.pop(var, None)
+        self.summaries[id(e)] = (e, found)
         return e
 
     def scope(self, expr: RelayExpr) -> Step[RelayExpr]:
@@ -253,14 +267,24 @@ class _Benign:
         self.var = var
 
 
-def reads(expr: RelayExpr) -> Iterator[tuple[Var, bool]]:
+Summaries = dict[int, tuple[RelayExpr, dict[Var, bool]]]
+
+
+def reads(expr: RelayExpr, summaries: Summaries | None = None
+          ) -> Iterator[tuple[Var, bool]]:
     """(variable, benign) for every variable read in ``expr``. A benign read cannot make the
     value outlive the scope: kernel and shape-function operands, allocation sizes and shapes,
-    ``if`` conditions. Every read inside a closure is an escape (the value is captured)."""
+    ``if`` conditions. Every read inside a closure is an escape (the value is captured). A
+    nested scope with an entry in ``summaries`` is read from it (what it binds itself is not
+    read outside it)."""
     stack: list[Any] = [(expr, False)]
     while stack:
         e, captured = stack.pop()
-        if isinstance(e, _Benign):
+        known = summaries.get(id(e)) if summaries else None
+        if known is not None and known[0] is e:
+            for var, benign in known[1].items():
+                yield var, benign and not captured
+        elif isinstance(e, _Benign):
             yield e.var, True
         elif isinstance(e, Var):
             yield e, False
@@ -284,6 +308,29 @@ def reads(expr: RelayExpr) -> Iterator[tuple[Var, bool]]:
             stack += [(e.true_branch, captured), (e.false_branch, captured)]
         else:
             stack += [(c, captured) for c in children(e)]
+
+
+def _binders(expr: RelayExpr, summaries: Summaries) -> Iterator[Var]:
+    """The variables bound in ``expr`` (lets, closure parameters, match patterns), outside
+    the nested scopes that have a summary."""
+    stack: list[Any] = [expr]
+    while stack:
+        e = stack.pop()
+        known = summaries.get(id(e)) if e is not expr else None
+        if known is not None and known[0] is e:
+            continue
+        if isinstance(e, Let):
+            yield e.var
+        elif isinstance(e, Function):
+            yield from e.params
+        elif isinstance(e, Match):
+            pats = [c.lhs for c in e.clauses]
+            while pats:
+                p = pats.pop()
+                if isinstance(p, PatternVar):
+                    yield p.var
+                pats.extend(getattr(p, "patterns", ()))
+        stack.extend(children(e))
 
 
 def first_fit(allocs: list[_Alloc]) -> tuple[dict[Var, int], int]:
@@ -313,7 +360,7 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
     pending = {a.var for a in allocs if a.shape is not None}  # (views are bound already)
     values = [(i, value) for i, (v, value) in enumerate(bindings) if v not in pending]
     for i, value in values + [(len(bindings), result)]:
-        for var, benign in reads(value):
+        for var, benign in reads(value, names.summaries):
             a = by_var.get(var)
             if a is not None:
                 a.last = max(a.last, i)
