@@ -174,6 +174,8 @@ STEPS: dict[str, Callable[[Case], None]] = {
     "equal": lambda c: structural_equal(c.typed, KINDS[c.kind](c.n), map_free_vars=True),
     "hash": lambda c: structural_hash(c.typed),
     "well_formed": lambda c: well_formed(c.typed),
+    # The VM build (lowering, memory planning, bytecode) of the whole program.
+    "vm_compile": lambda c: relay.vm.compile(c.typed, "llvm"),
 }
 _PIPELINE = [*optimize_passes(), FuseOps(), ToANormalForm(), ToGraphNormalForm()]
 for _p in _PIPELINE:
