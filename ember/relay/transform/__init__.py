@@ -31,6 +31,7 @@ _LAZY: dict[str, str] = {
     "BackwardFoldScaleAxis": "fold_scale_axis",
     "SimplifyExpr": "simplify_expr", "CanonicalizeOps": "canonicalize_ops",
     "FuseGemmEpilogue": "fuse_gemm_epilogue", "FuseLayerNorm": "fuse_layer_norm",
+    "RecogniseActivations": "recognise_activations",
     "FoldGemmViews": "fold_gemm_views",
     "BindParams": "bind_params",
     "DynamicToStatic": "dynamic_to_static",
@@ -41,7 +42,7 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
                 "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps",
                 "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews",
-                "DynamicToStatic")
+                "DynamicToStatic", "RecogniseActivations")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

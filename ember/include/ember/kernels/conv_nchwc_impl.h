@@ -19,6 +19,54 @@
 #if EMBER_KV
 #define EV EMBER_VT(EMBER_L)
 
+/* *x = exp(*x), x clamped to [-87.3, 88.37] (gemm_simd.h's ember_vexp for this lane count): x =
+ * n ln2 + r, exp(r) by a degree-6 polynomial, times 2^n built in the exponent bits. By
+ * pointer, as every vector argument here (a 16-lane vector by value changes the ABI without
+ * AVX-512). */
+static inline void EMBER_FN(ember_conv_vexp)(EV* px) {
+  typedef int32_t EVI __attribute__((vector_size(4 * EMBER_L)));
+  const float magic = 12582912.0f; /* 1.5 * 2^23: v - magic is x / ln2 rounded */
+  EV x = *px, v, n, r, p;
+  x = EMBER_VMAX(EMBER_L, x, EMBER_VSPLAT(EMBER_L, -87.3f));
+  x = EMBER_VMIN(EMBER_L, x, EMBER_VSPLAT(EMBER_L, 88.37f));
+  v = x * 1.44269504088896341f + magic;
+  n = v - magic;
+  r = x - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + (r + 1.0f);
+  *px = p * (EV)((((EVI)v - (EVI)EMBER_VSPLAT(EMBER_L, magic)) + 127) << 23);
+}
+
+/* The activations built on exp, out of line: one call per output vector. */
+EMBER_KFN void EMBER_FN(ember_conv_act_exp)(EV* v, int32_t act) {
+  EV x = *v, e;
+  switch (act) {
+    case EMBER_CONV_ACT_SIGMOID:
+      e = -x;
+      EMBER_FN(ember_conv_vexp)(&e);
+      *v = 1.0f / (1.0f + e);
+      return;
+    case EMBER_CONV_ACT_SILU:
+      e = -x;
+      EMBER_FN(ember_conv_vexp)(&e);
+      *v = x / (1.0f + e);
+      return;
+    case EMBER_CONV_ACT_MISH: /* e^x clamped at e^20, where n / (n + 2) is 1 (no inf / inf) */
+      e = EMBER_VMIN(EMBER_L, x, EMBER_VSPLAT(EMBER_L, 20.0f));
+      EMBER_FN(ember_conv_vexp)(&e);
+      e = e * (e + 2.0f);
+      *v = x * (e / (e + 2.0f));
+      return;
+    default:
+      return;
+  }
+}
+
 /* The activation, in place (vectors by pointer: passing a 16-lane vector by value would change
  * the ABI without AVX-512). */
 static inline void EMBER_FN(ember_conv_act)(EV* v, int32_t act, float lo, float hi) {
@@ -41,7 +89,20 @@ static inline void EMBER_FN(ember_conv_act)(EV* v, int32_t act, float lo, float 
       *v = x * t * (1.0f / 6.0f);
       return;
     }
+    case EMBER_CONV_ACT_HARDSIGMOID: {
+      EV one = EMBER_VSPLAT(EMBER_L, 1.0f);
+      t = EMBER_VFMA(EMBER_L, EMBER_VSPLAT(EMBER_L, hi), x, EMBER_VSPLAT(EMBER_L, lo));
+      t = EMBER_VMAX(EMBER_L, t, zero);
+      *v = EMBER_VMIN(EMBER_L, t, one);
+      return;
+    }
+    case EMBER_CONV_ACT_LEAKY_RELU:
+      *v = EMBER_VMAX(EMBER_L, x, zero) + EMBER_VMIN(EMBER_L, x, zero) * lo;
+      return;
+    case EMBER_CONV_ACT_NONE:
+      return;
     default:
+      EMBER_FN(ember_conv_act_exp)(v, act);
       return;
   }
 }
