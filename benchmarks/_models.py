@@ -63,6 +63,7 @@ ALIASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "efficientnet_lite0": ("efficientnet", {"variant": "lite0"},
                            {"variant": "lite0", "alpha": 0.5, **_IMG32}),
     "dbnet_mv3": ("dbnet", {}, SMALL["dbnet"]),
+    "dbnet_320": ("dbnet", {"image_shape": (3, 320, 320)}, SMALL["dbnet"]),
     "yolov8n": ("yolov8", {}, SMALL["yolov8"]),
     "vit_tiny": ("vit", {}, SMALL["vit"]),
     "gpt2_small": ("gpt2", {"hidden": 768, "num_heads": 12, "num_layers": 12,

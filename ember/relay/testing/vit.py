@@ -73,7 +73,8 @@ def get_net(batch_size: int = 1, image_size: int = 224, patch: int = 16, dim: in
     x = exported.layer_norm(x, "norm", dim)
     x = relay.reshape(relay.strided_slice(x, [0], [1], axes=[1]), (batch_size, dim))
     out = layers.dense_add_bias(x, units=num_classes, name="head")
-    return relay.Function(relay.analysis.free_vars(out), out)
+    weights = [v for v in relay.analysis.free_vars(out) if v is not data]
+    return relay.Function([data, *weights], out)
 
 
 def get_workload(batch_size: int = 1, image_size: int = 224, patch: int = 16, dim: int = 192,

@@ -18,8 +18,9 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   ``nn.mish`` (exporters' spelled-out forms are these ops after ``RecogniseActivations``);
 - blocked values flow through elementwise ops (both operands blocked, one of them possibly
   (N, C, 1, 1) broadcast over the image, as a squeeze-and-excitation scale; or a scalar or
-  per-channel constant, which is re-blocked at build time) and pools (their ``layout`` becomes
-  NCHW[L]c) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
+  per-channel constant, which is re-blocked at build time), pools (their ``layout`` becomes
+  NCHW[L]c), and ``concatenate`` / ``split`` along the channels in whole blocks (a split's
+  fields become slices of the block axis) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
   first conv of a network needs no transform), except an RGB-like input (2 to 7 channels) of
   a stride-1 or large-kernel conv, read as one block of all its channels;
 - ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
@@ -47,7 +48,7 @@ from ...ir.expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem,
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext
-from ...ir.types import TensorType
+from ...ir.types import TensorType, TupleType
 from ...ir.visitor import children, post_order
 from ...runtime.errors import OpAttributeInvalid
 from ...topi.nn.conv2d_nchwc import pack_weight
@@ -227,7 +228,8 @@ class _Planner:
         elif isinstance(node, Tuple):
             value = _Value(Tuple(tuple(self.plain(f) for f in node.fields)))
         elif isinstance(node, TupleGetItem):
-            value = _Value(TupleGetItem(self.plain(node.tuple_value), node.index))
+            value = self._split_field(node) or _Value(TupleGetItem(self.plain(node.tuple_value),
+                                                                  node.index))
         else:
             value = _Value(node)
         self.vals[id(node)] = value
@@ -242,6 +244,8 @@ class _Planner:
             plan = self._conv(call)
             if plan is not None:
                 return _Value(plan=plan)
+        if name == "concatenate" and (joined := self._concat(call)) is not None:
+            return joined
         absorbed = self._absorb(call, name)
         if absorbed is not None:
             return _Value(plan=absorbed)
@@ -307,6 +311,51 @@ class _Planner:
                 return replace(p, residual=self.blocked(other, p.lanes),
                                act_after_add=p.act == "none")
         return None
+
+    # -- channel concatenation and split: block by block ------------------------------------
+    def _channel_lanes(self, call: Call, parts: list[RelayExpr]) -> int:
+        """The block for joining or splitting ``parts`` along the channels of ``call`` (axis 1
+        of NCHW): a blocked part's, if every part's channels are a multiple of it; else 0."""
+        if _nchw_f32(call) is None or call.attrs.axis not in (1, -3):
+            return 0
+        blocked = [p for p in parts if self._is_blocked(p)]
+        types = [_nchw_f32(p) for p in parts]
+        if not blocked or any(t is None for t in types):
+            return 0
+        lanes = self._lanes(blocked[0])
+        return lanes if all(t.shape[1] % lanes == 0 for t in types) else 0  # type: ignore[union-attr]
+
+    def _concat(self, call: Call) -> _Value | None:
+        """``concatenate`` along the channels of blocked values: the same along the block axis
+        of NCHW[L]c, when every part has whole blocks."""
+        fields = call.args[0]
+        if not isinstance(fields, Tuple):
+            return None
+        lanes = self._channel_lanes(call, list(fields.fields))
+        if not lanes:
+            return None
+        joined = Tuple(tuple(self.blocked(f, lanes) for f in fields.fields))
+        return _Value(Call(call.op, (joined,), call.attrs, span=call.span), blocked=True,
+                      lanes=lanes)
+
+    def _split_field(self, item: TupleGetItem) -> _Value | None:
+        """Field ``i`` of a ``split`` along the channels of a blocked value, in whole blocks:
+        a slice of the blocked tensor's block axis."""
+        split = item.tuple_value
+        if not _is(split, "split") or not isinstance(split.checked_type_, TupleType):
+            return None
+        x, fields = split.args[0], split.checked_type_.fields  # type: ignore[attr-defined]
+        ty = _nchw_f32(x)
+        if ty is None or split.attrs.axis not in (1, -3) or not self._is_blocked(x):
+            return None
+        lanes = self._lanes(x)
+        sizes = [f.shape[1] for f in fields]
+        if any(not isinstance(c, int) or c % lanes for c in sizes):
+            return None
+        begin = sum(sizes[:item.index])
+        part = op_call("strided_slice", self.blocked(x, lanes), begin=[begin // lanes],
+                       end=[(begin + sizes[item.index]) // lanes], axes=[1])
+        return _Value(part, blocked=True, lanes=lanes)
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
         vec = _channel_const(c, p.bias.shape[0])
