@@ -19,7 +19,7 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
 - blocked values flow through elementwise ops (both operands blocked, one of them possibly
   (N, C, 1, 1) broadcast over the image, as a squeeze-and-excitation scale; or a scalar or
   per-channel constant, which is re-blocked at build time), pools (their ``layout`` becomes
-  NCHW[L]c), and ``concatenate`` / ``split`` along the channels in whole blocks (a split's
+  NCHW[L]c; a global pool of a static image is a pool with the image as its window), and ``concatenate`` / ``split`` along the channels in whole blocks (a split's
   fields become slices of the block axis) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
   first conv of a network needs no transform), except an RGB-like input (2 to 7 channels) of
   a stride-1 or large-kernel conv, read as one block of all its channels;
@@ -61,8 +61,8 @@ UNARY = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "exp", "negative", "abs
                    "rsqrt", "nn.leaky_relu", "copy", "erf", "floor", "ceil", "round", "log",
                    "nn.hardswish", "nn.hardsigmoid", "nn.silu", "nn.gelu", "nn.mish"])
 BINARY = frozenset(["add", "subtract", "multiply", "divide", "maximum", "minimum"])
-POOLS = frozenset(["nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
-                   "nn.global_max_pool2d"])
+GLOBAL_POOLS = frozenset(["nn.global_avg_pool2d", "nn.global_max_pool2d"])
+POOLS = frozenset(["nn.max_pool2d", "nn.avg_pool2d"]) | GLOBAL_POOLS
 # op -> (epilogue activation, its two parameters from the call's attrs)
 ACTS: dict[str, Any] = {
     "nn.relu": lambda a: ("relu", (0.0, 0.0)),
@@ -399,6 +399,13 @@ class _Planner:
 
     def _rebuild_blocked(self, call: Call, name: str) -> tuple[RelayExpr, int]:
         lanes = self._call_lanes(call)
+        hw = _nchw_f32(call.args[0]).shape[2:]  # type: ignore[union-attr]
+        if name in GLOBAL_POOLS and all(isinstance(d, int) for d in hw):
+            # the whole image as one window: the blocked pool kernel reads it contiguously,
+            # one vector per tap (the generic reduction strides over the lanes)
+            op = "nn.avg_pool2d" if name == "nn.global_avg_pool2d" else "nn.max_pool2d"
+            return op_call(op, self.blocked(call.args[0]), pool_size=tuple(hw),
+                           layout=f"NCHW{lanes}c"), lanes
         if name in POOLS:
             attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
             if hasattr(attrs, "out_layout"):
