@@ -145,6 +145,8 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
         "gather_nd": Case("gather_nd", [x, np.array([[0, 2], [3, -1]], "int32")]),
         "scatter_elements": Case("scatter_elements", [x, idx, rand(rng, (2, 1, 5))],
                                  {"axis": 1, "reduction": "add"}),
+        "scatter_nd": Case("scatter_nd", [x, np.array([[1, -1, 1]], "int64"),
+                                          rand(rng, (3, 4, 5))], {"mode": "update"}),
         "topk": Case("topk", [x], {"k": 3, "axis": 1}),
         "cumsum": Case("cumsum", [x], {"axis": -1}, SUMS),
         "cumprod": Case("cumprod", [x], {"axis": 0, "exclusive": True}, SUMS),

@@ -20,6 +20,7 @@ from . import (
     ops_conv,
     ops_einsum,
     ops_index,
+    ops_loss,
     ops_math,
     ops_nn,
     ops_reduce,
@@ -72,6 +73,10 @@ SUPPORT: dict[str, OpSupport] = {
     "Abs": _e(m.unary("abs"), "abs"),
     "Add": _e(m.binary("add"), "add, numpy broadcasting" + OLD_BROADCAST),
     "And": _e(m.binary("logical_and"), "logical_and" + OLD_BROADCAST),
+    "BitwiseAnd": _e(m.binary("bitwise_and"), "bitwise_and, numpy broadcasting"),
+    "BitwiseNot": _e(m.unary("bitwise_not"), "bitwise_not"),
+    "BitwiseOr": _e(m.binary("bitwise_or"), "bitwise_or, numpy broadcasting"),
+    "BitwiseXor": _e(m.binary("bitwise_xor"), "bitwise_xor, numpy broadcasting"),
     "Ceil": _e(m.unary("ceil"), "ceil"),
     "Cos": _e(m.unary("cos"), "cos"),
     "Div": _e(m.binary("divide"), "divide; integer division truncates, as in onnxruntime"
@@ -153,6 +158,10 @@ SUPPORT: dict[str, OpSupport] = {
     "LRN": _e(ops_nn.lrn, "NCHW; average pooling over channels"),
     "MatMul": _e(ops_nn.matmul, "numpy matmul: nn.dense for a 2-D right operand, else "
                  "nn.batch_matmul with broadcast batch axes"),
+    "NegativeLogLikelihoodLoss": _e(ops_loss.negative_log_likelihood_loss, "gather of the "
+                                    "target's class, weight, ignore_index; mean/sum/none"),
+    "SoftmaxCrossEntropyLoss": _e(ops_loss.softmax_cross_entropy_loss, "log_softmax over "
+                                  "axis 1, then NegativeLogLikelihoodLoss; log_prob output"),
     "MaxPool": _e(ops_conv.max_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, dilations; no "
                   "Indices output"),
     "Softmax": _e(ops_nn.softmax, "nn.softmax; opset < 13 coerces to 2-D"),
@@ -227,6 +236,10 @@ SUPPORT: dict[str, OpSupport] = {
                           "mul (16+), max, min (18+)"),
     "Upsample": _e(ops_resize.upsample, "image.resize2d, asymmetric coordinates: nearest "
                    "(floor) and linear; scales attribute (7) or input (9)"),
+    "Scatter": _e(ops_index.scatter_elements, "scatter_elements (the name of ScatterElements "
+                  "before version 11)"),
+    "ScatterND": _e(ops_index.scatter_nd, "scatter_nd; reduction none, add, mul (16+), max, "
+                    "min (18+)"),
     "TopK": _e(ops_index.top_k, "topk (dyn.topk for a run-time K; an attribute before "
                "version 10); sorted, ties to the lower index",
                attr_inputs=(10, {1: (("k",), I64)})),
