@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from _onnx_util import check, graph_model, node_case, rand, run_graph
 from onnx import TensorProto as TP
-from onnx import helper
+from onnx import helper, numpy_helper
 
-from ember.runtime.errors import FrontendError
+from ember.runtime.errors import FrontendError, OpNotImplemented
 
 RNG = np.random.default_rng(19)
 
@@ -48,3 +48,86 @@ def test_scatter_nd_refuses_scalar_indices():
                                 helper.make_tensor_value_info("i", TP.INT64, [])], opset=18)
     with pytest.raises(FrontendError, match="ScatterND node 's': indices must have rank >= 1"):
         run_graph(model, {})
+
+
+def _u8(*shape):
+    return rand(RNG, *shape, dtype="uint8", lo=0, hi=255)
+
+
+def _i8(*shape):
+    return rand(RNG, *shape, dtype="int8", lo=-128, hi=127)
+
+
+def test_quantize_and_dequantize_per_tensor_and_per_axis():
+    x = rand(RNG, 2, 3, 4, lo=-20, hi=20)
+    x.reshape(-1)[:4] = [0.5, 1.5, -2.5, 300.0]  # ties to even, saturation
+    scale, scales = np.array(0.5, "float32"), np.array([0.5, 0.25, 2.0], "float32")
+    cases = [node_case("q_u8", "QuantizeLinear", {"x": x},
+                       inits={"s": scale, "z": np.array(128, "uint8")}),
+             node_case("q_i8_axis", "QuantizeLinear", {"x": x},
+                       inits={"s": scales, "z": np.array([0, -3, 5], "int8")}, axis=1),
+             node_case("q_default_u8", "QuantizeLinear", {"x": x}, inits={"s": scale}),
+             node_case("dq_u8", "DequantizeLinear", {"x": _u8(2, 3, 4)},
+                       inits={"s": scale, "z": np.array(7, "uint8")}),
+             node_case("dq_i8_axis", "DequantizeLinear", {"x": _i8(2, 3, 4)},
+                       inits={"s": scales, "z": np.array([1, 0, -2], "int8")}, axis=1),
+             node_case("dq_no_zp", "DequantizeLinear", {"x": _i8(5)}, inits={"s": scale})]
+    check(cases, opset=13)
+    check([node_case("dyn", "DynamicQuantizeLinear", {"x": x}, n_out=3),
+           node_case("dyn_pos", "DynamicQuantizeLinear", {"x": np.abs(x) + 1}, n_out=3)],
+          opset=11)
+
+
+def test_integer_products_and_qlinear_ops():
+    a, b = _u8(3, 4), _u8(4, 5)
+    x, w = _u8(1, 2, 5, 5), _u8(3, 2, 3, 3)
+    f = np.array(0.02, "float32")
+    cases = [
+        node_case("mmi", "MatMulInteger", {"a": a, "b": b},
+                  inits={"za": np.array(2, "uint8"), "zb": np.array([5, 0, 1, 9, 3], "uint8")}),
+        node_case("mmi_batched", "MatMulInteger", {"a": _i8(2, 3, 4), "b": _i8(4, 2)}),
+        node_case("convi", "ConvInteger", {"x": x, "w": w},
+                  inits={"zx": np.array(9, "uint8"), "zw": np.array(4, "uint8")},
+                  pads=[1, 1, 1, 1]),
+        node_case("qmm", "QLinearMatMul", {"a": a, "b": b},
+                  inits={"sa": f, "za": np.array(3, "uint8"), "sb": np.array(0.05, "float32"),
+                         "zb": np.array(100, "uint8"), "sy": np.array(0.3, "float32"),
+                         "zy": np.array(10, "uint8")},
+                  order=["a", "sa", "za", "b", "sb", "zb", "sy", "zy"]),
+        node_case("qconv", "QLinearConv", {"x": x, "w": w},
+                  inits={"sx": f, "zx": np.array(3, "uint8"),
+                         "sw": np.array([0.01, 0.02, 0.03], "float32"),
+                         "zw": np.array([0, 0, 0], "uint8"), "sy": np.array(0.5, "float32"),
+                         "zy": np.array(128, "uint8"),
+                         "bias": np.array([-100, 0, 250], "int32")},
+                  order=["x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "bias"],
+                  strides=[2, 2])]
+    check(cases, opset=13)
+
+
+def test_quantization_refuses_other_types():
+    model = graph_model([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q")],
+                        inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [2]),
+                                helper.make_tensor_value_info("s", TP.FLOAT, []),
+                                helper.make_tensor_value_info("z", TP.INT32, [])], opset=13)
+    with pytest.raises(OpNotImplemented, match="QuantizeLinear node 'q': output of type int32; "
+                                               "ember quantizes to uint8, int8"):
+        run_graph(model, {})
+    model = graph_model([helper.make_node("DequantizeLinear", ["x", "s"], ["y"], name="d")],
+                        inputs=[helper.make_tensor_value_info("x", TP.INT8, [2, 3]),
+                                helper.make_tensor_value_info("s", TP.FLOAT, [3, 1])], opset=13)
+    with pytest.raises(FrontendError, match="x_scale must be a scalar or a vector along axis "
+                                            r"1, got shape \(3, 1\)"):
+        run_graph(model, {})
+
+
+def test_matmul_integer_per_row_zero_points_against_numpy():
+    """onnxruntime takes one zero point for A; ONNX allows one per row."""
+    a, b = _u8(3, 4), _u8(4, 2)
+    za, zb = np.array([1, 2, 3], "uint8"), np.array([7, 0], "uint8")
+    node = helper.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("a", TP.UINT8, [3, 4])],
+                        inits=[numpy_helper.from_array(v, n) for n, v in
+                               (("b", b), ("za", za), ("zb", zb))])
+    want = (a.astype("int32") - za[:, None]) @ (b.astype("int32") - zb)
+    np.testing.assert_array_equal(run_graph(model, {"a": a})[0], want)

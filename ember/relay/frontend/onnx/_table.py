@@ -23,6 +23,7 @@ from . import (
     ops_loss,
     ops_math,
     ops_nn,
+    ops_quant,
     ops_reduce,
     ops_resize,
     ops_rnn,
@@ -165,6 +166,21 @@ SUPPORT: dict[str, OpSupport] = {
     "MaxPool": _e(ops_conv.max_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, dilations; no "
                   "Indices output"),
     "Softmax": _e(ops_nn.softmax, "nn.softmax; opset < 13 coerces to 2-D"),
+    # quantization (decomposed; 8- and 16-bit integers)
+    "ConvInteger": _e(ops_quant.conv_integer, "int32 conv2d of the zero-point-shifted x and "
+                      "w (per-channel w zero points); 1-D and 2-D"),
+    "DequantizeLinear": _e(ops_quant.dequantize_linear, "(x - zero point) * scale; "
+                           "per-tensor, per-axis and blocked; 8/16-bit integers"),
+    "DynamicQuantizeLinear": _e(ops_quant.dynamic_quantize_linear, "uint8 with the scale and "
+                                "zero point of [min(x, 0), max(x, 0)]"),
+    "MatMulInteger": _e(ops_quant.matmul_integer, "int32 matmul of the zero-point-shifted "
+                        "operands (per-row/per-column zero points)"),
+    "QLinearConv": _e(ops_quant.qlinear_conv, "int32 conv2d, requantized in float32 with ties "
+                      "to even; per-channel w scales; 1-D and 2-D"),
+    "QLinearMatMul": _e(ops_quant.qlinear_matmul, "int32 matmul, requantized in float32 with "
+                        "ties to even; float16 scales"),
+    "QuantizeLinear": _e(ops_quant.quantize_linear, "saturate(round(x / scale) + zero point), "
+                         "ties to even; per-tensor, per-axis and blocked; 8/16-bit integers"),
     # reductions
     "ArgMax": _e(r.arg_max, "argmax with keepdims and select_last_index, int64 result"),
     "ArgMin": _e(r.arg_min, "argmin with keepdims and select_last_index, int64 result"),

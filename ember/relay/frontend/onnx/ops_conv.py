@@ -78,8 +78,14 @@ def _pair(values: Sequence[int], n: int, fill: int) -> tuple[int, int]:
 
 # ---------------------------------------------------------------- Conv, ConvTranspose
 def conv(node: Node) -> RelayExpr:
-    x, w = node.input(0, "X"), node.input(1, "W")
-    xt, wt = node.type(0), node.type(1)
+    bias = node.input(2) if node.has_input(2) else None
+    return conv_expr(node, node.input(0, "X"), node.input(1, "W"), bias)
+
+
+def conv_expr(node: Node, x: RelayExpr, w: RelayExpr, bias: RelayExpr | None) -> RelayExpr:
+    """The convolution of ``x`` by ``w`` (+ ``bias``) with the node's attributes (Conv's, and
+    those of ConvInteger and QLinearConv, which take other inputs)."""
+    xt, wt = node.type_of(x), node.type_of(w)
     n = _spatial_rank(node, xt.ndim)
     if wt.ndim != xt.ndim:
         raise node.fail(f"W has rank {wt.ndim} but X has rank {xt.ndim}")
@@ -90,8 +96,8 @@ def conv(node: Node) -> RelayExpr:
     out = _op.nn.conv2d(_to_2d(x, n), _to_2d(w, n), strides=_pair(strides, n, 1),
                         padding=_pads_2d(pads, n), dilation=_pair(dilations, n, 1),
                         groups=node.attr("group", 1))
-    if node.has_input(2):
-        out = _op.nn.bias_add(out, node.input(2), axis=1)
+    if bias is not None:
+        out = _op.nn.bias_add(out, bias, axis=1)
     return _from_2d(out, n)
 
 

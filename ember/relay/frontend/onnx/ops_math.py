@@ -96,6 +96,11 @@ def mod(node: Node) -> RelayExpr:
 def round_half_even(node: Node) -> RelayExpr:
     """Round: ties to even (Relay's round breaks ties away from zero, C's round)."""
     x, dtype = _float_input(node)
+    return round_half_even_expr(x, dtype)
+
+
+def round_half_even_expr(x: RelayExpr, dtype: str) -> RelayExpr:
+    """``x`` (floating ``dtype``) rounded to the nearest integer, ties to even."""
     r = _op.round(x)
     tie = _op.equal(_op.abs(_op.subtract(x, _op.trunc(x))), scalar(0.5, dtype))
     odd = _op.not_equal(_op.floor_mod(r, scalar(2.0, dtype)), scalar(0.0, dtype))
