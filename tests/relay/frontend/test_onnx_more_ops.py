@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _onnx_util import check, graph_model, node_case, rand, run_graph
+from _onnx_util import SUMS, check, graph_model, node_case, rand, run_graph
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-from ember.runtime.errors import FrontendError, OpNotImplemented
+from ember.runtime.errors import FrontendError, OpAttributeInvalid, OpNotImplemented
 
 RNG = np.random.default_rng(19)
 
@@ -131,3 +131,34 @@ def test_matmul_integer_per_row_zero_points_against_numpy():
                                (("b", b), ("za", za), ("zb", zb))])
     want = (a.astype("int32") - za[:, None]) @ (b.astype("int32") - zb)
     np.testing.assert_array_equal(run_graph(model, {"a": a})[0], want)
+
+
+def test_normalizations():
+    x = rand(RNG, 2, 6, 3, 2)
+    c6, c3 = rand(RNG, 6), rand(RNG, 3)
+    zero_row = rand(RNG, 3, 4)
+    zero_row[1] = 0.0
+    cases = [node_case("gn", "GroupNormalization", {"x": x}, inits={"s": c6, "b": c6},
+                       num_groups=3, epsilon=1e-3, tol=SUMS),
+             node_case("mvn", "MeanVarianceNormalization", {"x": x}, tol=SUMS),
+             node_case("mvn_axes", "MeanVarianceNormalization", {"x": x}, axes=[1, 3],
+                       tol=SUMS),
+             node_case("lp2", "LpNormalization", {"x": zero_row}, axis=1),
+             node_case("lp1", "LpNormalization", {"x": zero_row}, axis=0, p=1),
+             node_case("bn_train", "BatchNormalization", {"x": rand(RNG, 4, 3, 2, 2)},
+                       inits={"s": c3, "b": c3, "m": c3, "v": np.abs(c3) + 1}, n_out=3,
+                       training_mode=1, momentum=0.8, tol=SUMS)]
+    check(cases, opset=21)
+    check([node_case("rms", "RMSNormalization", {"x": x}, inits={"s": rand(RNG, 3, 2)},
+                     axis=2, tol=SUMS)], opset=23)
+
+
+def test_normalization_errors():
+    node = helper.make_node("GroupNormalization", ["x", "x", "x"], ["y"], num_groups=4, name="g")
+    with pytest.raises(FrontendError, match=r"GroupNormalization node 'g': X \(2, 3\) must be "
+                                            r"\(N, C, spatial...\) with C divisible by"):
+        run_graph(graph_model([node], opset=21), {})
+    node = helper.make_node("LpNormalization", ["x"], ["y"], p=3, name="lp")
+    with pytest.raises(OpAttributeInvalid, match="LpNormalization node 'lp': attribute p must "
+                                                 "be 1 or 2, got 3"):
+        run_graph(graph_model([node]), {})

@@ -23,6 +23,7 @@ from . import (
     ops_loss,
     ops_math,
     ops_nn,
+    ops_norm,
     ops_quant,
     ops_reduce,
     ops_resize,
@@ -142,7 +143,8 @@ SUPPORT: dict[str, OpSupport] = {
     "AveragePool": _e(ops_conv.average_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, "
                       "count_include_pad, dilations"),
     "BatchNormalization": _e(ops_nn.batch_norm, "inference mode (nn.batch_norm, folded by "
-                             "SimplifyInference); spatial=1 before version 9"),
+                             "SimplifyInference); training mode decomposed (batch statistics, "
+                             "running mean/var outputs); spatial=1 before version 9"),
     "Conv": _e(ops_conv.conv, "1-D and 2-D; pads, auto_pad, strides, dilations, group, bias"),
     "ConvTranspose": _e(ops_conv.conv_transpose, "1-D and 2-D; output_padding, output_shape, "
                         "auto_pad, group, dilations"),
@@ -150,21 +152,29 @@ SUPPORT: dict[str, OpSupport] = {
     "Gemm": _e(ops_nn.gemm, "nn.dense with alpha, beta, transA, transB, optional C"),
     "GlobalAveragePool": _e(ops_conv.global_average_pool, "any spatial rank"),
     "GlobalMaxPool": _e(ops_conv.global_max_pool, "any spatial rank"),
+    "GroupNormalization": _e(ops_norm.group_norm, "decomposed over channel groups; scale and "
+                             "bias per channel (21); static shapes"),
     "Hardmax": _e(ops_nn.hardmax, "one_hot of argmax; opset < 13 coerces to 2-D"),
     "InstanceNormalization": _e(ops_nn.instance_norm, "decomposed: mean and variance over the "
                                 "spatial axes"),
     "LayerNormalization": _e(ops_nn.layer_norm, "nn.layer_norm over the last axis, else "
                              "decomposed; Mean and InvStdDev outputs"),
+    "LpNormalization": _e(ops_norm.lp_normalization, "x / the L1 or L2 norm along axis (0 "
+                          "where the norm is 0)"),
     "LogSoftmax": _e(ops_nn.log_softmax, "nn.log_softmax; opset < 13 coerces to 2-D"),
     "LRN": _e(ops_nn.lrn, "NCHW; average pooling over channels"),
     "MatMul": _e(ops_nn.matmul, "numpy matmul: nn.dense for a 2-D right operand, else "
                  "nn.batch_matmul with broadcast batch axes"),
+    "MeanVarianceNormalization": _e(ops_norm.mean_variance_normalization, "decomposed as "
+                                    "ONNX's function body (epsilon 1e-9 added to the std)"),
     "NegativeLogLikelihoodLoss": _e(ops_loss.negative_log_likelihood_loss, "gather of the "
                                     "target's class, weight, ignore_index; mean/sum/none"),
     "SoftmaxCrossEntropyLoss": _e(ops_loss.softmax_cross_entropy_loss, "log_softmax over "
                                   "axis 1, then NegativeLogLikelihoodLoss; log_prob output"),
     "MaxPool": _e(ops_conv.max_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, dilations; no "
                   "Indices output"),
+    "RMSNormalization": _e(ops_norm.rms_normalization, "x * rsqrt(mean(x^2) + epsilon) over "
+                           "the axes from axis on, times scale"),
     "Softmax": _e(ops_nn.softmax, "nn.softmax; opset < 13 coerces to 2-D"),
     # quantization (decomposed; 8- and 16-bit integers)
     "ConvInteger": _e(ops_quant.conv_integer, "int32 conv2d of the zero-point-shifted x and "

@@ -10,6 +10,7 @@ from ... import op as _op
 from ...op._shape import broadcast_dim
 from ._node import Node
 from ._util import expand_to_rank, flatten_to_2d, norm_axis, scalar, static
+from .ops_norm import batch_norm_training
 
 
 # ---------------------------------------------------------------- Gemm, MatMul
@@ -97,10 +98,11 @@ def _to_batch(node: Node, x: RelayExpr, ty: TensorType, own: tuple[Any, ...],
 
 
 # ---------------------------------------------------------------- normalisation
-def batch_norm(node: Node) -> RelayExpr:
-    """Inference-mode BatchNormalization (SimplifyInference folds it into scale and shift)."""
+def batch_norm(node: Node) -> Any:
+    """Inference-mode BatchNormalization (SimplifyInference folds it into scale and shift);
+    training mode (``training_mode``, or running statistics asked for) is decomposed."""
     if node.attr("training_mode", 0) or any(node.wants_output(i) for i in (1, 2, 3, 4)):
-        raise node.unsupported("training mode (running mean/var outputs) is not supported")
+        return batch_norm_training(node)
     if node.attr("spatial", 1) != 1:  # versions before 9: per-element statistics
         raise node.unsupported_attr("spatial", node.attr("spatial"), "1")
     x = node.input(0, "X")
