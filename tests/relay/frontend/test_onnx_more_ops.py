@@ -162,3 +162,43 @@ def test_normalization_errors():
     with pytest.raises(OpAttributeInvalid, match="LpNormalization node 'lp': attribute p must "
                                                  "be 1 or 2, got 3"):
         run_graph(graph_model([node]), {})
+
+
+def _tfidf(name, x, **attrs):
+    base = {"min_gram_length": 1, "max_gram_length": 3, "max_skip_count": 2,
+            "ngram_counts": [0, 4, 10], "ngram_indexes": list(range(9)),
+            "pool_int64s": [2, 3, 5, 4, 5, 6, 7, 8, 6, 7, 2, 3, 5, 5, 6, 7], "mode": "TF"}
+    base.update(attrs)
+    return node_case(name, "TfIdfVectorizer", {"x": x}, **base)
+
+
+def test_tfidf_vectorizer_modes():
+    x = np.array([[2, 3, 5, 5, 6, 7, 2, 3, 5, 4], [7, 8, 6, 7, 2, 3, 5, 5, 6, 7]], "int64")
+    w = [0.5 + i for i in range(9)]
+    cases = [_tfidf("tf", x), _tfidf("tf_1d", x[1].astype("int32")),
+             _tfidf("idf", x, mode="IDF", weights=w), _tfidf("idf_plain", x, mode="IDF"),
+             _tfidf("tfidf", x, mode="TFIDF", weights=w),
+             _tfidf("bigrams", x, min_gram_length=2, max_gram_length=2, max_skip_count=0),
+             _tfidf("shuffled", x, ngram_indexes=[8, 2, 0, 1, 4, 3, 6, 5, 7])]
+    check(cases, opset=9)
+
+
+def test_tfidf_vectorizer_errors():
+    def model(**attrs):
+        base = {"min_gram_length": 1, "max_gram_length": 1, "max_skip_count": 0,
+                "ngram_counts": [0], "ngram_indexes": [0], "pool_int64s": [1], "mode": "TF"}
+        base.update(attrs)
+        base = {k: v for k, v in base.items() if v is not None}
+        node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="t", **base)
+        return graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.INT64, [4])],
+                           opset=9)
+
+    with pytest.raises(OpAttributeInvalid, match="TfIdfVectorizer node 't': attribute "
+                       "ngram_counts "
+                                            "must be start offsets of whole 2-grams"):
+        run_graph(model(ngram_counts=[0, 0], pool_int64s=[1, 2, 3]), {})
+    with pytest.raises(OpAttributeInvalid, match="attribute ngram_indexes must be one index "
+                                                 r"per n-gram of the pool \(1\)"):
+        run_graph(model(ngram_indexes=[0, 1]), {})
+    with pytest.raises(OpNotImplemented, match="a pool of strings"):
+        run_graph(model(pool_int64s=None, pool_strings=["a"]), {})

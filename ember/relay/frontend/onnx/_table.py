@@ -31,6 +31,7 @@ from . import (
     ops_scan,
     ops_shape,
     ops_tensor,
+    ops_tfidf,
 )
 from ._node import Node
 from ._versions import REVIEWED_OPSET, op_version, same_as_previous
@@ -266,6 +267,8 @@ SUPPORT: dict[str, OpSupport] = {
                   "before version 11)"),
     "ScatterND": _e(ops_index.scatter_nd, "scatter_nd; reduction none, add, mul (16+), max, "
                     "min (18+)"),
+    "TfIdfVectorizer": _e(ops_tfidf.tfidf_vectorizer, "n-gram counts of an integer pool by "
+                          "slices and comparisons; TF, IDF, TFIDF; static input length"),
     "TopK": _e(ops_index.top_k, "topk (dyn.topk for a run-time K; an attribute before "
                "version 10); sorted, ties to the lower index",
                attr_inputs=(10, {1: (("k",), I64)})),
