@@ -202,3 +202,80 @@ def test_tfidf_vectorizer_errors():
         run_graph(model(ngram_indexes=[0, 1]), {})
     with pytest.raises(OpNotImplemented, match="a pool of strings"):
         run_graph(model(pool_int64s=None, pool_strings=["a"]), {})
+
+
+def _dft_model(x_shape, opset=17, dft_length=None, **attrs):
+    inputs = ["x"] + (["n"] if dft_length is not None else [])
+    inits = [numpy_helper.from_array(np.array(dft_length, "int64"), "n")] if dft_length else []
+    node = helper.make_node("DFT", inputs, ["y"], **attrs)
+    return graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, x_shape)],
+                       inits=inits, opset=opset)
+
+
+def _as_complex(x):
+    return x[..., 0] + 1j * x[..., 1] if x.shape[-1] == 2 else x[..., 0]
+
+
+def _as_onnx(z):
+    return np.stack([z.real, z.imag], -1).astype("float32")
+
+
+def test_dft_against_numpy():
+    """onnxruntime's DFT differs from ONNX's reference in the node tests: numpy is the oracle."""
+    real, cplx = rand(RNG, 2, 8, 3, 1), rand(RNG, 2, 8, 3, 2)
+    runs = [  # (input, attrs, dft_length, numpy)
+        (real, {"axis": 1}, None, lambda z: np.fft.fft(z, axis=1)),
+        (cplx, {"axis": 2}, None, lambda z: np.fft.fft(z, axis=2)),
+        (cplx, {"axis": 1, "inverse": 1}, 6, lambda z: np.fft.ifft(z, n=6, axis=1)),
+        (real, {"axis": 1, "onesided": 1}, 10, lambda z: np.fft.rfft(z.real, n=10, axis=1)),
+        (cplx, {"axis": 1, "inverse": 1, "onesided": 1}, None,
+         lambda z: np.fft.irfft(z, axis=1)[..., None]),
+        (cplx, {"axis": 1, "inverse": 1, "onesided": 1}, 9,
+         lambda z: np.fft.irfft(z, n=9, axis=1)[..., None])]
+    for x, attrs, n, fn in runs:
+        got = run_graph(_dft_model(list(x.shape), dft_length=n, **attrs), {"x": x})[0]
+        want = fn(_as_complex(x).astype("complex128"))
+        want = want.astype("float32") if want.dtype.kind == "f" else _as_onnx(want)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(attrs))
+    axis_input = helper.make_node("DFT", ["x", "", "a"], ["y"])
+    model = graph_model([axis_input], inputs=[helper.make_tensor_value_info("x", TP.FLOAT,
+                                                                            [2, 8, 3, 1])],
+                        inits=[numpy_helper.from_array(np.array(-3, "int64"), "a")], opset=20)
+    np.testing.assert_allclose(run_graph(model, {"x": real})[0],
+                               _as_onnx(np.fft.fft(real[..., 0], axis=1)), rtol=1e-4, atol=1e-4)
+
+
+def test_stft_against_numpy():
+    signal = rand(RNG, 2, 40, 1)
+    window = np.hanning(16).astype("float32")
+    node = helper.make_node("STFT", ["s", "step", "w"], ["y"])
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("s", TP.FLOAT, [2, 40, 1])],
+                        inits=[numpy_helper.from_array(np.array(8, "int64"), "step"),
+                               numpy_helper.from_array(window, "w")], opset=17)
+    frames = np.stack([signal[:, i * 8:i * 8 + 16, 0] * window for i in range(4)], 1)
+    want = _as_onnx(np.fft.rfft(frames.astype("float64"), axis=-1))
+    np.testing.assert_allclose(run_graph(model, {"s": signal})[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_windows_and_mel_filters_match_onnxruntime():
+    size = {"n": np.array(10, "int64")}
+    cases = [node_case(f"{op}_{p}", op, {}, inits=size, periodic=p)
+             for op in ("HannWindow", "HammingWindow", "BlackmanWindow") for p in (0, 1)]
+    mel = {"bins": np.array(8, "int64"), "dft": np.array(64, "int64"),
+           "rate": np.array(8000, "int64"), "lo": np.array(0.0, "float32"),
+           "hi": np.array(4000.0, "float32")}
+    cases.append(node_case("mel", "MelWeightMatrix", {}, inits=mel))
+    check(cases, opset=17)
+
+
+def test_signal_errors():
+    with pytest.raises(FrontendError, match=r"DFT node 'd': axis must not be the last axis"):
+        run_graph(_dft_model([2, 4, 1], axis=2, name="d"), {})
+    with pytest.raises(FrontendError, match="onesided=1 needs a real input"):
+        run_graph(_dft_model([2, 4, 2], axis=1, onesided=1), {})
+    node = helper.make_node("HannWindow", ["n"], ["y"], name="h")
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("n", TP.INT64, [])],
+                        opset=17)
+    with pytest.raises(OpNotImplemented, match="HannWindow node 'h': input 0 \\(size\\) must be "
+                                               "known when importing"):
+        run_graph(model, {})

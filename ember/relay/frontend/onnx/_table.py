@@ -30,6 +30,7 @@ from . import (
     ops_rnn,
     ops_scan,
     ops_shape,
+    ops_signal,
     ops_tensor,
     ops_tfidf,
 )
@@ -269,6 +270,16 @@ SUPPORT: dict[str, OpSupport] = {
                     "min (18+)"),
     "TfIdfVectorizer": _e(ops_tfidf.tfidf_vectorizer, "n-gram counts of an integer pool by "
                           "slices and comparisons; TF, IDF, TFIDF; static input length"),
+    # signal processing (lengths known at import)
+    "BlackmanWindow": _e(ops_signal.blackman_window, "a constant; size must be known"),
+    "DFT": _e(ops_signal.dft, "dense products with constant cos/sin matrices; inverse, "
+              "onesided (rfft, irfft), dft_length; length and axis must be known"),
+    "HammingWindow": _e(ops_signal.hamming_window, "a constant; size must be known"),
+    "HannWindow": _e(ops_signal.hann_window, "a constant; size must be known"),
+    "MelWeightMatrix": _e(ops_signal.mel_weight_matrix, "a constant (ONNX's triangular "
+                          "filters); its inputs must be known"),
+    "STFT": _e(ops_signal.stft, "frames gathered by a constant index table, windowed, then "
+               "DFT; frame step and length must be known"),
     "TopK": _e(ops_index.top_k, "topk (dyn.topk for a run-time K; an attribute before "
                "version 10); sorted, ties to the lower index",
                attr_inputs=(10, {1: (("k",), I64)})),
