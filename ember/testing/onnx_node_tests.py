@@ -32,7 +32,7 @@ import onnx
 from onnx import numpy_helper
 
 from ..relay.frontend.onnx._graph import _graphs_of
-from ..relay.frontend.onnx._table import node_support
+from ..relay.frontend.onnx._domains import lookup
 from ..runtime.cache import atomic_write, cache_dir, content_hash
 
 # The tests of models whose default-domain opset is at most this (issue 19's target set).
@@ -84,12 +84,9 @@ def unlisted_operators(test: NodeTest) -> list[str]:
     test uses (``domain:op`` or ``Op-version (why)``), sorted; empty: the test is listed."""
     out = []
     for domain, op_type in sorted(test.operators):
-        if domain:
-            out.append(f"{domain}:{op_type}")
-            continue
-        version, why = node_support(op_type, test.opset)
+        version, _, why = lookup(domain, op_type, test.opset)
         if why is not None:
-            out.append(f"{op_type}-{version} ({why})")
+            out.append(f"{domain}:{op_type}" if domain else f"{op_type}-{version} ({why})")
     return out
 
 

@@ -231,7 +231,11 @@ def mish(node: Node) -> RelayExpr:
 def gelu(node: Node) -> RelayExpr:
     """Gelu (opset 20): exact through erf, or the tanh approximation."""
     x, dtype = _float_input(node)
-    approx = node.choice("approximate", "none", ("none", "tanh"))
+    return gelu_expr(x, dtype, node.choice("approximate", "none", ("none", "tanh")))
+
+
+def gelu_expr(x: RelayExpr, dtype: str, approx: str) -> RelayExpr:
+    """0.5 x (1 + erf(x / sqrt(2))), or with ``approx`` "tanh" the tanh approximation."""
     half, one = scalar(0.5, dtype), scalar(1.0, dtype)
     if approx == "none":
         inner = _op.erf(_op.multiply(x, scalar(1 / math.sqrt(2), dtype)))
