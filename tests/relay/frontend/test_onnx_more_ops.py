@@ -279,3 +279,21 @@ def test_signal_errors():
     with pytest.raises(OpNotImplemented, match="HannWindow node 'h': input 0 \\(size\\) must be "
                                                "known when importing"):
         run_graph(model, {})
+
+
+def test_einsum_diagonals():
+    sq, cube = rand(RNG, 4, 4), rand(RNG, 3, 3, 3)
+    batch = rand(RNG, 2, 3, 3)
+    cases = [node_case("diag", "Einsum", {"x": sq}, equation="ii->i"),
+             node_case("trace", "Einsum", {"x": sq}, equation="ii"),
+             node_case("batch_diag", "Einsum", {"x": batch}, equation="bii->bi"),
+             node_case("triple", "Einsum", {"x": cube}, equation="iii->i"),
+             node_case("diag_product", "Einsum", {"x": batch, "y": rand(RNG, 3, 5)},
+                       equation="bjj,jk->bk")]
+    check(cases, opset=12)
+    model = graph_model([helper.make_node("Einsum", ["x"], ["y"], equation="ij->", name="e")],
+                        inputs=[helper.make_tensor_value_info("x", TP.FLOAT, ["n", "n"])])
+    model.graph.node[0].attribute[0].s = b"ii->i"
+    with pytest.raises(OpNotImplemented, match="Einsum node 'e': the diagonal of subscript "
+                                               "'i' over axes of sizes"):
+        run_graph(model, {})

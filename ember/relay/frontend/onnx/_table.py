@@ -252,7 +252,7 @@ SUPPORT: dict[str, OpSupport] = {
     "CumSum": _e(ops_index.cum_sum, "cumsum with exclusive and reverse; a run-time axis "
                  "sums along each axis and picks one"),
     "Einsum": _e(ops_einsum.einsum, "transpose/reshape/nn.batch_matmul per operand pair; "
-                 "ellipsis; no diagonals"),
+                 "ellipsis; diagonals (repeated subscripts) of static sizes"),
     "Gather": _e(ops_index.gather, "take (negative indices wrap)"),
     "GatherElements": _e(ops_index.gather_elements, "gather"),
     "GatherND": _e(ops_index.gather_nd, "gather_nd with batch_dims"),
