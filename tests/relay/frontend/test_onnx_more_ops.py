@@ -297,3 +297,65 @@ def test_einsum_diagonals():
     with pytest.raises(OpNotImplemented, match="Einsum node 'e': the diagonal of subscript "
                                                "'i' over axes of sizes"):
         run_graph(model, {})
+
+
+def test_grid_sample_every_mode_and_padding():
+    x2, g2 = rand(RNG, 2, 3, 5, 6), rand(RNG, 2, 4, 7, 2, lo=-1.4, hi=1.4)
+    x3, g3 = rand(RNG, 1, 2, 3, 4, 5), rand(RNG, 1, 2, 3, 4, 3, lo=-1.3, hi=1.3)
+    cases = []
+    for mode in ("linear", "nearest", "cubic"):
+        for padding in ("zeros", "border", "reflection"):
+            for align in (0, 1):
+                if (mode, padding) == ("cubic", "border"):
+                    continue  # onnxruntime differs from ONNX's reference: tested below
+                tag = f"{mode}_{padding}_{align}"
+                cases.append(node_case(f"g2_{tag}", "GridSample", {"x": x2, "g": g2}, mode=mode,
+                                       padding_mode=padding, align_corners=align, tol=SUMS))
+                if mode != "cubic":  # onnxruntime has no 3-D cubic
+                    cases.append(node_case(f"g3_{tag}", "GridSample", {"x": x3, "g": g3},
+                                           mode=mode, padding_mode=padding, align_corners=align,
+                                           tol=SUMS))
+    check(cases, opset=20)
+    check([node_case("bicubic16", "GridSample", {"x": x2, "g": g2}, mode="bicubic",
+                     padding_mode="reflection", tol=SUMS),
+           node_case("bilinear16", "GridSample", {"x": x2, "g": g2}, mode="bilinear",
+                     tol=SUMS)], opset=16)
+
+
+def test_grid_sample_cubic_border_follows_onnx_reference():
+    """onnxruntime clamps cubic taps where ONNX's reference clamps the coordinate first."""
+    from onnx.reference import ReferenceEvaluator
+
+    x, g = rand(RNG, 2, 3, 5, 6), rand(RNG, 2, 4, 7, 2, lo=-1.4, hi=1.4)
+    for align in (0, 1):
+        node = helper.make_node("GridSample", ["x", "g"], ["y"], mode="cubic",
+                                padding_mode="border", align_corners=align)
+        model = graph_model([node], opset=20, inputs=[
+            helper.make_tensor_value_info("x", TP.FLOAT, list(x.shape)),
+            helper.make_tensor_value_info("g", TP.FLOAT, list(g.shape))])
+        want = ReferenceEvaluator(model).run(None, {"x": x, "g": g})[0]
+        np.testing.assert_allclose(run_graph(model, {"x": x, "g": g})[0], want, rtol=1e-4,
+                                   atol=1e-4)
+
+
+def test_affine_grid():
+    cases = [node_case(f"ag{len(size) - 2}d_{align}", "AffineGrid",
+                       {"t": rand(RNG, 2, len(size) - 2, len(size) - 1)},
+                       inits={"size": np.array(size, "int64")}, align_corners=align)
+             for size in ([2, 3, 4, 5], [2, 1, 3, 4, 2]) for align in (0, 1)]
+    check(cases, opset=20)
+
+
+def test_grid_sample_and_affine_grid_errors():
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], name="gs")
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, 4]),
+                                        helper.make_tensor_value_info("g", TP.FLOAT, [1, 4, 1])],
+                        opset=20)
+    with pytest.raises(FrontendError, match=r"GridSample node 'gs': X \[1, 1, 4\] must be"):
+        run_graph(model, {})
+    node = helper.make_node("AffineGrid", ["t", "s"], ["y"], name="ag")
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("t", TP.FLOAT, [1, 2, 3])],
+                        inits=[numpy_helper.from_array(np.array([1, 1, 2, 2, 2], "int64"), "s")],
+                        opset=20)
+    with pytest.raises(FrontendError, match=r"theta \[1, 2, 3\] and size \[1, 1, 2, 2, 2\]"):
+        run_graph(model, {})

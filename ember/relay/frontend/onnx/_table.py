@@ -28,6 +28,7 @@ from . import (
     ops_reduce,
     ops_resize,
     ops_rnn,
+    ops_sample,
     ops_scan,
     ops_shape,
     ops_signal,
@@ -256,6 +257,11 @@ SUPPORT: dict[str, OpSupport] = {
     "Gather": _e(ops_index.gather, "take (negative indices wrap)"),
     "GatherElements": _e(ops_index.gather_elements, "gather"),
     "GatherND": _e(ops_index.gather_nd, "gather_nd with batch_dims"),
+    "AffineGrid": _e(ops_sample.affine_grid, "constant base grid times theta^T "
+                     "(batch_matmul); 2-D and 3-D; size must be known"),
+    "GridSample": _e(ops_sample.grid_sample, "coordinate arithmetic and one gather per tap: "
+                     "nearest, (bi)linear, (bi)cubic; zeros, border, reflection; 2-D and 3-D; "
+                     "static shapes"),
     "Resize": _e(ops_resize.resize, "image.resize2d on NCW/NCHW: nearest, linear, cubic; "
                  "every coordinate mode but tf_crop_and_resize; no antialias; version 10 as "
                  "Upsample; dyn.image.resize2d for run-time scales/sizes or scaled symbolic "
