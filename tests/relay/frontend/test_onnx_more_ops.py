@@ -359,3 +359,32 @@ def test_grid_sample_and_affine_grid_errors():
                         opset=20)
     with pytest.raises(FrontendError, match=r"theta \[1, 2, 3\] and size \[1, 1, 2, 2, 2\]"):
         run_graph(model, {})
+
+
+def test_roi_align():
+    x = rand(RNG, 2, 3, 10, 12)
+    rois = np.array([[0, 0, 9, 9], [1.5, 2.5, 7.2, 4.1], [-2, -3, 4, 5], [8, 6, 30, 20]],
+                    "float32")
+    batch = np.array([0, 1, 1, 0], "int64")
+    cases = [node_case(f"roi_{mode}_{ctm}_{ratio}", "RoiAlign", {"x": x},
+                       inits={"rois": rois, "b": batch}, mode=mode, tol=SUMS,
+                       coordinate_transformation_mode=ctm, output_height=3, output_width=4,
+                       sampling_ratio=ratio, spatial_scale=0.9)
+             for mode in ("avg", "max") for ctm in ("half_pixel", "output_half_pixel")
+             for ratio in (1, 2)]
+    check([c for c in cases if "avg" in c.name], opset=16)
+    from onnx.reference import ReferenceEvaluator  # onnxruntime's max mode differs
+
+    for case in [c for c in cases if "max" in c.name]:
+        model = graph_model(case.nodes, opset=16, inputs=[helper.make_tensor_value_info(
+            "x", TP.FLOAT, list(x.shape))], inits=[numpy_helper.from_array(v, n) for n, v in
+                                                   case.inits.items()])
+        model.graph.output[0].name = "out0"
+        want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+        np.testing.assert_allclose(run_graph(model, {"x": x})[0], want, rtol=1e-4, atol=1e-5)
+    node = helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], name="ra")
+    model = graph_model([node], opset=16, inputs=[helper.make_tensor_value_info(
+        "x", TP.FLOAT, [1, 1, 4, 4])], inits=[numpy_helper.from_array(rois, "r"),
+                                             numpy_helper.from_array(batch, "b")])
+    with pytest.raises(OpNotImplemented, match="RoiAlign node 'ra': sampling_ratio=0"):
+        run_graph(model, {})

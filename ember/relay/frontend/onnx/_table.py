@@ -262,6 +262,8 @@ SUPPORT: dict[str, OpSupport] = {
     "GridSample": _e(ops_sample.grid_sample, "coordinate arithmetic and one gather per tap: "
                      "nearest, (bi)linear, (bi)cubic; zeros, border, reflection; 2-D and 3-D; "
                      "static shapes"),
+    "RoiAlign": _e(ops_sample.roi_align, "bilinear samples gathered per ROI and bin, "
+                   "averaged or maxed; both coordinate modes; sampling_ratio must be > 0"),
     "Resize": _e(ops_resize.resize, "image.resize2d on NCW/NCHW: nearest, linear, cubic; "
                  "every coordinate mode but tf_crop_and_resize; no antialias; version 10 as "
                  "Upsample; dyn.image.resize2d for run-time scales/sizes or scaled symbolic "

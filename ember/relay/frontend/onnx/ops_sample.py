@@ -176,3 +176,77 @@ def affine_grid(node: Node) -> RelayExpr:
     base_b = _op.broadcast_to(const(base[None]), (size[0], pixels, rank + 1))
     out = _op.nn.batch_matmul(base_b, theta)  # (N, P, rank)
     return _op.reshape(out, (size[0], *size[2:], rank))
+
+
+def _roi_axis(node: Node, start: RelayExpr, size: RelayExpr, pooled: int, ratio: int,
+              limit: int, dtype: str) -> tuple[list[tuple[RelayExpr, RelayExpr]], RelayExpr]:
+    """Along one axis, for every ROI (rows) and sample (pooled * ratio columns): the two taps
+    (index, weight) of ONNX's reference, and whether the sample is inside (-1 .. limit)."""
+    steps = (np.arange(pooled)[:, None] + (np.arange(ratio)[None, :] + 0.5) / ratio).reshape(-1)
+    bin_size = _op.divide(size, scalar(float(pooled), dtype))
+    pos = _op.add(_op.expand_dims(start, 1),
+                  _op.multiply(_op.expand_dims(bin_size, 1), const(steps.astype(dtype))))
+    inside = _op.logical_and(_op.greater_equal(pos, scalar(-1.0, dtype)),
+                             _op.less_equal(pos, scalar(float(limit), dtype)))
+    pos = _op.maximum(pos, scalar(0.0, dtype))
+    low = _op.cast(pos, I32)  # truncation of a non-negative value: the floor
+    top = _op.greater_equal(low, scalar(limit - 1, I32))
+    low = _op.where(top, scalar(limit - 1, I32), low)
+    high = _op.where(top, low, _op.add(low, scalar(1, I32)))
+    frac = _op.where(top, scalar(0.0, dtype), _op.subtract(pos, _op.cast(low, dtype)))
+    return [(low, _op.subtract(scalar(1.0, dtype), frac)), (high, frac)], inside
+
+
+def roi_align(node: Node) -> RelayExpr:
+    """RoiAlign with a fixed ``sampling_ratio``: per ROI and bin, ratio x ratio bilinear
+    samples (ONNX's reference's taps and clamping), averaged or maxed (max of the weighted
+    taps, as the reference does)."""
+    x, shape, dtype = node.input(0, "X"), node.static_shape(0, "X"), node.dtype(0)
+    rois_shape = node.static_shape(1, "rois")
+    if len(shape) != 4 or len(rois_shape) != 2 or rois_shape[1] != 4:
+        raise node.fail(f"X must be (N, C, H, W) and rois (R, 4), got {list(shape)} and "
+                        f"{list(rois_shape)}")
+    ratio = node.attr("sampling_ratio", 0)
+    if ratio <= 0:
+        raise node.unsupported("sampling_ratio=0 (as many samples as each ROI's size asks, "
+                               "known only at run time); give a positive sampling_ratio")
+    mode = node.choice("mode", "avg", ("avg", "max"))
+    half = node.choice("coordinate_transformation_mode", "half_pixel",
+                       ("half_pixel", "output_half_pixel")) == "half_pixel"
+    ph, pw = node.attr("output_height", 1), node.attr("output_width", 1)
+    _, c, height, width = shape
+    r = rois_shape[0]
+    rois = _op.multiply(node.input(1, "rois"), scalar(node.attr("spatial_scale", 1.0), dtype))
+    if half:
+        rois = _op.subtract(rois, scalar(0.5, dtype))
+    corner = [_op.squeeze(_op.strided_slice(rois, [k], [k + 1], axes=[1]), [1])
+              for k in range(4)]  # x1, y1, x2, y2
+    extent = [_op.subtract(corner[2], corner[0]), _op.subtract(corner[3], corner[1])]
+    if not half:
+        extent = [_op.maximum(e, scalar(1.0, dtype)) for e in extent]
+    ys, y_in = _roi_axis(node, corner[1], extent[1], ph, ratio, height, dtype)
+    xs, x_in = _roi_axis(node, corner[0], extent[0], pw, ratio, width, dtype)
+    rows, cols = ph * ratio, pw * ratio
+    inside = _op.cast(_op.logical_and(_op.expand_dims(y_in, 2), _op.expand_dims(x_in, 1)),
+                      dtype)  # (R, rows, cols)
+    data = _op.take(_op.reshape(x, (shape[0], c, height * width)),
+                    node.input(2, "batch_indices"), axis=0)  # (R, C, H*W)
+    taps = []
+    for (yi, yw), (xi, xw) in itertools.product(ys, xs):
+        index = _op.add(_op.multiply(_op.expand_dims(yi, 2), scalar(width, I32)),
+                        _op.expand_dims(xi, 1))
+        index = _op.broadcast_to(_op.reshape(index, (r, 1, rows * cols)), (r, c, rows * cols))
+        weight = _op.multiply(_op.multiply(_op.expand_dims(yw, 2), _op.expand_dims(xw, 1)),
+                              inside)
+        taps.append(_op.multiply(_op.gather(data, 2, index),
+                                 _op.reshape(weight, (r, 1, rows * cols))))
+    if mode == "avg":
+        value = taps[0]
+        for t in taps[1:]:
+            value = _op.add(value, t)
+        grid = _op.reshape(value, (r, c, ph, ratio, pw, ratio))
+        return _op.mean(grid, axis=[3, 5])
+    value = taps[0]
+    for t in taps[1:]:
+        value = _op.maximum(value, t)
+    return _op.max(_op.reshape(value, (r, c, ph, ratio, pw, ratio)), axis=[3, 5])
