@@ -388,3 +388,76 @@ def test_roi_align():
                                              numpy_helper.from_array(batch, "b")])
     with pytest.raises(OpNotImplemented, match="RoiAlign node 'ra': sampling_ratio=0"):
         run_graph(model, {})
+
+
+def test_reverse_sequence_center_crop_pad_col2im_bit_shift():
+    x = rand(RNG, 4, 3, 2)
+    lens = {"l": np.array([4, 1, 3], "int64")}
+    cases = [node_case("rev_time0", "ReverseSequence", {"x": x}, inits=lens, time_axis=0,
+                       batch_axis=1),
+             node_case("rev_time1", "ReverseSequence", {"x": np.swapaxes(x, 0, 1).copy()},
+                       inits=lens, time_axis=1, batch_axis=0),
+             node_case("crop_pad", "CenterCropPad", {"x": rand(RNG, 5, 4, 3)},
+                       inits={"s": np.array([3, 7, 3], "int64")}),
+             node_case("crop_axes", "CenterCropPad", {"x": rand(RNG, 5, 4, 3)},
+                       inits={"s": np.array([2, 6], "int64")}, axes=[-1, 0]),
+             node_case("col2im", "Col2Im", {"x": rand(RNG, 2, 2 * 6, 16)},
+                       inits={"i": np.array([5, 6], "int64"), "b": np.array([2, 3], "int64")}),
+             node_case("col2im_strided", "Col2Im", {"x": rand(RNG, 1, 4, 9)},
+                       inits={"i": np.array([6, 6], "int64"), "b": np.array([2, 2], "int64")},
+                       strides=[2, 2]),
+             node_case("col2im_padded", "Col2Im", {"x": rand(RNG, 1, 4, 36)},
+                       inits={"i": np.array([5, 5], "int64"), "b": np.array([2, 2], "int64")},
+                       pads=[1, 1, 1, 1]),
+             node_case("col2im_dilated", "Col2Im", {"x": rand(RNG, 1, 4, 9)},
+                       inits={"i": np.array([5, 5], "int64"), "b": np.array([2, 2], "int64")},
+                       dilations=[2, 2])]
+    for dtype in ("uint8", "uint32", "uint64"):
+        a, b = rand(RNG, 6, dtype=dtype, lo=0, hi=200), rand(RNG, 6, dtype=dtype, lo=0, hi=7)
+        for way in ("LEFT", "RIGHT"):
+            cases.append(node_case(f"shift_{way}_{dtype}", "BitShift", {"a": a, "b": b},
+                                   direction=way))
+    check(cases, opset=18)
+
+
+def test_space_to_depth_crd_against_numpy():
+    x = rand(RNG, 1, 2, 4, 6)
+    node = helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode="CRD")
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [1, 2, 4, 6])],
+                        opset=28)
+    want = x.reshape(1, 2, 2, 2, 3, 2).transpose(0, 1, 3, 5, 2, 4).reshape(1, 8, 2, 3)
+    np.testing.assert_array_equal(run_graph(model, {"x": x})[0], want)
+
+
+def test_layout_errors():
+    node = helper.make_node("Col2Im", ["x", "i", "b"], ["y"], name="c")
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [1, 4, 7])],
+                        inits=[numpy_helper.from_array(np.array([3, 3], "int64"), "i"),
+                               numpy_helper.from_array(np.array([2, 2], "int64"), "b")],
+                        opset=18)
+    with pytest.raises(FrontendError, match=r"Col2Im node 'c': input \[1, 4, 7\] must be "
+                                            r"\(N, C \* 4, 4\)"):
+        run_graph(model, {})
+    node = helper.make_node("ReverseSequence", ["x", "l"], ["y"], time_axis=1, batch_axis=1,
+                            name="r")
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [2, 2]),
+                                        helper.make_tensor_value_info("l", TP.INT64, [2])])
+    with pytest.raises(FrontendError, match="ReverseSequence node 'r': time_axis and "
+                                            "batch_axis must differ"):
+        run_graph(model, {})
+
+
+def test_bit_shift_signed_and_out_of_range_against_numpy():
+    x = np.array([-8, 4, -1, 100, -128, 7], "int8")
+    y = np.array([1, 2, 8, -1, 3, 0], "int8")
+    for way in ("LEFT", "RIGHT"):
+        node = helper.make_node("BitShift", ["x", "y"], ["z"], direction=way)
+        model = graph_model([node], opset=28, inputs=[
+            helper.make_tensor_value_info("x", TP.INT8, [6]),
+            helper.make_tensor_value_info("y", TP.INT8, [6])])
+        bad = (y < 0) | (y >= 8)
+        if way == "LEFT":
+            want = np.where(bad, 0, (x.astype(np.int64) << np.clip(y, 0, 7)).astype(np.int8))
+        else:
+            want = np.where(bad, np.where(x < 0, -1, 0), x >> np.clip(y, 0, 7))
+        np.testing.assert_array_equal(run_graph(model, {"x": x, "y": y})[0], want.astype("int8"))

@@ -20,6 +20,7 @@ from . import (
     ops_conv,
     ops_einsum,
     ops_index,
+    ops_layout,
     ops_loss,
     ops_math,
     ops_nn,
@@ -136,6 +137,7 @@ SUPPORT: dict[str, OpSupport] = {
     "Tanh": _e(m.unary("tanh"), "tanh"),
     "ThresholdedRelu": _e(m.thresholded_relu, "where(x > alpha, x, 0)"),
     # casts
+    "BitShift": _e(ops_layout.bit_shift, "x * 2^y (wrapping) or floor(x / 2^y)"),
     "Cast": _e(m.cast, "cast; float to int truncates; string types are not supported; "
                "Cast-1 names the type"),
     "CastLike": _e(m.cast_like, "cast to the second input's dtype"),
@@ -214,6 +216,10 @@ SUPPORT: dict[str, OpSupport] = {
     "Concat": _e(ops_tensor.concat, "concatenate; axis 1 by default before version 4"),
     "Constant": _e(ops_shape.constant, "value, value_float(s), value_int(s); not sparse or "
                    "string"),
+    "CenterCropPad": _e(ops_layout.center_crop_pad, "strided_slice and nn.pad; shape must be "
+                        "known"),
+    "Col2Im": _e(ops_layout.col2im, "conv2d_transpose of the columns with a 0/1 kernel; 2-D "
+                 "images; image and block shapes must be known"),
     "ConstantOfShape": _e(ops_shape.constant_of_shape, "a constant for known shapes; from "
                           "input shapes for symbolic ones; dyn.full for run-time ones"),
     "DepthToSpace": _e(ops_tensor.depth_to_space, "nn.depth_to_space, DCR and CRD"),
@@ -237,7 +243,8 @@ SUPPORT: dict[str, OpSupport] = {
                 "starts/ends/axes/steps (attributes before version 10)",
                 attr_inputs=(10, {1: (("starts",), I64), 2: (("ends",), I64),
                                   3: (("axes",), I64)})),
-    "SpaceToDepth": _e(ops_tensor.space_to_depth, "nn.space_to_depth; mode DCR"),
+    "SpaceToDepth": _e(ops_tensor.space_to_depth, "nn.space_to_depth (DCR); CRD (28) by "
+                       "reshape and transpose"),
     "Split": _e(ops_tensor.split, "split; sizes from the attribute (< 13) or input (1, "
                 "13+; dyn.strided_slice when known at run time only), num_outputs (18+)"),
     "Squeeze": _e(ops_tensor.squeeze, "squeeze; axes attribute (< 13) or input (13+; a "
@@ -272,6 +279,8 @@ SUPPORT: dict[str, OpSupport] = {
                           "mul (16+), max, min (18+)"),
     "Upsample": _e(ops_resize.upsample, "image.resize2d, asymmetric coordinates: nearest "
                    "(floor) and linear; scales attribute (7) or input (9)"),
+    "ReverseSequence": _e(ops_layout.reverse_sequence, "gather along time of computed "
+                          "indices; static shapes"),
     "Scatter": _e(ops_index.scatter_elements, "scatter_elements (the name of ScatterElements "
                   "before version 11)"),
     "ScatterND": _e(ops_index.scatter_nd, "scatter_nd; reduction none, add, mul (16+), max, "
