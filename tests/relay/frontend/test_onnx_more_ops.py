@@ -452,7 +452,7 @@ def test_bit_shift_signed_and_out_of_range_against_numpy():
     y = np.array([1, 2, 8, -1, 3, 0], "int8")
     for way in ("LEFT", "RIGHT"):
         node = helper.make_node("BitShift", ["x", "y"], ["z"], direction=way)
-        model = graph_model([node], opset=28, inputs=[
+        model = graph_model([node], opset=28, outputs=("z",), inputs=[
             helper.make_tensor_value_info("x", TP.INT8, [6]),
             helper.make_tensor_value_info("y", TP.INT8, [6])])
         bad = (y < 0) | (y >= 8)
