@@ -461,3 +461,44 @@ def test_bit_shift_signed_and_out_of_range_against_numpy():
         else:
             want = np.where(bad, np.where(x < 0, -1, 0), x >> np.clip(y, 0, 7))
         np.testing.assert_array_equal(run_graph(model, {"x": x, "y": y})[0], want.astype("int8"))
+
+
+def test_trigonometric_and_swish():
+    x, unit = rand(RNG, 3, 5), rand(RNG, 3, 5, lo=-0.95, hi=0.95)
+    cases = [node_case(op.lower(), op, {"x": unit if op in ("Asin", "Acos", "Atanh") else x})
+             for op in ("Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Atanh")]
+    cases.append(node_case("acosh", "Acosh", {"x": np.abs(x) + 1}))
+    check(cases, opset=9)
+    check([node_case("swish", "Swish", {"x": x}, alpha=0.7)], opset=24)
+
+
+def test_lp_pools_eye_like_max_unpool():
+    x = rand(RNG, 1, 2, 6, 7)
+    cases = [node_case("lp2", "LpPool", {"x": x}, kernel_shape=[2, 3], strides=[2, 1],
+                       pads=[1, 0, 0, 1], tol=SUMS),
+             node_case("lp3", "LpPool", {"x": x}, kernel_shape=[3, 3], p=3, tol=SUMS),
+             node_case("lp1d", "LpPool", {"x": rand(RNG, 1, 2, 9)}, kernel_shape=[3], p=1,
+                       tol=SUMS),
+             node_case("glp", "GlobalLpPool", {"x": x}, p=3, tol=SUMS),
+             node_case("eye", "EyeLike", {"x": rand(RNG, 3, 5)}, k=1),
+             node_case("eye_int", "EyeLike", {"x": rand(RNG, 4, 2)}, k=-1, dtype=TP.INT32)]
+    check(cases, opset=18)
+    pooled = np.array([[[[5.0, 7.0], [13.0, 15.0]]]], "float32")
+    index = np.array([[[[5, 7], [13, 15]]]], "int64")
+    check([node_case("unpool", "MaxUnpool", {"x": pooled}, inits={"i": index},
+                     kernel_shape=[2, 2], strides=[2, 2])], opset=11)
+
+
+def test_cum_prod_against_numpy():
+    x = rand(RNG, 3, 4, lo=0.5, hi=1.5)
+    for exclusive, reverse in ((0, 0), (1, 0), (0, 1), (1, 1)):
+        node = helper.make_node("CumProd", ["x", "a"], ["y"], exclusive=exclusive,
+                                reverse=reverse)
+        model = graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [3, 4])],
+                            inits=[numpy_helper.from_array(np.array(1, "int64"), "a")], opset=26)
+        v = np.flip(x, 1) if reverse else x
+        want = np.cumprod(v, 1)
+        if exclusive:
+            want = np.concatenate([np.ones((3, 1), "float32"), want[:, :-1]], 1)
+        want = np.flip(want, 1) if reverse else want
+        np.testing.assert_allclose(run_graph(model, {"x": x})[0], want, rtol=1e-5)

@@ -13,11 +13,11 @@ from _lowering_util import SUMS, Case, rand
 
 UNARY_RANGES = {
     "log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "sqrt": (0.0, 5), "rsqrt": (0.1, 5),
-    "tan": (-1.2, 1.2),
+    "tan": (-1.2, 1.2), "asin": (-0.99, 0.99), "acos": (-0.99, 0.99),
 }
 UNARY_FLOAT = ["exp", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
-               "cos", "tan", "floor", "ceil", "trunc", "round", "negative", "abs", "sign",
-               "copy", "isnan", "isinf", "isfinite", "logical_not", "nn.relu",
+               "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil", "trunc",
+               "round", "negative", "abs", "sign", "copy", "isnan", "isinf", "isfinite", "logical_not", "nn.relu",
                "annotation.stop_fusion"]
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power",
           "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "equal",

@@ -77,14 +77,21 @@ RNN_GEMMS = "the input projection as one GEMM per gate, then one GEMM per step"
 SUPPORT: dict[str, OpSupport] = {
     # elementwise arithmetic, comparison and logic
     "Abs": _e(m.unary("abs"), "abs"),
+    "Acos": _e(m.unary("acos"), "acos"),
+    "Acosh": _e(m.acosh, "log(x + sqrt(x^2 - 1))"),
     "Add": _e(m.binary("add"), "add, numpy broadcasting" + OLD_BROADCAST),
     "And": _e(m.binary("logical_and"), "logical_and" + OLD_BROADCAST),
+    "Asin": _e(m.unary("asin"), "asin"),
+    "Asinh": _e(m.asinh, "log(x + sqrt(x^2 + 1))"),
+    "Atan": _e(m.unary("atan"), "atan"),
+    "Atanh": _e(m.atanh, "log((1 + x) / (1 - x)) / 2"),
     "BitwiseAnd": _e(m.binary("bitwise_and"), "bitwise_and, numpy broadcasting"),
     "BitwiseNot": _e(m.unary("bitwise_not"), "bitwise_not"),
     "BitwiseOr": _e(m.binary("bitwise_or"), "bitwise_or, numpy broadcasting"),
     "BitwiseXor": _e(m.binary("bitwise_xor"), "bitwise_xor, numpy broadcasting"),
     "Ceil": _e(m.unary("ceil"), "ceil"),
     "Cos": _e(m.unary("cos"), "cos"),
+    "Cosh": _e(m.unary("cosh"), "cosh"),
     "Div": _e(m.binary("divide"), "divide; integer division truncates, as in onnxruntime"
               + OLD_BROADCAST),
     "Equal": _e(m.binary("equal"), "equal" + OLD_BROADCAST),
@@ -113,6 +120,7 @@ SUPPORT: dict[str, OpSupport] = {
                 "from zero)"),
     "Sign": _e(m.unary("sign"), "sign"),
     "Sin": _e(m.unary("sin"), "sin"),
+    "Sinh": _e(m.unary("sinh"), "sinh"),
     "Sqrt": _e(m.unary("sqrt"), "sqrt"),
     "Sub": _e(m.binary("subtract"), "subtract" + OLD_BROADCAST),
     "Sum": _e(m.variadic("add"), "sum over any number of inputs"),
@@ -134,6 +142,7 @@ SUPPORT: dict[str, OpSupport] = {
     "Sigmoid": _e(m.unary("sigmoid"), "sigmoid"),
     "Softplus": _e(m.softplus, "relu(x) + log(1 + exp(-abs(x))), without overflow"),
     "Softsign": _e(m.softsign, "x / (1 + abs(x))"),
+    "Swish": _e(m.swish, "x * sigmoid(alpha * x)"),
     "Tanh": _e(m.unary("tanh"), "tanh"),
     "ThresholdedRelu": _e(m.thresholded_relu, "where(x > alpha, x, 0)"),
     # casts
@@ -156,6 +165,7 @@ SUPPORT: dict[str, OpSupport] = {
     "Dropout": _e(ops_nn.dropout, "inference: the identity (mask all True)"),
     "Gemm": _e(ops_nn.gemm, "nn.dense with alpha, beta, transA, transB, optional C"),
     "GlobalAveragePool": _e(ops_conv.global_average_pool, "any spatial rank"),
+    "GlobalLpPool": _e(ops_conv.global_lp_pool, "(sum |x|^p over the spatial axes)^(1/p)"),
     "GlobalMaxPool": _e(ops_conv.global_max_pool, "any spatial rank"),
     "GroupNormalization": _e(ops_norm.group_norm, "decomposed over channel groups; scale and "
                              "bias per channel (21); static shapes"),
@@ -170,12 +180,16 @@ SUPPORT: dict[str, OpSupport] = {
     "LRN": _e(ops_nn.lrn, "NCHW; average pooling over channels"),
     "MatMul": _e(ops_nn.matmul, "numpy matmul: nn.dense for a 2-D right operand, else "
                  "nn.batch_matmul with broadcast batch axes"),
+    "MaxUnpool": _e(ops_layout.max_unpool, "scatter_elements of X at its indices per (batch, "
+                    "channel) row; output_shape must be known; small tensors"),
     "MeanVarianceNormalization": _e(ops_norm.mean_variance_normalization, "decomposed as "
                                     "ONNX's function body (epsilon 1e-9 added to the std)"),
     "NegativeLogLikelihoodLoss": _e(ops_loss.negative_log_likelihood_loss, "gather of the "
                                     "target's class, weight, ignore_index; mean/sum/none"),
     "SoftmaxCrossEntropyLoss": _e(ops_loss.softmax_cross_entropy_loss, "log_softmax over "
                                   "axis 1, then NegativeLogLikelihoodLoss; log_prob output"),
+    "LpPool": _e(ops_conv.lp_pool, "(average pool of |x|^p, pads counted, times the window "
+                 "size)^(1/p); 1-D and 2-D"),
     "MaxPool": _e(ops_conv.max_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, dilations; no "
                   "Indices output"),
     "RMSNormalization": _e(ops_norm.rms_normalization, "x * rsqrt(mean(x^2) + epsilon) over "
@@ -223,6 +237,7 @@ SUPPORT: dict[str, OpSupport] = {
     "ConstantOfShape": _e(ops_shape.constant_of_shape, "a constant for known shapes; from "
                           "input shapes for symbolic ones; dyn.full for run-time ones"),
     "DepthToSpace": _e(ops_tensor.depth_to_space, "nn.depth_to_space, DCR and CRD"),
+    "EyeLike": _e(ops_layout.eye_like, "a constant identity (diagonal k); static shape"),
     "Expand": _e(ops_shape.expand, "broadcast_to for static shapes, where() against a "
                  "template for symbolic ones, dyn.broadcast_to for run-time ones"),
     "Flatten": _e(ops_tensor.flatten, "reshape to 2-D (also with dynamic sizes)"),
@@ -257,6 +272,7 @@ SUPPORT: dict[str, OpSupport] = {
     "Unsqueeze": _e(ops_tensor.unsqueeze, "expand_dims; axes attribute (< 13) or input (13+; "
                     "a dyn.reshape when known at run time only)"),
     # indexing, sorting, resampling
+    "CumProd": _e(ops_layout.cum_prod, "cumprod with exclusive and reverse"),
     "CumSum": _e(ops_index.cum_sum, "cumsum with exclusive and reverse; a run-time axis "
                  "sums along each axis and picks one"),
     "Einsum": _e(ops_einsum.einsum, "transpose/reshape/nn.batch_matmul per operand pair; "

@@ -123,3 +123,52 @@ def bit_shift(node: Node) -> RelayExpr:
     out = _op.multiply(_op.cast(x, unsigned), power)
     out = out if unsigned == dtype else _op.cast(out, dtype)
     return _op.where(out_of_range, zero, out)
+
+
+def eye_like(node: Node) -> RelayExpr:
+    """A constant 2-D identity (shifted by ``k``) of the input's shape and ``dtype``."""
+    from ._proto import dtype_of
+
+    shape = node.static_shape(0, "input")
+    if len(shape) != 2:
+        raise node.fail(f"input must be 2-D, got shape {list(shape)}")
+    dtype = dtype_of(node.attr("dtype"), f"{node.label}: dtype") if node.has_attr(
+        "dtype") else node.dtype(0)
+    return const(np.eye(shape[0], shape[1], node.attr("k", 0), dtype=dtype))
+
+
+def cum_prod(node: Node) -> RelayExpr:
+    """CumProd with exclusive and reverse (the axis must be known)."""
+    x, ndim = node.input(0), node.ndim(0)
+    axis = norm_axis(node, node.ints(1, "axis")[0], ndim)
+    exclusive = bool(node.attr("exclusive", 0))
+    if node.attr("reverse", 0):
+        return _op.reverse(_op.cumprod(_op.reverse(x, axis), axis, exclusive=exclusive), axis)
+    return _op.cumprod(x, axis, exclusive=exclusive)
+
+
+def max_unpool(node: Node) -> RelayExpr:
+    """Zeros of the output shape with each X written at its index (MaxPool's flat index over
+    the whole output): a scatter per (batch, channel) row. The scatter kernel reads every
+    update for every output element, so this is for small tensors."""
+    x, shape = node.input(0, "X"), node.static_shape(0, "X")
+    if len(shape) < 3:
+        raise node.fail(f"X must be (N, C, spatial...), got {list(shape)}")
+    n, c, spatial = shape[0], shape[1], shape[2:]
+    if node.has_input(2):
+        out_shape = node.ints(2, "output_shape")
+    else:
+        kernel = node.attr("kernel_shape")
+        strides = node.attr("strides", [1] * len(spatial))
+        pads = node.attr("pads", [0] * (2 * len(spatial)))
+        out_shape = [n, c] + [(size - 1) * strides[k] - pads[k] - pads[k + len(spatial)]
+                              + kernel[k] for k, size in enumerate(spatial)]
+    if len(out_shape) != len(shape) or list(out_shape[:2]) != [n, c]:
+        raise node.fail(f"output_shape {out_shape} must be (N, C, spatial...) of X's N and C")
+    rows, per_out, per_in = n * c, product(out_shape[2:]), product(spatial)
+    base = const((np.arange(rows, dtype="int64") * per_out).reshape(rows, 1))
+    index = _op.subtract(_op.reshape(_op.cast(node.input(1, "I"), "int64"), (rows, per_in)),
+                         base)
+    zeros = _op.zeros((rows, per_out), node.dtype(0))
+    out = _op.scatter_elements(zeros, index, _op.reshape(x, (rows, per_in)), 1)
+    return _op.reshape(out, out_shape)

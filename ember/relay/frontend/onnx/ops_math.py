@@ -108,6 +108,32 @@ def round_half_even_expr(x: RelayExpr, dtype: str) -> RelayExpr:
     return _op.subtract(r, fix)
 
 
+def swish(node: Node) -> RelayExpr:
+    """x * sigmoid(alpha * x)."""
+    x, dtype = _float_input(node)
+    return _op.multiply(x, _op.sigmoid(_op.multiply(x, scalar(node.attr("alpha", 1.0), dtype))))
+
+
+def asinh(node: Node) -> RelayExpr:
+    """log(x + sqrt(x^2 + 1))."""
+    x, dtype = _float_input(node)
+    return _op.log(_op.add(x, _op.sqrt(_op.add(_op.multiply(x, x), scalar(1.0, dtype)))))
+
+
+def acosh(node: Node) -> RelayExpr:
+    """log(x + sqrt(x^2 - 1)) (NaN below 1)."""
+    x, dtype = _float_input(node)
+    return _op.log(_op.add(x, _op.sqrt(_op.subtract(_op.multiply(x, x), scalar(1.0, dtype)))))
+
+
+def atanh(node: Node) -> RelayExpr:
+    """log((1 + x) / (1 - x)) / 2."""
+    x, dtype = _float_input(node)
+    one = scalar(1.0, dtype)
+    ratio = _op.divide(_op.add(one, x), _op.subtract(one, x))
+    return _op.multiply(_op.log(ratio), scalar(0.5, dtype))
+
+
 def is_inf(node: Node) -> RelayExpr:
     x, dtype = _float_input(node)
     pos, neg = node.attr("detect_positive", 1), node.attr("detect_negative", 1)
