@@ -165,7 +165,7 @@ SUPPORT: dict[str, OpSupport] = {
     "Dropout": _e(ops_nn.dropout, "inference: the identity (mask all True)"),
     "Gemm": _e(ops_nn.gemm, "nn.dense with alpha, beta, transA, transB, optional C"),
     "GlobalAveragePool": _e(ops_conv.global_average_pool, "any spatial rank"),
-    "GlobalLpPool": _e(ops_conv.global_lp_pool, "(sum |x|^p over the spatial axes)^(1/p)"),
+    "GlobalLpPool": _e(ops_conv.global_lp_pool, "(sum of abs(x)^p over the spatial axes)^(1/p)"),
     "GlobalMaxPool": _e(ops_conv.global_max_pool, "any spatial rank"),
     "GroupNormalization": _e(ops_norm.group_norm, "decomposed over channel groups; scale and "
                              "bias per channel (21); static shapes"),
@@ -188,7 +188,7 @@ SUPPORT: dict[str, OpSupport] = {
                                     "target's class, weight, ignore_index; mean/sum/none"),
     "SoftmaxCrossEntropyLoss": _e(ops_loss.softmax_cross_entropy_loss, "log_softmax over "
                                   "axis 1, then NegativeLogLikelihoodLoss; log_prob output"),
-    "LpPool": _e(ops_conv.lp_pool, "(average pool of |x|^p, pads counted, times the window "
+    "LpPool": _e(ops_conv.lp_pool, "(average pool of abs(x)^p, pads counted, times the window "
                  "size)^(1/p); 1-D and 2-D"),
     "MaxPool": _e(ops_conv.max_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, dilations; no "
                   "Indices output"),
