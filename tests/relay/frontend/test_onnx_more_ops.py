@@ -273,11 +273,13 @@ def test_signal_errors():
         run_graph(_dft_model([2, 4, 1], axis=2, name="d"), {})
     with pytest.raises(FrontendError, match="onesided=1 needs a real input"):
         run_graph(_dft_model([2, 4, 2], axis=1, onesided=1), {})
-    node = helper.make_node("HannWindow", ["n"], ["y"], name="h")
-    model = graph_model([node], inputs=[helper.make_tensor_value_info("n", TP.INT64, [])],
-                        opset=17)
-    with pytest.raises(OpNotImplemented, match="HannWindow node 'h': input 0 \\(size\\) must be "
-                                               "known when importing"):
+    node = helper.make_node("STFT", ["x", "s", "", "n"], ["y"], name="st")
+    model = graph_model([node], opset=17, inputs=[
+        helper.make_tensor_value_info("x", TP.FLOAT, [1, 32, 1]),
+        helper.make_tensor_value_info("s", TP.INT64, []),
+        helper.make_tensor_value_info("n", TP.INT64, [])])
+    with pytest.raises(OpNotImplemented, match="STFT node 'st': input 3 \\(frame_length\\) must "
+                                               "be known when importing"):
         run_graph(model, {})
 
 
@@ -502,3 +504,27 @@ def test_cum_prod_against_numpy():
             want = np.concatenate([np.ones((3, 1), "float32"), want[:, :-1]], 1)
         want = np.flip(want, 1) if reverse else want
         np.testing.assert_allclose(run_graph(model, {"x": x})[0], want, rtol=1e-5)
+
+
+def _run_time_model(op, inputs, n_out=1, opset=18, **attrs):
+    """One node whose every input is a graph input (values known only at run time)."""
+    node = helper.make_node(op, list(inputs), [f"y{k}" for k in range(n_out)], **attrs)
+    infos = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype),
+                                           list(v.shape)) for n, v in inputs.items()]
+    return graph_model([node], inputs=infos, outputs=[f"y{k}" for k in range(n_out)],
+                       opset=opset)
+
+
+def test_run_time_window_size_crop_pad_shape_and_stft_step():
+    from _onnx_util import compare, run_ort, run_vm
+
+    runs = [("HannWindow", {"n": np.array(7, "int64")}, {}),
+            ("BlackmanWindow", {"n": np.array(6, "int32")}, {"periodic": 0}),
+            ("HammingWindow", {"n": np.array(5, "int64")}, {}),
+            ("CenterCropPad", {"x": rand(RNG, 5, 4, 3), "s": np.array([3, 7], "int64")},
+             {"axes": [0, 1]}),
+            ("STFT", {"x": rand(RNG, 2, 40, 1), "step": np.array(6, "int64"),
+                      "w": np.hanning(16).astype("float32")}, {})]
+    for op, inputs, attrs in runs:
+        model = _run_time_model(op, inputs, **attrs)
+        compare(op, run_vm(model, list(inputs.values())), run_ort(model, inputs), SUMS)

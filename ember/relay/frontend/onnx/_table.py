@@ -230,8 +230,8 @@ SUPPORT: dict[str, OpSupport] = {
     "Concat": _e(ops_tensor.concat, "concatenate; axis 1 by default before version 4"),
     "Constant": _e(ops_shape.constant, "value, value_float(s), value_int(s); not sparse or "
                    "string"),
-    "CenterCropPad": _e(ops_layout.center_crop_pad, "strided_slice and nn.pad; shape must be "
-                        "known"),
+    "CenterCropPad": _e(ops_layout.center_crop_pad, "strided_slice and nn.pad (their dyn forms "
+                        "for a run-time shape)"),
     "Col2Im": _e(ops_layout.col2im, "conv2d_transpose of the columns with a 0/1 kernel; 2-D "
                  "images; image and block shapes must be known"),
     "ConstantOfShape": _e(ops_shape.constant_of_shape, "a constant for known shapes; from "
@@ -303,16 +303,18 @@ SUPPORT: dict[str, OpSupport] = {
                     "min (18+)"),
     "TfIdfVectorizer": _e(ops_tfidf.tfidf_vectorizer, "n-gram counts of an integer pool by "
                           "slices and comparisons; TF, IDF, TFIDF; static input length"),
-    # signal processing (lengths known at import)
-    "BlackmanWindow": _e(ops_signal.blackman_window, "a constant; size must be known"),
+    # signal processing
+    "BlackmanWindow": _e(ops_signal.blackman_window, "a constant, or from arange(size) at run "
+                         "time"),
     "DFT": _e(ops_signal.dft, "dense products with constant cos/sin matrices; inverse, "
               "onesided (rfft, irfft), dft_length; length and axis must be known"),
-    "HammingWindow": _e(ops_signal.hamming_window, "a constant; size must be known"),
-    "HannWindow": _e(ops_signal.hann_window, "a constant; size must be known"),
+    "HammingWindow": _e(ops_signal.hamming_window, "a constant, or from arange(size) at run "
+                        "time"),
+    "HannWindow": _e(ops_signal.hann_window, "a constant, or from arange(size) at run time"),
     "MelWeightMatrix": _e(ops_signal.mel_weight_matrix, "a constant (ONNX's triangular "
                           "filters); its inputs must be known"),
-    "STFT": _e(ops_signal.stft, "frames gathered by a constant index table, windowed, then "
-               "DFT; frame step and length must be known"),
+    "STFT": _e(ops_signal.stft, "frames gathered by an index table (a run-time step "
+               "allowed), windowed, then DFT; the frame length must be known"),
     "TopK": _e(ops_index.top_k, "topk (dyn.topk for a run-time K; an attribute before "
                "version 10); sorted, ties to the lower index",
                attr_inputs=(10, {1: (("k",), I64)})),

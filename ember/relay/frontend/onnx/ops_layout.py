@@ -9,6 +9,7 @@ import numpy as np
 
 from ....ir.expr import RelayExpr, const
 from ... import op as _op
+from . import _runtime_values as rt
 from ._node import Node
 from ._util import norm_axes, norm_axis, product, scalar
 
@@ -35,10 +36,13 @@ def reverse_sequence(node: Node) -> RelayExpr:
 
 def center_crop_pad(node: Node) -> RelayExpr:
     """Crop (the centre; the extra element goes at the end) or zero-pad (the extra element
-    at the end) each of ``axes`` to the known ``shape``."""
+    at the end) each of ``axes`` to ``shape``: strided_slice and nn.pad for a known shape,
+    their dyn forms for one known only at run time."""
     x, shape = node.input(0, "input_data"), node.static_shape(0, "input_data")
-    target = node.ints(1, "shape")
     axes = norm_axes(node, node.attr("axes", list(range(len(shape)))), len(shape))
+    if node.value(1) is None:
+        return _center_crop_pad_run_time(node, x, shape, axes)
+    target = node.ints(1, "shape")
     if len(target) != len(axes) or any(t < 0 for t in target):
         raise node.fail(f"shape {target} must give one size >= 0 per axis {axes}")
     pads = [[0, 0] for _ in shape]
@@ -53,6 +57,24 @@ def center_crop_pad(node: Node) -> RelayExpr:
     if any(p != [0, 0] for p in pads):
         x = _op.nn.pad(x, pads, scalar(0, node.dtype(0)))
     return x
+
+
+def _center_crop_pad_run_time(node: Node, x: RelayExpr, shape: tuple[int, ...],
+                              axes: list[int]) -> RelayExpr:
+    """The same with the target sizes as values: per axis, crop max(have - want, 0) (begin
+    at half of it) and pad max(want - have, 0) (half before)."""
+    if rt.length(node, 1, "shape") != len(axes):
+        raise node.fail(f"shape must give one size per axis {axes}")
+    i64, zero = "int64", scalar(0, "int64")
+    want = rt.int64(node, 1, "shape")
+    have = rt.vector([shape[a] for a in axes])
+    crop = _op.maximum(_op.subtract(have, want), zero)
+    begin = _op.floor_divide(crop, scalar(2, i64))
+    x = _op.strided_slice(x, begin, _op.add(begin, _op.minimum(want, have)), axes=axes)
+    grow = _op.maximum(_op.subtract(want, have), zero)
+    before = _op.floor_divide(grow, scalar(2, i64))
+    widths = [rt.on_axes(v, axes, len(shape), 0) for v in (before, _op.subtract(grow, before))]
+    return _op.nn.pad(x, _op.stack(widths, 1), scalar(0, node.dtype(0)))
 
 
 def col2im(node: Node) -> RelayExpr:

@@ -18,8 +18,9 @@ import numpy as np
 
 from ....ir.expr import RelayExpr, const
 from ... import op as _op
+from . import _runtime_values as rt
 from ._node import Node
-from ._util import norm_axis
+from ._util import norm_axis, scalar
 
 _TWO_PI = 2.0 * np.pi
 
@@ -113,28 +114,27 @@ def dft(node: Node) -> RelayExpr:
 
 
 def stft(node: Node) -> RelayExpr:
-    """Frames of ``frame_length`` every ``frame_step`` samples (gathered with one constant
-    index table), times the window, each transformed: (batch, frames, bins, 2)."""
+    """Frames of ``frame_length`` every ``frame_step`` samples (gathered with one index
+    table: a constant, or computed from a step known only at run time), times the window,
+    each transformed: (batch, frames, bins, 2). The frame length must be known."""
     x, shape, dtype = node.input(0, "signal"), node.static_shape(0, "signal"), node.dtype(0)
     if len(shape) != 3 or shape[-1] not in (1, 2):
         raise node.fail(f"signal must have shape [batch, length, 1 or 2], got {list(shape)}")
-    step = _known_int(node, 1, "frame_step")
     window = node.optional(2)
     size = node.static_shape(2, "window")[0] if window is not None else None
     length = _known_int(node, 3, "frame_length", size)
-    if length is None or step is None or step < 1 or not 0 < length <= shape[1]:
-        raise node.fail(f"frame_step ({step}) must be positive and frame_length ({length}, or "
-                        f"the window's size) in [1, {shape[1]}]")
+    if length is None or not 0 < length <= shape[1]:
+        raise node.fail(f"frame_length ({length}, or the window's size) must be in "
+                        f"[1, {shape[1]}]")
     if size is not None and size != length:
         raise node.fail(f"the window has {size} values but frame_length is {length}")
     onesided = bool(node.attr("onesided", 1))
     if onesided and shape[-1] == 2:
         raise node.fail("onesided=1 needs a real signal (last axis of size 1)")
-    frames = 1 + (shape[1] - length) // step
-    index = np.arange(frames)[:, None] * step + np.arange(length)[None, :]
+    index = _frame_index(node, shape[1], length)
     real, imag = _parts(x, shape[-1])
-    real = _op.take(real, const(index.astype("int64")), axis=1)  # (batch, frames, length)
-    imag = None if imag is None else _op.take(imag, const(index.astype("int64")), axis=1)
+    real = _op.take(real, index, axis=1)  # (batch, frames, length)
+    imag = None if imag is None else _op.take(imag, index, axis=1)
     if window is not None:
         real = _op.multiply(real, window)
         imag = None if imag is None else _op.multiply(imag, window)
@@ -142,15 +142,25 @@ def stft(node: Node) -> RelayExpr:
     return _complex(out_r, out_i)
 
 
+def _frame_index(node: Node, total: int, length: int) -> RelayExpr:
+    """(frames, length) int64 indices of each frame's samples."""
+    known = node.value(1)
+    offsets = np.arange(length, dtype="int64")[None, :]
+    if known is not None:
+        step = int(np.asarray(known).reshape(-1)[0])
+        if step < 1:
+            raise node.fail(f"frame_step must be positive, got {step}")
+        frames = 1 + (total - length) // step
+        return const(np.arange(frames, dtype="int64")[:, None] * step + offsets)
+    i64 = "int64"
+    step = rt.int64(node, 1, "frame_step")
+    step = rt.scalar(step) if node.ndim(1) else step
+    frames = _op.add(_op.floor_divide(scalar(total - length, i64), step), scalar(1, i64))
+    starts = _op.multiply(_op.arange(scalar(0, i64), frames, scalar(1, i64), dtype=i64), step)
+    return _op.add(_op.expand_dims(starts, 1), const(offsets))
+
+
 # ---------------------------------------------------------------- generated constants
-def _window_size(node: Node) -> tuple[np.ndarray, float]:
-    size = _known_int(node, 0, "size")
-    if size is None or size < 1:
-        raise node.fail(f"size must be positive, got {size}")
-    periodic = node.attr("periodic", 1)
-    return np.arange(size, dtype="float64"), float(size if periodic else size - 1)
-
-
 def _out_dtype(node: Node) -> str:
     from ._proto import dtype_of
 
@@ -158,11 +168,29 @@ def _out_dtype(node: Node) -> str:
 
 
 def _cosine_window(node: Node, a0: float, a1: float, a2: float = 0.0) -> RelayExpr:
-    n, denom = _window_size(node)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        phase = _TWO_PI * n / denom if denom else np.zeros_like(n)
-    values = a0 - a1 * np.cos(phase) + a2 * np.cos(2 * phase)
-    return const(values.astype(_out_dtype(node)))
+    """a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) for n < size, N = size (periodic) or
+    size - 1: a constant for a known size, else computed from arange(size) at run time."""
+    periodic, dtype = bool(node.attr("periodic", 1)), _out_dtype(node)
+    size = node.value(0)
+    if size is not None:
+        count = int(np.asarray(size).reshape(-1)[0])
+        if count < 1:
+            raise node.fail(f"size must be positive, got {count}")
+        n, denom = np.arange(count, dtype="float64"), float(count if periodic else count - 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            phase = _TWO_PI * n / denom if denom else np.zeros_like(n)
+        return const((a0 - a1 * np.cos(phase) + a2 * np.cos(2 * phase)).astype(dtype))
+    f64 = "float64"
+    count = rt.int64(node, 0, "size")
+    count = rt.scalar(count) if node.ndim(0) else count
+    n = _op.cast(_op.arange(scalar(0, "int64"), count, scalar(1, "int64"), dtype="int64"), f64)
+    denom = _op.cast(count if periodic else _op.subtract(count, scalar(1, "int64")), f64)
+    phase = _op.divide(_op.multiply(n, scalar(_TWO_PI, f64)), denom)
+    out = _op.subtract(scalar(a0, f64), _op.multiply(scalar(a1, f64), _op.cos(phase)))
+    if a2:
+        out = _op.add(out, _op.multiply(scalar(a2, f64),
+                                        _op.cos(_op.multiply(phase, scalar(2.0, f64)))))
+    return _op.cast(out, dtype)
 
 
 def hann_window(node: Node) -> RelayExpr:
