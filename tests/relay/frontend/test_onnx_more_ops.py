@@ -528,3 +528,25 @@ def test_run_time_window_size_crop_pad_shape_and_stft_step():
     for op, inputs, attrs in runs:
         model = _run_time_model(op, inputs, **attrs)
         compare(op, run_vm(model, list(inputs.values())), run_ort(model, inputs), SUMS)
+
+
+def test_non_zero_and_compress_on_the_vm():
+    from _onnx_util import compare, run_ort, run_vm
+
+    mask = rand(RNG, 3, 4, lo=-1, hi=1) > 0.2
+    runs = [("NonZero", {"x": (rand(RNG, 2, 3, 4) > 0.5).astype("float32")}, {}),
+            ("NonZero", {"x": np.zeros((3, 2), "int32")}, {}),
+            ("NonZero", {"x": mask}, {}),
+            ("Compress", {"x": rand(RNG, 3, 4), "c": np.array([True, False, True])},
+             {"axis": 0}),
+            ("Compress", {"x": rand(RNG, 3, 4), "c": np.array([False, True, True, False])},
+             {"axis": -1}),
+            ("Compress", {"x": rand(RNG, 2, 3), "c": np.array([0, 1, 0, 1, 1], bool)}, {})]
+    for op, inputs, attrs in runs:
+        model = _run_time_model(op, inputs, opset=13, **attrs)
+        model.graph.output[0].type.tensor_type.elem_type = (
+            TP.INT64 if op == "NonZero" else TP.FLOAT)
+        compare(op, run_vm(model, list(inputs.values())), run_ort(model, inputs))
+    model = _run_time_model("Compress", {"x": rand(RNG, 2), "c": np.ones(3, bool)}, axis=0)
+    with pytest.raises(FrontendError, match="condition has 3 values, more than the 2"):
+        run_vm(model, [])

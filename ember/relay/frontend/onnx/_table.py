@@ -227,6 +227,8 @@ SUPPORT: dict[str, OpSupport] = {
                     "noop_with_empty_axes" + RT_AXES),
     "ReduceSumSquare": _e(r.REDUCERS["ReduceSumSquare"], "sum(x * x)"),
     # shapes and data movement
+    "Compress": _e(ops_layout.compress, "take of the indices where the condition holds (as "
+                   "NonZero: VM, run-time length)"),
     "Concat": _e(ops_tensor.concat, "concatenate; axis 1 by default before version 4"),
     "Constant": _e(ops_shape.constant, "value, value_float(s), value_int(s); not sparse or "
                    "string"),
@@ -241,6 +243,9 @@ SUPPORT: dict[str, OpSupport] = {
     "Expand": _e(ops_shape.expand, "broadcast_to for static shapes, where() against a "
                  "template for symbolic ones, dyn.broadcast_to for run-time ones"),
     "Flatten": _e(ops_tensor.flatten, "reshape to 2-D (also with dynamic sizes)"),
+    "NonZero": _e(ops_layout.non_zero, "coordinates padded to the input's size by "
+                  "nonzero_padded (O(size^2)), cut to the run-time count (VM); static input "
+                  "shape"),
     "OneHot": _e(ops_tensor.one_hot, "one_hot (dyn.one_hot for a run-time depth); negative "
                  "indices wrap"),
     "Pad": _e(ops_tensor.pad, "constant, reflect and edge; negative pads crop; axes (18+); "

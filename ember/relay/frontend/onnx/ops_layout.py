@@ -194,3 +194,32 @@ def max_unpool(node: Node) -> RelayExpr:
     zeros = _op.zeros((rows, per_out), node.dtype(0))
     out = _op.scatter_elements(zeros, index, _op.reshape(x, (rows, per_in)), 1)
     return _op.reshape(out, out_shape)
+
+
+def non_zero(node: Node) -> RelayExpr:
+    """NonZero: the padded coordinates (``nonzero_padded``) cut to the count found at run
+    time with dyn.strided_slice; the result's length is ``?`` (the VM runs it)."""
+    x = node.input(0, "X")
+    node.static_shape(0, "X")
+    indices, count = _op.nonzero_padded(x)
+    return _op.strided_slice(indices, rt.vector([0]), count, axes=[1])
+
+
+def compress(node: Node) -> RelayExpr:
+    """Compress: ``take`` along ``axis`` (the flattened input without one) of the indices
+    where the 1-D condition holds, found as NonZero does (VM)."""
+    x, shape = node.input(0, "input"), node.static_shape(0, "input")
+    cond_shape = node.static_shape(1, "condition")
+    if len(cond_shape) != 1:
+        raise node.fail(f"condition must be 1-D, got shape {list(cond_shape)}")
+    if node.has_attr("axis"):
+        axis = norm_axis(node, node.attr("axis"), len(shape))
+        length = shape[axis]
+    else:
+        x, axis, length = _op.reshape(x, (-1,)), 0, product(shape)
+    if cond_shape[0] > length:
+        raise node.fail(f"condition has {cond_shape[0]} values, more than the {length} along "
+                        "the axis")
+    indices, count = _op.nonzero_padded(node.input(1, "condition"))
+    picked = _op.strided_slice(_op.squeeze(indices, [0]), rt.vector([0]), count, axes=[0])
+    return _op.take(x, picked, axis=axis)
