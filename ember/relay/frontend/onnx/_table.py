@@ -17,6 +17,7 @@ from typing import Any
 
 from . import (
     ops_control,
+    ops_detect,
     ops_conv,
     ops_einsum,
     ops_index,
@@ -243,6 +244,9 @@ SUPPORT: dict[str, OpSupport] = {
     "Expand": _e(ops_shape.expand, "broadcast_to for static shapes, where() against a "
                  "template for symbolic ones, dyn.broadcast_to for run-time ones"),
     "Flatten": _e(ops_tensor.flatten, "reshape to 2-D (also with dynamic sizes)"),
+    "NonMaxSuppression": _e(ops_detect.non_max_suppression, "sort, pairwise IoU and a "
+                            "fixed-point loop for the greedy choice (VM); ONNX's reference "
+                            "rules; B x C x N^2 work"),
     "NonZero": _e(ops_layout.non_zero, "coordinates padded to the input's size by "
                   "nonzero_padded (O(size^2)), cut to the run-time count (VM); static input "
                   "shape"),
