@@ -591,3 +591,22 @@ def test_non_max_suppression_errors():
     with pytest.raises(FrontendError, match=r"NonMaxSuppression node 'nms': boxes \[1, 4, 4\] "
                                             r"and scores \[1, 2, 5\] must be"):
         run_vm(model, [])
+
+
+def test_resize_keep_aspect_ratio_policy_known_and_run_time_sizes():
+    from _onnx_util import compare, run_ort, run_vm
+
+    x = rand(RNG, 1, 2, 4, 6)
+    for policy in ("not_larger", "not_smaller"):
+        for mode in ("nearest", "linear"):
+            sizes = np.array([7, 5], "int64")
+            attrs = dict(mode=mode, keep_aspect_ratio_policy=policy, axes=[2, 3])
+            check([node_case(f"{policy}_{mode}", "Resize", {"x": x},
+                             inits={"roi": np.zeros(0, "float32"),
+                                    "sc": np.zeros(0, "float32"), "sz": sizes}, **attrs)],
+                  opset=18)
+            node = helper.make_node("Resize", ["x", "", "", "sz"], ["y"], **attrs)
+            model = graph_model([node], opset=18, inputs=[
+                helper.make_tensor_value_info("x", TP.FLOAT, list(x.shape)),
+                helper.make_tensor_value_info("sz", TP.INT64, [2])])
+            compare(policy, run_vm(model, [x, sizes]), run_ort(model, {"x": x, "sz": sizes}))
