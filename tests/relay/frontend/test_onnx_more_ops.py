@@ -348,6 +348,26 @@ def test_affine_grid():
     check(cases, opset=20)
 
 
+def test_affine_grid_of_one_point_follows_onnx_reference():
+    """A single point with align_corners sits at -1 in ONNX's reference (onnxruntime: +1)."""
+    from _onnx_util import run_vm
+    from onnx.reference import ReferenceEvaluator
+
+    theta = rand(RNG, 2, 2, 3)
+    for known in (True, False):
+        node = helper.make_node("AffineGrid", ["t", "s"], ["y"], align_corners=1)
+        size = np.array([2, 3, 1, 4], "int64")
+        inputs = [helper.make_tensor_value_info("t", TP.FLOAT, [2, 2, 3])]
+        inits = [numpy_helper.from_array(size, "s")] if known else []
+        if not known:
+            inputs.append(helper.make_tensor_value_info("s", TP.INT64, [4]))
+        model = graph_model([node], inputs=inputs, inits=inits, opset=20)
+        feeds = {"t": theta} if known else {"t": theta, "s": size}
+        want = ReferenceEvaluator(model).run(None, feeds)[0]
+        got = run_vm(model, list(feeds.values()))[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_grid_sample_and_affine_grid_errors():
     node = helper.make_node("GridSample", ["x", "g"], ["y"], name="gs")
     model = graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, 4]),
@@ -515,7 +535,7 @@ def _run_time_model(op, inputs, n_out=1, opset=18, **attrs):
                        opset=opset)
 
 
-def test_run_time_window_size_crop_pad_shape_and_stft_step():
+def test_run_time_window_size_crop_pad_shape_stft_step_and_grid_size():
     from _onnx_util import compare, run_ort, run_vm
 
     runs = [("HannWindow", {"n": np.array(7, "int64")}, {}),
@@ -524,9 +544,15 @@ def test_run_time_window_size_crop_pad_shape_and_stft_step():
             ("CenterCropPad", {"x": rand(RNG, 5, 4, 3), "s": np.array([3, 7], "int64")},
              {"axes": [0, 1]}),
             ("STFT", {"x": rand(RNG, 2, 40, 1), "step": np.array(6, "int64"),
-                      "w": np.hanning(16).astype("float32")}, {})]
+                      "w": np.hanning(16).astype("float32")}, {}),
+            ("AffineGrid", {"t": rand(RNG, 2, 2, 3), "s": np.array([2, 3, 4, 5], "int64")},
+             {"align_corners": 1}),
+            ("AffineGrid", {"t": rand(RNG, 2, 2, 3), "s": np.array([2, 3, 1, 5], "int64")},
+             {"align_corners": 0}),
+            ("AffineGrid", {"t": rand(RNG, 1, 3, 4), "s": np.array([1, 1, 2, 3, 4], "int64")},
+             {})]
     for op, inputs, attrs in runs:
-        model = _run_time_model(op, inputs, **attrs)
+        model = _run_time_model(op, inputs, opset=20, **attrs)
         compare(op, run_vm(model, list(inputs.values())), run_ort(model, inputs), SUMS)
 
 

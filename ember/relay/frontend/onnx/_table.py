@@ -290,7 +290,8 @@ SUPPORT: dict[str, OpSupport] = {
     "GatherElements": _e(ops_index.gather_elements, "gather"),
     "GatherND": _e(ops_index.gather_nd, "gather_nd with batch_dims"),
     "AffineGrid": _e(ops_sample.affine_grid, "constant base grid times theta^T "
-                     "(batch_matmul); 2-D and 3-D; size must be known"),
+                     "(batch_matmul), or from arange for a run-time size; 2-D and 3-D; a "
+                     "single aligned point at -1 (ONNX's reference)"),
     "GridSample": _e(ops_sample.grid_sample, "coordinate arithmetic and one gather per tap: "
                      "nearest, (bi)linear, (bi)cubic; zeros, border, reflection; 2-D and 3-D; "
                      "static shapes"),

@@ -16,6 +16,7 @@ import numpy as np
 
 from ....ir.expr import RelayExpr, const
 from ... import op as _op
+from . import _runtime_values as rt
 from ._node import Node
 from ._util import product, scalar
 from .ops_math import round_half_even_expr
@@ -156,6 +157,8 @@ def affine_grid(node: Node) -> RelayExpr:
     """The sampling grid of affine ``theta`` (N, 2, 3) or (N, 3, 4) over ``size`` (known):
     base coordinates (x, y[, z], 1) of every output pixel times theta^T."""
     theta, dtype = node.input(0, "theta"), node.dtype(0)
+    if node.value(1) is None:
+        return _affine_grid_run_time(node, theta, dtype)
     size = node.ints(1, "size")
     rank = len(size) - 2
     tshape = node.static_shape(0, "theta")
@@ -166,7 +169,7 @@ def affine_grid(node: Node) -> RelayExpr:
     axes = []
     for s in size[2:]:
         if align:
-            axes.append(np.linspace(-1.0, 1.0, s) if s > 1 else np.zeros(1))
+            axes.append(np.linspace(-1.0, 1.0, s))  # a single point sits at -1
         else:
             axes.append((2.0 * np.arange(s) + 1.0) / s - 1.0)
     mesh = np.meshgrid(*axes, indexing="ij")  # data order (D,) H, W
@@ -176,6 +179,42 @@ def affine_grid(node: Node) -> RelayExpr:
     base_b = _op.broadcast_to(const(base[None]), (size[0], pixels, rank + 1))
     out = _op.nn.batch_matmul(base_b, theta)  # (N, P, rank)
     return _op.reshape(out, (size[0], *size[2:], rank))
+
+
+def _affine_grid_run_time(node: Node, theta: RelayExpr, dtype: str) -> RelayExpr:
+    """AffineGrid with a size known only at run time: each axis's coordinates from arange,
+    broadcast against each other (x varies along the last axis), and theta applied as a
+    broadcast product summed over the homogeneous coordinate: (N, [D,] H, W, rank)."""
+    tshape = node.static_shape(0, "theta")
+    rank = rt.length(node, 1, "size") - 2
+    if rank not in (2, 3) or tuple(tshape[1:]) != (rank, rank + 1):
+        raise node.fail(f"theta {list(tshape)} and a size of {rank + 2} values must be "
+                        "(N, 2, 3) with (N, C, H, W) or (N, 3, 4) with (N, C, D, H, W)")
+    align = bool(node.attr("align_corners", 0))
+    size = rt.int64(node, 1, "size")
+    one, two = scalar(1.0, dtype), scalar(2.0, dtype)
+    coords = []  # per spatial axis, in data order, shaped to broadcast over the others
+    for k in range(rank):
+        count = rt.scalar(_op.strided_slice(size, [k + 2], [k + 3]))
+        i = _op.cast(_op.arange(scalar(0, "int64"), count, scalar(1, "int64"), dtype="int64"),
+                     dtype)
+        n = _op.cast(count, dtype)
+        if align:  # linspace(-1, 1, n); a single point sits at -1
+            step = _op.divide(two, _op.maximum(_op.subtract(n, one), one))
+            c = _op.subtract(_op.multiply(i, step), one)
+        else:
+            c = _op.subtract(_op.divide(_op.add(_op.multiply(i, two), one), n), one)
+        shape = [1] * rank
+        shape[k] = -1
+        coords.append(_op.reshape(c, shape))
+    total = None
+    homogeneous = [*reversed(coords), None]  # x, y[, z], 1
+    for j, c in enumerate(homogeneous):  # out[..., r] = sum_j theta[:, r, j] * base_j
+        t = _op.strided_slice(theta, [j], [j + 1], axes=[2])  # (N, rank, 1)
+        t = _op.reshape(t, (tshape[0], *[1] * rank, rank))
+        term = t if c is None else _op.multiply(_op.expand_dims(_op.expand_dims(c, 0), -1), t)
+        total = term if total is None else _op.add(total, term)
+    return total
 
 
 def _roi_axis(node: Node, start: RelayExpr, size: RelayExpr, pooled: int, ratio: int,
