@@ -636,3 +636,24 @@ def test_resize_keep_aspect_ratio_policy_known_and_run_time_sizes():
                 helper.make_tensor_value_info("x", TP.FLOAT, list(x.shape)),
                 helper.make_tensor_value_info("sz", TP.INT64, [2])])
             compare(policy, run_vm(model, [x, sizes]), run_ort(model, {"x": x, "sz": sizes}))
+
+
+def test_resize_tf_crop_and_resize():
+    from _onnx_util import compare, run_ort, run_vm
+
+    x = rand(RNG, 1, 2, 5, 6)
+    roi = np.array([0.1, 0.3, 0.9, 1.2], "float32")  # (h0, w0, h1, w1): w leaves the input
+    for mode in ("linear", "nearest"):
+        attrs = dict(mode=mode, coordinate_transformation_mode="tf_crop_and_resize",
+                     axes=[2, 3], extrapolation_value=-7.0)
+        check([node_case(f"crop_{mode}", "Resize", {"x": x},
+                         inits={"roi": roi, "sc": np.zeros(0, "float32"),
+                                "sz": np.array([4, 1], "int64")}, tol=SUMS, **attrs)],
+              opset=18)
+        node = helper.make_node("Resize", ["x", "roi", "", "sz"], ["y"], **attrs)
+        model = graph_model([node], opset=18, inputs=[
+            helper.make_tensor_value_info("x", TP.FLOAT, list(x.shape)),
+            helper.make_tensor_value_info("roi", TP.FLOAT, [4]),
+            helper.make_tensor_value_info("sz", TP.INT64, [2])])
+        feeds = {"x": x, "roi": roi, "sz": np.array([3, 7], "int64")}
+        compare(mode, run_vm(model, list(feeds.values())), run_ort(model, feeds), SUMS)

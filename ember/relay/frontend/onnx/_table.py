@@ -298,9 +298,10 @@ SUPPORT: dict[str, OpSupport] = {
     "RoiAlign": _e(ops_sample.roi_align, "bilinear samples gathered per ROI and bin, "
                    "averaged or maxed; both coordinate modes; sampling_ratio must be > 0"),
     "Resize": _e(ops_resize.resize, "image.resize2d on NCW/NCHW: nearest, linear, cubic; "
-                 "every coordinate mode but tf_crop_and_resize; keep_aspect_ratio_policy; no "
-                 "antialias; version 10 as Upsample; dyn.image.resize2d for run-time "
-                 "scales/sizes or scaled symbolic axes"),
+                 "every coordinate mode (tf_crop_and_resize: nearest and linear, axis by axis "
+                 "with gathers); keep_aspect_ratio_policy; no antialias; version 10 as "
+                 "Upsample; dyn.image.resize2d for run-time scales/sizes or scaled symbolic "
+                 "axes"),
     "ScatterElements": _e(ops_index.scatter_elements, "scatter_elements; reduction none, add, "
                           "mul (16+), max, min (18+)"),
     "Upsample": _e(ops_resize.upsample, "image.resize2d, asymmetric coordinates: nearest "
