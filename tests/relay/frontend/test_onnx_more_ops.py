@@ -657,3 +657,28 @@ def test_resize_tf_crop_and_resize():
             helper.make_tensor_value_info("sz", TP.INT64, [2])])
         feeds = {"x": x, "roi": roi, "sz": np.array([3, 7], "int64")}
         compare(mode, run_vm(model, list(feeds.values())), run_ort(model, feeds), SUMS)
+
+
+def test_resize_antialias():
+    from _onnx_util import compare, run_ort, run_vm
+
+    x = rand(RNG, 1, 2, 9, 8)
+    cases = []
+    for mode in ("linear", "cubic"):
+        for coord, exclude in (("half_pixel", 0), ("pytorch_half_pixel", 1),
+                               ("asymmetric", 0), ("align_corners", 0)):
+            for scales in ((1.0, 1.0, 0.4, 0.6), (1.0, 1.0, 1.5, 0.5)):
+                tag = f"{mode}_{coord}_{exclude}_{scales[2]}"
+                cases.append(node_case(tag, "Resize", {"x": x}, tol=SUMS,
+                                       inits={"roi": np.zeros(0, "float32"),
+                                              "sc": np.array(scales, "float32")},
+                                       mode=mode, antialias=1, exclude_outside=exclude,
+                                       coordinate_transformation_mode=coord))
+    check(cases, opset=18)
+    node = helper.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="cubic", antialias=1,
+                            axes=[2, 3])
+    model = graph_model([node], opset=18, inputs=[
+        helper.make_tensor_value_info("x", TP.FLOAT, list(x.shape)),
+        helper.make_tensor_value_info("sz", TP.INT64, [2])])
+    feeds = {"x": x, "sz": np.array([4, 3], "int64")}
+    compare("run-time sizes", run_vm(model, list(feeds.values())), run_ort(model, feeds), SUMS)

@@ -299,7 +299,8 @@ SUPPORT: dict[str, OpSupport] = {
                    "averaged or maxed; both coordinate modes; sampling_ratio must be > 0"),
     "Resize": _e(ops_resize.resize, "image.resize2d on NCW/NCHW: nearest, linear, cubic; "
                  "every coordinate mode (tf_crop_and_resize: nearest and linear, axis by axis "
-                 "with gathers); keep_aspect_ratio_policy; no antialias; version 10 as "
+                 "with gathers); keep_aspect_ratio_policy; antialias (linear, cubic) by an "
+                 "(output, input) weight matrix per axis; version 10 as "
                  "Upsample; dyn.image.resize2d for run-time scales/sizes or scaled symbolic "
                  "axes"),
     "ScatterElements": _e(ops_index.scatter_elements, "scatter_elements; reduction none, add, "

@@ -58,14 +58,16 @@ def resize(node: Node) -> RelayExpr:
     _check_rank(node, ndim)
     mode = _MODES[node.choice("mode", "nearest", tuple(_MODES))]
     coord = node.choice("coordinate_transformation_mode", "half_pixel", _COORDS)
-    if node.attr("antialias", 0):
-        raise node.unsupported_attr("antialias", 1, "0")
     policy = node.choice("keep_aspect_ratio_policy", "stretch", _POLICIES)
     axes = norm_axes(node, node.attr("axes", list(range(ndim))), ndim)
     scales_in, sizes_in = _given(node, 2), _given(node, 3)
-    if coord == "tf_crop_and_resize":  # a region of the input: resampled axis by axis
-        from .ops_crop_resize import crop_and_resize
+    if coord == "tf_crop_and_resize" or node.attr("antialias", 0):  # resampled axis by axis
+        from .ops_resample import antialias_resize, crop_and_resize
 
+        if node.attr("antialias", 0):
+            if coord == "tf_crop_and_resize":
+                raise node.unsupported("antialias with tf_crop_and_resize")
+            return antialias_resize(node, axes, sizes_in, scales_in, coord)
         return crop_and_resize(node, axes, sizes_in, scales_in)
     in_sizes = ty.shape
     attrs = dict(method=mode, coordinate_transformation_mode=coord,
