@@ -51,7 +51,8 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("the ember command, RPC server/tracker programs, micro projects, test helpers that "
       "build models"),
      ("ember.cli", "ember.__main__", "ember.exec", "ember.micro", "ember.testing.aot",
-      "ember.testing._aot_c", "ember.testing.plugin")),
+      "ember.testing._aot_c", "ember.testing.plugin", "ember.testing.onnx_backend",
+      "ember.testing.onnx_node_tests")),
 )
 
 # The runtime reaches the C compiler driver only where exporting needs it, through this one

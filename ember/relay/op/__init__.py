@@ -18,7 +18,9 @@ from . import (  # noqa: F401
     dyn,
     image,
     indexing,
+    nd_scatter,
     nn,
+    nonzero,
     reduce,
     scatter_gather,
     tensor,
@@ -27,6 +29,8 @@ from . import (  # noqa: F401
 from ._tuple import TupleWrapper
 from .algorithm import *
 from .creation import *
+from .nd_scatter import *
+from .nonzero import *
 from .reduce import *
 from .scatter_gather import *
 from .tensor import *
@@ -36,4 +40,4 @@ get = Op.get
 
 __all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn"]
 __all__ += (algorithm.__all__ + creation.__all__ + reduce.__all__ + scatter_gather.__all__
-            + tensor.__all__ + transform.__all__)
+            + nd_scatter.__all__ + nonzero.__all__ + tensor.__all__ + transform.__all__)

@@ -13,11 +13,11 @@ from _lowering_util import SUMS, Case, rand
 
 UNARY_RANGES = {
     "log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "sqrt": (0.0, 5), "rsqrt": (0.1, 5),
-    "tan": (-1.2, 1.2),
+    "tan": (-1.2, 1.2), "asin": (-0.99, 0.99), "acos": (-0.99, 0.99),
 }
 UNARY_FLOAT = ["exp", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
-               "cos", "tan", "floor", "ceil", "trunc", "round", "negative", "abs", "sign",
-               "copy", "isnan", "isinf", "isfinite", "logical_not", "nn.relu",
+               "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil", "trunc",
+               "round", "negative", "abs", "sign", "copy", "isnan", "isinf", "isfinite", "logical_not", "nn.relu",
                "annotation.stop_fusion"]
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power",
           "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "equal",
@@ -145,6 +145,9 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
         "gather_nd": Case("gather_nd", [x, np.array([[0, 2], [3, -1]], "int32")]),
         "scatter_elements": Case("scatter_elements", [x, idx, rand(rng, (2, 1, 5))],
                                  {"axis": 1, "reduction": "add"}),
+        "scatter_nd": Case("scatter_nd", [x, np.array([[1, -1, 1]], "int64"),
+                                          rand(rng, (3, 4, 5))], {"mode": "update"}),
+        "nonzero_padded": Case("nonzero_padded", [np.array([[0, 2, 0], [1, 0, -3]], "int32")]),
         "topk": Case("topk", [x], {"k": 3, "axis": 1}),
         "cumsum": Case("cumsum", [x], {"axis": -1}, SUMS),
         "cumprod": Case("cumprod", [x], {"axis": 0, "exclusive": True}, SUMS),

@@ -24,7 +24,8 @@ from ....runtime.ndarray import array as _nd_array
 from ._graph import Importer, Scope, _graphs_of, with_context
 from ._load import DEFAULT_DOMAINS, load_model, model_opset
 from ._proto import DTYPES, require_onnx
-from ._table import SUPPORT, OpSupport, node_support, support_markdown
+from ._domains import describe, lookup, support_markdown
+from ._table import SUPPORT, OpSupport
 from ._versions import REVIEWED_OPSET, newest_opset
 
 __all__ = ["REVIEWED_OPSET", "SUPPORT", "OpSupport", "from_onnx", "newest_opset",
@@ -115,14 +116,9 @@ def _check_operators(graph: Any, opset: int) -> None:
         g = stack.pop()
         for n in g.node:
             stack.extend(_graphs_of(n))
-            if n.domain not in DEFAULT_DOMAINS:
-                key, why = f"{n.domain}.{n.op_type}", f"custom domain {n.domain!r}: ember " \
-                    "imports the default ONNX domain only"
-                malformed = False
-            else:
-                version, why = node_support(n.op_type, opset)
-                key = n.op_type if version is None else f"{n.op_type}-{version}"
-                malformed &= why is None or version is None
+            version, _, why = lookup(n.domain, n.op_type, opset)
+            key = describe(n.domain, n.op_type, version)
+            malformed &= why is None or (version is None and n.domain in DEFAULT_DOMAINS)
             if why is not None:
                 bad.setdefault(f"{key} ({why})", {})[n.name or "<unnamed>"] = None
     if not bad:

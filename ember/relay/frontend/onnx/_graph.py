@@ -128,11 +128,10 @@ class Scope:
             self.convert_node(proto)
 
     def convert_node(self, proto: Any) -> None:
-        from ._table import SUPPORT
-        from ._versions import op_version
+        from ._domains import lookup
 
-        entry = SUPPORT[proto.op_type]
-        version = op_version(proto.op_type, self.importer.opset)[0]
+        version, entry, _ = lookup(proto.domain, proto.op_type, self.importer.opset)
+        assert entry is not None, f"{proto.op_type}: the model's operators were checked first"
         name = self.importer.node_name(proto)
         node = Node(proto, name, self, version,
                     entry.attr_inputs_at(version or self.importer.opset))
