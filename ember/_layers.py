@@ -18,11 +18,11 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       "executors, profiling, RPC, the native runtime; the top-level namespace"),
      ("ember", "ember._layers", "ember.error", "ember._ffi", "ember.runtime", "ember.rpc",
       "ember.contrib", "ember.contrib.utils", "ember.contrib.graph_executor",
-      "ember.contrib.debugger", "ember.testing")),
+      "ember.contrib.debugger", "ember.testing", "ember.support")),
     ("IR",
      ("types, expressions, IRModule, attrs, visitors, well-formedness, structural equality, "
       "the text printer and parser, the op registry (Op, OpDef) and the pass manager"),
-     ("ember.ir",)),
+     ("ember.ir", "ember.instrument")),
     ("target", "Target parsing and the SIMD level of a target",
      ("ember.target",)),
     ("tensor lowering",
@@ -51,6 +51,7 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("the ember command, RPC server/tracker programs, micro projects, test helpers that "
       "build models"),
      ("ember.cli", "ember.__main__", "ember.exec", "ember.micro", "ember.testing.aot",
+      "ember.contrib.relay_viz",
       "ember.testing._aot_c", "ember.testing.plugin")),
 )
 

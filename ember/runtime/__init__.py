@@ -6,7 +6,8 @@ Module and its loaders, the ctypes bridge to the one C ABI, and the executors' r
 from __future__ import annotations
 
 from . import ndarray as nd  # noqa: F401
-from .device import Device, cpu, cuda, device, ext_dev, metal, opencl, rocm, vulkan  # noqa: F401
+from .device import (Device, cl, cpu, cuda, device, ext_dev, gpu, hexagon,  # noqa: F401
+                     metal, mtl, opencl, rocm, vpi, vulkan, webgpu)
 from .dtype import DataType, DataTypeCode  # noqa: F401
 from .errors import TVMError  # noqa: F401
 from .ndarray import NDArray  # noqa: F401
