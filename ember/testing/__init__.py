@@ -2,7 +2,9 @@
 
 ``assert_allclose``, target enumeration (``enabled_targets``, ``device_enabled``), pytest marks
 (``requires_llvm``, ``requires_micro``, ``requires_rpc``, ``uses_gpu``), fixture factories
-(``parameter``, ``parameters``) and ``parametrize_targets``. Importing this module loads
+(``parameter``, ``parameters``), ``parametrize_targets``, and the ``testing.*`` global
+functions that exercise the FFI (``echo``, ``device_test``, ``object_use_count``,
+``test_wrap_callback``, ... in ``ffi_funcs.py``). Importing this module loads
 neither the compiler packages nor pytest (pytest is imported when a mark or fixture is made).
 
 Targets under test come from ``$TVM_TEST_TARGETS`` (or ``$EMBER_TEST_TARGETS``), a
@@ -256,8 +258,29 @@ def _parametrize(targets: Iterable[Any] | None) -> Callable[[_F], _F]:
     return decorator
 
 
+# -- the testing.* global functions (ffi_funcs.py) ------------------------------------------------
+from .ffi_funcs import (  # noqa: E402,F401  (tvm.testing.<name>)
+    device_test,
+    error_test as ErrorTest,  # noqa: N812  (the Relay-era name)
+    object_use_count,
+    test_check_eq_callback,
+    test_raise_error_callback,
+    test_wrap_callback,
+)
+
+
 def echo(*args: Any) -> Any:
     """The registered ``testing.echo`` PackedFunc: returns its argument (round-trips the FFI)."""
     from ..runtime.registry import get_global_func
 
     return get_global_func("testing.echo")(*args)
+
+
+def __getattr__(name: str) -> Any:
+    # As the Relay-era tvm.testing: every global function "testing.<name>" is tvm.testing.<name>.
+    from ..runtime.registry import get_global_func
+
+    func = None if name.startswith("_") else get_global_func(f"testing.{name}", allow_missing=True)
+    if func is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return func
