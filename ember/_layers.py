@@ -35,7 +35,8 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("ember.relay.op",)),
     ("passes", "Relay analyses and passes, and the Relay-level helpers they share",
      ("ember.relay.transform", "ember.relay.analysis", "ember.relay.expr_functor",
-      "ember.relay.scope_builder", "ember.relay.loops", "ember.relay.prelude")),
+      "ember.relay.scope_builder", "ember.relay.loops", "ember.relay.prelude",
+      "ember.relay.dataflow_pattern")),
     ("backends",
      ("graph, AOT and VM codegen (each executor's compile side), lowering to C, memory "
       "planning, the shared build pipeline, the executor-builder registry"),
