@@ -59,6 +59,7 @@ _LAZY = {
     "topi": "ember.topi",
     "_ffi": "ember._ffi",
     "support": "ember.support",
+    "container": "ember.runtime.container",  # the Relay-era tvm.container
     "instrument": "ember.instrument",
 }
 # name -> (module path, attribute): compiler-side names re-exported at the top level.

@@ -175,3 +175,24 @@ def hexagon(dev_id: int = 0) -> Device:
 gpu = cuda
 cl = opencl
 mtl = metal
+
+# Device kinds ember has no backend for (``enabled`` answers False for each).
+_NO_BACKEND = ("cuda", "gpu", "nvptx", "cl", "opencl", "aocl", "sdaccel", "vulkan", "metal",
+               "rocm", "vpi", "ext_dev", "webgpu", "hexagon", "stackvm")
+
+
+def enabled(target: Any) -> bool:
+    """Whether ember can build and run code for ``target`` here (``tvm.runtime.enabled``):
+    "cpu" and "rpc" always, "llvm" and "c" when a C compiler is found (ember compiles them
+    through C), device targets never. ValueError names the known targets for anything else."""
+    kind = str(target).split()[0] if str(target).strip() else ""
+    if kind in ("cpu", "rpc"):
+        return True
+    if kind in ("llvm", "c"):
+        from ..testing import find_c_compiler
+
+        return find_c_compiler() is not None
+    if kind in _NO_BACKEND:
+        return False
+    raise ValueError(f"enabled: unknown target {target!r}; known: cpu, rpc, llvm, c, "
+                     f"{', '.join(_NO_BACKEND)}")

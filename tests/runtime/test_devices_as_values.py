@@ -61,3 +61,13 @@ def test_memory_and_code_on_a_gpu_are_refused():
     mod = tvm.IRModule.from_expr(relay.Function([x], x + x))
     with pytest.raises(tvm.TVMError, match=r"cuda\(0\)"):
         relay.create_executor("graph", mod=mod, device=tvm.cuda(0), target="llvm")
+
+
+def test_runtime_enabled_and_num_threads():
+    assert tvm.runtime.enabled("cpu") and not tvm.runtime.enabled("cuda")
+    assert not tvm.runtime.enabled("gpu") and not tvm.runtime.enabled("opencl")
+    assert tvm.runtime.enabled("llvm") == (tvm.testing.find_c_compiler() is not None)
+    with pytest.raises(ValueError, match="enabled: unknown target 'tpu'"):
+        tvm.runtime.enabled("tpu")
+    assert isinstance(tvm.runtime.num_threads(), int) and tvm.runtime.num_threads() >= 1
+    assert tvm.container.Map is tvm.runtime.container.Map
