@@ -35,13 +35,15 @@ _LAZY: dict[str, str] = {
     "BindParams": "bind_params",
     "DynamicToStatic": "dynamic_to_static",
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
+    # the Relay-era pass list (issue 23)
+    "Inline": "inline", "RemoveUnusedFunctions": "remove_unused_functions",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
                 "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
                 "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps",
                 "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews",
-                "DynamicToStatic")
+                "DynamicToStatic", "Inline", "RemoveUnusedFunctions")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

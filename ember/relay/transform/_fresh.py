@@ -1,0 +1,32 @@
+"""Copies of expressions whose bound variables are new Var objects.
+
+Relay binds each variable once per program (``well_formed``), so a pass that pastes a
+function's body into several places (Inline, PartialEvaluate, Defunctionalization) pastes a
+*fresh copy* each time: every parameter, let variable and pattern variable bound inside is
+replaced by a new Var with the same name and annotation; free variables stay.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...ir.expr import RelayExpr, Var
+from ...ir.visitor import ExprMutator, bound_vars
+
+
+class _Freshen(ExprMutator):
+    def __init__(self, renames: dict[Var, RelayExpr]) -> None:
+        super().__init__()
+        self.renames = renames
+
+    def visit_var(self, var: Var) -> RelayExpr:
+        return self.renames.get(var, var)
+
+
+def fresh_copy(expr: RelayExpr, subst: Mapping[Var, RelayExpr] | None = None) -> RelayExpr:
+    """``expr`` with its bound variables renamed apart and its free variables in ``subst``
+    replaced (a substituted expression is shared, not copied)."""
+    renames: dict[Var, RelayExpr] = dict(subst or {})
+    for v in bound_vars(expr):
+        renames[v] = Var(v.name_hint, v.type_annotation, span=v.span)
+    out: RelayExpr = _Freshen(renames).visit(expr)
+    return out
