@@ -37,13 +37,16 @@ _LAZY: dict[str, str] = {
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
     # the Relay-era pass list (issue 23)
     "Inline": "inline", "RemoveUnusedFunctions": "remove_unused_functions",
+    "CombineParallelConv2D": "combine_parallel", "CombineParallelDense": "combine_parallel",
+    "CombineParallelBatchMatmul": "combine_parallel", "BatchingOps": "combine_parallel",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
                 "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
                 "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps",
                 "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews",
-                "DynamicToStatic", "Inline", "RemoveUnusedFunctions")
+                "DynamicToStatic", "Inline", "RemoveUnusedFunctions", "CombineParallelConv2D",
+                "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,
