@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     attrs,
     creation,
     dyn,
+    fast_math,
     image,
     indexing,
     nn,
@@ -27,6 +28,7 @@ from . import (  # noqa: F401
 from ._tuple import TupleWrapper
 from .algorithm import *
 from .creation import *
+from .fast_math import *
 from .reduce import *
 from .scatter_gather import *
 from .tensor import *
@@ -35,5 +37,5 @@ from .transform import *
 get = Op.get
 
 __all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn"]
-__all__ += (algorithm.__all__ + creation.__all__ + reduce.__all__ + scatter_gather.__all__
-            + tensor.__all__ + transform.__all__)
+__all__ += (algorithm.__all__ + creation.__all__ + fast_math.__all__ + reduce.__all__
+            + scatter_gather.__all__ + tensor.__all__ + transform.__all__)

@@ -18,7 +18,7 @@ UNARY_RANGES = {
 UNARY_FLOAT = ["exp", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
                "cos", "tan", "floor", "ceil", "trunc", "round", "negative", "abs", "sign",
                "copy", "isnan", "isinf", "isfinite", "logical_not", "nn.relu",
-               "annotation.stop_fusion"]
+               "annotation.stop_fusion", "fast_exp", "fast_tanh", "fast_erf"]
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power",
           "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "equal",
           "not_equal", "less", "less_equal", "greater", "greater_equal"]
