@@ -29,6 +29,8 @@ from ._tuple import TupleWrapper
 from .algorithm import *
 from .creation import *
 from .fast_math import *
+from .mixed_precision import (get_mixed_precision_conversion,  # noqa: F401
+                              register_mixed_precision_conversion)
 from .reduce import *
 from .scatter_gather import *
 from .tensor import *
@@ -36,6 +38,7 @@ from .transform import *
 
 get = Op.get
 
-__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn"]
+__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn",
+           "register_mixed_precision_conversion"]
 __all__ += (algorithm.__all__ + creation.__all__ + fast_math.__all__ + reduce.__all__
             + scatter_gather.__all__ + tensor.__all__ + transform.__all__)

@@ -39,7 +39,7 @@ _LAZY: dict[str, str] = {
     "Inline": "inline", "RemoveUnusedFunctions": "remove_unused_functions",
     "CombineParallelConv2D": "combine_parallel", "CombineParallelDense": "combine_parallel",
     "CombineParallelBatchMatmul": "combine_parallel", "BatchingOps": "combine_parallel",
-    "FastMath": "fast_math",
+    "FastMath": "fast_math", "ToMixedPrecision": "to_mixed_precision",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
@@ -47,7 +47,8 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps",
                 "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews",
                 "DynamicToStatic", "Inline", "RemoveUnusedFunctions", "CombineParallelConv2D",
-                "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath")
+                "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath",
+                "ToMixedPrecision")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,
