@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     algorithm,
     annotation,
     attrs,
+    collapse,
     creation,
     dyn,
     fast_math,
@@ -25,8 +26,10 @@ from . import (  # noqa: F401
     tensor,
     transform,
 )
+from ._tensor_grad import get_gradient, register_gradient  # noqa: F401 (after the ops it covers)
 from ._tuple import TupleWrapper
 from .algorithm import *
+from .collapse import *
 from .creation import *
 from .fast_math import *
 from .mixed_precision import (get_mixed_precision_conversion,  # noqa: F401
@@ -39,6 +42,6 @@ from .transform import *
 get = Op.get
 
 __all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn",
-           "register_mixed_precision_conversion"]
-__all__ += (algorithm.__all__ + creation.__all__ + fast_math.__all__ + reduce.__all__
-            + scatter_gather.__all__ + tensor.__all__ + transform.__all__)
+           "register_gradient", "register_mixed_precision_conversion"]
+__all__ += (algorithm.__all__ + collapse.__all__ + creation.__all__ + fast_math.__all__
+            + reduce.__all__ + scatter_gather.__all__ + tensor.__all__ + transform.__all__)

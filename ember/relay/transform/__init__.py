@@ -40,6 +40,7 @@ _LAZY: dict[str, str] = {
     "CombineParallelConv2D": "combine_parallel", "CombineParallelDense": "combine_parallel",
     "CombineParallelBatchMatmul": "combine_parallel", "BatchingOps": "combine_parallel",
     "FastMath": "fast_math", "ToMixedPrecision": "to_mixed_precision",
+    "gradient": "autodiff", "FirstOrderGradient": "first_order_gradient",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
@@ -48,7 +49,7 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews",
                 "DynamicToStatic", "Inline", "RemoveUnusedFunctions", "CombineParallelConv2D",
                 "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath",
-                "ToMixedPrecision")
+                "ToMixedPrecision", "FirstOrderGradient")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

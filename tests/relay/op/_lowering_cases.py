@@ -197,6 +197,10 @@ def default_cases(rng: np.random.Generator) -> dict[str, Case]:
         dtype = "bool" if name in ("all", "any") else "float32"
         attrs: dict[str, Any] = {"axis": (1,), "keepdims": name == "sum"}
         cases[name] = Case(name, [rand(rng, (3, 5, 2), dtype)], attrs, SUMS)
+    cases["collapse_sum_like"] = Case("collapse_sum_like", [rand(rng, (2, 3, 5)),
+                                                            rand(rng, (3, 1))], tol=SUMS)
+    cases["collapse_sum_to"] = Case("collapse_sum_to", [rand(rng, (2, 3, 5))],
+                                    {"shape": (1, 5)}, SUMS)
     builders: list[Callable[[np.random.Generator], dict[str, Case]]] = [
         _nn, _transform, _creation, _indexing, _dyn]
     for build in builders:
