@@ -41,6 +41,7 @@ _LAZY: dict[str, str] = {
     "CombineParallelBatchMatmul": "combine_parallel", "BatchingOps": "combine_parallel",
     "FastMath": "fast_math", "ToMixedPrecision": "to_mixed_precision",
     "gradient": "autodiff", "FirstOrderGradient": "first_order_gradient",
+    "LazyGradientInit": "lazy_gradient_init",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
@@ -49,7 +50,7 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews",
                 "DynamicToStatic", "Inline", "RemoveUnusedFunctions", "CombineParallelConv2D",
                 "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath",
-                "ToMixedPrecision", "FirstOrderGradient")
+                "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

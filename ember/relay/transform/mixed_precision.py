@@ -46,6 +46,7 @@ DEFAULT_FOLLOW_LIST = [
     "dyn.broadcast_to", "strided_slice", "dyn.strided_slice", "take", "argwhere", "where",
     "tile", "dyn.tile", "scatter", "scatter_elements", "scatter_nd", "full", "dyn.full",
     "nn.depth_to_space", "nn.space_to_depth", "layout_transform", "stack", "reverse",
+    "annotation.stop_fusion",
     # comparisons
     "less", "greater", "less_equal", "greater_equal", "equal", "not_equal",
     # copies and casts follow their input
