@@ -41,7 +41,7 @@ _LAZY: dict[str, str] = {
     "CombineParallelBatchMatmul": "combine_parallel", "BatchingOps": "combine_parallel",
     "FastMath": "fast_math", "ToMixedPrecision": "to_mixed_precision",
     "gradient": "autodiff", "FirstOrderGradient": "first_order_gradient",
-    "LazyGradientInit": "lazy_gradient_init",
+    "LazyGradientInit": "lazy_gradient_init", "PartialEvaluate": "partial_evaluate",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
@@ -50,7 +50,8 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews",
                 "DynamicToStatic", "Inline", "RemoveUnusedFunctions", "CombineParallelConv2D",
                 "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath",
-                "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit")
+                "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit",
+                "PartialEvaluate")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

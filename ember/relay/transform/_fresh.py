@@ -7,7 +7,8 @@ replaced by a new Var with the same name and annotation; free variables stay.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ...ir.expr import RelayExpr, Var
 from ...ir.visitor import ExprMutator, bound_vars
@@ -22,11 +23,14 @@ class _Freshen(ExprMutator):
         return self.renames.get(var, var)
 
 
-def fresh_copy(expr: RelayExpr, subst: Mapping[Var, RelayExpr] | None = None) -> RelayExpr:
+def fresh_copy(expr: RelayExpr, subst: Mapping[Var, RelayExpr] | None = None,
+               keep: Callable[[Any], bool] | None = None) -> RelayExpr:
     """``expr`` with its bound variables renamed apart and its free variables in ``subst``
-    replaced (a substituted expression is shared, not copied)."""
+    replaced (a substituted expression is shared, not copied). A new variable keeps its
+    annotation if ``keep(annotation)`` (default: always)."""
     renames: dict[Var, RelayExpr] = dict(subst or {})
     for v in bound_vars(expr):
-        renames[v] = Var(v.name_hint, v.type_annotation, span=v.span)
+        ty = v.type_annotation if keep is None or keep(v.type_annotation) else None
+        renames[v] = Var(v.name_hint, ty, span=v.span)
     out: RelayExpr = _Freshen(renames).visit(expr)
     return out
