@@ -43,6 +43,7 @@ _LAZY: dict[str, str] = {
     "gradient": "autodiff", "FirstOrderGradient": "first_order_gradient",
     "LazyGradientInit": "lazy_gradient_init", "PartialEvaluate": "partial_evaluate",
     "ToCPS": "cps", "to_cps": "cps", "un_cps": "cps",
+    "Defunctionalization": "defunctionalization",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
