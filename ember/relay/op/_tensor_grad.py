@@ -21,6 +21,7 @@ from ...ir.expr import Call, RelayExpr, const
 from ...ir.op import Op
 from ...ir.types import TensorType
 from ...runtime.errors import OpNotImplemented
+from ._op_attr import get_rule, register_rule
 from ._reg import resolve_attrs
 from .reduce import reduce_axes
 
@@ -34,26 +35,13 @@ def register_gradient(op_name: str, fgradient: Rule | None = None, level: int = 
     """Register ``fgradient(orig, grad)`` as the gradient rule of ``op_name`` (a decorator when
     ``fgradient`` is omitted). A higher ``level`` overrides a rule; the same level again is an
     error, a lower one is ignored."""
-    def register(f: Rule) -> Rule:
-        if not callable(f):
-            raise TypeError(f"register_gradient({op_name!r}): expected a function "
-                            f"(orig, grad) -> list of gradients, got {f!r}")
-        extra = Op.get(op_name).op_def.extra
-        old = extra.get(KEY)
-        if old is not None and old[1] == level:
-            raise ValueError(f"register_gradient: {op_name} already has a gradient at level "
-                             f"{level}; register with a higher level to override it")
-        if old is None or level > old[1]:
-            extra[KEY] = (f, level)
-        return f
-
-    return register if fgradient is None else register(fgradient)
+    return register_rule("register_gradient", op_name, KEY, fgradient, level,
+                         "(orig, grad) -> list of gradients")
 
 
 def get_gradient(op_name: str) -> Rule | None:
     """The gradient rule of ``op_name``, or None."""
-    entry = Op.get(op_name).op_def.extra.get(KEY)
-    return None if entry is None else entry[0]
+    return get_rule(op_name, KEY)
 
 
 # -- building blocks ----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import ExprMutator
 from ._fresh import fresh_copy
-from .remove_unused_functions import call_graph
+from .remove_unused_functions import call_graph, is_recursive
 
 __all__ = ["Inline"]
 
@@ -30,26 +30,12 @@ def _marked(func: object) -> bool:
     return isinstance(func, Function) and bool(int(func.get_attr("Inline", 0) or 0))
 
 
-def _recursive(graph: dict[str, list[str]], name: str) -> bool:
-    """Whether ``name`` can reach itself through the functions it refers to."""
-    seen: set[str] = set()
-    stack = list(graph[name])
-    while stack:
-        n = stack.pop()
-        if n == name:
-            return True
-        if n not in seen:
-            seen.add(n)
-            stack.extend(graph[n])
-    return False
-
-
 def _inlinable(mod: IRModule, graph: dict[str, list[str]]) -> set[str]:
     """The functions that may be inlined: marked, not recursive, and calling only inlinable
     functions (decided callees first)."""
     ok: dict[str, bool] = {}
     for name in _callees_first(graph):
-        ok[name] = (_marked(mod[name]) and not _recursive(graph, name)
+        ok[name] = (_marked(mod[name]) and not is_recursive(graph, name)
                     and all(ok.get(c, False) for c in graph[name]))
     return {n for n, yes in ok.items() if yes}
 

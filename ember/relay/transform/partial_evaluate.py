@@ -49,7 +49,7 @@ from ._fresh import fresh_copy
 from ._helpers import infer
 from ._partial_values import (PV, LetList, RefState, SClosure, SCtor, SRef, Store, STensor,
                               STuple, refs_reachable)
-from .remove_unused_functions import call_graph
+from .remove_unused_functions import call_graph, is_recursive
 from .to_a_normal_form import to_a_normal_form
 from .type_infer import infer_type
 
@@ -65,7 +65,7 @@ class _Evaluator:
     def __init__(self, mod: IRModule, max_depth: int) -> None:
         self.mod, self.max_depth = mod, max_depth
         graph = call_graph(mod)
-        self.recursive_globals = {n for n in graph if _reaches(graph, n)}
+        self.recursive_globals = {n for n in graph if is_recursive(graph, n)}
         self.free: dict[Function, list[Var]] = {}
         self.depth: dict[Function, int] = {}
         self.nesting = 0  # inlined calls in progress, of any function
@@ -390,19 +390,6 @@ def _match(pat: Any, pv: PV, binds: dict[Var, PV]) -> bool | None:
                 continue
             stack.extend(zip(p.patterns, s.fields))
     return None if undecided else True
-
-
-def _reaches(graph: dict[str, list[str]], name: str) -> bool:
-    seen: set[str] = set()
-    stack = list(graph[name])
-    while stack:
-        n = stack.pop()
-        if n == name:
-            return True
-        if n not in seen:
-            seen.add(n)
-            stack.extend(graph.get(n, ()))
-    return False
 
 
 def partial_evaluate(func: Function, mod: IRModule, max_depth: int = 64) -> Function:

@@ -16,7 +16,7 @@ from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import post_order
 
-__all__ = ["RemoveUnusedFunctions", "call_graph", "global_refs"]
+__all__ = ["RemoveUnusedFunctions", "call_graph", "global_refs", "is_recursive"]
 
 
 def global_refs(mod: IRModule, name: str) -> list[str]:
@@ -43,6 +43,11 @@ def reachable(graph: dict[str, list[str]], entries: Sequence[str]) -> set[str]:
             seen.add(name)
             stack.extend(graph.get(name, ()))
     return seen
+
+
+def is_recursive(graph: dict[str, list[str]], name: str) -> bool:
+    """Whether ``name`` can reach itself through the functions it refers to."""
+    return name in reachable(graph, graph.get(name, ()))
 
 
 @dataclass(frozen=True)

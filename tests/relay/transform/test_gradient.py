@@ -300,5 +300,5 @@ def test_user_registered_gradient_overrides(monkeypatch):
     _, (g,) = run_grad(relay.Function([x], relay.sum(relay.exp(x))), [np.zeros(2, "float32")],
                        "first_order")
     np.testing.assert_array_equal(g, [3.0, 3.0])
-    with pytest.raises(ValueError, match="exp already has a gradient at level 11"):
+    with pytest.raises(ValueError, match="register_gradient: exp already has a rule at level 11"):
         relay.op.register_gradient("exp", lambda o, g: [g], level=11)
