@@ -40,6 +40,7 @@ _LAZY: dict[str, str] = {
     "CombineParallelConv2D": "combine_parallel", "CombineParallelDense": "combine_parallel",
     "CombineParallelBatchMatmul": "combine_parallel", "BatchingOps": "combine_parallel",
     "FastMath": "fast_math", "ToMixedPrecision": "to_mixed_precision",
+    "mixed_precision": "to_mixed_precision",  # the module of default rules, loaded with it
     "gradient": "autodiff", "FirstOrderGradient": "first_order_gradient",
     "LazyGradientInit": "lazy_gradient_init", "PartialEvaluate": "partial_evaluate",
     "ToCPS": "cps", "to_cps": "cps", "un_cps": "cps",

@@ -139,8 +139,9 @@ class _ReverseAD(ExprMutator):
         arg_tys = [self._type(a) for a in call.args]
         if not all(isinstance(t, TensorType) for t in arg_tys) or not isinstance(
                 out_ty, TensorType):
-            raise TVMError(f"{self.where}: {op.name} takes or returns a tuple; only operators "  # type: ignore
-                           "on tensors are supported")
+            name = op.name  # type: ignore[union-attr]
+            raise TVMError(f"{self.where}: {name} takes or returns a tuple; only operators on "
+                           "tensors are supported")
         values = [TupleGetItem(a, 0, checked_type_=t) for a, t in zip(args, arg_tys)]
         y = Var("y", out_ty)
         r = Var("r", ad_type(out_ty, self.where))
@@ -166,7 +167,8 @@ def _seed(res: RelayExpr, ty: Type) -> list[RelayExpr]:
     """Writes of ones into the gradient refs of every tensor of the result."""
     if isinstance(ty, TensorType):
         return [RefWrite(TupleGetItem(res, 1), _op("ones_like", TupleGetItem(res, 0)))]
-    return [w for i, f in enumerate(ty.fields) for w in _seed(TupleGetItem(res, i), f)]  # type: ignore
+    fields = ty.fields  # type: ignore[attr-defined]
+    return [w for i, f in enumerate(fields) for w in _seed(TupleGetItem(res, i), f)]
 
 
 def _forward(res: RelayExpr, ty: Type) -> RelayExpr:

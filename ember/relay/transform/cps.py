@@ -155,8 +155,9 @@ class _Converter:
         if isinstance(e, If):
             out: RelayExpr = If(head, new[0], new[1])
         else:
-            clauses = tuple(Clause(self._pattern(c.lhs), r) for c, r in zip(e.clauses, new))  # type: ignore
-            out = Match(head, clauses, e.complete)  # type: ignore[attr-defined]
+            match: Match = e  # type: ignore[assignment]
+            clauses = tuple(Clause(self._pattern(c.lhs), r) for c, r in zip(match.clauses, new))
+            out = Match(head, clauses, match.complete)
         return out if bound else Let(kv, (yield self.reify(k, self._type(e))), out)
 
 

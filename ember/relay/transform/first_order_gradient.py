@@ -99,10 +99,11 @@ def _backward(node: RelayExpr, g: Adjoint, adj: _Adjoints, where: str) -> None:
         arg_tys = [a.checked_type_ for a in node.args]
         if not is_float_tensor(node.checked_type_) or not any(map(is_float_tensor, arg_tys)):
             return
+        op: Op = node.op  # type: ignore[assignment]
         if not all(isinstance(t, TensorType) for t in arg_tys):
-            raise TVMError(f"{where}: {node.op.name} takes a tuple; only operators on tensors "  # type: ignore
-                           "are supported")
-        for arg, ty, grad in zip(node.args, arg_tys, grads_of(node.op, node, g, where)):  # type: ignore
+            raise TVMError(f"{where}: {op.name} takes a tuple; only operators on tensors are "
+                           "supported")
+        for arg, ty, grad in zip(node.args, arg_tys, grads_of(op, node, g, where)):
             if is_float_tensor(ty):
                 adj.add(arg, grad)
 

@@ -75,8 +75,9 @@ class _Inliner(ExprMutator):
         if func is None or func.get_attr("Compiler"):
             return super().visit_call(call)
         if len(func.params) != len(args):
-            raise TypeError(f"Inline: @{call.op.name_hint} takes {len(func.params)} "  # type: ignore
-                            f"argument(s) but is called with {len(args)}")
+            name = call.op.name_hint  # type: ignore[union-attr]
+            raise TypeError(f"Inline: @{name} takes {len(func.params)} argument(s) but is "
+                            f"called with {len(args)}")
         return fresh_copy(func.body, dict(zip(func.params, args)))
 
     def visit_global_var(self, gv: GlobalVar) -> RelayExpr:

@@ -1,6 +1,6 @@
 """PartialEvaluate: run what is known at compile time, leave a residual program for the rest.
 
-Each global function (polymorphic ones are left alone) is evaluated with its parameters unknown (``_partial_values`` describes
+Each global function is evaluated with its parameters unknown (``_partial_values`` describes
 what is tracked). Known results replace computation:
 
 - an operator call whose arguments are all known tensors is computed (its numpy reference,

@@ -38,12 +38,15 @@ from ...ir.visitor import ExprMutator, is_primitive
 from ...runtime.errors import TVMError
 from ..op.attrs import InitOpAttrs
 from ..op.mixed_precision import get_mixed_precision_conversion
-from . import mixed_precision as mp
+from . import mixed_precision
 from ._helpers import infer
 
 __all__ = ["ToMixedPrecision"]
 
 KEEP_OUTPUT = "relay.ToMixedPrecision.keep_orig_output_dtype"
+ALWAYS, FOLLOW, NEVER = (mixed_precision.MIXED_PRECISION_ALWAYS,
+                         mixed_precision.MIXED_PRECISION_FOLLOW,
+                         mixed_precision.MIXED_PRECISION_NEVER)
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -115,17 +118,17 @@ class _Converter(ExprMutator):
             new_op = self.visit(op)
             return self._call_function(call, new_op, [self.cast(a, "float32") for a in args])
         category, acc, out = self._rule(call)
-        if category == mp.MIXED_PRECISION_FOLLOW:
+        if category == FOLLOW:
             compatible = all(self.is_mixed(a) or isinstance(a, (Var, Constant)) for a in args)
-            category = mp.MIXED_PRECISION_ALWAYS if compatible else mp.MIXED_PRECISION_NEVER
-        if category == mp.MIXED_PRECISION_ALWAYS:
+            category = ALWAYS if compatible else NEVER
+        if category == ALWAYS:
             new_args = [self.cast(a, self.mixed) for a in args]
             attrs = _accumulate_in(call.attrs, acc)
         else:
             new_args, attrs = [self.cast(a, "float32") for a in args], call.attrs
         new = Call(op, tuple(new_args), attrs, span=call.span)
         self.typed(new, op.op_def.type_rel([self.type_of(a) for a in new_args], attrs))
-        if category == mp.MIXED_PRECISION_ALWAYS and acc != out:
+        if category == ALWAYS and acc != out:
             return self.cast(new, out)
         return new
 
@@ -134,7 +137,7 @@ class _Converter(ExprMutator):
         rule = get_mixed_precision_conversion(name)
         if rule is None:
             self.missing[name] += 1
-            return mp.MIXED_PRECISION_FOLLOW, self.mixed, self.mixed
+            return FOLLOW, self.mixed, self.mixed
         got = list(rule(call, self.mixed))
         if len(got) != 3 or got[0] not in (0, 1, 2):
             raise TVMError(f"ToMixedPrecision: the mixed-precision rule of {name} returned "
@@ -260,8 +263,9 @@ class ToMixedPrecision(ModulePass):
 def _cast_like(conv: _Converter, e: RelayExpr, ty: Type) -> RelayExpr:
     """``e`` cast back to the original type ``ty`` (field by field for tuples)."""
     if isinstance(ty, TupleType):
+        now: TupleType = conv.type_of(e)  # type: ignore[assignment]
         fields = [_cast_like(conv, conv.typed(TupleGetItem(e, i), t), f)
-                  for i, (t, f) in enumerate(zip(conv.type_of(e).fields, ty.fields))]  # type: ignore
+                  for i, (t, f) in enumerate(zip(now.fields, ty.fields))]
         return Tuple(tuple(fields))
     if isinstance(ty, TensorType):
         return conv.cast(e, ty.dtype)

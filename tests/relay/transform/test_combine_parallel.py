@@ -35,7 +35,8 @@ def test_conv2d_branches_with_bias_and_relu():
                            %b2: Tensor[(4, 1, 1), float32]) {
       %0 = nn.conv2d(%x, concatenate((%w0, %w1, %w2)), channels=9);
       %1 = nn.relu(add(%0, concatenate((%b0, %b1, %b2))));
-      (strided_slice(%1, begin=[0], end=[2], axes=[1]), strided_slice(%1, begin=[2], end=[5], axes=[1]),
+      (strided_slice(%1, begin=[0], end=[2], axes=[1]),
+       strided_slice(%1, begin=[2], end=[5], axes=[1]),
        strided_slice(%1, begin=[5], end=[9], axes=[1]))
     }"""
     mod = parse(before)
@@ -95,7 +96,8 @@ def test_followers_used_twice_end_the_chain():
 
 DENSE = """def @main(%x: Tensor[(3, 4), float32], %w0: Tensor[(5, 4), float32],
                      %w1: Tensor[(5, 4), float32], %w2: Tensor[(5, 4), float32],
-                     %b0: Tensor[(5), float32], %b1: Tensor[(5), float32], %b2: Tensor[(5), float32]) {
+                     %b0: Tensor[(5), float32], %b1: Tensor[(5), float32],
+                     %b2: Tensor[(5), float32]) {
   (add(nn.dense(%x, %w0), %b0), add(nn.dense(%x, %w1), %b1), add(nn.dense(%x, %w2), %b2))
 }"""
 
@@ -126,7 +128,8 @@ def test_dense_to_wider_dense_allows_different_units():
     expected = """def @main(%x: Tensor[(3, 4), float32], %w0: Tensor[(2, 4), float32],
                            %w1: Tensor[(5, 4), float32], %w2: Tensor[(1, 4), float32]) {
       %0 = nn.relu(nn.dense(%x, concatenate((%w0, %w1, %w2)), units=8));
-      (strided_slice(%0, begin=[0], end=[2], axes=[1]), strided_slice(%0, begin=[2], end=[7], axes=[1]),
+      (strided_slice(%0, begin=[0], end=[2], axes=[1]),
+       strided_slice(%0, begin=[2], end=[7], axes=[1]),
        strided_slice(%0, begin=[7], end=[8], axes=[1]))
     }"""
     mod = parse(before)
@@ -145,7 +148,8 @@ def test_batch_matmul_and_batching_ops():
     expected = """def @main(%x: Tensor[(2, 3, 4), float32], %y0: Tensor[(2, 5, 4), float32],
                            %y1: Tensor[(2, 1, 4), float32], %y2: Tensor[(2, 2, 4), float32]) {
       %0 = nn.batch_matmul(%x, concatenate((%y0, %y1, %y2), axis=1));
-      (strided_slice(%0, begin=[0], end=[5], axes=[2]), strided_slice(%0, begin=[5], end=[6], axes=[2]),
+      (strided_slice(%0, begin=[0], end=[5], axes=[2]),
+       strided_slice(%0, begin=[5], end=[6], axes=[2]),
        strided_slice(%0, begin=[6], end=[8], axes=[2]))
     }"""
     mod = parse(before)

@@ -168,7 +168,8 @@ def test_nn_rules(mode):
 
 
 @pytest.mark.parametrize("attrs", [
-    {}, {"padding": (1, 1, 1, 1)}, {"strides": (2, 2)}, {"strides": (2, 2), "padding": (1, 0, 1, 0)},
+    {}, {"padding": (1, 1, 1, 1)}, {"strides": (2, 2)},
+    {"strides": (2, 2), "padding": (1, 0, 1, 0)},
     {"dilation": (2, 2), "padding": (2, 2, 2, 2)}, {"strides": (2, 1), "dilation": (1, 2)},
 ])
 def test_conv2d_rule(attrs):
@@ -281,7 +282,9 @@ def test_errors():
     with pytest.raises(TypeError, match="expected a relay.Function, got Call"):
         gradient(relay.exp(x))
     mod = parse("""def @f(%y: Tensor[(2), float32]) { exp(%y) }
-                   def @main(%x: Tensor[(2), float32], %c: bool) { if (%c) { @f(%x) } else { %x } }""")
+                   def @main(%x: Tensor[(2), float32], %c: bool) {
+                     if (%c) { @f(%x) } else { %x }
+                   }""")
     with pytest.raises(tvm.TVMError, match=r"calls of global functions \(@f\) are not supported"):
         gradient(mod["main"], mod)
     with pytest.raises(tvm.TVMError, match="first-order AD handles dataflow programs"):

@@ -85,7 +85,8 @@ def test_reverse_ad_identity_and_multivar():
     x = relay.var("x", T)
     back = transform.gradient(relay.Function([x], x))
     mod = _lazy(back)
-    assert mod["main"].checked_type == relay.FuncType([T], relay.TupleType([T, relay.TupleType([T])]))
+    want = relay.FuncType([T], relay.TupleType([T, relay.TupleType([T])]))
+    assert mod["main"].checked_type == want
     a = _rand(10, 10)
     fwd, (g,) = _run(mod, a)
     np.testing.assert_allclose(fwd.numpy(), a)

@@ -121,7 +121,8 @@ def test_if_with_references_in_both_branches():
     d, r, u, eff = relay.Var("d", t), relay.Var("r"), relay.Var("u"), relay.Var("eff")
     update = relay.Function([], relay.RefWrite(r, relay.RefRead(r) + relay.RefRead(r)))
     body = relay.Let(eff, relay.If(d, relay.Call(u, []), relay.Call(u, [])), relay.RefRead(r))
-    f = relay.Function([d], relay.Let(r, relay.RefCreate(relay.const(1)), relay.Let(u, update, body)))
+    body = relay.Let(r, relay.RefCreate(relay.const(1)), relay.Let(u, update, body))
+    f = relay.Function([d], body)
     pe = transform.PartialEvaluate()(tvm.IRModule.from_expr(f))["main"]
     ex = relay.create_executor()
     for cond in (True, False):
