@@ -35,6 +35,7 @@ from ._shape import fail, is_float
 
 __all__ = ["fast_erf", "fast_exp", "fast_tanh"]
 
+HEADER = "ember/kernels/fast_math.h"
 _LOG2E = 1.4426950408889634
 _LN2_HI = 0.693145751953125  # ln 2 = _LN2_HI + _LN2_LO; n * _LN2_HI is exact for |n| < 256
 _LN2_LO = 1.4286068203094172e-06
@@ -59,13 +60,17 @@ class _Numpy:
 
 
 class _Tir:
-    """The same operations on float32 tir expressions."""
+    """The same operations on float32 tir expressions (2**n from its bits, in C)."""
 
     @staticmethod
     def c(v: float) -> Any:
         return tir.const(v, "float32")
 
-    floor, exp2 = staticmethod(tir.floor), staticmethod(tir.exp2)
+    @staticmethod
+    def exp2(n: Any) -> Any:
+        return tir.call_extern("float32", "ember_pow2i", tir.cast(n, "int32"), header=HEADER)
+
+    floor = staticmethod(tir.floor)
     minimum, maximum = staticmethod(tir.min), staticmethod(tir.max)
 
     @staticmethod
@@ -87,18 +92,24 @@ def exp_formula(m: Any, x: Any) -> Any:
     return _horner(m, r, _EXP_TAYLOR) * m.exp2(n)
 
 
+def _signed(m: Any, x: Any, y: Any) -> Any:
+    """``y`` with the sign of ``x``: a select between constants, so that the C emitter can
+    compute ``y`` once (a select between -y and y would repeat all of it)."""
+    return m.where_neg(x, m.c(-1.0), m.c(1.0)) * y
+
+
 def tanh_formula(m: Any, x: Any) -> Any:
     a = m.minimum(m.maximum(x, -x), m.c(9.0))
     e = exp_formula(m, a * m.c(-2.0))
     t = (m.c(1.0) - e) / (m.c(1.0) + e)
-    return m.where_neg(x, -t, t)
+    return _signed(m, x, t)
 
 
 def erf_formula(m: Any, x: Any) -> Any:
     a = m.minimum(m.maximum(x, -x), m.c(4.0))
     t = m.c(1.0) / (m.c(1.0) + m.c(_ERF_P) * a)
     y = m.c(1.0) - _horner(m, t, _ERF_A) * t * exp_formula(m, -(a * a))
-    return m.where_neg(x, -y, y)
+    return _signed(m, x, y)
 
 
 def _exact_erf(x: np.ndarray) -> np.ndarray:
