@@ -402,3 +402,65 @@ class Prelude:
             if ctor.name_hint == name:
                 return ctor
         raise self._missing(f"constructor of {ty_name}", name, dtype)
+
+
+# -- GradCell: lazily initialised gradients (LazyGradientInit) -----------------------------------
+GRAD_CELL_DEFS = ("GradCell", "FromGradCell", "AddGradCell", "MultiplyGradCell")
+GRAD_CELL_TEXT = """#[version = "0.0.5"]
+type GradCell[T] {
+  Raw(T),
+  One(fn () -> T),
+  Zero(fn () -> T),
+}
+
+def @FromGradCell[T](%g: GradCell[T]) -> T {
+  match (%g) {
+    Raw(%x) => %x,
+    One(%f) => %f(),
+    Zero(%f) => %f(),
+  }
+}
+
+def @AddGradCell[T](%add: fn (T, T) -> T, %l: GradCell[T], %r: GradCell[T]) -> GradCell[T] {
+  match (%l) {
+    Zero(_) => %r,
+    _ => match (%r) {
+      Zero(_) => %l,
+      _ => Raw(%add(@FromGradCell(%l), @FromGradCell(%r))),
+    },
+  }
+}
+
+def @MultiplyGradCell[T](%mul: fn (T, T) -> T, %l: GradCell[T], %r: GradCell[T]) -> GradCell[T] {
+  match (%l) {
+    Zero(_) => %l,
+    One(_) => %r,
+    _ => match (%r) {
+      Zero(_) => %r,
+      One(_) => %l,
+      _ => Raw(%mul(@FromGradCell(%l), @FromGradCell(%r))),
+    },
+  }
+}
+"""
+
+
+def with_grad_cell(mod: IRModule) -> IRModule:
+    """A copy of ``mod`` with the GradCell type and its functions (unless it has them):
+
+    ``type GradCell[T] { Raw(T), One(fn () -> T), Zero(fn () -> T) }`` holds a tensor that is
+    known (Raw), or all ones or all zeros, made only when needed; ``@FromGradCell`` forces
+    one, ``@AddGradCell(add, l, r)`` skips adding a Zero, ``@MultiplyGradCell(mul, l, r)``
+    skips multiplying by a One and gives the Zero for a Zero factor.
+    """
+    if "GradCell" in mod:
+        missing = [n for n in GRAD_CELL_DEFS if n not in mod]
+        if missing:
+            raise TVMError(f"GradCell: the module defines GradCell but not {', '.join(missing)}")
+        return mod
+    clash = [n for n in GRAD_CELL_DEFS if n in mod]
+    if clash:
+        raise TVMError(f"GradCell: the module already defines {', '.join(clash)}")
+    from ..ir.parser import parse
+
+    return parse(GRAD_CELL_TEXT, "<GradCell>", init_module=mod)

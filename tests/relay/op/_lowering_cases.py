@@ -17,8 +17,9 @@ UNARY_RANGES = {
 }
 UNARY_FLOAT = ["exp", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
                "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil", "trunc",
-               "round", "negative", "abs", "sign", "copy", "isnan", "isinf", "isfinite", "logical_not", "nn.relu",
-               "annotation.stop_fusion"]
+               "round", "negative", "abs", "sign", "copy", "isnan", "isinf", "isfinite",
+               "logical_not", "nn.relu", "annotation.stop_fusion", "fast_exp", "fast_tanh",
+               "fast_erf"]
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power",
           "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "equal",
           "not_equal", "less", "less_equal", "greater", "greater_equal"]
@@ -203,6 +204,10 @@ def default_cases(rng: np.random.Generator) -> dict[str, Case]:
         dtype = "bool" if name in ("all", "any") else "float32"
         attrs: dict[str, Any] = {"axis": (1,), "keepdims": name == "sum"}
         cases[name] = Case(name, [rand(rng, (3, 5, 2), dtype)], attrs, SUMS)
+    cases["collapse_sum_like"] = Case("collapse_sum_like", [rand(rng, (2, 3, 5)),
+                                                            rand(rng, (3, 1))], tol=SUMS)
+    cases["collapse_sum_to"] = Case("collapse_sum_to", [rand(rng, (2, 3, 5))],
+                                    {"shape": (1, 5)}, SUMS)
     builders: list[Callable[[np.random.Generator], dict[str, Case]]] = [
         _nn, _transform, _creation, _indexing, _dyn]
     for build in builders:
