@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ....ir.expr import Call, Function, GlobalVar, RelayExpr, Tuple, TupleGetItem, Var
+from ....ir.adt import Clause, Match, PatternConstructor, PatternVar
 from ....ir.module import IRModule
 from ....ir.types import Any as AnyDim
 from ....ir.types import ShapeVar, TensorType, TupleType, Type, TypeCall
+from ... import op as _op
 
 if TYPE_CHECKING:
     from ._graph import Importer
@@ -185,6 +187,35 @@ def call_prelude(node: Node, name: str, args: Sequence[RelayExpr], ty: Any) -> R
     call = Call(node.scope.importer.prelude.get_global_var(name), tuple(args))
     node.declare(call, ty)
     return call
+
+
+def concat_list(node: Node, xs: RelayExpr, elem: TensorType, axis: int, new_axis: bool,
+                empty: RelayExpr | None = None) -> RelayExpr:
+    """The elements of List ``xs`` concatenated along ``axis`` (stacked along a new one with
+    ``new_axis``): ``match (xs) { Cons(%h, %t) => @foldl(fn (%acc, %x) { concatenate((%acc,
+    %x), axis) }, %h, %t), Nil => empty }`` (without ``empty``, an empty list stops the VM
+    with a failed match)."""
+    imp = node.scope.importer
+    p = imp.prelude
+    dims = list(_loose(elem).shape)  # type: ignore[union-attr]
+    if new_axis:
+        dims.insert(axis, 1)
+    dims[axis] = AnyDim()
+    acc_t = TensorType(tuple(dims), elem.dtype)
+    elem_t = ir_type(imp, elem)
+    acc, x = Var("acc", acc_t), Var("x", elem_t)
+    head, rest = Var("head", elem_t), Var("rest", list_ir_type(imp, elem.dtype, elem))
+
+    def prep(e: RelayExpr) -> RelayExpr:
+        return _op.expand_dims(e, axis) if new_axis else e
+
+    step = Function((acc, x), _op.concatenate([acc, prep(x)], axis), acc_t)
+    fold = Call(p.get_global_var("foldl"), (step, ascribe(prep(head), acc_t), rest))
+    clauses = [Clause(PatternConstructor(p.cons, [PatternVar(head), PatternVar(rest)]), fold)]
+    if empty is not None:
+        clauses.append(Clause(PatternConstructor(p.nil, []), ascribe(empty, acc_t)))
+    out = Match(xs, clauses, empty is not None)
+    return fresh_sizes(node, out, acc_t)
 
 
 def import_module(main: Function, prelude: Any) -> IRModule:

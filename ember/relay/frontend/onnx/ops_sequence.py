@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ....ir.expr import Function, RelayExpr, Tuple, Var
-from ....ir.types import Any as AnyDim
+from ....ir.expr import RelayExpr, Tuple
 from ....ir.types import TensorType
 from ... import op as _op
 from ._node import Node
@@ -25,6 +24,7 @@ from ._sequences import (
     SeqType,
     ascribe,
     call_prelude,
+    concat_list,
     element_fit,
     fresh_sizes,
     items_of,
@@ -198,30 +198,8 @@ def concat_from_sequence(node: Node) -> RelayExpr:
     rank = ty.elem.ndim + new_axis
     axis = norm_axis(node, node.attr("axis"), rank)
     if ty.items is None:
-        return _concat_list(node, seq, ty.elem, axis, new_axis)
+        return concat_list(node, seq, ty.elem, axis, new_axis)
     items = items_of(node, seq, ty)
     if new_axis:
         return _op.stack(items, axis)
     return items[0] if len(items) == 1 else _op.concatenate(items, axis)
-
-
-def _concat_list(node: Node, xs: RelayExpr, elem: TensorType, axis: int, new_axis: bool
-                 ) -> RelayExpr:
-    """foldl(fn (%acc, %x) { concatenate((%acc, %x), axis) }, hd(xs), tl(xs)), each element
-    given its new axis first when ``new_axis``."""
-    imp = node.scope.importer
-    dims = list(elem.shape)
-    if new_axis:
-        dims.insert(axis, 1)
-    dims[axis] = AnyDim()
-    acc_t = TensorType(tuple(dims), elem.dtype)
-    acc, x = Var("acc", acc_t), Var("x", ir_type(imp, elem))
-
-    def prep(e: RelayExpr) -> RelayExpr:
-        return _op.expand_dims(e, axis) if new_axis else e
-
-    step = Function((acc, x), _op.concatenate([acc, prep(x)], axis), acc_t)
-    head = prep(call_prelude(node, "hd", [xs], elem))
-    rest = call_prelude(node, "tl", [xs], SeqType(elem.dtype, elem))
-    call = call_prelude(node, "foldl", [step, head, rest], acc_t)
-    return fresh_sizes(node, call, acc_t)
