@@ -7,9 +7,11 @@ How it works: ``_load`` reads the model (a ModelProto or a file, external data i
 its opset; ``_graph`` walks the graph in dependency order and converts each node with its
 entry in the support table (``_table.SUPPORT``, one converter module per operator family:
 ``ops_math``, ``ops_conv``, ``ops_nn``, ``ops_shape``, ``ops_tensor``, ``ops_reduce``,
-``ops_index``, ``ops_einsum``, ``ops_resize``, ``ops_control``, ``ops_rnn``, ``ops_scan``, the
-last two running their time steps through ``_recurrence``); ``_typer`` types and folds
-what the converters build, and ``_symbolic`` follows shapes through dynamic axes.
+``ops_index``, ``ops_einsum``, ``ops_resize``, ``ops_control``, ``ops_sequence``, ``ops_rnn``,
+``ops_scan``, the last two running their time steps through ``_recurrence``); ``_typer`` types
+and folds what the converters build, ``_symbolic`` follows shapes through dynamic axes,
+``_sequences`` holds ONNX sequences (a tuple, or a Prelude List on the VM) and ``_narrow``
+computes float16/bfloat16 models in float32 behind their declared interface.
 ``docs/onnx.md`` is the user guide; ``docs/onnx_support.md`` lists the operators.
 """
 from __future__ import annotations

@@ -23,8 +23,8 @@ DTYPES: dict[int, str] = {
 # stores each partial sum back in float16, slower and less exact): weights are widened at
 # import, a graph input of such a type is cast up as it enters and a graph output cast back
 # down. float16 inputs and outputs stay float16 for callers; bfloat16 ones are float32 (numpy
-# has no bfloat16). Their storage size, for checking a tensor's data:
-NARROW: dict[int, int] = {10: 2, 16: 2}
+# has no bfloat16). Each is stored in 2 bytes.
+NARROW: dict[int, str] = {10: "float16", 16: "bfloat16"}
 BFLOAT16 = 16
 COMPUTE_DTYPE = "float32"
 # the names of the others, for messages
@@ -107,12 +107,12 @@ def tensor_to_numpy(tensor: Any, where: str) -> np.ndarray:
     if any(d < 0 for d in tensor.dims):
         raise FrontendError(f"{where}: negative dimension in dims {list(tensor.dims)}")
     expected = _expected_size(tensor)
-    itemsize = NARROW.get(tensor.data_type) or np.dtype(dtype).itemsize
-    stored = _stored_count(tensor, itemsize)
+    stored_as = NARROW.get(tensor.data_type, dtype)
+    stored = _stored_count(tensor, 2 if tensor.data_type in NARROW else np.dtype(dtype).itemsize)
     if stored is not None and stored != expected:
         raise FrontendError(
-            f"{where}: dims {list(tensor.dims)} need {expected} element(s) of {dtype}, but the "
-            f"tensor holds {'a partial element' if stored < 0 else stored}")
+            f"{where}: dims {list(tensor.dims)} need {expected} element(s) of {stored_as}, but "
+            f"the tensor holds {'a partial element' if stored < 0 else stored}")
     if tensor.data_location == 1 and not tensor.HasField("raw_data"):
         files = [e.value for e in tensor.external_data if e.key == "location"]
         raise FrontendError(
