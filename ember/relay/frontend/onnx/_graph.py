@@ -45,6 +45,21 @@ class Importer:
         self.params: dict[str, np.ndarray] = {}
         self._names: dict[str, int] = {}
         self.input_dims: dict[str, list[str | None]] = {}  # dim_param names of main's inputs
+        self._prelude: Any = None
+
+    @property
+    def prelude(self) -> Any:
+        """The Prelude (List, Cons, Nil and its functions) that sequences of run-time length
+        use, made on first use (``_sequences.py``); None-checked by ``used_prelude``."""
+        if self._prelude is None:
+            from ...prelude import Prelude
+
+            self._prelude = Prelude()
+        return self._prelude
+
+    @property
+    def used_prelude(self) -> Any:
+        return self._prelude
 
     def node_name(self, proto: Any) -> str:
         """The node's name, or ``<OpType>_<k>`` for an unnamed one."""

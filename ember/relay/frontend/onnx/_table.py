@@ -32,6 +32,7 @@ from . import (
     ops_rnn,
     ops_sample,
     ops_scan,
+    ops_sequence,
     ops_shape,
     ops_signal,
     ops_tensor,
@@ -335,6 +336,22 @@ SUPPORT: dict[str, OpSupport] = {
              "branch"),
     "Loop": _e(ops_control.loop, "a recursive local function (VM); loop-carried shapes may "
                "change; scan outputs"),
+    # sequences: a tuple when the length is known at import, else a Prelude List (VM)
+    "SequenceConstruct": _e(ops_sequence.sequence_construct, "a tuple of the tensors"),
+    "SequenceEmpty": _e(ops_sequence.sequence_empty, "an empty tuple (a Nil list once it "
+                        "must be a List)"),
+    "SequenceAt": _e(ops_sequence.sequence_at, "the tensor itself at a known position; @nth "
+                     "of a List (VM) otherwise"),
+    "SequenceInsert": _e(ops_sequence.sequence_insert, "a longer tuple at a known position; "
+                         "@concat / @insert_at on a List (VM) otherwise"),
+    "SequenceErase": _e(ops_sequence.sequence_erase, "a shorter tuple at a known position; "
+                        "@remove_at on a List (VM) otherwise"),
+    "SequenceLength": _e(ops_sequence.sequence_length, "a constant for a tuple; @length of "
+                         "a List (VM)"),
+    "SplitToSequence": _e(ops_sequence.split_to_sequence, "a tuple of slices; the sizes and "
+                          "the number of pieces must be known"),
+    "ConcatFromSequence": _e(ops_sequence.concat_from_sequence, "concatenate / stack of a "
+                             "tuple; a fold of concatenate over a List (VM)"),
     "Scan": _e(ops_scan.scan, "the body once per step, as the recurrent networks; scan "
                "axes and directions; Scan-8 with a known batch size and sequence_lens absent "
                "or the full length"),

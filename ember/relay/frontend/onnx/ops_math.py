@@ -313,6 +313,8 @@ def cast(node: Node) -> RelayExpr:
     sym = node.sym(0)
     if sym is not None and dtype.startswith(("int", "uint")):
         node.set_sym(sym)
+    if to == 10:  # float16 is computed in float32 (_narrow.py): round, then widen again
+        return _op.cast(_op.cast(node.input(0), "float16"), dtype)
     return _op.cast(node.input(0), dtype)
 
 
