@@ -19,16 +19,25 @@ from .runtime import (  # noqa: F401
     Object,
     PackedFunc,
     TVMError,
+    cl,
     cpu,
     cuda,
     device,
+    ext_dev,
     get_global_func,
+    gpu,
+    hexagon,
+    metal,
+    mtl,
     nd,
     opencl,
     register_func,
     register_object,
     remove_global_func,
+    rocm,
+    vpi,
     vulkan,
+    webgpu,
 )
 from .runtime.errors import TVMError  # noqa: F401,F811
 
@@ -49,6 +58,9 @@ _LAZY = {
     "rpc": "ember.rpc",
     "topi": "ember.topi",
     "_ffi": "ember._ffi",
+    "support": "ember.support",
+    "container": "ember.runtime.container",  # the Relay-era tvm.container
+    "instrument": "ember.instrument",
 }
 # name -> (module path, attribute): compiler-side names re-exported at the top level.
 _LAZY_ATTRS = {

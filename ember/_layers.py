@@ -18,11 +18,11 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       "executors, profiling, RPC, the native runtime; the top-level namespace"),
      ("ember", "ember._layers", "ember.error", "ember._ffi", "ember.runtime", "ember.rpc",
       "ember.contrib", "ember.contrib.utils", "ember.contrib.graph_executor",
-      "ember.contrib.debugger", "ember.testing")),
+      "ember.contrib.debugger", "ember.testing", "ember.support")),
     ("IR",
      ("types, expressions, IRModule, attrs, visitors, well-formedness, structural equality, "
       "the text printer and parser, the op registry (Op, OpDef) and the pass manager"),
-     ("ember.ir",)),
+     ("ember.ir", "ember.instrument")),
     ("target", "Target parsing and the SIMD level of a target",
      ("ember.target",)),
     ("tensor lowering",
@@ -35,7 +35,8 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("ember.relay.op",)),
     ("passes", "Relay analyses and passes, and the Relay-level helpers they share",
      ("ember.relay.transform", "ember.relay.analysis", "ember.relay.expr_functor",
-      "ember.relay.scope_builder", "ember.relay.loops", "ember.relay.prelude")),
+      "ember.relay.scope_builder", "ember.relay.loops", "ember.relay.prelude",
+      "ember.relay.dataflow_pattern")),
     ("backends",
      ("graph, AOT and VM codegen (each executor's compile side), lowering to C, memory "
       "planning, the shared build pipeline, the executor-builder registry"),
@@ -51,7 +52,9 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("the ember command, RPC server/tracker programs, micro projects, test helpers that "
       "build models"),
      ("ember.cli", "ember.__main__", "ember.exec", "ember.micro", "ember.testing.aot",
-      "ember.testing._aot_c", "ember.testing.plugin")),
+      "ember.contrib.relay_viz",
+      "ember.testing._aot_c", "ember.testing.plugin", "ember.testing.onnx_backend",
+      "ember.testing.onnx_node_tests")),
 )
 
 # The runtime reaches the C compiler driver only where exporting needs it, through this one

@@ -33,8 +33,8 @@ def test_every_lazy_name_of_relay_resolves(name):
 
 
 @pytest.mark.parametrize("owner, name", [
-    (ember, "nonexistent"), (ember, "support"), (relay, "nonexistent"),
-    (relay, "dataflow_pattern"), (relay.transform, "nonexistent")])
+    (ember, "nonexistent"), (ember, "autotvm"), (relay, "nonexistent"),
+    (relay, "qnn"), (relay.transform, "nonexistent")])
 def test_absent_names_are_simply_absent(owner, name):
     assert not hasattr(owner, name)
     with pytest.raises(AttributeError, match=repr(name)):
@@ -47,3 +47,12 @@ def test_tvm_module_aliases_hold_the_same_classes():
     assert relay.function.Function is relay.Function
     assert relay.adt.Match is relay.Match and relay.adt.TypeData is relay.TypeData
     assert set(relay.expr.__all__) <= set(dir(relay.expr))
+
+
+def test_relay_era_module_names():
+    assert relay.expr.ExprWithOp is relay.Expr and relay.expr.var is relay.var
+    assert isinstance(relay.split(relay.var("x", shape=(4,)), 2), relay.expr.TupleWrapper)
+    assert relay.ty.is_dynamic(relay.TensorType((relay.Any(), 2)))
+    assert not relay.ty.is_dynamic(relay.TensorType((1, 2)))
+    assert relay.expr_functor.ExprVisitor is relay.ExprVisitor
+    assert relay.expr_functor.ExprMutator is relay.ExprMutator

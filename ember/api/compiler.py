@@ -10,8 +10,11 @@
 The model goes through the frontend (``relay.frontend.from_onnx``, or the text parser), then
 ``relay.build`` with the chosen executor. ``executor="auto"`` picks AOT for a static dataflow
 graph and the VM for dynamic shapes (``relay.Any``) or control flow, closures, ADTs,
-references (the AOT build's own check, ``aot.build.check_supported``), and says which and why
-once, at INFO level, on the ``ember`` logger.
+references (the AOT build's own check, ``aot.build.check_supported``, made after
+``DynamicToStatic``), and says which and why once, at INFO level, on the ``ember`` logger.
+The VM runs a straight-line model with symbolic shapes as a few native calls per run (its
+shape functions, then the same kernels a static build has; ``ember.runtime.vm.static_plan``),
+so no shape has to be fixed for speed.
 """
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pathlib
 import shutil
 import sys
 import tempfile
@@ -16,6 +17,10 @@ def _keep_temps() -> bool:
 
 class TempDirectory:
     """A directory under the system temp dir, removed when garbage collected or at exit.
+
+    It behaves as a path: ``tmp / "model.so"`` and ``tmp.path`` are ``pathlib.Path``s,
+    ``os.fspath(tmp)`` is the directory, ``tmp.relpath(name)`` a str inside it, and
+    ``with tempdir() as tmp:`` removes it at the end of the block.
 
     ``custom_path`` uses (and creates) that directory instead and never removes it. The
     directory is kept when ``keep_for_debug`` is true, inside ``set_keep_for_debug()``, or when
@@ -50,7 +55,17 @@ class TempDirectory:
             cls._KEEP_FOR_DEBUG = old
 
     @property
-    def path(self) -> str:
+    def path(self) -> pathlib.Path:
+        """The directory, as a ``pathlib.Path``."""
+        return pathlib.Path(self.temp_dir)
+
+    def __truediv__(self, other: "str | os.PathLike[str]") -> pathlib.Path:
+        if not isinstance(other, (str, os.PathLike)):
+            raise TypeError(f"TempDirectory / operator: expected a str or path, got "
+                            f"{type(other).__name__} {other!r}")
+        return self.path / other
+
+    def __fspath__(self) -> str:
         return self.temp_dir
 
     def relpath(self, name: str) -> str:

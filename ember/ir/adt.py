@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..runtime.object import register_object
 from .base import Node
-from .expr import Call, RelayExpr, Var, _as_expr
+from .expr import RelayExpr, Var
 from .types import FuncType, GlobalTypeVar, Type, TypeCall, TypeVar
 
 
@@ -25,9 +24,6 @@ class Constructor(RelayExpr):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
-
-    def __call__(self, *args: Any) -> Call:
-        return Call(self, tuple(_as_expr(a) for a in args))
 
 
 @register_object("relay.TypeData")

@@ -82,6 +82,12 @@ class RelayExpr(BaseExpr):
     def __ge__(self, other: Any) -> "Call":
         return _binary("greater_equal", self, other)
 
+    def __call__(self, *args: Any) -> "Call":
+        """``f(x, y)`` builds ``Call(f, (x, y))``, for any expression that may be called: a
+        Function, a GlobalVar, a Var of function type, a Constructor, a call returning a
+        function (as Relay's ``ExprWithOp``). Numbers become constants."""
+        return Call(self, tuple(_as_expr(a) for a in args))
+
     def astype(self, dtype: str) -> "Call":
         from .op import Op
 
@@ -170,9 +176,6 @@ class GlobalVar(RelayExpr):
     """The name of a global function of an IRModule (``@main``)."""
 
     name_hint: str
-
-    def __call__(self, *args: Any) -> "Call":
-        return Call(self, tuple(_as_expr(a) for a in args))
 
 
 @register_object("relay.Call")
@@ -279,9 +282,6 @@ class Function(BaseFunc):
         if any(a is None for a in args) or self.ret_type is None:
             return None
         return FuncType(args, self.ret_type, self.type_params)  # type: ignore[arg-type]
-
-    def __call__(self, *args: Any) -> Call:
-        return Call(self, tuple(_as_expr(a) for a in args))
 
 
 def var(name_hint: str, type_annotation: Type | str | None = None,

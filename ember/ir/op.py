@@ -68,6 +68,11 @@ class Op(RelayExpr):
 
     name: str
 
+    def __call__(self, *args: Any) -> Any:
+        # An Op is called through its builder, which also makes its attrs (as in Relay).
+        raise TypeError(f"an Op is not called directly: use relay.{self.name}(...) or "
+                        f"relay.Call(Op.get({self.name!r}), args, attrs)")
+
     @staticmethod
     def get(name: str) -> "Op":
         """The operator called ``name``; an unknown name raises with the closest matches."""

@@ -55,7 +55,7 @@ from .op import *
 # ember.relay (tests/test_namespace.py imports each one).
 _LAZY_MODULES = ("transform", "analysis", "prelude", "scope_builder", "backend", "testing",
                  "frontend", "vm", "build_module", "loops", "expr_functor", "expr", "ty", "adt",
-                 "function")
+                 "function", "dataflow_pattern")
 _LAZY_ATTRS = {
     "ScopeBuilder": ("ember.relay.scope_builder", "ScopeBuilder"),
     "create_executor": ("ember.relay.build_module", "create_executor"),

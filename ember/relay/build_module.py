@@ -11,8 +11,10 @@ graph executor) and ``"vm"``.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Mapping
 
+from ..ir.expr import Function
 from ..ir.module import IRModule
 from ..runtime.device import Device, device as _device
 from ..runtime.errors import TVMError
@@ -62,30 +64,52 @@ def create_executor(kind: str = "debug", mod: IRModule | None = None, device: An
 
 
 # -- build ----------------------------------------------------------------------------------------
+def _deprecated(registry: str, param: str, sub: bool) -> None:
+    # The Relay-era messages, word for word: scripts match on them. Attributed to the caller
+    # of relay.build (5 frames up: build -> _build.build -> _executor_and_runtime -> here).
+    what = f"{registry} (tvm.relay.backend.{registry})" + (f" parameter {param}" if sub else "")
+    warnings.warn(f"Please use {what} instead of deprecated Target parameter -{param}",
+                  DeprecationWarning, stacklevel=6)
+
+
 def _reconstruct_from_deprecated_options(target: Any) -> tuple[Any, Any]:
     """The (Executor, Runtime) named by deprecated target options (``-executor=aot``,
-    ``-runtime=c``, ``-link-params``, ``-interface-api``, ``-unpacked-api``, ``-system-lib``),
-    each None when the target names none."""
+    ``-runtime=c``, ``-link-params``, ``-interface-api``, ``-unpacked-api``, ``-system-lib``,
+    ``-workspace-byte-alignment``, ``-constants-byte-alignment``), each None when the target
+    names none; each option found gives the Relay-era DeprecationWarning."""
     from .backend.executor import Executor
     from .backend.runtime import Runtime
 
     attrs = target.attrs if target is not None else {}
-    ex_args = {k: attrs[k] for k in ("interface-api", "unpacked-api") if k in attrs}
-    if attrs.get("link-params"):
-        ex_args["link-params"] = True
-    for key, alias in (("workspace-byte-alignment", None), ("constants-byte-alignment",
-                                                            "constant-byte-alignment")):
-        if key in attrs:
+    ex_args = {}
+    for key, alias in (("interface-api", None), ("unpacked-api", None),
+                       ("link-params", None), ("workspace-byte-alignment", None),
+                       ("constants-byte-alignment", "constant-byte-alignment")):
+        if key in attrs and (key != "link-params" or attrs[key]):
+            _deprecated("Executor", key, sub=True)
             ex_args[alias or key] = attrs[key]
     executor = None
+    if "executor" in attrs:
+        _deprecated("Executor", "executor", sub=False)
     if "executor" in attrs or ex_args:
         executor = Executor(attrs.get("executor", "graph"), ex_args)
-    rt_args = {"system-lib": attrs["system-lib"]} if "system-lib" in attrs else {}
     runtime = None
-    if "runtime" in attrs or rt_args:
+    if "runtime" in attrs:
+        _deprecated("Runtime", "runtime", sub=False)
+    if "system-lib" in attrs:
+        _deprecated("Runtime", "system-lib", sub=True)
+    if "runtime" in attrs or "system-lib" in attrs:
         name = attrs.get("runtime", "cpp")
+        rt_args = {"system-lib": attrs["system-lib"]} if "system-lib" in attrs else {}
         runtime = Runtime("crt" if name == "c" else name, rt_args)
     return executor, runtime
+
+
+def _function_deprecated(ir_mod: Any, name: str) -> None:
+    if isinstance(ir_mod, Function):
+        warnings.warn(f"Please use input parameter mod (tvm.IRModule) instead of deprecated "
+                      f"parameter {name} (tvm.relay.function.Function)", DeprecationWarning,
+                      stacklevel=3)
 
 
 def build(ir_mod: Any, target: Any = None, target_host: Any = None, executor: Any = None,
@@ -111,6 +135,7 @@ def build(ir_mod: Any, target: Any = None, target_host: Any = None, executor: An
     """
     from . import _build
 
+    _function_deprecated(ir_mod, "mod")
     if module_name is not None:  # the AOT RFC's spelling of mod_name
         if mod_name not in ("default", None, module_name):
             raise TVMError(f"relay.build: mod_name={mod_name!r} and module_name={module_name!r} "
@@ -128,4 +153,5 @@ def optimize(mod: Any, target: Any = None, target_host: Any = None,
     """
     from . import _build
 
+    _function_deprecated(mod, "func")
     return _build.optimize(mod, target, target_host, params)

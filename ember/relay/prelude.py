@@ -24,9 +24,9 @@ from ..ir.op import Op
 from ..ir.types import FuncType, GlobalTypeVar, TupleType, Type, TypeCall, TypeVar, scalar_type
 from ..runtime.errors import TVMError
 
-GLOBAL_DEFS = ("id", "compose", "flip", "hd", "tl", "nth", "update", "map", "foldl", "foldr",
-               "foldr1", "concat", "filter", "zip", "rev", "map_accuml", "map_accumr",
-               "unfoldl", "unfoldr", "sum", "length", "tmap", "size", "iterate")
+GLOBAL_DEFS = ("id", "compose", "flip", "hd", "tl", "nth", "update", "insert_at", "remove_at",
+               "map", "foldl", "foldr", "foldr1", "concat", "filter", "zip", "rev", "map_accuml",
+               "map_accumr", "unfoldl", "unfoldr", "sum", "length", "tmap", "size", "iterate")
 TYPE_DEFS = ("List", "Option", "Tree")
 I32 = scalar_type("int32")
 BOOL = scalar_type("bool")
@@ -143,6 +143,30 @@ def _def_update(b: _Builder) -> Function:
     body = If(_op("equal", n, const(0)), b.cons(v, b.call("tl", xs)),
               b.cons(b.call("hd", xs), rest))
     return Function([xs, n, v], body, b.List(a), [a])
+
+
+def _def_insert_at(b: _Builder) -> Function:
+    """fn [A](%xs: List[A], %n: int32, %v: A) -> List[A]: %xs with %v before element %n (at
+    the end when %n is the length; ember's, not TVM's: ONNX's SequenceInsert)."""
+    (a,) = _tvars("A")
+    xs, n, v = Var("xs", b.List(a)), Var("n", I32), Var("v", a)
+    x, rest = Var("x", a), Var("rest", b.List(a))
+    later = b.cons(x, b.call("insert_at", rest, _op("subtract", n, const(1)), v))
+    body = If(_op("equal", n, const(0)), b.cons(v, xs),
+              Match(xs, [Clause(_ctor(b.cons, x, rest), later)], False))
+    return Function([xs, n, v], body, b.List(a), [a])
+
+
+def _def_remove_at(b: _Builder) -> Function:
+    """fn [A](%xs: List[A], %n: int32) -> List[A]: %xs without element %n (ember's, not
+    TVM's: ONNX's SequenceErase)."""
+    (a,) = _tvars("A")
+    xs, n = Var("xs", b.List(a)), Var("n", I32)
+    x, rest = Var("x", a), Var("rest", b.List(a))
+    keep = If(_op("equal", n, const(0)), rest,
+              b.cons(x, b.call("remove_at", rest, _op("subtract", n, const(1)))))
+    return Function([xs, n], Match(xs, [Clause(_ctor(b.cons, x, rest), keep)], False),
+                    b.List(a), [a])
 
 
 def _def_map(b: _Builder) -> Function:
@@ -402,3 +426,65 @@ class Prelude:
             if ctor.name_hint == name:
                 return ctor
         raise self._missing(f"constructor of {ty_name}", name, dtype)
+
+
+# -- GradCell: lazily initialised gradients (LazyGradientInit) -----------------------------------
+GRAD_CELL_DEFS = ("GradCell", "FromGradCell", "AddGradCell", "MultiplyGradCell")
+GRAD_CELL_TEXT = """#[version = "0.0.5"]
+type GradCell[T] {
+  Raw(T),
+  One(fn () -> T),
+  Zero(fn () -> T),
+}
+
+def @FromGradCell[T](%g: GradCell[T]) -> T {
+  match (%g) {
+    Raw(%x) => %x,
+    One(%f) => %f(),
+    Zero(%f) => %f(),
+  }
+}
+
+def @AddGradCell[T](%add: fn (T, T) -> T, %l: GradCell[T], %r: GradCell[T]) -> GradCell[T] {
+  match (%l) {
+    Zero(_) => %r,
+    _ => match (%r) {
+      Zero(_) => %l,
+      _ => Raw(%add(@FromGradCell(%l), @FromGradCell(%r))),
+    },
+  }
+}
+
+def @MultiplyGradCell[T](%mul: fn (T, T) -> T, %l: GradCell[T], %r: GradCell[T]) -> GradCell[T] {
+  match (%l) {
+    Zero(_) => %l,
+    One(_) => %r,
+    _ => match (%r) {
+      Zero(_) => %r,
+      One(_) => %l,
+      _ => Raw(%mul(@FromGradCell(%l), @FromGradCell(%r))),
+    },
+  }
+}
+"""
+
+
+def with_grad_cell(mod: IRModule) -> IRModule:
+    """A copy of ``mod`` with the GradCell type and its functions (unless it has them):
+
+    ``type GradCell[T] { Raw(T), One(fn () -> T), Zero(fn () -> T) }`` holds a tensor that is
+    known (Raw), or all ones or all zeros, made only when needed; ``@FromGradCell`` forces
+    one, ``@AddGradCell(add, l, r)`` skips adding a Zero, ``@MultiplyGradCell(mul, l, r)``
+    skips multiplying by a One and gives the Zero for a Zero factor.
+    """
+    if "GradCell" in mod:
+        missing = [n for n in GRAD_CELL_DEFS if n not in mod]
+        if missing:
+            raise TVMError(f"GradCell: the module defines GradCell but not {', '.join(missing)}")
+        return mod
+    clash = [n for n in GRAD_CELL_DEFS if n in mod]
+    if clash:
+        raise TVMError(f"GradCell: the module already defines {', '.join(clash)}")
+    from ..ir.parser import parse
+
+    return parse(GRAD_CELL_TEXT, "<GradCell>", init_module=mod)

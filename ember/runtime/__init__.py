@@ -6,7 +6,8 @@ Module and its loaders, the ctypes bridge to the one C ABI, and the executors' r
 from __future__ import annotations
 
 from . import ndarray as nd  # noqa: F401
-from .device import Device, cpu, cuda, device, ext_dev, metal, opencl, rocm, vulkan  # noqa: F401
+from .device import (Device, cl, cpu, cuda, device, enabled, ext_dev, gpu,  # noqa: F401
+                     hexagon, metal, mtl, opencl, rocm, vpi, vulkan, webgpu)
 from .dtype import DataType, DataTypeCode  # noqa: F401
 from .errors import TVMError  # noqa: F401
 from .ndarray import NDArray  # noqa: F401
@@ -28,6 +29,7 @@ from .registry import (  # noqa: F401,E402
 from .module import Module  # noqa: F401,E402
 from .loaders import load_module, system_lib  # noqa: F401,E402
 from .time_eval import BenchmarkResult  # noqa: F401,E402
+from .threads import default_num_threads as num_threads  # noqa: F401,E402
 
 # The executors' run side; importing executor_factory registers the loaders that rebuild a
 # factory from an exported library (runtime.module.loadbinary_GraphExecutorFactory).

@@ -26,6 +26,7 @@ import numpy as np
 from ._abi import ArgTypeCode, DLTensor, TVMByteArray
 from .device import Device
 from .dtype import DataType
+from . import errors
 from .errors import TVMError, add_note
 from .ndarray import NDArray, from_dltensor_address
 from .object import Object
@@ -348,8 +349,38 @@ def raise_error(take_error: Callable[[], bytes | None], fname: str) -> None:
         add_note(exc, f"(passed up through compiled function {fname})")
         raise exc
     text = msg.decode("utf-8", "replace")
-    raise TVMError(text or f"{fname}: returned an error code without setting an error message "
-                   "(call TVMPackedFuncSetLastError before returning nonzero)")
+    if not text:
+        raise TVMError(f"{fname}: returned an error code without setting an error message "
+                       "(call TVMPackedFuncSetLastError before returning nonzero)")
+    raise error_from_message(text)
+
+
+# Builtin exception names a C message may start with, and the ember class (a TVMError that
+# is also that builtin) raised for them.
+_BUILTIN_KINDS = {"ValueError": "ArgumentError", "TypeError": "ArgumentTypeError",
+                  "IndexError": "ArgumentIndexError"}
+
+
+def error_class(kind: str) -> type[TVMError]:
+    """The exception class an error message of kind ``kind`` (``"OpNotImplemented"``,
+    ``"tvm.error.InternalError"``, ``"ValueError"``) is raised as: the ember error class of
+    that name (ember.error), the TVMError subclass matching a builtin, else TVMError."""
+    for prefix in ("tvm.error.", "ember.error."):
+        if kind.startswith(prefix):
+            kind = kind[len(prefix):]
+    cls = getattr(errors, _BUILTIN_KINDS.get(kind, kind), None)
+    return cls if isinstance(cls, type) and issubclass(cls, TVMError) else TVMError
+
+
+def error_from_message(text: str) -> TVMError:
+    """The exception for an error message from C: ``"<Kind>: <message>"`` gives the class of
+    ``error_class(Kind)``, anything else a TVMError. The message is kept verbatim."""
+    head = text.split("\n", 1)[0]
+    kind = head.partition(": ")[0].strip() if ": " in head else ""
+    cls = error_class(kind) if kind.replace(".", "").isidentifier() else TVMError
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, text)  # verbatim: no class-specific decoration of the message
+    return exc
 
 
 # ---- the host table -------------------------------------------------------------------------

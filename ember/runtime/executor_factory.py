@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import struct
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -94,6 +95,16 @@ class ExecutorFactoryModule(Module):
     def list_module_names(self) -> list[str]:
         return [self.libmod_name]
 
+    def get_devices(self) -> list[str]:
+        """The devices of a heterogeneous build: none (ember builds for the host CPU)."""
+        return []
+
+    @property
+    def module(self) -> "ExecutorFactoryModule":
+        """The runtime module ``factory[name]`` indexes (the Relay-era factory wrapped one;
+        ember's factory is that module itself)."""
+        return self
+
     def _create(self, dev: Device) -> Module:
         raise NotImplementedError
 
@@ -113,7 +124,11 @@ class ExecutorFactoryModule(Module):
                 "(dev))") from None
 
     def __iter__(self) -> Iterator[Any]:
-        """The legacy ``graph, lib, params = relay.build(...)`` form."""
+        """The legacy ``graph, lib, params = relay.build(...)`` form (with the Relay-era
+        DeprecationWarning; unlike there, a factory can be unpacked any number of times)."""
+        warnings.warn("legacy graph executor behavior of producing json / lib / params: "
+                      "prefer factory['default'](dev) with tvm.contrib.graph_executor."
+                      "GraphModule (the recommended usage)", DeprecationWarning, stacklevel=2)
         return iter((self.get_executor_config(), self.lib, self.get_params()))
 
     def _functions(self) -> dict[str, Callable[..., Any]]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from . import _target_device, enabled_targets
+from . import _target_device, enabled_targets, known_failures
 
 MARKS = {"llvm": "needs the host C toolchain (skipped without a C compiler)",
          "micro": "needs micro support and a C compiler",
@@ -33,8 +33,9 @@ def pytest_generate_tests(metafunc: Any) -> None:
         names = argnames.split(",") if isinstance(argnames, str) else list(argnames)
         if "target" in (n.strip() for n in names):
             return  # parametrize_targets (or the test itself) already chose the targets
-    targets = [t for t, _ in enabled_targets()]
-    metafunc.parametrize("target", targets, ids=[str(t) for t in targets])
+    targets = [pytest.param(t, marks=known_failures(metafunc.function, t), id=str(t))
+               for t, _ in enabled_targets()]
+    metafunc.parametrize("target", targets)
 
 
 @pytest.fixture

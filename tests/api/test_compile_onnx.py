@@ -71,13 +71,13 @@ def test_symbolic_batch_picks_the_vm_and_input_shapes_make_it_static() -> None:
 def test_unsupported_onnx_op_is_named() -> None:
     from onnx import TensorProto, helper
 
-    node = helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms0")
+    # ImageDecoder (opset 20) decodes encoded image bytes: outside what a model compiler runs.
+    node = helper.make_node("ImageDecoder", ["data"], ["image"], name="decode0")
     graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 4, 4]),
-                      helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 4])],
-        [helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    with pytest.raises(ember.error.OpNotImplemented, match="NonMaxSuppression.*nms0"):
+        [node], "g", [helper.make_tensor_value_info("data", TensorProto.UINT8, [64])],
+        [helper.make_tensor_value_info("image", TensorProto.UINT8, [None, None, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    with pytest.raises(ember.error.OpNotImplemented, match="ImageDecoder.*decode0"):
         ember.compile(model)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -151,3 +152,17 @@ def test_ember_march_replaces_native_for_portable_libraries(monkeypatch):
     assert "-march=native" not in flags and "-march=x86-64" in flags
     monkeypatch.setenv("EMBER_MARCH", "native")
     assert "-march=x86-64" not in _cc.default_flags()
+
+
+def test_tempdir_behaves_as_a_path():
+    # as Relay-era scripts use it: temp / "name", export there, list, load back
+    with utils.tempdir() as temp:
+        so = temp / "lib.so"
+        assert isinstance(so, pathlib.Path) and so.parent == temp.path
+        so.write_text("x")
+        assert temp.listdir() == ["lib.so"]
+        assert temp.relpath("lib.so") == str(so) == os.path.join(os.fspath(temp), "lib.so")
+        assert os.path.isfile(os.path.join(temp, "lib.so"))
+        with pytest.raises(TypeError, match="TempDirectory / operator: expected a str or path"):
+            temp / 3  # noqa: B018
+    assert not so.exists()

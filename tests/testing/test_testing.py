@@ -87,6 +87,11 @@ def test_parametrize_targets_needs_a_target_argument():
             pass
 
 
+def test_known_failing_targets_refuses_non_str():
+    with pytest.raises(TypeError, match="known_failing_targets: targets are named by str"):
+        ember.testing.known_failing_targets(ember.cpu(0))
+
+
 def test_parameters_validates_its_input():
     with pytest.raises(ValueError, match="2 items"):
         tt.parameters((1, 2), (3,))
@@ -130,6 +135,15 @@ _SAMPLE = textwrap.dedent("""
     @tt.requires_llvm
     def test_requires_llvm_runs():
         pass
+
+    @tt.parametrize_targets("llvm")
+    @tt.known_failing_targets("llvm")
+    def test_known_failing(target):
+        raise AssertionError("fails on llvm")
+
+    @tt.known_failing_targets("llvm -mcpu=x")
+    def test_known_failing_plugin(target):
+        raise AssertionError("fails on llvm")
 """)
 
 
@@ -145,5 +159,6 @@ def test_fixtures_marks_and_plugin_under_pytest(tmp_path):
                           "-W", "error::pytest.PytestUnknownMarkWarning", str(path)],
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     summary = out.stdout.strip().splitlines()[-1]
-    # 2 (parameter) + 2x2 (parameters x dtype) + 1 + 1 (+1 cuda skipped) + 1 + 1 + 1 passed
-    assert "11 passed, 2 skipped" in summary, out.stdout + out.stderr
+    # 2 (parameter) + 2x2 (parameters x dtype) + 1 + 1 (+1 cuda skipped) + 1 + 1 + 1 passed;
+    # the two known failures are expected ones
+    assert "11 passed, 2 skipped, 2 xfailed" in summary, out.stdout + out.stderr

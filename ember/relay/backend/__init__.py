@@ -4,7 +4,8 @@ Each executor's compile side is a folder here, registered by name in ``registry`
 package is imported: ``graph`` (graph JSON), ``aot`` (C ``run_model``), ``vm`` (bytecode).
 Shared by them: ``pipeline`` (optimize, build stages), ``te_compiler`` (primitive functions
 to C), ``memory_plan``; the reference interpreter is ``interpreter`` (the ``"debug"`` kind of
-``create_executor``). Other submodules load on first attribute access.
+``create_executor``); ``executor_factory`` names the factory modules ``relay.build`` returns.
+Other submodules load on first attribute access.
 """
 from __future__ import annotations
 

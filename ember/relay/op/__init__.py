@@ -14,19 +14,30 @@ from . import (  # noqa: F401
     algorithm,
     annotation,
     attrs,
+    collapse,
     creation,
     dyn,
+    fast_math,
     image,
     indexing,
+    nd_scatter,
     nn,
+    nonzero,
     reduce,
     scatter_gather,
     tensor,
     transform,
 )
+from ._tensor_grad import get_gradient, register_gradient  # noqa: F401 (after the ops it covers)
 from ._tuple import TupleWrapper
 from .algorithm import *
+from .collapse import *
 from .creation import *
+from .fast_math import *
+from .mixed_precision import (get_mixed_precision_conversion,  # noqa: F401
+                              register_mixed_precision_conversion)
+from .nd_scatter import *
+from .nonzero import *
 from .reduce import *
 from .scatter_gather import *
 from .tensor import *
@@ -34,6 +45,8 @@ from .transform import *
 
 get = Op.get
 
-__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn"]
-__all__ += (algorithm.__all__ + creation.__all__ + reduce.__all__ + scatter_gather.__all__
+__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn",
+           "register_gradient", "register_mixed_precision_conversion"]
+__all__ += (algorithm.__all__ + collapse.__all__ + creation.__all__ + fast_math.__all__
+            + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + scatter_gather.__all__
             + tensor.__all__ + transform.__all__)

@@ -93,6 +93,11 @@ _UNARY: dict[str, tuple[Callable[[np.ndarray], Any], tuple[str, Any], str]] = {
     "sin": (np.sin, FLOAT, "Elementwise sine."),
     "cos": (np.cos, FLOAT, "Elementwise cosine."),
     "tan": (np.tan, FLOAT, "Elementwise tangent."),
+    "asin": (np.arcsin, FLOAT, "Elementwise arcsine."),
+    "acos": (np.arccos, FLOAT, "Elementwise arccosine."),
+    "atan": (np.arctan, FLOAT, "Elementwise arctangent."),
+    "sinh": (np.sinh, FLOAT, "Elementwise hyperbolic sine."),
+    "cosh": (np.cosh, FLOAT, "Elementwise hyperbolic cosine."),
     "floor": (np.floor, ANY, "Elementwise floor (identity on integers)."),
     "ceil": (np.ceil, ANY, "Elementwise ceiling (identity on integers)."),
     "trunc": (np.trunc, ANY, "Elementwise rounding toward zero (identity on integers)."),
@@ -154,6 +159,7 @@ _UNARY_TE: dict[str, Callable[[te.Tensor], te.Tensor]] = {
     "logical_not": topi.logical_not, "copy": topi.identity,
     "sign": topi.sign, "tan": _unary("tan", tir.tan), "isfinite": _unary("isfinite", _isfinite),
     "bitwise_not": _unary("bitwise_not", _bitwise_not),
+    **{n: _unary(n, getattr(tir, n)) for n in ("asin", "acos", "atan", "sinh", "cosh")},
 }
 
 

@@ -123,8 +123,11 @@ defop("squeeze",
 
 
 def squeeze(data: Any, axis: Sequence[int] | int | None = None) -> Call:
-    """``data`` without the given size-1 axes (None: all size-1 axes)."""
-    return call("squeeze", data, attrs=SqueezeAttrs(axis))
+    """``data`` without the given size-1 axes (None: all size-1 axes); axes given as a
+    tensor known at run time build ``dyn.squeeze``."""
+    if run_time(axis):
+        return dyn_op("squeeze")(data, axis)
+    return call("squeeze", data, attrs=SqueezeAttrs(numbers(axis)))
 
 
 def _expand_shape(shape: Sequence[Dim], attrs: ExpandDimsAttrs) -> list[Dim]:
@@ -145,7 +148,13 @@ defop("expand_dims",
 
 
 def expand_dims(data: Any, axis: int, num_newaxis: int = 1) -> Call:
-    """``data`` with ``num_newaxis`` size-1 axes inserted at ``axis`` (in [-ndim-1, ndim])."""
+    """``data`` with ``num_newaxis`` size-1 axes inserted at ``axis`` (in [-ndim-1, ndim]);
+    an axis given as a tensor known at run time builds ``dyn.expand_dims``."""
+    if run_time(axis):
+        return dyn_op("expand_dims")(data, axis, num_newaxis)
+    axis = numbers(axis)
+    if isinstance(axis, list) and len(axis) == 1:  # a one-element constant
+        axis = axis[0]
     return call("expand_dims", data, attrs=ExpandDimsAttrs(axis, num_newaxis))
 
 

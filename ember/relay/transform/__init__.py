@@ -36,13 +36,26 @@ _LAZY: dict[str, str] = {
     "BindParams": "bind_params",
     "DynamicToStatic": "dynamic_to_static",
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
+    # the Relay-era pass list (issue 23)
+    "Inline": "inline", "RemoveUnusedFunctions": "remove_unused_functions",
+    "CombineParallelConv2D": "combine_parallel", "CombineParallelDense": "combine_parallel",
+    "CombineParallelBatchMatmul": "combine_parallel", "BatchingOps": "combine_parallel",
+    "FastMath": "fast_math", "ToMixedPrecision": "to_mixed_precision",
+    "mixed_precision": "to_mixed_precision",  # the module of default rules, loaded with it
+    "gradient": "autodiff", "FirstOrderGradient": "first_order_gradient",
+    "LazyGradientInit": "lazy_gradient_init", "PartialEvaluate": "partial_evaluate",
+    "ToCPS": "cps", "to_cps": "cps", "un_cps": "cps",
+    "Defunctionalization": "defunctionalization",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",
                 "EliminateCommonSubexpr", "ToANormalForm", "ToGraphNormalForm", "FoldScaleAxis",
                 "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "SimplifyExpr", "CanonicalizeOps",
                 "FuseGemmEpilogue", "AlterOpLayout", "FuseLayerNorm", "FoldGemmViews",
-                "DynamicToStatic", "RecogniseActivations")
+                "DynamicToStatic", "Inline", "RemoveUnusedFunctions", "CombineParallelConv2D",
+                "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath",
+                "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit",
+                "PartialEvaluate", "RecogniseActivations")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

@@ -221,6 +221,9 @@ REWRITES: dict[str, tuple[tuple[int, ...], Rewrite]] = {
     "dyn.topk": ((1,), _topk),
     "dyn.nn.pad": ((1,), _pad),
     "dyn.image.resize2d": ((1, 2), _resize),
+    "dyn.squeeze": ((1,), lambda c, v: _op.squeeze(c.args[0], _ints(v[1]))),
+    "dyn.expand_dims": ((1,), lambda c, v: _op.expand_dims(
+        c.args[0], _ints(v[1])[0], c.attrs.num_newaxis)),  # type: ignore[union-attr]
 }
 
 

@@ -28,27 +28,29 @@ def _relu_model():
 
 
 def test_unsupported_ops_are_listed_once_with_their_nodes():
-    sub = helper.make_graph([helper.make_node("Unique", ["x"], ["u"], name="in_branch")],
+    sub = helper.make_graph([helper.make_node("Det", ["x"], ["u"], name="in_branch")],
                             "b", [], [helper.make_tensor_value_info("u", TP.FLOAT, None)])
-    nodes = [helper.make_node("NonZero", ["x"], ["a"], name="nz1"),
-             helper.make_node("NonZero", ["x"], ["b"], name="nz2"),
-             helper.make_node("FusedMatMul", ["x", "x"], ["c"], name="fm", domain="com.microsoft"),
-             helper.make_node("LayerNormalization", ["x", "x"], ["d"], name="ln"),
+    nodes = [helper.make_node("StringNormalizer", ["x"], ["a"], name="sl1"),
+             helper.make_node("StringNormalizer", ["x"], ["b"], name="sl2"),
+             helper.make_node("BiasSoftmax", ["x", "x"], ["c"], name="bs", domain="com.microsoft"),
+             helper.make_node("Foo", ["x"], ["f"], name="foo", domain="com.example"),
+             helper.make_node("GroupNormalization", ["x", "x", "x"], ["d"], name="gn"),
              helper.make_node("If", ["cond"], ["e"], name="if", then_branch=sub, else_branch=sub),
              helper.make_node("Relu", ["x"], ["y"], name="fine")]
-    model = _model(nodes, domains=["com.microsoft"], inits=[
+    model = _model(nodes, domains=["com.microsoft", "com.example"], inits=[
         numpy_helper.from_array(np.array(True), "cond")])
     with pytest.raises(OpNotImplemented) as info:
         relay.frontend.from_onnx(model)
     msg = str(info.value)
     assert isinstance(info.value, NotImplementedError)
-    assert msg.startswith("5 node(s) use operators that ember cannot import (model opset 13;")
-    assert "NonZero-13 (not supported): nodes 'nz1', 'nz2'" in msg
-    assert "com.microsoft.FusedMatMul (custom domain 'com.microsoft': ember imports the " \
-        "default ONNX domain only): node 'fm'" in msg
-    assert "LayerNormalization (not defined at opset 13 (ONNX defines it from opset 17)): " \
-        "node 'ln'" in msg
-    assert "Unique-11 (not supported): node 'in_branch'" in msg
+    assert msg.startswith("6 node(s) use operators that ember cannot import (model opset 13;")
+    assert "StringNormalizer-10 (not supported): nodes 'sl1', 'sl2'" in msg
+    assert "com.microsoft.BiasSoftmax (not supported): node 'bs'" in msg
+    assert "com.example.Foo (custom domain 'com.example': ember imports the default ONNX " \
+        "domain and com.microsoft): node 'foo'" in msg
+    assert "GroupNormalization (not defined at opset 13 (ONNX defines it from opset 18)): " \
+        "node 'gn'" in msg
+    assert "Det-11 (not supported): node 'in_branch'" in msg
     assert "Relu" not in msg
 
 

@@ -13,12 +13,13 @@ from _lowering_util import SUMS, Case, rand
 
 UNARY_RANGES = {
     "log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "sqrt": (0.0, 5), "rsqrt": (0.1, 5),
-    "tan": (-1.2, 1.2),
+    "tan": (-1.2, 1.2), "asin": (-0.99, 0.99), "acos": (-0.99, 0.99),
 }
 UNARY_FLOAT = ["exp", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
-               "cos", "tan", "floor", "ceil", "trunc", "round", "negative", "abs", "sign",
-               "copy", "isnan", "isinf", "isfinite", "logical_not", "nn.relu",
-               "annotation.stop_fusion"]
+               "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil", "trunc",
+               "round", "negative", "abs", "sign", "copy", "isnan", "isinf", "isfinite",
+               "logical_not", "nn.relu", "annotation.stop_fusion", "fast_exp", "fast_tanh",
+               "fast_erf"]
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power",
           "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "equal",
           "not_equal", "less", "less_equal", "greater", "greater_equal"]
@@ -150,6 +151,9 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
         "gather_nd": Case("gather_nd", [x, np.array([[0, 2], [3, -1]], "int32")]),
         "scatter_elements": Case("scatter_elements", [x, idx, rand(rng, (2, 1, 5))],
                                  {"axis": 1, "reduction": "add"}),
+        "scatter_nd": Case("scatter_nd", [x, np.array([[1, -1, 1]], "int64"),
+                                          rand(rng, (3, 4, 5))], {"mode": "update"}),
+        "nonzero_padded": Case("nonzero_padded", [np.array([[0, 2, 0], [1, 0, -3]], "int32")]),
         "topk": Case("topk", [x], {"k": 3, "axis": 1}),
         "cumsum": Case("cumsum", [x], {"axis": -1}, SUMS),
         "cumprod": Case("cumprod", [x], {"axis": 0, "exclusive": True}, SUMS),
@@ -176,6 +180,9 @@ def _dyn(rng: np.random.Generator) -> dict[str, Case]:
         "dyn.full": Case("dyn.full", [np.array(2.5, "float32"), i64([3, 2])]),
         "dyn.zeros": Case("dyn.zeros", [i64([2, 3])], {"dtype": "int32"}),
         "dyn.ones": Case("dyn.ones", [i64([4])]),
+        "dyn.squeeze": Case("dyn.squeeze", [rand(rng, (3, 1, 5, 1)), i64([-1, 1])]),
+        "dyn.expand_dims": Case("dyn.expand_dims", [x, np.array(-2, "int64")],
+                                {"num_newaxis": 2}),
         "dyn.one_hot": Case("dyn.one_hot", [np.array([0, 3, 1], "int32"), np.array(1.0, "float32"),
                                             np.array(-1.0, "float32"), np.array(4, "int64")]),
         "dyn.topk": Case("dyn.topk", [x, np.array(2, "int64")], {"axis": 1}),
@@ -202,6 +209,10 @@ def default_cases(rng: np.random.Generator) -> dict[str, Case]:
         dtype = "bool" if name in ("all", "any") else "float32"
         attrs: dict[str, Any] = {"axis": (1,), "keepdims": name == "sum"}
         cases[name] = Case(name, [rand(rng, (3, 5, 2), dtype)], attrs, SUMS)
+    cases["collapse_sum_like"] = Case("collapse_sum_like", [rand(rng, (2, 3, 5)),
+                                                            rand(rng, (3, 1))], tol=SUMS)
+    cases["collapse_sum_to"] = Case("collapse_sum_to", [rand(rng, (2, 3, 5))],
+                                    {"shape": (1, 5)}, SUMS)
     builders: list[Callable[[np.random.Generator], dict[str, Case]]] = [
         _nn, _transform, _creation, _indexing, _dyn]
     for build in builders:

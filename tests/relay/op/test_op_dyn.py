@@ -225,6 +225,8 @@ def test_resize2d_size_and_scales_from_values():
                                    slice_mode="size"),
     lambda x, s: dyn.full(relay.const(1.5), s, "float64"),
     lambda x, s: dyn.topk(x, relay.const(np.array(1, "int64")), axis=0, ret_type="values"),
+    lambda x, s: dyn.squeeze(x, s, where="node 'q'"),
+    lambda x, s: dyn.expand_dims(x, relay.const(np.array(1, "int64")), 2),
 ])
 def test_dyn_ops_round_trip_through_text(build):
     import ember
@@ -288,3 +290,77 @@ def test_resize2d_with_a_run_time_size_scales_by_size_over_input():
     static = relay.Function([img], relay.image.resize2d(img, size=(5, 3), method="linear"))
     a = _f32(1, 1, 3, 4)
     _check(func, [((a, _i64([5, 3])), interpret(static, a))])
+
+
+def test_squeeze_axes_from_values():
+    x = relay.var("x", shape=(1, relay.Any(), 1, 2))
+    a = relay.var("a", shape=(2,), dtype="int64")
+    func = relay.Function([x, a], dyn.squeeze(x, a, where="Squeeze node 's'"))
+    p, q = _f32(1, 3, 1, 2), _f32(1, 1, 1, 2)
+    run = _check(func, [((p, _i64([0, 2])), p.reshape(3, 2)),
+                        ((p, _i64([-2, -4])), p.reshape(3, 2)),
+                        ((q, _i64([1, 0])), q.reshape(1, 2))])
+    with pytest.raises(TVMError, match=r"dyn.squeeze \(Squeeze node 's'\).*size other than 1"):
+        run(p, _i64([0, 1]))
+    with pytest.raises(TVMError, match="Squeeze node 's'.*out of range for rank 4"):
+        run(p, _i64([0, 4]))
+    with pytest.raises(TVMError, match="Squeeze node 's'.*names an axis twice"):
+        run(p, _i64([0, -4]))
+    with pytest.raises(TVMError, match="size.* not 1|names an axis twice"):
+        interpret(func, p, _i64([0, 0]))
+
+
+@pytest.mark.parametrize("num_newaxis", [0, 1, 3])
+def test_expand_dims_axis_from_a_value(num_newaxis):
+    x = relay.var("x", shape=(2, relay.Any(), 4))
+    a = relay.var("a", shape=(), dtype="int32")
+    func = relay.Function([x, a], dyn.expand_dims(x, a, num_newaxis, where="Unsqueeze 'u'"))
+    p = _f32(2, 3, 4)
+
+    def want(axis):
+        axis %= 4
+        return p.reshape(p.shape[:axis] + (1,) * num_newaxis + p.shape[axis:])
+
+    cases = [((p, np.array(v, "int32")), want(v)) for v in (0, 1, 3, -1, -4)]
+    run = _check(func, cases)
+    with pytest.raises(TVMError, match=r"dyn.expand_dims \(Unsqueeze 'u'\).*out of range"):
+        run(p, np.array(4, "int32"))
+    with pytest.raises(TVMError, match="out of range"):
+        interpret(func, p, np.array(-5, "int32"))
+
+
+def test_squeeze_and_expand_dims_dispatch_and_fold_back():
+    x = relay.var("x", shape=(1, 3, 1))
+    a = relay.var("a", shape=(1,), dtype="int64")
+    assert relay.squeeze(x, axis=a).op.name == "dyn.squeeze"
+    assert relay.expand_dims(x, axis=relay.var("k", shape=(), dtype="int64")).op.name == \
+        "dyn.expand_dims"
+    # constants are numbers: the static ops, as relay.squeeze(x, axis=relay.const([0]))
+    const = relay.squeeze(x, axis=relay.const(np.array([0], "int64")))
+    assert const.op.name == "squeeze" and const.attrs.axis == (0,)
+    assert relay.expand_dims(x, relay.const(1)).attrs.axis == 1
+    # DynamicToStatic turns the dynamic forms back once the axes are known
+    two = relay.const(np.array([2], "int64"))
+    body = relay.expand_dims(relay.squeeze(x, axis=two + relay.const(np.array([0], "int64"))),
+                             relay.const(np.array(0, "int64")) + relay.const(np.array(0, "int64")))
+    import ember
+
+    mod = relay.transform.DynamicToStatic()(ember.IRModule.from_expr(relay.Function([x], body)))
+    text = mod.astext()
+    assert "dyn." not in text and "squeeze(%x, axis=[2])" in text
+    assert str(mod["main"].checked_type.ret_type) == "Tensor[(1, 1, 3), float32]"
+
+
+def test_squeeze_and_expand_dims_type_errors():
+    x = relay.var("x", shape=(4, 6))
+    for expr, msg in [(dyn.squeeze(x, relay.var("a", shape=(3,), dtype="int64")),
+                       "axis has 3 values but data has rank 2"),
+                      (dyn.expand_dims(x, relay.var("a", shape=(2,), dtype="int64")),
+                       "axis must be an integer scalar"),
+                      (dyn.squeeze(x, relay.var("a", shape=(1,), dtype="float32")),
+                       "axis must be a 1-D integer tensor")]:
+        with pytest.raises(TVMError, match=msg):
+            relay.transform.InferType()(relay.IRModule.from_expr(
+                relay.Function(relay.analysis.free_vars(expr), expr)))
+    with pytest.raises(TVMError, match="num_newaxis must be an int >= 0"):
+        dyn.expand_dims(x, relay.var("a", shape=(), dtype="int64"), -1)

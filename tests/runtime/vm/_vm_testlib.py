@@ -154,3 +154,23 @@ main(n):
     invoke $1 VMFunc[0]($0)
     ret $1
 """
+
+
+# main(x: float32[?]) = reshape(x + x, Const[0]): a block sized by a shape function at run time
+# (shape_of, a size kernel, alloc_tensor_reg, reshape).
+DYNAMIC = """
+main(x):
+    # param types = float32[?]
+    shape_of $1 $0
+    load_consti $2 8
+    alloc_storage $3 $2 64 int64 0
+    load_consti $4 0
+    alloc_tensor $5 $3 $4 [] int64
+    invoke_packed PackedFunc[vm_nbytes_f32] (in: $1, out: $5)
+    alloc_storage $6 $5 64 float32 0
+    alloc_tensor_reg $7 $6 $4 $1 float32
+    invoke_packed PackedFunc[vm_add_f32] (in: $0, $0, out: $7)
+    load_const $8 Const[0]
+    reshape_tensor $9 $7 $8
+    ret $9
+"""

@@ -19,41 +19,12 @@ from ember.runtime.vm.static_plan import StaticPlan
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_static_plan import plan_of, same_error, values, vms  # noqa: E402
-from _vm_testlib import requires_cc  # noqa: E402
+from _vm_testlib import DYNAMIC, requires_cc  # noqa: E402
 
 pytestmark = requires_cc
 
-# main(x: float32[?]) = reshape(x + x, Const[0]): the result's block sized by a shape function.
-DYNAMIC = """
-main(x):
-    # param types = float32[?]
-    shape_of $1 $0
-    load_consti $2 8
-    alloc_storage $3 $2 64 int64 0
-    load_consti $4 0
-    alloc_tensor $5 $3 $4 [] int64
-    invoke_packed PackedFunc[vm_nbytes_f32] (in: $1, out: $5)
-    alloc_storage $6 $5 64 float32 0
-    alloc_tensor_reg $7 $6 $4 $1 float32
-    invoke_packed PackedFunc[vm_add_f32] (in: $0, $0, out: $7)
-    load_const $8 Const[0]
-    reshape_tensor $9 $7 $8
-    ret $9
-"""
 # main(x: float32[?]) = (x + x) * x through an intermediate block of the input's size.
-GROWING = """
-main(x):
-    # param types = float32[?]
-    shape_of $1 $0
-    load_consti $2 8
-    alloc_storage $3 $2 64 int64 0
-    load_consti $4 0
-    alloc_tensor $5 $3 $4 [] int64
-    invoke_packed PackedFunc[vm_nbytes_f32] (in: $1, out: $5)
-    alloc_storage $6 $5 64 float32 0
-    alloc_tensor_reg $7 $6 $4 $1 float32
-    invoke_packed PackedFunc[vm_add_f32] (in: $0, $0, out: $7)
-    alloc_storage $8 $5 64 float32 0
+GROWING = DYNAMIC[:DYNAMIC.index("    load_const $8")] + """    alloc_storage $8 $5 64 float32 0
     alloc_tensor_reg $9 $8 $4 $1 float32
     invoke_packed PackedFunc[vm_mul_f32] (in: $7, $0, out: $9)
     ret $9

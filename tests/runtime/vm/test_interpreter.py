@@ -16,7 +16,7 @@ from ember.runtime.errors import TVMError
 from ember.runtime.vm import Executable, VerificationError, VirtualMachine, VMClosure, VMError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _vm_testlib import ADD, SUM, make_exe, requires_cc  # noqa: E402
+from _vm_testlib import ADD, DYNAMIC, SUM, make_exe, requires_cc  # noqa: E402
 
 pytestmark = requires_cc
 CPU = ember.cpu(0)
@@ -173,22 +173,7 @@ done:
     assert vm.run(np.int64(500)).numpy() == 500
 
 
-DYNAMIC = """
-main(x):
-    # param types = float32[?]
-    shape_of $1 $0
-    load_consti $2 8
-    alloc_storage $3 $2 64 int64 0
-    load_consti $4 0
-    alloc_tensor $5 $3 $4 [] int64
-    invoke_packed PackedFunc[vm_nbytes_f32] (in: $1, out: $5)
-    alloc_storage $6 $5 64 float32 0
-    alloc_tensor_reg $7 $6 $4 $1 float32
-    invoke_packed PackedFunc[vm_add_f32] (in: $0, $0, out: $7)
-    load_const $8 Const[0]
-    reshape_tensor $9 $7 $8
-    ret $9
-"""
+
 
 
 @pytest.mark.parametrize("n", [6, 12])

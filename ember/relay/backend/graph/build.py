@@ -86,22 +86,29 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
 
 class GraphEvaluator(_EvaluatorBase):
     """The ``"graph"`` kind of ``create_executor``: builds ``main`` with ``relay.build`` and
-    runs it on the graph executor. Results are NDArrays (ADTs for tuples)."""
+    runs it on the graph executor. Results are NDArrays (ADTs for tuples). A subclass runs
+    another module-based executor by overriding ``_executor_module``."""
+
+    kind = "graph"
+
+    def _executor_module(self, mod: IRModule, target: Target) -> Any:
+        """The runnable module (``set_input``/``run``/``get_output``) for typed ``mod``."""
+        from ....runtime.graph_executor import GraphModule
+
+        check_static(mod)
+        factory = build_graph(mod, target, Executor("graph"), Runtime("cpp"), None, "default")
+        return GraphModule(factory["default"](self.device))
 
     def _make_executor(self, expr: Function | Any = None) -> Callable[..., Any]:
         from ....runtime.container import ADT
-        from ....runtime.graph_executor import GraphModule
         from .._values import convert_args
         from ..pipeline import canon_target
 
         mod = evaluated_module(self.mod, expr)
         main = mod["main"]
-        check_static(mod)
         target = canon_target(self.target, None, "create_executor")
         with target:
-            factory = build_graph(mod, target, Executor("graph"), Runtime("cpp"), None,
-                                  "default")
-        gmod = GraphModule(factory["default"](self.device))
+            gmod = self._executor_module(mod, target)
         ret_type = main.checked_type.ret_type  # type: ignore[attr-defined]
 
         def unflatten(outs: Iterator[NDArray], ty: Any) -> Any:
@@ -110,7 +117,7 @@ class GraphEvaluator(_EvaluatorBase):
             return next(outs)
 
         def run(*args: Any, **kwargs: Any) -> Any:
-            values = convert_args(main, args, kwargs, "graph executor")
+            values = convert_args(main, args, kwargs, f"{self.kind} executor")
             for i, value in enumerate(values):
                 gmod.set_input(i, value)
             gmod.run()

@@ -7,9 +7,11 @@ How it works: ``_load`` reads the model (a ModelProto or a file, external data i
 its opset; ``_graph`` walks the graph in dependency order and converts each node with its
 entry in the support table (``_table.SUPPORT``, one converter module per operator family:
 ``ops_math``, ``ops_conv``, ``ops_nn``, ``ops_shape``, ``ops_tensor``, ``ops_reduce``,
-``ops_index``, ``ops_einsum``, ``ops_resize``, ``ops_control``, ``ops_rnn``, ``ops_scan``, the
-last two running their time steps through ``_recurrence``); ``_typer`` types and folds
-what the converters build, and ``_symbolic`` follows shapes through dynamic axes.
+``ops_index``, ``ops_einsum``, ``ops_resize``, ``ops_control``, ``ops_sequence``, ``ops_rnn``,
+``ops_scan``, the last two running their time steps through ``_recurrence``); ``_typer`` types
+and folds what the converters build, ``_symbolic`` follows shapes through dynamic axes,
+``_sequences`` holds ONNX sequences (a tuple, or a Prelude List on the VM) and ``_narrow``
+computes float16/bfloat16 models in float32 behind their declared interface.
 ``docs/onnx.md`` is the user guide; ``docs/onnx_support.md`` lists the operators.
 """
 from __future__ import annotations
@@ -24,7 +26,10 @@ from ....runtime.ndarray import array as _nd_array
 from ._graph import Importer, Scope, _graphs_of, with_context
 from ._load import DEFAULT_DOMAINS, load_model, model_opset
 from ._proto import DTYPES, require_onnx
-from ._table import SUPPORT, OpSupport, node_support, support_markdown
+from ._narrow import entering, leaving, output_elem_types
+from ._sequences import import_module
+from ._domains import describe, lookup, support_markdown
+from ._table import SUPPORT, OpSupport
 from ._versions import REVIEWED_OPSET, newest_opset
 
 __all__ = ["REVIEWED_OPSET", "SUPPORT", "OpSupport", "from_onnx", "newest_opset",
@@ -76,7 +81,9 @@ def _import(proto: Any, where: str, shape: Mapping[str, Any] | None,
     scope.add_initializers(proto.graph, as_params=not imp.freeze_params)
     inputs = _graph_inputs(proto.graph, imp, scope, shape or {}, dtype)
     scope.convert_nodes(proto.graph.node)
-    outputs = [scope.lookup(o.name) for o in proto.graph.output]
+    elems = output_elem_types(proto)
+    outputs = [leaving(imp, scope.lookup(o.name), e, f"graph output {o.name!r}")
+               for o, e in zip(proto.graph.output, elems)]
     if not outputs:
         raise FrontendError("the graph has no outputs")
     body = outputs[0] if len(outputs) == 1 else Tuple(tuple(outputs))
@@ -93,7 +100,7 @@ def _module(imp: Importer, inputs: list[Var], body: Any) -> tuple[IRModule, dict
     if unknown:
         raise FrontendError(f"the graph reads {', '.join(map(repr, unknown))}, which is not an "
                             "input or initializer of the main graph")
-    mod = IRModule.from_expr(Function(tuple(inputs + extra), body))
+    mod = import_module(Function(tuple(inputs + extra), body), imp.used_prelude)
     params = {v.name_hint: _nd_array(imp.params[v.name_hint]) for v in extra}
     mod = InferType()(mod)
     if dynamic_ops(mod):  # values the import could not follow may be known after typing
@@ -115,14 +122,9 @@ def _check_operators(graph: Any, opset: int) -> None:
         g = stack.pop()
         for n in g.node:
             stack.extend(_graphs_of(n))
-            if n.domain not in DEFAULT_DOMAINS:
-                key, why = f"{n.domain}.{n.op_type}", f"custom domain {n.domain!r}: ember " \
-                    "imports the default ONNX domain only"
-                malformed = False
-            else:
-                version, why = node_support(n.op_type, opset)
-                key = n.op_type if version is None else f"{n.op_type}-{version}"
-                malformed &= why is None or version is None
+            version, _, why = lookup(n.domain, n.op_type, opset)
+            key = describe(n.domain, n.op_type, version)
+            malformed &= why is None or (version is None and n.domain in DEFAULT_DOMAINS)
             if why is not None:
                 bad.setdefault(f"{key} ({why})", {})[n.name or "<unnamed>"] = None
     if not bad:
@@ -174,7 +176,7 @@ def _graph_inputs(graph: Any, imp: Importer, scope: Scope, shape: Mapping[str, A
         var = imp.tensor_var(vi.name, vi_dtype, [imp.sizes.named(d) if not isinstance(d, int)
                                                  else d for d in dims])
         imp.input_dims[vi.name] = [d if isinstance(d, str) else None for d in dims]
-        scope.env[vi.name] = var
+        scope.env[vi.name] = entering(imp, var)
         inputs.append(var)
     return inputs
 

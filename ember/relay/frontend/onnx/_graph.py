@@ -45,6 +45,21 @@ class Importer:
         self.params: dict[str, np.ndarray] = {}
         self._names: dict[str, int] = {}
         self.input_dims: dict[str, list[str | None]] = {}  # dim_param names of main's inputs
+        self._prelude: Any = None
+
+    @property
+    def prelude(self) -> Any:
+        """The Prelude (List, Cons, Nil and its functions) that sequences of run-time length
+        use, made on first use (``_sequences.py``); None-checked by ``used_prelude``."""
+        if self._prelude is None:
+            from ...prelude import Prelude
+
+            self._prelude = Prelude()
+        return self._prelude
+
+    @property
+    def used_prelude(self) -> Any:
+        return self._prelude
 
     def node_name(self, proto: Any) -> str:
         """The node's name, or ``<OpType>_<k>`` for an unnamed one."""
@@ -128,11 +143,10 @@ class Scope:
             self.convert_node(proto)
 
     def convert_node(self, proto: Any) -> None:
-        from ._table import SUPPORT
-        from ._versions import op_version
+        from ._domains import lookup
 
-        entry = SUPPORT[proto.op_type]
-        version = op_version(proto.op_type, self.importer.opset)[0]
+        version, entry, _ = lookup(proto.domain, proto.op_type, self.importer.opset)
+        assert entry is not None, f"{proto.op_type}: the model's operators were checked first"
         name = self.importer.node_name(proto)
         node = Node(proto, name, self, version,
                     entry.attr_inputs_at(version or self.importer.opset))

@@ -17,17 +17,26 @@ from typing import Any
 
 from . import (
     ops_control,
+    ops_detect,
     ops_conv,
     ops_einsum,
     ops_index,
+    ops_layout,
+    ops_loss,
     ops_math,
     ops_nn,
+    ops_norm,
+    ops_quant,
     ops_reduce,
     ops_resize,
     ops_rnn,
+    ops_sample,
     ops_scan,
+    ops_sequence,
     ops_shape,
+    ops_signal,
     ops_tensor,
+    ops_tfidf,
 )
 from ._node import Node
 from ._versions import REVIEWED_OPSET, op_version, same_as_previous
@@ -70,10 +79,21 @@ RNN_GEMMS = "the input projection as one GEMM per gate, then one GEMM per step"
 SUPPORT: dict[str, OpSupport] = {
     # elementwise arithmetic, comparison and logic
     "Abs": _e(m.unary("abs"), "abs"),
+    "Acos": _e(m.unary("acos"), "acos"),
+    "Acosh": _e(m.acosh, "log(x + sqrt(x^2 - 1))"),
     "Add": _e(m.binary("add"), "add, numpy broadcasting" + OLD_BROADCAST),
     "And": _e(m.binary("logical_and"), "logical_and" + OLD_BROADCAST),
+    "Asin": _e(m.unary("asin"), "asin"),
+    "Asinh": _e(m.asinh, "log(x + sqrt(x^2 + 1))"),
+    "Atan": _e(m.unary("atan"), "atan"),
+    "Atanh": _e(m.atanh, "log((1 + x) / (1 - x)) / 2"),
+    "BitwiseAnd": _e(m.binary("bitwise_and"), "bitwise_and, numpy broadcasting"),
+    "BitwiseNot": _e(m.unary("bitwise_not"), "bitwise_not"),
+    "BitwiseOr": _e(m.binary("bitwise_or"), "bitwise_or, numpy broadcasting"),
+    "BitwiseXor": _e(m.binary("bitwise_xor"), "bitwise_xor, numpy broadcasting"),
     "Ceil": _e(m.unary("ceil"), "ceil"),
     "Cos": _e(m.unary("cos"), "cos"),
+    "Cosh": _e(m.unary("cosh"), "cosh"),
     "Div": _e(m.binary("divide"), "divide; integer division truncates, as in onnxruntime"
               + OLD_BROADCAST),
     "Equal": _e(m.binary("equal"), "equal" + OLD_BROADCAST),
@@ -102,6 +122,7 @@ SUPPORT: dict[str, OpSupport] = {
                 "from zero)"),
     "Sign": _e(m.unary("sign"), "sign"),
     "Sin": _e(m.unary("sin"), "sin"),
+    "Sinh": _e(m.unary("sinh"), "sinh"),
     "Sqrt": _e(m.unary("sqrt"), "sqrt"),
     "Sub": _e(m.binary("subtract"), "subtract" + OLD_BROADCAST),
     "Sum": _e(m.variadic("add"), "sum over any number of inputs"),
@@ -123,9 +144,11 @@ SUPPORT: dict[str, OpSupport] = {
     "Sigmoid": _e(m.unary("sigmoid"), "sigmoid"),
     "Softplus": _e(m.softplus, "relu(x) + log(1 + exp(-abs(x))), without overflow"),
     "Softsign": _e(m.softsign, "x / (1 + abs(x))"),
+    "Swish": _e(m.swish, "x * sigmoid(alpha * x)"),
     "Tanh": _e(m.unary("tanh"), "tanh"),
     "ThresholdedRelu": _e(m.thresholded_relu, "where(x > alpha, x, 0)"),
     # casts
+    "BitShift": _e(ops_layout.bit_shift, "x * 2^y (wrapping) or floor(x / 2^y)"),
     "Cast": _e(m.cast, "cast; float to int truncates; string types are not supported; "
                "Cast-1 names the type"),
     "CastLike": _e(m.cast_like, "cast to the second input's dtype"),
@@ -136,26 +159,59 @@ SUPPORT: dict[str, OpSupport] = {
     "AveragePool": _e(ops_conv.average_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, "
                       "count_include_pad, dilations"),
     "BatchNormalization": _e(ops_nn.batch_norm, "inference mode (nn.batch_norm, folded by "
-                             "SimplifyInference); spatial=1 before version 9"),
+                             "SimplifyInference); training mode decomposed (batch statistics, "
+                             "running mean/var outputs); spatial=1 before version 9"),
     "Conv": _e(ops_conv.conv, "1-D and 2-D; pads, auto_pad, strides, dilations, group, bias"),
     "ConvTranspose": _e(ops_conv.conv_transpose, "1-D and 2-D; output_padding, output_shape, "
                         "auto_pad, group, dilations"),
     "Dropout": _e(ops_nn.dropout, "inference: the identity (mask all True)"),
     "Gemm": _e(ops_nn.gemm, "nn.dense with alpha, beta, transA, transB, optional C"),
     "GlobalAveragePool": _e(ops_conv.global_average_pool, "any spatial rank"),
+    "GlobalLpPool": _e(ops_conv.global_lp_pool, "(sum of abs(x)^p over the spatial axes)^(1/p)"),
     "GlobalMaxPool": _e(ops_conv.global_max_pool, "any spatial rank"),
+    "GroupNormalization": _e(ops_norm.group_norm, "decomposed over channel groups; scale and "
+                             "bias per channel (21); static shapes"),
     "Hardmax": _e(ops_nn.hardmax, "one_hot of argmax; opset < 13 coerces to 2-D"),
     "InstanceNormalization": _e(ops_nn.instance_norm, "decomposed: mean and variance over the "
                                 "spatial axes"),
     "LayerNormalization": _e(ops_nn.layer_norm, "nn.layer_norm over the last axis, else "
                              "decomposed; Mean and InvStdDev outputs"),
+    "LpNormalization": _e(ops_norm.lp_normalization, "x / the L1 or L2 norm along axis (0 "
+                          "where the norm is 0)"),
     "LogSoftmax": _e(ops_nn.log_softmax, "nn.log_softmax; opset < 13 coerces to 2-D"),
     "LRN": _e(ops_nn.lrn, "NCHW; average pooling over channels"),
     "MatMul": _e(ops_nn.matmul, "numpy matmul: nn.dense for a 2-D right operand, else "
                  "nn.batch_matmul with broadcast batch axes"),
+    "MaxUnpool": _e(ops_layout.max_unpool, "scatter_elements of X at its indices per (batch, "
+                    "channel) row; output_shape must be known; small tensors"),
+    "MeanVarianceNormalization": _e(ops_norm.mean_variance_normalization, "decomposed as "
+                                    "ONNX's function body (epsilon 1e-9 added to the std)"),
+    "NegativeLogLikelihoodLoss": _e(ops_loss.negative_log_likelihood_loss, "gather of the "
+                                    "target's class, weight, ignore_index; mean/sum/none"),
+    "SoftmaxCrossEntropyLoss": _e(ops_loss.softmax_cross_entropy_loss, "log_softmax over "
+                                  "axis 1, then NegativeLogLikelihoodLoss; log_prob output"),
+    "LpPool": _e(ops_conv.lp_pool, "(average pool of abs(x)^p, pads counted, times the window "
+                 "size)^(1/p); 1-D and 2-D"),
     "MaxPool": _e(ops_conv.max_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, dilations; no "
                   "Indices output"),
+    "RMSNormalization": _e(ops_norm.rms_normalization, "x * rsqrt(mean(x^2) + epsilon) over "
+                           "the axes from axis on, times scale"),
     "Softmax": _e(ops_nn.softmax, "nn.softmax; opset < 13 coerces to 2-D"),
+    # quantization (decomposed; 8- and 16-bit integers)
+    "ConvInteger": _e(ops_quant.conv_integer, "int32 conv2d of the zero-point-shifted x and "
+                      "w (per-channel w zero points); 1-D and 2-D"),
+    "DequantizeLinear": _e(ops_quant.dequantize_linear, "(x - zero point) * scale; "
+                           "per-tensor, per-axis and blocked; 8/16-bit integers"),
+    "DynamicQuantizeLinear": _e(ops_quant.dynamic_quantize_linear, "uint8 with the scale and "
+                                "zero point of [min(x, 0), max(x, 0)]"),
+    "MatMulInteger": _e(ops_quant.matmul_integer, "int32 matmul of the zero-point-shifted "
+                        "operands (per-row/per-column zero points)"),
+    "QLinearConv": _e(ops_quant.qlinear_conv, "int32 conv2d, requantized in float32 with ties "
+                      "to even; per-channel w scales; 1-D and 2-D"),
+    "QLinearMatMul": _e(ops_quant.qlinear_matmul, "int32 matmul, requantized in float32 with "
+                        "ties to even; float16 scales"),
+    "QuantizeLinear": _e(ops_quant.quantize_linear, "saturate(round(x / scale) + zero point), "
+                         "ties to even; per-tensor, per-axis and blocked; 8/16-bit integers"),
     # reductions
     "ArgMax": _e(r.arg_max, "argmax with keepdims and select_last_index, int64 result"),
     "ArgMin": _e(r.arg_min, "argmin with keepdims and select_last_index, int64 result"),
@@ -173,15 +229,28 @@ SUPPORT: dict[str, OpSupport] = {
                     "noop_with_empty_axes" + RT_AXES),
     "ReduceSumSquare": _e(r.REDUCERS["ReduceSumSquare"], "sum(x * x)"),
     # shapes and data movement
+    "Compress": _e(ops_layout.compress, "take of the indices where the condition holds (as "
+                   "NonZero: VM, run-time length)"),
     "Concat": _e(ops_tensor.concat, "concatenate; axis 1 by default before version 4"),
     "Constant": _e(ops_shape.constant, "value, value_float(s), value_int(s); not sparse or "
                    "string"),
+    "CenterCropPad": _e(ops_layout.center_crop_pad, "strided_slice and nn.pad (their dyn forms "
+                        "for a run-time shape)"),
+    "Col2Im": _e(ops_layout.col2im, "conv2d_transpose of the columns with a 0/1 kernel; 2-D "
+                 "images; image and block shapes must be known"),
     "ConstantOfShape": _e(ops_shape.constant_of_shape, "a constant for known shapes; from "
                           "input shapes for symbolic ones; dyn.full for run-time ones"),
     "DepthToSpace": _e(ops_tensor.depth_to_space, "nn.depth_to_space, DCR and CRD"),
+    "EyeLike": _e(ops_layout.eye_like, "a constant identity (diagonal k); static shape"),
     "Expand": _e(ops_shape.expand, "broadcast_to for static shapes, where() against a "
                  "template for symbolic ones, dyn.broadcast_to for run-time ones"),
     "Flatten": _e(ops_tensor.flatten, "reshape to 2-D (also with dynamic sizes)"),
+    "NonMaxSuppression": _e(ops_detect.non_max_suppression, "sort, pairwise IoU and a "
+                            "fixed-point loop for the greedy choice (VM); ONNX's reference "
+                            "rules; B x C x N^2 work"),
+    "NonZero": _e(ops_layout.non_zero, "coordinates padded to the input's size by "
+                  "nonzero_padded (O(size^2)), cut to the run-time count (VM); static input "
+                  "shape"),
     "OneHot": _e(ops_tensor.one_hot, "one_hot (dyn.one_hot for a run-time depth); negative "
                  "indices wrap"),
     "Pad": _e(ops_tensor.pad, "constant, reflect and edge; negative pads crop; axes (18+); "
@@ -199,7 +268,8 @@ SUPPORT: dict[str, OpSupport] = {
                 "starts/ends/axes/steps (attributes before version 10)",
                 attr_inputs=(10, {1: (("starts",), I64), 2: (("ends",), I64),
                                   3: (("axes",), I64)})),
-    "SpaceToDepth": _e(ops_tensor.space_to_depth, "nn.space_to_depth; mode DCR"),
+    "SpaceToDepth": _e(ops_tensor.space_to_depth, "nn.space_to_depth (DCR); CRD (28) by "
+                       "reshape and transpose"),
     "Split": _e(ops_tensor.split, "split; sizes from the attribute (< 13) or input (1, "
                 "13+; dyn.strided_slice when known at run time only), num_outputs (18+)"),
     "Squeeze": _e(ops_tensor.squeeze, "squeeze; axes attribute (< 13) or input (13+; a "
@@ -212,21 +282,52 @@ SUPPORT: dict[str, OpSupport] = {
     "Unsqueeze": _e(ops_tensor.unsqueeze, "expand_dims; axes attribute (< 13) or input (13+; "
                     "a dyn.reshape when known at run time only)"),
     # indexing, sorting, resampling
+    "CumProd": _e(ops_layout.cum_prod, "cumprod with exclusive and reverse"),
     "CumSum": _e(ops_index.cum_sum, "cumsum with exclusive and reverse; a run-time axis "
                  "sums along each axis and picks one"),
     "Einsum": _e(ops_einsum.einsum, "transpose/reshape/nn.batch_matmul per operand pair; "
-                 "ellipsis; no diagonals"),
+                 "ellipsis; diagonals (repeated subscripts) of static sizes"),
     "Gather": _e(ops_index.gather, "take (negative indices wrap)"),
     "GatherElements": _e(ops_index.gather_elements, "gather"),
     "GatherND": _e(ops_index.gather_nd, "gather_nd with batch_dims"),
+    "AffineGrid": _e(ops_sample.affine_grid, "constant base grid times theta^T "
+                     "(batch_matmul), or from arange for a run-time size; 2-D and 3-D; a "
+                     "single aligned point at -1 (ONNX's reference)"),
+    "GridSample": _e(ops_sample.grid_sample, "coordinate arithmetic and one gather per tap: "
+                     "nearest, (bi)linear, (bi)cubic; zeros, border, reflection; 2-D and 3-D; "
+                     "static shapes"),
+    "RoiAlign": _e(ops_sample.roi_align, "bilinear samples gathered per ROI and bin, "
+                   "averaged or maxed; both coordinate modes; sampling_ratio must be > 0"),
     "Resize": _e(ops_resize.resize, "image.resize2d on NCW/NCHW: nearest, linear, cubic; "
-                 "every coordinate mode but tf_crop_and_resize; no antialias; version 10 as "
+                 "every coordinate mode (tf_crop_and_resize: nearest and linear, axis by axis "
+                 "with gathers); keep_aspect_ratio_policy; antialias (linear, cubic) by an "
+                 "(output, input) weight matrix per axis; version 10 as "
                  "Upsample; dyn.image.resize2d for run-time scales/sizes or scaled symbolic "
                  "axes"),
     "ScatterElements": _e(ops_index.scatter_elements, "scatter_elements; reduction none, add, "
                           "mul (16+), max, min (18+)"),
     "Upsample": _e(ops_resize.upsample, "image.resize2d, asymmetric coordinates: nearest "
                    "(floor) and linear; scales attribute (7) or input (9)"),
+    "ReverseSequence": _e(ops_layout.reverse_sequence, "gather along time of computed "
+                          "indices; static shapes"),
+    "Scatter": _e(ops_index.scatter_elements, "scatter_elements (the name of ScatterElements "
+                  "before version 11)"),
+    "ScatterND": _e(ops_index.scatter_nd, "scatter_nd; reduction none, add, mul (16+), max, "
+                    "min (18+)"),
+    "TfIdfVectorizer": _e(ops_tfidf.tfidf_vectorizer, "n-gram counts of an integer pool by "
+                          "slices and comparisons; TF, IDF, TFIDF; static input length"),
+    # signal processing
+    "BlackmanWindow": _e(ops_signal.blackman_window, "a constant, or from arange(size) at run "
+                         "time"),
+    "DFT": _e(ops_signal.dft, "dense products with constant cos/sin matrices; inverse, "
+              "onesided (rfft, irfft), dft_length; length and axis must be known"),
+    "HammingWindow": _e(ops_signal.hamming_window, "a constant, or from arange(size) at run "
+                        "time"),
+    "HannWindow": _e(ops_signal.hann_window, "a constant, or from arange(size) at run time"),
+    "MelWeightMatrix": _e(ops_signal.mel_weight_matrix, "a constant (ONNX's triangular "
+                          "filters); its inputs must be known"),
+    "STFT": _e(ops_signal.stft, "frames gathered by an index table (a run-time step "
+               "allowed), windowed, then DFT; the frame length must be known"),
     "TopK": _e(ops_index.top_k, "topk (dyn.topk for a run-time K; an attribute before "
                "version 10); sorted, ties to the lower index",
                attr_inputs=(10, {1: (("k",), I64)})),
@@ -235,6 +336,22 @@ SUPPORT: dict[str, OpSupport] = {
              "branch"),
     "Loop": _e(ops_control.loop, "a recursive local function (VM); loop-carried shapes may "
                "change; scan outputs"),
+    # sequences: a tuple when the length is known at import, else a Prelude List (VM)
+    "SequenceConstruct": _e(ops_sequence.sequence_construct, "a tuple of the tensors"),
+    "SequenceEmpty": _e(ops_sequence.sequence_empty, "an empty tuple (a Nil list once it "
+                        "must be a List)"),
+    "SequenceAt": _e(ops_sequence.sequence_at, "the tensor itself at a known position; @nth "
+                     "of a List (VM) otherwise"),
+    "SequenceInsert": _e(ops_sequence.sequence_insert, "a longer tuple at a known position; "
+                         "@concat / @insert_at on a List (VM) otherwise"),
+    "SequenceErase": _e(ops_sequence.sequence_erase, "a shorter tuple at a known position; "
+                        "@remove_at on a List (VM) otherwise"),
+    "SequenceLength": _e(ops_sequence.sequence_length, "a constant for a tuple; @length of "
+                         "a List (VM)"),
+    "SplitToSequence": _e(ops_sequence.split_to_sequence, "a tuple of slices; the sizes and "
+                          "the number of pieces must be known"),
+    "ConcatFromSequence": _e(ops_sequence.concat_from_sequence, "concatenate / stack of a "
+                             "tuple; a fold of concatenate over a List (VM)"),
     "Scan": _e(ops_scan.scan, "the body once per step, as the recurrent networks; scan "
                "axes and directions; Scan-8 with a known batch size and sequence_lens absent "
                "or the full length"),

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ....ir.expr import RelayExpr
 from ... import op as _op
 from ._node import Node
+from ._util import scalar
 
 _AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -78,8 +81,14 @@ def _pair(values: Sequence[int], n: int, fill: int) -> tuple[int, int]:
 
 # ---------------------------------------------------------------- Conv, ConvTranspose
 def conv(node: Node) -> RelayExpr:
-    x, w = node.input(0, "X"), node.input(1, "W")
-    xt, wt = node.type(0), node.type(1)
+    bias = node.input(2) if node.has_input(2) else None
+    return conv_expr(node, node.input(0, "X"), node.input(1, "W"), bias)
+
+
+def conv_expr(node: Node, x: RelayExpr, w: RelayExpr, bias: RelayExpr | None) -> RelayExpr:
+    """The convolution of ``x`` by ``w`` (+ ``bias``) with the node's attributes (Conv's, and
+    those of ConvInteger and QLinearConv, which take other inputs)."""
+    xt, wt = node.type_of(x), node.type_of(w)
     n = _spatial_rank(node, xt.ndim)
     if wt.ndim != xt.ndim:
         raise node.fail(f"W has rank {wt.ndim} but X has rank {xt.ndim}")
@@ -90,8 +99,8 @@ def conv(node: Node) -> RelayExpr:
     out = _op.nn.conv2d(_to_2d(x, n), _to_2d(w, n), strides=_pair(strides, n, 1),
                         padding=_pads_2d(pads, n), dilation=_pair(dilations, n, 1),
                         groups=node.attr("group", 1))
-    if node.has_input(2):
-        out = _op.nn.bias_add(out, node.input(2), axis=1)
+    if bias is not None:
+        out = _op.nn.bias_add(out, bias, axis=1)
     return _from_2d(out, n)
 
 
@@ -156,8 +165,30 @@ def average_pool(node: Node) -> RelayExpr:
     return _pool(node, _op.nn.avg_pool2d, {"count_include_pad": include})
 
 
-def _pool(node: Node, fn: Any, extra: dict[str, Any]) -> RelayExpr:
-    x, xt = node.input(0, "X"), node.type(0)
+def lp_pool(node: Node) -> RelayExpr:
+    """(sum over each window of |x|^p)^(1/p): an average pool of |x|^p (pads counted) times
+    the window size."""
+    x, dtype = node.input(0, "X"), node.dtype(0)
+    p = node.attr("p", 2)
+    xp = _op.multiply(x, x) if p == 2 else _op.power(_op.abs(x), scalar(p, dtype))
+    pooled = _pool(node, _op.nn.avg_pool2d, {"count_include_pad": True}, xp)
+    total = _op.multiply(pooled, scalar(float(np.prod(node.attr("kernel_shape"))), dtype))
+    return _op.sqrt(total) if p == 2 else _op.power(total, scalar(1.0 / p, dtype))
+
+
+def global_lp_pool(node: Node) -> RelayExpr:
+    x, dtype, ndim = node.input(0), node.dtype(0), node.ndim(0)
+    if ndim < 3:
+        raise node.fail(f"X must have rank >= 3 (N, C, spatial...), got rank {ndim}")
+    p = node.attr("p", 2)
+    total = _op.sum(_op.power(_op.abs(x), scalar(p, dtype)), axis=list(range(2, ndim)),
+                    keepdims=True)
+    return _op.power(total, scalar(1.0 / p, dtype))
+
+
+def _pool(node: Node, fn: Any, extra: dict[str, Any], x: RelayExpr | None = None) -> RelayExpr:
+    """Pool input 0 (or ``x``, computed from it) with the node's window attributes."""
+    x, xt = (node.input(0, "X") if x is None else x), node.type(0)
     n = _spatial_rank(node, xt.ndim)
     kernel = node.attr("kernel_shape")
     if len(kernel) != n:

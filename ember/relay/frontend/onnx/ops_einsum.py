@@ -6,14 +6,17 @@ kept), left (only the first, kept), right (only the second, kept), or summed out
 and the second to (batch, contracted, right); each group is merged into one axis (Relay's
 -3), multiplied with ``batch_matmul``, split back (-4) and transposed to the output order.
 Merging and splitting keep dynamic sizes as long as each split group has at most one
-unknown size. More than two operands contract left to right; repeated letters within one
-operand (diagonals) are not supported.
+unknown size. More than two operands contract left to right. A letter repeated within one
+operand (a diagonal, ``ii->i``) is taken first: its two axes merged into one and every
+(n + 1)-th element of that axis kept (``take``), as long as the size is static.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ....ir.expr import RelayExpr
+import numpy as np
+
+from ....ir.expr import RelayExpr, const
 from ....ir.types import TensorType
 from ... import op as _op
 from ._node import Node
@@ -41,8 +44,6 @@ def parse(node: Node, equation: str, ranks: list[int]) -> tuple[list[str], str]:
             t = t.replace("...", ell[n_ell - k:] if k else "")
         if len(t) != r or not all(c in _LETTERS for c in t):
             raise node.fail(f"operand subscripts {t!r} do not match an input of rank {r}")
-        if len(set(t)) != len(t):
-            raise node.unsupported(f"repeated subscripts in {t!r} (diagonals)")
         subs.append(t)
     if arrow:
         out = out.replace("...", ell)
@@ -56,6 +57,8 @@ def einsum(node: Node) -> RelayExpr:
     xs = node.inputs()
     types = [node.type_of(x) for x in xs]
     subs, out = parse(node, node.attr("equation"), [t.ndim for t in types])
+    for k, (x, sub) in enumerate(zip(xs, subs)):
+        xs[k], subs[k] = _diagonals(node, x, sub)
     acc, acc_sub = xs[0], subs[0]
     if len(xs) == 1:
         acc, acc_sub = _sum_out(acc, acc_sub, set(out))
@@ -67,6 +70,23 @@ def einsum(node: Node) -> RelayExpr:
     if acc_sub != out:
         acc = _op.transpose(acc, [acc_sub.index(c) for c in out])
     return acc
+
+
+def _diagonals(node: Node, x: RelayExpr, sub: str) -> tuple[RelayExpr, str]:
+    """``x`` with the diagonal taken for each letter repeated in ``sub``; the letter then
+    names one (last) axis."""
+    while (rep := next((c for c in sub if sub.count(c) > 1), None)) is not None:
+        i, j = sub.index(rep), sub.index(rep, sub.index(rep) + 1)
+        shape = node.type_of(x).shape
+        n = shape[i]
+        if not isinstance(n, int) or n != shape[j]:
+            raise node.unsupported(f"the diagonal of subscript {rep!r} over axes of sizes "
+                                   f"{shape[i]} and {shape[j]} (static equal sizes only)")
+        rest = [k for k in range(len(sub)) if k not in (i, j)]
+        x = _op.reshape(_op.transpose(x, [*rest, i, j]), [0] * len(rest) + [-3])
+        x = _op.take(x, const(np.arange(n, dtype="int64") * (n + 1)), axis=len(rest))
+        sub = "".join(sub[k] for k in rest) + rep
+    return x, sub
 
 
 def _sum_out(x: RelayExpr, sub: str, keep: set[str]) -> tuple[RelayExpr, str]:

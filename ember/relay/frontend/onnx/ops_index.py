@@ -72,6 +72,18 @@ def scatter_elements(node: Node) -> RelayExpr:
                                 _REDUCTIONS[reduction])
 
 
+def scatter_nd(node: Node) -> RelayExpr:
+    """ScatterND: indices (..., k) hold index tuples along their last axis; Relay's scatter_nd
+    takes them along axis 0."""
+    reduction = node.choice("reduction", "none", tuple(_REDUCTIONS))
+    rank = node.ndim(1)
+    if rank < 1:
+        raise node.fail("indices must have rank >= 1 (index tuples along the last axis)")
+    indices = _op.transpose(node.input(1, "indices"), (rank - 1, *range(rank - 1)))
+    return _op.scatter_nd(node.input(0, "data"), indices, node.input(2, "updates"),
+                          _REDUCTIONS[reduction])
+
+
 def top_k(node: Node) -> list[RelayExpr]:
     x, ty = node.input(0), node.type(0)
     axis = norm_axis(node, node.attr("axis", -1), ty.ndim)

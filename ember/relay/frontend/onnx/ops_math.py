@@ -96,11 +96,42 @@ def mod(node: Node) -> RelayExpr:
 def round_half_even(node: Node) -> RelayExpr:
     """Round: ties to even (Relay's round breaks ties away from zero, C's round)."""
     x, dtype = _float_input(node)
+    return round_half_even_expr(x, dtype)
+
+
+def round_half_even_expr(x: RelayExpr, dtype: str) -> RelayExpr:
+    """``x`` (floating ``dtype``) rounded to the nearest integer, ties to even."""
     r = _op.round(x)
     tie = _op.equal(_op.abs(_op.subtract(x, _op.trunc(x))), scalar(0.5, dtype))
     odd = _op.not_equal(_op.floor_mod(r, scalar(2.0, dtype)), scalar(0.0, dtype))
     fix = _op.where(_op.logical_and(tie, odd), _op.sign(x), scalar(0.0, dtype))
     return _op.subtract(r, fix)
+
+
+def swish(node: Node) -> RelayExpr:
+    """x * sigmoid(alpha * x)."""
+    x, dtype = _float_input(node)
+    return _op.multiply(x, _op.sigmoid(_op.multiply(x, scalar(node.attr("alpha", 1.0), dtype))))
+
+
+def asinh(node: Node) -> RelayExpr:
+    """log(x + sqrt(x^2 + 1))."""
+    x, dtype = _float_input(node)
+    return _op.log(_op.add(x, _op.sqrt(_op.add(_op.multiply(x, x), scalar(1.0, dtype)))))
+
+
+def acosh(node: Node) -> RelayExpr:
+    """log(x + sqrt(x^2 - 1)) (NaN below 1)."""
+    x, dtype = _float_input(node)
+    return _op.log(_op.add(x, _op.sqrt(_op.subtract(_op.multiply(x, x), scalar(1.0, dtype)))))
+
+
+def atanh(node: Node) -> RelayExpr:
+    """log((1 + x) / (1 - x)) / 2."""
+    x, dtype = _float_input(node)
+    one = scalar(1.0, dtype)
+    ratio = _op.divide(_op.add(one, x), _op.subtract(one, x))
+    return _op.multiply(_op.log(ratio), scalar(0.5, dtype))
 
 
 def is_inf(node: Node) -> RelayExpr:
@@ -226,7 +257,11 @@ def mish(node: Node) -> RelayExpr:
 def gelu(node: Node) -> RelayExpr:
     """Gelu (opset 20): exact through erf, or the tanh approximation."""
     x, dtype = _float_input(node)
-    approx = node.choice("approximate", "none", ("none", "tanh"))
+    return gelu_expr(x, dtype, node.choice("approximate", "none", ("none", "tanh")))
+
+
+def gelu_expr(x: RelayExpr, dtype: str, approx: str) -> RelayExpr:
+    """0.5 x (1 + erf(x / sqrt(2))), or with ``approx`` "tanh" the tanh approximation."""
     half, one = scalar(0.5, dtype), scalar(1.0, dtype)
     if approx == "none":
         inner = _op.erf(_op.multiply(x, scalar(1 / math.sqrt(2), dtype)))
@@ -278,6 +313,8 @@ def cast(node: Node) -> RelayExpr:
     sym = node.sym(0)
     if sym is not None and dtype.startswith(("int", "uint")):
         node.set_sym(sym)
+    if to == 10:  # float16 is computed in float32 (_narrow.py): round, then widen again
+        return _op.cast(_op.cast(node.input(0), "float16"), dtype)
     return _op.cast(node.input(0), dtype)
 
 

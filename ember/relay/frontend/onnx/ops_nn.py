@@ -10,6 +10,7 @@ from ... import op as _op
 from ...op._shape import broadcast_dim
 from ._node import Node
 from ._util import expand_to_rank, flatten_to_2d, norm_axis, scalar, static
+from .ops_norm import batch_norm_training
 
 
 # ---------------------------------------------------------------- Gemm, MatMul
@@ -36,8 +37,14 @@ def gemm(node: Node) -> RelayExpr:
 def matmul(node: Node) -> RelayExpr:
     """numpy matmul: 1-D operands are promoted and the added axis dropped; a 2-D right operand
     is a dense layer; otherwise batch dims broadcast into one nn.batch_matmul."""
-    a, b = node.input(0, "A"), node.input(1, "B")
-    at, bt = node.type(0), node.type(1)
+    return matmul_expr(node, node.input(0, "A"), node.input(1, "B"))
+
+
+def matmul_expr(node: Node, a: RelayExpr, b: RelayExpr) -> RelayExpr:
+    """numpy's matmul of ``a`` and ``b`` (MatMul's rule, also for MatMulInteger and
+    QLinearMatMul, whose operands are computed first)."""
+    at, bt = node.type_of(a), node.type_of(b)
+    a_ndim, b_ndim = at.ndim, bt.ndim
     if at.ndim == 0 or bt.ndim == 0:
         raise node.fail("MatMul operands must have rank >= 1")
     if at.ndim == 1:
@@ -48,7 +55,7 @@ def matmul(node: Node) -> RelayExpr:
         out = _op.nn.dense(a, _op.transpose(b, (1, 0)))
     else:
         out = _batch_matmul(node, a, b, at, bt)
-    drop = ([-2] if node.ndim(0) == 1 else []) + ([-1] if node.ndim(1) == 1 else [])
+    drop = ([-2] if a_ndim == 1 else []) + ([-1] if b_ndim == 1 else [])
     return _op.squeeze(out, drop) if drop else out
 
 
@@ -91,10 +98,11 @@ def _to_batch(node: Node, x: RelayExpr, ty: TensorType, own: tuple[Any, ...],
 
 
 # ---------------------------------------------------------------- normalisation
-def batch_norm(node: Node) -> RelayExpr:
-    """Inference-mode BatchNormalization (SimplifyInference folds it into scale and shift)."""
+def batch_norm(node: Node) -> Any:
+    """Inference-mode BatchNormalization (SimplifyInference folds it into scale and shift);
+    training mode (``training_mode``, or running statistics asked for) is decomposed."""
     if node.attr("training_mode", 0) or any(node.wants_output(i) for i in (1, 2, 3, 4)):
-        raise node.unsupported("training mode (running mean/var outputs) is not supported")
+        return batch_norm_training(node)
     if node.attr("spatial", 1) != 1:  # versions before 9: per-element statistics
         raise node.unsupported_attr("spatial", node.attr("spatial"), "1")
     x = node.input(0, "X")

@@ -27,6 +27,7 @@ _MODES = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic"}
 _COORDS = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
            "tf_half_pixel_for_nn", "half_pixel_symmetric", "tf_crop_and_resize")
 _NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+_POLICIES = ("stretch", "not_larger", "not_smaller")
 
 
 def _given(node: Node, i: int) -> np.ndarray | RelayExpr | None:
@@ -57,16 +58,17 @@ def resize(node: Node) -> RelayExpr:
     _check_rank(node, ndim)
     mode = _MODES[node.choice("mode", "nearest", tuple(_MODES))]
     coord = node.choice("coordinate_transformation_mode", "half_pixel", _COORDS)
-    if coord == "tf_crop_and_resize":
-        raise node.unsupported_attr("coordinate_transformation_mode", coord,
-                                    "every mode but tf_crop_and_resize")
-    if node.attr("antialias", 0):
-        raise node.unsupported_attr("antialias", 1, "0")
-    if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise node.unsupported_attr("keep_aspect_ratio_policy",
-                                    node.attr("keep_aspect_ratio_policy"), "'stretch'")
+    policy = node.choice("keep_aspect_ratio_policy", "stretch", _POLICIES)
     axes = norm_axes(node, node.attr("axes", list(range(ndim))), ndim)
     scales_in, sizes_in = _given(node, 2), _given(node, 3)
+    if coord == "tf_crop_and_resize" or node.attr("antialias", 0):  # resampled axis by axis
+        from .ops_resample import antialias_resize, crop_and_resize
+
+        if node.attr("antialias", 0):
+            if coord == "tf_crop_and_resize":
+                raise node.unsupported("antialias with tf_crop_and_resize")
+            return antialias_resize(node, axes, sizes_in, scales_in, coord)
+        return crop_and_resize(node, axes, sizes_in, scales_in)
     in_sizes = ty.shape
     attrs = dict(method=mode, coordinate_transformation_mode=coord,
                  rounding_method=node.choice("nearest_mode", "round_prefer_floor", _NEAREST),
@@ -74,8 +76,10 @@ def resize(node: Node) -> RelayExpr:
                  cubic_exclude=node.attr("exclude_outside", 0))
     if isinstance(sizes_in, RelayExpr) or (sizes_in is None and isinstance(scales_in,
                                                                             RelayExpr)):
-        return _resize_run_time(node, sizes_in, scales_in, axes, attrs)
-    if sizes_in is not None:
+        return _resize_run_time(node, sizes_in, scales_in, axes, attrs, policy)
+    if sizes_in is not None and policy != "stretch":
+        out, scales = _keep_aspect(node, sizes_in, axes, in_sizes, policy)
+    elif sizes_in is not None:
         sizes = _full(node, sizes_in, axes, ndim, math.nan)
         out = [int(s) if not math.isnan(s) else in_sizes[k] for k, s in enumerate(sizes)]
         scales = None
@@ -139,13 +143,35 @@ def _scaled(in_sizes: tuple[Any, ...], factors: list[float]) -> list[Any] | None
     return [math.floor(d * f) if f != 1.0 else d for d, f in zip(in_sizes, factors)]
 
 
+def _keep_aspect(node: Node, sizes: np.ndarray, axes: list[int], in_sizes: tuple[Any, ...],
+                 policy: str) -> tuple[list[Any], list[float]]:
+    """keep_aspect_ratio_policy: one scale for every resized axis, the smallest (not_larger)
+    or largest (not_smaller) of sizes / input sizes; sizes round half up."""
+    if len(sizes) != len(axes) or not all(isinstance(in_sizes[a], int) for a in axes):
+        raise node.fail(f"{len(sizes)} sizes for axes {axes} of static sizes")
+    ratios = [float(s) / in_sizes[a] for s, a in zip(sizes, axes)]
+    scale = min(ratios) if policy == "not_larger" else max(ratios)
+    out = [int(scale * d + 0.5) if k in axes else d for k, d in enumerate(in_sizes)]
+    return out, [scale if k in axes else 1.0 for k in range(len(in_sizes))]
+
+
 def _resize_run_time(node: Node, sizes: Any, scales: Any, axes: list[int],
-                     attrs: dict[str, Any]) -> RelayExpr:
+                     attrs: dict[str, Any], policy: str = "stretch") -> RelayExpr:
     """dyn.image.resize2d with the output size (and the scales of the coordinate transform)
     computed at run time from ``sizes`` or ``scales`` (values of ``axes``, known or not)."""
     x, ndim = node.input(0), node.ndim(0)
     shape = _op.shape_of(x, rt.I64)
-    if sizes is not None:
+    if sizes is not None and policy != "stretch":
+        given = sizes if isinstance(sizes, RelayExpr) else rt.vector(sizes)
+        ratios = _op.divide(_op.cast(given, "float32"),
+                            _op.cast(rt.dims_at(x, axes), "float32"))
+        pick = _op.min if policy == "not_larger" else _op.max
+        scale = _op.broadcast_to(pick(ratios, axis=[0], keepdims=True), (len(axes),))
+        factors = rt.on_axes(scale, axes, ndim, const(np.ones(ndim, "float32")))
+        half_up = _op.add(_op.multiply(_op.cast(shape, "float32"), factors),
+                          const(np.array(0.5, "float32")))
+        out = _op.cast(_op.floor(half_up), rt.I64)
+    elif sizes is not None:
         given = sizes if isinstance(sizes, RelayExpr) else rt.vector(sizes)
         out = rt.on_axes(_op.cast(given, rt.I64), axes, ndim, shape)
         factors = _op.divide(_op.cast(out, "float32"), _op.cast(shape, "float32"))

@@ -334,7 +334,10 @@ def depth_to_space(node: Node) -> RelayExpr:
 
 
 def space_to_depth(node: Node) -> RelayExpr:
-    node.choice("mode", "DCR", ("DCR",))  # version 28 adds CRD, which Relay's op lacks
+    if node.choice("mode", "DCR", ("DCR", "CRD")) == "CRD":  # version 28; not in Relay's op
+        from .ops_layout import space_to_depth_crd
+
+        return space_to_depth_crd(node, node.input(0), node.attr("blocksize"))
     return _op.nn.space_to_depth(node.input(0), node.attr("blocksize"))
 
 

@@ -1,7 +1,7 @@
 """The dynamic forms of the ops whose shape, axes or counts are tensors (Relay's ``dyn.*``):
 ``dyn.reshape``, ``dyn.broadcast_to``, ``dyn.tile``, ``dyn.strided_slice``, ``dyn.full``,
-``dyn.zeros``, ``dyn.ones``, ``dyn.one_hot``, ``dyn.topk``, ``dyn.nn.pad`` and
-``dyn.image.resize2d``.
+``dyn.zeros``, ``dyn.ones``, ``dyn.one_hot``, ``dyn.topk``, ``dyn.nn.pad``,
+``dyn.image.resize2d``, ``dyn.squeeze`` and ``dyn.expand_dims``.
 
 Each op's output size comes from its argument's *values*, so types say ``?`` there and the
 VM runs them: its shape function reads the values (``op/_value_dims.py``) and checks them
@@ -12,11 +12,12 @@ back into its static op once the values are constants.
 """
 from __future__ import annotations
 
-from . import algorithm, creation, image, nn, transform
+from . import algorithm, creation, image, nn, transform, unit_dims
 from .algorithm import topk
 from .creation import full, one_hot, ones, zeros
 from .transform import broadcast_to, reshape, strided_slice, tile
+from .unit_dims import expand_dims, squeeze
 
-__all__ = ["broadcast_to", "full", "image", "nn", "one_hot", "ones", "reshape",
-           "strided_slice", "tile", "topk", "zeros"]
-__all__ += ["algorithm", "creation", "transform"]
+__all__ = ["broadcast_to", "expand_dims", "full", "image", "nn", "one_hot", "ones", "reshape",
+           "squeeze", "strided_slice", "tile", "topk", "zeros"]
+__all__ += ["algorithm", "creation", "transform", "unit_dims"]

@@ -1,0 +1,65 @@
+"""Which converter imports a node, by its domain: the default ONNX domain's support table
+(``_table.SUPPORT``, by the operator's version at the model's opset) or com.microsoft's
+(``ops_contrib``), and the operators that onnxruntime defines in the default domain before
+ONNX does (LayerNormalization before opset 17, SimplifiedLayerNormalization), which models
+saved by onnxruntime's optimiser carry.
+"""
+from __future__ import annotations
+
+import functools
+from ._load import DEFAULT_DOMAINS
+from ._table import SUPPORT, OpSupport, node_support
+from ._table import support_markdown as _default_markdown
+from .ops_contrib import DOMAIN as CONTRIB_DOMAIN
+from .ops_contrib import contrib_table
+
+# default-domain names onnxruntime defines itself (version 1) -> the table that imports them
+ONNXRUNTIME_DEFAULT = {"LayerNormalization": "default", "SimplifiedLayerNormalization": "contrib"}
+
+
+@functools.cache
+def contrib() -> dict[str, OpSupport]:
+    return contrib_table()
+
+
+def lookup(domain: str, op_type: str, opset: int) -> tuple[int | None, OpSupport | None,
+                                                            str | None]:
+    """(version, entry, None) for a node ember imports; (version or None, None, why not)
+    otherwise. ``opset`` is the model's default-domain opset."""
+    if domain in DEFAULT_DOMAINS:
+        version, why = node_support(op_type, opset)
+        if version is None and op_type in ONNXRUNTIME_DEFAULT:
+            table = SUPPORT if ONNXRUNTIME_DEFAULT[op_type] == "default" else contrib()
+            return None, table[op_type], None
+        return version, (SUPPORT[op_type] if why is None else None), why
+    if domain == CONTRIB_DOMAIN:
+        entry = contrib().get(op_type)
+        return 1, entry, (None if entry is not None else "not supported")
+    return None, None, (f"custom domain {domain!r}: ember imports the default ONNX domain and "
+                        f"{CONTRIB_DOMAIN}")
+
+
+def support_markdown() -> str:
+    """``docs/onnx_support.md``: the default domain's table, then com.microsoft's."""
+    lines = [
+        "",
+        f"## {CONTRIB_DOMAIN}",
+        "",
+        (f"{len(contrib())} operators of onnxruntime's {CONTRIB_DOMAIN} domain (version 1), "
+         "which its optimiser and transformer exporters leave in models; also "
+         + " and ".join(sorted(ONNXRUNTIME_DEFAULT)) + " in the default domain at opsets "
+         "where ONNX does not define them."),
+        "",
+        "| operator | how it is imported |",
+        "|---|---|",
+    ]
+    lines += [f"| {name} | {e.note} |" for name, e in sorted(contrib().items())]
+    return _default_markdown() + "\n".join(lines) + "\n"
+
+
+def describe(domain: str, op_type: str, version: int | None) -> str:
+    """How a node's operator is named in messages: ``Op-version`` or ``domain.Op``."""
+    if domain not in DEFAULT_DOMAINS:
+        return f"{domain}.{op_type}"
+    return op_type if version is None else f"{op_type}-{version}"
+

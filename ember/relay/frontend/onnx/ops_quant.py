@@ -1,0 +1,218 @@
+"""Converters of the quantization operators, decomposed into integer and float Relay ops:
+QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger,
+QLinearMatMul and QLinearConv.
+
+The integer products run in int32 on the zero-point-shifted operands (``cast(a, int32) -
+a_zero_point``), so dense, batch_matmul and conv2d see plain int32 tensors; requantizing
+multiplies by ``a_scale * b_scale / y_scale`` in float32, rounds half to even (ONNX's
+rounding), adds ``y_zero_point`` and saturates to the output type. 8- and 16-bit integer
+types; the float8 and 4-bit types are not supported.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ....ir.expr import RelayExpr
+from ... import op as _op
+from ._node import Node
+from ._util import expand_to_rank, norm_axis, scalar
+from .ops_conv import conv_expr
+from .ops_math import round_half_even_expr
+from .ops_nn import matmul_expr
+
+# the integer types a quantized tensor may have -> (lowest, highest)
+RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
+          "int16": (-32768, 32767)}
+I32, F32 = "int32", "float32"
+
+
+def _check_int_type(node: Node, dtype: str, what: str) -> None:
+    if dtype not in RANGES:
+        raise node.unsupported(f"{what} of type {dtype}; ember quantizes to "
+                               f"{', '.join(RANGES)}")
+
+
+def saturate(x: RelayExpr, dtype: str) -> RelayExpr:
+    """Float ``x`` (already rounded) clamped into ``dtype``'s range and cast to it."""
+    lo, hi = RANGES[dtype]
+    return _op.cast(_op.clip(x, float(lo), float(hi)), dtype)
+
+
+def _along_axis(node: Node, param: RelayExpr, x_ndim: int, what: str) -> RelayExpr:
+    """A scale or zero point shaped to broadcast against the input: a scalar (or one value)
+    as is; a vector along ``axis``; with ``block_size``, a tensor repeated along ``axis``."""
+    pt = node.type_of(param)
+    if pt.ndim == 0 or (pt.ndim == 1 and pt.shape[0] == 1 and x_ndim != 1):
+        return _op.reshape(param, ()) if pt.ndim else param
+    axis = norm_axis(node, node.attr("axis", 1), x_ndim)
+    block = node.attr("block_size", 0)
+    if block:
+        if pt.ndim != x_ndim:
+            raise node.fail(f"blocked {what} must have the input's rank {x_ndim}, got "
+                            f"{pt.ndim}")
+        shape = node.type(0).shape
+        repeated = _op.repeat(param, block, axis)
+        return _op.strided_slice(repeated, [0], [shape[axis]], axes=[axis])
+    if pt.ndim != 1:
+        raise node.fail(f"{what} must be a scalar or a vector along axis {axis}, got shape "
+                        f"{tuple(pt.shape)}")
+    return expand_to_rank(param, x_ndim, axis)
+
+
+def _shifted(node: Node, i: int, zp_index: int, what: str) -> RelayExpr:
+    """Input ``i`` minus its zero point (input ``zp_index``, optional), as int32."""
+    x = node.input(i, what)
+    _check_int_type(node, node.dtype(i), what)
+    out = _op.cast(x, I32)
+    if node.has_input(zp_index):
+        zp = _along_axis(node, node.input(zp_index), node.ndim(i), f"{what}'s zero point")
+        out = _op.subtract(out, _op.cast(zp, I32))
+    return out
+
+
+def _output_type(node: Node, zp_index: int) -> str:
+    from ._proto import dtype_of
+
+    if node.has_input(zp_index):
+        dtype = node.dtype(zp_index)
+    elif node.attr("output_dtype", 0):
+        dtype = dtype_of(node.attr("output_dtype"), f"{node.label}: attribute output_dtype")
+    else:
+        dtype = "uint8"
+    _check_int_type(node, dtype, "output")
+    return dtype
+
+
+def _requantize(value: RelayExpr, scale: RelayExpr | None, zp: RelayExpr | None,
+                dtype: str) -> RelayExpr:
+    """saturate(round(value / scale) + zp): ``value`` float32 (already scaled: None)."""
+    y = round_half_even_expr(value if scale is None else _op.divide(value, scale), F32)
+    if zp is not None:
+        y = _op.add(y, _op.cast(zp, F32))
+    return saturate(y, dtype)
+
+
+def _as_f32(node: Node, i: int) -> RelayExpr:
+    x = node.input(i)
+    return x if node.dtype(i) == F32 else _op.cast(x, F32)
+
+
+# ---------------------------------------------------------------- linear (de)quantization
+def quantize_linear(node: Node) -> RelayExpr:
+    x, ndim = node.input(0, "x"), node.ndim(0)
+    if not node.dtype(0).startswith("float"):
+        raise node.fail(f"x must be a floating-point tensor, got {node.dtype(0)}")
+    if node.attr("saturate", 1) != 1:
+        raise node.unsupported_attr("saturate", node.attr("saturate"), "1")
+    dtype = _output_type(node, 2)
+    scale = _along_axis(node, _as_f32(node, 1), ndim, "y_scale")
+    zp = _along_axis(node, node.input(2), ndim, "y_zero_point") if node.has_input(2) else None
+    return _requantize(_op.cast(x, F32) if node.dtype(0) != F32 else x, scale, zp, dtype)
+
+
+def dequantize_linear(node: Node) -> RelayExpr:
+    """(x - x_zero_point) * x_scale, in x_scale's type (or ``output_dtype``)."""
+    ndim = node.ndim(0)
+    shifted = _op.cast(_shifted(node, 0, 2, "x"), F32)
+    scale = _along_axis(node, _as_f32(node, 1), ndim, "x_scale")
+    out = _op.multiply(shifted, scale)
+    dtype = node.dtype(1)
+    return out if dtype == F32 else _op.cast(out, dtype)
+
+
+def dynamic_quantize_linear(node: Node) -> list[RelayExpr]:
+    """uint8 quantization with the scale and zero point that map [min(x, 0), max(x, 0)] onto
+    [0, 255]; outputs y, y_scale, y_zero_point."""
+    x = node.input(0, "x")
+    if node.dtype(0) != F32:
+        raise node.fail(f"x must be float32, got {node.dtype(0)}")
+    zero = scalar(0.0, F32)
+    lo = _op.minimum(_op.min(x), zero)
+    hi = _op.maximum(_op.max(x), zero)
+    scale = _op.divide(_op.subtract(hi, lo), scalar(255.0, F32))
+    zp = saturate(round_half_even_expr(_op.divide(_op.negative(lo), scale), F32), "uint8")
+    y = _requantize(x, scale, zp, "uint8")
+    return [y, scale, zp]
+
+
+# ---------------------------------------------------------------- integer products
+def matmul_integer(node: Node) -> RelayExpr:
+    """int32 matmul of the zero-point-shifted operands (per-row a / per-column b zero points
+    broadcast along their axis)."""
+    a = _shifted_operand(node, 0, 2, "A", row=True)
+    b = _shifted_operand(node, 1, 3, "B", row=False)
+    return matmul_expr(node, a, b)
+
+
+def _shifted_operand(node: Node, i: int, zp_index: int, what: str, row: bool) -> RelayExpr:
+    """A matmul operand minus its zero point: a scalar, or a vector per row of A / per
+    column of B."""
+    x = node.input(i, what)
+    _check_int_type(node, node.dtype(i), what)
+    out = _op.cast(x, I32)
+    if not node.has_input(zp_index):
+        return out
+    zp, zt = _op.cast(node.input(zp_index), I32), node.type(zp_index)
+    if zt.ndim == 1 and zt.shape[0] != 1:
+        zp = _op.expand_dims(zp, -1) if row else zp  # A: one per row (M, 1); B: per column
+    elif zt.ndim == 1:
+        zp = _op.reshape(zp, ())
+    return _op.subtract(out, zp)
+
+
+def conv_integer(node: Node) -> RelayExpr:
+    x = _shifted(node, 0, 2, "x")
+    w = _shifted_weight(node, 1, 3)
+    return conv_expr(node, x, w, None)
+
+
+def _shifted_weight(node: Node, i: int, zp_index: int) -> RelayExpr:
+    """A conv weight minus its zero point: a scalar, or one per output channel."""
+    w = node.input(i, "w")
+    _check_int_type(node, node.dtype(i), "w")
+    out = _op.cast(w, I32)
+    if not node.has_input(zp_index):
+        return out
+    zp, zt = _op.cast(node.input(zp_index), I32), node.type(zp_index)
+    if zt.ndim == 1 and zt.shape[0] != 1:
+        zp = expand_to_rank(zp, node.ndim(i), 0)
+    elif zt.ndim == 1:
+        zp = _op.reshape(zp, ())
+    return _op.subtract(out, zp)
+
+
+def _per_channel(node: Node, i: int, ndim: int, axis: int) -> RelayExpr:
+    """Scale input ``i`` as float32: a scalar, or a vector along ``axis`` of the result."""
+    s, st = _as_f32(node, i), node.type(i)
+    if st.ndim == 1 and st.shape[0] != 1:
+        return expand_to_rank(s, ndim, axis)
+    return _op.reshape(s, ()) if st.ndim else s
+
+
+def qlinear_matmul(node: Node) -> RelayExpr:
+    """(a - a_zp) @ (b - b_zp) in int32, requantized by a_scale * b_scale / y_scale."""
+    a = _shifted_operand(node, 0, 2, "a", row=True)
+    b = _shifted_operand(node, 3, 5, "b", row=False)
+    acc = _op.cast(matmul_expr(node, a, b), F32)
+    ndim = node.type_of(acc).ndim
+    scale = _op.multiply(_per_channel(node, 1, ndim, ndim - 2),
+                         _per_channel(node, 4, ndim, ndim - 1))
+    y_scale = _per_channel(node, 6, ndim, ndim - 1)
+    out = _op.multiply(acc, _op.divide(scale, y_scale))
+    dtype = node.dtype(7) if node.has_input(7) else node.dtype(0)
+    _check_int_type(node, dtype, "y")
+    return _requantize(out, None, node.optional(7), dtype)
+
+
+def qlinear_conv(node: Node) -> Any:
+    """Conv of the zero-point-shifted x and w in int32 (+ the int32 bias B), requantized by
+    x_scale * w_scale (per output channel or one) / y_scale."""
+    x = _shifted(node, 0, 2, "x")
+    w = _shifted_weight(node, 3, 5)
+    acc = _op.cast(conv_expr(node, x, w, node.optional(8)), F32)
+    ndim = node.type_of(acc).ndim
+    scale = _op.multiply(_per_channel(node, 1, ndim, 1), _per_channel(node, 4, ndim, 1))
+    out = _op.multiply(acc, _op.divide(scale, _per_channel(node, 6, ndim, 1)))
+    dtype = node.dtype(7) if node.has_input(7) else node.dtype(0)
+    _check_int_type(node, dtype, "y")
+    return _requantize(out, None, node.optional(7), dtype)

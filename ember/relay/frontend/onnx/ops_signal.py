@@ -1,0 +1,230 @@
+"""Converters of the signal operators: DFT and STFT as products with constant cosine and
+sine matrices (``nn.dense`` along the transformed axis), and the window and mel-filter
+generators (HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix) as constants.
+
+The lengths that fix these shapes (``dft_length``, the axis of DFT-20, STFT's frame step and
+length, a window's size, the mel parameters) must be known when importing.
+
+Complex tensors are ONNX's: a last axis of size 2 (real, imaginary), or 1 for a real signal.
+DFT of length L over ``n`` samples (zero-padded or truncated to L)::
+
+    forward:  Y[k] = sum_n x[n] exp(-2 pi i k n / L),  k < L (onesided: k <= L / 2)
+    inverse:  y[n] = 1/L sum_k Y[k] exp(+2 pi i k n / L);  onesided inverse: the real signal
+              whose spectrum is Y's Hermitian completion (numpy's irfft)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ....ir.expr import RelayExpr, const
+from ... import op as _op
+from . import _runtime_values as rt
+from ._node import Node
+from ._util import norm_axis, scalar
+
+_TWO_PI = 2.0 * np.pi
+
+
+def _known_int(node: Node, i: int, what: str, default: int | None = None) -> int | None:
+    if not node.has_input(i):
+        return default
+    values = node.ints(i, what)
+    if len(values) != 1:
+        raise node.fail(f"{what} must hold one value, got {values}")
+    return values[0]
+
+
+def _parts(x: RelayExpr, size: int) -> tuple[RelayExpr, RelayExpr | None]:
+    """(real, imaginary or None) of an ONNX complex tensor (last axis of size 1 or 2)."""
+    real = _op.squeeze(_op.strided_slice(x, [0], [1], axes=[-1]), [-1])
+    if size == 1:
+        return real, None
+    return real, _op.squeeze(_op.strided_slice(x, [1], [2], axes=[-1]), [-1])
+
+
+def _dense(x: RelayExpr, matrix: np.ndarray, dtype: str) -> RelayExpr:
+    """``x`` (..., n) @ ``matrix`` (n, k) along the last axis."""
+    return _op.nn.dense(x, const(np.ascontiguousarray(matrix.T).astype(dtype)))
+
+
+def dft_last_axis(real: RelayExpr, imag: RelayExpr | None, n: int, length: int,
+                  inverse: bool, onesided: bool, dtype: str) -> tuple[RelayExpr, RelayExpr | None]:
+    """The DFT of ``real + i imag`` (``n`` samples on the last axis) of length ``length``:
+    (real, imaginary or None for the real output of a onesided inverse)."""
+    if inverse and onesided:  # irfft: the input holds frequencies 0 .. length // 2
+        used = min(n, length // 2 + 1)
+        k = np.arange(used)[:, None]
+        weight = np.where((k == 0) | ((length % 2 == 0) & (k == length // 2)), 1.0, 2.0)
+        angle = _TWO_PI * k * np.arange(length)[None, :] / length
+        out = _dense(_trim(real, n, used), weight * np.cos(angle) / length, dtype)
+        if imag is not None:
+            out = _op.subtract(out, _dense(_trim(imag, n, used), weight * np.sin(angle) / length,
+                                           dtype))
+        return out, None
+    used = min(n, length)
+    freqs = length // 2 + 1 if onesided else length
+    angle = _TWO_PI * np.arange(used)[:, None] * np.arange(freqs)[None, :] / length
+    scale, sign = (1.0 / length, 1.0) if inverse else (1.0, -1.0)
+    cos, sin = np.cos(angle) * scale, sign * np.sin(angle) * scale
+    real = _trim(real, n, used)
+    out_r, out_i = _dense(real, cos, dtype), _dense(real, sin, dtype)
+    if imag is not None:  # (a + ib)(cos + i sin) = a cos - b sin + i (a sin + b cos)
+        imag = _trim(imag, n, used)
+        out_r = _op.subtract(out_r, _dense(imag, sin, dtype))
+        out_i = _op.add(out_i, _dense(imag, cos, dtype))
+    return out_r, out_i
+
+
+def _trim(x: RelayExpr, n: int, used: int) -> RelayExpr:
+    return x if used == n else _op.strided_slice(x, [0], [used], axes=[-1])
+
+
+def _complex(real: RelayExpr, imag: RelayExpr | None) -> RelayExpr:
+    parts = [real] if imag is None else [real, imag]
+    return _op.stack(parts, -1)
+
+
+def dft(node: Node) -> RelayExpr:
+    x, shape, dtype = node.input(0, "input"), node.static_shape(0, "input"), node.dtype(0)
+    rank = len(shape)
+    if rank < 2 or shape[-1] not in (1, 2) or not dtype.startswith("float"):
+        raise node.fail(f"input must be a float tensor with a last axis of 1 (real) or 2 "
+                        f"(complex) values, got {dtype}{list(shape)}")
+    if node.version >= 20:
+        axis = _known_int(node, 2, "axis", -2)
+    else:
+        axis = node.attr("axis", 1)
+    axis = norm_axis(node, axis, rank)
+    if axis == rank - 1:
+        raise node.fail("axis must not be the last axis (it holds the real and imaginary parts)")
+    inverse, onesided = bool(node.attr("inverse", 0)), bool(node.attr("onesided", 0))
+    if onesided and not inverse and shape[-1] == 2:
+        raise node.fail("onesided=1 needs a real input (last axis of size 1)")
+    n = shape[axis]
+    length = _known_int(node, 1, "dft_length", 2 * (n - 1) if inverse and onesided else n)
+    if length is None or length < 1:
+        raise node.fail(f"dft_length must be positive, got {length}")
+    perm = [a for a in range(rank - 1) if a != axis] + [axis]
+    real, imag = _parts(x, shape[-1])
+    real = _op.transpose(real, perm)
+    imag = None if imag is None else _op.transpose(imag, perm)
+    out_r, out_i = dft_last_axis(real, imag, n, length, inverse, onesided, dtype)
+    back = list(np.argsort(perm)) + [rank - 1]
+    return _op.transpose(_complex(out_r, out_i), [int(a) for a in back])
+
+
+def stft(node: Node) -> RelayExpr:
+    """Frames of ``frame_length`` every ``frame_step`` samples (gathered with one index
+    table: a constant, or computed from a step known only at run time), times the window,
+    each transformed: (batch, frames, bins, 2). The frame length must be known."""
+    x, shape, dtype = node.input(0, "signal"), node.static_shape(0, "signal"), node.dtype(0)
+    if len(shape) != 3 or shape[-1] not in (1, 2):
+        raise node.fail(f"signal must have shape [batch, length, 1 or 2], got {list(shape)}")
+    window = node.optional(2)
+    size = node.static_shape(2, "window")[0] if window is not None else None
+    length = _known_int(node, 3, "frame_length", size)
+    if length is None or not 0 < length <= shape[1]:
+        raise node.fail(f"frame_length ({length}, or the window's size) must be in "
+                        f"[1, {shape[1]}]")
+    if size is not None and size != length:
+        raise node.fail(f"the window has {size} values but frame_length is {length}")
+    onesided = bool(node.attr("onesided", 1))
+    if onesided and shape[-1] == 2:
+        raise node.fail("onesided=1 needs a real signal (last axis of size 1)")
+    index = _frame_index(node, shape[1], length)
+    real, imag = _parts(x, shape[-1])
+    real = _op.take(real, index, axis=1)  # (batch, frames, length)
+    imag = None if imag is None else _op.take(imag, index, axis=1)
+    if window is not None:
+        real = _op.multiply(real, window)
+        imag = None if imag is None else _op.multiply(imag, window)
+    out_r, out_i = dft_last_axis(real, imag, length, length, False, onesided, dtype)
+    return _complex(out_r, out_i)
+
+
+def _frame_index(node: Node, total: int, length: int) -> RelayExpr:
+    """(frames, length) int64 indices of each frame's samples."""
+    known = node.value(1)
+    offsets = np.arange(length, dtype="int64")[None, :]
+    if known is not None:
+        step = int(np.asarray(known).reshape(-1)[0])
+        if step < 1:
+            raise node.fail(f"frame_step must be positive, got {step}")
+        frames = 1 + (total - length) // step
+        return const(np.arange(frames, dtype="int64")[:, None] * step + offsets)
+    i64 = "int64"
+    step = rt.int64(node, 1, "frame_step")
+    step = rt.scalar(step) if node.ndim(1) else step
+    frames = _op.add(_op.floor_divide(scalar(total - length, i64), step), scalar(1, i64))
+    starts = _op.multiply(_op.arange(scalar(0, i64), frames, scalar(1, i64), dtype=i64), step)
+    return _op.add(_op.expand_dims(starts, 1), const(offsets))
+
+
+# ---------------------------------------------------------------- generated constants
+def _out_dtype(node: Node) -> str:
+    from ._proto import dtype_of
+
+    return dtype_of(node.attr("output_datatype", 1), f"{node.label}: output_datatype")
+
+
+def _cosine_window(node: Node, a0: float, a1: float, a2: float = 0.0) -> RelayExpr:
+    """a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) for n < size, N = size (periodic) or
+    size - 1: a constant for a known size, else computed from arange(size) at run time."""
+    periodic, dtype = bool(node.attr("periodic", 1)), _out_dtype(node)
+    size = node.value(0)
+    if size is not None:
+        count = int(np.asarray(size).reshape(-1)[0])
+        if count < 1:
+            raise node.fail(f"size must be positive, got {count}")
+        n, denom = np.arange(count, dtype="float64"), float(count if periodic else count - 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            phase = _TWO_PI * n / denom if denom else np.zeros_like(n)
+        return const((a0 - a1 * np.cos(phase) + a2 * np.cos(2 * phase)).astype(dtype))
+    f64 = "float64"
+    count = rt.int64(node, 0, "size")
+    count = rt.scalar(count) if node.ndim(0) else count
+    n = _op.cast(_op.arange(scalar(0, "int64"), count, scalar(1, "int64"), dtype="int64"), f64)
+    denom = _op.cast(count if periodic else _op.subtract(count, scalar(1, "int64")), f64)
+    phase = _op.divide(_op.multiply(n, scalar(_TWO_PI, f64)), denom)
+    out = _op.subtract(scalar(a0, f64), _op.multiply(scalar(a1, f64), _op.cos(phase)))
+    if a2:
+        out = _op.add(out, _op.multiply(scalar(a2, f64),
+                                        _op.cos(_op.multiply(phase, scalar(2.0, f64)))))
+    return _op.cast(out, dtype)
+
+
+def hann_window(node: Node) -> RelayExpr:
+    return _cosine_window(node, 0.5, 0.5)
+
+
+def hamming_window(node: Node) -> RelayExpr:
+    return _cosine_window(node, 25.0 / 46.0, 21.0 / 46.0)
+
+
+def blackman_window(node: Node) -> RelayExpr:
+    return _cosine_window(node, 0.42, 0.5, 0.08)
+
+
+def mel_weight_matrix(node: Node) -> RelayExpr:
+    """Triangular mel filters (dft_length // 2 + 1, num_mel_bins), as ONNX's reference."""
+    bins, dft_len, rate = (_known_int(node, i, w) for i, w in
+                           enumerate(("num_mel_bins", "dft_length", "sample_rate")))
+    lower, upper = (float(node.const_value(i, w).reshape(-1)[0]) for i, w in
+                    ((3, "lower_edge_hertz"), (4, "upper_edge_hertz")))
+    if not (bins and dft_len and rate) or bins < 1 or dft_len < 1 or rate < 1:
+        raise node.fail(f"num_mel_bins ({bins}), dft_length ({dft_len}) and sample_rate "
+                        f"({rate}) must be positive")
+    low, high = (2595.0 * np.log10(1.0 + f / 700.0) for f in (lower, upper))
+    edges = np.arange(bins + 2) * (high - low) / (bins + 2) + low
+    edges = 700.0 * (10.0 ** (edges / 2595.0) - 1.0)
+    edges = (((dft_len + 1) * edges) // rate).astype(int)
+    out = np.zeros((dft_len // 2 + 1, bins))
+    for i in range(bins):
+        left, center, right = edges[i], edges[i + 1], edges[i + 2]
+        if center == left:
+            out[center, i] = 1.0
+        else:
+            out[left:center + 1, i] = (np.arange(left, center + 1) - left) / (center - left)
+        if right > center:
+            out[center:right, i] = (right - np.arange(center, right)) / (right - center)
+    return const(out.astype(_out_dtype(node)))
