@@ -399,7 +399,7 @@ class _Planner:
 
     def _rebuild_blocked(self, call: Call, name: str) -> tuple[RelayExpr, int]:
         lanes = self._call_lanes(call)
-        hw = _nchw_f32(call.args[0]).shape[2:]  # type: ignore[union-attr]
+        hw = _nchw_f32(call.args[0]).shape[2:] if name in GLOBAL_POOLS else ()  # type: ignore[union-attr]
         if name in GLOBAL_POOLS and all(isinstance(d, int) for d in hw):
             # the whole image as one window: the blocked pool kernel reads it contiguously,
             # one vector per tap (the generic reduction strides over the lanes)
