@@ -41,6 +41,12 @@ SMALL: dict[str, dict[str, Any]] = {
     "densenet": {"batch_size": 1, "image_shape": (3, 32, 32), "classes": 10},
     "dscnn": {}, "resnet8": {}, "mobilenet_v2": {"alpha": 0.35, **_IMG32},
     "autoencoder": {}, "transformer": {"seq_len": 16, "hidden": 32, "ffn": 64},
+    "mobilenet_v3": {"mode": "large", "alpha": 0.5, **_IMG32},
+    "efficientnet": {"variant": "b0", "alpha": 0.5, **_IMG32},
+    "dbnet": {"image_shape": (3, 64, 64), "alpha": 0.35},
+    "yolov8": {"image_shape": (3, 64, 64), "num_classes": 8, "width": 0.125},
+    "vit": {"image_size": 32, "patch": 8, "dim": 48, "depth": 2, "num_classes": 10},
+    "gpt2": {"seq_len": 16, "hidden": 32, "num_heads": 2, "num_layers": 2, "vocab_size": 64},
 }
 
 # benchmark name -> (zoo name, get_workload kwargs at full size, reduced kwargs)
@@ -50,6 +56,22 @@ ALIASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "resnet50": ("resnet", {"batch_size": 1, "num_layers": 50, "image_shape": (3, 224, 224)},
                  {"num_layers": 50, **_IMG32}),
     "vgg16": ("vgg", {"batch_size": 1, "num_layers": 16}, SMALL["vgg"]),
+    "mobilenet_v3_large": ("mobilenet_v3", {"mode": "large"}, SMALL["mobilenet_v3"]),
+    "mobilenet_v3_small": ("mobilenet_v3", {"mode": "small"},
+                           {"mode": "small", "alpha": 0.5, **_IMG32}),
+    "efficientnet_b0": ("efficientnet", {"variant": "b0"}, SMALL["efficientnet"]),
+    "efficientnet_lite0": ("efficientnet", {"variant": "lite0"},
+                           {"variant": "lite0", "alpha": 0.5, **_IMG32}),
+    "dbnet_mv3": ("dbnet", {}, SMALL["dbnet"]),
+    "dbnet_320": ("dbnet", {"image_shape": (3, 320, 320)}, SMALL["dbnet"]),
+    "yolov8n": ("yolov8", {}, SMALL["yolov8"]),
+    "vit_tiny": ("vit", {}, SMALL["vit"]),
+    "gpt2_small": ("gpt2", {"hidden": 768, "num_heads": 12, "num_layers": 12,
+                            "vocab_size": 50257}, SMALL["gpt2"]),
+    # PaddleOCR's text-orientation classifier: MobileNetV3 small x0.35 on 48x192 text lines
+    "ocr_cls": ("mobilenet_v3", {"mode": "small", "alpha": 0.35, "image_shape": (3, 48, 192),
+                                 "num_classes": 2},
+                {"mode": "small", "alpha": 0.35, "image_shape": (3, 48, 96), "num_classes": 2}),
 }
 
 

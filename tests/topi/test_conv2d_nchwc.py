@@ -80,7 +80,12 @@ def _epilogue(y: np.ndarray, act: str, clip: tuple, res: np.ndarray | None,
             return np.clip(v, *clip)
         if act == "hardswish":
             return v * np.clip(v + 3, 0, 6) / 6
-        return v
+        lo, hi = clip  # the two parameters: hardsigmoid's slope and offset, leaky's slope
+        table = {"hardsigmoid": lambda: np.clip(lo * v + hi, 0, 1),
+                 "leaky_relu": lambda: np.where(v > 0, v, lo * v),
+                 "sigmoid": lambda: 1 / (1 + np.exp(-v)), "silu": lambda: v / (1 + np.exp(-v)),
+                 "mish": lambda: v * np.tanh(np.logaddexp(0, v))}
+        return table[act]() if act in table else v
 
     if res is None:
         return f(y)
@@ -170,6 +175,14 @@ EDGE_CASES = {
     "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
                             "act": "clip"},
     "hardswish": {"ic": 8, "oc": 8, "h": 4, "w": 4, "act": "hardswish"},
+    "hardsigmoid": {"ic": 8, "oc": 8, "h": 4, "w": 4, "act": "hardsigmoid"},
+    "leaky_relu_residual": {"ic": 8, "oc": 8, "h": 4, "w": 5, "act": "leaky_relu",
+                            "residual": True},
+    "sigmoid": {"ic": 8, "oc": 16, "h": 3, "w": 7, "act": "sigmoid"},
+    "silu_residual_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True,
+                             "after": False, "act": "silu"},
+    "mish": {"ic": 8, "oc": 8, "h": 4, "w": 4, "act": "mish"},
+    "depthwise_silu": {"ic": 16, "oc": 16, "h": 6, "w": 6, "groups": 16, "act": "silu"},
     "no_activation_batch2": {"ic": 8, "oc": 8, "h": 4, "w": 5, "act": "none", "n": 2},
     "depthwise_residual": {"ic": 16, "oc": 16, "h": 6, "w": 6, "groups": 16, "residual": True,
                            "act": "clip"},
@@ -193,7 +206,8 @@ def test_edge_cases_native(harness_libs, case, lanes):
 @pytest.mark.parametrize("level", ["x86-64-v3", "x86-64-v2", "portable"])
 @pytest.mark.parametrize("case", ["3x3_pad1", "first_conv_3ch_nchw_input", "1x1", "dilation_2",
                                   "grouped", "depthwise_stride2_odd", "depthwise_narrow_rows",
-                                  "residual_act_before"])
+                                  "residual_act_before", "silu_residual_before", "mish",
+                                  "hardsigmoid"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level), lanes=lanes, **EDGE_CASES[case])

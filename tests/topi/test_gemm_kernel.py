@@ -157,6 +157,11 @@ EPILOGUES = {  # name -> (relay builder, numpy reference)
     "gelu_tanh": (_gelu_tanh, lambda v: 0.5 * v * (1 + np.tanh(
         math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)))),
     "hardswish": (_hardswish, lambda v: v * np.clip(v + 3, 0, 6) / 6),
+    "silu": (lambda e: relay.multiply(e, relay.sigmoid(e)), lambda v: v / (1 + np.exp(-v))),
+    "hardsigmoid": (lambda e: relay.clip(relay.add(relay.multiply(e, relay.const(0.2)),
+                                                   relay.const(0.5)), 0.0, 1.0),
+                    lambda v: np.clip(0.2 * v + 0.5, 0, 1)),
+    "mish": (relay.nn.mish, lambda v: v * np.tanh(np.logaddexp(0, v))),
 }
 
 

@@ -33,6 +33,7 @@ from ..transform import (
     FuseLayerNorm,
     FuseOps,
     InferType,
+    RecogniseActivations,
     SimplifyExpr,
     SimplifyInference,
 )
@@ -46,17 +47,20 @@ _LISTENERS: list[StageListener] = []
 
 def optimize_passes() -> list[Pass]:
     """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
-    reaches its own (SimplifyInference and DynamicToStatic 0, FoldConstant, FuseLayerNorm and
-    FuseGemmEpilogue 2, the others 3). DynamicToStatic turns the ``dyn.*`` ops whose values
-    are now known (``input_shapes`` bound the sizes they read) into static ones before
-    anything folds or fuses. FuseLayerNorm puts back together the layer norms
-    SimplifyInference (or an ONNX exporter) decomposed; FuseGemmEpilogue packs constant weights (the FoldConstant after
-    it folds the packing); FoldGemmViews turns the head transposes around batched GEMMs
-    into strides; AlterOpLayout plans blocked conv layouts for the current target
-    (``relay/transform/alter_op_layout.py``)."""
+    reaches its own (SimplifyInference and DynamicToStatic 0, FoldConstant,
+    RecogniseActivations, FuseLayerNorm and FuseGemmEpilogue 2, the others 3).
+    DynamicToStatic turns the ``dyn.*`` ops whose values are now known (``input_shapes``
+    bound the sizes they read) into static ones before anything folds or fuses.
+    RecogniseActivations turns exporters' spelled-out activations (hardswish, hardsigmoid,
+    SiLU, GELU, mish) and softmax into ops, before FoldScaleAxis moves their constants into
+    the next layer's weights; FuseLayerNorm puts back together the layer norms
+    SimplifyInference (or an ONNX exporter) decomposed; FuseGemmEpilogue packs constant
+    weights (the FoldConstant after it folds the packing); FoldGemmViews turns the head
+    transposes around batched GEMMs into strides; AlterOpLayout plans blocked conv layouts
+    for the current target (``relay/transform/alter_op_layout.py``)."""
     return [SimplifyInference(), DynamicToStatic(), EliminateCommonSubexpr(), FoldConstant(),
-            FoldScaleAxis(), SimplifyExpr(), CanonicalizeOps(), FuseLayerNorm(),
-            FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), AlterOpLayout()]
+            RecogniseActivations(), FoldScaleAxis(), SimplifyExpr(), CanonicalizeOps(),
+            FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), AlterOpLayout()]
 
 
 @contextmanager

@@ -10,7 +10,10 @@ takes the input ``data`` and then the weights (parameters annotated with their t
 
 Workloads: mlp, synthetic, mobilenet, resnet, dcgan, densenet, dqn, inception_v3, lstm,
 squeezenet, vgg; the MLPerf Tiny networks dscnn (keyword spotting), resnet8 (CIFAR-10) and
-autoencoder (anomaly detection); mobilenet_v2 and a small transformer encoder. Helpers:
+autoencoder (anomaly detection); mobilenet_v2 and a small transformer encoder; and models
+written the way exporters write them (``exported``: spelled-out activations, folded batch
+norms): mobilenet_v3 (small, large), efficientnet (b0, lite0), the text detector dbnet, the
+detector yolov8 (n), vit (tiny) and the decoder gpt2 (causal mask, no cache). Helpers:
 run_infer_type, run_opt_pass, count_ops, rand, enabled_targets, summary; ``onnx_twin(name,
 **kwargs)`` gives a workload as an ONNX model with the same weights (``twins``,
 ``onnx_export``; onnx is imported only when it is called).
@@ -30,10 +33,14 @@ from ...runtime.ndarray import NDArray, array
 from ...testing import enabled_targets  # noqa: F401  (relay.testing.enabled_targets)
 from . import (  # noqa: F401
     autoencoder,
+    dbnet,
     dcgan,
     densenet,
     dqn,
     dscnn,
+    efficientnet,
+    exported,
+    gpt2,
     inception_v3,
     init,
     layers,
@@ -41,12 +48,15 @@ from . import (  # noqa: F401
     mlp,
     mobilenet,
     mobilenet_v2,
+    mobilenet_v3,
     resnet,
     resnet8,
     squeezenet,
     synthetic,
     transformer,
     vgg,
+    vit,
+    yolov8,
 )
 from .init import create_workload  # noqa: F401
 from .twins import onnx_twin  # noqa: F401  (imports onnx only when called)

@@ -7,6 +7,7 @@ back; ONNX Runtime folds the transposes of initializers.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -133,11 +134,28 @@ def _matmul(ex: Exporter, call: Call, args: list[Any]) -> Any:
 def _bias_add(ex: Exporter, call: Call, args: list[Any]) -> Any:
     rank = len(_shape(call.args[0]))
     axis = call.attrs.axis % rank
+    conv = _conv_taking_bias(ex, call, args[0], axis)
+    if conv is not None:
+        conv.input.append(args[1])
+        return args[0]
     bias = args[1]
     if axis != rank - 1:  # (C,) -> (C, 1, ..., 1) to broadcast along ``axis``
         tail = [_shape(call.args[1])[0]] + [1] * (rank - 1 - axis)
         bias = ex.node("Reshape", [bias, ex.const(tail, "shape", "int64")])
     return ex.node("Add", [args[0], bias])
+
+
+def _conv_taking_bias(ex: Exporter, call: Call, value: Any, axis: int) -> Any:
+    """The Conv/ConvTranspose node (NCHW, no bias yet) whose only reader is ``call``, which
+    adds a bias along its channels; else None."""
+    src = call.args[0]
+    if axis != 1 or not isinstance(src, Call) or ex.uses.get(src) != 1 or not isinstance(
+            value, str) or getattr(src.op, "name", "") not in ("nn.conv2d", "nn.conv2d_transpose"):
+        return None
+    node = ex.producer(value)
+    if node is None or node.op_type not in ("Conv", "ConvTranspose") or len(node.input) != 2:
+        return None
+    return node
 
 
 # ---------------------------------------------------------------- normalisation
@@ -216,6 +234,47 @@ def _leaky_relu(ex: Exporter, call: Call, args: list[Any]) -> Any:
 @rule("rsqrt")
 def _rsqrt(ex: Exporter, call: Call, args: list[Any]) -> Any:
     return ex.node("Reciprocal", [ex.node("Sqrt", args)])
+
+
+@rule("nn.silu")
+def _silu(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    return ex.node("Mul", [args[0], ex.node("Sigmoid", args)])
+
+
+@rule("nn.hardsigmoid")
+def _hardsigmoid(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    return ex.node("HardSigmoid", args, alpha=call.attrs.alpha, beta=call.attrs.beta)
+
+
+@rule("nn.hardswish")
+def _hardswish(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    if ex.opset >= 14:
+        return ex.node("HardSwish", args)
+    return ex.node("Mul", [args[0], ex.node("HardSigmoid", args, alpha=1 / 6, beta=0.5)])
+
+
+@rule("nn.mish")
+def _mish(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    if ex.opset >= 18:
+        return ex.node("Mish", args)
+    return ex.node("Mul", [args[0], ex.node("Tanh", [ex.node("Softplus", args)])])
+
+
+@rule("nn.gelu")
+def _gelu(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    approximate = call.attrs.approximate
+    if ex.opset >= 20:
+        return ex.node("Gelu", args, approximate=approximate)
+    dtype, x = call.args[0].checked_type.dtype, args[0]
+    if approximate == "none":
+        cdf = ex.node("Erf", [ex.node("Div", [x, ex.const(math.sqrt(2), "sqrt2", dtype)])])
+    else:
+        cube = ex.node("Mul", [ex.node("Mul", [x, x]), x])
+        poly = ex.node("Add", [x, ex.node("Mul", [cube, ex.const(0.044715, "c", dtype)])])
+        cdf = ex.node("Tanh", [ex.node("Mul", [poly, ex.const(math.sqrt(2 / math.pi), "c",
+                                                                dtype)])])
+    gate = ex.node("Add", [cdf, ex.const(1.0, "one", dtype)])
+    return ex.node("Mul", [ex.node("Mul", [x, gate]), ex.const(0.5, "half", dtype)])
 
 
 @rule("nn.dropout")
@@ -297,3 +356,62 @@ def _take(ex: Exporter, call: Call, args: list[Any]) -> Any:
     if axis is None:  # over the flattened data
         data, axis = ex.node("Reshape", [data, ex.const([-1], "shape", "int64")]), 0
     return ex.node("Gather", [data, args[1]], axis=axis)
+
+
+@rule("split")
+def _split(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    rank = len(_shape(call.args[0]))
+    axis = call.attrs.axis % rank
+    sizes = [int(f.shape[axis]) for f in call.checked_type.fields]
+    outs = ex.node("Split", [args[0], ex.const(sizes, "split", "int64")],
+                   num_outputs=len(sizes), axis=axis)
+    return outs if isinstance(outs, list) else [outs]
+
+
+@rule("strided_slice")
+def _strided_slice(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    a = call.attrs
+    if a.slice_mode != "end":
+        raise _refuse(call, f"slice_mode {a.slice_mode!r}")
+    rank = len(_shape(call.args[0]))
+    axes = list(a.axes) if a.axes is not None else list(range(len(a.begin)))
+    steps = list(a.strides) if len(a.strides) == len(axes) else [a.strides[0]] * len(axes)
+    inputs = [args[0], ex.const(list(a.begin), "starts", "int64"),
+              ex.const(list(a.end), "ends", "int64"),
+              ex.const([ax % rank for ax in axes], "axes", "int64"),
+              ex.const(steps, "steps", "int64")]
+    return ex.node("Slice", inputs)
+
+
+@rule("where")
+def _where(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    return ex.node("Where", args)
+
+
+@rule("nn.upsampling")
+def _upsampling(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    a = call.attrs
+    if a.method != "nearest_neighbor":
+        raise _refuse(call, f"method {a.method!r}")
+    data = _transposed(ex, args[0], a.layout, "NCHW")
+    scales = ex.const([1.0, 1.0, a.scale_h, a.scale_w], "scales", "float32")
+    out = ex.node("Resize", [data, "", scales], mode="nearest",
+                  coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    return _transposed(ex, out, "NCHW", a.layout)
+
+
+_REDUCE = {"mean": "ReduceMean", "sum": "ReduceSum", "max": "ReduceMax", "min": "ReduceMin"}
+
+
+@rule(*_REDUCE)
+def _reduce(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    a = call.attrs
+    rank = len(_shape(call.args[0]))
+    axes = list(range(rank)) if a.axis is None else [ax % rank for ax in a.axis]
+    if a.exclude:
+        axes = [ax for ax in range(rank) if ax not in axes]
+    op_type, keep = _REDUCE[call.op.name], int(bool(a.keepdims))
+    # ReduceSum takes its axes as an input from opset 13, the others from opset 18
+    if op_type == "ReduceSum" or ex.opset >= 18:
+        return ex.node(op_type, [args[0], ex.const(axes, "axes", "int64")], keepdims=keep)
+    return ex.node(op_type, args, axes=axes, keepdims=keep)

@@ -6,7 +6,9 @@ the table of ``_onnx_ops``: convolutions (grouped, depthwise, transposed; any da
 layout, by transposing to NCHW/OIHW), dense/matmul/batch_matmul, bias_add, batch_norm
 (BatchNormalization), layer_norm (LayerNormalization from opset 17, decomposed below),
 activations, elementwise arithmetic, softmax, pooling, reshapes, transpose, concatenate,
-take (Gather), dropout. ``main``'s parameters named in ``params`` become initializers, the
+split, strided_slice (Slice), where, mean/sum/max/min (Reduce*), nearest ``nn.upsampling`` (Resize), take (Gather),
+dropout. As exporters write a model with batch norms folded, a ``bias_add`` on the result of
+a convolution read nowhere else is that Conv's (or ConvTranspose's) bias input. ``main``'s parameters named in ``params`` become initializers, the
 others graph inputs with the same names, shapes and dtypes; a tuple result gives several
 outputs. The model is what ember computes: feed both the same arrays and compare.
 
@@ -61,6 +63,7 @@ class Exporter:
         self.nodes: list[Any] = []
         self.initializers: list[Any] = []
         self.values: dict[RelayExpr, Any] = {}
+        self.uses: dict[RelayExpr, int] = {}  # how many calls read each node of main
         self._used: set[str] = set()
 
     def fresh(self, hint: str) -> str:
@@ -86,6 +89,10 @@ class Exporter:
         self.nodes.append(self.helper.make_node(op_type, inputs, outs,
                                                 name=self.fresh(f"node_{op_type}"), **attrs))
         return outs[0] if num_outputs == 1 else outs
+
+    def producer(self, name: str) -> Any:
+        """The node whose output is ``name`` (None for an input or initializer)."""
+        return next((n for n in reversed(self.nodes) if name in n.output), None)
 
     def value_info(self, name: str, ty: Any, what: str) -> Any:
         if not isinstance(ty, TensorType):
@@ -185,7 +192,12 @@ def export_onnx(mod: IRModule, params: Mapping[str, Any] | None = None,
     from ._onnx_ops import translate  # (it imports Exporter from here)
 
     calls = 0
-    for node in post_order(main.body, skip=lambda n: not isinstance(n, _DATAFLOW)):
+    nodes = list(post_order(main.body, skip=lambda n: not isinstance(n, _DATAFLOW)))
+    for node in nodes:
+        for kid in (node.args if isinstance(node, Call) else ()):
+            ex.uses[kid] = ex.uses.get(kid, 0) + 1
+    ex.uses[main.body] = ex.uses.get(main.body, 0) + 1
+    for node in nodes:
         calls += isinstance(node, Call)
         _visit(ex, node, inputs, calls, translate)
     outputs = []

@@ -44,6 +44,12 @@ ZOO: MappingProxyType[str, dict[str, Any]] = MappingProxyType({
     "mobilenet_v2": {},
     "autoencoder": {},
     "transformer": {},
+    "mobilenet_v3": {"mode": "large"},
+    "efficientnet": {"variant": "b0"},
+    "dbnet": {},
+    "yolov8": {},
+    "vit": {},
+    "gpt2": {},
 })
 
 

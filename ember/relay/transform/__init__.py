@@ -31,6 +31,7 @@ _LAZY: dict[str, str] = {
     "BackwardFoldScaleAxis": "fold_scale_axis",
     "SimplifyExpr": "simplify_expr", "CanonicalizeOps": "canonicalize_ops",
     "FuseGemmEpilogue": "fuse_gemm_epilogue", "FuseLayerNorm": "fuse_layer_norm",
+    "RecogniseActivations": "recognise_activations",
     "FoldGemmViews": "fold_gemm_views",
     "BindParams": "bind_params",
     "DynamicToStatic": "dynamic_to_static",
@@ -54,7 +55,7 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "DynamicToStatic", "Inline", "RemoveUnusedFunctions", "CombineParallelConv2D",
                 "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath",
                 "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit",
-                "PartialEvaluate")
+                "PartialEvaluate", "RecogniseActivations")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

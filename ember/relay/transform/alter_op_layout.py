@@ -13,11 +13,14 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   time), the bias is a constant vector;
 - the epilogue absorbs what follows the conv while each intermediate has no other user:
   per-channel constant adds (bias, ``nn.bias_add``), one residual ``add`` of another tensor of
-  the same shape, and one ``nn.relu`` / ``clip`` (before or after the residual add), or a
-  hardswish ``x * clip(x + 3, 0, 6) / 6`` (``* (1/6)`` too) of the conv's result;
-- blocked values flow through elementwise ops (both operands blocked, or a scalar or
-  per-channel constant, which is re-blocked at build time) and pools (their ``layout`` becomes
-  NCHW[L]c) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
+  the same shape, and one activation (before or after the residual add): ``nn.relu``,
+  ``clip``, ``nn.hardswish``, ``nn.hardsigmoid``, ``nn.leaky_relu``, ``sigmoid``, ``nn.silu``,
+  ``nn.mish`` (exporters' spelled-out forms are these ops after ``RecogniseActivations``);
+- blocked values flow through elementwise ops (both operands blocked, one of them possibly
+  (N, C, 1, 1) broadcast over the image, as a squeeze-and-excitation scale; or a scalar or
+  per-channel constant, which is re-blocked at build time), pools (their ``layout`` becomes
+  NCHW[L]c; a global pool of a static image is a pool with the image as its window), and ``concatenate`` / ``split`` along the channels in whole blocks (a split's
+  fields become slices of the block axis) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
   first conv of a network needs no transform), except an RGB-like input (2 to 7 channels) of
   a stride-1 or large-kernel conv, read as one block of all its channels;
 - ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
@@ -45,7 +48,7 @@ from ...ir.expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem,
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext
-from ...ir.types import TensorType
+from ...ir.types import TensorType, TupleType
 from ...ir.visitor import children, post_order
 from ...runtime.errors import OpAttributeInvalid
 from ...topi.nn.conv2d_nchwc import pack_weight
@@ -55,11 +58,22 @@ from .type_infer import InferType
 __all__ = ["AlterOpLayout", "ConvertLayout", "plan_lanes"]
 
 UNARY = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "exp", "negative", "abs", "sqrt",
-                   "rsqrt", "nn.leaky_relu", "copy", "erf", "floor", "ceil", "round", "log"])
+                   "rsqrt", "nn.leaky_relu", "copy", "erf", "floor", "ceil", "round", "log",
+                   "nn.hardswish", "nn.hardsigmoid", "nn.silu", "nn.gelu", "nn.mish"])
 BINARY = frozenset(["add", "subtract", "multiply", "divide", "maximum", "minimum"])
-POOLS = frozenset(["nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
-                   "nn.global_max_pool2d"])
-ACTS = frozenset(["nn.relu", "clip"])
+GLOBAL_POOLS = frozenset(["nn.global_avg_pool2d", "nn.global_max_pool2d"])
+POOLS = frozenset(["nn.max_pool2d", "nn.avg_pool2d"]) | GLOBAL_POOLS
+# op -> (epilogue activation, its two parameters from the call's attrs)
+ACTS: dict[str, Any] = {
+    "nn.relu": lambda a: ("relu", (0.0, 0.0)),
+    "clip": lambda a: ("clip", (float(a.a_min), float(a.a_max))),
+    "nn.hardswish": lambda a: ("hardswish", (0.0, 0.0)),
+    "nn.hardsigmoid": lambda a: ("hardsigmoid", (a.alpha, a.beta)),
+    "nn.leaky_relu": lambda a: ("leaky_relu", (float(a.alpha), 0.0)),
+    "sigmoid": lambda a: ("sigmoid", (0.0, 0.0)),
+    "nn.silu": lambda a: ("silu", (0.0, 0.0)),
+    "nn.mish": lambda a: ("mish", (0.0, 0.0)),
+}
 
 
 def plan_lanes(target: Any = None) -> int:
@@ -128,7 +142,6 @@ class _Value:
     blocked: bool = False
     plan: _Plan | None = None
     lanes: int = 0  # the block of a blocked value
-    lazy: bool = False  # inside a recognised pattern: rewritten only if something else asks
 
 
 class _Planner:
@@ -138,15 +151,10 @@ class _Planner:
         self.users: dict[int, int] = {}
         self.plain_cache: dict[int, RelayExpr] = {}
         self.blocked_cache: dict[tuple[int, int], RelayExpr] = {}
-        self.deferred: set[int] = set()  # inner nodes of hardswish patterns
-        self.hardswish: dict[int, RelayExpr] = {}  # outer node -> its input x
 
     # -- values -----------------------------------------------------------------------------
     def _value(self, node: RelayExpr) -> _Value:
-        v = self.vals[id(node)]
-        if v.lazy:
-            self.vals[id(node)] = v = self._call(node)  # type: ignore[arg-type]
-        return v
+        return self.vals[id(node)]
 
     def _materialise(self, node: RelayExpr) -> _Value:
         v = self._value(node)
@@ -215,15 +223,13 @@ class _Planner:
 
     # -- rules --------------------------------------------------------------------------------
     def visit(self, node: RelayExpr) -> None:
-        if id(node) in self.deferred:
-            self.vals[id(node)] = _Value(lazy=True)
-            return
         if isinstance(node, Call) and isinstance(node.op, Op):
             value = self._call(node)  # type: ignore[assignment]
         elif isinstance(node, Tuple):
             value = _Value(Tuple(tuple(self.plain(f) for f in node.fields)))
         elif isinstance(node, TupleGetItem):
-            value = _Value(TupleGetItem(self.plain(node.tuple_value), node.index))
+            value = self._split_field(node) or _Value(TupleGetItem(self.plain(node.tuple_value),
+                                                                  node.index))
         else:
             value = _Value(node)
         self.vals[id(node)] = value
@@ -238,6 +244,8 @@ class _Planner:
             plan = self._conv(call)
             if plan is not None:
                 return _Value(plan=plan)
+        if name == "concatenate" and (joined := self._concat(call)) is not None:
+            return joined
         absorbed = self._absorb(call, name)
         if absorbed is not None:
             return _Value(plan=absorbed)
@@ -283,15 +291,9 @@ class _Planner:
 
     def _absorb(self, call: Call, name: str) -> _Plan | None:
         args = call.args
-        x = self.hardswish.get(id(call))
-        if x is not None:
-            v = self._value(x)
-            if v.plan is not None and v.plan.act == "none" and v.plan.residual is None:
-                return replace(v.plan, act="hardswish")
         if name in ACTS and (p := self._single(args[0])) is not None and p.act == "none":
-            if name == "nn.relu":
-                return replace(p, act="relu")
-            return replace(p, act="clip", clip=(float(call.attrs.a_min), float(call.attrs.a_max)))
+            act, params = ACTS[name](call.attrs)
+            return replace(p, act=act, clip=params)
         if name == "nn.bias_add" and call.attrs.axis in (1, -3) and (
                 p := self._single(args[0])) is not None:
             return self._add_bias(p, args[1])
@@ -309,6 +311,51 @@ class _Planner:
                 return replace(p, residual=self.blocked(other, p.lanes),
                                act_after_add=p.act == "none")
         return None
+
+    # -- channel concatenation and split: block by block ------------------------------------
+    def _channel_lanes(self, call: Call, parts: list[RelayExpr]) -> int:
+        """The block for joining or splitting ``parts`` along the channels of ``call`` (axis 1
+        of NCHW): a blocked part's, if every part's channels are a multiple of it; else 0."""
+        if _nchw_f32(call) is None or call.attrs.axis not in (1, -3):
+            return 0
+        blocked = [p for p in parts if self._is_blocked(p)]
+        types = [_nchw_f32(p) for p in parts]
+        if not blocked or any(t is None for t in types):
+            return 0
+        lanes = self._lanes(blocked[0])
+        return lanes if all(t.shape[1] % lanes == 0 for t in types) else 0  # type: ignore[union-attr]
+
+    def _concat(self, call: Call) -> _Value | None:
+        """``concatenate`` along the channels of blocked values: the same along the block axis
+        of NCHW[L]c, when every part has whole blocks."""
+        fields = call.args[0]
+        if not isinstance(fields, Tuple):
+            return None
+        lanes = self._channel_lanes(call, list(fields.fields))
+        if not lanes:
+            return None
+        joined = Tuple(tuple(self.blocked(f, lanes) for f in fields.fields))
+        return _Value(Call(call.op, (joined,), call.attrs, span=call.span), blocked=True,
+                      lanes=lanes)
+
+    def _split_field(self, item: TupleGetItem) -> _Value | None:
+        """Field ``i`` of a ``split`` along the channels of a blocked value, in whole blocks:
+        a slice of the blocked tensor's block axis."""
+        split = item.tuple_value
+        if not _is(split, "split") or not isinstance(split.checked_type_, TupleType):
+            return None
+        x, fields = split.args[0], split.checked_type_.fields  # type: ignore[attr-defined]
+        ty = _nchw_f32(x)
+        if ty is None or split.attrs.axis not in (1, -3) or not self._is_blocked(x):
+            return None
+        lanes = self._lanes(x)
+        sizes = [f.shape[1] for f in fields]
+        if any(not isinstance(c, int) or c % lanes for c in sizes):
+            return None
+        begin = sum(sizes[:item.index])
+        part = op_call("strided_slice", self.blocked(x, lanes), begin=[begin // lanes],
+                       end=[(begin + sizes[item.index]) // lanes], axes=[1])
+        return _Value(part, blocked=True, lanes=lanes)
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
         vec = _channel_const(c, p.bias.shape[0])
@@ -339,7 +386,7 @@ class _Planner:
         """Operand ``a`` of an elementwise ``call`` computed in NCHW[lanes]c, or None if it
         cannot be (``check``: only say whether it can, emitting nothing)."""
         if self._is_blocked(a):
-            if _tensor(a) != _tensor(call):
+            if not _broadcasts_over_image(_tensor(a), _tensor(call)):
                 return None
             return a if check else self.blocked(a, lanes)
         ty = _tensor(a)
@@ -352,6 +399,13 @@ class _Planner:
 
     def _rebuild_blocked(self, call: Call, name: str) -> tuple[RelayExpr, int]:
         lanes = self._call_lanes(call)
+        hw = _nchw_f32(call.args[0]).shape[2:] if name in GLOBAL_POOLS else ()  # type: ignore[union-attr]
+        if name in GLOBAL_POOLS and all(isinstance(d, int) for d in hw):
+            # the whole image as one window: the blocked pool kernel reads it contiguously,
+            # one vector per tap (the generic reduction strides over the lanes)
+            op = "nn.avg_pool2d" if name == "nn.global_avg_pool2d" else "nn.max_pool2d"
+            return op_call(op, self.blocked(call.args[0]), pool_size=tuple(hw),
+                           layout=f"NCHW{lanes}c"), lanes
         if name in POOLS:
             attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
             if hasattr(attrs, "out_layout"):
@@ -363,39 +417,14 @@ class _Planner:
         return Call(call.op, args, call.attrs, span=call.span), lanes  # type: ignore[arg-type]
 
 
-def _scalar(e: RelayExpr, value: float) -> bool:
-    if not isinstance(e, Constant) or e.data.numpy().size != 1:
+def _broadcasts_over_image(a: TensorType | None, out: TensorType | None) -> bool:
+    """Operand type ``a`` is the result's (NCHW), or its (N, C, 1, 1): in NCHW[L]c either
+    broadcasts against the result blocked the same way."""
+    if a is None or out is None or a.dtype != out.dtype or a.ndim != 4:
         return False
-    return abs(float(e.data.numpy().reshape(-1)[0]) - value) < 1e-6
-
-
-def _hardswish_input(outer: RelayExpr) -> tuple[RelayExpr, list[RelayExpr]] | None:
-    """``x`` and the inner nodes if ``outer`` is x * clip(x + 3, 0, 6) / 6 (or * 1/6)."""
-    scaled = (_is(outer, "divide") and _scalar(outer.args[1], 6.0)) or (
-        _is(outer, "multiply") and _scalar(outer.args[1], 1 / 6))
-    m = outer.args[0] if scaled else None
-    if not _is(m, "multiply"):
-        return None
-    for x, cl in (m.args, m.args[::-1]):
-        if not (_is(cl, "clip") and float(cl.attrs.a_min) == 0.0 and
-                float(cl.attrs.a_max) == 6.0 and _is(cl.args[0], "add")):
-            continue
-        a = cl.args[0]
-        if (a.args[0] is x and _scalar(a.args[1], 3.0)) or (
-                a.args[1] is x and _scalar(a.args[0], 3.0)):
-            return x, [m, cl, a]
-    return None
-
-
-def _find_hardswish(planner: _Planner, nodes: list[RelayExpr]) -> None:
-    for node in nodes:
-        found = _hardswish_input(node)
-        if found is None or not _is(found[0], "nn.conv2d", "add", "nn.bias_add"):
-            continue
-        x, inner = found
-        if planner.users.get(id(x)) == 2 and all(planner.users.get(id(n)) == 1 for n in inner):
-            planner.hardswish[id(node)] = x
-            planner.deferred.update(id(n) for n in inner)
+    if a == out:
+        return True
+    return tuple(a.shape[:2]) == tuple(out.shape[:2]) and tuple(a.shape[2:]) == (1, 1)
 
 
 def _dataflow(body: RelayExpr) -> list[RelayExpr] | None:
@@ -420,7 +449,6 @@ def plan_function(func: Function, lanes: int) -> Function:
         for c in children(node):
             planner.users[id(c)] = planner.users.get(id(c), 0) + 1
     planner.users[id(func.body)] = planner.users.get(id(func.body), 0) + 1
-    _find_hardswish(planner, nodes)
     for node in nodes:
         planner.visit(node)
     body = planner.plain(func.body)

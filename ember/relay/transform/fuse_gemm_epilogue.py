@@ -9,17 +9,17 @@ constants of the model. Then, bottom-up, an op whose input is such a gemm used n
 is absorbed into its epilogue ``act2(act1(alpha * acc + bias) + residual)``, in that order:
 
 - ``multiply``/``divide`` by a scalar constant: ``alpha`` (before anything else), or the output
-  scale of a GELU/hardswish just absorbed (the 0.5 of GELU often comes after);
+  scale of a GELU/hardswish just absorbed;
 - ``add`` of a scalar or a vector along the last axis: ``bias``; of a tensor of the output's
   type (or after the bias/activation, a scalar): ``residual``;
-- ``nn.relu``, ``clip``, ``sigmoid``, ``tanh``, ``nn.leaky_relu``: an activation;
-- the decomposed forms ``x * (1 + erf(x * c))`` (GELU, erf form; also ``(x * s) * ...``),
-  ``x * (1 + tanh(c * (x + 0.044715 x^3)))`` (GELU, tanh form) and
-  ``x * clip(x + 3, 0, 6)`` (hardswish), where every node but ``x`` has no other use.
+- ``nn.relu``, ``clip``, ``sigmoid``, ``tanh``, ``nn.leaky_relu``, ``nn.silu``, ``nn.mish``,
+  ``nn.hardswish``, ``nn.hardsigmoid``, ``nn.gelu``: an activation (the forms exporters spell
+  out are these ops after ``RecogniseActivations``, which runs before this pass).
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -83,7 +83,7 @@ class _Fuser(PassMutator):
             return self._start(orig, new) or new
         if not self.epilogues:
             return new
-        for rule in (self._scale, self._add, self._activation, self._gelu_or_hardswish):
+        for rule in (self._scale, self._add, self._activation):
             out = rule(orig, new, name)
             if out is not None:
                 return out
@@ -171,127 +171,29 @@ class _Fuser(PassMutator):
         return None
 
     def _activation(self, orig: Call, new: Call, name: str | None) -> RelayExpr | None:
-        table = {"nn.relu": lambda a: ("relu", (0.0, 0.0)),
-                 "clip": lambda a: ("clip", (a.a_min, a.a_max)),
-                 "sigmoid": lambda a: ("sigmoid", (0.0, 0.0)),
-                 "tanh": lambda a: ("tanh", (0.0, 0.0)),
-                 "nn.leaky_relu": lambda a: ("leaky_relu", (a.alpha, 0.0))}
-        if name not in table or len(orig.args) != 1:
+        if name not in _ACTIVATIONS or len(orig.args) != 1:
             return None
         g = self._gemm_arg(orig, 0)
         if g is None:
             return None
-        act, p = table[name](new.attrs)
+        act, p = _ACTIVATIONS[name](new.attrs)
         return self._set_act(g, act, p)
 
-    # -- GELU and hardswish: x * f(x) -------------------------------------------------
-    def _gelu_or_hardswish(self, orig: Call, new: Call, name: str | None) -> RelayExpr | None:
-        if name != "multiply":
-            return None
-        for i in (0, 1):
-            x, f, scale = orig.args[i], orig.args[1 - i], 1.0
-            split = _split_scalar(x)  # (x * s) * f(x)
-            if split is not None and self.uses.get(id(x), 0) == 1:
-                x, scale = split
-            if self.uses.get(id(f), 0) != 1:
-                continue
-            found = _match_gelu_erf(x, f, self.uses) or _match_gelu_tanh(x, f, self.uses) or \
-                _match_hardswish(x, f, self.uses)
-            if found is None:
-                continue
-            act, p, x_uses = found
-            g = self.visit(x)
-            if _name(g) == "nn.contrib_gemm" and self.uses.get(id(x), 0) == x_uses:
-                out = self._set_act(g, act, (p[0] * scale, p[1]))
-                if out is not None:
-                    return out
-        return None
 
-
-def _only(e: Any, uses: dict[int, int], *names: str) -> bool:
-    return _name(e) in names and uses.get(id(e), 0) == 1
-
-
-def _split_scalar(e: Any) -> tuple[Any, float] | None:
-    """``e`` = other * c (either order) or other / c: (other, c)."""
-    if _name(e) == "multiply":
-        for i in (0, 1):
-            s = _scalar(e.args[i])
-            if s is not None:
-                return e.args[1 - i], s
-    if _name(e) == "divide":
-        s = _scalar(e.args[1])
-        if s:
-            return e.args[0], 1.0 / s
-    return None
-
-
-def _one_plus(f: Any, uses: dict[int, int], inner: str) -> Any:
-    """``f`` = 1 + inner(z) (either order): z, else None."""
-    if _name(f) != "add":
-        return None
-    for i in (0, 1):
-        if _scalar(f.args[i]) == 1.0 and _only(f.args[1 - i], uses, inner):
-            return f.args[1 - i].args[0]
-    return None
-
-
-def _match_gelu_erf(x: Any, f: Any, uses: dict[int, int]) -> tuple | None:
-    z = _one_plus(f, uses, "erf")
-    if z is None or uses.get(id(z), 0) != 1:
-        return None
-    split = _split_scalar(z)
-    if split is None or split[0] is not x:
-        return None
-    return "gelu_erf", (1.0, split[1]), 2
-
-
-def _cube_uses(e: Any, x: Any, uses: dict[int, int]) -> int | None:
-    """How many times x is read by e when e computes x^3 (power or products), else None."""
-    if _name(e) == "power" and e.args[0] is x and _scalar(e.args[1]) == 3.0:
-        return 1
-    if _name(e) == "multiply":
-        for i in (0, 1):
-            sq = e.args[1 - i]
-            if e.args[i] is x and _only(sq, uses, "multiply") and sq.args[0] is x and \
-                    sq.args[1] is x:
-                return 3
-    return None
-
-
-def _match_gelu_tanh(x: Any, f: Any, uses: dict[int, int]) -> tuple | None:
-    w = _one_plus(f, uses, "tanh")
-    if w is None or uses.get(id(w), 0) != 1:
-        return None
-    split = _split_scalar(w)  # c * (x + 0.044715 x^3)
-    if split is None or not _only(split[0], uses, "add"):
-        return None
-    inner, c = split
-    for i in (0, 1):
-        cubic = inner.args[1 - i]
-        if inner.args[i] is not x or uses.get(id(cubic), 0) != 1:
-            continue
-        part = _split_scalar(cubic)
-        if part is None or not np.isclose(part[1], 0.044715, rtol=1e-5, atol=0):
-            continue
-        if uses.get(id(part[0]), 0) != 1:
-            continue
-        n = _cube_uses(part[0], x, uses)
-        if n is not None:
-            return "gelu_tanh", (1.0, c), 2 + n
-    return None
-
-
-def _match_hardswish(x: Any, f: Any, uses: dict[int, int]) -> tuple | None:
-    if _name(f) != "clip" or (f.attrs.a_min, f.attrs.a_max) != (0.0, 6.0):
-        return None
-    a = f.args[0]
-    if not _only(a, uses, "add"):
-        return None
-    for i in (0, 1):
-        if a.args[i] is x and _scalar(a.args[1 - i]) == 3.0:
-            return "hardswish", (1.0, 0.0), 2
-    return None
+# op -> (epilogue activation, its two parameters) from the call's attrs
+_ACTIVATIONS: dict[str, Any] = {
+    "nn.relu": lambda a: ("relu", (0.0, 0.0)),
+    "clip": lambda a: ("clip", (a.a_min, a.a_max)),
+    "sigmoid": lambda a: ("sigmoid", (0.0, 0.0)),
+    "tanh": lambda a: ("tanh", (0.0, 0.0)),
+    "nn.leaky_relu": lambda a: ("leaky_relu", (a.alpha, 0.0)),
+    "nn.silu": lambda a: ("silu", (0.0, 0.0)),
+    "nn.mish": lambda a: ("mish", (0.0, 0.0)),
+    "nn.hardswish": lambda a: ("hardswish", (1.0 / 6.0, 0.0)),
+    "nn.hardsigmoid": lambda a: ("hardsigmoid", (a.alpha, a.beta)),
+    "nn.gelu": lambda a: ("gelu_erf", (0.5, 1.0 / math.sqrt(2.0))) if a.approximate == "none"
+    else ("gelu_tanh", (0.5, math.sqrt(2.0 / math.pi))),
+}
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ TARGET_ITEMS = 8  # work items wanted for a parallel kernel: enough to balance 2
 
 # Activation codes of gemm_epilogue.h (EMBER_ACT_*).
 ACTIVATIONS = {"none": 0, "relu": 1, "clip": 2, "gelu_erf": 3, "gelu_tanh": 4, "sigmoid": 5,
-               "hardswish": 6, "tanh": 7, "leaky_relu": 8}
+               "hardswish": 6, "tanh": 7, "leaky_relu": 8, "silu": 9, "hardsigmoid": 10,
+               "mish": 11}
 _FLOAT_MAX = 3.4028234e38
 
 
@@ -162,7 +163,8 @@ def pack_weight(w: te.Tensor, nr: int, transpose: bool = True) -> te.Tensor:
 @dataclass(frozen=True)
 class Epilogue:
     """``act2(act1(alpha * acc + bias) + residual)``; activations by name (ACTIVATIONS) with
-    two parameters each (clip: bounds; gelu: output scale and inner scale; leaky: slope)."""
+    two parameters each (clip: bounds; gelu: output scale and inner scale; leaky: slope;
+    hardsigmoid: slope and offset)."""
 
     alpha: float = 1.0
     act1: str = "none"

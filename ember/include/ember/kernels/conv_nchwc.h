@@ -1,7 +1,8 @@
 /*!
  * \file ember/kernels/conv_nchwc.h
  * \brief conv2d (dense, grouped, depthwise) in the blocked layout NCHW[L]c, with the epilogue
- *        (bias, residual add, ReLU/clip/hardswish) applied while the tile is in registers.
+ *        (bias, residual add, activation) applied while the tile is in registers (the
+ *        exp-based activations in a second pass over each strip, while it is in L1).
  *
  * Layouts (L = lanes: 4, 8 or 16 floats; CB = L, or 1 for a plain NCHW input):
  *   input  [N][IC/CB][H][W][CB]          weight [OC/L][ICg/CB][KH][KW][CB][L]
@@ -42,6 +43,12 @@ typedef struct {
   int32_t groups;
   int32_t depthwise;
 } ember_conv_p;
+
+/* Whether the activation runs in a second pass over each stored strip (the exp-based ones:
+ * a tight loop there, where per stored vector it would be a call each). */
+static inline int ember_conv_late_act(const ember_conv_p* p) {
+  return p->act >= EMBER_CONV_ACT_SIGMOID;
+}
 
 /* What a column tap in the padding reads (at least as many floats as any block). */
 static const float ember_conv_zeros[16] = {0.0f};

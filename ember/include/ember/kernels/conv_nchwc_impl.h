@@ -19,6 +19,81 @@
 #if EMBER_KV
 #define EV EMBER_VT(EMBER_L)
 
+/* *x = exp(*x), x clamped to [-87.3, 88.37] (gemm_simd.h's ember_vexp for this lane count): x =
+ * n ln2 + r, exp(r) by a degree-6 polynomial, times 2^n built in the exponent bits. By
+ * pointer, as every vector argument here (a 16-lane vector by value changes the ABI without
+ * AVX-512). */
+static inline void EMBER_FN(ember_conv_vexp)(EV* px) {
+  typedef int32_t EVI __attribute__((vector_size(4 * EMBER_L)));
+  const float magic = 12582912.0f; /* 1.5 * 2^23: v - magic is x / ln2 rounded */
+  EV x = *px, v, n, r, p;
+  x = EMBER_VMAX(EMBER_L, x, EMBER_VSPLAT(EMBER_L, -87.3f));
+  x = EMBER_VMIN(EMBER_L, x, EMBER_VSPLAT(EMBER_L, 88.37f));
+  v = EMBER_VFMA(EMBER_L, EMBER_VSPLAT(EMBER_L, magic), x,
+                 EMBER_VSPLAT(EMBER_L, 1.44269504088896341f));
+  n = v - magic;
+  r = EMBER_VFMA(EMBER_L, x, n, EMBER_VSPLAT(EMBER_L, -0.693359375f));
+  r = EMBER_VFMA(EMBER_L, r, n, EMBER_VSPLAT(EMBER_L, 2.12194440e-4f));
+  p = EMBER_VFMA(EMBER_L, EMBER_VSPLAT(EMBER_L, 1.3981999507e-3f), r,
+                 EMBER_VSPLAT(EMBER_L, 1.9875691500e-4f));
+  p = EMBER_VFMA(EMBER_L, EMBER_VSPLAT(EMBER_L, 8.3334519073e-3f), p, r);
+  p = EMBER_VFMA(EMBER_L, EMBER_VSPLAT(EMBER_L, 4.1665795894e-2f), p, r);
+  p = EMBER_VFMA(EMBER_L, EMBER_VSPLAT(EMBER_L, 1.6666665459e-1f), p, r);
+  p = EMBER_VFMA(EMBER_L, EMBER_VSPLAT(EMBER_L, 5.0000001201e-1f), p, r);
+  p = EMBER_VFMA(EMBER_L, r + 1.0f, p, r * r);
+  *px = p * (EV)((((EVI)v - (EVI)EMBER_VSPLAT(EMBER_L, magic)) + 127) << 23);
+}
+
+/* The activations built on exp (code >= EMBER_CONV_ACT_SIGMOID). */
+static inline void EMBER_FN(ember_conv_act_exp)(EV* v, int32_t act) {
+  EV x = *v, e;
+  switch (act) {
+    case EMBER_CONV_ACT_SIGMOID:
+      e = -x;
+      EMBER_FN(ember_conv_vexp)(&e);
+      *v = 1.0f / (1.0f + e);
+      return;
+    case EMBER_CONV_ACT_SILU:
+      e = -x;
+      EMBER_FN(ember_conv_vexp)(&e);
+      *v = x / (1.0f + e);
+      return;
+    case EMBER_CONV_ACT_MISH: /* e^x clamped at e^20, where n / (n + 2) is 1 (no inf / inf) */
+      e = EMBER_VMIN(EMBER_L, x, EMBER_VSPLAT(EMBER_L, 20.0f));
+      EMBER_FN(ember_conv_vexp)(&e);
+      e = e * (e + 2.0f);
+      *v = x * (e / (e + 2.0f));
+      return;
+    default:
+      return;
+  }
+}
+
+/* The exp-based activation over the n floats (whole vectors) at p->out + at, and the residual
+ * when the activation comes before the add: a second pass over a strip just stored, in L1,
+ * where the polynomial runs in a tight loop (per stored vector it would be a call each). */
+#define EMBER_ACT_PASS(ACT)                                                                     \
+  for (i = 0; i < n; i += EMBER_L) {                                                            \
+    EV v = EMBER_VLOAD(EMBER_L, out + i);                                                       \
+    EMBER_FN(ember_conv_act_exp)(&v, ACT);                                                      \
+    if (add) v += EMBER_VLOAD(EMBER_L, res + i);                                                \
+    EMBER_VSTORE(EMBER_L, out + i, v);                                                          \
+  }
+EMBER_KFN void EMBER_FN(ember_conv_act_pass)(const ember_conv_p* p, size_t at, size_t n) {
+  float* out = p->out + at;
+  const float* res = p->res + at;
+  const int add = (p->flags & EMBER_EPI_RESIDUAL) && !(p->flags & EMBER_EPI_ACT_AFTER_ADD);
+  size_t i;
+  if (p->act == EMBER_CONV_ACT_SIGMOID) {
+    EMBER_ACT_PASS(EMBER_CONV_ACT_SIGMOID)
+  } else if (p->act == EMBER_CONV_ACT_SILU) {
+    EMBER_ACT_PASS(EMBER_CONV_ACT_SILU)
+  } else {
+    EMBER_ACT_PASS(EMBER_CONV_ACT_MISH)
+  }
+}
+#undef EMBER_ACT_PASS
+
 /* The activation, in place (vectors by pointer: passing a 16-lane vector by value would change
  * the ABI without AVX-512). */
 static inline void EMBER_FN(ember_conv_act)(EV* v, int32_t act, float lo, float hi) {
@@ -41,7 +116,17 @@ static inline void EMBER_FN(ember_conv_act)(EV* v, int32_t act, float lo, float 
       *v = x * t * (1.0f / 6.0f);
       return;
     }
-    default:
+    case EMBER_CONV_ACT_HARDSIGMOID: {
+      EV one = EMBER_VSPLAT(EMBER_L, 1.0f);
+      t = EMBER_VFMA(EMBER_L, EMBER_VSPLAT(EMBER_L, hi), x, EMBER_VSPLAT(EMBER_L, lo));
+      t = EMBER_VMAX(EMBER_L, t, zero);
+      *v = EMBER_VMIN(EMBER_L, t, one);
+      return;
+    }
+    case EMBER_CONV_ACT_LEAKY_RELU:
+      *v = EMBER_VMAX(EMBER_L, x, zero) + EMBER_VMIN(EMBER_L, x, zero) * lo;
+      return;
+    default: /* none; the exp-based ones run in ember_conv_act_pass */
       return;
   }
 }
@@ -51,13 +136,12 @@ static inline void EMBER_FN(ember_conv_act)(EV* v, int32_t act, float lo, float 
 static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, float* out,
                                               const float* res) {
   if (p->flags & EMBER_EPI_RESIDUAL) {
-    EV r = EMBER_VLOAD(EMBER_L, res);
     if (p->flags & EMBER_EPI_ACT_AFTER_ADD) {
-      *v += r;
+      *v += EMBER_VLOAD(EMBER_L, res);
       EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
-    } else {
+    } else if (!ember_conv_late_act(p)) { /* a late one adds the residual after it */
       EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
-      *v += r;
+      *v += EMBER_VLOAD(EMBER_L, res);
     }
   } else if (p->act) {
     EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
@@ -259,6 +343,12 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
       ox += t;
     }
   }
+  if (ember_conv_late_act(p)) {
+    for (sb = 0; sb < nb; ++sb) {
+      const size_t orow = ((((size_t)b * p->ocb + ob + sb) * p->oh) + oy) * p->ow * L;
+      EMBER_FN(ember_conv_act_pass)(p, orow + (size_t)x0 * L, (size_t)(x1 - x0) * L);
+    }
+  }
 }
 
 /* Depthwise: RW output columns of one channel block (arguments as for the conv tile). */
@@ -337,18 +427,12 @@ EMBER_DW3_TILE(4, 2)
 EMBER_DW3_EDGE(8, 1)
 EMBER_DW3_EDGE(4, 2)
 
-EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_t cbk,
-                                        int32_t oy, int32_t x0, int32_t x1) {
+/* The depthwise tiles of one strip (see ember_dw_strip). */
+static inline void EMBER_FN(ember_dw_strip_tiles)(const ember_conv_p* p, ptrdiff_t row,
+    const float* w, const float* bias, size_t orow, int32_t ky0, int32_t ky1, int32_t xi0,
+    int32_t xi1, int32_t x0, int32_t x1) {
   const int32_t L = EMBER_L;
-  const int32_t iy0 = oy * p->sh - p->pt;
-  const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
-  const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
-  const ptrdiff_t row = ((((ptrdiff_t)b * p->icb + cbk) * p->h) + iy0) * p->w * L;
-  const float* w = p->wt + (size_t)cbk * p->kh * p->kw * L;
-  const float* bias = p->bias + (size_t)cbk * L;
-  const size_t orow = ((((size_t)b * p->ocb + cbk) * p->oh) + oy) * p->ow * L;
-  int32_t xi0, xi1, ox = x0;
-  ember_conv_interior(p, x0, x1, &xi0, &xi1);
+  int32_t ox = x0;
   if (p->kw == 3 && p->dw == 1 && p->sw <= 2) {
     /* 3-wide rows: full interior tiles, and edge tiles (any width up to 8 columns at stride
      * 1, 4 at stride 2) for the borders and the rest of the row */
@@ -391,6 +475,24 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
       EMBER_CAT4(ember_dw_tile, EMBER_L, 1, 1)(p, row, ix0, w, bias, o, ky0, ky1, interior);
     }
     ox += t;
+  }
+}
+
+EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_t cbk,
+                                        int32_t oy, int32_t x0, int32_t x1) {
+  const int32_t L = EMBER_L;
+  const int32_t iy0 = oy * p->sh - p->pt;
+  const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
+  const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
+  const ptrdiff_t row = ((((ptrdiff_t)b * p->icb + cbk) * p->h) + iy0) * p->w * L;
+  const float* w = p->wt + (size_t)cbk * p->kh * p->kw * L;
+  const float* bias = p->bias + (size_t)cbk * L;
+  const size_t orow = ((((size_t)b * p->ocb + cbk) * p->oh) + oy) * p->ow * L;
+  int32_t xi0, xi1;
+  ember_conv_interior(p, x0, x1, &xi0, &xi1);
+  EMBER_FN(ember_dw_strip_tiles)(p, row, w, bias, orow, ky0, ky1, xi0, xi1, x0, x1);
+  if (ember_conv_late_act(p)) {
+    EMBER_FN(ember_conv_act_pass)(p, orow + (size_t)x0 * L, (size_t)(x1 - x0) * L);
   }
 }
 

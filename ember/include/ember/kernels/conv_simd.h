@@ -11,6 +11,7 @@
 #ifndef EMBER_KERNELS_CONV_SIMD_H_
 #define EMBER_KERNELS_CONV_SIMD_H_
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -116,6 +117,12 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #define EMBER_CONV_ACT_RELU 1
 #define EMBER_CONV_ACT_CLIP 2
 #define EMBER_CONV_ACT_HARDSWISH 3
+#define EMBER_CONV_ACT_HARDSIGMOID 4 /* min(max(lo * x + hi, 0), 1) */
+#define EMBER_CONV_ACT_LEAKY_RELU 5  /* x > 0 ? x : lo * x */
+/* the activations from here on need exp(): computed out of line */
+#define EMBER_CONV_ACT_SIGMOID 6
+#define EMBER_CONV_ACT_SILU 7        /* x * sigmoid(x) */
+#define EMBER_CONV_ACT_MISH 8        /* x * tanh(log(1 + exp(x))) */
 /* Epilogue flags: a residual tensor is added; the activation runs after the add. */
 #define EMBER_EPI_RESIDUAL 1
 #define EMBER_EPI_ACT_AFTER_ADD 2
@@ -131,6 +138,19 @@ static inline float ember_act_scalar(float v, int32_t act, float lo, float hi) {
       t = v + 3.0f;
       t = t < 0.0f ? 0.0f : (t > 6.0f ? 6.0f : t);
       return v * t * (1.0f / 6.0f);
+    case EMBER_CONV_ACT_HARDSIGMOID:
+      t = lo * v + hi;
+      return t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+    case EMBER_CONV_ACT_LEAKY_RELU:
+      return v > 0.0f ? v : lo * v;
+    case EMBER_CONV_ACT_SIGMOID:
+      return 1.0f / (1.0f + expf(-v));
+    case EMBER_CONV_ACT_SILU:
+      return v / (1.0f + expf(-v));
+    case EMBER_CONV_ACT_MISH: /* tanh(log(1 + e)) = n / (n + 2), n = e (e + 2) */
+      t = expf(v < 20.0f ? v : 20.0f);
+      t = t * (t + 2.0f);
+      return v * (t / (t + 2.0f));
     default:
       return v;
   }

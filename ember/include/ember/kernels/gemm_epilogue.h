@@ -14,6 +14,9 @@
  *   HARDSWISH  p0 * x * min(max(x + 3, 0), 6)           (p0 = 1/6: hardswish)
  *   TANH       tanh(x)
  *   LEAKY_RELU x > 0 ? x : p0 * x
+ *   SILU       x / (1 + exp(-x))
+ *   HARDSIGMOID min(max(p0 * x + p1, 0), 1)
+ *   MISH       x * tanh(log(1 + exp(x))) = x * n / (n + 2), n = e^x (e^x + 2)
  * The vector forms use gemm_simd.h's exp/erf/tanh approximations, the scalar forms (edge
  * tiles) libm: both within ~2e-7 of the exact value.
  */
@@ -31,7 +34,10 @@ enum {
   EMBER_ACT_SIGMOID = 5,
   EMBER_ACT_HARDSWISH = 6,
   EMBER_ACT_TANH = 7,
-  EMBER_ACT_LEAKY_RELU = 8
+  EMBER_ACT_LEAKY_RELU = 8,
+  EMBER_ACT_SILU = 9,
+  EMBER_ACT_HARDSIGMOID = 10,
+  EMBER_ACT_MISH = 11
 };
 
 /* bias_mode / res_mode */
@@ -94,6 +100,17 @@ EMBER_NOINLINE ember_vf ember_vact(ember_vf x, int32_t act, float p0, float p1) 
     case EMBER_ACT_LEAKY_RELU:
       return ember_vfma(ember_vset1(p0), ember_vmin(x, ember_vzero()),
                         ember_vmax(x, ember_vzero()));
+    case EMBER_ACT_SILU:
+      return ember_vdiv(x, ember_vadd(one, ember_vexp(ember_vsub(ember_vzero(), x))));
+    case EMBER_ACT_HARDSIGMOID:
+      return ember_vmin(ember_vmax(ember_vfma(ember_vset1(p0), x, ember_vset1(p1)), ember_vzero()),
+                        one);
+    case EMBER_ACT_MISH: {
+      /* e^x clamped at e^20, where n / (n + 2) is 1 in float (no inf / inf) */
+      ember_vf e = ember_vexp(ember_vmin(x, ember_vset1(20.0f)));
+      ember_vf n = ember_vmul(e, ember_vadd(e, ember_vset1(2.0f)));
+      return ember_vmul(x, ember_vdiv(n, ember_vadd(n, ember_vset1(2.0f))));
+    }
     default:
       return x;
   }
@@ -120,6 +137,16 @@ static inline float ember_act1(float x, int32_t act, float p0, float p1) {
       return tanhf(x);
     case EMBER_ACT_LEAKY_RELU:
       return x > 0.0f ? x : p0 * x;
+    case EMBER_ACT_SILU:
+      return x / (1.0f + expf(-x));
+    case EMBER_ACT_HARDSIGMOID: {
+      float g = p0 * x + p1;
+      return g < 0.0f ? 0.0f : (g > 1.0f ? 1.0f : g);
+    }
+    case EMBER_ACT_MISH: {
+      float e = expf(x < 20.0f ? x : 20.0f), n = e * (e + 2.0f);
+      return x * (n / (n + 2.0f));
+    }
     default:
       return x;
   }

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
+    activation,
     conv,
     conv_nchwc,
     gemm,
@@ -12,6 +13,7 @@ from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
     rearrange,
     resample,
 )
+from .activation import *
 from .conv import *
 from .linear import *
 from .nn import *
@@ -21,5 +23,5 @@ from .rearrange import *
 from .resample import *
 
 __all__: list[str] = []
-__all__ += (conv.__all__ + linear.__all__ + nn.__all__ + norm.__all__ + pooling.__all__
+__all__ += (activation.__all__ + conv.__all__ + linear.__all__ + nn.__all__ + norm.__all__ + pooling.__all__
             + rearrange.__all__ + resample.__all__)

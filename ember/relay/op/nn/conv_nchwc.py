@@ -10,7 +10,9 @@ The layout planner (``relay.transform.AlterOpLayout``) rewrites conv2d + bias + 
 
 Epilogue: ``y = conv + bias``; with a residual, ``act(y + residual)`` (``act_after_add``) or
 ``act(y) + residual``; else ``act(y)``. ``activation`` is none, relu, clip (to
-[clip_min, clip_max]) or hardswish.
+[clip_min, clip_max]), hardswish, hardsigmoid (``min(max(clip_min * y + clip_max, 0), 1)``:
+the two parameters are its slope and offset), leaky_relu (slope ``clip_min``), sigmoid, silu
+or mish.
 
 The compute calls the C micro-kernels of ``topi.nn.conv2d_nchwc`` for the SIMD level of the
 current target (only the register tile depends on it; the lane count is the op's). The batch
@@ -39,7 +41,7 @@ from .conv import conv2d_nchw, conv_out_size, conv_size
 
 __all__ = ["contrib_conv2d_nchwc_fused"]
 
-ACTIVATIONS = ("none", "relu", "clip", "hardswish")
+ACTIVATIONS = tuple(K.ACTIVATIONS)
 
 
 @attrs_class("Conv2DNCHWcFusedAttrs")
@@ -107,13 +109,18 @@ def _fused_rel(args: list[TensorType], attrs: Conv2DNCHWcFusedAttrs) -> TensorTy
 
 
 def _act(y: np.ndarray, attrs: Conv2DNCHWcFusedAttrs) -> np.ndarray:
-    if attrs.activation == "relu":
-        return np.maximum(y, 0)
-    if attrs.activation == "clip":
-        return np.clip(y, attrs.clip_min, attrs.clip_max)
-    if attrs.activation == "hardswish":
-        return y * np.clip(y + 3, 0, 6) / 6
-    return y
+    """The epilogue's activation in numpy (float64 inside)."""
+    a, p0, p1 = attrs.activation, attrs.clip_min, attrs.clip_max
+    y = y.astype(np.float64)
+    table = {
+        "none": lambda: y, "relu": lambda: np.maximum(y, 0), "clip": lambda: np.clip(y, p0, p1),
+        "hardswish": lambda: y * np.clip(y + 3, 0, 6) / 6,
+        "hardsigmoid": lambda: np.clip(p0 * y + p1, 0, 1),
+        "leaky_relu": lambda: np.where(y > 0, y, p0 * y),
+        "sigmoid": lambda: 1 / (1 + np.exp(-y)), "silu": lambda: y / (1 + np.exp(-y)),
+        "mish": lambda: y * np.tanh(np.logaddexp(0, y)),
+    }
+    return table[a]()
 
 
 def _fused_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, *rest: Any,

@@ -40,7 +40,7 @@ from .._shape import broadcast_dim, fail, fmt_shape, known, may_equal, tensor_of
 __all__: list[str] = []
 
 ACTIVATIONS = ("none", "relu", "clip", "gelu_erf", "gelu_tanh", "sigmoid", "hardswish", "tanh",
-               "leaky_relu")
+               "leaky_relu", "silu", "hardsigmoid", "mish")
 KINDS = ("dense", "matmul", "batch_matmul")
 
 
@@ -222,6 +222,9 @@ def _act_ref(x: np.ndarray, act: str, p: tuple[float, float]) -> np.ndarray:
         "sigmoid": lambda: 1 / (1 + np.exp(-x)),
         "hardswish": lambda: p[0] * x * np.clip(x + 3, 0, 6), "tanh": lambda: np.tanh(x),
         "leaky_relu": lambda: np.where(x > 0, x, p[0] * x),
+        "silu": lambda: x / (1 + np.exp(-x)),
+        "hardsigmoid": lambda: np.clip(p[0] * x + p[1], 0, 1),
+        "mish": lambda: x * np.tanh(np.logaddexp(0, x)),
     }
     return table[act]()
 

@@ -1,0 +1,153 @@
+"""AlterOpLayout on the blocks of exported models: activation ops as conv epilogues (before or
+after a residual add), squeeze-and-excitation scales multiplied in NCHW[L]c, and channel
+concatenation and split in whole blocks; each planned graph checked for what it holds and,
+built, against the build without planning (rtol 1e-4, atol 1e-5)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import relay
+from ember.ir.expr import Call
+from ember.ir.visitor import post_order
+from ember.relay.testing import exported
+from ember.relay.transform import AlterOpLayout, InferType, RecogniseActivations
+from ember.testing import find_c_compiler
+
+needs_cc = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
+RNG = np.random.default_rng(5)
+
+
+def _c(*shape: int) -> relay.Constant:
+    return relay.const(RNG.uniform(-1, 1, shape).astype("float32"))
+
+
+def _plan(body: relay.Expr, x: relay.Var) -> ember.IRModule:
+    mod = InferType()(ember.IRModule.from_expr(relay.Function([x], body)))
+    with ember.transform.PassContext(opt_level=3), ember.target.Target("llvm -mcpu=haswell"):
+        return AlterOpLayout()(RecogniseActivations()(mod))
+
+
+def _calls(mod: ember.IRModule) -> list[Call]:
+    return [n for n in post_order(mod["main"].body) if isinstance(n, Call)]
+
+
+def _names(mod: ember.IRModule) -> list[str]:
+    return [c.op.name for c in _calls(mod)]
+
+
+def _same_as_unplanned(body: relay.Expr, x: relay.Var, shape: tuple[int, ...]) -> None:
+    from ember.contrib import graph_executor
+
+    mod = ember.IRModule.from_expr(relay.Function([x], body))
+    xv = RNG.uniform(-3, 3, shape).astype("float32")
+    outs = []
+    for disabled in ([], ["AlterOpLayout"]):
+        with ember.transform.PassContext(opt_level=3, disabled_pass=disabled):
+            lib = relay.build(mod, "llvm")
+        m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+        m.set_input("x", xv)
+        m.run()
+        outs.append(m.get_output(0).numpy())
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-5)
+
+
+ACTS = {  # spelled-out form -> the conv epilogue's activation and parameters
+    "hardswish": (exported.hardswish, "hardswish", None),
+    "hardsigmoid": (lambda v: exported.hardsigmoid(v, 0.2, 0.5), "hardsigmoid", (0.2, 0.5)),
+    "silu": (exported.silu, "silu", None),
+    "sigmoid": (relay.sigmoid, "sigmoid", None),
+    "mish": (relay.nn.mish, "mish", None),
+    "leaky_relu": (lambda v: relay.nn.leaky_relu(v, 0.125), "leaky_relu", (0.125, 0.0)),
+}
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_activation_after_the_residual_is_in_the_epilogue(act):
+    spell, name, params = ACTS[act]
+    x = relay.var("x", shape=(1, 8, 5, 6))
+    body = spell(relay.add(relay.nn.conv2d(x, _c(8, 8, 3, 3), padding=(1, 1)), x))
+    planned = _plan(body, x)
+    (conv,) = [c for c in _calls(planned) if c.op.name.startswith("nn.contrib_conv2d")]
+    assert conv.op.name.endswith("_add") and conv.attrs.activation == name
+    assert conv.attrs.act_after_add
+    if params is not None:
+        np.testing.assert_allclose((conv.attrs.clip_min, conv.attrs.clip_max), params,
+                                   rtol=1e-6)
+    assert [n for n in _names(planned) if not n.startswith(("nn.contrib", "layout"))] == []
+    if find_c_compiler() is not None:
+        _same_as_unplanned(body, x, (1, 8, 5, 6))
+
+
+def test_activation_before_the_residual():
+    x = relay.var("x", shape=(1, 8, 5, 6))
+    body = relay.add(exported.silu(relay.nn.conv2d(x, _c(8, 8, 1, 1))), x)
+    (conv,) = [c for c in _calls(_plan(body, x)) if c.op.name.startswith("nn.contrib_conv2d")]
+    assert conv.attrs.activation == "silu" and not conv.attrs.act_after_add
+
+
+def _se_block(x: relay.Expr, channels: int) -> relay.Expr:
+    y = exported.hardswish(relay.nn.conv2d(x, _c(channels, 8, 3, 3), padding=(1, 1)))
+    s = relay.nn.relu(relay.nn.conv2d(relay.nn.global_avg_pool2d(y), _c(8, channels, 1, 1)))
+    s = exported.hardsigmoid(relay.nn.conv2d(s, _c(channels, 8, 1, 1)))
+    return relay.nn.conv2d(relay.multiply(y, s), _c(8, channels, 1, 1))
+
+
+def test_squeeze_excite_scale_is_multiplied_in_the_blocked_layout():
+    x = relay.var("x", shape=(1, 8, 6, 6))
+    planned = _plan(_se_block(x, 16), x)
+    (mul,) = [c for c in _calls(planned) if c.op.name == "multiply"]
+    assert [tuple(a.checked_type.shape) for a in mul.args] == [(1, 2, 6, 6, 8), (1, 2, 1, 1, 8)]
+    # one transform in (the plain input is read as NCHW1c: none) and one out
+    assert _names(planned).count("layout_transform") == 1
+    if find_c_compiler() is not None:
+        _same_as_unplanned(_se_block(x, 16), x, (1, 8, 6, 6))
+
+
+def test_a_scale_of_another_shape_leaves_the_blocked_layout():
+    # (1, C, H, 1) broadcasts over the width only: not a per-channel scale
+    x = relay.var("x", shape=(1, 8, 6, 6))
+    y = relay.nn.conv2d(x, _c(8, 8, 1, 1))
+    row = relay.nn.conv2d(relay.mean(x, axis=[3], keepdims=True), _c(8, 8, 1, 1))
+    planned = _plan(relay.multiply(y, row), x)
+    (mul,) = [c for c in _calls(planned) if c.op.name == "multiply"]
+    assert [len(a.checked_type.shape) for a in mul.args] == [4, 4]
+
+
+def _c2f(x: relay.Expr) -> relay.Expr:
+    """Ultralytics' C2f: conv, split in two, a conv on the second half, concat, conv."""
+    y = relay.nn.conv2d(x, _c(16, 8, 1, 1))
+    a, b = relay.split(y, 2, axis=1)
+    c = exported.silu(relay.nn.conv2d(b, _c(8, 8, 3, 3), padding=(1, 1)))
+    return relay.nn.conv2d(relay.concatenate([a, b, c], axis=1), _c(8, 24, 1, 1))
+
+
+def test_channel_split_and_concat_stay_blocked():
+    x = relay.var("x", shape=(1, 8, 5, 5))
+    planned = _plan(_c2f(x), x)
+    names = _names(planned)
+    assert "split" not in names and names.count("strided_slice") == 2
+    (cat,) = [c for c in _calls(planned) if c.op.name == "concatenate"]
+    assert tuple(cat.checked_type.shape) == (1, 3, 5, 5, 8)
+    assert names.count("layout_transform") == 1  # the result only
+    if find_c_compiler() is not None:
+        _same_as_unplanned(_c2f(x), x, (1, 8, 5, 5))
+
+
+def test_parts_that_are_not_whole_blocks_are_joined_in_nchw():
+    x = relay.var("x", shape=(1, 8, 5, 5))
+    y = relay.nn.conv2d(x, _c(16, 8, 1, 1))
+    a, b = relay.split(y, [4], axis=1)  # 4 and 12 channels: not blocks of 8
+    planned = _plan(relay.concatenate([b, a], axis=1), x)
+    assert "split" in _names(planned) and "strided_slice" not in _names(planned)
+    (cat,) = [c for c in _calls(planned) if c.op.name == "concatenate"]
+    assert len(cat.checked_type.shape) == 4
+
+
+def test_concat_along_another_axis_is_left_in_nchw():
+    x = relay.var("x", shape=(1, 8, 5, 5))
+    y = relay.nn.conv2d(x, _c(8, 8, 1, 1))
+    planned = _plan(relay.concatenate([y, y], axis=2), x)
+    (cat,) = [c for c in _calls(planned) if c.op.name == "concatenate"]
+    assert tuple(cat.checked_type.shape) == (1, 8, 10, 5)
