@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from ....ir.expr import RelayExpr, Tuple
 from ....ir.types import TensorType
