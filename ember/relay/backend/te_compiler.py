@@ -37,7 +37,7 @@ from ...runtime.ndarray import array as nd_array
 from ...target.simd import CpuChoice, cpu_choice
 from ...te import tensor as te
 from ...te.lower import lower as te_lower
-from ...tir.codegen import FunctionC, function_c, join_c
+from ...tir.codegen import FunctionC, function_c, join_c, split_c
 from ...tir.expr import IntImm
 from ...tir.stmt import PrimFunc
 from . import kernel_cache
@@ -257,8 +257,9 @@ class TECompiler:
         funcs = self._order if funcs is None else funcs
         flags = arch_options(target) if target is not None else list(
             funcs[0].arch_flags if funcs else ())
-        return CSourceModule(self.get_source(funcs), "c", [f.name for f in funcs],
-                             compile_options=flags)
+        parts = [f.code for f in funcs]
+        return CSourceModule(join_c(parts), "c", [f.name for f in funcs],
+                             compile_options=flags, units=split_c(parts))
 
     def jit(self, func: Function, target: Any = "c", mod_name: str = "default") -> Any:
         """The compiled packed function of ``func``."""
