@@ -116,3 +116,13 @@ def test_split_module_links_and_matches_the_standalone_one():
         out = ember.nd.empty((64,), "float32")
         mod["f_add0"](ember.nd.array(av), out)
         np.testing.assert_array_equal(out.numpy(), av + 1)
+
+
+def test_a_small_change_changes_one_unit():
+    parts = [function_c(_add(64 + i, f"f_add{i}")) for i in range(6)]
+    changed = list(parts)
+    changed[4] = function_c(_add(69, "f_add4"))  # another extent (68 before): same C size
+    assert len(changed[4].unpacked) == len(parts[4].unpacked)
+    before, after = split_c(parts, units=3), split_c(changed, units=3)
+    assert [n for n, _ in before] == [n for n, _ in after]
+    assert sum(a != b for a, b in zip(before, after)) == 1
