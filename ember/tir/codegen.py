@@ -425,3 +425,16 @@ def split_c(parts: Sequence[FunctionC], units: int | None = None, stdio: bool = 
     out = [(f"lib_{i}.c", LINKED_DEFINE + "\n" + _join(group, stdio, names))
            for i, group in enumerate(_balanced(parts, units or unit_count(parts)))]
     return object_sources(kernel_entries(parts, stdio)) + out
+
+
+def referring_unit(names: Sequence[str], body: str) -> str:
+    """A translation unit of ``body``: C that refers to the packed functions ``names`` of
+    other units (a system-lib registration, say), with the includes and declarations it
+    needs."""
+    lines = [_BANNER, "#include <stdint.h>", '#include "ember/c_packed_func.h"']
+    if backend_header_available():
+        lines.append('#include "ember/c_backend_api.h"')
+    lines += [f"TVM_DLL int32_t {n}(TVMValue* args, int* type_codes, int num_args, "
+              "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle);"
+              for n in names]
+    return "\n".join(lines) + "\n\n" + body
