@@ -126,3 +126,39 @@ def test_a_small_change_changes_one_unit():
     before, after = split_c(parts, units=3), split_c(changed, units=3)
     assert [n for n, _ in before] == [n for n, _ in after]
     assert sum(a != b for a, b in zip(before, after)) == 1
+
+
+KERNEL_HEADERS = ("conv_nchwc.h", "pool_nchwc.h", "gemm.h", "softmax.h", "norm.h")
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"]
+
+
+def _cc_check(tmp_path, name: str, text: str, flags: list[str]) -> None:
+    import subprocess
+    from pathlib import Path
+
+    src = tmp_path / name
+    src.write_text(text)
+    include = Path(ember.__file__).parent / "include"
+    proc = subprocess.run([*cc.compiler_argv(), *STRICT, *flags, "-I", str(include), str(src)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"{name} {flags}:\n{proc.stderr}"
+
+
+@needs_cc
+@pytest.mark.parametrize("flags, lanes", [
+    (["-DEMBER_KERNELS_PORTABLE"], ("", "4", "8", "16")),
+    (["-march=native"], ("", "8")),
+    pytest.param(["-march=native"], ("4", "16"), marks=pytest.mark.slow)])  # ~30 s
+def test_every_kernel_object_and_a_linked_unit_compile_warning_free(tmp_path, flags, lanes):
+    linked = [LINKED_DEFINE]
+    for header in KERNEL_HEADERS:
+        path = f"ember/kernels/{header}"
+        linked.append(f'#include "{path}"')
+        for name in sorted(kernel_objects.entry_points(path)):
+            lane = re.search(r"_x(\d+)$", name)
+            if (lane.group(1) if lane else "") in lanes:
+                _cc_check(tmp_path, f"{name}.c", kernel_objects.object_source(path, name), flags)
+    # A model's unit: declarations only, callable.
+    linked.append("void* ember_test_entries[] = {(void*)&ember_conv2d_nchwc_x8, "
+                  "(void*)&ember_sgemm, (void*)&ember_layer_norm};")
+    _cc_check(tmp_path, "linked.c", "\n".join(linked) + "\n", flags)
