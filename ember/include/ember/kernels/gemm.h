@@ -27,11 +27,11 @@
 #include "ember/kernels/linkage.h"
 
 /* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
-#define EMBER_SGEMM_PARAMS                                                                      \
-  int32_t batch, int32_t M, int32_t N, int32_t K, const float *A, int32_t a_bs, int32_t lda,    \
-      const float *B, int32_t b_bs, int32_t b_ks, int32_t b_ns, int32_t b_nr, float *C,          \
-      int32_t c_bs, int32_t ldc, float alpha, int32_t bias_mode, const float *bias,             \
-      int32_t res_mode, const float *res, int32_t act1, float p1a, float p1b, int32_t act2,     \
+#define EMBER_SGEMM_PARAMS                                                                         \
+  int32_t batch, int32_t M, int32_t N, int32_t K, const float* A, int32_t a_bs, int32_t lda,       \
+      const float* B, int32_t b_bs, int32_t b_ks, int32_t b_ns, int32_t b_nr, float* C,            \
+      int32_t c_bs, int32_t ldc, float alpha, int32_t bias_mode, const float* bias,                \
+      int32_t res_mode, const float* res, int32_t act1, float p1a, float p1b, int32_t act2,        \
       float p2a, float p2b, int32_t mc, int32_t kc, int32_t parallel
 EMBER_KENTRY int32_t ember_sgemm(EMBER_SGEMM_PARAMS);
 

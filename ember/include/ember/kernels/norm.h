@@ -20,9 +20,9 @@
 #include "ember/kernels/linkage.h"
 
 /* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
-#define EMBER_LAYER_NORM_PARAMS                                                                 \
-  const float *x, float *y, int64_t outer, int64_t n, int64_t inner, int32_t has_gamma,         \
-      const float *gamma, int32_t has_beta, const float *beta, float eps, int32_t parallel
+#define EMBER_LAYER_NORM_PARAMS                                                                    \
+  const float* x, float* y, int64_t outer, int64_t n, int64_t inner, int32_t has_gamma,            \
+      const float* gamma, int32_t has_beta, const float* beta, float eps, int32_t parallel
 EMBER_KENTRY int32_t ember_layer_norm(EMBER_LAYER_NORM_PARAMS);
 
 #if EMBER_KERNEL_BODIES

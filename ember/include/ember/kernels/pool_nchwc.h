@@ -17,10 +17,10 @@
 #include "ember/kernels/linkage.h"
 
 /* The entry points (linkage and where their bodies come from: ember/kernels/linkage.h). */
-#define EMBER_POOL2D_NCHWC_PARAMS                                                              \
-  const float *in, float *out, int32_t n, int32_t cblocks, int32_t h, int32_t w, int32_t oh,  \
-      int32_t ow, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t dh, int32_t dw,      \
-      int32_t pt, int32_t pl, int32_t pb, int32_t pr, int32_t avg, int32_t include_pad,        \
+#define EMBER_POOL2D_NCHWC_PARAMS                                                                  \
+  const float* in, float* out, int32_t n, int32_t cblocks, int32_t h, int32_t w, int32_t oh,       \
+      int32_t ow, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t dh, int32_t dw,          \
+      int32_t pt, int32_t pl, int32_t pb, int32_t pr, int32_t avg, int32_t include_pad,            \
       int32_t threads
 EMBER_KENTRY int32_t ember_pool2d_nchwc_x4(EMBER_POOL2D_NCHWC_PARAMS);
 EMBER_KENTRY int32_t ember_pool2d_nchwc_x8(EMBER_POOL2D_NCHWC_PARAMS);

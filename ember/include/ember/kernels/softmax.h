@@ -24,8 +24,8 @@
 #include "ember/kernels/linkage.h"
 
 /* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
-#define EMBER_SOFTMAX_PARAMS \
-  const float *x, float *y, int64_t outer, int64_t n, int64_t inner, int32_t log, int32_t parallel
+#define EMBER_SOFTMAX_PARAMS                                                                       \
+  const float* x, float* y, int64_t outer, int64_t n, int64_t inner, int32_t log, int32_t parallel
 EMBER_KENTRY int32_t ember_softmax(EMBER_SOFTMAX_PARAMS);
 
 #if EMBER_KERNEL_BODIES
