@@ -51,7 +51,9 @@ from ...ir.transform import ModulePass, PassContext
 from ...ir.types import TensorType, TupleType
 from ...ir.visitor import children, post_order
 from ...runtime.errors import OpAttributeInvalid
+from ..op.nn._attrs import Conv2DAttrs
 from ...topi.nn.conv2d_nchwc import pack_weight
+from ...topi.nn.conv2d_transpose import phase_plan, phase_weights
 from ._helpers import map_functions, op_call, same_shape
 from .type_infer import InferType
 
@@ -244,6 +246,8 @@ class _Planner:
             plan = self._conv(call)
             if plan is not None:
                 return _Value(plan=plan)
+        if name == "nn.conv2d_transpose" and (phased := self._conv_transpose(call)) is not None:
+            return phased
         if name == "concatenate" and (joined := self._concat(call)) is not None:
             return joined
         absorbed = self._absorb(call, name)
@@ -288,6 +292,53 @@ class _Planner:
             # resnet8's 3x3/1 gain, MobileNetV2's 3x3/2 does not)
             return _Plan(self.blocked(data, ic), ic, w, bias, a, lanes)
         return _Plan(self.plain(data), 1, w, bias, a, lanes)
+
+    def _conv_transpose(self, call: Call) -> _Value | None:
+        """``nn.conv2d_transpose`` as blocked phase convs (one, or one per phase when grouped,
+        joined along the channels) and their interleave (``topi/nn/conv2d_transpose.py``);
+        the result stays blocked when its channels split into the convs' lanes."""
+        a, (data, weight) = call.attrs, call.args
+        dty, oty = _nchw_f32(data), _nchw_f32(call)
+        if dty is None or oty is None or not isinstance(weight, Constant) or \
+                tuple(a.dilation) != (1, 1) or a.data_layout != "NCHW" or \
+                a.kernel_layout != "IOHW" or a.out_layout not in ("", "NCHW") or \
+                a.out_dtype not in ("", "float32") or weight.data.dtype != "float32":
+            return None
+        w = weight.data.numpy()
+        h, wd = dty.shape[2:]
+        plan = phase_plan(h, wd, w.shape[2:], a.strides, a.padding, a.output_padding) \
+            if isinstance(h, int) and isinstance(wd, int) else None
+        if plan is None:
+            return None
+        ic, oc, g = dty.shape[1], oty.shape[1], a.groups
+        depthwise = g > 1 and g == ic == oc
+        out_lanes = lanes = self._out_lanes(oc, ic, g, depthwise)
+        if lanes == 0 and g == 1:  # the phases' channels together may still split (OC = 1)
+            lanes = next((n for n in (self.lanes, self.lanes // 2, self.lanes // 4)
+                          if n >= 4 and oc * plan.phases % n == 0), 0)
+        if lanes == 0:
+            return None
+        if depthwise and self._is_blocked(data) and oc % self._lanes(data) == 0:
+            lanes = out_lanes = self._lanes(data)
+        if depthwise:
+            x, cb = self.blocked(data, lanes), lanes
+        elif self._is_blocked(data) and (ic // g) % self._lanes(data) == 0:
+            x, cb = self.blocked(data), self._lanes(data)
+        else:
+            x, cb = self.plain(data), 1
+        weights = phase_weights(w, g, plan)
+        if g == 1:
+            weights = weights.reshape(1, oc * plan.phases, ic, *plan.taps)
+        attrs = Conv2DAttrs(padding=plan.padding, groups=g)
+        convs = tuple(self._emit(_Plan(x, cb, pw, np.zeros(pw.shape[0], "float32"), attrs,
+                                       lanes)) for pw in weights)
+        stacked = convs[0] if len(convs) == 1 else op_call("concatenate", Tuple(convs), axis=1)
+        if plan.phases == 1 and out_lanes == lanes:  # stride 1: the conv is the result
+            return _Value(stacked, blocked=True, lanes=lanes)
+        out = op_call("nn.contrib_conv2d_transpose_interleave", stacked, strides=plan.strides,
+                      offset=plan.offset, out_size=plan.out, data_layout=f"NCHW{lanes}c",
+                      out_layout=f"NCHW{out_lanes}c" if out_lanes else "NCHW")
+        return _Value(out, blocked=bool(out_lanes), lanes=out_lanes)
 
     def _absorb(self, call: Call, name: str) -> _Plan | None:
         args = call.args
@@ -442,7 +493,7 @@ def _dataflow(body: RelayExpr) -> list[RelayExpr] | None:
 def plan_function(func: Function, lanes: int) -> Function:
     """``func`` with its conv chains in NCHW[lanes]c (unchanged if nothing applies)."""
     nodes = _dataflow(func.body)
-    if nodes is None or not any(_is(n, "nn.conv2d") for n in nodes):
+    if nodes is None or not any(_is(n, "nn.conv2d", "nn.conv2d_transpose") for n in nodes):
         return func
     planner = _Planner(lanes)
     for node in nodes:

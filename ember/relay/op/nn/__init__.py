@@ -5,6 +5,7 @@ from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
     activation,
     conv,
     conv_nchwc,
+    conv_transpose_nchwc,
     gemm,
     linear,
     nn,
