@@ -65,6 +65,9 @@ UNARY = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "exp", "negative", "abs
 BINARY = frozenset(["add", "subtract", "multiply", "divide", "maximum", "minimum"])
 GLOBAL_POOLS = frozenset(["nn.global_avg_pool2d", "nn.global_max_pool2d"])
 POOLS = frozenset(["nn.max_pool2d", "nn.avg_pool2d"]) | GLOBAL_POOLS
+# resizes that take NCHW[L]c, with the methods they take it for
+RESIZES = {"nn.upsampling": ("nearest_neighbor", "bilinear"),
+           "image.resize2d": ("nearest_neighbor", "linear")}
 # op -> (epilogue activation, its two parameters from the call's attrs)
 ACTS: dict[str, Any] = {
     "nn.relu": lambda a: ("relu", (0.0, 0.0)),
@@ -420,6 +423,9 @@ class _Planner:
         args = call.args
         if name in UNARY:
             return self._is_blocked(args[0]) and _nchw_f32(call) is not None
+        if name in RESIZES:
+            return call.attrs.layout == "NCHW" and call.attrs.method in RESIZES[name] and \
+                self._is_blocked(args[0]) and _nchw_f32(call) is not None
         if name in POOLS:
             return call.attrs.layout == "NCHW" and self._is_blocked(args[0]) and (
                 not hasattr(call.attrs, "out_layout") or call.attrs.out_layout in ("", "NCHW"))
@@ -459,7 +465,7 @@ class _Planner:
             op = "nn.avg_pool2d" if name == "nn.global_avg_pool2d" else "nn.max_pool2d"
             return op_call(op, self.blocked(call.args[0]), pool_size=tuple(hw),
                            layout=f"NCHW{lanes}c"), lanes
-        if name in POOLS:
+        if name in POOLS or name in RESIZES:
             attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
             if hasattr(attrs, "out_layout"):
                 attrs = replace(attrs, out_layout="")

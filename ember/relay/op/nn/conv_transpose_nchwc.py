@@ -13,7 +13,6 @@ loop, so the interleave costs one pass over the output.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,19 +23,13 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from .._attrs_base import OpAttrs, attrs_class
+from .._layout import nchw_to_nchwc, nchwc_lanes, nchwc_to_nchw
 from .._reg import INJECTIVE, call, defop
 from .._shape import fail, fmt_shape, known, tensor_of
 
 __all__ = ["contrib_conv2d_transpose_interleave"]
 
 OP = "nn.contrib_conv2d_transpose_interleave"
-_BLOCKED = re.compile(r"^NCHW([1-9]\d*)c$")
-
-
-def block_of(layout: str) -> int:
-    """The lanes L of ``NCHW<L>c``; 0 for plain ``NCHW``."""
-    m = _BLOCKED.match(layout)
-    return int(m.group(1)) if m else 0
 
 
 @attrs_class("Conv2DTransposeInterleaveAttrs")
@@ -60,12 +53,12 @@ class InterleaveAttrs(OpAttrs):
         if any(o >= s for o, s in zip(self.offset, self.strides)):
             raise self._invalid("offset", f"values below the strides {self.strides}")
         for name in ("data_layout", "out_layout"):
-            if getattr(self, name) != "NCHW" and not block_of(getattr(self, name)):
+            if getattr(self, name) != "NCHW" and not nchwc_lanes(getattr(self, name)):
                 raise self._invalid(name, "NCHW or NCHW<L>c")
 
 
 def _channels(ty: TensorType, layout: str, what: str) -> Any:
-    lanes = block_of(layout)
+    lanes = nchwc_lanes(layout)
     rank = 5 if lanes else 4
     if ty.ndim != rank or (lanes and ty.shape[4] != lanes):
         raise fail(OP, f"{what} must be {layout} (rank {rank}), got {fmt_shape(ty.shape)}")
@@ -80,7 +73,7 @@ def _rel(args: list[TensorType], attrs: InterleaveAttrs) -> TensorType:
     if not known(c) or c % phases:
         raise fail(OP, f"data has {c} channels, not a multiple of the {phases} phases "
                        f"(strides {attrs.strides})")
-    oc, lanes = c // phases, block_of(attrs.out_layout)
+    oc, lanes = c // phases, nchwc_lanes(attrs.out_layout)
     if lanes and oc % lanes:
         raise fail(OP, f"{oc} output channels do not split into out_layout "
                        f"{attrs.out_layout}")
@@ -95,23 +88,13 @@ def _rel(args: list[TensorType], attrs: InterleaveAttrs) -> TensorType:
     return tensor_of(shape, data.dtype)
 
 
-def _plain(x: np.ndarray, lanes: int) -> np.ndarray:
-    if not lanes:
-        return x
-    n, cb, h, w, _ = x.shape
-    return x.transpose(0, 1, 4, 2, 3).reshape(n, cb * lanes, h, w)
-
-
 def _ref(x: np.ndarray, attrs: InterleaveAttrs) -> np.ndarray:
     from ....topi.nn.conv2d_transpose import interleave
 
     plan = _RefPlan(attrs.strides, attrs.offset, attrs.out_size)
-    out = interleave(_plain(x, block_of(attrs.data_layout)), plan)  # type: ignore[arg-type]
-    lanes = block_of(attrs.out_layout)
-    if lanes:
-        n, c, h, w = out.shape
-        out = out.reshape(n, c // lanes, lanes, h, w).transpose(0, 1, 3, 4, 2)
-    return np.ascontiguousarray(out)
+    out = interleave(nchwc_to_nchw(x) if x.ndim == 5 else x, plan)  # type: ignore[arg-type]
+    lanes = nchwc_lanes(attrs.out_layout)
+    return nchw_to_nchwc(out, lanes) if lanes else np.ascontiguousarray(out)
 
 
 class _RefPlan:
@@ -125,7 +108,7 @@ class _RefPlan:
 def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x = inputs[0]
     (sh, sw), (dy, dx) = attrs.strides, attrs.offset
-    li, lo = block_of(attrs.data_layout), block_of(attrs.out_layout)
+    li, lo = nchwc_lanes(attrs.data_layout), nchwc_lanes(attrs.out_layout)
     shape = out_type.shape  # type: ignore[attr-defined]
     oc = shape[1] * lo if lo else shape[1]
     # whole blocks stay whole: phase p's channel block b is the input's block p * OC/L + b
