@@ -23,6 +23,12 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   fields become slices of the block axis) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
   first conv of a network needs no transform), except an RGB-like input (2 to 7 channels) of
   a stride-1 or large-kernel conv, read as one block of all its channels;
+- ``image.resize2d`` (nearest, linear) and ``nn.upsampling`` (nearest, bilinear) of a
+  blocked value run in NCHW[L]c, so an FPN's upsampling stays blocked;
+- ``nn.conv2d_transpose`` (float32 NCHW, constant IOHW weight, dilation 1) becomes its phase
+  convs (``topi/nn/conv2d_transpose.py``: one blocked conv of ``s*s*OC`` channels, or one per
+  phase when grouped, joined) and ``nn.contrib_conv2d_transpose_interleave``, blocked when the
+  output channels split into blocks;
 - ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
   ops that cannot take it, tuples, and the function's result.
 
