@@ -84,6 +84,24 @@ def test_planning_turns_transposed_convs_into_phase_convs():
     assert names.count("concatenate") == 2
 
 
+@pytest.mark.parametrize("oc", [1, 16])
+def test_bias_and_activation_join_the_phase_conv_epilogue(oc):
+    x = relay.var("x", shape=(1, 16, 5, 5))
+    w = relay.const(np.ones((16, oc, 2, 2), "float32"))
+    y = relay.nn.conv2d_transpose(x, w, strides=(2, 2), channels=oc, kernel_size=(2, 2))
+    bias = np.arange(oc, dtype="float32").reshape(oc, 1, 1)
+    y = relay.sigmoid(relay.add(y, relay.const(bias)))
+    mod = _plan(ember.IRModule.from_expr(relay.Function([x], y)), "llvm -mcpu=haswell")
+    calls = [n for n in post_order(mod["main"].body) if isinstance(n, Call)]
+    names = [c.op.name for c in calls]
+    assert "add" not in names and "sigmoid" not in names
+    conv = next(c for c in calls if c.op.name == "nn.contrib_conv2d_NCHWc_fused")
+    assert conv.attrs.activation == "sigmoid"
+    np.testing.assert_array_equal(conv.args[2].data.numpy(), np.tile(bias.reshape(-1), 4))
+    assert calls[-1].op.name == ("nn.contrib_conv2d_transpose_interleave" if oc == 1
+                                 else "layout_transform")
+
+
 @needs_cc
 @pytest.mark.parametrize("target", ["llvm", "c"])
 def test_phase_convs_match_numpy(target):

@@ -57,6 +57,7 @@ from ...ir.transform import ModulePass, PassContext
 from ...ir.types import TensorType, TupleType
 from ...ir.visitor import children, post_order
 from ...runtime.errors import OpAttributeInvalid
+from ..op._layout import nchwc_lanes
 from ..op.nn._attrs import Conv2DAttrs
 from ...topi.nn.conv2d_nchwc import pack_weight
 from ...topi.nn.conv2d_transpose import phase_plan, phase_weights
@@ -143,6 +144,23 @@ class _Plan:
     act: str = "none"
     clip: tuple[float, float] = (0.0, 0.0)
     act_after_add: bool = True
+    # a transposed conv's phase conv: the attrs of the interleave that follows it (its
+    # bias and activation still go into the conv's epilogue: they commute with it)
+    interleave: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def result_lanes(self) -> int:
+        """The block of what the plan computes (0: plain NCHW)."""
+        if not self.interleave:
+            return self.lanes
+        return nchwc_lanes(dict(self.interleave)["out_layout"])
+
+    @property
+    def phases(self) -> int:
+        if not self.interleave:
+            return 1
+        sh, sw = dict(self.interleave)["strides"]
+        return sh * sw
 
 
 @dataclass
@@ -170,7 +188,8 @@ class _Planner:
     def _materialise(self, node: RelayExpr) -> _Value:
         v = self._value(node)
         if v.plan is not None:
-            v.expr, v.blocked, v.lanes, v.plan = self._emit(v.plan), True, v.plan.lanes, None
+            lanes = v.plan.result_lanes
+            v.expr, v.blocked, v.lanes, v.plan = self._emit(v.plan), lanes > 0, lanes, None
         return v
 
     def plain(self, node: RelayExpr) -> RelayExpr:
@@ -198,12 +217,12 @@ class _Planner:
 
     def _is_blocked(self, node: RelayExpr) -> bool:
         v = self._value(node)
-        return v.blocked or v.plan is not None
+        return v.blocked or (v.plan is not None and v.plan.result_lanes > 0)
 
     def _lanes(self, node: RelayExpr) -> int:
         """The block of a blocked (or planned) value."""
         v = self._value(node)
-        return v.plan.lanes if v.plan is not None else v.lanes
+        return v.plan.result_lanes if v.plan is not None else v.lanes
 
     def _out_lanes(self, oc: int, ic: int, groups: int, depthwise: bool) -> int:
         """The block of a conv's result: the planner's lanes, else half of them when the
@@ -223,7 +242,7 @@ class _Planner:
         wcb = 1 if a.groups > 1 and a.groups == p.weight.shape[0] == p.weight.shape[1] * a.groups \
             else p.in_block
         weight = const(pack_weight(p.weight, p.lanes, wcb))
-        return op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
+        conv = op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
                                                           else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None
                                                          else []),
@@ -231,6 +250,9 @@ class _Planner:
                        groups=a.groups, lanes=p.lanes, in_block=p.in_block,
                        activation=p.act, clip_min=p.clip[0], clip_max=p.clip[1],
                        act_after_add=p.act_after_add)
+        if not p.interleave:
+            return conv
+        return op_call("nn.contrib_conv2d_transpose_interleave", conv, **dict(p.interleave))
 
     # -- rules --------------------------------------------------------------------------------
     def visit(self, node: RelayExpr) -> None:
@@ -341,14 +363,16 @@ class _Planner:
         if g == 1:
             weights = weights.reshape(1, oc * plan.phases, ic, *plan.taps)
         attrs = Conv2DAttrs(padding=plan.padding, groups=g)
-        convs = tuple(self._emit(_Plan(x, cb, pw, np.zeros(pw.shape[0], "float32"), attrs,
-                                       lanes)) for pw in weights)
-        stacked = convs[0] if len(convs) == 1 else op_call("concatenate", Tuple(convs), axis=1)
-        if plan.phases == 1 and out_lanes == lanes:  # stride 1: the conv is the result
-            return _Value(stacked, blocked=True, lanes=lanes)
-        out = op_call("nn.contrib_conv2d_transpose_interleave", stacked, strides=plan.strides,
-                      offset=plan.offset, out_size=plan.out, data_layout=f"NCHW{lanes}c",
-                      out_layout=f"NCHW{out_lanes}c" if out_lanes else "NCHW")
+        interleave = () if plan.phases == 1 and out_lanes == lanes else (  # stride 1: no need
+            ("strides", plan.strides), ("offset", plan.offset), ("out_size", plan.out),
+            ("data_layout", f"NCHW{lanes}c"),
+            ("out_layout", f"NCHW{out_lanes}c" if out_lanes else "NCHW"))
+        convs = [_Plan(x, cb, pw, np.zeros(pw.shape[0], "float32"), attrs, lanes)
+                 for pw in weights]
+        if len(convs) == 1:  # pending: the bias and activation may join its epilogue
+            return _Value(plan=replace(convs[0], interleave=interleave))
+        joined = op_call("concatenate", Tuple(tuple(self._emit(p) for p in convs)), axis=1)
+        out = op_call("nn.contrib_conv2d_transpose_interleave", joined, **dict(interleave))
         return _Value(out, blocked=bool(out_lanes), lanes=out_lanes)
 
     def _absorb(self, call: Call, name: str) -> _Plan | None:
@@ -368,7 +392,8 @@ class _Planner:
             biased = self._add_bias(p, other)
             if biased is not None:
                 return biased
-            if p.residual is None and _tensor(other) is not None and _tensor(call) is not None \
+            if p.residual is None and not p.interleave and _tensor(other) is not None and \
+                    _tensor(call) is not None \
                     and same_shape(_tensor(other), _tensor(call)):
                 return replace(p, residual=self.blocked(other, p.lanes),
                                act_after_add=p.act == "none")
@@ -420,10 +445,10 @@ class _Planner:
         return _Value(part, blocked=True, lanes=lanes)
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
-        vec = _channel_const(c, p.bias.shape[0])
+        vec = _channel_const(c, p.bias.shape[0] // p.phases)
         if vec is None or p.residual is not None or p.act != "none":
             return None
-        return replace(p, bias=p.bias + vec)
+        return replace(p, bias=p.bias + np.tile(vec, p.phases))  # phases outermost
 
     def _blocked_ok(self, call: Call, name: str) -> bool:
         args = call.args
