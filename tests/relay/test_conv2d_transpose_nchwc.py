@@ -1,8 +1,9 @@
 """nn.conv2d_transpose planned by AlterOpLayout as blocked phase convs plus
-nn.contrib_conv2d_transpose_interleave, against numpy and onnxruntime.
+nn.contrib_conv2d_transpose_interleave, and its NCHW compute (phase convs on topi's template)
+when the planning is off, against numpy and onnxruntime.
 
 One model holds every case (one build per SIMD level: the host's, and the portable C of a
-``c`` build with 4 lanes): 1x1 maps, odd sizes, channels that do not split into the lanes,
+``c`` build with 4 lanes; and one without AlterOpLayout): 1x1 maps, odd sizes, channels that do not split into the lanes,
 stride above the kernel, output padding, depthwise and grouped, and the cases left to the
 direct kernel (a padding beyond the kernel's reach, channels that split into no block).
 Tolerance rtol 1e-4, atol 1e-4 against a float64 reference.
@@ -103,10 +104,12 @@ def test_bias_and_activation_join_the_phase_conv_epilogue(oc):
 
 
 @needs_cc
-@pytest.mark.parametrize("target", ["llvm", "c"])
-def test_phase_convs_match_numpy(target):
+@pytest.mark.parametrize("target,disabled", [("llvm", []), ("c", []),
+                                             ("llvm", ["AlterOpLayout"])])
+def test_phase_convs_match_numpy(target, disabled):
+    """Planned (host SIMD, portable C) and unplanned (the phased NCHW compute)."""
     mod, inputs, wants = _model()
-    with ember.transform.PassContext(opt_level=3):
+    with ember.transform.PassContext(opt_level=3, disabled_pass=disabled):
         lib = relay.build(mod, target)
     m = graph_executor.GraphModule(lib["default"](ember.cpu()))
     for i, x in enumerate(inputs):

@@ -23,6 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...te import tensor as te
+from ...tir import op as tir
+from ...tir.expr import PrimExpr
+from .conv2d import conv2d_nchw
+
 
 @dataclass(frozen=True)
 class PhasePlan:
@@ -96,3 +101,31 @@ def interleave(conv: np.ndarray, plan: PhasePlan) -> np.ndarray:
     phases = conv.reshape(n, sh, sw, c // plan.phases, *conv.shape[2:])
     return phases[:, (y % sh)[:, None], (x % sw)[None, :], :, (y // sh)[:, None],
                   (x // sw)[None, :]].transpose(2, 3, 0, 1)
+
+
+def conv2d_transpose_phased(data: te.Tensor, kernel: te.Tensor, plan: PhasePlan,
+                            out_dtype: str) -> te.Tensor:
+    """The transposed conv of NCHW ``data`` and IOHW ``kernel`` (groups 1, static sizes) as
+    its phase convs on topi's NCHW conv template, then the interleave: the path of builds
+    without AlterOpLayout (the phase weight is a small stage the template's packing reads)."""
+    n = data.shape[0]
+    c, oc, kh, kw = (int(d) for d in kernel.shape)  # type: ignore[call-overload]
+    (sh, sw), (th, tw), (dy, dx) = plan.strides, plan.taps, plan.offset
+
+    def phase_weight(o: PrimExpr, i: PrimExpr, u: PrimExpr, v: PrimExpr) -> PrimExpr:
+        p, co = tir.floordiv(o, oc), tir.floormod(o, oc)
+        ky = (th - 1 - u) * sh + tir.floordiv(p, sw)
+        kx = (tw - 1 - v) * sw + tir.floormod(p, sw)
+        tap = kernel[i, co, tir.min(ky, kh - 1), tir.min(kx, kw - 1)]
+        return tir.if_then_else(tir.all(ky < kh, kx < kw), tap, tir.const(0, kernel.dtype))
+
+    weight = te.compute((plan.phases * oc, c, th, tw), phase_weight, name="T_phase_weight",
+                        tag="injective")
+    conv = conv2d_nchw(data, weight, 1, plan.padding, 1, 1, out_dtype)
+
+    def out(b: PrimExpr, co: PrimExpr, y: PrimExpr, x: PrimExpr) -> PrimExpr:
+        yy, xx = y + dy, x + dx
+        p = tir.floormod(yy, sh) * sw + tir.floormod(xx, sw)
+        return conv[b, p * oc + co, tir.floordiv(yy, sh), tir.floordiv(xx, sw)]
+
+    return te.compute((n, oc, *plan.out), out, name="T_conv2d_transpose", tag="injective")
