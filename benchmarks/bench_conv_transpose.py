@@ -7,7 +7,7 @@ onnxruntime and numpy, and the whole detector against onnxruntime.
 Each case is a one-node ONNX model (ConvTranspose with its bias, or Resize) imported with
 ``relay.frontend.from_onnx`` and built at opt_level 3 for the host (``llvm``); the ember
 column is that build, ``ember NCHW`` the same build with AlterOpLayout disabled (for a
-ConvTranspose: the direct scatter kernel this benchmark was written to replace), ``ort`` an
+ConvTranspose: its phase convs on topi's NCHW conv template), ``ort`` an
 onnxruntime session on the same file and ``numpy`` ember's numpy reference. All run
 interleaved round by round (``_timing.interleave``); the table gives median milliseconds and
 the ratios to ember (above 1: ember is faster). ``dbnet`` is the zoo's detector
