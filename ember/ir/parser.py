@@ -58,7 +58,7 @@ class Parser(ExprParser):
     def module(self) -> Step[IRModule]:
         """Definitions (``def``/``type``), or a lone expression which becomes ``@main``."""
         self.header()
-        if not (self.at_word("def") or self.at_word("type")):
+        if not any(self.at_word(w) for w in ("def", "type", "extern")):
             expr = yield self.top_expr()
             self.mod.add("main", expr if isinstance(expr, Function)
                          else Function(tuple(free_vars(expr)), expr, span=expr.span))
@@ -69,8 +69,10 @@ class Parser(ExprParser):
                 yield self.definition()
             elif self.at_word("type"):
                 yield self.type_definition()
+            elif self.at_word("extern"):
+                yield self.extern_type()
             else:
-                raise self.fail("expected 'def' or 'type' at top level")
+                raise self.fail("expected 'def', 'type' or 'extern type' at top level")
         return self.mod
 
     def top_expr(self) -> Step[RelayExpr]:
@@ -128,6 +130,17 @@ class Parser(ExprParser):
         ctors = yield self.comma_list("}", lambda: self.ctor_decl(gtv), "after the constructors")
         tvars = tuple(self.type_scopes.pop().values())
         self.mod.add_type_def(gtv, TypeData(gtv, tvars, ctors))
+
+    def extern_type(self) -> Step[None]:
+        """``extern type Storage``: a type with no constructors, made and taken apart only by
+        operators (TVM's ``core.rly`` declares the VM's ``Storage`` so)."""
+        self.next()
+        if not self.at_word("type"):
+            raise self.fail("expected 'type' after 'extern'")
+        self.next()
+        gtv = self.type_globals[self.expect_kind(IDENT, "a type name").text]
+        tvars = tuple((yield self.type_params()).values())
+        self.mod.add_type_def(gtv, TypeData(gtv, tvars, ()))
 
     def ctor_decl(self, gtv: GlobalTypeVar) -> Step[Constructor]:
         tok = self.expect_kind(IDENT, "a constructor name")
