@@ -13,7 +13,7 @@ definition; this module gives TVM's accessors to it.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..ir.adt import Constructor
 from ..ir.expr import GlobalVar
@@ -41,8 +41,8 @@ class Prelude:
     Accessors as in TVM: ``p.mod``, ``p.get_type("List")`` -> ``(List, Cons, Nil)``,
     ``p.get_global_var("map")``, ``p.get_ctor("List", "Cons")``, and attributes ``p.map``,
     ``p.foldl``, ..., ``p.l``/``p.List``, ``p.cons``, ``p.nil``, ``p.optional``, ``p.some``,
-    ``p.none``, ``p.tree``, ``p.rose``. Tensor-array definitions (dtype-specific) are not
-    part of ember's Prelude.
+    ``p.none``, ``p.tree``, ``p.rose``. Tensor arrays (``TensorArrayOps``) are per dtype:
+    ``p.get_global_var("tensor_array_read", "float32")`` adds those of float32 on first use.
     """
 
     def __init__(self, mod: IRModule | None = None) -> None:
@@ -68,30 +68,237 @@ class Prelude:
         return f"tensor_{dtype}_t" if canonical == "tensor_t" else f"{canonical}_{dtype}"
 
     def _missing(self, what: str, name: str, dtype: str | None) -> TVMError:
-        note = " (ember's Prelude has no dtype-specific tensor-array definitions)" if dtype else ""
+        note = f" (the tensor-array definitions are {', '.join(TENSOR_ARRAY_DEFS)})" \
+            if dtype else ""
         return TVMError(f"Prelude: no {what} named {name!r}{note}")
 
+    def _with_dtype(self, dtype: str | None) -> None:
+        """Register the tensor arrays of ``dtype`` (if any) before a lookup."""
+        if dtype is not None:
+            TensorArrayOps(self, dtype).register()
+
     def get_global_var(self, canonical: str, dtype: str | None = None) -> GlobalVar:
-        """The GlobalVar of the Prelude function ``canonical`` (``"map"``, ``"foldl"``, ...)."""
+        """The GlobalVar of the Prelude function ``canonical`` (``"map"``, ``"foldl"``, ...),
+        or of the tensor-array function ``canonical`` of ``dtype``."""
+        self._with_dtype(dtype)
         name = self.get_name(canonical, dtype)
         if name not in {g.name_hint for g in self.mod.functions}:
             raise self._missing("function", name, dtype)
         return self.mod.get_global_var(name)
 
     def get_type(self, canonical: str, dtype: str | None = None) -> tuple[Any, ...]:
-        """``(GlobalTypeVar, *constructors)`` of a Prelude type, e.g. ``(List, Cons, Nil)``."""
+        """``(GlobalTypeVar, *constructors)`` of a Prelude type, e.g. ``(List, Cons, Nil)``;
+        ``get_type("tensor_t", "float32")`` is the tensor-array element type of float32."""
+        self._with_dtype(dtype)
         name = self.get_name(canonical, dtype)
         if name not in {g.name_hint for g in self.mod.type_definitions}:
             raise self._missing("type", name, dtype)
         return self.mod.get_type(name)
 
     def get_ctor(self, ty_name: str, canonical: str, dtype: str | None = None) -> Constructor:
-        """The constructor ``canonical`` of the type ``ty_name``."""
+        """The constructor ``canonical`` of the type ``ty_name`` (``get_ctor("tensor_t",
+        "tensor2", "float32")`` is ``tensor2_float32``)."""
         name = self.get_name(canonical, dtype)
-        for ctor in self.get_type(ty_name)[1:]:
+        for ctor in self.get_type(ty_name, dtype)[1:]:
             if ctor.name_hint == name:
                 return ctor
         raise self._missing(f"constructor of {ty_name}", name, dtype)
+
+
+# -- tensor arrays: a List of tensors of any rank (0 to 6) of one dtype ---------------------------
+TENSOR_ARRAY_DTYPES = ("float32", "float16", "float64", "int32", "int64", "int16", "int8",
+                       "uint8", "uint16", "bool")
+MAX_RANK = 6
+TENSOR_ARRAY_DEFS = ("tensor_take", "tensor_expand_dims", "tensor_concatenate", "tensor_array",
+                     "tensor_array_read", "tensor_array_write", "tensor_array_scatter",
+                     "tensor_array_split", "tensor_array_concat", "tensor_array_stack",
+                     "tensor_array_gather",
+                     *(f"tensor_array_unstack_tensor{r}" for r in range(1, MAX_RANK + 1)))
+
+
+def _dims(rank: int) -> str:
+    return "(" + ", ".join("?" * rank) + ("," if rank == 1 else "") + ")"
+
+
+def _clauses(rank_range: range, clause: Callable[[int], str]) -> str:
+    return "\n".join(f"    {clause(r)}," for r in rank_range)
+
+
+def tensor_array_text(dtype: str) -> str:
+    """The tensor-array definitions for ``dtype`` in the text format (TVM's dynamic
+    ``TensorArrayOps``). ``tensor_<dtype>_t`` holds one tensor of rank 0 to 6 (``tensor<r>_<d>``)
+    or none (``tensor_nil_<d>``); a tensor array is a ``List`` of them. Every name ends in
+    ``_<dtype>`` (the type is ``tensor_<dtype>_t``), so several dtypes live in one module."""
+    d, t = dtype, f"tensor_{dtype}_t"
+    ta = f"List[{t}]"
+    ctors = "\n".join([f"  tensor_nil_{d},", f"  tensor0_{d}({d}),"]
+                      + [f"  tensor{r}_{d}(Tensor[{_dims(r)}, {d}])," for r in
+                         range(1, MAX_RANK + 1)])
+    ranks = range(1, MAX_RANK + 1)
+    take = _clauses(ranks, lambda r: f"tensor{r}_{d}(%x) => tensor{r}_{d}(take(%x, "
+                                     'arange(%lower, %upper, 1, dtype="int32"), axis=0))')
+    expand = _clauses(range(MAX_RANK), lambda r: f"tensor{r}_{d}(%x) => "
+                                                 f"tensor{r + 1}_{d}(expand_dims(%x, axis=0))")
+    concat = _clauses(ranks, lambda r: f"(tensor{r}_{d}(%x), tensor{r}_{d}(%y)) => "
+                                       f"tensor{r}_{d}(concatenate((%x, %y), axis=0))")
+    unstack = "\n\n".join(_unstack_text(d, t, r) for r in ranks)
+    return f"""#[version = "0.0.5"]
+type {t} {{
+{ctors}
+}}
+
+// Rows %lower to %upper (exclusive) of a tensor of rank 1 or more.
+def @tensor_take_{d}(%t: {t}, %lower: int32, %upper: int32) -> {t} {{
+  match? (%t) {{
+{take}
+  }}
+}}
+
+// The tensor with a new leading axis of extent 1 (rank 0 to 5).
+def @tensor_expand_dims_{d}(%t: {t}) -> {t} {{
+  match? (%t) {{
+{expand}
+  }}
+}}
+
+// Two tensors of one rank (1 or more) joined along axis 0.
+def @tensor_concatenate_{d}(%a: {t}, %b: {t}) -> {t} {{
+  match? (%a, %b) {{
+{concat}
+  }}
+}}
+
+// An array of %n empty slots.
+def @tensor_array_{d}(%n: int32) -> {ta} {{
+  if (%n == 0) {{
+    Nil
+  }} else {{
+    Cons(tensor_nil_{d}, @tensor_array_{d}(%n - 1))
+  }}
+}}
+
+def @tensor_array_read_{d}(%ta: {ta}, %n: int32) -> {t} {{
+  @nth(%ta, %n)
+}}
+
+def @tensor_array_write_{d}(%ta: {ta}, %n: int32, %v: {t}) -> {ta} {{
+  @update(%ta, %n, %v)
+}}
+
+// Write %values[i] at slot %indices[i], for each i.
+def @tensor_array_scatter_helper_{d}(%ta: {ta}, %i: int32, %n: int32, %indices: Tensor[(?), int32], %values: {ta}) -> {ta} {{
+  if (%i == %n) {{
+    %ta
+  }} else {{
+    %0 = @tensor_array_write_{d}(%ta, take(%indices, %i), @tensor_array_read_{d}(%values, %i));
+    @tensor_array_scatter_helper_{d}(%0, %i + 1, %n, %indices, %values)
+  }}
+}}
+
+def @tensor_array_scatter_{d}(%ta: {ta}, %indices: Tensor[(?), int32], %values: {ta}) -> {ta} {{
+  @tensor_array_scatter_helper_{d}(%ta, 0, take(shape_of(%indices, dtype="int32"), 0), %indices, %values)
+}}
+
+// Cut %value along axis 0 into pieces of %lengths rows; piece i goes to slot i.
+def @tensor_array_split_helper_{d}(%ta: {ta}, %value: {t}, %offset: int32, %i: int32, %n: int32, %lengths: Tensor[(?), int32]) -> {ta} {{
+  if (%i == %n) {{
+    %ta
+  }} else {{
+    let %end: int32 = %offset + take(%lengths, %i);
+    %0 = @tensor_array_write_{d}(%ta, %i, @tensor_take_{d}(%value, %offset, %end));
+    @tensor_array_split_helper_{d}(%0, %value, %end, %i + 1, %n, %lengths)
+  }}
+}}
+
+def @tensor_array_split_{d}(%ta: {ta}, %value: {t}, %lengths: Tensor[(?), int32]) -> {ta} {{
+  @tensor_array_split_helper_{d}(%ta, %value, 0, 0, take(shape_of(%lengths, dtype="int32"), 0), %lengths)
+}}
+
+// The slots joined along axis 0 (tensor_nil for an empty array).
+def @tensor_array_concat_{d}(%ta: {ta}) -> {t} {{
+  match (%ta) {{
+    Nil => tensor_nil_{d},
+    Cons(%hd, Nil) => %hd,
+    Cons(%hd, %tl) => @tensor_concatenate_{d}(%hd, @tensor_array_concat_{d}(%tl)),
+  }}
+}}
+
+// The slots stacked along a new axis 0.
+def @tensor_array_stack_{d}(%ta: {ta}) -> {t} {{
+  @tensor_array_concat_{d}(@map(@tensor_expand_dims_{d}, %ta))
+}}
+
+// Slots %indices[0], %indices[1], ... stacked along a new axis 0.
+def @tensor_array_gather_helper_{d}(%ta: {ta}, %i: int32, %n: int32, %indices: Tensor[(?), int32]) -> {ta} {{
+  if (%i == %n) {{
+    Nil
+  }} else {{
+    Cons(@tensor_array_read_{d}(%ta, take(%indices, %i)), @tensor_array_gather_helper_{d}(%ta, %i + 1, %n, %indices))
+  }}
+}}
+
+def @tensor_array_gather_{d}(%ta: {ta}, %indices: Tensor[(?), int32]) -> {t} {{
+  %0 = take(shape_of(%indices, dtype="int32"), 0);
+  @tensor_array_stack_{d}(@tensor_array_gather_helper_{d}(%ta, 0, %0, %indices))
+}}
+
+{unstack}
+"""
+
+
+def _unstack_text(d: str, t: str, rank: int) -> str:
+    """``tensor_array_unstack_tensor<rank>``: the rows of a rank-``rank`` tensor as an array."""
+    arg = f"Tensor[{_dims(rank)}, {d}]"
+    name = f"tensor_array_unstack_tensor{rank}_{d}"
+    return f"""// The rows of a rank-{rank} tensor, one slot each.
+def @{name}_helper(%i: int32, %n: int32, %t: {arg}) -> List[{t}] {{
+  if (%i == %n) {{
+    Nil
+  }} else {{
+    Cons(tensor{rank - 1}_{d}(take(%t, %i, axis=0)), @{name}_helper(%i + 1, %n, %t))
+  }}
+}}
+
+def @{name}(%t: {arg}) -> List[{t}] {{
+  @{name}_helper(0, take(shape_of(%t, dtype="int32"), 0), %t)
+}}"""
+
+
+class TensorArrayOps:
+    """The tensor-array definitions of one dtype in a Prelude's module (TVM's
+    ``TensorArrayOps``): ``TensorArrayOps(p, "float32").register()`` adds them once;
+    ``get_global_var("tensor_array_read")``, ``get_type("tensor_t")`` and
+    ``get_ctor("tensor2")`` find them. ``Prelude.get_global_var(name, dtype)`` registers the
+    dtype on first use, so a Prelude that never uses tensor arrays carries none.
+    """
+
+    def __init__(self, prelude: "Prelude", dtype: str) -> None:
+        if dtype not in TENSOR_ARRAY_DTYPES:
+            raise TVMError(f"TensorArrayOps: no tensor arrays of dtype {dtype!r}; the dtypes "
+                           f"are {', '.join(TENSOR_ARRAY_DTYPES)}")
+        self.prelude, self.dtype = prelude, dtype
+
+    def get_name(self, canonical: str) -> str:
+        return Prelude.get_name(canonical, self.dtype)
+
+    def register(self) -> None:
+        """Add the definitions to the Prelude's module unless it has them already."""
+        mod = self.prelude.mod
+        if self.get_name("tensor_t") in mod:
+            return
+        from ..ir.parser import parse
+
+        text = tensor_array_text(self.dtype)
+        mod.update(parse(text, f"<tensor arrays of {self.dtype}>", init_module=mod))
+
+    def get_global_var(self, canonical: str) -> GlobalVar:
+        return self.prelude.get_global_var(canonical, self.dtype)
+
+    def get_type(self, canonical: str) -> tuple[Any, ...]:
+        return self.prelude.get_type(canonical, self.dtype)
+
+    def get_ctor(self, canonical: str) -> Constructor:
+        return self.prelude.get_ctor("tensor_t", canonical, self.dtype)
 
 
 # -- GradCell: lazily initialised gradients (LazyGradientInit) -----------------------------------

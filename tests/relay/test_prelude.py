@@ -104,8 +104,9 @@ def test_clashing_definitions_are_rejected():
 def test_unknown_names():
     with pytest.raises(TVMError, match="no function named 'nope'"):
         _P.get_global_var("nope")
-    with pytest.raises(TVMError, match="tensor-array"):
-        _P.get_global_var("tensor_array", "float32")
+    with pytest.raises(TVMError, match="no function named 'tensor_arr_float32' "
+                                       r"\(the tensor-array definitions are tensor_take, "):
+        _P.get_global_var("tensor_arr", "float32")
 
 
 # -- running the functions ------------------------------------------------------------------------
