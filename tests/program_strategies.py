@@ -87,9 +87,12 @@ class _Gen:
         kinds = ["var"] * 3 if same else []
         kinds += self.kinds_for(ty)
         if depth < self.max_depth:
-            kinds += ["if", "let", "project", "closure", "match_list", "match_option"]
+            kinds += ["if", "let", "project", "closure", "recursive_closure", "match_list",
+                      "match_option"]
             if any(_same_type(f.ret_type, ty) for f in self.globals.values()):
                 kinds += ["global"] * 2
+            if self.callables(ty, env):
+                kinds += ["call_var"] * 2
         kind = self.draw(st.sampled_from(kinds))
         if kind == "var":
             return self.draw(st.sampled_from(same))
@@ -109,7 +112,8 @@ class _Gen:
         if isinstance(ty, TupleType):
             return ["tuple"]
         if isinstance(ty, FuncType):
-            return ["fn"]
+            fits = [gv for gv, ft in self.globals.items() if _same_type(ft, ty)]
+            return ["fn"] + (["global_value"] if fits else [])
         return ["ctor"]
 
     def sub(self, ty: Type, env: list[relay.Var], depth: int) -> relay.Expr:
@@ -219,6 +223,29 @@ class _Gen:
         arg_types = [self.type(2) for _ in range(self.draw(st.integers(0, 2)))]
         func = self.make_fn(FuncType(arg_types, ty), env, depth)
         return relay.Call(func, [self.sub(t, env, depth) for t in arg_types])
+
+    def make_recursive_closure(self, ty: Type, env: list[relay.Var], depth: int) -> relay.Expr:
+        """``let %f = fn (...) { ... %f(...) ... }; %f(...)``: a let-bound function that may
+        call itself (the one place a let's variable is in scope in its own value)."""
+        arg_types = [self.type(2) for _ in range(self.draw(st.integers(0, 2)))]
+        f = relay.var(self.name(), FuncType(arg_types, ty))
+        params = [relay.var(self.name(), t) for t in arg_types]
+        func = relay.Function(params, self.sub(ty, env + params + [f], depth), ty)
+        return relay.Let(f, func, relay.Call(f, [self.sub(t, env, depth) for t in arg_types]))
+
+    @staticmethod
+    def callables(ty: Type, env: list[relay.Var]) -> list[relay.Var]:
+        """The function-typed variables in scope that return ``ty``."""
+        return [v for v in env if isinstance(v.type_annotation, FuncType)
+                and _same_type(v.type_annotation.ret_type, ty)]
+
+    def make_call_var(self, ty: Type, env: list[relay.Var], depth: int) -> relay.Expr:
+        f = self.draw(st.sampled_from(self.callables(ty, env)))
+        return relay.Call(f, [self.sub(t, env, depth) for t in f.type_annotation.arg_types])
+
+    def make_global_value(self, ty: FuncType, env: Any, depth: int) -> relay.Expr:
+        fits = [gv for gv, ft in self.globals.items() if _same_type(ft, ty)]
+        return self.draw(st.sampled_from(fits))
 
     def make_global(self, ty: Type, env: Any, depth: int) -> relay.Expr:
         fits = [gv for gv, ft in self.globals.items() if _same_type(ft.ret_type, ty)]
