@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ember as tvm
 from ember import relay
 from ember.ir import assert_structural_equal
 from ember.ir.parser import fromtext
