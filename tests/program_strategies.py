@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 import ember as tvm
 from ember import relay
 from ember.ir import (Clause, Constructor, FuncType, GlobalTypeVar, GlobalVar, Match,
-                      PatternConstructor, PatternTuple, PatternVar, PatternWildcard, TensorType,
-                      TupleType, Type, TypeCall, TypeData, TypeVar)
+                      PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RelayRefType,
+                      TensorType, TupleType, Type, TypeCall, TypeData, TypeVar)
 
 DTYPES = ("float32", "float16", "float64", "int32", "int64", "int8", "uint8", "bool")
 FLOATS = ("float32", "float16", "float64")
@@ -53,6 +53,7 @@ class _Gen:
     adt: dict[str, Any]
     globals: dict[GlobalVar, FuncType] = field(default_factory=dict)
     max_depth: int = 3
+    poly: GlobalVar | None = None  # @pick, when the module has it
 
     # -- types ----------------------------------------------------------------------------------
     def tensor_type(self, dtype: str | None = None) -> TensorType:
@@ -60,7 +61,7 @@ class _Gen:
         return TensorType(shape, dtype or self.draw(st.sampled_from(DTYPES)))
 
     def type(self, depth: int = 0) -> Type:
-        kinds = ["tensor"] * 4 + (["tuple", "list", "option", "fn"] if depth < 2 else [])
+        kinds = ["tensor"] * 4 + (["tuple", "list", "option", "fn", "ref"] if depth < 2 else [])
         kind = self.draw(st.sampled_from(kinds))
         if kind == "tensor":
             return self.tensor_type()
@@ -69,6 +70,8 @@ class _Gen:
         if kind == "fn":
             n = self.draw(st.integers(0, 2))
             return FuncType([self.type(depth + 1) for _ in range(n)], self.type(depth + 1))
+        if kind == "ref":
+            return RelayRefType(self.type(depth + 1))
         name = "List" if kind == "list" else "Option"
         return TypeCall(self.adt[name], [self.type(depth + 1)])
 
@@ -88,7 +91,9 @@ class _Gen:
         kinds += self.kinds_for(ty)
         if depth < self.max_depth:
             kinds += ["if", "let", "project", "closure", "recursive_closure", "match_list",
-                      "match_option"]
+                      "match_option", "ref_read"]
+            if not isinstance(ty, TypeVar) and self.poly:
+                kinds += ["poly_call"]
             if any(_same_type(f.ret_type, ty) for f in self.globals.values()):
                 kinds += ["global"] * 2
             if self.callables(ty, env):
@@ -110,7 +115,11 @@ class _Gen:
                 kinds += ["sum"]
             return kinds
         if isinstance(ty, TupleType):
-            return ["tuple"]
+            return ["tuple"] + (["ref_write"] if not ty.fields else [])
+        if isinstance(ty, RelayRefType):
+            return ["ref"]
+        if isinstance(ty, TypeVar):
+            return []  # only a variable (or a construct around one) has a type parameter's type
         if isinstance(ty, FuncType):
             fits = [gv for gv, ft in self.globals.items() if _same_type(ft, ty)]
             return ["fn"] + (["global_value"] if fits else [])
@@ -179,6 +188,23 @@ class _Gen:
         operand = TensorType(ty.shape, self.draw(st.sampled_from(DTYPES[:-1])))
         op = self.draw(st.sampled_from([relay.less, relay.equal, relay.greater_equal]))
         return op(self.sub(operand, env, depth), self.sub(operand, env, depth))
+
+    def make_ref(self, ty: RelayRefType, env: Any, depth: int) -> relay.Expr:
+        return relay.RefCreate(self.sub(ty.value, env, depth))
+
+    def make_ref_read(self, ty: Type, env: Any, depth: int) -> relay.Expr:
+        return relay.RefRead(self.sub(RelayRefType(ty), env, depth))
+
+    def make_ref_write(self, ty: TupleType, env: Any, depth: int) -> relay.Expr:
+        value_ty = self.type(2)
+        return relay.RefWrite(self.sub(RelayRefType(value_ty), env, depth),
+                              self.sub(value_ty, env, depth))
+
+    def make_poly_call(self, ty: Type, env: Any, depth: int) -> relay.Expr:
+        """A call of the polymorphic global ``@pick[A](%c: bool, %a: A, %b: A) -> A`` at
+        ``ty``: inference instantiates A."""
+        cond = self.sub(TensorType((), "bool"), env, depth)
+        return relay.Call(self.poly, [cond, self.sub(ty, env, depth), self.sub(ty, env, depth)])
 
     def make_tuple(self, ty: TupleType, env: Any, depth: int) -> relay.Expr:
         fields: list[relay.Expr] = []
@@ -292,8 +318,22 @@ def modules(draw: Any, max_globals: int = 3, max_depth: int = 3) -> tvm.IRModule
     for name in names:
         arg_types = [gen.type() for _ in range(draw(st.integers(0, 3)))]
         gen.globals[GlobalVar(name)] = FuncType(arg_types, gen.type())
+    if draw(st.booleans()):
+        gen.poly = GlobalVar("pick")
     for gv, ft in gen.globals.items():
         params = [relay.var(gen.name(), t) for t in ft.arg_types]
         body = gen.expr(ft.ret_type, params, 0)
         mod[gv] = relay.Function(params, body, ft.ret_type)
+    if gen.poly is not None:
+        mod[gen.poly] = _pick(gen)
     return mod
+
+
+def _pick(gen: _Gen) -> relay.Function:
+    """``def @pick[A](%c: bool, %a: A, %b: A) -> A``, its body drawn over A (so lets, ifs,
+    matches and closures of a type parameter's type, and calls of itself)."""
+    a = TypeVar("A")
+    params = [relay.var("c", "bool"), relay.var(gen.name(), a), relay.var(gen.name(), a)]
+    gen.globals[gen.poly] = FuncType([TensorType((), "bool"), a, a], a)  # self-calls at A
+    body = gen.expr(a, params, 1)
+    return relay.Function(params, body, a, type_params=[a])
