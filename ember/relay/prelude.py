@@ -13,11 +13,12 @@ definition; this module gives TVM's accessors to it.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from ..ir.adt import Constructor
 from ..ir.expr import GlobalVar
 from ..ir.module import IRModule
+from ..ir.types import GlobalTypeVar
 from ..runtime.errors import TVMError
 
 GLOBAL_DEFS = ("id", "compose", "flip", "hd", "tl", "nth", "update", "insert_at", "remove_at",
@@ -38,7 +39,7 @@ def _install(mod: IRModule) -> None:
 class Prelude:
     """The standard List / Option / Tree types and functions, added to ``mod`` in place.
 
-    Accessors as in TVM: ``p.mod``, ``p.get_type("List")`` -> ``(List, Cons, Nil)``,
+    Accessors as in TVM: ``p.mod``, ``p.get_type("List")`` (the GlobalTypeVar),
     ``p.get_global_var("map")``, ``p.get_ctor("List", "Cons")``, and attributes ``p.map``,
     ``p.foldl``, ..., ``p.l``/``p.List``, ``p.cons``, ``p.nil``, ``p.optional``, ``p.some``,
     ``p.none``, ``p.tree``, ``p.rose``. Tensor arrays (``TensorArrayOps``) are per dtype:
@@ -86,23 +87,32 @@ class Prelude:
             raise self._missing("function", name, dtype)
         return self.mod.get_global_var(name)
 
-    def get_type(self, canonical: str, dtype: str | None = None) -> tuple[Any, ...]:
-        """``(GlobalTypeVar, *constructors)`` of a Prelude type, e.g. ``(List, Cons, Nil)``;
-        ``get_type("tensor_t", "float32")`` is the tensor-array element type of float32."""
+    def get_type(self, canonical: str, dtype: str | None = None) -> GlobalTypeVar:
+        """The GlobalTypeVar of a Prelude type (``"List"``, ...); ``get_type("tensor_t",
+        "float32")`` is the tensor-array element type of float32 (``tensor_float32_t``)."""
         self._with_dtype(dtype)
         name = self.get_name(canonical, dtype)
         if name not in {g.name_hint for g in self.mod.type_definitions}:
             raise self._missing("type", name, dtype)
-        return self.mod.get_type(name)
+        return self.mod.get_global_type_var(name)
 
     def get_ctor(self, ty_name: str, canonical: str, dtype: str | None = None) -> Constructor:
-        """The constructor ``canonical`` of the type ``ty_name`` (``get_ctor("tensor_t",
-        "tensor2", "float32")`` is ``tensor2_float32``)."""
+        """The constructor ``canonical`` of the type ``ty_name``, given by its canonical name
+        (``get_ctor("tensor_t", "tensor2", "float32")``) or, as TVM's tensor-array code does,
+        by its full name (``get_ctor("tensor_float32_t", "tensor2", "float32")``)."""
+        self._with_dtype(dtype)
         name = self.get_name(canonical, dtype)
-        for ctor in self.get_type(ty_name, dtype)[1:]:
+        full = self.get_name(ty_name, dtype)
+        gtv = self.get_type(ty_name, dtype) if full in self.mod else self.get_type(ty_name)
+        for ctor in self.mod[gtv].constructors:
             if ctor.name_hint == name:
                 return ctor
         raise self._missing(f"constructor of {ty_name}", name, dtype)
+
+    def get_tensor_ctor(self, canonical: str, dtype: str) -> Constructor:
+        """The tensor-array constructor ``canonical`` (``"tensor2"``, ``"tensor_nil"``) of
+        ``dtype``."""
+        return self.get_ctor("tensor_t", canonical, dtype)
 
 
 # -- tensor arrays: a List of tensors of any rank (0 to 6) of one dtype ---------------------------
@@ -294,11 +304,11 @@ class TensorArrayOps:
     def get_global_var(self, canonical: str) -> GlobalVar:
         return self.prelude.get_global_var(canonical, self.dtype)
 
-    def get_type(self, canonical: str) -> tuple[Any, ...]:
+    def get_type(self, canonical: str) -> GlobalTypeVar:
         return self.prelude.get_type(canonical, self.dtype)
 
     def get_ctor(self, canonical: str) -> Constructor:
-        return self.prelude.get_ctor("tensor_t", canonical, self.dtype)
+        return self.prelude.get_tensor_ctor(canonical, self.dtype)
 
 
 # -- GradCell: lazily initialised gradients (LazyGradientInit) -----------------------------------

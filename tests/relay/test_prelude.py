@@ -60,10 +60,11 @@ def test_public_names():
 
 
 def test_types_and_constructors():
-    list_t, cons, nil = _P.get_type("List")
+    list_t, cons, nil = _P.mod.get_type("List")
+    assert _P.get_type("List") is list_t
     assert list_t.name_hint == "List" and (cons.tag, nil.tag) == (0, 1)
     assert (_P.l, _P.cons, _P.nil) == (list_t, cons, nil) and _P.List is list_t
-    assert [c.name_hint for c in _P.get_type("Option")[1:]] == ["Some", "None"]
+    assert [c.name_hint for c in _P.mod[_P.get_type("Option")].constructors] == ["Some", "None"]
     assert _P.tree.name_hint == "Tree" and _P.rose.name_hint == "Rose"
     assert _P.mod.get_constructor("Cons") is cons
     assert _P.get_ctor("Option", "Some") is _P.some

@@ -50,12 +50,15 @@ def ints(values) -> relay.Expr:
 
 # -- definitions ----------------------------------------------------------------------------------
 def test_type_and_constructors():
-    t, *ctors = _P.get_type("tensor_t", "float32")
+    t = _P.get_type("tensor_t", "float32")
+    ctors = _P.mod[t].constructors
     assert t.name_hint == "tensor_float32_t"
     assert [c.name_hint for c in ctors] == ["tensor_nil_float32"] + [
         f"tensor{r}_float32" for r in range(MAX_RANK + 1)]
     assert _P.get_ctor("tensor_t", "tensor3", "float32") is ctors[4]
-    assert _OPS.get_type("tensor_t")[0] is t
+    assert _P.get_ctor("tensor_float32_t", "tensor3", "float32") is ctors[4]  # TVM's spelling
+    assert _P.get_tensor_ctor("tensor_nil", "float32") is ctors[0]
+    assert _OPS.get_type("tensor_t") is t
 
 
 def test_every_function_exists_and_registration_is_idempotent():
