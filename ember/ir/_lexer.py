@@ -58,7 +58,7 @@ class Source:
     def __init__(self, text: str, name: str) -> None:
         self.text = text
         self.name = SourceName(name)
-        self.lines = text.split("\n")
+        self.lines = [line.removesuffix("\r") for line in text.split("\n")]  # CRLF text too
 
     def span(self, start: Token, end: Token | None = None) -> Span:
         end = end or start

@@ -24,7 +24,7 @@ from .visitor import free_vars
 
 __all__ = ["fromtext", "parse", "parse_expr"]
 _VERSIONS = ("0.0.5", "0.0.4")
-_METADATA_RE = re.compile(r"^#\[metadata\][ \t]*$", re.MULTILINE)
+_METADATA_RE = re.compile(r"^#\[metadata\][ \t\r]*$", re.MULTILINE)  # \r: CRLF text
 
 
 class Parser(ExprParser):

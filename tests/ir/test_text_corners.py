@@ -226,3 +226,20 @@ def test_annotate_sees_every_non_atomic_expression():
     astext(relay.Function([x], relay.TupleGetItem(body, 0)),
            annotate=lambda e: seen.append(type(e).__name__) or "")
     assert sorted(seen) == ["Call", "Constant", "Tuple", "TupleGetItem"]
+
+
+# -- line endings ---------------------------------------------------------------------------------
+def test_crlf_text_with_metadata_parses_the_same():
+    x = relay.var("x", shape=(2,))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.add(x, relay.const(np.ones(2,
+                                                                                    "float32")))))
+    crlf = mod.astext().replace("\n", "\r\n")
+    assert_structural_equal(fromtext(crlf), mod)
+    with pytest.raises(tvm.error.DiagnosticError, match="unbound variable %y") as info:
+        fromtext(crlf.replace("add(%x", "add(%y"))
+    assert (info.value.line, info.value.column) == (3, 7)
+    assert "\r" not in str(info.value)
+
+
+def test_comments_before_the_header():
+    assert_structural_equal(fromtext("// a model\n/* v */\n" + PLAIN), fromtext(PLAIN))
