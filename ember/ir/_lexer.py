@@ -18,7 +18,7 @@ _TOKEN_RE = re.compile(rf"""
     (?P<space>[ \t\r\n]+)
   | (?P<line_comment>//[^\n]*)
   | (?P<block_comment>/\*)
-  | (?P<stray_close>\*/)
+  | (?P<stray_close>\*/(?!\*))
   | (?P<local>%(?:{_NAME}|[0-9]+))
   | (?P<global>@{_NAME})
   | (?P<number>-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?:{_NAME})?)

@@ -53,6 +53,11 @@ def test_unterminated_nested_comment_names_where_it_opened(text, col, detail):
     assert detail in str(info.value)
 
 
+def test_multiply_then_comment_is_not_a_stray_close():
+    f = parse_expr("fn (%a: float32, %b: float32) { %a*/* times */%b }")
+    assert f.body.op.name == "multiply"
+
+
 def test_close_comment_without_open_is_an_error():
     with pytest.raises(tvm.error.DiagnosticError, match=r"'\*/' closes no comment") as info:
         parse_expr("1 */")
