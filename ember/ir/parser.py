@@ -15,6 +15,7 @@ from ..runtime.json_reader import loads as json_loads
 from ._lexer import EOF, GLOBAL, IDENT, PUNCT, STRING, Source, Token, tokenize
 from ._parse_expr import ExprParser
 from ._text_common import CONSTANT_KIND, decode_array
+from ._tvm_metadata import is_tvm_graph, read_tvm_metadata
 from .adt import Constructor, TypeData
 from .expr import Function, GlobalVar, RelayExpr
 from .module import IRModule
@@ -165,6 +166,12 @@ def _split_metadata(text: str, src_name: str) -> tuple[str, dict[str, list[Any]]
     except JSONDecodeError as err:
         raise src.error(f"bad metadata section: {err.msg}", first_line + err.lineno - 1,
                         err.colno) from None
+    if is_tvm_graph(table):  # text that TVM printed
+        try:
+            return body, read_tvm_metadata(table)
+        except (ValueError, TypeError, KeyError) as err:
+            raise src.error(f"bad metadata section (TVM's object graph): {err}", first_line,
+                            1) from None
     if not isinstance(table, dict) or not all(isinstance(v, list) for v in table.values()):
         raise src.error("bad metadata section: expected an object of lists", first_line, 1)
     for i, record in enumerate(table.get(CONSTANT_KIND, [])):
