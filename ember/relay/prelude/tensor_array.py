@@ -1,121 +1,17 @@
-"""The Prelude: Relay's standard algebraic data types and list/tree functions.
-
-``Prelude(mod)`` imports ``prelude.rly`` (ember/ir/std/, through
-``IRModule.import_from_std``) into ``mod``, in place: the types
-
-    type List[A] { Cons(A, List[A]), Nil }
-    type Option[A] { Some(A), None }
-    type Tree[A] { Rose(A, List[Tree[A]]) }
-
-and the polymorphic global functions named in ``GLOBAL_DEFS`` (``@map``, ``@foldl``, ...),
-each fully annotated so that type inference can check it. The text file is the one
-definition; this module gives TVM's accessors to it.
+"""Tensor arrays of the Prelude (TVM's dynamic ``TensorArrayOps``): per dtype, a type
+``tensor_<dtype>_t`` holding one tensor of rank 0 to 6 (every dimension ``?``) or none, and the
+functions over Lists of them, written in the text format and parsed into the Prelude's module
+when a dtype is first used.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-from ..ir.adt import Constructor
-from ..ir.expr import GlobalVar
-from ..ir.module import IRModule
-from ..ir.types import GlobalTypeVar
-from ..runtime.errors import TVMError
+from ...ir.adt import Constructor
+from ...ir.expr import GlobalVar
+from ...ir.types import GlobalTypeVar
+from ...runtime.errors import TVMError
 
-GLOBAL_DEFS = ("id", "compose", "flip", "hd", "tl", "nth", "update", "insert_at", "remove_at",
-               "map", "foldl", "foldr", "foldr1", "concat", "filter", "zip", "rev", "map_accuml",
-               "map_accumr", "unfoldl", "unfoldr", "sum", "length", "tmap", "size", "iterate")
-TYPE_DEFS = ("List", "Option", "Tree")
-
-
-def _install(mod: IRModule) -> None:
-    """Add the Prelude's types and functions to ``mod`` (which has none of them yet)."""
-    clash = [n for n in (*GLOBAL_DEFS, *TYPE_DEFS) if n in mod]
-    if clash:
-        raise TVMError(f"Prelude: the module already defines {', '.join(clash)} but not the "
-                       "whole Prelude; rename these definitions or use a fresh module")
-    mod.import_from_std("prelude.rly")
-
-
-class Prelude:
-    """The standard List / Option / Tree types and functions, added to ``mod`` in place.
-
-    Accessors as in TVM: ``p.mod``, ``p.get_type("List")`` (the GlobalTypeVar),
-    ``p.get_global_var("map")``, ``p.get_ctor("List", "Cons")``, and attributes ``p.map``,
-    ``p.foldl``, ..., ``p.l``/``p.List``, ``p.cons``, ``p.nil``, ``p.optional``, ``p.some``,
-    ``p.none``, ``p.tree``, ``p.rose``. Tensor arrays (``TensorArrayOps``) are per dtype:
-    ``p.get_global_var("tensor_array_read", "float32")`` adds those of float32 on first use.
-    """
-
-    def __init__(self, mod: IRModule | None = None) -> None:
-        self.mod = IRModule() if mod is None else mod
-        self.load_prelude()
-
-    def load_prelude(self) -> None:
-        """Add the definitions unless ``mod`` has them already, then bind the accessors."""
-        if "List" not in {g.name_hint for g in self.mod.type_definitions}:
-            _install(self.mod)
-        self.l, self.cons, self.nil = self.mod.get_type("List")
-        self.List = self.l
-        self.optional, self.some, self.none = self.mod.get_type("Option")
-        self.tree, self.rose = self.mod.get_type("Tree")
-        for name in GLOBAL_DEFS:
-            setattr(self, name, self.get_global_var(name))
-
-    @staticmethod
-    def get_name(canonical: str, dtype: str | None = None) -> str:
-        """The name of a definition; dtype-specific names are ``<canonical>_<dtype>``."""
-        if dtype is None:
-            return canonical
-        return f"tensor_{dtype}_t" if canonical == "tensor_t" else f"{canonical}_{dtype}"
-
-    def _missing(self, what: str, name: str, dtype: str | None) -> TVMError:
-        note = f" (the tensor-array definitions are {', '.join(TENSOR_ARRAY_DEFS)})" \
-            if dtype else ""
-        return TVMError(f"Prelude: no {what} named {name!r}{note}")
-
-    def _with_dtype(self, dtype: str | None) -> None:
-        """Register the tensor arrays of ``dtype`` (if any) before a lookup."""
-        if dtype is not None:
-            TensorArrayOps(self, dtype).register()
-
-    def get_global_var(self, canonical: str, dtype: str | None = None) -> GlobalVar:
-        """The GlobalVar of the Prelude function ``canonical`` (``"map"``, ``"foldl"``, ...),
-        or of the tensor-array function ``canonical`` of ``dtype``."""
-        self._with_dtype(dtype)
-        name = self.get_name(canonical, dtype)
-        if name not in {g.name_hint for g in self.mod.functions}:
-            raise self._missing("function", name, dtype)
-        return self.mod.get_global_var(name)
-
-    def get_type(self, canonical: str, dtype: str | None = None) -> GlobalTypeVar:
-        """The GlobalTypeVar of a Prelude type (``"List"``, ...); ``get_type("tensor_t",
-        "float32")`` is the tensor-array element type of float32 (``tensor_float32_t``)."""
-        self._with_dtype(dtype)
-        name = self.get_name(canonical, dtype)
-        if name not in {g.name_hint for g in self.mod.type_definitions}:
-            raise self._missing("type", name, dtype)
-        return self.mod.get_global_type_var(name)
-
-    def get_ctor(self, ty_name: str, canonical: str, dtype: str | None = None) -> Constructor:
-        """The constructor ``canonical`` of the type ``ty_name``, given by its canonical name
-        (``get_ctor("tensor_t", "tensor2", "float32")``) or, as TVM's tensor-array code does,
-        by its full name (``get_ctor("tensor_float32_t", "tensor2", "float32")``)."""
-        self._with_dtype(dtype)
-        name = self.get_name(canonical, dtype)
-        full = self.get_name(ty_name, dtype)
-        gtv = self.get_type(ty_name, dtype) if full in self.mod else self.get_type(ty_name)
-        for ctor in self.mod[gtv].constructors:
-            if ctor.name_hint == name:
-                return ctor
-        raise self._missing(f"constructor of {ty_name}", name, dtype)
-
-    def get_tensor_ctor(self, canonical: str, dtype: str) -> Constructor:
-        """The tensor-array constructor ``canonical`` (``"tensor2"``, ``"tensor_nil"``) of
-        ``dtype``."""
-        return self.get_ctor("tensor_t", canonical, dtype)
-
-
-# -- tensor arrays: a List of tensors of any rank (0 to 6) of one dtype ---------------------------
 TENSOR_ARRAY_DTYPES = ("float32", "float16", "float64", "int32", "int64", "int16", "int8",
                        "uint8", "uint16", "bool")
 MAX_RANK = 6
@@ -124,6 +20,13 @@ TENSOR_ARRAY_DEFS = ("tensor_take", "tensor_expand_dims", "tensor_concatenate", 
                      "tensor_array_split", "tensor_array_concat", "tensor_array_stack",
                      "tensor_array_gather",
                      *(f"tensor_array_unstack_tensor{r}" for r in range(1, MAX_RANK + 1)))
+
+
+def tensor_array_name(canonical: str, dtype: str | None) -> str:
+    """TVM's names: ``tensor_<dtype>_t`` for the type, ``<canonical>_<dtype>`` otherwise."""
+    if dtype is None:
+        return canonical
+    return f"tensor_{dtype}_t" if canonical == "tensor_t" else f"{canonical}_{dtype}"
 
 
 def _dims(rank: int) -> str:
@@ -282,21 +185,21 @@ class TensorArrayOps:
     dtype on first use, so a Prelude that never uses tensor arrays carries none.
     """
 
-    def __init__(self, prelude: "Prelude", dtype: str) -> None:
+    def __init__(self, prelude: Any, dtype: str) -> None:
         if dtype not in TENSOR_ARRAY_DTYPES:
             raise TVMError(f"TensorArrayOps: no tensor arrays of dtype {dtype!r}; the dtypes "
                            f"are {', '.join(TENSOR_ARRAY_DTYPES)}")
         self.prelude, self.dtype = prelude, dtype
 
     def get_name(self, canonical: str) -> str:
-        return Prelude.get_name(canonical, self.dtype)
+        return tensor_array_name(canonical, self.dtype)
 
     def register(self) -> None:
         """Add the definitions to the Prelude's module unless it has them already."""
         mod = self.prelude.mod
         if self.get_name("tensor_t") in mod:
             return
-        from ..ir.parser import parse
+        from ...ir.parser import parse
 
         text = tensor_array_text(self.dtype)
         mod.update(parse(text, f"<tensor arrays of {self.dtype}>", init_module=mod))
@@ -309,27 +212,3 @@ class TensorArrayOps:
 
     def get_ctor(self, canonical: str) -> Constructor:
         return self.prelude.get_tensor_ctor(canonical, self.dtype)
-
-
-# -- GradCell: lazily initialised gradients (LazyGradientInit) -----------------------------------
-GRAD_CELL_DEFS = ("GradCell", "FromGradCell", "AddGradCell", "MultiplyGradCell")
-
-
-def with_grad_cell(mod: IRModule) -> IRModule:
-    """A copy of ``mod`` with the GradCell type and its functions of ``gradient.rly`` (unless
-    it has them):
-
-    ``type GradCell[T] { Raw(T), One(fn () -> T), Zero(fn () -> T) }`` holds a tensor that is
-    known (Raw), or all ones or all zeros, made only when needed; ``@FromGradCell`` forces
-    one, ``@AddGradCell(add, l, r)`` skips adding a Zero, ``@MultiplyGradCell(mul, l, r)``
-    skips multiplying by a One and gives the Zero for a Zero factor.
-    """
-    if "GradCell" in mod:
-        missing = [n for n in GRAD_CELL_DEFS if n not in mod]
-        if missing:
-            raise TVMError(f"GradCell: the module defines GradCell but not {', '.join(missing)}")
-        return mod
-    clash = [n for n in GRAD_CELL_DEFS if n in mod]
-    if clash:
-        raise TVMError(f"GradCell: the module already defines {', '.join(clash)}")
-    return mod.copy().import_from_std("gradient.rly")
