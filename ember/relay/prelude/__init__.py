@@ -13,15 +13,19 @@ definition; this module gives TVM's accessors to it.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from ...ir.adt import Constructor
 from ...ir.expr import GlobalVar
 from ...ir.module import IRModule
 from ...ir.types import GlobalTypeVar
 from ...runtime.errors import TVMError
+from .static_tensor_array import StaticTensorArrayOps, static_name
 from .tensor_array import (MAX_RANK, TENSOR_ARRAY_DEFS, TENSOR_ARRAY_DTYPES, TensorArrayOps,
                            tensor_array_name, tensor_array_text)
 
-__all__ = ["GLOBAL_DEFS", "GRAD_CELL_DEFS", "MAX_RANK", "Prelude", "TENSOR_ARRAY_DEFS",
+__all__ = ["GLOBAL_DEFS", "GRAD_CELL_DEFS", "MAX_RANK", "Prelude", "StaticTensorArrayOps", "TENSOR_ARRAY_DEFS",
            "TENSOR_ARRAY_DTYPES", "TYPE_DEFS", "TensorArrayOps", "tensor_array_text",
            "with_grad_cell"]
 
@@ -48,6 +52,8 @@ class Prelude:
     ``p.foldl``, ..., ``p.l``/``p.List``, ``p.cons``, ``p.nil``, ``p.optional``, ``p.some``,
     ``p.none``, ``p.tree``, ``p.rose``. Tensor arrays (``TensorArrayOps``) are per dtype:
     ``p.get_global_var("tensor_array_read", "float32")`` adds those of float32 on first use.
+    Static tensor arrays (``StaticTensorArrayOps(p, dtype, shape).register()``) are found with
+    ``get_global_var_static``, ``get_type_static`` and ``get_ctor_static``.
     """
 
     def __init__(self, mod: IRModule | None = None) -> None:
@@ -110,6 +116,46 @@ class Prelude:
             if ctor.name_hint == name:
                 return ctor
         raise self._missing(f"constructor of {ty_name}", name, dtype)
+
+    # -- static tensor arrays (StaticTensorArrayOps registers them) ----------------------------
+    @staticmethod
+    def get_name_static(canonical: str, dtype: str, shape: Sequence[Any],
+                        batch_dim: int | None = None) -> str:
+        """``<canonical>_<dtype>_<shape>`` (``static_tensor_<dtype>_<shape>_t`` for the type)."""
+        if batch_dim is not None:
+            raise TVMError("Prelude: batch_dim is not supported by ember's static tensor arrays")
+        return static_name(canonical, dtype, shape)
+
+    def _registered(self, what: str, name: str, dtype: str, shape: Sequence[Any]) -> None:
+        if name not in self.mod:
+            raise TVMError(f"Prelude: no {what} named {name!r}; add the static tensor arrays of "
+                           f"{dtype}{list(shape)} with StaticTensorArrayOps(p, {dtype!r}, "
+                           f"{tuple(shape)}).register()")
+
+    def get_global_var_static(self, canonical: str, dtype: str, shape: Sequence[Any],
+                              batch_dim: int | None = None) -> GlobalVar:
+        name = self.get_name_static(canonical, dtype, shape, batch_dim)
+        self._registered("function", name, dtype, shape)
+        return self.mod.get_global_var(name)
+
+    def get_type_static(self, canonical: str, dtype: str, shape: Sequence[Any]) -> GlobalTypeVar:
+        name = self.get_name_static(canonical, dtype, shape)
+        self._registered("type", name, dtype, shape)
+        return self.mod.get_global_type_var(name)
+
+    def get_ctor_static(self, ty_name: str, name: str, dtype: str,
+                        shape: Sequence[Any]) -> Constructor:
+        """The constructor ``name`` (``"tensor_nil"``, ``"tensor_constructor"``) of the
+        static type ``ty_name`` (``"tensor_t"``) of ``dtype`` and ``shape``."""
+        gtv = self.get_type_static(ty_name, dtype, shape)
+        full = self.get_name_static(name, dtype, shape)
+        for ctor in self.mod[gtv].constructors:
+            if ctor.name_hint == full:
+                return ctor
+        raise TVMError(f"Prelude: no constructor of {gtv.name_hint} named {full!r}")
+
+    def get_tensor_ctor_static(self, name: str, dtype: str, shape: Sequence[Any]) -> Constructor:
+        return self.get_ctor_static("tensor_t", name, dtype, shape)
 
     def get_tensor_ctor(self, canonical: str, dtype: str) -> Constructor:
         """The tensor-array constructor ``canonical`` (``"tensor2"``, ``"tensor_nil"``) of
