@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..runtime.object import Object, register_object
 
@@ -35,11 +36,12 @@ class Node(Object):
 
     __slots__ = ()
 
-    def astext(self, show_meta_data: bool = True) -> str:
-        """The node in the text format (see docs/text_format.md)."""
+    def astext(self, show_meta_data: bool = True, annotate: Any = None) -> str:
+        """The node in the text format (see docs/text_format.md); ``annotate(expr) -> str``
+        replaces the ``/* ty=... */`` comments with comments of the caller's."""
         from .printer import astext
 
-        return astext(self, show_meta_data=show_meta_data)
+        return astext(self, show_meta_data=show_meta_data, annotate=annotate)
 
     def __str__(self) -> str:
         return self.astext(show_meta_data=False)
