@@ -147,10 +147,13 @@ class MergeCompilerRegions(ModulePass):
     opt_level: ClassVar[int] = 0
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        todo = [(gv, f) for gv, f in mod.functions.items() if annotatable(f) and
+                has_annotations(f)]
+        if not todo:
+            return mod
         out = mod.copy()
-        for gv, func in mod.functions.items():
-            if annotatable(func) and has_annotations(func):
-                out.add(gv, merge_regions(func, f"MergeCompilerRegions: @{gv.name_hint}"))
+        for gv, func in todo:
+            out.add(gv, merge_regions(func, f"MergeCompilerRegions: @{gv.name_hint}"))
         return InferType()(out)
 
 

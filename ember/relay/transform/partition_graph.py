@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...ir.expr import Call, Function, GlobalVar, RelayExpr, Tuple, TupleGetItem, Var
+from ...ir.expr import Call, Constant, Function, GlobalVar, RelayExpr, Tuple, TupleGetItem, Var
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import post_order, rebuild, walk_children
@@ -47,13 +47,14 @@ def _lift(region: Region, name: str, index: int) -> _Lifted:
     params: dict[RelayExpr, Var] = {}  # caller-side input -> parameter
     for begin in region.begins:
         source = begin.args[0]
-        if source not in params:
+        if source not in params and not isinstance(source, Constant):
             params[source] = Var(f"{region.target}_{index}_i{len(params)}", begin.checked_type_)
     new: dict[RelayExpr, RelayExpr] = {}
 
     def inside(node: RelayExpr) -> RelayExpr:
-        if annotation_kind(node) == BEGIN:
-            return params[node.args[0]]  # type: ignore[attr-defined]
+        if annotation_kind(node) == BEGIN:  # a constant input is bound inside, as in TVM
+            source = node.args[0]  # type: ignore[attr-defined]
+            return source if isinstance(source, Constant) else params[source]
         return new.get(node, node)  # a leaf (constant, op, composite function) stays
 
     for node in region.nodes:
@@ -148,10 +149,13 @@ class PartitionGraph(ModulePass):
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         mod = InferType()(mod)
         partitioner = _Partitioner(mod, self.mod_name)
+        todo = [(gv, f) for gv, f in mod.functions.items() if annotatable(f) and
+                has_annotations(f)]
+        if not todo:
+            return mod
         out = mod.copy()
-        for gv, func in mod.functions.items():
-            if annotatable(func) and has_annotations(func):
-                out.add(gv, partitioner.partition(func, f"PartitionGraph: @{gv.name_hint}"))
+        for gv, func in todo:
+            out.add(gv, partitioner.partition(func, f"PartitionGraph: @{gv.name_hint}"))
         for lifted in partitioner.lifted:
             out.add(lifted.gv, lifted.func)
         try:
