@@ -16,7 +16,7 @@ from ...ir.types import Type
 from ...te import tensor as te
 from ._attrs_base import OpAttrs, attrs_class
 from ...ir.op import OpDef, register_op
-from ...runtime.errors import TypeInferenceError
+from ...runtime.errors import TVMError, TypeInferenceError
 from ._reg import OPAQUE, call, defop, resolve_attrs
 
 __all__ = ["compiler_begin", "compiler_end", "stop_fusion"]
@@ -63,9 +63,18 @@ def _identity_rel(name: str) -> Any:
     return rel
 
 
+def _refuse_lowering(name: str) -> Any:
+    def compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+        raise TVMError(f"{name}(compiler={attrs.compiler!r}) reached the build: partition "
+                       "the annotated module first (relay.transform.PartitionGraph())")
+
+    return compute
+
+
 for _name, _what in ((COMPILER_BEGIN, "starts"), (COMPILER_END, "ends")):
     register_op(OpDef(_name, 1, CompilerAttrs, _identity_rel(_name), OPAQUE,
-                      reference=lambda x, attrs=None: x, arg_names=("data",),
+                      reference=lambda x, attrs=None: x, compute=_refuse_lowering(_name),
+                      arg_names=("data",),
                       description=f"Identity that {_what} a region offloaded to ``compiler``."))
 
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ...ir.expr import Call, Function, RelayExpr, Tuple, TupleGetItem
+from ...ir.expr import Call, Function, GlobalVar, RelayExpr, Tuple, TupleGetItem
 from ...ir.module import IRModule
 from ...ir.op import OP_REGISTRY, Op
 from ...ir.printer import short_text
@@ -153,13 +153,17 @@ def _supports(call: Call, target: str) -> bool:
                        f"on {short_text(call)}: {type(err).__name__}: {err}") from err
 
 
+def with_body(func: Function, body: RelayExpr) -> Function:
+    """``func`` on a new body (untyped: the BYOC passes type the module they return)."""
+    return Function(func.params, body, func.ret_type, func.type_params, func.attrs,
+                    span=func.span)
+
+
 def annotate_function(func: Function, targets: tuple[str, ...],
                       include_non_call_ops: bool = True) -> Function:
     """``func`` with its calls annotated for ``targets`` (see the module docstring)."""
     annotator = _Annotator(targets, include_non_call_ops)
-    body = annotator.leave(annotator.visit(func.body))
-    return Function(func.params, body, func.ret_type, func.type_params, func.attrs,
-                    span=func.span)
+    return with_body(func, annotator.leave(annotator.visit(func.body)))
 
 
 def annotatable(func: Any) -> bool:
@@ -194,4 +198,10 @@ def has_annotations(func: Function) -> bool:
     functions)."""
     return any(annotation_kind(n) is not None
                for n in post_order(func.body, skip=lambda n: isinstance(n, Function)))
+
+
+def annotated_functions(mod: IRModule) -> list[tuple[GlobalVar, Function]]:
+    """The global functions of ``mod`` that MergeCompilerRegions and PartitionGraph work on:
+    annotatable ones holding annotations."""
+    return [(gv, f) for gv, f in mod.functions.items() if annotatable(f) and has_annotations(f)]
 

@@ -23,7 +23,7 @@ from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import ExprMutator
 from ._regions import BEGIN, END, Region, RegionSet, annotation_kind
-from .annotate_target import annotatable, has_annotations
+from .annotate_target import annotated_functions, with_body
 from .type_infer import InferType
 
 __all__ = ["MergeCompilerRegions"]
@@ -134,9 +134,7 @@ def merge_regions(func: Function, where: str) -> Function:
                 drop.add(begin)
     if not drop:
         return func
-    body = _DropInnerAnnotations(drop).visit(func.body)
-    return Function(func.params, body, func.ret_type, func.type_params, func.attrs,
-                    span=func.span)
+    return with_body(func, _DropInnerAnnotations(drop).visit(func.body))
 
 
 @dataclass(frozen=True)
@@ -147,8 +145,7 @@ class MergeCompilerRegions(ModulePass):
     opt_level: ClassVar[int] = 0
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        todo = [(gv, f) for gv, f in mod.functions.items() if annotatable(f) and
-                has_annotations(f)]
+        todo = annotated_functions(mod)
         if not todo:
             return mod
         out = mod.copy()

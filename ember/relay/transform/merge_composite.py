@@ -21,7 +21,7 @@ from ...ir.expr import Function
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext
 from ..dataflow_pattern import DFPattern, partition
-from .annotate_target import annotatable
+from .annotate_target import annotatable, with_body
 from .type_infer import InferType
 
 __all__ = ["MergeComposite"]
@@ -57,10 +57,7 @@ def merge_composite(func: Function, entry: Entry) -> Function:
     """``func`` with the matches of one table entry lifted into composite functions."""
     name, pattern, check = entry
     body = partition(pattern, func.body, {"Composite": name}, check)
-    if body is func.body:
-        return func
-    return Function(func.params, body, func.ret_type, func.type_params, func.attrs,
-                    span=func.span)
+    return func if body is func.body else with_body(func, body)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import post_order, rebuild, walk_children
 from ...runtime.errors import TVMError
 from ._regions import BEGIN, DEFAULT, Region, RegionSet, annotation_kind, opaque_function
-from .annotate_target import annotatable, has_annotations
+from .annotate_target import annotated_functions, with_body
 from .type_infer import InferType
 
 __all__ = ["PartitionGraph"]
@@ -94,9 +94,7 @@ class _Partitioner:
                 lifted = _lift(region, *self._name(region.target))
                 self.lifted.append(lifted)
                 by_end.update({end: lifted for end in region.ends})
-        body = _replace_regions(func.body, by_end, regions)
-        return Function(func.params, body, func.ret_type, func.type_params, func.attrs,
-                        span=func.span)
+        return with_body(func, _replace_regions(func.body, by_end, regions))
 
 
 def _replace_regions(body: RelayExpr, by_end: dict[RelayExpr, _Lifted],
@@ -149,8 +147,7 @@ class PartitionGraph(ModulePass):
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         mod = InferType()(mod)
         partitioner = _Partitioner(mod, self.mod_name)
-        todo = [(gv, f) for gv, f in mod.functions.items() if annotatable(f) and
-                has_annotations(f)]
+        todo = annotated_functions(mod)
         if not todo:
             return mod
         out = mod.copy()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ....ir.expr import Function
 from ....runtime.errors import TVMError

@@ -173,3 +173,18 @@ def test_ccompiler_refuses_what_it_cannot_emit():
                        add(%a, %b) }""")
     with pytest.raises(CcompilerError, match="tensors of 4 and 8 elements"):
         ccompiler_kernel(f, "f")
+
+
+def test_unpartitioned_annotations_are_refused_at_build():
+    mod = AnnotateTarget(["ccompiler"])(_model())
+    with pytest.raises(tvm.TVMError, match=r"annotation.compiler_(begin|end)\(compiler="
+                                           r"'(ccompiler|default)'\) reached the build: "
+                                           "partition the annotated module first"):
+        relay.build(mod, "llvm")
+
+
+def test_relay_ext_ccompiler_needs_a_global_symbol():
+    f = _external("""def @f(%a: Tensor[(4), float32], Compiler="ccompiler", Primitive=1) {
+                       add(%a, %a) }""")
+    with pytest.raises(tvm.TVMError, match="no global_symbol attribute"):
+        tvm.get_global_func("relay.ext.ccompiler")(f)
