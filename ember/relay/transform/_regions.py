@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...ir.adt import Constructor
-from ...ir.expr import Call, Constant, Function, GlobalVar, RelayExpr, Var
+from ...ir.expr import Call, Constant, Function, GlobalVar, Let, RelayExpr, Var
 from ...ir.op import Op
 from ...ir.printer import short_text
 from ...ir.visitor import children, post_order
@@ -73,6 +73,7 @@ class RegionSet:
     def __init__(self, body: RelayExpr, where: str) -> None:
         self.body, self.where = body, where
         self.order = list(post_order(body, skip=opaque_function))
+        self.position = {n: i for i, n in enumerate(self.order)}
         self.consumers: dict[RelayExpr, list[RelayExpr]] = {}
         for node in self.order:
             if not opaque_function(node):
@@ -138,19 +139,20 @@ class RegionSet:
                            f"{short_text(nodes[-1])} is annotated for {targets}; each region "
                            "is offloaded to one compiler (check the compiler_begin/end "
                            "annotations around it)")
-        end_set = set(ends)
         region = Region(len(self.regions), targets[0], nodes, list(dict.fromkeys(begins)),
-                        [e for e in self.order if e in end_set])
+                        sorted(set(ends), key=self.position.__getitem__))
         self._check_closed(region, members)
         self.regions.append(region)
         for n in nodes + region.begins + region.ends:
             self.region_of[n] = region
 
     def _check_closed(self, region: Region, members: set[RelayExpr]) -> None:
+        # A let variable bound by a let of the region is the region's own.
+        let_vars = {m.var for m in members if isinstance(m, Let)}
         for n in region.nodes:
             args = n.args if isinstance(n, Call) else children(n)
             for a in args:
-                if isinstance(a, Var) and not _bound_inside(a, members):
+                if isinstance(a, Var) and a not in let_vars:
                     raise TVMError(f"{self.where}: %{a.name_hint} is read inside the "
                                    f"{region.target!r} region at {short_text(n)} without a "
                                    "compiler_begin")
@@ -167,7 +169,3 @@ class RegionSet:
         """The region an end annotation closes (None: it ends a leaf)."""
         return self.region_of.get(end)
 
-
-def _bound_inside(v: Var, members: set[RelayExpr]) -> bool:
-    # A let variable bound by a let of the region is the region's own.
-    return any(getattr(m, "var", None) is v for m in members)

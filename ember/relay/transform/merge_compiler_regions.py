@@ -35,6 +35,7 @@ class _Merger:
     def __init__(self, regions: RegionSet) -> None:
         self.rs = regions
         self.parent = {r.index: r.index for r in regions.regions}
+        self.members = {r.index: list(r.nodes) for r in regions.regions}  # by group root
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -59,7 +60,11 @@ class _Merger:
         return found
 
     def _members(self, group: int) -> list[RelayExpr]:
-        return [n for r in self.rs.regions if self.find(r.index) == group for n in r.nodes]
+        return self.members[group]
+
+    def union(self, into: int, other: int) -> None:
+        self.parent[other] = into
+        self.members[into] += self.members.pop(other)
 
     def indirectly_reaches(self, src: int, dst: int) -> bool:
         """Whether group ``dst`` is reachable from group ``src`` other than through an end
@@ -73,11 +78,13 @@ class _Merger:
                         annotation_kind(d) == BEGIN and self._begin_group(d) == dst)]
                 elif self.group_of(c) != src:
                     todo.append(c)
+        # Post order is topological: a node after every node of dst cannot lead to it.
+        limit = max(self.rs.position[n] for n in self._members(dst))
         seen_nodes: set[RelayExpr] = set()
         seen_groups = {src}
         while todo:
             node = todo.pop()
-            if node in seen_nodes:
+            if node in seen_nodes or self.rs.position[node] > limit:
                 continue
             seen_nodes.add(node)
             group = self.group_of(node)
@@ -99,7 +106,7 @@ class _Merger:
             for src in self.parents(region):
                 a, b = self.find(src.index), self.find(region.index)
                 if a != b and src.target == region.target and not self.indirectly_reaches(a, b):
-                    self.parent[b] = a
+                    self.union(a, b)
 
 
 class _DropInnerAnnotations(ExprMutator):
