@@ -42,7 +42,7 @@ def stop_fusion(data: Any) -> Call:
 class CompilerAttrs(OpAttrs):
     """compiler_begin / compiler_end: the target the region is offloaded to."""
 
-    compiler: str = ""
+    compiler: str = "default"
     _op: ClassVar[str] = "annotation.compiler_begin/end"
 
     def __post_init__(self) -> None:
