@@ -3,7 +3,8 @@
 For every call in a function (``main`` and the other global functions that are neither
 fused nor already partitioned) the first target of ``targets`` that takes it wins; ``default``
 (ember's own compiler) takes the rest. A target takes an op call when the op's attribute
-``target.<name>`` (``tvm.ir.register_op_attr``) says so (a function of the call, or a bool),
+``target.<name>`` (``tvm.ir.register_op_attr``) says so (a function of the call, the older
+``(attrs, args)`` form, or a bool),
 and a call of a composite function (``Composite="<name>.<pattern>"``, from MergeComposite) when
 ``<name>`` is one of ``targets``.
 
@@ -21,6 +22,7 @@ support checks may read argument types; the pass types the module it is given).
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -147,6 +149,8 @@ def _supports(call: Call, target: str) -> bool:
         raise TypeError(f"AnnotateTarget: attribute 'target.{target}' of {call.op.name} must "
                         f"be a bool or a function of the call, got {type(check).__name__}")
     try:
+        if _takes_two(check):  # the older signature, check(attrs, args)
+            return bool(check(call.attrs, list(call.args)))
         return bool(check(call))
     except Exception as err:
         raise TVMError(f"AnnotateTarget: the 'target.{target}' check of {call.op.name} failed "
@@ -157,6 +161,15 @@ def with_body(func: Function, body: RelayExpr) -> Function:
     """``func`` on a new body (untyped: the BYOC passes type the module they return)."""
     return Function(func.params, body, func.ret_type, func.type_params, func.attrs,
                     span=func.span)
+
+
+def _takes_two(check: Any) -> bool:
+    try:
+        params = inspect.signature(check).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == 2 and all(p.default is p.empty for p in positional)
 
 
 def annotate_function(func: Function, targets: tuple[str, ...],

@@ -17,6 +17,7 @@ ember.ir.register_op_attr("tanh", "target.at_test_b", lambda call: True)
 ember.ir.register_op_attr("abs", "target.at_test_b", lambda call: True)
 ember.ir.register_op_attr("exp", "target.at_test_boom", lambda call: 1 / 0)
 ember.ir.register_op_attr("exp", "target.at_test_odd", 3)
+ember.ir.register_op_attr("exp", "target.at_test_old", lambda attrs, args: len(args) == 1)
 
 
 def test_each_use_gets_its_own_end_and_default_takes_the_rest():
@@ -97,6 +98,11 @@ def test_composite_call_goes_to_its_compiler():
     assert call.op.get_attr("Composite") == "at_test_a.relu_exp"
     assert call.args[0].attrs.compiler == "at_test_a"
     assert "annotation" not in call.op.astext()  # the composite's insides are left alone
+
+
+def test_older_two_argument_checks_are_called_with_attrs_and_args():
+    out = run(AnnotateTarget(["at_test_old"]), "def @main(%x: Tensor[(4), float32]) { exp(%x) }")
+    assert out["main"].body.args[0].args[0].attrs.compiler == "at_test_old"
 
 
 def test_bad_targets_are_refused():
