@@ -1,7 +1,7 @@
 """Module codegens (``relay.ext.<name>`` returning a runtime module): a C source module compiled
 into the model's library and a serialisable Python module travelling inside it, called by
-the graph executor, AOT and the VM, through export_library -> load_module and Model Library
-Format; and the errors: no codegen, a codegen that fails or returns no module, an external
+the graph executor, AOT and the VM, through export_library -> load_module (the VM's too) and
+Model Library Format; and the errors: no codegen, a codegen that fails or returns no module, an external
 function failing at run time, modules that cannot go into MLF or the C runtime."""
 from __future__ import annotations
 
@@ -114,6 +114,7 @@ def _vm(mod) -> np.ndarray:
     return tvm.runtime.vm.VirtualMachine(exe, tvm.cpu(0)).invoke("main", X, Y).numpy()
 
 
+
 @pytest.mark.parametrize("compiler", ["byoc_cmod", "byoc_py"])
 def test_every_executor_calls_the_external_module(compiler, tmp_path):
     mod = _mod(compiler)
@@ -125,6 +126,11 @@ def test_every_executor_calls_the_external_module(compiler, tmp_path):
     aot = relay.build(mod, "llvm", executor=Executor("aot"))
     np.testing.assert_allclose(_run(aot), WANT, rtol=1e-5)
     np.testing.assert_allclose(_vm(mod), WANT, rtol=1e-5)
+    exe = relay.vm.compile(mod, "llvm")
+    exe.mod.export_library(str(tmp_path / "vm.so"))
+    loaded = tvm.runtime.vm.Executable(tvm.runtime.load_module(str(tmp_path / "vm.so")))
+    vm = tvm.runtime.vm.VirtualMachine(loaded, tvm.cpu(0))
+    np.testing.assert_allclose(vm.invoke("main", X, Y).numpy(), WANT, rtol=1e-5)
 
 
 def test_c_module_goes_into_model_library_format(tmp_path):
