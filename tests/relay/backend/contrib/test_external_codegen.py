@@ -1,8 +1,9 @@
-"""Module codegens (``relay.ext.<name>`` returning a runtime module): a C source module compiled
-into the model's library and a serialisable Python module travelling inside it, called by
-the graph executor, AOT and the VM, through export_library -> load_module (the VM's too) and
-Model Library Format; and the errors: no codegen, a codegen that fails or returns no module, an external
-function failing at run time, modules that cannot go into MLF or the C runtime."""
+"""Module codegens (``relay.ext.<name>`` returning a runtime module): a C source module
+compiled into the model's library and a serialisable Python module travelling inside it,
+called by the graph executor, AOT and the VM, through export_library -> load_module (the VM's
+too) and Model Library Format; and the errors: no codegen, a codegen that fails or returns no
+module, an external function failing at run time, modules that cannot go into MLF or the C
+runtime."""
 from __future__ import annotations
 
 import numpy as np
