@@ -39,6 +39,7 @@ from ....tir.codegen_c import render_float
 from ....tir.codegen_packed import c_ident, packed_wrapper
 from ....tir.stmt import Buffer, Evaluate, PrimFunc
 from ....tir.expr import IntImm
+from ...transform.type_infer import infer_type
 
 _BINARY = {"add": "+", "subtract": "-", "multiply": "*"}
 _UNARY: dict[str, Callable[[str], str]] = {"nn.relu": lambda x: f"({x} > 0.0f ? {x} : 0.0f)"}
@@ -157,8 +158,10 @@ def _signature(symbol: str, inputs: list[tuple[str, tuple[int, ...], str]],
 def ccompiler_kernel(func: Function, symbol: str) -> ExternKernel:
     """The C kernel ``symbol`` of ``func`` (typed, ``Compiler="ccompiler"``)."""
     flat = _InlineComposites().visit(func.body)
+    if flat is not func.body:  # the inlined bodies are new nodes: type them
+        func = infer_type(Function(func.params, flat, attrs=func.attrs))  # type: ignore
     emitter = _Emitter(func, symbol)
-    outputs = emitter.emit(flat)
+    outputs = emitter.emit(func.body)
     in_info = [(name, tuple(p.checked_type_.shape), "float32")
                for name, p in zip(emitter.params, func.params)]
     out_types = [_tensor_type(o, emitter.where) for o in outputs]

@@ -1,6 +1,7 @@
 """What the built-in ``ccompiler`` codegen takes (``target.ccompiler``): elementwise ``add``,
-``subtract`` and ``multiply`` of float32 tensors of one static shape (or with a scalar
-constant), the ops its C emitter (``relay/backend/contrib/ccompiler``) writes loops for."""
+``subtract`` and ``multiply`` of float32 tensors of one static shape (or with a scalar), the
+Relay-era ccompiler's ops. Its C emitter (``relay/backend/contrib/ccompiler``) also writes
+``nn.relu``, reached through composite functions (a ``ccompiler.<name>`` pattern table)."""
 from __future__ import annotations
 
 from typing import Any

@@ -188,3 +188,22 @@ def test_relay_ext_ccompiler_needs_a_global_symbol():
                        add(%a, %a) }""")
     with pytest.raises(tvm.TVMError, match="no global_symbol attribute"):
         tvm.get_global_func("relay.ext.ccompiler")(f)
+
+
+@needs_cc
+def test_composite_functions_are_inlined_into_the_loop():
+    from ember.relay.dataflow_pattern import is_op, wildcard
+    from ember.relay.transform import MergeComposite
+
+    x, y = relay.var("x", shape=SHAPE), relay.var("y", shape=SHAPE)
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], relay.exp(relay.nn.relu(
+        relay.add(x, y)))))
+    table = [("ccompiler.add_relu", is_op("nn.relu")(is_op("add")(wildcard(), wildcard())))]
+    partitioned = Sequential([MergeComposite(table), BYOC])(mod)
+    lib = relay.build(partitioned, "llvm")
+    assert "(v0 > 0.0f ? v0 : 0.0f)" in lib.get_lib().get_source()
+    m = lib["default"](tvm.cpu(0))
+    m.set_input(x=INPUTS["x"], y=INPUTS["y"])
+    m.run()
+    want = np.exp(np.maximum(INPUTS["x"] + INPUTS["y"], 0))
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-6)
