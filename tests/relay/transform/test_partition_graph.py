@@ -1,11 +1,12 @@
 """PartitionGraph (with AnnotateTarget and MergeCompilerRegions before it): lifted functions
-with their attributes and names, several outputs, constants, the interpreter's result kept,
-and malformed regions refused."""
+with their attributes and names, several outputs, constants, the interpreter's result kept
+(also on random programs), and malformed regions refused."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from _pass_helpers import assert_same_result, parse, run
+from _pass_helpers import assert_same_result, dataflow_programs, law, parse, run
+from hypothesis import given, settings
 
 import ember
 from ember import relay
@@ -118,3 +119,14 @@ def test_result_leaving_without_end_is_refused():
 def test_bad_mod_name_is_refused():
     with pytest.raises(ValueError, match="mod_name must be a C identifier"):
         PartitionGraph(mod_name="my model")
+
+
+@settings(max_examples=25, deadline=None)
+@given(dataflow_programs())
+def test_partitioning_keeps_the_interpreters_result(case):
+    mod, args = case
+    out = law(lambda: BYOC, mod, args)
+    for gv, func in out.functions.items():  # only the ccompiler's regions were lifted
+        if gv.name_hint != "main":
+            assert func.get_attr("Compiler") == "ccompiler"
+    assert "compiler_begin" not in out.astext() and "compiler_end" not in out.astext()
