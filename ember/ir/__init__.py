@@ -11,7 +11,7 @@ from .expr import (BaseExpr, BaseFunc, Call, Constant, Expr, Function, GlobalVar
                    RefCreate, RefRead, RefWrite, RelayExpr, Tuple, TupleGetItem, Var, bind, const,
                    var)
 from .module import IRModule  # noqa: F401
-from .op import Op, OpDef, OpPattern, register_op  # noqa: F401
+from .op import Op, OpDef, OpPattern, register_op, register_op_attr  # noqa: F401
 from .types import (Any, FuncType, GlobalTypeVar, IncompleteType, RelayRefType, ShapeVar,  # noqa: F401
                     TensorType, TupleType, Type, TypeCall, TypeConstraint, TypeKind, TypeVar,
                     scalar_type)
