@@ -3,25 +3,112 @@ configuration they all use, typing a module, mapping over its functions, buildin
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...ir.expr import Call, Function, RelayExpr
+from ...ir.base import Span, merge_spans
+from ...ir.expr import Call, Constant, Function, RelayExpr, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.types import Any as AnyDim
-from ...ir.visitor import ExprMutator, children, is_primitive, post_order
+from ...ir.visitor import (
+    ExprMutator,
+    children,
+    is_primitive,
+    post_order,
+    rebuild,
+    walk_children,
+)
 from .type_infer import InferType
+
+
+# How many nodes ``rewrite_span`` walks on either side of a rewrite before it gives up on
+# finding what the rewrite consumed (the patterns passes rewrite are a dozen nodes at most).
+SPAN_WALK_LIMIT = 64
 
 
 class PassMutator(ExprMutator):
     """An ExprMutator as the passes use it: every node keeps its type (a replacement without
-    one takes the type of the node it replaces), and fused functions are left alone."""
+    one takes the type of the node it replaces), and fused functions are left alone.
+
+    A new call that replaces a node, and has no span itself, takes the spans of the calls it
+    replaces (``rewrite_span``), so a kernel still names the ONNX nodes it computes
+    after a pass rewrote them (``x * sigmoid(x)`` into ``nn.silu``)."""
 
     keep_types = True
 
     def skip(self, expr: RelayExpr) -> bool:
         return is_primitive(expr)
+
+    def _dispatch(self, node: Any) -> Any:
+        return self.keep_span(node, super()._dispatch(node))
+
+    def keep_span(self, orig: Any, out: Any) -> Any:
+        """``out`` (what ``orig`` became) with the spans of what it replaces on its new calls,
+        if it is a new call without a span of its own. A subclass that keys state by the
+        identity of its results calls this before recording them (``_dispatch`` then leaves
+        the result as it is)."""
+        if isinstance(out, Call) and out.span is None and out not in self.memo_map and \
+                isinstance(orig, RelayExpr):
+            span, kept = rewrite_span(orig, out, self.memo_map)
+            return spread_span(out, span, kept)
+        return out
+
+
+def _reachable(expr: RelayExpr, limit: int) -> set[int]:
+    """Ids of the first ``limit`` nodes reachable from ``expr`` (breadth first)."""
+    seen, queue = {id(expr)}, [expr]
+    for node in queue:
+        for kid in children(node):
+            if id(kid) not in seen and len(seen) < limit:
+                seen.add(id(kid))
+                queue.append(kid)
+    return seen
+
+
+def rewrite_span(old: RelayExpr, new: RelayExpr, rebuilt: Mapping[RelayExpr, RelayExpr]
+                 ) -> tuple[Span | None, set[int]]:
+    """The span of ``new``, which replaces ``old``: the spans of ``old`` and of the calls
+    under it that ``new`` no longer uses, walked down to the nodes ``new`` still reaches
+    (``rebuilt`` maps an original node to what it became); and the ids of those nodes. Where
+    that boundary is not found within ``SPAN_WALK_LIMIT`` nodes, ``old``'s own span."""
+    reach = _reachable(new, SPAN_WALK_LIMIT)
+    spans, seen, kept = [old.span], {id(old)}, set()
+    stack = list(children(old))
+    while stack:
+        node = stack.pop()
+        now = rebuilt.get(node, node)
+        if id(now) in reach:
+            kept.add(id(now))
+            continue
+        if id(node) in seen or isinstance(node, (Var, Constant, Op)):
+            continue
+        if len(seen) >= SPAN_WALK_LIMIT:
+            return old.span, kept
+        seen.add(id(node))
+        spans.append(node.span)
+        stack.extend(children(node))
+    return merge_spans(*spans), kept
+
+
+def spread_span(expr: RelayExpr, span: Span | None, kept: set[int]) -> RelayExpr:
+    """``expr`` with ``span`` on each of its calls that has none, down to the nodes in
+    ``kept`` (ids of nodes that existed before: left as they are). Only ``expr`` itself gets
+    it where the new nodes are more than ``SPAN_WALK_LIMIT``."""
+    if span is None:
+        return expr
+    order = [e for e in post_order(expr, skip=lambda e: id(e) in kept or isinstance(
+        e, (Var, Constant, Op))) if id(e) not in kept and not isinstance(e, (Var, Constant, Op))]
+    if len(order) > SPAN_WALK_LIMIT:
+        return dataclasses.replace(expr, span=span)
+    new: dict[int, RelayExpr] = {}
+    for e in order:
+        out = rebuild(e, [new.get(id(k), k) for k in walk_children(e)])
+        if isinstance(out, Call) and out.span is None:
+            out = dataclasses.replace(out, span=span)
+        new[id(e)] = out
+    return new[id(expr)]
 
 
 def infer(mod: IRModule) -> IRModule:

@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...ir.base import Span, merge_spans
 from ...ir.expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var, const
 from ...ir.module import IRModule
 from ...ir.op import Op
@@ -132,6 +133,7 @@ class _Plan:
     act: str = "none"
     clip: tuple[float, float] = (0.0, 0.0)
     act_after_add: bool = True
+    span: Span | None = None  # of the conv and every call its epilogue absorbed
 
 
 @dataclass
@@ -212,14 +214,14 @@ class _Planner:
         wcb = 1 if a.groups > 1 and a.groups == p.weight.shape[0] == p.weight.shape[1] * a.groups \
             else p.in_block
         weight = const(pack_weight(p.weight, p.lanes, wcb))
-        return op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
+        return _spanned(p.span, op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
                                                           else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None
                                                          else []),
                        strides=a.strides, padding=a.padding, dilation=a.dilation,
                        groups=a.groups, lanes=p.lanes, in_block=p.in_block,
                        activation=p.act, clip_min=p.clip[0], clip_max=p.clip[1],
-                       act_after_add=p.act_after_add)
+                       act_after_add=p.act_after_add))
 
     # -- rules --------------------------------------------------------------------------------
     def visit(self, node: RelayExpr) -> None:
@@ -243,12 +245,12 @@ class _Planner:
         if name == "nn.conv2d":
             plan = self._conv(call)
             if plan is not None:
-                return _Value(plan=plan)
+                return _Value(plan=replace(plan, span=call.span))
         if name == "concatenate" and (joined := self._concat(call)) is not None:
             return joined
         absorbed = self._absorb(call, name)
         if absorbed is not None:
-            return _Value(plan=absorbed)
+            return _Value(plan=replace(absorbed, span=merge_spans(absorbed.span, call.span)))
         if self._blocked_ok(call, name):
             expr, lanes = self._rebuild_blocked(call, name)
             return _Value(expr, blocked=True, lanes=lanes)
@@ -353,8 +355,9 @@ class _Planner:
         if any(not isinstance(c, int) or c % lanes for c in sizes):
             return None
         begin = sum(sizes[:item.index])
-        part = op_call("strided_slice", self.blocked(x, lanes), begin=[begin // lanes],
-                       end=[(begin + sizes[item.index]) // lanes], axes=[1])
+        part = _spanned(split.span, op_call("strided_slice", self.blocked(x, lanes),
+                                            begin=[begin // lanes],
+                                            end=[(begin + sizes[item.index]) // lanes], axes=[1]))
         return _Value(part, blocked=True, lanes=lanes)
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
@@ -404,8 +407,8 @@ class _Planner:
             # the whole image as one window: the blocked pool kernel reads it contiguously,
             # one vector per tap (the generic reduction strides over the lanes)
             op = "nn.avg_pool2d" if name == "nn.global_avg_pool2d" else "nn.max_pool2d"
-            return op_call(op, self.blocked(call.args[0]), pool_size=tuple(hw),
-                           layout=f"NCHW{lanes}c"), lanes
+            return _spanned(call.span, op_call(op, self.blocked(call.args[0]),
+                                               pool_size=tuple(hw), layout=f"NCHW{lanes}c")), lanes
         if name in POOLS:
             attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
             if hasattr(attrs, "out_layout"):
@@ -415,6 +418,11 @@ class _Planner:
             return Call(call.op, (self.blocked(call.args[0]),), call.attrs, span=call.span), lanes
         args = tuple(self._blocked_operand(a, call, lanes) for a in call.args)
         return Call(call.op, args, call.attrs, span=call.span), lanes  # type: ignore[arg-type]
+
+
+def _spanned(span: Span | None, call: Call) -> Call:
+    """``call`` (new) with the span of the calls it stands for."""
+    return call if span is None else replace(call, span=span)
 
 
 def _broadcasts_over_image(a: TensorType | None, out: TensorType | None) -> bool:
