@@ -12,14 +12,7 @@ from ...ir.expr import Call, Constant, Function, RelayExpr, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.types import Any as AnyDim
-from ...ir.visitor import (
-    ExprMutator,
-    children,
-    is_primitive,
-    post_order,
-    rebuild,
-    walk_children,
-)
+from ...ir.visitor import ExprMutator, children, is_primitive, post_order
 from .type_infer import InferType
 
 
@@ -38,6 +31,10 @@ class PassMutator(ExprMutator):
 
     keep_types = True
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._spanned: dict[int, tuple[Call, Call]] = {}  # id -> (new call, its spanned copy)
+
     def skip(self, expr: RelayExpr) -> bool:
         return is_primitive(expr)
 
@@ -45,15 +42,20 @@ class PassMutator(ExprMutator):
         return self.keep_span(node, super()._dispatch(node))
 
     def keep_span(self, orig: Any, out: Any) -> Any:
-        """``out`` (what ``orig`` became) with the spans of what it replaces on its new calls,
-        if it is a new call without a span of its own. A subclass that keys state by the
-        identity of its results calls this before recording them (``_dispatch`` then leaves
-        the result as it is)."""
-        if isinstance(out, Call) and out.span is None and out not in self.memo_map and \
-                isinstance(orig, RelayExpr):
-            span, kept = rewrite_span(orig, out, self.memo_map)
-            return spread_span(out, span, kept)
-        return out
+        """``out`` (what ``orig`` became) with the spans of what it replaces, if it is a new
+        call without a span of its own (the same copy each time a pass gives the same call
+        for several nodes, so sharing is kept). A subclass that keys state by the identity of
+        its results calls this before recording them (``_dispatch`` then leaves them be)."""
+        if not isinstance(out, Call) or out.span is not None or out in self.memo_map or \
+                not isinstance(orig, RelayExpr):
+            return out
+        done = self._spanned.get(id(out))
+        if done is not None:
+            return done[1]
+        span = rewrite_span(orig, out, self.memo_map)
+        spanned = out if span is None else dataclasses.replace(out, span=span)
+        self._spanned[id(out)] = (out, spanned)  # holds ``out``: its id stays its own
+        return spanned
 
 
 def _reachable(expr: RelayExpr, limit: int) -> set[int]:
@@ -67,48 +69,26 @@ def _reachable(expr: RelayExpr, limit: int) -> set[int]:
     return seen
 
 
-def rewrite_span(old: RelayExpr, new: RelayExpr, rebuilt: Mapping[RelayExpr, RelayExpr]
-                 ) -> tuple[Span | None, set[int]]:
+def rewrite_span(old: RelayExpr, new: RelayExpr,
+                 rebuilt: Mapping[RelayExpr, RelayExpr] | None = None) -> Span | None:
     """The span of ``new``, which replaces ``old``: the spans of ``old`` and of the calls
     under it that ``new`` no longer uses, walked down to the nodes ``new`` still reaches
-    (``rebuilt`` maps an original node to what it became); and the ids of those nodes. Where
-    that boundary is not found within ``SPAN_WALK_LIMIT`` nodes, ``old``'s own span."""
+    (``rebuilt`` maps an original node to what it became). Where that boundary is not found
+    within ``SPAN_WALK_LIMIT`` nodes, ``old``'s own span."""
     reach = _reachable(new, SPAN_WALK_LIMIT)
-    spans, seen, kept = [old.span], {id(old)}, set()
-    stack = list(children(old))
+    rebuilt = rebuilt or {}
+    spans, seen, stack = [old.span], {id(old)}, list(children(old))
     while stack:
         node = stack.pop()
-        now = rebuilt.get(node, node)
-        if id(now) in reach:
-            kept.add(id(now))
-            continue
-        if id(node) in seen or isinstance(node, (Var, Constant, Op)):
+        if id(node) in seen or isinstance(node, (Var, Constant, Op)) or \
+                id(rebuilt.get(node, node)) in reach:
             continue
         if len(seen) >= SPAN_WALK_LIMIT:
-            return old.span, kept
+            return old.span
         seen.add(id(node))
         spans.append(node.span)
         stack.extend(children(node))
-    return merge_spans(*spans), kept
-
-
-def spread_span(expr: RelayExpr, span: Span | None, kept: set[int]) -> RelayExpr:
-    """``expr`` with ``span`` on each of its calls that has none, down to the nodes in
-    ``kept`` (ids of nodes that existed before: left as they are). Only ``expr`` itself gets
-    it where the new nodes are more than ``SPAN_WALK_LIMIT``."""
-    if span is None:
-        return expr
-    order = [e for e in post_order(expr, skip=lambda e: id(e) in kept or isinstance(
-        e, (Var, Constant, Op))) if id(e) not in kept and not isinstance(e, (Var, Constant, Op))]
-    if len(order) > SPAN_WALK_LIMIT:
-        return dataclasses.replace(expr, span=span)
-    new: dict[int, RelayExpr] = {}
-    for e in order:
-        out = rebuild(e, [new.get(id(k), k) for k in walk_children(e)])
-        if isinstance(out, Call) and out.span is None:
-            out = dataclasses.replace(out, span=span)
-        new[id(e)] = out
-    return new[id(expr)]
+    return merge_spans(*spans)
 
 
 def infer(mod: IRModule) -> IRModule:

@@ -49,7 +49,7 @@ from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...ir.visitor import set_type
-from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
+from ._helpers import PassMutator, op_call, rewrite_functions, rewrite_span, use_counts
 
 __all__ = ["RULES", "RecogniseActivations"]
 
@@ -283,11 +283,11 @@ def product_to_activation(m: Matcher, call: Call) -> RelayExpr | None:
     if len(prod.leaves) == 1 and _name(prod.leaves[0]) in ACTIVATION_OPS and _close(
             prod.scale, 1.0, dtype) and _keeps_type(prod.leaves[0], call):
         # the scale an inner match left cancels: (act * 6) / 6; an act the inner match made
-        # (no other user) takes the division's span too
+        # (no other user) takes the spans of the product it replaces too
         act = prod.leaves[0]
         if id(act) in m.uses and not m.single(act):
             return act
-        return dataclasses.replace(act, span=merge_spans(act.span, call.span))
+        return dataclasses.replace(act, span=merge_spans(act.span, rewrite_span(call, act)))
     if len(prod.leaves) == 1 and m.single(prod.leaves[0]):
         x = _relu6_of_plus3(m, prod.leaves[0], dtype)
         if x is not None and _keeps_type(x, call):
