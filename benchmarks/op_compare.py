@@ -13,9 +13,11 @@ onnxruntime: the same model with ``SessionOptions.enable_profiling``; each node'
 ``kernel_time`` event, median over the runs. Both at ``--threads`` (default 1), on the same
 random inputs, after ``--warmup`` runs.
 
-onnxruntime's optimised graph renames the nodes it rewrites: a node keeps its ONNX name, or
-is named after the ONNX value it computes (``relu_nchwc``: the NCHWc conv that ends at value
-``relu``, with its fused activation), and ``_token_<k>`` suffixes tell copies apart. Each
+onnxruntime's optimised graph renames the nodes it rewrites: a node keeps its ONNX name, is
+named after the ONNX value it computes (``relu_nchwc``: the NCHWc conv that ends at value
+``relu``, with its fused activation), or after the first node of a fusion
+(``node_Mul/QuickGeluFusion/``: ``x * sigmoid(x)`` from Mul ``node_Mul``), and
+``_token_<k>`` suffixes tell copies apart. Each
 onnxruntime node is mapped back to the ONNX node of that name or that value; its time goes to
 the ember kernel(s) covering that node (shared evenly if several do). Rows: one per ember
 kernel call (its ONNX nodes, their op types, ember's time, onnxruntime's for the same nodes,
@@ -40,6 +42,7 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from _report import open_results, results_path, table
+from _systems import ort_session
 
 DEFAULT_JSON = results_path("op_compare.json")
 PREFIX = "tvmgen_default_"
@@ -131,14 +134,7 @@ def profile_ember(model: Any, inputs: Mapping[str, np.ndarray], threads: int, wa
 def profile_ort(path: str, inputs: Mapping[str, np.ndarray], threads: int, warmup: int,
                 repeat: int) -> list[dict[str, Any]]:
     """One record per onnxruntime node: name, op type, median us over ``repeat`` runs."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.enable_profiling = True
-    opts.profile_file_prefix = str(Path(path).with_suffix(""))
-    session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    session = ort_session(path, threads, profile=True)
     for _ in range(warmup + repeat):
         session.run(None, dict(inputs))
     events = json.loads(Path(session.end_profiling()).read_text())
@@ -179,7 +175,7 @@ def onnx_index(model: Any) -> tuple[dict[str, str], dict[str, str]]:
 def ort_onnx_node(name: str, op_types: Mapping[str, str], producer: Mapping[str, str]
                   ) -> str | None:
     """The ONNX node an onnxruntime node stands for (see the module docstring), or None."""
-    for candidate in (name, _COPY_SUFFIX.sub("", name)):
+    for candidate in (name, _COPY_SUFFIX.sub("", name), name.split("/", 1)[0]):
         base = candidate.removesuffix(_LAYOUT_SUFFIX)
         for key in (candidate, base):
             if key in op_types:
