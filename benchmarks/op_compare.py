@@ -226,14 +226,15 @@ def _row(call: Mapping[str, Any], ort_us: float, ort_names: list[str],
             "lost_us": call["us"] - ort_us, "ratio": call["us"] / ort_us if ort_us else None}
 
 
-def _names(names: Sequence[str], width: int = 40) -> str:
-    text = ",".join(names) or "-"
+def _names(names: Sequence[str], width: int = 40, sep: str = ",") -> str:
+    """``names`` joined, cut to about ``width`` characters (``..+<count>`` when cut)."""
+    text = sep.join(names) or "-"
     return text if len(text) <= width else text[:width - 6] + f"..+{len(names)}"
 
 
 def render(result: Mapping[str, Any], top: int) -> str:
     """The table (``top`` kernel rows, then the largest unmapped onnxruntime nodes), totals."""
-    rows = [[_names(r["onnx_nodes"]), "+".join(r["op_types"]) or "-", r["ember_us"],
+    rows = [[_names(r["onnx_nodes"]), _names(r["op_types"], 30, "+"), r["ember_us"],
              r["ort_us"], r["lost_us"], r["ratio"], r["kernel"][:40]]
             for r in result["rows"][:top]]
     rows += [[f"(ort only) {u['name']}"[:40], u["op"], 0.0, u["ort_us"], -u["ort_us"], None,

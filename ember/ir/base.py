@@ -21,7 +21,7 @@ class Span(Object):
 
     A span of line 0 names a node of a source graph instead (its ``source_name`` is the
     node's name, as TVM's frontends write them): ``node_span("conv1")`` is what the ONNX
-    importer gives every call it builds for node ``conv1``; see ``node_name``.
+    importer gives every call it builds for node ``conv1``; see ``node_names``.
     """
 
     source_name: SourceName | None

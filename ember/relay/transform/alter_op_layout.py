@@ -214,14 +214,15 @@ class _Planner:
         wcb = 1 if a.groups > 1 and a.groups == p.weight.shape[0] == p.weight.shape[1] * a.groups \
             else p.in_block
         weight = const(pack_weight(p.weight, p.lanes, wcb))
-        return _spanned(p.span, op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
+        call = op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
                                                           else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None
                                                          else []),
                        strides=a.strides, padding=a.padding, dilation=a.dilation,
                        groups=a.groups, lanes=p.lanes, in_block=p.in_block,
                        activation=p.act, clip_min=p.clip[0], clip_max=p.clip[1],
-                       act_after_add=p.act_after_add))
+                       act_after_add=p.act_after_add)
+        return _spanned(p.span, call)
 
     # -- rules --------------------------------------------------------------------------------
     def visit(self, node: RelayExpr) -> None:
