@@ -109,7 +109,11 @@ def test_graph_json_lists_each_kernels_onnx_nodes():
     named = [n["attrs"]["source_nodes"] for n in nodes
              if n["op"] == "tvm_op" and "source_nodes" in n["attrs"]]
     assert named == [["conv", "relu", "residual"]]
-    # the graph executor reads the attribute back with the graph
-    g = factory.debug_create("default", ember.cpu(0)).graph
-    assert [n.extra_attrs["source_nodes"] for n in g.nodes if "source_nodes" in n.extra_attrs] \
-        == named
+    # the graph executor reads the attribute back with the graph; its profile shows it
+    dbg = factory.debug_create("default", ember.cpu(0))
+    assert [n.extra_attrs["source_nodes"] for n in dbg.graph.nodes
+            if "source_nodes" in n.extra_attrs] == named
+    report = dbg.profile(x=np.zeros((1, 8, 6, 6), "float32"))
+    assert [c["Source Nodes"] for c in report.calls if "Source Nodes" in c] == \
+        ["conv,relu,residual"]
+    assert "Source Nodes" in report.table()
