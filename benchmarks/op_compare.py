@@ -82,7 +82,10 @@ def graph_inputs(model: Any, shapes: Mapping[str, tuple[int, ...]]) -> dict[str,
         ttype = value.type.tensor_type
         dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
                 for d in ttype.shape.dim]
-        shape = shapes.get(value.name) or tuple(dims)
+        shape = shapes.get(value.name, tuple(dims))
+        if dims and len(shape) != len(dims):
+            raise ValueError(f"--shape {value.name}: {len(shape)} sizes for an input of rank "
+                             f"{len(dims)} {_dims(dims)}")
         if None in shape:
             raise ValueError(f"input {value.name!r} has an unknown size {_dims(dims)}; give it "
                              f"with --shape {value.name}=D0,D1,...")
@@ -118,7 +121,8 @@ def profile_ember(model: Any, inputs: Mapping[str, np.ndarray], threads: int, wa
     dbg = factory.debug_create("default", ember.cpu(0))
     dbg.set_input(**inputs)
     with ThreadControl(factory).use(threads):
-        dbg.run_individual(number=1, repeat=max(warmup, 1))
+        if warmup:
+            dbg.run_individual(number=1, repeat=warmup)
         dbg.run_individual(number=1, repeat=repeat)
     calls = []
     for nid, node in enumerate(dbg.graph.nodes):

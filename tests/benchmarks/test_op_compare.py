@@ -118,6 +118,8 @@ def test_graph_inputs_need_the_unknown_sizes():
         op_compare.graph_inputs(model, {})
     with pytest.raises(ValueError, match="no input 'nope'"):
         op_compare.graph_inputs(model, {"nope": (1,)})
+    with pytest.raises(ValueError, match=r"--shape x: 3 sizes for an input of rank 2"):
+        op_compare.graph_inputs(model, {"x": (1, 2, 4)})
     specs = op_compare.graph_inputs(model, {"x": (2, 4)})
     assert specs == {"x": ((2, 4), np.float32)}
     arr = op_compare.random_inputs(specs)["x"]
