@@ -6,7 +6,7 @@ from ..runtime.errors import DiagnosticError  # noqa: F401
 from .adt import (Clause, Constructor, Match, Pattern, PatternConstructor, PatternTuple,  # noqa: F401
                   PatternVar, PatternWildcard, TypeData)
 from .attrs import Attrs, DictAttrs, make_attrs  # noqa: F401
-from .base import Node, SourceName, Span  # noqa: F401
+from .base import Node, SequentialSpan, SourceName, Span, merge_spans, node_span  # noqa: F401
 from .expr import (BaseExpr, BaseFunc, Call, Constant, Expr, Function, GlobalVar, If, Let,  # noqa: F401
                    RefCreate, RefRead, RefWrite, RelayExpr, Tuple, TupleGetItem, Var, bind, const,
                    var)

@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...ir.base import Span, merge_spans
 from ...ir.expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var, const
 from ...ir.module import IRModule
 from ...ir.op import Op
@@ -147,6 +148,7 @@ class _Plan:
     # a transposed conv's phase conv: the attrs of the interleave that follows it (its
     # bias and activation still go into the conv's epilogue: they commute with it)
     interleave: tuple[tuple[str, Any], ...] = ()
+    span: Span | None = None  # of the conv and every call its epilogue absorbed
 
     @property
     def result_lanes(self) -> int:
@@ -251,8 +253,9 @@ class _Planner:
                        activation=p.act, clip_min=p.clip[0], clip_max=p.clip[1],
                        act_after_add=p.act_after_add)
         if not p.interleave:
-            return conv
-        return op_call("nn.contrib_conv2d_transpose_interleave", conv, **dict(p.interleave))
+            return _spanned(p.span, conv)
+        return _spanned(p.span, op_call("nn.contrib_conv2d_transpose_interleave", conv,
+                                        **dict(p.interleave)))
 
     # -- rules --------------------------------------------------------------------------------
     def visit(self, node: RelayExpr) -> None:
@@ -276,14 +279,14 @@ class _Planner:
         if name == "nn.conv2d":
             plan = self._conv(call)
             if plan is not None:
-                return _Value(plan=plan)
+                return _Value(plan=replace(plan, span=call.span))
         if name == "nn.conv2d_transpose" and (phased := self._conv_transpose(call)) is not None:
             return phased
         if name == "concatenate" and (joined := self._concat(call)) is not None:
             return joined
         absorbed = self._absorb(call, name)
         if absorbed is not None:
-            return _Value(plan=absorbed)
+            return _Value(plan=replace(absorbed, span=merge_spans(absorbed.span, call.span)))
         if self._blocked_ok(call, name):
             expr, lanes = self._rebuild_blocked(call, name)
             return _Value(expr, blocked=True, lanes=lanes)
@@ -370,9 +373,10 @@ class _Planner:
         convs = [_Plan(x, cb, pw, np.zeros(pw.shape[0], "float32"), attrs, lanes)
                  for pw in weights]
         if len(convs) == 1:  # pending: the bias and activation may join its epilogue
-            return _Value(plan=replace(convs[0], interleave=interleave))
+            return _Value(plan=replace(convs[0], interleave=interleave, span=call.span))
         joined = op_call("concatenate", Tuple(tuple(self._emit(p) for p in convs)), axis=1)
-        out = op_call("nn.contrib_conv2d_transpose_interleave", joined, **dict(interleave))
+        out = _spanned(call.span, op_call("nn.contrib_conv2d_transpose_interleave", joined,
+                                          **dict(interleave)))
         return _Value(out, blocked=bool(out_lanes), lanes=out_lanes)
 
     def _absorb(self, call: Call, name: str) -> _Plan | None:
@@ -440,8 +444,9 @@ class _Planner:
         if any(not isinstance(c, int) or c % lanes for c in sizes):
             return None
         begin = sum(sizes[:item.index])
-        part = op_call("strided_slice", self.blocked(x, lanes), begin=[begin // lanes],
-                       end=[(begin + sizes[item.index]) // lanes], axes=[1])
+        part = _spanned(split.span, op_call("strided_slice", self.blocked(x, lanes),
+                                            begin=[begin // lanes],
+                                            end=[(begin + sizes[item.index]) // lanes], axes=[1]))
         return _Value(part, blocked=True, lanes=lanes)
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
@@ -494,8 +499,8 @@ class _Planner:
             # the whole image as one window: the blocked pool kernel reads it contiguously,
             # one vector per tap (the generic reduction strides over the lanes)
             op = "nn.avg_pool2d" if name == "nn.global_avg_pool2d" else "nn.max_pool2d"
-            return op_call(op, self.blocked(call.args[0]), pool_size=tuple(hw),
-                           layout=f"NCHW{lanes}c"), lanes
+            return _spanned(call.span, op_call(op, self.blocked(call.args[0]),
+                                               pool_size=tuple(hw), layout=f"NCHW{lanes}c")), lanes
         if name in POOLS or name in RESIZES:
             attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
             if hasattr(attrs, "out_layout"):
@@ -505,6 +510,11 @@ class _Planner:
             return Call(call.op, (self.blocked(call.args[0]),), call.attrs, span=call.span), lanes
         args = tuple(self._blocked_operand(a, call, lanes) for a in call.args)
         return Call(call.op, args, call.attrs, span=call.span), lanes  # type: ignore[arg-type]
+
+
+def _spanned(span: Span | None, call: Call) -> Call:
+    """``call`` (new) with the span of the calls it stands for."""
+    return call if span is None else replace(call, span=span)
 
 
 def _broadcasts_over_image(a: TensorType | None, out: TensorType | None) -> bool:
