@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -172,14 +173,19 @@ def ember_runner(executor: str, factory: Any, module: Any, threads: int,
     return Runner(executor, threads, module.run, outputs, lambda: control.use(threads))
 
 
-def ort_session(onnx_path: str, threads: int) -> Any:
-    """An onnxruntime session on ``threads`` intra-op threads, one inter-op thread."""
+def ort_session(onnx_path: str, threads: int, profile: bool = False) -> Any:
+    """An onnxruntime session on ``threads`` intra-op threads, one inter-op thread; with
+    ``profile``, per-node profiling into a file beside ``onnx_path`` (``end_profiling()``
+    names it)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    if profile:
+        opts.enable_profiling = True
+        opts.profile_file_prefix = str(Path(onnx_path).with_suffix(""))
     return ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
 
 

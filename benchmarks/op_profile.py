@@ -37,7 +37,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from _models import known_models, zoo_models
 from _report import results_path, table
-from _systems import frontend_available, to_relay
+from _systems import frontend_available, ort_session, to_relay
 
 import ember
 from ember import relay
@@ -160,14 +160,7 @@ def ort_kind(op: str, shapes: Sequence[Sequence[int]]) -> str:
 def profile_ort(onnx_path: str, inputs: dict[str, np.ndarray], threads: int,
                 repeat: int) -> list[dict[str, Any]]:
     """One record per onnxruntime node: name, op, kind, median us over ``repeat`` runs."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.enable_profiling = True
-    opts.profile_file_prefix = str(Path(onnx_path).with_suffix(""))
-    session = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+    session = ort_session(onnx_path, threads, profile=True)
     for _ in range(repeat + 1):
         session.run(None, inputs)
     events = json.loads(Path(session.end_profiling()).read_text())

@@ -32,6 +32,7 @@ from ..runtime.module import Module
 from ..runtime.ndarray import _NP_NAME, NDArray
 from ..runtime.threads import ThreadControl, check_num_threads
 from ..runtime.time_eval import BenchmarkResult, time_evaluator
+from ..runtime.vm.interpreter import VMError
 
 __all__ = ["EXECUTORS", "FORMAT", "FORMAT_VERSION", "CompiledModel", "ModelInputError",
            "ModelRecord", "TensorSpec", "bind_inputs", "check_input", "check_named_dims", "load"]
@@ -125,6 +126,22 @@ def check_named_dims(specs: Sequence[TensorSpec], values: dict[str, Any]) -> Non
                     f"{shape[axis]} at axis {axis}")
 
 
+def shapes_rejected(specs: Sequence[TensorSpec], values: Sequence[Any], err: VMError) -> str:
+    """The message for inputs whose sizes a shape function rejected (before any kernel ran):
+    each input's shape against its declared one, then the shape function's own reason."""
+    given = []
+    for spec, value in zip(specs, values):
+        declared = "?" if spec.shape is None else _fmt(spec.dtype, spec.shape)
+        free = [] if spec.shape is None else [
+            str(axis) for axis, d in enumerate(spec.shape) if not isinstance(d, int)]
+        axes = f", dynamic axes {', '.join(free)}" if free else ""
+        given.append(f"{spec.name!r} {_fmt(spec.dtype, tuple(value.shape))} (declared "
+                     f"{declared}{axes})")
+    reason = str(err).split("\n", 1)[0]
+    return (f"the model cannot run on these input shapes: {'; '.join(given)}: {reason} "
+            f"(kernel {err.kernel!r})")
+
+
 class CompiledModel:
     """A model ready to run: ``model(*arrays)`` or ``model(**named)`` -> numpy output(s).
 
@@ -216,6 +233,10 @@ class CompiledModel:
         ctx = pool.acquire()
         try:
             outs = ctx.call(args)
+        except VMError as err:
+            if err.kernel is not None and err.kernel.endswith("_shape_func"):
+                raise ModelInputError(shapes_rejected(self.inputs, args, err)) from err
+            raise
         finally:
             pool.release(ctx)
         self._last = args  # type: ignore[assignment]

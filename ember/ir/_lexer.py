@@ -6,17 +6,19 @@ import re
 from dataclasses import dataclass
 
 from ..runtime.errors import DiagnosticError
+from ._text_common import NAME_PATTERN
 from .base import SourceName, Span
 
 # Token kinds.
 LOCAL, GLOBAL, IDENT, NUMBER, STRING, PUNCT, EOF = (
     "local", "global", "identifier", "number", "string", "punct", "end of input")
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_NAME = NAME_PATTERN
 _TOKEN_RE = re.compile(rf"""
     (?P<space>[ \t\r\n]+)
   | (?P<line_comment>//[^\n]*)
   | (?P<block_comment>/\*)
+  | (?P<stray_close>\*/(?!\*))
   | (?P<local>%(?:{_NAME}|[0-9]+))
   | (?P<global>@{_NAME})
   | (?P<number>-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?:{_NAME})?)
@@ -56,7 +58,7 @@ class Source:
     def __init__(self, text: str, name: str) -> None:
         self.text = text
         self.name = SourceName(name)
-        self.lines = text.split("\n")
+        self.lines = [line.removesuffix("\r") for line in text.split("\n")]  # CRLF text too
 
     def span(self, start: Token, end: Token | None = None) -> Span:
         end = end or start
@@ -99,6 +101,9 @@ def tokenize(src: Source) -> list[Token]:
         if m is None:
             raise src.error(_bad_char_message(text, pos), line, col)
         end = m.end()
+        if m.lastgroup == "stray_close":
+            raise src.error("'*/' closes no comment (comments nest: each '/*' needs its own "
+                            "'*/')", line, col)
         if m.lastgroup == "block_comment":
             end = _comment_end(src, pos, line, col)
         elif m.lastgroup not in ("space", "line_comment"):
@@ -124,11 +129,19 @@ def _bad_char_message(text: str, pos: int) -> str:
     return f"unexpected character {text[pos]!r}"
 
 
+_COMMENT_MARK_RE = re.compile(r"/\*|\*/")
+
+
 def _comment_end(src: Source, pos: int, line: int, col: int) -> int:
-    end = src.text.find("*/", pos + 2)
-    if end < 0:
-        raise src.error("unterminated comment: '/*' has no closing '*/'", line, col)
-    return end + 2
+    """The end of the block comment opened at ``pos``: comments nest, as in TVM, so
+    ``/* a /* b */ c */`` is one comment (and commenting out code that has a comment works)."""
+    depth = 0
+    for m in _COMMENT_MARK_RE.finditer(src.text, pos):
+        depth += 1 if m.group() == "/*" else -1
+        if depth == 0:
+            return m.end()
+    raise src.error(f"unterminated comment: '/*' has no closing '*/' ({depth} still open)",
+                    line, col)
 
 
 def _make(src: Source, kind: str, text: str, line: int, col: int) -> Token:

@@ -284,12 +284,13 @@ class ExprParser(TypeParser):
         return If(cond, then, other, span=self.span(start))
 
     def keyword_match(self) -> Step[RelayExpr]:
-        """``match (e) { p => e, ... }``; ``match?`` allows incomplete clauses."""
+        """``match (e) { p => e, ... }``; ``match?`` allows incomplete clauses. The matched
+        expression's parentheses may hold a tuple: ``match (%a, %b)`` matches ``(%a, %b)``."""
         start = self.next()
         complete = self.accept("?") is None
-        self.expect("(", "after 'match'")
-        data = yield self.expr()
-        self.expect(")", "after the matched expression")
+        if not self.at("("):
+            raise self.fail("expected '(' after 'match'")
+        data = yield self.paren()
         self.expect("{", "to open the match clauses")
         clauses = yield self.comma_list("}", self.clause, "after the match clauses")
         return Match(data, clauses, complete, span=self.span(start))

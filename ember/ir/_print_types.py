@@ -115,7 +115,10 @@ class TypePrinter:
         return "[" + ", ".join(self._TypeVar(p) for p in params) + "]"
 
     def type_data(self, td: TypeData) -> str:
-        """``type List[A] {`` one constructor per line ``}``."""
+        """``type List[A] {`` one constructor per line ``}``; ``extern type T`` when there are
+        no constructors."""
+        if not td.constructors:
+            return f"extern type {td.header.name_hint}{self.type_params(td.type_vars)}"
         head = f"type {td.header.name_hint}{self.type_params(td.type_vars)} {{"
         ctors = []
         for c in td.constructors:

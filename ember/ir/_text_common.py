@@ -21,7 +21,10 @@ _INT_SUFFIX = {"int8": "i8", "int16": "i16", "int32": "", "int64": "i64",
 _FLOAT_SUFFIX = {"float16": "f16", "float32": "f", "float64": "f64"}
 SUFFIX_DTYPES = {**{s: d for d, s in _INT_SUFFIX.items() if s}, "i32": "int32",
                  **{s: d for d, s in _FLOAT_SUFFIX.items()}, "f32": "float32"}
-IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# A name may hold '/' between name characters (TensorFlow-style ``%conv1/weight``), never at
+# either end nor doubled, so that ``%a/%b``, ``//`` and ``/*`` keep their meaning.
+NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*(?:/[A-Za-z0-9_]+)*"
+IDENT_RE = re.compile(NAME_PATTERN + r"\Z")
 
 
 # -- scalar literals --------------------------------------------------------------------------
@@ -71,11 +74,13 @@ def literal_value(number: str, suffix: str) -> np.ndarray:
 
 # -- names ------------------------------------------------------------------------------------
 def sanitize_name(name: str) -> str:
-    """A name the lexer reads back as one identifier: invalid characters become ``_`` and a
-    name that does not start with a letter gets a ``v`` prefix (``%0`` would be a temporary)."""
+    """A name the lexer reads back as one identifier: invalid characters (and a ``/`` that is
+    not between name characters) become ``_`` and a name that does not start with a letter
+    gets a ``v`` prefix (``%0`` would be a temporary)."""
     if IDENT_RE.match(name):
         return name
-    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    name = re.sub(r"[^A-Za-z0-9_/]", "_", name)
+    name = re.sub(r"(?<![A-Za-z0-9_])/|/(?![A-Za-z0-9_])", "_", name)
     return name if name and (name[0].isalpha() or name[0] == "_") else "v" + name
 
 

@@ -168,6 +168,32 @@ class IRModule(Node):
         for gv, fn in other.functions.items():
             self.add(gv, fn)
 
+    def import_from_std(self, file_to_import: str) -> "IRModule":
+        """Add the definitions of a standard library file (``prelude.rly``, ``core.rly``,
+        ``gradient.rly``; see ``std_files()``) to this module, in place, and return it.
+
+        A module that has all of the file's definitions already is left as it is (importing
+        twice is harmless); one that has some of them but not all is an error (TVMError)
+        naming the clashes. Unlike TVM, the module is returned as it is, not type-inferred:
+        run ``relay.transform.InferType()`` on it for that.
+        """
+        from .std import parsed_std_file
+
+        std = parsed_std_file(file_to_import)
+        names = [gv.name_hint for gv in std.functions] + \
+            [gtv.name_hint for gtv in std.type_definitions]
+        present = [n for n in names if n in self]
+        if present and len(present) == len(names):
+            return self
+        if present:
+            from ..runtime.errors import TVMError
+
+            raise TVMError(f"import_from_std({file_to_import!r}): the module already defines "
+                           f"{', '.join(sorted(present))} but not the rest of the file; rename "
+                           "these definitions or import into a fresh module")
+        self.update(std)
+        return self
+
     def with_attr(self, key: str, value: Any) -> "IRModule":
         return IRModule(self.functions, self.type_definitions, {**self.attrs, key: value})
 

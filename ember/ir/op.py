@@ -127,6 +127,32 @@ def register_op(op_def: OpDef) -> OpDef:
     return op_def
 
 
+def register_op_attr(op_name: str, attr_key: str, value: Any = None, level: int = 10) -> Any:
+    """Set attribute ``attr_key`` of operator ``op_name`` (TVM's ``tvm.ir.register_op_attr``),
+    or, without ``value``, a decorator that sets it to the decorated function. BYOC reads
+    ``target.<compiler>``: a function ``(call) -> bool`` saying that the compiler takes the
+    call. A higher ``level`` overrides a lower one; the same level twice is an error."""
+    if op_name not in OP_REGISTRY:
+        Op.get(op_name)  # raises, naming the closest operators
+    if not isinstance(attr_key, str) or not attr_key:
+        raise TypeError(f"register_op_attr({op_name!r}): attr_key must be a non-empty string, "
+                        f"got {attr_key!r}")
+
+    def put(v: Any) -> Any:
+        levels = OP_REGISTRY[op_name].extra.setdefault("_attr_levels", {})
+        old = levels.get(attr_key)
+        if old == level:
+            raise ValueError(f"register_op_attr: attribute {attr_key!r} of operator "
+                             f"{op_name!r} is already registered at level {level}; pass a "
+                             "higher level to override it")
+        if old is None or level > old:
+            levels[attr_key] = level
+            OP_REGISTRY[op_name].extra[attr_key] = v
+        return v
+
+    return put if value is None else put(value)
+
+
 def list_op_names() -> list[str]:
     """The names of the registered operators."""
     return sorted(OP_REGISTRY)

@@ -15,6 +15,7 @@ from ..runtime.json_reader import loads as json_loads
 from ._lexer import EOF, GLOBAL, IDENT, PUNCT, STRING, Source, Token, tokenize
 from ._parse_expr import ExprParser
 from ._text_common import CONSTANT_KIND, decode_array
+from ._tvm_metadata import is_tvm_graph, read_tvm_metadata
 from .adt import Constructor, TypeData
 from .expr import Function, GlobalVar, RelayExpr
 from .module import IRModule
@@ -24,7 +25,7 @@ from .visitor import free_vars
 
 __all__ = ["fromtext", "parse", "parse_expr"]
 _VERSIONS = ("0.0.5", "0.0.4")
-_METADATA_RE = re.compile(r"^#\[metadata\][ \t]*$", re.MULTILINE)
+_METADATA_RE = re.compile(r"^#\[metadata\][ \t\r]*$", re.MULTILINE)  # \r: CRLF text
 
 
 class Parser(ExprParser):
@@ -58,7 +59,7 @@ class Parser(ExprParser):
     def module(self) -> Step[IRModule]:
         """Definitions (``def``/``type``), or a lone expression which becomes ``@main``."""
         self.header()
-        if not (self.at_word("def") or self.at_word("type")):
+        if not any(self.at_word(w) for w in ("def", "type", "extern")):
             expr = yield self.top_expr()
             self.mod.add("main", expr if isinstance(expr, Function)
                          else Function(tuple(free_vars(expr)), expr, span=expr.span))
@@ -69,8 +70,10 @@ class Parser(ExprParser):
                 yield self.definition()
             elif self.at_word("type"):
                 yield self.type_definition()
+            elif self.at_word("extern"):
+                yield self.extern_type()
             else:
-                raise self.fail("expected 'def' or 'type' at top level")
+                raise self.fail("expected 'def', 'type' or 'extern type' at top level")
         return self.mod
 
     def top_expr(self) -> Step[RelayExpr]:
@@ -129,6 +132,17 @@ class Parser(ExprParser):
         tvars = tuple(self.type_scopes.pop().values())
         self.mod.add_type_def(gtv, TypeData(gtv, tvars, ctors))
 
+    def extern_type(self) -> Step[None]:
+        """``extern type Storage``: a type with no constructors, made and taken apart only by
+        operators (TVM's ``core.rly`` declares the VM's ``Storage`` so)."""
+        self.next()
+        if not self.at_word("type"):
+            raise self.fail("expected 'type' after 'extern'")
+        self.next()
+        gtv = self.type_globals[self.expect_kind(IDENT, "a type name").text]
+        tvars = tuple((yield self.type_params()).values())
+        self.mod.add_type_def(gtv, TypeData(gtv, tvars, ()))
+
     def ctor_decl(self, gtv: GlobalTypeVar) -> Step[Constructor]:
         tok = self.expect_kind(IDENT, "a constructor name")
         if tok.text in self.ctors and self.ctors[tok.text].belong_to is not gtv:
@@ -152,6 +166,12 @@ def _split_metadata(text: str, src_name: str) -> tuple[str, dict[str, list[Any]]
     except JSONDecodeError as err:
         raise src.error(f"bad metadata section: {err.msg}", first_line + err.lineno - 1,
                         err.colno) from None
+    if is_tvm_graph(table):  # text that TVM printed
+        try:
+            return body, read_tvm_metadata(table)
+        except (ValueError, TypeError, KeyError) as err:
+            raise src.error(f"bad metadata section (TVM's object graph): {err}", first_line,
+                            1) from None
     if not isinstance(table, dict) or not all(isinstance(v, list) for v in table.values()):
         raise src.error("bad metadata section: expected an object of lists", first_line, 1)
     for i, record in enumerate(table.get(CONSTANT_KIND, [])):

@@ -61,10 +61,12 @@ class _Frame:
 class TextPrinter(TypePrinter):
     """Prints one root (module, expression, type, ...) to text. Use ``astext``."""
 
-    def __init__(self, show_meta_data: bool = True, show_types: bool = True) -> None:
+    def __init__(self, show_meta_data: bool = True, show_types: bool = True,
+                 annotate: Callable[[RelayExpr], str] | None = None) -> None:
         super().__init__()
         self.show_meta_data = show_meta_data
         self.show_types = show_types
+        self.annotate = annotate
         self.meta: list[np.ndarray] = []
         self.meta_index: dict[int, int] = {}
         self.vars = NameTable()
@@ -247,6 +249,9 @@ class TextPrinter(TypePrinter):
         return text + self.type_comment(c)
 
     def type_comment(self, e: RelayExpr) -> str:
+        """`` /* ty=T */`` after an expression, or the caller's ``annotate(e)`` instead."""
+        if self.annotate is not None:
+            return annotation_comment(self.annotate(e), e)
         ty = e.checked_type_
         return f" /* ty={self.brief_type(ty)} */" if self.show_types and ty is not None else ""
 
@@ -336,15 +341,33 @@ def _header(text: str) -> str:
     return f'#[version = "{VERSION}"]\n{text}' if text else f'#[version = "{VERSION}"]'
 
 
-def astext(node: Any, show_meta_data: bool = True, show_types: bool = True) -> str:
+def annotation_comment(text: Any, e: RelayExpr) -> str:
+    """The comment that ``annotate(e)`` returned ``text`` for: nothing for an empty string,
+    ``text`` itself if it is one block comment, else ``/* text */``. A stray ``*/`` in it is
+    spaced apart so that the comment cannot end early and the text still parses."""
+    if not isinstance(text, str):
+        raise TypeError(f"astext: annotate must return a str, got {type(text).__name__} for "
+                        f"a {type(e).__name__}")
+    if not text:
+        return ""
+    if text.startswith("/*") and text.endswith("*/") and text.count("*/") == 1:
+        return " " + text
+    return " /* " + text.replace("*/", "* /").replace("/*", "/ *") + " */"
+
+
+def astext(node: Any, show_meta_data: bool = True, show_types: bool = True,
+           annotate: Callable[[RelayExpr], str] | None = None) -> str:
     """``node`` in the text format (docs/text_format.md).
 
     Modules and expressions get the ``#[version = "0.0.5"]`` header, and (when
     ``show_meta_data``) a ``#[metadata]`` section holding the non-scalar constants. Inferred
-    types are shown as ``/* ty=... */`` comments when ``show_types``. Types, patterns, attrs
+    types are shown as ``/* ty=... */`` comments when ``show_types``. ``annotate(expr) -> str``
+    (TVM's ``astext(annotate=...)``) replaces those comments: its text, when not empty, is
+    printed as a comment after each call, tuple, projection, control-flow expression and
+    constant (``lambda e: str(e.span)`` shows where each came from). Types, patterns, attrs
     and type definitions print bare.
     """
-    p = TextPrinter(show_meta_data, show_types)
+    p = TextPrinter(show_meta_data, show_types, annotate)
     if isinstance(node, IRModule):
         text = _header(p.module(node))
     elif isinstance(node, RelayExpr):

@@ -239,6 +239,7 @@ def _export_module(mod: ExecutorFactoryModule, root: Path) -> dict[str, Any]:
     name = mod.libmod_name
     kind = _target_kind(mod)
     if isinstance(mod, AotExecutorFactoryModule):
+        _c_modules([mod.lib])  # refuses imported modules without C (external codegens')
         sources: Sequence[Module] | Mapping[str, str] = mod.sources or [mod.lib]
         function_metadata = _aot_function_metadata(mod)
         executor = "aot"

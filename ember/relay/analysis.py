@@ -18,7 +18,7 @@ from ..ir.well_formed import check_well_formed, well_formed
 
 __all__ = ["free_vars", "bound_vars", "all_vars", "free_type_vars", "bound_type_vars",
            "all_type_vars", "well_formed", "check_well_formed", "post_order_visit",
-           "list_op_freqs"]
+           "list_op_freqs", "source_nodes"]
 
 
 def _require_expr(fname: str, expr: Any) -> None:
@@ -195,3 +195,15 @@ def list_op_freqs(mod: IRModule | RelayExpr) -> dict[str, int]:
                 seen.add(id(e))
                 counts[e.op.name] += 1
     return dict(counts)
+
+
+def source_nodes(expr: RelayExpr) -> list[str]:
+    """The source-graph nodes (ONNX node names: spans made by ``ir.node_span``) of the calls in
+    ``expr``, each once, in the order the calls run; what a fused kernel covers."""
+    _require_expr("source_nodes", expr)
+    names: dict[str, None] = {}
+    for node in post_order(expr):
+        span = node.span if isinstance(node, Call) else None
+        if span is not None:
+            names.update(dict.fromkeys(span.node_names))
+    return list(names)

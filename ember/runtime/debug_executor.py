@@ -114,6 +114,8 @@ class GraphExecutorDebug(GraphExecutor):
                           "Percent": Percent(100.0 * us / total), "Count": Count(1),
                           "Device": str(self.device), "Argument Shapes": shapes,
                           "Hash": str(node.extra_attrs.get("hash", _short_hash(node.func_name)))})
+            if node.extra_attrs.get("source_nodes"):  # the imported model's nodes it computes
+                calls[-1]["Source Nodes"] = ",".join(map(str, node.extra_attrs["source_nodes"]))
         config = {"Executor": "Graph", "Repeats": Count(len(next(iter(self.node_times.values()),
                                                                  [])))}
         return Report(calls, {str(self.device): {"Duration (us)": Duration(sum(means.values()))}},

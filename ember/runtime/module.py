@@ -360,12 +360,19 @@ class CSourceModule(Module):
 
     def compile(self) -> str:
         """Compile the source into a shared library (cached by content hash) without loading
-        it, so that a build for another CPU succeeds here; the library's path."""
+        it, so that a build for another CPU succeeds here; the library's path. C source
+        modules it imports (external codegens' functions) are compiled into the same library,
+        as ``export_library`` does, so that its code may call theirs directly."""
         from ..contrib import utils
 
         with utils.tempdir() as tmp:  # kept with EMBER_KEEP_TEMPS=1
-            sources = self._build_sources(tmp.path, 0)
-            return str(compiler_driver().build_shared(sources, self.compile_options))
+            srcs: list[str] = []
+            options = list(self.compile_options)
+            for index, mod in enumerate(self._walk()):
+                if isinstance(mod, CSourceModule):
+                    srcs += [f for f in mod._build_sources(tmp.path, index) if f not in srcs]
+                    options += [o for o in mod.compile_options if o not in options]
+            return str(compiler_driver().build_shared(srcs, options))
 
     def _compiled(self) -> Module:
         if self._dso is None:

@@ -41,6 +41,20 @@ def test_irmodule_with_params(executor: str) -> None:
     np.testing.assert_array_equal(model(x=x), out)
 
 
+def test_sizes_a_shape_function_rejects_name_the_inputs() -> None:
+    """Two symbolic batch axes that do not broadcast: ModelInputError naming both inputs and
+    their sizes (not the VM's error), and the model stays usable."""
+    model = ember.compile("""
+        #[version = "0.0.5"]
+        def @main(%x: Tensor[(?, 4), float32], %y: Tensor[(?, 4), float32]) {
+          add(%x, %y)
+        }""")
+    with pytest.raises(ModelInputError, match=r"'x' float32\[3, 4\] \(declared float32\[\?, 4\], "
+                       r"dynamic axes 0\); 'y' float32\[5, 4\].*cannot broadcast"):
+        model(ones(3, 4), ones(5, 4))
+    np.testing.assert_array_equal(model(ones(2, 4), ones(1, 4)), np.full((2, 4), 2, "float32"))
+
+
 @pytest.mark.parametrize("executor", EXECUTORS)
 def test_relay_text_with_two_outputs(executor: str) -> None:
     model = ember.compile(STATIC_TEXT, executor=executor)

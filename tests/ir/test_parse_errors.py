@@ -39,7 +39,7 @@ CASES = [
     ("unknown suffix", "1x", r"unknown literal suffix 'x'", 1, 1),
     ("garbage character", "def @main() { 1 } $", r"unexpected character '\$'", 1, 19),
     ("garbage word at top level", "def @main() { 1 } garbage",
-     r"expected 'def' or 'type' at top level, got 'garbage'", 1, 19),
+     r"expected 'def', 'type' or 'extern type' at top level, got 'garbage'", 1, 19),
     ("trailing tokens", "add(1, 2) 3", r"expected the end of the text after the expression",
      1, 11),
     ("missing else", "fn (%c) {\n  if (%c) { 1 }\n}",

@@ -119,3 +119,26 @@ def test_exported_mlp_runs_under_sanitizers(mlp_exports, kind, tmp_path):
     out = run_lib(exe, mlp_exports["dir"] / f"{kind}.so", mlp_exports["input"], tmp_path,
                   sanitize=True)
     np.testing.assert_allclose(out, mlp_exports["expected"].ravel(), rtol=RTOL, atol=ATOL)
+
+
+def test_onnx_model_with_source_nodes_runs_from_c(run_model, tmp_path):
+    """An imported model's graph lists each kernel's ONNX nodes (``source_nodes``, a list in
+    the node attrs); the C graph executor reads past them."""
+    pytest.importorskip("onnx", reason="needs the onnx package")
+    from onnx import TensorProto, helper
+
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 4],
+                           np.random.default_rng(0).uniform(-1, 1, 16).astype("float32"))
+    nodes = [helper.make_node("MatMul", ["data", "w"], ["m"], name="matmul"),
+             helper.make_node("Relu", ["m"], ["y"], name="relu")]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 4]) for n in ("data", "y")]
+    model = helper.make_model(helper.make_graph(nodes, "g", io[:1], io[1:], [w]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    mod, params = relay.frontend.from_onnx(model)
+    factory = relay.build(mod, "llvm", params=params)
+    assert '"source_nodes"' in factory.get_graph_json()
+    factory.export_library(tmp_path / "model.so")
+    data = np.random.default_rng(1).uniform(-1, 1, (2, 4)).astype("float32")
+    out = run_lib(run_model, tmp_path / "model.so", data, tmp_path)
+    np.testing.assert_allclose(out.reshape(2, 4), python_output(factory, data), rtol=RTOL,
+                               atol=ATOL)

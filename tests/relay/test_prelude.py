@@ -60,10 +60,11 @@ def test_public_names():
 
 
 def test_types_and_constructors():
-    list_t, cons, nil = _P.get_type("List")
+    list_t, cons, nil = _P.mod.get_type("List")
+    assert _P.get_type("List") is list_t
     assert list_t.name_hint == "List" and (cons.tag, nil.tag) == (0, 1)
     assert (_P.l, _P.cons, _P.nil) == (list_t, cons, nil) and _P.List is list_t
-    assert [c.name_hint for c in _P.get_type("Option")[1:]] == ["Some", "None"]
+    assert [c.name_hint for c in _P.mod[_P.get_type("Option")].constructors] == ["Some", "None"]
     assert _P.tree.name_hint == "Tree" and _P.rose.name_hint == "Rose"
     assert _P.mod.get_constructor("Cons") is cons
     assert _P.get_ctor("Option", "Some") is _P.some
@@ -104,8 +105,9 @@ def test_clashing_definitions_are_rejected():
 def test_unknown_names():
     with pytest.raises(TVMError, match="no function named 'nope'"):
         _P.get_global_var("nope")
-    with pytest.raises(TVMError, match="tensor-array"):
-        _P.get_global_var("tensor_array", "float32")
+    with pytest.raises(TVMError, match="no function named 'tensor_arr_float32' "
+                                       r"\(the tensor-array definitions are tensor_take, "):
+        _P.get_global_var("tensor_arr", "float32")
 
 
 # -- running the functions ------------------------------------------------------------------------
@@ -201,3 +203,25 @@ def test_zip_type_is_a_list_of_tuples():
     mod = relay.transform.InferType()(_P.mod)
     ret = mod["zip"].checked_type.ret_type
     assert isinstance(ret, TypeCall) and isinstance(ret.args[0], TupleType)
+
+
+def test_text_over_the_prelude_in_tvm_s_style():
+    """Constructors and polymorphic globals as function values (``@flip(Cons)``,
+    ``@map(@size2, ...)``, ``@id``), as TVM's own prelude text writes them."""
+    from ember.ir.parser import parse
+
+    text = """#[version = "0.0.5"]
+def @rev2[A](%xs: List[A]) -> List[A] { @foldl(@flip(Cons), Nil, %xs) }
+def @size2[A](%t: Tree[A]) -> int32 {
+  match (%t) { Rose(_, %kids) => 1 + @sum(@map(@size2, %kids)) }
+}
+def @iter2[A](%f: fn (A) -> A, %n: int32) -> fn (A) -> A {
+  if (%n == 0) { @id } else { @compose(%f, @iter2(%f, %n - 1)) }
+}
+def @main() {
+  let %inc = fn (%x: int32) -> int32 { %x + 1 };
+  (@rev2(Cons(1, Cons(2, Nil))), @size2(Rose(1, Cons(Rose(2, Nil), Nil))), @iter2(%inc, 3)(10))
+}"""
+    mod = relay.transform.InferType()(parse(text, init_module=Prelude().mod))
+    rev, size, iterated = relay.create_executor(mod=mod).evaluate()()
+    assert ints(rev) == [2, 1] and int(size.numpy()) == 2 and int(iterated.numpy()) == 13

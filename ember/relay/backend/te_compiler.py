@@ -41,6 +41,7 @@ from ...tir.codegen import FunctionC, function_c, join_c, split_c
 from ...tir.expr import IntImm
 from ...tir.stmt import PrimFunc
 from . import kernel_cache
+from ..op._compute_common import tensor_types
 from ._lower_te import TEGraph, guard, to_te
 from .name_transforms import to_c_identifier
 from .utils import mangle_module_name
@@ -77,6 +78,14 @@ class LoweredFunc:
     arch_flags: tuple[str, ...] = ()
     workspace_bytes: int = 0  # from TVMBackendAllocWorkspace, at most (Model Library Format)
     kept_prim_func: PrimFunc | None = field(default=None, repr=False)
+    # BYOC: the module of a module codegen (relay.ext.<compiler>) defining ``name``; ``code``
+    # is then empty and the module is imported into the model's library (``build``).
+    external_module: Any = field(default=None, repr=False)
+
+    @property
+    def is_external(self) -> bool:
+        """True for a partitioned function (``Compiler=...``) an external codegen built."""
+        return self.source_func.get_attr("Compiler") is not None
 
     @property
     def prim_func(self) -> PrimFunc:
@@ -185,6 +194,8 @@ class TECompiler:
         if not isinstance(func, Function):
             raise TVMError(f"te compiler: expected a relay Function, got {type(func).__name__}")
         kind = target_kind(target)
+        if func.get_attr("Compiler") is not None:
+            return self._lower_external(_ensure_typed(func), kind)
         cpu = _cpu_of(str(target if target is not None else kind),
                       os.environ.get("EMBER_MARCH", ""))
         func = _ensure_typed(func)
@@ -219,6 +230,28 @@ class TECompiler:
         return LoweredFunc(name, code, result.inputs, result.outputs, func, kind, constants,
                            graph, cpu.arch_flags, result.workspace_bytes, prim)
 
+    def _lower_external(self, func: Function, kind: str) -> LoweredFunc:
+        """A partitioned function through its compiler's codegen (``relay/backend/contrib``),
+        under its ``global_symbol``; the same symbol lowered again gives the same kernel."""
+        compiler, symbol = str(func.get_attr("Compiler")), func.get_attr("global_symbol")
+        if not symbol:
+            raise TVMError(f"te compiler: a function with Compiler={compiler!r} has no "
+                           f"global_symbol attribute (run PartitionGraph): {_relay_text(func)}")
+        symbol = str(symbol)
+        for done in self._order:
+            if done.name == symbol and done.is_external:
+                if not structural_equal(done.source_func, func):
+                    raise TVMError(f"te compiler: two different partitioned functions are "
+                                   f"named {symbol!r}")
+                return done
+        if symbol in self._names:
+            raise TVMError(f"te compiler: the external function {symbol!r} clashes with a "
+                           "kernel of the same name")
+        lowered = _external_lowered(func, compiler, symbol, kind)
+        self._names[symbol] = 1
+        self._order.append(lowered)
+        return lowered
+
     def _symbol(self, readable: str, mod_name: str) -> str:
         if self._mangle is not None:
             return to_c_identifier(self._mangle(readable, mod_name))
@@ -248,7 +281,7 @@ class TECompiler:
         """One C translation unit holding ``funcs`` (default: all lowered so far);
         ``stdio=False``: constant error messages, for firmware (see ``generate_c``)."""
         funcs = self._order if funcs is None else funcs
-        return join_c([f.code for f in funcs], stdio)
+        return join_c([f.code for f in funcs if f.external_module is None], stdio)
 
     def build(self, funcs: list[LoweredFunc] | None = None, target: Any = None
               ) -> CSourceModule:
@@ -257,9 +290,14 @@ class TECompiler:
         funcs = self._order if funcs is None else funcs
         flags = arch_options(target) if target is not None else list(
             funcs[0].arch_flags if funcs else ())
-        parts = [f.code for f in funcs]
-        return CSourceModule(join_c(parts), "c", [f.name for f in funcs],
-                             compile_options=flags, units=split_c(parts))
+        parts = [f.code for f in funcs if f.external_module is None]
+        lib = CSourceModule(join_c(parts), "c",
+                            [f.name for f in funcs if f.external_module is None],
+                            compile_options=flags, units=split_c(parts))
+        for f in funcs:
+            if f.external_module is not None:
+                lib.import_module(f.external_module)
+        return lib
 
     def jit(self, func: Function, target: Any = "c", mod_name: str = "default") -> Any:
         """The compiled packed function of ``func``."""
@@ -362,6 +400,29 @@ def _lower_graph(graph: TEGraph, relay_text: str) -> _Lowering:
     constants = [c.numpy() if hasattr(c, "numpy") else c for c in graph.constant_values]
     return _Lowering(list(graph.op_names), function_c(prim), inputs, outputs, constants,
                      kernel_workspace_bytes(prim), prim)
+
+
+def _external_lowered(func: Function, compiler: str, symbol: str, kind: str) -> LoweredFunc:
+    """The LoweredFunc of a partitioned function: C in ember's kernel ABI from a kernel
+    codegen (joins the model's C), else the module of ``relay.ext.<compiler>``."""
+    from .contrib import codegen_module, kernel_codegen
+
+    def infos(types: list[Any], prefix: str) -> list[TensorInfo]:
+        return [TensorInfo(f"{prefix}{i}", tuple(t.shape), t.dtype) for i, t in
+                enumerate(types)]
+
+    ty = func.checked_type_
+    inputs = infos([t for a in ty.arg_types for t in tensor_types(a)], "input")
+    outputs = infos(tensor_types(ty.ret_type), "output")
+    codegen = kernel_codegen(compiler)
+    if codegen is not None:
+        kernel = codegen(func, symbol)
+        _debug(symbol, None, kernel.code)
+        return LoweredFunc(symbol, kernel.code, inputs, outputs, func, kind,
+                           kept_prim_func=kernel.prim_func)
+    module = codegen_module(func, compiler, symbol)
+    return LoweredFunc(symbol, FunctionC(symbol, "", "", "", frozenset(), False), inputs,
+                       outputs, func, kind, external_module=module)
 
 
 def _debug(name: str, prim: PrimFunc | None, code: FunctionC) -> None:

@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     tensor,
     transform,
 )
+from . import contrib  # noqa: F401,E402 (after the ops it marks)
 from ._tensor_grad import get_gradient, register_gradient  # noqa: F401 (after the ops it covers)
 from ._tuple import TupleWrapper
 from .algorithm import *

@@ -16,6 +16,26 @@ from ...ir.types import Any, Dim
 from ._shape import dim_mul, known
 
 _TOKEN = re.compile(r"(\d*)([A-Za-z])")
+_NCHWC = re.compile(r"^NCHW([1-9]\d*)c$")
+
+
+def nchwc_lanes(layout: str) -> int:
+    """The block L of the channel-blocked ``NCHW<L>c`` (what AlterOpLayout plans); 0 for any
+    other layout."""
+    m = _NCHWC.match(layout) if isinstance(layout, str) else None
+    return int(m.group(1)) if m else 0
+
+
+def nchwc_to_nchw(arr: np.ndarray) -> np.ndarray:
+    """NCHW[L]c -> NCHW (numpy, for references)."""
+    n, cb, h, w, lanes = arr.shape
+    return arr.transpose(0, 1, 4, 2, 3).reshape(n, cb * lanes, h, w)
+
+
+def nchw_to_nchwc(arr: np.ndarray, lanes: int) -> np.ndarray:
+    """NCHW -> NCHW[lanes]c (numpy, for references)."""
+    n, c, h, w = arr.shape
+    return np.ascontiguousarray(arr.reshape(n, c // lanes, lanes, h, w).transpose(0, 1, 3, 4, 2))
 
 
 @dataclass(frozen=True)

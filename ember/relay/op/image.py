@@ -20,6 +20,7 @@ from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from ._attrs_base import OpAttrs, attrs_class
 from ._dispatch import dyn_op, numbers, run_time
+from ._layout import nchwc_lanes
 from ._reg import INJECTIVE, call, defop
 from ._shape import fail, fmt_shape, is_float, tensor_of
 
@@ -54,13 +55,15 @@ class Resize2DAttrs(OpAttrs):
             self._set("scales", tuple(float(s) for s in self.scales))
             if len(self.scales) != 2 or min(self.scales) <= 0:
                 raise self._invalid("scales", "two positive factors (height, width)")
-        check_modes(self)
+        check_modes(self, blocked=True)
 
 
-def check_modes(attrs: Any) -> None:
-    """Normalise and check what image.resize2d and dyn.image.resize2d share: layout, method,
-    coordinate and rounding modes, the cubic parameters and the output dtype."""
-    attrs._choice("layout", ("NCHW",))
+def check_modes(attrs: Any, blocked: bool = False) -> None:
+    """Normalise and check what image.resize2d and dyn.image.resize2d share: layout (NCHW, and
+    with ``blocked`` NCHW<L>c too), method, coordinate and rounding modes, the cubic parameters
+    and the output dtype."""
+    if not (blocked and nchwc_lanes(attrs.layout)):
+        attrs._choice("layout", ("NCHW", "NCHW<L>c") if blocked else ("NCHW",))
     attrs._choice("method", METHODS)
     attrs._choice("coordinate_transformation_mode", COORD_MODES)
     attrs._choice("rounding_method", ROUNDING)
@@ -70,12 +73,15 @@ def check_modes(attrs: Any) -> None:
 
 
 def _resize_rel(args: list[TensorType], attrs: Resize2DAttrs) -> TensorType:
-    data = args[0]
-    if data.ndim != 4:
-        raise fail("image.resize2d", f"data must be NCHW (rank 4), got {fmt_shape(data.shape)}")
+    data, lanes = args[0], nchwc_lanes(attrs.layout)
+    rank = 5 if lanes else 4
+    if data.ndim != rank or (lanes and data.shape[4] != lanes):
+        raise fail("image.resize2d", f"data must be {attrs.layout} (rank {rank}), got "
+                                     f"{fmt_shape(data.shape)}")
     if not is_float(data.dtype):
         raise fail("image.resize2d", f"data must be floating-point, got {data.dtype}")
-    return tensor_of((*data.shape[:2], *attrs.size), attrs.out_dtype or data.dtype)
+    return tensor_of((*data.shape[:2], *attrs.size, *data.shape[4:]),
+                     attrs.out_dtype or data.dtype)
 
 
 # ---------------------------------------------------------------- per-axis sampling plans
@@ -254,28 +260,30 @@ def _resize_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
 def resize_tensor(x: te.Tensor, attrs: Any, size: tuple[PrimExpr, PrimExpr],
                   scales: tuple[PrimExpr, PrimExpr], dtype: str) -> te.Tensor:
     """The resize kernel for output ``size`` (size variables for dyn.image.resize2d) and
-    float32 ``scales``; ``attrs`` gives the method and the coordinate modes."""
+    float32 ``scales``; ``attrs`` gives the method and the coordinate modes. ``x`` is NCHW,
+    or NCHW[L]c (the lanes, innermost, share each pixel's taps)."""
     in_h, in_w = x.shape[2], x.shape[3]
     (oh, ow), (sh, sw) = size, scales
     rows = _axis_tables(attrs, in_h, oh, sh, "h")
     cols = _axis_tables(attrs, in_w, ow, sw, "w")
     nearest = attrs.method == "nearest_neighbor"
 
-    def f(n: PrimExpr, c: PrimExpr, y: PrimExpr, w: PrimExpr) -> PrimExpr:
+    def f(n: PrimExpr, c: PrimExpr, y: PrimExpr, w: PrimExpr, *lane: PrimExpr) -> PrimExpr:
         acc: PrimExpr | None = None
         for iy, wy in rows:
             for ix, wx in cols:
-                pixel = x(n, c, iy(y), ix(w))
+                pixel = x(n, c, iy(y), ix(w), *lane)
                 term = pixel if nearest else tir.cast(pixel, "float32") * (wy(y) * wx(w))
                 acc = term if acc is None else acc + term
         return tir.cast(acc, dtype)
 
-    shape = (x.shape[0], x.shape[1], oh, ow)
+    shape = (x.shape[0], x.shape[1], oh, ow, *x.shape[4:])
     return te.compute(shape, f, name="T_resize2d", tag="injective")
 
 
 defop("image.resize2d", _resize_rel, _resize_ref, INJECTIVE, attrs=Resize2DAttrs,
-      doc="Resize the H and W axes of NCHW data (nearest, linear or cubic).", level=5,
+      doc="Resize the H and W axes of NCHW or NCHW[L]c data (nearest, linear or cubic).",
+      level=5,
       compute=_resize_compute)
 
 

@@ -14,7 +14,8 @@ autoencoder (anomaly detection); mobilenet_v2 and a small transformer encoder; a
 written the way exporters write them (``exported``: spelled-out activations, folded batch
 norms): mobilenet_v3 (small, large), efficientnet (b0, lite0), the text detector dbnet, the
 detector yolov8 (n), vit (tiny) and the decoder gpt2 (causal mask, no cache). Helpers:
-run_infer_type, run_opt_pass, count_ops, rand, enabled_targets, summary; ``onnx_twin(name,
+run_infer_type, run_opt_pass, count_ops, rand, enabled_targets, summary; ``byoc`` (the
+ccompiler's hand-written annotator); ``onnx_twin(name,
 **kwargs)`` gives a workload as an ONNX model with the same weights (``twins``,
 ``onnx_export``; onnx is imported only when it is called).
 """
@@ -33,6 +34,7 @@ from ...runtime.ndarray import NDArray, array
 from ...testing import enabled_targets  # noqa: F401  (relay.testing.enabled_targets)
 from . import (  # noqa: F401
     autoencoder,
+    byoc,
     dbnet,
     dcgan,
     densenet,

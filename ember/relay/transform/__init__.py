@@ -46,6 +46,8 @@ _LAZY: dict[str, str] = {
     "LazyGradientInit": "lazy_gradient_init", "PartialEvaluate": "partial_evaluate",
     "ToCPS": "cps", "to_cps": "cps", "un_cps": "cps",
     "Defunctionalization": "defunctionalization",
+    "AnnotateTarget": "annotate_target", "MergeCompilerRegions": "merge_compiler_regions",
+    "PartitionGraph": "partition_graph", "MergeComposite": "merge_composite",
 }
 # The pass classes among them, registered by name up front (get_pass, the command line).
 _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimination",

@@ -3,10 +3,12 @@ configuration they all use, typing a module, mapping over its functions, buildin
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...ir.expr import Call, Function, RelayExpr
+from ...ir.base import Span, merge_spans
+from ...ir.expr import Call, Constant, Function, RelayExpr, Var
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.types import Any as AnyDim
@@ -14,14 +16,79 @@ from ...ir.visitor import ExprMutator, children, is_primitive, post_order
 from .type_infer import InferType
 
 
+# How many nodes ``rewrite_span`` walks on either side of a rewrite before it gives up on
+# finding what the rewrite consumed (the patterns passes rewrite are a dozen nodes at most).
+SPAN_WALK_LIMIT = 64
+
+
 class PassMutator(ExprMutator):
     """An ExprMutator as the passes use it: every node keeps its type (a replacement without
-    one takes the type of the node it replaces), and fused functions are left alone."""
+    one takes the type of the node it replaces), and fused functions are left alone.
+
+    A new call that replaces a node, and has no span itself, takes the spans of the calls it
+    replaces (``rewrite_span``), so a kernel still names the ONNX nodes it computes
+    after a pass rewrote them (``x * sigmoid(x)`` into ``nn.silu``)."""
 
     keep_types = True
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._spanned: dict[int, tuple[Call, Call]] = {}  # id -> (new call, its spanned copy)
+
     def skip(self, expr: RelayExpr) -> bool:
         return is_primitive(expr)
+
+    def _dispatch(self, node: Any) -> Any:
+        return self.keep_span(node, super()._dispatch(node))
+
+    def keep_span(self, orig: Any, out: Any) -> Any:
+        """``out`` (what ``orig`` became) with the spans of what it replaces, if it is a new
+        call without a span of its own (the same copy each time a pass gives the same call
+        for several nodes, so sharing is kept). A subclass that keys state by the identity of
+        its results calls this before recording them (``_dispatch`` then leaves them be)."""
+        if not isinstance(out, Call) or out.span is not None or out in self.memo_map or \
+                not isinstance(orig, RelayExpr):
+            return out
+        done = self._spanned.get(id(out))
+        if done is not None:
+            return done[1]
+        span = rewrite_span(orig, out, self.memo_map)
+        spanned = out if span is None else dataclasses.replace(out, span=span)
+        self._spanned[id(out)] = (out, spanned)  # holds ``out``: its id stays its own
+        return spanned
+
+
+def _reachable(expr: RelayExpr, limit: int) -> set[int]:
+    """Ids of the first ``limit`` nodes reachable from ``expr`` (breadth first)."""
+    seen, queue = {id(expr)}, [expr]
+    for node in queue:
+        for kid in children(node):
+            if id(kid) not in seen and len(seen) < limit:
+                seen.add(id(kid))
+                queue.append(kid)
+    return seen
+
+
+def rewrite_span(old: RelayExpr, new: RelayExpr,
+                 rebuilt: Mapping[RelayExpr, RelayExpr] | None = None) -> Span | None:
+    """The span of ``new``, which replaces ``old``: the spans of ``old`` and of the calls
+    under it that ``new`` no longer uses, walked down to the nodes ``new`` still reaches
+    (``rebuilt`` maps an original node to what it became). Where that boundary is not found
+    within ``SPAN_WALK_LIMIT`` nodes, ``old``'s own span."""
+    reach = _reachable(new, SPAN_WALK_LIMIT)
+    rebuilt = rebuilt or {}
+    spans, seen, stack = [old.span], {id(old)}, list(children(old))
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or isinstance(node, (Var, Constant, Op)) or \
+                id(rebuilt.get(node, node)) in reach:
+            continue
+        if len(seen) >= SPAN_WALK_LIMIT:
+            return old.span
+        seen.add(id(node))
+        spans.append(node.span)
+        stack.extend(children(node))
+    return merge_spans(*spans)
 
 
 def infer(mod: IRModule) -> IRModule:

@@ -23,6 +23,12 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   fields become slices of the block axis) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
   first conv of a network needs no transform), except an RGB-like input (2 to 7 channels) of
   a stride-1 or large-kernel conv, read as one block of all its channels;
+- ``image.resize2d`` (nearest, linear) and ``nn.upsampling`` (nearest, bilinear) of a
+  blocked value run in NCHW[L]c, so an FPN's upsampling stays blocked;
+- ``nn.conv2d_transpose`` (float32 NCHW, constant IOHW weight, dilation 1) becomes its phase
+  convs (``topi/nn/conv2d_transpose.py``: one blocked conv of ``s*s*OC`` channels, or one per
+  phase when grouped, joined) and ``nn.contrib_conv2d_transpose_interleave``, blocked when the
+  output channels split into blocks;
 - ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
   ops that cannot take it, tuples, and the function's result.
 
@@ -44,6 +50,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...ir.base import Span, merge_spans
 from ...ir.expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var, const
 from ...ir.module import IRModule
 from ...ir.op import Op
@@ -51,7 +58,10 @@ from ...ir.transform import ModulePass, PassContext
 from ...ir.types import TensorType, TupleType
 from ...ir.visitor import children, post_order
 from ...runtime.errors import OpAttributeInvalid
+from ..op._layout import nchwc_lanes
+from ..op.nn._attrs import Conv2DAttrs
 from ...topi.nn.conv2d_nchwc import pack_weight
+from ...topi.nn.conv2d_transpose import phase_plan, phase_weights
 from ._helpers import map_functions, op_call, same_shape
 from .type_infer import InferType
 
@@ -63,6 +73,9 @@ UNARY = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "exp", "negative", "abs
 BINARY = frozenset(["add", "subtract", "multiply", "divide", "maximum", "minimum"])
 GLOBAL_POOLS = frozenset(["nn.global_avg_pool2d", "nn.global_max_pool2d"])
 POOLS = frozenset(["nn.max_pool2d", "nn.avg_pool2d"]) | GLOBAL_POOLS
+# resizes that take NCHW[L]c, with the methods they take it for
+RESIZES = {"nn.upsampling": ("nearest_neighbor", "bilinear"),
+           "image.resize2d": ("nearest_neighbor", "linear")}
 # op -> (epilogue activation, its two parameters from the call's attrs)
 ACTS: dict[str, Any] = {
     "nn.relu": lambda a: ("relu", (0.0, 0.0)),
@@ -132,6 +145,24 @@ class _Plan:
     act: str = "none"
     clip: tuple[float, float] = (0.0, 0.0)
     act_after_add: bool = True
+    # a transposed conv's phase conv: the attrs of the interleave that follows it (its
+    # bias and activation still go into the conv's epilogue: they commute with it)
+    interleave: tuple[tuple[str, Any], ...] = ()
+    span: Span | None = None  # of the conv and every call its epilogue absorbed
+
+    @property
+    def result_lanes(self) -> int:
+        """The block of what the plan computes (0: plain NCHW)."""
+        if not self.interleave:
+            return self.lanes
+        return nchwc_lanes(dict(self.interleave)["out_layout"])
+
+    @property
+    def phases(self) -> int:
+        if not self.interleave:
+            return 1
+        sh, sw = dict(self.interleave)["strides"]
+        return sh * sw
 
 
 @dataclass
@@ -159,7 +190,8 @@ class _Planner:
     def _materialise(self, node: RelayExpr) -> _Value:
         v = self._value(node)
         if v.plan is not None:
-            v.expr, v.blocked, v.lanes, v.plan = self._emit(v.plan), True, v.plan.lanes, None
+            lanes = v.plan.result_lanes
+            v.expr, v.blocked, v.lanes, v.plan = self._emit(v.plan), lanes > 0, lanes, None
         return v
 
     def plain(self, node: RelayExpr) -> RelayExpr:
@@ -187,12 +219,12 @@ class _Planner:
 
     def _is_blocked(self, node: RelayExpr) -> bool:
         v = self._value(node)
-        return v.blocked or v.plan is not None
+        return v.blocked or (v.plan is not None and v.plan.result_lanes > 0)
 
     def _lanes(self, node: RelayExpr) -> int:
         """The block of a blocked (or planned) value."""
         v = self._value(node)
-        return v.plan.lanes if v.plan is not None else v.lanes
+        return v.plan.result_lanes if v.plan is not None else v.lanes
 
     def _out_lanes(self, oc: int, ic: int, groups: int, depthwise: bool) -> int:
         """The block of a conv's result: the planner's lanes, else half of them when the
@@ -212,7 +244,7 @@ class _Planner:
         wcb = 1 if a.groups > 1 and a.groups == p.weight.shape[0] == p.weight.shape[1] * a.groups \
             else p.in_block
         weight = const(pack_weight(p.weight, p.lanes, wcb))
-        return op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
+        conv = op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
                                                           else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None
                                                          else []),
@@ -220,6 +252,10 @@ class _Planner:
                        groups=a.groups, lanes=p.lanes, in_block=p.in_block,
                        activation=p.act, clip_min=p.clip[0], clip_max=p.clip[1],
                        act_after_add=p.act_after_add)
+        if not p.interleave:
+            return _spanned(p.span, conv)
+        return _spanned(p.span, op_call("nn.contrib_conv2d_transpose_interleave", conv,
+                                        **dict(p.interleave)))
 
     # -- rules --------------------------------------------------------------------------------
     def visit(self, node: RelayExpr) -> None:
@@ -243,12 +279,14 @@ class _Planner:
         if name == "nn.conv2d":
             plan = self._conv(call)
             if plan is not None:
-                return _Value(plan=plan)
+                return _Value(plan=replace(plan, span=call.span))
+        if name == "nn.conv2d_transpose" and (phased := self._conv_transpose(call)) is not None:
+            return phased
         if name == "concatenate" and (joined := self._concat(call)) is not None:
             return joined
         absorbed = self._absorb(call, name)
         if absorbed is not None:
-            return _Value(plan=absorbed)
+            return _Value(plan=replace(absorbed, span=merge_spans(absorbed.span, call.span)))
         if self._blocked_ok(call, name):
             expr, lanes = self._rebuild_blocked(call, name)
             return _Value(expr, blocked=True, lanes=lanes)
@@ -289,6 +327,58 @@ class _Planner:
             return _Plan(self.blocked(data, ic), ic, w, bias, a, lanes)
         return _Plan(self.plain(data), 1, w, bias, a, lanes)
 
+    def _conv_transpose(self, call: Call) -> _Value | None:
+        """``nn.conv2d_transpose`` as blocked phase convs (one, or one per phase when grouped,
+        joined along the channels) and their interleave (``topi/nn/conv2d_transpose.py``);
+        the result stays blocked when its channels split into the convs' lanes."""
+        a, (data, weight) = call.attrs, call.args
+        dty, oty = _nchw_f32(data), _nchw_f32(call)
+        if dty is None or oty is None or not isinstance(weight, Constant) or \
+                tuple(a.dilation) != (1, 1) or a.data_layout != "NCHW" or \
+                a.kernel_layout != "IOHW" or a.out_layout not in ("", "NCHW") or \
+                a.out_dtype not in ("", "float32") or weight.data.dtype != "float32":
+            return None
+        w = weight.data.numpy()
+        h, wd = dty.shape[2:]
+        plan = phase_plan(h, wd, w.shape[2:], a.strides, a.padding, a.output_padding) \
+            if isinstance(h, int) and isinstance(wd, int) else None
+        if plan is None:
+            return None
+        ic, oc, g = dty.shape[1], oty.shape[1], a.groups
+        depthwise = g > 1 and g == ic == oc
+        out_lanes = lanes = self._out_lanes(oc, ic, g, depthwise)
+        if lanes == 0 and g == 1:  # the phases' channels together may still split (OC = 1)
+            lanes = next((n for n in (self.lanes, self.lanes // 2, self.lanes // 4)
+                          if n >= 4 and oc * plan.phases % n == 0), 0)
+        if lanes == 0:
+            return None
+        if depthwise and self._is_blocked(data) and oc % self._lanes(data) == 0:
+            lanes = out_lanes = self._lanes(data)
+        if depthwise:
+            x, cb = self.blocked(data, lanes), lanes
+        elif self._is_blocked(data) and (ic // g) % self._lanes(data) == 0:
+            x, cb = self.blocked(data), self._lanes(data)
+        elif (ic // g) % self.lanes == 0:  # a plain input is worth one transform (measured
+            x, cb = self.blocked(data, self.lanes), self.lanes  # 64 channels: 8x faster)
+        else:
+            x, cb = self.plain(data), 1
+        weights = phase_weights(w, g, plan)
+        if g == 1:
+            weights = weights.reshape(1, oc * plan.phases, ic, *plan.taps)
+        attrs = Conv2DAttrs(padding=plan.padding, groups=g)
+        interleave = () if plan.phases == 1 and out_lanes == lanes else (  # stride 1: no need
+            ("strides", plan.strides), ("offset", plan.offset), ("out_size", plan.out),
+            ("data_layout", f"NCHW{lanes}c"),
+            ("out_layout", f"NCHW{out_lanes}c" if out_lanes else "NCHW"))
+        convs = [_Plan(x, cb, pw, np.zeros(pw.shape[0], "float32"), attrs, lanes)
+                 for pw in weights]
+        if len(convs) == 1:  # pending: the bias and activation may join its epilogue
+            return _Value(plan=replace(convs[0], interleave=interleave, span=call.span))
+        joined = op_call("concatenate", Tuple(tuple(self._emit(p) for p in convs)), axis=1)
+        out = _spanned(call.span, op_call("nn.contrib_conv2d_transpose_interleave", joined,
+                                          **dict(interleave)))
+        return _Value(out, blocked=bool(out_lanes), lanes=out_lanes)
+
     def _absorb(self, call: Call, name: str) -> _Plan | None:
         args = call.args
         if name in ACTS and (p := self._single(args[0])) is not None and p.act == "none":
@@ -306,7 +396,8 @@ class _Planner:
             biased = self._add_bias(p, other)
             if biased is not None:
                 return biased
-            if p.residual is None and _tensor(other) is not None and _tensor(call) is not None \
+            if p.residual is None and not p.interleave and _tensor(other) is not None and \
+                    _tensor(call) is not None \
                     and same_shape(_tensor(other), _tensor(call)):
                 return replace(p, residual=self.blocked(other, p.lanes),
                                act_after_add=p.act == "none")
@@ -353,20 +444,24 @@ class _Planner:
         if any(not isinstance(c, int) or c % lanes for c in sizes):
             return None
         begin = sum(sizes[:item.index])
-        part = op_call("strided_slice", self.blocked(x, lanes), begin=[begin // lanes],
-                       end=[(begin + sizes[item.index]) // lanes], axes=[1])
+        part = _spanned(split.span, op_call("strided_slice", self.blocked(x, lanes),
+                                            begin=[begin // lanes],
+                                            end=[(begin + sizes[item.index]) // lanes], axes=[1]))
         return _Value(part, blocked=True, lanes=lanes)
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
-        vec = _channel_const(c, p.bias.shape[0])
+        vec = _channel_const(c, p.bias.shape[0] // p.phases)
         if vec is None or p.residual is not None or p.act != "none":
             return None
-        return replace(p, bias=p.bias + vec)
+        return replace(p, bias=p.bias + np.tile(vec, p.phases))  # phases outermost
 
     def _blocked_ok(self, call: Call, name: str) -> bool:
         args = call.args
         if name in UNARY:
             return self._is_blocked(args[0]) and _nchw_f32(call) is not None
+        if name in RESIZES:
+            return call.attrs.layout == "NCHW" and call.attrs.method in RESIZES[name] and \
+                self._is_blocked(args[0]) and _nchw_f32(call) is not None
         if name in POOLS:
             return call.attrs.layout == "NCHW" and self._is_blocked(args[0]) and (
                 not hasattr(call.attrs, "out_layout") or call.attrs.out_layout in ("", "NCHW"))
@@ -404,9 +499,9 @@ class _Planner:
             # the whole image as one window: the blocked pool kernel reads it contiguously,
             # one vector per tap (the generic reduction strides over the lanes)
             op = "nn.avg_pool2d" if name == "nn.global_avg_pool2d" else "nn.max_pool2d"
-            return op_call(op, self.blocked(call.args[0]), pool_size=tuple(hw),
-                           layout=f"NCHW{lanes}c"), lanes
-        if name in POOLS:
+            return _spanned(call.span, op_call(op, self.blocked(call.args[0]),
+                                               pool_size=tuple(hw), layout=f"NCHW{lanes}c")), lanes
+        if name in POOLS or name in RESIZES:
             attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
             if hasattr(attrs, "out_layout"):
                 attrs = replace(attrs, out_layout="")
@@ -415,6 +510,11 @@ class _Planner:
             return Call(call.op, (self.blocked(call.args[0]),), call.attrs, span=call.span), lanes
         args = tuple(self._blocked_operand(a, call, lanes) for a in call.args)
         return Call(call.op, args, call.attrs, span=call.span), lanes  # type: ignore[arg-type]
+
+
+def _spanned(span: Span | None, call: Call) -> Call:
+    """``call`` (new) with the span of the calls it stands for."""
+    return call if span is None else replace(call, span=span)
 
 
 def _broadcasts_over_image(a: TensorType | None, out: TensorType | None) -> bool:
@@ -442,7 +542,7 @@ def _dataflow(body: RelayExpr) -> list[RelayExpr] | None:
 def plan_function(func: Function, lanes: int) -> Function:
     """``func`` with its conv chains in NCHW[lanes]c (unchanged if nothing applies)."""
     nodes = _dataflow(func.body)
-    if nodes is None or not any(_is(n, "nn.conv2d") for n in nodes):
+    if nodes is None or not any(_is(n, "nn.conv2d", "nn.conv2d_transpose") for n in nodes):
         return func
     planner = _Planner(lanes)
     for node in nodes:

@@ -34,6 +34,7 @@ Layer norms are FuseLayerNorm's (``fuse_layer_norm.py``).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,13 +42,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...ir.base import merge_spans
 from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...ir.visitor import set_type
-from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
+from ._helpers import PassMutator, op_call, rewrite_functions, rewrite_span, use_counts
 
 __all__ = ["RULES", "RecogniseActivations"]
 
@@ -96,6 +98,7 @@ class Matcher(PassMutator):
         for rule in self.rules.get(_name(new) or "", ()):
             out = set_type(rule(self, new), orig.checked_type_)  # type: ignore[arg-type]
             if out is not None:
+                out = self.keep_span(orig, out)
                 self.keep.append(out)
                 self.uses[id(out)] = self.uses[id(new)]
                 return out
@@ -279,7 +282,12 @@ def product_to_activation(m: Matcher, call: Call) -> RelayExpr | None:
     dtype = ty.dtype  # type: ignore[union-attr]
     if len(prod.leaves) == 1 and _name(prod.leaves[0]) in ACTIVATION_OPS and _close(
             prod.scale, 1.0, dtype) and _keeps_type(prod.leaves[0], call):
-        return prod.leaves[0]  # the scale an inner match left cancels: (act * 6) / 6
+        # the scale an inner match left cancels: (act * 6) / 6; an act the inner match made
+        # (no other user) takes the spans of the product it replaces too
+        act = prod.leaves[0]
+        if id(act) in m.uses and not m.single(act):
+            return act
+        return dataclasses.replace(act, span=merge_spans(act.span, rewrite_span(call, act)))
     if len(prod.leaves) == 1 and m.single(prod.leaves[0]):
         x = _relu6_of_plus3(m, prod.leaves[0], dtype)
         if x is not None and _keeps_type(x, call):

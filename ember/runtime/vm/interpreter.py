@@ -32,7 +32,12 @@ from .steps import DecodeContext, Step, VMClosure, decode
 
 
 class VMError(TVMError):
-    """An error while running VM code; the message names the instruction and the calls."""
+    """An error while running VM code; the message names the instruction and the calls.
+    ``kernel`` is the name of the kernel that failed (None when no kernel did): a name
+    ending in ``_shape_func`` means the arguments' shapes were rejected before any
+    computation on them."""
+
+    kernel: str | None = None
 
 
 class VirtualMachine(Module):
@@ -174,7 +179,11 @@ class VirtualMachine(Module):
             if dynamic:  # the only arguments the entry check could not fully check
                 context += (f"\n  arguments of {entry.name!r} not fully checked on entry "
                             f"(check their shapes): {'; '.join(dynamic)}")
-            raise VMError(context) from err
+            error = VMError(context)
+            ins = funcs[func_index].instructions[pc]
+            if isinstance(ins, I.InvokePacked):
+                error.kernel = self._ctx.kernel_names[ins.packed_index]
+            raise error from err
 
     def _closure_call(self, clo: Any, arg_regs: tuple[int, ...], regs: list[Any]
                       ) -> tuple[int, list[Any]]:

@@ -125,7 +125,7 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
             raise
         meta = build_metadata(program, opts, mod_name)
         head = header(meta, RunModelWriter(program).signature())
-        parts = [k.code for k in program.kernels.values()]
+        parts = [k.code for k in program.kernels.values() if k.external_module is None]
         kernels_c = join_c(parts, stdio=opts.hosted)
         aot_c = executor_source(program, meta, opts, head)
     if debug_level() >= 1:
@@ -145,6 +145,11 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
                         compile_options=te_compiler.arch_options(target), units=units)
     sources = _Sources(lib, {f"{mod_name}_lib0.c": (0, len(kernels_c)),
                              f"{mod_name}_lib1.c": (len(kernels_c) + 1, len(lib.code))})
+    for k in program.kernels.values():  # BYOC: external codegens' modules travel as imports
+        if k.external_module is not None and k.external_module not in lib.imported_modules:
+            lib.import_module(k.external_module)
+            if k.external_module.is_dso_exportable:
+                sources.extra[f"{mod_name}_lib{len(sources)}.c"] = k.external_module.get_source()
     del kernels_c, aot_c  # linked weights make these large: the library's copy is enough
     with stage("compile"):
         lib.compile()  # cached by content hash; not loaded (the target may be another CPU)
@@ -161,13 +166,16 @@ class _Sources(Mapping[str, str]):
 
     def __init__(self, lib: CSourceModule, spans: dict[str, tuple[int, int]]) -> None:
         self.lib, self.spans = lib, spans
+        self.extra: dict[str, str] = {}  # whole files: external codegens' C modules
 
     def __getitem__(self, name: str) -> str:
+        if name in self.extra:
+            return self.extra[name]
         start, end = self.spans[name]
         return self.lib.code[start:end]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.spans)
+        return iter([*self.spans, *self.extra])
 
     def __len__(self) -> int:
-        return len(self.spans)
+        return len(self.spans) + len(self.extra)

@@ -219,6 +219,8 @@ class _Lowering:
             raise InternalError(f"aot codegen: {low.name} takes {low.num_args} arguments, the "
                                 f"call {_where(step)} passes {len(args)}")
         op = CALL_OPS[self.opts.operator_convention]
+        if getattr(low, "external_module", None) is not None:
+            op = _external_call_op(low, self.opts)
         return Evaluate(Call("int32", op, (StringImm(low.name), *args)))
 
     def _const_buffer(self, k: int) -> Buffer:
@@ -243,6 +245,20 @@ class _Lowering:
         return PrimFunc(tuple(params), bmap, body,
                         attrs={"global_symbol": f"{self.prefix}_run_model",
                                "runner_function": True})
+
+
+def _external_call_op(low: Any, opts: AotOptions) -> str:
+    """How run_model calls a function of an external codegen's module (BYOC): a C source
+    module is linked into the library, so its packed symbol is called directly (or found by
+    name with the packed convention); another module only by name, through the C++ runtime."""
+    if low.external_module.is_dso_exportable:
+        return CALL_OPS["packed" if opts.operator_convention == "packed" else "cpacked"]
+    if opts.runtime == "crt":
+        raise TVMError(f"aot codegen: {low.name} comes from a {low.external_module.type_key!r} "
+                       "module of an external codegen, which has no C source; the C runtime "
+                       "links every operator as C (build with Runtime('cpp'), or return a "
+                       "CSourceModule from the codegen)")
+    return CALL_OPS["packed"]
 
 
 def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,

@@ -39,6 +39,9 @@ def kernel_prototypes(program: AotProgram) -> list[str]:
     definitions so that this file also compiles on its own (Model Library Format)."""
     out = []
     for name, low in program.kernels.items():
+        if getattr(low, "external_module", None) is not None:  # BYOC: its packed symbol only
+            out.append(f"TVM_DLL int32_t {name}({PACKED_SIGNATURE});")
+            continue
         m = re.search(rf"^TVM_DLL int32_t {re.escape(name)}_unpacked\((.*)\) \{{$",
                       low.c_source, re.MULTILINE)
         if m is None:

@@ -72,7 +72,8 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
         result = generate_graph(mod, kernels_of(lowered))
     if debug_level() >= 1:
         print(f"[ember] relay.build: memory plan: {result.plan.report}", file=sys.stderr)
-    missing = sorted(set(result.func_names) - set(lib.func_names))
+    external = {low.name for low in lowered.values() if low.external_module is not None}
+    missing = sorted(set(result.func_names) - set(lib.func_names) - external)
     if missing:
         raise InternalError(f"relay.build: kernels {missing} are called by the graph but "
                             "missing from the lowered library")

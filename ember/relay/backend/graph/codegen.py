@@ -5,6 +5,9 @@ per constant (named ``p0``, ``p1``, ... as TVM does; their values are returned a
 one ``tvm_op`` node per call of a Primitive function (``func_name`` = the lowered kernel's
 symbol), ``__nop`` nodes for reshape-only groups (their output aliases their input's memory),
 and heads for the (flattened) result. Storage ids come from ``memory_plan.plan_storage``.
+A node whose function came from an imported model's nodes lists them in its attrs
+(``"source_nodes": ["conv1", "relu1"]``, from the calls' spans: ``relay.analysis.source_nodes``),
+so that a per-node profile can be read against the model's own nodes.
 The format is ``ember.runtime.graph_format``'s, which validates the result.
 """
 from __future__ import annotations
@@ -19,6 +22,7 @@ from ....ir.op import Op
 from ....runtime.errors import TVMError
 from ....runtime.graph_format import NOP, Entry, Graph, Node
 from ....runtime.ndarray import NDArray
+from ...analysis import source_nodes
 from .._liveness import CONST, Dataflow, Step, TensorInfo
 from ..memory_plan import StoragePlan, plan_storage
 
@@ -80,8 +84,8 @@ def _check_param_names(df: Dataflow) -> None:
 class _GraphBuilder:
     """Nodes, entries and per-entry attributes, filled in execution order."""
 
-    def __init__(self, plan: StoragePlan, namer: FuncNamer) -> None:
-        self.plan, self.namer = plan, namer
+    def __init__(self, plan: StoragePlan, namer: FuncNamer, mod: IRModule | None = None) -> None:
+        self.plan, self.namer, self.mod = plan, namer, mod
         self.df = plan.dataflow
         self.nodes: list[Node] = []
         self.entry_of: dict[int, Entry] = {}  # tensor id -> graph entry
@@ -123,6 +127,15 @@ class _GraphBuilder:
             self.lifted[name] = [self._constant(c) for c in consts]
         return name, self.lifted[name]
 
+    def _source_attrs(self, step: Step) -> dict[str, Any]:
+        """``{"source_nodes": [...]}`` for a call of a function with node spans, else {}."""
+        if step.call is None:
+            return {}
+        func = self.mod[step.func] if isinstance(step.func, GlobalVar) and self.mod is not None \
+            and step.func in self.mod.functions else step.func
+        names = source_nodes(func) if isinstance(func, Function) else []
+        return {"source_nodes": names} if names else {}
+
     def build(self) -> Graph:
         for p, tid in self.df.params:
             self._input(tid, p.name_hint)
@@ -132,7 +145,8 @@ class _GraphBuilder:
             func_name, extra = self._kernel(step)
             inputs = [self.entry_of[t] for t in step.inputs + extra]
             nid = len(self.nodes)
-            self.nodes.append(Node("tvm_op", func_name, inputs, func_name, len(step.outputs)))
+            self.nodes.append(Node("tvm_op", func_name, inputs, func_name, len(step.outputs),
+                                   extra_attrs=self._source_attrs(step)))
             for k, t in enumerate(step.outputs):
                 self.entry_of[t] = Entry(nid, k)
         order = sorted(self.entry_of, key=lambda t: (self.entry_of[t].nid,
@@ -159,6 +173,6 @@ def generate_graph(func: Function | IRModule, names: Mapping[RelayExpr, Any] | F
     if plan is None:
         plan = plan_storage(Dataflow.from_function(func, mod))  # type: ignore[arg-type]
     _check_param_names(plan.dataflow)
-    builder = _GraphBuilder(plan, as_namer(names))
+    builder = _GraphBuilder(plan, as_namer(names), mod)
     graph = builder.build()
     return GraphCodegenResult(graph, graph.to_json(), builder.params, plan)

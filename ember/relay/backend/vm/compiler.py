@@ -64,6 +64,7 @@ class _Kernels:
         self.tec = TECompiler(mangle=_vm_symbol)
         self.names: list[str] = []
         self.parts: list[FunctionC] = []  # the C of each kernel and shape function
+        self.externals: list[Any] = []  # modules of external codegens (BYOC), imported
         self._index: dict[str, int] = {}
 
     def _add(self, name: str, make: Any) -> int:
@@ -79,6 +80,12 @@ class _Kernels:
 
     def kernel(self, prim: Function) -> tuple[int, list[NDArray]]:
         low = self.lowered(prim)
+        if low.external_module is not None:  # BYOC: the function lives in an imported module
+            if low.name not in self._index:
+                self._index[low.name] = len(self.names)
+                self.names.append(low.name)
+                self.externals.append(low.external_module)
+            return self._index[low.name], []
         return self._add(low.name, lambda: low.code), list(low.constants)
 
     def shape_kernel(self, prim: Function) -> int:
@@ -89,8 +96,11 @@ class _Kernels:
     def library(self) -> CSourceModule | None:
         if not self.names:
             return None
-        return CSourceModule(join_c(self.parts), "c", list(self.names),
-                             compile_options=self.arch_options, units=split_c(self.parts))
+        lib = CSourceModule(join_c(self.parts), "c", list(self.names),
+                            compile_options=self.arch_options, units=split_c(self.parts))
+        for module in self.externals:
+            lib.import_module(module)
+        return lib
 
 
 class VMCompiler:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ....ir.base import node_span
 from ....ir.expr import Constant, RelayExpr, Var
 from ....ir.types import Any as AnyDim
 from ....ir.types import ShapeVar, TensorType
@@ -150,11 +151,15 @@ class Scope:
         name = self.importer.node_name(proto)
         node = Node(proto, name, self, version,
                     entry.attr_inputs_at(version or self.importer.opset))
+        typer, outer_span = self.importer.typer, self.importer.typer.span
+        typer.span = node_span(name)  # a subgraph's nodes (If, Loop) name themselves
         try:
             result = entry.convert(node)
             outs = self._outputs(node, result)
         except (TVMError, TypeError, ValueError, AttributeError, NotImplementedError) as err:
             raise with_context(err, node.label) from None
+        finally:
+            typer.span = outer_span
         for i, expr in outs.items():
             name = proto.output[i]
             sym = node.sym_out.get(i)

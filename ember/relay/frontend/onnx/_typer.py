@@ -10,6 +10,9 @@ constant, evaluates the call with the op's numpy reference so that shape computa
 
 Dimensions in these types may be ``ShapeVar``s standing for the model's symbolic axes (the IR
 itself says ``?``); see ``_symbolic.py``.
+
+Every new call gets ``span`` (set per ONNX node by the graph walk: ``node_span(name)``), so
+passes, fused kernels and profiles can name the ONNX nodes a kernel came from.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ....ir.base import Span
 from ....ir.expr import Call, Constant, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var
 from ....ir.op import Op
 from ....ir.types import FuncType, TensorType, TupleType, Type
@@ -84,6 +88,7 @@ class Typer:
     def __init__(self) -> None:
         self.types: dict[RelayExpr, Type] = {}
         self._done: dict[RelayExpr, RelayExpr] = {}
+        self.span: Span | None = None  # given to the new calls (the node being converted)
 
     def declare(self, expr: RelayExpr, ty: Type) -> None:
         """Give ``expr`` (a variable, or a node typed by its converter) its type."""
@@ -111,6 +116,8 @@ class Typer:
                 continue
             new_kids = [self._done[k] for k in kids]
             new = node if all(a is b for a, b in zip(kids, new_kids)) else _rebuild(node, new_kids)
+            if isinstance(new, Call) and new.span is None and self.span is not None:
+                new = dataclasses.replace(new, span=self.span)
             new = self._settle(new)
             self._done[node] = new
             self._done[new] = new

@@ -5,6 +5,7 @@ from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
     activation,
     conv,
     conv_nchwc,
+    conv_transpose_nchwc,
     gemm,
     linear,
     nn,
@@ -15,6 +16,7 @@ from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
 )
 from .activation import *
 from .conv import *
+from .conv_transpose_nchwc import *
 from .linear import *
 from .nn import *
 from .norm import *
@@ -23,5 +25,5 @@ from .rearrange import *
 from .resample import *
 
 __all__: list[str] = []
-__all__ += (activation.__all__ + conv.__all__ + linear.__all__ + nn.__all__ + norm.__all__ + pooling.__all__
+__all__ += (activation.__all__ + conv.__all__ + conv_transpose_nchwc.__all__ + linear.__all__ + nn.__all__ + norm.__all__ + pooling.__all__
             + rearrange.__all__ + resample.__all__)

@@ -344,6 +344,9 @@ class UpSamplingAttrs(OpAttrs):
             self._set(name, float(getattr(self, name)))
             if getattr(self, name) <= 0:
                 raise self._invalid(name, "positive")
-        self._choice("layout", ("NCHW", "NHWC"))
+        from .._layout import nchwc_lanes
+
+        if not nchwc_lanes(self.layout):  # NCHW<L>c: AlterOpLayout's blocked layout
+            self._choice("layout", ("NCHW", "NHWC", "NCHW<L>c"))
         self._choice("method", ("nearest_neighbor", "bilinear", "bicubic"))
         self._bool("align_corners")

@@ -9,7 +9,8 @@ The conv2d compute goes to topi's templates (packed NCHW/NHWC, depthwise, groupe
 shapes are static; any other layout permutation is transposed to NCHW/OIHW around it (injective
 stages the template inlines), and the result transposed to ``out_layout``. With a symbolic
 dimension a direct reduction (zero padding read through a guard) serves every size.
-conv2d_transpose uses topi for the plain case and a grouped reduction otherwise.
+conv2d_transpose (static, groups 1, dilation 1) runs as its phase convs on the conv template
+and an interleave (``topi/nn/conv2d_transpose.py``); otherwise a direct reduction.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from ....ir.types import Dim, TensorType, Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
+from ....topi.nn.conv2d_transpose import PhasePlan, conv2d_transpose_phased, phase_plan
 from .._compute_common import all_static, as_int, require, require_equal
 from .._reg import OUT_ELEMWISE_FUSABLE, call, defop
 from .._shape import dim_mul, fail, fmt_dim, fmt_shape, known, may_equal, tensor_of
@@ -312,6 +314,16 @@ def _conv2d_transpose_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dt
     return te.compute(out_shape, f, name="T_conv2d_transpose", tag="comm_reduce")
 
 
+def _phase_plan(d: te.Tensor, k: te.Tensor, attrs: Any) -> PhasePlan | None:
+    """The phase decomposition of a static, ungrouped, undilated transposed conv, or None."""
+    if attrs.groups != 1 or tuple(attrs.dilation) != (1, 1) or not all_static(d, k):
+        return None
+    h, w = (as_int(x) for x in d.shape[2:])
+    kh, kw = (as_int(x) for x in k.shape[2:])
+    return phase_plan(h, w, (kh, kw), attrs.strides, attrs.padding,  # type: ignore[arg-type]
+                      attrs.output_padding)
+
+
 def _conv2d_transpose_compute(attrs: Any, inputs: list[te.Tensor],
                               out_type: Type) -> list[te.Tensor]:
     data, weight = inputs
@@ -327,7 +339,10 @@ def _conv2d_transpose_compute(attrs: Any, inputs: list[te.Tensor],
     out_layout = attrs.out_layout or attrs.data_layout
     nchw_type = [out_type.shape[out_layout.index(a)] for a in "NCHW"]  # type: ignore
     shape = tuple(tir.const(t) if isinstance(t, int) else e for t, e in zip(nchw_type, dims))
-    if attrs.groups == 1 and all_static(d, k):
+    plan = _phase_plan(d, k, attrs)
+    if plan is not None:
+        out = conv2d_transpose_phased(d, k, plan, dtype)
+    elif attrs.groups == 1 and all_static(d, k):
         out = topi.nn.conv2d_transpose_nchw(d, k, attrs.strides, attrs.padding, dtype,
                                             attrs.output_padding, attrs.dilation)
     else:

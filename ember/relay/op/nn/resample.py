@@ -1,4 +1,7 @@
-"""nn.upsampling: nearest-neighbour or bilinear resize of the H and W axes by scale factors."""
+"""nn.upsampling: nearest-neighbour or bilinear resize of the H and W axes by scale factors.
+
+Layouts: NCHW, NHWC, and the blocked NCHW[L]c of AlterOpLayout (the lanes, innermost, share
+each pixel's coordinates)."""
 from __future__ import annotations
 
 from typing import Any
@@ -13,6 +16,7 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from .._compute_common import not_implemented, out_dims
+from .._layout import nchwc_lanes
 from .._reg import INJECTIVE, call, defop
 from .._shape import fail, fmt_shape, known, tensor_of
 from ._attrs import UpSamplingAttrs
@@ -25,9 +29,10 @@ def _scaled(d: Any, scale: float) -> Any:
 
 
 def _upsampling_rel(args: list[TensorType], attrs: UpSamplingAttrs) -> TensorType:
-    data = args[0]
-    if data.ndim != 4:
-        raise fail("nn.upsampling", f"data must have rank 4 (layout {attrs.layout}), got "
+    data, lanes = args[0], nchwc_lanes(attrs.layout)
+    rank = 5 if lanes else 4
+    if data.ndim != rank or (lanes and data.shape[4] != lanes):
+        raise fail("nn.upsampling", f"data must have rank {rank} (layout {attrs.layout}), got "
                                     f"shape {fmt_shape(data.shape)}")
     ha, wa = attrs.layout.index("H"), attrs.layout.index("W")
     shape = list(data.shape)

@@ -1,0 +1,147 @@
+"""nn.contrib_conv2d_transpose_interleave: the last step of a transposed convolution computed
+as phase convolutions (``topi/nn/conv2d_transpose.py``): the ``strides[0] * strides[1]``
+phase images, stacked along the channels (phase outermost), interleaved into the output and
+cropped to it.
+
+    out[n, c, y, x] = data[n, p * OC + c, (y + off_h) // sh, (x + off_w) // sw]
+    p = ((y + off_h) % sh) * sw + (x + off_w) % sw
+
+``data_layout`` and ``out_layout`` are ``NCHW`` or the blocked ``NCHW<L>c`` (each on its own:
+AlterOpLayout keeps a blocked result blocked when the output channels split into blocks).
+It is injective: FuseOps puts the bias, activation or residual add that follow into the same
+loop, so the interleave costs one pass over the output.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ....ir.expr import Call
+from ....ir.types import TensorType, Type
+from ....te import tensor as te
+from ....tir import op as tir
+from ....tir.expr import PrimExpr
+from .._attrs_base import OpAttrs, attrs_class
+from .._layout import nchw_to_nchwc, nchwc_lanes, nchwc_to_nchw
+from .._reg import INJECTIVE, call, defop
+from .._shape import fail, fmt_shape, known, tensor_of
+
+__all__ = ["contrib_conv2d_transpose_interleave"]
+
+OP = "nn.contrib_conv2d_transpose_interleave"
+
+
+@attrs_class("Conv2DTransposeInterleaveAttrs")
+class InterleaveAttrs(OpAttrs):
+    """strides (sh, sw); offset (off_h, off_w), each below its stride; out_size (OH, OW);
+    data_layout and out_layout NCHW or NCHW<L>c."""
+
+    strides: tuple[int, int] = (1, 1)
+    offset: tuple[int, int] = (0, 0)
+    out_size: tuple[int, int] = (1, 1)
+    data_layout: str = "NCHW"
+    out_layout: str = "NCHW"
+    _op: ClassVar[str] = OP
+
+    def __post_init__(self) -> None:
+        for name in ("strides", "offset", "out_size"):
+            self._ints(name, length=(2,))
+        self._positive("strides")
+        self._positive("out_size")
+        self._positive("offset", allow_zero=True)
+        if any(o >= s for o, s in zip(self.offset, self.strides)):
+            raise self._invalid("offset", f"values below the strides {self.strides}")
+        for name in ("data_layout", "out_layout"):
+            if getattr(self, name) != "NCHW" and not nchwc_lanes(getattr(self, name)):
+                raise self._invalid(name, "NCHW or NCHW<L>c")
+
+
+def _channels(ty: TensorType, layout: str, what: str) -> Any:
+    lanes = nchwc_lanes(layout)
+    rank = 5 if lanes else 4
+    if ty.ndim != rank or (lanes and ty.shape[4] != lanes):
+        raise fail(OP, f"{what} must be {layout} (rank {rank}), got {fmt_shape(ty.shape)}")
+    c = ty.shape[1]
+    return c * lanes if lanes and known(c) else c
+
+
+def _rel(args: list[TensorType], attrs: InterleaveAttrs) -> TensorType:
+    data = args[0]
+    c = _channels(data, attrs.data_layout, "data")
+    phases = attrs.strides[0] * attrs.strides[1]
+    if not known(c) or c % phases:
+        raise fail(OP, f"data has {c} channels, not a multiple of the {phases} phases "
+                       f"(strides {attrs.strides})")
+    oc, lanes = c // phases, nchwc_lanes(attrs.out_layout)
+    if lanes and oc % lanes:
+        raise fail(OP, f"{oc} output channels do not split into out_layout "
+                       f"{attrs.out_layout}")
+    for axis, (size, o, s, q) in enumerate(zip(attrs.out_size, attrs.offset, attrs.strides,
+                                              data.shape[2:4])):
+        need = (size - 1 + o) // s + 1
+        if known(q) and q < need:
+            raise fail(OP, f"data has {q} phase {('rows', 'columns')[axis]}; out_size "
+                           f"{attrs.out_size} with offset {attrs.offset} needs {need}")
+    n, (oh, ow) = data.shape[0], attrs.out_size
+    shape = (n, oc // lanes, oh, ow, lanes) if lanes else (n, oc, oh, ow)
+    return tensor_of(shape, data.dtype)
+
+
+def _ref(x: np.ndarray, attrs: InterleaveAttrs) -> np.ndarray:
+    from ....topi.nn.conv2d_transpose import interleave
+
+    plan = _RefPlan(attrs.strides, attrs.offset, attrs.out_size)
+    out = interleave(nchwc_to_nchw(x) if x.ndim == 5 else x, plan)  # type: ignore[arg-type]
+    lanes = nchwc_lanes(attrs.out_layout)
+    return nchw_to_nchwc(out, lanes) if lanes else np.ascontiguousarray(out)
+
+
+class _RefPlan:
+    """The fields of a PhasePlan that ``interleave`` reads."""
+
+    def __init__(self, strides: tuple, offset: tuple, out: tuple) -> None:
+        self.strides, self.offset, self.out = strides, offset, out
+        self.phases = strides[0] * strides[1]
+
+
+def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    x = inputs[0]
+    (sh, sw), (dy, dx) = attrs.strides, attrs.offset
+    li, lo = nchwc_lanes(attrs.data_layout), nchwc_lanes(attrs.out_layout)
+    shape = out_type.shape  # type: ignore[attr-defined]
+    oc = shape[1] * lo if lo else shape[1]
+    # whole blocks stay whole: phase p's channel block b is the input's block p * OC/L + b
+    same_blocks = li and li == lo
+
+    def at(n: PrimExpr, c_or_block: PrimExpr, y: PrimExpr, w: PrimExpr,
+           lane: PrimExpr | None) -> PrimExpr:
+        yy, xx = y + dy, w + dx
+        p = tir.floormod(yy, sh) * sw + tir.floormod(xx, sw)
+        qy, qx = tir.floordiv(yy, sh), tir.floordiv(xx, sw)
+        if same_blocks:
+            return x(n, p * (oc // lo) + c_or_block, qy, qx, lane)
+        ch = p * oc + (c_or_block * lo + lane if lo else c_or_block)
+        if li:
+            return x(n, tir.floordiv(ch, li), qy, qx, tir.floormod(ch, li))
+        return x(n, ch, qy, qx)
+
+    if lo:
+        f = lambda n, b, y, w, lane: at(n, b, y, w, lane)  # noqa: E731
+    else:
+        f = lambda n, c, y, w: at(n, c, y, w, None)  # noqa: E731
+    dims = [tir.const(d) if isinstance(d, int) else x.shape[0] for d in shape]
+    return [te.compute(tuple(dims), f, name="T_conv2d_transpose_interleave", tag="injective")]
+
+
+defop(OP, _rel, _ref, INJECTIVE, attrs=InterleaveAttrs,
+      doc="Interleave the phase convolutions of a transposed conv into its output.", level=10,
+      compute=_compute)
+
+
+def contrib_conv2d_transpose_interleave(data: Any, strides: Any, offset: Any, out_size: Any,
+                                        data_layout: str = "NCHW",
+                                        out_layout: str = "NCHW") -> Call:
+    """The transposed conv's output from its stacked phase convs (module docstring)."""
+    attrs = InterleaveAttrs(strides, offset, out_size, data_layout, out_layout)
+    return call(OP, data, attrs=attrs)
