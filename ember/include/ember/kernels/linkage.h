@@ -12,9 +12,11 @@
  * - EMBER_KERNEL_OBJECT (one kernel object, compiled once per flag set and cached): the header
  *   defines, with hidden external linkage, only the entry point named by
  *   EMBER_KOBJ_<name> (e.g. EMBER_KOBJ_ember_conv2d_nchwc) and, for a kernel with lane
- *   variants, only lane count EMBER_KERNEL_LANES. Each body in a header is guarded by
- *   `#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_<name>)`; ember.tir.kernel_objects reads
- *   these guards to know which names a header provides.
+ *   variants, only lane count EMBER_KERNEL_LANES. Each entry point's body is guarded by
+ *   `#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_<name>)`.
+ *
+ * A header declares its entry points up front as `EMBER_KENTRY <type> <name>(...)`, one per
+ * line: ember.tir.kernel_objects reads those lines to know which calls link from objects.
  *
  * Hidden: a model library's kernels stay private to it (no symbol clash between libraries).
  */
