@@ -128,13 +128,15 @@ def _no_op() -> Stmt:
 
 
 def _is_no_op(s: Any) -> bool:
-    return isinstance(s, Evaluate) and not isinstance(s.value, Call)
+    # Simplify leaves an empty SeqStmt where it drops a constant-false branch.
+    return (isinstance(s, Evaluate) and not isinstance(s.value, Call)) or (
+        isinstance(s, SeqStmt) and not s.seq)
 
 
 def _drop(n: Any) -> Any:
     if isinstance(n, SeqStmt):
         kept = [s for s in n.seq if not _is_no_op(s)]
-        if len(kept) == len(n.seq):
+        if n.seq and len(kept) == len(n.seq):
             return None
         return _no_op() if not kept else kept[0] if len(kept) == 1 else SeqStmt(tuple(kept))
     if isinstance(n, For):
