@@ -62,3 +62,12 @@ def build(*args, **kwargs):  # type: ignore[no-untyped-def]
     from ..tir.build_module import build as _build
 
     return _build(*args, **kwargs)
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    from .unsupported import TE, refuse
+
+    err = refuse(TE, "te", name)
+    if err is not None:
+        raise err
+    raise AttributeError(f"module 'ember.te' has no attribute {name!r}")

@@ -17,6 +17,8 @@ from typing import Any
 from ..runtime.errors import OpError
 from ..tir.expr import Var
 from ..tir.stmt import ForKind
+from . import unsupported
+from .unsupported import refuse
 from .tensor import ComputeOp, IterVar, Operation, Range, Tensor
 
 
@@ -56,6 +58,13 @@ class Stage:
 
     def __repr__(self) -> str:
         return f"stage({self.op.name})"
+
+    def __getattr__(self, name: str) -> Any:
+        op = self.__dict__.get("op")  # absent while copy/pickle probe a bare instance
+        err = refuse(unsupported.STAGE, f"s[{getattr(op, 'name', '?')}]", name)
+        if err is not None:
+            raise err
+        raise AttributeError(f"'Stage' object has no attribute {name!r}")
 
     def _leaf_index(self, iv: IterVar) -> int:
         for i, leaf in enumerate(self.leaf_iter_vars):
@@ -204,6 +213,12 @@ class Schedule:
             st = Stage(op)
             self.stages.append(st)
             self.stage_map[id(op)] = st
+
+    def __getattr__(self, name: str) -> Any:
+        err = refuse(unsupported.SCHEDULE, "schedule", name)
+        if err is not None:
+            raise err
+        raise AttributeError(f"'Schedule' object has no attribute {name!r}")
 
     def cache_read(self, tensor: Tensor, scope: str, readers: Any) -> Tensor:
         """A stage copying ``tensor`` into ``scope``; ``readers`` now read the copy."""

@@ -192,3 +192,19 @@ def test_gpu_memory_scopes_are_refused():
         s[B].set_scope("fast")
     with pytest.raises(OpError, match="'shared' exists only on GPUs"):
         s[B].set_scope("shared")
+
+
+def test_tvm_names_ember_lacks_say_why_and_what_instead():
+    from ember.te.unsupported import UnsupportedScheduleError
+
+    A, B = _matrix_scale()
+    s = te.create_schedule(B.op)
+    with pytest.raises(OpError, match=r"s\[B\]\.double_buffer: .*host CPU only.*cache_read"):
+        s[B].double_buffer()
+    with pytest.raises(UnsupportedScheduleError, match=r"schedule\.rfactor: .*split the reduce"):
+        s.rfactor(B, B.op.axis[0])
+    with pytest.raises(OpError, match=r"te\.scan: .*not supported"):
+        te.scan(None, None, None)
+    assert not hasattr(s[B], "tensorize") and not hasattr(te, "hybrid")
+    with pytest.raises(AttributeError, match="'Stage' object has no attribute 'splitt'"):
+        s[B].splitt(B.op.axis[0], 2)
