@@ -101,3 +101,45 @@ def test_cache_bad_input():
     s[C].split(C.op.axis[0], factor=2)
     with pytest.raises(OpError, match="call cache_write before scheduling C"):
         s.cache_write(C, "global")
+
+
+@needs_cc
+def test_read_caches_computed_at_a_split_reduction_inside_a_write_cache():
+    M, N, K = 12, 10, 16
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), "k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "local", [C])
+    BB = s.cache_read(B, "local", [C])
+    CL = s.cache_write(C, "local")
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 4, 5)
+    s[CL].compute_at(s[C], jo)
+    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], 4)
+    s[AA].compute_at(s[CL], ko)
+    s[BB].compute_at(s[CL], ko)
+    text = str(tvm.lower(s, [A, B, C]))
+    # bounds at k_outer: one row of A and one column of B, 4 elements of k each
+    assert "allocate A_local: float32[1, 4] (local)" in text
+    assert "allocate B_local: float32[4, 1] (local)" in text
+    assert "allocate C_local: float32[4, 5] (local)" in text
+    rng = np.random.default_rng(5)
+    a, b = rng.random((M, K), dtype=np.float32), rng.random((K, N), dtype=np.float32)
+    c = tvm.nd.array(np.zeros((M, N), dtype="float32"))
+    tvm.build(s, [A, B, C], "llvm")(tvm.nd.array(a), tvm.nd.array(b), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5)
+
+
+@needs_cc
+def test_cache_write_of_a_multi_output_stage():
+    X = te.placeholder((6,), name="X")
+    P, Q = te.compute((6,), lambda i: (X[i] + 1.0, X[i] * 3.0), name="PQ")
+    s = te.create_schedule(P.op)
+    PL, QL = s.cache_write([P, Q], "global")
+    assert PL.op is QL.op and PL.op.name == "PQ.global"
+    x = np.arange(6, dtype="float32")
+    p, q = tvm.nd.array(np.zeros(6, "float32")), tvm.nd.array(np.zeros(6, "float32"))
+    tvm.build(s, [X, P, Q], "llvm")(tvm.nd.array(x), p, q)
+    np.testing.assert_allclose(p.numpy(), x + 1)
+    np.testing.assert_allclose(q.numpy(), x * 3)
