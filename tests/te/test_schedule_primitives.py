@@ -208,3 +208,24 @@ def test_tvm_names_ember_lacks_say_why_and_what_instead():
     assert not hasattr(s[B], "tensorize") and not hasattr(te, "hybrid")
     with pytest.raises(AttributeError, match="'Stage' object has no attribute 'splitt'"):
         s[B].splitt(B.op.axis[0], 2)
+
+
+@needs_cc
+def test_vector_add_tutorial_with_a_symbolic_length():
+    tgt = tvm.target.Target(target="llvm", host="llvm")
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute(A.shape, lambda i: A[i] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    outer, inner = s[C].split(C.op.axis[0], factor=4)
+    s[C].parallel(outer)
+    s[C].vectorize(inner)
+    fadd = tvm.build(s, [A, B, C], tgt, name="myadd")
+    dev = tvm.device(tgt.kind.name, 0)
+    for size in (1, 1027):
+        a = tvm.nd.array(np.random.uniform(size=size).astype(A.dtype), dev)
+        b = tvm.nd.array(np.random.uniform(size=size).astype(B.dtype), dev)
+        c = tvm.nd.array(np.zeros(size, dtype=C.dtype), dev)
+        fadd(a, b, c)
+        np.testing.assert_allclose(c.numpy(), a.numpy() + b.numpy())
