@@ -319,7 +319,7 @@ class Lowerer:
             for i in range(op.num_outputs):
                 t = op.output(i)
                 if id(t) not in self.bufs:
-                    buf = _stage_buffer(st, t, t.shape, "global")
+                    buf = _stage_buffer(st, t, t.shape, st.scope)
                     self.bufs[id(t)] = buf
                     temps.append(buf)
             self.region.setdefault(id(op), [(_op.const(0), s) for s in op.output(0).shape])
@@ -328,7 +328,10 @@ class Lowerer:
         for buf in reversed(temps):
             body = Allocate(buf, body)
         body = simplify(body)
-        if any(st.pragmas for st in self.sch.stages):
+        from ..ir.transform import PassContext
+
+        if any(st.pragmas for st in self.sch.stages) or (
+                "tir.UnrollLoop" in PassContext.current().config):
             from ..tir.transform import unroll_loops
 
             body = unroll_loops(body, None)

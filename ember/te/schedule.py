@@ -181,7 +181,8 @@ class Stage:
                       "s[...].vectorize(inner_loop) for SIMD instead")
 
     def set_scope(self, scope: str) -> None:
-        """Where the stage's buffer lives: "global" or "local" (GPU scopes are refused)."""
+        """The memory scope of the stage's buffer: "global" or "local" (GPU scopes are
+        refused). On the host CPU both are ordinary memory; the scope shows in the lowered IR."""
         from .schedule_cache import check_scope
 
         self.scope = check_scope(scope, f"set_scope of {self.op.name}")

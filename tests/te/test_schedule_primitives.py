@@ -86,6 +86,8 @@ def test_compute_at_compute_root_and_compute_inline():
     s[B].compute_root()
     root = str(tvm.lower(s, [A, C], simple_mode=True))
     assert "allocate B: float32[10] (global)" in root
+    s[B].set_scope("local")
+    assert "allocate B: float32[10] (local)" in str(tvm.lower(s, [A, C]))
     np.testing.assert_allclose(_run(s, [A, C], [a], (m,)), want)
 
     s[B].compute_inline()

@@ -102,3 +102,13 @@ def test_simplify_and_remove_no_op():
     assert isinstance(cleaned.body, tvm.tir.For) and "x[i] = 1.0f" in str(cleaned)
     applied = tvm.tir.transform.Apply(lambda f: f.with_attr("global_symbol", "g"))([func])
     assert applied[0].name == "g"
+
+
+def test_unroll_loop_config_applies_inside_lower():
+    a = te.placeholder((3, 4), name="a")
+    b = te.compute((3, 4), lambda i, j: a[i, j] + 1.0, name="b")
+    s = te.create_schedule(b.op)
+    assert "unrolled" not in str(tvm.lower(s, [a, b]))
+    with tvm.transform.PassContext(config={"tir.UnrollLoop": {"auto_max_step": 4}}):
+        text = str(tvm.lower(s, [a, b]))
+    assert "for (i, 0, 3)" in text and "for unrolled (j, 0, 4)" in text
