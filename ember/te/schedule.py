@@ -233,6 +233,13 @@ class Schedule:
 
         return cache_write(self, tensor, scope)
 
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
+        """Factor ``tensor``'s reduction over its reduce loop ``axis`` into a new stage of
+        partial results (``<name>.rf``); ``tensor`` then reduces those."""
+        from .schedule_rfactor import rfactor
+
+        return rfactor(self, tensor, axis, factor_axis)
+
     def normalize(self) -> Schedule:
         """Rebase every loop to start at 0: ember's lowering always emits loops from 0 (a
         reduce axis over [m, n) runs its loop over [0, n - m) and adds m in the index), so

@@ -41,12 +41,12 @@ def _stage_of(sch: Schedule, t: Any, what: str) -> Stage:
     return sch[t]
 
 
-def _insert_before(sch: Schedule, st: Stage, new: Stage) -> None:
+def insert_before(sch: Schedule, st: Stage, new: Stage) -> None:
     sch.stages.insert(sch.stages.index(st), new)
     sch.stage_map[id(new.op)] = new
 
 
-def _replace_op(sch: Schedule, st: Stage, new_op: Operation) -> None:
+def replace_op(sch: Schedule, st: Stage, new_op: Operation) -> None:
     # The old op stays a key of stage_map: s[old tensor] and loads of it keep working.
     sch.outputs = [new_op if o is st.op else o for o in sch.outputs]
     st.op = new_op
@@ -84,11 +84,11 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers: Any) -> Tenso
         op = rs.op
         new_op = ComputeOp(op.name, op.tag, op.attrs, op.axis, op.reduce_axis,
                            [transform(b, to_cache) for b in op.body])
-        _replace_op(sch, rs, new_op)
+        replace_op(sch, rs, new_op)
     new = Stage(cache_op)
     new.scope = scope
     first = min(sch.stages.index(rs) for rs in reader_stages)
-    _insert_before(sch, sch.stages[first], new)
+    insert_before(sch, sch.stages[first], new)
     return cache
 
 
@@ -118,11 +118,11 @@ def cache_write(sch: Schedule, tensor: Any, scope: str) -> Any:
     copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis, [],
                         [ProducerLoad(cache_op.output(i), idx, b.dtype)
                          for i, b in enumerate(op.body)])
-    _replace_op(sch, st, copy_op)
+    replace_op(sch, st, copy_op)
     st.all_iter_vars = list(op.axis)
     st.leaf_iter_vars = list(op.axis)
     new = Stage(cache_op)
     new.scope = scope
-    _insert_before(sch, st, new)
+    insert_before(sch, st, new)
     outs = [cache_op.output(i) for i in range(cache_op.num_outputs)]
     return outs if multi else outs[0]

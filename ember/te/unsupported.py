@@ -22,8 +22,6 @@ STAGE: dict[str, str] = {
 }
 
 SCHEDULE: dict[str, str] = {
-    "rfactor": "rfactor is not supported in ember; split the reduce axis "
-               "(s[B].split(k, factor=...)) and parallelize a data-parallel axis instead",
     "create_group": "create_group is not supported; place stages with compute_at instead",
 }
 
