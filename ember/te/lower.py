@@ -29,7 +29,7 @@ from ..tir.stmt import (
     seq,
 )
 from .bounds import guard_to_extent, sym_interval
-from .schedule import Fuse, Schedule, Split, Stage
+from .schedule import Fuse, Schedule, Split, Stage, split_extents
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor
 
 
@@ -45,12 +45,7 @@ class _Nest:
         for rel in st.relations:
             if isinstance(rel, Split):
                 pe = ext[rel.parent]
-                if rel.factor is not None:
-                    f = _op.convert(rel.factor)
-                    ext[rel.outer], ext[rel.inner] = simplify((pe + f - 1) // f), f
-                else:
-                    n = _op.convert(rel.nparts)
-                    ext[rel.outer], ext[rel.inner] = n, simplify((pe + n - 1) // n)
+                ext[rel.outer], ext[rel.inner] = split_extents(rel, pe)
                 divisible[rel] = isinstance(pe, IntImm) and isinstance(
                     ext[rel.inner], IntImm) and pe.value % ext[rel.inner].value == 0 and (
                     rel.factor is not None or pe.value == ext[rel.outer].value * ext[

@@ -31,6 +31,18 @@ class Split:
     nparts: Any
 
 
+def split_extents(rel: Split, parent_extent: Any) -> tuple[Any, Any]:
+    """(outer, inner) loop extents of a split of a loop of ``parent_extent``."""
+    from ..tir import op as _op
+    from ..tir.simplify import simplify
+
+    if rel.factor is not None:
+        f = _op.convert(rel.factor)
+        return simplify((parent_extent + f - 1) // f), f
+    n = _op.convert(rel.nparts)
+    return n, simplify((parent_extent + n - 1) // n)
+
+
 @dataclass(eq=False)
 class Fuse:
     outer: IterVar

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def _reduce_values(st: Stage, where: str) -> tuple[dict, dict, list[PrimExpr]]:
     """Extents of the reduce loops, the root reduce vars' values in the leaf vars (named
     after the leaves), and the guards of splits that may not divide."""
-    from .schedule import Split
+    from .schedule import Split, split_extents
 
     op = st.op
     ext: dict[int, PrimExpr] = {id(iv): iv.dom.extent for iv in op.reduce_axis}
@@ -36,13 +36,7 @@ def _reduce_values(st: Stage, where: str) -> tuple[dict, dict, list[PrimExpr]]:
             continue
         if id(rel.parent) not in ext:
             continue
-        pe = ext[id(rel.parent)]
-        if rel.factor is not None:
-            f = _op.convert(rel.factor)
-            ext[id(rel.outer)], ext[id(rel.inner)] = simplify((pe + f - 1) // f), f
-        else:
-            n = _op.convert(rel.nparts)
-            ext[id(rel.outer)], ext[id(rel.inner)] = n, simplify((pe + n - 1) // n)
+        ext[id(rel.outer)], ext[id(rel.inner)] = split_extents(rel, ext[id(rel.parent)])
         splits.append(rel)
     val: dict[int, PrimExpr] = {id(lf): Var(lf.var.name, "int32")
                                 for lf in st.leaf_iter_vars if id(lf) in ext}

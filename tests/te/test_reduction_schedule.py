@@ -12,8 +12,8 @@ from ember.contrib import cc
 needs_cc = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
 
 
-@needs_cc
-def test_row_sum_with_split_reduce_axis_and_symbolic_shape():
+def _row_sum_split16():
+    # the tutorial's sum of rows over symbolic n x m, reduce axis split by 16
     n = te.var("n")
     m = te.var("m")
     A = te.placeholder((n, m), name="A")
@@ -21,6 +21,12 @@ def test_row_sum_with_split_reduce_axis_and_symbolic_shape():
     B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
     s = te.create_schedule(B.op)
     ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    return A, B, s, ki
+
+
+@needs_cc
+def test_row_sum_with_split_reduce_axis_and_symbolic_shape():
+    A, B, s, ki = _row_sum_split16()
     xo, xi = s[B].split(B.op.axis[0], factor=32)
     s[B].parallel(xo)
     text = str(tvm.lower(s, [A, B], simple_mode=True))
@@ -53,13 +59,7 @@ def test_custom_reducer_and_fused_reduce_loops():
 
 @needs_cc
 def test_rfactor_makes_partial_sums_over_the_inner_reduce_loop():
-    n = te.var("n")
-    m = te.var("m")
-    A = te.placeholder((n, m), name="A")
-    k = te.reduce_axis((0, m), "k")
-    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    A, B, s, ki = _row_sum_split16()
     BF = s.rfactor(B, ki)
     assert BF.op.name == "B.rf" and [iv.var.name for iv in BF.op.axis] == ["k_inner", "i"]
     assert [iv.var.name for iv in s[B].op.reduce_axis] == ["k_inner.v"]
