@@ -34,7 +34,7 @@ from ..tir.op import (  # noqa: F401
     truncmod,
 )
 from .lower import lower  # noqa: F401
-from .schedule import Schedule, Stage, create_schedule  # noqa: F401
+from .schedule import Schedule, Stage, create_schedule, thread_axis  # noqa: F401
 from .tensor import (  # noqa: F401
     ComputeOp,
     ExternOp,
@@ -62,3 +62,12 @@ def build(*args, **kwargs):  # type: ignore[no-untyped-def]
     from ..tir.build_module import build as _build
 
     return _build(*args, **kwargs)
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    from .unsupported import TE, refuse
+
+    err = refuse(TE, "te", name)
+    if err is not None:
+        raise err
+    raise AttributeError(f"module 'ember.te' has no attribute {name!r}")

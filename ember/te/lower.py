@@ -29,7 +29,7 @@ from ..tir.stmt import (
     seq,
 )
 from .bounds import guard_to_extent, sym_interval
-from .schedule import Fuse, Schedule, Split, Stage
+from .schedule import Fuse, Schedule, Split, Stage, split_extents
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor
 
 
@@ -45,12 +45,7 @@ class _Nest:
         for rel in st.relations:
             if isinstance(rel, Split):
                 pe = ext[rel.parent]
-                if rel.factor is not None:
-                    f = _op.convert(rel.factor)
-                    ext[rel.outer], ext[rel.inner] = simplify((pe + f - 1) // f), f
-                else:
-                    n = _op.convert(rel.nparts)
-                    ext[rel.outer], ext[rel.inner] = n, simplify((pe + n - 1) // n)
+                ext[rel.outer], ext[rel.inner] = split_extents(rel, pe)
                 divisible[rel] = isinstance(pe, IntImm) and isinstance(
                     ext[rel.inner], IntImm) and pe.value % ext[rel.inner].value == 0 and (
                     rel.factor is not None or pe.value == ext[rel.outer].value * ext[
@@ -110,6 +105,12 @@ class Lowerer:
         if not isinstance(a, Tensor):
             raise OpError(f"lower {self.name}: arguments must be te tensors or vars, "
                           f"got {type(a).__name__}")
+        a = self.sch.current(a)  # after cache_write, C names the stage's copy-out op
+        st = self.sch.stage_map.get(id(a.op))
+        if st is not None and st.storage_aligns:
+            raise OpError(f"lower {self.name}: storage_align on {a.name}, an argument of the "
+                          "function, whose layout the caller fixes; align an intermediate "
+                          "stage (from cache_read/cache_write) instead")
         buf = Buffer(_c_name(a.name), a.shape, a.dtype)
         self.bufs[id(a)] = buf
         self.params.append(buf.data)
@@ -131,7 +132,7 @@ class Lowerer:
         def fn(n: Any) -> Any:
             if not isinstance(n, ProducerLoad):
                 return None
-            t: Tensor = n.producer
+            t: Tensor = self.sch.current(n.producer)
             st = self.sch[t.op]
             if st.attach_type == "inline":
                 key = (id(t), *map(id, n.indices))
@@ -218,7 +219,8 @@ class Lowerer:
             kind = nest.stage.iter_var_attrs.get(lf, ForKind.SERIAL)
             if kind in (ForKind.VECTORIZED, ForKind.PARALLEL) and id(lf) in nest.reduce_ids:
                 kind = ForKind.SERIAL  # a reduction loop carries a dependency: keep it serial
-            body = For(nest.lv[lf], _op.const(0), ext[id(lf)], kind, body)
+            notes = {f"pragma_{k}": v for k, v in nest.stage.pragmas.get(lf, [])}
+            body = For(nest.lv[lf], _op.const(0), ext[id(lf)], kind, body, notes)
         return body
 
     def _attach_at(self, nest: _Nest, leaf: Any, body: Stmt) -> Stmt:
@@ -242,8 +244,8 @@ class Lowerer:
                 self._infer_region(st, nest, inner)
                 for i in range(st.op.num_outputs):
                     t = st.op.output(i)
-                    self.bufs[id(t)] = Buffer(_c_name(t.name), tuple(
-                        e for _, e in self.region[id(st.op)]), t.dtype, scope="local")
+                    self.bufs[id(t)] = _stage_buffer(st, t, tuple(
+                        e for _, e in self.region[id(st.op)]), "local")
 
     def _infer_region(self, st: Stage, parent: _Nest, inner: dict) -> None:
         accesses: list[tuple] = []
@@ -286,6 +288,7 @@ class Lowerer:
     def _extern(self, op: ExternOp) -> Stmt:
         bmap: dict[int, Buffer] = {}
         for ph, t in zip(op.input_placeholders, op.inputs):
+            t = self.sch.current(t)
             if id(t) not in self.bufs:
                 raise OpError(f"lower {self.name}: extern {op.name} reads {t.name}, which must "
                               "be computed into a buffer (not inlined)")
@@ -311,7 +314,7 @@ class Lowerer:
             for i in range(op.num_outputs):
                 t = op.output(i)
                 if id(t) not in self.bufs:
-                    buf = Buffer(_c_name(t.name), t.shape, t.dtype, scope="global")
+                    buf = _stage_buffer(st, t, t.shape, st.scope)
                     self.bufs[id(t)] = buf
                     temps.append(buf)
             self.region.setdefault(id(op), [(_op.const(0), s) for s in op.output(0).shape])
@@ -320,6 +323,13 @@ class Lowerer:
         for buf in reversed(temps):
             body = Allocate(buf, body)
         body = simplify(body)
+        from ..ir.transform import PassContext
+
+        if any(st.pragmas for st in self.sch.stages) or (
+                "tir.UnrollLoop" in PassContext.current().config):
+            from ..tir.transform import unroll_loops
+
+            body = unroll_loops(body, None)
         return PrimFunc(tuple(self.params), dict(self.buffer_map), body,
                         attrs={"global_symbol": self.name})
 
@@ -352,6 +362,25 @@ def _rebind_buffers(body: Stmt, bmap: dict[int, Buffer], placeholders: Sequence[
     return transform(body, fn)
 
 
+def _stage_buffer(st: Stage, t: Tensor, shape: tuple, scope: str) -> Buffer:
+    """The buffer a stage computes ``t`` into, its rows padded as storage_align asks."""
+    buf = Buffer(_c_name(t.name), shape, t.dtype, scope=scope)
+    if not st.storage_aligns:
+        return buf
+    # TVM's StorageFlatten rule, innermost dimension first: the stride of an aligned dimension
+    # rounds up to k * factor + offset.
+    strides: list[PrimExpr] = []
+    stride: PrimExpr = _op.const(1)
+    for d in reversed(range(len(buf.shape))):
+        if d in st.storage_aligns:
+            factor, offset = st.storage_aligns[d]
+            stride = simplify(stride + (factor + offset - stride % factor) % factor)
+        strides.append(stride)
+        stride = simplify(stride * buf.shape[d])
+    buf.strides = tuple(reversed(strides))
+    return buf
+
+
 def _c_name(name: str) -> str:
     out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     return out if out and not out[0].isdigit() else f"t_{out}"
@@ -361,6 +390,17 @@ def lower(sch: Schedule, args: Sequence[Any], name: str = "main", binds: Any = N
           simple_mode: bool = False) -> PrimFunc:
     """Lower schedule ``sch`` to a PrimFunc whose parameters are ``args`` (tensors, vars).
 
-    The outputs must be among ``args``; every input placeholder must be too.
+    The outputs must be among ``args``; every input placeholder must be too. ``simple_mode``
+    is accepted for TVM's signature (the printed IR is always the simple form). Passes in the
+    current PassContext's ``"tir.add_lower_pass"`` config, ``[(phase, pass), ...]``, run on
+    the result in phase order (ember lowers in one step, so every phase is "after lowering").
     """
-    return Lowerer(sch, args, name).run()
+    func = Lowerer(sch, args, name).run()
+    from ..ir.transform import PassContext
+
+    extra = PassContext.current().config.get("tir.add_lower_pass")
+    if extra:
+        from ..tir.transform import run_lower_passes
+
+        func = run_lower_passes(func, extra)
+    return func

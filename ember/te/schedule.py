@@ -2,7 +2,11 @@
 
 ``s = te.create_schedule(out.op)`` makes one Stage per operation reachable from the outputs.
 Each Stage keeps its leaf iteration variables in loop order plus the Split/Fuse relations that
-derive them from the root axes; :mod:`ember.te.lower` turns that into loops.
+derive them from the root axes; :mod:`ember.te.lower` turns that into loops. ``cache_read`` and
+``cache_write`` add stages and rewrite the dataflow (:mod:`ember.te.schedule_cache`).
+
+ember compiles for the host CPU only: GPU-only primitives (``bind`` to a thread axis, shared or
+warp memory scopes) raise an OpError that names the CPU alternative.
 """
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from typing import Any
 from ..runtime.errors import OpError
 from ..tir.expr import Var
 from ..tir.stmt import ForKind
-from .tensor import ComputeOp, IterVar, Operation, Tensor
+from . import unsupported
+from .unsupported import refuse
+from .tensor import ComputeOp, IterVar, Operation, Range, Tensor
 
 
 @dataclass(eq=False)
@@ -23,6 +29,18 @@ class Split:
     inner: IterVar
     factor: Any
     nparts: Any
+
+
+def split_extents(rel: Split, parent_extent: Any) -> tuple[Any, Any]:
+    """(outer, inner) loop extents of a split of a loop of ``parent_extent``."""
+    from ..tir import op as _op
+    from ..tir.simplify import simplify
+
+    if rel.factor is not None:
+        f = _op.convert(rel.factor)
+        return simplify((parent_extent + f - 1) // f), f
+    n = _op.convert(rel.nparts)
+    return n, simplify((parent_extent + n - 1) // n)
 
 
 @dataclass(eq=False)
@@ -43,11 +61,22 @@ class Stage:
         self.relations: list[Split | Fuse] = []
         self.iter_var_attrs: dict[IterVar, ForKind] = {}
         self.attach_type = "root"  # root | inline | scope
+        self.scope = "global"
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
+        # leaf -> [(key, value)] from pragma(); dim index -> (factor, offset) from storage_align()
+        self.pragmas: dict[IterVar, list[tuple[str, Any]]] = {}
+        self.storage_aligns: dict[int, tuple[int, int]] = {}
 
     def __repr__(self) -> str:
         return f"stage({self.op.name})"
+
+    def __getattr__(self, name: str) -> Any:
+        op = self.__dict__.get("op")  # absent while copy/pickle probe a bare instance
+        err = refuse(unsupported.STAGE, f"s[{getattr(op, 'name', '?')}]", name)
+        if err is not None:
+            raise err
+        raise AttributeError(f"'Stage' object has no attribute {name!r}")
 
     def _leaf_index(self, iv: IterVar) -> int:
         for i, leaf in enumerate(self.leaf_iter_vars):
@@ -89,6 +118,14 @@ class Stage:
             out = fused
         return out
 
+    def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: Any, y_factor: Any
+             ) -> tuple[IterVar, IterVar, IterVar, IterVar]:
+        """Split two loops and order them (x_outer, y_outer, x_inner, y_inner), as TVM's tile."""
+        xo, xi = self.split(x_parent, x_factor)
+        yo, yi = self.split(y_parent, y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
     def reorder(self, *ivs: IterVar) -> None:
         """Put the given leaf loops in this order (others keep their places)."""
         if len(ivs) == 1 and isinstance(ivs[0], (list, tuple)):
@@ -113,6 +150,54 @@ class Stage:
     def unroll(self, iv: IterVar) -> None:
         """Unroll a loop (``#pragma GCC unroll`` where GCC >= 8 or clang: ``EMBER_UNROLL``)."""
         self._annotate(iv, ForKind.UNROLLED)
+
+    def pragma(self, iv: IterVar, pragma_type: str, pragma_value: Any = None) -> None:
+        """Annotate loop ``iv`` with ``pragma_<type>`` (shown in the lowered IR).
+
+        "unroll" and "vectorize" change how the loop is emitted; "auto_unroll_max_step" unrolls
+        the loops inside ``iv`` whose total step count is at most the value (as TVM's
+        UnrollLoop); other keys ("parallel_launch_point"...) are recorded only.
+        """
+        if not isinstance(pragma_type, str) or not pragma_type:
+            raise OpError(f"schedule of {self.op.name}: pragma type must be a non-empty string, "
+                          f"got {pragma_type!r}")
+        if pragma_type == "auto_unroll_max_step" and not (
+                isinstance(pragma_value, int) and pragma_value >= 0):
+            raise OpError(f"schedule of {self.op.name}: pragma auto_unroll_max_step needs a "
+                          f"non-negative int value, got {pragma_value!r}")
+        self._leaf_index(iv)
+        kind = {"unroll": ForKind.UNROLLED, "vectorize": ForKind.VECTORIZED}.get(pragma_type)
+        if kind is not None:
+            self.iter_var_attrs[iv] = kind
+        self.pragmas.setdefault(iv, []).append((pragma_type, pragma_value))
+
+    def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
+        """Pad the buffer of this stage so that the stride of dimension ``axis`` is
+        ``k * factor + offset`` (TVM's storage_align: avoids cache-set conflicts)."""
+        dims = [i for i, a in enumerate(getattr(self.op, "axis", [])) if a is axis]
+        if not dims:
+            raise OpError(f"schedule of {self.op.name}: storage_align needs one of the stage's "
+                          f"own axes (op.axis), got {getattr(axis, 'var', axis)}")
+        if not (isinstance(factor, int) and factor > 0 and isinstance(offset, int)
+                and 0 <= offset < factor):
+            raise OpError(f"schedule of {self.op.name}: storage_align needs factor > 0 and "
+                          f"0 <= offset < factor, got factor={factor!r}, offset={offset!r}")
+        self.storage_aligns[dims[0]] = (factor, offset)
+
+    def bind(self, iv: IterVar, thread_ivar: Any) -> None:
+        """Refused: binding a loop to GPU threads needs a GPU target, and ember has none."""
+        tag = getattr(thread_ivar, "thread_tag", "") or getattr(thread_ivar, "var", thread_ivar)
+        raise OpError(f"schedule of {self.op.name}: bind({getattr(iv, 'var', iv)}, {tag}) binds a "
+                      "loop to GPU threads, but ember compiles for the host CPU only (targets "
+                      "'c', 'llvm'); use s[...].parallel(outer_loop) for CPU threads and "
+                      "s[...].vectorize(inner_loop) for SIMD instead")
+
+    def set_scope(self, scope: str) -> None:
+        """The memory scope of the stage's buffer: "global" or "local" (GPU scopes are
+        refused). On the host CPU both are ordinary memory; the scope shows in the lowered IR."""
+        from .schedule_cache import check_scope
+
+        self.scope = check_scope(scope, f"set_scope of {self.op.name}")
 
     def compute_inline(self) -> None:
         """Substitute this stage's expression into its consumers (no buffer, no loops)."""
@@ -142,6 +227,42 @@ class Schedule:
             self.stages.append(st)
             self.stage_map[id(op)] = st
 
+    def __getattr__(self, name: str) -> Any:
+        err = refuse(unsupported.SCHEDULE, "schedule", name)
+        if err is not None:
+            raise err
+        raise AttributeError(f"'Schedule' object has no attribute {name!r}")
+
+    def cache_read(self, tensor: Tensor, scope: str, readers: Any) -> Tensor:
+        """A stage copying ``tensor`` into ``scope``; ``readers`` now read the copy."""
+        from .schedule_cache import cache_read
+
+        return cache_read(self, tensor, scope, readers)
+
+    def cache_write(self, tensor: Any, scope: str) -> Any:
+        """Compute ``tensor`` into a ``scope`` stage; ``tensor``'s stage then copies it out."""
+        from .schedule_cache import cache_write
+
+        return cache_write(self, tensor, scope)
+
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
+        """Factor ``tensor``'s reduction over its reduce loop ``axis`` into a new stage of
+        partial results (``<name>.rf``); ``tensor`` then reduces those."""
+        from .schedule_rfactor import rfactor
+
+        return rfactor(self, tensor, axis, factor_axis)
+
+    def normalize(self) -> Schedule:
+        """Rebase every loop to start at 0: ember's lowering always emits loops from 0 (a
+        reduce axis over [m, n) runs its loop over [0, n - m) and adds m in the index), so
+        there is nothing left to change; returns the schedule, as TVM's does."""
+        return self
+
+    def current(self, t: Tensor) -> Tensor:
+        """The tensor that ``t`` stands for now (cache_read/write replace a stage's op)."""
+        st = self.stage_map.get(id(t.op))
+        return t if st is None else st.op.output(t.value_index)
+
     def __getitem__(self, key: Tensor | Operation) -> Stage:
         op = key.op if isinstance(key, Tensor) else key
         st = self.stage_map.get(id(op))
@@ -167,6 +288,20 @@ def _topo_order(outputs: Sequence[Operation]) -> list[Operation]:
             if id(t.op) not in seen:
                 stack.append((t.op, False))
     return order
+
+
+def thread_axis(dom: Any = None, tag: str = "", name: str = "") -> IterVar:
+    """A GPU thread axis (``te.thread_axis("threadIdx.x")``); only ``bind`` takes one, and
+    ember refuses it (no GPU target)."""
+    if isinstance(dom, str):
+        dom, tag = None, dom
+    if not tag:
+        raise OpError("thread_axis: needs a thread tag such as 'threadIdx.x'")
+    rng = None
+    if dom is not None:
+        lo, hi = dom
+        rng = Range.from_min_extent(lo, hi - lo)
+    return IterVar(rng, Var(name or tag), IterVar.ThreadIndex, tag)
 
 
 def create_schedule(ops: Any) -> Schedule:

@@ -39,7 +39,8 @@ from .expr import (  # noqa: F401
     Sub,
     Var,
 )
-from .functor import post_order, substitute, transform  # noqa: F401
+from . import stmt_functor, transform  # noqa: F401  (tir.transform is the pass module)
+from .functor import post_order, substitute  # noqa: F401
 from .op import (  # noqa: F401
     abs,
     acos,

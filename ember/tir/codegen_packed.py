@@ -70,6 +70,8 @@ def emit_allocate(w: FunctionWriter, s: Allocate, ind: int) -> list[Any]:
 
 
 def _numel(buf: Buffer) -> PrimExpr:
+    if buf.strides and buf.shape:  # padded rows (storage_align): outer stride times extent
+        return buf.strides[0] * buf.shape[0]
     out: PrimExpr = IntImm("int32", 1)
     for d in buf.shape:
         out = out * d

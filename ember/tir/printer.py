@@ -132,14 +132,19 @@ def _stmt_lines(s: Any, ind: str, out: list[str]) -> list[tuple[Any, str]]:
         return [(x, ind) for x in s.seq]
     if isinstance(s, For):
         kind = "" if s.kind == ForKind.SERIAL else f" {s.kind.name.lower()}"
+        notes = "".join(f" // {k}" + ("" if v is None else f" = {v}")
+                        for k, v in s.annotations.items())
         out.append(f"{ind}for{kind} ({s.loop_var.name}, {expr_str(s.min)}, "
-                   f"{expr_str(s.extent)}) {{")
+                   f"{expr_str(s.extent)}) {{{notes}")
         return [(s.body, inner), (ind + "}", "")]
     if isinstance(s, BufferStore):
         out.append(f"{ind}{s.buffer.name}[{_indices(s.indices)}] = {expr_str(s.value)}")
     elif isinstance(s, Allocate):
         shape = ", ".join(expr_str(x) for x in s.buffer.shape)
-        out.append(f"{ind}allocate {s.buffer.name}: {s.buffer.dtype}[{shape}] ({s.buffer.scope})")
+        strides = (f" strides [{', '.join(expr_str(x) for x in s.buffer.strides)}]"
+                   if s.buffer.strides else "")
+        out.append(f"{ind}allocate {s.buffer.name}: {s.buffer.dtype}[{shape}]{strides} "
+                   f"({s.buffer.scope})")
         return [(s.body, ind)]
     elif isinstance(s, IfThenElse):
         out.append(f"{ind}if ({expr_str(s.condition)}) {{")

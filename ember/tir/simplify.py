@@ -537,6 +537,6 @@ def _leave(s: Stmt, ctx: _Context, memo: dict[int, Stmt],
            loops: dict[int, tuple[PrimExpr, PrimExpr]]) -> Stmt:
     if isinstance(s, For):
         mn, ext = loops.pop(id(s))
-        return For(s.loop_var, mn, ext, s.kind, memo[id(s.body)])
+        return For(s.loop_var, mn, ext, s.kind, memo[id(s.body)], s.annotations)
     return map_children(s, lambda c: memo[id(c)] if isinstance(c, Stmt)
                         else _simplify_expr(c, ctx))

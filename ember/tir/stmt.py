@@ -69,13 +69,21 @@ class ForKind(IntEnum):
 
 @dataclass(eq=False, repr=False)
 class For(Stmt):
-    """``for (loop_var = min; loop_var < min + extent; ++loop_var) body``."""
+    """``for (loop_var = min; loop_var < min + extent; ++loop_var) body``.
+
+    ``annotations`` carries schedule pragmas (``{"pragma_unroll": None}``) into the printed IR.
+    """
 
     loop_var: Var
     min: PrimExpr
     extent: PrimExpr
     kind: ForKind
     body: Stmt
+    annotations: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Relay-era passes write For(v, 0, 8, ...) with Python ints.
+        self.min, self.extent = convert(self.min), convert(self.extent)
 
 
 @dataclass(eq=False, repr=False)
@@ -163,6 +171,10 @@ class PrimFunc(Object):
         """A copy with ``attrs[key] = value``."""
         return PrimFunc(self.params, self.buffer_map, self.body, self.ret_type,
                         {**self.attrs, key: value})
+
+    def with_body(self, body: Stmt) -> PrimFunc:
+        """A copy with ``body`` (what a tir pass returns)."""
+        return PrimFunc(self.params, self.buffer_map, body, self.ret_type, dict(self.attrs))
 
     @property
     def name(self) -> str:

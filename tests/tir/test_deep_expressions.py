@@ -119,7 +119,7 @@ def _nested_stmts(n: int) -> tir.Stmt:
 
 def test_statements_nested_10000_deep() -> None:
     s = _nested_stmts(DEPTH)
-    assert tir.transform(s, lambda n: None) is s
+    assert tir.functor.transform(s, lambda n: None) is s
     out = simplify(s)  # the constant ifs go, the lets stay
     kinds = [type(n).__name__ for n in tir.post_order(out)]
     assert kinds.count("LetStmt") == DEPTH and "IfThenElse" not in kinds

@@ -73,10 +73,11 @@ def kernel_source(text: str, params: dict[str, np.ndarray]) -> str:
 
 
 def assert_same_result(got: Any, want: Any) -> None:
-    """Equal shapes and float32 values equal up to a few units of rounding."""
+    """Equal shapes and float32 values equal up to rounding: the two builds may sum a conv's
+    taps in different orders (register tiles chosen for the static size), so 1e-5 relative."""
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape, (got.shape, want.shape)
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def rand(rng: np.random.Generator, *shape: int) -> np.ndarray:
