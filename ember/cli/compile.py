@@ -110,6 +110,7 @@ class Build:
     why: str                       # why this executor
     info: dict[str, Any]           # saved in the record; inspect shows it
     timings: dict[str, float] = field(default_factory=dict)
+    c_builds: list[Any] = field(default_factory=list)  # ember.contrib.cc.BuildReport
 
 
 def _output_path(args: argparse.Namespace) -> Path:
@@ -174,17 +175,19 @@ def compile_model(args: argparse.Namespace, status: Status) -> Build:
         else:
             timings[short] = timings.get(short, 0.0) + seconds
 
+    from ..contrib import cc
+
     recorder = BuildRecorder(on_pass=status.note)
     # the tuning records looked up are those of the thread count the model will run on
     build_config = {**config, THREADS_OPTION: threads}
     with PassContext(opt_level=args.opt_level, config=build_config, instruments=[recorder]), \
-            stage_listener(on_stage):
+            stage_listener(on_stage), cc.build_reports() as c_builds:
         factory = relay_build(mod, args.target, params=params or None, executor=executor,
                               runtime=runtime)
     status.note("")
     info = dict(source=path.name, **_build_info(args, executor, config, recorder, factory))
     record = ModelRecord(kind, threads, inputs, outputs, info)
-    return Build(CompiledModel(factory, record), why, info, timings)
+    return Build(CompiledModel(factory, record), why, info, timings, c_builds)
 
 
 def _build_info(args: argparse.Namespace, executor: Any, config: dict[str, Any],
@@ -276,6 +279,7 @@ def summary(build: Build, written: list[Path], seconds: float) -> str:
     lines.append(f"  output    {sizes}")
     parts = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in build.timings.items())
     lines.append(f"  time      {fmt_seconds(seconds)} in all; {parts}")
+    lines += [f"  C         {report.summary()}" for report in build.c_builds]
     return "\n".join(lines)
 
 

@@ -13,6 +13,13 @@ The instruction set comes from one decision, ``ember.target.simd.cpu_choice``: a
 ``$EMBER_MARCH``, else the host (``-march=native``). Every shared library records the CPU
 features its code was compiled for (``ember.runtime.cpu_features``), read from the compiler's
 own predefined macros for those flags, so loaders refuse it on a CPU that lacks them.
+
+Every object is cached by its own content under ``$EMBER_CACHE_DIR/obj`` too: a model's C
+comes as several units plus kernel objects (``ember.tir.codegen.split_c``), so a rebuild
+after a small change compiles one unit, and the kernels compile once per flag set. A cached
+object that is not intact (truncated, not an object file) is compiled again. What a build
+did and how long each step took is a ``BuildReport`` (``build_reports()`` collects them;
+``EMBER_DEBUG=1`` prints them).
 """
 from __future__ import annotations
 
@@ -21,11 +28,14 @@ import json
 import os
 import shlex
 import shutil
+import struct
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..runtime import cpu_features
@@ -47,6 +57,61 @@ _C_SUFFIXES = (".c",)
 _ABI_TAG = "ember-cc-2"
 # Options that choose the instruction set (a target's -mcpu/-mattr, passed as compile options).
 _ARCH_PREFIXES = ("-march=", "-mcpu=")
+
+
+@dataclass(frozen=True)
+class CompileStep:
+    """One C source of a build: its file name, and the seconds its compile took (0.0 and
+    ``cached`` when its object came from the cache)."""
+
+    source: str
+    seconds: float
+    cached: bool
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """Where one ``build_shared`` spent its time: each source's compile (they run in
+    parallel, so ``compile_seconds`` is wall time, not their sum), then the link. A library
+    found whole in the cache has no steps (``cached``)."""
+
+    library: str
+    steps: tuple[CompileStep, ...]
+    compile_seconds: float
+    link_seconds: float
+    cached: bool = False
+
+    def summary(self) -> str:
+        """One line: ``3 compiled (lib0_lib_0.c 1.20s, ...), 2 cached; link 0.05s``."""
+        if self.cached:
+            return "library cached"
+        done = sorted((s for s in self.steps if not s.cached), key=lambda s: -s.seconds)
+        ran = ", ".join(f"{s.source} {s.seconds:.2f}s" for s in done)
+        cached = len(self.steps) - len(done)
+        return (f"{len(done)} compiled in {self.compile_seconds:.2f}s"
+                + (f" ({ran})" if ran else "") + f", {cached} cached; "
+                f"link {self.link_seconds:.2f}s")
+
+
+_REPORTS: list[list[BuildReport]] = []
+
+
+@contextmanager
+def build_reports() -> Iterator[list[BuildReport]]:
+    """Within the block, every ``build_shared`` appends its ``BuildReport`` to the list."""
+    reports: list[BuildReport] = []
+    _REPORTS.append(reports)
+    try:
+        yield reports
+    finally:
+        _REPORTS.remove(reports)
+
+
+def _report(report: BuildReport) -> None:
+    for reports in _REPORTS:
+        reports.append(report)
+    if debug_level() >= 1:
+        print(f"ember: built {report.library}: {report.summary()}", file=sys.stderr)
 
 
 
@@ -285,16 +350,30 @@ def build_shared(sources: str | os.PathLike | Sequence[str | os.PathLike],
     out = cache_dir("lib") / f"{key}.so"
     if out.exists():
         touch(out)
+        _report(BuildReport(out.name, (), 0.0, 0.0, cached=True))
         return out
     start = time.perf_counter()
-    inputs = _objects(argv, flags, opts, files, cpu, cwd)
+    inputs, steps = _objects(argv, flags, opts, files, cpu, cwd)
+    compiled = time.perf_counter()
     tmp_out = temp_sibling(out)
     cmd = [*argv, *flags, *map(str, inputs), "-o", str(tmp_out), *opts, *libs]
-    _run_compiler(cmd, files, key, cwd, tmp_out)
+    try:
+        _run_compiler(cmd, files, key, cwd, tmp_out)
+    except CompileError:
+        reused = [obj for obj, step in zip(inputs, steps) if step and step.cached]
+        if not reused:
+            raise
+        # A cached object may be damaged in a way the intactness check cannot see: compile
+        # the reused ones again and link once more (a real error fails the same way again).
+        for obj in reused:
+            obj.unlink(missing_ok=True)
+        inputs, steps = _objects(argv, flags, opts, files, cpu, cwd)
+        _run_compiler(cmd, files, key, cwd, tmp_out)
     os.replace(tmp_out, out)
     prune()  # the cache grew: drop the least recently used products beyond its bound
-    if debug_level() >= 1:
-        print(f"ember: compiled {out.name} in {time.perf_counter() - start:.2f}s", file=sys.stderr)
+    end = time.perf_counter()
+    _report(BuildReport(out.name, tuple(s for s in steps if s), compiled - start,
+                        end - compiled))
     return out
 
 
@@ -321,40 +400,94 @@ def _compile_only(flags: Sequence[str], opts: Sequence[str]) -> tuple[list[str],
     return keep(flags), keep(opts)
 
 
+# Object file magic numbers: ELF, Mach-O (32/64-bit, both byte orders), COFF (x86-64, arm64).
+_OBJECT_MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf",
+                 b"\xcf\xfa\xed\xfe", b"\x64\x86", b"\x64\xaa")
+
+
+def object_intact(path: Path) -> bool:
+    """Whether ``path`` looks like a whole object file: a known magic number and, for ELF,
+    the section header table inside the file (a truncated object fails that)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return False
+    if not head.startswith(_OBJECT_MAGIC):
+        return False
+    if not head.startswith(b"\x7fELF") or len(head) < 52:
+        return True
+    order = "<" if head[5] == 1 else ">"
+    if head[4] == 2:  # 64-bit: e_shoff at 40, e_shentsize and e_shnum at 58
+        if len(head) < 64:
+            return False
+        (shoff,) = struct.unpack_from(order + "Q", head, 40)
+        shentsize, shnum = struct.unpack_from(order + "HH", head, 58)
+    else:  # 32-bit: e_shoff at 32, e_shentsize and e_shnum at 46
+        (shoff,) = struct.unpack_from(order + "I", head, 32)
+        shentsize, shnum = struct.unpack_from(order + "HH", head, 46)
+    return shoff > 0 and shoff + shentsize * shnum <= size
+
+
 def _objects(argv: list[str], flags: list[str], opts: list[str], files: list[Path], cpu: str,
-             cwd: str | None) -> list[Path]:
-    """``files`` with each C source replaced by its cached object (compiled when missing)."""
+             cwd: str | None) -> tuple[list[Path], list[CompileStep | None]]:
+    """``files`` with each C source replaced by its cached object (compiled when missing or
+    not intact), and per input its ``CompileStep`` (None for inputs that are not C)."""
     cflags, copts = _compile_only(flags, opts)
     jobs: dict[Path, tuple[list[str], Path, str]] = {}
-    inputs = []
+    inputs: list[Path] = []
+    steps: list[CompileStep | None] = []
     for f in files:
         if f.suffix not in _C_SUFFIXES:
             inputs.append(f)
+            steps.append(None)
             continue
         key = content_hash(_ABI_TAG, "obj", _identity(argv), cpu, *cflags, "--", *copts,
                            *_hash_inputs([f], copts))
         obj = cache_dir("obj", key[:2]) / f"{key}.o"
-        if obj.exists():
+        if obj.exists() and object_intact(obj):
             touch(obj)
+            steps.append(CompileStep(f.name, 0.0, True))
         else:
             tmp = temp_sibling(obj)
             jobs[obj] = ([*argv, *cflags, "-c", str(f), "-o", str(tmp), *copts], tmp, key)
+            steps.append(CompileStep(f.name, 0.0, False))
         inputs.append(obj)
-    if jobs:
-        workers = min(len(jobs), os.cpu_count() or 1)
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            done = {obj: pool.submit(_run_compiler, cmd, files, key, cwd, tmp)
-                    for obj, (cmd, tmp, key) in jobs.items()}
-        errors = []
-        for obj, future in done.items():
-            try:
-                future.result()
-                os.replace(jobs[obj][1], obj)
-            except CompileError as err:
-                errors.append(err)
-        if errors:
-            raise errors[0]
-    return inputs
+    seconds = _compile_jobs(jobs, files, cwd)
+    steps = [CompileStep(s.source, seconds.get(obj, 0.0), s.cached) if s else None
+             for s, obj in zip(steps, inputs)]
+    return inputs, steps
+
+
+def _timed_compile(cmd: list[str], files: Sequence[Path], key: str, cwd: str | None,
+                   tmp: Path) -> float:
+    start = time.perf_counter()
+    _run_compiler(cmd, files, key, cwd, tmp)
+    return time.perf_counter() - start
+
+
+def _compile_jobs(jobs: dict[Path, tuple[list[str], Path, str]], files: Sequence[Path],
+                  cwd: str | None) -> dict[Path, float]:
+    """Run the compile ``jobs`` (object -> command, temporary output, cache key) in parallel,
+    one per CPU; each object's seconds. The first failure raises once all have ended."""
+    if not jobs:
+        return {}
+    workers = min(len(jobs), os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        done = {obj: pool.submit(_timed_compile, cmd, files, key, cwd, tmp)
+                for obj, (cmd, tmp, key) in jobs.items()}
+    errors = []
+    seconds = {}
+    for obj, future in done.items():
+        try:
+            seconds[obj] = future.result()
+            os.replace(jobs[obj][1], obj)
+        except CompileError as err:
+            errors.append(err)
+    if errors:
+        raise errors[0]
+    return seconds
 
 
 def _run_compiler(cmd: list[str], files: Sequence[Path], key: str, cwd: str | None,

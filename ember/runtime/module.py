@@ -182,9 +182,14 @@ class Module:
         files: list[str] = []
         options: list[str] = []
         needs_blob = not self.is_dso_exportable
+        archive = file_name.endswith((".tar", ".a"))
         for index, mod in enumerate(self._walk()):
             if mod.is_dso_exportable:
-                files += mod._export_sources(tmp.path, index)
+                # A shared library builds from the units the module was compiled from (their
+                # objects are cached); an archive of objects from the self-contained C.
+                new = (mod._export_sources(tmp.path, index) if archive or not
+                       isinstance(mod, CSourceModule) else mod._build_sources(tmp.path, index))
+                files += [f for f in new if f not in files]  # kernel objects once
                 options += getattr(mod, "compile_options", [])
             elif isinstance(mod, DSOModule):
                 raise TVMError(f"export_library: {mod!r} is an already compiled library and cannot "
@@ -193,7 +198,7 @@ class Module:
                 needs_blob = True
         if needs_blob:
             files.append(_blob_file(serialize_tree(self), tmp.relpath("devc.c")))
-        if file_name.endswith((".tar", ".a")):
+        if archive:
             if file_name.endswith(".tar"):  # its objects carry their CPU feature record
                 files.append(str(cc.cpu_record_source(options)))
             objects = _compile_objects(cc, files, options, tmp.path)
@@ -288,14 +293,21 @@ class CSourceModule(Module):
 
     Calling a function compiles the source on first use (cached by content hash) and loads
     it; ``export_library`` compiles it into the exported library.
+
+    ``units`` (``(file name, C)`` pairs, optional) are what a hosted build compiles instead
+    of ``code``: the same functions split into translation units compiled in parallel, and the
+    kernel objects they link (``ember.tir.codegen.split_c``). ``code`` stays the one
+    self-contained unit that ``get_source``, ``save`` and C exports use.
     """
 
     type_key = "c"
 
     def __init__(self, code: str, fmt: str = "c", func_names: Sequence[str] = (),
-                 compile_options: Sequence[str] = ()) -> None:
+                 compile_options: Sequence[str] = (),
+                 units: Sequence[tuple[str, str]] = ()) -> None:
         super().__init__()
         self.code = code
+        self.units = list(units)
         self._fmt = fmt
         self.func_names = list(func_names)
         self.compile_options = list(compile_options)
@@ -313,6 +325,20 @@ class CSourceModule(Module):
         with open(path, "w") as f:
             f.write(self.code)
         return [path]
+
+    def _build_sources(self, directory: str, index: int) -> list[str]:
+        """Write the units a hosted build compiles into ``directory``: ``units``, or ``code``
+        as one. Kernel objects keep their names (the same entry point, the same file)."""
+        if not self.units:
+            return self._export_sources(directory, index)
+        paths = []
+        for name, text in self.units:
+            path = os.path.join(directory, name if name.startswith("kernel_")
+                                else f"lib{index}_{name}")
+            with open(path, "w") as f:
+                f.write(text)
+            paths.append(path)
+        return paths
 
     def save(self, file_name: str, fmt: str = "") -> None:
         """Write the source (``.c`` and any other name), or compile it: an object file for
@@ -344,7 +370,7 @@ class CSourceModule(Module):
             options = list(self.compile_options)
             for index, mod in enumerate(self._walk()):
                 if isinstance(mod, CSourceModule):
-                    srcs += mod._export_sources(tmp.path, index)
+                    srcs += [f for f in mod._build_sources(tmp.path, index) if f not in srcs]
                     options += [o for o in mod.compile_options if o not in options]
             return str(compiler_driver().build_shared(srcs, options))
 

@@ -46,6 +46,7 @@ from .expr import (
     Var,
 )
 from .functor import children, post_order, walk
+from .kernel_objects import is_entry_point
 from .op import is_float
 from .simplify import simplify
 from .stmt import (
@@ -298,6 +299,8 @@ class FunctionWriter:
             name, header = e.args[0].value, e.args[1].value
             if header:
                 self.helpers.add(f"include:{header}")
+                if is_entry_point(header, name):  # linked from a kernel object when hosted
+                    self.helpers.add(f"kernel:{header}:{name}")
             return f"{name}({', '.join(args[2:])})"
         if op == "tir.address_of":
             return f"(&{args[0]})"

@@ -52,6 +52,8 @@ def test_summary_lines(capsys: Any, models: dict[str, Any], tmp_path: Path) -> N
     assert "10 operators -> 10 fused calls" in out  # opt level 0 fuses nothing
     assert "for intermediates" in out and "lower bound" in out or "at the lower bound" in out
     assert f"{out_path} (" in out and "KiB)" in out
+    c_line = next(line for line in lines if line.startswith("  C "))  # the C compiler's report
+    assert "library cached" in c_line or ("compiled" in c_line and "link" in c_line)
 
 
 def test_pass_config_changes_the_build(capsys: Any, models: dict[str, Any],

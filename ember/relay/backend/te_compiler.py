@@ -37,7 +37,7 @@ from ...runtime.ndarray import array as nd_array
 from ...target.simd import CpuChoice, cpu_choice
 from ...te import tensor as te
 from ...te.lower import lower as te_lower
-from ...tir.codegen import FunctionC, function_c, join_c
+from ...tir.codegen import FunctionC, function_c, join_c, split_c
 from ...tir.expr import IntImm
 from ...tir.stmt import PrimFunc
 from . import kernel_cache
@@ -290,9 +290,10 @@ class TECompiler:
         funcs = self._order if funcs is None else funcs
         flags = arch_options(target) if target is not None else list(
             funcs[0].arch_flags if funcs else ())
-        lib = CSourceModule(self.get_source(funcs), "c",
+        parts = [f.code for f in funcs if f.external_module is None]
+        lib = CSourceModule(join_c(parts), "c",
                             [f.name for f in funcs if f.external_module is None],
-                            compile_options=flags)
+                            compile_options=flags, units=split_c(parts))
         for f in funcs:
             if f.external_module is not None:
                 lib.import_module(f.external_module)

@@ -24,6 +24,30 @@
 #ifndef EMBER_KERNELS_CONV_NCHWC_H_
 #define EMBER_KERNELS_CONV_NCHWC_H_
 
+#include <stdint.h>
+
+#include "ember/kernels/linkage.h"
+
+/* The entry points (linkage and where their bodies come from: ember/kernels/linkage.h). */
+#define EMBER_CONV2D_NCHWC_PARAMS                                                                  \
+  const float* in, const float* w, const float* bias, const float* res, float* out, int32_t n,     \
+      int32_t icb, int32_t cb, int32_t h, int32_t wd, int32_t ocb, int32_t groups, int32_t oh,     \
+      int32_t ow, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t dh, int32_t dw,          \
+      int32_t pt, int32_t pl, int32_t act, float lo, float hi, int32_t flags, int32_t rb,          \
+      int32_t rw, int32_t strip, int32_t order, int32_t threads
+#define EMBER_DEPTHWISE_NCHWC_PARAMS                                                               \
+  const float* in, const float* w, const float* bias, const float* res, float* out, int32_t n,     \
+      int32_t cblocks, int32_t h, int32_t wd, int32_t oh, int32_t ow, int32_t kh, int32_t kw,      \
+      int32_t sh, int32_t sw, int32_t dh, int32_t dw, int32_t pt, int32_t pl, int32_t act,         \
+      float lo, float hi, int32_t flags, int32_t strip, int32_t threads
+EMBER_KENTRY int32_t ember_conv2d_nchwc_x4(EMBER_CONV2D_NCHWC_PARAMS);
+EMBER_KENTRY int32_t ember_conv2d_nchwc_x8(EMBER_CONV2D_NCHWC_PARAMS);
+EMBER_KENTRY int32_t ember_conv2d_nchwc_x16(EMBER_CONV2D_NCHWC_PARAMS);
+EMBER_KENTRY int32_t ember_depthwise_nchwc_x4(EMBER_DEPTHWISE_NCHWC_PARAMS);
+EMBER_KENTRY int32_t ember_depthwise_nchwc_x8(EMBER_DEPTHWISE_NCHWC_PARAMS);
+EMBER_KENTRY int32_t ember_depthwise_nchwc_x16(EMBER_DEPTHWISE_NCHWC_PARAMS);
+
+#if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
 #include "ember/kernels/conv_simd.h"
 
@@ -179,14 +203,21 @@ static inline void ember_conv_portable(const ember_conv_p* p, int32_t lanes, int
   }
 }
 
+#if EMBER_KERNEL_WANTS_LANES(4)
 #define EMBER_L 4
 #include "ember/kernels/conv_nchwc_impl.h"
 #undef EMBER_L
+#endif
+#if EMBER_KERNEL_WANTS_LANES(8)
 #define EMBER_L 8
 #include "ember/kernels/conv_nchwc_impl.h"
 #undef EMBER_L
+#endif
+#if EMBER_KERNEL_WANTS_LANES(16)
 #define EMBER_L 16
 #include "ember/kernels/conv_nchwc_impl.h"
 #undef EMBER_L
+#endif
+#endif /* EMBER_KERNEL_BODIES */
 
 #endif /* EMBER_KERNELS_CONV_NCHWC_H_ */

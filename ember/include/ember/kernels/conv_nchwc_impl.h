@@ -549,12 +549,8 @@ EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, vo
  *        `flags` has EMBER_EPI_RESIDUAL. rb (1, 2, or 4 with AVX-512) output blocks per
  *        tile; the rest of a group's blocks go in smaller tiles.
  */
-static inline int32_t EMBER_FN(ember_conv2d_nchwc)(
-    const float* in, const float* w, const float* bias, const float* res, float* out,
-    int32_t n, int32_t icb, int32_t cb, int32_t h, int32_t wd, int32_t ocb, int32_t groups,
-    int32_t oh, int32_t ow, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t dh,
-    int32_t dw, int32_t pt, int32_t pl, int32_t act, float lo, float hi, int32_t flags,
-    int32_t rb, int32_t rw, int32_t strip, int32_t order, int32_t threads) {
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_conv2d_nchwc)
+EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
   ember_conv_p p;
   p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
   p.n = n; p.icb = icb; p.icb_g = icb / groups; p.cb = cb; p.h = h; p.w = wd;
@@ -566,13 +562,11 @@ static inline int32_t EMBER_FN(ember_conv2d_nchwc)(
   EMBER_FN(ember_conv_range)(&p, 0, ember_conv_items(&p));
   return 0;
 }
+#endif
 
 /*! \brief Depthwise conv2d in NCHW[L]c: weight [C/L][KH][KW][L], multiplier 1. */
-static inline int32_t EMBER_FN(ember_depthwise_nchwc)(
-    const float* in, const float* w, const float* bias, const float* res, float* out,
-    int32_t n, int32_t cblocks, int32_t h, int32_t wd, int32_t oh, int32_t ow, int32_t kh,
-    int32_t kw, int32_t sh, int32_t sw, int32_t dh, int32_t dw, int32_t pt, int32_t pl,
-    int32_t act, float lo, float hi, int32_t flags, int32_t strip, int32_t threads) {
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_depthwise_nchwc)
+EMBER_KENTRY int32_t EMBER_FN(ember_depthwise_nchwc)(EMBER_DEPTHWISE_NCHWC_PARAMS) {
   ember_conv_p p;
   p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
   p.n = n; p.icb = cblocks; p.icb_g = 1; p.cb = EMBER_L; p.h = h; p.w = wd;
@@ -584,5 +578,6 @@ static inline int32_t EMBER_FN(ember_depthwise_nchwc)(
   EMBER_FN(ember_dw_range)(&p, 0, ember_conv_items(&p));
   return 0;
 }
+#endif
 
 #undef EMBER_FN

@@ -24,6 +24,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ember/kernels/linkage.h"
+
+/* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
+#define EMBER_SGEMM_PARAMS                                                                         \
+  int32_t batch, int32_t M, int32_t N, int32_t K, const float* A, int32_t a_bs, int32_t lda,       \
+      const float* B, int32_t b_bs, int32_t b_ks, int32_t b_ns, int32_t b_nr, float* C,            \
+      int32_t c_bs, int32_t ldc, float alpha, int32_t bias_mode, const float* bias,                \
+      int32_t res_mode, const float* res, int32_t act1, float p1a, float p1b, int32_t act2,        \
+      float p2a, float p2b, int32_t mc, int32_t kc, int32_t parallel
+EMBER_KENTRY int32_t ember_sgemm(EMBER_SGEMM_PARAMS);
+
+#if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
 #include "ember/kernels/gemm_epilogue.h"
 #include "ember/kernels/gemm_simd.h"
@@ -283,14 +295,8 @@ static inline int ember_gemm_task(int task_id, TVMParallelGroupEnv* penv, void* 
 
 /* See the top of this file. bias_mode/res_mode: 0 none, 1 scalar, 2 per column resp. laid
  * out like C (same strides). act codes: gemm_epilogue.h. */
-static inline int32_t ember_sgemm(
-    int32_t batch, int32_t M, int32_t N, int32_t K,
-    const float* A, int32_t a_bs, int32_t lda,
-    const float* B, int32_t b_bs, int32_t b_ks, int32_t b_ns, int32_t b_nr,
-    float* C, int32_t c_bs, int32_t ldc,
-    float alpha, int32_t bias_mode, const float* bias, int32_t res_mode, const float* res,
-    int32_t act1, float p1a, float p1b, int32_t act2, float p2a, float p2b,
-    int32_t mc, int32_t kc, int32_t parallel) {
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_sgemm)
+EMBER_KENTRY int32_t ember_sgemm(EMBER_SGEMM_PARAMS) {
   ember_gemm_args g;
   g.batch = batch; g.M = M; g.N = N; g.K = K;
   g.A = A; g.a_bs = a_bs; g.lda = lda;
@@ -309,5 +315,7 @@ static inline int32_t ember_sgemm(
   }
   return ember_gemm_range(&g, 0, ember_gemm_items(&g));
 }
+#endif
+#endif /* EMBER_KERNEL_BODIES */
 
 #endif /* EMBER_KERNELS_GEMM_H_ */

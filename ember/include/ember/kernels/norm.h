@@ -15,9 +15,19 @@
 #ifndef EMBER_KERNELS_NORM_H_
 #define EMBER_KERNELS_NORM_H_
 
+#include <stdint.h>
+
+#include "ember/kernels/linkage.h"
+
+/* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
+#define EMBER_LAYER_NORM_PARAMS                                                                    \
+  const float* x, float* y, int64_t outer, int64_t n, int64_t inner, int32_t has_gamma,            \
+      const float* gamma, int32_t has_beta, const float* beta, float eps, int32_t parallel
+EMBER_KENTRY int32_t ember_layer_norm(EMBER_LAYER_NORM_PARAMS);
+
+#if EMBER_KERNEL_BODIES
 #include <math.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "ember/c_backend_api.h"
 #include "ember/kernels/gemm_simd.h"
@@ -135,10 +145,8 @@ static inline int ember_layer_norm_task(int task_id, TVMParallelGroupEnv* penv, 
 }
 
 /* See the top of this file. */
-static inline int32_t ember_layer_norm(const float* x, float* y, int64_t outer, int64_t n,
-                                       int64_t inner, int32_t has_gamma, const float* gamma,
-                                       int32_t has_beta, const float* beta, float eps,
-                                       int32_t parallel) {
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layer_norm)
+EMBER_KENTRY int32_t ember_layer_norm(EMBER_LAYER_NORM_PARAMS) {
   ember_layer_norm_args a;
   a.x = x; a.y = y; a.outer = outer; a.n = n; a.inner = inner;
   a.gamma = has_gamma ? gamma : NULL;
@@ -151,5 +159,7 @@ static inline int32_t ember_layer_norm(const float* x, float* y, int64_t outer, 
   ember_layer_norm_range(&a, 0, ember_layer_norm_items(&a));
   return 0;
 }
+#endif
+#endif /* EMBER_KERNEL_BODIES */
 
 #endif /* EMBER_KERNELS_NORM_H_ */

@@ -12,6 +12,21 @@
 #ifndef EMBER_KERNELS_POOL_NCHWC_H_
 #define EMBER_KERNELS_POOL_NCHWC_H_
 
+#include <stdint.h>
+
+#include "ember/kernels/linkage.h"
+
+/* The entry points (linkage and where their bodies come from: ember/kernels/linkage.h). */
+#define EMBER_POOL2D_NCHWC_PARAMS                                                                  \
+  const float* in, float* out, int32_t n, int32_t cblocks, int32_t h, int32_t w, int32_t oh,       \
+      int32_t ow, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t dh, int32_t dw,          \
+      int32_t pt, int32_t pl, int32_t pb, int32_t pr, int32_t avg, int32_t include_pad,            \
+      int32_t threads
+EMBER_KENTRY int32_t ember_pool2d_nchwc_x4(EMBER_POOL2D_NCHWC_PARAMS);
+EMBER_KENTRY int32_t ember_pool2d_nchwc_x8(EMBER_POOL2D_NCHWC_PARAMS);
+EMBER_KENTRY int32_t ember_pool2d_nchwc_x16(EMBER_POOL2D_NCHWC_PARAMS);
+
+#if EMBER_KERNEL_BODIES
 #include <math.h>
 
 #include "ember/c_backend_api.h"
@@ -33,14 +48,21 @@ static inline int32_t ember_pool_taps(int32_t start, int32_t d, int32_t taps, in
   return end - first;
 }
 
+#if EMBER_KERNEL_WANTS_LANES(4)
 #define EMBER_L 4
 #include "ember/kernels/pool_nchwc_impl.h"
 #undef EMBER_L
+#endif
+#if EMBER_KERNEL_WANTS_LANES(8)
 #define EMBER_L 8
 #include "ember/kernels/pool_nchwc_impl.h"
 #undef EMBER_L
+#endif
+#if EMBER_KERNEL_WANTS_LANES(16)
 #define EMBER_L 16
 #include "ember/kernels/pool_nchwc_impl.h"
 #undef EMBER_L
+#endif
+#endif /* EMBER_KERNEL_BODIES */
 
 #endif /* EMBER_KERNELS_POOL_NCHWC_H_ */

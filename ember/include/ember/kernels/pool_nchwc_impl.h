@@ -76,11 +76,8 @@ EMBER_KFN int EMBER_PFN(ember_pool_task)(int task_id, TVMParallelGroupEnv* penv,
 }
 
 /*! \brief Max (avg = 0) or average (avg = 1) pooling in NCHW[L]c; returns 0. */
-static inline int32_t EMBER_PFN(ember_pool2d_nchwc)(
-    const float* in, float* out, int32_t n, int32_t cblocks, int32_t h, int32_t w, int32_t oh,
-    int32_t ow, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t dh, int32_t dw,
-    int32_t pt, int32_t pl, int32_t pb, int32_t pr, int32_t avg, int32_t include_pad,
-    int32_t threads) {
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_pool2d_nchwc)
+EMBER_KENTRY int32_t EMBER_PFN(ember_pool2d_nchwc)(EMBER_POOL2D_NCHWC_PARAMS) {
   ember_pool_p p;
   p.in = in; p.out = out; p.n = n; p.cblocks = cblocks; p.h = h; p.w = w; p.oh = oh;
   p.ow = ow; p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt;
@@ -89,5 +86,6 @@ static inline int32_t EMBER_PFN(ember_pool2d_nchwc)(
   EMBER_PFN(ember_pool_rows)(&p, 0, (int64_t)n * cblocks * oh);
   return 0;
 }
+#endif
 
 #undef EMBER_PFN

@@ -19,8 +19,17 @@
 #ifndef EMBER_KERNELS_SOFTMAX_H_
 #define EMBER_KERNELS_SOFTMAX_H_
 
-#include <math.h>
 #include <stdint.h>
+
+#include "ember/kernels/linkage.h"
+
+/* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
+#define EMBER_SOFTMAX_PARAMS                                                                       \
+  const float* x, float* y, int64_t outer, int64_t n, int64_t inner, int32_t log, int32_t parallel
+EMBER_KENTRY int32_t ember_softmax(EMBER_SOFTMAX_PARAMS);
+
+#if EMBER_KERNEL_BODIES
+#include <math.h>
 
 #include "ember/c_backend_api.h"
 #include "ember/kernels/gemm_simd.h"
@@ -163,8 +172,8 @@ static inline int ember_softmax_task(int task_id, TVMParallelGroupEnv* penv, voi
 }
 
 /* See the top of this file; log selects log_softmax. */
-static inline int32_t ember_softmax(const float* x, float* y, int64_t outer, int64_t n,
-                                    int64_t inner, int32_t log, int32_t parallel) {
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_softmax)
+EMBER_KENTRY int32_t ember_softmax(EMBER_SOFTMAX_PARAMS) {
   ember_softmax_args a;
   a.x = x; a.y = y; a.outer = outer; a.n = n; a.inner = inner; a.log = log;
   if (outer <= 0 || n <= 0 || inner <= 0) return 0;
@@ -174,5 +183,7 @@ static inline int32_t ember_softmax(const float* x, float* y, int64_t outer, int
   ember_softmax_range(&a, 0, ember_softmax_items(&a));
   return 0;
 }
+#endif
+#endif /* EMBER_KERNEL_BODIES */
 
 #endif /* EMBER_KERNELS_SOFTMAX_H_ */

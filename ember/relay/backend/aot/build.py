@@ -26,7 +26,7 @@ from ....runtime.env import debug_level
 from ....runtime.errors import TVMError
 from ....runtime.executor_factory import AotExecutorFactoryModule
 from ....runtime.module import CSourceModule
-from ....tir.codegen import join_c
+from ....tir.codegen import join_c, split_c
 from ...transform import DynamicToStatic, InferType, ToGraphNormalForm
 from .. import te_compiler
 from ..executor import Executor
@@ -125,8 +125,8 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
             raise
         meta = build_metadata(program, opts, mod_name)
         head = header(meta, RunModelWriter(program).signature())
-        kernels_c = join_c([k.code for k in program.kernels.values()
-                            if k.external_module is None], stdio=opts.hosted)
+        parts = [k.code for k in program.kernels.values() if k.external_module is None]
+        kernels_c = join_c(parts, stdio=opts.hosted)
         aot_c = executor_source(program, meta, opts, head)
     if debug_level() >= 1:
         report = meta.memory
@@ -139,8 +139,10 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
         from ..system_lib import constructor_source
 
         aot_c += "\n" + constructor_source(names, prefix)
+    # Hosted builds compile the kernels as linked units and the executor as one more unit.
+    units = split_c(parts, stdio=opts.hosted) + [("executor.c", aot_c)]
     lib = CSourceModule(kernels_c + "\n" + aot_c, "c", names,
-                        compile_options=te_compiler.arch_options(target))
+                        compile_options=te_compiler.arch_options(target), units=units)
     sources = _Sources(lib, {f"{mod_name}_lib0.c": (0, len(kernels_c)),
                              f"{mod_name}_lib1.c": (len(kernels_c) + 1, len(lib.code))})
     for k in program.kernels.values():  # BYOC: external codegens' modules travel as imports

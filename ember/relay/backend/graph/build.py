@@ -51,6 +51,7 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
     from ....runtime.aot_format import c_prefix
     from ....runtime.executor_factory import GraphExecutorFactoryModule
     from .. import te_compiler
+    from ....tir.codegen import referring_unit
     from ..system_lib import registration_source
     from .codegen import generate_graph
 
@@ -62,8 +63,11 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
     with stage("lower"):
         lowered, lib = te_compiler.lower_module(mod, target, mod_name)
     if runtime.name == "crt" or runtime.get("system-lib"):
-        lib.code += "\n" + registration_source(lib.func_names, c_prefix(mod_name), mod_name,
-                                               runtime.name)
+        registration = registration_source(lib.func_names, c_prefix(mod_name), mod_name,
+                                           runtime.name)
+        lib.code += "\n" + registration
+        if lib.units:  # the registration as one more unit of the hosted build
+            lib.units.append(("registry.c", referring_unit(lib.func_names, registration)))
     with stage("plan memory + graph codegen"):
         result = generate_graph(mod, kernels_of(lowered))
     if debug_level() >= 1:

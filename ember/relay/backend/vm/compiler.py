@@ -34,7 +34,7 @@ from ....runtime.ndarray import NDArray
 from ....runtime.ndarray import array as nd_array
 from ....runtime.vm.executable import Executable
 from ....target import Target
-from ....tir.codegen import FunctionC, function_c, join_c
+from ....tir.codegen import FunctionC, function_c, join_c, split_c
 from ...transform.to_a_normal_form import ToANormalForm
 from ...transform.to_graph_normal_form import ToGraphNormalForm
 from ...transform.type_infer import InferType
@@ -97,7 +97,7 @@ class _Kernels:
         if not self.names:
             return None
         lib = CSourceModule(join_c(self.parts), "c", list(self.names),
-                            compile_options=self.arch_options)
+                            compile_options=self.arch_options, units=split_c(self.parts))
         for module in self.externals:
             lib.import_module(module)
         return lib

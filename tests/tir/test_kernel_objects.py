@@ -1,0 +1,164 @@
+"""Kernel objects (ember.tir.kernel_objects) and split translation units (codegen.split_c):
+a hosted build compiles a model's functions as several units that link ember's kernels from
+cached objects; the one self-contained unit (join_c) stays for C exports."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import ember
+from ember import te, tir, topi
+from ember.contrib import cc
+from ember.runtime.module import CSourceModule
+from ember.tir import kernel_objects
+from ember.tir.codegen import LINKED_DEFINE, function_c, join_c, split_c, unit_count
+
+needs_cc = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
+SOFTMAX_H = "ember/kernels/softmax.h"
+
+
+def test_entry_points_are_read_from_the_headers():
+    conv = kernel_objects.entry_points("ember/kernels/conv_nchwc.h")
+    assert {"ember_conv2d_nchwc_x8", "ember_depthwise_nchwc_x16"} <= conv
+    assert kernel_objects.entry_points("ember/kernels/gemm.h") == {"ember_sgemm"}
+    assert kernel_objects.entry_points(SOFTMAX_H) == {"ember_softmax"}
+    # helpers meant to inline into fused loops, and headers that do not exist: no entries
+    assert kernel_objects.entry_points("ember/kernels/fast_math.h") == frozenset()
+    assert kernel_objects.entry_points("no/such/header.h") == frozenset()
+
+
+def test_object_source_defines_one_entry_point_and_lane_count():
+    src = kernel_objects.object_source("ember/kernels/conv_nchwc.h", "ember_conv2d_nchwc_x8")
+    assert "#define EMBER_KERNEL_LANES 8" in src
+    assert "#define EMBER_KOBJ_ember_conv2d_nchwc 1" in src
+    assert src.rstrip().endswith('#include "ember/kernels/conv_nchwc.h"')
+    gemm = kernel_objects.object_source("ember/kernels/gemm.h", "ember_sgemm")
+    assert "EMBER_KERNEL_LANES" not in gemm and "EMBER_KOBJ_ember_sgemm" in gemm
+
+
+@pytest.mark.parametrize("header, name", [("ember/kernels/fast_math.h", "ember_pow2i"),
+                                          ("ember/kernels/gemm.h", "ember_softmax"),
+                                          ("../../etc/passwd", "x")])
+def test_object_source_refuses_what_a_header_does_not_declare(header, name):
+    with pytest.raises(ValueError, match=re.escape(f"declares no entry point {name!r}")):
+        kernel_objects.object_source(header, name)
+
+
+def _softmax(rows: int, name: str) -> tir.PrimFunc:
+    x = te.placeholder((rows, 8), name="x")
+    y = te.extern((rows, 8), [x], lambda ins, outs: tir.call_extern(
+        "int32", "ember_softmax", ins[0].data, outs[0].data, rows, 8, 1, 0, 0,
+        header=SOFTMAX_H), name="y")
+    return te.lower(te.create_schedule(y.op), [x, y], name)
+
+
+def _add(n: int, name: str) -> tir.PrimFunc:
+    a = te.placeholder((n,), name="a")
+    b = topi.add(a, 1.0)
+    return te.lower(topi.schedule_injective(b), [a, b], name)
+
+
+def _parts():
+    return [function_c(f) for f in (_add(64, "f_add0"), _softmax(3, "f_softmax"),
+                                    _add(32, "f_add1"), _softmax(5, "f_softmax5"))]
+
+
+def test_split_units_define_every_function_once_with_their_own_static_helpers():
+    parts = _parts()
+    units = split_c(parts, units=3)
+    names = [n for n, _ in units]
+    assert names[0] == "kernel_ember_softmax.c"  # one object for both calls, first
+    assert names[1:] == ["lib_0.c", "lib_1.c", "lib_2.c"]
+    code = [text for n, text in units if n.startswith("lib_")]
+    for part in parts:  # each packed entry defined in exactly one unit
+        defs = [c for c in code if re.search(rf"TVM_DLL int32_t {part.name}\(", c)]
+        assert len(defs) == 1, part.name
+    for text in code:
+        assert text.startswith(LINKED_DEFINE)
+        assert "static int ember_fail(" in text  # static: one per unit, no clash
+    assert LINKED_DEFINE not in join_c(parts)  # the standalone unit has the kernel bodies
+
+
+def test_split_refuses_bad_unit_counts_and_duplicate_names():
+    parts = _parts()
+    with pytest.raises(ValueError, match="units must be at least 1, got 0"):
+        split_c(parts, units=0)
+    with pytest.raises(ValueError, match="two functions are named 'f_add0'"):
+        split_c(parts + [parts[0]], units=2)
+
+
+def test_unit_count_follows_size_and_cpus():
+    parts = _parts()
+    assert unit_count(parts, cpus=8) == 1  # small: one unit
+    big = [parts[0].renamed("f_add0", f"f{i}") for i in range(200)]
+    assert unit_count(big, cpus=1) == 1
+    assert 1 < unit_count(big, cpus=64) <= len(big)
+
+
+@needs_cc
+def test_split_module_links_and_matches_the_standalone_one():
+    parts = _parts()
+    names = [p.name for p in parts]
+    split = CSourceModule(join_c(parts), "c", names, units=split_c(parts, units=3))
+    whole = CSourceModule(join_c(parts), "c", names)
+    rng = np.random.default_rng(0)
+    for mod in (split, whole):
+        for rows, fname in ((3, "f_softmax"), (5, "f_softmax5")):
+            xv = rng.standard_normal((rows, 8)).astype("float32")
+            out = ember.nd.empty((rows, 8), "float32")
+            mod[fname](ember.nd.array(xv), out)
+            e = np.exp(xv - xv.max(axis=1, keepdims=True))
+            np.testing.assert_allclose(out.numpy(), e / e.sum(axis=1, keepdims=True),
+                                       rtol=1e-5, atol=1e-6)
+        av = np.arange(64, dtype="float32")
+        out = ember.nd.empty((64,), "float32")
+        mod["f_add0"](ember.nd.array(av), out)
+        np.testing.assert_array_equal(out.numpy(), av + 1)
+
+
+def test_a_small_change_changes_one_unit():
+    parts = [function_c(_add(64 + i, f"f_add{i}")) for i in range(6)]
+    changed = list(parts)
+    changed[4] = function_c(_add(69, "f_add4"))  # another extent (68 before): same C size
+    assert len(changed[4].unpacked) == len(parts[4].unpacked)
+    before, after = split_c(parts, units=3), split_c(changed, units=3)
+    assert [n for n, _ in before] == [n for n, _ in after]
+    assert sum(a != b for a, b in zip(before, after)) == 1
+
+
+KERNEL_HEADERS = ("conv_nchwc.h", "pool_nchwc.h", "gemm.h", "softmax.h", "norm.h")
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"]
+
+
+def _cc_check(tmp_path, name: str, text: str, flags: list[str]) -> None:
+    import subprocess
+    from pathlib import Path
+
+    src = tmp_path / name
+    src.write_text(text)
+    include = Path(ember.__file__).parent / "include"
+    proc = subprocess.run([*cc.compiler_argv(), *STRICT, *flags, "-I", str(include), str(src)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"{name} {flags}:\n{proc.stderr}"
+
+
+@needs_cc
+@pytest.mark.parametrize("flags, lanes", [
+    (["-DEMBER_KERNELS_PORTABLE"], ("", "4", "8", "16")),
+    (["-march=native"], ("", "8")),
+    pytest.param(["-march=native"], ("4", "16"), marks=pytest.mark.slow)])  # ~30 s
+def test_every_kernel_object_and_a_linked_unit_compile_warning_free(tmp_path, flags, lanes):
+    linked = [LINKED_DEFINE]
+    for header in KERNEL_HEADERS:
+        path = f"ember/kernels/{header}"
+        linked.append(f'#include "{path}"')
+        for name in sorted(kernel_objects.entry_points(path)):
+            lane = re.search(r"_x(\d+)$", name)
+            if (lane.group(1) if lane else "") in lanes:
+                _cc_check(tmp_path, f"{name}.c", kernel_objects.object_source(path, name), flags)
+    # A model's unit: declarations only, callable.
+    linked.append("void* ember_test_entries[] = {(void*)&ember_conv2d_nchwc_x8, "
+                  "(void*)&ember_sgemm, (void*)&ember_layer_norm};")
+    _cc_check(tmp_path, "linked.c", "\n".join(linked) + "\n", flags)
