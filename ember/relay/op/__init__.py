@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     scatter_gather,
     tensor,
     transform,
+    unique_op,
 )
 from ._tensor_grad import get_gradient, register_gradient  # noqa: F401 (after the ops it covers)
 from ._tuple import TupleWrapper
@@ -42,6 +43,7 @@ from .reduce import *
 from .scatter_gather import *
 from .tensor import *
 from .transform import *
+from .unique_op import *
 
 get = Op.get
 
@@ -49,4 +51,4 @@ __all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn",
            "register_gradient", "register_mixed_precision_conversion"]
 __all__ += (algorithm.__all__ + collapse.__all__ + creation.__all__ + fast_math.__all__
             + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + scatter_gather.__all__
-            + tensor.__all__ + transform.__all__)
+            + tensor.__all__ + transform.__all__ + unique_op.__all__)

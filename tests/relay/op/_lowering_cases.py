@@ -154,6 +154,8 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
         "scatter_nd": Case("scatter_nd", [x, np.array([[1, -1, 1]], "int64"),
                                           rand(rng, (3, 4, 5))], {"mode": "update"}),
         "nonzero_padded": Case("nonzero_padded", [np.array([[0, 2, 0], [1, 0, -3]], "int32")]),
+        "unique": Case("unique", [np.array([[1, 0], [2, 2], [1, 0], [0, 3], [2, 2]], "float32")],
+                       {"sorted": True, "return_counts": True}),
         "topk": Case("topk", [x], {"k": 3, "axis": 1}),
         "cumsum": Case("cumsum", [x], {"axis": -1}, SUMS),
         "cumprod": Case("cumprod", [x], {"axis": 0, "exclusive": True}, SUMS),

@@ -37,6 +37,7 @@ from . import (
     ops_signal,
     ops_tensor,
     ops_tfidf,
+    ops_unique,
 )
 from ._node import Node
 from ._versions import REVIEWED_OPSET, op_version, same_as_previous
@@ -279,6 +280,9 @@ SUPPORT: dict[str, OpSupport] = {
     "Transpose": _e(ops_tensor.transpose, "transpose"),
     "Trilu": _e(ops_tensor.trilu, "where() with a constant triangle mask; index grids for "
                 "symbolic sizes or a run-time k"),
+    "Unique": _e(ops_unique.unique, "relay unique (pairwise comparisons, O(n^2)) cut to the "
+                 "run-time count (VM); sorted and unsorted, flattened or slices along axis; "
+                 "static input shape"),
     "Unsqueeze": _e(ops_tensor.unsqueeze, "expand_dims; axes attribute (< 13) or input (13+; "
                     "a dyn.reshape when known at run time only)"),
     # indexing, sorting, resampling
