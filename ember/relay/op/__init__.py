@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     nd_scatter,
     nn,
     nonzero,
+    random,
     reduce,
     scatter_gather,
     tensor,
@@ -47,7 +48,7 @@ from .unique_op import *
 
 get = Op.get
 
-__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn",
+__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn", "random",
            "register_gradient", "register_mixed_precision_conversion"]
 __all__ += (algorithm.__all__ + collapse.__all__ + creation.__all__ + fast_math.__all__
             + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + scatter_gather.__all__

@@ -27,6 +27,7 @@ from . import (
     ops_nn,
     ops_norm,
     ops_quant,
+    ops_random,
     ops_reduce,
     ops_resize,
     ops_rnn,
@@ -76,6 +77,8 @@ OLD_BROADCAST = "; broadcast/axis attributes before version 7"
 RNN_NOTE = ("; forward, reverse, bidirectional; a known length up to "
             "relay.frontend.max_unroll (128) unrolls (any executor), a longer or symbolic one "
             "runs as a loop (VM)")
+RANDOM_NOTE = ("; values differ from onnxruntime's; with seed: the same on every import and "
+               "run, without: a seed drawn at import")
 RNN_GEMMS = "the input projection as one GEMM per gate, then one GEMM per step"
 SUPPORT: dict[str, OpSupport] = {
     # elementwise arithmetic, comparison and logic
@@ -320,6 +323,17 @@ SUPPORT: dict[str, OpSupport] = {
                     "min (18+)"),
     "TfIdfVectorizer": _e(ops_tfidf.tfidf_vectorizer, "n-gram counts of an integer pool by "
                           "slices and comparisons; TF, IDF, TFIDF; static input length"),
+    # random numbers: relay.random on a key made at import (see docs/onnx.md)
+    "Bernoulli": _e(ops_random.bernoulli, "a uniform draw below the probability" + RANDOM_NOTE),
+    "Multinomial": _e(ops_random.multinomial, "relay.random.multinomial of the exponentiated "
+                      "log-probabilities (inverse CDF); int32/int64" + RANDOM_NOTE),
+    "RandomNormal": _e(ops_random.random_normal, "relay.random.normal (Box-Muller)"
+                       + RANDOM_NOTE),
+    "RandomNormalLike": _e(ops_random.random_normal_like, "relay.random.normal of the "
+                           "input's shape" + RANDOM_NOTE),
+    "RandomUniform": _e(ops_random.random_uniform, "relay.random.uniform" + RANDOM_NOTE),
+    "RandomUniformLike": _e(ops_random.random_uniform_like, "relay.random.uniform of the "
+                            "input's shape" + RANDOM_NOTE),
     # signal processing
     "BlackmanWindow": _e(ops_signal.blackman_window, "a constant, or from arange(size) at run "
                          "time"),
