@@ -155,6 +155,8 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
                                           rand(rng, (3, 4, 5))], {"mode": "update"}),
         "nonzero_padded": Case("nonzero_padded", [np.array([[0, 2, 0], [1, 0, -3]], "int32")]),
         **_random(),
+        "reinterpret": Case("reinterpret", [np.array([1.5, -0.0, np.inf], "float32")],
+                            {"dtype": "int32"}),
         "unique": Case("unique", [np.array([[1, 0], [2, 2], [1, 0], [0, 3], [2, 2]], "float32")],
                        {"sorted": True, "return_counts": True}),
         "topk": Case("topk", [x], {"k": 3, "axis": 1}),

@@ -16,12 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import (
+    ops_cache,
     ops_control,
+    ops_deform,
     ops_detect,
     ops_conv,
     ops_einsum,
     ops_index,
     ops_layout,
+    ops_linalg,
     ops_loss,
     ops_math,
     ops_nn,
@@ -155,6 +158,8 @@ SUPPORT: dict[str, OpSupport] = {
     "BitShift": _e(ops_layout.bit_shift, "x * 2^y (wrapping) or floor(x / 2^y)"),
     "Cast": _e(m.cast, "cast; float to int truncates; string types are not supported; "
                "Cast-1 names the type"),
+    "BitCast": _e(m.bit_cast, "reinterpret (same width; float <-> integer through memcpy in "
+                  "C); not float16/bfloat16"),
     "CastLike": _e(m.cast_like, "cast to the second input's dtype"),
     "Clip": _e(m.clip, "clip for constant float bounds, else maximum/minimum; min/max "
                "attributes before version 11", attr_inputs=(11, {1: (("min",), None),
@@ -244,7 +249,12 @@ SUPPORT: dict[str, OpSupport] = {
                  "images; image and block shapes must be known"),
     "ConstantOfShape": _e(ops_shape.constant_of_shape, "a constant for known shapes; from "
                           "input shapes for symbolic ones; dyn.full for run-time ones"),
+    "DeformConv": _e(ops_deform.deform_conv, "2-D: bilinear samples gathered at the offset "
+                     "taps (times mask), then nn.batch_matmul per group, plus bias; static "
+                     "shapes"),
     "DepthToSpace": _e(ops_tensor.depth_to_space, "nn.depth_to_space, DCR and CRD"),
+    "Det": _e(ops_linalg.det, "Gaussian elimination with partial pivoting unrolled over n "
+              "(n <= 64), batched; static shapes"),
     "EyeLike": _e(ops_layout.eye_like, "a constant identity (diagonal k); static shape"),
     "Expand": _e(ops_shape.expand, "broadcast_to for static shapes, where() against a "
                  "template for symbolic ones, dyn.broadcast_to for run-time ones"),
@@ -278,6 +288,9 @@ SUPPORT: dict[str, OpSupport] = {
                 "13+; dyn.strided_slice when known at run time only), num_outputs (18+)"),
     "Squeeze": _e(ops_tensor.squeeze, "squeeze; axes attribute (< 13) or input (13+; a "
                   "dyn.reshape when known at run time only)"),
+    "TensorScatter": _e(ops_cache.tensor_scatter, "scatter_elements at write_indices + "
+                        "position along axis (modulo its size in circular mode); static "
+                        "shapes"),
     "Tile": _e(ops_tensor.tile, "tile; dyn.tile for run-time repeats", since=6,
                older="Tile-1 takes a tile count and an axis as inputs"),
     "Transpose": _e(ops_tensor.transpose, "transpose"),
@@ -303,6 +316,8 @@ SUPPORT: dict[str, OpSupport] = {
     "GridSample": _e(ops_sample.grid_sample, "coordinate arithmetic and one gather per tap: "
                      "nearest, (bi)linear, (bi)cubic; zeros, border, reflection; 2-D and 3-D; "
                      "static shapes"),
+    "MaxRoiPool": _e(ops_sample.max_roi_pool, "masked maxima over each ROI's bins (Caffe's "
+                     "rounding and bin edges, as onnxruntime); 0 for an empty bin"),
     "RoiAlign": _e(ops_sample.roi_align, "bilinear samples gathered per ROI and bin, "
                    "averaged or maxed; both coordinate modes; sampling_ratio must be > 0"),
     "Resize": _e(ops_resize.resize, "image.resize2d on NCW/NCHW: nearest, linear, cubic; "
