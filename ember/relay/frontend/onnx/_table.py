@@ -28,6 +28,7 @@ from . import (
     ops_loss,
     ops_math,
     ops_nn,
+    ops_optional,
     ops_norm,
     ops_quant,
     ops_random,
@@ -369,7 +370,16 @@ SUPPORT: dict[str, OpSupport] = {
              "branch"),
     "Loop": _e(ops_control.loop, "a recursive local function (VM); loop-carried shapes may "
                "change; scan outputs"),
+    # optionals: resolved at import (see ops_optional.py)
+    "Optional": _e(ops_optional.optional, "the value, or empty (type attribute); its presence "
+                   "must be known at import (not a graph input)"),
+    "OptionalGetElement": _e(ops_optional.optional_get_element, "the value (an import error "
+                             "for an empty optional); a tensor or sequence itself"),
+    "OptionalHasElement": _e(ops_optional.optional_has_element, "a constant: presence is "
+                             "known at import"),
     # sequences: a tuple when the length is known at import, else a Prelude List (VM)
+    "SequenceMap": _e(ops_optional.sequence_map, "the body once per position of sequences "
+                      "of known length (unrolled), outputs gathered into tuples"),
     "SequenceConstruct": _e(ops_sequence.sequence_construct, "a tuple of the tensors"),
     "SequenceEmpty": _e(ops_sequence.sequence_empty, "an empty tuple (a Nil list once it "
                         "must be a List)"),
