@@ -6,7 +6,7 @@ import pytest
 from _onnx_util import compare, feeds, make_model, node_case, rand, run_ort, run_vm
 
 from ember import relay
-from ember.runtime.errors import FrontendError
+from ember.runtime.errors import FrontendError, OpNotImplemented
 
 RNG = np.random.default_rng(7)
 
@@ -40,4 +40,12 @@ def test_unique_flattened_and_along_an_axis():
 def test_unique_bad_axis_names_the_node():
     model = make_model([node_case("u", "Unique", {"x": rand(RNG, 2, 3)}, n_out=4, axis=2)], 11)
     with pytest.raises(FrontendError, match="Unique node 'u__Unique': axis 2 is out of range"):
+        relay.frontend.from_onnx(model)
+
+
+def test_unique_of_a_symbolic_length_is_refused_naming_the_node():
+    model = make_model([node_case("u", "Unique", {"x": rand(RNG, 4)}, n_out=4)], 11,
+                       symbolic={"x": ["n"]})
+    with pytest.raises(OpNotImplemented, match="Unique node 'u__Unique': input 0 \\(X\\) has a "
+                                               "dynamic shape"):
         relay.frontend.from_onnx(model)
