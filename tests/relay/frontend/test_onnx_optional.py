@@ -107,3 +107,32 @@ def test_refused_and_bad_optionals_name_the_node():
                                                "in then_branch but optional empty"):
         relay.frontend.from_onnx(_model(differ, [*_inputs("x"),
                                                  *_inputs("c", shape=(), elem=TP.BOOL)], ["y"]))
+
+
+def test_sequence_map_over_a_run_time_length_list():
+    """A Loop appends n rows (n given at run time), SequenceMap adds t to each (@map on the
+    VM), ConcatFromSequence stacks them."""
+    loop_body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Mul", ["x", "fi"], ["row"]),
+         helper.make_node("SequenceInsert", ["seq_in", "row"], ["seq_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"])], "loop_body",
+        [helper.make_tensor_value_info("i", TP.INT64, []),
+         helper.make_tensor_value_info("c_in", TP.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_in", F, None)],
+        [helper.make_tensor_value_info("c_out", TP.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_out", F, None)])
+    map_body = helper.make_graph(
+        [helper.make_node("Add", ["a", "t"], ["s"])], "map_body",
+        [helper.make_tensor_value_info(n, F, None) for n in ("a", "t")],
+        [helper.make_tensor_value_info("s", F, None)])
+    nodes = [helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+             helper.make_node("Loop", ["n", "", "empty"], ["rows"], body=loop_body),
+             helper.make_node("SequenceMap", ["rows", "t"], ["mapped"], body=map_body),
+             helper.make_node("ConcatFromSequence", ["mapped"], ["out"], axis=0)]
+    inputs = [helper.make_tensor_value_info("n", TP.INT64, []), *_inputs("x", shape=(1, 3)),
+              *_inputs("t", shape=(3,))]
+    model = _model(nodes, inputs, ["out"])
+    rng = np.random.default_rng(1)
+    _check(model, {"n": np.array(4, "int64"), "x": rng.random((1, 3), "float32"),
+                   "t": rng.random(3, "float32")})

@@ -379,7 +379,8 @@ SUPPORT: dict[str, OpSupport] = {
                              "known at import"),
     # sequences: a tuple when the length is known at import, else a Prelude List (VM)
     "SequenceMap": _e(ops_optional.sequence_map, "the body once per position of sequences "
-                      "of known length (unrolled), outputs gathered into tuples"),
+                      "of known length (unrolled), outputs gathered into tuples; a List "
+                      "(run-time length) by @map per output (VM), other inputs tensors"),
     "SequenceConstruct": _e(ops_sequence.sequence_construct, "a tuple of the tensors"),
     "SequenceEmpty": _e(ops_sequence.sequence_empty, "an empty tuple (a Nil list once it "
                         "must be a List)"),

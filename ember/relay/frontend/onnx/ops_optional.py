@@ -11,16 +11,18 @@ presence is known only at run time (a graph input, branches that differ) is refu
 ``SequenceMap`` runs its body once per position of sequences of known length (tuples), with
 the other inputs (tensors, or sequences of the same length, position by position), and
 gathers each output into a sequence: what the ONNX function body's Loop computes, unrolled.
-A sequence of run-time length (a List) is refused.
+A sequence of run-time length (a List) is mapped with the Prelude's ``@map`` (the VM runs it),
+with tensors as the other inputs.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ....ir.expr import RelayExpr, Tuple, TupleGetItem
+from ....ir.expr import Function, RelayExpr, Tuple, TupleGetItem
+from ....ir.types import TensorType
 from ._node import Node
-from ._sequences import SeqType, items_of, make_tuple
+from ._sequences import SeqType, call_prelude, element_fit, items_of, make_tuple
 
 
 @dataclass(frozen=True)
@@ -90,14 +92,17 @@ def sequence_map(node: Node) -> list[RelayExpr]:
             for i in range(node.num_inputs)]
     if len(body.input) != len(args):
         raise node.fail(f"the body has {len(body.input)} inputs; the node gives {len(args)}")
+    first = node.type_of(args[0])
+    if isinstance(first, SeqType) and first.items is None:
+        return _map_list(node, body, args, first)
     length = None
     per_arg = []
     for i, arg in enumerate(args):
         ty = node.type_of(arg)
         if isinstance(ty, SeqType):
             if ty.items is None:
-                raise node.unsupported(f"input {i} is a sequence of run-time length; "
-                                       "SequenceMap imports sequences of known length")
+                raise node.unsupported(f"input {i} is a sequence of run-time length but "
+                                       "input 0 is not; map sequences of one kind")
             if length is not None and len(ty.items) != length:
                 raise node.fail(f"input {i} has {len(ty.items)} elements, input 0 {length}")
             length = len(ty.items)
@@ -114,6 +119,30 @@ def sequence_map(node: Node) -> list[RelayExpr]:
         for j, value in enumerate(node.scope.convert_subgraph(body, bindings)):
             outs[j].append(value)
     return [_sequence_of(node, values, j) for j, values in enumerate(outs)]
+
+
+def _map_list(node: Node, body: Any, args: list[RelayExpr], ty: SeqType) -> list[RelayExpr]:
+    """A List input: ``@map(fn (%elem) { output j of the body }, list)`` per output (the body
+    is converted once per output; the VM runs the maps)."""
+    for i, arg in enumerate(args[1:], 1):
+        if isinstance(node.type_of(arg), SeqType):
+            raise node.unsupported(f"input {i} is a sequence besides the run-time-length input "
+                                   "0; a List maps with tensor inputs only")
+    imp = node.scope.importer
+    elem = ty.elem or TensorType((), ty.dtype)
+    outs = []
+    for j in range(len(body.output)):
+        param = imp.tensor_var(body.input[0].name or "elem", elem.dtype, elem.shape)
+        bindings = {b.name: a for b, a in zip(body.input[1:], args[1:])}
+        bindings[body.input[0].name] = param
+        value = node.finish(node.scope.convert_subgraph(body, bindings)[j])
+        out_ty = node.type_of(value)
+        if not isinstance(out_ty, TensorType):
+            raise node.unsupported(f"output {j} of the body is {out_ty}; a List maps to tensors")
+        seq_ty = SeqType(out_ty.dtype, element_fit(node, None, out_ty))
+        func = Function((param,), value)
+        outs.append(call_prelude(node, "map", [func, args[0]], seq_ty))
+    return outs
 
 
 def _sequence_of(node: Node, values: list[RelayExpr], j: int) -> RelayExpr:
