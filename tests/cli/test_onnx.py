@@ -101,11 +101,11 @@ def test_symbolic_batch(capsys: Any, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["compile", "inspect"])
 def test_unsupported_operator(capsys: Any, tmp_path: Path, command: str) -> None:
-    model = _relu_model(tmp_path / "det.onnx", op="Det", batch=1)
+    model = _relu_model(tmp_path / "sn.onnx", op="StringNormalizer", batch=1)
     code, _, err = call(capsys, command, model)
     assert code == 1 and "docs/onnx_support.md" in err
     one_line_error(err, contains=f"OpNotImplemented: {model}: 1 node(s) use operators")
-    assert "Det-11 (not supported)" in err
+    assert "StringNormalizer-10 (not supported)" in err
 
 
 def test_input_shapes_naming_no_input(capsys: Any, tmp_path: Path) -> None:

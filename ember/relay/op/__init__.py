@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     algorithm,
     annotation,
     attrs,
+    bitcast,
     collapse,
     creation,
     dyn,
@@ -23,15 +24,18 @@ from . import (  # noqa: F401
     nd_scatter,
     nn,
     nonzero,
+    random,
     reduce,
     scatter_gather,
     tensor,
     transform,
+    unique_op,
 )
 from . import contrib  # noqa: F401,E402 (after the ops it marks)
 from ._tensor_grad import get_gradient, register_gradient  # noqa: F401 (after the ops it covers)
 from ._tuple import TupleWrapper
 from .algorithm import *
+from .bitcast import *
 from .collapse import *
 from .creation import *
 from .fast_math import *
@@ -43,11 +47,12 @@ from .reduce import *
 from .scatter_gather import *
 from .tensor import *
 from .transform import *
+from .unique_op import *
 
 get = Op.get
 
-__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn",
+__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn", "random",
            "register_gradient", "register_mixed_precision_conversion"]
-__all__ += (algorithm.__all__ + collapse.__all__ + creation.__all__ + fast_math.__all__
-            + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + scatter_gather.__all__
-            + tensor.__all__ + transform.__all__)
+__all__ += (algorithm.__all__ + bitcast.__all__ + collapse.__all__ + creation.__all__
+            + fast_math.__all__ + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + scatter_gather.__all__
+            + tensor.__all__ + transform.__all__ + unique_op.__all__)

@@ -154,6 +154,11 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
         "scatter_nd": Case("scatter_nd", [x, np.array([[1, -1, 1]], "int64"),
                                           rand(rng, (3, 4, 5))], {"mode": "update"}),
         "nonzero_padded": Case("nonzero_padded", [np.array([[0, 2, 0], [1, 0, -3]], "int32")]),
+        **_random(),
+        "reinterpret": Case("reinterpret", [np.array([1.5, -0.0, np.inf], "float32")],
+                            {"dtype": "int32"}),
+        "unique": Case("unique", [np.array([[1, 0], [2, 2], [1, 0], [0, 3], [2, 2]], "float32")],
+                       {"sorted": True, "return_counts": True}),
         "topk": Case("topk", [x], {"k": 3, "axis": 1}),
         "cumsum": Case("cumsum", [x], {"axis": -1}, SUMS),
         "cumprod": Case("cumprod", [x], {"axis": 0, "exclusive": True}, SUMS),
@@ -163,6 +168,20 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
                                   {"block_size": 2, "mode": "CRD"}),
         "nn.space_to_depth": Case("nn.space_to_depth", [rand(rng, (1, 3, 4, 6))],
                                   {"block_size": 2}),
+    }
+
+
+def _random() -> dict[str, Case]:
+    key = np.array([0x1234_5678_9ABC_DEF0, 7] + [0] * 8, "uint64")
+    lo, hi = np.array(-1.0, "float32"), np.array(2.0, "float32")
+    return {
+        "random.threefry_generate": Case("random.threefry_generate", [key], {"out_shape": (3, 5)}),
+        "random.threefry_split": Case("random.threefry_split", [key]),
+        "random.uniform": Case("random.uniform", [key, lo, hi], {"out_shape": (7, 3)}),
+        "random.normal": Case("random.normal", [key, lo, hi], {"out_shape": (7, 3)}),
+        "random.multinomial": Case("random.multinomial",
+                                   [key, np.array([[1, 2, 7], [0, 1, 0]], "float32")],
+                                   {"num_samples": 9}),
     }
 
 

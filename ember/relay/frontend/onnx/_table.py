@@ -16,17 +16,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import (
+    ops_cache,
     ops_control,
+    ops_deform,
     ops_detect,
     ops_conv,
     ops_einsum,
     ops_index,
     ops_layout,
+    ops_linalg,
     ops_loss,
     ops_math,
     ops_nn,
+    ops_optional,
     ops_norm,
     ops_quant,
+    ops_random,
     ops_reduce,
     ops_resize,
     ops_rnn,
@@ -37,6 +42,7 @@ from . import (
     ops_signal,
     ops_tensor,
     ops_tfidf,
+    ops_unique,
 )
 from ._node import Node
 from ._versions import REVIEWED_OPSET, op_version, same_as_previous
@@ -75,6 +81,8 @@ OLD_BROADCAST = "; broadcast/axis attributes before version 7"
 RNN_NOTE = ("; forward, reverse, bidirectional; a known length up to "
             "relay.frontend.max_unroll (128) unrolls (any executor), a longer or symbolic one "
             "runs as a loop (VM)")
+RANDOM_NOTE = ("; values differ from onnxruntime's; with seed: the same on every import and "
+               "run, without: a seed drawn at import")
 RNN_GEMMS = "the input projection as one GEMM per gate, then one GEMM per step"
 SUPPORT: dict[str, OpSupport] = {
     # elementwise arithmetic, comparison and logic
@@ -151,6 +159,8 @@ SUPPORT: dict[str, OpSupport] = {
     "BitShift": _e(ops_layout.bit_shift, "x * 2^y (wrapping) or floor(x / 2^y)"),
     "Cast": _e(m.cast, "cast; float to int truncates; string types are not supported; "
                "Cast-1 names the type"),
+    "BitCast": _e(m.bit_cast, "reinterpret (same width; float <-> integer through memcpy in "
+                  "C); not float16/bfloat16"),
     "CastLike": _e(m.cast_like, "cast to the second input's dtype"),
     "Clip": _e(m.clip, "clip for constant float bounds, else maximum/minimum; min/max "
                "attributes before version 11", attr_inputs=(11, {1: (("min",), None),
@@ -240,7 +250,12 @@ SUPPORT: dict[str, OpSupport] = {
                  "images; image and block shapes must be known"),
     "ConstantOfShape": _e(ops_shape.constant_of_shape, "a constant for known shapes; from "
                           "input shapes for symbolic ones; dyn.full for run-time ones"),
+    "DeformConv": _e(ops_deform.deform_conv, "2-D: bilinear samples gathered at the offset "
+                     "taps (times mask), then nn.batch_matmul per group, plus bias; static "
+                     "shapes"),
     "DepthToSpace": _e(ops_tensor.depth_to_space, "nn.depth_to_space, DCR and CRD"),
+    "Det": _e(ops_linalg.det, "Gaussian elimination with partial pivoting unrolled over n "
+              "(n <= 64), batched; static shapes"),
     "EyeLike": _e(ops_layout.eye_like, "a constant identity (diagonal k); static shape"),
     "Expand": _e(ops_shape.expand, "broadcast_to for static shapes, where() against a "
                  "template for symbolic ones, dyn.broadcast_to for run-time ones"),
@@ -274,11 +289,17 @@ SUPPORT: dict[str, OpSupport] = {
                 "13+; dyn.strided_slice when known at run time only), num_outputs (18+)"),
     "Squeeze": _e(ops_tensor.squeeze, "squeeze; axes attribute (< 13) or input (13+; a "
                   "dyn.reshape when known at run time only)"),
+    "TensorScatter": _e(ops_cache.tensor_scatter, "scatter_elements at write_indices + "
+                        "position along axis (modulo its size in circular mode); static "
+                        "shapes"),
     "Tile": _e(ops_tensor.tile, "tile; dyn.tile for run-time repeats", since=6,
                older="Tile-1 takes a tile count and an axis as inputs"),
     "Transpose": _e(ops_tensor.transpose, "transpose"),
     "Trilu": _e(ops_tensor.trilu, "where() with a constant triangle mask; index grids for "
                 "symbolic sizes or a run-time k"),
+    "Unique": _e(ops_unique.unique, "relay unique (pairwise comparisons, O(n^2)) cut to the "
+                 "run-time count (VM); sorted and unsorted, flattened or slices along axis; "
+                 "static input shape"),
     "Unsqueeze": _e(ops_tensor.unsqueeze, "expand_dims; axes attribute (< 13) or input (13+; "
                     "a dyn.reshape when known at run time only)"),
     # indexing, sorting, resampling
@@ -296,6 +317,8 @@ SUPPORT: dict[str, OpSupport] = {
     "GridSample": _e(ops_sample.grid_sample, "coordinate arithmetic and one gather per tap: "
                      "nearest, (bi)linear, (bi)cubic; zeros, border, reflection; 2-D and 3-D; "
                      "static shapes"),
+    "MaxRoiPool": _e(ops_sample.max_roi_pool, "masked maxima over each ROI's bins (Caffe's "
+                     "rounding and bin edges, as onnxruntime); 0 for an empty bin"),
     "RoiAlign": _e(ops_sample.roi_align, "bilinear samples gathered per ROI and bin, "
                    "averaged or maxed; both coordinate modes; sampling_ratio must be > 0"),
     "Resize": _e(ops_resize.resize, "image.resize2d on NCW/NCHW: nearest, linear, cubic; "
@@ -316,6 +339,17 @@ SUPPORT: dict[str, OpSupport] = {
                     "min (18+)"),
     "TfIdfVectorizer": _e(ops_tfidf.tfidf_vectorizer, "n-gram counts of an integer pool by "
                           "slices and comparisons; TF, IDF, TFIDF; static input length"),
+    # random numbers: relay.random on a key made at import (see docs/onnx.md)
+    "Bernoulli": _e(ops_random.bernoulli, "a uniform draw below the probability" + RANDOM_NOTE),
+    "Multinomial": _e(ops_random.multinomial, "relay.random.multinomial of the exponentiated "
+                      "log-probabilities (inverse CDF); int32/int64" + RANDOM_NOTE),
+    "RandomNormal": _e(ops_random.random_normal, "relay.random.normal (Box-Muller)"
+                       + RANDOM_NOTE),
+    "RandomNormalLike": _e(ops_random.random_normal_like, "relay.random.normal of the "
+                           "input's shape" + RANDOM_NOTE),
+    "RandomUniform": _e(ops_random.random_uniform, "relay.random.uniform" + RANDOM_NOTE),
+    "RandomUniformLike": _e(ops_random.random_uniform_like, "relay.random.uniform of the "
+                            "input's shape" + RANDOM_NOTE),
     # signal processing
     "BlackmanWindow": _e(ops_signal.blackman_window, "a constant, or from arange(size) at run "
                          "time"),
@@ -336,7 +370,17 @@ SUPPORT: dict[str, OpSupport] = {
              "branch"),
     "Loop": _e(ops_control.loop, "a recursive local function (VM); loop-carried shapes may "
                "change; scan outputs"),
+    # optionals: resolved at import (see ops_optional.py)
+    "Optional": _e(ops_optional.optional, "the value, or empty (type attribute); its presence "
+                   "must be known at import (not a graph input)"),
+    "OptionalGetElement": _e(ops_optional.optional_get_element, "the value (an import error "
+                             "for an empty optional); a tensor or sequence itself"),
+    "OptionalHasElement": _e(ops_optional.optional_has_element, "a constant: presence is "
+                             "known at import"),
     # sequences: a tuple when the length is known at import, else a Prelude List (VM)
+    "SequenceMap": _e(ops_optional.sequence_map, "the body once per position of sequences "
+                      "of known length (unrolled), outputs gathered into tuples; a List "
+                      "(run-time length) by @map per output (VM), other inputs tensors"),
     "SequenceConstruct": _e(ops_sequence.sequence_construct, "a tuple of the tensors"),
     "SequenceEmpty": _e(ops_sequence.sequence_empty, "an empty tuple (a Nil list once it "
                         "must be a List)"),

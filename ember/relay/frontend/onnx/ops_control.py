@@ -37,6 +37,7 @@ from ....ir.types import FuncType, ShapeVar, TensorType, TupleType
 from ... import op as _op
 from ._graph import subgraph_inputs
 from ._node import Node
+from .ops_optional import OptType, value_of
 from ._sequences import (
     SeqType,
     ascribe,
@@ -96,6 +97,8 @@ def _merge_branches(node: Node, a: RelayExpr, b: RelayExpr, k: int
                     ) -> tuple[RelayExpr, RelayExpr, Any]:
     """Output k of both branches, made to have one type, and that type."""
     ta, tb = node.type_of(a), node.type_of(b)
+    if isinstance(ta, OptType) or isinstance(tb, OptType):
+        return _merge_optionals(node, a, b, ta, tb, k)
     if isinstance(ta, SeqType) and isinstance(tb, SeqType):
         return _merge_sequences(node, a, b, ta, tb, k)
     if isinstance(ta, SeqType) or isinstance(tb, SeqType):
@@ -105,6 +108,18 @@ def _merge_branches(node: Node, a: RelayExpr, b: RelayExpr, k: int
         return a, b, ty
     imp = node.scope.importer
     return ascribe(a, ir_type(imp, ty)), ascribe(b, ir_type(imp, ty)), ty
+
+
+def _merge_optionals(node: Node, a: RelayExpr, b: RelayExpr, ta: Any, tb: Any, k: int
+                     ) -> tuple[RelayExpr, RelayExpr, Any]:
+    """Optionals merge when both branches hold a value (merged) or both are empty."""
+    if not (isinstance(ta, OptType) and isinstance(tb, OptType)) or ta.present != tb.present:
+        raise node.unsupported(f"output {k} is {ta} in then_branch but {tb} in else_branch; "
+                               "ember imports optionals whose presence is known at import")
+    if not ta.present:
+        return a, b, ta
+    va, vb, ty = _merge_branches(node, value_of(node, a), value_of(node, b), k)
+    return Tuple((va,)), Tuple((vb,)), OptType(ty, ta.what)
 
 
 def _merge(node: Node, a: TensorType, b: TensorType, k: int) -> TensorType:

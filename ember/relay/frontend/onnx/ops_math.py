@@ -11,6 +11,7 @@ import numpy as np
 
 from ....ir.expr import RelayExpr
 from ... import op as _op
+from ...op.bitcast import WIDTH
 from ._node import Node
 from ._util import scalar
 
@@ -324,3 +325,18 @@ def cast_like(node: Node) -> RelayExpr:
 
 def where(node: Node) -> RelayExpr:
     return _op.where(node.input(0), node.input(1), node.input(2))
+
+
+def bit_cast(node: Node) -> RelayExpr:
+    """BitCast: relay ``reinterpret`` (the same bits read as ``to``, of the same width)."""
+    from ._proto import dtype_of
+
+    src, to = node.dtype(0), dtype_of(node.attr("to"), f"{node.label}: attribute to")
+    narrow = node.attr("to") in (10, 16)  # float16, bfloat16: carried as float32 here
+    if narrow or src not in WIDTH or to not in WIDTH:
+        raise node.unsupported(f"bit casts of {src} to element type {node.attr('to')} are not "
+                               f"supported (supported: {', '.join(WIDTH)})")
+    if WIDTH[src] != WIDTH[to]:
+        raise node.fail(f"input is {src} ({WIDTH[src]} bits) but 'to' is {to} "
+                        f"({WIDTH[to]} bits); BitCast needs the same width")
+    return _op.reinterpret(node.input(0), to)

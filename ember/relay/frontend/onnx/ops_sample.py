@@ -289,3 +289,59 @@ def roi_align(node: Node) -> RelayExpr:
     for t in taps[1:]:
         value = _op.maximum(value, t)
     return _op.max(_op.reshape(value, (r, c, ph, ratio, pw, ratio)), axis=[3, 5])
+
+
+def _roi_pool_bins(node: Node, start: RelayExpr, end: RelayExpr, pooled: int, limit: int,
+                   dtype: str) -> tuple[RelayExpr, RelayExpr]:
+    """Along one axis, per ROI (rows) and bin (columns): the first and past-the-end pixel
+    (Caffe's, which onnxruntime follows: floor/ceil of the bin edges, clipped to the image)."""
+    size = _op.maximum(_op.add(_op.subtract(end, start), scalar(1.0, dtype)), scalar(1.0, dtype))
+    bin_size = _op.expand_dims(_op.divide(size, scalar(float(pooled), dtype)), 1)
+    edges = const(np.arange(pooled + 1, dtype=dtype).reshape(1, -1))
+    at = _op.multiply(bin_size, edges)  # (R, pooled + 1)
+    offset = _op.expand_dims(start, 1)
+
+    def clip(v: RelayExpr) -> RelayExpr:
+        return _op.cast(_op.clip(_op.add(v, offset), 0.0, float(limit)), I32)
+    lo = clip(_op.floor(_op.strided_slice(at, [0], [pooled], axes=[1])))
+    hi = clip(_op.ceil(_op.strided_slice(at, [1], [pooled + 1], axes=[1])))
+    return lo, hi
+
+
+def _in_bins(lo: RelayExpr, hi: RelayExpr, limit: int) -> RelayExpr:
+    """(R, bins, limit): whether each pixel lies in each ROI's bin."""
+    pixels = const(np.arange(limit, dtype=I32).reshape(1, 1, -1))
+    return _op.logical_and(_op.greater_equal(pixels, _op.expand_dims(lo, 2)),
+                           _op.less(pixels, _op.expand_dims(hi, 2)))
+
+
+def max_roi_pool(node: Node) -> RelayExpr:
+    """MaxRoiPool: per ROI (batch index, x1, y1, x2, y2, scaled and rounded) and bin, the max
+    of its pixels (0 for an empty bin); masked maxima along W, then along H."""
+    x, shape, dtype = node.input(0, "X"), node.static_shape(0, "X"), node.dtype(0)
+    rois_shape = node.static_shape(1, "rois")
+    if len(shape) != 4 or len(rois_shape) != 2 or rois_shape[1] != 5:
+        raise node.fail(f"X must be (N, C, H, W) and rois (R, 5), got {list(shape)} and "
+                        f"{list(rois_shape)}")
+    pooled = [int(v) for v in node.attr("pooled_shape")]
+    if len(pooled) != 2 or min(pooled) < 1:
+        raise node.fail(f"pooled_shape must be two positive sizes, got {list(pooled)}")
+    ph, pw = pooled
+    _, _, height, width = shape
+    rois = node.input(1, "rois")
+    column = [_op.squeeze(_op.strided_slice(rois, [k], [k + 1], axes=[1]), [1])
+              for k in range(5)]  # batch index, x1, y1, x2, y2
+    scale = scalar(node.attr("spatial_scale", 1.0), dtype)
+    corner = [_op.round(_op.multiply(c, scale)) for c in column[1:]]
+    h_lo, h_hi = _roi_pool_bins(node, corner[1], corner[3], ph, height, dtype)
+    w_lo, w_hi = _roi_pool_bins(node, corner[0], corner[2], pw, width, dtype)
+    data = _op.take(x, _op.cast(column[0], I32), axis=0)  # (R, C, H, W)
+    lowest = scalar(float("-inf"), dtype)
+    in_w = _op.expand_dims(_in_bins(w_lo, w_hi, width), 1, 2)  # (R, 1, 1, pw, W)
+    along_w = _op.max(_op.where(in_w, _op.expand_dims(data, 3), lowest), axis=[4])
+    in_h = _op.expand_dims(_in_bins(h_lo, h_hi, height), 1)  # (R, 1, ph, H)
+    along_h = _op.max(_op.where(_op.expand_dims(in_h, 4), _op.expand_dims(along_w, 2),
+                                lowest), axis=[3])  # (R, C, ph, pw)
+    empty = _op.logical_or(_op.expand_dims(_op.less_equal(h_hi, h_lo), 2),
+                           _op.expand_dims(_op.less_equal(w_hi, w_lo), 1))  # (R, ph, pw)
+    return _op.where(_op.expand_dims(empty, 1), scalar(0.0, dtype), along_h)

@@ -1,0 +1,152 @@
+"""ONNX optionals (Optional, OptionalHasElement, OptionalGetElement) and SequenceMap.
+
+An optional is resolved while importing: ``Optional(x)`` holds ``x``, ``Optional()`` (with
+its ``type`` attribute) holds nothing, and which one a value is stays known through the
+graph, so ``OptionalHasElement`` is a constant and ``OptionalGetElement`` the value itself (an
+import error naming the node when the optional is empty). In a scope an optional is a Relay
+tuple of its value (or the empty tuple) declared with an ``OptType``. ``If`` branches that
+both give a present optional, or both an empty one, merge (``ops_control``); an optional whose
+presence is known only at run time (a graph input, branches that differ) is refused.
+
+``SequenceMap`` runs its body once per position of sequences of known length (tuples), with
+the other inputs (tensors, or sequences of the same length, position by position), and
+gathers each output into a sequence: what the ONNX function body's Loop computes, unrolled.
+A sequence of run-time length (a List) is mapped with the Prelude's ``@map`` (the VM runs it),
+with tensors as the other inputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ....ir.expr import Function, RelayExpr, Tuple, TupleGetItem
+from ....ir.types import TensorType
+from ._node import Node
+from ._sequences import SeqType, call_prelude, element_fit, items_of, make_tuple
+
+
+@dataclass(frozen=True)
+class OptType:
+    """The import-time type of an optional: the type of its value (a TensorType or SeqType;
+    None when empty), and a description of the element type for messages."""
+
+    value: Any
+    what: str
+
+    @property
+    def present(self) -> bool:
+        return self.value is not None
+
+    def __str__(self) -> str:
+        return f"optional {'holding ' + str(self.value) if self.present else 'empty'}"
+
+
+def make_optional(node: Node, value: RelayExpr | None, what: str) -> RelayExpr:
+    """An optional holding ``value`` (None: empty)."""
+    out = Tuple(() if value is None else (node.finish(value),))
+    node.declare(out, OptType(None if value is None else node.type_of(value), what))
+    return out
+
+
+def optional(node: Node) -> RelayExpr:
+    if node.has_input(0):
+        return make_optional(node, node.input(0, "input"), str(node.type_of(node.input(0))))
+    if not node.has_attr("type"):
+        raise node.fail("an Optional without input needs the 'type' attribute (the element "
+                        "type of the empty optional)")
+    proto = next(a.tp for a in node.proto.attribute if a.name == "type")
+    return make_optional(node, None, " ".join(str(proto).split()))
+
+
+def optional_has_element(node: Node) -> RelayExpr:
+    if not node.has_input(0):
+        return node.const(False, "bool")
+    ty = node.type_of(node.input(0))
+    return node.const(ty.present if isinstance(ty, OptType) else True, "bool")
+
+
+def optional_get_element(node: Node) -> RelayExpr:
+    x = node.input(0, "input")
+    ty = node.type_of(x)
+    if not isinstance(ty, OptType):  # a tensor or sequence (version 18+): itself
+        return x
+    if not ty.present:
+        raise node.fail(f"the optional is empty (of {ty.what}); OptionalGetElement needs a "
+                        "value")
+    return value_of(node, x)
+
+
+def value_of(node: Node, opt: RelayExpr) -> RelayExpr:
+    """The value of a present optional (field 0 of its tuple)."""
+    if isinstance(opt, Tuple):
+        return opt.fields[0]
+    out = TupleGetItem(opt, 0)
+    node.declare(out, node.type_of(opt).value)
+    return out
+
+
+# ---------------------------------------------------------------- SequenceMap
+def sequence_map(node: Node) -> list[RelayExpr]:
+    body = node.attr("body")
+    args = [node.input(i, "input_sequence" if i == 0 else f"additional_inputs[{i - 1}]")
+            for i in range(node.num_inputs)]
+    if len(body.input) != len(args):
+        raise node.fail(f"the body has {len(body.input)} inputs; the node gives {len(args)}")
+    first = node.type_of(args[0])
+    if isinstance(first, SeqType) and first.items is None:
+        return _map_list(node, body, args, first)
+    length = None
+    per_arg = []
+    for i, arg in enumerate(args):
+        ty = node.type_of(arg)
+        if isinstance(ty, SeqType):
+            if ty.items is None:
+                raise node.unsupported(f"input {i} is a sequence of run-time length but "
+                                       "input 0 is not; map sequences of one kind")
+            if length is not None and len(ty.items) != length:
+                raise node.fail(f"input {i} has {len(ty.items)} elements, input 0 {length}")
+            length = len(ty.items)
+            per_arg.append(items_of(node, arg, ty))
+        elif i == 0:
+            raise node.fail(f"input 0 (input_sequence) must be a sequence, got {ty}")
+        else:
+            per_arg.append(None)
+    assert length is not None, "input 0 is a sequence"
+    outs: list[list[RelayExpr]] = [[] for _ in body.output]
+    for k in range(length):
+        bindings = {b.name: (arg if items is None else items[k])
+                    for b, arg, items in zip(body.input, args, per_arg)}
+        for j, value in enumerate(node.scope.convert_subgraph(body, bindings)):
+            outs[j].append(value)
+    return [_sequence_of(node, values, j) for j, values in enumerate(outs)]
+
+
+def _map_list(node: Node, body: Any, args: list[RelayExpr], ty: SeqType) -> list[RelayExpr]:
+    """A List input: ``@map(fn (%elem) { output j of the body }, list)`` per output (the body
+    is converted once per output; the VM runs the maps)."""
+    for i, arg in enumerate(args[1:], 1):
+        if isinstance(node.type_of(arg), SeqType):
+            raise node.unsupported(f"input {i} is a sequence besides the run-time-length input "
+                                   "0; a List maps with tensor inputs only")
+    imp = node.scope.importer
+    elem = ty.elem or TensorType((), ty.dtype)
+    outs = []
+    for j in range(len(body.output)):
+        param = imp.tensor_var(body.input[0].name or "elem", elem.dtype, elem.shape)
+        bindings = {b.name: a for b, a in zip(body.input[1:], args[1:])}
+        bindings[body.input[0].name] = param
+        value = node.finish(node.scope.convert_subgraph(body, bindings)[j])
+        out_ty = node.type_of(value)
+        if not isinstance(out_ty, TensorType):
+            raise node.unsupported(f"output {j} of the body is {out_ty}; a List maps to tensors")
+        seq_ty = SeqType(out_ty.dtype, element_fit(node, None, out_ty))
+        func = Function((param,), value)
+        outs.append(call_prelude(node, "map", [func, args[0]], seq_ty))
+    return outs
+
+
+def _sequence_of(node: Node, values: list[RelayExpr], j: int) -> RelayExpr:
+    if not values:  # an empty input sequence maps to empty outputs of the body's types
+        raise node.unsupported(f"output {j}: mapping an empty sequence (the outputs' element "
+                               "types are not known)")
+    return make_tuple(node, values, node.type_of(values[0]).dtype)
