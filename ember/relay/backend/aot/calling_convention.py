@@ -68,6 +68,7 @@ class AotOptions:
     runtime: str = "cpp"
     system_lib: bool = False
     operator_convention: str = "cpacked"
+    usmp: Any = None  # usmp.UsmpSettings when tir.usmp.enable is set (build.py fills it)
 
     @property
     def hosted(self) -> bool:

@@ -36,9 +36,10 @@ from ....runtime.errors import InternalError, TVMError
 from ....runtime.ndarray import NDArray
 from ....tir.expr import Call, IntImm, PrimExpr, StringImm, Var
 from ....tir.stmt import Buffer, Evaluate, PrimFunc, Stmt, seq
-from .._liveness import CONST, INPUT, Dataflow, Step
+from .._liveness import CONST, INPUT, INTERMEDIATE, Dataflow, Step
 from ..memory_plan import ArenaPlan, _align, plan_dataflow_arena
 from .calling_convention import AotOptions
+from .usmp import PoolPlan, plan_pools
 
 CALL_OPS = {"unpacked": "tir.call_unpacked", "cpacked": "tir.call_cpacked",
             "packed": "tir.call_packed"}
@@ -74,6 +75,11 @@ class AotProgram:
     notes: list[str] = field(default_factory=list)  # per statement: what it computes
     workspace: Var | None = None
     constant_pool: Var | None = None
+    # USMP (usmp.py): the pools' plan, run_model's pool parameters, and with use_workspace_io
+    # where each input and output lives (pool index, byte offset), inputs first
+    pool_plan: PoolPlan | None = None
+    pool_vars: list[Var] = field(default_factory=list)
+    io_locations: list[tuple[int, int]] | None = None
 
     @property
     def constant_pool_bytes(self) -> int:
@@ -106,8 +112,16 @@ class _Lowering:
         self.roots = df.alias_roots()
         self.in_names, self.out_names = io_names
         align = max([opts.workspace_alignment] + [itemsize(t.dtype) for t in df.tensors])
-        self.offsets, self.arena = plan_dataflow_arena(df, align)
-        self.workspace = Var("workspace", "handle") if self.arena.total else None
+        self.output_of = self._output_roots()
+        self.pool_of: dict[int, int] = {}  # tensor (or -1 - output index) -> pool index
+        self.pool_plan: PoolPlan | None = None
+        self.pool_vars: list[Var] = []
+        if opts.usmp is None:
+            self.offsets, self.arena = plan_dataflow_arena(df, align)
+        else:
+            self._plan_pools(align)
+        self.workspace = (Var("workspace", "handle")
+                          if self.arena.total and opts.usmp is None else None)
         self.const_align = max([opts.constant_alignment] + [itemsize(t.dtype) for t in df.tensors])
         self.pool = None if opts.link_params else Var("constants", "handle")
         self.constants: list[ConstantEntry] = []
@@ -134,6 +148,57 @@ class _Lowering:
         self.constants.append(ConstantEntry(self._const_name(), value, offset, var))
         return k
 
+    def _plan_pools(self, align: int) -> None:
+        """USMP: the intermediates (and with use_workspace_io the inputs and outputs) placed
+        in the pools; keys are root tensor ids, and ``-1 - j`` for output ``j`` when it is a
+        copy (its own buffer, written after the last step)."""
+        usmp, df = self.opts.usmp, self.df
+        spans = df.intervals()
+        end = len(df.steps)
+        members: dict[int, list[int]] = {}
+        for t, r in enumerate(self.roots):
+            members.setdefault(r, []).append(t)
+        keys = [r for r, ts in members.items() if r not in self.output_of
+                and all(df.tensors[t].kind == INTERMEDIATE for t in ts)]
+        if usmp.use_workspace_io:
+            keys += sorted({self.roots[tid] for _, tid in df.params})
+            keys += [r for r in self.output_of if r not in keys]
+            keys += [-1 - j for j, t in enumerate(df.outputs)
+                     if self.output_of.get(self.roots[t]) != j]
+        sizes, intervals, names = [], [], []
+        for k in keys:
+            if k < 0:
+                sizes.append(df.tensors[df.outputs[-1 - k]].nbytes)
+                intervals.append((end, end))
+                names.append(f"output {-1 - k}")
+                continue
+            sizes.append(max(df.tensors[t].nbytes for t in members[k]))
+            intervals.append((min(spans[t][0] for t in members[k]),
+                              max(spans[t][1] for t in members[k])))
+            names.append(f"tensor {k} ({df.tensors[k].dtype}{list(df.tensors[k].shape)})")
+        plan = plan_pools(sizes, intervals, usmp.pools, usmp.algorithm, align, names)
+        self.pool_plan = plan
+        self.pool_vars = [Var(f"{p.pool_name}_var", "handle") for p in usmp.pools]
+        place = {k: (plan.pool_of[i], plan.offsets[i]) for i, k in enumerate(keys)}
+        self.offsets = {t: place[self.roots[t]][1] for t in range(len(df.tensors))
+                        if self.roots[t] in place}
+        self.pool_of = {t: place[self.roots[t]][0] for t in range(len(df.tensors))
+                        if self.roots[t] in place}
+        for k, where in place.items():
+            if k < 0:
+                self.pool_of[k], self.offsets[k] = where
+        self.arena = ArenaPlan([], plan.total, plan.lower_bound)
+
+    def io_locations(self) -> list[tuple[int, int]] | None:
+        """With use_workspace_io, (pool, offset) of each input then each output."""
+        if self.opts.usmp is None or not self.opts.usmp.use_workspace_io:
+            return None
+        out = [(self.pool_of[tid], self.offsets[tid]) for _, tid in self.df.params]
+        for j, t in enumerate(self.df.outputs):
+            key = t if self.output_of.get(self.roots[t]) == j else -1 - j
+            out.append((self.pool_of[key], self.offsets[key]))
+        return out
+
     # -- where tensors live -------------------------------------------------------------------
     def _output_roots(self) -> dict[int, int]:
         """Root -> output index, for outputs an operator writes straight into the caller's
@@ -156,6 +221,8 @@ class _Lowering:
             return self.out_names[self.output_of[r]]
         if r in self.const_of:
             return self.constants[self.const_of[r]].name
+        if r in self.pool_of:
+            return f"{self.opts.usmp.pools[self.pool_of[r]].pool_name}+{self.offsets[r]}"
         return f"arena+{self.offsets.get(r, '?')}"
 
     def buffer(self, t: int) -> Buffer:
@@ -166,6 +233,8 @@ class _Lowering:
                       data=base, elem_offset=IntImm("int64", byte_offset // itemsize(info.dtype)))
 
     def _base(self, r: int) -> tuple[Var, int]:
+        if r in self.pool_of:  # USMP (with use_workspace_io also the inputs and outputs)
+            return self.pool_vars[self.pool_of[r]], self.offsets[r]
         if r in self.input_of:
             return self.in_vars[self.input_of[r]], 0
         if r in self.output_of:
@@ -185,7 +254,6 @@ class _Lowering:
         self.input_of = {tid: i for i, (_, tid) in enumerate(df.params)}
         for const, tid in df.constants:
             self.const_of[tid] = self.add_constant(const.data)
-        self.output_of = self._output_roots()
         stmts: list[Stmt] = []
         notes: list[str] = []
         used: dict[str, Any] = {}
@@ -202,8 +270,10 @@ class _Lowering:
             notes.append(f"{low.name}({ins}) -> {outs}")
         for j, t in enumerate(df.outputs):
             if self.output_of.get(self.roots[t]) != j:
-                dst = Buffer(f"output{j}", self.buffer(t).shape, df.tensors[t].dtype,
-                             data=self.out_vars[j], elem_offset=IntImm("int64", 0))
+                base, offset = ((self.pool_vars[self.pool_of[-1 - j]], self.offsets[-1 - j])
+                                if -1 - j in self.pool_of else (self.out_vars[j], 0))
+                dst = Buffer(f"output{j}", self.buffer(t).shape, df.tensors[t].dtype, data=base,
+                             elem_offset=IntImm("int64", offset // itemsize(df.tensors[t].dtype)))
                 stmts.append(Evaluate(Call("int32", COPY_OP, (dst, self.buffer(t),
                                            IntImm("int64", df.tensors[t].nbytes)))))
                 notes.append(f"{self.out_names[j]} <- a copy of {self.describe(t)}")
@@ -230,7 +300,8 @@ class _Lowering:
                       data=c.var, elem_offset=IntImm("int64", offset // itemsize(c.value.dtype)))
 
     def _prim_func(self, body: Stmt) -> PrimFunc:
-        params = list(self.in_vars) + list(self.out_vars)
+        io_in_pools = self.opts.usmp is not None and self.opts.usmp.use_workspace_io
+        params = [] if io_in_pools else list(self.in_vars) + list(self.out_vars)
         bmap: dict[Var, Buffer] = {}
         for (_, tid), var in zip(self.df.params, self.in_vars, strict=True):
             info = self.df.tensors[tid]
@@ -238,10 +309,13 @@ class _Lowering:
         for t, var in zip(self.df.outputs, self.out_vars, strict=True):
             info = self.df.tensors[t]
             bmap[var] = Buffer(var.name, _dims(info.shape), info.dtype, data=var)
+        if io_in_pools:  # the inputs and outputs are pool offsets, not parameters
+            bmap = {}
         if self.pool is not None and self.constants:
             params.append(self.pool)
         if self.workspace is not None:
             params.append(self.workspace)
+        params += self.pool_vars
         return PrimFunc(tuple(params), bmap, body,
                         attrs={"global_symbol": f"{self.prefix}_run_model",
                                "runner_function": True})
@@ -290,4 +364,5 @@ def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,
         groups[r] = max(groups.get(r, 0), df.tensors[t].nbytes)
     return AotProgram(prefix, prim, inputs, outputs, low.constants, low.arena,
                       sum(groups.values()), used, notes, low.workspace,
-                      low.pool if low.constants else None)
+                      low.pool if low.constants else None, low.pool_plan, low.pool_vars,
+                      low.io_locations())

@@ -102,18 +102,20 @@ class RunModelWriter:
         self.names: dict[int, str] = {}
         func = program.run_model
         n_io = len(program.inputs) + len(program.outputs)
+        by_name = {id(v) for v in program.pool_vars}  # USMP pools: named after the pool
         for i, p in enumerate(func.params):
-            self.names[id(p)] = f"arg{i}" if i < n_io else p.name
+            self.names[id(p)] = f"arg{i}" if i < n_io and id(p) not in by_name else p.name
         for c in program.constants:
             self.names.setdefault(id(c.var), c.var.name)
 
     def signature(self) -> str:
         params = []
+        pools = {id(v) for v in self.program.pool_vars}
         for p in self.program.run_model.params:
             name = self.names[id(p)]
             if p is self.program.constant_pool:
                 params.append(f"const uint8_t* {name}")
-            elif p is self.program.workspace:
+            elif p is self.program.workspace or id(p) in pools:
                 params.append(f"uint8_t* {name}")
             else:
                 params.append(f"void* {name}")
@@ -166,10 +168,11 @@ class RunModelWriter:
 
     def _header_comment(self) -> str:
         p = self.program
+        where = "arena" if p.pool_plan is None else "workspace pools"
         sig = [f"arg{i}: {q.tir_name_hint} {q.dtype}{list(q.shape)}"
                for i, q in enumerate(p.inputs + p.outputs)]
         return (f"/* run_model: {len(p.inputs)} inputs, {len(p.outputs)} outputs "
-                f"({'; '.join(sig)}); arena {p.arena.total} bytes "
+                f"({'; '.join(sig)}); {where} {p.arena.total} bytes "
                 f"(lower bound {p.arena.lower_bound}) */")
 
     def _stmt(self, s: Stmt) -> None:
