@@ -180,7 +180,9 @@ def plan_pools(sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
         order = _order(algorithm, padded, intervals)
         result = place(order, padded, intervals, limits, alignment)
     if isinstance(result, int):
-        raise _too_small(result, padded, pools, bound, names)
+        one = place(order, padded, intervals, [-1], alignment)
+        assert not isinstance(one, int), "an unbounded pool holds every buffer"
+        raise _too_small(result, padded, pools, (bound, one[2][0]), names)
     pool_of, offsets, used = result
     usage = tuple(PoolUsage(p.pool_name, p.size_hint_bytes, used[k],
                             lower_bound([padded[i] for i in range(len(sizes)) if pool_of[i] == k],
@@ -215,11 +217,12 @@ def _hill_climb(order: list[int], result: Any, sizes: Sequence[int],
     return order, result
 
 
-def _too_small(i: int, sizes: Sequence[int], pools: Sequence[WorkspacePoolInfo], bound: int,
-               names: Sequence[str] | None) -> PoolError:
+def _too_small(i: int, sizes: Sequence[int], pools: Sequence[WorkspacePoolInfo],
+               need: tuple[int, int], names: Sequence[str] | None) -> PoolError:
+    """``need``: the lower bound, and the size of one pool holding this algorithm's plan."""
     what = names[i] if names is not None else f"buffer {i}"
     listed = ", ".join(f"{p.pool_name} ({p.size_hint_bytes} bytes)" for p in pools)
     return PoolError(f"usmp: the workspace pools are too small: {what} ({sizes[i]} bytes) fits "
-                     f"in none of {listed}; the model needs at least {bound} bytes of workspace "
-                     f"(the largest total alive at one time), so give the pools at least "
-                     f"{bound} bytes together, or add a pool without a size_hint_bytes")
+                     f"in none of {listed}; the model needs at least {need[0]} bytes of "
+                     f"workspace (the largest total alive at one time); a single pool of "
+                     f"{need[1]} bytes holds this plan, or add a pool without a size_hint_bytes")
