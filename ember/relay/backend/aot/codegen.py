@@ -36,10 +36,10 @@ from ....runtime.errors import InternalError, TVMError
 from ....runtime.ndarray import NDArray
 from ....tir.expr import Call, IntImm, PrimExpr, StringImm, Var
 from ....tir.stmt import Buffer, Evaluate, PrimFunc, Stmt, seq
-from .._liveness import CONST, INPUT, INTERMEDIATE, Dataflow, Step
+from .._liveness import Dataflow, Step
 from ..memory_plan import ArenaPlan, _align, plan_dataflow_arena
 from .calling_convention import AotOptions
-from .usmp import PoolPlan, plan_pools
+from .usmp import PoolPlan, output_roots, plan_dataflow_pools
 
 CALL_OPS = {"unpacked": "tir.call_unpacked", "cpacked": "tir.call_cpacked",
             "packed": "tir.call_packed"}
@@ -112,7 +112,7 @@ class _Lowering:
         self.roots = df.alias_roots()
         self.in_names, self.out_names = io_names
         align = max([opts.workspace_alignment] + [itemsize(t.dtype) for t in df.tensors])
-        self.output_of = self._output_roots()
+        self.output_of = output_roots(df, self.roots)
         self.pool_of: dict[int, int] = {}  # tensor (or -1 - output index) -> pool index
         self.pool_plan: PoolPlan | None = None
         self.pool_vars: list[Var] = []
@@ -153,30 +153,7 @@ class _Lowering:
         in the pools; keys are root tensor ids, and ``-1 - j`` for output ``j`` when it is a
         copy (its own buffer, written after the last step)."""
         usmp, df = self.opts.usmp, self.df
-        spans = df.intervals()
-        end = len(df.steps)
-        members: dict[int, list[int]] = {}
-        for t, r in enumerate(self.roots):
-            members.setdefault(r, []).append(t)
-        keys = [r for r, ts in members.items() if r not in self.output_of
-                and all(df.tensors[t].kind == INTERMEDIATE for t in ts)]
-        if usmp.use_workspace_io:
-            keys += sorted({self.roots[tid] for _, tid in df.params})
-            keys += [r for r in self.output_of if r not in keys]
-            keys += [-1 - j for j, t in enumerate(df.outputs)
-                     if self.output_of.get(self.roots[t]) != j]
-        sizes, intervals, names = [], [], []
-        for k in keys:
-            if k < 0:
-                sizes.append(df.tensors[df.outputs[-1 - k]].nbytes)
-                intervals.append((end, end))
-                names.append(f"output {-1 - k}")
-                continue
-            sizes.append(max(df.tensors[t].nbytes for t in members[k]))
-            intervals.append((min(spans[t][0] for t in members[k]),
-                              max(spans[t][1] for t in members[k])))
-            names.append(f"tensor {k} ({df.tensors[k].dtype}{list(df.tensors[k].shape)})")
-        plan = plan_pools(sizes, intervals, usmp.pools, usmp.algorithm, align, names)
+        keys, plan = plan_dataflow_pools(df, usmp, align)
         self.pool_plan = plan
         self.pool_vars = [Var(f"{p.pool_name}_var", "handle") for p in usmp.pools]
         place = {k: (plan.pool_of[i], plan.offsets[i]) for i, k in enumerate(keys)}
@@ -200,17 +177,6 @@ class _Lowering:
         return out
 
     # -- where tensors live -------------------------------------------------------------------
-    def _output_roots(self) -> dict[int, int]:
-        """Root -> output index, for outputs an operator writes straight into the caller's
-        buffer (the first output of each intermediate group)."""
-        kinds = {r: self.df.tensors[r].kind for r in self.roots}
-        out: dict[int, int] = {}
-        for j, t in enumerate(self.df.outputs):
-            r = self.roots[t]
-            if kinds[r] not in (INPUT, CONST) and r not in out:
-                out[r] = j
-        return out
-
     def describe(self, t: int) -> str:
         """Where tensor ``t`` lives, for comments: an input/output/constant name, or
         ``arena+<offset>``."""

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ....ir.memory_pools import PoolError, WorkspaceMemoryPools, WorkspacePoolInfo
+from .._liveness import CONST, INPUT, INTERMEDIATE, Dataflow
 from ..memory_plan import _align, lower_bound
 
 ALGORITHMS = ("greedy_by_size", "greedy_by_conflicts", "hill_climb")
@@ -79,6 +80,64 @@ def usmp_settings(config: Mapping[str, Any], pools: Any, target: Any,
         raise PoolError(f"relay.build: workspace_memory_pools must be WorkspaceMemoryPools, "
                         f"got {type(pools).__name__}")
     return UsmpSettings(algorithm, io, chosen)
+
+
+def output_roots(df: Dataflow, roots: Sequence[int]) -> dict[int, int]:
+    """Root -> output index, for outputs an operator writes straight into the output's buffer
+    (the first output of each intermediate group; the others are copies)."""
+    out: dict[int, int] = {}
+    for j, t in enumerate(df.outputs):
+        r = roots[t]
+        if df.tensors[r].kind not in (INPUT, CONST) and r not in out:
+            out[r] = j
+    return out
+
+
+def plan_dataflow_pools(df: Dataflow, settings: UsmpSettings, alignment: int = 16
+                        ) -> tuple[list[int], PoolPlan]:
+    """The USMP plan of ``df`` (a fused ``main``'s dataflow): ``(keys, plan)``, keys as
+    :func:`dataflow_buffers` returns them."""
+    roots = df.alias_roots()
+    keys, sizes, intervals, names = dataflow_buffers(df, roots, output_roots(df, roots),
+                                                     settings.use_workspace_io)
+    return keys, plan_pools(sizes, intervals, settings.pools, settings.algorithm, alignment,
+                            names)
+
+
+def dataflow_buffers(df: Dataflow, roots: Sequence[int], output_of: Mapping[int, int],
+                     use_workspace_io: bool
+                     ) -> tuple[list[int], list[int], list[tuple[int, int]], list[str]]:
+    """The buffers USMP places for ``df``: ``(keys, sizes, intervals, names)``.
+
+    A key is the root tensor of an alias group; ``output_of`` (root -> output index) names
+    the groups an operator writes straight into an output. Without ``use_workspace_io`` the
+    buffers are the other intermediates; with it also the inputs, those outputs, and key
+    ``-1 - j`` for output ``j`` when it is a copy (of an input, a constant or an earlier
+    output: its own buffer, written after the last step).
+    """
+    spans = df.intervals()
+    end = len(df.steps)
+    members: dict[int, list[int]] = {}
+    for t, r in enumerate(roots):
+        members.setdefault(r, []).append(t)
+    keys = [r for r, ts in members.items() if r not in output_of
+            and all(df.tensors[t].kind == INTERMEDIATE for t in ts)]
+    if use_workspace_io:
+        keys += sorted({roots[tid] for _, tid in df.params})
+        keys += [r for r in output_of if r not in keys]
+        keys += [-1 - j for j, t in enumerate(df.outputs) if output_of.get(roots[t]) != j]
+    sizes, intervals, names = [], [], []
+    for k in keys:
+        if k < 0:
+            sizes.append(df.tensors[df.outputs[-1 - k]].nbytes)
+            intervals.append((end, end))
+            names.append(f"output {-1 - k}")
+            continue
+        sizes.append(max(df.tensors[t].nbytes for t in members[k]))
+        intervals.append((min(spans[t][0] for t in members[k]),
+                          max(spans[t][1] for t in members[k])))
+        names.append(f"tensor {k} ({df.tensors[k].dtype}{list(df.tensors[k].shape)})")
+    return keys, sizes, intervals, names
 
 
 @dataclass(frozen=True)
