@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ..runtime.errors import TVMError
 
@@ -144,40 +144,39 @@ class ConstantPoolInfo(PoolInfo):
         object.__setattr__(self, "constant_info_arr", tuple(constant_info_arr or ()))
 
 
-def _pools(kind: str, pools: Any, cls: type) -> tuple[Any, ...]:
-    if not isinstance(pools, Sequence) or isinstance(pools, str):
-        raise PoolError(f"{kind}: expected a list of {cls.__name__}, got {type(pools).__name__}")
-    seen: set[str] = set()
-    for i, p in enumerate(pools):
-        if not isinstance(p, cls):
-            raise PoolError(f"{kind}: pool {i} must be a {cls.__name__}, got "
-                            f"{type(p).__name__}")
-        if p.pool_name in seen:
-            raise PoolError(f"{kind}: two pools are named {p.pool_name!r}")
-        seen.add(p.pool_name)
-    return tuple(pools)
-
-
 @dataclass(frozen=True, init=False)
-class WorkspaceMemoryPools:
+class _MemoryPools:
+    """A list of pools of one kind (``member``), names unique, checked when made."""
+
+    pools: tuple[Any, ...]
+    member: ClassVar[type] = PoolInfo
+
+    def __init__(self, pools: Sequence[Any]) -> None:
+        kind, cls = type(self).__name__, self.member
+        if not isinstance(pools, Sequence) or isinstance(pools, str):
+            raise PoolError(f"{kind}: expected a list of {cls.__name__}, got "
+                            f"{type(pools).__name__}")
+        seen: set[str] = set()
+        for i, p in enumerate(pools):
+            if not isinstance(p, cls):
+                raise PoolError(f"{kind}: pool {i} must be a {cls.__name__}, got "
+                                f"{type(p).__name__}")
+            if p.pool_name in seen:
+                raise PoolError(f"{kind}: two pools are named {p.pool_name!r}")
+            seen.add(p.pool_name)
+        object.__setattr__(self, "pools", tuple(pools))
+
+
+class WorkspaceMemoryPools(_MemoryPools):
     """The workspace pools of a build, in the order the planner tries them."""
 
-    pools: tuple[WorkspacePoolInfo, ...]
-
-    def __init__(self, pools: Sequence[WorkspacePoolInfo]) -> None:
-        object.__setattr__(self, "pools", _pools("WorkspaceMemoryPools", pools,
-                                                 WorkspacePoolInfo))
+    member = WorkspacePoolInfo
 
 
-@dataclass(frozen=True, init=False)
-class ConstantMemoryPools:
+class ConstantMemoryPools(_MemoryPools):
     """The constant pools of a build, in the order the planner tries them."""
 
-    pools: tuple[ConstantPoolInfo, ...]
-
-    def __init__(self, pools: Sequence[ConstantPoolInfo]) -> None:
-        object.__setattr__(self, "pools", _pools("ConstantMemoryPools", pools,
-                                                 ConstantPoolInfo))
+    member = ConstantPoolInfo
 
 
 __all__ = ["ConstantInfo", "ConstantMemoryPools", "ConstantPoolInfo", "PoolError", "PoolInfo",

@@ -95,7 +95,7 @@ def _main_c(meta: Any, io: bool) -> str:
                        run="\n".join(run), prints="\n".join(prints))
 
 
-def _run_program(factory: Any, io: bool, tmp: Path, crt: Path) -> tuple[dict[str, str], Any]:
+def _run_program(factory: Any, io: bool, tmp: Path, crt_dir: Path) -> tuple[dict[str, str], Any]:
     meta = factory.get_model_metadata()
     with tarfile.open(export_model_library_format(factory, tmp / "model.tar")) as tar:
         tar.extractall(tmp / "mlf", filter="data")
@@ -116,7 +116,7 @@ def _run_program(factory: Any, io: bool, tmp: Path, crt: Path) -> tuple[dict[str
         objs.append(str(tmp / (src.stem + ".o")))
         _run([cc, *CFLAGS, *incs, "-c", str(src), "-o", objs[-1]])
     exe = tmp / "program"
-    _run([cc, *objs, str(crt / "platform_host.o"), str(crt / "libembercrt.a"), "-lm", "-o",
+    _run([cc, *objs, str(crt_dir / "platform_host.o"), str(crt_dir / "libembercrt.a"), "-lm", "-o",
           str(exe)])
     out = _run([str(exe)])
     lines = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
