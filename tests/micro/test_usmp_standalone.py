@@ -2,7 +2,8 @@
 ``-Wall -Werror``, and a C ``main`` that provides the workspace pools (static arrays of the
 header's ``TVMGEN_<MOD>_<POOL>_WORKSPACE_POOL_SIZE`` bytes) runs it and prints what the
 reference interpreter computes: with one, two and three pools, each planning algorithm, and
-with the inputs and outputs in the pools (``tir.usmp.use_workspace_io``).
+with the inputs and outputs in the pools (``tir.usmp.use_workspace_io``); the linked weights
+live in two constant pools.
 """
 from __future__ import annotations
 
@@ -18,7 +19,13 @@ from test_standalone_build import CFLAGS, _run, crt  # noqa: F401  (crt: a fixtu
 
 import ember as tvm
 from ember import relay
-from ember.ir.memory_pools import PoolInfoProperties, WorkspaceMemoryPools, WorkspacePoolInfo
+from ember.ir.memory_pools import (
+    ConstantMemoryPools,
+    ConstantPoolInfo,
+    PoolInfoProperties,
+    WorkspaceMemoryPools,
+    WorkspacePoolInfo,
+)
 from ember.micro import export_model_library_format
 from ember.relay.backend import Executor, Runtime
 from ember.testing import find_c_compiler
@@ -26,6 +33,10 @@ from ember.testing._aot_c import data_header
 
 pytestmark = needs_make
 C_IFACE = {"interface-api": "c", "unpacked-api": True, "link-params": True}
+# the linked weights in two constant pools: a small one that fills, then one without a limit
+CONSTANT_POOLS = ConstantMemoryPools([
+    ConstantPoolInfo("flash", ["c"], pool_info_properties=PoolInfoProperties(
+        size_hint_bytes=256)), ConstantPoolInfo("rom", ["c"])])
 
 MAIN = r"""#include <stdio.h>
 #include <string.h>
@@ -64,7 +75,8 @@ def _build(n_pools: int, algorithm: str, io: bool) -> Any:
     with tvm.transform.PassContext(opt_level=3, config=config):
         return relay.build(mod, "c", executor=Executor("aot", C_IFACE), runtime=Runtime("crt"),
                            params=params, mod_name="usmp",
-                           workspace_memory_pools=_pools(n_pools, [1024, 2048]))
+                           workspace_memory_pools=_pools(n_pools, [1024, 2048]),
+                           constant_memory_pools=CONSTANT_POOLS)
 
 
 def _main_c(meta: Any, io: bool) -> str:
@@ -148,3 +160,6 @@ def test_usmp_program_matches_the_interpreter(n_pools, algorithm, io, tmp_path, 
         assert q["planned_bytes"] >= q["lower_bound"]
     (entry,) = mlf_meta["modules"].values() if "modules" in mlf_meta else [mlf_meta]
     assert entry["memory"]["pools"] == [dict(q) for q in pools]
+    code = factory.lib.code
+    assert "static const unsigned char tvmgen_usmp_flash[" in code
+    assert "static const unsigned char tvmgen_usmp_rom[" in code

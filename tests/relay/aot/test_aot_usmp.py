@@ -8,6 +8,8 @@ model needs; bad configurations fail with a message naming what was wrong.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,6 +19,8 @@ from test_aot_zoo import FAST, SLOW
 import ember as tvm
 from ember import relay
 from ember.ir.memory_pools import (
+    ConstantMemoryPools,
+    ConstantPoolInfo,
     PoolError,
     PoolInfoProperties,
     WorkspaceMemoryPools,
@@ -248,3 +252,52 @@ def test_hill_climb_reaches_the_bound_on_the_zoo(name):
     df = Dataflow.from_function(fused["main"], fused)
     _, plan = plan_dataflow_pools(df, UsmpSettings("hill_climb", False, (_pool("one"),)), 16)
     assert plan.total == plan.lower_bound > 0
+
+
+# -- constant pools -----------------------------------------------------------------------------
+def _cpool(name: str, size: int = -1) -> ConstantPoolInfo:
+    return ConstantPoolInfo(name, ["llvm"], pool_info_properties=PoolInfoProperties(
+        size_hint_bytes=size))
+
+
+def _const_build(pools, link_params=True):
+    x = relay.var("x", shape=(1, 16), dtype="float32")
+    a = np.arange(16, dtype="float32").reshape(1, 16)
+    b = np.arange(16, dtype="int32").reshape(1, 16)
+    y = relay.add(relay.multiply(x, relay.const(a)), relay.cast(relay.const(b), "float32"))
+    with tvm.transform.PassContext(opt_level=3):
+        factory = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), "llvm",
+                              executor=Executor("aot", {"link-params": link_params}),
+                              runtime=Runtime("cpp"), constant_memory_pools=pools)
+    return factory, a + b
+
+
+def test_constant_pools_hold_the_linked_constants():
+    factory, want = _const_build(ConstantMemoryPools([_cpool("flash", 64), _cpool("rom")]))
+    code = factory.lib.code
+    # the first constant (64 bytes) fills flash, the next spills into rom
+    assert re.search(r"static const unsigned char tvmgen_default_flash\[65\] __attribute__\("
+                     r'\(section\("\.rodata\.tvm"\), aligned\(16\)\)\)', code)
+    assert "static const unsigned char tvmgen_default_rom[" in code
+    assert "tvmgen_default_constant_0" not in code  # no separate arrays
+    from ember.runtime.executor import AotModule
+
+    mod = AotModule(factory["default"](tvm.cpu()))
+    mod.set_input("x", np.ones((1, 16), "float32"))
+    mod.run()
+    np.testing.assert_allclose(mod.get_output(0).numpy(), want)
+
+
+def test_constant_pools_too_small_or_misused_are_refused():
+    with pytest.raises(PoolError, match=r"constant pools are too small: constant p\d \(64 "
+                                        r"bytes\) fits in none of flash \(32 bytes, 0 used\)"):
+        _const_build(ConstantMemoryPools([_cpool("flash", 32)]))
+    with pytest.raises(PoolError, match=r"constant_memory_pools hold linked constants: build "
+                                        r"with Executor\('aot', \{'link-params': True\}\)"):
+        _const_build(ConstantMemoryPools([_cpool("flash")]), link_params=False)
+    with pytest.raises(PoolError, match=r"constant pool 'flash' serves targets \['c'\]"):
+        _const_build(ConstantMemoryPools([ConstantPoolInfo("flash", ["c"])]))
+    with pytest.raises(PoolError, match="must be ConstantMemoryPools, got list"):
+        _const_build([_cpool("flash")])
+    with pytest.raises(PoolError, match="pool 0 must be a ConstantPoolInfo, got WorkspacePoolInfo"):
+        ConstantMemoryPools([_pool("flash")])

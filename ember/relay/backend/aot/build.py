@@ -38,7 +38,7 @@ from .codegen import AotProgram, lower_main
 from .emit_c import RunModelWriter, run_model_source
 from .interface import c_entry, func_registry, header, packed_entry
 from .metadata import build_metadata, c_metadata
-from .usmp import usmp_settings
+from .usmp import constant_pool_settings, usmp_settings
 
 UNSUPPORTED = ("AOT needs static shapes and no control flow; use the VM: "
                "relay.vm.compile(mod, target)")
@@ -127,11 +127,13 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
     """The AOT executor factory for ``mod`` (the ``"aot"`` builder of ``relay.build``).
 
     ``workspace_pools`` (WorkspaceMemoryPools) are planned by the USMP (``usmp.py``) when the
-    PassContext enables it; ``constant_pools`` are accepted and, for now, not used: linked
-    constants stay separate static arrays."""
+    PassContext enables it; ``constant_pools`` (ConstantMemoryPools, with link-params) hold
+    the linked constants, one static array per pool."""
     config = PassContext.current().config
     opts = options_from(executor, runtime, config)
-    opts = replace(opts, usmp=usmp_settings(config, workspace_pools, target, opts.interface_api))
+    opts = replace(opts, usmp=usmp_settings(config, workspace_pools, target, opts.interface_api),
+                   constant_pools=constant_pool_settings(constant_pools, target,
+                                                         opts.link_params))
     source = mod
     mod = DynamicToStatic()(InferType()(mod))  # dyn ops with known values are static ops
     check_supported(mod)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....ir.expr import Function
+from ....ir.memory_pools import PoolError
 from ....ir.module import IRModule
 from ....runtime.aot_format import ParameterInfo
 from ....runtime.errors import InternalError, TVMError
@@ -53,7 +54,8 @@ class ConstantEntry:
     name: str
     value: NDArray
     offset: int
-    var: Var  # the linked array (its symbol) or the constants pool
+    var: Var  # the linked array (its symbol), the constants pool, or a constant memory pool
+    pooled: bool = False  # at ``offset`` of ``var`` (a pool), not an array of its own
 
     @property
     def nbytes(self) -> int:
@@ -80,6 +82,7 @@ class AotProgram:
     pool_plan: PoolPlan | None = None
     pool_vars: list[Var] = field(default_factory=list)
     io_locations: list[tuple[int, int]] | None = None
+    constant_pool_vars: list[Var] = field(default_factory=list)  # constant_memory_pools'
 
     @property
     def constant_pool_bytes(self) -> int:
@@ -124,6 +127,10 @@ class _Lowering:
                           if self.arena.total and opts.usmp is None else None)
         self.const_align = max([opts.constant_alignment] + [itemsize(t.dtype) for t in df.tensors])
         self.pool = None if opts.link_params else Var("constants", "handle")
+        # constant_memory_pools (linked params only): one static array per pool
+        self.cpools = tuple(opts.constant_pools or ())
+        self.cpool_vars = [Var(f"{prefix}_{p.pool_name}", "handle") for p in self.cpools]
+        self.cpool_fill = [0] * len(self.cpools)
         self.constants: list[ConstantEntry] = []
         self.const_of: dict[int, int] = {}  # root tensor id -> constant index
         self.lifted: dict[str, list[int]] = {}  # kernel -> constant indices it takes
@@ -145,8 +152,27 @@ class _Lowering:
         prev = self.constants[-1] if self.constants else None
         offset = 0 if prev is None else _align(prev.offset + prev.nbytes, self.const_align)
         var = self.pool if self.pool is not None else Var(f"{self.prefix}_constant_{k}", "handle")
-        self.constants.append(ConstantEntry(self._const_name(), value, offset, var))
+        name = self._const_name()
+        if self.cpools:
+            var, offset = self._in_constant_pool(name, int(value.nbytes))
+        self.constants.append(ConstantEntry(name, value, offset, var,
+                                            self.pool is not None or bool(self.cpools)))
         return k
+
+    def _in_constant_pool(self, name: str, nbytes: int) -> tuple[Var, int]:
+        """The first constant pool with room for ``nbytes`` more: (its var, the offset)."""
+        for k, pool in enumerate(self.cpools):
+            offset = _align(self.cpool_fill[k], self.const_align)
+            limit = pool.size_hint_bytes
+            if limit < 0 or offset + nbytes <= limit:
+                self.cpool_fill[k] = offset + nbytes
+                return self.cpool_vars[k], offset
+        listed = ", ".join(f"{p.pool_name} ({p.size_hint_bytes} bytes, {f} used)"
+                           for p, f in zip(self.cpools, self.cpool_fill, strict=True))
+        raise PoolError(f"aot: the constant pools are too small: constant {name} ({nbytes} "
+                        f"bytes) fits in none of {listed}; the model's constants need at least "
+                        f"{sum(self.cpool_fill) + nbytes} bytes so far, or add a pool without a "
+                        "size_hint_bytes")
 
     def _plan_pools(self, align: int) -> None:
         """USMP: the intermediates (and with use_workspace_io the inputs and outputs) placed
@@ -207,7 +233,7 @@ class _Lowering:
             return self.out_vars[self.output_of[r]], 0
         if r in self.const_of:
             c = self.constants[self.const_of[r]]
-            return c.var, (c.offset if self.pool is not None else 0)
+            return c.var, (c.offset if c.pooled else 0)
         if r in self.offsets:
             assert self.workspace is not None, "an arena offset implies a non-empty arena"
             return self.workspace, self.offsets[r]
@@ -261,7 +287,7 @@ class _Lowering:
 
     def _const_buffer(self, k: int) -> Buffer:
         c = self.constants[k]
-        offset = c.offset if self.pool is not None else 0
+        offset = c.offset if c.pooled else 0
         return Buffer(c.name, _dims(c.value.shape), c.value.dtype,
                       data=c.var, elem_offset=IntImm("int64", offset // itemsize(c.value.dtype)))
 
@@ -331,4 +357,5 @@ def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,
     return AotProgram(prefix, prim, inputs, outputs, low.constants, low.arena,
                       sum(groups.values()), used, notes, low.workspace,
                       low.pool if low.constants else None, low.pool_plan, low.pool_vars,
-                      low.io_locations())
+                      low.io_locations(),
+                      [v for v, f in zip(low.cpool_vars, low.cpool_fill, strict=True) if f])

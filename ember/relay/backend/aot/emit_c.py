@@ -54,8 +54,10 @@ def kernel_prototypes(program: AotProgram) -> list[str]:
 def linked_constants(program: AotProgram, opts: AotOptions) -> list[str]:
     """``static const`` arrays in ``.rodata.tvm`` for the linked params (bytes in a string
     literal: exact, and far faster to compile than a list of numbers; +1 for its NUL)."""
-    lines = []
+    lines = constant_pool_arrays(program, opts)
     for c in program.constants:
+        if c.pooled:
+            continue
         data = c.value.numpy().tobytes()
         align = max(opts.constant_alignment, itemsize(c.value.dtype))
         shape = ", ".join(str(d) for d in c.value.shape)
@@ -63,6 +65,23 @@ def linked_constants(program: AotProgram, opts: AotOptions) -> list[str]:
         lines.append(f"static const unsigned char {c.var.name}[{len(data) + 1}] "
                      f'__attribute__((section(".rodata.tvm"), aligned({align}))) =')
         lines.append(c_bytes_literal(data) + ";")
+    return lines
+
+
+def constant_pool_arrays(program: AotProgram, opts: AotOptions) -> list[str]:
+    """One ``static const`` array per constant memory pool, its constants at their offsets."""
+    lines = []
+    for var in program.constant_pool_vars:
+        members = [c for c in program.constants if c.var is var]
+        data = np.zeros(max(c.offset + c.nbytes for c in members), np.uint8)
+        for c in members:
+            data[c.offset:c.offset + c.nbytes] = np.frombuffer(c.value.numpy().tobytes(),
+                                                               np.uint8)
+        align = max([opts.constant_alignment] + [itemsize(c.value.dtype) for c in members])
+        lines.append(f"/* constant pool: {', '.join(c.name for c in members)} */")
+        lines.append(f"static const unsigned char {var.name}[{data.size + 1}] "
+                     f'__attribute__((section(".rodata.tvm"), aligned({align}))) =')
+        lines.append(c_bytes_literal(data.tobytes()) + ";")
     return lines
 
 

@@ -25,7 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ....ir.memory_pools import PoolError, WorkspaceMemoryPools, WorkspacePoolInfo
+from ....ir.memory_pools import (
+    ConstantMemoryPools,
+    ConstantPoolInfo,
+    PoolError,
+    WorkspaceMemoryPools,
+    WorkspacePoolInfo,
+)
 from .._liveness import CONST, INPUT, INTERMEDIATE, Dataflow
 from ..memory_plan import _align, lower_bound
 
@@ -68,12 +74,8 @@ def usmp_settings(config: Mapping[str, Any], pools: Any, target: Any,
     if pools is None:
         chosen: tuple[WorkspacePoolInfo, ...] = (WorkspacePoolInfo(DEFAULT_POOL, [target]),)
     elif isinstance(pools, WorkspaceMemoryPools):
-        chosen = tuple(p for p in pools.pools if p.serves(target))
-        for p in pools.pools:
-            if not p.serves(target):
-                raise PoolError(f"workspace pool {p.pool_name!r} serves targets "
-                                f"{[str(t) for t in p.targets]}, none of which is the build's "
-                                f"target {str(target)!r}: no buffer could be placed in it")
+        _check_served("workspace", pools.pools, target)
+        chosen = pools.pools
         if not chosen:
             raise PoolError("relay.build: workspace_memory_pools holds no pool")
     else:
@@ -138,6 +140,30 @@ def dataflow_buffers(df: Dataflow, roots: Sequence[int], output_of: Mapping[int,
                           max(spans[t][1] for t in members[k])))
         names.append(f"tensor {k} ({df.tensors[k].dtype}{list(df.tensors[k].shape)})")
     return keys, sizes, intervals, names
+
+
+def constant_pool_settings(pools: Any, target: Any, link_params: bool
+                           ) -> tuple[ConstantPoolInfo, ...] | None:
+    """The constant pools of a build (None without any); PoolError for a pool no target can
+    use, or pools without link-params (unlinked constants come from the caller's pool)."""
+    if pools is None:
+        return None
+    if not isinstance(pools, ConstantMemoryPools):
+        raise PoolError(f"relay.build: constant_memory_pools must be ConstantMemoryPools, got "
+                        f"{type(pools).__name__}")
+    if not link_params:
+        raise PoolError("relay.build: constant_memory_pools hold linked constants: build with "
+                        "Executor('aot', {'link-params': True})")
+    _check_served("constant", pools.pools, target)
+    return pools.pools
+
+
+def _check_served(kind: str, pools: Sequence[Any], target: Any) -> None:
+    for p in pools:
+        if not p.serves(target):
+            raise PoolError(f"{kind} pool {p.pool_name!r} serves targets "
+                            f"{[str(t) for t in p.targets]}, none of which is the build's "
+                            f"target {str(target)!r}: no buffer could be placed in it")
 
 
 @dataclass(frozen=True)
