@@ -301,3 +301,22 @@ def test_constant_pools_too_small_or_misused_are_refused():
         _const_build([_cpool("flash")])
     with pytest.raises(PoolError, match="pool 0 must be a ConstantPoolInfo, got WorkspacePoolInfo"):
         ConstantMemoryPools([_pool("flash")])
+
+
+# -- through ember.testing.aot, as TVM's test_crt_aot_usmp.py drives it ---------------------------
+@pytest.mark.parametrize("use_workspace_io", [False, True])
+def test_testing_aot_runner_provides_the_pools(use_workspace_io):
+    from ember.micro.testing import AOT_DEFAULT_RUNNER
+    from ember.testing.aot import AOTTestModel, compile_models, generate_ref_data, run_and_check
+
+    mod = _model()
+    inputs = {"x": np.linspace(-2, 2, 16, dtype="float32").reshape(1, 16)}
+    model = AOTTestModel(module=mod, inputs=inputs, outputs=generate_ref_data(mod, inputs))
+    config = {"tir.usmp.enable": True, "tir.usmp.algorithm": "greedy_by_size",
+              "tir.usmp.use_workspace_io": use_workspace_io, "relay.FuseOps.max_depth": 1}
+    pools = WorkspaceMemoryPools([_pool("sram", 64), _pool("dram")])
+    compiled = compile_models(model, "c", True, pass_config=config,
+                              workspace_memory_pools=pools)
+    assert [q["pool_name"] for q in compiled[0].executor_factory.get_model_metadata().pools] \
+        == ["sram", "dram"]
+    run_and_check(compiled, AOT_DEFAULT_RUNNER, "c", use_workspace_io=use_workspace_io)
