@@ -257,7 +257,8 @@ def metadata_from_dict(obj: Any) -> ModelMetadata:
         constant_alignment=_size(obj, "constant_alignment", ""),
         constants=tuple(constants), operators=operators,
         memory={str(k): int(v) for k, v in memory.items()}, version=version,
-        pools=tuple(_pool(p, f"pools[{i}]") for i, p in enumerate(obj.get("pools", []))),
+        pools=tuple(_pool(p, f"pools[{i}]") for i, p in
+                    enumerate(_get(obj, "pools", list, "") if "pools" in obj else [])),
         use_workspace_io=bool(obj.get("use_workspace_io", False)))
 
 

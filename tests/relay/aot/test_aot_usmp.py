@@ -150,6 +150,16 @@ def test_build_reports_each_pool_next_to_its_lower_bound():
             "workspace_pools);") in head
 
 
+def test_ember_debug_prints_each_pool_next_to_its_bound(monkeypatch, capsys):
+    monkeypatch.setenv("EMBER_DEBUG", "1")
+    _build({"tir.usmp.algorithm": "greedy_by_size"},
+           WorkspaceMemoryPools([_pool("sram", 64), _pool("dram")]))
+    err = capsys.readouterr().err
+    assert "[ember] relay.build: aot workspace pools 192 bytes (lower bound 192" in err
+    assert "[ember]   pool sram: 64 bytes planned (lower bound 64, limit 64)" in err
+    assert "[ember]   pool dram: 128 bytes planned (lower bound 128, no limit)" in err
+
+
 def test_default_pool_and_packed_interface_run_on_the_cpp_runtime():
     """Without pools the USMP uses one unbounded pool; the packed entry carves the pools out
     of its one workspace, so the model runs through the usual executor."""
@@ -320,3 +330,21 @@ def test_testing_aot_runner_provides_the_pools(use_workspace_io):
     assert [q["pool_name"] for q in compiled[0].executor_factory.get_model_metadata().pools] \
         == ["sram", "dram"]
     run_and_check(compiled, AOT_DEFAULT_RUNNER, "c", use_workspace_io=use_workspace_io)
+
+
+def test_pools_survive_the_metadata_json_and_a_bad_pool_entry_is_named():
+    import json
+
+    from ember.runtime.aot_format import MetadataError, parse_metadata
+
+    meta = _build(pools=WorkspaceMemoryPools([_pool("sram", 64), _pool("dram")]),
+                  config={"tir.usmp.use_workspace_io": True}).get_model_metadata()
+    back = parse_metadata(meta.to_json())
+    assert back.pools == meta.pools and back.use_workspace_io
+    obj = json.loads(meta.to_json())
+    del obj["pools"][1]["planned_bytes"]
+    with pytest.raises(MetadataError, match=r"pools\[1\]"):
+        parse_metadata(json.dumps(obj))
+    obj["pools"] = "sram"
+    with pytest.raises(MetadataError, match=r"pools: expected list, got str"):
+        parse_metadata(json.dumps(obj))
