@@ -348,3 +348,15 @@ def test_pools_survive_the_metadata_json_and_a_bad_pool_entry_is_named():
     obj["pools"] = "sram"
     with pytest.raises(MetadataError, match=r"pools: expected list, got str"):
         parse_metadata(json.dumps(obj))
+
+
+def test_the_cli_accepts_the_usmp_options():
+    from ember.cli._console import CLIError
+    from ember.cli.options import parse_pass_config
+
+    assert parse_pass_config(["tir.usmp.enable=1", "tir.usmp.algorithm=hill_climb",
+                              "tir.usmp.use_workspace_io=0"]) == {
+        "tir.usmp.enable": True, "tir.usmp.algorithm": "hill_climb",
+        "tir.usmp.use_workspace_io": False}
+    with pytest.raises(CLIError, match="hill_climb"):
+        parse_pass_config(["tir.usmp.algorithm=best"])
