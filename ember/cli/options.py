@@ -18,6 +18,10 @@ PASS_CONFIG: dict[str, Any] = {
     "ember.aot.operator_calling_convention": ("packed", "cpacked", "unpacked"),
     "relay.AlterOpLayout.desired_layout": ("NCHW", "NCHWc", "NCHW4c", "NCHW8c", "NCHW16c"),
     "relay.build.max_tensor_bytes": int,
+    "tir.usmp.enable": bool,
+    "tir.usmp.algorithm": ("greedy_by_size", "greedy_by_conflicts", "hill_climb"),
+    "tir.usmp.use_workspace_io": bool,
+    "tir.disable_storage_rewrite": bool,
 }
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 

@@ -15,7 +15,8 @@
     runtime/                                the standalone C runtime: ``ember/crt`` with the C ABI
                                             headers of ``ember/include`` merged into its include/
 
-``memory`` holds ``functions``: ``main`` (one entry per device: ``workspace_size_bytes``, the
+``memory`` holds ``pools`` (AOT with the USMP: per workspace pool ``pool_name``,
+``size_hint_bytes``, ``planned_bytes``, ``lower_bound``) and ``functions``: ``main`` (one entry per device: ``workspace_size_bytes``, the
 run function's own memory plus the largest operator workspace; ``io_size_bytes``;
 ``constants_size_bytes``; ``inputs``/``outputs`` with sizes and dtypes) and
 ``operator_functions`` (``function_name`` and its ``workspace`` per device); graph factories
@@ -257,6 +258,9 @@ def _export_module(mod: ExecutorFactoryModule, root: Path) -> dict[str, Any]:
         memory["sids"] = _build_sid_map(mod.graph)
         _write(root / "executor-config" / "graph" / f"{name}.graph", mod.get_graph_json())
     memory["functions"] = _build_function_memory_map(function_metadata)
+    if isinstance(mod, AotExecutorFactoryModule) and mod.get_model_metadata().pools:
+        # USMP: per workspace pool its name, limit (-1: none), planned bytes and lower bound
+        memory["pools"] = [dict(q) for q in mod.get_model_metadata().pools]
     header = getattr(mod, "header", "")
     if header and isinstance(mod, AotExecutorFactoryModule):
         prefix = mod.get_model_metadata().prefix

@@ -53,5 +53,8 @@ def build(ir_mod: Any, target: Any, target_host: Any, executor: Any, runtime: An
     if not isinstance(name, str) or not name:
         raise TVMError(f"relay.build: mod_name must be a non-empty str, got {mod_name!r}")
     builder = registry.get_builder(executor.name, "relay.build")
+    # Memory pools matter to AOT only (the graph executor ignores them, as TVM's does).
+    pools = ({"workspace_pools": workspace_pools, "constant_pools": constant_pools}
+             if executor.name == "aot" else {})
     with canon:
-        return builder(mod, canon, executor, runtime, params, name)
+        return builder(mod, canon, executor, runtime, params, name, **pools)

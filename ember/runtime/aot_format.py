@@ -110,6 +110,10 @@ class ModelMetadata:
     operators: tuple[dict[str, Any], ...] = ()
     memory: dict[str, int] = field(default_factory=dict)
     version: int = METADATA_VERSION
+    # USMP: per workspace pool {pool_name, size_hint_bytes, planned_bytes, lower_bound};
+    # empty without USMP. run_model takes one pointer per pool after its other parameters.
+    pools: tuple[dict[str, Any], ...] = ()
+    use_workspace_io: bool = False
 
     @property
     def main(self) -> FunctionInfo:
@@ -252,7 +256,17 @@ def metadata_from_dict(obj: Any) -> ModelMetadata:
         workspace_alignment=_size(obj, "workspace_alignment", ""),
         constant_alignment=_size(obj, "constant_alignment", ""),
         constants=tuple(constants), operators=operators,
-        memory={str(k): int(v) for k, v in memory.items()}, version=version)
+        memory={str(k): int(v) for k, v in memory.items()}, version=version,
+        pools=tuple(_pool(p, f"pools[{i}]") for i, p in
+                    enumerate(_get(obj, "pools", list, "") if "pools" in obj else [])),
+        use_workspace_io=bool(obj.get("use_workspace_io", False)))
+
+
+def _pool(obj: Any, path: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"pool_name": _get(obj, "pool_name", str, path)}
+    for key in ("size_hint_bytes", "planned_bytes", "lower_bound"):
+        out[key] = _get(obj, key, int, path)
+    return out
 
 
 def parse_metadata(text: str | bytes) -> ModelMetadata:

@@ -101,6 +101,8 @@ class GraphExecutor(Module):
             if self._entries[eid] is not arr:
                 np.copyto(self._entries[eid]._np, arr._np)
         self._funcs = _like._funcs if _like is not None else self._resolve()
+        if _like is None:
+            self._load_linked_params()
         self._plan: list[tuple[Callable[[], int], int]] = []
         self._build_plan()
 
@@ -128,6 +130,18 @@ class GraphExecutor(Module):
         return [shared[eid] if eid in shared else
                 _view(pools[sid], g.shape[eid], g.dltype[eid], self.device)
                 for eid, sid in enumerate(g.storage_id)]
+
+    def _load_linked_params(self) -> None:
+        """Params linked into the library (``Executor("graph", {"link-params": True})``):
+        its ``_lookup_linked_param(name, tensor)`` copies each into its entry."""
+        try:
+            lookup = self.lib.get_function("_lookup_linked_param", query_imports=True)
+        except AttributeError:
+            return
+        g = self.graph
+        for name, eid in zip(g.input_names, self._input_eids, strict=True):
+            if lookup(name, self._entries[eid]):
+                self._param_names.add(name)
 
     def _resolve(self) -> dict[int, PackedFunc]:
         """Each kernel node's function, looked up once; a missing one fails here, not in run."""

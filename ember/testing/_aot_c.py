@@ -128,12 +128,40 @@ class RunnerModel:
     constant_pool: bool
     registry: bool = True
     arrays: list[tuple[str, np.ndarray | int, str]] = field(default_factory=list)
+    pools: list[str] = field(default_factory=list)  # USMP workspace pools, by name
+    io_in_pools: bool = False  # tir.usmp.use_workspace_io: inputs/outputs live in the pools
+
+    def pool_var(self, name: str) -> str:
+        return f"{self.prefix}_pool_{name}"
 
     def input_var(self, i: int) -> str:
         return f"{self.prefix}_input_data_{i}"
 
     def output_var(self, j: int) -> str:
         return f"{self.prefix}_output_data_{j}"
+
+
+def _c_pools_call(m: RunnerModel) -> list[str]:
+    """The C interface with USMP pools: the pools struct over the runner's static buffers;
+    with I/O in the pools, the inputs copied in (map_inputs) and the outputs copied out."""
+    p = m.prefix
+    members = ", ".join(f".{n} = {m.pool_var(n)}" for n in m.pools)
+    lines = ["    uint64_t k;", f"    struct {p}_workspace_pools pools = {{{members}}};"]
+    if not m.io_in_pools:
+        ins = ", ".join(f".{q.tir_name_hint} = {m.input_var(i)}" for i, q in enumerate(m.inputs))
+        outs = ", ".join(f".{q.tir_name_hint} = {m.output_var(j)}"
+                         for j, q in enumerate(m.outputs))
+        return lines + [f"    struct {p}_inputs inputs = {{{ins}}};",
+                        f"    struct {p}_outputs outputs = {{{outs}}};", "    (void)k;",
+                        f"    rc = {p}_run(&inputs, &outputs, &pools);"]
+    lines += [f"    struct {p}_inputs inputs = {p}_map_inputs(&pools);",
+              f"    struct {p}_outputs outputs = {p}_map_outputs(&pools);"]
+    lines += [f"    for (k = 0; k < {q.nbytes}ULL; ++k) ((uint8_t*)inputs.{q.tir_name_hint})[k] = "
+              f"{m.input_var(i)}[k];" for i, q in enumerate(m.inputs)]
+    lines.append(f"    rc = {p}_run(&pools);")
+    lines += [f"    for (k = 0; k < {q.nbytes}ULL; ++k) {m.output_var(j)}[k] = "
+              f"((uint8_t*)outputs.{q.tir_name_hint})[k];" for j, q in enumerate(m.outputs)]
+    return lines
 
 
 def _dl_type(dtype: str) -> tuple[int, int]:
@@ -144,6 +172,8 @@ def _dl_type(dtype: str) -> tuple[int, int]:
 
 def _c_call(m: RunnerModel) -> list[str]:
     """Statements that run model ``m`` once, leaving its status in ``rc``."""
+    if m.interface_api == "c" and m.pools:
+        return _c_pools_call(m)
     if m.interface_api == "c":
         ins = ", ".join(f".{p.tir_name_hint} = {m.input_var(i)}" for i, p in enumerate(m.inputs))
         outs = ", ".join(f".{p.tir_name_hint} = {m.output_var(j)}"

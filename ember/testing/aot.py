@@ -141,14 +141,17 @@ def compile_models(models: AOTTestModel | Sequence[AOTTestModel], interface_api:
     (``-executor=aot -interface-api=...``); ``enable_op_fusion=False`` fuses nothing
     (``relay.FuseOps.max_depth = 1``). ``link_params`` (ember's addition) puts the params in the
     C as static arrays; otherwise the runner hands the model a constant pool.
-    ``schedule_name`` and memory pools are accepted for compatibility (ember picks schedules
-    itself and plans one arena).
+    ``schedule_name`` is accepted for compatibility (ember picks schedules itself); memory
+    pools go to ``relay.build`` (they need ``"tir.usmp.enable"`` in ``pass_config``), and the
+    runner then provides the workspace pools as static buffers.
     """
     from .. import relay
     from ..ir.transform import PassContext
     from ..relay.backend import Executor, Runtime
 
     items = [models] if isinstance(models, AOTTestModel) else list(models)
+    pools = {"workspace_memory_pools": workspace_memory_pools,
+             "constant_memory_pools": constant_memory_pools}
     options = {"workspace-byte-alignment": workspace_byte_alignment,
                "constant-byte-alignment": constant_byte_alignment,
                "interface-api": interface_api, "unpacked-api": bool(use_unpacked_api),
@@ -162,14 +165,14 @@ def compile_models(models: AOTTestModel | Sequence[AOTTestModel], interface_api:
             if use_runtime_executor:
                 factory = relay.build(model.module, target, executor=Executor("aot", options),
                                       runtime=Runtime("crt"), params=model.params,
-                                      mod_name=model.name)
+                                      mod_name=model.name, **pools)
             else:
                 flags = (f" -executor=aot -runtime=c -interface-api={interface_api}"
                          f" -unpacked-api={int(bool(use_unpacked_api))}"
                          f" -workspace-byte-alignment={workspace_byte_alignment}"
                          + (" -link-params=1" if link_params else ""))
                 factory = relay.build(model.module, str(target) + flags, params=model.params,
-                                      mod_name=model.name)
+                                      mod_name=model.name, **pools)
         compiled.append(AOTCompiledTestModel(model, factory))
     return compiled
 
@@ -201,6 +204,10 @@ def _runner_model(compiled: AOTCompiledTestModel) -> tuple[_aot_c.RunnerModel, i
         rm.arrays.append((rm.input_var(i), arr, f"input {p.relay_name_hint}"))
     for j, p in enumerate(main.outputs):
         rm.arrays.append((rm.output_var(j), p.nbytes, f"output {j} ({p.dtype}{list(p.shape)})"))
+    if meta.interface_api == "c":  # USMP: the runner provides the workspace pools
+        rm.pools, rm.io_in_pools = [q["pool_name"] for q in meta.pools], meta.use_workspace_io
+        rm.arrays += [(rm.pool_var(q["pool_name"]), q["planned_bytes"],
+                       f"workspace pool {q['pool_name']}") for q in meta.pools]
     if rm.constant_pool:
         pool = np.zeros(meta.constant_pool_bytes, np.uint8)
         params = factory.get_params()

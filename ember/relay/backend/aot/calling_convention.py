@@ -68,6 +68,8 @@ class AotOptions:
     runtime: str = "cpp"
     system_lib: bool = False
     operator_convention: str = "cpacked"
+    usmp: Any = None  # usmp.UsmpSettings when tir.usmp.enable is set (build.py fills it)
+    constant_pools: Any = None  # ConstantPoolInfo tuple from constant_memory_pools (build.py)
 
     @property
     def hosted(self) -> bool:

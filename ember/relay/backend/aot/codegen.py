@@ -30,15 +30,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....ir.expr import Function
+from ....ir.memory_pools import PoolError
 from ....ir.module import IRModule
 from ....runtime.aot_format import ParameterInfo
 from ....runtime.errors import InternalError, TVMError
 from ....runtime.ndarray import NDArray
 from ....tir.expr import Call, IntImm, PrimExpr, StringImm, Var
 from ....tir.stmt import Buffer, Evaluate, PrimFunc, Stmt, seq
-from .._liveness import CONST, INPUT, Dataflow, Step
+from .._liveness import Dataflow, Step
 from ..memory_plan import ArenaPlan, _align, plan_dataflow_arena
 from .calling_convention import AotOptions
+from .usmp import PoolPlan, output_roots, plan_dataflow_pools
 
 CALL_OPS = {"unpacked": "tir.call_unpacked", "cpacked": "tir.call_cpacked",
             "packed": "tir.call_packed"}
@@ -52,7 +54,8 @@ class ConstantEntry:
     name: str
     value: NDArray
     offset: int
-    var: Var  # the linked array (its symbol) or the constants pool
+    var: Var  # the linked array (its symbol), the constants pool, or a constant memory pool
+    pooled: bool = False  # at ``offset`` of ``var`` (a pool), not an array of its own
 
     @property
     def nbytes(self) -> int:
@@ -74,6 +77,12 @@ class AotProgram:
     notes: list[str] = field(default_factory=list)  # per statement: what it computes
     workspace: Var | None = None
     constant_pool: Var | None = None
+    # USMP (usmp.py): the pools' plan, run_model's pool parameters, and with use_workspace_io
+    # where each input and output lives (pool index, byte offset), inputs first
+    pool_plan: PoolPlan | None = None
+    pool_vars: list[Var] = field(default_factory=list)
+    io_locations: list[tuple[int, int]] | None = None
+    constant_pool_vars: list[Var] = field(default_factory=list)  # constant_memory_pools'
 
     @property
     def constant_pool_bytes(self) -> int:
@@ -106,10 +115,22 @@ class _Lowering:
         self.roots = df.alias_roots()
         self.in_names, self.out_names = io_names
         align = max([opts.workspace_alignment] + [itemsize(t.dtype) for t in df.tensors])
-        self.offsets, self.arena = plan_dataflow_arena(df, align)
-        self.workspace = Var("workspace", "handle") if self.arena.total else None
+        self.output_of = output_roots(df, self.roots)
+        self.pool_of: dict[int, int] = {}  # tensor (or -1 - output index) -> pool index
+        self.pool_plan: PoolPlan | None = None
+        self.pool_vars: list[Var] = []
+        if opts.usmp is None:
+            self.offsets, self.arena = plan_dataflow_arena(df, align)
+        else:
+            self._plan_pools(align)
+        self.workspace = (Var("workspace", "handle")
+                          if self.arena.total and opts.usmp is None else None)
         self.const_align = max([opts.constant_alignment] + [itemsize(t.dtype) for t in df.tensors])
         self.pool = None if opts.link_params else Var("constants", "handle")
+        # constant_memory_pools (linked params only): one static array per pool
+        self.cpools = tuple(opts.constant_pools or ())
+        self.cpool_vars = [Var(f"{prefix}_{p.pool_name}", "handle") for p in self.cpools]
+        self.cpool_fill = [0] * len(self.cpools)
         self.constants: list[ConstantEntry] = []
         self.const_of: dict[int, int] = {}  # root tensor id -> constant index
         self.lifted: dict[str, list[int]] = {}  # kernel -> constant indices it takes
@@ -131,21 +152,57 @@ class _Lowering:
         prev = self.constants[-1] if self.constants else None
         offset = 0 if prev is None else _align(prev.offset + prev.nbytes, self.const_align)
         var = self.pool if self.pool is not None else Var(f"{self.prefix}_constant_{k}", "handle")
-        self.constants.append(ConstantEntry(self._const_name(), value, offset, var))
+        name = self._const_name()
+        if self.cpools:
+            var, offset = self._in_constant_pool(name, int(value.nbytes))
+        self.constants.append(ConstantEntry(name, value, offset, var,
+                                            self.pool is not None or bool(self.cpools)))
         return k
 
-    # -- where tensors live -------------------------------------------------------------------
-    def _output_roots(self) -> dict[int, int]:
-        """Root -> output index, for outputs an operator writes straight into the caller's
-        buffer (the first output of each intermediate group)."""
-        kinds = {r: self.df.tensors[r].kind for r in self.roots}
-        out: dict[int, int] = {}
+    def _in_constant_pool(self, name: str, nbytes: int) -> tuple[Var, int]:
+        """The first constant pool with room for ``nbytes`` more: (its var, the offset)."""
+        for k, pool in enumerate(self.cpools):
+            offset = _align(self.cpool_fill[k], self.const_align)
+            limit = pool.size_hint_bytes
+            if limit < 0 or offset + nbytes <= limit:
+                self.cpool_fill[k] = offset + nbytes
+                return self.cpool_vars[k], offset
+        listed = ", ".join(f"{p.pool_name} ({p.size_hint_bytes} bytes, {f} used)"
+                           for p, f in zip(self.cpools, self.cpool_fill, strict=True))
+        raise PoolError(f"aot: the constant pools are too small: constant {name} ({nbytes} "
+                        f"bytes) fits in none of {listed}; the model's constants need at least "
+                        f"{sum(self.cpool_fill) + nbytes} bytes so far, or add a pool without a "
+                        "size_hint_bytes")
+
+    def _plan_pools(self, align: int) -> None:
+        """USMP: the intermediates (and with use_workspace_io the inputs and outputs) placed
+        in the pools; keys are root tensor ids, and ``-1 - j`` for output ``j`` when it is a
+        copy (its own buffer, written after the last step)."""
+        usmp, df = self.opts.usmp, self.df
+        keys, plan = plan_dataflow_pools(df, usmp, align)
+        self.pool_plan = plan
+        self.pool_vars = [Var(f"{p.pool_name}_var", "handle") for p in usmp.pools]
+        place = {k: (plan.pool_of[i], plan.offsets[i]) for i, k in enumerate(keys)}
+        self.offsets = {t: place[self.roots[t]][1] for t in range(len(df.tensors))
+                        if self.roots[t] in place}
+        self.pool_of = {t: place[self.roots[t]][0] for t in range(len(df.tensors))
+                        if self.roots[t] in place}
+        for k, where in place.items():
+            if k < 0:
+                self.pool_of[k], self.offsets[k] = where
+        self.arena = ArenaPlan([], plan.total, plan.lower_bound)
+
+    def io_locations(self) -> list[tuple[int, int]] | None:
+        """With use_workspace_io, (pool, offset) of each input then each output."""
+        if self.opts.usmp is None or not self.opts.usmp.use_workspace_io:
+            return None
+        out = [(self.pool_of[tid], self.offsets[tid]) for _, tid in self.df.params]
         for j, t in enumerate(self.df.outputs):
-            r = self.roots[t]
-            if kinds[r] not in (INPUT, CONST) and r not in out:
-                out[r] = j
+            key = t if self.output_of.get(self.roots[t]) == j else -1 - j
+            out.append((self.pool_of[key], self.offsets[key]))
         return out
 
+    # -- where tensors live -------------------------------------------------------------------
     def describe(self, t: int) -> str:
         """Where tensor ``t`` lives, for comments: an input/output/constant name, or
         ``arena+<offset>``."""
@@ -156,6 +213,8 @@ class _Lowering:
             return self.out_names[self.output_of[r]]
         if r in self.const_of:
             return self.constants[self.const_of[r]].name
+        if r in self.pool_of:
+            return f"{self.opts.usmp.pools[self.pool_of[r]].pool_name}+{self.offsets[r]}"
         return f"arena+{self.offsets.get(r, '?')}"
 
     def buffer(self, t: int) -> Buffer:
@@ -166,13 +225,15 @@ class _Lowering:
                       data=base, elem_offset=IntImm("int64", byte_offset // itemsize(info.dtype)))
 
     def _base(self, r: int) -> tuple[Var, int]:
+        if r in self.pool_of:  # USMP (with use_workspace_io also the inputs and outputs)
+            return self.pool_vars[self.pool_of[r]], self.offsets[r]
         if r in self.input_of:
             return self.in_vars[self.input_of[r]], 0
         if r in self.output_of:
             return self.out_vars[self.output_of[r]], 0
         if r in self.const_of:
             c = self.constants[self.const_of[r]]
-            return c.var, (c.offset if self.pool is not None else 0)
+            return c.var, (c.offset if c.pooled else 0)
         if r in self.offsets:
             assert self.workspace is not None, "an arena offset implies a non-empty arena"
             return self.workspace, self.offsets[r]
@@ -185,7 +246,6 @@ class _Lowering:
         self.input_of = {tid: i for i, (_, tid) in enumerate(df.params)}
         for const, tid in df.constants:
             self.const_of[tid] = self.add_constant(const.data)
-        self.output_of = self._output_roots()
         stmts: list[Stmt] = []
         notes: list[str] = []
         used: dict[str, Any] = {}
@@ -202,8 +262,10 @@ class _Lowering:
             notes.append(f"{low.name}({ins}) -> {outs}")
         for j, t in enumerate(df.outputs):
             if self.output_of.get(self.roots[t]) != j:
-                dst = Buffer(f"output{j}", self.buffer(t).shape, df.tensors[t].dtype,
-                             data=self.out_vars[j], elem_offset=IntImm("int64", 0))
+                base, offset = ((self.pool_vars[self.pool_of[-1 - j]], self.offsets[-1 - j])
+                                if -1 - j in self.pool_of else (self.out_vars[j], 0))
+                dst = Buffer(f"output{j}", self.buffer(t).shape, df.tensors[t].dtype, data=base,
+                             elem_offset=IntImm("int64", offset // itemsize(df.tensors[t].dtype)))
                 stmts.append(Evaluate(Call("int32", COPY_OP, (dst, self.buffer(t),
                                            IntImm("int64", df.tensors[t].nbytes)))))
                 notes.append(f"{self.out_names[j]} <- a copy of {self.describe(t)}")
@@ -225,12 +287,13 @@ class _Lowering:
 
     def _const_buffer(self, k: int) -> Buffer:
         c = self.constants[k]
-        offset = c.offset if self.pool is not None else 0
+        offset = c.offset if c.pooled else 0
         return Buffer(c.name, _dims(c.value.shape), c.value.dtype,
                       data=c.var, elem_offset=IntImm("int64", offset // itemsize(c.value.dtype)))
 
     def _prim_func(self, body: Stmt) -> PrimFunc:
-        params = list(self.in_vars) + list(self.out_vars)
+        io_in_pools = self.opts.usmp is not None and self.opts.usmp.use_workspace_io
+        params = [] if io_in_pools else list(self.in_vars) + list(self.out_vars)
         bmap: dict[Var, Buffer] = {}
         for (_, tid), var in zip(self.df.params, self.in_vars, strict=True):
             info = self.df.tensors[tid]
@@ -238,10 +301,13 @@ class _Lowering:
         for t, var in zip(self.df.outputs, self.out_vars, strict=True):
             info = self.df.tensors[t]
             bmap[var] = Buffer(var.name, _dims(info.shape), info.dtype, data=var)
+        if io_in_pools:  # the inputs and outputs are pool offsets, not parameters
+            bmap = {}
         if self.pool is not None and self.constants:
             params.append(self.pool)
         if self.workspace is not None:
             params.append(self.workspace)
+        params += self.pool_vars
         return PrimFunc(tuple(params), bmap, body,
                         attrs={"global_symbol": f"{self.prefix}_run_model",
                                "runner_function": True})
@@ -290,4 +356,6 @@ def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,
         groups[r] = max(groups.get(r, 0), df.tensors[t].nbytes)
     return AotProgram(prefix, prim, inputs, outputs, low.constants, low.arena,
                       sum(groups.values()), used, notes, low.workspace,
-                      low.pool if low.constants else None)
+                      low.pool if low.constants else None, low.pool_plan, low.pool_vars,
+                      low.io_locations(),
+                      [v for v, f in zip(low.cpool_vars, low.cpool_fill, strict=True) if f])

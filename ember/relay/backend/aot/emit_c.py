@@ -54,8 +54,10 @@ def kernel_prototypes(program: AotProgram) -> list[str]:
 def linked_constants(program: AotProgram, opts: AotOptions) -> list[str]:
     """``static const`` arrays in ``.rodata.tvm`` for the linked params (bytes in a string
     literal: exact, and far faster to compile than a list of numbers; +1 for its NUL)."""
-    lines = []
+    lines = constant_pool_arrays(program, opts)
     for c in program.constants:
+        if c.pooled:
+            continue
         data = c.value.numpy().tobytes()
         align = max(opts.constant_alignment, itemsize(c.value.dtype))
         shape = ", ".join(str(d) for d in c.value.shape)
@@ -63,6 +65,23 @@ def linked_constants(program: AotProgram, opts: AotOptions) -> list[str]:
         lines.append(f"static const unsigned char {c.var.name}[{len(data) + 1}] "
                      f'__attribute__((section(".rodata.tvm"), aligned({align}))) =')
         lines.append(c_bytes_literal(data) + ";")
+    return lines
+
+
+def constant_pool_arrays(program: AotProgram, opts: AotOptions) -> list[str]:
+    """One ``static const`` array per constant memory pool, its constants at their offsets."""
+    lines = []
+    for var in program.constant_pool_vars:
+        members = [c for c in program.constants if c.var is var]
+        data = np.zeros(max(c.offset + c.nbytes for c in members), np.uint8)
+        for c in members:
+            data[c.offset:c.offset + c.nbytes] = np.frombuffer(c.value.numpy().tobytes(),
+                                                               np.uint8)
+        align = max([opts.constant_alignment] + [itemsize(c.value.dtype) for c in members])
+        lines.append(f"/* constant pool: {', '.join(c.name for c in members)} */")
+        lines.append(f"static const unsigned char {var.name}[{data.size + 1}] "
+                     f'__attribute__((section(".rodata.tvm"), aligned({align}))) =')
+        lines.append(c_bytes_literal(data.tobytes()) + ";")
     return lines
 
 
@@ -102,18 +121,20 @@ class RunModelWriter:
         self.names: dict[int, str] = {}
         func = program.run_model
         n_io = len(program.inputs) + len(program.outputs)
+        by_name = {id(v) for v in program.pool_vars}  # USMP pools: named after the pool
         for i, p in enumerate(func.params):
-            self.names[id(p)] = f"arg{i}" if i < n_io else p.name
+            self.names[id(p)] = f"arg{i}" if i < n_io and id(p) not in by_name else p.name
         for c in program.constants:
             self.names.setdefault(id(c.var), c.var.name)
 
     def signature(self) -> str:
         params = []
+        pools = {id(v) for v in self.program.pool_vars}
         for p in self.program.run_model.params:
             name = self.names[id(p)]
             if p is self.program.constant_pool:
                 params.append(f"const uint8_t* {name}")
-            elif p is self.program.workspace:
+            elif p is self.program.workspace or id(p) in pools:
                 params.append(f"uint8_t* {name}")
             else:
                 params.append(f"void* {name}")
@@ -166,10 +187,11 @@ class RunModelWriter:
 
     def _header_comment(self) -> str:
         p = self.program
+        where = "arena" if p.pool_plan is None else "workspace pools"
         sig = [f"arg{i}: {q.tir_name_hint} {q.dtype}{list(q.shape)}"
                for i, q in enumerate(p.inputs + p.outputs)]
         return (f"/* run_model: {len(p.inputs)} inputs, {len(p.outputs)} outputs "
-                f"({'; '.join(sig)}); arena {p.arena.total} bytes "
+                f"({'; '.join(sig)}); {where} {p.arena.total} bytes "
                 f"(lower bound {p.arena.lower_bound}) */")
 
     def _stmt(self, s: Stmt) -> None:

@@ -77,6 +77,9 @@ def header(meta: ModelMetadata, run_model_signature: str) -> str:
               "(0: none, or linked) */"),
               (f"#define {P}_BACKEND_WORKSPACE_SIZE {meta.memory.get('backend_workspace_bytes', 0)}"
               "  /* TVMBackendAllocWorkspace by operators, at most */"),
+              *[f"#define {P}_{q['pool_name'].upper()}_WORKSPACE_POOL_SIZE {q['planned_bytes']}"
+                f"  /* workspace pool {q['pool_name']} (lower bound {q['lower_bound']}) */"
+                for q in meta.pools],
               f"#define {P}_NUM_INPUTS {main.num_inputs}",
               f"#define {P}_NUM_OUTPUTS {main.num_outputs}",
               f"#define {P}_WORKSPACE_ALIGNMENT {meta.workspace_alignment}",
@@ -112,16 +115,50 @@ def _c_declarations(meta: ModelMetadata) -> list[str]:
     out += ["};", f"/*! \\brief The model's outputs, written by {p}_run. */",
             f"struct {p}_outputs {{"]
     out += [f"  void* {q.tir_name_hint};  /* {_type_str(q)} */" for q in main.outputs]
-    out += ["};", "",
-            (f"/*! \\brief Run the model (not re-entrant: one static arena of {p.upper()}_"
-            "WORKSPACE_SIZE bytes)."), (" * \\return 0, or nonzero when a pointer is NULL or an "
-            "operator fails (TVMGetLastError says why). */"),
-            f"TVM_DLL int32_t {p}_run(struct {p}_inputs* inputs, struct {p}_outputs* outputs);"]
+    out.append("};")
+    if meta.pools:
+        out += _pool_declarations(meta)
+    else:
+        out += ["", (f"/*! \\brief Run the model (not re-entrant: one static arena of "
+                f"{p.upper()}_WORKSPACE_SIZE bytes)."), (" * \\return 0, or nonzero when a "
+                "pointer is NULL or an operator fails (TVMGetLastError says why). */"),
+                f"TVM_DLL int32_t {p}_run(struct {p}_inputs* inputs, struct {p}_outputs* "
+                "outputs);"]
     if meta.needs_constant_pool:
         out += ["", (f"/*! \\brief Give the model its constants: {p.upper()}_CONSTANTS_SIZE bytes "
                 f"aligned to {p.upper()}_CONSTANT_ALIGNMENT (the metadata's offsets), kept by the "
                 "caller."), " * \\return 0, or nonzero for a NULL, short or misaligned pool. */",
                 f"TVM_DLL int32_t {p}_set_constants(const void* pool, uint64_t nbytes);"]
+    return out
+
+
+def _pool_declarations(meta: ModelMetadata) -> list[str]:
+    """USMP: the pools struct, ``<prefix>_run`` taking it and, with use_workspace_io, the
+    functions that find the inputs and outputs in the pools."""
+    p, P = meta.prefix, meta.prefix.upper()
+    out = [(f"/*! \\brief The workspace pools, provided by the caller: each points to "
+            f"{P}_<POOL>_WORKSPACE_POOL_SIZE bytes aligned to {P}_WORKSPACE_ALIGNMENT. */"),
+           f"struct {p}_workspace_pools {{"]
+    out += [f"  void* {q['pool_name']};" for q in meta.pools]
+    out += ["};", ""]
+    if meta.use_workspace_io:
+        out += [(f"/*! \\brief Where the inputs live in the pools: write them there before "
+                 f"{p}_run. */"),
+                f"TVM_DLL struct {p}_inputs {p}_map_inputs(struct {p}_workspace_pools* "
+                "workspace_pools);",
+                f"/*! \\brief Where {p}_run writes the outputs in the pools. */",
+                f"TVM_DLL struct {p}_outputs {p}_map_outputs(struct {p}_workspace_pools* "
+                "workspace_pools);",
+                "/*! \\brief Run the model on inputs already in the pools (see map_inputs).",
+                " * \\return 0, or nonzero when a pool is NULL or misaligned or an operator fails. "
+                "*/",
+                f"TVM_DLL int32_t {p}_run(struct {p}_workspace_pools* workspace_pools);"]
+    else:
+        out += ["/*! \\brief Run the model with its intermediates in the caller's pools.",
+                " * \\return 0, or nonzero when a pointer is NULL or misaligned or an operator "
+                "fails. */",
+                f"TVM_DLL int32_t {p}_run(struct {p}_inputs* inputs, struct {p}_outputs* outputs, "
+                f"struct {p}_workspace_pools* workspace_pools);"]
     return out
 
 
@@ -214,8 +251,12 @@ def packed_entry(program: AotProgram, meta: ModelMetadata) -> str:
     args = [f"ptr[{i}]" for i in range(len(io))]
     if meta.needs_constant_pool:
         args.append(f"(const uint8_t*)ptr[{len(io)}]")
-    if ws:
+    if ws and not meta.pools:
         args.append(f"(uint8_t*)ptr[{n_req}]")
+    start = 0
+    for q in meta.pools:  # USMP: the pools are consecutive parts of the one workspace
+        args.append(f"(uint8_t*)ptr[{n_req}] + {start}" if ws else "NULL")
+        start += q["planned_bytes"]
     lines.append(f"  rc = {p}_run_model({', '.join(args)});")
     if ws:
         lines.append("  if (raw != NULL && TVMBackendFreeWorkspace(kDLCPU, 0, raw) != 0 && rc == 0)"
@@ -230,7 +271,7 @@ def c_entry(program: AotProgram, meta: ModelMetadata) -> str:
     p = meta.prefix
     ws, wsa = program.arena.total, meta.workspace_alignment
     lines = [_fail_helper(p), ""]
-    if ws:
+    if ws and not meta.pools:
         lines += [f"static uint8_t {p}_global_workspace[{ws}] __attribute__((aligned({wsa})));", ""]
     if meta.needs_constant_pool:
         size, align = meta.constant_pool_bytes, meta.constant_alignment
@@ -240,6 +281,8 @@ def c_entry(program: AotProgram, meta: ModelMetadata) -> str:
                   (f'    return {p}_fail("{p}_set_constants: the pool must hold {size} bytes '
                   f'aligned to {align}", "", "");'), "  }",
                   f"  {p}_constant_pool = (const uint8_t*)pool;", "  return 0;", "}", ""]
+    if meta.pools:
+        return "\n".join(lines + _c_pool_entry(program, meta))
     lines += [f"TVM_DLL int32_t {p}_run(struct {p}_inputs* inputs, struct {p}_outputs* outputs) {{",
               "  if (inputs == NULL || outputs == NULL) {",
               f'    return {p}_fail("{p}_run: inputs and outputs must not be NULL", "", "");',
@@ -258,6 +301,52 @@ def c_entry(program: AotProgram, meta: ModelMetadata) -> str:
         args.append(f"{p}_global_workspace")
     lines += [f"  return {p}_run_model({', '.join(args)});", "}"]
     return "\n".join(lines)
+
+
+def _c_pool_entry(program: AotProgram, meta: ModelMetadata) -> list[str]:
+    """USMP's ``<prefix>_run`` (and, with use_workspace_io, the map functions): the pools
+    checked (not NULL, aligned), then run_model on them."""
+    p, wsa = meta.prefix, meta.workspace_alignment
+    names = [q["pool_name"] for q in meta.pools]
+    io = program.io_locations
+    lines: list[str] = []
+    if io is not None:
+        for what, params, locs in (("inputs", meta.main.inputs, io[:len(meta.main.inputs)]),
+                                   ("outputs", meta.main.outputs, io[len(meta.main.inputs):])):
+            lines += [f"TVM_DLL struct {p}_{what} {p}_map_{what}(struct {p}_workspace_pools* "
+                      "workspace_pools) {", f"  struct {p}_{what} out;"]
+            if not params:
+                lines.append("  out.unused = NULL;")
+            lines += [f"  out.{q.tir_name_hint} = (uint8_t*)workspace_pools->{names[k]} + {off};"
+                      for q, (k, off) in zip(params, locs, strict=True)]
+            lines += ["  return out;", "}", ""]
+        lines.append(f"TVM_DLL int32_t {p}_run(struct {p}_workspace_pools* workspace_pools) {{")
+        args: list[str] = []
+    else:
+        lines += [f"TVM_DLL int32_t {p}_run(struct {p}_inputs* inputs, struct {p}_outputs* "
+                  f"outputs, struct {p}_workspace_pools* workspace_pools) {{",
+                  "  if (inputs == NULL || outputs == NULL) {",
+                  f'    return {p}_fail("{p}_run: inputs and outputs must not be NULL", "", "");',
+                  "  }"]
+        for q, where in ([(q, "inputs") for q in meta.main.inputs]
+                         + [(q, "outputs") for q in meta.main.outputs]):
+            lines.append(f"  if ({where}->{q.tir_name_hint} == NULL) return {p}_fail(\"{p}_run: "
+                         f"{where[:-1]} {q.tir_name_hint} is NULL\", \"\", \"\");")
+        args = [f"inputs->{q.tir_name_hint}" for q in meta.main.inputs]
+        args += [f"outputs->{q.tir_name_hint}" for q in meta.main.outputs]
+    lines += ["  if (workspace_pools == NULL) {",
+              f'    return {p}_fail("{p}_run: workspace_pools must not be NULL", "", "");', "  }"]
+    for name in names:
+        lines.append(f"  if (workspace_pools->{name} == NULL || (uintptr_t)workspace_pools->{name} "
+                     f"% {wsa} != 0) return {p}_fail(\"{p}_run: workspace pool {name} is NULL or "
+                     f"not aligned to {wsa} bytes\", \"\", \"\");")
+    if meta.needs_constant_pool:
+        lines.append(f"  if ({p}_constant_pool == NULL) return {p}_fail(\"{p}_run: no constants; "
+                     f"call {p}_set_constants first\", \"\", \"\");")
+        args.append(f"{p}_constant_pool")
+    args += [f"(uint8_t*)workspace_pools->{name}" for name in names]
+    lines += [f"  return {p}_run_model({', '.join(args)});", "}"]
+    return lines
 
 
 def func_registry(program: AotProgram, meta: ModelMetadata) -> str:

@@ -82,10 +82,13 @@ def build_metadata(program: AotProgram, opts: AotOptions, mod_name: str) -> Mode
     memory = {"planned_bytes": program.arena.total, "lower_bound": program.arena.lower_bound,
               "total_bytes": program.intermediate_bytes,
               "backend_workspace_bytes": max(workspaces.values(), default=0)}
+    plan = program.pool_plan
+    pools = () if plan is None else tuple(u.as_dict() for u in plan.pools)
     return ModelMetadata(mod_name, program.prefix, (run_model,), opts.interface_api,
                          opts.unpacked_api, opts.link_params, opts.operator_convention,
                          opts.workspace_alignment, opts.constant_alignment, constants,
-                         operators, memory)
+                         operators, memory, pools=pools,
+                         use_workspace_io=program.io_locations is not None)
 
 
 def c_string(text: str) -> str:

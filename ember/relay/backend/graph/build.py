@@ -54,6 +54,7 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
     from ....tir.codegen import referring_unit
     from ..system_lib import registration_source
     from .codegen import generate_graph
+    from .linked_params import LOOKUP_LINKED_PARAM, linked_params_source
 
     source = mod
     # Lets split fusion groups, and a static graph has no use for them.
@@ -62,14 +63,22 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
     check_static(mod)
     with stage("lower"):
         lowered, lib = te_compiler.lower_module(mod, target, mod_name)
+    with stage("plan memory + graph codegen"):
+        result = generate_graph(mod, kernels_of(lowered))
+    params_out = result.params
+    if executor.get("link-params", False) and result.params:  # the params live in the library
+        linked = linked_params_source(result.params, c_prefix(mod_name))
+        lib.code += "\n" + linked
+        if lib.units:  # one more unit of the hosted build
+            lib.units.append(("linked_params.c", referring_unit([], linked)))
+        lib.func_names.append(LOOKUP_LINKED_PARAM)
+        params_out = {}
     if runtime.name == "crt" or runtime.get("system-lib"):
         registration = registration_source(lib.func_names, c_prefix(mod_name), mod_name,
                                            runtime.name)
         lib.code += "\n" + registration
         if lib.units:  # the registration as one more unit of the hosted build
             lib.units.append(("registry.c", referring_unit(lib.func_names, registration)))
-    with stage("plan memory + graph codegen"):
-        result = generate_graph(mod, kernels_of(lowered))
     if debug_level() >= 1:
         print(f"[ember] relay.build: memory plan: {result.plan.report}", file=sys.stderr)
     external = {low.name for low in lowered.values() if low.external_module is not None}
@@ -84,7 +93,7 @@ def build_graph(mod: IRModule, target: Target, executor: Executor, runtime: Runt
     # Per kernel its TVMBackendAllocWorkspace bytes, for Model Library Format's memory map.
     function_metadata = {low.name: {"workspace_size_bytes": low.workspace_bytes}
                          for low in kernels_of(lowered).values()}
-    return GraphExecutorFactoryModule(result.graph_json, lib, mod_name, result.params,
+    return GraphExecutorFactoryModule(result.graph_json, lib, mod_name, params_out,
                                       ir_mod=source, target=target, executor=executor,
                                       runtime=runtime, function_metadata=function_metadata)
 

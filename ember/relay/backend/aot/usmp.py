@@ -1,0 +1,313 @@
+"""The unified static memory planner (USMP): an AOT model's buffers placed in memory pools.
+
+Enabled by the PassContext config ``tir.usmp.enable``; ``tir.usmp.algorithm`` chooses the
+order in which buffers are placed, ``tir.usmp.use_workspace_io`` puts the inputs and outputs
+in the pools too. The pools come from ``relay.build(..., workspace_memory_pools=...)``; without
+any, the build uses one unbounded pool named ``global_workspace``.
+
+Placement (``place``): buffers in the algorithm's order; each goes to the first pool, in the
+order given, where it fits at the lowest byte offset that overlaps no buffer of that pool alive
+at the same time and stays within the pool's ``size_hint_bytes``. The algorithms differ in the
+order only:
+
+- ``greedy_by_size``: largest first (ties: earliest first);
+- ``greedy_by_conflicts``: most conflicts (buffers alive at the same time) first, then largest;
+- ``hill_climb``: the better of the two greedy orders, then seeded swaps of two buffers kept
+  when the pools do not grow, until the plan reaches the liveness lower bound.
+
+A plan that does not fit raises :class:`~ember.ir.memory_pools.PoolError` naming the buffer,
+the pools, and the bytes the model needs (its lower bound: no plan needs less).
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ....ir.memory_pools import (
+    ConstantMemoryPools,
+    ConstantPoolInfo,
+    PoolError,
+    WorkspaceMemoryPools,
+    WorkspacePoolInfo,
+)
+from .._liveness import CONST, INPUT, INTERMEDIATE, Dataflow
+from ..memory_plan import _align, lower_bound
+
+ALGORITHMS = ("greedy_by_size", "greedy_by_conflicts", "hill_climb")
+DEFAULT_ALGORITHM = "greedy_by_conflicts"  # TVM's default
+DEFAULT_POOL = "global_workspace"
+HILL_CLIMB_STEPS = 1500
+
+
+@dataclass(frozen=True)
+class UsmpSettings:
+    """What the build asked of USMP: the algorithm, I/O in the pools, the pools."""
+
+    algorithm: str
+    use_workspace_io: bool
+    pools: tuple[WorkspacePoolInfo, ...]
+
+
+def usmp_settings(config: Mapping[str, Any], pools: Any, target: Any,
+                  interface_api: str) -> UsmpSettings | None:
+    """The USMP settings of a build (None when ``tir.usmp.enable`` is off); PoolError for an
+    unknown algorithm, a pool no target can use, or I/O in the pools with the packed API."""
+    if not config.get("tir.usmp.enable", False):
+        if pools is not None and not isinstance(pools, WorkspaceMemoryPools):
+            raise PoolError(f"relay.build: workspace_memory_pools must be WorkspaceMemoryPools, "
+                            f"got {type(pools).__name__}")
+        if pools is not None:
+            raise PoolError("relay.build: workspace_memory_pools need the USMP: build with "
+                            'PassContext(config={"tir.usmp.enable": True})')
+        return None
+    algorithm = config.get("tir.usmp.algorithm", DEFAULT_ALGORITHM)
+    if algorithm not in ALGORITHMS:
+        raise PoolError(f"tir.usmp.algorithm must be one of {', '.join(map(repr, ALGORITHMS))}, "
+                        f"got {algorithm!r}")
+    io = bool(config.get("tir.usmp.use_workspace_io", False))
+    if io and interface_api != "c":
+        raise PoolError("tir.usmp.use_workspace_io needs Executor('aot', {'interface-api': 'c'}): "
+                        "the inputs and outputs live in the pools and are found with "
+                        "tvmgen_<mod>_map_inputs/map_outputs, which the packed interface lacks")
+    if pools is None:
+        chosen: tuple[WorkspacePoolInfo, ...] = (WorkspacePoolInfo(DEFAULT_POOL, [target]),)
+    elif isinstance(pools, WorkspaceMemoryPools):
+        _check_served("workspace", pools.pools, target)
+        chosen = pools.pools
+        if not chosen:
+            raise PoolError("relay.build: workspace_memory_pools holds no pool")
+    else:
+        raise PoolError(f"relay.build: workspace_memory_pools must be WorkspaceMemoryPools, "
+                        f"got {type(pools).__name__}")
+    return UsmpSettings(algorithm, io, chosen)
+
+
+def output_roots(df: Dataflow, roots: Sequence[int]) -> dict[int, int]:
+    """Root -> output index, for outputs an operator writes straight into the output's buffer
+    (the first output of each intermediate group; the others are copies)."""
+    out: dict[int, int] = {}
+    for j, t in enumerate(df.outputs):
+        r = roots[t]
+        if df.tensors[r].kind not in (INPUT, CONST) and r not in out:
+            out[r] = j
+    return out
+
+
+def plan_dataflow_pools(df: Dataflow, settings: UsmpSettings, alignment: int = 16
+                        ) -> tuple[list[int], PoolPlan]:
+    """The USMP plan of ``df`` (a fused ``main``'s dataflow): ``(keys, plan)``, keys as
+    :func:`dataflow_buffers` returns them."""
+    roots = df.alias_roots()
+    keys, sizes, intervals, names = dataflow_buffers(df, roots, output_roots(df, roots),
+                                                     settings.use_workspace_io)
+    return keys, plan_pools(sizes, intervals, settings.pools, settings.algorithm, alignment,
+                            names)
+
+
+def dataflow_buffers(df: Dataflow, roots: Sequence[int], output_of: Mapping[int, int],
+                     use_workspace_io: bool
+                     ) -> tuple[list[int], list[int], list[tuple[int, int]], list[str]]:
+    """The buffers USMP places for ``df``: ``(keys, sizes, intervals, names)``.
+
+    A key is the root tensor of an alias group; ``output_of`` (root -> output index) names
+    the groups an operator writes straight into an output. Without ``use_workspace_io`` the
+    buffers are the other intermediates; with it also the inputs, those outputs, and key
+    ``-1 - j`` for output ``j`` when it is a copy (of an input, a constant or an earlier
+    output: its own buffer, written after the last step).
+    """
+    spans = df.intervals()
+    end = len(df.steps)
+    members: dict[int, list[int]] = {}
+    for t, r in enumerate(roots):
+        members.setdefault(r, []).append(t)
+    keys = [r for r, ts in members.items() if r not in output_of
+            and all(df.tensors[t].kind == INTERMEDIATE for t in ts)]
+    if use_workspace_io:
+        keys += sorted({roots[tid] for _, tid in df.params})
+        keys += [r for r in output_of if r not in keys]
+        keys += [-1 - j for j, t in enumerate(df.outputs) if output_of.get(roots[t]) != j]
+    sizes, intervals, names = [], [], []
+    for k in keys:
+        if k < 0:
+            sizes.append(df.tensors[df.outputs[-1 - k]].nbytes)
+            intervals.append((end, end))
+            names.append(f"output {-1 - k}")
+            continue
+        sizes.append(max(df.tensors[t].nbytes for t in members[k]))
+        intervals.append((min(spans[t][0] for t in members[k]),
+                          max(spans[t][1] for t in members[k])))
+        names.append(f"tensor {k} ({df.tensors[k].dtype}{list(df.tensors[k].shape)})")
+    return keys, sizes, intervals, names
+
+
+def constant_pool_settings(pools: Any, target: Any, link_params: bool
+                           ) -> tuple[ConstantPoolInfo, ...] | None:
+    """The constant pools of a build (None without any); PoolError for a pool no target can
+    use, or pools without link-params (unlinked constants come from the caller's pool)."""
+    if pools is None:
+        return None
+    if not isinstance(pools, ConstantMemoryPools):
+        raise PoolError(f"relay.build: constant_memory_pools must be ConstantMemoryPools, got "
+                        f"{type(pools).__name__}")
+    if not link_params:
+        raise PoolError("relay.build: constant_memory_pools hold linked constants: build with "
+                        "Executor('aot', {'link-params': True})")
+    _check_served("constant", pools.pools, target)
+    return pools.pools
+
+
+def _check_served(kind: str, pools: Sequence[Any], target: Any) -> None:
+    for p in pools:
+        if not p.serves(target):
+            raise PoolError(f"{kind} pool {p.pool_name!r} serves targets "
+                            f"{[str(t) for t in p.targets]}, none of which is the build's "
+                            f"target {str(target)!r}: no buffer could be placed in it")
+
+
+@dataclass(frozen=True)
+class PoolUsage:
+    """One pool after planning: its name, limit (-1: none), planned bytes, lower bound."""
+
+    name: str
+    size_hint_bytes: int
+    planned_bytes: int
+    lower_bound: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pool_name": self.name, "size_hint_bytes": self.size_hint_bytes,
+                "planned_bytes": self.planned_bytes, "lower_bound": self.lower_bound}
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """Per buffer its pool (index) and byte offset; per pool its usage."""
+
+    pool_of: tuple[int, ...]
+    offsets: tuple[int, ...]
+    pools: tuple[PoolUsage, ...]
+    lower_bound: int  # of all buffers together
+
+    @property
+    def total(self) -> int:
+        return sum(p.planned_bytes for p in self.pools)
+
+
+def conflicts(intervals: Sequence[tuple[int, int]]) -> list[int]:
+    """Per buffer, how many others are alive at some same step (a sweep, not all pairs)."""
+    n = len(intervals)
+    by_start = sorted(range(n), key=lambda i: intervals[i][0])
+    starts = sorted(s for s, _ in intervals)
+    ends = sorted(e for _, e in intervals)
+    from bisect import bisect_left, bisect_right
+
+    out = [0] * n
+    for i in by_start:
+        s, e = intervals[i]
+        # others that start at or before e, minus those that end before s, minus itself
+        out[i] = bisect_right(starts, e) - bisect_left(ends, s) - 1
+    return out
+
+
+def _order(algorithm: str, sizes: Sequence[int], intervals: Sequence[tuple[int, int]]
+           ) -> list[int]:
+    idx = range(len(sizes))
+    if algorithm == "greedy_by_size":
+        return sorted(idx, key=lambda i: (-sizes[i], intervals[i][0], i))
+    n_conf = conflicts(intervals)
+    return sorted(idx, key=lambda i: (-n_conf[i], -sizes[i], intervals[i][0], i))
+
+
+def place(order: Sequence[int], sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
+          limits: Sequence[int], alignment: int) -> tuple[list[int], list[int], list[int]] | int:
+    """``(pool per buffer, offset per buffer, bytes per pool)``, or the index of the first
+    buffer that fits in no pool. ``limits``: per pool its size in bytes, -1 for no limit."""
+    pool_of, offsets = [0] * len(sizes), [0] * len(sizes)
+    placed: list[list[int]] = [[] for _ in limits]
+    used = [0] * len(limits)
+    for i in order:
+        start, end = intervals[i]
+        for k, limit in enumerate(limits):
+            busy = sorted((offsets[j], offsets[j] + sizes[j]) for j in placed[k]
+                          if intervals[j][0] <= end and start <= intervals[j][1])
+            offset = 0
+            for lo, hi in busy:
+                if offset + sizes[i] <= lo:
+                    break
+                offset = max(offset, _align(hi, alignment))
+            if limit < 0 or offset + sizes[i] <= limit:
+                pool_of[i], offsets[i] = k, offset
+                placed[k].append(i)
+                used[k] = max(used[k], _align(offset + sizes[i], alignment))
+                break
+        else:
+            return i
+    return pool_of, offsets, used
+
+
+def plan_pools(sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
+               pools: Sequence[WorkspacePoolInfo], algorithm: str, alignment: int,
+               names: Sequence[str] | None = None) -> PoolPlan:
+    """Place buffers (``sizes`` in bytes, alive over inclusive step ``intervals``) in
+    ``pools`` with ``algorithm`` (see the module doc). ``names`` label buffers in errors."""
+    if algorithm not in ALGORITHMS:
+        raise PoolError(f"usmp: unknown algorithm {algorithm!r} (one of {ALGORITHMS})")
+    padded = [_align(s, alignment) for s in sizes]
+    limits = [p.size_hint_bytes for p in pools]
+    bound = lower_bound(padded, intervals)
+    if algorithm == "hill_climb":
+        orders = [_order(a, padded, intervals) for a in ALGORITHMS[:2]]
+        results = [(o, place(o, padded, intervals, limits, alignment)) for o in orders]
+        order, result = min(results, key=lambda r: _cost(r[1]))
+        order, result = _hill_climb(order, result, padded, intervals, limits, alignment, bound)
+    else:
+        order = _order(algorithm, padded, intervals)
+        result = place(order, padded, intervals, limits, alignment)
+    if isinstance(result, int):
+        one = place(order, padded, intervals, [-1], alignment)
+        assert not isinstance(one, int), "an unbounded pool holds every buffer"
+        raise _too_small(result, padded, pools, (bound, one[2][0]), names)
+    pool_of, offsets, used = result
+    usage = tuple(PoolUsage(p.pool_name, p.size_hint_bytes, used[k],
+                            lower_bound([padded[i] for i in range(len(sizes)) if pool_of[i] == k],
+                                        [intervals[i] for i in range(len(sizes))
+                                         if pool_of[i] == k]))
+                  for k, p in enumerate(pools))
+    return PoolPlan(tuple(pool_of), tuple(offsets), usage, bound)
+
+
+def _cost(result: Any) -> float:
+    return float("inf") if isinstance(result, int) else float(sum(result[2]))
+
+
+def _hill_climb(order: list[int], result: Any, sizes: Sequence[int],
+                intervals: Sequence[tuple[int, int]], limits: Sequence[int], alignment: int,
+                bound: int) -> tuple[list[int], Any]:
+    """Swap two buffers of the order, keep it when the pools do not grow (seeded: a model
+    always gets the same plan); stop at the lower bound."""
+    rng = random.Random(0)
+    order = list(order)
+    best = _cost(result)
+    for _ in range(HILL_CLIMB_STEPS):
+        if best <= _align(bound, alignment) or len(order) < 2:
+            break
+        a, b = rng.randrange(len(order)), rng.randrange(len(order))
+        order[a], order[b] = order[b], order[a]
+        trial = place(order, sizes, intervals, limits, alignment)
+        if _cost(trial) <= best:
+            result, best = trial, _cost(trial)
+        else:
+            order[a], order[b] = order[b], order[a]
+    return order, result
+
+
+def _too_small(i: int, sizes: Sequence[int], pools: Sequence[WorkspacePoolInfo],
+               need: tuple[int, int], names: Sequence[str] | None) -> PoolError:
+    """``need``: the lower bound, and the size of one pool holding this algorithm's plan."""
+    what = names[i] if names is not None else f"buffer {i}"
+    listed = ", ".join(f"{p.pool_name} ({p.size_hint_bytes} bytes)" for p in pools)
+    return PoolError(f"usmp: the workspace pools are too small: {what} ({sizes[i]} bytes) fits "
+                     f"in none of {listed}; the model needs at least {need[0]} bytes of "
+                     f"workspace (the largest total alive at one time); a single pool of "
+                     f"{need[1]} bytes holds this plan, or add a pool without a size_hint_bytes")
