@@ -203,7 +203,9 @@ def test_edge_cases_native(harness_libs, case, lanes):
     run_case(_harness(harness_libs, "native"), lanes=lanes, **kwargs)
 
 
-@pytest.mark.parametrize("level", ["x86-64-v3", "x86-64-v2", "portable"])
+@pytest.mark.parametrize("level", [  # each level compiles the harness again (~1 min)
+    pytest.param("x86-64-v3", marks=pytest.mark.slow),
+    pytest.param("x86-64-v2", marks=pytest.mark.slow), "portable"])
 @pytest.mark.parametrize("case", ["3x3_pad1", "first_conv_3ch_nchw_input", "1x1", "dilation_2",
                                   "grouped", "depthwise_stride2_odd", "depthwise_narrow_rows",
                                   "residual_act_before", "silu_residual_before", "mish",
@@ -260,6 +262,7 @@ def harness_libs_session(harness_libs) -> ctypes.CDLL:
     return _harness(harness_libs, "native")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not X86, reason="x86 only")
 def test_avx512_path_compiles(tmp_path):
     """The AVX-512 path (zmm vectors, FMA intrinsics, quad tiles) compiles warning-free

@@ -74,6 +74,7 @@ def test_lstm_directions_and_lengths_match_onnxruntime():
     ])
 
 
+@pytest.mark.slow  # a few builds over a minute in all: LSTM/GRU/RNN runs by default
 def test_lstm_cell_options_match_onnxruntime():
     check([
         rnn_case("peep_clip", "LSTM", 4, 2, 3, 4, seed=5, peep=True, clip=0.7, bias=False),
@@ -121,12 +122,13 @@ def _version_cases(gru_attrs: dict) -> list[OnnxCase]:
             rnn_case("rnn", "RNN", 4, 2, 3, 4, seed=2, direction="reverse")]
 
 
-@pytest.mark.parametrize("opset", [9, 22])
+@pytest.mark.parametrize("opset", [pytest.param(9, marks=pytest.mark.slow), 22])
 def test_operator_versions(opset):
     """LSTM-7/GRU-7/RNN-7 (opset 9, no layout attribute) and the version-22 definitions."""
     check(_version_cases({"linear_before_reset": 1}), opset=opset)
 
 
+@pytest.mark.slow  # a few builds over a minute in all: LSTM/GRU/RNN runs by default
 def test_first_versions_match_version_7():
     """LSTM-1, GRU-1/3 and RNN-1 (opset 5; onnxruntime runs opset 7 and later) compute what
     version 7 does: compared with onnxruntime on the same nodes at opset 9."""
@@ -156,6 +158,7 @@ def _time_first_twin(case: OnnxCase) -> OnnxCase:
     return OnnxCase(case.name, [*pre, twin, *post], case.inputs, case.outputs, case.inits)
 
 
+@pytest.mark.slow  # a few builds over a minute in all: LSTM/GRU/RNN runs by default
 def test_batch_first_layout():
     """layout=1 (opset 14+): X (batch, seq, input), states (batch, dirs, hidden), Y (batch, seq,
     dirs, hidden)."""
@@ -174,7 +177,7 @@ def _symbolic(case: OnnxCase, dims: dict[str, list]) -> object:
     return make_model([case], 17, symbolic=dims)
 
 
-@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+@pytest.mark.parametrize("op", ["LSTM", pytest.param("GRU", marks=pytest.mark.slow)])
 def test_symbolic_sequence_runs_as_a_loop_on_the_vm(op):
     case = rnn_case("c", op, 2, 2, 3, 4, direction="bidirectional", lens=[2, 1])
     model = _symbolic(case, {"x": ["seq", "batch", 3], "lens": ["batch"]})
@@ -213,6 +216,7 @@ def test_max_unroll_config_is_checked(value):
             _import(rnn_case("c", "RNN", 3, 2, 3, 4))
 
 
+@pytest.mark.slow  # a few builds over a minute in all: LSTM/GRU/RNN runs by default
 def test_unrolled_steps_share_their_kernels():
     """Every step of an unrolled LSTM runs the same kernels (a GEMM with the step's input
     projection as its residual, then the gate math), whatever the length: only the kernel

@@ -51,7 +51,7 @@ CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any], set[str]]] = {
 # what exporters spell out: none of it may be left after relay.optimize
 SPELLED = {"clip", "erf", "tanh", "power", "mean", "sqrt", "exp", "maximum", "minimum",
            "sigmoid", "divide", "nn.hardswish", "nn.hardsigmoid", "nn.silu", "nn.gelu"}
-SLOW = ("mobilenet_v3_small", "ocr_cls", "efficientnet_lite0")  # their family runs by default
+SLOW = ("mobilenet_v3_large", "ocr_cls", "efficientnet_b0")  # their family runs by default
 PARAMS = [pytest.param(k, CASES[k], id=k) for k in CASES]
 COMPILED = [pytest.param(k, CASES[k], id=k, marks=pytest.mark.slow if k in SLOW else ())
             for k in CASES]

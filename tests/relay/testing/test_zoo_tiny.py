@@ -68,8 +68,21 @@ def case(name: str) -> tuple[ember.IRModule, dict[str, Any], np.ndarray, np.ndar
 
 
 @needs_cc
-@pytest.mark.parametrize("executor", ["graph", "aot", "vm"])
-@pytest.mark.parametrize("name", CASES)
+def _executor_cases() -> list[Any]:
+    """Every model on every executor; the default run takes each small model on one executor
+    (rotating, so each executor runs two of them), the rest are slow."""
+    executors = ["graph", "aot", "vm"]
+    out = []
+    for k, p in enumerate(CASES):
+        name = p.values[0]
+        for j, executor in enumerate(executors):
+            slow = name in FULL or j != k % len(executors)
+            out.append(pytest.param(name, executor, id=f"{name}-{executor}",
+                                    marks=pytest.mark.slow if slow else ()))
+    return out
+
+
+@pytest.mark.parametrize("name,executor", _executor_cases())
 def test_executors_match_the_interpreter(name: str, executor: str) -> None:
     mod, params, x, ref = case(name)
     with ember.transform.PassContext(opt_level=3):

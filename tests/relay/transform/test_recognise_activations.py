@@ -255,8 +255,9 @@ def _spelled(kind: str, y: relay.Expr) -> relay.Expr:
 
 
 @needs_cc
-@pytest.mark.parametrize("kind", ["hardswish", "hardsigmoid", "silu", "gelu", "gelu_tanh",
-                                  "mish"])
+@pytest.mark.parametrize("kind", [
+    "hardswish", *(pytest.param(k, marks=pytest.mark.slow)
+                   for k in ("hardsigmoid", "silu", "gelu", "gelu_tanh", "mish"))])
 def test_conv_and_dense_epilogues_match_the_unfused_build(kind):
     """conv -> act -> conv (+ residual) and dense -> act -> dense: the activations go into the
     kernels' epilogues (no elementwise kernel is left) and the numbers agree."""
