@@ -55,6 +55,9 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
              "act_after_add": False}, SUMS),
         "nn.conv2d_transpose": Case("nn.conv2d_transpose", [x4, rand(rng, (3, 2, 3, 3))],
                                     {"strides": (2, 2), "padding": (1, 1)}, SUMS),
+        "nn.contrib_conv2d_transpose_interleave": Case(
+            "nn.contrib_conv2d_transpose_interleave", [rand(rng, (1, 12, 2, 2))],
+            {"strides": (3, 1), "offset": (2, 0), "out_size": (4, 2)}),
         "nn.dense": Case("nn.dense", [rand(rng, (3, 9)), rand(rng, (5, 9))], {}, SUMS),
         "nn.matmul": Case("nn.matmul", [rand(rng, (3, 9)), rand(rng, (9, 5))], {}, SUMS),
         "nn.batch_matmul": Case("nn.batch_matmul", [rand(rng, (2, 3, 9)), rand(rng, (2, 5, 9))],
