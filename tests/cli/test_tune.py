@@ -33,6 +33,7 @@ def conv_model(tmp_path_factory: Any) -> Path:
     return path
 
 
+@pytest.mark.slow  # ~25 s of measurements; tune -> compile below runs by default
 def test_tune_mlp_writes_records_and_prints_a_table(models: dict[str, Any],
                                                     tmp_path: Path) -> None:
     records = tmp_path / "tiles.json"
