@@ -26,18 +26,6 @@ def nchwc_lanes(layout: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def nchwc_to_nchw(arr: np.ndarray) -> np.ndarray:
-    """NCHW[L]c -> NCHW (numpy, for references)."""
-    n, cb, h, w, lanes = arr.shape
-    return arr.transpose(0, 1, 4, 2, 3).reshape(n, cb * lanes, h, w)
-
-
-def nchw_to_nchwc(arr: np.ndarray, lanes: int) -> np.ndarray:
-    """NCHW -> NCHW[lanes]c (numpy, for references)."""
-    n, c, h, w = arr.shape
-    return np.ascontiguousarray(arr.reshape(n, c // lanes, lanes, h, w).transpose(0, 1, 3, 4, 2))
-
-
 @dataclass(frozen=True)
 class Layout:
     """Parsed layout: per axis its letter and, for a sub-axis, its block factor."""

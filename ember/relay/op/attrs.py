@@ -151,6 +151,17 @@ class SqueezeAttrs(OpAttrs):
         self._ints("axis", optional=True)
 
 
+# numpy holds at most 64 dimensions; a larger count could only build a huge shape list
+MAX_NEWAXIS = 64
+
+
+def check_num_newaxis(attrs: OpAttrs) -> None:
+    """``attrs.num_newaxis`` is an int in [0, MAX_NEWAXIS] (expand_dims, dyn.expand_dims)."""
+    attrs._int("num_newaxis")
+    if not 0 <= attrs.num_newaxis <= MAX_NEWAXIS:  # type: ignore[attr-defined]
+        raise attrs._invalid("num_newaxis", f"an int >= 0 and <= {MAX_NEWAXIS}")
+
+
 @attrs_class("ExpandDimsAttrs")
 class ExpandDimsAttrs(OpAttrs):
     """expand_dims: where to insert ``num_newaxis`` axes of size 1."""
@@ -161,8 +172,7 @@ class ExpandDimsAttrs(OpAttrs):
 
     def __post_init__(self) -> None:
         self._int("axis")
-        self._int("num_newaxis")
-        self._positive("num_newaxis", allow_zero=True)
+        check_num_newaxis(self)
 
 
 @attrs_class("ConcatenateAttrs")

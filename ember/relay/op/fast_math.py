@@ -32,6 +32,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ._reg import ELEMWISE, call, defop
 from ._shape import fail, is_float
+from .tensor import _erf as exact_erf
 
 __all__ = ["fast_erf", "fast_exp", "fast_tanh"]
 
@@ -112,15 +113,11 @@ def erf_formula(m: Any, x: Any) -> Any:
     return _signed(m, x, y)
 
 
-def _exact_erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(x.dtype)
-
-
 _OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], str]] = {
     # name: (formula, exact numpy, exact topi, doc)
     "fast_exp": (exp_formula, np.exp, topi.exp, "Approximate e**x (float32; see fast_math)."),
     "fast_tanh": (tanh_formula, np.tanh, topi.tanh, "Approximate tanh (float32)."),
-    "fast_erf": (erf_formula, _exact_erf, topi.erf, "Approximate erf (float32)."),
+    "fast_erf": (erf_formula, exact_erf, topi.erf, "Approximate erf (float32)."),
 }
 
 

@@ -29,14 +29,9 @@ from ...ir.module import IRModule
 from ...runtime.ndarray import NDArray
 from . import exported, layers
 from .init import create_workload
+from .transformer import _split_heads
 
 MASKED = -3.4028234663852886e38  # torch.finfo(float32).min, what HF's GPT-2 fills in
-
-
-def _split_heads(x: RelayExpr, batch: int, seq: int, heads: int) -> RelayExpr:
-    """(batch, seq, hidden) -> (batch * heads, seq, head_dim)."""
-    x = relay.transpose(relay.reshape(x, (batch, seq, heads, -1)), (0, 2, 1, 3))
-    return relay.reshape(x, (batch * heads, seq, -1))
 
 
 def causal_attention(x: RelayExpr, name: str, batch: int, seq: int, hidden: int,

@@ -364,3 +364,6 @@ def test_squeeze_and_expand_dims_type_errors():
                 relay.Function(relay.analysis.free_vars(expr), expr)))
     with pytest.raises(TVMError, match="num_newaxis must be an int >= 0"):
         dyn.expand_dims(x, relay.var("a", shape=(), dtype="int64"), -1)
+    # a huge count would build a billion-entry shape in type inference: refused at once
+    with pytest.raises(TVMError, match="num_newaxis must be an int >= 0 and <= 64"):
+        dyn.expand_dims(x, relay.var("a", shape=(), dtype="int64"), 10**9)

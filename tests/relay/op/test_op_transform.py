@@ -99,6 +99,8 @@ def test_squeeze_and_expand_dims():
     assert check("squeeze", x, axis=(-2,)).shape == (1, 3, 2)
     assert check("expand_dims", x, axis=-1, num_newaxis=2).shape == (1, 3, 1, 2, 1, 1)
     assert check("expand_dims", x, axis=0).shape == (1, 1, 3, 1, 2)
+    with pytest.raises(OpAttributeInvalid, match="num_newaxis must be an int >= 0 and <= 64"):
+        relay.expand_dims(relay.var("x", shape=(2,)), 0, num_newaxis=10**9)
     assert infer("squeeze", TensorType((Any(), 1))) == TensorType((Any(),))
     with pytest.raises(TypeInferenceError, match="dimension 1 of .* has size 3"):
         infer("squeeze", TensorType((1, 3)), axis=(1,))

@@ -20,6 +20,7 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from .._attrs_base import OpAttrs, attrs_class
+from ..attrs import check_num_newaxis
 from .._reg import INJECTIVE, call, defop
 from .._shape import fail, tensor_of
 from .._value_dims import INT64, check_value, dim64, read, value_dim
@@ -107,9 +108,7 @@ class DynExpandDimsAttrs(OpAttrs):
     _op: ClassVar[str] = "dyn.expand_dims"
 
     def __post_init__(self) -> None:
-        self._int("num_newaxis")
-        if self.num_newaxis < 0:
-            raise self._invalid("num_newaxis", "an int >= 0")
+        check_num_newaxis(self)
         self._set("where", str(self.where))
 
 

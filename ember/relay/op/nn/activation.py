@@ -31,6 +31,7 @@ from .._attrs_base import OpAttrs, attrs_class
 from .._compute_common import cast_to
 from .._reg import ELEMWISE, call, defop
 from .._shape import fail, fmt_type, is_float
+from ..tensor import _erf
 
 __all__ = ["gelu", "hardsigmoid", "hardswish", "mish", "silu"]
 
@@ -79,10 +80,6 @@ def _float_rel(name: str) -> Callable[..., TensorType]:
 
 
 # ---------------------------------------------------------------- numpy references
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
-
-
 def _softplus(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 

@@ -23,7 +23,7 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from .._attrs_base import OpAttrs, attrs_class
-from .._layout import nchw_to_nchwc, nchwc_lanes, nchwc_to_nchw
+from .._layout import nchwc_lanes
 from .._reg import INJECTIVE, call, defop
 from .._shape import fail, fmt_shape, known, tensor_of
 
@@ -89,12 +89,13 @@ def _rel(args: list[TensorType], attrs: InterleaveAttrs) -> TensorType:
 
 
 def _ref(x: np.ndarray, attrs: InterleaveAttrs) -> np.ndarray:
+    from ....topi.nn.conv2d_nchwc import from_blocked, to_blocked
     from ....topi.nn.conv2d_transpose import interleave
 
     plan = _RefPlan(attrs.strides, attrs.offset, attrs.out_size)
-    out = interleave(nchwc_to_nchw(x) if x.ndim == 5 else x, plan)  # type: ignore[arg-type]
+    out = interleave(from_blocked(x) if x.ndim == 5 else x, plan)  # type: ignore[arg-type]
     lanes = nchwc_lanes(attrs.out_layout)
-    return nchw_to_nchwc(out, lanes) if lanes else np.ascontiguousarray(out)
+    return to_blocked(out, lanes) if lanes else np.ascontiguousarray(out)
 
 
 class _RefPlan:
