@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .aot.metadata import c_string
+from .c_literals import c_string
 
 REGISTRY_TYPES = """#ifndef EMBER_CRT_FUNC_REGISTRY_H_
 typedef struct { const char* name; TVMBackendPackedCFunc func; } EmberFuncEntry;

@@ -26,6 +26,7 @@ from ....tir.codegen_c import STORAGE_TYPE
 from ....tir.codegen_packed import dl_type
 from ....tir.expr import Call, IntImm, PrimExpr, StringImm
 from ....tir.stmt import Buffer, Evaluate, SeqStmt, Stmt
+from ..c_literals import rodata_array
 from .calling_convention import AotOptions
 from .codegen import COPY_OP, AotProgram, itemsize
 
@@ -62,9 +63,7 @@ def linked_constants(program: AotProgram, opts: AotOptions) -> list[str]:
         align = max(opts.constant_alignment, itemsize(c.value.dtype))
         shape = ", ".join(str(d) for d in c.value.shape)
         lines.append(f"/* {c.name}: {c.value.dtype}[{shape}] */")
-        lines.append(f"static const unsigned char {c.var.name}[{len(data) + 1}] "
-                     f'__attribute__((section(".rodata.tvm"), aligned({align}))) =')
-        lines.append(c_bytes_literal(data) + ";")
+        lines += rodata_array(c.var.name, data, align)
     return lines
 
 
@@ -79,31 +78,8 @@ def constant_pool_arrays(program: AotProgram, opts: AotOptions) -> list[str]:
                                                                np.uint8)
         align = max([opts.constant_alignment] + [itemsize(c.value.dtype) for c in members])
         lines.append(f"/* constant pool: {', '.join(c.name for c in members)} */")
-        lines.append(f"static const unsigned char {var.name}[{data.size + 1}] "
-                     f'__attribute__((section(".rodata.tvm"), aligned({align}))) =')
-        lines.append(c_bytes_literal(data.tobytes()) + ";")
+        lines += rodata_array(var.name, data.tobytes(), align)
     return lines
-
-
-_HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
-
-
-def c_bytes_literal(data: bytes, per_line: int = 32) -> str:
-    """``data`` as C string literal lines of ``\\xNN`` escapes (every byte escaped, so none
-    runs into the next), built with numpy: weights are megabytes."""
-    raw = np.frombuffer(data, np.uint8)
-    rows = -(-len(raw) // per_line) or 1
-    esc = np.zeros((rows * per_line, 4), np.uint8)
-    esc[:, 0], esc[:, 1] = ord("\\"), ord("x")
-    esc[:len(raw), 2], esc[:len(raw), 3] = _HEX[raw >> 4], _HEX[raw & 15]
-    grid = np.zeros((rows, 3 + per_line * 4 + 2), np.uint8)
-    grid[:, :3] = np.frombuffer(b'  "', np.uint8)
-    grid[:, 3:-2] = esc.reshape(rows, per_line * 4)
-    grid[:, -2:] = np.frombuffer(b'"\n', np.uint8)
-    text = grid.tobytes().decode("ascii")
-    tail = len(raw) - (rows - 1) * per_line  # bytes on the last line
-    cut = len(text) - (per_line - tail) * 4 - 2  # drop the padding and the last '"\n'
-    return text[:cut] + '"'
 
 
 def copy_helper(prefix: str) -> str:

@@ -22,7 +22,8 @@ from ....tir.c_names import C_KEYWORDS as _C_KEYWORDS
 from ....tir.codegen_packed import dl_type
 from ..name_transforms import NameError_, check_unique_c_names
 from .codegen import AotProgram, itemsize
-from .metadata import METADATA_TYPES, c_string
+from ..c_literals import c_string
+from .metadata import METADATA_TYPES
 
 # Size macros of the model itself: an input or output must not take their names.
 _RESERVED_MACROS = ("WORKSPACE", "CONSTANTS", "BACKEND_WORKSPACE")

@@ -16,6 +16,7 @@ from ....tir.expr import IntImm, PrimExpr
 from ....tir.functor import post_order
 from ....tir.simplify import simplify
 from ....tir.stmt import Allocate
+from ..c_literals import c_string
 from .calling_convention import AotOptions
 from .codegen import AotProgram, itemsize
 
@@ -89,19 +90,6 @@ def build_metadata(program: AotProgram, opts: AotOptions, mod_name: str) -> Mode
                          opts.workspace_alignment, opts.constant_alignment, constants,
                          operators, memory, pools=pools,
                          use_workspace_io=program.io_locations is not None)
-
-
-def c_string(text: str) -> str:
-    """``text`` as a C string literal (ASCII; everything else escaped)."""
-    out = []
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 32 <= ord(ch) < 127 and ch != "?":  # '?' escaped: no trigraphs
-            out.append(ch)
-        else:
-            out += [f"\\{b:03o}" for b in ch.encode()]
-    return '"' + "".join(out) + '"'
 
 
 def c_metadata(meta: ModelMetadata) -> str:

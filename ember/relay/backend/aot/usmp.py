@@ -21,6 +21,7 @@ the pools, and the bytes the model needs (its lower bound: no plan needs less).
 from __future__ import annotations
 
 import random
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -196,18 +197,10 @@ class PoolPlan:
 
 def conflicts(intervals: Sequence[tuple[int, int]]) -> list[int]:
     """Per buffer, how many others are alive at some same step (a sweep, not all pairs)."""
-    n = len(intervals)
-    by_start = sorted(range(n), key=lambda i: intervals[i][0])
     starts = sorted(s for s, _ in intervals)
     ends = sorted(e for _, e in intervals)
-    from bisect import bisect_left, bisect_right
-
-    out = [0] * n
-    for i in by_start:
-        s, e = intervals[i]
-        # others that start at or before e, minus those that end before s, minus itself
-        out[i] = bisect_right(starts, e) - bisect_left(ends, s) - 1
-    return out
+    # others that start at or before e, minus those that end before s, minus itself
+    return [bisect_right(starts, e) - bisect_left(ends, s) - 1 for s, e in intervals]
 
 
 def _order(algorithm: str, sizes: Sequence[int], intervals: Sequence[tuple[int, int]]

@@ -96,15 +96,15 @@ class _Emitter:
             self.value[p] = self._read(name, _tensor_type(p, self.where))
 
     def _read(self, name: str, ty: TensorType) -> str:
-        if tuple(ty.shape) != ():
-            numel = int(np.prod(ty.shape))
-            if self.size not in (1, numel):
-                raise CcompilerError(f"ccompiler: {self.where}: tensors of {self.size} and "
-                                     f"{numel} elements; the ccompiler computes one shape "
-                                     "(scalars broadcast)")
-            self.size = max(self.size, numel)
-            return f"{name}[i]"
-        return f"{name}[0]"
+        numel = int(np.prod(ty.shape))
+        if numel == 1:  # a scalar or a one-element tensor (shape (1,)): broadcast, read [0]
+            return f"{name}[0]"
+        if self.size not in (1, numel):
+            raise CcompilerError(f"ccompiler: {self.where}: tensors of {self.size} and "
+                                 f"{numel} elements; the ccompiler computes one shape "
+                                 "(scalars broadcast)")
+        self.size = numel
+        return f"{name}[i]"
 
     def _constant(self, c: Constant) -> str:
         ty = _tensor_type(c, self.where)

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..aot.emit_c import c_bytes_literal
-from ..aot.metadata import c_string
+from ..c_literals import c_string, rodata_array
 
 LOOKUP_LINKED_PARAM = "_lookup_linked_param"  # TVM's symbol name
 ALIGNMENT = 16
@@ -31,9 +30,7 @@ def linked_params_source(params: Mapping[str, Any], prefix: str) -> str:
         align = max(ALIGNMENT, value.numpy().dtype.itemsize)
         var = f"{prefix}_linked_param_{k}"
         lines += [f"/* {name}: {value.dtype}{list(value.shape)} */",
-                  f"static const unsigned char {var}[{len(data) + 1}] "
-                  f'__attribute__((section(".rodata.tvm"), aligned({align}))) =',
-                  c_bytes_literal(data) + ";"]
+                  *rodata_array(var, data, align)]
         table.append(f"  {{{c_string(name)}, {var}, {len(data)}ULL}},")
     lines += [f"static const struct {{ const char* name; const unsigned char* data; uint64_t "
               f"nbytes; }} {prefix}_linked_params[] = {{", *table,

@@ -175,6 +175,29 @@ def test_ccompiler_refuses_what_it_cannot_emit():
         ccompiler_kernel(f, "f")
 
 
+@pytest.mark.parametrize("params", ["%a: Tensor[(1), float32], %b: Tensor[(2, 4), float32]",
+                                    "%b: Tensor[(2, 4), float32], %a: Tensor[(1), float32]"])
+def test_one_element_tensors_broadcast_like_scalars(params):
+    # A Tensor[(1)] operand read as a[i] in an 8-step loop read past its one float; and the
+    # other parameter order was refused. Both orders now read a[0].
+    f = _external(f"""def @f({params}, Compiler="ccompiler", Primitive=1,
+                            global_symbol="f") {{ add(%a, %b) }}""")
+    code = ccompiler_kernel(f, "f").code.unpacked
+    assert "i < 8;" in code and "a[0] + b[i]" in code and "a[i]" not in code
+
+
+@needs_cc
+def test_one_element_operand_runs_broadcast():
+    a, b = relay.var("a", shape=(1,)), relay.var("b", shape=SHAPE)
+    mod = BYOC(tvm.IRModule.from_expr(relay.Function([a, b], relay.add(a, b))))
+    lib = relay.build(mod, "llvm")
+    m = lib["default"](tvm.cpu(0))
+    av = np.array([1.5], "float32")
+    m.set_input(a=av, b=INPUTS["x"])
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), av + INPUTS["x"], rtol=1e-6)
+
+
 def test_unpartitioned_annotations_are_refused_at_build():
     mod = AnnotateTarget(["ccompiler"])(_model())
     with pytest.raises(tvm.TVMError, match=r"annotation.compiler_(begin|end)\(compiler="
