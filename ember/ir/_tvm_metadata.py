@@ -82,14 +82,15 @@ def _constant(nodes: list[Any], arrays: list[Any], index: Any) -> np.ndarray:
     if node.get("type_key") != CONSTANT_KIND:
         raise ValueError(f"node {index} is a {node.get('type_key')!r}, expected a "
                          f"{CONSTANT_KIND}")
-    ref = node.get("attrs", {}).get("data")
-    try:
-        blob = arrays[int(ref)]
-    except (TypeError, ValueError, IndexError):
+    attrs = node.get("attrs")
+    ref = attrs.get("data") if isinstance(attrs, dict) else None
+    # TVM writes the index as a string ("0"); a negative, float or bool one is no index.
+    if not (isinstance(ref, (int, str)) and not isinstance(ref, bool) and str(ref).isdigit()
+            and int(ref) < len(arrays)):
         raise ValueError(f"node {index} ({CONSTANT_KIND}): its data {ref!r} is not an index "
-                         f"into the {len(arrays)} b64ndarrays") from None
+                         f"into the {len(arrays)} b64ndarrays")
     try:
-        return decode_tvm_ndarray(blob)
+        return decode_tvm_ndarray(arrays[int(ref)])
     except ValueError as err:
         raise ValueError(f"b64ndarrays[{int(ref)}] (node {index}): {err}") from None
 

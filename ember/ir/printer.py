@@ -350,7 +350,8 @@ def annotation_comment(text: Any, e: RelayExpr) -> str:
                         f"a {type(e).__name__}")
     if not text:
         return ""
-    if text.startswith("/*") and text.endswith("*/") and text.count("*/") == 1:
+    if len(text) >= 4 and text.startswith("/*") and text.endswith("*/") and \
+            text.count("/*") == 1 and text.count("*/") == 1:  # comments nest: one of each
         return " " + text
     return " /* " + text.replace("*/", "* /").replace("/*", "/ *") + " */"
 

@@ -209,7 +209,7 @@ def test_annotate_replaces_type_comments_and_reparses():
 @pytest.mark.parametrize("note, printed", [
     ("plain", " /* plain */"), ("/* own comment */", " /* own comment */"),
     ("a */ b", " /* a * / b */"), ("/* x */ y /* z */", " /* / * x * / y / * z * / */"),
-    ("", ""),
+    ("", ""), ("/* a /* b */", " /* / * a / * b * / */"), ("/*/", " /* / * / */"),
 ])
 def test_annotate_text_is_always_one_comment(note, printed):
     x = relay.var("x", "float32")

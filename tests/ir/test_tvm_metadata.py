@@ -109,6 +109,16 @@ def _bad_data_ref(meta: dict) -> None:
     meta["nodes"][3]["attrs"]["data"] = "5"
 
 
+def _attrs_not_object(meta: dict) -> None:
+    meta["nodes"][3]["attrs"] = 5
+
+
+def _data_ref(ref):
+    def change(meta: dict) -> None:
+        meta["nodes"][3]["attrs"]["data"] = ref
+    return change
+
+
 def _wrong_node(meta: dict) -> None:
     meta["nodes"][3]["type_key"] = "IntImm"
 
@@ -130,6 +140,12 @@ BAD = {
                           "refers to node 17, but there are 4 nodes"),
     "array out of range": (_edit(graph([blob(ONE)]), _bad_data_ref),
                            r"its data '5' is not an index into the 1 b64ndarrays"),
+    "attrs not an object": (_edit(graph([blob(ONE)]), _attrs_not_object),
+                            "its data None is not an index"),
+    "infinite data ref": (_edit(graph([blob(ONE)]), _data_ref(float("inf"))),
+                          "its data inf is not an index"),
+    "negative data ref": (_edit(graph([blob(ONE)]), _data_ref("-1")),
+                          "its data '-1' is not an index"),
     "wrong node kind": (_edit(graph([blob(ONE)]), _wrong_node),
                         "node 3 is a 'IntImm', expected a relay.Constant"),
 }

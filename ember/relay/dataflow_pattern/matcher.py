@@ -28,6 +28,9 @@ from . import pattern as P
 from .graph import ExprGraph
 
 _COMMUTATIVE = ("add", "multiply")
+# The matcher recurses over the pattern, a handful of Python frames per level: a pattern
+# nested deeper than this (built in a loop) is refused before it exhausts the stack.
+MAX_PATTERN_DEPTH = 100
 
 
 class Matcher:
@@ -40,6 +43,7 @@ class Matcher:
         self._memoize = True
         self._graph: ExprGraph | None = None
         self._types: dict[int, Type] | None = None
+        self._checked: P.DFPattern | None = None  # the last pattern ``match`` found shallow
 
     @property
     def graph(self) -> ExprGraph:
@@ -49,6 +53,9 @@ class Matcher:
 
     def match(self, pattern: P.DFPattern, expr: RelayExpr) -> bool:
         """Whether ``expr`` matches ``pattern``; afterwards ``memo`` says what matched what."""
+        if pattern is not self._checked:  # partition/rewrite match one pattern many times
+            _check_depth(pattern)
+            self._checked = pattern
         self.memo, self._matched, self._memoize = {}, [], True
         return self.visit(pattern, expr)
 
@@ -262,6 +269,16 @@ _RULES: dict[type, Callable[[Matcher, Any, RelayExpr], bool]] = {
     P.DataTypePattern: Matcher._dtype, P.ShapePattern: Matcher._shape,
     P.DominatorPattern: Matcher._dominator,
 }
+
+
+def _check_depth(pattern: P.DFPattern) -> None:
+    depth: dict[int, int] = {}
+    for p in P.post_order(pattern):
+        depth[id(p)] = 1 + max((depth[id(q)] for q in P.inputs(p)), default=0)
+        if depth[id(p)] > MAX_PATTERN_DEPTH:
+            raise ValueError(f"dataflow_pattern: the pattern is nested {depth[id(p)]} deep "
+                             f"or more (the matcher allows {MAX_PATTERN_DEPTH}): build a "
+                             "long chain as several shorter patterns")
 
 
 def _op_name(p: P.CallPattern) -> str | None:

@@ -20,14 +20,22 @@ from ...ir.expr import Call, Function, GlobalVar, RelayExpr
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import ExprMutator
+from ...runtime.errors import TVMError
 from ._fresh import fresh_copy
 from .remove_unused_functions import call_graph, is_recursive
 
 __all__ = ["Inline"]
 
 
-def _marked(func: object) -> bool:
-    return isinstance(func, Function) and bool(int(func.get_attr("Inline", 0) or 0))
+def _marked(name: str, func: object) -> bool:
+    if not isinstance(func, Function):
+        return False
+    value = func.get_attr("Inline", 0) or 0
+    try:
+        return bool(int(value))
+    except (TypeError, ValueError):
+        raise TVMError(f"Inline: @{name} has attribute Inline={value!r}; expected 0 or "
+                       "1") from None
 
 
 def _inlinable(mod: IRModule, graph: dict[str, list[str]]) -> set[str]:
@@ -35,7 +43,7 @@ def _inlinable(mod: IRModule, graph: dict[str, list[str]]) -> set[str]:
     functions (decided callees first)."""
     ok: dict[str, bool] = {}
     for name in _callees_first(graph):
-        ok[name] = (_marked(mod[name]) and not is_recursive(graph, name)
+        ok[name] = (_marked(name, mod[name]) and not is_recursive(graph, name)
                     and all(ok.get(c, False) for c in graph[name]))
     return {n for n, yes in ok.items() if yes}
 

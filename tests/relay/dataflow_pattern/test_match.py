@@ -212,6 +212,21 @@ def test_deep_programs_match_without_recursion():
                      is_op("add")(wildcard(), wildcard())).match(top)
 
 
+def test_a_pattern_nested_past_the_limit_is_refused_not_a_recursion_error():
+    x = relay.var("x", shape=(2,))
+    expr, pat = x, wildcard()
+    for _ in range(3000):  # a pattern built in a loop, as a careless script would
+        expr, pat = relay.add(expr, x), is_op("add")(pat, wildcard())
+    with pytest.raises(ValueError, match="pattern is nested 101 deep or more"):
+        pat.match(expr)
+    with pytest.raises(ValueError, match="the matcher allows 100"):
+        pat.partition(expr)
+    shallow, pat = x, wildcard()
+    for _ in range(30):
+        shallow, pat = relay.add(shallow, x), is_op("add")(pat, wildcard())
+    assert pat.match(shallow)
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: is_op("nn.relux"), "unknown operator 'nn.relux'; did you mean"),
     (lambda: is_op(3), "is_op: expected an op name"),

@@ -106,6 +106,18 @@ def test_remove_unused_functions_bad_entries():
         relay.transform.RemoveUnusedFunctions("main")
 
 
+def test_a_bad_inline_attribute_is_named():
+    x = relay.var("x", shape=(2,))
+    mod = ember.IRModule()
+    g = relay.GlobalVar("g")
+    mod[g] = relay.Function([x], relay.negative(x)).with_attr("Inline", "yes")
+    y = relay.var("y", shape=(2,))
+    mod["main"] = relay.Function([y], relay.Call(g, [y]))
+    with pytest.raises(ember.TVMError, match=r"Inline: @g has attribute Inline='yes'; "
+                                             "expected 0 or 1"):
+        relay.transform.Inline()(mod)
+
+
 def test_registered_names():
     assert "inline" in relay.transform.list_passes()
     assert relay.transform.get_pass("remove-unused-functions").name == "RemoveUnusedFunctions"
