@@ -483,6 +483,22 @@ def test_layout_errors():
         run_graph(model, {})
 
 
+@pytest.mark.parametrize("block, attrs, bad", [
+    ([0, 1], {}, r"block_shape \[0, 1\] must hold 2 values >= 1"),
+    ([1, 1], {"strides": [0, 1]}, r"strides \[0, 1\] must hold 2 values >= 1"),
+    ([1, 1], {"dilations": [1]}, r"dilations \[1\] must hold 2 values >= 1"),
+    ([1, 1], {"pads": [0, -1, 0, 0]}, r"pads \[0, -1, 0, 0\] must hold 4 values >= 0")])
+def test_col2im_refuses_zero_blocks_and_strides(block, attrs, bad):
+    """A zero block or stride once divided by zero (ZeroDivisionError, no node named)."""
+    node = helper.make_node("Col2Im", ["x", "i", "b"], ["y"], name="c", **attrs)
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [1, 4, 16])],
+                        inits=[numpy_helper.from_array(np.array([4, 4], "int64"), "i"),
+                               numpy_helper.from_array(np.array(block, "int64"), "b")],
+                        opset=18)
+    with pytest.raises(FrontendError, match="Col2Im node 'c': " + bad):
+        run_graph(model, {})
+
+
 def test_bit_shift_signed_and_out_of_range_against_numpy():
     x = np.array([-8, 4, -1, 100, -128, 7], "int8")
     y = np.array([1, 2, 8, -1, 3, 0], "int8")

@@ -89,6 +89,11 @@ def col2im(node: Node) -> RelayExpr:
     strides = node.attr("strides", [1, 1])
     dilations = node.attr("dilations", [1, 1])
     pads = node.attr("pads", [0, 0, 0, 0])
+    for what, values, least in (("block_shape", block, 1), ("strides", strides, 1),
+                                ("dilations", dilations, 1), ("pads", pads, 0)):
+        if len(values) != (4 if what == "pads" else 2) or min(values) < least:
+            raise node.fail(f"{what} {list(values)} must hold {4 if what == 'pads' else 2} "
+                            f"values >= {least}")
     k = product(block)
     counts = [(image[a] + pads[a] + pads[a + 2] - dilations[a] * (block[a] - 1) - 1)
               // strides[a] + 1 for a in range(2)]
