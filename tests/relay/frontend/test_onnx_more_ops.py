@@ -203,6 +203,12 @@ def test_tfidf_vectorizer_errors():
         run_graph(model(ngram_indexes=[0, 1]), {})
     with pytest.raises(OpNotImplemented, match="a pool of strings"):
         run_graph(model(pool_int64s=None, pool_strings=["a"]), {})
+    with pytest.raises(OpAttributeInvalid, match="attribute ngram_indexes must be "
+                                                 "non-negative output positions"):
+        run_graph(model(ngram_indexes=[-1]), {})
+    with pytest.raises(FrontendError, match="TfIdfVectorizer node 't': ngram_indexes would be "
+                                            "a constant of shape"):
+        run_graph(model(ngram_indexes=[1 << 40]), {})
 
 
 def _dft_model(x_shape, opset=17, dft_length=None, **attrs):
@@ -282,6 +288,33 @@ def test_signal_errors():
     with pytest.raises(OpNotImplemented, match="STFT node 'st': input 3 \\(frame_length\\) must "
                                                "be known when importing"):
         run_graph(model, {})
+
+
+def _int64s(**values):
+    return [numpy_helper.from_array(np.array(v, "int64"), k) for k, v in values.items()]
+
+
+def test_sizes_read_from_the_model_do_not_allocate_without_bound():
+    """A huge dft_length, window size, mel bin count or EyeLike shape once went straight to
+    numpy (a MemoryError naming no node, or the process killed for memory)."""
+    big = 1 << 40
+    hann = graph_model([helper.make_node("HannWindow", ["n"], ["y"], name="w")], inputs=[],
+                       inits=_int64s(n=big), opset=17)
+    mel = graph_model([helper.make_node("MelWeightMatrix", ["b", "d", "r", "lo", "hi"], ["y"],
+                                        name="m")], inputs=[], opset=17,
+                      inits=_int64s(b=big, d=64, r=8000) + [
+                          numpy_helper.from_array(np.array(v, "float32"), k)
+                          for k, v in (("lo", 0.0), ("hi", 4000.0))])
+    eye = graph_model([helper.make_node("EyeLike", ["x"], ["y"], name="e")], opset=17,
+                      inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [1 << 20, 1 << 20])])
+    cases = [(_dft_model([1, 4, 1], dft_length=big, axis=1, name="d"), "DFT node 'd': "
+              f"dft_length {big} would be a constant of shape \\[4, {big}\\]"),
+             (hann, f"HannWindow node 'w': size {big} would be a constant"),
+             (mel, "MelWeightMatrix node 'm': the mel filters would be a constant"),
+             (eye, "EyeLike node 'e': the identity would be a constant")]
+    for model, message in cases:
+        with pytest.raises(FrontendError, match=message):
+            run_graph(model, {})
 
 
 def test_einsum_diagonals():

@@ -11,7 +11,7 @@ from ....ir.expr import RelayExpr, const
 from ... import op as _op
 from . import _runtime_values as rt
 from ._node import Node
-from ._util import norm_axes, norm_axis, product, scalar
+from ._util import check_constant_size, norm_axes, norm_axis, product, scalar
 
 
 def reverse_sequence(node: Node) -> RelayExpr:
@@ -161,6 +161,7 @@ def eye_like(node: Node) -> RelayExpr:
         raise node.fail(f"input must be 2-D, got shape {list(shape)}")
     dtype = dtype_of(node.attr("dtype"), f"{node.label}: dtype") if node.has_attr(
         "dtype") else node.dtype(0)
+    check_constant_size(node, shape, "the identity")
     return const(np.eye(shape[0], shape[1], node.attr("k", 0), dtype=dtype))
 
 
