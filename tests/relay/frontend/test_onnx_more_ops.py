@@ -457,6 +457,20 @@ def test_roi_align():
                                              numpy_helper.from_array(batch, "b")])
     with pytest.raises(OpNotImplemented, match="RoiAlign node 'ra': sampling_ratio=0"):
         run_graph(model, {})
+    for attrs, message in (({"sampling_ratio": 2, "output_height": 0}, "output_height "
+                            r"\(0\) and output_width \(1\) must be positive"),
+                           ({"sampling_ratio": 1 << 40}, "the sample offsets .* would be a "
+                            "constant")):
+        node = helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], name="ra", **attrs)
+        model.graph.node[0].CopyFrom(node)
+        with pytest.raises(FrontendError, match=f"RoiAlign node 'ra': {message}"):
+            run_graph(model, {})
+    node = helper.make_node("MaxRoiPool", ["x", "r5"], ["y"], name="mp", pooled_shape=[1 << 40, 1])
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, 4, 4]),
+                                        helper.make_tensor_value_info("r5", TP.FLOAT, [2, 5])])
+    with pytest.raises(FrontendError, match="MaxRoiPool node 'mp': pooled_shape .* would be a "
+                                            "constant"):
+        run_graph(model, {})
 
 
 def test_reverse_sequence_center_crop_pad_col2im_bit_shift():
@@ -681,6 +695,13 @@ def test_non_max_suppression_errors():
     with pytest.raises(FrontendError, match=r"NonMaxSuppression node 'nms': boxes \[1, 4, 4\] "
                                             r"and scores \[1, 2, 5\] must be"):
         run_vm(model, [])
+    node = helper.make_node("NonMaxSuppression", ["b", "s"], ["y"], name="nms")
+    model = graph_model([node], opset=11, inputs=[
+        helper.make_tensor_value_info("b", TP.FLOAT, [1, 1 << 20, 4]),
+        helper.make_tensor_value_info("s", TP.FLOAT, [1, 1, 1 << 20])])
+    with pytest.raises(FrontendError, match="NonMaxSuppression node 'nms': the pairwise order "
+                                            "of 1048576 boxes would be a constant"):
+        run_graph(model, {})
 
 
 def test_resize_keep_aspect_ratio_policy_known_and_run_time_sizes():
