@@ -201,6 +201,20 @@ def test_float16_output_without_a_declared_type():
     np.testing.assert_array_equal(got, np.maximum(x, 0))
 
 
+def test_float16_output_without_a_declared_type_made_in_a_subgraph():
+    """The Cast to float16 that makes the output float16 may sit in an If branch."""
+    def branch(name):
+        cast = helper.make_node("Cast", ["x"], [name], to=TP.FLOAT16)
+        return helper.make_graph([cast], name, [], [_vi(name, shape=[3])])
+
+    nodes = [helper.make_node("If", ["c"], ["y"], then_branch=branch("t"),
+                              else_branch=branch("e"))]
+    model = _model(nodes, [_vi("x", TP.FLOAT, [3]), _vi("c", TP.BOOL, [])],
+                   [helper.ValueInfoProto(name="y")])
+    mod, _ = relay.frontend.from_onnx(model)
+    assert mod["main"].checked_type.ret_type.dtype == "float16"
+
+
 # ---------------------------------------------------------------- bfloat16
 def _bf16_tensor(name, values, raw=True):
     values = np.asarray(values, "float32")

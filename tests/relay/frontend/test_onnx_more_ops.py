@@ -203,6 +203,12 @@ def test_tfidf_vectorizer_errors():
         run_graph(model(ngram_indexes=[0, 1]), {})
     with pytest.raises(OpNotImplemented, match="a pool of strings"):
         run_graph(model(pool_int64s=None, pool_strings=["a"]), {})
+    with pytest.raises(OpAttributeInvalid, match="attribute ngram_indexes must be "
+                                                 "non-negative output positions"):
+        run_graph(model(ngram_indexes=[-1]), {})
+    with pytest.raises(FrontendError, match="TfIdfVectorizer node 't': ngram_indexes would be "
+                                            "a constant of shape"):
+        run_graph(model(ngram_indexes=[1 << 40]), {})
 
 
 def _dft_model(x_shape, opset=17, dft_length=None, **attrs):
@@ -282,6 +288,33 @@ def test_signal_errors():
     with pytest.raises(OpNotImplemented, match="STFT node 'st': input 3 \\(frame_length\\) must "
                                                "be known when importing"):
         run_graph(model, {})
+
+
+def _int64s(**values):
+    return [numpy_helper.from_array(np.array(v, "int64"), k) for k, v in values.items()]
+
+
+def test_sizes_read_from_the_model_do_not_allocate_without_bound():
+    """A huge dft_length, window size, mel bin count or EyeLike shape once went straight to
+    numpy (a MemoryError naming no node, or the process killed for memory)."""
+    big = 1 << 40
+    hann = graph_model([helper.make_node("HannWindow", ["n"], ["y"], name="w")], inputs=[],
+                       inits=_int64s(n=big), opset=17)
+    mel = graph_model([helper.make_node("MelWeightMatrix", ["b", "d", "r", "lo", "hi"], ["y"],
+                                        name="m")], inputs=[], opset=17,
+                      inits=_int64s(b=big, d=64, r=8000) + [
+                          numpy_helper.from_array(np.array(v, "float32"), k)
+                          for k, v in (("lo", 0.0), ("hi", 4000.0))])
+    eye = graph_model([helper.make_node("EyeLike", ["x"], ["y"], name="e")], opset=17,
+                      inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [1 << 20, 1 << 20])])
+    cases = [(_dft_model([1, 4, 1], dft_length=big, axis=1, name="d"), "DFT node 'd': "
+              f"dft_length {big} would be a constant of shape \\[4, {big}\\]"),
+             (hann, f"HannWindow node 'w': size {big} would be a constant"),
+             (mel, "MelWeightMatrix node 'm': the mel filters would be a constant"),
+             (eye, "EyeLike node 'e': the identity would be a constant")]
+    for model, message in cases:
+        with pytest.raises(FrontendError, match=message):
+            run_graph(model, {})
 
 
 def test_einsum_diagonals():
@@ -424,6 +457,20 @@ def test_roi_align():
                                              numpy_helper.from_array(batch, "b")])
     with pytest.raises(OpNotImplemented, match="RoiAlign node 'ra': sampling_ratio=0"):
         run_graph(model, {})
+    for attrs, message in (({"sampling_ratio": 2, "output_height": 0}, "output_height "
+                            r"\(0\) and output_width \(1\) must be positive"),
+                           ({"sampling_ratio": 1 << 40}, "the sample offsets .* would be a "
+                            "constant")):
+        node = helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], name="ra", **attrs)
+        model.graph.node[0].CopyFrom(node)
+        with pytest.raises(FrontendError, match=f"RoiAlign node 'ra': {message}"):
+            run_graph(model, {})
+    node = helper.make_node("MaxRoiPool", ["x", "r5"], ["y"], name="mp", pooled_shape=[1 << 40, 1])
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, 4, 4]),
+                                        helper.make_tensor_value_info("r5", TP.FLOAT, [2, 5])])
+    with pytest.raises(FrontendError, match="MaxRoiPool node 'mp': pooled_shape .* would be a "
+                                            "constant"):
+        run_graph(model, {})
 
 
 def test_reverse_sequence_center_crop_pad_col2im_bit_shift():
@@ -480,6 +527,22 @@ def test_layout_errors():
                                         helper.make_tensor_value_info("l", TP.INT64, [2])])
     with pytest.raises(FrontendError, match="ReverseSequence node 'r': time_axis and "
                                             "batch_axis must differ"):
+        run_graph(model, {})
+
+
+@pytest.mark.parametrize("block, attrs, bad", [
+    ([0, 1], {}, r"block_shape \[0, 1\] must hold 2 values >= 1"),
+    ([1, 1], {"strides": [0, 1]}, r"strides \[0, 1\] must hold 2 values >= 1"),
+    ([1, 1], {"dilations": [1]}, r"dilations \[1\] must hold 2 values >= 1"),
+    ([1, 1], {"pads": [0, -1, 0, 0]}, r"pads \[0, -1, 0, 0\] must hold 4 values >= 0")])
+def test_col2im_refuses_zero_blocks_and_strides(block, attrs, bad):
+    """A zero block or stride once divided by zero (ZeroDivisionError, no node named)."""
+    node = helper.make_node("Col2Im", ["x", "i", "b"], ["y"], name="c", **attrs)
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [1, 4, 16])],
+                        inits=[numpy_helper.from_array(np.array([4, 4], "int64"), "i"),
+                               numpy_helper.from_array(np.array(block, "int64"), "b")],
+                        opset=18)
+    with pytest.raises(FrontendError, match="Col2Im node 'c': " + bad):
         run_graph(model, {})
 
 
@@ -632,6 +695,13 @@ def test_non_max_suppression_errors():
     with pytest.raises(FrontendError, match=r"NonMaxSuppression node 'nms': boxes \[1, 4, 4\] "
                                             r"and scores \[1, 2, 5\] must be"):
         run_vm(model, [])
+    node = helper.make_node("NonMaxSuppression", ["b", "s"], ["y"], name="nms")
+    model = graph_model([node], opset=11, inputs=[
+        helper.make_tensor_value_info("b", TP.FLOAT, [1, 1 << 20, 4]),
+        helper.make_tensor_value_info("s", TP.FLOAT, [1, 1, 1 << 20])])
+    with pytest.raises(FrontendError, match="NonMaxSuppression node 'nms': the pairwise order "
+                                            "of 1048576 boxes would be a constant"):
+        run_graph(model, {})
 
 
 def test_resize_keep_aspect_ratio_policy_known_and_run_time_sizes():

@@ -17,6 +17,7 @@ from typing import Any
 from ....ir.expr import Call, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ....ir.types import TensorType
 from ... import op as _op
+from ._graph import _graphs_of
 from ._proto import NARROW, interface_dtype, require_onnx
 from ._sequences import SeqType, ir_type
 
@@ -55,11 +56,14 @@ def _uses_narrow(graph: Any) -> bool:
         return True
     if any(_elem_type(vi) in NARROW for vi in graph.input):
         return True
-    for n in graph.node:
+    stack = list(graph.node)  # the subgraphs' nodes too (a Cast inside an If branch)
+    while stack:
+        n = stack.pop()
         for a in n.attribute:
             if (a.name == "to" and a.i in NARROW) or (a.HasField("t") and
                                                       a.t.data_type in NARROW):
                 return True
+        stack.extend(node for g in _graphs_of(n) for node in g.node)
     return False
 
 

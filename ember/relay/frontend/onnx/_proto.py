@@ -174,7 +174,8 @@ def attribute_value(attr: Any, where: str) -> Any:
 
 def value_info_type(vi: Any, where: str) -> tuple[str | None, list[int | str | None] | None]:
     """(dtype, dims) of a ValueInfoProto (the dtype callers pass or get, ``interface_dtype``):
-    a dim is an int, a ``dim_param`` name, or None (unknown). dims is None when the shape is not given; dtype None when not a tensor."""
+    a dim is an int, a ``dim_param`` name, or None (unknown). dims is None when the shape is
+    not given; dtype None when not a tensor."""
     ty = vi.type
     if not ty.HasField("tensor_type"):
         kind = ty.WhichOneof("value")

@@ -33,11 +33,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ....ir.expr import Call, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var, const
-from ....ir.types import Any as AnyDim
 from ....ir.types import FuncType, ShapeVar, TensorType, TupleType
 from ....runtime.errors import TVMError
 from ... import op as _op
 from ._node import Node
+from ._sequences import ir_type
 
 # The longest sequence that unrolls: each step adds a dozen or two operators, and the build
 # time grows with them (a bidirectional LSTM: ~12 CPU seconds at 128 steps, ~55 at 512; see
@@ -138,12 +138,6 @@ def _unrolled(length: int, states: list[RelayExpr], step: StepFn,
     return states, stacked
 
 
-def _ir_type(ty: TensorType) -> TensorType:
-    """A type as the IR states it: symbolic sizes are ``?``."""
-    return TensorType(tuple(AnyDim() if isinstance(d, ShapeVar) else d for d in ty.shape),
-                      ty.dtype)
-
-
 def _same_type(a: TensorType, b: TensorType) -> bool:
     """Whether a step keeps a state's type: same dtype and rank, equal static sizes (a
     symbolic size may stay or become another symbolic one: the VM checks nothing there)."""
@@ -231,8 +225,8 @@ def _looped(node: Node, length: Dim, n: RelayExpr, init: list[RelayExpr], step: 
     params = [*carried, *inv.params.values()]
     types = [imp.typer.types[p] for p in params]
     ret = [imp.typer.types[p] for p in carried]
-    ir_ret = TupleType(tuple(_ir_type(ty) for ty in ret))  # type: ignore[arg-type]
-    loop = Var("rnn_loop", FuncType(tuple(_ir_type(ty) for ty in types), ir_ret))  # type: ignore
+    ir_ret = TupleType(tuple(ir_type(imp, ty) for ty in ret))
+    loop = Var("rnn_loop", FuncType(tuple(ir_type(imp, ty) for ty in types), ir_ret))
     imp.typer.declare(loop, FuncType(tuple(types), TupleType(tuple(ret))))
     again = Call(loop, [_op.add(t, const(np.array(1, "int64"))), *new_states, *grown,
                         *inv.params.values()])

@@ -42,6 +42,20 @@ def product(dims: Sequence[Any]) -> int:
     return out
 
 
+# The most elements of a constant a converter computes with numpy at import (a DFT's cosine
+# matrix, a window, an identity): sizes read from the model must not allocate without bound.
+MAX_IMPORT_CONSTANT = 1 << 26
+
+
+def check_constant_size(node: Node, shape: Sequence[int], what: str) -> None:
+    """FrontendError naming the node when a constant of ``shape`` built at import would
+    exceed ``MAX_IMPORT_CONSTANT`` elements."""
+    n = product(shape)
+    if n > MAX_IMPORT_CONSTANT:
+        raise node.fail(f"{what} would be a constant of shape {list(shape)} ({n} elements), "
+                        f"more than the {MAX_IMPORT_CONSTANT} an import builds")
+
+
 def flatten_to_2d(x: RelayExpr, ty: TensorType, axis: int) -> RelayExpr:
     """``x`` reshaped to (prod(shape[:axis]), prod(shape[axis:])), also for dynamic sizes
     (merging leading axes pairwise with Relay's -3, then -1 for the rest)."""

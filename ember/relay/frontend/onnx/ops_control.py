@@ -225,12 +225,12 @@ def _build_loop(node: Node, graph: Any, init: list[RelayExpr], init_types: list[
     else:
         raise node.unsupported("loop-carried shapes did not settle")
     scans = [_Scan(node, t, k) for k, t in enumerate(out_types[1 + len(carried):])]
-    loop_var, func, n_inv = _recursive_loop(node, body, carried, scans)
+    loop_var, func = _recursive_loop(node, body, carried, scans)
     init = [to_list(node, e, t.elem) if isinstance(t, SeqType) else e
             for e, t in zip(init, carried)]
     args = [const(np.array(0, "int64")), _body_scalar(node, 1, "bool", True), *init,
             *[s.start for s in scans], *body.outer]
-    if n_inv > len(body.outer):
+    if node.has_input(0):  # the trip count, the loop function's last parameter
         args.append(_body_scalar(node, 0, "int64", 0))
     result = Let(loop_var, func, Call(loop_var, args))
     ret = TupleType((_scalar_t("int64"), _scalar_t("bool"), *carried, *[s.ty for s in scans]))
@@ -318,8 +318,9 @@ class _Scan:
 
 
 def _recursive_loop(node: Node, body: _Body, carried: list[Any], scans: list[_Scan]
-                    ) -> tuple[Var, Function, int]:
-    """The loop function; also the number of its invariant parameters."""
+                    ) -> tuple[Var, Function]:
+    """The loop function: state parameters, then the body's outer values, then ``M`` when
+    the Loop has a trip count."""
     imp = node.scope.importer
     n = len(carried)
     inv = list(body.inner)
@@ -346,7 +347,7 @@ def _recursive_loop(node: Node, body: _Body, carried: list[Any], scans: list[_Sc
     step = Call(loop_var, [_op.add(i, const(np.array(1, "int64"))), cond_out, *values, *grown,
                            *inv])
     func = Function(tuple(all_params), If(go, step, Tuple(tuple(state))), ret)
-    return loop_var, func, len(inv)
+    return loop_var, func
 
 
 def _rebind(sizes: Any, expr: RelayExpr, ty: Any, inner: set[ShapeVar]) -> Any:

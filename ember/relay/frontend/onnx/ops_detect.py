@@ -20,7 +20,7 @@ from ....ir.types import FuncType, TensorType, TupleType
 from ... import op as _op
 from . import _runtime_values as rt
 from ._node import Node
-from ._util import scalar
+from ._util import check_constant_size, scalar
 
 F32, I64 = "float32", "int64"
 
@@ -98,6 +98,7 @@ def non_max_suppression(node: Node) -> RelayExpr:
                         "be (B, N, 4) and (B, C, N)")
     if node.dtype(0) != F32 or node.dtype(1) != F32:
         raise node.unsupported("boxes and scores other than float32")
+    check_constant_size(node, (n, n), f"the pairwise order of {n} boxes")
     limit = _scalar_input(node, 2, I64, 0)
     iou = _scalar_input(node, 3, F32, 0.0)
     sorted_scores, order = _op.topk(scores, n, 2, ret_type="both", is_ascend=False,

@@ -11,7 +11,7 @@ from ....ir.expr import RelayExpr, const
 from ... import op as _op
 from . import _runtime_values as rt
 from ._node import Node
-from ._util import norm_axes, norm_axis, product, scalar
+from ._util import check_constant_size, norm_axes, norm_axis, product, scalar
 
 
 def reverse_sequence(node: Node) -> RelayExpr:
@@ -89,6 +89,11 @@ def col2im(node: Node) -> RelayExpr:
     strides = node.attr("strides", [1, 1])
     dilations = node.attr("dilations", [1, 1])
     pads = node.attr("pads", [0, 0, 0, 0])
+    for what, values, least in (("block_shape", block, 1), ("strides", strides, 1),
+                                ("dilations", dilations, 1), ("pads", pads, 0)):
+        if len(values) != (4 if what == "pads" else 2) or min(values) < least:
+            raise node.fail(f"{what} {list(values)} must hold {4 if what == 'pads' else 2} "
+                            f"values >= {least}")
     k = product(block)
     counts = [(image[a] + pads[a] + pads[a + 2] - dilations[a] * (block[a] - 1) - 1)
               // strides[a] + 1 for a in range(2)]
@@ -156,6 +161,7 @@ def eye_like(node: Node) -> RelayExpr:
         raise node.fail(f"input must be 2-D, got shape {list(shape)}")
     dtype = dtype_of(node.attr("dtype"), f"{node.label}: dtype") if node.has_attr(
         "dtype") else node.dtype(0)
+    check_constant_size(node, shape, "the identity")
     return const(np.eye(shape[0], shape[1], node.attr("k", 0), dtype=dtype))
 
 

@@ -18,7 +18,7 @@ from ....ir.expr import RelayExpr, const
 from ... import op as _op
 from . import _runtime_values as rt
 from ._node import Node
-from ._util import product, scalar
+from ._util import check_constant_size, product, scalar
 from .ops_math import round_half_even_expr
 
 MODES = ("linear", "nearest", "cubic", "bilinear", "bicubic")  # the last two: version 16
@@ -253,6 +253,10 @@ def roi_align(node: Node) -> RelayExpr:
     half = node.choice("coordinate_transformation_mode", "half_pixel",
                        ("half_pixel", "output_half_pixel")) == "half_pixel"
     ph, pw = node.attr("output_height", 1), node.attr("output_width", 1)
+    if min(ph, pw) < 1:
+        raise node.fail(f"output_height ({ph}) and output_width ({pw}) must be positive")
+    check_constant_size(node, (max(ph, pw), ratio), "the sample offsets (output size x "
+                        "sampling_ratio)")
     _, c, height, width = shape
     r = rois_shape[0]
     rois = _op.multiply(node.input(1, "rois"), scalar(node.attr("spatial_scale", 1.0), dtype))
@@ -327,6 +331,7 @@ def max_roi_pool(node: Node) -> RelayExpr:
     if len(pooled) != 2 or min(pooled) < 1:
         raise node.fail(f"pooled_shape must be two positive sizes, got {list(pooled)}")
     ph, pw = pooled
+    check_constant_size(node, (max(ph, pw) + 1,), f"pooled_shape {pooled}")
     _, _, height, width = shape
     rois = node.input(1, "rois")
     column = [_op.squeeze(_op.strided_slice(rois, [k], [k + 1], axes=[1]), [1])

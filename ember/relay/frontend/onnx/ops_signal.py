@@ -20,7 +20,7 @@ from ....ir.expr import RelayExpr, const
 from ... import op as _op
 from . import _runtime_values as rt
 from ._node import Node
-from ._util import norm_axis, scalar
+from ._util import check_constant_size, norm_axis, scalar
 
 _TWO_PI = 2.0 * np.pi
 
@@ -104,6 +104,7 @@ def dft(node: Node) -> RelayExpr:
     length = _known_int(node, 1, "dft_length", 2 * (n - 1) if inverse and onesided else n)
     if length is None or length < 1:
         raise node.fail(f"dft_length must be positive, got {length}")
+    check_constant_size(node, (min(n, length), length), f"dft_length {length}")
     perm = [a for a in range(rank - 1) if a != axis] + [axis]
     real, imag = _parts(x, shape[-1])
     real = _op.transpose(real, perm)
@@ -176,6 +177,7 @@ def _cosine_window(node: Node, a0: float, a1: float, a2: float = 0.0) -> RelayEx
         count = int(np.asarray(size).reshape(-1)[0])
         if count < 1:
             raise node.fail(f"size must be positive, got {count}")
+        check_constant_size(node, (count,), f"size {count}")
         n, denom = np.arange(count, dtype="float64"), float(count if periodic else count - 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             phase = _TWO_PI * n / denom if denom else np.zeros_like(n)
@@ -214,6 +216,7 @@ def mel_weight_matrix(node: Node) -> RelayExpr:
     if not (bins and dft_len and rate) or bins < 1 or dft_len < 1 or rate < 1:
         raise node.fail(f"num_mel_bins ({bins}), dft_length ({dft_len}) and sample_rate "
                         f"({rate}) must be positive")
+    check_constant_size(node, (dft_len // 2 + 1, bins), "the mel filters")
     low, high = (2595.0 * np.log10(1.0 + f / 700.0) for f in (lower, upper))
     edges = np.arange(bins + 2) * (high - low) / (bins + 2) + low
     edges = 700.0 * (10.0 ** (edges / 2595.0) - 1.0)

@@ -15,7 +15,7 @@ import numpy as np
 from ....ir.expr import RelayExpr, const
 from ... import op as _op
 from ._node import Node
-from ._util import scalar
+from ._util import check_constant_size, scalar
 
 MODES = ("TF", "IDF", "TFIDF")
 F32 = "float32"
@@ -64,7 +64,11 @@ def tfidf_vectorizer(node: Node) -> RelayExpr:
     lo, hi = node.attr("min_gram_length"), node.attr("max_gram_length")
     max_skip = node.attr("max_skip_count")
     indexes = np.asarray(node.attr("ngram_indexes"), "int64")
+    if indexes.ndim != 1 or not len(indexes) or indexes.min() < 0:
+        raise node.invalid_attr("ngram_indexes", indexes.tolist(), "non-negative output "
+                                "positions, one per n-gram of the pool")
     size = int(indexes.max()) + 1
+    check_constant_size(node, (size, len(indexes)), "ngram_indexes")
     rows = x if len(shape) == 2 else _op.expand_dims(x, 0)
     parts, slots, first = [], [], 0
     for n, grams in _pools(node).items():
