@@ -19,7 +19,7 @@ import ember
 from ember import relay
 from ember.relay import testing
 from ember.relay.backend import Runtime
-from ember.relay.backend.aot.emit_c import c_bytes_literal
+from ember.relay.backend.c_literals import c_bytes_literal
 
 
 def c_array(name: str, data: bytes) -> str:
