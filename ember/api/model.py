@@ -161,9 +161,14 @@ class CompiledModel:
         self._dev = dev or cpu(0)
         specs = record.inputs
         shapes = [s.shape if s.is_static else None for s in specs]
-        self._pool = ContextPool(context_maker(factory, self._dev, [s.name for s in specs],
-                                               shapes, [s.dtype for s in specs]))
         self._threads = ThreadControl(factory)
+        # With one compiled library, a context's one-C-call form sets the kernels' thread
+        # count itself; otherwise each call sets it here first (ThreadControl.ensure).
+        native_threads = record.threads if len(self._threads._setters) == 1 else 0
+        self._ensure_threads = native_threads == 0
+        self._pool = ContextPool(context_maker(factory, self._dev, [s.name for s in specs],
+                                               shapes, [s.dtype for s in specs],
+                                               native_threads))
         # (numpy dtype, shape pattern, known axes) of each input: the call's fast check.
         self._exact = [_exact(s) for s in specs]
         self._named = any(type(d) is str for s in specs for d in (s.shape or ()))
@@ -216,30 +221,46 @@ class CompiledModel:
         array, or a list of them when the model has several outputs (arrays of the caller's
         own: no later call changes them). Raises ModelInputError for a missing, extra,
         misnamed, misshapen or mistyped input. Safe to call from many threads at once."""
+        pool = self._pool
+        ctx = pool.acquire()
+        try:
+            native = ctx.native
+            if native is not None and not kwargs:
+                # Arrays exactly as the model takes them: checked, copied in, run and copied
+                # out in one C call without the GIL (ember.runtime.model_call).
+                if self._ensure_threads:
+                    self._threads.ensure(self._record.threads)
+                outs = native.new_outputs()
+                if native.call(args, outs) == 0:
+                    self._last = args
+                    return outs
+            return self._call_checked(ctx, args, kwargs)
+        finally:
+            pool.release(ctx)
+
+    def _call_checked(self, ctx: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """A call on any form of input (lists, scalars, NDArrays, names): each one checked
+        and converted, then run on ``ctx`` (a kernel failure raises its executor's error)."""
         exact = self._exact
         if kwargs or len(args) != len(exact):
-            args = self._bind(args, kwargs)  # type: ignore[assignment]
+            args = self._bind(args, kwargs)
         else:
             for value, want in zip(args, exact):
                 if (type(value) is not np.ndarray or want is None or value.dtype != want[0]
                         or value.shape != want[1] and not _fits(value.shape, *want[1:])):
-                    args = self._bind(args, kwargs)  # type: ignore[assignment]
+                    args = self._bind(args, kwargs)
                     break
             else:
                 if self._named:
                     check_named_dims(self.inputs, dict(zip(self._names, args)))
         self._threads.ensure(self._record.threads)
-        pool = self._pool
-        ctx = pool.acquire()
         try:
             outs = ctx.call(args)
         except VMError as err:
             if err.kernel is not None and err.kernel.endswith("_shape_func"):
                 raise ModelInputError(shapes_rejected(self.inputs, args, err)) from err
             raise
-        finally:
-            pool.release(ctx)
-        self._last = args  # type: ignore[assignment]
+        self._last = args
         return outs[0] if self._single else outs
 
     def benchmark(self, *args: Any, number: int = 10, repeat: int = 3,

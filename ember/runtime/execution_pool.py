@@ -24,9 +24,12 @@ import numpy as np
 
 from .aot_executor import AotExecutor
 from .container import ADT
+from .executor_common import CPlan, c_plan
 from .graph_executor import GraphExecutor
+from .model_call import ModelCall, model_call
 from .module import Module
 from .ndarray import NDArray, empty
+from .packed_func import CPackedFunc
 from .vm.executor import VMModule
 from .vm.interpreter import VirtualMachine
 from .vm.static_plan import NOT_RUN, StaticPlan
@@ -91,12 +94,13 @@ class ContextPool:
 
 class BufferContext:
     """A graph or AOT executor as a context: ``call(values)`` copies the (checked) input
-    arrays into its buffers, runs, and returns copies of its outputs."""
+    arrays into its buffers, runs, and returns copies of its outputs. ``native``: the same
+    call as one C call (``ember.runtime.model_call``), or None where it cannot be made."""
 
-    __slots__ = ("executor", "inputs", "outputs", "run")
+    __slots__ = ("executor", "inputs", "native", "outputs", "run")
 
     def __init__(self, executor: GraphExecutor | AotExecutor, names: Sequence[str],
-                 lock: threading.Lock | None = None) -> None:
+                 lock: threading.Lock | None = None, threads: int = 0) -> None:
         self.executor = executor
         if isinstance(executor, GraphExecutor):
             entries, eids = executor._entries, executor._input_eids
@@ -106,6 +110,8 @@ class BufferContext:
             self.inputs = [executor._inputs[executor._specs.index[n]]._np for n in names]
             self.outputs = [out._np for out in executor._outputs]
         self.run = executor._execute if lock is None else _locked(executor._execute, lock)
+        self.native = None if lock is not None else _native_call(executor, self.inputs,
+                                                                 self.outputs, threads)
 
     def call(self, values: Sequence[Any]) -> list[np.ndarray]:
         self._copy_in(values)
@@ -123,6 +129,21 @@ class BufferContext:
             copyto(buf, value._np if type(value) is NDArray else value)
 
 
+def _native_call(executor: GraphExecutor | AotExecutor, inputs: Sequence[np.ndarray],
+                 outputs: Sequence[np.ndarray], threads: int) -> ModelCall | None:
+    """The executor's run as one ModelCall: a graph whose kernels are all compiled (its
+    CPlan), an AOT model's packed entry; None otherwise (a C-interface or remote entry)."""
+    if isinstance(executor, GraphExecutor):
+        plan = executor._run_all
+    elif executor.metadata.interface_api != "c" and isinstance(executor._entry, CPackedFunc):
+        plan = c_plan([executor._entry], [executor._call])  # type: ignore[list-item]
+    else:
+        plan = None
+    if not isinstance(plan, CPlan):
+        return None
+    return model_call(plan.lib, plan._table, plan._count, inputs, outputs, threads)
+
+
 def _locked(run: Callable[[], None], lock: threading.Lock) -> Callable[[], None]:
     def locked() -> None:
         with lock:
@@ -138,6 +159,7 @@ class VMContext:
     copy), else interpreted (results copied: they may be constants or views of the inputs)."""
 
     __slots__ = ("dtypes", "index", "inputs", "vm")
+    native = None  # no one-C-call form (see BufferContext)
 
     def __init__(self, vm: VirtualMachine, shapes: Sequence[tuple[int, ...] | None],
                  dtypes: Sequence[str]) -> None:
@@ -184,10 +206,11 @@ def _flatten(value: Any) -> list[Any]:
 
 def context_maker(factory: Module, dev: Any, names: Sequence[str],
                   shapes: Sequence[tuple[int, ...] | None],
-                  dtypes: Sequence[str]) -> Callable[[], Any]:
+                  dtypes: Sequence[str], threads: int = 0) -> Callable[[], Any]:
     """``make()`` for a pool of ``factory``'s model: each context shares the first one's
     weights. ``names``/``shapes``/``dtypes`` are the model's inputs (``None``: a dynamic
-    shape)."""
+    shape); ``threads`` > 0: the kernels' thread count that a context's ``native`` call sets
+    (0: it leaves the calling thread's)."""
     first = factory["default"](dev)
     if isinstance(first, VMModule):
         vms = iter([first.vm])
@@ -197,7 +220,7 @@ def context_maker(factory: Module, dev: Any, names: Sequence[str],
         raise TypeError(f"ember model: cannot run executor {first!r} in this process")
     lock = threading.Lock() if getattr(first, "static_arena", False) else None
     made = iter([first])
-    return lambda: BufferContext(next(made, None) or first.clone(), names, lock)
+    return lambda: BufferContext(next(made, None) or first.clone(), names, lock, threads)
 
 
 __all__ = ["BufferContext", "ContextPool", "VMContext", "context_maker", "default_limit"]

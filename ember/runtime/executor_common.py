@@ -320,10 +320,10 @@ class CPlan:
     """One C call (``EmberRunCalls``) that makes the planned calls in order: ``plan()``
     returns 0, or -1 - the index of the call that failed."""
 
-    __slots__ = ("_calls", "_count", "_failed", "_funcs", "_runner", "_table")
+    __slots__ = ("_calls", "_count", "_failed", "_funcs", "_runner", "_table", "lib")
 
     def __init__(self, runner: Any, funcs: Sequence[CPackedFunc],
-                 calls: Sequence[functools.partial[int]]) -> None:
+                 calls: Sequence[functools.partial[int]], lib: Any = None) -> None:
         table = (PlannedCall * max(len(calls), 1))()
         for slot, func, call in zip(table, funcs, calls):
             vals, codes, n = call.args[:3]
@@ -333,6 +333,7 @@ class CPlan:
         self._failed = (ctypes.c_int32 * 1)()
         self._calls = calls  # the table points into their argument arrays
         self._funcs = list(funcs)  # and at the functions: their library stays loaded
+        self.lib = lib  # the ctypes handle of the library whose EmberRunCalls this is
 
     def __call__(self) -> int:
         if self._runner(self._table, self._count, self._failed) == 0:
@@ -350,7 +351,7 @@ def c_plan(funcs: Sequence[CPackedFunc], calls: Sequence[functools.partial[int]]
         return None
     runner.argtypes = None
     runner.restype = ctypes.c_int
-    return CPlan(runner, funcs, calls)
+    return CPlan(runner, funcs, calls, lib)
 
 
 def c_call(func: CPackedFunc, args: Sequence[NDArray]) -> Callable[[], int]:

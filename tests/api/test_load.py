@@ -133,7 +133,10 @@ def test_default_threads(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class _SpyContext:
-    """An execution context that records the thread count its calls run with."""
+    """An execution context that records the thread count its calls run with (through the
+    Python path: ``native`` None; the one-C-call path sets the count in C, see below)."""
+
+    native = None
 
     def __init__(self, model: CompiledModel, seen: list[int | None]) -> None:
         self.inner, self.model, self.seen = model._pool.acquire(), model, seen
@@ -164,6 +167,23 @@ def test_each_model_runs_on_its_own_thread_count(executor: str) -> None:
         assert three._threads.current() == 2
     three(x)
     assert seen[-1] == 3
+
+
+@pytest.mark.parametrize("executor", ["graph", "aot"])
+def test_a_native_call_sets_the_thread_count_for_itself_only(executor: str) -> None:
+    """The one-C-call path runs on the model's count and leaves this thread's setting as it
+    was, so two models with different counts alternate without a Python-side setting."""
+    mod, params = dense_model()
+    three = ember.compile(mod, executor=executor, params=params, threads=3)
+    one = ember.compile(mod, executor=executor, params=params, threads=1)
+    ctx = three._pool.acquire()
+    three._pool.release(ctx)
+    assert ctx.native is not None
+    x = np.ones((4, 16), "float32")
+    with three._threads.use(2):
+        for _ in range(2):
+            np.testing.assert_allclose(three(x), one(x), rtol=1e-6)
+            assert three._threads.current() == 2
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")

@@ -373,6 +373,94 @@ EMBER_DLL int EmberRunCalls(const EmberPlannedCall* calls, int32_t n, int32_t* f
   return 0;
 }
 
+/* ---- one model call from Python (ember/runtime/model_call.py) --------------------------- */
+
+/* Where CPython and numpy keep what a call reads, in bytes from the object's start. The host
+ * measures them on probe objects when it makes a plan and makes none if they do not hold. */
+typedef struct {
+  int64_t ob_type, var_size, tuple_items, list_items;
+  int64_t array_data, array_ndim, array_dims, array_descr, array_flags;
+  const void* ndarray_type;
+} EmberObjectLayout;
+
+/* One input or output of a model: the numpy array it must be, and the executor's buffer. */
+typedef struct {
+  const int64_t* shape;
+  const void* descr; /* the dtype object an array of it has (numpy's canonical one) */
+  void* buffer;
+  int64_t nbytes;
+  int32_t ndim;
+} EmberCallTensor;
+
+typedef struct {
+  const EmberObjectLayout* layout;
+  const EmberCallTensor* inputs;
+  const EmberCallTensor* outputs;
+  const EmberPlannedCall* calls;
+  int32_t num_inputs, num_outputs, num_calls, num_threads;
+  int32_t failed_at; /* set by a call whose kernel failed: the index in calls */
+} EmberModelCallPlan;
+
+#define EMBER_FIELD(obj, off, type) (*(type*)((const char*)(obj) + (off)))
+#define EMBER_NPY_C_CONTIGUOUS 0x0001
+#define EMBER_NPY_ALIGNED 0x0100
+
+/* Whether obj is a C-contiguous, aligned numpy.ndarray (not a subclass) of t's dtype and shape. */
+static int ember_array_is(const EmberObjectLayout* L, const void* obj, const EmberCallTensor* t) {
+  const int64_t* dims;
+  int32_t k;
+  if (EMBER_FIELD(obj, L->ob_type, const void*) != L->ndarray_type) return 0;
+  if (EMBER_FIELD(obj, L->array_descr, const void*) != t->descr) return 0;
+  if ((EMBER_FIELD(obj, L->array_flags, int) & (EMBER_NPY_C_CONTIGUOUS | EMBER_NPY_ALIGNED)) !=
+      (EMBER_NPY_C_CONTIGUOUS | EMBER_NPY_ALIGNED))
+    return 0;
+  if (EMBER_FIELD(obj, L->array_ndim, int) != t->ndim) return 0;
+  dims = EMBER_FIELD(obj, L->array_dims, const int64_t*);
+  for (k = 0; k < t->ndim; ++k) {
+    if (dims[k] != t->shape[k]) return 0;
+  }
+  return 1;
+}
+
+/* A whole call, numpy in and numpy out, made without the GIL (ctypes releases it): `args` is
+ * the caller's tuple of arrays, `outs` the output array (one output) or a list of them, made
+ * by the host with the outputs' shapes and dtypes. Returns 0 when done; 1 when an argument is
+ * not exactly what the plan takes (a conversion or a check the host makes, nothing written);
+ * -1 when a kernel failed (plan->failed_at = its index in plan->calls; the error is the
+ * kernel's). A plan belongs to one executor's buffers: one call at a time.
+ * The host holds references to args and outs for the call; the arrays' memory is read and
+ * written only here, as onnxruntime's run does. */
+EMBER_DLL int EmberModelCall(EmberModelCallPlan* plan, const void* args, const void* outs) {
+  const EmberObjectLayout* L = plan->layout;
+  const void* const* items = (const void* const*)((const char*)args + L->tuple_items);
+  const void* const* out_items;
+  int32_t i;
+  int saved = g_pool_num_threads, rc;
+  if (EMBER_FIELD(args, L->var_size, int64_t) != plan->num_inputs) return 1;
+  for (i = 0; i < plan->num_inputs; ++i) {
+    if (!ember_array_is(L, items[i], &plan->inputs[i])) return 1;
+  }
+  if (plan->num_outputs == 1) {
+    out_items = &outs;
+  } else {
+    out_items = EMBER_FIELD(outs, L->list_items, const void* const*);
+  }
+  for (i = 0; i < plan->num_inputs; ++i) {
+    memcpy(plan->inputs[i].buffer, EMBER_FIELD(items[i], L->array_data, const void*),
+           (size_t)plan->inputs[i].nbytes);
+  }
+  /* the model's thread count for this call only (0: the thread's own, set by the host) */
+  if (plan->num_threads > 0) ember_pool_set_num_threads(plan->num_threads);
+  rc = EmberRunCalls(plan->calls, plan->num_calls, &plan->failed_at);
+  g_pool_num_threads = saved;
+  if (rc != 0) return -1;
+  for (i = 0; i < plan->num_outputs; ++i) {
+    memcpy(EMBER_FIELD(out_items[i], L->array_data, void*), plan->outputs[i].buffer,
+           (size_t)plan->outputs[i].nbytes);
+  }
+  return 0;
+}
+
 /* ---- timing ------------------------------------------------------------------------------ */
 
 /* Call f `number` times with the same arguments; *out_seconds = total wall time. */

@@ -1,0 +1,109 @@
+"""The one-C-call path of a model call (ember.runtime.model_call): it takes exactly the arrays
+a model takes, leaves every other form of input to the checked Python path untouched, and
+gives the same results."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember.api.model import ModelInputError
+from ember.runtime.model_call import object_layout
+
+TEXT = """#[version = "0.0.5"]
+def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(2, 3), float32]) {
+  (nn.relu(%x), add(%x, %y))
+}
+"""
+
+
+def reference(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+    return [np.maximum(x, 0), x + y]
+
+
+@pytest.fixture(scope="module", params=["graph", "aot"])
+def model(request: pytest.FixtureRequest) -> ember.CompiledModel:
+    return ember.compile(TEXT, executor=request.param)
+
+
+def native_of(model: ember.CompiledModel):  # type: ignore[no-untyped-def]
+    ctx = model._pool.acquire()
+    model._pool.release(ctx)
+    return ctx.native
+
+
+def test_layout_holds_on_this_python() -> None:
+    assert object_layout() is not None
+
+
+def test_plain_arrays_take_the_native_path(model: ember.CompiledModel) -> None:
+    native = native_of(model)
+    assert native is not None
+    rng = np.random.default_rng(0)
+    x, y = (rng.standard_normal((2, 3)).astype("float32") for _ in range(2))
+    outs = native.new_outputs()
+    assert native.call((x, y), outs) == 0
+    for got, want in zip(outs, reference(x, y)):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(model(x, y), reference(x, y)):  # fresh arrays, exact
+        np.testing.assert_array_equal(got, want)
+
+
+def _other_forms(x: np.ndarray) -> dict[str, object]:
+    big = np.zeros((3, 6), "float32")
+    big[::2, ::2][:2] = x  # a strided view of the same values
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    unaligned = np.frombuffer(raw.data, np.float32, count=6, offset=1).reshape(2, 3)
+    unaligned[...] = x
+
+    class Sub(np.ndarray):
+        pass
+
+    return {"list": x.tolist(), "view": big[::2, ::2][:2], "fortran": np.asfortranarray(x),
+            "unaligned": unaligned, "subclass": x.view(Sub),
+            "ndarray": ember.nd.array(x), "swapped": x.astype(">f4")}
+
+
+@pytest.mark.parametrize("form", ["list", "view", "fortran", "unaligned", "subclass",
+                                  "ndarray", "swapped"])
+def test_other_forms_fall_back_and_agree(model: ember.CompiledModel, form: str) -> None:
+    """C declines (returns 1, writes nothing); the Python path converts or refuses."""
+    x = np.arange(-3, 3, dtype="float32").reshape(2, 3)
+    y = np.full((2, 3), 0.5, "float32")
+    value = _other_forms(x)[form]
+    native = native_of(model)
+    if not (form == "fortran" and value.flags.c_contiguous):  # type: ignore[union-attr]
+        outs = [np.full((2, 3), 7, "float32"), np.full((2, 3), 7, "float32")]
+        assert native.call((value, y), outs) == 1
+        assert all((o == 7).all() for o in outs)
+    try:
+        got = model(value, y)
+    except ModelInputError as err:  # a dtype the model does not take is named, not cast
+        assert form == "swapped" and "'x'" in str(err)
+        return
+    for g, w in zip(got, reference(x, y)):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("args", [(), ("x",), ("x", "y", "y")])
+def test_wrong_argument_count_is_named(model: ember.CompiledModel, args: tuple[str, ...]) -> None:
+    arrays = {"x": np.ones((2, 3), "float32"), "y": np.ones((2, 3), "float32")}
+    assert native_of(model).call(tuple(arrays[a] for a in args), native_of(model)
+                                 .new_outputs()) == 1
+    with pytest.raises(ModelInputError, match="input"):
+        model(*(arrays[a] for a in args))
+    np.testing.assert_array_equal(model(arrays["x"], arrays["y"])[1], 2)  # still usable
+
+
+@pytest.mark.parametrize("shape,dtype", [((3, 2), "float32"), ((2, 3), "float64"),
+                                         ((2, 3, 1), "float32"), ((6,), "float32")])
+def test_wrong_shape_or_dtype_is_named(model: ember.CompiledModel, shape: tuple[int, ...],
+                                       dtype: str) -> None:
+    bad = np.ones(shape, dtype)
+    with pytest.raises(ModelInputError, match="input 'x': expected float32\\[2, 3\\]"):
+        model(bad, np.ones((2, 3), "float32"))
+
+
+def test_named_arguments_take_the_checked_path(model: ember.CompiledModel) -> None:
+    x, y = np.ones((2, 3), "float32"), np.full((2, 3), 2, "float32")
+    np.testing.assert_array_equal(model(y=y, x=x)[1], 3)
