@@ -390,7 +390,12 @@ class ExecutorWrapper:
             raise AttributeError(name)
         mod = self.__dict__.get("module")
         if isinstance(mod, self.executor_type) or hasattr(type(mod), name):
-            return getattr(mod, name)
+            value = getattr(mod, name)
+            if callable(value) and not name.startswith("_"):
+                # The executor's bound method, kept: later calls skip this lookup (set_input,
+                # run and get_output are per-call paths).
+                self.__dict__[name] = value
+            return value
         try:
             return mod.get_function(name)  # type: ignore[union-attr]
         except AttributeError:

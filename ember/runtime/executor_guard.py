@@ -100,21 +100,35 @@ def guarded(kind: str) -> Callable[[F], F]:
 
     def wrap(method: F) -> F:
         name = method.__name__
-
-        @wraps(method)
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            guard: UseGuard = self._guard
-            guard.enter(name)
-            try:
-                if kind == "run":
+        # One wrapper per kind, so a call makes no test of its kind.
+        if kind == "run":
+            def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+                guard: UseGuard = self._guard
+                guard.enter(name)
+                try:
                     guard.run()
-                elif kind == "read":
+                    return method(self, *args, **kwargs)
+                finally:
+                    guard._lock.release()
+        elif kind == "read":
+            def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+                guard: UseGuard = self._guard
+                guard.enter(name)
+                try:
                     guard.read(name)
-                return method(self, *args, **kwargs)
-            finally:
-                guard.leave()
+                    return method(self, *args, **kwargs)
+                finally:
+                    guard._lock.release()
+        else:
+            def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+                guard: UseGuard = self._guard
+                guard.enter(name)
+                try:
+                    return method(self, *args, **kwargs)
+                finally:
+                    guard._lock.release()
 
-        return call  # type: ignore[return-value]
+        return wraps(method)(call)  # type: ignore[return-value]
 
     return wrap
 
