@@ -118,6 +118,23 @@ static inline int64_t ember_conv_items(const ember_conv_p* p) {
   return (int64_t)p->n * groups * p->oh * strips;
 }
 
+/* The strip width of a launch on `tasks` threads: the planned one, cut (in whole register
+ * tiles) until there are EMBER_CONV_ITEMS_PER_TASK work items per task where the planned
+ * strips give fewer. The kernel was planned for a few threads; on many cores a layer with few
+ * channel blocks and rows (a late 7x7 layer, a 1x1 conv over one flattened row) would
+ * otherwise leave threads idle or finish on the one task with an extra item. Every task
+ * computes the same width from the same count. */
+#define EMBER_CONV_ITEMS_PER_TASK 4
+static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks) {
+  int64_t items = ember_conv_items(p), want = EMBER_CONV_ITEMS_PER_TASK * tasks, cuts;
+  int32_t tile = p->rw > 0 ? p->rw : 1, piece;
+  if (tasks <= 1 || items >= want || p->strip <= tile) return p->strip;
+  cuts = (want + items - 1) / items;
+  piece = (int32_t)((p->strip + cuts - 1) / cuts);
+  piece = (piece + tile - 1) / tile * tile;
+  return piece < p->strip ? piece : p->strip;
+}
+
 /* The output columns [xi0, xi1) whose taps all fall inside the image, within [x0, x1). */
 static inline void ember_conv_interior(const ember_conv_p* p, int32_t x0, int32_t x1,
                                        int32_t* xi0, int32_t* xi1) {

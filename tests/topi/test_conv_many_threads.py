@@ -1,0 +1,58 @@
+"""Convolutions launched on more threads than their planned work items: each task's strips
+are cut finer (conv_nchwc.h, ember_conv_task_strip) and every thread count gives the same
+result as numpy (the layers a many-core machine finds with too little work per thread: late
+7x7 layers, a 1x1 conv over one flattened row, depthwise)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import relay
+from ember.api.model import CompiledModel, ModelRecord
+
+
+def conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int,
+                   groups: int) -> np.ndarray:
+    n, c, h, wd = x.shape
+    oc, icg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, oc, oh, ow), np.float64)
+    ocg = oc // groups
+    for g in range(groups):
+        xs = xp[:, g * icg:(g + 1) * icg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                out[:, g * ocg:(g + 1) * ocg] += np.einsum(
+                    "nchw,oc->nohw", patch, w[g * ocg:(g + 1) * ocg, :, i, j])
+    return out
+
+
+CASES = {  # (channels in, out, size, kernel, stride, pad, groups)
+    "late_3x3": (64, 64, 7, 3, 1, 1, 1),
+    "flat_1x1": (64, 32, 9, 1, 1, 0, 1),
+    "depthwise": (16, 16, 24, 3, 1, 1, 16),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_conv_agrees_on_any_thread_count(case: str) -> None:
+    ic, oc, size, k, stride, pad, groups = CASES[case]
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, ic, size, size)).astype("float32")
+    w = rng.standard_normal((oc, ic // groups, k, k)).astype("float32")
+    data = relay.var("x", shape=x.shape)
+    weight = relay.var("w", shape=w.shape)
+    body = relay.nn.conv2d(data, weight, strides=(stride, stride), padding=(pad, pad),
+                           groups=groups, kernel_size=(k, k), channels=oc)
+    mod = ember.IRModule.from_expr(relay.Function([data, weight], body))
+    want = conv_reference(x.astype(np.float64), w.astype(np.float64), stride, pad, groups)
+    built = ember.compile(mod, params={"w": w}, executor="graph", threads=1)
+    for threads in (1, 2, 3, 8, 16):  # the same kernels, run on another thread count
+        r = built._record
+        record = ModelRecord(r.executor, threads, r.inputs, r.outputs, r.info)
+        got = CompiledModel(built.factory, record)(x)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(),
+                                   err_msg=f"{case} on {threads} threads")
