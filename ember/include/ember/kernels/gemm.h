@@ -287,10 +287,27 @@ static inline int64_t ember_gemm_items(const ember_gemm_args* g) {
          ((g->M + g->mc - 1) / g->mc);
 }
 
+/* The row block of a launch on `tasks` threads: the planned mc, cut (in whole register tiles)
+ * until there are EMBER_GEMM_ITEMS_PER_TASK items per task where the planned blocks give
+ * fewer (mc was planned for a few threads; see ember_conv_task_strip). Every task computes
+ * the same value from the same count. */
+#define EMBER_GEMM_ITEMS_PER_TASK 4
+static inline int32_t ember_gemm_task_mc(const ember_gemm_args* g, int64_t tasks) {
+  int64_t items = ember_gemm_items(g), want = EMBER_GEMM_ITEMS_PER_TASK * tasks, cuts;
+  int32_t mc;
+  if (tasks <= 1 || items >= want || g->mc <= EMBER_GEMM_MR) return g->mc;
+  cuts = (want + items - 1) / items;
+  mc = (int32_t)((g->mc + cuts - 1) / cuts);
+  mc = (mc + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR * EMBER_GEMM_MR;
+  return mc < g->mc ? mc : g->mc;
+}
+
 static inline int ember_gemm_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
-  const ember_gemm_args* g = (const ember_gemm_args*)cdata;
-  int64_t items = ember_gemm_items(g), tasks = penv->num_task;
-  return ember_gemm_range(g, items * task_id / tasks, items * (task_id + 1) / tasks);
+  ember_gemm_args g = *(const ember_gemm_args*)cdata;
+  int64_t items, tasks = penv->num_task > 0 ? penv->num_task : 1;
+  g.mc = ember_gemm_task_mc(&g, tasks);
+  items = ember_gemm_items(&g);
+  return ember_gemm_range(&g, items * task_id / tasks, items * (task_id + 1) / tasks);
 }
 
 /* See the top of this file. bias_mode/res_mode: 0 none, 1 scalar, 2 per column resp. laid

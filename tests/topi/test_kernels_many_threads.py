@@ -1,7 +1,8 @@
-"""Convolutions launched on more threads than their planned work items: each task's strips
-are cut finer (conv_nchwc.h, ember_conv_task_strip) and every thread count gives the same
-result as numpy (the layers a many-core machine finds with too little work per thread: late
-7x7 layers, a 1x1 conv over one flattened row, depthwise)."""
+"""Kernels launched on more threads than their planned work items: each task's strips (conv,
+conv_nchwc.h ember_conv_task_strip) or row blocks (GEMM, gemm.h ember_gemm_task_mc) are cut
+finer, and every thread count gives the same result as numpy (the layers a many-core machine
+finds with too little work per thread: late 7x7 layers, a 1x1 conv over one flattened row,
+depthwise, a dense layer of a small batch)."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,10 +50,25 @@ def test_conv_agrees_on_any_thread_count(case: str) -> None:
                            groups=groups, kernel_size=(k, k), channels=oc)
     mod = ember.IRModule.from_expr(relay.Function([data, weight], body))
     want = conv_reference(x.astype(np.float64), w.astype(np.float64), stride, pad, groups)
-    built = ember.compile(mod, params={"w": w}, executor="graph", threads=1)
+    agrees_on_any_thread_count(mod, {"w": w}, x, want, case)
+
+
+def agrees_on_any_thread_count(mod: ember.IRModule, params: dict[str, np.ndarray],
+                               x: np.ndarray, want: np.ndarray, case: str) -> None:
+    built = ember.compile(mod, params=params, executor="graph", threads=1)
     for threads in (1, 2, 3, 8, 16):  # the same kernels, run on another thread count
         r = built._record
         record = ModelRecord(r.executor, threads, r.inputs, r.outputs, r.info)
         got = CompiledModel(built.factory, record)(x)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(),
                                    err_msg=f"{case} on {threads} threads")
+
+
+def test_dense_agrees_on_any_thread_count() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((64, 256)).astype("float32")
+    w = rng.standard_normal((256, 256)).astype("float32")
+    data, weight = relay.var("x", shape=x.shape), relay.var("w", shape=w.shape)
+    mod = ember.IRModule.from_expr(relay.Function([data, weight], relay.nn.dense(data, weight)))
+    want = x.astype(np.float64) @ w.astype(np.float64).T
+    agrees_on_any_thread_count(mod, {"w": w}, x, want, "dense")
