@@ -38,7 +38,8 @@ CASES = {  # (channels in, out, size, kernel, stride, pad, groups)
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", [
+    "late_3x3", *(pytest.param(c, marks=pytest.mark.slow) for c in ("depthwise", "flat_1x1"))])
 def test_conv_agrees_on_any_thread_count(case: str) -> None:
     ic, oc, size, k, stride, pad, groups = CASES[case]
     rng = np.random.default_rng(1)
