@@ -38,6 +38,7 @@ from .codegen import AotProgram, lower_main
 from .emit_c import RunModelWriter, run_model_source
 from .interface import c_entry, func_registry, header, packed_entry
 from .metadata import build_metadata, c_metadata
+from .scratch import with_planned_scratch
 from .usmp import constant_pool_settings, usmp_settings
 
 UNSUPPORTED = ("AOT needs static shapes and no control flow; use the VM: "
@@ -141,9 +142,12 @@ def build_aot(mod: IRModule, target: Any, executor: Executor, runtime: Runtime,
     prefix = c_prefix(mod_name)
     with stage("lower"):
         kernels = lower_kernels(mod, target, mod_name)
+    scratch: dict[str, int] = {}
+    if opts.usmp is not None:  # the kernels' workspaces go into the pools too
+        kernels, scratch = with_planned_scratch(kernels)
     with stage("aot codegen"):
         try:
-            program = lower_main(mod, kernels, opts, prefix)
+            program = lower_main(mod, kernels, opts, prefix, scratch)
         except TVMError as err:
             if "use the VM" in str(err) and UNSUPPORTED not in str(err):
                 raise TVMError(f"relay.build: {UNSUPPORTED} ({err})") from None

@@ -49,6 +49,7 @@ class UsmpSettings:
     algorithm: str
     use_workspace_io: bool
     pools: tuple[WorkspacePoolInfo, ...]
+    no_reuse: bool = False  # tir.disable_storage_rewrite: no two buffers share bytes
 
 
 def usmp_settings(config: Mapping[str, Any], pools: Any, target: Any,
@@ -82,7 +83,8 @@ def usmp_settings(config: Mapping[str, Any], pools: Any, target: Any,
     else:
         raise PoolError(f"relay.build: workspace_memory_pools must be WorkspaceMemoryPools, "
                         f"got {type(pools).__name__}")
-    return UsmpSettings(algorithm, io, chosen)
+    return UsmpSettings(algorithm, io, chosen, bool(config.get("tir.disable_storage_rewrite",
+                                                                False)))
 
 
 def output_roots(df: Dataflow, roots: Sequence[int]) -> dict[int, int]:
@@ -96,15 +98,25 @@ def output_roots(df: Dataflow, roots: Sequence[int]) -> dict[int, int]:
     return out
 
 
-def plan_dataflow_pools(df: Dataflow, settings: UsmpSettings, alignment: int = 16
-                        ) -> tuple[list[int], PoolPlan]:
+def plan_dataflow_pools(df: Dataflow, settings: UsmpSettings, alignment: int = 16,
+                        scratch: Mapping[int, tuple[str, int]] | None = None
+                        ) -> tuple[list[Any], PoolPlan]:
     """The USMP plan of ``df`` (a fused ``main``'s dataflow): ``(keys, plan)``, keys as
-    :func:`dataflow_buffers` returns them."""
+    :func:`dataflow_buffers` returns them, then ``("scratch", i)`` for the scratch of step
+    ``i`` (``scratch``: step index -> (kernel name, bytes); alive during that step only)."""
     roots = df.alias_roots()
     keys, sizes, intervals, names = dataflow_buffers(df, roots, output_roots(df, roots),
                                                      settings.use_workspace_io)
-    return keys, plan_pools(sizes, intervals, settings.pools, settings.algorithm, alignment,
-                            names)
+    all_keys: list[Any] = list(keys)
+    for i, (kernel, nbytes) in sorted((scratch or {}).items()):
+        all_keys.append(("scratch", i))
+        sizes.append(nbytes)
+        intervals.append((i, i))
+        names.append(f"the scratch of {kernel} (step {i})")
+    if settings.no_reuse:  # tir.disable_storage_rewrite: every buffer alive all the time
+        intervals = [(-1, len(df.steps))] * len(intervals)
+    return all_keys, plan_pools(sizes, intervals, settings.pools, settings.algorithm, alignment,
+                                names)
 
 
 def dataflow_buffers(df: Dataflow, roots: Sequence[int], output_of: Mapping[int, int],
