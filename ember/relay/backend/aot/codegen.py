@@ -83,6 +83,10 @@ class AotProgram:
     pool_vars: list[Var] = field(default_factory=list)
     io_locations: list[tuple[int, int]] | None = None
     constant_pool_vars: list[Var] = field(default_factory=list)  # constant_memory_pools'
+    # per constant memory pool: pool_name, size_hint_bytes, planned_bytes, its constants
+    constant_pools: list[dict[str, Any]] = field(default_factory=list)
+    # USMP: per workspace pool, the largest operator scratch placed in it (one call at a time)
+    scratch_by_pool: dict[str, int] = field(default_factory=dict)
 
     @property
     def constant_pool_bytes(self) -> int:
@@ -204,6 +208,26 @@ class _Lowering:
             low = None if step.is_nop else self.kernels.get(step.func)
             if low is not None and self.scratch.get(low.name, 0) > 0:
                 out[i] = (low.name, self.scratch[low.name])
+        return out
+
+    def constant_pool_report(self) -> list[dict[str, Any]]:
+        """Per constant memory pool: name, limit (-1: none), bytes used, its constants (name,
+        byte offset, bytes), as TVM's ``ConstantPoolInfo.constant_info_arr``."""
+        out = []
+        for pool, var, fill in zip(self.cpools, self.cpool_vars, self.cpool_fill, strict=True):
+            members = [{"name_hint": c.name, "byte_offset": c.offset, "data_len": c.nbytes}
+                       for c in self.constants if c.var is var]
+            out.append({"pool_name": pool.pool_name, "size_hint_bytes": pool.size_hint_bytes,
+                        "planned_bytes": fill, "constants": members})
+        return out
+
+    def scratch_report(self) -> dict[str, int]:
+        """Per workspace pool (USMP) the largest operator scratch placed in it."""
+        out: dict[str, int] = {}
+        for i, (pool, _) in self.scratch_at.items():
+            name = self.opts.usmp.pools[pool].pool_name
+            nbytes = self.scratch[self.kernels[self.df.steps[i].func].name]
+            out[name] = max(out.get(name, 0), nbytes)
         return out
 
     def io_locations(self) -> list[tuple[int, int]] | None:
@@ -378,8 +402,10 @@ def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,
     for t in low.offsets:
         r = low.roots[t]
         groups[r] = max(groups.get(r, 0), df.tensors[t].nbytes)
+    scratch_total = sum(low.scratch[low.kernels[df.steps[i].func].name] for i in low.scratch_at)
     return AotProgram(prefix, prim, inputs, outputs, low.constants, low.arena,
-                      sum(groups.values()), used, notes, low.workspace,
+                      sum(groups.values()) + scratch_total, used, notes, low.workspace,
                       low.pool if low.constants else None, low.pool_plan, low.pool_vars,
                       low.io_locations(),
-                      [v for v, f in zip(low.cpool_vars, low.cpool_fill, strict=True) if f])
+                      [v for v, f in zip(low.cpool_vars, low.cpool_fill, strict=True) if f],
+                      low.constant_pool_report(), low.scratch_report())
