@@ -290,6 +290,18 @@ def test_constant_pools_hold_the_linked_constants():
                      r'\(section\("\.rodata\.tvm"\), aligned\(16\)\)\)', code)
     assert "static const unsigned char tvmgen_default_rom[" in code
     assert "tvmgen_default_constant_0" not in code  # no separate arrays
+    # reported: the metadata (JSON and C struct), the header, EMBER_DEBUG's report
+    meta = factory.get_model_metadata()
+    assert meta.memory["constant_pool.flash.planned_bytes"] == 64
+    assert meta.memory["constant_pool.rom.planned_bytes"] == 64
+    head = factory.get_header()
+    assert "#define TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_SIZE 64" in head
+    assert "#define TVMGEN_DEFAULT_ROM_CONSTANT_POOL_SIZE 64" in head
+    assert 'static const struct TVMPoolInfo tvmgen_default_constant_pools[] = {\n  {"flash", ' \
+           '64LL},\n  {"rom", 64LL},\n};' in code
+    assert re.search(r'\{"p\d", "flash", 0LL, 64LL\},\n  \{"p\d", "rom", 0LL, 64LL\}', code)
+    assert "tvmgen_default_constant_pools, 2, tvmgen_default_pooled_constants, 2};" in code
+    assert "[ember]   constant pool flash: 64 bytes" in memory_report(meta)
     from ember.runtime.executor import AotModule
 
     mod = AotModule(factory["default"](tvm.cpu()))
@@ -360,3 +372,95 @@ def test_the_cli_accepts_the_usmp_options():
         "tir.usmp.use_workspace_io": False}
     with pytest.raises(CLIError, match="hill_climb"):
         parse_pass_config(["tir.usmp.algorithm=best"])
+
+
+# -- operator scratch in the pools ------------------------------------------------------------------
+def _scratch_model() -> tvm.IRModule:
+    """conv2d with the weights as an input: the kernel pads its input in scratch
+    (16 x 34 x 34 floats, above the stack limit)."""
+    x = relay.var("x", shape=(1, 16, 32, 32))
+    w = relay.var("w", shape=(8, 16, 3, 3))
+    y = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1), channels=8, kernel_size=(3, 3)))
+    return tvm.IRModule.from_expr(relay.Function([x, w], y))
+
+
+def _run_hosted(factory, inputs):
+    from ember.runtime.executor import AotModule
+
+    mod = AotModule(factory["default"](tvm.cpu()))
+    for name, value in inputs.items():
+        mod.set_input(name, value)
+    mod.run()
+    return mod.get_output(0).numpy()
+
+
+@pytest.fixture(scope="module")
+def scratch_builds():
+    """The scratch model built for the C++ runtime (packed operator calls) with and without the
+    USMP, and its inputs."""
+    rng = np.random.default_rng(0)
+    inputs = {"x": rng.standard_normal((1, 16, 32, 32), dtype="float32"),
+              "w": rng.standard_normal((8, 16, 3, 3), dtype="float32")}
+    out = {}
+    for usmp in (True, False):
+        cfg = {"tir.usmp.enable": usmp, "tir.usmp.algorithm": "greedy_by_size"}
+        pools = WorkspaceMemoryPools([
+            WorkspacePoolInfo("sram", ["llvm"], PoolInfoProperties(size_hint_bytes=4096)),
+            WorkspacePoolInfo("dram", ["llvm"])]) if usmp else None
+        with tvm.transform.PassContext(opt_level=3, config=cfg):
+            out[usmp] = relay.build(_scratch_model(), "llvm", executor=Executor("aot"),
+                                    runtime=Runtime("cpp"), workspace_memory_pools=pools)
+    return out, inputs
+
+
+def test_kernel_scratch_is_planned_into_the_pools(scratch_builds, monkeypatch, capsys):
+    builds, inputs = scratch_builds
+    with_usmp, without = builds[True], builds[False]
+    meta = with_usmp.get_model_metadata()
+    need = without.get_model_metadata().memory["backend_workspace_bytes"]
+    assert need > 16 * 34 * 34 * 4  # without the USMP: TVMBackendAllocWorkspace at run time
+    assert meta.memory["backend_workspace_bytes"] == 0
+    scratch = meta.memory["operator_workspace_bytes"]
+    assert 16 * 34 * 34 * 4 <= scratch <= need
+    # sram (4096 bytes) cannot hold it: it spills into dram, next to nothing else
+    assert meta.memory["workspace_pool.dram.operator_workspace_bytes"] == scratch
+    assert meta.memory["workspace_pool.sram.operator_workspace_bytes"] == 0
+    assert meta.pools[1]["planned_bytes"] >= scratch
+    code = with_usmp.lib.code
+    assert re.search(r"\)TVMBackendAllocWorkspace\(", without.lib.code)
+    assert not re.search(r"\)TVMBackendAllocWorkspace\(", code)
+    assert "uint8_t* restrict ember_workspace" in code
+    np.testing.assert_allclose(_run_hosted(with_usmp, inputs), _run_hosted(without, inputs),
+                               rtol=1e-5, atol=1e-5)
+    report = memory_report(meta)
+    assert f"pool dram: {meta.pools[1]['planned_bytes']} bytes planned" in report
+    assert f"operator scratch up to {scratch})" in report
+
+
+def test_a_kernel_called_without_its_scratch_names_the_missing_argument(scratch_builds):
+    builds, inputs = scratch_builds
+    meta = builds[True].get_model_metadata()
+    (name,) = [op["function_name"] for op in meta.operators]
+    kernel = builds[True].lib[name]
+    out = tvm.nd.empty((1, 8, 32, 32))
+    with pytest.raises(tvm.TVMError, match=rf"{name}: expected 4 arguments, got 3"):
+        kernel(tvm.nd.array(inputs["x"]), tvm.nd.array(inputs["w"]), out)
+    small = tvm.nd.empty((64,), "uint8")
+    with pytest.raises(tvm.TVMError, match=rf"{name}: argument 3 \(workspace\): expected at "
+                                           rf"least {meta.memory['operator_workspace_bytes']} "
+                                           "bytes"):
+        kernel(tvm.nd.array(inputs["x"]), tvm.nd.array(inputs["w"]), out, small)
+    with pytest.raises(tvm.TVMError, match=rf"{name}: argument 3 \(workspace\)"):
+        kernel(tvm.nd.array(inputs["x"]), tvm.nd.array(inputs["w"]), out,
+               tvm.nd.empty((1 << 20,), "float32"))
+
+
+# -- tir.disable_storage_rewrite ------------------------------------------------------------------
+def test_disable_storage_rewrite_gives_every_buffer_its_own_bytes():
+    reuse = _build({"tir.usmp.algorithm": "greedy_by_size"}).get_model_metadata()
+    alone = _build({"tir.usmp.algorithm": "greedy_by_size",
+                    "tir.disable_storage_rewrite": True}).get_model_metadata()
+    # _model: four 64-byte intermediates, at most three alive together
+    assert reuse.pools[0]["planned_bytes"] == 192
+    assert alone.pools[0]["planned_bytes"] == alone.memory["total_bytes"] == 256
+    assert alone.pools[0]["lower_bound"] == 256
