@@ -28,7 +28,7 @@ from ember.ir.memory_pools import (
 )
 from ember.relay.backend import Executor, Runtime
 from ember.relay.backend.aot.build import memory_report
-from ember.relay.backend.aot.usmp import ALGORITHMS, conflicts, plan_pools
+from ember.relay.backend.aot.usmp import ALGORITHMS, candidate_order, conflicts, plan_pools
 from ember.relay.backend.memory_plan import lower_bound
 
 C_IFACE = {"interface-api": "c", "unpacked-api": True, "link-params": True}
@@ -107,6 +107,61 @@ def test_a_full_bounded_pool_spills_into_the_next():
                       "greedy_by_size", 16)
     assert sorted(plan.pool_of) == [0, 1]
     assert [u.planned_bytes for u in plan.pools] == [112, 112]
+
+
+def _timed_pool(name: str, read: int, write: int, latency: int = 0, size: int = -1,
+                **extra) -> WorkspacePoolInfo:
+    return WorkspacePoolInfo(name, ["c"], PoolInfoProperties(
+        size_hint_bytes=size, read_bandwidth_bytes_per_cycle=read,
+        write_bandwidth_bytes_per_cycle=write, read_latency_cycles=latency,
+        write_latency_cycles=latency, **extra))
+
+
+def test_the_faster_pool_is_filled_first_whatever_the_order_given():
+    slow = _timed_pool("dram", 1, 1, latency=20)
+    fast = _timed_pool("sram", 8, 8, size=128)
+    plan = plan_pools([100, 100, 100], [(0, 1), (0, 1), (0, 1)], [slow, fast],
+                      "greedy_by_size", 16, target="c")
+    # one buffer fits sram (128 bytes): it goes there first; the rest spill into dram
+    assert [u.planned_bytes for u in plan.pools] == [224, 112]
+    assert plan.pool_of.count(1) == 1
+    assert candidate_order([slow, fast], "c") == [1, 0]
+    # unknown bandwidths: the order given (TVM's), after the pools with a known cost
+    assert candidate_order([_pool("a"), _pool("b")], "c") == [0, 1]
+    assert candidate_order([_pool("a"), fast, slow], "c") == [1, 2, 0]
+
+
+def test_latency_bursts_and_clocks_weigh_in_the_pool_order():
+    # same bandwidth; a long burst amortises the latency of "flash" below that of "tcm"
+    flash = _timed_pool("flash", 4, 4, latency=16, target_burst_bytes={"c": 256})
+    tcm = _timed_pool("tcm", 4, 4, latency=4)
+    assert candidate_order([tcm, flash], "c") == [1, 0]
+    assert candidate_order([tcm, flash], "llvm") == [0, 1]  # no burst for llvm: 1 byte
+    # at twice the clock, a pool twice as slow in cycles is as fast: the order given stays
+    a = _timed_pool("a", 2, 2, clock_frequency_hz=100)
+    b = _timed_pool("b", 4, 4, clock_frequency_hz=50)
+    assert candidate_order([a, b], "c") == [0, 1] and candidate_order([b, a], "c") == [0, 1]
+
+
+def test_the_build_fills_the_faster_pool_first():
+    pools = WorkspaceMemoryPools([_timed_pool("dram", 1, 1, latency=20),
+                                  _timed_pool("sram", 8, 8, size=64)])
+    meta = _build({"tir.usmp.algorithm": "greedy_by_size"}, pools).get_model_metadata()
+    assert [(q["pool_name"], q["planned_bytes"]) for q in meta.pools] == [("dram", 128),
+                                                                          ("sram", 64)]
+    # the struct keeps the order given
+    assert "struct tvmgen_default_workspace_pools {\n  void* dram;\n  void* sram;\n};" in \
+        _build({}, pools).get_header()
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"target_burst_bytes": 64}, "target_burst_bytes must map targets to bytes, got int"),
+    ({"target_burst_bytes": {"c": 0}}, r"target_burst_bytes\['c'\] must be positive"),
+    ({"target_burst_bytes": {42: 8}}, "42 is not a target"),
+])
+def test_bad_burst_sizes_are_refused(bad, match):
+    with pytest.raises(PoolError, match=match):
+        PoolInfoProperties(**bad)
 
 
 def test_pools_too_small_name_the_buffer_and_the_needed_size():
