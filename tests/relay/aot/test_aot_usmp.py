@@ -29,6 +29,7 @@ from ember.ir.memory_pools import (
 from ember.relay.backend import Executor, Runtime
 from ember.relay.backend.aot.build import memory_report
 from ember.relay.backend.aot.usmp import ALGORITHMS, candidate_order, conflicts, plan_pools
+from ember.relay.backend.aot.usmp_placement import Placement
 from ember.relay.backend.memory_plan import lower_bound
 
 C_IFACE = {"interface-api": "c", "unpacked-api": True, "link-params": True}
@@ -85,6 +86,27 @@ def test_hill_climb_is_never_worse_than_the_greedy_orders(bufs):
     pools = [_pool("one")]
     totals = {a: plan_pools(sizes, intervals, pools, a, 1).total for a in ALGORITHMS}
     assert totals["hill_climb"] <= min(totals["greedy_by_size"], totals["greedy_by_conflicts"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(buffers(), st.integers(1, 3), st.booleans(),
+       st.lists(st.tuples(st.integers(0, 23), st.integers(0, 23)), max_size=40))
+def test_incremental_swaps_leave_the_placement_a_full_one_gives(bufs, n_pools, keep_all,
+                                                                swaps):
+    """try_swap re-places only what a swap can change; the result (kept or rolled back) is
+    exactly the placement of its order from scratch."""
+    sizes, intervals = bufs
+    padded = [(s + 15) // 16 * 16 for s in sizes]
+    limits = [256 * (k + 1) for k in range(n_pools - 1)] + [-1]
+    placement = Placement(list(range(len(sizes))), padded, intervals, limits, 16)
+    best = placement.cost
+    for a, b in swaps:
+        if placement.try_swap(a % len(sizes), b % len(sizes), float("inf") if keep_all
+                              else best):
+            best = placement.cost
+    full = Placement(placement.order, padded, intervals, limits, 16)
+    assert (placement.pool_of, placement.offsets) == (full.pool_of, full.offsets)
+    assert placement.cost == full.cost <= best
 
 
 def test_hill_climb_reaches_the_bound_where_greedy_by_size_misses_it():

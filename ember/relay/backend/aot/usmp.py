@@ -271,7 +271,7 @@ def plan_pools(sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
         raise _too_small(best.failed, padded, pools, (bound, int(one.cost)), names)
     pool_of = [rank[k] for k in best.pool_of]  # candidate position -> the pool as given
     used = [0] * len(pools)
-    for k, nbytes in zip(rank, best.used[-1], strict=True):
+    for k, nbytes in zip(rank, best.used, strict=True):
         used[k] = nbytes
     usage = tuple(PoolUsage(p.pool_name, p.size_hint_bytes, used[k],
                             lower_bound([padded[i] for i in range(len(sizes)) if pool_of[i] == k],

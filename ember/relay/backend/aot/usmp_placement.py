@@ -13,6 +13,7 @@ against every other (``n^2`` per step).
 """
 from __future__ import annotations
 
+import heapq
 import random
 from collections.abc import Sequence
 
@@ -50,79 +51,112 @@ class Placement:
         self.conflicts = conflict_lists(intervals) if conflicts is None else conflicts
         self.order = list(order)
         self.pos = [0] * n
+        self.pool_of, self.offsets, self.ends = [0] * n, [0] * n, [0] * n
+        self.failed: int | None = None  # a buffer that fits in no pool (then the rest unplaced)
+        self.place_all()
+
+    def place_all(self) -> None:
+        """Place every buffer in the order (a first fit each)."""
         for p, i in enumerate(self.order):
             self.pos[i] = p
-        self.pool_of, self.offsets = [0] * n, [0] * n
-        # used[p]: bytes per pool after the first p buffers of the order are placed
-        self.used = [[0] * len(limits) for _ in range(n + 1)]
-        self.placed = 0  # buffers of the order placed; < n when one fits nowhere
-        self.replace_from(0)
+        self.failed = None
+        for i in self.order:
+            where = self._fit(i)
+            if where is None:
+                self.failed = i
+                return
+            self._set(i, where)
 
     @property
-    def failed(self) -> int | None:
-        """The buffer that fits in no pool (its index), or None."""
-        return None if self.placed == len(self.order) else self.order[self.placed]
+    def used(self) -> list[int]:
+        """Bytes per pool (the highest aligned end of a buffer placed in it)."""
+        out = [0] * len(self.limits)
+        for k, end in zip(self.pool_of, self.ends, strict=True):
+            if end > out[k]:
+                out[k] = end
+        return out
 
     @property
     def cost(self) -> float:
         """Bytes of all pools together; infinite when a buffer fits nowhere."""
-        return float("inf") if self.failed is not None else float(sum(self.used[-1]))
+        return float("inf") if self.failed is not None else float(sum(self.used))
+
+    def _set(self, i: int, where: tuple[int, int]) -> None:
+        self.pool_of[i], self.offsets[i] = where
+        self.ends[i] = align_up(where[1] + self.sizes[i], self.alignment)
 
     def _fit(self, i: int) -> tuple[int, int] | None:
         """(pool, offset) for buffer ``i`` given the buffers before it in the order."""
         size, p = self.sizes[i], self.pos[i]
-        busy: list[list[tuple[int, int]]] = [[] for _ in self.limits]
-        for j in self.conflicts[i]:
-            if self.pos[j] < p:
-                busy[self.pool_of[j]].append((self.offsets[j], self.offsets[j] + self.sizes[j]))
+        pos, pool_of, offsets, ends = self.pos, self.pool_of, self.offsets, self.ends
+        earlier = [j for j in self.conflicts[i] if pos[j] < p]
         for k, limit in enumerate(self.limits):
             offset = 0
-            for lo, hi in sorted(busy[k]):
+            # the ends are aligned already: the first gap that holds ``size`` is the offset
+            for lo, hi in sorted([(offsets[j], ends[j]) for j in earlier if pool_of[j] == k]):
                 if offset + size <= lo:
                     break
-                offset = max(offset, align_up(hi, self.alignment))
+                if hi > offset:
+                    offset = hi
             if limit < 0 or offset + size <= limit:
                 return k, offset
         return None
 
-    def replace_from(self, start: int, give_up_above: float = float("inf")) -> bool:
-        """Place the buffers at positions ``start``... again; False (and the tail left
-        unplaced) once the pools together pass ``give_up_above`` bytes or a buffer fits
-        nowhere."""
-        for p in range(start, len(self.order)):
-            i = self.order[p]
-            where = self._fit(i)
-            if where is None:
-                self.placed = p
-                return False
-            k, offset = where
-            self.pool_of[i], self.offsets[i] = k, offset
-            used = list(self.used[p])
-            used[k] = max(used[k], align_up(offset + self.sizes[i], self.alignment))
-            self.used[p + 1] = used
-            if sum(used) > give_up_above:
-                self.placed = p
-                return False
-        self.placed = len(self.order)
-        return True
-
     def try_swap(self, a: int, b: int, best: float) -> bool:
-        """Swap positions ``a`` and ``b`` of the order and re-place; keep it (True) when the
-        pools do not grow past ``best``, else restore the placement as it was."""
-        if a == b:
-            return self.cost <= best
+        """Swap positions ``a`` and ``b`` of the order and re-place what that changes; keep
+        it (True) when the pools do not grow past ``best``, else restore the placement.
+
+        Only buffers whose first fit may change are placed again, in order: the two swapped,
+        those between them that the swapped ones held back or now land below, and the later
+        conflicts that a moved buffer's old or new region reaches (``_moves``)."""
+        if self.failed is not None:
+            raise ValueError("try_swap needs a complete placement")
         a, b = min(a, b), max(a, b)
-        tail = self.order[a:]
-        saved = ([self.pool_of[i] for i in tail], [self.offsets[i] for i in tail],
-                 self.used[a + 1:], self.placed)
+        x, y = self.order[a], self.order[b]
         self._swap(a, b)
-        if self.replace_from(a, best) and self.cost <= best:
+        # x now comes after the buffers between: those its region held back are dirty
+        x_at = (self.pool_of[x], self.offsets[x])
+        dirty = {a, b} | {self.pos[j] for j in self.conflicts[x]
+                          if a < self.pos[j] < b and self._moves(j, x_at, x_at)}
+        heap = sorted(dirty)
+        changed: list[tuple[int, int, int]] = []  # (buffer, old pool, old offset)
+        ok = True
+        while heap:
+            q = heapq.heappop(heap)
+            i = self.order[q]
+            where = self._fit(i)
+            if where is None or (where[1] + self.sizes[i] > best):
+                ok = False
+                break
+            old = (self.pool_of[i], self.offsets[i])
+            if q == a:  # y now comes before the buffers between: those it lands below
+                for j in self.conflicts[y]:
+                    pj = self.pos[j]
+                    if (a < pj < b and pj not in dirty and where[0] == self.pool_of[j]
+                            and where[1] < self.ends[j]):
+                        dirty.add(pj)
+                        heapq.heappush(heap, pj)
+            if where != old:
+                changed.append((i, *old))
+                self._set(i, where)
+                for j in self.conflicts[i]:
+                    if self.pos[j] > q and self.pos[j] not in dirty and self._moves(j, old,
+                                                                                    where):
+                        dirty.add(self.pos[j])
+                        heapq.heappush(heap, self.pos[j])
+        if ok and self.cost <= best:
             return True
+        for i, k, off in reversed(changed):
+            self._set(i, (k, off))
         self._swap(a, b)
-        for i, k, off in zip(tail, saved[0], saved[1], strict=True):
-            self.pool_of[i], self.offsets[i] = k, off
-        self.used[a + 1:], self.placed = saved[2], saved[3]
         return False
+
+    def _moves(self, j: int, old: tuple[int, int], new: tuple[int, int]) -> bool:
+        """Whether a conflict of ``j`` placed before it, moving from ``old`` to ``new``
+        (pool, offset), can change ``j``'s first fit: only a region below ``j``'s end in its
+        pool matters, or one leaving an earlier pool (which may now hold ``j``)."""
+        k, end = self.pool_of[j], self.ends[j]
+        return old[0] < k or (old[0] == k and old[1] < end) or (new[0] == k and new[1] < end)
 
     def _swap(self, a: int, b: int) -> None:
         order = self.order
@@ -132,7 +166,8 @@ class Placement:
 
 def hill_climb(placement: Placement, target: int, steps: int = HILL_CLIMB_STEPS) -> Placement:
     """Swap two buffers of the order (seeded: a model always gets the same plan), keep the
-    swap when the pools do not grow; stop at ``target`` bytes (the lower bound)."""
+    swap when the pools do not grow; stop at ``target`` bytes (the lower bound). While no
+    order fits the pools, every swap is kept and the whole order placed again."""
     rng = random.Random(0)
     n = len(placement.order)
     best = placement.cost
@@ -140,6 +175,10 @@ def hill_climb(placement: Placement, target: int, steps: int = HILL_CLIMB_STEPS)
         if best <= target or n < 2:
             break
         a, b = rng.randrange(n), rng.randrange(n)
-        if placement.try_swap(a, b, best):
+        if placement.failed is not None:
+            placement._swap(a, b)
+            placement.place_all()
+            best = placement.cost
+        elif placement.try_swap(a, b, best):
             best = placement.cost
     return placement
