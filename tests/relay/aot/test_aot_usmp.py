@@ -168,12 +168,13 @@ def test_latency_bursts_and_clocks_weigh_in_the_pool_order():
 def test_the_build_fills_the_faster_pool_first():
     pools = WorkspaceMemoryPools([_timed_pool("dram", 1, 1, latency=20),
                                   _timed_pool("sram", 8, 8, size=64)])
-    meta = _build({"tir.usmp.algorithm": "greedy_by_size"}, pools).get_model_metadata()
+    factory = _build({"tir.usmp.algorithm": "greedy_by_size"}, pools)
+    meta = factory.get_model_metadata()
     assert [(q["pool_name"], q["planned_bytes"]) for q in meta.pools] == [("dram", 128),
                                                                           ("sram", 64)]
     # the struct keeps the order given
     assert "struct tvmgen_default_workspace_pools {\n  void* dram;\n  void* sram;\n};" in \
-        _build({}, pools).get_header()
+        factory.get_header()
 
 
 @pytest.mark.parametrize("bad,match", [
