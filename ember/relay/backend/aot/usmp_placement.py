@@ -107,8 +107,8 @@ class Placement:
         it (True) when the pools do not grow past ``best``, else restore the placement.
 
         Only buffers whose first fit may change are placed again, in order: the two swapped,
-        those between them that the swapped ones held back or now land below, and the later
-        conflicts that a moved buffer's old or new region reaches (``_moves``)."""
+        those between them that the swapped ones held back or now land on, and the later
+        conflicts that a moved buffer's old or new bytes reach (``_moves``)."""
         if self.failed is not None:
             raise ValueError("try_swap needs a complete placement")
         a, b = min(a, b), max(a, b)
@@ -117,7 +117,7 @@ class Placement:
         # x now comes after the buffers between: those its region held back are dirty
         x_at = (self.pool_of[x], self.offsets[x])
         dirty = {a, b} | {self.pos[j] for j in self.conflicts[x]
-                          if a < self.pos[j] < b and self._moves(j, x_at, x_at)}
+                          if a < self.pos[j] < b and self._moves(j, x_at, (-1, 0), 0)}
         heap = sorted(dirty)
         changed: list[tuple[int, int, int]] = []  # (buffer, old pool, old offset)
         ok = True
@@ -129,19 +129,19 @@ class Placement:
                 ok = False
                 break
             old = (self.pool_of[i], self.offsets[i])
-            if q == a:  # y now comes before the buffers between: those it lands below
+            if q == a:  # y now comes before the buffers between: those it lands on
                 for j in self.conflicts[y]:
                     pj = self.pos[j]
-                    if (a < pj < b and pj not in dirty and where[0] == self.pool_of[j]
-                            and where[1] < self.ends[j]):
+                    if (a < pj < b and pj not in dirty
+                            and self._moves(j, (len(self.limits), 0), where, self.sizes[y])):
                         dirty.add(pj)
                         heapq.heappush(heap, pj)
             if where != old:
                 changed.append((i, *old))
                 self._set(i, where)
                 for j in self.conflicts[i]:
-                    if self.pos[j] > q and self.pos[j] not in dirty and self._moves(j, old,
-                                                                                    where):
+                    if (self.pos[j] > q and self.pos[j] not in dirty
+                            and self._moves(j, old, where, self.sizes[i])):
                         dirty.add(self.pos[j])
                         heapq.heappush(heap, self.pos[j])
         if ok and self.cost <= best:
@@ -151,12 +151,15 @@ class Placement:
         self._swap(a, b)
         return False
 
-    def _moves(self, j: int, old: tuple[int, int], new: tuple[int, int]) -> bool:
+    def _moves(self, j: int, old: tuple[int, int], new: tuple[int, int], size: int) -> bool:
         """Whether a conflict of ``j`` placed before it, moving from ``old`` to ``new``
-        (pool, offset), can change ``j``'s first fit: only a region below ``j``'s end in its
-        pool matters, or one leaving an earlier pool (which may now hold ``j``)."""
-        k, end = self.pool_of[j], self.ends[j]
-        return old[0] < k or (old[0] == k and old[1] < end) or (new[0] == k and new[1] < end)
+        (pool, offset; ``size`` bytes), can change ``j``'s first fit. Freed bytes matter below
+        ``j`` in its pool, or in an earlier pool (which may now hold ``j``); taken bytes only
+        where they overlap ``j`` (every gap below ``j`` was too small for it already)."""
+        k = self.pool_of[j]
+        if old[0] < k or (old[0] == k and old[1] < self.offsets[j]):
+            return True
+        return new[0] == k and new[1] < self.ends[j] and new[1] + size > self.offsets[j]
 
     def _swap(self, a: int, b: int) -> None:
         order = self.order
