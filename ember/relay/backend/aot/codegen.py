@@ -119,6 +119,7 @@ class _Lowering:
         self.df, self.kernels, self.opts, self.prefix = df, kernels, opts, prefix
         self.scratch = dict(scratch or {})  # kernel name -> bytes of scratch it takes (USMP)
         self.scratch_at: dict[int, tuple[int, int]] = {}  # step -> (pool, offset) of its scratch
+        self.scratch_steps: dict[int, tuple[str, int]] = {}  # step -> (kernel, scratch bytes)
         self.roots = df.alias_roots()
         self.in_names, self.out_names = io_names
         align = max([opts.workspace_alignment] + [itemsize(t.dtype) for t in df.tensors])
@@ -186,7 +187,8 @@ class _Lowering:
         in the pools; keys are root tensor ids, and ``-1 - j`` for output ``j`` when it is a
         copy (its own buffer, written after the last step)."""
         usmp, df = self.opts.usmp, self.df
-        keys, plan = plan_dataflow_pools(df, usmp, align, self._scratch_steps())
+        self.scratch_steps = self._scratch_steps()
+        keys, plan = plan_dataflow_pools(df, usmp, align, self.scratch_steps)
         self.pool_plan = plan
         self.pool_vars = [Var(f"{p.pool_name}_var", "handle") for p in usmp.pools]
         place = {k: (plan.pool_of[i], plan.offsets[i]) for i, k in enumerate(keys)}
@@ -226,8 +228,7 @@ class _Lowering:
         out: dict[str, int] = {}
         for i, (pool, _) in self.scratch_at.items():
             name = self.opts.usmp.pools[pool].pool_name
-            nbytes = self.scratch[self.kernels[self.df.steps[i].func].name]
-            out[name] = max(out.get(name, 0), nbytes)
+            out[name] = max(out.get(name, 0), self.scratch_steps[i][1])
         return out
 
     def io_locations(self) -> list[tuple[int, int]] | None:
@@ -402,7 +403,7 @@ def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,
     for t in low.offsets:
         r = low.roots[t]
         groups[r] = max(groups.get(r, 0), df.tensors[t].nbytes)
-    scratch_total = sum(low.scratch[low.kernels[df.steps[i].func].name] for i in low.scratch_at)
+    scratch_total = sum(nbytes for _, nbytes in low.scratch_steps.values())
     return AotProgram(prefix, prim, inputs, outputs, low.constants, low.arena,
                       sum(groups.values()) + scratch_total, used, notes, low.workspace,
                       low.pool if low.constants else None, low.pool_plan, low.pool_vars,
