@@ -3,8 +3,10 @@ algorithm, with one unbounded pool (intermediates only), and the planning time.
 
     python benchmarks/bench_usmp.py                       # every zoo model below
     python benchmarks/bench_usmp.py --models mlp,resnet18_32 --json out.json
+    python benchmarks/bench_usmp.py --models '' --synthetic 100,300,1000
 
-Only planning runs (the fused ``main`` as the AOT build sees it, then the planner): no C is
+Also random problems of 100 and 300 buffers (``--synthetic``) on which hill_climb runs all of
+its steps. Only planning runs (the fused ``main`` as the AOT build sees it, then the planner): no C is
 compiled. Times are wall-clock seconds of one run on a possibly shared machine.
 """
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 import time
 from typing import Any
@@ -21,7 +24,7 @@ from ember.ir.memory_pools import WorkspacePoolInfo
 from ember.ir.transform import PassContext
 from ember.relay import testing
 from ember.relay.backend._liveness import Dataflow
-from ember.relay.backend.aot.usmp import ALGORITHMS, UsmpSettings, plan_dataflow_pools
+from ember.relay.backend.aot.usmp import ALGORITHMS, UsmpSettings, plan_dataflow_pools, plan_pools
 from ember.relay.backend.pipeline import optimize
 from ember.relay.transform import InferType, ToGraphNormalForm
 
@@ -67,12 +70,39 @@ def plan_model(name: str) -> list[dict[str, Any]]:
     return rows
 
 
+def synthetic(n: int, seed: int = 0) -> tuple[list[int], list[tuple[int, int]]]:
+    """``n`` buffers of random sizes alive over random short spans of ``n // 3`` steps: dense
+    enough that the greedy orders miss the bound and hill_climb runs all its steps."""
+    rng = random.Random(seed)
+    spans = []
+    for _ in range(n):
+        start = rng.randrange(max(n // 3, 1))
+        spans.append((start, start + rng.randrange(1, 12)))
+    return [rng.randrange(1, 2000) * 16 for _ in range(n)], spans
+
+
+def plan_synthetic(n: int) -> list[dict[str, Any]]:
+    sizes, spans = synthetic(n)
+    rows = []
+    for algorithm in ALGORITHMS:
+        start = time.perf_counter()
+        plan = plan_pools(sizes, spans, [WorkspacePoolInfo("global_workspace", ["c"])],
+                          algorithm, 16)
+        rows.append({"model": f"synthetic_{n}", "algorithm": algorithm,
+                     "planned_bytes": plan.total, "lower_bound": plan.lower_bound,
+                     "buffers": n, "plan_s": time.perf_counter() - start})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--synthetic", default="100,300",
+                    help="buffer counts of random planning problems ('' for none)")
     ap.add_argument("--json", default=str(results_path("usmp.json")))
     args = ap.parse_args()
-    rows = [r for name in args.models.split(",") for r in plan_model(name)]
+    rows = [r for name in args.models.split(",") if name for r in plan_model(name)]
+    rows += [r for n in args.synthetic.split(",") if n for r in plan_synthetic(int(n))]
     print(table([[r["model"], r["algorithm"], r["buffers"], r["planned_bytes"], r["lower_bound"],
                   f"{r['planned_bytes'] / max(r['lower_bound'], 1):.3f}", r["plan_s"]]
                  for r in rows],

@@ -12,7 +12,7 @@ where the caller wrote it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -58,10 +58,37 @@ class PoolInfoProperties:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise PoolError(f"{owner}: {key} must be an int >= 0, got {value!r}")
+        bursts = self.target_burst_bytes
+        if bursts is not None:
+            if not isinstance(bursts, Mapping):
+                raise PoolError(f"{owner}: target_burst_bytes must map targets to bytes, got "
+                                f"{type(bursts).__name__} {bursts!r}")
+            for t, n in bursts.items():
+                _targets(f"{owner}: target_burst_bytes", [t])
+                _check_count(owner, f"target_burst_bytes[{str(t)!r}]", n, False)
 
     @property
     def bounded(self) -> bool:
         return self.size_hint_bytes != UNRESTRICTED
+
+    def burst_bytes(self, target: Any) -> int:
+        """The burst of ``target`` on this pool (``target_burst_bytes``), 1 when not given."""
+        for t, n in (self.target_burst_bytes or {}).items():
+            if _kind_name(t) == _kind_name(target):
+                return int(n)
+        return 1
+
+    def access_cycles_per_byte(self, target: Any) -> float | None:
+        """Cycles to read and write one byte in bursts of ``target``: each burst costs the
+        latency plus the burst over the bandwidth, each way. None when a bandwidth is unknown
+        (the cost cannot be estimated)."""
+        read, write = self.read_bandwidth_bytes_per_cycle, self.write_bandwidth_bytes_per_cycle
+        if read <= 0 or write <= 0:
+            return None
+        burst = self.burst_bytes(target)
+        cycles = (self.read_latency_cycles + burst / read
+                  + self.write_latency_cycles + burst / write)
+        return cycles / burst
 
 
 @dataclass(frozen=True)

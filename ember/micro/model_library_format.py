@@ -16,8 +16,11 @@
                                             headers of ``ember/include`` merged into its include/
 
 ``memory`` holds ``pools`` (AOT with the USMP: per workspace pool ``pool_name``,
-``size_hint_bytes``, ``planned_bytes``, ``lower_bound``) and ``functions``: ``main`` (one entry per device: ``workspace_size_bytes``, the
-run function's own memory plus the largest operator workspace; ``io_size_bytes``;
+``size_hint_bytes``, ``planned_bytes``, ``lower_bound`` and ``operator_workspace_bytes``, the
+largest kernel scratch planned into it), ``constant_pools`` (AOT with constant memory pools:
+per pool ``pool_name`` and ``size_bytes``) and ``functions``: ``main`` (one entry per device:
+``workspace_size_bytes``, the run function's own memory plus the largest operator workspace
+taken at run time; ``io_size_bytes``;
 ``constants_size_bytes``; ``inputs``/``outputs`` with sizes and dtypes) and
 ``operator_functions`` (``function_name`` and its ``workspace`` per device); graph factories
 add ``sids`` (each storage id's size, and the input it holds if any).
@@ -144,6 +147,24 @@ def _build_function_memory_map(function_metadata: Mapping[str, Mapping[str, int]
     return {"main": [entry], "operator_functions": ops}
 
 
+def _aot_pools(meta: Any) -> dict[str, Any]:
+    """``pools`` (USMP: per workspace pool its name, limit (-1: none), planned bytes, lower
+    bound, and the largest operator scratch it holds) and ``constant_pools`` (per constant
+    memory pool its name and bytes), each only when the model has some."""
+    from ..relay.backend.aot.interface import constant_pool_sizes
+    from ..relay.backend.aot.metadata import OPERATOR_WORKSPACE, pool_memory_key
+
+    out: dict[str, Any] = {}
+    if meta.pools:
+        out["pools"] = [{**q, OPERATOR_WORKSPACE: int(meta.memory.get(
+            pool_memory_key("workspace_pool", q["pool_name"]), 0))} for q in meta.pools]
+    sizes = constant_pool_sizes(meta)
+    if sizes:
+        out["constant_pools"] = [{"pool_name": name, "size_bytes": size}
+                                 for name, size in sizes.items()]
+    return out
+
+
 def _build_sid_map(graph: Graph) -> list[dict[str, Any]]:
     """One entry per storage id: its size (the largest tensor using it) and, for a graph
     input or param, ``input_binding`` (its name)."""
@@ -258,9 +279,8 @@ def _export_module(mod: ExecutorFactoryModule, root: Path) -> dict[str, Any]:
         memory["sids"] = _build_sid_map(mod.graph)
         _write(root / "executor-config" / "graph" / f"{name}.graph", mod.get_graph_json())
     memory["functions"] = _build_function_memory_map(function_metadata)
-    if isinstance(mod, AotExecutorFactoryModule) and mod.get_model_metadata().pools:
-        # USMP: per workspace pool its name, limit (-1: none), planned bytes and lower bound
-        memory["pools"] = [dict(q) for q in mod.get_model_metadata().pools]
+    if isinstance(mod, AotExecutorFactoryModule):
+        memory.update(_aot_pools(mod.get_model_metadata()))
     header = getattr(mod, "header", "")
     if header and isinstance(mod, AotExecutorFactoryModule):
         prefix = mod.get_model_metadata().prefix

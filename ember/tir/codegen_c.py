@@ -78,6 +78,7 @@ _MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "l
          "atan": "atan", "asin": "asin", "acos": "acos", "sinh": "sinh", "cosh": "cosh",
          "log1p": "log1p", "expm1": "expm1", "pow": "pow", "fmod": "fmod"}
 STACK_LIMIT = 16384  # bytes: larger (or dynamic) allocations use TVMBackendAllocWorkspace
+SCRATCH_ALIGNMENT = 64  # bytes between the starts of a kernel's scratch buffers (as on the stack)
 HOIST_LENGTH = 80  # a shared subexpression whose C text is longer goes into a const local
 Then = list  # what a statement handler leaves to do: (statement, indent) pairs and actions
 
@@ -137,6 +138,10 @@ class FunctionWriter:
         self.outlined: list[str] = []  # task functions, emitted before this function
         self.num_outlined = 0
         self.decl_types: dict[int, str] = {}  # id(var) -> C type a task function copies it as
+        # USMP: id(Allocate) -> byte offset in the caller's scratch (``scratch_base``, the last
+        # parameter), for the allocations that would otherwise use TVMBackendAllocWorkspace
+        self.scratch: dict[int, int] = {}
+        self.scratch_base = ""
 
     # -- names ------------------------------------------------------------------------------
     def bind(self, v: Any, hint: str, ctype: str | None = None) -> str:

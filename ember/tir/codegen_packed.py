@@ -55,6 +55,9 @@ def emit_allocate(w: FunctionWriter, s: Allocate, ind: int) -> list[Any]:
     if isinstance(n, IntImm) and (n.value * itemsize <= STACK_LIMIT or w.in_parallel):
         w.emit(f"{ctype} {name}[{max(n.value, 1)}] __attribute__((aligned(64)));", ind)
         return [(s.body, ind)]
+    if id(s) in w.scratch:  # USMP: planned at build time, in the block the caller passes
+        w.emit(f"{ctype}* {name} = ({ctype}*)({w.scratch_base} + {w.scratch[id(s)]});", ind)
+        return [(s.body, ind)]
     code, nbits = dl_type(buf.dtype)
     w.emit(f"{ctype}* {name} = ({ctype}*)TVMBackendAllocWorkspace(1, 0, (uint64_t)({w.expr(n)}) "
            f"* sizeof({ctype}), {code}, {nbits});", ind)
@@ -121,10 +124,12 @@ def _written(func: PrimFunc) -> set[int]:
         id(n.args[0].buffer.data) for n in calls if n.op == "tir.address_of"}
 
 
-def unpacked_function(func: PrimFunc, helpers: set[str],
-                      outline_parallel: bool = True) -> tuple[str, list[str]]:
+def unpacked_function(func: PrimFunc, helpers: set[str], outline_parallel: bool = True,
+                      scratch: dict[int, int] | None = None) -> tuple[str, list[str]]:
     """The C text of ``<name>_unpacked`` (after the task functions of its parallel loops) and
-    its parameter names (for the wrapper). ``outline_parallel=False``: serial loops only."""
+    its parameter names (for the wrapper). ``outline_parallel=False``: serial loops only.
+    ``scratch`` (``kernel_scratch.scratch_layout``): those allocations become offsets in a
+    last parameter ``uint8_t* ember_workspace``."""
     w = FunctionWriter(func, helpers)
     w.outline_parallel = outline_parallel
     written = _written(func)
@@ -144,6 +149,10 @@ def unpacked_function(func: PrimFunc, helpers: set[str],
         w.nonneg.add(id(v))
         params.append(f"{C_TYPE[v.dtype]} {nm}")
         names.append(nm)
+    if scratch:
+        w.scratch, w.scratch_base = scratch, w.fresh("ember_workspace")
+        params.append(f"uint8_t* restrict {w.scratch_base}")
+        names.append(w.scratch_base)
     fname = c_ident(func.name)
     unused = _unused_params(func, names)
     if unused:  # e.g. an extern kernel's operand it ignores (-Wunused-parameter)
@@ -190,18 +199,21 @@ def backend_header_available() -> bool:
     return os.path.exists(os.path.join(_INCLUDE_DIR, "ember", "c_backend_api.h"))
 
 
-def packed_wrapper(func: PrimFunc, unpacked_names: list[str], stdio: bool = True) -> str:
+def packed_wrapper(func: PrimFunc, unpacked_names: list[str], stdio: bool = True,
+                   scratch_bytes: int = 0) -> str:
     """The C text of the packed entry ``<name>`` that checks arguments and calls the unpacked.
 
     With ``stdio=False`` every message is a constant string (no ``%d``): the prelude's
-    ``ember_fail`` then does no formatting (see ``codegen.generate_c``)."""
+    ``ember_fail`` then does no formatting (see ``codegen.generate_c``). ``scratch_bytes`` > 0:
+    one more argument, a uint8 tensor of at least that many bytes (the kernel's scratch)."""
     fname = c_ident(func.name)
-    count = (f'"{fname}: expected {len(func.params)} arguments, got %d", num_args' if stdio else
-             f'"{fname}: wrong number of arguments (expected {len(func.params)})"')
+    n_args = len(func.params) + (1 if scratch_bytes else 0)
+    count = (f'"{fname}: expected {n_args} arguments, got %d", num_args' if stdio else
+             f'"{fname}: wrong number of arguments (expected {n_args})"')
     lines = [(f"TVM_DLL int32_t {fname}(TVMValue* args, int* type_codes, int num_args, "
               "TVMValue* out_ret_value, int* out_ret_tcode, void* resource_handle) {"),
              "  (void)out_ret_value; (void)out_ret_tcode; (void)resource_handle;",
-             f"  if (num_args != {len(func.params)}) {{",
+             f"  if (num_args != {n_args}) {{",
              f"    return ember_fail({count});", "  }"]
     sym = signature_vars(func)
     sym_names = {id(v): f"sym_{c_ident(v.name)}" for v in sym}
@@ -226,6 +238,16 @@ def packed_wrapper(func: PrimFunc, unpacked_names: list[str], stdio: bool = True
         if buf is not None:
             lines += _shape_check(i, buf, f"{fname}: argument {i} ({buf.name})", sym_names)
     call_args += [f"({C_TYPE[v.dtype]}){sym_names[id(v)]}" for v in sym]
+    if scratch_bytes:
+        k = len(func.params)
+        label = f"{fname}: argument {k} (workspace)"
+        lines += [f"  DLTensor* t{k} = NULL;",
+                  (f'  if (ember_check_tensor("{label}", type_codes[{k}], args[{k}], 1, 1, 8, '
+                   f'"uint8", 1, &t{k}) != 0) return -1;'),
+                  f"  if (t{k}->shape[0] < {scratch_bytes}) {{",
+                  f'    return ember_fail("{label}: expected at least {scratch_bytes} bytes");',
+                  "  }"]
+        call_args.append(f"(uint8_t*)t{k}->data + t{k}->byte_offset")
     lines.append(f"  return {fname}_unpacked({', '.join(call_args)});")
     lines.append("}")
     return "\n".join(lines)

@@ -8,6 +8,7 @@ live in two constant pools.
 from __future__ import annotations
 
 import json
+import re
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,21 @@ def _pools(n: int, sizes: list[int]) -> WorkspaceMemoryPools:
     return WorkspaceMemoryPools(out)
 
 
-def _build(n_pools: int, algorithm: str, io: bool) -> Any:
-    mod, params = cnn_model()
+def scratch_model() -> tuple[tvm.IRModule, dict[str, Any]]:
+    """A conv2d whose padded input (16 x 34 x 34 floats) is above the kernel stack limit: the
+    kernel needs scratch (weights as an input keep the padding in the kernel), then a linked
+    constant added."""
+    x = relay.var("x", shape=(1, 16, 32, 32))
+    w = relay.var("w", shape=(8, 16, 3, 3))
+    y = relay.nn.conv2d(x, w, padding=(1, 1), channels=8, kernel_size=(3, 3))
+    y = relay.add(relay.nn.relu(y), relay.var("bias", shape=(1, 8, 1, 1)))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        relay.analysis.free_vars(y), y)))
+    return mod, {"bias": np.linspace(-1, 1, 8, dtype="float32").reshape(1, 8, 1, 1)}
+
+
+def _build(n_pools: int, algorithm: str, io: bool, model: Any = cnn_model) -> Any:
+    mod, params = model()
     config = {"tir.usmp.enable": True, "tir.usmp.algorithm": algorithm,
               "tir.usmp.use_workspace_io": io}
     with tvm.transform.PassContext(opt_level=3, config=config):
@@ -107,12 +121,13 @@ def _main_c(meta: Any, io: bool) -> str:
                        run="\n".join(run), prints="\n".join(prints))
 
 
-def _run_program(factory: Any, io: bool, tmp: Path, crt_dir: Path) -> tuple[dict[str, str], Any]:
+def _run_program(factory: Any, io: bool, tmp: Path, crt_dir: Path, model: Any = cnn_model
+                 ) -> tuple[dict[str, str], Any]:
     meta = factory.get_model_metadata()
     with tarfile.open(export_model_library_format(factory, tmp / "model.tar")) as tar:
         tar.extractall(tmp / "mlf", filter="data")
     mlf = tmp / "mlf"
-    mod, params = cnn_model()
+    mod, params = model()
     inputs = inputs_for(mod, params)
     arrays = [(f"input_{i}", inputs[q.relay_name_hint], q.relay_name_hint)
               for i, q in enumerate(meta.main.inputs)]
@@ -159,7 +174,34 @@ def test_usmp_program_matches_the_interpreter(n_pools, algorithm, io, tmp_path, 
         assert q["size_hint_bytes"] < 0 or q["planned_bytes"] <= q["size_hint_bytes"]
         assert q["planned_bytes"] >= q["lower_bound"]
     (entry,) = mlf_meta["modules"].values() if "modules" in mlf_meta else [mlf_meta]
-    assert entry["memory"]["pools"] == [dict(q) for q in pools]
+    assert entry["memory"]["pools"] == [{**q, "operator_workspace_bytes": 0} for q in pools]
     code = factory.lib.code
     assert "static const unsigned char tvmgen_usmp_flash[" in code
     assert "static const unsigned char tvmgen_usmp_rom[" in code
+
+
+# A kernel's scratch taken from the run-time workspace: ``<type>* name = (<type>*)TVMBackend...``
+RUNTIME_WORKSPACE = re.compile(r"\)TVMBackendAllocWorkspace\(")
+
+
+def test_kernel_scratch_lives_in_the_pools_with_no_heap(tmp_path, crt):  # noqa: F811
+    """The conv2d's padded input comes from the pools: the C calls no
+    TVMBackendAllocWorkspace, and the program runs with a C runtime arena too small for it."""
+    factory = _build(2, "greedy_by_size", False, scratch_model)
+    meta = factory.get_model_metadata()
+    assert meta.memory["backend_workspace_bytes"] == 0
+    scratch = meta.memory["operator_workspace_bytes"]
+    assert scratch >= 16 * 34 * 34 * 4  # the padded input
+    assert "#define TVMGEN_USMP_BACKEND_WORKSPACE_SIZE 0" in factory.get_header()
+    lines, mlf_meta = _run_program(factory, False, tmp_path, crt, scratch_model)
+    assert lines["run"].strip() == "0"
+    sources = "".join(p.read_text() for p in (tmp_path / "mlf").rglob("codegen/host/src/*.c"))
+    assert "ember_workspace" in sources and not RUNTIME_WORKSPACE.search(sources)
+    (entry,) = mlf_meta["modules"].values() if "modules" in mlf_meta else [mlf_meta]
+    pools = entry["memory"]["pools"]
+    assert max(q["operator_workspace_bytes"] for q in pools) == scratch
+    # the bounded pool (1024 bytes) cannot hold it: the scratch spills into the last pool
+    assert pools[0]["operator_workspace_bytes"] == 0 and pools[-1]["planned_bytes"] >= scratch
+    # the bias (32 bytes) fits the first constant pool; the second is reported, empty
+    assert entry["memory"]["constant_pools"] == [{"pool_name": "flash", "size_bytes": 32},
+                                                 {"pool_name": "rom", "size_bytes": 0}]

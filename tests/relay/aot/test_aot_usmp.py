@@ -28,7 +28,8 @@ from ember.ir.memory_pools import (
 )
 from ember.relay.backend import Executor, Runtime
 from ember.relay.backend.aot.build import memory_report
-from ember.relay.backend.aot.usmp import ALGORITHMS, conflicts, plan_pools
+from ember.relay.backend.aot.usmp import ALGORITHMS, candidate_order, conflicts, plan_pools
+from ember.relay.backend.aot.usmp_placement import Placement
 from ember.relay.backend.memory_plan import lower_bound
 
 C_IFACE = {"interface-api": "c", "unpacked-api": True, "link-params": True}
@@ -87,6 +88,27 @@ def test_hill_climb_is_never_worse_than_the_greedy_orders(bufs):
     assert totals["hill_climb"] <= min(totals["greedy_by_size"], totals["greedy_by_conflicts"])
 
 
+@settings(max_examples=60, deadline=None)
+@given(buffers(), st.integers(1, 3), st.booleans(),
+       st.lists(st.tuples(st.integers(0, 23), st.integers(0, 23)), max_size=40))
+def test_incremental_swaps_leave_the_placement_a_full_one_gives(bufs, n_pools, keep_all,
+                                                                swaps):
+    """try_swap re-places only what a swap can change; the result (kept or rolled back) is
+    exactly the placement of its order from scratch."""
+    sizes, intervals = bufs
+    padded = [(s + 15) // 16 * 16 for s in sizes]
+    limits = [256 * (k + 1) for k in range(n_pools - 1)] + [-1]
+    placement = Placement(list(range(len(sizes))), padded, intervals, limits, 16)
+    best = placement.cost
+    for a, b in swaps:
+        if placement.try_swap(a % len(sizes), b % len(sizes), float("inf") if keep_all
+                              else best):
+            best = placement.cost
+    full = Placement(placement.order, padded, intervals, limits, 16)
+    assert (placement.pool_of, placement.offsets) == (full.pool_of, full.offsets)
+    assert placement.cost == full.cost <= best
+
+
 def test_hill_climb_reaches_the_bound_where_greedy_by_size_misses_it():
     # A small early buffer and a large one alive later: largest-first puts the large one at 0,
     # then the long-lived middle one above it; the bound is 30.
@@ -107,6 +129,62 @@ def test_a_full_bounded_pool_spills_into_the_next():
                       "greedy_by_size", 16)
     assert sorted(plan.pool_of) == [0, 1]
     assert [u.planned_bytes for u in plan.pools] == [112, 112]
+
+
+def _timed_pool(name: str, read: int, write: int, latency: int = 0, size: int = -1,
+                **extra) -> WorkspacePoolInfo:
+    return WorkspacePoolInfo(name, ["c"], PoolInfoProperties(
+        size_hint_bytes=size, read_bandwidth_bytes_per_cycle=read,
+        write_bandwidth_bytes_per_cycle=write, read_latency_cycles=latency,
+        write_latency_cycles=latency, **extra))
+
+
+def test_the_faster_pool_is_filled_first_whatever_the_order_given():
+    slow = _timed_pool("dram", 1, 1, latency=20)
+    fast = _timed_pool("sram", 8, 8, size=128)
+    plan = plan_pools([100, 100, 100], [(0, 1), (0, 1), (0, 1)], [slow, fast],
+                      "greedy_by_size", 16, target="c")
+    # one buffer fits sram (128 bytes): it goes there first; the rest spill into dram
+    assert [u.planned_bytes for u in plan.pools] == [224, 112]
+    assert plan.pool_of.count(1) == 1
+    assert candidate_order([slow, fast], "c") == [1, 0]
+    # unknown bandwidths: the order given (TVM's), after the pools with a known cost
+    assert candidate_order([_pool("a"), _pool("b")], "c") == [0, 1]
+    assert candidate_order([_pool("a"), fast, slow], "c") == [1, 2, 0]
+
+
+def test_latency_bursts_and_clocks_weigh_in_the_pool_order():
+    # same bandwidth; a long burst amortises the latency of "flash" below that of "tcm"
+    flash = _timed_pool("flash", 4, 4, latency=16, target_burst_bytes={"c": 256})
+    tcm = _timed_pool("tcm", 4, 4, latency=4)
+    assert candidate_order([tcm, flash], "c") == [1, 0]
+    assert candidate_order([tcm, flash], "llvm") == [0, 1]  # no burst for llvm: 1 byte
+    # at twice the clock, a pool twice as slow in cycles is as fast: the order given stays
+    a = _timed_pool("a", 2, 2, clock_frequency_hz=100)
+    b = _timed_pool("b", 4, 4, clock_frequency_hz=50)
+    assert candidate_order([a, b], "c") == [0, 1] and candidate_order([b, a], "c") == [0, 1]
+
+
+def test_the_build_fills_the_faster_pool_first():
+    pools = WorkspaceMemoryPools([_timed_pool("dram", 1, 1, latency=20),
+                                  _timed_pool("sram", 8, 8, size=64)])
+    factory = _build({"tir.usmp.algorithm": "greedy_by_size"}, pools)
+    meta = factory.get_model_metadata()
+    assert [(q["pool_name"], q["planned_bytes"]) for q in meta.pools] == [("dram", 128),
+                                                                          ("sram", 64)]
+    # the struct keeps the order given
+    assert "struct tvmgen_default_workspace_pools {\n  void* dram;\n  void* sram;\n};" in \
+        factory.get_header()
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"target_burst_bytes": 64}, "target_burst_bytes must map targets to bytes, got int"),
+    ({"target_burst_bytes": {"c": 0}}, r"target_burst_bytes\['c'\] must be positive"),
+    ({"target_burst_bytes": {42: 8}}, "42 is not a target"),
+])
+def test_bad_burst_sizes_are_refused(bad, match):
+    with pytest.raises(PoolError, match=match):
+        PoolInfoProperties(**bad)
 
 
 def test_pools_too_small_name_the_buffer_and_the_needed_size():
@@ -290,6 +368,18 @@ def test_constant_pools_hold_the_linked_constants():
                      r'\(section\("\.rodata\.tvm"\), aligned\(16\)\)\)', code)
     assert "static const unsigned char tvmgen_default_rom[" in code
     assert "tvmgen_default_constant_0" not in code  # no separate arrays
+    # reported: the metadata (JSON and C struct), the header, EMBER_DEBUG's report
+    meta = factory.get_model_metadata()
+    assert meta.memory["constant_pool.flash.planned_bytes"] == 64
+    assert meta.memory["constant_pool.rom.planned_bytes"] == 64
+    head = factory.get_header()
+    assert "#define TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_SIZE 64" in head
+    assert "#define TVMGEN_DEFAULT_ROM_CONSTANT_POOL_SIZE 64" in head
+    assert 'static const struct TVMPoolInfo tvmgen_default_constant_pools[] = {\n  {"flash", ' \
+           '64LL},\n  {"rom", 64LL},\n};' in code
+    assert re.search(r'\{"p\d", "flash", 0LL, 64LL\},\n  \{"p\d", "rom", 0LL, 64LL\}', code)
+    assert "tvmgen_default_constant_pools, 2, tvmgen_default_pooled_constants, 2};" in code
+    assert "[ember]   constant pool flash: 64 bytes" in memory_report(meta)
     from ember.runtime.executor import AotModule
 
     mod = AotModule(factory["default"](tvm.cpu()))
@@ -360,3 +450,95 @@ def test_the_cli_accepts_the_usmp_options():
         "tir.usmp.use_workspace_io": False}
     with pytest.raises(CLIError, match="hill_climb"):
         parse_pass_config(["tir.usmp.algorithm=best"])
+
+
+# -- operator scratch in the pools ------------------------------------------------------------------
+def _scratch_model() -> tvm.IRModule:
+    """conv2d with the weights as an input: the kernel pads its input in scratch
+    (16 x 34 x 34 floats, above the stack limit)."""
+    x = relay.var("x", shape=(1, 16, 32, 32))
+    w = relay.var("w", shape=(8, 16, 3, 3))
+    y = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1), channels=8, kernel_size=(3, 3)))
+    return tvm.IRModule.from_expr(relay.Function([x, w], y))
+
+
+def _run_hosted(factory, inputs):
+    from ember.runtime.executor import AotModule
+
+    mod = AotModule(factory["default"](tvm.cpu()))
+    for name, value in inputs.items():
+        mod.set_input(name, value)
+    mod.run()
+    return mod.get_output(0).numpy()
+
+
+@pytest.fixture(scope="module")
+def scratch_builds():
+    """The scratch model built for the C++ runtime (packed operator calls) with and without the
+    USMP, and its inputs."""
+    rng = np.random.default_rng(0)
+    inputs = {"x": rng.standard_normal((1, 16, 32, 32), dtype="float32"),
+              "w": rng.standard_normal((8, 16, 3, 3), dtype="float32")}
+    out = {}
+    for usmp in (True, False):
+        cfg = {"tir.usmp.enable": usmp, "tir.usmp.algorithm": "greedy_by_size"}
+        pools = WorkspaceMemoryPools([
+            WorkspacePoolInfo("sram", ["llvm"], PoolInfoProperties(size_hint_bytes=4096)),
+            WorkspacePoolInfo("dram", ["llvm"])]) if usmp else None
+        with tvm.transform.PassContext(opt_level=3, config=cfg):
+            out[usmp] = relay.build(_scratch_model(), "llvm", executor=Executor("aot"),
+                                    runtime=Runtime("cpp"), workspace_memory_pools=pools)
+    return out, inputs
+
+
+def test_kernel_scratch_is_planned_into_the_pools(scratch_builds, monkeypatch, capsys):
+    builds, inputs = scratch_builds
+    with_usmp, without = builds[True], builds[False]
+    meta = with_usmp.get_model_metadata()
+    need = without.get_model_metadata().memory["backend_workspace_bytes"]
+    assert need > 16 * 34 * 34 * 4  # without the USMP: TVMBackendAllocWorkspace at run time
+    assert meta.memory["backend_workspace_bytes"] == 0
+    scratch = meta.memory["operator_workspace_bytes"]
+    assert 16 * 34 * 34 * 4 <= scratch <= need
+    # sram (4096 bytes) cannot hold it: it spills into dram, next to nothing else
+    assert meta.memory["workspace_pool.dram.operator_workspace_bytes"] == scratch
+    assert meta.memory["workspace_pool.sram.operator_workspace_bytes"] == 0
+    assert meta.pools[1]["planned_bytes"] >= scratch
+    code = with_usmp.lib.code
+    assert re.search(r"\)TVMBackendAllocWorkspace\(", without.lib.code)
+    assert not re.search(r"\)TVMBackendAllocWorkspace\(", code)
+    assert "uint8_t* restrict ember_workspace" in code
+    np.testing.assert_allclose(_run_hosted(with_usmp, inputs), _run_hosted(without, inputs),
+                               rtol=1e-5, atol=1e-5)
+    report = memory_report(meta)
+    assert f"pool dram: {meta.pools[1]['planned_bytes']} bytes planned" in report
+    assert f"operator scratch up to {scratch})" in report
+
+
+def test_a_kernel_called_without_its_scratch_names_the_missing_argument(scratch_builds):
+    builds, inputs = scratch_builds
+    meta = builds[True].get_model_metadata()
+    (name,) = [op["function_name"] for op in meta.operators]
+    kernel = builds[True].lib[name]
+    out = tvm.nd.empty((1, 8, 32, 32))
+    with pytest.raises(tvm.TVMError, match=rf"{name}: expected 4 arguments, got 3"):
+        kernel(tvm.nd.array(inputs["x"]), tvm.nd.array(inputs["w"]), out)
+    small = tvm.nd.empty((64,), "uint8")
+    with pytest.raises(tvm.TVMError, match=rf"{name}: argument 3 \(workspace\): expected at "
+                                           rf"least {meta.memory['operator_workspace_bytes']} "
+                                           "bytes"):
+        kernel(tvm.nd.array(inputs["x"]), tvm.nd.array(inputs["w"]), out, small)
+    with pytest.raises(tvm.TVMError, match=rf"{name}: argument 3 \(workspace\)"):
+        kernel(tvm.nd.array(inputs["x"]), tvm.nd.array(inputs["w"]), out,
+               tvm.nd.empty((1 << 20,), "float32"))
+
+
+# -- tir.disable_storage_rewrite ------------------------------------------------------------------
+def test_disable_storage_rewrite_gives_every_buffer_its_own_bytes():
+    reuse = _build({"tir.usmp.algorithm": "greedy_by_size"}).get_model_metadata()
+    alone = _build({"tir.usmp.algorithm": "greedy_by_size",
+                    "tir.disable_storage_rewrite": True}).get_model_metadata()
+    # _model: four 64-byte intermediates, at most three alive together
+    assert reuse.pools[0]["planned_bytes"] == 192
+    assert alone.pools[0]["planned_bytes"] == alone.memory["total_bytes"] == 256
+    assert alone.pools[0]["lower_bound"] == 256

@@ -83,6 +83,10 @@ class AotProgram:
     pool_vars: list[Var] = field(default_factory=list)
     io_locations: list[tuple[int, int]] | None = None
     constant_pool_vars: list[Var] = field(default_factory=list)  # constant_memory_pools'
+    # per constant memory pool: pool_name, size_hint_bytes, planned_bytes, its constants
+    constant_pools: list[dict[str, Any]] = field(default_factory=list)
+    # USMP: per workspace pool, the largest operator scratch placed in it (one call at a time)
+    scratch_by_pool: dict[str, int] = field(default_factory=dict)
 
     @property
     def constant_pool_bytes(self) -> int:
@@ -110,8 +114,12 @@ class _Lowering:
     """Builds the PrimFunc of one ``main``; one instance per build."""
 
     def __init__(self, df: Dataflow, kernels: Mapping[Any, Any], opts: AotOptions, prefix: str,
-                 io_names: tuple[list[str], list[str]]) -> None:
+                 io_names: tuple[list[str], list[str]],
+                 scratch: Mapping[str, int] | None = None) -> None:
         self.df, self.kernels, self.opts, self.prefix = df, kernels, opts, prefix
+        self.scratch = dict(scratch or {})  # kernel name -> bytes of scratch it takes (USMP)
+        self.scratch_at: dict[int, tuple[int, int]] = {}  # step -> (pool, offset) of its scratch
+        self.scratch_steps: dict[int, tuple[str, int]] = {}  # step -> (kernel, scratch bytes)
         self.roots = df.alias_roots()
         self.in_names, self.out_names = io_names
         align = max([opts.workspace_alignment] + [itemsize(t.dtype) for t in df.tensors])
@@ -179,10 +187,13 @@ class _Lowering:
         in the pools; keys are root tensor ids, and ``-1 - j`` for output ``j`` when it is a
         copy (its own buffer, written after the last step)."""
         usmp, df = self.opts.usmp, self.df
-        keys, plan = plan_dataflow_pools(df, usmp, align)
+        self.scratch_steps = self._scratch_steps()
+        keys, plan = plan_dataflow_pools(df, usmp, align, self.scratch_steps)
         self.pool_plan = plan
         self.pool_vars = [Var(f"{p.pool_name}_var", "handle") for p in usmp.pools]
         place = {k: (plan.pool_of[i], plan.offsets[i]) for i, k in enumerate(keys)}
+        for k in [k for k in place if isinstance(k, tuple)]:  # ("scratch", step)
+            self.scratch_at[k[1]] = place.pop(k)
         self.offsets = {t: place[self.roots[t]][1] for t in range(len(df.tensors))
                         if self.roots[t] in place}
         self.pool_of = {t: place[self.roots[t]][0] for t in range(len(df.tensors))
@@ -191,6 +202,34 @@ class _Lowering:
             if k < 0:
                 self.pool_of[k], self.offsets[k] = where
         self.arena = ArenaPlan([], plan.total, plan.lower_bound)
+
+    def _scratch_steps(self) -> dict[int, tuple[str, int]]:
+        """Step index -> (kernel, scratch bytes) for the calls of kernels that take scratch."""
+        out = {}
+        for i, step in enumerate(self.df.steps):
+            low = None if step.is_nop else self.kernels.get(step.func)
+            if low is not None and self.scratch.get(low.name, 0) > 0:
+                out[i] = (low.name, self.scratch[low.name])
+        return out
+
+    def constant_pool_report(self) -> list[dict[str, Any]]:
+        """Per constant memory pool: name, limit (-1: none), bytes used, its constants (name,
+        byte offset, bytes), as TVM's ``ConstantPoolInfo.constant_info_arr``."""
+        out = []
+        for pool, var, fill in zip(self.cpools, self.cpool_vars, self.cpool_fill, strict=True):
+            members = [{"name_hint": c.name, "byte_offset": c.offset, "data_len": c.nbytes}
+                       for c in self.constants if c.var is var]
+            out.append({"pool_name": pool.pool_name, "size_hint_bytes": pool.size_hint_bytes,
+                        "planned_bytes": fill, "constants": members})
+        return out
+
+    def scratch_report(self) -> dict[str, int]:
+        """Per workspace pool (USMP) the largest operator scratch placed in it."""
+        out: dict[str, int] = {}
+        for i, (pool, _) in self.scratch_at.items():
+            name = self.opts.usmp.pools[pool].pool_name
+            out[name] = max(out.get(name, 0), self.scratch_steps[i][1])
+        return out
 
     def io_locations(self) -> list[tuple[int, int]] | None:
         """With use_workspace_io, (pool, offset) of each input then each output."""
@@ -249,16 +288,19 @@ class _Lowering:
         stmts: list[Stmt] = []
         notes: list[str] = []
         used: dict[str, Any] = {}
-        for step in df.steps:
+        for i, step in enumerate(df.steps):
             if step.is_nop:
                 continue  # the output aliases the input (same root): nothing to run
             low = self.kernels.get(step.func)
             if low is None:
                 raise InternalError(f"aot codegen: no lowered kernel for {_where(step)}")
             used.setdefault(low.name, low)
-            stmts.append(self._call(step, low))
+            stmts.append(self._call(step, low, i))
             ins = ", ".join(self.describe(t) for t in step.inputs)
             outs = ", ".join(self.describe(t) for t in step.outputs)
+            if i in self.scratch_at:
+                pool, offset = self.scratch_at[i]
+                outs += f" (scratch {self.opts.usmp.pools[pool].pool_name}+{offset})"
             notes.append(f"{low.name}({ins}) -> {outs}")
         for j, t in enumerate(df.outputs):
             if self.output_of.get(self.roots[t]) != j:
@@ -271,7 +313,7 @@ class _Lowering:
                 notes.append(f"{self.out_names[j]} <- a copy of {self.describe(t)}")
         return self._prim_func(seq(*stmts) if stmts else seq()), notes, used
 
-    def _call(self, step: Step, low: Any) -> Stmt:
+    def _call(self, step: Step, low: Any, index: int) -> Stmt:
         if low.name not in self.lifted:
             self.lifted[low.name] = [self.add_constant(c) for c in (low.constants or [])]
         consts = [self._const_buffer(k) for k in self.lifted[low.name]]
@@ -280,6 +322,11 @@ class _Lowering:
         if len(args) != low.num_args:
             raise InternalError(f"aot codegen: {low.name} takes {low.num_args} arguments, the "
                                 f"call {_where(step)} passes {len(args)}")
+        if index in self.scratch_at:  # USMP: the kernel's scratch, last (scratch.py)
+            pool, offset = self.scratch_at[index]
+            args.append(Buffer(f"scratch of {low.name}", _dims((self.scratch[low.name],)),
+                               "uint8", data=self.pool_vars[pool],
+                               elem_offset=IntImm("int64", offset)))
         op = CALL_OPS[self.opts.operator_convention]
         if getattr(low, "external_module", None) is not None:
             op = _external_call_op(low, self.opts)
@@ -328,10 +375,12 @@ def _external_call_op(low: Any, opts: AotOptions) -> str:
 
 
 def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,
-               prefix: str) -> AotProgram:
+               prefix: str, scratch: Mapping[str, int] | None = None) -> AotProgram:
     """``run_model`` of ``mod["main"]`` (fused, typed, static) as an :class:`AotProgram`.
 
-    ``kernels`` maps each callee (primitive Function or GlobalVar) to its LoweredFunc.
+    ``kernels`` maps each callee (primitive Function or GlobalVar) to its LoweredFunc;
+    ``scratch`` (USMP, ``scratch.py``) per kernel name the scratch bytes each call takes from
+    the pools (passed as the call's last argument).
     Raises TVMError for inputs without a name, duplicate names, or names that clash in C.
     """
     from .interface import c_names
@@ -344,7 +393,7 @@ def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,
     relay_out = ["output"] if len(df.outputs) == 1 else [f"output{j}"
                                                           for j in range(len(df.outputs))]
     c_in, c_out = c_names(relay_in, relay_out, prefix)
-    low = _Lowering(df, kernels, opts, prefix, (c_in, c_out))
+    low = _Lowering(df, kernels, opts, prefix, (c_in, c_out), scratch)
     prim, notes, used = low.lower()
     inputs = [ParameterInfo(r, c, df.tensors[t].shape, df.tensors[t].dtype)
               for r, c, (_, t) in zip(relay_in, c_in, df.params, strict=True)]
@@ -354,8 +403,10 @@ def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,
     for t in low.offsets:
         r = low.roots[t]
         groups[r] = max(groups.get(r, 0), df.tensors[t].nbytes)
+    scratch_total = sum(nbytes for _, nbytes in low.scratch_steps.values())
     return AotProgram(prefix, prim, inputs, outputs, low.constants, low.arena,
-                      sum(groups.values()), used, notes, low.workspace,
+                      sum(groups.values()) + scratch_total, used, notes, low.workspace,
                       low.pool if low.constants else None, low.pool_plan, low.pool_vars,
                       low.io_locations(),
-                      [v for v, f in zip(low.cpool_vars, low.cpool_fill, strict=True) if f])
+                      [v for v, f in zip(low.cpool_vars, low.cpool_fill, strict=True) if f],
+                      low.constant_pool_report(), low.scratch_report())

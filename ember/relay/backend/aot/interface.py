@@ -59,6 +59,13 @@ def c_names(inputs: list[str], outputs: list[str], prefix: str) -> tuple[list[st
     return result[0], result[1]
 
 
+def constant_pool_sizes(meta: ModelMetadata) -> dict[str, int]:
+    """Per constant memory pool its bytes, from the metadata's ``memory`` (pools' order)."""
+    head, tail = "constant_pool.", ".planned_bytes"
+    return {k[len(head):-len(tail)]: v for k, v in meta.memory.items()
+            if k.startswith(head) and k.endswith(tail)}
+
+
 def _type_str(p: ParameterInfo) -> str:
     return f"{p.dtype}[{', '.join(str(d) for d in p.shape)}]"
 
@@ -81,6 +88,8 @@ def header(meta: ModelMetadata, run_model_signature: str) -> str:
               *[f"#define {P}_{q['pool_name'].upper()}_WORKSPACE_POOL_SIZE {q['planned_bytes']}"
                 f"  /* workspace pool {q['pool_name']} (lower bound {q['lower_bound']}) */"
                 for q in meta.pools],
+              *[f"#define {P}_{name.upper()}_CONSTANT_POOL_SIZE {size}  /* constant pool {name}, "
+                "linked */" for name, size in constant_pool_sizes(meta).items()],
               f"#define {P}_NUM_INPUTS {main.num_inputs}",
               f"#define {P}_NUM_OUTPUTS {main.num_outputs}",
               f"#define {P}_WORKSPACE_ALIGNMENT {meta.workspace_alignment}",

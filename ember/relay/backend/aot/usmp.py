@@ -2,12 +2,16 @@
 
 Enabled by the PassContext config ``tir.usmp.enable``; ``tir.usmp.algorithm`` chooses the
 order in which buffers are placed, ``tir.usmp.use_workspace_io`` puts the inputs and outputs
-in the pools too. The pools come from ``relay.build(..., workspace_memory_pools=...)``; without
-any, the build uses one unbounded pool named ``global_workspace``.
+in the pools too, ``tir.disable_storage_rewrite`` gives every buffer bytes of its own (no
+reuse). The pools come from ``relay.build(..., workspace_memory_pools=...)``; without any, the
+build uses one unbounded pool named ``global_workspace``. The buffers are the intermediates
+and the kernels' scratch (one block per call, alive during that call: ``scratch.py``).
 
-Placement (``place``): buffers in the algorithm's order; each goes to the first pool, in the
-order given, where it fits at the lowest byte offset that overlaps no buffer of that pool alive
-at the same time and stays within the pool's ``size_hint_bytes``. The algorithms differ in the
+Placement (``usmp_placement.py``): buffers in the algorithm's order; each goes to the first
+pool, in candidate order, where it fits at the lowest byte offset that overlaps no buffer of
+that pool alive at the same time and stays within the pool's ``size_hint_bytes``. Candidate
+order (:func:`candidate_order`): pools with known access costs (bandwidths, latencies, the
+target's burst) cheapest first, then the others as given. The algorithms differ in the buffer
 order only:
 
 - ``greedy_by_size``: largest first (ties: earliest first);
@@ -20,7 +24,6 @@ the pools, and the bytes the model needs (its lower bound: no plan needs less).
 """
 from __future__ import annotations
 
-import random
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,11 +38,11 @@ from ....ir.memory_pools import (
 )
 from .._liveness import CONST, INPUT, INTERMEDIATE, Dataflow
 from ..memory_plan import _align, lower_bound
+from .usmp_placement import Placement, conflict_lists, hill_climb
 
 ALGORITHMS = ("greedy_by_size", "greedy_by_conflicts", "hill_climb")
 DEFAULT_ALGORITHM = "greedy_by_conflicts"  # TVM's default
 DEFAULT_POOL = "global_workspace"
-HILL_CLIMB_STEPS = 1500
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class UsmpSettings:
     algorithm: str
     use_workspace_io: bool
     pools: tuple[WorkspacePoolInfo, ...]
+    no_reuse: bool = False  # tir.disable_storage_rewrite: no two buffers share bytes
+    target: Any = None  # the build's target (pool access costs depend on its bursts)
 
 
 def usmp_settings(config: Mapping[str, Any], pools: Any, target: Any,
@@ -82,7 +87,8 @@ def usmp_settings(config: Mapping[str, Any], pools: Any, target: Any,
     else:
         raise PoolError(f"relay.build: workspace_memory_pools must be WorkspaceMemoryPools, "
                         f"got {type(pools).__name__}")
-    return UsmpSettings(algorithm, io, chosen)
+    return UsmpSettings(algorithm, io, chosen,
+                        bool(config.get("tir.disable_storage_rewrite", False)), target)
 
 
 def output_roots(df: Dataflow, roots: Sequence[int]) -> dict[int, int]:
@@ -96,15 +102,25 @@ def output_roots(df: Dataflow, roots: Sequence[int]) -> dict[int, int]:
     return out
 
 
-def plan_dataflow_pools(df: Dataflow, settings: UsmpSettings, alignment: int = 16
-                        ) -> tuple[list[int], PoolPlan]:
+def plan_dataflow_pools(df: Dataflow, settings: UsmpSettings, alignment: int = 16,
+                        scratch: Mapping[int, tuple[str, int]] | None = None
+                        ) -> tuple[list[Any], PoolPlan]:
     """The USMP plan of ``df`` (a fused ``main``'s dataflow): ``(keys, plan)``, keys as
-    :func:`dataflow_buffers` returns them."""
+    :func:`dataflow_buffers` returns them, then ``("scratch", i)`` for the scratch of step
+    ``i`` (``scratch``: step index -> (kernel name, bytes); alive during that step only)."""
     roots = df.alias_roots()
     keys, sizes, intervals, names = dataflow_buffers(df, roots, output_roots(df, roots),
                                                      settings.use_workspace_io)
-    return keys, plan_pools(sizes, intervals, settings.pools, settings.algorithm, alignment,
-                            names)
+    all_keys: list[Any] = list(keys)
+    for i, (kernel, nbytes) in sorted((scratch or {}).items()):
+        all_keys.append(("scratch", i))
+        sizes.append(nbytes)
+        intervals.append((i, i))
+        names.append(f"the scratch of {kernel} (step {i})")
+    if settings.no_reuse:  # tir.disable_storage_rewrite: every buffer alive all the time
+        intervals = [(-1, len(df.steps))] * len(intervals)
+    return all_keys, plan_pools(sizes, intervals, settings.pools, settings.algorithm, alignment,
+                                names, settings.target)
 
 
 def dataflow_buffers(df: Dataflow, roots: Sequence[int], output_of: Mapping[int, int],
@@ -167,6 +183,24 @@ def _check_served(kind: str, pools: Sequence[Any], target: Any) -> None:
                             f"target {str(target)!r}: no buffer could be placed in it")
 
 
+def candidate_order(pools: Sequence[Any], target: Any) -> list[int]:
+    """The order in which buffers try the pools (indices into ``pools``): the pools whose
+    access cost is known (read and write bandwidth given; ``access_cycles_per_byte`` with
+    latencies and the target's burst, in seconds when every such pool gives its clock) come
+    first, cheapest first; the others follow in the order given. TVM's greedy planners take
+    the pool candidates in order and leave that order to whoever builds the candidates
+    ("schedulers are welcome to change the order for performance reasons"); with no
+    properties set this is the order the user wrote."""
+    costs = [p.pool_info_properties.access_cycles_per_byte(target) for p in pools]
+    known = [k for k, c in enumerate(costs) if c is not None]
+    clocks = [pools[k].pool_info_properties.clock_frequency_hz for k in known]
+    if known and all(hz > 0 for hz in clocks):
+        costs = [None if c is None else c / p.pool_info_properties.clock_frequency_hz
+                 for c, p in zip(costs, pools, strict=True)]
+    fast = sorted(known, key=lambda k: (costs[k], k))
+    return fast + [k for k in range(len(pools)) if costs[k] is None]
+
+
 @dataclass(frozen=True)
 class PoolUsage:
     """One pool after planning: its name, limit (-1: none), planned bytes, lower bound."""
@@ -212,87 +246,39 @@ def _order(algorithm: str, sizes: Sequence[int], intervals: Sequence[tuple[int, 
     return sorted(idx, key=lambda i: (-n_conf[i], -sizes[i], intervals[i][0], i))
 
 
-def place(order: Sequence[int], sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
-          limits: Sequence[int], alignment: int) -> tuple[list[int], list[int], list[int]] | int:
-    """``(pool per buffer, offset per buffer, bytes per pool)``, or the index of the first
-    buffer that fits in no pool. ``limits``: per pool its size in bytes, -1 for no limit."""
-    pool_of, offsets = [0] * len(sizes), [0] * len(sizes)
-    placed: list[list[int]] = [[] for _ in limits]
-    used = [0] * len(limits)
-    for i in order:
-        start, end = intervals[i]
-        for k, limit in enumerate(limits):
-            busy = sorted((offsets[j], offsets[j] + sizes[j]) for j in placed[k]
-                          if intervals[j][0] <= end and start <= intervals[j][1])
-            offset = 0
-            for lo, hi in busy:
-                if offset + sizes[i] <= lo:
-                    break
-                offset = max(offset, _align(hi, alignment))
-            if limit < 0 or offset + sizes[i] <= limit:
-                pool_of[i], offsets[i] = k, offset
-                placed[k].append(i)
-                used[k] = max(used[k], _align(offset + sizes[i], alignment))
-                break
-        else:
-            return i
-    return pool_of, offsets, used
-
-
 def plan_pools(sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
                pools: Sequence[WorkspacePoolInfo], algorithm: str, alignment: int,
-               names: Sequence[str] | None = None) -> PoolPlan:
+               names: Sequence[str] | None = None, target: Any = None) -> PoolPlan:
     """Place buffers (``sizes`` in bytes, alive over inclusive step ``intervals``) in
-    ``pools`` with ``algorithm`` (see the module doc). ``names`` label buffers in errors."""
+    ``pools`` with ``algorithm`` (see the module doc), pools tried fastest first for
+    ``target`` (:func:`candidate_order`). ``names`` label buffers in errors."""
     if algorithm not in ALGORITHMS:
         raise PoolError(f"usmp: unknown algorithm {algorithm!r} (one of {ALGORITHMS})")
     padded = [_align(s, alignment) for s in sizes]
-    limits = [p.size_hint_bytes for p in pools]
+    rank = candidate_order(pools, target)
+    limits = [pools[k].size_hint_bytes for k in rank]
     bound = lower_bound(padded, intervals)
+    table = conflict_lists(intervals)
     if algorithm == "hill_climb":
-        orders = [_order(a, padded, intervals) for a in ALGORITHMS[:2]]
-        results = [(o, place(o, padded, intervals, limits, alignment)) for o in orders]
-        order, result = min(results, key=lambda r: _cost(r[1]))
-        order, result = _hill_climb(order, result, padded, intervals, limits, alignment, bound)
+        tries = [Placement(_order(a, padded, intervals), padded, intervals, limits, alignment,
+                           table) for a in ALGORITHMS[:2]]
+        best = hill_climb(min(tries, key=lambda t: t.cost), _align(bound, alignment))
     else:
-        order = _order(algorithm, padded, intervals)
-        result = place(order, padded, intervals, limits, alignment)
-    if isinstance(result, int):
-        one = place(order, padded, intervals, [-1], alignment)
-        assert not isinstance(one, int), "an unbounded pool holds every buffer"
-        raise _too_small(result, padded, pools, (bound, one[2][0]), names)
-    pool_of, offsets, used = result
+        best = Placement(_order(algorithm, padded, intervals), padded, intervals, limits,
+                         alignment, table)
+    if best.failed is not None:
+        one = Placement(best.order, padded, intervals, [-1], alignment, table)
+        raise _too_small(best.failed, padded, pools, (bound, int(one.cost)), names)
+    pool_of = [rank[k] for k in best.pool_of]  # candidate position -> the pool as given
+    used = [0] * len(pools)
+    for k, nbytes in zip(rank, best.used, strict=True):
+        used[k] = nbytes
     usage = tuple(PoolUsage(p.pool_name, p.size_hint_bytes, used[k],
                             lower_bound([padded[i] for i in range(len(sizes)) if pool_of[i] == k],
                                         [intervals[i] for i in range(len(sizes))
                                          if pool_of[i] == k]))
                   for k, p in enumerate(pools))
-    return PoolPlan(tuple(pool_of), tuple(offsets), usage, bound)
-
-
-def _cost(result: Any) -> float:
-    return float("inf") if isinstance(result, int) else float(sum(result[2]))
-
-
-def _hill_climb(order: list[int], result: Any, sizes: Sequence[int],
-                intervals: Sequence[tuple[int, int]], limits: Sequence[int], alignment: int,
-                bound: int) -> tuple[list[int], Any]:
-    """Swap two buffers of the order, keep it when the pools do not grow (seeded: a model
-    always gets the same plan); stop at the lower bound."""
-    rng = random.Random(0)
-    order = list(order)
-    best = _cost(result)
-    for _ in range(HILL_CLIMB_STEPS):
-        if best <= _align(bound, alignment) or len(order) < 2:
-            break
-        a, b = rng.randrange(len(order)), rng.randrange(len(order))
-        order[a], order[b] = order[b], order[a]
-        trial = place(order, sizes, intervals, limits, alignment)
-        if _cost(trial) <= best:
-            result, best = trial, _cost(trial)
-        else:
-            order[a], order[b] = order[b], order[a]
-    return order, result
+    return PoolPlan(tuple(pool_of), tuple(best.offsets), usage, bound)
 
 
 def _too_small(i: int, sizes: Sequence[int], pools: Sequence[WorkspacePoolInfo],
