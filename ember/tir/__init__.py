@@ -52,6 +52,7 @@ from .op import (  # noqa: F401
     call_extern,
     call_intrin,
     call_packed,
+    call_pure_extern,
     cast,
     ceil,
     const,
