@@ -2,9 +2,7 @@
 # executor (Relay era), unchanged but the import and the model
 import numpy as np
 from ember import relay
-from ember.relay import testing
 import ember as tvm
-from ember import te
 from ember.contrib import graph_executor
 import ember.testing
 

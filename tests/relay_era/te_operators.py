@@ -58,9 +58,7 @@ fadd_vector = tvm.build(s, [A, B, C], tgt, name="myadd_parallel")
 evaluate_addition(fadd_vector, tgt, "vector", log=log)
 print(tvm.lower(s, [A, B, C], simple_mode=True))
 
-from ember.contrib import cc
 from ember.contrib import utils
-import os
 temp = utils.tempdir()
 fadd.save(temp.relpath("myadd.o"))
 fadd.export_library(temp.relpath("myadd.so"))

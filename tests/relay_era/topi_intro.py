@@ -4,7 +4,8 @@ import ember as tvm
 from ember import te
 from ember import topi
 
-n = te.var("n"); m = te.var("m")
+n = te.var("n")
+m = te.var("m")
 A = te.placeholder((n, m), name="A")
 k = te.reduce_axis((0, m), "k")
 B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
