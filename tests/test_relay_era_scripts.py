@@ -20,6 +20,8 @@ needs_cc = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
     "te_schedules.py",  # schedule primitives, reduction, tuple inputs, intrinsics, extern
     "compile_onnx.py",  # "Compile ONNX Models" (a small model made in the script)
     "topi_intro.py",  # "Introduction to TOPI", CPU schedules in place of CUDA ones
+    "pass_infra.py",  # "How to Use TVM Pass Infra"
+    "vm_deploy.py",  # relay.vm.compile, VirtualMachine, save and load the executable
     # the quick start / graph-executor deploy: export_library to .tar compiles objects
     pytest.param("deploy_graph_executor.py", marks=pytest.mark.slow),
 ])
