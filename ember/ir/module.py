@@ -9,13 +9,32 @@ from .base import Node
 from .expr import BaseFunc, Function, GlobalVar, RelayExpr
 from .types import GlobalTypeVar
 
+# Function kinds a module holds besides Relay functions: ``tir.PrimFunc`` registers itself here
+# (the IR layer cannot import the loop IR above it). Relay passes see a module without them,
+# as TVM's skip every function that is not a ``relay.Function`` (see ember.ir.transform).
+_OTHER_FUNCTION_KINDS: list[type] = []
+
+
+def register_function_kind(cls: type) -> type:
+    """Let ``IRModule`` hold functions of class ``cls`` (a non-Relay kind, e.g. PrimFunc)."""
+    if cls not in _OTHER_FUNCTION_KINDS:
+        _OTHER_FUNCTION_KINDS.append(cls)
+    return cls
+
+
+def is_other_function(func: object) -> bool:
+    """True for a function of a registered non-Relay kind (a PrimFunc)."""
+    return isinstance(func, tuple(_OTHER_FUNCTION_KINDS))
+
 
 @register_object("IRModule")
 class IRModule(Node):
     """A map from GlobalVar to function and from GlobalTypeVar to type definition.
 
     ``mod["main"] = f`` adds or replaces a function by name; ``mod["main"]`` reads it.
-    Passes never edit a module in place: they return a new one.
+    Passes never edit a module in place: they return a new one. A function is a Relay
+    function or a lowered ``tir.PrimFunc`` (what ``ember.lower`` returns); Relay passes
+    leave PrimFuncs as they are.
     """
 
     __slots__ = ("functions", "type_definitions", "attrs", "_gvars", "_gtvars")
@@ -69,9 +88,9 @@ class IRModule(Node):
                 raise ValueError(f"IRModule already has a function named {gv.name_hint!r}")
             del self.functions[existing]
             gv = existing
-        if not isinstance(func, RelayExpr):
-            raise TypeError(f"IRModule: expected a relay.Function for {gv.name_hint!r}, "
-                            f"got {type(func).__name__}")
+        if not isinstance(func, RelayExpr) and not is_other_function(func):
+            raise TypeError(f"IRModule: expected a relay.Function or a tir.PrimFunc for "
+                            f"{gv.name_hint!r}, got {type(func).__name__}")
         self._gvars[gv.name_hint] = gv
         self.functions[gv] = func
         return self
@@ -115,6 +134,18 @@ class IRModule(Node):
     def items(self) -> ItemsView[GlobalVar, BaseFunc]:
         return self.functions.items()
 
+    def other_functions(self) -> dict[GlobalVar, Any]:
+        """The functions that are not Relay functions (PrimFuncs), by GlobalVar."""
+        return {gv: f for gv, f in self.functions.items() if is_other_function(f)}
+
+    def relay_part(self) -> "IRModule":
+        """This module without its PrimFuncs: what a Relay pass sees (the same object when
+        there are none)."""
+        if not any(is_other_function(f) for f in self.functions.values()):
+            return self
+        relay_funcs = {gv: f for gv, f in self.functions.items() if not is_other_function(f)}
+        return IRModule(relay_funcs, self.type_definitions, self.attrs)
+
     # -- type definitions ---------------------------------------------------------------------
     def add_type_def(self, gtv: GlobalTypeVar, td: TypeData, update: bool = True) -> None:
         old = self._gtvars.get(gtv.name_hint)
@@ -152,6 +183,9 @@ class IRModule(Node):
                   type_defs: Mapping[GlobalTypeVar, TypeData] | None = None) -> "IRModule":
         """A module whose ``main`` is ``expr`` (wrapped in a Function over its free vars)."""
         mod = IRModule(functions, type_defs)
+        if is_other_function(expr):  # TVM's from_expr(prim_func): it becomes main
+            mod.add("main", expr)
+            return mod
         if not isinstance(expr, Function):
             from .visitor import free_vars
 
@@ -196,6 +230,10 @@ class IRModule(Node):
 
     def with_attr(self, key: str, value: Any) -> "IRModule":
         return IRModule(self.functions, self.type_definitions, {**self.attrs, key: value})
+
+    def script(self) -> str:
+        """The module's text: Relay functions in the text format, PrimFuncs as loop IR."""
+        return self.astext(show_meta_data=False)
 
     def __repr__(self) -> str:
         return f"IRModule(functions={sorted(self._gvars)}, types={sorted(self._gtvars)})"

@@ -96,8 +96,12 @@ class TextPrinter(TypePrinter):
                 self.analyze(func)
                 text = run(self.function(func, f"def @{sanitize_name(gv.name_hint)}"))
                 parts.append(self.layout.text(text))
+            elif getattr(func, "name", None) == gv.name_hint:
+                # A PrimFunc prints as loop IR under its own name (as TVM's printer, the
+                # parser reads it back no more than TVM's did).
+                parts.append(str(func))
             else:
-                parts.append(f"/* @{gv.name_hint} is a {type(func).__name__} */")
+                parts.append(f"// @{gv.name_hint}: {type(func).__name__}\n{func}")
         return "\n\n".join(parts)
 
     def top_expr(self, expr: RelayExpr) -> str:

@@ -44,7 +44,7 @@ from .expr import (
     TupleGetItem,
     Var,
 )
-from .module import IRModule
+from .module import IRModule, is_other_function
 from .op import Op
 from .types import FuncType, IncompleteType, ShapeVar, TensorType, TypeVar
 
@@ -75,7 +75,9 @@ def _module_entries(mod: IRModule) -> list[Entry]:
     types = sorted(mod.type_definitions.items(), key=lambda kv: kv[0].name_hint)
     funcs = sorted(mod.functions.items(), key=lambda kv: kv[0].name_hint)
     return ([(f"type {gtv.name_hint}", _CHILD, td) for gtv, td in types]
-            + [(gv.name_hint, _CHILD, fn) for gv, fn in funcs])
+            # a PrimFunc compares by its printed loop IR (tir.structural_equal's rule)
+            + [(gv.name_hint, _CHILD, str(fn) if is_other_function(fn) else fn)
+               for gv, fn in funcs])
 
 
 def _type_data_entries(td: TypeData) -> list[Entry]:

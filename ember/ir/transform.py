@@ -162,6 +162,8 @@ class Pass:
     name: ClassVar[str] = "Pass"
     opt_level: ClassVar[int] = 0
     required: ClassVar[tuple[str, ...]] = ()
+    # False: the pass is given the module's Relay functions only (see _run_logged).
+    sees_all_functions: ClassVar[bool] = False
 
     @property
     def info(self) -> PassInfo:
@@ -190,13 +192,24 @@ class Pass:
         depth = getattr(_depth, "n", 0)
         _depth.n = depth + 1
         start = time.perf_counter()
+        # A Relay pass sees the module without its PrimFuncs, which come through unchanged
+        # (TVM's Relay passes skip every function that is not a relay.Function).
+        others = {} if self.sees_all_functions else mod.other_functions()
+        given = mod.relay_part() if others else mod
         try:
-            out = self.transform_module(mod, ctx)
+            out = self.transform_module(given, ctx)
         finally:
             _depth.n = depth
         if not isinstance(out, IRModule):
             raise TypeError(f"pass {self.name} returned {type(out).__name__}, "
                             "expected an IRModule")
+        if out is given:
+            out = mod  # unchanged: the same module back, PrimFuncs included
+        elif others:
+            out = out.copy()
+            for gv, func in others.items():
+                if gv.name_hint not in out:
+                    out.add(gv, func)
         if not isinstance(self, Sequential) and _verify_enabled(ctx):
             _verify(out, self.name)
         level = _debug_level()
@@ -270,6 +283,8 @@ class Sequential(ModulePass):
 
     Before a pass runs, the passes named in its ``required`` run (looked up with ``get_pass``).
     """
+
+    sees_all_functions: ClassVar[bool] = True  # each of its passes takes its own part
 
     def __init__(self, passes: Sequence[Pass] | None = None, opt_level: int = 0,
                  name: str = "sequential", required: Sequence[str] | None = None) -> None:

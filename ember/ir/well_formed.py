@@ -119,7 +119,8 @@ def check_well_formed(node: RelayExpr | IRModule, mod: IRModule | None = None) -
     function the module does not define. A bare expression may have free variables.
     """
     if isinstance(node, IRModule):
-        for gv, func in sorted(node.functions.items(), key=lambda kv: kv[0].name_hint):
+        for gv, func in sorted(node.relay_part().functions.items(),
+                               key=lambda kv: kv[0].name_hint):
             _WellFormed(f" in @{gv.name_hint}", False, node).run(func)
         return
     if not isinstance(node, RelayExpr):

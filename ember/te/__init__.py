@@ -34,6 +34,7 @@ from ..tir.op import (  # noqa: F401
     truncmod,
 )
 from .lower import lower  # noqa: F401
+from .scan import ScanOp, scan  # noqa: F401
 from .schedule import Schedule, Stage, create_schedule, thread_axis  # noqa: F401
 from .tensor import (  # noqa: F401
     ComputeOp,

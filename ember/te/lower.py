@@ -29,7 +29,9 @@ from ..tir.stmt import (
     seq,
 )
 from .bounds import guard_to_extent, sym_interval
+from .lower_scan import ScanPlan, lower_scan
 from .schedule import Fuse, Schedule, Split, Stage, split_extents
+from .scan import ScanOp
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor
 
 
@@ -88,6 +90,8 @@ class Lowerer:
         self.params: list[Var] = []
         self.buffer_map: dict[Var, Buffer] = {}
         self.arg_ids: set[int] = set()
+        self.scan = ScanPlan(sch)
+        self.absolute_store: set[int] = set()  # ops storing at absolute indices (scan updates)
         for a in args:
             self._add_arg(a)
         self.attached: dict[tuple[int, int], list[Stage]] = {}
@@ -134,7 +138,7 @@ class Lowerer:
                 return None
             t: Tensor = self.sch.current(n.producer)
             st = self.sch[t.op]
-            if st.attach_type == "inline":
+            if st.attach_type == "inline" or id(t.op) in self.scan.body:
                 key = (id(t), *map(id, n.indices))
                 if key not in inlined:
                     body = t.op.body[t.value_index]
@@ -166,7 +170,8 @@ class Lowerer:
         self._prepare_attached(nest)
         bodies = [simplify(self.resolve(substitute(b, nest.abs)), self.ranges) for b in op.body]
         outs = [self.bufs[id(op.output(i))] for i in range(op.num_outputs)]
-        idx = tuple(nest.rel[iv] for iv in op.axis)
+        idx = tuple(nest.abs[iv.var] if id(op) in self.absolute_store else nest.rel[iv]
+                    for iv in op.axis)
         if not op.reduce_axis:
             stores = seq(*[BufferStore(b, _op.cast(v, b.dtype), idx) for b, v in zip(outs, bodies)])
             return self._loops(nest, leaves, stores, guards)
@@ -299,13 +304,35 @@ class Lowerer:
                                [*op.input_placeholders, *op.output_placeholders])
 
     # -- driver -----------------------------------------------------------------------------
+    def _scan_buffers(self) -> list[Buffer]:
+        """The buffer of each scan output (a temporary unless it is an argument), which its
+        state, init and update tensors share; returns the temporaries."""
+        temps = []
+        for op in self.scan.scans:
+            st = self.sch[op]
+            self.region[id(op)] = [(_op.const(0), s) for s in op.output(0).shape]
+            for i, out in enumerate(op._outputs):
+                if id(out) not in self.bufs:
+                    self.bufs[id(out)] = _stage_buffer(st, out, out.shape, st.scope)
+                    temps.append(self.bufs[id(out)])
+                state = op.state_placeholder[i]
+                self.region[id(state.op)] = [(_op.const(0), s) for s in state.shape]
+                for t in (state, op.init[i], op.update[i]):
+                    self.bufs[id(t)] = self.bufs[id(out)]
+        return temps
+
     def run(self) -> PrimFunc:
         parts: list[Stmt] = []
-        temps: list[Buffer] = []
+        temps: list[Buffer] = self._scan_buffers()
         for st in self.sch.stages:
             op = st.op
+            if id(op) in self.scan.parts or id(op) in self.scan.body:
+                continue  # lowered by its scan (init, update) or inlined into an update
+            if isinstance(op, ScanOp):
+                parts.append(lower_scan(self, op))
+                continue
             if isinstance(op, PlaceholderOp):
-                if id(op.output(0)) not in self.arg_ids:
+                if id(op.output(0)) not in self.arg_ids and id(op) not in self.scan.states:
                     raise OpError(f"lower {self.name}: input {op.name} is not in the argument "
                                   "list")
                 continue

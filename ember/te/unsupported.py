@@ -26,8 +26,6 @@ SCHEDULE: dict[str, str] = {
 }
 
 TE: dict[str, str] = {
-    "scan": "te.scan (recurrences) is not supported in ember; write each step as a te.compute "
-            "stage, or the whole recurrence as te.extern calling a packed function",
     "hybrid": "te.hybrid is not supported in ember; write the loops as te.compute / te.extern "
               "stages",
 }

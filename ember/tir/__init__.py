@@ -52,6 +52,7 @@ from .op import (  # noqa: F401
     call_extern,
     call_intrin,
     call_packed,
+    call_pure_extern,
     cast,
     ceil,
     const,
@@ -119,8 +120,9 @@ def structural_equal(a: object, b: object) -> bool:
 
 
 def lower(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """``lower(schedule, args, name)`` -> PrimFunc (see ember.te.lower)."""
-    from ..te.lower import lower as _lower
+    """``lower(schedule, args, name="main")`` -> IRModule holding the PrimFunc under ``name``
+    (``tvm.lower``; see ember.tir.build_module). ``ember.te.lower`` returns the bare PrimFunc."""
+    from .build_module import lower as _lower
 
     return _lower(*args, **kwargs)
 

@@ -1,4 +1,7 @@
-"""``build``: lower (if given a schedule), generate C, and wrap it in a runtime Module.
+"""``lower`` and ``build``, the schedule-level driver (``tvm.lower``, ``tvm.build``).
+
+``lower`` turns a schedule into an IRModule of one PrimFunc; ``build`` lowers (if given a
+schedule), generates C, and wraps it in a runtime Module.
 
 The result is a :class:`ember.runtime.module.CSourceModule`: ``get_source()`` returns the C,
 and the first function call compiles it (through ``ember.contrib.cc``, cached by content hash)
@@ -9,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..ir.module import IRModule
 from ..runtime.errors import TVMError
+from ..te.schedule import Schedule
 from .codegen import generate_c
 from .stmt import PrimFunc
 
@@ -27,6 +32,63 @@ def _target_kind(target: Any) -> str:
     return text
 
 
+def lower(inp: Any, args: Sequence[Any] | None = None, name: str = "main", binds: Any = None,
+          simple_mode: bool = False) -> IRModule:
+    """``tvm.lower``: an IRModule holding the lowered PrimFunc under the global name ``name``.
+
+    ``inp`` is a schedule (with ``args``, the tensors and vars that become the parameters),
+    a PrimFunc (renamed ``name``) or an IRModule (returned with the ``tir.add_lower_pass``
+    passes applied to its PrimFuncs). ``mod[name]`` is the PrimFunc; ``print(mod)`` shows
+    the loop IR (``simple_mode`` is accepted for TVM's signature: the printed IR is always the
+    simple form); ``build(mod, target="llvm")`` compiles it. Raises TVMError for anything else.
+    """
+    if isinstance(inp, IRModule):
+        return _lower_module(inp)
+    if isinstance(inp, PrimFunc):
+        func = _with_lower_passes(inp.with_attr("global_symbol", name))
+    elif isinstance(inp, Schedule):
+        if args is None:
+            raise TVMError(f"lower {name}: a schedule needs the argument tensors "
+                           "(lower(s, [A, B, C]))")
+        from ..te.lower import lower as lower_schedule
+
+        func = lower_schedule(inp, args, name, binds, simple_mode)
+    else:
+        raise TVMError(f"lower {name}: expected a te.Schedule, a tir.PrimFunc or an IRModule, "
+                       f"got {type(inp).__name__}")
+    return IRModule({name: func})
+
+
+def _with_lower_passes(func: PrimFunc) -> PrimFunc:
+    from ..ir.transform import PassContext
+
+    extra = PassContext.current().config.get("tir.add_lower_pass")
+    if not extra:
+        return func
+    from .transform import run_lower_passes
+
+    return run_lower_passes(func, extra)
+
+
+def _lower_module(mod: IRModule) -> IRModule:
+    out = mod.copy()
+    for gv, func in mod.other_functions().items():
+        out.add(gv, _with_lower_passes(func))
+    return out
+
+
+def _module_funcs(mod: IRModule) -> list[PrimFunc]:
+    relay = [gv.name_hint for gv in mod.relay_part().functions]
+    if relay:
+        raise TVMError(f"build: the IRModule holds Relay functions ({', '.join(relay)}); "
+                       "compile a Relay module with relay.build, a lowered one "
+                       "(ember.lower) with build")
+    if not mod.functions:
+        raise TVMError("build: the IRModule has no functions; lower a schedule into it first "
+                       "(mod = ember.lower(s, [A, B], name='f'))")
+    return [f.with_attr("global_symbol", gv.name_hint) for gv, f in mod.functions.items()]
+
+
 def _as_funcs(inputs: Any, args: Sequence[Any] | None, name: str) -> list[PrimFunc]:
     if isinstance(inputs, PrimFunc):
         return [inputs if "global_symbol" in inputs.attrs else inputs.with_attr("global_symbol",
@@ -35,14 +97,16 @@ def _as_funcs(inputs: Any, args: Sequence[Any] | None, name: str) -> list[PrimFu
         return [f.with_attr("global_symbol", k) for k, f in inputs.items()]
     if isinstance(inputs, (list, tuple)) and inputs and isinstance(inputs[0], PrimFunc):
         return list(inputs)
-    if hasattr(inputs, "functions") and not hasattr(inputs, "stages"):  # an IRModule of PrimFuncs
-        return [f.with_attr("global_symbol", getattr(k, "name_hint", str(k)))
-                for k, f in inputs.functions.items() if isinstance(f, PrimFunc)]
-    from ..te.lower import lower
+    if isinstance(inputs, IRModule):
+        return _module_funcs(inputs)
+    if not isinstance(inputs, Schedule):
+        raise TVMError(f"build: expected a te.Schedule (with args), an IRModule from "
+                       f"ember.lower, or PrimFuncs, got {type(inputs).__name__}")
+    from ..te.lower import lower as lower_schedule
 
     if args is None:
         raise TVMError("build: a schedule needs the argument tensors (build(s, [A, B, C]))")
-    return [lower(inputs, args, name)]
+    return [lower_schedule(inputs, args, name)]
 
 
 def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = "c",

@@ -275,8 +275,15 @@ def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
 
 
 def call_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
-    """A call of the intrinsic ``name`` (rendered by the C emitter's table)."""
-    return Call(dtype, name, tuple(convert(a) for a in args))
+    """A call of the intrinsic ``name`` (rendered by the C emitter's table). TVM's names of
+    the math intrinsics (``"tir.log"``, ``"tir.exp"``...) are ember's bare ones (``"log"``)."""
+    bare = name[4:] if name.startswith("tir.") else name
+    if bare not in _MATH_INTRINSICS | {"if_then_else"}:
+        raise OpError(f"tir.call_intrin: ember has no intrinsic {name!r}; its intrinsics are "
+                      f"{', '.join(sorted(_MATH_INTRINSICS))} and if_then_else (also spelled "
+                      "'tir.<name>'); call another C function with tir.call_extern or "
+                      "tir.call_pure_extern")
+    return Call(dtype, bare, tuple(convert(a) for a in args))
 
 
 def call_extern(dtype: str, name: str, *args: Any, header: str = "") -> PrimExpr:
@@ -288,6 +295,13 @@ def call_extern(dtype: str, name: str, *args: Any, header: str = "") -> PrimExpr
         raise OpError(f"tir.call_extern: {name!r} is not a C identifier")
     return Call(dtype, "tir.call_extern",
                 (StringImm(name), StringImm(header), *(convert(a) for a in args)))
+
+
+def call_pure_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
+    """TVM's pure extern call (``call_pure_extern("float32", "expf", x)``): ember's C emitter
+    treats every extern call alike, so this is :func:`call_extern` with no extra header (the
+    generated C includes ``<math.h>``)."""
+    return call_extern(dtype, func_name, *args)
 
 
 def address_of(load: Any) -> PrimExpr:
@@ -324,6 +338,13 @@ sin, cos, tan, floor, ceil, round, trunc = (
     _unary(n) for n in ("sin", "cos", "tan", "floor", "ceil", "round", "trunc"))
 atan, asin, acos, sinh, cosh, log1p, expm1 = (
     _unary(n) for n in ("atan", "asin", "acos", "sinh", "cosh", "log1p", "expm1"))
+
+
+# The math intrinsics by their ember names (TVM spells them "tir.<name>" in call_intrin).
+_MATH_INTRINSICS = frozenset((
+    "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "sin", "cos",
+    "tan", "floor", "ceil", "round", "trunc", "atan", "asin", "acos", "sinh", "cosh", "log1p",
+    "expm1", "abs", "isnan", "isinf", "pow", "fmod"))
 
 
 def abs(x: Any) -> PrimExpr:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from ..ir.module import register_function_kind
 from ..runtime.object import Object
 from .expr import PrimExpr, Var
 from .op import const, convert
@@ -153,6 +154,7 @@ def seq(*stmts: Stmt | None) -> Stmt:
     return SeqStmt(tuple(flat))
 
 
+@register_function_kind  # an IRModule may hold it (what ember.lower returns)
 @dataclass(eq=False)
 class PrimFunc(Object):
     """A lowered function: ``params`` (handle Vars for buffers, scalar Vars), their buffers.

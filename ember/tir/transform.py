@@ -1,8 +1,9 @@
 """``tir.transform``: passes over lowered PrimFuncs, and ``prim_func_pass`` to write one.
 
-ember's IRModule holds Relay functions, so a tir pass takes what ``ember.lower`` returns: a
-PrimFunc (or a dict/list of them) and returns the same kind. ``ember.lower`` runs the passes
-listed in ``PassContext(config={"tir.add_lower_pass": [(phase, pass), ...]})`` on its result.
+A tir pass takes what ``ember.lower`` returns, an IRModule, and returns a new one whose
+PrimFuncs it transformed (Relay functions pass through); it also takes a bare PrimFunc (or a
+dict/list of them) and returns the same kind. ``ember.lower`` runs the passes listed in
+``PassContext(config={"tir.add_lower_pass": [(phase, pass), ...]})`` on its result.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ir.transform import PassContext, PassInfo
+from ..ir.module import IRModule
+from ..ir.transform import Pass, PassContext, PassInfo
 from ..runtime.errors import TVMError
 from .expr import Call, IntImm
 from .functor import children, transform
@@ -31,14 +33,18 @@ from .stmt import (
 _PRAGMA_UNROLL = "pragma_auto_unroll_max_step"
 
 
-class PrimFuncPass:
+class PrimFuncPass(Pass):
     """A pass applying ``fn(func, mod, ctx) -> func`` to each PrimFunc it is given."""
 
+    sees_all_functions = True  # the PrimFuncs are what it works on
+
     def __init__(self, fn: Callable[..., PrimFunc], info: PassInfo) -> None:
-        self._fn, self.info = fn, info
-        self.name, self.opt_level = info.name, info.opt_level
+        self._fn = fn
+        self.name, self.opt_level, self.required = info.name, info.opt_level, info.required
 
     def __call__(self, mod: Any) -> Any:
+        if isinstance(mod, IRModule):
+            return super().__call__(mod)
         ctx = PassContext.current()
         if isinstance(mod, PrimFunc):
             return self._one(mod, mod, ctx)
@@ -46,9 +52,19 @@ class PrimFuncPass:
             return {k: self._one(f, mod, ctx) for k, f in mod.items()}
         if isinstance(mod, (list, tuple)) and all(isinstance(f, PrimFunc) for f in mod):
             return [self._one(f, mod, ctx) for f in mod]
-        raise TypeError(f"tir pass {self.name}: expected a PrimFunc (what ember.lower returns) "
-                        f"or a dict/list of them, got {type(mod).__name__}; ember's IRModule "
-                        "holds Relay functions only")
+        raise TypeError(f"tir pass {self.name}: expected an IRModule (what ember.lower "
+                        f"returns), a PrimFunc or a dict/list of them, got "
+                        f"{type(mod).__name__}")
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        changed = {gv: new for gv, func in mod.other_functions().items()
+                   if (new := self._one(func, mod, ctx)) is not func}
+        if not changed:
+            return mod  # unchanged: the same module back
+        out = mod.copy()
+        for gv, new in changed.items():
+            out.add(gv, new)
+        return out
 
     def _one(self, func: Any, mod: Any, ctx: PassContext) -> PrimFunc:
         if not isinstance(func, PrimFunc):

@@ -202,5 +202,26 @@ def broadcast_to(x: te.Tensor, shape: Any) -> te.Tensor:
                       tag=BROADCAST)
 
 
+def elemwise_sum(xs: Any) -> te.Tensor:
+    """The elementwise sum of a list of tensors of one shape and dtype (TVM's elemwise_sum)."""
+    xs = list(xs) if isinstance(xs, (list, tuple)) else [xs]
+    if not xs or not all(isinstance(x, te.Tensor) for x in xs):
+        raise OpError("elemwise_sum: expected a non-empty list of te tensors, got "
+                      f"{[type(x).__name__ for x in xs]}")
+    for k, x in enumerate(xs[1:], 1):
+        same = len(x.shape) == len(xs[0].shape) and all(
+            _dims_equal(a, b) for a, b in zip(x.shape, xs[0].shape))
+        if not same or x.dtype != xs[0].dtype:
+            raise OpError(f"elemwise_sum: tensor {k} is {x.dtype}{_fmt(x.shape)}, tensor 0 is "
+                          f"{xs[0].dtype}{_fmt(xs[0].shape)}; all must have one shape and dtype")
+
+    def total(*i: Any) -> PrimExpr:
+        out = xs[0](*i)
+        for x in xs[1:]:
+            out = out + x(*i)
+        return out
+    return te.compute(xs[0].shape, total, name="T_elemwise_sum", tag=ELEMWISE)
+
+
 __all__ = [n for n, v in list(globals().items()) if callable(v) and not n.startswith("_")
            and getattr(v, "__module__", None) == __name__ and not isinstance(v, type)]

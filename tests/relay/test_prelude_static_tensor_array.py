@@ -87,9 +87,17 @@ def test_bad_arguments(args, message):
         StaticTensorArrayOps(_P, *args)
 
 
-def test_batch_dim_and_unregistered_lookups_are_errors():
-    with pytest.raises(TVMError, match="batch_dim is not supported"):
-        StaticTensorArrayOps(_P, "float32", (2,), batch_dim=1)
+@pytest.mark.parametrize("batch_dim", [-1, "1", True, 1.0])
+def test_bad_batch_dim(batch_dim):
+    with pytest.raises(TVMError, match="batch_dim must be None or a non-negative int"):
+        StaticTensorArrayOps(_P, "float32", (2,), batch_dim=batch_dim)
+
+
+def test_unregistered_lookups_are_errors():
+    with pytest.raises(TVMError, match=r"no function named 'tensor_array_stack_float32_batch1_7'"
+                                       r".*StaticTensorArrayOps\(p, 'float32', \(7,\), "
+                                       r"batch_dim=1\).register"):
+        _P.get_global_var_static("tensor_array_stack", "float32", (7,), batch_dim=1)
     with pytest.raises(TVMError, match=r"no function named 'tensor_array_float32_7'; add the "
                                        r"static tensor arrays of float32\[7\] with "
                                        r"StaticTensorArrayOps\(p, 'float32', \(7,\)\).register"):
@@ -155,3 +163,45 @@ def test_the_vm_runs_them():
     row, matrix = relay.create_executor("vm", mod=mod, target="llvm").evaluate()(DATA)
     np.testing.assert_array_equal(row.numpy(), DATA[2])
     np.testing.assert_array_equal(matrix[0].numpy(), DATA)
+
+
+# -- batch_dim=1: an array known to hold one element ---------------------------------------------
+def test_batch1_names_follow_tvm():
+    assert static_name("tensor_array_stack", "float32", (2,), 1) == \
+        "tensor_array_stack_float32_batch1_2"
+    assert static_name("tensor_constructor", "float32", (2,), 1) == \
+        "tensor_constructor_float32_2"  # types and constructors are shared
+    assert static_name("tensor_t", "float32", (2,), 1) == "static_tensor_float32_2_t"
+    assert static_name("tensor_array_stack", "float32", (2,), 2) == \
+        "tensor_array_stack_float32_2"  # any other batch_dim is the default
+
+
+def test_batch1_stack_gather_expand_dims_have_a_first_axis_of_one():
+    p = Prelude()
+    ops, default = (StaticTensorArrayOps(p, "float32", (2,), b) for b in (1, None))
+    ops.register()
+    default.register()
+    assert "static_tensor_float32_1_2_t" in p.mod
+    typed = relay.transform.InferType()(p.mod)
+    for name in ("tensor_array_stack", "tensor_array_gather", "tensor_expand_dims"):
+        ret = typed[ops.get_global_var(name)].checked_type.ret_type
+        assert getattr(ret, "func", ret).name_hint == "static_tensor_float32_1_2_t", name
+        ret = typed[default.get_global_var(name)].checked_type.ret_type
+        assert getattr(ret, "func", ret).name_hint == "static_tensor_float32_any_2_t", name
+    ex = relay.create_executor("debug", mod=p.mod)
+    row = ops.get_ctor("tensor_constructor")(const([4, 5]))
+    one = call(ops, "tensor_array_write", call(ops, "tensor_array", relay.const(1)),
+               relay.const(0), row)
+    np.testing.assert_array_equal(held(ex.evaluate(call(ops, "tensor_array_stack", one))),
+                                  [[4, 5]])
+    gathered = call(ops, "tensor_array_gather", one, const([0], "int32"))
+    np.testing.assert_array_equal(held(ex.evaluate(gathered)), [[4, 5]])
+    np.testing.assert_array_equal(held(ex.evaluate(call(ops, "tensor_expand_dims", row))),
+                                  [[4, 5]])
+    # TVM's batch-1 stack takes the first element alone
+    two = call(ops, "tensor_array_write", call(ops, "tensor_array", relay.const(2)),
+               relay.const(0), row)
+    two = call(ops, "tensor_array_write", two, relay.const(1),
+               ops.get_ctor("tensor_constructor")(const([6, 7])))
+    np.testing.assert_array_equal(held(ex.evaluate(call(ops, "tensor_array_stack", two))),
+                                  [[4, 5]])

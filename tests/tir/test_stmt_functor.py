@@ -30,7 +30,7 @@ def _split_by_8(loops):
 
 def test_post_order_visit_and_ir_transform_split_a_loop():
     sch, args = _vector_add()
-    func = tvm.lower(sch, args)
+    func = tvm.lower(sch, args)["main"]
     loops = []
 
     def find_width8(op):
@@ -48,7 +48,7 @@ def test_post_order_visit_and_ir_transform_split_a_loop():
 
 def test_ir_transform_preorder_replaces_without_visiting_children():
     sch, args = _vector_add(16)
-    func = tvm.lower(sch, args)
+    func = tvm.lower(sch, args)["main"]
     seen = []
     stop = tvm.tir.Evaluate(tvm.tir.const(0))
     out = tvm.tir.stmt_functor.ir_transform(func.body, lambda n: stop,
@@ -63,7 +63,7 @@ def test_ir_transform_preorder_replaces_without_visiting_children():
 def test_ir_transform_rejects_an_unknown_node_type():
     sch, args = _vector_add(16)
     with pytest.raises(ValueError, match="unknown node type 'tir.Loop'"):
-        tvm.tir.stmt_functor.ir_transform(tvm.lower(sch, args).body, None, None, ["tir.Loop"])
+        tvm.tir.stmt_functor.ir_transform(tvm.lower(sch, args)["main"].body, None, None, ["tir.Loop"])
 
 
 def test_substitute_takes_python_ints():

@@ -144,3 +144,13 @@ def test_full_zeros_ones():
     xv = rand((3, 4))
     (got,) = run_kernel(out, [x], [xv])
     check(got, xv + 3.5)
+
+
+def test_elemwise_sum_refuses_mismatched_or_empty_lists():
+    a, b = te.placeholder((4, 3), name="a"), te.placeholder((3, 4), name="b")
+    assert topi.elemwise_sum([a, a, a]).shape == a.shape
+    with pytest.raises(ember.TVMError, match=r"tensor 1 is float32\(3, 4\), tensor 0 is "
+                                             r"float32\(4, 3\)"):
+        topi.elemwise_sum([a, b])
+    with pytest.raises(ember.TVMError, match="expected a non-empty list of te tensors"):
+        topi.elemwise_sum([])

@@ -121,21 +121,22 @@ class Prelude:
     @staticmethod
     def get_name_static(canonical: str, dtype: str, shape: Sequence[Any],
                         batch_dim: int | None = None) -> str:
-        """``<canonical>_<dtype>_<shape>`` (``static_tensor_<dtype>_<shape>_t`` for the type)."""
-        if batch_dim is not None:
-            raise TVMError("Prelude: batch_dim is not supported by ember's static tensor arrays")
-        return static_name(canonical, dtype, shape)
+        """``<canonical>_<dtype>_<shape>`` (``static_tensor_<dtype>_<shape>_t`` for the type,
+        ``<canonical>_<dtype>_batch1_<shape>`` for a function of ``batch_dim=1``)."""
+        return static_name(canonical, dtype, shape, batch_dim)
 
-    def _registered(self, what: str, name: str, dtype: str, shape: Sequence[Any]) -> None:
+    def _registered(self, what: str, name: str, dtype: str, shape: Sequence[Any],
+                    batch_dim: int | None = None) -> None:
         if name not in self.mod:
+            batch = "" if batch_dim is None else f", batch_dim={batch_dim}"
             raise TVMError(f"Prelude: no {what} named {name!r}; add the static tensor arrays of "
                            f"{dtype}{list(shape)} with StaticTensorArrayOps(p, {dtype!r}, "
-                           f"{tuple(shape)}).register()")
+                           f"{tuple(shape)}{batch}).register()")
 
     def get_global_var_static(self, canonical: str, dtype: str, shape: Sequence[Any],
                               batch_dim: int | None = None) -> GlobalVar:
         name = self.get_name_static(canonical, dtype, shape, batch_dim)
-        self._registered("function", name, dtype, shape)
+        self._registered("function", name, dtype, shape, batch_dim)
         return self.mod.get_global_var(name)
 
     def get_type_static(self, canonical: str, dtype: str, shape: Sequence[Any]) -> GlobalTypeVar:

@@ -12,7 +12,14 @@ the functions below, each named ``<canonical>_<dtype>_<shape>``. Results whose f
 change (take, concatenate, concat, split) are arrays of the shape ``(?, *shape[1:])``; stacking
 (expand_dims, stack, gather) gives ``(?, *shape)``; unstack gives arrays of ``shape[1:]``. The
 types of those shapes are registered with them. A tensor array of rank 0 has no take,
-concatenate, unstack, split or concat. TVM's ``batch_dim`` option is not supported.
+concatenate, unstack, split or concat.
+
+``batch_dim=1`` (TVM's option for a TensorList known to hold one element, from the TensorFlow
+importer) registers a second set of functions, named ``<canonical>_<dtype>_batch1_<shape>``
+(types and constructors keep their names): expand_dims gives a first axis of 1 instead of
+``?``, and stack (so gather) gives ``(1, *shape)`` made of the array's first element alone, as
+TVM's does (a longer array is not an error: its other elements are dropped). Any other
+``batch_dim`` names and behaves as ``None``, as in TVM.
 """
 from __future__ import annotations
 
@@ -54,12 +61,23 @@ def shape_name(shape: Sequence[Any]) -> str:
     return "_".join("any" if _is_any(d) else str(int(d)) for d in shape) or "scalar"
 
 
-def static_name(canonical: str, dtype: str, shape: Sequence[Any]) -> str:
+def static_name(canonical: str, dtype: str, shape: Sequence[Any],
+                batch_dim: int | None = None) -> str:
     """``static_tensor_<dtype>_<shape>_t`` for the type, ``<canonical>_<dtype>_<shape>``
-    otherwise."""
+    otherwise (``<canonical>_<dtype>_batch1_<shape>`` for a function of ``batch_dim=1``)."""
     if canonical == "tensor_t":
         return f"static_tensor_{dtype}_{shape_name(shape)}_t"
+    if batch_dim == 1 and canonical not in ("tensor_constructor", "tensor_nil"):
+        return f"{canonical}_{dtype}_batch1_{shape_name(shape)}"
     return f"{canonical}_{dtype}_{shape_name(shape)}"
+
+
+def _check_batch_dim(batch_dim: Any) -> int | None:
+    if batch_dim is not None and (isinstance(batch_dim, bool) or not isinstance(batch_dim, int)
+                                  or batch_dim < 0):
+        raise TVMError(f"StaticTensorArrayOps: batch_dim must be None or a non-negative int (1: "
+                       f"the array holds one element), got {batch_dim!r}")
+    return batch_dim
 
 
 def _tensor(dtype: str, shape: Sequence[Any]) -> str:
@@ -78,8 +96,8 @@ class _Names:
     ``fn(canonical)``), and those of the shapes its results have (``first_any``, ``stacked``,
     ``row``)."""
 
-    def __init__(self, dtype: str, shape: Shape) -> None:
-        self.dtype, self.shape = dtype, shape
+    def __init__(self, dtype: str, shape: Shape, batch_dim: int | None = None) -> None:
+        self.dtype, self.shape, self.batch_dim = dtype, shape, batch_dim
         self.t = static_name("tensor_t", dtype, shape)
         self.ta = f"List[{self.t}]"
         self.nil = static_name("tensor_nil", dtype, shape)
@@ -87,22 +105,53 @@ class _Names:
         self.data = _tensor(dtype, shape)
 
     def fn(self, canonical: str) -> str:
-        return "@" + static_name(canonical, self.dtype, self.shape)
+        return "@" + static_name(canonical, self.dtype, self.shape, self.batch_dim)
 
     def other(self, shape: Shape) -> "_Names":
         return _Names(self.dtype, shape)
 
 
-def _shapes_used(shape: Shape) -> list[Shape]:
+def _stacked_axis(batch_dim: int | None) -> Any:
+    """The first axis of a stacked array: 1 for ``batch_dim=1`` (one element), else ``?``."""
+    return 1 if batch_dim == 1 else AnyDim()
+
+
+def _shapes_used(shape: Shape, batch_dim: int | None) -> list[Shape]:
     """The shapes whose types the functions of ``shape`` return."""
-    shapes = [shape, (AnyDim(), *shape)]
+    shapes = [shape, (_stacked_axis(batch_dim), *shape)]
     if shape:
         shapes += [(AnyDim(), *shape[1:]), shape[1:]]
     return shapes
 
 
-def _functions_text(dtype: str, shape: Shape) -> str:
-    me, st = _Names(dtype, shape), _Names(dtype, (AnyDim(), *shape))
+def _stack_text(me: _Names, st: _Names) -> str:
+    if me.batch_dim == 1:
+        return f"""
+// batch_dim=1: the array holds one element; its first element gets a first axis of 1.
+def {me.fn("tensor_array_stack")}(%ta: {me.ta}) -> {st.t} {{
+  match? (%ta) {{ Cons(%x, _) => {me.fn("tensor_expand_dims")}(%x) }}
+}}
+"""
+    return f"""
+// The elements stacked along a new axis 0 (nil for an empty array).
+def {me.fn("tensor_array_stack")}(%ta: {me.ta}) -> {st.t} {{
+  match? (%ta) {{
+    Nil => {st.nil},
+    Cons({me.ctor}(%x), %rest) => {{
+      let %row = expand_dims(%x, axis=0);
+      match ({me.fn("tensor_array_stack")}(%rest)) {{
+        {st.ctor}(%y) => {st.ctor}(concatenate((%row, %y), axis=0)),
+        _ => {st.ctor}(%row),
+      }}
+    }},
+  }}
+}}
+"""
+
+
+def _functions_text(dtype: str, shape: Shape, batch_dim: int | None) -> str:
+    me = _Names(dtype, shape, batch_dim)
+    st = _Names(dtype, (_stacked_axis(batch_dim), *shape))
     text = f"""
 def {me.fn("tensor_array")}(%n: int32) -> {me.ta} {{
   if (%n == 0) {{ Nil }} else {{ Cons({me.nil}, {me.fn("tensor_array")}(%n - 1)) }}
@@ -123,21 +172,7 @@ def {me.fn("tensor_get_data")}(%t: {me.t}) -> {me.data} {{
 def {me.fn("tensor_expand_dims")}(%t: {me.t}) -> {st.t} {{
   match? (%t) {{ {me.ctor}(%x) => {st.ctor}(expand_dims(%x, axis=0)) }}
 }}
-
-// The elements stacked along a new axis 0 (nil for an empty array).
-def {me.fn("tensor_array_stack")}(%ta: {me.ta}) -> {st.t} {{
-  match? (%ta) {{
-    Nil => {st.nil},
-    Cons({me.ctor}(%x), %rest) => {{
-      let %row = expand_dims(%x, axis=0);
-      match ({me.fn("tensor_array_stack")}(%rest)) {{
-        {st.ctor}(%y) => {st.ctor}(concatenate((%row, %y), axis=0)),
-        _ => {st.ctor}(%row),
-      }}
-    }},
-  }}
-}}
-
+{_stack_text(me, st)}
 def {me.fn("tensor_array_gather_helper")}(%ta: {me.ta}, %i: int32, %n: int32, %indices: Tensor[(?), int32]) -> {me.ta} {{
   if (%i == %n) {{
     Nil
@@ -240,29 +275,30 @@ class StaticTensorArrayOps:
         if dtype not in TENSOR_ARRAY_DTYPES:
             raise TVMError(f"StaticTensorArrayOps: no tensor arrays of dtype {dtype!r}; the "
                            f"dtypes are {', '.join(TENSOR_ARRAY_DTYPES)}")
-        if batch_dim is not None:
-            raise TVMError("StaticTensorArrayOps: batch_dim is not supported by ember (its "
-                           "stack always gives a first axis of extent ?)")
         self.prelude, self.dtype, self.shape = prelude, dtype, _check_shape(shape)
+        self.batch_dim = _check_batch_dim(batch_dim)
 
     def get_name(self, canonical: str) -> str:
-        return static_name(canonical, self.dtype, self.shape)
+        return static_name(canonical, self.dtype, self.shape, self.batch_dim)
 
     def register(self) -> None:
         """Add the type and functions (and the types of their results) unless present."""
         mod = self.prelude.mod
         if self.get_name("tensor_array") in mod:
             return
-        shapes = {static_name("tensor_t", self.dtype, s): s for s in _shapes_used(self.shape)}
+        shapes = {static_name("tensor_t", self.dtype, s): s
+                  for s in _shapes_used(self.shape, self.batch_dim)}
         types = "".join(_adt_text(self.dtype, s) for name, s in shapes.items() if name not in mod)
         from ...ir.parser import parse
 
-        text = '#[version = "0.0.5"]\n' + types + _functions_text(self.dtype, self.shape)
+        text = '#[version = "0.0.5"]\n' + types + _functions_text(self.dtype, self.shape,
+                                                                  self.batch_dim)
         name = f"<static tensor arrays of {self.dtype}{list(self.shape)}>"
         mod.update(parse(text, name, init_module=mod))
 
     def get_global_var(self, canonical: str) -> GlobalVar:
-        return self.prelude.get_global_var_static(canonical, self.dtype, self.shape)
+        return self.prelude.get_global_var_static(canonical, self.dtype, self.shape,
+                                                  self.batch_dim)
 
     def get_type(self, canonical: str = "tensor_t") -> GlobalTypeVar:
         return self.prelude.get_type_static(canonical, self.dtype, self.shape)
