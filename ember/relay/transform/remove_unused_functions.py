@@ -16,7 +16,8 @@ from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import post_order
 
-__all__ = ["RemoveUnusedFunctions", "call_graph", "global_refs", "is_recursive"]
+__all__ = ["RemoveUnusedFunctions", "call_graph", "global_refs", "is_recursive",
+           "recursive_functions"]
 
 
 def global_refs(mod: IRModule, name: str) -> list[str]:
@@ -48,6 +49,53 @@ def reachable(graph: dict[str, list[str]], entries: Sequence[str]) -> set[str]:
 def is_recursive(graph: dict[str, list[str]], name: str) -> bool:
     """Whether ``name`` can reach itself through the functions it refers to."""
     return name in reachable(graph, graph.get(name, ()))
+
+
+def recursive_functions(graph: dict[str, list[str]]) -> set[str]:
+    """The names that can reach themselves, all at once: the functions in a strongly
+    connected component of more than one, or calling themselves. Tarjan's algorithm with an
+    explicit stack, O(functions + calls), where ``is_recursive`` per name is quadratic."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    component: list[str] = []  # Tarjan's stack of names not yet assigned a component
+    open_names: set[str] = set()
+    out: set[str] = set()
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        component.append(root)
+        open_names.add(root)
+        while work:
+            name, callees = work[-1]
+            for callee in callees:
+                if callee not in index:
+                    index[callee] = low[callee] = len(index)
+                    component.append(callee)
+                    open_names.add(callee)
+                    work.append((callee, iter(graph.get(callee, ()))))
+                    break
+                if callee in open_names:
+                    low[name] = min(low[name], index[callee])
+            else:  # every callee seen: close ``name``
+                work.pop()
+                if work:
+                    caller = work[-1][0]
+                    low[caller] = min(low[caller], low[name])
+                if low[name] == index[name]:
+                    members = _pop_component(component, open_names, name)
+                    if len(members) > 1 or name in graph.get(name, ()):
+                        out.update(members)
+    return out
+
+
+def _pop_component(component: list[str], open_names: set[str], head: str) -> list[str]:
+    members: list[str] = []
+    while not members or members[-1] != head:
+        members.append(component.pop())
+        open_names.discard(members[-1])
+    return members
 
 
 @dataclass(frozen=True)
