@@ -15,6 +15,7 @@ from ...ir.expr import GlobalVar
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import post_order
+from .type_infer import strongly_connected
 
 __all__ = ["RemoveUnusedFunctions", "call_graph", "global_refs", "is_recursive",
            "recursive_functions"]
@@ -53,49 +54,14 @@ def is_recursive(graph: dict[str, list[str]], name: str) -> bool:
 
 def recursive_functions(graph: dict[str, list[str]]) -> set[str]:
     """The names that can reach themselves, all at once: the functions in a strongly
-    connected component of more than one, or calling themselves. Tarjan's algorithm with an
-    explicit stack, O(functions + calls), where ``is_recursive`` per name is quadratic."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    component: list[str] = []  # Tarjan's stack of names not yet assigned a component
-    open_names: set[str] = set()
+    connected component of more than one, or calling themselves. O(functions + calls)
+    (InferType's iterative Tarjan), where ``is_recursive`` per name is quadratic."""
+    known = {name: [c for c in callees if c in graph] for name, callees in graph.items()}
     out: set[str] = set()
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(graph[root]))]
-        index[root] = low[root] = len(index)
-        component.append(root)
-        open_names.add(root)
-        while work:
-            name, callees = work[-1]
-            for callee in callees:
-                if callee not in index:
-                    index[callee] = low[callee] = len(index)
-                    component.append(callee)
-                    open_names.add(callee)
-                    work.append((callee, iter(graph.get(callee, ()))))
-                    break
-                if callee in open_names:
-                    low[name] = min(low[name], index[callee])
-            else:  # every callee seen: close ``name``
-                work.pop()
-                if work:
-                    caller = work[-1][0]
-                    low[caller] = min(low[caller], low[name])
-                if low[name] == index[name]:
-                    members = _pop_component(component, open_names, name)
-                    if len(members) > 1 or name in graph.get(name, ()):
-                        out.update(members)
+    for group in strongly_connected(known):
+        if len(group) > 1 or group[0] in known[group[0]]:
+            out.update(group)
     return out
-
-
-def _pop_component(component: list[str], open_names: set[str], head: str) -> list[str]:
-    members: list[str] = []
-    while not members or members[-1] != head:
-        members.append(component.pop())
-        open_names.discard(members[-1])
-    return members
 
 
 @dataclass(frozen=True)
