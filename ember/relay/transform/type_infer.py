@@ -20,6 +20,8 @@ again (nodes are immutable, so the same objects have the same types).
 """
 from __future__ import annotations
 
+import collections
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -216,9 +218,12 @@ def strongly_connected(graph: dict[Any, list[Any]]) -> list[list[Any]]:
 
 
 # -- modules typed already --------------------------------------------------------------------
-# A live module InferType returned -> what it held then (compared by identity; few are alive
-# at once: a pipeline drops each module when the next pass has run).
-_TYPED: weakref.WeakKeyDictionary[IRModule, tuple[tuple, tuple]] = weakref.WeakKeyDictionary()
+# The modules InferType returned last (weak: a module dies with its last user) and what each
+# held then. A pipeline re-infers the module of the pass just before, so a few suffice, and a
+# program that keeps many typed modules alive costs no more per run.
+_RECENT: collections.deque[weakref.ref[IRModule]] = collections.deque(maxlen=8)
+_HELD: weakref.WeakKeyDictionary[IRModule, tuple[tuple, tuple]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()  # builds may run in several threads
 
 
 def _contents(mod: IRModule) -> tuple[tuple, tuple]:
@@ -232,13 +237,18 @@ def _same(a: tuple[tuple, tuple], b: tuple[tuple, tuple]) -> bool:
 
 def _typed_already(mod: IRModule) -> bool:
     """Whether ``mod`` holds the very functions and type definitions of a module InferType
-    returned that is still alive (itself, or one a pass rebuilt without changing anything)."""
+    returned recently and that is still alive (itself, or one a pass rebuilt without changing
+    anything)."""
     now = _contents(mod)
-    return any(_same(held, now) for held in list(_TYPED.values()))
+    with _LOCK:
+        held = [_HELD.get(m) for m in (ref() for ref in _RECENT) if m is not None]
+    return any(h is not None and _same(h, now) for h in held)
 
 
 def _remember(mod: IRModule) -> IRModule:
-    _TYPED[mod] = _contents(mod)
+    with _LOCK:
+        _HELD[mod] = _contents(mod)
+        _RECENT.append(weakref.ref(mod))
     return mod
 
 
