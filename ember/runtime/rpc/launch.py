@@ -111,7 +111,8 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float) -> None:
 
 class ManagedProcess:
     """A server or tracker running in its own process group. It is ended by ``terminate``,
-    by leaving a ``with`` block, when the object is collected, or when Python exits."""
+    by leaving a ``with`` block, when the object is collected, when Python exits, or when this
+    process dies (``argv`` gets ``PARENT_FLAG``: the program must call ``exit_with_parent``)."""
 
     def __init__(self, name: str, argv: list[str], env: dict[str, str] | None,
                  startup_timeout: float) -> None:
