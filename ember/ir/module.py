@@ -37,7 +37,8 @@ class IRModule(Node):
     leave PrimFuncs as they are.
     """
 
-    __slots__ = ("functions", "type_definitions", "attrs", "_gvars", "_gtvars")
+    # __weakref__: InferType remembers the modules it typed without keeping them alive
+    __slots__ = ("functions", "type_definitions", "attrs", "_gvars", "_gtvars", "__weakref__")
 
     def __init__(self, functions: Mapping[GlobalVar, BaseFunc] | Mapping[str, BaseFunc] | None
                  = None,

@@ -100,6 +100,26 @@ def test_deep_chain_renders_without_recursion():
     assert plotter.text().count("negative") == 5000
 
 
+def test_deep_chain_prints_in_linear_size():
+    """30,000 levels: fully indented lines would total 2.7 GB (and as long to build); past
+    MAX_INDENT_LEVELS a line draws its innermost guides after [+N]."""
+    x = relay.var("x", shape=(2,))
+    y = x
+    depth = 30_000
+    for _ in range(depth):
+        y = relay.negative(y)
+    plotter = relay_viz.TermPlotter()
+    relay_viz.RelayVisualizer(relay.Function([x], y), plotter=plotter)
+    lines = plotter.text().splitlines()
+    cap = relay_viz.terminal.MAX_INDENT_LEVELS
+    assert len(lines) == 2 * depth + 2  # @main, and per level a Call and its op
+    assert max(len(line) for line in lines[:-1]) <= len(f"[+{depth}]") + 3 * cap + 12
+    assert lines[2] == "   |--negative "  # shallow levels keep their full indentation
+    assert lines[2 * cap + 1] == "   " * cap + "`--Call "  # the Call at depth cap
+    assert lines[2 * cap + 3] == "[+1]" + "   " * cap + "`--Call "
+    assert lines[-1].startswith(f"[+{depth - cap}]" + "   " * cap + "`--Var(Input)")
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(TypeError, match="relay_mod must be an IRModule"):
         relay_viz.RelayVisualizer("not a module")

@@ -8,7 +8,10 @@
 
 A node used twice (shared) is drawn in full the first time and as ``... (shown above)``
 after that, so a graph with much sharing prints in linear size. The tree is printed
-iteratively: a 10,000-deep chain prints without recursion.
+iteratively: a 10,000-deep chain prints without recursion. The indentation stops growing at
+``MAX_INDENT_LEVELS``: a deeper line draws the guides of its innermost levels only, after
+``[+N]`` for the N outer levels left out, so every line is short and a deep chain prints in
+size linear in its depth (full indentation would be quadratic: 1.2 GB for 20,000 levels).
 """
 from __future__ import annotations
 
@@ -28,6 +31,9 @@ from .interface import (
     VizNode,
     VizParser,
 )
+
+
+MAX_INDENT_LEVELS = 32  # levels of guides drawn (3 columns each) before a line says [+N]
 
 
 class TermVizParser(VizParser):
@@ -117,21 +123,24 @@ class TermGraph(VizGraph):
             return f"@{self._name}()"
         lines = [f"@{self._name}({self._id_to_term_node[self._last].other_info})"]
         shown: set[str] = {self._last}
-        # (indent, node) of the children still to print, the next on top.
-        stack = [("", kid, k == len(kids) - 1)
-                 for kids in [self._graph.get(self._last, [])] for k, kid in enumerate(kids)]
+        # (guides, depth, node, is last child) of the nodes still to print, the next on top;
+        # ``guides`` keeps the innermost MAX_INDENT_LEVELS levels only
+        kids = self._graph.get(self._last, [])
+        stack = [("", 0, kid, k == len(kids) - 1) for k, kid in enumerate(kids)]
         stack.reverse()
         while stack:
-            indent, node_id, last = stack.pop()
+            guides, depth, node_id, last = stack.pop()
             seen = node_id in shown and bool(self._graph.get(node_id))
             tail = " ... (shown above)" if seen else ""
-            lines.append(f"{indent}{'`--' if last else '|--'}{self._line(node_id)}{tail}")
+            outer = depth - MAX_INDENT_LEVELS
+            lines.append(f"{f'[+{outer}]' if outer > 0 else ''}{guides}"
+                         f"{'`--' if last else '|--'}{self._line(node_id)}{tail}")
             if seen:
                 continue
             shown.add(node_id)
             kids = self._graph.get(node_id, [])
-            inner = indent + ("   " if last else "|  ")
-            stack.extend(reversed([(inner, kid, k == len(kids) - 1)
+            inner = (guides + ("   " if last else "|  "))[-3 * MAX_INDENT_LEVELS:]
+            stack.extend(reversed([(inner, depth + 1, kid, k == len(kids) - 1)
                                    for k, kid in enumerate(kids)]))
         return "\n".join(lines)
 

@@ -8,8 +8,8 @@ The result's size depends on the values, so the op returns the largest it can be
 count; the frontend slices the first ``count`` columns with ``dyn.strided_slice``, whose VM
 shape function reads the count. Columns past the count are 0.
 
-The kernel ranks each element among the non-zero ones before it (a reduction over the
-elements), so it costs O(size^2): meant for masks of modest size.
+The kernel walks the elements once in row-major order, writing each non-zero element's
+coordinates at the count so far: O(ndim * size).
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ import numpy as np
 from ...ir.types import TensorType, TupleType, Type
 from ...te import tensor as te
 from ...tir import op as tir
-from ...tir.expr import PrimExpr
+from ...tir.expr import Var
+from ...tir.stmt import Buffer, BufferStore, For, ForKind, IfThenElse, Stmt, seq
 from ._reg import OPAQUE, call, defop
 from ._shape import fail, tensor_of
 from ._tuple import TupleWrapper
@@ -50,38 +51,31 @@ def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Ten
     x = inputs[0]
     dims = [int(d.value) for d in x.shape]  # type: ignore[attr-defined]
     size = int(np.prod(dims))
+    return te.extern([(len(dims), size), (1,)], [x], lambda ins, outs: _one_pass(
+        ins[0], outs[0], outs[1], dims, size), name="T_nonzero", dtype=[I64, I64],
+        tag="nonzero")
+
+
+def _one_pass(x: Buffer, indices: Buffer, count: Buffer, dims: list[int], size: int) -> Stmt:
+    # One walk over the elements in row-major order with the count as the write cursor:
+    # O(ndim * size), where ranking each element among those before it cost O(size^2).
+    j = Var("j", "int32")
     strides = [int(np.prod(dims[k + 1:])) for k in range(len(dims))]
+    coords = [tir.truncmod(tir.div(j, tir.const(s)), tir.const(d)) for s, d in zip(strides, dims)]
+    cursor = count.vload([0])
+    hit = seq(*[BufferStore(indices, tir.cast(c, I64), (tir.const(axis), cursor))
+                for axis, c in enumerate(coords)],
+              BufferStore(count, cursor + tir.const(1, I64), (tir.const(0),)))
+    nonzero = tir.convert(x.vload(coords) != tir.const(0, x.dtype))
+    zero_fill = [_zero_row(indices, axis, size) for axis in range(len(dims))]
+    walk = For(j, 0, size, ForKind.SERIAL, IfThenElse(nonzero, hit))
+    return seq(BufferStore(count, tir.const(0, I64), (tir.const(0),)), *zero_fill, walk)
 
-    def coords(j: PrimExpr) -> list[PrimExpr]:
-        return [tir.truncmod(tir.div(j, tir.const(s)), tir.const(d))
-                for s, d in zip(strides, dims)]
 
-    def nonzero(j: PrimExpr) -> PrimExpr:
-        return x(*coords(j)) != tir.const(0, x.dtype)
-
-    def rank(j: PrimExpr) -> PrimExpr:
-        k = te.reduce_axis((0, size), "k")
-        return te.sum(tir.Select_(tir.logical_and(k.var < j, nonzero(k.var)), tir.const(1),
-                                  tir.const(0)), axis=[k])
-
-    ranks = te.compute((size,), rank, name="T_nonzero_rank", tag="comm_reduce")
-
-    def place(d: PrimExpr, r: PrimExpr) -> PrimExpr:
-        j = te.reduce_axis((0, size), "j")
-        hit = tir.logical_and(nonzero(j.var), ranks(j.var) == r)
-        coord = tir.const(0, I64)
-        for axis, c in enumerate(coords(j.var)):  # the coordinate on axis d of element j
-            coord = tir.Select_(d == axis, tir.cast(c, I64), coord)
-        return te.sum(tir.Select_(hit, coord, tir.const(0, I64)), axis=[j])
-
-    indices = te.compute((len(dims), size), place, name="T_nonzero", tag="comm_reduce")
-
-    def count(_: PrimExpr) -> PrimExpr:
-        j = te.reduce_axis((0, size), "j")
-        return te.sum(tir.Select_(nonzero(j.var), tir.const(1, I64), tir.const(0, I64)),
-                      axis=[j])
-
-    return [indices, te.compute((1,), count, name="T_nonzero_count", tag="comm_reduce")]
+def _zero_row(indices: Buffer, axis: int, size: int) -> Stmt:
+    k = Var(f"k{axis}", "int32")
+    return For(k, 0, size, ForKind.SERIAL, BufferStore(indices, tir.const(0, I64),
+                                                       (tir.const(axis), k)))
 
 
 defop("nonzero_padded", _rel, _ref, OPAQUE, doc="Coordinates of the non-zero elements "

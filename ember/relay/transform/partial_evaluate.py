@@ -49,7 +49,7 @@ from ._fresh import fresh_copy
 from ._helpers import infer
 from ._partial_values import (PV, LetList, RefState, SClosure, SCtor, SRef, Store, STensor,
                               STuple, refs_reachable)
-from .remove_unused_functions import call_graph, is_recursive
+from .remove_unused_functions import call_graph, recursive_functions
 from .to_a_normal_form import to_a_normal_form
 from .type_infer import infer_type
 
@@ -62,10 +62,9 @@ _MAX_NESTING = 2000
 
 
 class _Evaluator:
-    def __init__(self, mod: IRModule, max_depth: int) -> None:
+    def __init__(self, mod: IRModule, max_depth: int, recursive_globals: set[str]) -> None:
         self.mod, self.max_depth = mod, max_depth
-        graph = call_graph(mod)
-        self.recursive_globals = {n for n in graph if is_recursive(graph, n)}
+        self.recursive_globals = recursive_globals
         self.free: dict[Function, list[Var]] = {}
         self.depth: dict[Function, int] = {}
         self.nesting = 0  # inlined calls in progress, of any function
@@ -392,11 +391,16 @@ def _match(pat: Any, pv: PV, binds: dict[Var, PV]) -> bool | None:
     return None if undecided else True
 
 
-def partial_evaluate(func: Function, mod: IRModule, max_depth: int = 64) -> Function:
-    """The residual function of a typed ``func`` (module docstring)."""
+def partial_evaluate(func: Function, mod: IRModule, max_depth: int = 64,
+                     recursive_globals: set[str] | None = None) -> Function:
+    """The residual function of a typed ``func`` (module docstring). ``recursive_globals``:
+    the module's recursive functions (``recursive_functions``), computed here when not given;
+    the pass computes them once for all of the module's functions."""
     anf = infer_type(to_a_normal_form(func), mod)
     assert isinstance(anf, Function), "ToANormalForm keeps a function a function"
-    ev = _Evaluator(mod, max_depth)
+    if recursive_globals is None:
+        recursive_globals = recursive_functions(call_graph(mod))
+    ev = _Evaluator(mod, max_depth, recursive_globals)
     ll = LetList()
     store = Store()
 
@@ -430,10 +434,11 @@ class PartialEvaluate(ModulePass):
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         typed = infer(mod)
         out = typed.copy()
+        recursive = recursive_functions(call_graph(typed))  # once: it reads every function
         for gv, func in typed.functions.items():
             if (isinstance(func, Function) and not is_primitive(func)
                     and not func.get_attr("Compiler")):
-                out.add(gv, partial_evaluate(func, typed, self.max_depth))
+                out.add(gv, partial_evaluate(func, typed, self.max_depth, recursive))
         return infer(out)
 
 

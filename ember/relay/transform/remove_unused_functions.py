@@ -15,8 +15,10 @@ from ...ir.expr import GlobalVar
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import post_order
+from .type_infer import strongly_connected
 
-__all__ = ["RemoveUnusedFunctions", "call_graph", "global_refs", "is_recursive"]
+__all__ = ["RemoveUnusedFunctions", "call_graph", "global_refs", "is_recursive",
+           "recursive_functions"]
 
 
 def global_refs(mod: IRModule, name: str) -> list[str]:
@@ -48,6 +50,18 @@ def reachable(graph: dict[str, list[str]], entries: Sequence[str]) -> set[str]:
 def is_recursive(graph: dict[str, list[str]], name: str) -> bool:
     """Whether ``name`` can reach itself through the functions it refers to."""
     return name in reachable(graph, graph.get(name, ()))
+
+
+def recursive_functions(graph: dict[str, list[str]]) -> set[str]:
+    """The names that can reach themselves, all at once: the functions in a strongly
+    connected component of more than one, or calling themselves. O(functions + calls)
+    (InferType's iterative Tarjan), where ``is_recursive`` per name is quadratic."""
+    known = {name: [c for c in callees if c in graph] for name, callees in graph.items()}
+    out: set[str] = set()
+    for group in strongly_connected(known):
+        if len(group) > 1 or group[0] in known[group[0]]:
+            out.update(group)
+    return out
 
 
 @dataclass(frozen=True)

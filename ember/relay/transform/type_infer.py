@@ -12,9 +12,17 @@ Finally every node is copied with its type in ``checked_type_`` (what ``expr.che
 reads), every Function with its FuncType: the input module is never edited. Errors are
 ``TypeInferenceError``s that name the op or function, the argument, the expected and actual
 types, the source location when the node has a span, and show the IR around the failing node.
+
+A module that InferType returned and that still holds the same function and type-definition
+objects (passes start and end with InferType, so the next pass re-infers what the last one
+just typed) is typed already: InferType then returns a copy of it without checking anything
+again (nodes are immutable, so the same objects have the same types).
 """
 from __future__ import annotations
 
+import collections
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -209,6 +217,41 @@ def strongly_connected(graph: dict[Any, list[Any]]) -> list[list[Any]]:
     return out
 
 
+# -- modules typed already --------------------------------------------------------------------
+# The modules InferType returned last (weak: a module dies with its last user) and what each
+# held then. A pipeline re-infers the module of the pass just before, so a few suffice, and a
+# program that keeps many typed modules alive costs no more per run.
+_RECENT: collections.deque[weakref.ref[IRModule]] = collections.deque(maxlen=8)
+_HELD: weakref.WeakKeyDictionary[IRModule, tuple[tuple, tuple]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()  # builds may run in several threads
+
+
+def _contents(mod: IRModule) -> tuple[tuple, tuple]:
+    return tuple(mod.functions.items()), tuple(mod.type_definitions.items())
+
+
+def _same(a: tuple[tuple, tuple], b: tuple[tuple, tuple]) -> bool:
+    return all(len(x) == len(y) and all(p[0] is q[0] and p[1] is q[1] for p, q in zip(x, y))
+               for x, y in zip(a, b))
+
+
+def _typed_already(mod: IRModule) -> bool:
+    """Whether ``mod`` holds the very functions and type definitions of a module InferType
+    returned recently and that is still alive (itself, or one a pass rebuilt without changing
+    anything)."""
+    now = _contents(mod)
+    with _LOCK:
+        held = [_HELD.get(m) for m in (ref() for ref in _RECENT) if m is not None]
+    return any(h is not None and _same(h, now) for h in held)
+
+
+def _remember(mod: IRModule) -> IRModule:
+    with _LOCK:
+        _HELD[mod] = _contents(mod)
+        _RECENT.append(weakref.ref(mod))
+    return mod
+
+
 # -- public API -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class InferType(ModulePass):
@@ -223,10 +266,12 @@ class InferType(ModulePass):
     opt_level: ClassVar[int] = 0
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        if _typed_already(mod):
+            return _remember(mod.copy())
         ck = ModuleChecker(mod)
         ck.check_globals()
         ck.finish()
-        return ck.typed_module()
+        return _remember(ck.typed_module())
 
 
 register_pass("InferType", InferType)

@@ -3,6 +3,11 @@
 The process prints one line on stdout once it listens, ``<name> listening on HOST:PORT``, or
 ``<name> error: MESSAGE`` and exits; ``start`` waits for that line (bounded), and
 ``ManagedProcess.terminate`` ends the process group it runs in.
+
+A managed process also ends when the Python process that started it dies, even by SIGKILL
+(no finalizer runs then): its stdin is a pipe whose write end only the parent holds, and with
+``--exit-with-parent`` the process watches it (:func:`exit_with_parent`). A pipe rather than
+Linux's PR_SET_PDEATHSIG, which fires when the starting *thread* exits and exists on Linux only.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import weakref
 from typing import Any
@@ -61,6 +67,25 @@ def announce_error(name: str, message: str) -> None:
     sys.stdout.flush()
 
 
+PARENT_FLAG = "--exit-with-parent"
+PARENT_FLAG_HELP = ("end when stdin reaches end of file (the pipe ember.rpc.Server and Tracker "
+                    "hold: the process ends with the Python process that started it)")
+
+
+def exit_with_parent() -> None:
+    """Send this process SIGTERM (the loop then ends its sessions and exits) once stdin reads
+    end of file: the parent holding the pipe's write end closed it or died."""
+    def watch() -> None:
+        try:
+            while os.read(0, 4096):
+                pass
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="ember-rpc-parent-watch", daemon=True).start()
+
+
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     try:
         os.killpg(proc.pid, sig)
@@ -71,6 +96,8 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
 def _stop(proc: subprocess.Popen[bytes], timeout: float) -> None:
     """End ``proc`` and its process group: SIGTERM (the server ends its sessions, then
     itself), SIGKILL to the group if it is still there after ``timeout`` seconds."""
+    if proc.stdin is not None:
+        proc.stdin.close()  # the parent pipe: the process could tell it is no longer wanted
     if proc.poll() is not None:
         _signal_group(proc, signal.SIGKILL)  # sessions that outlived a crashed server
         return
@@ -84,13 +111,16 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float) -> None:
 
 class ManagedProcess:
     """A server or tracker running in its own process group. It is ended by ``terminate``,
-    by leaving a ``with`` block, when the object is collected, or when Python exits."""
+    by leaving a ``with`` block, when the object is collected, when Python exits, or when this
+    process dies (``argv`` gets ``PARENT_FLAG``: the program must call ``exit_with_parent``)."""
 
     def __init__(self, name: str, argv: list[str], env: dict[str, str] | None,
                  startup_timeout: float) -> None:
         self.name = name
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, env=env)
+        # stdin: the parent pipe (PARENT_FLAG), never written; the child sees end of file when
+        # this process dies, however it dies
+        self.proc = subprocess.Popen([*argv, PARENT_FLAG], stdout=subprocess.PIPE,
+                                     stdin=subprocess.PIPE, start_new_session=True, env=env)
         self._stop = weakref.finalize(self, _stop, self.proc, 5.0)
         try:
             self.host, self.port = self._wait_ready(startup_timeout)

@@ -15,7 +15,16 @@ import tempfile
 from collections.abc import Sequence
 
 from ..errors import RPCError
-from .launch import ManagedProcess, announce, announce_error, exposure_warning, setup_logging
+from .launch import (
+    PARENT_FLAG,
+    PARENT_FLAG_HELP,
+    ManagedProcess,
+    announce,
+    announce_error,
+    exit_with_parent,
+    exposure_warning,
+    setup_logging,
+)
 from .protocol import DEFAULT_MAX_FRAME, MIN_MAX_FRAME
 from .serve import ServerLoop, ServerOptions, bind_listener, load_libraries, run_session
 
@@ -118,6 +127,7 @@ def _parser(prog: str, epilog: str | None) -> argparse.ArgumentParser:
     p.add_argument("--log-file", default=None, help="append the log to this file, not stderr")
     p.add_argument("--stdio", action="store_true",
                    help="serve one session on stdin/stdout instead of listening")
+    p.add_argument(PARENT_FLAG, action="store_true", help=PARENT_FLAG_HELP)
     return p
 
 
@@ -126,6 +136,8 @@ def _options(args: argparse.Namespace) -> ServerOptions:
     if args.secret_file:
         with open(args.secret_file, "rb") as f:
             secret = f.read().strip() or None
+    if args.stdio and args.exit_with_parent:
+        raise RPCError(f"--stdio and {PARENT_FLAG} both need stdin: give one of them")
     tracker = None
     if args.tracker:
         host, _, port = args.tracker.rpartition(":")
@@ -175,6 +187,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m ember.exec.rp
     args = _parser(prog, epilog).parse_args(argv)
     try:
         opts = _options(args)
+        if args.exit_with_parent:
+            exit_with_parent()
         setup_logging(args.silent, args.log_file)
         load_libraries(opts.load_library)
         if args.stdio:

@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RPCError
 from .client import RPCSession, connect
-from .launch import ManagedProcess, announce, announce_error, exposure_warning, setup_logging
+from .launch import (
+    PARENT_FLAG,
+    PARENT_FLAG_HELP,
+    ManagedProcess,
+    announce,
+    announce_error,
+    exit_with_parent,
+    exposure_warning,
+    setup_logging,
+)
 from .protocol import RPCConnectionError
 from .serve import bind_listener
 from .tracker_loop import TrackerLoop
@@ -152,7 +161,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m ember.exec.rp
     p.add_argument("--port-end", type=int, default=9199, help="last port to try (exclusive)")
     p.add_argument("--silent", action="store_true", help="log warnings only")
     p.add_argument("--log-file", default=None, help="append the log to this file, not stderr")
+    p.add_argument(PARENT_FLAG, action="store_true", help=PARENT_FLAG_HELP)
     args = p.parse_args(argv)
+    if args.exit_with_parent:
+        exit_with_parent()
     setup_logging(args.silent, args.log_file)
     try:
         listener = bind_listener(args.host, args.port, args.port_end)

@@ -8,7 +8,10 @@ from _onnx_util import compare, rand, run_graph, run_ort
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
+import ember
+from ember import relay
 from ember.runtime.errors import OpAttributeUnImplemented, OpNotImplemented
+from ember.runtime.vm import VirtualMachine
 
 RNG = np.random.default_rng(23)
 MS = "com.microsoft"
@@ -116,3 +119,40 @@ def test_what_is_not_supported():
     with pytest.raises(OpAttributeUnImplemented, match="attribute activation='Softsign'"):
         run_graph(_model("FusedGemm", {"a": rand(RNG, 3, 4)}, {"b": rand(RNG, 4, 2)},
                          activation="Softsign"), {})
+
+
+def _symbolic_attention_model(hidden, heads):
+    """Attention (causal, key lengths) over x (2, S, hidden) and MultiHeadAttention (causal)
+    of q (2, S, hidden) over k, v (2, T, hidden), S and T symbolic."""
+    w, b = rand(RNG, hidden, 3 * hidden, lo=-0.5, hi=0.5), rand(RNG, 3 * hidden)
+    nodes = [helper.make_node("Attention", ["x", "w", "b", "lens"], ["y0"], domain=MS,
+                              num_heads=heads, unidirectional=1),
+             helper.make_node("MultiHeadAttention", ["x", "k", "v"], ["y1"], domain=MS,
+                              num_heads=heads, unidirectional=1)]
+    infos = [helper.make_tensor_value_info("x", TP.FLOAT, [2, "S", hidden]),
+             helper.make_tensor_value_info("lens", TP.INT32, [2]),
+             helper.make_tensor_value_info("k", TP.FLOAT, [2, "T", hidden]),
+             helper.make_tensor_value_info("v", TP.FLOAT, [2, "T", hidden])]
+    outs = [helper.make_tensor_value_info(f"y{i}", TP.FLOAT, None) for i in range(2)]
+    graph = helper.make_graph(nodes, "g", infos, outs, [numpy_helper.from_array(w, "w"),
+                                                        numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid(MS, 1)])
+    model.ir_version = min(model.ir_version, 10)
+    return model
+
+
+def test_causal_attention_at_run_time_sequence_lengths():
+    """S and T symbolic: the causal and key-length masks take the lengths of each run (a
+    mask sized from the declared shapes fit one length only). MultiHeadAttention runs with
+    T == S: onnxruntime's causal mask for T != S follows neither ember's (the last S of T
+    positions) nor a mask from position 0."""
+    hidden = 8
+    model = _symbolic_attention_model(hidden, heads=2)
+    mod, params = relay.frontend.from_onnx(model)
+    vm = VirtualMachine(relay.vm.compile(mod, "llvm", params=params), ember.cpu(0))
+    for seq, total in ((3, 3), (6, 6)):
+        feeds = {"x": rand(RNG, 2, seq, hidden), "lens": np.array([seq, seq - 1], "int32"),
+                 "k": rand(RNG, 2, total, hidden), "v": rand(RNG, 2, total, hidden)}
+        got = [r.numpy() for r in vm.invoke("main", *feeds.values())]
+        compare(f"S={seq} T={total}", got, run_ort(model, feeds), LOOSE)

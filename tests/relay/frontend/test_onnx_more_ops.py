@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _onnx_util import SUMS, check, graph_model, node_case, rand, run_graph
+from _onnx_util import SUMS, check, graph_model, make_model, node_case, rand, run_graph, run_ort
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
+from ember import relay
 from ember.runtime.errors import FrontendError, OpAttributeInvalid, OpNotImplemented
 
 RNG = np.random.default_rng(19)
@@ -273,6 +274,45 @@ def test_windows_and_mel_filters_match_onnxruntime():
            "hi": np.array(4000.0, "float32")}
     cases.append(node_case("mel", "MelWeightMatrix", {}, inits=mel))
     check(cases, opset=17)
+
+
+def _mel(name, bins, dft, rate, lo, hi):
+    return node_case(name, "MelWeightMatrix", {}, inits={
+        "bins": np.array(bins, "int64"), "dft": np.array(dft, "int64"),
+        "rate": np.array(rate, "int64"), "lo": np.array(lo, "float32"),
+        "hi": np.array(hi, "float32")})
+
+
+def test_degenerate_mel_filters_match_onnxruntime():
+    """Edges onnxruntime accepts: descending (lower > upper: every filter empty), equal,
+    more filters than DFT bins."""
+    check([_mel("desc", 8, 64, 8000, 3000, 1000), _mel("equal", 8, 64, 8000, 1000, 1000),
+           _mel("zero", 4, 64, 8000, 0, 0), _mel("crowded", 40, 16, 8000, 0, 4000)], opset=17)
+
+
+@pytest.mark.parametrize("edges, match", [
+    ((-500, 4000), "lower_edge_hertz -500 falls outside the 33 DFT bins of dft_length 64 at "
+                   "sample_rate 8000 \\(edges from 0 to below 4061.54 Hz fit\\)"),
+    ((-1000, 4000), "lower_edge_hertz -1000 falls outside"),  # log of a negative: NaN
+    ((float("nan"), 4000), "lower_edge_hertz nan falls outside"),
+    ((0, 8000), "upper_edge_hertz 8000 falls outside the 33 DFT bins"),
+    ((-3000, -1000), "lower_edge_hertz -3000 falls outside"),
+])
+def test_mel_edges_outside_the_dft_bins_are_refused(edges, match):
+    """onnxruntime refuses these too (its lowest/highest index checks); ember once failed
+    inside numpy (a broadcast or index error naming no node)."""
+    model = make_model([_mel("m", 8, 64, 8000, *edges)], opset=17)
+    with pytest.raises(FrontendError, match="MelWeightMatrix node 'm__MelWeightMatrix': " + match):
+        relay.frontend.from_onnx(model)
+    with pytest.raises(Exception, match="out of range given the dft_length"):
+        run_ort(model, {})
+
+
+@pytest.mark.parametrize("sizes", [(0, 64, 8000), (-1, 64, 8000), (8, 0, 8000), (8, 64, 0)])
+def test_mel_sizes_must_be_positive(sizes):
+    with pytest.raises(FrontendError, match=r"num_mel_bins \(%d\), dft_length \(%d\) and "
+                                            r"sample_rate \(%d\) must be positive" % sizes):
+        relay.frontend.from_onnx(make_model([_mel("m", *sizes, 0, 1000)], opset=17))
 
 
 def test_signal_errors():

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _onnx_util import OnnxCase, check, node_case, rand
+from _onnx_util import OnnxCase, check, make_model, node_case, rand
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import helper, numpy_helper
+
+from ember import relay
+from ember.runtime.errors import FrontendError
 
 I64 = "int64"
 
@@ -143,6 +146,19 @@ def test_shape_size_constant_range():
                                                   "d": np.array(-0.7, "float32")}),
     ]
     check(cases, opset=15)
+
+
+@pytest.mark.parametrize("bounds, match", [
+    ((np.array(0, I64), np.array(10**18, I64), np.array(1, I64)),
+     r"Range node .*Range\(0, 1000000000000000000, 1\) would be a constant of shape "
+     r"\[1000000000000000000\] .*more than the 67108864"),
+    ((np.array(0, "float32"), np.array(np.inf, "float32"), np.array(1, "float32")),
+     r"Range node .*Range\(0.0, inf, 1.0\) has no finite length"),
+])
+def test_range_too_long_is_refused_before_allocating(bounds, match):
+    case = node_case("r", "Range", {}, inits=dict(zip("abd", bounds)))
+    with pytest.raises(FrontendError, match=match):
+        relay.frontend.from_onnx(make_model([case], opset=15))
 
 
 def test_rearrange_trilu_onehot():

@@ -34,3 +34,12 @@ def test_compiled_matches_reference():
              for shape, dtype in (((7,), "bool"), ((3, 5), "float32"), ((2, 3, 4), "int64"))]
     cases.append(Case("nonzero_padded", [np.ones((2, 3), "uint8")]))
     check_cases(cases)
+
+
+def test_compiled_is_linear_on_a_large_map_and_handles_empty():
+    # A 640x640 map: the former O(size^2) ranking kernel (1.6e11 steps) never finished here.
+    rng = np.random.default_rng(1)
+    big = (rng.random((640, 640)) < 0.3).astype("float32")
+    check_cases([Case("nonzero_padded", [big]),
+                 Case("nonzero_padded", [np.zeros((0, 4), "int32")]),
+                 Case("nonzero_padded", [np.zeros((3, 4), "int32")])])

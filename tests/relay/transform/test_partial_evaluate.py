@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 from _pass_helpers import assert_same_result, dataflow_programs, parse
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember as tvm
 from ember import relay
 from ember.ir import assert_structural_equal
 from ember.relay import transform
 from ember.relay.analysis import check_well_formed
+from ember.relay.transform import partial_evaluate as pe_module
+from ember.relay.transform.remove_unused_functions import is_recursive, recursive_functions
 
 SCALAR = relay.TensorType([], "float32")
 
@@ -185,3 +188,46 @@ def test_bad_max_depth():
     with pytest.raises(ValueError, match="PartialEvaluate: max_depth must be an integer >= 0, "
                                          "got -1"):
         transform.PartialEvaluate(max_depth=-1)
+
+
+def _brute_recursive(graph):
+    return {n for n in graph if is_recursive(graph, n)}
+
+
+@given(st.dictionaries(st.integers(0, 7), st.lists(st.integers(0, 9), max_size=4), max_size=8))
+@settings(max_examples=60, deadline=None)
+def test_recursive_functions_equals_is_recursive_per_name(edges):
+    # callees 8 and 9 are never keys: references to names the graph does not define
+    graph = {f"f{k}": [f"f{c}" for c in v] for k, v in edges.items()}
+    assert recursive_functions(graph) == _brute_recursive(graph)
+
+
+def test_recursive_functions_is_linear_in_the_call_graph():
+    # 200,000 functions: the former is_recursive per name (O(n^2): 2e10 steps) never finished
+    n = 200_000
+    chain = {f"f{i}": [f"f{i + 1}"] if i + 1 < n else [] for i in range(n)}
+    assert recursive_functions(chain) == set()
+    cycle = {**chain, f"f{n - 1}": ["f0"], "g": ["f7", "g"], "h": ["g"]}
+    assert recursive_functions(cycle) == set(chain) | {"g"}
+
+
+def test_pass_builds_the_call_graph_once(monkeypatch):
+    """Each global was partially evaluated with its own call graph and recursion check:
+    O(globals^2) and worse. Now one per pass, shared by every function."""
+    calls = []
+    real = pe_module.call_graph
+    monkeypatch.setattr(pe_module, "call_graph", lambda mod: calls.append(1) or real(mod))
+    mod = tvm.IRModule()
+    x = relay.var("x", SCALAR)
+    for i in range(30):
+        mod[f"f{i}"] = relay.Function([x], relay.add(x, relay.const(float(i))))
+    loop = relay.GlobalVar("loop")
+    y = relay.var("y", SCALAR)
+    mod[loop] = relay.Function([y], relay.Call(loop, [y]), SCALAR)
+    mod["main"] = relay.Function([x], relay.Call(mod.get_global_var("f3"), [x]))
+    out = transform.PartialEvaluate()(mod)
+    assert len(calls) == 1
+    assert any(isinstance(n, relay.Call) and getattr(n.op, "name_hint", "") == "loop"
+               for n in tvm.ir.post_order(out["loop"]))  # recursive: still calls itself
+    # f3 inlined (not recursive): let %v = add(%x, 3f); %v
+    assert "GlobalVar" not in _features(out["main"]) and "Constant" in _features(out["main"])

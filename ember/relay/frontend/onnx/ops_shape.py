@@ -21,7 +21,7 @@ from ... import op as _op
 from ._node import Node
 from ._symbolic import SymShape
 from . import _runtime_values as rt
-from ._util import product, scalar, static
+from ._util import check_constant_size, product, scalar, static
 
 
 def shape(node: Node) -> RelayExpr:
@@ -109,7 +109,11 @@ def range_(node: Node) -> RelayExpr:
         start, limit, delta = (np.asarray(v).reshape(()) for v in values)
         if delta == 0:
             raise node.fail("delta must not be 0")
-        n = max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
+        span = (float(limit) - float(start)) / float(delta)
+        if not math.isfinite(span):
+            raise node.fail(f"Range({start}, {limit}, {delta}) has no finite length")
+        n = max(math.ceil(span), 0)
+        check_constant_size(node, [n], f"Range({start}, {limit}, {delta})")
         return node.const(start + np.arange(n, dtype=dtype) * delta, dtype)
     limit_sym = node.sym(1)
     start, delta = values[0], values[2]

@@ -207,6 +207,25 @@ def blackman_window(node: Node) -> RelayExpr:
     return _cosine_window(node, 0.42, 0.5, 0.08)
 
 
+def _mel_edges(node: Node, bins: int, dft_len: int, rate: int, lower: float, upper: float
+               ) -> np.ndarray:
+    """The DFT bins of the filters' edges (``bins + 2``, spaced evenly in mel). As
+    onnxruntime, the first and last must be bins of the (dft_length // 2 + 1)-row result;
+    lower > upper is allowed (the edges descend and every filter is empty)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low, high = (2595.0 * np.log10(1.0 + f / 700.0) for f in (lower, upper))
+        mel = np.arange(bins + 2) * (high - low) / (bins + 2) + low
+        hz = 700.0 * (10.0 ** (mel / 2595.0) - 1.0)
+        edges = np.floor((dft_len + 1) * hz / rate)
+    rows = dft_len // 2 + 1
+    for which, value, edge in (("lower", lower, edges[0]), ("upper", upper, edges[-1])):
+        if not (np.isfinite(edge) and 0 <= edge < rows):
+            raise node.fail(f"{which}_edge_hertz {value:g} falls outside the {rows} DFT bins "
+                            f"of dft_length {dft_len} at sample_rate {rate} (edges from 0 "
+                            f"to below {rate * rows / (dft_len + 1):g} Hz fit)")
+    return edges.astype(np.int64)
+
+
 def mel_weight_matrix(node: Node) -> RelayExpr:
     """Triangular mel filters (dft_length // 2 + 1, num_mel_bins), as ONNX's reference."""
     bins, dft_len, rate = (_known_int(node, i, w) for i, w in
@@ -217,10 +236,7 @@ def mel_weight_matrix(node: Node) -> RelayExpr:
         raise node.fail(f"num_mel_bins ({bins}), dft_length ({dft_len}) and sample_rate "
                         f"({rate}) must be positive")
     check_constant_size(node, (dft_len // 2 + 1, bins), "the mel filters")
-    low, high = (2595.0 * np.log10(1.0 + f / 700.0) for f in (lower, upper))
-    edges = np.arange(bins + 2) * (high - low) / (bins + 2) + low
-    edges = 700.0 * (10.0 ** (edges / 2595.0) - 1.0)
-    edges = (((dft_len + 1) * edges) // rate).astype(int)
+    edges = _mel_edges(node, bins, dft_len, rate, lower, upper)
     out = np.zeros((dft_len // 2 + 1, bins))
     for i in range(bins):
         left, center, right = edges[i], edges[i + 1], edges[i + 2]

@@ -36,6 +36,7 @@ from ....topi.nn.sizes import dims
 from .._compute_common import as_int, out_dims, require, require_equal
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_shape, tensor_of
+from .epilogue_activation import activation_ref
 from ._attrs import _Window
 from .conv import conv2d_nchw, conv_out_size, conv_size
 
@@ -110,17 +111,7 @@ def _fused_rel(args: list[TensorType], attrs: Conv2DNCHWcFusedAttrs) -> TensorTy
 
 def _act(y: np.ndarray, attrs: Conv2DNCHWcFusedAttrs) -> np.ndarray:
     """The epilogue's activation in numpy (float64 inside)."""
-    a, p0, p1 = attrs.activation, attrs.clip_min, attrs.clip_max
-    y = y.astype(np.float64)
-    table = {
-        "none": lambda: y, "relu": lambda: np.maximum(y, 0), "clip": lambda: np.clip(y, p0, p1),
-        "hardswish": lambda: y * np.clip(y + 3, 0, 6) / 6,
-        "hardsigmoid": lambda: np.clip(p0 * y + p1, 0, 1),
-        "leaky_relu": lambda: np.where(y > 0, y, p0 * y),
-        "sigmoid": lambda: 1 / (1 + np.exp(-y)), "silu": lambda: y / (1 + np.exp(-y)),
-        "mish": lambda: y * np.tanh(np.logaddexp(0, y)),
-    }
-    return table[a]()
+    return activation_ref(y, attrs.activation, attrs.clip_min, attrs.clip_max)
 
 
 def _fused_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, *rest: Any,

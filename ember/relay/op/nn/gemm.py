@@ -35,6 +35,7 @@ from ....topi.nn import gemm_kernel as gk
 from .._attrs_base import OpAttrs, attrs_class
 from .._compute_common import out_dims
 from .._reg import OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
+from .epilogue_activation import activation_ref
 from .._shape import broadcast_dim, fail, fmt_shape, known, may_equal, tensor_of
 
 __all__: list[str] = []
@@ -214,19 +215,11 @@ def _gemm_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
 
 
 def _act_ref(x: np.ndarray, act: str, p: tuple[float, float]) -> np.ndarray:
-    erf = np.vectorize(math.erf, otypes=[np.float64])
-    table = {
-        "none": lambda: x, "relu": lambda: np.maximum(x, 0), "clip": lambda: np.clip(x, *p),
-        "gelu_erf": lambda: p[0] * x * (1 + erf(p[1] * x)),
-        "gelu_tanh": lambda: p[0] * x * (1 + np.tanh(p[1] * (x + 0.044715 * x ** 3))),
-        "sigmoid": lambda: 1 / (1 + np.exp(-x)),
-        "hardswish": lambda: p[0] * x * np.clip(x + 3, 0, 6), "tanh": lambda: np.tanh(x),
-        "leaky_relu": lambda: np.where(x > 0, x, p[0] * x),
-        "silu": lambda: x / (1 + np.exp(-x)),
-        "hardsigmoid": lambda: np.clip(p[0] * x + p[1], 0, 1),
-        "mish": lambda: x * np.tanh(np.logaddexp(0, x)),
-    }
-    return table[act]()
+    if act == "hardswish":
+        # gemm's hardswish carries an output scale p0 (1/6 is plain hardswish) into which
+        # FuseGemmEpilogue folds a following scalar multiply: p0 * x * relu6(x + 3)
+        return 6 * p[0] * activation_ref(x, act)
+    return activation_ref(x, act, *p)
 
 
 def gemm_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray,
