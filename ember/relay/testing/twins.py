@@ -50,6 +50,8 @@ ZOO: MappingProxyType[str, dict[str, Any]] = MappingProxyType({
     "yolov8": {},
     "vit": {},
     "gpt2": {},
+    "unet": {},
+    "segformer": {},
 })
 
 
