@@ -52,6 +52,8 @@ ZOO: MappingProxyType[str, dict[str, Any]] = MappingProxyType({
     "gpt2": {},
     "unet": {},
     "segformer": {},
+    "wav2vec2": {},
+    "crnn": {},
 })
 
 
@@ -79,4 +81,7 @@ def onnx_twin(name: str, opset: int = DEFAULT_OPSET,
     if batch is not None and batch.default is inspect.Parameter.empty:
         kwargs.setdefault("batch_size", 1)
     mod, params = module.get_workload(**kwargs)
-    return export_onnx(mod, params, opset=opset, graph_name=name), mod, params
+    # a module whose model holds what the generic exporter cannot write as exporters do
+    # (crnn: an unrolled LSTM, an LSTM node in ONNX) exports itself
+    export = getattr(module, "export_onnx", export_onnx)
+    return export(mod, params, opset=opset, graph_name=name), mod, params
