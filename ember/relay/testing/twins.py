@@ -9,9 +9,10 @@
 
 ``onnx_twin(name, opset=17, **kwargs)`` calls ``<name>.get_workload(**kwargs)`` (with
 ``batch_size=1`` where the workload requires a batch size and none is given) and exports it
-with ``onnx_export.export_onnx``. ``ZOO`` lists every exportable workload with the keyword
-arguments of its usual full-size configuration at batch 1, for benchmarks. The LSTM is not
-exportable (its cell is a local function: control flow the exporter refuses).
+with ``onnx_export.export_onnx``, or with the workload module's own ``export_onnx`` where it
+has one (``crnn``: its unrolled LSTM becomes one ONNX ``LSTM`` node). ``ZOO`` lists every
+exportable workload with the keyword arguments of its usual full-size configuration at batch
+1, for benchmarks. The ``lstm`` workload is not exportable (its cell is a local function: control flow the exporter refuses).
 
 ``onnx`` is optional: importing ``ember.relay.testing`` does not import it, and ``onnx_twin``
 raises ImportError with ``pip install 'ember[onnx]'`` when it is missing.
