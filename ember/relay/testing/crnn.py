@@ -63,7 +63,7 @@ def lstm_direction(seq: RelayExpr, name: str, steps: int, batch: int, inputs: in
     proj = relay.reshape(proj, (steps, batch, 4 * hidden))  # every step's input projection
     recurrent = relay.var(f"{name}_R_weight", shape=(4 * hidden, hidden), dtype="float32")
     h = c = None
-    outputs: list[RelayExpr] = [relay.const(0.0)] * steps
+    outputs: dict[int, RelayExpr] = {}  # step -> hidden state, stacked in time order
     for t in (reversed(range(steps)) if reverse else range(steps)):
         gates = relay.reshape(relay.strided_slice(proj, [t], [t + 1], axes=[0]),
                               (batch, 4 * hidden))
@@ -75,7 +75,7 @@ def lstm_direction(seq: RelayExpr, name: str, steps: int, batch: int, inputs: in
         c = update if c is None else relay.add(relay.multiply(relay.sigmoid(f), c), update)
         h = relay.multiply(relay.sigmoid(o), relay.tanh(c))
         outputs[t] = h
-    return relay.stack(outputs, axis=0)
+    return relay.stack([outputs[t] for t in range(steps)], axis=0)
 
 
 def get_net(batch_size: int = 1, image_shape: tuple[int, int, int] = (3, 48, 320),
