@@ -12,7 +12,8 @@
 with ``onnx_export.export_onnx``, or with the workload module's own ``export_onnx`` where it
 has one (``crnn``: its unrolled LSTM becomes one ONNX ``LSTM`` node). ``ZOO`` lists every
 exportable workload with the keyword arguments of its usual full-size configuration at batch
-1, for benchmarks. The ``lstm`` workload is not exportable (its cell is a local function: control flow the exporter refuses).
+1, for benchmarks. The ``lstm`` workload is not exportable (its cell is a local function:
+control flow the exporter refuses).
 
 ``onnx`` is optional: importing ``ember.relay.testing`` does not import it, and ``onnx_twin``
 raises ImportError with ``pip install 'ember[onnx]'`` when it is missing.

@@ -158,6 +158,16 @@ def test_full_size_shapes() -> None:
     assert io(segformer.get_workload()[0]) == ((1, 3, 256, 256), (1, 150, 64, 64))
 
 
+def test_crnn_export_refuses_a_foreign_module_or_missing_weights() -> None:
+    mod, params = crnn.get_workload(**CASES["crnn"][1])
+    partial = {k: v for k, v in params.items() if k != "lstm_bw_R_weight"}
+    with pytest.raises(ValueError, match=r"params lack \['lstm_bw_R_weight'\]"):
+        crnn.export_onnx(mod, partial)
+    other, other_params = unet.get_workload(**CASES["unet"][1])
+    with pytest.raises(ValueError, match="expected a crnn.get_workload module"):
+        crnn.export_onnx(other, other_params)
+
+
 @pytest.mark.parametrize("make, match", [
     (lambda: unet.get_workload(image_shape=(3, 100, 96)), "multiples of 8"),
     (lambda: unet.get_workload(levels=1), "levels must be >= 2"),
