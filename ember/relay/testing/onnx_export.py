@@ -11,7 +11,8 @@ split, strided_slice (Slice), where, mean/sum/max/min (Reduce*), nearest ``nn.up
 (Gather), dropout. As exporters write a model with batch norms folded, a ``bias_add`` on the
 result of a convolution read nowhere else is that Conv's (or ConvTranspose's) bias input.
 ``main``'s parameters named in ``params`` become initializers, the others graph inputs with
-the same names, shapes and dtypes; a tuple result gives several outputs. The model is what ember computes: feed both the same arrays and compare.
+the same names, shapes and dtypes; a tuple result gives several outputs. The model is what
+ember computes: feed both the same arrays and compare.
 
 Not exported (``OpNotImplemented`` naming the op or construct): operators outside the table,
 control flow, let bindings, local functions, ADTs, references, calls to other globals. ONNX's
