@@ -47,6 +47,12 @@ SMALL: dict[str, dict[str, Any]] = {
     "yolov8": {"image_shape": (3, 64, 64), "num_classes": 8, "width": 0.125},
     "vit": {"image_size": 32, "patch": 8, "dim": 48, "depth": 2, "num_classes": 10},
     "gpt2": {"seq_len": 16, "hidden": 32, "num_heads": 2, "num_layers": 2, "vocab_size": 64},
+    "unet": {"image_shape": (3, 32, 32), "levels": 3, "base": 8},
+    "segformer": {"image_shape": (3, 64, 64), "decoder_dim": 32, "num_classes": 10,
+                  "stages": ((16, 1, 1, 4), (32, 1, 2, 2), (48, 1, 3, 1), (64, 1, 4, 1))},
+    "wav2vec2": {"samples": 1600, "hidden": 64, "num_heads": 2, "num_layers": 1, "ffn": 128,
+                 "convs": ((64, 10, 5), (64, 3, 2), (64, 2, 2))},
+    "crnn": {"image_shape": (3, 32, 64), "width": 0.25, "hidden": 16, "num_classes": 11},
 }
 
 # benchmark name -> (zoo name, get_workload kwargs at full size, reduced kwargs)
@@ -68,6 +74,8 @@ ALIASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "vit_tiny": ("vit", {}, SMALL["vit"]),
     "gpt2_small": ("gpt2", {"hidden": 768, "num_heads": 12, "num_layers": 12,
                             "vocab_size": 50257}, SMALL["gpt2"]),
+    "unet_320": ("unet", {"image_shape": (3, 320, 320)}, SMALL["unet"]),
+    "segformer_512": ("segformer", {"image_shape": (3, 512, 512)}, SMALL["segformer"]),
     # PaddleOCR's text-orientation classifier: MobileNetV3 small x0.35 on 48x192 text lines
     "ocr_cls": ("mobilenet_v3", {"mode": "small", "alpha": 0.35, "image_shape": (3, 48, 192),
                                  "num_classes": 2},

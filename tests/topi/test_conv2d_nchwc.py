@@ -170,6 +170,10 @@ EDGE_CASES = {
     "quads_first_conv": {"ic": 1, "oc": 64, "h": 13, "w": 10, "k": (5, 4), "s": (2, 2),
                          "pads": (2, 1, 2, 1), "in_block": 1, "tiles": (4, 4, 5, 1)},
     "large_channels": {"ic": 256, "oc": 64, "h": 3, "w": 5},
+    # a conv1d (kernel height 1, one row) long enough that the cost model cuts its row into
+    # strips with the output blocks innermost; odd length, stride 2, output blocks not paired
+    "conv1d_long_row": {"ic": 128, "oc": 24, "h": 1, "w": 601, "k": (1, 3), "s": (1, 2),
+                        "pads": (0, 1, 0, 0)},
     "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
     "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
     "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
@@ -208,6 +212,7 @@ def test_edge_cases_native(harness_libs, case, lanes):
     pytest.param("x86-64-v2", marks=pytest.mark.slow), "portable"])
 @pytest.mark.parametrize("case", ["3x3_pad1", "first_conv_3ch_nchw_input", "1x1", "dilation_2",
                                   "grouped", "depthwise_stride2_odd", "depthwise_narrow_rows",
+                                  "conv1d_long_row",
                                   "residual_act_before", "silu_residual_before", "mish",
                                   "hardsigmoid"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
@@ -295,6 +300,24 @@ def test_cost_model_fits_the_register_file():
     flat = K.ConvGeometry(1, 64, 1, 125, 64, 1, 125, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 16, 16)
     t = K.conv_tiles(flat, LEVELS["avx512"])
     assert t.threads == 1 and t.strip % t.rw == 0 and -(-125 // t.strip) >= K.TARGET_ITEMS
+
+
+def test_conv1d_rows_are_cut_into_strips_that_sit_in_the_l2():
+    # wav2vec2's second feature conv: 512 -> 512 channels, kernel 3, stride 2, 3199 samples
+    geo = K.ConvGeometry(1, 512, 1, 3199, 512, 1, 1599, 1, 3, (1, 2), (0,) * 4, (1, 1), 1, 8, 8)
+    assert K.is_conv1d(geo)
+    for level in ("avx2", "avx512", "sse"):
+        t = K.conv_tiles(geo, LEVELS[level])
+        assert t.order == 1 and t.strip % t.rw == 0 and t.strip < geo.ow
+        assert t.strip * 2 * 512 * 4 <= K.L2_BYTES // 4  # one input strip: a quarter of L2
+    short = K.ConvGeometry(1, 64, 1, 40, 64, 1, 38, 1, 3, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
+    t = K.conv_tiles(short, LEVELS["avx2"])
+    assert t.order == 1 and t.strip == 38  # the whole row fits: one strip
+    # not conv1d: a 2-D kernel on one row, a kernel-height-1 conv on a taller map, a 1x1
+    for other in (K.ConvGeometry(1, 8, 3, 9, 8, 1, 7, 3, 3, (1, 1), (0,) * 4, (1, 1), 1, 8, 8),
+                  K.ConvGeometry(1, 8, 4, 9, 8, 4, 7, 1, 3, (1, 1), (0,) * 4, (1, 1), 1, 8, 8),
+                  K.ConvGeometry(1, 8, 1, 9, 8, 1, 9, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)):
+        assert not K.is_conv1d(other)
 
 
 def test_wrappers_refuse_bad_lanes_and_activations():

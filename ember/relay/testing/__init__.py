@@ -13,7 +13,9 @@ squeezenet, vgg; the MLPerf Tiny networks dscnn (keyword spotting), resnet8 (CIF
 autoencoder (anomaly detection); mobilenet_v2 and a small transformer encoder; and models
 written the way exporters write them (``exported``: spelled-out activations, folded batch
 norms): mobilenet_v3 (small, large), efficientnet (b0, lite0), the text detector dbnet, the
-detector yolov8 (n), vit (tiny) and the decoder gpt2 (causal mask, no cache). Helpers:
+detector yolov8 (n), vit (tiny), the decoder gpt2 (causal mask, no cache), the segmenters
+unet and segformer (MiT-b0, bilinear MLP decoder), the text recogniser crnn (bidirectional
+LSTM, CTC head) and the audio encoder wav2vec2 (conv1d feature extractor, GroupNorm). Helpers:
 run_infer_type, run_opt_pass, count_ops, rand, enabled_targets, summary; ``byoc`` (the
 ccompiler's hand-written annotator); ``onnx_twin(name,
 **kwargs)`` gives a workload as an ONNX model with the same weights (``twins``,
@@ -35,6 +37,7 @@ from ...testing import enabled_targets  # noqa: F401  (relay.testing.enabled_tar
 from . import (  # noqa: F401
     autoencoder,
     byoc,
+    crnn,
     dbnet,
     dcgan,
     densenet,
@@ -53,11 +56,14 @@ from . import (  # noqa: F401
     mobilenet_v3,
     resnet,
     resnet8,
+    segformer,
     squeezenet,
     synthetic,
     transformer,
+    unet,
     vgg,
     vit,
+    wav2vec2,
     yolov8,
 )
 from .init import create_workload  # noqa: F401

@@ -400,6 +400,32 @@ def _upsampling(ex: Exporter, call: Call, args: list[Any]) -> Any:
     return _transposed(ex, out, "NCHW", a.layout)
 
 
+_RESIZE_MODES = {"nearest_neighbor": "nearest", "linear": "linear", "cubic": "cubic"}
+_NEAREST_MODES = {"round_prefer_floor": "round_prefer_floor", "round_prefer_ceil":
+                  "round_prefer_ceil", "floor": "floor", "ceil": "ceil"}
+
+
+@rule("image.resize2d")
+def _resize2d(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    a = call.attrs
+    if a.layout != "NCHW":
+        raise _refuse(call, f"layout {a.layout!r}")
+    extra: dict[str, Any] = {}
+    if a.method == "nearest_neighbor":
+        if a.rounding_method not in _NEAREST_MODES:
+            raise _refuse(call, f"rounding_method {a.rounding_method!r}")
+        extra["nearest_mode"] = _NEAREST_MODES[a.rounding_method]
+    elif a.method == "cubic":
+        extra.update(cubic_coeff_a=float(a.cubic_alpha), exclude_outside=int(a.cubic_exclude))
+    n, c = _shape(call.args[0])[:2]
+    if a.scales is not None:  # the scales drive the coordinate transform
+        inputs = [args[0], "", ex.const([1.0, 1.0, *a.scales], "scales", "float32")]
+    else:
+        inputs = [args[0], "", "", ex.const([n, c, *a.size], "sizes", "int64")]
+    return ex.node("Resize", inputs, mode=_RESIZE_MODES[a.method],
+                   coordinate_transformation_mode=a.coordinate_transformation_mode, **extra)
+
+
 _REDUCE = {"mean": "ReduceMean", "sum": "ReduceSum", "max": "ReduceMax", "min": "ReduceMin"}
 
 

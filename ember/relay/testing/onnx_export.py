@@ -6,11 +6,13 @@ the table of ``_onnx_ops``: convolutions (grouped, depthwise, transposed; any da
 layout, by transposing to NCHW/OIHW), dense/matmul/batch_matmul, bias_add, batch_norm
 (BatchNormalization), layer_norm (LayerNormalization from opset 17, decomposed below),
 activations, elementwise arithmetic, softmax, pooling, reshapes, transpose, concatenate,
-split, strided_slice (Slice), where, mean/sum/max/min (Reduce*), nearest ``nn.upsampling`` (Resize), take (Gather),
-dropout. As exporters write a model with batch norms folded, a ``bias_add`` on the result of
-a convolution read nowhere else is that Conv's (or ConvTranspose's) bias input. ``main``'s parameters named in ``params`` become initializers, the
-others graph inputs with the same names, shapes and dtypes; a tuple result gives several
-outputs. The model is what ember computes: feed both the same arrays and compare.
+split, strided_slice (Slice), where, mean/sum/max/min (Reduce*), nearest ``nn.upsampling``
+(Resize), ``image.resize2d`` (Resize with sizes, or scales where the op has them), take
+(Gather), dropout. As exporters write a model with batch norms folded, a ``bias_add`` on the
+result of a convolution read nowhere else is that Conv's (or ConvTranspose's) bias input.
+``main``'s parameters named in ``params`` become initializers, the others graph inputs with
+the same names, shapes and dtypes; a tuple result gives several outputs. The model is what
+ember computes: feed both the same arrays and compare.
 
 Not exported (``OpNotImplemented`` naming the op or construct): operators outside the table,
 control flow, let bindings, local functions, ADTs, references, calls to other globals. ONNX's

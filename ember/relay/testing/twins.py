@@ -9,9 +9,11 @@
 
 ``onnx_twin(name, opset=17, **kwargs)`` calls ``<name>.get_workload(**kwargs)`` (with
 ``batch_size=1`` where the workload requires a batch size and none is given) and exports it
-with ``onnx_export.export_onnx``. ``ZOO`` lists every exportable workload with the keyword
-arguments of its usual full-size configuration at batch 1, for benchmarks. The LSTM is not
-exportable (its cell is a local function: control flow the exporter refuses).
+with ``onnx_export.export_onnx``, or with the workload module's own ``export_onnx`` where it
+has one (``crnn``: its unrolled LSTM becomes one ONNX ``LSTM`` node). ``ZOO`` lists every
+exportable workload with the keyword arguments of its usual full-size configuration at batch
+1, for benchmarks. The ``lstm`` workload is not exportable (its cell is a local function:
+control flow the exporter refuses).
 
 ``onnx`` is optional: importing ``ember.relay.testing`` does not import it, and ``onnx_twin``
 raises ImportError with ``pip install 'ember[onnx]'`` when it is missing.
@@ -50,6 +52,10 @@ ZOO: MappingProxyType[str, dict[str, Any]] = MappingProxyType({
     "yolov8": {},
     "vit": {},
     "gpt2": {},
+    "unet": {},
+    "segformer": {},
+    "wav2vec2": {},
+    "crnn": {},
 })
 
 
@@ -77,4 +83,7 @@ def onnx_twin(name: str, opset: int = DEFAULT_OPSET,
     if batch is not None and batch.default is inspect.Parameter.empty:
         kwargs.setdefault("batch_size", 1)
     mod, params = module.get_workload(**kwargs)
-    return export_onnx(mod, params, opset=opset, graph_name=name), mod, params
+    # a module whose model holds what the generic exporter cannot write as exporters do
+    # (crnn: an unrolled LSTM, an LSTM node in ONNX) exports itself
+    export = getattr(module, "export_onnx", export_onnx)
+    return export(mod, params, opset=opset, graph_name=name), mod, params

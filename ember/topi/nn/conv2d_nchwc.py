@@ -143,7 +143,12 @@ def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
       strip is then read once from memory), else blocks outermost (each block's weights stay
       in cache while the rows stream by).
     - Strips: a whole output row, except for 1x1 stride-1 convolutions flattened to one long
-      row (H*W), cut so that one input strip fills at most a quarter of the L2.
+      row (H*W) and 1-D convolutions (:func:`is_conv1d`), cut so that one input strip fills at
+      most a quarter of the L2. A 1-D convolution's long row also loops over its output blocks
+      innermost whatever its weights' size: blocks outermost streamed the whole row from
+      memory once per block pair (wav2vec2's 512-channel convs over 3199 and 1599 samples:
+      2-4x onnxruntime's time; strips of ~30 columns with blocks innermost: 1.9x, on a
+      2-core machine shared by other jobs).
     - Threads only above ``PARALLEL_MACS`` multiply-adds and with at least two work items; a
       parallel kernel with fewer than ``TARGET_ITEMS`` items has its rows cut into strips.
     """
@@ -169,12 +174,14 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     if level.name == "avx512" and per_vec == 1 and ocb_g >= 4:
         rb, rw = 4, widest(QUAD_WIDTHS, row)
     weight_bytes = geo.oc * (geo.ic // geo.groups) * geo.kh * geo.kw * 4
-    order = 1 if weight_bytes <= L2_BYTES // 2 else 0
+    conv1d = is_conv1d(geo)
+    # a conv1d streams its blocks over strips that sit in the L2 (see model_conv_tiles)
+    order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 else 0
     strip = tir.convert(geo.ow)
-    if geo.kh == geo.kw == 1:  # a single-row 1x1 conv (a flattened one): strips fit the L2
-        col_bytes = max(1, geo.ic // geo.groups * 4 * geo.strides[1])
+    if geo.kh == geo.kw == 1 or conv1d:  # a single-row conv (1x1 flattened, or a conv1d):
+        col_bytes = max(1, geo.ic // geo.groups * 4 * geo.strides[1])  # strips fit the L2
         flat = tir.min(tir.max(rw, tir.floordiv(L2_BYTES // 4 // col_bytes, rw) * rw), geo.ow)
-        strip = tir.Select_(tir.convert(geo.oh).equal(1), flat, strip)
+        strip = flat if conv1d else tir.Select_(tir.convert(geo.oh).equal(1), flat, strip)
     rows = geo.n * geo.groups * ceildiv(ocb_g, rb) * geo.oh  # work items per strip column
     big = conv_macs(geo) >= tir.const(PARALLEL_MACS, "int64")
     # too few items to share between threads (a flattened 1x1 conv of one block group): cut
@@ -187,6 +194,12 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     threads = tir.cast(tir.all(big, items >= 2), "int32")
     return ConvTiles(rb, *(static_or_expr(v) for v in (rw, strip)), order,
                      static_or_expr(threads))
+
+
+def is_conv1d(geo: ConvGeometry) -> bool:
+    """Whether ``geo`` is a 1-D convolution run as a conv2d (a kernel of height 1 wider than 1
+    on a single-row map, as the ONNX importer and the audio zoo write one)."""
+    return geo.kh == 1 and geo.kw > 1 and is_static(geo.oh) and int(geo.oh) == 1
 
 
 def conv_macs(geo: ConvGeometry) -> PrimExpr:

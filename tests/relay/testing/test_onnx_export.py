@@ -204,6 +204,24 @@ def test_shapes_and_indexing() -> None:
     check(out, {"x": x, "ids": ids}, {"t": table})
 
 
+@pytest.mark.parametrize("method, coord, rounding, size, scales", [
+    ("linear", "pytorch_half_pixel", "", (7, 12), None),   # torch's bilinear, align_corners=0
+    ("linear", "align_corners", "", (1, 5), None),
+    ("linear", "half_pixel", "", (6, 8), (2.0, 2.0)),      # the scales drive the transform
+    ("nearest_neighbor", "asymmetric", "floor", (6, 8), None),
+    ("nearest_neighbor", "half_pixel", "round_prefer_ceil", (5, 3), None),
+    ("cubic", "half_pixel", "", (5, 9), None),
+])
+def test_resize2d(method: str, coord: str, rounding: str, size: tuple[int, int],
+                  scales: Any) -> None:
+    x = rand(1, 2, 3, 4)
+    out = relay.image.resize2d(var("x", x), size=size, method=method, scales=scales,
+                               coordinate_transformation_mode=coord, rounding_method=rounding)
+    model = check(out, {"x": x})
+    (node,) = model.graph.node
+    assert node.op_type == "Resize" and len(node.input) == (3 if scales else 4)
+
+
 def test_result_that_is_an_input_gets_its_own_name() -> None:
     x = rand(2)
     a = var("x", x)
@@ -245,6 +263,18 @@ def test_op_without_translation_is_named() -> None:
 def test_unsupported_constructs_raise(make: Any, match: str) -> None:
     with pytest.raises(OpNotImplemented, match=match):
         export_onnx(_mod(make(relay.var("x", shape=(1, 2, 2, 2)))))
+
+
+def test_resize2d_modes_onnx_lacks_are_refused() -> None:
+    x = relay.var("x", shape=(1, 2, 3, 3))
+    rounded = relay.image.resize2d(x, size=(6, 6), method="nearest_neighbor",
+                                   rounding_method="round")  # ties away from zero
+    with pytest.raises(OpNotImplemented, match="image.resize2d: rounding_method 'round'"):
+        export_onnx(_mod(rounded))
+    blocked = relay.image.resize2d(relay.var("y", shape=(1, 1, 3, 3, 4)), size=(6, 6),
+                                   layout="NCHW4c")
+    with pytest.raises(OpNotImplemented, match="image.resize2d: layout 'NCHW4c'"):
+        export_onnx(_mod(blocked))
 
 
 def test_dynamic_shapes_are_refused() -> None:
