@@ -77,7 +77,9 @@ _MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "l
          "floor": "floor", "ceil": "ceil", "round": "round", "trunc": "trunc", "abs": "fabs",
          "atan": "atan", "asin": "asin", "acos": "acos", "sinh": "sinh", "cosh": "cosh",
          "log1p": "log1p", "expm1": "expm1", "pow": "pow", "fmod": "fmod"}
-VMATH_HEADER = "ember/kernels/vmath.h"  # float32 functions a loop vectorizes (ember_erff)
+VMATH_HEADER = "ember/kernels/vmath.h"  # float32 functions a loop vectorizes
+_VMATH = {"exp": "ember_expf", "sigmoid": "ember_sigmoidf", "tanh": "ember_tanhf",
+          "erf": "ember_erff"}
 STACK_LIMIT = 16384  # bytes: larger (or dynamic) allocations use TVMBackendAllocWorkspace
 SCRATCH_ALIGNMENT = 64  # bytes between the starts of a kernel's scratch buffers (as on the stack)
 HOIST_LENGTH = 80  # a shared subexpression whose C text is longer goes into a const local
@@ -315,14 +317,14 @@ class FunctionWriter:
         if op == "abs" and not is_float(e.dtype):
             return self._helper_call("abs", e.dtype, args[0])
         sfx = _suffix(e.dtype)
+        if op in _VMATH and e.dtype == "float32":  # libm calls do not vectorize
+            self.helpers.add(f"include:{VMATH_HEADER}")
+            return f"{_VMATH[op]}({args[0]})"
         if op == "sigmoid":
             one = "1.0" + sfx
             return f"({one} / ({one} + exp{sfx}(-({args[0]}))))"
         if op == "rsqrt":
             return f"(1.0{sfx} / sqrt{sfx}({args[0]}))"
-        if op == "erf" and e.dtype == "float32":  # libm's erff does not vectorize
-            self.helpers.add(f"include:{VMATH_HEADER}")
-            return f"ember_erff({args[0]})"
         if op in _MATH:
             return f"{_MATH[op]}{sfx}({', '.join(args)})"
         raise InternalError(f"codegen: unknown intrinsic {op!r}")

@@ -1,5 +1,6 @@
-"""float32 erf as compiled kernels compute it (ember/kernels/vmath.h, ember_erff: branch-free,
-so the loop vectorizes) against the exact erf, in ulps of the float32 result."""
+"""float32 exp, sigmoid, tanh and erf as compiled kernels compute them (ember/kernels/vmath.h:
+branch-free, so the loop vectorizes) against the exact functions, in ulps of the float32
+result."""
 from __future__ import annotations
 
 import math
@@ -13,19 +14,68 @@ from ember import relay
 MAX_ULP = 2.5  # onnxruntime's vectorized Erf is of this order; libm's erff is 1 ulp
 
 
-@pytest.fixture(scope="module")
-def erf_kernel():  # type: ignore[no-untyped-def]
+def unary_kernel(op):  # type: ignore[no-untyped-def]
     def compiled(n: int):  # type: ignore[no-untyped-def]
         x = relay.var("x", shape=(n,))
-        mod = ember.IRModule.from_expr(relay.Function([x], relay.erf(x)))
-        return ember.compile(mod, executor="graph")
+        return ember.compile(ember.IRModule.from_expr(relay.Function([x], op(x))),
+                             executor="graph")
     return compiled
 
 
-def ulps(got: np.ndarray, x: np.ndarray) -> np.ndarray:
-    want = np.array([math.erf(v) for v in x.astype(np.float64)])
+@pytest.fixture(scope="module")
+def erf_kernel():  # type: ignore[no-untyped-def]
+    return unary_kernel(relay.erf)
+
+
+def ulps(got: np.ndarray, x: np.ndarray, exact=math.erf) -> np.ndarray:  # type: ignore[no-untyped-def]
+    want = np.array([exact(v) for v in x.astype(np.float64)])
     spacing = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
     return np.abs(got.astype(np.float64) - want) / spacing
+
+
+def _exp(v: float) -> float:
+    try:
+        return math.exp(v)
+    except OverflowError:
+        return math.inf
+
+
+def _sigmoid(v: float) -> float:
+    return 1.0 / (1.0 + _exp(-v))
+
+
+@pytest.mark.parametrize("name", ["exp", "sigmoid", "tanh"])
+def test_exp_sigmoid_tanh_within_ulps(name: str) -> None:
+    op, exact = {"exp": (relay.exp, _exp), "sigmoid": (relay.sigmoid, _sigmoid),
+                 "tanh": (relay.tanh, math.tanh)}[name]
+    rng = np.random.default_rng(2)
+    # the whole range: where results become denormal (below -87.3) or overflow (above 88.7)
+    x = np.concatenate([rng.uniform(-87, 88, 60000), np.linspace(-0.7, 0.7, 10001),
+                        np.logspace(-30, 1, 2001), -np.logspace(-30, 1, 2001),
+                        np.linspace(88.5, 88.8, 1001), np.linspace(-104, -87, 2001)]
+                       ).astype(np.float32)
+    got = unary_kernel(op)(x.size)(x)
+    want = np.array([exact(v) for v in x.astype(np.float64)])
+    with np.errstate(over="ignore"):
+        finite = np.isfinite(want.astype(np.float32))
+    normal = np.abs(want) >= np.finfo(np.float32).tiny
+    with np.errstate(over="ignore"):
+        err = ulps(got, x, exact)
+    keep = normal & finite
+    worst = int(np.argmax(np.where(keep, err, 0)))
+    assert err[worst] <= 2.0, f"{name}({x[worst]!r}) = {got[worst]!r}: {err[worst]:.2f} ulp"
+    # denormal results within two denormal steps (sigmoid's 1 / (1 + e^-x) gives 0 there,
+    # as it does with libm's expf); overflow to inf as libm
+    sub = ~normal
+    close = np.abs(got[sub] - want[sub]) <= 2 * np.finfo(np.float32).smallest_subnormal
+    assert np.all(close | ((name == "sigmoid") & (got[sub] == 0)))
+    assert np.all(got[~finite] == np.inf)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 200.0, -200.0], np.float32)
+    out = unary_kernel(op)(special.size)(special)
+    assert np.isnan(out[0])
+    want_special = [exact(float(v)) for v in special[1:]]
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out[1:], np.array(want_special, np.float32))
 
 
 def test_erf_within_ulps_over_every_range(erf_kernel) -> None:  # type: ignore[no-untyped-def]

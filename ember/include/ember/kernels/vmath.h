@@ -10,6 +10,15 @@
  * written as bit masks, not `?:`: ember compiles with -fno-tree-loop-if-convert, and a
  * conditional left in a loop body stops its vectorization.
  *
+ * ember_expf(x): x = n ln 2 + r, |r| <= ln2/2 (ln 2 in two parts), e^r by its Taylor
+ * polynomial of degree 7, times 2^n as two powers of two (so results that overflow give inf and
+ * those below the normal range round to denormals and 0, as libm's); x is clamped to
+ * [-104, 89] first (beyond, the result is 0 or inf anyway) and NaN gives NaN.
+ *
+ * ember_tanhf(x): |x| < 0.625: x + x s p(s), s = x^2, p of degree 5 (fitted to
+ * (tanh(x)/x - 1) / s); above: 1 - 2 / (e^(2|x|) + 1) with |x| clamped to 9.1 (tanh rounds to
+ * 1 there), with the sign of x.
+ *
  * ember_erff(x): |x| < 0.875: x + x q(x^2), q a degree-6 polynomial (erf(x)/x - 1);
  * 0.875 <= |x| < 4: 1 - exp(-x^2) r(|x| - 2.4375), r a degree-12 polynomial of
  * erfc(a) exp(a^2) (smooth there), with the sign of x; |x| >= 4: +-1 (erfc(4) = 1.5e-8 is
@@ -40,28 +49,59 @@ static inline float ember_vmath_select(int c, float t, float f) {
   return ember_vmath_float((ember_vmath_bits(t) & m) | (ember_vmath_bits(f) & ~m));
 }
 
-/* exp(v) for v in [-16.5, -0.5] (the range ember_erff needs): v = n ln 2 + r, |r| <= ln2/2,
- * e^r by its Taylor polynomial of degree 7, scaled by 2^n built from its bits (n in [-24, 0]). */
-static inline float ember_vmath_exp_neg(float v) {
-  const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-  float t = v * 1.44269504f + shifter;
-  float n = t - shifter;
-  float r = v - n * 0.693145752f;
-  float p;
-  int32_t bits;
-  float scale;
-  r = r - n * 1.42860677e-06f;
-  p = 1.98412698e-04f;
+/* e^r for |r| <= ln2/2 + a little: Taylor to degree 7 (truncation 5e-9 relative). */
+static inline float ember_vmath_exp_poly(float r) {
+  float p = 1.98412698e-04f;
   p = p * r + 1.38888889e-03f;
   p = p * r + 8.33333333e-03f;
   p = p * r + 4.16666667e-02f;
   p = p * r + 1.66666667e-01f;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  bits = ((int32_t)n + 127) << 23;
-  memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
+  return p * r + 1.0f;
+}
+
+/* exp(v) for v in [-16.5, -0.5] (the range ember_erff needs): as ember_expf, with n in
+ * [-24, 0] and no clamps. */
+static inline float ember_vmath_exp_neg(float v) {
+  const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+  float t = v * 1.44269504f + shifter;
+  float n = t - shifter;
+  float r = (v - n * 0.693145752f) - n * 1.42860677e-06f;
+  return ember_vmath_exp_poly(r) * ember_vmath_float((uint32_t)((int32_t)n + 127) << 23);
+}
+
+static inline float ember_expf(float x) {
+  const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+  float xc = ember_vmath_select(x > -104.0f, ember_vmath_select(x < 89.0f, x, 89.0f), -104.0f);
+  float t = xc * 1.44269504f + shifter;
+  float n = t - shifter;
+  float r = (xc - n * 0.693145752f) - n * 1.42860677e-06f;
+  int32_t k = (int32_t)n, k1 = k / 2, k2 = k - k1; /* each in [-75, 65]: a normal power */
+  float p = ember_vmath_exp_poly(r);
+  p = p * ember_vmath_float((uint32_t)(k1 + 127) << 23);
+  p = p * ember_vmath_float((uint32_t)(k2 + 127) << 23);
+  return ember_vmath_select(x != x, x, p);
+}
+
+/* 1 / (1 + e^-x): relative error that of ember_expf (1 + e >= 1). */
+static inline float ember_sigmoidf(float x) { return 1.0f / (1.0f + ember_expf(-x)); }
+
+static inline float ember_tanhf(float x) {
+  const uint32_t sign = ember_vmath_bits(x) & 0x80000000u;
+  const float a = ember_vmath_float(ember_vmath_bits(x) & 0x7fffffffu);
+  const float s = x * x;
+  float p, big;
+  p = 0.0022896307f;
+  p = p * s - 0.008340872f;
+  p = p * s + 0.021767853f;
+  p = p * s - 0.05395911f;
+  p = p * s + 0.13333303f;
+  p = p * s - 0.33333334f;
+  big = 1.0f - 2.0f / (ember_expf(2.0f * ember_vmath_select(a < 9.1f, a, 9.1f)) + 1.0f);
+  big = ember_vmath_float(ember_vmath_bits(big) | sign);
+  /* !(a >= 0.625f): NaN takes this side too, and gives NaN */
+  return ember_vmath_select(!(a >= 0.625f), x + x * (s * p), big);
 }
 
 static inline float ember_erff(float x) {
