@@ -30,6 +30,7 @@ from ..tir.stmt import (
 )
 from .bounds import guard_to_extent, sym_interval
 from .lower_scan import ScanPlan, lower_scan
+from .piecewise import pieces_of
 from .schedule import Fuse, Schedule, Split, Stage, split_extents
 from .scan import ScanOp
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor
@@ -162,6 +163,8 @@ class Lowerer:
             return self._extern(op)
         if not isinstance(op, ComputeOp):
             raise OpError(f"lower {self.name}: cannot lower {op!r}")
+        if self._lowers_by_piece(st):
+            return self._pieces_stmt(st)
         nest = _Nest(st, self.region[id(op)], self.ranges)
         leaves = st.leaf_iter_vars
         reduce_ids = _reduce_leaves(st)
@@ -183,6 +186,27 @@ class Lowerer:
         inner = seq(self._loops(nest, spatial_after, init, init_guards, attach=False),
                     self._loops(nest, leaves[first_red:], update, guards))
         return self._loops(nest, leaves[:first_red], inner, [], innermost=False)
+
+    def _lowers_by_piece(self, st: Stage) -> bool:
+        # A piecewise stage at root with nothing computed inside its loops: one nest per piece.
+        return (st.attach_type == "root" and pieces_of(st.op) is not None
+                and not any(key[0] == id(st) for key in self.attached))
+
+    def _pieces_stmt(self, st: Stage) -> Stmt:
+        """One loop nest per piece of a piecewise stage (``te/piecewise.py``): the stage's own
+        loops (fuse, split, parallel, vectorise) over the piece's box, the piece's body."""
+        op, pieces = st.op, pieces_of(st.op)
+        out = self.bufs[id(op.output(0))]
+        parts = []
+        for off, ext, body in zip(pieces.offsets, pieces.extents, pieces.bodies):
+            region = list(self.region[id(op)])
+            region[pieces.axis] = (off, ext)
+            nest = _Nest(st, region, self.ranges)
+            value = simplify(self.resolve(substitute(body, nest.abs)), self.ranges)
+            idx = tuple(nest.abs[iv.var] for iv in op.axis)
+            store = BufferStore(out, _op.cast(value, out.dtype), idx)
+            parts.append(self._loops(nest, st.leaf_iter_vars, store, list(nest.guards)))
+        return seq(*parts)
 
     def _reduce_stores(self, op: ComputeOp, nest: _Nest, bodies: list, outs: list[Buffer],
                        idx: tuple) -> tuple[Stmt, Stmt]:
