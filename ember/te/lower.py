@@ -8,12 +8,13 @@ A reduction writes its identity before the first reduction loop and combines ins
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..runtime.errors import OpError
 from ..tir import op as _op
-from ..tir.expr import BufferLoad, Call, IntImm, PrimExpr, ProducerLoad, Var
+from ..tir.expr import LT, BufferLoad, Call, IntImm, PrimExpr, ProducerLoad, Var
 from ..tir.functor import post_order, rewrite, substitute, transform
 from ..tir.simplify import bound, prove, simplify
 from ..tir.stmt import (
@@ -34,6 +35,9 @@ from .piecewise import pieces_of
 from .schedule import Fuse, Schedule, Split, Stage, split_extents
 from .scan import ScanOp
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor
+
+
+MAX_CUTS = 8  # cuts of one loop (``Lowerer._cuts``): past this, code size outweighs the tests
 
 
 class _Nest:
@@ -177,6 +181,9 @@ class Lowerer:
                     for iv in op.axis)
         if not op.reduce_axis:
             stores = seq(*[BufferStore(b, _op.cast(v, b.dtype), idx) for b, v in zip(outs, bodies)])
+            cuts = self._cuts(st, nest, bodies, guards)
+            if cuts:
+                return self._partitioned(nest, outs, bodies, idx, cuts)
             return self._loops(nest, leaves, stores, guards)
         init, update = self._reduce_stores(op, nest, bodies, outs, idx)
         spatial_after = [lf for lf in leaves[first_red:] if id(lf) not in reduce_ids]
@@ -186,6 +193,41 @@ class Lowerer:
         inner = seq(self._loops(nest, spatial_after, init, init_guards, attach=False),
                     self._loops(nest, leaves[first_red:], update, guards))
         return self._loops(nest, leaves[:first_red], inner, [], innermost=False)
+
+    def _cuts(self, st: Stage, nest: _Nest, bodies: list[PrimExpr], guards: list) -> list[int]:
+        """Where to cut the innermost loop so that no ``if_then_else`` in ``bodies`` tests
+        its index against a constant (``i2 < 6400``: a concat inlined into its consumer)."""
+        leaves = st.leaf_iter_vars
+        if not leaves or guards or (id(st), id(leaves[-1])) in self.attached:
+            return []
+        var, ext = nest.lv[leaves[-1]], nest.ext[leaves[-1]]
+        if not isinstance(ext, IntImm):
+            return []
+        cuts = {n.args[0].b.value for b in bodies for n in post_order(b)
+                if isinstance(n, Call) and n.op == "if_then_else" and isinstance(n.args[0], LT)
+                and n.args[0].a is var and isinstance(n.args[0].b, IntImm)
+                and 0 < n.args[0].b.value < ext.value}
+        return sorted(cuts) if len(cuts) <= MAX_CUTS else []
+
+    def _partitioned(self, nest: _Nest, outs: list[Buffer], bodies: list[PrimExpr],
+                     idx: tuple, cuts: list[int]) -> Stmt:
+        """The stage's loops with the innermost one cut at ``cuts``: one loop per range, its
+        body simplified for that range (the tests on the index fold away)."""
+        st, leaves = nest.stage, nest.stage.leaf_iter_vars
+        last = leaves[-1]
+        var, kind = nest.lv[last], nest.stage.iter_var_attrs.get(last, ForKind.SERIAL)
+        notes = {f"pragma_{k}": v for k, v in st.pragmas.get(last, [])}
+        parts = []
+        for lo, hi in itertools.pairwise([0, *cuts, nest.ext[last].value]):
+            part = Var(var.name, "int32")
+            self.ranges[part] = (0, hi - lo - 1)
+            where = {var: part + lo}
+            stores = [BufferStore(b, _op.cast(simplify(substitute(v, where), self.ranges),
+                                              b.dtype),
+                                  tuple(simplify(substitute(i, where), self.ranges) for i in idx))
+                      for b, v in zip(outs, bodies)]
+            parts.append(For(part, _op.const(0), _op.const(hi - lo), kind, seq(*stores), notes))
+        return self._loops(nest, leaves[:-1], seq(*parts), [], innermost=False)
 
     def _lowers_by_piece(self, st: Stage) -> bool:
         # A piecewise stage at root with nothing computed inside its loops: one nest per piece.

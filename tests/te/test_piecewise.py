@@ -9,6 +9,7 @@ import pytest
 import ember
 from ember import te, tir, topi
 from ember.contrib import cc
+from ember.te.lower import MAX_CUTS
 from ember.te.piecewise import pieces_of, piecewise_compute
 from ember.tir.expr import Call
 
@@ -117,3 +118,24 @@ def test_cache_write_copies_are_lowered_whole():
 def test_piecewise_compute_needs_a_piece():
     with pytest.raises(ValueError, match="T_empty: needs at least one piece along axis 0"):
         piecewise_compute((3,), 0, [], lambda k, i: i, "T_empty", "injective")
+
+
+@needs_cc
+@pytest.mark.parametrize("inputs", [3, 10])
+def test_loop_cut_where_a_consumer_reads_an_inlined_concat(inputs):
+    # yolov8's head: the concat is split again in the same kernel (inlined into the slices);
+    # the innermost loop is cut at the pieces' bounds (up to MAX_CUTS cuts; past that the
+    # tests stay and the result is the same).
+    xs = [te.placeholder((2, 4, k + 1), name=f"x{k}") for k in range(inputs)]
+    cat = topi.concatenate(xs, axis=2)
+    lo = te.compute((2, 1, cat.shape[2]), lambda a, b, c: cat[a, b, c], name="lo")
+    hi = te.compute((2, 3, cat.shape[2]), lambda a, b, c: cat[a, b + 1, c] + 1.0, name="hi")
+    func = te.lower(topi.auto_schedule([lo, hi]), [*xs, lo, hi], "split_cat")
+    assert (_selects(func) == 0) == (inputs - 1 <= MAX_CUTS)
+    arrays = [_rand(2, 4, k + 1) for k in range(inputs)]
+    want = np.concatenate(arrays, 2)
+    mod = tir.build(func)
+    outs = [ember.nd.empty(s, "float32") for s in ((2, 1, want.shape[2]), (2, 3, want.shape[2]))]
+    mod["split_cat"](*[ember.nd.array(a) for a in arrays], *outs)
+    np.testing.assert_array_equal(outs[0].numpy(), want[:, :1])
+    np.testing.assert_array_equal(outs[1].numpy(), want[:, 1:] + 1)
