@@ -39,3 +39,48 @@ def test_blocked_pools_match_the_reference(kind, case):
     lowered = relay.build(mod, "llvm").get_lib().get_source()
     assert f"ember_pool2d_nchwc_x{lanes}(" in lowered
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def _ceil_pool_model():
+    """A conv (so that the pools run blocked) then ceil_mode pools as ONNX writes them: a max
+    pool whose last window overhangs the input, an average pool with count_include_pad whose
+    edge windows are cut by the padding, one without, and a stride above the kernel."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(3).uniform(-1, 1, (16, 3, 3, 3)).astype("float32")
+    pool = {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c"], ["y0"], **pool),
+             helper.make_node("AveragePool", ["c"], ["y1"], pads=[1, 1, 1, 1],
+                              count_include_pad=1, **pool),
+             helper.make_node("AveragePool", ["c"], ["y2"], pads=[0, 1, 1, 0], **pool),
+             helper.make_node("MaxPool", ["c"], ["y3"], kernel_shape=[2, 2], strides=[3, 3],
+                              ceil_mode=1)]
+    outs = [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None) for i in range(4)]
+    graph = helper.make_graph(nodes, "ceil_pools",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                             (1, 3, 10, 13))],
+                              outs, [numpy_helper.from_array(w, "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("target", ["llvm", "c"])  # the host's SIMD and the portable C
+def test_onnx_ceil_mode_pools_match_onnxruntime_in_the_blocked_layout(target):
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from ember.contrib import graph_executor
+
+    model = _ceil_pool_model()
+    x = np.random.default_rng(4).standard_normal((1, 3, 10, 13)).astype("float32")
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    wants = sess.run(None, {"x": x})
+    mod, params = relay.frontend.from_onnx(model, {"x": x.shape})
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target, params=params)
+    assert lib.get_lib().get_source().count("ember_pool2d_nchwc_x") >= 4
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input("x", x)
+    m.run()
+    for i, want in enumerate(wants):
+        np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"output y{i}")
