@@ -160,7 +160,7 @@ def test_onnx_conv_transpose_matches_onnxruntime():
 
 @needs_cc
 def test_onnx_dilated_conv_transpose_matches_onnxruntime():
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper, numpy_helper
 
