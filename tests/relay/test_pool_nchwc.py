@@ -18,6 +18,8 @@ CASES = [  # (h, w, kernel, stride, padding, dilation, ceil_mode, count_include_
     (5, 4, 2, 3, (0, 0, 0, 0), 1, True, False, 4),
     (4, 4, 3, 1, (1, 1, 1, 1), 1, False, True, 16),
     (1, 1, 3, 1, (1, 1, 1, 1), 1, False, False, 8),  # every window mostly padding
+    (6, 13, 5, 1, (2, 2, 2, 2), 1, False, False, 8),  # SPPF: interior columns four at a time
+    (5, 18, 3, 1, (0, 2, 1, 0), 2, True, True, 16),  # dilated; 4-column blocks and a tail
 ]
 
 
