@@ -139,3 +139,16 @@ def test_loop_cut_where_a_consumer_reads_an_inlined_concat(inputs):
     mod["split_cat"](*[ember.nd.array(a) for a in arrays], *outs)
     np.testing.assert_array_equal(outs[0].numpy(), want[:, :1])
     np.testing.assert_array_equal(outs[1].numpy(), want[:, 1:] + 1)
+
+
+@needs_cc
+def test_long_1d_concat_split_in_parallel_chunks():
+    # schedule_loops splits a long 1-D output by 256 (parallel outer, vector inner): each
+    # piece gets that split over its own extent, with a tail where 256 does not divide it.
+    n = te.size_var("n")
+    a, b = te.placeholder((20001,), name="a"), te.placeholder((n,), name="b")
+    out = topi.concatenate([a, b], axis=0)
+    func = te.lower(topi.auto_schedule(out), [a, b, out], "long_cat")
+    assert _selects(func) == 0
+    av, bv = _rand(20001), _rand(16500)
+    np.testing.assert_array_equal(_run(func, [av, bv], (36501,)), np.concatenate([av, bv]))
