@@ -31,7 +31,7 @@ from ..tir.stmt import (
 )
 from .bounds import guard_to_extent, sym_interval
 from .lower_scan import ScanPlan, lower_scan
-from .piecewise import pieces_of
+from .piecewise import piece_source, pieces_of
 from .schedule import Fuse, Schedule, Split, Stage, split_extents
 from .scan import ScanOp
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor
@@ -128,13 +128,15 @@ class Lowerer:
         self.region[id(a.op)] = [(_op.const(0), s) for s in a.shape]
 
     # -- expressions ------------------------------------------------------------------------
-    def resolve(self, e: PrimExpr, on_load: Callable | None = None) -> PrimExpr:
+    def resolve(self, e: PrimExpr, on_load: Callable | None = None,
+                bodies: dict[int, PrimExpr] | None = None) -> PrimExpr:
         """Inline inlined producers and turn the other ProducerLoads into BufferLoads.
 
         A load of an inlined stage becomes the stage's body at the load's indices, which is
         resolved in turn (``rewrite``: no recursion however long the chain of inlined
         stages). Loads of one stage at the same index nodes share one inlined body, so a
-        chain where each stage reads the two before it stays linear in size.
+        chain where each stage reads the two before it stays linear in size. ``bodies``
+        replaces the body of the inlined ops it names (by ``id``): one piece's body.
         """
         inlined: dict[tuple[int, ...], PrimExpr] = {}
 
@@ -146,7 +148,7 @@ class Lowerer:
             if st.attach_type == "inline" or id(t.op) in self.scan.body:
                 key = (id(t), *map(id, n.indices))
                 if key not in inlined:
-                    body = t.op.body[t.value_index]
+                    body = (bodies or {}).get(id(t.op), t.op.body[t.value_index])
                     inlined[key] = substitute(body, {iv.var: i
                                                      for iv, i in zip(t.op.axis, n.indices)})
                 return inlined[key]
@@ -167,8 +169,9 @@ class Lowerer:
             return self._extern(op)
         if not isinstance(op, ComputeOp):
             raise OpError(f"lower {self.name}: cannot lower {op!r}")
-        if self._lowers_by_piece(st):
-            return self._pieces_stmt(st)
+        source = self._piece_source(st)
+        if source is not None:
+            return self._pieces_stmt(st, source)
         nest = _Nest(st, self.region[id(op)], self.ranges)
         leaves = st.leaf_iter_vars
         reduce_ids = _reduce_leaves(st)
@@ -229,22 +232,27 @@ class Lowerer:
             parts.append(For(part, _op.const(0), _op.const(hi - lo), kind, seq(*stores), notes))
         return self._loops(nest, leaves[:-1], seq(*parts), [], innermost=False)
 
-    def _lowers_by_piece(self, st: Stage) -> bool:
-        # A piecewise stage at root with nothing computed inside its loops: one nest per piece.
-        return (st.attach_type == "root" and pieces_of(st.op) is not None
-                and not any(key[0] == id(st) for key in self.attached))
+    def _piece_source(self, st: Stage) -> ComputeOp | None:
+        # The piecewise op whose pieces split this root stage (itself, or one it reads only
+        # elementwise through inlined stages), when nothing is computed inside its loops.
+        if st.attach_type != "root" or any(key[0] == id(st) for key in self.attached):
+            return None
+        return piece_source(self.sch, st.op)
 
-    def _pieces_stmt(self, st: Stage) -> Stmt:
-        """One loop nest per piece of a piecewise stage (``te/piecewise.py``): the stage's own
-        loops (fuse, split, parallel, vectorise) over the piece's box, the piece's body."""
-        op, pieces = st.op, pieces_of(st.op)
+    def _pieces_stmt(self, st: Stage, source: ComputeOp) -> Stmt:
+        """One loop nest per piece of ``source`` (``te/piecewise.py``): the stage's own loops
+        (fuse, split, parallel, vectorise) over the piece's box, the piece's body in place of
+        the source's whole body (the stage's own when it is the source)."""
+        op, pieces = st.op, pieces_of(source)
         out = self.bufs[id(op.output(0))]
         parts = []
         for off, ext, body in zip(pieces.offsets, pieces.extents, pieces.bodies):
             region = list(self.region[id(op)])
             region[pieces.axis] = (off, ext)
             nest = _Nest(st, region, self.ranges)
-            value = simplify(self.resolve(substitute(body, nest.abs)), self.ranges)
+            own, bodies = (body, None) if source is op else (op.body[0], {id(source): body})
+            value = simplify(self.resolve(substitute(own, nest.abs), bodies=bodies),
+                             self.ranges)
             idx = tuple(nest.abs[iv.var] for iv in op.axis)
             store = BufferStore(out, _op.cast(value, out.dtype), idx)
             parts.append(self._loops(nest, st.leaf_iter_vars, store, list(nest.guards)))

@@ -9,6 +9,11 @@ own over its box, with the piece's body, whose axis index then starts at the pie
 inside a box the index arithmetic of inlined producers simplifies (``(i // 80) * 80 + i % 80``
 is ``i`` once ``i < 6400`` is known), and each piece is a contiguous copy per row.
 
+A stage that reads a piecewise stage elementwise (``relu(concat(...))`` fused into one kernel,
+as in DenseNet: every load of it, through any chain of inlined stages, at the reader's own
+indices, and the same shape) is split by the same pieces: in its piece ``k`` the inlined
+piecewise stage reads as its body ``k`` (:func:`piece_source`).
+
 The whole-domain body stays the op's ``body`` (what every other reader of the stage sees: an
 inlined concat, a cache stage); ``Pieces`` rides in the op's attrs under ``PIECES`` and names
 that body, so a copy of the op with another body (``cache_write``) is lowered the plain way.
@@ -20,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tir import op as _op
-from ..tir.expr import PrimExpr
+from ..tir.expr import IntImm, PrimExpr, ProducerLoad
+from ..tir.functor import post_order
 from .tensor import ComputeOp, Tensor, compute
 
 PIECES = "piecewise"
@@ -76,3 +82,49 @@ def pieces_of(op: ComputeOp) -> Pieces | None:
     if isinstance(pieces, Pieces) and len(op.body) == 1 and op.body[0] is pieces.whole:
         return pieces
     return None
+
+
+def piece_source(sch: Any, op: Any) -> ComputeOp | None:
+    """The piecewise op whose pieces may split the loops of ``op`` (a root stage of ``sch``):
+    ``op`` itself, or the first inlined piecewise op that ``op`` reads only elementwise (every
+    load of it, through inlined stages read at their readers' own indices, at ``op``'s own
+    indices, with ``op``'s shape); None if there is none."""
+    if not isinstance(op, ComputeOp) or len(op.body) != 1 or op.reduce_axis:
+        return None
+    if pieces_of(op) is not None:
+        return op
+    shape = _shape_key(op)
+    elementwise: dict[int, tuple[ComputeOp, bool]] = {}
+    seen: set[tuple[int, bool]] = set()
+    stack: list[tuple[PrimExpr, tuple | None]] = [(op.body[0], tuple(iv.var for iv in op.axis))]
+    while stack:  # inlined stages, each with its own axis vars where read at identity
+        expr, own = stack.pop()
+        for n in post_order(expr):
+            if not isinstance(n, ProducerLoad):
+                continue
+            t = sch.current(n.producer)
+            if sch[t.op].attach_type != "inline":
+                continue
+            same = own is not None and _shape_key(t.op) == shape and _at_own(n.indices, own,
+                                                                              shape)
+            if pieces_of(t.op) is not None:
+                before = elementwise.get(id(t.op), (t.op, True))[1]
+                elementwise[id(t.op)] = (t.op, before and same)
+            elif (id(t.op), same) not in seen:
+                seen.add((id(t.op), same))
+                stack.append((t.op.body[t.value_index],
+                              tuple(iv.var for iv in t.op.axis) if same else None))
+    return next((src for src, ok in elementwise.values() if ok), None)
+
+
+def _at_own(indices: Sequence[PrimExpr], own: Sequence[PrimExpr],
+            shape: tuple[str, ...]) -> bool:
+    # Each index is the reader's own axis variable, or 0 on an axis of extent 1 (broadcasts
+    # write the index of a unit axis as 0).
+    return len(indices) == len(own) and all(
+        i is v or (d == "1" and isinstance(i, IntImm) and i.value == 0)
+        for i, v, d in zip(indices, own, shape))
+
+
+def _shape_key(op: Any) -> tuple[str, ...]:
+    return tuple(str(d) for d in op.output(0).shape)

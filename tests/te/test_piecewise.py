@@ -152,3 +152,34 @@ def test_long_1d_concat_split_in_parallel_chunks():
     assert _selects(func) == 0
     av, bv = _rand(20001), _rand(16500)
     np.testing.assert_array_equal(_run(func, [av, bv], (36501,)), np.concatenate([av, bv]))
+
+
+@needs_cc
+def test_elementwise_reader_of_a_concat_takes_its_pieces():
+    # DenseNet: relu(concat) + a per-channel bias in one kernel, concat along the channels
+    # (a fused outer loop): each piece reads its input directly.
+    xs = [te.placeholder((1, c, 3, 5), name=f"x{c}") for c in (2, 3, 1)]
+    bias = te.placeholder((6, 1, 1), name="bias")
+    cat = topi.concatenate(xs, axis=1)
+    out = topi.add(topi.nn.relu(cat), bias)
+    func = te.lower(topi.auto_schedule(out), [*xs, bias, out], "cat_relu")
+    assert _selects(func) == 0
+    arrays = [_rand(*(int(d) for d in x.shape)) for x in xs] + [_rand(6, 1, 1)]
+    want = np.maximum(np.concatenate(arrays[:3], 1), 0) + arrays[3]
+    np.testing.assert_allclose(_run(func, arrays, (1, 6, 3, 5)), want, rtol=1e-6)
+
+
+@needs_cc
+def test_concat_also_read_elsewhere_keeps_its_whole_body():
+    # the reader adds the concat to its mirror image: a second load that is not at the
+    # reader's own indices, so the pieces do not apply (the result must still be right)
+    a, b = te.placeholder((2, 3), name="a"), te.placeholder((2, 4), name="b")
+    cat = topi.concatenate([a, b], axis=1)
+    relu = topi.nn.relu(cat)
+    out = te.compute((2, 7), lambda i, j: relu[i, j] + cat[i, 6 - j], name="mix")
+    func = te.lower(topi.auto_schedule(out), [a, b, out], "mix")
+    assert _selects(func) >= 1
+    av, bv = _rand(2, 3), _rand(2, 4)
+    c = np.concatenate([av, bv], 1)
+    np.testing.assert_allclose(_run(func, [av, bv], (2, 7)), np.maximum(c, 0) + c[:, ::-1],
+                               rtol=1e-6)
