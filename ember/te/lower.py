@@ -104,6 +104,9 @@ class Lowerer:
             if st.attach_type == "scope":
                 key = (id(st.attach_stage), id(st.attach_ivar))
                 self.attached.setdefault(key, []).append(st)
+        # whether any stage is piecewise (else no stage looks for pieces: most kernels)
+        self.piecewise = any(isinstance(st.op, ComputeOp) and pieces_of(st.op) is not None
+                             for st in sch.stages)
 
     def _add_arg(self, a: Any) -> None:
         if isinstance(a, Var):
@@ -235,7 +238,8 @@ class Lowerer:
     def _piece_source(self, st: Stage) -> ComputeOp | None:
         # The piecewise op whose pieces split this root stage (itself, or one it reads only
         # elementwise through inlined stages), when nothing is computed inside its loops.
-        if st.attach_type != "root" or any(key[0] == id(st) for key in self.attached):
+        if not self.piecewise or st.attach_type != "root" or any(
+                key[0] == id(st) for key in self.attached):
             return None
         return piece_source(self.sch, st.op)
 
