@@ -66,8 +66,8 @@ def _ceil_pool_model():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-@pytest.mark.parametrize("target", ["llvm", "c"])  # the host's SIMD and the portable C
-def test_onnx_ceil_mode_pools_match_onnxruntime_in_the_blocked_layout(target):
+def test_onnx_ceil_mode_pools_match_onnxruntime_in_the_blocked_layout():
+    # the host's SIMD; every level runs in tests/topi/test_pool_nchwc_kernel.py
     pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from ember.contrib import graph_executor
@@ -78,7 +78,7 @@ def test_onnx_ceil_mode_pools_match_onnxruntime_in_the_blocked_layout(target):
     wants = sess.run(None, {"x": x})
     mod, params = relay.frontend.from_onnx(model, {"x": x.shape})
     with ember.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target, params=params)
+        lib = relay.build(mod, "llvm", params=params)
     assert lib.get_lib().get_source().count("ember_pool2d_nchwc_x") >= 4
     m = graph_executor.GraphModule(lib["default"](ember.cpu()))
     m.set_input("x", x)

@@ -70,7 +70,7 @@ def _check(level: str, tmp: Path, attrs, h: int, w: int, kind: str, lanes: int, 
 
 
 @pytest.mark.parametrize("level", list(LEVEL_FLAGS))
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=pools(), kind=st.sampled_from(["max", "avg"]), lanes=st.sampled_from([4, 8, 16]),
        tasks=st.integers(1, 3))
 def test_pools_match_the_reference_at_every_level(tmp_path_factory, level, case, kind, lanes,
