@@ -238,9 +238,9 @@ class Lowerer:
     def _piece_source(self, st: Stage) -> ComputeOp | None:
         # The piecewise op whose pieces split this root stage (itself, or one it reads only
         # elementwise through inlined stages), when nothing is computed inside its loops.
-        if not self.piecewise or st.attach_type != "root" or any(
+        if not self.piecewise or st.attach_type != "root" or id(st.op) in self.scan.parts or any(
                 key[0] == id(st) for key in self.attached):
-            return None
+            return None  # (a scan's init and update stages own their regions: lower_scan)
         return piece_source(self.sch, st.op)
 
     def _pieces_stmt(self, st: Stage, source: ComputeOp) -> Stmt:
