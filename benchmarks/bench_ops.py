@@ -16,11 +16,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ["dense_512x512x512", "dense_1x2048x1000", "conv2d_resnet_3x3", "depthwise_mobilenet",
-         "conv2d_bias_relu"]
+         "conv2d_bias_relu", "concat_yolo_head", "maxpool_sppf_nchw8c"]
 
 
 # -- cases: (ember builder, numpy reference, onnx graph builder, flops) ------------------------
@@ -49,10 +50,44 @@ def _conv_np(x: Any, w: Any, pad: int, groups: int = 1) -> Any:
     return (cols @ w.reshape(co, -1).T).reshape(n, oh, ow, co).transpose(0, 3, 1, 2)
 
 
+def _data_case(name: str) -> dict[str, Any]:
+    """The data-movement cases (flops 0): yolov8's head concat (three flattened maps joined on
+    the last axis) and its SPPF max pool (5x5, stride 1, padding 2) in NCHW8c, whose ONNX twin
+    pools the same values in NCHW."""
+    import numpy as np
+
+    from ember import te, topi
+    from ember.topi.nn.pool_nchwc import pool2d_nchwc
+
+    if name == "concat_yolo_head":
+        xs = [te.placeholder((1, 144, n), name=f"x{n}") for n in (6400, 1600, 400)]
+        out = topi.concatenate(xs, axis=2)
+        return {"args": [*xs, out], "out": out, "arrays": [_rand(1, 144, n) for n in
+                                                          (6400, 1600, 400)],
+                "flops": 0, "numpy": lambda *a: np.concatenate(a, 2),
+                "onnx": ("Concat", {"axis": 2})}
+    x = te.placeholder((1, 16, 20, 20, 8), name="x")
+    attrs = SimpleNamespace(layout="NCHW8c", pool_size=(5, 5), strides=(1, 1), dilation=(1, 1),
+                            padding=(2, 2, 2, 2), count_include_pad=False)
+    out = pool2d_nchwc(x, "max", x.shape, attrs)
+    blocked = _rand(1, 16, 20, 20, 8)
+
+    def pool(a: Any) -> Any:
+        p = np.pad(a, ((0, 0), (0, 0), (2, 2), (2, 2), (0, 0)), constant_values=-np.inf)
+        win = np.lib.stride_tricks.sliding_window_view(p, (5, 5), axis=(2, 3))
+        return win.max(axis=(-2, -1))
+
+    return {"args": [x, out], "out": out, "arrays": [blocked], "flops": 0, "numpy": pool,
+            "onnx": ("MaxPool", {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}),
+            "onnx_arrays": [blocked.transpose(0, 1, 4, 2, 3).reshape(1, 128, 20, 20)]}
+
+
 def case(name: str) -> dict[str, Any]:
     """Inputs, the ember kernel builder, the numpy function and the flop count of a case."""
     from ember import te, topi
 
+    if name in ("concat_yolo_head", "maxpool_sppf_nchw8c"):
+        return _data_case(name)
     if name.startswith("dense"):
         m, k, n = (512, 512, 512) if name == "dense_512x512x512" else (1, 2048, 1000)
         a, w = te.placeholder((m, k), name="a"), te.placeholder((n, k), name="w")
@@ -108,22 +143,22 @@ def _onnx(name: str, c: dict[str, Any], repeat: int) -> float | None:
     except ImportError:
         return None
     op, attrs = c["onnx"]
+    arrays = c.get("onnx_arrays", c["arrays"])
     ins = [helper.make_tensor_value_info(f"i{k}", TensorProto.FLOAT, list(a.shape))
-           for k, a in enumerate(c["arrays"])]
-    shape = [int(d) for d in c["out"].shape]
-    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)]
+           for k, a in enumerate(arrays)]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
     if op == "ConvBiasRelu":
         nodes = [helper.make_node("Conv", ["i0", "i1"], ["c"], **attrs),
                  helper.make_node("Add", ["c", "i2"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
     else:
-        nodes = [helper.make_node(op, ["i0", "i1"], ["y"], **attrs)]
+        nodes = [helper.make_node(op, [f"i{k}" for k in range(len(arrays))], ["y"], **attrs)]
     model = helper.make_model(helper.make_graph(nodes, name, ins, outs),
                               opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8  # readable by older onnxruntime releases too
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    feed = {f"i{k}": a for k, a in enumerate(c["arrays"])}
+    feed = {f"i{k}": a for k, a in enumerate(arrays)}
     return _time(lambda: sess.run(None, feed), repeat)
 
 
@@ -155,7 +190,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
         keys = ["ember_ms", "numpy_ms"] + (["onnxruntime_ms"] if have_ort else [])
         for key in keys:
             ms = r[key]
-            cells += ["-", "-"] if ms is None else [f"{ms:.3f}", f"{r['flops'] / ms / 1e6:.1f}"]
+            cells += ["-", "-"] if ms is None else [f"{ms:.3f}", f"{r['flops'] / ms / 1e6:.1f}"
+                                                    if r["flops"] else "-"]
         lines.append(cells)
     widths = [max(len(x) for x in col) for col in zip(head, *lines)]
     fmt = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)

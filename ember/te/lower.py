@@ -8,12 +8,13 @@ A reduction writes its identity before the first reduction loop and combines ins
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..runtime.errors import OpError
 from ..tir import op as _op
-from ..tir.expr import BufferLoad, Call, IntImm, PrimExpr, ProducerLoad, Var
+from ..tir.expr import LT, BufferLoad, Call, IntImm, PrimExpr, ProducerLoad, Var
 from ..tir.functor import post_order, rewrite, substitute, transform
 from ..tir.simplify import bound, prove, simplify
 from ..tir.stmt import (
@@ -30,9 +31,13 @@ from ..tir.stmt import (
 )
 from .bounds import guard_to_extent, sym_interval
 from .lower_scan import ScanPlan, lower_scan
+from .piecewise import piece_source, pieces_of
 from .schedule import Fuse, Schedule, Split, Stage, split_extents
 from .scan import ScanOp
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor
+
+
+MAX_CUTS = 8  # cuts of one loop (``Lowerer._cuts``): past this, code size outweighs the tests
 
 
 class _Nest:
@@ -99,6 +104,9 @@ class Lowerer:
             if st.attach_type == "scope":
                 key = (id(st.attach_stage), id(st.attach_ivar))
                 self.attached.setdefault(key, []).append(st)
+        # whether any stage is piecewise (else no stage looks for pieces: most kernels)
+        self.piecewise = any(isinstance(st.op, ComputeOp) and pieces_of(st.op) is not None
+                             for st in sch.stages)
 
     def _add_arg(self, a: Any) -> None:
         if isinstance(a, Var):
@@ -123,13 +131,15 @@ class Lowerer:
         self.region[id(a.op)] = [(_op.const(0), s) for s in a.shape]
 
     # -- expressions ------------------------------------------------------------------------
-    def resolve(self, e: PrimExpr, on_load: Callable | None = None) -> PrimExpr:
+    def resolve(self, e: PrimExpr, on_load: Callable | None = None,
+                bodies: dict[int, PrimExpr] | None = None) -> PrimExpr:
         """Inline inlined producers and turn the other ProducerLoads into BufferLoads.
 
         A load of an inlined stage becomes the stage's body at the load's indices, which is
         resolved in turn (``rewrite``: no recursion however long the chain of inlined
         stages). Loads of one stage at the same index nodes share one inlined body, so a
-        chain where each stage reads the two before it stays linear in size.
+        chain where each stage reads the two before it stays linear in size. ``bodies``
+        replaces the body of the inlined ops it names (by ``id``): one piece's body.
         """
         inlined: dict[tuple[int, ...], PrimExpr] = {}
 
@@ -141,7 +151,7 @@ class Lowerer:
             if st.attach_type == "inline" or id(t.op) in self.scan.body:
                 key = (id(t), *map(id, n.indices))
                 if key not in inlined:
-                    body = t.op.body[t.value_index]
+                    body = (bodies or {}).get(id(t.op), t.op.body[t.value_index])
                     inlined[key] = substitute(body, {iv.var: i
                                                      for iv, i in zip(t.op.axis, n.indices)})
                 return inlined[key]
@@ -162,6 +172,9 @@ class Lowerer:
             return self._extern(op)
         if not isinstance(op, ComputeOp):
             raise OpError(f"lower {self.name}: cannot lower {op!r}")
+        source = self._piece_source(st)
+        if source is not None:
+            return self._pieces_stmt(st, source)
         nest = _Nest(st, self.region[id(op)], self.ranges)
         leaves = st.leaf_iter_vars
         reduce_ids = _reduce_leaves(st)
@@ -174,6 +187,9 @@ class Lowerer:
                     for iv in op.axis)
         if not op.reduce_axis:
             stores = seq(*[BufferStore(b, _op.cast(v, b.dtype), idx) for b, v in zip(outs, bodies)])
+            cuts = self._cuts(st, nest, bodies, guards)
+            if cuts:
+                return self._partitioned(nest, outs, bodies, idx, cuts)
             return self._loops(nest, leaves, stores, guards)
         init, update = self._reduce_stores(op, nest, bodies, outs, idx)
         spatial_after = [lf for lf in leaves[first_red:] if id(lf) not in reduce_ids]
@@ -183,6 +199,68 @@ class Lowerer:
         inner = seq(self._loops(nest, spatial_after, init, init_guards, attach=False),
                     self._loops(nest, leaves[first_red:], update, guards))
         return self._loops(nest, leaves[:first_red], inner, [], innermost=False)
+
+    def _cuts(self, st: Stage, nest: _Nest, bodies: list[PrimExpr], guards: list) -> list[int]:
+        """Where to cut the innermost loop so that no ``if_then_else`` in ``bodies`` tests
+        its index against a constant (``i2 < 6400``: a concat inlined into its consumer)."""
+        leaves = st.leaf_iter_vars
+        if not leaves or guards or (id(st), id(leaves[-1])) in self.attached:
+            return []
+        var, ext = nest.lv[leaves[-1]], nest.ext[leaves[-1]]
+        if not isinstance(ext, IntImm):
+            return []
+        cuts = {n.args[0].b.value for b in bodies for n in post_order(b)
+                if isinstance(n, Call) and n.op == "if_then_else" and isinstance(n.args[0], LT)
+                and n.args[0].a is var and isinstance(n.args[0].b, IntImm)
+                and 0 < n.args[0].b.value < ext.value}
+        return sorted(cuts) if len(cuts) <= MAX_CUTS else []
+
+    def _partitioned(self, nest: _Nest, outs: list[Buffer], bodies: list[PrimExpr],
+                     idx: tuple, cuts: list[int]) -> Stmt:
+        """The stage's loops with the innermost one cut at ``cuts``: one loop per range, its
+        body simplified for that range (the tests on the index fold away)."""
+        st, leaves = nest.stage, nest.stage.leaf_iter_vars
+        last = leaves[-1]
+        var, kind = nest.lv[last], nest.stage.iter_var_attrs.get(last, ForKind.SERIAL)
+        notes = {f"pragma_{k}": v for k, v in st.pragmas.get(last, [])}
+        parts = []
+        for lo, hi in itertools.pairwise([0, *cuts, nest.ext[last].value]):
+            part = Var(var.name, "int32")
+            self.ranges[part] = (0, hi - lo - 1)
+            where = {var: part + lo}
+            stores = [BufferStore(b, _op.cast(simplify(substitute(v, where), self.ranges),
+                                              b.dtype),
+                                  tuple(simplify(substitute(i, where), self.ranges) for i in idx))
+                      for b, v in zip(outs, bodies)]
+            parts.append(For(part, _op.const(0), _op.const(hi - lo), kind, seq(*stores), notes))
+        return self._loops(nest, leaves[:-1], seq(*parts), [], innermost=False)
+
+    def _piece_source(self, st: Stage) -> ComputeOp | None:
+        # The piecewise op whose pieces split this root stage (itself, or one it reads only
+        # elementwise through inlined stages), when nothing is computed inside its loops.
+        if not self.piecewise or st.attach_type != "root" or id(st.op) in self.scan.parts or any(
+                key[0] == id(st) for key in self.attached):
+            return None  # (a scan's init and update stages own their regions: lower_scan)
+        return piece_source(self.sch, st.op)
+
+    def _pieces_stmt(self, st: Stage, source: ComputeOp) -> Stmt:
+        """One loop nest per piece of ``source`` (``te/piecewise.py``): the stage's own loops
+        (fuse, split, parallel, vectorise) over the piece's box, the piece's body in place of
+        the source's whole body (the stage's own when it is the source)."""
+        op, pieces = st.op, pieces_of(source)
+        out = self.bufs[id(op.output(0))]
+        parts = []
+        for off, ext, body in zip(pieces.offsets, pieces.extents, pieces.bodies):
+            region = list(self.region[id(op)])
+            region[pieces.axis] = (off, ext)
+            nest = _Nest(st, region, self.ranges)
+            own, bodies = (body, None) if source is op else (op.body[0], {id(source): body})
+            value = simplify(self.resolve(substitute(own, nest.abs), bodies=bodies),
+                             self.ranges)
+            idx = tuple(nest.abs[iv.var] for iv in op.axis)
+            store = BufferStore(out, _op.cast(value, out.dtype), idx)
+            parts.append(self._loops(nest, st.leaf_iter_vars, store, list(nest.guards)))
+        return seq(*parts)
 
     def _reduce_stores(self, op: ComputeOp, nest: _Nest, bodies: list, outs: list[Buffer],
                        idx: tuple) -> tuple[Stmt, Stmt]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..runtime.errors import OpError
 from ..te import tensor as te
+from ..te.piecewise import piecewise_compute
 from ..tir import op as tir
 from ..tir.expr import EQ, IntImm, PrimExpr
 from .broadcast import INJECTIVE
@@ -97,23 +98,15 @@ def expand_dims(x: te.Tensor, axis: int, num_newaxis: int = 1) -> te.Tensor:
 
 
 def concatenate(tensors: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
-    """Join tensors along ``axis``."""
+    """Join tensors along ``axis``: a piecewise compute (``te/piecewise.py``), lowered as one
+    contiguous copy loop per input rather than a per-element choice of input."""
     axis = _axis("concatenate", axis, tensors[0].ndim)
-    offsets, total = [], tir.const(0)
+    total: PrimExpr = tir.const(0)
     for t in tensors:
-        offsets.append(total)
         total = total + t.shape[axis]
     shape = tuple(total if i == axis else d for i, d in enumerate(tensors[0].shape))
-
-    def f(*idx: PrimExpr) -> PrimExpr:
-        j = idx[axis]
-        out = tensors[-1](*(idx[:axis] + (j - offsets[-1],) + idx[axis + 1:]))
-        for t, off in reversed(list(zip(tensors[:-1], offsets[:-1]))):
-            here = t(*(idx[:axis] + (j - off,) + idx[axis + 1:]))
-            out = tir.if_then_else(j < off + t.shape[axis], here, out)
-        return out
-
-    return te.compute(shape, f, name="T_concat", tag=INJECTIVE)
+    return piecewise_compute(shape, axis, [t.shape[axis] for t in tensors],
+                             lambda k, *idx: tensors[k](*idx), "T_concat", INJECTIVE)
 
 
 def stack(tensors: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:

@@ -25,7 +25,8 @@ from ember.testing import find_c_compiler
 
 needs_cc = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
 
-# (channels, out channels, h, w, kernel, stride, padding, output padding, groups, epilogue)
+# (channels, out channels, h, w, kernel, stride, padding, output padding, groups, epilogue
+#  [, dilation])
 CASES = [
     (16, 16, 5, 6, 2, 2, 0, 0, 1, "relu"),  # DBNet's head: 1x1 phase convs
     (16, 1, 4, 4, 2, 2, 0, 0, 1, "sigmoid"),  # one output channel: the phases make a block
@@ -35,6 +36,9 @@ CASES = [
     (8, 8, 3, 3, 1, 4, 0, 2, 1, ""),  # stride 4 above the kernel
     (16, 16, 4, 3, 3, 2, 1, 1, 16, ""),  # depthwise
     (16, 32, 3, 4, 4, 2, 1, 0, 2, "relu"),  # grouped
+    (16, 16, 5, 5, 3, 2, 2, 1, 1, "relu", 2),  # dilation sharing the stride's factor
+    (8, 16, 4, 3, 3, 1, 2, 0, 1, "", 3),  # dilated, stride 1: one conv of 7x7 taps
+    (16, 16, 3, 4, 2, 3, 1, 0, 16, "", 2),  # dilated depthwise, stride 3 above the kernel
     (3, 5, 4, 4, 3, 3, 0, 2, 1, ""),  # 5 * 9 phase channels: no block, the direct kernel
     (8, 8, 6, 6, 2, 2, 2, 0, 1, ""),  # padding beyond the kernel's reach: the direct kernel
 ]
@@ -42,20 +46,21 @@ DIRECT = 2  # the last two cases keep nn.conv2d_transpose
 
 
 def _case(i: int, case: tuple) -> tuple:
-    c, oc, h, w, k, s, p, op, g, epi = case
+    c, oc, h, w, k, s, p, op, g, epi, *dil = case
+    d = dil[0] if dil else 1
     rng = np.random.default_rng(i)
     x = relay.var(f"x{i}", shape=(1, c, h, w))
     wt = rng.uniform(-1, 1, (c, oc // g, k, k)).astype("float32")
     bias = rng.uniform(-1, 1, oc).astype("float32")
     y = relay.nn.conv2d_transpose(x, relay.const(wt), strides=(s, s), padding=(p, p),
                                   output_padding=(op, op), groups=g, channels=oc,
-                                  kernel_size=(k, k))
+                                  kernel_size=(k, k), dilation=(d, d))
     y = relay.nn.bias_add(y, relay.const(bias))
     if epi:
         y = getattr(relay.nn, epi)(y) if epi == "relu" else relay.sigmoid(y)
     data = rng.uniform(-1, 1, (1, c, h, w)).astype("float32")
     want = conv2d_transpose_nchw(data.astype("float64"), wt.astype("float64"), (s, s),
-                                 (p,) * 4, (op, op), (1, 1), g) + bias.reshape(1, -1, 1, 1)
+                                 (p,) * 4, (op, op), (d, d), g) + bias.reshape(1, -1, 1, 1)
     if epi == "relu":
         want = np.maximum(want, 0)
     elif epi == "sigmoid":
@@ -79,10 +84,11 @@ def test_planning_turns_transposed_convs_into_phase_convs():
     names = [n.op.name for n in post_order(_plan(mod, "llvm -mcpu=haswell")["main"].body)
              if isinstance(n, Call)]
     assert names.count("nn.conv2d_transpose") == DIRECT
-    # stride 1 needs no interleave; the depthwise and grouped ones one conv per phase
-    assert names.count("nn.contrib_conv2d_transpose_interleave") == len(CASES) - DIRECT - 1
-    assert names.count("nn.contrib_conv2d_NCHWc_fused") == len(CASES) - DIRECT - 2 + 2 * 4
-    assert names.count("concatenate") == 2
+    # stride 1 needs no interleave (twice); the depthwise and grouped ones one conv per phase
+    # (4, 4 and 9 phases)
+    assert names.count("nn.contrib_conv2d_transpose_interleave") == len(CASES) - DIRECT - 2
+    assert names.count("nn.contrib_conv2d_NCHWc_fused") == len(CASES) - DIRECT - 3 + 2 * 4 + 9
+    assert names.count("concatenate") == 3
 
 
 @pytest.mark.parametrize("oc", [1, 16])
@@ -149,6 +155,37 @@ def test_onnx_conv_transpose_matches_onnxruntime():
     m = graph_executor.GraphModule(lib["default"](ember.cpu()))
     m.set_input("x", x)
     m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@needs_cc
+def test_onnx_dilated_conv_transpose_matches_onnxruntime():
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = rng.uniform(-1, 1, (16, 8, 3, 3)).astype("float32")
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2],
+                            dilations=[2, 3], pads=[2, 1, 1, 2])
+    graph = helper.make_graph(
+        [node], "convt_dilated",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 16, 6, 5))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.uniform(-1, 1, (1, 16, 6, 5)).astype("float32")
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"x": x})[0]
+    mod, params = relay.frontend.from_onnx(model, {"x": x.shape})
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input("x", x)
+    m.run()
+    names = [n.op.name for n in post_order(_plan(mod, "llvm")["main"].body)
+             if isinstance(n, Call)]
+    assert "nn.conv2d_transpose" not in names  # the blocked phase convs
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ember.relay.op.nn.conv import conv2d_nchw, conv2d_transpose_nchw
-from ember.topi.nn.conv2d_transpose import interleave, phase_plan, phase_weights
+from ember.topi.nn.conv2d_transpose import dilated_kernel, interleave, phase_plan, phase_weights
 
 
 def _phased(x: np.ndarray, w: np.ndarray, strides, padding, output_padding, groups):
@@ -77,3 +77,21 @@ def test_stride_1_is_one_conv_with_the_flipped_kernel():
 def test_a_padding_beyond_the_kernel_is_refused():
     assert phase_plan(8, 8, (2, 2), (2, 2), (2, 0, 0, 0), (0, 0)) is None
     assert phase_plan(1, 1, (1, 1), (1, 1), (1, 1, 1, 1), (0, 0)) is None  # empty output
+
+
+@settings(max_examples=40, deadline=None)
+@given(transposed_convs(), st.integers(1, 3), st.integers(1, 3))
+def test_dilated_kernel_phase_convs_equal_the_dilated_scatter(case, dh, dw):
+    (c, og, h, w, kh, kw), strides, padding, output_padding, groups = case
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, c, h, w))
+    wt = rng.standard_normal((c, og, kh, kw))
+    wd = dilated_kernel(wt, (dh, dw))
+    eh, ew = wd.shape[2:]
+    oh = (h - 1) * strides[0] - padding[0] - padding[2] + eh + output_padding[0]
+    ow = (w - 1) * strides[1] - padding[1] - padding[3] + ew + output_padding[1]
+    got = _phased(x, wd, strides, padding, output_padding, groups) if oh > 0 < ow else None
+    if got is None:
+        return
+    want = conv2d_transpose_nchw(x, wt, strides, padding, output_padding, (dh, dw), groups)
+    np.testing.assert_allclose(got, want, atol=1e-9)

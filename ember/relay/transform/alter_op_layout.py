@@ -25,7 +25,7 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   a stride-1 or large-kernel conv, read as one block of all its channels;
 - ``image.resize2d`` (nearest, linear) and ``nn.upsampling`` (nearest, bilinear) of a
   blocked value run in NCHW[L]c, so an FPN's upsampling stays blocked;
-- ``nn.conv2d_transpose`` (float32 NCHW, constant IOHW weight, dilation 1) becomes its phase
+- ``nn.conv2d_transpose`` (float32 NCHW, constant IOHW weight, any dilation) becomes its phase
   convs (``topi/nn/conv2d_transpose.py``: one blocked conv of ``s*s*OC`` channels, or one per
   phase when grouped, joined) and ``nn.contrib_conv2d_transpose_interleave``, blocked when the
   output channels split into blocks;
@@ -61,7 +61,7 @@ from ...runtime.errors import OpAttributeInvalid
 from ..op._layout import nchwc_lanes
 from ..op.nn._attrs import Conv2DAttrs
 from ...topi.nn.conv2d_nchwc import pack_weight
-from ...topi.nn.conv2d_transpose import phase_plan, phase_weights
+from ...topi.nn.conv2d_transpose import dilated_kernel, phase_plan, phase_weights
 from ._helpers import map_functions, op_call, same_shape
 from .type_infer import InferType
 
@@ -334,11 +334,11 @@ class _Planner:
         a, (data, weight) = call.attrs, call.args
         dty, oty = _nchw_f32(data), _nchw_f32(call)
         if dty is None or oty is None or not isinstance(weight, Constant) or \
-                tuple(a.dilation) != (1, 1) or a.data_layout != "NCHW" or \
+                a.data_layout != "NCHW" or \
                 a.kernel_layout != "IOHW" or a.out_layout not in ("", "NCHW") or \
                 a.out_dtype not in ("", "float32") or weight.data.dtype != "float32":
             return None
-        w = weight.data.numpy()
+        w = dilated_kernel(weight.data.numpy(), tuple(a.dilation))  # dilation 1: w itself
         h, wd = dty.shape[2:]
         plan = phase_plan(h, wd, w.shape[2:], a.strides, a.padding, a.output_padding) \
             if isinstance(h, int) and isinstance(wd, int) else None

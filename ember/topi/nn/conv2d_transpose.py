@@ -14,6 +14,11 @@ cropped output needs are computed: the conv's padding is chosen so that its firs
 first needed one. The work is ``T**2 / K**2`` of the direct scatter's per phase (no zero
 taps when ``s`` divides ``K``). Weights are constants: :func:`phase_weights` runs at build time.
 
+A dilated transposed conv (dilation ``d``) is the undilated one of its kernel with ``d - 1``
+zero taps between neighbours (:func:`dilated_kernel`, ``(K - 1) * d + 1`` taps per axis): the
+phases then carry those zeros as taps (when ``d`` and ``s`` share a factor, whole phases are
+zero; the work is that of the ``ceil(((K - 1) * d + 1) / s)``-tap phase convs).
+
 The conv runs on the blocked NCHW[L]c kernels (``conv2d_nchwc``); the interleave is the op
 ``nn.contrib_conv2d_transpose_interleave`` (``relay/op/nn/conv_transpose_nchwc.py``).
 """
@@ -77,6 +82,15 @@ def phase_plan(h: int, w: int, kernel: tuple[int, int], strides: tuple[int, int]
                      (rows[3], cols[3]), (rows[4], cols[4]), (rows[5], cols[5]))
 
 
+def dilated_kernel(weight: np.ndarray, dilation: tuple[int, int]) -> np.ndarray:
+    """The IOHW ``weight`` with ``dilation - 1`` zero taps between neighbours along H and W:
+    the undilated kernel that a dilated transposed conv scatters (module docstring)."""
+    (dh, dw), (i, o, kh, kw) = dilation, weight.shape
+    out = np.zeros((i, o, (kh - 1) * dh + 1, (kw - 1) * dw + 1), weight.dtype)
+    out[:, :, ::dh, ::dw] = weight
+    return out
+
+
 def phase_weights(weight: np.ndarray, groups: int, plan: PhasePlan) -> np.ndarray:
     """The phases' OIHW conv weights, ``(phases, OC, I / groups, Th, Tw)``, from the
     transposed conv's IOHW ``weight`` ``(I, OC / groups, KH, KW)``: phase ``(ry, rx)`` tap
@@ -104,20 +118,25 @@ def interleave(conv: np.ndarray, plan: PhasePlan) -> np.ndarray:
 
 
 def conv2d_transpose_phased(data: te.Tensor, kernel: te.Tensor, plan: PhasePlan,
-                            out_dtype: str) -> te.Tensor:
+                            out_dtype: str, dilation: tuple[int, int] = (1, 1)) -> te.Tensor:
     """The transposed conv of NCHW ``data`` and IOHW ``kernel`` (groups 1, static sizes) as
     its phase convs on topi's NCHW conv template, then the interleave: the path of builds
-    without AlterOpLayout (the phase weight is a small stage the template's packing reads)."""
+    without AlterOpLayout (the phase weight is a small stage the template's packing reads).
+    With ``dilation``, ``plan`` is that of the dilated kernel (:func:`dilated_kernel`)."""
     n = data.shape[0]
     c, oc, kh, kw = (int(d) for d in kernel.shape)  # type: ignore[call-overload]
     (sh, sw), (th, tw), (dy, dx) = plan.strides, plan.taps, plan.offset
+    dh, dw = dilation
 
     def phase_weight(o: PrimExpr, i: PrimExpr, u: PrimExpr, v: PrimExpr) -> PrimExpr:
         p, co = tir.floordiv(o, oc), tir.floormod(o, oc)
-        ky = (th - 1 - u) * sh + tir.floordiv(p, sw)
+        ky = (th - 1 - u) * sh + tir.floordiv(p, sw)  # a tap of the dilated kernel
         kx = (tw - 1 - v) * sw + tir.floormod(p, sw)
-        tap = kernel[i, co, tir.min(ky, kh - 1), tir.min(kx, kw - 1)]
-        return tir.if_then_else(tir.all(ky < kh, kx < kw), tap, tir.const(0, kernel.dtype))
+        tap = kernel[i, co, tir.min(tir.floordiv(ky, dh), kh - 1),
+                     tir.min(tir.floordiv(kx, dw), kw - 1)]
+        real = tir.all(ky < (kh - 1) * dh + 1, kx < (kw - 1) * dw + 1,
+                       tir.floormod(ky, dh) == 0, tir.floormod(kx, dw) == 0)
+        return tir.if_then_else(real, tap, tir.const(0, kernel.dtype))
 
     weight = te.compute((plan.phases * oc, c, th, tw), phase_weight, name="T_phase_weight",
                         tag="injective")

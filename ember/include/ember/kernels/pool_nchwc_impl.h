@@ -13,6 +13,53 @@
 #endif
 #define EMBER_PFN(name) EMBER_CAT(name, EMBER_CAT(_x, EMBER_L))
 
+#if EMBER_KV
+/* Four neighbouring output pixels of one row whose windows lie wholly inside the input's
+ * columns, window rows [ky0, ky1): four independent accumulators, so that the latency of one
+ * pixel's chain of max/add (one per tap) does not bound the loop (a 5x5 max pool is 25
+ * dependent maxes per pixel). `avg` is a constant at each call (the loop is specialised). */
+static inline void EMBER_PFN(ember_pool_quad)(const ember_pool_p* p, const float* in,
+                                               float* out, int32_t iy0, int32_t ky0,
+                                               int32_t ky1, int32_t ox, float scale,
+                                               const int avg) {
+  const int32_t L = EMBER_L;
+  const size_t step = (size_t)p->sw * L;
+  const EMBER_VT(EMBER_L) init = EMBER_VSPLAT(EMBER_L, avg ? 0.0f : -INFINITY);
+  EMBER_VT(EMBER_L) a0 = init, a1 = init, a2 = init, a3 = init;
+  int32_t ky, kx;
+  for (ky = ky0; ky < ky1; ++ky) {
+    const float* row = in + ((size_t)(iy0 + ky * p->dh) * p->w + (ox * p->sw - p->pl)) * L;
+    for (kx = 0; kx < p->kw; ++kx) {
+      const float* q = row + (size_t)kx * p->dw * L;
+      EMBER_VT(EMBER_L) v0 = EMBER_VLOAD(EMBER_L, q);
+      EMBER_VT(EMBER_L) v1 = EMBER_VLOAD(EMBER_L, q + step);
+      EMBER_VT(EMBER_L) v2 = EMBER_VLOAD(EMBER_L, q + 2 * step);
+      EMBER_VT(EMBER_L) v3 = EMBER_VLOAD(EMBER_L, q + 3 * step);
+      if (avg) {
+        a0 += v0; a1 += v1; a2 += v2; a3 += v3;
+      } else {
+        a0 = EMBER_VMAX(EMBER_L, a0, v0); a1 = EMBER_VMAX(EMBER_L, a1, v1);
+        a2 = EMBER_VMAX(EMBER_L, a2, v2); a3 = EMBER_VMAX(EMBER_L, a3, v3);
+      }
+    }
+  }
+  if (avg) {
+    a0 *= scale; a1 *= scale; a2 *= scale; a3 *= scale;
+  }
+  out += (size_t)ox * L;
+  EMBER_VSTORE(EMBER_L, out, a0);
+  EMBER_VSTORE(EMBER_L, out + L, a1);
+  EMBER_VSTORE(EMBER_L, out + 2 * L, a2);
+  EMBER_VSTORE(EMBER_L, out + 3 * L, a3);
+}
+
+/* Whether output column ox's window lies wholly inside the input's columns. */
+static inline int EMBER_PFN(ember_pool_inside)(const ember_pool_p* p, int32_t ox) {
+  const int32_t ix0 = ox * p->sw - p->pl;
+  return ix0 >= 0 && ix0 + (p->kw - 1) * p->dw < p->w;
+}
+#endif
+
 /* Output rows [lo, hi) of the (batch, channel block, row) items. */
 EMBER_KFN void EMBER_PFN(ember_pool_rows)(const ember_pool_p* p, int64_t lo, int64_t hi) {
   const int32_t L = EMBER_L;
@@ -29,6 +76,21 @@ EMBER_KFN void EMBER_PFN(ember_pool_rows)(const ember_pool_p* p, int64_t lo, int
                                       : ky1 - ky0;
     int32_t ox, ky, kx, l;
     for (ox = 0; ox < p->ow; ++ox) {
+#if EMBER_KV
+      /* interior columns four at a time; the edges (taps in the padding) one by one */
+      while (ox + 3 < p->ow && EMBER_PFN(ember_pool_inside)(p, ox) &&
+             EMBER_PFN(ember_pool_inside)(p, ox + 3)) {
+        const int32_t cx = p->kw;  /* every tap counts, with or without count_include_pad */
+        const float scale = 1.0f / (float)(cy * cx > 0 ? cy * cx : 1);
+        if (p->avg) {
+          EMBER_PFN(ember_pool_quad)(p, in, out, iy0, ky0, ky1, ox, scale, 1);
+        } else {
+          EMBER_PFN(ember_pool_quad)(p, in, out, iy0, ky0, ky1, ox, scale, 0);
+        }
+        ox += 4;
+      }
+      if (ox >= p->ow) break;
+#endif
       const int32_t ix0 = ox * p->sw - p->pl;
       const int32_t kx0 = ember_first_tap(ix0, p->dw, p->kw);
       const int32_t kx1 = ember_end_tap(ix0, p->dw, p->w, p->kw, kx0);

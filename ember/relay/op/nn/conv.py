@@ -9,7 +9,7 @@ The conv2d compute goes to topi's templates (packed NCHW/NHWC, depthwise, groupe
 shapes are static; any other layout permutation is transposed to NCHW/OIHW around it (injective
 stages the template inlines), and the result transposed to ``out_layout``. With a symbolic
 dimension a direct reduction (zero padding read through a guard) serves every size.
-conv2d_transpose (static, groups 1, dilation 1) runs as its phase convs on the conv template
+conv2d_transpose (static, groups 1, any dilation) runs as its phase convs on the conv template
 and an interleave (``topi/nn/conv2d_transpose.py``); otherwise a direct reduction.
 """
 from __future__ import annotations
@@ -315,13 +315,14 @@ def _conv2d_transpose_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dt
 
 
 def _phase_plan(d: te.Tensor, k: te.Tensor, attrs: Any) -> PhasePlan | None:
-    """The phase decomposition of a static, ungrouped, undilated transposed conv, or None."""
-    if attrs.groups != 1 or tuple(attrs.dilation) != (1, 1) or not all_static(d, k):
+    """The phase decomposition of a static, ungrouped transposed conv (of its dilated kernel),
+    or None."""
+    if attrs.groups != 1 or not all_static(d, k):
         return None
     h, w = (as_int(x) for x in d.shape[2:])
-    kh, kw = (as_int(x) for x in k.shape[2:])
-    return phase_plan(h, w, (kh, kw), attrs.strides, attrs.padding,  # type: ignore[arg-type]
-                      attrs.output_padding)
+    (kh, kw), (dh, dw) = (as_int(x) for x in k.shape[2:]), attrs.dilation
+    return phase_plan(h, w, ((kh - 1) * dh + 1, (kw - 1) * dw + 1),  # type: ignore[arg-type]
+                      attrs.strides, attrs.padding, attrs.output_padding)
 
 
 def _conv2d_transpose_compute(attrs: Any, inputs: list[te.Tensor],
@@ -341,7 +342,7 @@ def _conv2d_transpose_compute(attrs: Any, inputs: list[te.Tensor],
     shape = tuple(tir.const(t) if isinstance(t, int) else e for t, e in zip(nchw_type, dims))
     plan = _phase_plan(d, k, attrs)
     if plan is not None:
-        out = conv2d_transpose_phased(d, k, plan, dtype)
+        out = conv2d_transpose_phased(d, k, plan, dtype, tuple(attrs.dilation))
     elif attrs.groups == 1 and all_static(d, k):
         out = topi.nn.conv2d_transpose_nchw(d, k, attrs.strides, attrs.padding, dtype,
                                             attrs.output_padding, attrs.dilation)

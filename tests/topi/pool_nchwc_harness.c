@@ -1,0 +1,31 @@
+/* Test harness of ember/kernels/pool_nchwc.h: the entry points behind one C function that
+ * takes the sizes as an array. The parallel launch runs `tasks` tasks one after another,
+ * which exercises the work split. */
+#include "ember/kernels/pool_nchwc.h"
+
+static int harness_tasks = 1;
+
+int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
+  TVMParallelGroupEnv env;
+  int i, rc = 0;
+  (void)num_task;
+  env.sync_handle = 0;
+  env.num_task = harness_tasks;
+  for (i = 0; i < harness_tasks; ++i) rc |= flambda(i, &env, cdata);
+  return rc;
+}
+
+/* s: n cblocks h w oh ow kh kw sh sw dh dw pt pl pb pr avg include_pad */
+int harness_pool(int lanes, int tasks, const float* in, float* out, const int32_t* s) {
+  harness_tasks = tasks;
+#define HARNESS_CALL(L)                                                                      \
+  ember_pool2d_nchwc_x##L(in, out, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], \
+                          s[10], s[11], s[12], s[13], s[14], s[15], s[16], s[17], tasks > 1)
+  switch (lanes) {
+    case 4: return HARNESS_CALL(4);
+    case 8: return HARNESS_CALL(8);
+    case 16: return HARNESS_CALL(16);
+    default: return -1;
+  }
+#undef HARNESS_CALL
+}

@@ -1,0 +1,89 @@
+"""The NCHW[L]c pooling kernel (ember/kernels/pool_nchwc.h) against Relay's numpy reference at
+every SIMD level this machine runs (the levels of test_conv2d_nchwc: the host's, AVX2+FMA, SSE
+only and the plain C99 path), over shapes hypothesis draws: 1x1 maps, odd sizes, strides above
+the kernel, dilation, asymmetric padding, ceil_mode, count_include_pad, 4/8/16 lanes, and the
+work split over 1-3 tasks. Exact for max; rtol 1e-5 / atol 1e-6 for averages."""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_conv2d_nchwc import CC, INCLUDE, LEVEL_FLAGS, STRICT, _host_runs
+
+from ember.relay.op.nn.conv import conv_out_size
+from ember.relay.op.nn.pooling import pool2d_ref
+
+HARNESS = Path(__file__).with_name("pool_nchwc_harness.c")
+F32 = ctypes.POINTER(ctypes.c_float)
+pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler")
+_LIBS: dict[str, ctypes.CDLL] = {}
+
+
+def _harness(level: str, tmp: Path) -> ctypes.CDLL:
+    if level not in _LIBS:
+        if not _host_runs(level):
+            pytest.skip(f"this machine cannot run {level} code")
+        so = tmp / f"pool_harness_{level}.so"
+        cmd = [CC, *STRICT, *LEVEL_FLAGS[level], "-fPIC", "-shared", f"-I{INCLUDE}",
+               str(HARNESS), "-o", str(so)]
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[:4000]
+        _LIBS[level] = ctypes.CDLL(str(so))
+    return _LIBS[level]
+
+
+@st.composite
+def pools(draw):
+    k, s, d = draw(st.integers(1, 5)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    span = (k - 1) * d + 1
+    pads = tuple(draw(st.integers(0, k - 1)) for _ in range(4))  # top, left, bottom, right
+    h = draw(st.integers(max(1, span - pads[0] - pads[2]), 9))
+    w = draw(st.integers(max(1, span - pads[1] - pads[3]), 14))
+    return SimpleNamespace(pool_size=(k, k), strides=(s, s), dilation=(d, d), padding=pads,
+                           layout="NCHW", ceil_mode=draw(st.booleans()),
+                           count_include_pad=draw(st.booleans())), h, w
+
+
+def _check(level: str, tmp: Path, attrs, h: int, w: int, kind: str, lanes: int, tasks: int):
+    lib = _harness(level, tmp)
+    (k, _), (s, _), (d, _), (pt, pl, pb, pr) = (attrs.pool_size, attrs.strides, attrs.dilation,
+                                                attrs.padding)
+    oh = conv_out_size("pool", "height", h, k, pt + pb, s, d, attrs.ceil_mode)
+    ow = conv_out_size("pool", "width", w, k, pl + pr, s, d, attrs.ceil_mode)
+    x = np.random.default_rng(h * 16 + w).standard_normal((2, 2, h, w, lanes)).astype("float32")
+    out = np.full((2, 2, oh, ow, lanes), np.nan, "float32")
+    sizes = np.array([2, 2, h, w, oh, ow, k, k, s, s, d, d, pt, pl, pb, pr, kind == "avg",
+                      int(attrs.count_include_pad)], "int32")
+    rc = lib.harness_pool(lanes, tasks, x.ctypes.data_as(F32), out.ctypes.data_as(F32),
+                          sizes.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)))
+    assert rc == 0
+    # the reference in NCHW: the lanes are channels of their block
+    nchw = x.transpose(0, 1, 4, 2, 3).reshape(2, 2 * lanes, h, w)
+    want = pool2d_ref(nchw, attrs, kind).reshape(2, 2, lanes, oh, ow).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6, err_msg=f"{level} {attrs}")
+
+
+@pytest.mark.parametrize("level", list(LEVEL_FLAGS))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=pools(), kind=st.sampled_from(["max", "avg"]), lanes=st.sampled_from([4, 8, 16]),
+       tasks=st.integers(1, 3))
+def test_pools_match_the_reference_at_every_level(tmp_path_factory, level, case, kind, lanes,
+                                                  tasks):
+    attrs, h, w = case
+    _check(level, tmp_path_factory.getbasetemp(), attrs, h, w, kind, lanes, tasks)
+
+
+@pytest.mark.parametrize("level", list(LEVEL_FLAGS))
+def test_sppf_pool_interior_columns_at_every_level(tmp_path_factory, level):
+    # yolov8's SPPF (5x5, stride 1, padding 2) on a 20-wide map: four-column interior blocks
+    attrs = SimpleNamespace(pool_size=(5, 5), strides=(1, 1), dilation=(1, 1),
+                            padding=(2, 2, 2, 2), layout="NCHW", ceil_mode=False,
+                            count_include_pad=False)
+    for kind in ("max", "avg"):
+        _check(level, tmp_path_factory.getbasetemp(), attrs, 7, 20, kind, 8, 2)
