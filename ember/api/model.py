@@ -33,6 +33,7 @@ from ..runtime.ndarray import _NP_NAME, NDArray
 from ..runtime.threads import ThreadControl, check_num_threads
 from ..runtime.time_eval import BenchmarkResult, time_evaluator
 from ..runtime.vm.interpreter import VMError
+from .model_values import has_values, to_vm_value, value_kind, values_context_maker
 
 __all__ = ["EXECUTORS", "FORMAT", "FORMAT_VERSION", "CompiledModel", "ModelInputError",
            "ModelRecord", "TensorSpec", "bind_inputs", "check_input", "check_named_dims", "load"]
@@ -64,7 +65,10 @@ def _fmt(dtype: Any, shape: Sequence[Any]) -> str:
 def check_input(spec: TensorSpec, value: Any) -> Any:
     """``value`` as what the executor takes for input ``spec``: arrays and NDArrays must have
     its dtype and shape (any size in a dynamic dimension), lists and scalars are converted to
-    its dtype. Raises ModelInputError naming the input."""
+    its dtype; a sequence or optional input takes a list or None/its value
+    (``model_values``). Raises ModelInputError naming the input."""
+    if spec.shape is None and (kind := value_kind(spec)) is not None:
+        return to_vm_value(spec, kind, value)
     if isinstance(value, NDArray):
         dtype, shape = str(value.dtype), tuple(value.shape)
     else:
@@ -161,8 +165,10 @@ class CompiledModel:
         self._dev = dev or cpu(0)
         specs = record.inputs
         shapes = [s.shape if s.is_static else None for s in specs]
-        self._pool = ContextPool(context_maker(factory, self._dev, [s.name for s in specs],
-                                               shapes, [s.dtype for s in specs]))
+        make = values_context_maker(factory, self._dev, record) if has_values(record) else \
+            context_maker(factory, self._dev, [s.name for s in specs], shapes,
+                          [s.dtype for s in specs])
+        self._pool = ContextPool(make)
         self._threads = ThreadControl(factory)
         # (numpy dtype, shape pattern, known axes) of each input: the call's fast check.
         self._exact = [_exact(s) for s in specs]

@@ -27,6 +27,14 @@ from ._graph import Importer, Scope, _graphs_of, with_context
 from ._load import DEFAULT_DOMAINS, load_model, model_opset
 from ._proto import DTYPES, require_onnx
 from ._narrow import entering, leaving, output_elem_types
+from ._boundary import (
+    STRUCTURED,
+    element_ranks,
+    element_tensor,
+    graph_output,
+    model_dims,
+    structured_input,
+)
 from ._sequences import import_module
 from ._domains import describe, lookup, support_markdown
 from ._table import SUPPORT, OpSupport
@@ -82,12 +90,20 @@ def _import(proto: Any, where: str, shape: Mapping[str, Any] | None,
     inputs = _graph_inputs(proto.graph, imp, scope, shape or {}, dtype)
     scope.convert_nodes(proto.graph.node)
     elems = output_elem_types(proto)
-    outputs = [leaving(imp, scope.lookup(o.name), e, f"graph output {o.name!r}")
-               for o, e in zip(proto.graph.output, elems)]
+    outputs = [leaving(imp, graph_output(scope, scope.lookup(o.name), o), e,
+                       f"graph output {o.name!r}") for o, e in zip(proto.graph.output, elems)]
     if not outputs:
         raise FrontendError("the graph has no outputs")
     body = outputs[0] if len(outputs) == 1 else Tuple(tuple(outputs))
-    return _module(imp, inputs, body)
+    mod, params = _module(imp, inputs, body)
+    open_inputs = [v.name_hint for v in inputs if v.type_annotation is None]
+    if not open_inputs:
+        return mod, params
+    # Sequence inputs whose element rank the model leaves out: type inference found it from
+    # their uses; import again with that rank and every size ``?`` (not the sizes of the
+    # tensors they met, which need not be those of the caller's).
+    ranks = element_ranks(mod, open_inputs)
+    return _import(proto, where, {**(shape or {}), **ranks}, dtype, opset, freeze_params)
 
 
 def _module(imp: Importer, inputs: list[Var], body: Any) -> tuple[IRModule, dict[str, Any]]:
@@ -160,6 +176,15 @@ def _graph_inputs(graph: Any, imp: Importer, scope: Scope, shape: Mapping[str, A
     inputs = []
     for vi in infos:
         where = f"graph input {vi.name!r}"
+        if vi.type.WhichOneof("value") in STRUCTURED:  # shape= gives its tensors' shape
+            tt = element_tensor(vi.type)
+            model = None if tt is None else model_dims(tt)
+            given = shape.get(vi.name)
+            dims = model if given is None else _input_dims(vi.name, model, given, where)
+            var = structured_input(imp, vi, where, dims)
+            scope.env[vi.name] = var
+            inputs.append(var)
+            continue
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else None
         override = dtype.get(vi.name) if isinstance(dtype, Mapping) else None
         if elem == 0 and override is None and not isinstance(dtype, Mapping):

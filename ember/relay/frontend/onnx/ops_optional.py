@@ -4,9 +4,10 @@ An optional is resolved while importing: ``Optional(x)`` holds ``x``, ``Optional
 its ``type`` attribute) holds nothing, and which one a value is stays known through the
 graph, so ``OptionalHasElement`` is a constant and ``OptionalGetElement`` the value itself (an
 import error naming the node when the optional is empty). In a scope an optional is a Relay
-tuple of its value (or the empty tuple) declared with an ``OptType``. ``If`` branches that
-both give a present optional, or both an empty one, merge (``ops_control``); an optional whose
-presence is known only at run time (a graph input, branches that differ) is refused.
+tuple of its value (or the empty tuple) declared with an ``OptType``. An optional whose
+presence is known only at run time (a graph input, ``If`` branches of which one gives a value
+and the other none, a ``Loop`` that carries one) is the Prelude's ``Option`` (``_options``),
+which the VM runs.
 
 ``SequenceMap`` runs its body once per position of sequences of known length (tuples), with
 the other inputs (tensors, or sequences of the same length, position by position), and
@@ -16,35 +17,22 @@ with tensors as the other inputs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from ....ir.expr import Function, RelayExpr, Tuple, TupleGetItem
+from ....ir.expr import Function, RelayExpr, Tuple
 from ....ir.types import TensorType
 from ._node import Node
-from ._sequences import SeqType, call_prelude, element_fit, items_of, make_tuple
+from ._boundary import import_type
+from ._options import has_value, some_value, value_of
+from ._sequences import OptType, SeqType, call_prelude, element_fit, items_of, make_tuple
 
 
-@dataclass(frozen=True)
-class OptType:
-    """The import-time type of an optional: the type of its value (a TensorType or SeqType;
-    None when empty), and a description of the element type for messages."""
-
-    value: Any
-    what: str
-
-    @property
-    def present(self) -> bool:
-        return self.value is not None
-
-    def __str__(self) -> str:
-        return f"optional {'holding ' + str(self.value) if self.present else 'empty'}"
-
-
-def make_optional(node: Node, value: RelayExpr | None, what: str) -> RelayExpr:
-    """An optional holding ``value`` (None: empty)."""
+def make_optional(node: Node, value: RelayExpr | None, what: str,
+                  declared: Any = None) -> RelayExpr:
+    """An optional holding ``value`` (None: empty, of values of type ``declared``)."""
     out = Tuple(() if value is None else (node.finish(value),))
-    node.declare(out, OptType(None if value is None else node.type_of(value), what))
+    node.declare(out, OptType(None if value is None else node.type_of(value), what,
+                              declared=declared))
     return out
 
 
@@ -55,13 +43,17 @@ def optional(node: Node) -> RelayExpr:
         raise node.fail("an Optional without input needs the 'type' attribute (the element "
                         "type of the empty optional)")
     proto = next(a.tp for a in node.proto.attribute if a.name == "type")
-    return make_optional(node, None, " ".join(str(proto).split()))
+    declared = import_type(proto, f"{node.label}: attribute type", optional_ok=False)
+    return make_optional(node, None, " ".join(str(proto).split()), declared)
 
 
 def optional_has_element(node: Node) -> RelayExpr:
     if not node.has_input(0):
         return node.const(False, "bool")
-    ty = node.type_of(node.input(0))
+    x = node.input(0)
+    ty = node.type_of(x)
+    if isinstance(ty, OptType) and ty.runtime:
+        return has_value(node, x)
     return node.const(ty.present if isinstance(ty, OptType) else True, "bool")
 
 
@@ -70,19 +62,12 @@ def optional_get_element(node: Node) -> RelayExpr:
     ty = node.type_of(x)
     if not isinstance(ty, OptType):  # a tensor or sequence (version 18+): itself
         return x
+    if ty.runtime:
+        return some_value(node, x, ty)
     if not ty.present:
         raise node.fail(f"the optional is empty (of {ty.what}); OptionalGetElement needs a "
                         "value")
     return value_of(node, x)
-
-
-def value_of(node: Node, opt: RelayExpr) -> RelayExpr:
-    """The value of a present optional (field 0 of its tuple)."""
-    if isinstance(opt, Tuple):
-        return opt.fields[0]
-    out = TupleGetItem(opt, 0)
-    node.declare(out, node.type_of(opt).value)
-    return out
 
 
 # ---------------------------------------------------------------- SequenceMap
