@@ -29,10 +29,9 @@ from ._proto import DTYPES, require_onnx
 from ._narrow import entering, leaving, output_elem_types
 from ._boundary import (
     STRUCTURED,
+    declared_dims,
     element_ranks,
-    element_tensor,
     graph_output,
-    model_dims,
     structured_input,
 )
 from ._sequences import import_module
@@ -102,7 +101,7 @@ def _import(proto: Any, where: str, shape: Mapping[str, Any] | None,
     # Sequence inputs whose element rank the model leaves out: type inference found it from
     # their uses; import again with that rank and every size ``?`` (not the sizes of the
     # tensors they met, which need not be those of the caller's).
-    ranks = element_ranks(mod, open_inputs)
+    ranks = element_ranks(mod, proto.graph, open_inputs)
     return _import(proto, where, {**(shape or {}), **ranks}, dtype, opset, freeze_params)
 
 
@@ -177,10 +176,9 @@ def _graph_inputs(graph: Any, imp: Importer, scope: Scope, shape: Mapping[str, A
     for vi in infos:
         where = f"graph input {vi.name!r}"
         if vi.type.WhichOneof("value") in STRUCTURED:  # shape= gives its tensors' shape
-            tt = element_tensor(vi.type)
-            model = None if tt is None else model_dims(tt)
             given = shape.get(vi.name)
-            dims = model if given is None else _input_dims(vi.name, model, given, where)
+            model = declared_dims(vi.type)
+            dims = None if given is None else _input_dims(vi.name, model, given, where)
             var = structured_input(imp, vi, where, dims)
             scope.env[vi.name] = var
             inputs.append(var)

@@ -6,7 +6,11 @@
   sequence). Element sizes are the model's, ``?`` where it writes none. A sequence whose
   element type has no shape at all (not even a rank) gets its element type from its uses:
   its variable is left unannotated and type inference finds it (``relay.transform.
-  InferType``), so ``SequenceInsert(seq, x)`` makes it a list of ``x``'s rank.
+  InferType``), so ``SequenceInsert(seq, x)`` makes it a list of ``x``'s rank. A sequence
+  element declared with rank 0 (an empty shape: what ``onnx.helper`` writes for
+  ``shape=[]``, and what several of ONNX's own tests declare for sequences of vectors) is
+  taken the same way, rank 0 when no use says otherwise: onnxruntime does not hold a
+  sequence's elements to their declared shape either.
 - A graph output of sequence type leaves as a ``List`` (a Python list for callers, whatever
   the length was at import), an optional as an ``Option`` (None or the value), except that
   an optional the model declares as a plain tensor or sequence output (a ``Loop`` that
@@ -28,6 +32,7 @@ from ._proto import NARROW, interface_dtype, type_name
 from ._sequences import OptType, SeqType, ir_type, to_list
 
 STRUCTURED = ("sequence_type", "optional_type")
+RANK_NOT_GIVEN: list[Any] = []  # a sequence element's declared rank 0, taken as not given
 
 
 def import_type(tp: Any, where: str, optional_ok: bool = True,
@@ -45,6 +50,8 @@ def import_type(tp: Any, where: str, optional_ok: bool = True,
         if elem.WhichOneof("value") != "tensor_type":
             raise OpNotImplemented(f"{where}: a sequence of {_kind(elem)}s; ember imports "
                                    "sequences of tensors")
+        if dims is None and model_dims(elem.tensor_type) == []:
+            dims = RANK_NOT_GIVEN  # (see the module docstring)
         dtype, ty = _tensor(elem.tensor_type, where, dims)
         return SeqType(dtype, ty)
     if kind == "optional_type" and optional_ok:
@@ -72,7 +79,7 @@ def _tensor(tt: Any, where: str, dims: list[Any] | None = None
     dtype = interface_dtype(tt.elem_type, where)
     if dims is None:
         dims = model_dims(tt)
-    if dims is None:
+    if dims is None or dims is RANK_NOT_GIVEN:
         return dtype, None
     return dtype, TensorType(tuple(d if isinstance(d, int) else AnyDim() for d in dims), dtype)
 
@@ -84,6 +91,19 @@ def model_dims(tt: Any) -> list[int | None] | None:
         return None
     return [int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None
             for d in tt.shape.dim]
+
+
+def declared_dims(tp: Any) -> list[int | None] | None:
+    """The sizes the model gives a sequence's or optional's (element) tensor; None when it
+    gives no shape, or rank 0 for a sequence's elements (taken as not given)."""
+    tt = element_tensor(tp)
+    dims = None if tt is None else model_dims(tt)
+    return None if dims == [] and _holds_sequence(tp) else dims
+
+
+def _holds_sequence(tp: Any) -> bool:
+    return tp.HasField("sequence_type") or (
+        tp.HasField("optional_type") and tp.optional_type.elem_type.HasField("sequence_type"))
 
 
 def element_tensor(tp: Any) -> Any:
@@ -163,17 +183,21 @@ def _unwrap(place: Place, expr: RelayExpr, ty: OptType) -> RelayExpr:
     return to_list(place, value) if isinstance(place.type_of(value), SeqType) else value  # type: ignore[arg-type]
 
 
-def element_ranks(mod: Any, names: list[str]) -> dict[str, tuple[None, ...]]:
-    """For inputs ``names`` of typed ``mod`` (sequences whose element rank the model leaves
+def element_ranks(mod: Any, graph: Any, names: list[str]) -> dict[str, tuple[None, ...]]:
+    """For inputs ``names`` of typed ``mod`` (sequences whose element rank ``graph`` leaves
     out): ``shape=`` entries giving their elements that rank, every size ``?``.
     FrontendError naming the input when no use of it fixed the rank."""
     out = {}
+    declared = {vi.name: element_tensor(vi.type) for vi in graph.input}
     for p in mod["main"].params:
         if p.name_hint not in names:
             continue
         ty = p.checked_type_
         while isinstance(ty, TypeCall) and ty.args:
             ty = ty.args[0]
+        tt = declared.get(p.name_hint)
+        if not isinstance(ty, TensorType) and tt is not None and model_dims(tt) == []:
+            ty = TensorType((), "float32")  # declared rank 0 and nothing says otherwise
         if not isinstance(ty, TensorType):
             raise FrontendError(f"graph input {p.name_hint!r}: the model gives no shape for "
                                 "the tensors of this sequence and no use of it fixes their "

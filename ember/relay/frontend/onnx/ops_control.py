@@ -37,8 +37,9 @@ from ....ir.types import FuncType, ShapeVar, TensorType, TupleType
 from ... import op as _op
 from ._graph import subgraph_inputs
 from ._node import Node
-from .ops_optional import OptType, value_of
+from ._options import content_fit, to_option, value_of
 from ._sequences import (
+    OptType,
     SeqType,
     ascribe,
     concat_list,
@@ -112,14 +113,26 @@ def _merge_branches(node: Node, a: RelayExpr, b: RelayExpr, k: int
 
 def _merge_optionals(node: Node, a: RelayExpr, b: RelayExpr, ta: Any, tb: Any, k: int
                      ) -> tuple[RelayExpr, RelayExpr, Any]:
-    """Optionals merge when both branches hold a value (merged) or both are empty."""
-    if not (isinstance(ta, OptType) and isinstance(tb, OptType)) or ta.present != tb.present:
-        raise node.unsupported(f"output {k} is {ta} in then_branch but {tb} in else_branch; "
-                               "ember imports optionals whose presence is known at import")
-    if not ta.present:
-        return a, b, ta
-    va, vb, ty = _merge_branches(node, value_of(node, a), value_of(node, b), k)
-    return Tuple((va,)), Tuple((vb,)), OptType(ty, ta.what)
+    """Optionals known at import merge when both branches hold a value (merged) or both are
+    empty; otherwise both become Options (presence known at run time; a plain value in one
+    branch is a present optional)."""
+    both = isinstance(ta, OptType) and isinstance(tb, OptType)
+    if both and not ta.runtime and not tb.runtime and ta.present == tb.present:
+        if not ta.present:
+            return a, b, ta
+        va, vb, ty = _merge_branches(node, value_of(node, a), value_of(node, b), k)
+        return Tuple((va,)), Tuple((vb,)), OptType(ty, ta.what)
+    content = content_fit(node, _content(ta), _content(tb))
+    if content is None:
+        raise node.fail(f"output {k} is {ta} in then_branch and {tb} in else_branch: the "
+                        "model gives no type for the optional's value")
+    oa, ob = to_option(node, a, content), to_option(node, b, content)
+    return oa, ob, node.type_of(oa)
+
+
+def _content(ty: Any) -> Any:
+    """The type of the value an optional (or a plain value) holds."""
+    return ty.content if isinstance(ty, OptType) else ty
 
 
 def _merge(node: Node, a: TensorType, b: TensorType, k: int) -> TensorType:
