@@ -197,7 +197,10 @@ def to_list(node: Node, seq: RelayExpr, elem: TensorType | None = None) -> Relay
         return out
     imp = node.scope.importer
     chain: RelayExpr = imp.prelude.nil()
+    elem_ir = ir_type(imp, elem) if elem is not None else None
     for item in reversed(items_of(node, seq, ty)):
+        if elem_ir is not None and ir_type(imp, node.type_of(item)) != elem_ir:
+            item = ascribe(item, elem_ir)  # (a static size must not win over the list's ?)
         chain = imp.prelude.cons(item, chain)
     out = ascribe(chain, list_ir_type(imp, ty.dtype, elem))
     node.declare(out, SeqType(ty.dtype, elem))
