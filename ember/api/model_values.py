@@ -24,9 +24,11 @@ from typing import Any
 import numpy as np
 
 from ..runtime.container import ADT
+from ..runtime.errors import ArgumentError, ArgumentTypeError
+from ..runtime.executor_common import input_array
 from ..runtime.model_record import ModelRecord, TensorSpec
 from ..runtime.module import Module
-from ..runtime.ndarray import _NP_NAME, NDArray, array
+from ..runtime.ndarray import NDArray, array
 from ..runtime.vm.executor import VMModule
 from ..runtime.vm.interpreter import VirtualMachine
 
@@ -113,24 +115,17 @@ def _to_vm(kind: ValueKind, level: int, value: Any, where: str) -> Any:
 
 
 def _tensor(kind: ValueKind, value: Any, where: str) -> NDArray:
-    """One tensor, checked like a tensor input (exact dtype for arrays, a lossless
-    conversion for Python numbers and lists), copied into a new NDArray."""
-    arr = value.numpy() if isinstance(value, NDArray) else value
-    if not isinstance(arr, np.ndarray):
-        if value is None:
-            raise _error(f"{where}: expected {kind.describe(len(kind.wrappers))}, got None")
-        try:
-            arr = np.asarray(arr, dtype=kind.dtype)
-        except (TypeError, ValueError) as err:
-            raise _error(f"{where}: cannot convert {type(value).__name__} to {kind.dtype}: "
-                         f"{err}") from None
-    dtype = _NP_NAME.get(arr.dtype) or str(arr.dtype)
-    want = kind.shape
-    if dtype != kind.dtype or arr.ndim != len(want) or any(
-            w is not None and w != s for w, s in zip(want, arr.shape)):
-        got = f"{dtype}[{', '.join(map(str, arr.shape))}]"
-        raise _error(f"{where}: expected {kind.describe(len(kind.wrappers))}, got {got}")
-    return array(arr)
+    """One tensor, checked as the VM checks a tensor argument (``input_array``: exact dtype
+    for arrays, a lossless conversion for Python numbers and lists), copied into a new
+    NDArray."""
+    if value is None:
+        raise _error(f"{where}: expected {kind.describe(len(kind.wrappers))}, got None")
+    shape = [-1 if d is None else d for d in kind.shape]
+    try:
+        src = input_array(value, kind.dtype, shape, where)
+    except (ArgumentError, ArgumentTypeError) as err:
+        raise _error(str(err)) from None
+    return array(np.array(src, dtype=kind.dtype))
 
 
 # ---------------------------------------------------------------- outputs

@@ -117,7 +117,7 @@ def test_sequence_input_as_a_list_matches_onnxruntime(sequence_model, tmp_path):
     ([np.zeros((2, 4), "float32")], r"input 'blocks' element 0: expected float32\[\?, 3\], "
                                     r"got float32\[2, 4\]"),
     ([np.zeros(3, "float32")], r"element 0: expected float32\[\?, 3\], got float32\[3\]"),
-    ([["a", "b", "c"]], r"element 0: cannot convert list to float32"),
+    ([["a", "b", "c"]], r"element 0: cannot convert a list of strings to float32"),
 ])
 def test_wrong_sequence_values_name_the_input_and_element(sequence_model, value, message):
     _, compiled = sequence_model
