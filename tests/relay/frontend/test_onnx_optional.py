@@ -11,7 +11,7 @@ from onnx import TensorProto as TP
 from onnx import helper
 
 from ember import relay
-from ember.runtime.errors import FrontendError, OpNotImplemented
+from ember.runtime.errors import FrontendError
 
 X = np.arange(6, dtype="float32").reshape(2, 3)
 TENSOR_TYPE = helper.make_tensor_type_proto(TP.FLOAT, [2, 3])
