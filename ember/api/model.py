@@ -135,6 +135,9 @@ def shapes_rejected(specs: Sequence[TensorSpec], values: Sequence[Any], err: VME
     each input's shape against its declared one, then the shape function's own reason."""
     given = []
     for spec, value in zip(specs, values):
+        if not hasattr(value, "shape"):  # a sequence or optional (model_values)
+            given.append(f"{spec.name!r} ({spec.dtype})")
+            continue
         declared = "?" if spec.shape is None else _fmt(spec.dtype, spec.shape)
         free = [] if spec.shape is None else [
             str(axis) for axis, d in enumerate(spec.shape) if not isinstance(d, int)]

@@ -251,3 +251,17 @@ def test_structured_input_errors_name_the_input():
                                              r"ember imports sequences of tensors"):
         ember.relay.frontend.from_onnx(_model(identity, [helper.make_value_info("s", nested)],
                                               [helper.make_value_info("o", nested)]))
+
+
+def test_an_element_of_the_wrong_size_stops_with_a_clear_error():
+    nodes = [helper.make_node("SequenceAt", ["s", "zero"], ["first"]),
+             helper.make_node("Reshape", ["first", "to"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_sequence_value_info("s", F, ["n"])],
+                   [helper.make_tensor_value_info("y", F, [2, 3])],
+                   inits=[helper.make_tensor("zero", TP.INT64, [], [0]),
+                          helper.make_tensor("to", TP.INT64, [2], [2, 3])])
+    compiled = ember.compile(model)
+    np.testing.assert_array_equal(compiled([np.arange(6, dtype="float32")]),
+                                  np.arange(6, dtype="float32").reshape(2, 3))
+    with pytest.raises(ember.TVMError, match=r"cannot reshape tensor float32\[5\] to \[2, 3\]"):
+        compiled([np.arange(5, dtype="float32")])
