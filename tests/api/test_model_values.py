@@ -94,3 +94,16 @@ def test_split_results_keeps_lists_whole_and_flattens_tensor_tuples():
     out = mv.split_results(result, kinds)
     assert out[0] is x and out[1] is chain and out[2] is z
     assert mv.split_results(chain, [kinds[1]]) == [chain]
+
+
+def test_a_shape_rejection_message_names_sequence_inputs_by_type():
+    from ember.api.model import shapes_rejected
+    from ember.runtime.vm.interpreter import VMError
+
+    err = VMError("dyn.reshape: cannot reshape 5 elements to [2, 3]")
+    err.kernel = "fused_dyn_reshape_shape_func"
+    x = TensorSpec("x", (None, 3), "float32")
+    text = shapes_rejected([SEQ, x], [check_input(SEQ, []), np.zeros((2, 3), "float32")], err)
+    assert text.startswith("the model cannot run on these input shapes: 'seq' "
+                           "(List[Tensor[(?, 3), float32]]); 'x' float32[2, 3] (declared "
+                           "float32[?, 3], dynamic axes 0): dyn.reshape: cannot reshape")
