@@ -33,6 +33,7 @@ from ..runtime.ndarray import _NP_NAME, NDArray
 from ..runtime.threads import ThreadControl, check_num_threads
 from ..runtime.time_eval import BenchmarkResult, time_evaluator
 from ..runtime.vm.interpreter import VMError
+from .model_values import has_values, to_vm_value, value_kind, values_context_maker
 
 __all__ = ["EXECUTORS", "FORMAT", "FORMAT_VERSION", "CompiledModel", "ModelInputError",
            "ModelRecord", "TensorSpec", "bind_inputs", "check_input", "check_named_dims", "load"]
@@ -64,7 +65,10 @@ def _fmt(dtype: Any, shape: Sequence[Any]) -> str:
 def check_input(spec: TensorSpec, value: Any) -> Any:
     """``value`` as what the executor takes for input ``spec``: arrays and NDArrays must have
     its dtype and shape (any size in a dynamic dimension), lists and scalars are converted to
-    its dtype. Raises ModelInputError naming the input."""
+    its dtype; a sequence or optional input takes a list or None/its value
+    (``model_values``). Raises ModelInputError naming the input."""
+    if spec.shape is None and (kind := value_kind(spec)) is not None:
+        return to_vm_value(spec, kind, value)
     if isinstance(value, NDArray):
         dtype, shape = str(value.dtype), tuple(value.shape)
     else:
@@ -131,6 +135,9 @@ def shapes_rejected(specs: Sequence[TensorSpec], values: Sequence[Any], err: VME
     each input's shape against its declared one, then the shape function's own reason."""
     given = []
     for spec, value in zip(specs, values):
+        if not hasattr(value, "shape"):  # a sequence or optional (model_values)
+            given.append(f"{spec.name!r} ({spec.dtype})")
+            continue
         declared = "?" if spec.shape is None else _fmt(spec.dtype, spec.shape)
         free = [] if spec.shape is None else [
             str(axis) for axis, d in enumerate(spec.shape) if not isinstance(d, int)]
@@ -166,9 +173,10 @@ class CompiledModel:
         # count itself; otherwise each call sets it here first (ThreadControl.ensure).
         native_threads = record.threads if len(self._threads._setters) == 1 else 0
         self._ensure_threads = native_threads == 0
-        self._pool = ContextPool(context_maker(factory, self._dev, [s.name for s in specs],
-                                               shapes, [s.dtype for s in specs],
-                                               native_threads))
+        make = values_context_maker(factory, self._dev, record) if has_values(record) else \
+            context_maker(factory, self._dev, [s.name for s in specs], shapes,
+                          [s.dtype for s in specs], native_threads)
+        self._pool = ContextPool(make)
         # (numpy dtype, shape pattern, known axes) of each input: the call's fast check.
         self._exact = [_exact(s) for s in specs]
         self._named = any(type(d) is str for s in specs for d in (s.shape or ()))

@@ -10,7 +10,9 @@ that ONNX's own conformance suite (``onnx.backend.test``) drives::
 ``prepare`` compiles with ``ember.compile`` (``executor="auto"``: AOT for a static dataflow
 graph, the VM for symbolic shapes or control flow); ``run`` takes the graph's inputs
 positionally (initializers that are also listed as inputs are left out, as onnxruntime does)
-or as a name -> array mapping, and returns numpy arrays named after the graph's outputs.
+or as a name -> array mapping (a sequence input takes a list of arrays, an optional one None
+or its value), and returns numpy arrays (lists for sequences, None for an empty optional)
+named after the graph's outputs.
 """
 from __future__ import annotations
 
@@ -40,8 +42,7 @@ class EmberBackendRep(BackendRep):
         outs = self.model(*args)
         if len(self.output_names) == 1:
             outs = [outs]
-        arrays = [o if isinstance(o, np.ndarray) else o.numpy() for o in outs]
-        return namedtupledict("Outputs", self.output_names)(*arrays)
+        return namedtupledict("Outputs", self.output_names)(*[_plain(o) for o in outs])
 
     def _positional(self, inputs: Any) -> list[Any]:
         names = [spec.name for spec in self.model.inputs]
@@ -61,6 +62,16 @@ class EmberBackendRep(BackendRep):
             raise TypeError(f"EmberBackendRep.run: the model takes {len(names)} input(s) "
                             f"({', '.join(map(repr, names))}), got {len(inputs)}")
         return list(inputs)
+
+
+def _plain(value: Any) -> Any:
+    """An output as onnxruntime's backend gives it: a numpy array, a list of them (a
+    sequence) or None (an empty optional)."""
+    if value is None or isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value.numpy()
 
 
 class EmberBackend(Backend):

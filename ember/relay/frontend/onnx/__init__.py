@@ -10,8 +10,10 @@ entry in the support table (``_table.SUPPORT``, one converter module per operato
 ``ops_index``, ``ops_einsum``, ``ops_resize``, ``ops_control``, ``ops_sequence``, ``ops_rnn``,
 ``ops_scan``, the last two running their time steps through ``_recurrence``); ``_typer`` types
 and folds what the converters build, ``_symbolic`` follows shapes through dynamic axes,
-``_sequences`` holds ONNX sequences (a tuple, or a Prelude List on the VM) and ``_narrow``
-computes float16/bfloat16 models in float32 behind their declared interface.
+``_sequences`` holds ONNX sequences (a tuple, or a Prelude List on the VM), ``_options``
+optionals known only at run time (Prelude Options), ``_boundary`` sequence and optional graph
+inputs and outputs, and ``_narrow`` computes float16/bfloat16 models in float32 behind their
+declared interface.
 ``docs/onnx.md`` is the user guide; ``docs/onnx_support.md`` lists the operators.
 """
 from __future__ import annotations
@@ -21,12 +23,19 @@ from typing import Any
 
 from ....ir.expr import Function, Tuple, Var
 from ....ir.module import IRModule
-from ....runtime.errors import FrontendError, OpNotImplemented, TVMError
+from ....runtime.errors import FrontendError, InternalError, OpNotImplemented, TVMError
 from ....runtime.ndarray import array as _nd_array
 from ._graph import Importer, Scope, _graphs_of, with_context
 from ._load import DEFAULT_DOMAINS, load_model, model_opset
 from ._proto import DTYPES, require_onnx
 from ._narrow import entering, leaving, output_elem_types
+from ._boundary import (
+    STRUCTURED,
+    declared_dims,
+    element_ranks,
+    graph_output,
+    structured_input,
+)
 from ._sequences import import_module
 from ._domains import describe, lookup, support_markdown
 from ._table import SUPPORT, OpSupport
@@ -46,7 +55,8 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None,
     model: an ``onnx.ModelProto``, a path to a ``.onnx`` file (external data is read from the
     file's directory) or the file's bytes. shape: input name -> shape, binding the model's
     symbolic dims (ints make a symbolic axis static; a string or None keeps it symbolic; a
-    ``dim_param``, a ``dim_value`` <= 0 and a dim with neither are symbolic). dtype: the
+    ``dim_param``, a ``dim_value`` <= 0 and a dim with neither are symbolic; for a sequence
+    or optional input, the shape of its tensors). dtype: the
     element type of inputs whose type the model leaves undefined (a dict: per input name).
     opset: the default-domain opset to follow instead of the model's. freeze_params:
     initializers become constants (True) or parameters of ``main`` returned in ``params``
@@ -82,12 +92,22 @@ def _import(proto: Any, where: str, shape: Mapping[str, Any] | None,
     inputs = _graph_inputs(proto.graph, imp, scope, shape or {}, dtype)
     scope.convert_nodes(proto.graph.node)
     elems = output_elem_types(proto)
-    outputs = [leaving(imp, scope.lookup(o.name), e, f"graph output {o.name!r}")
-               for o, e in zip(proto.graph.output, elems)]
+    outputs = [leaving(imp, graph_output(scope, scope.lookup(o.name), o), e,
+                       f"graph output {o.name!r}") for o, e in zip(proto.graph.output, elems)]
     if not outputs:
         raise FrontendError("the graph has no outputs")
     body = outputs[0] if len(outputs) == 1 else Tuple(tuple(outputs))
-    return _module(imp, inputs, body)
+    mod, params = _module(imp, inputs, body)
+    open_inputs = [v.name_hint for v in inputs if v.type_annotation is None]
+    if not open_inputs:
+        return mod, params
+    # Sequence inputs whose element rank the model leaves out: type inference found it from
+    # their uses; import again with that rank and every size ``?`` (not the sizes of the
+    # tensors they met, which need not be those of the caller's).
+    if any(name in (shape or {}) for name in open_inputs):
+        raise InternalError(f"onnx import: inputs {open_inputs} stayed untyped with shape=")
+    ranks = element_ranks(mod, proto.graph, open_inputs)
+    return _import(proto, where, {**(shape or {}), **ranks}, dtype, opset, freeze_params)
 
 
 def _module(imp: Importer, inputs: list[Var], body: Any) -> tuple[IRModule, dict[str, Any]]:
@@ -160,6 +180,14 @@ def _graph_inputs(graph: Any, imp: Importer, scope: Scope, shape: Mapping[str, A
     inputs = []
     for vi in infos:
         where = f"graph input {vi.name!r}"
+        if vi.type.WhichOneof("value") in STRUCTURED:  # shape= gives its tensors' shape
+            given = shape.get(vi.name)
+            model = declared_dims(vi.type)
+            dims = None if given is None else _input_dims(vi.name, model, given, where)
+            var = structured_input(imp, vi, where, dims)
+            scope.env[vi.name] = var
+            inputs.append(var)
+            continue
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else None
         override = dtype.get(vi.name) if isinstance(dtype, Mapping) else None
         if elem == 0 and override is None and not isinstance(dtype, Mapping):

@@ -182,7 +182,7 @@ def value_info_type(vi: Any, where: str) -> tuple[str | None, list[int | str | N
         if kind is None:
             return None, None
         raise FrontendError(f"{where} is a {kind.replace('_type', '')}, not a tensor; ember "
-                            "imports tensor inputs and outputs only")
+                            "imports tensors, sequences of tensors and optionals")
     tt = ty.tensor_type
     dtype = interface_dtype(tt.elem_type, where)
     if not tt.HasField("shape"):

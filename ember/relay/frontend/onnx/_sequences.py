@@ -54,6 +54,35 @@ class SeqType:
         return f"sequence of {elem} ({self.dtype}, {size})"
 
 
+@dataclass(frozen=True)
+class OptType:
+    """The import-time type of an optional. Known at import (``runtime`` False): a Relay
+    tuple of its value, ``value`` that value's type (None: empty; ``declared`` is then the
+    type it would hold, when the model says). Known only at run time (``runtime``): a value
+    of the Prelude's ``Option[...]`` (``Some(x)`` / ``None``), ``value`` the type of what
+    ``Some`` holds. ``what`` describes the element type for messages."""
+
+    value: Any
+    what: str
+    runtime: bool = False
+    declared: Any = None
+
+    @property
+    def present(self) -> bool:
+        """Whether an optional known at import holds a value."""
+        return self.value is not None and not self.runtime
+
+    @property
+    def content(self) -> Any:
+        """The type a value of this optional has (None when not known)."""
+        return self.declared if self.value is None else self.value
+
+    def __str__(self) -> str:
+        if self.runtime:
+            return f"optional of {self.value} (presence known at run time)"
+        return f"optional {'holding ' + str(self.value) if self.present else 'empty'}"
+
+
 def element_fit(node: Node, a: TensorType | None, b: TensorType | None) -> TensorType | None:
     """The type both ``a`` and ``b`` fit (``?`` where sizes differ or are symbolic: the
     elements of a list have sizes of their own); FrontendError naming the node when dtype or
@@ -133,7 +162,11 @@ def list_ir_type(imp: Importer, dtype: str, elem: TensorType | None) -> TypeCall
 
 def ir_type(imp: Importer, ty: Any) -> Type:
     """A value's import-time type as the IR states it: symbolic sizes ``?``, sequences as
-    tuples or Lists."""
+    tuples or Lists, optionals as tuples or ``Option``s."""
+    if isinstance(ty, OptType):
+        if ty.runtime:
+            return TypeCall(imp.prelude.optional, [ir_type(imp, ty.value)])
+        return TupleType(() if ty.value is None else (ir_type(imp, ty.value),))
     if isinstance(ty, SeqType):
         if ty.items is None:
             return list_ir_type(imp, ty.dtype, ty.elem)
@@ -164,7 +197,10 @@ def to_list(node: Node, seq: RelayExpr, elem: TensorType | None = None) -> Relay
         return out
     imp = node.scope.importer
     chain: RelayExpr = imp.prelude.nil()
+    elem_ir = ir_type(imp, elem) if elem is not None else None
     for item in reversed(items_of(node, seq, ty)):
+        if elem_ir is not None and ir_type(imp, node.type_of(item)) != elem_ir:
+            item = ascribe(item, elem_ir)  # (a static size must not win over the list's ?)
         chain = imp.prelude.cons(item, chain)
     out = ascribe(chain, list_ir_type(imp, ty.dtype, elem))
     node.declare(out, SeqType(ty.dtype, elem))

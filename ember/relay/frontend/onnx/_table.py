@@ -370,17 +370,18 @@ SUPPORT: dict[str, OpSupport] = {
              "branch"),
     "Loop": _e(ops_control.loop, "a recursive local function (VM); loop-carried shapes may "
                "change; scan outputs"),
-    # optionals: resolved at import (see ops_optional.py)
-    "Optional": _e(ops_optional.optional, "the value, or empty (type attribute); its presence "
-                   "must be known at import (not a graph input)"),
+    # optionals: resolved at import where presence is known, else Options (ops_optional.py)
+    "Optional": _e(ops_optional.optional, "the value, or empty (type attribute); an Option "
+                   "(VM) where presence is known at run time only (graph inputs, If, Loop)"),
     "OptionalGetElement": _e(ops_optional.optional_get_element, "the value (an import error "
-                             "for an empty optional); a tensor or sequence itself"),
-    "OptionalHasElement": _e(ops_optional.optional_has_element, "a constant: presence is "
-                             "known at import"),
+                             "for an empty optional, a failed match on the VM for an empty "
+                             "Option); a tensor or sequence itself"),
+    "OptionalHasElement": _e(ops_optional.optional_has_element, "a constant where presence "
+                             "is known at import, else a match on the Option (VM)"),
     # sequences: a tuple when the length is known at import, else a Prelude List (VM)
     "SequenceMap": _e(ops_optional.sequence_map, "the body once per position of sequences "
-                      "of known length (unrolled), outputs gathered into tuples; a List "
-                      "(run-time length) by @map per output (VM), other inputs tensors"),
+                      "of known length (unrolled), outputs gathered into tuples; Lists "
+                      "(run-time length) zipped and mapped by @map per output (VM)"),
     "SequenceConstruct": _e(ops_sequence.sequence_construct, "a tuple of the tensors"),
     "SequenceEmpty": _e(ops_sequence.sequence_empty, "an empty tuple (a Nil list once it "
                         "must be a List)"),

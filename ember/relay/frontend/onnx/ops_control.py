@@ -14,7 +14,8 @@ local function::
 
 A loop-carried value whose shape changes between iterations gets ``?`` in those axes (found
 by converting the body with the initial types, then again with the differing axes relaxed);
-a carried sequence is a List whose element type is relaxed the same way. Scan outputs grow
+a carried sequence is a List whose element type is relaxed the same way, a carried optional
+an Option (``_options``). Scan outputs grow
 along a new first axis; one whose element shape is only known at run time is collected in a
 List and stacked after the loop.
 
@@ -37,8 +38,9 @@ from ....ir.types import FuncType, ShapeVar, TensorType, TupleType
 from ... import op as _op
 from ._graph import subgraph_inputs
 from ._node import Node
-from .ops_optional import OptType, value_of
+from ._options import content_fit, to_option, value_of
 from ._sequences import (
+    OptType,
     SeqType,
     ascribe,
     concat_list,
@@ -112,14 +114,26 @@ def _merge_branches(node: Node, a: RelayExpr, b: RelayExpr, k: int
 
 def _merge_optionals(node: Node, a: RelayExpr, b: RelayExpr, ta: Any, tb: Any, k: int
                      ) -> tuple[RelayExpr, RelayExpr, Any]:
-    """Optionals merge when both branches hold a value (merged) or both are empty."""
-    if not (isinstance(ta, OptType) and isinstance(tb, OptType)) or ta.present != tb.present:
-        raise node.unsupported(f"output {k} is {ta} in then_branch but {tb} in else_branch; "
-                               "ember imports optionals whose presence is known at import")
-    if not ta.present:
-        return a, b, ta
-    va, vb, ty = _merge_branches(node, value_of(node, a), value_of(node, b), k)
-    return Tuple((va,)), Tuple((vb,)), OptType(ty, ta.what)
+    """Optionals known at import merge when both branches hold a value (merged) or both are
+    empty; otherwise both become Options (presence known at run time; a plain value in one
+    branch is a present optional)."""
+    both = isinstance(ta, OptType) and isinstance(tb, OptType)
+    if both and not ta.runtime and not tb.runtime and ta.present == tb.present:
+        if not ta.present:
+            return a, b, ta
+        va, vb, ty = _merge_branches(node, value_of(node, a), value_of(node, b), k)
+        return Tuple((va,)), Tuple((vb,)), OptType(ty, ta.what)
+    content = content_fit(node, _content(ta), _content(tb))
+    if content is None:
+        raise node.fail(f"output {k} is {ta} in then_branch and {tb} in else_branch: the "
+                        "model gives no type for the optional's value")
+    oa, ob = to_option(node, a, content), to_option(node, b, content)
+    return oa, ob, node.type_of(oa)
+
+
+def _content(ty: Any) -> Any:
+    """The type of the value an optional (or a plain value) holds."""
+    return ty.content if isinstance(ty, OptType) else ty
 
 
 def _merge(node: Node, a: TensorType, b: TensorType, k: int) -> TensorType:
@@ -163,8 +177,21 @@ def loop(node: Node) -> list[RelayExpr]:
 
 
 def _as_carried(node: Node, ty: Any) -> Any:
-    """The type a loop carries a value of type ``ty`` as: a sequence always as a List."""
+    """The type a loop carries a value of type ``ty`` as: a sequence always as a List, an
+    optional as an Option (the body may give a plain value for it: a present one)."""
+    if isinstance(ty, OptType):
+        content = content_fit(node, ty.content, None)
+        if content is None:
+            raise node.fail(f"the loop carries an {ty} of a type the model does not give")
+        return OptType(content, ty.what, runtime=True)
     return SeqType(ty.dtype, element_fit(node, ty.elem, None)) if isinstance(ty, SeqType) else ty
+
+
+def _carry(node: Node, value: RelayExpr, ty: Any) -> RelayExpr:
+    """``value`` as the loop carries it, of carried type ``ty``."""
+    if isinstance(ty, OptType):
+        return to_option(node, value, ty.value)
+    return to_list(node, value, ty.elem) if isinstance(ty, SeqType) else value
 
 
 def _body_scalar(node: Node, i: int, dtype: str, default: Any) -> RelayExpr:
@@ -199,6 +226,10 @@ class _Body:
 
 
 def _var(imp: Any, name: str, ty: Any) -> Var:
+    if isinstance(ty, OptType):
+        var = Var(name, ir_type(imp, ty))
+        imp.typer.declare(var, ty)
+        return var
     if isinstance(ty, SeqType):
         if ty.items is None:
             return list_var(imp, name, ty)
@@ -226,8 +257,7 @@ def _build_loop(node: Node, graph: Any, init: list[RelayExpr], init_types: list[
         raise node.unsupported("loop-carried shapes did not settle")
     scans = [_Scan(node, t, k) for k, t in enumerate(out_types[1 + len(carried):])]
     loop_var, func = _recursive_loop(node, body, carried, scans)
-    init = [to_list(node, e, t.elem) if isinstance(t, SeqType) else e
-            for e, t in zip(init, carried)]
+    init = [_carry(node, e, t) for e, t in zip(init, carried)]
     args = [const(np.array(0, "int64")), _body_scalar(node, 1, "bool", True), *init,
             *[s.start for s in scans], *body.outer]
     if node.has_input(0):  # the trip count, the loop function's last parameter
@@ -254,6 +284,9 @@ def _scalar_t(dtype: str) -> TensorType:
 
 def _relax(node: Node, before: Any, after: Any, k: int, relaxed: set[ShapeVar]) -> Any:
     """``before`` with the axes that differ from ``after`` made dynamic (same if none)."""
+    if isinstance(before, OptType):
+        content = content_fit(node, before.value, _content(after))
+        return before if content == before.value else OptType(content, before.what, True)
     if isinstance(before, SeqType) or isinstance(after, SeqType):
         if not (isinstance(before, SeqType) and isinstance(after, SeqType)) or (
                 before.dtype != after.dtype):
@@ -341,8 +374,7 @@ def _recursive_loop(node: Node, body: _Body, carried: list[Any], scans: list[_Sc
     cond_out = outs[0]
     if node.type_of(cond_out).ndim:
         cond_out = _op.reshape(cond_out, [])
-    values = [to_list(node, v, t.elem) if isinstance(t, SeqType) else v
-              for v, t in zip(outs[1:1 + n], carried)]
+    values = [_carry(node, v, t) for v, t in zip(outs[1:1 + n], carried)]
     grown = [s.grow(node, e) for s, e in zip(scans, outs[1 + n:])]
     step = Call(loop_var, [_op.add(i, const(np.array(1, "int64"))), cond_out, *values, *grown,
                            *inv])

@@ -4,47 +4,45 @@ An optional is resolved while importing: ``Optional(x)`` holds ``x``, ``Optional
 its ``type`` attribute) holds nothing, and which one a value is stays known through the
 graph, so ``OptionalHasElement`` is a constant and ``OptionalGetElement`` the value itself (an
 import error naming the node when the optional is empty). In a scope an optional is a Relay
-tuple of its value (or the empty tuple) declared with an ``OptType``. ``If`` branches that
-both give a present optional, or both an empty one, merge (``ops_control``); an optional whose
-presence is known only at run time (a graph input, branches that differ) is refused.
+tuple of its value (or the empty tuple) declared with an ``OptType``. An optional whose
+presence is known only at run time (a graph input, ``If`` branches of which one gives a value
+and the other none, a ``Loop`` that carries one) is the Prelude's ``Option`` (``_options``),
+which the VM runs.
 
 ``SequenceMap`` runs its body once per position of sequences of known length (tuples), with
 the other inputs (tensors, or sequences of the same length, position by position), and
 gathers each output into a sequence: what the ONNX function body's Loop computes, unrolled.
-A sequence of run-time length (a List) is mapped with the Prelude's ``@map`` (the VM runs it),
-with tensors as the other inputs.
+When any input sequence has a run-time length (a List), every sequence input is a List and
+they are mapped together with the Prelude's ``@map`` over their ``@zip`` (the VM runs it).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from ....ir.expr import Function, RelayExpr, Tuple, TupleGetItem
-from ....ir.types import TensorType
+from ....ir.expr import Call, Function, RelayExpr, Tuple, TupleGetItem, Var
+from ....ir.types import TensorType, TupleType
 from ._node import Node
-from ._sequences import SeqType, call_prelude, element_fit, items_of, make_tuple
+from ._boundary import import_type
+from ._options import has_value, some_value, value_of
+from ._sequences import (
+    OptType,
+    SeqType,
+    call_prelude,
+    element_fit,
+    fresh_sizes,
+    ir_type,
+    items_of,
+    make_tuple,
+    to_list,
+)
 
 
-@dataclass(frozen=True)
-class OptType:
-    """The import-time type of an optional: the type of its value (a TensorType or SeqType;
-    None when empty), and a description of the element type for messages."""
-
-    value: Any
-    what: str
-
-    @property
-    def present(self) -> bool:
-        return self.value is not None
-
-    def __str__(self) -> str:
-        return f"optional {'holding ' + str(self.value) if self.present else 'empty'}"
-
-
-def make_optional(node: Node, value: RelayExpr | None, what: str) -> RelayExpr:
-    """An optional holding ``value`` (None: empty)."""
+def make_optional(node: Node, value: RelayExpr | None, what: str,
+                  declared: Any = None) -> RelayExpr:
+    """An optional holding ``value`` (None: empty, of values of type ``declared``)."""
     out = Tuple(() if value is None else (node.finish(value),))
-    node.declare(out, OptType(None if value is None else node.type_of(value), what))
+    node.declare(out, OptType(None if value is None else node.type_of(value), what,
+                              declared=declared))
     return out
 
 
@@ -55,13 +53,17 @@ def optional(node: Node) -> RelayExpr:
         raise node.fail("an Optional without input needs the 'type' attribute (the element "
                         "type of the empty optional)")
     proto = next(a.tp for a in node.proto.attribute if a.name == "type")
-    return make_optional(node, None, " ".join(str(proto).split()))
+    declared = import_type(proto, f"{node.label}: attribute type", optional_ok=False)
+    return make_optional(node, None, " ".join(str(proto).split()), declared)
 
 
 def optional_has_element(node: Node) -> RelayExpr:
     if not node.has_input(0):
         return node.const(False, "bool")
-    ty = node.type_of(node.input(0))
+    x = node.input(0)
+    ty = node.type_of(x)
+    if isinstance(ty, OptType) and ty.runtime:
+        return has_value(node, x)
     return node.const(ty.present if isinstance(ty, OptType) else True, "bool")
 
 
@@ -70,19 +72,12 @@ def optional_get_element(node: Node) -> RelayExpr:
     ty = node.type_of(x)
     if not isinstance(ty, OptType):  # a tensor or sequence (version 18+): itself
         return x
+    if ty.runtime:
+        return some_value(node, x, ty)
     if not ty.present:
         raise node.fail(f"the optional is empty (of {ty.what}); OptionalGetElement needs a "
                         "value")
     return value_of(node, x)
-
-
-def value_of(node: Node, opt: RelayExpr) -> RelayExpr:
-    """The value of a present optional (field 0 of its tuple)."""
-    if isinstance(opt, Tuple):
-        return opt.fields[0]
-    out = TupleGetItem(opt, 0)
-    node.declare(out, node.type_of(opt).value)
-    return out
 
 
 # ---------------------------------------------------------------- SequenceMap
@@ -92,23 +87,20 @@ def sequence_map(node: Node) -> list[RelayExpr]:
             for i in range(node.num_inputs)]
     if len(body.input) != len(args):
         raise node.fail(f"the body has {len(body.input)} inputs; the node gives {len(args)}")
-    first = node.type_of(args[0])
-    if isinstance(first, SeqType) and first.items is None:
-        return _map_list(node, body, args, first)
+    if not isinstance(node.type_of(args[0]), SeqType):
+        raise node.fail(f"input 0 (input_sequence) must be a sequence, got "
+                        f"{node.type_of(args[0])}")
+    if any(isinstance(t, SeqType) and t.is_list for t in map(node.type_of, args)):
+        return _map_list(node, body, args)
     length = None
     per_arg = []
     for i, arg in enumerate(args):
         ty = node.type_of(arg)
         if isinstance(ty, SeqType):
-            if ty.items is None:
-                raise node.unsupported(f"input {i} is a sequence of run-time length but "
-                                       "input 0 is not; map sequences of one kind")
             if length is not None and len(ty.items) != length:
                 raise node.fail(f"input {i} has {len(ty.items)} elements, input 0 {length}")
             length = len(ty.items)
             per_arg.append(items_of(node, arg, ty))
-        elif i == 0:
-            raise node.fail(f"input 0 (input_sequence) must be a sequence, got {ty}")
         else:
             per_arg.append(None)
     assert length is not None, "input 0 is a sequence"
@@ -121,28 +113,59 @@ def sequence_map(node: Node) -> list[RelayExpr]:
     return [_sequence_of(node, values, j) for j, values in enumerate(outs)]
 
 
-def _map_list(node: Node, body: Any, args: list[RelayExpr], ty: SeqType) -> list[RelayExpr]:
-    """A List input: ``@map(fn (%elem) { output j of the body }, list)`` per output (the body
-    is converted once per output; the VM runs the maps)."""
-    for i, arg in enumerate(args[1:], 1):
-        if isinstance(node.type_of(arg), SeqType):
-            raise node.unsupported(f"input {i} is a sequence besides the run-time-length input "
-                                   "0; a List maps with tensor inputs only")
+def _map_list(node: Node, body: Any, args: list[RelayExpr]) -> list[RelayExpr]:
+    """Sequences of which one has a run-time length, all as Lists:
+    ``@map(fn (%elems) { output j of the body }, @zip(%s0, @zip(%s1, ...)))`` per output
+    (the body is converted once per output; the VM runs the maps). Lists of different
+    lengths map over the shorter (ONNX requires one length)."""
     imp = node.scope.importer
-    elem = ty.elem or TensorType((), ty.dtype)
+    seqs = [i for i, a in enumerate(args) if isinstance(node.type_of(a), SeqType)]
+    lists = [to_list(node, args[i]) for i in seqs]
+    elems = [_elem(node.type_of(xs)) for xs in lists]
+    zipped = lists[-1]
+    for xs in reversed(lists[:-1]):  # zip(s0, zip(s1, s2)): elements (e0, (e1, e2))
+        zipped = Call(imp.prelude.get_global_var("zip"), (xs, zipped))
     outs = []
     for j in range(len(body.output)):
-        param = imp.tensor_var(body.input[0].name or "elem", elem.dtype, elem.shape)
-        bindings = {b.name: a for b, a in zip(body.input[1:], args[1:])}
-        bindings[body.input[0].name] = param
+        param, items = _zipped_param(node, elems)
+        bindings = {b.name: a for b, a in zip(body.input, args)}
+        bindings.update({body.input[i].name: item for i, item in zip(seqs, items)})
         value = node.finish(node.scope.convert_subgraph(body, bindings)[j])
         out_ty = node.type_of(value)
         if not isinstance(out_ty, TensorType):
             raise node.unsupported(f"output {j} of the body is {out_ty}; a List maps to tensors")
         seq_ty = SeqType(out_ty.dtype, element_fit(node, None, out_ty))
         func = Function((param,), value)
-        outs.append(call_prelude(node, "map", [func, args[0]], seq_ty))
+        outs.append(call_prelude(node, "map", [func, zipped], seq_ty))
     return outs
+
+
+def _elem(ty: SeqType) -> TensorType:
+    return ty.elem or TensorType((), ty.dtype)
+
+
+def _zipped_param(node: Node, elems: list[TensorType]) -> tuple[Var, list[RelayExpr]]:
+    """The map function's parameter (one element, or the nested pairs of zipped elements)
+    and each sequence's element read from it (each ``?`` size found at run time)."""
+    imp = node.scope.importer
+    if len(elems) == 1:
+        var = imp.tensor_var("elem", elems[0].dtype, elems[0].shape)
+        return var, [var]
+    levels: list[Any] = [ir_type(imp, elems[-1])]  # the type of each nesting, innermost first
+    for e in reversed(elems[:-1]):
+        levels.append(TupleType((ir_type(imp, e), levels[-1])))
+    levels.reverse()
+    var = Var("elems", levels[0])
+    node.declare(var, levels[0])
+    items, rest = [], var
+    for k, e in enumerate(elems):
+        if k == len(elems) - 1:
+            items.append(fresh_sizes(node, rest, e))
+            break
+        items.append(fresh_sizes(node, TupleGetItem(rest, 0), e))
+        rest = TupleGetItem(rest, 1)
+        node.declare(rest, levels[k + 1])
+    return var, items
 
 
 def _sequence_of(node: Node, values: list[RelayExpr], j: int) -> RelayExpr:
