@@ -80,6 +80,7 @@ class StaticPlan:
         self._last: tuple[Any, ...] | None = None
         self._args: Sequence[NDArray] = ()
         self._lock = threading.Lock()
+        self.applied: Any = None  # the plan_arrays.ArrayCall whose pointers are set, if any
 
     # -- memory ---------------------------------------------------------------------------
     def _layout(self, walk: Walk, arena_blocks: list[Block], results: dict[int, Tensor]
@@ -157,7 +158,7 @@ class StaticPlan:
         order = [k for k in range(len(walk.calls)) if k in shape_calls]
         self._shape_run = self._runner(order) if order else None
         self._early = _Checks(self, [c for c in walk.checks if _sources_in(c, early)])
-        rest = [k for k in range(len(walk.calls)) if k not in shape_calls]
+        rest = self._rest = [k for k in range(len(walk.calls)) if k not in shape_calls]
         at: dict[int, list[Check]] = {}
         for c in walk.checks:
             if not _sources_in(c, early):
@@ -233,6 +234,7 @@ class StaticPlan:
         if not self._lock.acquire(blocking=False):  # a re-entrant call: buffers in use
             return NOT_RUN
         try:
+            self.applied = None  # the pointers plan_arrays set are being changed
             signature = self._arguments(args)
             if signature is None:
                 return NOT_RUN
@@ -246,7 +248,7 @@ class StaticPlan:
                 self._base[index] = ptr
                 for dl, at, shape_field in patches:
                     _set_pointer(dl, ptr + at, shape_field)
-            if not self._fixed and not self._shapes(signature):
+            if not self._fixed and self._shapes(signature) is None:
                 return NOT_RUN
             for checks, run in self._segments:
                 if checks is not None and not checks.run():
@@ -285,32 +287,36 @@ class StaticPlan:
             self._arena_i64[:len(flat)] = flat
         return signature
 
-    def _shapes(self, signature: tuple[Any, ...]) -> bool:
+    def _shapes(self, signature: tuple[Any, ...], take_results: bool = True
+                ) -> dict[int, int] | None:
         """The shape phase and the early checks, or their kept results for a signature seen
-        before; False when the interpreter must run the call."""
+        before: the size of each block they size, or None when the interpreter must run the
+        call. ``take_results``: take this run's result blocks from the allocator (not for
+        ``plan_arrays``, which has its own)."""
         hit = self._seen.get(signature)
         if hit is not None:
             self._seen.move_to_end(signature)
             if signature != self._last:
                 np.copyto(self._arena, hit[0])
                 self._last = signature
-            self._early.place(hit[1], seen=True)
-            return True
+            if take_results:
+                self._early.place(hit[1], seen=True)
+            return hit[1]
         self._last = None  # the arena is being rewritten
         if self._shape_run is not None:
             failed = self._shape_run()
             if failed:
                 _clear_error(self._funcs[-1 - failed])
-                return False
+                return None
         sizes = self._early.sizes()
         if sizes is None:
-            return False
-        self._early.place(sizes)
+            return None
+        self._early.place(sizes, take_results=take_results)
         self._seen[signature] = (self._arena.copy(), sizes)
         if len(self._seen) > SIGNATURES:
             self._seen.popitem(last=False)
         self._last = signature
-        return True
+        return sizes
 
     def _take_result(self, k: int, nbytes: int) -> None:
         """Result block ``k`` of ``nbytes`` from the allocator, the DLTensors pointed at it."""
@@ -406,15 +412,17 @@ class _Checks:
                 return None
         return sizes
 
-    def place(self, sizes: dict[int, int], seen: bool = False) -> None:
-        """Result blocks taken for this run; other dynamic blocks grown if too small (not
-        for sizes ``seen`` before: blocks never shrink)."""
+    def place(self, sizes: dict[int, int], seen: bool = False, take_results: bool = True
+              ) -> None:
+        """Result blocks taken for this run (if ``take_results``); other dynamic blocks grown
+        if too small (not for sizes ``seen`` before: blocks never shrink)."""
         plan = self.plan
         plan._size.update(sizes)
         for b in self.sized:
             k = plan._result_index.get(b.index)
             if k is not None:
-                plan._take_result(k, sizes[b.index])
+                if take_results:
+                    plan._take_result(k, sizes[b.index])
             elif not seen and sizes[b.index] > plan._capacity.get(b.index, -1):
                 plan._grow(b, sizes[b.index])
 
