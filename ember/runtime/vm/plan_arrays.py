@@ -29,9 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InternalError
-from ..executor_common import c_plan
 from . import static_plan
-from .memory import _raw_buffer
+from .memory import _raw_buffer, size_class
 from .static_plan import NOT_RUN, StaticPlan, _clear_error, _set_pointer
 
 _ALIGN = 64
@@ -49,8 +48,10 @@ class _Grown:
     def ensure(self, nbytes: int) -> bool:
         if nbytes <= self.capacity:
             return False
-        raw, iface = _raw_buffer(max(nbytes, 64), _ALIGN)
-        self.buf, self.ptr, self.capacity = raw, iface["data"][0], nbytes
+        # the allocator's size classes (at most 25% over): fewer moves as shapes creep up
+        capacity = size_class(nbytes)
+        raw, iface = _raw_buffer(capacity, _ALIGN)
+        self.buf, self.ptr, self.capacity = raw, iface["data"][0], capacity
         return True
 
     def view(self, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -188,7 +189,7 @@ def _native(plan: StaticPlan) -> tuple[Callable[[], int], Callable[[], int]]:
     run = plan._segments[0][1]
     if run is None:  # no kernel calls at all
         return (lambda: 0), (lambda: 0)
-    cplan = c_plan([plan._funcs[k] for k in rest], [plan._calls[k] for k in rest])
+    cplan = static_plan.c_plan([plan._funcs[k] for k in rest], [plan._calls[k] for k in rest])
     if cplan is None:  # a library without EmberRunCalls
         status = [0]
 
