@@ -29,7 +29,7 @@ from .module import Module
 from .ndarray import NDArray, empty
 from .vm.executor import VMModule
 from .vm.interpreter import VirtualMachine
-from .vm.plan_arrays import ArrayCall, ArrayCalls
+from .vm.plan_arrays import ArrayCall, ArrayCalls, key
 from .vm.static_plan import NOT_RUN, StaticPlan
 
 
@@ -153,8 +153,7 @@ class VMContext:
         self.made: dict[tuple[Any, ...], ArrayCall] = {}  # self.arrays.made once it exists
 
     def call(self, values: Sequence[Any]) -> list[np.ndarray]:
-        made = self.made.get(values[0].shape if len(values) == 1 else
-                             tuple([v.shape for v in values]))
+        made = self.made.get(values[0].shape if len(values) == 1 else key(values))
         if made is not None:
             outs = made(values)
             if outs is not NOT_RUN:

@@ -61,30 +61,33 @@ class _Grown:
 class ArrayCall:
     """One signature's call: ``call(values)`` -> [result arrays], or NOT_RUN."""
 
-    __slots__ = ("arena", "calls", "inputs", "outputs", "signature")
+    __slots__ = ("_acquire", "_release", "_run", "arena", "calls", "inputs", "outputs", "plan",
+                 "signature")
 
     def __init__(self, calls: ArrayCalls, signature: tuple[Any, ...], inputs: list[np.ndarray],
                  outputs: list[np.ndarray]) -> None:
-        self.calls, self.signature = calls, signature
+        self.calls, self.plan, self.signature = calls, calls.plan, signature
         self.inputs, self.outputs = inputs, outputs
         self.arena = calls.plan._arena.copy()
+        # bound once: each lookup saved is ~0.1 us of a call that costs ~1 us over its kernels
+        self._acquire, self._release = calls.plan._lock.acquire, calls.plan._lock.release
+        self._run = calls.run
 
-    def __call__(self, values: Sequence[np.ndarray]) -> list[np.ndarray] | Any:
-        calls = self.calls
-        plan = calls.plan
-        if not plan._lock.acquire(blocking=False):  # a re-entrant call: buffers in use
+    def __call__(self, values: Sequence[np.ndarray], copyto: Any = np.copyto
+                 ) -> list[np.ndarray] | Any:
+        if not self._acquire(False):  # a re-entrant call: buffers in use
             return NOT_RUN
         try:
-            if plan.applied is not self:
+            if self.plan.applied is not self:
                 self._apply()
             for buf, value in zip(self.inputs, values):
-                np.copyto(buf, value)
-            if calls.run() != 0:
-                _clear_error(plan._funcs[calls.failed_call()])
+                copyto(buf, value)
+            if self._run():
+                _clear_error(self.plan._funcs[self.calls.failed_call()])
                 return NOT_RUN
             return [out.copy() for out in self.outputs]
         finally:
-            plan._lock.release()
+            self._release()
 
     def _apply(self) -> None:
         """Point the plan's tensors at this signature's shapes and the calls' memory."""
