@@ -109,6 +109,7 @@ class ArrayCalls:
         self.run, self.failed_call = _native(plan)
         self.made: OrderedDict[tuple[Any, ...], ArrayCall] = OrderedDict()
         self.inputs = [_Grown() for _ in plan._arg_types]
+        self.arg_types = [(dt.numpy_dtype, ndim, shape) for dt, ndim, shape in plan._arg_types]
         self.results = {t.base.index: _Grown() for t in plan._result_tensors}
 
     @staticmethod
@@ -129,9 +130,8 @@ class ArrayCalls:
             return None
         try:
             plan.applied = None
-            for v, (dt, ndim, shape) in zip(values, plan._arg_types):
-                if v.dtype != dt.numpy_dtype or v.ndim != ndim or \
-                        shape is not None and v.shape != shape:
+            for v, (dt, ndim, shape) in zip(values, self.arg_types):
+                if v.dtype != dt or v.ndim != ndim or shape is not None and v.shape != shape:
                     return None
             signature = tuple(values[i].shape for i, _ in plan._arg_slots)
             if signature != plan._last:
@@ -161,7 +161,7 @@ class ArrayCalls:
         inputs = [g.view(0, v.shape, v.dtype) for g, v in zip(self.inputs, values)]
         outputs = [self._output(k) for k in plan._fields]
         made = self.made[key(values)] = ArrayCall(self, signature, inputs, outputs)
-        if len(self.made) > static_plan.SIGNATURES:
+        while len(self.made) > static_plan.SIGNATURES:
             self.made.popitem(last=False)
         return made
 
