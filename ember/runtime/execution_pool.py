@@ -32,6 +32,7 @@ from .ndarray import NDArray, empty
 from .packed_func import CPackedFunc
 from .vm.executor import VMModule
 from .vm.interpreter import VirtualMachine
+from .vm.plan_arrays import ArrayCall, ArrayCalls, key
 from .vm.static_plan import NOT_RUN, StaticPlan
 
 
@@ -153,12 +154,14 @@ def _locked(run: Callable[[], None], lock: threading.Lock) -> Callable[[], None]
 
 
 class VMContext:
-    """A VirtualMachine of the model's executable as a context: each input copied into a
-    buffer of the context's (made again only when a dynamic input's shape changes), ``main``
-    run through its plan when it has one (its results are fresh blocks, returned without a
-    copy), else interpreted (results copied: they may be constants or views of the inputs)."""
+    """A VirtualMachine of the model's executable as a context. Once ``main`` has a plan that
+    ``plan_arrays`` can serve, a call is a lookup of the inputs' shapes and that signature's
+    ArrayCall (inputs copied in, one native call, results copied out); otherwise each input
+    is copied into a buffer of the context's (made again only when a dynamic input's shape
+    changes) and ``main`` runs through its plan (results are fresh blocks, returned without a
+    copy) or interpreted (results copied: they may be constants or views of the inputs)."""
 
-    __slots__ = ("dtypes", "index", "inputs", "vm")
+    __slots__ = ("arrays", "checked", "dtypes", "index", "inputs", "made", "vm")
     native = None  # no one-C-call form (see BufferContext)
 
     def __init__(self, vm: VirtualMachine, shapes: Sequence[tuple[int, ...] | None],
@@ -167,8 +170,40 @@ class VMContext:
         self.index = vm._function_index("main", "ember model")
         self.inputs = [None if shape is None else empty(shape, dtype, vm.device)
                        for shape, dtype in zip(shapes, dtypes)]
+        self.arrays: ArrayCalls | None = None
+        self.checked = False  # whether self.arrays was decided (once main has its plan)
+        self.made: dict[tuple[Any, ...], ArrayCall] = {}  # self.arrays.made once it exists
 
     def call(self, values: Sequence[Any]) -> list[np.ndarray]:
+        made = self.made.get(values[0].shape if len(values) == 1 else key(values))
+        if made is not None:
+            outs = made(values)
+            if outs is not NOT_RUN:
+                return outs  # type: ignore[no-any-return]
+        elif self.arrays is not None or self._arrays():
+            arrays = [v._np if type(v) is NDArray else v for v in values]
+            made = self.arrays.make(arrays)
+            outs = made(arrays) if made is not None else NOT_RUN
+            if outs is not NOT_RUN:
+                return outs  # type: ignore[no-any-return]
+        return self._call(values)
+
+    def _arrays(self) -> bool:
+        """Whether ``main`` has (now) a plan that ``plan_arrays`` serves; if so, serve it.
+        (Asked until the plan is made: on the first call.)"""
+        vm = self.vm
+        plan = vm._plans.get(self.index) if vm.static_plans else None
+        if plan is None or self.checked:
+            return False
+        self.checked = True
+        self.arrays = ArrayCalls.of(plan) if type(plan) is StaticPlan else None
+        if self.arrays is None:
+            return False
+        self.made = self.arrays.made  # type: ignore[assignment]
+        return True
+
+    def _call(self, values: Sequence[Any]) -> list[np.ndarray]:
+        """The call through the VM: its plan's NDArray run, else the interpreter."""
         inputs = self.inputs
         for k, value in enumerate(values):
             src = value._np if type(value) is NDArray else value

@@ -26,13 +26,14 @@ MIN_PARALLEL_WORK = 32768
 _UNKNOWN = 1 << 20  # a symbolic trip count or an opaque call: assume it is worth threads
 
 
-def parallel_work(loop: For) -> float:
+def parallel_work(loop: For, symbolic: int = _UNKNOWN) -> float:
     """A rough count of the stores (and calls) that ``loop`` executes: trip counts multiply,
-    statements add; symbolic trip counts and extern/packed calls count as large."""
+    statements add; symbolic trip counts count as ``symbolic``, extern/packed calls as
+    large."""
 
     def cost(n: Any, kids: list[float]) -> float:
         if isinstance(n, For):
-            trips = n.extent.value if isinstance(n.extent, IntImm) else _UNKNOWN
+            trips = n.extent.value if isinstance(n.extent, IntImm) else symbolic
             return trips * sum(kids)
         if isinstance(n, BufferStore):
             return 1 + sum(kids)
@@ -91,12 +92,7 @@ def outline_parallel_loop(w: FunctionWriter, loop: For, ind: int) -> bool:
     at run time: below MIN_PARALLEL_WORK the launch runs its one task on the caller."""
     if parallel_work(loop) < MIN_PARALLEL_WORK:
         return False
-    per_trip = parallel_work(For(loop.loop_var, IntImm("int32", 0), IntImm("int32", 1),
-                                 loop.kind, loop.body))
-    tasks = "0"
-    if not isinstance(loop.extent, IntImm) and per_trip < _UNKNOWN:
-        trips = -(-MIN_PARALLEL_WORK // max(int(per_trip), 1))
-        tasks = f"((int64_t)({w.expr(loop.extent)}) < {trips}LL ? 1 : 0)"  # one task: inline
+    tasks = _tasks(w, loop)
     captured = _captures(w, loop)
     if captured is None:
         return False
@@ -117,6 +113,29 @@ def outline_parallel_loop(w: FunctionWriter, loop: For, ind: int) -> bool:
     w.emit("}", ind)
     w.outlined.append(_task_function(w, loop, fn, captured))
     return True
+
+
+def _tasks(w: FunctionWriter, loop: For) -> str:
+    """The launch's task count in C: 0 (as many as threads), or where trip counts are known
+    only at run time, 1 (run inline) when the work they multiply out to is below
+    MIN_PARALLEL_WORK. The inner loops' run-time trip counts multiply the outer one's (an
+    upper bound where they sit in different branches of the body)."""
+    symbolic = [loop.extent] if not isinstance(loop.extent, IntImm) else []
+    symbolic += [n.extent for n in post_order(loop.body)
+                 if isinstance(n, For) and not isinstance(n.extent, IntImm)]
+    bound_inside = {id(loop.loop_var)} | {id(n.loop_var) for n in post_order(loop.body)
+                                          if isinstance(n, For)}
+    bound_inside |= {id(n.var) for n in post_order(loop.body) if isinstance(n, LetStmt)}
+    if any(isinstance(v, Var) and id(v) in bound_inside for e in symbolic[1:]
+           for v in post_order(e)):
+        return "0"  # a trip count that varies per iteration (a split's tail): assume large
+    one_trip = For(loop.loop_var, IntImm("int32", 0), IntImm("int32", 1), loop.kind, loop.body)
+    per_trip = parallel_work(one_trip, symbolic=1)
+    if not symbolic or per_trip >= _UNKNOWN:
+        return "0"
+    trips = -(-MIN_PARALLEL_WORK // max(int(per_trip), 1))
+    work = " * ".join(f"(int64_t)({w.expr(e)})" for e in symbolic)
+    return f"(({work}) < {trips}LL ? 1 : 0)"  # one task: inline
 
 
 def _task_function(w: FunctionWriter, loop: For, fn: str,

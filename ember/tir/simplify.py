@@ -258,6 +258,9 @@ class _Context:
         self.keys = _Keys()
         self.known: dict[int, Linear] = {}
         self.keep: list[PrimExpr] = []  # results whose ids ``known`` uses stay alive
+        # loop variable -> key of its run-time extent (the loop starts at 0): x // n is 0
+        # and x % n is x inside ``for x in [0, n)``, which bounds alone cannot show
+        self.below: dict[Var, Any] = {}
 
     def linear(self, e: PrimExpr) -> Linear | None:
         return _linear(e, self.known, self.keys)
@@ -354,7 +357,9 @@ def _divmod_symbolic(e: Any, ctx: _Context) -> PrimExpr | None:
     """floordiv/floormod by a divisor ``n`` known only at run time (a symbolic dimension):
     ``(y * n + r) // n`` is ``y + r // n`` and ``(y * n + r) % n`` is ``r % n``, where ``r``
     of the form ``x % n`` is its own remainder (``r // n`` is 0); ``(x % n) % n`` is
-    ``x % n``. These undo the division a loop fused over symbolic axes introduced."""
+    ``x % n``, and so is a loop variable ``x`` of ``for x in [0, n)``. These undo the
+    division a loop fused over symbolic axes introduced, and the one a reshape's index
+    introduces over a loop of run-time extent."""
     n = ctx.keys.of(e.b)
     lin = ctx.linear(e.a)
     if lin is None:
@@ -368,7 +373,8 @@ def _divmod_symbolic(e: Any, ctx: _Context) -> PrimExpr | None:
         else:
             _add_term(outer, ctx.keys.of(y), y, coef)
     rest = _rebuild(inner, lin[1], e.dtype)
-    own = isinstance(rest, FloorMod) and ctx.keys.of(rest.b) == n
+    own = isinstance(rest, FloorMod) and ctx.keys.of(rest.b) == n or \
+        isinstance(rest, Var) and ctx.below.get(rest) == n
     if not outer and not own:
         return None
     if isinstance(e, FloorMod):
@@ -522,6 +528,8 @@ def _enter(s: Stmt, ctx: _Context, loops: dict[int, tuple[PrimExpr, PrimExpr]]) 
         lo, hi = bound(mn, ranges)
         _, ehi = bound(ext, ranges)
         ranges[s.loop_var] = (lo, None if hi is None or ehi is None else hi + ehi - 1)
+        if not isinstance(ext, IntImm) and isinstance(mn, IntImm) and mn.value == 0:
+            ctx.below[s.loop_var] = ctx.keys.of(ext)
         if isinstance(ext, IntImm) and ext.value == 1:
             return substitute(s.body, {s.loop_var: mn})
         loops[id(s)] = (mn, ext)

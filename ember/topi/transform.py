@@ -47,9 +47,13 @@ def reshape(x: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
         for i, d in zip(idx, shape):
             flat = flat * d + i
         src = []
-        for d in reversed(x.shape):
+        for d in reversed(x.shape[1:]):
             src.append(tir.floormod(flat, d))
             flat = tir.floordiv(flat, d)
+        # What is left is below the first extent (the sizes match): no modulo, which the
+        # simplifier drops for a static extent but must keep for one known at run time.
+        if x.ndim:
+            src.append(flat)
         return x(*reversed(src))
 
     return te.compute(shape, f, name="T_reshape", tag=INJECTIVE)

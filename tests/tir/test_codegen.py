@@ -193,3 +193,32 @@ def test_call_extern_refuses_bad_names_and_non_elements():
         tir.call_extern("int32", "f(1); evil", header="x.h")
     with pytest.raises(ember.runtime.errors.OpError, match="expected a buffer element"):
         tir.address_of(tir.const(1))
+
+
+def test_a_launch_over_nested_run_time_loops_weighs_all_their_trip_counts():
+    # (n, m, 16) with only the outer loop parallel: a small n * m runs inline (one task); the
+    # decision multiplies the inner run-time trip count in, not just the outer one's
+    n, m = te.size_var("n"), te.size_var("m")
+    x = te.placeholder((n, m, 16), name="x")
+    y = te.compute((n, m, 16), lambda i, j, k: x[i, j, k] * 2.0, name="y")
+    s = te.create_schedule(y.op)
+    s[y].parallel(y.op.axis[0])
+    code = generate_c([te.lower(s, [x, y], "nested_scale")])
+    launch = next(line for line in code.splitlines() if "TVMBackendParallelLaunch(" in line
+                  and "nested_scale_par0" in line)
+    assert "(int64_t)(n) * (int64_t)(m)) < 2048LL ? 1 : 0" in launch, launch
+
+
+def test_a_launch_over_a_split_tail_still_compiles():
+    # the inner trip count of a split loop depends on the outer variable: not a launch-time
+    # value, so the launch asks for threads as before (and the C compiles)
+    n = te.size_var("n")
+    x = te.placeholder((n,), name="x")
+    y = te.compute((n,), lambda i: x[i] * 2.0, name="y")
+    s = te.create_schedule(y.op)
+    outer, _ = s[y].split(y.op.axis[0], 256)
+    s[y].parallel(outer)
+    code = generate_c([te.lower(s, [x, y], "split_scale")])
+    launch = next(line for line in code.splitlines() if "TVMBackendParallelLaunch(" in line
+                  and "split_scale_par0" in line)
+    assert launch.rstrip().endswith(", 0) != 0) return -1;"), launch

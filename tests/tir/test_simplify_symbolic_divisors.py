@@ -56,3 +56,34 @@ def test_the_rules_keep_the_value(i: int, n: int, m: int) -> None:
     for e in [(I // N) * N + I % N, (M * N + I % N) // N, (M * N + I) // N, (M * N + I) % N,
               (I % N) % N, (I * 3 + M * N * 2 + 5) // N, ((I // N) * N) * 4 + (I % N) * 4 + M]:
         assert _eval(simplify(e), env) == _eval(e, env), str(e)
+
+
+def _in_loop(index, var=I, extent=N):
+    """``index`` as the value stored inside ``for var in [0, extent)``, simplified."""
+    buf = tir.decl_buffer((64,), "int32", name="out")
+    loop = tir.For(var, tir.const(0), extent, tir.ForKind.SERIAL,
+                   tir.BufferStore(buf, index, [tir.const(0)]))
+    return simplify(loop).body.value
+
+
+def test_a_loop_variable_below_its_run_time_extent_is_its_own_remainder() -> None:
+    assert str(_in_loop(I % N)) == "i"
+    assert str(_in_loop(I // N)) == "0"
+    assert str(_in_loop((M * N + I) // N)) == "m"  # a reshape's index over a loop of n trips
+    assert str(_in_loop((M * N + I) % N)) == "i"
+    # another extent proves nothing
+    assert _divisions(_in_loop(I // M)) == 1 and _divisions(_in_loop(I % M)) == 1
+    # nor does a loop that does not start at 0
+    buf = tir.decl_buffer((64,), "int32", name="out")
+    shifted = tir.For(I, tir.const(1), N, tir.ForKind.SERIAL,
+                      tir.BufferStore(buf, I % N, [tir.const(0)]))
+    assert _divisions(simplify(shifted).body.value) == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 13), m=st.integers(0, 9), data=st.data())
+def test_the_loop_rules_keep_the_value(n: int, m: int, data) -> None:
+    i = data.draw(st.integers(0, n - 1))  # the loop's own range
+    env = {"i": i, "n": n, "m": m}
+    for e in [I % N, I // N, (M * N + I) // N, (M * N + I) % N, (I + M) % N]:
+        assert _eval(_in_loop(e), env) == _eval(e, env), str(e)

@@ -80,6 +80,7 @@ class StaticPlan:
         self._last: tuple[Any, ...] | None = None
         self._args: Sequence[NDArray] = ()
         self._lock = threading.Lock()
+        self.applied: Any = None  # the plan_arrays.ArrayCall whose pointers are set, if any
 
     # -- memory ---------------------------------------------------------------------------
     def _layout(self, walk: Walk, arena_blocks: list[Block], results: dict[int, Tensor]
@@ -157,7 +158,7 @@ class StaticPlan:
         order = [k for k in range(len(walk.calls)) if k in shape_calls]
         self._shape_run = self._runner(order) if order else None
         self._early = _Checks(self, [c for c in walk.checks if _sources_in(c, early)])
-        rest = [k for k in range(len(walk.calls)) if k not in shape_calls]
+        rest = self._rest = [k for k in range(len(walk.calls)) if k not in shape_calls]
         at: dict[int, list[Check]] = {}
         for c in walk.checks:
             if not _sources_in(c, early):
@@ -233,6 +234,7 @@ class StaticPlan:
         if not self._lock.acquire(blocking=False):  # a re-entrant call: buffers in use
             return NOT_RUN
         try:
+            self.applied = None  # the pointers plan_arrays set are being changed
             signature = self._arguments(args)
             if signature is None:
                 return NOT_RUN
@@ -246,7 +248,7 @@ class StaticPlan:
                 self._base[index] = ptr
                 for dl, at, shape_field in patches:
                     _set_pointer(dl, ptr + at, shape_field)
-            if not self._fixed and not self._shapes(signature):
+            if not self._fixed and self._shapes(signature) is None:
                 return NOT_RUN
             for checks, run in self._segments:
                 if checks is not None and not checks.run():
@@ -285,32 +287,36 @@ class StaticPlan:
             self._arena_i64[:len(flat)] = flat
         return signature
 
-    def _shapes(self, signature: tuple[Any, ...]) -> bool:
+    def _shapes(self, signature: tuple[Any, ...], take_results: bool = True
+                ) -> dict[int, int] | None:
         """The shape phase and the early checks, or their kept results for a signature seen
-        before; False when the interpreter must run the call."""
+        before: the size of each block they size, or None when the interpreter must run the
+        call. ``take_results``: take this run's result blocks from the allocator (not for
+        ``plan_arrays``, which has its own)."""
         hit = self._seen.get(signature)
         if hit is not None:
             self._seen.move_to_end(signature)
             if signature != self._last:
                 np.copyto(self._arena, hit[0])
                 self._last = signature
-            self._early.place(hit[1], seen=True)
-            return True
+            if take_results:
+                self._early.place(hit[1], seen=True)
+            return hit[1]
         self._last = None  # the arena is being rewritten
         if self._shape_run is not None:
             failed = self._shape_run()
             if failed:
                 _clear_error(self._funcs[-1 - failed])
-                return False
+                return None
         sizes = self._early.sizes()
         if sizes is None:
-            return False
-        self._early.place(sizes)
+            return None
+        self._early.place(sizes, take_results=take_results)
         self._seen[signature] = (self._arena.copy(), sizes)
-        if len(self._seen) > SIGNATURES:
+        while len(self._seen) > SIGNATURES:
             self._seen.popitem(last=False)
         self._last = signature
-        return True
+        return sizes
 
     def _take_result(self, k: int, nbytes: int) -> None:
         """Result block ``k`` of ``nbytes`` from the allocator, the DLTensors pointed at it."""
@@ -406,67 +412,84 @@ class _Checks:
                 return None
         return sizes
 
-    def place(self, sizes: dict[int, int], seen: bool = False) -> None:
-        """Result blocks taken for this run; other dynamic blocks grown if too small (not
-        for sizes ``seen`` before: blocks never shrink)."""
+    def place(self, sizes: dict[int, int], seen: bool = False, take_results: bool = True
+              ) -> None:
+        """Result blocks taken for this run (if ``take_results``); other dynamic blocks grown
+        if too small (not for sizes ``seen`` before: blocks never shrink)."""
         plan = self.plan
         plan._size.update(sizes)
         for b in self.sized:
             k = plan._result_index.get(b.index)
             if k is not None:
-                plan._take_result(k, sizes[b.index])
+                if take_results:
+                    plan._take_result(k, sizes[b.index])
             elif not seen and sizes[b.index] > plan._capacity.get(b.index, -1):
                 plan._grow(b, sizes[b.index])
 
 
 class _Vector:
-    """``_Checks.sizes`` as numpy operations over the arena: indices of every value read,
-    gathered once when the plan is made."""
+    """``_Checks.sizes`` over the arena read once as Python ints: the arena index of every
+    value read is gathered when the plan is made. (These are a few dozen small values:
+    numpy operations on them cost ~1 us each, more than the arithmetic; Python ints are also
+    exact where a product of extents overflows int64.)"""
 
     def __init__(self, plan: StaticPlan, checks: _Checks) -> None:
         self.plan, self.blocks = plan, [b.index for b in checks.sized]
-        self.size_at = np.array([_slot(plan, b.size) for b in checks.sized], np.int64)
-        self.mins = np.array([b.min_bytes for b in checks.sized], np.int64)
+        self.size_at = [_slot(plan, b.size) for b in checks.sized]
+        self.mins = [b.min_bytes for b in checks.sized]
         position = {b: k for k, b in enumerate(self.blocks)}
-        fits = [t for t in checks.fits if t.ndim]
-        self.fit_dims, self.fit_starts = _gather(plan, [t.shape for t in fits])
-        self.fit_base = np.array([t.offset for t in fits], np.float64)
-        self.fit_item = np.array([t.dtype.numpy_dtype.itemsize for t in fits], np.float64)
-        self.fit_pos = np.array([position.get(t.base.index, -1) for t in fits], np.int64)
-        self.fit_room = np.array([t.base.nbytes for t in fits], np.float64)
-        # counts: each side a constant element count, or the product of a run-time shape
-        sides = [x for pair in checks.counts for x in pair]
-        dynamic = [x.shape for x in sides if not x.static and x.ndim]
-        self.count_dims, self.count_starts = _gather(plan, dynamic)
-        self.count_const = np.array([np.prod(x.shape, dtype=np.float64) if x.static else
-                                     (1.0 if not x.ndim else np.nan) for x in sides])
+        # fits: (arena indices of the shape, offset, item size, the position of the block
+        # among those sized here or -1, the block's static size)
+        self.fits = [(_indices(plan, t.shape), t.offset, t.dtype.numpy_dtype.itemsize,
+                      position.get(t.base.index, -1), t.base.nbytes)
+                     for t in checks.fits if t.ndim]
+        # counts: per side, a constant element count or the arena indices of a run-time shape
+        self.counts = [tuple(_count_side(plan, x) for x in pair) for pair in checks.counts]
+        read = self.size_at + [i for f in self.fits for i in f[0]]
+        read += [i for pair in self.counts for side in pair if type(side) is tuple
+                 for i in side]
+        self.end = max(read, default=-1) + 1
 
     def sizes(self) -> dict[int, int] | None:
-        a, max_bytes = self.plan._arena_i64, self.plan._allocator.max_block_bytes
-        sizes = a[self.size_at]
-        if ((sizes < self.mins) | (sizes > max_bytes)).any():
+        a = self.plan._arena_i64[:self.end].tolist()
+        max_bytes = self.plan._allocator.max_block_bytes
+        sizes = [a[i] for i in self.size_at]
+        for size, least in zip(sizes, self.mins):
+            if not least <= size <= max_bytes:
+                return None
+        for at, offset, item, pos, room in self.fits:
+            n = _product(a, at)
+            if n is None or offset + n * item > (sizes[pos] if pos >= 0 else room):
+                return None
+        for src, out in self.counts:
+            n = [side if type(side) is int else _product(a, side) for side in (src, out)]
+            if n[0] is None or n[1] is None or n[0] != n[1]:
+                return None
+        return dict(zip(self.blocks, sizes))
+
+
+def _indices(plan: StaticPlan, t: Tensor) -> tuple[int, ...]:
+    """The arena indices of the int64 values of ``t`` (a shape held in the arena)."""
+    first = _slot(plan, t)
+    assert first is not None, "_in_arena checked this"
+    return tuple(range(first, first + t.shape[0]))
+
+
+def _count_side(plan: StaticPlan, x: Tensor) -> int | tuple[int, ...]:
+    """A reshape's side as its element count (static) or its shape's arena indices."""
+    if x.static:
+        return math.prod(x.shape)
+    return _indices(plan, x.shape) if x.ndim else 1
+
+
+def _product(a: list[int], at: tuple[int, ...]) -> int | None:
+    """The product of the values at ``at``; None if one is negative."""
+    n = 1
+    for i in at:
+        if a[i] < 0:
             return None
-        if len(self.fit_starts):
-            dims = a[self.fit_dims]
-            if (dims < 0).any():
-                return None
-            need = self.fit_base + np.multiply.reduceat(dims.astype(np.float64),
-                                                         self.fit_starts) * self.fit_item
-            room = np.where(self.fit_pos >= 0, sizes[self.fit_pos].astype(np.float64),
-                            self.fit_room)
-            if (need > room).any():
-                return None
-        if len(self.count_const):
-            n = self.count_const.copy()
-            if len(self.count_starts):
-                dims = a[self.count_dims]
-                if (dims < 0).any():
-                    return None
-                n[np.isnan(n)] = np.multiply.reduceat(dims.astype(np.float64),
-                                                      self.count_starts)
-            if (n[0::2] != n[1::2]).any():
-                return None
-        return dict(zip(self.blocks, sizes.tolist()))
+        n *= a[i]
+    return n
 
 
 def _in_arena(plan: StaticPlan, checks: _Checks) -> bool:
@@ -482,17 +505,6 @@ def _slot(plan: StaticPlan, t: Tensor) -> int | None:
     if where is None or (where + t.offset) % 8:
         return None
     return (where + t.offset) // 8
-
-
-def _gather(plan: StaticPlan, holders: list[Tensor]) -> tuple[np.ndarray, np.ndarray]:
-    """(arena indices of every value of ``holders``, concatenated; where each starts)."""
-    idx: list[int] = []
-    starts: list[int] = []
-    for h in holders:
-        starts.append(len(idx))
-        first = _slot(plan, h)
-        idx.extend(range(first, first + h.shape[0]))  # type: ignore[operator]
-    return np.array(idx, np.int64), np.array(starts, np.int64)
 
 
 def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: Allocator

@@ -137,7 +137,7 @@ TVM_DLL int32_t parallel_scale_unpacked(const float* restrict x, float* restrict
     ember_closure.y = y;
     ember_closure.ember_begin = 0;
     ember_closure.ember_extent = n;
-    if (TVMBackendParallelLaunch(parallel_scale_par0, &ember_closure, ((int64_t)(n) < 512LL ? 1 : 0)) != 0) return -1;
+    if (TVMBackendParallelLaunch(parallel_scale_par0, &ember_closure, (((int64_t)(n)) < 512LL ? 1 : 0)) != 0) return -1;
   }
   return 0;
 }

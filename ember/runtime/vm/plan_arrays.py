@@ -1,0 +1,208 @@
+"""A static plan's runs on numpy arrays: per argument signature, one dict lookup and one
+native call.
+
+A compiled model's call (``execution_pool.VMContext``) hands numpy arrays to ``main`` and
+wants numpy arrays back, which it owns. :class:`ArrayCalls` serves those calls from a
+:class:`~.static_plan.StaticPlan` with memory of its own: a buffer per argument and per result
+block (each grown to the largest signature seen, never shrunk), and per signature an
+:class:`ArrayCall` made once, holding what the plan computed for those shapes (the arena after
+the shape phase, the result views). A call at a signature made before then
+
+1. points the plan's tensors at this memory and this signature's shapes, when another
+   signature (or an NDArray run of the plan) ran last: a copy of the arena and a few pointers;
+2. copies the arguments in, makes the kernel calls as one C call, copies the results out,
+
+as the graph executor's call does. A signature not made before runs the shape phase and its
+checks first (``StaticPlan._shapes``); a failed check or kernel returns NOT_RUN, and the
+caller interprets the call (which raises the interpreter's error). Plans whose kernels
+compute a size from data (checks between native calls) are not served here
+(:meth:`ArrayCalls.of` is None).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import InternalError
+from . import static_plan
+from .memory import _raw_buffer, size_class
+from .static_plan import NOT_RUN, StaticPlan, _clear_error, _set_pointer
+
+_ALIGN = 64
+
+
+class _Grown:
+    """A buffer that only grows: ``ensure(nbytes)`` returns True when it moved."""
+
+    __slots__ = ("buf", "capacity", "ptr")
+
+    def __init__(self) -> None:
+        self.buf: np.ndarray | None = None
+        self.capacity, self.ptr = -1, 0
+
+    def ensure(self, nbytes: int) -> bool:
+        if nbytes <= self.capacity:
+            return False
+        # the allocator's size classes (at most 25% over): fewer moves as shapes creep up
+        capacity = size_class(nbytes)
+        raw, iface = _raw_buffer(capacity, _ALIGN)
+        self.buf, self.ptr, self.capacity = raw, iface["data"][0], capacity
+        return True
+
+    def view(self, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return np.ndarray(shape, dtype, self.buf, offset)
+
+
+class ArrayCall:
+    """One signature's call: ``call(values)`` -> [result arrays], or NOT_RUN."""
+
+    __slots__ = ("_acquire", "_release", "_run", "arena", "calls", "inputs", "outputs", "plan",
+                 "signature")
+
+    def __init__(self, calls: ArrayCalls, signature: tuple[Any, ...], inputs: list[np.ndarray],
+                 outputs: list[np.ndarray]) -> None:
+        self.calls, self.plan, self.signature = calls, calls.plan, signature
+        self.inputs, self.outputs = inputs, outputs
+        self.arena = calls.plan._arena.copy()
+        # bound once: each lookup saved is ~0.1 us of a call that costs ~1 us over its kernels
+        self._acquire, self._release = calls.plan._lock.acquire, calls.plan._lock.release
+        self._run = calls.run
+
+    def __call__(self, values: Sequence[np.ndarray], copyto: Any = np.copyto
+                 ) -> list[np.ndarray] | Any:
+        if not self._acquire(False):  # a re-entrant call: buffers in use
+            return NOT_RUN
+        try:
+            if self.plan.applied is not self:
+                self._apply()
+            for buf, value in zip(self.inputs, values):
+                copyto(buf, value)
+            if self._run():
+                _clear_error(self.plan._funcs[self.calls.failed_call()])
+                return NOT_RUN
+            return [out.copy() for out in self.outputs]
+        finally:
+            self._release()
+
+    def _apply(self) -> None:
+        """Point the plan's tensors at this signature's shapes and the calls' memory."""
+        calls, plan = self.calls, self.calls.plan
+        np.copyto(plan._arena, self.arena)
+        plan._last = self.signature
+        for dl, i, offset, shape in plan._arg_patches:
+            _set_pointer(dl, calls.inputs[i].ptr + offset, shape)
+        for index, grown in calls.results.items():
+            plan._move(index, grown.ptr)
+        plan.applied = self
+
+
+class ArrayCalls:
+    """The ArrayCall of each signature made so far (the last ``static_plan.SIGNATURES``)."""
+
+    def __init__(self, plan: StaticPlan) -> None:
+        self.plan = plan
+        self.run, self.failed_call = _native(plan)
+        self.made: OrderedDict[tuple[Any, ...], ArrayCall] = OrderedDict()
+        self.inputs = [_Grown() for _ in plan._arg_types]
+        self.arg_types = [(dt.numpy_dtype, ndim, shape) for dt, ndim, shape in plan._arg_types]
+        self.results = {t.base.index: _Grown() for t in plan._result_tensors}
+
+    @staticmethod
+    def of(plan: StaticPlan) -> ArrayCalls | None:
+        """ArrayCalls of ``plan``, or None when a check or a result shape needs a value that
+        a kernel computes (the plan's own run handles those)."""
+        if len(plan._segments) != 1 or plan._segments[0][0] is not None:
+            return None
+        if any(shape is None and slot is None for _, _, _, shape, slot, _ in plan._typed_info):
+            return None
+        return ArrayCalls(plan)
+
+    def make(self, values: Sequence[np.ndarray]) -> ArrayCall | None:
+        """The ArrayCall for the shapes of ``values`` (kept), or None when the plan cannot
+        run them (wrong dtype or rank, a failed shape check: the interpreter raises)."""
+        plan = self.plan
+        if len(values) != len(plan._arg_types) or not plan._lock.acquire(blocking=False):
+            return None
+        try:
+            plan.applied = None
+            for v, (dt, ndim, shape) in zip(values, self.arg_types):
+                if v.dtype != dt or v.ndim != ndim or shape is not None and v.shape != shape:
+                    return None
+            signature = tuple(values[i].shape for i, _ in plan._arg_slots)
+            if signature != plan._last:
+                flat = [d for s in signature for d in s]
+                plan._arena_i64[:len(flat)] = flat
+            sizes = {} if plan._fixed else plan._shapes(signature, take_results=False)
+            if sizes is None:
+                return None
+            return self._keep(signature, values, sizes)
+        finally:
+            plan._lock.release()
+
+    def _keep(self, signature: tuple[Any, ...], values: Sequence[np.ndarray],
+              sizes: dict[int, int]) -> ArrayCall:
+        """The ArrayCall of the signature whose shape phase just ran; every call made
+        before is dropped when a buffer had to grow (their views are of the old ones)."""
+        plan = self.plan
+        moved = False
+        for grown, v in zip(self.inputs, values):
+            moved |= grown.ensure(v.nbytes)
+        nbytes = {t.base.index: sizes[t.base.index] if t.base.size is not None
+                  else t.base.nbytes for t in plan._result_tensors}
+        for index, grown in self.results.items():
+            moved |= grown.ensure(nbytes[index])
+        if moved:
+            self.made.clear()
+        inputs = [g.view(0, v.shape, v.dtype) for g, v in zip(self.inputs, values)]
+        outputs = [self._output(k) for k in plan._fields]
+        made = self.made[key(values)] = ArrayCall(self, signature, inputs, outputs)
+        while len(self.made) > static_plan.SIGNATURES:
+            self.made.popitem(last=False)
+        return made
+
+    def _output(self, k: int) -> np.ndarray:
+        """Result ``k`` as a view of its buffer, of its shape for the current signature."""
+        plan = self.plan
+        offset, np_dtype, _, shape, slot, ndim = plan._typed_info[k]
+        if shape is None:
+            shape = tuple(plan._arena_i64[slot:slot + ndim].tolist())
+        grown = self.results[plan._result_tensors[k].base.index]
+        if offset + math.prod(shape) * np_dtype.itemsize > grown.capacity:
+            raise InternalError(f"plan_arrays: result {k} of shape {shape} does not fit its "
+                                f"block of {grown.capacity} bytes")
+        return grown.view(offset, shape, np_dtype)
+
+
+def key(values: Sequence[Any]) -> Any:
+    """What ``ArrayCalls.made`` is keyed by: the shape of the one value, else the tuple of
+    their shapes (a call looks its ArrayCall up with no more work than that)."""
+    return values[0].shape if len(values) == 1 else tuple([v.shape for v in values])
+
+
+def _native(plan: StaticPlan) -> tuple[Callable[[], int], Callable[[], int]]:
+    """(the plan's kernel calls, after its shape phase, as one call that returns 0 or not;
+    the index of the call that failed): the C runner called directly, not through CPlan's
+    and the plan's Python wrappers (two frames a call), when the library has it."""
+    rest = plan._rest
+    run = plan._segments[0][1]
+    if run is None:  # no kernel calls at all
+        return (lambda: 0), (lambda: 0)
+    cplan = static_plan.c_plan([plan._funcs[k] for k in rest], [plan._calls[k] for k in rest])
+    if cplan is None:  # a library without EmberRunCalls
+        status = [0]
+
+        def run_in_turn() -> int:
+            status[0] = run()
+            return status[0]
+        return run_in_turn, lambda: -1 - status[0]
+    failed = cplan._failed
+    return (functools.partial(cplan._runner, cplan._table, cplan._count, failed),
+            lambda: rest[failed[0]])
+
+
+__all__ = ["ArrayCall", "ArrayCalls", "key"]
