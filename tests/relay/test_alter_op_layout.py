@@ -63,12 +63,13 @@ def test_conv_bias_residual_relu_become_one_op_and_pools_stay_blocked():
     assert "nn.relu" not in names and "add" not in names
     fused = next(c for c in _ops(mod) if c.op.name.startswith("nn.contrib_conv2d"))
     assert fused.attrs.activation == "relu" and fused.attrs.act_after_add
-    assert fused.attrs.lanes == 8 and fused.attrs.in_block == 1  # x is plain: read as NCHW1c
-    assert isinstance(fused.args[1], Constant) and fused.args[1].data.shape == (2, 16, 3, 3, 1, 8)
+    # x is plain but its 16 channels fill blocks: one transform, shared with the residual
+    assert fused.attrs.lanes == 8 and fused.attrs.in_block == 8
+    assert isinstance(fused.args[1], Constant) and fused.args[1].data.shape == (2, 2, 3, 3, 8, 8)
     pools = [c for c in _ops(mod) if "pool" in c.op.name]
     assert all(p.attrs.layout == "NCHW8c" for p in pools)
     transforms = [c for c in _ops(mod) if c.op.name == "layout_transform"]
-    # one for the residual x (blocked for the epilogue), one for the result
+    # one for x (the conv's input and the epilogue's residual), one for the result
     assert len(transforms) == 2
     assert not any(isinstance(t.args[0], Constant) for t in transforms)
 
@@ -83,6 +84,33 @@ def test_first_conv_reads_nchw_directly_and_result_returns_to_nchw():
     assert (conv.attrs.activation, conv.attrs.clip_min, conv.attrs.clip_max) == ("clip", 0, 6)
     assert mod["main"].checked_type.ret_type.shape == (1, 16, 8, 8)
     assert _names(mod)[-1] == "layout_transform"
+
+
+@needs_cc
+def test_plain_input_whose_channels_fill_blocks_is_blocked_once():
+    """A graph input of 32 channels (a multiple of the lanes) feeding a 3x3 and a strided 1x1
+    conv: one transform to NCHW8c serves both (the kernel then reads a block per tap, not a
+    channel per tap); a 12-channel input (no whole blocks) is still read as NCHW1c."""
+    x = relay.var("x", shape=(1, 32, 10, 10))
+    a = relay.nn.relu(relay.nn.conv2d(x, _const((16, 32, 3, 3)), padding=(1, 1)))
+    b = relay.nn.conv2d(x, _const((16, 32, 1, 1), 1), strides=(2, 2))
+    both = relay.add(relay.nn.max_pool2d(a, pool_size=(2, 2), strides=(2, 2)),
+                     relay.nn.relu(b))
+    mod = ember.IRModule.from_expr(relay.Function([x], both))
+    planned = _plan(mod)
+    convs = [c for c in _ops(planned) if c.op.name.startswith("nn.contrib_conv2d")]
+    assert [c.attrs.in_block for c in convs] == [8, 8]
+    into_blocks = [c for c in _ops(planned) if c.op.name == "layout_transform"
+                   and c.attrs.dst_layout == "NCHW8c"]
+    assert len(into_blocks) == 1
+    xv = np.random.default_rng(3).uniform(-1, 1, (1, 32, 10, 10)).astype("float32")
+    np.testing.assert_allclose(_outputs(mod, {}, xv), _outputs(mod, {}, xv, disabled=OFF),
+                               rtol=1e-4, atol=1e-5)
+    y = relay.var("y", shape=(1, 12, 6, 6))
+    odd = ember.IRModule.from_expr(relay.Function(
+        [y], relay.nn.conv2d(y, _const((16, 12, 3, 3)), padding=(1, 1))))
+    conv = next(c for c in _ops(_plan(odd)) if c.op.name.startswith("nn.contrib_conv2d"))
+    assert conv.attrs.in_block == 1
 
 
 @needs_cc
@@ -329,10 +357,10 @@ def test_channels_that_do_not_split_into_the_lanes_take_half_of_them():
             ember.target.Target("llvm -mcpu=haswell"):
         planned = AlterOpLayout()(InferType()(_narrow_stage()))
     fused = [c for c in _ops(planned) if c.op.name.startswith("nn.contrib_conv2d")]
-    # (in_block, lanes): the plain input read as NCHW1c, the 24-channel stage in 8-lane
-    # blocks, the 32-channel result back in 16
-    assert [(c.attrs.in_block, c.attrs.lanes) for c in fused] == [(1, 8), (8, 8), (8, 16)]
-    assert _names(planned).count("layout_transform") == 1  # only the result, to NCHW
+    # (in_block, lanes): the 16-channel input in one 16-lane block, the 24-channel stage in
+    # 8-lane blocks, the 32-channel result back in 16
+    assert [(c.attrs.in_block, c.attrs.lanes) for c in fused] == [(16, 8), (8, 8), (8, 16)]
+    assert _names(planned).count("layout_transform") == 2  # the input, and the result
     xv = np.random.default_rng(0).uniform(-1, 1, (1, 16, 7, 9)).astype("float32")
     np.testing.assert_allclose(_outputs(_narrow_stage(), {}, xv, config=cfg),
                                _outputs(_narrow_stage(), {}, xv, disabled=OFF),

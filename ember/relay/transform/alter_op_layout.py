@@ -325,6 +325,11 @@ class _Planner:
             # of the input when the taps are many per output (measured: resnet18's 7x7/2 and
             # resnet8's 3x3/1 gain, MobileNetV2's 3x3/2 does not)
             return _Plan(self.blocked(data, ic), ic, w, bias, a, lanes)
+        if (ic // g) % self.lanes == 0:
+            # a plain input whose channels fill whole blocks (a graph input of many channels):
+            # one transform of the input lets the kernel read a block per tap instead of a
+            # channel per tap (measured: 128->128 3x3 on 28x28, 2x faster with the transform)
+            return _Plan(self.blocked(data, self.lanes), self.lanes, w, bias, a, lanes)
         return _Plan(self.plain(data), 1, w, bias, a, lanes)
 
     def _conv_transpose(self, call: Call) -> _Value | None:

@@ -1,0 +1,52 @@
+"""benchmarks/bench_conv_kernels.py: the conv list of a model, the one-conv models, a smoke
+run's table and JSON, and refused arguments. Nothing here asserts on a measured time."""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+bench = importlib.import_module("bench_conv_kernels")
+
+
+def test_distinct_convs_and_their_one_conv_models():
+    case = next(bench.zoo_models(["dscnn"], small=True))
+    specs = bench.conv_specs(case.onnx_model)
+    convs = [n for n in case.onnx_model.graph.node if n.op_type == "Conv"]
+    assert 0 < len(specs) < len(convs)  # the repeated blocks counted once
+    assert any(s["group"] > 1 for s in specs)  # the depthwise convs are there
+    for spec in specs:
+        model = bench.conv_model(spec)
+        onnx.checker.check_model(model)
+        inferred = onnx.shape_inference.infer_shapes(model)
+        assert [d.dim_value for d in inferred.graph.input[0].type.tensor_type.shape.dim] == \
+            list(spec["input"])
+    assert bench.describe(specs[0]).startswith(f"{specs[0]['input'][1]}->")
+
+
+def test_smoke_run_writes_rows_for_convs_and_model(tmp_path, capsys):
+    out = tmp_path / "convs.json"
+    assert bench.main(["--small", "--models", "dscnn", "--cpu-time", "--rounds", "1",
+                       "--reps", "1", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["clock"] == "thread_time" and data["threads"] == 1
+    convs = [r for r in data["rows"] if r["conv"] != "(whole model)"]
+    assert convs and len(data["rows"]) == len(convs) + 1
+    for row in data["rows"]:
+        assert row["model"] == "dscnn" and row["ember_us"] > 0 and row["ort_us"] > 0
+        assert np.isclose(row["ratio"], row["ember_us"] / row["ort_us"])
+    assert "(whole model)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--reps", "-1"]])
+def test_refuses_empty_measurements(argv):
+    with pytest.raises(SystemExit):
+        bench.main(argv + ["--no-convs", "--no-models"])
