@@ -161,12 +161,16 @@ class VMContext:
     changes) and ``main`` runs through its plan (results are fresh blocks, returned without a
     copy) or interpreted (results copied: they may be constants or views of the inputs)."""
 
-    __slots__ = ("arrays", "checked", "dtypes", "index", "inputs", "made", "vm")
-    native = None  # no one-C-call form (see BufferContext)
+    __slots__ = ("arrays", "checked", "dtypes", "index", "inputs", "made", "native", "threads",
+                 "vm")
 
     def __init__(self, vm: VirtualMachine, shapes: Sequence[tuple[int, ...] | None],
-                 dtypes: Sequence[str]) -> None:
-        self.vm, self.dtypes = vm, list(dtypes)
+                 dtypes: Sequence[str], threads: int = 0) -> None:
+        self.vm, self.dtypes, self.threads = vm, list(dtypes), threads
+        # The one-C-call form (see BufferContext) of the signature that ran last, while the
+        # plan's tensors are that signature's: set after each ArrayCall, cleared by any other
+        # run. A call at another signature is declined in C and comes back here.
+        self.native: ModelCall | None = None
         self.index = vm._function_index("main", "ember model")
         self.inputs = [None if shape is None else empty(shape, dtype, vm.device)
                        for shape, dtype in zip(shapes, dtypes)]
@@ -175,16 +179,19 @@ class VMContext:
         self.made: dict[tuple[Any, ...], ArrayCall] = {}  # self.arrays.made once it exists
 
     def call(self, values: Sequence[Any]) -> list[np.ndarray]:
+        self.native = None
         made = self.made.get(values[0].shape if len(values) == 1 else key(values))
         if made is not None:
             outs = made(values)
             if outs is not NOT_RUN:
+                self.native = made.native_call(self.threads)
                 return outs  # type: ignore[no-any-return]
         elif self.arrays is not None or self._arrays():
             arrays = [v._np if type(v) is NDArray else v for v in values]
             made = self.arrays.make(arrays)
             outs = made(arrays) if made is not None else NOT_RUN
             if outs is not NOT_RUN:
+                self.native = made.native_call(self.threads)  # type: ignore[union-attr]
                 return outs  # type: ignore[no-any-return]
         return self._call(values)
 
@@ -250,7 +257,7 @@ def context_maker(factory: Module, dev: Any, names: Sequence[str],
     if isinstance(first, VMModule):
         vms = iter([first.vm])
         return lambda: VMContext(next(vms, None) or VirtualMachine(first.vm.exe, dev), shapes,
-                                 dtypes)
+                                 dtypes, threads)
     if not isinstance(first, (GraphExecutor, AotExecutor)):
         raise TypeError(f"ember model: cannot run executor {first!r} in this process")
     lock = threading.Lock() if getattr(first, "static_arena", False) else None

@@ -107,3 +107,29 @@ def test_wrong_shape_or_dtype_is_named(model: ember.CompiledModel, shape: tuple[
 def test_named_arguments_take_the_checked_path(model: ember.CompiledModel) -> None:
     x, y = np.ones((2, 3), "float32"), np.full((2, 3), 2, "float32")
     np.testing.assert_array_equal(model(y=y, x=x)[1], 3)
+
+
+DYNAMIC = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 3), float32], %y: Tensor[(?, 3), float32]) {
+  (nn.relu(%x), add(%x, %y))
+}
+"""
+
+
+def test_vm_model_takes_the_native_path_at_the_shape_that_ran_last() -> None:
+    """A dynamic model on the VM: each signature's ArrayCall gives its one-C-call form; a call
+    at another shape is declined in C and runs (and becomes native) through Python, also
+    after the buffers grew for a larger shape (the old form must not be used then)."""
+    model = ember.compile(DYNAMIC, executor="vm")
+    rng = np.random.default_rng(3)
+    for rows in (2, 2, 5, 2, 40, 2, 2, 40, 1):
+        x, y = (rng.standard_normal((rows, 3)).astype("float32") for _ in range(2))
+        ctx = model._pool.acquire()
+        model._pool.release(ctx)
+        native = ctx.native
+        if native is not None:
+            outs = native.new_outputs()
+            assert native.call((x, y), outs) == (0 if outs[0].shape == (rows, 3) else 1)
+        for got, want in zip(model(x, y), reference(x, y)):
+            np.testing.assert_array_equal(got, want)
+    assert ctx.native is not None  # the VM path gave one

@@ -29,11 +29,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import InternalError
+from ..executor_common import CPlan
+from ..model_call import ModelCall, model_call
 from . import static_plan
 from .memory import _raw_buffer, size_class
 from .static_plan import NOT_RUN, StaticPlan, _clear_error, _set_pointer
 
 _ALIGN = 64
+_UNMADE: Any = object()  # ArrayCall._native before its first use
 
 
 class _Grown:
@@ -61,8 +64,8 @@ class _Grown:
 class ArrayCall:
     """One signature's call: ``call(values)`` -> [result arrays], or NOT_RUN."""
 
-    __slots__ = ("_acquire", "_release", "_run", "arena", "calls", "inputs", "outputs", "plan",
-                 "signature")
+    __slots__ = ("_acquire", "_native", "_release", "_run", "arena", "calls", "inputs", "outputs",
+                 "plan", "signature")
 
     def __init__(self, calls: ArrayCalls, signature: tuple[Any, ...], inputs: list[np.ndarray],
                  outputs: list[np.ndarray]) -> None:
@@ -72,6 +75,18 @@ class ArrayCall:
         # bound once: each lookup saved is ~0.1 us of a call that costs ~1 us over its kernels
         self._acquire, self._release = calls.plan._lock.acquire, calls.plan._lock.release
         self._run = calls.run
+        self._native: Any = _UNMADE
+
+    def native_call(self, threads: int) -> ModelCall | None:
+        """This signature's call as one C call (``ember.runtime.model_call``: checks, copies
+        in, the kernel calls, copies out), made on first use; None where it cannot be. Valid
+        only while the plan's tensors are this signature's (``plan.applied is self``), so
+        its holder drops it when anything else runs the plan."""
+        if self._native is _UNMADE:
+            cplan = self.calls.cplan
+            self._native = None if cplan is None else model_call(
+                cplan.lib, cplan._table, cplan._count, self.inputs, self.outputs, threads)
+        return self._native  # type: ignore[no-any-return]
 
     def __call__(self, values: Sequence[np.ndarray], copyto: Any = np.copyto
                  ) -> list[np.ndarray] | Any:
@@ -106,7 +121,7 @@ class ArrayCalls:
 
     def __init__(self, plan: StaticPlan) -> None:
         self.plan = plan
-        self.run, self.failed_call = _native(plan)
+        self.run, self.failed_call, self.cplan = _native(plan)
         self.made: OrderedDict[tuple[Any, ...], ArrayCall] = OrderedDict()
         self.inputs = [_Grown() for _ in plan._arg_types]
         self.arg_types = [(dt.numpy_dtype, ndim, shape) for dt, ndim, shape in plan._arg_types]
@@ -184,14 +199,15 @@ def key(values: Sequence[Any]) -> Any:
     return values[0].shape if len(values) == 1 else tuple([v.shape for v in values])
 
 
-def _native(plan: StaticPlan) -> tuple[Callable[[], int], Callable[[], int]]:
+def _native(plan: StaticPlan) -> tuple[Callable[[], int], Callable[[], int], CPlan | None]:
     """(the plan's kernel calls, after its shape phase, as one call that returns 0 or not;
-    the index of the call that failed): the C runner called directly, not through CPlan's
-    and the plan's Python wrappers (two frames a call), when the library has it."""
+    the index of the call that failed; their CPlan or None): the C runner called directly,
+    not through CPlan's and the plan's Python wrappers (two frames a call), when the library
+    has it."""
     rest = plan._rest
     run = plan._segments[0][1]
     if run is None:  # no kernel calls at all
-        return (lambda: 0), (lambda: 0)
+        return (lambda: 0), (lambda: 0), None
     cplan = static_plan.c_plan([plan._funcs[k] for k in rest], [plan._calls[k] for k in rest])
     if cplan is None:  # a library without EmberRunCalls
         status = [0]
@@ -199,10 +215,10 @@ def _native(plan: StaticPlan) -> tuple[Callable[[], int], Callable[[], int]]:
         def run_in_turn() -> int:
             status[0] = run()
             return status[0]
-        return run_in_turn, lambda: -1 - status[0]
+        return run_in_turn, lambda: -1 - status[0], None
     failed = cplan._failed
     return (functools.partial(cplan._runner, cplan._table, cplan._count, failed),
-            lambda: rest[failed[0]])
+            lambda: rest[failed[0]], cplan)
 
 
 __all__ = ["ArrayCall", "ArrayCalls", "key"]
