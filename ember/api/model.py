@@ -229,8 +229,14 @@ class CompiledModel:
         array, or a list of them when the model has several outputs (arrays of the caller's
         own: no later call changes them). Raises ModelInputError for a missing, extra,
         misnamed, misshapen or mistyped input. Safe to call from many threads at once."""
+        # The pool's acquire/release written out (a method call each is ~5% of a small
+        # model's call): pop a free context, else grow or wait; give it back.
         pool = self._pool
-        ctx = pool.acquire()
+        free = pool.free
+        try:
+            ctx = free.pop()
+        except IndexError:
+            ctx = pool.grow_or_wait()
         try:
             native = ctx.native
             if native is not None and not kwargs:
@@ -244,7 +250,9 @@ class CompiledModel:
                     return outs
             return self._call_checked(ctx, args, kwargs)
         finally:
-            pool.release(ctx)
+            free.append(ctx)
+            if pool.waiting:
+                pool.wake()
 
     def _call_checked(self, ctx: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """A call on any form of input (lists, scalars, NDArrays, names): each one checked

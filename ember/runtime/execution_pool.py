@@ -56,8 +56,9 @@ class ContextPool:
     def __init__(self, make: Callable[[], Any], limit: int | None = None) -> None:
         self._make = make
         self.limit = default_limit() if limit is None else limit
-        self._free: list[Any] = [make()]
+        self.free: list[Any] = [make()]  # contexts not in use (pop/append: see acquire)
         self._count = 1  # contexts made (free or in use)
+        self.waiting = 0  # callers waiting for a context (release wakes one)
         self._cond = threading.Condition()
 
     @property
@@ -67,16 +68,23 @@ class ContextPool:
 
     def acquire(self) -> Any:
         try:
-            return self._free.pop()
+            return self.free.pop()
         except IndexError:
-            return self._grow_or_wait()
+            return self.grow_or_wait()
 
-    def _grow_or_wait(self) -> Any:
+    def grow_or_wait(self) -> Any:
+        """A context when none was free: a new one, or (at the limit) the next released."""
         with self._cond:
-            while not self._free and self._count >= self.limit:
-                self._cond.wait()
-            if self._free:
-                return self._free.pop()
+            # Counted before looking at ``free``: release appends, then reads ``waiting``
+            # without the lock, so one of the two sees the other.
+            self.waiting += 1
+            try:
+                while not self.free and self._count >= self.limit:
+                    self._cond.wait()
+            finally:
+                self.waiting -= 1
+            if self.free:
+                return self.free.pop()
             self._count += 1
         try:
             return self._make()
@@ -87,10 +95,14 @@ class ContextPool:
             raise
 
     def release(self, ctx: Any) -> None:
-        self._free.append(ctx)
-        if self._count >= self.limit:  # only then can a caller be waiting (see _grow_or_wait)
-            with self._cond:
-                self._cond.notify()
+        self.free.append(ctx)
+        if self.waiting:
+            self.wake()
+
+    def wake(self) -> None:
+        """Wake a caller waiting in grow_or_wait (after a context went back to ``free``)."""
+        with self._cond:
+            self._cond.notify()
 
 
 class BufferContext:

@@ -49,7 +49,7 @@ class _Plan(ctypes.Structure):
                 ("outputs", ctypes.c_void_p), ("calls", ctypes.c_void_p),
                 ("num_inputs", ctypes.c_int32), ("num_outputs", ctypes.c_int32),
                 ("num_calls", ctypes.c_int32), ("num_threads", ctypes.c_int32),
-                ("failed_at", ctypes.c_int32)]
+                ("failed_at", ctypes.c_int32), ("args", ctypes.c_void_p), ("outs", ctypes.c_void_p)]
 
 
 def _read(obj: Any, offset: int, ctype: Any) -> Any:
@@ -113,13 +113,23 @@ class ModelCall:
         out_table, out_shapes = tensors(outputs)
         self._plan = _Plan(ctypes.addressof(layout), ctypes.addressof(in_table),
                            ctypes.addressof(out_table), ctypes.addressof(calls), len(inputs),
-                           len(outputs), num_calls, threads, -1)
+                           len(outputs), num_calls, threads, -1, None, None)
         # What the plan points at, and the dtype objects it compares arguments' with.
         self._keep = (layout, in_table, in_shapes, out_table, out_shapes, calls, list(inputs),
                       list(outputs), [a.dtype for a in (*inputs, *outputs)])
-        entry.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
-        entry.restype = ctypes.c_int
-        self.call = functools.partial(entry, ctypes.addressof(self._plan))
+        entry.argtypes, entry.restype = None, ctypes.c_int
+        run = functools.partial(entry, ctypes.byref(self._plan))
+        # The call's two objects go into the plan's args/outs fields (by address: the caller
+        # holds them for the call), so the C call converts one argument, not three.
+        slots = (ctypes.c_int64 * 2).from_address(ctypes.addressof(self._plan)
+                                                  + _Plan.args.offset)
+
+        def call(args: tuple[Any, ...], outs: Any) -> int:
+            slots[0] = id(args)
+            slots[1] = id(outs)
+            return run()  # type: ignore[no-any-return]
+
+        self.call = call
         specs = [(tuple(a.shape), a.dtype) for a in outputs]
         if len(specs) == 1:
             self.new_outputs: Any = functools.partial(np.empty, *specs[0])

@@ -399,6 +399,10 @@ typedef struct {
   const EmberPlannedCall* calls;
   int32_t num_inputs, num_outputs, num_calls, num_threads;
   int32_t failed_at; /* set by a call whose kernel failed: the index in calls */
+  /* The call's arguments, written by the host before each call (fields, not parameters: a
+   * ctypes call converts each parameter in Python, ~0.2 us apiece). */
+  const void* args;
+  const void* outs;
 } EmberModelCallPlan;
 
 #define EMBER_FIELD(obj, off, type) (*(type*)((const char*)(obj) + (off)))
@@ -422,16 +426,18 @@ static int ember_array_is(const EmberObjectLayout* L, const void* obj, const Emb
   return 1;
 }
 
-/* A whole call, numpy in and numpy out, made without the GIL (ctypes releases it): `args` is
- * the caller's tuple of arrays, `outs` the output array (one output) or a list of them, made
- * by the host with the outputs' shapes and dtypes. Returns 0 when done; 1 when an argument is
+/* A whole call, numpy in and numpy out, made without the GIL (ctypes releases it):
+ * plan->args is the caller's tuple of arrays, plan->outs the output array (one output) or a
+ * list of them, made by the host with the outputs' shapes and dtypes. Returns 0 when done; 1 when an argument is
  * not exactly what the plan takes (a conversion or a check the host makes, nothing written);
  * -1 when a kernel failed (plan->failed_at = its index in plan->calls; the error is the
  * kernel's). A plan belongs to one executor's buffers: one call at a time.
  * The host holds references to args and outs for the call; the arrays' memory is read and
  * written only here, as onnxruntime's run does. */
-EMBER_DLL int EmberModelCall(EmberModelCallPlan* plan, const void* args, const void* outs) {
+EMBER_DLL int EmberModelCall(EmberModelCallPlan* plan) {
   const EmberObjectLayout* L = plan->layout;
+  const void* args = plan->args;
+  const void* outs = plan->outs;
   const void* const* items = (const void* const*)((const char*)args + L->tuple_items);
   const void* const* out_items;
   int32_t i;
