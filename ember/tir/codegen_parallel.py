@@ -123,10 +123,12 @@ def _tasks(w: FunctionWriter, loop: For) -> str:
     symbolic = [loop.extent] if not isinstance(loop.extent, IntImm) else []
     symbolic += [n.extent for n in post_order(loop.body)
                  if isinstance(n, For) and not isinstance(n.extent, IntImm)]
-    bound_inside = {id(loop.loop_var)} | {id(n.loop_var) for n in post_order(loop.body)
-                                          if isinstance(n, For)}
-    bound_inside |= {id(n.var) for n in post_order(loop.body) if isinstance(n, LetStmt)}
-    if any(isinstance(v, Var) and id(v) in bound_inside for e in symbolic[1:]
+    # By name: lowering may rebuild a loop's variable as an equal object (a piecewise
+    # concat's loops), and a name bound inside cannot be evaluated before the launch.
+    bound_inside = {loop.loop_var.name} | {n.loop_var.name for n in post_order(loop.body)
+                                           if isinstance(n, For)}
+    bound_inside |= {n.var.name for n in post_order(loop.body) if isinstance(n, LetStmt)}
+    if any(isinstance(v, Var) and v.name in bound_inside for e in symbolic
            for v in post_order(e)):
         return "0"  # a trip count that varies per iteration (a split's tail): assume large
     one_trip = For(loop.loop_var, IntImm("int32", 0), IntImm("int32", 1), loop.kind, loop.body)

@@ -63,11 +63,14 @@ def _fpn() -> ember.IRModule:
 def test_fpn_upsampling_stays_blocked():
     with ember.transform.PassContext(opt_level=3), ember.target.Target("llvm -mcpu=haswell"):
         mod = AlterOpLayout()(InferType()(_fpn()))
+    x = mod["main"].params[0]
     calls = [n for n in post_order(mod["main"].body) if isinstance(n, Call)]
     resizes = [c for c in calls if c.op.name in ("image.resize2d", "nn.upsampling")]
     assert len(resizes) == 5 and all(c.attrs.layout == "NCHW8c" for c in resizes)
     transforms = [c for c in calls if c.op.name == "layout_transform"]
-    assert len(transforms) == 5  # only the five results go back to NCHW
+    # the input (8 channels: one whole block) goes to NCHW8c once, shared by both convs;
+    # then only the five results go back to NCHW
+    assert len(transforms) == 6 and sum(t.args[0] is x for t in transforms) == 1
     assert sum(t.args[0] is resizes[2] for t in transforms) == 1  # the un-added one, a result
 
 
