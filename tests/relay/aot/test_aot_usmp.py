@@ -542,3 +542,28 @@ def test_disable_storage_rewrite_gives_every_buffer_its_own_bytes():
     assert reuse.pools[0]["planned_bytes"] == 192
     assert alone.pools[0]["planned_bytes"] == alone.memory["total_bytes"] == 256
     assert alone.pools[0]["lower_bound"] == 256
+
+
+def test_default_algorithm_is_improved_to_the_bound_where_greedy_misses_it() -> None:
+    """No tir.usmp.algorithm configured: the default (greedy_by_conflicts) plan is handed to
+    hill_climb when it is above the liveness bound; a configured algorithm is taken as is."""
+    import random as _random
+
+    from ember.ir.memory_pools import WorkspacePoolInfo as _Pool
+    from ember.relay.backend.aot.usmp import DEFAULT_ALGORITHM, plan_pools, usmp_settings
+
+    rng = _random.Random(0)  # dense random spans, as benchmarks/bench_usmp.py --synthetic
+    spans = []
+    for _ in range(100):
+        start = rng.randrange(33)
+        spans.append((start, start + rng.randrange(1, 12)))
+    sizes = [rng.randrange(1, 2000) * 16 for _ in range(100)]
+    target = tvm.target.Target("c")
+    pools = [_Pool("global_workspace", [target])]
+    plain = plan_pools(sizes, spans, pools, DEFAULT_ALGORITHM, 16)
+    improved = plan_pools(sizes, spans, pools, DEFAULT_ALGORITHM, 16, improve=True)
+    assert plain.pools[0].planned_bytes > plain.lower_bound  # the greedy order misses it here
+    assert improved.pools[0].planned_bytes < plain.pools[0].planned_bytes
+    assert usmp_settings({"tir.usmp.enable": True}, None, target, "c").improve
+    assert not usmp_settings({"tir.usmp.enable": True, "tir.usmp.algorithm": DEFAULT_ALGORITHM},
+                             None, target, "c").improve
