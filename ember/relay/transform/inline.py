@@ -22,7 +22,7 @@ from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.visitor import ExprMutator
 from ...runtime.errors import TVMError
 from ._fresh import fresh_copy
-from .remove_unused_functions import call_graph, is_recursive
+from .remove_unused_functions import call_graph, recursive_functions
 
 __all__ = ["Inline"]
 
@@ -42,8 +42,9 @@ def _inlinable(mod: IRModule, graph: dict[str, list[str]]) -> set[str]:
     """The functions that may be inlined: marked, not recursive, and calling only inlinable
     functions (decided callees first)."""
     ok: dict[str, bool] = {}
+    recursive = recursive_functions(graph)  # once: per name it would be quadratic
     for name in _callees_first(graph):
-        ok[name] = (_marked(name, mod[name]) and not is_recursive(graph, name)
+        ok[name] = (_marked(name, mod[name]) and name not in recursive
                     and all(ok.get(c, False) for c in graph[name]))
     return {n for n, yes in ok.items() if yes}
 
