@@ -171,7 +171,7 @@ class CompiledModel:
         self._threads = ThreadControl(factory)
         # With one compiled library, a context's one-C-call form sets the kernels' thread
         # count itself; otherwise each call sets it here first (ThreadControl.ensure).
-        native_threads = record.threads if len(self._threads._setters) == 1 else 0
+        native_threads = record.threads if self._threads.library_count == 1 else 0
         self._ensure_threads = native_threads == 0
         make = values_context_maker(factory, self._dev, record) if has_values(record) else \
             context_maker(factory, self._dev, [s.name for s in specs], shapes,

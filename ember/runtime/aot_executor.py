@@ -30,6 +30,7 @@ from .device import Device
 from .dtype import DataType
 from .errors import ArgumentError, ArgumentTypeError, ArtifactError, TVMError
 from .executor_common import (
+    CPlan,
     ExecutorWrapper,
     GraphInputError,
     Inputs,
@@ -37,6 +38,7 @@ from .executor_common import (
     check_name,
     check_out,
     check_output_index,
+    c_plan,
     check_timing,
     input_array,
     one_device,
@@ -201,6 +203,14 @@ class AotExecutor(Module):
         if self._missing:
             self._missing_input()
         self._execute()
+
+    def c_plan(self) -> CPlan | None:
+        """The run (the packed entry on its bound arguments) as a one-call CPlan, for a
+        one-C-call model run (``execution_pool``); None for the C interface (its static
+        workspace takes turns under a lock) or an entry that is not compiled C."""
+        if self.metadata.interface_api == "c" or not isinstance(self._entry, CPackedFunc):
+            return None
+        return c_plan([self._entry], [self._call])  # type: ignore[list-item]
 
     def _execute(self) -> None:
         if self._call():

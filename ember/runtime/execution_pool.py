@@ -24,12 +24,10 @@ import numpy as np
 
 from .aot_executor import AotExecutor
 from .container import ADT
-from .executor_common import CPlan, c_plan
 from .graph_executor import GraphExecutor
 from .model_call import ModelCall, model_call
 from .module import Module
 from .ndarray import NDArray, empty
-from .packed_func import CPackedFunc
 from .vm.executor import VMModule
 from .vm.interpreter import VirtualMachine
 from .vm.plan_arrays import ArrayCall, ArrayCalls, key
@@ -144,15 +142,9 @@ class BufferContext:
 
 def _native_call(executor: GraphExecutor | AotExecutor, inputs: Sequence[np.ndarray],
                  outputs: Sequence[np.ndarray], threads: int) -> ModelCall | None:
-    """The executor's run as one ModelCall: a graph whose kernels are all compiled (its
-    CPlan), an AOT model's packed entry; None otherwise (a C-interface or remote entry)."""
-    if isinstance(executor, GraphExecutor):
-        plan = executor._run_all
-    elif executor.metadata.interface_api != "c" and isinstance(executor._entry, CPackedFunc):
-        plan = c_plan([executor._entry], [executor._call])  # type: ignore[list-item]
-    else:
-        plan = None
-    if not isinstance(plan, CPlan):
+    """The executor's run as one ModelCall, where it has one as a CPlan."""
+    plan = executor.c_plan()
+    if plan is None:
         return None
     return model_call(plan.lib, plan._table, plan._count, inputs, outputs, threads)
 

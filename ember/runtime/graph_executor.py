@@ -17,6 +17,7 @@ from ._bridge import raise_error
 from .device import Device
 from .errors import ArgumentError, ArgumentTypeError, TVMError, add_note
 from .executor_common import (  # noqa: F401
+    CPlan,
     ExecutorWrapper,
     GraphIndexError,
     GraphInputError,
@@ -183,6 +184,11 @@ class GraphExecutor(Module):
         if inputs:
             self.set_input(**inputs)
         self._execute()
+
+    def c_plan(self) -> CPlan | None:
+        """The run as one CPlan (every kernel compiled, the library has EmberRunCalls), for
+        a one-C-call model run (``execution_pool``); None otherwise."""
+        return self._run_all
 
     def _execute(self) -> None:
         """The run loop: one packed call per kernel node, nothing allocated."""

@@ -94,8 +94,9 @@ def object_layout() -> _Layout | None:
 
 class ModelCall:
     """One executor's buffers and plan as ``call(args, outs) -> 0 | 1 | -1`` (0: done; 1: an
-    argument is not in the form the plan takes, nothing written; -1: kernel ``failed_at`` of
-    the plan's calls failed); ``new_outputs()`` makes the ``outs`` a call fills (the array of
+    argument is not in the form the plan takes, nothing written; -1: a kernel failed, and
+    the caller runs the call again on its checked path, which raises the kernel's error);
+    ``new_outputs()`` makes the ``outs`` a call fills (the array of
     a model's one output, or a list of them)."""
 
     __slots__ = ("_keep", "_plan", "call", "new_outputs")
@@ -135,11 +136,6 @@ class ModelCall:
             self.new_outputs: Any = functools.partial(np.empty, *specs[0])
         else:
             self.new_outputs = lambda: [np.empty(s, d) for s, d in specs]
-
-    @property
-    def failed_at(self) -> int:
-        """The index in the plan's calls of the kernel that failed the last call (-1: none)."""
-        return int(self._plan.failed_at)
 
 
 def model_call(lib: Any, calls: Any, num_calls: int, inputs: Sequence[np.ndarray],

@@ -108,6 +108,11 @@ class ThreadControl:
         self._setters = _setters(module)
 
     @property
+    def library_count(self) -> int:
+        """How many compiled libraries (each with its own per-thread count) the model has."""
+        return len(self._setters)
+
+    @property
     def available(self) -> bool:
         """Whether the libraries can be told (they export ``EmberSetNumThreads``)."""
         return bool(self._setters)
