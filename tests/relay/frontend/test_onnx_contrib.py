@@ -106,6 +106,30 @@ def test_multi_head_attention():
            {"": np.zeros(0, "float32"), "m": pad, "ab": rand(RNG, 1, 2, 3, 5)}, num_heads=2)
 
 
+def _causal_reference(q, k, v, heads):
+    """numpy: query i of S sees keys 0 .. T - S + i (the last S of T positions)."""
+    (b, s, d), t, dv = q.shape, k.shape[1], v.shape[2]
+    qh = q.reshape(b, s, heads, -1).transpose(0, 2, 1, 3)
+    kh = k.reshape(b, t, heads, -1).transpose(0, 2, 1, 3)
+    vh = v.reshape(b, t, heads, -1).transpose(0, 2, 1, 3)
+    scores = qh @ kh.transpose(0, 1, 3, 2) / np.sqrt(d // heads)
+    seen = np.arange(t)[None, :] <= np.arange(s)[:, None] + (t - s)
+    scores = np.where(seen, scores, scores - 10000.0)
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    return (probs @ vh).transpose(0, 2, 1, 3).reshape(b, s, dv)
+
+
+def test_causal_multi_head_attention_with_more_keys_than_queries():
+    """T > S: the queries are the last S positions (onnxruntime's CPU kernel disagrees for
+    T != S, so the reference is numpy; the module docstring says how)."""
+    q, k, v = rand(RNG, 2, 3, 8), rand(RNG, 2, 5, 8), rand(RNG, 2, 5, 6)
+    model = _model("MultiHeadAttention", {"q": q, "k": k, "v": v}, num_heads=2,
+                   unidirectional=1)
+    got = run_graph(model, {"q": q, "k": k, "v": v})[0]
+    np.testing.assert_allclose(got, _causal_reference(q, k, v, 2), rtol=1e-5, atol=1e-5)
+
+
 def test_what_is_not_supported():
     x = rand(RNG, 2, 3, 4)
     with pytest.raises(OpAttributeUnImplemented, match="attribute transBatchA=1"):

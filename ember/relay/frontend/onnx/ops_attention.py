@@ -6,7 +6,10 @@ Both compute, per head, ``softmax(Q K^T * scale + masks) V`` with scale 1/sqrt(h
 unless given. Masks: a 0/1 key mask (Attention's 2-D or 3-D ``mask_index``,
 MultiHeadAttention's ``key_padding_mask``), or key lengths (1-D, right padding), adds
 ``mask_filter_value`` (default -10000) where it is 0; ``attention_bias`` is added;
-``unidirectional`` masks the future (causal).
+``unidirectional`` masks the future (causal). When there are more keys than queries (T > S),
+the queries are the last S positions, as they are behind a key/value cache: query i sees keys
+0 .. T - S + i. onnxruntime's CPU kernel instead lets query i < S - 1 see keys 0 .. i and the
+last query see every key, which agrees with this only when S == T (the exported models' case).
 
 The batch and the sequence lengths may be symbolic (``dim_param``): reshapes then use Relay's
 copy/merge/split codes and the causal and key-length masks are computed from the run-time
