@@ -31,9 +31,10 @@ import shutil
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -430,6 +431,14 @@ def object_intact(path: Path) -> bool:
     return shoff > 0 and shoff + shentsize * shnum <= size
 
 
+def _object_path(argv: Sequence[str], cflags: Sequence[str], copts: Sequence[str], f: Path,
+                 cpu: str) -> tuple[Path, str]:
+    """Where the object of C source ``f`` is cached, and its key (content, flags, compiler)."""
+    key = content_hash(_ABI_TAG, "obj", _identity(argv), cpu, *cflags, "--", *copts,
+                       *_hash_inputs([f], copts))
+    return cache_dir("obj", key[:2]) / f"{key}.o", key
+
+
 def _objects(argv: list[str], flags: list[str], opts: list[str], files: list[Path], cpu: str,
              cwd: str | None) -> tuple[list[Path], list[CompileStep | None]]:
     """``files`` with each C source replaced by its cached object (compiled when missing or
@@ -443,10 +452,11 @@ def _objects(argv: list[str], flags: list[str], opts: list[str], files: list[Pat
             inputs.append(f)
             steps.append(None)
             continue
-        key = content_hash(_ABI_TAG, "obj", _identity(argv), cpu, *cflags, "--", *copts,
-                           *_hash_inputs([f], copts))
-        obj = cache_dir("obj", key[:2]) / f"{key}.o"
-        if obj.exists() and object_intact(obj):
+        obj, key = _object_path(argv, cflags, copts, f, cpu)
+        early = _prefetched(obj)
+        if early is not None:  # compiled in the background while the model was lowered
+            steps.append(CompileStep(f.name, early, False))
+        elif obj.exists() and object_intact(obj):
             touch(obj)
             steps.append(CompileStep(f.name, 0.0, True))
         else:
@@ -455,7 +465,7 @@ def _objects(argv: list[str], flags: list[str], opts: list[str], files: list[Pat
             steps.append(CompileStep(f.name, 0.0, False))
         inputs.append(obj)
     seconds = _compile_jobs(jobs, files, cwd)
-    steps = [CompileStep(s.source, seconds.get(obj, 0.0), s.cached) if s else None
+    steps = [CompileStep(s.source, seconds.get(obj, s.seconds), s.cached) if s else None
              for s, obj in zip(steps, inputs)]
     return inputs, steps
 
@@ -503,6 +513,77 @@ def _run_compiler(cmd: list[str], files: Sequence[Path], key: str, cwd: str | No
                            f"command: {shlex.join(cmd)}\n"
                            f"--- compiler stderr ---\n{proc.stderr.strip()}\n"
                            f"--- sources kept in {kept} ---")
+
+
+# ---- objects compiled ahead, in the background -----------------------------------------------
+# A cold build's kernel objects take longest and are known early (as the model is lowered):
+# ``prefetch_objects`` starts them then, on the cores lowering leaves idle; ``_objects`` waits
+# for one in flight instead of compiling it again. Object -> seconds its compile took (None:
+# it failed; the build compiles it again and reports the error).
+_INFLIGHT: dict[Path, Future[float | None]] = {}
+_STARTED: set[str] = set()  # sources (text, options) already handed to prefetch_objects
+_PREFETCH_LOCK = threading.Lock()
+_PREFETCH_POOL: list[ThreadPoolExecutor] = []
+
+
+def _prefetched(obj: Path) -> float | None:
+    """The seconds the background compile of ``obj`` took once it has ended (it ran for this
+    build), or None when none ran or it failed."""
+    with _PREFETCH_LOCK:
+        future = _INFLIGHT.pop(obj, None)
+    seconds = future.result() if future is not None else None
+    return seconds if seconds is not None and object_intact(obj) else None
+
+
+def _background_compile(cmd: list[str], src: Path, key: str, tmp: Path, obj: Path
+                        ) -> float | None:
+    try:
+        seconds = _timed_compile(cmd, [src], key, None, tmp)
+        os.replace(tmp, obj)
+        return seconds
+    except (CompileError, OSError):
+        tmp.unlink(missing_ok=True)
+        return None
+
+
+def prefetch_objects(sources: Sequence[tuple[str, str]],
+                     options: str | Sequence[str] | None = None) -> int:
+    """Start compiling the C ``sources`` (``(file name, C)``, e.g. kernel objects) into the
+    object cache in the background, with the flags ``build_shared(..., options)`` will use;
+    how many compiles started (0 for sources cached, in flight or handed here before).
+
+    Never raises for a source: a compile that fails is done again, and reported, by the
+    build that needs it. ``EMBER_PREFETCH=0`` turns this off."""
+    if os.environ.get("EMBER_PREFETCH", "1").strip() == "0":
+        return 0
+    opts = _normalize_options(options)
+    root = str(cache_dir(create=False))  # another cache (EMBER_CACHE_DIR) starts afresh
+    todo = [(n, t) for n, t in sources if content_hash(root, n, t, *opts) not in _STARTED]
+    if not todo:
+        return 0
+    argv = _compiler_argv()
+    flags = default_flags(shlex.join(argv), True, opts)
+    cflags, copts = _compile_only(flags, opts)
+    cpu = _host_cpu() if "-march=native" in flags else ""
+    started = 0
+    for name, text in todo:
+        _STARTED.add(content_hash(root, name, text, *opts))
+        # alone in a folder of its own: no header beside it changes its key
+        src = cache_dir("prefetch", content_hash(text)[:16]) / name
+        if not src.exists():
+            atomic_write(src, text.encode())
+        obj, key = _object_path(argv, cflags, copts, src, cpu)
+        with _PREFETCH_LOCK:
+            if obj in _INFLIGHT or (obj.exists() and object_intact(obj)):
+                continue
+            if not _PREFETCH_POOL:
+                _PREFETCH_POOL.append(ThreadPoolExecutor(os.cpu_count() or 1, "ember-cc"))
+            tmp = temp_sibling(obj)
+            cmd = [*argv, *cflags, "-c", str(src), "-o", str(tmp), *copts]
+            _INFLIGHT[obj] = _PREFETCH_POOL[0].submit(_background_compile, cmd, src, key, tmp,
+                                                      obj)
+            started += 1
+    return started
 
 
 def _copy_atomic(src: Path, dst: str | os.PathLike) -> None:

@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .arg_checks import FIRMWARE, HOSTED, checks_unit, linked_declarations
 from .c_names import C_KEYWORDS, C_LIBRARY_NAMES
 from .codegen_c import C_TYPE
 from .codegen_packed import (
@@ -42,88 +43,6 @@ typedef struct { void* sync_handle; int32_t num_task; } TVMParallelGroupEnv;
 typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
 TVM_DLL int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task);
 #endif"""
-
-_COMMON = r"""
-static int ember_fail(const char* fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  TVMPackedFuncSetLastError(msg);
-  return -1;
-}
-
-static void ember_dtype_str(DLDataType t, char* out) {
-  static const char* names[] = {"int", "uint", "float", "handle", "bfloat", "complex", "bool"};
-  const char* n = t.code < 7 ? names[t.code] : "unknown";
-  if (t.code == 6) snprintf(out, 32, "bool");
-  else if (t.lanes != 1) snprintf(out, 32, "%s%dx%d", n, (int)t.bits, (int)t.lanes);
-  else snprintf(out, 32, "%s%d", n, (int)t.bits);
-}
-
-static void ember_shape_str(const DLTensor* t, char* out) {
-  int pos = snprintf(out, 256, "(");
-  for (int i = 0; i < t->ndim && pos < 200; ++i) {
-    pos += snprintf(out + pos, 256 - pos, i ? ", %lld" : "%lld", (long long)t->shape[i]);
-  }
-  snprintf(out + pos, 256 - pos, t->ndim == 1 ? ",)" : ")");
-}
-
-static int ember_is_compact(const DLTensor* t) {
-  if (t->strides == NULL) return 1;
-  int64_t expect = 1;
-  for (int i = t->ndim - 1; i >= 0; --i) {
-    if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
-    expect *= t->shape[i];
-  }
-  return 1;
-}
-
-/* Check one tensor argument: type code, device, ndim, dtype, layout, alignment. */
-static int ember_check_tensor(const char* label, int type_code, TVMValue v, int ndim, int code,
-                              int bits, const char* dtype, int align, DLTensor** out) {
-  if (type_code != kTVMDLTensorHandle && type_code != kTVMNDArrayHandle) {
-    return ember_fail("%s: expected a tensor, got type code %d", label, type_code);
-  }
-  DLTensor* t = (DLTensor*)v.v_handle;
-  if (t == NULL) return ember_fail("%s: expected a tensor, got NULL", label);
-  if (t->device.device_type != kDLCPU) {
-    return ember_fail("%s: expected a cpu tensor, got device type %d", label,
-                      (int)t->device.device_type);
-  }
-  if (t->ndim != ndim) return ember_fail("%s: expected ndim %d, got %d", label, ndim, t->ndim);
-  int ok = t->dtype.code == code && t->dtype.bits == bits && t->dtype.lanes == 1;
-  if (code == 6) ok = ok || (t->dtype.code == 1 && t->dtype.bits == 1 && t->dtype.lanes == 1);
-  if (!ok) {
-    char got[32];
-    ember_dtype_str(t->dtype, got);
-    return ember_fail("%s: expected dtype %s, got %s", label, dtype, got);
-  }
-  if (!ember_is_compact(t)) {
-    return ember_fail("%s: expected a compact row-major tensor, got strides", label);
-  }
-  if ((uintptr_t)((char*)t->data + t->byte_offset) % align != 0) {
-    return ember_fail("%s: data pointer is not aligned to %d bytes", label, align);
-  }
-  *out = t;
-  return 0;
-}
-
-/* Check a tensor's shape against the expected one (symbolic dims already bound). */
-static int ember_check_shape(const char* label, const DLTensor* t, const int64_t* expect) {
-  for (int i = 0; i < t->ndim; ++i) {
-    if (t->shape[i] != expect[i]) {
-      char want[256], got[256];
-      DLTensor e = *t;
-      e.shape = (int64_t*)expect;
-      ember_shape_str(&e, want);
-      ember_shape_str(t, got);
-      return ember_fail("%s: expected shape %s, got %s", label, want, got);
-    }
-  }
-  return 0;
-}"""
 
 _F16 = r"""
 #if defined(__FLT16_MAX__) && !defined(EMBER_NO_FLOAT16)
@@ -163,63 +82,7 @@ static inline uint16_t ember_f2h(float f) {
 #endif"""
 
 
-# The same checks for builds without stdio (the C runtime, firmware): messages are the
-# argument's label joined with a fixed text, e.g. "f: argument 1 (b): ndim mismatch".
-_COMMON_NO_STDIO = r"""
-static int ember_fail3(const char* a, const char* b, const char* c) {
-  const char* parts[3];
-  char msg[384];
-  int n = 0, k;
-  parts[0] = a; parts[1] = b; parts[2] = c;
-  for (k = 0; k < 3; ++k) {
-    const char* s = parts[k];
-    while (s != NULL && *s != '\0' && n < (int)sizeof(msg) - 1) msg[n++] = *s++;
-  }
-  msg[n] = '\0';
-  TVMPackedFuncSetLastError(msg);
-  return -1;
-}
 
-static int ember_fail(const char* msg) { return ember_fail3(msg, "", ""); }
-
-static int ember_is_compact(const DLTensor* t) {
-  if (t->strides == NULL) return 1;
-  int64_t expect = 1;
-  for (int i = t->ndim - 1; i >= 0; --i) {
-    if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
-    expect *= t->shape[i];
-  }
-  return 1;
-}
-
-/* Check one tensor argument: type code, device, ndim, dtype, layout, alignment. */
-static int ember_check_tensor(const char* label, int type_code, TVMValue v, int ndim, int code,
-                              int bits, const char* dtype, int align, DLTensor** out) {
-  if (type_code != kTVMDLTensorHandle && type_code != kTVMNDArrayHandle) {
-    return ember_fail3(label, ": expected a tensor", "");
-  }
-  DLTensor* t = (DLTensor*)v.v_handle;
-  if (t == NULL) return ember_fail3(label, ": expected a tensor, got NULL", "");
-  if (t->device.device_type != kDLCPU) return ember_fail3(label, ": not a cpu tensor", "");
-  if (t->ndim != ndim) return ember_fail3(label, ": ndim mismatch", "");
-  int ok = t->dtype.code == code && t->dtype.bits == bits && t->dtype.lanes == 1;
-  if (code == 6) ok = ok || (t->dtype.code == 1 && t->dtype.bits == 1 && t->dtype.lanes == 1);
-  if (!ok) return ember_fail3(label, ": dtype mismatch, expected ", dtype);
-  if (!ember_is_compact(t)) return ember_fail3(label, ": not a compact row-major tensor", "");
-  if ((uintptr_t)((char*)t->data + t->byte_offset) % align != 0) {
-    return ember_fail3(label, ": data pointer is not aligned", "");
-  }
-  *out = t;
-  return 0;
-}
-
-/* Check a tensor's shape against the expected one (symbolic dims already bound). */
-static int ember_check_shape(const char* label, const DLTensor* t, const int64_t* expect) {
-  for (int i = 0; i < t->ndim; ++i) {
-    if (t->shape[i] != expect[i]) return ember_fail3(label, ": shape mismatch", "");
-  }
-  return 0;
-}"""
 
 
 # Loop hints. OpenMP simd pragmas only when the compiler has OpenMP on (-fopenmp defines
@@ -269,7 +132,8 @@ def _helper(key: str) -> str:
     raise KeyError(key)
 
 
-def _prelude(helpers: set[str], call_packed: bool, stdio: bool = True) -> str:
+def _prelude(helpers: set[str], call_packed: bool, stdio: bool = True,
+             linked: bool = False) -> str:
     lines = [_BANNER, "#include <math.h>", "#include <stdarg.h>", "#include <stdint.h>",
              "#include <stdio.h>", "#include <string.h>"]
     if not stdio:
@@ -277,7 +141,8 @@ def _prelude(helpers: set[str], call_packed: bool, stdio: bool = True) -> str:
     if backend_header_available():
         lines.append('#include "ember/c_backend_api.h"')
     lines += ['#include "ember/c_packed_func.h"', _BACKEND_DECLS]
-    lines.append(_COMMON if stdio else _COMMON_NO_STDIO)
+    # A split unit's checks link from one shared object (arg_checks.checks_unit).
+    lines.append(linked_declarations(stdio) if linked else HOSTED if stdio else FIRMWARE)
     # Kernel headers first (they may define types the helpers use), then f16, then the rest.
     for key in sorted(helpers, key=lambda k: (not k.startswith("include:"), k != "f16", k)):
         if not key.startswith("kernel:"):  # kernel entry points used: for split_c
@@ -343,7 +208,8 @@ def join_c(parts: Sequence[FunctionC], stdio: bool = True) -> str:
     return _join(parts, stdio)
 
 
-def _join(parts: Sequence[FunctionC], stdio: bool, names: set[str] | None = None) -> str:
+def _join(parts: Sequence[FunctionC], stdio: bool, names: set[str] | None = None,
+          linked: bool = False) -> str:
     names = set() if names is None else names
     helpers: set[str] = set()
     bodies = []
@@ -354,7 +220,7 @@ def _join(parts: Sequence[FunctionC], stdio: bool, names: set[str] | None = None
         unpacked = part.unpacked_firmware if serial else part.unpacked
         bodies.append(unpacked + "\n\n" + (part.packed_hosted if stdio
                                              else part.packed_firmware))
-    prelude = _prelude(helpers, any(p.call_packed for p in parts), stdio)
+    prelude = _prelude(helpers, any(p.call_packed for p in parts), stdio, linked)
     return prelude + "\n\n" + "\n\n".join(bodies) + "\n"
 
 
@@ -416,21 +282,22 @@ def kernel_entries(parts: Sequence[FunctionC], stdio: bool = True) -> list[tuple
 def split_c(parts: Sequence[FunctionC], units: int | None = None, stdio: bool = True
             ) -> list[tuple[str, str]]:
     """The kernel objects' sources (``kernel_objects``; first: they take longest to compile,
-    when not cached), then the functions of ``join_c(parts, stdio)``, as ``(file name, C)``
-    translation units that link ember's kernels.
+    when not cached) and the packed wrappers' argument checks (``arg_checks.checks_unit``),
+    then the functions of ``join_c(parts, stdio)``, as ``(file name, C)`` translation units
+    that link them.
 
     The functions go, in order, into ``units`` (default ``unit_count(parts)``) units of about
     equal size, each with the prelude it needs and ``EMBER_KERNELS_LINKED`` defined. Every
     non-static name is defined once (the static helpers are per unit), so the units and the
-    kernel objects link into one library."""
+    objects link into one library."""
     if not parts:
         return [("lib_0.c", join_c(parts, stdio))]
     if units is not None and units < 1:
         raise ValueError(f"split_c: units must be at least 1, got {units}")
     names: set[str] = set()
-    out = [(f"lib_{i}.c", LINKED_DEFINE + "\n" + _join(group, stdio, names))
+    out = [(f"lib_{i}.c", LINKED_DEFINE + "\n" + _join(group, stdio, names, linked=True))
            for i, group in enumerate(_balanced(parts, units or unit_count(parts)))]
-    return object_sources(kernel_entries(parts, stdio)) + out
+    return object_sources(kernel_entries(parts, stdio)) + [checks_unit(stdio)] + out
 
 
 def referring_unit(names: Sequence[str], body: str) -> str:

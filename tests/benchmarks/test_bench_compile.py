@@ -22,7 +22,7 @@ def _build() -> dict:
     steps = (cc.CompileStep("kernel_ember_sgemm.c", 2.5, False),
              cc.CompileStep("lib0_lib_0.c", 0.4, False), cc.CompileStep("backend.c", 0.0, True))
     report = cc.BuildReport("x.so", steps, 2.6, 0.05)
-    return {"wall_s": 3.0, "cpu_s": 3.5, "stages": {"optimize": 0.3, "lower": 0.2},
+    return {"wall_s": 3.0, "cpu_s": 3.5, "py_cpu_s": 1.0, "cc_cpu_s": 2.5, "stages": {"optimize": 0.3, "lower": 0.2},
             "cc": bench_compile._cc_summary([report])}
 
 
@@ -32,6 +32,7 @@ def test_rows_count_units_kernels_and_cached_objects():
     assert summary["slowest"] == "kernel_ember_sgemm.c 2.50s" and summary["link_s"] == 0.05
     rows = bench_compile.rows({"m": {k: _build() for k in ("empty", "cold", "warm")}})
     assert [r[0] for r in rows] == ["m empty", "m cold", "m warm"]
+    assert rows[0][3:5] == [1.0, 2.5]  # python and C compiler CPU seconds
     assert len(rows[0]) == len(bench_compile.HEADS)
 
 
@@ -39,10 +40,12 @@ def test_rows_count_units_kernels_and_cached_objects():
 def test_smoke_run_writes_json_and_table(tmp_path, capsys):
     out = tmp_path / "compile.json"
     cache_before = os.environ.get("EMBER_CACHE_DIR")
-    assert bench_compile.main(["--models", "mlp", "--small", "--json", str(out)]) == 0
+    assert bench_compile.main(["--models", "mlp", "--small", "--executor", "aot", "--json",
+                               str(out)]) == 0
     assert os.environ.get("EMBER_CACHE_DIR") == cache_before
     data = json.loads(out.read_text())
     builds = data["models"]["mlp"]
+    assert data["executor"] == "aot" and builds["empty"]["cc_cpu_s"] > 0
     assert set(builds) == {"empty", "cold", "warm"}
     assert builds["empty"]["cc"]["kernels_compiled"] >= 1  # an empty cache: kernels compile
     assert builds["cold"]["cc"]["kernels_compiled"] == 0  # a new model: kernels are cached

@@ -145,3 +145,45 @@ def test_object_intact_rejects_files_that_are_not_objects(tmp_path):
     assert not cc.object_intact(path)
     path.write_bytes(bytes(elf) + bytes(1000 + 64 * 3 - 64))
     assert cc.object_intact(path)
+
+
+# ---- objects compiled ahead, in the background (prefetch_objects) ----------------------------
+@requires_cc
+def test_a_prefetched_object_is_used_by_the_build_not_compiled_again(cache, tmp_path,
+                                                                     monkeypatch):
+    text = "int prefetched_answer(void) { return 42; }\n"
+    assert cc.prefetch_objects([("kernel_answer.c", text)]) == 1
+    assert cc.prefetch_objects([("kernel_answer.c", text)]) == 0  # handed over once
+    src = _source(tmp_path / "build", "kernel_answer.c", text)
+    compiled_here: list[str] = []
+    jobs = cc._compile_jobs
+    monkeypatch.setattr(cc, "_compile_jobs", lambda todo, files, cwd: (
+        compiled_here.extend(cmd[cmd.index("-c") + 1] for cmd, _, _ in todo.values()),
+        jobs(todo, files, cwd))[1])
+    report = _build([src])
+    (step,) = [s for s in report.steps if s.source == "kernel_answer.c"]
+    assert not step.cached and step.seconds > 0  # compiled for this build, in the background
+    assert not any(c.endswith("kernel_answer.c") for c in compiled_here)  # not a second time
+    lib = ctypes.CDLL(str(cc.build_shared([src])))
+    assert lib.prefetched_answer() == 42
+    assert not cc._INFLIGHT  # nothing left waiting
+
+
+@requires_cc
+def test_a_prefetch_that_fails_raises_nothing_and_the_build_reports_the_error(cache, tmp_path):
+    text = "int broken_prefetch(void) { return 1 }\n"  # a careless source: no semicolon
+    assert cc.prefetch_objects([("kernel_broken.c", text)]) == 1
+    src = _source(tmp_path / "build", "kernel_broken.c", text)
+    with pytest.raises(CompileError, match=r"(?s)command: .*kernel_broken\.c.*compiler stderr"):
+        cc.build_shared([src])
+
+
+@requires_cc
+def test_prefetch_is_skipped_for_cached_objects_and_when_turned_off(cache, tmp_path,
+                                                                    monkeypatch):
+    text = "int cached_before(void) { return 1; }\n"
+    cc.build_shared([_source(tmp_path / "a", "kernel_cached.c", text)])
+    assert cc.prefetch_objects([("kernel_cached.c", text)]) == 0  # its object is there
+    monkeypatch.setenv("EMBER_PREFETCH", "0")
+    assert cc.prefetch_objects([("kernel_off.c", "int off(void) { return 0; }\n")]) == 0
+    assert not any(cache.glob("prefetch/*/kernel_off.c"))

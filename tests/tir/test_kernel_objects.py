@@ -65,20 +65,26 @@ def _parts():
                                     _add(32, "f_add1"), _softmax(5, "f_softmax5"))]
 
 
-def test_split_units_define_every_function_once_with_their_own_static_helpers():
+def test_split_units_define_every_function_once_and_link_the_checks():
     parts = _parts()
     units = split_c(parts, units=3)
     names = [n for n, _ in units]
     assert names[0] == "kernel_ember_softmax.c"  # one object for both calls, first
-    assert names[1:] == ["lib_0.c", "lib_1.c", "lib_2.c"]
+    assert names[1:] == ["kernel_ember_arg_checks.c", "lib_0.c", "lib_1.c", "lib_2.c"]
     code = [text for n, text in units if n.startswith("lib_")]
     for part in parts:  # each packed entry defined in exactly one unit
         defs = [c for c in code if re.search(rf"TVM_DLL int32_t {part.name}\(", c)]
         assert len(defs) == 1, part.name
     for text in code:
         assert text.startswith(LINKED_DEFINE)
-        assert "static int ember_fail(" in text  # static: one per unit, no clash
-    assert LINKED_DEFINE not in join_c(parts)  # the standalone unit has the kernel bodies
+        # the checks are declared, their bodies in the shared object (one per library)
+        assert "static int ember_fail(" not in text
+        assert "EMBER_CHECKS_API int ember_check_tensor(" in text
+    checks = dict(units)["kernel_ember_arg_checks.c"]
+    assert "EMBER_CHECKS_API int ember_check_tensor(" in checks and "static int" not in checks
+    whole = join_c(parts)
+    assert LINKED_DEFINE not in whole  # the standalone unit has the kernel bodies
+    assert "static int ember_check_tensor(" in whole  # and the checks, static
 
 
 def test_split_refuses_bad_unit_counts_and_duplicate_names():
@@ -162,3 +168,27 @@ def test_every_kernel_object_and_a_linked_unit_compile_warning_free(tmp_path, fl
     linked.append("void* ember_test_entries[] = {(void*)&ember_conv2d_nchwc_x8, "
                   "(void*)&ember_sgemm, (void*)&ember_layer_norm};")
     _cc_check(tmp_path, "linked.c", "\n".join(linked) + "\n", flags)
+
+
+@needs_cc
+def test_hosted_and_firmware_checks_link_into_one_library():
+    """Split units of both variants in one library: each wrapper reports through its own
+    checks (the firmware ones renamed, so the two objects do not clash)."""
+    hosted = _parts()
+    firmware = [p.renamed(p.name, p.name + "_fw") for p in _parts()]
+    units = dict(split_c(hosted, units=2))  # a kernel object once, as a build writes it
+    units.update((n.replace("lib_", "fw_lib_"), t)
+                 for n, t in split_c(firmware, units=2, stdio=False))
+    assert "kernel_ember_arg_checks_fw.c" in units
+    names = [p.name for p in hosted + firmware]
+    mod = CSourceModule(join_c(hosted), "c", names, units=list(units.items()))
+    av = np.arange(64, dtype="float32")
+    for fname in ("f_add0", "f_add0_fw"):
+        out = ember.nd.empty((64,), "float32")
+        mod[fname](ember.nd.array(av), out)
+        np.testing.assert_array_equal(out.numpy(), av + 1)
+    bad = ember.nd.array(av.reshape(8, 8))
+    with pytest.raises(ember.TVMError, match=r"f_add0: argument 0 \(a\): expected ndim 1, got 2"):
+        mod["f_add0"](bad, ember.nd.empty((64,), "float32"))
+    with pytest.raises(ember.TVMError, match=r"f_add0_fw: argument 0 \(a\): ndim mismatch"):
+        mod["f_add0_fw"](bad, ember.nd.empty((64,), "float32"))

@@ -34,7 +34,7 @@ _TAG = "ember-kernel-3"
 _CODE_DIRS = ("ir", "te", "tir", "topi", "target", "relay/op", "relay/backend", "include")
 # EMBER_* variables that cannot change a kernel (debug output, paths, run-time settings).
 _NEUTRAL_ENV = ("EMBER_DEBUG", "EMBER_CACHE_DIR", "EMBER_KEEP_TEMPS", "EMBER_NUM_THREADS",
-                "EMBER_KERNEL_CACHE")
+                "EMBER_KERNEL_CACHE", "EMBER_PREFETCH")
 
 
 def enabled() -> bool:

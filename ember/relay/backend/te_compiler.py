@@ -17,6 +17,7 @@ FuseOps passes large constants as parameters), then the flattened outputs, all a
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -31,13 +32,15 @@ from ...ir.module import IRModule
 from ...ir.structural import structural_equal, structural_hash
 from ...ir.visitor import is_primitive, post_order
 from ...runtime.env import debug_level
-from ...runtime.errors import TVMError
-from ...runtime.module import CSourceModule
+from ...runtime.errors import CompilerNotFoundError, TVMError
+from ...runtime.module import CSourceModule, compiler_driver
 from ...runtime.ndarray import array as nd_array
 from ...target.simd import CpuChoice, cpu_choice
 from ...te import tensor as te
 from ...te.lower import lower as te_lower
-from ...tir.codegen import FunctionC, function_c, join_c, split_c
+from ...tir.arg_checks import checks_unit
+from ...tir.codegen import FunctionC, function_c, join_c, kernel_entries, split_c
+from ...tir.kernel_objects import object_sources
 from ...tir.expr import IntImm
 from ...tir.stmt import PrimFunc
 from . import kernel_cache
@@ -225,6 +228,7 @@ class TECompiler:
         prim = None if result.prim_func is None else result.prim_func.with_attr(
             "global_symbol", name)
         code = result.code.renamed(kernel_cache.PLACEHOLDER, name)
+        _prefetch_objects(code, cpu.arch_flags)
         _debug(name, prim, code)
         constants = [nd_array(c) for c in result.constants]
         return LoweredFunc(name, code, result.inputs, result.outputs, func, kind, constants,
@@ -378,6 +382,16 @@ def lower_module(mod: IRModule, target: Any = "c", mod_name: str = "default",
 def _cpu_of(target: str, ember_march: str) -> CpuChoice:
     """``cpu_choice`` of a target's text (and the ``$EMBER_MARCH`` it reads), memoised."""
     return cpu_choice(target)
+
+
+def _prefetch_objects(code: FunctionC, arch_flags: tuple[str, ...]) -> None:
+    """Start compiling the kernel objects ``code`` calls (and the argument checks every split
+    build links) while lowering goes on: in a cold cache they are most of the C compile."""
+    entries = kernel_entries([code])
+    if entries:
+        sources = object_sources(entries) + [checks_unit()]
+        with contextlib.suppress(CompilerNotFoundError):  # the build reports it, if it builds
+            compiler_driver().prefetch_objects(sources, list(arch_flags))
 
 
 def arch_options(target: Any) -> list[str]:

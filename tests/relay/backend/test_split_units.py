@@ -77,3 +77,23 @@ def test_split_build_runs_in_the_vm(small_units):
     vm = ember.runtime.vm.VirtualMachine(exe, ember.cpu(0))
     got = vm.invoke("main", ember.nd.array(xv)).numpy()
     np.testing.assert_allclose(got, _reference(xv, params["w"]), rtol=1e-5, atol=1e-6)
+
+
+def test_lowering_starts_the_kernel_objects_in_the_background(monkeypatch):
+    """As soon as a kernel that calls ember's kernels is lowered, its objects (and the
+    argument checks) are handed to the compiler driver to compile while lowering goes on."""
+    from ember.relay.backend import te_compiler
+
+    seen: list[tuple[list[str], list[str]]] = []
+    monkeypatch.setattr(cc, "prefetch_objects", lambda sources, options=None: seen.append(
+        ([n for n, _ in sources], list(options or []))) or 0)
+    x = relay.var("x", shape=(4, 16), dtype="float32")
+    func = relay.Function([x], relay.nn.softmax(x)).with_attr("Primitive", 1)
+    te_compiler.TECompiler().lower(func, "llvm")
+    assert seen and seen[0][0] == ["kernel_ember_softmax.c", "kernel_ember_arg_checks.c"]
+    assert seen[0][1] == te_compiler.arch_options("llvm")
+    seen.clear()
+    y = relay.var("y", shape=(4,), dtype="float32")
+    te_compiler.TECompiler().lower(relay.Function([y], relay.exp(y)).with_attr("Primitive", 1),
+                                   "llvm")
+    assert seen == []  # no kernel called: nothing to start
