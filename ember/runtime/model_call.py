@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ModelCall", "model_call", "object_layout"]
+__all__ = ["ModelCall", "model_call", "object_layout", "tensor_table"]
 
 _C_CONTIGUOUS, _ALIGNED = 0x0001, 0x0100  # NPY_ARRAY_* flags
 
@@ -92,26 +92,30 @@ def object_layout() -> _Layout | None:
     return layout if ok else None
 
 
+def tensor_table(arrays: Sequence[np.ndarray]) -> tuple[Any, list[Any]]:
+    """The ``EmberCallTensor`` table of ``arrays`` (each an executor's buffer, whose shape and
+    dtype an argument must have), and the shape arrays it points at."""
+    shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
+    table = (_Tensor * max(len(arrays), 1))(*(
+        _Tensor(ctypes.addressof(s), id(a.dtype), a.ctypes.data, a.nbytes, a.ndim)
+        for s, a in zip(shapes, arrays)))
+    return table, shapes
+
+
 class ModelCall:
     """One executor's buffers and plan as ``call(args, outs) -> 0 | 1 | -1`` (0: done; 1: an
     argument is not in the form the plan takes, nothing written; -1: a kernel failed, and
     the caller runs the call again on its checked path, which raises the kernel's error);
     ``new_outputs()`` makes the ``outs`` a call fills (the array of
-    a model's one output, or a list of them)."""
+    a model's one output, or a list of them). ``run(args)``: both, the outputs or None
+    (what a model's call uses; ``plan_native.DynamicCall`` answers the same)."""
 
-    __slots__ = ("_keep", "_plan", "call", "new_outputs")
+    __slots__ = ("_keep", "_plan", "call", "new_outputs", "run")
 
     def __init__(self, entry: Any, calls: Any, num_calls: int, inputs: Sequence[np.ndarray],
                  outputs: Sequence[np.ndarray], threads: int, layout: _Layout) -> None:
-        def tensors(arrays: Sequence[np.ndarray]) -> tuple[Any, list[Any]]:
-            shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
-            table = (_Tensor * max(len(arrays), 1))(*(
-                _Tensor(ctypes.addressof(s), id(a.dtype), a.ctypes.data, a.nbytes, a.ndim)
-                for s, a in zip(shapes, arrays)))
-            return table, shapes
-
-        in_table, in_shapes = tensors(inputs)
-        out_table, out_shapes = tensors(outputs)
+        in_table, in_shapes = tensor_table(inputs)
+        out_table, out_shapes = tensor_table(outputs)
         self._plan = _Plan(ctypes.addressof(layout), ctypes.addressof(in_table),
                            ctypes.addressof(out_table), ctypes.addressof(calls), len(inputs),
                            len(outputs), num_calls, threads, -1, None, None)
@@ -136,6 +140,15 @@ class ModelCall:
             self.new_outputs: Any = functools.partial(np.empty, *specs[0])
         else:
             self.new_outputs = lambda: [np.empty(s, d) for s, d in specs]
+        new_outputs = self.new_outputs
+
+        def run_call(args: tuple[Any, ...]) -> Any:
+            outs = new_outputs()
+            slots[0] = id(args)
+            slots[1] = id(outs)
+            return outs if run() == 0 else None
+
+        self.run = run_call
 
 
 def model_call(lib: Any, calls: Any, num_calls: int, inputs: Sequence[np.ndarray],
