@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     with open_results(opts.json) as f:
         json.dump({"rows": rows, "full": opts.full, "threads": threads, "clock": opts.clock}, f, indent=1)
     print(f"\nJSON: {opts.json}", file=sys.stderr)
-    return 0
+    return 0 if all(r["correct"] for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -193,3 +193,22 @@ def test_growing_results_match_the_interpreter_at_every_length() -> None:
             got = ctx.call([x])
         got = got[0] if isinstance(got, list) else got  # ctx.call gives a list
         assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+DENSE = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 4), float32], %w: Tensor[(?, 4), float32]) {
+  nn.dense(%x, %w)
+}
+"""
+
+
+def test_a_huge_size_is_a_memory_error_naming_the_bytes() -> None:
+    model = ember.compile(DENSE)
+    a = np.ones((3, 4), "float32")
+    model(a, a)
+    model(a, a)
+    assert isinstance(context_of(model).native, DynamicCall)
+    huge = np.ones((1_000_000, 4), "float32")  # a (10**6, 10**6) result: 4 TB
+    with pytest.raises(VMError, match="4000000000000 bytes requested"):
+        model(huge, huge)
+    np.testing.assert_array_equal(model(a[:2], a), np.full((2, 3), 4, "float32"))
