@@ -49,10 +49,11 @@ class _DynamicPlan(ctypes.Structure):
 
 
 def dim_rules(plan: StaticPlan, patterns: Sequence[Any] | None) -> list[int] | None:
-    """Per input dimension (inputs in order): its extent (declared), -1 (any size) or
-    -2 - j (the size of dimension j, an earlier one of the same name). ``patterns``: the
-    model's input shapes (ints, None or a dimension's name), None if unknown. None where a
-    rule cannot be told (an argument without a declared shape)."""
+    """Per input dimension (inputs in order): its extent (declared by the function or the
+    model), -1 (any size) or -2 - j (the size of dimension j, an earlier one of the same
+    name: the model's check that inputs sharing a dimension agree). ``patterns``: the model's
+    input shapes (per axis an int, None or a dimension's name), None if unknown. None where a
+    rule cannot be told (an argument without a declared shape, a pattern of another rank)."""
     rules: list[int] = []
     first: dict[str, int] = {}
     for i, (_, ndim, shape) in enumerate(plan._arg_types):
@@ -63,14 +64,12 @@ def dim_rules(plan: StaticPlan, patterns: Sequence[Any] | None) -> list[int] | N
             return None
         for k, extent in enumerate(declared):
             name = pattern[k] if pattern is not None else None
-            if extent >= 0:
-                rules.append(extent)
-            elif type(name) is str and name in first:
+            if type(name) is str and name in first:
                 rules.append(-2 - first[name])
-            else:
-                if type(name) is str:
-                    first[name] = len(rules)
-                rules.append(-1)
+                continue
+            if type(name) is str:
+                first[name] = len(rules)
+            rules.append(extent if extent >= 0 else name if type(name) is int else -1)
     return rules
 
 

@@ -140,6 +140,8 @@ def test_dim_rules() -> None:
     assert dim_rules(plan, None) == [-1, -1]
     assert dim_rules(plan, [("n",), ("n",)]) == [-1, -2]
     assert dim_rules(plan, [(None,), ("n",)]) == [-1, -1]
+    assert dim_rules(plan, [(4,), ("n",)]) == [4, -1]  # the model declares 4
+    assert dim_rules(plan, [("n",), (4,)]) == [-1, 4]
     assert dim_rules(plan, [("n", 2), ("n",)]) is None  # a rank that is not the argument's
 
 
