@@ -23,6 +23,7 @@ again) or the interpreter (which raises the error naming the input).
 """
 from __future__ import annotations
 
+import array
 import ctypes
 import functools
 from collections.abc import Sequence
@@ -77,6 +78,11 @@ def _int64s(values: Sequence[int]) -> np.ndarray:
     return np.array(list(values) or [0], dtype=np.int64)
 
 
+def _address(arr: np.ndarray | array.array) -> int:
+    """Where an int64 array's items start (an ``array.array`` is never resized here)."""
+    return arr.buffer_info()[0] if type(arr) is array.array else arr.ctypes.data
+
+
 class DynamicCall:
     """``run(args)``: a model call at any input shape (the outputs, or None when the
     caller's checked path must run it), as ``ModelCall.run``. Valid while the plan's tensors
@@ -99,12 +105,12 @@ class DynamicCall:
             "in_capacity": _int64s([0] * len(plan._arg_types)),
             "in_item": _int64s([dt.numpy_dtype.itemsize for dt, _, _ in plan._arg_types]),
             "program": _int64s(program), "sizes": _int64s([0] * sized),
-            "out_rule": _int64s(out_rules), "out_dims": _int64s([0] * len(out_rules)),
+            "out_rule": _int64s(out_rules), "out_dims": array.array("q", [0] * len(out_rules)),
             "out_capacity": _int64s([0] * len(plan._fields)),
             "out_item": _int64s([plan._typed_info[k][2] for k in plan._fields])}
         self._plan = p = _DynamicPlan()
         for name, arr in list(self._keep.items()):
-            setattr(p, name, arr.ctypes.data)
+            setattr(p, name, _address(arr))
         p.arena = plan._arena_i64.ctypes.data
         shape_cplan, cplan = plan._shape_cplan, calls.cplan
         assert cplan is not None, "dynamic_call checked this"
@@ -123,36 +129,46 @@ class DynamicCall:
 
     def _runner(self, call: Any) -> Any:
         """``run``: the call with outputs of the last signature's shapes, and again with new
-        ones when C answers that this signature's outputs have other shapes (2)."""
+        ones when C answers that this signature's outputs have other shapes (2). (The
+        second try costs about 2 us: C's output dimensions are read as one ``array``.)"""
         slots = (ctypes.c_int64 * 2).from_address(
             ctypes.addressof(self._plan) + _DynamicPlan.call.offset + _Plan.args.offset)
-        plan, out_dims = self.plan, self._keep["out_dims"]
+        plan, out_dims, empty = self.plan, self._keep["out_dims"], np.empty
         ends = [0]
         for k in plan._fields:
             ends.append(ends[-1] + plan._typed_info[k][5])
         dtypes = [plan._typed_info[k][1] for k in plan._fields]
-        # the outputs' shapes of the last signature: as one partial for one output
-        made: list[Any] = [functools.partial(np.empty, (0,) * ends[1], dtypes[0])] \
-            if len(dtypes) == 1 else [lambda: [np.empty((0,) * (b - a), dt) for a, b, dt
-                                               in zip(ends, ends[1:], dtypes)]]
+        shapes = [(0,) * (b - a) for a, b in zip(ends, ends[1:])]  # the last signature's
 
-        def remake() -> None:
-            shapes = [tuple(out_dims[a:b].tolist()) for a, b in zip(ends, ends[1:])]
-            made[0] = functools.partial(np.empty, shapes[0], dtypes[0]) if len(dtypes) == 1 \
-                else lambda: [np.empty(s, dt) for s, dt in zip(shapes, dtypes)]
+        if len(dtypes) == 1:
+            dtype = dtypes[0]
 
-        def run(args: tuple[Any, ...]) -> Any:
-            outs = made[0]()
+            def run(args: tuple[Any, ...]) -> Any:
+                outs = empty(shapes[0], dtype)
+                slots[0] = id(args)
+                slots[1] = id(outs)
+                rc = call()
+                if rc == 2:
+                    shapes[0] = shape = tuple(out_dims)
+                    outs = empty(shape, dtype)
+                    slots[1] = id(outs)
+                    rc = call()
+                return outs if rc == 0 else None
+            return run
+
+        def run_several(args: tuple[Any, ...]) -> Any:
+            outs = [empty(s, dt) for s, dt in zip(shapes, dtypes)]
             slots[0] = id(args)
             slots[1] = id(outs)
             rc = call()
             if rc == 2:
-                remake()
-                outs = made[0]()
+                dims = out_dims.tolist()
+                shapes[:] = [tuple(dims[a:b]) for a, b in zip(ends, ends[1:])]
+                outs = [empty(s, dt) for s, dt in zip(shapes, dtypes)]
                 slots[1] = id(outs)
                 rc = call()
             return outs if rc == 0 else None
-        return run
+        return run_several
 
     def forget(self) -> None:
         """Before the plan runs in Python: the arena will not hold C's last signature, and
@@ -172,7 +188,7 @@ class DynamicCall:
             start += ndim
         keep["in_capacity"][:len(calls.inputs)] = [g.capacity for g in calls.inputs]
         out_table = (_Tensor * max(len(plan._fields), 1))()
-        dims, start = keep["out_dims"].ctypes.data, 0
+        dims, start = _address(keep["out_dims"]), 0
         for j, (t, k) in enumerate(zip(out_table, plan._fields)):
             offset, np_dtype, _, _, _, ndim = plan._typed_info[k]
             grown = calls.results[plan._result_tensors[k].base.index]

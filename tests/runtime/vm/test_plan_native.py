@@ -10,6 +10,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember.api.model import ModelInputError
@@ -162,7 +164,7 @@ main(x, y):
 """
 
 
-def test_the_check_program_mirrors_the_python_checks() -> None:
+def test_the_check_program_refuses_what_the_python_checks_refuse() -> None:
     ctx, interpreter = contexts(DYNAMIC, (np.array([2, 3], "int64"),))
     x = np.arange(6, dtype="float32")
     ctx.call([x])
@@ -214,3 +216,15 @@ def test_a_huge_size_is_a_memory_error_naming_the_bytes() -> None:
     with pytest.raises(VMError, match="4000000000000 bytes requested"):
         model(huge, huge)
     np.testing.assert_array_equal(model(a[:2], a), np.full((2, 3), 4, "float32"))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(1, 9)), min_size=1, max_size=6))
+def test_any_sequence_of_shapes_equals_numpy(two_outputs, shapes) -> None:
+    rng = np.random.default_rng(len(shapes))
+    for n, m in shapes:
+        x, y = rng.standard_normal((2, n, 3, m)).astype("float32")
+        relu, twice = two_outputs(x, y)
+        assert relu.shape == twice.shape == (n, 3, m)
+        np.testing.assert_array_equal(relu, np.maximum(x + y, 0))
+        np.testing.assert_array_equal(twice, x * 2)
