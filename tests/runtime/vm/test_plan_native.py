@@ -228,3 +228,27 @@ def test_any_sequence_of_shapes_equals_numpy(two_outputs, shapes) -> None:
         assert relu.shape == twice.shape == (n, 3, m)
         np.testing.assert_array_equal(relu, np.maximum(x + y, 0))
         np.testing.assert_array_equal(twice, x * 2)
+
+
+def test_named_dimensions_are_checked_in_c_even_where_kernels_would_broadcast(tmp_path) -> None:
+    """An ONNX model whose inputs share ``batch`` and ``seq``: once C serves its calls, a call
+    that gives them different sizes is still refused (add would broadcast the 1)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq"]) for n in "abc"]
+    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["c"])], "g", vi[:2], vi[2:])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              tmp_path / "add.onnx")
+    model = ember.compile(tmp_path / "add.onnx")
+    ones = lambda *shape: np.ones(shape, "float32")  # noqa: E731
+    for shape in [(4, 5), (4, 5), (2, 3)]:
+        np.testing.assert_array_equal(model(ones(*shape), ones(*shape)), 2 * ones(*shape))
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall)
+    assert native.run((ones(2, 3), ones(1, 3))) is None  # declined: batch 2 and 1
+    with pytest.raises(ModelInputError, match="share dimension 'batch'"):
+        model(ones(2, 3), ones(1, 3))
+    with pytest.raises(ModelInputError, match="share dimension 'seq'"):
+        model(ones(2, 3), ones(2, 1))
+    np.testing.assert_array_equal(model(ones(3, 2), ones(3, 2)), 2 * ones(3, 2))
