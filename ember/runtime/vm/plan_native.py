@@ -87,7 +87,9 @@ class DynamicCall:
     """``run(args)``: a model call at any input shape (the outputs, or None when the
     caller's checked path must run it), as ``ModelCall.run``. Valid while the plan's tensors
     point at ``calls``' buffers: the holder calls :meth:`forget` before running the plan in
-    Python and :meth:`refresh` after."""
+    Python and :meth:`refresh` after. (C rewrites the plan's arena behind the plan's back:
+    the holder, ``execution_pool.VMContext``, owns its VM, and every other run of the plan
+    goes through its ``call``, which forgets first.)"""
 
     __slots__ = ("_keep", "_plan", "calls", "plan", "run")
 
