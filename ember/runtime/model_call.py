@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ModelCall", "model_call", "object_layout", "tensor_table"]
+__all__ = ["ModelCall", "model_call", "object_layout"]
 
 _C_CONTIGUOUS, _ALIGNED = 0x0001, 0x0100  # NPY_ARRAY_* flags
 
@@ -92,16 +92,6 @@ def object_layout() -> _Layout | None:
     return layout if ok else None
 
 
-def tensor_table(arrays: Sequence[np.ndarray]) -> tuple[Any, list[Any]]:
-    """The ``EmberCallTensor`` table of ``arrays`` (each an executor's buffer, whose shape and
-    dtype an argument must have), and the shape arrays it points at."""
-    shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
-    table = (_Tensor * max(len(arrays), 1))(*(
-        _Tensor(ctypes.addressof(s), id(a.dtype), a.ctypes.data, a.nbytes, a.ndim)
-        for s, a in zip(shapes, arrays)))
-    return table, shapes
-
-
 class ModelCall:
     """One executor's buffers and plan as ``call(args, outs) -> 0 | 1 | -1`` (0: done; 1: an
     argument is not in the form the plan takes, nothing written; -1: a kernel failed, and
@@ -114,8 +104,15 @@ class ModelCall:
 
     def __init__(self, entry: Any, calls: Any, num_calls: int, inputs: Sequence[np.ndarray],
                  outputs: Sequence[np.ndarray], threads: int, layout: _Layout) -> None:
-        in_table, in_shapes = tensor_table(inputs)
-        out_table, out_shapes = tensor_table(outputs)
+        def tensors(arrays: Sequence[np.ndarray]) -> tuple[Any, list[Any]]:
+            shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
+            table = (_Tensor * max(len(arrays), 1))(*(
+                _Tensor(ctypes.addressof(s), id(a.dtype), a.ctypes.data, a.nbytes, a.ndim)
+                for s, a in zip(shapes, arrays)))
+            return table, shapes
+
+        in_table, in_shapes = tensors(inputs)
+        out_table, out_shapes = tensors(outputs)
         self._plan = _Plan(ctypes.addressof(layout), ctypes.addressof(in_table),
                            ctypes.addressof(out_table), ctypes.addressof(calls), len(inputs),
                            len(outputs), num_calls, threads, -1, None, None)

@@ -47,6 +47,11 @@ def test_plain_arrays_take_the_native_path(model: ember.CompiledModel) -> None:
         np.testing.assert_array_equal(got, want)
     for got, want in zip(model(x, y), reference(x, y)):  # fresh arrays, exact
         np.testing.assert_array_equal(got, want)
+    ran = native.run((x, y))  # both steps in one: new outputs, or None when declined
+    assert ran is not None and ran[0] is not outs[0]
+    for got, want in zip(ran, reference(x, y)):
+        np.testing.assert_array_equal(got, want)
+    assert native.run((x.astype("float64"), y)) is None
 
 
 def _other_forms(x: np.ndarray) -> dict[str, object]:
