@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +42,8 @@ class Timing:
         return statistics.median(self.samples)
 
 
-def calibrate(runner: Runner, budget_s: float = 0.05, max_calls: int = 50) -> float:
+def calibrate(runner: Runner, budget_s: float = 0.05, max_calls: int = 50,
+              clock: Callable[[], float] = time.perf_counter) -> float:
     """Median seconds of a few calls (after a warm-up call): at least 3 calls, and more
     while under ``budget_s`` in all (at most ``max_calls``)."""
     times: list[float] = []
@@ -50,9 +51,9 @@ def calibrate(runner: Runner, budget_s: float = 0.05, max_calls: int = 50) -> fl
         runner.run()
         spent = 0.0
         while len(times) < 3 or (spent < budget_s and len(times) < max_calls):
-            start = time.perf_counter()
+            start = clock()
             runner.run()
-            times.append(time.perf_counter() - start)
+            times.append(clock() - start)
             spent += times[-1]
     return statistics.median(times)
 
@@ -62,9 +63,9 @@ def block_sizes(estimates: Sequence[float], min_time: float, rounds: int) -> lis
     return [max(1, math.ceil(min_time / rounds / max(t, 1e-9))) for t in estimates]
 
 
-def _block(runner: Runner, calls: int) -> list[float]:
+def _block(runner: Runner, calls: int, clock: Callable[[], float] = time.perf_counter
+           ) -> list[float]:
     times = []
-    clock = time.perf_counter
     run = runner.run
     with runner.use_threads():
         run()
@@ -75,19 +76,22 @@ def _block(runner: Runner, calls: int) -> list[float]:
     return times
 
 
-def interleave(runners: Sequence[Runner], min_time: float, rounds: int) -> list[Timing]:
-    """Time ``runners`` in ``rounds`` rotating rounds (see the module docstring)."""
+def interleave(runners: Sequence[Runner], min_time: float, rounds: int,
+               clock: Callable[[], float] = time.perf_counter) -> list[Timing]:
+    """Time ``runners`` in ``rounds`` rotating rounds (see the module docstring); ``clock``:
+    ``time.thread_time`` counts the calling thread's CPU time (steadier on a loaded machine,
+    but blind to worker threads)."""
     if rounds < 1 or min_time <= 0:
         raise ValueError(f"interleave: rounds must be >= 1 and min_time > 0, got {rounds}, "
                          f"{min_time}")
-    sizes = block_sizes([calibrate(r) for r in runners], min_time, rounds)
+    sizes = block_sizes([calibrate(r, clock=clock) for r in runners], min_time, rounds)
     samples: list[list[float]] = [[] for _ in runners]
     medians: list[list[float]] = [[] for _ in runners]
     n = len(runners)
     for rnd in range(rounds):
         for k in range(n):
             i = (rnd + k) % n
-            times = _block(runners[i], sizes[i])
+            times = _block(runners[i], sizes[i], clock)
             samples[i].extend(times)
             medians[i].append(statistics.median(times))
             time.sleep(PAUSE_S)

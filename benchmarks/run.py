@@ -3,6 +3,7 @@
     python benchmarks/run.py                       # the issue's seven models, 1 and 2 threads
     python benchmarks/run.py --quick               # mlp, dscnn, resnet8; about a minute
     python benchmarks/run.py --models resnet18,mobilenet_v2 --executors aot --threads 1
+    python benchmarks/run.py --dynamic             # the zoo's dynamic twins (bench_dynamic.py)
 
 Each model is the zoo's network and its ONNX twin with the same weights (``_models.py``).
 onnxruntime runs the ONNX file; ember builds the same file through its ONNX importer
@@ -10,6 +11,11 @@ onnxruntime runs the ONNX file; ember builds the same file through its ONNX impo
 executor, AOT and the VM, at batch 1 and each thread count. Outputs are checked against
 onnxruntime's before anything is timed; timing is interleaved round by round
 (``_timing.py``). See docs/benchmarks.md for how to read the table.
+
+``--dynamic`` runs the dynamic twins of the chosen models instead (``bench_dynamic.py``: a
+symbolic batch for every model, height and width for mobilenet_v2, batch and sequence for the
+transformer): per model, the dynamic build's latency at three shapes next to the static
+build's at the same shapes, and the cost of a call at a shape other than the last one.
 """
 from __future__ import annotations
 
@@ -52,6 +58,7 @@ ISSUE_MODELS = ("mlp", "autoencoder", "dscnn", "resnet8", "mobilenet_v2", "resne
 QUICK_MODELS = ("mlp", "dscnn", "resnet8")
 RTOL, ATOL = 1e-3, 1e-4
 DEFAULT_JSON = _report.results_path("run.json")
+DYNAMIC_JSON = _report.results_path("dynamic.json")
 PEAK_METHOD = "numpy float32 matmul (BLAS sgemm) n x n x n, BLAS threads set by threadpoolctl"
 
 
@@ -206,7 +213,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "(cached); shared: build once in the usual cache (fast reruns, "
                              "build times not cold). Default cold; --quick shared")
     parser.add_argument("--peak-size", type=int, default=512, help="sgemm n (default 512)")
-    parser.add_argument("--json", default=str(DEFAULT_JSON), help=f"default {DEFAULT_JSON}")
+    parser.add_argument("--json", default=None, help=f"default {DEFAULT_JSON} ({DYNAMIC_JSON} "
+                        "with --dynamic)")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="the dynamic twins against static builds (bench_dynamic.py)")
     opts = parser.parse_args(argv)
     _resolve(parser, opts)
     return opts
@@ -218,6 +228,7 @@ def _resolve(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> None:
     opts.min_time = opts.min_time if opts.min_time is not None else (0.3 if opts.quick else 1.5)
     opts.rounds = opts.rounds if opts.rounds is not None else (3 if opts.quick else 5)
     opts.build = opts.build or ("shared" if opts.quick else "cold")
+    opts.json = opts.json or str(DYNAMIC_JSON if opts.dynamic else DEFAULT_JSON)
     unknown = [m for m in opts.models if m not in known_models()]
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}; choose from "
@@ -260,9 +271,28 @@ def environment(opts: argparse.Namespace, peak: dict[int, float]) -> dict[str, A
                      "gflops": {str(k): v for k, v in peak.items()}}}
 
 
+def run_dynamic(opts: argparse.Namespace) -> int:
+    """``--dynamic``: bench_dynamic.py on the twins of the chosen models (those that have one),
+    with this run's thread counts, timing and JSON path."""
+    import bench_dynamic
+
+    twins = [t for t, (zoo, _, _) in bench_dynamic.TWINS.items() if zoo in opts.models]
+    if not twins:
+        print(f"--dynamic: none of {', '.join(opts.models)} has a dynamic twin; those that do: "
+              f"{', '.join(sorted({z for z, _, _ in bench_dynamic.TWINS.values()}))}",
+              file=sys.stderr)
+        return 2
+    return bench_dynamic.main(["--models", ",".join(twins),
+                               "--threads", ",".join(map(str, opts.threads)),
+                               "--min-time", str(opts.min_time), "--rounds", str(opts.rounds),
+                               "--json", opts.json])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; 1 if an output disagreed or a build failed, else 0."""
     opts = parse_args(argv)
+    if opts.dynamic:
+        return run_dynamic(opts)
     start = time.perf_counter()
     peaks = [measure_peak(opts, 0.2 if opts.quick else 0.5)]
     env = environment(opts, peaks[0])

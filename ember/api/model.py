@@ -167,7 +167,7 @@ class CompiledModel:
         self._factory, self._record, self._path = factory, record, path
         self._dev = dev or cpu(0)
         specs = record.inputs
-        shapes = [s.shape if s.is_static else None for s in specs]
+        shapes = [s.shape for s in specs]  # None or a str: a dynamic dimension
         self._threads = ThreadControl(factory)
         # With one compiled library, a context's one-C-call form sets the kernels' thread
         # count itself; otherwise each call sets it here first (ThreadControl.ensure).
@@ -244,8 +244,8 @@ class CompiledModel:
                 # out in one C call without the GIL (ember.runtime.model_call).
                 if self._ensure_threads:
                     self._threads.ensure(self._record.threads)
-                outs = native.new_outputs()
-                if native.call(args, outs) == 0:
+                outs = native.run(args)
+                if outs is not None:
                     self._last = args
                     return outs
             return self._call_checked(ctx, args, kwargs)

@@ -31,6 +31,7 @@ from .ndarray import NDArray, empty
 from .vm.executor import VMModule
 from .vm.interpreter import VirtualMachine
 from .vm.plan_arrays import ArrayCall, ArrayCalls, key
+from .vm.plan_native import DynamicCall, dynamic_call
 from .vm.static_plan import NOT_RUN, StaticPlan
 
 
@@ -163,20 +164,26 @@ class VMContext:
     ArrayCall (inputs copied in, one native call, results copied out); otherwise each input
     is copied into a buffer of the context's (made again only when a dynamic input's shape
     changes) and ``main`` runs through its plan (results are fresh blocks, returned without a
-    copy) or interpreted (results copied: they may be constants or views of the inputs)."""
+    copy) or interpreted (results copied: they may be constants or views of the inputs).
 
-    __slots__ = ("arrays", "checked", "dtypes", "index", "inputs", "made", "native", "threads",
-                 "vm")
+    ``native`` is the one-C-call form a model's call tries first: for a plan with symbolic
+    inputs, its DynamicCall (``vm.plan_native``: any input shape whose buffers are large
+    enough, the shape phase in C); else the ModelCall of the signature that ran last."""
 
-    def __init__(self, vm: VirtualMachine, shapes: Sequence[tuple[int, ...] | None],
+    __slots__ = ("arrays", "checked", "dtypes", "dynamic", "index", "inputs", "made", "native",
+                 "patterns", "threads", "vm")
+
+    def __init__(self, vm: VirtualMachine, shapes: Sequence[Sequence[Any] | None],
                  dtypes: Sequence[str], threads: int = 0) -> None:
         self.vm, self.dtypes, self.threads = vm, list(dtypes), threads
-        # The one-C-call form (see BufferContext) of the signature that ran last, while the
-        # plan's tensors are that signature's: set after each ArrayCall, cleared by any other
-        # run. A call at another signature is declined in C and comes back here.
-        self.native: ModelCall | None = None
+        # The one-C-call form (see BufferContext) that is valid now: set after each run in
+        # Python that leaves the plan's tensors at plan_arrays' buffers, cleared by any other.
+        self.native: ModelCall | DynamicCall | None = None
+        self.dynamic: DynamicCall | None = None  # made once, with self.arrays
         self.index = vm._function_index("main", "ember model")
-        self.inputs = [None if shape is None else empty(shape, dtype, vm.device)
+        self.patterns = list(shapes)  # ints, None or a dimension's name (shared sizes)
+        self.inputs = [empty(shape, dtype, vm.device)
+                       if shape is not None and all(type(d) is int for d in shape) else None
                        for shape, dtype in zip(shapes, dtypes)]
         self.arrays: ArrayCalls | None = None
         self.checked = False  # whether self.arrays was decided (once main has its plan)
@@ -184,20 +191,31 @@ class VMContext:
 
     def call(self, values: Sequence[Any]) -> list[np.ndarray]:
         self.native = None
+        if self.dynamic is not None:
+            self.dynamic.forget()
         made = self.made.get(values[0].shape if len(values) == 1 else key(values))
         if made is not None:
             outs = made(values)
             if outs is not NOT_RUN:
-                self.native = made.native_call(self.threads)
+                self._set_native(made)
                 return outs  # type: ignore[no-any-return]
         elif self.arrays is not None or self._arrays():
             arrays = [v._np if type(v) is NDArray else v for v in values]
             made = self.arrays.make(arrays)
             outs = made(arrays) if made is not None else NOT_RUN
             if outs is not NOT_RUN:
-                self.native = made.native_call(self.threads)  # type: ignore[union-attr]
+                self._set_native(made)  # type: ignore[arg-type]
                 return outs  # type: ignore[no-any-return]
         return self._call(values)
+
+    def _set_native(self, made: ArrayCall) -> None:
+        """After ``made`` ran: the one-C-call form valid now (the plan's tensors point at
+        plan_arrays' buffers)."""
+        if self.dynamic is not None:
+            self.dynamic.refresh()
+            self.native = self.dynamic
+        else:
+            self.native = made.native_call(self.threads)
 
     def _arrays(self) -> bool:
         """Whether ``main`` has (now) a plan that ``plan_arrays`` serves; if so, serve it.
@@ -211,6 +229,7 @@ class VMContext:
         if self.arrays is None:
             return False
         self.made = self.arrays.made  # type: ignore[assignment]
+        self.dynamic = dynamic_call(self.arrays, self.patterns, self.threads)
         return True
 
     def _call(self, values: Sequence[Any]) -> list[np.ndarray]:
@@ -251,11 +270,11 @@ def _flatten(value: Any) -> list[Any]:
 
 
 def context_maker(factory: Module, dev: Any, names: Sequence[str],
-                  shapes: Sequence[tuple[int, ...] | None],
+                  shapes: Sequence[Sequence[Any] | None],
                   dtypes: Sequence[str], threads: int = 0) -> Callable[[], Any]:
     """``make()`` for a pool of ``factory``'s model: each context shares the first one's
-    weights. ``names``/``shapes``/``dtypes`` are the model's inputs (``None``: a dynamic
-    shape); ``threads`` > 0: the kernels' thread count that a context's ``native`` call sets
+    weights. ``names``/``shapes``/``dtypes`` are the model's inputs (a shape of ints, None
+    or a dimension's name per axis; ``None``: unknown); ``threads`` > 0: the kernels' thread count that a context's ``native`` call sets
     (0: it leaves the calling thread's)."""
     first = factory["default"](dev)
     if isinstance(first, VMModule):

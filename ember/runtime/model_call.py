@@ -97,9 +97,10 @@ class ModelCall:
     argument is not in the form the plan takes, nothing written; -1: a kernel failed, and
     the caller runs the call again on its checked path, which raises the kernel's error);
     ``new_outputs()`` makes the ``outs`` a call fills (the array of
-    a model's one output, or a list of them)."""
+    a model's one output, or a list of them). ``run(args)``: both, the outputs or None
+    (what a model's call uses; ``plan_native.DynamicCall`` answers the same)."""
 
-    __slots__ = ("_keep", "_plan", "call", "new_outputs")
+    __slots__ = ("_keep", "_plan", "call", "new_outputs", "run")
 
     def __init__(self, entry: Any, calls: Any, num_calls: int, inputs: Sequence[np.ndarray],
                  outputs: Sequence[np.ndarray], threads: int, layout: _Layout) -> None:
@@ -136,6 +137,15 @@ class ModelCall:
             self.new_outputs: Any = functools.partial(np.empty, *specs[0])
         else:
             self.new_outputs = lambda: [np.empty(s, d) for s, d in specs]
+        new_outputs = self.new_outputs
+
+        def run_call(args: tuple[Any, ...]) -> Any:
+            outs = new_outputs()
+            slots[0] = id(args)
+            slots[1] = id(outs)
+            return outs if run() == 0 else None
+
+        self.run = run_call
 
 
 def model_call(lib: Any, calls: Any, num_calls: int, inputs: Sequence[np.ndarray],

@@ -134,3 +134,21 @@ def test_peak_at_more_threads_is_at_least_the_peak_at_fewer():
     peaks = [{1: 80.0, 2: 7.5}, {1: 70.0, 2: 100.0}, {1: 85.0, 2: 90.0}]
     assert run.best_peaks(peaks) == {1: 85.0, 2: 100.0}
     assert run.best_peaks([{1: 80.0, 2: 7.5}]) == {1: 80.0, 2: 80.0}
+
+
+def test_dynamic_mode_runs_the_twins_of_the_chosen_models(tmp_path, capsys, monkeypatch):
+    """--dynamic hands the twins of the chosen models (those that have one) and this run's
+    options to bench_dynamic.main."""
+    bench_dynamic = importlib.import_module("bench_dynamic")
+    seen = []
+    monkeypatch.setattr(bench_dynamic, "main", lambda argv: seen.append(argv) or 0)
+    out = str(tmp_path / "d.json")
+    assert run.main(["--dynamic", "--models", "mlp,resnet18,transformer", "--threads", "1,2",
+                     "--min-time", "0.1", "--rounds", "2", "--json", out]) == 0
+    assert seen == [["--models", "mlp,transformer", "--threads", "1,2", "--min-time", "0.1",
+                     "--rounds", "2", "--json", out]]
+    assert run.parse_args(["--dynamic"]).json == str(run.DYNAMIC_JSON)
+    assert run.parse_args([]).json == str(run.DEFAULT_JSON)
+    # a model without a twin is named, with those that have one
+    assert run.main(["--dynamic", "--models", "resnet18"]) == 2
+    assert "none of resnet18 has a dynamic twin" in capsys.readouterr().err

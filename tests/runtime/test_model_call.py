@@ -47,6 +47,11 @@ def test_plain_arrays_take_the_native_path(model: ember.CompiledModel) -> None:
         np.testing.assert_array_equal(got, want)
     for got, want in zip(model(x, y), reference(x, y)):  # fresh arrays, exact
         np.testing.assert_array_equal(got, want)
+    ran = native.run((x, y))  # both steps in one: new outputs, or None when declined
+    assert ran is not None and ran[0] is not outs[0]
+    for got, want in zip(ran, reference(x, y)):
+        np.testing.assert_array_equal(got, want)
+    assert native.run((x.astype("float64"), y)) is None
 
 
 def _other_forms(x: np.ndarray) -> dict[str, object]:
@@ -117,19 +122,24 @@ def @main(%x: Tensor[(?, 3), float32], %y: Tensor[(?, 3), float32]) {
 
 
 def test_vm_model_takes_the_native_path_at_the_shape_that_ran_last() -> None:
-    """A dynamic model on the VM: each signature's ArrayCall gives its one-C-call form; a call
-    at another shape is declined in C and runs (and becomes native) through Python, also
-    after the buffers grew for a larger shape (the old form must not be used then)."""
+    """A dynamic model on the VM: its one-C-call form (vm/plan_native.py) runs any shape whose
+    buffers are large enough; a larger one is declined in C and runs (growing the buffers)
+    through Python, after which the form reads the new buffers."""
     model = ember.compile(DYNAMIC, executor="vm")
     rng = np.random.default_rng(3)
+    ran = []
     for rows in (2, 2, 5, 2, 40, 2, 2, 40, 1):
         x, y = (rng.standard_normal((rows, 3)).astype("float32") for _ in range(2))
         ctx = model._pool.acquire()
         model._pool.release(ctx)
         native = ctx.native
         if native is not None:
-            outs = native.new_outputs()
-            assert native.call((x, y), outs) == (0 if outs[0].shape == (rows, 3) else 1)
+            outs = native.run((x, y))
+            ran.append((rows, outs is not None))
+            for got, want in zip(outs or reference(x, y), reference(x, y)):
+                np.testing.assert_array_equal(got, want)
         for got, want in zip(model(x, y), reference(x, y)):
             np.testing.assert_array_equal(got, want)
     assert ctx.native is not None  # the VM path gave one
+    # the first 40 needed larger buffers (declined); every shape after it ran in C
+    assert ran[ran.index((40, False)) + 1:] == [(2, True), (2, True), (40, True), (1, True)]

@@ -467,6 +467,9 @@ EMBER_DLL int EmberModelCall(EmberModelCallPlan* plan) {
   return 0;
 }
 
+/* The same call at any input shape of a VM model (shape phase and checks in C). */
+#include "dynamic_call.h"
+
 /* ---- timing ------------------------------------------------------------------------------ */
 
 /* Call f `number` times with the same arguments; *out_seconds = total wall time. */

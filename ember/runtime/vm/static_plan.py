@@ -26,6 +26,11 @@ function to the interpreter, with the reason kept (``VirtualMachine._plans``); s
 run: arguments whose dtype, rank or declared extents differ from the plan's, a plan already
 running (a call back into the VM from one of its kernels), a failed check and a kernel
 failure (the interpreter then runs the call again and raises its usual VMError).
+
+The parts: ``plan_walk`` (what is known before running), ``plan_phase`` (which calls form the
+shape phase), ``plan_checks`` (the checks), this module (memory, DLTensors, runs on
+NDArrays), ``plan_arrays`` (runs on numpy arrays, per signature) and ``plan_native`` (a
+compiled model's call at any shape as one C call: the shape phase and checks in C).
 """
 from __future__ import annotations
 
@@ -46,8 +51,10 @@ from ..executor_common import c_call_at, c_plan
 from ..ndarray import NDArray
 from ..packed_func import CPackedFunc
 from .memory import Allocator, Storage, _raw_buffer, dltensor_template, fast_ndarray
-from .plan_walk import Arg, ArgShapes, Block, Call, Check, NotStatic, Tensor, Walk
-from .program import VMFunction
+from .plan_checks import Checks, slot
+from .plan_phase import result_blocks, shape_phase, sources_in
+from .plan_walk import Arg, Block, Call, Check, NotStatic, Tensor, Walk
+from .program import TensorInfo, VMFunction
 from .steps import DecodeContext
 
 NOT_RUN: Any = object()  # what StaticPlan.run returns when the interpreter must run the call
@@ -65,8 +72,11 @@ class StaticPlan:
                             None if i in walk.arg_shapes.slots else a._np.shape)
                            for i, a in enumerate(args)]
         self._arg_slots = sorted(walk.arg_shapes.slots.items())
-        results = _result_blocks(walk.result)
-        shape_calls, arena_blocks = _shape_phase(walk.calls, walk.blocks, results)
+        # each argument's declared shape (-1: any extent), None where undeclared
+        self._declared = [ty.shape if isinstance(ty, TensorInfo) else None
+                          for ty in (func.param_types or [None] * len(args))]
+        results = result_blocks(walk.result)
+        shape_calls, arena_blocks = shape_phase(walk.calls, walk.blocks, results)
         self._layout(walk, arena_blocks, results)
         self._dltensors(walk.calls, kernels)
         early = {id(b) for b in arena_blocks} | {id(walk.arg_shapes)}
@@ -157,18 +167,21 @@ class StaticPlan:
         a value that one of them computes (the checks come before the split's first call)."""
         order = [k for k in range(len(walk.calls)) if k in shape_calls]
         self._shape_run = self._runner(order) if order else None
-        self._early = _Checks(self, [c for c in walk.checks if _sources_in(c, early)])
+        # the same calls as one C table (plan_native runs them), None where none or no C runner
+        self._shape_cplan = c_plan([self._funcs[k] for k in order],
+                                   [self._calls[k] for k in order]) if order else None
+        self._early = Checks(self, [c for c in walk.checks if sources_in(c, early)])
         rest = self._rest = [k for k in range(len(walk.calls)) if k not in shape_calls]
         at: dict[int, list[Check]] = {}
         for c in walk.checks:
-            if not _sources_in(c, early):
+            if not sources_in(c, early):
                 pos = next((i for i, k in enumerate(rest) if k >= c.before), len(rest))
                 at.setdefault(pos, []).append(c)
         cuts = sorted({0, *at})
-        self._segments: list[tuple[_Checks | None, Callable[[], int] | None]] = []
+        self._segments: list[tuple[Checks | None, Callable[[], int] | None]] = []
         for j, start in enumerate(cuts):
             end = cuts[j + 1] if j + 1 < len(cuts) else len(rest)
-            self._segments.append((_Checks(self, at[start]) if start in at else None,
+            self._segments.append((Checks(self, at[start]) if start in at else None,
                                    self._runner(rest[start:end]) if end > start else None))
         # A plan without late checks has one kernel runner (as the first plans had).
         self._run_calls = self._segments[0][1] if len(self._segments) == 1 else None
@@ -205,7 +218,7 @@ class StaticPlan:
         # of a run-time shape or None, rank), so a run reads a shape with one slice.
         self._typed_info = [
             (t.offset, t.dtype.numpy_dtype, t.dtype.numpy_dtype.itemsize,
-             t.shape if t.static else None, None if t.static else _slot(self, t.shape), t.ndim)
+             t.shape if t.static else None, None if t.static else slot(self, t.shape), t.ndim)
             for t in self._result_tensors]
 
     # -- running --------------------------------------------------------------------------
@@ -371,142 +384,6 @@ class StaticPlan:
                              np.int64)[:n].copy()
 
 
-class _Checks:
-    """The checks made at one point of a run, and the blocks they size. Where every value
-    they read lives in the arena (the shape phase's checks, as a rule), they are vectorised:
-    a few numpy operations whatever their number."""
-
-    def __init__(self, plan: StaticPlan, checks: list[Check]) -> None:
-        self.plan, self.checks = plan, checks
-        self.sized = [c.item for c in checks if c.kind == "size"]
-        self.fits = [c.item for c in checks if c.kind == "fit"]
-        self.counts = [c.item for c in checks if c.kind == "count"]
-        self.vector = _Vector(plan, self) if _in_arena(plan, self) else None
-
-    def run(self) -> bool:
-        sizes = self.sizes()
-        if sizes is None:
-            return False
-        self.place(sizes)
-        return True
-
-    def sizes(self) -> dict[int, int] | None:
-        """This run's size of each block it sizes, if every check holds; else None."""
-        if self.vector is not None:
-            return self.vector.sizes()
-        plan = self.plan
-        sizes = {b.index: int(plan.value(b.size)[0]) for b in self.sized}
-        for b in self.sized:
-            if not b.min_bytes <= sizes[b.index] <= plan._allocator.max_block_bytes:
-                return None
-        for t in self.fits:
-            dims = plan.value(t.shape)
-            room = sizes.get(t.base.index, plan._size.get(t.base.index, t.base.nbytes))
-            if (dims < 0).any() or t.offset + float(np.prod(dims, dtype=np.float64)) * \
-                    t.dtype.numpy_dtype.itemsize > room:
-                return None
-        for src, out in self.counts:
-            n = [np.prod(x.shape if x.static else plan.value(x.shape), dtype=np.float64)
-                 for x in (src, out)]
-            if n[0] != n[1] or (not out.static and (plan.value(out.shape) < 0).any()):
-                return None
-        return sizes
-
-    def place(self, sizes: dict[int, int], seen: bool = False, take_results: bool = True
-              ) -> None:
-        """Result blocks taken for this run (if ``take_results``); other dynamic blocks grown
-        if too small (not for sizes ``seen`` before: blocks never shrink)."""
-        plan = self.plan
-        plan._size.update(sizes)
-        for b in self.sized:
-            k = plan._result_index.get(b.index)
-            if k is not None:
-                if take_results:
-                    plan._take_result(k, sizes[b.index])
-            elif not seen and sizes[b.index] > plan._capacity.get(b.index, -1):
-                plan._grow(b, sizes[b.index])
-
-
-class _Vector:
-    """``_Checks.sizes`` over the arena read once as Python ints: the arena index of every
-    value read is gathered when the plan is made. (These are a few dozen small values:
-    numpy operations on them cost ~1 us each, more than the arithmetic; Python ints are also
-    exact where a product of extents overflows int64.)"""
-
-    def __init__(self, plan: StaticPlan, checks: _Checks) -> None:
-        self.plan, self.blocks = plan, [b.index for b in checks.sized]
-        self.size_at = [_slot(plan, b.size) for b in checks.sized]
-        self.mins = [b.min_bytes for b in checks.sized]
-        position = {b: k for k, b in enumerate(self.blocks)}
-        # fits: (arena indices of the shape, offset, item size, the position of the block
-        # among those sized here or -1, the block's static size)
-        self.fits = [(_indices(plan, t.shape), t.offset, t.dtype.numpy_dtype.itemsize,
-                      position.get(t.base.index, -1), t.base.nbytes)
-                     for t in checks.fits if t.ndim]
-        # counts: per side, a constant element count or the arena indices of a run-time shape
-        self.counts = [tuple(_count_side(plan, x) for x in pair) for pair in checks.counts]
-        read = self.size_at + [i for f in self.fits for i in f[0]]
-        read += [i for pair in self.counts for side in pair if type(side) is tuple
-                 for i in side]
-        self.end = max(read, default=-1) + 1
-
-    def sizes(self) -> dict[int, int] | None:
-        a = self.plan._arena_i64[:self.end].tolist()
-        max_bytes = self.plan._allocator.max_block_bytes
-        sizes = [a[i] for i in self.size_at]
-        for size, least in zip(sizes, self.mins):
-            if not least <= size <= max_bytes:
-                return None
-        for at, offset, item, pos, room in self.fits:
-            n = _product(a, at)
-            if n is None or offset + n * item > (sizes[pos] if pos >= 0 else room):
-                return None
-        for src, out in self.counts:
-            n = [side if type(side) is int else _product(a, side) for side in (src, out)]
-            if n[0] is None or n[1] is None or n[0] != n[1]:
-                return None
-        return dict(zip(self.blocks, sizes))
-
-
-def _indices(plan: StaticPlan, t: Tensor) -> tuple[int, ...]:
-    """The arena indices of the int64 values of ``t`` (a shape held in the arena)."""
-    first = _slot(plan, t)
-    assert first is not None, "_in_arena checked this"
-    return tuple(range(first, first + t.shape[0]))
-
-
-def _count_side(plan: StaticPlan, x: Tensor) -> int | tuple[int, ...]:
-    """A reshape's side as its element count (static) or its shape's arena indices."""
-    if x.static:
-        return math.prod(x.shape)
-    return _indices(plan, x.shape) if x.ndim else 1
-
-
-def _product(a: list[int], at: tuple[int, ...]) -> int | None:
-    """The product of the values at ``at``; None if one is negative."""
-    n = 1
-    for i in at:
-        if a[i] < 0:
-            return None
-        n *= a[i]
-    return n
-
-
-def _in_arena(plan: StaticPlan, checks: _Checks) -> bool:
-    """Whether every value ``checks`` reads is an aligned int64 of the arena."""
-    held = [b.size for b in checks.sized] + [t.shape for t in checks.fits]
-    held += [x.shape for pair in checks.counts for x in pair if not x.static]
-    return bool(held) and all(_slot(plan, t) is not None for t in held)
-
-
-def _slot(plan: StaticPlan, t: Tensor) -> int | None:
-    """The index of ``t``'s first value in the arena's int64 view, None if not there."""
-    where = plan._where.get(id(t.base))
-    if where is None or (where + t.offset) % 8:
-        return None
-    return (where + t.offset) // 8
-
-
 def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: Allocator
           ) -> StaticPlan | str:
     """The plan of ``func`` for arguments like ``args``, or why there is none."""
@@ -515,78 +392,6 @@ def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: 
         return StaticPlan(walk, func, args, allocator, ctx.kernels)  # type: ignore[arg-type]
     except NotStatic as err:
         return str(err)
-
-
-# -- what the walk's result tells ----------------------------------------------------------
-def _result_blocks(result: Any) -> dict[int, Tensor]:
-    """Block index -> the result tensor it holds (one per block)."""
-    fields = result.fields if type(result) is not Tensor else (result,)
-    return {f.base.index: f for f in fields}
-
-
-def _shape_phase(calls: list[Call], blocks: list[Block], results: dict[int, Tensor]
-                 ) -> tuple[set[int], list[Block]]:
-    """(indices of the calls that may run first, the blocks they alone write): calls that
-    read only constants, argument shapes and such blocks, and write only such blocks, where
-    every other reader of a block comes after its last writer and no two writes share bytes
-    (a value is also read where no call names it: by the checks, and by the kernels whose
-    DLTensor shapes point at it, so it must stay until the run ends). Such calls compute
-    shapes from shapes; running them first changes nothing any call sees."""
-    writers: dict[int, list[int]] = {}
-    readers: dict[int, list[int]] = {}
-    written: dict[int, list[tuple[int, int]]] = {}  # block -> byte ranges written
-    for k, call in enumerate(calls):
-        split = len(call.args) - call.outputs
-        for pos, t in enumerate(call.args):
-            if type(t.base) is Block:
-                (writers if pos >= split else readers).setdefault(t.base.index, []).append(k)
-                if pos >= split and t.static:
-                    end = t.offset + int(np.prod(t.shape, dtype=np.int64)) * \
-                        t.dtype.numpy_dtype.itemsize
-                    written.setdefault(t.base.index, []).append((t.offset, end))
-    candidates = {b.index for b in blocks if b.size is None and b.index not in results
-                  and b.index in writers and not _overlap(written.get(b.index, []))}
-    while True:
-        hoisted = {k for k, call in enumerate(calls) if _reads_writes_only(call, candidates)}
-        keep = {i for i in candidates
-                if all(w in hoisted for w in writers[i])
-                and all(r in hoisted or r > max(writers[i]) for r in readers.get(i, ()))}
-        if keep == candidates:
-            return hoisted, [b for b in blocks if b.index in keep]
-        candidates = keep
-
-
-def _overlap(ranges: list[tuple[int, int]]) -> bool:
-    """Whether two of the byte ranges ``[start, end)`` share a byte (a range written twice
-    counts: its first value would not last)."""
-    ranges = sorted(ranges)
-    return any(b[0] < a[1] for a, b in zip(ranges, ranges[1:]))
-
-
-def _reads_writes_only(call: Call, candidates: set[int]) -> bool:
-    """Whether ``call`` reads only constants, argument shapes and ``candidates``' static
-    tensors, and writes only the latter."""
-    split = len(call.args) - call.outputs
-    for pos, t in enumerate(call.args):
-        base = t.base
-        if pos < split and (type(base) is ArgShapes or type(base) is NDArray):
-            continue
-        if type(base) is not Block or base.index not in candidates or not t.static:
-            return False
-    return True
-
-
-def _sources_in(check: Check, early: set[int]) -> bool:
-    """Whether every value ``check`` reads is known after the shape phase."""
-    if check.kind == "size":
-        tensors = [check.item.size]
-    elif check.kind == "fit":
-        tensors = [check.item.shape] + ([check.item.base.size] if check.item.base.size
-                                        is not None else [])
-    else:
-        tensors = [x.shape for x in check.item if not x.static]
-    return all(id(t.base) in early or type(t.base) is NDArray for t in tensors)
-
 
 
 def _template(t: Tensor) -> tuple[bytes, Any]:

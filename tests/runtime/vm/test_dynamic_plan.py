@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import ember
 from ember.runtime.vm import VirtualMachine, VMError
 from ember.runtime.vm import static_plan
+from ember.runtime.vm import plan_phase
 from ember.runtime.vm.static_plan import StaticPlan
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -206,5 +207,5 @@ def test_shape_values_in_reused_bytes_stay_in_program_order() -> None:
     assert isinstance(plan, StaticPlan)
     assert plan._shape_run is None  # the slot is written twice: nothing runs ahead
     assert all(checks is not None for checks, _ in plan._segments[1:])
-    assert static_plan._overlap([(0, 8), (0, 8)]) and static_plan._overlap([(0, 16), (8, 24)])
-    assert not static_plan._overlap([(0, 8), (8, 16), (64, 72)])
+    assert plan_phase._overlap([(0, 8), (0, 8)]) and plan_phase._overlap([(0, 16), (8, 24)])
+    assert not plan_phase._overlap([(0, 8), (8, 16), (64, 72)])

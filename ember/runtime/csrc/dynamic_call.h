@@ -1,0 +1,188 @@
+/*
+ * dynamic_call.h -- a VM model's whole call at any input shape, as one C call.
+ *
+ * Included at the end of backend.c (so every library ember builds has it, and a loaded model
+ * needs no C compiler): it uses EmberModelCall and its types. The host side is
+ * ember/runtime/vm/plan_native.py, which fills the plan from a VM static plan once.
+ *
+ * EmberModelCall runs one input signature (exact shapes). A model with symbolic dimensions
+ * gets a call at shapes it has not seen before; in Python that costs the shape phase and its
+ * checks (tens of microseconds), more than a small model's kernels. Here a call whose input
+ * dimensions differ from the last call's makes, in one pass of integer arithmetic:
+ *
+ *   1. each input dimension checked against its rule (a declared extent, any size, or equal
+ *      to an earlier dimension of the same name) and written to its slot of the plan's arena;
+ *   2. the inputs' byte sizes checked against their buffers;
+ *   3. the shape functions (compiled kernels reading and writing the arena);
+ *   4. the check program (below): block sizes within [least, capacity], tensors of run-time
+ *      shape inside their blocks, reshapes that keep the element count;
+ *   5. the outputs' shapes (declared, or read from the arena) and byte sizes checked against
+ *      their buffers;
+ *
+ * then the kernels run as EmberModelCall runs them. Anything that does not hold returns 1
+ * with nothing run (the host's Python path then grows a buffer, or raises the error that
+ * names the input); outputs the host made of another shape return 2 (the host makes them
+ * again from out_dims and calls once more: the signature is then the last one).
+ */
+#ifndef EMBER_DYNAMIC_CALL_H_
+#define EMBER_DYNAMIC_CALL_H_
+
+/* Opcodes of the check program, a flat int64 array (mirrored in plan_native.py):
+ *   SIZE  slot least most               sizes[n++] = arena[slot], least <= it <= most
+ *   FIT   pos room offset item k i_1..k offset + prod(arena[i_j]) * item <= (pos >= 0 ?
+ *                                       sizes[pos] : room), no extent negative
+ *   COUNT side side                     equal element counts; a side is "-1 count" or
+ *                                       "k i_1..i_k" (the product of those arena values) */
+#define EMBER_CHECK_SIZE 1
+#define EMBER_CHECK_FIT 2
+#define EMBER_CHECK_COUNT 3
+
+typedef struct {
+  EmberModelCallPlan call; /* inputs[i].shape -> dims, outputs[i].shape -> out_dims */
+  int64_t* arena;          /* the static plan's arena, as int64 */
+  const EmberPlannedCall* shape_calls;
+  const int64_t* dim_rule; /* per input dimension: >= 0 that extent; -1 any; -2 - j: = dim j */
+  const int64_t* dim_slot; /* per input dimension: its arena index, or -1 */
+  int64_t* dims;           /* this call's input dimensions */
+  int64_t* last;           /* the dimensions whose shape phase the arena holds */
+  const int64_t* in_capacity; /* per input: the bytes its buffer holds */
+  const int64_t* in_item;     /* per input: its item size */
+  const int64_t* program;     /* the check program */
+  int64_t* sizes;             /* the program's block sizes (scratch) */
+  const int64_t* out_rule;    /* per output dimension: >= 0 that extent, else -1 - arena index */
+  int64_t* out_dims;          /* this signature's output dimensions */
+  const int64_t* out_capacity; /* per output: the bytes its buffer holds from its offset */
+  const int64_t* out_item;     /* per output: its item size */
+  int32_t num_shape_calls, num_dims, program_size, have_last;
+} EmberDynamicCallPlan;
+
+/* *n = the product of the arena values at idx[0..k); 0 when one is negative or it overflows. */
+static int ember_arena_product(const int64_t* arena, const int64_t* idx, int64_t k, int64_t* n) {
+  int64_t j, p = 1;
+  for (j = 0; j < k; ++j) {
+    int64_t v = arena[idx[j]];
+    if (v < 0 || __builtin_mul_overflow(p, v, &p)) return 0;
+  }
+  *n = p;
+  return 1;
+}
+
+/* One side of a COUNT at program[*at]: its element count (-1 if none), *at moved past it. */
+static int64_t ember_count_side(const EmberDynamicCallPlan* p, int32_t* at) {
+  int64_t k = p->program[(*at)++], n;
+  if (k < 0) return p->program[(*at)++];
+  if (!ember_arena_product(p->arena, &p->program[*at], k, &n)) n = -1;
+  *at += (int32_t)k;
+  return n;
+}
+
+/* The check program over the arena: 1 if every check holds. */
+static int ember_run_checks(EmberDynamicCallPlan* p) {
+  int32_t at = 0, sized = 0;
+  while (at < p->program_size) {
+    int64_t op = p->program[at++];
+    if (op == EMBER_CHECK_SIZE) {
+      int64_t v = p->arena[p->program[at]];
+      if (v < p->program[at + 1] || v > p->program[at + 2]) return 0;
+      p->sizes[sized++] = v;
+      at += 3;
+    } else if (op == EMBER_CHECK_FIT) {
+      int64_t pos = p->program[at], room = p->program[at + 1], offset = p->program[at + 2];
+      int64_t item = p->program[at + 3], k = p->program[at + 4], n, bytes;
+      if (!ember_arena_product(p->arena, &p->program[at + 5], k, &n)) return 0;
+      if (pos >= 0) room = p->sizes[pos];
+      if (__builtin_mul_overflow(n, item, &bytes) || bytes > room - offset) return 0;
+      at += 5 + (int32_t)k;
+    } else if (op == EMBER_CHECK_COUNT) {
+      int64_t a = ember_count_side(p, &at), b = ember_count_side(p, &at);
+      if (a < 0 || a != b) return 0;
+    } else {
+      return 0; /* the host wrote no such op */
+    }
+  }
+  return 1;
+}
+
+/* The tensors' byte sizes for dims[d..d+ndim): *nbytes; 0 if it overflows or exceeds cap. */
+static int ember_tensor_bytes(const int64_t* dims, int32_t ndim, int64_t item, int64_t cap,
+                              int64_t* nbytes) {
+  int64_t n = item;
+  int32_t k;
+  for (k = 0; k < ndim; ++k) {
+    if (__builtin_mul_overflow(n, dims[k], &n)) return 0;
+  }
+  *nbytes = n;
+  return n <= cap;
+}
+
+/* Steps 1 (the arena part) to 5 for p->dims: 0 when the signature can run, 1 otherwise. */
+static int ember_new_signature(EmberDynamicCallPlan* p) {
+  EmberModelCallPlan* c = &p->call;
+  int32_t i, d = 0;
+  int64_t nbytes;
+  p->have_last = 0;
+  for (i = 0; i < p->num_dims; ++i) {
+    if (p->dim_slot[i] >= 0) p->arena[p->dim_slot[i]] = p->dims[i];
+  }
+  for (i = 0; i < c->num_inputs; ++i) {
+    EmberCallTensor* t = (EmberCallTensor*)&c->inputs[i];
+    if (!ember_tensor_bytes(&p->dims[d], t->ndim, p->in_item[i], p->in_capacity[i], &nbytes))
+      return 1;
+    t->nbytes = nbytes;
+    d += t->ndim;
+  }
+  if (p->num_shape_calls > 0 &&
+      EmberRunCalls(p->shape_calls, p->num_shape_calls, &c->failed_at) != 0)
+    return 1;
+  if (!ember_run_checks(p)) return 1;
+  for (i = 0, d = 0; i < c->num_outputs; ++i) {
+    EmberCallTensor* t = (EmberCallTensor*)&c->outputs[i];
+    int32_t k;
+    for (k = 0; k < t->ndim; ++k, ++d) {
+      int64_t rule = p->out_rule[d];
+      p->out_dims[d] = rule >= 0 ? rule : p->arena[-1 - rule];
+      if (p->out_dims[d] < 0) return 1;
+    }
+    if (!ember_tensor_bytes(&p->out_dims[d - t->ndim], t->ndim, p->out_item[i],
+                            p->out_capacity[i], &nbytes))
+      return 1;
+    t->nbytes = nbytes;
+  }
+  memcpy(p->last, p->dims, sizeof(int64_t) * (size_t)p->num_dims);
+  p->have_last = 1;
+  return 0;
+}
+
+/* A whole call at any input shape (see the top of this file): 0 done, 1 not run (the host's
+ * checked path runs it), 2 the outputs the host made have other shapes (out_dims has
+ * theirs), -1 a kernel failed (as EmberModelCall). */
+EMBER_DLL int EmberDynamicModelCall(EmberDynamicCallPlan* p) {
+  EmberModelCallPlan* c = &p->call;
+  const EmberObjectLayout* L = c->layout;
+  const void* const* items = (const void* const*)((const char*)c->args + L->tuple_items);
+  const void* const* outs;
+  int32_t i, k, d = 0, changed = !p->have_last;
+  if (EMBER_FIELD(c->args, L->var_size, int64_t) != c->num_inputs) return 1;
+  for (i = 0; i < c->num_inputs; ++i) {
+    const int64_t* dims;
+    if (EMBER_FIELD(items[i], L->ob_type, const void*) != L->ndarray_type ||
+        EMBER_FIELD(items[i], L->array_ndim, int) != c->inputs[i].ndim)
+      return 1;
+    dims = EMBER_FIELD(items[i], L->array_dims, const int64_t*);
+    for (k = 0; k < c->inputs[i].ndim; ++k, ++d) {
+      int64_t rule = p->dim_rule[d], v = dims[k];
+      if ((rule >= 0 && v != rule) || (rule <= -2 && v != p->dims[-2 - rule])) return 1;
+      changed |= v != p->last[d];
+      p->dims[d] = v;
+    }
+  }
+  if (changed && ember_new_signature(p) != 0) return 1;
+  outs = c->num_outputs == 1 ? &c->outs : EMBER_FIELD(c->outs, L->list_items, const void* const*);
+  for (i = 0; i < c->num_outputs; ++i) {
+    if (!ember_array_is(L, outs[i], &c->outputs[i])) return 2;
+  }
+  /* EmberModelCall checks the inputs' dtypes and layouts, copies, runs and copies out. */
+  return EmberModelCall(c);
+}
+
+#endif /* EMBER_DYNAMIC_CALL_H_ */

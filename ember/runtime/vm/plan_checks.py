@@ -1,0 +1,159 @@
+"""The checks a static plan makes before its kernels use what the shape phase computed.
+
+A block's run-time size must lie in [what its static tensors need, the allocator's bound]; a
+tensor of run-time shape must fit in its block; a reshape must keep the element count.
+:class:`Checks` holds those of one point of a run and the blocks they size; where every value
+they read is an int64 of the plan's arena (the shape phase's checks, as a rule), a
+:class:`VectorChecks` makes them over the arena read once, with precomputed indices. That form is
+also what ``plan_native`` encodes as the check program C runs (its checked fallback).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .plan_walk import Check, Tensor
+
+if TYPE_CHECKING:
+    from .static_plan import StaticPlan
+
+
+class Checks:
+    """The checks made at one point of a run, and the blocks they size. Where every value
+    they read lives in the arena (the shape phase's checks, as a rule), they are vectorised:
+    a few numpy operations whatever their number."""
+
+    def __init__(self, plan: StaticPlan, checks: list[Check]) -> None:
+        self.plan, self.checks = plan, checks
+        self.sized = [c.item for c in checks if c.kind == "size"]
+        self.fits = [c.item for c in checks if c.kind == "fit"]
+        self.counts = [c.item for c in checks if c.kind == "count"]
+        self.vector = VectorChecks(plan, self) if _in_arena(plan, self) else None
+
+    def run(self) -> bool:
+        sizes = self.sizes()
+        if sizes is None:
+            return False
+        self.place(sizes)
+        return True
+
+    def sizes(self) -> dict[int, int] | None:
+        """This run's size of each block it sizes, if every check holds; else None."""
+        if self.vector is not None:
+            return self.vector.sizes()
+        plan = self.plan
+        sizes = {b.index: int(plan.value(b.size)[0]) for b in self.sized}
+        for b in self.sized:
+            if not b.min_bytes <= sizes[b.index] <= plan._allocator.max_block_bytes:
+                return None
+        for t in self.fits:
+            dims = plan.value(t.shape)
+            room = sizes.get(t.base.index, plan._size.get(t.base.index, t.base.nbytes))
+            if (dims < 0).any() or t.offset + float(np.prod(dims, dtype=np.float64)) * \
+                    t.dtype.numpy_dtype.itemsize > room:
+                return None
+        for src, out in self.counts:
+            n = [np.prod(x.shape if x.static else plan.value(x.shape), dtype=np.float64)
+                 for x in (src, out)]
+            if n[0] != n[1] or (not out.static and (plan.value(out.shape) < 0).any()):
+                return None
+        return sizes
+
+    def place(self, sizes: dict[int, int], seen: bool = False, take_results: bool = True
+              ) -> None:
+        """Result blocks taken for this run (if ``take_results``); other dynamic blocks grown
+        if too small (not for sizes ``seen`` before: blocks never shrink)."""
+        plan = self.plan
+        plan._size.update(sizes)
+        for b in self.sized:
+            k = plan._result_index.get(b.index)
+            if k is not None:
+                if take_results:
+                    plan._take_result(k, sizes[b.index])
+            elif not seen and sizes[b.index] > plan._capacity.get(b.index, -1):
+                plan._grow(b, sizes[b.index])
+
+
+class VectorChecks:
+    """``Checks.sizes`` over the arena read once as Python ints: the arena index of every
+    value read is gathered when the plan is made. (These are a few dozen small values:
+    numpy operations on them cost ~1 us each, more than the arithmetic; Python ints are also
+    exact where a product of extents overflows int64.)"""
+
+    def __init__(self, plan: StaticPlan, checks: Checks) -> None:
+        self.plan, self.blocks = plan, [b.index for b in checks.sized]
+        self.size_at = [slot(plan, b.size) for b in checks.sized]
+        self.mins = [b.min_bytes for b in checks.sized]
+        position = {b: k for k, b in enumerate(self.blocks)}
+        # fits: (arena indices of the shape, offset, item size, the position of the block
+        # among those sized here or -1, the block's static size)
+        self.fits = [(_indices(plan, t.shape), t.offset, t.dtype.numpy_dtype.itemsize,
+                      position.get(t.base.index, -1), t.base.nbytes)
+                     for t in checks.fits if t.ndim]
+        # counts: per side, a constant element count or the arena indices of a run-time shape
+        self.counts = [tuple(_count_side(plan, x) for x in pair) for pair in checks.counts]
+        read = self.size_at + [i for f in self.fits for i in f[0]]
+        read += [i for pair in self.counts for side in pair if type(side) is tuple
+                 for i in side]
+        self.end = max(read, default=-1) + 1
+
+    def sizes(self) -> dict[int, int] | None:
+        a = self.plan._arena_i64[:self.end].tolist()
+        max_bytes = self.plan._allocator.max_block_bytes
+        sizes = [a[i] for i in self.size_at]
+        for size, least in zip(sizes, self.mins):
+            if not least <= size <= max_bytes:
+                return None
+        for at, offset, item, pos, room in self.fits:
+            n = _product(a, at)
+            if n is None or offset + n * item > (sizes[pos] if pos >= 0 else room):
+                return None
+        for src, out in self.counts:
+            n = [side if type(side) is int else _product(a, side) for side in (src, out)]
+            if n[0] is None or n[1] is None or n[0] != n[1]:
+                return None
+        return dict(zip(self.blocks, sizes))
+
+
+def _indices(plan: StaticPlan, t: Tensor) -> tuple[int, ...]:
+    """The arena indices of the int64 values of ``t`` (a shape held in the arena)."""
+    first = slot(plan, t)
+    assert first is not None, "_in_arena checked this"
+    return tuple(range(first, first + t.shape[0]))
+
+
+def _count_side(plan: StaticPlan, x: Tensor) -> int | tuple[int, ...]:
+    """A reshape's side as its element count (static) or its shape's arena indices."""
+    if x.static:
+        return math.prod(x.shape)
+    return _indices(plan, x.shape) if x.ndim else 1
+
+
+def _product(a: list[int], at: tuple[int, ...]) -> int | None:
+    """The product of the values at ``at``; None if one is negative."""
+    n = 1
+    for i in at:
+        if a[i] < 0:
+            return None
+        n *= a[i]
+    return n
+
+
+def _in_arena(plan: StaticPlan, checks: Checks) -> bool:
+    """Whether every value ``checks`` reads is an aligned int64 of the arena."""
+    held = [b.size for b in checks.sized] + [t.shape for t in checks.fits]
+    held += [x.shape for pair in checks.counts for x in pair if not x.static]
+    return bool(held) and all(slot(plan, t) is not None for t in held)
+
+
+def slot(plan: StaticPlan, t: Tensor) -> int | None:
+    """The index of ``t``'s first value in the arena's int64 view, None if not there."""
+    where = plan._where.get(id(t.base))
+    if where is None or (where + t.offset) % 8:
+        return None
+    return (where + t.offset) // 8
+
+
+__all__ = ["Checks", "VectorChecks", "slot"]

@@ -1,0 +1,272 @@
+"""A VM model's call at any input shape as one C call: the shape phase and its checks in C.
+
+``plan_arrays`` serves a compiled model's call per input signature: a signature seen before is
+one native call, a new one runs the plan's shape phase and checks in Python first (tens of
+microseconds: more than a small model's kernels). A :class:`DynamicCall` is made once per
+:class:`~.plan_arrays.ArrayCalls` and hands every signature to ``EmberDynamicModelCall``
+(``csrc/dynamic_call.h``), which checks each input dimension against its rule, writes the
+dimensions into the plan's arena, runs the shape functions, runs the plan's checks as a flat
+integer program, sizes the inputs and outputs, and makes the kernel calls. Everything it
+reads that does not depend on the concrete sizes is laid out here, once:
+
+- per input dimension, its rule (a declared extent, any size, or equal to an earlier
+  dimension of the same name) and its arena slot;
+- the check program (``SIZE``/``FIT``/``COUNT``, from the Python form of the checks,
+  ``plan_checks.VectorChecks``, which stays the checked fallback);
+- per output dimension, a declared extent or the arena slot the shape phase writes;
+- the buffers (inputs, results, intermediates) and what each holds.
+
+C answers 1 when a signature needs what only Python does (a buffer to grow, a check that
+fails and must be reported, an input of another kind): the caller's checked path then runs the
+call through ``plan_arrays`` (which grows the buffers; :meth:`DynamicCall.refresh` reads them
+again) or the interpreter (which raises the error naming the input).
+"""
+from __future__ import annotations
+
+import array
+import ctypes
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..model_call import _Plan, _Tensor, object_layout
+from .plan_arrays import ArrayCalls
+from .static_plan import StaticPlan
+
+# Opcodes of the check program (csrc/dynamic_call.h).
+SIZE, FIT, COUNT = 1, 2, 3
+_P = ctypes.c_void_p
+
+
+class _DynamicPlan(ctypes.Structure):
+    _fields_ = [("call", _Plan), ("arena", _P), ("shape_calls", _P), ("dim_rule", _P),
+                ("dim_slot", _P), ("dims", _P), ("last", _P), ("in_capacity", _P),
+                ("in_item", _P), ("program", _P), ("sizes", _P), ("out_rule", _P),
+                ("out_dims", _P), ("out_capacity", _P), ("out_item", _P),
+                ("num_shape_calls", ctypes.c_int32), ("num_dims", ctypes.c_int32),
+                ("program_size", ctypes.c_int32), ("have_last", ctypes.c_int32)]
+
+
+def dim_rules(plan: StaticPlan, patterns: Sequence[Any] | None) -> list[int] | None:
+    """Per input dimension (inputs in order): its extent (declared by the function or the
+    model), -1 (any size) or -2 - j (the size of dimension j, an earlier one of the same
+    name: the model's check that inputs sharing a dimension agree). ``patterns``: the model's
+    input shapes (per axis an int, None or a dimension's name), None if unknown. None where a
+    rule cannot be told (an argument without a declared shape, a pattern of another rank)."""
+    rules: list[int] = []
+    first: dict[str, int] = {}
+    for i, (_, ndim, shape) in enumerate(plan._arg_types):
+        declared = shape if shape is not None else plan._declared[i]
+        pattern = patterns[i] if patterns is not None and i < len(patterns) else None
+        if declared is None or len(declared) != ndim or \
+                pattern is not None and len(pattern) != ndim:
+            return None
+        for k, extent in enumerate(declared):
+            name = pattern[k] if pattern is not None else None
+            if type(name) is str and name in first:
+                rules.append(-2 - first[name])
+                continue
+            if type(name) is str:
+                first[name] = len(rules)
+            rules.append(extent if extent >= 0 else name if type(name) is int else -1)
+    return rules
+
+
+def _int64s(values: Sequence[int]) -> np.ndarray:
+    return np.array(list(values) or [0], dtype=np.int64)
+
+
+def _address(arr: np.ndarray | array.array) -> int:
+    """Where an int64 array's items start (an ``array.array`` is never resized here)."""
+    return arr.buffer_info()[0] if type(arr) is array.array else arr.ctypes.data
+
+
+class DynamicCall:
+    """``run(args)``: a model call at any input shape (the outputs, or None when the
+    caller's checked path must run it), as ``ModelCall.run``. Valid while the plan's tensors
+    point at ``calls``' buffers: the holder calls :meth:`forget` before running the plan in
+    Python and :meth:`refresh` after. (C rewrites the plan's arena behind the plan's back:
+    the holder, ``execution_pool.VMContext``, owns its VM, and every other run of the plan
+    goes through its ``call``, which forgets first.)"""
+
+    __slots__ = ("_keep", "_plan", "calls", "plan", "run")
+
+    def __init__(self, calls: ArrayCalls, rules: list[int], entry: Any, threads: int) -> None:
+        plan = self.plan = calls.plan
+        self.calls = calls
+        program, out_rules = _program(plan), _out_rules(plan)
+        sized = len(plan._early.vector.blocks) if plan._early.vector is not None else 0
+        slots = dict(plan._arg_slots)
+        dim_slot = [slots[i] + k if i in slots else -1
+                    for i, (_, ndim, _) in enumerate(plan._arg_types) for k in range(ndim)]
+        self._keep: dict[str, Any] = {
+            "dim_rule": _int64s(rules), "dim_slot": _int64s(dim_slot),
+            "dims": _int64s([0] * len(rules)), "last": _int64s([-1] * len(rules)),
+            "in_capacity": _int64s([0] * len(plan._arg_types)),
+            "in_item": _int64s([dt.numpy_dtype.itemsize for dt, _, _ in plan._arg_types]),
+            "program": _int64s(program), "sizes": _int64s([0] * sized),
+            "out_rule": _int64s(out_rules), "out_dims": array.array("q", [0] * len(out_rules)),
+            "out_capacity": _int64s([0] * len(plan._fields)),
+            "out_item": _int64s([plan._typed_info[k][2] for k in plan._fields])}
+        self._plan = p = _DynamicPlan()
+        for name, arr in list(self._keep.items()):
+            setattr(p, name, _address(arr))
+        p.arena = plan._arena_i64.ctypes.data
+        shape_cplan, cplan = plan._shape_cplan, calls.cplan
+        assert cplan is not None, "dynamic_call checked this"
+        if shape_cplan is not None:
+            p.shape_calls, p.num_shape_calls = ctypes.addressof(shape_cplan._table), \
+                shape_cplan._count
+        p.num_dims, p.program_size = len(rules), len(program)
+        p.call.layout = ctypes.addressof(object_layout())  # type: ignore[arg-type]
+        p.call.calls, p.call.num_calls = ctypes.addressof(cplan._table), cplan._count
+        p.call.num_inputs, p.call.num_outputs = len(plan._arg_types), len(plan._fields)
+        p.call.num_threads, p.call.failed_at = threads, -1
+        self._keep["plans"] = (shape_cplan, cplan)  # the tables C reads
+        self.refresh()
+        entry.argtypes, entry.restype = None, ctypes.c_int
+        self.run = self._runner(functools.partial(entry, ctypes.byref(p)))
+
+    def _runner(self, call: Any) -> Any:
+        """``run``: the call with outputs of the last signature's shapes, and again with new
+        ones when C answers that this signature's outputs have other shapes (2). (The
+        second try costs about 2 us: C's output dimensions are read as one ``array``.)"""
+        slots = (ctypes.c_int64 * 2).from_address(
+            ctypes.addressof(self._plan) + _DynamicPlan.call.offset + _Plan.args.offset)
+        plan, out_dims, empty = self.plan, self._keep["out_dims"], np.empty
+        ends = [0]
+        for k in plan._fields:
+            ends.append(ends[-1] + plan._typed_info[k][5])
+        dtypes = [plan._typed_info[k][1] for k in plan._fields]
+        shapes = [(0,) * (b - a) for a, b in zip(ends, ends[1:])]  # the last signature's
+
+        if len(dtypes) == 1:
+            dtype = dtypes[0]
+
+            def run(args: tuple[Any, ...]) -> Any:
+                outs = empty(shapes[0], dtype)
+                slots[0] = id(args)
+                slots[1] = id(outs)
+                rc = call()
+                if rc == 2:
+                    shapes[0] = shape = tuple(out_dims)
+                    outs = empty(shape, dtype)
+                    slots[1] = id(outs)
+                    rc = call()
+                return outs if rc == 0 else None
+            return run
+
+        def run_several(args: tuple[Any, ...]) -> Any:
+            outs = [empty(s, dt) for s, dt in zip(shapes, dtypes)]
+            slots[0] = id(args)
+            slots[1] = id(outs)
+            rc = call()
+            if rc == 2:
+                dims = out_dims.tolist()
+                shapes[:] = [tuple(dims[a:b]) for a, b in zip(ends, ends[1:])]
+                outs = [empty(s, dt) for s, dt in zip(shapes, dtypes)]
+                slots[1] = id(outs)
+                rc = call()
+            return outs if rc == 0 else None
+        return run_several
+
+    def forget(self) -> None:
+        """Before the plan runs in Python: the arena will not hold C's last signature, and
+        C's writes to it made the plan's own record of its arena stale."""
+        self._plan.have_last = 0
+        self.plan.applied = None
+        self.plan._last = None
+
+    def refresh(self) -> None:
+        """Read the buffers again (a Python run may have grown or moved them)."""
+        calls, plan, p, keep = self.calls, self.plan, self._plan, self._keep
+        in_table = (_Tensor * max(len(calls.inputs), 1))()
+        dims, start = keep["dims"].ctypes.data, 0
+        for t, grown, (dt, ndim, _) in zip(in_table, calls.inputs, plan._arg_types):
+            t.shape, t.descr, t.buffer, t.ndim = dims + 8 * start, id(dt.numpy_dtype), \
+                grown.ptr, ndim
+            start += ndim
+        keep["in_capacity"][:len(calls.inputs)] = [g.capacity for g in calls.inputs]
+        out_table = (_Tensor * max(len(plan._fields), 1))()
+        dims, start = _address(keep["out_dims"]), 0
+        for j, (t, k) in enumerate(zip(out_table, plan._fields)):
+            offset, np_dtype, _, _, _, ndim = plan._typed_info[k]
+            grown = calls.results[plan._result_tensors[k].base.index]
+            keep["out_capacity"][j] = grown.capacity - offset
+            t.shape, t.descr, t.buffer, t.ndim = dims + 8 * start, id(np_dtype), \
+                grown.ptr + offset, ndim
+            start += ndim
+        for at, index in _size_maxima(plan):
+            keep["program"][at] = self._most(index)
+        p.call.inputs, p.call.outputs = ctypes.addressof(in_table), ctypes.addressof(out_table)
+        keep["tables"] = (in_table, out_table)
+        p.have_last = 0
+
+    def _most(self, index: int) -> int:
+        """The largest size block ``index`` may have without growing."""
+        calls, plan = self.calls, self.plan
+        held = calls.results[index].capacity if index in calls.results else \
+            plan._capacity.get(index, -1)
+        return min(held, plan._allocator.max_block_bytes)
+
+
+def _program(plan: StaticPlan) -> list[int]:
+    """The plan's early checks as the C check program (the block maxima are filled in by
+    ``refresh``: they are the buffers' sizes)."""
+    vector = plan._early.vector
+    if vector is None:
+        return []
+    words: list[int] = []
+    for slot, least in zip(vector.size_at, vector.mins):
+        words += [SIZE, slot, least, -1]
+    for at, offset, item, pos, room in vector.fits:
+        words += [FIT, pos, room, offset, item, len(at), *at]
+    for pair in vector.counts:
+        words.append(COUNT)
+        for side in pair:
+            words += [-1, side] if type(side) is int else [len(side), *side]
+    return words
+
+
+def _size_maxima(plan: StaticPlan) -> list[tuple[int, int]]:
+    """(program index of each SIZE's maximum, its block's index)."""
+    vector = plan._early.vector
+    if vector is None:
+        return []
+    return [(4 * j + 3, index) for j, index in enumerate(vector.blocks)]
+
+
+def _out_rules(plan: StaticPlan) -> list[int]:
+    """Per output dimension: its extent, or -1 - the arena index the shape phase writes."""
+    rules: list[int] = []
+    for k in plan._fields:
+        _, _, _, shape, slot, ndim = plan._typed_info[k]
+        rules += list(shape) if shape is not None else [-1 - (slot + j) for j in range(ndim)]
+    return rules
+
+
+def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
+                 ) -> DynamicCall | None:
+    """The DynamicCall of ``calls``, or None where it cannot be made: a plan without
+    symbolic arguments (one signature: ``ArrayCall.native_call`` serves it), checks that
+    read values outside the arena, no C runner, a library that predates
+    ``EmberDynamicModelCall``, an object layout that does not hold."""
+    plan = calls.plan
+    if not plan._arg_slots or plan._early.checks and plan._early.vector is None:
+        return None
+    if calls.cplan is None or object_layout() is None:
+        return None
+    if any(shape is None and slot is None for _, _, _, shape, slot, _ in plan._typed_info):
+        return None
+    entry = getattr(calls.cplan.lib, "EmberDynamicModelCall", None)
+    rules = dim_rules(plan, patterns)
+    if entry is None or rules is None:
+        return None
+    if plan._shape_run is not None and plan._shape_cplan is None:
+        return None
+    return DynamicCall(calls, rules, entry, threads)
+
+
+__all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "dim_rules", "dynamic_call"]

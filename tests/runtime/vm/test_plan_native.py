@@ -1,0 +1,254 @@
+"""A VM model's call at any input shape as one C call (vm/plan_native.py,
+csrc/dynamic_call.h): new signatures run without Python once the buffers are large enough,
+results equal the interpreter's, and whatever C cannot decide (a buffer to grow, a failed
+check, a rejected shape, inputs that contradict each other) goes back to the checked Python
+path, which grows or raises the usual error."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember.api.model import ModelInputError
+from ember.runtime.execution_pool import VMContext
+from ember.runtime.vm import VMError
+from ember.runtime.vm.plan_native import COUNT, FIT, SIZE, DynamicCall, _program, dim_rules
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_plan_arrays import contexts  # noqa: E402
+from test_dynamic_plan import GROWING  # noqa: E402
+from test_static_plan import values  # noqa: E402
+from _vm_testlib import DYNAMIC, requires_cc  # noqa: E402
+
+pytestmark = requires_cc
+
+TWO_OUTPUTS = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 3, ?), float32], %y: Tensor[(?, 3, ?), float32]) {
+  (nn.relu(add(%x, %y)), multiply(%x, 2f))
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def two_outputs():
+    return ember.compile(TWO_OUTPUTS)
+
+
+def python_calls(model, monkeypatch) -> list[int]:
+    """A list that grows by one per call that takes the Python path (VMContext.call)."""
+    seen: list[int] = []
+    original = VMContext.call
+
+    def counted(self, values):
+        seen.append(1)
+        return original(self, values)
+    monkeypatch.setattr(VMContext, "call", counted)
+    return seen
+
+
+def context_of(model) -> VMContext:
+    ctx = model._pool.acquire()
+    model._pool.release(ctx)
+    return ctx
+
+
+def test_new_shapes_within_the_buffers_run_in_c(two_outputs, monkeypatch) -> None:
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((2, 9, 3, 11)).astype("float32")
+    two_outputs(big[0], big[1])
+    two_outputs(big[0], big[1])  # the plan's array calls made: C serves from now on
+    assert isinstance(context_of(two_outputs).native, DynamicCall)
+    python = python_calls(two_outputs, monkeypatch)
+    for n, m in [(1, 1), (5, 7), (9, 11), (1, 10), (5, 7), (3, 2)]:
+        x, y = rng.standard_normal((2, n, 3, m)).astype("float32")
+        relu, twice = two_outputs(x, y)
+        np.testing.assert_array_equal(relu, np.maximum(x + y, 0))
+        np.testing.assert_array_equal(twice, x * 2)
+    assert python == []
+
+
+def test_results_are_fresh_arrays_per_call(two_outputs) -> None:
+    x = np.ones((4, 3, 2), "float32")
+    two_outputs(x, x)
+    first = two_outputs(x, x)
+    kept = [a.copy() for a in first]
+    two_outputs(x * 3, x)
+    two_outputs(np.ones((2, 3, 5), "float32"), np.ones((2, 3, 5), "float32"))
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(first, kept))
+
+
+def test_a_larger_shape_grows_in_python_then_runs_in_c(two_outputs, monkeypatch) -> None:
+    x = np.ones((2, 3, 2), "float32")
+    two_outputs(x, x)
+    two_outputs(x, x)
+    python = python_calls(two_outputs, monkeypatch)
+    big = np.full((40, 3, 33), 2, "float32")
+    np.testing.assert_array_equal(two_outputs(big, big)[1], big * 2)
+    assert len(python) == 1  # C declined: the buffers grew
+    small = np.full((39, 3, 30), 3, "float32")
+    np.testing.assert_array_equal(two_outputs(small, small)[0], small * 2)
+    np.testing.assert_array_equal(two_outputs(big, big)[1], big * 2)
+    assert len(python) == 1
+
+
+def test_shapes_that_a_shape_function_rejects_raise_model_input_error(two_outputs) -> None:
+    x = np.ones((6, 3, 4), "float32")
+    two_outputs(x, x)
+    two_outputs(x, x)
+    with pytest.raises(ModelInputError, match="cannot run on these input shapes"):
+        two_outputs(x, np.ones((5, 3, 4), "float32"))
+    with pytest.raises(ModelInputError, match="x.*y|y.*x"):
+        two_outputs(np.ones((2, 3, 3), "float32"), np.ones((2, 3, 4), "float32"))
+    np.testing.assert_array_equal(two_outputs(x, x)[1], x * 2)
+
+
+def test_a_declared_extent_is_checked_in_c(two_outputs) -> None:
+    x = np.ones((2, 3, 2), "float32")
+    two_outputs(x, x)
+    two_outputs(x, x)
+    native = context_of(two_outputs).native
+    wrong = np.ones((2, 4, 2), "float32")
+    assert native.run((wrong, wrong)) is None  # declined, nothing run
+    with pytest.raises(ModelInputError, match="x"):
+        two_outputs(wrong, wrong)
+    # other kinds of argument: declined, the checked path converts or refuses them
+    assert native.run((x.astype("float64"), x)) is None
+    assert native.run((x,)) is None
+    assert native.run((x[:, :, :1], x[:, :, :1])) is None  # a view, not C-contiguous
+    np.testing.assert_array_equal(two_outputs(x.tolist(), x)[1], x * 2)
+
+
+def test_dimensions_of_one_name_must_agree() -> None:
+    ctx, _ = contexts(TWO_INPUT_ADD, dtypes=("float32", "float32"))
+    ctx.patterns = [("n",), ("n",)]
+    x = np.arange(5, dtype="float32")
+    ctx.call([x, x])
+    ctx.call([x, x])
+    assert isinstance(ctx.native, DynamicCall)
+    assert ctx.native.run((x[:3].copy(), x[:3].copy())).tolist() == [0, 2, 4]
+    assert ctx.native.run((x[:3].copy(), x[:4].copy())) is None  # n = 3 and n = 4
+
+
+def test_dim_rules() -> None:
+    ctx, _ = contexts(TWO_INPUT_ADD, dtypes=("float32", "float32"))
+    x = np.ones(4, "float32")
+    ctx.call([x, x])
+    plan = ctx.vm._plans[ctx.index]
+    assert dim_rules(plan, None) == [-1, -1]
+    assert dim_rules(plan, [("n",), ("n",)]) == [-1, -2]
+    assert dim_rules(plan, [(None,), ("n",)]) == [-1, -1]
+    assert dim_rules(plan, [(4,), ("n",)]) == [4, -1]  # the model declares 4
+    assert dim_rules(plan, [("n",), (4,)]) == [-1, 4]
+    assert dim_rules(plan, [("n", 2), ("n",)]) is None  # a rank that is not the argument's
+
+
+# main(x: float32[?], y: float32[?]) = x + y (the kernel refuses different lengths)
+TWO_INPUT_ADD = """
+main(x, y):
+    # param types = float32[?], float32[?]
+    shape_of $2 $0
+    load_consti $3 8
+    alloc_storage $4 $3 64 int64 0
+    load_consti $5 0
+    alloc_tensor $6 $4 $5 [] int64
+    invoke_packed PackedFunc[vm_nbytes_f32] (in: $2, out: $6)
+    alloc_storage $7 $6 64 float32 0
+    alloc_tensor_reg $8 $7 $5 $2 float32
+    invoke_packed PackedFunc[vm_add_f32] (in: $0, $1, out: $8)
+    ret $8
+"""
+
+
+def test_the_check_program_refuses_what_the_python_checks_refuse() -> None:
+    ctx, interpreter = contexts(DYNAMIC, (np.array([2, 3], "int64"),))
+    x = np.arange(6, dtype="float32")
+    ctx.call([x])
+    ctx.call([x])
+    plan = ctx.vm._plans[ctx.index]
+    vector = plan._early.vector
+    program = _program(plan)
+    assert program.count(SIZE) >= len(vector.blocks) and COUNT in program
+    assert program[:4 * len(vector.blocks):4] == [SIZE] * len(vector.blocks)
+    assert FIT in program or not vector.fits
+    native = ctx.native
+    assert native.run((x,)).tolist() == [[0, 2, 4], [6, 8, 10]]
+    # 4 elements fit the buffers, but the reshape to [2, 3] needs 6: the COUNT refuses
+    assert native.run((x[:4].copy(),)) is None
+    with pytest.raises(VMError, match=r"cannot reshape tensor float32\[4\] to \[2, 3\]"):
+        ctx.call([x[:4].copy()])
+    assert native.run is not None and ctx.call([x])[0].tolist() == \
+        values(interpreter.run(x))[0].tolist()
+
+
+def test_growing_results_match_the_interpreter_at_every_length() -> None:
+    ctx, interpreter = contexts(GROWING)
+    rng = np.random.default_rng(3)
+    for n in (9, 9, 1, 0, 5, 9, 2, 17, 3):
+        x = rng.standard_normal(n).astype("float32")
+        want = values(interpreter.run(x))[0]
+        native = ctx.native
+        got = native.run((x,)) if native is not None else None
+        if got is None:
+            got = ctx.call([x])
+        got = got[0] if isinstance(got, list) else got  # ctx.call gives a list
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+DENSE = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 4), float32], %w: Tensor[(?, 4), float32]) {
+  nn.dense(%x, %w)
+}
+"""
+
+
+def test_a_huge_size_is_a_memory_error_naming_the_bytes() -> None:
+    model = ember.compile(DENSE)
+    a = np.ones((3, 4), "float32")
+    model(a, a)
+    model(a, a)
+    assert isinstance(context_of(model).native, DynamicCall)
+    huge = np.ones((1_000_000, 4), "float32")  # a (10**6, 10**6) result: 4 TB
+    with pytest.raises(VMError, match="4000000000000 bytes requested"):
+        model(huge, huge)
+    np.testing.assert_array_equal(model(a[:2], a), np.full((2, 3), 4, "float32"))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(1, 9)), min_size=1, max_size=6))
+def test_any_sequence_of_shapes_equals_numpy(two_outputs, shapes) -> None:
+    rng = np.random.default_rng(len(shapes))
+    for n, m in shapes:
+        x, y = rng.standard_normal((2, n, 3, m)).astype("float32")
+        relu, twice = two_outputs(x, y)
+        assert relu.shape == twice.shape == (n, 3, m)
+        np.testing.assert_array_equal(relu, np.maximum(x + y, 0))
+        np.testing.assert_array_equal(twice, x * 2)
+
+
+def test_named_dimensions_are_checked_in_c_even_where_kernels_would_broadcast(tmp_path) -> None:
+    """An ONNX model whose inputs share ``batch`` and ``seq``: once C serves its calls, a call
+    that gives them different sizes is still refused (add would broadcast the 1)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq"]) for n in "abc"]
+    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["c"])], "g", vi[:2], vi[2:])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              tmp_path / "add.onnx")
+    model = ember.compile(tmp_path / "add.onnx")
+    ones = lambda *shape: np.ones(shape, "float32")  # noqa: E731
+    for shape in [(4, 5), (4, 5), (2, 3)]:
+        np.testing.assert_array_equal(model(ones(*shape), ones(*shape)), 2 * ones(*shape))
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall)
+    assert native.run((ones(2, 3), ones(1, 3))) is None  # declined: batch 2 and 1
+    with pytest.raises(ModelInputError, match="share dimension 'batch'"):
+        model(ones(2, 3), ones(1, 3))
+    with pytest.raises(ModelInputError, match="share dimension 'seq'"):
+        model(ones(2, 3), ones(2, 1))
+    np.testing.assert_array_equal(model(ones(3, 2), ones(3, 2)), 2 * ones(3, 2))
