@@ -20,6 +20,7 @@ recurrent product and gate math in ``ember_rnn``).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,7 +35,7 @@ from .._shape import fail, fmt_shape, may_equal, tensor_of
 from .._tuple import TupleWrapper
 from .epilogue_activation import activation_ref
 
-__all__ = ["gru", "lstm", "rnn"]
+__all__ = ["gru", "lstm", "recurrent_layer", "rnn"]
 
 OPS = {"lstm": "nn.lstm", "gru": "nn.gru", "rnn": "nn.rnn"}
 ARGS = ("data", "weight", "recurrence", "bias", "extra", "init_h", "init_c", "seq_lens")
@@ -283,15 +284,15 @@ def pack_constant_weights(expr: Call, nr: int) -> Call | None:
     args = list(expr.args)
     args[1] = const(rk.pack_input_np(wv, nr))
     args[2] = const(rk.pack_recurrent_np(rv, gates, nr))
-    new_attrs = type(attrs)(**{**{k: getattr(attrs, k) for k in attrs.__dataclass_fields__},
-                               "w_nr": nr, "r_nr": nr})
-    return Call(expr.op, tuple(args), new_attrs)
+    return Call(expr.op, tuple(args), dataclasses.replace(attrs, w_nr=nr, r_nr=nr))
 
 
 # ---------------------------------------------------------------- Python API
-def _layer(cell: str, data: Any, weight: Any, recurrence: Any, bias: Any, extra: Any = None,
-           init_h: Any = None, init_c: Any = None, seq_lens: Any = None,
-           **attrs: Any) -> TupleWrapper:
+def recurrent_layer(cell: str, data: Any, weight: Any, recurrence: Any, bias: Any,
+                    extra: Any = None, init_h: Any = None, init_c: Any = None,
+                    seq_lens: Any = None, **attrs: Any) -> TupleWrapper:
+    """A call of ``nn.<cell>`` (cell lstm, gru or rnn); None for an absent optional input,
+    default activations (sigmoid, tanh, tanh; tanh for rnn) when none are given."""
     zero = const(np.float32(0))
     args = [data, weight, recurrence, bias] + [zero if a is None else a
                                                for a in (extra, init_h, init_c, seq_lens)]
@@ -311,7 +312,7 @@ def lstm(data: Any, weight: Any, recurrence: Any, bias: Any, peephole: Any = Non
          init_h: Any = None, init_c: Any = None, seq_lens: Any = None,
          **attrs: Any) -> TupleWrapper:
     """One LSTM layer (ONNX semantics, time first): (Y, Y_h, Y_c). See the module docstring."""
-    return _layer("lstm", data, weight, recurrence, bias, peephole, init_h, init_c, seq_lens,
+    return recurrent_layer("lstm", data, weight, recurrence, bias, peephole, init_h, init_c, seq_lens,
                   **attrs)
 
 
@@ -319,11 +320,11 @@ def gru(data: Any, weight: Any, recurrence: Any, bias: Any, reset_bias: Any = No
         init_h: Any = None, seq_lens: Any = None, **attrs: Any) -> TupleWrapper:
     """One GRU layer (ONNX semantics, time first): (Y, Y_h). ``reset_bias`` is Rbh under
     linear_before_reset."""
-    return _layer("gru", data, weight, recurrence, bias, reset_bias, init_h, None, seq_lens,
+    return recurrent_layer("gru", data, weight, recurrence, bias, reset_bias, init_h, None, seq_lens,
                   **attrs)
 
 
 def rnn(data: Any, weight: Any, recurrence: Any, bias: Any, init_h: Any = None,
         seq_lens: Any = None, **attrs: Any) -> TupleWrapper:
     """One plain RNN layer (ONNX semantics, time first): (Y, Y_h)."""
-    return _layer("rnn", data, weight, recurrence, bias, None, init_h, None, seq_lens, **attrs)
+    return recurrent_layer("rnn", data, weight, recurrence, bias, None, init_h, None, seq_lens, **attrs)
