@@ -40,6 +40,8 @@ __all__ = ["gru", "lstm", "recurrent_layer", "rnn"]
 OPS = {"lstm": "nn.lstm", "gru": "nn.gru", "rnn": "nn.rnn"}
 ARGS = ("data", "weight", "recurrence", "bias", "extra", "init_h", "init_c", "seq_lens")
 _PER_DIRECTION = {"lstm": 3, "gru": 2, "rnn": 1}  # activations per direction
+DEFAULT_ACTIVATIONS = {"lstm": ("sigmoid", "tanh", "tanh"), "gru": ("sigmoid", "tanh"),
+                       "rnn": ("tanh",)}
 
 
 @attrs_class("RnnAttrs")
@@ -298,12 +300,10 @@ def recurrent_layer(cell: str, data: Any, weight: Any, recurrence: Any, bias: An
                                                for a in (extra, init_h, init_c, seq_lens)]
     flags = {"has_extra": extra is not None, "has_init_h": init_h is not None,
              "has_init_c": init_c is not None, "has_seq_lens": seq_lens is not None}
-    per = _PER_DIRECTION[cell] * (2 if attrs.get("direction") == "bidirectional" else 1)
-    attrs.setdefault("activations", (("sigmoid", "tanh", "tanh")[:_PER_DIRECTION[cell]]
-                                     if cell != "rnn" else ("tanh",)) * (per //
-                                                                         _PER_DIRECTION[cell]))
-    attrs.setdefault("activation_alpha", (0.0,) * per)
-    attrs.setdefault("activation_beta", (0.0,) * per)
+    dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+    attrs.setdefault("activations", DEFAULT_ACTIVATIONS[cell] * dirs)
+    attrs.setdefault("activation_alpha", (0.0,) * len(attrs["activations"]))
+    attrs.setdefault("activation_beta", (0.0,) * len(attrs["activations"]))
     expr = call(OPS[cell], *args, attrs=RnnAttrs(**flags, **attrs))
     return TupleWrapper(expr, 3 if cell == "lstm" else 2)
 
