@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from topi_util import c_compiler, host_has
 
 import ember
-from ember.contrib import cc
 from ember.ir.op import Op
 from ember.relay.op.nn.recurrent import RnnAttrs
 from ember.topi.nn import rnn_kernel as rk
@@ -35,27 +35,14 @@ I64 = ctypes.POINTER(ctypes.c_int64)
 DEFAULTS = {"lstm": ("sigmoid", "tanh", "tanh"), "gru": ("sigmoid", "tanh"), "rnn": ("tanh",)}
 
 
-def _gcc() -> str:
-    compiler = cc.get_cc()
-    if compiler is None:
-        pytest.skip("no C compiler found")
-    return compiler
-
-
-def _host_has(flag: str) -> bool:
-    from ember.target.simd import host_features
-
-    return flag in host_features()
-
-
 @pytest.fixture(scope="module", params=list(LEVELS))
 def harness(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     level = request.param
     out = tmp_path_factory.mktemp(level) / "rnn_harness.so"
-    cmd = [_gcc(), *STRICT, *LEVELS[level], "-fPIC", "-shared", "-I", str(INCLUDE),
+    cmd = [c_compiler(), *STRICT, *LEVELS[level], "-fPIC", "-shared", "-I", str(INCLUDE),
            str(HERE / "data" / "rnn_harness.c"), "-o", str(out), "-lm"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
-    if level in FEATURE and not _host_has(FEATURE[level]):
+    if level in FEATURE and not host_has(FEATURE[level]):
         pytest.skip(f"compiled for {level}; the host cannot run it")
     lib = ctypes.CDLL(str(out))
     lib.harness_simd_name.restype = ctypes.c_char_p

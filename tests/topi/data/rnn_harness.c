@@ -1,37 +1,10 @@
 /* ctypes entry points for ember/kernels/rnn.h, built by tests/topi/test_rnn_kernel.py at each
- * SIMD level (-march=..., -DEMBER_KERNELS_PORTABLE). The parallel launch runs 3 tasks one
- * after the other (so two directions split over tasks, one task idle, is exercised); the
- * workspace is malloc. */
+ * SIMD level (-march=..., -DEMBER_KERNELS_PORTABLE). The parallel launch of harness_backend.h
+ * runs 3 tasks (two directions split over tasks, one task idle). */
 #include <stdint.h>
-#include <stdlib.h>
+
 #include "ember/kernels/rnn.h"
-
-void* TVMBackendAllocWorkspace(int a, int b, uint64_t n, int c, int d) {
-  (void)a;
-  (void)b;
-  (void)c;
-  (void)d;
-  return malloc(n);
-}
-
-int TVMBackendFreeWorkspace(int a, int b, void* p) {
-  (void)a;
-  (void)b;
-  free(p);
-  return 0;
-}
-
-int TVMBackendParallelLaunch(FTVMParallelLambda f, void* cdata, int n) {
-  TVMParallelGroupEnv env;
-  int i;
-  (void)n;
-  env.num_task = 3;
-  env.sync_handle = 0;
-  for (i = 0; i < 3; ++i) {
-    if (f(i, &env, cdata)) return -1;
-  }
-  return 0;
-}
+#include "harness_backend.h"
 
 const char* harness_simd_name(void) { return EMBER_SIMD_NAME; }
 

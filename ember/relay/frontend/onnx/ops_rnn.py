@@ -34,9 +34,9 @@ import numpy as np
 
 from ....ir.expr import RelayExpr, const
 from ....ir.types import TensorType
+from ....topi.nn import rnn_kernel
 from ... import op as _op
 from ._node import Node
-from ....topi.nn import rnn_kernel
 from ._recurrence import Dim, Step, arange, recur, use_kernel, zeros
 from ._util import scalar
 from .ops_math import softplus_expr
