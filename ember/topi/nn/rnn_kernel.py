@@ -147,8 +147,12 @@ def rnn_layer(x: te.Tensor, w: te.Tensor, r: te.Tensor, bias: te.Tensor,
     params = _constants(spec.act_params(), "T_rnn_act_params")
     scratch = te.compute((dirs, batch, (G + 1) * H), lambda *i: tir.const(0.0, "float32"),
                          name="T_rnn_scratch", tag="injective")
-    inputs = [proj, r, bias, params, scratch] + [t for t in (extra, h0, c0, lens)
-                                                  if t is not None]
+    # without sequence_lens the kernel still takes an int64 pointer (C checks the type)
+    no_lens = lens is None
+    lens_in = te.compute((1,), lambda i: tir.const(0, "int64"), name="T_rnn_no_lens",
+                         tag="injective") if no_lens else lens
+    inputs = [proj, r, bias, params, scratch, lens_in] + [t for t in (extra, h0, c0)
+                                                          if t is not None]
     macs = (seq * batch * G * H * H) if isinstance(seq, int) and isinstance(batch, int) else 0
     parallel = int(dirs == 2 and (macs >= PARALLEL_MACS or not macs))
     flags = int(spec.linear_before_reset) | 2 * int(spec.input_forget)
@@ -157,8 +161,8 @@ def rnn_layer(x: te.Tensor, w: te.Tensor, r: te.Tensor, bias: te.Tensor,
 
     def body(ins, outs):
         opt = {}
-        k = 5
-        for key, t in (("extra", extra), ("h0", h0), ("c0", c0), ("lens", lens)):
+        k = 6
+        for key, t in (("extra", extra), ("h0", h0), ("c0", c0)):
             opt[key] = ins[k].data if t is not None else ins[0].data
             k += t is not None
         y_c = outs[2].data if spec.cell == "lstm" else outs[1].data
@@ -166,7 +170,7 @@ def rnn_layer(x: te.Tensor, w: te.Tensor, r: te.Tensor, bias: te.Tensor,
             "int32", "ember_rnn", CELLS[spec.cell][0], seq, batch, H,
             DIRECTIONS[spec.direction], ins[0].data, ins[1].data, r_nr, ins[2].data,
             int(extra is not None), opt["extra"], int(h0 is not None), opt["h0"],
-            int(c0 is not None), opt["c0"], int(lens is not None), opt["lens"],
+            int(c0 is not None), opt["c0"], int(not no_lens), ins[5].data,
             spec.act_codes(), ins[3].data, tir.const(float(spec.clip), "float32"), flags,
             ins[4].data, outs[0].data, outs[1].data, y_c, parallel, header=HEADER)
         fail = AssertStmt(EQ(call, tir.const(0)), StringImm(
