@@ -1,5 +1,11 @@
 """Converters of the recurrent operators LSTM, GRU and RNN (one layer each).
 
+A float32 node whose activations the recurrent kernel has (Sigmoid, Tanh, Relu, LeakyRelu,
+HardSigmoid) becomes one ``nn.lstm``/``nn.gru``/``nn.rnn`` call (``_kernel_layer``): one C
+kernel for the whole sequence, any length, static or symbolic, on every executor. The rest
+(other activations or dtypes, or the PassContext config ``relay.frontend.rnn_kernel`` False)
+runs step by step, as follows.
+
 Per direction and gate, the input projection of every time step is one matrix product,
 ``X (seq, batch, input) x W^T + bias`` (``nn.dense``: FuseGemmEpilogue runs it on the
 packed-weight GEMM kernel with the bias in its epilogue). Each step then computes one product
