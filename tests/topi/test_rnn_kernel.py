@@ -7,6 +7,7 @@
   direction; sequence_lens with empty and full rows; initial states; hidden sizes that are
   not a multiple of any vector width; batch 1 and 3; R packed for this level's GEMM panels,
   for another width, or read as it lies; the two directions split over launched tasks;
+- random shapes (hypothesis): any cell, direction, length, batch and hidden size;
 - the kernel's refusal of a sequence length outside [0, seq].
 """
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from topi_util import c_compiler, host_has
 
 import ember
@@ -157,3 +160,20 @@ def test_lengths_outside_the_sequence_are_refused(harness, lens):
     arrays, attrs = _case("lstm", "forward", 3, 2, 4, seed=0, lens=lens)
     rc, _ = _run(harness, "lstm", arrays, attrs, "native", False)
     assert rc == -2
+
+
+@settings(max_examples=25, deadline=None)
+@given(cell=st.sampled_from(sorted(rk.CELLS)), direction=st.sampled_from(sorted(rk.DIRECTIONS)),
+       seq=st.integers(1, 9), batch=st.integers(1, 8), hidden=st.integers(1, 40),
+       data=st.data())
+def test_random_shapes_match_the_reference(harness, cell, direction, seq, batch, hidden, data):
+    """Any cell, direction, length, batch (past one register tile of rows) and hidden size,
+    with random lengths (0 included) and initial states."""
+    lens = data.draw(st.lists(st.integers(0, seq), min_size=batch, max_size=batch))
+    arrays, attrs = _case(cell, direction, seq, batch, hidden, seed=seq * batch + hidden,
+                          lens=lens, init=True, lbr=data.draw(st.booleans()))
+    rc, got = _run(harness, cell, arrays, attrs, data.draw(st.sampled_from(["native", "raw"])),
+                   data.draw(st.booleans()))
+    assert rc == 0
+    for g, w in zip(got, _reference(cell, arrays, attrs)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
