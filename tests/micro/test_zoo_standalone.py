@@ -26,6 +26,9 @@ FAST: dict[str, Any] = {
     "synthetic": lambda: testing.synthetic.get_workload(),
     "resnet18_32": lambda: testing.resnet.get_workload(num_layers=18, **SMALL),
     "mobilenet_32": lambda: testing.mobilenet.get_workload(alpha=0.25, **SMALL),
+    # the recurrent kernel (kernels/rnn.h) in its standalone form, on the C runtime
+    "crnn_tiny": lambda: testing.crnn.get_workload(image_shape=(3, 32, 24), width=0.125,
+                                                   hidden=8, num_classes=5),
 }
 SLOW: dict[str, Any] = {
     "dqn": lambda: testing.dqn.get_workload(1),

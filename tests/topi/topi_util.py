@@ -19,6 +19,21 @@ def _need_cc() -> None:
         pytest.skip("no C compiler found")
 
 
+def c_compiler() -> str:
+    """The C compiler's path (skips the test when there is none)."""
+    compiler = cc.get_cc()
+    if compiler is None:
+        pytest.skip("no C compiler found")
+    return compiler
+
+
+def host_has(feature: str) -> bool:
+    """Whether this machine's CPU has ``feature`` (e.g. "avx2", "avx512f")."""
+    from ember.target.simd import host_features
+
+    return feature in host_features()
+
+
 def build_funcs(funcs: dict[str, tuple[Any, list]]) -> Any:
     """One module from ``{name: (schedule, args)}`` (one C file, one compile)."""
     _need_cc()

@@ -10,8 +10,8 @@ bidirectional LSTM neck, CTC head), written as an exporter writes it.
 - Head (CTC): a dense layer to ``num_classes`` (blank included) and a softmax over them, per
   time step: (N, T, num_classes).
 
-The Relay model unrolls the LSTM over the T steps (what ember's ONNX importer makes of an
-``LSTM`` node); its ONNX twin (``export_onnx`` here, called by ``onnx_twin``) holds the
+The Relay model runs the LSTM as one ``nn.lstm`` (what ember's ONNX importer makes of an
+``LSTM`` node: one kernel for the whole sequence); its ONNX twin (``export_onnx`` here, called by ``onnx_twin``) holds the
 backbone as ``onnx_export`` writes it and then the one ``LSTM`` node that torch and
 paddle2onnx write, with the same weights. Input ``data`` (batch_size, 3, 48, 320) by default,
 H a multiple of 16 and W of 4.
@@ -50,32 +50,21 @@ def backbone(data: RelayExpr, image_shape: Sequence[int],
     return relay.nn.max_pool2d(x, pool_size=(height, 1), strides=(height, 1))
 
 
-def lstm_direction(seq: RelayExpr, name: str, steps: int, batch: int, inputs: int,
-                   hidden: int, reverse: bool) -> RelayExpr:
-    """One direction of an LSTM over ``seq`` (T, N, inputs), unrolled: (T, N, hidden).
+def bidirectional_lstm(seq: RelayExpr, inputs: int, hidden: int) -> RelayExpr:
+    """One bidirectional LSTM over ``seq`` (T, N, inputs) as one ``nn.lstm`` (one kernel for
+    the whole sequence): (T, N, 2 * hidden), the directions' outputs concatenated.
 
-    Weights ``name_W_weight`` (4H, inputs), ``name_R_weight`` (4H, H), ``name_Wb_bias`` and
-    ``name_Rb_bias`` (4H,), gates in ONNX's order i, o, f, c; zero initial states."""
-    proj = relay.nn.dense(relay.reshape(seq, (steps * batch, inputs)),
-                          relay.var(f"{name}_W_weight"), 4 * hidden)
-    proj = relay.add(relay.add(proj, relay.var(f"{name}_Wb_bias", shape=(4 * hidden,))),
-                     relay.var(f"{name}_Rb_bias", shape=(4 * hidden,)))
-    proj = relay.reshape(proj, (steps, batch, 4 * hidden))  # every step's input projection
-    recurrent = relay.var(f"{name}_R_weight", shape=(4 * hidden, hidden), dtype="float32")
-    h = c = None
-    outputs: dict[int, RelayExpr] = {}  # step -> hidden state, stacked in time order
-    for t in (reversed(range(steps)) if reverse else range(steps)):
-        gates = relay.reshape(relay.strided_slice(proj, [t], [t + 1], axes=[0]),
-                              (batch, 4 * hidden))
-        if h is not None:
-            gates = relay.add(gates, relay.nn.dense(h, recurrent, 4 * hidden))
-        i, o, f, g = (relay.TupleGetItem(relay.split(gates, 4, axis=-1).astuple(), k)
-                      for k in range(4))
-        update = relay.multiply(relay.sigmoid(i), relay.tanh(g))
-        c = update if c is None else relay.add(relay.multiply(relay.sigmoid(f), c), update)
-        h = relay.multiply(relay.sigmoid(o), relay.tanh(c))
-        outputs[t] = h
-    return relay.stack([outputs[t] for t in range(steps)], axis=0)
+    Weights per direction ``lstm_<d>_W_weight`` (4H, inputs), ``lstm_<d>_R_weight`` (4H, H),
+    ``lstm_<d>_Wb_bias`` and ``lstm_<d>_Rb_bias`` (4H,), gates in ONNX's order i, o, f, c; zero
+    initial states."""
+    shapes = {"W_weight": (4 * hidden, inputs), "R_weight": (4 * hidden, hidden),
+              "Wb_bias": (4 * hidden,), "Rb_bias": (4 * hidden,)}
+    w = {k: relay.stack([relay.var(f"lstm_{d}_{k}", shape=s, dtype="float32")
+                         for d in DIRECTIONS], axis=0) for k, s in shapes.items()}
+    out = relay.nn.lstm(seq, w["W_weight"], w["R_weight"], relay.add(w["Wb_bias"], w["Rb_bias"]),
+                        hidden_size=hidden, direction="bidirectional")
+    y = relay.transpose(out[0], (0, 2, 1, 3))  # (T, N, 2, H)
+    return relay.reshape(y, (0, 0, 2 * hidden))
 
 
 def get_net(batch_size: int = 1, image_shape: tuple[int, int, int] = (3, 48, 320),
@@ -95,9 +84,7 @@ def get_net(batch_size: int = 1, image_shape: tuple[int, int, int] = (3, 48, 320
     steps, feats = image_shape[2] // 4, channels[-1]
     seq = relay.transpose(relay.reshape(backbone(data, image_shape, channels),
                                         (batch_size, feats, steps)), (2, 0, 1))
-    both = [lstm_direction(seq, f"lstm_{d}", steps, batch_size, feats, hidden, d == "bw")
-            for d in DIRECTIONS]
-    y = relay.transpose(relay.concatenate(both, axis=-1), (1, 0, 2))  # (N, T, 2H)
+    y = relay.transpose(bidirectional_lstm(seq, feats, hidden), (1, 0, 2))  # (N, T, 2H)
     logits = relay.nn.bias_add(relay.nn.dense(y, relay.var("head_weight"), num_classes),
                                relay.var("head_bias"), axis=-1)
     out = relay.nn.softmax(logits, axis=-1)

@@ -15,6 +15,9 @@ is absorbed into its epilogue ``act2(act1(alpha * acc + bias) + residual)``, in 
 - ``nn.relu``, ``clip``, ``sigmoid``, ``tanh``, ``nn.leaky_relu``, ``nn.silu``, ``nn.mish``,
   ``nn.hardswish``, ``nn.hardsigmoid``, ``nn.gelu``: an activation (the forms exporters spell
   out are these ops after ``RecogniseActivations``, which runs before this pass).
+
+The constant weights of ``nn.lstm``/``nn.gru``/``nn.rnn`` are packed here too (into the same
+panels: ``op/nn/recurrent.pack_constant_weights``), since their kernel runs ``ember_sgemm``.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...topi.nn.gemm_kernel import panel_width
 from ..op.nn.gemm import GemmAttrs
+from ..op.nn.recurrent import OPS as _RECURRENT, pack_constant_weights
 from ._helpers import PassMutator, op_call, rewrite_functions, same_shape, use_counts
 
 __all__ = ["FuseGemmEpilogue"]
@@ -79,6 +83,8 @@ class _Fuser(PassMutator):
     def visit_call(self, orig: Call) -> RelayExpr:
         new: Call = super().visit_call(orig)
         name = _name(new)
+        if name in _RECURRENT.values():
+            return pack_constant_weights(new, self.nr) or new
         if name in _PRODUCTS:
             return self._start(orig, new) or new
         if not self.epilogues:

@@ -1,6 +1,8 @@
 """LSTM, GRU and RNN against onnxruntime: every attribute and optional input, both layouts,
-every direction, sequence_lens; unrolled (graph executor) for known lengths, a loop (VM) for
-symbolic ones; errors that name the node. Float32 rtol/atol 1e-5 (states and outputs alike:
+every direction, sequence_lens; as one kernel (nn.lstm/gru/rnn) where it covers the node, else
+unrolled (graph executor) for known lengths, a loop (VM) for symbolic ones (the step-by-step
+forms are forced with relay.frontend.rnn_kernel=False where a test is about them); errors that
+name the node. Float32 rtol/atol 1e-5 (states and outputs alike:
 a few steps of tanh/sigmoid keep the error near 1e-7)."""
 from __future__ import annotations
 
@@ -177,11 +179,15 @@ def _symbolic(case: OnnxCase, dims: dict[str, list]) -> object:
     return make_model([case], 17, symbolic=dims)
 
 
+STEPWISE = {"relay.frontend.rnn_kernel": False}  # the step-by-step forms, not nn.lstm & co
+
+
 @pytest.mark.parametrize("op", ["LSTM", pytest.param("GRU", marks=pytest.mark.slow)])
 def test_symbolic_sequence_runs_as_a_loop_on_the_vm(op):
     case = rnn_case("c", op, 2, 2, 3, 4, direction="bidirectional", lens=[2, 1])
     model = _symbolic(case, {"x": ["seq", "batch", 3], "lens": ["batch"]})
-    mod, _ = relay.frontend.from_onnx(model)
+    with PassContext(config=STEPWISE):
+        mod, _ = relay.frontend.from_onnx(model)
     assert "rnn_loop" in mod.astext()
     exe = relay.vm.compile(mod, "llvm")
     vm = ember.runtime.vm.VirtualMachine(exe, ember.cpu(0))
@@ -198,20 +204,20 @@ def test_known_length_past_the_unroll_limit_loops():
     """A known length longer than relay.frontend.max_unroll runs as a loop too."""
     case = rnn_case("c", "GRU", 6, 2, 3, 4, direction="bidirectional", init=True)
     model = _symbolic(case, {})
-    with PassContext(config={"relay.frontend.max_unroll": 5}):
+    with PassContext(config={"relay.frontend.max_unroll": 5, **STEPWISE}):
         mod, _ = relay.frontend.from_onnx(model)
     assert "rnn_loop" in mod.astext()
-    with PassContext(config={"relay.frontend.max_unroll": 6}):
+    with PassContext(config={"relay.frontend.max_unroll": 6, **STEPWISE}):
         assert "rnn_loop" not in relay.frontend.from_onnx(model)[0].astext()
     feeds = {f"c__{k}": v for k, v in case.inputs.items()}
-    with PassContext(config={"relay.frontend.max_unroll": 0}):
+    with PassContext(config={"relay.frontend.max_unroll": 0, **STEPWISE}):
         got = run_vm(model, list(feeds.values()))
     compare("GRU, 6 steps as a loop", got, run_ort(model, feeds))
 
 
 @pytest.mark.parametrize("value", [-1, "8", 2.5, True])
 def test_max_unroll_config_is_checked(value):
-    with PassContext(config={"relay.frontend.max_unroll": value}):
+    with PassContext(config={"relay.frontend.max_unroll": value, **STEPWISE}):
         with pytest.raises(TVMError, match=r"'relay.frontend.max_unroll' must be an int >= 0"):
             _import(rnn_case("c", "RNN", 3, 2, 3, 4))
 
@@ -224,7 +230,8 @@ def test_unrolled_steps_share_their_kernels():
     kernels = {}
     for seq in (3, 9):
         case = rnn_case("c", "LSTM", seq, 2, 3, 4, direction="bidirectional", lens=[seq, 2])
-        mod, params = relay.frontend.from_onnx(_symbolic(case, {}))
+        with PassContext(config=STEPWISE):
+            mod, params = relay.frontend.from_onnx(_symbolic(case, {}))
         graph = relay.build(mod, "llvm", params=params).get_graph_json()
         names = {n["attrs"]["func_name"] for n in json.loads(graph)["nodes"]
                  if n["op"] == "tvm_op"}

@@ -66,6 +66,7 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
                                                     rand(rng, (5,)), rand(rng, (3, 5))],
                                 {"has_bias": True, "has_residual": True, "act1": "relu"}, SUMS),
         "nn.contrib_gemm_pack": Case("nn.contrib_gemm_pack", [rand(rng, (5, 9))], {"nr": 8}),
+        **_recurrent(rng),
         "nn.bias_add": Case("nn.bias_add", [x4, rand(rng, (3,))], {"axis": 1}),
         "nn.leaky_relu": Case("nn.leaky_relu", [x4], {"alpha": 0.2}),
         "nn.hardswish": Case("nn.hardswish", [4 * x4]),
@@ -213,6 +214,33 @@ def _dyn(rng: np.random.Generator) -> dict[str, Case]:
         "dyn.image.resize2d": Case("dyn.image.resize2d", [rand(rng, (1, 2, 3, 5)), i64([7, 4]),
                                                           np.array([2.5, 0.8], "float32")],
                                    {"method": "cubic"}, SUMS),
+    }
+
+
+def _recurrent(rng: np.random.Generator) -> dict[str, Case]:
+    """nn.lstm (peepholes, initial states, bidirectional), nn.gru (Rbh, sequence_lens),
+    nn.rnn (nothing optional); hidden 5, input 3, 4 steps, batch 2."""
+    zero = np.array(0, "float32")
+
+    def acts(names: tuple[str, ...]) -> dict[str, Any]:
+        return {"activations": names, "activation_alpha": (0.0,) * len(names),
+                "activation_beta": (0.0,) * len(names), "hidden_size": 5}
+
+    x = rand(rng, (4, 2, 3), lo=-1, hi=1)
+    lstm = [x, rand(rng, (2, 20, 3), lo=-.6, hi=.6), rand(rng, (2, 20, 5), lo=-.6, hi=.6),
+            rand(rng, (2, 20)), rand(rng, (2, 15)), rand(rng, (2, 2, 5)), rand(rng, (2, 2, 5)),
+            zero]
+    gru = [x, rand(rng, (1, 15, 3), lo=-.6, hi=.6), rand(rng, (1, 15, 5), lo=-.6, hi=.6),
+           rand(rng, (1, 15)), rand(rng, (1, 5)), zero, zero, np.array([4, 2], "int64")]
+    rnn = [x, rand(rng, (1, 5, 3), lo=-.6, hi=.6), rand(rng, (1, 5, 5), lo=-.6, hi=.6),
+           rand(rng, (1, 5)), zero, zero, zero, zero]
+    return {
+        "nn.lstm": Case("nn.lstm", lstm, {**acts(("sigmoid", "tanh", "tanh") * 2),
+                                          "direction": "bidirectional", "has_extra": True,
+                                          "has_init_h": True, "has_init_c": True}),
+        "nn.gru": Case("nn.gru", gru, {**acts(("sigmoid", "tanh")), "linear_before_reset": True,
+                                       "has_extra": True, "has_seq_lens": True}),
+        "nn.rnn": Case("nn.rnn", rnn, {**acts(("tanh",)), "direction": "reverse"}),
     }
 
 

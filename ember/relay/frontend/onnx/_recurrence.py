@@ -46,6 +46,10 @@ from ._sequences import ir_type
 MAX_UNROLL = 128
 MAX_UNROLL_CONFIG = "relay.frontend.max_unroll"
 
+# Whether the RNN operators become one kernel for the whole sequence (nn.lstm, nn.gru,
+# nn.rnn) where that op covers them; False keeps the step-by-step form below.
+RNN_KERNEL_CONFIG = "relay.frontend.rnn_kernel"
+
 Dim = int | ShapeVar
 StepFn = Callable[["Step", list[RelayExpr]], tuple[list[RelayExpr], list[RelayExpr]]]
 
@@ -118,6 +122,17 @@ def max_unroll() -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise TVMError(f"PassContext config {MAX_UNROLL_CONFIG!r} must be an int >= 0, got "
                        f"{value!r}")
+    return value
+
+
+def use_kernel() -> bool:
+    """Whether the PassContext lets the importer emit the one-kernel recurrent ops
+    (``relay.frontend.rnn_kernel``, default True)."""
+    from ....ir.transform import PassContext
+
+    value = PassContext.current().config.get(RNN_KERNEL_CONFIG, True)
+    if not isinstance(value, bool):
+        raise TVMError(f"PassContext config {RNN_KERNEL_CONFIG!r} must be a bool, got {value!r}")
     return value
 
 

@@ -78,12 +78,15 @@ def _e(convert: Callable[[Node], Any], note: str, since: int = 1, older: str = "
 I64 = "int64"
 RT_AXES = "; axes known only at run time: each axis reduced where named (rank x the work)"
 OLD_BROADCAST = "; broadcast/axis attributes before version 7"
-RNN_NOTE = ("; forward, reverse, bidirectional; a known length up to "
-            "relay.frontend.max_unroll (128) unrolls (any executor), a longer or symbolic one "
-            "runs as a loop (VM)")
+RNN_NOTE = ("; forward, reverse, bidirectional; float32 with the activations Sigmoid, Tanh, "
+            "Relu, LeakyRelu, HardSigmoid: one kernel for the whole sequence, any length, "
+            "static or symbolic (every executor); otherwise (or with relay.frontend.rnn_kernel "
+            "False) step by step: a known length up to relay.frontend.max_unroll (128) "
+            "unrolls, a longer or symbolic one runs as a loop (VM)")
 RANDOM_NOTE = ("; values differ from onnxruntime's; with seed: the same on every import and "
                "run, without: a seed drawn at import")
-RNN_GEMMS = "the input projection as one GEMM per gate, then one GEMM per step"
+RNN_GEMMS = ("nn.lstm/nn.gru/nn.rnn: the input projection as one GEMM, each step's "
+             "product on the GEMM micro-kernel with the gate math fused")
 SUPPORT: dict[str, OpSupport] = {
     # elementwise arithmetic, comparison and logic
     "Abs": _e(m.unary("abs"), "abs"),
@@ -401,12 +404,11 @@ SUPPORT: dict[str, OpSupport] = {
                "axes and directions; Scan-8 with a known batch size and sequence_lens absent "
                "or the full length"),
     # recurrent networks: a known sequence length unrolls, a symbolic one loops (VM)
-    "GRU": _e(ops_rnn.gru, RNN_GEMMS + " (two without linear_before_reset); sequence_lens, "
-              "layout, clip, activations" + RNN_NOTE),
+    "GRU": _e(ops_rnn.gru, RNN_GEMMS + " (two products per step without linear_before_reset); "
+              "sequence_lens, layout, clip, activations" + RNN_NOTE),
     "LSTM": _e(ops_rnn.lstm, RNN_GEMMS + "; peepholes, input_forget, sequence_lens, layout, "
                "clip, activations" + RNN_NOTE),
-    "RNN": _e(ops_rnn.rnn, RNN_GEMMS + " (the activation in its epilogue); sequence_lens, "
-              "layout, clip, activations" + RNN_NOTE),
+    "RNN": _e(ops_rnn.rnn, RNN_GEMMS + "; sequence_lens, layout, clip, activations" + RNN_NOTE),
 }
 
 

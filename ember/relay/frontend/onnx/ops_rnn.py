@@ -1,5 +1,11 @@
 """Converters of the recurrent operators LSTM, GRU and RNN (one layer each).
 
+A float32 node whose activations the recurrent kernel has (Sigmoid, Tanh, Relu, LeakyRelu,
+HardSigmoid) becomes one ``nn.lstm``/``nn.gru``/``nn.rnn`` call (``_kernel_layer``): one C
+kernel for the whole sequence, any length, static or symbolic, on every executor. The rest
+(other activations or dtypes, or the PassContext config ``relay.frontend.rnn_kernel`` False)
+runs step by step, as follows.
+
 Per direction and gate, the input projection of every time step is one matrix product,
 ``X (seq, batch, input) x W^T + bias`` (``nn.dense``: FuseGemmEpilogue runs it on the
 packed-weight GEMM kernel with the bias in its epilogue). Each step then computes one product
@@ -34,9 +40,10 @@ import numpy as np
 
 from ....ir.expr import RelayExpr, const
 from ....ir.types import TensorType
+from ....topi.nn import rnn_kernel
 from ... import op as _op
 from ._node import Node
-from ._recurrence import Dim, Step, arange, recur, zeros
+from ._recurrence import Dim, Step, arange, recur, use_kernel, zeros
 from ._util import scalar
 from .ops_math import softplus_expr
 
@@ -81,10 +88,11 @@ _NAMES = "Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, H
     "Elu, Softsign, Softplus"
 
 
-def _activations(node: Node, defaults: Sequence[str], directions: int, dtype: str
-                 ) -> list[list[Act]]:
-    """Per direction, the activation functions of ``activations`` (or the defaults), with
-    their alpha/beta taken in order from ``activation_alpha``/``activation_beta``."""
+def _activation_specs(node: Node, defaults: Sequence[str], directions: int
+                      ) -> list[tuple[str, float, float]]:
+    """(name in lower case, alpha, beta) of each activation of ``activations`` (or the
+    defaults), per direction in turn, alpha/beta taken in order from
+    ``activation_alpha``/``activation_beta``."""
     n = len(defaults)
     names = list(node.attr("activations", [])) or list(defaults) * directions
     if len(names) == n and directions == 2:  # onnxruntime accepts one list for both
@@ -94,7 +102,7 @@ def _activations(node: Node, defaults: Sequence[str], directions: int, dtype: st
                                 "direction)")
     alphas = [float(a) for a in node.attr("activation_alpha", [])]
     betas = [float(b) for b in node.attr("activation_beta", [])]
-    acts: list[Act] = []
+    out = []
     for k, name in enumerate(names):
         spec = ACTIVATIONS.get(str(name).lower())
         if spec is None:
@@ -104,7 +112,16 @@ def _activations(node: Node, defaults: Sequence[str], directions: int, dtype: st
         if spec.params and (a is None or (spec.params == 2 and b is None)):
             raise node.unsupported(f"activations[{k}] {name!r} needs its alpha and beta in "
                                    "activation_alpha/activation_beta (ONNX gives no default)")
-        acts.append(_bound(spec, a or 0.0, b or 0.0, dtype))
+        out.append((str(name).lower(), a or 0.0, b or 0.0))
+    return out
+
+
+def _activations(node: Node, defaults: Sequence[str], directions: int, dtype: str
+                 ) -> list[list[Act]]:
+    """Per direction, the activation functions of :func:`_activation_specs`."""
+    n = len(defaults)
+    acts = [_bound(ACTIVATIONS[name], a, b, dtype)
+            for name, a, b in _activation_specs(node, defaults, directions)]
     return [acts[d * n:(d + 1) * n] for d in range(directions)]
 
 
@@ -276,6 +293,9 @@ def _project(rnn: Rnn, x: RelayExpr, w: RelayExpr, bias: RelayExpr | None) -> li
 
 def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
     rnn = _read(node, kind.gates, kind.activations)
+    layer = _kernel_layer(rnn, kind)
+    if layer is not None:
+        return layer
     dirs = len(rnn.reverse)
     w = node.input(1, "W")
     permute = None
@@ -316,6 +336,81 @@ def convert(node: Node, kind: CellKind) -> list[RelayExpr | None]:
         nonempty = _per_sequence(_op.greater(rnn.lens, _long(0)))
         finals = [_op.where(nonempty, f, rnn.zero()) for f in finals]
     return _outputs(rnn, kind, finals, ys, permute)
+
+
+# ---------------------------------------------------------------- the one-kernel form
+_CELLS = {4: "lstm", 3: "gru", 1: "rnn"}  # by gate count
+
+
+def _kernel_layer(rnn: Rnn, kind: CellKind) -> list[RelayExpr | None] | None:
+    """The layer as one ``nn.lstm``/``nn.gru``/``nn.rnn`` call (one C kernel for the whole
+    sequence, any length, static or symbolic), or None where that op does not cover the node:
+    a dtype other than float32, an activation the kernel lacks (Affine, ThresholdedRelu,
+    ScaledTanh, Elu, Softsign, Softplus), or the PassContext config
+    ``relay.frontend.rnn_kernel`` set to False."""
+    node, dirs = rnn.node, len(rnn.reverse)
+    if rnn.dtype != "float32" or not use_kernel():
+        return None
+    specs = _activation_specs(node, kind.activations, dirs)
+    if any(name not in rnn_kernel.ACTIVATIONS for name, _, _ in specs):
+        return None
+    cell = _CELLS[kind.gates]
+    kind.prepare(rnn, 0)  # the cell's own attribute and input checks
+    lbr = cell == "gru" and bool(node.attr("linear_before_reset", 0) if node.version >= 3
+                                 else 0)
+    bias, extra = _kernel_biases(rnn, cell, lbr)
+    if cell == "lstm" and node.has_input(7):
+        extra = node.input(7, "P")
+    h0 = _kernel_state(rnn, 5, "initial_h")
+    c0 = _kernel_state(rnn, 6, "initial_c") if cell == "lstm" else None
+    direction = "bidirectional" if dirs == 2 else ("reverse" if rnn.reverse[0] else "forward")
+    out = _op.nn.recurrent_layer(
+        cell, rnn.x, node.input(1, "W"), node.input(2, "R"), bias, extra, h0, c0, rnn.lens,
+        hidden_size=rnn.hidden,
+        direction=direction, activations=tuple(n for n, _, _ in specs),
+        activation_alpha=tuple(a for _, a, _ in specs),
+        activation_beta=tuple(b for _, _, b in specs), clip=rnn.clip or 0.0,
+        **({"linear_before_reset": lbr} if cell == "gru" else {}),
+        **({"input_forget": bool(node.attr("input_forget", 0))} if cell == "lstm" else {}))
+    y = out[0]
+    if rnn.batch_first:
+        y = _op.transpose(y, (2, 0, 1, 3))
+    states = [out[1 + s] for s in range(kind.states)]
+    if rnn.batch_first:
+        states = [_op.transpose(v, (1, 0, 2)) for v in states]
+    return [y if node.wants_output(0) else None, *states]
+
+
+def _kernel_biases(rnn: Rnn, cell: str, lbr: bool) -> tuple[RelayExpr, RelayExpr | None]:
+    """The bias of the input projection (dirs, G * H) and GRU's Rbh (dirs, H) under
+    linear_before_reset (else None)."""
+    node, dirs, size = rnn.node, len(rnn.reverse), rnn.hidden
+    n = rnn.gates * size
+    if not node.has_input(3):
+        return const(np.zeros((dirs, n), rnn.dtype)), None
+    b = node.input(3, "B")
+    wb = _op.strided_slice(b, [0], [n], axes=[1])
+    rb = _op.strided_slice(b, [n], [2 * n], axes=[1])
+    if not lbr:
+        return _op.add(wb, rb), None
+    rb_zr = _op.strided_slice(rb, [0], [2 * size], axes=[1])
+    moved = _op.concatenate([rb_zr, const(np.zeros((dirs, size), rnn.dtype))], 1)
+    return _op.add(wb, moved), _op.strided_slice(rb, [2 * size], [3 * size], axes=[1])
+
+
+def _kernel_state(rnn: Rnn, i: int, what: str) -> RelayExpr | None:
+    """Initial state input ``i`` as (dirs, batch, hidden) (time-first layout), or None."""
+    node = rnn.node
+    if not node.has_input(i):
+        return None
+    v = node.input(i, what)
+    if rnn.batch_first:
+        v = _op.transpose(v, (1, 0, 2))
+    want = (len(rnn.reverse), rnn.batch, rnn.hidden)
+    if not _fits(node.type_of(v), want):
+        raise node.fail(f"{what} has shape {tuple(node.type(i).shape)}, expected "
+                        f"(num_directions, batch, hidden) = {want} in layout 0")
+    return v
 
 
 def _long(value: int) -> RelayExpr:
