@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tir import op as _op
-from ..tir.expr import Add, IntImm, Mul, PrimExpr, ProducerLoad
-from ..tir.functor import post_order, substitute
+from ..tir.expr import Add, IntImm, Mul, PrimExpr
+from .reader_loads import reader_loads
 from .tensor import ComputeOp, Tensor, compute
 
 PIECES = "piecewise"
@@ -100,11 +100,6 @@ class PieceSplit:
     factor: int
 
 
-# Loads followed through inlined stages before giving up on pieces (a guard against chains
-# that read their producers many times over; the whole-domain body is always correct).
-MAX_LOADS = 256
-
-
 def piece_source(sch: Any, op: Any) -> PieceSplit | None:
     """How a piecewise op's pieces may split the loops of ``op`` (a root stage of ``sch``):
     ``op`` itself, or the first inlined piecewise op that ``op`` reads (through any chain of
@@ -115,33 +110,18 @@ def piece_source(sch: Any, op: Any) -> PieceSplit | None:
         return None
     if (own := pieces_of(op)) is not None:
         return PieceSplit(op, own.axis, 1)
-    found: dict[int, tuple[ComputeOp, PieceSplit | None]] = {}
-    seen: set[tuple] = set()
-    stack: list[tuple[PrimExpr, dict]] = [(op.body[0], {})]
-    while stack:  # each inlined stage's body with its axis variables as op's expressions
-        expr, vmap = stack.pop()
-        for n in post_order(expr):
-            if not isinstance(n, ProducerLoad):
-                continue
-            t = sch.current(n.producer)
-            if sch[t.op].attach_type != "inline":
-                continue
-            idx = [substitute(i, vmap) for i in n.indices] if vmap else list(n.indices)
-            if (pieces := pieces_of(t.op)) is not None:
-                split = _split_at(idx[pieces.axis], op, t.op, pieces)
-                before = found.get(id(t.op), (t.op, split))[1]
-                same = before is not None and split is not None and \
-                    (before.axis, before.factor) == (split.axis, split.factor)
-                found[id(t.op)] = (t.op, split if same else None)
-                continue
-            key = (id(t.op), t.value_index, *map(str, idx))
-            if key not in seen:
-                if len(seen) >= MAX_LOADS:
-                    return None
-                seen.add(key)
-                stack.append((t.op.body[t.value_index],
-                              {iv.var: i for iv, i in zip(t.op.axis, idx)}))
-    return next((split for _, split in found.values() if split is not None), None)
+    loads = reader_loads(sch, op, stop=lambda o: pieces_of(o) is not None)
+    found: dict[int, PieceSplit | None] = {}
+    for t, idx in loads or ():
+        pieces = pieces_of(t.op)
+        if pieces is None or sch[t.op].attach_type != "inline":
+            continue
+        split = _split_at(idx[pieces.axis], op, t.op, pieces)
+        before = found.get(id(t.op), split)
+        same = before is not None and split is not None and \
+            (before.axis, before.factor) == (split.axis, split.factor)
+        found[id(t.op)] = split if same else None
+    return next((split for split in found.values() if split is not None), None)
 
 
 def _split_at(index: PrimExpr, reader: ComputeOp, source: ComputeOp, pieces: Pieces

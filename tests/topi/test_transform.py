@@ -155,3 +155,37 @@ def test_reshape_splits_only_its_own_group():
     xv, rv = rand((1, 4, 15), seed=3), np.array([2, 0], "int32")
     (got,) = run_kernel(out, [x, rows], [xv, rv])
     check(got, xv.reshape(1, 4, 3, 5)[:, :, rv])
+
+
+def _tokens_of_blocked(channels, block):
+    # a blocked map read back as tokens (SegFormer's Mix-FFN after its depthwise conv):
+    # out[hw, c] = x[c // block, hw, c % block]
+    x = te.placeholder((channels // block, 6, block), name="x")
+    out = te.compute((6, channels), lambda p, c: x[c // block, p, c % block] * 2.0, name="tok")
+    return x, out
+
+
+def _inner_loop_extents(func):
+    return [int(n.extent.value) for n in tir.functor.post_order(func.body)
+            if isinstance(n, tir.stmt.For) and n.kind == tir.stmt.ForKind.VECTORIZED]
+
+
+@pytest.mark.parametrize("channels,block,vector", [(32, 8, 8), (24, 4, 4)])
+def test_injective_inner_loop_split_by_the_block_it_reads(channels, block, vector):
+    x, out = _tokens_of_blocked(channels, block)
+    func = te.lower(topi.auto_schedule(out), [x, out], "tokens")
+    assert _inner_loop_extents(func) == [vector], str(func)
+    xv = rand((channels // block, 6, block), seed=4)
+    (got,) = run_kernel(out, [x], [xv])
+    check(got, xv.transpose(1, 0, 2).reshape(6, channels) * 2)
+
+
+def test_injective_inner_loop_kept_whole_when_the_block_does_not_divide_it():
+    x = te.placeholder((3, 8), name="x")
+    out = te.compute((20,), lambda i: x[i // 8, i % 8] + 1.0, name="flat")
+    two = te.compute((2, 20), lambda r, i: out[i] * r, name="rows")
+    func = te.lower(topi.auto_schedule(two), [x, two], "rows")
+    assert _inner_loop_extents(func) == [20], str(func)
+    xv = rand((3, 8), seed=5)
+    (got,) = run_kernel(two, [x], [xv])
+    check(got, np.stack([xv.reshape(-1)[:20] + 1] * 2) * np.array([[0.0], [1.0]], "float32"))
