@@ -159,8 +159,7 @@ def _inner_block(sch: Schedule, st: Stage, last: Any) -> int:
     every 8 channels) gets an inner loop of ``B`` where both are plain (``o`` and ``i``);
     0 when no such ``B`` divides the axis's static extent."""
     ext = last.dom.extent
-    if not isinstance(ext, IntImm) or not getattr(st.op, "body", None) or not any(
-            isinstance(n, ProducerLoad) for b in st.op.body for n in post_order(b)):
+    if not isinstance(ext, IntImm) or not _divides_by_constants(sch, st.op):
         return 0
     loads = reader_loads(sch, st.op) or ()
     blocks = {n.b.value for t, idx in loads if sch[t.op].attach_type != "inline"
@@ -168,7 +167,24 @@ def _inner_block(sch: Schedule, st: Stage, last: Any) -> int:
               if isinstance(n, (FloorDiv, FloorMod)) and isinstance(n.b, IntImm)
               and any(v is last.var for v in post_order(n.a))}
     fits = [b for b in blocks if VECTOR_MIN <= b < ext.value and ext.value % b == 0]
-    return max(fits) if len(fits) == 1 else 0
+    return fits[0] if len(fits) == 1 else 0
+
+
+def _divides_by_constants(sch: Schedule, op: Any) -> bool:
+    # Whether ``op`` or a stage inlined into it divides by a constant anywhere: a cheap
+    # look (each body once, nothing substituted) that spares most kernels the full walk.
+    stack, seen = [op], {id(op)}
+    while stack:
+        cur = stack.pop()
+        for n in (n for b in getattr(cur, "body", ()) for n in post_order(b)):
+            if isinstance(n, (FloorDiv, FloorMod)) and isinstance(n.b, IntImm):
+                return True
+            if isinstance(n, ProducerLoad):
+                t = sch.current(n.producer)
+                if id(t.op) not in seen and sch[t.op].attach_type == "inline":
+                    seen.add(id(t.op))
+                    stack.append(t.op)
+    return False
 
 
 def _fusable(axes: list[Any]) -> list[Any]:
