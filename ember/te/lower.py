@@ -31,7 +31,7 @@ from ..tir.stmt import (
 )
 from .bounds import guard_to_extent, sym_interval
 from .lower_scan import ScanPlan, lower_scan
-from .piecewise import piece_source, pieces_of
+from .piecewise import PieceSplit, piece_source, pieces_of
 from .schedule import Fuse, Schedule, Split, Stage, split_extents
 from .scan import ScanOp
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, Tensor
@@ -172,9 +172,9 @@ class Lowerer:
             return self._extern(op)
         if not isinstance(op, ComputeOp):
             raise OpError(f"lower {self.name}: cannot lower {op!r}")
-        source = self._piece_source(st)
-        if source is not None:
-            return self._pieces_stmt(st, source)
+        split = self._piece_source(st)
+        if split is not None:
+            return self._pieces_stmt(st, split)
         nest = _Nest(st, self.region[id(op)], self.ranges)
         leaves = st.leaf_iter_vars
         reduce_ids = _reduce_leaves(st)
@@ -235,24 +235,26 @@ class Lowerer:
             parts.append(For(part, _op.const(0), _op.const(hi - lo), kind, seq(*stores), notes))
         return self._loops(nest, leaves[:-1], seq(*parts), [], innermost=False)
 
-    def _piece_source(self, st: Stage) -> ComputeOp | None:
-        # The piecewise op whose pieces split this root stage (itself, or one it reads only
-        # elementwise through inlined stages), when nothing is computed inside its loops.
+    def _piece_source(self, st: Stage) -> PieceSplit | None:
+        # How a piecewise op's pieces split this root stage (itself, or one it reads through
+        # inlined stages at one of its axes), when nothing is computed inside its loops.
         if not self.piecewise or st.attach_type != "root" or id(st.op) in self.scan.parts or any(
                 key[0] == id(st) for key in self.attached):
             return None  # (a scan's init and update stages own their regions: lower_scan)
         return piece_source(self.sch, st.op)
 
-    def _pieces_stmt(self, st: Stage, source: ComputeOp) -> Stmt:
-        """One loop nest per piece of ``source`` (``te/piecewise.py``): the stage's own loops
-        (fuse, split, parallel, vectorise) over the piece's box, the piece's body in place of
-        the source's whole body (the stage's own when it is the source)."""
-        op, pieces = st.op, pieces_of(source)
+    def _pieces_stmt(self, st: Stage, split: PieceSplit) -> Stmt:
+        """One loop nest per piece of ``split.source`` (``te/piecewise.py``): the stage's own
+        loops (fuse, split, parallel, vectorise) over the piece's box, the piece's body in
+        place of the source's whole body (the stage's own when it is the source)."""
+        op, source, f = st.op, split.source, split.factor
+        pieces = pieces_of(source)
         out = self.bufs[id(op.output(0))]
         parts = []
         for off, ext, body in zip(pieces.offsets, pieces.extents, pieces.bodies):
             region = list(self.region[id(op)])
-            region[pieces.axis] = (off, ext)
+            region[split.axis] = (off, ext) if f == 1 else (_op.const(off.value // f),
+                                                             _op.const(ext.value // f))
             nest = _Nest(st, region, self.ranges)
             own, bodies = (body, None) if source is op else (op.body[0], {id(source): body})
             value = simplify(self.resolve(substitute(own, nest.abs), bodies=bodies),

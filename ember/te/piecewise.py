@@ -9,10 +9,13 @@ own over its box, with the piece's body, whose axis index then starts at the pie
 inside a box the index arithmetic of inlined producers simplifies (``(i // 80) * 80 + i % 80``
 is ``i`` once ``i < 6400`` is known), and each piece is a contiguous copy per row.
 
-A stage that reads a piecewise stage elementwise (``relu(concat(...))`` fused into one kernel,
-as in DenseNet: every load of it, through any chain of inlined stages, at the reader's own
-indices, and the same shape) is split by the same pieces: in its piece ``k`` the inlined
-piecewise stage reads as its body ``k`` (:func:`piece_source`).
+A stage that reads a piecewise stage along the piece axis at one of its own axes
+(``relu(concat(...))`` fused into one kernel, as in DenseNet; a transpose of a concat), or at
+``outer * f + inner`` (a layout transform to ``NCHW8c`` of a concat along the channels whose
+pieces are multiples of 8: SegFormer's decoder, a concat of resized maps before a blocked
+conv), every load of it through any chain of inlined stages, is split by the same pieces
+along that axis of its own: in its piece ``k`` the inlined piecewise stage reads as its body
+``k`` (:func:`piece_source`).
 
 The whole-domain body stays the op's ``body`` (what every other reader of the stage sees: an
 inlined concat, a cache stage); ``Pieces`` rides in the op's attrs under ``PIECES`` and names
@@ -25,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tir import op as _op
-from ..tir.expr import IntImm, PrimExpr, ProducerLoad
-from ..tir.functor import post_order
+from ..tir.expr import Add, IntImm, Mul, PrimExpr
+from .reader_loads import reader_loads
 from .tensor import ComputeOp, Tensor, compute
 
 PIECES = "piecewise"
@@ -84,47 +87,73 @@ def pieces_of(op: ComputeOp) -> Pieces | None:
     return None
 
 
-def piece_source(sch: Any, op: Any) -> ComputeOp | None:
-    """The piecewise op whose pieces may split the loops of ``op`` (a root stage of ``sch``):
-    ``op`` itself, or the first inlined piecewise op that ``op`` reads only elementwise (every
-    load of it, through inlined stages read at their readers' own indices, at ``op``'s own
-    indices, with ``op``'s shape); None if there is none."""
+@dataclass(frozen=True)
+class PieceSplit:
+    """How the pieces of ``source`` split a reader's loops: along the reader's axis ``axis``,
+    piece ``k`` covers ``[offsets[k] // factor, (offsets[k] + extents[k]) // factor)``.
+    ``factor`` is 1 where the reader reads the piece axis at one of its own axes, and the
+    inner block size where it reads it at ``outer * factor + inner`` (a layout transform to
+    ``NCHW8c`` of a concat along the channels)."""
+
+    source: ComputeOp
+    axis: int
+    factor: int
+
+
+def piece_source(sch: Any, op: Any) -> PieceSplit | None:
+    """How a piecewise op's pieces may split the loops of ``op`` (a root stage of ``sch``):
+    ``op`` itself, or the first inlined piecewise op that ``op`` reads (through any chain of
+    inlined stages) only at an index along the piece axis that is one of ``op``'s axes, or
+    ``outer * f + inner`` with ``inner`` an axis of extent ``f`` that divides every piece's
+    bounds; the reader's axis must span the piece axis exactly. None if there is none."""
     if not isinstance(op, ComputeOp) or len(op.body) != 1 or op.reduce_axis:
         return None
-    if pieces_of(op) is not None:
-        return op
-    shape = _shape_key(op)
-    elementwise: dict[int, tuple[ComputeOp, bool]] = {}
-    seen: set[tuple[int, bool]] = set()
-    stack: list[tuple[PrimExpr, tuple | None]] = [(op.body[0], tuple(iv.var for iv in op.axis))]
-    while stack:  # inlined stages, each with its own axis vars where read at identity
-        expr, own = stack.pop()
-        for n in post_order(expr):
-            if not isinstance(n, ProducerLoad):
-                continue
-            t = sch.current(n.producer)
-            if sch[t.op].attach_type != "inline":
-                continue
-            same = own is not None and _shape_key(t.op) == shape and _at_own(n.indices, own,
-                                                                              shape)
-            if pieces_of(t.op) is not None:
-                before = elementwise.get(id(t.op), (t.op, True))[1]
-                elementwise[id(t.op)] = (t.op, before and same)
-            elif (id(t.op), same) not in seen:
-                seen.add((id(t.op), same))
-                stack.append((t.op.body[t.value_index],
-                              tuple(iv.var for iv in t.op.axis) if same else None))
-    return next((src for src, ok in elementwise.values() if ok), None)
+    if (own := pieces_of(op)) is not None:
+        return PieceSplit(op, own.axis, 1)
+    loads = reader_loads(sch, op, stop=lambda o: pieces_of(o) is not None)
+    found: dict[int, PieceSplit | None] = {}
+    for t, idx in loads or ():
+        pieces = pieces_of(t.op)
+        if pieces is None or sch[t.op].attach_type != "inline":
+            continue
+        split = _split_at(idx[pieces.axis], op, t.op, pieces)
+        before = found.get(id(t.op), split)
+        same = before is not None and split is not None and \
+            (before.axis, before.factor) == (split.axis, split.factor)
+        found[id(t.op)] = split if same else None
+    return next((split for split in found.values() if split is not None), None)
 
 
-def _at_own(indices: Sequence[PrimExpr], own: Sequence[PrimExpr],
-            shape: tuple[str, ...]) -> bool:
-    # Each index is the reader's own axis variable, or 0 on an axis of extent 1 (broadcasts
-    # write the index of a unit axis as 0).
-    return len(indices) == len(own) and all(
-        i is v or (d == "1" and isinstance(i, IntImm) and i.value == 0)
-        for i, v, d in zip(indices, own, shape))
+def _split_at(index: PrimExpr, reader: ComputeOp, source: ComputeOp, pieces: Pieces
+              ) -> PieceSplit | None:
+    # ``index`` (the piece axis's, in the reader's variables) as ``v`` or ``v * f + u``.
+    axes = {id(iv.var): k for k, iv in enumerate(reader.axis)}
+    extents = [iv.dom.extent for iv in reader.axis]
+    total = source.output(0).shape[pieces.axis]
+    if id(index) in axes:
+        k = axes[id(index)]
+        return PieceSplit(source, k, 1) if str(extents[k]) == str(total) else None
+    outer_inner = _scaled_sum(index)
+    if outer_inner is None or id(outer_inner[0]) not in axes or id(outer_inner[2]) not in axes:
+        return None
+    outer, factor, inner = outer_inner
+    k, u = axes[id(outer)], axes[id(inner)]
+    bounds = [*pieces.offsets, *pieces.extents, total, extents[k], extents[u]]
+    if k == u or not all(isinstance(b, IntImm) for b in bounds):
+        return None
+    if extents[u].value != factor or extents[k].value * factor != total.value or any(
+            b.value % factor for b in (*pieces.offsets, *pieces.extents)):
+        return None
+    return PieceSplit(source, k, factor)
 
 
-def _shape_key(op: Any) -> tuple[str, ...]:
-    return tuple(str(d) for d in op.output(0).shape)
+def _scaled_sum(e: PrimExpr) -> tuple[PrimExpr, int, PrimExpr] | None:
+    # (v, f, u) when ``e`` is ``v * f + u`` (either operand order, ``f`` a constant > 1)
+    if not isinstance(e, Add):
+        return None
+    for prod, rest in ((e.a, e.b), (e.b, e.a)):
+        if isinstance(prod, Mul):
+            for v, f in ((prod.a, prod.b), (prod.b, prod.a)):
+                if isinstance(f, IntImm) and f.value > 1:
+                    return v, f.value, rest
+    return None

@@ -16,7 +16,9 @@ from typing import Any
 
 from ..te import tensor as te
 from ..te.schedule import Schedule, Stage, create_schedule
-from ..tir.expr import IntImm
+from ..te.reader_loads import reader_loads
+from ..tir.expr import FloorDiv, FloorMod, IntImm, ProducerLoad
+from ..tir.functor import post_order
 from .broadcast import BROADCAST, ELEMWISE, INJECTIVE
 
 PARALLEL_MIN = 16384  # elements: below this a parallel region costs more than it saves
@@ -115,8 +117,9 @@ def inline_injective(s: Schedule, keep: Sequence[Any] = ()) -> None:
             st.compute_inline()
 
 
-def schedule_loops(st: Stage, vector_last: bool = True) -> Any:
-    """Fuse all spatial axes but the last into one loop, parallel if big; vectorise the last.
+def schedule_loops(st: Stage, vector_last: bool = True, sch: Schedule | None = None) -> Any:
+    """Fuse all spatial axes but the last into one loop, parallel if big; vectorise the last
+    (split by the block it reads memory in, when ``sch`` shows one: ``_inner_block``).
 
     Returns the outermost loop.
     """
@@ -137,13 +140,51 @@ def schedule_loops(st: Stage, vector_last: bool = True) -> Any:
             st.vectorize(last)
         return last
     outer = _fusable(axes[:-1])
+    block = _inner_block(sch, st, last) if sch is not None else 0
     fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
     if big:
         st.parallel(fused)
-    if vector_last and not (isinstance(last.dom.extent, IntImm) and last.dom.extent.value <
-                            VECTOR_MIN):
+    short = isinstance(last.dom.extent, IntImm) and last.dom.extent.value < VECTOR_MIN
+    if block:
+        last = st.split(last, block)[1]
+    if vector_last and not short:
         st.vectorize(last)
     return fused
+
+
+def _inner_block(sch: Schedule, st: Stage, last: Any) -> int:
+    """The block ``B`` to split the last axis by, so that the vector loop is contiguous: a
+    stage that reads memory at ``last // B`` or ``last % B`` (through its inlined stages: a
+    blocked NCHW8c map read as tokens, ``x[c // 8, hw, c % 8]``, whose lanes change block
+    every 8 channels) gets an inner loop of ``B`` where both are plain (``o`` and ``i``);
+    0 when no such ``B`` divides the axis's static extent."""
+    ext = last.dom.extent
+    if not isinstance(ext, IntImm) or not _divides_by_constants(sch, st.op):
+        return 0
+    loads = reader_loads(sch, st.op) or ()
+    blocks = {n.b.value for t, idx in loads if sch[t.op].attach_type != "inline"
+              for i in idx for n in post_order(i)
+              if isinstance(n, (FloorDiv, FloorMod)) and isinstance(n.b, IntImm)
+              and any(v is last.var for v in post_order(n.a))}
+    fits = [b for b in blocks if VECTOR_MIN <= b < ext.value and ext.value % b == 0]
+    return fits[0] if len(fits) == 1 else 0
+
+
+def _divides_by_constants(sch: Schedule, op: Any) -> bool:
+    # Whether ``op`` or a stage inlined into it divides by a constant anywhere: a cheap
+    # look (each body once, nothing substituted) that spares most kernels the full walk.
+    stack, seen = [op], {id(op)}
+    while stack:
+        cur = stack.pop()
+        for n in (n for b in getattr(cur, "body", ()) for n in post_order(b)):
+            if isinstance(n, (FloorDiv, FloorMod)) and isinstance(n.b, IntImm):
+                return True
+            if isinstance(n, ProducerLoad):
+                t = sch.current(n.producer)
+                if id(t.op) not in seen and sch[t.op].attach_type == "inline":
+                    seen.add(id(t.op))
+                    stack.append(t.op)
+    return False
 
 
 def _fusable(axes: list[Any]) -> list[Any]:
@@ -165,7 +206,7 @@ def schedule_injective(outs: Any) -> Schedule:
     inline_injective(s)
     for st in s.stages:
         if st.attach_type == "root" and isinstance(st.op, te.ComputeOp):
-            schedule_root(st)
+            schedule_root(st, s)
     return s
 
 
@@ -183,12 +224,12 @@ def schedule_reduce_stage(st: Stage) -> None:
         st.parallel(fused)
 
 
-def schedule_root(st: Stage) -> None:
+def schedule_root(st: Stage, sch: Schedule | None = None) -> None:
     """The default schedule of a stage computed at root: a reduction's or plain loops'."""
     if st.op.reduce_axis:
         schedule_reduce_stage(st)
     else:
-        schedule_loops(st)
+        schedule_loops(st, sch=sch)
 
 
 def schedule_reduce(outs: Any) -> Schedule:
@@ -242,5 +283,5 @@ def auto_schedule(outs: Any) -> Schedule:
     for st in s.stages:  # anything the template left at root without a schedule
         if st.attach_type == "root" and isinstance(st.op, te.ComputeOp) and not (
                 st.relations or st.iter_var_attrs):
-            schedule_root(st)
+            schedule_root(st, s)
     return s

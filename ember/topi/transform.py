@@ -1,6 +1,7 @@
 """Injective data-movement operators: reshape, transpose, slicing, joining, gathering, layouts."""
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -33,7 +34,13 @@ def _prod(dims: Sequence[PrimExpr]) -> PrimExpr:
 
 
 def reshape(x: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
-    """Same elements, new shape (one ``-1`` is inferred)."""
+    """Same elements, new shape (one ``-1`` is inferred).
+
+    With static shapes the axes pair up in groups of equal size (``(1, 256, 64) -> (1, 256,
+    8, 8)``: ``[1] [256] [64 -> 8, 8]``) and the index arithmetic stays inside each group
+    (``x[n, c, h * 8 + w]``), so a reader that gathers (resize, take) along one group needs
+    no division by the others' sizes, which the simplifier cannot drop for an index it
+    cannot bound."""
     newshape = list(newshape)
     if any(isinstance(d, int) and d == -1 for d in newshape):
         known = _prod([tir.convert(d) for d in newshape if not (isinstance(d, int) and d == -1)])
@@ -41,22 +48,57 @@ def reshape(x: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
         newshape = [tir.floordiv(total, known) if isinstance(d, int) and d == -1 else d
                     for d in newshape]
     shape = tuple(tir.convert(d) for d in newshape)
+    groups = _reshape_groups(list(x.shape), list(shape))
 
     def f(*idx: PrimExpr) -> PrimExpr:
-        flat: PrimExpr = tir.const(0)
-        for i, d in zip(idx, shape):
-            flat = flat * d + i
-        src = []
-        for d in reversed(x.shape[1:]):
-            src.append(tir.floormod(flat, d))
-            flat = tir.floordiv(flat, d)
-        # What is left is below the first extent (the sizes match): no modulo, which the
-        # simplifier drops for a static extent but must keep for one known at run time.
-        if x.ndim:
-            src.append(flat)
-        return x(*reversed(src))
+        src: list[PrimExpr] = []
+        for (s0, s1), (d0, d1) in groups:
+            src += _regroup(idx[d0:d1], shape[d0:d1], x.shape[s0:s1])
+        return x(*src)
 
     return te.compute(shape, f, name="T_reshape", tag=INJECTIVE)
+
+
+def _reshape_groups(src: list[PrimExpr], dst: list[PrimExpr]
+                    ) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    # ((src start, end), (dst start, end)) per group of axes with equal products; one group
+    # of all axes unless every size is static and none is 0. Unit axes join the group
+    # before them (the first group when they lead).
+    sizes = [d.value if isinstance(d, IntImm) else None for d in (*src, *dst)]
+    s_sizes, d_sizes = sizes[:len(src)], sizes[len(src):]
+    if not src or not dst or None in sizes or 0 in sizes or \
+            math.prod(s_sizes) != math.prod(d_sizes):
+        return [((0, len(src)), (0, len(dst)))]
+    groups, i, j = [], 0, 0
+    while i < len(src) and j < len(dst):
+        i0, j0, ps, pd = i, j, s_sizes[i], d_sizes[j]
+        i, j = i + 1, j + 1
+        while ps != pd:
+            if ps < pd:
+                ps, i = ps * s_sizes[i], i + 1
+            else:
+                pd, j = pd * d_sizes[j], j + 1
+        groups.append(((i0, i), (j0, j)))
+    (s0, _), (d0, _) = groups[-1]  # trailing unit axes (the sizes match, so only 1s remain)
+    groups[-1] = ((s0, len(src)), (d0, len(dst)))
+    return groups
+
+
+def _regroup(idx: Sequence[PrimExpr], dst: Sequence[PrimExpr], src: Sequence[PrimExpr]
+             ) -> list[PrimExpr]:
+    # One group: the destination indices flattened, then split over the source sizes.
+    flat: PrimExpr = tir.const(0)
+    for i, d in zip(idx, dst):
+        flat = flat * d + i
+    out = []
+    for d in reversed(src[1:]):
+        out.append(tir.floormod(flat, d))
+        flat = tir.floordiv(flat, d)
+    # What is left is below the first extent (the sizes match): no modulo, which the
+    # simplifier drops for a static extent but must keep for one known at run time.
+    if src:
+        out.append(flat)
+    return out[::-1]
 
 
 def transpose(x: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
@@ -226,7 +268,6 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") 
     """``numpy.arange(start, stop, step)`` for Python-number arguments."""
     if stop is None:
         start, stop = 0, start
-    import math
 
     n = max(0, int(math.ceil((float(stop) - float(start)) / float(step))))
     return te.compute((n,), lambda i: tir.cast(tir.const(start, dtype) + tir.cast(

@@ -10,7 +10,7 @@ import ember
 from ember import te, tir, topi
 from ember.contrib import cc
 from ember.te.lower import MAX_CUTS
-from ember.te.piecewise import pieces_of, piecewise_compute
+from ember.te.piecewise import piece_source, pieces_of, piecewise_compute
 from ember.tir.expr import Call
 
 needs_cc = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
@@ -123,21 +123,23 @@ def test_piecewise_compute_needs_a_piece():
 @needs_cc
 @pytest.mark.parametrize("inputs", [3, 10])
 def test_loop_cut_where_a_consumer_reads_an_inlined_concat(inputs):
-    # yolov8's head: the concat is split again in the same kernel (inlined into the slices);
-    # the innermost loop is cut at the pieces' bounds (up to MAX_CUTS cuts; past that the
-    # tests stay and the result is the same).
+    # yolov8's head: the concat is split again in the same kernel (inlined into the slices).
+    # ``hi`` reads the piece axis at its own full axis: it takes the pieces. ``lo`` drops the
+    # last column (its axis does not span the concat's): its innermost loop is cut at the
+    # pieces' bounds instead (up to MAX_CUTS cuts; past that the tests stay, same result).
     xs = [te.placeholder((2, 4, k + 1), name=f"x{k}") for k in range(inputs)]
     cat = topi.concatenate(xs, axis=2)
-    lo = te.compute((2, 1, cat.shape[2]), lambda a, b, c: cat[a, b, c], name="lo")
-    hi = te.compute((2, 3, cat.shape[2]), lambda a, b, c: cat[a, b + 1, c] + 1.0, name="hi")
+    total = int(cat.shape[2])
+    lo = te.compute((2, 1, total - 1), lambda a, b, c: cat[a, b, c], name="lo")
+    hi = te.compute((2, 3, total), lambda a, b, c: cat[a, b + 1, c] + 1.0, name="hi")
     func = te.lower(topi.auto_schedule([lo, hi]), [*xs, lo, hi], "split_cat")
     assert (_selects(func) == 0) == (inputs - 1 <= MAX_CUTS)
     arrays = [_rand(2, 4, k + 1) for k in range(inputs)]
     want = np.concatenate(arrays, 2)
     mod = tir.build(func)
-    outs = [ember.nd.empty(s, "float32") for s in ((2, 1, want.shape[2]), (2, 3, want.shape[2]))]
+    outs = [ember.nd.empty(s, "float32") for s in ((2, 1, total - 1), (2, 3, total))]
     mod["split_cat"](*[ember.nd.array(a) for a in arrays], *outs)
-    np.testing.assert_array_equal(outs[0].numpy(), want[:, :1])
+    np.testing.assert_array_equal(outs[0].numpy(), want[:, :1, :-1])
     np.testing.assert_array_equal(outs[1].numpy(), want[:, 1:] + 1)
 
 
@@ -183,3 +185,68 @@ def test_concat_also_read_elsewhere_keeps_its_whole_body():
     c = np.concatenate([av, bv], 1)
     np.testing.assert_allclose(_run(func, [av, bv], (2, 7)), np.maximum(c, 0) + c[:, ::-1],
                                rtol=1e-6)
+
+
+def _blocked_concat(channels, block=8):
+    # concat along the channels, then to NCHW{block}c in the same kernel (SegFormer's decoder
+    # before its fuse conv)
+    xs = [te.placeholder((1, c, 3, 5), name=f"x{k}") for k, c in enumerate(channels)]
+    out = topi.layout_transform(topi.concatenate(xs, axis=1), "NCHW", f"NCHW{block}c")
+    func = te.lower(topi.auto_schedule(out), [*xs, out], "cat_blocked")
+    arrays = [_rand(1, c, 3, 5) for c in channels]
+    cat = np.concatenate(arrays, 1)
+    total = cat.shape[1]
+    blocks = -(-total // block)
+    padded = np.zeros((1, blocks * block, 3, 5), "float32")
+    padded[:, :total] = cat
+    want = padded.reshape(1, blocks, block, 3, 5).transpose(0, 1, 3, 4, 2)
+    return func, arrays, want
+
+
+@needs_cc
+def test_blocked_layout_of_a_concat_takes_its_pieces():
+    # pieces of 8, 16 and 8 channels: the block loop splits at 1 and 3, each piece reading
+    # its input at channel ``block * 8 + lane`` with no select
+    func, arrays, want = _blocked_concat((8, 16, 8))
+    assert _selects(func) == 0
+    np.testing.assert_array_equal(_run(func, arrays, want.shape), want)
+
+
+@needs_cc
+@pytest.mark.parametrize("channels", [(4, 12), (8, 5)])
+def test_blocked_layout_of_a_ragged_concat_keeps_its_whole_body(channels):
+    # a piece bound inside a block (4), or channels padded to the block (13 -> 16):
+    # no split by pieces, the selects stay, the result is still right
+    func, arrays, want = _blocked_concat(channels)
+    assert _selects(func) >= 1
+    np.testing.assert_array_equal(_run(func, arrays, want.shape), want)
+
+
+@needs_cc
+def test_transposed_concat_takes_its_pieces_along_the_reader_axis():
+    # the reader reads the concat's axis 0 at its own axis 1 (a transpose of a concat)
+    a, b = te.placeholder((2, 3), name="a"), te.placeholder((5, 3), name="b")
+    out = topi.transpose(topi.concatenate([a, b], axis=0), (1, 0))
+    func = te.lower(topi.auto_schedule(out), [a, b, out], "cat_t")
+    assert _selects(func) == 0
+    av, bv = _rand(2, 3), _rand(5, 3)
+    np.testing.assert_array_equal(_run(func, [av, bv], (3, 7)), np.concatenate([av, bv]).T)
+
+
+def test_piece_split_of_each_reader():
+    # which axis and factor each reader is split along (None: the whole-domain body)
+    a, b = te.placeholder((1, 8, 2, 2), name="a"), te.placeholder((1, 16, 2, 2), name="b")
+    cat = topi.concatenate([a, b], axis=1)
+    readers = {
+        "blocked": topi.layout_transform(cat, "NCHW", "NCHW8c"),
+        "blocked4": topi.layout_transform(cat, "NCHW", "NCHW4c"),
+        "nhwc": topi.layout_transform(cat, "NCHW", "NHWC"),
+        "mirror": te.compute(cat.shape, lambda n, c, h, w: cat[n, 23 - c, h, w], name="m"),
+        "half": te.compute((1, 12, 2, 2), lambda n, c, h, w: cat[n, c, h, w], name="half"),
+    }
+    got = {}
+    for name, out in readers.items():
+        split = piece_source(topi.auto_schedule(out), out.op)
+        got[name] = None if split is None else (split.axis, split.factor)
+    assert got == {"blocked": (1, 8), "blocked4": (1, 4), "nhwc": (3, 1), "mirror": None,
+                   "half": None}

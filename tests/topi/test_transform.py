@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from topi_util import check, rand, run_kernel
 
-from ember import te, topi
+from ember import te, tir, topi
 
 SETTINGS = settings(max_examples=4, deadline=None)
 dims = st.lists(st.integers(1, 6), min_size=1, max_size=4).map(tuple)
@@ -127,3 +127,65 @@ def test_pad_and_batch_flatten():
     _one(lambda x: topi.nn.pad(x, [0, 1, 2], [1, 0, 3], 1.5), (2, 3, 4),
          lambda v: np.pad(v, ((0, 1), (1, 0), (2, 3)), constant_values=1.5))
     _one(topi.nn.batch_flatten, (2, 3, 4), lambda v: v.reshape(2, -1))
+
+
+@pytest.mark.parametrize("src,dst", [((1, 4, 15), (1, 4, 3, 5)), ((2, 3, 4), (6, 4)),
+                                     ((1, 1), (1,)), ((4,), (4, 1, 1)), ((1, 1, 6), (6, 1)),
+                                     ((2, 6), (3, 4)), ((3, 1, 5), (5, 3))])
+def test_reshape_groups_match_numpy(src, dst):
+    # axes paired in groups of equal size (unit axes joining a neighbour), and a pair of
+    # shapes that share no group boundary (one group of everything)
+    _one(lambda x: topi.reshape(x, dst), src, lambda v: v.reshape(dst))
+
+
+def test_reshape_splits_only_its_own_group():
+    # a gather along the split axis (resize reading a token map seen as an image): the index
+    # stays x[n, c, idx[i] * 5 + j], with no division by the other axes' sizes (which the
+    # simplifier cannot drop for an index loaded from memory)
+    x = te.placeholder((1, 4, 15), name="x")
+    rows = te.placeholder((2,), "int32", name="rows")
+    y = topi.reshape(x, (1, 4, 3, 5))
+    out = te.compute((1, 4, 2, 5), lambda n, c, i, j: y[n, c, rows[i], j], name="gather")
+    func = te.lower(topi.auto_schedule(out), [x, rows, out], "gather_rows")
+    post_order = tir.functor.post_order
+    divs = [n for n in post_order(func.body)
+            if isinstance(n, (tir.expr.FloorDiv, tir.expr.FloorMod))
+            and any(isinstance(m, tir.expr.BufferLoad) for m in post_order(n))]
+    assert not divs, str(func)
+    xv, rv = rand((1, 4, 15), seed=3), np.array([2, 0], "int32")
+    (got,) = run_kernel(out, [x, rows], [xv, rv])
+    check(got, xv.reshape(1, 4, 3, 5)[:, :, rv])
+
+
+def _tokens_of_blocked(channels, block):
+    # a blocked map read back as tokens (SegFormer's Mix-FFN after its depthwise conv):
+    # out[hw, c] = x[c // block, hw, c % block]
+    x = te.placeholder((channels // block, 6, block), name="x")
+    out = te.compute((6, channels), lambda p, c: x[c // block, p, c % block] * 2.0, name="tok")
+    return x, out
+
+
+def _inner_loop_extents(func):
+    return [int(n.extent.value) for n in tir.functor.post_order(func.body)
+            if isinstance(n, tir.stmt.For) and n.kind == tir.stmt.ForKind.VECTORIZED]
+
+
+@pytest.mark.parametrize("channels,block,vector", [(32, 8, 8), (24, 4, 4)])
+def test_injective_inner_loop_split_by_the_block_it_reads(channels, block, vector):
+    x, out = _tokens_of_blocked(channels, block)
+    func = te.lower(topi.auto_schedule(out), [x, out], "tokens")
+    assert _inner_loop_extents(func) == [vector], str(func)
+    xv = rand((channels // block, 6, block), seed=4)
+    (got,) = run_kernel(out, [x], [xv])
+    check(got, xv.transpose(1, 0, 2).reshape(6, channels) * 2)
+
+
+def test_injective_inner_loop_kept_whole_when_the_block_does_not_divide_it():
+    x = te.placeholder((3, 8), name="x")
+    out = te.compute((20,), lambda i: x[i // 8, i % 8] + 1.0, name="flat")
+    two = te.compute((2, 20), lambda r, i: out[i] * r, name="rows")
+    func = te.lower(topi.auto_schedule(two), [x, two], "rows")
+    assert _inner_loop_extents(func) == [20], str(func)
+    xv = rand((3, 8), seed=5)
+    (got,) = run_kernel(two, [x], [xv])
+    check(got, np.stack([xv.reshape(-1)[:20] + 1] * 2) * np.array([[0.0], [1.0]], "float32"))
