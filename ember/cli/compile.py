@@ -98,7 +98,11 @@ def load_model(args: argparse.Namespace, status: Status
     threads = default_num_threads() if args.threads is None else args.threads
     status.stage(f"importing {path.name}")
     start = time.perf_counter()
-    mod, params = import_model(path, shapes)
+    from ..ir.transform import PassContext
+
+    frontend = {k: v for k, v in config.items() if k.startswith("relay.frontend.")}
+    with PassContext(config=frontend):  # the importer reads its keys from the context
+        mod, params = import_model(path, shapes)
     return path, mod, params, config, threads, time.perf_counter() - start
 
 

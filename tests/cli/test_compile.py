@@ -175,3 +175,34 @@ def test_desired_layout(capsys: Any, tmp_path: Path) -> None:
     assert "NCHWc" not in kernels["NCHW"] and "NCHWc" in kernels["NCHW4c"]
     code, _, err = call(capsys, "compile", tmp_path / "conv.relay", "--desired-layout", "NHWC")
     assert code == 2 and "invalid choice" in err
+
+
+def _lstm_onnx(path: Path) -> Path:
+    """A one-node ONNX LSTM (3 steps, batch 1, input 2, hidden 4)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array(rng.standard_normal(s).astype("float32"), n)
+               for n, s in (("W", (1, 16, 2)), ("R", (1, 16, 4)))]
+    graph = helper.make_graph(
+        [helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=4)], "lstm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 1, 1, 4])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    (path / "lstm.onnx").write_bytes(model.SerializeToString())
+    return path / "lstm.onnx"
+
+
+def test_pass_config_reaches_the_importer(capsys: Any, tmp_path: Path) -> None:
+    """relay.frontend.* keys are read while the ONNX file is imported: with the recurrent
+    kernel off, the LSTM imports step by step (many operators instead of one)."""
+    pytest.importorskip("onnx")
+    model = _lstm_onnx(tmp_path)
+    counts = []
+    for extra in ([], ["--pass-config", "relay.frontend.rnn_kernel=false"]):
+        code, out, _ = call(capsys, "compile", model, "-o", tmp_path / "l.so",
+                            "--executor", "graph", *extra)
+        assert code == 0, out
+        counts.append(int(out.split(" operators ->")[0].split()[-1]))
+    assert counts[0] < 5 < counts[1], counts
