@@ -1,7 +1,9 @@
 """The depthwise NCHW[L]c kernel (ember_depthwise_nchwc_x<L> in ember/kernels/conv_nchwc.h)
 against numpy: the K-wide row tiles (K = 3, 5, 7 at stride 1 and 2: each input vector loaded
-once per kernel row) with their edge variants (borders, the rest of a row, rows narrower than
-a tile, 1x1 maps), and the generic tile for the other windows (dilation, stride 3, 1x4).
+once per kernel row; 12 columns for 3-wide rows on maps of 24 columns or more) with their edge
+variants (borders, the rest of a row, rows narrower than a tile, 1x1 maps), the tile-wide
+epilogue (none, relu, clip; the others per vector, with or without a residual), and the
+generic tile for the other windows (dilation, stride 3, 1x4).
 
 One small harness (depthwise_nchwc_harness.c: the depthwise entry alone, one lane count) is
 built per (SIMD level, lanes); the default run builds the host's 8-lane one and the portable
@@ -22,6 +24,9 @@ pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler")
 # name -> run_case arguments (groups == ic == oc: depthwise); lanes divide every channel count
 CASES = {
     "3x3_interior_and_edges": {"ic": 16, "h": 9, "w": 21},
+    "3x3_wide_rows_12_column_tiles": {"ic": 8, "h": 5, "w": 41, "act": "clip"},
+    "3x3_wide_rows_hardswish_residual": {"ic": 8, "h": 4, "w": 30, "act": "hardswish",
+                                         "residual": True, "after": False},
     "3x3_stride2_odd": {"ic": 16, "h": 7, "w": 19, "s": (2, 2), "act": "hardswish"},
     "5x5": {"ic": 16, "h": 9, "w": 19, "k": (5, 5), "pads": (2, 2, 2, 2)},
     "5x5_stride2_odd": {"ic": 32, "h": 11, "w": 23, "k": (5, 5), "s": (2, 2),
