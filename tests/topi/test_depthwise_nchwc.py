@@ -24,8 +24,8 @@ pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler")
 # name -> run_case arguments (groups == ic == oc: depthwise); lanes divide every channel count
 CASES = {
     "3x3_interior_and_edges": {"ic": 16, "h": 9, "w": 21},
-    "3x3_wide_rows_12_column_tiles": {"ic": 8, "h": 5, "w": 41, "act": "clip"},
-    "3x3_wide_rows_hardswish_residual": {"ic": 8, "h": 4, "w": 30, "act": "hardswish",
+    "3x3_wide_rows_12_column_tiles": {"ic": 16, "h": 5, "w": 41, "act": "clip"},
+    "3x3_wide_rows_hardswish_residual": {"ic": 16, "h": 4, "w": 30, "act": "hardswish",
                                          "residual": True, "after": False},
     "3x3_stride2_odd": {"ic": 16, "h": 7, "w": 19, "s": (2, 2), "act": "hardswish"},
     "5x5": {"ic": 16, "h": 9, "w": 19, "k": (5, 5), "pads": (2, 2, 2, 2)},
