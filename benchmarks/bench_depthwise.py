@@ -4,6 +4,7 @@ efficientnet_lite0) and NCHW <-> NCHW8c copies.
 
     python benchmarks/bench_depthwise.py                        # this checkout's kernels
     python benchmarks/bench_depthwise.py --baseline /work/main  # next to another checkout's
+    python benchmarks/bench_depthwise.py --quick                # one case of each kind
 
 A small C driver (``bench_depthwise_driver.c``) is compiled against ember's headers (and
 against ``--baseline``'s, where given) with -O3 -march=native; each case is timed on the
@@ -43,7 +44,11 @@ def build(root: Path, out: Path) -> Path:
     if cc is None:
         raise SystemExit("bench_depthwise: needs a C compiler (cc, gcc or clang)")
     exe = out / f"driver_{abs(hash(str(root)))}"
-    cmd = [cc, "-O3", "-march=native", "-std=c99", "-ffp-contract=fast",
+    # the two entry points alone, 8 lanes (as a model's kernel objects are built): seconds,
+    # not the whole conv header at every lane count
+    only = ["-DEMBER_KERNEL_OBJECT", "-DEMBER_KOBJ_ember_depthwise_nchwc",
+            "-DEMBER_KOBJ_ember_layout_nchwc", "-DEMBER_KERNEL_LANES=8"]
+    cmd = [cc, "-O3", "-march=native", "-std=c99", "-ffp-contract=fast", *only,
            f"-I{root / 'ember' / 'include'}", str(DRIVER), "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode:
@@ -62,18 +67,23 @@ def timed(exe: Path | None, args: list[str]) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--baseline", type=Path, help="another ember checkout to time alongside")
+    p.add_argument("--quick", action="store_true", help="one depthwise and one layout case")
     p.add_argument("--json", default=str(DEFAULT_JSON))
     opts = p.parse_args(argv)
+    if opts.baseline is not None and not (opts.baseline / "ember" / "include").is_dir():
+        p.error(f"--baseline {opts.baseline}: not an ember checkout (no ember/include)")
+    depthwise, layout = (DEPTHWISE[-1:], LAYOUT[:1]) if opts.quick else (DEPTHWISE, LAYOUT)
     rows, records = [], []
     with tempfile.TemporaryDirectory(prefix="ember-bench-dw-") as tmp:
         exe = build(ROOT, Path(tmp))
-        base = build(opts.baseline, Path(tmp)) if opts.baseline else None
+        base = None if opts.baseline is None else (
+            exe if opts.baseline.resolve() == ROOT else build(opts.baseline, Path(tmp)))
         cases = [(f"dw {k}x{k}/{s} {c}x{h}x{w}", ["dw", str(c), str(h), str(w), str(k), str(s)],
                   c * (((h - 1) // s + 1) * ((w - 1) // s + 1)) * k * k)
-                 for c, h, w, k, s in DEPTHWISE]
+                 for c, h, w, k, s in depthwise]
         cases += [(f"layout {c}x{hw} {'to' if to else 'from'} NCHW{blk}c",
                    ["layout", str(c), str(hw), str(blk), str(to)], 0)
-                  for c, hw, blk, to in LAYOUT]
+                  for c, hw, blk, to in layout]
         for name, args, macs in cases:
             us, was = timed(exe, args), timed(base, args)
             rate = macs / us / 1e3 if us and macs else None
