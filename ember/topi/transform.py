@@ -12,6 +12,7 @@ from ..te.piecewise import piecewise_compute
 from ..tir import op as tir
 from ..tir.expr import EQ, IntImm, PrimExpr
 from .broadcast import INJECTIVE
+from .layout_nchwc import layout_nchwc
 
 
 def _const_shape(name: str, x: te.Tensor) -> list[int]:
@@ -307,6 +308,9 @@ def layout_transform(x: te.Tensor, src_layout: str, dst_layout: str) -> te.Tenso
     dsub = {c.upper(): f for c, f in dst if c.islower()}
     shape = tuple(tir.const(f) if c.islower() else (
         (full[c] + dsub[c] - 1) // dsub[c] if c in dsub else full[c]) for c, f in dst)
+    blocked = layout_nchwc(x, src_layout, dst_layout, shape)
+    if blocked is not None:  # NCHW <-> NCHW[L]c: the blocked-copy kernel
+        return blocked
 
     def f(*idx: PrimExpr) -> PrimExpr:
         val = {c: idx[i] for i, (c, _) in enumerate(dst) if c.isupper()}

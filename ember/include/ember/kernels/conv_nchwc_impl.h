@@ -383,49 +383,103 @@ EMBER_DW_TILE(2)
 EMBER_DW_TILE(4)
 EMBER_DW_TILE(8)
 
-/* Depthwise 3-wide kernel rows, unit dilation, stride S, all taps inside: each input vector
- * of a row is loaded once and used for every tap that reads it (RW*S+2 loads for 3*RW FMAs,
- * instead of 3*RW loads). */
-#define EMBER_DW3_TILE(RW, S)                                                                  \
-  static inline void EMBER_CAT4(ember_dw3_tile, EMBER_L, RW, S)(                               \
+/* Full unrolling of the row loops below (up to (RW - 1) * S + K = 19 input vectors): the
+ * tap conditions fold away only when every iteration is a constant. */
+#if defined(__clang__)
+#define EMBER_DW_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && __GNUC__ >= 8
+#define EMBER_DW_UNROLL _Pragma("GCC unroll 32")
+#else
+#define EMBER_DW_UNROLL
+#endif
+
+/* Store n depthwise output vectors at p->out + o after the epilogue, with the activation
+ * chosen once per tile (not once per vector, as ember_conv_store does): the common ones (none,
+ * relu, clip, and the exp-based ones that run later in ember_conv_act_pass) without a
+ * residual store straight from registers; the rest go through ember_conv_store. */
+static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int32_t n,
+                                            size_t o) {
+  float* out = p->out + o;
+  const int32_t L = EMBER_L;
+  int32_t j;
+  if (!(p->flags & EMBER_EPI_RESIDUAL)) {
+    if (p->act == EMBER_CONV_ACT_NONE || ember_conv_late_act(p)) {
+      EMBER_DW_UNROLL for (j = 0; j < n; ++j) EMBER_VSTORE(EMBER_L, out + j * L, acc[j]);
+      return;
+    }
+    if (p->act == EMBER_CONV_ACT_RELU) {
+      EMBER_DW_UNROLL for (j = 0; j < n; ++j)
+        EMBER_VSTORE(EMBER_L, out + j * L, EMBER_VMAX(EMBER_L, acc[j], EMBER_VZERO(EMBER_L)));
+      return;
+    }
+    if (p->act == EMBER_CONV_ACT_CLIP) {
+      const EV lo = EMBER_VSPLAT(EMBER_L, p->lo), hi = EMBER_VSPLAT(EMBER_L, p->hi);
+      EMBER_DW_UNROLL for (j = 0; j < n; ++j) {
+        EV t = EMBER_VMAX(EMBER_L, acc[j], lo);
+        EMBER_VSTORE(EMBER_L, out + j * L, EMBER_VMIN(EMBER_L, t, hi));
+      }
+      return;
+    }
+  }
+  EMBER_DW_UNROLL for (j = 0; j < n; ++j)
+    EMBER_FN(ember_conv_store)(p, &acc[j], out + j * L, p->res + o + (size_t)j * L);
+}
+
+/* Depthwise K-wide kernel rows, unit dilation, stride S: RW output columns of one channel
+ * block (the first reading input column ix0). The input vectors of a kernel row are loaded in
+ * order, each once, and used at once for every column whose window holds it: (RW - 1) * S + K
+ * loads and K weight loads for K * RW FMAs, with only RW + K + 1 vectors live (RW = 8, K = 5:
+ * 14 of AVX2's 16 registers). EDGE: input columns outside the image read as zeros (each vector
+ * checked once, not once per tap) and only the first `valid` columns are stored: the borders,
+ * the rest of a row, and rows narrower than a tile (the 7- and 14-wide maps of late layers). */
+#define EMBER_DWK_TILE(NAME, K, RW, S, EDGE)                                                   \
+  static inline void EMBER_CAT4(NAME, EMBER_L, K##x##RW, S)(                                   \
       const ember_conv_p* p, ptrdiff_t row, int32_t ix0, const float* w, const float* bias,    \
-      size_t o, int32_t ky0, int32_t ky1) {                                                    \
-    EV acc[RW], x[(RW - 1) * S + 3];                                                           \
+      size_t o, int32_t ky0, int32_t ky1, int32_t valid) {                                     \
+    EV acc[RW], wv[K];                                                                         \
     const int32_t L = EMBER_L;                                                                 \
     const ptrdiff_t dys = (ptrdiff_t)p->dh * p->w * L;                                         \
     EV bv = EMBER_VLOAD(EMBER_L, bias);                                                        \
-    int32_t j, ky, kx;                                                                         \
-    EMBER_KUNROLL for (j = 0; j < RW; ++j) acc[j] = bv;                                        \
+    int32_t i, j, ky;                                                                          \
+    EMBER_DW_UNROLL for (j = 0; j < RW; ++j) acc[j] = bv;                                      \
     for (ky = ky0; ky < ky1; ++ky) {                                                           \
       const float* ip = p->in + (row + ky * dys + (ptrdiff_t)ix0 * L);                         \
-      EV w0 = EMBER_VLOAD(EMBER_L, w + (ptrdiff_t)ky * 3 * L);                                 \
-      EV w1 = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * 3 + 1) * L);                           \
-      EV w2 = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * 3 + 2) * L);                           \
-      EMBER_KUNROLL for (kx = 0; kx < (RW - 1) * S + 3; ++kx)                                  \
-        x[kx] = EMBER_VLOAD(EMBER_L, ip + (ptrdiff_t)kx * L);                                  \
-      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                 \
-        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S], w0);                                    \
-        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S + 1], w1);                                \
-        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S + 2], w2);                                \
+      EMBER_DW_UNROLL for (i = 0; i < K; ++i)                                                  \
+        wv[i] = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * K + i) * L);                         \
+      EMBER_DW_UNROLL for (i = 0; i < (RW - 1) * S + K; ++i) {                                 \
+        EV x;                                                                                  \
+        if (EDGE) {                                                                            \
+          const float* xp = (uint32_t)(ix0 + i) < (uint32_t)p->w ? ip + (ptrdiff_t)i * L     \
+                                                                 : ember_conv_zeros;           \
+          x = EMBER_VLOAD(EMBER_L, xp);                                                        \
+        } else {                                                                               \
+          x = EMBER_VLOAD(EMBER_L, ip + (ptrdiff_t)i * L);                                     \
+        }                                                                                      \
+        EMBER_DW_UNROLL for (j = 0; j < RW; ++j) {                                             \
+          if (i - j * S >= 0 && i - j * S < K)                                                 \
+            acc[j] = EMBER_VFMA(EMBER_L, acc[j], x, wv[i - j * S]);                            \
+        }                                                                                      \
       }                                                                                        \
     }                                                                                          \
-    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
-      size_t at = o + (size_t)j * L;                                                           \
-      EMBER_FN(ember_conv_store)(p, &acc[j], p->out + at, p->res + at);                        \
-    }                                                                                          \
+    EMBER_FN(ember_dw_store)(p, acc, EDGE ? valid : RW, o);                                    \
   }
+#define EMBER_DWK(K, RW, S)                                                                    \
+  EMBER_DWK_TILE(ember_dwk_tile, K, RW, S, 0)                                                  \
+  EMBER_DWK_TILE(ember_dwk_edge, K, RW, S, 1)
 
-EMBER_DW3_TILE(8, 1)
-EMBER_DW3_TILE(4, 2)
-
-/* The same at the edges of a row: input columns outside the image read as zeros (each input
- * vector checked once, not once per tap), and only the first `valid` output columns are
- * stored. A narrow row (the 5- to 7-wide maps of small models) is one such tile instead of
- * a column at a time. */
-#define EMBER_DW3_EDGE(RW, S)                                                                    static inline void EMBER_CAT4(ember_dw3_edge, EMBER_L, RW, S)(                                     const ember_conv_p* p, ptrdiff_t row, int32_t ix0, const float* w, const float* bias,          size_t o, int32_t ky0, int32_t ky1, int32_t valid) {                                         EV acc[RW], x[(RW - 1) * S + 3];                                                               const int32_t L = EMBER_L;                                                                     const ptrdiff_t dys = (ptrdiff_t)p->dh * p->w * L;                                             EV bv = EMBER_VLOAD(EMBER_L, bias);                                                            int32_t j, ky, kx;                                                                             EMBER_KUNROLL for (j = 0; j < RW; ++j) acc[j] = bv;                                            for (ky = ky0; ky < ky1; ++ky) {                                                                 const float* ip = p->in + (row + ky * dys);                                                    EV w0 = EMBER_VLOAD(EMBER_L, w + (ptrdiff_t)ky * 3 * L);                                       EV w1 = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * 3 + 1) * L);                                 EV w2 = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * 3 + 2) * L);                                 EMBER_KUNROLL for (kx = 0; kx < (RW - 1) * S + 3; ++kx) {                                        int32_t ix = ix0 + kx;                                                                         x[kx] = ix >= 0 && ix < p->w ? EMBER_VLOAD(EMBER_L, ip + (ptrdiff_t)ix * L)                                                 : EMBER_VZERO(EMBER_L);                                         }                                                                                              EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                         acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S], w0);                                            acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S + 1], w1);                                        acc[j] = EMBER_VFMA(EMBER_L, acc[j], x[j * S + 2], w2);                                      }                                                                                            }                                                                                              for (j = 0; j < valid; ++j) {                                                                    size_t at = o + (size_t)j * L;                                                                 EMBER_FN(ember_conv_store)(p, &acc[j], p->out + at, p->res + at);                            }                                                                                            }
-
-EMBER_DW3_EDGE(8, 1)
-EMBER_DW3_EDGE(4, 2)
+/* The row widths of a tile: 8 columns (RW + K + 1 live vectors fit 16 registers up to K = 5),
+ * 6 for 7-wide kernel rows, and 12 for 3-wide ones at stride 1 on rows of 24 columns or more
+ * (16 live vectors: the fixed cost of a tile over more FMAs; ~10% faster on 56-wide maps,
+ * slower on 14-wide ones, where a 12-wide tile is mostly edge). */
+EMBER_DWK(3, 8, 1)
+EMBER_DWK(3, 12, 1)
+EMBER_DWK(3, 8, 2)
+EMBER_DWK(5, 8, 1)
+EMBER_DWK(5, 8, 2)
+EMBER_DWK(7, 6, 1)
+EMBER_DWK(7, 6, 2)
+#undef EMBER_DWK
+#undef EMBER_DWK_TILE
 
 /* The depthwise tiles of one strip (see ember_dw_strip). */
 static inline void EMBER_FN(ember_dw_strip_tiles)(const ember_conv_p* p, ptrdiff_t row,
@@ -433,28 +487,36 @@ static inline void EMBER_FN(ember_dw_strip_tiles)(const ember_conv_p* p, ptrdiff
     int32_t xi1, int32_t x0, int32_t x1) {
   const int32_t L = EMBER_L;
   int32_t ox = x0;
-  if (p->kw == 3 && p->dw == 1 && p->sw <= 2) {
-    /* 3-wide rows: full interior tiles, and edge tiles (any width up to 8 columns at stride
-     * 1, 4 at stride 2) for the borders and the rest of the row */
-    const int32_t wide = p->sw == 1 ? 8 : 4;
+  if ((p->kw == 3 || p->kw == 5 || p->kw == 7) && p->dw == 1 && p->sw <= 2) {
+    /* 3-, 5- and 7-wide rows at stride 1 or 2: full interior tiles, and edge tiles (up to a
+     * tile's width) for the borders and the rest of the row */
+    const int32_t wide = p->kw == 7 ? 6 : p->kw == 3 && p->sw == 1 && p->ow >= 24 ? 12 : 8;
     while (ox < x1) {
-      int32_t ix0 = ox * p->sw - p->pl, t;
-      size_t o = orow + (size_t)ox * L;
-      if (ox >= xi0 && ox + wide <= xi1) {
-        if (p->sw == 1) {
-          EMBER_CAT4(ember_dw3_tile, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1);
-        } else {
-          EMBER_CAT4(ember_dw3_tile, EMBER_L, 4, 2)(p, row, ix0, w, bias, o, ky0, ky1);
-        }
-        t = wide;
+      const int32_t ix0 = ox * p->sw - p->pl, edge = !(ox >= xi0 && ox + wide <= xi1);
+      const int32_t t = edge && x1 - ox < wide ? x1 - ox : wide;
+      const size_t o = orow + (size_t)ox * L;
+#define EMBER_DWK_CALL(K, RW, S)                                                               \
+  if (edge) {                                                                                  \
+    EMBER_CAT4(ember_dwk_edge, EMBER_L, K##x##RW, S)(p, row, ix0, w, bias, o, ky0, ky1, t);    \
+  } else {                                                                                     \
+    EMBER_CAT4(ember_dwk_tile, EMBER_L, K##x##RW, S)(p, row, ix0, w, bias, o, ky0, ky1, t);    \
+  }
+      if (p->kw == 3 && p->sw == 1 && wide == 12) {
+        EMBER_DWK_CALL(3, 12, 1)
+      } else if (p->kw == 3 && p->sw == 1) {
+        EMBER_DWK_CALL(3, 8, 1)
+      } else if (p->kw == 3) {
+        EMBER_DWK_CALL(3, 8, 2)
+      } else if (p->kw == 5 && p->sw == 1) {
+        EMBER_DWK_CALL(5, 8, 1)
+      } else if (p->kw == 5) {
+        EMBER_DWK_CALL(5, 8, 2)
+      } else if (p->sw == 1) {
+        EMBER_DWK_CALL(7, 6, 1)
       } else {
-        t = x1 - ox < wide ? x1 - ox : wide;
-        if (p->sw == 1) {
-          EMBER_CAT4(ember_dw3_edge, EMBER_L, 8, 1)(p, row, ix0, w, bias, o, ky0, ky1, t);
-        } else {
-          EMBER_CAT4(ember_dw3_edge, EMBER_L, 4, 2)(p, row, ix0, w, bias, o, ky0, ky1, t);
-        }
+        EMBER_DWK_CALL(7, 6, 2)
       }
+#undef EMBER_DWK_CALL
       ox += t;
     }
     return;

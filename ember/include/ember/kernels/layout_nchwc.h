@@ -1,0 +1,147 @@
+/*!
+ * \file ember/kernels/layout_nchwc.h
+ * \brief layout_transform between NCHW and the blocked NCHW[L]c (any block L) as a blocked
+ *        copy: each channel block is an L x HW matrix in NCHW and its transpose, HW x L, in
+ *        NCHW[L]c. It is copied in tiles of EMBER_LAYOUT_TILE positions, so that the L source
+ *        (or destination) rows of a tile and the tile's L x TILE block stay in L1, and the
+ *        inner loops run over unit-stride rows (the generic lowering computed one output
+ *        element at a time, with a division and a modulo per position: 2-4x slower).
+ *
+ * Entry point: ember_layout_nchwc(in, out, n, c, hw, block, to_blocked, threads) with c a
+ * multiple of block (the type relation guarantees it); to_blocked 1: NCHW -> NCHW[L]c, 0: the
+ * reverse. Work items (batch x channel block x position tile) are split over
+ * TVMBackendParallelLaunch's tasks when `threads` is set. Returns 0.
+ */
+#ifndef EMBER_KERNELS_LAYOUT_NCHWC_H_
+#define EMBER_KERNELS_LAYOUT_NCHWC_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember/kernels/linkage.h"
+
+/* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
+EMBER_KENTRY int32_t ember_layout_nchwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads);
+
+#if EMBER_KERNEL_BODIES
+#include "ember/c_backend_api.h"
+
+#if defined(__AVX__) && !defined(EMBER_KERNELS_PORTABLE)
+#include <immintrin.h>
+#define EMBER_LAYOUT_AVX 1
+
+/* Transpose the 8x8 block of rows src[k * ss] (k < 8) into dst[k * ds]: unpack, shuffle,
+ * then swap 128-bit halves (24 shuffles for 64 floats). */
+static inline void ember_layout_t8(const float* src, size_t ss, float* dst, size_t ds) {
+  __m256 r[8], t[8], u[8];
+  int k;
+  for (k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(src + k * ss);
+  for (k = 0; k < 8; k += 2) {
+    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+  }
+  for (k = 0; k < 8; k += 4) {
+    u[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (k = 0; k < 4; ++k) {
+    _mm256_storeu_ps(dst + k * ds, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
+    _mm256_storeu_ps(dst + (k + 4) * ds, _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
+  }
+}
+#else
+#define EMBER_LAYOUT_AVX 0
+#endif
+
+/* Positions per tile: L x 64 floats (2 KiB at L = 8) of destination per tile, in L1. */
+#define EMBER_LAYOUT_TILE 64
+
+/*! \brief One layout copy (sizes in elements). */
+typedef struct {
+  const float* in;
+  float* out;
+  int32_t n, c, hw, block, to_blocked;
+} ember_layout_p;
+
+static inline int64_t ember_layout_items(const ember_layout_p* p) {
+  int64_t tiles = (p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE;
+  return (int64_t)p->n * (p->c / p->block) * tiles;
+}
+
+/* Items [lo, hi): (plane = batch x channel block, position tile). The block's L rows of one
+ * tile are read (or written) row by row at unit stride; the other side is the tile's
+ * contiguous L x TILE block. */
+static inline void ember_layout_copy(const ember_layout_p* p, int64_t lo, int64_t hi,
+                                     const int32_t L) {
+  const int64_t tiles = (p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE;
+  int64_t item;
+  for (item = lo; item < hi; ++item) {
+    const int64_t plane = item / tiles;
+    const int32_t p0 = (int32_t)(item % tiles) * EMBER_LAYOUT_TILE;
+    const int32_t p1 = p0 + EMBER_LAYOUT_TILE < p->hw ? p0 + EMBER_LAYOUT_TILE : p->hw;
+    const size_t base = (size_t)plane * L * p->hw; /* the same offset in both layouts */
+    int32_t k, x, q = p0; /* positions [p0, q): done as whole 8x8 blocks */
+#if EMBER_LAYOUT_AVX
+    if (L % 8 == 0) { /* whole 8x8 blocks in registers (L / 8 per 8 positions); the rest
+                       * of the tile below */
+      int32_t g;
+      for (; q + 8 <= p1; q += 8) {
+        for (g = 0; g < L; g += 8) {
+          const size_t rows = base + (size_t)g * p->hw + q, cols = base + (size_t)q * L + g;
+          if (p->to_blocked) {
+            ember_layout_t8(p->in + rows, (size_t)p->hw, p->out + cols, (size_t)L);
+          } else {
+            ember_layout_t8(p->in + cols, (size_t)L, p->out + rows, (size_t)p->hw);
+          }
+        }
+      }
+    }
+#endif
+    if (p->to_blocked) {
+      for (k = 0; k < L; ++k) {
+        const float* src = p->in + base + (size_t)k * p->hw;
+        float* dst = p->out + base + k;
+        for (x = q; x < p1; ++x) dst[(size_t)x * L] = src[x];
+      }
+    } else {
+      for (k = 0; k < L; ++k) {
+        const float* src = p->in + base + k;
+        float* dst = p->out + base + (size_t)k * p->hw;
+        for (x = q; x < p1; ++x) dst[x] = src[(size_t)x * L];
+      }
+    }
+  }
+}
+
+/* The copy with the common blocks as constants (unrolled, vectorised inner loops). */
+static inline void ember_layout_range(const ember_layout_p* p, int64_t lo, int64_t hi) {
+  switch (p->block) {
+    case 4: ember_layout_copy(p, lo, hi, 4); return;
+    case 8: ember_layout_copy(p, lo, hi, 8); return;
+    case 16: ember_layout_copy(p, lo, hi, 16); return;
+    default: ember_layout_copy(p, lo, hi, p->block); return;
+  }
+}
+
+static inline int ember_layout_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_layout_p* p = (const ember_layout_p*)cdata;
+  const int64_t total = ember_layout_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
+  ember_layout_range(p, total * task_id / n, total * (task_id + 1) / n);
+  return 0;
+}
+
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layout_nchwc)
+EMBER_KENTRY int32_t ember_layout_nchwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads) {
+  ember_layout_p p;
+  p.in = in; p.out = out; p.n = n; p.c = c; p.hw = hw; p.block = block;
+  p.to_blocked = to_blocked;
+  if (threads) return TVMBackendParallelLaunch(ember_layout_task, &p, 0);
+  ember_layout_range(&p, 0, ember_layout_items(&p));
+  return 0;
+}
+#endif
+#endif /* EMBER_KERNEL_BODIES */
+
+#endif /* EMBER_KERNELS_LAYOUT_NCHWC_H_ */

@@ -1,0 +1,22 @@
+/* Test harness of ember/kernels/layout_nchwc.h: the entry point behind a function with
+ * external linkage; the parallel launch runs `tasks` tasks one after another, which checks
+ * the work split. */
+#include "ember/kernels/layout_nchwc.h"
+
+static int harness_tasks = 1;
+
+int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
+  TVMParallelGroupEnv env;
+  int i, rc = 0;
+  (void)num_task;
+  env.sync_handle = 0;
+  env.num_task = harness_tasks;
+  for (i = 0; i < harness_tasks; ++i) rc |= flambda(i, &env, cdata);
+  return rc;
+}
+
+int harness_layout(const float* in, float* out, int32_t n, int32_t c, int32_t hw,
+                   int32_t block, int32_t to_blocked, int32_t tasks) {
+  harness_tasks = tasks;
+  return ember_layout_nchwc(in, out, n, c, hw, block, to_blocked, tasks > 1);
+}

@@ -1,0 +1,98 @@
+"""layout_transform NCHW <-> NCHW[L]c through the blocked-copy kernel
+(ember/kernels/layout_nchwc.h) against numpy: at every SIMD level this machine runs (the AVX
+path transposes 8x8 blocks in registers, the others copy tiles element by element), over
+blocks 8 and 16 (register blocks), 4 and 3 (element copy), maps whose size is not a multiple
+of 8 or of the 64-position tile, 1x1 maps, batch 2, and a work split over 1-3 tasks. Then the
+lowering: which transforms take the kernel and which stay generic."""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_conv2d_nchwc import CC, INCLUDE, LEVEL_FLAGS, STRICT, _host_runs
+from topi_util import run_kernel
+
+from ember import topi
+from ember.te import tensor as te
+
+HARNESS = Path(__file__).with_name("layout_nchwc_harness.c")
+F32 = ctypes.POINTER(ctypes.c_float)
+pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler")
+
+# (n, channels, h, w, block)
+SHAPES = [(1, 64, 56, 56, 8), (2, 16, 3, 5, 8), (1, 32, 1, 1, 16), (1, 48, 9, 13, 16),
+          (1, 8, 7, 7, 8), (2, 12, 5, 17, 4), (1, 9, 4, 3, 3), (1, 16, 11, 11, 8)]
+
+
+@pytest.fixture(scope="module")
+def libs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return {"dir": tmp_path_factory.mktemp("layout_harness")}
+
+
+def _lib(libs: dict, level: str) -> ctypes.CDLL:
+    if level not in libs:
+        if not _host_runs(level):
+            pytest.skip(f"this machine cannot run {level} code")
+        so = libs["dir"] / f"layout_{level}.so"
+        cmd = [CC, *STRICT, *LEVEL_FLAGS[level], "-fPIC", "-shared", f"-I{INCLUDE}",
+               str(HARNESS), "-o", str(so)]
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[:4000]
+        libs[level] = ctypes.CDLL(str(so))
+    return libs[level]
+
+
+def _blocked(x: np.ndarray, block: int) -> np.ndarray:
+    n, c, h, w = x.shape
+    return np.ascontiguousarray(x.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
+
+
+@pytest.mark.parametrize("level", list(LEVEL_FLAGS))
+def test_kernel_matches_numpy_at_every_level(libs, level):
+    lib = _lib(libs, level)
+    rng = np.random.default_rng(0)
+    for k, (n, c, h, w, block) in enumerate(SHAPES):
+        x = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+        want = _blocked(x, block)
+        for tasks in (1, 3):
+            out = np.full(want.shape, np.nan, "float32")
+            assert lib.harness_layout(x.ctypes.data_as(F32), out.ctypes.data_as(F32), n, c,
+                                      h * w, block, 1, tasks) == 0
+            np.testing.assert_array_equal(out, want, err_msg=f"{level} to NCHW{block}c {k}")
+            back = np.full(x.shape, np.nan, "float32")
+            assert lib.harness_layout(want.ctypes.data_as(F32), back.ctypes.data_as(F32), n, c,
+                                      h * w, block, 0, tasks) == 0
+            np.testing.assert_array_equal(back, x, err_msg=f"{level} from NCHW{block}c {k}")
+
+
+def _kind(t: te.Tensor) -> str:
+    return "kernel" if t.op.tag == "layout_nchwc" else "generic"
+
+
+def test_lowering_takes_the_kernel_for_nchw_and_blocked_inputs():
+    x = te.placeholder((2, 16, 5, 7), name="x")
+    y = topi.layout_transform(x, "NCHW", "NCHW8c")
+    assert _kind(y) == "kernel"
+    v = np.random.default_rng(1).uniform(-1, 1, (2, 16, 5, 7)).astype("float32")
+    (got,) = run_kernel(y, [x], [v])
+    np.testing.assert_array_equal(got, _blocked(v, 8))
+    b = te.placeholder((1, 3, 4, 4, 16), name="b")
+    z = topi.layout_transform(b, "NCHW16c", "NCHW")
+    assert _kind(z) == "kernel"
+    bv = np.random.default_rng(2).uniform(-1, 1, (1, 3, 4, 4, 16)).astype("float32")
+    (got,) = run_kernel(z, [b], [bv])
+    np.testing.assert_array_equal(got, bv.transpose(0, 1, 4, 2, 3).reshape(1, 48, 4, 4))
+
+
+def test_other_transforms_stay_generic():
+    x = te.placeholder((1, 20, 3, 5), name="x")
+    assert _kind(topi.layout_transform(x, "NCHW", "NCHW16c")) == "generic"  # padded last block
+    assert _kind(topi.layout_transform(x, "NCHW", "NHWC")) == "generic"
+    assert _kind(topi.layout_transform(x + 1.0, "NCHW", "NCHW4c")) == "generic"  # a producer
+    assert _kind(topi.layout_transform(te.placeholder((1, 16, 3, 5), "int32"), "NCHW",
+                                       "NCHW8c")) == "generic"
+    b = te.placeholder((1, 2, 3, 5, 8), name="b")
+    assert _kind(topi.layout_transform(b, "NCHW8c", "NCHW16c")) == "generic"
