@@ -351,6 +351,46 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
   }
 }
 
+/* The input columns of output columns [x0, x1) of row oy (a 1x1 conv: one input column each)
+ * copied to `pack` as a one-row image [icb][x1 - x0][cb]; columns in the padding are zeros. */
+EMBER_KFN void EMBER_FN(ember_conv_pack)(const ember_conv_p* p, float* pack, int32_t b,
+                                         int32_t oy, int32_t x0, int32_t x1) {
+  const int32_t cb = p->cb, n = x1 - x0, iy = oy * p->sh - p->pt;
+  int32_t icb, x, c;
+  for (icb = 0; icb < p->icb; ++icb) {
+    float* dst = pack + (size_t)icb * n * cb;
+    const float* src = p->in + (((size_t)b * p->icb + icb) * p->h + iy) * p->w * cb;
+    for (x = x0; x < x1; ++x, dst += cb) {
+      const int32_t ix = x * p->sw - p->pl;
+      if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) {
+        for (c = 0; c < cb; ++c) dst[c] = 0.0f;
+      } else if (cb == EMBER_L) {
+        EMBER_VSTORE(EMBER_L, dst, EMBER_VLOAD(EMBER_L, src + (size_t)ix * cb));
+      } else {
+        for (c = 0; c < cb; ++c) dst[c] = src[(size_t)ix * cb + c];
+      }
+    }
+  }
+}
+
+/* ember_conv_strip over a strip packed by ember_conv_pack: the pack is presented as a one-row
+ * image of x1 - x0 columns starting at column x0 (pl = x0, unit stride) that every batch and
+ * output row reads (icb = 0 and sh = 0 make its batch and row offsets zero). */
+static inline void EMBER_FN(ember_conv_strip_packed)(const ember_conv_p* p, const float* pack,
+                                                     int32_t b, int32_t ob, int32_t nb,
+                                                     int32_t oy, int32_t x0, int32_t x1) {
+  ember_conv_p q = *p;
+  q.in = pack;
+  q.icb = 0;
+  q.h = 1;
+  q.w = x1 - x0;
+  q.sh = 0;
+  q.sw = 1;
+  q.pt = 0;
+  q.pl = x0;
+  EMBER_FN(ember_conv_strip)(&q, b, ob, nb, oy, x0, x1);
+}
+
 /* Depthwise: RW output columns of one channel block (arguments as for the conv tile). */
 #define EMBER_DW_TILE(RW)                                                                      \
   static inline void EMBER_CAT4(ember_dw_tile, EMBER_L, RW, 1)(                                \
@@ -559,15 +599,29 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
 }
 
 EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
-  int64_t item;
+  int64_t item, packed = -1; /* the strip (b, oy, s) now in `pack` */
+  float* pack = NULL;
+  if (lo < hi && ember_conv_packs(p)) {
+    /* no workspace (a C-runtime arena with no room): the strips are read where they lie */
+    pack = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)p->icb * p->strip * p->cb *
+                                            sizeof(float), 2, 32);
+  }
   for (item = lo; item < hi; ++item) {
     int32_t b, og, oy, s, x0, x1;
     ember_conv_item(p, item, &b, &og, &oy, &s);
     x0 = s * p->strip;
     x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
     int32_t nb, ob = ember_conv_blocks(p, og, &nb);
-    EMBER_FN(ember_conv_strip)(p, b, ob, nb, oy, x0, x1);
+    if (pack != NULL) {
+      const int64_t key = item / ember_conv_block_groups(p); /* order 1: og innermost */
+      if (key != packed) EMBER_FN(ember_conv_pack)(p, pack, b, oy, x0, x1);
+      packed = key;
+      EMBER_FN(ember_conv_strip_packed)(p, pack, b, ob, nb, oy, x0, x1);
+    } else {
+      EMBER_FN(ember_conv_strip)(p, b, ob, nb, oy, x0, x1);
+    }
   }
+  if (pack != NULL) TVMBackendFreeWorkspace(1, 0, pack);
 }
 
 EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
