@@ -187,6 +187,12 @@ EDGE_CASES = {
     "1x1_packed_batch_tasks": {"ic": 256, "oc": 48, "h": 4, "w": 6, "k": (1, 1),
                                "pads": (0,) * 4, "n": 2, "tasks": 3, "act": "silu",
                                "residual": True, "after": False},
+    # pairs cut into tiles of even widths: a 7-wide row as 4 + 3, a 13-wide one as 5 + 4 + 4
+    "pairs_7_wide": {"ic": 16, "oc": 32, "h": 4, "w": 7},
+    "pairs_13_wide_stride2": {"ic": 16, "oc": 16, "h": 5, "w": 26, "s": (2, 2)},
+    # a padded 1x1 (too few blocks to pack): rows in the padding, the unrolled block loop
+    "1x1_padded_unpacked": {"ic": 32, "oc": 16, "h": 4, "w": 5, "k": (1, 1),
+                            "pads": (1, 1, 1, 1)},
     "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
     "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
     "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
@@ -226,6 +232,7 @@ def test_edge_cases_native(harness_libs, case, lanes):
 @pytest.mark.parametrize("case", ["3x3_pad1", "first_conv_3ch_nchw_input", "1x1", "dilation_2",
                                   "grouped", "depthwise_stride2_odd", "depthwise_narrow_rows",
                                   "conv1d_long_row", "1x1_packed_stride2_padding",
+                                  "pairs_7_wide", "1x1_padded_unpacked",
                                   "residual_act_before", "silu_residual_before", "mish",
                                   "hardsigmoid"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
