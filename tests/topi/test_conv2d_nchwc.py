@@ -176,8 +176,8 @@ EDGE_CASES = {
     "conv1d_long_row": {"ic": 128, "oc": 24, "h": 1, "w": 601, "k": (1, 3), "s": (1, 2),
                         "pads": (0, 1, 0, 0)},
     # 1x1 convs with 16+ input blocks at every lane count: each strip packed once and read
-    # by every block group; strips cut mid-row, a stride-2 padded one (pack zeros), a
-    # single-channel-block NCHW input, a batch of two split over tasks with a late activation
+    # by every block group; strips cut mid-row, a stride-2 padded one (pack zeros), an NCHW
+    # input (not packed), a batch of two split over tasks with a late activation
     "1x1_packed_strips": {"ic": 256, "oc": 40, "h": 5, "w": 9, "k": (1, 1), "pads": (0,) * 4,
                           "tiles": (2, 4, 7, 1)},
     "1x1_packed_stride2_padding": {"ic": 256, "oc": 32, "h": 6, "w": 7, "k": (1, 1),
@@ -262,6 +262,7 @@ def test_cost_model_loops_packed_1x1_convs_over_blocks_innermost():
     big3 = K.ConvGeometry(1, 512, 14, 14, 512, 14, 14, 3, 3, (1, 1), (1,) * 4, (1, 1), 1, 8, 8)
     assert not K.packs_strips(big3) and K.conv_tiles(big3, LEVELS["avx2"]).order == 0
     assert not K.packs_strips(replace(seg, groups=2))
+    assert not K.packs_strips(replace(seg, in_block=1))  # NCHW input: one channel per block
 
 
 @st.composite

@@ -207,7 +207,7 @@ def packs_strips(geo: ConvGeometry) -> bool:
     """Whether the kernel packs the input strips of ``geo`` when its blocks are innermost
     (``ember_conv_packs`` in conv_nchwc.h): a dense 1x1 conv with many input blocks, whose
     blocks lie a whole plane apart in NCHW[L]c."""
-    return (geo.kh == geo.kw == 1 and geo.groups == 1
+    return (geo.kh == geo.kw == 1 and geo.groups == 1 and geo.in_block > 1
             and geo.ic // geo.in_block >= PACK_MIN_BLOCKS)
 
 

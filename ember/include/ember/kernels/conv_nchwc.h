@@ -141,11 +141,12 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
  * column lie a whole plane apart (128 KiB for a 64x64 map): a tile's loads then walk one
  * cache set (a power-of-two plane) or a new page per block, and a 1024-channel strip missed
  * L1 and L2 on every block (SegFormer's 1x1 1024->256 at 64x64: 5x onnxruntime's time).
- * Packed, a strip is one contiguous [block][column][CB] run. Not for groups (rare for 1x1). */
+ * Packed, a strip is one contiguous [block][column][CB] run. Not for groups (rare for 1x1)
+ * nor for a plain NCHW input (CB = 1: its tiles read one channel per tap anyway). */
 #define EMBER_CONV_PACK_MIN_BLOCKS 16
 static inline int ember_conv_packs(const ember_conv_p* p) {
   return !p->depthwise && p->kh == 1 && p->kw == 1 && p->groups == 1 && p->order == 1 &&
-         p->icb_g >= EMBER_CONV_PACK_MIN_BLOCKS;
+         p->cb > 1 && p->icb_g >= EMBER_CONV_PACK_MIN_BLOCKS;
 }
 
 /* The output columns [xi0, xi1) whose taps all fall inside the image, within [x0, x1). */
