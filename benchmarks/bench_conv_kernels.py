@@ -3,13 +3,15 @@
     python benchmarks/bench_conv_kernels.py                       # resnet18 + mobilenet_v2 convs
     python benchmarks/bench_conv_kernels.py --cpu-time --models resnet18 mobilenet_v2 dscnn
     python benchmarks/bench_conv_kernels.py --small --rounds 2    # smoke run
+    python benchmarks/bench_conv_kernels.py --models --conv 1024,256,64,1,1 --conv 256,256,64,1,1
 
 For each model of ``--models`` (zoo names, ``benchmarks/_models.py``), every distinct conv of
 its ONNX twin (input shape, weight shape, strides, pads, groups, found by ONNX shape
 inference) becomes a one-conv model (conv + relu, NCHW in and out, so both runtimes pay their
 layout transforms) compiled by ember (graph executor) and by onnxruntime, both on one thread;
 then the whole model. Each pair is timed interleaved, ``--rounds`` rounds of ``--reps`` calls
-each, and the best round's median is kept.
+each, and the best round's median is kept. ``--conv IC,OC,HW,K,S`` adds one square conv of
+that shape (padding K // 2; e.g. SegFormer's decoder 1x1 1024->256 at 64x64).
 
 ``--cpu-time`` times each call with ``time.thread_time()`` (the calling thread's CPU time)
 instead of ``time.perf_counter()``: on a machine loaded by other processes, wall time mostly
@@ -124,6 +126,16 @@ def best_median(fns: list[Callable], clock: Callable[[], float], rounds: int,
     return best
 
 
+def parse_conv(text: str) -> dict:
+    """A ``--conv`` value ``IC,OC,HW,K,S`` as a conv spec (square, padding K // 2)."""
+    parts = text.split(",")
+    if len(parts) != 5 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"--conv {text!r}: want five positive integers IC,OC,HW,K,S")
+    ic, oc, hw, k, s = (int(p) for p in parts)
+    return {"input": (1, ic, hw, hw), "weight": (oc, ic, k, k), "strides": (s, s),
+            "pads": (k // 2,) * 4, "group": 1}
+
+
 def describe(spec: dict) -> str:
     n, c, h, w = spec["input"]
     oc, _, kh, kw = spec["weight"]
@@ -134,7 +146,9 @@ def describe(spec: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=["resnet18", "mobilenet_v2"])
+    ap.add_argument("--models", nargs="*", default=["resnet18", "mobilenet_v2"])
+    ap.add_argument("--conv", action="append", default=[], metavar="IC,OC,HW,K,S",
+                    help="a square conv to time besides the models' (repeatable)")
     ap.add_argument("--small", action="store_true", help="the zoo's reduced configurations")
     ap.add_argument("--cpu-time", action="store_true",
                     help="time with the calling thread's CPU time (time.thread_time)")
@@ -146,24 +160,31 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.reps < 1:
         ap.error(f"--rounds and --reps must be at least 1 (got {args.rounds}, {args.reps})")
+    try:
+        extra = [parse_conv(text) for text in args.conv]
+    except ValueError as err:
+        ap.error(str(err))
     clock = time.thread_time if args.cpu_time else time.perf_counter
     rows = []
     print(f"one thread, {'thread CPU' if args.cpu_time else 'wall'} time, best of "
           f"{args.rounds} rounds of median-of-{args.reps}")
     print(f"{'model':14s} {'conv':30s} {'ember us':>10s} {'ort us':>10s} {'ratio':>6s}")
+    groups = [("(--conv)", None, [(describe(s), conv_model(s), s["input"]) for s in extra])]
     for case in zoo_models(args.models, small=args.small):
         tests = [] if args.no_convs else [
             (describe(s), conv_model(s), s["input"]) for s in conv_specs(case.onnx_model)]
         if not args.no_models:
             tests.append(("(whole model)", case.onnx_model, None))
+        groups.append((case.name, case, tests))
+    for name, case, tests in groups:
         for what, model, shape in tests:
             rng = np.random.default_rng(1)
             inputs = case.inputs if shape is None else {
                 "x": rng.standard_normal(shape).astype("float32")}
             em, ort_ = best_median(list(runners(model, inputs)), clock, args.rounds, args.reps)
-            rows.append({"model": case.name, "conv": what, "ember_us": em * 1e6,
+            rows.append({"model": name, "conv": what, "ember_us": em * 1e6,
                          "ort_us": ort_ * 1e6, "ratio": em / ort_})
-            print(f"{case.name:14s} {what:30s} {em * 1e6:10.0f} {ort_ * 1e6:10.0f} "
+            print(f"{name:14s} {what:30s} {em * 1e6:10.0f} {ort_ * 1e6:10.0f} "
                   f"{em / ort_:6.2f}", flush=True)
     with open_results(args.json) as f:
         json.dump({"clock": "thread_time" if args.cpu_time else "perf_counter",

@@ -50,3 +50,21 @@ def test_smoke_run_writes_rows_for_convs_and_model(tmp_path, capsys):
 def test_refuses_empty_measurements(argv):
     with pytest.raises(SystemExit):
         bench.main(argv + ["--no-convs", "--no-models"])
+
+
+def test_explicit_convs_run_without_models(tmp_path):
+    out = tmp_path / "one.json"
+    assert bench.main(["--models", "--conv", "32,16,6,1,1", "--cpu-time", "--rounds", "1",
+                       "--reps", "1", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["model"], r["conv"]) for r in rows] == [("(--conv)", "32->16 6x6 k1x1 s1")]
+    spec = bench.parse_conv("1024,256,64,1,1")
+    assert spec["input"] == (1, 1024, 64, 64) and spec["weight"] == (256, 1024, 1, 1)
+
+
+@pytest.mark.parametrize("text", ["1024,256,64,1", "a,b,c,d,e", "8,8,4,0,1", "8,8,-4,3,1",
+                                  "8,8,4,3,1,1", ""])
+def test_refuses_malformed_convs(text, capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--models", "--conv", text])
+    assert "--conv" in capsys.readouterr().err

@@ -13,6 +13,7 @@ import ctypes
 import platform
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -174,6 +175,24 @@ EDGE_CASES = {
     # strips with the output blocks innermost; odd length, stride 2, output blocks not paired
     "conv1d_long_row": {"ic": 128, "oc": 24, "h": 1, "w": 601, "k": (1, 3), "s": (1, 2),
                         "pads": (0, 1, 0, 0)},
+    # 1x1 convs with 16+ input blocks at every lane count: each strip packed once and read
+    # by every block group; strips cut mid-row, a stride-2 padded one (pack zeros), an NCHW
+    # input (not packed), a batch of two split over tasks with a late activation
+    "1x1_packed_strips": {"ic": 256, "oc": 40, "h": 5, "w": 9, "k": (1, 1), "pads": (0,) * 4,
+                          "tiles": (2, 4, 7, 1)},
+    "1x1_packed_stride2_padding": {"ic": 256, "oc": 32, "h": 6, "w": 7, "k": (1, 1),
+                                   "s": (2, 2), "pads": (1, 0, 0, 1)},
+    "1x1_packed_nchw_input": {"ic": 20, "oc": 16, "h": 3, "w": 5, "k": (1, 1),
+                              "pads": (0,) * 4, "in_block": 1},
+    "1x1_packed_batch_tasks": {"ic": 256, "oc": 48, "h": 4, "w": 6, "k": (1, 1),
+                               "pads": (0,) * 4, "n": 2, "tasks": 3, "act": "silu",
+                               "residual": True, "after": False},
+    # pairs cut into tiles of even widths: a 7-wide row as 4 + 3, a 13-wide one as 5 + 4 + 4
+    "pairs_7_wide": {"ic": 16, "oc": 32, "h": 4, "w": 7},
+    "pairs_13_wide_stride2": {"ic": 16, "oc": 16, "h": 5, "w": 26, "s": (2, 2)},
+    # a padded 1x1 (too few blocks to pack): rows in the padding, the unrolled block loop
+    "1x1_padded_unpacked": {"ic": 32, "oc": 16, "h": 4, "w": 5, "k": (1, 1),
+                            "pads": (1, 1, 1, 1)},
     "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
     "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
     "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
@@ -212,12 +231,38 @@ def test_edge_cases_native(harness_libs, case, lanes):
     pytest.param("x86-64-v2", marks=pytest.mark.slow), "portable"])
 @pytest.mark.parametrize("case", ["3x3_pad1", "first_conv_3ch_nchw_input", "1x1", "dilation_2",
                                   "grouped", "depthwise_stride2_odd", "depthwise_narrow_rows",
-                                  "conv1d_long_row",
+                                  "conv1d_long_row", "1x1_packed_stride2_padding",
+                                  "pairs_7_wide", "1x1_padded_unpacked",
                                   "residual_act_before", "silu_residual_before", "mish",
                                   "hardsigmoid"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level), lanes=lanes, **EDGE_CASES[case])
+
+
+def test_packed_1x1_without_workspace_reads_the_input_in_place(harness_libs):
+    lib = _harness(harness_libs, "native")
+    lib.harness_set_workspace(0)
+    try:
+        for case in ("1x1_packed_strips", "1x1_packed_stride2_padding"):
+            run_case(lib, **EDGE_CASES[case])
+    finally:
+        lib.harness_set_workspace(1)
+    run_case(lib, **EDGE_CASES["1x1_packed_batch_tasks"])
+    assert lib.harness_live_workspace() == 0  # every packed strip buffer was freed
+
+
+def test_cost_model_loops_packed_1x1_convs_over_blocks_innermost():
+    # SegFormer's decoder: 1 MiB of weights (blocks outermost by the L2 rule) but packed
+    seg = K.ConvGeometry(1, 1024, 1, 4096, 256, 1, 4096, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8,
+                         8)
+    assert K.packs_strips(seg) and K.conv_tiles(seg, LEVELS["avx2"]).order == 1
+    few = replace(seg, ic=64)  # 8 blocks: not packed, the L2 rule decides
+    assert not K.packs_strips(few)
+    big3 = K.ConvGeometry(1, 512, 14, 14, 512, 14, 14, 3, 3, (1, 1), (1,) * 4, (1, 1), 1, 8, 8)
+    assert not K.packs_strips(big3) and K.conv_tiles(big3, LEVELS["avx2"]).order == 0
+    assert not K.packs_strips(replace(seg, groups=2))
+    assert not K.packs_strips(replace(seg, in_block=1))  # NCHW input: one channel per block
 
 
 @st.composite

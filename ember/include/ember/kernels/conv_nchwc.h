@@ -135,6 +135,20 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
   return piece < p->strip ? piece : p->strip;
 }
 
+/* Whether the dense kernel packs the input of each strip: a 1x1 conv (one input column per
+ * output column) with many input channel blocks, looping over its output blocks innermost
+ * (each packed strip then serves every block group). In NCHW[L]c the channel blocks of a
+ * column lie a whole plane apart (128 KiB for a 64x64 map): a tile's loads then walk one
+ * cache set (a power-of-two plane) or a new page per block, and a 1024-channel strip missed
+ * L1 and L2 on every block (SegFormer's 1x1 1024->256 at 64x64: 5x onnxruntime's time).
+ * Packed, a strip is one contiguous [block][column][CB] run. Not for groups (rare for 1x1)
+ * nor for a plain NCHW input (CB = 1: its tiles read one channel per tap anyway). */
+#define EMBER_CONV_PACK_MIN_BLOCKS 16
+static inline int ember_conv_packs(const ember_conv_p* p) {
+  return !p->depthwise && p->kh == 1 && p->kw == 1 && p->groups == 1 && p->order == 1 &&
+         p->cb > 1 && p->icb_g >= EMBER_CONV_PACK_MIN_BLOCKS;
+}
+
 /* The output columns [xi0, xi1) whose taps all fall inside the image, within [x0, x1). */
 static inline void ember_conv_interior(const ember_conv_p* p, int32_t x0, int32_t x1,
                                        int32_t* xi0, int32_t* xi1) {

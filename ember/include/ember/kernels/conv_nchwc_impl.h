@@ -153,7 +153,11 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
 #define EMBER_TILE_STEP(RW, RB, wq, c)                                                         \
   {                                                                                            \
     EV wv[RB];                                                                                 \
-    EMBER_KUNROLL for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, (wq) + r * wob);       \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
+      EV w_ = EMBER_VLOAD(EMBER_L, (wq) + r * wob);                                            \
+      if (RW <= 4) EMBER_VPIN(EMBER_L, w_); /* the wider tiles keep it without */              \
+      wv[r] = w_;                                                                              \
+    }                                                                                          \
     EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
       EV bx = EMBER_VBCAST(EMBER_L, col[j] + (c));                                             \
       EMBER_KUNROLL for (r = 0; r < RB; ++r)                                                   \
@@ -161,15 +165,19 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     }                                                                                          \
   }
 
-/* The same with the RW columns at unit stride in a channel-blocked input (stride 1, CB = L):
- * column j of tap c at src + j * L, one base pointer for the whole tile (no per-column
+/* The same with the RW columns at stride S (1 or 2) in a channel-blocked input (CB = L):
+ * column j of tap c at src + j * S * L, one base pointer for the whole tile (no per-column
  * pointers to keep in registers). */
-#define EMBER_TILE_STEP_UNIT(RW, RB, wq, src)                                                  \
+#define EMBER_TILE_STEP_UNIT(RW, RB, wq, src, S)                                               \
   {                                                                                            \
     EV wv[RB];                                                                                 \
-    EMBER_KUNROLL for (r = 0; r < RB; ++r) wv[r] = EMBER_VLOAD(EMBER_L, (wq) + r * wob);       \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
+      EV w_ = EMBER_VLOAD(EMBER_L, (wq) + r * wob);                                            \
+      if (RW <= 4) EMBER_VPIN(EMBER_L, w_); /* the wider tiles keep it without */              \
+      wv[r] = w_;                                                                              \
+    }                                                                                          \
     EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
-      EV bx = EMBER_VBCAST(EMBER_L, (src) + j * EMBER_L);                                      \
+      EV bx = EMBER_VBCAST(EMBER_L, (src) + j * (S) * EMBER_L);                                \
       EMBER_KUNROLL for (r = 0; r < RB; ++r)                                                   \
         acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);                                 \
     }                                                                                          \
@@ -193,6 +201,17 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     int32_t j, r, icb, ky, kx, c;                                                              \
     EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
       EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
+    if (interior && p->kh == 1 && p->kw == 1 && p->sw == 1 && cb == L && ky1 > ky0) {         \
+      /* 1x1 at unit stride: one tap per block, its L channel steps unrolled in one loop over \
+       * the blocks (a loop of L steps per block spent a third of the time on overhead) */     \
+      const float* base = p->in + (row + (ptrdiff_t)ix0 * cb);                                 \
+      for (icb = 0; icb < p->icb_g; ++icb) {                                                   \
+        const float* src = base + icb * cs;                                                    \
+        const float* wk = w + (ptrdiff_t)icb * L * L;                                          \
+        EMBER_KUNROLL for (c = 0; c < EMBER_L; ++c)                                            \
+          EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, src + c, 1)                                 \
+      }                                                                                        \
+    } else                                                                                     \
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
       for (ky = ky0; ky < ky1; ++ky) {                                                         \
         const ptrdiff_t rowk = row + icb * cs + ky * dys;                                      \
@@ -201,7 +220,7 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
           /* Unit stride: the taps (kx, c) of a row are contiguous, columns L apart. */        \
           const int32_t taps = p->kw * cb;                                                     \
           const float* base = p->in + (rowk + (ptrdiff_t)ix0 * cb);                            \
-          for (c = 0; c < taps; ++c) EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c)        \
+          for (c = 0; c < taps; ++c) EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c, 1)     \
         } else if (interior && p->dw == 1) {                                                   \
           /* The taps (kx, c) of a row are contiguous in input and weight: one loop. */        \
           const int32_t taps = p->kw * cb;                                                     \
@@ -226,8 +245,8 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     }                                                                                          \
   }
 
-/* The register tiles: widths 12/8/4/2/1 of one output block, 6/4/2/1 of two (12/8 too with
- * AVX-512's 32 registers). Fewer tiles compile faster; the cost model in
+/* The register tiles: widths 12/8/4/2/1 of one output block, 6/5/4/3/2/1 of two (12/8 too
+ * with AVX-512's 32 registers). Fewer tiles compile faster; the cost model in
  * ember/topi/nn/conv2d_nchwc.py asks for these widths, and any other width still works
  * (the widest instantiated one below it is used, then the rest of the row). */
 EMBER_CONV_TILE(1, 1)
@@ -237,7 +256,9 @@ EMBER_CONV_TILE(8, 1)
 EMBER_CONV_TILE(12, 1)
 EMBER_CONV_TILE(1, 2)
 EMBER_CONV_TILE(2, 2)
+EMBER_CONV_TILE(3, 2)
 EMBER_CONV_TILE(4, 2)
+EMBER_CONV_TILE(5, 2)
 EMBER_CONV_TILE(6, 2)
 #if defined(__AVX512F__)
 /* 32 registers: wider pairs, and quads (4 output blocks) for rows too short for a wide pair
@@ -261,7 +282,7 @@ static inline int32_t EMBER_FN(ember_tile_width)(int32_t want, int32_t rb) {
   if (rb == 4) return want >= 6 ? 6 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
   if (rb == 2) {
     if (EMBER_WIDE_PAIRS && want >= 8) return want >= 12 ? 12 : 8;
-    return want >= 6 ? 6 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
+    return want >= 6 ? 6 : want >= 1 ? want : 1;
   }
   return want >= 12 ? 12 : want >= 8 ? 8 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
 }
@@ -290,7 +311,9 @@ EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int3
       case 8: EMBER_TILE_CALL(8, 2); return;
 #endif
       case 6: EMBER_TILE_CALL(6, 2); return;
+      case 5: EMBER_TILE_CALL(5, 2); return;
       case 4: EMBER_TILE_CALL(4, 2); return;
+      case 3: EMBER_TILE_CALL(3, 2); return;
       case 2: EMBER_TILE_CALL(2, 2); return;
       default: EMBER_TILE_CALL(1, 2); return;
     }
@@ -304,7 +327,6 @@ EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int3
   }
 #undef EMBER_TILE_CALL
 }
-#undef EMBER_WIDE_PAIRS
 
 /* Output columns [x0, x1) of row oy for output blocks [ob, ob + nb): the blocks in tiles of
  * 4 (where instantiated), 2 and 1, each tile group along the whole strip. */
@@ -335,6 +357,13 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
          * on every tap (with a channel block, the checks are shared by cb taps) */
         if (ox < xi0 && xi0 - ox < want) want = xi0 - ox;
         if (ox >= xi0 && ox < xi1 && xi1 - ox < want) want = xi1 - ox;
+      } else if (rb == 2 && !EMBER_WIDE_PAIRS) {
+        /* pairs of every width up to 6: the rest of the strip in tiles of even widths (a
+         * 14-wide row as 5 + 5 + 4, not 6 + 6 + 2: a 2-wide pair spends 4 loads per 4 FMAs,
+         * and 256->256 3x3 convs at 14x14 ran at 76% of the 6-wide tiles' rate) */
+        const int32_t rest = x1 - ox, wide = EMBER_FN(ember_tile_width)(p->rw, rb);
+        const int32_t tiles = (rest + wide - 1) / wide;
+        want = (rest + tiles - 1) / tiles;
       }
       t = EMBER_FN(ember_tile_width)(want, rb);
       interior = ox >= xi0 && ox + t <= xi1;
@@ -349,6 +378,48 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
       EMBER_FN(ember_conv_act_pass)(p, orow + (size_t)x0 * L, (size_t)(x1 - x0) * L);
     }
   }
+}
+
+#undef EMBER_WIDE_PAIRS
+
+/* The input columns of output columns [x0, x1) of row oy (a 1x1 conv: one input column each)
+ * copied to `pack` as a one-row image [icb][x1 - x0][cb]; columns in the padding are zeros. */
+EMBER_KFN void EMBER_FN(ember_conv_pack)(const ember_conv_p* p, float* pack, int32_t b,
+                                         int32_t oy, int32_t x0, int32_t x1) {
+  const int32_t cb = p->cb, n = x1 - x0, iy = oy * p->sh - p->pt;
+  int32_t icb, x, c;
+  for (icb = 0; icb < p->icb; ++icb) {
+    float* dst = pack + (size_t)icb * n * cb;
+    const float* src = p->in + (((size_t)b * p->icb + icb) * p->h + iy) * p->w * cb;
+    for (x = x0; x < x1; ++x, dst += cb) {
+      const int32_t ix = x * p->sw - p->pl;
+      if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) {
+        for (c = 0; c < cb; ++c) dst[c] = 0.0f;
+      } else if (cb == EMBER_L) {
+        EMBER_VSTORE(EMBER_L, dst, EMBER_VLOAD(EMBER_L, src + (size_t)ix * cb));
+      } else {
+        for (c = 0; c < cb; ++c) dst[c] = src[(size_t)ix * cb + c];
+      }
+    }
+  }
+}
+
+/* ember_conv_strip over a strip packed by ember_conv_pack: the pack is presented as a one-row
+ * image of x1 - x0 columns starting at column x0 (pl = x0, unit stride) that every batch and
+ * output row reads (icb = 0 and sh = 0 make its batch and row offsets zero). */
+static inline void EMBER_FN(ember_conv_strip_packed)(const ember_conv_p* p, const float* pack,
+                                                     int32_t b, int32_t ob, int32_t nb,
+                                                     int32_t oy, int32_t x0, int32_t x1) {
+  ember_conv_p q = *p;
+  q.in = pack;
+  q.icb = 0;
+  q.h = 1;
+  q.w = x1 - x0;
+  q.sh = 0;
+  q.sw = 1;
+  q.pt = 0;
+  q.pl = x0;
+  EMBER_FN(ember_conv_strip)(&q, b, ob, nb, oy, x0, x1);
 }
 
 /* Depthwise: RW output columns of one channel block (arguments as for the conv tile). */
@@ -559,15 +630,29 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
 }
 
 EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
-  int64_t item;
+  int64_t item, packed = -1; /* the strip (b, oy, s) now in `pack` */
+  float* pack = NULL;
+  if (lo < hi && ember_conv_packs(p)) {
+    /* no workspace (a C-runtime arena with no room): the strips are read where they lie */
+    pack = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)p->icb * p->strip * p->cb *
+                                            sizeof(float), 2, 32);
+  }
   for (item = lo; item < hi; ++item) {
     int32_t b, og, oy, s, x0, x1;
     ember_conv_item(p, item, &b, &og, &oy, &s);
     x0 = s * p->strip;
     x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
     int32_t nb, ob = ember_conv_blocks(p, og, &nb);
-    EMBER_FN(ember_conv_strip)(p, b, ob, nb, oy, x0, x1);
+    if (pack != NULL) {
+      const int64_t key = item / ember_conv_block_groups(p); /* order 1: og innermost */
+      if (key != packed) EMBER_FN(ember_conv_pack)(p, pack, b, oy, x0, x1);
+      packed = key;
+      EMBER_FN(ember_conv_strip_packed)(p, pack, b, ob, nb, oy, x0, x1);
+    } else {
+      EMBER_FN(ember_conv_strip)(p, b, ob, nb, oy, x0, x1);
+    }
   }
+  if (pack != NULL) TVMBackendFreeWorkspace(1, 0, pack);
 }
 
 EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
