@@ -62,7 +62,7 @@ def _harness(libs: dict, level: str) -> ctypes.CDLL:
         so = libs["dir"] / f"harness_{level}.so"
         cmd = [CC, *STRICT, *LEVEL_FLAGS[level], "-fPIC", "-shared", f"-I{INCLUDE}",
                str(HARNESS), "-o", str(so)]
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[:4000]
         libs[level] = ctypes.CDLL(str(so))
     return libs[level]
@@ -319,7 +319,7 @@ def test_avx512_path_compiles(tmp_path):
     whether or not this machine can run it."""
     cmd = [CC, *STRICT, "-mavx512f", "-mavx512vl", "-mfma", "-fPIC", "-c", f"-I{INCLUDE}",
            str(HARNESS), "-o", str(tmp_path / "h.o")]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[:4000]
 
 
