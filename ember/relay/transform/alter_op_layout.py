@@ -332,7 +332,8 @@ class _Planner:
         ic, oc, g = dty.shape[1], oty.shape[1], a.groups
         depthwise = g > 1 and g == ic == oc and w.shape[1] == 1
         lanes, channels = self._out_lanes(oc, ic, g, depthwise), 0
-        if lanes == 0 and self.pad and g == 1 and pad_output(oc, self.lanes):
+        if lanes == 0 and self.pad and g == 1 and pad_output(oc, self.lanes,
+                                                                   w.shape[2] * w.shape[3]):
             lanes, channels, w = self.lanes, oc, pad_axis(w, 0, self.lanes)
         if lanes == 0:
             return None
