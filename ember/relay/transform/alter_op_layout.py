@@ -1,14 +1,17 @@
 """AlterOpLayout / ConvertLayout: plan the blocked layout NCHW[L]c for convolution chains.
 
 ``AlterOpLayout()`` (opt_level 3, in ``relay.build``'s pipeline for CPU targets) rewrites each
-float32 ``nn.conv2d`` (NCHW data, OIHW constant weight, output channels a multiple of L) into
+float32 ``nn.conv2d`` (NCHW data, OIHW constant weight) into
 ``nn.contrib_conv2d_NCHWc_fused[_add]`` (``relay/op/nn/conv_nchwc.py``), which keeps its result
 in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd``; 4 for a
 ``scalar`` build, whose portable kernels still work on 4-lane blocks):
 
 - a conv whose output channels do not split into L takes L/2 when they split into that (a
   24-channel layer in NCHW8c on an AVX-512 target); blocked values of different L meet through
-  one ``layout_transform`` between the two blocks;
+  one ``layout_transform`` between the two blocks; an ungrouped one that splits into neither
+  is padded with zero output channels to whole blocks of L where that wins
+  (``channel_pad.py``): the transform back is followed by a slice that drops the padded lanes,
+  and a conv reading the padded result takes it blocked, with zero weights for those lanes;
 - the weight is packed at build time (a constant of the model; nothing is repacked at run
   time), the bias is a constant vector;
 - the epilogue absorbs what follows the conv while each intermediate has no other user:
