@@ -36,40 +36,43 @@ import ember  # noqa: E402
 from ember import relay  # noqa: E402
 from ember.relay.backend import Executor  # noqa: E402
 
-# (name, batch, [(in, out, kernel, stride), ...] in a chain, image size)
+# (name, batch, [(in, out, kernel, stride), ...] in a chain, image height, width)
 CASES = [
-    ("out 150 (segformer cls)", 1, [(256, 150, 1, 1)], 64),
-    ("out 255 (yolo head)", 1, [(64, 255, 1, 1)], 40),
-    ("out 21 3x3", 1, [(64, 21, 3, 1)], 56),
-    ("out 2 3x3", 1, [(64, 2, 3, 1)], 80),
-    ("out 1 1x1", 1, [(64, 1, 1, 1)], 80),
-    ("in 3 3x3/2 (rgb)", 3, [(3, 8, 3, 2)], 96),
-    ("in 3 3x3/1 (rgb)", 1, [(3, 16, 3, 1)], 96),
-    ("in 150 (chain)", 1, [(64, 150, 1, 1), (150, 64, 3, 1)], 32),
-    ("in 255 (chain)", 1, [(64, 255, 1, 1), (255, 64, 1, 1)], 40),
+    ("out 150 (segformer cls)", 1, [(256, 150, 1, 1)], 64, 64),
+    ("out 255 (yolo head)", 1, [(64, 255, 1, 1)], 40, 40),
+    ("out 21 3x3", 1, [(64, 21, 3, 1)], 56, 56),
+    ("out 21 3x3 b3", 3, [(64, 21, 3, 1)], 28, 28),
+    ("out 2 3x3", 1, [(64, 2, 3, 1)], 80, 80),
+    ("out 1 1x1", 1, [(64, 1, 1, 1)], 80, 80),
+    ("in 3 3x3/2 (rgb) b3", 3, [(3, 8, 3, 2)], 96, 96),
+    ("in 3 3x3/1 (rgb)", 1, [(3, 16, 3, 1)], 96, 96),
+    ("in 3 3x3/1 b3 48x192", 3, [(3, 8, 3, 1)], 48, 192),
+    ("in 150 (chain)", 1, [(64, 150, 1, 1), (150, 64, 3, 1)], 32, 32),
+    ("in 255 (chain)", 1, [(64, 255, 1, 1), (255, 64, 1, 1)], 40, 40),
 ]
 
 
-def chain_model(batch: int, convs: list[tuple[int, int, int, int]], hw: int) -> Any:
-    """Conv+Relu layers in a chain on a (batch, in, hw, hw) input."""
+def chain_model(batch: int, convs: list[tuple[int, int, int, int]], h: int, w: int) -> Any:
+    """Conv+Relu layers in a chain on a (batch, in, h, w) input."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    nodes, inits, name, size = [], [], "x", hw
+    nodes, inits, name, oh, ow = [], [], "x", h, w
     for i, (ic, oc, k, s) in enumerate(convs):
-        w = rng.uniform(-0.1, 0.1, (oc, ic, k, k)).astype("float32")
+        weight = rng.uniform(-0.1, 0.1, (oc, ic, k, k)).astype("float32")
         b = rng.uniform(-0.1, 0.1, oc).astype("float32")
-        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
+        inits += [numpy_helper.from_array(weight, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
         nodes += [helper.make_node("Conv", [name, f"w{i}", f"b{i}"], [f"c{i}"],
                                    kernel_shape=[k, k], strides=[s, s], pads=[k // 2] * 4),
                   helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
-        name, size = f"r{i}", (size + 2 * (k // 2) - k) // s + 1
+        name = f"r{i}"
+        oh, ow = (oh + 2 * (k // 2) - k) // s + 1, (ow + 2 * (k // 2) - k) // s + 1
     nodes[-1] = helper.make_node("Relu", [f"c{len(convs) - 1}"], ["y"])
     graph = helper.make_graph(
         nodes, "chain",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (batch, convs[0][0], hw, hw))],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (batch, convs[0][0], h, w))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT,
-                                       (batch, convs[-1][1], size, size))], inits)
+                                       (batch, convs[-1][1], oh, ow))], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
@@ -101,12 +104,12 @@ def measure(name: str, model: Any, mod: Any, params: Any, inputs: dict[str, np.n
     return {"case": name, **{f"{k}_us": t.median * 1e6 for k, t in zip(runners, timings)}}
 
 
-def conv_case(name: str, batch: int, convs: list, hw: int, threads: int, min_time: float,
-              rounds: int) -> dict[str, Any]:
+def conv_case(name: str, batch: int, convs: list, h: int, w: int, threads: int,
+              min_time: float, rounds: int) -> dict[str, Any]:
     from ember.relay.frontend import from_onnx
 
-    model = chain_model(batch, convs, hw)
-    x = np.random.default_rng(1).uniform(-1, 1, (batch, convs[0][0], hw, hw)).astype("float32")
+    model = chain_model(batch, convs, h, w)
+    x = np.random.default_rng(1).uniform(-1, 1, (batch, convs[0][0], h, w)).astype("float32")
     mod, params = from_onnx(model, {"x": x.shape})
     return measure(name, model, mod, params, {"x": x}, threads, min_time, rounds)
 
