@@ -66,7 +66,7 @@ from ..op.nn._attrs import Conv2DAttrs
 from ...topi.nn.conv2d_nchwc import pack_weight
 from ...topi.nn.conv2d_transpose import dilated_kernel, phase_plan, phase_weights
 from ._helpers import map_functions, op_call, same_shape
-from .channel_pad import pad_axis, pad_output
+from .channel_pad import feeds_conv, pad_axis, pad_output
 from .type_infer import InferType
 
 __all__ = ["AlterOpLayout", "ConvertLayout", "plan_lanes"]
@@ -91,6 +91,9 @@ ACTS: dict[str, Any] = {
     "nn.silu": lambda a: ("silu", (0.0, 0.0)),
     "nn.mish": lambda a: ("mish", (0.0, 0.0)),
 }
+
+# what a conv's epilogue may absorb between it and a conv that reads its result
+EPILOGUE_OPS = frozenset(ACTS) | {"nn.bias_add", "add"}
 
 
 def plan_lanes(target: Any = None) -> int:
@@ -189,6 +192,7 @@ class _Planner:
         self.pad = pad  # pad channel counts that do not split into blocks (channel_pad.py)
         self.vals: dict[int, _Value] = {}
         self.users: dict[int, int] = {}
+        self.readers: dict[int, list[RelayExpr]] = {}  # node id -> the nodes that read it
         self.plain_cache: dict[int, RelayExpr] = {}
         self.blocked_cache: dict[tuple[int, int], RelayExpr] = {}
 
@@ -335,8 +339,9 @@ class _Planner:
         ic, oc, g = dty.shape[1], oty.shape[1], a.groups
         depthwise = g > 1 and g == ic == oc and w.shape[1] == 1
         lanes, channels = self._out_lanes(oc, ic, g, depthwise), 0
-        if lanes == 0 and self.pad and g == 1 and pad_output(oc, self.lanes,
-                                                                   w.shape[2] * w.shape[3]):
+        if lanes == 0 and self.pad and g == 1 and pad_output(
+                oc, self.lanes, w.shape[2] * w.shape[3], ic,
+                feeds_conv(call, self.readers, EPILOGUE_OPS)):
             lanes, channels, w = self.lanes, oc, pad_axis(w, 0, self.lanes)
         if lanes == 0:
             return None
@@ -593,6 +598,7 @@ def plan_function(func: Function, lanes: int, pad: bool = True) -> Function:
     for node in nodes:
         for c in children(node):
             planner.users[id(c)] = planner.users.get(id(c), 0) + 1
+            planner.readers.setdefault(id(c), []).append(node)
     planner.users[id(func.body)] = planner.users.get(id(func.body), 0) + 1
     for node in nodes:
         planner.visit(node)

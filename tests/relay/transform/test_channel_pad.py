@@ -74,6 +74,20 @@ def test_padded_result_feeds_the_next_conv_blocked():
     assert not w[:, 2, :, :, 5:, :].any()  # zero weights for the 3 padded input lanes
 
 
+def test_cheap_conv_padded_when_a_conv_reads_it_through_its_epilogue():
+    x = relay.var("x", shape=(1, 16, 9, 11))
+    a = relay.nn.conv2d(x, _c(255, 16, 1, 1))
+    a = relay.nn.relu(relay.add(a, _c(255, 1, 1)))
+    grouped = relay.nn.conv2d(relay.nn.conv2d(x, _c(255, 16, 1, 1)), _c(15, 17, 1, 1),
+                              groups=15)  # a grouped reader does not count
+    mod = _plan(relay.Tuple([relay.nn.conv2d(a, _c(8, 255, 1, 1)), grouped]), x)
+    names = _names(mod)
+    assert names.count("nn.contrib_conv2d_NCHWc_fused") == 2 and "strided_slice" not in names
+    assert names.count("nn.conv2d") == 2
+    fused = [c for c in _calls(mod) if c.op.name == "nn.contrib_conv2d_NCHWc_fused"]
+    assert fused[0].attrs.activation == "relu" and fused[1].args[0] is fused[0]
+
+
 def test_padded_result_is_plain_to_other_consumers():
     # a residual add of two padded convs, and a concat: each reads the sliced plain value
     x = relay.var("x", shape=(1, 16, 9, 11))
@@ -88,6 +102,7 @@ def test_padded_result_is_plain_to_other_consumers():
 @pytest.mark.parametrize("weight, groups, why", [
     ((1, 16, 1, 1), 1, "1x1 to one channel: more padded lanes than real ones"),
     ((10, 8, 3, 3), 2, "grouped"),
+    ((255, 16, 1, 1), 1, "16 taps x channels, its result not read by a conv"),
 ])
 def test_convs_left_plain(weight, groups, why):
     x = relay.var("x", shape=(1, 16, 9, 11))
@@ -109,8 +124,10 @@ def test_pad_channels_must_be_a_bool(value):
 
 
 def test_pad_output_gate_and_pad_axis():
-    assert pad_output(150, 8, 1) and pad_output(2, 8, 9) and pad_output(5, 8, 1)
-    assert not pad_output(1, 8, 1) and not pad_output(4, 8, 1)
+    assert pad_output(150, 8, 1, 256, False) and pad_output(2, 8, 9, 64, False)
+    assert pad_output(255, 8, 1, 64, True) and pad_output(5, 8, 1, 3, True)
+    assert not pad_output(255, 8, 1, 64, False)  # cheap, and its result leaves blocks
+    assert not pad_output(1, 8, 1, 256, True) and not pad_output(4, 8, 1, 256, True)
     padded = pad_axis(np.ones((3, 2), "float32"), 0, 8)
     assert padded.shape == (8, 2) and padded[:3].all() and not padded[3:].any()
     same = np.ones((16, 2), "float32")
