@@ -6,6 +6,8 @@ stay plain (1x1 to 1 channel, grouped). Numerics: one ONNX model holding every c
 and 3, odd maps, groups), built padded and unpadded, against onnxruntime."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -177,7 +179,9 @@ def _onnx_model():
 
 
 @needs_cc
-def test_padded_builds_match_unpadded_and_onnxruntime():
+@pytest.mark.parametrize("pad", [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_builds_match_onnxruntime(pad):
+    # pad=False (slow: a second build of the model): the unpadded graph, the same numbers
     ort = pytest.importorskip("onnxruntime")
     from ember.contrib import graph_executor
     from ember.relay.frontend import from_onnx
@@ -186,16 +190,17 @@ def test_padded_builds_match_unpadded_and_onnxruntime():
     want = ort.InferenceSession(model.SerializeToString(),
                                 providers=["CPUExecutionProvider"]).run(None, inputs)
     mod, params = from_onnx(model, {k: v.shape for k, v in inputs.items()})
-    for pad in (True, False):
-        config = {"relay.AlterOpLayout.pad_channels": pad}
-        with ember.transform.PassContext(opt_level=3, config=config):
-            lib = relay.build(mod, "llvm", params=params)
-        if pad:  # the padded cases did take the blocked kernel
-            text = lib.get_graph_json()
-            assert text.count("strided_slice") >= 3
-        m = graph_executor.GraphModule(lib["default"](ember.cpu()))
-        m.set_input(**inputs)
-        m.run()
-        for i, expected in enumerate(want):
-            np.testing.assert_allclose(m.get_output(i).numpy(), expected, rtol=1e-4,
-                                       atol=1e-5, err_msg=f"branch {i}, pad={pad}")
+    config = {"relay.AlterOpLayout.pad_channels": pad}
+    with ember.transform.PassContext(opt_level=3, config=config):
+        lib = relay.build(mod, "llvm", params=params)
+    # the padded results that leave the blocked world (150 and 2 channels) are sliced back;
+    # the 21-, 255- and 13-channel ones are read blocked by the next conv
+    kernels = [n["attrs"]["func_name"] for n in json.loads(lib.get_graph_json())["nodes"]
+               if n["op"] == "tvm_op"]
+    assert sum("strided_slice" in k for k in kernels) == (2 if pad else 0), kernels
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(**inputs)
+    m.run()
+    for i, expected in enumerate(want):
+        np.testing.assert_allclose(m.get_output(i).numpy(), expected, rtol=1e-4,
+                                   atol=1e-5, err_msg=f"branch {i}, pad={pad}")
