@@ -17,6 +17,7 @@ PASS_CONFIG: dict[str, Any] = {
     "relay.FuseOps.link_params": bool,
     "ember.aot.operator_calling_convention": ("packed", "cpacked", "unpacked"),
     "relay.AlterOpLayout.desired_layout": ("NCHW", "NCHWc", "NCHW4c", "NCHW8c", "NCHW16c"),
+    "relay.AlterOpLayout.pad_channels": bool,
     "relay.build.max_tensor_bytes": int,
     "tir.usmp.enable": bool,
     "tir.usmp.algorithm": ("greedy_by_size", "greedy_by_conflicts", "hill_climb"),

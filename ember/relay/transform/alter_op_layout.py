@@ -1,14 +1,17 @@
 """AlterOpLayout / ConvertLayout: plan the blocked layout NCHW[L]c for convolution chains.
 
 ``AlterOpLayout()`` (opt_level 3, in ``relay.build``'s pipeline for CPU targets) rewrites each
-float32 ``nn.conv2d`` (NCHW data, OIHW constant weight, output channels a multiple of L) into
+float32 ``nn.conv2d`` (NCHW data, OIHW constant weight) into
 ``nn.contrib_conv2d_NCHWc_fused[_add]`` (``relay/op/nn/conv_nchwc.py``), which keeps its result
 in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd``; 4 for a
 ``scalar`` build, whose portable kernels still work on 4-lane blocks):
 
 - a conv whose output channels do not split into L takes L/2 when they split into that (a
   24-channel layer in NCHW8c on an AVX-512 target); blocked values of different L meet through
-  one ``layout_transform`` between the two blocks;
+  one ``layout_transform`` between the two blocks; an ungrouped one that splits into neither
+  is padded with zero output channels to whole blocks of L where that wins
+  (``channel_pad.py``): the transform back is followed by a slice that drops the padded lanes,
+  and a conv reading the padded result takes it blocked, with zero weights for those lanes;
 - the weight is packed at build time (a constant of the model; nothing is repacked at run
   time), the bias is a constant vector;
 - the epilogue absorbs what follows the conv while each intermediate has no other user:
@@ -63,6 +66,7 @@ from ..op.nn._attrs import Conv2DAttrs
 from ...topi.nn.conv2d_nchwc import pack_weight
 from ...topi.nn.conv2d_transpose import dilated_kernel, phase_plan, phase_weights
 from ._helpers import map_functions, op_call, same_shape
+from .channel_pad import feeds_conv, pad_axis, pad_output
 from .type_infer import InferType
 
 __all__ = ["AlterOpLayout", "ConvertLayout", "plan_lanes"]
@@ -87,6 +91,9 @@ ACTS: dict[str, Any] = {
     "nn.silu": lambda a: ("silu", (0.0, 0.0)),
     "nn.mish": lambda a: ("mish", (0.0, 0.0)),
 }
+
+# what a conv's epilogue may absorb between it and a conv that reads its result
+EPILOGUE_OPS = frozenset(ACTS) | {"nn.bias_add", "add"}
 
 
 def plan_lanes(target: Any = None) -> int:
@@ -149,6 +156,9 @@ class _Plan:
     # bias and activation still go into the conv's epilogue: they commute with it)
     interleave: tuple[tuple[str, Any], ...] = ()
     span: Span | None = None  # of the conv and every call its epilogue absorbed
+    # the real output channels when the weight and bias were padded with zeros to whole
+    # blocks (150 classes in NCHW8c: 152 computed, the last 2 lanes dropped); 0: not padded
+    channels: int = 0
 
     @property
     def result_lanes(self) -> int:
@@ -173,13 +183,16 @@ class _Value:
     blocked: bool = False
     plan: _Plan | None = None
     lanes: int = 0  # the block of a blocked value
+    channels: int = 0  # a padded blocked value's real channels (_Plan.channels)
 
 
 class _Planner:
-    def __init__(self, lanes: int) -> None:
+    def __init__(self, lanes: int, pad: bool = True) -> None:
         self.lanes = lanes
+        self.pad = pad  # pad channel counts that do not split into blocks (channel_pad.py)
         self.vals: dict[int, _Value] = {}
         self.users: dict[int, int] = {}
+        self.readers: dict[int, list[RelayExpr]] = {}  # node id -> the nodes that read it
         self.plain_cache: dict[int, RelayExpr] = {}
         self.blocked_cache: dict[tuple[int, int], RelayExpr] = {}
 
@@ -190,7 +203,7 @@ class _Planner:
     def _materialise(self, node: RelayExpr) -> _Value:
         v = self._value(node)
         if v.plan is not None:
-            lanes = v.plan.result_lanes
+            lanes, v.channels = v.plan.result_lanes, v.plan.channels
             v.expr, v.blocked, v.lanes, v.plan = self._emit(v.plan), lanes > 0, lanes, None
         return v
 
@@ -199,14 +212,22 @@ class _Planner:
         if not v.blocked:
             return v.expr  # type: ignore[return-value]
         if id(node) not in self.plain_cache:
-            self.plain_cache[id(node)] = op_call("layout_transform", v.expr,
-                                                 src_layout=f"NCHW{v.lanes}c", dst_layout="NCHW")
+            out = op_call("layout_transform", v.expr, src_layout=f"NCHW{v.lanes}c",
+                          dst_layout="NCHW")
+            if v.channels:  # drop the padded lanes (FuseOps fuses the slice into the transform)
+                out = op_call("strided_slice", out, begin=[0], end=[v.channels], axes=[1])
+            self.plain_cache[id(node)] = out
         return self.plain_cache[id(node)]
 
     def blocked(self, node: RelayExpr, lanes: int = 0) -> RelayExpr:
         """``node`` in NCHW[lanes]c (lanes 0: a blocked value as it is, a plain one in the
         planner's lanes), converted where it is plain or has another block."""
         v = self._materialise(node)
+        if v.channels:  # padded: other rules see it as plain, and convert the plain value
+            return self.blocked_cache.setdefault(
+                (id(node), lanes or self.lanes), op_call(
+                    "layout_transform", self.plain(node), src_layout="NCHW",
+                    dst_layout=f"NCHW{lanes or self.lanes}c"))
         want = lanes or (v.lanes if v.blocked else self.lanes)
         if v.blocked and v.lanes == want:
             return v.expr  # type: ignore[return-value]
@@ -218,8 +239,19 @@ class _Planner:
         return self.blocked_cache[key]
 
     def _is_blocked(self, node: RelayExpr) -> bool:
+        """Whether ``node`` is (or will be) blocked with whole blocks of real channels; a
+        padded value reads as plain to every rule but a conv's input (``_padded``)."""
         v = self._value(node)
-        return v.blocked or (v.plan is not None and v.plan.result_lanes > 0)
+        if v.plan is not None:
+            return v.plan.result_lanes > 0 and not v.plan.channels
+        return v.blocked and not v.channels
+
+    def _padded(self, node: RelayExpr) -> tuple[int, int]:
+        """(lanes, real channels) of a padded blocked value, else (0, 0)."""
+        v = self._value(node)
+        if v.plan is not None:
+            return (v.plan.lanes, v.plan.channels) if v.plan.channels else (0, 0)
+        return (v.lanes, v.channels) if v.channels else (0, 0)
 
     def _lanes(self, node: RelayExpr) -> int:
         """The block of a blocked (or planned) value."""
@@ -306,10 +338,19 @@ class _Planner:
             return None
         ic, oc, g = dty.shape[1], oty.shape[1], a.groups
         depthwise = g > 1 and g == ic == oc and w.shape[1] == 1
-        lanes = self._out_lanes(oc, ic, g, depthwise)
+        lanes, channels = self._out_lanes(oc, ic, g, depthwise), 0
+        if lanes == 0 and self.pad and g == 1 and pad_output(
+                oc, self.lanes, w.shape[2] * w.shape[3], ic,
+                feeds_conv(call, self.readers, EPILOGUE_OPS)):
+            lanes, channels, w = self.lanes, oc, pad_axis(w, 0, self.lanes)
         if lanes == 0:
             return None
-        bias = np.zeros(oc, "float32")
+        bias = np.zeros(w.shape[0], "float32")
+        in_lanes, in_channels = self._padded(data)
+        if in_lanes and g == 1:  # a padded producer's blocks as they are: zero weights for
+            w = pad_axis(w, 1, in_lanes)  # its padded lanes
+            return _Plan(self._materialise(data).expr, in_lanes, w, bias, a, lanes,
+                         channels=channels)
         if depthwise:  # input and output in one block; keep the input's if it fits
             if self._is_blocked(data) and oc % self._lanes(data) == 0:
                 lanes = self._lanes(data)
@@ -318,19 +359,20 @@ class _Planner:
             cb = self._lanes(data)
             if (ic // g) % cb:
                 return None
-            return _Plan(self.blocked(data), cb, w, bias, a, lanes)
+            return _Plan(self.blocked(data), cb, w, bias, a, lanes, channels=channels)
         if 1 < ic < 8 and g == 1 and (a.strides[1] == 1 or w.shape[3] >= 5):
             # a network's first conv (RGB): the input as one block of all its channels, so
             # that each kernel row reads kw * ic neighbouring floats; worth its one transform
             # of the input when the taps are many per output (measured: resnet18's 7x7/2 and
             # resnet8's 3x3/1 gain, MobileNetV2's 3x3/2 does not)
-            return _Plan(self.blocked(data, ic), ic, w, bias, a, lanes)
+            return _Plan(self.blocked(data, ic), ic, w, bias, a, lanes, channels=channels)
         if (ic // g) % self.lanes == 0:
             # a plain input whose channels fill whole blocks (a graph input of many channels):
             # one transform of the input lets the kernel read a block per tap instead of a
             # channel per tap (measured: 128->128 3x3 on 28x28, 2x faster with the transform)
-            return _Plan(self.blocked(data, self.lanes), self.lanes, w, bias, a, lanes)
-        return _Plan(self.plain(data), 1, w, bias, a, lanes)
+            return _Plan(self.blocked(data, self.lanes), self.lanes, w, bias, a, lanes,
+                         channels=channels)
+        return _Plan(self.plain(data), 1, w, bias, a, lanes, channels=channels)
 
     def _conv_transpose(self, call: Call) -> _Value | None:
         """``nn.conv2d_transpose`` as blocked phase convs (one, or one per phase when grouped,
@@ -401,7 +443,7 @@ class _Planner:
             biased = self._add_bias(p, other)
             if biased is not None:
                 return biased
-            if p.residual is None and not p.interleave and _tensor(other) is not None and \
+            if p.residual is None and not p.interleave and not p.channels and _tensor(other) is not None and \
                     _tensor(call) is not None \
                     and same_shape(_tensor(other), _tensor(call)):
                 return replace(p, residual=self.blocked(other, p.lanes),
@@ -455,9 +497,11 @@ class _Planner:
         return _Value(part, blocked=True, lanes=lanes)
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
-        vec = _channel_const(c, p.bias.shape[0] // p.phases)
+        vec = _channel_const(c, p.channels or p.bias.shape[0] // p.phases)
         if vec is None or p.residual is not None or p.act != "none":
             return None
+        if p.channels:  # zero bias for the padded lanes
+            vec = pad_axis(vec, 0, p.lanes)
         return replace(p, bias=p.bias + np.tile(vec, p.phases))  # phases outermost
 
     def _blocked_ok(self, call: Call, name: str) -> bool:
@@ -544,15 +588,17 @@ def _dataflow(body: RelayExpr) -> list[RelayExpr] | None:
     return nodes
 
 
-def plan_function(func: Function, lanes: int) -> Function:
-    """``func`` with its conv chains in NCHW[lanes]c (unchanged if nothing applies)."""
+def plan_function(func: Function, lanes: int, pad: bool = True) -> Function:
+    """``func`` with its conv chains in NCHW[lanes]c (unchanged if nothing applies); ``pad``:
+    pad channel counts that do not split into blocks where that wins (``channel_pad.py``)."""
     nodes = _dataflow(func.body)
     if nodes is None or not any(_is(n, "nn.conv2d", "nn.conv2d_transpose") for n in nodes):
         return func
-    planner = _Planner(lanes)
+    planner = _Planner(lanes, pad)
     for node in nodes:
         for c in children(node):
             planner.users[id(c)] = planner.users.get(id(c), 0) + 1
+            planner.readers.setdefault(id(c), []).append(node)
     planner.users[id(func.body)] = planner.users.get(id(func.body), 0) + 1
     for node in nodes:
         planner.visit(node)
@@ -563,9 +609,9 @@ def plan_function(func: Function, lanes: int) -> Function:
                     span=func.span)
 
 
-def _run(mod: IRModule, lanes: int) -> IRModule:
+def _run(mod: IRModule, lanes: int, pad: bool = True) -> IRModule:
     mod = InferType()(mod)
-    return InferType()(map_functions(mod, lambda f: plan_function(f, lanes)))
+    return InferType()(map_functions(mod, lambda f: plan_function(f, lanes, pad)))
 
 
 class AlterOpLayout(ModulePass):
@@ -573,7 +619,9 @@ class AlterOpLayout(ModulePass):
 
     The PassContext option ``relay.AlterOpLayout.desired_layout`` chooses instead: ``"NCHW"``
     keeps the model's layout, ``"NCHWc"`` the target's lanes (the default), ``"NCHW4c"``,
-    ``"NCHW8c"`` or ``"NCHW16c"`` that block size (``ember compile --desired-layout``)."""
+    ``"NCHW8c"`` or ``"NCHW16c"`` that block size (``ember compile --desired-layout``);
+    ``relay.AlterOpLayout.pad_channels`` (default True) set False keeps a conv whose channels
+    do not split into blocks in its plain form instead of padding it."""
 
     name: ClassVar[str] = "AlterOpLayout"
     opt_level: ClassVar[int] = 3
@@ -585,7 +633,11 @@ class AlterOpLayout(ModulePass):
         lanes = layout_lanes(desired, "relay.AlterOpLayout.desired_layout")
         if lanes == 0:
             return mod
-        return _run(mod, lanes if lanes > 0 else plan_lanes(Target.current()))
+        pad = ctx.config.get("relay.AlterOpLayout.pad_channels", True)
+        if not isinstance(pad, bool):
+            raise OpAttributeInvalid("relay.AlterOpLayout.pad_channels must be True or False, "
+                                     f"got {pad!r}")
+        return _run(mod, lanes if lanes > 0 else plan_lanes(Target.current()), pad)
 
 
 _BLOCKED = re.compile(r"^NCHW(\d*)c$")

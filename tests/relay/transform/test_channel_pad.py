@@ -1,0 +1,206 @@
+"""AlterOpLayout on convs whose channel counts do not split into NCHW8c blocks (150 classes,
+a 255-channel YOLO head, 21, 2, 3-channel inputs): the weight and bias padded with zero
+output channels, the padded lanes dropped by a slice after the transform back, a padded
+result read blocked by the next conv (zero input channels in its weight); and the cases that
+stay plain (1x1 to 1 channel, grouped). Numerics: one ONNX model holding every case (batch 1
+and 3, odd maps, groups), built padded and unpadded, against onnxruntime."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import ember
+from ember import relay
+from ember.ir.expr import Call
+from ember.ir.visitor import post_order
+from ember.relay.transform import AlterOpLayout, InferType
+from ember.relay.transform.channel_pad import pad_axis, pad_output
+from ember.runtime.errors import OpAttributeInvalid
+from ember.testing import find_c_compiler
+
+needs_cc = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
+RNG = np.random.default_rng(21)
+
+
+def _c(*shape: int) -> relay.Constant:
+    return relay.const(RNG.uniform(-1, 1, shape).astype("float32"))
+
+
+def _plan(body: relay.Expr, *xs: relay.Var, **config) -> ember.IRModule:
+    mod = InferType()(ember.IRModule.from_expr(relay.Function(list(xs), body)))
+    cfg = {f"relay.AlterOpLayout.{k}": v for k, v in config.items()}
+    with ember.transform.PassContext(opt_level=3, config=cfg), \
+            ember.target.Target("llvm -mcpu=haswell"):
+        return AlterOpLayout()(mod)
+
+
+def _calls(mod: ember.IRModule) -> list[Call]:
+    return [n for n in post_order(mod["main"].body) if isinstance(n, Call)]
+
+
+def _names(mod: ember.IRModule) -> list[str]:
+    return [c.op.name for c in _calls(mod)]
+
+
+def test_output_channels_padded_to_blocks_and_sliced_back():
+    x = relay.var("x", shape=(1, 16, 9, 11))
+    bias = RNG.uniform(-1, 1, (150, 1, 1)).astype("float32")
+    y = relay.nn.relu(relay.add(relay.nn.conv2d(x, _c(150, 16, 3, 3), padding=(1, 1)),
+                                relay.const(bias)))
+    mod = _plan(y, x)
+    assert _names(mod) == ["layout_transform", "nn.contrib_conv2d_NCHWc_fused",
+                           "layout_transform", "strided_slice"]
+    conv, _, sliced = _calls(mod)[1:]
+    w, b = (a.data.numpy() for a in conv.args[1:3])
+    assert w.shape == (19, 2, 3, 3, 8, 8) and b.shape == (152,)  # 150 -> 19 blocks of 8
+    assert conv.attrs.activation == "relu"
+    np.testing.assert_array_equal(b[:150], bias.reshape(-1))
+    assert not w[18, ..., 6:].any() and not b[150:].any()  # the padded lanes: zeros
+    assert list(sliced.attrs.end) == [150] and list(sliced.attrs.axes) == [1]
+    assert tuple(sliced.checked_type.shape) == (1, 150, 9, 11)
+
+
+def test_padded_result_feeds_the_next_conv_blocked():
+    x = relay.var("x", shape=(1, 16, 9, 11))
+    a = relay.nn.relu(relay.nn.conv2d(x, _c(21, 16, 1, 1)))
+    b = relay.nn.conv2d(a, _c(8, 21, 3, 3), padding=(1, 1))
+    mod = _plan(b, x)
+    assert _names(mod) == ["layout_transform", "nn.contrib_conv2d_NCHWc_fused",
+                           "nn.contrib_conv2d_NCHWc_fused", "layout_transform"]
+    first, second = _calls(mod)[1:3]
+    assert second.args[0] is first  # no transform in between
+    w = second.args[1].data.numpy()
+    assert w.shape == (1, 3, 3, 3, 8, 8)  # 21 input channels read as 3 blocks of 8
+    assert not w[:, 2, :, :, 5:, :].any()  # zero weights for the 3 padded input lanes
+
+
+def test_cheap_conv_padded_when_a_conv_reads_it_through_its_epilogue():
+    x = relay.var("x", shape=(1, 16, 9, 11))
+    a = relay.nn.conv2d(x, _c(255, 16, 1, 1))
+    a = relay.nn.relu(relay.add(a, _c(255, 1, 1)))
+    grouped = relay.nn.conv2d(relay.nn.conv2d(x, _c(255, 16, 1, 1)), _c(15, 17, 1, 1),
+                              groups=15)  # a grouped reader does not count
+    mod = _plan(relay.Tuple([relay.nn.conv2d(a, _c(8, 255, 1, 1)), grouped]), x)
+    names = _names(mod)
+    assert names.count("nn.contrib_conv2d_NCHWc_fused") == 2 and "strided_slice" not in names
+    assert names.count("nn.conv2d") == 2
+    fused = [c for c in _calls(mod) if c.op.name == "nn.contrib_conv2d_NCHWc_fused"]
+    assert fused[0].attrs.activation == "relu" and fused[1].args[0] is fused[0]
+
+
+def test_padded_result_is_plain_to_other_consumers():
+    # a residual add of two padded convs, and a concat: each reads the sliced plain value
+    x = relay.var("x", shape=(1, 16, 9, 11))
+    a = relay.nn.conv2d(x, _c(10, 16, 3, 3), padding=(1, 1))
+    b = relay.nn.conv2d(x, _c(10, 16, 3, 3), padding=(1, 1))
+    mod = _plan(relay.add(a, b), x)
+    names = _names(mod)
+    assert names.count("nn.contrib_conv2d_NCHWc_fused") == 2
+    assert names.count("strided_slice") == 2 and names[-1] == "add"
+
+
+@pytest.mark.parametrize("weight, groups, why", [
+    ((1, 16, 1, 1), 1, "1x1 to one channel: more padded lanes than real ones"),
+    ((10, 8, 3, 3), 2, "grouped"),
+    ((255, 16, 1, 1), 1, "16 taps x channels, its result not read by a conv"),
+])
+def test_convs_left_plain(weight, groups, why):
+    x = relay.var("x", shape=(1, 16, 9, 11))
+    mod = _plan(relay.nn.conv2d(x, _c(*weight), groups=groups), x)
+    assert _names(mod) == ["nn.conv2d"], why
+
+
+def test_pad_channels_false_keeps_the_plain_conv():
+    x = relay.var("x", shape=(1, 16, 9, 11))
+    mod = _plan(relay.nn.conv2d(x, _c(150, 16, 1, 1)), x, pad_channels=False)
+    assert _names(mod) == ["nn.conv2d"]
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_pad_channels_must_be_a_bool(value):
+    x = relay.var("x", shape=(1, 16, 9, 11))
+    with pytest.raises(OpAttributeInvalid, match="pad_channels must be True or False"):
+        _plan(relay.nn.conv2d(x, _c(150, 16, 1, 1)), x, pad_channels=value)
+
+
+def test_pad_output_gate_and_pad_axis():
+    assert pad_output(150, 8, 1, 256, False) and pad_output(2, 8, 9, 64, False)
+    assert pad_output(255, 8, 1, 64, True) and pad_output(5, 8, 1, 3, True)
+    assert not pad_output(255, 8, 1, 64, False)  # cheap, and its result leaves blocks
+    assert not pad_output(1, 8, 1, 256, True) and not pad_output(4, 8, 1, 256, True)
+    padded = pad_axis(np.ones((3, 2), "float32"), 0, 8)
+    assert padded.shape == (8, 2) and padded[:3].all() and not padded[3:].any()
+    same = np.ones((16, 2), "float32")
+    assert pad_axis(same, 0, 8) is same
+
+
+# (input, [(out, kernel, stride, groups), ...] in a chain, activation): every case one branch
+BRANCHES = [
+    ("x", [(150, 3, 1, 1)], "Relu"),  # segformer classes
+    ("x", [(21, 1, 1, 1), (8, 3, 1, 1)], "Relu"),  # padded result read by a conv
+    ("x", [(2, 3, 2, 1)], "Sigmoid"),  # a detector's 2-channel head, stride 2
+    ("x", [(1, 1, 1, 1)], None),  # stays plain
+    ("x", [(10, 3, 1, 2)], None),  # grouped: stays plain
+    ("x3", [(255, 1, 1, 1), (13, 3, 1, 1), (8, 3, 1, 1)], "Relu"),  # batch 3, RGB, YOLO head
+]
+
+
+def _onnx_model():
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    shapes = {"x": (1, 16, 9, 11), "x3": (3, 3, 13, 7)}
+    nodes, inits, outs = [], [], []
+    for i, (src, convs, act) in enumerate(BRANCHES):
+        name, ic, (n, _, h, w) = src, shapes[src][1], shapes[src]
+        for j, (oc, k, s, g) in enumerate(convs):
+            tag = f"{i}_{j}"
+            inits += [numpy_helper.from_array(
+                rng.uniform(-0.3, 0.3, (oc, ic // g, k, k)).astype("float32"), f"w{tag}"),
+                numpy_helper.from_array(rng.uniform(-0.3, 0.3, oc).astype("float32"), f"b{tag}")]
+            nodes.append(helper.make_node("Conv", [name, f"w{tag}", f"b{tag}"], [f"c{tag}"],
+                                          kernel_shape=[k, k], strides=[s, s], group=g,
+                                          pads=[k // 2] * 4))
+            name, ic = f"c{tag}", oc
+            h, w = (h + 2 * (k // 2) - k) // s + 1, (w + 2 * (k // 2) - k) // s + 1
+            if act:
+                nodes.append(helper.make_node(act, [name], [f"a{tag}"]))
+                name = f"a{tag}"
+        outs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, (n, ic, h, w)))
+    graph = helper.make_graph(
+        nodes, "pads", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v)
+                        for k, v in shapes.items()], outs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    inputs = {k: np.random.default_rng(4).uniform(-1, 1, v).astype("float32")
+              for k, v in shapes.items()}
+    return model, inputs
+
+
+@needs_cc
+@pytest.mark.parametrize("pad", [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_builds_match_onnxruntime(pad):
+    # pad=False (slow: a second build of the model): the unpadded graph, the same numbers
+    ort = pytest.importorskip("onnxruntime")
+    from ember.contrib import graph_executor
+    from ember.relay.frontend import from_onnx
+
+    model, inputs = _onnx_model()
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, inputs)
+    mod, params = from_onnx(model, {k: v.shape for k, v in inputs.items()})
+    config = {"relay.AlterOpLayout.pad_channels": pad}
+    with ember.transform.PassContext(opt_level=3, config=config):
+        lib = relay.build(mod, "llvm", params=params)
+    # the padded results that leave the blocked world (150 and 2 channels) are sliced back;
+    # the 21-, 255- and 13-channel ones are read blocked by the next conv
+    kernels = [n["attrs"]["func_name"] for n in json.loads(lib.get_graph_json())["nodes"]
+               if n["op"] == "tvm_op"]
+    assert sum("strided_slice" in k for k in kernels) == (2 if pad else 0), kernels
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(**inputs)
+    m.run()
+    for i, expected in enumerate(want):
+        np.testing.assert_allclose(m.get_output(i).numpy(), expected, rtol=1e-4,
+                                   atol=1e-5, err_msg=f"branch {i}, pad={pad}")
