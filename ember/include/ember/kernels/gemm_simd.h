@@ -15,8 +15,8 @@
  * EMBER_VL is the lane count. Every function is static inline so a translation unit that
  * uses only some of them compiles warning-free with -std=c99 -Wall -Wextra.
  * ember_vexp is a Cephes-style exp (relative error ~2e-7 over the float range, inputs
- * clamped to [-88.37, 88.37]); ember_verf is Abramowitz-Stegun 7.1.26 (absolute error
- * <= 1.5e-7).
+ * clamped to [-88.37, 88.37]); ember_verf and ember_vtanh are vmath.h's ember_erff and
+ * ember_tanhf (<= 2 ulp, branch-free) on vectors.
  */
 #ifndef EMBER_KERNELS_GEMM_SIMD_H_
 #define EMBER_KERNELS_GEMM_SIMD_H_
@@ -79,6 +79,10 @@ static inline ember_vf ember_vpow2_rounded(ember_vf v) {
 static inline ember_vf ember_vkeep_ge(ember_vf v, ember_vf x, float c) {
   return (ember_vf)((ember_vi)v & (x >= ember_vset1(c)));
 }
+/* lanes of t where a >= c, else of f (also where a is NaN) */
+static inline ember_vf ember_vselect_ge(ember_vf a, float c, ember_vf t, ember_vf f) {
+  return ember_vselect(a >= ember_vset1(c), t, f);
+}
 static inline ember_vf ember_vcopysign(ember_vf mag, ember_vf sign) {
   ember_vi m = (ember_vi)ember_vset1(-0.0f);
   return (ember_vf)((~m & (ember_vi)mag) | (m & (ember_vi)sign));
@@ -128,6 +132,11 @@ static inline ember_vf ember_vpow2_rounded(ember_vf v) {
 static inline ember_vf ember_vkeep_ge(ember_vf v, ember_vf x, float c) {
   ember_vf r; int i;
   for (i = 0; i < 4; ++i) r.v[i] = x.v[i] >= c ? v.v[i] : 0.0f;
+  return r;
+}
+static inline ember_vf ember_vselect_ge(ember_vf a, float c, ember_vf t, ember_vf f) {
+  ember_vf r; int i;
+  for (i = 0; i < 4; ++i) r.v[i] = a.v[i] >= c ? t.v[i] : f.v[i];
   return r;
 }
 #endif /* vector extensions / portable */
@@ -193,32 +202,76 @@ static inline ember_vf ember_vexp_core(ember_vf x) {
   return ember_vmul(p, ember_vpow2_rounded(v));
 }
 
-/* exp(x), inputs clamped to [-87.3, 88.37]. */
+/* exp(x), inputs clamped to [-87.3, 88.37]; NaN gives NaN (the clamp bound is the first
+ * operand of each comparison, so a NaN lane keeps x). */
 static inline ember_vf ember_vexp(ember_vf x) {
-  return ember_vexp_core(ember_vmin(ember_vmax(x, ember_vset1(-87.3f)), ember_vset1(88.37f)));
+  return ember_vexp_core(ember_vmin(ember_vset1(88.37f), ember_vmax(ember_vset1(-87.3f), x)));
 }
 
-/* erf(x), Abramowitz-Stegun 7.1.26 on |x|, sign restored. */
+/* exp(v) for v in [-16.5, -0.5] (what ember_verf needs): no clamps, 2^n normal. */
+static inline ember_vf ember_vexp_neg(ember_vf v) {
+  ember_vf t = ember_vfma(v, ember_vset1(1.44269504f), ember_vset1(EMBER_ROUND_MAGIC));
+  ember_vf n = ember_vsub(t, ember_vset1(EMBER_ROUND_MAGIC));
+  ember_vf r = ember_vfma(n, ember_vset1(-0.693145752f), v);
+  ember_vf p = ember_vset1(1.98412698e-04f);
+  r = ember_vfma(n, ember_vset1(-1.42860677e-06f), r);
+  p = ember_vfma(p, r, ember_vset1(1.38888889e-03f));
+  p = ember_vfma(p, r, ember_vset1(8.33333333e-03f));
+  p = ember_vfma(p, r, ember_vset1(4.16666667e-02f));
+  p = ember_vfma(p, r, ember_vset1(1.66666667e-01f));
+  p = ember_vfma(p, r, ember_vset1(0.5f));
+  p = ember_vfma(p, r, ember_vset1(1.0f));
+  p = ember_vfma(p, r, ember_vset1(1.0f));
+  return ember_vmul(p, ember_vpow2_rounded(t));
+}
+
+/* erf(x): vmath.h's ember_erff in vector registers (same polynomials, <= 2 ulp, no division):
+ * |x| < 0.875: x + x q(x^2); above: 1 - exp(-x^2) r(min(|x|, 4) - 2.4375) with the sign of x
+ * (at |x| = 4 that rounds to 1 already, so no third branch). NaN takes the first side: NaN. */
 static inline ember_vf ember_verf(ember_vf x) {
-  ember_vf one = ember_vset1(1.0f);
-  ember_vf ax = ember_vmax(x, ember_vsub(ember_vzero(), x));
-  ember_vf t = ember_vdiv(one, ember_vfma(ember_vset1(0.3275911f), ax, one));
-  ember_vf p = ember_vset1(1.061405429f);
-  ember_vf y;
-  p = ember_vfma(p, t, ember_vset1(-1.453152027f));
-  p = ember_vfma(p, t, ember_vset1(1.421413741f));
-  p = ember_vfma(p, t, ember_vset1(-0.284496736f));
-  p = ember_vfma(p, t, ember_vset1(0.254829592f));
-  p = ember_vmul(p, t);
-  y = ember_vsub(one, ember_vmul(p, ember_vexp(ember_vsub(ember_vzero(), ember_vmul(ax, ax)))));
-  return ember_vcopysign(y, x);
+  ember_vf s = ember_vmul(x, x), a = ember_vcopysign(x, ember_vzero());
+  ember_vf q = ember_vset1(8.669567e-05f), z, r, e, big;
+  q = ember_vfma(q, s, ember_vset1(-0.00082058506f));
+  q = ember_vfma(q, s, ember_vset1(0.0052058743f));
+  q = ember_vfma(q, s, ember_vset1(-0.026861025f));
+  q = ember_vfma(q, s, ember_vset1(0.11283718f));
+  q = ember_vfma(q, s, ember_vset1(-0.37612635f));
+  q = ember_vfma(q, s, ember_vset1(0.12837917f));
+  z = ember_vsub(ember_vmin(a, ember_vset1(4.0f)), ember_vset1(2.4375f));
+  r = ember_vset1(1.2129205e-07f);
+  r = ember_vfma(r, z, ember_vset1(-5.355154e-07f));
+  r = ember_vfma(r, z, ember_vset1(1.1999506e-06f));
+  r = ember_vfma(r, z, ember_vset1(-4.2806637e-06f));
+  r = ember_vfma(r, z, ember_vset1(1.858804e-05f));
+  r = ember_vfma(r, z, ember_vset1(-6.847935e-05f));
+  r = ember_vfma(r, z, ember_vset1(0.0002386721f));
+  r = ember_vfma(r, z, ember_vset1(-0.0008170706f));
+  r = ember_vfma(r, z, ember_vset1(0.0027090905f));
+  r = ember_vfma(r, z, ember_vset1(-0.008648258f));
+  r = ember_vfma(r, z, ember_vset1(0.026497975f));
+  r = ember_vfma(r, z, ember_vset1(-0.07756081f));
+  r = ember_vfma(r, z, ember_vset1(0.21555248f));
+  e = ember_vexp_neg(ember_vsub(ember_vzero(),
+                                ember_vmin(ember_vmax(s, ember_vset1(0.5f)), ember_vset1(16.0f))));
+  big = ember_vcopysign(ember_vsub(ember_vset1(1.0f), ember_vmul(e, r)), x);
+  return ember_vselect_ge(a, 0.875f, big, ember_vfma(x, q, x));
 }
 
-/* tanh(x) = 1 - 2 / (exp(2x) + 1): saturates correctly at both ends. */
+/* tanh(x): vmath.h's ember_tanhf in vector registers: |x| < 0.625: x + x s p(s), s = x^2;
+ * above: 1 - 2 / (e^(2 min(|x|, 9.1)) + 1) (tanh rounds to 1 from 9.1) with the sign of x.
+ * NaN takes the first side: NaN. */
 static inline ember_vf ember_vtanh(ember_vf x) {
-  ember_vf one = ember_vset1(1.0f);
-  ember_vf e = ember_vexp(ember_vadd(x, x));
-  return ember_vsub(one, ember_vdiv(ember_vset1(2.0f), ember_vadd(e, one)));
+  ember_vf one = ember_vset1(1.0f), s = ember_vmul(x, x), a = ember_vcopysign(x, ember_vzero());
+  ember_vf p = ember_vset1(0.0022896307f), e, big;
+  p = ember_vfma(p, s, ember_vset1(-0.008340872f));
+  p = ember_vfma(p, s, ember_vset1(0.021767853f));
+  p = ember_vfma(p, s, ember_vset1(-0.05395911f));
+  p = ember_vfma(p, s, ember_vset1(0.13333303f));
+  p = ember_vfma(p, s, ember_vset1(-0.33333334f));
+  e = ember_vmin(a, ember_vset1(9.1f));
+  e = ember_vexp_core(ember_vadd(e, e));
+  big = ember_vsub(one, ember_vdiv(ember_vset1(2.0f), ember_vadd(e, one)));
+  return ember_vselect_ge(a, 0.625f, ember_vcopysign(big, x), ember_vfma(x, ember_vmul(s, p), x));
 }
 
 #endif /* EMBER_KERNELS_GEMM_SIMD_H_ */
