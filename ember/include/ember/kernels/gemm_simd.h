@@ -71,7 +71,8 @@ static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return ember_vselect
 static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return ember_vselect(a < b, a, b); }
 /* a * b + c */
 static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) { return a * b + c; }
-/* 2^n where v = n + EMBER_ROUND_MAGIC, |n| <= 127: n sits in the low mantissa bits of v */
+/* 2^n where v = n + EMBER_ROUND_MAGIC, -127 <= n <= 127 (n sits in the low mantissa bits of
+ * v); n = -127 gives +0 (a zero exponent field) */
 static inline ember_vf ember_vpow2_rounded(ember_vf v) {
   return (ember_vf)(((ember_vi)v - (ember_vi)ember_vset1(EMBER_ROUND_MAGIC) + 127) << 23);
 }
@@ -125,7 +126,8 @@ static inline ember_vf ember_vpow2_rounded(ember_vf v) {
     float m = EMBER_ROUND_MAGIC;
     memcpy(&bits, &v.v[i], sizeof bits);
     memcpy(&magic, &m, sizeof magic);
-    r.v[i] = ldexpf(1.0f, (int)(bits - magic));
+    /* n = -127: +0, as the vector form's zero exponent field (ember_vexp0 relies on it) */
+    r.v[i] = bits - magic <= -127 ? 0.0f : ldexpf(1.0f, (int)(bits - magic));
   }
   return r;
 }
@@ -165,7 +167,36 @@ static inline void ember_vstore_part(float* p, int64_t r, ember_vf v) {
 #define EMBER_COLD static
 #endif
 
-/* Horizontal sum and max through memory: only used once per row, not in inner loops. */
+/* Horizontal sum and max (once per row, not in inner loops): with vector extensions a
+ * butterfly of lane swaps (log2(EMBER_VL) shuffles, no round trip through memory, whose
+ * store-to-load forwarding of a vector into scalars stalls); else through memory. */
+#if defined(EMBER_SIMD_VECTOR_EXT) && (defined(__clang__) || __GNUC__ >= 12)
+#if EMBER_VL == 16
+#define EMBER_VSWAP_HALF(v) \
+  __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)
+#define EMBER_VSWAP_4(v) \
+  __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)
+#define EMBER_VSWAP_2(v) \
+  __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)
+#define EMBER_VSWAP_1(v) \
+  __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)
+#define EMBER_VREDUCE(op, v) \
+  (v = op(v, EMBER_VSWAP_HALF(v)), v = op(v, EMBER_VSWAP_4(v)), v = op(v, EMBER_VSWAP_2(v)), \
+   v = op(v, EMBER_VSWAP_1(v)), v[0])
+#elif EMBER_VL == 8
+#define EMBER_VREDUCE(op, v)                                                            \
+  (v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3)),                   \
+   v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5)),                   \
+   v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6)), v[0])
+#else
+#define EMBER_VREDUCE(op, v)                                                            \
+  (v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1)),                               \
+   v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2)), v[0])
+#endif
+static inline float ember_vhsum(ember_vf v) { return EMBER_VREDUCE(ember_vadd, v); }
+static inline float ember_vhmax(ember_vf v) { return EMBER_VREDUCE(ember_vmax, v); }
+#undef EMBER_VREDUCE
+#else
 static inline float ember_vhsum(ember_vf v) {
   float t[EMBER_VL];
   float s = 0.0f;
@@ -183,6 +214,7 @@ static inline float ember_vhmax(ember_vf v) {
   for (i = 1; i < EMBER_VL; ++i) m = t[i] > m ? t[i] : m;
   return m;
 }
+#endif
 
 /* exp(x) for x in [-87.3, 88.37]: x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6
  * polynomial, times 2^n (n rounded with EMBER_ROUND_MAGIC: no float-int conversions). */
