@@ -117,8 +117,16 @@ static inline void ember_gemm_tile(int32_t K, const float* a, int64_t lda, int32
     ember_gemm_row(K, a, b, b_ks, c, nr, e, n0, res_off);
     return;
   }
-  if (accumulate) {
+  if (accumulate && mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR) {
     /* a later block of k: start from the partial sums in C */
+    c00 = ember_vload(c + 0 * ldc); c01 = ember_vload(c + 0 * ldc + EMBER_VL);
+    c10 = ember_vload(c + 1 * ldc); c11 = ember_vload(c + 1 * ldc + EMBER_VL);
+    c20 = ember_vload(c + 2 * ldc); c21 = ember_vload(c + 2 * ldc + EMBER_VL);
+    c30 = ember_vload(c + 3 * ldc); c31 = ember_vload(c + 3 * ldc + EMBER_VL);
+    c40 = ember_vload(c + 4 * ldc); c41 = ember_vload(c + 4 * ldc + EMBER_VL);
+    c50 = ember_vload(c + 5 * ldc); c51 = ember_vload(c + 5 * ldc + EMBER_VL);
+  } else if (accumulate) {
+    /* the same for an edge tile, its valid part only */
     float tmp[EMBER_GEMM_MR * EMBER_GEMM_NR];
     int32_t i, j;
     for (i = 0; i < EMBER_GEMM_MR; ++i) {
