@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
   for (a = 0; a < sizeof acts / sizeof acts[0]; ++a) {
     printf("gemm_197x192x768_%s %.1f\n", acts[a].name, time_gemm(197, 768, 192, acts[a].act, reps));
   }
-  printf("gemm_128x768x3072_gelu_tanh %.1f\n", time_gemm(128, 3072, 768, EMBER_ACT_GELU_TANH, reps / 5 + 1));
+  printf("gemm_128x768x3072_gelu_tanh %.1f\n",
+         time_gemm(128, 3072, 768, EMBER_ACT_GELU_TANH, reps / 5 + 1));
   printf("softmax_3x197x197 %.1f\n", time_softmax(3 * 197, 197, reps * 4));
   printf("softmax_6x128x128 %.1f\n", time_softmax(6 * 128, 128, reps * 4));
   printf("softmax_12x50x50 %.1f\n", time_softmax(12 * 50, 50, reps * 4));
