@@ -165,14 +165,19 @@ static inline void ember_gemm_tile(int32_t K, const float* a, int64_t lda, int32
     EMBER_GEMM_STORE_ROW(5, c50, c51)
 #undef EMBER_GEMM_STORE_ROW
   } else if (mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR) {
-    /* full tile, costly activation: stored, then the epilogue over the block in place */
-    ember_vstore(c + 0 * ldc, c00); ember_vstore(c + 0 * ldc + EMBER_VL, c01);
-    ember_vstore(c + 1 * ldc, c10); ember_vstore(c + 1 * ldc + EMBER_VL, c11);
-    ember_vstore(c + 2 * ldc, c20); ember_vstore(c + 2 * ldc + EMBER_VL, c21);
-    ember_vstore(c + 3 * ldc, c30); ember_vstore(c + 3 * ldc + EMBER_VL, c31);
-    ember_vstore(c + 4 * ldc, c40); ember_vstore(c + 4 * ldc + EMBER_VL, c41);
-    ember_vstore(c + 5 * ldc, c50); ember_vstore(c + 5 * ldc + EMBER_VL, c51);
-    ember_epi_block(c, ldc, EMBER_GEMM_MR, EMBER_GEMM_NR, e, n0, res_off, ldc);
+    /* full tile, costly activation: alpha and bias in registers, stored, then the
+     * activations over the block in place */
+#define EMBER_GEMM_STORE_ROW(i, r0, r1)                                                      \
+    ember_vstore(c + (i) * ldc, ember_epi_scale_bias(r0, e, n0));                           \
+    ember_vstore(c + (i) * ldc + EMBER_VL, ember_epi_scale_bias(r1, e, n0 + EMBER_VL));
+    EMBER_GEMM_STORE_ROW(0, c00, c01)
+    EMBER_GEMM_STORE_ROW(1, c10, c11)
+    EMBER_GEMM_STORE_ROW(2, c20, c21)
+    EMBER_GEMM_STORE_ROW(3, c30, c31)
+    EMBER_GEMM_STORE_ROW(4, c40, c41)
+    EMBER_GEMM_STORE_ROW(5, c50, c51)
+#undef EMBER_GEMM_STORE_ROW
+    ember_epi_block_acts(c, ldc, EMBER_GEMM_MR, EMBER_GEMM_NR, e, res_off, ldc);
   } else {
     /* edge tile: through a buffer (the epilogue there, vectorised), the valid part only */
     float tmp[EMBER_GEMM_MR * EMBER_GEMM_NR];

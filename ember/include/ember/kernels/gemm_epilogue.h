@@ -189,15 +189,22 @@ EMBER_ALWAYS_INLINE ember_vf ember_vact_fast(ember_vf x, int32_t act, float p0, 
   return act == EMBER_ACT_RELU ? ember_vmax(x, ember_vzero()) : ember_vact(x, act, p0, p1);
 }
 
-/* The epilogue of EMBER_VL outputs of one row: columns n.., residual at res_off. */
-EMBER_ALWAYS_INLINE ember_vf ember_epi_vec(ember_vf v, const ember_epilogue* e, int64_t n,
-                                     int64_t res_off) {
+/* alpha and the bias on EMBER_VL outputs of one row, columns n.. */
+EMBER_ALWAYS_INLINE ember_vf ember_epi_scale_bias(ember_vf v, const ember_epilogue* e,
+                                                  int64_t n) {
   if (e->alpha != 1.0f) v = ember_vmul(v, ember_vset1(e->alpha));
   if (e->bias_mode == EMBER_EPI_VECTOR) {
     v = ember_vadd(v, ember_vload(e->bias + n));
   } else if (e->bias_mode == EMBER_EPI_SCALAR) {
     v = ember_vadd(v, ember_vset1(e->bias[0]));
   }
+  return v;
+}
+
+/* The epilogue of EMBER_VL outputs of one row: columns n.., residual at res_off. */
+EMBER_ALWAYS_INLINE ember_vf ember_epi_vec(ember_vf v, const ember_epilogue* e, int64_t n,
+                                     int64_t res_off) {
+  v = ember_epi_scale_bias(v, e, n);
   if (e->act1 != EMBER_ACT_NONE) v = ember_vact_fast(v, e->act1, e->p1a, e->p1b);
   if (e->res_mode == EMBER_EPI_VECTOR) {
     v = ember_vadd(v, ember_vload(e->res + res_off));
@@ -236,28 +243,14 @@ static inline int ember_epi_in_registers(const ember_epilogue* e) {
          (e->act2 == EMBER_ACT_NONE || e->act2 == EMBER_ACT_RELU);
 }
 
-/* The whole epilogue in place on a block of raw sums: `rows` rows of `cols` outputs at c
- * (row stride ldc; every row readable and writable up to cols rounded up to EMBER_VL),
- * columns n0.., the residual of (i, j) at res_off + i * res_ld + j. Stage by stage over the
- * block (it is in L1), so each activation runs through ember_vact_block. */
-EMBER_NOINLINE void ember_epi_block(float* c, int64_t ldc, int32_t rows, int32_t cols,
-                                    const ember_epilogue* e, int64_t n0, int64_t res_off,
-                                    int64_t res_ld) {
+/* The epilogue after alpha and the bias, in place on a block: `rows` rows of `cols` outputs
+ * at c (row stride ldc; every row readable and writable up to cols rounded up to EMBER_VL),
+ * the residual of (i, j) at res_off + i * res_ld + j. Stage by stage over the block (it is in
+ * L1), so each activation runs through ember_vact_block. */
+EMBER_NOINLINE void ember_epi_block_acts(float* c, int64_t ldc, int32_t rows, int32_t cols,
+                                         const ember_epilogue* e, int64_t res_off,
+                                         int64_t res_ld) {
   int32_t nvec = (cols + EMBER_VL - 1) / EMBER_VL, i, j;
-  for (i = 0; i < rows; ++i) {
-    for (j = 0; j < cols; j += EMBER_VL) {
-      float* p = c + i * ldc + j;
-      int64_t w = cols - j < EMBER_VL ? cols - j : EMBER_VL;
-      ember_vf v = ember_vmul(ember_vload(p), ember_vset1(e->alpha));
-      if (e->bias_mode == EMBER_EPI_VECTOR) {
-        v = ember_vadd(v, w == EMBER_VL ? ember_vload(e->bias + n0 + j)
-                                        : ember_vload_part(e->bias + n0 + j, w, 0.0f));
-      } else if (e->bias_mode == EMBER_EPI_SCALAR) {
-        v = ember_vadd(v, ember_vset1(e->bias[0]));
-      }
-      ember_vstore(p, v);
-    }
-  }
   if (e->act1 != EMBER_ACT_NONE) ember_vact_block(c, ldc, rows, nvec, e->act1, e->p1a, e->p1b);
   if (e->res_mode != EMBER_EPI_NONE) {
     for (i = 0; i < rows; ++i) {
@@ -272,6 +265,29 @@ EMBER_NOINLINE void ember_epi_block(float* c, int64_t ldc, int32_t rows, int32_t
     }
   }
   if (e->act2 != EMBER_ACT_NONE) ember_vact_block(c, ldc, rows, nvec, e->act2, e->p2a, e->p2b);
+}
+
+/* The whole epilogue in place on a block of raw sums (as ember_epi_block_acts), columns
+ * n0..: alpha and the bias first. */
+EMBER_NOINLINE void ember_epi_block(float* c, int64_t ldc, int32_t rows, int32_t cols,
+                                    const ember_epilogue* e, int64_t n0, int64_t res_off,
+                                    int64_t res_ld) {
+  int32_t i, j;
+  for (i = 0; i < rows; ++i) {
+    for (j = 0; j < cols; j += EMBER_VL) {
+      float* p = c + i * ldc + j;
+      int64_t w = cols - j < EMBER_VL ? cols - j : EMBER_VL;
+      ember_vf v = ember_vmul(ember_vload(p), ember_vset1(e->alpha));
+      if (e->bias_mode == EMBER_EPI_VECTOR) {
+        v = ember_vadd(v, w == EMBER_VL ? ember_vload(e->bias + n0 + j)
+                                        : ember_vload_part(e->bias + n0 + j, w, 0.0f));
+      } else if (e->bias_mode == EMBER_EPI_SCALAR) {
+        v = ember_vadd(v, ember_vset1(e->bias[0]));
+      }
+      ember_vstore(p, v);
+    }
+  }
+  ember_epi_block_acts(c, ldc, rows, cols, e, res_off, res_ld);
 }
 
 #endif /* EMBER_KERNELS_GEMM_EPILOGUE_H_ */
