@@ -168,9 +168,11 @@ def test_layer_norm_eps_dominates_a_constant_row(harness: _Lib) -> None:
 
 @pytest.mark.parametrize("inner", [1, 8, 3])
 @pytest.mark.parametrize("log", [False, True])
-def test_softmax_extreme_inputs(harness: _Lib, inner: int, log: bool) -> None:
-    n = 21
+@pytest.mark.parametrize("n", [21, 3, 37])  # a ragged end (overlapping last vector), short row
+def test_softmax_extreme_inputs(harness: _Lib, inner: int, log: bool, n: int) -> None:
     rows = np.stack([
+        np.where(np.arange(n) == n - 1, np.nan, 0.0),  # a NaN in the last (overlapping) lanes
+        np.where(np.arange(n) >= n - 2, -np.inf, 1.0),  # masked entries at the end
         np.where(np.arange(n) % 3 == 0, -np.inf, np.linspace(-2, 2, n)),  # masked entries
         np.full(n, -np.inf),  # everything masked: NaN, as numpy
         np.linspace(-1e30, 1e30, n),  # very large: one-hot
@@ -183,7 +185,8 @@ def test_softmax_extreme_inputs(harness: _Lib, inner: int, log: bool) -> None:
     got = harness.softmax(x, 1, log, False)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
     if not log:
-        assert (got[0, ::3] == 0.0).all()  # masked entries are exactly 0
+        assert (got[2, ::3] == 0.0).all()  # masked entries are exactly 0
+        assert (got[1, -2:] == 0.0).all()
 
 
 # ------------------------------------------------------------------------------ relay builds

@@ -84,14 +84,15 @@ static inline void ember_gemm_row(int32_t K, const float* a, const float* b, int
   }
   x0 = ember_vadd(ember_vadd(x0, y0), ember_vadd(z0, w0));
   x1 = ember_vadd(ember_vadd(x1, y1), ember_vadd(z1, w1));
-  if (nr == EMBER_GEMM_NR) {
+  if (nr == EMBER_GEMM_NR && ember_epi_in_registers(e)) {
     ember_vstore(c, ember_epi_vec(x0, e, n0, res_off));
     ember_vstore(c + EMBER_VL, ember_epi_vec(x1, e, n0 + EMBER_VL, res_off + EMBER_VL));
   } else {
     float tmp[EMBER_GEMM_NR];
     ember_vstore(tmp, x0);
     ember_vstore(tmp + EMBER_VL, x1);
-    for (j = 0; j < nr; ++j) c[j] = ember_epi_one(tmp[j], e, n0 + j, res_off + j);
+    ember_epi_block(tmp, EMBER_GEMM_NR, 1, nr, e, n0, res_off, 0);
+    for (j = 0; j < nr; ++j) c[j] = tmp[j];
   }
 }
 
@@ -116,8 +117,16 @@ static inline void ember_gemm_tile(int32_t K, const float* a, int64_t lda, int32
     ember_gemm_row(K, a, b, b_ks, c, nr, e, n0, res_off);
     return;
   }
-  if (accumulate) {
+  if (accumulate && mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR) {
     /* a later block of k: start from the partial sums in C */
+    c00 = ember_vload(c + 0 * ldc); c01 = ember_vload(c + 0 * ldc + EMBER_VL);
+    c10 = ember_vload(c + 1 * ldc); c11 = ember_vload(c + 1 * ldc + EMBER_VL);
+    c20 = ember_vload(c + 2 * ldc); c21 = ember_vload(c + 2 * ldc + EMBER_VL);
+    c30 = ember_vload(c + 3 * ldc); c31 = ember_vload(c + 3 * ldc + EMBER_VL);
+    c40 = ember_vload(c + 4 * ldc); c41 = ember_vload(c + 4 * ldc + EMBER_VL);
+    c50 = ember_vload(c + 5 * ldc); c51 = ember_vload(c + 5 * ldc + EMBER_VL);
+  } else if (accumulate) {
+    /* the same for an edge tile, its valid part only */
     float tmp[EMBER_GEMM_MR * EMBER_GEMM_NR];
     int32_t i, j;
     for (i = 0; i < EMBER_GEMM_MR; ++i) {
@@ -142,8 +151,8 @@ static inline void ember_gemm_tile(int32_t K, const float* a, int64_t lda, int32
     t = ember_vset1(a4[k]); c40 = ember_vfma(t, b0, c40); c41 = ember_vfma(t, b1, c41);
     t = ember_vset1(a5[k]); c50 = ember_vfma(t, b0, c50); c51 = ember_vfma(t, b1, c51);
   }
-  if (mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR) {
-    /* full tile: the epilogue on the registers, then one store per vector */
+  if (mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR && ember_epi_in_registers(e)) {
+    /* full tile, cheap epilogue: the epilogue on the registers, then one store per vector */
 #define EMBER_GEMM_STORE_ROW(i, r0, r1)                                                      \
     ember_vstore(c + (i) * ldc, ember_epi_vec(r0, e, n0, res_off + (i) * ldc));             \
     ember_vstore(c + (i) * ldc + EMBER_VL,                                                   \
@@ -155,8 +164,22 @@ static inline void ember_gemm_tile(int32_t K, const float* a, int64_t lda, int32
     EMBER_GEMM_STORE_ROW(4, c40, c41)
     EMBER_GEMM_STORE_ROW(5, c50, c51)
 #undef EMBER_GEMM_STORE_ROW
+  } else if (mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR) {
+    /* full tile, costly activation: alpha and bias in registers, stored, then the
+     * activations over the block in place */
+#define EMBER_GEMM_STORE_ROW(i, r0, r1)                                                      \
+    ember_vstore(c + (i) * ldc, ember_epi_scale_bias(r0, e, n0));                           \
+    ember_vstore(c + (i) * ldc + EMBER_VL, ember_epi_scale_bias(r1, e, n0 + EMBER_VL));
+    EMBER_GEMM_STORE_ROW(0, c00, c01)
+    EMBER_GEMM_STORE_ROW(1, c10, c11)
+    EMBER_GEMM_STORE_ROW(2, c20, c21)
+    EMBER_GEMM_STORE_ROW(3, c30, c31)
+    EMBER_GEMM_STORE_ROW(4, c40, c41)
+    EMBER_GEMM_STORE_ROW(5, c50, c51)
+#undef EMBER_GEMM_STORE_ROW
+    ember_epi_block_acts(c, ldc, EMBER_GEMM_MR, EMBER_GEMM_NR, e, res_off, ldc);
   } else {
-    /* edge tile: through a buffer, the valid part only */
+    /* edge tile: through a buffer (the epilogue there, vectorised), the valid part only */
     float tmp[EMBER_GEMM_MR * EMBER_GEMM_NR];
     int32_t i, j;
     ember_vstore(tmp + 0 * EMBER_GEMM_NR, c00); ember_vstore(tmp + 0 * EMBER_GEMM_NR + EMBER_VL, c01);
@@ -165,11 +188,11 @@ static inline void ember_gemm_tile(int32_t K, const float* a, int64_t lda, int32
     ember_vstore(tmp + 3 * EMBER_GEMM_NR, c30); ember_vstore(tmp + 3 * EMBER_GEMM_NR + EMBER_VL, c31);
     ember_vstore(tmp + 4 * EMBER_GEMM_NR, c40); ember_vstore(tmp + 4 * EMBER_GEMM_NR + EMBER_VL, c41);
     ember_vstore(tmp + 5 * EMBER_GEMM_NR, c50); ember_vstore(tmp + 5 * EMBER_GEMM_NR + EMBER_VL, c51);
+    if (!ember_epi_is_identity(e)) {
+      ember_epi_block(tmp, EMBER_GEMM_NR, mr, nr, e, n0, res_off, ldc);
+    }
     for (i = 0; i < mr; ++i) {
-      for (j = 0; j < nr; ++j) {
-        c[i * ldc + j] = ember_epi_one(tmp[i * EMBER_GEMM_NR + j], e, n0 + j,
-                                       res_off + i * ldc + j);
-      }
+      for (j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * EMBER_GEMM_NR + j];
     }
   }
 }

@@ -15,8 +15,8 @@
  * EMBER_VL is the lane count. Every function is static inline so a translation unit that
  * uses only some of them compiles warning-free with -std=c99 -Wall -Wextra.
  * ember_vexp is a Cephes-style exp (relative error ~2e-7 over the float range, inputs
- * clamped to [-88.37, 88.37]); ember_verf is Abramowitz-Stegun 7.1.26 (absolute error
- * <= 1.5e-7).
+ * clamped to [-88.37, 88.37]); ember_verf and ember_vtanh are vmath.h's ember_erff and
+ * ember_tanhf (<= 2 ulp, branch-free) on vectors.
  */
 #ifndef EMBER_KERNELS_GEMM_SIMD_H_
 #define EMBER_KERNELS_GEMM_SIMD_H_
@@ -71,13 +71,18 @@ static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return ember_vselect
 static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return ember_vselect(a < b, a, b); }
 /* a * b + c */
 static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) { return a * b + c; }
-/* 2^n where v = n + EMBER_ROUND_MAGIC, |n| <= 127: n sits in the low mantissa bits of v */
+/* 2^n where v = n + EMBER_ROUND_MAGIC, -127 <= n <= 127 (n sits in the low mantissa bits of
+ * v); n = -127 gives +0 (a zero exponent field) */
 static inline ember_vf ember_vpow2_rounded(ember_vf v) {
   return (ember_vf)(((ember_vi)v - (ember_vi)ember_vset1(EMBER_ROUND_MAGIC) + 127) << 23);
 }
 /* lanes of v where x >= c, else 0 (also where x is NaN) */
 static inline ember_vf ember_vkeep_ge(ember_vf v, ember_vf x, float c) {
   return (ember_vf)((ember_vi)v & (x >= ember_vset1(c)));
+}
+/* lanes of t where a >= c, else of f (also where a is NaN) */
+static inline ember_vf ember_vselect_ge(ember_vf a, float c, ember_vf t, ember_vf f) {
+  return ember_vselect(a >= ember_vset1(c), t, f);
 }
 static inline ember_vf ember_vcopysign(ember_vf mag, ember_vf sign) {
   ember_vi m = (ember_vi)ember_vset1(-0.0f);
@@ -121,13 +126,19 @@ static inline ember_vf ember_vpow2_rounded(ember_vf v) {
     float m = EMBER_ROUND_MAGIC;
     memcpy(&bits, &v.v[i], sizeof bits);
     memcpy(&magic, &m, sizeof magic);
-    r.v[i] = ldexpf(1.0f, (int)(bits - magic));
+    /* n = -127: +0, as the vector form's zero exponent field (ember_vexp0 relies on it) */
+    r.v[i] = bits - magic <= -127 ? 0.0f : ldexpf(1.0f, (int)(bits - magic));
   }
   return r;
 }
 static inline ember_vf ember_vkeep_ge(ember_vf v, ember_vf x, float c) {
   ember_vf r; int i;
   for (i = 0; i < 4; ++i) r.v[i] = x.v[i] >= c ? v.v[i] : 0.0f;
+  return r;
+}
+static inline ember_vf ember_vselect_ge(ember_vf a, float c, ember_vf t, ember_vf f) {
+  ember_vf r; int i;
+  for (i = 0; i < 4; ++i) r.v[i] = a.v[i] >= c ? t.v[i] : f.v[i];
   return r;
 }
 #endif /* vector extensions / portable */
@@ -156,7 +167,36 @@ static inline void ember_vstore_part(float* p, int64_t r, ember_vf v) {
 #define EMBER_COLD static
 #endif
 
-/* Horizontal sum and max through memory: only used once per row, not in inner loops. */
+/* Horizontal sum and max (once per row, not in inner loops): with vector extensions a
+ * butterfly of lane swaps (log2(EMBER_VL) shuffles, no round trip through memory, whose
+ * store-to-load forwarding of a vector into scalars stalls); else through memory. */
+#if defined(EMBER_SIMD_VECTOR_EXT) && (defined(__clang__) || __GNUC__ >= 12)
+#if EMBER_VL == 16
+#define EMBER_VSWAP_HALF(v) \
+  __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)
+#define EMBER_VSWAP_4(v) \
+  __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)
+#define EMBER_VSWAP_2(v) \
+  __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)
+#define EMBER_VSWAP_1(v) \
+  __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)
+#define EMBER_VREDUCE(op, v) \
+  (v = op(v, EMBER_VSWAP_HALF(v)), v = op(v, EMBER_VSWAP_4(v)), v = op(v, EMBER_VSWAP_2(v)), \
+   v = op(v, EMBER_VSWAP_1(v)), v[0])
+#elif EMBER_VL == 8
+#define EMBER_VREDUCE(op, v)                                                            \
+  (v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3)),                   \
+   v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5)),                   \
+   v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6)), v[0])
+#else
+#define EMBER_VREDUCE(op, v)                                                            \
+  (v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1)),                               \
+   v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2)), v[0])
+#endif
+static inline float ember_vhsum(ember_vf v) { return EMBER_VREDUCE(ember_vadd, v); }
+static inline float ember_vhmax(ember_vf v) { return EMBER_VREDUCE(ember_vmax, v); }
+#undef EMBER_VREDUCE
+#else
 static inline float ember_vhsum(ember_vf v) {
   float t[EMBER_VL];
   float s = 0.0f;
@@ -174,6 +214,7 @@ static inline float ember_vhmax(ember_vf v) {
   for (i = 1; i < EMBER_VL; ++i) m = t[i] > m ? t[i] : m;
   return m;
 }
+#endif
 
 /* exp(x) for x in [-87.3, 88.37]: x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6
  * polynomial, times 2^n (n rounded with EMBER_ROUND_MAGIC: no float-int conversions). */
@@ -193,32 +234,76 @@ static inline ember_vf ember_vexp_core(ember_vf x) {
   return ember_vmul(p, ember_vpow2_rounded(v));
 }
 
-/* exp(x), inputs clamped to [-87.3, 88.37]. */
+/* exp(x), inputs clamped to [-87.3, 88.37]; NaN gives NaN (the clamp bound is the first
+ * operand of each comparison, so a NaN lane keeps x). */
 static inline ember_vf ember_vexp(ember_vf x) {
-  return ember_vexp_core(ember_vmin(ember_vmax(x, ember_vset1(-87.3f)), ember_vset1(88.37f)));
+  return ember_vexp_core(ember_vmin(ember_vset1(88.37f), ember_vmax(ember_vset1(-87.3f), x)));
 }
 
-/* erf(x), Abramowitz-Stegun 7.1.26 on |x|, sign restored. */
+/* exp(v) for v in [-16.5, -0.5] (what ember_verf needs): no clamps, 2^n normal. */
+static inline ember_vf ember_vexp_neg(ember_vf v) {
+  ember_vf t = ember_vfma(v, ember_vset1(1.44269504f), ember_vset1(EMBER_ROUND_MAGIC));
+  ember_vf n = ember_vsub(t, ember_vset1(EMBER_ROUND_MAGIC));
+  ember_vf r = ember_vfma(n, ember_vset1(-0.693145752f), v);
+  ember_vf p = ember_vset1(1.98412698e-04f);
+  r = ember_vfma(n, ember_vset1(-1.42860677e-06f), r);
+  p = ember_vfma(p, r, ember_vset1(1.38888889e-03f));
+  p = ember_vfma(p, r, ember_vset1(8.33333333e-03f));
+  p = ember_vfma(p, r, ember_vset1(4.16666667e-02f));
+  p = ember_vfma(p, r, ember_vset1(1.66666667e-01f));
+  p = ember_vfma(p, r, ember_vset1(0.5f));
+  p = ember_vfma(p, r, ember_vset1(1.0f));
+  p = ember_vfma(p, r, ember_vset1(1.0f));
+  return ember_vmul(p, ember_vpow2_rounded(t));
+}
+
+/* erf(x): vmath.h's ember_erff in vector registers (same polynomials, <= 2 ulp, no division):
+ * |x| < 0.875: x + x q(x^2); above: 1 - exp(-x^2) r(min(|x|, 4) - 2.4375) with the sign of x
+ * (at |x| = 4 that rounds to 1 already, so no third branch). NaN takes the first side: NaN. */
 static inline ember_vf ember_verf(ember_vf x) {
-  ember_vf one = ember_vset1(1.0f);
-  ember_vf ax = ember_vmax(x, ember_vsub(ember_vzero(), x));
-  ember_vf t = ember_vdiv(one, ember_vfma(ember_vset1(0.3275911f), ax, one));
-  ember_vf p = ember_vset1(1.061405429f);
-  ember_vf y;
-  p = ember_vfma(p, t, ember_vset1(-1.453152027f));
-  p = ember_vfma(p, t, ember_vset1(1.421413741f));
-  p = ember_vfma(p, t, ember_vset1(-0.284496736f));
-  p = ember_vfma(p, t, ember_vset1(0.254829592f));
-  p = ember_vmul(p, t);
-  y = ember_vsub(one, ember_vmul(p, ember_vexp(ember_vsub(ember_vzero(), ember_vmul(ax, ax)))));
-  return ember_vcopysign(y, x);
+  ember_vf s = ember_vmul(x, x), a = ember_vcopysign(x, ember_vzero());
+  ember_vf q = ember_vset1(8.669567e-05f), z, r, e, big;
+  q = ember_vfma(q, s, ember_vset1(-0.00082058506f));
+  q = ember_vfma(q, s, ember_vset1(0.0052058743f));
+  q = ember_vfma(q, s, ember_vset1(-0.026861025f));
+  q = ember_vfma(q, s, ember_vset1(0.11283718f));
+  q = ember_vfma(q, s, ember_vset1(-0.37612635f));
+  q = ember_vfma(q, s, ember_vset1(0.12837917f));
+  z = ember_vsub(ember_vmin(a, ember_vset1(4.0f)), ember_vset1(2.4375f));
+  r = ember_vset1(1.2129205e-07f);
+  r = ember_vfma(r, z, ember_vset1(-5.355154e-07f));
+  r = ember_vfma(r, z, ember_vset1(1.1999506e-06f));
+  r = ember_vfma(r, z, ember_vset1(-4.2806637e-06f));
+  r = ember_vfma(r, z, ember_vset1(1.858804e-05f));
+  r = ember_vfma(r, z, ember_vset1(-6.847935e-05f));
+  r = ember_vfma(r, z, ember_vset1(0.0002386721f));
+  r = ember_vfma(r, z, ember_vset1(-0.0008170706f));
+  r = ember_vfma(r, z, ember_vset1(0.0027090905f));
+  r = ember_vfma(r, z, ember_vset1(-0.008648258f));
+  r = ember_vfma(r, z, ember_vset1(0.026497975f));
+  r = ember_vfma(r, z, ember_vset1(-0.07756081f));
+  r = ember_vfma(r, z, ember_vset1(0.21555248f));
+  e = ember_vexp_neg(ember_vsub(ember_vzero(),
+                                ember_vmin(ember_vmax(s, ember_vset1(0.5f)), ember_vset1(16.0f))));
+  big = ember_vcopysign(ember_vsub(ember_vset1(1.0f), ember_vmul(e, r)), x);
+  return ember_vselect_ge(a, 0.875f, big, ember_vfma(x, q, x));
 }
 
-/* tanh(x) = 1 - 2 / (exp(2x) + 1): saturates correctly at both ends. */
+/* tanh(x): vmath.h's ember_tanhf in vector registers: |x| < 0.625: x + x s p(s), s = x^2;
+ * above: 1 - 2 / (e^(2 min(|x|, 9.1)) + 1) (tanh rounds to 1 from 9.1) with the sign of x.
+ * NaN takes the first side: NaN. */
 static inline ember_vf ember_vtanh(ember_vf x) {
-  ember_vf one = ember_vset1(1.0f);
-  ember_vf e = ember_vexp(ember_vadd(x, x));
-  return ember_vsub(one, ember_vdiv(ember_vset1(2.0f), ember_vadd(e, one)));
+  ember_vf one = ember_vset1(1.0f), s = ember_vmul(x, x), a = ember_vcopysign(x, ember_vzero());
+  ember_vf p = ember_vset1(0.0022896307f), e, big;
+  p = ember_vfma(p, s, ember_vset1(-0.008340872f));
+  p = ember_vfma(p, s, ember_vset1(0.021767853f));
+  p = ember_vfma(p, s, ember_vset1(-0.05395911f));
+  p = ember_vfma(p, s, ember_vset1(0.13333303f));
+  p = ember_vfma(p, s, ember_vset1(-0.33333334f));
+  e = ember_vmin(a, ember_vset1(9.1f));
+  e = ember_vexp_core(ember_vadd(e, e));
+  big = ember_vsub(one, ember_vdiv(ember_vset1(2.0f), ember_vadd(e, one)));
+  return ember_vselect_ge(a, 0.625f, ember_vcopysign(big, x), ember_vfma(x, ember_vmul(s, p), x));
 }
 
 #endif /* EMBER_KERNELS_GEMM_SIMD_H_ */

@@ -12,7 +12,7 @@
  * three passes with stride `inner`.
  * Rows whose max is not finite (all -inf, or a +inf) or that hold a NaN take a scalar libm path
  * so the result follows IEEE arithmetic as numpy's formula does (NaN where it gives NaN); exp
- * of arguments below -87.3 is flushed to 0 so masked (-inf) entries give exactly 0.
+ * of arguments at or below -127 ln 2 (-88.03) is 0, so masked (-inf) entries give exactly 0.
  * Work items (rows, or (outer, inner block) pairs) are split over TVMBackendParallelLaunch
  * tasks when `parallel`. Returns 0, or -1 when the parallel launch fails.
  */
@@ -34,13 +34,28 @@ EMBER_KENTRY int32_t ember_softmax(EMBER_SOFTMAX_PARAMS);
 #include "ember/c_backend_api.h"
 #include "ember/kernels/gemm_simd.h"
 
-#define EMBER_EXP_FLUSH (-87.3f)
+/* -127 ln 2: at and below it 2^n in ember_vexp0 has a zero exponent field, so exp is 0. */
+#define EMBER_EXP_FLUSH (-88.02969193f)
 
-/* exp(x) for x <= 0 (x - max), 0 below EMBER_EXP_FLUSH (-inf included): one clamp and a
- * mask instead of ember_vexp's two clamps. */
+/* exp(x) for x <= 0 (x - max), NaN for NaN; 0 at and below EMBER_EXP_FLUSH (-inf included):
+ * x is clamped there, where the power of two built from n = -127 is +0, so no mask is needed.
+ * e^r, |r| <= ln2/2, by 1 + r + r^2 q(r), q of degree 4 fitted for relative error on
+ * Chebyshev nodes (8e-8 in float arithmetic): six FMAs, one fewer than ember_vexp_core. */
 static inline ember_vf ember_vexp0(ember_vf x) {
-  ember_vf e = ember_vexp_core(ember_vmax(x, ember_vset1(EMBER_EXP_FLUSH)));
-  return ember_vkeep_ge(e, x, EMBER_EXP_FLUSH);
+  ember_vf v, n, r, p;
+  x = ember_vmax(ember_vset1(EMBER_EXP_FLUSH), x); /* NaN stays NaN */
+  v = ember_vfma(x, ember_vset1(1.44269504088896341f), ember_vset1(EMBER_ROUND_MAGIC));
+  n = ember_vsub(v, ember_vset1(EMBER_ROUND_MAGIC));
+  r = ember_vfma(n, ember_vset1(-0.693359375f), x);
+  r = ember_vfma(n, ember_vset1(2.12194440e-4f), r);
+  p = ember_vset1(1.3748823e-3f);
+  p = ember_vfma(p, r, ember_vset1(8.3696283e-3f));
+  p = ember_vfma(p, r, ember_vset1(4.1669644e-2f));
+  p = ember_vfma(p, r, ember_vset1(1.6666512e-1f));
+  p = ember_vfma(p, r, ember_vset1(4.9999988e-1f));
+  p = ember_vfma(p, r, ember_vset1(1.0f));
+  p = ember_vfma(p, r, ember_vset1(1.0f));
+  return ember_vmul(p, ember_vpow2_rounded(v));
 }
 
 /* The IEEE path of one softmax (stride s between elements): numpy's formula, libm's exp. */
@@ -60,39 +75,92 @@ static inline int ember_softmax_finite(float m, float acc) {
   return m > -INFINITY && m < INFINITY && acc == acc;
 }
 
-/* One row (inner == 1); the last n % EMBER_VL elements as one vector padded with -inf. */
-static inline void ember_softmax_row(const float* x, float* y, int64_t n, int32_t log) {
-  ember_vf vm = ember_vset1(-INFINITY), vs = ember_vzero(), va = ember_vzero(), v;
-  int64_t k, r = n % EMBER_VL, nf = n - r;
-  float m, t;
-  for (k = 0; k < n; k += EMBER_VL) {
-    v = k < nf ? ember_vload(x + k) : ember_vload_part(x + k, r, -INFINITY);
-    vm = ember_vmax(vm, v);
-    va = ember_vadd(va, v); /* -inf padding keeps it a number; a NaN input makes it NaN */
-  }
-  m = ember_vhmax(vm);
-  if (!ember_softmax_finite(m, ember_vhsum(va))) {
+/* Lane indices 0, 1, ..., for masking the lanes of an overlapping last vector. */
+static inline ember_vf ember_softmax_lane_ids(void) {
+  static const float ids[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  return ember_vload(ids);
+}
+
+/* A row shorter than one vector: through a padded copy (-inf pads give exp 0). */
+EMBER_COLD void ember_softmax_short_row(const float* x, float* y, int64_t n, int32_t log) {
+  ember_vf v = ember_vload_part(x, n, -INFINITY), e;
+  float m = ember_vhmax(v), s;
+  if (!ember_softmax_finite(m, ember_vhsum(ember_vload_part(x, n, 0.0f)))) {
     ember_softmax_ieee(x, y, n, 1, log);
     return;
   }
-  vm = ember_vset1(m);
-  for (k = 0; k < n; k += EMBER_VL) {
-    v = k < nf ? ember_vload(x + k) : ember_vload_part(x + k, r, -INFINITY);
-    v = ember_vexp0(ember_vsub(v, vm)); /* padding: exp(-inf) = 0 */
+  e = ember_vexp0(ember_vsub(v, ember_vset1(m)));
+  s = ember_vhsum(e);
+  if (log) {
+    ember_vstore_part(y, n, ember_vsub(v, ember_vset1(m + logf(s))));
+  } else {
+    ember_vstore_part(y, n, ember_vmul(e, ember_vset1(1.0f / s)));
+  }
+}
+
+/* One row (inner == 1), n >= EMBER_VL: a pass for the max, one for the exps and their sum
+ * (a NaN input makes the sum NaN, then the row takes the IEEE path), one to scale. A ragged
+ * end is one vector ending at the row's end, overlapping the last whole one (no copy through
+ * the stack): the max may see its lanes twice; the exp sum masks the repeated lanes; the scale
+ * keeps that vector in a register and stores it last. Two accumulators per reduction halve
+ * the add chain. */
+static inline void ember_softmax_row(const float* x, float* y, int64_t n, int32_t log) {
+  ember_vf vm0 = ember_vset1(-INFINITY), vm1 = vm0, vs0 = ember_vzero(), vs1 = vs0, v, w, tail;
+  int64_t k, r = n % EMBER_VL, nf = n - r, last = n - EMBER_VL;
+  float m, t;
+  if (n < EMBER_VL) {
+    ember_softmax_short_row(x, y, n, log);
+    return;
+  }
+  for (k = 0; k + 2 * EMBER_VL <= nf; k += 2 * EMBER_VL) {
+    v = ember_vload(x + k);
+    w = ember_vload(x + k + EMBER_VL);
+    vm0 = ember_vmax(vm0, v);
+    vm1 = ember_vmax(vm1, w);
+  }
+  for (; k < n; k += EMBER_VL) vm0 = ember_vmax(vm0, ember_vload(x + (k < nf ? k : last)));
+  m = ember_vhmax(ember_vmax(vm0, vm1));
+  if (!(m > -INFINITY && m < INFINITY)) {
+    ember_softmax_ieee(x, y, n, 1, log);
+    return;
+  }
+  vm0 = ember_vset1(m);
+  for (k = 0; k + 2 * EMBER_VL <= nf; k += 2 * EMBER_VL) {
+    v = ember_vexp0(ember_vsub(ember_vload(x + k), vm0));
+    w = ember_vexp0(ember_vsub(ember_vload(x + k + EMBER_VL), vm0));
     if (!log) {
-      if (k < nf) ember_vstore(y + k, v); else ember_vstore_part(y + k, r, v);
+      ember_vstore(y + k, v);
+      ember_vstore(y + k + EMBER_VL, w);
     }
-    vs = ember_vadd(vs, v);
+    vs0 = ember_vadd(vs0, v);
+    vs1 = ember_vadd(vs1, w);
+  }
+  for (; k < nf; k += EMBER_VL) {
+    v = ember_vexp0(ember_vsub(ember_vload(x + k), vm0));
+    if (!log) ember_vstore(y + k, v);
+    vs0 = ember_vadd(vs0, v);
+  }
+  if (r) {
+    /* lanes below EMBER_VL - r were summed above */
+    v = ember_vexp0(ember_vsub(ember_vload(x + last), vm0));
+    if (!log) ember_vstore(y + last, v);
+    vs1 = ember_vadd(vs1, ember_vkeep_ge(v, ember_softmax_lane_ids(), (float)(EMBER_VL - r)));
+  }
+  t = ember_vhsum(ember_vadd(vs0, vs1));
+  if (t != t) { /* a NaN input (ember_vexp0 keeps NaN): numpy's formula */
+    ember_softmax_ieee(x, y, n, 1, log);
+    return;
   }
   if (log) {
-    t = m + logf(ember_vhsum(vs));
-    vm = ember_vset1(t);
-    for (k = 0; k < nf; k += EMBER_VL) ember_vstore(y + k, ember_vsub(ember_vload(x + k), vm));
-    if (r) ember_vstore_part(y + nf, r, ember_vsub(ember_vload_part(x + nf, r, 0.0f), vm));
+    t = m + logf(t);
+    vm0 = ember_vset1(t);
+    for (k = 0; k < nf; k += EMBER_VL) ember_vstore(y + k, ember_vsub(ember_vload(x + k), vm0));
+    if (r) ember_vstore(y + last, ember_vsub(ember_vload(x + last), vm0));
   } else {
-    vs = ember_vset1(1.0f / ember_vhsum(vs));
-    for (k = 0; k < nf; k += EMBER_VL) ember_vstore(y + k, ember_vmul(ember_vload(y + k), vs));
-    if (r) ember_vstore_part(y + nf, r, ember_vmul(ember_vload_part(y + nf, r, 0.0f), vs));
+    vs0 = ember_vset1(1.0f / t);
+    tail = ember_vmul(ember_vload(y + last), vs0); /* before the loop scales its first lanes */
+    for (k = 0; k < nf; k += EMBER_VL) ember_vstore(y + k, ember_vmul(ember_vload(y + k), vs0));
+    if (r) ember_vstore(y + last, tail);
   }
 }
 
