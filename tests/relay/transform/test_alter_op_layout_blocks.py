@@ -38,6 +38,7 @@ def _names(mod: ember.IRModule) -> list[str]:
 
 
 def _same_as_unplanned(body: relay.Expr, x: relay.Var, shape: tuple[int, ...]) -> None:
+    """Built with and without planning, every output of ``body`` (one, or a tuple) agrees."""
     from ember.contrib import graph_executor
 
     mod = ember.IRModule.from_expr(relay.Function([x], body))
@@ -49,8 +50,11 @@ def _same_as_unplanned(body: relay.Expr, x: relay.Var, shape: tuple[int, ...]) -
         m = graph_executor.GraphModule(lib["default"](ember.cpu()))
         m.set_input("x", xv)
         m.run()
-        outs.append(m.get_output(0).numpy())
-    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-5)
+        outs.append([m.get_output(i).numpy() for i in range(m.get_num_outputs())])
+    assert len(outs[0]) == len(outs[1]) >= 1
+    for i, (planned, unplanned) in enumerate(zip(*outs)):
+        np.testing.assert_allclose(planned, unplanned, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"output {i}")
 
 
 ACTS = {  # spelled-out form -> the conv epilogue's activation and parameters
@@ -63,12 +67,15 @@ ACTS = {  # spelled-out form -> the conv epilogue's activation and parameters
 }
 
 
+def _act_after_residual(act: str, x: relay.Var) -> relay.Expr:
+    return ACTS[act][0](relay.add(relay.nn.conv2d(x, _c(8, 8, 3, 3), padding=(1, 1)), x))
+
+
 @pytest.mark.parametrize("act", ACTS)
 def test_activation_after_the_residual_is_in_the_epilogue(act):
-    spell, name, params = ACTS[act]
+    _, name, params = ACTS[act]
     x = relay.var("x", shape=(1, 8, 5, 6))
-    body = spell(relay.add(relay.nn.conv2d(x, _c(8, 8, 3, 3), padding=(1, 1)), x))
-    planned = _plan(body, x)
+    planned = _plan(_act_after_residual(act, x), x)
     (conv,) = [c for c in _calls(planned) if c.op.name.startswith("nn.contrib_conv2d")]
     assert conv.op.name.endswith("_add") and conv.attrs.activation == name
     assert conv.attrs.act_after_add
@@ -76,8 +83,17 @@ def test_activation_after_the_residual_is_in_the_epilogue(act):
         np.testing.assert_allclose((conv.attrs.clip_min, conv.attrs.clip_max), params,
                                    rtol=1e-6)
     assert [n for n in _names(planned) if not n.startswith(("nn.contrib", "layout"))] == []
-    if find_c_compiler() is not None:
-        _same_as_unplanned(body, x, (1, 8, 5, 6))
+
+
+@needs_cc
+def test_every_activation_epilogue_computes_what_the_unplanned_build_does():
+    # One model holding every activation's block (one output each): two builds, not two per
+    # activation; each output is compared on its own.
+    x = relay.var("x", shape=(1, 8, 5, 6))
+    body = relay.Tuple([_act_after_residual(act, x) for act in ACTS])
+    convs = [c for c in _calls(_plan(body, x)) if c.op.name.startswith("nn.contrib_conv2d")]
+    assert sorted(c.attrs.activation for c in convs) == sorted(a[1] for a in ACTS.values())
+    _same_as_unplanned(body, x, (1, 8, 5, 6))
 
 
 def test_activation_before_the_residual():
