@@ -4,10 +4,13 @@ The kernels take their tiles as run-time arguments, so one compile of the harnes
 candidate: ``ember_tune_sgemm``, ``ember_tune_conv2d_nchwc_x{4,8,16}`` and
 ``ember_tune_depthwise_nchwc_x{4,8,16}`` call the kernel
 ``number`` times with the tiles given and return the mean time of one call (the loop runs in C,
-so small kernels are not timed together with ctypes' call overhead). The library is built by
-the project's compiler driver (``contrib/cc.py``, cached under ``$EMBER_CACHE_DIR/lib``; its
-source goes under ``$EMBER_CACHE_DIR/tuning/harness``) with the instruction-set flags of the
-build being tuned, and runs on its own thread pool (``EmberSetNumThreads``).
+so small kernels are not timed together with ctypes' call overhead). The harness is a library
+per part, built when a workload first needs it: the GEMM, and the conv and depthwise kernels of
+one lane count (a build for AVX2 uses 8 and 4 lanes, never 16: the 16-lane conv alone is the
+longest compile). Each is built by the project's compiler driver (``contrib/cc.py``, cached
+under ``$EMBER_CACHE_DIR/lib``; sources under ``$EMBER_CACHE_DIR/tuning/harness``) with the
+instruction-set flags of the build being tuned, and runs on its own thread pool
+(``EmberSetNumThreads``, set on every part).
 
 A :class:`Workload` holds random inputs for one kernel call (numpy, float32, the layouts of
 the kernel headers: a packed B for GEMM, NCHW[L]c for conv) and runs it with given tiles.
@@ -30,19 +33,20 @@ from ..topi.nn import conv2d_nchwc as conv_kernel
 from ..topi.nn import gemm_kernel
 from ..topi.tile_records import Query
 
-_SOURCE = r"""/* ember's tile-search harness (ember/tuning/harness.py): time kernel calls. */
+# Each part defines only its own kernels' bodies (kernel-object mode, ember/kernels/linkage.h).
+_PROLOGUE = r"""/* ember's tile-search harness (ember/tuning/harness.py): time kernel calls. */
 #define _POSIX_C_SOURCE 199309L
 #include <time.h>
-
-#include "ember/kernels/conv_nchwc.h"
-#include "ember/kernels/gemm.h"
-
+#define EMBER_KERNEL_OBJECT 1
+"""
+_NOW = r"""
 static double ember_tune_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-
+"""
+_SGEMM = r"""
 /* g: batch M N K a_bs lda b_bs b_ks b_ns b_nr c_bs ldc; t: mc kc parallel */
 int ember_tune_sgemm(const float* a, const float* b, float* c, const int32_t* g,
                      const int32_t* t, int32_t number, double* seconds) {
@@ -55,7 +59,11 @@ int ember_tune_sgemm(const float* a, const float* b, float* c, const int32_t* g,
   *seconds = (ember_tune_now() - start) / (number > 0 ? number : 1);
   return rc;
 }
-
+"""
+_GEMM = r"""#define EMBER_KOBJ_ember_sgemm 1
+#include "ember/kernels/gemm.h"
+""" + _NOW + _SGEMM
+_CONV = r"""
 /* g: the 17 size arguments of ember_conv2d_nchwc_x<L>; t: rb rw strip order threads */
 #define EMBER_TUNE_CONV(L)                                                                    \
   int ember_tune_conv2d_nchwc_x##L(const float* in, const float* w, const float* bias,        \
@@ -72,9 +80,6 @@ int ember_tune_sgemm(const float* a, const float* b, float* c, const int32_t* g,
     *seconds = (ember_tune_now() - start) / (number > 0 ? number : 1);                        \
     return rc;                                                                                \
   }
-EMBER_TUNE_CONV(4)
-EMBER_TUNE_CONV(8)
-EMBER_TUNE_CONV(16)
 
 /* g: the 14 size arguments of ember_depthwise_nchwc_x<L>; t: strip threads */
 #define EMBER_TUNE_DW(L)                                                                      \
@@ -91,10 +96,18 @@ EMBER_TUNE_CONV(16)
     *seconds = (ember_tune_now() - start) / (number > 0 ? number : 1);                        \
     return rc;                                                                                \
   }
-EMBER_TUNE_DW(4)
-EMBER_TUNE_DW(8)
-EMBER_TUNE_DW(16)
 """
+
+
+def _part_source(part: str) -> str:
+    """The C of one harness part: "gemm", or a lane count's conv and depthwise ("x8")."""
+    if part == "gemm":
+        return _PROLOGUE + _GEMM
+    lanes = int(part[1:])
+    return (_PROLOGUE + f"#define EMBER_KERNEL_LANES {lanes}\n"
+            "#define EMBER_KOBJ_ember_conv2d_nchwc 1\n#define EMBER_KOBJ_ember_depthwise_nchwc 1\n"
+            '#include "ember/kernels/conv_nchwc.h"\n' + _NOW + _CONV
+            + f"EMBER_TUNE_CONV({lanes})\nEMBER_TUNE_DW({lanes})\n")
 _F32P = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
 _I32P = np.ctypeslib.ndpointer(np.int32, flags="C_CONTIGUOUS")
 _DOUBLEP = ctypes.POINTER(ctypes.c_double)
@@ -112,30 +125,54 @@ class Harness:
             raise TVMError(f"ember tune: kernels for {choice.level.name} cannot run on this CPU "
                            f"(it lacks {', '.join(missing)}); tune on the machine you build for")
         self.choice = choice
-        src = cache_dir("tuning", "harness") / f"{content_hash(_SOURCE)}.c"
+        self._parts: dict[str, ctypes.CDLL] = {}
+        self._threads: int | None = None
+        self.path: Path = self._load("gemm")  # the GEMM part: what every tuned model has
+
+    def _load(self, part: str) -> Path:
+        """Build (or find cached) and load harness part ``part``; its library's path."""
+        text = _part_source(part)
+        src = cache_dir("tuning", "harness") / f"{content_hash(text)}.c"
         if not src.exists():
-            atomic_write(src, _SOURCE.encode())
-        self.path: Path = cc.build_shared(src, options=list(choice.arch_flags))
-        self._lib = ctypes.CDLL(str(self.path))
-        for name in ("ember_tune_sgemm", *(f"ember_tune_{kind}_x{lanes}"
-                                           for kind in ("conv2d_nchwc", "depthwise_nchwc")
-                                           for lanes in conv_kernel.LANES)):
-            fn = getattr(self._lib, name)
+            atomic_write(src, text.encode())
+        path = cc.build_shared(src, options=list(self.choice.arch_flags))
+        lib = ctypes.CDLL(str(path))
+        names = ["ember_tune_sgemm"] if part == "gemm" else [
+            f"ember_tune_{kind}_{part}" for kind in ("conv2d_nchwc", "depthwise_nchwc")]
+        for name in names:
+            fn = getattr(lib, name)
             inputs = 2 if name == "ember_tune_sgemm" else 3
             fn.argtypes = [_F32P] * (inputs + 1) + [_I32P, _I32P, ctypes.c_int32, _DOUBLEP]
             fn.restype = ctypes.c_int32
-        self._lib.EmberSetNumThreads.argtypes = [ctypes.c_int]
+        lib.EmberSetNumThreads.argtypes = [ctypes.c_int]
+        if self._threads is not None:
+            lib.EmberSetNumThreads(self._threads)
+        self._parts[part] = lib
+        return path
+
+    def _entry(self, name: str) -> Any:
+        """Kernel entry point ``name`` (``ember_tune_sgemm``, ``ember_tune_conv2d_nchwc_x8``),
+        its part built on first use."""
+        part = "gemm" if name == "ember_tune_sgemm" else name.rsplit("_", 1)[-1]
+        if part not in self._parts:
+            if part != "gemm" and int(part[1:]) not in conv_kernel.LANES:
+                raise TVMError(f"ember tune: no harness kernel {name!r} (lane counts "
+                               f"{conv_kernel.LANES})")
+            self._load(part)
+        return getattr(self._parts[part], name)
 
     def set_threads(self, threads: int) -> None:
-        """The thread count a parallel kernel runs on from now on."""
-        self._lib.EmberSetNumThreads(int(threads))
+        """The thread count a parallel kernel runs on from now on (every part's pool)."""
+        self._threads = int(threads)
+        for lib in self._parts.values():
+            lib.EmberSetNumThreads(self._threads)
 
     def call(self, name: str, arrays: list[np.ndarray], sizes: np.ndarray, tiles: list[int],
              number: int) -> float:
         """Run kernel entry point ``name`` ``number`` times; seconds per call."""
         seconds = ctypes.c_double()
-        rc = getattr(self._lib, name)(*arrays, sizes, np.asarray(tiles, np.int32), number,
-                                      ctypes.byref(seconds))
+        rc = self._entry(name)(*arrays, sizes, np.asarray(tiles, np.int32), number,
+                               ctypes.byref(seconds))
         if rc != 0:
             raise TVMError(f"ember tune: {name} failed with tiles {tiles} (status {rc})")
         return seconds.value
