@@ -193,6 +193,25 @@ EDGE_CASES = {
     # a padded 1x1 (too few blocks to pack): rows in the padding, the unrolled block loop
     "1x1_padded_unpacked": {"ic": 32, "oc": 16, "h": 4, "w": 5, "k": (1, 1),
                             "pads": (1, 1, 1, 1)},
+    # small maps in tiles of flattened positions across rows (blocks outermost, order 0):
+    # 7x7 and 14x14, stride 2 onto 7x7, an odd block count (pairs, then one block in row
+    # tiles), an odd map with asymmetric padding and row dilation, a 1x1 map (every tap but
+    # the centre in the padding), strips cut mid-row over a batch split in tasks, and
+    # activations (a late one, residual before and after)
+    "flat_7x7": {"ic": 32, "oc": 64, "h": 7, "w": 7, "tiles": (2, 6, 7, 0)},
+    "flat_14x14_silu_residual": {"ic": 16, "oc": 32, "h": 14, "w": 14, "act": "silu",
+                                 "residual": True, "after": False, "tiles": (2, 6, 14, 0)},
+    "flat_stride2_to_7x7": {"ic": 32, "oc": 32, "h": 14, "w": 14, "s": (2, 2),
+                            "pads": (1, 1, 1, 1), "tiles": (2, 6, 7, 0)},
+    "flat_odd_blocks_residual": {"ic": 16, "oc": 48, "h": 5, "w": 9, "residual": True,
+                                 "tiles": (2, 6, 9, 0)},
+    "flat_odd_map_dilated_rows": {"ic": 16, "oc": 32, "h": 11, "w": 9, "d": (2, 1),
+                                  "pads": (2, 0, 1, 2), "act": "clip", "tiles": (2, 5, 9, 0)},
+    "flat_1x1_map": {"ic": 16, "oc": 32, "h": 1, "w": 1, "tiles": (2, 1, 1, 0)},
+    "flat_5x5_kernel_stride2": {"ic": 16, "oc": 32, "h": 13, "w": 12, "k": (5, 5),
+                                "s": (2, 2), "pads": (2, 2, 2, 2), "tiles": (2, 6, 6, 0)},
+    "flat_batch_cut_strips_tasks": {"ic": 16, "oc": 48, "h": 7, "w": 7, "n": 2, "tasks": 3,
+                                    "act": "sigmoid", "tiles": (2, 4, 4, 0)},
     "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
     "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
     "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
