@@ -253,7 +253,8 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "conv1d_long_row", "1x1_packed_stride2_padding",
                                   "pairs_7_wide", "1x1_padded_unpacked",
                                   "residual_act_before", "silu_residual_before", "mish",
-                                  "hardsigmoid"])
+                                  "hardsigmoid", "flat_stride2_to_7x7",
+                                  "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level), lanes=lanes, **EDGE_CASES[case])
@@ -269,6 +270,28 @@ def test_packed_1x1_without_workspace_reads_the_input_in_place(harness_libs):
         lib.harness_set_workspace(1)
     run_case(lib, **EDGE_CASES["1x1_packed_batch_tasks"])
     assert lib.harness_live_workspace() == 0  # every packed strip buffer was freed
+
+
+def test_small_map_tiles_without_workspace_take_the_row_tiles(harness_libs):
+    lib = _harness(harness_libs, "native")
+    lib.harness_set_workspace(0)
+    try:
+        for case in ("flat_7x7", "flat_batch_cut_strips_tasks"):
+            run_case(lib, **EDGE_CASES[case])
+    finally:
+        lib.harness_set_workspace(1)
+    run_case(lib, **EDGE_CASES["flat_batch_cut_strips_tasks"])
+    assert lib.harness_live_workspace() == 0  # every padded input copy was freed
+
+
+def test_cost_model_puts_blocks_outermost_for_late_resnet_convs():
+    # the small-map tiles (flattened positions across rows) need blocks outermost (order 0):
+    # resnet18's 3x3 convs on 14x14 and 7x7 maps, whose weights overflow half the L2
+    for ic, oc, hw, s in ((256, 256, 14, 1), (256, 512, 14, 2), (512, 512, 7, 1)):
+        o = hw // s
+        geo = K.ConvGeometry(1, ic, hw, hw, oc, o, o, 3, 3, (s, s), (1,) * 4, (1, 1), 1, 8, 8)
+        t = K.conv_tiles(geo, LEVELS["avx2"])
+        assert (t.rb, t.order, t.strip) == (2, 0, o)
 
 
 def test_cost_model_loops_packed_1x1_convs_over_blocks_innermost():
