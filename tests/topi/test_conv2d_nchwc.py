@@ -260,28 +260,20 @@ def test_edge_cases_at_lower_levels(harness_libs, level, case):
     run_case(_harness(harness_libs, level), lanes=lanes, **EDGE_CASES[case])
 
 
-def test_packed_1x1_without_workspace_reads_the_input_in_place(harness_libs):
+@pytest.mark.parametrize("cases, then", [
+    # packed 1x1 strips: read in place; small-map tiles: the row tiles read the input
+    (("1x1_packed_strips", "1x1_packed_stride2_padding"), "1x1_packed_batch_tasks"),
+    (("flat_7x7", "flat_batch_cut_strips_tasks"), "flat_batch_cut_strips_tasks")])
+def test_workspace_kernels_run_without_one_and_free_theirs(harness_libs, cases, then):
     lib = _harness(harness_libs, "native")
     lib.harness_set_workspace(0)
     try:
-        for case in ("1x1_packed_strips", "1x1_packed_stride2_padding"):
+        for case in cases:
             run_case(lib, **EDGE_CASES[case])
     finally:
         lib.harness_set_workspace(1)
-    run_case(lib, **EDGE_CASES["1x1_packed_batch_tasks"])
-    assert lib.harness_live_workspace() == 0  # every packed strip buffer was freed
-
-
-def test_small_map_tiles_without_workspace_take_the_row_tiles(harness_libs):
-    lib = _harness(harness_libs, "native")
-    lib.harness_set_workspace(0)
-    try:
-        for case in ("flat_7x7", "flat_batch_cut_strips_tasks"):
-            run_case(lib, **EDGE_CASES[case])
-    finally:
-        lib.harness_set_workspace(1)
-    run_case(lib, **EDGE_CASES["flat_batch_cut_strips_tasks"])
-    assert lib.harness_live_workspace() == 0  # every padded input copy was freed
+    run_case(lib, **EDGE_CASES[then])
+    assert lib.harness_live_workspace() == 0  # every workspace buffer was freed
 
 
 def test_cost_model_puts_blocks_outermost_for_late_resnet_convs():
