@@ -286,6 +286,21 @@ def test_cost_model_puts_blocks_outermost_for_late_resnet_convs():
         assert (t.rb, t.order, t.strip) == (2, 0, o)
 
 
+def test_cost_model_runs_small_maps_in_flat_tiles_with_16_registers_only():
+    # weights that fit the L2 (blocks innermost by the L2 rule) on an 8x8 map: flat tiles,
+    # blocks outermost, at 16 registers; AVX-512 keeps its quads, a 1x1 conv or a 15-wide
+    # row keeps the L2 rule
+    geo = K.ConvGeometry(1, 64, 8, 8, 64, 8, 8, 3, 3, (1, 1), (1,) * 4, (1, 1), 1, 8, 8)
+    assert K.flat_tiles(geo, LEVELS["avx2"], 2)
+    assert K.conv_tiles(geo, LEVELS["avx2"]).order == 0
+    assert K.conv_tiles(replace(geo, lanes=4, in_block=4), LEVELS["sse"]).order == 0
+    assert K.conv_tiles(replace(geo, lanes=16, in_block=16), LEVELS["avx512"]).order == 1
+    for other in (replace(geo, kh=1, kw=1, padding=(0,) * 4),
+                  replace(geo, h=15, w=15, oh=15, ow=15), replace(geo, in_block=1)):
+        assert not K.flat_tiles(other, LEVELS["avx2"], 2)
+        assert K.conv_tiles(other, LEVELS["avx2"]).order == 1
+
+
 def test_cost_model_loops_packed_1x1_convs_over_blocks_innermost():
     # SegFormer's decoder: 1 MiB of weights (blocks outermost by the L2 rule) but packed
     seg = K.ConvGeometry(1, 1024, 1, 4096, 256, 1, 4096, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8,
