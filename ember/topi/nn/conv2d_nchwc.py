@@ -151,7 +151,11 @@ def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
       input blocks (:func:`packs_strips`) always loops over its blocks innermost: the kernel
       then copies each input strip to one contiguous run that serves every block group
       (SegFormer's 1x1 1024->256 at 64x64, blocks outermost and unpacked: 157 ms, 4.9x
-      onnxruntime's time; innermost and packed: 26 ms, onnxruntime 32 ms).
+      onnxruntime's time; innermost and packed: 26 ms, onnxruntime 32 ms). A small map that
+      the kernel runs in tiles of flattened positions across rows (:func:`flat_tiles`) always
+      loops over its blocks outermost: its input sits in the L2, and each tile of up to 6
+      positions (not 4 + 3 columns of a 7-wide row) streams a block pair's weights once
+      (resnet18's 3x3 512->512 at 7x7: 1.26x -> 1.02x onnxruntime's time on one AVX2 core).
     - Strips: a whole output row, except for 1x1 stride-1 convolutions flattened to one long
       row (H*W) and 1-D convolutions (:func:`is_conv1d`), cut so that one input strip fills at
       most a quarter of the L2. A 1-D convolution's long row also loops over its output blocks
