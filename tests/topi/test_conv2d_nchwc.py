@@ -286,6 +286,11 @@ def test_cost_model_puts_blocks_outermost_for_late_resnet_convs():
         assert (t.rb, t.order, t.strip) == (2, 0, o)
 
 
+def test_cost_model_and_kernel_agree_on_the_widest_flat_row():
+    header = (INCLUDE / "ember/kernels/conv_nchwc_flat_impl.h").read_text()
+    assert f"#define EMBER_CONV_FLAT_MAX_OW {K.FLAT_MAX_OW}\n" in header
+
+
 def test_cost_model_runs_small_maps_in_flat_tiles_with_16_registers_only():
     # weights that fit the L2 (blocks innermost by the L2 rule) on an 8x8 map: flat tiles,
     # blocks outermost, at 16 registers; AVX-512 keeps its quads, a 1x1 conv or a 15-wide
