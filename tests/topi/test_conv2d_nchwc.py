@@ -207,6 +207,8 @@ EDGE_CASES = {
                                  "tiles": (2, 6, 9, 0)},
     "flat_odd_map_dilated_rows": {"ic": 16, "oc": 32, "h": 11, "w": 9, "d": (2, 1),
                                   "pads": (2, 0, 1, 2), "act": "clip", "tiles": (2, 5, 9, 0)},
+    "flat_28_wide_stride2": {"ic": 16, "oc": 32, "h": 9, "w": 56, "s": (2, 2),
+                             "tiles": (2, 6, 28, 0)},
     "flat_1x1_map": {"ic": 16, "oc": 32, "h": 1, "w": 1, "tiles": (2, 1, 1, 0)},
     "flat_5x5_kernel_stride2": {"ic": 16, "oc": 32, "h": 13, "w": 12, "k": (5, 5),
                                 "s": (2, 2), "pads": (2, 2, 2, 2), "tiles": (2, 6, 6, 0)},
@@ -293,7 +295,7 @@ def test_cost_model_and_kernel_agree_on_the_widest_flat_row():
 
 def test_cost_model_runs_small_maps_in_flat_tiles_with_16_registers_only():
     # weights that fit the L2 (blocks innermost by the L2 rule) on an 8x8 map: flat tiles,
-    # blocks outermost, at 16 registers; AVX-512 keeps its quads, a 1x1 conv or a 15-wide
+    # blocks outermost, at 16 registers; AVX-512 keeps its quads, a 1x1 conv or a 29-wide
     # row keeps the L2 rule
     geo = K.ConvGeometry(1, 64, 8, 8, 64, 8, 8, 3, 3, (1, 1), (1,) * 4, (1, 1), 1, 8, 8)
     assert K.flat_tiles(geo, LEVELS["avx2"], 2)
@@ -301,7 +303,7 @@ def test_cost_model_runs_small_maps_in_flat_tiles_with_16_registers_only():
     assert K.conv_tiles(replace(geo, lanes=4, in_block=4), LEVELS["sse"]).order == 0
     assert K.conv_tiles(replace(geo, lanes=16, in_block=16), LEVELS["avx512"]).order == 1
     for other in (replace(geo, kh=1, kw=1, padding=(0,) * 4),
-                  replace(geo, h=15, w=15, oh=15, ow=15), replace(geo, in_block=1)):
+                  replace(geo, h=29, w=29, oh=29, ow=29), replace(geo, in_block=1)):
         assert not K.flat_tiles(other, LEVELS["avx2"], 2)
         assert K.conv_tiles(other, LEVELS["avx2"]).order == 1
 

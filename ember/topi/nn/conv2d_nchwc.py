@@ -43,7 +43,7 @@ L2_BYTES = 512 * 1024  # per-core L2 the loop order and strips are sized for
 PACK_MIN_BLOCKS = 16
 # widest output row the kernel runs in tiles of flattened positions across rows
 # (EMBER_CONV_FLAT_MAX_OW in conv_nchwc_flat_impl.h)
-FLAT_MAX_OW = 14
+FLAT_MAX_OW = 28
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 /*!
  * \file ember/kernels/conv_nchwc_flat_impl.h
- * \brief Dense convs on small maps (7x7, 14x14: the late layers of a CNN) in register tiles
+ * \brief Dense convs on small maps (7x7 to 28x28: the later layers of a CNN) in register tiles
  *        that span output rows: included by conv_nchwc_impl.h for one lane count (no include
  *        guard on purpose).
  *
@@ -21,7 +21,9 @@
 #error "conv_nchwc_flat_impl.h is included by ember/kernels/conv_nchwc_impl.h only"
 #endif
 
-#define EMBER_CONV_FLAT_MAX_OW 14
+/* up to 28 columns (28 = 6 + 6 + 6 + 5 + 5 per row, 131 flat tiles instead of 140: 128->128
+ * 3x3 at 28x28 2744 -> 2545 us on one AVX2 core); 56-wide rows are not measured */
+#define EMBER_CONV_FLAT_MAX_OW 28
 #define EMBER_CONV_FLAT_RW 6 /* 12 accumulators + 2 weights + 1 broadcast: 15 of 16 registers */
 
 static inline int EMBER_FN(ember_conv_flat)(const ember_conv_p* p) {
