@@ -193,6 +193,27 @@ EDGE_CASES = {
     # a padded 1x1 (too few blocks to pack): rows in the padding, the unrolled block loop
     "1x1_padded_unpacked": {"ic": 32, "oc": 16, "h": 4, "w": 5, "k": (1, 1),
                             "pads": (1, 1, 1, 1)},
+    # small maps in tiles of flattened positions across rows (blocks outermost, order 0):
+    # 7x7 and 14x14, stride 2 onto 7x7, an odd block count (pairs, then one block in row
+    # tiles), an odd map with asymmetric padding and row dilation, a 1x1 map (every tap but
+    # the centre in the padding), strips cut mid-row over a batch split in tasks, and
+    # activations (a late one, residual before and after)
+    "flat_7x7": {"ic": 32, "oc": 64, "h": 7, "w": 7, "tiles": (2, 6, 7, 0)},
+    "flat_14x14_silu_residual": {"ic": 16, "oc": 32, "h": 14, "w": 14, "act": "silu",
+                                 "residual": True, "after": False, "tiles": (2, 6, 14, 0)},
+    "flat_stride2_to_7x7": {"ic": 32, "oc": 32, "h": 14, "w": 14, "s": (2, 2),
+                            "pads": (1, 1, 1, 1), "tiles": (2, 6, 7, 0)},
+    "flat_odd_blocks_residual": {"ic": 16, "oc": 48, "h": 5, "w": 9, "residual": True,
+                                 "tiles": (2, 6, 9, 0)},
+    "flat_odd_map_dilated_rows": {"ic": 16, "oc": 32, "h": 11, "w": 9, "d": (2, 1),
+                                  "pads": (2, 0, 1, 2), "act": "clip", "tiles": (2, 5, 9, 0)},
+    "flat_28_wide_stride2": {"ic": 16, "oc": 32, "h": 9, "w": 56, "s": (2, 2),
+                             "tiles": (2, 6, 28, 0)},
+    "flat_1x1_map": {"ic": 16, "oc": 32, "h": 1, "w": 1, "tiles": (2, 1, 1, 0)},
+    "flat_5x5_kernel_stride2": {"ic": 16, "oc": 32, "h": 13, "w": 12, "k": (5, 5),
+                                "s": (2, 2), "pads": (2, 2, 2, 2), "tiles": (2, 6, 6, 0)},
+    "flat_batch_cut_strips_tasks": {"ic": 16, "oc": 48, "h": 7, "w": 7, "n": 2, "tasks": 3,
+                                    "act": "sigmoid", "tiles": (2, 4, 4, 0)},
     "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
     "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
     "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
@@ -234,22 +255,57 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "conv1d_long_row", "1x1_packed_stride2_padding",
                                   "pairs_7_wide", "1x1_padded_unpacked",
                                   "residual_act_before", "silu_residual_before", "mish",
-                                  "hardsigmoid"])
+                                  "hardsigmoid", "flat_stride2_to_7x7",
+                                  "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level), lanes=lanes, **EDGE_CASES[case])
 
 
-def test_packed_1x1_without_workspace_reads_the_input_in_place(harness_libs):
+@pytest.mark.parametrize("cases, then", [
+    # packed 1x1 strips: read in place; small-map tiles: the row tiles read the input
+    (("1x1_packed_strips", "1x1_packed_stride2_padding"), "1x1_packed_batch_tasks"),
+    (("flat_7x7", "flat_batch_cut_strips_tasks"), "flat_batch_cut_strips_tasks")])
+def test_workspace_kernels_run_without_one_and_free_theirs(harness_libs, cases, then):
     lib = _harness(harness_libs, "native")
     lib.harness_set_workspace(0)
     try:
-        for case in ("1x1_packed_strips", "1x1_packed_stride2_padding"):
+        for case in cases:
             run_case(lib, **EDGE_CASES[case])
     finally:
         lib.harness_set_workspace(1)
-    run_case(lib, **EDGE_CASES["1x1_packed_batch_tasks"])
-    assert lib.harness_live_workspace() == 0  # every packed strip buffer was freed
+    run_case(lib, **EDGE_CASES[then])
+    assert lib.harness_live_workspace() == 0  # every workspace buffer was freed
+
+
+def test_cost_model_puts_blocks_outermost_for_late_resnet_convs():
+    # the small-map tiles (flattened positions across rows) need blocks outermost (order 0):
+    # resnet18's 3x3 convs on 14x14 and 7x7 maps, whose weights overflow half the L2
+    for ic, oc, hw, s in ((256, 256, 14, 1), (256, 512, 14, 2), (512, 512, 7, 1)):
+        o = hw // s
+        geo = K.ConvGeometry(1, ic, hw, hw, oc, o, o, 3, 3, (s, s), (1,) * 4, (1, 1), 1, 8, 8)
+        t = K.conv_tiles(geo, LEVELS["avx2"])
+        assert (t.rb, t.order, t.strip) == (2, 0, o)
+
+
+def test_cost_model_and_kernel_agree_on_the_widest_flat_row():
+    header = (INCLUDE / "ember/kernels/conv_nchwc_flat_impl.h").read_text()
+    assert f"#define EMBER_CONV_FLAT_MAX_OW {K.FLAT_MAX_OW}\n" in header
+
+
+def test_cost_model_runs_small_maps_in_flat_tiles_with_16_registers_only():
+    # weights that fit the L2 (blocks innermost by the L2 rule) on an 8x8 map: flat tiles,
+    # blocks outermost, at 16 registers; AVX-512 keeps its quads, a 1x1 conv or a 29-wide
+    # row keeps the L2 rule
+    geo = K.ConvGeometry(1, 64, 8, 8, 64, 8, 8, 3, 3, (1, 1), (1,) * 4, (1, 1), 1, 8, 8)
+    assert K.flat_tiles(geo, LEVELS["avx2"], 2)
+    assert K.conv_tiles(geo, LEVELS["avx2"]).order == 0
+    assert K.conv_tiles(replace(geo, lanes=4, in_block=4), LEVELS["sse"]).order == 0
+    assert K.conv_tiles(replace(geo, lanes=16, in_block=16), LEVELS["avx512"]).order == 1
+    for other in (replace(geo, kh=1, kw=1, padding=(0,) * 4),
+                  replace(geo, h=29, w=29, oh=29, ow=29), replace(geo, in_block=1)):
+        assert not K.flat_tiles(other, LEVELS["avx2"], 2)
+        assert K.conv_tiles(other, LEVELS["avx2"]).order == 1
 
 
 def test_cost_model_loops_packed_1x1_convs_over_blocks_innermost():

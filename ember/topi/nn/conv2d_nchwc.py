@@ -41,6 +41,9 @@ L2_BYTES = 512 * 1024  # per-core L2 the loop order and strips are sized for
 # input channel blocks from which the kernel packs each strip of a 1x1 conv looping over its
 # output blocks innermost (EMBER_CONV_PACK_MIN_BLOCKS in conv_nchwc.h)
 PACK_MIN_BLOCKS = 16
+# widest output row the kernel runs in tiles of flattened positions across rows
+# (EMBER_CONV_FLAT_MAX_OW in conv_nchwc_flat_impl.h)
+FLAT_MAX_OW = 28
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,11 @@ def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
       input blocks (:func:`packs_strips`) always loops over its blocks innermost: the kernel
       then copies each input strip to one contiguous run that serves every block group
       (SegFormer's 1x1 1024->256 at 64x64, blocks outermost and unpacked: 157 ms, 4.9x
-      onnxruntime's time; innermost and packed: 26 ms, onnxruntime 32 ms).
+      onnxruntime's time; innermost and packed: 26 ms, onnxruntime 32 ms). A small map that
+      the kernel runs in tiles of flattened positions across rows (:func:`flat_tiles`) always
+      loops over its blocks outermost: its input sits in the L2, and each tile of up to 6
+      positions (not 4 + 3 columns of a 7-wide row) streams a block pair's weights once
+      (resnet18's 3x3 512->512 at 7x7: 1.26x -> 1.02x onnxruntime's time on one AVX2 core).
     - Strips: a whole output row, except for 1x1 stride-1 convolutions flattened to one long
       row (H*W) and 1-D convolutions (:func:`is_conv1d`), cut so that one input strip fills at
       most a quarter of the L2. A 1-D convolution's long row also loops over its output blocks
@@ -184,6 +191,8 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     conv1d = is_conv1d(geo)
     # a conv1d streams its blocks over strips that sit in the L2 (see model_conv_tiles)
     order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 or packs_strips(geo) else 0
+    if flat_tiles(geo, level, rb):
+        order = 0  # the flat tiles need blocks outermost; a small map's input sits in the L2
     strip = tir.convert(geo.ow)
     if geo.kh == geo.kw == 1 or conv1d:  # a single-row conv (1x1 flattened, or a conv1d):
         col_bytes = max(1, geo.ic // geo.groups * 4 * geo.strides[1])  # strips fit the L2
@@ -201,6 +210,17 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     threads = tir.cast(tir.all(big, items >= 2), "int32")
     return ConvTiles(rb, *(static_or_expr(v) for v in (rw, strip)), order,
                      static_or_expr(threads))
+
+
+def flat_tiles(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
+    """Whether the kernel runs ``geo`` in tiles of flattened positions across rows when its
+    blocks are outermost (``ember_conv_flat`` in conv_nchwc_flat_impl.h): a dense conv over
+    a channel-blocked input with kernel rows wider than 1, unit column dilation, pairs of
+    output blocks and a static row of at most :data:`FLAT_MAX_OW` columns, with 16 vector
+    registers (AVX-512's quads already fill short rows)."""
+    return (isinstance(geo.ow, int) and geo.ow <= FLAT_MAX_OW and geo.kw > 1 and rb == 2
+            and geo.groups == 1 and geo.in_block == geo.lanes and geo.dilation[1] == 1
+            and vector_registers(level) == 16)
 
 
 def packs_strips(geo: ConvGeometry) -> bool:

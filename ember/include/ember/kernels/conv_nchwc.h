@@ -149,6 +149,15 @@ static inline int ember_conv_packs(const ember_conv_p* p) {
          p->cb > 1 && p->icb_g >= EMBER_CONV_PACK_MIN_BLOCKS;
 }
 
+/* Rows and columns of the zero-padded input copy of the small-map tiles
+ * (conv_nchwc_flat_impl.h): every tap of every output position. */
+static inline int32_t ember_conv_flat_hp(const ember_conv_p* p) {
+  return (p->oh - 1) * p->sh + (p->kh - 1) * p->dh + 1;
+}
+static inline int32_t ember_conv_flat_wp(const ember_conv_p* p) {
+  return (p->ow - 1) * p->sw + p->kw;
+}
+
 /* The output columns [xi0, xi1) whose taps all fall inside the image, within [x0, x1). */
 static inline void ember_conv_interior(const ember_conv_p* p, int32_t x0, int32_t x1,
                                        int32_t* xi0, int32_t* xi1) {

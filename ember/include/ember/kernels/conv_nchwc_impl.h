@@ -629,13 +629,22 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
   }
 }
 
+#include "ember/kernels/conv_nchwc_flat_impl.h"
+
 EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
   int64_t item, packed = -1; /* the strip (b, oy, s) now in `pack` */
-  float* pack = NULL;
+  int32_t padded = -1;        /* the batch image now in `pad` */
+  float *pack = NULL, *pad = NULL;
+  const int64_t per_group = (int64_t)p->oh * ((p->ow + p->strip - 1) / p->strip);
   if (lo < hi && ember_conv_packs(p)) {
     /* no workspace (a C-runtime arena with no room): the strips are read where they lie */
     pack = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)p->icb * p->strip * p->cb *
                                             sizeof(float), 2, 32);
+  } else if (lo < hi && EMBER_FN(ember_conv_flat)(p)) {
+    /* no workspace: the row tiles of ember_conv_strip */
+    pad = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)p->icb * ember_conv_flat_hp(p) *
+                                           ember_conv_flat_wp(p) * EMBER_L * sizeof(float),
+                                           2, 32);
   }
   for (item = lo; item < hi; ++item) {
     int32_t b, og, oy, s, x0, x1;
@@ -643,7 +652,20 @@ EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int
     x0 = s * p->strip;
     x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
     int32_t nb, ob = ember_conv_blocks(p, og, &nb);
-    if (pack != NULL) {
+    if (pad != NULL) {
+      /* order 0: the items of one (batch, block group) are consecutive and cover consecutive
+       * flattened positions; the run of them in [item, hi) goes in one call */
+      const int64_t end = (item / per_group + 1) * per_group < hi
+                              ? (item / per_group + 1) * per_group : hi;
+      int32_t b1, og1, oy1, s1;
+      ember_conv_item(p, end - 1, &b1, &og1, &oy1, &s1);
+      if (b != padded) EMBER_FN(ember_conv_flat_pad)(p, pad, b);
+      padded = b;
+      EMBER_FN(ember_conv_flat_run)(p, pad, b, ob, nb, oy * p->ow + x0,
+                                    oy1 * p->ow + ((s1 + 1) * p->strip < p->ow
+                                                       ? (s1 + 1) * p->strip : p->ow));
+      item = end - 1;
+    } else if (pack != NULL) {
       const int64_t key = item / ember_conv_block_groups(p); /* order 1: og innermost */
       if (key != packed) EMBER_FN(ember_conv_pack)(p, pack, b, oy, x0, x1);
       packed = key;
@@ -653,6 +675,7 @@ EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int
     }
   }
   if (pack != NULL) TVMBackendFreeWorkspace(1, 0, pack);
+  if (pad != NULL) TVMBackendFreeWorkspace(1, 0, pad);
 }
 
 EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {

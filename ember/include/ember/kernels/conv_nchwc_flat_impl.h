@@ -1,0 +1,163 @@
+/*!
+ * \file ember/kernels/conv_nchwc_flat_impl.h
+ * \brief Dense convs on small maps (7x7 to 28x28: the later layers of a CNN) in register tiles
+ *        that span output rows: included by conv_nchwc_impl.h for one lane count (no include
+ *        guard on purpose).
+ *
+ * Why: a tile of one output row reads every weight of its output blocks once. A 7-wide row
+ * splits into 4 + 3 columns, so a 3x3 512->512 conv streamed its 295 KB of pair weights from
+ * the L2 14 times per block pair (1.43x onnxruntime's time), and the 3-wide tile spends 5 loads
+ * per 6 FMAs. Here the output map is one flattened run of oh * ow positions cut in tiles of up
+ * to 6 (49 = 9 tiles, 196 = 33), each position with its own input offset into a zero-padded
+ * copy of the input (made once per task and batch image), so that no tap needs a bounds check.
+ *
+ * Used (ember_conv_flat) for dense convs with a channel-blocked input, unit column dilation,
+ * kernel rows wider than 1, blocks outermost (order 0: the consecutive work items of one block
+ * group then cover consecutive positions) and rows of at most EMBER_CONV_FLAT_MAX_OW columns,
+ * with 16 vector registers (AVX-512's quads already cover short rows). A last odd output block
+ * and a task with no workspace take the row tiles of ember_conv_strip.
+ */
+#ifndef EMBER_L
+#error "conv_nchwc_flat_impl.h is included by ember/kernels/conv_nchwc_impl.h only"
+#endif
+
+/* up to 28 columns (28 = 6 + 6 + 6 + 5 + 5 per row, 131 flat tiles instead of 140: 128->128
+ * 3x3 at 28x28 2744 -> 2545 us on one AVX2 core); 56-wide rows are not measured */
+#define EMBER_CONV_FLAT_MAX_OW 28
+#define EMBER_CONV_FLAT_RW 6 /* 12 accumulators + 2 weights + 1 broadcast: 15 of 16 registers */
+
+static inline int EMBER_FN(ember_conv_flat)(const ember_conv_p* p) {
+  return EMBER_MAX_RB == 2 && !p->depthwise && p->groups == 1 && p->cb == EMBER_L &&
+         p->order == 0 && p->dw == 1 && p->kw > 1 && p->ow <= EMBER_CONV_FLAT_MAX_OW &&
+         p->ocb_g >= 2;
+}
+
+/* Copy batch image b of the input to `pad` as [icb][hp][wp][L], zeros in the padding (padded
+ * row y, column x hold input row y - pt, column x - pl). */
+EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, int32_t b) {
+  const int32_t L = EMBER_L, hp = ember_conv_flat_hp(p), wp = ember_conv_flat_wp(p);
+  int32_t icb, y, x;
+  for (icb = 0; icb < p->icb; ++icb) {
+    const float* src = p->in + ((size_t)b * p->icb + icb) * p->h * p->w * L;
+    for (y = 0; y < hp; ++y) {
+      const int32_t iy = y - p->pt;
+      float* dst = pad + (((size_t)icb * hp + y) * wp) * L;
+      for (x = 0; x < wp; ++x) {
+        const int32_t ix = x - p->pl;
+        const int inside = iy >= 0 && iy < p->h && ix >= 0 && ix < p->w;
+        EMBER_VSTORE(EMBER_L, dst + (size_t)x * L,
+                     inside ? EMBER_VLOAD(EMBER_L, src + ((size_t)iy * p->w + ix) * L)
+                            : EMBER_VZERO(EMBER_L));
+      }
+    }
+  }
+}
+
+/* acc[j][r] += padded input (position j, tap c of a kernel row at src) * weight vector r. */
+#define EMBER_FLAT_STEP(RW, RB, wq, src)                                                       \
+  {                                                                                            \
+    EV wv[RB];                                                                                 \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
+      EV w_ = EMBER_VLOAD(EMBER_L, (wq) + r * wob);                                            \
+      if (RW <= 4) EMBER_VPIN(EMBER_L, w_);                                                    \
+      wv[r] = w_;                                                                              \
+    }                                                                                          \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
+      EV bx = EMBER_VBCAST(EMBER_L, (src) + pos[j]);                                           \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r)                                                   \
+        acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);                                 \
+    }                                                                                          \
+  }
+
+/* RW flattened output positions [f0, f0 + RW) x RB output blocks (weights w, bias, output
+ * block offset o) over the padded input: only the kernel rows that reach the image for some
+ * position of the tile (rows of padding add zeros: skipped where the whole tile allows). */
+#define EMBER_FLAT_TILE(RW, RB)                                                                \
+  static inline void EMBER_CAT4(ember_flat_tile, EMBER_L, RW, RB)(                             \
+      const ember_conv_p* p, const float* pad, int32_t f0, const float* w, const float* bias,  \
+      size_t o) {                                                                              \
+    EV acc[RW][RB];                                                                            \
+    ptrdiff_t pos[RW];                                                                         \
+    const int32_t L = EMBER_L, hp = ember_conv_flat_hp(p), wp = ember_conv_flat_wp(p);         \
+    const ptrdiff_t cs = (ptrdiff_t)hp * wp * L, dys = (ptrdiff_t)p->dh * wp * L;              \
+    const ptrdiff_t wob = (ptrdiff_t)p->icb_g * p->kh * p->kw * L * L;                         \
+    const size_t oob = (size_t)p->oh * p->ow * L;                                              \
+    const int32_t taps = p->kw * L, oy0 = f0 / p->ow, oy1 = (f0 + RW - 1) / p->ow;             \
+    const int32_t ky0 = ember_first_tap(oy1 * p->sh - p->pt, p->dh, p->kh);                    \
+    const int32_t ky1 = ember_end_tap(oy0 * p->sh - p->pt, p->dh, p->h, p->kh, ky0);           \
+    int32_t j, r, icb, ky, c;                                                                  \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
+      const int32_t oy = (f0 + j) / p->ow, ox = (f0 + j) % p->ow;                              \
+      pos[j] = ((ptrdiff_t)oy * p->sh * wp + (ptrdiff_t)ox * p->sw) * L;                       \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                 \
+    }                                                                                          \
+    for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
+      for (ky = ky0; ky < ky1; ++ky) {                                                         \
+        const float* base = pad + (icb * cs + ky * dys);                                       \
+        const float* wk = w + ((ptrdiff_t)icb * p->kh + ky) * p->kw * L * L;                   \
+        for (c = 0; c < taps; ++c) EMBER_FLAT_STEP(RW, RB, wk + c * L, base + c)               \
+      }                                                                                        \
+    }                                                                                          \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
+      EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                              \
+      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                 \
+        size_t at = o + r * oob + (size_t)(f0 + j) * L;                                        \
+        EV v = acc[j][r] + bv;                                                                 \
+        EMBER_FN(ember_conv_store)(p, &v, p->out + at, p->res + at);                           \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+EMBER_FLAT_TILE(1, 2)
+EMBER_FLAT_TILE(2, 2)
+EMBER_FLAT_TILE(3, 2)
+EMBER_FLAT_TILE(4, 2)
+EMBER_FLAT_TILE(5, 2)
+EMBER_FLAT_TILE(6, 2)
+#undef EMBER_FLAT_TILE
+#undef EMBER_FLAT_STEP
+
+/* Flattened positions [f0, f1) of batch b for output blocks [ob, ob + nb): pairs of blocks in
+ * tiles of even widths up to 6 (49 as 6 * 4 + 5 * 5, not 6 * 8 + 1: a narrow tile spends
+ * more loads per FMA); a last single block in the row tiles of ember_conv_strip. */
+EMBER_KFN void EMBER_FN(ember_conv_flat_run)(const ember_conv_p* p, const float* pad,
+                                             int32_t b, int32_t ob, int32_t nb, int32_t f0,
+                                             int32_t f1) {
+  const int32_t L = EMBER_L;
+  const size_t wob = (size_t)p->icb_g * p->kh * p->kw * L * L;
+  int32_t sb, f, oy;
+  for (sb = 0; sb + 2 <= nb; sb += 2) {
+    const float* w = p->wt + (size_t)(ob + sb) * wob;
+    const float* bias = p->bias + (size_t)(ob + sb) * L;
+    const size_t o = ((size_t)b * p->ocb + ob + sb) * p->oh * p->ow * L;
+    for (f = f0; f < f1;) {
+      const int32_t rest = f1 - f, tiles = (rest + EMBER_CONV_FLAT_RW - 1) / EMBER_CONV_FLAT_RW;
+      const int32_t t = (rest + tiles - 1) / tiles;
+#define EMBER_FLAT_CALL(RW) EMBER_CAT4(ember_flat_tile, EMBER_L, RW, 2)(p, pad, f, w, bias, o)
+      switch (t) {
+        case 6: EMBER_FLAT_CALL(6); break;
+        case 5: EMBER_FLAT_CALL(5); break;
+        case 4: EMBER_FLAT_CALL(4); break;
+        case 3: EMBER_FLAT_CALL(3); break;
+        case 2: EMBER_FLAT_CALL(2); break;
+        default: EMBER_FLAT_CALL(1); break;
+      }
+#undef EMBER_FLAT_CALL
+      f += t;
+    }
+  }
+  if (ember_conv_late_act(p)) {
+    int32_t pb;
+    for (pb = 0; pb < sb; ++pb) {
+      const size_t o = ((size_t)b * p->ocb + ob + pb) * p->oh * p->ow * L;
+      EMBER_FN(ember_conv_act_pass)(p, o + (size_t)f0 * L, (size_t)(f1 - f0) * L);
+    }
+  }
+  if (sb < nb) { /* one block left: its rows (or row pieces) as ember_conv_strip computes them */
+    for (oy = f0 / p->ow; oy * p->ow < f1; ++oy) {
+      const int32_t x0 = f0 > oy * p->ow ? f0 - oy * p->ow : 0;
+      const int32_t x1 = f1 < (oy + 1) * p->ow ? f1 - oy * p->ow : p->ow;
+      EMBER_FN(ember_conv_strip)(p, b, ob + sb, 1, oy, x0, x1);
+    }
+  }
+}
