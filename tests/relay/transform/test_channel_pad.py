@@ -173,6 +173,7 @@ def _onnx_model():
         nodes, "pads", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v)
                         for k, v in shapes.items()], outs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = min(model.ir_version, 10)  # what older onnxruntime releases read
     inputs = {k: np.random.default_rng(4).uniform(-1, 1, v).astype("float32")
               for k, v in shapes.items()}
     return model, inputs
