@@ -131,6 +131,7 @@ def test_graph_inputs_need_the_unknown_sizes():
     (["m.onnx", "--zoo", "dscnn"], "give an ONNX file or --zoo NAME"),
     (["m.onnx", "--threads", "0"], "--threads, --repeat and --top must be >= 1"),
     (["m.onnx", "--warmup", "-1"], "--warmup >= 0"),
+    (["m.onnx", "--clock", "thread", "--threads", "2"], "--clock thread needs --threads 1"),
     (["/nonexistent/m.onnx"], "no such file"),
     (["--zoo", "no_such_model"], "unknown model 'no_such_model'"),
 ])
@@ -176,12 +177,13 @@ def test_end_to_end_on_a_tiny_model(tmp_path, capsys):
     path, out = tmp_path / "tiny.onnx", tmp_path / "out.json"
     onnx.save(model, str(path))
     argv = [str(path), "--shape", "x=1,8,6,6", "--warmup", "1", "--repeat", "3",
-            "--json", str(out)]
+            "--clock", "thread", "--json", str(out)]
     assert op_compare.main(argv) == 0
     printed = capsys.readouterr().out
     assert "conv,relu,residual" in printed and "Conv+Relu+Add" in printed
     record = json.loads(out.read_text())
     assert record["model"] == "tiny" and record["threads"] == 1 and record["repeat"] == 3
+    assert record["clock"] == "thread" and "timed by thread clock" in printed
     (row,) = [r for r in record["rows"] if r["onnx_nodes"]]
     assert row["onnx_nodes"] == ["conv", "relu", "residual"]
     assert row["ember_us"] > 0 and row["ort_us"] > 0

@@ -144,3 +144,13 @@ def test_errors(dbg, kernels):
         dbg.run(number=0)
     with pytest.raises(TypeError, match="lib must be a Module"):
         debug_executor.create(dumps(mlp_graph()), None)
+
+
+@requires_cc
+def test_nodes_are_timed_by_the_executors_clock(dbg):
+    """``clock`` (wall time by default; op_compare --clock thread sets time.thread_time) is
+    what every node's time is read from: a clock that advances 1 s per read gives 1 s."""
+    ticks = iter(range(10_000))
+    dbg.module.clock = lambda: float(next(ticks))
+    times = dbg.run_individual(number=1, repeat=2)
+    assert times[3:] == [1.0] * 4 and times[:3] == [0.0, 0.0, 0.0]
