@@ -5,19 +5,7 @@
 
 #include "ember/kernels/conv_nchwc.h"
 
-static int harness_tasks = 1;
-
-int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
-  TVMParallelGroupEnv env;
-  int i, rc = 0;
-  (void)num_task;
-  env.sync_handle = 0;
-  env.num_task = harness_tasks;
-  for (i = 0; i < harness_tasks; ++i) rc |= flambda(i, &env, cdata);
-  return rc;
-}
-
-void harness_set_tasks(int tasks) { harness_tasks = tasks; }
+#include "harness_tasks.h"
 
 /* The workspace (the 1x1 kernels' packed strips): malloc, or none at all (as a C-runtime
  * arena with no room gives), and a count of the live buffers (each one freed). */

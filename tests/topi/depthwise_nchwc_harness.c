@@ -6,19 +6,7 @@
 #define EMBER_KOBJ_ember_depthwise_nchwc 1
 #include "ember/kernels/conv_nchwc.h"
 
-static int harness_tasks = 1;
-
-int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
-  TVMParallelGroupEnv env;
-  int i, rc = 0;
-  (void)num_task;
-  env.sync_handle = 0;
-  env.num_task = harness_tasks;
-  for (i = 0; i < harness_tasks; ++i) rc |= flambda(i, &env, cdata);
-  return rc;
-}
-
-void harness_set_tasks(int tasks) { harness_tasks = tasks; }
+#include "harness_tasks.h"
 
 /* s: n cblocks h w oh ow kh kw sh sw dh dw pt pl act flags strip thr */
 int harness_depthwise(int lanes, const float* in, const float* w, const float* b,

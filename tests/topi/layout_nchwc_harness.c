@@ -3,17 +3,7 @@
  * the work split. */
 #include "ember/kernels/layout_nchwc.h"
 
-static int harness_tasks = 1;
-
-int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
-  TVMParallelGroupEnv env;
-  int i, rc = 0;
-  (void)num_task;
-  env.sync_handle = 0;
-  env.num_task = harness_tasks;
-  for (i = 0; i < harness_tasks; ++i) rc |= flambda(i, &env, cdata);
-  return rc;
-}
+#include "harness_tasks.h"
 
 int harness_layout(const float* in, float* out, int32_t n, int32_t c, int32_t hw,
                    int32_t block, int32_t to_blocked, int32_t tasks) {

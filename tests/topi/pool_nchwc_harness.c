@@ -3,17 +3,7 @@
  * which exercises the work split. */
 #include "ember/kernels/pool_nchwc.h"
 
-static int harness_tasks = 1;
-
-int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
-  TVMParallelGroupEnv env;
-  int i, rc = 0;
-  (void)num_task;
-  env.sync_handle = 0;
-  env.num_task = harness_tasks;
-  for (i = 0; i < harness_tasks; ++i) rc |= flambda(i, &env, cdata);
-  return rc;
-}
+#include "harness_tasks.h"
 
 /* s: n cblocks h w oh ow kh kw sh sw dh dw pt pl pb pr avg include_pad */
 int harness_pool(int lanes, int tasks, const float* in, float* out, const int32_t* s) {
