@@ -16,6 +16,18 @@ from __future__ import annotations
 
 import re
 
+# Both variants: whether a tensor is dense row-major (strides absent or matching its shape).
+_IS_COMPACT = r"""static int ember_is_compact(const DLTensor* t) {
+  if (t->strides == NULL) return 1;
+  int64_t expect = 1;
+  for (int i = t->ndim - 1; i >= 0; --i) {
+    if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
+    expect *= t->shape[i];
+  }
+  return 1;
+}
+"""
+
 HOSTED = r"""
 static int ember_fail(const char* fmt, ...) {
   char msg[512];
@@ -43,16 +55,7 @@ static void ember_shape_str(const DLTensor* t, char* out) {
   snprintf(out + pos, 256 - pos, t->ndim == 1 ? ",)" : ")");
 }
 
-static int ember_is_compact(const DLTensor* t) {
-  if (t->strides == NULL) return 1;
-  int64_t expect = 1;
-  for (int i = t->ndim - 1; i >= 0; --i) {
-    if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
-    expect *= t->shape[i];
-  }
-  return 1;
-}
-
+""" + _IS_COMPACT + r"""
 /* Check one tensor argument: type code, device, ndim, dtype, layout, alignment. */
 static int ember_check_tensor(const char* label, int type_code, TVMValue v, int ndim, int code,
                               int bits, const char* dtype, int align, DLTensor** out) {
@@ -118,16 +121,7 @@ static int ember_fail3(const char* a, const char* b, const char* c) {
 
 static int ember_fail(const char* msg) { return ember_fail3(msg, "", ""); }
 
-static int ember_is_compact(const DLTensor* t) {
-  if (t->strides == NULL) return 1;
-  int64_t expect = 1;
-  for (int i = t->ndim - 1; i >= 0; --i) {
-    if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
-    expect *= t->shape[i];
-  }
-  return 1;
-}
-
+""" + _IS_COMPACT + r"""
 /* Check one tensor argument: type code, device, ndim, dtype, layout, alignment. */
 static int ember_check_tensor(const char* label, int type_code, TVMValue v, int ndim, int code,
                               int bits, const char* dtype, int align, DLTensor** out) {
