@@ -256,10 +256,11 @@ def metadata_from_dict(obj: Any) -> ModelMetadata:
         workspace_alignment=_size(obj, "workspace_alignment", ""),
         constant_alignment=_size(obj, "constant_alignment", ""),
         constants=tuple(constants), operators=operators,
-        memory={str(k): int(v) for k, v in memory.items()}, version=version,
+        memory={str(k): _size(memory, k, "memory") for k in memory}, version=version,
         pools=tuple(_pool(p, f"pools[{i}]") for i, p in
                     enumerate(_get(obj, "pools", list, "") if "pools" in obj else [])),
-        use_workspace_io=bool(obj.get("use_workspace_io", False)))
+        use_workspace_io=(_get(obj, "use_workspace_io", bool, "")
+                          if "use_workspace_io" in obj else False))
 
 
 def _pool(obj: Any, path: str) -> dict[str, Any]:

@@ -70,6 +70,9 @@ def _valid():
      r"functions\[0\]\.workspace_size_bytes: expected int, got str"),
     (lambda m: m.update(functions=[]), "functions: empty"),
     (lambda m: m.update(link_params=1), "link_params: expected bool, got int"),
+    (lambda m: m.update(memory={"workspace": "big"}), "memory.workspace: expected int, got str"),
+    (lambda m: m.update(memory={"workspace": -8}), "memory.workspace: must be >= 0, got -8"),
+    (lambda m: m.update(use_workspace_io="false"), "use_workspace_io: expected bool, got str"),
 ])
 def test_malformed_metadata_names_the_path(edit, message):
     meta = _valid()
