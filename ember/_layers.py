@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("ember.relay.backend",)),
     ("driver", "relay.build and relay.vm.compile, the C compiler driver, the relay namespace",
      ("ember.relay", "ember.relay._build", "ember.relay.build_module", "ember.relay.vm",
-      "ember.contrib.cc")),
+      "ember.contrib.cc", "ember.contrib.cc_toolchain")),
     ("frontends", "the ONNX importer, the text-format entry (ember.parser), the model zoo",
      ("ember.relay.frontend", "ember.relay.testing", "ember.parser")),
     ("one-line API", "ember.compile and ember.load; ember.tune, the measured tile search",
