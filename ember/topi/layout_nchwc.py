@@ -1,7 +1,9 @@
 """layout_transform between NCHW and NCHW[L]c as a call of ember's blocked-copy kernel
 (``ember/include/ember/kernels/layout_nchwc.h``): each channel block is an L x HW matrix on
 one side and its transpose on the other, copied in tiles (8x8 blocks in registers with AVX),
-at about memory bandwidth. The generic lowering (``topi.transform.layout_transform``) computes
+at about memory bandwidth; channels that are not a multiple of L (a padded last block) get
+zeros in its other lanes, or lose them on the way back (``channel_prefix``: a slice of the
+first channels of a copy back is the copy itself). The generic lowering (``topi.transform.layout_transform``) computes
 one element at a time and stays for every other pair of layouts, for run-time sizes, and where
 the transform reads another kernel's result inlined into it (a fused producer)."""
 from __future__ import annotations
