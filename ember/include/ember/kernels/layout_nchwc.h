@@ -141,9 +141,11 @@ static inline void ember_layout_copy(const ember_layout_p* p, int64_t lo, int64_
   }
 }
 
-/* The copy with the common blocks as constants (unrolled, vectorised inner loops). */
+/* The copy with the common blocks as constants (unrolled, vectorised inner loops): the SIMD
+ * lanes, and 3, the block of an RGB input that a network's first conv reads whole. */
 static inline void ember_layout_range(const ember_layout_p* p, int64_t lo, int64_t hi) {
   switch (p->block) {
+    case 3: ember_layout_copy(p, lo, hi, 3); return;
     case 4: ember_layout_copy(p, lo, hi, 4); return;
     case 8: ember_layout_copy(p, lo, hi, 8); return;
     case 16: ember_layout_copy(p, lo, hi, 16); return;
