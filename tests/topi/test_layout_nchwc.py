@@ -2,8 +2,9 @@
 (ember/kernels/layout_nchwc.h) against numpy: at every SIMD level this machine runs (the AVX
 path transposes 8x8 blocks in registers, the others copy tiles element by element), over
 blocks 8 and 16 (register blocks), 4 and 3 (element copy), maps whose size is not a multiple
-of 8 or of the 64-position tile, 1x1 maps, batch 2, and a work split over 1-3 tasks. Then the
-lowering: which transforms take the kernel and which stay generic."""
+of 8 or of the 64-position tile, 1x1 maps, batch 2, and a work split over 1-3 tasks; channel
+counts that are not a multiple of the block (1, 3, 9, 17: a padded last block, zeros in its
+other lanes). Then the lowering: which transforms take the kernel and which stay generic."""
 from __future__ import annotations
 
 import ctypes
@@ -24,7 +25,10 @@ pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler")
 
 # (n, channels, h, w, block)
 SHAPES = [(1, 64, 56, 56, 8), (2, 16, 3, 5, 8), (1, 32, 1, 1, 16), (1, 48, 9, 13, 16),
-          (1, 8, 7, 7, 8), (2, 12, 5, 17, 4), (1, 9, 4, 3, 3), (1, 16, 11, 11, 8)]
+          (1, 8, 7, 7, 8), (2, 12, 5, 17, 4), (1, 9, 4, 3, 3), (1, 16, 11, 11, 8),
+          # a padded last block: to NCHW[L]c zeros fill its lanes past c, from it they are dropped
+          (1, 3, 9, 70, 8), (2, 1, 8, 8, 8), (2, 9, 5, 13, 8), (1, 17, 3, 67, 16),
+          (1, 3, 1, 1, 16), (2, 9, 4, 5, 4), (1, 17, 2, 9, 3), (3, 13, 6, 11, 8)]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +51,10 @@ def _lib(libs: dict, level: str) -> ctypes.CDLL:
 
 def _blocked(x: np.ndarray, block: int) -> np.ndarray:
     n, c, h, w = x.shape
-    return np.ascontiguousarray(x.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
+    padded = np.zeros((n, -(-c // block) * block, h, w), x.dtype)
+    padded[:, :c] = x
+    return np.ascontiguousarray(
+        padded.reshape(n, -1, block, h, w).transpose(0, 1, 3, 4, 2))
 
 
 @pytest.mark.parametrize("level", list(LEVEL_FLAGS))
@@ -87,12 +94,39 @@ def test_lowering_takes_the_kernel_for_nchw_and_blocked_inputs():
     np.testing.assert_array_equal(got, bv.transpose(0, 1, 4, 2, 3).reshape(1, 48, 4, 4))
 
 
+@pytest.mark.parametrize("channels,block", [(3, 8), (20, 16), (1, 4)])
+def test_lowering_takes_the_kernel_for_a_padded_last_block(channels, block):
+    x = te.placeholder((2, channels, 5, 9), name="x")
+    y = topi.layout_transform(x, "NCHW", f"NCHW{block}c")
+    assert _kind(y) == "kernel"
+    assert [int(d) for d in y.shape] == [2, -(-channels // block), 5, 9, block]
+    v = np.random.default_rng(3).uniform(-1, 1, (2, channels, 5, 9)).astype("float32")
+    (got,) = run_kernel(y, [x], [v])
+    np.testing.assert_array_equal(got, _blocked(v, block))
+
+
 def test_other_transforms_stay_generic():
     x = te.placeholder((1, 20, 3, 5), name="x")
-    assert _kind(topi.layout_transform(x, "NCHW", "NCHW16c")) == "generic"  # padded last block
     assert _kind(topi.layout_transform(x, "NCHW", "NHWC")) == "generic"
     assert _kind(topi.layout_transform(x + 1.0, "NCHW", "NCHW4c")) == "generic"  # a producer
     assert _kind(topi.layout_transform(te.placeholder((1, 16, 3, 5), "int32"), "NCHW",
                                        "NCHW8c")) == "generic"
     b = te.placeholder((1, 2, 3, 5, 8), name="b")
     assert _kind(topi.layout_transform(b, "NCHW8c", "NCHW16c")) == "generic"
+
+
+def test_channel_slice_of_a_blocked_copy_is_one_kernel_call():
+    # NCHW8c -> NCHW then the first 21 channels (AlterOpLayout's padded conv output): the
+    # copy drops the padded lanes itself; any other slice stays a loop over the copy
+    b = te.placeholder((2, 3, 4, 5, 8), name="b")
+    full = topi.layout_transform(b, "NCHW8c", "NCHW")
+    sliced = topi.layout_nchwc.channel_prefix(full, [0, 0, 0, 0], [1, 1, 1, 1], [2, 21, 4, 5])
+    assert sliced is not None and _kind(sliced) == "kernel"
+    bv = np.random.default_rng(4).uniform(-1, 1, (2, 3, 4, 5, 8)).astype("float32")
+    (got,) = run_kernel(sliced, [b], [bv])
+    np.testing.assert_array_equal(got, bv.transpose(0, 1, 4, 2, 3).reshape(2, 24, 4, 5)[:, :21])
+    for starts, steps, shape in (([0, 1, 0, 0], [1] * 4, [2, 20, 4, 5]),  # not a prefix
+                                 ([0] * 4, [1, 2, 1, 1], [2, 11, 4, 5]),  # strided
+                                 ([0] * 4, [1] * 4, [2, 21, 4, 4])):  # another axis too
+        assert topi.layout_nchwc.channel_prefix(full, starts, steps, shape) is None
+    assert topi.layout_nchwc.channel_prefix(b + 1.0, [0] * 5, [1] * 5, [2, 3, 4, 5, 8]) is None

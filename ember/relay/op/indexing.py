@@ -15,6 +15,7 @@ from ...ir.types import Dim, TensorType, TupleType, Type
 from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
+from ...topi.layout_nchwc import channel_prefix
 from ._compute_common import (
     norm_axis as _te_norm_axis,
 )
@@ -314,6 +315,9 @@ def _strided_slice_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) 
         starts[axis], dims[axis], steps[axis] = _slice_axis_compute(x.shape[axis], b, e, s,
                                                             attrs.slice_mode == "size")
     shape = out_dims(out_type, dims)  # type: ignore[arg-type]
+    copy = channel_prefix(x, starts, steps, shape)
+    if copy is not None:  # the first channels of a blocked copy back to NCHW: one kernel call
+        return [copy]
     return [te.compute(shape, lambda *i: x(*[b + j * s for b, j, s in zip(starts, i, steps)]),
                        name="T_strided_slice", tag="injective")]
 

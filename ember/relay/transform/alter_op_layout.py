@@ -28,6 +28,9 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   a stride-1 or large-kernel conv, read as one block of all its channels;
 - ``image.resize2d`` (nearest, linear) and ``nn.upsampling`` (nearest, bilinear) of a
   blocked value run in NCHW[L]c, so an FPN's upsampling stays blocked;
+- ``nn.layer_norm`` over the height or the width of a blocked value (wav2vec2's GroupNorm
+  of one channel per group, over a 1-D conv's frames) runs in NCHW[L]c: the same axis, each
+  lane its own row (the kernel's vectors run along the lanes);
 - ``nn.conv2d_transpose`` (float32 NCHW, constant IOHW weight, any dilation) becomes its phase
   convs (``topi/nn/conv2d_transpose.py``: one blocked conv of ``s*s*OC`` channels, or one per
   phase when grouped, joined) and ``nn.contrib_conv2d_transpose_interleave``, blocked when the
@@ -511,6 +514,10 @@ class _Planner:
         if name in RESIZES:
             return call.attrs.layout == "NCHW" and call.attrs.method in RESIZES[name] and \
                 self._is_blocked(args[0]) and _nchw_f32(call) is not None
+        if name == "nn.layer_norm":  # over the height or the width (a GroupNorm of one
+            # channel per group over a 1-D conv's output, as wav2vec2's feature extractor)
+            return self._is_blocked(args[0]) and _nchw_f32(call) is not None and (
+                call.attrs.axis % 4 in (2, 3))
         if name in POOLS:
             return call.attrs.layout == "NCHW" and self._is_blocked(args[0]) and (
                 not hasattr(call.attrs, "out_layout") or call.attrs.out_layout in ("", "NCHW"))
@@ -557,6 +564,11 @@ class _Planner:
             return Call(call.op, (self.blocked(call.args[0]),), attrs, span=call.span), lanes
         if name in UNARY:
             return Call(call.op, (self.blocked(call.args[0]),), call.attrs, span=call.span), lanes
+        if name == "nn.layer_norm":  # the same axis index in NCHW[L]c, each lane its own row;
+            # gamma and beta run along that axis, as in NCHW
+            args = (self.blocked(call.args[0]), *(self.plain(a) for a in call.args[1:]))
+            attrs = replace(call.attrs, axis=call.attrs.axis % 4)
+            return Call(call.op, args, attrs, span=call.span), lanes
         args = tuple(self._blocked_operand(a, call, lanes) for a in call.args)
         return Call(call.op, args, call.attrs, span=call.span), lanes  # type: ignore[arg-type]
 

@@ -168,3 +168,38 @@ def test_concat_along_another_axis_is_left_in_nchw():
     planned = _plan(relay.concatenate([y, y], axis=2), x)
     (cat,) = [c for c in _calls(planned) if c.op.name == "concatenate"]
     assert tuple(cat.checked_type.shape) == (1, 8, 10, 5)
+
+
+def _conv_norm_conv(x: relay.Var, mid: int, axis: int, affine: bool) -> relay.Expr:
+    """conv, layer_norm over ``axis`` (with gamma/beta along it when ``affine``), GELU, conv:
+    wav2vec2's first feature conv and its GroupNorm of one channel per group."""
+    y = relay.nn.conv2d(x, _c(mid, 8, 1, 3), strides=(1, 2))  # (1, mid, 3, 20) of x (1, 8, 3, 41)
+    size = (1, mid, 3, 20)[axis]
+    y = relay.nn.layer_norm(y, _c(size), _c(size), axis=axis, center=affine, scale=affine)
+    return relay.nn.conv2d(relay.nn.gelu(y), _c(8, mid, 1, 2), strides=(1, 2))
+
+
+@pytest.mark.parametrize("axis,affine", [(-1, False), (3, True), (2, True)])
+def test_layer_norm_over_the_image_stays_blocked(axis, affine):
+    x = relay.var("x", shape=(1, 8, 3, 41))
+    planned = _plan(_conv_norm_conv(x, 16, axis, affine), x)
+    (norm,) = [c for c in _calls(planned) if c.op.name == "nn.layer_norm"]
+    assert tuple(norm.args[0].checked_type.shape) == (1, 2, 3, 20, 8)
+    assert norm.attrs.axis == axis % 4
+    # one transform in (the plain input, whole blocks) and one out: none around the norm
+    assert _names(planned).count("layout_transform") == 2
+    if find_c_compiler() is not None:
+        _same_as_unplanned(_conv_norm_conv(x, 16, axis, affine), x, (1, 8, 3, 41))
+
+
+def test_layer_norm_over_the_channels_or_of_padded_channels_leaves_the_blocked_layout():
+    x = relay.var("x", shape=(1, 8, 3, 41))
+    planned = _plan(_conv_norm_conv(x, 16, 1, True), x)
+    (norm,) = [c for c in _calls(planned) if c.op.name == "nn.layer_norm"]
+    assert len(norm.args[0].checked_type.shape) == 4
+    # 17 channels: a padded block (zero lanes that beta would make nonzero) goes plain
+    planned = _plan(_conv_norm_conv(x, 17, -1, True), x)
+    (norm,) = [c for c in _calls(planned) if c.op.name == "nn.layer_norm"]
+    assert len(norm.args[0].checked_type.shape) == 4
+    if find_c_compiler() is not None:
+        _same_as_unplanned(_conv_norm_conv(x, 17, -1, True), x, (1, 8, 3, 41))

@@ -7,9 +7,11 @@
  *        inner loops run over unit-stride rows (the generic lowering computed one output
  *        element at a time, with a division and a modulo per position: 2-4x slower).
  *
- * Entry point: ember_layout_nchwc(in, out, n, c, hw, block, to_blocked, threads) with c a
- * multiple of block (the type relation guarantees it); to_blocked 1: NCHW -> NCHW[L]c, 0: the
- * reverse. Work items (batch x channel block x position tile) are split over
+ * Entry point: ember_layout_nchwc(in, out, n, c, hw, block, to_blocked, threads), c the
+ * channels of the NCHW side; to_blocked 1: NCHW -> NCHW[L]c, 0: the reverse. The blocked side
+ * has ceil(c / L) blocks: when c is not a multiple of L, the last block's lanes past c are
+ * written as zeros (to NCHW[L]c; an 8x8 register block loads zero rows for them) or dropped
+ * (from NCHW[L]c). Work items (batch x channel block x position tile) are split over
  * TVMBackendParallelLaunch's tasks when `threads` is set. Returns 0.
  */
 #ifndef EMBER_KERNELS_LAYOUT_NCHWC_H_
@@ -26,16 +28,27 @@ EMBER_KENTRY int32_t ember_layout_nchwc(const float* in, float* out, int32_t n, 
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
 
+/* Inlined at every call: the constant block sizes and row counts of the callers must fold
+ * into the copy loops (GCC stops inlining a function this size once it has many callers). */
+#if defined(__GNUC__)
+#define EMBER_LAYOUT_INLINE static inline __attribute__((always_inline))
+#else
+#define EMBER_LAYOUT_INLINE static inline
+#endif
+
 #if defined(__AVX__) && !defined(EMBER_KERNELS_PORTABLE)
 #include <immintrin.h>
 #define EMBER_LAYOUT_AVX 1
 
 /* Transpose the 8x8 block of rows src[k * ss] (k < 8) into dst[k * ds]: unpack, shuffle,
- * then swap 128-bit halves (24 shuffles for 64 floats). */
-static inline void ember_layout_t8(const float* src, size_t ss, float* dst, size_t ds) {
+ * then swap 128-bit halves (24 shuffles for 64 floats). For a padded last channel block,
+ * source rows k >= `loads` read as zeros (to NCHW[L]c) and destination rows k >= `stores`
+ * are not written (from NCHW[L]c); whole blocks pass the constants 8, 8. */
+EMBER_LAYOUT_INLINE void ember_layout_t8(const float* src, size_t ss, float* dst, size_t ds,
+                                         int32_t loads, int32_t stores) {
   __m256 r[8], t[8], u[8];
   int k;
-  for (k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(src + k * ss);
+  for (k = 0; k < 8; ++k) r[k] = k < loads ? _mm256_loadu_ps(src + k * ss) : _mm256_setzero_ps();
   for (k = 0; k < 8; k += 2) {
     t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
     t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
@@ -47,8 +60,10 @@ static inline void ember_layout_t8(const float* src, size_t ss, float* dst, size
     u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
   }
   for (k = 0; k < 4; ++k) {
-    _mm256_storeu_ps(dst + k * ds, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
-    _mm256_storeu_ps(dst + (k + 4) * ds, _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
+    if (k < stores) _mm256_storeu_ps(dst + k * ds, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
+    if (k + 4 < stores) {
+      _mm256_storeu_ps(dst + (k + 4) * ds, _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
+    }
   }
 }
 #else
@@ -65,63 +80,101 @@ typedef struct {
   int32_t n, c, hw, block, to_blocked;
 } ember_layout_p;
 
+static inline int64_t ember_layout_blocks(const ember_layout_p* p) {
+  return (p->c + p->block - 1) / p->block;
+}
+
 static inline int64_t ember_layout_items(const ember_layout_p* p) {
   int64_t tiles = (p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE;
-  return (int64_t)p->n * (p->c / p->block) * tiles;
+  return (int64_t)p->n * ember_layout_blocks(p) * tiles;
 }
 
 /* Items [lo, hi): (plane = batch x channel block, position tile). The block's L rows of one
  * tile are read (or written) row by row at unit stride; the other side is the tile's
- * contiguous L x TILE block. */
-static inline void ember_layout_copy(const ember_layout_p* p, int64_t lo, int64_t hi,
-                                     const int32_t L) {
+ * contiguous L x TILE block. A last block with rows < L channels present: to NCHW[L]c its
+ * other lanes get zeros, from NCHW[L]c they are not read. */
+EMBER_LAYOUT_INLINE void ember_layout_copy(const ember_layout_p* p, int64_t lo, int64_t hi,
+                                           const int32_t L, const int padded) {
   const int64_t tiles = (p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE;
+  const int64_t blocks = ember_layout_blocks(p);
   int64_t item;
   for (item = lo; item < hi; ++item) {
-    const int64_t plane = item / tiles;
+    const int64_t plane = item / tiles, g0 = padded ? plane % blocks : 0;
     const int32_t p0 = (int32_t)(item % tiles) * EMBER_LAYOUT_TILE;
     const int32_t p1 = p0 + EMBER_LAYOUT_TILE < p->hw ? p0 + EMBER_LAYOUT_TILE : p->hw;
-    const size_t base = (size_t)plane * L * p->hw; /* the same offset in both layouts */
+    const int32_t rows = padded && p->c - (int32_t)g0 * L < L ? p->c - (int32_t)g0 * L : L;
+    /* its L x hw block in NCHW[L]c, and the block's first row in NCHW (the same offset
+     * when c % L == 0; the divisions only when not) */
+    const size_t blk = (size_t)plane * L * p->hw;
+    const size_t flat = padded ? ((size_t)(plane / blocks) * p->c + (size_t)g0 * L) * p->hw : blk;
     int32_t k, x, q = p0; /* positions [p0, q): done as whole 8x8 blocks */
 #if EMBER_LAYOUT_AVX
-    if (L % 8 == 0) { /* whole 8x8 blocks in registers (L / 8 per 8 positions); the rest
-                       * of the tile below */
+    if (L % 8 == 0 && rows == L) { /* whole 8x8 blocks in registers (L / 8 per 8
+                                    * positions); the rest of the tile below */
       int32_t g;
       for (; q + 8 <= p1; q += 8) {
         for (g = 0; g < L; g += 8) {
-          const size_t rows = base + (size_t)g * p->hw + q, cols = base + (size_t)q * L + g;
+          const size_t at = flat + (size_t)g * p->hw + q, cols = blk + (size_t)q * L + g;
           if (p->to_blocked) {
-            ember_layout_t8(p->in + rows, (size_t)p->hw, p->out + cols, (size_t)L);
+            ember_layout_t8(p->in + at, (size_t)p->hw, p->out + cols, (size_t)L, 8, 8);
           } else {
-            ember_layout_t8(p->in + cols, (size_t)L, p->out + rows, (size_t)p->hw);
+            ember_layout_t8(p->in + cols, (size_t)L, p->out + at, (size_t)p->hw, 8, 8);
+          }
+        }
+      }
+    } else if (L % 8 == 0) { /* a padded last block: the rows g.. of its 8-row groups that
+                              * are present (rows - g, none when <= 0) */
+      int32_t g;
+      for (; q + 8 <= p1; q += 8) {
+        for (g = 0; g < L; g += 8) {
+          const size_t at = flat + (size_t)(rows > g ? g : 0) * p->hw + q;
+          const size_t cols = blk + (size_t)q * L + g;
+          if (p->to_blocked) { /* zeros for the absent rows */
+            ember_layout_t8(p->in + at, (size_t)p->hw, p->out + cols, (size_t)L, rows - g, 8);
+          } else if (rows > g) { /* the absent rows are not written */
+            ember_layout_t8(p->in + cols, (size_t)L, p->out + at, (size_t)p->hw, 8, rows - g);
           }
         }
       }
     }
 #endif
     if (p->to_blocked) {
-      for (k = 0; k < L; ++k) {
-        const float* src = p->in + base + (size_t)k * p->hw;
-        float* dst = p->out + base + k;
+      for (k = 0; k < rows; ++k) {
+        const float* src = p->in + flat + (size_t)k * p->hw;
+        float* dst = p->out + blk + k;
         for (x = q; x < p1; ++x) dst[(size_t)x * L] = src[x];
       }
+      for (; k < L; ++k) {
+        float* dst = p->out + blk + k;
+        for (x = q; x < p1; ++x) dst[(size_t)x * L] = 0.0f;
+      }
     } else {
-      for (k = 0; k < L; ++k) {
-        const float* src = p->in + base + k;
-        float* dst = p->out + base + (size_t)k * p->hw;
+      for (k = 0; k < rows; ++k) {
+        const float* src = p->in + blk + k;
+        float* dst = p->out + flat + (size_t)k * p->hw;
         for (x = q; x < p1; ++x) dst[x] = src[(size_t)x * L];
       }
     }
   }
 }
 
-/* The copy with the common blocks as constants (unrolled, vectorised inner loops). */
+/* The copy with the common blocks as constants (unrolled, vectorised inner loops): the SIMD
+ * lanes, and 3, the block of an RGB input that a network's first conv reads whole. */
 static inline void ember_layout_range(const ember_layout_p* p, int64_t lo, int64_t hi) {
+  if (p->c % p->block) { /* a padded last block: its own instances (the whole-block ones
+                          * keep no per-block row count) */
+    switch (p->block) {
+      case 8: ember_layout_copy(p, lo, hi, 8, 1); return;
+      case 16: ember_layout_copy(p, lo, hi, 16, 1); return;
+      default: ember_layout_copy(p, lo, hi, p->block, 1); return;
+    }
+  }
   switch (p->block) {
-    case 4: ember_layout_copy(p, lo, hi, 4); return;
-    case 8: ember_layout_copy(p, lo, hi, 8); return;
-    case 16: ember_layout_copy(p, lo, hi, 16); return;
-    default: ember_layout_copy(p, lo, hi, p->block); return;
+    case 3: ember_layout_copy(p, lo, hi, 3, 0); return;
+    case 4: ember_layout_copy(p, lo, hi, 4, 0); return;
+    case 8: ember_layout_copy(p, lo, hi, 8, 0); return;
+    case 16: ember_layout_copy(p, lo, hi, 16, 0); return;
+    default: ember_layout_copy(p, lo, hi, p->block, 0); return;
   }
 }
 

@@ -72,20 +72,41 @@ static inline void ember_layer_norm_row(const ember_layer_norm_args* a, const fl
   }
 }
 
-/* EMBER_VL normalisations over n, lanes contiguous at x, elements `inner` apart. */
+/* EMBER_VL normalisations over n, lanes contiguous at x, elements `inner` apart. The sums
+ * run in four accumulators: one would be a chain of dependent adds, one per element, at the
+ * add's latency (the whole cost when n is long and inner is one vector: a GroupNorm over a
+ * 1-D conv's frames in NCHW[L]c). */
 static inline void ember_layer_norm_lanes(const ember_layer_norm_args* a, const float* x,
                                           float* y) {
   int64_t n = a->n, s = a->inner, k;
-  ember_vf vs = ember_vzero(), vm, vr, inv_n = ember_vset1(1.0f / (float)n);
+  ember_vf vs, vm, vr, inv_n = ember_vset1(1.0f / (float)n);
+  ember_vf s0 = ember_vzero(), s1 = ember_vzero(), s2 = ember_vzero(), s3 = ember_vzero();
   float r[EMBER_VL];
   int j;
-  for (k = 0; k < n; ++k) vs = ember_vadd(vs, ember_vload(x + k * s));
-  vm = ember_vmul(vs, inv_n);
-  vs = ember_vzero();
-  for (k = 0; k < n; ++k) {
-    ember_vf d = ember_vsub(ember_vload(x + k * s), vm);
-    vs = ember_vfma(d, d, vs);
+  for (k = 0; k + 4 <= n; k += 4) {
+    s0 = ember_vadd(s0, ember_vload(x + k * s));
+    s1 = ember_vadd(s1, ember_vload(x + (k + 1) * s));
+    s2 = ember_vadd(s2, ember_vload(x + (k + 2) * s));
+    s3 = ember_vadd(s3, ember_vload(x + (k + 3) * s));
   }
+  for (; k < n; ++k) s0 = ember_vadd(s0, ember_vload(x + k * s));
+  vm = ember_vmul(ember_vadd(ember_vadd(s0, s1), ember_vadd(s2, s3)), inv_n);
+  s0 = s1 = s2 = s3 = ember_vzero();
+  for (k = 0; k + 4 <= n; k += 4) {
+    ember_vf d0 = ember_vsub(ember_vload(x + k * s), vm);
+    ember_vf d1 = ember_vsub(ember_vload(x + (k + 1) * s), vm);
+    ember_vf d2 = ember_vsub(ember_vload(x + (k + 2) * s), vm);
+    ember_vf d3 = ember_vsub(ember_vload(x + (k + 3) * s), vm);
+    s0 = ember_vfma(d0, d0, s0);
+    s1 = ember_vfma(d1, d1, s1);
+    s2 = ember_vfma(d2, d2, s2);
+    s3 = ember_vfma(d3, d3, s3);
+  }
+  for (; k < n; ++k) {
+    ember_vf d = ember_vsub(ember_vload(x + k * s), vm);
+    s0 = ember_vfma(d, d, s0);
+  }
+  vs = ember_vadd(ember_vadd(s0, s1), ember_vadd(s2, s3));
   ember_vstore(r, ember_vfma(vs, inv_n, ember_vset1(a->eps)));
   for (j = 0; j < EMBER_VL; ++j) r[j] = 1.0f / sqrtf(r[j]);
   vr = ember_vload(r);
