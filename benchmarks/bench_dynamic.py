@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import statistics
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,75 +52,94 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _models import zoo_models  # noqa: E402
+from _dynamic_twins import dynamic_twin, with_input_shape  # noqa: E402
+from _models import workload, zoo_models  # noqa: E402
 from _report import open_results, results_path, table  # noqa: E402
 from _systems import Runner  # noqa: E402
 from _timing import interleave  # noqa: E402
 import ember  # noqa: E402
-from ember.ir.expr import Call, Function, Var  # noqa: E402
 from ember.ir.module import IRModule  # noqa: E402
-from ember.ir.types import Any as AnyDim  # noqa: E402
-from ember.ir.types import TensorType  # noqa: E402
-from ember.ir.visitor import ExprMutator  # noqa: E402
-from ember.relay.op.attrs import ReshapeAttrs  # noqa: E402
 from ember.runtime.vm import static_plan  # noqa: E402
 
-# twin -> (zoo model, symbolic axes of the input, shapes to time at)
-TWINS: dict[str, tuple[str, tuple[int, ...], list[tuple[int, ...]]]] = {
-    "mlp": ("mlp", (0,), [(1, 1, 28, 28), (3, 1, 28, 28), (8, 1, 28, 28)]),
-    "dscnn": ("dscnn", (0,), [(1, 1, 49, 10), (3, 1, 49, 10), (8, 1, 49, 10)]),
-    "resnet8": ("resnet8", (0,), [(1, 3, 32, 32), (3, 3, 32, 32), (8, 3, 32, 32)]),
-    "mobilenet_v2": ("mobilenet_v2", (0,), [(1, 3, 32, 32), (3, 3, 32, 32), (8, 3, 32, 32)]),
-    "mobilenet_v2/hw": ("mobilenet_v2", (2, 3), [(1, 3, 32, 32), (1, 3, 48, 40),
-                                                  (1, 3, 67, 53)]),
-    "transformer": ("transformer", (0, 1), [(1, 16, 32), (2, 9, 32), (1, 37, 32)]),
+_B = {"batch_size": 2}  # the probe of a batch twin
+
+
+def _hw(h: int, w: int) -> dict[str, Any]:
+    return {"image_shape": (3, h, w)}
+
+
+def _b(*shapes: tuple[int, ...]) -> list[tuple[int, ...]]:
+    return list(shapes)
+
+
+# twin -> (benchmark model, symbolic axes of its input, shapes to time at, probe: the
+# workload's keyword arguments that build it at another shape, which ``_dynamic_twins``
+# compares with the usual one to find what follows the input). Shapes: 1, sizes that are not
+# multiples of any tile (3, 37, 53), and where the network needs it (an FPN's strides of 32,
+# a U-Net's 4) multiples of its stride.
+TWINS: dict[str, tuple[str, tuple[int, ...], list[tuple[int, ...]], dict[str, Any]]] = {
+    "mlp": ("mlp", (0,), _b((1, 1, 28, 28), (3, 1, 28, 28), (8, 1, 28, 28)), _B),
+    "autoencoder": ("autoencoder", (0,), _b((1, 640), (3, 640), (8, 640)), _B),
+    "dscnn": ("dscnn", (0,), _b((1, 1, 49, 10), (3, 1, 49, 10), (8, 1, 49, 10)), _B),
+    "resnet8": ("resnet8", (0,), _b((1, 3, 32, 32), (3, 3, 32, 32), (8, 3, 32, 32)), _B),
+    "mobilenet_v2": ("mobilenet_v2", (0,), _b((1, 3, 32, 32), (3, 3, 32, 32),
+                                              (8, 3, 32, 32)), _B),
+    "mobilenet_v2/hw": ("mobilenet_v2", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40),
+                                                   (1, 3, 67, 53)), _hw(64, 48)),
+    "resnet18": ("resnet18", (0,), _b((1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32)), _B),
+    # (probe height 30: above 32 the workload adds a downsampling stem)
+    "resnet18/hw": ("resnet18", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40), (1, 3, 67, 53)),
+                    _hw(30, 48)),
+    "mobilenet_v3_large": ("mobilenet_v3_large", (0,), _b((1, 3, 32, 32), (2, 3, 32, 32),
+                                                          (3, 3, 32, 32)), _B),
+    "mobilenet_v3_large/hw": ("mobilenet_v3_large", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40),
+                                                               (1, 3, 67, 53)), _hw(64, 48)),
+    "efficientnet_lite0": ("efficientnet_lite0", (0,), _b((1, 3, 32, 32), (2, 3, 32, 32),
+                                                          (3, 3, 32, 32)), _B),
+    "efficientnet_lite0/hw": ("efficientnet_lite0", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40),
+                                                               (1, 3, 67, 53)), _hw(64, 48)),
+    "yolov8n": ("yolov8n", (0,), _b((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64)), _B),
+    "yolov8n/hw": ("yolov8n", (2, 3), _b((1, 3, 64, 64), (1, 3, 96, 64), (1, 3, 64, 160)),
+                   _hw(96, 128)),
+    "dbnet": ("dbnet_mv3", (0,), _b((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64)), _B),
+    "dbnet/hw": ("dbnet_mv3", (2, 3), _b((1, 3, 64, 64), (1, 3, 96, 64), (1, 3, 64, 160)),
+                 _hw(96, 128)),
+    "unet": ("unet", (0,), _b((1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32)), _B),
+    "unet/hw": ("unet", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40), (1, 3, 36, 52)),
+                _hw(64, 48)),
+    "segformer": ("segformer", (0,), _b((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64)), _B),
+    "segformer/hw": ("segformer", (2, 3), _b((1, 3, 64, 64), (1, 3, 96, 64),
+                                             (1, 3, 64, 160)), _hw(96, 128)),
+    "vit_tiny": ("vit_tiny", (0,), _b((1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32)), _B),
+    "transformer": ("transformer", (0, 1), _b((1, 16, 32), (2, 9, 32), (1, 37, 32)),
+                    {"batch_size": 2, "seq_len": 24}),
+    "gpt2": ("gpt2", (0,), _b((1, 16), (2, 16), (3, 16)), _B),
+    "gpt2/seq": ("gpt2", (0, 1), _b((1, 16), (2, 9), (1, 37)),
+                 {"batch_size": 2, "seq_len": 24}),
+    "wav2vec2": ("wav2vec2", (0,), _b((1, 1600), (2, 1600), (3, 1600)), _B),
+    "wav2vec2/len": ("wav2vec2", (1,), _b((1, 1600), (1, 1000), (1, 2345)),
+                     {"samples": 2000}),
+    "crnn": ("crnn", (0,), _b((1, 3, 32, 64), (2, 3, 32, 64), (3, 3, 32, 64)), _B),
+    "crnn/width": ("crnn", (3,), _b((1, 3, 32, 64), (1, 3, 32, 100), (1, 3, 32, 36)),
+                   _hw(32, 96)),
 }
 
 
 # -- the twins ----------------------------------------------------------------------------------
-def _newshape(src: Sequence[int], dst: Sequence[int]) -> list[int]:
-    """A reshape's new shape in Relay's special values, following the leading (batch,
-    sequence) dimensions of its input instead of naming them: keep both (0, 0, ...), merge the
-    first two (-3, -2), or split the first (-4, -1, d, -2)."""
-    if len(dst) == len(src) - 1 and dst[0] == src[0] * src[1] and tuple(dst[1:]) == tuple(
-            src[2:]):
-        return [-3, -2]
-    if len(dst) == len(src) + 1 and dst[0] * dst[1] == src[0] and tuple(dst[2:]) == tuple(
-            src[1:]):
-        return [-4, -1, dst[1], -2]
-    if tuple(dst[:2]) == tuple(src[:2]):
-        return [0, 0, *dst[2:-1], -1]
-    raise ValueError(f"bench_dynamic: no symbolic form for reshape {tuple(src)} -> {tuple(dst)}")
+def probe_module(model: str, probe: dict[str, Any], full: bool) -> IRModule:
+    """Benchmark ``model``'s workload built with ``probe`` over its usual arguments."""
+    zoo, kwargs = workload(model, small=not full)
+    if "batch_size" in probe or zoo in ("mlp", "dqn", "dcgan"):
+        kwargs.setdefault("batch_size", 1)
+    kwargs.update(probe)
+    mod, _ = importlib.import_module(f"ember.relay.testing.{zoo}").get_workload(**kwargs)
+    return mod
 
 
-class _Twin(ExprMutator):
-    """``main``'s body over a new input variable, its reshapes in special values."""
-
-    def __init__(self, old: Var, new: Var) -> None:
-        super().__init__()
-        self.old, self.new = old, new
-
-    def visit_var(self, e: Var) -> Any:
-        return self.new if e is self.old else e
-
-    def visit_call(self, call: Call) -> Any:
-        out = super().visit_call(call)
-        if getattr(call.op, "name", None) != "reshape":
-            return out
-        src = call.args[0].checked_type_.shape
-        attrs = ReshapeAttrs(_newshape(src, call.checked_type_.shape))
-        return Call(out.op, out.args, attrs, span=out.span)
-
-
-def with_input_shape(mod: IRModule, shape: Sequence[Any]) -> IRModule:
-    """``mod`` with its first input of ``shape`` (ints, or None for ``?``)."""
-    main = mod["main"]
-    old = main.params[0]
-    ty = old.checked_type_
-    dims = tuple(AnyDim() if d is None else int(d) for d in shape)
-    new = Var(old.name_hint, TensorType(dims, ty.dtype))
-    body = _Twin(old, new).visit(main.body)
-    return IRModule.from_expr(Function((new, *main.params[1:]), body))
+def twin_module(twin: str, base: IRModule, full: bool = False) -> IRModule:
+    """``twin``'s dynamic module, from ``base`` (the benchmark model at its usual shape)."""
+    model, axes, _, probe = TWINS[twin]
+    return dynamic_twin(base, probe_module(model, probe, full), axes)
 
 
 @dataclass
@@ -136,24 +155,32 @@ class Case:
     checked: list[bool]
 
 
-def build_case(twin: str, zoo: Any, threads: int) -> Case:
-    name, axes, shapes = TWINS[twin]
-    base = [int(d) for d in zoo.mod["main"].params[0].checked_type_.shape]
-    dyn_shape = [None if i in axes else d for i, d in enumerate(base)]
-    dynamic = ember.compile(with_input_shape(zoo.mod, dyn_shape), executor="vm",
-                            params=zoo.params, threads=threads)
+def build_case(twin: str, zoo: Any, threads: int, full: bool = False) -> Case:
+    _, axes, shapes, _ = TWINS[twin]
+    mod = twin_module(twin, zoo.mod, full)
+    dynamic = ember.compile(mod, executor="vm", params=zoo.params, threads=threads)
+    dtype = mod["main"].params[0].type_annotation.dtype
     rng = np.random.default_rng(0)
     statics, inputs, checked = [], [], []
     for shape in shapes:
-        model = ember.compile(with_input_shape(zoo.mod, shape), executor="graph",
+        model = ember.compile(with_input_shape(mod, shape), executor="graph",
                               params=zoo.params, threads=threads)
-        x = rng.uniform(-1, 1, size=shape).astype("float32")
+        x = _random_input(rng, shape, dtype, zoo.params)
         want, got = _first(model(x)), _first(dynamic(x))
         checked.append(want.shape == got.shape and np.allclose(got, want, rtol=1e-4,
                                                                 atol=1e-4))
         statics.append(model)
         inputs.append(x)
     return Case(twin, threads, dynamic, list(shapes), statics, inputs, checked)
+
+
+def _random_input(rng: np.random.Generator, shape: tuple[int, ...], dtype: str,
+                  params: dict[str, Any]) -> np.ndarray:
+    """Uniform [-1, 1) floats, or token ids below the first weight's row count."""
+    if dtype.startswith("int"):
+        rows = int(next(iter(params.values())).shape[0])
+        return rng.integers(0, rows, size=shape).astype(dtype)
+    return rng.uniform(-1, 1, size=shape).astype(dtype)
 
 
 def _first(out: Any) -> np.ndarray:
@@ -254,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         for twin in (t for t in twins if TWINS[t][0] == zoo.name):
             for n in threads:
                 print(f"building {twin} at {n} thread(s)", file=sys.stderr)
-                cases.append(build_case(twin, zoo, n))
+                cases.append(build_case(twin, zoo, n, opts.full))
     clock = time.thread_time if opts.clock == "thread" else time.perf_counter
     rows = measure(cases, opts.min_time, opts.rounds, opts.unseen, clock)
     print(report(rows))
