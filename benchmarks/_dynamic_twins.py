@@ -25,6 +25,7 @@ from ember.ir.module import IRModule
 from ember.ir.types import Any as AnyDim
 from ember.ir.types import TensorType
 from ember.ir.visitor import ExprMutator
+from ember.relay.op import indexing as _index
 from ember.relay.op import transform as _transform
 from ember.relay.op.attrs import ReshapeAttrs
 
@@ -119,9 +120,11 @@ def squeeze_expand(x: Any, src: Sequence[int], dst: Sequence[int], src2: Sequenc
 class _Twin(ExprMutator):
     """``main``'s body over a new input variable, with what follows the input rewritten."""
 
-    def __init__(self, old: Var, new: Var, probe: dict[int, Any]) -> None:
+    def __init__(self, old: Var, new: Var, probe: dict[int, Any], order: list[Call]) -> None:
         super().__init__()
-        self.old, self.new, self.probe = old, new, probe
+        self.old, self.new, self.probe, self.order = old, new, probe, order
+        # (shape at the base, shape at the probe) -> a rewritten tensor of those shapes
+        self.seen: dict[tuple[tuple[int, ...], tuple[int, ...]], Any] = {}
 
     def visit_var(self, e: Var) -> Any:
         return self.new if e is self.old else e
@@ -133,11 +136,45 @@ class _Twin(ExprMutator):
         if name == "reshape":
             return self._reshape(call, other, out)
         if name == "strided_slice" and call.attrs != other.attrs:
-            return Call(out.op, out.args, self._slice(call, other), span=out.span)
-        if call.attrs != other.attrs:
+            out = Call(out.op, out.args, self._slice(call, other), span=out.span)
+        elif name == "broadcast_to" and call.attrs != other.attrs:
+            out = self._broadcast(call, other, out)
+        elif call.attrs != other.attrs:
             raise ValueError(f"dynamic twin: {name}'s attributes depend on the input shape "
                              f"({call.attrs} at the base shape, {other.attrs} at the probe)")
+        if isinstance(call.checked_type_, TensorType):
+            self.seen.setdefault((_dims(call), _dims(other)), out)
         return out
+
+    def _broadcast(self, call: Call, other: Call, out: Call) -> Any:
+        """A broadcast to a shape that follows the input, as ``broadcast_to_like`` another
+        tensor with the same moving dimensions (sliced to 1 on the fixed axes where the
+        target is 1): one computed before it, else one that does not depend on it."""
+        dst, dst2 = _dims(call), _dims(other)
+        for ref, ref2, node in self._candidates():
+            if len(ref) != len(dst) or any((a != b) != (c != d) or a != b and a != c
+                                           for a, b, c, d in zip(ref, ref2, dst, dst2)):
+                continue
+            cut = [i for i, (r, d) in enumerate(zip(ref, dst)) if r != d]
+            if any(dst[i] != 1 for i in cut) or node is not None and any(
+                    n is call for n in post_order(node)):
+                continue
+            expr = self.visit(node) if node is not None else self.seen[(ref, ref2)]
+            like = _index.strided_slice(expr, [0] * len(cut), [1] * len(cut), axes=cut) \
+                if cut else expr
+            return _transform.broadcast_to_like(out.args[0], like)
+        raise ValueError(f"dynamic twin: broadcast_to {dst} ({dst2} at the probe shape): no "
+                         "other tensor has the dimensions that follow the input")
+
+    def _candidates(self) -> Any:
+        """(base shape, probe shape, node or None if already rewritten) of the tensors a
+        broadcast may follow: those rewritten, then every other call."""
+        for ref, ref2 in list(self.seen):
+            yield ref, ref2, None
+        for node in self.order:
+            other = self.probe[id(node)]
+            if isinstance(node.checked_type_, TensorType):
+                yield _dims(node), _dims(other), node
 
     def _reshape(self, call: Call, other: Call, out: Call) -> Any:
         src, dst = _dims(call.args[0]), _dims(call)
@@ -206,7 +243,11 @@ def dynamic_twin(base: IRModule, probe: IRModule, axes: Sequence[int]) -> IRModu
                          f"axes {moved}, not at the symbolic axes {list(axes)}")
     dims = tuple(AnyDim() if i in axes else d for i, d in enumerate(shape))
     new = Var(old.name_hint, TensorType(dims, old.checked_type_.dtype))
-    body = _Twin(old, new, _match(main, main2)).visit(main.body)
+    probe2 = _match(main, main2)
+    order = [n for n in post_order(main.body) if isinstance(n, Call)]
+    twin = _Twin(old, new, probe2, order)
+    twin.seen[(shape, shape2)] = new
+    body = twin.visit(main.body)
     return IRModule.from_expr(Function((new, *main.params[1:]), body))
 
 

@@ -46,7 +46,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -72,56 +72,62 @@ def _b(*shapes: tuple[int, ...]) -> list[tuple[int, ...]]:
     return list(shapes)
 
 
-# twin -> (benchmark model, symbolic axes of its input, shapes to time at, probe: the
-# workload's keyword arguments that build it at another shape, which ``_dynamic_twins``
-# compares with the usual one to find what follows the input). Shapes: 1, sizes that are not
-# multiples of any tile (3, 37, 53), and where the network needs it (an FPN's strides of 32,
-# a U-Net's 4) multiples of its stride.
-TWINS: dict[str, tuple[str, tuple[int, ...], list[tuple[int, ...]], dict[str, Any]]] = {
-    "mlp": ("mlp", (0,), _b((1, 1, 28, 28), (3, 1, 28, 28), (8, 1, 28, 28)), _B),
-    "autoencoder": ("autoencoder", (0,), _b((1, 640), (3, 640), (8, 640)), _B),
-    "dscnn": ("dscnn", (0,), _b((1, 1, 49, 10), (3, 1, 49, 10), (8, 1, 49, 10)), _B),
-    "resnet8": ("resnet8", (0,), _b((1, 3, 32, 32), (3, 3, 32, 32), (8, 3, 32, 32)), _B),
-    "mobilenet_v2": ("mobilenet_v2", (0,), _b((1, 3, 32, 32), (3, 3, 32, 32),
-                                              (8, 3, 32, 32)), _B),
-    "mobilenet_v2/hw": ("mobilenet_v2", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40),
-                                                   (1, 3, 67, 53)), _hw(64, 48)),
-    "resnet18": ("resnet18", (0,), _b((1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32)), _B),
+class Twin(NamedTuple):
+    """A benchmark model with ``?`` at ``axes`` of its input, timed at ``shapes``. ``probe``
+    (and ``base``, if the usual build will not do) are the workload's keyword arguments over
+    its usual ones that build it at two shapes, which ``_dynamic_twins`` compares to find
+    what follows the input."""
+
+    model: str
+    axes: tuple[int, ...]
+    shapes: list[tuple[int, ...]]
+    probe: dict[str, Any]
+    base: dict[str, Any] | None = None
+
+
+# Shapes: 1, sizes that are not multiples of any tile (3, 37, 53), and where the network needs
+# it (an FPN's strides of 32, a U-Net's 4) multiples of its stride. Not here, because their
+# workloads fix what would have to follow the input: yolov8n's height and width (its anchor
+# grid is a constant), segformer's (its decoder resizes to a fixed size and splits H*W back
+# into H and W), gpt2's sequence (its position table has seq_len rows).
+_IMG = ((1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32))  # batch twins of 32x32 classifiers
+_HW = ((1, 3, 32, 32), (1, 3, 48, 40), (1, 3, 67, 53))
+_FPN = ((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64))  # batch twins of 64x64 detectors
+_FPN_HW = ((1, 3, 64, 64), (1, 3, 96, 64), (1, 3, 64, 160))
+
+TWINS: dict[str, Twin] = {
+    "mlp": Twin("mlp", (0,), _b((1, 1, 28, 28), (3, 1, 28, 28), (8, 1, 28, 28)), _B),
+    "autoencoder": Twin("autoencoder", (0,), _b((1, 640), (3, 640), (8, 640)), _B),
+    "dscnn": Twin("dscnn", (0,), _b((1, 1, 49, 10), (3, 1, 49, 10), (8, 1, 49, 10)), _B),
+    "resnet8": Twin("resnet8", (0,), _b((1, 3, 32, 32), (3, 3, 32, 32), (8, 3, 32, 32)), _B),
+    "mobilenet_v2": Twin("mobilenet_v2", (0,), _b((1, 3, 32, 32), (3, 3, 32, 32),
+                                                  (8, 3, 32, 32)), _B),
+    "mobilenet_v2/hw": Twin("mobilenet_v2", (2, 3), _b(*_HW), _hw(64, 48)),
+    "resnet18": Twin("resnet18", (0,), _b(*_IMG), _B),
     # (probe height 30: above 32 the workload adds a downsampling stem)
-    "resnet18/hw": ("resnet18", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40), (1, 3, 67, 53)),
-                    _hw(30, 48)),
-    "mobilenet_v3_large": ("mobilenet_v3_large", (0,), _b((1, 3, 32, 32), (2, 3, 32, 32),
-                                                          (3, 3, 32, 32)), _B),
-    "mobilenet_v3_large/hw": ("mobilenet_v3_large", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40),
-                                                               (1, 3, 67, 53)), _hw(64, 48)),
-    "efficientnet_lite0": ("efficientnet_lite0", (0,), _b((1, 3, 32, 32), (2, 3, 32, 32),
-                                                          (3, 3, 32, 32)), _B),
-    "efficientnet_lite0/hw": ("efficientnet_lite0", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40),
-                                                               (1, 3, 67, 53)), _hw(64, 48)),
-    "yolov8n": ("yolov8n", (0,), _b((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64)), _B),
-    "yolov8n/hw": ("yolov8n", (2, 3), _b((1, 3, 64, 64), (1, 3, 96, 64), (1, 3, 64, 160)),
-                   _hw(96, 128)),
-    "dbnet": ("dbnet_mv3", (0,), _b((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64)), _B),
-    "dbnet/hw": ("dbnet_mv3", (2, 3), _b((1, 3, 64, 64), (1, 3, 96, 64), (1, 3, 64, 160)),
-                 _hw(96, 128)),
-    "unet": ("unet", (0,), _b((1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32)), _B),
-    "unet/hw": ("unet", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40), (1, 3, 36, 52)),
-                _hw(64, 48)),
-    "segformer": ("segformer", (0,), _b((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64)), _B),
-    "segformer/hw": ("segformer", (2, 3), _b((1, 3, 64, 64), (1, 3, 96, 64),
-                                             (1, 3, 64, 160)), _hw(96, 128)),
-    "vit_tiny": ("vit_tiny", (0,), _b((1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32)), _B),
-    "transformer": ("transformer", (0, 1), _b((1, 16, 32), (2, 9, 32), (1, 37, 32)),
-                    {"batch_size": 2, "seq_len": 24}),
-    "gpt2": ("gpt2", (0,), _b((1, 16), (2, 16), (3, 16)), _B),
-    "gpt2/seq": ("gpt2", (0, 1), _b((1, 16), (2, 9), (1, 37)),
-                 {"batch_size": 2, "seq_len": 24}),
-    "wav2vec2": ("wav2vec2", (0,), _b((1, 1600), (2, 1600), (3, 1600)), _B),
-    "wav2vec2/len": ("wav2vec2", (1,), _b((1, 1600), (1, 1000), (1, 2345)),
-                     {"samples": 2000}),
-    "crnn": ("crnn", (0,), _b((1, 3, 32, 64), (2, 3, 32, 64), (3, 3, 32, 64)), _B),
-    "crnn/width": ("crnn", (3,), _b((1, 3, 32, 64), (1, 3, 32, 100), (1, 3, 32, 36)),
-                   _hw(32, 96)),
+    "resnet18/hw": Twin("resnet18", (2, 3), _b(*_HW), _hw(30, 48)),
+    "mobilenet_v3_large": Twin("mobilenet_v3_large", (0,), _b(*_IMG), _B),
+    "mobilenet_v3_large/hw": Twin("mobilenet_v3_large", (2, 3), _b(*_HW), _hw(64, 48)),
+    "efficientnet_lite0": Twin("efficientnet_lite0", (0,), _b(*_IMG), _B),
+    "efficientnet_lite0/hw": Twin("efficientnet_lite0", (2, 3), _b(*_HW), _hw(64, 48)),
+    "yolov8n": Twin("yolov8n", (0,), _b(*_FPN), _B),
+    "dbnet": Twin("dbnet_mv3", (0,), _b(*_FPN), _B),
+    "dbnet/hw": Twin("dbnet_mv3", (2, 3), _b(*_FPN_HW), _hw(96, 128)),
+    "unet": Twin("unet", (0,), _b(*_IMG), _B),
+    "unet/hw": Twin("unet", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40), (1, 3, 36, 52)),
+                    _hw(64, 48)),
+    "segformer": Twin("segformer", (0,), _b(*_FPN), _B),
+    # (vit broadcasts its class token only from batch 2: the twin starts there)
+    "vit_tiny": Twin("vit_tiny", (0,), _b(*_IMG), {"batch_size": 3}, _B),
+    "transformer": Twin("transformer", (0, 1), _b((1, 16, 32), (2, 9, 32), (1, 37, 32)),
+                        {"batch_size": 2, "seq_len": 24}),
+    "gpt2": Twin("gpt2", (0,), _b((1, 16), (2, 16), (3, 16)), _B),
+    "wav2vec2": Twin("wav2vec2", (0,), _b((1, 1600), (2, 1600), (3, 1600)), _B),
+    "wav2vec2/len": Twin("wav2vec2", (1,), _b((1, 1600), (1, 1000), (1, 2345)),
+                         {"samples": 2000}),
+    "crnn": Twin("crnn", (0,), _b((1, 3, 32, 64), (2, 3, 32, 64), (3, 3, 32, 64)), _B),
+    "crnn/width": Twin("crnn", (3,), _b((1, 3, 32, 64), (1, 3, 32, 100), (1, 3, 32, 36)),
+                       _hw(32, 96)),
 }
 
 
@@ -138,8 +144,10 @@ def probe_module(model: str, probe: dict[str, Any], full: bool) -> IRModule:
 
 def twin_module(twin: str, base: IRModule, full: bool = False) -> IRModule:
     """``twin``'s dynamic module, from ``base`` (the benchmark model at its usual shape)."""
-    model, axes, _, probe = TWINS[twin]
-    return dynamic_twin(base, probe_module(model, probe, full), axes)
+    t = TWINS[twin]
+    if t.base is not None:
+        base = probe_module(t.model, t.base, full)
+    return dynamic_twin(base, probe_module(t.model, t.probe, full), t.axes)
 
 
 @dataclass
@@ -156,7 +164,7 @@ class Case:
 
 
 def build_case(twin: str, zoo: Any, threads: int, full: bool = False) -> Case:
-    _, axes, shapes, _ = TWINS[twin]
+    shapes = TWINS[twin].shapes
     mod = twin_module(twin, zoo.mod, full)
     dynamic = ember.compile(mod, executor="vm", params=zoo.params, threads=threads)
     dtype = mod["main"].params[0].type_annotation.dtype
@@ -276,9 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--threads: expected positive integers separated by commas, got "
                  f"{opts.threads!r}")
     cases: list[Case] = []
-    zoo_names = list(dict.fromkeys(TWINS[t][0] for t in twins))
+    zoo_names = list(dict.fromkeys(TWINS[t].model for t in twins))
     for zoo in zoo_models(zoo_names, small=not opts.full):
-        for twin in (t for t in twins if TWINS[t][0] == zoo.name):
+        for twin in (t for t in twins if TWINS[t].model == zoo.name):
             for n in threads:
                 print(f"building {twin} at {n} thread(s)", file=sys.stderr)
                 cases.append(build_case(twin, zoo, n, opts.full))
