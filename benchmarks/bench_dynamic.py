@@ -135,6 +135,23 @@ TWINS: dict[str, Twin] = {
     "crnn": Twin("crnn", (0,), _b((1, 3, 32, 64), (2, 3, 32, 64), (3, 3, 32, 64)), _B),
     "crnn/width": Twin("crnn", (3,), _b((1, 3, 32, 64), (1, 3, 32, 100), (1, 3, 32, 36)),
                        _hw(32, 96)),
+    "ocr_cls": Twin("ocr_cls", (0,), _b((1, 3, 48, 96), (2, 3, 48, 96), (3, 3, 48, 96)), _B),
+    "ocr_cls/width": Twin("ocr_cls", (3,), _b((1, 3, 48, 96), (1, 3, 48, 100), (1, 3, 48, 37)),
+                          _hw(48, 160)),
+    "mobilenet": Twin("mobilenet", (0,), _b(*_IMG), _B),
+    "mobilenet/hw": Twin("mobilenet", (2, 3), _b(*_HW), _hw(64, 48)),
+    "squeezenet": Twin("squeezenet", (0,), _b((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64)),
+                       _B),
+    "squeezenet/hw": Twin("squeezenet", (2, 3), _b((1, 3, 64, 64), (1, 3, 80, 72),
+                                                   (1, 3, 67, 53)), _hw(96, 80)),
+    "vgg16": Twin("vgg16", (0,), _b(*_IMG), _B),
+    "inception_v3": Twin("inception_v3", (0,), _b((1, 3, 75, 75), (2, 3, 75, 75),
+                                                  (3, 3, 75, 75)), _B),
+    "densenet": Twin("densenet", (0,), _b(*_IMG), _B),
+    "dqn": Twin("dqn", (0,), _b((1, 4, 84, 84), (2, 4, 84, 84), (3, 4, 84, 84)), _B),
+    "dcgan": Twin("dcgan", (0,), _b((1, 100), (2, 100), (3, 100)), _B),
+    "synthetic": Twin("synthetic", (0,), _b((1, 3, 24, 12), (2, 3, 24, 12), (3, 3, 24, 12)),
+                      {"input_shape": (2, 3, 24, 12)}),
 }
 
 
