@@ -117,17 +117,25 @@ def squeeze_expand(x: Any, src: Sequence[int], dst: Sequence[int], src2: Sequenc
 
 
 # -- the twin -----------------------------------------------------------------------------------
-class _Twin(ExprMutator):
-    """``main``'s body over a new input variable, with what follows the input rewritten."""
+class _Swap(ExprMutator):
+    """An expression over a new input variable."""
 
-    def __init__(self, old: Var, new: Var, probe: dict[int, Any], order: list[Call]) -> None:
+    def __init__(self, old: Var, new: Var) -> None:
         super().__init__()
-        self.old, self.new, self.probe, self.order = old, new, probe, order
-        # (shape at the base, shape at the probe) -> a rewritten tensor of those shapes
-        self.seen: dict[tuple[tuple[int, ...], tuple[int, ...]], Any] = {}
+        self.old, self.new = old, new
 
     def visit_var(self, e: Var) -> Any:
         return self.new if e is self.old else e
+
+
+class _Twin(_Swap):
+    """``main``'s body over a new input variable, with what follows the input rewritten."""
+
+    def __init__(self, old: Var, new: Var, probe: dict[int, Any], order: list[Call]) -> None:
+        super().__init__(old, new)
+        self.probe, self.order = probe, order
+        # (shape at the base, shape at the probe) -> a rewritten tensor of those shapes
+        self.seen: dict[tuple[tuple[int, ...], tuple[int, ...]], Any] = {}
 
     def visit_call(self, call: Call) -> Any:
         out = super().visit_call(call)
@@ -260,11 +268,3 @@ def with_input_shape(mod: IRModule, shape: Sequence[Any]) -> IRModule:
     body = _Swap(old, new).visit(main.body)
     return IRModule.from_expr(Function((new, *main.params[1:]), body))
 
-
-class _Swap(ExprMutator):
-    def __init__(self, old: Var, new: Var) -> None:
-        super().__init__()
-        self.old, self.new = old, new
-
-    def visit_var(self, e: Var) -> Any:
-        return self.new if e is self.old else e
