@@ -61,6 +61,12 @@ def test_every_twin_equals_its_static_builds(twin):
     assert case.checked == [True] * len(case.shapes)
 
 
+def test_the_default_run_names_known_twins_of_every_kind():
+    assert set(bench.DEFAULT_TWINS) <= set(bench.TWINS)
+    kinds = {name.partition("/")[2] for name in bench.DEFAULT_TWINS}
+    assert {"", "hw", "width", "len"} <= kinds
+
+
 def test_smoke_run_checks_every_twin_against_its_static_build(tmp_path, capsys):
     out = tmp_path / "dynamic.json"
     code = bench.main(["--models", "mlp,transformer", "--threads", "1", "--min-time", "0.01",
