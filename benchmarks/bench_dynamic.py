@@ -1,18 +1,21 @@
 """Dynamic shapes at static speed: each zoo model with symbolic dimensions (its "dynamic twin")
 against the static build of the same shape.
 
-    python benchmarks/bench_dynamic.py [--models mlp,dscnn,resnet8,mobilenet_v2,transformer]
+    python benchmarks/bench_dynamic.py [--models mlp,transformer,resnet18/hw,... | all]
                                        [--threads 1,2] [--min-time 0.2] [--rounds 5]
                                        [--unseen 15] [--full] [--json PATH]
 
-Twins (the small zoo configurations unless ``--full``), made by rewriting ``main``'s input
-type: ``<model>`` has a ``?`` batch; ``mobilenet_v2/hw`` a ``?`` height and width (it ends in a
-global pool; resnet8 and dscnn end in fixed pools before their dense layer, so their images
-cannot change size); ``transformer`` a ``?`` batch and sequence (its reshapes rewritten to Relay's special
-values, ``[0, 0, heads, -1]``, ``[-3, -2]``, ``[-4, -1, heads, -2]``, so they follow the input).
-Each twin is compiled once per thread count with ``ember.compile(mod, executor="vm")``; at each
-of its shapes the same model with that shape fixed is compiled with ``executor="graph"``, and
-the two results are compared (a mismatch is printed as ``WRONG``).
+Twins (``TWINS``; the small zoo configurations unless ``--full``): ``<model>`` has a ``?``
+batch, ``<model>/hw`` a ``?`` height and width, ``transformer`` a ``?`` batch and sequence,
+``wav2vec2/len`` a ``?`` audio length, ``crnn/width`` a ``?`` image width. Each is made by
+``_dynamic_twins.dynamic_twin`` from the workload built at two shapes (its usual one and a
+probe): the dimensions that differ between the two follow the input, and the reshapes, slices
+and broadcasts that carry them are rewritten so that they do (Relay's special values
+``0, -1, -3, -4``, ``squeeze``/``expand_dims``, a slice end counted from the axis' end,
+``broadcast_to_like``). Each twin is compiled once per thread count with
+``ember.compile(mod, executor="vm")``; at each of its shapes the same model with that shape
+fixed is compiled with ``executor="graph"``, and the two results are compared (a mismatch is
+printed as ``WRONG``).
 
 Columns (milliseconds per call, numpy in and out, median of the interleaved samples):
 
@@ -23,11 +26,15 @@ Columns (milliseconds per call, numpy in and out, median of the interleaved samp
   shapes, checks and sizes again, in C since ``vm/plan_native.py``; its memory blocks are
   already large enough), median of ``--unseen`` calls, each after a call at another shape.
   The Python plan keeps 32 shapes; here ``ember.runtime.vm.static_plan.SIGNATURES`` is set to
-  1 for those calls so that alternating two shapes makes every call unseen there too.
-  ``u.ratio`` = unseen / static (the issue's target: at most 1.15);
+  1 for those calls so that alternating two shapes makes every call unseen there too;
+- ``s.each``: the static build at that shape with each call timed alone, as ``unseen`` is
+  (reading ``time.thread_time`` costs about a microsecond: 10% of mlp's call), and
+  ``u.ratio`` = unseen / s.each (the issue's target: at most 1.15);
 - ``s.after``: the static build at that shape timed the same way, each call after a call of
   the static build of another shape (what switching shapes costs any build: caches), and
-  ``u.fair`` = unseen / s.after.
+  ``u.fair`` = unseen / s.after;
+- ``first``: the dynamic build's first call at that shape on a new execution context (a new
+  process's first call, the library loaded): the plan made, buffers sized, the C call set up.
 
 All static and dynamic runners of all models and thread counts are timed interleaved, round by
 round (``_timing.interleave``), so drift hits them alike; by default with ``time.thread_time``
@@ -39,88 +46,137 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import statistics
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _models import zoo_models  # noqa: E402
+from _dynamic_twins import dynamic_twin, with_input_shape  # noqa: E402
+from _models import workload, zoo_models  # noqa: E402
 from _report import open_results, results_path, table  # noqa: E402
 from _systems import Runner  # noqa: E402
 from _timing import interleave  # noqa: E402
 import ember  # noqa: E402
-from ember.ir.expr import Call, Function, Var  # noqa: E402
 from ember.ir.module import IRModule  # noqa: E402
-from ember.ir.types import Any as AnyDim  # noqa: E402
-from ember.ir.types import TensorType  # noqa: E402
-from ember.ir.visitor import ExprMutator  # noqa: E402
-from ember.relay.op.attrs import ReshapeAttrs  # noqa: E402
 from ember.runtime.vm import static_plan  # noqa: E402
 
-# twin -> (zoo model, symbolic axes of the input, shapes to time at)
-TWINS: dict[str, tuple[str, tuple[int, ...], list[tuple[int, ...]]]] = {
-    "mlp": ("mlp", (0,), [(1, 1, 28, 28), (3, 1, 28, 28), (8, 1, 28, 28)]),
-    "dscnn": ("dscnn", (0,), [(1, 1, 49, 10), (3, 1, 49, 10), (8, 1, 49, 10)]),
-    "resnet8": ("resnet8", (0,), [(1, 3, 32, 32), (3, 3, 32, 32), (8, 3, 32, 32)]),
-    "mobilenet_v2": ("mobilenet_v2", (0,), [(1, 3, 32, 32), (3, 3, 32, 32), (8, 3, 32, 32)]),
-    "mobilenet_v2/hw": ("mobilenet_v2", (2, 3), [(1, 3, 32, 32), (1, 3, 48, 40),
-                                                  (1, 3, 67, 53)]),
-    "transformer": ("transformer", (0, 1), [(1, 16, 32), (2, 9, 32), (1, 37, 32)]),
+_B = {"batch_size": 2}  # the probe of a batch twin
+
+
+def _hw(h: int, w: int) -> dict[str, Any]:
+    return {"image_shape": (3, h, w)}
+
+
+def _b(*shapes: tuple[int, ...]) -> list[tuple[int, ...]]:
+    return list(shapes)
+
+
+class Twin(NamedTuple):
+    """A benchmark model with ``?`` at ``axes`` of its input, timed at ``shapes``. ``probe``
+    (and ``base``, if the usual build will not do) are the workload's keyword arguments over
+    its usual ones that build it at two shapes, which ``_dynamic_twins`` compares to find
+    what follows the input."""
+
+    model: str
+    axes: tuple[int, ...]
+    shapes: list[tuple[int, ...]]
+    probe: dict[str, Any]
+    base: dict[str, Any] | None = None
+
+
+# Shapes: 1, sizes that are not multiples of any tile (3, 37, 53), and where the network needs
+# it (an FPN's strides of 32, a U-Net's 4) multiples of its stride. Not here, because their
+# workloads fix what would have to follow the input: yolov8n's height and width (its anchor
+# grid is a constant), segformer's (its decoder resizes to a fixed size and splits H*W back
+# into H and W), gpt2's sequence (its position table has seq_len rows).
+_IMG = ((1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32))  # batch twins of 32x32 classifiers
+_HW = ((1, 3, 32, 32), (1, 3, 48, 40), (1, 3, 67, 53))
+_FPN = ((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64))  # batch twins of 64x64 detectors
+_FPN_HW = ((1, 3, 64, 64), (1, 3, 96, 64), (1, 3, 64, 160))
+
+TWINS: dict[str, Twin] = {
+    "mlp": Twin("mlp", (0,), _b((1, 1, 28, 28), (3, 1, 28, 28), (8, 1, 28, 28)), _B),
+    "autoencoder": Twin("autoencoder", (0,), _b((1, 640), (3, 640), (8, 640)), _B),
+    "dscnn": Twin("dscnn", (0,), _b((1, 1, 49, 10), (3, 1, 49, 10), (8, 1, 49, 10)), _B),
+    "resnet8": Twin("resnet8", (0,), _b((1, 3, 32, 32), (3, 3, 32, 32), (8, 3, 32, 32)), _B),
+    "mobilenet_v2": Twin("mobilenet_v2", (0,), _b((1, 3, 32, 32), (3, 3, 32, 32),
+                                                  (8, 3, 32, 32)), _B),
+    "mobilenet_v2/hw": Twin("mobilenet_v2", (2, 3), _b(*_HW), _hw(64, 48)),
+    "resnet18": Twin("resnet18", (0,), _b(*_IMG), _B),
+    # (probe height 30: above 32 the workload adds a downsampling stem)
+    "resnet18/hw": Twin("resnet18", (2, 3), _b(*_HW), _hw(30, 48)),
+    "mobilenet_v3_large": Twin("mobilenet_v3_large", (0,), _b(*_IMG), _B),
+    "mobilenet_v3_large/hw": Twin("mobilenet_v3_large", (2, 3), _b(*_HW), _hw(64, 48)),
+    "efficientnet_lite0": Twin("efficientnet_lite0", (0,), _b(*_IMG), _B),
+    "efficientnet_lite0/hw": Twin("efficientnet_lite0", (2, 3), _b(*_HW), _hw(64, 48)),
+    "yolov8n": Twin("yolov8n", (0,), _b(*_FPN), _B),
+    "dbnet": Twin("dbnet_mv3", (0,), _b(*_FPN), _B),
+    "dbnet/hw": Twin("dbnet_mv3", (2, 3), _b(*_FPN_HW), _hw(96, 128)),
+    "unet": Twin("unet", (0,), _b(*_IMG), _B),
+    "unet/hw": Twin("unet", (2, 3), _b((1, 3, 32, 32), (1, 3, 48, 40), (1, 3, 36, 52)),
+                    _hw(64, 48)),
+    "segformer": Twin("segformer", (0,), _b(*_FPN), _B),
+    # (vit broadcasts its class token only from batch 2: the twin starts there)
+    "vit_tiny": Twin("vit_tiny", (0,), _b(*_IMG), {"batch_size": 3}, _B),
+    "transformer": Twin("transformer", (0, 1), _b((1, 16, 32), (2, 9, 32), (1, 37, 32)),
+                        {"batch_size": 2, "seq_len": 24}),
+    "gpt2": Twin("gpt2", (0,), _b((1, 16), (2, 16), (3, 16)), _B),
+    "wav2vec2": Twin("wav2vec2", (0,), _b((1, 1600), (2, 1600), (3, 1600)), _B),
+    "wav2vec2/len": Twin("wav2vec2", (1,), _b((1, 1600), (1, 1000), (1, 2345)),
+                         {"samples": 2000}),
+    "crnn": Twin("crnn", (0,), _b((1, 3, 32, 64), (2, 3, 32, 64), (3, 3, 32, 64)), _B),
+    "crnn/width": Twin("crnn", (3,), _b((1, 3, 32, 64), (1, 3, 32, 100), (1, 3, 32, 36)),
+                       _hw(32, 96)),
+    "ocr_cls": Twin("ocr_cls", (0,), _b((1, 3, 48, 96), (2, 3, 48, 96), (3, 3, 48, 96)), _B),
+    "ocr_cls/width": Twin("ocr_cls", (3,), _b((1, 3, 48, 96), (1, 3, 48, 100), (1, 3, 48, 37)),
+                          _hw(48, 160)),
+    "mobilenet": Twin("mobilenet", (0,), _b(*_IMG), _B),
+    "mobilenet/hw": Twin("mobilenet", (2, 3), _b(*_HW), _hw(64, 48)),
+    "squeezenet": Twin("squeezenet", (0,), _b((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64)),
+                       _B),
+    "squeezenet/hw": Twin("squeezenet", (2, 3), _b((1, 3, 64, 64), (1, 3, 80, 72),
+                                                   (1, 3, 67, 53)), _hw(96, 80)),
+    "vgg16": Twin("vgg16", (0,), _b(*_IMG), _B),
+    "inception_v3": Twin("inception_v3", (0,), _b((1, 3, 75, 75), (2, 3, 75, 75),
+                                                  (3, 3, 75, 75)), _B),
+    "densenet": Twin("densenet", (0,), _b(*_IMG), _B),
+    "dqn": Twin("dqn", (0,), _b((1, 4, 84, 84), (2, 4, 84, 84), (3, 4, 84, 84)), _B),
+    "dcgan": Twin("dcgan", (0,), _b((1, 100), (2, 100), (3, 100)), _B),
+    "synthetic": Twin("synthetic", (0,), _b((1, 3, 24, 12), (2, 3, 24, 12), (3, 3, 24, 12)),
+                      {"input_shape": (2, 3, 24, 12)}),
 }
+
+# The default run: each kind of twin once, small models (a few minutes on a loaded 2-core
+# machine at 1 and 2 threads; ``--models all`` takes half an hour there).
+DEFAULT_TWINS = ("mlp", "dscnn", "resnet8", "mobilenet_v2", "mobilenet_v2/hw", "transformer",
+                 "crnn/width", "wav2vec2/len", "efficientnet_lite0/hw")
 
 
 # -- the twins ----------------------------------------------------------------------------------
-def _newshape(src: Sequence[int], dst: Sequence[int]) -> list[int]:
-    """A reshape's new shape in Relay's special values, following the leading (batch,
-    sequence) dimensions of its input instead of naming them: keep both (0, 0, ...), merge the
-    first two (-3, -2), or split the first (-4, -1, d, -2)."""
-    if len(dst) == len(src) - 1 and dst[0] == src[0] * src[1] and tuple(dst[1:]) == tuple(
-            src[2:]):
-        return [-3, -2]
-    if len(dst) == len(src) + 1 and dst[0] * dst[1] == src[0] and tuple(dst[2:]) == tuple(
-            src[1:]):
-        return [-4, -1, dst[1], -2]
-    if tuple(dst[:2]) == tuple(src[:2]):
-        return [0, 0, *dst[2:-1], -1]
-    raise ValueError(f"bench_dynamic: no symbolic form for reshape {tuple(src)} -> {tuple(dst)}")
+def probe_module(model: str, probe: dict[str, Any], full: bool) -> IRModule:
+    """Benchmark ``model``'s workload built with ``probe`` over its usual arguments."""
+    zoo, kwargs = workload(model, small=not full)
+    if "batch_size" in probe or zoo in ("mlp", "dqn", "dcgan"):
+        kwargs.setdefault("batch_size", 1)
+    kwargs.update(probe)
+    mod, _ = importlib.import_module(f"ember.relay.testing.{zoo}").get_workload(**kwargs)
+    return mod
 
 
-class _Twin(ExprMutator):
-    """``main``'s body over a new input variable, its reshapes in special values."""
-
-    def __init__(self, old: Var, new: Var) -> None:
-        super().__init__()
-        self.old, self.new = old, new
-
-    def visit_var(self, e: Var) -> Any:
-        return self.new if e is self.old else e
-
-    def visit_call(self, call: Call) -> Any:
-        out = super().visit_call(call)
-        if getattr(call.op, "name", None) != "reshape":
-            return out
-        src = call.args[0].checked_type_.shape
-        attrs = ReshapeAttrs(_newshape(src, call.checked_type_.shape))
-        return Call(out.op, out.args, attrs, span=out.span)
-
-
-def with_input_shape(mod: IRModule, shape: Sequence[Any]) -> IRModule:
-    """``mod`` with its first input of ``shape`` (ints, or None for ``?``)."""
-    main = mod["main"]
-    old = main.params[0]
-    ty = old.checked_type_
-    dims = tuple(AnyDim() if d is None else int(d) for d in shape)
-    new = Var(old.name_hint, TensorType(dims, ty.dtype))
-    body = _Twin(old, new).visit(main.body)
-    return IRModule.from_expr(Function((new, *main.params[1:]), body))
+def twin_module(twin: str, base: IRModule, full: bool = False) -> IRModule:
+    """``twin``'s dynamic module, from ``base`` (the benchmark model at its usual shape)."""
+    t = TWINS[twin]
+    if t.base is not None:
+        base = probe_module(t.model, t.base, full)
+    return dynamic_twin(base, probe_module(t.model, t.probe, full), t.axes)
 
 
 @dataclass
@@ -136,24 +192,32 @@ class Case:
     checked: list[bool]
 
 
-def build_case(twin: str, zoo: Any, threads: int) -> Case:
-    name, axes, shapes = TWINS[twin]
-    base = [int(d) for d in zoo.mod["main"].params[0].checked_type_.shape]
-    dyn_shape = [None if i in axes else d for i, d in enumerate(base)]
-    dynamic = ember.compile(with_input_shape(zoo.mod, dyn_shape), executor="vm",
-                            params=zoo.params, threads=threads)
+def build_case(twin: str, zoo: Any, threads: int, full: bool = False) -> Case:
+    shapes = TWINS[twin].shapes
+    mod = twin_module(twin, zoo.mod, full)
+    dynamic = ember.compile(mod, executor="vm", params=zoo.params, threads=threads)
+    dtype = mod["main"].params[0].type_annotation.dtype
     rng = np.random.default_rng(0)
     statics, inputs, checked = [], [], []
     for shape in shapes:
-        model = ember.compile(with_input_shape(zoo.mod, shape), executor="graph",
+        model = ember.compile(with_input_shape(mod, shape), executor="graph",
                               params=zoo.params, threads=threads)
-        x = rng.uniform(-1, 1, size=shape).astype("float32")
+        x = _random_input(rng, shape, dtype, zoo.params)
         want, got = _first(model(x)), _first(dynamic(x))
         checked.append(want.shape == got.shape and np.allclose(got, want, rtol=1e-4,
                                                                 atol=1e-4))
         statics.append(model)
         inputs.append(x)
     return Case(twin, threads, dynamic, list(shapes), statics, inputs, checked)
+
+
+def _random_input(rng: np.random.Generator, shape: tuple[int, ...], dtype: str,
+                  params: dict[str, Any]) -> np.ndarray:
+    """Uniform [-1, 1) floats, or token ids below the first weight's row count."""
+    if dtype.startswith("int"):
+        rows = int(next(iter(params.values())).shape[0])
+        return rng.integers(0, rows, size=shape).astype(dtype)
+    return rng.uniform(-1, 1, size=shape).astype(dtype)
 
 
 def _first(out: Any) -> np.ndarray:
@@ -165,25 +229,60 @@ def _runner(system: str, threads: int, model: Any, x: np.ndarray) -> Runner:
     return Runner(system, threads, lambda: model(x), lambda: [], contextlib.nullcontext)
 
 
+UNSEEN_TIME = 0.03  # seconds of timed calls per unseen-type column and shape, at least
+
+
+def _after_ms(first: Any, before: np.ndarray, model: Any, x: np.ndarray, calls: int,
+              clock: Any) -> float:
+    """Median ms of ``model(x)``, each call timed alone right after ``first(before)``: at
+    least ``calls`` calls and ``UNSEEN_TIME`` seconds of them (a small model's median of 15
+    single calls moves by 10%)."""
+    times: list[float] = []
+    while len(times) < calls or sum(times) < UNSEEN_TIME and len(times) < 20 * calls:
+        first(before)  # (each model sets its own thread count per call)
+        start = clock()
+        model(x)
+        times.append(clock() - start)
+    return statistics.median(times) * 1e3
+
+
 def after_other_ms(case: Case, k: int, calls: int, clock: Any, dynamic: bool) -> float:
     """Median ms of a call at shape k right after one at another shape: of the dynamic build,
     with the plan keeping one shape (so the call at k is always one it has not kept), or of
     the static builds of the two shapes."""
     j = (k + 1) % len(case.inputs)
-    other, x, times = case.inputs[j], case.inputs[k], []
+    other, x = case.inputs[j], case.inputs[k]
     first, model = (case.dynamic, case.dynamic) if dynamic else (case.static[j],
                                                                  case.static[k])
     saved = static_plan.SIGNATURES
     static_plan.SIGNATURES = 1
     try:
-        for _ in range(calls):  # (each model sets its own thread count per call)
-            first(other)
-            start = clock()
-            model(x)
-            times.append(clock() - start)
+        return _after_ms(first, other, model, x, calls, clock)
     finally:
         static_plan.SIGNATURES = saved
-    return statistics.median(times) * 1e3
+
+
+def each_ms(case: Case, k: int, calls: int, clock: Any) -> float:
+    """Median ms of the static build at shape k, each call timed alone as ``after_other_ms``
+    times them (a clock read per call costs about a microsecond of thread time: the steady
+    state's loop spreads it over many calls)."""
+    model, x = case.static[k], case.inputs[k]
+    return _after_ms(model, x, model, x, calls, clock)
+
+
+def first_call_ms(case: Case, k: int, clock: Any) -> float:
+    """Ms of the dynamic build's first call at shape k on a new execution context (a new
+    process's first call at that shape, its library already loaded): the plan made, its
+    buffers sized, its C call set up."""
+    pool = case.dynamic._pool
+    saved = list(pool.free)
+    pool.free[:] = [pool._make()]
+    try:
+        start = clock()
+        case.dynamic(case.inputs[k])
+        return (clock() - start) * 1e3
+    finally:
+        pool.free[:] = saved
 
 
 def measure(cases: list[Case], min_time: float, rounds: int, unseen: int,
@@ -198,16 +297,19 @@ def measure(cases: list[Case], min_time: float, rounds: int, unseen: int,
     rows = []
     for i, (c, k) in enumerate(keys):
         st, dy = timings[2 * i].median * 1e3, timings[2 * i + 1].median * 1e3
-        un = after = None
+        un = after = each = None
         if unseen and len(c.inputs) > 1:
             un = after_other_ms(c, k, unseen, clock, dynamic=True)
             after = after_other_ms(c, k, unseen, clock, dynamic=False)
+            each = each_ms(c, k, unseen, clock)
         rows.append({"model": c.twin, "shape": list(c.shapes[k]), "threads": c.threads,
                      "static_ms": st, "dynamic_ms": dy, "ratio": dy / st,
                      "extra_us": (dy - st) * 1e3,
-                     "unseen_ms": un, "unseen_ratio": None if un is None else un / st,
+                     "unseen_ms": un, "static_each_ms": each,
+                     "unseen_ratio": None if un is None else un / each,
                      "static_after_other_ms": after,
                      "unseen_fair_ratio": None if un is None else un / after,
+                     "first_call_ms": first_call_ms(c, k, clock),
                      "correct": c.checked[k]})
     return rows
 
@@ -215,17 +317,19 @@ def measure(cases: list[Case], min_time: float, rounds: int, unseen: int,
 def report(rows: list[dict]) -> str:
     lines = [[r["model"], "x".join(map(str, r["shape"])), r["threads"], r["static_ms"],
               r["dynamic_ms"], r["ratio"], round(r["extra_us"]), r["unseen_ms"],
-              r["unseen_ratio"], r["static_after_other_ms"], r["unseen_fair_ratio"],
+              r["static_each_ms"], r["unseen_ratio"], r["static_after_other_ms"],
+              r["unseen_fair_ratio"], r["first_call_ms"],
               "" if r["correct"] else "WRONG"] for r in rows]
-    heads = ["model", "shape", "thr", "static", "dynamic", "ratio", "+us", "unseen", "u.ratio",
-             "s.after", "u.fair", ""]
+    heads = ["model", "shape", "thr", "static", "dynamic", "ratio", "+us", "unseen", "s.each",
+             "u.ratio", "s.after", "u.fair", "first", ""]
     return table(lines, heads)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default=",".join(TWINS),
-                    help=f"twins, comma-separated (default all: {', '.join(TWINS)})")
+    ap.add_argument("--models", default=",".join(DEFAULT_TWINS),
+                    help=f"twins, comma-separated, or 'all' (default: {', '.join(DEFAULT_TWINS)}; "
+                         f"all: {', '.join(TWINS)})")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--min-time", type=float, default=0.2,
                     help="seconds of timed calls per runner in all (default 0.2)")
@@ -237,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="time.thread_time (default) or time.perf_counter")
     ap.add_argument("--json", default=str(results_path("dynamic.json")))
     opts = ap.parse_args(argv)
-    twins = [t for t in opts.models.split(",") if t]
+    twins = list(TWINS) if opts.models == "all" else [t for t in opts.models.split(",") if t]
     unknown = [t for t in twins if t not in TWINS]
     if unknown:
         ap.error(f"unknown twins {unknown}; choose from {', '.join(TWINS)}")
@@ -249,12 +353,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--threads: expected positive integers separated by commas, got "
                  f"{opts.threads!r}")
     cases: list[Case] = []
-    zoo_names = list(dict.fromkeys(TWINS[t][0] for t in twins))
+    zoo_names = list(dict.fromkeys(TWINS[t].model for t in twins))
     for zoo in zoo_models(zoo_names, small=not opts.full):
-        for twin in (t for t in twins if TWINS[t][0] == zoo.name):
+        for twin in (t for t in twins if TWINS[t].model == zoo.name):
             for n in threads:
                 print(f"building {twin} at {n} thread(s)", file=sys.stderr)
-                cases.append(build_case(twin, zoo, n))
+                cases.append(build_case(twin, zoo, n, opts.full))
     clock = time.thread_time if opts.clock == "thread" else time.perf_counter
     rows = measure(cases, opts.min_time, opts.rounds, opts.unseen, clock)
     print(report(rows))

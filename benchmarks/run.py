@@ -276,10 +276,10 @@ def run_dynamic(opts: argparse.Namespace) -> int:
     with this run's thread counts, timing and JSON path."""
     import bench_dynamic
 
-    twins = [t for t, (zoo, _, _) in bench_dynamic.TWINS.items() if zoo in opts.models]
+    twins = [t for t, (zoo, *_) in bench_dynamic.TWINS.items() if zoo in opts.models]
     if not twins:
         print(f"--dynamic: none of {', '.join(opts.models)} has a dynamic twin; those that do: "
-              f"{', '.join(sorted({z for z, _, _ in bench_dynamic.TWINS.values()}))}",
+              f"{', '.join(sorted({z for z, *_ in bench_dynamic.TWINS.values()}))}",
               file=sys.stderr)
         return 2
     return bench_dynamic.main(["--models", ",".join(twins),

@@ -9,26 +9,62 @@ from pathlib import Path
 
 import pytest
 
+from ember.ir.types import Any as AnyDim
+from ember.relay.transform import InferType
+
 pytest.importorskip("onnx")
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 bench = importlib.import_module("bench_dynamic")
+twins = importlib.import_module("_dynamic_twins")
 
 
-@pytest.mark.parametrize("src, dst, want", [
-    ((1, 16, 32), (1, 16, 2, 16), [0, 0, 2, -1]),
-    ((1, 2, 16, 16), (2, 16, 16), [-3, -2]),
-    ((2, 16, 16), (1, 2, 16, 16), [-4, -1, 2, -2]),
-    ((1, 16, 2, 16), (1, 16, 32), [0, 0, -1]),
-])
-def test_reshapes_follow_the_leading_dimensions(src, dst, want):
-    assert bench._newshape(src, dst) == want
+def _types_at_each_shape(twin: str) -> list[tuple[int, ...]]:
+    """The twin's output shape at each of its shapes (type inference only, no build)."""
+    t = bench.TWINS[twin]
+    mod = bench.twin_module(twin, bench.probe_module(t.model, {}, False))
+    assert isinstance(mod["main"].params[0].type_annotation.shape[t.axes[0]], AnyDim)
+    outs = []
+    for shape in t.shapes:
+        ty = InferType()(twins.with_input_shape(mod, shape))["main"].checked_type.ret_type
+        ty = ty.fields[0] if hasattr(ty, "fields") else ty
+        outs.append(tuple(int(d) for d in ty.shape))
+    return outs
 
 
-def test_a_reshape_with_no_symbolic_form_is_named():
-    with pytest.raises(ValueError, match=r"no symbolic form for reshape \(4, 6\) -> \(3, 8\)"):
-        bench._newshape((4, 6), (3, 8))
+# cheap twins of each kind: batch, sequence (transformer), audio length, image width, H and W
+@pytest.mark.parametrize("twin", ["mlp", "transformer", "wav2vec2/len", "crnn/width", "unet/hw"])
+def test_twins_type_check_at_every_shape(twin):
+    outs = _types_at_each_shape(twin)
+    shapes = bench.TWINS[twin].shapes
+    if 0 in bench.TWINS[twin].axes:  # the batch follows the input
+        assert [o[0] for o in outs] == [s[0] for s in shapes]
+    assert len(set(outs)) == len(outs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("twin", sorted(bench.TWINS))
+def test_every_twin_type_checks_at_every_shape(twin):
+    outs = _types_at_each_shape(twin)
+    assert len(outs) >= 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("twin", sorted(bench.TWINS))
+def test_every_twin_equals_its_static_builds(twin):
+    """The dynamic build at each shape (1, sizes that are no multiple of a tile) against
+    the static build of that shape."""
+    zoo = next(iter(bench.zoo_models([bench.TWINS[twin].model], small=True)))
+    case = bench.build_case(twin, zoo, threads=1)
+    assert len(case.shapes) >= 3 and any(1 in s for s in case.shapes)
+    assert case.checked == [True] * len(case.shapes)
+
+
+def test_the_default_run_names_known_twins_of_every_kind():
+    assert set(bench.DEFAULT_TWINS) <= set(bench.TWINS)
+    kinds = {name.partition("/")[2] for name in bench.DEFAULT_TWINS}
+    assert {"", "hw", "width", "len"} <= kinds
 
 
 def test_smoke_run_checks_every_twin_against_its_static_build(tmp_path, capsys):

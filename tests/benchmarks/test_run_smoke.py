@@ -145,10 +145,10 @@ def test_dynamic_mode_runs_the_twins_of_the_chosen_models(tmp_path, capsys, monk
     out = str(tmp_path / "d.json")
     assert run.main(["--dynamic", "--models", "mlp,resnet18,transformer", "--threads", "1,2",
                      "--min-time", "0.1", "--rounds", "2", "--json", out]) == 0
-    assert seen == [["--models", "mlp,transformer", "--threads", "1,2", "--min-time", "0.1",
-                     "--rounds", "2", "--json", out]]
+    assert seen == [["--models", "mlp,resnet18,resnet18/hw,transformer", "--threads", "1,2",
+                     "--min-time", "0.1", "--rounds", "2", "--json", out]]
     assert run.parse_args(["--dynamic"]).json == str(run.DYNAMIC_JSON)
     assert run.parse_args([]).json == str(run.DEFAULT_JSON)
     # a model without a twin is named, with those that have one
-    assert run.main(["--dynamic", "--models", "resnet18"]) == 2
-    assert "none of resnet18 has a dynamic twin" in capsys.readouterr().err
+    assert run.main(["--dynamic", "--models", "resnet50"]) == 2
+    assert "none of resnet50 has a dynamic twin" in capsys.readouterr().err

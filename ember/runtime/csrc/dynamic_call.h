@@ -13,7 +13,10 @@
  *   1. each input dimension checked against its rule (a declared extent, any size, or equal
  *      to an earlier dimension of the same name) and written to its slot of the plan's arena;
  *   2. the inputs' byte sizes checked against their buffers;
- *   3. the shape functions (compiled kernels reading and writing the arena);
+ *   3. the shape functions (compiled kernels reading and writing the arena): called directly
+ *      (their unpacked entries on arena pointers fixed at load) where the host could lay
+ *      them out so, else through their packed entries (each of which checks its arguments:
+ *      ~0.2 us a call, most of an unseen shape's cost for a small model);
  *   4. the check program (below): block sizes within [least, capacity], tensors of run-time
  *      shape inside their blocks, reshapes that keep the element count;
  *   5. the outputs' shapes (declared, or read from the arena) and byte sizes checked against
@@ -53,8 +56,47 @@ typedef struct {
   int64_t* out_dims;          /* this signature's output dimensions */
   const int64_t* out_capacity; /* per output: the bytes its buffer holds from its offset */
   const int64_t* out_item;     /* per output: its item size */
+  const int64_t* direct;       /* the shape calls as direct calls (below), or NULL */
   int32_t num_shape_calls, num_dims, program_size, have_last;
 } EmberDynamicCallPlan;
+
+/* The plan's layout as this library has it: the host uses the library only if it agrees. */
+EMBER_DLL int64_t EmberDynamicCallPlanSize(void) { return (int64_t)sizeof(EmberDynamicCallPlan); }
+
+/* Direct shape calls, a flat int64 array of num_shape_calls entries "fn n p_1..p_n": the
+ * address of a kernel's unpacked entry (int32_t f(int64_t*, ...)), its number of pointer
+ * arguments and the pointers (into the arena: they do not move). */
+#define EMBER_DIRECT_MAX_ARGS 6
+typedef int32_t (*ember_direct_1)(void*);
+typedef int32_t (*ember_direct_2)(void*, void*);
+typedef int32_t (*ember_direct_3)(void*, void*, void*);
+typedef int32_t (*ember_direct_4)(void*, void*, void*, void*);
+typedef int32_t (*ember_direct_5)(void*, void*, void*, void*, void*);
+typedef int32_t (*ember_direct_6)(void*, void*, void*, void*, void*, void*);
+
+/* The direct shape calls: 0 if each returned 0. */
+static int ember_run_direct(const int64_t* at, int32_t count) {
+  int32_t i;
+  for (i = 0; i < count; ++i) {
+    void* f = (void*)(intptr_t)at[0];
+    void* a[EMBER_DIRECT_MAX_ARGS];
+    int64_t n = at[1], k;
+    int32_t rc;
+    for (k = 0; k < n && k < EMBER_DIRECT_MAX_ARGS; ++k) a[k] = (void*)(intptr_t)at[2 + k];
+    switch (n) {
+      case 1: rc = ((ember_direct_1)f)(a[0]); break;
+      case 2: rc = ((ember_direct_2)f)(a[0], a[1]); break;
+      case 3: rc = ((ember_direct_3)f)(a[0], a[1], a[2]); break;
+      case 4: rc = ((ember_direct_4)f)(a[0], a[1], a[2], a[3]); break;
+      case 5: rc = ((ember_direct_5)f)(a[0], a[1], a[2], a[3], a[4]); break;
+      case 6: rc = ((ember_direct_6)f)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
+      default: return -1; /* the host writes no such entry */
+    }
+    if (rc != 0) return -1;
+    at += 2 + n;
+  }
+  return 0;
+}
 
 /* *n = the product of the arena values at idx[0..k); 0 when one is negative or it overflows. */
 static int ember_arena_product(const int64_t* arena, const int64_t* idx, int64_t k, int64_t* n) {
@@ -132,7 +174,8 @@ static int ember_new_signature(EmberDynamicCallPlan* p) {
     d += t->ndim;
   }
   if (p->num_shape_calls > 0 &&
-      EmberRunCalls(p->shape_calls, p->num_shape_calls, &c->failed_at) != 0)
+      (p->direct != NULL ? ember_run_direct(p->direct, p->num_shape_calls)
+                         : EmberRunCalls(p->shape_calls, p->num_shape_calls, &c->failed_at)) != 0)
     return 1;
   if (!ember_run_checks(p)) return 1;
   for (i = 0, d = 0; i < c->num_outputs; ++i) {

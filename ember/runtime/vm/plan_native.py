@@ -14,7 +14,11 @@ reads that does not depend on the concrete sizes is laid out here, once:
 - the check program (``SIZE``/``FIT``/``COUNT``, from the Python form of the checks,
   ``plan_checks.VectorChecks``, which stays the checked fallback);
 - per output dimension, a declared extent or the arena slot the shape phase writes;
-- the buffers (inputs, results, intermediates) and what each holds.
+- the buffers (inputs, results, intermediates) and what each holds;
+- the shape functions as direct calls of their unpacked entries on arena pointers (no
+  per-call argument checks: the arena does not move and its layout is the one the packed
+  entries checked), where each one's arguments are one-dimensional shape tensors in the
+  arena (``_direct_calls``).
 
 C answers 1 when a signature needs what only Python does (a buffer to grow, a check that
 fails and must be reported, an input of another kind): the caller's checked path then runs the
@@ -31,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from .._abi import ArgTypeCode, DLTensor, TVMValue
 from ..model_call import _Plan, _Tensor, object_layout
 from .plan_arrays import ArrayCalls
 from .static_plan import StaticPlan
@@ -44,7 +49,7 @@ class _DynamicPlan(ctypes.Structure):
     _fields_ = [("call", _Plan), ("arena", _P), ("shape_calls", _P), ("dim_rule", _P),
                 ("dim_slot", _P), ("dims", _P), ("last", _P), ("in_capacity", _P),
                 ("in_item", _P), ("program", _P), ("sizes", _P), ("out_rule", _P),
-                ("out_dims", _P), ("out_capacity", _P), ("out_item", _P),
+                ("out_dims", _P), ("out_capacity", _P), ("out_item", _P), ("direct", _P),
                 ("num_shape_calls", ctypes.c_int32), ("num_dims", ctypes.c_int32),
                 ("program_size", ctypes.c_int32), ("have_last", ctypes.c_int32)]
 
@@ -119,6 +124,10 @@ class DynamicCall:
         if shape_cplan is not None:
             p.shape_calls, p.num_shape_calls = ctypes.addressof(shape_cplan._table), \
                 shape_cplan._count
+            direct = _direct_calls(shape_cplan, plan._arena_i64)
+            if direct is not None:
+                self._keep["direct"] = direct
+                p.direct = direct.ctypes.data
         p.num_dims, p.program_size = len(rules), len(program)
         p.call.layout = ctypes.addressof(object_layout())  # type: ignore[arg-type]
         p.call.calls, p.call.num_calls = ctypes.addressof(cplan._table), cplan._count
@@ -212,6 +221,37 @@ class DynamicCall:
         return min(held, plan._allocator.max_block_bytes)
 
 
+# Arguments a direct call may have (csrc/dynamic_call.h: EMBER_DIRECT_MAX_ARGS).
+_DIRECT_MAX_ARGS = 6
+_TENSOR_CODES = (ArgTypeCode.DLTENSOR_HANDLE, ArgTypeCode.NDARRAY_HANDLE)
+
+
+def _direct_calls(cplan: Any, arena: np.ndarray) -> np.ndarray | None:
+    """The shape calls of ``cplan`` as C's direct-call table ("fn n p_1..p_n" each), or None
+    where one of them cannot be called so: not a shape function, no unpacked entry, an
+    argument that is not a one-dimensional tensor in ``arena`` (a data tensor's pointer can
+    change between calls; its kernel takes symbolic extents the table does not pass)."""
+    lo, hi = arena.ctypes.data, arena.ctypes.data + arena.nbytes
+    words: list[int] = []
+    for func, call in zip(cplan._funcs, cplan._calls):
+        vals, codes, n = call.args[:3]
+        entry = getattr(cplan.lib, f"{func.name}_unpacked", None)
+        if not func.name.endswith("_shape_func") or entry is None or n > _DIRECT_MAX_ARGS:
+            return None
+        pointers = []
+        for k in range(n):
+            if codes[k] not in _TENSOR_CODES:
+                return None
+            t = DLTensor.from_address(TVMValue.from_buffer(vals, k * ctypes.sizeof(
+                TVMValue)).v_handle)
+            at = (t.data or 0) + t.byte_offset
+            if t.ndim > 1 or not lo <= at < hi:
+                return None
+            pointers.append(at)
+        words += [ctypes.cast(entry, ctypes.c_void_p).value, n, *pointers]
+    return np.array(words, dtype=np.int64)
+
+
 def _program(plan: StaticPlan) -> list[int]:
     """The plan's early checks as the C check program (the block maxima are filled in by
     ``refresh``: they are the buffers' sizes)."""
@@ -247,12 +287,23 @@ def _out_rules(plan: StaticPlan) -> list[int]:
     return rules
 
 
+def _plan_size(lib: Any) -> int:
+    """The size of the library's EmberDynamicCallPlan (-1 if it does not say: one built
+    before the plan had its direct calls)."""
+    size = getattr(lib, "EmberDynamicCallPlanSize", None)
+    if size is None:
+        return -1
+    size.argtypes, size.restype = [], ctypes.c_int64
+    return int(size())
+
+
 def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
                  ) -> DynamicCall | None:
     """The DynamicCall of ``calls``, or None where it cannot be made: a plan without
     symbolic arguments (one signature: ``ArrayCall.native_call`` serves it), checks that
     read values outside the arena, no C runner, a library that predates
-    ``EmberDynamicModelCall``, an object layout that does not hold."""
+    ``EmberDynamicModelCall`` or has another layout of its plan, an object layout that does
+    not hold."""
     plan = calls.plan
     if not plan._arg_slots or plan._early.checks and plan._early.vector is None:
         return None
@@ -260,9 +311,10 @@ def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
         return None
     if any(shape is None and slot is None for _, _, _, shape, slot, _ in plan._typed_info):
         return None
-    entry = getattr(calls.cplan.lib, "EmberDynamicModelCall", None)
+    lib = calls.cplan.lib
+    entry = getattr(lib, "EmberDynamicModelCall", None)
     rules = dim_rules(plan, patterns)
-    if entry is None or rules is None:
+    if entry is None or rules is None or _plan_size(lib) != ctypes.sizeof(_DynamicPlan):
         return None
     if plan._shape_run is not None and plan._shape_cplan is None:
         return None

@@ -17,6 +17,7 @@ import ember
 from ember.api.model import ModelInputError
 from ember.runtime.execution_pool import VMContext
 from ember.runtime.vm import VMError
+from ember.runtime.vm import plan_native
 from ember.runtime.vm.plan_native import COUNT, FIT, SIZE, DynamicCall, _program, dim_rules
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -121,6 +122,42 @@ def test_a_declared_extent_is_checked_in_c(two_outputs) -> None:
     assert native.run((x,)) is None
     assert native.run((x[:, :, :1], x[:, :, :1])) is None  # a view, not C-contiguous
     np.testing.assert_array_equal(two_outputs(x.tolist(), x)[1], x * 2)
+
+
+def test_shape_functions_are_direct_calls_on_the_arena(two_outputs) -> None:
+    x = np.ones((2, 3, 2), "float32")
+    two_outputs(x, x)
+    two_outputs(x, x)
+    native = context_of(two_outputs).native
+    direct, shape_calls = native._keep["direct"], native.plan._shape_cplan
+    arena = native.plan._arena_i64
+    lo, hi, at = arena.ctypes.data, arena.ctypes.data + arena.nbytes, 0
+    for _ in range(shape_calls._count):  # "fn n p_1..p_n": every pointer in the arena
+        n = int(direct[at + 1])
+        assert 1 <= n <= 6 and all(lo <= p < hi for p in direct[at + 2:at + 2 + n])
+        at += 2 + n
+    assert at == len(direct)
+
+
+def test_shape_calls_outside_the_arena_stay_packed(two_outputs) -> None:
+    x = np.ones((2, 3, 2), "float32")
+    two_outputs(x, x)
+    two_outputs(x, x)
+    shape_calls = context_of(two_outputs).native.plan._shape_cplan
+    assert plan_native._direct_calls(shape_calls, np.zeros(4, np.int64)) is None
+
+
+def test_a_library_with_another_plan_layout_gets_no_dynamic_call(monkeypatch) -> None:
+    class Old:  # a library built before its plan said its size
+        pass
+    assert plan_native._plan_size(Old()) == -1
+    monkeypatch.setattr(plan_native, "_plan_size", lambda lib: -1)
+    model = ember.compile(TWO_OUTPUTS)
+    rng = np.random.default_rng(1)
+    for n in (4, 4, 2, 7):
+        x, y = rng.standard_normal((2, n, 3, 5)).astype("float32")
+        np.testing.assert_array_equal(model(x, y)[0], np.maximum(x + y, 0))
+    assert not isinstance(context_of(model).native, DynamicCall)
 
 
 def test_dimensions_of_one_name_must_agree() -> None:

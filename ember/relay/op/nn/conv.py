@@ -302,6 +302,9 @@ def _conv2d_transpose_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dt
     cg = c // attrs.groups
     rc, ry, rx = (te.reduce_axis((0, cg), "rc"), te.reduce_axis((0, kh), "ry"),
                   te.reduce_axis((0, kw), "rx"))
+    if (kh, kw, dh, dw, pt, pl, attrs.groups) == (sh, sw, 1, 1, 0, 0, 1) and \
+            tuple(attrs.padding[2:]) == (0, 0) == tuple(attrs.output_padding):
+        return _conv2d_transpose_taps(data, weight, dtype, out_shape, rc)
 
     def f(b: PrimExpr, co: PrimExpr, y: PrimExpr, x: PrimExpr) -> PrimExpr:
         ty, tx = y + pt - ry * dh, x + pl - rx * dw
@@ -310,6 +313,24 @@ def _conv2d_transpose_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dt
         ci = (co // og) * cg + rc
         v = tir.cast(data[b, ci, iy, ix], dtype) * tir.cast(weight[ci, co % og, ry, rx], dtype)
         return te.sum(v, axis=[rc, ry, rx], where=ok)
+
+    return te.compute(out_shape, f, name="T_conv2d_transpose", tag="comm_reduce")
+
+
+def _conv2d_transpose_taps(data: te.Tensor, weight: te.Tensor, dtype: str, out_shape: tuple,
+                           rc: Any) -> te.Tensor:
+    """An ungrouped transposed conv whose kernel is its stride (a 2x2/2 upsampling), at any
+    H and W: each output pixel takes exactly one tap, a dot product over the channels, read
+    contiguously from channels-last copies of the data and the weight."""
+    n, c, h, w = data.shape
+    _, oc, kh, kw = weight.shape
+    rows = te.compute((n, h, w, c), lambda b, i, j, k: data[b, k, i, j], name="T_nhwc")
+    taps = te.compute((oc, kh, kw, c), lambda o, a, e, k: weight[k, o, a, e], name="T_ohwi")
+
+    def f(b: PrimExpr, co: PrimExpr, y: PrimExpr, x: PrimExpr) -> PrimExpr:
+        v = tir.cast(rows[b, y // kh, x // kw, rc], dtype) * \
+            tir.cast(taps[co, y % kh, x % kw, rc], dtype)
+        return te.sum(v, axis=[rc])
 
     return te.compute(out_shape, f, name="T_conv2d_transpose", tag="comm_reduce")
 
