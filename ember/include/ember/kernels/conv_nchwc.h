@@ -135,6 +135,55 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
   return piece < p->strip ? piece : p->strip;
 }
 
+/* The work of the items before `item`, in output blocks x columns: a strip's items are as
+ * wide as its columns (the last strip is the rest of the row) and a block group's as tall as
+ * its blocks (the last group of an odd count has one). */
+static inline int64_t ember_conv_work_before(const ember_conv_p* p, int64_t item) {
+  const int64_t G = ember_conv_block_groups(p), S = (p->ow + p->strip - 1) / p->strip;
+  const int64_t B = p->depthwise ? p->ocb : (int64_t)p->groups * p->ocb_g, W = p->ow;
+  const int64_t per = p->depthwise ? 1 : (p->ocb_g + p->rb - 1) / p->rb;
+  int64_t og, s, rest, before, nb, cols;
+#define EMBER_BLOCKS_BEFORE(g)                                                                 \
+  (p->depthwise ? (g) : (g) / per * p->ocb_g +                                                 \
+   ((g) % per * p->rb < p->ocb_g ? (g) % per * p->rb : p->ocb_g))
+#define EMBER_COLS_BEFORE(k) ((k) * p->strip < W ? (k) * p->strip : W)
+  if (p->order) { /* ((b, oy), s, og): og innermost */
+    rest = item % (S * G);
+    s = rest / G;
+    og = rest % G;
+    return item / (S * G) * W * B + EMBER_COLS_BEFORE(s) * B +
+           (EMBER_COLS_BEFORE(s + 1) - EMBER_COLS_BEFORE(s)) * EMBER_BLOCKS_BEFORE(og);
+  }
+  rest = item % (G * p->oh * S); /* (b, og, oy, s): strips innermost */
+  og = rest / (p->oh * S);
+  rest %= p->oh * S;
+  before = EMBER_BLOCKS_BEFORE(og);
+  nb = EMBER_BLOCKS_BEFORE(og + 1) - before;
+  cols = rest / S * W + EMBER_COLS_BEFORE(rest % S);
+  return (item / (G * p->oh * S) * B + before) * p->oh * W + nb * cols;
+#undef EMBER_BLOCKS_BEFORE
+#undef EMBER_COLS_BEFORE
+}
+
+/* The first item of task `task` of `tasks`: where the work before it reaches task / tasks of
+ * the whole (equal item counts would give one task the wide strips or the two-block groups:
+ * 48 of 49 columns for a 1x1 conv over a 7x7 map cut into strips of 48). */
+static inline int64_t ember_conv_task_start(const ember_conv_p* p, int64_t task, int64_t tasks) {
+  const int64_t items = ember_conv_items(p);
+  const int64_t goal = ember_conv_work_before(p, items) * task / tasks; /* < 2^63: 64 tasks */
+  int64_t lo = 0, hi = items; /* the first item whose work-before reaches goal */
+  if (task >= tasks) return items;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (ember_conv_work_before(p, mid) < goal) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 /* Whether the dense kernel packs the input of each strip: a 1x1 conv (one input column per
  * output column) with many input channel blocks, looping over its output blocks innermost
  * (each packed strip then serves every block group). In NCHW[L]c the channel blocks of a

@@ -1,0 +1,105 @@
+"""The conv kernels' task cut (conv_nchwc.h ember_conv_task_start): tasks get equal shares of
+the work (output blocks x columns), not equal counts of work items, so that a last narrow
+strip or a last one-block group does not leave a task idle (a 1x1 conv over a 7x7 map in
+strips of 48 columns: 48 of 49 columns went to one of two tasks). Checked against a brute
+force over the items, for both loop orders, dense, grouped and depthwise, 1 to 64 tasks."""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_conv2d_nchwc import CC, INCLUDE, STRICT
+
+pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler")
+
+SOURCE = r"""
+#include "ember/c_backend_api.h"
+#include "ember/kernels/conv_nchwc.h"
+
+/* starts[t] for t in 0..tasks of the launch's strip; returns the item count */
+long long task_starts(int n, int groups, int ocb_g, int oh, int ow, int rb, int strip,
+                      int order, int depthwise, int tasks, long long* starts) {
+  ember_conv_p p = {0};
+  int t;
+  p.n = n; p.groups = groups; p.ocb_g = ocb_g; p.ocb = groups * ocb_g; p.oh = oh; p.ow = ow;
+  p.rb = rb; p.rw = 1; p.strip = strip; p.order = order; p.depthwise = depthwise;
+  p.strip = ember_conv_task_strip(&p, tasks);
+  for (t = 0; t <= tasks; ++t) starts[t] = ember_conv_task_start(&p, t, tasks);
+  return ember_conv_items(&p) * 1000000LL + p.strip;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    out = tmp_path_factory.mktemp("conv_task_split")
+    src, so = out / "split.c", out / "split.so"
+    src.write_text(SOURCE)
+    cmd = [CC, *STRICT, "-Wno-unused-function", "-fPIC", "-shared", f"-I{INCLUDE}", str(src),
+           "-o", str(so)]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[:4000]
+    lib = ctypes.CDLL(str(so))
+    lib.task_starts.restype = ctypes.c_longlong
+    return lib
+
+
+def item_work(n, groups, ocb_g, oh, ow, rb, strip, order, depthwise):
+    """Each item's work (blocks x columns), in item order: the kernel's ember_conv_item."""
+    if depthwise:
+        sizes = [1] * (groups * ocb_g)
+    else:
+        per = [min(rb, ocb_g - k) for k in range(0, ocb_g, rb)]
+        sizes = per * groups
+    widths = [min(strip, ow - x) for x in range(0, ow, strip)]
+    out = []
+    for b in range(n):
+        if order:
+            for _ in range(oh):
+                for w in widths:
+                    out += [w * nb for nb in sizes]
+        else:
+            for nb in sizes:
+                out += [w * nb for _ in range(oh) for w in widths]
+    return out
+
+
+SHAPES = st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 7), st.integers(1, 9),
+                   st.integers(1, 70), st.sampled_from([1, 2]), st.integers(1, 64),
+                   st.integers(0, 1), st.booleans(), st.integers(1, 64))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(SHAPES)
+def test_tasks_get_equal_shares_of_the_work(lib, shape):
+    n, groups, ocb_g, oh, ow, rb, strip, order, depthwise, tasks = shape
+    if depthwise:
+        groups, rb = groups * ocb_g, 1  # one block per group
+        ocb_g = 1
+    starts = (ctypes.c_longlong * (tasks + 1))()
+    packed = lib.task_starts(n, groups, ocb_g, oh, ow, rb, min(strip, ow), order,
+                             int(depthwise), tasks, starts)
+    items, task_strip = divmod(packed, 1000000)
+    work = item_work(n, groups, ocb_g, oh, ow, rb, task_strip, order, depthwise)
+    assert len(work) == items
+    assert starts[0] == 0 and starts[tasks] == items
+    assert all(starts[t] <= starts[t + 1] for t in range(tasks))  # a partition of the items
+    total, biggest = sum(work), max(work)
+    for t in range(tasks):  # each task within one item of its share
+        assert abs(sum(work[starts[t]:starts[t + 1]]) - total / tasks) <= biggest
+
+
+def test_a_narrow_last_strip_no_longer_idles_a_task(lib):
+    # 1x1 conv 672 -> 192 over a 7x7 map, flattened to one row of 49 in strips of 48
+    starts = (ctypes.c_longlong * 3)()
+    lib.task_starts(1, 1, 24, 1, 49, 2, 48, 1, 0, 2, starts)
+    work = item_work(1, 1, 24, 1, 49, 2, 48, 1, False)
+    shares = [sum(work[starts[t]:starts[t + 1]]) for t in range(2)]
+    assert shares == [672, 504]  # within one item (96) of 588 each
+    even_counts = [sum(work[:12]), sum(work[12:])]
+    assert even_counts == [1152, 24]  # the cut before: 12 items each
