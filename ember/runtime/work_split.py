@@ -9,8 +9,9 @@ on a loaded machine, and a launch of 16 tasks on 2 cores shows how 16 threads wo
 From a call's launches:
 
 - ``imbalance``: over its launches of more than one task, the sum of each launch's longest
-  task over the sum of its mean task (1.0: an even split; 2.0: the critical path is twice the
-  ideal one). Tasks that got no work count, as zero, in the mean.
+  task over the sum of its work per thread (1.0: an even split; 2.0: the critical path is
+  twice the ideal one). Tasks that got no work count, as zero, and so do the threads of a
+  launch that asked for fewer tasks than it had threads.
 - ``serial_share``: the part of the call's CPU work that ran on one thread while the others
   had nothing to do: the caller's time outside launches plus launches of one task, over all
   of the work (every task's time plus the caller's time outside launches). At ``threads=1``
@@ -33,7 +34,7 @@ class SplitLaunchStruct(ctypes.Structure):
     """``EmberSplitLaunch`` of thread_pool.h."""
 
     _fields_ = [("num_task", ctypes.c_int32), ("requested", ctypes.c_int32),
-                ("caller", ctypes.c_int32), ("reserved", ctypes.c_int32),
+                ("caller", ctypes.c_int32), ("threads", ctypes.c_int32),
                 ("caller_cpu_ns", ctypes.c_int64), ("wall_ns", ctypes.c_int64),
                 ("task_thread", ctypes.c_int32 * MAX_THREADS),
                 ("task_cpu_ns", ctypes.c_int64 * MAX_THREADS)]
@@ -50,10 +51,12 @@ class SplitRecordStruct(ctypes.Structure):
 @dataclass(frozen=True)
 class LaunchSplit:
     """One parallel launch: per task (index = task id), the thread id that ran it and its
-    CPU nanoseconds; ``caller`` is the launching thread's id."""
+    CPU nanoseconds; ``caller`` is the launching thread's id, ``threads`` its thread count
+    (a launch of fewer tasks leaves the rest idle)."""
 
     requested: int
     caller: int
+    threads: int
     caller_cpu_ns: int
     wall_ns: int
     task_thread: tuple[int, ...]
@@ -84,14 +87,14 @@ class KernelSplit:
 
 
 def imbalance(calls: Sequence[KernelSplit]) -> float:
-    """Sum of the longest task over sum of the mean task, over the multi-task launches of
-    ``calls``; 1.0 when none split."""
+    """Sum of the longest task over sum of the work per thread, over the multi-task launches
+    of ``calls``; 1.0 when none split."""
     longest = mean = 0.0
     for call in calls:
         for launch in call.launches:
             if launch.num_task > 1:
                 longest += max(launch.task_cpu_ns)
-                mean += sum(launch.task_cpu_ns) / launch.num_task
+                mean += sum(launch.task_cpu_ns) / max(launch.num_task, launch.threads)
     return longest / mean if mean > 0 else 1.0
 
 
@@ -148,5 +151,5 @@ class SplitProfiler:
 
 def _launch(raw: SplitLaunchStruct) -> LaunchSplit:
     n = max(0, min(raw.num_task, MAX_THREADS))
-    return LaunchSplit(raw.requested, raw.caller, raw.caller_cpu_ns, raw.wall_ns,
+    return LaunchSplit(raw.requested, raw.caller, raw.threads, raw.caller_cpu_ns, raw.wall_ns,
                        tuple(raw.task_thread[:n]), tuple(raw.task_cpu_ns[:n]))

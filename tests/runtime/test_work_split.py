@@ -87,7 +87,7 @@ def test_task_counts_add_up_and_busy_tasks_show_cpu_time(lib, threads):
     rc, split = profiled(lib, threads, 0, 1, 0, -1, 2)
     assert rc == 0 and split.dropped == 0 and len(split.launches) == 2
     for launch in split.launches:
-        assert launch.num_task == threads and launch.requested == 0
+        assert launch.num_task == launch.threads == threads and launch.requested == 0
         workers = launch.workers()
         assert sum(tasks for tasks, _ in workers.values()) == launch.num_task
         assert all(busy > 0 for _, busy in workers.values())
@@ -101,6 +101,13 @@ def test_a_skewed_split_reads_as_imbalance_and_an_even_one_does_not(lib):
     _, skewed = profiled(lib, 4, 0, 5, 0, -1, 1)
     assert imbalance([even]) < 1.5  # CPU time: the machine's load does not enter
     assert imbalance([skewed]) > 1.8  # 5 units of 8: 5 / 2
+
+
+def test_a_launch_of_fewer_tasks_than_threads_counts_the_idle_threads(lib):
+    _, narrow = profiled(lib, 4, 2, 1, 0, -1, 1)
+    (launch,) = narrow.launches
+    assert (launch.num_task, launch.threads, launch.requested) == (2, 4, 2)
+    assert imbalance([narrow]) > 1.6  # 2 even tasks on 4 threads: 2.0
 
 
 def test_work_outside_launches_and_one_task_launches_are_serial(lib):
@@ -152,14 +159,16 @@ def test_a_library_without_the_profiler_is_refused():
 
 
 def test_summaries_of_hand_made_launches():
-    even = LaunchSplit(0, 1, 10, 10, (1, 2), (100, 100))
-    skewed = LaunchSplit(0, 1, 10, 10, (1, 2, 2, 2), (300, 100, 0, 0))
-    serial = LaunchSplit(1, 1, 50, 50, (1,), (50,))
+    even = LaunchSplit(0, 1, 2, 10, 10, (1, 2), (100, 100))
+    skewed = LaunchSplit(0, 1, 4, 10, 10, (1, 2, 2, 2), (300, 100, 0, 0))
+    serial = LaunchSplit(1, 1, 2, 50, 50, (1,), (50,))
+    narrow = LaunchSplit(2, 1, 8, 10, 10, (1, 2), (100, 100))  # 2 tasks of 8 threads
     assert even.workers() == {1: (1, 100), 2: (1, 100)}
     assert skewed.workers() == {1: (1, 300), 2: (3, 100)}
     assert imbalance([KernelSplit(30, 30, (even,))]) == 1.0
     assert imbalance([KernelSplit(30, 30, (skewed,))]) == 3.0
     assert imbalance([KernelSplit(5, 5, ())]) == 1.0  # nothing split
+    assert imbalance([KernelSplit(30, 30, (narrow,))]) == 4.0  # 6 of 8 threads idle
     call = KernelSplit(kernel_cpu_ns=110, kernel_wall_ns=110, launches=(even, serial))
     # outside launches: 110 - 60 = 50; one-task launch: 50; parallel tasks: 200
     assert serial_share([call]) == pytest.approx(100 / 300)

@@ -310,7 +310,7 @@ typedef struct {
   int32_t num_task;    /* tasks the launch ran (1: on the calling thread alone) */
   int32_t requested;   /* the kernel's num_task (0: one per thread) */
   int32_t caller;      /* the calling thread's id (task_thread's numbering) */
-  int32_t reserved;
+  int32_t threads;     /* the caller's thread count: tasks short of it leave threads idle */
   int64_t caller_cpu_ns; /* the calling thread's CPU time inside the launch */
   int64_t wall_ns;
   int32_t task_thread[EMBER_POOL_MAX_THREADS]; /* per task: the id of the thread that ran it */
@@ -423,6 +423,7 @@ static int ember_pool_launch_profiled(EmberPoolLaunchFn launch, FTVMParallelLamb
   memset(rec, 0, sizeof *rec);
   rec->requested = num_task;
   rec->caller = ember_split_thread_id();
+  rec->threads = threads;
   ctx->flambda = flambda;
   ctx->cdata = cdata;
   ctx->failed = 0;
