@@ -20,6 +20,7 @@ From a call's launches:
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,11 +87,35 @@ class KernelSplit:
     dropped: int = 0
 
 
+def typical(calls: Sequence[KernelSplit]) -> list[KernelSplit]:
+    """Repeated calls of one kernel as one call of per-task medians, when their launches line
+    up (the same count, each of the same task count); else the calls as they are. A task
+    that the OS interrupts on a busy machine comes back with colder caches: the median keeps
+    one such task from reading as imbalance."""
+    first = calls[0] if calls else None
+    if first is None or len(calls) < 3 or any(
+            len(c.launches) != len(first.launches) or
+            any(a.num_task != b.num_task for a, b in zip(c.launches, first.launches))
+            for c in calls):
+        return list(calls)
+
+    def med(values: Sequence[int]) -> int:
+        return sorted(values)[len(values) // 2]
+
+    launches = tuple(
+        dataclasses.replace(launch, caller_cpu_ns=med([c.launches[k].caller_cpu_ns for c in calls]),
+                            task_cpu_ns=tuple(med([c.launches[k].task_cpu_ns[t] for c in calls])
+                                              for t in range(launch.num_task)))
+        for k, launch in enumerate(first.launches))
+    return [KernelSplit(med([c.kernel_cpu_ns for c in calls]),
+                        med([c.kernel_wall_ns for c in calls]), launches, first.dropped)]
+
+
 def imbalance(calls: Sequence[KernelSplit]) -> float:
     """Sum of the longest task over sum of the work per thread, over the multi-task launches
-    of ``calls``; 1.0 when none split."""
+    of ``calls`` (their per-task medians: ``typical``); 1.0 when none split."""
     longest = mean = 0.0
-    for call in calls:
+    for call in typical(calls):
         for launch in call.launches:
             if launch.num_task > 1:
                 longest += max(launch.task_cpu_ns)
@@ -101,7 +126,7 @@ def imbalance(calls: Sequence[KernelSplit]) -> float:
 def serial_share(calls: Sequence[KernelSplit]) -> float:
     """The part of ``calls``' CPU work that ran on one thread (see the module docstring)."""
     serial = work = 0
-    for call in calls:
+    for call in typical(calls):
         outside = max(call.kernel_cpu_ns - sum(x.caller_cpu_ns for x in call.launches), 0)
         tasks = sum(sum(x.task_cpu_ns) for x in call.launches)
         serial += outside + sum(sum(x.task_cpu_ns) for x in call.launches if x.num_task == 1)

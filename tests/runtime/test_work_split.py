@@ -191,3 +191,15 @@ def test_debug_executor_profile_shows_the_split_columns():
     np.testing.assert_allclose(dbg.get_output(0).numpy(), np.maximum(data * 2, 0))
     dbg.work_split = False
     assert "Imbalance" not in dbg.profile(x=data).calls[0]
+
+
+def test_repeated_calls_are_summed_by_their_per_task_medians():
+    def call(a, b):
+        return KernelSplit(a + b + 10, a + b, (LaunchSplit(0, 1, 2, a + b, a + b, (1, 2),
+                                                           (a, b)),))
+
+    calls = [call(100, 100), call(100, 400), call(100, 100)]  # one interrupted task
+    assert imbalance(calls) == 1.0
+    assert imbalance(calls[:2]) == pytest.approx(500 / 350)  # too few to take a median
+    lined_up = [call(100, 100), call(120, 100), KernelSplit(5, 5, ())]  # launches differ
+    assert imbalance(lined_up) == pytest.approx(220 / 210)
