@@ -124,7 +124,7 @@ static inline int64_t ember_conv_items(const ember_conv_p* p) {
  * channel blocks and rows (a late 7x7 layer, a 1x1 conv over one flattened row) would
  * otherwise leave threads idle or finish on the one task with an extra item. Every task
  * computes the same width from the same count. */
-#define EMBER_CONV_ITEMS_PER_TASK 4
+#define EMBER_CONV_ITEMS_PER_TASK 16
 static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks) {
   int64_t items = ember_conv_items(p), want = EMBER_CONV_ITEMS_PER_TASK * tasks, cuts;
   int32_t tile = p->rw > 0 ? p->rw : 1, piece;
