@@ -7,14 +7,16 @@ For each model and thread count, one profiled call of every kernel per repeat
 (``op_compare --split-only``; ``ember.runtime.work_split``): the CPU work of the whole model,
 the imbalance of its parallel launches (longest task over mean task, weighted by work), the
 serial share of its work, and the split efficiency (work / threads over the critical path the
-split implies). These are CPU-time measures: they hold on a loaded machine, and thread counts
-above the cores (16 on 2) show the split those threads would get, not their speed. The
-kernels that lose most at the highest thread count follow each model's row.
+split implies). These are CPU-time measures: they hold on a loaded machine. Thread counts
+above the cores (``--real-up-to``: 4, 8, 16 on 2) are simulated: each launch runs as a job of
+that many tasks one after another on one thread, which shows the split those threads would
+get, not their speed. The kernels that lose most at the highest thread count follow.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,15 +30,17 @@ DEFAULT_MODELS = ("efficientnet_lite0", "mobilenet_v2", "crnn", "dbnet")
 DEFAULT_JSON = results_path("work_split.json")
 
 
-def model_split(name: str, threads: Sequence[int], repeat: int, small: bool) -> dict:
-    """Per thread count: the model's totals and its kernels' rows (``split_rows``)."""
+def model_split(name: str, threads: Sequence[int], repeat: int, small: bool,
+                real_up_to: int) -> dict:
+    """Per thread count: the model's totals and its kernels' rows (``split_rows``); counts
+    above ``real_up_to`` simulated (``op_compare --simulate``)."""
     from _models import zoo_models
 
     case = next(zoo_models([name], small=small))
     out = {}
     for t in threads:
         calls = profile_ember(case.onnx_model, case.inputs, t, warmup=1, repeat=repeat,
-                              split_only=True)
+                              split_only=True, simulate=t > real_up_to)
         out[t] = split_rows(calls, t)
         rows = out[t]["rows"]
         work = sum(r["cpu_us"] for r in rows) or 1.0
@@ -45,6 +49,7 @@ def model_split(name: str, threads: Sequence[int], repeat: int, small: bool) -> 
         out[t]["totals"]["imbalance"] = sum(r["cpu_us"] * (1 - r["serial"]) * r["imbalance"]
                                             for r in parallel) / pwork
         out[t]["totals"]["serial"] = sum(r["cpu_us"] * r["serial"] for r in rows) / work
+        out[t]["totals"]["simulated"] = t > real_up_to
     return out
 
 
@@ -55,17 +60,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3, help="profiled calls per kernel")
     p.add_argument("--top", type=int, default=3, help="worst kernels listed per model")
     p.add_argument("--small", action="store_true", help="the reduced zoo configurations")
+    p.add_argument("--real-up-to", type=int, default=len(os.sched_getaffinity(0)),
+                   help="thread counts above this are simulated on one thread (default: the "
+                        "CPUs this process may use)")
     p.add_argument("--json", default=str(DEFAULT_JSON))
     opts = p.parse_args(argv)
     if any(t < 1 for t in opts.threads) or opts.repeat < 1 or opts.top < 0:
         p.error("--threads and --repeat must be >= 1, --top >= 0")
     results, rows, worst = {}, [], []
     for name in opts.models:
-        results[name] = model_split(name, opts.threads, opts.repeat, opts.small)
+        results[name] = model_split(name, opts.threads, opts.repeat, opts.small,
+                                    opts.real_up_to)
         for t in opts.threads:
             tot = results[name][t]["totals"]
-            rows.append([name, t, tot["cpu_us"], tot["imbalance"], tot["serial"],
-                         tot["efficiency"]])
+            rows.append([name, f"{t}{' (sim)' if tot['simulated'] else ''}", tot["cpu_us"],
+                         tot["imbalance"], tot["serial"], tot["efficiency"]])
         last = results[name][opts.threads[-1]]["rows"][:opts.top]
         worst += [[name, r["kernel"][:50], r["cpu_us"], r["tasks"], r["imbalance"], r["serial"],
                    r["loss_us"]] for r in last]

@@ -29,8 +29,9 @@ repeat, ``ember.runtime.work_split``; docs/profiling.md): ``imb``, the longest t
 over the mean task's (1.00: even), and ``serial``, the share of its CPU work that ran on one
 thread while the others idled (outside parallel launches, or in one-task launches). Both are
 CPU-time measures, so they hold on a loaded machine, and ``--threads 16`` on 2 cores shows the
-split 16 threads would get. ``--split-only`` skips onnxruntime and the timing, and prints the
-kernels that split worst.
+split 16 threads would get (``--simulate`` runs those 16 tasks one after another on one
+thread, so that they do not compete for 2 cores). ``--split-only`` skips onnxruntime and the
+timing, and prints the kernels that split worst.
 """
 from __future__ import annotations
 
@@ -116,11 +117,12 @@ def random_inputs(specs: Mapping[str, tuple], seed: int = 0) -> dict[str, np.nda
 
 # -- the two profiles ---------------------------------------------------------------------------
 def profile_ember(model: Any, inputs: Mapping[str, np.ndarray], threads: int, warmup: int,
-                  repeat: int, clock: str = "wall", split_only: bool = False
-                  ) -> list[dict[str, Any]]:
+                  repeat: int, clock: str = "wall", split_only: bool = False,
+                  simulate: bool = False) -> list[dict[str, Any]]:
     """One record per kernel call of ember's graph: kernel, ONNX nodes, median us (``clock``
     "thread": CPU time of the calling thread, for one thread on a busy machine; none with
-    ``split_only``), and its work split (``split_summary``)."""
+    ``split_only``), and its work split (``split_summary``; with ``simulate``, each launch
+    run as a job of ``threads`` tasks on the calling thread)."""
     import ember
     from ember import relay
     from ember.relay.backend import Executor
@@ -139,7 +141,7 @@ def profile_ember(model: Any, inputs: Mapping[str, np.ndarray], threads: int, wa
             dbg.run_individual(number=1, repeat=warmup)
         if not split_only:
             dbg.run_individual(number=1, repeat=repeat)
-        splits = dbg.measure_work_split(repeat=repeat)
+        splits = dbg.measure_work_split(repeat=repeat, simulate=threads if simulate else 0)
     calls = []
     for nid, node in enumerate(dbg.graph.nodes):
         if node.is_input:
@@ -356,9 +358,9 @@ def run(opts: argparse.Namespace, name: str, model: Any,
 
     if opts.split_only:
         calls = profile_ember(model, inputs, opts.threads, opts.warmup, opts.repeat,
-                              split_only=True)
+                              split_only=True, simulate=opts.simulate)
         return {"model": name, "threads": opts.threads, "repeat": opts.repeat,
-                "split": split_rows(calls, opts.threads)}
+                "simulated": opts.simulate, "split": split_rows(calls, opts.threads)}
     op_types, producer = onnx_index(model)
     with tempfile.TemporaryDirectory(prefix="ember-opcmp-") as tmp:
         path = str(Path(tmp, "model.onnx"))
@@ -391,6 +393,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--split-only", action="store_true",
                    help="only how ember's kernels split over --threads (no onnxruntime, no "
                         "timing): the kernels that lose most to imbalance or serial work")
+    p.add_argument("--simulate", action="store_true",
+                   help="--split-only: run each launch as a job of --threads tasks one after "
+                        "another on one thread (the split of more threads than cores, "
+                        "measured without them competing for the cores)")
     p.add_argument("--json", default=str(DEFAULT_JSON))
     return p
 
@@ -402,6 +408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("give an ONNX file or --zoo NAME (one of them)")
     if opts.threads < 1 or opts.repeat < 1 or opts.warmup < 0 or opts.top < 1:
         p.error("--threads, --repeat and --top must be >= 1, --warmup >= 0")
+    if opts.simulate and not opts.split_only:
+        p.error("--simulate needs --split-only (it measures the split, not the time)")
     if opts.clock == "thread" and opts.threads != 1:
         p.error("--clock thread needs --threads 1 (it counts the calling thread's CPU only)")
     try:
@@ -410,7 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(str(err))
     out = run(opts, name, model, inputs)
     if opts.split_only:
-        print(f"{out['model']}: work split over {opts.threads} thread(s), {opts.repeat} "
+        print(f"{out['model']}: work split over {opts.threads} thread(s)"
+              f"{' (simulated on one thread)' if opts.simulate else ''}, {opts.repeat} "
               "profiled calls per kernel; sorted by the time lost to the split")
         print(render_split(out["split"], opts.threads, opts.top))
     else:

@@ -73,10 +73,12 @@ class GraphExecutorDebug(GraphExecutor):
                 times[nid].append(elapsed / count)
         return times
 
-    def measure_work_split(self, repeat: int = 1) -> dict[int, list[KernelSplit]]:
+    def measure_work_split(self, repeat: int = 1, simulate: int = 0
+                           ) -> dict[int, list[KernelSplit]]:
         """Call every kernel ``repeat`` times with its launches profiled, in graph order;
         node id -> its KernelSplit per call (also kept in ``node_splits``). Empty when the
-        kernels are not all compiled into a library with ``EmberSplitRun``."""
+        kernels are not all compiled into a library with ``EmberSplitRun``. ``simulate``:
+        see ``SplitProfiler.run``."""
         check_timing(1, repeat, 0, "measure_work_split")
         plan = self._run_all
         if plan is None or not SplitProfiler.available(plan.lib):
@@ -87,7 +89,7 @@ class GraphExecutorDebug(GraphExecutor):
         splits: dict[int, list[KernelSplit]] = {nid: [] for _, nid in self._plan}
         for _ in range(repeat):
             for k, (_, nid) in enumerate(self._plan):
-                rc, split = profiler.run(base + k * size)
+                rc, split = profiler.run(base + k * size, simulate)
                 if rc:
                     self._kernel_failed(nid)
                 splits[nid].append(split)

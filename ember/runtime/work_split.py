@@ -4,7 +4,9 @@
 the calling thread: each parallel launch the kernel makes records its task count and, per
 task, the thread that ran it and the task's CPU time (``CLOCK_THREAD_CPUTIME_ID``). CPU time
 is the task's own work whatever else the machine runs, so the split's evenness reads the same
-on a loaded machine, and a launch of 16 tasks on 2 cores shows how 16 threads would share it.
+on a loaded machine. ``simulate=N`` runs each launch as a job of N tasks, one after another
+on the calling thread: how N threads would share the work, measured on a machine with fewer
+cores without N threads fighting over them.
 
 From a call's launches:
 
@@ -46,6 +48,7 @@ class SplitRecordStruct(ctypes.Structure):
 
     _fields_ = [("kernel_cpu_ns", ctypes.c_int64), ("kernel_wall_ns", ctypes.c_int64),
                 ("num_launches", ctypes.c_int32), ("capacity", ctypes.c_int32),
+                ("simulate", ctypes.c_int32), ("reserved", ctypes.c_int32),
                 ("launches", ctypes.POINTER(SplitLaunchStruct))]
 
 
@@ -164,9 +167,17 @@ class SplitProfiler:
     def available(lib: Any) -> bool:
         return getattr(lib, "EmberSplitRun", None) is not None
 
-    def run(self, call_address: int) -> tuple[int, KernelSplit]:
-        """(the call's status, its split) of the PlannedCall at ``call_address``."""
+    def run(self, call_address: int, simulate: int = 0) -> tuple[int, KernelSplit]:
+        """(the call's status, its split) of the PlannedCall at ``call_address``. With
+        ``simulate`` > 0 each launch runs its tasks one after another on this thread, as a
+        job of ``simulate`` tasks: the split that many threads would get, measured without
+        them competing for the cores."""
+        if isinstance(simulate, bool) or not isinstance(simulate, int) or not \
+                0 <= simulate <= MAX_THREADS:
+            raise ValueError(f"work split: simulate must be an int in 0..{MAX_THREADS}, got "
+                             f"{simulate!r}")
         rec = self._record
+        rec.simulate = simulate
         rc = self._run(call_address, ctypes.byref(rec))
         kept = min(rec.num_launches, rec.capacity)
         launches = tuple(_launch(self._launches[i]) for i in range(kept))

@@ -212,7 +212,7 @@ def test_split_rows_estimate_the_time_lost_to_the_split():
     assert "skewed" in text and "even" not in text and "split efficiency 0.522" in text
 
 
-def test_split_only_on_a_tiny_model_at_three_threads(tmp_path, capsys):
+def test_split_only_simulated_on_a_tiny_model_at_three_threads(tmp_path, capsys):
     from ember.contrib import cc
 
     if cc.get_cc() is None:
@@ -225,11 +225,18 @@ def test_split_only_on_a_tiny_model_at_three_threads(tmp_path, capsys):
                               opset_imports=[helper.make_opsetid("", 17)])
     path, out = tmp_path / "tiny.onnx", tmp_path / "out.json"
     onnx.save(model, str(path))
-    argv = [str(path), "--threads", "3", "--split-only", "--warmup", "0", "--repeat", "2",
-            "--json", str(out)]
+    argv = [str(path), "--threads", "3", "--split-only", "--simulate", "--warmup", "0",
+            "--repeat", "2", "--json", str(out)]
     assert op_compare.main(argv) == 0
-    assert "work split over 3 thread(s)" in capsys.readouterr().out
+    assert "work split over 3 thread(s) (simulated on one thread)" in capsys.readouterr().out
     record = json.loads(out.read_text())
+    assert record["simulated"] is True
     (row,) = record["split"]["rows"]
     assert row["tasks"] >= 1 and row["cpu_us"] > 0 and row["imbalance"] >= 1.0
     assert 0 < record["split"]["totals"]["efficiency"] <= 1.0
+
+
+def test_simulate_needs_split_only(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        op_compare.main(["--zoo", "mlp", "--simulate"])
+    assert "--simulate needs --split-only" in capsys.readouterr().err

@@ -203,3 +203,23 @@ def test_repeated_calls_are_summed_by_their_per_task_medians():
     assert imbalance(calls[:2]) == pytest.approx(500 / 350)  # too few to take a median
     lined_up = [call(100, 100), call(120, 100), KernelSplit(5, 5, ())]  # launches differ
     assert imbalance(lined_up) == pytest.approx(220 / 210)
+
+
+def test_a_simulated_split_runs_every_task_on_the_caller(lib):
+    mod, func, handle = lib
+    vals = (ctypes.c_int64 * 5)(0, 4, 0, -1, 1)  # task 0: 4 units, the others 1
+    codes = (ctypes.c_int * 5)()
+    call = PlannedCall(func.address, ctypes.addressof(vals), ctypes.addressof(codes), 5)
+    profiler = SplitProfiler(handle)
+    with ThreadControl(mod).use(2):
+        rc, split = profiler.run(ctypes.addressof(call), simulate=16)
+    (launch,) = split.launches
+    assert rc == 0 and (launch.num_task, launch.threads) == (16, 16)
+    assert set(launch.task_thread) == {launch.caller}  # all on the calling thread
+    assert imbalance([split]) > 2.5  # 4 units of 19 on 16 threads: 3.4
+    vals[0] = 3  # a kernel asking for 3 tasks gets 3
+    with ThreadControl(mod).use(2):
+        assert profiler.run(ctypes.addressof(call), simulate=16)[1].launches[0].num_task == 3
+    for bad in (-1, 65, True, 2.0):
+        with pytest.raises(ValueError, match="simulate must be an int in 0..64"):
+            profiler.run(ctypes.addressof(call), simulate=bad)

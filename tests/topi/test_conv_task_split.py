@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import subprocess
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -57,7 +56,7 @@ def item_work(n, groups, ocb_g, oh, ow, rb, strip, order, depthwise):
         sizes = per * groups
     widths = [min(strip, ow - x) for x in range(0, ow, strip)]
     out = []
-    for b in range(n):
+    for _ in range(n):
         if order:
             for _ in range(oh):
                 for w in widths:

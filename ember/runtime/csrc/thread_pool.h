@@ -322,6 +322,9 @@ typedef struct {
   int64_t kernel_wall_ns;
   int32_t num_launches;   /* launches the call made (records past capacity are not kept) */
   int32_t capacity;
+  int32_t simulate;       /* > 0: each launch runs as a job of this many tasks, one after
+                           * another on the caller (a split for more threads than cores) */
+  int32_t reserved;
   EmberSplitLaunch* launches;
 } EmberSplitRecord;
 
@@ -428,7 +431,12 @@ static int ember_pool_launch_profiled(EmberPoolLaunchFn launch, FTVMParallelLamb
   ctx->cdata = cdata;
   ctx->failed = 0;
   ctx->split = rec;
-  if (threads <= 1 || num_task == 1) {
+  if (record->simulate > 0) { /* the pool's task count for `simulate` threads, serially */
+    int32_t k, n = num_task > 0 && num_task < record->simulate ? num_task : record->simulate;
+    TVMParallelGroupEnv sim = {NULL, n}; /* no kernel waits at a barrier (one would hang) */
+    rec->threads = record->simulate;
+    for (rc = 0, k = 0; k < n; ++k) rc |= ember_pool_run_task(k, &sim, ctx);
+  } else if (threads <= 1 || num_task == 1) {
     rc = ember_pool_run_task(0, &env, ctx);
   } else {
     rc = (launch != NULL ? launch : ember_pool_launch)(ember_pool_run_task, ctx, num_task,
