@@ -325,12 +325,42 @@ static inline int32_t ember_gemm_task_mc(const ember_gemm_args* g, int64_t tasks
   return mc < g->mc ? mc : g->mc;
 }
 
+/* The work (rows x columns of C) of the items before `item`: items are (batch, column panel,
+ * row block), the row blocks innermost; the last block and the last panel may be short. */
+static inline int64_t ember_gemm_work_before(const ember_gemm_args* g, int64_t item) {
+  const int64_t mblocks = (g->M + g->mc - 1) / g->mc;
+  const int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
+  const int64_t mb = item % mblocks, j = item / mblocks % panels, b = item / (mblocks * panels);
+  const int64_t n0 = j * EMBER_GEMM_NR, rows = mb * g->mc < g->M ? mb * g->mc : g->M;
+  const int64_t width = g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR;
+  return b * g->M * g->N + n0 * g->M + width * rows;
+}
+
+/* The first item of task `task` of `tasks`: where the work before it reaches its share
+ * (equal item counts give a task the short last block or panel on top of full ones). */
+static inline int64_t ember_gemm_task_start(const ember_gemm_args* g, int64_t task,
+                                            int64_t tasks) {
+  const int64_t items = ember_gemm_items(g);
+  const int64_t goal = (int64_t)g->batch * g->M * g->N * task / tasks;
+  int64_t lo = 0, hi = items;
+  if (task >= tasks) return items;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (ember_gemm_work_before(g, mid) < goal) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 static inline int ember_gemm_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   ember_gemm_args g = *(const ember_gemm_args*)cdata;
-  int64_t items, tasks = penv->num_task > 0 ? penv->num_task : 1;
+  int64_t tasks = penv->num_task > 0 ? penv->num_task : 1;
   g.mc = ember_gemm_task_mc(&g, tasks);
-  items = ember_gemm_items(&g);
-  return ember_gemm_range(&g, items * task_id / tasks, items * (task_id + 1) / tasks);
+  return ember_gemm_range(&g, ember_gemm_task_start(&g, task_id, tasks),
+                          ember_gemm_task_start(&g, task_id + 1, tasks));
 }
 
 /* See the top of this file. bias_mode/res_mode: 0 none, 1 scalar, 2 per column resp. laid

@@ -1,8 +1,10 @@
-"""The conv kernels' task cut (conv_nchwc.h ember_conv_task_start): tasks get equal shares of
-the work (output blocks x columns), not equal counts of work items, so that a last narrow
-strip or a last one-block group does not leave a task idle (a 1x1 conv over a 7x7 map in
+"""The task cuts of the conv and GEMM kernels (conv_nchwc.h ember_conv_task_start, gemm.h
+ember_gemm_task_start): tasks get equal shares of the work (output blocks x columns; rows x
+columns of C), not equal counts of work items, so that a last narrow strip, a last one-block
+group or a short last row block does not leave a task idle (a 1x1 conv over a 7x7 map in
 strips of 48 columns: 48 of 49 columns went to one of two tasks). Checked against a brute
-force over the items, for both loop orders, dense, grouped and depthwise, 1 to 64 tasks."""
+force over the items: conv in both loop orders, dense, grouped and depthwise; GEMM with
+batches and short blocks; 1 to 64 tasks."""
 from __future__ import annotations
 
 import ctypes
@@ -18,6 +20,21 @@ pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler")
 SOURCE = r"""
 #include "ember/c_backend_api.h"
 #include "ember/kernels/conv_nchwc.h"
+#include "ember/kernels/gemm.h"
+
+/* starts[t] of a GEMM launch; returns the items * 1000000 + the launch's row block */
+long long gemm_starts(int batch, int M, int N, int mc, int tasks, long long* starts) {
+  ember_gemm_args g;
+  int t;
+  memset(&g, 0, sizeof g);
+  g.batch = batch; g.M = M; g.N = N; g.mc = mc;
+  g.mc = ember_gemm_task_mc(&g, tasks);
+  for (t = 0; t <= tasks; ++t) starts[t] = ember_gemm_task_start(&g, t, tasks);
+  return ember_gemm_items(&g) * 1000000LL + g.mc;
+}
+
+int gemm_nr(void) { return EMBER_GEMM_NR; }
+int gemm_mr(void) { return EMBER_GEMM_MR; }
 
 /* starts[t] for t in 0..tasks of the launch's strip; returns the item count */
 long long task_starts(int n, int groups, int ocb_g, int oh, int ow, int rb, int strip,
@@ -43,7 +60,7 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[:4000]
     lib = ctypes.CDLL(str(so))
-    lib.task_starts.restype = ctypes.c_longlong
+    lib.task_starts.restype = lib.gemm_starts.restype = ctypes.c_longlong
     return lib
 
 
@@ -96,9 +113,32 @@ def test_tasks_get_equal_shares_of_the_work(lib, shape):
 def test_a_narrow_last_strip_no_longer_idles_a_task(lib):
     # 1x1 conv 672 -> 192 over a 7x7 map, flattened to one row of 49 in strips of 48
     starts = (ctypes.c_longlong * 3)()
-    lib.task_starts(1, 1, 24, 1, 49, 2, 48, 1, 0, 2, starts)
-    work = item_work(1, 1, 24, 1, 49, 2, 48, 1, False)
+    items, strip = divmod(lib.task_starts(1, 1, 24, 1, 49, 2, 48, 1, 0, 2, starts), 1000000)
+    assert (items, strip) == (36, 24)  # cut to 16 items a task: strips of 24, 24 and 1
+    work = item_work(1, 1, 24, 1, 49, 2, strip, 1, False)
     shares = [sum(work[starts[t]:starts[t + 1]]) for t in range(2)]
-    assert shares == [672, 504]  # within one item (96) of 588 each
-    even_counts = [sum(work[:12]), sum(work[12:])]
-    assert even_counts == [1152, 24]  # the cut before: 12 items each
+    assert shares == [624, 552]  # within one item (48) of 588 each
+    whole = item_work(1, 1, 24, 1, 49, 2, 48, 1, False)
+    assert [sum(whole[:12]), sum(whole[12:])] == [1152, 24]  # the cut before: 12 items each
+
+
+def gemm_item_work(batch, M, N, mc, nr):
+    """Each GEMM item's rows x columns, in item order (batch, panel, row block)."""
+    rows = [min(mc, M - m) for m in range(0, M, mc)]
+    cols = [min(nr, N - n) for n in range(0, N, nr)]
+    return [r * c for _ in range(batch) for c in cols for r in rows]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 3), st.integers(1, 200), st.integers(1, 300), st.integers(1, 8),
+       st.integers(1, 64))
+def test_gemm_tasks_get_equal_shares_of_the_work(lib, batch, M, N, mc_tiles, tasks):
+    mr = lib.gemm_mr()
+    starts = (ctypes.c_longlong * (tasks + 1))()
+    items, mc = divmod(lib.gemm_starts(batch, M, N, mc_tiles * mr, tasks, starts), 1000000)
+    work = gemm_item_work(batch, M, N, mc, lib.gemm_nr())
+    assert len(work) == items and starts[0] == 0 and starts[tasks] == items
+    assert all(starts[t] <= starts[t + 1] for t in range(tasks))
+    for t in range(tasks):
+        assert abs(sum(work[starts[t]:starts[t + 1]]) - sum(work) / tasks) <= max(work)
