@@ -12,6 +12,7 @@ import pytest
 import ember
 from ember import relay
 from ember.api.model import CompiledModel, ModelRecord
+from ember.runtime.threads import ThreadControl
 
 
 def conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int,
@@ -85,12 +86,21 @@ def test_work_weighted_cuts_agree_on_any_thread_count() -> None:
     rng = np.random.default_rng(3)
     x = rng.standard_normal((1, 64, 7, 7)).astype("float32")
     w = rng.standard_normal((24, 64, 1, 1)).astype("float32")
-    d = rng.standard_normal((37, 49)).astype("float32")
+    d = rng.standard_normal((901, 49)).astype("float32")  # 1.06M multiply-adds: parallel
     data, weight, dense = (relay.var(n, shape=a.shape) for n, a in (("x", x), ("w", w),
                                                                   ("d", d)))
     conv = relay.nn.conv2d(data, weight, kernel_size=(1, 1), channels=24)
-    body = relay.nn.dense(relay.reshape(conv, (24, 49)), dense)  # M 24, N 37: short tiles
+    body = relay.nn.dense(relay.reshape(conv, (24, 49)), dense)  # M 24, N 901: short tiles
     mod = ember.IRModule.from_expr(relay.Function([data, weight, dense], body))
     want = conv_reference(x.astype(np.float64), w.astype(np.float64), 1, 0, 1)
     want = want.reshape(24, 49) @ d.astype(np.float64).T
     agrees_on_any_thread_count(mod, {"w": w, "d": d}, x, want, "1x1 then dense", (1, 2, 3, 7))
+    # both kernels do split (else the cuts above were never taken)
+    built = ember.compile(mod, params={"w": w, "d": d}, executor="graph", threads=1)
+    dbg = built.factory.debug_create("default", ember.cpu(0))
+    dbg.set_input(x=x)
+    with ThreadControl(built.factory).use(3):
+        splits = dbg.measure_work_split()
+    tasks = {dbg.graph.nodes[nid].func_name: [launch.num_task for launch in calls[0].launches]
+             for nid, calls in splits.items()}
+    assert [t for name, t in tasks.items() if "conv2d" in name or "gemm" in name] == [[3], [3]]
