@@ -78,7 +78,8 @@ class GraphExecutorDebug(GraphExecutor):
         """Call every kernel ``repeat`` times with its launches profiled, in graph order;
         node id -> its KernelSplit per call (also kept in ``node_splits``). Empty when the
         kernels are not all compiled into a library with ``EmberSplitRun``. ``simulate``:
-        see ``SplitProfiler.run``."""
+        see ``SplitProfiler.run`` (its kernels run twice; the graph runs once more after, so
+        that the outputs are the model's)."""
         check_timing(1, repeat, 0, "measure_work_split")
         plan = self._run_all
         if plan is None or not SplitProfiler.available(plan.lib):
@@ -93,6 +94,8 @@ class GraphExecutorDebug(GraphExecutor):
                 if rc:
                     self._kernel_failed(nid)
                 splits[nid].append(split)
+        if simulate:
+            self._execute()
         self.node_splits = splits
         return splits
 

@@ -171,7 +171,9 @@ class SplitProfiler:
         """(the call's status, its split) of the PlannedCall at ``call_address``. With
         ``simulate`` > 0 each launch runs its tasks one after another on this thread, as a
         job of ``simulate`` tasks: the split that many threads would get, measured without
-        them competing for the cores."""
+        them competing for the cores. It runs them twice and records the second pass, each
+        task after pushing this core's caches out (as if on a core of its own), so a kernel
+        that updates a buffer in place leaves other values than a run would."""
         if isinstance(simulate, bool) or not isinstance(simulate, int) or not \
                 0 <= simulate <= MAX_THREADS:
             raise ValueError(f"work split: simulate must be an int in 0..{MAX_THREADS}, got "

@@ -223,3 +223,20 @@ def test_a_simulated_split_runs_every_task_on_the_caller(lib):
     for bad in (-1, 65, True, 2.0):
         with pytest.raises(ValueError, match="simulate must be an int in 0..64"):
             profiler.run(ctypes.addressof(call), simulate=bad)
+
+
+def test_a_simulated_profile_leaves_the_models_outputs():
+    x = relay.var("x", shape=(1, 32, 40, 40), dtype="float32")
+    y = relay.add(x, relay.const(1.0))
+    mod = ember.IRModule.from_expr(relay.Function([x], relay.sigmoid(y) * y))
+    with ember.transform.PassContext(opt_level=3):
+        factory = relay.build(mod, "llvm")
+    dbg = factory.debug_create("default", ember.cpu(0))
+    data = np.random.default_rng(0).standard_normal((1, 32, 40, 40)).astype("float32")
+    dbg.set_input(x=data)
+    with ThreadControl(factory).use(2):
+        splits = dbg.measure_work_split(repeat=2, simulate=5)
+    launches = [x for calls in splits.values() for x in calls[-1].launches]
+    assert launches and all(x.num_task == x.threads == 5 for x in launches)
+    np.testing.assert_allclose(dbg.get_output(0).numpy(), (data + 1) / (1 + np.exp(-data - 1)),
+                               rtol=1e-5, atol=1e-5)
