@@ -28,6 +28,7 @@ from op_compare import profile_ember, split_rows
 
 DEFAULT_MODELS = ("efficientnet_lite0", "mobilenet_v2", "crnn", "dbnet")
 DEFAULT_JSON = results_path("work_split.json")
+SMALL_US = 5.0  # CPU work below which a kernel should run on one thread (launch cost ~1 us)
 
 
 def model_split(name: str, threads: Sequence[int], repeat: int, small: bool,
@@ -45,11 +46,14 @@ def model_split(name: str, threads: Sequence[int], repeat: int, small: bool,
         rows = out[t]["rows"]
         work = sum(r["cpu_us"] for r in rows) or 1.0
         parallel = [r for r in rows if r["serial"] < 1.0]
-        pwork = sum(r["cpu_us"] * (1 - r["serial"]) for r in parallel) or 1.0
+        pwork = sum(r["cpu_us"] * (1 - r["serial"]) for r in parallel)
         out[t]["totals"]["imbalance"] = sum(r["cpu_us"] * (1 - r["serial"]) * r["imbalance"]
-                                            for r in parallel) / pwork
+                                            for r in parallel) / pwork if pwork else 1.0
         out[t]["totals"]["serial"] = sum(r["cpu_us"] * r["serial"] for r in rows) / work
         out[t]["totals"]["simulated"] = t > real_up_to
+        # kernels that launch threads for less work than a launch costs to hand out
+        out[t]["totals"]["small_launched"] = sum(r["tasks"] > 1 and r["cpu_us"] < SMALL_US
+                                                 for r in rows)
     return out
 
 
@@ -74,13 +78,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         for t in opts.threads:
             tot = results[name][t]["totals"]
             rows.append([name, f"{t}{' (sim)' if tot['simulated'] else ''}", tot["cpu_us"],
-                         tot["imbalance"], tot["serial"], tot["efficiency"]])
+                         tot["imbalance"], tot["serial"], tot["efficiency"],
+                         tot["small_launched"]])
         last = results[name][opts.threads[-1]]["rows"][:opts.top]
         worst += [[name, r["kernel"][:50], r["cpu_us"], r["tasks"], r["imbalance"], r["serial"],
                    r["loss_us"]] for r in last]
         print(f"{name}: done", file=sys.stderr, flush=True)
     print("work split (CPU time per task; efficiency = work / threads over the critical path)")
-    print(table(rows, ["model", "threads", "work us", "imbalance", "serial", "efficiency"]))
+    print(f"(small split: kernels of under {SMALL_US:g} us of work that launch threads)")
+    print(table(rows, ["model", "threads", "work us", "imbalance", "serial", "efficiency",
+                       "small split"]))
     if worst:
         print(f"\nkernels losing most at {opts.threads[-1]} threads")
         print(table(worst, ["model", "kernel", "cpu us", "tasks", "imb", "serial", "loss us"]))
