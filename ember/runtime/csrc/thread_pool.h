@@ -397,12 +397,13 @@ static int ember_pool_run_task(int task_id, TVMParallelGroupEnv* penv, void* cda
 typedef int (*EmberPoolLaunchFn)(FTVMParallelLambda flambda, void* cdata, int num_task,
                                  int num_threads);
 
-/* TVMBackendParallelLaunch on `launch` (NULL: this binary's pool): serial for one thread, one
- * task or a launch from inside a task. Returns the lambda's status; when a task on another
- * thread failed, ctx->error holds its message (empty otherwise). */
 static int ember_pool_launch_profiled(EmberPoolLaunchFn launch, FTVMParallelLambda flambda,
                                       void* cdata, int num_task, EmberLaunchContext* ctx);
 
+/* TVMBackendParallelLaunch on `launch` (NULL: this binary's pool): serial for one thread, one
+ * task or a launch from inside a task; recorded while this thread profiles a kernel call.
+ * Returns the lambda's status; when a task on another thread failed, ctx->error holds its
+ * message (empty otherwise). */
 static int ember_pool_launch_from(EmberPoolLaunchFn launch, FTVMParallelLambda flambda,
                                   void* cdata, int num_task, EmberLaunchContext* ctx) {
   TVMParallelGroupEnv env = {NULL, 1};
