@@ -135,34 +135,37 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
   return piece < p->strip ? piece : p->strip;
 }
 
-/* The work of the items before `item`, in output blocks x columns: a strip's items are as
- * wide as its columns (the last strip is the rest of the row) and a block group's as tall as
- * its blocks (the last group of an odd count has one). */
+/* The work of the items before `item`, in output blocks x register tiles of columns: a
+ * strip's items are as wide as its tiles (a last strip of 1 column of a 49-wide row costs
+ * a tile's weight loads, as much as 6 columns) and a block group's as tall as its blocks (the
+ * last group of an odd count has one). */
 static inline int64_t ember_conv_work_before(const ember_conv_p* p, int64_t item) {
   const int64_t G = ember_conv_block_groups(p), S = (p->ow + p->strip - 1) / p->strip;
-  const int64_t B = p->depthwise ? p->ocb : (int64_t)p->groups * p->ocb_g, W = p->ow;
+  const int64_t B = p->depthwise ? p->ocb : (int64_t)p->groups * p->ocb_g;
   const int64_t per = p->depthwise ? 1 : (p->ocb_g + p->rb - 1) / p->rb;
+  const int64_t rw = p->rw > 0 ? p->rw : 1, T = (p->strip + rw - 1) / rw; /* tiles a strip */
+  const int64_t W = (S - 1) * T + (p->ow - (S - 1) * p->strip + rw - 1) / rw; /* a row */
   int64_t og, s, rest, before, nb, cols;
 #define EMBER_BLOCKS_BEFORE(g)                                                                 \
   (p->depthwise ? (g) : (g) / per * p->ocb_g +                                                 \
    ((g) % per * p->rb < p->ocb_g ? (g) % per * p->rb : p->ocb_g))
-#define EMBER_COLS_BEFORE(k) ((k) * p->strip < W ? (k) * p->strip : W)
+#define EMBER_TILES_BEFORE(k) ((k) < S ? (k) * T : W)
   if (p->order) { /* ((b, oy), s, og): og innermost */
     rest = item % (S * G);
     s = rest / G;
     og = rest % G;
-    return item / (S * G) * W * B + EMBER_COLS_BEFORE(s) * B +
-           (EMBER_COLS_BEFORE(s + 1) - EMBER_COLS_BEFORE(s)) * EMBER_BLOCKS_BEFORE(og);
+    return item / (S * G) * W * B + EMBER_TILES_BEFORE(s) * B +
+           (EMBER_TILES_BEFORE(s + 1) - EMBER_TILES_BEFORE(s)) * EMBER_BLOCKS_BEFORE(og);
   }
   rest = item % (G * p->oh * S); /* (b, og, oy, s): strips innermost */
   og = rest / (p->oh * S);
   rest %= p->oh * S;
   before = EMBER_BLOCKS_BEFORE(og);
   nb = EMBER_BLOCKS_BEFORE(og + 1) - before;
-  cols = rest / S * W + EMBER_COLS_BEFORE(rest % S);
+  cols = rest / S * W + EMBER_TILES_BEFORE(rest % S);
   return (item / (G * p->oh * S) * B + before) * p->oh * W + nb * cols;
 #undef EMBER_BLOCKS_BEFORE
-#undef EMBER_COLS_BEFORE
+#undef EMBER_TILES_BEFORE
 }
 
 /* The first item of task `task` of `tasks`: where the work before it reaches task / tasks of

@@ -325,23 +325,24 @@ static inline int32_t ember_gemm_task_mc(const ember_gemm_args* g, int64_t tasks
   return mc < g->mc ? mc : g->mc;
 }
 
-/* The work (rows x columns of C) of the items before `item`: items are (batch, column panel,
- * row block), the row blocks innermost; the last block and the last panel may be short. */
+/* The work of the items before `item`, in register tiles (a short tile costs a whole one's
+ * loads): items are (batch, column panel, row block), the row blocks innermost; the last
+ * block may be short. Every panel is one tile wide. */
 static inline int64_t ember_gemm_work_before(const ember_gemm_args* g, int64_t item) {
   const int64_t mblocks = (g->M + g->mc - 1) / g->mc;
   const int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
+  const int64_t tiles = (g->M + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR; /* of a column panel */
   const int64_t mb = item % mblocks, j = item / mblocks % panels, b = item / (mblocks * panels);
-  const int64_t n0 = j * EMBER_GEMM_NR, rows = mb * g->mc < g->M ? mb * g->mc : g->M;
-  const int64_t width = g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR;
-  return b * g->M * g->N + n0 * g->M + width * rows;
+  const int64_t rows = mb * g->mc < g->M ? mb * g->mc : g->M; /* mc: whole tiles */
+  return (b * panels + j) * tiles + (rows + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR;
 }
 
 /* The first item of task `task` of `tasks`: where the work before it reaches its share
- * (equal item counts give a task the short last block or panel on top of full ones). */
+ * (equal item counts give a task the short last block on top of full ones). */
 static inline int64_t ember_gemm_task_start(const ember_gemm_args* g, int64_t task,
                                             int64_t tasks) {
   const int64_t items = ember_gemm_items(g);
-  const int64_t goal = (int64_t)g->batch * g->M * g->N * task / tasks;
+  const int64_t goal = ember_gemm_work_before(g, items) * task / tasks;
   int64_t lo = 0, hi = items;
   if (task >= tasks) return items;
   while (lo < hi) {
