@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "ember/kernels/linkage.h"
+#include "ember/kernels/task_split.h"
 
 /* The entry points (linkage and where their bodies come from: ember/kernels/linkage.h). */
 #define EMBER_CONV2D_NCHWC_PARAMS                                                                  \
@@ -139,7 +140,8 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
  * strip's items are as wide as its tiles (a last strip of 1 column of a 49-wide row costs
  * a tile's weight loads, as much as 6 columns) and a block group's as tall as its blocks (the
  * last group of an odd count has one). */
-static inline int64_t ember_conv_work_before(const ember_conv_p* p, int64_t item) {
+static inline int64_t ember_conv_work_before(const void* args, int64_t item) {
+  const ember_conv_p* p = (const ember_conv_p*)args;
   const int64_t G = ember_conv_block_groups(p), S = (p->ow + p->strip - 1) / p->strip;
   const int64_t B = p->depthwise ? p->ocb : (int64_t)p->groups * p->ocb_g;
   const int64_t per = p->depthwise ? 1 : (p->ocb_g + p->rb - 1) / p->rb;
@@ -172,19 +174,7 @@ static inline int64_t ember_conv_work_before(const ember_conv_p* p, int64_t item
  * the whole (equal item counts would give one task the wide strips or the two-block groups:
  * 48 of 49 columns for a 1x1 conv over a 7x7 map cut into strips of 48). */
 static inline int64_t ember_conv_task_start(const ember_conv_p* p, int64_t task, int64_t tasks) {
-  const int64_t items = ember_conv_items(p);
-  const int64_t goal = ember_conv_work_before(p, items) * task / tasks; /* < 2^63: 64 tasks */
-  int64_t lo = 0, hi = items; /* the first item whose work-before reaches goal */
-  if (task >= tasks) return items;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (ember_conv_work_before(p, mid) < goal) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  return ember_task_start(ember_conv_work_before, p, ember_conv_items(p), task, tasks);
 }
 
 /* Whether the dense kernel packs the input of each strip: a 1x1 conv (one input column per

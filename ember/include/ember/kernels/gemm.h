@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "ember/kernels/linkage.h"
+#include "ember/kernels/task_split.h"
 
 /* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
 #define EMBER_SGEMM_PARAMS                                                                         \
@@ -328,7 +329,8 @@ static inline int32_t ember_gemm_task_mc(const ember_gemm_args* g, int64_t tasks
 /* The work of the items before `item`, in register tiles (a short tile costs a whole one's
  * loads): items are (batch, column panel, row block), the row blocks innermost; the last
  * block may be short. Every panel is one tile wide. */
-static inline int64_t ember_gemm_work_before(const ember_gemm_args* g, int64_t item) {
+static inline int64_t ember_gemm_work_before(const void* args, int64_t item) {
+  const ember_gemm_args* g = (const ember_gemm_args*)args;
   const int64_t mblocks = (g->M + g->mc - 1) / g->mc;
   const int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
   const int64_t tiles = (g->M + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR; /* of a column panel */
@@ -341,19 +343,7 @@ static inline int64_t ember_gemm_work_before(const ember_gemm_args* g, int64_t i
  * (equal item counts give a task the short last block on top of full ones). */
 static inline int64_t ember_gemm_task_start(const ember_gemm_args* g, int64_t task,
                                             int64_t tasks) {
-  const int64_t items = ember_gemm_items(g);
-  const int64_t goal = ember_gemm_work_before(g, items) * task / tasks;
-  int64_t lo = 0, hi = items;
-  if (task >= tasks) return items;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (ember_gemm_work_before(g, mid) < goal) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  return ember_task_start(ember_gemm_work_before, g, ember_gemm_items(g), task, tasks);
 }
 
 static inline int ember_gemm_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
