@@ -158,6 +158,17 @@ def test_the_command_rejects_unknown_sizes(tmp_path, capsys):
     assert "--shape x=D0,D1" in capsys.readouterr().err
 
 
+def save_tiny(tmp_path, nodes, shape, inits=()):
+    """``nodes`` as tiny.onnx (input x, output y of ``shape``); its path and a JSON path."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], list(inits)),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "tiny.onnx"
+    onnx.save(model, str(path))
+    return path, tmp_path / "out.json"
+
+
 def test_end_to_end_on_a_tiny_model(tmp_path, capsys):
     pytest.importorskip("onnxruntime", reason="the comparison runs onnxruntime")
     from ember.contrib import cc
@@ -170,12 +181,7 @@ def test_end_to_end_on_a_tiny_model(tmp_path, capsys):
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["r"], name="relu"),
              helper.make_node("Add", ["r", "x"], ["y"], name="residual")]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8, 6, 6])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 8, 6, 6])
-    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    path, out = tmp_path / "tiny.onnx", tmp_path / "out.json"
-    onnx.save(model, str(path))
+    path, out = save_tiny(tmp_path, nodes, ["n", 8, 6, 6], [w])
     argv = [str(path), "--shape", "x=1,8,6,6", "--warmup", "1", "--repeat", "3",
             "--clock", "thread", "--json", str(out)]
     assert op_compare.main(argv) == 0
@@ -219,12 +225,7 @@ def test_split_only_simulated_on_a_tiny_model_at_three_threads(tmp_path, capsys)
         pytest.skip("no C compiler found")
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
              helper.make_node("Add", ["r", "x"], ["y"], name="residual")]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 64, 64])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 64, 64])
-    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    path, out = tmp_path / "tiny.onnx", tmp_path / "out.json"
-    onnx.save(model, str(path))
+    path, out = save_tiny(tmp_path, nodes, [1, 32, 64, 64])
     argv = [str(path), "--threads", "3", "--split-only", "--simulate", "--warmup", "0",
             "--repeat", "2", "--json", str(out)]
     assert op_compare.main(argv) == 0
