@@ -90,7 +90,7 @@ SHAPES = st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 7), st.i
                    st.integers(1, 64), st.integers(0, 1), st.booleans(), st.integers(1, 64))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(SHAPES)
 def test_tasks_get_equal_shares_of_the_work(lib, shape):
@@ -130,7 +130,7 @@ def gemm_item_work(batch, M, N, mc, mr, nr):
     return [r for _ in range(batch) for _ in range(0, N, nr) for r in rows]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(st.integers(1, 3), st.integers(1, 200), st.integers(1, 300), st.integers(1, 8),
        st.integers(1, 64))
