@@ -23,6 +23,15 @@ the ember kernel(s) covering that node (shared evenly if several do). Rows: one 
 kernel call (its ONNX nodes, their op types, ember's time, onnxruntime's for the same nodes,
 difference, ratio), sorted by the time ember loses; then onnxruntime's nodes that map to no
 ember kernel (its layout reorders; ONNX nodes ember folded away). JSON: ``--json``.
+
+Each ember row also says how the kernel's work split over ``--threads`` (one profiled call per
+repeat, ``ember.runtime.work_split``; docs/profiling.md): ``imb``, the longest task's CPU time
+over the mean task's (1.00: even), and ``serial``, the share of its CPU work that ran on one
+thread while the others idled (outside parallel launches, or in one-task launches). Both are
+CPU-time measures, so they hold on a loaded machine, and ``--threads 16`` on 2 cores shows the
+split 16 threads would get (``--simulate`` runs those 16 tasks one after another on one
+thread, so that they do not compete for 2 cores). ``--split-only`` skips onnxruntime and the
+timing, and prints the kernels that split worst.
 """
 from __future__ import annotations
 
@@ -108,9 +117,12 @@ def random_inputs(specs: Mapping[str, tuple], seed: int = 0) -> dict[str, np.nda
 
 # -- the two profiles ---------------------------------------------------------------------------
 def profile_ember(model: Any, inputs: Mapping[str, np.ndarray], threads: int, warmup: int,
-                  repeat: int, clock: str = "wall") -> list[dict[str, Any]]:
+                  repeat: int, clock: str = "wall", split_only: bool = False,
+                  simulate: bool = False) -> list[dict[str, Any]]:
     """One record per kernel call of ember's graph: kernel, ONNX nodes, median us (``clock``
-    "thread": CPU time of the calling thread, for one thread on a busy machine)."""
+    "thread": CPU time of the calling thread, for one thread on a busy machine; none with
+    ``split_only``), and its work split (``split_summary``; with ``simulate``, each launch
+    run as a job of ``threads`` tasks on the calling thread)."""
     import ember
     from ember import relay
     from ember.relay.backend import Executor
@@ -127,7 +139,9 @@ def profile_ember(model: Any, inputs: Mapping[str, np.ndarray], threads: int, wa
     with ThreadControl(factory).use(threads):
         if warmup:
             dbg.run_individual(number=1, repeat=warmup)
-        dbg.run_individual(number=1, repeat=repeat)
+        if not split_only:
+            dbg.run_individual(number=1, repeat=repeat)
+        splits = dbg.measure_work_split(repeat=repeat, simulate=threads if simulate else 0)
     calls = []
     for nid, node in enumerate(dbg.graph.nodes):
         if node.is_input:
@@ -135,8 +149,21 @@ def profile_ember(model: Any, inputs: Mapping[str, np.ndarray], threads: int, wa
         times = dbg.node_times.get(nid)  # none for a __nop (a view of its input)
         calls.append({"kernel": node.func_name.removeprefix(PREFIX),
                       "nodes": list(node.extra_attrs.get("source_nodes", [])),
-                      "us": statistics.median(times) * 1e6 if times else 0.0})
+                      "us": statistics.median(times) * 1e6 if times else 0.0,
+                      **split_summary(splits.get(nid, []))})
     return calls
+
+
+def split_summary(splits: Sequence[Any]) -> dict[str, Any]:
+    """The work-split fields of a kernel's row from its profiled calls (none: no kernel)."""
+    from ember.runtime.work_split import imbalance, serial_share, task_count
+
+    if not splits:
+        return {"imbalance": None, "serial": None, "tasks": 0, "cpu_us": 0.0}
+    cpu = sorted(s.kernel_cpu_ns + sum(sum(x.task_cpu_ns) - x.caller_cpu_ns
+                                       for x in s.launches) for s in splits)
+    return {"imbalance": imbalance(splits), "serial": serial_share(splits),
+            "tasks": task_count(splits) // len(splits), "cpu_us": cpu[len(cpu) // 2] / 1e3}
 
 
 def profile_ort(path: str, inputs: Mapping[str, np.ndarray], threads: int, warmup: int,
@@ -231,7 +258,9 @@ def _row(call: Mapping[str, Any], ort_us: float, ort_names: list[str],
     ops = list(dict.fromkeys(op_types.get(n, "?") for n in call["nodes"]))
     return {"kernel": call["kernel"], "onnx_nodes": list(call["nodes"]), "op_types": ops,
             "ort_nodes": ort_names, "ember_us": call["us"], "ort_us": ort_us,
-            "lost_us": call["us"] - ort_us, "ratio": call["us"] / ort_us if ort_us else None}
+            "lost_us": call["us"] - ort_us, "ratio": call["us"] / ort_us if ort_us else None,
+            "imbalance": call.get("imbalance"), "serial": call.get("serial"),
+            "tasks": call.get("tasks", 0), "cpu_us": call.get("cpu_us", 0.0)}
 
 
 def _names(names: Sequence[str], width: int = 40, sep: str = ",") -> str:
@@ -243,13 +272,14 @@ def _names(names: Sequence[str], width: int = 40, sep: str = ",") -> str:
 def render(result: Mapping[str, Any], top: int) -> str:
     """The table (``top`` kernel rows, then the largest unmapped onnxruntime nodes), totals."""
     rows = [[_names(r["onnx_nodes"]), _names(r["op_types"], 30, "+"), r["ember_us"],
-             r["ort_us"], r["lost_us"], r["ratio"], r["kernel"][:40]]
+             r["ort_us"], r["lost_us"], r["ratio"], r.get("imbalance"), r.get("serial"),
+             r["kernel"][:40]]
             for r in result["rows"][:top]]
     rows += [[f"(ort only) {u['name']}"[:40], u["op"], 0.0, u["ort_us"], -u["ort_us"], None,
-              "-"] for u in result["ort_unmapped"][:max(top // 2, 1)]]
+              None, None, "-"] for u in result["ort_unmapped"][:max(top // 2, 1)]]
     t = result["totals"]
     lines = [table(rows, ["ONNX nodes", "op types", "ember us", "ort us", "lost us",
-                          "ember/ort", "ember kernel"]),
+                          "ember/ort", "imb", "serial", "ember kernel"]),
              f"total: ember {t['ember_us']:.1f} us in {len(result['rows'])} kernel calls, "
              f"onnxruntime {t['ort_us']:.1f} us ({t['ort_mapped_us']:.1f} mapped to ember "
              f"kernels, {len(result['ort_unmapped'])} nodes unmapped); ember/ort "
@@ -259,6 +289,39 @@ def render(result: Mapping[str, Any], top: int) -> str:
         lines.append(f"{len(missing)} ONNX node(s) in no ember kernel (folded at build "
                      f"time): {_names(missing, 100)}")
     return "\n".join(lines)
+
+
+def split_rows(calls: Sequence[Mapping[str, Any]], threads: int) -> dict[str, Any]:
+    """``--split-only``: per kernel call, its CPU work, the time a ``threads``-way run loses to
+    its split (``loss_us``: estimated critical path minus work / threads, the serial part
+    running alone and the parallel part stretched by the imbalance), worst first; the model's
+    totals (``efficiency``: work / threads over the estimated critical path)."""
+    rows = []
+    for call in calls:
+        if call["imbalance"] is None:
+            continue
+        work, serial = call["cpu_us"], call["serial"]
+        critical = work * serial + work * (1 - serial) * call["imbalance"] / threads
+        rows.append({"kernel": call["kernel"], "nodes": call["nodes"], "cpu_us": work,
+                     "tasks": call["tasks"], "imbalance": call["imbalance"], "serial": serial,
+                     "loss_us": critical - work / threads})
+    rows.sort(key=lambda r: -r["loss_us"])
+    work = sum(r["cpu_us"] for r in rows)
+    critical = work / threads + sum(r["loss_us"] for r in rows)
+    return {"rows": rows, "totals": {"cpu_us": work, "ideal_us": work / threads,
+                                     "critical_us": critical,
+                                     "efficiency": work / threads / critical if critical else 1.0}}
+
+
+def render_split(result: Mapping[str, Any], threads: int, top: int) -> str:
+    rows = [[r["kernel"][:60], r["cpu_us"], r["tasks"], r["imbalance"], r["serial"],
+             r["loss_us"]] for r in result["rows"][:top]]
+    t = result["totals"]
+    return "\n".join([table(rows, ["ember kernel", "cpu us", "tasks", "imb", "serial",
+                                   "loss us"]),
+                      f"work {t['cpu_us']:.1f} us of CPU; at {threads} threads ideal "
+                      f"{t['ideal_us']:.1f} us, estimated critical path {t['critical_us']:.1f}"
+                      f" us: split efficiency {t['efficiency']:.3f}"])
 
 
 # -- the command --------------------------------------------------------------------------------
@@ -293,6 +356,11 @@ def run(opts: argparse.Namespace, name: str, model: Any,
     """Profile both, compare; the JSON record."""
     import onnx
 
+    if opts.split_only:
+        calls = profile_ember(model, inputs, opts.threads, opts.warmup, opts.repeat,
+                              split_only=True, simulate=opts.simulate)
+        return {"model": name, "threads": opts.threads, "repeat": opts.repeat,
+                "simulated": opts.simulate, "split": split_rows(calls, opts.threads)}
     op_types, producer = onnx_index(model)
     with tempfile.TemporaryDirectory(prefix="ember-opcmp-") as tmp:
         path = str(Path(tmp, "model.onnx"))
@@ -322,6 +390,13 @@ def parser() -> argparse.ArgumentParser:
                    help="ember's kernels timed by wall time, or by the calling thread's CPU "
                         "time (--threads 1 only: it stays meaningful on a busy machine; "
                         "onnxruntime's profile is wall time either way)")
+    p.add_argument("--split-only", action="store_true",
+                   help="only how ember's kernels split over --threads (no onnxruntime, no "
+                        "timing): the kernels that lose most to imbalance or serial work")
+    p.add_argument("--simulate", action="store_true",
+                   help="--split-only: run each launch as a job of --threads tasks one after "
+                        "another on one thread (the split of more threads than cores, "
+                        "measured without them competing for the cores)")
     p.add_argument("--json", default=str(DEFAULT_JSON))
     return p
 
@@ -333,6 +408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("give an ONNX file or --zoo NAME (one of them)")
     if opts.threads < 1 or opts.repeat < 1 or opts.warmup < 0 or opts.top < 1:
         p.error("--threads, --repeat and --top must be >= 1, --warmup >= 0")
+    if opts.simulate and not opts.split_only:
+        p.error("--simulate needs --split-only (it measures the split, not the time)")
     if opts.clock == "thread" and opts.threads != 1:
         p.error("--clock thread needs --threads 1 (it counts the calling thread's CPU only)")
     try:
@@ -340,10 +417,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         p.error(str(err))
     out = run(opts, name, model, inputs)
-    print(f"{out['model']}: {opts.threads} thread(s), median of {opts.repeat} runs after "
-          f"{opts.warmup} warm-up, ember timed by {opts.clock} clock; sorted by the time "
-          "ember loses")
-    print(render(out, opts.top))
+    if opts.split_only:
+        print(f"{out['model']}: work split over {opts.threads} thread(s)"
+              f"{' (simulated on one thread)' if opts.simulate else ''}, {opts.repeat} "
+              "profiled calls per kernel; sorted by the time lost to the split")
+        print(render_split(out["split"], opts.threads, opts.top))
+    else:
+        print(f"{out['model']}: {opts.threads} thread(s), median of {opts.repeat} runs after "
+              f"{opts.warmup} warm-up, ember timed by {opts.clock} clock; sorted by the time "
+              "ember loses")
+        print(render(out, opts.top))
     with open_results(opts.json) as f:
         json.dump(out, f, indent=1)
     print(f"wrote {opts.json}")

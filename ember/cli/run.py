@@ -190,12 +190,19 @@ def profile_rows(art: Artifact, model: Any, inputs: dict[str, np.ndarray]) -> li
     for call in report.calls:
         if call["Name"] == "__nop":  # a reshape: a view, no kernel
             continue
-        slot = totals.setdefault(str(call["Name"]), [0.0, 0])
-        slot[0] += float(call["Duration (us)"])
+        us = float(call["Duration (us)"])
+        slot = totals.setdefault(str(call["Name"]), [0.0, 0, 0.0, 0.0])
+        slot[0] += us
         slot[1] += int(call.get("Count", 1))
-    whole = sum(t for t, _ in totals.values()) or 1.0
-    rows = [{"name": n, "time_us": t, "share": 100.0 * t / whole, "calls": c}
-            for n, (t, c) in totals.items()]
+        # the work split (graph executor): time-weighted over the calls of one operator
+        slot[2] += us * float(call.get("Imbalance", 1.0))
+        slot[3] += us * float(call.get("Serial Share", 1.0))
+    whole = sum(t[0] for t in totals.values()) or 1.0
+    split = any("Imbalance" in call for call in report.calls)
+    rows = [{"name": n, "time_us": t, "share": 100.0 * t / whole, "calls": c,
+             **({"imbalance": imb / t if t else 1.0, "serial": ser / t if t else 1.0}
+                if split else {})}
+            for n, (t, c, imb, ser) in totals.items()]
     return sorted(rows, key=lambda r: -r["time_us"])
 
 
@@ -253,9 +260,13 @@ def _text(art: Artifact, model: Any, source: str, outputs: list[np.ndarray],
                        f"{fmt_seconds(t['median_s'])}, p90 {fmt_seconds(t['p90_s'])}, "
                        f"{t['throughput_per_s']:.1f} runs/s")]
     if result.get("profile"):
-        rows = [[r["name"], f"{r['time_us']:.1f}", f"{r['share']:.1f}", r["calls"]]
+        split = "imbalance" in result["profile"][0]  # how each one's work split (threads > 1)
+        rows = [[r["name"], f"{r['time_us']:.1f}", f"{r['share']:.1f}", r["calls"],
+                 *([f"{r['imbalance']:.2f}", f"{r['serial']:.2f}"] if split else [])]
                 for r in result["profile"]]
-        lines += ["", table(["operator", "time (us)", "share %", "calls"], rows, (1, 2, 3))]
+        heads = ["operator", "time (us)", "share %", "calls", *(["imbalance", "serial"]
+                                                                if split else [])]
+        lines += ["", table(heads, rows, tuple(range(1, len(heads))))]
     if result.get("saved"):
         lines += ["", f"outputs saved to {result['saved']}"]
     return "\n".join(lines)

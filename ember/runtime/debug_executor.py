@@ -5,9 +5,14 @@ than ``min_repeat_ms``), ``repeat`` times over the graph, in graph order so the 
 are those of a normal run; it keeps the per-node times, prints the per-node table and, with a
 ``dump_root``, writes the graph, a Chrome trace and every node's outputs there. ``profile()``
 returns the same measurements as a :class:`~ember.runtime.profiling.Report`.
+
+With ``work_split`` on (the default), ``run()`` and ``profile()`` also make one profiled call
+of every kernel (``ember.runtime.work_split``): how its work split over the thread pool's
+tasks, shown as the ``Tasks``, ``Imbalance`` and ``Serial Share`` columns.
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
@@ -24,7 +29,8 @@ from .graph_format import Graph
 from .module import Module
 from .ndarray import NDArray
 from .params import save_param_dict
-from .profiling import Count, Duration, Percent, Report
+from .profiling import Count, Duration, Percent, Ratio, Report
+from .work_split import KernelSplit, SplitProfiler, imbalance, serial_share, task_count
 
 _MAX_COUNT = 1 << 20  # bounds the growth of ``number`` for kernels that time as zero
 DUMP_DIR = "_tvmdbg_device_CPU_0"
@@ -44,6 +50,9 @@ class GraphExecutorDebug(GraphExecutor):
         # What nodes are timed with: wall time; time.thread_time (the calling thread's CPU
         # time) stays meaningful on a busy machine when the kernels run on one thread.
         self.clock: Any = time.perf_counter
+        # Whether run() and profile() measure each kernel's work split too (node_splits).
+        self.work_split = True
+        self.node_splits: dict[int, list[KernelSplit]] = {}
 
     # -- timing -----------------------------------------------------------------------------
     def _time_nodes(self, number: int, repeat: int, min_repeat_ms: float) -> dict[int, list[float]]:
@@ -64,6 +73,32 @@ class GraphExecutorDebug(GraphExecutor):
                 times[nid].append(elapsed / count)
         return times
 
+    def measure_work_split(self, repeat: int = 1, simulate: int = 0
+                           ) -> dict[int, list[KernelSplit]]:
+        """Call every kernel ``repeat`` times with its launches profiled, in graph order;
+        node id -> its KernelSplit per call (also kept in ``node_splits``). Empty when the
+        kernels are not all compiled into a library with ``EmberSplitRun``. ``simulate``:
+        see ``SplitProfiler.run`` (its kernels run twice; the graph runs once more after, so
+        that the outputs are the model's)."""
+        check_timing(1, repeat, 0, "measure_work_split")
+        plan = self._run_all
+        if plan is None or not SplitProfiler.available(plan.lib):
+            self.node_splits = {}
+            return {}
+        profiler = SplitProfiler(plan.lib)
+        base, size = ctypes.addressof(plan._table), ctypes.sizeof(plan._table[0])
+        splits: dict[int, list[KernelSplit]] = {nid: [] for _, nid in self._plan}
+        for _ in range(repeat):
+            for k, (_, nid) in enumerate(self._plan):
+                rc, split = profiler.run(base + k * size, simulate)
+                if rc:
+                    self._kernel_failed(nid)
+                splits[nid].append(split)
+        if simulate:
+            self._execute()
+        self.node_splits = splits
+        return splits
+
     def run_individual(self, number: int = 10, repeat: int = 1, min_repeat_ms: float = 0,
                        **_: Any) -> list[float]:
         """Mean seconds per call of every node, in node order (0 for inputs and __nop)."""
@@ -79,6 +114,7 @@ class GraphExecutorDebug(GraphExecutor):
         check_timing(number, repeat, min_repeat_ms, "run")
         self._set(inputs, "run")
         self.node_times = self._time_nodes(number, repeat, min_repeat_ms)
+        self.node_splits = self.measure_work_split() if self.work_split else {}
         if self.dump_root:
             self._dump(self._node_outputs())
         if display:
@@ -117,6 +153,11 @@ class GraphExecutorDebug(GraphExecutor):
                           "Percent": Percent(100.0 * us / total), "Count": Count(1),
                           "Device": str(self.device), "Argument Shapes": shapes,
                           "Hash": str(node.extra_attrs.get("hash", _short_hash(node.func_name)))})
+            if self.node_splits.get(nid):
+                splits = self.node_splits[nid]
+                calls[-1].update({"Tasks": Count(task_count(splits) // len(splits)),
+                                  "Imbalance": Ratio(imbalance(splits)),
+                                  "Serial Share": Ratio(serial_share(splits))})
             if node.extra_attrs.get("source_nodes"):  # the imported model's nodes it computes
                 calls[-1]["Source Nodes"] = ",".join(map(str, node.extra_attrs["source_nodes"]))
         config = {"Executor": "Graph", "Repeats": Count(len(next(iter(self.node_times.values()),
@@ -136,6 +177,7 @@ class GraphExecutorDebug(GraphExecutor):
         self._set(inputs, "profile")
         self._execute()
         self.node_times = self._time_nodes(number=1, repeat=3, min_repeat_ms=0)
+        self.node_splits = self.measure_work_split() if self.work_split else {}
         walls = []
         for _ in range(3):
             start = time.perf_counter()

@@ -158,6 +158,17 @@ def test_the_command_rejects_unknown_sizes(tmp_path, capsys):
     assert "--shape x=D0,D1" in capsys.readouterr().err
 
 
+def save_tiny(tmp_path, nodes, shape, inits=()):
+    """``nodes`` as tiny.onnx (input x, output y of ``shape``); its path and a JSON path."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], list(inits)),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "tiny.onnx"
+    onnx.save(model, str(path))
+    return path, tmp_path / "out.json"
+
+
 def test_end_to_end_on_a_tiny_model(tmp_path, capsys):
     pytest.importorskip("onnxruntime", reason="the comparison runs onnxruntime")
     from ember.contrib import cc
@@ -170,12 +181,7 @@ def test_end_to_end_on_a_tiny_model(tmp_path, capsys):
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["r"], name="relu"),
              helper.make_node("Add", ["r", "x"], ["y"], name="residual")]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8, 6, 6])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 8, 6, 6])
-    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    path, out = tmp_path / "tiny.onnx", tmp_path / "out.json"
-    onnx.save(model, str(path))
+    path, out = save_tiny(tmp_path, nodes, ["n", 8, 6, 6], [w])
     argv = [str(path), "--shape", "x=1,8,6,6", "--warmup", "1", "--repeat", "3",
             "--clock", "thread", "--json", str(out)]
     assert op_compare.main(argv) == 0
@@ -189,3 +195,49 @@ def test_end_to_end_on_a_tiny_model(tmp_path, capsys):
     assert row["ember_us"] > 0 and row["ort_us"] > 0
     assert record["totals"]["ort_us"] >= row["ort_us"]
     assert record["onnx_nodes_without_kernel"] == []
+    assert row["imbalance"] == 1.0 and row["serial"] == 1.0  # one thread: all of it serial
+
+
+def test_split_rows_estimate_the_time_lost_to_the_split():
+    calls = [{"kernel": "even", "nodes": ["a"], "cpu_us": 100.0, "tasks": 4, "imbalance": 1.0,
+              "serial": 0.0},
+             {"kernel": "skewed", "nodes": ["b"], "cpu_us": 100.0, "tasks": 4, "imbalance": 2.0,
+              "serial": 0.0},
+             {"kernel": "serial", "nodes": ["c"], "cpu_us": 40.0, "tasks": 0, "imbalance": 1.0,
+              "serial": 1.0},
+             {"kernel": "view", "nodes": [], "cpu_us": 0.0, "tasks": 0, "imbalance": None,
+              "serial": None}]
+    out = op_compare.split_rows(calls, threads=4)
+    assert [r["kernel"] for r in out["rows"]] == ["serial", "skewed", "even"]
+    # serial: 40 alone instead of 10; skewed: 100 * 2 / 4 = 50 instead of 25
+    assert [r["loss_us"] for r in out["rows"]] == [30.0, 25.0, 0.0]
+    t = out["totals"]
+    assert t["cpu_us"] == 240.0 and t["ideal_us"] == 60.0 and t["critical_us"] == 115.0
+    assert t["efficiency"] == pytest.approx(60 / 115)
+    text = op_compare.render_split(out, 4, top=2)
+    assert "skewed" in text and "even" not in text and "split efficiency 0.522" in text
+
+
+def test_split_only_simulated_on_a_tiny_model_at_three_threads(tmp_path, capsys):
+    from ember.contrib import cc
+
+    if cc.get_cc() is None:
+        pytest.skip("no C compiler found")
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Add", ["r", "x"], ["y"], name="residual")]
+    path, out = save_tiny(tmp_path, nodes, [1, 32, 64, 64])
+    argv = [str(path), "--threads", "3", "--split-only", "--simulate", "--warmup", "0",
+            "--repeat", "2", "--json", str(out)]
+    assert op_compare.main(argv) == 0
+    assert "work split over 3 thread(s) (simulated on one thread)" in capsys.readouterr().out
+    record = json.loads(out.read_text())
+    assert record["simulated"] is True
+    (row,) = record["split"]["rows"]
+    assert row["tasks"] >= 1 and row["cpu_us"] > 0 and row["imbalance"] >= 1.0
+    assert 0 < record["split"]["totals"]["efficiency"] <= 1.0
+
+
+def test_simulate_needs_split_only(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        op_compare.main(["--zoo", "mlp", "--simulate"])
+    assert "--simulate needs --split-only" in capsys.readouterr().err

@@ -73,6 +73,16 @@ def test_profile(capsys: Any, built: dict[str, Path], executor: str) -> None:
     assert [r["time_us"] for r in rows] == sorted((r["time_us"] for r in rows), reverse=True)
 
 
+def test_profile_shows_the_work_split_of_a_graph_model(capsys: Any,
+                                                       built: dict[str, Path]) -> None:
+    code, out, _ = call(capsys, "run", built["graph"], "--profile", "--threads", "2", "--json")
+    assert code == 0
+    rows = json.loads(out)["profile"]
+    assert all(r["imbalance"] >= 1.0 and 0.0 <= r["serial"] <= 1.0 for r in rows)
+    code, out, _ = call(capsys, "run", built["graph"], "--profile", "--threads", "2")
+    assert code == 0 and "imbalance  serial" in out
+
+
 def test_profile_of_aot_says_what_to_do(capsys: Any, built: dict[str, Path]) -> None:
     code, _, err = call(capsys, "run", built["aot"], "--profile")
     assert code == 1 and "--executor graph" in err

@@ -1,6 +1,7 @@
 """Kernels launched on more threads than their planned work items: each task's strips (conv,
 conv_nchwc.h ember_conv_task_strip) or row blocks (GEMM, gemm.h ember_gemm_task_mc) are cut
-finer, and every thread count gives the same result as numpy (the layers a many-core machine
+finer, tasks start where their share of the work does (ember_conv_task_start,
+ember_gemm_task_start), and every thread count gives the same result as numpy (the layers a many-core machine
 finds with too little work per thread: late 7x7 layers, a 1x1 conv over one flattened row,
 depthwise, a dense layer of a small batch)."""
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pytest
 import ember
 from ember import relay
 from ember.api.model import CompiledModel, ModelRecord
+from ember.runtime.threads import ThreadControl
 
 
 def conv_reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int,
@@ -55,9 +57,10 @@ def test_conv_agrees_on_any_thread_count(case: str) -> None:
 
 
 def agrees_on_any_thread_count(mod: ember.IRModule, params: dict[str, np.ndarray],
-                               x: np.ndarray, want: np.ndarray, case: str) -> None:
+                               x: np.ndarray, want: np.ndarray, case: str,
+                               counts: tuple[int, ...] = (1, 2, 3, 8, 16)) -> None:
     built = ember.compile(mod, params=params, executor="graph", threads=1)
-    for threads in (1, 2, 3, 8, 16):  # the same kernels, run on another thread count
+    for threads in counts:  # the same kernels, run on another thread count
         r = built._record
         record = ModelRecord(r.executor, threads, r.inputs, r.outputs, r.info)
         got = CompiledModel(built.factory, record)(x)
@@ -73,3 +76,31 @@ def test_dense_agrees_on_any_thread_count() -> None:
     mod = ember.IRModule.from_expr(relay.Function([data, weight], relay.nn.dense(data, weight)))
     want = x.astype(np.float64) @ w.astype(np.float64).T
     agrees_on_any_thread_count(mod, {"w": w}, x, want, "dense")
+
+
+def test_work_weighted_cuts_agree_on_any_thread_count() -> None:
+    """The conv and GEMM cuts by work (ember_conv_task_start, ember_gemm_task_start): a 1x1
+    conv whose output blocks pair up with one left over (3 blocks of 8), over a map flattened
+    into strips with a narrow last one, then a dense layer with a short last row block and
+    column panel; at 1, 2, 3 and 7 threads."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 64, 7, 7)).astype("float32")
+    w = rng.standard_normal((24, 64, 1, 1)).astype("float32")
+    d = rng.standard_normal((901, 49)).astype("float32")  # 1.06M multiply-adds: parallel
+    data, weight, dense = (relay.var(n, shape=a.shape) for n, a in (("x", x), ("w", w),
+                                                                  ("d", d)))
+    conv = relay.nn.conv2d(data, weight, kernel_size=(1, 1), channels=24)
+    body = relay.nn.dense(relay.reshape(conv, (24, 49)), dense)  # M 24, N 901: short tiles
+    mod = ember.IRModule.from_expr(relay.Function([data, weight, dense], body))
+    want = conv_reference(x.astype(np.float64), w.astype(np.float64), 1, 0, 1)
+    want = want.reshape(24, 49) @ d.astype(np.float64).T
+    agrees_on_any_thread_count(mod, {"w": w, "d": d}, x, want, "1x1 then dense", (1, 2, 3, 7))
+    # both kernels do split (else the cuts above were never taken)
+    built = ember.compile(mod, params={"w": w, "d": d}, executor="graph", threads=1)
+    dbg = built.factory.debug_create("default", ember.cpu(0))
+    dbg.set_input(x=x)
+    with ThreadControl(built.factory).use(3):
+        splits = dbg.measure_work_split()
+    tasks = {dbg.graph.nodes[nid].func_name: [launch.num_task for launch in calls[0].launches]
+             for nid, calls in splits.items()}
+    assert [t for name, t in tasks.items() if "conv2d" in name or "gemm" in name] == [[3], [3]]

@@ -373,6 +373,33 @@ EMBER_DLL int EmberRunCalls(const EmberPlannedCall* calls, int32_t n, int32_t* f
   return 0;
 }
 
+/* One planned call profiled (the debug executor's work-split pass): its launches record the
+ * thread and CPU time of every task into record->launches (capacity records, the caller's
+ * memory), record->kernel_cpu_ns/kernel_wall_ns the whole call's. Returns the call's status.
+ * Only this thread's launches of this call are recorded: the flag is a thread-local pointer. */
+EMBER_DLL int EmberSplitRun(const EmberPlannedCall* call, EmberSplitRecord* record) {
+  TVMValue ret;
+  int ret_code = kTVMNullptr, rc;
+  int64_t cpu0, wall0;
+  if (call == NULL || record == NULL || record->capacity < 0 ||
+      (record->capacity > 0 && record->launches == NULL)) {
+    set_error("EmberSplitRun: call and record must not be NULL, capacity >= 0 with launches");
+    return -1;
+  }
+  record->num_launches = 0;
+  cpu0 = ember_split_cpu_ns();
+  wall0 = ember_pool_now_ns();
+  g_split = record;
+  rc = call->func(call->args, call->codes, call->num_args, &ret, &ret_code, NULL);
+  g_split = NULL;
+  record->kernel_cpu_ns = ember_split_cpu_ns() - cpu0;
+  record->kernel_wall_ns = ember_pool_now_ns() - wall0;
+  return rc;
+}
+
+/* sizeof(EmberSplitLaunch): the host checks its mirror of the record against it. */
+EMBER_DLL int EmberSplitLaunchSize(void) { return (int)sizeof(EmberSplitLaunch); }
+
 /* ---- one model call from Python (ember/runtime/model_call.py) --------------------------- */
 
 /* Where CPython and numpy keep what a call reads, in bytes from the object's start. The host

@@ -27,6 +27,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -300,12 +301,70 @@ static int ember_pool_set_num_threads(int n) {
   return before;
 }
 
+/* ---- the work split of profiled launches (docs/profiling.md) ------------------------------
+ * A profiling run (EmberSplitRun, backend.c) points this thread's g_split at a record of one
+ * kernel call; every launch the kernel makes while it is set records, per task, the thread
+ * that ran it and that task's CPU time (CLOCK_THREAD_CPUTIME_ID: the task's own work, however
+ * loaded the machine is). Unprofiled launches pay one thread-local load. */
+typedef struct {
+  int32_t num_task;    /* tasks the launch ran (1: on the calling thread alone) */
+  int32_t requested;   /* the kernel's num_task (0: one per thread) */
+  int32_t caller;      /* the calling thread's id (task_thread's numbering) */
+  int32_t threads;     /* the caller's thread count: tasks short of it leave threads idle */
+  int64_t caller_cpu_ns; /* the calling thread's CPU time inside the launch */
+  int64_t wall_ns;
+  int32_t task_thread[EMBER_POOL_MAX_THREADS]; /* per task: the id of the thread that ran it */
+  int64_t task_cpu_ns[EMBER_POOL_MAX_THREADS]; /* per task: its CPU time */
+} EmberSplitLaunch;
+
+typedef struct {
+  int64_t kernel_cpu_ns;  /* the calling thread's CPU time of the whole kernel call */
+  int64_t kernel_wall_ns;
+  int32_t num_launches;   /* launches the call made (records past capacity are not kept) */
+  int32_t capacity;
+  int32_t simulate;       /* > 0: each launch runs as a job of this many tasks, one after
+                           * another on the caller (a split for more threads than cores),
+                           * twice: the second pass is recorded (so a kernel that updates a
+                           * buffer in place leaves other values than a run would) */
+  int32_t reserved;
+  EmberSplitLaunch* launches;
+} EmberSplitRecord;
+
+static __thread EmberSplitRecord* g_split; /* set only inside a profiled kernel call */
+static __thread int32_t g_split_thread_id; /* 0: not numbered yet */
+static int32_t g_split_next_thread_id;
+
+static int64_t ember_split_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A small number naming this thread in split records (1, 2, ... in order of first use). */
+static int32_t ember_split_thread_id(void) {
+  if (g_split_thread_id == 0) g_split_thread_id = EMBER_ADD(&g_split_next_thread_id, 1);
+  return g_split_thread_id;
+}
+
+/* Push this core's private caches out (writes over EMBER_SPLIT_EVICT_BYTES, more than an L2)
+ * between the simulated tasks of one thread: otherwise the first task loads the weights and
+ * the input rows that the next ones then find in cache, and reads as imbalance. */
+#define EMBER_SPLIT_EVICT_BYTES (4 << 20)
+static void ember_split_evict(void) {
+  static __thread volatile char* scratch;
+  size_t i;
+  if (scratch == NULL) scratch = (volatile char*)malloc(EMBER_SPLIT_EVICT_BYTES);
+  if (scratch == NULL) return;
+  for (i = 0; i < EMBER_SPLIT_EVICT_BYTES; i += 64) scratch[i] = (char)i;
+}
+
 /* A lambda as a pool (maybe another binary's) runs it: the first task to fail leaves its
  * message, this binary's last error of the thread it ran on, for the caller. */
 typedef struct {
   FTVMParallelLambda flambda;
   void* cdata;
   int32_t failed;
+  EmberSplitLaunch* split; /* NULL unless the launch is profiled */
   char error[1024];
 } EmberLaunchContext;
 
@@ -313,7 +372,15 @@ static int ember_pool_run_task(int task_id, TVMParallelGroupEnv* penv, void* cda
   EmberLaunchContext* ctx = (EmberLaunchContext*)cdata;
   int rc;
   ++g_pool_lib_in_task;
-  rc = ctx->flambda(task_id, penv, ctx->cdata);
+  if (ctx->split == NULL) {
+    rc = ctx->flambda(task_id, penv, ctx->cdata);
+  } else { /* task ids are < num_task <= EMBER_POOL_MAX_THREADS: each writes its own slot */
+    int64_t start = ember_split_cpu_ns();
+    rc = ctx->flambda(task_id, penv, ctx->cdata);
+    ctx->split->task_cpu_ns[task_id] = ember_split_cpu_ns() - start;
+    ctx->split->task_thread[task_id] = ember_split_thread_id();
+    EMBER_STORE(&ctx->split->num_task, penv->num_task);
+  }
   --g_pool_lib_in_task;
   if (rc != 0 && __atomic_exchange_n(&ctx->failed, 1, __ATOMIC_SEQ_CST) == 0) {
     const char* msg = TVMGetLastError();
@@ -330,20 +397,77 @@ static int ember_pool_run_task(int task_id, TVMParallelGroupEnv* penv, void* cda
 typedef int (*EmberPoolLaunchFn)(FTVMParallelLambda flambda, void* cdata, int num_task,
                                  int num_threads);
 
+static int ember_pool_launch_profiled(EmberPoolLaunchFn launch, FTVMParallelLambda flambda,
+                                      void* cdata, int num_task, EmberLaunchContext* ctx);
+
 /* TVMBackendParallelLaunch on `launch` (NULL: this binary's pool): serial for one thread, one
- * task or a launch from inside a task. Returns the lambda's status; when a task on another
- * thread failed, ctx->error holds its message (empty otherwise). */
+ * task or a launch from inside a task; recorded while this thread profiles a kernel call.
+ * Returns the lambda's status; when a task on another thread failed, ctx->error holds its
+ * message (empty otherwise). */
 static int ember_pool_launch_from(EmberPoolLaunchFn launch, FTVMParallelLambda flambda,
                                   void* cdata, int num_task, EmberLaunchContext* ctx) {
   TVMParallelGroupEnv env = {NULL, 1};
   int threads = ember_pool_num_threads();
   ctx->error[0] = '\0';
+  ctx->split = NULL;
+  if (g_split != NULL && !g_pool_lib_in_task) {
+    return ember_pool_launch_profiled(launch, flambda, cdata, num_task, ctx);
+  }
   if (threads <= 1 || num_task == 1 || g_pool_lib_in_task) return flambda(0, &env, cdata);
   ctx->flambda = flambda;
   ctx->cdata = cdata;
   ctx->failed = 0;
   return (launch != NULL ? launch : ember_pool_launch)(ember_pool_run_task, ctx, num_task,
                                                        threads);
+}
+
+/* ember_pool_launch_from of a profiled kernel call: the same launch, every task timed (a
+ * serial one too, as one task on the caller) into the next record of g_split. */
+static int ember_pool_launch_profiled(EmberPoolLaunchFn launch, FTVMParallelLambda flambda,
+                                      void* cdata, int num_task, EmberLaunchContext* ctx) {
+  EmberSplitRecord* record = g_split;
+  TVMParallelGroupEnv env = {NULL, 1};
+  int threads = ember_pool_num_threads();
+  int64_t cpu0 = ember_split_cpu_ns(), wall0 = ember_pool_now_ns();
+  int32_t index = record->num_launches++;
+  EmberSplitLaunch* rec = index < record->capacity ? &record->launches[index] : NULL;
+  int rc;
+  if (rec == NULL) { /* past the caller's capacity: counted, run unprofiled */
+    g_split = NULL;
+    rc = ember_pool_launch_from(launch, flambda, cdata, num_task, ctx);
+    g_split = record;
+    return rc;
+  }
+  memset(rec, 0, sizeof *rec);
+  rec->requested = num_task;
+  rec->caller = ember_split_thread_id();
+  rec->threads = threads;
+  ctx->flambda = flambda;
+  ctx->cdata = cdata;
+  ctx->failed = 0;
+  ctx->split = rec;
+  if (record->simulate > 0) { /* the pool's task count for `simulate` threads, serially */
+    int32_t k, n = num_task > 0 && num_task < record->simulate ? num_task : record->simulate;
+    TVMParallelGroupEnv sim = {NULL, n}; /* no kernel waits at a barrier (one would hang) */
+    rec->threads = record->simulate;
+    /* A first pass, not recorded, as the cores of a real launch ran the kernel's code the
+     * run before: else the first task pays for the code, its translations and branches. */
+    ctx->split = NULL;
+    for (rc = 0, k = 0; k < n; ++k) rc |= ember_pool_run_task(k, &sim, ctx);
+    ctx->split = rec;
+    for (k = 0; k < n && rc == 0; ++k) {
+      ember_split_evict(); /* each task starts as cold as on a core of its own */
+      rc |= ember_pool_run_task(k, &sim, ctx);
+    }
+  } else if (threads <= 1 || num_task == 1) {
+    rc = ember_pool_run_task(0, &env, ctx);
+  } else {
+    rc = (launch != NULL ? launch : ember_pool_launch)(ember_pool_run_task, ctx, num_task,
+                                                       threads);
+  }
+  rec->caller_cpu_ns = ember_split_cpu_ns() - cpu0;
+  rec->wall_ns = ember_pool_now_ns() - wall0;
+  return rc;
 }
 
 /* TVMBackendParallelBarrier: every task of a pooled launch runs at once, so all arrive. */

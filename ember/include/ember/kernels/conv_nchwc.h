@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "ember/kernels/linkage.h"
+#include "ember/kernels/task_split.h"
 
 /* The entry points (linkage and where their bodies come from: ember/kernels/linkage.h). */
 #define EMBER_CONV2D_NCHWC_PARAMS                                                                  \
@@ -124,7 +125,7 @@ static inline int64_t ember_conv_items(const ember_conv_p* p) {
  * channel blocks and rows (a late 7x7 layer, a 1x1 conv over one flattened row) would
  * otherwise leave threads idle or finish on the one task with an extra item. Every task
  * computes the same width from the same count. */
-#define EMBER_CONV_ITEMS_PER_TASK 4
+#define EMBER_CONV_ITEMS_PER_TASK 16
 static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks) {
   int64_t items = ember_conv_items(p), want = EMBER_CONV_ITEMS_PER_TASK * tasks, cuts;
   int32_t tile = p->rw > 0 ? p->rw : 1, piece;
@@ -133,6 +134,47 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
   piece = (int32_t)((p->strip + cuts - 1) / cuts);
   piece = (piece + tile - 1) / tile * tile;
   return piece < p->strip ? piece : p->strip;
+}
+
+/* The work of the items before `item`, in output blocks x register tiles of columns: a
+ * strip's items are as wide as its tiles (a last strip of 1 column of a 49-wide row costs
+ * a tile's weight loads, as much as 6 columns) and a block group's as tall as its blocks (the
+ * last group of an odd count has one). */
+static inline int64_t ember_conv_work_before(const void* args, int64_t item) {
+  const ember_conv_p* p = (const ember_conv_p*)args;
+  const int64_t G = ember_conv_block_groups(p), S = (p->ow + p->strip - 1) / p->strip;
+  const int64_t B = p->depthwise ? p->ocb : (int64_t)p->groups * p->ocb_g;
+  const int64_t per = p->depthwise ? 1 : (p->ocb_g + p->rb - 1) / p->rb;
+  const int64_t rw = p->rw > 0 ? p->rw : 1, T = (p->strip + rw - 1) / rw; /* tiles a strip */
+  const int64_t W = (S - 1) * T + (p->ow - (S - 1) * p->strip + rw - 1) / rw; /* a row */
+  int64_t og, s, rest, before, nb, cols;
+#define EMBER_BLOCKS_BEFORE(g)                                                                 \
+  (p->depthwise ? (g) : (g) / per * p->ocb_g +                                                 \
+   ((g) % per * p->rb < p->ocb_g ? (g) % per * p->rb : p->ocb_g))
+#define EMBER_TILES_BEFORE(k) ((k) < S ? (k) * T : W)
+  if (p->order) { /* ((b, oy), s, og): og innermost */
+    rest = item % (S * G);
+    s = rest / G;
+    og = rest % G;
+    return item / (S * G) * W * B + EMBER_TILES_BEFORE(s) * B +
+           (EMBER_TILES_BEFORE(s + 1) - EMBER_TILES_BEFORE(s)) * EMBER_BLOCKS_BEFORE(og);
+  }
+  rest = item % (G * p->oh * S); /* (b, og, oy, s): strips innermost */
+  og = rest / (p->oh * S);
+  rest %= p->oh * S;
+  before = EMBER_BLOCKS_BEFORE(og);
+  nb = EMBER_BLOCKS_BEFORE(og + 1) - before;
+  cols = rest / S * W + EMBER_TILES_BEFORE(rest % S);
+  return (item / (G * p->oh * S) * B + before) * p->oh * W + nb * cols;
+#undef EMBER_BLOCKS_BEFORE
+#undef EMBER_TILES_BEFORE
+}
+
+/* The first item of task `task` of `tasks`: where the work before it reaches task / tasks of
+ * the whole (equal item counts would give one task the wide strips or the two-block groups:
+ * 48 of 49 columns for a 1x1 conv over a 7x7 map cut into strips of 48). */
+static inline int64_t ember_conv_task_start(const ember_conv_p* p, int64_t task, int64_t tasks) {
+  return ember_task_start(ember_conv_work_before, p, ember_conv_items(p), task, tasks);
 }
 
 /* Whether the dense kernel packs the input of each strip: a 1x1 conv (one input column per

@@ -702,19 +702,19 @@ EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64
 EMBER_KFN int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
                                         void* cdata) {
   ember_conv_p q = *(const ember_conv_p*)cdata;
-  int64_t n = penv->num_task > 0 ? penv->num_task : 1, total;
+  int64_t n = penv->num_task > 0 ? penv->num_task : 1;
   q.strip = ember_conv_task_strip(&q, n);
-  total = ember_conv_items(&q);
-  EMBER_FN(ember_conv_range)(&q, total * task_id / n, total * (task_id + 1) / n);
+  EMBER_FN(ember_conv_range)(&q, ember_conv_task_start(&q, task_id, n),
+                           ember_conv_task_start(&q, task_id + 1, n));
   return 0;
 }
 
 EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   ember_conv_p q = *(const ember_conv_p*)cdata;
-  int64_t n = penv->num_task > 0 ? penv->num_task : 1, total;
+  int64_t n = penv->num_task > 0 ? penv->num_task : 1;
   q.strip = ember_conv_task_strip(&q, n);
-  total = ember_conv_items(&q);
-  EMBER_FN(ember_dw_range)(&q, total * task_id / n, total * (task_id + 1) / n);
+  EMBER_FN(ember_dw_range)(&q, ember_conv_task_start(&q, task_id, n),
+                           ember_conv_task_start(&q, task_id + 1, n));
   return 0;
 }
 

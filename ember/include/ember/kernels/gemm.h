@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "ember/kernels/linkage.h"
+#include "ember/kernels/task_split.h"
 
 /* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
 #define EMBER_SGEMM_PARAMS                                                                         \
@@ -325,12 +326,32 @@ static inline int32_t ember_gemm_task_mc(const ember_gemm_args* g, int64_t tasks
   return mc < g->mc ? mc : g->mc;
 }
 
+/* The work of the items before `item`, in register tiles (a short tile costs a whole one's
+ * loads): items are (batch, column panel, row block), the row blocks innermost; the last
+ * block may be short. Every panel is one tile wide. */
+static inline int64_t ember_gemm_work_before(const void* args, int64_t item) {
+  const ember_gemm_args* g = (const ember_gemm_args*)args;
+  const int64_t mblocks = (g->M + g->mc - 1) / g->mc;
+  const int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
+  const int64_t tiles = (g->M + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR; /* of a column panel */
+  const int64_t mb = item % mblocks, j = item / mblocks % panels, b = item / (mblocks * panels);
+  const int64_t rows = mb * g->mc < g->M ? mb * g->mc : g->M; /* mc: whole tiles */
+  return (b * panels + j) * tiles + (rows + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR;
+}
+
+/* The first item of task `task` of `tasks`: where the work before it reaches its share
+ * (equal item counts give a task the short last block on top of full ones). */
+static inline int64_t ember_gemm_task_start(const ember_gemm_args* g, int64_t task,
+                                            int64_t tasks) {
+  return ember_task_start(ember_gemm_work_before, g, ember_gemm_items(g), task, tasks);
+}
+
 static inline int ember_gemm_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   ember_gemm_args g = *(const ember_gemm_args*)cdata;
-  int64_t items, tasks = penv->num_task > 0 ? penv->num_task : 1;
+  int64_t tasks = penv->num_task > 0 ? penv->num_task : 1;
   g.mc = ember_gemm_task_mc(&g, tasks);
-  items = ember_gemm_items(&g);
-  return ember_gemm_range(&g, items * task_id / tasks, items * (task_id + 1) / tasks);
+  return ember_gemm_range(&g, ember_gemm_task_start(&g, task_id, tasks),
+                          ember_gemm_task_start(&g, task_id + 1, tasks));
 }
 
 /* See the top of this file. bias_mode/res_mode: 0 none, 1 scalar, 2 per column resp. laid
