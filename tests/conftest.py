@@ -32,6 +32,15 @@ def pytest_configure(config: Any) -> None:
     for name, doc in MARKS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
 
+    # No hypothesis example may fail for taking long: CI's 2 loaded cores make any per-example
+    # deadline a wall-clock assertion (tests never assert on time).
+    try:
+        from hypothesis import settings
+    except ImportError:
+        return
+    settings.register_profile("ember", deadline=None)
+    settings.load_profile("ember")
+
 
 @pytest.fixture
 def tol() -> Callable[[Any], dict[str, float]]:
