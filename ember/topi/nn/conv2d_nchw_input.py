@@ -16,6 +16,7 @@ from ...target.simd import SimdLevel
 from ...te import tensor as te
 from ...tir import op as tir
 from . import conv2d_nchwc as K
+from .sizes import is_static
 
 HEADER = "ember/kernels/conv_nchw_input.h"
 MAX_CHANNELS = 4  # input channels up to which the kernel is used (see nchw_input_applies)
@@ -35,13 +36,22 @@ class NchwInputTiles:
     threads: int
 
 
+def nchw_input_wins(ic: int, groups: int, kernel: tuple[int, int],
+                    dilation: tuple[int, int]) -> bool:
+    """Whether a conv of a plain NCHW input runs on this kernel (the layout planner then keeps
+    its input plain): a dense conv with at most :data:`MAX_CHANNELS` input channels, a kernel
+    window larger than 1x1 and unit dilation. Others keep the NCHW[L]c kernel (a 1x1 conv has
+    no taps to share a row buffer)."""
+    return (groups == 1 and ic <= MAX_CHANNELS and kernel[0] * kernel[1] > 1
+            and tuple(dilation) == (1, 1))
+
+
 def nchw_input_applies(geo: K.ConvGeometry) -> bool:
-    """Whether ``geo`` runs on this kernel: a dense conv reading plain NCHW (``in_block`` 1)
-    with at most :data:`MAX_CHANNELS` input channels, a kernel window larger than 1x1, unit
-    dilation and static sizes. Other NCHW-input convs keep the NCHW[L]c kernel (its channel
-    loop is short only for few channels; a 1x1 conv has no taps to share a buffer)."""
-    return (geo.in_block == 1 and geo.groups == 1 and geo.ic <= MAX_CHANNELS
-            and geo.kh * geo.kw > 1 and geo.dilation == (1, 1) and geo.static)
+    """Whether ``geo`` runs on this kernel: :func:`nchw_input_wins` for a plain NCHW input
+    (``in_block`` 1) with a static image (the batch may be a run-time size)."""
+    return (geo.in_block == 1 and nchw_input_wins(geo.ic, geo.groups, (geo.kh, geo.kw),
+                                                  geo.dilation)
+            and is_static(geo.h, geo.w, geo.oh, geo.ow))
 
 
 def tile_width(ow: int, level: SimdLevel, lanes: int) -> int:
@@ -54,16 +64,18 @@ def tile_width(ow: int, level: SimdLevel, lanes: int) -> int:
 
 
 def nchw_input_tiles(geo: K.ConvGeometry, level: SimdLevel) -> NchwInputTiles:
-    """The schedule of ``geo`` (static sizes): rows per item so that the item's row buffer
+    """The schedule of ``geo`` (static image sizes): rows per item so that the item's row buffer
     fits :data:`BUFFER_BYTES`, cut further for a parallel kernel to give
     ``K.TARGET_ITEMS`` items; threads above ``K.PARALLEL_MACS`` multiply-adds with two items
     or more."""
-    n, oh, ow = (int(v) for v in (geo.n, geo.oh, geo.ow))
+    # a run-time batch: the schedule of one image (rows and threads do not depend on it)
+    n = int(geo.n) if is_static(geo.n) else 1
+    oh, ow = int(geo.oh), int(geo.ow)
     rw = tile_width(ow, level, geo.lanes)
     wb = (-(-ow // rw) * rw - 1) * geo.strides[1] + geo.kw
     fit = (BUFFER_BYTES // (4 * geo.ic * wb) - geo.kh) // geo.strides[0] + 1
     rows = max(1, min(oh, fit))
-    big = geo.macs >= K.PARALLEL_MACS
+    big = n * oh * ow * geo.oc * geo.ic * geo.kh * geo.kw >= K.PARALLEL_MACS
     if big:
         rows = min(rows, max(1, -(-oh // -(-K.TARGET_ITEMS // n))))
     items = n * -(-oh // rows)

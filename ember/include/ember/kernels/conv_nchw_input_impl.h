@@ -74,11 +74,24 @@ static inline void EMBER_FN(ember_nchw_in_portable)(const ember_conv_p* p, int64
     }                                                                                          \
     EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                    \
       EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                              \
+      EMBER_KUNROLL for (j = 0; j < RW; ++j) acc[j][r] += bv;                                   \
+    }                                                                                          \
+    if (valid == RW && !(p->flags & EMBER_EPI_RESIDUAL) && p->act <= EMBER_CONV_ACT_RELU) {   \
+      /* the common stores (no residual, relu or none) straight from registers, the          \
+       * activation chosen once per tile instead of once per vector */                       \
+      const EV zero = EMBER_VZERO(EMBER_L);                                                    \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r)                                                    \
+        EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                \
+          if (p->act) acc[j][r] = EMBER_VMAX(EMBER_L, acc[j][r], zero);                        \
+          EMBER_VSTORE(EMBER_L, p->out + o + r * oob + (size_t)j * L, acc[j][r]);              \
+        }                                                                                      \
+      return;                                                                                  \
+    }                                                                                          \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                    \
       EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                  \
         if (j < valid) {                                                                       \
           size_t at = o + r * oob + (size_t)j * L;                                             \
-          EV v = acc[j][r] + bv;                                                               \
-          EMBER_FN(ember_conv_store)(p, &v, p->out + at, p->res + at);                         \
+          EMBER_FN(ember_conv_store)(p, &acc[j][r], p->out + at, p->res + at);                 \
         }                                                                                      \
       }                                                                                        \
     }                                                                                          \
