@@ -35,6 +35,22 @@ static inline void EMBER_FN(ember_nchw_in_portable)(const ember_conv_p* p, int64
 #if EMBER_KV
 #define EV EMBER_VT(EMBER_L)
 
+/* The general epilogue of a tile (a residual, another activation, a row's tail): the first
+ * `valid` of its columns' rb accumulators (acc[j][r] at acc + j * rb + r, bias added) through
+ * ember_conv_store. Out of line: inlined, its 12 copies per tile made the kernel's build 4x
+ * slower, for the rare tiles. */
+EMBER_KFN void EMBER_FN(ember_nchw_in_store)(const ember_conv_p* p, EV* acc, int32_t rb,
+                                             int32_t valid, size_t o) {
+  const size_t oob = (size_t)p->oh * p->ow * EMBER_L;
+  int32_t j, r;
+  for (r = 0; r < rb; ++r) {
+    for (j = 0; j < valid; ++j) {
+      const size_t at = o + r * oob + (size_t)j * EMBER_L;
+      EMBER_FN(ember_conv_store)(p, &acc[j * rb + r], p->out + at, p->res + at);
+    }
+  }
+}
+
 /* One register tile: RW output columns x RB output blocks over every input channel and the
  * kernel rows of `nky` (from the first valid one). x: the buffer at the tile's first column
  * and first valid row; cs, ys: the buffer's channel and kernel-row (dh rows) steps; w: the
@@ -87,13 +103,11 @@ static inline void EMBER_FN(ember_nchw_in_portable)(const ember_conv_p* p, int64
         }                                                                                      \
       return;                                                                                  \
     }                                                                                          \
-    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                    \
-      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                  \
-        if (j < valid) {                                                                       \
-          size_t at = o + r * oob + (size_t)j * L;                                             \
-          EMBER_FN(ember_conv_store)(p, &acc[j][r], p->out + at, p->res + at);                 \
-        }                                                                                      \
-      }                                                                                        \
+    {                                                                                          \
+      EV spill[RW * RB]; /* a copy: acc itself, its address taken, would leave the registers */ \
+      EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                    \
+        EMBER_KUNROLL for (r = 0; r < RB; ++r) spill[j * RB + r] = acc[j][r];                   \
+      EMBER_FN(ember_nchw_in_store)(p, spill, RB, valid, o);                                   \
     }                                                                                          \
   }
 #define EMBER_NCHW_IN_TILES(RW)                                                                \
