@@ -108,6 +108,7 @@ EDGE_CASES = {
                                "rw": 4, "rows": 1},
     # widths 8 and 12 (AVX-512 tiles; the widest instantiated one below elsewhere)
     "wide_tiles": {"ic": 3, "oc": 16, "h": 5, "w": 30, "rw": 12, "rows": 100},
+    "five_wide_tiles": {"ic": 1, "oc": 16, "h": 6, "w": 12, "rw": 5, "s": (1, 2)},
     "residual_after": {"ic": 3, "oc": 16, "h": 7, "w": 8, "residual": True, "act": "clip"},
     "late_act_residual_before": {"ic": 3, "oc": 16, "h": 7, "w": 8, "residual": True,
                                  "after": False, "act": "silu", "tasks": 2},
@@ -163,7 +164,7 @@ def test_without_workspace_the_plain_loop_nest_runs(libs):
                                                                  HealthCheck.function_scoped_fixture])
 @given(ic=st.integers(1, 4), ocb=st.integers(1, 3), h=st.integers(1, 12), w=st.integers(1, 14),
        kh=st.integers(1, 5), kw=st.integers(1, 5), sh=st.integers(1, 3), sw=st.integers(1, 3),
-       pads=st.tuples(*[st.integers(0, 2)] * 4), rw=st.sampled_from([4, 6, 8, 12]),
+       pads=st.tuples(*[st.integers(0, 2)] * 4), rw=st.sampled_from([4, 5, 6, 8, 12]),
        rows=st.integers(1, 5), tasks=st.integers(1, 3))
 def test_random_shapes_against_numpy(libs, ic, ocb, h, w, kh, kw, sh, sw, pads, rw, rows,
                                      tasks):
@@ -191,7 +192,8 @@ def test_which_convs_take_the_kernel():
 
 def test_schedule():
     avx2, avx512 = LEVELS["avx2"], LEVELS["avx512"]
-    assert N.tile_width(5, avx2, 8) == 6  # one tile, one column spare
+    assert N.tile_width(5, avx2, 8) == 5  # one tile, no column spare
+    assert N.tile_width(10, avx2, 8) == 5
     assert N.tile_width(7, avx2, 8) == 4  # 4 + 4, not 6 + 6
     assert N.tile_width(112, avx2, 8) == 6
     assert N.tile_width(112, avx512, 16) == 12

@@ -20,8 +20,8 @@ from .sizes import is_static
 
 HEADER = "ember/kernels/conv_nchw_input.h"
 MAX_CHANNELS = 4  # input channels up to which the kernel is used (see nchw_input_applies)
-WIDTHS = (6, 4)  # register tile widths with 16 vector registers (conv_nchw_input_impl.h)
-WIDE_WIDTHS = (12, 8, 6, 4)  # and with AVX-512's 32
+WIDTHS = (6, 5, 4)  # register tile widths with 16 vector registers (conv_nchw_input_impl.h)
+WIDE_WIDTHS = (12, 8, 6, 5, 4)  # and with AVX-512's 32
 TILE_COST = 2  # fixed cost of a tile, in output columns (weight loads, epilogue, call)
 BUFFER_BYTES = 64 * 1024  # the row buffer of a work item: in the L2 with the weights
 

@@ -18,7 +18,7 @@
  * Layouts (L = lanes: 4, 8 or 16 floats):
  *   input  [N][IC][H][W]                 weight [OC/L][IC][KH][KW][L]  (conv_nchwc.h's with CB 1)
  *   output [N][OC/L][OH][OW][L]          bias   [OC]      residual: as the output
- * rw (register tile width: 4 or 6, 8 or 12 too with AVX-512) and rows (output rows per work
+ * rw (register tile width: 4, 5 or 6, 8 or 12 too with AVX-512) and rows (output rows per work
  * item) come from ember/topi/nn/conv2d_nchw_input.py; another rw runs the widest instantiated
  * one below it. Without GCC/Clang vector extensions (or with -DEMBER_KERNELS_PORTABLE) the
  * entry points run conv_nchwc.h's plain C99 loop nest.
