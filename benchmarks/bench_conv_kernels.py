@@ -57,16 +57,24 @@ STEMS = [_stem(1, 64, (49, 10), (10, 4), 2, (4, 1, 5, 1)),  # dscnn
 
 
 def without_stem_kernel(fn: Callable) -> Callable:
-    """``fn`` with the NCHW-input kernel turned off while it runs (its compile)."""
+    """``fn`` with the NCHW-input kernel turned off while it runs (its compile), and the
+    lowered-kernel cache with it (its key does not see the switch)."""
+    import os
+
     from ember.topi.nn import conv2d_nchw_input
 
     def run(*args, **kwargs):
-        saved = conv2d_nchw_input.MAX_CHANNELS
+        saved = conv2d_nchw_input.MAX_CHANNELS, os.environ.get("EMBER_KERNEL_CACHE")
         conv2d_nchw_input.MAX_CHANNELS = 0
+        os.environ["EMBER_KERNEL_CACHE"] = "0"
         try:
             return fn(*args, **kwargs)
         finally:
-            conv2d_nchw_input.MAX_CHANNELS = saved
+            conv2d_nchw_input.MAX_CHANNELS = saved[0]
+            if saved[1] is None:
+                os.environ.pop("EMBER_KERNEL_CACHE")
+            else:
+                os.environ["EMBER_KERNEL_CACHE"] = saved[1]
     return run
 
 

@@ -207,3 +207,18 @@ def test_schedule():
     assert small.threads == 0 and small.rows == 6  # one item, on the calling thread
     dynamic = N.nchw_input_tiles(_geo(n=ember.tir.Var("n", "int32")), avx2)
     assert dynamic == big  # a run-time batch: one image's schedule
+
+
+def test_a_conv_the_kernel_does_not_take_is_refused():
+    """Called directly (not through conv2d_nchwc's selection) with a conv it cannot run: an
+    error naming what is wrong, not a kernel reading out of bounds."""
+    from ember.runtime.errors import OpError
+    from ember.te import tensor as te
+
+    for geo, what in ((_geo(in_block=3), "in_block=3"), (_geo(ic=8), "ic=8"),
+                      (_geo(dilation=(2, 2)), "dilation")):
+        data = te.placeholder((1, geo.ic // geo.in_block, geo.h, geo.w, geo.in_block), name="x")
+        weight = te.placeholder((8, geo.ic // geo.in_block, 7, 7, geo.in_block, 8), name="w")
+        bias = te.placeholder((64,), name="b")
+        with pytest.raises(OpError, match=f"conv2d_nchw_input: .*{what}"):
+            N.conv2d_nchw_input(data, weight, bias, None, geo, LEVELS["avx2"], [0, 0.0, 0.0, 0])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...runtime.errors import OpError
 from ...target.simd import SimdLevel
 from ...te import tensor as te
 from ...tir import op as tir
@@ -87,6 +88,12 @@ def conv2d_nchw_input(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
                       epilogue: list) -> te.Tensor:
     """The conv of ``geo`` (see :func:`nchw_input_applies`) with its epilogue arguments
     (``K._epilogue``'s: activation code, its two parameters, flags)."""
+    if not nchw_input_applies(geo):
+        raise OpError(f"conv2d_nchw_input: the kernel takes a dense conv of a plain NCHW input "
+                      f"(in_block 1) of at most {MAX_CHANNELS} channels, a window larger than "
+                      f"1x1, unit dilation and a static image; got in_block={geo.in_block}, "
+                      f"ic={geo.ic}, groups={geo.groups}, kernel {geo.kh}x{geo.kw}, "
+                      f"dilation {geo.dilation}, image {geo.h}x{geo.w}")
     lanes = geo.lanes
     tiles = nchw_input_tiles(geo, level)
     ints = [geo.n, geo.ic, geo.h, geo.w, geo.oc // lanes, geo.oh, geo.ow, geo.kh, geo.kw,
