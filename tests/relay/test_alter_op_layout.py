@@ -115,12 +115,14 @@ def test_plain_input_whose_channels_fill_blocks_is_blocked_once():
 
 @needs_cc
 def test_first_convs_of_few_channels_read_the_plain_input():
-    """First convs on 1-4 channels (3x3/1, 7x7/2, 3x3/2, dscnn's 10x4/2 on one channel) read
-    the image as plain NCHW (in_block 1: the NCHW-input kernel, no transform into blocks; the
-    only transform is the result's back to NCHW), and lower to ember_conv2d_nchw_input; 5
-    channels keep one input block of all channels (the NCHW[L]c kernel)."""
+    """First convs on 1-8 channels (3x3/1, 7x7/2, 3x3/2, dscnn's 10x4/2 on one channel, 8
+    channels) read the image as plain NCHW (in_block 1, no transform into blocks; the only
+    transform is the result's back to NCHW) and lower to ember_conv2d_nchw_input; a 3-channel
+    1x1 conv keeps one input block of all channels, and 12 channels the NCHW[L]c kernel on
+    the plain input."""
     cases = [((1, 3, 15, 13), 3, 1, 1), ((1, 3, 15, 13), 7, 2, 3), ((1, 3, 15, 13), 3, 2, 1),
-             ((1, 1, 49, 10), (10, 4), 2, (4, 1, 5, 1)), ((1, 5, 9, 9), 3, 1, 1)]
+             ((1, 1, 49, 10), (10, 4), 2, (4, 1, 5, 1)), ((1, 8, 9, 9), 3, 1, 1),
+             ((1, 3, 9, 9), 1, 1, 0), ((1, 12, 9, 9), 3, 1, 1)]
     for shape, kernel, stride, pad in cases:
         x = relay.var("x", shape=shape)
         k = kernel if isinstance(kernel, tuple) else (kernel, kernel)
@@ -129,14 +131,12 @@ def test_first_convs_of_few_channels_read_the_plain_input():
         mod = ember.IRModule.from_expr(relay.Function([x], y))
         planned = _plan(mod)
         conv = next(c for c in _ops(planned) if c.op.name.startswith("nn.contrib_conv2d"))
-        few = shape[1] <= 4
-        assert conv.attrs.in_block == (1 if few else shape[1])
-        assert _names(planned).count("layout_transform") == (1 if few else 2)
-        if few:
-            assert conv.args[0].name_hint == "x"
-            with ember.transform.PassContext(opt_level=3):
-                source = relay.build(mod, "llvm -mcpu=haswell").get_lib().get_source()
-            assert "ember_conv2d_nchw_input_x8" in source
+        own = shape[1] <= 8 and k != (1, 1)
+        assert conv.attrs.in_block == (3 if k == (1, 1) else 1)
+        assert _names(planned).count("layout_transform") == (2 if k == (1, 1) else 1)
+        with ember.transform.PassContext(opt_level=3):
+            source = relay.build(mod, "llvm -mcpu=haswell").get_lib().get_source()
+        assert ("ember_conv2d_nchw_input_x8" in source) == own
         xv = np.random.default_rng(shape[1]).uniform(-1, 1, shape).astype("float32")
         np.testing.assert_allclose(_outputs(mod, {}, xv), _outputs(mod, {}, xv, disabled=OFF),
                                    rtol=1e-4, atol=1e-5)

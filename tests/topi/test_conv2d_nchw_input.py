@@ -95,6 +95,7 @@ EDGE_CASES = {
     "1x1_map": {"ic": 2, "oc": 8, "h": 1, "w": 1},
     "kernel_larger_than_image": {"ic": 3, "oc": 8, "h": 2, "w": 3, "k": (5, 5),
                                  "pads": (2, 2, 2, 2)},
+    "eight_channels": {"ic": 8, "oc": 16, "h": 7, "w": 9, "s": (1, 2)},
     "asymmetric_padding": {"ic": 4, "oc": 16, "h": 9, "w": 11, "pads": (0, 2, 1, 0)},
     "stride_above_kernel": {"ic": 3, "oc": 8, "h": 11, "w": 13, "k": (2, 2), "s": (3, 3),
                             "pads": (0, 1, 1, 0)},
@@ -162,7 +163,7 @@ def test_without_workspace_the_plain_loop_nest_runs(libs):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
-@given(ic=st.integers(1, 4), ocb=st.integers(1, 3), h=st.integers(1, 12), w=st.integers(1, 14),
+@given(ic=st.integers(1, 8), ocb=st.integers(1, 3), h=st.integers(1, 12), w=st.integers(1, 14),
        kh=st.integers(1, 5), kw=st.integers(1, 5), sh=st.integers(1, 3), sw=st.integers(1, 3),
        pads=st.tuples(*[st.integers(0, 2)] * 4), rw=st.sampled_from([4, 5, 6, 8, 12]),
        rows=st.integers(1, 5), tasks=st.integers(1, 3))
@@ -183,7 +184,8 @@ def _geo(ic=3, h=224, w=224, oc=64, k=7, s=2, n=1, in_block=1, groups=1, dilatio
 def test_which_convs_take_the_kernel():
     assert N.nchw_input_applies(_geo())
     assert N.nchw_input_applies(_geo(ic=1, k=3, s=1))
-    assert not N.nchw_input_applies(_geo(ic=5))  # more channels: the NCHW[L]c kernel
+    assert N.nchw_input_applies(_geo(ic=8))
+    assert not N.nchw_input_applies(_geo(ic=9))  # more channels: the NCHW[L]c kernel
     assert not N.nchw_input_applies(_geo(in_block=3))  # the input is blocked
     assert not N.nchw_input_applies(_geo(k=1, s=1))  # 1x1: no taps to share
     assert not N.nchw_input_applies(_geo(dilation=(2, 2)))
@@ -215,7 +217,7 @@ def test_a_conv_the_kernel_does_not_take_is_refused():
     from ember.runtime.errors import OpError
     from ember.te import tensor as te
 
-    for geo, what in ((_geo(in_block=3), "in_block=3"), (_geo(ic=8), "ic=8"),
+    for geo, what in ((_geo(in_block=3), "in_block=3"), (_geo(ic=16), "ic=16"),
                       (_geo(dilation=(2, 2)), "dilation")):
         data = te.placeholder((1, geo.ic // geo.in_block, geo.h, geo.w, geo.in_block), name="x")
         weight = te.placeholder((8, geo.ic // geo.in_block, 7, 7, geo.in_block, 8), name="w")

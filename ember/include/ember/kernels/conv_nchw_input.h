@@ -1,14 +1,14 @@
 /*!
  * \file ember/kernels/conv_nchw_input.h
  * \brief The first conv of a CNN: a dense conv (groups 1) reading a plain NCHW input with few
- *        channels (1-4: an image, a spectrogram) and writing NCHW[L]c, with the epilogue of
+ *        channels (1-8: an image, a spectrogram) and writing NCHW[L]c, with the epilogue of
  *        conv_nchwc.h (bias, residual add, activation).
  *
  * Why its own kernel: the NCHW[L]c kernel's tiles loop over input channel blocks; with 1-3
  * channels each tap is one FMA per weight vector behind per-tap column pointers and bounds
  * checks on every border tile (dscnn's 10x4/2 conv on 1x49x10: 2x onnxruntime's time). Here
  * each work item (a batch image and a run of output rows) first copies the input rows it reads
- * to a zero-padded buffer [IC][rows][WB] (a few KiB: IC is small), so every tile is an interior
+ * to a zero-padded buffer [IC][rows][WB] (at most 64 KiB: IC is small), so every tile is an interior
  * one, and the tail of a row is a full tile whose extra columns read the buffer's slack and are
  * not stored. A register tile is RW output columns x RB (1 or 2) output blocks: for each input
  * channel and tap, RB weight vectors and RW broadcast input values, RW * RB FMAs (the scheme of
