@@ -10,7 +10,6 @@ as slow tests. Every lane count (4, 8, 16) runs at every level. Tolerance: rtol 
 from __future__ import annotations
 
 import ctypes
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -25,11 +24,10 @@ from ember.target.simd import LEVELS
 from ember.topi.nn import conv2d_nchw_input as N
 from ember.topi.nn import conv2d_nchwc as K
 
-from .test_conv2d_nchwc import LEVEL_FLAGS, STRICT, X86, _epilogue, _host_runs
+from test_conv2d_nchwc import CC, INCLUDE, STRICT, X86, _epilogue
+from test_conv2d_nchwc import _harness as conv_harness
 
 HARNESS = Path(__file__).with_name("conv_nchw_input_harness.c")
-INCLUDE = Path(ember.__file__).parent / "include"
-CC = shutil.which("gcc") or shutil.which("cc") or shutil.which("clang")
 pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler")
 F32 = ctypes.POINTER(ctypes.c_float)
 
@@ -40,16 +38,7 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def _harness(libs: dict, level: str) -> ctypes.CDLL:
-    if level not in libs:
-        if not _host_runs(level):
-            pytest.skip(f"this machine cannot run {level} code")
-        so = libs["dir"] / f"harness_{level}.so"
-        cmd = [CC, *STRICT, *LEVEL_FLAGS[level], "-fPIC", "-shared", f"-I{INCLUDE}",
-               str(HARNESS), "-o", str(so)]
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stderr[:4000]
-        libs[level] = ctypes.CDLL(str(so))
-    return libs[level]
+    return conv_harness(libs, level, HARNESS)
 
 
 def _ptr(a: np.ndarray) -> ctypes._Pointer:
