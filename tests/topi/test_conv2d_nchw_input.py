@@ -48,7 +48,7 @@ def _ptr(a: np.ndarray) -> ctypes._Pointer:
 def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (3, 3),
              s: tuple = (1, 1), pads: tuple = (1, 1, 1, 1), lanes: int = 8, act: str = "relu",
              residual: bool = False, after: bool = True, n: int = 1, rw: int = 6,
-             rows: int = 3, tasks: int = 1, seed: int = 0) -> None:
+             rows: int = 3, blocks: int = 0, tasks: int = 1, seed: int = 0) -> None:
     """One convolution through the harness, checked against numpy."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (n, ic, h, w)).astype("float32")
@@ -65,7 +65,8 @@ def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (
     resb = K.to_blocked(res, lanes) if res is not None else out
     flags = (K.RESIDUAL | (K.ACT_AFTER_ADD if after else 0)) if residual else 0
     ints = np.array([n, ic, h, w, oc // lanes, oh, ow, *k, *s, 1, 1, pads[0], pads[1],
-                     K.ACTIVATIONS[act], flags, rw, rows, 1 if tasks > 1 else 0], "int32")
+                     K.ACTIVATIONS[act], flags, rw, rows, blocks, 1 if tasks > 1 else 0],
+                    "int32")
     lib.harness_set_tasks(tasks)
     rc = lib.harness_conv_nchw_input(lanes, _ptr(x), _ptr(wp), _ptr(b), _ptr(resb),
                                      _ptr(out), ints.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
@@ -96,6 +97,12 @@ EDGE_CASES = {
     # tile with a tail, one row per item
     "odd_blocks_batch_tasks": {"ic": 3, "oc": 24, "h": 10, "w": 9, "n": 2, "tasks": 3,
                                "rw": 4, "rows": 1},
+    # a 1-D conv (one output row) with its 5 output blocks in items of 2 (2 + 2 + 1) split
+    # over tasks, and in items of 3 (a pair and a single each)
+    "conv1d_block_groups": {"ic": 1, "oc": 80, "h": 1, "w": 40, "k": (1, 10), "s": (1, 5),
+                            "pads": (0, 0, 0, 0), "blocks": 2, "tasks": 2},
+    "conv1d_block_groups_of_3": {"ic": 2, "oc": 80, "h": 1, "w": 23, "k": (1, 3),
+                                 "pads": (0, 1, 0, 1), "blocks": 3, "tasks": 3, "act": "silu"},
     # widths 8 and 12 (AVX-512 tiles; the widest instantiated one below elsewhere)
     "wide_tiles": {"ic": 3, "oc": 16, "h": 5, "w": 30, "rw": 12, "rows": 100},
     "five_wide_tiles": {"ic": 1, "oc": 16, "h": 6, "w": 12, "rw": 5, "s": (1, 2)},
@@ -155,13 +162,13 @@ def test_without_workspace_the_plain_loop_nest_runs(libs):
 @given(ic=st.integers(1, 8), ocb=st.integers(1, 3), h=st.integers(1, 12), w=st.integers(1, 14),
        kh=st.integers(1, 5), kw=st.integers(1, 5), sh=st.integers(1, 3), sw=st.integers(1, 3),
        pads=st.tuples(*[st.integers(0, 2)] * 4), rw=st.sampled_from([4, 5, 6, 8, 12]),
-       rows=st.integers(1, 5), tasks=st.integers(1, 3))
+       rows=st.integers(1, 5), blocks=st.integers(0, 3), tasks=st.integers(1, 3))
 def test_random_shapes_against_numpy(libs, ic, ocb, h, w, kh, kw, sh, sw, pads, rw, rows,
-                                     tasks):
+                                     blocks, tasks):
     if h + pads[0] + pads[2] < kh or w + pads[1] + pads[3] < kw:
         return  # no output
     run_case(_harness(libs, "native"), ic=ic, oc=8 * ocb, h=h, w=w, k=(kh, kw), s=(sh, sw),
-             pads=pads, rw=rw, rows=rows, tasks=tasks)
+             pads=pads, rw=rw, rows=rows, blocks=blocks, tasks=tasks)
 
 
 def _geo(ic=3, h=224, w=224, oc=64, k=7, s=2, n=1, in_block=1, groups=1, dilation=(1, 1)):
@@ -196,6 +203,12 @@ def test_schedule():
     assert 4 * 3 * ((big.rows - 1) * 2 + 7) * wb <= N.BUFFER_BYTES
     small = N.nchw_input_tiles(_geo(ic=1, h=6, w=5, oc=8, k=3, s=1), avx2)
     assert small.threads == 0 and small.rows == 6  # one item, on the calling thread
+    assert small.blocks == 1 and big.blocks == 8  # every output block in each item
+    # a 1-D conv (wav2vec2's first, one row of 16000 samples): its 32 blocks in 4 items
+    wave = K.ConvGeometry(1, 1, 1, 16000, 512, 1, 3199, 1, 10, (1, 5), (0,) * 4, (1, 1), 1, 8,
+                          1)
+    split = N.nchw_input_tiles(wave, avx2)
+    assert (split.rows, split.blocks, split.threads) == (1, 16, 1)
     dynamic = N.nchw_input_tiles(_geo(n=ember.tir.Var("n", "int32")), avx2)
     assert dynamic == big  # a run-time batch: one image's schedule
 

@@ -33,10 +33,12 @@ BUFFER_BYTES = 64 * 1024  # the row buffer of a work item: in the L2 with the we
 @dataclass(frozen=True)
 class NchwInputTiles:
     """The kernel's schedule: ``rw`` output columns per register tile, ``rows`` output rows
-    per work item, ``threads`` 1 to split the items over threads."""
+    and ``blocks`` output blocks per work item, ``threads`` 1 to split the items over
+    threads."""
 
     rw: int
     rows: int
+    blocks: int
     threads: int
 
 
@@ -70,8 +72,9 @@ def tile_width(ow: int, level: SimdLevel, lanes: int) -> int:
 def nchw_input_tiles(geo: K.ConvGeometry, level: SimdLevel) -> NchwInputTiles:
     """The schedule of ``geo`` (static image sizes): rows per item so that the item's row buffer
     fits :data:`BUFFER_BYTES`, cut further for a parallel kernel to give
-    ``K.TARGET_ITEMS`` items; threads above ``K.PARALLEL_MACS`` multiply-adds with two items
-    or more."""
+    ``K.TARGET_ITEMS`` items, and where the rows are too few for that (a 1-D conv), the output
+    blocks split in groups of pairs; threads above ``K.PARALLEL_MACS`` multiply-adds with two
+    items or more."""
     # a run-time batch: the schedule of one image (rows and threads do not depend on it)
     n = int(geo.n) if is_static(geo.n) else 1
     oh, ow = int(geo.oh), int(geo.ow)
@@ -80,10 +83,16 @@ def nchw_input_tiles(geo: K.ConvGeometry, level: SimdLevel) -> NchwInputTiles:
     fit = (BUFFER_BYTES // (4 * geo.ic * wb) - geo.kh) // geo.strides[0] + 1
     rows = max(1, min(oh, fit))
     big = n * oh * ow * geo.oc * geo.ic * geo.kh * geo.kw >= K.PARALLEL_MACS
+    ocb = geo.oc // geo.lanes
+    blocks = ocb
     if big:
         rows = min(rows, max(1, -(-oh // -(-K.TARGET_ITEMS // n))))
-    items = n * -(-oh // rows)
-    return NchwInputTiles(rw, rows, int(big and items >= 2))
+        runs = n * -(-oh // rows)
+        if runs < K.TARGET_ITEMS:  # few rows (a 1-D conv's one): split the blocks, in pairs
+            groups = -(-K.TARGET_ITEMS // runs)
+            blocks = min(ocb, 2 * -(-ocb // (2 * groups)))
+    items = n * -(-oh // rows) * -(-ocb // max(blocks, 1))
+    return NchwInputTiles(rw, rows, blocks, int(big and items >= 2))
 
 
 def conv2d_nchw_input(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
@@ -101,7 +110,7 @@ def conv2d_nchw_input(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
     tiles = nchw_input_tiles(geo, level)
     ints = [geo.n, geo.ic, geo.h, geo.w, geo.oc // lanes, geo.oh, geo.ow, geo.kh, geo.kw,
             *geo.strides, *geo.dilation, geo.padding[0], geo.padding[1]]
-    tail = [*epilogue, tiles.rw, tiles.rows, tiles.threads]
+    tail = [*epilogue, tiles.rw, tiles.rows, tiles.blocks, tiles.threads]
     inputs = [data, weight, bias] + ([residual] if residual is not None else [])
 
     def body(ins: list, outs: list) -> object:

@@ -10,23 +10,21 @@
 #define EMBER_FN(name) EMBER_CAT(name, EMBER_CAT(_x, EMBER_L))
 
 /* Items [lo, hi) through conv_nchwc.h's plain loop nest: the portable build, and a task that
- * got no workspace for its row buffer. Item (b, run of rows) is, for each output block, the
- * run of that loop nest's items (b, block, row) with whole rows (strip = ow, order 0). */
+ * got no workspace for its row buffer. Item (b, rows, blocks) is, for each of its output
+ * blocks, the run of that loop nest's items (b, block, row) with whole rows (strip = ow,
+ * order 0). */
 static inline void EMBER_FN(ember_nchw_in_portable)(const ember_conv_p* p, int64_t lo,
                                                     int64_t hi) {
-  const int32_t runs = (p->oh + p->strip - 1) / p->strip;
   ember_conv_p q = *p;
   int64_t item;
-  int32_t ob;
+  int32_t b, oy0, oy1, ob0, ob1, ob;
   q.strip = p->ow;
   q.order = 0;
   q.rb = 1;
   for (item = lo; item < hi; ++item) {
-    const int64_t b = item / runs;
-    const int32_t oy0 = (int32_t)(item % runs) * p->strip;
-    const int32_t oy1 = oy0 + p->strip < p->oh ? oy0 + p->strip : p->oh;
-    for (ob = 0; ob < p->ocb; ++ob) {
-      const int64_t first = (b * p->ocb + ob) * p->oh;
+    ember_nchw_in_item(p, item, &b, &oy0, &oy1, &ob0, &ob1);
+    for (ob = ob0; ob < ob1; ++ob) {
+      const int64_t first = ((int64_t)b * p->ocb + ob) * p->oh;
       ember_conv_portable(&q, EMBER_L, first + oy0, first + oy1);
     }
   }
@@ -215,11 +213,10 @@ static inline void EMBER_FN(ember_nchw_in_fill)(const ember_conv_p* p, float* bu
 
 EMBER_KFN void EMBER_FN(ember_nchw_in_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
   const int32_t L = EMBER_L, rw = EMBER_FN(ember_nchw_in_width)(p->rw);
-  const int32_t runs = (p->oh + p->strip - 1) / p->strip;
   const int32_t wb = ember_nchw_in_wb(p, rw), hb = ember_nchw_in_hb(p, p->strip);
   const int32_t late = ember_conv_late_act(p);
   float* buf;
-  int64_t item;
+  int64_t item, filled = -1; /* the (batch image, run of rows) now in buf */
   if (lo >= hi) return;
   buf = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)p->icb * (hb > 0 ? hb : 1) * wb *
                                          sizeof(float), 2, 32);
@@ -228,20 +225,20 @@ EMBER_KFN void EMBER_FN(ember_nchw_in_range)(const ember_conv_p* p, int64_t lo, 
     return;
   }
   for (item = lo; item < hi; ++item) {
-    const int32_t b = (int32_t)(item / runs), oy0 = (int32_t)(item % runs) * p->strip;
-    const int32_t oy1 = oy0 + p->strip < p->oh ? oy0 + p->strip : p->oh;
+    int32_t b, oy0, oy1, ob0, ob1, ob, nb, oy;
+    const int64_t run = ember_nchw_in_item(p, item, &b, &oy0, &oy1, &ob0, &ob1);
     const int32_t top = oy0 * p->sh - p->pt;
     const int32_t bottom = (oy1 - 1) * p->sh - p->pt + (p->kh - 1) * p->dh + 1;
     const int32_t iy_lo = top > 0 ? top : 0, iy_hi = bottom < p->h ? bottom : p->h;
-    int32_t ob, rb, oy;
-    EMBER_FN(ember_nchw_in_fill)(p, buf, wb, hb, b, iy_lo, iy_hi);
-    for (ob = 0; ob < p->ocb; ob += rb) {
-      rb = p->ocb - ob >= 2 ? 2 : 1;
+    if (run != filled) EMBER_FN(ember_nchw_in_fill)(p, buf, wb, hb, b, iy_lo, iy_hi);
+    filled = run;
+    for (ob = ob0; ob < ob1; ob += nb) {
+      nb = ob1 - ob >= 2 ? 2 : 1;
       for (oy = oy0; oy < oy1; ++oy)
-        EMBER_FN(ember_nchw_in_row)(p, buf, wb, hb, iy_lo, b, ob, rb, rw, oy);
+        EMBER_FN(ember_nchw_in_row)(p, buf, wb, hb, iy_lo, b, ob, nb, rw, oy);
       if (late) {
         int32_t k;
-        for (k = ob; k < ob + rb; ++k) {
+        for (k = ob; k < ob + nb; ++k) {
           const size_t at = ((((size_t)b * p->ocb + k) * p->oh) + oy0) * p->ow * L;
           EMBER_FN(ember_conv_act_pass)(p, at, (size_t)(oy1 - oy0) * p->ow * L);
         }
@@ -277,7 +274,8 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchw_input)(EMBER_CONV2D_NCHW_INPUT_P
   p.ocb = ocb; p.ocb_g = ocb; p.oh = oh; p.ow = ow;
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
   p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
-  p.rb = 2; p.rw = rw; p.strip = rows > 0 ? rows : 1; p.order = 0; p.depthwise = 0;
+  p.rb = blocks > 0 && blocks < ocb ? blocks : (ocb > 0 ? ocb : 1); /* blocks per item */
+  p.rw = rw; p.strip = rows > 0 ? rows : 1; p.order = 0; p.depthwise = 0;
   p.groups = 1;
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_nchw_in_task), &p, 0);
   EMBER_FN(ember_nchw_in_range)(&p, 0, ember_nchw_in_items(&p));
