@@ -4,6 +4,7 @@
     python benchmarks/bench_conv_kernels.py --cpu-time --models resnet18 mobilenet_v2 dscnn
     python benchmarks/bench_conv_kernels.py --small --rounds 2    # smoke run
     python benchmarks/bench_conv_kernels.py --models --conv 1024,256,64,1,1 --conv 256,256,64,1,1
+    python benchmarks/bench_conv_kernels.py --models --stems --cpu-time  # first convs, old/new
 
 For each model of ``--models`` (zoo names, ``benchmarks/_models.py``), every distinct conv of
 its ONNX twin (input shape, weight shape, strides, pads, groups, found by ONNX shape
@@ -11,7 +12,10 @@ inference) becomes a one-conv model (conv + relu, NCHW in and out, so both runti
 layout transforms) compiled by ember (graph executor) and by onnxruntime, both on one thread;
 then the whole model. Each pair is timed interleaved, ``--rounds`` rounds of ``--reps`` calls
 each, and the best round's median is kept. ``--conv IC,OC,HW,K,S`` adds one square conv of
-that shape (padding K // 2; e.g. SegFormer's decoder 1x1 1024->256 at 64x64).
+that shape (padding K // 2; e.g. SegFormer's decoder 1x1 1024->256 at 64x64). ``--stems``
+adds the first convs of the zoo's CNNs (a plain NCHW input of 1-3 channels, :data:`STEMS`),
+each also timed with the NCHW-input kernel turned off (``ember_old_us``: the NCHW[L]c kernel
+as the planner chose it before ``topi/nn/conv2d_nchw_input.py``).
 
 ``--cpu-time`` times each call with ``time.thread_time()`` (the calling thread's CPU time)
 instead of ``time.perf_counter()``: on a machine loaded by other processes, wall time mostly
@@ -35,6 +39,43 @@ from _models import zoo_models  # noqa: E402
 from _report import open_results, results_path  # noqa: E402
 
 import ember  # noqa: E402
+
+
+def _stem(ic: int, oc: int, hw: tuple, k: tuple, s: int, pads: tuple) -> dict:
+    return {"input": (1, ic, *hw), "weight": (oc, ic, *k), "strides": (s, s), "pads": pads,
+            "group": 1}
+
+
+# the first convs of the zoo's CNNs (and a Paddle-style OCR CNN's, on 3x48x192)
+STEMS = [_stem(1, 64, (49, 10), (10, 4), 2, (4, 1, 5, 1)),  # dscnn
+         _stem(3, 64, (224, 224), (7, 7), 2, (3,) * 4),  # resnet18
+         _stem(3, 16, (32, 32), (3, 3), 1, (1,) * 4),  # resnet8
+         _stem(3, 32, (224, 224), (3, 3), 2, (1,) * 4),  # mobilenet_v2, efficientnet_lite0
+         _stem(3, 16, (640, 640), (3, 3), 2, (1,) * 4),  # yolov8n (dbnet: 8 channels)
+         _stem(3, 8, (48, 192), (3, 3), 1, (1,) * 4),  # paddle-style OCR CNN
+         _stem(3, 32, (48, 192), (3, 3), 2, (1,) * 4)]
+
+
+def without_stem_kernel(fn: Callable) -> Callable:
+    """``fn`` with the NCHW-input kernel turned off while it runs (its compile), and the
+    lowered-kernel cache with it (its key does not see the switch)."""
+    import os
+
+    from ember.topi.nn import conv2d_nchw_input
+
+    def run(*args, **kwargs):
+        saved = conv2d_nchw_input.MAX_CHANNELS, os.environ.get("EMBER_KERNEL_CACHE")
+        conv2d_nchw_input.MAX_CHANNELS = 0
+        os.environ["EMBER_KERNEL_CACHE"] = "0"
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            conv2d_nchw_input.MAX_CHANNELS = saved[0]
+            if saved[1] is None:
+                os.environ.pop("EMBER_KERNEL_CACHE")
+            else:
+                os.environ["EMBER_KERNEL_CACHE"] = saved[1]
+    return run
 
 
 def conv_specs(model) -> list[dict]:
@@ -154,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="time with the calling thread's CPU time (time.thread_time)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--stems", action="store_true",
+                    help="the first convs of the zoo's CNNs, also with the old kernel")
     ap.add_argument("--no-convs", action="store_true", help="whole models only")
     ap.add_argument("--no-models", action="store_true", help="single convs only")
     ap.add_argument("--json", default=str(results_path("bench_conv_kernels.json")))
@@ -170,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.rounds} rounds of median-of-{args.reps}")
     print(f"{'model':14s} {'conv':30s} {'ember us':>10s} {'ort us':>10s} {'ratio':>6s}")
     groups = [("(--conv)", None, [(describe(s), conv_model(s), s["input"]) for s in extra])]
+    if args.stems:
+        groups.append(("(--stems)", None,
+                       [(describe(s), conv_model(s), s["input"]) for s in STEMS]))
     for case in zoo_models(args.models, small=args.small):
         tests = [] if args.no_convs else [
             (describe(s), conv_model(s), s["input"]) for s in conv_specs(case.onnx_model)]
@@ -181,11 +227,16 @@ def main(argv: list[str] | None = None) -> int:
             rng = np.random.default_rng(1)
             inputs = case.inputs if shape is None else {
                 "x": rng.standard_normal(shape).astype("float32")}
-            em, ort_ = best_median(list(runners(model, inputs)), clock, args.rounds, args.reps)
+            fns = list(runners(model, inputs))
+            if name == "(--stems)":
+                fns.append(without_stem_kernel(runners)(model, inputs)[0])
+            em, ort_, *old = best_median(fns, clock, args.rounds, args.reps)
             rows.append({"model": name, "conv": what, "ember_us": em * 1e6,
-                         "ort_us": ort_ * 1e6, "ratio": em / ort_})
+                         "ort_us": ort_ * 1e6, "ratio": em / ort_,
+                         **({"ember_old_us": old[0] * 1e6} if old else {})})
+            was = f"  (old kernel {old[0] * 1e6:.0f} us, {old[0] / ort_:.2f})" if old else ""
             print(f"{name:14s} {what:30s} {em * 1e6:10.0f} {ort_ * 1e6:10.0f} "
-                  f"{em / ort_:6.2f}", flush=True)
+                  f"{em / ort_:6.2f}{was}", flush=True)
     with open_results(args.json) as f:
         json.dump({"clock": "thread_time" if args.cpu_time else "perf_counter",
                    "threads": 1, "rows": rows}, f, indent=1)

@@ -68,3 +68,38 @@ def test_refuses_malformed_convs(text, capsys):
     with pytest.raises(SystemExit):
         bench.main(["--models", "--conv", text])
     assert "--conv" in capsys.readouterr().err
+
+
+def test_stems_are_valid_models_and_the_old_kernel_switch_restores_its_state(monkeypatch):
+    """The --stems convs are valid one-conv models of few input channels; the switch that
+    builds them with the old kernel turns the NCHW-input kernel and the lowered-kernel cache
+    off only while it runs, also when the build fails."""
+    import os
+
+    from ember.topi.nn import conv2d_nchw_input
+
+    for spec in bench.STEMS:
+        assert spec["input"][1] <= conv2d_nchw_input.MAX_CHANNELS
+        onnx.checker.check_model(bench.conv_model(spec))
+    monkeypatch.delenv("EMBER_KERNEL_CACHE", raising=False)
+    seen = []
+
+    def build():
+        seen.append((conv2d_nchw_input.MAX_CHANNELS, os.environ.get("EMBER_KERNEL_CACHE")))
+        raise RuntimeError("build failed")
+
+    before = conv2d_nchw_input.MAX_CHANNELS
+    with pytest.raises(RuntimeError, match="build failed"):
+        bench.without_stem_kernel(build)()
+    assert seen == [(0, "0")]
+    assert conv2d_nchw_input.MAX_CHANNELS == before and "EMBER_KERNEL_CACHE" not in os.environ
+
+
+@pytest.mark.slow
+def test_stems_run_with_the_old_kernel_beside(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "STEMS", bench.STEMS[:1])
+    out = tmp_path / "stems.json"
+    assert bench.main(["--models", "--stems", "--cpu-time", "--rounds", "1", "--reps", "1",
+                       "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["model"] for r in rows] == ["(--stems)"] and rows[0]["ember_old_us"] > 0

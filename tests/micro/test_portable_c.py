@@ -125,6 +125,9 @@ def test_blocked_conv_kernels_ship_with_the_export(scratch):
     text = "\n".join(p.read_text() for p in root.glob("codegen/host/src/*.c"))
     assert "ember_conv2d_nchwc_x4(" in text
     assert list(root.rglob("ember/kernels/conv_nchwc_impl.h"))
+    # the first conv (3 channels of a plain NCHW input) on the NCHW-input kernel
+    assert "ember_conv2d_nchw_input_x4(" in text
+    assert list(root.rglob("ember/kernels/conv_nchw_input_impl.h"))
 
 
 def test_openmp_hints_are_guarded(scratch):

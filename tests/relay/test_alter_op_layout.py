@@ -114,18 +114,30 @@ def test_plain_input_whose_channels_fill_blocks_is_blocked_once():
 
 
 @needs_cc
-def test_rgb_input_of_a_stride_1_or_large_kernel_conv_becomes_one_block():
-    """3x3/1 and 7x7/2 first convs read the image as NCHW3c (one transform); 3x3/2 (above)
-    reads NCHW directly."""
-    x = relay.var("x", shape=(1, 3, 15, 13))
-    for kernel, stride in ((3, 1), (7, 2)):
-        y = relay.nn.relu(relay.nn.conv2d(x, _const((16, 3, kernel, kernel)), strides=stride,
-                                          padding=kernel // 2))
+def test_first_convs_of_few_channels_read_the_plain_input():
+    """First convs on 1-8 channels (3x3/1, 7x7/2, 3x3/2, dscnn's 10x4/2 on one channel, 8
+    channels) read the image as plain NCHW (in_block 1, no transform into blocks; the only
+    transform is the result's back to NCHW) and lower to ember_conv2d_nchw_input; a 3-channel
+    1x1 conv keeps one input block of all channels, and 12 channels the NCHW[L]c kernel on
+    the plain input."""
+    cases = [((1, 3, 15, 13), 3, 1, 1), ((1, 3, 15, 13), 7, 2, 3), ((1, 3, 15, 13), 3, 2, 1),
+             ((1, 1, 49, 10), (10, 4), 2, (4, 1, 5, 1)), ((1, 8, 9, 9), 3, 1, 1),
+             ((1, 3, 9, 9), 1, 1, 0), ((1, 12, 9, 9), 3, 1, 1)]
+    for shape, kernel, stride, pad in cases:
+        x = relay.var("x", shape=shape)
+        k = kernel if isinstance(kernel, tuple) else (kernel, kernel)
+        y = relay.nn.relu(relay.nn.conv2d(x, _const((16, shape[1], *k)), strides=stride,
+                                          padding=pad))
         mod = ember.IRModule.from_expr(relay.Function([x], y))
         planned = _plan(mod)
         conv = next(c for c in _ops(planned) if c.op.name.startswith("nn.contrib_conv2d"))
-        assert conv.attrs.in_block == 3 and _names(planned).count("layout_transform") == 2
-        xv = np.random.default_rng(kernel).uniform(-1, 1, (1, 3, 15, 13)).astype("float32")
+        own = shape[1] <= 8 and k != (1, 1)
+        assert conv.attrs.in_block == (3 if k == (1, 1) else 1)
+        assert _names(planned).count("layout_transform") == (2 if k == (1, 1) else 1)
+        with ember.transform.PassContext(opt_level=3):
+            source = relay.build(mod, "llvm -mcpu=haswell").get_lib().get_source()
+        assert ("ember_conv2d_nchw_input_x8" in source) == own
+        xv = np.random.default_rng(shape[1]).uniform(-1, 1, shape).astype("float32")
         np.testing.assert_allclose(_outputs(mod, {}, xv), _outputs(mod, {}, xv, disabled=OFF),
                                    rtol=1e-4, atol=1e-5)
 

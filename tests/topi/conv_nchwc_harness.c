@@ -1,35 +1,10 @@
 /* Test harness of ember/kernels/conv_nchwc.h: every entry point behind one C function that
  * takes its sizes as an array, so that one compiled library serves every test shape. The
  * parallel launch runs `tasks` tasks one after another, which exercises the work split. */
-#include <stdlib.h>
-
 #include "ember/kernels/conv_nchwc.h"
 
 #include "harness_tasks.h"
-
-/* The workspace (the 1x1 kernels' packed strips): malloc, or none at all (as a C-runtime
- * arena with no room gives), and a count of the live buffers (each one freed). */
-static int harness_no_workspace = 0, harness_live_buffers = 0;
-
-void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
-                               int dtype_code_hint, int dtype_bits_hint) {
-  void* ptr;
-  (void)device_type, (void)device_id, (void)dtype_code_hint, (void)dtype_bits_hint;
-  if (harness_no_workspace) return NULL;
-  ptr = malloc((size_t)nbytes);
-  harness_live_buffers += ptr != NULL;
-  return ptr;
-}
-
-int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
-  (void)device_type, (void)device_id;
-  harness_live_buffers -= ptr != NULL;
-  free(ptr);
-  return 0;
-}
-
-void harness_set_workspace(int available) { harness_no_workspace = !available; }
-int harness_live_workspace(void) { return harness_live_buffers; }
+#include "harness_workspace.h"
 
 /* s: n icb cb h w ocb groups oh ow kh kw sh sw dh dw pt pl act flags rb rw strip order thr */
 int harness_conv(int lanes, const float* in, const float* w, const float* b, const float* res,

@@ -55,17 +55,19 @@ def harness_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ctypes.C
     return {"dir": out}  # type: ignore[dict-item]
 
 
-def _harness(libs: dict, level: str) -> ctypes.CDLL:
-    if level not in libs:
+def _harness(libs: dict, level: str, harness: Path = HARNESS) -> ctypes.CDLL:
+    """``harness`` (a C file here) built for ``level`` once per module (kept in ``libs``)."""
+    key = (harness.stem, level)
+    if key not in libs:
         if not _host_runs(level):
             pytest.skip(f"this machine cannot run {level} code")
-        so = libs["dir"] / f"harness_{level}.so"
+        so = libs["dir"] / f"{harness.stem}_{level}.so"
         cmd = [CC, *STRICT, *LEVEL_FLAGS[level], "-fPIC", "-shared", f"-I{INCLUDE}",
-               str(HARNESS), "-o", str(so)]
+               str(harness), "-o", str(so)]
         proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[:4000]
-        libs[level] = ctypes.CDLL(str(so))
-    return libs[level]
+        libs[key] = ctypes.CDLL(str(so))
+    return libs[key]
 
 
 def _ptr(a: np.ndarray) -> ctypes._Pointer:

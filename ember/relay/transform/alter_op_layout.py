@@ -66,6 +66,7 @@ from ...ir.visitor import children, post_order
 from ...runtime.errors import OpAttributeInvalid
 from ..op._layout import nchwc_lanes
 from ..op.nn._attrs import Conv2DAttrs
+from ...topi.nn.conv2d_nchw_input import nchw_input_wins
 from ...topi.nn.conv2d_nchwc import pack_weight
 from ...topi.nn.conv2d_transpose import dilated_kernel, phase_plan, phase_weights
 from ._helpers import map_functions, op_call, same_shape
@@ -363,6 +364,10 @@ class _Planner:
             if (ic // g) % cb:
                 return None
             return _Plan(self.blocked(data), cb, w, bias, a, lanes, channels=channels)
+        if nchw_input_wins(ic, g, w.shape[2:], a.dilation):
+            # a network's first conv on few channels: its own kernel reads the plain input
+            # (topi/nn/conv2d_nchw_input.py), no transform
+            return _Plan(self.plain(data), 1, w, bias, a, lanes, channels=channels)
         if 1 < ic < 8 and g == 1 and (a.strides[1] == 1 or w.shape[3] >= 5):
             # a network's first conv (RGB): the input as one block of all its channels, so
             # that each kernel row reads kw * ic neighbouring floats; worth its one transform

@@ -280,6 +280,13 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
     lanes = geo.lanes
     _check_lanes(lanes, "conv2d_nchwc")
     flags = (RESIDUAL | (ACT_AFTER_ADD if act_after_add else 0)) if residual is not None else 0
+    # a CNN's first conv (plain NCHW input, few channels) has a kernel of its own; imported
+    # here because that module builds on this one
+    from .conv2d_nchw_input import conv2d_nchw_input, nchw_input_applies
+
+    if nchw_input_applies(geo):
+        return conv2d_nchw_input(data, weight, bias, residual, geo, level,
+                                 _epilogue(act, clip, flags))
     run = flattened(geo)
     tiles = conv_tiles(run, level)
     ints = call_sizes(run)

@@ -1,0 +1,123 @@
+"""The first conv of a CNN (a plain NCHW input of 1-8 channels, NCHW[L]c out) as a call of
+``ember/include/ember/kernels/conv_nchw_input.h``.
+
+The NCHW[L]c op (``nn.contrib_conv2d_NCHWc_fused``) with ``in_block`` 1 reads its input as
+plain NCHW with the weight ``[OC/L, IC, KH, KW, 1, L]``: exactly this kernel's operands, so
+:func:`conv2d_nchwc` hands such a conv here when :func:`nchw_input_applies` (no relay change).
+The kernel copies the input rows of each work item to a zero-padded buffer and runs register
+tiles of ``rw`` output columns x 2 output blocks over every input channel and tap; its
+epilogue is the NCHW[L]c kernel's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...runtime.errors import OpError
+from ...target.simd import SimdLevel
+from ...te import tensor as te
+from ...tir import op as tir
+from . import conv2d_nchwc as K
+from .sizes import is_static
+
+HEADER = "ember/kernels/conv_nchw_input.h"
+# input channels up to which the kernel is used: against the NCHW[L]c kernel on the input as
+# one block of all channels, 3x3/1 on 56x56 -> 32: 4 channels 0.74x its time, 6 0.80x, 8 0.91x
+# (and no transform of the input)
+MAX_CHANNELS = 8
+WIDTHS = (6, 5, 4)  # register tile widths with 16 vector registers (conv_nchw_input_impl.h)
+WIDE_WIDTHS = (12, 8, 6, 5, 4)  # and with AVX-512's 32
+TILE_COST = 2  # fixed cost of a tile, in output columns (weight loads, epilogue, call)
+BUFFER_BYTES = 64 * 1024  # the row buffer of a work item: in the L2 with the weights
+
+
+@dataclass(frozen=True)
+class NchwInputTiles:
+    """The kernel's schedule: ``rw`` output columns per register tile, ``rows`` output rows
+    and ``blocks`` output blocks per work item, ``threads`` 1 to split the items over
+    threads."""
+
+    rw: int
+    rows: int
+    blocks: int
+    threads: int
+
+
+def nchw_input_wins(ic: int, groups: int, kernel: tuple[int, int],
+                    dilation: tuple[int, int]) -> bool:
+    """Whether a conv of a plain NCHW input runs on this kernel (the layout planner then keeps
+    its input plain): a dense conv with at most :data:`MAX_CHANNELS` input channels, a kernel
+    window larger than 1x1 and unit dilation. Others keep the NCHW[L]c kernel (a 1x1 conv has
+    no taps to share a row buffer)."""
+    return (groups == 1 and ic <= MAX_CHANNELS and kernel[0] * kernel[1] > 1
+            and tuple(dilation) == (1, 1))
+
+
+def nchw_input_applies(geo: K.ConvGeometry) -> bool:
+    """Whether ``geo`` runs on this kernel: :func:`nchw_input_wins` for a plain NCHW input
+    (``in_block`` 1) with a static image (the batch may be a run-time size)."""
+    return (geo.in_block == 1 and nchw_input_wins(geo.ic, geo.groups, (geo.kh, geo.kw),
+                                                  geo.dilation)
+            and is_static(geo.h, geo.w, geo.oh, geo.ow))
+
+
+def tile_width(ow: int, level: SimdLevel, lanes: int) -> int:
+    """The register tile width with the least work for a row of ``ow`` columns: whole tiles
+    (a tail tile computes its full width) plus :data:`TILE_COST` per tile; the wider on a
+    tie."""
+    wide = K.vector_registers(level) == 32 and lanes * 4 <= level.vector_bytes
+    widths = WIDE_WIDTHS if wide else WIDTHS
+    return min(widths, key=lambda w: (-(-ow // w) * (w + TILE_COST), -w))
+
+
+def nchw_input_tiles(geo: K.ConvGeometry, level: SimdLevel) -> NchwInputTiles:
+    """The schedule of ``geo`` (static image sizes): rows per item so that the item's row buffer
+    fits :data:`BUFFER_BYTES`, cut further for a parallel kernel to give
+    ``K.TARGET_ITEMS`` items, and where the rows are too few for that (a 1-D conv), the output
+    blocks split in groups of pairs; threads above ``K.PARALLEL_MACS`` multiply-adds with two
+    items or more."""
+    # a run-time batch: the schedule of one image (rows and threads do not depend on it)
+    n = int(geo.n) if is_static(geo.n) else 1
+    oh, ow = int(geo.oh), int(geo.ow)
+    rw = tile_width(ow, level, geo.lanes)
+    wb = (-(-ow // rw) * rw - 1) * geo.strides[1] + geo.kw
+    fit = (BUFFER_BYTES // (4 * geo.ic * wb) - geo.kh) // geo.strides[0] + 1
+    rows = max(1, min(oh, fit))
+    big = n * oh * ow * geo.oc * geo.ic * geo.kh * geo.kw >= K.PARALLEL_MACS
+    ocb = geo.oc // geo.lanes
+    blocks = ocb
+    if big:
+        rows = min(rows, max(1, -(-oh // -(-K.TARGET_ITEMS // n))))
+        runs = n * -(-oh // rows)
+        if runs < K.TARGET_ITEMS:  # few rows (a 1-D conv's one): split the blocks, in pairs
+            groups = -(-K.TARGET_ITEMS // runs)
+            blocks = min(ocb, 2 * -(-ocb // (2 * groups)))
+    items = n * -(-oh // rows) * -(-ocb // max(blocks, 1))
+    return NchwInputTiles(rw, rows, blocks, int(big and items >= 2))
+
+
+def conv2d_nchw_input(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
+                      residual: te.Tensor | None, geo: K.ConvGeometry, level: SimdLevel,
+                      epilogue: list) -> te.Tensor:
+    """The conv of ``geo`` (see :func:`nchw_input_applies`) with its epilogue arguments
+    (``K._epilogue``'s: activation code, its two parameters, flags)."""
+    if not nchw_input_applies(geo):
+        raise OpError(f"conv2d_nchw_input: the kernel takes a dense conv of a plain NCHW input "
+                      f"(in_block 1) of at most {MAX_CHANNELS} channels, a window larger than "
+                      f"1x1, unit dilation and a static image; got in_block={geo.in_block}, "
+                      f"ic={geo.ic}, groups={geo.groups}, kernel {geo.kh}x{geo.kw}, "
+                      f"dilation {geo.dilation}, image {geo.h}x{geo.w}")
+    lanes = geo.lanes
+    tiles = nchw_input_tiles(geo, level)
+    ints = [geo.n, geo.ic, geo.h, geo.w, geo.oc // lanes, geo.oh, geo.ow, geo.kh, geo.kw,
+            *geo.strides, *geo.dilation, geo.padding[0], geo.padding[1]]
+    tail = [*epilogue, tiles.rw, tiles.rows, tiles.blocks, tiles.threads]
+    inputs = [data, weight, bias] + ([residual] if residual is not None else [])
+
+    def body(ins: list, outs: list) -> object:
+        res = ins[3] if residual is not None else outs[0]
+        return tir.call_extern("int32", f"ember_conv2d_nchw_input_x{lanes}", ins[0].data,
+                               ins[1].data, ins[2].data, res.data, outs[0].data, *ints, *tail,
+                               header=HEADER)
+
+    shape = (geo.n, geo.oc // lanes, geo.oh, geo.ow, lanes)
+    return te.extern(shape, inputs, body, name="T_conv2d_nchw_input", tag="conv2d_nchwc")
