@@ -11,6 +11,13 @@
  * multiple of block (the type relation guarantees it); to_blocked 1: NCHW -> NCHW[L]c, 0: the
  * reverse. Work items (batch x channel block x position tile) are split over
  * TVMBackendParallelLaunch's tasks when `threads` is set. Returns 0.
+ *
+ * Entry point: ember_layout_nhwc(in, out, n, c, hw, block, to_blocked, threads): the same
+ * between channels-last (N, HW, C: NHWC, or a transformer's tokens N x positions x C) and
+ * NCHW[L]c. Position p of channel block b is L contiguous floats on both sides
+ * (out[n][p][b * L + l] = in[n][b][p][l]), so the copy is one L-float move per (position,
+ * block), in the order that writes the destination contiguously; no transposition at all
+ * (composing NCHW[L]c -> NCHW with a transpose to tokens read one float per cache line).
  */
 #ifndef EMBER_KERNELS_LAYOUT_NCHWC_H_
 #define EMBER_KERNELS_LAYOUT_NCHWC_H_
@@ -22,6 +29,7 @@
 
 /* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
 EMBER_KENTRY int32_t ember_layout_nchwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads);
+EMBER_KENTRY int32_t ember_layout_nhwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads);
 
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
@@ -139,6 +147,66 @@ EMBER_KENTRY int32_t ember_layout_nchwc(const float* in, float* out, int32_t n, 
   p.to_blocked = to_blocked;
   if (threads) return TVMBackendParallelLaunch(ember_layout_task, &p, 0);
   ember_layout_range(&p, 0, ember_layout_items(&p));
+  return 0;
+}
+#endif
+
+/* Channels-last <-> NCHW[L]c, items [lo, hi): (batch, position tile). For each position the
+ * c / L blocks are moved in channel order, so the channels-last side is walked contiguously
+ * and the blocked side as c / L unit-stride streams, one per block plane. */
+static inline void ember_layout_last_copy(const ember_layout_p* p, int64_t lo, int64_t hi,
+                                          const int32_t L) {
+  const int64_t tiles = (p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE;
+  const int32_t blocks = p->c / L;
+  const size_t plane = (size_t)p->hw * L; /* one channel block of the blocked side */
+  int64_t item;
+  for (item = lo; item < hi; ++item) {
+    const int64_t batch = item / tiles;
+    const int32_t p0 = (int32_t)(item % tiles) * EMBER_LAYOUT_TILE;
+    const int32_t p1 = p0 + EMBER_LAYOUT_TILE < p->hw ? p0 + EMBER_LAYOUT_TILE : p->hw;
+    const size_t base = (size_t)batch * p->c * p->hw; /* the same offset in both layouts */
+    int32_t x, b, l;
+    for (x = p0; x < p1; ++x) {
+      for (b = 0; b < blocks; ++b) {
+        const size_t last = base + (size_t)x * p->c + (size_t)b * L;
+        const size_t blocked = base + (size_t)b * plane + (size_t)x * L;
+        if (p->to_blocked) {
+          for (l = 0; l < L; ++l) p->out[blocked + l] = p->in[last + l];
+        } else {
+          for (l = 0; l < L; ++l) p->out[last + l] = p->in[blocked + l];
+        }
+      }
+    }
+  }
+}
+
+static inline void ember_layout_last_range(const ember_layout_p* p, int64_t lo, int64_t hi) {
+  switch (p->block) {
+    case 4: ember_layout_last_copy(p, lo, hi, 4); return;
+    case 8: ember_layout_last_copy(p, lo, hi, 8); return;
+    case 16: ember_layout_last_copy(p, lo, hi, 16); return;
+    default: ember_layout_last_copy(p, lo, hi, p->block); return;
+  }
+}
+
+static inline int64_t ember_layout_last_items(const ember_layout_p* p) {
+  return (int64_t)p->n * ((p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE);
+}
+
+static inline int ember_layout_last_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_layout_p* p = (const ember_layout_p*)cdata;
+  const int64_t total = ember_layout_last_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
+  ember_layout_last_range(p, total * task_id / n, total * (task_id + 1) / n);
+  return 0;
+}
+
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layout_nhwc)
+EMBER_KENTRY int32_t ember_layout_nhwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads) {
+  ember_layout_p p;
+  p.in = in; p.out = out; p.n = n; p.c = c; p.hw = hw; p.block = block;
+  p.to_blocked = to_blocked;
+  if (threads) return TVMBackendParallelLaunch(ember_layout_last_task, &p, 0);
+  ember_layout_last_range(&p, 0, ember_layout_last_items(&p));
   return 0;
 }
 #endif
