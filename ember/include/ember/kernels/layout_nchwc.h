@@ -71,11 +71,14 @@ typedef struct {
   const float* in;
   float* out;
   int32_t n, c, hw, block, to_blocked;
+  int32_t last; /* the other side is channels-last (ember_layout_nhwc), not NCHW */
 } ember_layout_p;
 
+/* Work items: (batch x channel block, position tile) for NCHW; (batch, position tile) for
+ * channels-last, whose tile moves every block. */
 static inline int64_t ember_layout_items(const ember_layout_p* p) {
   int64_t tiles = (p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE;
-  return (int64_t)p->n * (p->c / p->block) * tiles;
+  return (int64_t)p->n * (p->last ? 1 : p->c / p->block) * tiles;
 }
 
 /* Items [lo, hi): (plane = batch x channel block, position tile). The block's L rows of one
@@ -123,34 +126,6 @@ static inline void ember_layout_copy(const ember_layout_p* p, int64_t lo, int64_
   }
 }
 
-/* The copy with the common blocks as constants (unrolled, vectorised inner loops). */
-static inline void ember_layout_range(const ember_layout_p* p, int64_t lo, int64_t hi) {
-  switch (p->block) {
-    case 4: ember_layout_copy(p, lo, hi, 4); return;
-    case 8: ember_layout_copy(p, lo, hi, 8); return;
-    case 16: ember_layout_copy(p, lo, hi, 16); return;
-    default: ember_layout_copy(p, lo, hi, p->block); return;
-  }
-}
-
-static inline int ember_layout_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
-  const ember_layout_p* p = (const ember_layout_p*)cdata;
-  const int64_t total = ember_layout_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
-  ember_layout_range(p, total * task_id / n, total * (task_id + 1) / n);
-  return 0;
-}
-
-#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layout_nchwc)
-EMBER_KENTRY int32_t ember_layout_nchwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads) {
-  ember_layout_p p;
-  p.in = in; p.out = out; p.n = n; p.c = c; p.hw = hw; p.block = block;
-  p.to_blocked = to_blocked;
-  if (threads) return TVMBackendParallelLaunch(ember_layout_task, &p, 0);
-  ember_layout_range(&p, 0, ember_layout_items(&p));
-  return 0;
-}
-#endif
-
 /* Channels-last <-> NCHW[L]c, items [lo, hi): (batch, position tile). For each position the
  * c / L blocks are moved in channel order, so the channels-last side is walked contiguously
  * and the blocked side as c / L unit-stride streams, one per block plane. */
@@ -180,34 +155,49 @@ static inline void ember_layout_last_copy(const ember_layout_p* p, int64_t lo, i
   }
 }
 
-static inline void ember_layout_last_range(const ember_layout_p* p, int64_t lo, int64_t hi) {
-  switch (p->block) {
-    case 4: ember_layout_last_copy(p, lo, hi, 4); return;
-    case 8: ember_layout_last_copy(p, lo, hi, 8); return;
-    case 16: ember_layout_last_copy(p, lo, hi, 16); return;
-    default: ember_layout_last_copy(p, lo, hi, p->block); return;
+/* The copy with the common blocks as constants (unrolled, vectorised inner loops). */
+#define EMBER_LAYOUT_BY_BLOCK(COPY)                                                            \
+  switch (p->block) {                                                                          \
+    case 4: COPY(p, lo, hi, 4); return;                                                        \
+    case 8: COPY(p, lo, hi, 8); return;                                                        \
+    case 16: COPY(p, lo, hi, 16); return;                                                      \
+    default: COPY(p, lo, hi, p->block); return;                                                \
   }
+static inline void ember_layout_range(const ember_layout_p* p, int64_t lo, int64_t hi) {
+  if (p->last) {
+    EMBER_LAYOUT_BY_BLOCK(ember_layout_last_copy)
+  }
+  EMBER_LAYOUT_BY_BLOCK(ember_layout_copy)
 }
+#undef EMBER_LAYOUT_BY_BLOCK
 
-static inline int64_t ember_layout_last_items(const ember_layout_p* p) {
-  return (int64_t)p->n * ((p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE);
-}
-
-static inline int ember_layout_last_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+static inline int ember_layout_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   const ember_layout_p* p = (const ember_layout_p*)cdata;
-  const int64_t total = ember_layout_last_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
-  ember_layout_last_range(p, total * task_id / n, total * (task_id + 1) / n);
+  const int64_t total = ember_layout_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
+  ember_layout_range(p, total * task_id / n, total * (task_id + 1) / n);
   return 0;
 }
+
+static inline int32_t ember_layout_run(const float* in, float* out, int32_t n, int32_t c,
+                                       int32_t hw, int32_t block, int32_t to_blocked,
+                                       int32_t threads, int32_t last) {
+  ember_layout_p p;
+  p.in = in; p.out = out; p.n = n; p.c = c; p.hw = hw; p.block = block;
+  p.to_blocked = to_blocked; p.last = last;
+  if (threads) return TVMBackendParallelLaunch(ember_layout_task, &p, 0);
+  ember_layout_range(&p, 0, ember_layout_items(&p));
+  return 0;
+}
+
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layout_nchwc)
+EMBER_KENTRY int32_t ember_layout_nchwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads) {
+  return ember_layout_run(in, out, n, c, hw, block, to_blocked, threads, 0);
+}
+#endif
 
 #if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layout_nhwc)
 EMBER_KENTRY int32_t ember_layout_nhwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads) {
-  ember_layout_p p;
-  p.in = in; p.out = out; p.n = n; p.c = c; p.hw = hw; p.block = block;
-  p.to_blocked = to_blocked;
-  if (threads) return TVMBackendParallelLaunch(ember_layout_last_task, &p, 0);
-  ember_layout_last_range(&p, 0, ember_layout_last_items(&p));
-  return 0;
+  return ember_layout_run(in, out, n, c, hw, block, to_blocked, threads, 1);
 }
 #endif
 #endif /* EMBER_KERNEL_BODIES */
