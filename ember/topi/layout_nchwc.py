@@ -1,13 +1,18 @@
-"""layout_transform between NCHW and NCHW[L]c as a call of ember's blocked-copy kernel
-(``ember/include/ember/kernels/layout_nchwc.h``): each channel block is an L x HW matrix on
-one side and its transpose on the other, copied in tiles (8x8 blocks in registers with AVX),
-at about memory bandwidth; channels that are not a multiple of L (a padded last block) get
-zeros in its other lanes, or lose them on the way back (``channel_prefix``: a slice of the
-first channels of a copy back is the copy itself). The generic lowering (``topi.transform.layout_transform``) computes
-one element at a time and stays for every other pair of layouts, for run-time sizes, and where
-the transform reads another kernel's result inlined into it (a fused producer)."""
+"""layout_transform between NCHW or channels-last (NHWC; NWC, a transformer's tokens) and
+NCHW[L]c as a call of ember's blocked-copy kernels
+(``ember/include/ember/kernels/layout_nchwc.h``): for NCHW each channel block is an L x HW
+matrix on one side and its transpose on the other, copied in tiles (8x8 blocks in registers
+with AVX), at about memory bandwidth; channels that are not a multiple of L (a padded last
+block) get zeros in its other lanes, or lose them on the way back (``channel_prefix``: a slice
+of the first channels of a copy back is the copy itself). For channels-last a position's
+channel block is L contiguous floats on both sides (one L-float move each). The generic
+lowering (``topi.transform.layout_transform``) computes one element at a time and stays for
+every other pair of layouts, for run-time sizes, and where the transform reads another
+kernel's result inlined into it (a fused producer). A reshape of a function input is no
+producer: it keeps the input's memory, so the kernel reads the input itself."""
 from __future__ import annotations
 
+import math
 import re
 
 from ..te import tensor as te
@@ -16,32 +21,59 @@ from .nn.sizes import dims
 
 HEADER = "ember/kernels/layout_nchwc.h"
 PARALLEL_ELEMENTS = 1 << 16  # below this the copy runs on the calling thread (a few us)
-_BLOCKED = re.compile(r"^NCHW(\d+)c$")
+TILE = 64  # positions per work item (EMBER_LAYOUT_TILE)
+_BLOCKED = re.compile(r"^NC([A-Z]*)(\d+)c$")
 
 
-def blocked_copy(src_layout: str, dst_layout: str) -> tuple[int, bool] | None:
-    """(block, to_blocked) when the pair is NCHW -> NCHW[L]c or the reverse, else None."""
+def blocked_copy(src_layout: str, dst_layout: str) -> tuple[int, bool, bool] | None:
+    """(block, to_blocked, channels_last) when the pair is NCHW -> NCHW[L]c, a channels-last
+    layout (``N{spatial}C``: NHWC, NWC) -> ``NC{spatial}[L]c``, or the reverse; else None."""
     for layout, to_blocked in ((dst_layout, True), (src_layout, False)):
         other = src_layout if to_blocked else dst_layout
         m = _BLOCKED.match(layout)
-        if other == "NCHW" and m and int(m.group(1)) > 0:
-            return int(m.group(1)), to_blocked
+        if not m or int(m.group(2)) <= 0 or "N" in m.group(1) or "C" in m.group(1):
+            continue
+        spatial, block = m.group(1), int(m.group(2))
+        if other == "NCHW" and spatial == "HW":
+            return block, to_blocked, False
+        if other == f"N{spatial}C":
+            return block, to_blocked, True
+    return None
+
+
+def _memory_of(x: te.Tensor) -> te.Tensor | None:
+    """The function input whose memory ``x`` is: ``x`` itself or a reshape of it."""
+    if isinstance(x.op, te.PlaceholderOp):
+        return x
+    if isinstance(x.op, te.ComputeOp) and x.op.name == "T_reshape":
+        inputs = x.op.input_tensors
+        if len(inputs) == 1 and isinstance(inputs[0].op, te.PlaceholderOp):
+            return inputs[0]
     return None
 
 
 def layout_nchwc(x: te.Tensor, src_layout: str, dst_layout: str,
                  shape: tuple) -> te.Tensor | None:
-    """The transform of ``x`` (a function input, float32, static shape) through the kernel;
-    None when the kernel does not apply. ``shape``: the output shape. To NCHW[L]c, channels
-    that are not a multiple of L fill the last block's remaining lanes with zeros."""
+    """The transform of ``x`` (a function input or a reshape of one, float32, static shape)
+    through a kernel; None when no kernel applies. ``shape``: the output shape. NCHW to
+    NCHW[L]c with channels that are not a multiple of L fills the last block's remaining lanes
+    with zeros (channels-last needs whole blocks)."""
     pair = blocked_copy(src_layout, dst_layout)
+    source = _memory_of(x)
     sizes = dims(x.shape)
-    if pair is None or x.dtype != "float32" or not isinstance(x.op, te.PlaceholderOp) or not all(
+    if pair is None or x.dtype != "float32" or source is None or not all(
             isinstance(d, int) for d in sizes):
         return None
-    block, to_blocked = pair
-    n, c, h, w = (sizes[0], sizes[1] * block, *sizes[2:4]) if not to_blocked else sizes
-    return _kernel_call(x, (n, c, h, w), block, to_blocked, tuple(shape))
+    block, to_blocked, last = pair
+    if not to_blocked:  # (N, C / L, *spatial, L)
+        n, c, hw = sizes[0], sizes[1] * block, math.prod(sizes[2:-1])
+    elif last:  # (N, *spatial, C)
+        n, c, hw = sizes[0], sizes[-1], math.prod(sizes[1:-1])
+    else:  # (N, C, H, W)
+        n, c, hw = sizes[0], sizes[1], sizes[2] * sizes[3]
+    if to_blocked and last and c % block:
+        return None  # a padded last block of channels-last input: the generic lowering
+    return _kernel_call(source, n, c, hw, block, to_blocked, last, tuple(shape))
 
 
 def channel_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.Tensor | None:
@@ -57,18 +89,21 @@ def channel_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.T
             sizes[i] for i in (0, 2, 3)) or not (isinstance(c, int) and 0 < c <= sizes[1] *
                                                   sizes[4]):
         return None
-    return _kernel_call(src, (n, c, h, w), sizes[4], False, (n, c, h, w))
+    return _kernel_call(src, n, c, h * w, sizes[4], False, False, (n, c, h, w))
 
 
-def _kernel_call(x: te.Tensor, nchw: tuple[int, int, int, int], block: int, to_blocked: bool,
-                 shape: tuple) -> te.Tensor:
-    """ember_layout_nchwc on ``x``; ``nchw``: the sizes of the NCHW side (c not necessarily a
-    multiple of ``block``)."""
-    n, c, h, w = nchw
-    threads = int(n * c * h * w >= PARALLEL_ELEMENTS and n * -(-c // block) >= 2)
+def _kernel_call(x: te.Tensor, n: int, c: int, hw: int, block: int, to_blocked: bool,
+                 last: bool, shape: tuple) -> te.Tensor:
+    """ember_layout_nchwc (``last``: ember_layout_nhwc) on ``x``; ``n, c, hw``: the sizes of
+    the plain side (for NCHW, c not necessarily a multiple of ``block``)."""
+    items = n * -(-hw // TILE) if last else n * -(-c // block)
+    threads = int(n * c * hw >= PARALLEL_ELEMENTS and items >= 2)
+    entry = "ember_layout_nhwc" if last else "ember_layout_nchwc"
 
     def body(ins: list, outs: list) -> object:
-        return tir.call_extern("int32", "ember_layout_nchwc", ins[0].data, outs[0].data, n, c,
-                               h * w, block, int(to_blocked), threads, header=HEADER)
+        return tir.call_extern("int32", entry, ins[0].data, outs[0].data, n, c, hw, block,
+                               int(to_blocked), threads, header=HEADER)
 
-    return te.extern(shape, [x], body, name="T_layout_trans", tag="layout_nchwc")
+    # the tag tells channel_prefix a copy to NCHW from one to channels-last (both 4-D)
+    return te.extern(tuple(shape), [x], body, name="T_layout_trans",
+                     tag="layout_nhwc" if last else "layout_nchwc")

@@ -216,6 +216,16 @@ EDGE_CASES = {
                                 "s": (2, 2), "pads": (2, 2, 2, 2), "tiles": (2, 6, 6, 0)},
     "flat_batch_cut_strips_tasks": {"ic": 16, "oc": 48, "h": 7, "w": 7, "n": 2, "tasks": 3,
                                     "act": "sigmoid", "tiles": (2, 4, 4, 0)},
+    # 3x3 convs whose block pairs' weights overflow the cache (ember_conv_ic_chunk): passes
+    # over chunks of input blocks adding partial sums into the output (8 + 8 + 8 + 8 blocks
+    # at 8 lanes, uneven 8 + 8 + 4 with stride 2 and asymmetric padding); the epilogue with
+    # the last pass: a late activation before a residual, a batch split over tasks
+    "chunked_input_blocks": {"ic": 256, "oc": 64, "h": 6, "w": 33, "tiles": (2, 6, 33, 1)},
+    "chunked_uneven_stride2": {"ic": 160, "oc": 64, "h": 9, "w": 40, "s": (2, 2),
+                               "pads": (1, 0, 0, 1), "act": "clip", "tiles": (2, 4, 10, 1)},
+    "chunked_silu_residual_tasks": {"ic": 256, "oc": 48, "h": 5, "w": 31, "n": 2, "tasks": 3,
+                                    "act": "silu", "residual": True, "after": False,
+                                    "tiles": (2, 6, 16, 1)},
     "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
     "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
     "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
@@ -258,7 +268,8 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "pairs_7_wide", "1x1_padded_unpacked",
                                   "residual_act_before", "silu_residual_before", "mish",
                                   "hardsigmoid", "flat_stride2_to_7x7",
-                                  "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks"])
+                                  "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks",
+                                  "chunked_uneven_stride2"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level), lanes=lanes, **EDGE_CASES[case])

@@ -4,7 +4,9 @@ path transposes 8x8 blocks in registers, the others copy tiles element by elemen
 blocks 8 and 16 (register blocks), 4 and 3 (element copy), maps whose size is not a multiple
 of 8 or of the 64-position tile, 1x1 maps, batch 2, and a work split over 1-3 tasks; channel
 counts that are not a multiple of the block (1, 3, 9, 17: a padded last block, zeros in its
-other lanes). Then the lowering: which transforms take the kernel and which stay generic."""
+other lanes); the same for channels-last (NHWC, a transformer's tokens) <-> NCHW[L]c. Then the
+lowering: which transforms take a kernel (a function input or a reshape of one) and which stay
+generic."""
 from __future__ import annotations
 
 import ctypes
@@ -75,6 +77,28 @@ def test_kernel_matches_numpy_at_every_level(libs, level):
             np.testing.assert_array_equal(back, x, err_msg=f"{level} from NCHW{block}c {k}")
 
 
+def _channels_last(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+
+
+@pytest.mark.parametrize("level", list(LEVEL_FLAGS))
+def test_channels_last_kernel_matches_numpy_at_every_level(libs, level):
+    lib = _lib(libs, level)
+    rng = np.random.default_rng(5)
+    for k, (n, c, h, w, block) in enumerate([*SHAPES, (1, 640, 16, 16, 8), (3, 8, 1, 65, 8)]):
+        x = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+        last, blocked = _channels_last(x), _blocked(x, block)
+        for tasks in (1, 3):
+            out = np.full(blocked.shape, np.nan, "float32")
+            assert lib.harness_layout_nhwc(last.ctypes.data_as(F32), out.ctypes.data_as(F32),
+                                           n, c, h * w, block, 1, tasks) == 0
+            np.testing.assert_array_equal(out, blocked, err_msg=f"{level} NHWC to {block}c {k}")
+            back = np.full(last.shape, np.nan, "float32")
+            assert lib.harness_layout_nhwc(blocked.ctypes.data_as(F32), back.ctypes.data_as(F32),
+                                           n, c, h * w, block, 0, tasks) == 0
+            np.testing.assert_array_equal(back, last, err_msg=f"{level} {block}c to NHWC {k}")
+
+
 def _kind(t: te.Tensor) -> str:
     return "kernel" if t.op.tag == "layout_nchwc" else "generic"
 
@@ -130,3 +154,36 @@ def test_channel_slice_of_a_blocked_copy_is_one_kernel_call():
                                  ([0] * 4, [1] * 4, [2, 21, 4, 4])):  # another axis too
         assert topi.layout_nchwc.channel_prefix(full, starts, steps, shape) is None
     assert topi.layout_nchwc.channel_prefix(b + 1.0, [0] * 5, [1] * 5, [2, 3, 4, 5, 8]) is None
+    # a copy to channels-last is 4-D too, but no NCHW: its "channel" axis is the width
+    nhwc = topi.layout_transform(b, "NCHW8c", "NHWC")
+    assert _kind(nhwc) == "kernel"
+    assert topi.layout_nchwc.channel_prefix(nhwc, [0] * 4, [1] * 4, [2, 4, 4, 5]) is None
+
+
+def test_lowering_takes_the_channels_last_kernel_also_through_a_reshape():
+    rng = np.random.default_rng(6)
+    b = te.placeholder((2, 3, 5, 7, 8), name="b")
+    tokens = topi.layout_transform(topi.reshape(b, (2, 3, 35, 8)), "NCW8c", "NWC")
+    assert _kind(tokens) == "kernel"
+    bv = rng.uniform(-1, 1, (2, 3, 5, 7, 8)).astype("float32")
+    (got,) = run_kernel(tokens, [b], [bv])
+    np.testing.assert_array_equal(got, bv.transpose(0, 2, 3, 1, 4).reshape(2, 35, 24))
+    t = te.placeholder((2, 35, 24), name="t")
+    image = topi.layout_transform(topi.reshape(t, (2, 5, 7, 24)), "NHWC", "NCHW8c")
+    assert _kind(image) == "kernel"
+    tv = rng.uniform(-1, 1, (2, 35, 24)).astype("float32")
+    (got,) = run_kernel(image, [t], [tv])
+    np.testing.assert_array_equal(got, _blocked(tv.reshape(2, 5, 7, 24).transpose(0, 3, 1, 2), 8))
+    x = te.placeholder((1, 16, 3, 5), name="x")
+    assert _kind(topi.layout_transform(topi.reshape(x, (1, 16, 15, 1)), "NCHW", "NCHW8c")) == \
+        "kernel"
+
+
+def test_channels_last_transforms_that_stay_generic():
+    t = te.placeholder((1, 3, 5, 12), name="t")
+    assert _kind(topi.layout_transform(t, "NHWC", "NCHW8c")) == "generic"  # padded last block
+    assert _kind(topi.layout_transform(topi.reshape(t + 1.0, (1, 15, 12)), "NWC",
+                                       "NCW4c")) == "generic"  # a producer under the reshape
+    b = te.placeholder((1, 2, 3, 5, 8), name="b")
+    assert _kind(topi.layout_transform(b, "NCHW8c", "NWHC")) == "generic"  # not N{HW}C
+    assert _kind(topi.layout_transform(b, "NCHW8c", "NHWC")) == "kernel"

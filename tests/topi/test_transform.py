@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from topi_util import check, rand, run_kernel
 
+import ember
 from ember import te, tir, topi
 
 SETTINGS = settings(max_examples=4, deadline=None)
@@ -189,3 +190,25 @@ def test_injective_inner_loop_kept_whole_when_the_block_does_not_divide_it():
     xv = rand((3, 8), seed=5)
     (got,) = run_kernel(two, [x], [xv])
     check(got, np.stack([xv.reshape(-1)[:20] + 1] * 2) * np.array([[0.0], [1.0]], "float32"))
+
+
+def _upsample2(shape: tuple) -> tuple:
+    """A blocked 2x nearest upsampling of ``shape`` (N, C/L, H, W, L) and its schedule."""
+    x = te.placeholder(shape, name="x")
+    n, cb, h, w, lanes = shape
+    y = te.compute((n, cb, 2 * h, 2 * w, lanes),
+                   lambda a, b, i, j, l: x[a, b, i // 2, j // 2, l], name="up", tag="injective")
+    return x, y, topi.schedule_injective(y)
+
+
+def test_outer_axes_fuse_until_the_parallel_loop_is_long_enough():
+    # (1, 4, 256, 40, 8): batch x blocks x rows is 1024 iterations, so the columns stay a
+    # nested loop (no division per vector for them); a small map fuses every outer axis
+    x, y, s = _upsample2((1, 4, 128, 20, 8))
+    text = str(ember.lower(s, [x, y], simple_mode=True))
+    assert "a_b_fused_i_fused, 0, 1024" in text and "for (j, 0, 40)" in text, text
+    xv = rand((1, 4, 128, 20, 8), seed=3)
+    (got,) = run_kernel(y, [x], [xv], schedule=topi.schedule_injective)
+    check(got, xv.repeat(2, axis=2).repeat(2, axis=3))
+    xs, ys, ss = _upsample2((1, 2, 8, 8, 8))
+    assert "a_b_fused_i_fused_j_fused, 0, 512" in str(ember.lower(ss, [xs, ys], simple_mode=True))

@@ -29,6 +29,7 @@ from ..transform import (
     FoldConstant,
     FoldGemmViews,
     FoldScaleAxis,
+    FoldTokenLayouts,
     FuseGemmEpilogue,
     FuseLayerNorm,
     FuseOps,
@@ -57,10 +58,12 @@ def optimize_passes() -> list[Pass]:
     SimplifyInference (or an ONNX exporter) decomposed; FuseGemmEpilogue packs constant
     weights (the FoldConstant after it folds the packing); FoldGemmViews turns the head
     transposes around batched GEMMs into strides; AlterOpLayout plans blocked conv layouts
-    for the current target (``relay/transform/alter_op_layout.py``)."""
+    for the current target (``relay/transform/alter_op_layout.py``); FoldTokenLayouts makes
+    each crossing between a blocked map and a transformer's tokens one blocked copy."""
     return [SimplifyInference(), DynamicToStatic(), EliminateCommonSubexpr(), FoldConstant(),
             RecogniseActivations(), FoldScaleAxis(), SimplifyExpr(), CanonicalizeOps(),
-            FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), AlterOpLayout()]
+            FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), AlterOpLayout(),
+            FoldTokenLayouts()]
 
 
 @contextmanager

@@ -288,8 +288,9 @@ class _Planner:
                        groups=a.groups, lanes=p.lanes, in_block=p.in_block,
                        activation=p.act, clip_min=p.clip[0], clip_max=p.clip[1],
                        act_after_add=p.act_after_add)
+        conv = _spanned(p.span, conv)  # a transposed conv's phase conv names its node too
         if not p.interleave:
-            return _spanned(p.span, conv)
+            return conv
         return _spanned(p.span, op_call("nn.contrib_conv2d_transpose_interleave", conv,
                                         **dict(p.interleave)))
 

@@ -94,6 +94,36 @@ def test_batch_norm_folded_into_the_conv_keeps_its_name():
     assert sorted(covered) == ["bn", "conv"]
 
 
+def test_transposed_conv_phase_conv_and_interleave_both_name_the_node():
+    # the 2x2/2 ConvTranspose of DBNet's head: a blocked phase conv, then its interleave
+    rng = np.random.default_rng(3)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [16, 16, 2, 2],
+                           rng.uniform(-1, 1, 16 * 16 * 4).astype("float32"))
+    nodes = [helper.make_node("ConvTranspose", ["x", "w"], ["c"], name="deconv",
+                              strides=[2, 2]),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 5, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 10, 10])
+    named = [k for k in kernels(_model(nodes, [x], [y], [w])) if k]
+    assert len(named) == 2 and all("deconv" in k for k in named), named
+
+
+def test_tokens_of_a_blocked_map_keep_their_node_names():
+    # conv -> tokens (Reshape, Transpose) -> Relu: FoldTokenLayouts' blocked copy names them
+    rng = np.random.default_rng(4)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [16, 16, 3, 3],
+                           rng.uniform(-1, 1, 16 * 16 * 9).astype("float32"))
+    shape = helper.make_tensor("shape", TensorProto.INT64, [3], [1, 16, 36])
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["c", "shape"], ["r"], name="flatten"),
+             helper.make_node("Transpose", ["r"], ["t"], name="tokens", perm=[0, 2, 1]),
+             helper.make_node("Relu", ["t"], ["y"], name="act")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 6, 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 36, 16])
+    covered = [n for k in kernels(_model(nodes, [x], [y], [w, shape])) for n in k]
+    assert sorted(covered) == ["act", "conv", "flatten", "tokens"]
+
+
 def test_a_model_built_from_the_python_api_has_no_node_names():
     x = relay.var("x", shape=(2, 3))
     func = relay.Function([x], relay.nn.relu(x + relay.const(1.0)))

@@ -67,6 +67,8 @@ typedef struct {
   int32_t rb, rw, strip, order;      /* tile and loop order (cost model) */
   int32_t groups;
   int32_t depthwise;
+  int32_t wicb;                      /* input blocks of one output block's weights (icb_g) */
+  int32_t accum;                     /* tiles add the output's partial sums, not the bias */
 } ember_conv_p;
 
 /* Whether the activation runs in a second pass over each stored strip (the exp-based ones:

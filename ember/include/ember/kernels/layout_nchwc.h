@@ -13,6 +13,13 @@
  * written as zeros (to NCHW[L]c; an 8x8 register block loads zero rows for them) or dropped
  * (from NCHW[L]c). Work items (batch x channel block x position tile) are split over
  * TVMBackendParallelLaunch's tasks when `threads` is set. Returns 0.
+ *
+ * Entry point: ember_layout_nhwc(in, out, n, c, hw, block, to_blocked, threads): the same
+ * between channels-last (N, HW, C: NHWC, or a transformer's tokens N x positions x C) and
+ * NCHW[L]c. Position p of channel block b is L contiguous floats on both sides
+ * (out[n][p][b * L + l] = in[n][b][p][l]), so the copy is one L-float move per (position,
+ * block), in the order that writes the destination contiguously; no transposition at all
+ * (composing NCHW[L]c -> NCHW with a transpose to tokens read one float per cache line).
  */
 #ifndef EMBER_KERNELS_LAYOUT_NCHWC_H_
 #define EMBER_KERNELS_LAYOUT_NCHWC_H_
@@ -24,6 +31,7 @@
 
 /* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
 EMBER_KENTRY int32_t ember_layout_nchwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads);
+EMBER_KENTRY int32_t ember_layout_nhwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads);
 
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
@@ -78,15 +86,18 @@ typedef struct {
   const float* in;
   float* out;
   int32_t n, c, hw, block, to_blocked;
+  int32_t last; /* the other side is channels-last (ember_layout_nhwc), not NCHW */
 } ember_layout_p;
 
 static inline int64_t ember_layout_blocks(const ember_layout_p* p) {
   return (p->c + p->block - 1) / p->block;
 }
 
+/* Work items: (batch x channel block, position tile) for NCHW; (batch, position tile) for
+ * channels-last, whose tile moves every block. */
 static inline int64_t ember_layout_items(const ember_layout_p* p) {
   int64_t tiles = (p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE;
-  return (int64_t)p->n * ember_layout_blocks(p) * tiles;
+  return (int64_t)p->n * (p->last ? 1 : ember_layout_blocks(p)) * tiles;
 }
 
 /* Items [lo, hi): (plane = batch x channel block, position tile). The block's L rows of one
@@ -158,11 +169,48 @@ EMBER_LAYOUT_INLINE void ember_layout_copy(const ember_layout_p* p, int64_t lo, 
   }
 }
 
+/* Channels-last <-> NCHW[L]c, items [lo, hi): (batch, position tile). For each position the
+ * c / L blocks are moved in channel order, so the channels-last side is walked contiguously
+ * and the blocked side as c / L unit-stride streams, one per block plane. */
+static inline void ember_layout_last_copy(const ember_layout_p* p, int64_t lo, int64_t hi,
+                                          const int32_t L) {
+  const int64_t tiles = (p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE;
+  const int32_t blocks = p->c / L;
+  const size_t plane = (size_t)p->hw * L; /* one channel block of the blocked side */
+  int64_t item;
+  for (item = lo; item < hi; ++item) {
+    const int64_t batch = item / tiles;
+    const int32_t p0 = (int32_t)(item % tiles) * EMBER_LAYOUT_TILE;
+    const int32_t p1 = p0 + EMBER_LAYOUT_TILE < p->hw ? p0 + EMBER_LAYOUT_TILE : p->hw;
+    const size_t base = (size_t)batch * p->c * p->hw; /* the same offset in both layouts */
+    int32_t x, b, l;
+    for (x = p0; x < p1; ++x) {
+      for (b = 0; b < blocks; ++b) {
+        const size_t last = base + (size_t)x * p->c + (size_t)b * L;
+        const size_t blocked = base + (size_t)b * plane + (size_t)x * L;
+        if (p->to_blocked) {
+          for (l = 0; l < L; ++l) p->out[blocked + l] = p->in[last + l];
+        } else {
+          for (l = 0; l < L; ++l) p->out[last + l] = p->in[blocked + l];
+        }
+      }
+    }
+  }
+}
+
 /* The copy with the common blocks as constants (unrolled, vectorised inner loops): the SIMD
- * lanes, and 3, the block of an RGB input that a network's first conv reads whole. */
+ * lanes, and 3, the block of an RGB input that a network's first conv reads whole. A padded
+ * last block has its own instances (the whole-block ones keep no per-block row count). */
 static inline void ember_layout_range(const ember_layout_p* p, int64_t lo, int64_t hi) {
-  if (p->c % p->block) { /* a padded last block: its own instances (the whole-block ones
-                          * keep no per-block row count) */
+  if (p->last) {
+    switch (p->block) {
+      case 4: ember_layout_last_copy(p, lo, hi, 4); return;
+      case 8: ember_layout_last_copy(p, lo, hi, 8); return;
+      case 16: ember_layout_last_copy(p, lo, hi, 16); return;
+      default: ember_layout_last_copy(p, lo, hi, p->block); return;
+    }
+  }
+  if (p->c % p->block) {
     switch (p->block) {
       case 8: ember_layout_copy(p, lo, hi, 8, 1); return;
       case 16: ember_layout_copy(p, lo, hi, 16, 1); return;
@@ -185,14 +233,26 @@ static inline int ember_layout_task(int task_id, TVMParallelGroupEnv* penv, void
   return 0;
 }
 
-#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layout_nchwc)
-EMBER_KENTRY int32_t ember_layout_nchwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads) {
+static inline int32_t ember_layout_run(const float* in, float* out, int32_t n, int32_t c,
+                                       int32_t hw, int32_t block, int32_t to_blocked,
+                                       int32_t threads, int32_t last) {
   ember_layout_p p;
   p.in = in; p.out = out; p.n = n; p.c = c; p.hw = hw; p.block = block;
-  p.to_blocked = to_blocked;
+  p.to_blocked = to_blocked; p.last = last;
   if (threads) return TVMBackendParallelLaunch(ember_layout_task, &p, 0);
   ember_layout_range(&p, 0, ember_layout_items(&p));
   return 0;
+}
+
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layout_nchwc)
+EMBER_KENTRY int32_t ember_layout_nchwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads) {
+  return ember_layout_run(in, out, n, c, hw, block, to_blocked, threads, 0);
+}
+#endif
+
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layout_nhwc)
+EMBER_KENTRY int32_t ember_layout_nhwc(const float* in, float* out, int32_t n, int32_t c, int32_t hw, int32_t block, int32_t to_blocked, int32_t threads) {
+  return ember_layout_run(in, out, n, c, hw, block, to_blocked, threads, 1);
 }
 #endif
 #endif /* EMBER_KERNEL_BODIES */

@@ -1,0 +1,123 @@
+"""FoldTokenLayouts: both rewrites as before/expected pairs, the graphs each must leave alone,
+results against the unrewritten graph (interpreter), and a built model whose token crossings
+run the blocked channels-last copy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _pass_helpers import assert_main_equal, assert_same_result, parse, run
+
+import ember
+from ember import relay
+from ember.relay.transform import FoldTokenLayouts
+from ember.relay.transform.fold_token_layouts import RULES
+
+MAP = "%x: Tensor[(2, 3, 5, 7, 8), float32]"  # N=2, C=24 in NCHW8c, 5x7
+TOKENS = "%t: Tensor[(2, 35, 24), float32]"
+TO_NCHW = 'layout_transform(%x, src_layout="NCHW8c", dst_layout="NCHW")'
+FROM_NCHW = 'layout_transform({}, src_layout="NCHW", dst_layout="NCHW8c")'
+
+CASES = {
+    "blocked_to_tokens": (
+        f"def @main({MAP}) {{ transpose(reshape({TO_NCHW}, newshape=[2, 24, 35]), "
+        f"axes=[0, 2, 1]) }}",
+        f"def @main({MAP}) {{ layout_transform(reshape(%x, newshape=[2, 3, 35, 8]), "
+        f'src_layout="NCW8c", dst_layout="NWC") }}'),
+    "tokens_to_blocked": (
+        f"def @main({TOKENS}) {{ "
+        + FROM_NCHW.format("reshape(transpose(%t, axes=[0, 2, 1]), newshape=[2, 24, 5, 7])")
+        + " }",
+        f"def @main({TOKENS}) {{ layout_transform(reshape(%t, newshape=[2, 5, 7, 24]), "
+        f'src_layout="NHWC", dst_layout="NCHW8c") }}'),
+    "round_trip_with_gelu": (  # Mix-FFN: tokens -> map (a conv would sit here) -> tokens
+        f"def @main({TOKENS}) {{ %0 = "
+        + FROM_NCHW.format("reshape(transpose(%t, axes=[0, 2, 1]), newshape=[2, 24, 5, 7])")
+        + '; %1 = layout_transform(%0, src_layout="NCHW8c", dst_layout="NCHW"); '
+        "nn.gelu(transpose(reshape(%1, newshape=[2, 24, 35]), axes=[0, 2, 1])) }",
+        f"def @main({TOKENS}) {{ %0 = layout_transform(reshape(%t, newshape=[2, 5, 7, 24]), "
+        'src_layout="NHWC", dst_layout="NCHW8c"); '
+        "nn.gelu(layout_transform(reshape(%0, newshape=[2, 3, 35, 8]), "
+        'src_layout="NCW8c", dst_layout="NWC")) }'),
+}
+
+LEFT_ALONE = [
+    # the transpose is not the tokens' swap
+    f"def @main({MAP}) {{ transpose(reshape({TO_NCHW}, newshape=[2, 24, 35]), "
+    "axes=[1, 0, 2]) }",
+    # the reshape does not merge H and W (it splits the channels)
+    f"def @main({MAP}) {{ transpose(reshape({TO_NCHW}, newshape=[2, 120, 7]), "
+    "axes=[0, 2, 1]) }",
+    # a transform to another blocking, not to NCHW
+    "def @main(%x: Tensor[(1, 2, 4, 4, 8), float32]) { transpose(reshape(layout_transform("
+    '%x, src_layout="NCHW8c", dst_layout="NCHW16c"), newshape=[1, 16, 16]), axes=[0, 2, 1]) }',
+    # a transform to NHWC already, not from NCHW
+    "def @main(%t: Tensor[(1, 4, 8), float32]) { layout_transform(reshape(%t, newshape="
+    '[1, 2, 2, 8]), src_layout="NHWC", dst_layout="NCHW8c") }',
+    # the reshape to the map is not (N, C, H, W) of the tokens' (N, HW, C)
+    f"def @main({TOKENS}) {{ "
+    + FROM_NCHW.format("reshape(transpose(%t, axes=[0, 2, 1]), newshape=[1, 48, 5, 7])")
+    + " }",
+    # float16: the kernels copy float32
+    "def @main(%t: Tensor[(1, 4, 8), float16]) { "
+    + FROM_NCHW.format("reshape(transpose(%t, axes=[0, 2, 1]), newshape=[1, 8, 2, 2])") + " }",
+    # a run-time batch
+    "def @main(%t: Tensor[(?, 4, 8), float32]) { layout_transform(reshape(transpose(%t, "
+    'axes=[0, 2, 1]), newshape=[-1, 8, 2, 2]), src_layout="NCHW", dst_layout="NCHW8c") }',
+]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rewrite(case):
+    before, expected = CASES[case]
+    after = run(FoldTokenLayouts(), before)
+    assert_main_equal(after, expected)
+    rng = np.random.default_rng(0)
+    args = [rng.uniform(-2, 2, tuple(int(d) for d in p.checked_type.shape)).astype("float32")
+            for p in parse(before)["main"].params]
+    assert_same_result(parse(before), after, *args)
+
+
+@pytest.mark.parametrize("before", LEFT_ALONE)
+def test_left_alone(before):
+    assert_main_equal(run(FoldTokenLayouts(), before), before)
+
+
+def test_every_rule_is_a_named_function():
+    assert {fn.__name__ for _, fn in RULES} == {"blocked_to_tokens", "tokens_to_blocked"}
+
+
+def test_rewritten_transform_keeps_the_onnx_node_names():
+    x = relay.var("x", shape=(1, 2, 3, 3, 8))
+    back = relay.layout_transform(x, "NCHW8c", "NCHW")
+    y = relay.transpose(relay.reshape(back, (1, 16, 9)), (0, 2, 1))
+    span = ember.ir.Span(ember.ir.SourceName("node_Transpose_3"), 0, 0, 0, 0)
+    y = relay.Call(y.op, y.args, y.attrs, span=span)
+    out = run(FoldTokenLayouts(), ember.IRModule.from_expr(relay.Function([x], y)))
+    assert out["main"].body.span is not None
+    assert "node_Transpose_3" in str(out["main"].body.span)
+
+
+def _mix_ffn(channels: int, h: int, w: int) -> tuple[ember.IRModule, dict]:
+    """tokens -> map -> depthwise 3x3 -> tokens -> GELU: SegFormer's Mix-FFN core."""
+    t = relay.var("t", shape=(1, h * w, channels))
+    weight = relay.var("weight", shape=(channels, 1, 3, 3))
+    image = relay.reshape(relay.transpose(t, (0, 2, 1)), (1, channels, h, w))
+    conv = relay.nn.conv2d(image, weight, padding=(1, 1), groups=channels)
+    tokens = relay.transpose(relay.reshape(conv, (1, channels, h * w)), (0, 2, 1))
+    mod = ember.IRModule.from_expr(relay.Function([t, weight], relay.nn.gelu(tokens)))
+    rng = np.random.default_rng(3)
+    return mod, {"weight": rng.uniform(-1, 1, (channels, 1, 3, 3)).astype("float32")}
+
+
+def test_built_mix_ffn_matches_the_interpreter_and_runs_the_channels_last_copy():
+    mod, params = _mix_ffn(24, 5, 7)  # 24 channels: 3 blocks of 8 (or 6 of 4)
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    source = "\n".join(m.get_source() for m in lib.get_lib()._walk())
+    assert "ember_layout_nhwc(" in source
+    t = np.random.default_rng(4).uniform(-2, 2, (1, 35, 24)).astype("float32")
+    runner = ember.contrib.graph_executor.GraphModule(lib["default"](ember.cpu(0)))
+    runner.set_input("t", t)
+    runner.run()
+    want = relay.create_executor("debug", mod=mod).evaluate()(t, params["weight"]).numpy()
+    np.testing.assert_allclose(runner.get_output(0).numpy(), want, rtol=1e-5, atol=1e-5)
