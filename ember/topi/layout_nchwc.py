@@ -55,9 +55,8 @@ def _memory_of(x: te.Tensor) -> te.Tensor | None:
 def layout_nchwc(x: te.Tensor, src_layout: str, dst_layout: str,
                  shape: tuple) -> te.Tensor | None:
     """The transform of ``x`` (a function input or a reshape of one, float32, static shape)
-    through a kernel; None when no kernel applies. ``shape``: the output shape. NCHW to
-    NCHW[L]c with channels that are not a multiple of L fills the last block's remaining lanes
-    with zeros (channels-last needs whole blocks)."""
+    through a kernel; None when no kernel applies. ``shape``: the output shape. To NCHW[L]c,
+    channels that are not a multiple of L fill the last block's remaining lanes with zeros."""
     pair = blocked_copy(src_layout, dst_layout)
     source = _memory_of(x)
     sizes = dims(x.shape)
@@ -71,8 +70,6 @@ def layout_nchwc(x: te.Tensor, src_layout: str, dst_layout: str,
         n, c, hw = sizes[0], sizes[-1], math.prod(sizes[1:-1])
     else:  # (N, C, H, W)
         n, c, hw = sizes[0], sizes[1], sizes[2] * sizes[3]
-    if to_blocked and last and c % block:
-        return None  # a padded last block of channels-last input: the generic lowering
     return _kernel_call(source, n, c, hw, block, to_blocked, last, tuple(shape))
 
 

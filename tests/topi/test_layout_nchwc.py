@@ -100,7 +100,7 @@ def test_channels_last_kernel_matches_numpy_at_every_level(libs, level):
 
 
 def _kind(t: te.Tensor) -> str:
-    return "kernel" if t.op.tag == "layout_nchwc" else "generic"
+    return "kernel" if t.op.tag in ("layout_nchwc", "layout_nhwc") else "generic"
 
 
 def test_lowering_takes_the_kernel_for_nchw_and_blocked_inputs():
@@ -181,7 +181,11 @@ def test_lowering_takes_the_channels_last_kernel_also_through_a_reshape():
 
 def test_channels_last_transforms_that_stay_generic():
     t = te.placeholder((1, 3, 5, 12), name="t")
-    assert _kind(topi.layout_transform(t, "NHWC", "NCHW8c")) == "generic"  # padded last block
+    padded = topi.layout_transform(t, "NHWC", "NCHW8c")  # a padded last block: the kernel
+    assert _kind(padded) == "kernel"
+    tv = np.random.default_rng(7).uniform(-1, 1, (1, 3, 5, 12)).astype("float32")
+    (got,) = run_kernel(padded, [t], [tv])
+    np.testing.assert_array_equal(got, _blocked(tv.transpose(0, 3, 1, 2), 8))
     assert _kind(topi.layout_transform(topi.reshape(t + 1.0, (1, 15, 12)), "NWC",
                                        "NCW4c")) == "generic"  # a producer under the reshape
     b = te.placeholder((1, 2, 3, 5, 8), name="b")

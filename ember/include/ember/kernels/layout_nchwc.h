@@ -19,7 +19,8 @@
  * NCHW[L]c. Position p of channel block b is L contiguous floats on both sides
  * (out[n][p][b * L + l] = in[n][b][p][l]), so the copy is one L-float move per (position,
  * block), in the order that writes the destination contiguously; no transposition at all
- * (composing NCHW[L]c -> NCHW with a transpose to tokens read one float per cache line).
+ * (composing NCHW[L]c -> NCHW with a transpose to tokens read one float per cache line); a
+ * padded last block as for NCHW.
  */
 #ifndef EMBER_KERNELS_LAYOUT_NCHWC_H_
 #define EMBER_KERNELS_LAYOUT_NCHWC_H_
@@ -170,28 +171,38 @@ EMBER_LAYOUT_INLINE void ember_layout_copy(const ember_layout_p* p, int64_t lo, 
 }
 
 /* Channels-last <-> NCHW[L]c, items [lo, hi): (batch, position tile). For each position the
- * c / L blocks are moved in channel order, so the channels-last side is walked contiguously
- * and the blocked side as c / L unit-stride streams, one per block plane. */
+ * ceil(c / L) blocks are moved in channel order, so the channels-last side is walked
+ * contiguously and the blocked side as unit-stride streams, one per block plane. A padded last
+ * block (c % L channels present) gets zeros in its other lanes, or loses them on the way back. */
 static inline void ember_layout_last_copy(const ember_layout_p* p, int64_t lo, int64_t hi,
                                           const int32_t L) {
   const int64_t tiles = (p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE;
-  const int32_t blocks = p->c / L;
+  const int32_t whole = p->c / L, tail = p->c - whole * L;
   const size_t plane = (size_t)p->hw * L; /* one channel block of the blocked side */
   int64_t item;
   for (item = lo; item < hi; ++item) {
     const int64_t batch = item / tiles;
     const int32_t p0 = (int32_t)(item % tiles) * EMBER_LAYOUT_TILE;
     const int32_t p1 = p0 + EMBER_LAYOUT_TILE < p->hw ? p0 + EMBER_LAYOUT_TILE : p->hw;
-    const size_t base = (size_t)batch * p->c * p->hw; /* the same offset in both layouts */
+    const size_t last0 = (size_t)batch * p->c * p->hw;
+    const size_t blocked0 = (size_t)batch * (size_t)(whole + (tail > 0)) * plane;
     int32_t x, b, l;
     for (x = p0; x < p1; ++x) {
-      for (b = 0; b < blocks; ++b) {
-        const size_t last = base + (size_t)x * p->c + (size_t)b * L;
-        const size_t blocked = base + (size_t)b * plane + (size_t)x * L;
+      const size_t last = last0 + (size_t)x * p->c, blocked = blocked0 + (size_t)x * L;
+      for (b = 0; b < whole; ++b) {
         if (p->to_blocked) {
-          for (l = 0; l < L; ++l) p->out[blocked + l] = p->in[last + l];
+          for (l = 0; l < L; ++l) p->out[blocked + b * plane + l] = p->in[last + b * L + l];
         } else {
-          for (l = 0; l < L; ++l) p->out[last + l] = p->in[blocked + l];
+          for (l = 0; l < L; ++l) p->out[last + b * L + l] = p->in[blocked + b * plane + l];
+        }
+      }
+      if (tail > 0) { /* the padded last block */
+        const size_t at = blocked + (size_t)whole * plane;
+        if (p->to_blocked) {
+          for (l = 0; l < tail; ++l) p->out[at + l] = p->in[last + (size_t)whole * L + l];
+          for (; l < L; ++l) p->out[at + l] = 0.0f;
+        } else {
+          for (l = 0; l < tail; ++l) p->out[last + (size_t)whole * L + l] = p->in[at + l];
         }
       }
     }
