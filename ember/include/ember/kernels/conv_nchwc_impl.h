@@ -160,7 +160,7 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
       EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
       *v += EMBER_VLOAD(EMBER_L, res);
     }
-  } else if (p->act) {
+  } else if (p->act && !ember_conv_late_act(p)) { /* a late one: no switch per vector */
     EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
   }
   EMBER_VSTORE(EMBER_L, out, *v);
