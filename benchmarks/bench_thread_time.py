@@ -9,7 +9,8 @@ are then called in turn (``--rounds`` rounds of ``--repeat`` calls each, interle
 change in the machine's load hits both alike), each call timed by ``time.thread_time()``: on a
 machine that other jobs load, wall time measures them, the calling thread's CPU time measures
 the model (both run their kernels on the calling thread at one thread). Prints one row per
-model (medians in ms, ratio ember / onnxruntime) and writes JSON (``--json``).
+model (medians in ms, ratio ember / onnxruntime, the largest difference of their outputs) and
+writes JSON (``--json``).
 """
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ def measure(case: Any, rounds: int, repeat: int, warmup: int) -> dict[str, Any]:
         feeds = dict(case.inputs)
         run_ember = lambda: compiled(**feeds)  # noqa: E731
         run_ort = lambda: sess.run(None, feeds)  # noqa: E731
+        got, want = run_ember(), run_ort()
+        got = got if isinstance(got, list) else [got]
+        diff = max(float(abs(g - w).max()) for g, w in zip(got, want))
         for _ in range(warmup):
             run_ember()
             run_ort()
@@ -62,7 +66,8 @@ def measure(case: Any, rounds: int, repeat: int, warmup: int) -> dict[str, Any]:
             em += _cpu_ms(run_ember, repeat)
             ort += _cpu_ms(run_ort, repeat)
     e, o = statistics.median(em), statistics.median(ort)
-    return {"model": case.name, "ember_ms": e, "ort_ms": o, "ratio": e / o, "calls": len(em)}
+    return {"model": case.name, "ember_ms": e, "ort_ms": o, "ratio": e / o if o > 0 else float("inf"), "calls": len(em),
+            "max_abs_diff": diff}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,8 +83,9 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = [measure(case, opts.rounds, opts.repeat, opts.warmup)
             for case in zoo_models(opts.models, small=opts.small)]
-    print(table([[r["model"], r["ember_ms"], r["ort_ms"], r["ratio"]] for r in rows],
-                ["model", "ember ms (thread)", "ort ms (thread)", "ratio"]))
+    print(table([[r["model"], r["ember_ms"], r["ort_ms"], r["ratio"], r["max_abs_diff"]]
+                 for r in rows],
+                ["model", "ember ms (thread)", "ort ms (thread)", "ratio", "max |diff|"]))
     with open_results(opts.json) as f:
         json.dump({"clock": "thread_time", "threads": 1, "models": rows}, f, indent=1)
     return 0
