@@ -66,7 +66,8 @@ def measure(case: Any, rounds: int, repeat: int, warmup: int) -> dict[str, Any]:
             em += _cpu_ms(run_ember, repeat)
             ort += _cpu_ms(run_ort, repeat)
     e, o = statistics.median(em), statistics.median(ort)
-    return {"model": case.name, "ember_ms": e, "ort_ms": o, "ratio": e / o if o > 0 else float("inf"), "calls": len(em),
+    ratio = e / o if o > 0 else float("inf")
+    return {"model": case.name, "ember_ms": e, "ort_ms": o, "ratio": ratio, "calls": len(em),
             "max_abs_diff": diff}
 
 
