@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import ember
 from ember.relay.op.nn.conv import conv2d_nchw
+from ember.relay.op.nn.epilogue_activation import activation_ref
 from ember.target.simd import LEVELS
 from ember.topi.nn import conv2d_nchwc as K
 
@@ -36,6 +37,8 @@ LEVEL_FLAGS = {"native": ["-march=native"], "x86-64-v3": ["-march=x86-64-v3"],
 pytestmark = pytest.mark.skipif(CC is None, reason="needs a C compiler")
 F32 = ctypes.POINTER(ctypes.c_float)
 ACT = {v: k for k, v in K.ACTIVATIONS.items()}
+# the GELUs' two parameters as the layout planner sets them (output and inner scale)
+GELU_PARAMS = {"gelu_erf": (0.5, 1 / np.sqrt(2)), "gelu_tanh": (0.5, np.sqrt(2 / np.pi))}
 
 
 def _host_runs(level: str) -> bool:
@@ -87,7 +90,9 @@ def _epilogue(y: np.ndarray, act: str, clip: tuple, res: np.ndarray | None,
         table = {"hardsigmoid": lambda: np.clip(lo * v + hi, 0, 1),
                  "leaky_relu": lambda: np.where(v > 0, v, lo * v),
                  "sigmoid": lambda: 1 / (1 + np.exp(-v)), "silu": lambda: v / (1 + np.exp(-v)),
-                 "mish": lambda: v * np.tanh(np.logaddexp(0, v))}
+                 "mish": lambda: v * np.tanh(np.logaddexp(0, v)),
+                 "gelu_erf": lambda: activation_ref(v, "gelu_erf", lo, hi),
+                 "gelu_tanh": lambda: activation_ref(v, "gelu_tanh", lo, hi)}
         return table[act]() if act in table else v
 
     if res is None:
@@ -110,7 +115,7 @@ def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (
     ref = conv2d_nchw(x.astype("float64"), wt.astype("float64"), s, pads, d, groups)
     ref = ref + b.reshape(1, -1, 1, 1)
     res = rng.uniform(-1, 1, ref.shape).astype("float32") if residual else None
-    clip = (-0.25, 0.5)
+    clip = GELU_PARAMS.get(act, (-0.25, 0.5))
     expect = _epilogue(ref, act, clip, res, after)
     oh, ow = ref.shape[2:]
     xb = K.to_blocked(x, cb) if cb > 1 else x.reshape(n, ic, h, w, 1)
@@ -239,6 +244,20 @@ EDGE_CASES = {
                              "after": False, "act": "silu"},
     "mish": {"ic": 8, "oc": 8, "h": 4, "w": 4, "act": "mish"},
     "depthwise_silu": {"ic": 16, "oc": 16, "h": 6, "w": 6, "groups": 16, "act": "silu"},
+    # GELU: the vector form over whole target vectors, the scalar one over the rest of a
+    # strip (odd widths at 4 lanes on a wider target), after and before a residual
+    "gelu_erf": {"ic": 8, "oc": 16, "h": 3, "w": 7, "act": "gelu_erf"},
+    "gelu_tanh_residual_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True,
+                                  "after": False, "act": "gelu_tanh"},
+    "gelu_erf_residual_after": {"ic": 8, "oc": 8, "h": 4, "w": 5, "residual": True,
+                                "act": "gelu_erf"},
+    "depthwise_gelu_tanh": {"ic": 16, "oc": 16, "h": 6, "w": 5, "groups": 16,
+                            "act": "gelu_tanh"},
+    # wav2vec2's feature convs: kernel 3, stride 2, one long row, then GELU
+    "conv1d_gelu": {"ic": 32, "oc": 32, "h": 1, "w": 301, "k": (1, 3), "s": (1, 2),
+                    "pads": (0,) * 4, "act": "gelu_erf"},
+    "flat_gelu_tanh": {"ic": 16, "oc": 32, "h": 7, "w": 7, "act": "gelu_tanh",
+                       "tiles": (2, 6, 7, 0)},
     "no_activation_batch2": {"ic": 8, "oc": 8, "h": 4, "w": 5, "act": "none", "n": 2},
     "depthwise_residual": {"ic": 16, "oc": 16, "h": 6, "w": 6, "groups": 16, "residual": True,
                            "act": "clip"},
@@ -267,6 +286,8 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "conv1d_long_row", "1x1_packed_stride2_padding",
                                   "pairs_7_wide", "1x1_padded_unpacked",
                                   "residual_act_before", "silu_residual_before", "mish",
+                                  "gelu_erf", "gelu_tanh_residual_before", "conv1d_gelu",
+                                  "depthwise_gelu_tanh",
                                   "hardsigmoid", "flat_stride2_to_7x7",
                                   "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks",
                                   "chunked_uneven_stride2"])
@@ -444,6 +465,7 @@ def test_wrappers_refuse_bad_lanes_and_activations():
         K.conv2d_nchwc(x, x, x, None, geo, LEVELS["avx2"])
     geo8 = K.ConvGeometry(1, 8, 4, 4, 8, 4, 4, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
     with pytest.raises(OpError, match="activation"):
+        # the relay op's name: the kernel's are gelu_erf and gelu_tanh
         K.conv2d_nchwc(x, x, x, None, geo8, LEVELS["avx2"], act="gelu")
     with pytest.raises(OpError, match="does not split"):
         K.pack_weight(np.zeros((6, 8, 1, 1), "float32"), 8, 8)

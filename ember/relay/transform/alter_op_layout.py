@@ -18,7 +18,7 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   per-channel constant adds (bias, ``nn.bias_add``), one residual ``add`` of another tensor of
   the same shape, and one activation (before or after the residual add): ``nn.relu``,
   ``clip``, ``nn.hardswish``, ``nn.hardsigmoid``, ``nn.leaky_relu``, ``sigmoid``, ``nn.silu``,
-  ``nn.mish`` (exporters' spelled-out forms are these ops after ``RecogniseActivations``);
+  ``nn.mish``, ``nn.gelu`` (both forms; exporters' spelled-out forms are these ops after ``RecogniseActivations``);
 - blocked values flow through elementwise ops (both operands blocked, one of them possibly
   (N, C, 1, 1) broadcast over the image, as a squeeze-and-excitation scale; or a scalar or
   per-channel constant, which is re-blocked at build time), pools (their ``layout`` becomes
@@ -49,6 +49,7 @@ the requested layout.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -75,6 +76,9 @@ from .type_infer import InferType
 
 __all__ = ["AlterOpLayout", "ConvertLayout", "plan_lanes"]
 
+GELU_ERF_SCALE = 1.0 / math.sqrt(2.0)  # GELU(x) = x / 2 * (1 + erf(x / sqrt(2)))
+GELU_TANH_SCALE = math.sqrt(2.0 / math.pi)  # and x / 2 * (1 + tanh(sqrt(2/pi) (x + ...)))
+
 UNARY = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "exp", "negative", "abs", "sqrt",
                    "rsqrt", "nn.leaky_relu", "copy", "erf", "floor", "ceil", "round", "log",
                    "nn.hardswish", "nn.hardsigmoid", "nn.silu", "nn.gelu", "nn.mish"])
@@ -94,6 +98,8 @@ ACTS: dict[str, Any] = {
     "sigmoid": lambda a: ("sigmoid", (0.0, 0.0)),
     "nn.silu": lambda a: ("silu", (0.0, 0.0)),
     "nn.mish": lambda a: ("mish", (0.0, 0.0)),
+    "nn.gelu": lambda a: ("gelu_erf", (0.5, GELU_ERF_SCALE)) if a.approximate == "none"
+    else ("gelu_tanh", (0.5, GELU_TANH_SCALE)),
 }
 
 # what a conv's epilogue may absorb between it and a conv that reads its result

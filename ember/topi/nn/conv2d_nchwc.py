@@ -29,9 +29,11 @@ from .sizes import Dim, ceildiv, folded, i64, is_static, static_or_expr, widest
 HEADER = "ember/kernels/conv_nchwc.h"
 LANES = (4, 8, 16)  # lane counts the kernels are instantiated for
 # activation codes (EMBER_CONV_ACT_* in conv_simd.h); the two parameters (``clip``) are the
-# bounds of clip, the slope and offset of hardsigmoid, the slope of leaky_relu
+# bounds of clip, the slope and offset of hardsigmoid, the slope of leaky_relu, the output and
+# inner scales of the GELUs (``lo * x * (1 + erf(hi * x))``, the tanh form's likewise)
 ACTIVATIONS = {"none": 0, "relu": 1, "clip": 2, "hardswish": 3, "hardsigmoid": 4,
-               "leaky_relu": 5, "sigmoid": 6, "silu": 7, "mish": 8}
+               "leaky_relu": 5, "sigmoid": 6, "silu": 7, "mish": 8, "gelu_erf": 9,
+               "gelu_tanh": 10}
 RESIDUAL, ACT_AFTER_ADD = 1, 2  # epilogue flags (EMBER_EPI_* in conv_simd.h)
 TILE_WIDTHS = (12, 8, 6, 4, 2, 1)  # the register tile widths the header instantiates
 QUAD_WIDTHS = (6, 4, 2, 1)  # widths of the 4-block tiles (AVX-512 builds only)

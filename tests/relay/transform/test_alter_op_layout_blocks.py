@@ -4,6 +4,8 @@ concatenation and split in whole blocks; each planned graph checked for what it 
 built, against the build without planning (rtol 1e-4, atol 1e-5)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,8 @@ ACTS = {  # spelled-out form -> the conv epilogue's activation and parameters
     "sigmoid": (relay.sigmoid, "sigmoid", None),
     "mish": (relay.nn.mish, "mish", None),
     "leaky_relu": (lambda v: relay.nn.leaky_relu(v, 0.125), "leaky_relu", (0.125, 0.0)),
+    "gelu_erf": (exported.gelu, "gelu_erf", (0.5, 1 / math.sqrt(2))),
+    "gelu_tanh": (exported.gelu_tanh, "gelu_tanh", (0.5, math.sqrt(2 / math.pi))),
 }
 
 
@@ -101,6 +105,29 @@ def test_activation_before_the_residual():
     body = relay.add(exported.silu(relay.nn.conv2d(x, _c(8, 8, 1, 1))), x)
     (conv,) = [c for c in _calls(_plan(body, x)) if c.op.name.startswith("nn.contrib_conv2d")]
     assert conv.attrs.activation == "silu" and not conv.attrs.act_after_add
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_after_a_conv1d_is_its_epilogue(approximate):
+    # wav2vec2's feature convs: kernel (1, 3), stride 2, then GELU as the exporter spells it;
+    # planned, it is one fused conv between the layout transforms, as written out here
+    from ember.ir.structural import assert_structural_equal
+    from ember.relay.op.nn.conv_nchwc import contrib_conv2d_nchwc_fused
+    from ember.topi.nn.conv2d_nchwc import pack_weight
+
+    x = relay.var("x", shape=(1, 8, 1, 9))
+    w = RNG.uniform(-1, 1, (8, 8, 1, 3)).astype("float32")
+    spelled = exported.gelu if approximate == "none" else exported.gelu_tanh
+    planned = _plan(spelled(relay.nn.conv2d(x, relay.const(w), strides=(1, 2))), x)
+    act, inner = (("gelu_erf", 1 / math.sqrt(2)) if approximate == "none"
+                  else ("gelu_tanh", math.sqrt(2 / math.pi)))
+    conv = contrib_conv2d_nchwc_fused(
+        relay.layout_transform(x, "NCHW", "NCHW8c"), relay.const(pack_weight(w, 8, 8)),
+        relay.const(np.zeros(8, "float32")), strides=(1, 2), lanes=8, in_block=8,
+        activation=act, clip_min=0.5, clip_max=inner)
+    expected = relay.layout_transform(conv, "NCHW8c", "NCHW")
+    expected_mod = InferType()(ember.IRModule.from_expr(relay.Function([x], expected)))
+    assert_structural_equal(planned["main"], expected_mod["main"], map_free_vars=True)
 
 
 def _se_block(x: relay.Expr, channels: int) -> relay.Expr:

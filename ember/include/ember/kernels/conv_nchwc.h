@@ -51,6 +51,7 @@ EMBER_KENTRY int32_t ember_depthwise_nchwc_x16(EMBER_DEPTHWISE_NCHWC_PARAMS);
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
 #include "ember/kernels/conv_simd.h"
+#include "ember/kernels/gemm_epilogue.h" /* the vector GELUs of the late activation pass */
 
 /*! \brief Everything a conv kernel call needs (sizes in elements). */
 typedef struct {

@@ -79,12 +79,29 @@ static inline void EMBER_FN(ember_conv_act_exp)(EV* v, int32_t act) {
     if (add) v += EMBER_VLOAD(EMBER_L, res + i);                                                \
     EMBER_VSTORE(EMBER_L, out + i, v);                                                          \
   }
+/* GELU (erf or tanh form) over the n floats at out: gemm_epilogue.h's vector GELU (vmath.h's
+ * erf and exp polynomials at the target's width EMBER_VL), the last n % EMBER_VL floats (a
+ * 4-lane block on an 8-lane target) by its scalar form. */
+static inline void EMBER_FN(ember_conv_gelu_pass)(const ember_conv_p* p, float* out, size_t n) {
+  const int32_t act = p->act == EMBER_CONV_ACT_GELU_ERF ? EMBER_ACT_GELU_ERF : EMBER_ACT_GELU_TANH;
+  const size_t whole = n - n % EMBER_VL;
+  size_t i;
+  ember_vact_block(out, 0, 1, (int32_t)(whole / EMBER_VL), act, p->lo, p->hi);
+  for (i = whole; i < n; ++i) out[i] = ember_act1(out[i], act, p->lo, p->hi);
+}
+
 EMBER_KFN void EMBER_FN(ember_conv_act_pass)(const ember_conv_p* p, size_t at, size_t n) {
   float* out = p->out + at;
   const float* res = p->res + at;
   const int add = (p->flags & EMBER_EPI_RESIDUAL) && !(p->flags & EMBER_EPI_ACT_AFTER_ADD);
   size_t i;
-  if (p->act == EMBER_CONV_ACT_SIGMOID) {
+  if (p->act >= EMBER_CONV_ACT_GELU_ERF) {
+    EMBER_FN(ember_conv_gelu_pass)(p, out, n);
+    for (i = 0; add && i < n; i += EMBER_L) {
+      EV v = EMBER_VLOAD(EMBER_L, out + i) + EMBER_VLOAD(EMBER_L, res + i);
+      EMBER_VSTORE(EMBER_L, out + i, v);
+    }
+  } else if (p->act == EMBER_CONV_ACT_SIGMOID) {
     EMBER_ACT_PASS(EMBER_CONV_ACT_SIGMOID)
   } else if (p->act == EMBER_CONV_ACT_SILU) {
     EMBER_ACT_PASS(EMBER_CONV_ACT_SILU)
@@ -143,7 +160,7 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
       EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
       *v += EMBER_VLOAD(EMBER_L, res);
     }
-  } else if (p->act) {
+  } else if (p->act && !ember_conv_late_act(p)) { /* a late one: no switch per vector */
     EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
   }
   EMBER_VSTORE(EMBER_L, out, *v);

@@ -11,8 +11,9 @@ The layout planner (``relay.transform.AlterOpLayout``) rewrites conv2d + bias + 
 Epilogue: ``y = conv + bias``; with a residual, ``act(y + residual)`` (``act_after_add``) or
 ``act(y) + residual``; else ``act(y)``. ``activation`` is none, relu, clip (to
 [clip_min, clip_max]), hardswish, hardsigmoid (``min(max(clip_min * y + clip_max, 0), 1)``:
-the two parameters are its slope and offset), leaky_relu (slope ``clip_min``), sigmoid, silu
-or mish.
+the two parameters are its slope and offset), leaky_relu (slope ``clip_min``), sigmoid, silu,
+mish, gelu_erf or gelu_tanh (``clip_min * y * (1 + erf(clip_max * y))`` and its tanh form:
+the output and inner scales, as ``nn.contrib_gemm``'s).
 
 The compute calls the C micro-kernels of ``topi.nn.conv2d_nchwc`` for the SIMD level of the
 current target (only the register tile depends on it; the lane count is the op's). The batch
