@@ -67,7 +67,7 @@ from ...runtime.errors import OpAttributeInvalid
 from ..op._layout import nchwc_lanes
 from ..op.nn._attrs import Conv2DAttrs
 from ...topi.nn.conv2d_nchwc import pack_weight
-from ...topi.nn.conv2d_transpose import dilated_kernel, phase_plan, phase_weights
+from ...topi.nn.conv2d_transpose import dilated_kernel, phase_weights, symbolic_phase_plan
 from ._helpers import map_functions, op_call, same_shape
 from .channel_pad import feeds_conv, pad_axis, pad_output
 from .type_infer import InferType
@@ -389,9 +389,10 @@ class _Planner:
                 a.out_dtype not in ("", "float32") or weight.data.dtype != "float32":
             return None
         w = dilated_kernel(weight.data.numpy(), tuple(a.dilation))  # dilation 1: w itself
-        h, wd = dty.shape[2:]
-        plan = phase_plan(h, wd, w.shape[2:], a.strides, a.padding, a.output_padding) \
-            if isinstance(h, int) and isinstance(wd, int) else None
+        # a ``?`` height or width: the plan of a probe size, whose convs and weights are those
+        # of every size; the interleave sizes those axes from the convs' output at run time
+        hw = dty.shape[2:]
+        plan = symbolic_phase_plan(*hw, w.shape[2:], a.strides, a.padding, a.output_padding)
         if plan is None:
             return None
         ic, oc, g = dty.shape[1], oty.shape[1], a.groups
@@ -417,9 +418,10 @@ class _Planner:
             weights = weights.reshape(1, oc * plan.phases, ic, *plan.taps)
         attrs = Conv2DAttrs(padding=plan.padding, groups=g)
         interleave = () if plan.phases == 1 and out_lanes == lanes else (  # stride 1: no need
-            ("strides", plan.strides), ("offset", plan.offset), ("out_size", plan.out),
+            ("strides", plan.strides), ("offset", plan.offset),
+            ("out_size", tuple(o if isinstance(d, int) else 0 for o, d in zip(plan.out, hw))),
             ("data_layout", f"NCHW{lanes}c"),
-            ("out_layout", f"NCHW{out_lanes}c" if out_lanes else "NCHW"))
+            ("out_layout", f"NCHW{out_lanes}c" if out_lanes else "NCHW"), ("trim", plan.trim))
         convs = [_Plan(x, cb, pw, np.zeros(pw.shape[0], "float32"), attrs, lanes)
                  for pw in weights]
         if len(convs) == 1:  # pending: the bias and activation may join its epilogue
