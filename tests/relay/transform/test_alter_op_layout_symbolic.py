@@ -160,3 +160,35 @@ def test_static_build_still_matches_numpy():
     m.run()
     for i, x in enumerate(xs):
         np.testing.assert_allclose(m.get_output(i).numpy(), _want(i, x), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- global pools of a ? image
+def _global_pools(hw) -> ember.IRModule:
+    x = relay.var("x", shape=(relay.Any(), 2, *hw, 8))
+    return ember.IRModule.from_expr(relay.Function([x], relay.Tuple([
+        relay.nn.global_avg_pool2d(x, layout="NCHW8c"),
+        relay.nn.global_max_pool2d(x, layout="NCHW8c")])))
+
+
+def test_blocked_global_pool_of_a_symbolic_image_calls_the_pool_kernel():
+    from ember.relay.op.nn.pooling import _global_compute
+    from ember.te import tensor as te
+
+    x = te.placeholder((1, 2, ember.tir.Var("h", "int32"), ember.tir.Var("w", "int32"), 8),
+                       name="x")
+    attrs = relay.nn.global_avg_pool2d(relay.var("y", shape=(1, 2, 3, 3, 8)),
+                                       layout="NCHW8c").attrs
+    out = _global_compute("nn.global_avg_pool2d", "avg")(attrs, [x], None)[0]
+    assert out.op.tag == "pool_nchwc"
+
+
+@needs_cc
+def test_blocked_global_pools_of_a_symbolic_image_match_numpy():
+    run = relay.create_executor("vm", mod=_global_pools((relay.Any(), relay.Any())),
+                                target="llvm").evaluate()
+    for shape in ([1, 2, 5, 7, 8], [3, 2, 1, 1, 8], [2, 2, 13, 3, 8]):
+        d = np.random.default_rng(0).standard_normal(shape).astype("float32")
+        avg, big = run(d)
+        np.testing.assert_allclose(avg.numpy(), d.mean(axis=(2, 3), keepdims=True), rtol=1e-5,
+                                   atol=1e-6)
+        np.testing.assert_array_equal(big.numpy(), d.max(axis=(2, 3), keepdims=True))
