@@ -192,3 +192,35 @@ def test_blocked_global_pools_of_a_symbolic_image_match_numpy():
         np.testing.assert_allclose(avg.numpy(), d.mean(axis=(2, 3), keepdims=True), rtol=1e-5,
                                    atol=1e-6)
         np.testing.assert_array_equal(big.numpy(), d.max(axis=(2, 3), keepdims=True))
+
+
+# ------------------------------------------------ a conv whose channels do not split, ? image
+def _head(h, w, pad=True):
+    """UNet's head: a 1x1 conv of 8 channels to 2 classes (no whole block of output)."""
+    x = relay.var("x", shape=(1, 8, h, w))
+    wt = np.random.default_rng(5).uniform(-1, 1, (2, 8, 1, 1)).astype("float32")
+    y = relay.nn.conv2d(relay.nn.relu(x), relay.const(wt), channels=2, kernel_size=(1, 1))
+    return ember.IRModule.from_expr(relay.Function([x], y)), wt
+
+
+def test_symbolic_image_pads_a_conv_whose_channels_do_not_split():
+    mod, _ = _head(relay.Any(), relay.Any())
+    ops = _ops(_plan(mod))
+    assert "nn.conv2d" not in ops and "strided_slice" in ops, ops  # padded, lanes dropped
+    with ember.transform.PassContext(
+            opt_level=3, config={"relay.AlterOpLayout.pad_channels": False}), \
+            ember.target.Target(TARGET):
+        kept = _ops(AlterOpLayout()(InferType()(mod)))
+    assert "nn.conv2d" in kept  # padding switched off: left plain
+
+
+@needs_cc
+def test_padded_head_of_a_symbolic_image_matches_numpy():
+    mod, wt = _head(relay.Any(), relay.Any())
+    with ember.transform.PassContext(opt_level=3):
+        run = relay.create_executor("vm", mod=mod, target="llvm").evaluate()
+    for h, w in ((1, 1), (5, 3), (17, 9)):
+        x = np.random.default_rng(h).standard_normal((1, 8, h, w)).astype("float32")
+        want = conv2d_nchw(np.maximum(x, 0).astype("float64"), wt.astype("float64"), (1, 1),
+                           (0,) * 4, (1, 1), 1)
+        np.testing.assert_allclose(run(x).numpy(), want, rtol=1e-5, atol=1e-5)
