@@ -42,8 +42,9 @@ The batch, height and width may be ``?`` (a model exported with a dynamic batch 
 size): the blocked kernels take them at run time, the packed weights and the plan are those of
 a static build (nothing here depends on a symbolic dimension: a transposed conv's phase plan
 is that of a probe size, its interleave sizing a ``?`` axis from the phase convs' output),
-except that an ungrouped conv of a ``?`` image whose output channels do not split into blocks
-is padded to whole blocks (the plain conv's fast template needs a static image); a residual is fused when its
+except that an ungrouped conv with a ``?`` dimension whose output channels do not split into
+blocks is padded to whole blocks (the plain conv's fast template needs static sizes); a
+residual is fused when its
 type has the result's shape (``?`` sizes taken as equal), and the kernel checks at run time
 that it does. Channels must be static. Functions with
 control flow or let bindings are left unchanged.
@@ -345,11 +346,11 @@ class _Planner:
         ic, oc, g = dty.shape[1], oty.shape[1], a.groups
         depthwise = g > 1 and g == ic == oc and w.shape[1] == 1
         lanes, channels = self._out_lanes(oc, ic, g, depthwise), 0
-        # a ? height or width: the plain conv would take the generic loop nest (topi's NCHW
-        # template needs a static image, measured 10x slower on UNet's 8->2 head); padded to
-        # whole blocks it runs the blocked kernel with run-time extents
+        # a ? batch, height or width: the plain conv would take the generic loop nest or
+        # topi's NCHW template with a run-time batch (measured 10-15x slower than the static
+        # template on UNet's 8->2 head); padded to whole blocks it runs the blocked kernel
         if lanes == 0 and self.pad and g == 1 and (not all(
-                isinstance(d, int) for d in dty.shape[2:]) or pad_output(
+                isinstance(d, int) for d in dty.shape) or pad_output(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic,
                 feeds_conv(call, self.readers, EPILOGUE_OPS))):
             lanes, channels, w = self.lanes, oc, pad_axis(w, 0, self.lanes)

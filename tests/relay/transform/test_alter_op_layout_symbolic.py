@@ -195,7 +195,13 @@ def test_blocked_global_pools_of_a_symbolic_image_match_numpy():
 
 
 # ------------------------------------------------ a conv whose channels do not split, ? image
-def _head(h, w, pad=True):
+def _batch_head():
+    x = relay.var("x", shape=(relay.Any(), 8, 5, 6))
+    wt = relay.const(np.ones((2, 8, 1, 1), "float32"))
+    return relay.Function([x], relay.nn.conv2d(x, wt, channels=2, kernel_size=(1, 1)))
+
+
+def _head(h, w):
     """UNet's head: a 1x1 conv of 8 channels to 2 classes (no whole block of output)."""
     x = relay.var("x", shape=(1, 8, h, w))
     wt = np.random.default_rng(5).uniform(-1, 1, (2, 8, 1, 1)).astype("float32")
@@ -207,6 +213,10 @@ def test_symbolic_image_pads_a_conv_whose_channels_do_not_split():
     mod, _ = _head(relay.Any(), relay.Any())
     ops = _ops(_plan(mod))
     assert "nn.conv2d" not in ops and "strided_slice" in ops, ops  # padded, lanes dropped
+    batch = _ops(_plan(ember.IRModule.from_expr(_batch_head())))
+    assert "nn.conv2d" not in batch and "strided_slice" in batch, batch
+    static = _ops(_plan(_head(5, 6)[0]))
+    assert "nn.conv2d" in static  # static sizes: the plain template is fast
     with ember.transform.PassContext(
             opt_level=3, config={"relay.AlterOpLayout.pad_channels": False}), \
             ember.target.Target(TARGET):
