@@ -32,6 +32,7 @@ CASES = [
     (16, 16, 3, 2, 1, 1, 16, 1),  # depthwise: one conv per phase
     (16, 16, 3, 2, 2, 1, 1, 2),  # dilated
 ]
+ALL = tuple(range(len(CASES)))
 
 
 def _weights(i: int, case: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -41,7 +42,7 @@ def _weights(i: int, case: tuple) -> tuple[np.ndarray, np.ndarray]:
             rng.uniform(-1, 1, (16, 16, 3, 3)).astype("float32"))
 
 
-def _model(n, h, w, cases=tuple(range(len(CASES)))) -> ember.IRModule:
+def _model(n, h, w, cases=ALL) -> ember.IRModule:
     """Each of ``cases`` as convT -> relu -> 3x3 conv (the conv after an upsampling)."""
     xs, ys = [], []
     for i in cases:
@@ -89,7 +90,7 @@ def test_symbolic_interleave_sizes_from_the_data():
              and n.op.name == "nn.contrib_conv2d_transpose_interleave"]
     assert inter and all(tuple(n.attrs.out_size) == (0, 0) for n in inter)
     # the trim of the probe's plan gives every size's output
-    for (c, oc, k, s, p, op, g, d) in CASES:
+    for (_, _, k, s, p, op, _, d) in CASES:
         kk = (k - 1) * d + 1
         sym = symbolic_phase_plan(relay.Any(), 7, (kk, kk), (s, s), (p,) * 4, (op, op))
         for size in (1, 3, 10):
@@ -121,7 +122,7 @@ def test_interleave_from_data_types_and_errors():
         InferType()(ember.IRModule.from_expr(relay.Function([z], bad)))
 
 
-def _check_dynamic(shapes, cases=tuple(range(len(CASES)))) -> None:
+def _check_dynamic(shapes, cases=ALL) -> None:
     mod = _model(relay.Any(), relay.Any(), relay.Any(), cases)
     with ember.transform.PassContext(opt_level=3):
         run = relay.create_executor("vm", mod=mod, target="llvm").evaluate()
