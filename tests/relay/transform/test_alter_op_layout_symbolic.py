@@ -235,3 +235,16 @@ def test_padded_head_of_a_symbolic_image_matches_numpy():
         want = conv2d_nchw(np.maximum(x, 0).astype("float64"), wt.astype("float64"), (1, 1),
                            (0,) * 4, (1, 1), 1)
         np.testing.assert_allclose(run(x).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs,match", [
+    ({"out_size": (0, 4), "trim": (-1, 0)}, "trim"),
+    ({"out_size": (0, 4), "trim": (1,)}, "trim"),
+    ({"out_size": (-2, 4)}, "out_size"),
+])
+def test_interleave_bad_trim_or_size_names_the_attribute(attrs, match):
+    from ember.runtime.errors import OpAttributeInvalid
+
+    with pytest.raises(OpAttributeInvalid, match=match):
+        relay.nn.contrib_conv2d_transpose_interleave(
+            relay.var("x", shape=(1, 4, 2, 2)), strides=(2, 2), offset=(0, 0), **attrs)
