@@ -41,7 +41,7 @@ def reshape(x: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
     8, 8)``: ``[1] [256] [64 -> 8, 8]``) and the index arithmetic stays inside each group
     (``x[n, c, h * 8 + w]``), so a reader that gathers (resize, take) along one group needs
     no division by the others' sizes, which the simplifier cannot drop for an index it
-    cannot bound."""
+    cannot bound. A ``?`` batch leading both shapes (the rest static) is a group of its own."""
     newshape = list(newshape)
     if any(isinstance(d, int) and d == -1 for d in newshape):
         known = _prod([tir.convert(d) for d in newshape if not (isinstance(d, int) and d == -1)])
@@ -67,6 +67,14 @@ def _reshape_groups(src: list[PrimExpr], dst: list[PrimExpr]
     # before them (the first group when they lead).
     sizes = [d.value if isinstance(d, IntImm) else None for d in (*src, *dst)]
     s_sizes, d_sizes = sizes[:len(src)], sizes[len(src):]
+    if len(src) > 1 and len(dst) > 1 and s_sizes[0] is None and d_sizes[0] is None and \
+            None not in s_sizes[1:] + d_sizes[1:] and 0 not in sizes and \
+            math.prod(s_sizes[1:]) == math.prod(d_sizes[1:]):
+        # a ? batch leading both (the rest static, of equal products): the same batch, its
+        # own group, the rest grouped as for static shapes
+        rest = _reshape_groups(src[1:], dst[1:])
+        return [((0, 1), (0, 1))] + [((a + 1, b + 1), (c + 1, d + 1))
+                                     for (a, b), (c, d) in rest]
     if not src or not dst or None in sizes or 0 in sizes or \
             math.prod(s_sizes) != math.prod(d_sizes):
         return [((0, len(src)), (0, len(dst)))]

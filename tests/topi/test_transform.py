@@ -212,3 +212,32 @@ def test_outer_axes_fuse_until_the_parallel_loop_is_long_enough():
     check(got, xv.repeat(2, axis=2).repeat(2, axis=3))
     xs, ys, ss = _upsample2((1, 2, 8, 8, 8))
     assert "a_b_fused_i_fused_j_fused, 0, 512" in str(ember.lower(ss, [xs, ys], simple_mode=True))
+
+
+def test_reshape_of_a_symbolic_batch_splits_only_its_own_group():
+    # segformer's token map under a ? batch: (?, 4, 15) -> (?, 4, 3, 5) keeps the batch as its
+    # own group, so a gather along the split axis divides by nothing
+    n = tir.Var("n", "int32")
+    x = te.placeholder((n, 4, 15), name="x")
+    rows = te.placeholder((2,), "int32", name="rows")
+    y = topi.reshape(x, (-1, 4, 3, 5))
+    out = te.compute((n, 4, 2, 5), lambda b, c, i, j: y[b, c, rows[i], j], name="gather")
+    func = te.lower(topi.auto_schedule(out), [x, rows, out], "gather_rows")
+    post_order = tir.functor.post_order
+    divs = [d for d in post_order(func.body)
+            if isinstance(d, (tir.expr.FloorDiv, tir.expr.FloorMod))
+            and any(isinstance(m, tir.expr.BufferLoad) for m in post_order(d))]
+    assert not divs, str(func)
+
+
+def test_reshape_of_a_symbolic_batch_matches_numpy():
+    import ember
+    from ember import relay
+
+    x = relay.var("x", shape=(relay.Any(), 6, 4))
+    y = relay.reshape(relay.transpose(x, (0, 2, 1)), (-1, 4, 3, 2))
+    run = relay.create_executor("vm", mod=ember.IRModule.from_expr(relay.Function([x], y)),
+                                target="llvm").evaluate()
+    for batch in (1, 3, 7):
+        v = rand((batch, 6, 4), seed=batch)
+        check(run(v).numpy(), v.transpose(0, 2, 1).reshape(batch, 4, 3, 2))

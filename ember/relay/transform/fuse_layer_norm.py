@@ -2,8 +2,9 @@
 leave behind becomes one ``nn.layer_norm``, whose C kernel computes it in one pass over the
 data (``ember/include/ember/kernels/norm.h``) instead of three kernels.
 
-Recognised, over one axis ``a`` of static length of a float32 ``x`` whose other dimensions may
-be ``?`` (a transformer's batch and sequence; the kernel takes them at run time), in either
+Recognised, over one axis ``a`` of a float32 ``x`` whose dimensions may be ``?`` (a
+transformer's batch and sequence, or the frames that wav2vec2's GroupNorm normalises; the
+kernel takes them at run time; gamma and beta join only along a static axis), in either
 operand order where the op commutes, every intermediate node used only inside the pattern:
 
 - ``mu = mean(x, axis=[a], keepdims=True)``, ``c = x - mu``;
@@ -132,7 +133,7 @@ def match_normalised(e: Any) -> _Normalised | None:
             continue
         rank = len(_shape(x))
         axis = _match_mean(mu, x, rank)
-        if axis is None or not isinstance(_shape(x)[axis], int):
+        if axis is None:
             continue
         den = _match_denominator(d, root)
         if den is None:
@@ -181,6 +182,8 @@ class _Fuser(PassMutator):
 
     def _layer_norm(self, m: _Normalised) -> Call:
         n = _shape(m.x)[m.axis]
+        n = n if isinstance(n, int) else 1  # a ? axis (a GroupNorm over a 1-D conv's ? frames):
+        # the kernel takes its length at run time; these unused vectors only type-check
         ones = const(np.ones(n, "float32"))
         zeros = const(np.zeros(n, "float32"))
         return op_call("nn.layer_norm", self.visit(m.x), ones, zeros, axis=m.axis,

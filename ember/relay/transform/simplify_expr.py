@@ -1,10 +1,13 @@
 """SimplifyExpr: small algebraic clean-ups, each a named rewrite in one table.
 
 - ``reshape_of_reshape``: a reshape-like op (reshape, reverse_reshape, squeeze, expand_dims,
-  batch_flatten) of another becomes one ``reshape`` to the final static shape;
-- ``noop_reshape``: a reshape-like op that keeps the shape goes;
+  batch_flatten) of another becomes one ``reshape`` to the final static shape (or, with one
+  ``?`` dimension, that shape with -1 for it: the element count fixes it);
+- ``noop_reshape``: a reshape-like op that keeps the shape goes (with one ``?`` dimension:
+  in the same place, the static sizes equal);
 - ``transpose_of_transpose``: composed into one transpose (none if the identity);
 - ``noop_transpose``: an identity permutation goes;
+- ``transpose_of_unit_axes``: a transpose that moves only axes of size 1 is a reshape;
 - ``cast_to_same_dtype``: a cast to the dtype the value has goes;
 - ``cast_of_widening_cast``: ``cast(cast(x, wide), t)`` is ``cast(x, t)`` when ``wide``
   holds every value of x's dtype exactly;
@@ -45,16 +48,40 @@ def _static(ty: Any) -> bool:
     return isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape)
 
 
+def _one_unknown(ty: Any) -> bool:
+    """A tensor type with exactly one ``?`` dimension, the others static and positive: the
+    element count fixes that one (a symbolic batch or sequence)."""
+    if not isinstance(ty, TensorType):
+        return False
+    static = [d for d in ty.shape if isinstance(d, int)]
+    return len(static) == len(ty.shape) - 1 and all(d > 0 for d in static)
+
+
 def reshape_of_reshape(call: Call) -> RelayExpr | None:
     inner, ty = _call_of(call.args[0], *_RESHAPES), call.checked_type_
-    if inner is None or not isinstance(ty, TensorType) or not _static(ty):
+    if inner is None or not isinstance(ty, TensorType):
         return None
-    return op_call("reshape", inner.args[0], newshape=tuple(ty.shape))
+    if _static(ty):
+        return op_call("reshape", inner.args[0], newshape=tuple(ty.shape))
+    if _one_unknown(ty):  # the same element count gives the ? its size: -1 there
+        return op_call("reshape", inner.args[0],
+                       newshape=tuple(d if isinstance(d, int) else -1 for d in ty.shape))
+    return None
 
 
 def noop_reshape(call: Call) -> RelayExpr | None:
     ty, data = call.checked_type_, call.args[0]
-    return data if ty is not None and _static(ty) and data.checked_type_ == ty else None
+    if ty is None or not isinstance(data.checked_type_, TensorType):
+        return None
+    if _static(ty):
+        return data if data.checked_type_ == ty else None
+    dty = data.checked_type_
+    # one ? in the same place and equal static sizes: the same element count, the same shape
+    same = _one_unknown(ty) and _one_unknown(dty) and ty.dtype == dty.dtype and \
+        len(ty.shape) == len(dty.shape) and all(
+            a == b if isinstance(a, int) else not isinstance(b, int)
+            for a, b in zip(ty.shape, dty.shape))
+    return data if same else None
 
 
 def _perm(call: Any) -> list[int] | None:
@@ -82,6 +109,21 @@ def transpose_of_transpose(call: Call) -> RelayExpr | None:
 def noop_transpose(call: Call) -> RelayExpr | None:
     p = _perm(call)
     return call.args[0] if p is not None and p == sorted(p) else None
+
+
+def transpose_of_unit_axes(call: Call) -> RelayExpr | None:
+    """A transpose that keeps the order of every axis but those of size 1 moves no element:
+    a reshape (attention's (B, S, 1, D) -> (B, 1, S, D) of one head, under a ``?`` batch too,
+    which the reshape rules then fold)."""
+    p, ty = _perm(call), call.checked_type_
+    if p is None or p == sorted(p) or not (_static(ty) or _one_unknown(ty)):
+        return None
+    src = call.args[0].checked_type_.shape  # type: ignore[union-attr]
+    moved = [a for a in p if src[a] != 1]
+    if moved != sorted(moved):
+        return None
+    return op_call("reshape", call.args[0],
+                   newshape=tuple(d if isinstance(d, int) else -1 for d in ty.shape))
 
 
 def cast_to_same_dtype(call: Any) -> RelayExpr | None:
@@ -138,6 +180,7 @@ RULES: list[Rule] = [
     *((name, reshape_of_reshape) for name in _RESHAPES),
     *((name, noop_reshape) for name in _RESHAPES),
     ("transpose", transpose_of_transpose), ("transpose", noop_transpose),
+    ("transpose", transpose_of_unit_axes),
     ("cast", cast_to_same_dtype), ("cast", cast_of_widening_cast),
     *((name, identity_arith) for name in _IDENTITY),
     ("add", consecutive_add),

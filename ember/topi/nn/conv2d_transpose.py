@@ -53,6 +53,14 @@ class PhasePlan:
     def phases(self) -> int:
         return self.strides[0] * self.strides[1]
 
+    @property
+    def trim(self) -> tuple[int, int]:
+        """(rows * sh - OH, cols * sw - OW): the same for every input size (``out`` and
+        ``rows`` both grow by the stride per input row), so an output of a run-time size is
+        the phase convs' output times the stride less this."""
+        return (self.rows[0] * self.strides[0] - self.out[0],
+                self.rows[1] * self.strides[1] - self.out[1])
+
 
 def _axis(size: int, k: int, s: int, pad_lo: int, pad_hi: int, out_pad: int
           ) -> tuple[int, int, int, int, int, int] | None:
@@ -80,6 +88,21 @@ def phase_plan(h: int, w: int, kernel: tuple[int, int], strides: tuple[int, int]
         return None
     return PhasePlan((sh, sw), (rows[0], cols[0]), (rows[1], cols[1], rows[2], cols[2]),
                      (rows[3], cols[3]), (rows[4], cols[4]), (rows[5], cols[5]))
+
+
+# the input size a plan for a run-time (``?``) size is made at: its taps, padding, offset and
+# trim do not depend on the size (only ``rows`` and ``out`` do), once the output is not empty
+PROBE = 4096
+
+
+def symbolic_phase_plan(h: object, w: object, kernel: tuple[int, int],
+                        strides: tuple[int, int], padding: tuple[int, int, int, int],
+                        output_padding: tuple[int, int]) -> PhasePlan | None:
+    """:func:`phase_plan` where ``h`` or ``w`` may be a run-time size (not an int): the plan
+    at :data:`PROBE` for those axes, whose ``rows`` and ``out`` then hold for that probe only
+    (the interleave takes ``out = rows * stride - trim`` at run time)."""
+    return phase_plan(h if isinstance(h, int) else PROBE, w if isinstance(w, int) else PROBE,
+                      kernel, strides, padding, output_padding)
 
 
 def dilated_kernel(weight: np.ndarray, dilation: tuple[int, int]) -> np.ndarray:

@@ -187,3 +187,33 @@ def test_simplify_inference_still_decomposes() -> None:
     y = relay.nn.layer_norm(x, _c((5,)), _c((5,)))
     mod = SimplifyInference()(InferType()(ember.IRModule.from_expr(relay.Function([x], y))))
     assert "nn.layer_norm" not in _ops(mod)
+
+
+# ------------------------------------------------------------------- a ? normalised axis
+def _group_norm_of_frames() -> relay.Expr:
+    """wav2vec2's GroupNorm (one channel per group) over a 1-D conv's ``?`` frames, its
+    per-channel affine after."""
+    x = relay.var("x", shape=(1, 4, 1, relay.Any()))
+    return relay.add(relay.multiply(_decomposed(x, 3, 1e-5), _c((4, 1, 1))), _c((4, 1, 1)))
+
+
+def test_a_symbolic_axis_is_normalised_by_the_kernel() -> None:
+    mod = _fused(_group_norm_of_frames())
+    ops = _ops(mod)
+    assert ops["nn.layer_norm"] == 1 and "mean" not in ops, ops
+    ln = next(n for n in post_order(mod["main"].body) if getattr(n, "op", None) is not None
+              and getattr(n.op, "name", "") == "nn.layer_norm")
+    # gamma and beta run along the channels, not the ? axis: they stay outside
+    assert ln.attrs.axis == 3 and not ln.attrs.scale and not ln.attrs.center
+    assert ops["multiply"] == 1 and ops["add"] == 1
+
+
+def test_a_symbolic_axis_matches_the_decomposed_form() -> None:
+    expr = _group_norm_of_frames()
+    mod = ember.IRModule.from_expr(relay.Function(relay.analysis.free_vars(expr), expr))
+    want = relay.create_executor("debug", mod=mod).evaluate()
+    with ember.transform.PassContext(opt_level=3):
+        got = relay.create_executor("vm", mod=mod, target="llvm").evaluate()
+    for frames in (1, 7, 33):
+        x = RNG.standard_normal((1, 4, 1, frames)).astype("float32")
+        np.testing.assert_allclose(got(x).numpy(), want(x).numpy(), rtol=1e-4, atol=1e-4)

@@ -14,6 +14,7 @@ from ember.relay.transform import InferType, SimplifyExpr
 from ember.relay.transform.simplify_expr import RULES
 
 X = "%x: Tensor[(2, 3, 4), float32]"
+XQ = "%x: Tensor[(?, 3, 4), float32]"
 
 CASES = {
     "reshape_of_reshape": (
@@ -43,6 +44,17 @@ CASES = {
     "identity_with_zeros_call": (
         f"def @main({X}) {{ add(%x, zeros_like(%x)) }}",
         f"def @main({X}) {{ %x }}"),
+    # a ? batch: -1 stands for it (the element count fixes it)
+    "reshape_of_reshape_symbolic": (
+        f"def @main({XQ}) {{ reshape(reshape(%x, newshape=[-1, 12]), newshape=[-1, 2, 6]) }}",
+        f"def @main({XQ}) {{ reshape(%x, newshape=[-1, 2, 6]) }}"),
+    "noop_reshape_symbolic": (
+        f"def @main({XQ}) {{ exp(reshape(%x, newshape=[-1, 3, 4])) }}",
+        f"def @main({XQ}) {{ exp(%x) }}"),
+    # one attention head: moving the unit axis moves no element
+    "transpose_of_unit_axes": (
+        "def @main(%x: Tensor[(?, 5, 1, 4), float32]) { transpose(%x, axes=[0, 2, 1, 3]) }",
+        "def @main(%x: Tensor[(?, 5, 1, 4), float32]) { reshape(%x, newshape=[-1, 1, 5, 4]) }"),
     "consecutive_add": (
         f"def @main({X}) {{ add(add(%x, 1f), 2f) }}",
         f"def @main({X}) {{ add(%x, 3f) }}"),
@@ -64,6 +76,13 @@ LEFT_ALONE = [
     "def @main(%x: Tensor[(4), float32]) { subtract(0f, %x) }",
     # a reshape that changes the shape
     "def @main(%x: Tensor[(4), float32]) { reshape(%x, newshape=[2, 2]) }",
+    # two ? dimensions: the element count does not fix them
+    "def @main(%x: Tensor[(?, ?, 4), float32]) { reshape(reshape(%x, newshape=[0, 0, 2, 2]), "
+    "newshape=[0, 0, 4]) }",
+    # a ? that moves to another place is not a no-op
+    "def @main(%x: Tensor[(?, 4), float32]) { reshape(%x, newshape=[4, -1]) }",
+    # a transpose that swaps two axes of more than one element
+    "def @main(%x: Tensor[(?, 5, 2, 4), float32]) { transpose(%x, axes=[0, 2, 1, 3]) }",
 ]
 
 
@@ -75,7 +94,7 @@ def test_left_alone(before):
 def test_every_rule_is_a_named_function():
     names = {fn.__name__ for _, fn in RULES}
     assert names == {"reshape_of_reshape", "noop_reshape", "transpose_of_transpose",
-                     "noop_transpose", "cast_to_same_dtype", "cast_of_widening_cast",
+                     "noop_transpose", "transpose_of_unit_axes", "cast_to_same_dtype", "cast_of_widening_cast",
                      "identity_arith", "consecutive_add"}
 
 

@@ -8,6 +8,8 @@ cropped to it.
 
 ``data_layout`` and ``out_layout`` are ``NCHW`` or the blocked ``NCHW<L>c`` (each on its own:
 AlterOpLayout keeps a blocked result blocked when the output channels split into blocks).
+An ``out_size`` of 0 on an axis takes that axis' size from the data at run time: ``OH = Qh * sh
+- trim_h`` (a transposed conv of a ``?`` height or width: ``trim`` is ``PhasePlan.trim``).
 It is injective: FuseOps puts the bias, activation or residual add that follow into the same
 loop, so the interleave costs one pass over the output.
 """
@@ -18,11 +20,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ....ir.expr import Call
+from ....ir.types import Any as AnyDim
 from ....ir.types import TensorType, Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from .._attrs_base import OpAttrs, attrs_class
+from .._compute_common import require
 from .._layout import nchwc_lanes
 from .._reg import INJECTIVE, call, defop
 from .._shape import fail, fmt_shape, known, tensor_of
@@ -34,22 +38,24 @@ OP = "nn.contrib_conv2d_transpose_interleave"
 
 @attrs_class("Conv2DTransposeInterleaveAttrs")
 class InterleaveAttrs(OpAttrs):
-    """strides (sh, sw); offset (off_h, off_w), each below its stride; out_size (OH, OW);
-    data_layout and out_layout NCHW or NCHW<L>c."""
+    """strides (sh, sw); offset (off_h, off_w), each below its stride; out_size (OH, OW), 0
+    on an axis sized from the data (``Q * s - trim``); data_layout and out_layout NCHW or
+    NCHW<L>c; trim (th, tw), read only on such an axis."""
 
     strides: tuple[int, int] = (1, 1)
     offset: tuple[int, int] = (0, 0)
     out_size: tuple[int, int] = (1, 1)
     data_layout: str = "NCHW"
     out_layout: str = "NCHW"
+    trim: tuple[int, int] = (0, 0)
     _op: ClassVar[str] = OP
 
     def __post_init__(self) -> None:
-        for name in ("strides", "offset", "out_size"):
+        for name in ("strides", "offset", "out_size", "trim"):
             self._ints(name, length=(2,))
         self._positive("strides")
-        self._positive("out_size")
-        self._positive("offset", allow_zero=True)
+        for name in ("out_size", "offset", "trim"):
+            self._positive(name, allow_zero=True)
         if any(o >= s for o, s in zip(self.offset, self.strides)):
             raise self._invalid("offset", f"values below the strides {self.strides}")
         for name in ("data_layout", "out_layout"):
@@ -77,13 +83,22 @@ def _rel(args: list[TensorType], attrs: InterleaveAttrs) -> TensorType:
     if lanes and oc % lanes:
         raise fail(OP, f"{oc} output channels do not split into out_layout "
                        f"{attrs.out_layout}")
-    for axis, (size, o, s, q) in enumerate(zip(attrs.out_size, attrs.offset, attrs.strides,
-                                              data.shape[2:4])):
+    out: list[Any] = []
+    for axis, (size, o, s, q, t) in enumerate(zip(attrs.out_size, attrs.offset, attrs.strides,
+                                                 data.shape[2:4], attrs.trim)):
+        if size == 0:  # from the data
+            size = q * s - t if known(q) else AnyDim()
+            if known(size) and size <= 0:
+                raise fail(OP, f"data has {q} phase {('rows', 'columns')[axis]}: with stride "
+                               f"{s} and trim {t} the output would be empty")
+            out.append(size)
+            continue
         need = (size - 1 + o) // s + 1
         if known(q) and q < need:
             raise fail(OP, f"data has {q} phase {('rows', 'columns')[axis]}; out_size "
                            f"{attrs.out_size} with offset {attrs.offset} needs {need}")
-    n, (oh, ow) = data.shape[0], attrs.out_size
+        out.append(size)
+    n, (oh, ow) = data.shape[0], out
     shape = (n, oc // lanes, oh, ow, lanes) if lanes else (n, oc, oh, ow)
     return tensor_of(shape, data.dtype)
 
@@ -92,7 +107,9 @@ def _ref(x: np.ndarray, attrs: InterleaveAttrs) -> np.ndarray:
     from ....topi.nn.conv2d_nchwc import from_blocked, to_blocked
     from ....topi.nn.conv2d_transpose import interleave
 
-    plan = _RefPlan(attrs.strides, attrs.offset, attrs.out_size)
+    sizes = tuple(q * s - t if size == 0 else size for size, q, s, t in
+                  zip(attrs.out_size, x.shape[2:4], attrs.strides, attrs.trim))
+    plan = _RefPlan(attrs.strides, attrs.offset, sizes)
     out = interleave(from_blocked(x) if x.ndim == 5 else x, plan)  # type: ignore[arg-type]
     lanes = nchwc_lanes(attrs.out_layout)
     return to_blocked(out, lanes) if lanes else np.ascontiguousarray(out)
@@ -131,7 +148,17 @@ def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Ten
         f = lambda n, b, y, w, lane: at(n, b, y, w, lane)  # noqa: E731
     else:
         f = lambda n, c, y, w: at(n, c, y, w, None)  # noqa: E731
-    dims = [tir.const(d) if isinstance(d, int) else x.shape[0] for d in shape]
+    dims = [tir.const(d) if isinstance(d, int) else x.shape[0] for d in shape[:2]]
+    for axis in (2, 3):  # a ``?`` output row count follows the data's (out_size 0)
+        s, t = attrs.strides[axis - 2], attrs.trim[axis - 2]
+        if isinstance(shape[axis], int):
+            dims.append(tir.const(shape[axis]))
+            continue
+        size = x.shape[axis] * s - t
+        require(size > 0, f"{OP}: the output {('height', 'width')[axis - 2]} "
+                          f"(phase rows * {s} - {t}) must be positive")
+        dims.append(size)
+    dims += [tir.const(d) for d in shape[4:]]
     return [te.compute(tuple(dims), f, name="T_conv2d_transpose_interleave", tag="injective")]
 
 
@@ -142,7 +169,7 @@ defop(OP, _rel, _ref, INJECTIVE, attrs=InterleaveAttrs,
 
 def contrib_conv2d_transpose_interleave(data: Any, strides: Any, offset: Any, out_size: Any,
                                         data_layout: str = "NCHW",
-                                        out_layout: str = "NCHW") -> Call:
+                                        out_layout: str = "NCHW", trim: Any = (0, 0)) -> Call:
     """The transposed conv's output from its stacked phase convs (module docstring)."""
-    attrs = InterleaveAttrs(strides, offset, out_size, data_layout, out_layout)
+    attrs = InterleaveAttrs(strides, offset, out_size, data_layout, out_layout, trim)
     return call(OP, data, attrs=attrs)

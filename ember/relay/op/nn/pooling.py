@@ -11,6 +11,7 @@ mimics).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -220,12 +221,30 @@ def _global_ref(kind: str) -> Callable[..., np.ndarray]:
     return ref
 
 
+@dataclass(frozen=True)
+class _WholeImage:
+    """The attrs of a pool whose window is the whole (possibly run-time) image."""
+
+    layout: str
+    pool_size: tuple[Any, Any]
+    strides: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    count_include_pad: bool = False
+
+
 def _global_compute(op: str, kind: str) -> Callable[..., list[te.Tensor]]:
     def rule(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
         x = inputs[0]
         ha, wa = _hw_axes(op, x.shape, attrs.layout)
         h, w = x.shape[ha], x.shape[wa]
         shape = tuple(tir.const(1) if k in (ha, wa) else d for k, d in enumerate(x.shape))
+        # NCHW[L]c: the C pool kernel with the whole image as its window (a run-time one for a
+        # ? image; AlterOpLayout turns the pool of a static image into that pool itself), one
+        # vector per tap instead of the generic reduction's strides over the lanes
+        blocked = pool2d_nchwc(x, kind, shape, _WholeImage(attrs.layout, (h, w)))
+        if blocked is not None:
+            return [blocked]
         ry, rx = te.reduce_axis((0, h), "ry"), te.reduce_axis((0, w), "rx")
         red = te.max if kind == "max" else te.sum
         total = te.compute(shape, lambda *i: red(x(*_with_hw(i, ha, wa, ry.var, rx.var)),
