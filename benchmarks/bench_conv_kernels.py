@@ -5,6 +5,7 @@
     python benchmarks/bench_conv_kernels.py --small --rounds 2    # smoke run
     python benchmarks/bench_conv_kernels.py --models --conv 1024,256,64,1,1 --conv 256,256,64,1,1
     python benchmarks/bench_conv_kernels.py --models --stems --cpu-time  # first convs, old/new
+    python benchmarks/bench_conv_kernels.py --cpu-time --models --pointwise   # the 1x1 convs
 
 For each model of ``--models`` (zoo names, ``benchmarks/_models.py``), every distinct conv of
 its ONNX twin (input shape, weight shape, strides, pads, groups, found by ONNX shape
@@ -167,6 +168,15 @@ def best_median(fns: list[Callable], clock: Callable[[], float], rounds: int,
     return best
 
 
+# ``--pointwise``: the 1x1 convs of the mobile zoo (IC,OC,HW,K,S): few input channels over
+# large maps, projections onto few output blocks, small maps with many channels, resnet's
+# stride-2 downsample, and SE blocks' GEMVs on a 1x1 map
+POINTWISE = ("16,64,112,1,1", "24,72,56,1,1", "144,24,56,1,1", "192,32,28,1,1",
+             "576,96,14,1,1", "384,64,14,1,1", "960,160,7,1,1", "1152,192,7,1,1",
+             "64,128,56,1,2", "128,256,28,1,2", "960,240,1,1,1", "240,960,1,1,1",
+             "672,168,1,1,1", "64,64,25,1,1")
+
+
 def parse_conv(text: str) -> dict:
     """A ``--conv`` value ``IC,OC,HW,K,S`` as a conv spec (square, padding K // 2)."""
     parts = text.split(",")
@@ -190,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", nargs="*", default=["resnet18", "mobilenet_v2"])
     ap.add_argument("--conv", action="append", default=[], metavar="IC,OC,HW,K,S",
                     help="a square conv to time besides the models' (repeatable)")
+    ap.add_argument("--pointwise", action="store_true",
+                    help="add the mobile zoo's 1x1 convs (POINTWISE) to --conv")
     ap.add_argument("--small", action="store_true", help="the zoo's reduced configurations")
     ap.add_argument("--cpu-time", action="store_true",
                     help="time with the calling thread's CPU time (time.thread_time)")
@@ -204,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1 or args.reps < 1:
         ap.error(f"--rounds and --reps must be at least 1 (got {args.rounds}, {args.reps})")
     try:
-        extra = [parse_conv(text) for text in args.conv]
+        extra = [parse_conv(text) for text in
+                 [*args.conv, *(POINTWISE if args.pointwise else ())]]
     except ValueError as err:
         ap.error(str(err))
     clock = time.thread_time if args.cpu_time else time.perf_counter

@@ -103,3 +103,10 @@ def test_stems_run_with_the_old_kernel_beside(tmp_path, monkeypatch):
                        "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert [r["model"] for r in rows] == ["(--stems)"] and rows[0]["ember_old_us"] > 0
+
+
+def test_pointwise_preset_is_the_mobile_zoos_1x1_convs():
+    specs = [bench.parse_conv(text) for text in bench.POINTWISE]
+    assert all(s["weight"][2:] == (1, 1) and s["pads"] == (0,) * 4 for s in specs)
+    assert any(s["strides"] == (2, 2) for s in specs)  # resnet's downsample
+    assert any(s["input"][2:] == (1, 1) for s in specs)  # SE blocks' GEMVs

@@ -231,6 +231,17 @@ EDGE_CASES = {
     "chunked_silu_residual_tasks": {"ic": 256, "oc": 48, "h": 5, "w": 31, "n": 2, "tasks": 3,
                                     "act": "silu", "residual": True, "after": False,
                                     "tiles": (2, 6, 16, 1)},
+    # 1x1 at stride 2 in the unit-stride tiles (columns 2 * L apart), odd sizes, residual;
+    # a 1x1 map (one-column GEMV tiles with partial sums: an SE block's convs), an odd block
+    # count; a large input with two block groups (not packed, blocks innermost)
+    "1x1_stride2_unit": {"ic": 32, "oc": 48, "h": 9, "w": 13, "k": (1, 1), "s": (2, 2),
+                         "pads": (0,) * 4, "residual": True, "act": "clip"},
+    "1x1_map_gemv": {"ic": 96, "oc": 40, "h": 1, "w": 1, "k": (1, 1), "pads": (0,) * 4,
+                     "act": "hardsigmoid"},
+    "1x1_map_gemv_relu_residual": {"ic": 24, "oc": 16, "h": 1, "w": 1, "k": (1, 1),
+                                   "pads": (0,) * 4, "residual": True, "tiles": (1, 1, 1, 0)},
+    "1x1_large_input_two_groups": {"ic": 256, "oc": 24, "h": 23, "w": 25, "k": (1, 1),
+                                   "pads": (0,) * 4, "tiles": (2, 5, 120, 1)},
     "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
     "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
     "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
@@ -290,7 +301,8 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "depthwise_gelu_tanh",
                                   "hardsigmoid", "flat_stride2_to_7x7",
                                   "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks",
-                                  "chunked_uneven_stride2"])
+                                  "chunked_uneven_stride2", "1x1_stride2_unit",
+                                  "1x1_map_gemv"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level), lanes=lanes, **EDGE_CASES[case])
@@ -353,6 +365,35 @@ def test_cost_model_loops_packed_1x1_convs_over_blocks_innermost():
     assert not K.packs_strips(big3) and K.conv_tiles(big3, LEVELS["avx2"]).order == 0
     assert not K.packs_strips(replace(seg, groups=2))
     assert not K.packs_strips(replace(seg, in_block=1))  # NCHW input: one channel per block
+
+
+def test_cost_model_packs_1x1_strips_only_over_large_inputs_with_many_block_groups():
+    small = K.ConvGeometry(1, 576, 1, 196, 96, 1, 196, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
+    assert not K.packs_strips(small)  # 441 KiB: stays in the L2 unpacked
+    assert K.conv_tiles(small, LEVELS["avx2"]).order == 1  # weights fit: blocks innermost
+    few = K.ConvGeometry(1, 144, 1, 3136, 24, 1, 3136, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
+    assert not K.packs_strips(few)  # two block groups: the copy would cost more
+    assert K.packs_strips(replace(few, oc=64))
+    big = K.ConvGeometry(1, 1024, 1, 256, 256, 1, 256, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
+    assert K.packs_strips(big)
+
+
+def test_cost_model_and_kernel_agree_on_packing():
+    header = (INCLUDE / "ember/kernels/conv_nchwc.h").read_text()
+    for name in ("BLOCKS", "GROUPS"):
+        assert f"#define EMBER_CONV_PACK_MIN_{name} {getattr(K, 'PACK_MIN_' + name)}\n" in header
+    assert K.PACK_MIN_BYTES == 512 * 1024
+    assert "#define EMBER_CONV_PACK_MIN_BYTES (512 * 1024)\n" in header
+
+
+def test_cost_model_runs_1x1_pairs_5_wide_on_16_registers():
+    geo = K.ConvGeometry(1, 96, 1, 196, 576, 1, 196, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
+    t = K.conv_tiles(geo, LEVELS["avx2"])
+    assert (t.rb, t.rw) == (2, 5) and K.check_conv_tiles(t, geo) is None
+    three = replace(geo, kh=3, kw=3, padding=(1,) * 4, h=14, w=14, oh=14, ow=14)
+    assert K.conv_tiles(three, LEVELS["avx2"]).rw == 6  # 3x3 pairs keep 6 columns
+    wide = replace(geo, lanes=16, in_block=16)
+    assert K.conv_tiles(wide, LEVELS["avx512"]).rb == 4  # AVX-512: quads
 
 
 @st.composite

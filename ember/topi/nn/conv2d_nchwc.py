@@ -36,13 +36,17 @@ ACTIVATIONS = {"none": 0, "relu": 1, "clip": 2, "hardswish": 3, "hardsigmoid": 4
                "gelu_tanh": 10}
 RESIDUAL, ACT_AFTER_ADD = 1, 2  # epilogue flags (EMBER_EPI_* in conv_simd.h)
 TILE_WIDTHS = (12, 8, 6, 4, 2, 1)  # the register tile widths the header instantiates
+PAIR_1X1_WIDTH = 5  # a pair's width for 1x1 convs on 16 registers (instantiated for pairs)
 QUAD_WIDTHS = (6, 4, 2, 1)  # widths of the 4-block tiles (AVX-512 builds only)
 TARGET_ITEMS = 4  # work items wanted for a parallel kernel: enough to balance 2-4 threads
 PARALLEL_MACS = 1 << 16  # below this a kernel runs on the calling thread (~30 us of work)
 L2_BYTES = 512 * 1024  # per-core L2 the loop order and strips are sized for
 # input channel blocks from which the kernel packs each strip of a 1x1 conv looping over its
-# output blocks innermost (EMBER_CONV_PACK_MIN_BLOCKS in conv_nchwc.h)
+# output blocks innermost, the block groups that must read each strip, and the input size it
+# must exceed (EMBER_CONV_PACK_MIN_* in conv_nchwc.h)
 PACK_MIN_BLOCKS = 16
+PACK_MIN_GROUPS = 4
+PACK_MIN_BYTES = 512 * 1024
 # widest output row the kernel runs in tiles of flattened positions across rows
 # (EMBER_CONV_FLAT_MAX_OW in conv_nchwc_flat_impl.h)
 FLAT_MAX_OW = 28
@@ -123,7 +127,8 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
 def check_conv_tiles(tiles: ConvTiles, geo: ConvGeometry) -> str | None:
     """Why the conv kernel cannot run ``tiles`` for ``geo`` (None if it can)."""
     problems = [(tiles.rb not in (1, 2, 4), "rb must be 1, 2 or 4"),
-                (tiles.rw not in TILE_WIDTHS, f"rw must be one of {TILE_WIDTHS}"),
+                (tiles.rw not in (*TILE_WIDTHS, PAIR_1X1_WIDTH),
+                 f"rw must be one of {(*TILE_WIDTHS, PAIR_1X1_WIDTH)}"),
                 (tiles.order not in (0, 1), "order must be 0 or 1")]
     found = next((what for bad, what in problems if bad), None)
     return found or _check_split(tiles.strip, tiles.threads, geo)
@@ -186,13 +191,18 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     rb = 2 if ocb_g >= 2 else 1
     budget = vector_registers(level) - rb * per_vec - 2
     row = tir.max(geo.ow, 1)
-    rw = widest([w for w in TILE_WIDTHS if w * rb * per_vec <= budget], row)
+    # a 1x1 pair on 16 registers: 5 columns, not 6 (12 accumulators, 2 weights and a
+    # broadcast made GCC spill in the unrolled block loop: 3-10% slower on MobileNet's 1x1s)
+    fits = [w for w in TILE_WIDTHS if w * rb * per_vec <= budget]
+    if geo.kh == geo.kw == 1 and rb == 2 and vector_registers(level) == 16 and per_vec == 1:
+        fits = [PAIR_1X1_WIDTH] + [w for w in fits if w < PAIR_1X1_WIDTH]
+    rw = widest(fits, row)
     if level.name == "avx512" and per_vec == 1 and ocb_g >= 4:
         rb, rw = 4, widest(QUAD_WIDTHS, row)
     weight_bytes = geo.oc * (geo.ic // geo.groups) * geo.kh * geo.kw * 4
     conv1d = is_conv1d(geo)
     # a conv1d streams its blocks over strips that sit in the L2 (see model_conv_tiles)
-    order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 or packs_strips(geo) else 0
+    order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 or packs_strips(geo, rb) else 0
     if flat_tiles(geo, level, rb):
         order = 0  # the flat tiles need blocks outermost; a small map's input sits in the L2
     strip = tir.convert(geo.ow)
@@ -225,12 +235,20 @@ def flat_tiles(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
             and vector_registers(level) == 16)
 
 
-def packs_strips(geo: ConvGeometry) -> bool:
+def packs_strips(geo: ConvGeometry, rb: int = 2) -> bool:
     """Whether the kernel packs the input strips of ``geo`` when its blocks are innermost
     (``ember_conv_packs`` in conv_nchwc.h): a dense 1x1 conv with many input blocks, whose
-    blocks lie a whole plane apart in NCHW[L]c."""
-    return (geo.kh == geo.kw == 1 and geo.groups == 1 and geo.in_block > 1
-            and geo.ic // geo.in_block >= PACK_MIN_BLOCKS)
+    blocks lie a whole plane apart in NCHW[L]c, read by :data:`PACK_MIN_GROUPS` or more
+    groups of ``rb`` output blocks, over an input larger than :data:`PACK_MIN_BYTES` (a
+    smaller one stays in the L2 unpacked). With run-time image sizes: whenever the first two
+    hold (the kernel decides on the size at each call)."""
+    blocks = geo.ic // geo.in_block if geo.in_block else 0
+    if not (geo.kh == geo.kw == 1 and geo.groups == 1 and geo.in_block > 1
+            and blocks >= PACK_MIN_BLOCKS and ceildiv(geo.oc // geo.lanes, rb) >= PACK_MIN_GROUPS):
+        return False
+    if not is_static(geo.n, geo.h, geo.w):
+        return True
+    return blocks * int(geo.h) * int(geo.w) * geo.in_block * 4 > PACK_MIN_BYTES
 
 
 def is_conv1d(geo: ConvGeometry) -> bool:

@@ -186,12 +186,21 @@ static inline int64_t ember_conv_task_start(const ember_conv_p* p, int64_t task,
  * column lie a whole plane apart (128 KiB for a 64x64 map): a tile's loads then walk one
  * cache set (a power-of-two plane) or a new page per block, and a 1024-channel strip missed
  * L1 and L2 on every block (SegFormer's 1x1 1024->256 at 64x64: 5x onnxruntime's time).
- * Packed, a strip is one contiguous [block][column][CB] run. Not for groups (rare for 1x1)
- * nor for a plain NCHW input (CB = 1: its tiles read one channel per tap anyway). */
+ * Packed, a strip is one contiguous [block][column][CB] run. Only where the input overflows
+ * the L2 (EMBER_CONV_PACK_MIN_BYTES) and at least EMBER_CONV_PACK_MIN_GROUPS block groups
+ * read each strip: a small map's input stays in the L2 anyway, and with few groups the copy
+ * costs more than it saves (MobileNetV2's 576->96 at 14x14: 276 -> 247 us unpacked; 144->24
+ * at 56x56, two block groups: 420 -> 330 us). Not for groups (rare for 1x1) nor for a plain
+ * NCHW input (CB = 1: its tiles read one channel per tap anyway). */
 #define EMBER_CONV_PACK_MIN_BLOCKS 16
+#define EMBER_CONV_PACK_MIN_GROUPS 4
+#define EMBER_CONV_PACK_MIN_BYTES (512 * 1024)
 static inline int ember_conv_packs(const ember_conv_p* p) {
+  const int64_t in_bytes = (int64_t)p->icb * p->h * p->w * p->cb * (int64_t)sizeof(float);
   return !p->depthwise && p->kh == 1 && p->kw == 1 && p->groups == 1 && p->order == 1 &&
-         p->cb > 1 && p->icb_g >= EMBER_CONV_PACK_MIN_BLOCKS;
+         p->cb > 1 && p->icb_g >= EMBER_CONV_PACK_MIN_BLOCKS &&
+         (p->ocb_g + p->rb - 1) / p->rb >= EMBER_CONV_PACK_MIN_GROUPS &&
+         in_bytes > EMBER_CONV_PACK_MIN_BYTES;
 }
 
 /* Rows and columns of the zero-padded input copy of the small-map tiles

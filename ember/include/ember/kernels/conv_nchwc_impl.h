@@ -149,22 +149,48 @@ static inline void EMBER_FN(ember_conv_act)(EV* v, int32_t act, float lo, float 
 }
 
 /* Store *v (accumulator + bias) after the residual add and the activation, in the planned
- * order. */
-static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, float* out,
-                                              const float* res) {
-  if (p->flags & EMBER_EPI_RESIDUAL) {
-    if (p->flags & EMBER_EPI_ACT_AFTER_ADD) {
+ * order; the epilogue's fields as values (see EMBER_CONV_STORE_TILE). */
+static inline void EMBER_FN(ember_conv_store_with)(int32_t act, int32_t flags, float lo,
+                                                   float hi, EV* v, float* out,
+                                                   const float* res) {
+  if (flags & EMBER_EPI_RESIDUAL) {
+    if (flags & EMBER_EPI_ACT_AFTER_ADD) {
       *v += EMBER_VLOAD(EMBER_L, res);
-      EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
-    } else if (!ember_conv_late_act(p)) { /* a late one adds the residual after it */
-      EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
+      EMBER_FN(ember_conv_act)(v, act, lo, hi);
+    } else if (act < EMBER_CONV_ACT_SIGMOID) { /* a late one adds the residual after it */
+      EMBER_FN(ember_conv_act)(v, act, lo, hi);
       *v += EMBER_VLOAD(EMBER_L, res);
     }
-  } else if (p->act && !ember_conv_late_act(p)) { /* a late one: no switch per vector */
-    EMBER_FN(ember_conv_act)(v, p->act, p->lo, p->hi);
+  } else if (act && act < EMBER_CONV_ACT_SIGMOID) { /* a late one: no switch per vector */
+    EMBER_FN(ember_conv_act)(v, act, lo, hi);
   }
   EMBER_VSTORE(EMBER_L, out, *v);
 }
+
+static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, float* out,
+                                              const float* res) {
+  EMBER_FN(ember_conv_store_with)(p->act, p->flags, p->lo, p->hi, v, out, res);
+}
+
+/* The stores of a RW x RB register tile (bias added) at output offset o, blocks oob floats
+ * apart. The epilogue's fields are read into locals once: read through p, they were reloaded
+ * after every store (a float store may alias *p), which cost as much as the FMAs of a 1x1
+ * conv with 16 input channels (16->64 at 112x112: 1.6x onnxruntime's time). */
+#define EMBER_CONV_STORE_TILE(RW, RB)                                                          \
+  {                                                                                            \
+    const int32_t act_ = p->act, flags_ = p->flags, accum_ = p->accum;                         \
+    const float lo_ = p->lo, hi_ = p->hi;                                                      \
+    float* const out_ = p->out + o;                                                            \
+    const float* const res_ = p->res + o;                                                      \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
+      EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                              \
+      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                 \
+        size_t at = r * oob + (size_t)j * L;                                                   \
+        EV v = acc[j][r] + (accum_ ? EMBER_VLOAD(EMBER_L, out_ + at) : bv);                    \
+        EMBER_FN(ember_conv_store_with)(act_, flags_, lo_, hi_, &v, out_ + at, res_ + at);     \
+      }                                                                                        \
+    }                                                                                          \
+  }
 
 /* acc[j][r] += input (column j, element c) * weight vector r at wq. */
 #define EMBER_TILE_STEP(RW, RB, wq, c)                                                         \
@@ -200,6 +226,41 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     }                                                                                          \
   }
 
+/* A 1x1 tile's loop over the input blocks of its group, columns S * L floats apart. A tile of
+ * one column (a GEMV: an SE block's convs on a 1x1 map, the last column of a row) sums its
+ * channel steps into EMBER_GEMV_CHAINS partial accumulators per block, added at the end: with
+ * one, each FMA waited for the one before (960->240 on a 1x1 map: 26 us with two chains,
+ * 40 us with one). */
+#define EMBER_GEMV_CHAINS 4
+#define EMBER_TILE_1X1_BLOCKS(RW, RB, base, S)                                                 \
+  if (RW == 1) {                                                                               \
+    EV part[EMBER_GEMV_CHAINS][RB];                                                            \
+    int32_t q;                                                                                 \
+    EMBER_KUNROLL for (q = 0; q < EMBER_GEMV_CHAINS; ++q)                                      \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r) part[q][r] = EMBER_VZERO(EMBER_L);                \
+    for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
+      const float* src = (base) + icb * cs;                                                    \
+      const float* wk = w + (ptrdiff_t)icb * L * L;                                            \
+      EMBER_KUNROLL for (c = 0; c < EMBER_L; ++c) {                                            \
+        EV bx = EMBER_VBCAST(EMBER_L, src + c);                                                \
+        EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                               \
+          EV w_ = EMBER_VLOAD(EMBER_L, wk + c * L + r * wob);                                  \
+          part[c % EMBER_GEMV_CHAINS][r] =                                                     \
+              EMBER_VFMA(EMBER_L, part[c % EMBER_GEMV_CHAINS][r], bx, w_);                     \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    EMBER_KUNROLL for (r = 0; r < RB; ++r)                                                     \
+      acc[0][r] = (part[0][r] + part[1][r]) + (part[2][r] + part[3][r]);                       \
+  } else {                                                                                     \
+    for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
+      const float* src = (base) + icb * cs;                                                    \
+      const float* wk = w + (ptrdiff_t)icb * L * L;                                            \
+      EMBER_KUNROLL for (c = 0; c < EMBER_L; ++c)                                              \
+        EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, src + c, S)                                   \
+    }                                                                                          \
+  }
+
 /* One register tile: RW output columns (the first at input column ix0) x RB output blocks,
  * over all input channels of the group and kernel rows [ky0, ky1). `row` is the input offset
  * of kernel row 0 at column 0 (possibly outside the image: only valid rows are read);
@@ -218,15 +279,15 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     int32_t j, r, icb, ky, kx, c;                                                              \
     EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
       EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
-    if (interior && p->kh == 1 && p->kw == 1 && p->sw == 1 && cb == L && ky1 > ky0) {         \
-      /* 1x1 at unit stride: one tap per block, its L channel steps unrolled in one loop over \
-       * the blocks (a loop of L steps per block spent a third of the time on overhead) */     \
+    if (interior && p->kh == 1 && p->kw == 1 && p->sw <= 2 && cb == L && ky1 > ky0) {         \
+      /* 1x1 at stride 1 or 2: one tap per block, its L channel steps unrolled in one loop    \
+       * over the blocks (a loop of L steps per block spent a third of the time on overhead); \
+       * the stride a constant, so that each column is a fixed offset from one pointer */      \
       const float* base = p->in + (row + (ptrdiff_t)ix0 * cb);                                 \
-      for (icb = 0; icb < p->icb_g; ++icb) {                                                   \
-        const float* src = base + icb * cs;                                                    \
-        const float* wk = w + (ptrdiff_t)icb * L * L;                                          \
-        EMBER_KUNROLL for (c = 0; c < EMBER_L; ++c)                                            \
-          EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, src + c, 1)                                 \
+      if (p->sw == 1) {                                                                        \
+        EMBER_TILE_1X1_BLOCKS(RW, RB, base, 1)                                                 \
+      } else {                                                                                 \
+        EMBER_TILE_1X1_BLOCKS(RW, RB, base, 2)                                                 \
       }                                                                                        \
     } else                                                                                     \
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
@@ -252,14 +313,7 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
         }                                                                                      \
       }                                                                                        \
     }                                                                                          \
-    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                    \
-      EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                              \
-      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                  \
-        size_t at = o + r * oob + (size_t)j * L;                                               \
-        EV v = acc[j][r] + (p->accum ? EMBER_VLOAD(EMBER_L, p->out + at) : bv);                \
-        EMBER_FN(ember_conv_store)(p, &v, p->out + at, p->res + at);                           \
-      }                                                                                        \
-    }                                                                                          \
+    EMBER_CONV_STORE_TILE(RW, RB)                                                              \
   }
 
 /* The register tiles: widths 12/8/4/2/1 of one output block, 6/5/4/3/2/1 of two (12/8 too
