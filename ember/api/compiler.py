@@ -159,7 +159,9 @@ def compile(model: Any, executor: str = "auto", target: str = "llvm",
     ``params``, its weights by name), or Relay text (a string, or a ``.relay``/``.txt`` path).
     ``executor``: "auto" (AOT for static dataflow graphs, else the VM), "graph", "aot", "vm".
     ``threads``: worker threads of the model's kernels, recorded in the saved model (default
-    ``EMBER_NUM_THREADS``, else the physical cores). Raises TypeError/ValueError for bad
+    ``EMBER_NUM_THREADS``, else the physical cores). The passes run at opt_level 3 with the
+    pass options (``config``) and required/disabled passes of the enclosing ``PassContext``,
+    if any. Raises TypeError/ValueError for bad
     arguments, FileNotFoundError for a missing file, and what the frontend or build raises.
     """
     from ..ir.transform import PassContext
@@ -176,6 +178,8 @@ def compile(model: Any, executor: str = "auto", target: str = "llvm",
     if executor == "auto":
         logger.info("ember.compile: executor %s (%s)", kind, why)
     inputs, outputs = specs(mod, weights, dims)
-    with PassContext(opt_level=3):
+    outer = PassContext.current()
+    with PassContext(opt_level=3, required_pass=outer.required_pass,
+                     disabled_pass=outer.disabled_pass, config=outer.config):
         factory = relay_build(mod, target, params=weights or None, executor=Executor(kind))
     return CompiledModel(factory, ModelRecord(kind, threads, inputs, outputs))

@@ -219,3 +219,16 @@ def test_repr_names_the_signature(two_inputs: CompiledModel) -> None:
     text = repr(two_inputs)
     assert text.startswith("CompiledModel(graph, threads=")
     assert "(x: float32[2, 3], y: float32[2, 3]) -> (output0: float32[2, 3]" in text
+
+
+def test_compile_takes_the_pass_options_of_the_enclosing_context():
+    # a bad value of a pass option reaches its pass, which names it: the options were used
+    x = relay.var("x", shape=(1, 8, 6, 6))
+    w = relay.const(np.ones((10, 8, 3, 3), "float32"))
+    mod = ember.IRModule.from_expr(relay.Function([x], relay.nn.conv2d(x, w, padding=(1, 1))))
+    with ember.transform.PassContext(config={"relay.AlterOpLayout.pad_channels": "yes"}):
+        with pytest.raises(ember.error.OpAttributeInvalid,
+                           match="relay.AlterOpLayout.pad_channels must be True or "
+                                 "False"):
+            ember.compile(mod, executor="graph")
+    ember.compile(mod, executor="graph")  # outside it, the defaults

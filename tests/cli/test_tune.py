@@ -17,13 +17,14 @@ pytestmark = needs_cc
 
 @pytest.fixture(scope="module")
 def conv_model(tmp_path_factory: Any) -> Path:
-    """A conv + relu + dense model as Relay text, weights inline."""
+    """A conv + relu + dense model as Relay text, weights inline (16 input channels: the
+    blocked conv template, not the first-conv kernel of inputs with 8 or fewer)."""
     import ember
     from ember import relay
 
     rng = np.random.default_rng(0)
-    x = relay.var("data", shape=(1, 3, 16, 16))
-    w1 = relay.const(rng.standard_normal((16, 3, 3, 3)).astype("float32"))
+    x = relay.var("data", shape=(1, 16, 16, 16))
+    w1 = relay.const(rng.standard_normal((16, 16, 3, 3)).astype("float32"))
     w2 = relay.const(rng.standard_normal((4, 16 * 8 * 8)).astype("float32"))
     y = relay.nn.relu(relay.nn.conv2d(x, w1, strides=(2, 2), padding=(1, 1)))
     y = relay.nn.dense(relay.nn.batch_flatten(y), w2)
@@ -55,7 +56,7 @@ def test_tune_conv_model_json(conv_model: Path, tmp_path: Path) -> None:
     assert doc["records"] == str(records) and doc["threads"] == 1
     assert [k["kernel"] for k in doc["kernels"]] == ["conv2d_nchwc", "sgemm"]
     conv = doc["kernels"][0]
-    assert conv["call"] == "3x16x16 -> 16x8x8 3x3/2" and conv["speedup"] > 0
+    assert conv["call"] == "16x16x16 -> 16x8x8 3x3/2" and conv["speedup"] > 0
     assert set(conv["tiles"]) == {"rb", "rw", "strip", "order", "threads"}
     stored = R.load(records)
     assert sorted(k[0] for k in stored.records) == ["conv2d_nchwc", "sgemm"]

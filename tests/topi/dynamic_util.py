@@ -58,7 +58,7 @@ def _vm_executable(text: str, params: dict[str, np.ndarray]) -> Any:
     from ember.relay import vm
 
     mod = ember.parser.fromtext(text.format(**{n: "?" for n in _names(text)}))
-    with PassContext(opt_level=3):
+    with PassContext(opt_level=3, config=PassContext.current().config):
         return vm.compile(mod, target="llvm", params=params)
 
 

@@ -110,13 +110,14 @@ def test_activation_before_the_residual():
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_after_a_conv1d_is_its_epilogue(approximate):
     # wav2vec2's feature convs: kernel (1, 3), stride 2, then GELU as the exporter spells it;
-    # planned, it is one fused conv between the layout transforms, as written out here
+    # planned, it is one fused conv between the layout transforms, as written out here (16
+    # input channels: the blocked template, not the first-conv kernel of 8 or fewer)
     from ember.ir.structural import assert_structural_equal
     from ember.relay.op.nn.conv_nchwc import contrib_conv2d_nchwc_fused
     from ember.topi.nn.conv2d_nchwc import pack_weight
 
-    x = relay.var("x", shape=(1, 8, 1, 9))
-    w = RNG.uniform(-1, 1, (8, 8, 1, 3)).astype("float32")
+    x = relay.var("x", shape=(1, 16, 1, 9))
+    w = RNG.uniform(-1, 1, (8, 16, 1, 3)).astype("float32")
     spelled = exported.gelu if approximate == "none" else exported.gelu_tanh
     planned = _plan(spelled(relay.nn.conv2d(x, relay.const(w), strides=(1, 2))), x)
     act, inner = (("gelu_erf", 1 / math.sqrt(2)) if approximate == "none"
