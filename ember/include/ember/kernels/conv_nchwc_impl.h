@@ -705,11 +705,15 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
 /* Input blocks per pass of ember_conv_range: all of them, unless the weights of one block
  * pair over all input blocks pass EMBER_CONV_CHUNK_MIN_BYTES: then chunks whose weights, for
  * every block pair, fit EMBER_CONV_CHUNK_BYTES of L2 (dense, ungrouped, blocked input, wider
- * than 1x1: DBNet's 3x3 256->64 at 160x160 has 147 KiB a pair, 590 KiB in all). */
+ * than 1x1: DBNet's 3x3 256->64 at 160x160 has 147 KiB a pair, 590 KiB in all), in at most
+ * EMBER_CONV_CHUNK_MAX_PASSES passes: each pass reads and writes the whole output again, which
+ * costs more than the weights' misses save when the output is wide (wav2vec2's 1x3 512->512
+ * over 1599 frames would take 22 passes: 8% slower than one). */
 #ifndef EMBER_CONV_CHUNK_BYTES
 #define EMBER_CONV_CHUNK_BYTES (160 * 1024)
 #endif
 #define EMBER_CONV_CHUNK_MIN_BYTES (64 * 1024)
+#define EMBER_CONV_CHUNK_MAX_PASSES 4
 static inline int32_t EMBER_FN(ember_conv_ic_chunk)(const ember_conv_p* p) {
   const int64_t block = (int64_t)p->kh * p->kw * p->cb * EMBER_L * (int64_t)sizeof(float);
   int64_t chunk;
@@ -718,7 +722,11 @@ static inline int32_t EMBER_FN(ember_conv_ic_chunk)(const ember_conv_p* p) {
     return p->icb_g;
   }
   chunk = EMBER_CONV_CHUNK_BYTES / (block * p->ocb);
-  return chunk < 1 ? 1 : chunk > p->icb_g ? p->icb_g : (int32_t)chunk;
+  chunk = chunk < 1 ? 1 : chunk;
+  if (chunk >= p->icb_g || (p->icb_g + chunk - 1) / chunk > EMBER_CONV_CHUNK_MAX_PASSES) {
+    return p->icb_g;
+  }
+  return (int32_t)chunk;
 }
 
 /* Work items [lo, hi) in passes over chunks of input blocks (ember_conv_ic_chunk), each
