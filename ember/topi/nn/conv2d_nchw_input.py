@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from ...runtime.errors import OpError
 from ...target.simd import SimdLevel
 from ...te import tensor as te
-from ...tir import op as tir
 from . import conv2d_nchwc as K
 from .sizes import is_static
 
@@ -106,18 +105,9 @@ def conv2d_nchw_input(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
                       f"1x1, unit dilation and a static image; got in_block={geo.in_block}, "
                       f"ic={geo.ic}, groups={geo.groups}, kernel {geo.kh}x{geo.kw}, "
                       f"dilation {geo.dilation}, image {geo.h}x{geo.w}")
-    lanes = geo.lanes
     tiles = nchw_input_tiles(geo, level)
-    ints = [geo.n, geo.ic, geo.h, geo.w, geo.oc // lanes, geo.oh, geo.ow, geo.kh, geo.kw,
+    ints = [geo.n, geo.ic, geo.h, geo.w, geo.oc // geo.lanes, geo.oh, geo.ow, geo.kh, geo.kw,
             *geo.strides, *geo.dilation, geo.padding[0], geo.padding[1]]
     tail = [*epilogue, tiles.rw, tiles.rows, tiles.blocks, tiles.threads]
-    inputs = [data, weight, bias] + ([residual] if residual is not None else [])
-
-    def body(ins: list, outs: list) -> object:
-        res = ins[3] if residual is not None else outs[0]
-        return tir.call_extern("int32", f"ember_conv2d_nchw_input_x{lanes}", ins[0].data,
-                               ins[1].data, ins[2].data, res.data, outs[0].data, *ints, *tail,
-                               header=HEADER)
-
-    shape = (geo.n, geo.oc // lanes, geo.oh, geo.ow, lanes)
-    return te.extern(shape, inputs, body, name="T_conv2d_nchw_input", tag="conv2d_nchwc")
+    return K.conv_extern(f"ember_conv2d_nchw_input_x{geo.lanes}", HEADER,
+                         "T_conv2d_nchw_input", data, weight, bias, residual, geo, [*ints, *tail])

@@ -309,19 +309,26 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
                                  _epilogue(act, clip, flags))
     run = flattened(geo)
     tiles = conv_tiles(run, level)
-    ints = call_sizes(run)
     tail = _epilogue(act, clip, flags) + [tiles.rb, tiles.rw, tiles.strip, tiles.order,
                                           tiles.threads]
+    return conv_extern(f"ember_conv2d_nchwc_x{lanes}", HEADER, "T_conv2d_nchwc", data, weight,
+                       bias, residual, geo, [*call_sizes(run), *tail])
+
+
+def conv_extern(entry: str, header: str, name: str, data: te.Tensor, weight: te.Tensor,
+                bias: te.Tensor, residual: te.Tensor | None, geo: ConvGeometry,
+                args: list) -> te.Tensor:
+    """The NCHW[L]c output of ``geo`` as a call of the C kernel ``entry``: (data, weights,
+    bias, residual (the output itself when None), output, *args)."""
     inputs = [data, weight, bias] + ([residual] if residual is not None else [])
 
     def body(ins: list, outs: list) -> object:
         res = ins[3] if residual is not None else outs[0]
-        return tir.call_extern("int32", f"ember_conv2d_nchwc_x{lanes}", ins[0].data,
-                               ins[1].data, ins[2].data, res.data, outs[0].data, *ints, *tail,
-                               header=HEADER)
+        return tir.call_extern("int32", entry, ins[0].data, ins[1].data, ins[2].data, res.data,
+                               outs[0].data, *args, header=header)
 
-    shape = (geo.n, geo.oc // lanes, geo.oh, geo.ow, lanes)
-    return te.extern(shape, inputs, body, name="T_conv2d_nchwc", tag="conv2d_nchwc")
+    shape = (geo.n, geo.oc // geo.lanes, geo.oh, geo.ow, geo.lanes)
+    return te.extern(shape, inputs, body, name=name, tag="conv2d_nchwc")
 
 
 @dataclass(frozen=True)
