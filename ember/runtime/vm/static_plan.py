@@ -110,6 +110,7 @@ class StaticPlan:
         self._base: list[int | None] = [None] * len(walk.blocks)
         self._size: dict[int, int] = {}  # this run's size of each dynamic block
         self._capacity: dict[int, int] = {}  # dynamic block -> bytes allocated so far
+        self._grown: dict[int, Storage] = {}  # dynamic block -> its storage once grown
         self._keep: list[Any] = []
         for b in walk.blocks:
             if id(b) in offsets:
@@ -355,14 +356,16 @@ class StaticPlan:
             _set_pointer(dl, ptr + offset, shape)
 
     def _grow(self, b: Block, nbytes: int) -> None:
-        """Give dynamic block ``b`` at least ``nbytes`` (it never shrinks)."""
-        storage = self._allocator.alloc(nbytes, b.alignment, b.device, b.dtype_hint)
-        self._keep.append(storage)
+        """Give dynamic block ``b`` at least ``nbytes`` (it never shrinks). A block that grew
+        before takes half as much again as it had, if more than asked: sizes that keep growing
+        (longer and longer sequences) then re-grow a logarithmic number of times, and the
+        calls between stay on the native path, which runs within the capacity held."""
         old = self._capacity.get(b.index)
+        if old is not None:
+            nbytes = max(nbytes, min(old + old // 2, self._allocator.max_block_bytes))
+        storage = self._allocator.alloc(nbytes, b.alignment, b.device, b.dtype_hint)
+        self._grown[b.index] = storage  # the smaller one, if any, goes
         self._capacity[b.index] = nbytes
-        if old is not None:  # let the smaller one go
-            self._keep = [s for s in self._keep if not (type(s) is Storage and
-                                                        s.ptr == self._base[b.index])]
         self._move(b.index, storage.ptr)
 
     def value(self, t: Tensor) -> np.ndarray:

@@ -93,6 +93,17 @@ def test_an_intermediate_block_grows_to_the_largest_shape_and_stays() -> None:
     assert grown == [16, 64, 64, 64, 64]
 
 
+def test_a_creeping_size_regrows_a_logarithmic_number_of_times() -> None:
+    # a length that grows by one each call: the block takes half as much again each time it
+    # must grow (8 sizes from 16 to 271 bytes, not 56), so most calls need no new memory
+    vm, interpreter = vms(GROWING)
+    grown = []
+    for n in range(4, 60):
+        same(vm, interpreter, np.full(n, 1.5, "float32"))
+        grown.append(next(iter(plan_of(vm)._capacity.values())))
+    assert len(set(grown)) <= 9 and grown == sorted(grown) and grown[-1] >= 4 * 59
+
+
 def test_kept_signatures_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(static_plan, "SIGNATURES", 4)
     vm, interpreter = vms(GROWING)
