@@ -148,7 +148,7 @@ def test_the_default_file_must_be_this_cpus(tmp_path: Path, monkeypatch: Any) ->
 
 
 @pytest.mark.parametrize("kernel, tiles, message", [
-    ("conv", {"rw": 5}, r"rw must be one of \(12, 8, 6, 4, 2, 1\)"),
+    ("conv", {"rw": 7}, r"rw must be one of \(12, 8, 6, 4, 2, 1, 5\)"),
     ("conv", {"rb": 3}, "rb must be 1, 2 or 4"),
     ("conv", {"strip": 0}, r"strip must be in 1\.\.10"),
     ("conv", {"strip": 11}, r"strip must be in 1\.\.10"),
