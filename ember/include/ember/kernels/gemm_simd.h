@@ -218,12 +218,18 @@ static inline float ember_vhmax(ember_vf v) {
 
 /* exp(x) for x in [-87.3, 88.37]: x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6
  * polynomial, times 2^n (n rounded with EMBER_ROUND_MAGIC: no float-int conversions). */
-static inline ember_vf ember_vexp_core(ember_vf x) {
-  ember_vf v, n, r, p;
-  v = ember_vfma(x, ember_vset1(1.44269504088896341f), ember_vset1(EMBER_ROUND_MAGIC));
-  n = ember_vsub(v, ember_vset1(EMBER_ROUND_MAGIC));
+/* x = n ln2 + r: returns r (|r| <= ln2/2) and sets *v to n plus EMBER_ROUND_MAGIC, whose
+ * bits ember_vpow2_rounded turns into 2^n (ln2 in two parts: r exact to float rounding). */
+static inline ember_vf ember_vexp_reduce(ember_vf x, ember_vf* v) {
+  ember_vf n, r;
+  *v = ember_vfma(x, ember_vset1(1.44269504088896341f), ember_vset1(EMBER_ROUND_MAGIC));
+  n = ember_vsub(*v, ember_vset1(EMBER_ROUND_MAGIC));
   r = ember_vfma(n, ember_vset1(-0.693359375f), x);
-  r = ember_vfma(n, ember_vset1(2.12194440e-4f), r);
+  return ember_vfma(n, ember_vset1(2.12194440e-4f), r);
+}
+
+static inline ember_vf ember_vexp_core(ember_vf x) {
+  ember_vf v, r = ember_vexp_reduce(x, &v), p;
   p = ember_vset1(1.9875691500e-4f);
   p = ember_vfma(p, r, ember_vset1(1.3981999507e-3f));
   p = ember_vfma(p, r, ember_vset1(8.3334519073e-3f));

@@ -42,12 +42,9 @@ EMBER_KENTRY int32_t ember_softmax(EMBER_SOFTMAX_PARAMS);
  * e^r, |r| <= ln2/2, by 1 + r + r^2 q(r), q of degree 4 fitted for relative error on
  * Chebyshev nodes (8e-8 in float arithmetic): six FMAs, one fewer than ember_vexp_core. */
 static inline ember_vf ember_vexp0(ember_vf x) {
-  ember_vf v, n, r, p;
+  ember_vf v, r, p;
   x = ember_vmax(ember_vset1(EMBER_EXP_FLUSH), x); /* NaN stays NaN */
-  v = ember_vfma(x, ember_vset1(1.44269504088896341f), ember_vset1(EMBER_ROUND_MAGIC));
-  n = ember_vsub(v, ember_vset1(EMBER_ROUND_MAGIC));
-  r = ember_vfma(n, ember_vset1(-0.693359375f), x);
-  r = ember_vfma(n, ember_vset1(2.12194440e-4f), r);
+  r = ember_vexp_reduce(x, &v);
   p = ember_vset1(1.3748823e-3f);
   p = ember_vfma(p, r, ember_vset1(8.3696283e-3f));
   p = ember_vfma(p, r, ember_vset1(4.1669644e-2f));
