@@ -47,6 +47,7 @@ import numpy as np
 from .._abi import DLTensor
 from .._bridge import raise_error
 from ..container import ADT
+from ..errors import TVMError
 from ..executor_common import c_call_at, c_plan
 from ..ndarray import NDArray
 from ..packed_func import CPackedFunc
@@ -361,9 +362,15 @@ class StaticPlan:
         (longer and longer sequences) then re-grow a logarithmic number of times, and the
         calls between stay on the native path, which runs within the capacity held."""
         old = self._capacity.get(b.index)
-        if old is not None:
-            nbytes = max(nbytes, min(old + old // 2, self._allocator.max_block_bytes))
-        storage = self._allocator.alloc(nbytes, b.alignment, b.device, b.dtype_hint)
+        ahead = max(nbytes, min(old + old // 2, self._allocator.max_block_bytes)) \
+            if old is not None else nbytes
+        try:
+            storage = self._allocator.alloc(ahead, b.alignment, b.device, b.dtype_hint)
+        except TVMError:  # no room for the margin: exactly what is needed (or its error)
+            if ahead == nbytes:
+                raise
+            storage = self._allocator.alloc(nbytes, b.alignment, b.device, b.dtype_hint)
+        nbytes = storage.nbytes
         self._grown[b.index] = storage  # the smaller one, if any, goes
         self._capacity[b.index] = nbytes
         self._move(b.index, storage.ptr)

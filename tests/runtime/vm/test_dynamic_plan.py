@@ -104,6 +104,25 @@ def test_a_creeping_size_regrows_a_logarithmic_number_of_times() -> None:
     assert len(set(grown)) <= 9 and grown == sorted(grown) and grown[-1] >= 4 * 59
 
 
+def test_a_block_takes_exactly_its_size_when_the_margin_does_not_fit(monkeypatch) -> None:
+    # memory for the size asked but not for half as much again: the block grows to the size
+    from ember.runtime.errors import TVMError
+
+    vm, interpreter = vms(GROWING)
+    same(vm, interpreter, np.full(40, 1.5, "float32"))
+    plan = plan_of(vm)
+    alloc = plan._allocator.alloc
+
+    def tight(nbytes, *args):
+        if nbytes > 4 * 41:
+            raise TVMError(f"alloc_storage: cannot allocate {nbytes} bytes")
+        return alloc(nbytes, *args)
+
+    monkeypatch.setattr(plan._allocator, "alloc", tight)
+    same(vm, interpreter, np.full(41, 1.5, "float32"))
+    assert next(iter(plan._capacity.values())) == 4 * 41
+
+
 def test_kept_signatures_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(static_plan, "SIGNATURES", 4)
     vm, interpreter = vms(GROWING)
