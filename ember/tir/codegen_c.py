@@ -133,6 +133,7 @@ class FunctionWriter:
         self._next_suffix: dict[str, int] = {}  # base name -> next suffix to try
         self.nonneg: set[int] = set()
         self.in_parallel = 0
+        self.in_simd = 0  # OpenMP simd loops open around the current statement (no nesting)
         self.needs_err = False
         self.stdio = True  # False: messages are constant strings (firmware has no stdio)
         self.workspaces: list[str] = []  # live TVMBackendAllocWorkspace blocks, outermost first
@@ -399,7 +400,7 @@ class FunctionWriter:
             if outline_parallel_loop(self, s, ind):
                 return []
         header = f"for (int32_t {v} = {mn}; {v} < {ext if mn == '0' else f'{mn} + {ext}'}; ++{v}) {{"
-        summed = row_sum(s, self.flat_expr) if not parallel else None
+        summed = row_sum(s, self.flat_expr) if not (parallel or self.in_simd) else None
         if summed is not None:
             return self._row_sum(header, ind, *summed)
         # Loop hints go through macros (the "pragmas" helper) that expand to nothing where the
@@ -412,10 +413,13 @@ class FunctionWriter:
             self.helpers.add("pragmas")
             self.emit(f"EMBER_UNROLL({n})", ind)
         self.emit(header, ind)
+        simd = s.kind == ForKind.VECTORIZED
         self.in_parallel += parallel
+        self.in_simd += simd
 
         def close() -> None:
             self.in_parallel -= parallel
+            self.in_simd -= simd
             self.emit("}", ind)
 
         return [(s.body, ind + 1), close]
