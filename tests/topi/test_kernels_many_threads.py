@@ -104,3 +104,28 @@ def test_work_weighted_cuts_agree_on_any_thread_count() -> None:
     tasks = {dbg.graph.nodes[nid].func_name: [launch.num_task for launch in calls[0].launches]
              for nid, calls in splits.items()}
     assert [t for name, t in tasks.items() if "conv2d" in name or "gemm" in name] == [[3], [3]]
+
+
+def test_matrix_vector_product_splits_by_the_size_of_its_weights() -> None:
+    """A one-row dense layer (resnet18's classifier: 512 -> 1000) has too few multiply-adds for
+    PARALLEL_MACS but streams 2 MB of weights: it launches threads (gemm_kernel's
+    PARALLEL_B_FLOATS), each task a range of column panels, and agrees at 1, 2, 3, 7 threads;
+    a small one (512 -> 100) stays serial."""
+    from ember.topi.nn import gemm_kernel as G
+
+    assert G.model_gemm_tiles(1, 1, 1000, 512).parallel
+    assert not G.model_gemm_tiles(1, 1, 100, 512).parallel
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 512)).astype("float32")
+    w = rng.standard_normal((1000, 512)).astype("float32")
+    data, weight = relay.var("x", shape=x.shape), relay.var("w", shape=w.shape)
+    mod = ember.IRModule.from_expr(relay.Function([data, weight], relay.nn.dense(data, weight)))
+    want = x.astype(np.float64) @ w.astype(np.float64).T
+    agrees_on_any_thread_count(mod, {"w": w}, x, want, "matrix-vector", (1, 2, 3, 7))
+    built = ember.compile(mod, params={"w": w}, executor="graph", threads=1)
+    dbg = built.factory.debug_create("default", ember.cpu(0))
+    dbg.set_input(x=x)
+    with ThreadControl(built.factory).use(2):
+        splits = dbg.measure_work_split()
+    tasks = [launch.num_task for calls in splits.values() for launch in calls[0].launches]
+    assert tasks == [2]
