@@ -128,12 +128,14 @@ static int ember_pool_barrier(EmberPoolSync* sync, int task_id) {
 #define EMBER_POOL_COUNT(p, stat, v) __atomic_add_fetch(&(p)->stats[stat], (v), __ATOMIC_RELAXED)
 
 /* Run the tasks of job `gen` that no one has claimed: `own` first (this thread's task), then
- * the others in turn (a thread that is late or preempted leaves its task to the rest). */
+ * the others in turn (a thread that is late or preempted leaves its task to the rest). A
+ * worker beyond the job's task count (the pool grew for a larger launch) sits it out: the
+ * owners and the caller cover every task, and it would only take one from its owner. */
 static void ember_pool_run_tasks(EmberPool* p, uint32_t gen, uint32_t own) {
   const uint64_t s = EMBER_LOAD(&p->state);
   const uint32_t n = (uint32_t)((s >> 16) & 0xffff);
   uint32_t k;
-  if ((uint32_t)(s >> 32) != gen || n == 0) return;
+  if ((uint32_t)(s >> 32) != gen || own >= n) return;
   for (k = 0; k < n; ++k) {
     const uint32_t task = (own + k) % n;
     uint64_t open = (uint64_t)gen << 1;
