@@ -410,6 +410,13 @@ EMBER_DLL int EmberPoolLaunch(FTVMParallelLambda flambda, void* cdata, int num_t
 /* Worker threads this library's pool has started (they live as long as the process). */
 EMBER_DLL int EmberPoolNumWorkers(void) { return ember_pool_num_workers(); }
 
+/* This library's pool's counters (thread_pool.h's EMBER_POOL_STAT_*: launches, tasks, tasks
+ * stolen from a late thread, caller sleeps, worker sleeps) into out[0 .. n); returns how many
+ * the pool keeps. NULL out with n 0 just asks the count. */
+EMBER_DLL int EmberPoolStats(int64_t* out, int n) {
+  return ember_pool_stats(out, out != NULL ? n : 0);
+}
+
 /* Threads (the caller included) of the launches that the calling thread makes from now on;
  * n <= 0 only asks. Returns the count in force before the call. The Python runtime sets it
  * around each run of a model compiled with a thread count. */
