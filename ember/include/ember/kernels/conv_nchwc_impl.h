@@ -810,13 +810,16 @@ EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int
 }
 
 EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  const int32_t groups = ember_conv_block_groups(p), strips = (p->ow + p->strip - 1) / p->strip;
   int64_t item;
+  int32_t b, og, oy, s;
+  if (lo >= hi) return;
+  ember_conv_item(p, lo, &b, &og, &oy, &s);
   for (item = lo; item < hi; ++item) {
-    int32_t b, og, oy, s, x0, x1;
-    ember_conv_item(p, item, &b, &og, &oy, &s);
-    x0 = s * p->strip;
-    x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
+    const int32_t x0 = s * p->strip;
+    const int32_t x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
     EMBER_FN(ember_dw_strip)(p, b, og, oy, x0, x1);
+    ember_conv_item_next(p, groups, strips, &b, &og, &oy, &s);
   }
 }
 #undef EV

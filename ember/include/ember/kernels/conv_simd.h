@@ -212,14 +212,15 @@ static inline float ember_act_scalar(float v, int32_t act, float lo, float hi) {
 
 /* The first tap k (0 <= k <= taps) with start + k * d >= 0. */
 static inline int32_t ember_first_tap(int32_t start, int32_t d, int32_t taps) {
-  int32_t k = start >= 0 ? 0 : (-start + d - 1) / d;
+  /* d is almost always 1: no division then (one per strip cost as much as a small strip) */
+  int32_t k = start >= 0 ? 0 : d == 1 ? -start : (-start + d - 1) / d;
   return k < taps ? k : taps;
 }
 
 /* One past the last tap k < taps with start + k * d < size (at least lo). */
 static inline int32_t ember_end_tap(int32_t start, int32_t d, int32_t size, int32_t taps,
                                     int32_t lo) {
-  int32_t k = size - start <= 0 ? 0 : (size - start + d - 1) / d;
+  int32_t k = size - start <= 0 ? 0 : d == 1 ? size - start : (size - start + d - 1) / d;
   k = k < taps ? k : taps;
   return k > lo ? k : lo;
 }
