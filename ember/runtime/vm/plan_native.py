@@ -96,7 +96,7 @@ class DynamicCall:
     the holder, ``execution_pool.VMContext``, owns its VM, and every other run of the plan
     goes through its ``call``, which forgets first.)"""
 
-    __slots__ = ("_keep", "_plan", "calls", "plan", "run")
+    __slots__ = ("_keep", "_plan", "calls", "plan", "retries", "run")
 
     def __init__(self, calls: ArrayCalls, rules: list[int], entry: Any, threads: int) -> None:
         plan = self.plan = calls.plan
@@ -134,14 +134,16 @@ class DynamicCall:
         p.call.num_inputs, p.call.num_outputs = len(plan._arg_types), len(plan._fields)
         p.call.num_threads, p.call.failed_at = threads, -1
         self._keep["plans"] = (shape_cplan, cplan)  # the tables C reads
+        self.retries = 0  # calls that C ran a second time, with outputs of its shapes
         self.refresh()
         entry.argtypes, entry.restype = None, ctypes.c_int
         self.run = self._runner(functools.partial(entry, ctypes.byref(p)))
 
     def _runner(self, call: Any) -> Any:
-        """``run``: the call with outputs of the last signature's shapes, and again with new
-        ones when C answers that this signature's outputs have other shapes (2). (The
-        second try costs about 2 us: C's output dimensions are read as one ``array``.)"""
+        """``run``: the call with outputs of the shapes ``OutputShapes`` predicts for these
+        inputs (those of the last signature while the inputs' shapes stay), and again with
+        C's own when it answers that they are not this signature's (2: about 1 us more, a
+        second call and outputs made twice)."""
         slots = (ctypes.c_int64 * 2).from_address(
             ctypes.addressof(self._plan) + _DynamicPlan.call.offset + _Plan.args.offset)
         plan, out_dims, empty = self.plan, self._keep["out_dims"], np.empty
@@ -150,17 +152,40 @@ class DynamicCall:
             ends.append(ends[-1] + plan._typed_info[k][5])
         dtypes = [plan._typed_info[k][1] for k in plan._fields]
         shapes = [(0,) * (b - a) for a, b in zip(ends, ends[1:])]  # the last signature's
+        rules = self._keep["dim_rule"].tolist()
+        guess = OutputShapes(ends, [k for k, r in enumerate(rules) if r == -1 or r <= -2])
+        last: list[Any] = [None]  # the inputs' shapes that ``shapes`` are for
+
+        one_input = len(plan._arg_types) == 1
+
+        def signature(args: tuple[Any, ...]) -> Any:
+            """The inputs' shapes (those of the one input as they are), None if one of them
+            is not an array (the checked path converts it); the guess made when they are
+            new."""
+            try:
+                key = args[0].shape if one_input else tuple([a.shape for a in args])
+            except (AttributeError, IndexError):
+                return None
+            if key != last[0]:
+                last[0] = key
+                shapes[:] = guess.predict(_flat(key, one_input)) or shapes
+            return key
 
         if len(dtypes) == 1:
             dtype = dtypes[0]
 
             def run(args: tuple[Any, ...]) -> Any:
+                key = signature(args)
+                if key is None:
+                    return None
                 outs = empty(shapes[0], dtype)
                 slots[0] = id(args)
                 slots[1] = id(outs)
                 rc = call()
                 if rc == 2:
+                    self.retries += 1
                     shapes[0] = shape = tuple(out_dims)
+                    guess.learn(_flat(key, one_input), shape)
                     outs = empty(shape, dtype)
                     slots[1] = id(outs)
                     rc = call()
@@ -168,12 +193,17 @@ class DynamicCall:
             return run
 
         def run_several(args: tuple[Any, ...]) -> Any:
+            key = signature(args)
+            if key is None:
+                return None
             outs = [empty(s, dt) for s, dt in zip(shapes, dtypes)]
             slots[0] = id(args)
             slots[1] = id(outs)
             rc = call()
             if rc == 2:
+                self.retries += 1
                 dims = out_dims.tolist()
+                guess.learn(_flat(key, one_input), dims)
                 shapes[:] = [tuple(dims[a:b]) for a, b in zip(ends, ends[1:])]
                 outs = [empty(s, dt) for s, dt in zip(shapes, dtypes)]
                 slots[1] = id(outs)
@@ -219,6 +249,54 @@ class DynamicCall:
         held = calls.results[index].capacity if index in calls.results else \
             plan._capacity.get(index, -1)
         return min(held, plan._allocator.max_block_bytes)
+
+
+def _flat(key: Any, one_input: bool) -> Sequence[int]:
+    """The input dimensions of a signature, in order."""
+    return key if one_input else [d for shape in key for d in shape]
+
+
+class OutputShapes:
+    """The outputs' shapes of a call at input shapes not seen before, predicted, so that the
+    call is one C call and not two (C answers 2 when the outputs it was given have other
+    shapes; the host makes them again and calls once more).
+
+    Learnt from the signatures seen so far (``learn``, with each new signature's input and
+    output dimensions, flattened): each output dimension is a constant, or equal to some
+    input dimension, in every one of them. ``predict`` takes, per output dimension, the first
+    symbolic input dimension (``dynamic``: input dimensions of any size, in order) still
+    consistent, else any other one, else the constant; None when a dimension follows no rule
+    (a height divided by a stride: the host then makes the outputs twice, as without a
+    guess). A wrong guess costs what no guess does: C checks every output's shape."""
+
+    __slots__ = ("candidates", "dynamic", "ends")
+
+    def __init__(self, ends: Sequence[int], dynamic: Sequence[int]) -> None:
+        self.ends, self.dynamic = list(ends), set(dynamic)
+        # per output dimension: (the constant or None, input dimensions equal to it so far)
+        self.candidates: list[tuple[int | None, list[int]]] | None = None
+
+    def learn(self, ins: Sequence[int], outs: Sequence[int]) -> None:
+        if self.candidates is None or len(self.candidates) != len(outs):
+            order = sorted(range(len(ins)), key=lambda j: j not in self.dynamic)
+            self.candidates = [(o, [j for j in order if ins[j] == o]) for o in outs]
+            return
+        self.candidates = [(c if c == o else None, [j for j in js if j < len(ins) and
+                                                    ins[j] == o])
+                           for (c, js), o in zip(self.candidates, outs)]
+
+    def predict(self, ins: Sequence[int]) -> list[tuple[int, ...]] | None:
+        if self.candidates is None:
+            return None
+        dims = []
+        for c, js in self.candidates:
+            if js and js[0] < len(ins):
+                dims.append(ins[js[0]])
+            elif c is not None:
+                dims.append(c)
+            else:
+                return None
+        return [tuple(dims[a:b]) for a, b in zip(self.ends, self.ends[1:])]
 
 
 # Arguments a direct call may have (csrc/dynamic_call.h: EMBER_DIRECT_MAX_ARGS).
@@ -321,4 +399,4 @@ def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
     return DynamicCall(calls, rules, entry, threads)
 
 
-__all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "dim_rules", "dynamic_call"]
+__all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "OutputShapes", "dim_rules", "dynamic_call"]
