@@ -158,26 +158,21 @@ class DynamicCall:
 
         one_input = len(plan._arg_types) == 1
 
-        def signature(args: tuple[Any, ...]) -> Any:
-            """The inputs' shapes (those of the one input as they are), None if one of them
-            is not an array (the checked path converts it); the guess made when they are
-            new."""
-            try:
-                key = args[0].shape if one_input else tuple([a.shape for a in args])
-            except (AttributeError, IndexError):
-                return None
-            if key != last[0]:
-                last[0] = key
-                shapes[:] = guess.predict(_flat(key, one_input)) or shapes
-            return key
+        def new_inputs(key: Any) -> None:
+            """Inputs of other shapes than the last call's: the outputs' shapes guessed."""
+            last[0] = key
+            shapes[:] = guess.predict(_flat(key, one_input)) or shapes
 
         if len(dtypes) == 1:
             dtype = dtypes[0]
 
             def run(args: tuple[Any, ...]) -> Any:
-                key = signature(args)
-                if key is None:
+                try:  # (not an array: the checked path converts it)
+                    key = args[0].shape if one_input else tuple([a.shape for a in args])
+                except (AttributeError, IndexError):
                     return None
+                if key != last[0]:
+                    new_inputs(key)
                 outs = empty(shapes[0], dtype)
                 slots[0] = id(args)
                 slots[1] = id(outs)
@@ -193,9 +188,12 @@ class DynamicCall:
             return run
 
         def run_several(args: tuple[Any, ...]) -> Any:
-            key = signature(args)
-            if key is None:
+            try:
+                key = args[0].shape if one_input else tuple([a.shape for a in args])
+            except (AttributeError, IndexError):
                 return None
+            if key != last[0]:
+                new_inputs(key)
             outs = [empty(s, dt) for s, dt in zip(shapes, dtypes)]
             slots[0] = id(args)
             slots[1] = id(outs)
