@@ -355,3 +355,19 @@ def test_outputs_that_follow_no_rule_are_made_again_and_stay_right(monkeypatch) 
     for n in (1, 3, 1, 7, 20, 2):
         np.testing.assert_array_equal(model(x[:n].copy()), np.maximum(x[:n].reshape(-1), 0))
     assert native.retries == 6 and python == []
+
+
+def test_output_shapes_stop_learning_once_a_dimension_follows_no_rule() -> None:
+    guess = plan_native.OutputShapes([0, 1], dynamic=[0])
+    guess.learn((4,), (8,))
+    guess.learn((3,), (6,))  # twice the input: neither a constant nor an input dimension
+    assert guess.getters is None
+    guess.learn((8,), (8,))  # no rule comes back, whatever a later signature shows
+    assert guess.candidates == [(None, [])] and guess.predict((8,)) is None
+
+
+def test_output_shapes_guess_nothing_for_inputs_of_another_rank() -> None:
+    guess = plan_native.OutputShapes([0, 2], dynamic=[0, 1])
+    guess.learn((2, 5), (2, 5))
+    assert guess.predict((3, 4)) == [(3, 4)]
+    assert guess.predict((3, 4, 1)) is None  # (C refuses the rank; no guess is made for it)
