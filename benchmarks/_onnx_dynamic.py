@@ -13,8 +13,9 @@ is the same at both shapes stays a literal, one that moves is the product of the
 dimensions it comes from (``_dynamic_twins._groups``), and where a run splits one input axis
 into several, its one moving part is ``-1``. The input dimensions that differ become named
 symbolic dimensions; the outputs' differing ones unnamed. Anything else that differs between
-the two exports (an initializer not used as a reshape target, node attributes) raises
-ValueError naming it.
+the two exports raises ValueError naming it, except a ``Resize``'s ``sizes`` whose moving entries
+are its input's own (a batch kept through a resize to a fixed height and width), which are
+read from ``Shape`` too.
 """
 from __future__ import annotations
 
@@ -88,6 +89,22 @@ class _Graph:
                                  "into several moving ones")
         return self.node("Concat", parts, axis=0)
 
+    def sizes(self, data: str, sizes: list[int], sizes2: list[int], src: tuple[int, ...],
+              src2: tuple[int, ...]) -> str:
+        """A Resize's output sizes whose moving entries are the input's own (a batch that
+        a resize to a fixed height and width keeps), read from ``Shape(data)``."""
+        shape = self.node("Shape", [data])
+        parts = []
+        for a, (n, n2) in enumerate(zip(sizes, sizes2)):
+            if n == n2:
+                parts.append(self.const([n]))
+            elif n == src[a] and n2 == src2[a]:
+                parts.append(self.node("Slice", [shape, self.const([a]), self.const([a + 1])]))
+            else:
+                raise ValueError(f"dynamic onnx: Resize size {a} is {n} at the base shape and "
+                                 f"{n2} at the probe: it does not follow the input")
+        return self.node("Concat", parts, axis=0)
+
 
 def dynamic_onnx(twin: IRModule, params: dict[str, Any], base: Sequence[int],
                  probe: Sequence[int], opset: int = 17,
@@ -119,6 +136,14 @@ def dynamic_onnx(twin: IRModule, params: dict[str, Any], base: Sequence[int],
             n = onnx.helper.make_node("Reshape", [data, target], list(n1.output))
             out.nodes.append(n)
             continue
+        if n1.op_type == "Resize" and len(n1.input) == 4 and n1.input[3] in moved:
+            data = n1.input[0]
+            sizes = out.sizes(data, _ints(g1, n1.input[3]), _ints(g2, n1.input[3]),
+                              shapes[data], shapes2[data])
+            out.nodes.append(onnx.helper.make_node(
+                "Resize", [*n1.input[:3], sizes], list(n1.output), name=n1.name,
+                **{a.name: onnx.helper.get_attribute_value(a) for a in n1.attribute}))
+            continue
         stray = [i for i in n1.input if i in moved]
         if stray:
             raise ValueError(f"dynamic onnx: constant {stray[0]} of node {n1.output[0]} "
@@ -132,6 +157,12 @@ def dynamic_onnx(twin: IRModule, params: dict[str, Any], base: Sequence[int],
                                    producer_name="ember-dynamic-twin", ir_version=m1.ir_version)
     onnx.checker.check_model(model)
     return model
+
+
+def _ints(graph: Any, name: str) -> list[int]:
+    onnx = require_onnx()
+    init = next(t for t in graph.initializer if t.name == name)
+    return [int(v) for v in onnx.numpy_helper.to_array(init)]
 
 
 def _symbolic(onnx: Any, infos: Any, infos2: Any, name: str | None) -> list[Any]:
