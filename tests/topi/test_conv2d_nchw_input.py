@@ -213,6 +213,33 @@ def test_schedule():
     assert dynamic == big  # a run-time batch: one image's schedule
 
 
+@settings(max_examples=60, deadline=None)
+@given(ic=st.integers(1, 8), ocb=st.integers(1, 8), h=st.integers(1, 400), w=st.integers(1, 400),
+       k=st.sampled_from([2, 3, 5, 7]), s=st.integers(1, 3), n=st.integers(1, 4),
+       level=st.sampled_from(["avx2", "avx512", "sse"]))
+def test_the_tile_expressions_fold_to_the_static_schedule(ic, ocb, h, w, k, s, n, level):
+    # a run-time image gets expressions of its sizes; with static sizes they fold to exactly
+    # the static schedule, so a dynamic build at a shape plans as the static build of it
+    lanes = 16 if level == "avx512" else 8
+    oh, ow = (h + 2 * (k // 2) - k) // s + 1, (w + 2 * (k // 2) - k) // s + 1
+    if oh < 1 or ow < 1:
+        return
+    geo = K.ConvGeometry(n, ic, h, w, ocb * lanes, oh, ow, k, k, (s, s), (k // 2,) * 4, (1, 1),
+                         1, lanes, 1)
+    assert N.nchw_input_tile_exprs(geo, LEVELS[level]) == N.nchw_input_tiles(geo, LEVELS[level])
+
+
+def test_a_run_time_image_takes_the_kernel_with_a_schedule_of_its_sizes():
+    h, w = ember.tir.SizeVar("h", "int32"), ember.tir.SizeVar("w", "int32")
+    geo = _geo(h=h, w=w)
+    geo = K.ConvGeometry(geo.n, geo.ic, h, w, geo.oc, (h - 1) // 2 + 1, (w - 1) // 2 + 1,
+                         geo.kh, geo.kw, geo.strides, geo.padding, geo.dilation, geo.groups,
+                         geo.lanes, geo.in_block)
+    assert N.nchw_input_applies(geo)
+    tiles = N.nchw_input_tile_exprs(geo, LEVELS["avx2"])
+    assert not isinstance(tiles.rw, int) and not isinstance(tiles.threads, int)
+
+
 def test_a_conv_the_kernel_does_not_take_is_refused():
     """Called directly (not through conv2d_nchwc's selection) with a conv it cannot run: an
     error naming what is wrong, not a kernel reading out of bounds."""

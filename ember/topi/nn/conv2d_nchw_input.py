@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from ...runtime.errors import OpError
 from ...target.simd import SimdLevel
 from ...te import tensor as te
+from ...tir import op as tir
+from ...tir.expr import PrimExpr
+from ...tir.simplify import simplify
 from . import conv2d_nchwc as K
-from .sizes import is_static
+from .sizes import ceildiv, i64, is_static, static_or_expr
 
 HEADER = "ember/kernels/conv_nchw_input.h"
 # input channels up to which the kernel is used: against the NCHW[L]c kernel on the input as
@@ -53,10 +56,10 @@ def nchw_input_wins(ic: int, groups: int, kernel: tuple[int, int],
 
 def nchw_input_applies(geo: K.ConvGeometry) -> bool:
     """Whether ``geo`` runs on this kernel: :func:`nchw_input_wins` for a plain NCHW input
-    (``in_block`` 1) with a static image (the batch may be a run-time size)."""
-    return (geo.in_block == 1 and nchw_input_wins(geo.ic, geo.groups, (geo.kh, geo.kw),
-                                                  geo.dilation)
-            and is_static(geo.h, geo.w, geo.oh, geo.ow))
+    (``in_block`` 1); the batch and the image may be run-time sizes
+    (:func:`nchw_input_tile_exprs`)."""
+    return geo.in_block == 1 and nchw_input_wins(geo.ic, geo.groups, (geo.kh, geo.kw),
+                                                 geo.dilation)
 
 
 def tile_width(ow: int, level: SimdLevel, lanes: int) -> int:
@@ -94,6 +97,38 @@ def nchw_input_tiles(geo: K.ConvGeometry, level: SimdLevel) -> NchwInputTiles:
     return NchwInputTiles(rw, rows, blocks, int(big and items >= 2))
 
 
+def nchw_input_tile_exprs(geo: K.ConvGeometry, level: SimdLevel) -> NchwInputTiles:
+    """:func:`nchw_input_tiles` for a run-time image (height, width, or both): the fields are
+    expressions the kernel's wrapper evaluates at each call, giving what a static build of
+    that shape gets (a run-time batch plans one image, as there)."""
+    n = geo.n if is_static(geo.n) else 1
+    oh, ow = tir.convert(geo.oh), tir.convert(geo.ow)
+    wide = K.vector_registers(level) == 32 and geo.lanes * 4 <= level.vector_bytes
+    widths = sorted(WIDE_WIDTHS if wide else WIDTHS, reverse=True)
+    # tile_width: the least (whole tiles) * (width + TILE_COST), the wider on a tie
+    rw: PrimExpr = tir.const(widths[0])
+    cost = ceildiv(ow, widths[0]) * (widths[0] + TILE_COST)
+    for w in widths[1:]:
+        mine = ceildiv(ow, w) * (w + TILE_COST)
+        rw, cost = tir.Select_(mine < cost, w, rw), tir.Select_(mine < cost, mine, cost)
+    wb = (ceildiv(ow, rw) * rw - 1) * geo.strides[1] + geo.kw
+    fit = tir.floordiv(tir.floordiv(tir.const(BUFFER_BYTES), 4 * geo.ic * wb) - geo.kh,
+                       geo.strides[0]) + 1
+    rows = tir.max(1, tir.min(oh, fit))
+    big = i64(n) * i64(oh) * i64(ow) * (geo.oc * geo.ic * geo.kh * geo.kw) >= tir.const(
+        K.PARALLEL_MACS, "int64")
+    ocb = geo.oc // geo.lanes
+    rows = tir.Select_(big, tir.min(rows, tir.max(1, ceildiv(oh, ceildiv(K.TARGET_ITEMS, n)))),
+                       rows)
+    runs = n * ceildiv(oh, rows)
+    groups = ceildiv(K.TARGET_ITEMS, runs)
+    split = tir.all(big, runs < K.TARGET_ITEMS)
+    blocks = tir.Select_(split, tir.min(ocb, 2 * ceildiv(ocb, 2 * groups)), ocb)
+    items = n * ceildiv(oh, rows) * ceildiv(ocb, tir.max(blocks, 1))
+    threads = tir.cast(tir.all(big, items >= 2), "int32")
+    return NchwInputTiles(*(static_or_expr(simplify(x)) for x in (rw, rows, blocks, threads)))
+
+
 def conv2d_nchw_input(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
                       residual: te.Tensor | None, geo: K.ConvGeometry, level: SimdLevel,
                       epilogue: list) -> te.Tensor:
@@ -102,10 +137,11 @@ def conv2d_nchw_input(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
     if not nchw_input_applies(geo):
         raise OpError(f"conv2d_nchw_input: the kernel takes a dense conv of a plain NCHW input "
                       f"(in_block 1) of at most {MAX_CHANNELS} channels, a window larger than "
-                      f"1x1, unit dilation and a static image; got in_block={geo.in_block}, "
+                      f"1x1 and unit dilation; got in_block={geo.in_block}, "
                       f"ic={geo.ic}, groups={geo.groups}, kernel {geo.kh}x{geo.kw}, "
                       f"dilation {geo.dilation}, image {geo.h}x{geo.w}")
-    tiles = nchw_input_tiles(geo, level)
+    static = is_static(geo.h, geo.w, geo.oh, geo.ow)
+    tiles = nchw_input_tiles(geo, level) if static else nchw_input_tile_exprs(geo, level)
     ints = [geo.n, geo.ic, geo.h, geo.w, geo.oc // geo.lanes, geo.oh, geo.ow, geo.kh, geo.kw,
             *geo.strides, *geo.dilation, geo.padding[0], geo.padding[1]]
     tail = [*epilogue, tiles.rw, tiles.rows, tiles.blocks, tiles.threads]
