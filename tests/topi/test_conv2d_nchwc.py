@@ -271,6 +271,13 @@ EDGE_CASES = {
     "tile_runs_single_blocks": {"ic": 8, "oc": 8, "h": 4, "w": 35, "tiles": (1, 8, 35, 0)},
     "tile_runs_cut_strips": {"ic": 16, "oc": 32, "h": 3, "w": 40, "act": "silu",
                              "tiles": (2, 5, 17, 1)},
+    # the last block of an odd count in tiles as many accumulators wide as the plan's pairs
+    # (10 or 12 columns for pairs of 5 or 6): a flattened 1x1 row of 3 blocks, and a 3x3
+    # with 5 blocks, border columns, a residual before the activation
+    "odd_blocks_wide_single_1x1": {"ic": 32, "oc": 24, "h": 1, "w": 50, "k": (1, 1),
+                                   "pads": (0,) * 4, "tiles": (2, 5, 50, 1)},
+    "odd_blocks_wide_single_3x3": {"ic": 16, "oc": 40, "h": 3, "w": 29, "residual": True,
+                                   "after": False, "act": "clip", "tiles": (2, 6, 29, 1)},
     "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
     "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
     "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
@@ -332,7 +339,7 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks",
                                   "chunked_uneven_stride2", "1x1_stride2_unit",
                                   "1x1_map_gemv", "tile_runs_3x3_row",
-                                  "tile_runs_stride2_residual"])
+                                  "tile_runs_stride2_residual", "odd_blocks_wide_single_3x3"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level, lanes=lanes), lanes=lanes, **EDGE_CASES[case])

@@ -426,11 +426,16 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
     const float* w = p->wt + (size_t)(ob + sb) * wob;
     const float* bias = p->bias + (size_t)(ob + sb) * L;
     const size_t orow = ((((size_t)b * p->ocb + ob + sb) * p->oh) + oy) * p->ow * L;
-    int32_t ox = x0;
+    int32_t ox = x0, rw;
     rb = left >= 4 && EMBER_MAX_RB >= 4 ? 4 : left >= 2 ? 2 : 1;
+    /* the last blocks of an odd count, fewer than the plan's rb, in tiles as many
+     * accumulators wide as the plan's (up to 12 columns): a single block 5 columns wide (a
+     * pair's width) ran as a 4-wide tile, 5 loads per 4 FMAs (MobileNetV2's 144->24 1x1) */
+    rw = rb < p->rb && p->rw * p->rb / rb > p->rw ? p->rw * p->rb / rb : p->rw;
+    rw = rw > 12 && rw > p->rw ? 12 : rw;
     while (ox < x1) {
-      int32_t want = x1 - ox < p->rw ? x1 - ox : p->rw, t, interior, count = 1;
-      if (cb == 1 && xi1 - xi0 >= p->rw) {
+      int32_t want = x1 - ox < rw ? x1 - ox : rw, t, interior, count = 1;
+      if (cb == 1 && xi1 - xi0 >= rw) {
         /* a plain NCHW input (one channel per tap) with room for full interior tiles: the
          * border columns get tiles of their own, so that no interior tile pays bounds checks
          * on every tap (with a channel block, the checks are shared by cb taps) */
@@ -440,13 +445,13 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
         /* pairs of every width up to 6: the rest of the strip in tiles of even widths (a
          * 14-wide row as 5 + 5 + 4, not 6 + 6 + 2: a 2-wide pair spends 4 loads per 4 FMAs,
          * and 256->256 3x3 convs at 14x14 ran at 76% of the 6-wide tiles' rate) */
-        const int32_t rest = x1 - ox, wide = EMBER_FN(ember_tile_width)(p->rw, rb);
+        const int32_t rest = x1 - ox, wide = EMBER_FN(ember_tile_width)(rw, rb);
         const int32_t tiles = (rest + wide - 1) / wide;
         want = (rest + tiles - 1) / tiles;
         /* the plan's next tiles - (tiles * want - rest) are as wide as this one */
         count = tiles - (tiles * want - rest);
       } else {
-        count = (x1 - ox) / want; /* full tiles of p->rw columns (or the one rest) */
+        count = (x1 - ox) / want; /* full tiles of rw columns (or the one rest) */
       }
       t = EMBER_FN(ember_tile_width)(want, rb);
       interior = ox >= xi0 && ox + t <= xi1;
