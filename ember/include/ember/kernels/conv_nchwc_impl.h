@@ -303,13 +303,23 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     }                                                                                          \
   }
 
-/* `count` register tiles side by side, each RW output columns (the first tile's first at
- * input column ix0_first, output offset o_first) x RB output blocks, over all input channels
- * of the group and kernel rows [ky0, ky1). `row` is the input offset of kernel row 0 at
- * column 0 (possibly outside the image: only valid rows are read); `interior`: every tap of
- * every column of every tile is inside the image. Several tiles per call: a call's setup
- * (the sizes and strides read from p, the path chosen) cost as much as the FMAs of a 1x1
- * tile with 16 input channels (16->96 at 112x112 ran at 45% of the FMA peak). */
+/* Whether an interior tile of output row [ky0, ky1) takes the 1x1 path (several tiles per
+ * call, see EMBER_CONV_TILE): 1x1 at stride 1 or 2, a channel-blocked input, a row inside
+ * the image. */
+static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t ky0,
+                                                 int32_t ky1) {
+  return p->kh == 1 && p->kw == 1 && p->sw <= 2 && p->cb == EMBER_L && ky1 > ky0;
+}
+
+/* Register tiles of RW output columns (the first at input column ix0_first, output offset
+ * o_first) x RB output blocks, over all input channels of the group and kernel rows
+ * [ky0, ky1). `row` is the input offset of kernel row 0 at column 0 (possibly outside the
+ * image: only valid rows are read); `interior`: every tap of every column is inside the
+ * image. `count` tiles side by side where the 1x1 path runs (ember_conv_tile_runs), else
+ * one: a call's setup (the sizes and strides read from p, the path chosen) cost as much as
+ * the FMAs of a 1x1 tile with 16 input channels (16->96 at 112x112 ran at 45% of the FMA
+ * peak); the other paths keep one tile per call (with the loop around them, GCC's
+ * allocation of their row loops cost 3x3 convs 1-2%). */
 #define EMBER_CONV_TILE(RW, RB)                                                                \
   static inline void EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(                             \
       const ember_conv_p* p, ptrdiff_t row, int32_t ix0_first, const float* w,                 \
@@ -323,22 +333,30 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     const ptrdiff_t wob = (ptrdiff_t)p->wicb * p->kh * p->kw * cb * L;                         \
     const size_t oob = (size_t)p->oh * p->ow * L;                                              \
     int32_t j, r, icb, ky, kx, c, tile;                                                        \
-    for (tile = 0; tile < count; ++tile) {                                                     \
-    const int32_t ix0 = ix0_first + tile * RW * p->sw;                                         \
-    const size_t o = o_first + (size_t)tile * RW * L;                                          \
-    EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
-      EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
-    if (interior && p->kh == 1 && p->kw == 1 && p->sw <= 2 && cb == L && ky1 > ky0) {         \
+    if (interior && EMBER_FN(ember_conv_tile_runs)(p, ky0, ky1)) {                                       \
       /* 1x1 at stride 1 or 2: one tap per block, its L channel steps unrolled in one loop    \
        * over the blocks (a loop of L steps per block spent a third of the time on overhead); \
        * the stride a constant, so that each column is a fixed offset from one pointer */      \
-      const float* base = p->in + (row + (ptrdiff_t)ix0 * cb);                                 \
-      if (p->sw == 1) {                                                                        \
-        EMBER_TILE_1X1_BLOCKS(RW, RB, base, 1)                                                 \
-      } else {                                                                                 \
-        EMBER_TILE_1X1_BLOCKS(RW, RB, base, 2)                                                 \
+      for (tile = 0; tile < count; ++tile) {                                                   \
+        const size_t o = o_first + (size_t)tile * RW * L;                                      \
+        const float* base = p->in + (row + (ptrdiff_t)(ix0_first + tile * RW * p->sw) * cb);  \
+        EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                  \
+          EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);              \
+        if (p->sw == 1) {                                                                      \
+          EMBER_TILE_1X1_BLOCKS(RW, RB, base, 1)                                               \
+        } else {                                                                               \
+          EMBER_TILE_1X1_BLOCKS(RW, RB, base, 2)                                               \
+        }                                                                                      \
+        EMBER_CONV_STORE_TILE(RW, RB)                                                          \
       }                                                                                        \
-    } else                                                                                     \
+      return;                                                                                  \
+    }                                                                                          \
+    {                                                                                          \
+    const int32_t ix0 = ix0_first;                                                             \
+    const size_t o = o_first;                                                                  \
+    (void)count;                                                                               \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
       for (ky = ky0; ky < ky1; ++ky) {                                                         \
         const ptrdiff_t rowk = row + icb * cs + ky * dys;                                      \
@@ -497,7 +515,7 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
       }
       t = EMBER_FN(ember_tile_width)(want, rb);
       interior = ox >= xi0 && ox + t <= xi1;
-      if (t != want || !interior) {
+      if (t != want || !interior || !EMBER_FN(ember_conv_tile_runs)(p, ky0, ky1)) {
         count = 1;
       } else if ((xi1 - ox) / t < count) {
         count = (xi1 - ox) / t; /* the interior tiles in one call; a border one alone */
