@@ -258,19 +258,21 @@ EDGE_CASES = {
                                    "pads": (0,) * 4, "residual": True, "tiles": (1, 1, 1, 0)},
     "1x1_large_input_two_groups": {"ic": 256, "oc": 24, "h": 23, "w": 25, "k": (1, 1),
                                    "pads": (0,) * 4, "tiles": (2, 5, 120, 1)},
-    # runs of interior tiles in one call (ember_conv_tile's count): a 3x3 row of 37 columns
-    # (a border tile, a run of 5-wide pairs, the other border and a narrower rest), a
-    # flattened 1x1 whose plan mixes widths (62 columns as 6 + 6 + 5 ...: the run stops where
-    # the width changes), stride 2 with a residual, single blocks in runs of 8, and a
-    # strip cut mid-row so that a run ends at the strip's end
+    # runs of interior 1x1 tiles in one call (ember_conv_tile's count): a flattened row whose
+    # plan mixes widths (62 columns as 6 + 6 + 5 ...: a run stops where the width changes),
+    # stride 2 with padding (a border tile after the run) and a residual, single blocks in
+    # runs of 8, a strip cut mid-row so that a run ends at the strip's end; and a 3x3 row of
+    # 37 columns (border tiles, 5-wide pairs and a narrower rest, one tile per call)
     "tile_runs_3x3_row": {"ic": 16, "oc": 32, "h": 3, "w": 37, "tiles": (2, 5, 37, 0)},
     "tile_runs_1x1_mixed_widths": {"ic": 16, "oc": 48, "h": 1, "w": 62, "k": (1, 1),
                                    "pads": (0,) * 4, "act": "clip", "tiles": (2, 6, 62, 1)},
-    "tile_runs_stride2_residual": {"ic": 16, "oc": 16, "h": 5, "w": 45, "s": (2, 2),
-                                   "residual": True, "tiles": (2, 5, 23, 0)},
-    "tile_runs_single_blocks": {"ic": 8, "oc": 8, "h": 4, "w": 35, "tiles": (1, 8, 35, 0)},
-    "tile_runs_cut_strips": {"ic": 16, "oc": 32, "h": 3, "w": 40, "act": "silu",
-                             "tiles": (2, 5, 17, 1)},
+    "tile_runs_stride2_residual": {"ic": 16, "oc": 16, "h": 5, "w": 45, "k": (1, 1),
+                                   "s": (2, 2), "pads": (0, 1, 0, 1), "residual": True,
+                                   "tiles": (2, 5, 23, 0)},
+    "tile_runs_single_blocks": {"ic": 8, "oc": 8, "h": 1, "w": 35, "k": (1, 1),
+                                "pads": (0,) * 4, "tiles": (1, 8, 35, 0)},
+    "tile_runs_cut_strips": {"ic": 16, "oc": 32, "h": 3, "w": 40, "k": (1, 1),
+                             "pads": (0,) * 4, "act": "silu", "tiles": (2, 5, 17, 1)},
     # the last block of an odd count in tiles as many accumulators wide as the plan's pairs
     # (10 or 12 columns for pairs of 5 or 6): a flattened 1x1 row of 3 blocks, and a 3x3
     # with 5 blocks, border columns, a residual before the activation
