@@ -3,7 +3,7 @@ against the static build of the same shape.
 
     python benchmarks/bench_dynamic.py [--models mlp,transformer,resnet18/hw,... | all]
                                        [--threads 1,2] [--min-time 0.2] [--rounds 5]
-                                       [--unseen 15] [--full] [--json PATH]
+                                       [--unseen 15] [--full] [--no-ort] [--json PATH]
 
 Twins (``TWINS``; the small zoo configurations unless ``--full``): ``<model>`` has a ``?``
 batch, ``<model>/hw`` a ``?`` height and width, ``transformer`` a ``?`` batch and sequence,
@@ -35,6 +35,12 @@ Columns (milliseconds per call, numpy in and out, median of the interleaved samp
   ``u.fair`` = unseen / s.after;
 - ``first``: the dynamic build's first call at that shape on a new execution context (a new
   process's first call, the library loaded): the plan made, buffers sized, the C call set up.
+- ``ort``: onnxruntime at that shape on the twin as a dynamic ONNX model (``_onnx_dynamic``:
+  the input's symbolic axes named, its reshapes computed from ``Shape``), one session per
+  thread count, called as the dynamic build is (numpy in, new numpy arrays out), steady state
+  interleaved with the other two; ``d/ort`` = dynamic / ort. Empty where the twin has no ONNX
+  form (an op the exporter does not write: the note under the table says which);
+  ``ORT-DIFF`` where onnxruntime's result is not the static build's (rtol 1e-3).
 
 All static and dynamic runners of all models and thread counts are timed interleaved, round by
 round (``_timing.interleave``), so drift hits them alike; by default with ``time.thread_time``
@@ -47,6 +53,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import itertools
 import json
 import statistics
 import sys
@@ -61,11 +68,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _dynamic_twins import dynamic_twin, with_input_shape  # noqa: E402
 from _models import workload, zoo_models  # noqa: E402
+from _onnx_dynamic import dynamic_onnx  # noqa: E402
 from _report import open_results, results_path, table  # noqa: E402
 from _systems import Runner  # noqa: E402
 from _timing import interleave  # noqa: E402
 import ember  # noqa: E402
 from ember.ir.module import IRModule  # noqa: E402
+from ember.relay.testing.onnx_export import export_onnx  # noqa: E402
+from ember.runtime.errors import OpNotImplemented  # noqa: E402
 from ember.runtime.vm import static_plan  # noqa: E402
 
 _B = {"batch_size": 2}  # the probe of a batch twin
@@ -190,25 +200,78 @@ class Case:
     static: list[Any]
     inputs: list[np.ndarray]
     checked: list[bool]
+    ort: Any = None  # onnxruntime on the twin's dynamic ONNX model, if it has one
+    ort_checked: list[bool] | None = None
+    ort_note: str = ""  # why there is no ort session
 
 
-def build_case(twin: str, zoo: Any, threads: int, full: bool = False) -> Case:
+def build_case(twin: str, zoo: Any, threads: int, full: bool = False,
+               ort: bool = True) -> Case:
     shapes = TWINS[twin].shapes
     mod = twin_module(twin, zoo.mod, full)
     dynamic = ember.compile(mod, executor="vm", params=zoo.params, threads=threads)
     dtype = mod["main"].params[0].type_annotation.dtype
     rng = np.random.default_rng(0)
-    statics, inputs, checked = [], [], []
+    statics, inputs, checked, wants = [], [], [], []
     for shape in shapes:
         model = ember.compile(with_input_shape(mod, shape), executor="graph",
                               params=zoo.params, threads=threads)
         x = _random_input(rng, shape, dtype, zoo.params)
         want, got = _first(model(x)), _first(dynamic(x))
-        checked.append(want.shape == got.shape and np.allclose(got, want, rtol=1e-4,
-                                                                atol=1e-4))
+        checked.append(_close(got, want))
         statics.append(model)
         inputs.append(x)
-    return Case(twin, threads, dynamic, list(shapes), statics, inputs, checked)
+        wants.append(want)
+    case = Case(twin, threads, dynamic, list(shapes), statics, inputs, checked)
+    if ort:
+        _add_ort(case, mod, zoo.params, full, wants)
+    return case
+
+
+def _close(got: np.ndarray, want: np.ndarray, tol: float = 1e-4) -> bool:
+    return want.shape == got.shape and bool(np.allclose(got, want, rtol=tol, atol=tol))
+
+
+def _add_ort(case: Case, mod: IRModule, params: dict[str, Any], full: bool,
+             wants: list[np.ndarray]) -> None:
+    """An onnxruntime session on the twin as a dynamic ONNX model (``_onnx_dynamic``), at the
+    case's thread count, checked at every shape against the static build; ``ort_note`` says
+    why there is none (an op the exporter does not write, onnxruntime missing)."""
+    try:
+        import onnxruntime as ort
+
+        model = _dynamic_onnx(case.twin, mod, params, full)
+    except (ImportError, ValueError, OpNotImplemented) as err:
+        case.ort_note = f"{type(err).__name__}: {err}"
+        return
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = case.threads, 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), opts,
+                                       providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001  (onnxruntime's own classes: a note, not a stop)
+        case.ort_note = f"onnxruntime: {err}"
+        return
+    name = session.get_inputs()[0].name
+    case.ort = lambda x: session.run(None, {name: x})
+    # (onnxruntime's float accumulation order differs from ember's: 1e-3)
+    case.ort_checked = [_close(_first(case.ort(x)), want, 1e-3)
+                        for x, want in zip(case.inputs, wants)]
+
+
+def _dynamic_onnx(twin: str, mod: IRModule, params: dict[str, Any], full: bool) -> Any:
+    """``twin``'s dynamic ONNX model, exported at two of its shapes that differ on every
+    symbolic axis (the workload's own exporter where it has one, as ``onnx_twin`` does)."""
+    t = TWINS[twin]
+    pair = next(((p, q) for p, q in itertools.combinations(t.shapes, 2)
+                 if all(p[a] != q[a] for a in t.axes)), None)
+    if pair is None:
+        raise ValueError(f"{twin}: no two of its shapes differ on every symbolic axis")
+    zoo, _ = workload(t.model, small=not full)
+    export = getattr(importlib.import_module(f"ember.relay.testing.{zoo}"), "export_onnx",
+                     export_onnx)
+    return dynamic_onnx(mod, params, *pair, export=export)
 
 
 def _random_input(rng: np.random.Generator, shape: tuple[int, ...], dtype: str,
@@ -290,13 +353,17 @@ def measure(cases: list[Case], min_time: float, rounds: int, unseen: int,
     runners, keys = [], []
     for c in cases:
         for k, x in enumerate(c.inputs):
+            at = len(runners)
             runners += [_runner("static", c.threads, c.static[k], x),
                         _runner("dynamic", c.threads, c.dynamic, x)]
-            keys.append((c, k))
+            if c.ort is not None:
+                runners.append(_runner("onnxruntime", c.threads, c.ort, x))
+            keys.append((c, k, at))
     timings = interleave(runners, min_time, rounds, clock)
     rows = []
-    for i, (c, k) in enumerate(keys):
-        st, dy = timings[2 * i].median * 1e3, timings[2 * i + 1].median * 1e3
+    for c, k, at in keys:
+        st, dy = timings[at].median * 1e3, timings[at + 1].median * 1e3
+        ort = timings[at + 2].median * 1e3 if c.ort is not None else None
         un = after = each = None
         if unseen and len(c.inputs) > 1:
             un = after_other_ms(c, k, unseen, clock, dynamic=True)
@@ -310,6 +377,9 @@ def measure(cases: list[Case], min_time: float, rounds: int, unseen: int,
                      "static_after_other_ms": after,
                      "unseen_fair_ratio": None if un is None else un / after,
                      "first_call_ms": first_call_ms(c, k, clock),
+                     "ort_ms": ort, "ort_ratio": None if ort is None else dy / ort,
+                     "ort_correct": None if c.ort_checked is None else c.ort_checked[k],
+                     "ort_note": c.ort_note,
                      "correct": c.checked[k]})
     return rows
 
@@ -318,11 +388,19 @@ def report(rows: list[dict]) -> str:
     lines = [[r["model"], "x".join(map(str, r["shape"])), r["threads"], r["static_ms"],
               r["dynamic_ms"], r["ratio"], round(r["extra_us"]), r["unseen_ms"],
               r["static_each_ms"], r["unseen_ratio"], r["static_after_other_ms"],
-              r["unseen_fair_ratio"], r["first_call_ms"],
-              "" if r["correct"] else "WRONG"] for r in rows]
+              r["unseen_fair_ratio"], r["first_call_ms"], r["ort_ms"], r["ort_ratio"],
+              _flags(r)] for r in rows]
     heads = ["model", "shape", "thr", "static", "dynamic", "ratio", "+us", "unseen", "s.each",
-             "u.ratio", "s.after", "u.fair", "first", ""]
-    return table(lines, heads)
+             "u.ratio", "s.after", "u.fair", "first", "ort", "d/ort", ""]
+    notes = sorted({f"{r['model']}: no ort ({r['ort_note']})" for r in rows if r["ort_note"]})
+    return "\n".join([table(lines, heads), *notes])
+
+
+def _flags(row: dict) -> str:
+    """WRONG where the dynamic build disagrees with the static one, ORT-DIFF where
+    onnxruntime does (its column then times a different computation)."""
+    return " ".join(f for f, bad in (("WRONG", not row["correct"]),
+                                     ("ORT-DIFF", row["ort_correct"] is False)) if bad)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--unseen", type=int, default=15,
                     help="calls timed per shape for the unseen column (0: skip)")
     ap.add_argument("--full", action="store_true", help="full-size zoo models, not the small")
+    ap.add_argument("--no-ort", action="store_true",
+                    help="no onnxruntime column (no dynamic ONNX export)")
     ap.add_argument("--clock", choices=("thread", "wall"), default="thread",
                     help="time.thread_time (default) or time.perf_counter")
     ap.add_argument("--json", default=str(results_path("dynamic.json")))
@@ -358,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         for twin in (t for t in twins if TWINS[t].model == zoo.name):
             for n in threads:
                 print(f"building {twin} at {n} thread(s)", file=sys.stderr)
-                cases.append(build_case(twin, zoo, n, opts.full))
+                cases.append(build_case(twin, zoo, n, opts.full, ort=not opts.no_ort))
     clock = time.thread_time if opts.clock == "thread" else time.perf_counter
     rows = measure(cases, opts.min_time, opts.rounds, opts.unseen, clock)
     print(report(rows))

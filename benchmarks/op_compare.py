@@ -15,7 +15,8 @@ random inputs, after ``--warmup`` runs.
 
 onnxruntime's optimised graph renames the nodes it rewrites: a node keeps its ONNX name, is
 named after the ONNX value it computes (``relu_nchwc``: the NCHWc conv that ends at value
-``relu``, with its fused activation), or after the first node of a fusion
+``relu``, with its fused activation; ``bn_out_bn_nchwc``: the standalone BatchNormalization
+of value ``bn_out``, run as a conv), or after the first node of a fusion
 (``node_Mul/QuickGeluFusion/``: ``x * sigmoid(x)`` from Mul ``node_Mul``), and
 ``_token_<k>`` suffixes tell copies apart. Each
 onnxruntime node is mapped back to the ONNX node of that name or that value; its time goes to
@@ -58,6 +59,7 @@ DEFAULT_JSON = results_path("op_compare.json")
 PREFIX = "tvmgen_default_"
 _COPY_SUFFIX = re.compile(r"(_token_\d+)+$")
 _LAYOUT_SUFFIX = "_nchwc"
+_BN_SUFFIX = "_bn"  # a standalone BatchNormalization onnxruntime runs as a conv
 
 
 # -- the model and its inputs -----------------------------------------------------------------
@@ -212,7 +214,7 @@ def ort_onnx_node(name: str, op_types: Mapping[str, str], producer: Mapping[str,
     """The ONNX node an onnxruntime node stands for (see the module docstring), or None."""
     for candidate in (name, _COPY_SUFFIX.sub("", name), name.split("/", 1)[0]):
         base = candidate.removesuffix(_LAYOUT_SUFFIX)
-        for key in (candidate, base):
+        for key in (candidate, base, base.removesuffix(_BN_SUFFIX)):
             if key in op_types:
                 return key
             if key in producer:

@@ -24,8 +24,11 @@ _CANDIDATES = ("cc", "gcc", "clang")
 # Flags used when the compiler accepts them (probed once per compiler, result cached on disk).
 # -fno-tree-loop-if-convert: GCC 12's if-conversion builds all-zero masks for masked loads in
 # short constant-trip loops (a concatenate of (2, 2) and (3, 2) read zeros for the second input).
+# -fno-math-errno: a libm call that may set errno (sqrtf of a row's mean square) cannot be hoisted
+# out of a vector loop; generated code never reads errno, and the results stay IEEE.
 # -march=native is probed too; the -march actually used comes from cpu_choice (see above).
-_OPTIONAL_FLAGS = ("-march=native", "-fopenmp", "-Wl,-Bsymbolic", "-fno-tree-loop-if-convert")
+_OPTIONAL_FLAGS = ("-march=native", "-fopenmp", "-Wl,-Bsymbolic", "-fno-tree-loop-if-convert",
+                   "-fno-math-errno")
 _PROBE_SRC = {"-fopenmp": "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"}
 
 _ABI_TAG = "ember-cc-2"

@@ -36,7 +36,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 class UseGuard:
     """The use of one executor module by threads; see the module docstring."""
 
-    __slots__ = ("_last_runner", "_lock", "_seq", "_tls", "_where", "_writes", "who")
+    __slots__ = ("_last_runner", "_lock", "_seq", "_settled", "_tls", "_where", "_writes",
+                 "who")
 
     def __init__(self, who: str) -> None:
         self.who = who
@@ -46,6 +47,9 @@ class UseGuard:
         self._seq = 0  # set_input counter
         self._writes: dict[int, tuple[int, int]] = {}  # input slot -> (thread, seq)
         self._last_runner = 0
+        # The thread whose next run needs no check (it made the last run and nobody set an
+        # input since: run() would find nothing), 0 for none; saves a run its checks.
+        self._settled = 0
 
     def enter(self, where: str) -> None:
         """Start call ``where``; ConcurrentUseError if another thread is inside a call."""
@@ -60,6 +64,7 @@ class UseGuard:
     def wrote(self, slot: int) -> None:
         """This thread set input ``slot``."""
         self._seq += 1
+        self._settled = 0
         tls = self._tls
         if getattr(tls, "start", None) is None:
             tls.start = self._seq
@@ -68,9 +73,12 @@ class UseGuard:
     def run(self) -> None:
         """Before a run that keeps its outputs: :meth:`inputs_intact`, then this thread is
         the one whose outputs the module holds."""
+        if self._settled == threading.get_ident():  # the last run was this thread's, and
+            self._tls.ran = True  # no input was set since (ran: the ident may be reused)
+            return
         self.inputs_intact("run")
         self._tls.ran = True
-        self._last_runner = threading.get_ident()
+        self._last_runner = self._settled = threading.get_ident()
 
     def inputs_intact(self, where: str) -> None:
         """Raise if another thread set an input after this thread's first set_input since

@@ -15,6 +15,7 @@ from typing import Any
 from ..runtime.errors import OpError
 from ..tir import op as _op
 from ..tir.expr import LT, BufferLoad, Call, IntImm, PrimExpr, ProducerLoad, Var
+from ..tir.broadcast_versions import version_broadcasts
 from ..tir.functor import post_order, rewrite, substitute, transform
 from ..tir.simplify import bound, prove, simplify
 from ..tir.stmt import (
@@ -429,7 +430,7 @@ class Lowerer:
         body = seq(*parts)
         for buf in reversed(temps):
             body = Allocate(buf, body)
-        body = simplify(body)
+        body = version_broadcasts(simplify(body))
         from ..ir.transform import PassContext
 
         if any(st.pragmas for st in self.sch.stages) or (

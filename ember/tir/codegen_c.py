@@ -48,6 +48,7 @@ from .expr import (
 from .functor import children, post_order, walk
 from .kernel_objects import is_entry_point
 from .op import is_float
+from .simd_reduce import row_sum
 from .simplify import simplify
 from .stmt import (
     Allocate,
@@ -132,6 +133,7 @@ class FunctionWriter:
         self._next_suffix: dict[str, int] = {}  # base name -> next suffix to try
         self.nonneg: set[int] = set()
         self.in_parallel = 0
+        self.in_simd = 0  # OpenMP simd loops open around the current statement (no nesting)
         self.needs_err = False
         self.stdio = True  # False: messages are constant strings (firmware has no stdio)
         self.workspaces: list[str] = []  # live TVMBackendAllocWorkspace blocks, outermost first
@@ -331,8 +333,13 @@ class FunctionWriter:
 
     def flat(self, buf: Buffer, indices: tuple) -> str:
         """Row-major (or strided) flat index of ``indices`` into ``buf``, simplified."""
+        return self.expr(self.flat_expr(buf, indices))
+
+    @staticmethod
+    def flat_expr(buf: Buffer, indices: tuple) -> PrimExpr:
+        """The flat index of ``flat`` as an expression."""
         if len(indices) == 0:
-            return "0"
+            return IntImm("int32", 0)
         if buf.strides:
             total: PrimExpr = sum((i * s for i, s in zip(indices, buf.strides)), start=0)  # type: ignore
         else:
@@ -341,7 +348,7 @@ class FunctionWriter:
                 total = total * s + i
         if buf.elem_offset is not None:
             total = total + buf.elem_offset
-        return self.expr(simplify(total))
+        return simplify(total)
 
     # -- statements -------------------------------------------------------------------------
     def emit(self, line: str, ind: int) -> None:
@@ -392,6 +399,10 @@ class FunctionWriter:
 
             if outline_parallel_loop(self, s, ind):
                 return []
+        header = f"for (int32_t {v} = {mn}; {v} < {ext if mn == '0' else f'{mn} + {ext}'}; ++{v}) {{"
+        summed = row_sum(s, self.flat_expr) if not (parallel or self.in_simd) else None
+        if summed is not None:
+            return self._row_sum(header, ind, *summed)
         # Loop hints go through macros (the "pragmas" helper) that expand to nothing where the
         # compiler lacks the feature: plain -Wall -Werror builds without OpenMP stay clean.
         if s.kind == ForKind.VECTORIZED:
@@ -401,16 +412,34 @@ class FunctionWriter:
             n = s.extent.value if isinstance(s.extent, IntImm) and s.extent.value <= 32 else 8
             self.helpers.add("pragmas")
             self.emit(f"EMBER_UNROLL({n})", ind)
-        start = "0" if mn == "0" else mn
-        self.emit(f"for (int32_t {v} = {start}; {v} < {ext if mn == '0' else f'{mn} + {ext}'}; "
-                  f"++{v}) {{", ind)
+        self.emit(header, ind)
+        simd = s.kind == ForKind.VECTORIZED
         self.in_parallel += parallel
+        self.in_simd += simd
 
         def close() -> None:
             self.in_parallel -= parallel
+            self.in_simd -= simd
             self.emit("}", ind)
 
         return [(s.body, ind + 1), close]
+
+    def _row_sum(self, header: str, ind: int, store: BufferStore, summand: PrimExpr) -> Then:
+        """``for k: B[i] = B[i] + e`` as a sum in a local under an OpenMP simd reduction
+        (``simd_reduce``): vector partial sums instead of one dependent add per element."""
+        self.helpers.add("pragmas")
+        ctype, target = C_TYPE[store.buffer.dtype], \
+            f"{self.name(store.buffer.data)}[{self.flat(store.buffer, store.indices)}]"
+        acc = self.fresh("ember_sum")
+        self.emit("{", ind)
+        self.emit(f"{ctype} {acc} = {target};", ind + 1)
+        self.emit(f"EMBER_SIMD_SUM({acc})", ind + 1)
+        self.emit(header, ind + 1)
+        self.emit(f"{acc} = {acc} + {self.value(summand, ind + 2)};", ind + 2)
+        self.emit("}", ind + 1)
+        self.emit(f"{target} = {acc};", ind + 1)
+        self.emit("}", ind)
+        return []
 
     def stmt_BufferStore(self, s: BufferStore, ind: int) -> Then:
         value = self.value(s.value, ind)

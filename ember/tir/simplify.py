@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .expr import (
+    EQ,
     GE,
     GT,
     LE,
@@ -34,6 +35,7 @@ from .expr import (
     Min,
     Mod,
     Mul,
+    NE,
     Not,
     Or,
     PrimExpr,
@@ -428,6 +430,10 @@ def _rule_binary(e: BinaryOp, ctx: _Context) -> PrimExpr | None:
     if isinstance(e, (LT, LE, GT, GE)):
         p = prove(e, ctx.ranges)
         return None if p is None else const(p)
+    if isinstance(e, (EQ, NE)) and is_int(a.dtype) and a.dtype != "bool":
+        lo, hi = bound(simplify(a - b, ctx.ranges), ctx.ranges)
+        if lo == hi == 0 or (lo is not None and lo > 0) or (hi is not None and hi < 0):
+            return const((lo == hi == 0) == isinstance(e, EQ))
     if isinstance(e, (Min, Max)) and is_int(e.dtype):
         p = prove(LE(a, b, "bool"), ctx.ranges)
         if p is not None:
@@ -443,9 +449,15 @@ def _rule_binary(e: BinaryOp, ctx: _Context) -> PrimExpr | None:
 
 def _rule_select(e: Any, ctx: _Context) -> PrimExpr | None:
     cond = e.condition if isinstance(e, Select) else e.args[0]
+    then, other = (e.true_value, e.false_value) if isinstance(e, Select) else e.args[1:3]
     if isinstance(cond, IntImm):
-        return (e.true_value if cond.value else e.false_value) if isinstance(e, Select) else (
-            e.args[1] if cond.value else e.args[2])
+        return then if cond.value else other
+    if isinstance(cond, EQ) and _is(then, 0) and isinstance(other, Var) and other in ctx.below:
+        # ``n == 1 ? 0 : x`` (a broadcast read) is x inside ``for x in [0, n)``: x is 0 there
+        # when n is 1
+        n = cond.a if _is(cond.b, 1) else cond.b if _is(cond.a, 1) else None
+        if n is not None and ctx.below[other] == ctx.keys.of(n):
+            return other
     return None
 
 

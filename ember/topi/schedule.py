@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -141,6 +142,12 @@ def schedule_loops(st: Stage, vector_last: bool = True, sch: Schedule | None = N
         return last
     outer = _fusable(axes[:-1])
     block = _inner_block(sch, st, last) if sch is not None else 0
+    if _symbolic_head(outer):
+        # a run-time batch before static axes: its own loop, the static ones fused inside
+        # (their index splits by constants over a range the simplifier knows, and a piece of
+        # a concat is then one contiguous run per batch item, not a division chain per
+        # vector: SqueezeNet's fire concats at a ? batch ran 2-5x its static build's)
+        outer = _fusable(outer[1:])
     fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
     if big:
         st.parallel(fused)
@@ -188,6 +195,15 @@ def _divides_by_constants(sch: Schedule, op: Any) -> bool:
 
 
 FUSED_ENOUGH = 1024  # iterations of the fused parallel loop that split evenly over threads
+
+
+def _symbolic_head(axes: list[Any]) -> bool:
+    """Whether the loops to fuse start with one of a run-time extent followed by static ones
+    whose product is worth a parallel loop of their own (at least 2 iterations)."""
+    if len(axes) < 2 or isinstance(axes[0].dom.extent, IntImm):
+        return False
+    return all(isinstance(a.dom.extent, IntImm) for a in axes[1:]) and \
+        math.prod(a.dom.extent.value for a in axes[1:]) >= 2
 
 
 def _fusable(axes: list[Any]) -> list[Any]:

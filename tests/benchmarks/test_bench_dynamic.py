@@ -76,8 +76,11 @@ def test_smoke_run_checks_every_twin_against_its_static_build(tmp_path, capsys):
     assert {r["model"] for r in rows} == {"mlp", "transformer"}
     assert len(rows) == 6 and all(r["correct"] for r in rows)
     assert all(r["static_ms"] > 0 and r["dynamic_ms"] > 0 and r["unseen_ms"] > 0 for r in rows)
+    # onnxruntime on each twin as a dynamic ONNX model, checked against the static build
+    assert all(r["ort_ms"] > 0 and r["ort_correct"] and not r["ort_note"] for r in rows)
     printed = capsys.readouterr().out
-    assert "WRONG" not in printed and "u.ratio" in printed
+    assert "WRONG" not in printed and "ORT-DIFF" not in printed
+    assert "u.ratio" in printed and "d/ort" in printed
 
 
 @pytest.mark.parametrize("args, message", [

@@ -30,6 +30,25 @@ def test_smoke_run_on_mlp(tmp_path, capsys):
     assert not one["simulated"] and three["simulated"]
     assert one["serial"] == 1.0 and one["imbalance"] == 1.0  # one thread: all of it serial
     assert 0 < three["efficiency"] <= 1.0 and three["small_launched"] >= 0
+    # the CPU against the one-thread run of the same graph, per model and per kernel
+    assert one["vs_one"] == 1.0 and three["vs_one"] > 0 and "x 1t" in printed
+    growth = data["models"]["mlp"]["3"]["growth"]
+    assert growth and all(g["added_us"] == g["cpu_us"] - g["cpu_us_1t"] for g in growth)
+    # stolen tasks are counted for real launches only (none at 1 thread, 3 is simulated)
+    assert one["stolen"] is None or one["stolen"] == 0.0
+    assert three["stolen"] is None and "stolen" in printed
+
+
+def test_versus_one_needs_the_same_graph():
+    assert bench.versus_one(None, [("k", 1.0)]) == (None, [])
+    assert bench.versus_one([("k", 1.0)], [("k", 1.0), ("j", 2.0)]) == (None, [])
+    ratio, growth = bench.versus_one([("a", 2.0), ("b", 2.0)], [("a", 2.5), ("b", 3.5)])
+    assert ratio == 1.5 and [g["kernel"] for g in growth] == ["b", "a"]
+
+
+def test_pool_counters_are_five_numbers():
+    stats = bench.pool_stats()
+    assert len(stats) == 5 and all(v >= 0 for v in stats)
 
 
 @pytest.mark.parametrize("argv", [["--threads", "0"], ["--repeat", "0"], ["--top", "-1"]])

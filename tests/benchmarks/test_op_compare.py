@@ -28,6 +28,9 @@ def test_ort_names_map_to_onnx_nodes_by_name_or_by_value():
     assert find("add_token_12", OP_TYPES, PRODUCER) == "add"
     assert find("r_nchwc_token_3_token_4", OP_TYPES, PRODUCER) == "relu"
     assert find("relu/QuickGeluFusion/", OP_TYPES, PRODUCER) == "relu"  # a fusion's first
+    # a standalone batch norm (value b) that onnxruntime runs as a conv
+    assert find("b_bn_nchwc", {**OP_TYPES, "bn": "BatchNormalization"},
+                {**PRODUCER, "b": "bn"}) == "bn"
     assert find("ReorderOutput_token_199", OP_TYPES, PRODUCER) is None
     assert find("", OP_TYPES, PRODUCER) is None
 

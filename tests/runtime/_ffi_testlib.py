@@ -14,6 +14,7 @@ HAVE_CC = cc.get_cc() is not None
 requires_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler found ($CC, cc, gcc, clang)")
 
 C_SOURCE = r"""
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include "ember/c_runtime_api.h"
@@ -142,6 +143,77 @@ TVM_DLL int workspace(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret
   ret->v_int64 = (int64_t)((uintptr_t)p % 64);
   *ret_code = kTVMArgInt;
   return TVMBackendFreeWorkspace(kDLCPU, 0, p);
+}
+
+/* workspace_reuse(nbytes): allocate, free, allocate the same size again; returns
+ * 1 if the second block is the first one (kept by the workspace cache) and the count of
+ * blocks the cache holds after both are freed, as 1 + 2 * cached (or -1 on failure). */
+int EmberWorkspaceCached(void);
+TVM_DLL int workspace_reuse(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code,
+                            void* h) {
+  uint64_t nbytes = (uint64_t)args[0].v_int64;
+  void* first = TVMBackendAllocWorkspace(kDLCPU, 0, nbytes, 2, 32);
+  void* second;
+  if (first == NULL) return -1;
+  memset(first, 7, (size_t)nbytes);
+  TVMBackendFreeWorkspace(kDLCPU, 0, first);
+  second = TVMBackendAllocWorkspace(kDLCPU, 0, nbytes, 2, 32);
+  if (second == NULL) return -1;
+  memset(second, 9, (size_t)nbytes);
+  TVMBackendFreeWorkspace(kDLCPU, 0, second);
+  ret->v_int64 = (second == first) + 2 * EmberWorkspaceCached();
+  *ret_code = kTVMArgInt;
+  return 0;
+}
+
+/* One thread's churn: blocks of mixed sizes, each filled with its own byte, checked before it
+ * is freed (out of allocation order); returns the number of corrupted blocks. */
+static void* churn(void* arg) {
+  static const uint64_t sizes[] = {0, 1, 100, 4096, 40000, 36864, 300000, 64};
+  static const int free_order[] = {1, 3, 5, 7, 0, 2, 4, 6};
+  uintptr_t seed = (uintptr_t)arg, bad = 0;
+  int round, k;
+  for (round = 0; round < 400; ++round) {
+    unsigned char* live[8];
+    for (k = 0; k < 8; ++k) {
+      uint64_t size = sizes[(k + round + seed) % 8];
+      live[k] = (unsigned char*)TVMBackendAllocWorkspace(kDLCPU, 0, size, 2, 32);
+      if (live[k] == NULL || (uintptr_t)live[k] % 64 != 0) return (void*)(uintptr_t)1000;
+      memset(live[k], (int)(seed * 8 + k), (size_t)size);
+    }
+    for (k = 0; k < 8; ++k) {
+      int slot = free_order[k];
+      uint64_t size = sizes[(slot + round + seed) % 8], i;
+      for (i = 0; i < size; ++i) {
+        if (live[slot][i] != (unsigned char)(seed * 8 + slot)) {
+          ++bad;
+          break;
+        }
+      }
+      TVMBackendFreeWorkspace(kDLCPU, 0, live[slot]);
+    }
+  }
+  return (void*)bad;
+}
+
+/* workspace_churn(threads): churn on that many threads at once; returns corrupted blocks. */
+TVM_DLL int workspace_churn(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code,
+                            void* h) {
+  pthread_t tids[16];
+  int64_t threads = args[0].v_int64, t, bad = 0;
+  if (threads < 1 || threads > 16) return fail("workspace_churn: 1 to 16 threads");
+  for (t = 0; t < threads; ++t) {
+    if (pthread_create(&tids[t], NULL, churn, (void*)(uintptr_t)t) != 0)
+      return fail("workspace_churn: pthread_create failed");
+  }
+  for (t = 0; t < threads; ++t) {
+    void* out;
+    pthread_join(tids[t], &out);
+    bad += (int64_t)(uintptr_t)out;
+  }
+  ret->v_int64 = bad;
+  *ret_code = kTVMArgInt;
+  return 0;
 }
 
 typedef struct { const float* x; int64_t len; double partial[256]; } SumCtx;

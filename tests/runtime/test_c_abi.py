@@ -219,6 +219,20 @@ def test_workspace_is_64_byte_aligned(lib):
         assert lib["workspace"](n) == 0
 
 
+def test_a_freed_workspace_block_is_reused_for_the_next_one_of_its_size(lib):
+    result = lib["workspace_reuse"](40000)
+    assert result % 2 == 1 and result // 2 >= 1  # the same block, and it went back
+    # past the largest block the cache keeps (16 MB): freed, not cached
+    before = lib["workspace_reuse"](64) // 2
+    assert lib["workspace_reuse"](20 << 20) // 2 == before
+
+
+def test_workspace_blocks_stay_intact_while_threads_share_the_cache(lib):
+    """Four threads allocate, fill, check and free blocks of mixed sizes at once: none sees
+    another's bytes in its block (a block handed out twice would)."""
+    assert lib["workspace_churn"](4) == 0
+
+
 def test_parallel_launch_computes_sum(lib):
     x = np.random.rand(10001).astype("float32")
     assert lib["parallel_sum"](vec(x)) == pytest.approx(float(x.astype("float64").sum()), 1e-5)

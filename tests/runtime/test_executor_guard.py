@@ -98,6 +98,44 @@ def test_inputs_overwritten_by_another_thread_refuse_the_run(kind, workers) -> N
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_repeated_runs_of_one_thread_still_see_another_threads_inputs(kind, workers) -> None:
+    """A thread's run after its own run skips the checks (nothing changed between them);
+    a set_input of any thread in between brings them back."""
+    a, b = workers
+    m = module(kind)
+    a(lambda: set_all(m, inputs(0)))
+    for _ in range(3):
+        a(m.run)
+    a(lambda: m.set_input("b", inputs(4)["b"]))
+    b(lambda: m.set_input("a", inputs(1)["a"]))
+    with pytest.raises(ConcurrentUseError, match=r"run\(\): input \d was set by another"):
+        a(m.run)
+    b(m.run)  # and the other thread's runs repeat as their own
+    b(m.run)
+    with pytest.raises(ConcurrentUseError, match=r"get_outputs?\(\): another thread ran"):
+        a(lambda: m.get_output(0))
+    expect = {**inputs(0), "a": inputs(1)["a"], "b": inputs(4)["b"]}
+    np.testing.assert_allclose(b(lambda: m.get_output(0).numpy()), reference(expect),
+                               rtol=1e-6)
+
+
+def test_a_reused_thread_ident_still_counts_as_a_runner() -> None:
+    """The skip keys on the thread's ident, which a new thread may reuse: its run must still
+    mark it a runner, so that a later run by another thread refuses its get_output."""
+    guard = UseGuard("aot executor")
+    guard.run()  # this thread: settled
+    guard._tls = threading.local()  # as a new thread with this ident would see it
+    guard.run()
+    seen: list[BaseException] = []
+    t = threading.Thread(target=lambda: _try(guard.run, seen))
+    t.start()
+    t.join(timeout=10)
+    assert seen == []
+    with pytest.raises(ConcurrentUseError, match="another thread ran"):
+        guard.read("get_output")
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_outputs_replaced_by_another_run_refuse_get_output(kind, workers) -> None:
     a, b = workers
     m = module(kind)

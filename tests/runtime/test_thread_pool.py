@@ -3,6 +3,7 @@ nested launches are serial, barriers hold, concurrent callers and changing threa
 safe, and parallel generated code computes what the serial code does."""
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import threading
@@ -13,6 +14,7 @@ import pytest
 import ember
 from ember import te
 from ember.runtime.module import CSourceModule
+from ember.runtime.dso import pool_owner
 from ember.runtime.threads import ThreadControl, pool_workers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -131,6 +133,24 @@ TVM_DLL int barrier(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_c
   return 0;
 }
 
+/* own_first(calls, num_task) -> launches of `calls` whose task 0 ran on the calling thread,
+ * + 1000000 unless every task of every launch ran exactly once */
+TVM_DLL int own_first(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code,
+                      void* h) {
+  Job job;
+  int call, i, caller_first = 0, once = 1;
+  (void)codes, (void)n, (void)h;
+  for (call = 0; call < (int)args[0].v_int64; ++call) {
+    init(&job, -1);
+    if (TVMBackendParallelLaunch(task, &job, (int)args[1].v_int64) != 0) return -1;
+    for (i = 0; i < MAX_TASKS; ++i) once &= i < job.num_task ? job.runs[i] == 1 : job.runs[i] == 0;
+    caller_first += job.num_task > 0 && pthread_equal(job.who[0], pthread_self());
+  }
+  ret->v_int64 = caller_first + (once ? 0 : 1000000);
+  *ret_code = kTVMArgInt;
+  return 0;
+}
+
 /* null_task() -> the launch of a NULL function fails with a message */
 TVM_DLL int null_task(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code, void* h) {
   (void)args, (void)codes, (void)n, (void)ret, (void)ret_code, (void)h;
@@ -160,6 +180,50 @@ def test_every_task_runs_once_on_at_most_the_threads_asked(lib, threads):
             assert (tasks, once) == (want, True)
             assert 1 <= distinct <= tasks
     assert pool_workers() >= 0
+
+
+def _pool_stats() -> list[int]:
+    """The process pool's counters (EmberPoolStats): launches, tasks, stolen tasks, caller
+    sleeps, worker sleeps."""
+    owner = pool_owner()
+    fn = owner.EmberPoolStats
+    fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_int], ctypes.c_int
+    count = fn(None, 0)
+    out = (ctypes.c_int64 * count)()
+    assert fn(out, count) == count
+    return list(out)
+
+
+def test_the_caller_runs_task_0_and_every_task_runs_once(lib):
+    # Task 0 is the caller's own; a worker takes another task first and only then looks for
+    # tasks no one has started, so the caller loses task 0 only if it is preempted between
+    # posting the job and claiming it (hence "most", not "all", on a loaded machine).
+    with ThreadControl(lib).use(2):
+        for num_task in (0, 2):
+            got = lib["own_first"](50, num_task)
+            assert got < 1000000, "a task ran twice or not at all"
+            assert got >= 25
+
+
+def test_tasks_of_alternating_sizes_each_run_once(lib):
+    # Jobs of 2, 3, 2, 4 ... tasks back to back: a worker that arrives late for one job must
+    # not run (or re-run) a task of the next, whose claim words were reopened.
+    with ThreadControl(lib).use(4):
+        for num_task in (2, 3, 2, 4, 1, 3, 2) * 20:
+            assert lib["own_first"](1, num_task) < 1000000
+
+
+def test_pool_counters_count_launches_and_tasks(lib):
+    with ThreadControl(lib).use(3):
+        lib["run"](0, -1)  # the workers exist
+        before = _pool_stats()
+        for _ in range(20):
+            assert decode(lib["run"](0, -1))[::2] == (3, True)
+        lib["run"](1, -1)  # one task: serial, not a pooled launch
+        after = _pool_stats()
+    launches, tasks, stolen, caller_sleeps, worker_sleeps = (a - b for a, b in zip(after, before))
+    assert (launches, tasks) == (20, 60)
+    assert 0 <= stolen <= tasks and 0 <= caller_sleeps <= launches and worker_sleeps >= 0
 
 
 def test_thread_count_changes_between_runs(lib):

@@ -104,3 +104,69 @@ def test_work_weighted_cuts_agree_on_any_thread_count() -> None:
     tasks = {dbg.graph.nodes[nid].func_name: [launch.num_task for launch in calls[0].launches]
              for nid, calls in splits.items()}
     assert [t for name, t in tasks.items() if "conv2d" in name or "gemm" in name] == [[3], [3]]
+
+
+def test_matrix_vector_product_splits_by_the_size_of_its_weights() -> None:
+    """A one-row dense layer (resnet18's classifier: 512 -> 1000) has too few multiply-adds for
+    PARALLEL_MACS but streams 2 MB of weights: it launches threads (gemm_kernel's
+    PARALLEL_B_FLOATS), each task a range of column panels, and agrees at 1, 2, 3, 7 threads;
+    a small one (512 -> 100) stays serial."""
+    from ember.topi.nn import gemm_kernel as G
+
+    assert G.model_gemm_tiles(1, 1, 1000, 512).parallel
+    assert not G.model_gemm_tiles(1, 1, 100, 512).parallel
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 512)).astype("float32")
+    w = rng.standard_normal((1000, 512)).astype("float32")
+    data, weight = relay.var("x", shape=x.shape), relay.var("w", shape=w.shape)
+    mod = ember.IRModule.from_expr(relay.Function([data, weight], relay.nn.dense(data, weight)))
+    want = x.astype(np.float64) @ w.astype(np.float64).T
+    agrees_on_any_thread_count(mod, {"w": w}, x, want, "matrix-vector", (1, 2, 3, 7))
+    built = ember.compile(mod, params={"w": w}, executor="graph", threads=1)
+    dbg = built.factory.debug_create("default", ember.cpu(0))
+    dbg.set_input(x=x)
+    with ThreadControl(built.factory).use(2):
+        splits = dbg.measure_work_split()
+    tasks = [launch.num_task for calls in splits.values() for launch in calls[0].launches]
+    assert tasks == [2]
+
+
+def test_place_shares_agree_on_any_thread_count() -> None:
+    """Tasks cut by output place (conv_nchwc.h ember_conv_place_share, where the input
+    outweighs the weights): a dense 3x3 conv, a 1x1 expansion, a depthwise 3x3 at stride 1 and
+    2 and a 1x1 projection, batch 2 (a share that crosses from one image to the next), shares
+    that start and end inside a place (13 and 7 rows on 2, 3 and 7 threads); every conv does
+    launch."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 16, 13, 15)).astype("float32")
+    ws = {"w0": rng.standard_normal((8, 16, 3, 3)).astype("float32") * 0.2,
+          "w1": rng.standard_normal((80, 8, 1, 1)).astype("float32") * 0.3,
+          "w2": rng.standard_normal((80, 1, 3, 3)).astype("float32"),
+          "w3": rng.standard_normal((80, 1, 3, 3)).astype("float32"),
+          "w4": rng.standard_normal((8, 80, 1, 1)).astype("float32")}
+    data = relay.var("x", shape=x.shape)
+    k = {n: relay.var(n, shape=a.shape) for n, a in ws.items()}
+    y = relay.nn.relu(relay.nn.conv2d(data, k["w0"], padding=(1, 1), channels=8,
+                                      kernel_size=(3, 3)))
+    y = relay.nn.conv2d(y, k["w1"], channels=80, kernel_size=(1, 1))
+    y = relay.nn.relu(relay.nn.conv2d(y, k["w2"], padding=(1, 1), groups=80, channels=80,
+                                      kernel_size=(3, 3)))
+    y = relay.nn.conv2d(y, k["w3"], strides=(2, 2), padding=(1, 1), groups=80, channels=80,
+                        kernel_size=(3, 3))
+    y = relay.nn.conv2d(y, k["w4"], channels=8, kernel_size=(1, 1))
+    mod = ember.IRModule.from_expr(relay.Function([data, *k.values()], y))
+    f64 = {n: a.astype(np.float64) for n, a in ws.items()}
+    want = np.maximum(conv_reference(x.astype(np.float64), f64["w0"], 1, 1, 1), 0)
+    want = conv_reference(want, f64["w1"], 1, 0, 1)
+    want = np.maximum(conv_reference(want, f64["w2"], 1, 1, 80), 0)
+    want = conv_reference(want, f64["w3"], 2, 1, 80)
+    want = conv_reference(want, f64["w4"], 1, 0, 1)
+    agrees_on_any_thread_count(mod, ws, x, want, "place shares", (1, 2, 3, 7))
+    built = ember.compile(mod, params=ws, executor="graph", threads=1)
+    dbg = built.factory.debug_create("default", ember.cpu(0))
+    dbg.set_input(x=x)
+    with ThreadControl(built.factory).use(3):
+        splits = dbg.measure_work_split()
+    launches = [[launch.num_task for launch in calls[0].launches]
+                for nid, calls in splits.items() if "conv2d" in dbg.graph.nodes[nid].func_name]
+    assert launches == [[3]] * 5  # every conv does split (else no cut was taken)

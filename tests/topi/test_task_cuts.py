@@ -43,8 +43,47 @@ long long task_starts(int n, int groups, int ocb_g, int oh, int ow, int rb, int 
   int t;
   p.n = n; p.groups = groups; p.ocb_g = ocb_g; p.ocb = groups * ocb_g; p.oh = oh; p.ow = ow;
   p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = depthwise;
-  p.strip = ember_conv_task_strip(&p, tasks);
+  p.strip = ember_conv_task_strip(&p, tasks, 0);
   for (t = 0; t <= tasks; ++t) starts[t] = ember_conv_task_start(&p, t, tasks);
+  return ember_conv_items(&p) * 1000000LL + p.strip;
+}
+
+/* ember_conv_place_share of every task: cover[item in order 0] counts the runs of it,
+ * first[t] / last[t] the first and last place (image, row, strip) task t ran; returns the
+ * item count * 1000000 + the launch's strip (the place cut's) */
+static int* g_cover;
+static long long *g_first, *g_last;
+static int g_task;
+static void record(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  const int64_t G = ember_conv_block_groups(p), S = (p->ow + p->strip - 1) / p->strip;
+  int64_t i;
+  for (i = lo; i < hi; ++i) {
+    int32_t b, og, oy, s;
+    long long place;
+    ember_conv_item(p, i, &b, &og, &oy, &s);
+    g_cover[((b * G + og) * p->oh + oy) * S + s] += 1;
+    place = ((long long)b * p->oh + oy) * S + s;
+    if (g_first[g_task] < 0 || place < g_first[g_task]) g_first[g_task] = place;
+    if (place > g_last[g_task]) g_last[g_task] = place;
+  }
+}
+
+long long place_cover(int n, int groups, int ocb_g, int oh, int ow, int rb, int rw, int strip,
+                      int order, int depthwise, int tasks, int* cover, long long* first,
+                      long long* last) {
+  ember_conv_p p = {0};
+  int t;
+  p.n = n; p.groups = groups; p.ocb_g = ocb_g; p.ocb = groups * ocb_g; p.oh = oh; p.ow = ow;
+  p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = depthwise;
+  p.strip = ember_conv_task_strip(&p, tasks, 1);
+  g_cover = cover; g_first = first; g_last = last;
+  for (t = 0; t < tasks; ++t) {
+    ember_conv_p q = p;
+    g_task = t;
+    first[t] = -1;
+    last[t] = -1;
+    ember_conv_place_share(&q, t, tasks, record);
+  }
   return ember_conv_items(&p) * 1000000LL + p.strip;
 }
 """
@@ -61,6 +100,7 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     assert proc.returncode == 0, proc.stderr[:4000]
     lib = ctypes.CDLL(str(so))
     lib.task_starts.restype = lib.gemm_starts.restype = ctypes.c_longlong
+    lib.place_cover.restype = ctypes.c_longlong
     return lib
 
 
@@ -109,6 +149,34 @@ def test_tasks_get_equal_shares_of_the_work(lib, shape):
     total, biggest = sum(work), max(work)
     for t in range(tasks):  # each task within one item of its share
         assert abs(sum(work[starts[t]:starts[t + 1]]) - total / tasks) <= biggest
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(SHAPES)
+def test_place_shares_run_every_item_once_each_task_a_run_of_places(lib, shape):
+    """ember_conv_place_share: the tasks together run every item exactly once (in either
+    planned order), each task's places form one run that follows the previous task's (two
+    tasks share at most the place where one ends and the next begins), and the strips are
+    cut (in whole tiles) where the planned ones leave fewer places than tasks."""
+    n, groups, ocb_g, oh, ow, rb, rw, strip, order, depthwise, tasks = shape
+    if depthwise:
+        groups, rb = groups * ocb_g, 1
+        ocb_g = 1
+    cap = n * groups * ocb_g * oh * ow  # at least the items of any strip
+    cover = (ctypes.c_int * cap)()
+    first, last = (ctypes.c_longlong * tasks)(), (ctypes.c_longlong * tasks)()
+    packed = lib.place_cover(n, groups, ocb_g, oh, ow, rb, rw, min(strip, ow), order,
+                             int(depthwise), tasks, cover, first, last)
+    items, task_strip = divmod(packed, 1000000)
+    assert list(cover[:items]) == [1] * items
+    ran = [(first[t], last[t]) for t in range(tasks) if first[t] >= 0]
+    assert all(a <= b for a, b in ran)
+    assert all(b0 <= a1 for (_, b0), (a1, _) in zip(ran, ran[1:]))
+    planned = min(strip, ow)
+    assert task_strip <= planned
+    if n * oh * -(-ow // planned) < tasks and planned > rw:  # too few places: strips cut
+        assert task_strip < planned and task_strip % rw == 0
 
 
 def test_a_narrow_last_strip_no_longer_idles_a_task(lib):

@@ -241,3 +241,34 @@ def test_reshape_of_a_symbolic_batch_matches_numpy():
     for batch in (1, 3, 7):
         v = rand((batch, 6, 4), seed=batch)
         check(run(v).numpy(), v.transpose(0, 2, 1).reshape(batch, 4, 3, 2))
+
+
+def test_a_symbolic_batch_is_its_own_loop_before_the_fused_static_axes():
+    # a concat of blocked maps along the channels at a ? batch (SqueezeNet's fire modules):
+    # the batch fused with the static axes made every vector split its index again by a
+    # chain of divisions; as its own loop, each piece is one contiguous run per batch item
+    from ember.tir.codegen import generate_c
+
+    n = tir.Var("n", "int32")
+    a = te.placeholder((n, 2, 15, 15, 8), name="a")
+    b = te.placeholder((n, 3, 15, 15, 8), name="b")
+    out = topi.concatenate([a, b], axis=1)
+    func = te.lower(topi.schedule_injective(out), [a, b, out], "concat")
+    text = str(func)
+    assert "for (i0, 0, n)" in text and "i1_i2_fused_i3_fused, 0, 450" in text, text
+    stores = [line for line in generate_c([func]).splitlines() if "T_concat[" in line]
+    assert len(stores) == 2 and not any("/" in s or "%" in s for s in stores), stores
+
+
+def test_a_symbolic_batch_concat_matches_numpy():
+    import ember
+    from ember import relay
+
+    a = relay.var("a", shape=(relay.Any(), 2, 5, 3, 8))
+    b = relay.var("b", shape=(relay.Any(), 1, 5, 3, 8))
+    y = relay.concatenate([relay.nn.relu(a), b], axis=1)
+    run = relay.create_executor("vm", mod=ember.IRModule.from_expr(relay.Function([a, b], y)),
+                                target="llvm").evaluate()
+    for batch in (1, 3, 7):
+        av, bv = rand((batch, 2, 5, 3, 8), seed=batch), rand((batch, 1, 5, 3, 8), seed=9)
+        check(run(av, bv).numpy(), np.concatenate([np.maximum(av, 0), bv], axis=1))

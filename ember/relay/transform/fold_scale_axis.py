@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...ir.base import merge_spans
 from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
 from ...ir.op import Op
@@ -153,7 +154,7 @@ class _Backward(_Folder):
         w = n_y.args[1]
         scale = _weight_scale(n_y, o_y.args[1].checked_type_, s, output=True)
         out: RelayExpr = Call(n_y.op, (n_y.args[0], _scaled_weight(w, scale)),
-                              n_y.attrs)
+                              n_y.attrs, span=merge_spans(n_y.span, new.span))
         for rebuild_step in reversed(body):
             out = rebuild_step(out)
         return out
@@ -190,12 +191,13 @@ class _Backward(_Folder):
         return _channel_vector(b, ty, axis)
 
 
+# rebuilt calls keep their spans (ONNX node names), so that a profile still names them
 def _rebuild_unary(node: Any) -> Any:
-    return lambda e: Call(node.op, (e,), node.attrs)
+    return lambda e: Call(node.op, (e,), node.attrs, span=node.span)
 
 
 def _rebuild_binary(node: Any, rhs: RelayExpr) -> Any:
-    return lambda e: Call(node.op, (e, rhs), node.attrs)
+    return lambda e: Call(node.op, (e, rhs), node.attrs, span=node.span)
 
 
 class _Forward(_Folder):
@@ -227,7 +229,8 @@ class _Forward(_Folder):
             if data is None:
                 return new
         scale = _weight_scale(new, orig.args[1].checked_type_, s, output=False)
-        return Call(new.op, (data, _scaled_weight(new.args[1], scale)), new.attrs)
+        return Call(new.op, (data, _scaled_weight(new.args[1], scale)), new.attrs,
+                    span=merge_spans(new.span, n_x.span))
 
     def _data_operand(self, add: Any) -> int | None:
         ty = add.checked_type_
@@ -241,14 +244,14 @@ class _Forward(_Folder):
         """Node ``o_n`` rebuilt on the unscaled data: relu(x*s) = relu(x)*s for s > 0;
         x*s + b = (x + b/s)*s for s != 0."""
         if o_n.op.name == "nn.relu":
-            return Call(n_n.op, (data,), n_n.attrs) if np.all(s > 0) else None
+            return Call(n_n.op, (data,), n_n.attrs, span=n_n.span) if np.all(s > 0) else None
         bias = _channel_vector(self.constant(o_n.args[1 - kd], n_n.args[1 - kd]), ty, axis)
         if bias is None or not np.all(s != 0):
             return None
         rank = len(ty.shape)
         shifted = (bias / s).astype(s.dtype).reshape((-1,) + (1,) * (rank - 1 - axis % rank))
         args = (data, const(shifted)) if kd == 0 else (const(shifted), data)
-        return Call(n_n.op, args, n_n.attrs)
+        return Call(n_n.op, args, n_n.attrs, span=n_n.span)
 
 
 def _is_float(call: Any) -> bool:

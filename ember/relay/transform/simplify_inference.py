@@ -12,7 +12,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ...ir.expr import Call, RelayExpr, TupleGetItem, const
@@ -43,8 +43,9 @@ def batch_norm_unpacked(call: Call, ty: TensorType) -> RelayExpr:
     shift = op_call("multiply", op_call("negative", mean), scale)
     if attrs.center:  # type: ignore[union-attr]
         shift = op_call("add", shift, beta)
-    out = op_call("multiply", data, expand_to_axis(scale, ndim, axis))
-    return op_call("add", out, expand_to_axis(shift, ndim, axis))
+    # both calls name the batch norm's node: either may be folded away or fused alone
+    out = replace(op_call("multiply", data, expand_to_axis(scale, ndim, axis)), span=call.span)
+    return replace(op_call("add", out, expand_to_axis(shift, ndim, axis)), span=call.span)
 
 
 def layer_norm_unpacked(call: Call, ty: TensorType) -> RelayExpr:

@@ -131,11 +131,113 @@ EMBER_DLL int EmberSymbolKind(const void* addr) {
 #endif
 }
 
-/* ---- workspace ------------------------------------------------------------------------- */
+/* ---- workspace -------------------------------------------------------------------------
+ * Kernels take their scratch (packed weight panels, padded rows) with TVMBackendAllocWorkspace
+ * on every call, often in each task: a malloc and a free of tens of kilobytes each, and the
+ * allocator's consolidation now and then, a microsecond or more of a small model's call. So
+ * a freed block goes back to a small cache that the next allocation of about its size takes
+ * from (blocks up to EMBER_WS_CACHE_MAX_BLOCK, at most EMBER_WS_CACHE_SLOTS of them and
+ * EMBER_WS_CACHE_MAX_BYTES in all, under one lock: the library's threads share it). A block
+ * carries its capacity in a header of EMBER_WS_HEADER bytes before the pointer it hands out,
+ * which stays 64-byte aligned. The cache is freed when the library is unloaded. */
+#define EMBER_WS_HEADER 64
+#define EMBER_WS_CACHE_SLOTS 16
+#define EMBER_WS_CACHE_MAX_BLOCK ((uint64_t)16 << 20)
+#define EMBER_WS_CACHE_MAX_BYTES ((uint64_t)64 << 20)
+
+static void* g_ws_cache[EMBER_WS_CACHE_SLOTS]; /* raw blocks (their header first) */
+static int g_ws_cached;
+static uint64_t g_ws_bytes; /* the capacity of the cached blocks, together */
+static pthread_mutex_t g_ws_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t ember_ws_capacity(const void* raw) { return *(const uint64_t*)raw; }
+
+/* A cached block of at least `bytes` and at most twice that (a small request does not pin a
+ * large block), taken out of the cache; NULL if none. */
+static void* ember_ws_take(uint64_t bytes) {
+  void* found = NULL;
+  int i, best = -1;
+  pthread_mutex_lock(&g_ws_mu);
+  for (i = 0; i < g_ws_cached; ++i) {
+    uint64_t cap = ember_ws_capacity(g_ws_cache[i]);
+    if (cap >= bytes && cap / 2 <= bytes &&
+        (best < 0 || cap < ember_ws_capacity(g_ws_cache[best]))) {
+      best = i;
+    }
+  }
+  if (best >= 0) {
+    found = g_ws_cache[best];
+    g_ws_cache[best] = g_ws_cache[--g_ws_cached];
+    g_ws_bytes -= ember_ws_capacity(found);
+  }
+  pthread_mutex_unlock(&g_ws_mu);
+  return found;
+}
+
+/* Keep raw block `raw` for a later allocation; 0 if the cache is full of blocks at least as
+ * large or would pass its byte limit (the caller frees it), else 1 (a smaller block it
+ * displaced is freed here). */
+static int ember_ws_keep(void* raw) {
+  uint64_t cap = ember_ws_capacity(raw);
+  void* evicted = NULL;
+  int i, smallest = 0, kept = 1;
+  if (cap > EMBER_WS_CACHE_MAX_BLOCK) return 0;
+  pthread_mutex_lock(&g_ws_mu);
+  if (g_ws_bytes + cap > EMBER_WS_CACHE_MAX_BYTES) {
+    kept = 0;
+  } else if (g_ws_cached < EMBER_WS_CACHE_SLOTS) {
+    g_ws_cache[g_ws_cached++] = raw;
+    g_ws_bytes += cap;
+  } else {
+    for (i = 1; i < g_ws_cached; ++i) {
+      if (ember_ws_capacity(g_ws_cache[i]) < ember_ws_capacity(g_ws_cache[smallest])) {
+        smallest = i;
+      }
+    }
+    if (ember_ws_capacity(g_ws_cache[smallest]) < cap) {
+      evicted = g_ws_cache[smallest];
+      g_ws_cache[smallest] = raw;
+      g_ws_bytes += cap - ember_ws_capacity(evicted);
+    } else {
+      kept = 0;
+    }
+  }
+  pthread_mutex_unlock(&g_ws_mu);
+  free(evicted);
+  return kept;
+}
+
+__attribute__((destructor)) static void ember_ws_release(void) {
+  while (g_ws_cached > 0) free(g_ws_cache[--g_ws_cached]);
+  g_ws_bytes = 0;
+}
+
+/* A child of fork() has only the forking thread: another may have held the lock, mid-update.
+ * The child starts with an empty cache (what was cached stays allocated, unused). */
+static void ember_ws_after_fork(void) {
+  pthread_mutex_init(&g_ws_mu, NULL);
+  g_ws_cached = 0;
+  g_ws_bytes = 0;
+}
+
+__attribute__((constructor)) static void ember_ws_register_fork(void) {
+  pthread_atfork(NULL, NULL, ember_ws_after_fork);
+}
+
+/* Blocks the workspace cache holds now (for tests). */
+EMBER_DLL int EmberWorkspaceCached(void) {
+  int n;
+  pthread_mutex_lock(&g_ws_mu);
+  n = g_ws_cached;
+  pthread_mutex_unlock(&g_ws_mu);
+  return n;
+}
 
 void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
                                int dtype_code_hint, int dtype_bits_hint) {
-  void* ptr = NULL;
+  void* raw = NULL;
+  /* A multiple of the alignment; 0 bytes still gives a unique pointer. */
+  uint64_t bytes = ((nbytes + 63) & ~(uint64_t)63) + (nbytes == 0 ? 64 : 0);
   (void)dtype_code_hint;
   (void)dtype_bits_hint;
   if (device_type != kDLCPU) {
@@ -143,19 +245,30 @@ void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
               "allocates on the CPU (device type 1) only", device_type, device_id);
     return NULL;
   }
-  /* Round up to a multiple of the alignment; 0 bytes still gives a unique pointer. */
-  if (posix_memalign(&ptr, 64, (size_t)((nbytes + 63) & ~(uint64_t)63) + (nbytes == 0)) != 0) {
-    set_error("TVMBackendAllocWorkspace: out of memory allocating %llu bytes",
+  if (nbytes > ((uint64_t)1 << 62)) {
+    set_error("TVMBackendAllocWorkspace: %llu bytes is more than any allocation can hold",
               (unsigned long long)nbytes);
     return NULL;
   }
-  return ptr;
+  raw = ember_ws_take(bytes);
+  if (raw == NULL) {
+    if (posix_memalign(&raw, 64, (size_t)(bytes + EMBER_WS_HEADER)) != 0) {
+      set_error("TVMBackendAllocWorkspace: out of memory allocating %llu bytes",
+                (unsigned long long)nbytes);
+      return NULL;
+    }
+    *(uint64_t*)raw = bytes;
+  }
+  return (char*)raw + EMBER_WS_HEADER;
 }
 
 int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
+  void* raw;
   (void)device_type;
   (void)device_id;
-  free(ptr);
+  if (ptr == NULL) return 0;
+  raw = (char*)ptr - EMBER_WS_HEADER;
+  if (!ember_ws_keep(raw)) free(raw);
   return 0;
 }
 
@@ -263,7 +376,7 @@ int TVMArrayAlloc(const int64_t* shape, int ndim, int dtype_code, int dtype_bits
 }
 
 int TVMArrayFree(TVMArrayHandle handle) {
-  if (handle != NULL) free(handle->data);
+  if (handle != NULL) TVMBackendFreeWorkspace(kDLCPU, 0, handle->data);
   free(handle);
   return 0;
 }
@@ -296,6 +409,13 @@ EMBER_DLL int EmberPoolLaunch(FTVMParallelLambda flambda, void* cdata, int num_t
 
 /* Worker threads this library's pool has started (they live as long as the process). */
 EMBER_DLL int EmberPoolNumWorkers(void) { return ember_pool_num_workers(); }
+
+/* This library's pool's counters (thread_pool.h's EMBER_POOL_STAT_*: launches, tasks, tasks
+ * stolen from a late thread, caller sleeps, worker sleeps) into out[0 .. n); returns how many
+ * the pool keeps. NULL out with n 0 just asks the count. */
+EMBER_DLL int EmberPoolStats(int64_t* out, int n) {
+  return ember_pool_stats(out, out != NULL ? n : 0);
+}
 
 /* Threads (the caller included) of the launches that the calling thread makes from now on;
  * n <= 0 only asks. Returns the count in force before the call. The Python runtime sets it

@@ -3,11 +3,15 @@
  * hosted builds (POSIX threads, GCC/Clang atomics). Included by exactly one file per binary:
  * ember/runtime/csrc/backend.c (every library ember builds) and the native runtime's backend.c.
  *
- * One launch at a time per pool; a launch is a job of n tasks (n <= its thread count). The
- * tasks are handed out one by one through an atomic counter, and the calling thread takes
- * them too: a worker that the OS has not scheduled yet simply gets no task, so it delays
- * nobody. Workers are created on first need, spin for a short while after each job (the next
- * kernel usually follows within microseconds) and then sleep on a condition variable.
+ * One launch at a time per pool; a launch is a job of n tasks (n <= its thread count). Each
+ * thread has a task of its own: the caller task 0, worker k task k (mod n), so that a kernel
+ * finds the part of its input that the previous kernel's same-numbered task wrote in its own
+ * core's cache (onnxruntime's pool keeps a preferred worker per loop for the same reason).
+ * A thread that is done claims any task no one has started: a worker that the OS has not
+ * scheduled yet (or preempted) simply gets none, so it delays nobody. Workers are created on
+ * first need, spin for a short while after each job (the next kernel usually follows within
+ * microseconds) and then sleep on a condition variable; the caller, done with its share,
+ * spins for the others a quarter as long as its share took before it sleeps.
  * A launch from inside a task, or while another thread's launch holds the pool, runs
  * serially on the calling thread: a process never runs more tasks at once than one launch
  * asked for, plus the callers' own threads.
@@ -16,9 +20,10 @@
  * runtime) passes one pool's launch function to every library it loads (EmberHostTable's
  * parallel_launch); a library loaded without it uses its own.
  *
- * Job state is one 64-bit word: generation (32 bits) | task count (16) | next task (16). A
- * task is claimed by a compare-and-swap on that word, so a worker that wakes up late, after
- * its job finished and the next one began, can never run a task of the wrong job.
+ * Job state is one 64-bit word: generation (32 bits) | task count (16). Task t is claimed by a
+ * compare-and-swap of its own word claim[t] from gen << 1 (posted, open) to gen << 1 | 1: a
+ * worker that wakes up late, after its job finished and the next one began, expects its old
+ * generation there and can never run a task of the wrong job.
  */
 #ifndef EMBER_THREAD_POOL_H_
 #define EMBER_THREAD_POOL_H_
@@ -35,7 +40,8 @@
 
 #define EMBER_POOL_MAX_THREADS 64
 #define EMBER_POOL_SPIN_NS 100000 /* workers spin this long for the next job, then sleep */
-#define EMBER_POOL_WAIT_SPIN_NS 20000 /* the caller spins this long for stragglers */
+#define EMBER_POOL_WAIT_SPIN_NS 20000 /* the caller spins at least this long for stragglers, */
+#define EMBER_POOL_WAIT_SPIN_MAX_NS 500000 /* and up to a quarter of its own share, at most this */
 
 #if defined(__x86_64__) || defined(__i386__)
 #define EMBER_POOL_PAUSE() __builtin_ia32_pause()
@@ -58,13 +64,25 @@ typedef struct EmberPoolSync {
   uint32_t phase;
 } EmberPoolSync;
 
+/* Counters of a pool's life (EmberPoolStats): how often the spin-then-sleep waits slept. */
+enum {
+  EMBER_POOL_STAT_LAUNCHES,      /* pooled launches (serial ones are not counted) */
+  EMBER_POOL_STAT_TASKS,         /* tasks they ran */
+  EMBER_POOL_STAT_STOLEN,        /* tasks run by a thread other than the one they belong to */
+  EMBER_POOL_STAT_CALLER_SLEEPS, /* launches whose caller slept for a straggler */
+  EMBER_POOL_STAT_WORKER_SLEEPS, /* times a worker found no job within its spin and slept */
+  EMBER_POOL_NUM_STATS
+};
+
 typedef struct {
   pthread_mutex_t mu;
   pthread_cond_t wake;    /* workers sleep here between jobs */
   pthread_cond_t done_cv; /* the caller sleeps here until the last task ends */
   int num_workers;
   int32_t busy;           /* a launch holds the pool */
-  uint64_t state;         /* gen << 32 | num_task << 16 | next task */
+  uint64_t state;         /* gen << 32 | num_task << 16 */
+  uint64_t claim[EMBER_POOL_MAX_THREADS]; /* per task: gen << 1, | 1 once a thread took it */
+  int64_t stats[EMBER_POOL_NUM_STATS];
   uint32_t gen;
   int32_t done;
   int32_t failed;
@@ -76,9 +94,8 @@ typedef struct {
   EmberPoolSync sync;
 } EmberPool;
 
-static EmberPool g_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                           PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL,
-                           {NULL, 1}, {NULL, 0, 0, 0}};
+static EmberPool g_pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+                           .done_cv = PTHREAD_COND_INITIALIZER, .env = {NULL, 1}};
 static __thread int g_pool_in_task; /* this thread runs a task: nested launches are serial */
 static pthread_once_t g_pool_fork_once = PTHREAD_ONCE_INIT;
 
@@ -108,20 +125,29 @@ static int ember_pool_barrier(EmberPoolSync* sync, int task_id) {
   return 0;
 }
 
-/* Claim and run the tasks of job `gen` until none is left. */
-static void ember_pool_run_tasks(EmberPool* p, uint32_t gen) {
-  for (;;) {
-    uint64_t s = EMBER_LOAD(&p->state);
-    uint32_t next = (uint32_t)(s & 0xffff), n = (uint32_t)((s >> 16) & 0xffff);
+#define EMBER_POOL_COUNT(p, stat, v) __atomic_add_fetch(&(p)->stats[stat], (v), __ATOMIC_RELAXED)
+
+/* Run the tasks of job `gen` that no one has claimed: `own` first (this thread's task), then
+ * the others in turn (a thread that is late or preempted leaves its task to the rest). A
+ * worker beyond the job's task count (the pool grew for a larger launch) sits it out: the
+ * owners and the caller cover every task, and it would only take one from its owner. */
+static void ember_pool_run_tasks(EmberPool* p, uint32_t gen, uint32_t own) {
+  const uint64_t s = EMBER_LOAD(&p->state);
+  const uint32_t n = (uint32_t)((s >> 16) & 0xffff);
+  uint32_t k;
+  if ((uint32_t)(s >> 32) != gen || own >= n) return;
+  for (k = 0; k < n; ++k) {
+    const uint32_t task = (own + k) % n;
+    uint64_t open = (uint64_t)gen << 1;
     int rc;
-    if ((uint32_t)(s >> 32) != gen || next >= n) return;
-    if (!__atomic_compare_exchange_n(&p->state, &s, s + 1, 0, __ATOMIC_SEQ_CST,
+    if (!__atomic_compare_exchange_n(&p->claim[task], &open, open | 1, 0, __ATOMIC_SEQ_CST,
                                      __ATOMIC_SEQ_CST)) {
-      continue;
+      continue; /* taken, or job `gen` is over (its tasks all taken) */
     }
-    /* Task `next` is ours: the job cannot end (nor its fields change) before we count it. */
+    /* Task `task` is ours: the job cannot end (nor its fields change) before we count it. */
+    if (k != 0) EMBER_POOL_COUNT(p, EMBER_POOL_STAT_STOLEN, 1);
     ++g_pool_in_task;
-    rc = p->flambda((int)next, &p->env, p->cdata);
+    rc = p->flambda((int)task, &p->env, p->cdata);
     --g_pool_in_task;
     if (rc != 0) EMBER_STORE(&p->failed, 1);
     if (EMBER_ADD(&p->done, 1) == (int32_t)n && EMBER_LOAD(&p->caller_waiting)) {
@@ -145,6 +171,7 @@ static uint32_t ember_pool_next_job(EmberPool* p, uint32_t seen) {
     }
     if (ember_pool_now_ns() > deadline) break;
   }
+  EMBER_POOL_COUNT(p, EMBER_POOL_STAT_WORKER_SLEEPS, 1);
   pthread_mutex_lock(&p->mu);
   EMBER_ADD(&p->sleepers, 1);
   while ((gen = (uint32_t)(EMBER_LOAD(&p->state) >> 32)) == seen) {
@@ -155,13 +182,18 @@ static uint32_t ember_pool_next_job(EmberPool* p, uint32_t seen) {
   return gen;
 }
 
-/* arg: the generation before the job that made us (a worker must not miss that job). */
+/* The generation before the job that made worker k (a worker must not miss that job); set
+ * under the pool's mutex before the thread starts. */
+static uint32_t g_pool_worker_gen[EMBER_POOL_MAX_THREADS];
+
+/* arg: the worker's number k (1, 2, ...): task k of a job is its own. */
 static void* ember_pool_worker(void* arg) {
   EmberPool* p = &g_pool;
-  uint32_t seen = (uint32_t)(uintptr_t)arg;
+  const uint32_t own = (uint32_t)(uintptr_t)arg;
+  uint32_t seen = g_pool_worker_gen[own];
   for (;;) {
     seen = ember_pool_next_job(p, seen);
-    ember_pool_run_tasks(p, seen);
+    ember_pool_run_tasks(p, seen, own);
   }
   return NULL;
 }
@@ -191,7 +223,8 @@ static int ember_pool_grow(EmberPool* p, int want) {
     int rc;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    rc = pthread_create(&tid, &attr, ember_pool_worker, (void*)(uintptr_t)p->gen);
+    g_pool_worker_gen[p->num_workers + 1] = p->gen;
+    rc = pthread_create(&tid, &attr, ember_pool_worker, (void*)(uintptr_t)(p->num_workers + 1));
     pthread_attr_destroy(&attr);
     if (rc != 0) break;
     ++p->num_workers;
@@ -209,8 +242,8 @@ static int ember_pool_launch(FTVMParallelLambda flambda, void* cdata, int num_ta
   EmberPool* p = &g_pool;
   TVMParallelGroupEnv serial = {NULL, 1};
   int n = num_threads < EMBER_POOL_MAX_THREADS ? num_threads : EMBER_POOL_MAX_THREADS;
-  int32_t expected = 0, failed;
-  int64_t deadline;
+  int32_t expected = 0, failed, k;
+  int64_t spin, deadline;
   if (num_task > 0 && num_task < n) n = num_task;
   if (n <= 1 || g_pool_in_task ||
       !__atomic_compare_exchange_n(&p->busy, &expected, 1, 0, __ATOMIC_SEQ_CST,
@@ -232,16 +265,29 @@ static int ember_pool_launch(FTVMParallelLambda flambda, void* cdata, int num_ta
   p->done = 0;
   p->failed = 0;
   ++p->gen;
+  for (k = 0; k < n; ++k) EMBER_STORE(&p->claim[k], (uint64_t)p->gen << 1); /* open */
   EMBER_STORE(&p->state, ((uint64_t)p->gen << 32) | ((uint64_t)n << 16));
   if (EMBER_LOAD(&p->sleepers) > 0) {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
   }
-  ember_pool_run_tasks(p, p->gen);
-  deadline = ember_pool_now_ns() + EMBER_POOL_WAIT_SPIN_NS;
+  EMBER_POOL_COUNT(p, EMBER_POOL_STAT_LAUNCHES, 1);
+  EMBER_POOL_COUNT(p, EMBER_POOL_STAT_TASKS, n);
+  spin = ember_pool_now_ns();
+  ember_pool_run_tasks(p, p->gen, 0);
+  /* The others' shares are within a few percent of ours (the kernels cut by work): spin for a
+   * quarter of ours (a sleep and its wake-up cost tens of microseconds on a virtual machine;
+   * a 3% imbalance of a 1 ms share outlasted the 20 us this once spun), and past that assume
+   * a preempted worker and leave this core to it. */
+  deadline = ember_pool_now_ns();
+  spin = (deadline - spin) / 4;
+  spin = spin < EMBER_POOL_WAIT_SPIN_NS ? EMBER_POOL_WAIT_SPIN_NS
+         : (spin < EMBER_POOL_WAIT_SPIN_MAX_NS ? spin : EMBER_POOL_WAIT_SPIN_MAX_NS);
+  deadline += spin;
   while (EMBER_LOAD(&p->done) < n && ember_pool_now_ns() < deadline) EMBER_POOL_PAUSE();
   if (EMBER_LOAD(&p->done) < n) { /* a worker took a task and was descheduled: sleep */
+    EMBER_POOL_COUNT(p, EMBER_POOL_STAT_CALLER_SLEEPS, 1);
     pthread_mutex_lock(&p->mu);
     EMBER_STORE(&p->caller_waiting, 1);
     while (EMBER_LOAD(&p->done) < n) pthread_cond_wait(&p->done_cv, &p->mu);
@@ -476,6 +522,15 @@ static int ember_pool_barrier_of(int task_id, TVMParallelGroupEnv* penv) {
   if (penv == NULL || penv->num_task <= 1 || penv->sync_handle == NULL) return 0;
   sync = (EmberPoolSync*)penv->sync_handle;
   return sync->barrier(sync, task_id);
+}
+
+/* The pool's counters (EMBER_POOL_STAT_*) into out[0 .. n): how many there are. */
+static inline int ember_pool_stats(int64_t* out, int n) {
+  int k;
+  for (k = 0; k < n && k < EMBER_POOL_NUM_STATS; ++k) {
+    out[k] = __atomic_load_n(&g_pool.stats[k], __ATOMIC_RELAXED);
+  }
+  return EMBER_POOL_NUM_STATS;
 }
 
 /* Workers of the pool (for tests and diagnostics). */

@@ -30,6 +30,7 @@ from __future__ import annotations
 import array
 import ctypes
 import functools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,7 +97,7 @@ class DynamicCall:
     the holder, ``execution_pool.VMContext``, owns its VM, and every other run of the plan
     goes through its ``call``, which forgets first.)"""
 
-    __slots__ = ("_keep", "_plan", "calls", "plan", "run")
+    __slots__ = ("_keep", "_plan", "calls", "plan", "retries", "run")
 
     def __init__(self, calls: ArrayCalls, rules: list[int], entry: Any, threads: int) -> None:
         plan = self.plan = calls.plan
@@ -134,14 +135,16 @@ class DynamicCall:
         p.call.num_inputs, p.call.num_outputs = len(plan._arg_types), len(plan._fields)
         p.call.num_threads, p.call.failed_at = threads, -1
         self._keep["plans"] = (shape_cplan, cplan)  # the tables C reads
+        self.retries = 0  # calls that C ran a second time, with outputs of its shapes
         self.refresh()
         entry.argtypes, entry.restype = None, ctypes.c_int
         self.run = self._runner(functools.partial(entry, ctypes.byref(p)))
 
     def _runner(self, call: Any) -> Any:
-        """``run``: the call with outputs of the last signature's shapes, and again with new
-        ones when C answers that this signature's outputs have other shapes (2). (The
-        second try costs about 2 us: C's output dimensions are read as one ``array``.)"""
+        """``run``: the call with outputs of the shapes ``OutputShapes`` predicts for these
+        inputs (those of the last signature while the inputs' shapes stay), and again with
+        C's own when it answers that they are not this signature's (2: about 1 us more, a
+        second call and outputs made twice)."""
         slots = (ctypes.c_int64 * 2).from_address(
             ctypes.addressof(self._plan) + _DynamicPlan.call.offset + _Plan.args.offset)
         plan, out_dims, empty = self.plan, self._keep["out_dims"], np.empty
@@ -150,17 +153,35 @@ class DynamicCall:
             ends.append(ends[-1] + plan._typed_info[k][5])
         dtypes = [plan._typed_info[k][1] for k in plan._fields]
         shapes = [(0,) * (b - a) for a, b in zip(ends, ends[1:])]  # the last signature's
+        rules = self._keep["dim_rule"].tolist()
+        guess = OutputShapes(ends, [k for k, r in enumerate(rules) if r == -1 or r <= -2])
+        last: list[Any] = [None]  # the inputs' shapes that ``shapes`` are for
+
+        one_input = len(plan._arg_types) == 1
+
+        def new_inputs(key: Any) -> None:
+            """Inputs of other shapes than the last call's: the outputs' shapes guessed."""
+            last[0] = key
+            shapes[:] = guess.predict(_flat(key, one_input)) or shapes
 
         if len(dtypes) == 1:
             dtype = dtypes[0]
 
             def run(args: tuple[Any, ...]) -> Any:
+                try:  # (not an array: the checked path converts it)
+                    key = args[0].shape if one_input else tuple([a.shape for a in args])
+                except (AttributeError, IndexError):
+                    return None
+                if key != last[0]:
+                    new_inputs(key)
                 outs = empty(shapes[0], dtype)
                 slots[0] = id(args)
                 slots[1] = id(outs)
                 rc = call()
                 if rc == 2:
+                    self.retries += 1
                     shapes[0] = shape = tuple(out_dims)
+                    guess.learn(_flat(key, one_input), shape)
                     outs = empty(shape, dtype)
                     slots[1] = id(outs)
                     rc = call()
@@ -168,12 +189,20 @@ class DynamicCall:
             return run
 
         def run_several(args: tuple[Any, ...]) -> Any:
+            try:
+                key = args[0].shape if one_input else tuple([a.shape for a in args])
+            except (AttributeError, IndexError):
+                return None
+            if key != last[0]:
+                new_inputs(key)
             outs = [empty(s, dt) for s, dt in zip(shapes, dtypes)]
             slots[0] = id(args)
             slots[1] = id(outs)
             rc = call()
             if rc == 2:
+                self.retries += 1
                 dims = out_dims.tolist()
+                guess.learn(_flat(key, one_input), dims)
                 shapes[:] = [tuple(dims[a:b]) for a, b in zip(ends, ends[1:])]
                 outs = [empty(s, dt) for s, dt in zip(shapes, dtypes)]
                 slots[1] = id(outs)
@@ -219,6 +248,85 @@ class DynamicCall:
         held = calls.results[index].capacity if index in calls.results else \
             plan._capacity.get(index, -1)
         return min(held, plan._allocator.max_block_bytes)
+
+
+def _flat(key: Any, one_input: bool) -> Sequence[int]:
+    """The input dimensions of a signature, in order."""
+    return key if one_input else [d for shape in key for d in shape]
+
+
+class OutputShapes:
+    """The outputs' shapes of a call at input shapes not seen before, predicted, so that the
+    call is one C call and not two (C answers 2 when the outputs it was given have other
+    shapes; the host makes them again and calls once more).
+
+    Learnt from the signatures seen so far (``learn``, with each new signature's input and
+    output dimensions, flattened): each output dimension is a constant, or equal to some
+    input dimension, in every one of them. ``predict`` takes, per output dimension, the first
+    symbolic input dimension (``dynamic``: input dimensions of any size, in order) still
+    consistent, else any other one, else the constant; None when a dimension follows no rule
+    (a height divided by a stride: the host then makes the outputs twice, as without a
+    guess). A wrong guess costs what no guess does: C checks every output's shape."""
+
+    __slots__ = ("candidates", "dynamic", "ends", "getters", "inputs", "literals")
+
+    def __init__(self, ends: Sequence[int], dynamic: Sequence[int]) -> None:
+        self.ends, self.dynamic = list(ends), set(dynamic)
+        # per output dimension: (the constant or None, input dimensions equal to it so far)
+        self.candidates: list[tuple[int | None, list[int]]] | None = None
+        # the rules as one itemgetter per output over (input dimensions + literals), made by
+        # ``learn``: a guess costs a few tenths of a microsecond, not a Python loop per
+        # dimension (more than the second C call it saves, on a small model)
+        self.getters: list[Any] | None = None
+        self.inputs, self.literals = 0, ()
+
+    def learn(self, ins: Sequence[int], outs: Sequence[int]) -> None:
+        if self.candidates is not None and self.getters is None:
+            return  # a dimension followed no rule: rules only ever drop out, none comes back
+        if self.candidates is None or len(self.candidates) != len(outs):
+            order = sorted(range(len(ins)), key=lambda j: j not in self.dynamic)
+            self.candidates = [(o, [j for j in order if ins[j] == o]) for o in outs]
+        else:
+            self.candidates = [(c if c == o else None, [j for j in js if j < len(ins) and
+                                                        ins[j] == o])
+                               for (c, js), o in zip(self.candidates, outs)]
+        self._compile(len(ins))
+
+    def _compile(self, inputs: int) -> None:
+        at, literals = [], []
+        for c, js in self.candidates or ():
+            if js:
+                at.append(js[0])
+            elif c is not None:
+                at.append(inputs + len(literals))
+                literals.append(c)
+            else:  # no rule: no guess
+                self.getters = None
+                return
+        self.inputs, self.literals = inputs, tuple(literals)
+        self.getters = [_getter(at[a:b]) for a, b in zip(self.ends, self.ends[1:])]
+
+    def predict(self, ins: Sequence[int]) -> list[tuple[int, ...]] | None:
+        getters = self.getters
+        if getters is None or len(ins) != self.inputs:
+            return None
+        dims = ins if type(ins) is tuple else tuple(ins)
+        if self.literals:
+            dims += self.literals
+        if len(getters) == 1:
+            return [getters[0](dims)]
+        return [get(dims) for get in getters]
+
+
+def _getter(at: Sequence[int]) -> Any:
+    """The shape at positions ``at`` of a tuple, as a tuple (itemgetter gives a bare item for
+    one position and needs at least one)."""
+    if len(at) > 1:
+        return operator.itemgetter(*at)
+    if len(at) == 1:
+        k = at[0]
+        return lambda dims: (dims[k],)
+    return lambda dims: ()
 
 
 # Arguments a direct call may have (csrc/dynamic_call.h: EMBER_DIRECT_MAX_ARGS).
@@ -321,4 +429,4 @@ def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
     return DynamicCall(calls, rules, entry, threads)
 
 
-__all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "dim_rules", "dynamic_call"]
+__all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "OutputShapes", "dim_rules", "dynamic_call"]

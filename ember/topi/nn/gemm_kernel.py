@@ -30,6 +30,10 @@ MR = 6  # rows of the register tile (EMBER_GEMM_MR)
 L1_BYTES = 32 * 1024
 L2_BYTES = 512 * 1024
 PARALLEL_MACS = 1 << 20  # below this a parallel launch costs more than it saves
+# ... unless B is this large (1 MiB of floats): a product of few rows streams B from L3 or
+# memory once, at a core's bandwidth, not at its FMA rate (resnet18's 512x1000 classifier:
+# 0.5M multiply-adds but 130 us on one thread), and two cores stream it faster than one
+PARALLEL_B_FLOATS = 1 << 18
 TARGET_ITEMS = 8  # work items wanted for a parallel kernel: enough to balance 2-4 threads
 
 # Activation codes of gemm_epilogue.h (EMBER_ACT_*).
@@ -94,7 +98,8 @@ def model_gemm_tiles(batch: int, M: int, N: int, K: int,
     - ``mc``: rows per work item; the item's A block (mc x kc) should sit in a quarter of L2,
       and a parallel kernel wants about TARGET_ITEMS items in total to balance the threads.
     - ``parallel``: only from PARALLEL_MACS multiply-adds on (about 25 us of work at
-      40 GFLOP/s; a launch and join costs a few us).
+      40 GFLOP/s; a launch and join costs a few us), or from PARALLEL_B_FLOATS of B on (a
+      matrix-vector product runs at memory bandwidth).
     """
     nr = panel_width(level)
     mc, kc, parallel = tile_exprs(*(tir.const(int(d)) for d in (batch, M, N, K)), nr)
@@ -112,7 +117,8 @@ def tile_exprs(batch: PrimExpr, M: PrimExpr, N: PrimExpr, K: PrimExpr,
     # mc from L2: (L2 / 4 / (4 kc)) // MR * MR, at least MR
     mc = tir.max(MR, tir.floordiv(tir.floordiv(L2_BYTES // 16, kc), MR) * MR)
     macs = i64(batch) * i64(M) * i64(N) * i64(K)
-    parallel = macs >= tir.const(PARALLEL_MACS, "int64")
+    parallel = tir.any(macs >= tir.const(PARALLEL_MACS, "int64"),
+                       i64(batch) * i64(N) * i64(K) >= tir.const(PARALLEL_B_FLOATS, "int64"))
     items_per_row_block = batch * ceildiv(N, nr)
     want_blocks = ceildiv(TARGET_ITEMS, tir.max(items_per_row_block, 1))
     balanced = tir.max(MR, ceildiv(ceildiv(M, want_blocks), MR) * MR)

@@ -145,3 +145,36 @@ def test_law_random_weights(layout, seed, backward):
     out = run(FoldScaleAxis(), mod)
     assert "multiply" not in _ops(out)
     assert_same_result(mod, out, rng.normal(size=xs).astype("float32"), rtol=1e-4, atol=1e-4)
+
+
+def _named(name: str, call):
+    return relay.Call(call.op, call.args, call.attrs, span=ember.ir.node_span(name))
+
+
+def _names_by_op(mod) -> dict[str, tuple[str, ...]]:
+    return {e.op.name: e.span.node_names for e in ember.ir.post_order(mod["main"])
+            if isinstance(e, relay.Call) and isinstance(e.op, relay.op.Op) and
+            e.span is not None}
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_folded_chains_keep_their_onnx_node_names(backward):
+    # a profile names every kernel's ONNX nodes: the relu and add rebuilt around a folded
+    # scale keep theirs, and the conv also names the multiply (a batch norm) it absorbed
+    rng = np.random.default_rng(4)
+    x = relay.var("x", shape=(1, 4, 5, 5))
+    scale = _named("node_Mul", relay.multiply(x, _c(rng, 4, 1, 1)))
+    if backward:
+        y = _named("node_Conv", relay.nn.conv2d(x, _c(rng, 4, 4, 3, 3), padding=(1, 1)))
+        y = _named("node_Relu", relay.nn.relu(_named("node_Add", relay.add(
+            y, _c(rng, 4, 1, 1, low=-1, high=1)))))
+        y = _named("node_Mul", relay.multiply(y, _c(rng, 4, 1, 1)))
+    else:
+        y = _named("node_Relu", relay.nn.relu(_named("node_Add", relay.add(
+            scale, _c(rng, 4, 1, 1, low=-1, high=1)))))
+        y = _named("node_Conv", relay.nn.conv2d(y, _c(rng, 4, 4, 3, 3), padding=(1, 1)))
+    out = run(FoldScaleAxis(), _mod(y, x))
+    names = _names_by_op(out)
+    assert "multiply" not in names  # folded into the weights
+    assert "node_Relu" in names["nn.relu"] and "node_Add" in names["add"]
+    assert "node_Conv" in names["nn.conv2d"] and "node_Mul" in names["nn.conv2d"]

@@ -95,3 +95,18 @@ def test_untouched_program_and_opt_level():
 def test_wrong_input_type():
     with pytest.raises(TypeError, match="SimplifyInference: expected an IRModule"):
         SimplifyInference()(relay.const(1.0))
+
+
+def test_batch_norm_parts_keep_the_onnx_node_name():
+    # the multiply and the add each name the batch norm: either may be folded away (a zero
+    # shift) or fused into a kernel alone, and a profile must still name the node
+    x, g, b, m, v = (relay.var(n, shape=s) for n, s in (("x", (1, 2, 3, 3)), ("g", (2,)),
+                                                         ("b", (2,)), ("m", (2,)), ("v", (2,))))
+    bn = relay.nn.batch_norm(x, g, b, m, v)[0].tuple_value
+    span = ember.ir.Span(ember.ir.SourceName("node_BatchNormalization_3"), 0, 0, 0, 0)
+    bn = relay.Call(bn.op, bn.args, bn.attrs, span=span)
+    out = run(SimplifyInference(), IRModule.from_expr(relay.Function([x, g, b, m, v],
+                                                                     relay.TupleGetItem(bn, 0))))
+    named = [e.op.name for e in ember.ir.post_order(out["main"]) if isinstance(e, relay.Call)
+             and e.span is not None and "node_BatchNormalization_3" in str(e.span)]
+    assert sorted(named) == ["add", "multiply"]

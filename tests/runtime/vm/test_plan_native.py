@@ -289,3 +289,85 @@ def test_named_dimensions_are_checked_in_c_even_where_kernels_would_broadcast(tm
     with pytest.raises(ModelInputError, match="share dimension 'seq'"):
         model(ones(2, 3), ones(2, 1))
     np.testing.assert_array_equal(model(ones(3, 2), ones(3, 2)), 2 * ones(3, 2))
+
+
+# -- output shapes predicted for new signatures (one C call, not two) ---------------------------
+def test_output_shapes_follow_symbolic_input_dimensions_first() -> None:
+    guess = plan_native.OutputShapes([0, 2], dynamic=[0])
+    assert guess.predict((5, 10)) is None  # nothing learnt yet
+    guess.learn((1, 10), (1, 10))  # (batch 1 equals the fixed 10's neighbour, not the 10)
+    assert guess.predict((7, 10)) == [(7, 10)]
+
+
+def test_output_shapes_drop_rules_that_a_signature_breaks() -> None:
+    guess = plan_native.OutputShapes([0, 1], dynamic=[0])
+    guess.learn((2, 2), (2,))  # equal to dim 0, to dim 1 and to the constant 2
+    assert guess.predict((3, 2)) == [(3,)]
+    guess.learn((3, 2), (6,))  # a product: no rule is left
+    assert guess.candidates == [(None, [])] and guess.predict((4, 2)) is None
+
+
+def test_output_shapes_split_per_output_and_keep_constants() -> None:
+    guess = plan_native.OutputShapes([0, 2, 3], dynamic=[0, 2])
+    guess.learn((4, 3, 5), (4, 7, 5))
+    guess.learn((2, 3, 9), (2, 7, 9))
+    assert guess.predict((6, 3, 1)) == [(6, 7), (1,)]
+
+
+SEQUENCE = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, ?, 8), float32]) {
+  nn.relu(%x)
+}
+"""
+FLATTEN = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 2), float32]) {
+  nn.relu(reshape(%x, newshape=[-1]))
+}
+"""
+
+
+def test_a_new_signature_is_one_c_call_when_outputs_follow_inputs(monkeypatch) -> None:
+    model = ember.compile(SEQUENCE)
+    rng = np.random.default_rng(1)
+    big = rng.standard_normal((6, 40, 8)).astype("float32")
+    model(big)
+    model(big)
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall)
+    python = python_calls(model, monkeypatch)
+    model(big[:1, :3])  # learns: output (b, s, 8) of input (b, s, 8)
+    before = native.retries
+    for b, s in [(2, 9), (1, 37), (5, 1), (3, 17), (2, 9)]:
+        x = big[:b, :s].copy()
+        np.testing.assert_array_equal(model(x), np.maximum(x, 0))
+    assert native.retries == before and python == []
+
+
+def test_outputs_that_follow_no_rule_are_made_again_and_stay_right(monkeypatch) -> None:
+    model = ember.compile(FLATTEN)
+    x = np.arange(-20, 20, dtype="float32").reshape(20, 2)
+    model(x)
+    model(x)
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall)
+    python = python_calls(model, monkeypatch)
+    # n = 1 first: its output (2,) looks like "the input's 2", a wrong guess for n = 3
+    for n in (1, 3, 1, 7, 20, 2):
+        np.testing.assert_array_equal(model(x[:n].copy()), np.maximum(x[:n].reshape(-1), 0))
+    assert native.retries == 6 and python == []
+
+
+def test_output_shapes_stop_learning_once_a_dimension_follows_no_rule() -> None:
+    guess = plan_native.OutputShapes([0, 1], dynamic=[0])
+    guess.learn((4,), (8,))
+    guess.learn((3,), (6,))  # twice the input: neither a constant nor an input dimension
+    assert guess.getters is None
+    guess.learn((8,), (8,))  # no rule comes back, whatever a later signature shows
+    assert guess.candidates == [(None, [])] and guess.predict((8,)) is None
+
+
+def test_output_shapes_guess_nothing_for_inputs_of_another_rank() -> None:
+    guess = plan_native.OutputShapes([0, 2], dynamic=[0, 1])
+    guess.learn((2, 5), (2, 5))
+    assert guess.predict((3, 4)) == [(3, 4)]
+    assert guess.predict((3, 4, 1)) is None  # (C refuses the rank; no guess is made for it)

@@ -104,8 +104,10 @@ static int ember_check_shape(const char* label, const DLTensor* t, const int64_t
 #define EMBER_PRAGMA(x) _Pragma(#x)
 #if defined(_OPENMP) || defined(EMBER_OPENMP_SIMD)
 #define EMBER_SIMD EMBER_PRAGMA(omp simd)
+#define EMBER_SIMD_SUM(acc) EMBER_PRAGMA(omp simd reduction(+:acc))
 #else
 #define EMBER_SIMD
+#define EMBER_SIMD_SUM(acc)
 #endif
 #if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
 #define EMBER_UNROLL(n) EMBER_PRAGMA(GCC unroll n)

@@ -892,17 +892,22 @@ EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int
 }
 
 EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
+  const int32_t groups = ember_conv_block_groups(p), strips = (p->ow + p->strip - 1) / p->strip;
   int64_t item;
+  int32_t b, og, oy, s;
+  if (lo >= hi) return;
+  ember_conv_item(p, lo, &b, &og, &oy, &s);
   for (item = lo; item < hi; ++item) {
-    int32_t b, og, oy, s, x0, x1;
-    ember_conv_item(p, item, &b, &og, &oy, &s);
-    x0 = s * p->strip;
-    x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
+    const int32_t x0 = s * p->strip;
+    const int32_t x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
     EMBER_FN(ember_dw_strip)(p, b, og, oy, x0, x1);
+    ember_conv_item_next(p, groups, strips, &b, &og, &oy, &s);
   }
 }
 #undef EV
 #else
+static inline int EMBER_FN(ember_conv_flat)(const ember_conv_p* p) { return (void)p, 0; }
+
 EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
   ember_conv_portable(p, EMBER_L, lo, hi);
 }
@@ -912,22 +917,35 @@ EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64
 }
 #endif /* EMBER_KV */
 
+/* Tasks cut by output place where ember_conv_cuts_by_place says so, except the small-map
+ * tiles, which pad a copy of the whole image per range (their tasks keep runs of groups). */
 EMBER_KFN int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
                                         void* cdata) {
   ember_conv_p q = *(const ember_conv_p*)cdata;
   int64_t n = penv->num_task > 0 ? penv->num_task : 1;
-  q.strip = ember_conv_task_strip(&q, n);
-  EMBER_FN(ember_conv_range)(&q, ember_conv_task_start(&q, task_id, n),
-                           ember_conv_task_start(&q, task_id + 1, n));
+  const int by_place = n > 1 && !EMBER_FN(ember_conv_flat)(&q) &&
+                       ember_conv_cuts_by_place(&q, EMBER_L);
+  q.strip = ember_conv_task_strip(&q, n, by_place);
+  if (by_place) {
+    ember_conv_place_share(&q, task_id, n, EMBER_FN(ember_conv_range));
+  } else {
+    EMBER_FN(ember_conv_range)(&q, ember_conv_task_start(&q, task_id, n),
+                               ember_conv_task_start(&q, task_id + 1, n));
+  }
   return 0;
 }
 
 EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   ember_conv_p q = *(const ember_conv_p*)cdata;
   int64_t n = penv->num_task > 0 ? penv->num_task : 1;
-  q.strip = ember_conv_task_strip(&q, n);
-  EMBER_FN(ember_dw_range)(&q, ember_conv_task_start(&q, task_id, n),
-                           ember_conv_task_start(&q, task_id + 1, n));
+  const int by_place = n > 1 && ember_conv_cuts_by_place(&q, EMBER_L);
+  q.strip = ember_conv_task_strip(&q, n, by_place);
+  if (by_place) {
+    ember_conv_place_share(&q, task_id, n, EMBER_FN(ember_dw_range));
+  } else {
+    EMBER_FN(ember_dw_range)(&q, ember_conv_task_start(&q, task_id, n),
+                             ember_conv_task_start(&q, task_id + 1, n));
+  }
   return 0;
 }
 

@@ -127,13 +127,39 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #define EMBER_VFMA(L, acc, a, b) EMBER_VFMA__(L, acc, a, b)
 #define EMBER_VFMA__(L, acc, a, b) EMBER_VFMA_##L(acc, a, b)
 
-/* Lane-wise max/min through masks (C has no vector ?:); compilers turn these into max/min. */
-#define EMBER_VMAX(L, a, b) EMBER_VMAX_(L, a, b)
-#define EMBER_VMIN(L, a, b) EMBER_VMIN_(L, a, b)
-#define EMBER_VMAX_(L, a, b) ((ember_v##L)((((ember_i##L)(a)) & ((a) > (b))) | \
-                                           (((ember_i##L)(b)) & ~((a) > (b)))))
-#define EMBER_VMIN_(L, a, b) ((ember_v##L)((((ember_i##L)(a)) & ((a) < (b))) | \
-                                           (((ember_i##L)(b)) & ~((a) < (b)))))
+/* Lane-wise (a > b ? a : b) and (a < b ? a : b): the max/min instructions compute exactly
+ * these (NaN in either: b). Through masks (C has no vector ?:) where a vector spans several
+ * registers; GCC turns the masks into a compare and a blend, not a max (a 3x3 max pool then
+ * ran at half speed), hence the intrinsics. */
+#if defined(__AVX512F__)
+#define EMBER_VMAX_16(a, b) ((ember_v16)_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define EMBER_VMIN_16(a, b) ((ember_v16)_mm512_min_ps((__m512)(a), (__m512)(b)))
+#else
+#define EMBER_VMAX_16(a, b) EMBER_VMAX_MASK(16, a, b)
+#define EMBER_VMIN_16(a, b) EMBER_VMIN_MASK(16, a, b)
+#endif
+#if defined(__AVX__)
+#define EMBER_VMAX_8(a, b) ((ember_v8)_mm256_max_ps((__m256)(a), (__m256)(b)))
+#define EMBER_VMIN_8(a, b) ((ember_v8)_mm256_min_ps((__m256)(a), (__m256)(b)))
+#else
+#define EMBER_VMAX_8(a, b) EMBER_VMAX_MASK(8, a, b)
+#define EMBER_VMIN_8(a, b) EMBER_VMIN_MASK(8, a, b)
+#endif
+#if defined(__SSE__)
+#define EMBER_VMAX_4(a, b) ((ember_v4)_mm_max_ps((__m128)(a), (__m128)(b)))
+#define EMBER_VMIN_4(a, b) ((ember_v4)_mm_min_ps((__m128)(a), (__m128)(b)))
+#else
+#define EMBER_VMAX_4(a, b) EMBER_VMAX_MASK(4, a, b)
+#define EMBER_VMIN_4(a, b) EMBER_VMIN_MASK(4, a, b)
+#endif
+#define EMBER_VMAX(L, a, b) EMBER_VMAX__(L, a, b)
+#define EMBER_VMIN(L, a, b) EMBER_VMIN__(L, a, b)
+#define EMBER_VMAX__(L, a, b) EMBER_VMAX_##L(a, b)
+#define EMBER_VMIN__(L, a, b) EMBER_VMIN_##L(a, b)
+#define EMBER_VMAX_MASK(L, a, b) ((ember_v##L)((((ember_i##L)(a)) & ((a) > (b))) | \
+                                               (((ember_i##L)(b)) & ~((a) > (b)))))
+#define EMBER_VMIN_MASK(L, a, b) ((ember_v##L)((((ember_i##L)(a)) & ((a) < (b))) | \
+                                               (((ember_i##L)(b)) & ~((a) < (b)))))
 #else
 #define EMBER_KV 0
 #endif
@@ -208,14 +234,15 @@ static inline float ember_act_scalar(float v, int32_t act, float lo, float hi) {
 
 /* The first tap k (0 <= k <= taps) with start + k * d >= 0. */
 static inline int32_t ember_first_tap(int32_t start, int32_t d, int32_t taps) {
-  int32_t k = start >= 0 ? 0 : (-start + d - 1) / d;
+  /* d is almost always 1: no division then (one per strip cost as much as a small strip) */
+  int32_t k = start >= 0 ? 0 : d == 1 ? -start : (-start + d - 1) / d;
   return k < taps ? k : taps;
 }
 
 /* One past the last tap k < taps with start + k * d < size (at least lo). */
 static inline int32_t ember_end_tap(int32_t start, int32_t d, int32_t size, int32_t taps,
                                     int32_t lo) {
-  int32_t k = size - start <= 0 ? 0 : (size - start + d - 1) / d;
+  int32_t k = size - start <= 0 ? 0 : d == 1 ? size - start : (size - start + d - 1) / d;
   k = k < taps ? k : taps;
   return k > lo ? k : lo;
 }
