@@ -333,7 +333,7 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
     const ptrdiff_t wob = (ptrdiff_t)p->wicb * p->kh * p->kw * cb * L;                         \
     const size_t oob = (size_t)p->oh * p->ow * L;                                              \
     int32_t j, r, icb, ky, kx, c, tile;                                                        \
-    if (interior && EMBER_FN(ember_conv_tile_runs)(p, ky0, ky1)) {                                       \
+    if (interior && EMBER_FN(ember_conv_tile_runs)(p, ky0, ky1)) {                             \
       /* 1x1 at stride 1 or 2: one tap per block, its L channel steps unrolled in one loop    \
        * over the blocks (a loop of L steps per block spent a third of the time on overhead); \
        * the stride a constant, so that each column is a fixed offset from one pointer */      \
