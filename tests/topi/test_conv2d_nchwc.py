@@ -258,6 +258,28 @@ EDGE_CASES = {
                                    "pads": (0,) * 4, "residual": True, "tiles": (1, 1, 1, 0)},
     "1x1_large_input_two_groups": {"ic": 256, "oc": 24, "h": 23, "w": 25, "k": (1, 1),
                                    "pads": (0,) * 4, "tiles": (2, 5, 120, 1)},
+    # runs of interior 1x1 tiles in one call (ember_conv_tile's count): a flattened row whose
+    # plan mixes widths (62 columns as 6 + 6 + 5 ...: a run stops where the width changes),
+    # stride 2 with padding (a border tile after the run) and a residual, single blocks in
+    # runs of 8, a strip cut mid-row so that a run ends at the strip's end; and a 3x3 row of
+    # 37 columns (border tiles, 5-wide pairs and a narrower rest, one tile per call)
+    "tile_runs_3x3_row": {"ic": 16, "oc": 32, "h": 3, "w": 37, "tiles": (2, 5, 37, 0)},
+    "tile_runs_1x1_mixed_widths": {"ic": 16, "oc": 48, "h": 1, "w": 62, "k": (1, 1),
+                                   "pads": (0,) * 4, "act": "clip", "tiles": (2, 6, 62, 1)},
+    "tile_runs_stride2_residual": {"ic": 16, "oc": 16, "h": 5, "w": 45, "k": (1, 1),
+                                   "s": (2, 2), "pads": (0, 1, 0, 1), "residual": True,
+                                   "tiles": (2, 5, 23, 0)},
+    "tile_runs_single_blocks": {"ic": 8, "oc": 8, "h": 1, "w": 35, "k": (1, 1),
+                                "pads": (0,) * 4, "tiles": (1, 8, 35, 0)},
+    "tile_runs_cut_strips": {"ic": 16, "oc": 32, "h": 3, "w": 40, "k": (1, 1),
+                             "pads": (0,) * 4, "act": "silu", "tiles": (2, 5, 17, 1)},
+    # the last block of an odd count in tiles as many accumulators wide as the plan's pairs
+    # (10 or 12 columns for pairs of 5 or 6): a flattened 1x1 row of 3 blocks, and a 3x3
+    # with 5 blocks, border columns, a residual before the activation
+    "odd_blocks_wide_single_1x1": {"ic": 32, "oc": 24, "h": 1, "w": 50, "k": (1, 1),
+                                   "pads": (0,) * 4, "tiles": (2, 5, 50, 1)},
+    "odd_blocks_wide_single_3x3": {"ic": 16, "oc": 40, "h": 3, "w": 29, "residual": True,
+                                   "after": False, "act": "clip", "tiles": (2, 6, 29, 1)},
     "odd_out_blocks": {"ic": 8, "oc": 24, "h": 6, "w": 6},
     "residual_act_after": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True},
     "residual_act_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True, "after": False,
@@ -318,7 +340,8 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "hardsigmoid", "flat_stride2_to_7x7",
                                   "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks",
                                   "chunked_uneven_stride2", "1x1_stride2_unit",
-                                  "1x1_map_gemv"])
+                                  "1x1_map_gemv", "tile_runs_3x3_row",
+                                  "tile_runs_stride2_residual", "odd_blocks_wide_single_3x3"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level, lanes=lanes), lanes=lanes, **EDGE_CASES[case])

@@ -58,7 +58,7 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
   {                                                                                            \
     EV wv[RB];                                                                                 \
     EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
-      EV w_ = EMBER_VLOAD(EMBER_L, (wq) + r * wob);                                            \
+      EV w_ = EMBER_VLOAD_REG(EMBER_L, (wq) + r * wob);                                        \
       if (RW <= 4) EMBER_VPIN(EMBER_L, w_);                                                    \
       wv[r] = w_;                                                                              \
     }                                                                                          \
@@ -75,7 +75,7 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
 #define EMBER_FLAT_TILE(RW, RB)                                                                \
   static inline void EMBER_CAT4(ember_flat_tile, EMBER_L, RW, RB)(                             \
       const ember_conv_p* p, const float* pad, int32_t f0, const float* w, const float* bias,  \
-      size_t o) {                                                                              \
+      size_t o_blocks) {                                                                       \
     EV acc[RW][RB];                                                                            \
     ptrdiff_t pos[RW];                                                                         \
     const int32_t L = EMBER_L, hp = ember_conv_flat_hp(p), wp = ember_conv_flat_wp(p);         \
@@ -98,13 +98,9 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
         for (c = 0; c < taps; ++c) EMBER_FLAT_STEP(RW, RB, wk + c * L, base + c)               \
       }                                                                                        \
     }                                                                                          \
-    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
-      EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                              \
-      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                 \
-        size_t at = o + r * oob + (size_t)(f0 + j) * L;                                        \
-        EV v = acc[j][r] + bv;                                                                 \
-        EMBER_FN(ember_conv_store)(p, &v, p->out + at, p->res + at);                           \
-      }                                                                                        \
+    {                                                                                          \
+      const size_t o = o_blocks + (size_t)f0 * L; /* positions f0.. are consecutive vectors */ \
+      EMBER_CONV_STORE_TILE(RW, RB)                                                            \
     }                                                                                          \
   }
 

@@ -182,13 +182,55 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     const float lo_ = p->lo, hi_ = p->hi;                                                      \
     float* const out_ = p->out + o;                                                            \
     const float* const res_ = p->res + o;                                                      \
-    EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
-      EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                              \
-      EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                 \
-        size_t at = r * oob + (size_t)j * L;                                                   \
-        EV v = acc[j][r] + (accum_ ? EMBER_VLOAD(EMBER_L, out_ + at) : bv);                    \
-        EMBER_FN(ember_conv_store_with)(act_, flags_, lo_, hi_, &v, out_ + at, res_ + at);     \
+    if (!accum_ && (act_ <= EMBER_CONV_ACT_CLIP || act_ >= EMBER_CONV_ACT_SIGMOID)) {          \
+      /* the common epilogues (none, relu, clip, or one that runs later; a residual before   \
+       * or after) chosen once per tile, each a straight-line run of stores: per vector, the \
+       * epilogue's branches cost as much as the FMAs of a 1x1 tile with 16 input channels   \
+       * (16->96 at 112x112: 60 -> 73 GFLOP/s) */                                             \
+      const int32_t res_first = (flags_ & EMBER_EPI_RESIDUAL) &&                               \
+                                ((flags_ & EMBER_EPI_ACT_AFTER_ADD) || !act_);                 \
+      const int32_t res_last = (flags_ & EMBER_EPI_RESIDUAL) && !res_first &&                  \
+                               act_ < EMBER_CONV_ACT_SIGMOID;                                  \
+      const int32_t clamp_ = act_ == EMBER_CONV_ACT_RELU ? 1 : act_ == EMBER_CONV_ACT_CLIP ? 2 \
+                                                                                     : 0;      \
+      const EV vlo_ = EMBER_VSPLAT(EMBER_L, clamp_ == 2 ? lo_ : 0.0f);                         \
+      const EV vhi_ = EMBER_VSPLAT(EMBER_L, hi_);                                              \
+      switch (res_first | clamp_ << 1 | res_last << 3) {                                       \
+        case 0: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0) break;                                   \
+        case 1: EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0) break;                                   \
+        case 2: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0) break;                                   \
+        case 3: EMBER_CONV_STORE_RUN(RW, RB, 1, 1, 0) break;                                   \
+        case 4: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 0) break;                                   \
+        case 5: EMBER_CONV_STORE_RUN(RW, RB, 1, 2, 0) break;                                   \
+        case 10: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 1) break;                                  \
+        default: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 1) break; /* 12: clip, then the add */    \
       }                                                                                        \
+    } else {                                                                                   \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                 \
+        EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                            \
+        EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                               \
+          size_t at = r * oob + (size_t)j * L;                                                 \
+          EV v = acc[j][r] + (accum_ ? EMBER_VLOAD(EMBER_L, out_ + at) : bv);                  \
+          EMBER_FN(ember_conv_store_with)(act_, flags_, lo_, hi_, &v, out_ + at, res_ + at);   \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+/* The stores of EMBER_CONV_STORE_TILE for one epilogue, its choices constants: the residual
+ * added first (FIRST) or last (LAST), CLAMP 1 (relu: max with 0) or 2 (clip: max lo, min
+ * hi) or 0. */
+#define EMBER_CONV_STORE_RUN(RW, RB, FIRST, CLAMP, LAST)                                       \
+  EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                     \
+    EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                                \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
+      const size_t at = r * oob + (size_t)j * L;                                               \
+      EV v = acc[j][r] + bv;                                                                   \
+      if (FIRST) v += EMBER_VLOAD(EMBER_L, res_ + at);                                         \
+      if (CLAMP) v = EMBER_VMAX(EMBER_L, v, vlo_);                                             \
+      if (CLAMP == 2) v = EMBER_VMIN(EMBER_L, v, vhi_);                                        \
+      if (LAST) v += EMBER_VLOAD(EMBER_L, res_ + at);                                          \
+      EMBER_VSTORE(EMBER_L, out_ + at, v);                                                     \
     }                                                                                          \
   }
 
@@ -197,7 +239,7 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
   {                                                                                            \
     EV wv[RB];                                                                                 \
     EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
-      EV w_ = EMBER_VLOAD(EMBER_L, (wq) + r * wob);                                            \
+      EV w_ = EMBER_VLOAD_REG(EMBER_L, (wq) + r * wob);                                        \
       if (RW <= 4) EMBER_VPIN(EMBER_L, w_); /* the wider tiles keep it without */              \
       wv[r] = w_;                                                                              \
     }                                                                                          \
@@ -215,7 +257,7 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
   {                                                                                            \
     EV wv[RB];                                                                                 \
     EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
-      EV w_ = EMBER_VLOAD(EMBER_L, (wq) + r * wob);                                            \
+      EV w_ = EMBER_VLOAD_REG(EMBER_L, (wq) + r * wob);                                        \
       if (RW <= 4) EMBER_VPIN(EMBER_L, w_); /* the wider tiles keep it without */              \
       wv[r] = w_;                                                                              \
     }                                                                                          \
@@ -261,14 +303,28 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     }                                                                                          \
   }
 
-/* One register tile: RW output columns (the first at input column ix0) x RB output blocks,
- * over all input channels of the group and kernel rows [ky0, ky1). `row` is the input offset
- * of kernel row 0 at column 0 (possibly outside the image: only valid rows are read);
- * `interior`: every tap of every column is inside the image. */
+/* Whether an interior tile of output row [ky0, ky1) takes the 1x1 path (several tiles per
+ * call, see EMBER_CONV_TILE): 1x1 at stride 1 or 2, a channel-blocked input, a row inside
+ * the image. */
+static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t ky0,
+                                                 int32_t ky1) {
+  return p->kh == 1 && p->kw == 1 && p->sw <= 2 && p->cb == EMBER_L && ky1 > ky0;
+}
+
+/* Register tiles of RW output columns (the first at input column ix0_first, output offset
+ * o_first) x RB output blocks, over all input channels of the group and kernel rows
+ * [ky0, ky1). `row` is the input offset of kernel row 0 at column 0 (possibly outside the
+ * image: only valid rows are read); `interior`: every tap of every column is inside the
+ * image. `count` tiles side by side where the 1x1 path runs (ember_conv_tile_runs), else
+ * one: a call's setup (the sizes and strides read from p, the path chosen) cost as much as
+ * the FMAs of a 1x1 tile with 16 input channels (16->96 at 112x112 ran at 45% of the FMA
+ * peak); the other paths keep one tile per call (with the loop around them, GCC's
+ * allocation of their row loops cost 3x3 convs 1-2%). */
 #define EMBER_CONV_TILE(RW, RB)                                                                \
   static inline void EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(                             \
-      const ember_conv_p* p, ptrdiff_t row, int32_t ix0, const float* w, const float* bias,    \
-      size_t o, int32_t ky0, int32_t ky1, int32_t interior) {                                  \
+      const ember_conv_p* p, ptrdiff_t row, int32_t ix0_first, const float* w,                 \
+      const float* bias, size_t o_first, int32_t ky0, int32_t ky1, int32_t interior,           \
+      int32_t count) {                                                                         \
     EV acc[RW][RB];                                                                            \
     const float* col[RW];                                                                      \
     const int32_t cb = p->cb, L = EMBER_L;                                                     \
@@ -276,20 +332,31 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
     const ptrdiff_t dys = (ptrdiff_t)p->dh * ys;                                               \
     const ptrdiff_t wob = (ptrdiff_t)p->wicb * p->kh * p->kw * cb * L;                         \
     const size_t oob = (size_t)p->oh * p->ow * L;                                              \
-    int32_t j, r, icb, ky, kx, c;                                                              \
-    EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
-      EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
-    if (interior && p->kh == 1 && p->kw == 1 && p->sw <= 2 && cb == L && ky1 > ky0) {         \
+    int32_t j, r, icb, ky, kx, c, tile;                                                        \
+    if (interior && EMBER_FN(ember_conv_tile_runs)(p, ky0, ky1)) {                             \
       /* 1x1 at stride 1 or 2: one tap per block, its L channel steps unrolled in one loop    \
        * over the blocks (a loop of L steps per block spent a third of the time on overhead); \
        * the stride a constant, so that each column is a fixed offset from one pointer */      \
-      const float* base = p->in + (row + (ptrdiff_t)ix0 * cb);                                 \
-      if (p->sw == 1) {                                                                        \
-        EMBER_TILE_1X1_BLOCKS(RW, RB, base, 1)                                                 \
-      } else {                                                                                 \
-        EMBER_TILE_1X1_BLOCKS(RW, RB, base, 2)                                                 \
+      for (tile = 0; tile < count; ++tile) {                                                   \
+        const size_t o = o_first + (size_t)tile * RW * L;                                      \
+        const float* base = p->in + (row + (ptrdiff_t)(ix0_first + tile * RW * p->sw) * cb);  \
+        EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                  \
+          EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);              \
+        if (p->sw == 1) {                                                                      \
+          EMBER_TILE_1X1_BLOCKS(RW, RB, base, 1)                                               \
+        } else {                                                                               \
+          EMBER_TILE_1X1_BLOCKS(RW, RB, base, 2)                                               \
+        }                                                                                      \
+        EMBER_CONV_STORE_TILE(RW, RB)                                                          \
       }                                                                                        \
-    } else                                                                                     \
+      return;                                                                                  \
+    }                                                                                          \
+    {                                                                                          \
+    const int32_t ix0 = ix0_first;                                                             \
+    const size_t o = o_first;                                                                  \
+    (void)count;                                                                               \
+    EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
+      EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
       for (ky = ky0; ky < ky1; ++ky) {                                                         \
         const ptrdiff_t rowk = row + icb * cs + ky * dys;                                      \
@@ -314,6 +381,7 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
       }                                                                                        \
     }                                                                                          \
     EMBER_CONV_STORE_TILE(RW, RB)                                                              \
+    }                                                                                          \
   }
 
 /* The register tiles: widths 12/8/4/2/1 of one output block, 6/5/4/3/2/1 of two (12/8 too
@@ -358,13 +426,13 @@ static inline int32_t EMBER_FN(ember_tile_width)(int32_t want, int32_t rb) {
   return want >= 12 ? 12 : want >= 8 ? 8 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
 }
 
-/* Run the tile of exactly `rw` columns (an instantiated width for rb). */
+/* Run `count` tiles of exactly `rw` columns (an instantiated width for rb) side by side. */
 EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int32_t rb,
                                          ptrdiff_t row, int32_t ix0, const float* w,
                                          const float* bias, size_t o, int32_t ky0, int32_t ky1,
-                                         int32_t interior) {
+                                         int32_t interior, int32_t count) {
 #define EMBER_TILE_CALL(RW, RB) \
-  EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(p, row, ix0, w, bias, o, ky0, ky1, interior)
+  EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(p, row, ix0, w, bias, o, ky0, ky1, interior, count)
 #if EMBER_MAX_RB >= 4
   if (rb == 4) {
     switch (rw) {
@@ -418,11 +486,16 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
     const float* w = p->wt + (size_t)(ob + sb) * wob;
     const float* bias = p->bias + (size_t)(ob + sb) * L;
     const size_t orow = ((((size_t)b * p->ocb + ob + sb) * p->oh) + oy) * p->ow * L;
-    int32_t ox = x0;
+    int32_t ox = x0, rw;
     rb = left >= 4 && EMBER_MAX_RB >= 4 ? 4 : left >= 2 ? 2 : 1;
+    /* the last blocks of an odd count, fewer than the plan's rb, in tiles as many
+     * accumulators wide as the plan's (up to 12 columns): a single block 5 columns wide (a
+     * pair's width) ran as a 4-wide tile, 5 loads per 4 FMAs (MobileNetV2's 144->24 1x1) */
+    rw = rb < p->rb && p->rw * p->rb / rb > p->rw ? p->rw * p->rb / rb : p->rw;
+    rw = rw > 12 && rw > p->rw ? 12 : rw;
     while (ox < x1) {
-      int32_t want = x1 - ox < p->rw ? x1 - ox : p->rw, t, interior;
-      if (cb == 1 && xi1 - xi0 >= p->rw) {
+      int32_t want = x1 - ox < rw ? x1 - ox : rw, t, interior, count = 1;
+      if (cb == 1 && xi1 - xi0 >= rw) {
         /* a plain NCHW input (one channel per tap) with room for full interior tiles: the
          * border columns get tiles of their own, so that no interior tile pays bounds checks
          * on every tap (with a channel block, the checks are shared by cb taps) */
@@ -432,15 +505,24 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
         /* pairs of every width up to 6: the rest of the strip in tiles of even widths (a
          * 14-wide row as 5 + 5 + 4, not 6 + 6 + 2: a 2-wide pair spends 4 loads per 4 FMAs,
          * and 256->256 3x3 convs at 14x14 ran at 76% of the 6-wide tiles' rate) */
-        const int32_t rest = x1 - ox, wide = EMBER_FN(ember_tile_width)(p->rw, rb);
+        const int32_t rest = x1 - ox, wide = EMBER_FN(ember_tile_width)(rw, rb);
         const int32_t tiles = (rest + wide - 1) / wide;
         want = (rest + tiles - 1) / tiles;
+        /* the plan's next tiles - (tiles * want - rest) are as wide as this one */
+        count = tiles - (tiles * want - rest);
+      } else {
+        count = (x1 - ox) / want; /* full tiles of rw columns (or the one rest) */
       }
       t = EMBER_FN(ember_tile_width)(want, rb);
       interior = ox >= xi0 && ox + t <= xi1;
+      if (t != want || !interior || !EMBER_FN(ember_conv_tile_runs)(p, ky0, ky1)) {
+        count = 1;
+      } else if ((xi1 - ox) / t < count) {
+        count = (xi1 - ox) / t; /* the interior tiles in one call; a border one alone */
+      }
       EMBER_FN(ember_conv_tile)(p, t, rb, row, ox * p->sw - p->pl, w, bias,
-                                orow + (size_t)ox * L, ky0, ky1, interior);
-      ox += t;
+                                orow + (size_t)ox * L, ky0, ky1, interior, count);
+      ox += t * count;
     }
   }
   if (ember_conv_late_act(p)) {

@@ -49,6 +49,28 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #define EMBER_VLOAD_ANY(L, p) \
   __extension__({ ember_v##L v_; __builtin_memcpy(&v_, (p), sizeof(v_)); v_; })
 
+/* An unaligned load of a vector that EMBER_VPIN then keeps in a register: the target's load
+ * intrinsic where one vector is one register (through memcpy, GCC stored the pinned vector
+ * to the stack and read it back before each use in the conv tiles that run several tiles
+ * per call). */
+#if defined(__AVX512F__)
+#define EMBER_VLOAD_REG_16(p) ((ember_v16)_mm512_loadu_ps(p))
+#else
+#define EMBER_VLOAD_REG_16(p) EMBER_VLOAD_ANY(16, p)
+#endif
+#if defined(__AVX__)
+#define EMBER_VLOAD_REG_8(p) ((ember_v8)_mm256_loadu_ps(p))
+#else
+#define EMBER_VLOAD_REG_8(p) EMBER_VLOAD_ANY(8, p)
+#endif
+#if defined(__SSE__)
+#define EMBER_VLOAD_REG_4(p) ((ember_v4)_mm_loadu_ps(p))
+#else
+#define EMBER_VLOAD_REG_4(p) EMBER_VLOAD_ANY(4, p)
+#endif
+#define EMBER_VLOAD_REG(L, p) EMBER_VLOAD_REG__(L, p)
+#define EMBER_VLOAD_REG__(L, p) EMBER_VLOAD_REG_##L(p)
+
 /* A vector of the float at p (one broadcast load where the target has one). */
 #if defined(__AVX512F__)
 #define EMBER_VBCAST_16(p) ((ember_v16)_mm512_set1_ps(*(p)))
