@@ -68,13 +68,18 @@ def agrees_on_any_thread_count(mod: ember.IRModule, params: dict[str, np.ndarray
                                    err_msg=f"{case} on {threads} threads")
 
 
-def test_dense_agrees_on_any_thread_count() -> None:
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal((64, 256)).astype("float32")
-    w = rng.standard_normal((256, 256)).astype("float32")
+def _dense(rows: int, units: int, width: int, seed: int) -> tuple:
+    """A dense layer (module, weight, input, float64 reference)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, width)).astype("float32")
+    w = rng.standard_normal((units, width)).astype("float32")
     data, weight = relay.var("x", shape=x.shape), relay.var("w", shape=w.shape)
     mod = ember.IRModule.from_expr(relay.Function([data, weight], relay.nn.dense(data, weight)))
-    want = x.astype(np.float64) @ w.astype(np.float64).T
+    return mod, w, x, x.astype(np.float64) @ w.astype(np.float64).T
+
+
+def test_dense_agrees_on_any_thread_count() -> None:
+    mod, w, x, want = _dense(64, 256, 256, 2)
     agrees_on_any_thread_count(mod, {"w": w}, x, want, "dense")
 
 
@@ -115,12 +120,7 @@ def test_matrix_vector_product_splits_by_the_size_of_its_weights() -> None:
 
     assert G.model_gemm_tiles(1, 1, 1000, 512).parallel
     assert not G.model_gemm_tiles(1, 1, 100, 512).parallel
-    rng = np.random.default_rng(4)
-    x = rng.standard_normal((1, 512)).astype("float32")
-    w = rng.standard_normal((1000, 512)).astype("float32")
-    data, weight = relay.var("x", shape=x.shape), relay.var("w", shape=w.shape)
-    mod = ember.IRModule.from_expr(relay.Function([data, weight], relay.nn.dense(data, weight)))
-    want = x.astype(np.float64) @ w.astype(np.float64).T
+    mod, w, x, want = _dense(1, 1000, 512, 4)
     agrees_on_any_thread_count(mod, {"w": w}, x, want, "matrix-vector", (1, 2, 3, 7))
     built = ember.compile(mod, params={"w": w}, executor="graph", threads=1)
     dbg = built.factory.debug_create("default", ember.cpu(0))

@@ -261,6 +261,17 @@ static inline void ember_conv_place_share(ember_conv_p* q, int64_t task, int64_t
   }
 }
 
+/* One task's share of a conv launch: its run of places (by_place) or of items. */
+static inline void ember_conv_task_run(ember_conv_p* q, int task_id, int64_t n, int by_place,
+                                       ember_conv_range_fn run) {
+  q->strip = ember_conv_task_strip(q, n, by_place);
+  if (by_place) {
+    ember_conv_place_share(q, task_id, n, run);
+  } else {
+    run(q, ember_conv_task_start(q, task_id, n), ember_conv_task_start(q, task_id + 1, n));
+  }
+}
+
 /* Whether the dense kernel packs the input of each strip: a 1x1 conv (one input column per
  * output column) with many input channel blocks, looping over its output blocks innermost
  * (each packed strip then serves every block group). In NCHW[L]c the channel blocks of a

@@ -925,13 +925,7 @@ EMBER_KFN int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
   int64_t n = penv->num_task > 0 ? penv->num_task : 1;
   const int by_place = n > 1 && !EMBER_FN(ember_conv_flat)(&q) &&
                        ember_conv_cuts_by_place(&q, EMBER_L);
-  q.strip = ember_conv_task_strip(&q, n, by_place);
-  if (by_place) {
-    ember_conv_place_share(&q, task_id, n, EMBER_FN(ember_conv_range));
-  } else {
-    EMBER_FN(ember_conv_range)(&q, ember_conv_task_start(&q, task_id, n),
-                               ember_conv_task_start(&q, task_id + 1, n));
-  }
+  ember_conv_task_run(&q, task_id, n, by_place, EMBER_FN(ember_conv_range));
   return 0;
 }
 
@@ -939,13 +933,7 @@ EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, vo
   ember_conv_p q = *(const ember_conv_p*)cdata;
   int64_t n = penv->num_task > 0 ? penv->num_task : 1;
   const int by_place = n > 1 && ember_conv_cuts_by_place(&q, EMBER_L);
-  q.strip = ember_conv_task_strip(&q, n, by_place);
-  if (by_place) {
-    ember_conv_place_share(&q, task_id, n, EMBER_FN(ember_dw_range));
-  } else {
-    EMBER_FN(ember_dw_range)(&q, ember_conv_task_start(&q, task_id, n),
-                             ember_conv_task_start(&q, task_id + 1, n));
-  }
+  ember_conv_task_run(&q, task_id, n, by_place, EMBER_FN(ember_dw_range));
   return 0;
 }
 
