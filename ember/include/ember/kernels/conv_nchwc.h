@@ -158,7 +158,7 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
   int64_t items = ember_conv_items(p), want = EMBER_CONV_ITEMS_PER_TASK * tasks, cuts;
   const int64_t places = (int64_t)p->n * p->oh * ((p->ow + p->strip - 1) / p->strip);
   int32_t tile = p->rw > 0 ? p->rw : 1, piece;
-  if (by_place == 0 || places >= tasks) by_place = 0;
+  by_place = by_place && places < tasks; /* only too few places need narrower strips */
   if (tasks <= 1 || p->strip <= tile || (items >= want && !by_place)) return p->strip;
   cuts = items < want ? (want + items - 1) / items : 1;
   if (by_place && places * cuts < tasks) cuts = (tasks + places - 1) / places; /* one each */
@@ -307,11 +307,10 @@ static inline int32_t ember_conv_flat_wp(const ember_conv_p* p) {
 /* The output columns [xi0, xi1) whose taps all fall inside the image, within [x0, x1). */
 static inline void ember_conv_interior(const ember_conv_p* p, int32_t x0, int32_t x1,
                                        int32_t* xi0, int32_t* xi1) {
-  const int32_t span = (p->kw - 1) * p->dw, sw = p->sw;
-  int32_t a = sw == 1 ? p->pl : (p->pl + sw - 1) / sw;
+  const int32_t span = (p->kw - 1) * p->dw;
+  int32_t a = ember_div_nonneg(p->pl + p->sw - 1, p->sw);
   int32_t b = p->w - 1 + p->pl - span >= 0
-                  ? (sw == 1 ? p->w - 1 + p->pl - span : (p->w - 1 + p->pl - span) / sw) + 1
-                  : 0;
+                  ? ember_div_nonneg(p->w - 1 + p->pl - span, p->sw) + 1 : 0;
   a = a < x0 ? x0 : (a > x1 ? x1 : a);
   b = b > x1 ? x1 : (b < a ? a : b);
   *xi0 = a;

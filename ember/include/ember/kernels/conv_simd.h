@@ -232,17 +232,20 @@ static inline float ember_act_scalar(float v, int32_t act, float lo, float hi) {
   }
 }
 
+/* a / d for a >= 0, d > 0, without the division where d is 1 (a dilation or stride almost
+ * always is; one division per strip cost as much as a small depthwise strip's FMAs). */
+static inline int32_t ember_div_nonneg(int32_t a, int32_t d) { return d == 1 ? a : a / d; }
+
 /* The first tap k (0 <= k <= taps) with start + k * d >= 0. */
 static inline int32_t ember_first_tap(int32_t start, int32_t d, int32_t taps) {
-  /* d is almost always 1: no division then (one per strip cost as much as a small strip) */
-  int32_t k = start >= 0 ? 0 : d == 1 ? -start : (-start + d - 1) / d;
+  int32_t k = start >= 0 ? 0 : ember_div_nonneg(-start + d - 1, d);
   return k < taps ? k : taps;
 }
 
 /* One past the last tap k < taps with start + k * d < size (at least lo). */
 static inline int32_t ember_end_tap(int32_t start, int32_t d, int32_t size, int32_t taps,
                                     int32_t lo) {
-  int32_t k = size - start <= 0 ? 0 : d == 1 ? size - start : (size - start + d - 1) / d;
+  int32_t k = size - start <= 0 ? 0 : ember_div_nonneg(size - start + d - 1, d);
   k = k < taps ? k : taps;
   return k > lo ? k : lo;
 }
