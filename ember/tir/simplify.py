@@ -139,17 +139,23 @@ _BOUND_RULES: dict[type, Callable[..., Bound]] = {
     Min: _b_minmax, Max: _b_minmax, Cast: _b_cast}
 
 
+_COMPARISONS = (LT, LE, GT, GE, EQ, NE)
+
+
 def prove(cond: PrimExpr, ranges: Ranges) -> bool | None:
     """True/False when the comparison ``cond`` is decided by the ranges, else None."""
     if isinstance(cond, IntImm):
         return bool(cond.value)
-    if not isinstance(cond, (LT, LE, GT, GE)) or not is_int(cond.a.dtype):
+    if not isinstance(cond, _COMPARISONS) or not is_int(cond.a.dtype) or \
+            (cond.a.dtype == "bool" and isinstance(cond, (EQ, NE))):
         return None
     lo, hi = bound(simplify(cond.a - cond.b, ranges), ranges)
+    apart = (lo is not None and lo > 0) or (hi is not None and hi < 0)
     table = {LT: (hi is not None and hi < 0, lo is not None and lo >= 0),
              LE: (hi is not None and hi <= 0, lo is not None and lo > 0),
              GT: (lo is not None and lo > 0, hi is not None and hi <= 0),
-             GE: (lo is not None and lo >= 0, hi is not None and hi < 0)}
+             GE: (lo is not None and lo >= 0, hi is not None and hi < 0),
+             EQ: (lo == hi == 0, apart), NE: (apart, lo == hi == 0)}
     yes, no = table[type(cond)]
     return True if yes else False if no else None
 
@@ -427,13 +433,9 @@ def _rule_binary(e: BinaryOp, ctx: _Context) -> PrimExpr | None:
         if lo is not None and lo >= 0:  # C division of a non-negative value is floor division
             return _divmod_const((FloorDiv if isinstance(e, Div) else FloorMod)(a, b, e.dtype),
                                  ctx)
-    if isinstance(e, (LT, LE, GT, GE)):
+    if isinstance(e, _COMPARISONS):
         p = prove(e, ctx.ranges)
         return None if p is None else const(p)
-    if isinstance(e, (EQ, NE)) and is_int(a.dtype) and a.dtype != "bool":
-        lo, hi = bound(simplify(a - b, ctx.ranges), ctx.ranges)
-        if lo == hi == 0 or (lo is not None and lo > 0) or (hi is not None and hi < 0):
-            return const((lo == hi == 0) == isinstance(e, EQ))
     if isinstance(e, (Min, Max)) and is_int(e.dtype):
         p = prove(LE(a, b, "bool"), ctx.ranges)
         if p is not None:
