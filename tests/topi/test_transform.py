@@ -139,20 +139,27 @@ def test_reshape_groups_match_numpy(src, dst):
     _one(lambda x: topi.reshape(x, dst), src, lambda v: v.reshape(dst))
 
 
+def _gather_split_rows(batch, new_batch):
+    """(x, rows, out): x (batch, 4, 15) reshaped to (new_batch, 4, 3, 5), rows[i] of its
+    split axis gathered; asserts the lowered index divides nothing loaded from memory."""
+    x = te.placeholder((batch, 4, 15), name="x")
+    rows = te.placeholder((2,), "int32", name="rows")
+    y = topi.reshape(x, (new_batch, 4, 3, 5))
+    out = te.compute((batch, 4, 2, 5), lambda b, c, i, j: y[b, c, rows[i], j], name="gather")
+    func = te.lower(topi.auto_schedule(out), [x, rows, out], "gather_rows")
+    post_order = tir.functor.post_order
+    divs = [d for d in post_order(func.body)
+            if isinstance(d, (tir.expr.FloorDiv, tir.expr.FloorMod))
+            and any(isinstance(m, tir.expr.BufferLoad) for m in post_order(d))]
+    assert not divs, str(func)
+    return x, rows, out
+
+
 def test_reshape_splits_only_its_own_group():
     # a gather along the split axis (resize reading a token map seen as an image): the index
     # stays x[n, c, idx[i] * 5 + j], with no division by the other axes' sizes (which the
     # simplifier cannot drop for an index loaded from memory)
-    x = te.placeholder((1, 4, 15), name="x")
-    rows = te.placeholder((2,), "int32", name="rows")
-    y = topi.reshape(x, (1, 4, 3, 5))
-    out = te.compute((1, 4, 2, 5), lambda n, c, i, j: y[n, c, rows[i], j], name="gather")
-    func = te.lower(topi.auto_schedule(out), [x, rows, out], "gather_rows")
-    post_order = tir.functor.post_order
-    divs = [n for n in post_order(func.body)
-            if isinstance(n, (tir.expr.FloorDiv, tir.expr.FloorMod))
-            and any(isinstance(m, tir.expr.BufferLoad) for m in post_order(n))]
-    assert not divs, str(func)
+    x, rows, out = _gather_split_rows(1, 1)
     xv, rv = rand((1, 4, 15), seed=3), np.array([2, 0], "int32")
     (got,) = run_kernel(out, [x, rows], [xv, rv])
     check(got, xv.reshape(1, 4, 3, 5)[:, :, rv])
@@ -217,17 +224,7 @@ def test_outer_axes_fuse_until_the_parallel_loop_is_long_enough():
 def test_reshape_of_a_symbolic_batch_splits_only_its_own_group():
     # segformer's token map under a ? batch: (?, 4, 15) -> (?, 4, 3, 5) keeps the batch as its
     # own group, so a gather along the split axis divides by nothing
-    n = tir.Var("n", "int32")
-    x = te.placeholder((n, 4, 15), name="x")
-    rows = te.placeholder((2,), "int32", name="rows")
-    y = topi.reshape(x, (-1, 4, 3, 5))
-    out = te.compute((n, 4, 2, 5), lambda b, c, i, j: y[b, c, rows[i], j], name="gather")
-    func = te.lower(topi.auto_schedule(out), [x, rows, out], "gather_rows")
-    post_order = tir.functor.post_order
-    divs = [d for d in post_order(func.body)
-            if isinstance(d, (tir.expr.FloorDiv, tir.expr.FloorMod))
-            and any(isinstance(m, tir.expr.BufferLoad) for m in post_order(d))]
-    assert not divs, str(func)
+    _gather_split_rows(tir.Var("n", "int32"), -1)
 
 
 def test_reshape_of_a_symbolic_batch_matches_numpy():
