@@ -192,7 +192,9 @@ def describe(spec: dict) -> str:
     oc, _, kh, kw = spec["weight"]
     g = spec["group"]
     kind = "dw" if g > 1 and g == c == oc else (f"g{g}" if g > 1 else "")
-    return f"{c}->{oc} {h}x{w} k{kh}x{kw} s{spec['strides'][0]} {kind}".rstrip()
+    sh, sw = spec["strides"]
+    stride = f"{sh}" if sh == sw else f"{sh}x{sw}"  # a conv1d's (1, 2), crnn's (2, 1)
+    return f"{c}->{oc} {h}x{w} k{kh}x{kw} s{stride} {kind}".rstrip()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -110,3 +110,10 @@ def test_pointwise_preset_is_the_mobile_zoos_1x1_convs():
     assert all(s["weight"][2:] == (1, 1) and s["pads"] == (0,) * 4 for s in specs)
     assert any(s["strides"] == (2, 2) for s in specs)  # resnet's downsample
     assert any(s["input"][2:] == (1, 1) for s in specs)  # SE blocks' GEMVs
+
+
+def test_describe_names_both_strides_when_they_differ():
+    spec = {"input": (1, 512, 1, 1599), "weight": (512, 512, 1, 3), "strides": (1, 2),
+            "pads": (0,) * 4, "group": 1}
+    assert bench.describe(spec) == "512->512 1x1599 k1x3 s1x2"
+    assert bench.describe({**spec, "strides": (2, 2)}) == "512->512 1x1599 k1x3 s2"

@@ -305,6 +305,15 @@ EDGE_CASES = {
     # wav2vec2's feature convs: kernel 3, stride 2, one long row, then GELU
     "conv1d_gelu": {"ic": 32, "oc": 32, "h": 1, "w": 301, "k": (1, 3), "s": (1, 2),
                     "pads": (0,) * 4, "act": "gelu_erf"},
+    # stride 2 over a channel-blocked input in the unit-stride tiles (columns 2 L apart, one
+    # base pointer): wav2vec2's kernel-2 conv1d on an odd row with an odd block count (pairs,
+    # then single blocks 12 wide), and a padded 3x3 with border tiles, mid-row strips, a
+    # residual before a clip
+    "stride2_unit_kernel2_row": {"ic": 16, "oc": 24, "h": 1, "w": 199, "k": (1, 2),
+                                 "s": (1, 2), "pads": (0,) * 4, "act": "gelu_erf"},
+    "stride2_unit_3x3_borders": {"ic": 16, "oc": 32, "h": 7, "w": 41, "s": (2, 2),
+                                 "residual": True, "after": False, "act": "clip",
+                                 "tiles": (2, 6, 8, 1)},
     "flat_gelu_tanh": {"ic": 16, "oc": 32, "h": 7, "w": 7, "act": "gelu_tanh",
                        "tiles": (2, 6, 7, 0)},
     "no_activation_batch2": {"ic": 8, "oc": 8, "h": 4, "w": 5, "act": "none", "n": 2},
@@ -341,7 +350,8 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks",
                                   "chunked_uneven_stride2", "1x1_stride2_unit",
                                   "1x1_map_gemv", "tile_runs_3x3_row",
-                                  "tile_runs_stride2_residual", "odd_blocks_wide_single_3x3"])
+                                  "tile_runs_stride2_residual", "odd_blocks_wide_single_3x3",
+                                  "stride2_unit_kernel2_row", "stride2_unit_3x3_borders"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level, lanes=lanes), lanes=lanes, **EDGE_CASES[case])
