@@ -190,6 +190,12 @@ class _Manifest:
                allocs: list[_Alloc]) -> None:
         prim: Any = call.op
         ret = _ret_type(call)
+        if _shape_of_only(prim, ret, call):
+            # vm.shape_of reads the argument's shape, not its bytes: a VM plan then computes
+            # what is derived from it (Shape -> Gather -> a slice's ends) in its shape phase
+            # instead of running kernels on the data between the model's kernels.
+            bindings.append((var, _ops.shape_of(call.args[0])))
+            return
         outs = [t for _, t in flat_types(ret)]
         single = isinstance(ret, TensorType)
         shapes: dict[int, tuple[Var, Var]] = {}
@@ -240,6 +246,16 @@ class _Manifest:
         bindings.append((self.fresh("_"), _ops.invoke_tvm_op(prim, list(call.args), out_vars)))
         if not single:
             bindings.append((var, _restructure(ret, list(out_vars))))  # type: ignore[arg-type]
+
+
+def _shape_of_only(prim: Any, ret: Type, call: Call) -> bool:
+    """Whether ``prim`` is ``shape_of`` of its one tensor parameter, as int64 (the dtype of
+    ``vm.shape_of``)."""
+    body = prim.body
+    return (isinstance(body, Call) and getattr(body.op, "name", None) == "shape_of"
+            and len(call.args) == 1 and len(prim.params) == 1 and body.args[0] is prim.params[0]
+            and isinstance(ret, TensorType) and ret.dtype == "int64"
+            and isinstance(_type_of(call.args[0]), TensorType))
 
 
 def _reshape_only(prim: Any, ret: Type, call: Call) -> bool:
