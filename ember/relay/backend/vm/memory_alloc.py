@@ -43,7 +43,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ....ir.adt import Clause, Match, PatternVar
-from ....ir.expr import Call, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var, const
+from ....ir.expr import (Call, Constant, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var,
+                         const)
 from ....ir.module import IRModule
 from ....ir.trampoline import Step, run
 from ....ir.transform import ModulePass, PassContext
@@ -128,6 +129,10 @@ class _Manifest:
         # reads a nested one through this summary instead of walking it again, so planning
         # nested scopes is linear in the program, not in depth times size.
         self.summaries: Summaries = {}
+        # values computed from shapes and constants alone (vm.shape_of, then small integer
+        # kernels over them: Gather, Concat, arithmetic): pinned like shape-function results,
+        # so a VM plan computes them in its shape phase, before the kernels that they size
+        self.derived: set[Var] = set()
 
     def fresh(self, hint: str, ty: Type | None = None) -> Var:
         self.count += 1
@@ -169,6 +174,8 @@ class _Manifest:
             if is_prim_call(value):
                 self.expand(e.var, value, bindings, allocs)  # type: ignore[arg-type]
             else:
+                if self.is_derived(value):
+                    self.derived.add(e.var)
                 bindings.append((e.var, value))
             e = e.body
         result = yield self.nested(e)
@@ -179,6 +186,14 @@ class _Manifest:
         for var, value in reversed(plan(bindings, result, allocs, self)):
             result = Let(var, value, result)
         return result
+
+    def is_derived(self, e: RelayExpr) -> bool:
+        """Whether ``e`` is computed from shapes and constants alone (see ``derived``)."""
+        if isinstance(e, Tuple):
+            return all(self.is_derived(f) for f in e.fields)  # (flat: a kernel's operands)
+        if isinstance(e, TupleGetItem):
+            return isinstance(e.tuple_value, Var) and e.tuple_value in self.derived
+        return isinstance(e, Constant) or isinstance(e, Var) and e in self.derived
 
     def static(self, var: Var, ty: TensorType, bindings: list[tuple[Var, RelayExpr]],
                allocs: list[_Alloc], pinned: bool = False) -> Var:
@@ -195,8 +210,11 @@ class _Manifest:
             # what is derived from it (Shape -> Gather -> a slice's ends) in its shape phase
             # instead of running kernels on the data between the model's kernels.
             bindings.append((var, _ops.shape_of(call.args[0])))
+            self.derived.add(var)
             return
         outs = [t for _, t in flat_types(ret)]
+        derived = all(self.is_derived(a) for a in call.args) and \
+            all(_small_integer(t) for t in outs)
         single = isinstance(ret, TensorType)
         shapes: dict[int, tuple[Var, Var]] = {}
         if any(not t.is_static for t in outs):
@@ -227,6 +245,8 @@ class _Manifest:
             shape: RelayExpr = (shapes[0][0] if shapes else
                                 const(np.array(outs[0].concrete_shape, dtype="int64")))
             bindings.append((var, _ops.reshape_tensor(call.args[0], shape)))
+            if derived and not shapes:
+                self.derived.add(var)  # (a view of derived bytes)
             if shapes:
                 allocs.append(_Alloc(var, len(bindings) - 1, None, outs[0].dtype,
                                      shape_var=shapes[0][0], view=True))
@@ -241,11 +261,19 @@ class _Manifest:
                 allocs.append(_Alloc(v, len(bindings) - 1, None, t.dtype, storage=st,
                                      shape_var=shapes[k][0]))
             else:
-                self.static(v, t, bindings, allocs)
+                self.static(v, t, bindings, allocs, pinned=derived)
+                if derived:
+                    self.derived.add(v)
             out_vars.append(v)
         bindings.append((self.fresh("_"), _ops.invoke_tvm_op(prim, list(call.args), out_vars)))
         if not single:
             bindings.append((var, _restructure(ret, list(out_vars))))  # type: ignore[arg-type]
+
+
+def _small_integer(ty: TensorType) -> bool:
+    """A static integer tensor of at most 64 items: a shape, a size, a slice's ends."""
+    return ty.is_static and DataType(ty.dtype).numpy_dtype.kind in "iu" and \
+        int(np.prod(ty.concrete_shape, dtype=np.int64)) <= 64
 
 
 def _shape_of_only(prim: Any, ret: Type, call: Call) -> bool:
