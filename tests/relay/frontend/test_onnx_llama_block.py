@@ -177,3 +177,35 @@ def test_a_sequence_longer_than_the_tables_is_rejected_by_name(dynamic) -> None:
     _, compiled = dynamic
     with pytest.raises(ModelInputError, match=r"'x' float32\[1, 15, 16\].*multiply"):
         compiled(_x(MAXLEN + 3))
+
+
+def test_expand_and_range_to_sizes_read_from_shape_are_one_native_call(monkeypatch) -> None:
+    # y = x + Expand(bias, Shape(x)) + Range(0, Shape(x)[1]): the broadcast and the range
+    # whose sizes come from Shape (the other two forms of the brief, next to the slice above)
+    # stay one native call at every length
+    g = _Graph()
+    shape = g.node("Shape", ["x"])
+    bias = g.node("Expand", [g.const("bias", np.arange(3, dtype="float32").reshape(3, 1)),
+                             shape])
+    length = g.node("Squeeze", [g.node("Gather", [shape, g.const("one", np.array([1]))],
+                                       axis=0)])
+    ramp = g.node("Cast", [g.node("Range", [g.const("zero", np.array(0)), length,
+                                            g.const("step", np.array(1))])], to=TP.FLOAT)
+    g.node("Add", [g.node("Add", ["x", bias]), ramp], "y")
+    graph = helper.make_graph(g.nodes, "expand_range",
+                              [helper.make_tensor_value_info("x", TP.FLOAT, [3, "n"])],
+                              [helper.make_tensor_value_info("y", TP.FLOAT, [3, "n"])],
+                              g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = min(model.ir_version, 10)
+    compiled = ember.compile(model, threads=1)
+    big = np.random.default_rng(0).standard_normal((3, 40)).astype("float32")
+    compiled(big)
+    compiled(big)
+    ctx = context_of(compiled)
+    assert isinstance(ctx.native, DynamicCall) and len(ctx.native.plan._segments) == 1
+    python = python_calls(compiled, monkeypatch)
+    for n in (1, 7, 33, 8):
+        x = big[:, :n].copy()
+        compare(f"expand/range n={n}", [compiled(x)], run_ort(model, {"x": x}), SUMS)
+    assert python == []
