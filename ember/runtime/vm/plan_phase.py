@@ -29,7 +29,7 @@ def shape_phase(calls: list[Call], blocks: list[Block], results: dict[int, Tenso
     writers: dict[int, list[int]] = {}
     readers: dict[int, list[int]] = {}
     written: dict[int, list[tuple[int, int]]] = {}  # block -> byte ranges written
-    sized = set()  # blocks written through a run-time shape (bytes not known here)
+    sized: set[int] = set()  # blocks written through a run-time shape (bytes unknown here)
     for k, call in enumerate(calls):
         split = len(call.args) - call.outputs
         for pos, t in enumerate(call.args):

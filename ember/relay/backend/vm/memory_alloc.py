@@ -21,6 +21,13 @@ A fused function of reshapes only (FuseOps marks it ``relay.reshape_only``) beco
 its input, ``vm.reshape_tensor(%a, %newshape)``, with no kernel and no copy; the input is then
 treated as escaping (a view must not outlive the bytes it looks at).
 
+A fused function that is ``shape_of`` alone (int64) becomes ``vm.shape_of`` of its input: no
+kernel reads the tensor's bytes for its shape. The small integer tensors that kernels compute
+from such shapes and constants alone (``take`` of a dimension, arithmetic, ``concatenate`` into a
+reshape target, a slice's ends) are placed like shape-function results (below): a VM plan then
+computes them in its shape phase, from the arguments' shapes, with the shape functions that
+read their values.
+
 Storage planning, per *scope* (a function body, an ``if`` branch, a ``match`` clause): a static
 tensor that never leaves the scope (it is only read by kernels, shape functions, allocation
 ops or as an ``if`` condition) lives in one arena allocated when the scope starts, at an offset
@@ -188,12 +195,15 @@ class _Manifest:
         return result
 
     def is_derived(self, e: RelayExpr) -> bool:
-        """Whether ``e`` is computed from shapes and constants alone (see ``derived``)."""
-        if isinstance(e, Tuple):
-            return all(self.is_derived(f) for f in e.fields)  # (flat: a kernel's operands)
-        if isinstance(e, TupleGetItem):
-            return isinstance(e.tuple_value, Var) and e.tuple_value in self.derived
-        return isinstance(e, Constant) or isinstance(e, Var) and e in self.derived
+        """Whether ``e`` is computed from shapes and constants alone (see ``derived``): a
+        constant, such a variable, a field of one, or a flat tuple of those."""
+        items = e.fields if isinstance(e, Tuple) else (e,)
+        for item in items:
+            if isinstance(item, TupleGetItem):
+                item = item.tuple_value
+            if not (isinstance(item, Constant) or isinstance(item, Var) and item in self.derived):
+                return False
+        return True
 
     def static(self, var: Var, ty: TensorType, bindings: list[tuple[Var, RelayExpr]],
                allocs: list[_Alloc], pinned: bool = False) -> Var:
