@@ -173,7 +173,14 @@ class DynamicCall:
                 except (AttributeError, IndexError):
                     return None
                 if key != last[0]:
-                    new_inputs(key)
+                    # one input, one output: the guess without the lists of the general case
+                    # (a third of a microsecond less per new shape: 3% of mlp's call)
+                    single = guess.single if one_input else None
+                    if single is None:
+                        new_inputs(key)
+                    else:
+                        last[0] = key
+                        shapes[0] = single(key) or shapes[0]
                 outs = empty(shapes[0], dtype)
                 slots[0] = id(args)
                 slots[1] = id(outs)
@@ -268,7 +275,7 @@ class OutputShapes:
     (a height divided by a stride: the host then makes the outputs twice, as without a
     guess). A wrong guess costs what no guess does: C checks every output's shape."""
 
-    __slots__ = ("candidates", "dynamic", "ends", "getters", "inputs", "literals")
+    __slots__ = ("candidates", "dynamic", "ends", "getters", "inputs", "literals", "single")
 
     def __init__(self, ends: Sequence[int], dynamic: Sequence[int]) -> None:
         self.ends, self.dynamic = list(ends), set(dynamic)
@@ -278,6 +285,9 @@ class OutputShapes:
         # ``learn``: a guess costs a few tenths of a microsecond, not a Python loop per
         # dimension (more than the second C call it saves, on a small model)
         self.getters: list[Any] | None = None
+        # for one output: its shape from the input dimensions (a tuple), None for another
+        # count of them; None where there is no guess or several outputs
+        self.single: Any = None
         self.inputs, self.literals = 0, ()
 
     def learn(self, ins: Sequence[int], outs: Sequence[int]) -> None:
@@ -301,10 +311,12 @@ class OutputShapes:
                 at.append(inputs + len(literals))
                 literals.append(c)
             else:  # no rule: no guess
-                self.getters = None
+                self.getters = self.single = None
                 return
         self.inputs, self.literals = inputs, tuple(literals)
         self.getters = [_getter(at[a:b]) for a, b in zip(self.ends, self.ends[1:])]
+        self.single = _single(self.getters[0], inputs, self.literals) \
+            if len(self.getters) == 1 else None
 
     def predict(self, ins: Sequence[int]) -> list[tuple[int, ...]] | None:
         getters = self.getters
@@ -316,6 +328,13 @@ class OutputShapes:
         if len(getters) == 1:
             return [getters[0](dims)]
         return [get(dims) for get in getters]
+
+
+def _single(getter: Any, inputs: int, literals: tuple[int, ...]) -> Any:
+    """``predict`` for one output and a tuple of input dimensions, as one function."""
+    def single(dims: tuple[int, ...]) -> tuple[int, ...] | None:
+        return getter(dims + literals) if len(dims) == inputs else None
+    return single
 
 
 def _getter(at: Sequence[int]) -> Any:

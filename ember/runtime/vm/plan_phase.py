@@ -21,13 +21,15 @@ def shape_phase(calls: list[Call], blocks: list[Block], results: dict[int, Tenso
                  ) -> tuple[set[int], list[Block]]:
     """(indices of the calls that may run first, the blocks they alone write): calls that
     read only constants, argument shapes and such blocks, and write only such blocks, where
-    every other reader of a block comes after its last writer and no two writes share bytes
+    no two writes share bytes and, if a write's shape is a run-time one, every other reader
+    of the block comes after its last writer
     (a value is also read where no call names it: by the checks, and by the kernels whose
     DLTensor shapes point at it, so it must stay until the run ends). Such calls compute
     shapes from shapes; running them first changes nothing any call sees."""
     writers: dict[int, list[int]] = {}
     readers: dict[int, list[int]] = {}
     written: dict[int, list[tuple[int, int]]] = {}  # block -> byte ranges written
+    sized: set[int] = set()  # blocks written through a run-time shape (bytes unknown here)
     for k, call in enumerate(calls):
         split = len(call.args) - call.outputs
         for pos, t in enumerate(call.args):
@@ -37,13 +39,19 @@ def shape_phase(calls: list[Call], blocks: list[Block], results: dict[int, Tenso
                     end = t.offset + int(np.prod(t.shape, dtype=np.int64)) * \
                         t.dtype.numpy_dtype.itemsize
                     written.setdefault(t.base.index, []).append((t.offset, end))
+                elif pos >= split:
+                    sized.add(t.base.index)
     candidates = {b.index for b in blocks if b.size is None and b.index not in results
                   and b.index in writers and not _overlap(written.get(b.index, []))}
     while True:
         hoisted = {k for k, call in enumerate(calls) if _reads_writes_only(call, candidates)}
+        # A kernel left in place may read such a block between its writers (a slice's ends
+        # derived from shapes, read by the slice): where every byte has one static writer,
+        # it reads the value it would have read in program order.
         keep = {i for i in candidates
                 if all(w in hoisted for w in writers[i])
-                and all(r in hoisted or r > max(writers[i]) for r in readers.get(i, ()))}
+                and (i not in sized or
+                     all(r in hoisted or r > max(writers[i]) for r in readers.get(i, ())))}
         if keep == candidates:
             return hoisted, [b for b in blocks if b.index in keep]
         candidates = keep

@@ -174,6 +174,35 @@ def test_gpt2_block_runs_as_a_vm_plan_not_interpreted():
         assert plan.run(args) is not static_plan.NOT_RUN, (batch, seq)
 
 
+def test_gpt2_block_is_one_native_call_with_its_sizes_derived_from_shapes(monkeypatch):
+    # Sequence and batch read from Shape, Sub/Add into Range, Concat into Reshape targets,
+    # slice ends: computed in the plan's shape phase (vm.shape_of, the integer kernels after
+    # it pinned by ManifestAlloc), so the kernels are one run with no check between them.
+    if cc.get_cc() is None:
+        pytest.skip("no C compiler found")
+    from ember.runtime.execution_pool import VMContext
+    from ember.runtime.vm.plan_native import DynamicCall
+
+    model = gpt2_block()
+    compiled = ember.compile(model, threads=1)
+    feeds = _gpt2_feeds(3, 9, 9)
+    compiled(feeds["x"], feeds["attention_mask"])
+    compiled(feeds["x"], feeds["attention_mask"])
+    ctx = compiled._pool.acquire()
+    compiled._pool.release(ctx)
+    assert isinstance(ctx.native, DynamicCall)
+    assert len(ctx.native.plan._segments) == 1
+    python = []  # calls that take the Python path
+    original = VMContext.call
+    monkeypatch.setattr(VMContext, "call",
+                        lambda self, values: python.append(1) or original(self, values))
+    for batch, seq in ((1, 1), (2, 5), (3, 7), (1, 9)):  # not seen by this plan before
+        feeds = _gpt2_feeds(batch, seq, seq)
+        got = compiled(feeds["x"], feeds["attention_mask"])
+        compare(f"gpt2 block {batch}x{seq}", [got], run_ort(model, feeds), SUMS)
+    assert python == []
+
+
 def test_gpt2_block_with_shapes_given_is_static_and_builds_for_aot():
     if cc.get_cc() is None:
         pytest.skip("no C compiler found")

@@ -67,3 +67,26 @@ def test_a_model_of_several_symbolic_layers_runs_on_its_plan(text: str, ref) -> 
     assert isinstance(plan, StaticPlan), plan
     assert not interpreted, "a run fell back to the interpreter"
     assert plan._shape_run is not None and len(plan._segments) == 1
+
+
+SHAPES = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 3), float32]) {
+  (shape_of(%x, dtype="int64"), shape_of(%x, dtype="int32"), add(%x, 1f))
+}
+"""
+
+
+def test_shape_of_is_read_from_the_argument_and_may_be_returned() -> None:
+    # An int64 shape_of becomes vm.shape_of (no kernel reads x's bytes for it); returned, the
+    # result is a fresh array per call; an int32 one stays a kernel.
+    model = ember.compile(SHAPES, executor="vm")
+    first = None
+    for n in (4, 1, 4):
+        x = np.full((n, 3), 2.0, "float32")
+        shape64, shape32, plus = model(x)
+        assert shape64.dtype == np.int64 and shape64.tolist() == [n, 3]
+        assert shape32.dtype == np.int32 and shape32.tolist() == [n, 3]
+        np.testing.assert_array_equal(plus, x + 1)
+        if first is None:
+            first = shape64
+    assert first.tolist() == [4, 3]  # not overwritten by the later calls

@@ -371,3 +371,18 @@ def test_output_shapes_guess_nothing_for_inputs_of_another_rank() -> None:
     guess.learn((2, 5), (2, 5))
     assert guess.predict((3, 4)) == [(3, 4)]
     assert guess.predict((3, 4, 1)) is None  # (C refuses the rank; no guess is made for it)
+    assert guess.single((3, 4)) == (3, 4) and guess.single((3, 4, 1)) is None
+
+
+def test_the_single_output_guess_is_predict_and_goes_with_the_rules() -> None:
+    # (the one-input one-output call guesses through ``single``, without predict's lists)
+    guess = plan_native.OutputShapes([0, 2], dynamic=[0])
+    assert guess.single is None  # nothing learnt yet
+    guess.learn((1, 1, 28, 28), (1, 10))
+    for dims in [(3, 1, 28, 28), (1, 1, 28, 28), (64, 1, 28, 28)]:
+        assert [guess.single(dims)] == guess.predict(dims) == [(dims[0], 10)]
+    guess.learn((3, 1, 28, 28), (6, 10))  # no rule left: no guess at all
+    assert guess.single is None and guess.getters is None
+    several = plan_native.OutputShapes([0, 1, 2], dynamic=[0])
+    several.learn((4, 2), (4, 2))
+    assert several.single is None and several.predict((5, 2)) == [(5,), (2,)]

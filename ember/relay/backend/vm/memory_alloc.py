@@ -21,6 +21,13 @@ A fused function of reshapes only (FuseOps marks it ``relay.reshape_only``) beco
 its input, ``vm.reshape_tensor(%a, %newshape)``, with no kernel and no copy; the input is then
 treated as escaping (a view must not outlive the bytes it looks at).
 
+A fused function that is ``shape_of`` alone (int64) becomes ``vm.shape_of`` of its input: no
+kernel reads the tensor's bytes for its shape. The small integer tensors that kernels compute
+from such shapes and constants alone (``take`` of a dimension, arithmetic, ``concatenate`` into a
+reshape target, a slice's ends) are placed like shape-function results (below): a VM plan then
+computes them in its shape phase, from the arguments' shapes, with the shape functions that
+read their values.
+
 Storage planning, per *scope* (a function body, an ``if`` branch, a ``match`` clause): a static
 tensor that never leaves the scope (it is only read by kernels, shape functions, allocation
 ops or as an ``if`` condition) lives in one arena allocated when the scope starts, at an offset
@@ -43,7 +50,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ....ir.adt import Clause, Match, PatternVar
-from ....ir.expr import Call, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var, const
+from ....ir.expr import (Call, Constant, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var,
+                         const)
 from ....ir.module import IRModule
 from ....ir.trampoline import Step, run
 from ....ir.transform import ModulePass, PassContext
@@ -128,6 +136,10 @@ class _Manifest:
         # reads a nested one through this summary instead of walking it again, so planning
         # nested scopes is linear in the program, not in depth times size.
         self.summaries: Summaries = {}
+        # values computed from shapes and constants alone (vm.shape_of, then small integer
+        # kernels over them: Gather, Concat, arithmetic): pinned like shape-function results,
+        # so a VM plan computes them in its shape phase, before the kernels that they size
+        self.derived: set[Var] = set()
 
     def fresh(self, hint: str, ty: Type | None = None) -> Var:
         self.count += 1
@@ -169,6 +181,8 @@ class _Manifest:
             if is_prim_call(value):
                 self.expand(e.var, value, bindings, allocs)  # type: ignore[arg-type]
             else:
+                if self.is_derived(value):
+                    self.derived.add(e.var)
                 bindings.append((e.var, value))
             e = e.body
         result = yield self.nested(e)
@@ -180,6 +194,17 @@ class _Manifest:
             result = Let(var, value, result)
         return result
 
+    def is_derived(self, e: RelayExpr) -> bool:
+        """Whether ``e`` is computed from shapes and constants alone (see ``derived``): a
+        constant, such a variable, a field of one, or a flat tuple of those."""
+        items = e.fields if isinstance(e, Tuple) else (e,)
+        for item in items:
+            if isinstance(item, TupleGetItem):
+                item = item.tuple_value
+            if not (isinstance(item, Constant) or isinstance(item, Var) and item in self.derived):
+                return False
+        return True
+
     def static(self, var: Var, ty: TensorType, bindings: list[tuple[Var, RelayExpr]],
                allocs: list[_Alloc], pinned: bool = False) -> Var:
         bindings.append((var, _PENDING))
@@ -190,7 +215,16 @@ class _Manifest:
                allocs: list[_Alloc]) -> None:
         prim: Any = call.op
         ret = _ret_type(call)
+        if _shape_of_only(prim, ret, call):
+            # vm.shape_of reads the argument's shape, not its bytes: a VM plan then computes
+            # what is derived from it (Shape -> Gather -> a slice's ends) in its shape phase
+            # instead of running kernels on the data between the model's kernels.
+            bindings.append((var, _ops.shape_of(call.args[0])))
+            self.derived.add(var)
+            return
         outs = [t for _, t in flat_types(ret)]
+        derived = all(self.is_derived(a) for a in call.args) and \
+            all(_small_integer(t) for t in outs)
         single = isinstance(ret, TensorType)
         shapes: dict[int, tuple[Var, Var]] = {}
         if any(not t.is_static for t in outs):
@@ -221,6 +255,8 @@ class _Manifest:
             shape: RelayExpr = (shapes[0][0] if shapes else
                                 const(np.array(outs[0].concrete_shape, dtype="int64")))
             bindings.append((var, _ops.reshape_tensor(call.args[0], shape)))
+            if derived and not shapes:
+                self.derived.add(var)  # (a view of derived bytes)
             if shapes:
                 allocs.append(_Alloc(var, len(bindings) - 1, None, outs[0].dtype,
                                      shape_var=shapes[0][0], view=True))
@@ -235,11 +271,29 @@ class _Manifest:
                 allocs.append(_Alloc(v, len(bindings) - 1, None, t.dtype, storage=st,
                                      shape_var=shapes[k][0]))
             else:
-                self.static(v, t, bindings, allocs)
+                self.static(v, t, bindings, allocs, pinned=derived)
+                if derived:
+                    self.derived.add(v)
             out_vars.append(v)
         bindings.append((self.fresh("_"), _ops.invoke_tvm_op(prim, list(call.args), out_vars)))
         if not single:
             bindings.append((var, _restructure(ret, list(out_vars))))  # type: ignore[arg-type]
+
+
+def _small_integer(ty: TensorType) -> bool:
+    """A static integer tensor of at most 64 items: a shape, a size, a slice's ends."""
+    return ty.is_static and DataType(ty.dtype).numpy_dtype.kind in "iu" and \
+        int(np.prod(ty.concrete_shape, dtype=np.int64)) <= 64
+
+
+def _shape_of_only(prim: Any, ret: Type, call: Call) -> bool:
+    """Whether ``prim`` is ``shape_of`` of its one tensor parameter, as int64 (the dtype of
+    ``vm.shape_of``)."""
+    body = prim.body
+    return (isinstance(body, Call) and getattr(body.op, "name", None) == "shape_of"
+            and len(call.args) == 1 and len(prim.params) == 1 and body.args[0] is prim.params[0]
+            and isinstance(ret, TensorType) and ret.dtype == "int64"
+            and isinstance(_type_of(call.args[0]), TensorType))
 
 
 def _reshape_only(prim: Any, ret: Type, call: Call) -> bool:
