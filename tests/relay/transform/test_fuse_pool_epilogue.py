@@ -136,3 +136,39 @@ def test_stem_matches_the_unfused_build_and_the_interpreter():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     ref = relay.create_executor("debug", mod=mod).evaluate()(x).numpy()
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_op_lowers_without_the_kernel_where_it_does_not_apply():
+    # float64 (the kernel is float32): the generic pool and the epilogue as a loop
+    from ember.contrib import graph_executor
+    from ember.relay.op.nn.pool_nchwc_fused import _ref
+
+    rng = np.random.default_rng(2)
+    x = relay.var("x", shape=(1, 2, 5, 6, 4), dtype="float64")
+    scale, shift = rng.uniform(-1, 1, 8), rng.standard_normal(8)
+    body = contrib_max_pool2d_nchwc_fused(x, relay.const(scale), relay.const(shift), relu=True,
+                                          pool_size=(3, 3), strides=(2, 2), padding=(1, 1),
+                                          layout="NCHW4c")
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(ember.IRModule.from_expr(relay.Function([x], body)), "llvm")
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    xv = rng.standard_normal((1, 2, 5, 6, 4))
+    m.set_input("x", xv)
+    m.run()
+    want = _ref(xv, scale, shift, attrs=body.attrs)
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-12)
+    assert (want == 0).any() and (want > 0).any()  # the relu cut some, kept others
+
+
+def test_run_time_batch_runs_the_fused_kernel():
+    x = relay.var("x", shape=(relay.Any(), 2, 9, 9, 8))
+    body = relay.nn.relu(_pool(x) * _blocked(SCALE) + _blocked(SHIFT))
+    mod = ember.IRModule.from_expr(relay.Function([x], body))
+    with ember.transform.PassContext(opt_level=3):
+        fused, _ = relay.optimize(mod, "llvm")
+        exe = relay.vm.compile(mod, "llvm")
+    assert "nn.contrib_max_pool2d_NCHWc_fused" in fused.astext()
+    xv = np.random.default_rng(4).standard_normal((3, 2, 9, 9, 8)).astype("float32")
+    got = ember.runtime.vm.VirtualMachine(exe, ember.cpu()).run(xv).numpy()
+    want = relay.create_executor("debug", mod=mod).evaluate()(xv).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -19,10 +19,11 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....topi.nn.pool_nchwc import blocked_lanes, pool2d_nchwc
 from .._attrs_base import attrs_class
+from .._compute_common import out_dims
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_shape
 from ._attrs import _Pool2DAttrs
-from .pooling import _pool_compute, _pool_rel, pool2d_ref
+from .pooling import _out_size, _pool_compute, _pool_rel, pool2d_ref
 
 __all__ = ["contrib_max_pool2d_nchwc_fused"]
 
@@ -67,7 +68,12 @@ def _ref(x: np.ndarray, scale: np.ndarray, shift: np.ndarray,
 def _compute(attrs: MaxPool2DNCHWcFusedAttrs, inputs: list[te.Tensor],
              out_type: Type) -> list[te.Tensor]:
     x, scale, shift = inputs
-    shape = tuple(out_type.shape)  # type: ignore[union-attr]
+    (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
+    pt, pl, pb, pr = attrs.padding
+    dims = list(x.shape)  # the batch may be a run-time one
+    dims[2] = _out_size(x.shape[2], kh, sh, dh, pt + pb, attrs.ceil_mode)
+    dims[3] = _out_size(x.shape[3], kw, sw, dw, pl + pr, attrs.ceil_mode)
+    shape = out_dims(out_type, dims)  # type: ignore[arg-type]
     fused = pool2d_nchwc(x, "max", shape, attrs, scale, shift, attrs.relu)
     if fused is not None:
         return [fused]
