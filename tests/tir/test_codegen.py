@@ -163,6 +163,26 @@ def test_intrinsics_and_limits():
 
 
 @needs_cc
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_min_max_propagate_nan_like_numpy(dtype):
+    # the helpers are bitwise selects (they vectorise without if-conversion): check every
+    # special pairing, NaN on either side, infinities and signed zeros included
+    specials = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.0, 3e-39]
+    av, bv = (np.array(v, dtype) for v in zip(*[(p, q) for p in specials for q in specials]))
+    n = av.size
+    a = te.placeholder((n,), dtype, name="a")
+    b = te.placeholder((n,), dtype, name="b")
+    outs = [te.compute((n,), lambda i, f=f: f(a[i], b[i]), name=nm)
+            for nm, f in (("mx", tir.max), ("mn", tir.min))]
+    mx, mn = _run(outs, [a, b], [av, bv])
+    # where neither is NaN and they compare equal (0 and -0), either sign is numpy's answer
+    np.testing.assert_array_equal(mx, np.maximum(av, bv))
+    np.testing.assert_array_equal(mn, np.minimum(av, bv))
+    c = generate_c([te.lower(topi.schedule_injective(outs), [a, b, *outs], "k")])
+    assert "? a : b" not in c  # a ?: here stays a branch under -fno-tree-loop-if-convert
+
+
+@needs_cc
 def test_let_expression():
     x = te.placeholder((4,), name="x")
     v = tir.Var("v", "float32")

@@ -50,22 +50,35 @@ def pools(draw):
                            count_include_pad=draw(st.booleans())), h, w
 
 
-def _check(level: str, tmp: Path, attrs, h: int, w: int, kind: str, lanes: int, tasks: int):
+def _check(level: str, tmp: Path, attrs, h: int, w: int, kind: str, lanes: int, tasks: int,
+           epilogue: tuple = (None, None, False)):
+    """The kernel against the reference; ``epilogue``: (scale, shift, relu) on the pool, the
+    vectors per channel (2 blocks of ``lanes``) or None."""
     lib = _harness(level, tmp)
+    lib.harness_pool.argtypes = [ctypes.c_int, ctypes.c_int, F32, F32,
+                                 ctypes.POINTER(ctypes.c_int32), F32, F32]
     (k, _), (s, _), (d, _), (pt, pl, pb, pr) = (attrs.pool_size, attrs.strides, attrs.dilation,
                                                 attrs.padding)
     oh = conv_out_size("pool", "height", h, k, pt + pb, s, d, attrs.ceil_mode)
     ow = conv_out_size("pool", "width", w, k, pl + pr, s, d, attrs.ceil_mode)
     x = np.random.default_rng(h * 16 + w).standard_normal((2, 2, h, w, lanes)).astype("float32")
     out = np.full((2, 2, oh, ow, lanes), np.nan, "float32")
+    scale, shift, relu = epilogue
     sizes = np.array([2, 2, h, w, oh, ow, k, k, s, s, d, d, pt, pl, pb, pr, kind == "avg",
-                      int(attrs.count_include_pad)], "int32")
+                      int(attrs.count_include_pad), int(relu)], "int32")
+    vec = [v.ctypes.data_as(F32) if v is not None else None for v in (scale, shift)]
     rc = lib.harness_pool(lanes, tasks, x.ctypes.data_as(F32), out.ctypes.data_as(F32),
-                          sizes.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)))
+                          sizes.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), *vec)
     assert rc == 0
     # the reference in NCHW: the lanes are channels of their block
     nchw = x.transpose(0, 1, 4, 2, 3).reshape(2, 2 * lanes, h, w)
-    want = pool2d_ref(nchw, attrs, kind).reshape(2, 2, lanes, oh, ow).transpose(0, 1, 3, 4, 2)
+    ref = pool2d_ref(nchw, attrs, kind)
+    if scale is not None:
+        ref = ref * scale[None, :, None, None]
+    if shift is not None:
+        ref = ref + shift[None, :, None, None]
+    ref = np.maximum(ref, 0) if relu else ref
+    want = ref.reshape(2, 2, lanes, oh, ow).transpose(0, 1, 3, 4, 2)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6, err_msg=f"{level} {attrs}")
 
 
@@ -87,3 +100,22 @@ def test_sppf_pool_interior_columns_at_every_level(tmp_path_factory, level):
                             count_include_pad=False)
     for kind in ("max", "avg"):
         _check(level, tmp_path_factory.getbasetemp(), attrs, 7, 20, kind, 8, 2)
+
+
+@pytest.mark.parametrize("level", list(LEVEL_FLAGS))
+def test_epilogue_scale_shift_relu_at_every_level(tmp_path_factory, level):
+    # resnet's stem: a 3x3 stride-2 max pool, then a batch norm and relu (one kernel)
+    attrs = SimpleNamespace(pool_size=(3, 3), strides=(2, 2), dilation=(1, 1),
+                            padding=(1, 1, 1, 1), layout="NCHW", ceil_mode=False,
+                            count_include_pad=False)
+    rng = np.random.default_rng(3)
+    for lanes in (4, 8, 16):
+        scale = rng.uniform(-1.5, 1.5, 2 * lanes).astype("float32")  # negative: relu matters
+        shift = rng.standard_normal(2 * lanes).astype("float32")
+        for epi in ((scale, shift, True), (scale, None, True), (None, shift, False),
+                    (None, None, True)):
+            # 11 columns: interior blocks of four and the edge columns one by one
+            _check(level, tmp_path_factory.getbasetemp(), attrs, 9, 21, "max", lanes, 2, epi)
+        # an average pool takes the same epilogue (after its division)
+        _check(level, tmp_path_factory.getbasetemp(), attrs, 5, 6, "avg", lanes, 1,
+               (scale, shift, True))

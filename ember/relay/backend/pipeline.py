@@ -33,6 +33,7 @@ from ..transform import (
     FuseGemmEpilogue,
     FuseLayerNorm,
     FuseOps,
+    FusePoolEpilogue,
     InferType,
     RecogniseActivations,
     SimplifyExpr,
@@ -59,11 +60,12 @@ def optimize_passes() -> list[Pass]:
     weights (the FoldConstant after it folds the packing); FoldGemmViews turns the head
     transposes around batched GEMMs into strides; AlterOpLayout plans blocked conv layouts
     for the current target (``relay/transform/alter_op_layout.py``); FoldTokenLayouts makes
-    each crossing between a blocked map and a transformer's tokens one blocked copy."""
+    each crossing between a blocked map and a transformer's tokens one blocked copy;
+    FusePoolEpilogue puts a blocked max pool's per-channel affine and relu into its kernel."""
     return [SimplifyInference(), DynamicToStatic(), EliminateCommonSubexpr(), FoldConstant(),
             RecogniseActivations(), FoldScaleAxis(), SimplifyExpr(), CanonicalizeOps(),
             FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), AlterOpLayout(),
-            FoldTokenLayouts()]
+            FoldTokenLayouts(), FusePoolEpilogue()]
 
 
 @contextmanager

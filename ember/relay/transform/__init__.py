@@ -36,7 +36,7 @@ _LAZY: dict[str, str] = {
     "BindParams": "bind_params",
     "DynamicToStatic": "dynamic_to_static",
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
-    "FoldTokenLayouts": "fold_token_layouts",
+    "FoldTokenLayouts": "fold_token_layouts", "FusePoolEpilogue": "fuse_pool_epilogue",
     # the Relay-era pass list (issue 23)
     "Inline": "inline", "RemoveUnusedFunctions": "remove_unused_functions",
     "CombineParallelConv2D": "combine_parallel", "CombineParallelDense": "combine_parallel",
@@ -58,7 +58,8 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "DynamicToStatic", "Inline", "RemoveUnusedFunctions", "CombineParallelConv2D",
                 "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath",
                 "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit",
-                "PartialEvaluate", "RecogniseActivations", "FoldTokenLayouts")
+                "PartialEvaluate", "RecogniseActivations", "FoldTokenLayouts",
+                "FusePoolEpilogue")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

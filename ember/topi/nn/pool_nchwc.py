@@ -23,9 +23,13 @@ def blocked_lanes(layout: str) -> int | None:
     return int(m.group(1)) if m and int(m.group(1)) in LANES else None
 
 
-def pool2d_nchwc(data: te.Tensor, kind: str, out_shape: Any, attrs: Any) -> te.Tensor | None:
+def pool2d_nchwc(data: te.Tensor, kind: str, out_shape: Any, attrs: Any,
+                 scale: te.Tensor | None = None, shift: te.Tensor | None = None,
+                 relu: bool = False) -> te.Tensor | None:
     """The pool of ``data`` (NCHW[L]c, float32, static channels) through the C kernel; None
-    when the kernel does not apply (then the generic reduction is used)."""
+    when the kernel does not apply (then the generic reduction is used). The epilogue
+    ``pool * scale + shift``, then relu, runs in the kernel: ``scale``/``shift`` are [C]
+    float32 vectors (None: 1 and 0)."""
     lanes = blocked_lanes(attrs.layout)
     shape, out = dims(data.shape), dims(out_shape)
     if lanes is None or data.dtype != "float32" or len(shape) != 5 or shape[4] != lanes or (
@@ -42,9 +46,14 @@ def pool2d_nchwc(data: te.Tensor, kind: str, out_shape: Any, attrs: Any) -> te.T
     ints = [n, cb, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, int(kind == "avg"),
             include, threads]
 
-    def body(ins: list, outs: list) -> Any:
-        return tir.call_extern("int32", f"ember_pool2d_nchwc_x{lanes}", ins[0].data,
-                               outs[0].data, *ints, header=HEADER)
+    inputs = [data, *(t for t in (scale, shift) if t is not None)]
 
-    return te.extern(tuple(out_shape), [data], body, name=f"T_pool_{kind}_nchwc",
+    def body(ins: list, outs: list) -> Any:
+        given = iter(ins[1:])  # the epilogue's vectors that are there, NULL for the others
+        epi = [next(given).data if t is not None else tir.const(0, "int32")
+               for t in (scale, shift)]
+        return tir.call_extern("int32", f"ember_pool2d_nchwc_x{lanes}", ins[0].data,
+                               outs[0].data, *ints, *epi, int(relu), header=HEADER)
+
+    return te.extern(tuple(out_shape), inputs, body, name=f"T_pool_{kind}_nchwc",
                      tag="pool_nchwc")

@@ -53,6 +53,11 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
              rand(rng, (1, 2, 5, 5, 4))],
             {"lanes": 4, "in_block": 1, "activation": "clip", "clip_min": -1.0, "clip_max": 2.0,
              "act_after_add": False}, SUMS),
+        "nn.contrib_max_pool2d_NCHWc_fused": Case(
+            "nn.contrib_max_pool2d_NCHWc_fused",
+            [rand(rng, (1, 2, 7, 5, 4)), rand(rng, (8,)), rand(rng, (8,))],
+            {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1), "layout": "NCHW4c",
+             "relu": True}),
         "nn.conv2d_transpose": Case("nn.conv2d_transpose", [x4, rand(rng, (3, 2, 3, 3))],
                                     {"strides": (2, 2), "padding": (1, 1)}, SUMS),
         "nn.contrib_conv2d_transpose_interleave": Case(

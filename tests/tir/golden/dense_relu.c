@@ -99,7 +99,14 @@ static int ember_check_shape(const char* label, const DLTensor* t, const int64_t
   }
   return 0;
 }
-static inline float ember_max_float32(float a, float b) { return (a != a || a > b) ? a : b; }
+static inline float ember_max_float32(float a, float b) {
+  uint32_t ua, ub, m = (uint32_t)0 - (uint32_t)((a != a) | (a > b));
+  memcpy(&ua, &a, sizeof ua);
+  memcpy(&ub, &b, sizeof ub);
+  ua = (ua & m) | (ub & ~m);
+  memcpy(&a, &ua, sizeof a);
+  return a;
+}
 static inline int32_t ember_min_int32(int32_t a, int32_t b) { return (a < b) ? a : b; }
 
 #ifndef EMBER_PRAGMA

@@ -14,6 +14,17 @@
 #define EMBER_PFN(name) EMBER_CAT(name, EMBER_CAT(_x, EMBER_L))
 
 #if EMBER_KV
+/* The epilogue on one output vector of channel block cb, stored at out (by pointer: a
+ * 16-lane vector returned by value changes the ABI where AVX-512 is off). */
+static inline void EMBER_PFN(ember_pool_store)(const ember_pool_p* p, EMBER_VT(EMBER_L) * v,
+                                               int32_t cb, float* out) {
+  if (p->scale) *v *= EMBER_VLOAD(EMBER_L, p->scale + (size_t)cb * EMBER_L);
+  if (p->shift) *v += EMBER_VLOAD(EMBER_L, p->shift + (size_t)cb * EMBER_L);
+  /* max(0, v): the second operand wins ties and NaN, so NaN propagates as numpy's */
+  if (p->relu) *v = EMBER_VMAX(EMBER_L, EMBER_VSPLAT(EMBER_L, 0.0f), *v);
+  EMBER_VSTORE(EMBER_L, out, *v);
+}
+
 /* Four neighbouring output pixels of one row whose windows lie wholly inside the input's
  * columns, window rows [ky0, ky1): four independent accumulators, so that the latency of one
  * pixel's chain of max/add (one per tap) does not bound the loop (a 5x5 max pool is 25
@@ -21,7 +32,7 @@
 static inline void EMBER_PFN(ember_pool_quad)(const ember_pool_p* p, const float* in,
                                                float* out, int32_t iy0, int32_t ky0,
                                                int32_t ky1, int32_t ox, float scale,
-                                               const int avg) {
+                                               const int avg, int32_t cb) {
   const int32_t L = EMBER_L;
   const size_t step = (size_t)p->sw * L;
   const EMBER_VT(EMBER_L) init = EMBER_VSPLAT(EMBER_L, avg ? 0.0f : -INFINITY);
@@ -47,10 +58,10 @@ static inline void EMBER_PFN(ember_pool_quad)(const ember_pool_p* p, const float
     a0 *= scale; a1 *= scale; a2 *= scale; a3 *= scale;
   }
   out += (size_t)ox * L;
-  EMBER_VSTORE(EMBER_L, out, a0);
-  EMBER_VSTORE(EMBER_L, out + L, a1);
-  EMBER_VSTORE(EMBER_L, out + 2 * L, a2);
-  EMBER_VSTORE(EMBER_L, out + 3 * L, a3);
+  EMBER_PFN(ember_pool_store)(p, &a0, cb, out);
+  EMBER_PFN(ember_pool_store)(p, &a1, cb, out + L);
+  EMBER_PFN(ember_pool_store)(p, &a2, cb, out + 2 * L);
+  EMBER_PFN(ember_pool_store)(p, &a3, cb, out + 3 * L);
 }
 
 /* Whether output column ox's window lies wholly inside the input's columns. */
@@ -67,6 +78,7 @@ EMBER_KFN void EMBER_PFN(ember_pool_rows)(const ember_pool_p* p, int64_t lo, int
   for (item = lo; item < hi; ++item) {
     const int32_t oy = (int32_t)(item % p->oh);
     const int64_t plane = item / p->oh;
+    const int32_t cb = (int32_t)(plane % p->cblocks);
     const float* in = p->in + (size_t)plane * p->h * p->w * L;
     float* out = p->out + ((size_t)plane * p->oh + oy) * p->ow * L;
     const int32_t iy0 = oy * p->sh - p->pt;
@@ -83,9 +95,9 @@ EMBER_KFN void EMBER_PFN(ember_pool_rows)(const ember_pool_p* p, int64_t lo, int
         const int32_t cx = p->kw;  /* every tap counts, with or without count_include_pad */
         const float scale = 1.0f / (float)(cy * cx > 0 ? cy * cx : 1);
         if (p->avg) {
-          EMBER_PFN(ember_pool_quad)(p, in, out, iy0, ky0, ky1, ox, scale, 1);
+          EMBER_PFN(ember_pool_quad)(p, in, out, iy0, ky0, ky1, ox, scale, 1, cb);
         } else {
-          EMBER_PFN(ember_pool_quad)(p, in, out, iy0, ky0, ky1, ox, scale, 0);
+          EMBER_PFN(ember_pool_quad)(p, in, out, iy0, ky0, ky1, ox, scale, 0, cb);
         }
         ox += 4;
       }
@@ -111,7 +123,7 @@ EMBER_KFN void EMBER_PFN(ember_pool_rows)(const ember_pool_p* p, int64_t lo, int
         }
       }
       if (p->avg) acc *= 1.0f / (float)(cy * cx > 0 ? cy * cx : 1);
-      EMBER_VSTORE(EMBER_L, out + (size_t)ox * L, acc);
+      EMBER_PFN(ember_pool_store)(p, &acc, cb, out + (size_t)ox * L);
       (void)l;
 #else
       for (l = 0; l < L; ++l) {
@@ -122,7 +134,12 @@ EMBER_KFN void EMBER_PFN(ember_pool_rows)(const ember_pool_p* p, int64_t lo, int
             acc = p->avg ? acc + v : (v > acc ? v : acc);
           }
         }
-        out[(size_t)ox * L + l] = p->avg ? acc / (float)(cy * cx > 0 ? cy * cx : 1) : acc;
+        const int32_t c = cb * L + l;
+        if (p->avg) acc /= (float)(cy * cx > 0 ? cy * cx : 1);
+        if (p->scale) acc *= p->scale[c];
+        if (p->shift) acc += p->shift[c];
+        if (p->relu && !(acc >= 0.0f)) acc = acc != acc ? acc : 0.0f;
+        out[(size_t)ox * L + l] = acc;
       }
 #endif
     }
@@ -144,6 +161,7 @@ EMBER_KENTRY int32_t EMBER_PFN(ember_pool2d_nchwc)(EMBER_POOL2D_NCHWC_PARAMS) {
   p.in = in; p.out = out; p.n = n; p.cblocks = cblocks; p.h = h; p.w = w; p.oh = oh;
   p.ow = ow; p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt;
   p.pl = pl; p.pb = pb; p.pr = pr; p.avg = avg; p.include_pad = include_pad;
+  p.scale = scale; p.shift = shift; p.relu = relu;
   if (threads) return TVMBackendParallelLaunch(EMBER_PFN(ember_pool_task), &p, 0);
   EMBER_PFN(ember_pool_rows)(&p, 0, (int64_t)n * cblocks * oh);
   return 0;

@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
     linear,
     nn,
     norm,
+    pool_nchwc_fused,
     pooling,
     rearrange,
     recurrent,
