@@ -27,12 +27,11 @@ from .sizes import Check, Dim, ceildiv, checked, dims, folded, i64, must_equal, 
 
 HEADER = "ember/kernels/gemm.h"
 MR = 6  # rows of the register tile (EMBER_GEMM_MR)
-L1_BYTES = 32 * 1024
 L2_BYTES = 512 * 1024
 # A k block of one B panel: up to 96 KiB (kc 1536 for AVX2's 16-column panels). It need not
 # fit L1: the panel is read in order, which the hardware prefetcher streams from L2, while
 # each further k block stores and reloads every C tile (on a 2-core EPYC, GPT-2's MLP
-# down-projection 128x1536x384: kc 768 -> 1536 is 87 -> 93 GFLOP/s in the kernel alone).
+# down-projection 128x1536x384: kc 768 -> 1536 is 89 -> 91 GFLOP/s in the kernel alone).
 KC_PANEL_BYTES = L2_BYTES * 3 // 16
 PARALLEL_MACS = 1 << 20  # below this a parallel launch costs more than it saves
 # ... unless B is this large (1 MiB of floats): a product of few rows streams B from L3 or
@@ -96,8 +95,8 @@ def model_gemm_tiles(batch: int, M: int, N: int, K: int,
       (up to KC_PANEL_BYTES: kc 1536 for AVX2), since the hardware prefetcher streams the
       panel from L2 in order, while each further k block costs a store and reload of every
       C tile (on a 2-core EPYC, kc 768 instead of 256 is 5-10% faster for K of 384 to 1536,
-      e.g. GPT-2's 128x384x16384 LM head 22.0 -> 20.2 ms, and kc 1536 instead of 768 another
-      5% for its 128x1536x384 MLP down-projection); K itself when K is at most 1.25 kc_max
+      e.g. GPT-2's 128x384x16384 LM head 22.0 -> 20.2 ms, and kc 1536 instead of 768 about
+      2% for its 128x1536x384 MLP down-projection); K itself when K is at most 1.25 kc_max
       (a short last block costs more than the slight overflow), else K in equal blocks of at
       most kc_max, and K itself when M fits one row tile (nothing reuses the block; a
       matrix-vector product then streams B once through the row kernel's four FMA chains
