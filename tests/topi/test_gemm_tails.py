@@ -1,6 +1,6 @@
 """The C GEMM kernel (ember/kernels/gemm.h) called directly through ctypes, against numpy,
 over random shapes (hypothesis): M tails of every length (the 6-row tile, the 3-row tile of
-2-3 rows, the row kernel of 1), N not a multiple of the panel, odd K, k blocks (kc < K, so
+2-3 rows, 4 rows as 3 + 1, the row kernel of 1), N not a multiple of the panel, odd K, k blocks (kc < K, so
 later blocks accumulate into C), row blocks (mc), packed and row-major B, a bias, a residual
 and the tanh-GELU epilogue, serial and split into tasks; at the host's SIMD level and at SSE2
 (the 4-lane build). One library per level, built once per session."""
@@ -91,10 +91,11 @@ def test_gemm_matches_numpy_over_shapes(gemm_lib, m: int, n: int, k: int, packed
     np.testing.assert_allclose(got, reference(a, b, bias, res, gelu), rtol=1e-5, atol=2e-5)
 
 
-@pytest.mark.parametrize("m", [2, 3, 8, 9, 128])
+@pytest.mark.parametrize("m", [2, 3, 4, 8, 9, 16, 128])
 def test_short_row_tiles_with_k_blocks(gemm_lib, m: int) -> None:
-    """2 and 3 rows (alone, after a 6-row tile, M = 128's last tile) over an odd K split into
-    k blocks of odd length: the 3-row tile's odd-k step and its accumulation into C."""
+    """2, 3 and 4 rows (alone, after a 6-row tile, M = 128's last tile; 4 rows run as 3 + 1)
+    over an odd K split into k blocks of odd length: the 3-row tile's odd-k step and its
+    accumulation into C."""
     rng = np.random.default_rng(m)
     a = rng.uniform(-1, 1, (m, 301)).astype(np.float32)
     b = rng.uniform(-1, 1, (301, 40)).astype(np.float32)

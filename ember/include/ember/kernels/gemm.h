@@ -307,6 +307,7 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
   int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
   int64_t mblocks = (g->M + g->mc - 1) / g->mc;
   int64_t have_b = -1, have_j = -1, item, ks = 0, k0;
+  int32_t mr = EMBER_GEMM_MR;
   ember_epilogue ident;
   float* buf = NULL;
   const float* panel = NULL;
@@ -333,9 +334,12 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
     for (k0 = 0; k0 < g->K || k0 == 0; k0 += g->kc) {
       int32_t kb = (int32_t)(g->K - k0 < g->kc ? g->K - k0 : g->kc);
       int last = k0 + g->kc >= g->K;
-      for (m = mb * g->mc; m < m_end; m += EMBER_GEMM_MR) {
-        int32_t mr = (int32_t)(m_end - m < EMBER_GEMM_MR ? m_end - m : EMBER_GEMM_MR);
+      for (m = mb * g->mc; m < m_end; m += mr) {
         int64_t off = m * g->ldc + n0;
+        mr = (int32_t)(m_end - m < EMBER_GEMM_MR ? m_end - m : EMBER_GEMM_MR);
+        /* 4 rows: a 3-row tile, then the row kernel (about 3 + 1.5 cycles per k for 6 on
+         * the 6-row loop; M = 16, 64, 256, ... end so) */
+        if (mr == 4) mr = 3;
         ember_gemm_tile(kb, A + m * g->lda + k0, g->lda, mr, panel + k0 * ks, ks, C + off,
                         g->ldc, nr, last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0);
       }
