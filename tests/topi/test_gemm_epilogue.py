@@ -112,3 +112,58 @@ def test_erf_gelu_within_float_rounding_near_the_switch_points(tmp_path: Path) -
     got = np.array([b for a, b, _ in rows if a == GELU_ERF])
     want = np.array([0.5 * float(x) * (1.0 + math.erf(0.70710678 * float(x))) for x in xs])
     assert np.all(np.abs(got - want) <= 4e-7 * np.abs(xs) + 1e-30)
+
+
+SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 88.37, -87.3, 1e30, -1e30, 1e-45, -1e-45, np.inf,
+                    -np.inf, np.nan, -np.nan], np.float32)
+
+
+@pytest.mark.parametrize("level", list(LEVELS))
+def test_vmax_vmin_keep_the_compare_semantics_at_each_level(level: str, tmp_path: Path) -> None:
+    """ember_vmax(a, b) is a > b ? a : b lane by lane, ember_vmin a < b ? a : b, bit for bit:
+    NaN in either lane gives b, and of +0 and -0 the second (the exp/erf/tanh clamps rely on
+    the bound being the first operand, so a NaN input stays NaN)."""
+    compiler = cc.get_cc()
+    if compiler is None:
+        pytest.skip("no C compiler found")
+    exe = tmp_path / "vminmax"
+    subprocess.run([compiler, "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2",
+                    *LEVELS[level], "-I", str(INCLUDE), str(HERE / "data" / "vminmax_harness.c"),
+                    "-o", str(exe)], check=True, capture_output=True)
+    if level == "avx2":
+        from ember.target.simd import host_features
+
+        if "avx2" not in host_features():
+            pytest.skip("host has no AVX2")
+    lines = subprocess.run([str(exe)], check=True, capture_output=True,
+                           text=True).stdout.split("\n")
+    assert lines[0] == level
+    a, b = np.repeat(SPECIAL, SPECIAL.size), np.tile(SPECIAL, SPECIAL.size)
+    got = np.array([[int(v, 16) for v in line.split()] for line in lines[1:] if line],
+                   np.uint32)
+    for column, want in ((0, np.where(a > b, a, b)), (1, np.where(a < b, a, b))):
+        bad = np.flatnonzero(got[:, column] != want.view(np.uint32))
+        assert bad.size == 0, (f"{level} {'max' if column == 0 else 'min'}({a[bad[0]]!r}, "
+                               f"{b[bad[0]]!r}) bits {got[bad[0], column]:08x}, want "
+                               f"{want.view(np.uint32)[bad[0]]:08x}")
+
+
+@pytest.mark.parametrize("march, instruction", [("x86-64-v3", "vmaxps"), ("x86-64-v2", "maxps"),
+                                                ("x86-64-v4", "vmaxps")])
+def test_vmax_compiles_to_one_max_instruction(march: str, instruction: str,
+                                              tmp_path: Path) -> None:
+    """On x86 the clamps are one max/min instruction each, not a compare and a blend."""
+    compiler = cc.get_cc()
+    if compiler is None:
+        pytest.skip("no C compiler found")
+    src = tmp_path / "clamp.c"
+    src.write_text('#include "ember/kernels/gemm_simd.h"\n'
+                   "ember_vf clamp(ember_vf x, ember_vf lo, ember_vf hi) {\n"
+                   "  return ember_vmin(hi, ember_vmax(lo, x));\n}\n")
+    out = subprocess.run([compiler, "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2",
+                          f"-march={march}", "-I", str(INCLUDE), "-S", "-o", "-", str(src)],
+                         check=True, capture_output=True, text=True).stdout
+    body = [line.split()[0] for line in out.split("\n")
+            if line.startswith("\t") and not line.startswith("\t.")]
+    assert instruction in body and instruction.replace("max", "min") in body, body
+    assert not [i for i in body if "blend" in i or i.startswith(("vcmp", "cmp"))], body

@@ -272,3 +272,24 @@ def test_bad_attrs_and_types_are_refused() -> None:
     with pytest.raises(Exception, match=r"bias must be a scalar or \(4,\)"):
         relay.transform.InferType()(ember.IRModule.from_expr(
             relay.Function(relay.analysis.free_vars(call), call)))
+
+
+@pytest.mark.parametrize("level, sizes, kc", [
+    ("avx2", (1, 128, 384, 1536), 1536),   # GPT-2's MLP down-projection: one k block
+    ("avx2", (1, 128, 384, 1900), 1900),   # within 1.25 kc_max: no short second block
+    ("avx2", (1, 128, 768, 3072), 1536),   # GPT-2 small's: two equal blocks
+    ("avx2", (1, 50, 3072, 5000), 1250),   # four equal blocks, not 3 x 1536 + 392
+    ("avx2", (1, 4, 1000, 9000), 9000),    # one row tile: K whole (nothing reuses a block)
+    ("avx512", (1, 128, 384, 1536), 768),  # 32-column panels: a 96 KiB block is 768 deep
+    ("sse", (1, 128, 384, 5000), 2500),    # 8-column panels: up to 3072 deep
+])
+def test_k_blocks_fill_a_96k_panel_block_in_equal_parts(level: str, sizes: tuple,
+                                                        kc: int) -> None:
+    from ember.target.simd import LEVELS as SIMD_LEVELS
+    from ember.topi.nn import gemm_kernel as G
+
+    tiles = G.model_gemm_tiles(*sizes, SIMD_LEVELS[level])
+    assert tiles.kc == kc
+    assert tiles.kc * G.panel_width(SIMD_LEVELS[level]) * 4 <= 1.25 * G.KC_PANEL_BYTES or (
+        tiles.kc == sizes[3])
+    assert tiles.mc % G.MR == 0 and tiles.mc >= G.MR

@@ -27,8 +27,12 @@ from .sizes import Check, Dim, ceildiv, checked, dims, folded, i64, must_equal, 
 
 HEADER = "ember/kernels/gemm.h"
 MR = 6  # rows of the register tile (EMBER_GEMM_MR)
-L1_BYTES = 32 * 1024
 L2_BYTES = 512 * 1024
+# A k block of one B panel: up to 96 KiB (kc 1536 for AVX2's 16-column panels). It need not
+# fit L1: the panel is read in order, which the hardware prefetcher streams from L2, while
+# each further k block stores and reloads every C tile (on a 2-core EPYC, GPT-2's MLP
+# down-projection 128x1536x384: kc 768 -> 1536 is 89 -> 91 GFLOP/s in the kernel alone).
+KC_PANEL_BYTES = L2_BYTES * 3 // 16
 PARALLEL_MACS = 1 << 20  # below this a parallel launch costs more than it saves
 # ... unless B is this large (1 MiB of floats): a product of few rows streams B from L3 or
 # memory once, at a core's bandwidth, not at its FMA rate (resnet18's 512x1000 classifier:
@@ -88,13 +92,15 @@ def model_gemm_tiles(batch: int, M: int, N: int, K: int,
       broadcast use 15 of the 16 AVX2/SSE registers (AVX-512 has room, but wider panels would
       pad small N more).
     - ``kc``: a kc x nr block of the B panel is reused by every row tile; it may exceed L1
-      (1.5 L1: kc = 3 L1 / 2 / (4 nr), 768 for AVX2), since the hardware prefetcher streams
-      the panel from L2 in order, while each further k block costs a store and reload of
-      every C tile (on a 2-core EPYC, kc 768 instead of 256 is 5-10% faster for K of 384 to
-      1536, e.g. GPT-2's 128x384x16384 LM head 22.0 -> 20.2 ms); K itself when K is at
-      most 1.25 kc (a short last block costs more than the slight overflow), and when M fits
-      one row tile (nothing reuses the block; a matrix-vector product then streams B once
-      through the row kernel's four FMA chains instead of re-entering partial sums).
+      (up to KC_PANEL_BYTES: kc 1536 for AVX2), since the hardware prefetcher streams the
+      panel from L2 in order, while each further k block costs a store and reload of every
+      C tile (on a 2-core EPYC, kc 768 instead of 256 is 5-10% faster for K of 384 to 1536,
+      e.g. GPT-2's 128x384x16384 LM head 22.0 -> 20.2 ms, and kc 1536 instead of 768 about
+      2% for its 128x1536x384 MLP down-projection); K itself when K is at most 1.25 kc_max
+      (a short last block costs more than the slight overflow), else K in equal blocks of at
+      most kc_max, and K itself when M fits one row tile (nothing reuses the block; a
+      matrix-vector product then streams B once through the row kernel's four FMA chains
+      instead of re-entering partial sums).
     - ``mc``: rows per work item; the item's A block (mc x kc) should sit in a quarter of L2,
       and a parallel kernel wants about TARGET_ITEMS items in total to balance the threads.
     - ``parallel``: only from PARALLEL_MACS multiply-adds on (about 25 us of work at
@@ -112,8 +118,10 @@ def tile_exprs(batch: PrimExpr, M: PrimExpr, N: PrimExpr, K: PrimExpr,
     """``(mc, kc, parallel)`` of :func:`model_gemm_tiles` as expressions of the sizes: the
     kernel of a product with run-time extents computes its blocking from them at each call,
     the same blocking a static build of that shape gets. Constant sizes fold to constants."""
-    kc_l1 = max(nr, L1_BYTES * 3 // 2 // (4 * nr))
-    kc = tir.Select_(tir.any(K <= kc_l1 + kc_l1 // 4, M <= MR), tir.max(K, 1), kc_l1)
+    kc_max = max(nr, KC_PANEL_BYTES // (4 * nr))
+    # K in equal blocks of at most kc_max (no short last block)
+    kc_split = ceildiv(K, ceildiv(K, kc_max))
+    kc = tir.Select_(tir.any(K <= kc_max + kc_max // 4, M <= MR), tir.max(K, 1), kc_split)
     # mc from L2: (L2 / 4 / (4 kc)) // MR * MR, at least MR
     mc = tir.max(MR, tir.floordiv(tir.floordiv(L2_BYTES // 16, kc), MR) * MR)
     macs = i64(batch) * i64(M) * i64(N) * i64(K)

@@ -12,9 +12,12 @@ int TVMBackendParallelLaunch(FTVMParallelLambda f, void* c, int n) { TVMParallel
   return 0; }
 static float ref_act(float x, int act) { return ember_act1(x, act, 0.5f, 0.70710678f); }
 int main(void) {
-  int shapes[][3] = {{1,1,1},{7,13,5},{6,16,32},{128,128,128},{5,33,17},{13,64,3}};
+  /* M tails of every length (M % 6: 1, 2, 3, 4, 5; 2 and 3 rows take the 3-row tile, 4 rows
+   * 3 + 1), odd K */
+  int shapes[][3] = {{1,1,1},{7,13,5},{6,16,32},{128,128,128},{5,33,17},{13,64,3},
+                     {2,17,9},{9,40,7},{3,5,1},{8,19,33},{4,21,11},{16,7,5}};
   int bad = 0;
-  for (int s = 0; s < 6; ++s) for (int tb = 0; tb < 4; ++tb) for (int act = 0; act < 12; ++act) {
+  for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); ++s) for (int tb = 0; tb < 4; ++tb) for (int act = 0; act < 12; ++act) {
     int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
     float *A = malloc(sizeof(float)*M*K), *B = malloc(sizeof(float)*N*K), *C = malloc(sizeof(float)*M*N), *bias = malloc(sizeof(float)*N), *R = malloc(sizeof(float)*M*N);
     for (int i = 0; i < M*K; ++i) A[i] = (float)((i*37)%11 - 5) / 7.0f;

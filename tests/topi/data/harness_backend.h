@@ -1,6 +1,7 @@
 /* The backend API a kernel harness links against, in place of ember's runtime: workspace from
- * malloc, and a parallel launch that runs 3 tasks one after the other (so a kernel's work
- * split is exercised, with more tasks than some kernels have work items). */
+ * malloc, and a parallel launch that runs harness_tasks (3 unless the harness sets it) tasks
+ * one after the other (so a kernel's work split is exercised, with more tasks than some
+ * kernels have work items). */
 #ifndef EMBER_TESTS_HARNESS_BACKEND_H_
 #define EMBER_TESTS_HARNESS_BACKEND_H_
 
@@ -24,13 +25,15 @@ int TVMBackendFreeWorkspace(int a, int b, void* p) {
   return 0;
 }
 
+static int harness_tasks = 3;
+
 int TVMBackendParallelLaunch(FTVMParallelLambda f, void* cdata, int n) {
   TVMParallelGroupEnv env;
   int i;
   (void)n;
-  env.num_task = 3;
+  env.num_task = harness_tasks;
   env.sync_handle = 0;
-  for (i = 0; i < 3; ++i) {
+  for (i = 0; i < harness_tasks; ++i) {
     if (f(i, &env, cdata)) return -1;
   }
   return 0;

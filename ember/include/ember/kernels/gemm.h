@@ -97,6 +97,41 @@ static inline void ember_gemm_row(int32_t K, const float* a, const float* b, int
   }
 }
 
+/* The sums of a tile of at most 3 rows (rows a0, a1, a2; a short tile repeats row 0) added
+ * to *c00 .. *c21: even and odd k in separate accumulators, so 12 FMA chains stay in flight
+ * (the 6-row loop on such a tile spends half or more of its FMAs on copies of row 0; the
+ * last tile of M = 128 rows is 2 rows). */
+EMBER_ALWAYS_INLINE void ember_gemm_tile3(int32_t K, const float* a0, const float* a1,
+                                          const float* a2, const float* b, int64_t b_ks,
+                                          ember_vf* c00, ember_vf* c01, ember_vf* c10,
+                                          ember_vf* c11, ember_vf* c20, ember_vf* c21) {
+  ember_vf x00 = *c00, x01 = *c01, x10 = *c10, x11 = *c11, x20 = *c20, x21 = *c21;
+  ember_vf y00 = ember_vzero(), y01 = ember_vzero(), y10 = ember_vzero();
+  ember_vf y11 = ember_vzero(), y20 = ember_vzero(), y21 = ember_vzero();
+  int32_t k = 0;
+  for (; k + 2 <= K; k += 2) {
+    ember_vf b0 = ember_vload(b), b1 = ember_vload(b + EMBER_VL), t;
+    t = ember_vset1(a0[k]); x00 = ember_vfma(t, b0, x00); x01 = ember_vfma(t, b1, x01);
+    t = ember_vset1(a1[k]); x10 = ember_vfma(t, b0, x10); x11 = ember_vfma(t, b1, x11);
+    t = ember_vset1(a2[k]); x20 = ember_vfma(t, b0, x20); x21 = ember_vfma(t, b1, x21);
+    b0 = ember_vload(b + b_ks);
+    b1 = ember_vload(b + b_ks + EMBER_VL);
+    b += 2 * b_ks;
+    t = ember_vset1(a0[k + 1]); y00 = ember_vfma(t, b0, y00); y01 = ember_vfma(t, b1, y01);
+    t = ember_vset1(a1[k + 1]); y10 = ember_vfma(t, b0, y10); y11 = ember_vfma(t, b1, y11);
+    t = ember_vset1(a2[k + 1]); y20 = ember_vfma(t, b0, y20); y21 = ember_vfma(t, b1, y21);
+  }
+  if (k < K) {
+    ember_vf b0 = ember_vload(b), b1 = ember_vload(b + EMBER_VL), t;
+    t = ember_vset1(a0[k]); x00 = ember_vfma(t, b0, x00); x01 = ember_vfma(t, b1, x01);
+    t = ember_vset1(a1[k]); x10 = ember_vfma(t, b0, x10); x11 = ember_vfma(t, b1, x11);
+    t = ember_vset1(a2[k]); x20 = ember_vfma(t, b0, x20); x21 = ember_vfma(t, b1, x21);
+  }
+  *c00 = ember_vadd(x00, y00); *c01 = ember_vadd(x01, y01);
+  *c10 = ember_vadd(x10, y10); *c11 = ember_vadd(x11, y11);
+  *c20 = ember_vadd(x20, y20); *c21 = ember_vadd(x21, y21);
+}
+
 /* One register tile: rows [0, mr) x columns [0, nr) of C at c (row stride ldc), from A rows
  * at a (stride lda) and a K x EMBER_GEMM_NR panel at b (row stride b_ks). Columns are n0..,
  * the residual of element (i, j) is at res_off + i * ldc + j. */
@@ -142,15 +177,19 @@ static inline void ember_gemm_tile(int32_t K, const float* a, int64_t lda, int32
     c40 = ember_vload(tmp + 4 * EMBER_GEMM_NR); c41 = ember_vload(tmp + 4 * EMBER_GEMM_NR + EMBER_VL);
     c50 = ember_vload(tmp + 5 * EMBER_GEMM_NR); c51 = ember_vload(tmp + 5 * EMBER_GEMM_NR + EMBER_VL);
   }
-  for (k = 0; k < K; ++k) {
-    ember_vf b0 = ember_vload(b), b1 = ember_vload(b + EMBER_VL), t;
-    b += b_ks;
-    t = ember_vset1(a0[k]); c00 = ember_vfma(t, b0, c00); c01 = ember_vfma(t, b1, c01);
-    t = ember_vset1(a1[k]); c10 = ember_vfma(t, b0, c10); c11 = ember_vfma(t, b1, c11);
-    t = ember_vset1(a2[k]); c20 = ember_vfma(t, b0, c20); c21 = ember_vfma(t, b1, c21);
-    t = ember_vset1(a3[k]); c30 = ember_vfma(t, b0, c30); c31 = ember_vfma(t, b1, c31);
-    t = ember_vset1(a4[k]); c40 = ember_vfma(t, b0, c40); c41 = ember_vfma(t, b1, c41);
-    t = ember_vset1(a5[k]); c50 = ember_vfma(t, b0, c50); c51 = ember_vfma(t, b1, c51);
+  if (mr <= 3) {
+    ember_gemm_tile3(K, a0, a1, a2, b, b_ks, &c00, &c01, &c10, &c11, &c20, &c21);
+  } else {
+    for (k = 0; k < K; ++k) {
+      ember_vf b0 = ember_vload(b), b1 = ember_vload(b + EMBER_VL), t;
+      b += b_ks;
+      t = ember_vset1(a0[k]); c00 = ember_vfma(t, b0, c00); c01 = ember_vfma(t, b1, c01);
+      t = ember_vset1(a1[k]); c10 = ember_vfma(t, b0, c10); c11 = ember_vfma(t, b1, c11);
+      t = ember_vset1(a2[k]); c20 = ember_vfma(t, b0, c20); c21 = ember_vfma(t, b1, c21);
+      t = ember_vset1(a3[k]); c30 = ember_vfma(t, b0, c30); c31 = ember_vfma(t, b1, c31);
+      t = ember_vset1(a4[k]); c40 = ember_vfma(t, b0, c40); c41 = ember_vfma(t, b1, c41);
+      t = ember_vset1(a5[k]); c50 = ember_vfma(t, b0, c50); c51 = ember_vfma(t, b1, c51);
+    }
   }
   if (mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR && ember_epi_in_registers(e)) {
     /* full tile, cheap epilogue: the epilogue on the registers, then one store per vector */
@@ -268,6 +307,7 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
   int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
   int64_t mblocks = (g->M + g->mc - 1) / g->mc;
   int64_t have_b = -1, have_j = -1, item, ks = 0, k0;
+  int32_t mr = EMBER_GEMM_MR;
   ember_epilogue ident;
   float* buf = NULL;
   const float* panel = NULL;
@@ -294,9 +334,12 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
     for (k0 = 0; k0 < g->K || k0 == 0; k0 += g->kc) {
       int32_t kb = (int32_t)(g->K - k0 < g->kc ? g->K - k0 : g->kc);
       int last = k0 + g->kc >= g->K;
-      for (m = mb * g->mc; m < m_end; m += EMBER_GEMM_MR) {
-        int32_t mr = (int32_t)(m_end - m < EMBER_GEMM_MR ? m_end - m : EMBER_GEMM_MR);
+      for (m = mb * g->mc; m < m_end; m += mr) {
         int64_t off = m * g->ldc + n0;
+        mr = (int32_t)(m_end - m < EMBER_GEMM_MR ? m_end - m : EMBER_GEMM_MR);
+        /* 4 rows: a 3-row tile, then the row kernel (about 3 + 1.5 cycles per k for 6 on
+         * the 6-row loop; M = 16, 64, 256, ... end so) */
+        if (mr == 4) mr = 3;
         ember_gemm_tile(kb, A + m * g->lda + k0, g->lda, mr, panel + k0 * ks, ks, C + off,
                         g->ldc, nr, last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0);
       }

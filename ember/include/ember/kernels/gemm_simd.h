@@ -67,8 +67,34 @@ static inline ember_vf ember_vdiv(ember_vf a, ember_vf b) { return a / b; }
 static inline ember_vf ember_vselect(ember_vi m, ember_vf a, ember_vf b) {
   return (ember_vf)((m & (ember_vi)a) | (~m & (ember_vi)b));
 }
+/* Lane-wise (a > b ? a : b) and (a < b ? a : b). x86's max/min instructions compute exactly
+ * these (a NaN in either lane gives b), reached through the compiler's builtins (no
+ * <immintrin.h>); GCC compiles the mask form to a compare and a blend, two instructions on
+ * the exp/erf/tanh polynomials' clamps instead of one. NEON's max/min return NaN for a NaN
+ * in either lane, so NEON (and a compiler without the builtins) keeps the masks. */
+#if defined(__AVX512F__) && defined(__clang__)
+#define EMBER_VMAX_BUILTIN(a, b) __builtin_ia32_maxps512(a, b, 4)
+#define EMBER_VMIN_BUILTIN(a, b) __builtin_ia32_minps512(a, b, 4)
+#elif defined(__AVX512F__)
+/* the masked form with every lane kept; 4: the current rounding mode */
+#define EMBER_VMAX_BUILTIN(a, b) __builtin_ia32_maxps512_mask(a, b, a, (unsigned short)-1, 4)
+#define EMBER_VMIN_BUILTIN(a, b) __builtin_ia32_minps512_mask(a, b, a, (unsigned short)-1, 4)
+#elif defined(__AVX__) && EMBER_VL == 8
+#define EMBER_VMAX_BUILTIN(a, b) __builtin_ia32_maxps256(a, b)
+#define EMBER_VMIN_BUILTIN(a, b) __builtin_ia32_minps256(a, b)
+#elif defined(__SSE__) && EMBER_VL == 4
+#define EMBER_VMAX_BUILTIN(a, b) __builtin_ia32_maxps(a, b)
+#define EMBER_VMIN_BUILTIN(a, b) __builtin_ia32_minps(a, b)
+#endif
+#if defined(EMBER_VMAX_BUILTIN)
+static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return EMBER_VMAX_BUILTIN(a, b); }
+static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return EMBER_VMIN_BUILTIN(a, b); }
+#undef EMBER_VMAX_BUILTIN
+#undef EMBER_VMIN_BUILTIN
+#else
 static inline ember_vf ember_vmax(ember_vf a, ember_vf b) { return ember_vselect(a > b, a, b); }
 static inline ember_vf ember_vmin(ember_vf a, ember_vf b) { return ember_vselect(a < b, a, b); }
+#endif
 /* a * b + c */
 static inline ember_vf ember_vfma(ember_vf a, ember_vf b, ember_vf c) { return a * b + c; }
 /* 2^n where v = n + EMBER_ROUND_MAGIC, -127 <= n <= 127 (n sits in the low mantissa bits of
