@@ -65,14 +65,45 @@ EMBER_DLL int64_t EmberDynamicCallPlanSize(void) { return (int64_t)sizeof(EmberD
 
 /* Direct shape calls, a flat int64 array of num_shape_calls entries "fn n p_1..p_n": the
  * address of a kernel's unpacked entry (int32_t f(int64_t*, ...)), its number of pointer
- * arguments and the pointers (into the arena: they do not move). */
-#define EMBER_DIRECT_MAX_ARGS 6
-typedef int32_t (*ember_direct_1)(void*);
-typedef int32_t (*ember_direct_2)(void*, void*);
-typedef int32_t (*ember_direct_3)(void*, void*, void*);
-typedef int32_t (*ember_direct_4)(void*, void*, void*, void*);
-typedef int32_t (*ember_direct_5)(void*, void*, void*, void*, void*);
-typedef int32_t (*ember_direct_6)(void*, void*, void*, void*, void*, void*);
+ * arguments and the pointers (into the arena: they do not move). A shape function has two
+ * arguments per output (shape and byte size) besides its inputs: a split into 7 pieces with
+ * one input takes 15. */
+#define EMBER_DIRECT_MAX_ARGS 16
+
+/* What the host may write here (a library built before this said 6; the host asks). */
+EMBER_DLL int64_t EmberDirectMaxArgs(void) { return EMBER_DIRECT_MAX_ARGS; }
+
+#define EMBER_P void*
+typedef int32_t (*ember_direct_1)(EMBER_P);
+typedef int32_t (*ember_direct_2)(EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_3)(EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_4)(EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_5)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_6)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_7)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_8)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                  EMBER_P);
+typedef int32_t (*ember_direct_9)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                  EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_10)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_11)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_12)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_13)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P);
+typedef int32_t (*ember_direct_14)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_15)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_16)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+#undef EMBER_P
 
 /* The direct shape calls: 0 if each returned 0. */
 static int ember_run_direct(const int64_t* at, int32_t count) {
@@ -90,6 +121,38 @@ static int ember_run_direct(const int64_t* at, int32_t count) {
       case 4: rc = ((ember_direct_4)f)(a[0], a[1], a[2], a[3]); break;
       case 5: rc = ((ember_direct_5)f)(a[0], a[1], a[2], a[3], a[4]); break;
       case 6: rc = ((ember_direct_6)f)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
+      case 7: rc = ((ember_direct_7)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
+      case 8: rc = ((ember_direct_8)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
+      case 9:
+        rc = ((ember_direct_9)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+        break;
+      case 10:
+        rc = ((ember_direct_10)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+        break;
+      case 11:
+        rc = ((ember_direct_11)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10]);
+        break;
+      case 12:
+        rc = ((ember_direct_12)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10], a[11]);
+        break;
+      case 13:
+        rc = ((ember_direct_13)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10], a[11], a[12]);
+        break;
+      case 14:
+        rc = ((ember_direct_14)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10], a[11], a[12], a[13]);
+        break;
+      case 15:
+        rc = ((ember_direct_15)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10], a[11], a[12], a[13], a[14]);
+        break;
+      case 16:
+        rc = ((ember_direct_16)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10], a[11], a[12], a[13], a[14], a[15]);
+        break;
       default: return -1; /* the host writes no such entry */
     }
     if (rc != 0) return -1;

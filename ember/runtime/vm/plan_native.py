@@ -348,7 +348,8 @@ def _getter(at: Sequence[int]) -> Any:
     return lambda dims: ()
 
 
-# Arguments a direct call may have (csrc/dynamic_call.h: EMBER_DIRECT_MAX_ARGS).
+# Arguments a direct call may have in a library that does not say (built before
+# ``EmberDirectMaxArgs``: csrc/dynamic_call.h's EMBER_DIRECT_MAX_ARGS was 6).
 _DIRECT_MAX_ARGS = 6
 _TENSOR_CODES = (ArgTypeCode.DLTENSOR_HANDLE, ArgTypeCode.NDARRAY_HANDLE)
 
@@ -359,11 +360,12 @@ def _direct_calls(cplan: Any, arena: np.ndarray) -> np.ndarray | None:
     argument that is not a one-dimensional tensor in ``arena`` (a data tensor's pointer can
     change between calls; its kernel takes symbolic extents the table does not pass)."""
     lo, hi = arena.ctypes.data, arena.ctypes.data + arena.nbytes
+    most = direct_max_args(cplan.lib)
     words: list[int] = []
     for func, call in zip(cplan._funcs, cplan._calls):
         vals, codes, n = call.args[:3]
         entry = getattr(cplan.lib, f"{func.name}_unpacked", None)
-        if not func.name.endswith("_shape_func") or entry is None or n > _DIRECT_MAX_ARGS:
+        if not func.name.endswith("_shape_func") or entry is None or n > most:
             return None
         pointers = []
         for k in range(n):
@@ -377,6 +379,17 @@ def _direct_calls(cplan: Any, arena: np.ndarray) -> np.ndarray | None:
             pointers.append(at)
         words += [ctypes.cast(entry, ctypes.c_void_p).value, n, *pointers]
     return np.array(words, dtype=np.int64)
+
+
+def direct_max_args(lib: Any) -> int:
+    """How many pointer arguments the library's direct calls take at most (its
+    ``EmberDirectMaxArgs``; 6 for a library built before it said: a shape function with
+    three outputs, such as a split's, has 7)."""
+    most = getattr(lib, "EmberDirectMaxArgs", None)
+    if most is None:
+        return _DIRECT_MAX_ARGS
+    most.argtypes, most.restype = [], ctypes.c_int64
+    return int(most())
 
 
 def _program(plan: StaticPlan) -> list[int]:
@@ -448,4 +461,5 @@ def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
     return DynamicCall(calls, rules, entry, threads)
 
 
-__all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "OutputShapes", "dim_rules", "dynamic_call"]
+__all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "OutputShapes", "dim_rules", "direct_max_args",
+           "dynamic_call"]

@@ -134,7 +134,7 @@ def test_shape_functions_are_direct_calls_on_the_arena(two_outputs) -> None:
     lo, hi, at = arena.ctypes.data, arena.ctypes.data + arena.nbytes, 0
     for _ in range(shape_calls._count):  # "fn n p_1..p_n": every pointer in the arena
         n = int(direct[at + 1])
-        assert 1 <= n <= 6 and all(lo <= p < hi for p in direct[at + 2:at + 2 + n])
+        assert 1 <= n <= 16 and all(lo <= p < hi for p in direct[at + 2:at + 2 + n])
         at += 2 + n
     assert at == len(direct)
 
@@ -145,6 +145,67 @@ def test_shape_calls_outside_the_arena_stay_packed(two_outputs) -> None:
     two_outputs(x, x)
     shape_calls = context_of(two_outputs).native.plan._shape_cplan
     assert plan_native._direct_calls(shape_calls, np.zeros(4, np.int64)) is None
+
+
+def _split_model(pieces: int) -> str:
+    """A ``?`` batch split into ``pieces`` outputs: its shape function takes 1 + 2 * pieces
+    arguments (the input's shape, and per output its shape and byte size)."""
+    outs = ", ".join(f"nn.softmax(%0.{k})" for k in range(pieces))
+    return f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(?, {2 * pieces}), float32]) {{
+  %0 = split(%x, indices_or_sections={pieces}, axis=1);
+  ({outs})
+}}
+"""
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _direct_arities(native: DynamicCall) -> list[int]:
+    direct, at, arities = native._keep["direct"], 0, []
+    for _ in range(native.plan._shape_cplan._count):
+        arities.append(int(direct[at + 1]))
+        at += 2 + arities[-1]
+    return arities
+
+
+@pytest.mark.parametrize("pieces, direct", [(3, True), (8, False)])
+def test_shape_functions_of_many_outputs_are_direct_calls_up_to_the_library_limit(
+        pieces, direct) -> None:
+    """A split into 3 (a shape function of 7 arguments, as GPT-2's fused QKV split) is called
+    directly; one of 17 arguments (past EMBER_DIRECT_MAX_ARGS) leaves the table packed. Both
+    compute the same shapes at every batch."""
+    model = ember.compile(_split_model(pieces))
+    rng = np.random.default_rng(3)
+    for n in (2, 2, 5, 1, 3):
+        x = rng.standard_normal((n, 2 * pieces)).astype("float32")
+        got = model(x)
+        for k in range(pieces):
+            np.testing.assert_allclose(got[k], _softmax(x[:, 2 * k:2 * k + 2]), rtol=1e-5)
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall)
+    assert ("direct" in native._keep) is direct
+    if direct:
+        assert 1 + 2 * pieces in _direct_arities(native)
+    assert plan_native.direct_max_args(native.plan._shape_cplan.lib) == 16
+
+
+def test_a_library_that_predates_the_limit_keeps_seven_arguments_packed(monkeypatch) -> None:
+    class Old:  # a library built before it said how many arguments its direct calls take
+        pass
+    assert plan_native.direct_max_args(Old()) == 6
+    model = ember.compile(_split_model(3))
+    x = np.ones((2, 6), "float32")
+    model(x)
+    model(x)
+    shape_calls = context_of(model).native.plan._shape_cplan
+    arena = context_of(model).native.plan._arena_i64
+    assert plan_native._direct_calls(shape_calls, arena) is not None
+    monkeypatch.setattr(plan_native, "direct_max_args", lambda lib: 6)
+    assert plan_native._direct_calls(shape_calls, arena) is None
 
 
 def test_a_library_with_another_plan_layout_gets_no_dynamic_call(monkeypatch) -> None:
