@@ -63,11 +63,13 @@ typedef struct {
 /* The plan's layout as this library has it: the host uses the library only if it agrees. */
 EMBER_DLL int64_t EmberDynamicCallPlanSize(void) { return (int64_t)sizeof(EmberDynamicCallPlan); }
 
-/* Direct shape calls, a flat int64 array of num_shape_calls entries "fn n p_1..p_n": the
- * address of a kernel's unpacked entry (int32_t f(int64_t*, ...)), its number of pointer
- * arguments and the pointers (into the arena: they do not move). A shape function has two
- * arguments per output (shape and byte size) besides its inputs: a split into 7 pieces with
- * one input takes 15. */
+/* Direct shape calls, a flat int64 array of num_shape_calls entries, in the order of
+ * shape_calls: "fn n p_1..p_n", the address of a kernel's unpacked entry (int32_t
+ * f(int64_t*, ...)), its number of pointer arguments and the pointers (into the arena: they
+ * do not move); or "0 -1 k", shape_calls[k] through its packed entry (a kernel that is no
+ * shape function, such as a take of a shape, whose unpacked signature the host cannot tell:
+ * one such call leaves the others direct). A shape function has two arguments per output
+ * (shape and byte size) besides its inputs: a split into 7 pieces with one input takes 15. */
 #define EMBER_DIRECT_MAX_ARGS 16
 
 /* What the host may write here (a library built before this said 6; the host asks). */
@@ -106,13 +108,18 @@ typedef int32_t (*ember_direct_16)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, 
 #undef EMBER_P
 
 /* The direct shape calls: 0 if each returned 0. */
-static int ember_run_direct(const int64_t* at, int32_t count) {
-  int32_t i;
+static int ember_run_direct(const int64_t* at, int32_t count, const EmberPlannedCall* calls) {
+  int32_t i, failed_at;
   for (i = 0; i < count; ++i) {
     void* f = (void*)(intptr_t)at[0];
     void* a[EMBER_DIRECT_MAX_ARGS];
     int64_t n = at[1], k;
     int32_t rc;
+    if (n == -1) { /* "0 -1 k": a packed call */
+      if (EmberRunCalls(&calls[at[2]], 1, &failed_at) != 0) return -1;
+      at += 3;
+      continue;
+    }
     for (k = 0; k < n && k < EMBER_DIRECT_MAX_ARGS; ++k) a[k] = (void*)(intptr_t)at[2 + k];
     switch (n) {
       case 1: rc = ((ember_direct_1)f)(a[0]); break;
@@ -237,7 +244,7 @@ static int ember_new_signature(EmberDynamicCallPlan* p) {
     d += t->ndim;
   }
   if (p->num_shape_calls > 0 &&
-      (p->direct != NULL ? ember_run_direct(p->direct, p->num_shape_calls)
+      (p->direct != NULL ? ember_run_direct(p->direct, p->num_shape_calls, p->shape_calls)
                          : EmberRunCalls(p->shape_calls, p->num_shape_calls, &c->failed_at)) != 0)
     return 1;
   if (!ember_run_checks(p)) return 1;

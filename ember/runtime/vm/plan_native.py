@@ -355,30 +355,56 @@ _TENSOR_CODES = (ArgTypeCode.DLTENSOR_HANDLE, ArgTypeCode.NDARRAY_HANDLE)
 
 
 def _direct_calls(cplan: Any, arena: np.ndarray) -> np.ndarray | None:
-    """The shape calls of ``cplan`` as C's direct-call table ("fn n p_1..p_n" each), or None
-    where one of them cannot be called so: not a shape function, no unpacked entry, an
-    argument that is not a one-dimensional tensor in ``arena`` (a data tensor's pointer can
-    change between calls; its kernel takes symbolic extents the table does not pass)."""
+    """The shape calls of ``cplan`` as C's direct-call table, in order: "fn n p_1..p_n" for
+    each that can be called so, "0 -1 k" (the k-th planned call, through its packed entry)
+    for the others; None where none can (C then makes the planned calls as they are), or
+    where one cannot and the library predates packed entries in the table (it says
+    ``EmberDirectMaxArgs`` since it takes them).
+
+    A call is direct when it is a shape function (its unpacked entry takes one pointer per
+    argument: shape tensors of static length, no size arguments) of at most the library's
+    number of arguments, each a tensor of at most one dimension in ``arena`` (which does not
+    move). Any other kernel (a ``take`` of a shape in the shape phase: its unpacked
+    signature is not known here) or an argument elsewhere (a data tensor's pointer can change
+    between calls) stays packed, where its packed entry checks its arguments."""
     lo, hi = arena.ctypes.data, arena.ctypes.data + arena.nbytes
-    most = direct_max_args(cplan.lib)
+    most, mixed = direct_max_args(cplan.lib), _packed_entries(cplan.lib)
     words: list[int] = []
-    for func, call in zip(cplan._funcs, cplan._calls):
-        vals, codes, n = call.args[:3]
-        entry = getattr(cplan.lib, f"{func.name}_unpacked", None)
-        if not func.name.endswith("_shape_func") or entry is None or n > most:
+    direct = 0
+    for k, (func, call) in enumerate(zip(cplan._funcs, cplan._calls)):
+        entry = _direct_entry(cplan.lib, func, call, lo, hi, most)
+        if entry is None and not mixed:
             return None
-        pointers = []
-        for k in range(n):
-            if codes[k] not in _TENSOR_CODES:
-                return None
-            t = DLTensor.from_address(TVMValue.from_buffer(vals, k * ctypes.sizeof(
-                TVMValue)).v_handle)
-            at = (t.data or 0) + t.byte_offset
-            if t.ndim > 1 or not lo <= at < hi:
-                return None
-            pointers.append(at)
-        words += [ctypes.cast(entry, ctypes.c_void_p).value, n, *pointers]
-    return np.array(words, dtype=np.int64)
+        words += entry if entry is not None else [0, -1, k]
+        direct += entry is not None
+    return np.array(words, dtype=np.int64) if direct else None
+
+
+def _direct_entry(lib: Any, func: Any, call: Any, lo: int, hi: int,
+                  most: int) -> list[int] | None:
+    """"fn n p_1..p_n" for one shape call (see ``_direct_calls``), None if it must stay
+    packed."""
+    vals, codes, n = call.args[:3]
+    entry = getattr(lib, f"{func.name}_unpacked", None)
+    if not func.name.endswith("_shape_func") or entry is None or n > most:
+        return None
+    pointers = []
+    for k in range(n):
+        if codes[k] not in _TENSOR_CODES:
+            return None
+        t = DLTensor.from_address(TVMValue.from_buffer(vals, k * ctypes.sizeof(
+            TVMValue)).v_handle)
+        at = (t.data or 0) + t.byte_offset
+        if t.ndim > 1 or not lo <= at < hi:
+            return None
+        pointers.append(at)
+    return [ctypes.cast(entry, ctypes.c_void_p).value, n, *pointers]
+
+
+def _packed_entries(lib: Any) -> bool:
+    """Whether the library's direct-call table takes "0 -1 k" entries (one that says
+    ``EmberDirectMaxArgs`` does)."""
+    return getattr(lib, "EmberDirectMaxArgs", None) is not None
 
 
 def direct_max_args(lib: Any) -> int:
