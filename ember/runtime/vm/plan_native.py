@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .._abi import ArgTypeCode, DLTensor, TVMValue
+from ..ndarray import NDArray
 from ..model_call import _Plan, _Tensor, object_layout
 from .plan_arrays import ArrayCalls
 from .static_plan import StaticPlan
@@ -125,7 +126,7 @@ class DynamicCall:
         if shape_cplan is not None:
             p.shape_calls, p.num_shape_calls = ctypes.addressof(shape_cplan._table), \
                 shape_cplan._count
-            direct = _direct_calls(shape_cplan, plan._arena_i64)
+            direct = _direct_calls(shape_cplan, plan._arena_i64, _constant_ranges(plan))
             if direct is not None:
                 self._keep["direct"] = direct
                 p.direct = direct.ctypes.data
@@ -354,7 +355,8 @@ _DIRECT_MAX_ARGS = 6
 _TENSOR_CODES = (ArgTypeCode.DLTENSOR_HANDLE, ArgTypeCode.NDARRAY_HANDLE)
 
 
-def _direct_calls(cplan: Any, arena: np.ndarray) -> np.ndarray | None:
+def _direct_calls(cplan: Any, arena: np.ndarray,
+                  constants: Sequence[tuple[int, int]] = ()) -> np.ndarray | None:
     """The shape calls of ``cplan`` as C's direct-call table, in order: "fn n p_1..p_n" for
     each that can be called so, "0 -1 k" (the k-th planned call, through its packed entry)
     for the others; None where none can (C then makes the planned calls as they are), or
@@ -363,16 +365,18 @@ def _direct_calls(cplan: Any, arena: np.ndarray) -> np.ndarray | None:
 
     A call is direct when it is a shape function (its unpacked entry takes one pointer per
     argument: shape tensors of static length, no size arguments) of at most the library's
-    number of arguments, each a tensor of at most one dimension in ``arena`` (which does not
-    move). Any other kernel (a ``take`` of a shape in the shape phase: its unpacked
+    number of arguments, each a tensor of at most one dimension in ``arena`` or in one of the
+    ``constants`` (byte ranges of the plan's constants, such as a slice's begin that its
+    shape function reads: neither moves, and the plan set their DLTensors' pointers once, as
+    the packed call reads them). Any other kernel (a ``take`` of a shape in the shape phase: its unpacked
     signature is not known here) or an argument elsewhere (a data tensor's pointer can change
     between calls) stays packed, where its packed entry checks its arguments."""
-    lo, hi = arena.ctypes.data, arena.ctypes.data + arena.nbytes
+    fixed = [(arena.ctypes.data, arena.ctypes.data + arena.nbytes), *constants]
     most, mixed = direct_max_args(cplan.lib), _packed_entries(cplan.lib)
     words: list[int] = []
     direct = 0
     for k, (func, call) in enumerate(zip(cplan._funcs, cplan._calls)):
-        entry = _direct_entry(cplan.lib, func, call, lo, hi, most)
+        entry = _direct_entry(cplan.lib, func, call, fixed, most)
         if entry is None and not mixed:
             return None
         words += entry if entry is not None else [0, -1, k]
@@ -380,7 +384,7 @@ def _direct_calls(cplan: Any, arena: np.ndarray) -> np.ndarray | None:
     return np.array(words, dtype=np.int64) if direct else None
 
 
-def _direct_entry(lib: Any, func: Any, call: Any, lo: int, hi: int,
+def _direct_entry(lib: Any, func: Any, call: Any, fixed: Sequence[tuple[int, int]],
                   most: int) -> list[int] | None:
     """"fn n p_1..p_n" for one shape call (see ``_direct_calls``), None if it must stay
     packed."""
@@ -395,10 +399,16 @@ def _direct_entry(lib: Any, func: Any, call: Any, lo: int, hi: int,
         t = DLTensor.from_address(TVMValue.from_buffer(vals, k * ctypes.sizeof(
             TVMValue)).v_handle)
         at = (t.data or 0) + t.byte_offset
-        if t.ndim > 1 or not lo <= at < hi:
+        if t.ndim > 1 or not any(lo <= at < hi for lo, hi in fixed):
             return None
         pointers.append(at)
     return [ctypes.cast(entry, ctypes.c_void_p).value, n, *pointers]
+
+
+def _constant_ranges(plan: StaticPlan) -> list[tuple[int, int]]:
+    """The byte ranges of the constants the plan points its DLTensors at (it keeps them)."""
+    return [(c._dl.data, c._dl.data + c.nbytes) for c in plan._keep
+            if type(c) is NDArray and c._dl.data]
 
 
 def _packed_entries(lib: Any) -> bool:

@@ -164,9 +164,10 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _direct_arities(native: DynamicCall) -> list[int]:
-    """Per entry of the direct-call table: its number of pointers, -1 for a packed call."""
-    direct, at, arities = native._keep["direct"], 0, []
+def _direct_arities(native: DynamicCall, direct: np.ndarray | None = None) -> list[int]:
+    """Per entry of the direct-call table (``native``'s, or ``direct`` of its shape calls):
+    its number of pointers, -1 for a packed call."""
+    direct, at, arities = native._keep["direct"] if direct is None else direct, 0, []
     for _ in range(native.plan._shape_cplan._count):
         arities.append(int(direct[at + 1]))
         at += 3 if arities[-1] == -1 else 2 + arities[-1]
@@ -208,11 +209,13 @@ def test_a_kernel_that_is_no_shape_function_stays_packed_and_the_rest_direct(
     assert isinstance(native, DynamicCall)
     names = [f.name for f in native.plan._shape_cplan._funcs]
     arities = _direct_arities(native)
-    # the take of the shape stays packed (so does the slice's shape function: it reads the
-    # slice's begin and strides, constants outside the arena); add+relu's is direct
-    packed = {name for name, n in zip(names, arities) if n == -1}
-    assert any(not name.endswith("_shape_func") for name in packed), names
-    assert any(n > 0 for n in arities), names
+    # the take of the shape stays packed; the slice's shape function (reading the slice's
+    # begin and strides, constants of the plan) and add+relu's are direct
+    packed = [name for name, n in zip(names, arities) if n == -1]
+    assert packed == [name for name in names if not name.endswith("_shape_func")] != [], names
+    # without the constants' ranges, the slice's shape function would be packed too
+    arena_only = plan_native._direct_calls(native.plan._shape_cplan, native.plan._arena_i64)
+    assert _direct_arities(native, arena_only).count(-1) == len(packed) + 1
     seen = python_calls(model, monkeypatch)
     for seq in (1, 7, 15, 3, 9):  # new signatures, one C call each with the mixed table
         x = rng.standard_normal((1, seq, 4)).astype("float32")
