@@ -13,10 +13,10 @@
  *   1. each input dimension checked against its rule (a declared extent, any size, or equal
  *      to an earlier dimension of the same name) and written to its slot of the plan's arena;
  *   2. the inputs' byte sizes checked against their buffers;
- *   3. the shape functions (compiled kernels reading and writing the arena): called directly
- *      (their unpacked entries on arena pointers fixed at load) where the host could lay
- *      them out so, else through their packed entries (each of which checks its arguments:
- *      ~0.2 us a call, most of an unseen shape's cost for a small model);
+ *   3. the shape functions (compiled kernels reading and writing the arena): each called
+ *      directly (its unpacked entry on pointers fixed at load) where the host could lay it
+ *      out so, else through its packed entry (which checks its arguments: ~0.2 us a call,
+ *      most of an unseen shape's cost for a small model);
  *   4. the check program (below): block sizes within [least, capacity], tensors of run-time
  *      shape inside their blocks, reshapes that keep the element count;
  *   5. the outputs' shapes (declared, or read from the arena) and byte sizes checked against

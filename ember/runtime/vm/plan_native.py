@@ -15,10 +15,11 @@ reads that does not depend on the concrete sizes is laid out here, once:
   ``plan_checks.VectorChecks``, which stays the checked fallback);
 - per output dimension, a declared extent or the arena slot the shape phase writes;
 - the buffers (inputs, results, intermediates) and what each holds;
-- the shape functions as direct calls of their unpacked entries on arena pointers (no
-  per-call argument checks: the arena does not move and its layout is the one the packed
-  entries checked), where each one's arguments are one-dimensional shape tensors in the
-  arena (``_direct_calls``).
+- the shape functions as direct calls of their unpacked entries on arena and constant
+  pointers (no per-call argument checks: neither moves, and the layout is the one the packed
+  entries checked), where each one's arguments are tensors of at most one dimension there;
+  the other kernels of the shape phase as packed entries of the same table
+  (``_direct_calls``).
 
 C answers 1 when a signature needs what only Python does (a buffer to grow, a check that
 fails and must be reported, an input of another kind): the caller's checked path then runs the
