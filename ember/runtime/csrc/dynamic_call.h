@@ -13,10 +13,10 @@
  *   1. each input dimension checked against its rule (a declared extent, any size, or equal
  *      to an earlier dimension of the same name) and written to its slot of the plan's arena;
  *   2. the inputs' byte sizes checked against their buffers;
- *   3. the shape functions (compiled kernels reading and writing the arena): called directly
- *      (their unpacked entries on arena pointers fixed at load) where the host could lay
- *      them out so, else through their packed entries (each of which checks its arguments:
- *      ~0.2 us a call, most of an unseen shape's cost for a small model);
+ *   3. the shape functions (compiled kernels reading and writing the arena): each called
+ *      directly (its unpacked entry on pointers fixed at load) where the host could lay it
+ *      out so, else through its packed entry (which checks its arguments: ~0.2 us a call,
+ *      most of an unseen shape's cost for a small model);
  *   4. the check program (below): block sizes within [least, capacity], tensors of run-time
  *      shape inside their blocks, reshapes that keep the element count;
  *   5. the outputs' shapes (declared, or read from the arena) and byte sizes checked against
@@ -63,25 +63,63 @@ typedef struct {
 /* The plan's layout as this library has it: the host uses the library only if it agrees. */
 EMBER_DLL int64_t EmberDynamicCallPlanSize(void) { return (int64_t)sizeof(EmberDynamicCallPlan); }
 
-/* Direct shape calls, a flat int64 array of num_shape_calls entries "fn n p_1..p_n": the
- * address of a kernel's unpacked entry (int32_t f(int64_t*, ...)), its number of pointer
- * arguments and the pointers (into the arena: they do not move). */
-#define EMBER_DIRECT_MAX_ARGS 6
-typedef int32_t (*ember_direct_1)(void*);
-typedef int32_t (*ember_direct_2)(void*, void*);
-typedef int32_t (*ember_direct_3)(void*, void*, void*);
-typedef int32_t (*ember_direct_4)(void*, void*, void*, void*);
-typedef int32_t (*ember_direct_5)(void*, void*, void*, void*, void*);
-typedef int32_t (*ember_direct_6)(void*, void*, void*, void*, void*, void*);
+/* Direct shape calls, a flat int64 array of num_shape_calls entries, in the order of
+ * shape_calls: "fn n p_1..p_n", the address of a kernel's unpacked entry (int32_t
+ * f(int64_t*, ...)), its number of pointer arguments and the pointers (into the arena: they
+ * do not move); or "0 -1 k", shape_calls[k] through its packed entry (a kernel that is no
+ * shape function, such as a take of a shape, whose unpacked signature the host cannot tell:
+ * one such call leaves the others direct). A shape function has two arguments per output
+ * (shape and byte size) besides its inputs: a split into 7 pieces with one input takes 15. */
+#define EMBER_DIRECT_MAX_ARGS 16
+
+/* What the host may write here (a library built before this said 6; the host asks). */
+EMBER_DLL int64_t EmberDirectMaxArgs(void) { return EMBER_DIRECT_MAX_ARGS; }
+
+#define EMBER_P void*
+typedef int32_t (*ember_direct_1)(EMBER_P);
+typedef int32_t (*ember_direct_2)(EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_3)(EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_4)(EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_5)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_6)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_7)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_8)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                  EMBER_P);
+typedef int32_t (*ember_direct_9)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                  EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_10)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_11)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_12)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_13)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P);
+typedef int32_t (*ember_direct_14)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_15)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P);
+typedef int32_t (*ember_direct_16)(EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P, EMBER_P,
+                                   EMBER_P, EMBER_P, EMBER_P, EMBER_P);
+#undef EMBER_P
 
 /* The direct shape calls: 0 if each returned 0. */
-static int ember_run_direct(const int64_t* at, int32_t count) {
-  int32_t i;
+static int ember_run_direct(const int64_t* at, int32_t count, const EmberPlannedCall* calls) {
+  int32_t i, failed_at;
   for (i = 0; i < count; ++i) {
     void* f = (void*)(intptr_t)at[0];
     void* a[EMBER_DIRECT_MAX_ARGS];
     int64_t n = at[1], k;
     int32_t rc;
+    if (n == -1) { /* "0 -1 k": a packed call */
+      if (EmberRunCalls(&calls[at[2]], 1, &failed_at) != 0) return -1;
+      at += 3;
+      continue;
+    }
     for (k = 0; k < n && k < EMBER_DIRECT_MAX_ARGS; ++k) a[k] = (void*)(intptr_t)at[2 + k];
     switch (n) {
       case 1: rc = ((ember_direct_1)f)(a[0]); break;
@@ -90,6 +128,38 @@ static int ember_run_direct(const int64_t* at, int32_t count) {
       case 4: rc = ((ember_direct_4)f)(a[0], a[1], a[2], a[3]); break;
       case 5: rc = ((ember_direct_5)f)(a[0], a[1], a[2], a[3], a[4]); break;
       case 6: rc = ((ember_direct_6)f)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
+      case 7: rc = ((ember_direct_7)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
+      case 8: rc = ((ember_direct_8)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
+      case 9:
+        rc = ((ember_direct_9)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+        break;
+      case 10:
+        rc = ((ember_direct_10)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+        break;
+      case 11:
+        rc = ((ember_direct_11)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10]);
+        break;
+      case 12:
+        rc = ((ember_direct_12)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10], a[11]);
+        break;
+      case 13:
+        rc = ((ember_direct_13)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10], a[11], a[12]);
+        break;
+      case 14:
+        rc = ((ember_direct_14)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10], a[11], a[12], a[13]);
+        break;
+      case 15:
+        rc = ((ember_direct_15)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10], a[11], a[12], a[13], a[14]);
+        break;
+      case 16:
+        rc = ((ember_direct_16)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10], a[11], a[12], a[13], a[14], a[15]);
+        break;
       default: return -1; /* the host writes no such entry */
     }
     if (rc != 0) return -1;
@@ -174,7 +244,7 @@ static int ember_new_signature(EmberDynamicCallPlan* p) {
     d += t->ndim;
   }
   if (p->num_shape_calls > 0 &&
-      (p->direct != NULL ? ember_run_direct(p->direct, p->num_shape_calls)
+      (p->direct != NULL ? ember_run_direct(p->direct, p->num_shape_calls, p->shape_calls)
                          : EmberRunCalls(p->shape_calls, p->num_shape_calls, &c->failed_at)) != 0)
     return 1;
   if (!ember_run_checks(p)) return 1;

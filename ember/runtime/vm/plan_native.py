@@ -15,10 +15,11 @@ reads that does not depend on the concrete sizes is laid out here, once:
   ``plan_checks.VectorChecks``, which stays the checked fallback);
 - per output dimension, a declared extent or the arena slot the shape phase writes;
 - the buffers (inputs, results, intermediates) and what each holds;
-- the shape functions as direct calls of their unpacked entries on arena pointers (no
-  per-call argument checks: the arena does not move and its layout is the one the packed
-  entries checked), where each one's arguments are one-dimensional shape tensors in the
-  arena (``_direct_calls``).
+- the shape functions as direct calls of their unpacked entries on arena and constant
+  pointers (no per-call argument checks: neither moves, and the layout is the one the packed
+  entries checked), where each one's arguments are tensors of at most one dimension there;
+  the other kernels of the shape phase as packed entries of the same table
+  (``_direct_calls``).
 
 C answers 1 when a signature needs what only Python does (a buffer to grow, a check that
 fails and must be reported, an input of another kind): the caller's checked path then runs the
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .._abi import ArgTypeCode, DLTensor, TVMValue
+from ..ndarray import NDArray
 from ..model_call import _Plan, _Tensor, object_layout
 from .plan_arrays import ArrayCalls
 from .static_plan import StaticPlan
@@ -125,7 +127,7 @@ class DynamicCall:
         if shape_cplan is not None:
             p.shape_calls, p.num_shape_calls = ctypes.addressof(shape_cplan._table), \
                 shape_cplan._count
-            direct = _direct_calls(shape_cplan, plan._arena_i64)
+            direct = _direct_calls(shape_cplan, plan._arena_i64, _constant_ranges(plan))
             if direct is not None:
                 self._keep["direct"] = direct
                 p.direct = direct.ctypes.data
@@ -348,35 +350,83 @@ def _getter(at: Sequence[int]) -> Any:
     return lambda dims: ()
 
 
-# Arguments a direct call may have (csrc/dynamic_call.h: EMBER_DIRECT_MAX_ARGS).
+# Arguments a direct call may have in a library that does not say (built before
+# ``EmberDirectMaxArgs``: csrc/dynamic_call.h's EMBER_DIRECT_MAX_ARGS was 6).
 _DIRECT_MAX_ARGS = 6
 _TENSOR_CODES = (ArgTypeCode.DLTENSOR_HANDLE, ArgTypeCode.NDARRAY_HANDLE)
 
 
-def _direct_calls(cplan: Any, arena: np.ndarray) -> np.ndarray | None:
-    """The shape calls of ``cplan`` as C's direct-call table ("fn n p_1..p_n" each), or None
-    where one of them cannot be called so: not a shape function, no unpacked entry, an
-    argument that is not a one-dimensional tensor in ``arena`` (a data tensor's pointer can
-    change between calls; its kernel takes symbolic extents the table does not pass)."""
-    lo, hi = arena.ctypes.data, arena.ctypes.data + arena.nbytes
+def _direct_calls(cplan: Any, arena: np.ndarray,
+                  constants: Sequence[tuple[int, int]] = ()) -> np.ndarray | None:
+    """The shape calls of ``cplan`` as C's direct-call table, in order: "fn n p_1..p_n" for
+    each that can be called so, "0 -1 k" (the k-th planned call, through its packed entry)
+    for the others; None where none can (C then makes the planned calls as they are), or
+    where one cannot and the library predates packed entries in the table (it says
+    ``EmberDirectMaxArgs`` since it takes them).
+
+    A call is direct when it is a shape function (its unpacked entry takes one pointer per
+    argument: shape tensors of static length, no size arguments) of at most the library's
+    number of arguments, each a tensor of at most one dimension in ``arena`` or in one of the
+    ``constants`` (byte ranges of the plan's constants, such as a slice's begin that its
+    shape function reads: neither moves, and the plan set their DLTensors' pointers once, as
+    the packed call reads them). Any other kernel (a ``take`` of a shape in the shape phase: its unpacked
+    signature is not known here) or an argument elsewhere (a data tensor's pointer can change
+    between calls) stays packed, where its packed entry checks its arguments."""
+    fixed = [(arena.ctypes.data, arena.ctypes.data + arena.nbytes), *constants]
+    most, mixed = direct_max_args(cplan.lib), _packed_entries(cplan.lib)
     words: list[int] = []
-    for func, call in zip(cplan._funcs, cplan._calls):
-        vals, codes, n = call.args[:3]
-        entry = getattr(cplan.lib, f"{func.name}_unpacked", None)
-        if not func.name.endswith("_shape_func") or entry is None or n > _DIRECT_MAX_ARGS:
+    direct = 0
+    for k, (func, call) in enumerate(zip(cplan._funcs, cplan._calls)):
+        entry = _direct_entry(cplan.lib, func, call, fixed, most)
+        if entry is None and not mixed:
             return None
-        pointers = []
-        for k in range(n):
-            if codes[k] not in _TENSOR_CODES:
-                return None
-            t = DLTensor.from_address(TVMValue.from_buffer(vals, k * ctypes.sizeof(
-                TVMValue)).v_handle)
-            at = (t.data or 0) + t.byte_offset
-            if t.ndim > 1 or not lo <= at < hi:
-                return None
-            pointers.append(at)
-        words += [ctypes.cast(entry, ctypes.c_void_p).value, n, *pointers]
-    return np.array(words, dtype=np.int64)
+        words += entry if entry is not None else [0, -1, k]
+        direct += entry is not None
+    return np.array(words, dtype=np.int64) if direct else None
+
+
+def _direct_entry(lib: Any, func: Any, call: Any, fixed: Sequence[tuple[int, int]],
+                  most: int) -> list[int] | None:
+    """"fn n p_1..p_n" for one shape call (see ``_direct_calls``), None if it must stay
+    packed."""
+    vals, codes, n = call.args[:3]
+    entry = getattr(lib, f"{func.name}_unpacked", None)
+    if not func.name.endswith("_shape_func") or entry is None or n > most:
+        return None
+    pointers = []
+    for k in range(n):
+        if codes[k] not in _TENSOR_CODES:
+            return None
+        t = DLTensor.from_address(TVMValue.from_buffer(vals, k * ctypes.sizeof(
+            TVMValue)).v_handle)
+        at = (t.data or 0) + t.byte_offset
+        if t.ndim > 1 or not any(lo <= at < hi for lo, hi in fixed):
+            return None
+        pointers.append(at)
+    return [ctypes.cast(entry, ctypes.c_void_p).value, n, *pointers]
+
+
+def _constant_ranges(plan: StaticPlan) -> list[tuple[int, int]]:
+    """The byte ranges of the constants the plan points its DLTensors at (it keeps them)."""
+    return [(c._dl.data, c._dl.data + c.nbytes) for c in plan._keep
+            if type(c) is NDArray and c._dl.data]
+
+
+def _packed_entries(lib: Any) -> bool:
+    """Whether the library's direct-call table takes "0 -1 k" entries (one that says
+    ``EmberDirectMaxArgs`` does)."""
+    return getattr(lib, "EmberDirectMaxArgs", None) is not None
+
+
+def direct_max_args(lib: Any) -> int:
+    """How many pointer arguments the library's direct calls take at most (its
+    ``EmberDirectMaxArgs``; 6 for a library built before it said: a shape function with
+    three outputs, such as a split's, has 7)."""
+    most = getattr(lib, "EmberDirectMaxArgs", None)
+    if most is None:
+        return _DIRECT_MAX_ARGS
+    most.argtypes, most.restype = [], ctypes.c_int64
+    return int(most())
 
 
 def _program(plan: StaticPlan) -> list[int]:
@@ -448,4 +498,5 @@ def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
     return DynamicCall(calls, rules, entry, threads)
 
 
-__all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "OutputShapes", "dim_rules", "dynamic_call"]
+__all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "OutputShapes", "dim_rules", "direct_max_args",
+           "dynamic_call"]

@@ -134,7 +134,7 @@ def test_shape_functions_are_direct_calls_on_the_arena(two_outputs) -> None:
     lo, hi, at = arena.ctypes.data, arena.ctypes.data + arena.nbytes, 0
     for _ in range(shape_calls._count):  # "fn n p_1..p_n": every pointer in the arena
         n = int(direct[at + 1])
-        assert 1 <= n <= 6 and all(lo <= p < hi for p in direct[at + 2:at + 2 + n])
+        assert 1 <= n <= 16 and all(lo <= p < hi for p in direct[at + 2:at + 2 + n])
         at += 2 + n
     assert at == len(direct)
 
@@ -145,6 +145,125 @@ def test_shape_calls_outside_the_arena_stay_packed(two_outputs) -> None:
     two_outputs(x, x)
     shape_calls = context_of(two_outputs).native.plan._shape_cplan
     assert plan_native._direct_calls(shape_calls, np.zeros(4, np.int64)) is None
+
+
+def _split_model(pieces: int) -> str:
+    """A ``?`` batch split into ``pieces`` outputs: its shape function takes 1 + 2 * pieces
+    arguments (the input's shape, and per output its shape and byte size)."""
+    outs = ", ".join(f"nn.softmax(%0.{k})" for k in range(pieces))
+    return f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(?, {2 * pieces}), float32]) {{
+  %0 = split(%x, indices_or_sections={pieces}, axis=1);
+  ({outs})
+}}
+"""
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _direct_arities(native: DynamicCall, direct: np.ndarray | None = None) -> list[int]:
+    """Per entry of the direct-call table (``native``'s, or ``direct`` of its shape calls):
+    its number of pointers, -1 for a packed call."""
+    direct, at, arities = native._keep["direct"] if direct is None else direct, 0, []
+    for _ in range(native.plan._shape_cplan._count):
+        arities.append(int(direct[at + 1]))
+        at += 3 if arities[-1] == -1 else 2 + arities[-1]
+    assert at == len(direct)
+    return arities
+
+
+def _table_slice_model() -> bytes:
+    """ONNX: y = x + table[:seq] with seq = Shape(x)[1] (as torch exports a position table
+    sliced to the sequence): the shape phase has a ``take`` of the shape, a kernel that is no
+    shape function, among the shape functions."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = np.arange(64, dtype="float32").reshape(16, 4) / 10
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["seq"], axis=0),
+             helper.make_node("Slice", ["table", "zero", "seq", "zero"], ["rows"]),
+             helper.make_node("Add", ["x", "rows"], ["sum"]),
+             helper.make_node("Relu", ["sum"], ["y"])]
+    inits = [numpy_helper.from_array(table, "table"),
+             numpy_helper.from_array(np.array([1], "int64"), "one"),
+             numpy_helper.from_array(np.array([0], "int64"), "zero")]
+    graph = helper.make_graph(
+        nodes, "table_slice", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                             [1, "seq", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 4])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_kernel_that_is_no_shape_function_stays_packed_and_the_rest_direct(
+        monkeypatch) -> None:
+    model = ember.compile(_table_slice_model())
+    table = np.arange(64, dtype="float32").reshape(16, 4) / 10
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 16, 4)).astype("float32")  # the buffers at their largest
+    model(x)
+    model(x)
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall)
+    names = [f.name for f in native.plan._shape_cplan._funcs]
+    arities = _direct_arities(native)
+    # the take of the shape stays packed; the slice's shape function (reading the slice's
+    # begin and strides, constants of the plan) and add+relu's are direct
+    packed = [name for name, n in zip(names, arities) if n == -1]
+    assert packed == [name for name in names if not name.endswith("_shape_func")] != [], names
+    # without the constants' ranges, the slice's shape function would be packed too
+    arena_only = plan_native._direct_calls(native.plan._shape_cplan, native.plan._arena_i64)
+    assert _direct_arities(native, arena_only).count(-1) == len(packed) + 1
+    seen = python_calls(model, monkeypatch)
+    for seq in (1, 7, 15, 3, 9):  # new signatures, one C call each with the mixed table
+        x = rng.standard_normal((1, seq, 4)).astype("float32")
+        np.testing.assert_allclose(model(x), np.maximum(x + table[:seq], 0), rtol=1e-6)
+    assert not seen
+    monkeypatch.setattr(plan_native, "_packed_entries", lambda lib: False)
+    arena = native.plan._arena_i64  # a library that predates packed entries: all packed
+    assert plan_native._direct_calls(native.plan._shape_cplan, arena) is None
+
+
+@pytest.mark.parametrize("pieces, direct", [(3, True), (8, False)])
+def test_shape_functions_of_many_outputs_are_direct_calls_up_to_the_library_limit(
+        pieces, direct) -> None:
+    """A split into 3 (a shape function of 7 arguments, as GPT-2's fused QKV split) is called
+    directly; one of 17 arguments (past EMBER_DIRECT_MAX_ARGS) through its packed entry, the
+    softmaxes' still directly. Both compute the same shapes at every batch."""
+    model = ember.compile(_split_model(pieces))
+    rng = np.random.default_rng(3)
+    for n in (2, 2, 5, 1, 3):
+        x = rng.standard_normal((n, 2 * pieces)).astype("float32")
+        got = model(x)
+        for k in range(pieces):
+            np.testing.assert_allclose(got[k], _softmax(x[:, 2 * k:2 * k + 2]), rtol=1e-5)
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall)
+    arities = _direct_arities(native)
+    assert (1 + 2 * pieces in arities) is direct
+    assert (-1 in arities) is not direct
+    assert arities.count(3) == pieces  # each softmax's: its input's shape, its outputs'
+    assert plan_native.direct_max_args(native.plan._shape_cplan.lib) == 16
+
+
+def test_a_library_that_predates_the_limit_keeps_seven_arguments_packed(monkeypatch) -> None:
+    class Old:  # a library built before it said how many arguments its direct calls take
+        pass
+    assert plan_native.direct_max_args(Old()) == 6
+    model = ember.compile(_split_model(3))
+    x = np.ones((2, 6), "float32")
+    model(x)
+    model(x)
+    shape_calls = context_of(model).native.plan._shape_cplan
+    arena = context_of(model).native.plan._arena_i64
+    assert plan_native._direct_calls(shape_calls, arena) is not None
+    monkeypatch.setattr(plan_native, "direct_max_args", lambda lib: 6)
+    table = plan_native._direct_calls(shape_calls, arena)  # the split's 7: a packed entry
+    assert table is not None and list(table[:3]) == [0, -1, 0]
+    monkeypatch.setattr(plan_native, "_packed_entries", lambda lib: False)
+    assert plan_native._direct_calls(shape_calls, arena) is None
 
 
 def test_a_library_with_another_plan_layout_gets_no_dynamic_call(monkeypatch) -> None:
