@@ -172,47 +172,57 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
   EMBER_FN(ember_conv_store_with)(p->act, p->flags, p->lo, p->hi, v, out, res);
 }
 
+/* The general epilogue of a RW x RB register tile (a residual with a hardswish, hardsigmoid or
+ * leaky relu, partial sums added): each vector of acc (acc[j][r] at acc + j * rb + r) plus the
+ * bias or the output's partial sum, through ember_conv_store_with. Out of line, as
+ * conv_nchw_input_impl.h's: inlined, its switch over the activations per vector was copied
+ * RW x RB times into every tile. */
+EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const EV* acc,
+                                                  int32_t rw, int32_t rb, const float* bias,
+                                                  size_t o, size_t oob) {
+  const int32_t act = p->act, flags = p->flags, accum = p->accum;
+  const float lo = p->lo, hi = p->hi;
+  float* const out = p->out + o;
+  const float* const res = p->res + o;
+  int32_t j, r;
+  for (r = 0; r < rb; ++r) {
+    const EV bv = EMBER_VLOAD(EMBER_L, bias + r * EMBER_L);
+    for (j = 0; j < rw; ++j) {
+      const size_t at = r * oob + (size_t)j * EMBER_L;
+      EV v = acc[j * rb + r] + (accum ? EMBER_VLOAD(EMBER_L, out + at) : bv);
+      EMBER_FN(ember_conv_store_with)(act, flags, lo, hi, &v, out + at, res + at);
+    }
+  }
+}
+
 /* The stores of a RW x RB register tile (bias added) at output offset o, blocks oob floats
- * apart. The epilogue's fields are read into locals once: read through p, they were reloaded
+ * apart: the common epilogues (p->epi, ember_conv_epi_case) chosen once per tile, each a
+ * straight-line run of stores (per vector, the epilogue's branches cost as much as the FMAs of
+ * a 1x1 tile with 16 input channels: 16->96 at 112x112, 60 -> 73 GFLOP/s), the rest out of
+ * line. The epilogue's fields are read into locals once: read through p, they were reloaded
  * after every store (a float store may alias *p), which cost as much as the FMAs of a 1x1
  * conv with 16 input channels (16->64 at 112x112: 1.6x onnxruntime's time). */
 #define EMBER_CONV_STORE_TILE(RW, RB)                                                          \
   {                                                                                            \
-    const int32_t act_ = p->act, flags_ = p->flags, accum_ = p->accum;                         \
-    const float lo_ = p->lo, hi_ = p->hi;                                                      \
     float* const out_ = p->out + o;                                                            \
     const float* const res_ = p->res + o;                                                      \
-    if (!accum_ && (act_ <= EMBER_CONV_ACT_CLIP || act_ >= EMBER_CONV_ACT_SIGMOID)) {          \
-      /* the common epilogues (none, relu, clip, or one that runs later; a residual before   \
-       * or after) chosen once per tile, each a straight-line run of stores: per vector, the \
-       * epilogue's branches cost as much as the FMAs of a 1x1 tile with 16 input channels   \
-       * (16->96 at 112x112: 60 -> 73 GFLOP/s) */                                             \
-      const int32_t res_first = (flags_ & EMBER_EPI_RESIDUAL) &&                               \
-                                ((flags_ & EMBER_EPI_ACT_AFTER_ADD) || !act_);                 \
-      const int32_t res_last = (flags_ & EMBER_EPI_RESIDUAL) && !res_first &&                  \
-                               act_ < EMBER_CONV_ACT_SIGMOID;                                  \
-      const int32_t clamp_ = act_ == EMBER_CONV_ACT_RELU ? 1 : act_ == EMBER_CONV_ACT_CLIP ? 2 \
-                                                                                     : 0;      \
-      const EV vlo_ = EMBER_VSPLAT(EMBER_L, clamp_ == 2 ? lo_ : 0.0f);                         \
-      const EV vhi_ = EMBER_VSPLAT(EMBER_L, hi_);                                              \
-      switch (res_first | clamp_ << 1 | res_last << 3) {                                       \
-        case 0: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0) break;                                   \
-        case 1: EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0) break;                                   \
-        case 2: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0) break;                                   \
-        case 3: EMBER_CONV_STORE_RUN(RW, RB, 1, 1, 0) break;                                   \
-        case 4: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 0) break;                                   \
-        case 5: EMBER_CONV_STORE_RUN(RW, RB, 1, 2, 0) break;                                   \
-        case 10: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 1) break;                                  \
-        default: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 1) break; /* 12: clip, then the add */    \
-      }                                                                                        \
-    } else {                                                                                   \
-      EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                 \
-        EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                            \
-        EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                               \
-          size_t at = r * oob + (size_t)j * L;                                                 \
-          EV v = acc[j][r] + (accum_ ? EMBER_VLOAD(EMBER_L, out_ + at) : bv);                  \
-          EMBER_FN(ember_conv_store_with)(act_, flags_, lo_, hi_, &v, out_ + at, res_ + at);   \
-        }                                                                                      \
+    const EV vlo_ = EMBER_VSPLAT(EMBER_L, (p->epi >> 1 & 3) == 2 ? p->lo : 0.0f);            \
+    const EV vhi_ = EMBER_VSPLAT(EMBER_L, p->hi);                                              \
+    switch (p->epi) {                                                                          \
+      case 0: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0) break;                                     \
+      case 1: EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0) break;                                     \
+      case 2: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0) break;                                     \
+      case 3: EMBER_CONV_STORE_RUN(RW, RB, 1, 1, 0) break;                                     \
+      case 4: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 0) break;                                     \
+      case 5: EMBER_CONV_STORE_RUN(RW, RB, 1, 2, 0) break;                                     \
+      case 10: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 1) break;                                    \
+      case 12: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 1) break; /* clip, then the add */           \
+      default: {                                                                               \
+        EV spill_[RW * RB]; /* a copy: acc, its address taken, would leave the registers */  \
+        EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                  \
+          EMBER_KUNROLL for (r = 0; r < RB; ++r) spill_[j * RB + r] = acc[j][r];                \
+        EMBER_FN(ember_conv_store_general)(p, spill_, RW, RB, bias, o, oob);                   \
+        break;                                                                                 \
       }                                                                                        \
     }                                                                                          \
   }
@@ -829,6 +839,7 @@ static inline void EMBER_FN(ember_conv_chunked)(const ember_conv_p* p, int64_t l
     q.accum = k0 > 0;
     q.act = last ? p->act : 0;
     q.flags = last ? p->flags : 0;
+    q.epi = ember_conv_epi_case(&q);
     for (item = lo; item < hi; ++item) {
       int32_t b, og, oy, s, nb, ob;
       ember_conv_item(p, item, &b, &og, &oy, &s);
@@ -951,7 +962,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
   p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
   p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0; p.groups = groups;
-  p.wicb = p.icb_g; p.accum = 0;
+  p.wicb = p.icb_g; p.accum = 0; p.epi = ember_conv_epi_case(&p);
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), &p, 0);
   EMBER_FN(ember_conv_range)(&p, 0, ember_conv_items(&p));
   return 0;
@@ -968,7 +979,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_depthwise_nchwc)(EMBER_DEPTHWISE_NCHWC_PARAM
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
   p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
   p.rb = 1; p.rw = 8; p.strip = strip; p.order = 0; p.depthwise = 1; p.groups = cblocks;
-  p.wicb = 1; p.accum = 0;
+  p.wicb = 1; p.accum = 0; p.epi = ember_conv_epi_case(&p);
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_dw_task), &p, 0);
   EMBER_FN(ember_dw_range)(&p, 0, ember_conv_items(&p));
   return 0;
