@@ -627,10 +627,22 @@ EMBER_DW_TILE(8)
 #define EMBER_DW_UNROLL
 #endif
 
+/* The n vectors at acc (a copy of a tile's accumulators) through ember_conv_store, to
+ * p->out + o: ember_dw_store's rare epilogues. Out of line: unrolled in every tile, the switch
+ * over the activations per vector was more than half of the depthwise object's code. */
+EMBER_KFN void EMBER_FN(ember_dw_store_general)(const ember_conv_p* p, EV* acc, int32_t n,
+                                                size_t o) {
+  int32_t j;
+  for (j = 0; j < n; ++j) {
+    const size_t at = o + (size_t)j * EMBER_L;
+    EMBER_FN(ember_conv_store)(p, &acc[j], p->out + at, p->res + at);
+  }
+}
+
 /* Store n depthwise output vectors at p->out + o after the epilogue, with the activation
  * chosen once per tile (not once per vector, as ember_conv_store does): the common ones (none,
  * relu, clip, and the exp-based ones that run later in ember_conv_act_pass) without a
- * residual store straight from registers; the rest go through ember_conv_store. */
+ * residual store straight from registers; the rest go through ember_dw_store_general. */
 static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int32_t n,
                                             size_t o) {
   float* out = p->out + o;
@@ -655,8 +667,11 @@ static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int3
       return;
     }
   }
-  EMBER_DW_UNROLL for (j = 0; j < n; ++j)
-    EMBER_FN(ember_conv_store)(p, &acc[j], out + j * L, p->res + o + (size_t)j * L);
+  {
+    EV spill[12]; /* a copy (n <= 12): acc, its address taken, would leave the registers */
+    EMBER_DW_UNROLL for (j = 0; j < n; ++j) spill[j] = acc[j];
+    EMBER_FN(ember_dw_store_general)(p, spill, n, o);
+  }
 }
 
 /* Depthwise K-wide kernel rows, unit dilation, stride S: RW output columns of one channel
