@@ -639,28 +639,29 @@ EMBER_KFN void EMBER_FN(ember_dw_store_general)(const ember_conv_p* p, EV* acc, 
   }
 }
 
-/* Store n depthwise output vectors at p->out + o after the epilogue, with the activation
- * chosen once per tile (not once per vector, as ember_conv_store does): the common ones (none,
- * relu, clip, and the exp-based ones that run later in ember_conv_act_pass) without a
- * residual store straight from registers; the rest go through ember_dw_store_general. */
-static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int32_t n,
-                                            size_t o) {
+/* Store the first n of the rw output vectors of a depthwise tile at p->out + o after the
+ * epilogue, with the activation chosen once per tile (not once per vector, as ember_conv_store
+ * does): the common ones (none, relu, clip, and the exp-based ones that run later in
+ * ember_conv_act_pass) without a residual store straight from registers; the rest go through
+ * ember_dw_store_general. */
+static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int32_t rw,
+                                            int32_t n, size_t o) {
   float* out = p->out + o;
   const int32_t L = EMBER_L;
   int32_t j;
   if (!(p->flags & EMBER_EPI_RESIDUAL)) {
     if (p->act == EMBER_CONV_ACT_NONE || ember_conv_late_act(p)) {
-      EMBER_DW_UNROLL for (j = 0; j < n; ++j) EMBER_VSTORE(EMBER_L, out + j * L, acc[j]);
+      EMBER_DW_UNROLL for (j = 0; j < rw && j < n; ++j) EMBER_VSTORE(EMBER_L, out + j * L, acc[j]);
       return;
     }
     if (p->act == EMBER_CONV_ACT_RELU) {
-      EMBER_DW_UNROLL for (j = 0; j < n; ++j)
+      EMBER_DW_UNROLL for (j = 0; j < rw && j < n; ++j)
         EMBER_VSTORE(EMBER_L, out + j * L, EMBER_VMAX(EMBER_L, acc[j], EMBER_VZERO(EMBER_L)));
       return;
     }
     if (p->act == EMBER_CONV_ACT_CLIP) {
       const EV lo = EMBER_VSPLAT(EMBER_L, p->lo), hi = EMBER_VSPLAT(EMBER_L, p->hi);
-      EMBER_DW_UNROLL for (j = 0; j < n; ++j) {
+      EMBER_DW_UNROLL for (j = 0; j < rw && j < n; ++j) {
         EV t = EMBER_VMAX(EMBER_L, acc[j], lo);
         EMBER_VSTORE(EMBER_L, out + j * L, EMBER_VMIN(EMBER_L, t, hi));
       }
@@ -668,8 +669,8 @@ static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int3
     }
   }
   {
-    EV spill[12]; /* a copy (n <= 12): acc, its address taken, would leave the registers */
-    EMBER_DW_UNROLL for (j = 0; j < n; ++j) spill[j] = acc[j];
+    EV spill[12]; /* a copy (rw <= 12): acc, its address taken, would leave the registers */
+    EMBER_DW_UNROLL for (j = 0; j < rw; ++j) spill[j] = acc[j];
     EMBER_FN(ember_dw_store_general)(p, spill, n, o);
   }
 }
@@ -710,7 +711,7 @@ static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int3
         }                                                                                      \
       }                                                                                        \
     }                                                                                          \
-    EMBER_FN(ember_dw_store)(p, acc, EDGE ? valid : RW, o);                                    \
+    EMBER_FN(ember_dw_store)(p, acc, RW, EDGE ? valid : RW, o);                                \
   }
 #define EMBER_DWK(K, RW, S)                                                                    \
   EMBER_DWK_TILE(ember_dwk_tile, K, RW, S, 0)                                                  \
