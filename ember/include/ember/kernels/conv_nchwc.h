@@ -47,6 +47,9 @@ EMBER_KENTRY int32_t ember_conv2d_nchwc_x16(EMBER_CONV2D_NCHWC_PARAMS);
 EMBER_KENTRY int32_t ember_depthwise_nchwc_x4(EMBER_DEPTHWISE_NCHWC_PARAMS);
 EMBER_KENTRY int32_t ember_depthwise_nchwc_x8(EMBER_DEPTHWISE_NCHWC_PARAMS);
 EMBER_KENTRY int32_t ember_depthwise_nchwc_x16(EMBER_DEPTHWISE_NCHWC_PARAMS);
+/* The conv object in three parts (linkage.h): its register tiles are most of its code; part 0
+ * the rest and the narrow tiles, parts 1 and 2 the wide ones (conv_nchwc_impl.h's groups). */
+EMBER_KPARTS(ember_conv2d_nchwc, 3)
 
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"

@@ -330,11 +330,16 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
  * the FMAs of a 1x1 tile with 16 input channels (16->96 at 112x112 ran at 45% of the FMA
  * peak); the other paths keep one tile per call (with the loop around them, GCC's
  * allocation of their row loops cost 3x3 convs 1-2%). */
-#define EMBER_CONV_TILE(RW, RB)                                                                \
-  static inline void EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(                             \
+#define EMBER_CONV_TILE_FN(LINK, RW, RB)                                                       \
+  LINK void EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(                                      \
       const ember_conv_p* p, ptrdiff_t row, int32_t ix0_first, const float* w,                 \
       const float* bias, size_t o_first, int32_t ky0, int32_t ky1, int32_t interior,           \
-      int32_t count) {                                                                         \
+      int32_t count)
+#define EMBER_CONV_TILE(RW, RB) EMBER_CONV_TILE_DEF(static inline, RW, RB)
+#define EMBER_CONV_TILE_SHARED(RW, RB) EMBER_CONV_TILE_DEF(EMBER_KPART_FN, RW, RB)
+#define EMBER_CONV_TILE_DECL(RW, RB) EMBER_CONV_TILE_FN(EMBER_KPART_FN, RW, RB);
+#define EMBER_CONV_TILE_DEF(LINK, RW, RB)                                                      \
+  EMBER_CONV_TILE_FN(LINK, RW, RB) {                                                           \
     EV acc[RW][RB];                                                                            \
     const float* col[RW];                                                                      \
     const int32_t cb = p->cb, L = EMBER_L;                                                     \
@@ -397,34 +402,48 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
 /* The register tiles: widths 12/8/4/2/1 of one output block, 6/5/4/3/2/1 of two (12/8 too
  * with AVX-512's 32 registers). Fewer tiles compile faster; the cost model in
  * ember/topi/nn/conv2d_nchwc.py asks for these widths, and any other width still works
- * (the widest instantiated one below it is used, then the rest of the row). */
+ * (the widest instantiated one below it is used, then the rest of the row). The narrow ones
+ * go with the code that calls them (part 0 of the object in parts, linkage.h); the wide ones,
+ * most of the code, in parts 1 and 2 (about a third of the object each), declared here for
+ * the other parts. */
 EMBER_CONV_TILE(1, 1)
 EMBER_CONV_TILE(2, 1)
-EMBER_CONV_TILE(4, 1)
-EMBER_CONV_TILE(8, 1)
-EMBER_CONV_TILE(12, 1)
 EMBER_CONV_TILE(1, 2)
 EMBER_CONV_TILE(2, 2)
-EMBER_CONV_TILE(3, 2)
-EMBER_CONV_TILE(4, 2)
-EMBER_CONV_TILE(5, 2)
-EMBER_CONV_TILE(6, 2)
+#define EMBER_CONV_TILES_PART1(X) X(4, 1) X(8, 1) X(12, 1) X(3, 2) X(4, 2)
+#define EMBER_CONV_TILES_PART2(X) X(5, 2) X(6, 2)
 #if defined(__AVX512F__)
 /* 32 registers: wider pairs, and quads (4 output blocks) for rows too short for a wide pair
  * (7- and 5-wide maps) and for inputs with few channels per block, where each tap's loads and
  * address arithmetic are spread over 4 * RW FMAs instead of 2 * RW. */
 #define EMBER_WIDE_PAIRS 1
 #define EMBER_MAX_RB 4
-EMBER_CONV_TILE(8, 2)
-EMBER_CONV_TILE(12, 2)
 EMBER_CONV_TILE(1, 4)
 EMBER_CONV_TILE(2, 4)
-EMBER_CONV_TILE(4, 4)
-EMBER_CONV_TILE(6, 4)
+#define EMBER_CONV_TILES_WIDE1(X) X(8, 2) X(12, 2)
+#define EMBER_CONV_TILES_WIDE2(X) X(4, 4) X(6, 4)
 #else
 #define EMBER_WIDE_PAIRS 0
 #define EMBER_MAX_RB 2
+#define EMBER_CONV_TILES_WIDE1(X)
+#define EMBER_CONV_TILES_WIDE2(X)
 #endif
+EMBER_CONV_TILES_PART1(EMBER_CONV_TILE_DECL)
+EMBER_CONV_TILES_WIDE1(EMBER_CONV_TILE_DECL)
+EMBER_CONV_TILES_PART2(EMBER_CONV_TILE_DECL)
+EMBER_CONV_TILES_WIDE2(EMBER_CONV_TILE_DECL)
+#if EMBER_KERNEL_IN_PART(1)
+EMBER_CONV_TILES_PART1(EMBER_CONV_TILE_SHARED)
+EMBER_CONV_TILES_WIDE1(EMBER_CONV_TILE_SHARED)
+#endif
+#if EMBER_KERNEL_IN_PART(2)
+EMBER_CONV_TILES_PART2(EMBER_CONV_TILE_SHARED)
+EMBER_CONV_TILES_WIDE2(EMBER_CONV_TILE_SHARED)
+#endif
+#undef EMBER_CONV_TILES_PART1
+#undef EMBER_CONV_TILES_PART2
+#undef EMBER_CONV_TILES_WIDE1
+#undef EMBER_CONV_TILES_WIDE2
 
 /* The widest instantiated tile width <= want for rb output blocks. */
 static inline int32_t EMBER_FN(ember_tile_width)(int32_t want, int32_t rb) {
@@ -969,7 +988,7 @@ EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, vo
  *        `flags` has EMBER_EPI_RESIDUAL. rb (1, 2, or 4 with AVX-512) output blocks per
  *        tile; the rest of a group's blocks go in smaller tiles.
  */
-#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_conv2d_nchwc)
+#if EMBER_KERNEL_ALL || (defined(EMBER_KOBJ_ember_conv2d_nchwc) && EMBER_KERNEL_IN_PART(0))
 EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
   ember_conv_p p;
   p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
