@@ -130,7 +130,7 @@ def object_cpu(cache: str) -> dict[str, float]:
     argv = cc.compiler_argv()
     arch = arch_options(ember.target.Target("llvm"))
     flags = [f for f in cc.default_flags(shlex.join(argv), True, arch)
-             if f != "-shared" and not f.startswith("-Wl,")]
+             if f != "-shared" and not f.startswith("-Wl,")] + arch
     out = {}
     for src in sorted(pathlib.Path(cache, "prefetch").glob("*/kernel_*.c")):
         before = _cpu()[1]
