@@ -20,7 +20,12 @@ generation) and the C compiler's (its processes' user + system time). On a share
 seconds are what the build would cost alone; on an idle one with two cores, wall is about the
 Python seconds plus half the compiler's (kernel objects start compiling in the background
 while the model is lowered). Then the relay.build stages (optimise, lower, compile) and what
-the C compiler did (units and kernel objects compiled, the slowest, the link). Results also go to JSON (``$EMBER_CACHE_DIR/bench_results/bench_compile.json``
+the C compiler did (units and kernel objects compiled, the slowest, the link).
+
+``--objects`` then compiles each kernel object of the empty build again, one at a time, and
+prints the C compiler's CPU seconds per object (``-O3`` with the build's flags): what each
+costs alone, the figure that stays meaningful when other processes load the machine (wall
+time there measures the scheduler). Results also go to JSON (``$EMBER_CACHE_DIR/bench_results/bench_compile.json``
 unless ``--json``).
 """
 from __future__ import annotations
@@ -29,8 +34,11 @@ import argparse
 import importlib
 import json
 import os
+import pathlib
 import resource
+import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -114,8 +122,27 @@ def timed_build(build: Callable[[], Any]) -> dict[str, Any]:
             "cc_cpu_s": round(kids_end - kids, 3), "stages": stages, "cc": _cc_summary(reports)}
 
 
-def measure(name: str, small: bool = False, executor: str = "graph") -> dict[str, Any]:
-    """The empty, cold and warm builds of one model (see the module docstring)."""
+def object_cpu(cache: str) -> dict[str, float]:
+    """The C compiler's CPU seconds (user + system) for each kernel object the builds into
+    ``cache`` prefetched (``$EMBER_CACHE_DIR/prefetch``), each compiled again alone."""
+    from ember.relay.backend.te_compiler import arch_options
+
+    argv = cc.compiler_argv()
+    arch = arch_options(ember.target.Target("llvm"))
+    flags = [f for f in cc.default_flags(shlex.join(argv), True, arch)
+             if f != "-shared" and not f.startswith("-Wl,")] + arch
+    out = {}
+    for src in sorted(pathlib.Path(cache, "prefetch").glob("*/kernel_*.c")):
+        before = _cpu()[1]
+        subprocess.run([*argv, *flags, "-c", str(src), "-o", os.devnull], check=True)
+        out[src.name] = round(_cpu()[1] - before, 2)
+    return out
+
+
+def measure(name: str, small: bool = False, executor: str = "graph",
+            objects: bool = False) -> dict[str, Any]:
+    """The empty, cold and warm builds of one model (see the module docstring); with
+    ``objects``, ``object_cpu`` of its kernel objects too."""
     mod, params = workload(name, small)
 
     def build(mod_name: str) -> Callable[[], Any]:
@@ -132,6 +159,8 @@ def measure(name: str, small: bool = False, executor: str = "graph") -> dict[str
             with _env(EMBER_KERNEL_CACHE="0"):
                 out["cold"] = timed_build(build("cold"))
             out["warm"] = timed_build(build("default"))
+            if objects:
+                out["objects_cpu_s"] = object_cpu(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
@@ -175,15 +204,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executor", default="graph", choices=("graph", "aot"),
                         help="the executor built (benchmarks/run.py builds aot)")
     parser.add_argument("--json", default=None, help="where to write the results")
+    parser.add_argument("--objects", action="store_true",
+                        help="also each kernel object's C compiler CPU seconds, compiled alone")
     opts = parser.parse_args(argv)
     _warm_up()
     results = {}
     for name in opts.models.split(","):
-        results[name] = measure(name, opts.small, opts.executor)
+        results[name] = measure(name, opts.small, opts.executor, opts.objects)
         cold = results[name]["cold"]
         print(f"{name}: cold {cold['wall_s']:.2f}s wall ({cold['py_cpu_s']:.2f}s python, "
               f"{cold['cc_cpu_s']:.2f}s C compiler cpu)", file=sys.stderr, flush=True)
     print(table(rows(results), HEADS))
+    if opts.objects:
+        print(table([[name, obj, sec] for name, r in results.items()
+                     for obj, sec in sorted(r["objects_cpu_s"].items(), key=lambda kv: -kv[1])]
+                    + [[name, "(all)", round(sum(r["objects_cpu_s"].values()), 2)]
+                       for name, r in results.items()],
+                    ["model", "kernel object", "cc cpu s alone"]))
     for name, limit in TARGETS.items():
         if name in results:
             cold = results[name]["cold"]

@@ -36,17 +36,33 @@ def test_rows_count_units_kernels_and_cached_objects():
     assert len(rows[0]) == len(bench_compile.HEADS)
 
 
+def test_object_cpu_compiles_each_prefetched_object_alone(tmp_path):
+    from ember.contrib import cc
+    from ember.tir.kernel_objects import object_source
+
+    if cc.get_cc() is None:
+        pytest.skip("no C compiler found")
+    folder = tmp_path / "prefetch" / "0123"
+    folder.mkdir(parents=True)
+    (folder / "kernel_ember_softmax.c").write_text(
+        object_source("ember/kernels/softmax.h", "ember_softmax"))
+    (folder / "lib0_lib_0.c").write_text("int not_a_kernel_object;\n")
+    seconds = bench_compile.object_cpu(str(tmp_path))
+    assert list(seconds) == ["kernel_ember_softmax.c"] and seconds["kernel_ember_softmax.c"] > 0
+
+
 @pytest.mark.slow
 def test_smoke_run_writes_json_and_table(tmp_path, capsys):
     out = tmp_path / "compile.json"
     cache_before = os.environ.get("EMBER_CACHE_DIR")
     assert bench_compile.main(["--models", "mlp", "--small", "--executor", "aot", "--json",
-                               str(out)]) == 0
+                               str(out), "--objects"]) == 0
     assert os.environ.get("EMBER_CACHE_DIR") == cache_before
     data = json.loads(out.read_text())
     builds = data["models"]["mlp"]
     assert data["executor"] == "aot" and builds["empty"]["cc_cpu_s"] > 0
-    assert set(builds) == {"empty", "cold", "warm"}
+    assert set(builds) == {"empty", "cold", "warm", "objects_cpu_s"}
+    assert builds["objects_cpu_s"] and all(s > 0 for s in builds["objects_cpu_s"].values())
     assert builds["empty"]["cc"]["kernels_compiled"] >= 1  # an empty cache: kernels compile
     assert builds["cold"]["cc"]["kernels_compiled"] == 0  # a new model: kernels are cached
     assert builds["cold"]["cc"]["units_compiled"] >= 1

@@ -46,6 +46,34 @@ def test_object_source_refuses_what_a_header_does_not_declare(header, name):
         kernel_objects.object_source(header, name)
 
 
+CONV_H = "ember/kernels/conv_nchwc.h"
+
+
+def test_the_conv_object_comes_in_parts_listed_first():
+    assert kernel_objects.part_count(CONV_H, "ember_conv2d_nchwc_x8") == 3
+    assert kernel_objects.part_count(CONV_H, "ember_depthwise_nchwc_x8") == 1
+    assert kernel_objects.part_count("ember/kernels/gemm.h", "ember_sgemm") == 1
+    part2 = kernel_objects.object_source(CONV_H, "ember_conv2d_nchwc_x4", 2)
+    assert "#define EMBER_KERNEL_PART 2" in part2 and "#define EMBER_KERNEL_LANES 4" in part2
+    assert "EMBER_KERNEL_PART" not in kernel_objects.object_source(CONV_H,
+                                                                   "ember_depthwise_nchwc_x8")
+    names = [n for n, _ in kernel_objects.object_sources([
+        (SOFTMAX_H, "ember_softmax"), (CONV_H, "ember_depthwise_nchwc_x8"),
+        (CONV_H, "ember_conv2d_nchwc_x8"), (SOFTMAX_H, "ember_softmax")])]
+    assert names == ["kernel_ember_conv2d_nchwc_x8.c", "kernel_ember_conv2d_nchwc_x8_part1.c",
+                     "kernel_ember_conv2d_nchwc_x8_part2.c", "kernel_ember_depthwise_nchwc_x8.c",
+                     "kernel_ember_softmax.c"]
+
+
+@pytest.mark.parametrize("name, part", [("ember_conv2d_nchwc_x8", 3), ("ember_conv2d_nchwc_x8", -1),
+                                        ("ember_conv2d_nchwc_x8", "1"),
+                                        ("ember_conv2d_nchwc_x8", True),
+                                        ("ember_depthwise_nchwc_x8", 1)])
+def test_object_source_refuses_a_part_the_object_does_not_have(name, part):
+    with pytest.raises(ValueError, match=re.escape(f"not {part!r}")):
+        kernel_objects.object_source(CONV_H, name, part)
+
+
 def _softmax(rows: int, name: str) -> tir.PrimFunc:
     x = te.placeholder((rows, 8), name="x")
     y = te.extern((rows, 8), [x], lambda ins, outs: tir.call_extern(
@@ -164,7 +192,9 @@ def test_every_kernel_object_and_a_linked_unit_compile_warning_free(tmp_path, fl
         for name in sorted(kernel_objects.entry_points(path)):
             lane = re.search(r"_x(\d+)$", name)
             if (lane.group(1) if lane else "") in lanes:
-                _cc_check(tmp_path, f"{name}.c", kernel_objects.object_source(path, name), flags)
+                for part in range(kernel_objects.part_count(path, name)):
+                    _cc_check(tmp_path, f"{name}_{part}.c",
+                              kernel_objects.object_source(path, name, part), flags)
     # A model's unit: declarations only, callable.
     linked.append("void* ember_test_entries[] = {(void*)&ember_conv2d_nchwc_x8, "
                   "(void*)&ember_sgemm, (void*)&ember_layer_norm};")

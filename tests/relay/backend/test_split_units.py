@@ -97,3 +97,54 @@ def test_lowering_starts_the_kernel_objects_in_the_background(monkeypatch):
     te_compiler.TECompiler().lower(relay.Function([y], relay.exp(y)).with_attr("Primitive", 1),
                                    "llvm")
     assert seen == []  # no kernel called: nothing to start
+
+
+def _conv_model(c: int) -> tuple[ember.IRModule, dict[str, np.ndarray], list]:
+    """Two convs of c channels whose tiles come from all three parts of the conv object: a 1x1
+    over rows of 30 columns (the wide one-block tiles: part 1), a 3x3 on a 7x7 map (the flat
+    tiles: part 2), relu; and their numpy reference."""
+    rng = np.random.default_rng(c)
+    w1 = rng.standard_normal((c, c, 1, 1)).astype("float32")
+    w3 = rng.standard_normal((c, c, 3, 3)).astype("float32") * 0.2
+    x1 = relay.var("x1", shape=(1, c, 5, 30), dtype="float32")
+    x3 = relay.var("x3", shape=(1, c, 7, 7), dtype="float32")
+    y1 = relay.nn.relu(relay.nn.conv2d(x1, relay.var("w1", shape=w1.shape), channels=c,
+                                       kernel_size=(1, 1)))
+    y3 = relay.nn.relu(relay.nn.conv2d(x3, relay.var("w3", shape=w3.shape), channels=c,
+                                       kernel_size=(3, 3), padding=(1, 1)))
+    fn = relay.Function(relay.analysis.free_vars(relay.Tuple([y1, y3])), relay.Tuple([y1, y3]))
+    return ember.IRModule.from_expr(fn), {"w1": w1, "w3": w3}, [w1, w3]
+
+
+def _conv_ref(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
+    k = w.shape[2]
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    h, wd = xp.shape[2] - k + 1, xp.shape[3] - k + 1
+    out = np.zeros((x.shape[0], w.shape[0], h, wd), "float64")
+    for ky in range(k):
+        for kx in range(k):
+            out += np.einsum("nchw,oc->nohw", xp[:, :, ky:ky + h, kx:kx + wd], w[:, :, ky, kx])
+    return np.maximum(out, 0)
+
+
+@pytest.mark.parametrize("c, lanes", [(16, 8), (12, 4)])
+def test_conv_object_in_parts_links_and_matches_numpy(c, lanes):
+    """The conv kernel object compiles as three parts (ember/kernels/linkage.h) that link
+    into the model at each lane count a model here plans (8, and 4 for 12 channels)."""
+    mod, params, (w1, w3) = _conv_model(c)
+    with ember.transform.PassContext(opt_level=3):
+        factory = relay.build(mod, "llvm", params=params)
+    units = [name for name, _ in factory.get_lib().units]
+    name = f"kernel_ember_conv2d_nchwc_x{lanes}"
+    assert {f"{name}.c", f"{name}_part1.c", f"{name}_part2.c"} <= set(units), units
+    rng = np.random.default_rng(3)
+    x1 = rng.standard_normal((1, c, 5, 30)).astype("float32")
+    x3 = rng.standard_normal((1, c, 7, 7)).astype("float32")
+    m = factory["default"](ember.cpu(0))
+    m.set_input("x1", x1)
+    m.set_input("x3", x3)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), _conv_ref(x1, w1, 0), rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(m.get_output(1).numpy(), _conv_ref(x3, w3, 1), rtol=1e-4,
+                               atol=1e-4)

@@ -47,6 +47,9 @@ EMBER_KENTRY int32_t ember_conv2d_nchwc_x16(EMBER_CONV2D_NCHWC_PARAMS);
 EMBER_KENTRY int32_t ember_depthwise_nchwc_x4(EMBER_DEPTHWISE_NCHWC_PARAMS);
 EMBER_KENTRY int32_t ember_depthwise_nchwc_x8(EMBER_DEPTHWISE_NCHWC_PARAMS);
 EMBER_KENTRY int32_t ember_depthwise_nchwc_x16(EMBER_DEPTHWISE_NCHWC_PARAMS);
+/* The conv object in three parts (linkage.h): its register tiles are most of its code; part 0
+ * the rest and the narrow tiles, parts 1 and 2 the wide ones (conv_nchwc_impl.h's groups). */
+EMBER_KPARTS(ember_conv2d_nchwc, 3)
 
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
@@ -70,7 +73,24 @@ typedef struct {
   int32_t depthwise;
   int32_t wicb;                      /* input blocks of one output block's weights (icb_g) */
   int32_t accum;                     /* tiles add the output's partial sums, not the bias */
+  int32_t epi;                       /* the tiles' store case: ember_conv_epi_case */
 } ember_conv_p;
+
+/* The store case of the register tiles (EMBER_CONV_STORE_TILE), from act, flags and accum:
+ * res_first | clamp << 1 | res_last << 3 for the common epilogues (none, relu, clip, or an
+ * exp-based one that runs later; a residual before or after), -1 for the rest. Set wherever
+ * those fields are: computed in each tile, GCC's jump threading copied every tile's stores
+ * once per path to the switch (30% of the conv object's code and of its compile time). */
+static inline int32_t ember_conv_epi_case(const ember_conv_p* p) {
+  const int32_t act = p->act, flags = p->flags;
+  const int32_t res_first = (flags & EMBER_EPI_RESIDUAL) &&
+                            ((flags & EMBER_EPI_ACT_AFTER_ADD) || !act);
+  const int32_t res_last = (flags & EMBER_EPI_RESIDUAL) && !res_first &&
+                           act < EMBER_CONV_ACT_SIGMOID;
+  const int32_t clamp = act == EMBER_CONV_ACT_RELU ? 1 : act == EMBER_CONV_ACT_CLIP ? 2 : 0;
+  if (p->accum || (act > EMBER_CONV_ACT_CLIP && act < EMBER_CONV_ACT_SIGMOID)) return -1;
+  return res_first | clamp << 1 | res_last << 3;
+}
 
 /* Whether the activation runs in a second pass over each stored strip (the exp-based ones:
  * a tight loop there, where per stored vector it would be a call each). */

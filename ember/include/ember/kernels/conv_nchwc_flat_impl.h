@@ -72,10 +72,13 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
 /* RW flattened output positions [f0, f0 + RW) x RB output blocks (weights w, bias, output
  * block offset o) over the padded input: only the kernel rows that reach the image for some
  * position of the tile (rows of padding add zeros: skipped where the whole tile allows). */
-#define EMBER_FLAT_TILE(RW, RB)                                                                \
-  static inline void EMBER_CAT4(ember_flat_tile, EMBER_L, RW, RB)(                             \
+#define EMBER_FLAT_TILE_FN(LINK, RW, RB)                                                       \
+  LINK void EMBER_CAT4(ember_flat_tile, EMBER_L, RW, RB)(                                      \
       const ember_conv_p* p, const float* pad, int32_t f0, const float* w, const float* bias,  \
-      size_t o_blocks) {                                                                       \
+      size_t o_blocks)
+#define EMBER_FLAT_TILE_DECL(RW, RB) EMBER_FLAT_TILE_FN(EMBER_KPART_FN, RW, RB);
+#define EMBER_FLAT_TILE(LINK, RW, RB)                                                          \
+  EMBER_FLAT_TILE_FN(LINK, RW, RB) {                                                           \
     EV acc[RW][RB];                                                                            \
     ptrdiff_t pos[RW];                                                                         \
     const int32_t L = EMBER_L, hp = ember_conv_flat_hp(p), wp = ember_conv_flat_wp(p);         \
@@ -104,12 +107,24 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
     }                                                                                          \
   }
 
-EMBER_FLAT_TILE(1, 2)
-EMBER_FLAT_TILE(2, 2)
-EMBER_FLAT_TILE(3, 2)
-EMBER_FLAT_TILE(4, 2)
-EMBER_FLAT_TILE(5, 2)
-EMBER_FLAT_TILE(6, 2)
+/* In part 2 of the object in parts (linkage.h), declared for part 0. With AVX-512 (quads, no
+ * flat tiles: ember_conv_flat) static, so that GCC drops them. */
+#define EMBER_FLAT_TILES(X) X(1, 2) X(2, 2) X(3, 2) X(4, 2) X(5, 2) X(6, 2)
+#define EMBER_FLAT_TILE_SHARED(RW, RB) EMBER_FLAT_TILE(EMBER_KPART_FN, RW, RB)
+#define EMBER_FLAT_TILE_STATIC(RW, RB) EMBER_FLAT_TILE(static inline, RW, RB)
+#if EMBER_MAX_RB == 2
+EMBER_FLAT_TILES(EMBER_FLAT_TILE_DECL)
+#if EMBER_KERNEL_IN_PART(2)
+EMBER_FLAT_TILES(EMBER_FLAT_TILE_SHARED)
+#endif
+#else
+EMBER_FLAT_TILES(EMBER_FLAT_TILE_STATIC)
+#endif
+#undef EMBER_FLAT_TILES
+#undef EMBER_FLAT_TILE_SHARED
+#undef EMBER_FLAT_TILE_STATIC
+#undef EMBER_FLAT_TILE_DECL
+#undef EMBER_FLAT_TILE_FN
 #undef EMBER_FLAT_TILE
 #undef EMBER_FLAT_STEP
 

@@ -172,47 +172,57 @@ static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, floa
   EMBER_FN(ember_conv_store_with)(p->act, p->flags, p->lo, p->hi, v, out, res);
 }
 
+/* The general epilogue of a RW x RB register tile (a residual with a hardswish, hardsigmoid or
+ * leaky relu, partial sums added): each vector of acc (acc[j][r] at acc + j * rb + r) plus the
+ * bias or the output's partial sum, through ember_conv_store_with. Out of line, as
+ * conv_nchw_input_impl.h's: inlined, its switch over the activations per vector was copied
+ * RW x RB times into every tile. */
+EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const EV* acc,
+                                                  int32_t rw, int32_t rb, const float* bias,
+                                                  size_t o, size_t oob) {
+  const int32_t act = p->act, flags = p->flags, accum = p->accum;
+  const float lo = p->lo, hi = p->hi;
+  float* const out = p->out + o;
+  const float* const res = p->res + o;
+  int32_t j, r;
+  for (r = 0; r < rb; ++r) {
+    const EV bv = EMBER_VLOAD(EMBER_L, bias + r * EMBER_L);
+    for (j = 0; j < rw; ++j) {
+      const size_t at = r * oob + (size_t)j * EMBER_L;
+      EV v = acc[j * rb + r] + (accum ? EMBER_VLOAD(EMBER_L, out + at) : bv);
+      EMBER_FN(ember_conv_store_with)(act, flags, lo, hi, &v, out + at, res + at);
+    }
+  }
+}
+
 /* The stores of a RW x RB register tile (bias added) at output offset o, blocks oob floats
- * apart. The epilogue's fields are read into locals once: read through p, they were reloaded
+ * apart: the common epilogues (p->epi, ember_conv_epi_case) chosen once per tile, each a
+ * straight-line run of stores (per vector, the epilogue's branches cost as much as the FMAs of
+ * a 1x1 tile with 16 input channels: 16->96 at 112x112, 60 -> 73 GFLOP/s), the rest out of
+ * line. The epilogue's fields are read into locals once: read through p, they were reloaded
  * after every store (a float store may alias *p), which cost as much as the FMAs of a 1x1
  * conv with 16 input channels (16->64 at 112x112: 1.6x onnxruntime's time). */
 #define EMBER_CONV_STORE_TILE(RW, RB)                                                          \
   {                                                                                            \
-    const int32_t act_ = p->act, flags_ = p->flags, accum_ = p->accum;                         \
-    const float lo_ = p->lo, hi_ = p->hi;                                                      \
     float* const out_ = p->out + o;                                                            \
     const float* const res_ = p->res + o;                                                      \
-    if (!accum_ && (act_ <= EMBER_CONV_ACT_CLIP || act_ >= EMBER_CONV_ACT_SIGMOID)) {          \
-      /* the common epilogues (none, relu, clip, or one that runs later; a residual before   \
-       * or after) chosen once per tile, each a straight-line run of stores: per vector, the \
-       * epilogue's branches cost as much as the FMAs of a 1x1 tile with 16 input channels   \
-       * (16->96 at 112x112: 60 -> 73 GFLOP/s) */                                             \
-      const int32_t res_first = (flags_ & EMBER_EPI_RESIDUAL) &&                               \
-                                ((flags_ & EMBER_EPI_ACT_AFTER_ADD) || !act_);                 \
-      const int32_t res_last = (flags_ & EMBER_EPI_RESIDUAL) && !res_first &&                  \
-                               act_ < EMBER_CONV_ACT_SIGMOID;                                  \
-      const int32_t clamp_ = act_ == EMBER_CONV_ACT_RELU ? 1 : act_ == EMBER_CONV_ACT_CLIP ? 2 \
-                                                                                     : 0;      \
-      const EV vlo_ = EMBER_VSPLAT(EMBER_L, clamp_ == 2 ? lo_ : 0.0f);                         \
-      const EV vhi_ = EMBER_VSPLAT(EMBER_L, hi_);                                              \
-      switch (res_first | clamp_ << 1 | res_last << 3) {                                       \
-        case 0: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0) break;                                   \
-        case 1: EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0) break;                                   \
-        case 2: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0) break;                                   \
-        case 3: EMBER_CONV_STORE_RUN(RW, RB, 1, 1, 0) break;                                   \
-        case 4: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 0) break;                                   \
-        case 5: EMBER_CONV_STORE_RUN(RW, RB, 1, 2, 0) break;                                   \
-        case 10: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 1) break;                                  \
-        default: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 1) break; /* 12: clip, then the add */    \
-      }                                                                                        \
-    } else {                                                                                   \
-      EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                 \
-        EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                            \
-        EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                               \
-          size_t at = r * oob + (size_t)j * L;                                                 \
-          EV v = acc[j][r] + (accum_ ? EMBER_VLOAD(EMBER_L, out_ + at) : bv);                  \
-          EMBER_FN(ember_conv_store_with)(act_, flags_, lo_, hi_, &v, out_ + at, res_ + at);   \
-        }                                                                                      \
+    const EV vlo_ = EMBER_VSPLAT(EMBER_L, (p->epi >> 1 & 3) == 2 ? p->lo : 0.0f);            \
+    const EV vhi_ = EMBER_VSPLAT(EMBER_L, p->hi);                                              \
+    switch (p->epi) {                                                                          \
+      case 0: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0) break;                                     \
+      case 1: EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0) break;                                     \
+      case 2: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0) break;                                     \
+      case 3: EMBER_CONV_STORE_RUN(RW, RB, 1, 1, 0) break;                                     \
+      case 4: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 0) break;                                     \
+      case 5: EMBER_CONV_STORE_RUN(RW, RB, 1, 2, 0) break;                                     \
+      case 10: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 1) break;                                    \
+      case 12: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 1) break; /* clip, then the add */           \
+      default: {                                                                               \
+        EV spill_[RW * RB]; /* a copy: acc, its address taken, would leave the registers */  \
+        EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                  \
+          EMBER_KUNROLL for (r = 0; r < RB; ++r) spill_[j * RB + r] = acc[j][r];                \
+        EMBER_FN(ember_conv_store_general)(p, spill_, RW, RB, bias, o, oob);                   \
+        break;                                                                                 \
       }                                                                                        \
     }                                                                                          \
   }
@@ -320,11 +330,16 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
  * the FMAs of a 1x1 tile with 16 input channels (16->96 at 112x112 ran at 45% of the FMA
  * peak); the other paths keep one tile per call (with the loop around them, GCC's
  * allocation of their row loops cost 3x3 convs 1-2%). */
-#define EMBER_CONV_TILE(RW, RB)                                                                \
-  static inline void EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(                             \
+#define EMBER_CONV_TILE_FN(LINK, RW, RB)                                                       \
+  LINK void EMBER_CAT4(ember_conv_tile, EMBER_L, RW, RB)(                                      \
       const ember_conv_p* p, ptrdiff_t row, int32_t ix0_first, const float* w,                 \
       const float* bias, size_t o_first, int32_t ky0, int32_t ky1, int32_t interior,           \
-      int32_t count) {                                                                         \
+      int32_t count)
+#define EMBER_CONV_TILE(RW, RB) EMBER_CONV_TILE_DEF(static inline, RW, RB)
+#define EMBER_CONV_TILE_SHARED(RW, RB) EMBER_CONV_TILE_DEF(EMBER_KPART_FN, RW, RB)
+#define EMBER_CONV_TILE_DECL(RW, RB) EMBER_CONV_TILE_FN(EMBER_KPART_FN, RW, RB);
+#define EMBER_CONV_TILE_DEF(LINK, RW, RB)                                                      \
+  EMBER_CONV_TILE_FN(LINK, RW, RB) {                                                           \
     EV acc[RW][RB];                                                                            \
     const float* col[RW];                                                                      \
     const int32_t cb = p->cb, L = EMBER_L;                                                     \
@@ -394,34 +409,48 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
 /* The register tiles: widths 12/8/4/2/1 of one output block, 6/5/4/3/2/1 of two (12/8 too
  * with AVX-512's 32 registers). Fewer tiles compile faster; the cost model in
  * ember/topi/nn/conv2d_nchwc.py asks for these widths, and any other width still works
- * (the widest instantiated one below it is used, then the rest of the row). */
+ * (the widest instantiated one below it is used, then the rest of the row). The narrow ones
+ * go with the code that calls them (part 0 of the object in parts, linkage.h); the wide ones,
+ * most of the code, in parts 1 and 2 (about a third of the object each), declared here for
+ * the other parts. */
 EMBER_CONV_TILE(1, 1)
 EMBER_CONV_TILE(2, 1)
-EMBER_CONV_TILE(4, 1)
-EMBER_CONV_TILE(8, 1)
-EMBER_CONV_TILE(12, 1)
 EMBER_CONV_TILE(1, 2)
 EMBER_CONV_TILE(2, 2)
-EMBER_CONV_TILE(3, 2)
-EMBER_CONV_TILE(4, 2)
-EMBER_CONV_TILE(5, 2)
-EMBER_CONV_TILE(6, 2)
+#define EMBER_CONV_TILES_PART1(X) X(4, 1) X(8, 1) X(12, 1) X(3, 2) X(4, 2)
+#define EMBER_CONV_TILES_PART2(X) X(5, 2) X(6, 2)
 #if defined(__AVX512F__)
 /* 32 registers: wider pairs, and quads (4 output blocks) for rows too short for a wide pair
  * (7- and 5-wide maps) and for inputs with few channels per block, where each tap's loads and
  * address arithmetic are spread over 4 * RW FMAs instead of 2 * RW. */
 #define EMBER_WIDE_PAIRS 1
 #define EMBER_MAX_RB 4
-EMBER_CONV_TILE(8, 2)
-EMBER_CONV_TILE(12, 2)
 EMBER_CONV_TILE(1, 4)
 EMBER_CONV_TILE(2, 4)
-EMBER_CONV_TILE(4, 4)
-EMBER_CONV_TILE(6, 4)
+#define EMBER_CONV_TILES_WIDE1(X) X(8, 2) X(12, 2)
+#define EMBER_CONV_TILES_WIDE2(X) X(4, 4) X(6, 4)
 #else
 #define EMBER_WIDE_PAIRS 0
 #define EMBER_MAX_RB 2
+#define EMBER_CONV_TILES_WIDE1(X)
+#define EMBER_CONV_TILES_WIDE2(X)
 #endif
+EMBER_CONV_TILES_PART1(EMBER_CONV_TILE_DECL)
+EMBER_CONV_TILES_WIDE1(EMBER_CONV_TILE_DECL)
+EMBER_CONV_TILES_PART2(EMBER_CONV_TILE_DECL)
+EMBER_CONV_TILES_WIDE2(EMBER_CONV_TILE_DECL)
+#if EMBER_KERNEL_IN_PART(1)
+EMBER_CONV_TILES_PART1(EMBER_CONV_TILE_SHARED)
+EMBER_CONV_TILES_WIDE1(EMBER_CONV_TILE_SHARED)
+#endif
+#if EMBER_KERNEL_IN_PART(2)
+EMBER_CONV_TILES_PART2(EMBER_CONV_TILE_SHARED)
+EMBER_CONV_TILES_WIDE2(EMBER_CONV_TILE_SHARED)
+#endif
+#undef EMBER_CONV_TILES_PART1
+#undef EMBER_CONV_TILES_PART2
+#undef EMBER_CONV_TILES_WIDE1
+#undef EMBER_CONV_TILES_WIDE2
 
 /* The widest instantiated tile width <= want for rb output blocks. */
 static inline int32_t EMBER_FN(ember_tile_width)(int32_t want, int32_t rb) {
@@ -624,36 +653,52 @@ EMBER_DW_TILE(8)
 #define EMBER_DW_UNROLL
 #endif
 
-/* Store n depthwise output vectors at p->out + o after the epilogue, with the activation
- * chosen once per tile (not once per vector, as ember_conv_store does): the common ones (none,
- * relu, clip, and the exp-based ones that run later in ember_conv_act_pass) without a
- * residual store straight from registers; the rest go through ember_conv_store. */
-static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int32_t n,
-                                            size_t o) {
+/* The n vectors at acc (a copy of a tile's accumulators) through ember_conv_store, to
+ * p->out + o: ember_dw_store's rare epilogues. Out of line: unrolled in every tile, the switch
+ * over the activations per vector was more than half of the depthwise object's code. */
+EMBER_KFN void EMBER_FN(ember_dw_store_general)(const ember_conv_p* p, EV* acc, int32_t n,
+                                                size_t o) {
+  int32_t j;
+  for (j = 0; j < n; ++j) {
+    const size_t at = o + (size_t)j * EMBER_L;
+    EMBER_FN(ember_conv_store)(p, &acc[j], p->out + at, p->res + at);
+  }
+}
+
+/* Store the first n of the rw output vectors of a depthwise tile at p->out + o after the
+ * epilogue, with the activation chosen once per tile (not once per vector, as ember_conv_store
+ * does): the common ones (none, relu, clip, and the exp-based ones that run later in
+ * ember_conv_act_pass) without a residual store straight from registers; the rest go through
+ * ember_dw_store_general. */
+static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int32_t rw,
+                                            int32_t n, size_t o) {
   float* out = p->out + o;
   const int32_t L = EMBER_L;
   int32_t j;
   if (!(p->flags & EMBER_EPI_RESIDUAL)) {
     if (p->act == EMBER_CONV_ACT_NONE || ember_conv_late_act(p)) {
-      EMBER_DW_UNROLL for (j = 0; j < n; ++j) EMBER_VSTORE(EMBER_L, out + j * L, acc[j]);
+      EMBER_DW_UNROLL for (j = 0; j < rw && j < n; ++j) EMBER_VSTORE(EMBER_L, out + j * L, acc[j]);
       return;
     }
     if (p->act == EMBER_CONV_ACT_RELU) {
-      EMBER_DW_UNROLL for (j = 0; j < n; ++j)
+      EMBER_DW_UNROLL for (j = 0; j < rw && j < n; ++j)
         EMBER_VSTORE(EMBER_L, out + j * L, EMBER_VMAX(EMBER_L, acc[j], EMBER_VZERO(EMBER_L)));
       return;
     }
     if (p->act == EMBER_CONV_ACT_CLIP) {
       const EV lo = EMBER_VSPLAT(EMBER_L, p->lo), hi = EMBER_VSPLAT(EMBER_L, p->hi);
-      EMBER_DW_UNROLL for (j = 0; j < n; ++j) {
+      EMBER_DW_UNROLL for (j = 0; j < rw && j < n; ++j) {
         EV t = EMBER_VMAX(EMBER_L, acc[j], lo);
         EMBER_VSTORE(EMBER_L, out + j * L, EMBER_VMIN(EMBER_L, t, hi));
       }
       return;
     }
   }
-  EMBER_DW_UNROLL for (j = 0; j < n; ++j)
-    EMBER_FN(ember_conv_store)(p, &acc[j], out + j * L, p->res + o + (size_t)j * L);
+  {
+    EV spill[12]; /* a copy (rw <= 12): acc, its address taken, would leave the registers */
+    EMBER_DW_UNROLL for (j = 0; j < rw; ++j) spill[j] = acc[j];
+    EMBER_FN(ember_dw_store_general)(p, spill, n, o);
+  }
 }
 
 /* Depthwise K-wide kernel rows, unit dilation, stride S: RW output columns of one channel
@@ -692,7 +737,7 @@ static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int3
         }                                                                                      \
       }                                                                                        \
     }                                                                                          \
-    EMBER_FN(ember_dw_store)(p, acc, EDGE ? valid : RW, o);                                    \
+    EMBER_FN(ember_dw_store)(p, acc, RW, EDGE ? valid : RW, o);                                \
   }
 #define EMBER_DWK(K, RW, S)                                                                    \
   EMBER_DWK_TILE(ember_dwk_tile, K, RW, S, 0)                                                  \
@@ -836,6 +881,7 @@ static inline void EMBER_FN(ember_conv_chunked)(const ember_conv_p* p, int64_t l
     q.accum = k0 > 0;
     q.act = last ? p->act : 0;
     q.flags = last ? p->flags : 0;
+    q.epi = ember_conv_epi_case(&q);
     for (item = lo; item < hi; ++item) {
       int32_t b, og, oy, s, nb, ob;
       ember_conv_item(p, item, &b, &og, &oy, &s);
@@ -949,7 +995,7 @@ EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, vo
  *        `flags` has EMBER_EPI_RESIDUAL. rb (1, 2, or 4 with AVX-512) output blocks per
  *        tile; the rest of a group's blocks go in smaller tiles.
  */
-#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_conv2d_nchwc)
+#if EMBER_KERNEL_ALL || (defined(EMBER_KOBJ_ember_conv2d_nchwc) && EMBER_KERNEL_IN_PART(0))
 EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
   ember_conv_p p;
   p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
@@ -958,7 +1004,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
   p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
   p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0; p.groups = groups;
-  p.wicb = p.icb_g; p.accum = 0;
+  p.wicb = p.icb_g; p.accum = 0; p.epi = ember_conv_epi_case(&p);
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), &p, 0);
   EMBER_FN(ember_conv_range)(&p, 0, ember_conv_items(&p));
   return 0;
@@ -975,7 +1021,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_depthwise_nchwc)(EMBER_DEPTHWISE_NCHWC_PARAM
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
   p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
   p.rb = 1; p.rw = 8; p.strip = strip; p.order = 0; p.depthwise = 1; p.groups = cblocks;
-  p.wicb = 1; p.accum = 0;
+  p.wicb = 1; p.accum = 0; p.epi = ember_conv_epi_case(&p);
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_dw_task), &p, 0);
   EMBER_FN(ember_dw_range)(&p, 0, ember_conv_items(&p));
   return 0;

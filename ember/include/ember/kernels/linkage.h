@@ -18,6 +18,15 @@
  * A header declares its entry points up front as `EMBER_KENTRY <type> <name>(...)`, one per
  * line: ember.tir.kernel_objects reads those lines to know which calls link from objects.
  *
+ * Parts: an entry point too big for one compile job (the conv kernel's register tiles) is
+ * declared `EMBER_KPARTS(<name>, <n>)` on a line of its own; its kernel object is then n
+ * translation units, compiled in parallel and linked together, each with EMBER_KERNEL_PART set
+ * (0 to n - 1). Part 0 defines the entry point and all but the header's tile groups; part
+ * p >= 1 defines tile group p alone (EMBER_KERNEL_IN_PART(p)) with hidden external linkage
+ * (EMBER_KPART_FN), which the other parts declare. Without EMBER_KERNEL_PART (standalone, or
+ * an object in one piece, as the tile-search harness builds) every part is in and the tiles
+ * stay static inline.
+ *
  * Hidden: a model library's kernels stay private to it (no symbol clash between libraries).
  */
 #ifndef EMBER_KERNELS_LINKAGE_H_
@@ -53,5 +62,23 @@
 #else
 #define EMBER_KERNEL_WANTS_LANES(L) 1
 #endif
+
+/* Whether this unit defines part P of a kernel object in parts (every part, when not split),
+ * and the linkage of the functions one part defines for another. */
+#if defined(EMBER_KERNEL_OBJECT) && defined(EMBER_KERNEL_PART)
+#define EMBER_KERNEL_IN_PART(P) (EMBER_KERNEL_PART == (P))
+#if defined(__GNUC__)
+#define EMBER_KPART_FN __attribute__((visibility("hidden")))
+#else
+#define EMBER_KPART_FN
+#endif
+#else
+#define EMBER_KERNEL_IN_PART(P) 1
+#define EMBER_KPART_FN static inline
+#endif
+
+/* The parts of entry point `name`'s object (the lane variants of name_x<L> alike): read by
+ * ember.tir.kernel_objects, nothing for the compiler. */
+#define EMBER_KPARTS(name, n)
 
 #endif /* EMBER_KERNELS_LINKAGE_H_ */
