@@ -300,11 +300,38 @@ def _objects(argv: list[str], flags: list[str], opts: list[str], files: list[Pat
     return inputs, steps
 
 
+@contextmanager
+def _object_lock(obj: Path) -> Iterator[None]:
+    """Held while this process compiles ``obj``. Another process that needs the same object
+    (two test workers, or two builds started together on an empty cache) waits for it and
+    then takes it from the cache instead of compiling it a second time on the same cores.
+    The lock ends with its holder, even a killed one; without ``fcntl`` there is none."""
+    try:
+        import fcntl
+        fd = os.open(obj.with_name(obj.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o644)
+    except (ImportError, OSError):
+        fd = -1
+    try:
+        if fd >= 0:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 def _timed_compile(cmd: list[str], files: Sequence[Path], key: str, cwd: str | None,
-                   tmp: Path) -> float:
-    start = time.perf_counter()
-    _run_compiler(cmd, files, key, cwd, tmp)
-    return time.perf_counter() - start
+                   tmp: Path, obj: Path) -> float:
+    """Compile to ``tmp`` and move it to ``obj``; the seconds it took (0.0 when another
+    process compiled ``obj`` while this one waited for it)."""
+    with _object_lock(obj):
+        if obj.exists() and object_intact(obj):
+            tmp.unlink(missing_ok=True)
+            return 0.0
+        start = time.perf_counter()
+        _run_compiler(cmd, files, key, cwd, tmp)
+        os.replace(tmp, obj)
+        return time.perf_counter() - start
 
 
 def _compile_jobs(jobs: dict[Path, tuple[list[str], Path, str]], files: Sequence[Path],
@@ -315,14 +342,13 @@ def _compile_jobs(jobs: dict[Path, tuple[list[str], Path, str]], files: Sequence
         return {}
     workers = min(len(jobs), os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        done = {obj: pool.submit(_timed_compile, cmd, files, key, cwd, tmp)
+        done = {obj: pool.submit(_timed_compile, cmd, files, key, cwd, tmp, obj)
                 for obj, (cmd, tmp, key) in jobs.items()}
     errors = []
     seconds = {}
     for obj, future in done.items():
         try:
             seconds[obj] = future.result()
-            os.replace(jobs[obj][1], obj)
         except CompileError as err:
             errors.append(err)
     if errors:
@@ -368,9 +394,7 @@ def _prefetched(obj: Path) -> float | None:
 def _background_compile(cmd: list[str], src: Path, key: str, tmp: Path, obj: Path
                         ) -> float | None:
     try:
-        seconds = _timed_compile(cmd, [src], key, None, tmp)
-        os.replace(tmp, obj)
-        return seconds
+        return _timed_compile(cmd, [src], key, None, tmp, obj)
     except (CompileError, OSError):
         tmp.unlink(missing_ok=True)
         return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ctypes
 import shutil
+import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -187,3 +189,29 @@ def test_prefetch_is_skipped_for_cached_objects_and_when_turned_off(cache, tmp_p
     monkeypatch.setenv("EMBER_PREFETCH", "0")
     assert cc.prefetch_objects([("kernel_off.c", "int off(void) { return 0; }\n")]) == 0
     assert not any(cache.glob("prefetch/*/kernel_off.c"))
+
+
+@requires_cc
+def test_an_object_another_process_is_compiling_is_waited_for_not_compiled_again(tmp_path):
+    """Two processes (test workers, builds started together) needing one object: the second
+    waits on the object's lock and takes the first one's result. Here the waiting compile's
+    command would fail (``false``), so it passes only if it never runs."""
+    real = tmp_path / "real.o"
+    src = _source(tmp_path, "one.c", "int one(void) { return 1; }\n")
+    subprocess.run([*cc._compiler_argv(), "-c", str(src), "-o", str(real)], check=True)
+    obj = tmp_path / "cache" / "k.o"
+    obj.parent.mkdir()
+    result: list[object] = []
+    with cc._object_lock(obj):  # "another process" holds the object's lock
+        waiter = threading.Thread(target=lambda: result.append(cc._timed_compile(
+            ["false"], [], "k", None, obj.with_suffix(".tmp"), obj)))
+        waiter.start()
+        waiter.join(0.3)
+        assert waiter.is_alive(), "the compile did not wait for the object's lock"
+        shutil.copyfile(real, obj)  # the holder's compile lands in the cache
+    waiter.join(10)
+    assert result == [0.0]
+    # with nobody holding the lock and no object, the command runs (and here fails)
+    obj.unlink()
+    with pytest.raises(CompileError):
+        cc._timed_compile(["false"], [src], "k", None, obj.with_suffix(".tmp"), obj)
