@@ -38,7 +38,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..runtime.cache import atomic_write, cache_dir, content_hash, prune, temp_sibling, touch
+from ..runtime.cache import (atomic_write, cache_dir, content_hash, note_growth, temp_sibling,
+                             touch)
 from ..runtime.env import debug_level
 from ..runtime.errors import CompileError
 from .cc_toolchain import (  # noqa: F401  (the compiler's public names live on here too)
@@ -201,11 +202,19 @@ def build_shared(sources: str | os.PathLike | Sequence[str | os.PathLike],
         inputs, steps = _objects(argv, flags, opts, files, cpu, cwd)
         _run_compiler(cmd, files, key, cwd, tmp_out)
     os.replace(tmp_out, out)
-    prune()  # the cache grew: drop the least recently used products beyond its bound
+    note_growth(_size(out) + sum(_size(obj) for obj, step in zip(inputs, steps)
+                                 if step and not step.cached))
     end = time.perf_counter()
     _report(BuildReport(out.name, tuple(s for s in steps if s), compiled - start,
                         end - compiled))
     return out
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 # Flags whose value is the next argument (kept together for ``cc -c``).

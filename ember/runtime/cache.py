@@ -5,12 +5,17 @@ temporary directory, never into the source tree. Entries are named by a content 
 rebuild of unchanged inputs finds its result, and they are written atomically (temporary name,
 then ``os.replace``), so concurrent builds of the same input are safe.
 
-The cache is bounded: after a new library is compiled, :func:`prune` deletes the least
-recently used build products (compiled libraries, objects, lowered kernels, blobs) until they
-fit ``$EMBER_CACHE_MAX_MB`` (default 2048; 0 or less: unbounded). A hit marks its entry used. Entries
-used in the last few minutes are never deleted: another build (in this process or another)
-may be about to load them. Tuning records, demo pictures and benchmark results are never
-pruned.
+The cache is bounded: :func:`prune` deletes the least recently used build products (compiled
+libraries, objects, lowered kernels, blobs) until they fit ``$EMBER_CACHE_MAX_MB`` (default
+2048; 0 or less: unbounded). A hit marks its entry used. Entries used in the last few minutes
+are never deleted: another build (in this process or another) may be about to load them.
+Tuning records, demo pictures and benchmark results are never pruned.
+
+A new library does not walk the cache each time (with thousands of entries the walk costs more
+than compiling a small library): :func:`note_growth` adds its bytes to the size the last walk
+measured, kept in ``.usage``, and walks only when that estimate passes the bound or the last
+walk is more than a few minutes old (other writers, lowered kernels and blobs are not counted
+between walks).
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from pathlib import Path
 PRUNABLE = ("lib", "obj", "kernels", "blob", "cpu", "failed")
 DEFAULT_MAX_MB = 2048
 KEEP_RECENT_S = 300.0  # entries used this recently are never deleted
+RECHECK_S = 300.0  # note_growth walks the cache again after this long, whatever its estimate
 
 
 def cache_dir(*parts: str, create: bool = True) -> Path:
@@ -85,9 +91,39 @@ def prune(max_bytes: int | None = None, keep_recent_s: float = KEEP_RECENT_S) ->
     """Delete the least recently used build products until the prunable part of the cache
     takes at most ``max_bytes`` (default :func:`max_cache_bytes`); returns the bytes freed.
     Entries used in the last ``keep_recent_s`` seconds stay, whatever the size."""
+    return _prune(max_bytes, keep_recent_s)[0]
+
+
+def note_growth(nbytes: int) -> bool:
+    """Record that build products of ``nbytes`` were added; prune (and record the size it
+    measures) when the estimate passes the bound or the last walk is older than
+    ``RECHECK_S``. Returns whether it walked the cache."""
+    limit = max_cache_bytes()
+    if limit <= 0:
+        return False
+    usage = cache_dir() / ".usage"
+    try:
+        total, walked_at = (float(x) for x in usage.read_text().split())
+    except (OSError, ValueError):
+        total, walked_at = math.inf, 0.0
+    total += nbytes
+    now = time.time()
+    walk = not (total <= limit and 0 <= now - walked_at <= RECHECK_S)
+    if walk:
+        _, total = _prune(limit, KEEP_RECENT_S)
+        walked_at = now
+    try:
+        atomic_write(usage, f"{int(total)} {walked_at}".encode())
+    except OSError:
+        pass
+    return walk
+
+
+def _prune(max_bytes: int | None, keep_recent_s: float) -> tuple[int, int]:
+    """``prune``'s work: the bytes freed and the prunable bytes left."""
     limit = max_cache_bytes() if max_bytes is None else max_bytes
     if limit <= 0:
-        return 0
+        return 0, 0
     entries = []
     for sub in PRUNABLE:
         root = cache_dir(sub, create=False)
@@ -111,4 +147,4 @@ def prune(max_bytes: int | None = None, keep_recent_s: float = KEEP_RECENT_S) ->
             freed += size
         except OSError:
             continue
-    return freed
+    return freed, total - freed

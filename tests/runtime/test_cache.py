@@ -1,6 +1,7 @@
 """The cache is bounded: prune deletes the least recently used build products beyond
 $EMBER_CACHE_MAX_MB, never recently used ones nor tuning records; a cache hit marks its entry
-used; compiling a new library prunes."""
+used; compiling a new library prunes, walking the cache only when its recorded size passes the
+bound or the record is old."""
 from __future__ import annotations
 
 import os
@@ -63,6 +64,27 @@ def test_max_cache_bytes_from_the_environment(monkeypatch: pytest.MonkeyPatch, r
     assert cache.max_cache_bytes() == want
     if want == 0:
         assert cache.prune() == 0  # unbounded
+
+
+def test_growth_walks_the_cache_only_past_the_bound_or_after_a_while(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBER_CACHE_MAX_MB", "1")  # 1 MiB
+    old = _entry(root, "obj/ab/old.o", 600_000, age_s=3600)
+    assert cache.note_growth(1000)  # nothing recorded yet: walks, 600 kB fits
+    assert old.exists() and (root / ".usage").read_text().split()[0] == "600000"
+    newer = _entry(root, "lib/newer.so", 300_000, age_s=1800)
+    assert not cache.note_growth(300_000)  # 900 kB recorded: no walk
+    _entry(root, "lib/newest.so", 300_000, age_s=600)
+    assert cache.note_growth(300_000)  # 1.2 MB recorded: walks and drops the oldest
+    assert not old.exists() and newer.exists()
+    assert (root / ".usage").read_text().split()[0] == "600000"
+    stale = time.time() - cache.RECHECK_S - 60
+    (root / ".usage").write_text(f"600000 {stale}")
+    assert cache.note_growth(0)  # an old record: walks again, whatever it says
+    (root / ".usage").write_text("not a record")
+    assert cache.note_growth(0)  # an unreadable record: walks
+    monkeypatch.setenv("EMBER_CACHE_MAX_MB", "0")
+    assert not cache.note_growth(10 << 30)  # unbounded: never walks
 
 
 def test_compiling_a_new_library_prunes_and_a_hit_touches(root: Path,
