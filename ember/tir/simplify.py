@@ -142,14 +142,20 @@ _BOUND_RULES: dict[type, Callable[..., Bound]] = {
 _COMPARISONS = (LT, LE, GT, GE, EQ, NE)
 
 
-def prove(cond: PrimExpr, ranges: Ranges) -> bool | None:
-    """True/False when the comparison ``cond`` is decided by the ranges, else None."""
+def prove(cond: PrimExpr, ranges: Ranges, ctx: "_Context | None" = None) -> bool | None:
+    """True/False when the comparison ``cond`` is decided by the ranges, else None.
+
+    Within a simplification (``ctx``) the operands are simplified already: only the
+    difference itself is, so that a chain of nested min/max/select does not simplify each
+    operand again at every level (exponential in the depth)."""
     if isinstance(cond, IntImm):
         return bool(cond.value)
     if not isinstance(cond, _COMPARISONS) or not is_int(cond.a.dtype) or \
             (cond.a.dtype == "bool" and isinstance(cond, (EQ, NE))):
         return None
-    lo, hi = bound(simplify(cond.a - cond.b, ranges), ranges)
+    diff = cond.a - cond.b
+    diff = simplify(diff, ranges) if ctx is None else _apply_rules(diff, ctx)
+    lo, hi = bound(diff, ranges)
     apart = (lo is not None and lo > 0) or (hi is not None and hi < 0)
     table = {LT: (hi is not None and hi < 0, lo is not None and lo >= 0),
              LE: (hi is not None and hi <= 0, lo is not None and lo > 0),
@@ -434,10 +440,10 @@ def _rule_binary(e: BinaryOp, ctx: _Context) -> PrimExpr | None:
             return _divmod_const((FloorDiv if isinstance(e, Div) else FloorMod)(a, b, e.dtype),
                                  ctx)
     if isinstance(e, _COMPARISONS):
-        p = prove(e, ctx.ranges)
+        p = prove(e, ctx.ranges, ctx)
         return None if p is None else const(p)
     if isinstance(e, (Min, Max)) and is_int(e.dtype):
-        p = prove(LE(a, b, "bool"), ctx.ranges)
+        p = prove(LE(a, b, "bool"), ctx.ranges, ctx)
         if p is not None:
             return (a if p else b) if isinstance(e, Min) else (b if p else a)
     if isinstance(e, And) and (_is(a, 1) or _is(b, 1)):
