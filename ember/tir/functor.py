@@ -19,41 +19,56 @@ from .stmt import Stmt
 Node = Any
 # Fields that bind a variable rather than use it: substitution must not touch them.
 _BINDERS = frozenset({"loop_var", "var"})
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}  # class -> fields that may hold children
+_BINDER_FIELDS: dict[type, tuple[str, ...]] = {}  # class -> its binder fields
+
+
+def _index(cls: type) -> None:
+    # Once per class (walks look fields up for every node); () for a non-dataclass.
+    fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+    _FIELDS[cls] = tuple(f.name for f in fields if f.name not in _BINDERS)
+    _BINDER_FIELDS[cls] = tuple(f.name for f in fields if f.name in _BINDERS)
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:
     names = _FIELDS.get(cls)
     if names is None:
-        names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _BINDERS)
-        _FIELDS[cls] = names
+        _index(cls)
+        names = _FIELDS[cls]
     return names
 
 
+def _binder_fields(cls: type) -> tuple[str, ...]:
+    names = _BINDER_FIELDS.get(cls)
+    if names is None:
+        _index(cls)
+        names = _BINDER_FIELDS[cls]
+    return names
+
+
+_NODE_TYPES = (PrimExpr, Stmt)
+
+
 def _is_node(v: Any) -> bool:
-    return isinstance(v, (PrimExpr, Stmt))
+    return isinstance(v, _NODE_TYPES)
 
 
 def children(node: Node) -> list[Node]:
     """The child expressions/statements of ``node`` in field order (binders excluded)."""
-    if not dataclasses.is_dataclass(node):
-        return []
     out: list[Node] = []
-    for name in _child_fields(type(node)):
+    for name in _FIELDS.get(type(node)) or _child_fields(type(node)):
         v = getattr(node, name)
-        if _is_node(v):
+        if isinstance(v, _NODE_TYPES):
             out.append(v)
         elif isinstance(v, tuple):
-            out.extend(x for x in v if _is_node(x))
+            out.extend(x for x in v if isinstance(x, _NODE_TYPES))
     return out
 
 
 def map_children(node: Node, fn: Callable[[Node], Node]) -> Node:
     """``node`` with ``fn`` applied to each child expression/statement (rebuilt if changed)."""
-    if not dataclasses.is_dataclass(node):
-        return node
     changes: dict[str, Any] = {}
-    for name in _child_fields(type(node)):
+    for name in _FIELDS.get(type(node)) or _child_fields(type(node)):
         v = getattr(node, name)
         if _is_node(v):
             nv = fn(v)
@@ -149,14 +164,15 @@ def post_order(node: Node) -> Iterator[Node]:
             continue
         seen.add(id(n))
         stack.append((n, True))
-        if dataclasses.is_dataclass(n):
-            # Field by field: a later field's children come out first (the order that
-            # stage inputs, and so the generated C, have always had).
-            for name in _child_fields(type(n)):
-                v = getattr(n, name)
-                kids = (v,) if _is_node(v) else v if isinstance(v, tuple) else ()
-                stack.extend((k, False) for k in reversed(kids) if _is_node(k))
-        for name in ("loop_var", "var"):
+        # Field by field: a later field's children come out first (the order that stage
+        # inputs, and so the generated C, have always had).
+        for name in _FIELDS.get(type(n)) or _child_fields(type(n)):
+            v = getattr(n, name)
+            if isinstance(v, _NODE_TYPES):
+                stack.append((v, False))
+            elif isinstance(v, tuple):
+                stack.extend((k, False) for k in reversed(v) if isinstance(k, _NODE_TYPES))
+        for name in _binder_fields(type(n)):
             if isinstance(getattr(n, name, None), Var):
                 stack.append((getattr(n, name), False))
 

@@ -214,16 +214,33 @@ class _Keys:
     """Structural keys of atoms: equal keys for equal expressions (variables by identity).
 
     A key is a small tuple of the node's own data and its children's keys, interned to an
-    int so that keys of deep expressions stay flat. Ids are only compared while the
-    expression (which holds every keyed object) is alive."""
+    int so that keys of deep expressions stay flat. Every node keyed is remembered (and kept
+    alive, so ids stay unique): asking again for a node or one that shares its subexpressions
+    costs only the new nodes, not a walk of the whole expression each time."""
 
     def __init__(self) -> None:
         self.table: dict[tuple, int] = {}
+        self.memo: dict[int, tuple[Any, int]] = {}  # id -> (node, key)
 
     def of(self, e: PrimExpr) -> Any:
         if isinstance(e, Var):
             return ("var", id(e))
-        return fold(e, self._key)
+        memo = self.memo
+        hit = memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        stack: list[tuple[Any, bool]] = [(e, False)]
+        while stack:
+            n, ready = stack.pop()
+            if id(n) in memo:
+                continue
+            kids = children(n)
+            if not ready:
+                stack.append((n, True))
+                stack.extend((c, False) for c in reversed(kids) if id(c) not in memo)
+                continue
+            memo[id(n)] = (n, self._key(n, [memo[id(c)][1] for c in kids]))
+        return memo[id(e)][1]
 
     def _key(self, n: Any, kids: list[int]) -> int:
         if isinstance(n, Var):
