@@ -2,9 +2,10 @@
 against each op's numpy reference.
 
 A test builds a list of ``Case``s (op, input arrays, attrs), and ``check_cases`` lowers them
-all with one TECompiler, compiles one C file through ``cc.create_shared`` +
-``runtime.load_module`` (so a hypothesis example costs one compiler run, and the compiler's
-content-hash cache makes reruns of the same cases instant), runs every kernel and compares.
+all with one TECompiler, builds them into one library as a model build does
+(``TECompiler.build``: the fused kernels' C, linked with ember's kernel objects, which compile
+once per flag set instead of once per example; the compiler's content-hash cache makes reruns
+of the same cases instant), runs every kernel and compares.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ember
-from ember.contrib import cc, utils
+from ember.contrib import cc
 from ember.ir.expr import Call, Function, Tuple, Var
 from ember.ir.op import Op
 from ember.ir.types import TensorType, Type
@@ -95,14 +96,7 @@ def flat_args(case: Case) -> list[np.ndarray]:
 def build(lowered: Sequence[LoweredFunc], compiler: TECompiler) -> Any:
     """Compile ``lowered`` into one shared library and load it."""
     need_cc()
-    unique = list({lf.name: lf for lf in lowered}.values())
-    with utils.tempdir() as tmp:
-        src = os.path.join(tmp.path, "kernels.c")
-        with open(src, "w") as f:
-            f.write(compiler.get_source(unique))
-        lib = os.path.join(tmp.path, "kernels.so")
-        cc.create_shared(lib, [src])
-        return ember.runtime.load_module(lib)
+    return compiler.build(list({lf.name: lf for lf in lowered}.values()))
 
 
 def run(mod: Any, lowered: LoweredFunc, arrays: Sequence[np.ndarray],
