@@ -15,7 +15,7 @@ from typing import Any
 from ..ir.module import IRModule
 from ..runtime.errors import TVMError
 from ..te.schedule import Schedule
-from .codegen import generate_c
+from .codegen import function_c, generate_c, split_c
 from .stmt import PrimFunc
 
 _HOST_TARGETS = ("c", "llvm")
@@ -120,12 +120,18 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = "c",
     from ..runtime.module import CSourceModule
 
     code = generate_c(funcs)
+    # The units a hosted build compiles: ember's kernels as linked kernel objects (compiled
+    # once per flag set) and the functions' C, as a model build's; ``code`` is the one-unit
+    # form that get_source and C exports show.
+    units = split_c([function_c(f) for f in funcs])
     if len(funcs) == 1:
         # A one-function module is callable directly (mod(*args)), as TVM's: the loader reads
         # the entry's name from the __tvm_main__ string.
-        code += f'\n/* entry function of this module */\nconst char __tvm_main__[] = "{funcs[0].name}";\n'
+        main = f'\n/* entry function of this module */\nconst char __tvm_main__[] = "{funcs[0].name}";\n'
+        code += main
+        units[-1] = (units[-1][0], units[-1][1] + main)
     _debug(funcs, code)
-    return CSourceModule(code, "c", [f.name for f in funcs])
+    return CSourceModule(code, "c", [f.name for f in funcs], units=units)
 
 
 def _debug(funcs: list[PrimFunc], code: str) -> None:
