@@ -70,7 +70,9 @@ def _undefined(obj: Path) -> set[str]:
     return {line.split()[-1].lstrip("_") for line in out.splitlines() if line.strip()}
 
 
-@pytest.mark.parametrize("config", ["crt-c", "crt-c-linked"])
+# linked params in the program: the slow set (the same strict-flag compile of the conv
+# kernels again; test_aot_options and the hosted AOT tests link params by default)
+@pytest.mark.parametrize("config", ["crt-c", pytest.param("crt-c-linked", marks=pytest.mark.slow)])
 def test_c_interface_program_on_the_c_runtime(tmp_path, config):
     cc = find_c_compiler()
     mod, params = cnn()
