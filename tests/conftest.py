@@ -20,6 +20,16 @@ from ember.testing import TOLERANCE, assert_allclose, tolerance
 TOL: dict[str, tuple[float, float]] = TOLERANCE
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: Any) -> int:
+    """``-n auto``: one worker per CPU this process may use, a cgroup CPU quota included
+    (xdist counts the affinity mask: a 2-CPU container on a large host would get a worker per
+    host CPU, each compiling and running threads on the same 2 CPUs); --maxprocesses caps it."""
+    from ember.runtime.cpus import usable_cpus
+
+    return usable_cpus()
+
+
 def pytest_configure(config: Any) -> None:
     import os
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from ..runtime.cache import (atomic_write, cache_dir, content_hash, note_growth, temp_sibling,
                              touch)
 from ..runtime.env import debug_level
+from ..runtime.cpus import usable_cpus
 from ..runtime.errors import CompileError
 from .cc_toolchain import (  # noqa: F401  (the compiler's public names live on here too)
     _ABI_TAG,
@@ -349,7 +350,7 @@ def _compile_jobs(jobs: dict[Path, tuple[list[str], Path, str]], files: Sequence
     one per CPU; each object's seconds. The first failure raises once all have ended."""
     if not jobs:
         return {}
-    workers = min(len(jobs), os.cpu_count() or 1)
+    workers = min(len(jobs), usable_cpus())
     with ThreadPoolExecutor(max_workers=workers) as pool:
         done = {obj: pool.submit(_timed_compile, cmd, files, key, cwd, tmp, obj)
                 for obj, (cmd, tmp, key) in jobs.items()}
@@ -440,7 +441,7 @@ def prefetch_objects(sources: Sequence[tuple[str, str]],
             if obj in _INFLIGHT or (obj.exists() and object_intact(obj)):
                 continue
             if not _PREFETCH_POOL:
-                _PREFETCH_POOL.append(ThreadPoolExecutor(os.cpu_count() or 1, "ember-cc"))
+                _PREFETCH_POOL.append(ThreadPoolExecutor(usable_cpus(), "ember-cc"))
             tmp = temp_sibling(obj)
             cmd = [*argv, *cflags, "-c", str(src), "-o", str(tmp), *copts]
             _INFLIGHT[obj] = _PREFETCH_POOL[0].submit(_background_compile, cmd, src, key, tmp,

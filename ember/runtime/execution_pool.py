@@ -15,7 +15,6 @@ static workspace per library: its runs take turns under one lock.
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,6 +23,7 @@ import numpy as np
 
 from .aot_executor import AotExecutor
 from .container import ADT
+from .cpus import usable_cpus
 from .graph_executor import GraphExecutor
 from .model_call import ModelCall, model_call
 from .module import Module
@@ -42,8 +42,7 @@ def default_limit() -> int:
     queue on the pool and each release wakes one (on 2 CPUs, 8 threads calling a 1x2 add got
     0.4x the calls per second of one thread with 2 contexts, 1.0x with 8). Contexts are made
     only as calls overlap, so the bound costs memory only where that many calls run at once."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return min(64, max(8, 4 * (cpus or 1)))
+    return min(64, max(8, 4 * usable_cpus()))
 
 
 class ContextPool:

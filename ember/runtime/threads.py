@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .cpus import cgroup_cpu_limit, usable_cpus  # noqa: F401  (public here too)
 from .module import CSourceModule, Module
 
 ENV_VAR = "EMBER_NUM_THREADS"
@@ -32,7 +33,7 @@ ENV_VAR = "EMBER_NUM_THREADS"
 
 def physical_cores() -> int:
     """Physical cores among the CPUs this process may run on (Linux topology; elsewhere, or
-    when it cannot be read, the logical CPU count)."""
+    when it cannot be read, the logical CPU count), at most what a cgroup CPU quota allows."""
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     cores = set()
     for cpu in cpus:
@@ -41,8 +42,11 @@ def physical_cores() -> int:
             cores.add((topo.joinpath("physical_package_id").read_text().strip(),
                        topo.joinpath("core_id").read_text().strip()))
         except OSError:
-            return len(cpus)
-    return len(cores) or len(cpus) or os.cpu_count() or 1
+            cores = set()
+            break
+    n = len(cores) or len(cpus) or os.cpu_count() or 1
+    limit = cgroup_cpu_limit()
+    return min(n, limit) if limit > 0 else n
 
 
 def default_num_threads() -> int:

@@ -11,10 +11,10 @@ kernels linked from kernel objects instead of compiled into every model
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..runtime.cpus import usable_cpus
 from .arg_checks import FIRMWARE, HOSTED, checks_unit, linked_declarations
 from .c_names import C_KEYWORDS, C_LIBRARY_NAMES
 from .codegen_c import C_TYPE
@@ -267,8 +267,8 @@ def _size(part: FunctionC) -> int:
 
 def unit_count(parts: Sequence[FunctionC], cpus: int | None = None) -> int:
     """How many units ``split_c`` should make of ``parts``: one per ~32 KB of C, at most one
-    per CPU (``os.cpu_count()``), at least one."""
-    cpus = cpus or os.cpu_count() or 1
+    per CPU (``usable_cpus()``), at least one."""
+    cpus = cpus or usable_cpus()
     return max(1, min(cpus, sum(map(_size, parts)) // _UNIT_BYTES, len(parts)))
 
 

@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -310,7 +311,41 @@ static int ember_pool_positive_env(const char* name) {
                                                      : EMBER_POOL_MAX_THREADS) : 0;
 }
 
-/* EMBER_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may run on. */
+/* The CPUs a cgroup CPU quota allows (rounded up), 0 when there is none or it cannot be read:
+ * ``root``/cpu.max ("max 100000" or "<quota> <period>", cgroup v2), else
+ * ``root``/cpu/cpu.cfs_quota_us and cpu.cfs_period_us (v1, quota -1: none). A container run
+ * with --cpus=2 on a 64-CPU host sees all 64 in its affinity mask; a pool of 64 threads there
+ * takes turns on 2 CPUs. ember.runtime.threads.cgroup_cpu_limit reads the same files. */
+static long ember_read_long(const char* dir, const char* name) {
+  char path[512];
+  long v = 0;
+  FILE* f;
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return 0;
+  f = fopen(path, "r");
+  if (f == NULL) return 0;
+  if (fscanf(f, "%ld", &v) != 1) v = 0;
+  fclose(f);
+  return v;
+}
+
+static int ember_cgroup_cpu_limit(const char* root) {
+  char path[512];
+  long quota = 0, period = 0;
+  FILE* f;
+  if (snprintf(path, sizeof path, "%s/cpu.max", root) < (int)sizeof path &&
+      (f = fopen(path, "r")) != NULL) {
+    if (fscanf(f, "%ld %ld", &quota, &period) != 2) quota = period = 0;  /* "max": none */
+    fclose(f);
+  } else if (snprintf(path, sizeof path, "%s/cpu", root) < (int)sizeof path) {
+    quota = ember_read_long(path, "cpu.cfs_quota_us");
+    period = ember_read_long(path, "cpu.cfs_period_us");
+  }
+  if (quota <= 0 || period <= 0) return 0;
+  return (int)((quota + period - 1) / period);
+}
+
+/* EMBER_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may run on (its affinity
+ * mask, at most what a cgroup CPU quota allows). */
 static void ember_pool_init_default(void) {
   int n = ember_pool_positive_env("EMBER_NUM_THREADS");
   if (n == 0) n = ember_pool_positive_env("OMP_NUM_THREADS");
@@ -321,6 +356,13 @@ static void ember_pool_init_default(void) {
   }
 #endif
   if (n == 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#if defined(__linux__)
+  if (ember_pool_positive_env("EMBER_NUM_THREADS") == 0 &&
+      ember_pool_positive_env("OMP_NUM_THREADS") == 0) {
+    int limit = ember_cgroup_cpu_limit("/sys/fs/cgroup");
+    if (limit > 0 && limit < n) n = limit;
+  }
+#endif
   g_pool_default_threads = n < 1 ? 1 : (n < EMBER_POOL_MAX_THREADS ? n : EMBER_POOL_MAX_THREADS);
 }
 
