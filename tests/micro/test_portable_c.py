@@ -146,7 +146,7 @@ def test_blocked_conv_kernels_ship_with_the_export(scratch):
 def test_openmp_hints_are_guarded(scratch):
     """The generated loops carry EMBER_* macros, never a bare pragma; parallel loops are task
     functions for TVMBackendParallelLaunch, never OpenMP regions."""
-    text = "\n".join(p.read_text() for p in exported("cnn_bn", scratch).glob(
+    text = "\n".join(p.read_text() for p in exported("cnn_nchwc", scratch).glob(
         "codegen/host/src/*.c"))
     assert "EMBER_SIMD" in text
     assert "#pragma omp" not in text and "omp parallel" not in text
