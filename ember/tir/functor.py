@@ -192,10 +192,15 @@ def walk(node: Node, kids: Callable[[Node], list[Node]] = children) -> Iterator[
 
 
 def fold(node: Node, fn: Callable[[Node, list[Any]], Any],
-         kids: Callable[[Node], list[Node]] = children) -> Any:
+         kids: Callable[[Node], list[Node]] = children,
+         memo: dict[int, Any] | None = None) -> Any:
     """Evaluate ``fn(n, [value of each kid])`` children first, once per distinct node, and
-    return the value of ``node``: printing, bounds and linear forms of deep expressions."""
-    memo: dict[int, Any] = {}
+    return the value of ``node``: printing, bounds and linear forms of deep expressions.
+
+    ``memo`` (node id -> value) carries values over from earlier folds, which it is extended
+    with: folds of expressions that share subexpressions then evaluate each node once. Ids
+    stay unique only while their nodes live: the caller keeps them alive (in the values)."""
+    memo = {} if memo is None else memo
     stack: list[tuple[Node, bool]] = [(node, False)]
     while stack:
         n, ready = stack.pop()

@@ -220,27 +220,14 @@ class _Keys:
 
     def __init__(self) -> None:
         self.table: dict[tuple, int] = {}
-        self.memo: dict[int, tuple[Any, int]] = {}  # id -> (node, key)
+        self.memo: dict[int, tuple[Any, int]] = {}  # id -> (node, key), for fold
 
     def of(self, e: PrimExpr) -> Any:
         if isinstance(e, Var):
             return ("var", id(e))
-        memo = self.memo
-        hit = memo.get(id(e))
-        if hit is not None:
-            return hit[1]
-        stack: list[tuple[Any, bool]] = [(e, False)]
-        while stack:
-            n, ready = stack.pop()
-            if id(n) in memo:
-                continue
-            kids = children(n)
-            if not ready:
-                stack.append((n, True))
-                stack.extend((c, False) for c in reversed(kids) if id(c) not in memo)
-                continue
-            memo[id(n)] = (n, self._key(n, [memo[id(c)][1] for c in kids]))
-        return memo[id(e)][1]
+        # values (node, key): the memo keeps the nodes it has keys of alive
+        return fold(e, lambda n, kids: (n, self._key(n, [k for _, k in kids])),
+                    memo=self.memo)[1]
 
     def _key(self, n: Any, kids: list[int]) -> int:
         if isinstance(n, Var):
