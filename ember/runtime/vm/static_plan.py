@@ -15,7 +15,8 @@ before running (``plan_walk.py``) and keeps:
 - **the kernel calls**, as one C call (``EmberRunCalls``, as the graph executor does), or a
   few where a size is computed by a kernel from data (a sync point between them);
 - **memory**: blocks of intermediates allocated once (grown to the largest shape seen, never
-  shrunk), and the blocks of the result taken from the allocator every run, so a result never
+  shrunk; those of run-time size that are never live together share one storage,
+  ``plan_share``), and the blocks of the result taken from the allocator every run, so a result never
   shares memory with a later run (and the allocator counts what it counts for the
   interpreter).
 
@@ -28,7 +29,7 @@ running (a call back into the VM from one of its kernels), a failed check and a 
 failure (the interpreter then runs the call again and raises its usual VMError).
 
 The parts: ``plan_walk`` (what is known before running), ``plan_phase`` (which calls form the
-shape phase), ``plan_checks`` (the checks), this module (memory, DLTensors, runs on
+shape phase), ``plan_checks`` (the checks), ``plan_share`` (which blocks share storage), this module (memory, DLTensors, runs on
 NDArrays), ``plan_arrays`` (runs on numpy arrays, per signature) and ``plan_native`` (a
 compiled model's call at any shape as one C call: the shape phase and checks in C).
 """
