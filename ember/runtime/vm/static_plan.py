@@ -15,7 +15,8 @@ before running (``plan_walk.py``) and keeps:
 - **the kernel calls**, as one C call (``EmberRunCalls``, as the graph executor does), or a
   few where a size is computed by a kernel from data (a sync point between them);
 - **memory**: blocks of intermediates allocated once (grown to the largest shape seen, never
-  shrunk), and the blocks of the result taken from the allocator every run, so a result never
+  shrunk; those of run-time size that are never live together share one storage,
+  ``plan_share``), and the blocks of the result taken from the allocator every run, so a result never
   shares memory with a later run (and the allocator counts what it counts for the
   interpreter).
 
@@ -28,7 +29,7 @@ running (a call back into the VM from one of its kernels), a failed check and a 
 failure (the interpreter then runs the call again and raises its usual VMError).
 
 The parts: ``plan_walk`` (what is known before running), ``plan_phase`` (which calls form the
-shape phase), ``plan_checks`` (the checks), this module (memory, DLTensors, runs on
+shape phase), ``plan_checks`` (the checks), ``plan_share`` (which blocks share storage), this module (memory, DLTensors, runs on
 NDArrays), ``plan_arrays`` (runs on numpy arrays, per signature) and ``plan_native`` (a
 compiled model's call at any shape as one C call: the shape phase and checks in C).
 """
@@ -54,6 +55,7 @@ from ..packed_func import CPackedFunc
 from .memory import Allocator, Storage, _raw_buffer, dltensor_template, fast_ndarray
 from .plan_checks import Checks, slot
 from .plan_phase import result_blocks, shape_phase, sources_in
+from .plan_share import shape_tensors, shared_slots
 from .plan_walk import Arg, Block, Call, Check, NotStatic, Tensor, Walk
 from .program import TensorInfo, VMFunction
 from .steps import DecodeContext
@@ -82,6 +84,7 @@ class StaticPlan:
         self._dltensors(walk.calls, kernels)
         early = {id(b) for b in arena_blocks} | {id(walk.arg_shapes)}
         self._phases(walk, shape_calls, early)
+        self._share(walk, shape_calls, results)
         self._results_of(walk.result, results)
         # Nothing to compute from shapes: a run is the kernel calls alone.
         self._fixed = not self._arg_slots and self._shape_run is None and \
@@ -120,6 +123,24 @@ class StaticPlan:
                 storage = self._allocator.alloc(b.nbytes, b.alignment, b.device, b.dtype_hint)
                 self._keep.append(storage)
                 self._base[b.index] = storage.ptr
+
+    def _share(self, walk: Walk, shape_calls: set[int], results: dict[int, Tensor]) -> None:
+        """The dynamic blocks that share one storage (``plan_share``): block index -> its
+        slot's members, and -> the slot's alignment. Blocks a late check sizes keep their
+        own: growing a slot between kernel calls would move a member that is live then."""
+        late = {b.index for checks, _ in self._segments if checks is not None
+                for b in checks.sized}
+        touched = {t.base.index for k in shape_calls for t in walk.calls[k].args
+                   if type(t.base) is Block}
+        excluded = set(results) | late | touched | {
+            b.index for b in walk.blocks if b.size is None or self._base[b.index] is not None}
+        slots = shared_slots(walk.calls, self._rest, walk.blocks, excluded,
+                             shape_tensors(walk.calls, walk.blocks))
+        self._slot_of: dict[int, list[int]] = {i: members for members in slots
+                                               for i in members}
+        align = {b.index: b.alignment for b in walk.blocks}
+        self._slot_align = {i: max(align[j] for j in members)
+                            for i, members in self._slot_of.items()}
 
     def _dltensors(self, calls: list[Call], kernels: Sequence[CPackedFunc]) -> None:
         """One DLTensor per tensor a kernel reads or writes; the pointers that change (an
@@ -364,16 +385,20 @@ class StaticPlan:
         old = self._capacity.get(b.index)
         ahead = max(nbytes, min(old + old // 2, self._allocator.max_block_bytes)) \
             if old is not None else nbytes
+        align = self._slot_align.get(b.index, b.alignment)
         try:
-            storage = self._allocator.alloc(ahead, b.alignment, b.device, b.dtype_hint)
+            storage = self._allocator.alloc(ahead, align, b.device, b.dtype_hint)
         except TVMError:  # no room for the margin: exactly what is needed (or its error)
             if ahead == nbytes:
                 raise
-            storage = self._allocator.alloc(nbytes, b.alignment, b.device, b.dtype_hint)
+            storage = self._allocator.alloc(nbytes, align, b.device, b.dtype_hint)
         nbytes = storage.nbytes
-        self._grown[b.index] = storage  # the smaller one, if any, goes
-        self._capacity[b.index] = nbytes
-        self._move(b.index, storage.ptr)
+        # a shared slot (plan_share): every member moves to the new storage (this happens
+        # before any kernel of the run: no member holds a value then)
+        for index in self._slot_of.get(b.index, (b.index,)):
+            self._grown[index] = storage  # the smaller one, if any, goes
+            self._capacity[index] = nbytes
+            self._move(index, storage.ptr)
 
     def value(self, t: Tensor) -> np.ndarray:
         """The int64 values of ``t`` now (a shape or a size), from wherever it lives."""

@@ -205,6 +205,11 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 or packs_strips(geo, rb) else 0
     if flat_tiles(geo, level, rb):
         order = 0  # the flat tiles need blocks outermost; a small map's input sits in the L2
+    elif not is_static(geo.ow) and order != 0 and flat_tiles_apart_from_row(geo, level, rb):
+        # a run-time row: blocks outermost (the flat tiles) when it is short enough, as a
+        # static build of that shape gets (squeezenet/hw's fire 3x3s at 15x15 and 7x7: 20%
+        # slower with blocks innermost in row tiles); the kernel checks the row itself
+        order = tir.Select_(tir.max(geo.ow, 1) <= FLAT_MAX_OW, 0, order)
     strip = tir.convert(geo.ow)
     if geo.kh == geo.kw == 1 or conv1d:  # a single-row conv (1x1 flattened, or a conv1d):
         col_bytes = max(1, geo.ic // geo.groups * 4 * geo.strides[1])  # strips fit the L2
@@ -220,8 +225,7 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     strip = tir.max(tir.Select_(tir.all(big, few), cut, strip), 1)
     items = rows * ceildiv(geo.ow, strip)
     threads = tir.cast(tir.all(big, items >= 2), "int32")
-    return ConvTiles(rb, *(static_or_expr(v) for v in (rw, strip)), order,
-                     static_or_expr(threads))
+    return ConvTiles(rb, *(static_or_expr(v) for v in (rw, strip, order, threads)))
 
 
 def flat_tiles(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
@@ -230,9 +234,14 @@ def flat_tiles(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
     a channel-blocked input with kernel rows wider than 1, unit column dilation, pairs of
     output blocks and a static row of at most :data:`FLAT_MAX_OW` columns, with 16 vector
     registers (AVX-512's quads already fill short rows)."""
-    return (isinstance(geo.ow, int) and geo.ow <= FLAT_MAX_OW and geo.kw > 1 and rb == 2
-            and geo.groups == 1 and geo.in_block == geo.lanes and geo.dilation[1] == 1
-            and vector_registers(level) == 16)
+    return (isinstance(geo.ow, int) and geo.ow <= FLAT_MAX_OW
+            and flat_tiles_apart_from_row(geo, level, rb))
+
+
+def flat_tiles_apart_from_row(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
+    """:func:`flat_tiles` but for the row's width, which may be a run-time size."""
+    return (geo.kw > 1 and rb == 2 and geo.groups == 1 and geo.in_block == geo.lanes
+            and geo.dilation[1] == 1 and vector_registers(level) == 16)
 
 
 def packs_strips(geo: ConvGeometry, rb: int = 2) -> bool:
