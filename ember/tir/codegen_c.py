@@ -281,6 +281,9 @@ class FunctionWriter:
         return f"(!{k[0]})"
 
     def expr_Select(self, e: Select, k: list[str]) -> str:
+        # TIR's Select evaluates both sides: on floats a bitwise select keeps the loop vector
+        if _bit_selectable(e.dtype):
+            return self._helper_call("select", e.dtype, *k)
         return f"({k[0]} ? {k[1]} : {k[2]})"
 
     def expr_Cast(self, e: Cast, k: list[str]) -> str:
@@ -302,6 +305,10 @@ class FunctionWriter:
     def expr_Call(self, e: Call, args: list[str]) -> str:
         op = e.op
         if op == "if_then_else":
+            # it guards its branches (a load out of bounds): a bitwise select evaluates both,
+            # so only where neither can fault or read what the condition guards
+            if _bit_selectable(e.dtype) and all(_safe_anywhere(b) for b in e.args[1:]):
+                return self._helper_call("select", e.dtype, *args)
             return f"({args[0]} ? {args[1]} : {args[2]})"
         if op == "tir.call_packed":
             raise InternalError("codegen: call_packed must be the whole of an Evaluate")
@@ -486,6 +493,32 @@ class FunctionWriter:
         self.emit("return -1;", ind + 1)
         self.emit("}", ind)
         return [(s.body, ind)]
+
+
+def _bit_selectable(dtype: str) -> bool:
+    """Whether a select of ``dtype`` values is written as the bitwise ``select`` helper."""
+    return is_float(dtype) and C_TYPE.get(dtype) in ("float", "double")
+
+
+_PURE_CALLS = frozenset(_MATH) | frozenset(_VMATH) | {"sigmoid", "rsqrt", "isnan", "isinf",
+                                                      "abs", "if_then_else"}
+
+
+def _safe_anywhere(e: PrimExpr) -> bool:
+    """Whether ``e`` may be evaluated where its guard does not hold: no load (its index may
+    be out of bounds there), no call but pure math, no integer division by anything but a
+    constant other than 0 and -1, no float-to-integer cast (undefined out of range)."""
+    for n in post_order(e):
+        if isinstance(n, BufferLoad):
+            return False
+        if isinstance(n, Call) and n.op not in _PURE_CALLS:
+            return False
+        if isinstance(n, (Div, Mod, FloorDiv, FloorMod)) and not is_float(n.dtype) and not (
+                isinstance(n.b, IntImm) and n.b.value not in (0, -1)):
+            return False
+        if isinstance(n, Cast) and not is_float(n.dtype) and is_float(n.value.dtype):
+            return False
+    return True
 
 
 def _kids(e: PrimExpr) -> list[PrimExpr]:
