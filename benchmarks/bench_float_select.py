@@ -87,7 +87,7 @@ def measure(repeat: int, kernels: list[str] | None = None) -> list[dict[str, Any
         arrays = [ember.nd.array(v) for v in values]
         result = ember.nd.empty([int(d) for d in out.shape])
         with ThreadControl(mod).use(1):  # thread time sees only the calling thread's work
-            us = _cpu_us(lambda: f(*arrays, result), repeat)
+            us = _cpu_us(lambda f=f, a=arrays, r=result: f(*a, r), repeat)
         diff = float(np.max(np.abs(result.numpy() - ref(*values))))
         rows.append({"kernel": name, "thread_us": us, "max_abs_diff": diff})
     return rows
