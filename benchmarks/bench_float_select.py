@@ -1,5 +1,6 @@
 """Standalone kernels whose C is a float select (``tir.Select``): where, leaky_relu, prelu,
-sign, clip (min/max, for reference), timed by the calling thread's CPU time.
+sign, clip (min/max), argmax and a row max (selects carried from trip to trip), timed by the
+calling thread's CPU time.
 
     python benchmarks/bench_float_select.py [--kernels leaky_relu_1x64x112x112,...]
                                             [--repeat 200] [--json PATH]
@@ -40,6 +41,7 @@ def _cases() -> dict[str, tuple[Any, list[Any], Callable[..., Any]]]:
     slope = te.placeholder((SHAPE[1],), name="slope")
     mask = te.placeholder((1, 128, 128), dtype="bool", name="mask")
     scores = te.placeholder((12, 128, 128), name="scores")
+    rows = te.placeholder((256, 4096), name="rows")
     return {
         "where_causal_12x128x128": (topi.where(mask, scores, -3.4028235e38), [mask, scores],
                                     lambda m, s: np.where(m, s, np.float32(-3.4028235e38))),
@@ -50,6 +52,9 @@ def _cases() -> dict[str, tuple[Any, list[Any], Callable[..., Any]]]:
                                lambda v, a: np.where(v > 0, v, v * a[:, None, None])),
         "sign_1x64x112x112": (topi.sign(x), [x], np.sign),
         "clip_1x64x112x112": (topi.clip(x, -1.0, 1.0), [x], lambda v: np.clip(v, -1, 1)),
+        # selects carried from trip to trip (a reduction's running best): these keep a branch
+        "argmax_256x4096": (topi.argmax(rows, axis=1), [rows], lambda v: np.argmax(v, axis=1)),
+        "max_256x4096": (topi.max(rows, axis=1), [rows], lambda v: np.max(v, axis=1)),
     }
 
 
@@ -85,7 +90,7 @@ def measure(repeat: int, kernels: list[str] | None = None) -> list[dict[str, Any
         values = [rng.uniform(-1, 1, [int(d) for d in a.shape]) for a in args]
         values = [v > 0 if a.dtype == "bool" else v.astype(a.dtype) for a, v in zip(args, values)]
         arrays = [ember.nd.array(v) for v in values]
-        result = ember.nd.empty([int(d) for d in out.shape])
+        result = ember.nd.empty([int(d) for d in out.shape], out.dtype)
         with ThreadControl(mod).use(1):  # thread time sees only the calling thread's work
             us = _cpu_us(lambda f=f, a=arrays, r=result: f(*a, r), repeat)
         diff = float(np.max(np.abs(result.numpy() - ref(*values))))

@@ -147,6 +147,9 @@ def _helper(key: str) -> str:
                 f"  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}}")
     if kind == "select":  # tir.Select on floats: ``c ? a : b`` with both sides evaluated
         return _bit_blend(fn, f"int c, {t} a, {t} b", t, "c != 0")
+    if kind in ("min_carried", "max_carried"):  # NaN wins as in the bitwise form
+        cmp = "<" if kind == "min_carried" else ">"
+        return f"{fn}({t} a, {t} b) {{ return ((a != a) | (a {cmp} b)) ? a : b; }}"
     if kind in ("min", "max") and t in _FLOAT_BITS:
         return _float_select_helper(fn, t, "<" if kind == "min" else ">")
     if kind == "min":

@@ -159,3 +159,28 @@ def test_select_helpers_compile_warning_free_and_vectorize(tmp_path):
     vectorized = {int(r.split(":")[1]) for r in proc.stderr.splitlines()
                   if "loop vectorized" in r and r.startswith(str(src))}
     assert store in vectorized, proc.stderr  # line numbers count from 1: the loop's line
+
+
+@needs_cc
+def test_selects_carried_from_trip_to_trip_keep_a_branch():
+    """A reduction's ``acc = c ? v : acc`` (argmax) and ``acc = max(acc, v)`` read what their
+    loop stores: a predicted branch runs ahead where a bitwise select chains each trip on the
+    last (8-10x slower), so those stay branches; the numbers still match numpy with NaN."""
+    x = te.placeholder((6, 40), name="x")
+    outs = [topi.argmax(x, axis=1), topi.max(x, axis=1), topi.min(x, axis=1)]
+    code = generate_c([te.lower(topi.auto_schedule(outs[0]), [x, outs[0]], "am")])
+    assert "ember_select" not in code and " ? x[" in code
+    code = generate_c([te.lower(topi.auto_schedule(outs[1]), [x, outs[1]], "mx")])
+    assert "ember_max_carried_float32(" in code and "ember_max_float32(" not in code
+    xv = np.random.default_rng(1).uniform(-1, 1, (6, 40)).astype("float32")
+    xv[1, 7], xv[2, 0], xv[3, 39], xv[4, :] = np.nan, np.nan, -np.inf, -0.0
+    got = []
+    for i, out in enumerate(outs):
+        mod = tir.build(topi.auto_schedule(out), [x, out], name=f"r{i}")
+        res = ember.nd.empty([6], out.dtype)
+        mod[f"r{i}"](ember.nd.array(xv), res)
+        got.append(res.numpy())
+    finite = np.isfinite(xv).all(axis=1)
+    np.testing.assert_array_equal(got[0][finite], np.argmax(xv, axis=1)[finite])
+    np.testing.assert_array_equal(got[1], np.max(xv, axis=1))
+    np.testing.assert_array_equal(got[2], np.min(xv, axis=1))
