@@ -184,3 +184,36 @@ def test_selects_carried_from_trip_to_trip_keep_a_branch():
     np.testing.assert_array_equal(got[0][finite], np.argmax(xv, axis=1)[finite])
     np.testing.assert_array_equal(got[1], np.max(xv, axis=1))
     np.testing.assert_array_equal(got[2], np.min(xv, axis=1))
+
+
+def test_judging_carried_selects_is_linear_in_a_min_max_chain(monkeypatch):
+    """Each Max of a deep chain asks whether it reads what its loop stores: the answers are
+    memoised per loop, so the nodes visited grow with the chain, not with its square."""
+    import ember.tir.codegen_c as codegen_c
+
+    calls = [0]
+
+    def counted(walker):
+        def walk(*args):
+            for n in walker(*args):
+                calls[0] += 1
+                yield n
+        return walk
+
+    for name in ("post_order", "walk"):  # every tree walk the C writer makes
+        monkeypatch.setattr(codegen_c, name, counted(getattr(codegen_c, name)))
+    visits = []
+    for depth in (500, 1000):
+        x = te.placeholder((4, 8), name="x")
+
+        def chain(i, j, depth=depth, x=x):
+            v = x[i, j]
+            for k in range(depth):
+                v = tir.max(v, x[i, k % 8] * float(k))
+            return v
+
+        y = te.compute((4, 8), chain, name="y")
+        calls[0] = 0
+        generate_c([te.lower(te.create_schedule(y.op), [x, y], "deep")])
+        visits.append(calls[0])
+    assert 0 < visits[1] < 3 * visits[0], visits  # linear: about 2x; quadratic: 4x
