@@ -111,16 +111,22 @@ _PRAGMAS = r"""
 _FLOAT_BITS = {"float": "uint32_t", "double": "uint64_t"}
 
 
-def _float_select_helper(fn: str, t: str, cmp: str) -> str:
-    """Float min/max that propagate NaN (as numpy does): ``a`` where ``a`` is NaN or wins
-    ``cmp``, else ``b``. Written as a bitwise select on the bits, not ``?:``: builds run with
-    -fno-tree-loop-if-convert (cc_toolchain), under which GCC keeps a ``?:`` a branch and
-    leaves the loop scalar (a standalone relu ran 6x slower than an add)."""
+def _bit_blend(fn: str, params: str, t: str, take_a: str) -> str:
+    """A helper ``fn(params)`` returning ``a`` where ``take_a`` holds, else ``b``, chosen on
+    the bits by a mask, not by ``?:``: builds run with -fno-tree-loop-if-convert
+    (cc_toolchain), under which GCC keeps a ``?:`` a branch and leaves the loop scalar (a
+    standalone relu ran 6x slower than an add). The value picked keeps its bits (NaN, -0.0)."""
     u = _FLOAT_BITS[t]
-    return (f"{fn}({t} a, {t} b) {{\n"
-            f"  {u} ua, ub, m = ({u})0 - ({u})((a != a) | (a {cmp} b));\n"
+    return (f"{fn}({params}) {{\n"
+            f"  {u} ua, ub, m = ({u})0 - ({u})({take_a});\n"
             f"  memcpy(&ua, &a, sizeof ua);\n  memcpy(&ub, &b, sizeof ub);\n"
             f"  ua = (ua & m) | (ub & ~m);\n  memcpy(&a, &ua, sizeof a);\n  return a;\n}}")
+
+
+def _float_select_helper(fn: str, t: str, cmp: str) -> str:
+    """Float min/max that propagate NaN (as numpy does): ``a`` where ``a`` is NaN or wins
+    ``cmp``, else ``b``."""
+    return _bit_blend(fn, f"{t} a, {t} b", t, f"(a != a) | (a {cmp} b)")
 
 
 def _helper(key: str) -> str:
@@ -139,6 +145,11 @@ def _helper(key: str) -> str:
     if kind == "floormod":
         return (f"{fn}({t} a, {t} b) {{\n  {t} r = a % b;\n"
                 f"  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}}")
+    if kind == "select":  # tir.Select on floats: ``c ? a : b`` with both sides evaluated
+        return _bit_blend(fn, f"int c, {t} a, {t} b", t, "c != 0")
+    if kind in ("min_carried", "max_carried"):  # NaN wins as in the bitwise form
+        cmp = "<" if kind == "min_carried" else ">"
+        return f"{fn}({t} a, {t} b) {{ return ((a != a) | (a {cmp} b)) ? a : b; }}"
     if kind in ("min", "max") and t in _FLOAT_BITS:
         return _float_select_helper(fn, t, "<" if kind == "min" else ">")
     if kind == "min":

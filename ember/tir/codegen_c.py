@@ -143,6 +143,9 @@ class FunctionWriter:
         self.outlined: list[str] = []  # task functions, emitted before this function
         self.num_outlined = 0
         self.decl_types: dict[int, str] = {}  # id(var) -> C type a task function copies it as
+        self.loops: list[For] = []  # the loops open around the current statement, innermost last
+        # id(loop) -> (id(data var) of the buffers it stores, id(expr) -> reads one of them)
+        self._stored: dict[int, tuple[set[int], dict[int, bool]]] = {}
         # USMP: id(Allocate) -> byte offset in the caller's scratch (``scratch_base``, the last
         # parameter), for the allocations that would otherwise use TVMBackendAllocWorkspace
         self.scratch: dict[int, int] = {}
@@ -268,10 +271,35 @@ class FunctionWriter:
         return self._helper_call("floormod", e.dtype, a, b)
 
     def expr_Min(self, e: Min, k: list[str]) -> str:
-        return self._helper_call("min", e.dtype, *k)
+        return self._helper_call(self._min_max("min", e), e.dtype, *k)
 
     def expr_Max(self, e: Max, k: list[str]) -> str:
-        return self._helper_call("max", e.dtype, *k)
+        return self._helper_call(self._min_max("max", e), e.dtype, *k)
+
+    def _min_max(self, kind: str, e: Min | Max) -> str:
+        """The float helper: bitwise (vectorises), or with a branch where the value is carried
+        from trip to trip (a max reduction's ``acc = max(acc, x)``: see ``_carried``)."""
+        return f"{kind}_carried" if _bit_selectable(e.dtype) and self._carried(e) else kind
+
+    def _carried(self, e: PrimExpr) -> bool:
+        """Whether ``e`` reads a buffer that the innermost open loop also stores: a value
+        carried from one trip to the next (a reduction's ``acc = c ? v : acc``, argmax). Such
+        a select stays ``?:``: its branch is predicted (the running best rarely changes) and
+        runs ahead, where a bitwise select chains every trip on the last (argmax over 4096
+        columns: 0.5 ms with the branch, 4.3 ms bitwise)."""
+        if not self.loops:
+            return False
+        loop = self.loops[-1]
+        if id(loop) not in self._stored:
+            self._stored[id(loop)] = ({id(n.buffer.data) for n in post_order(loop.body)
+                                       if isinstance(n, BufferStore)}, {})
+        stored, memo = self._stored[id(loop)]
+        if stored:  # each node judged once per loop: min/max chains render in linear time
+            for n in walk(e, lambda m: [] if id(m) in memo else children(m)):
+                if id(n) not in memo:
+                    memo[id(n)] = (isinstance(n, BufferLoad) and id(n.buffer.data) in stored
+                                   ) or any(memo[id(c)] for c in children(n))
+        return bool(stored) and memo[id(e)]
 
     def _helper_call(self, kind: str, dtype: str, *args: str) -> str:
         self.helpers.add(f"{kind}:{dtype}")
@@ -281,6 +309,9 @@ class FunctionWriter:
         return f"(!{k[0]})"
 
     def expr_Select(self, e: Select, k: list[str]) -> str:
+        # TIR's Select evaluates both sides: on floats a bitwise select keeps the loop vector
+        if _bit_selectable(e.dtype) and not self._carried(e):
+            return self._helper_call("select", e.dtype, *k)
         return f"({k[0]} ? {k[1]} : {k[2]})"
 
     def expr_Cast(self, e: Cast, k: list[str]) -> str:
@@ -302,6 +333,11 @@ class FunctionWriter:
     def expr_Call(self, e: Call, args: list[str]) -> str:
         op = e.op
         if op == "if_then_else":
+            # it guards its branches (a load out of bounds): a bitwise select evaluates both,
+            # so only where neither can fault or read what the condition guards
+            if (_bit_selectable(e.dtype) and all(_safe_anywhere(b) for b in e.args[1:])
+                    and not self._carried(e)):
+                return self._helper_call("select", e.dtype, *args)
             return f"({args[0]} ? {args[1]} : {args[2]})"
         if op == "tir.call_packed":
             raise InternalError("codegen: call_packed must be the whole of an Evaluate")
@@ -394,15 +430,19 @@ class FunctionWriter:
         if self._nonneg(s.min):
             self.nonneg.add(id(s.loop_var))
         parallel = s.kind == ForKind.PARALLEL and not self.in_parallel
+        self.loops.append(s)  # popped once its body is written (here when that is at once)
         if parallel and self.outline_parallel:
             from .codegen_parallel import outline_parallel_loop
 
             if outline_parallel_loop(self, s, ind):
+                self.loops.pop()
                 return []
         header = f"for (int32_t {v} = {mn}; {v} < {ext if mn == '0' else f'{mn} + {ext}'}; ++{v}) {{"
         summed = row_sum(s, self.flat_expr) if not (parallel or self.in_simd) else None
         if summed is not None:
-            return self._row_sum(header, ind, *summed)
+            then = self._row_sum(header, ind, *summed)
+            self.loops.pop()
+            return then
         # Loop hints go through macros (the "pragmas" helper) that expand to nothing where the
         # compiler lacks the feature: plain -Wall -Werror builds without OpenMP stay clean.
         if s.kind == ForKind.VECTORIZED:
@@ -420,6 +460,7 @@ class FunctionWriter:
         def close() -> None:
             self.in_parallel -= parallel
             self.in_simd -= simd
+            self.loops.pop()
             self.emit("}", ind)
 
         return [(s.body, ind + 1), close]
@@ -486,6 +527,32 @@ class FunctionWriter:
         self.emit("return -1;", ind + 1)
         self.emit("}", ind)
         return [(s.body, ind)]
+
+
+def _bit_selectable(dtype: str) -> bool:
+    """Whether a select of ``dtype`` values is written as the bitwise ``select`` helper."""
+    return is_float(dtype) and C_TYPE.get(dtype) in ("float", "double")
+
+
+_PURE_CALLS = frozenset(_MATH) | frozenset(_VMATH) | {"sigmoid", "rsqrt", "isnan", "isinf",
+                                                      "abs", "if_then_else"}
+
+
+def _safe_anywhere(e: PrimExpr) -> bool:
+    """Whether ``e`` may be evaluated where its guard does not hold: no load (its index may
+    be out of bounds there), no call but pure math, no integer division by anything but a
+    constant other than 0 and -1, no float-to-integer cast (undefined out of range)."""
+    for n in post_order(e):
+        if isinstance(n, BufferLoad):
+            return False
+        if isinstance(n, Call) and n.op not in _PURE_CALLS:
+            return False
+        if isinstance(n, (Div, Mod, FloorDiv, FloorMod)) and not is_float(n.dtype) and not (
+                isinstance(n.b, IntImm) and n.b.value not in (0, -1)):
+            return False
+        if isinstance(n, Cast) and not is_float(n.dtype) and is_float(n.value.dtype):
+            return False
+    return True
 
 
 def _kids(e: PrimExpr) -> list[PrimExpr]:
