@@ -63,7 +63,9 @@ def _reachable(expr: RelayExpr, limit: int) -> set[int]:
     seen, queue = {id(expr)}, [expr]
     for node in queue:
         for kid in children(node):
-            if id(kid) not in seen and len(seen) < limit:
+            if id(kid) not in seen:
+                if len(seen) >= limit:  # full: nothing more can be added, stop walking
+                    return seen
                 seen.add(id(kid))
                 queue.append(kid)
     return seen

@@ -170,7 +170,17 @@ class _Typer:
             return self.gvars.get(own, node)
         ty = self.ck.types.get(node)
         ty = node.checked_type_ if ty is None else self.ck.uf.resolve(ty, self.resolved)
-        return typed_copy(node, [self.memo[c] for c in walk_children(node)], ty)
+        old = walk_children(node)
+        kids = [self.memo[c] for c in old]
+        if _same_type(node.checked_type_, ty) and all(a is b for a, b in zip(kids, old)):
+            return node  # typed so already (a previous run's copy): a copy would equal it
+        return typed_copy(node, kids, ty)
+
+
+def _same_type(a: Type | None, b: Type) -> bool:
+    # ``a == b`` is structural: unequal types (a node typed for the first time, or changed)
+    # are told apart, equal ones may be distinct objects (a resolve rebuilds composites).
+    return a is b or (a is not None and a == b)
 
 
 def strongly_connected(graph: dict[Any, list[Any]]) -> list[list[Any]]:
