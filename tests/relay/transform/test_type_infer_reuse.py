@@ -228,3 +228,115 @@ def test_reach_answers_as_the_whole_bounded_walk(limit):
     for key in [id(root), id(nodes[-2]), id(x), -1, *everything]:
         assert (key in reach) == (key in want)
     assert reach.seen == want
+
+
+# -- global functions typed already ---------------------------------------------------------------
+def checked_names(monkeypatch):
+    """The functions InferType checks from now on (by the name messages give them)."""
+    names = []
+    orig = type_infer.ModuleChecker.check_function
+
+    def spy(self, name, func, closed):
+        names.append(name)
+        return orig(self, name, func, closed)
+
+    monkeypatch.setattr(type_infer.ModuleChecker, "check_function", spy)
+    return names
+
+
+def two_globals():
+    """@f(x: (2, 3)) = exp(x); @main(y) = @f(y)."""
+    x = relay.var("x", T(2, 3))
+    f = relay.GlobalVar("f")
+    mod = IRModule({f: relay.Function([x], call("exp", x))})
+    y = relay.var("y", T(2, 3))
+    mod[relay.GlobalVar("main")] = relay.Function([y], relay.Call(f, (y,)))
+    return InferType()(mod)
+
+
+def with_main(typed, body_fn):
+    """``typed`` with @main's body replaced by ``body_fn(param, @f)`` (what a pass does)."""
+    out = typed.copy()
+    y = relay.var("y", T(2, 3))
+    out[typed.get_global_var("main")] = relay.Function(
+        [y], body_fn(y, typed.get_global_var("f")))
+    return out
+
+
+def test_an_unchanged_callee_is_not_checked_again(monkeypatch):
+    typed = two_globals()
+    names = checked_names(monkeypatch)
+    again = InferType()(with_main(typed, lambda y, f: call("negative", relay.Call(f, (y,)))))
+    assert names == ["@main"]
+    assert again["f"].checked_type == typed["f"].checked_type
+    assert again["main"].body.checked_type == T(2, 3)
+    # the @f of the result still finds its globals by the new module's GlobalVars
+    assert again.get_global_var("f").checked_type == typed["f"].checked_type
+
+
+def test_a_changed_callee_forces_its_callers_to_be_checked(monkeypatch):
+    # @g(y) = @f(y) is unchanged; @f is edited to sum its input: @g's type must follow
+    x = relay.var("x", T(2, 3))
+    f, g = relay.GlobalVar("f"), relay.GlobalVar("g")
+    mod = IRModule({f: relay.Function([x], call("exp", x))})
+    y = relay.var("y", T(2, 3))
+    mod[g] = relay.Function([y], relay.Call(f, (y,)))
+    typed = InferType()(mod)
+    names = checked_names(monkeypatch)
+    edited = typed.copy()
+    fx = relay.var("x", T(2, 3))
+    edited[typed.get_global_var("f")] = relay.Function([fx], call("sum", fx, axis=(1,)))
+    again = InferType()(edited)
+    assert sorted(names) == ["@f", "@g"]
+    assert again["g"].checked_type.ret_type == T(2)
+    assert again["g"].body.checked_type == T(2)
+
+
+def test_a_function_edited_by_a_pass_is_checked(monkeypatch):
+    typed = two_globals()
+    names = checked_names(monkeypatch)
+    edited = typed.copy()
+    fx = relay.var("x", T(2, 3))
+    edited[typed.get_global_var("f")] = relay.Function([fx], call("transpose", fx, axes=(1, 0)))
+    again = InferType()(edited)
+    assert "@f" in names and "@main" in names
+    assert again["main"].body.checked_type == T(3, 2)
+
+
+def test_an_error_next_to_a_reused_callee_names_its_node():
+    typed = two_globals()
+    bad = with_main(typed, lambda y, f: call("add", relay.Call(f, (y,)),
+                                             relay.const(np.zeros((4,), "float32"))))
+    with pytest.raises(TypeInferenceError) as reused:
+        InferType()(bad)
+    # the same program typed from scratch gives the same message
+    x = relay.var("x", T(2, 3))
+    f = relay.GlobalVar("f")
+    fresh = IRModule({f: relay.Function([x], call("exp", x))})
+    y = relay.var("y", T(2, 3))
+    fresh[relay.GlobalVar("main")] = relay.Function(
+        [y], call("add", relay.Call(f, (y,)), relay.const(np.zeros((4,), "float32"))))
+    with pytest.raises(TypeInferenceError) as scratch:
+        InferType()(fresh)
+    assert str(reused.value) == str(scratch.value)
+    assert "add" in str(reused.value) and "@main" in str(reused.value)
+
+
+def test_a_function_typed_by_its_caller_is_checked_again(monkeypatch):
+    # @f(%x) = add(%x, %x) waits for @main's argument: its type belongs to its caller's run
+    x = relay.var("x")
+    f = relay.GlobalVar("f")
+    mod = IRModule({f: relay.Function([x], call("add", x, x))})
+    y = relay.var("y", T(2, 3))
+    mod[relay.GlobalVar("main")] = relay.Function([y], relay.Call(f, (y,)))
+    typed = InferType()(mod)
+    assert typed["f"].checked_type.ret_type == T(2, 3)
+    names = checked_names(monkeypatch)
+    edited = typed.copy()
+    z = relay.var("z", T(5))
+    edited[typed.get_global_var("main")] = relay.Function(
+        [z], relay.Call(typed.get_global_var("f"), (z,)))
+    again = InferType()(edited)  # %x has no annotation: @f follows its caller again
+    assert "@f" in names
+    assert again["f"].checked_type.ret_type == T(5)
+    assert again["main"].body.checked_type == T(5)
