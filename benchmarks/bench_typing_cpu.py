@@ -104,14 +104,17 @@ def cases() -> dict[str, Callable[[], Callable[[], Any]]]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=None, help="comma-separated case names")
     ap.add_argument("--repeat", type=int, default=1, help="builds per case (best kept)")
     ap.add_argument("--json", default=None)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     all_cases = cases()
     names = args.models.split(",") if args.models else list(all_cases)
+    unknown = [n for n in names if n not in all_cases]
+    if unknown:
+        ap.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(all_cases)}")
     rows, results = [], {}
     for name in names:
         build = all_cases[name]()
@@ -133,7 +136,8 @@ def main() -> None:
     path = args.json or results_path("bench_typing_cpu.json")
     with open_results(path) as f:
         json.dump(results, f, indent=1)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
