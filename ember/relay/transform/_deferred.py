@@ -209,7 +209,9 @@ def _static(ty: Type) -> bool:
 
 
 def _relation_key(call: Call, args: list[Type]) -> tuple | None:
-    if not all(_static(a) for a in args):
+    # Tensor arguments only: hashing and checking a deep tuple's type at each call would cost
+    # time quadratic in its depth where a program nests tuples.
+    if not all(type(a) is TensorType and _static(a) for a in args):
         return None
     return (call.op, id(call.attrs), *args)
 

@@ -31,7 +31,7 @@ from ...ir.expr import Function, GlobalVar, RelayExpr
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.op import Op
-from ...ir.types import FuncType, IncompleteType, Type, TypeVar
+from ...ir.types import FuncType, IncompleteType, TensorType, Type, TypeVar
 from ...ir.visitor import global_vars, post_order, typed_copy, walk_children
 from ._checker import ExprChecker
 from ._diagnose import global_by_name
@@ -219,9 +219,10 @@ class _Typer:
 
 
 def _same_type(a: Type | None, b: Type) -> bool:
-    # ``a == b`` is structural: unequal types (a node typed for the first time, or changed)
-    # are told apart, equal ones may be distinct objects (a resolve rebuilds composites).
-    return a is b or (a is not None and a == b)
+    # Tensors are compared by value (a few dims); other types only by identity: a deep
+    # tuple's type nests in each of its parents', so comparing every node's by value would
+    # cost time quadratic in the depth (a resolve rebuilds those anyway, so they are copied).
+    return a is b or (type(a) is TensorType and type(b) is TensorType and a == b)
 
 
 def strongly_connected(graph: dict[Any, list[Any]]) -> list[list[Any]]:
