@@ -9,14 +9,19 @@ instantiate it afresh at each use. A group whose op relations still wait for arg
 (``def @f(%x) { add(%x, 1f) }``) stays open and monomorphic until a caller fixes them.
 
 Finally every node is copied with its type in ``checked_type_`` (what ``expr.checked_type``
-reads), every Function with its FuncType: the input module is never edited. Errors are
+reads), every Function with its FuncType: the input module is never edited. A node that has
+that type already (a tensor type equal to it, or the very type object), on children that were
+kept too, is kept instead of copied: a pass leaves most of what the last InferType typed as is. Errors are
 ``TypeInferenceError``s that name the op or function, the argument, the expected and actual
 types, the source location when the node has a span, and show the IR around the failing node.
 
 A module that InferType returned and that still holds the same function and type-definition
 objects (passes start and end with InferType, so the next pass re-infers what the last one
 just typed) is typed already: InferType then returns a copy of it without checking anything
-again (nodes are immutable, so the same objects have the same types).
+again (nodes are immutable, so the same objects have the same types). Inside a module a pass
+changed, a global function that a recent run checked alone (nothing open, so its type followed
+from its own nodes and its callees' types), still the same object, whose callees have the same
+types and whose module has the same type definitions, takes its type from that run unchecked.
 """
 from __future__ import annotations
 
@@ -336,8 +341,9 @@ def _remember(mod: IRModule, checked: _Checked) -> IRModule:
 class InferType(ModulePass):
     """Infer the type of every expression of every function; returns a new IRModule.
 
-    The new module's nodes are typed copies of the input's (``expr.checked_type``), so the
-    input keeps the types it had and a node shared by two modules is typed in each.
+    The new module's nodes are typed copies of the input's (``expr.checked_type``), or the
+    input's own nodes where they have those types already, so the input keeps the types it
+    had and a node shared by two modules is typed in each.
     Raises TypeInferenceError for an ill-typed program.
     """
 
