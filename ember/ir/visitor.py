@@ -347,8 +347,25 @@ def typed_copy(expr: RelayExpr, kids: list[Any], ty: Any) -> RelayExpr:
     type is ``ty``: how InferType gives a module its types without editing its input."""
     change = _CHANGES.get(type(expr))
     changes = change(expr, kids) if change is not None else {}
-    new: RelayExpr = dataclasses.replace(expr, checked_type_=ty, **changes)  # type: ignore
-    return new
+    names = _PLAIN_FIELDS.get(type(expr))
+    if names is None:  # a subclass: its own __init__ runs
+        new: RelayExpr = dataclasses.replace(expr, checked_type_=ty, **changes)  # type: ignore
+        return new
+    # The node classes' __post_init__ only normalise (lists to tuples, arrays to NDArrays,
+    # attrs to Attrs): ``expr`` is normalised and so is what ``_CHANGES`` gives, so the copy
+    # is made without __init__ (dataclasses.replace is most of InferType's last step).
+    out = object.__new__(type(expr))
+    for name in names:
+        object.__setattr__(out, name, changes[name] if name in changes else getattr(expr, name))
+    object.__setattr__(out, "checked_type_", ty)
+    return out
+
+
+_PLAIN_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls) if f.name != "checked_type_")
+    for cls in (Var, GlobalVar, Constant, Tuple, Call, Let, If, TupleGetItem, Function, Match,
+                RefCreate, RefRead, RefWrite)
+}
 
 
 def _map_pattern(pat: Pattern, fn: Callable[[Var], Var]) -> Pattern:

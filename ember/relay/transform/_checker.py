@@ -55,6 +55,8 @@ from ._patterns import missing_case, show_pattern
 from ._unify import Unifier, UnifyError, instantiate, show_type
 
 BOOL = TensorType((), "bool")
+CONSTANT_TYPES_KEPT = 4096
+_CONSTANT_TYPES: dict[tuple[tuple[int, ...], str], TensorType] = {}
 Owner = tuple[str, Any]  # (name shown in messages, the global function being checked)
 
 
@@ -202,7 +204,15 @@ class ExprChecker:
         return self.var_type(e)
 
     def _constant(self, e: Constant) -> Type:
-        return TensorType(tuple(e.data.shape), str(e.data.dtype))
+        # One TensorType per shape and dtype: a model has thousands of constants of a few
+        # types, and building a TensorType (normalising dims, parsing the dtype) is slow.
+        key = (tuple(e.data.shape), str(e.data.dtype))
+        ty = _CONSTANT_TYPES.get(key)
+        if ty is None:
+            if len(_CONSTANT_TYPES) >= CONSTANT_TYPES_KEPT:
+                _CONSTANT_TYPES.clear()
+            ty = _CONSTANT_TYPES[key] = TensorType(*key)
+        return ty
 
     def _tuple(self, e: Tuple) -> Type:
         return TupleType(tuple(self.type_of(f) for f in e.fields))

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...ir.expr import Call, TupleGetItem, Var
 from ...ir.op import Op, OpDef
-from ...ir.types import IncompleteType, TupleType, Type
+from ...ir.types import Any as AnyDim
+from ...ir.types import IncompleteType, TensorType, TupleType, Type
 from ...runtime.errors import TypeInferenceError
 from ._unify import show_type
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 
 def _known(ty: Type) -> bool:
     """An op may look at this type: tensors, and tuples whose fields are all known."""
+    if type(ty) is TensorType:  # the common case
+        return True
     stack = [ty]
     while stack:
         t = stack.pop()
@@ -44,9 +47,11 @@ class Deferred:
     def step(self, ck: ExprChecker) -> bool:
         """Run if the inputs are known and changed since the last run; True if it ran."""
         args = [ck.uf.resolve(t) for t in self.inputs]
-        if not self.ready(args) and self.fill(ck, args):
+        ready = self.ready(args)
+        if not ready and self.fill(ck, args):
             args = [ck.uf.resolve(t) for t in self.inputs]
-        if not self.ready(args) or args == self.last:
+            ready = self.ready(args)
+        if not ready or args == self.last:
             return False
         self.last = args
         result = self.apply(ck, args)
@@ -80,6 +85,18 @@ class Relation(Deferred):
 
     def apply(self, ck: ExprChecker, args: list[Type]) -> Type:
         call: Call = self.node
+        key = _relation_key(call, args)
+        kept = _RESULTS.get(key) if key is not None else None
+        if kept is not None and kept[0] is call.attrs:
+            return kept[1]
+        ty = self._run(ck, call, args)
+        if key is not None and _static(ty):
+            if len(_RESULTS) >= RELATION_RESULTS_KEPT:
+                _RESULTS.clear()  # simplest bound: start again (a build refills it at once)
+            _RESULTS[key] = (call.attrs, ty)
+        return ty
+
+    def _run(self, ck: ExprChecker, call: Call, args: list[Type]) -> Type:
         od = _op_def(call)
         assert od.type_rel is not None, "calls of ops without a relation are rejected earlier"
         try:
@@ -162,6 +179,41 @@ class Projection(Deferred):
         return ck.fail(self.node, f"projection .{self.node.index}: cannot infer the type of the "
                                   f"tuple{f' {what}' if what else ''}; add a type annotation",
                        self.owner)
+
+
+# -- results of type relations, kept across runs ----------------------------------------------
+# A build runs InferType ~25 times over mostly the same calls: the same op, the same attrs
+# object (a typed copy keeps its call's attrs) and the same argument types, and a type relation
+# is a function of those. Its result is kept when the arguments and the result are tensors (or
+# tuples of them) of static or ``?`` sizes: a result holding an unknown or a ShapeVar must be
+# made afresh at each call (sharing it would tie two calls' types). Keyed by the attrs' id; the
+# entry holds the attrs, so the id is not reused while the entry lives. Failures are not kept:
+# the relation runs again and raises its error at the call.
+RELATION_RESULTS_KEPT = 8192
+_RESULTS: dict[tuple, tuple[Any, Type]] = {}
+
+
+def _static(ty: Type) -> bool:
+    """A tensor type with int or ``?`` sizes, or a tuple of such (nested)."""
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if type(t) is TensorType:
+            if not all(type(d) is int or type(d) is AnyDim for d in t.shape):
+                return False
+        elif type(t) is TupleType:
+            stack.extend(t.fields)
+        else:
+            return False
+    return True
+
+
+def _relation_key(call: Call, args: list[Type]) -> tuple | None:
+    # Tensor arguments only: hashing and checking a deep tuple's type at each call would cost
+    # time quadratic in its depth where a program nests tuples.
+    if not all(type(a) is TensorType and _static(a) for a in args):
+        return None
+    return (call.op, id(call.attrs), *args)
 
 
 def _op_def(call: Call) -> OpDef:

@@ -58,15 +58,29 @@ class PassMutator(ExprMutator):
         return spanned
 
 
-def _reachable(expr: RelayExpr, limit: int) -> set[int]:
-    """Ids of the first ``limit`` nodes reachable from ``expr`` (breadth first)."""
-    seen, queue = {id(expr)}, [expr]
-    for node in queue:
-        for kid in children(node):
-            if id(kid) not in seen and len(seen) < limit:
-                seen.add(id(kid))
-                queue.append(kid)
-    return seen
+class _Reach:
+    """Ids of the first ``limit`` nodes reachable from a root (breadth first), walked only as
+    far as the questions asked need: ``id(node) in reach`` stops at the node when it is
+    there, and walks the whole (bounded) set only to answer no."""
+
+    def __init__(self, root: RelayExpr, limit: int) -> None:
+        self.seen, self.queue, self.limit = {id(root)}, [root], limit
+        self.next = 0  # queue[next:] are reached, their children not walked yet
+        self.full = False
+
+    def __contains__(self, key: int) -> bool:
+        seen, queue = self.seen, self.queue
+        while key not in seen and not self.full and self.next < len(queue):
+            node = queue[self.next]
+            self.next += 1
+            for kid in children(node):
+                if id(kid) not in seen:
+                    if len(seen) >= self.limit:  # full: nothing more can be added
+                        self.full = True
+                        break
+                    seen.add(id(kid))
+                    queue.append(kid)
+        return key in seen
 
 
 def rewrite_span(old: RelayExpr, new: RelayExpr,
@@ -75,7 +89,7 @@ def rewrite_span(old: RelayExpr, new: RelayExpr,
     under it that ``new`` no longer uses, walked down to the nodes ``new`` still reaches
     (``rebuilt`` maps an original node to what it became). Where that boundary is not found
     within ``SPAN_WALK_LIMIT`` nodes, ``old``'s own span."""
-    reach = _reachable(new, SPAN_WALK_LIMIT)
+    reach = _Reach(new, SPAN_WALK_LIMIT)
     rebuilt = rebuilt or {}
     spans, seen, stack = [old.span], {id(old)}, list(children(old))
     while stack:

@@ -182,9 +182,20 @@ class Unifier:
 
     def unify(self, a: Type, b: Type) -> Type:
         """Make ``a`` and ``b`` equal; returns the merged type. Raises UnifyError."""
-        if type(a) is TensorType and type(b) is TensorType:  # the common case, directly
-            return _unify_tensor(self, a, b)
+        if type(b) is TensorType:  # the common cases, directly
+            if type(a) is TensorType:
+                return _unify_tensor(self, a, b)
+            if type(a) is IncompleteType:  # an op's result: nothing inside, no cycle
+                return self._assign_tensor(a, b)
         return run(self.step(a, b))
+
+    def _assign_tensor(self, a: IncompleteType, b: TensorType) -> Type:
+        """``_unify_unknown(a, b)`` for a tensor ``b``: it holds no unknown, so there is no
+        occurs check to make and nothing to mark held."""
+        r = self.root(a)
+        old = self._value.get(r)
+        self._value[r] = b if old is None else run(self.step(old, b))
+        return r
 
     def step(self, a: Type, b: Type) -> Step[Type]:
         """``unify`` as a step: composite types unify their children as nested steps."""

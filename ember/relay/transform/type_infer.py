@@ -9,14 +9,19 @@ instantiate it afresh at each use. A group whose op relations still wait for arg
 (``def @f(%x) { add(%x, 1f) }``) stays open and monomorphic until a caller fixes them.
 
 Finally every node is copied with its type in ``checked_type_`` (what ``expr.checked_type``
-reads), every Function with its FuncType: the input module is never edited. Errors are
+reads), every Function with its FuncType: the input module is never edited. A node that has
+that type already (a tensor type equal to it, or the very type object), on children that were
+kept too, is kept instead of copied: a pass leaves most of what the last InferType typed as is. Errors are
 ``TypeInferenceError``s that name the op or function, the argument, the expected and actual
 types, the source location when the node has a span, and show the IR around the failing node.
 
 A module that InferType returned and that still holds the same function and type-definition
 objects (passes start and end with InferType, so the next pass re-infers what the last one
 just typed) is typed already: InferType then returns a copy of it without checking anything
-again (nodes are immutable, so the same objects have the same types).
+again (nodes are immutable, so the same objects have the same types). Inside a module a pass
+changed, a global function that a recent run checked alone (nothing open, so its type followed
+from its own nodes and its callees' types), still the same object, whose callees have the same
+types and whose module has the same type definitions, takes its type from that run unchecked.
 """
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ from ...ir.expr import Function, GlobalVar, RelayExpr
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.op import Op
-from ...ir.types import FuncType, IncompleteType, Type, TypeVar
+from ...ir.types import FuncType, IncompleteType, TensorType, Type, TypeVar
 from ...ir.visitor import global_vars, post_order, typed_copy, walk_children
 from ._checker import ExprChecker
 from ._diagnose import global_by_name
@@ -45,6 +50,10 @@ class ModuleChecker(ExprChecker):
         super().__init__(mod)
         self.funcs = {gv: f for gv, f in mod.functions.items() if isinstance(f, Function)}
         self.open: list[GlobalVar] = []  # checked, not generalised yet
+        self.uses: dict[GlobalVar, list[Any]] = {}  # the globals each function names
+        # Functions whose type depends on their callees' types only (checked alone, nothing
+        # open): what those were. A run on a later module may reuse them (see _reusable).
+        self.alone: dict[GlobalVar, _Callees] = {}
 
     def check_globals(self, roots: list[GlobalVar] | None = None) -> None:
         """Check every Relay function of the module, or those reachable from ``roots``."""
@@ -60,7 +69,8 @@ class ModuleChecker(ExprChecker):
             gv = todo.pop()
             if gv is None or gv in graph or gv not in self.funcs:
                 continue
-            deps = [d for d in map(self._own, global_vars(self.funcs[gv])) if d in self.funcs]
+            self.uses[gv] = list(map(self._own, global_vars(self.funcs[gv])))
+            deps = [d for d in self.uses[gv] if d in self.funcs]
             graph[gv] = deps
             todo.extend(deps)
         return graph
@@ -69,6 +79,10 @@ class ModuleChecker(ExprChecker):
         return gv if gv in self.funcs else global_by_name(self.mod, gv)
 
     def _check_group(self, group: list[GlobalVar]) -> None:
+        alone = len(group) == 1 and not self.open  # its type will depend on callees only
+        callees = self._callee_types(group[0]) if alone else None
+        if callees is not None and self._reuse(group[0], callees):
+            return
         for gv in group:
             func = self.funcs[gv]
             self.global_types[gv] = self.skeleton(func)
@@ -81,6 +95,34 @@ class ModuleChecker(ExprChecker):
         self.solve()
         if all(c.last is not None for c in self.deferred):
             self.generalize()
+            if callees is not None:
+                self.alone[group[0]] = callees
+
+    def _callee_types(self, gv: GlobalVar) -> _Callees | None:
+        """The types of the other globals ``gv``'s function names, checked already (callees
+        come first); None if one is missing (the check reports it)."""
+        out = []
+        for d in dict.fromkeys(self.uses[gv]):
+            if d is gv:
+                continue  # its own recursive calls: its type follows from its own nodes
+            if d is None or d not in self.global_types and d in self.funcs:
+                return None
+            ty = (self.uf.resolve(self.global_types[d]) if d in self.global_types
+                  else getattr(self.mod.functions[d], "checked_type_", None))
+            out.append((d.name_hint, ty))
+        return tuple(out)
+
+    def _reuse(self, gv: GlobalVar, callees: _Callees) -> bool:
+        """Take the type of ``gv``'s function from the run that typed it, if that run found
+        the same callee types and type definitions (the function object is the same, so its
+        nodes are): checking it again would find the same types."""
+        func = self.funcs[gv]
+        if not _reusable(func, callees, self.mod):
+            return False
+        self.global_types[gv] = func.checked_type_  # type: ignore[assignment]
+        self.poly_ok.add(gv)
+        self.alone[gv] = callees
+        return True
 
     def check_function(self, name: str, func: RelayExpr, closed: bool) -> Type:
         """Type one function (or expression) called ``name`` in messages (``@main``); with
@@ -131,7 +173,11 @@ class ModuleChecker(ExprChecker):
         typer = _Typer(self, gvars)
         funcs = {gvars.get(gv, gv): typer.copy(f, gv) if isinstance(f, Function) else f
                  for gv, f in self.mod.functions.items()}
-        return IRModule(funcs, self.mod.type_definitions, self.mod.attrs)
+        out = IRModule(funcs, self.mod.type_definitions, self.mod.attrs)
+        checked = {id(f): (f, self.alone[gv]) for gv in self.alone
+                   for f in (funcs[gvars[gv]],)}
+        _remember(out, checked)
+        return out
 
     def typed_expr(self, expr: RelayExpr) -> RelayExpr:
         """A typed copy of ``expr``; its GlobalVars are kept (they name ``self.mod``'s)."""
@@ -170,7 +216,18 @@ class _Typer:
             return self.gvars.get(own, node)
         ty = self.ck.types.get(node)
         ty = node.checked_type_ if ty is None else self.ck.uf.resolve(ty, self.resolved)
-        return typed_copy(node, [self.memo[c] for c in walk_children(node)], ty)
+        old = walk_children(node)
+        kids = [self.memo[c] for c in old]
+        if _same_type(node.checked_type_, ty) and all(a is b for a, b in zip(kids, old)):
+            return node  # typed so already (a previous run's copy): a copy would equal it
+        return typed_copy(node, kids, ty)
+
+
+def _same_type(a: Type | None, b: Type) -> bool:
+    # Tensors are compared by value (a few dims); other types only by identity: a deep
+    # tuple's type nests in each of its parents', so comparing every node's by value would
+    # cost time quadratic in the depth (a resolve rebuilds those anyway, so they are copied).
+    return a is b or (type(a) is TensorType and type(b) is TensorType and a == b)
 
 
 def strongly_connected(graph: dict[Any, list[Any]]) -> list[list[Any]]:
@@ -218,11 +275,15 @@ def strongly_connected(graph: dict[Any, list[Any]]) -> list[list[Any]]:
 
 
 # -- modules typed already --------------------------------------------------------------------
-# The modules InferType returned last (weak: a module dies with its last user) and what each
-# held then. A pipeline re-infers the module of the pass just before, so a few suffice, and a
-# program that keeps many typed modules alive costs no more per run.
+# The modules InferType returned last (weak: a module dies with its last user), what each held
+# then, and, per function whose type depends on its callees only, the callee types it was
+# checked with. A pipeline re-infers the module of the pass just before, so a few suffice, and
+# a program that keeps many typed modules alive costs no more per run.
+_Callees = tuple[tuple[str, Any], ...]  # (callee name, its type), in order of first use
+_Checked = dict[int, tuple[Function, _Callees]]  # id(function) -> (function, callee types)
 _RECENT: collections.deque[weakref.ref[IRModule]] = collections.deque(maxlen=8)
-_HELD: weakref.WeakKeyDictionary[IRModule, tuple[tuple, tuple]] = weakref.WeakKeyDictionary()
+_HELD: weakref.WeakKeyDictionary[IRModule, tuple[tuple, tuple, _Checked]] = \
+    weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()  # builds may run in several threads
 
 
@@ -235,19 +296,42 @@ def _same(a: tuple[tuple, tuple], b: tuple[tuple, tuple]) -> bool:
                for x, y in zip(a, b))
 
 
+def _held() -> list[tuple[tuple, tuple, _Checked]]:
+    with _LOCK:
+        held = [_HELD.get(m) for m in (ref() for ref in _RECENT) if m is not None]
+    return [h for h in held if h is not None]
+
+
 def _typed_already(mod: IRModule) -> bool:
     """Whether ``mod`` holds the very functions and type definitions of a module InferType
     returned recently and that is still alive (itself, or one a pass rebuilt without changing
     anything)."""
+    return _records(mod) is not None
+
+
+def _records(mod: IRModule) -> _Checked | None:
+    """The per-function records of the recent module ``mod`` is a copy of, if any."""
     now = _contents(mod)
-    with _LOCK:
-        held = [_HELD.get(m) for m in (ref() for ref in _RECENT) if m is not None]
-    return any(h is not None and _same(h, now) for h in held)
+    return next((h[2] for h in _held() if _same(h[:2], now)), None)
 
 
-def _remember(mod: IRModule) -> IRModule:
+def _reusable(func: Function, callees: _Callees, mod: IRModule) -> bool:
+    """Whether a recent run typed this very function object, alone, with these callee types
+    (compared by ``==``; a callee reused itself keeps its type object) and ``mod``'s type
+    definitions (the same objects: constructors are typed by them)."""
+    defs = tuple(mod.type_definitions.items())
+    for _, held_defs, checked in _held():
+        seen = checked.get(id(func))
+        if seen is not None and seen[0] is func and seen[1] == callees and \
+                _same((held_defs,), (defs,)):
+            return True
+    return False
+
+
+def _remember(mod: IRModule, checked: _Checked) -> IRModule:
+    functions, type_defs = _contents(mod)
     with _LOCK:
-        _HELD[mod] = _contents(mod)
+        _HELD[mod] = (functions, type_defs, checked)
         _RECENT.append(weakref.ref(mod))
     return mod
 
@@ -257,8 +341,9 @@ def _remember(mod: IRModule) -> IRModule:
 class InferType(ModulePass):
     """Infer the type of every expression of every function; returns a new IRModule.
 
-    The new module's nodes are typed copies of the input's (``expr.checked_type``), so the
-    input keeps the types it had and a node shared by two modules is typed in each.
+    The new module's nodes are typed copies of the input's (``expr.checked_type``), or the
+    input's own nodes where they have those types already, so the input keeps the types it
+    had and a node shared by two modules is typed in each.
     Raises TypeInferenceError for an ill-typed program.
     """
 
@@ -267,11 +352,11 @@ class InferType(ModulePass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         if _typed_already(mod):
-            return _remember(mod.copy())
+            return _remember(mod.copy(), _records(mod) or {})
         ck = ModuleChecker(mod)
         ck.check_globals()
         ck.finish()
-        return _remember(ck.typed_module())
+        return ck.typed_module()
 
 
 register_pass("InferType", InferType)
