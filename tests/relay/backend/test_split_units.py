@@ -39,7 +39,7 @@ def _reference(xv: np.ndarray, wv: np.ndarray) -> np.ndarray:
 def small_units(monkeypatch: pytest.MonkeyPatch) -> None:
     """Units of a few hundred bytes: even this small model splits into several."""
     monkeypatch.setattr(codegen, "_UNIT_BYTES", 200)
-    monkeypatch.setattr(codegen.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(codegen, "usable_cpus", lambda: 8)
 
 
 def _run(factory, xv: np.ndarray) -> np.ndarray:
