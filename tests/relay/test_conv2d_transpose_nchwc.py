@@ -110,10 +110,7 @@ def test_bias_and_activation_join_the_phase_conv_epilogue(oc):
 
 
 @needs_cc
-# the portable build ("c": the conv kernel objects at the baseline x86-64 level, 10 s of GCC no
-# other default test needs) in the slow set; tests/topi's conv harnesses run those levels
-@pytest.mark.parametrize("target,disabled", [("llvm", []),
-                                             pytest.param("c", [], marks=pytest.mark.slow),
+@pytest.mark.parametrize("target,disabled", [("llvm", []), ("c", []),
                                              ("llvm", ["AlterOpLayout"])])
 def test_phase_convs_match_numpy(target, disabled):
     """Planned (host SIMD, portable C) and unplanned (the phased NCHW compute)."""
