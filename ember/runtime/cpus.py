@@ -38,6 +38,10 @@ def usable_cpus() -> int:
     """The logical CPUs this process may run on (its affinity mask), at most what a cgroup CPU
     quota allows."""
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
-    n = n or os.cpu_count() or 1
+    return within_quota(n or os.cpu_count() or 1)
+
+
+def within_quota(n: int) -> int:
+    """``n`` CPUs (or cores), at most what a cgroup CPU quota allows."""
     limit = cgroup_cpu_limit()
     return min(n, limit) if limit > 0 else n

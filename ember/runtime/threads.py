@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .cpus import cgroup_cpu_limit, usable_cpus  # noqa: F401  (public here too)
+from .cpus import cgroup_cpu_limit, usable_cpus, within_quota  # noqa: F401  (public here too)
 from .module import CSourceModule, Module
 
 ENV_VAR = "EMBER_NUM_THREADS"
@@ -44,9 +44,7 @@ def physical_cores() -> int:
         except OSError:
             cores = set()
             break
-    n = len(cores) or len(cpus) or os.cpu_count() or 1
-    limit = cgroup_cpu_limit()
-    return min(n, limit) if limit > 0 else n
+    return within_quota(len(cores) or len(cpus) or os.cpu_count() or 1)
 
 
 def default_num_threads() -> int:

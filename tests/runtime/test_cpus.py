@@ -46,8 +46,9 @@ def test_cgroup_cpu_limit(tmp_path: Path, files: dict[str, str], want: int) -> N
 def test_the_native_pool_reads_the_same_files(tmp_path: Path) -> None:
     """thread_pool.h's reader, compiled on its own, agrees with the Python one on every case."""
     here = Path(__file__).resolve().parents[2] / "ember" / "runtime" / "csrc"
-    lib = CSourceModule(f'#define _GNU_SOURCE 1\n#include "{here}/thread_pool.h"\n'
-                        "TVM_DLL int limit_of(const char* root) "
+    # the header's text itself, not an #include of it: the build cache keys on the source
+    lib = CSourceModule("#define _GNU_SOURCE 1\n" + (here / "thread_pool.h").read_text()
+                        + "\nTVM_DLL int limit_of(const char* root) "
                         "{ return ember_cgroup_cpu_limit(root); }\n")
     import ctypes
 
@@ -57,6 +58,8 @@ def test_the_native_pool_reads_the_same_files(tmp_path: Path) -> None:
         root = _tree(tmp_path / str(i), files)
         root.mkdir(exist_ok=True)
         assert limit_of(str(root).encode()) == want, files
+    huge = _tree(tmp_path / "huge", {"cpu.max": "9223372036854775807 1\n"})
+    assert limit_of(str(huge).encode()) == 64  # no overflow: capped at the pool's most threads
 
 
 def test_usable_cpus_takes_the_quota_under_the_affinity(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -341,7 +341,8 @@ static int ember_cgroup_cpu_limit(const char* root) {
     period = ember_read_long(path, "cpu.cfs_period_us");
   }
   if (quota <= 0 || period <= 0) return 0;
-  return (int)((quota + period - 1) / period);
+  quota = quota / period + (quota % period != 0);  /* rounded up, without overflow */
+  return quota < EMBER_POOL_MAX_THREADS ? (int)quota : EMBER_POOL_MAX_THREADS;
 }
 
 /* EMBER_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may run on (its affinity
@@ -349,20 +350,19 @@ static int ember_cgroup_cpu_limit(const char* root) {
 static void ember_pool_init_default(void) {
   int n = ember_pool_positive_env("EMBER_NUM_THREADS");
   if (n == 0) n = ember_pool_positive_env("OMP_NUM_THREADS");
+  if (n == 0) {  /* chosen by no one: the CPUs there are to run on */
 #if defined(__linux__) && defined(_GNU_SOURCE)
-  if (n == 0) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
-  }
 #endif
-  if (n == 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (n == 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
 #if defined(__linux__)
-  if (ember_pool_positive_env("EMBER_NUM_THREADS") == 0 &&
-      ember_pool_positive_env("OMP_NUM_THREADS") == 0) {
-    int limit = ember_cgroup_cpu_limit("/sys/fs/cgroup");
-    if (limit > 0 && limit < n) n = limit;
-  }
+    {
+      int limit = ember_cgroup_cpu_limit("/sys/fs/cgroup");
+      if (limit > 0 && limit < n) n = limit;
+    }
 #endif
+  }
   g_pool_default_threads = n < 1 ? 1 : (n < EMBER_POOL_MAX_THREADS ? n : EMBER_POOL_MAX_THREADS);
 }
 
