@@ -25,6 +25,7 @@ did and how long each step took is a ``BuildReport`` (``build_reports()`` collec
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import struct
@@ -129,12 +130,26 @@ def _normalize_options(options: str | Sequence[str] | None) -> list[str]:
     return shlex.split(options) if isinstance(options, str) else [str(o) for o in options]
 
 
+_ABSOLUTE_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*["<](/[^">\n]+)[">]', re.M)
+
+
 def _hash_inputs(files: Sequence[Path], options: Sequence[str]) -> list[bytes]:
     """Contents of the inputs, plus of the headers they may include (their directories, the
     -I directories of options, ember's own include directory)."""
-    dirs = {f.parent for f in files} | {Path(o[2:]) for o in options if o.startswith("-I")}
+    dirs = {f.parent for f in files} | {Path(o[2:]) for o in options
+                                        if o.startswith("-I") and len(o) > 2}
+    dirs |= {Path(b) for a, b in zip(options, options[1:])
+             if a in ("-I", "-isystem", "-iquote", "-idirafter")}
     dirs.add(INCLUDE_DIR / "ember")
-    chunks = [f.suffix.encode() + b"\0" + f.read_bytes() for f in files]
+    texts = [f.read_bytes() for f in files]
+    chunks = [f.suffix.encode() + b"\0" + t for f, t in zip(files, texts)]
+    # headers named by absolute path (``#include "/x/y.h"``, ``-include /x/y.h``) lie in
+    # none of those directories; their contents join the key too
+    named = {Path(m.decode(errors="replace")) for f, t in zip(files, texts)
+             if f.suffix not in (".o", ".a") for m in _ABSOLUTE_INCLUDE.findall(t)}
+    named |= {Path(b) for a, b in zip(options, options[1:]) if a == "-include"}
+    for h in sorted(n for n in named if n.is_absolute() and n.is_file()):
+        chunks.append(str(h).encode() + b"\0" + h.read_bytes())
     for d in sorted(dirs):
         # ember's own headers recursively (kernel headers live in ember/kernels/); other
         # directories only at their top level (a source's folder may be large).

@@ -79,6 +79,22 @@ def test_a_changed_header_recompiles_the_object(cache, tmp_path):
 
 
 @requires_cc
+@pytest.mark.parametrize("how", ["include", "-include"])
+def test_a_header_named_by_absolute_path_keys_the_object(cache, tmp_path, how):
+    header = _source(tmp_path / "elsewhere", "absolute.h", "#define ABSOLUTE 1\n")
+    line = f'#include "{header}"\n' if how == "include" else ""
+    options = ["-include", str(header)] if how == "-include" else None
+    src = _source(tmp_path / "src", "uses_absolute.c",
+                  line + "int ember_test_absolute(void) { return ABSOLUTE; }\n")
+    assert ctypes.CDLL(str(cc.build_shared([src], options))).ember_test_absolute() == 1
+    header.write_text("#define ABSOLUTE 2\n")
+    with cc.build_reports() as reports:
+        lib = cc.build_shared([src], options)
+    assert "uses_absolute.c" in _compiled(reports[0])
+    assert ctypes.CDLL(str(lib)).ember_test_absolute() == 2
+
+
+@requires_cc
 def test_flags_key_the_object(cache, tmp_path):
     src = _source(tmp_path, "flagged.c", "int ember_test_flag(void) { return FLAG; }\n")
     one = _build([src], ["-DFLAG=1"])
