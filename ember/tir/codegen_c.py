@@ -46,6 +46,7 @@ from .expr import (
     Var,
 )
 from .functor import children, post_order, walk
+from .hoist_division import DIVISIONS, invariant_divisions
 from .kernel_objects import is_entry_point
 from .op import is_float
 from .simd_reduce import row_sum
@@ -132,6 +133,8 @@ class FunctionWriter:
         self.used: set[str] = set()
         self._next_suffix: dict[str, int] = {}  # base name -> next suffix to try
         self.nonneg: set[int] = set()
+        # C text of a division hoisted before the innermost loop -> its local (hoist_division)
+        self.divisions: dict[str, str] = {}
         self.in_parallel = 0
         self.in_simd = 0  # OpenMP simd loops open around the current statement (no nesting)
         self.needs_err = False
@@ -202,6 +205,8 @@ class FunctionWriter:
             e, state = stack.pop()
             if state == 1:
                 t = self._text(e, [text[id(c)] for c in _kids(e)])
+                if self.divisions and isinstance(e, DIVISIONS):
+                    t = self.divisions.get(t, t)
                 if id(e) in hoist and len(t) > HOIST_LENGTH:
                     name = self.fresh("cse")
                     self.emit(f"const {C_TYPE[e.dtype]} {name} = {t};", ind or 0)
@@ -238,13 +243,42 @@ class FunctionWriter:
         text: str = fn(e, k)
         return text
 
-    def _nonneg(self, e: PrimExpr) -> bool:
+    def _lower_bound(self, e: PrimExpr) -> int | None:
         from .simplify import bound
 
         ranges = {v: (0, None) for v in post_order(e) if isinstance(v, Var) and id(v) in
                   self.nonneg}
-        lo, _ = bound(e, ranges)
+        return bound(e, ranges)[0]
+
+    def _nonneg(self, e: PrimExpr) -> bool:
+        lo = self._lower_bound(e)
         return lo is not None and lo >= 0
+
+    def _hoist_divisions(self, s: For, ind: int) -> dict[str, str]:
+        """Compute the innermost loop's invariant divisions into locals before it
+        (``hoist_division``); returns the mapping to restore after the loop."""
+        saved = self.divisions
+        found = invariant_divisions(s, self._worth_hoisting)
+        if found:
+            self.divisions = dict(saved)
+        for e in found:  # inner ones first: an outer one's text then names the inner local
+            key = self.expr(e)
+            if key in self.divisions.values():
+                continue
+            value = key
+            if (self._lower_bound(e.b) or 0) < 1 and not isinstance(e.b, IntImm):
+                value = f"({self.expr(e.b)} != 0 ? {key} : 0)"  # the loop may never divide
+            name = self.fresh("ember_q")
+            self.emit(f"const {C_TYPE[e.dtype]} {name} = {value};", ind)
+            self.divisions[key] = name
+        return saved
+
+    def _worth_hoisting(self, e: PrimExpr) -> bool:
+        """A division the C compiler keeps in the loop: by a run-time value (it may trap), or
+        a floor division whose helper branches (a dividend that may be negative)."""
+        if not isinstance(e.b, IntImm):
+            return True
+        return isinstance(e, (FloorDiv, FloorMod)) and not self._nonneg(e.a)
 
     def expr_Div(self, e: Div, k: list[str]) -> str:
         return f"({k[0]} / {k[1]})"
@@ -438,10 +472,12 @@ class FunctionWriter:
                 self.loops.pop()
                 return []
         header = f"for (int32_t {v} = {mn}; {v} < {ext if mn == '0' else f'{mn} + {ext}'}; ++{v}) {{"
+        outer_divisions = self._hoist_divisions(s, ind) if not parallel else self.divisions
         summed = row_sum(s, self.flat_expr) if not (parallel or self.in_simd) else None
         if summed is not None:
             then = self._row_sum(header, ind, *summed)
             self.loops.pop()
+            self.divisions = outer_divisions
             return then
         # Loop hints go through macros (the "pragmas" helper) that expand to nothing where the
         # compiler lacks the feature: plain -Wall -Werror builds without OpenMP stay clean.
@@ -461,6 +497,7 @@ class FunctionWriter:
             self.in_parallel -= parallel
             self.in_simd -= simd
             self.loops.pop()
+            self.divisions = outer_divisions
             self.emit("}", ind)
 
         return [(s.body, ind + 1), close]

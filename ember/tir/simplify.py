@@ -98,18 +98,36 @@ def _b_mul(e: Any, a: Bound, b: Bound) -> Bound:
 
 def _b_floordiv(e: Any, a: Bound, b: Bound) -> Bound:
     (a0, a1), (b0, b1) = a, b
-    if b0 is None or b0 != b1 or b0 <= 0:
+    if b0 is None or b0 <= 0:
         return None, None
-    return (None if a0 is None else a0 // b0), (None if a1 is None else a1 // b0)
+    if b0 == b1:
+        return (None if a0 is None else a0 // b0), (None if a1 is None else a1 // b0)
+    # a divisor known only to be positive (a run-time size + 1): a non-negative dividend's
+    # quotient is non-negative, which lets the C code divide without the floor helper
+    if a0 is None or a0 < 0:
+        return None, None
+    return (0 if b1 is None else a0 // b1), (None if a1 is None else a1 // b0)
+
+
+def _b_div(e: Any, a: Bound, b: Bound) -> Bound:
+    """Truncating division: the floor division's bounds where the dividend is non-negative."""
+    a0 = a[0]
+    return _b_floordiv(e, a, b) if a0 is not None and a0 >= 0 else (None, None)
 
 
 def _b_floormod(e: Any, a: Bound, b: Bound) -> Bound:
     (a0, a1), (b0, b1) = a, b
-    if b0 is None or b0 != b1 or b0 <= 0:
+    if b0 is None or b0 <= 0:
         return None, None
     if a0 is not None and a1 is not None and a0 >= 0 and a1 < b0:
         return a0, a1
-    return 0, b0 - 1
+    return 0, None if b1 is None else b1 - 1
+
+
+def _b_mod(e: Any, a: Bound, b: Bound) -> Bound:
+    """Truncating remainder: the floor remainder's bounds where the dividend is non-negative."""
+    a0 = a[0]
+    return _b_floormod(e, a, b) if a0 is not None and a0 >= 0 else (None, None)
 
 
 def _b_minmax(e: Any, a: Bound, b: Bound) -> Bound:
@@ -136,7 +154,7 @@ def _neg(x: int | None) -> int | None:
 
 _BOUND_RULES: dict[type, Callable[..., Bound]] = {
     Add: _b_add, Sub: _b_sub, Mul: _b_mul, FloorDiv: _b_floordiv, FloorMod: _b_floormod,
-    Min: _b_minmax, Max: _b_minmax, Cast: _b_cast}
+    Div: _b_div, Mod: _b_mod, Min: _b_minmax, Max: _b_minmax, Cast: _b_cast}
 
 
 _COMPARISONS = (LT, LE, GT, GE, EQ, NE)

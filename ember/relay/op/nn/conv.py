@@ -144,7 +144,9 @@ def conv_size(d: PrimExpr, k: PrimExpr, pad: int, s: int, dil: int) -> PrimExpr:
 
 
 def _conv2d_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dtype: str) -> te.Tensor:
-    """Grouped NCHW x OIHW convolution as one reduction (any, also symbolic, sizes)."""
+    """Grouped NCHW x OIHW convolution as one reduction (any, also symbolic, sizes) over the
+    data padded first: a bounds test per tap would keep the C compiler from vectorising the
+    taps (wav2vec2's positional conv at a run-time length: 2.6 ms tested, 0.14 ms padded)."""
     n, _, h, w = data.shape
     o, i, kh, kw = weight.shape
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
@@ -157,12 +159,11 @@ def _conv2d_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dtype: str) 
     oh, ow = conv_size(h, kh, pt + pb, sh, dh), conv_size(w, kw, pl + pr, sw, dw)
     rc, ry, rx = (te.reduce_axis((0, i), "rc"), te.reduce_axis((0, kh), "ry"),
                   te.reduce_axis((0, kw), "rx"))
+    p = topi.nn.pad(data, [0, 0, pt, pl], [0, 0, pb, pr], 0.0, name="T_pad", tag="conv_pad") \
+        if any((pt, pl, pb, pr)) else data
 
     def f(b: PrimExpr, co: PrimExpr, y: PrimExpr, x: PrimExpr) -> PrimExpr:
-        iy, ix = y * sh + ry * dh - pt, x * sw + rx * dw - pl
-        inside = tir.all(iy >= 0, iy < h, ix >= 0, ix < w)
-        v = tir.if_then_else(inside, data[b, (co // og) * i + rc, iy, ix],
-                             tir.const(0, data.dtype))
+        v = p[b, (co // og) * i + rc, y * sh + ry * dh, x * sw + rx * dw]
         return te.sum(tir.cast(v, dtype) * tir.cast(weight[co, rc, ry, rx], dtype),
                       axis=[rc, ry, rx])
 
