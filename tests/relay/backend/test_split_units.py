@@ -10,6 +10,7 @@ import ember
 from ember import relay
 from ember.contrib import cc
 from ember.relay.backend import Executor
+from ember.relay.transform.alter_op_layout import plan_lanes
 from ember.tir import codegen
 
 pytestmark = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
@@ -127,10 +128,13 @@ def _conv_ref(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
     return np.maximum(out, 0)
 
 
-@pytest.mark.parametrize("c, lanes", [(16, 8), (12, 4)])
-def test_conv_object_in_parts_links_and_matches_numpy(c, lanes):
+@pytest.mark.parametrize("halves", [2, 3])
+def test_conv_object_in_parts_links_and_matches_numpy(halves):
     """The conv kernel object compiles as three parts (ember/kernels/linkage.h) that link
-    into the model at each lane count a model here plans (8, and 4 for 12 channels)."""
+    into the model at each lane count a model here plans: the target's L lanes for L
+    channels, L / 2 lanes for 3L / 2 channels (12 channels on AVX2, 24 on AVX-512)."""
+    half = plan_lanes() // 2
+    c, lanes = half * halves, (2 * half if halves == 2 else half)
     mod, params, (w1, w3) = _conv_model(c)
     with ember.transform.PassContext(opt_level=3):
         factory = relay.build(mod, "llvm", params=params)
