@@ -50,7 +50,7 @@ def build(root: Path, out: Path) -> Path:
     only = ["-DEMBER_KERNEL_OBJECT", "-DEMBER_KOBJ_ember_depthwise_nchwc",
             "-DEMBER_KOBJ_ember_layout_nchwc", "-DEMBER_KERNEL_LANES=8"]
     cmd = [cc, "-O3", "-march=native", "-std=c99", "-ffp-contract=fast", *only,
-           f"-I{root / 'ember' / 'include'}", str(DRIVER), "-o", str(exe)]
+           f"-I{root / 'ember' / 'include'}", str(DRIVER), "-o", str(exe), "-lm"]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode:
         raise SystemExit(f"bench_depthwise: {' '.join(cmd)} failed:\n{proc.stderr[:2000]}")
