@@ -327,6 +327,17 @@ def _reshape(ex: Exporter, call: Call, args: list[Any]) -> Any:
     return ex.node("Reshape", [args[0], target])
 
 
+@rule("broadcast_to")
+def _broadcast_to(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    return ex.node("Expand", [args[0], ex.const(_shape(call), "shape", "int64")])
+
+
+@rule("broadcast_to_like")
+def _broadcast_to_like(ex: Exporter, call: Call, args: list[Any]) -> Any:
+    # the like tensor's shape at run time: a symbolic batch stays symbolic in the ONNX model
+    return ex.node("Expand", [args[0], ex.node("Shape", [args[1]])])
+
+
 @rule("nn.batch_flatten")
 def _batch_flatten(ex: Exporter, call: Call, args: list[Any]) -> Any:
     return ex.node("Flatten", args, axis=1)

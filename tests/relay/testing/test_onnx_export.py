@@ -204,6 +204,13 @@ def test_shapes_and_indexing() -> None:
     check(out, {"x": x, "ids": ids}, {"t": table})
 
 
+def test_broadcast_to_and_broadcast_to_like() -> None:
+    x, like = rand(1, 1, 4), rand(3, 5, 4, seed=1)
+    a, b = var("x", x), var("like", like)
+    check(relay.Tuple([relay.broadcast_to(a, (2, 6, 4)), relay.broadcast_to_like(a, b)]),
+          {"x": x, "like": like})
+
+
 @pytest.mark.parametrize("method, coord, rounding, size, scales", [
     ("linear", "pytorch_half_pixel", "", (7, 12), None),   # torch's bilinear, align_corners=0
     ("linear", "align_corners", "", (1, 5), None),
