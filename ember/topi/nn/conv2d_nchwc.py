@@ -162,7 +162,8 @@ def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
       the kernel runs in tiles of flattened positions across rows (:func:`flat_tiles`) always
       loops over its blocks outermost: its input sits in the L2, and each tile of up to 6
       positions (not 4 + 3 columns of a 7-wide row) streams a block pair's weights once
-      (resnet18's 3x3 512->512 at 7x7: 1.26x -> 1.02x onnxruntime's time on one AVX2 core).
+      (resnet18's 3x3 512->512 at 7x7: 1.26x -> 1.02x onnxruntime's time on one AVX2 core),
+      in quads on AVX-512 (a 7-wide row was a 6-wide quad and a 1-wide one at half speed).
     - Strips: a whole output row, except for 1x1 stride-1 convolutions flattened to one long
       row (H*W) and 1-D convolutions (:func:`is_conv1d`), cut so that one input strip fills at
       most a quarter of the L2. A 1-D convolution's long row also loops over its output blocks
@@ -231,17 +232,19 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
 def flat_tiles(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
     """Whether the kernel runs ``geo`` in tiles of flattened positions across rows when its
     blocks are outermost (``ember_conv_flat`` in conv_nchwc_flat_impl.h): a dense conv over
-    a channel-blocked input with kernel rows wider than 1, unit column dilation, pairs of
-    output blocks and a static row of at most :data:`FLAT_MAX_OW` columns, with 16 vector
-    registers (AVX-512's quads already fill short rows)."""
+    a channel-blocked input with kernel rows wider than 1, unit column dilation, a static row
+    of at most :data:`FLAT_MAX_OW` columns, and pairs of output blocks with 16 vector
+    registers or quads with AVX-512's 32 (its pairs keep the row tiles)."""
     return (isinstance(geo.ow, int) and geo.ow <= FLAT_MAX_OW
             and flat_tiles_apart_from_row(geo, level, rb))
 
 
 def flat_tiles_apart_from_row(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
     """:func:`flat_tiles` but for the row's width, which may be a run-time size."""
-    return (geo.kw > 1 and rb == 2 and geo.groups == 1 and geo.in_block == geo.lanes
-            and geo.dilation[1] == 1 and vector_registers(level) == 16)
+    pairs = rb == 2 and vector_registers(level) == 16
+    quads = rb == 4 and level.name == "avx512"  # EMBER_FLAT_RB in conv_nchwc_flat_impl.h
+    return (geo.kw > 1 and (pairs or quads) and geo.groups == 1 and geo.in_block == geo.lanes
+            and geo.dilation[1] == 1)
 
 
 def packs_strips(geo: ConvGeometry, rb: int = 2) -> bool:

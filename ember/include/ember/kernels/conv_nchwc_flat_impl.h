@@ -13,9 +13,12 @@
  *
  * Used (ember_conv_flat) for dense convs with a channel-blocked input, unit column dilation,
  * kernel rows wider than 1, blocks outermost (order 0: the consecutive work items of one block
- * group then cover consecutive positions) and rows of at most EMBER_CONV_FLAT_MAX_OW columns,
- * with 16 vector registers (AVX-512's quads already cover short rows). A last odd output block
- * and a task with no workspace take the row tiles of ember_conv_strip.
+ * group then cover consecutive positions) and rows of at most EMBER_CONV_FLAT_MAX_OW columns:
+ * with 16 vector registers in pairs of output blocks, with AVX-512's 32 in quads (EMBER_FLAT_RB
+ * = EMBER_MAX_RB) where the plan asks for quads. On AVX-512 the row tiles left a 7-wide row as
+ * a 6-wide quad and a 1-wide one, 5 loads per 4 FMAs (resnet18's 3x3 512->512 at 7x7: 1.2x
+ * onnxruntime's time). The blocks left over (fewer than EMBER_FLAT_RB) and a task with no
+ * workspace take the row tiles of ember_conv_strip.
  */
 #ifndef EMBER_L
 #error "conv_nchwc_flat_impl.h is included by ember/kernels/conv_nchwc_impl.h only"
@@ -24,12 +27,16 @@
 /* up to 28 columns (28 = 6 + 6 + 6 + 5 + 5 per row, 131 flat tiles instead of 140: 128->128
  * 3x3 at 28x28 2744 -> 2545 us on one AVX2 core); 56-wide rows are not measured */
 #define EMBER_CONV_FLAT_MAX_OW 28
-#define EMBER_CONV_FLAT_RW 6 /* 12 accumulators + 2 weights + 1 broadcast: 15 of 16 registers */
+/* 2 x 6 accumulators + 2 weights + 1 broadcast: 15 of 16 registers; 4 x 6 + 4 + 1: 29 of 32 */
+#define EMBER_CONV_FLAT_RW 6
+#define EMBER_FLAT_RB EMBER_MAX_RB /* output blocks of a flat tile: pairs, or AVX-512's quads */
 
+/* Whether the call runs in flat tiles: the plan's quads on AVX-512 (its pairs keep the row
+ * tiles; with 16 registers any plan of order 0 takes pairs). */
 static inline int EMBER_FN(ember_conv_flat)(const ember_conv_p* p) {
-  return EMBER_MAX_RB == 2 && !p->depthwise && p->groups == 1 && p->cb == EMBER_L &&
-         p->order == 0 && p->dw == 1 && p->kw > 1 && p->ow <= EMBER_CONV_FLAT_MAX_OW &&
-         p->ocb_g >= 2;
+  return (EMBER_FLAT_RB == 2 || p->rb == EMBER_FLAT_RB) && !p->depthwise && p->groups == 1 &&
+         p->cb == EMBER_L && p->order == 0 && p->dw == 1 && p->kw > 1 &&
+         p->ow <= EMBER_CONV_FLAT_MAX_OW && p->ocb_g >= EMBER_FLAT_RB;
 }
 
 /* Copy batch image b of the input to `pad` as [icb][hp][wp][L], zeros in the padding (padded
@@ -107,44 +114,41 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
     }                                                                                          \
   }
 
-/* In part 2 of the object in parts (linkage.h), declared for part 0. With AVX-512 (quads, no
- * flat tiles: ember_conv_flat) static, so that GCC drops them. */
-#define EMBER_FLAT_TILES(X) X(1, 2) X(2, 2) X(3, 2) X(4, 2) X(5, 2) X(6, 2)
+/* Widths 1 to 6 of EMBER_FLAT_RB blocks, in part 2 of the object in parts (linkage.h),
+ * declared for part 0. */
+#define EMBER_FLAT_TILES(X) X(1, EMBER_FLAT_RB) X(2, EMBER_FLAT_RB) X(3, EMBER_FLAT_RB) \
+  X(4, EMBER_FLAT_RB) X(5, EMBER_FLAT_RB) X(6, EMBER_FLAT_RB)
 #define EMBER_FLAT_TILE_SHARED(RW, RB) EMBER_FLAT_TILE(EMBER_KPART_FN, RW, RB)
-#define EMBER_FLAT_TILE_STATIC(RW, RB) EMBER_FLAT_TILE(static inline, RW, RB)
-#if EMBER_MAX_RB == 2
 EMBER_FLAT_TILES(EMBER_FLAT_TILE_DECL)
 #if EMBER_KERNEL_IN_PART(2)
 EMBER_FLAT_TILES(EMBER_FLAT_TILE_SHARED)
 #endif
-#else
-EMBER_FLAT_TILES(EMBER_FLAT_TILE_STATIC)
-#endif
 #undef EMBER_FLAT_TILES
 #undef EMBER_FLAT_TILE_SHARED
-#undef EMBER_FLAT_TILE_STATIC
 #undef EMBER_FLAT_TILE_DECL
 #undef EMBER_FLAT_TILE_FN
 #undef EMBER_FLAT_TILE
 #undef EMBER_FLAT_STEP
 
-/* Flattened positions [f0, f1) of batch b for output blocks [ob, ob + nb): pairs of blocks in
- * tiles of even widths up to 6 (49 as 6 * 4 + 5 * 5, not 6 * 8 + 1: a narrow tile spends
- * more loads per FMA); a last single block in the row tiles of ember_conv_strip. */
+/* Flattened positions [f0, f1) of batch b for output blocks [ob, ob + nb): EMBER_FLAT_RB
+ * blocks at a time in tiles of even widths up to 6 (49 as 6 * 4 + 5 * 5, not 6 * 8 + 1: a
+ * narrow tile spends more loads per FMA); the blocks left over in the row tiles of
+ * ember_conv_strip. */
 EMBER_KFN void EMBER_FN(ember_conv_flat_run)(const ember_conv_p* p, const float* pad,
                                              int32_t b, int32_t ob, int32_t nb, int32_t f0,
                                              int32_t f1) {
   const int32_t L = EMBER_L;
   const size_t wob = (size_t)p->icb_g * p->kh * p->kw * L * L;
   int32_t sb, f, oy;
-  for (sb = 0; sb + 2 <= nb; sb += 2) {
+  for (sb = 0; sb + EMBER_FLAT_RB <= nb; sb += EMBER_FLAT_RB) {
     const float* w = p->wt + (size_t)(ob + sb) * wob;
     const float* bias = p->bias + (size_t)(ob + sb) * L;
     const size_t o = ((size_t)b * p->ocb + ob + sb) * p->oh * p->ow * L;
     for (f = f0; f < f1;) {
       const int32_t rest = f1 - f, tiles = (rest + EMBER_CONV_FLAT_RW - 1) / EMBER_CONV_FLAT_RW;
       const int32_t t = (rest + tiles - 1) / tiles;
-#define EMBER_FLAT_CALL(RW) EMBER_CAT4(ember_flat_tile, EMBER_L, RW, 2)(p, pad, f, w, bias, o)
+#define EMBER_FLAT_CALL(RW) \
+  EMBER_CAT4(ember_flat_tile, EMBER_L, RW, EMBER_FLAT_RB)(p, pad, f, w, bias, o)
       switch (t) {
         case 6: EMBER_FLAT_CALL(6); break;
         case 5: EMBER_FLAT_CALL(5); break;
@@ -164,11 +168,11 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_run)(const ember_conv_p* p, const float*
       EMBER_FN(ember_conv_act_pass)(p, o + (size_t)f0 * L, (size_t)(f1 - f0) * L);
     }
   }
-  if (sb < nb) { /* one block left: its rows (or row pieces) as ember_conv_strip computes them */
+  if (sb < nb) { /* blocks left: their rows (or row pieces) as ember_conv_strip computes them */
     for (oy = f0 / p->ow; oy * p->ow < f1; ++oy) {
       const int32_t x0 = f0 > oy * p->ow ? f0 - oy * p->ow : 0;
       const int32_t x1 = f1 < (oy + 1) * p->ow ? f1 - oy * p->ow : p->ow;
-      EMBER_FN(ember_conv_strip)(p, b, ob + sb, 1, oy, x0, x1);
+      EMBER_FN(ember_conv_strip)(p, b, ob + sb, nb - sb, oy, x0, x1);
     }
   }
 }
