@@ -573,8 +573,15 @@ def test_conv1d_rows_are_cut_into_strips_that_sit_in_the_l2():
     assert K.is_conv1d(geo)
     for level in ("avx2", "avx512", "sse"):
         t = K.conv_tiles(geo, LEVELS[level])
-        assert t.order == 1 and t.strip % t.rw == 0 and t.strip < geo.ow
+        assert t.strip % t.rw == 0 and t.strip < geo.ow
         assert t.strip * 2 * 512 * 4 <= K.L2_BYTES // 4  # one input strip: a quarter of L2
+        # blocks innermost (its 3 MiB of weights once per strip: 162 MiB) with 32 block pairs
+        # (the 6.2 MiB row once per pair: 200 MiB); blocks outermost with AVX-512's 16 quads
+        assert t.order == (0 if level == "avx512" else 1)
+    wide = replace(geo, lanes=16, in_block=16)
+    assert K.conv_tiles(wide, LEVELS["avx512"]).order == 0  # 8 quads
+    fits = replace(wide, ic=128, oc=64)  # 96 KiB of weights: they fit half the L2
+    assert K.conv_tiles(fits, LEVELS["avx512"]).order == 1
     short = K.ConvGeometry(1, 64, 1, 40, 64, 1, 38, 1, 3, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
     t = K.conv_tiles(short, LEVELS["avx2"])
     assert t.order == 1 and t.strip == 38  # the whole row fits: one strip
