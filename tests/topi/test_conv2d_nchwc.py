@@ -328,6 +328,16 @@ EDGE_CASES = {
     "flat_gelu_tanh": {"ic": 16, "oc": 32, "h": 7, "w": 7, "act": "gelu_tanh",
                        "tiles": (2, 6, 7, 0)},
     "no_activation_batch2": {"ic": 8, "oc": 8, "h": 4, "w": 5, "act": "none", "n": 2},
+    # kernel rows longer than the padded row (wav2vec2's positional conv: 128 taps over 49
+    # samples padded by 64): a border tile runs only the taps that reach the image for one
+    # of its columns; with a dilation and stride 2, and grouped
+    "long_kernel_short_padded_row": {"ic": 16, "oc": 32, "h": 1, "w": 9, "k": (1, 17),
+                                     "pads": (0, 8, 0, 8)},
+    "long_kernel_dilated_stride2": {"ic": 16, "oc": 32, "h": 3, "w": 11, "k": (2, 9),
+                                    "s": (1, 2), "d": (1, 2), "pads": (1, 8, 0, 7),
+                                    "act": "gelu_erf"},
+    "grouped_long_kernel_row": {"ic": 48, "oc": 48, "h": 1, "w": 13, "k": (1, 32),
+                                "pads": (0, 16, 0, 16), "groups": 3, "residual": True},
     "depthwise_residual": {"ic": 16, "oc": 16, "h": 6, "w": 6, "groups": 16, "residual": True,
                            "act": "clip"},
 }
@@ -359,7 +369,7 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "depthwise_gelu_tanh",
                                   "hardsigmoid", "flat_stride2_to_7x7",
                                   "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks",
-                                  "flat_quads_7x7_odd_blocks",
+                                  "flat_quads_7x7_odd_blocks", "long_kernel_dilated_stride2",
                                   "chunked_uneven_stride2", "1x1_stride2_unit",
                                   "1x1_map_gemv", "tile_runs_3x3_row",
                                   "tile_runs_stride2_residual", "odd_blocks_wide_single_3x3",
