@@ -248,6 +248,15 @@ EDGE_CASES = {
                                  "act": "silu", "tiles": (4, 6, 10, 0)},
     "flat_quads_residual_before_clip": {"ic": 16, "oc": 80, "h": 6, "w": 11, "residual": True,
                                         "after": False, "act": "clip", "tiles": (4, 6, 11, 0)},
+    # quads whose weights pass 256 KiB in passes over chunks of input blocks (partial sums
+    # in the output, the epilogue with the last pass): 1 block a pass at 16 lanes, 4 at 8; a
+    # late activation before a residual over a batch split in tasks, blocks left over
+    "flat_quads_chunked": {"ic": 256, "oc": 80, "h": 5, "w": 6, "n": 2, "tasks": 3,
+                           "act": "silu", "residual": True, "after": False,
+                           "tiles": (4, 6, 6, 0)},
+    "flat_quads_chunked_stride2_clip": {"ic": 256, "oc": 64, "h": 13, "w": 14, "s": (2, 2),
+                                        "act": "clip", "residual": True,
+                                        "tiles": (4, 6, 4, 0)},
     # 3x3 convs whose block pairs' weights overflow the cache (ember_conv_ic_chunk): passes
     # over chunks of input blocks adding partial sums into the output (8 + 8 + 8 + 8 blocks
     # at 8 lanes, uneven 8 + 8 + 4 with stride 2 and asymmetric padding); the epilogue with
@@ -369,7 +378,8 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "depthwise_gelu_tanh",
                                   "hardsigmoid", "flat_stride2_to_7x7",
                                   "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks",
-                                  "flat_quads_7x7_odd_blocks", "long_kernel_dilated_stride2",
+                                  "flat_quads_7x7_odd_blocks", "flat_quads_chunked",
+                                  "long_kernel_dilated_stride2",
                                   "chunked_uneven_stride2", "1x1_stride2_unit",
                                   "1x1_map_gemv", "tile_runs_3x3_row",
                                   "tile_runs_stride2_residual", "odd_blocks_wide_single_3x3",
@@ -516,8 +526,9 @@ def test_random_convolutions_match_numpy(harness_libs, case):
 @st.composite
 def flat_quad_cases(draw: st.DrawFn) -> dict:
     """Plans of quads with blocks outermost over rows of 1 to 30 columns: AVX-512's flat tiles
-    (rows up to FLAT_MAX_OW, unit column dilation, a kernel row wider than 1), the row tiles
-    otherwise; output blocks not a multiple of 4, strides and dilations of 1 or 2."""
+    (rows up to FLAT_MAX_OW, unit column dilation, a kernel row wider than 1; with many input
+    blocks, in passes over chunks of them), the row tiles otherwise; output blocks not a
+    multiple of 4, strides and dilations of 1 or 2."""
     lanes = draw(st.sampled_from(NATIVE_LANES))
     kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     s = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
@@ -527,7 +538,8 @@ def flat_quad_cases(draw: st.DrawFn) -> dict:
     w = max(1, (ow - 1) * s[1] + (kw - 1) * d[1] + 1 - pads[1] - pads[3])
     h = max(1, (kh - 1) * d[0] + 1 - pads[0] - pads[2]) + draw(st.integers(0, 6))
     ow = (w + pads[1] + pads[3] - (kw - 1) * d[1] - 1) // s[1] + 1
-    return {"ic": lanes * draw(st.integers(1, 3)), "oc": lanes * draw(st.integers(4, 11)),
+    blocks = draw(st.sampled_from([1, 3, 20]))  # 20: weights in passes of input blocks
+    return {"ic": lanes * blocks, "oc": lanes * draw(st.integers(4, 11)),
             "h": h, "w": w, "k": (kh, kw), "s": s, "pads": pads, "d": d, "lanes": lanes,
             "act": draw(st.sampled_from(["none", "relu", "clip", "silu", "gelu_erf"])),
             "residual": draw(st.booleans()), "after": draw(st.booleans()),

@@ -90,7 +90,7 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
     ptrdiff_t pos[RW];                                                                         \
     const int32_t L = EMBER_L, hp = ember_conv_flat_hp(p), wp = ember_conv_flat_wp(p);         \
     const ptrdiff_t cs = (ptrdiff_t)hp * wp * L, dys = (ptrdiff_t)p->dh * wp * L;              \
-    const ptrdiff_t wob = (ptrdiff_t)p->icb_g * p->kh * p->kw * L * L;                         \
+    const ptrdiff_t wob = (ptrdiff_t)p->wicb * p->kh * p->kw * L * L;                          \
     const size_t oob = (size_t)p->oh * p->ow * L;                                              \
     const int32_t taps = p->kw * L, oy0 = f0 / p->ow, oy1 = (f0 + RW - 1) / p->ow;             \
     const int32_t ky0 = ember_first_tap(oy1 * p->sh - p->pt, p->dh, p->kh);                    \
@@ -130,35 +130,74 @@ EMBER_FLAT_TILES(EMBER_FLAT_TILE_SHARED)
 #undef EMBER_FLAT_TILE
 #undef EMBER_FLAT_STEP
 
+/* Input blocks per pass of the quads' flat tiles over a run of positions, where a quad's
+ * weights pass EMBER_FLAT_CHUNK_MIN_BYTES: as many as keep a quad's weights of one pass in
+ * EMBER_FLAT_CHUNK_BYTES of L1 (one block of a 3x3 conv at 16 lanes: 36 KiB). Each pass adds
+ * to the partial sums the last one stored (the epilogue with the last pass), so that a weight
+ * vector read from memory then serves every tile of the run from L1. In one pass, the first
+ * tile of each quad streamed the quad's weights from memory with a ninth of their FMAs to
+ * hide it (resnet18's 3x3 512->512 at 7x7: 1.2 MiB a quad, 9 tiles), and the other tiles read
+ * them from the L2: 1624 -> 1309 us with the caches flushed before each call, the 14x14 and
+ * 28x28 maps unchanged. Pairs (16 registers) keep one pass. */
+#define EMBER_FLAT_CHUNK_BYTES (40 * 1024)
+#define EMBER_FLAT_CHUNK_MIN_BYTES (256 * 1024)
+static inline int32_t EMBER_FN(ember_conv_flat_chunk)(const ember_conv_p* p) {
+  const int64_t block = (int64_t)EMBER_FLAT_RB * p->kh * p->kw * EMBER_L * EMBER_L * 4;
+  const int64_t chunk = EMBER_FLAT_CHUNK_BYTES / block;
+  if (EMBER_FLAT_RB != 4 || chunk >= p->icb_g || block * p->icb_g <= EMBER_FLAT_CHUNK_MIN_BYTES)
+    return p->icb_g;
+  return chunk < 1 ? 1 : (int32_t)chunk;
+}
+
+/* Positions [f0, f1) of EMBER_FLAT_RB blocks (weights w, bias, output offset o) over the
+ * padded input pad, in tiles of even widths up to 6 (49 as 6 * 4 + 5 * 5, not 6 * 8 + 1: a
+ * narrow tile spends more loads per FMA): one pass over q's input blocks. */
+static inline void EMBER_FN(ember_conv_flat_pass)(const ember_conv_p* q, const float* pad,
+                                                  const float* w, const float* bias, size_t o,
+                                                  int32_t f0, int32_t f1) {
+  int32_t f;
+  for (f = f0; f < f1;) {
+    const int32_t rest = f1 - f, tiles = (rest + EMBER_CONV_FLAT_RW - 1) / EMBER_CONV_FLAT_RW;
+    const int32_t t = (rest + tiles - 1) / tiles;
+#define EMBER_FLAT_CALL(RW) \
+  EMBER_CAT4(ember_flat_tile, EMBER_L, RW, EMBER_FLAT_RB)(q, pad, f, w, bias, o)
+    switch (t) {
+      case 6: EMBER_FLAT_CALL(6); break;
+      case 5: EMBER_FLAT_CALL(5); break;
+      case 4: EMBER_FLAT_CALL(4); break;
+      case 3: EMBER_FLAT_CALL(3); break;
+      case 2: EMBER_FLAT_CALL(2); break;
+      default: EMBER_FLAT_CALL(1); break;
+    }
+#undef EMBER_FLAT_CALL
+    f += t;
+  }
+}
+
 /* Flattened positions [f0, f1) of batch b for output blocks [ob, ob + nb): EMBER_FLAT_RB
- * blocks at a time in tiles of even widths up to 6 (49 as 6 * 4 + 5 * 5, not 6 * 8 + 1: a
- * narrow tile spends more loads per FMA); the blocks left over in the row tiles of
- * ember_conv_strip. */
+ * blocks at a time, in passes over chunks of input blocks (ember_conv_flat_chunk); the
+ * blocks left over in the row tiles of ember_conv_strip. */
 EMBER_KFN void EMBER_FN(ember_conv_flat_run)(const ember_conv_p* p, const float* pad,
                                              int32_t b, int32_t ob, int32_t nb, int32_t f0,
                                              int32_t f1) {
-  const int32_t L = EMBER_L;
+  const int32_t L = EMBER_L, chunk = EMBER_FN(ember_conv_flat_chunk)(p);
   const size_t wob = (size_t)p->icb_g * p->kh * p->kw * L * L;
-  int32_t sb, f, oy;
+  const size_t cs = (size_t)ember_conv_flat_hp(p) * ember_conv_flat_wp(p) * L;
+  ember_conv_p q = *p;
+  int32_t sb, oy, k0;
   for (sb = 0; sb + EMBER_FLAT_RB <= nb; sb += EMBER_FLAT_RB) {
-    const float* w = p->wt + (size_t)(ob + sb) * wob;
     const float* bias = p->bias + (size_t)(ob + sb) * L;
     const size_t o = ((size_t)b * p->ocb + ob + sb) * p->oh * p->ow * L;
-    for (f = f0; f < f1;) {
-      const int32_t rest = f1 - f, tiles = (rest + EMBER_CONV_FLAT_RW - 1) / EMBER_CONV_FLAT_RW;
-      const int32_t t = (rest + tiles - 1) / tiles;
-#define EMBER_FLAT_CALL(RW) \
-  EMBER_CAT4(ember_flat_tile, EMBER_L, RW, EMBER_FLAT_RB)(p, pad, f, w, bias, o)
-      switch (t) {
-        case 6: EMBER_FLAT_CALL(6); break;
-        case 5: EMBER_FLAT_CALL(5); break;
-        case 4: EMBER_FLAT_CALL(4); break;
-        case 3: EMBER_FLAT_CALL(3); break;
-        case 2: EMBER_FLAT_CALL(2); break;
-        default: EMBER_FLAT_CALL(1); break;
-      }
-#undef EMBER_FLAT_CALL
-      f += t;
+    for (k0 = 0; k0 < p->icb_g; k0 += chunk) {
+      const int32_t last = k0 + chunk >= p->icb_g;
+      q.icb_g = last ? p->icb_g - k0 : chunk;
+      q.accum = k0 > 0; /* the partial sums of the passes before, not the bias */
+      q.act = last ? p->act : 0;
+      q.flags = last ? p->flags : 0;
+      q.epi = ember_conv_epi_case(&q);
+      EMBER_FN(ember_conv_flat_pass)(&q, pad + k0 * cs,
+                                     p->wt + (ob + sb) * wob + (size_t)k0 * p->kh * p->kw * L * L,
+                                     bias, o, f0, f1);
     }
   }
   if (ember_conv_late_act(p)) {
