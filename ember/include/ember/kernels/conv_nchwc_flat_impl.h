@@ -138,8 +138,10 @@ EMBER_FLAT_TILES(EMBER_FLAT_TILE_SHARED)
  * tile of each quad streamed the quad's weights from memory with a ninth of their FMAs to
  * hide it (resnet18's 3x3 512->512 at 7x7: 1.2 MiB a quad, 9 tiles), and the other tiles read
  * them from the L2: 1624 -> 1309 us with the caches flushed before each call, the 14x14 and
- * 28x28 maps unchanged. Pairs (16 registers) keep one pass. */
+ * 28x28 maps unchanged (80 or 160 KiB a pass: no faster). Pairs (16 registers) keep one pass. */
+#ifndef EMBER_FLAT_CHUNK_BYTES
 #define EMBER_FLAT_CHUNK_BYTES (40 * 1024)
+#endif
 #define EMBER_FLAT_CHUNK_MIN_BYTES (256 * 1024)
 static inline int32_t EMBER_FN(ember_conv_flat_chunk)(const ember_conv_p* p) {
   const int64_t block = (int64_t)EMBER_FLAT_RB * p->kh * p->kw * EMBER_L * EMBER_L * 4;
