@@ -237,6 +237,26 @@ EDGE_CASES = {
                                 "s": (2, 2), "pads": (2, 2, 2, 2), "tiles": (2, 6, 6, 0)},
     "flat_batch_cut_strips_tasks": {"ic": 16, "oc": 48, "h": 7, "w": 7, "n": 2, "tasks": 3,
                                     "act": "sigmoid", "tiles": (2, 4, 4, 0)},
+    # AVX-512's flat tiles of quads (plans of rb = 4, order 0; pairs elsewhere): 7 blocks at
+    # 16 lanes (a quad, then a pair and a single in row tiles), stride 2 onto 7x7 with a late
+    # GELU, a 28-wide row cut in strips over a batch split in tasks, a residual before a clip
+    "flat_quads_7x7_odd_blocks": {"ic": 32, "oc": 112, "h": 7, "w": 7, "residual": True,
+                                  "tiles": (4, 6, 7, 0)},
+    "flat_quads_stride2_gelu": {"ic": 32, "oc": 64, "h": 14, "w": 13, "s": (2, 2),
+                                "act": "gelu_erf", "tiles": (4, 6, 7, 0)},
+    "flat_quads_28_wide_tasks": {"ic": 16, "oc": 64, "h": 5, "w": 28, "n": 2, "tasks": 3,
+                                 "act": "silu", "tiles": (4, 6, 10, 0)},
+    "flat_quads_residual_before_clip": {"ic": 16, "oc": 80, "h": 6, "w": 11, "residual": True,
+                                        "after": False, "act": "clip", "tiles": (4, 6, 11, 0)},
+    # quads whose weights pass 256 KiB in passes over chunks of input blocks (partial sums
+    # in the output, the epilogue with the last pass): 1 block a pass at 16 lanes, 4 at 8; a
+    # late activation before a residual over a batch split in tasks, blocks left over
+    "flat_quads_chunked": {"ic": 256, "oc": 80, "h": 5, "w": 6, "n": 2, "tasks": 3,
+                           "act": "silu", "residual": True, "after": False,
+                           "tiles": (4, 6, 6, 0)},
+    "flat_quads_chunked_stride2_clip": {"ic": 256, "oc": 64, "h": 13, "w": 14, "s": (2, 2),
+                                        "act": "clip", "residual": True,
+                                        "tiles": (4, 6, 4, 0)},
     # 3x3 convs whose block pairs' weights overflow the cache (ember_conv_ic_chunk): passes
     # over chunks of input blocks adding partial sums into the output (8 + 8 + 8 + 8 blocks
     # at 8 lanes, uneven 8 + 8 + 4 with stride 2 and asymmetric padding); the epilogue with
@@ -317,6 +337,16 @@ EDGE_CASES = {
     "flat_gelu_tanh": {"ic": 16, "oc": 32, "h": 7, "w": 7, "act": "gelu_tanh",
                        "tiles": (2, 6, 7, 0)},
     "no_activation_batch2": {"ic": 8, "oc": 8, "h": 4, "w": 5, "act": "none", "n": 2},
+    # kernel rows longer than the padded row (wav2vec2's positional conv: 128 taps over 49
+    # samples padded by 64): a border tile runs only the taps that reach the image for one
+    # of its columns; with a dilation and stride 2, and grouped
+    "long_kernel_short_padded_row": {"ic": 16, "oc": 32, "h": 1, "w": 9, "k": (1, 17),
+                                     "pads": (0, 8, 0, 8)},
+    "long_kernel_dilated_stride2": {"ic": 16, "oc": 32, "h": 3, "w": 11, "k": (2, 9),
+                                    "s": (1, 2), "d": (1, 2), "pads": (1, 8, 0, 7),
+                                    "act": "gelu_erf"},
+    "grouped_long_kernel_row": {"ic": 48, "oc": 48, "h": 1, "w": 13, "k": (1, 32),
+                                "pads": (0, 16, 0, 16), "groups": 3, "residual": True},
     "depthwise_residual": {"ic": 16, "oc": 16, "h": 6, "w": 6, "groups": 16, "residual": True,
                            "act": "clip"},
 }
@@ -348,6 +378,8 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "depthwise_gelu_tanh",
                                   "hardsigmoid", "flat_stride2_to_7x7",
                                   "flat_odd_blocks_residual", "flat_batch_cut_strips_tasks",
+                                  "flat_quads_7x7_odd_blocks", "flat_quads_chunked",
+                                  "long_kernel_dilated_stride2",
                                   "chunked_uneven_stride2", "1x1_stride2_unit",
                                   "1x1_map_gemv", "tile_runs_3x3_row",
                                   "tile_runs_stride2_residual", "odd_blocks_wide_single_3x3",
@@ -388,15 +420,19 @@ def test_cost_model_and_kernel_agree_on_the_widest_flat_row():
     assert f"#define EMBER_CONV_FLAT_MAX_OW {K.FLAT_MAX_OW}\n" in header
 
 
-def test_cost_model_runs_small_maps_in_flat_tiles_with_16_registers_only():
+def test_cost_model_runs_small_maps_in_flat_tiles_of_pairs_or_avx512_quads():
     # weights that fit the L2 (blocks innermost by the L2 rule) on an 8x8 map: flat tiles,
-    # blocks outermost, at 16 registers; AVX-512 keeps its quads, a 1x1 conv or a 29-wide
-    # row keeps the L2 rule
+    # blocks outermost, in pairs at 16 registers and in quads on AVX-512; AVX-512's pairs
+    # (2 or 3 blocks), a 1x1 conv or a 29-wide row keep the L2 rule
     geo = K.ConvGeometry(1, 64, 8, 8, 64, 8, 8, 3, 3, (1, 1), (1,) * 4, (1, 1), 1, 8, 8)
     assert K.flat_tiles(geo, LEVELS["avx2"], 2)
     assert K.conv_tiles(geo, LEVELS["avx2"]).order == 0
     assert K.conv_tiles(replace(geo, lanes=4, in_block=4), LEVELS["sse"]).order == 0
-    assert K.conv_tiles(replace(geo, lanes=16, in_block=16), LEVELS["avx512"]).order == 1
+    wide = replace(geo, lanes=16, in_block=16)
+    assert K.flat_tiles(wide, LEVELS["avx512"], 4)
+    assert K.conv_tiles(wide, LEVELS["avx512"]).order == 0
+    assert not K.flat_tiles(wide, LEVELS["avx512"], 2)
+    assert K.conv_tiles(replace(wide, oc=48), LEVELS["avx512"]).order == 1  # 3 blocks: pairs
     for other in (replace(geo, kh=1, kw=1, padding=(0,) * 4),
                   replace(geo, h=29, w=29, oh=29, ow=29), replace(geo, in_block=1)):
         assert not K.flat_tiles(other, LEVELS["avx2"], 2)
@@ -487,6 +523,37 @@ def test_random_convolutions_match_numpy(harness_libs, case):
     run_case(_harness(harness_libs, "native", lanes=case["lanes"]), **case)
 
 
+@st.composite
+def flat_quad_cases(draw: st.DrawFn) -> dict:
+    """Plans of quads with blocks outermost over rows of 1 to 30 columns: AVX-512's flat tiles
+    (rows up to FLAT_MAX_OW, unit column dilation, a kernel row wider than 1; with many input
+    blocks, in passes over chunks of them), the row tiles otherwise; output blocks not a
+    multiple of 4, strides and dilations of 1 or 2."""
+    lanes = draw(st.sampled_from(NATIVE_LANES))
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    s = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    d = (draw(st.integers(1, 2)), draw(st.sampled_from([1, 1, 1, 2])))
+    pads = tuple(draw(st.integers(0, 2)) for _ in range(4))
+    ow = draw(st.integers(1, 30))
+    w = max(1, (ow - 1) * s[1] + (kw - 1) * d[1] + 1 - pads[1] - pads[3])
+    h = max(1, (kh - 1) * d[0] + 1 - pads[0] - pads[2]) + draw(st.integers(0, 6))
+    ow = (w + pads[1] + pads[3] - (kw - 1) * d[1] - 1) // s[1] + 1
+    blocks = draw(st.sampled_from([1, 3, 20]))  # 20: weights in passes of input blocks
+    return {"ic": lanes * blocks, "oc": lanes * draw(st.integers(4, 11)),
+            "h": h, "w": w, "k": (kh, kw), "s": s, "pads": pads, "d": d, "lanes": lanes,
+            "act": draw(st.sampled_from(["none", "relu", "clip", "silu", "gelu_erf"])),
+            "residual": draw(st.booleans()), "after": draw(st.booleans()),
+            "n": draw(st.integers(1, 2)), "tasks": draw(st.integers(1, 3)),
+            "tiles": (4, 6, draw(st.integers(1, ow)), 0), "seed": draw(st.integers(0, 1000))}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(case=flat_quad_cases())
+def test_flat_quad_tiles_match_numpy(harness_libs, case):
+    run_case(_harness(harness_libs, "native", lanes=case["lanes"]), **case)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not X86, reason="x86 only")
 def test_avx512_path_compiles(tmp_path):
@@ -528,8 +595,15 @@ def test_conv1d_rows_are_cut_into_strips_that_sit_in_the_l2():
     assert K.is_conv1d(geo)
     for level in ("avx2", "avx512", "sse"):
         t = K.conv_tiles(geo, LEVELS[level])
-        assert t.order == 1 and t.strip % t.rw == 0 and t.strip < geo.ow
+        assert t.strip % t.rw == 0 and t.strip < geo.ow
         assert t.strip * 2 * 512 * 4 <= K.L2_BYTES // 4  # one input strip: a quarter of L2
+        # blocks innermost (its 3 MiB of weights once per strip: 162 MiB) with 32 block pairs
+        # (the 6.2 MiB row once per pair: 200 MiB); blocks outermost with AVX-512's 16 quads
+        assert t.order == (0 if level == "avx512" else 1)
+    wide = replace(geo, lanes=16, in_block=16)
+    assert K.conv_tiles(wide, LEVELS["avx512"]).order == 0  # 8 quads
+    fits = replace(wide, ic=128, oc=64)  # 96 KiB of weights: they fit half the L2
+    assert K.conv_tiles(fits, LEVELS["avx512"]).order == 1
     short = K.ConvGeometry(1, 64, 1, 40, 64, 1, 38, 1, 3, (1, 1), (0,) * 4, (1, 1), 1, 8, 8)
     t = K.conv_tiles(short, LEVELS["avx2"])
     assert t.order == 1 and t.strip == 38  # the whole row fits: one strip

@@ -162,14 +162,19 @@ def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
       the kernel runs in tiles of flattened positions across rows (:func:`flat_tiles`) always
       loops over its blocks outermost: its input sits in the L2, and each tile of up to 6
       positions (not 4 + 3 columns of a 7-wide row) streams a block pair's weights once
-      (resnet18's 3x3 512->512 at 7x7: 1.26x -> 1.02x onnxruntime's time on one AVX2 core).
+      (resnet18's 3x3 512->512 at 7x7: 1.26x -> 1.02x onnxruntime's time on one AVX2 core),
+      in quads on AVX-512 (a 7-wide row was a 6-wide quad and a 1-wide one at half speed).
     - Strips: a whole output row, except for 1x1 stride-1 convolutions flattened to one long
       row (H*W) and 1-D convolutions (:func:`is_conv1d`), cut so that one input strip fills at
       most a quarter of the L2. A 1-D convolution's long row also loops over its output blocks
-      innermost whatever its weights' size: blocks outermost streamed the whole row from
-      memory once per block pair (wav2vec2's 512-channel convs over 3199 and 1599 samples:
-      2-4x onnxruntime's time; strips of ~30 columns with blocks innermost: 1.9x, on a
-      2-core machine shared by other jobs).
+      innermost where its weights fit half the L2, or where they are more to stream once per
+      strip than the row once per block group (:func:`conv1d_order`): blocks outermost
+      streamed the whole row from memory once per block pair (wav2vec2's 512-channel convs
+      over 3199 and 1599 samples on AVX2: 2-4x onnxruntime's time; strips of ~30 columns with
+      blocks innermost: 1.9x, on a 2-core machine shared by other jobs). AVX-512's quads have
+      a quarter as many block groups, and there the weights streamed once per strip were the
+      larger part (wav2vec2's 512->512 over 3199 samples: 18.4 -> 15.1 ms with blocks
+      outermost, onnxruntime 13.2 ms; one AVX2 core keeps blocks innermost, 28.6 vs 34.3 ms).
     - Threads only above ``PARALLEL_MACS`` multiply-adds and with at least two work items; a
       parallel kernel with fewer than ``TARGET_ITEMS`` items has its rows cut into strips.
     """
@@ -201,7 +206,8 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
         rb, rw = 4, widest(QUAD_WIDTHS, row)
     weight_bytes = geo.oc * (geo.ic // geo.groups) * geo.kh * geo.kw * 4
     conv1d = is_conv1d(geo)
-    # a conv1d streams its blocks over strips that sit in the L2 (see model_conv_tiles)
+    # a conv1d streams its blocks over strips that sit in the L2, or its row block group by
+    # block group (conv1d_order, once the strip is known; see model_conv_tiles)
     order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 or packs_strips(geo, rb) else 0
     if flat_tiles(geo, level, rb):
         order = 0  # the flat tiles need blocks outermost; a small map's input sits in the L2
@@ -215,6 +221,8 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
         col_bytes = max(1, geo.ic // geo.groups * 4 * geo.strides[1])  # strips fit the L2
         flat = tir.min(tir.max(rw, tir.floordiv(L2_BYTES // 4 // col_bytes, rw) * rw), geo.ow)
         strip = flat if conv1d else tir.Select_(tir.convert(geo.oh).equal(1), flat, strip)
+    if conv1d and weight_bytes > L2_BYTES // 2:
+        order = conv1d_order(geo, rb, strip, weight_bytes)
     rows = geo.n * geo.groups * ceildiv(ocb_g, rb) * geo.oh  # work items per strip column
     big = conv_macs(geo) >= tir.const(PARALLEL_MACS, "int64")
     # too few items to share between threads (a flattened 1x1 conv of one block group): cut
@@ -231,17 +239,19 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
 def flat_tiles(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
     """Whether the kernel runs ``geo`` in tiles of flattened positions across rows when its
     blocks are outermost (``ember_conv_flat`` in conv_nchwc_flat_impl.h): a dense conv over
-    a channel-blocked input with kernel rows wider than 1, unit column dilation, pairs of
-    output blocks and a static row of at most :data:`FLAT_MAX_OW` columns, with 16 vector
-    registers (AVX-512's quads already fill short rows)."""
+    a channel-blocked input with kernel rows wider than 1, unit column dilation, a static row
+    of at most :data:`FLAT_MAX_OW` columns, and pairs of output blocks with 16 vector
+    registers or quads with AVX-512's 32 (its pairs keep the row tiles)."""
     return (isinstance(geo.ow, int) and geo.ow <= FLAT_MAX_OW
             and flat_tiles_apart_from_row(geo, level, rb))
 
 
 def flat_tiles_apart_from_row(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
     """:func:`flat_tiles` but for the row's width, which may be a run-time size."""
-    return (geo.kw > 1 and rb == 2 and geo.groups == 1 and geo.in_block == geo.lanes
-            and geo.dilation[1] == 1 and vector_registers(level) == 16)
+    pairs = rb == 2 and vector_registers(level) == 16
+    quads = rb == 4 and level.name == "avx512"  # EMBER_FLAT_RB in conv_nchwc_flat_impl.h
+    return (geo.kw > 1 and (pairs or quads) and geo.groups == 1 and geo.in_block == geo.lanes
+            and geo.dilation[1] == 1)
 
 
 def packs_strips(geo: ConvGeometry, rb: int = 2) -> bool:
@@ -258,6 +268,17 @@ def packs_strips(geo: ConvGeometry, rb: int = 2) -> bool:
     if not is_static(geo.n, geo.h, geo.w):
         return True
     return blocks * int(geo.h) * int(geo.w) * geo.in_block * 4 > PACK_MIN_BYTES
+
+
+def conv1d_order(geo: ConvGeometry, rb: int, strip: PrimExpr, weight_bytes: int) -> PrimExpr:
+    """The loop order of a conv1d whose weights overflow half the L2: blocks outermost (0)
+    where its input row, read once per block group, is less to stream than its weights, read
+    once per strip with blocks innermost (1). An expression when the row's width is a run-time
+    one (both sides grow with it)."""
+    block_groups = ceildiv(geo.oc // geo.lanes // geo.groups, rb)  # each reads its group's row
+    row_stream = i64(geo.n) * i64(geo.w) * (geo.ic * 4) * block_groups
+    weight_stream = i64(geo.n) * i64(ceildiv(geo.ow, tir.max(strip, 1))) * weight_bytes
+    return tir.Select_(row_stream < weight_stream, 0, 1)
 
 
 def is_conv1d(geo: ConvGeometry) -> bool:

@@ -13,9 +13,12 @@
  *
  * Used (ember_conv_flat) for dense convs with a channel-blocked input, unit column dilation,
  * kernel rows wider than 1, blocks outermost (order 0: the consecutive work items of one block
- * group then cover consecutive positions) and rows of at most EMBER_CONV_FLAT_MAX_OW columns,
- * with 16 vector registers (AVX-512's quads already cover short rows). A last odd output block
- * and a task with no workspace take the row tiles of ember_conv_strip.
+ * group then cover consecutive positions) and rows of at most EMBER_CONV_FLAT_MAX_OW columns:
+ * with 16 vector registers in pairs of output blocks, with AVX-512's 32 in quads (EMBER_FLAT_RB
+ * = EMBER_MAX_RB) where the plan asks for quads. On AVX-512 the row tiles left a 7-wide row as
+ * a 6-wide quad and a 1-wide one, 5 loads per 4 FMAs (resnet18's 3x3 512->512 at 7x7: 1.2x
+ * onnxruntime's time). The blocks left over (fewer than EMBER_FLAT_RB) and a task with no
+ * workspace take the row tiles of ember_conv_strip.
  */
 #ifndef EMBER_L
 #error "conv_nchwc_flat_impl.h is included by ember/kernels/conv_nchwc_impl.h only"
@@ -24,12 +27,16 @@
 /* up to 28 columns (28 = 6 + 6 + 6 + 5 + 5 per row, 131 flat tiles instead of 140: 128->128
  * 3x3 at 28x28 2744 -> 2545 us on one AVX2 core); 56-wide rows are not measured */
 #define EMBER_CONV_FLAT_MAX_OW 28
-#define EMBER_CONV_FLAT_RW 6 /* 12 accumulators + 2 weights + 1 broadcast: 15 of 16 registers */
+/* 2 x 6 accumulators + 2 weights + 1 broadcast: 15 of 16 registers; 4 x 6 + 4 + 1: 29 of 32 */
+#define EMBER_CONV_FLAT_RW 6
+#define EMBER_FLAT_RB EMBER_MAX_RB /* output blocks of a flat tile: pairs, or AVX-512's quads */
 
+/* Whether the call runs in flat tiles: the plan's quads on AVX-512 (its pairs keep the row
+ * tiles; with 16 registers any plan of order 0 takes pairs). */
 static inline int EMBER_FN(ember_conv_flat)(const ember_conv_p* p) {
-  return EMBER_MAX_RB == 2 && !p->depthwise && p->groups == 1 && p->cb == EMBER_L &&
-         p->order == 0 && p->dw == 1 && p->kw > 1 && p->ow <= EMBER_CONV_FLAT_MAX_OW &&
-         p->ocb_g >= 2;
+  return (EMBER_FLAT_RB == 2 || p->rb == EMBER_FLAT_RB) && !p->depthwise && p->groups == 1 &&
+         p->cb == EMBER_L && p->order == 0 && p->dw == 1 && p->kw > 1 &&
+         p->ow <= EMBER_CONV_FLAT_MAX_OW && p->ocb_g >= EMBER_FLAT_RB;
 }
 
 /* Copy batch image b of the input to `pad` as [icb][hp][wp][L], zeros in the padding (padded
@@ -83,7 +90,7 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
     ptrdiff_t pos[RW];                                                                         \
     const int32_t L = EMBER_L, hp = ember_conv_flat_hp(p), wp = ember_conv_flat_wp(p);         \
     const ptrdiff_t cs = (ptrdiff_t)hp * wp * L, dys = (ptrdiff_t)p->dh * wp * L;              \
-    const ptrdiff_t wob = (ptrdiff_t)p->icb_g * p->kh * p->kw * L * L;                         \
+    const ptrdiff_t wob = (ptrdiff_t)p->wicb * p->kh * p->kw * L * L;                          \
     const size_t oob = (size_t)p->oh * p->ow * L;                                              \
     const int32_t taps = p->kw * L, oy0 = f0 / p->ow, oy1 = (f0 + RW - 1) / p->ow;             \
     const int32_t ky0 = ember_first_tap(oy1 * p->sh - p->pt, p->dh, p->kh);                    \
@@ -107,54 +114,96 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
     }                                                                                          \
   }
 
-/* In part 2 of the object in parts (linkage.h), declared for part 0. With AVX-512 (quads, no
- * flat tiles: ember_conv_flat) static, so that GCC drops them. */
-#define EMBER_FLAT_TILES(X) X(1, 2) X(2, 2) X(3, 2) X(4, 2) X(5, 2) X(6, 2)
+/* Widths 1 to 6 of EMBER_FLAT_RB blocks, in part 2 of the object in parts (linkage.h),
+ * declared for part 0. */
+#define EMBER_FLAT_TILES(X) X(1, EMBER_FLAT_RB) X(2, EMBER_FLAT_RB) X(3, EMBER_FLAT_RB) \
+  X(4, EMBER_FLAT_RB) X(5, EMBER_FLAT_RB) X(6, EMBER_FLAT_RB)
 #define EMBER_FLAT_TILE_SHARED(RW, RB) EMBER_FLAT_TILE(EMBER_KPART_FN, RW, RB)
-#define EMBER_FLAT_TILE_STATIC(RW, RB) EMBER_FLAT_TILE(static inline, RW, RB)
-#if EMBER_MAX_RB == 2
 EMBER_FLAT_TILES(EMBER_FLAT_TILE_DECL)
 #if EMBER_KERNEL_IN_PART(2)
 EMBER_FLAT_TILES(EMBER_FLAT_TILE_SHARED)
 #endif
-#else
-EMBER_FLAT_TILES(EMBER_FLAT_TILE_STATIC)
-#endif
 #undef EMBER_FLAT_TILES
 #undef EMBER_FLAT_TILE_SHARED
-#undef EMBER_FLAT_TILE_STATIC
 #undef EMBER_FLAT_TILE_DECL
 #undef EMBER_FLAT_TILE_FN
 #undef EMBER_FLAT_TILE
 #undef EMBER_FLAT_STEP
 
-/* Flattened positions [f0, f1) of batch b for output blocks [ob, ob + nb): pairs of blocks in
- * tiles of even widths up to 6 (49 as 6 * 4 + 5 * 5, not 6 * 8 + 1: a narrow tile spends
- * more loads per FMA); a last single block in the row tiles of ember_conv_strip. */
+/* Input blocks per pass of the quads' flat tiles over a run of positions, where a quad's
+ * weights pass EMBER_FLAT_CHUNK_MIN_BYTES: as many as keep a quad's weights of one pass in
+ * EMBER_FLAT_CHUNK_BYTES of L1 (one block of a 3x3 conv at 16 lanes: 36 KiB). Each pass adds
+ * to the partial sums the last one stored (the epilogue with the last pass), so that a weight
+ * vector read from memory then serves every tile of the run from L1. In one pass, the first
+ * tile of each quad streamed the quad's weights from memory with a ninth of their FMAs to
+ * hide it (resnet18's 3x3 512->512 at 7x7: 1.2 MiB a quad, 9 tiles), and the other tiles read
+ * them from the L2: 1624 -> 1309 us with the caches flushed before each call, the 14x14 and
+ * 28x28 maps unchanged (80 or 160 KiB a pass: no faster). Pairs (16 registers) keep one pass. */
+#ifndef EMBER_FLAT_CHUNK_BYTES
+#define EMBER_FLAT_CHUNK_BYTES (40 * 1024)
+#endif
+#define EMBER_FLAT_CHUNK_MIN_BYTES (256 * 1024)
+static inline int32_t EMBER_FN(ember_conv_flat_chunk)(const ember_conv_p* p) {
+  const int64_t block = (int64_t)EMBER_FLAT_RB * p->kh * p->kw * EMBER_L * EMBER_L * 4;
+  const int64_t chunk = EMBER_FLAT_CHUNK_BYTES / block;
+  if (EMBER_FLAT_RB != 4 || chunk >= p->icb_g || block * p->icb_g <= EMBER_FLAT_CHUNK_MIN_BYTES)
+    return p->icb_g;
+  return chunk < 1 ? 1 : (int32_t)chunk;
+}
+
+/* Positions [f0, f1) of EMBER_FLAT_RB blocks (weights w, bias, output offset o) over the
+ * padded input pad, in tiles of even widths up to 6 (49 as 6 * 4 + 5 * 5, not 6 * 8 + 1: a
+ * narrow tile spends more loads per FMA): one pass over q's input blocks. */
+static inline void EMBER_FN(ember_conv_flat_pass)(const ember_conv_p* q, const float* pad,
+                                                  const float* w, const float* bias, size_t o,
+                                                  int32_t f0, int32_t f1) {
+  int32_t f;
+  for (f = f0; f < f1;) {
+    const int32_t rest = f1 - f, tiles = (rest + EMBER_CONV_FLAT_RW - 1) / EMBER_CONV_FLAT_RW;
+    const int32_t t = (rest + tiles - 1) / tiles;
+#define EMBER_FLAT_CALL(RW) \
+  EMBER_CAT4(ember_flat_tile, EMBER_L, RW, EMBER_FLAT_RB)(q, pad, f, w, bias, o)
+    switch (t) {
+      case 6: EMBER_FLAT_CALL(6); break;
+      case 5: EMBER_FLAT_CALL(5); break;
+      case 4: EMBER_FLAT_CALL(4); break;
+      case 3: EMBER_FLAT_CALL(3); break;
+      case 2: EMBER_FLAT_CALL(2); break;
+      default: EMBER_FLAT_CALL(1); break;
+    }
+#undef EMBER_FLAT_CALL
+    f += t;
+  }
+}
+
+/* Flattened positions [f0, f1) of batch b for output blocks [ob, ob + nb): EMBER_FLAT_RB
+ * blocks at a time, in passes over chunks of input blocks (ember_conv_flat_chunk); the
+ * blocks left over in the row tiles of ember_conv_strip. */
 EMBER_KFN void EMBER_FN(ember_conv_flat_run)(const ember_conv_p* p, const float* pad,
                                              int32_t b, int32_t ob, int32_t nb, int32_t f0,
                                              int32_t f1) {
-  const int32_t L = EMBER_L;
+  const int32_t L = EMBER_L, chunk = EMBER_FN(ember_conv_flat_chunk)(p);
   const size_t wob = (size_t)p->icb_g * p->kh * p->kw * L * L;
-  int32_t sb, f, oy;
-  for (sb = 0; sb + 2 <= nb; sb += 2) {
-    const float* w = p->wt + (size_t)(ob + sb) * wob;
+  const size_t cs = (size_t)ember_conv_flat_hp(p) * ember_conv_flat_wp(p) * L;
+  ember_conv_p q = *p;
+  int32_t sb, oy, k0;
+  for (sb = 0; sb + EMBER_FLAT_RB <= nb; sb += EMBER_FLAT_RB) {
     const float* bias = p->bias + (size_t)(ob + sb) * L;
     const size_t o = ((size_t)b * p->ocb + ob + sb) * p->oh * p->ow * L;
-    for (f = f0; f < f1;) {
-      const int32_t rest = f1 - f, tiles = (rest + EMBER_CONV_FLAT_RW - 1) / EMBER_CONV_FLAT_RW;
-      const int32_t t = (rest + tiles - 1) / tiles;
-#define EMBER_FLAT_CALL(RW) EMBER_CAT4(ember_flat_tile, EMBER_L, RW, 2)(p, pad, f, w, bias, o)
-      switch (t) {
-        case 6: EMBER_FLAT_CALL(6); break;
-        case 5: EMBER_FLAT_CALL(5); break;
-        case 4: EMBER_FLAT_CALL(4); break;
-        case 3: EMBER_FLAT_CALL(3); break;
-        case 2: EMBER_FLAT_CALL(2); break;
-        default: EMBER_FLAT_CALL(1); break;
-      }
-#undef EMBER_FLAT_CALL
-      f += t;
+    if (chunk >= p->icb_g) { /* one pass, p itself (a copy cost AVX2's pairs 3%) */
+      EMBER_FN(ember_conv_flat_pass)(p, pad, p->wt + (ob + sb) * wob, bias, o, f0, f1);
+      continue;
+    }
+    for (k0 = 0; k0 < p->icb_g; k0 += chunk) {
+      const int32_t last = k0 + chunk >= p->icb_g;
+      q.icb_g = last ? p->icb_g - k0 : chunk;
+      q.accum = k0 > 0; /* the partial sums of the passes before, not the bias */
+      q.act = last ? p->act : 0;
+      q.flags = last ? p->flags : 0;
+      q.epi = ember_conv_epi_case(&q);
+      EMBER_FN(ember_conv_flat_pass)(&q, pad + k0 * cs,
+                                     p->wt + (ob + sb) * wob + (size_t)k0 * p->kh * p->kw * L * L,
+                                     bias, o, f0, f1);
     }
   }
   if (ember_conv_late_act(p)) {
@@ -164,11 +213,11 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_run)(const ember_conv_p* p, const float*
       EMBER_FN(ember_conv_act_pass)(p, o + (size_t)f0 * L, (size_t)(f1 - f0) * L);
     }
   }
-  if (sb < nb) { /* one block left: its rows (or row pieces) as ember_conv_strip computes them */
+  if (sb < nb) { /* blocks left: their rows (or row pieces) as ember_conv_strip computes them */
     for (oy = f0 / p->ow; oy * p->ow < f1; ++oy) {
       const int32_t x0 = f0 > oy * p->ow ? f0 - oy * p->ow : 0;
       const int32_t x1 = f1 < (oy + 1) * p->ow ? f1 - oy * p->ow : p->ow;
-      EMBER_FN(ember_conv_strip)(p, b, ob + sb, 1, oy, x0, x1);
+      EMBER_FN(ember_conv_strip)(p, b, ob + sb, nb - sb, oy, x0, x1);
     }
   }
 }

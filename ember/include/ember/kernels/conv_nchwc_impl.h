@@ -394,7 +394,12 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
           EMBER_TILE_COLUMNS(RW, col, rowk, ix0, p->sw, cb, 1)                                 \
           for (c = 0; c < taps; ++c) EMBER_TILE_STEP(RW, RB, wk + c * L, c)                    \
         } else {                                                                               \
-          for (kx = 0; kx < p->kw; ++kx) {                                                     \
+          /* the taps that reach the image for one column of the tile or more (the rest add   \
+           * zeros): wav2vec2's grouped conv1d of 128 taps over a 49-wide row padded by 64    \
+           * reaches it with 60 of them for a 12-wide tile */                                  \
+          const int32_t kx1 = ember_end_tap(ix0, p->dw, p->w, p->kw, 0);                       \
+          kx = ember_first_tap(ix0 + (RW - 1) * p->sw, p->dw, p->kw);                          \
+          for (; kx < kx1; ++kx) {                                                             \
             const float* wp = wk + (ptrdiff_t)kx * cb * L;                                     \
             EMBER_TILE_COLUMNS(RW, col, rowk, ix0 + kx * p->dw, p->sw, cb, interior)           \
             for (c = 0; c < cb; ++c) EMBER_TILE_STEP(RW, RB, wp + c * L, c)                    \
