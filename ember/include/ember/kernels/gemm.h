@@ -8,10 +8,11 @@
  *     (zero past N), the layout ember packs constant weights into at build time; or
  *   - strided (b_nr == 0): B[k * b_ks + n * b_ns] (a (K, N) row-major matrix: b_ks = N,
  *     b_ns = 1; a dense weight (N, K): b_ks = 1, b_ns = K).
- * The register tile is EMBER_GEMM_MR rows x EMBER_GEMM_NR (two vectors) columns; the k loop
- * broadcasts one A value per row and does two FMAs per row. A panel of B that is not already
- * K x EMBER_GEMM_NR contiguous (the packed layout of another width, a transposed B, the last
- * partial panel) is copied into a per-task buffer once and reused by every row tile.
+ * The register tile is EMBER_GEMM_MR rows (12 on AVX-512, else 6) x EMBER_GEMM_NR (two
+ * vectors) columns (gemm_tile.h); the k loop broadcasts one A value per row and does two
+ * FMAs per row. A panel of B that is not already K x EMBER_GEMM_NR contiguous (the packed
+ * layout of another width, a transposed B, the last partial panel) is copied into a per-task
+ * buffer once and reused by every row tile.
  * Any b_nr works, so a layout packed for another SIMD width is still computed correctly.
  *
  * Work items are (batch, column panel, block of mc rows); with `parallel` they are split over
@@ -41,7 +42,13 @@ EMBER_KENTRY int32_t ember_sgemm(EMBER_SGEMM_PARAMS);
 #include "ember/kernels/gemm_epilogue.h"
 #include "ember/kernels/gemm_simd.h"
 
+/* The register tile: 12 rows x 2 vectors on AVX-512 (24 accumulators of its 32 registers),
+ * else 6 rows x 2 vectors (12 of 16). */
+#if EMBER_VL == 16
+#define EMBER_GEMM_MR 12
+#else
 #define EMBER_GEMM_MR 6
+#endif
 #define EMBER_GEMM_NR (2 * EMBER_VL)
 
 typedef struct {
@@ -132,108 +139,44 @@ EMBER_ALWAYS_INLINE void ember_gemm_tile3(int32_t K, const float* a0, const floa
   *c20 = ember_vadd(x20, y20); *c21 = ember_vadd(x21, y21);
 }
 
-/* One register tile: rows [0, mr) x columns [0, nr) of C at c (row stride ldc), from A rows
- * at a (stride lda) and a K x EMBER_GEMM_NR panel at b (row stride b_ks). Columns are n0..,
- * the residual of element (i, j) is at res_off + i * ldc + j. */
+/* The register tiles (gemm_tile.h): 6 rows, and 12 where the register file holds them. */
+#define EMBER_GEMM_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define EMBER_GEMM_TILE_NAME ember_gemm_tile6
+#define EMBER_GEMM_TILE_ROWS 6
+#define EMBER_GEMM_TILE_EACH EMBER_GEMM_ROWS6
+#include "ember/kernels/gemm_tile.h"
+#if EMBER_GEMM_MR == 12
+#define EMBER_GEMM_ROWS12(X) EMBER_GEMM_ROWS6(X) X(6) X(7) X(8) X(9) X(10) X(11)
+#define EMBER_GEMM_TILE_NAME ember_gemm_tile12
+#define EMBER_GEMM_TILE_ROWS 12
+#define EMBER_GEMM_TILE_EACH EMBER_GEMM_ROWS12
+#include "ember/kernels/gemm_tile.h"
+#endif
+
+/* The rows of the next tile when `left` rows remain: EMBER_GEMM_MR while there are that many;
+ * of a shorter rest, 4 rows as a 3-row tile and then the row kernel (about 3 + 1.5 cycles per
+ * k for 6 on the 6-row loop; M = 16, 64, 256, ... end so), and on AVX-512 7 or 8 rows as 6
+ * and then the rest (9 to 11 run the 12-row loop: one pass over the panel for the cost of
+ * 12 rows, where 6 + the rest would cost as much in two). */
+static inline int32_t ember_gemm_next_rows(int64_t left) {
+  int32_t mr = (int32_t)(left < EMBER_GEMM_MR ? left : EMBER_GEMM_MR);
+  if (mr == 4) return 3;
+  return EMBER_GEMM_MR > 6 && mr > 6 && mr <= 8 ? 6 : mr;
+}
+
+/* One tile of mr rows (ember_gemm_next_rows's) x nr columns: see gemm_tile.h. */
 static inline void ember_gemm_tile(int32_t K, const float* a, int64_t lda, int32_t mr,
                                    const float* b, int64_t b_ks, float* c, int64_t ldc,
                                    int32_t nr, const ember_epilogue* e, int64_t n0,
                                    int64_t res_off, int accumulate) {
-  const float* a0 = a;
-  const float* a1 = a + (mr > 1 ? 1 : 0) * lda;
-  const float* a2 = a + (mr > 2 ? 2 : 0) * lda;
-  const float* a3 = a + (mr > 3 ? 3 : 0) * lda;
-  const float* a4 = a + (mr > 4 ? 4 : 0) * lda;
-  const float* a5 = a + (mr > 5 ? 5 : 0) * lda;
-  ember_vf c00 = ember_vzero(), c01 = ember_vzero(), c10 = ember_vzero(), c11 = ember_vzero();
-  ember_vf c20 = ember_vzero(), c21 = ember_vzero(), c30 = ember_vzero(), c31 = ember_vzero();
-  ember_vf c40 = ember_vzero(), c41 = ember_vzero(), c50 = ember_vzero(), c51 = ember_vzero();
-  int32_t k;
   if (mr == 1 && !accumulate) {
     ember_gemm_row(K, a, b, b_ks, c, nr, e, n0, res_off);
-    return;
-  }
-  if (accumulate && mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR) {
-    /* a later block of k: start from the partial sums in C */
-    c00 = ember_vload(c + 0 * ldc); c01 = ember_vload(c + 0 * ldc + EMBER_VL);
-    c10 = ember_vload(c + 1 * ldc); c11 = ember_vload(c + 1 * ldc + EMBER_VL);
-    c20 = ember_vload(c + 2 * ldc); c21 = ember_vload(c + 2 * ldc + EMBER_VL);
-    c30 = ember_vload(c + 3 * ldc); c31 = ember_vload(c + 3 * ldc + EMBER_VL);
-    c40 = ember_vload(c + 4 * ldc); c41 = ember_vload(c + 4 * ldc + EMBER_VL);
-    c50 = ember_vload(c + 5 * ldc); c51 = ember_vload(c + 5 * ldc + EMBER_VL);
-  } else if (accumulate) {
-    /* the same for an edge tile, its valid part only */
-    float tmp[EMBER_GEMM_MR * EMBER_GEMM_NR];
-    int32_t i, j;
-    for (i = 0; i < EMBER_GEMM_MR; ++i) {
-      for (j = 0; j < EMBER_GEMM_NR; ++j) {
-        tmp[i * EMBER_GEMM_NR + j] = i < mr && j < nr ? c[i * ldc + j] : 0.0f;
-      }
-    }
-    c00 = ember_vload(tmp + 0 * EMBER_GEMM_NR); c01 = ember_vload(tmp + 0 * EMBER_GEMM_NR + EMBER_VL);
-    c10 = ember_vload(tmp + 1 * EMBER_GEMM_NR); c11 = ember_vload(tmp + 1 * EMBER_GEMM_NR + EMBER_VL);
-    c20 = ember_vload(tmp + 2 * EMBER_GEMM_NR); c21 = ember_vload(tmp + 2 * EMBER_GEMM_NR + EMBER_VL);
-    c30 = ember_vload(tmp + 3 * EMBER_GEMM_NR); c31 = ember_vload(tmp + 3 * EMBER_GEMM_NR + EMBER_VL);
-    c40 = ember_vload(tmp + 4 * EMBER_GEMM_NR); c41 = ember_vload(tmp + 4 * EMBER_GEMM_NR + EMBER_VL);
-    c50 = ember_vload(tmp + 5 * EMBER_GEMM_NR); c51 = ember_vload(tmp + 5 * EMBER_GEMM_NR + EMBER_VL);
-  }
-  if (mr <= 3) {
-    ember_gemm_tile3(K, a0, a1, a2, b, b_ks, &c00, &c01, &c10, &c11, &c20, &c21);
+  } else if (mr <= 6) {
+    ember_gemm_tile6(K, a, lda, mr, b, b_ks, c, ldc, nr, e, n0, res_off, accumulate);
   } else {
-    for (k = 0; k < K; ++k) {
-      ember_vf b0 = ember_vload(b), b1 = ember_vload(b + EMBER_VL), t;
-      b += b_ks;
-      t = ember_vset1(a0[k]); c00 = ember_vfma(t, b0, c00); c01 = ember_vfma(t, b1, c01);
-      t = ember_vset1(a1[k]); c10 = ember_vfma(t, b0, c10); c11 = ember_vfma(t, b1, c11);
-      t = ember_vset1(a2[k]); c20 = ember_vfma(t, b0, c20); c21 = ember_vfma(t, b1, c21);
-      t = ember_vset1(a3[k]); c30 = ember_vfma(t, b0, c30); c31 = ember_vfma(t, b1, c31);
-      t = ember_vset1(a4[k]); c40 = ember_vfma(t, b0, c40); c41 = ember_vfma(t, b1, c41);
-      t = ember_vset1(a5[k]); c50 = ember_vfma(t, b0, c50); c51 = ember_vfma(t, b1, c51);
-    }
-  }
-  if (mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR && ember_epi_in_registers(e)) {
-    /* full tile, cheap epilogue: the epilogue on the registers, then one store per vector */
-#define EMBER_GEMM_STORE_ROW(i, r0, r1)                                                      \
-    ember_vstore(c + (i) * ldc, ember_epi_vec(r0, e, n0, res_off + (i) * ldc));             \
-    ember_vstore(c + (i) * ldc + EMBER_VL,                                                   \
-                 ember_epi_vec(r1, e, n0 + EMBER_VL, res_off + (i) * ldc + EMBER_VL));
-    EMBER_GEMM_STORE_ROW(0, c00, c01)
-    EMBER_GEMM_STORE_ROW(1, c10, c11)
-    EMBER_GEMM_STORE_ROW(2, c20, c21)
-    EMBER_GEMM_STORE_ROW(3, c30, c31)
-    EMBER_GEMM_STORE_ROW(4, c40, c41)
-    EMBER_GEMM_STORE_ROW(5, c50, c51)
-#undef EMBER_GEMM_STORE_ROW
-  } else if (mr == EMBER_GEMM_MR && nr == EMBER_GEMM_NR) {
-    /* full tile, costly activation: alpha and bias in registers, stored, then the
-     * activations over the block in place */
-#define EMBER_GEMM_STORE_ROW(i, r0, r1)                                                      \
-    ember_vstore(c + (i) * ldc, ember_epi_scale_bias(r0, e, n0));                           \
-    ember_vstore(c + (i) * ldc + EMBER_VL, ember_epi_scale_bias(r1, e, n0 + EMBER_VL));
-    EMBER_GEMM_STORE_ROW(0, c00, c01)
-    EMBER_GEMM_STORE_ROW(1, c10, c11)
-    EMBER_GEMM_STORE_ROW(2, c20, c21)
-    EMBER_GEMM_STORE_ROW(3, c30, c31)
-    EMBER_GEMM_STORE_ROW(4, c40, c41)
-    EMBER_GEMM_STORE_ROW(5, c50, c51)
-#undef EMBER_GEMM_STORE_ROW
-    ember_epi_block_acts(c, ldc, EMBER_GEMM_MR, EMBER_GEMM_NR, e, res_off, ldc);
-  } else {
-    /* edge tile: through a buffer (the epilogue there, vectorised), the valid part only */
-    float tmp[EMBER_GEMM_MR * EMBER_GEMM_NR];
-    int32_t i, j;
-    ember_vstore(tmp + 0 * EMBER_GEMM_NR, c00); ember_vstore(tmp + 0 * EMBER_GEMM_NR + EMBER_VL, c01);
-    ember_vstore(tmp + 1 * EMBER_GEMM_NR, c10); ember_vstore(tmp + 1 * EMBER_GEMM_NR + EMBER_VL, c11);
-    ember_vstore(tmp + 2 * EMBER_GEMM_NR, c20); ember_vstore(tmp + 2 * EMBER_GEMM_NR + EMBER_VL, c21);
-    ember_vstore(tmp + 3 * EMBER_GEMM_NR, c30); ember_vstore(tmp + 3 * EMBER_GEMM_NR + EMBER_VL, c31);
-    ember_vstore(tmp + 4 * EMBER_GEMM_NR, c40); ember_vstore(tmp + 4 * EMBER_GEMM_NR + EMBER_VL, c41);
-    ember_vstore(tmp + 5 * EMBER_GEMM_NR, c50); ember_vstore(tmp + 5 * EMBER_GEMM_NR + EMBER_VL, c51);
-    if (!ember_epi_is_identity(e)) {
-      ember_epi_block(tmp, EMBER_GEMM_NR, mr, nr, e, n0, res_off, ldc);
-    }
-    for (i = 0; i < mr; ++i) {
-      for (j = 0; j < nr; ++j) c[i * ldc + j] = tmp[i * EMBER_GEMM_NR + j];
-    }
+#if EMBER_GEMM_MR == 12
+    ember_gemm_tile12(K, a, lda, mr, b, b_ks, c, ldc, nr, e, n0, res_off, accumulate);
+#endif
   }
 }
 
@@ -336,10 +279,7 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
       int last = k0 + g->kc >= g->K;
       for (m = mb * g->mc; m < m_end; m += mr) {
         int64_t off = m * g->ldc + n0;
-        mr = (int32_t)(m_end - m < EMBER_GEMM_MR ? m_end - m : EMBER_GEMM_MR);
-        /* 4 rows: a 3-row tile, then the row kernel (about 3 + 1.5 cycles per k for 6 on
-         * the 6-row loop; M = 16, 64, 256, ... end so) */
-        if (mr == 4) mr = 3;
+        mr = ember_gemm_next_rows(m_end - m);
         ember_gemm_tile(kb, A + m * g->lda + k0, g->lda, mr, panel + k0 * ks, ks, C + off,
                         g->ldc, nr, last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0);
       }
