@@ -189,24 +189,24 @@ static inline float ember_gemm_b_at(const ember_gemm_args* g, const float* B, in
   return B[k * g->b_ks + n * g->b_ns];
 }
 
-/* Panel j of B as a K x EMBER_GEMM_NR block: a pointer into B when it already is one,
- * else copied (zero past N) into buf. *ks gets the panel's row stride. */
+/* Rows [k0, k0 + kb) of panel j of B as a kb x EMBER_GEMM_NR block: a pointer into B when it
+ * already is one, else copied (zero past N) into buf. *ks gets the block's row stride. */
 static inline const float* ember_gemm_panel(const ember_gemm_args* g, const float* B, int64_t j,
-                                            float* buf, int64_t* ks) {
+                                            int64_t k0, int64_t kb, float* buf, int64_t* ks) {
   int64_t n0 = j * EMBER_GEMM_NR, k, jj;
   if (g->b_nr == EMBER_GEMM_NR) {
     *ks = EMBER_GEMM_NR;
-    return B + j * (int64_t)g->K * EMBER_GEMM_NR;
+    return B + (j * (int64_t)g->K + k0) * EMBER_GEMM_NR;
   }
   if (g->b_nr == 0 && g->b_ns == 1 && n0 + EMBER_GEMM_NR <= g->N) {
     *ks = g->b_ks;
-    return B + n0;
+    return B + k0 * g->b_ks + n0;
   }
   *ks = EMBER_GEMM_NR;
   for (jj = 0; jj < EMBER_GEMM_NR; ++jj) {
     int64_t n = n0 + jj;
-    for (k = 0; k < g->K; ++k) {
-      buf[k * EMBER_GEMM_NR + jj] = n < g->N ? ember_gemm_b_at(g, B, k, n) : 0.0f;
+    for (k = 0; k < kb; ++k) {
+      buf[k * EMBER_GEMM_NR + jj] = n < g->N ? ember_gemm_b_at(g, B, k0 + k, n) : 0.0f;
     }
   }
   return buf;
@@ -281,13 +281,18 @@ static inline void ember_gemm_prefetch_rows(const float* p, int64_t ks, int64_t 
 #endif
 }
 
-/* Work items [begin, end): item = (b * panels + j) * mblocks + mb. Out of line: one copy per
- * translation unit however many kernels call it (the epilogue and strides are runtime
- * values whose branches are taken once per vector, not per FMA). */
+/* Work items [begin, end): item = (b * panels + j) * mblocks + mb; the k blocks outermost, so
+ * a task's block of A rows (mc x kc) stays in L2 while its panels stream past it (items inside
+ * a k block: a K of 3072 over 128 rows is 1.5 MiB of A, which every panel read again from L3
+ * when each item ran all its k blocks: GPT-2 small's MLP down-projection 128x3072x768 ran at
+ * 135-145 GFLOP/s, the same kernel at K 1536 at 165-175). Partial sums wait in C between
+ * k blocks. Out of line: one copy per translation unit however many kernels call it (the
+ * epilogue and strides are runtime values whose branches are taken once per vector, not per
+ * FMA). */
 EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int64_t end) {
   int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
   int64_t mblocks = (g->M + g->mc - 1) / g->mc;
-  int64_t have_b = -1, have_j = -1, item, ks = 0, k0, pf_ks = 0, pf_k = 0, pf_step = 0;
+  int64_t have_b = -1, have_j = -1, have_k0 = -1, item, ks = 0, k0, pf_ks = 0, pf_k, pf_step;
   /* AVX-512 only: the AVX2 kernel gained 0-4% from it on the LM head (on an AVX-512 machine;
    * not measured where its tiles were tuned) */
   const int prefetch = EMBER_GEMM_MR == 12 &&
@@ -300,45 +305,45 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
   memset(&ident, 0, sizeof ident);
   ident.alpha = 1.0f;
   if (ember_gemm_needs_buffer(g)) {
-    buf = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)g->K * EMBER_GEMM_NR * sizeof(float),
+    int64_t rows = g->K < g->kc ? g->K : g->kc;
+    buf = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)rows * EMBER_GEMM_NR * sizeof(float),
                                            2, 32);
     if (buf == NULL) return ember_gemm_range_direct(g, begin, end);
   }
-  for (item = begin; item < end; ++item) {
-    int64_t mb = item % mblocks, j = (item / mblocks) % panels, b = item / (mblocks * panels);
-    int64_t n0 = j * EMBER_GEMM_NR, m, m_end = (mb + 1) * g->mc;
-    int32_t nr = (int32_t)(g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR);
-    const float* A = g->A + b * g->a_bs;
-    float* C = g->C + b * g->c_bs;
-    if (b != have_b || j != have_j) {
-      panel = ember_gemm_panel(g, g->B + b * g->b_bs, j, buf, &ks);
-      have_b = b;
-      have_j = j;
-    }
-    const float* next = NULL; /* the next item's panel, when this item ends this one's */
-    if (m_end > g->M) m_end = g->M;
-    if (prefetch && mb == mblocks - 1 && item + 1 < end) {
-      int64_t nj = (j + 1) % panels, tiles;
-      next = ember_gemm_panel_in_place(g, nj == 0 ? b + 1 : b, nj, &pf_ks);
-      /* its K rows spread over this item's tiles, a slice before each */
-      tiles = (g->K + g->kc - 1) / g->kc * ((m_end - mb * g->mc + EMBER_GEMM_MR - 1) /
-                                            EMBER_GEMM_MR);
-      pf_step = (g->K + tiles - 1) / tiles;
-      pf_k = 0;
-    }
-    for (k0 = 0; k0 < g->K || k0 == 0; k0 += g->kc) {
-      int32_t kb = (int32_t)(g->K - k0 < g->kc ? g->K - k0 : g->kc);
-      int last = k0 + g->kc >= g->K;
+  for (k0 = 0; k0 < g->K || k0 == 0; k0 += g->kc) {
+    int32_t kb = (int32_t)(g->K - k0 < g->kc ? g->K - k0 : g->kc);
+    int last = k0 + g->kc >= g->K;
+    for (item = begin; item < end; ++item) {
+      int64_t mb = item % mblocks, j = (item / mblocks) % panels, b = item / (mblocks * panels);
+      int64_t n0 = j * EMBER_GEMM_NR, m, m_end = (mb + 1) * g->mc;
+      int32_t nr = (int32_t)(g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR);
+      const float* A = g->A + b * g->a_bs;
+      const float* next = NULL; /* the next item's panel, when this item ends this one's */
+      float* C = g->C + b * g->c_bs;
+      if (b != have_b || j != have_j || k0 != have_k0) {
+        panel = ember_gemm_panel(g, g->B + b * g->b_bs, j, k0, kb, buf, &ks);
+        have_b = b;
+        have_j = j;
+        have_k0 = k0;
+      }
+      if (m_end > g->M) m_end = g->M;
+      if (prefetch && mb == mblocks - 1 && item + 1 < end) {
+        int64_t nj = (j + 1) % panels;
+        next = ember_gemm_panel_in_place(g, nj == 0 ? b + 1 : b, nj, &pf_ks);
+      }
+      /* the next panel's rows of this k block, a slice before each of this item's tiles */
+      pf_step = (kb * (int64_t)EMBER_GEMM_MR + m_end - mb * g->mc - 1) / (m_end - mb * g->mc);
+      pf_k = k0;
       for (m = mb * g->mc; m < m_end; m += mr) {
         int64_t off = m * g->ldc + n0;
         mr = ember_gemm_next_rows(m_end - m);
-        if (next != NULL && pf_k < g->K) {
-          ember_gemm_prefetch_rows(next, pf_ks, pf_k, pf_k + pf_step < g->K ? pf_step
-                                                                           : g->K - pf_k);
+        if (next != NULL && pf_k < k0 + kb) {
+          ember_gemm_prefetch_rows(next, pf_ks, pf_k,
+                                   pf_k + pf_step < k0 + kb ? pf_step : k0 + kb - pf_k);
           pf_k += pf_step;
         }
-        ember_gemm_tile(kb, A + m * g->lda + k0, g->lda, mr, panel + k0 * ks, ks, C + off,
-                        g->ldc, nr, last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0);
+        ember_gemm_tile(kb, A + m * g->lda + k0, g->lda, mr, panel, ks, C + off, g->ldc, nr,
+                        last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0);
       }
     }
   }
