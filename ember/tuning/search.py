@@ -119,16 +119,15 @@ def axes(kernel: str, geometry: tuple[int, ...], level: Any, threads: int
          ) -> Iterator[list[dict[str, Any]]]:
     """The search's axes for a kernel call, each a list of field changes."""
     if kernel == "sgemm":
-        yield from _gemm_axes(*geometry, threads=threads)
+        yield from _gemm_axes(*geometry, mr=gemm_kernel.register_rows(level), threads=threads)
     elif kernel == "conv2d_nchwc":
         yield from _conv_axes(conv_kernel.conv_of_key(geometry), level, threads)
     elif kernel == "depthwise_nchwc":
         yield from _split_axes(conv_kernel.conv_of_key(geometry), threads)
 
 
-def _gemm_axes(batch: int, m: int, n: int, k: int, threads: int
+def _gemm_axes(batch: int, m: int, n: int, k: int, mr: int, threads: int
                ) -> Iterator[list[dict[str, Any]]]:
-    mr = gemm_kernel.MR
     rows = math.ceil(m / mr) * mr
     yield [{"mc": mc} for mc in sorted({min(rows, mr << s) for s in range(8)})]
     kcs = {k} | {kc for kc in (32, 64, 128, 192, 256, 384, 512) if kc < k}

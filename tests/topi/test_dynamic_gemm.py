@@ -15,6 +15,7 @@ from dynamic_util import (assert_same_result, build_dynamic, build_static, kerne
 from ember.runtime.errors import TVMError
 from ember.tir.expr import IntImm, SizeVar
 from ember.tir import op as tir
+from ember.target.simd import LEVELS
 from ember.topi.nn import gemm_kernel as G
 
 pytestmark = requires_cc
@@ -161,17 +162,18 @@ def @main(%x: Tensor[(?, 4, 5), float32], %y: Tensor[(?, 5, 3), float32]) {
 
 
 def test_the_tile_expressions_fold_to_the_static_model() -> None:
-    nr = G.panel_width()
-    for sizes in [(1, 1, 1, 1), (1, 7, 19, 37), (4, 1000, 512, 4096), (2, 5, 3000, 64)]:
-        got = G.tile_exprs(*(tir.const(v) for v in sizes), nr)
-        assert all(isinstance(x, IntImm) for x in got)
-        model = G.model_gemm_tiles(*sizes)
-        assert (got[0].value, got[1].value, bool(got[2].value)) == (model.mc, model.kc,
-                                                                      model.parallel)
+    for level in (LEVELS["avx2"], LEVELS["avx512"]):
+        for sizes in [(1, 1, 1, 1), (1, 7, 19, 37), (4, 1000, 512, 4096), (2, 5, 3000, 64)]:
+            got = G.tile_exprs(*(tir.const(v) for v in sizes), level)
+            assert all(isinstance(x, IntImm) for x in got)
+            model = G.model_gemm_tiles(*sizes, level)
+            assert (got[0].value, got[1].value, bool(got[2].value)) == (model.mc, model.kc,
+                                                                          model.parallel)
+            assert model.mc % G.register_rows(level) == 0
 
 
 def test_the_tile_expressions_of_run_time_rows_stay_expressions() -> None:
     m = SizeVar("m")
     mc, kc, parallel = G.tile_exprs(tir.const(1), m, tir.const(64), tir.const(64),
-                                    G.panel_width())
+                                    LEVELS["avx512"])
     assert not isinstance(mc, IntImm) and not isinstance(parallel, IntImm)

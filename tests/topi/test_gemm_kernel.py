@@ -41,14 +41,15 @@ def _host_has(flag: str) -> bool:
     return flag in host_features()
 
 
-LEVELS = {"avx2": ["-march=x86-64-v3"], "sse2": ["-march=x86-64-v2"],
+LEVELS = {"avx512": ["-march=x86-64-v4"], "avx2": ["-march=x86-64-v3"],
+          "sse2": ["-march=x86-64-v2"],
           "portable": ["-march=x86-64", "-mno-sse2"]}
 
 
 @pytest.mark.parametrize("level", list(LEVELS))
 def test_header_matches_reference_at_each_simd_level(level: str, tmp_path: Path) -> None:
-    if level == "avx2" and not _host_has("avx2"):
-        pytest.skip("host has no AVX2")
+    if level in ("avx2", "avx512") and not _host_has({"avx2": "avx2", "avx512": "avx512f"}[level]):
+        pytest.skip(f"host has no {level}")
     exe = tmp_path / "harness"
     cmd = [_gcc(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", *LEVELS[level], "-I",
            str(INCLUDE), str(HERE / "data" / "gemm_harness.c"), "-o", str(exe), "-lm"]
@@ -292,4 +293,5 @@ def test_k_blocks_fill_a_96k_panel_block_in_equal_parts(level: str, sizes: tuple
     assert tiles.kc == kc
     assert tiles.kc * G.panel_width(SIMD_LEVELS[level]) * 4 <= 1.25 * G.KC_PANEL_BYTES or (
         tiles.kc == sizes[3])
-    assert tiles.mc % G.MR == 0 and tiles.mc >= G.MR
+    mr = G.register_rows(SIMD_LEVELS[level])
+    assert tiles.mc % mr == 0 and tiles.mc >= mr

@@ -7,8 +7,8 @@ contiguous), so nothing is copied per call. A constant weight is packed at build
 the kernel's panel layout (:func:`pack_weight`, the ``nn.contrib_gemm_pack`` op folded by
 FoldConstant); any other B is read strided and its panels copied once per call inside the
 kernel. Tile sizes come from :func:`gemm_tiles`: a tuning record measured on this machine
-(``ember tune``) or a cost model of the register file and the caches; the register tile (6 rows
-x 2 vectors) is fixed by the ISA.
+(``ember tune``) or a cost model of the register file and the caches; the register tile (12 rows
+x 2 vectors on AVX-512, 6 rows x 2 vectors elsewhere) is fixed by the ISA.
 """
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ from .. import tile_records
 from .sizes import Check, Dim, ceildiv, checked, dims, folded, i64, must_equal, prod
 
 HEADER = "ember/kernels/gemm.h"
-MR = 6  # rows of the register tile (EMBER_GEMM_MR)
 L2_BYTES = 512 * 1024
+# AVX-512 cores have at least 1 MiB of L2 (Intel since Skylake-SP: 1-2 MiB; AMD Zen 4: 1 MiB)
+L2_BYTES_AVX512 = 1024 * 1024
 # A k block of one B panel: up to 96 KiB (kc 1536 for AVX2's 16-column panels). It need not
 # fit L1: the panel is read in order, which the hardware prefetcher streams from L2, while
 # each further k block stores and reloads every C tile (on a 2-core EPYC, GPT-2's MLP
@@ -65,6 +66,15 @@ def panel_width(level: SimdLevel | None = None) -> int:
     return 2 * max(4, level.lanes("float32"))
 
 
+def register_rows(level: SimdLevel | None = None) -> int:
+    """Rows of the register tile, EMBER_GEMM_MR: 12 on AVX-512, whose 32 vector registers hold
+    12 x 2 accumulators besides 2 B vectors and a broadcast (each B vector loaded then feeds 12
+    FMAs, not 6: on a Sapphire Rapids core GPT-2's 128x384x384 product goes from 141 to 169
+    GFLOP/s); else 6 (12 accumulators of 16 registers)."""
+    level = level or simd_level(_current_target())
+    return 12 if level.lanes("float32") == 16 else 6
+
+
 def gemm_tiles(batch: int, M: int, N: int, K: int, level: SimdLevel | None = None) -> GemmTiles:
     """The blocking of one ``ember_sgemm`` call: the tuning record's for exactly this call
     when there is one (``topi/tile_records.py``), else :func:`model_gemm_tiles`'s."""
@@ -78,8 +88,9 @@ def check_gemm_tiles(tiles: GemmTiles, level: SimdLevel) -> str | None:
     """Why ``ember_sgemm`` cannot use ``tiles`` at ``level`` (None if it can)."""
     if tiles.nr != panel_width(level):
         return f"nr must be {panel_width(level)} (two {level.name} vectors), got {tiles.nr}"
-    if tiles.mc < MR or tiles.mc % MR:
-        return f"mc must be a positive multiple of {MR}, got {tiles.mc}"
+    mr = register_rows(level)
+    if tiles.mc < mr or tiles.mc % mr:
+        return f"mc must be a positive multiple of {mr}, got {tiles.mc}"
     return None if tiles.kc >= 1 else f"kc must be positive, got {tiles.kc}"
 
 
@@ -88,9 +99,9 @@ def model_gemm_tiles(batch: int, M: int, N: int, K: int,
     """The cost model of ``ember_sgemm``'s blocking (ints in, ints out; the formulas are
     :func:`tile_exprs`'s, folded).
 
-    - ``nr``: the register tile is MR=6 rows x 2 vectors: 12 accumulators, 2 B vectors and one
-      broadcast use 15 of the 16 AVX2/SSE registers (AVX-512 has room, but wider panels would
-      pad small N more).
+    - ``nr``: the register tile is MR rows x 2 vectors (:func:`register_rows`): 6 rows on
+      AVX2/SSE (12 accumulators, 2 B vectors and one broadcast use 15 of the 16 registers), 12
+      on AVX-512 (27 of 32; more rows rather than wider panels, which would pad small N more).
     - ``kc``: a kc x nr block of the B panel is reused by every row tile; it may exceed L1
       (up to KC_PANEL_BYTES: kc 1536 for AVX2), since the hardware prefetcher streams the
       panel from L2 in order, while each further k block costs a store and reload of every
@@ -101,37 +112,40 @@ def model_gemm_tiles(batch: int, M: int, N: int, K: int,
       most kc_max, and K itself when M fits one row tile (nothing reuses the block; a
       matrix-vector product then streams B once through the row kernel's four FMA chains
       instead of re-entering partial sums).
-    - ``mc``: rows per work item; the item's A block (mc x kc) should sit in a quarter of L2,
-      and a parallel kernel wants about TARGET_ITEMS items in total to balance the threads.
+    - ``mc``: rows per work item, a multiple of MR; the item's A block (mc x kc) should sit in
+      a quarter of L2 (512 KiB, or 1 MiB on AVX-512 machines), and a parallel kernel wants about TARGET_ITEMS items in total to balance the threads.
     - ``parallel``: only from PARALLEL_MACS multiply-adds on (about 25 us of work at
       40 GFLOP/s; a launch and join costs a few us), or from PARALLEL_B_FLOATS of B on (a
       matrix-vector product runs at memory bandwidth).
     """
-    nr = panel_width(level)
-    mc, kc, parallel = tile_exprs(*(tir.const(int(d)) for d in (batch, M, N, K)), nr)
+    level = level or simd_level(_current_target())
+    mc, kc, parallel = tile_exprs(*(tir.const(int(d)) for d in (batch, M, N, K)), level)
     what = "gemm tile model"
-    return GemmTiles(nr, folded(kc, what), folded(mc, what), bool(folded(parallel, what)))
+    return GemmTiles(panel_width(level), folded(kc, what), folded(mc, what),
+                     bool(folded(parallel, what)))
 
 
 def tile_exprs(batch: PrimExpr, M: PrimExpr, N: PrimExpr, K: PrimExpr,
-               nr: int) -> tuple[PrimExpr, PrimExpr, PrimExpr]:
+               level: SimdLevel) -> tuple[PrimExpr, PrimExpr, PrimExpr]:
     """``(mc, kc, parallel)`` of :func:`model_gemm_tiles` as expressions of the sizes: the
     kernel of a product with run-time extents computes its blocking from them at each call,
     the same blocking a static build of that shape gets. Constant sizes fold to constants."""
+    nr, mr = panel_width(level), register_rows(level)
+    l2_bytes = L2_BYTES_AVX512 if mr == 12 else L2_BYTES
     kc_max = max(nr, KC_PANEL_BYTES // (4 * nr))
     # K in equal blocks of at most kc_max (no short last block)
     kc_split = ceildiv(K, ceildiv(K, kc_max))
-    kc = tir.Select_(tir.any(K <= kc_max + kc_max // 4, M <= MR), tir.max(K, 1), kc_split)
-    # mc from L2: (L2 / 4 / (4 kc)) // MR * MR, at least MR
-    mc = tir.max(MR, tir.floordiv(tir.floordiv(L2_BYTES // 16, kc), MR) * MR)
+    kc = tir.Select_(tir.any(K <= kc_max + kc_max // 4, M <= mr), tir.max(K, 1), kc_split)
+    # mc from L2: (L2 / 4 / (4 kc)) // mr * mr, at least mr
+    mc = tir.max(mr, tir.floordiv(tir.floordiv(l2_bytes // 16, kc), mr) * mr)
     macs = i64(batch) * i64(M) * i64(N) * i64(K)
     parallel = tir.any(macs >= tir.const(PARALLEL_MACS, "int64"),
                        i64(batch) * i64(N) * i64(K) >= tir.const(PARALLEL_B_FLOATS, "int64"))
     items_per_row_block = batch * ceildiv(N, nr)
     want_blocks = ceildiv(TARGET_ITEMS, tir.max(items_per_row_block, 1))
-    balanced = tir.max(MR, ceildiv(ceildiv(M, want_blocks), MR) * MR)
+    balanced = tir.max(mr, ceildiv(ceildiv(M, want_blocks), mr) * mr)
     mc = tir.Select_(parallel, tir.min(mc, balanced), mc)
-    mc = tir.min(mc, tir.max(MR, ceildiv(M, MR) * MR))
+    mc = tir.min(mc, tir.max(mr, ceildiv(M, mr) * mr))
     return mc, kc, tir.cast(parallel, "int32")
 
 
@@ -275,8 +289,8 @@ def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[Dim, .
         tiles = gemm_tiles(*sizes, level)  # type: ignore[arg-type]
         mc, kc, parallel = tiles.mc, tiles.kc, int(tiles.parallel)
     else:
-        nr = panel_width(level)
-        mc, kc, parallel = tile_exprs(*(tir.convert(d) for d in sizes), nr)
+        level = level or simd_level(_current_target())
+        mc, kc, parallel = tile_exprs(*(tir.convert(d) for d in sizes), level)
     bias_mode, bias_req = _mode(bias, ops.N, f"{name} bias")
     res_mode, res_req = _residual_mode(residual, out_shape, ops, name)
     checks = [*ops.require, *bias_req, *res_req]

@@ -12,10 +12,12 @@ int TVMBackendParallelLaunch(FTVMParallelLambda f, void* c, int n) { TVMParallel
   return 0; }
 static float ref_act(float x, int act) { return ember_act1(x, act, 0.5f, 0.70710678f); }
 int main(void) {
-  /* M tails of every length (M % 6: 1, 2, 3, 4, 5; 2 and 3 rows take the 3-row tile, 4 rows
-   * 3 + 1), odd K */
+  /* M tails of every length of either tile height (M % 6 and M % 12: 2 and 3 rows take the
+   * 3-row tile, 4 rows 3 + 1; on AVX-512 7 and 8 rows 6 + the rest, 9 to 11 the 12-row
+   * loop), odd K; mc is 12 or 24 rows */
   int shapes[][3] = {{1,1,1},{7,13,5},{6,16,32},{128,128,128},{5,33,17},{13,64,3},
-                     {2,17,9},{9,40,7},{3,5,1},{8,19,33},{4,21,11},{16,7,5}};
+                     {2,17,9},{9,40,7},{3,5,1},{8,19,33},{4,21,11},{16,7,5},
+                     {20,33,9},{22,65,6},{23,31,19},{35,70,2},{30,3,4},{12,47,13}};
   int bad = 0;
   for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); ++s) for (int tb = 0; tb < 4; ++tb) for (int act = 0; act < 12; ++act) {
     int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
@@ -30,9 +32,9 @@ int main(void) {
     float* P = calloc((size_t)panels * K * nr, sizeof(float));
     for (int k = 0; k < K; ++k) for (int n = 0; n < N; ++n) P[(n / nr) * K * nr + k * nr + n % nr] = B[k*N+n];
     if (tb >= 2) {
-      ember_sgemm(1, M, N, K, A, 0, K, P, 0, 0, 0, nr, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, 12, (s % 3) + 2, s % 2);
+      ember_sgemm(1, M, N, K, A, 0, K, P, 0, 0, 0, nr, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, s % 4 ? 12 : 24, (s % 3) + 2, s % 2);
     } else {
-      ember_sgemm(1, M, N, K, A, 0, K, B, 0, tb ? 1 : N, tb ? K : 1, 0, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, 12, (s % 3) + 2, s % 2);
+      ember_sgemm(1, M, N, K, A, 0, K, B, 0, tb ? 1 : N, tb ? K : 1, 0, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, s % 4 ? 12 : 24, (s % 3) + 2, s % 2);
     }
     free(P);
     for (int m = 0; m < M; ++m) for (int n = 0; n < N; ++n) {

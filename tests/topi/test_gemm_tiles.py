@@ -1,0 +1,103 @@
+"""ember_sgemm's register tiles over drawn shapes: every row tail of the 12-row (AVX-512) and
+6-row tiles, column tails of the 2-vector panels, k blocks, every B layout, serial and split
+into tasks, against numpy in float64. The kernel is built once per SIMD level as a shared
+library (``data/gemm_lib.c``) and called through ctypes, so hypothesis can draw many shapes.
+"""
+from __future__ import annotations
+
+import ctypes
+import platform
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember.contrib import cc
+from ember.target.simd import LEVELS, host_features
+from ember.topi.nn import gemm_kernel as G
+
+HERE = Path(__file__).parent
+INCLUDE = Path(ember.__file__).parent / "include"
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+MARCH = {"avx512": "-march=x86-64-v4", "avx2": "-march=x86-64-v3"}
+F32, I32 = ctypes.POINTER(ctypes.c_float), ctypes.c_int32
+# ember_sgemm's parameters after the pointers' places are filled (EMBER_SGEMM_PARAMS)
+ARGTYPES = [I32] * 4 + [F32, I32, I32, F32, I32, I32, I32, I32, F32, I32, I32, ctypes.c_float,
+                        I32, F32, I32, F32, I32, ctypes.c_float, ctypes.c_float, I32,
+                        ctypes.c_float, ctypes.c_float, I32, I32, I32]
+_LIBS: dict[str, ctypes.CDLL] = {}
+
+
+def _lib(level: str, tmp: Path) -> ctypes.CDLL:
+    """The kernel built for ``level`` (once per session)."""
+    if not X86 or not set(LEVELS[level].features) <= host_features():
+        pytest.skip(f"this machine cannot run {level} code")
+    compiler = cc.get_cc()
+    if compiler is None:
+        pytest.skip("no C compiler found")
+    if level not in _LIBS:
+        so = tmp / f"gemm_{level}.so"
+        cmd = [compiler, "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", MARCH[level],
+               "-fPIC", "-shared", "-I", str(INCLUDE), str(HERE / "data" / "gemm_lib.c"),
+               "-o", str(so)]
+        subprocess.run(cmd, check=True, capture_output=True)
+        lib = ctypes.CDLL(str(so))
+        lib.test_sgemm.argtypes, lib.test_sgemm.restype = ARGTYPES, I32
+        _LIBS[level] = lib
+    return _LIBS[level]
+
+
+def _ptr(a: np.ndarray):
+    return a.ctypes.data_as(F32)
+
+
+def _run(lib: ctypes.CDLL, a: np.ndarray, b: np.ndarray, layout: str, mc: int, kc: int,
+         parallel: bool, bias: np.ndarray, res: np.ndarray | None) -> np.ndarray:
+    """C = relu(A @ B + bias) + res through the kernel, B (K, N) passed in ``layout``."""
+    (m, k), n = a.shape, b.shape[1]
+    c = np.empty((m, n), np.float32)
+    if layout in ("packed", "packed4"):
+        nr = lib.gemm_panel_width() if layout == "packed" else 4
+        bb, strides = G.pack_weight_np(b, nr, transpose=False), (0, 0, nr)
+    elif layout == "kn":
+        bb, strides = b, (n, 1, 0)
+    else:  # a dense weight (N, K)
+        bb, strides = np.ascontiguousarray(b.T), (1, k, 0)
+    res_arg = res if res is not None else c
+    rc = lib.test_sgemm(1, m, n, k, _ptr(a), 0, k, _ptr(bb), 0, *strides, _ptr(c), 0, n, 1.0,
+                        2, _ptr(bias), 0 if res is None else 2, _ptr(res_arg), 1, 0.0, 0.0, 0,
+                        0.0, 0.0, mc, kc, int(parallel))
+    assert rc == 0
+    return c
+
+
+@pytest.mark.parametrize("level", ["avx512", "avx2"])
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 40), n=st.integers(1, 100), k=st.integers(1, 70),
+       layout=st.sampled_from(["packed", "packed4", "kn", "nk"]), mc_tiles=st.integers(1, 4),
+       kc_part=st.floats(0.05, 1.0), parallel=st.booleans(), residual=st.booleans())
+def test_tiles_match_numpy(level: str, tmp_path_factory: pytest.TempPathFactory, m: int, n: int,
+                           k: int, layout: str, mc_tiles: int, kc_part: float, parallel: bool,
+                           residual: bool) -> None:
+    lib = _lib(level, tmp_path_factory.getbasetemp())
+    rng = np.random.default_rng(m * 10007 + n * 101 + k)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    bias = rng.standard_normal(n, dtype=np.float32)
+    res = rng.standard_normal((m, n), dtype=np.float32) if residual else None
+    mc = mc_tiles * lib.gemm_register_rows()
+    got = _run(lib, a, b, layout, mc, max(1, round(kc_part * k)), parallel, bias, res)
+    want = np.maximum(a.astype(np.float64) @ b + bias, 0) + (0 if res is None else res)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+def test_register_rows_match_the_header() -> None:
+    for level in ("avx512", "avx2"):
+        if X86 and set(LEVELS[level].features) <= host_features() and cc.get_cc():
+            lib = _lib(level, Path(__import__("tempfile").mkdtemp()))
+            assert lib.gemm_register_rows() == G.register_rows(LEVELS[level])
+            assert lib.gemm_panel_width() == G.panel_width(LEVELS[level])
