@@ -15,7 +15,8 @@ Which file is active (first match):
 - else ``$EMBER_CACHE_DIR/tuning/<CPU model>.json``, the file ``ember tune`` writes by
   default. It must say it was measured on this CPU model.
 
-A missing file means no records. A file that is not JSON, not a record file, of another
+A missing file means no records. A record of an older revision of its kernel (``REVISIONS``:
+the kernel changed since it was measured) is skipped, as if absent. A file that is not JSON, not a record file, of another
 format version, of another CPU (the default file only), or with an entry whose fields are
 missing or of the wrong type raises :class:`TuningRecordError` naming the file and the entry:
 records change the generated code, so a broken file is reported rather than silently skipped
@@ -31,7 +32,7 @@ File format (JSON)::
     {"format": "ember-tuning-records", "version": 1, "cpu": "<model name>",
      "records": [{"kernel": "conv2d_nchwc", "level": "avx512", "threads": 2,
                   "geometry": [...], "tiles": {"rb": 2, "rw": 12, ...},
-                  "seconds": 1.2e-4, "model_seconds": 1.5e-4}, ...]}
+                  "seconds": 1.2e-4, "model_seconds": 1.5e-4, "revision": 1}, ...]}
 
 ``geometry`` is the kernel's key as a list of integers (GEMM: batch, M, N, K; conv and
 depthwise: ``conv2d_nchwc.conv_key``); ``seconds`` is the best measured time of one call,
@@ -59,6 +60,11 @@ VERSION = 1
 ENV_VAR = "EMBER_TUNING_RECORDS"
 THREADS_OPTION = "ember.tuning.threads"  # PassContext config: the thread count to look up
 _FIELDS = ("kernel", "level", "threads", "geometry", "tiles", "seconds", "model_seconds")
+# A kernel's revision goes up when its tiles change meaning or its timings go stale: a record
+# of another revision is skipped at lookup (the cost model's tiles are used until ``ember
+# tune`` measures again). An entry without "revision" is of revision 1.
+# sgemm 2: AVX-512's 12-row register tile (mc a multiple of 12) and k blocks outermost.
+REVISIONS = {"sgemm": 2}
 T = TypeVar("T")
 Key = tuple[str, str, int, tuple[int, ...]]
 
@@ -75,6 +81,16 @@ class Record:
     tiles: tuple[tuple[str, int], ...]
     seconds: float
     model_seconds: float
+    revision: int = 0  # 0: the kernel's current revision (REVISIONS)
+
+    def __post_init__(self) -> None:
+        if not self.revision:
+            object.__setattr__(self, "revision", REVISIONS.get(self.kernel, 1))
+
+    @property
+    def current(self) -> bool:
+        """Whether the record was measured with the kernel as this ember builds it."""
+        return self.revision == REVISIONS.get(self.kernel, 1)
 
     @property
     def key(self) -> Key:
@@ -84,7 +100,8 @@ class Record:
         """The entry as the file stores it."""
         return {"kernel": self.kernel, "level": self.level, "threads": self.threads,
                 "geometry": list(self.geometry), "tiles": dict(self.tiles),
-                "seconds": self.seconds, "model_seconds": self.model_seconds}
+                "seconds": self.seconds, "model_seconds": self.model_seconds,
+                "revision": self.revision}
 
 
 @dataclass(frozen=True)
@@ -138,7 +155,7 @@ def _int(value: Any) -> bool:
 
 def _entry(path: Path, index: int, raw: Any) -> Record:
     where = f"records[{index}]"
-    if not isinstance(raw, dict) or set(raw) != set(_FIELDS):
+    if not isinstance(raw, dict) or not set(_FIELDS) <= set(raw) <= {*_FIELDS, "revision"}:
         got = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
         raise _fail(path, f"{where}: expected an object with the fields {', '.join(_FIELDS)}, "
                           f"got {got}")
@@ -155,13 +172,15 @@ def _entry(path: Path, index: int, raw: Any) -> Record:
         (not all(isinstance(raw[f], (int, float)) and raw[f] > 0
                  for f in ("seconds", "model_seconds")),
          "seconds and model_seconds must be positive numbers"),
+        (not _int(raw.get("revision", 1)) or raw.get("revision", 1) < 1,
+         "revision must be a positive integer"),
     ]
     for bad, what in problems:
         if bad:
             raise _fail(path, f"{where}: {what}, got {json.dumps(raw)[:200]}")
     return Record(raw["kernel"], raw["level"], raw["threads"], tuple(geometry),
                   tuple(sorted((k, int(v)) for k, v in tiles.items())),
-                  float(raw["seconds"]), float(raw["model_seconds"]))
+                  float(raw["seconds"]), float(raw["model_seconds"]), raw.get("revision", 1))
 
 
 def load(path: str | os.PathLike, expect_cpu: str | None = None) -> RecordFile:
@@ -276,7 +295,7 @@ def lookup(kernel: str, geometry: tuple[int, ...], level: SimdLevel, model: T,
     found = active()
     hit = None if found is None else found.records.get(
         (kernel, level.name, build_threads(), geometry))
-    if hit is None:
+    if hit is None or not hit[1].current:
         return model
     index, record = hit
     return _checked_tiles(model, dict(record.tiles), check,

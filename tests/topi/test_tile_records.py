@@ -84,6 +84,24 @@ def test_lookup_uses_the_record_of_exactly_this_call(records: Path) -> None:
         assert K.conv_tiles(GEO, AVX2) == model_conv
 
 
+def test_a_record_of_an_older_kernel_revision_is_skipped(records: Path) -> None:
+    """A record measured before its kernel changed (``REVISIONS``; an entry without a
+    revision is of revision 1) is skipped, even with tiles the kernel now refuses."""
+    avx512 = LEVELS["avx512"]
+    model = G.model_gemm_tiles(*GEMM, avx512)
+    stale = {**_gemm_record(mc=6).to_json(), "level": "avx512"}
+    stale["tiles"] = {**stale["tiles"], "nr": model.nr, "mc": 6}  # 6-row tiles: refused now
+    del stale["revision"]
+    _write(records, _doc(stale, cpu=host_cpu_name()))
+    assert R.REVISIONS["sgemm"] > 1
+    assert G.gemm_tiles(*GEMM, avx512) == model
+    current = _gemm_record(kc=300)
+    assert current.revision == R.REVISIONS["sgemm"] and current.to_json()["revision"] > 1
+    R.save(records, [current])
+    assert G.gemm_tiles(*GEMM, AVX2).kc == 300
+    assert R.load(records).records[current.key][1] == current
+
+
 def test_records_off_and_missing_file_use_the_cost_model(records: Path,
                                                           monkeypatch: Any) -> None:
     R.save(records, [_conv_record(rw=4)])
@@ -128,6 +146,8 @@ def test_recording_notes_the_cost_models_answer(records: Path) -> None:
      r"records\[0\]: tiles must map names to integers"),
     (json.dumps(_doc(_gemm_record().to_json() | {"seconds": -1})),
      r"records\[0\]: seconds and model_seconds must be positive"),
+    (json.dumps(_doc(_gemm_record().to_json() | {"revision": 0})),
+     r"records\[0\]: revision must be a positive integer"),
 ])
 def test_a_broken_file_is_an_error_naming_it(records: Path, text: str, message: str) -> None:
     _write(records, text)
