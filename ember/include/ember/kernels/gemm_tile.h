@@ -9,11 +9,13 @@
  *
  * and gets
  *
- *   void EMBER_GEMM_TILE_NAME(K, a, lda, mr, b, b_ks, c, ldc, nr, e, n0, res_off, accumulate)
+ *   void EMBER_GEMM_TILE_NAME(K, a, lda, mr, b, b_ks, c, ldc, nr, e, n0, res_off, accumulate,
+ *                             pf, pf_ks, pf_rows)
  *
  * rows [0, mr) (mr <= EMBER_GEMM_TILE_ROWS) x columns [0, nr) of C at c (row stride ldc),
  * from A rows at a (stride lda) and a K x EMBER_GEMM_NR panel at b (row stride b_ks).
- * Columns are n0.., the residual of element (i, j) is at res_off + i * ldc + j. The rows past
+ * Columns are n0.., the residual of element (i, j) is at res_off + i * ldc + j. Its first
+ * pf_rows k steps also prefetch rows of the next panel (pf, row stride pf_ks; see gemm.h). The rows past
  * mr repeat row 0 (computed, never stored). One macro per row keeps every accumulator a named
  * variable, so each stays in a register without relying on the compiler to split an array.
  */
@@ -51,7 +53,8 @@
 static inline void EMBER_GEMM_TILE_NAME(int32_t K, const float* a, int64_t lda, int32_t mr,
                                         const float* b, int64_t b_ks, float* c, int64_t ldc,
                                         int32_t nr, const ember_epilogue* e, int64_t n0,
-                                        int64_t res_off, int accumulate) {
+                                        int64_t res_off, int accumulate, const float* pf,
+                                        int64_t pf_ks, int32_t pf_rows) {
   EMBER_GEMM_TILE_EACH(EMBER_GEMM_T_DECL)
   int32_t k;
   if (accumulate && mr == EMBER_GEMM_T_ROWS && nr == EMBER_GEMM_NR) {
@@ -70,10 +73,21 @@ static inline void EMBER_GEMM_TILE_NAME(int32_t K, const float* a, int64_t lda, 
   }
 #if EMBER_GEMM_TILE_ROWS == 6
   if (mr <= 3) {
+    for (k = 0; k < pf_rows; ++k) EMBER_GEMM_PREFETCH_ROW(pf + k * pf_ks);
     ember_gemm_tile3(K, a0, a1, a2, b, b_ks, &c0_0, &c0_1, &c1_0, &c1_1, &c2_0, &c2_1);
   } else
 #endif
   {
+    /* the first pf_rows steps each prefetch one row of the next panel (pf, row stride pf_ks)
+     * into L2: spread over the FMAs, not issued in a burst before the tile, where they would
+     * hold the line fill buffers while the tile's own loads wait */
+    int32_t kp = pf_rows < K ? pf_rows : K;
+    for (k = 0; k < kp; ++k) {
+      ember_vf b0 = ember_vload(b), b1 = ember_vload(b + EMBER_VL), t;
+      EMBER_GEMM_PREFETCH_ROW(pf + k * pf_ks);
+      b += b_ks;
+      EMBER_GEMM_TILE_EACH(EMBER_GEMM_T_FMA)
+    }
     /* 4 steps of k per iteration: on a Sapphire Rapids core 1-9% faster for 12 rows and
      * 1-6% for 6 (built for AVX2 there) than one (the loop's own instructions and the row
      * offsets reloaded from the stack are paid once per 4 steps) */
@@ -82,7 +96,7 @@ static inline void EMBER_GEMM_TILE_NAME(int32_t K, const float* a, int64_t lda, 
 #elif defined(__GNUC__)
 #pragma GCC unroll 4
 #endif
-    for (k = 0; k < K; ++k) {
+    for (; k < K; ++k) {
       ember_vf b0 = ember_vload(b), b1 = ember_vload(b + EMBER_VL), t;
       b += b_ks;
       EMBER_GEMM_TILE_EACH(EMBER_GEMM_T_FMA)
