@@ -23,10 +23,13 @@ from ember.topi.nn import gemm_kernel as G
 HERE = Path(__file__).parent
 INCLUDE = Path(ember.__file__).parent / "include"
 X86 = platform.machine().lower() in ("x86_64", "amd64")
-# the build flags of each kernel variant, and the SIMD level it needs; "avx512-prefetch" takes
-# the B-panel prefetch path (gemm.h: from EMBER_GEMM_PREFETCH_BYTES of B on) at every size
+# the build flags of each kernel variant, and the SIMD level it needs; "avx512-eager" takes the
+# paths gemm.h keeps for large products at every size: the B-panel prefetch
+# (EMBER_GEMM_PREFETCH_BYTES of B) and, for a row stride of A that is a multiple of 1024, the
+# packed A (EMBER_GEMM_PACK_A_PANELS panels)
 VARIANTS = {"avx512": ("avx512", ["-march=x86-64-v4"]), "avx2": ("avx2", ["-march=x86-64-v3"]),
-            "avx512-prefetch": ("avx512", ["-march=x86-64-v4", "-DEMBER_GEMM_PREFETCH_BYTES=0"])}
+            "avx512-eager": ("avx512", ["-march=x86-64-v4", "-DEMBER_GEMM_PREFETCH_BYTES=0",
+                                        "-DEMBER_GEMM_PACK_A_PANELS=1"])}
 F32, I32 = ctypes.POINTER(ctypes.c_float), ctypes.c_int32
 # ember_sgemm's parameters after the pointers' places are filled (EMBER_SGEMM_PARAMS)
 ARGTYPES = [I32] * 4 + [F32, I32, I32, F32, I32, I32, I32, I32, F32, I32, I32, ctypes.c_float,
@@ -113,3 +116,28 @@ def test_register_rows_match_the_header() -> None:
             lib = _lib(level, Path(__import__("tempfile").mkdtemp()))
             assert lib.gemm_register_rows() == G.register_rows(LEVELS[level])
             assert lib.gemm_panel_width() == G.panel_width(LEVELS[level])
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("mc_tiles,kc,parallel", [(1, 30, False), (2, 70, True), (4, 25, True)])
+def test_packed_a_over_batches_and_row_blocks(variant: str, tmp_path_factory, mc_tiles: int,
+                                              kc: int, parallel: bool) -> None:
+    """A of row stride 1024 (packed by "avx512-eager": gemm.h's EMBER_GEMM_PACK_A_LDA), three
+    batches of 37 rows (full tiles and a tail) in row blocks of mc_tiles tiles and k blocks of
+    kc: each batch's block is packed again, none read from another batch's copy."""
+    lib = _lib(variant, tmp_path_factory.getbasetemp())
+    batch, m, n, k, lda = 3, 37, 70, 70, 1024
+    rng = np.random.default_rng(5)
+    a = np.zeros((batch, m, lda), np.float32)
+    a[:, :, :k] = rng.standard_normal((batch, m, k), dtype=np.float32)
+    b = rng.standard_normal((batch, k, n), dtype=np.float32)
+    bias = rng.standard_normal(n, dtype=np.float32)
+    nr = lib.gemm_panel_width()
+    bb = np.stack([G.pack_weight_np(b[i], nr, transpose=False) for i in range(batch)])
+    c = np.empty((batch, m, n), np.float32)
+    rc = lib.test_sgemm(batch, m, n, k, _ptr(a), m * lda, lda, _ptr(bb), bb[0].size, 0, 0, nr,
+                        _ptr(c), m * n, n, 1.0, 2, _ptr(bias), 0, _ptr(c), 1, 0.0, 0.0, 0, 0.0,
+                        0.0, mc_tiles * lib.gemm_register_rows(), kc, int(parallel))
+    assert rc == 0
+    want = np.maximum(a[:, :, :k].astype(np.float64) @ b + bias, 0)
+    np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))

@@ -6,6 +6,8 @@
  *   EMBER_GEMM_TILE_ROWS        its rows (6; 12 on AVX-512, whose 32 vector registers hold
  *                               24 accumulators, 2 B vectors and a broadcast)
  *   EMBER_GEMM_TILE_EACH(X)     X(i) for i = 0 .. EMBER_GEMM_TILE_ROWS - 1
+ *   EMBER_GEMM_TILE_PACKED      (optional) 1: A is a packed block (ember_gemm_pack_a), whose
+ *                               rows are all present (mr = EMBER_GEMM_TILE_ROWS)
  *
  * and gets
  *
@@ -25,10 +27,20 @@
 #endif
 
 #define EMBER_GEMM_T_ROWS EMBER_GEMM_TILE_ROWS
+#if defined(EMBER_GEMM_TILE_PACKED) && EMBER_GEMM_TILE_PACKED
+/* A packed k-major (gemm.h's ember_gemm_pack_a: element (i, k) at a[k * rows + i], every row
+ * present): row i's values from a + i at a stride of the tile's rows; lda and mr unused */
+#define EMBER_GEMM_T_DECL(i)                                                                 \
+  const float* a##i = a + (i);                                                              \
+  ember_vf c##i##_0 = ember_vzero(), c##i##_1 = ember_vzero();
+#define EMBER_GEMM_T_A_KS EMBER_GEMM_T_ROWS
+#else
 /* row i's A pointer (row 0 again past mr) and two accumulators */
 #define EMBER_GEMM_T_DECL(i)                                                                 \
   const float* a##i = a + (mr > (i) ? (i) : 0) * lda;                                       \
   ember_vf c##i##_0 = ember_vzero(), c##i##_1 = ember_vzero();
+#define EMBER_GEMM_T_A_KS 1
+#endif
 #define EMBER_GEMM_T_LOAD_C(i)                                                               \
   c##i##_0 = ember_vload(c + (i) * ldc);                                                    \
   c##i##_1 = ember_vload(c + (i) * ldc + EMBER_VL);
@@ -36,7 +48,7 @@
   c##i##_0 = ember_vload(tmp + (i) * EMBER_GEMM_NR);                                        \
   c##i##_1 = ember_vload(tmp + (i) * EMBER_GEMM_NR + EMBER_VL);
 #define EMBER_GEMM_T_FMA(i)                                                                  \
-  t = ember_vset1(a##i[k]);                                                                 \
+  t = ember_vset1(a##i[k * EMBER_GEMM_T_A_KS]);                                             \
   c##i##_0 = ember_vfma(t, b0, c##i##_0);                                                   \
   c##i##_1 = ember_vfma(t, b1, c##i##_1);
 #define EMBER_GEMM_T_STORE_EPI(i)                                                            \
@@ -57,6 +69,9 @@ static inline void EMBER_GEMM_TILE_NAME(int32_t K, const float* a, int64_t lda, 
                                         int64_t pf_ks, int32_t pf_rows) {
   EMBER_GEMM_TILE_EACH(EMBER_GEMM_T_DECL)
   int32_t k;
+#if defined(EMBER_GEMM_TILE_PACKED) && EMBER_GEMM_TILE_PACKED
+  (void)lda;
+#endif
   if (accumulate && mr == EMBER_GEMM_T_ROWS && nr == EMBER_GEMM_NR) {
     /* a later block of k: start from the partial sums in C */
     EMBER_GEMM_TILE_EACH(EMBER_GEMM_T_LOAD_C)
@@ -126,6 +141,7 @@ static inline void EMBER_GEMM_TILE_NAME(int32_t K, const float* a, int64_t lda, 
 
 #undef EMBER_GEMM_T_ROWS
 #undef EMBER_GEMM_T_DECL
+#undef EMBER_GEMM_T_A_KS
 #undef EMBER_GEMM_T_LOAD_C
 #undef EMBER_GEMM_T_LOAD_TMP
 #undef EMBER_GEMM_T_FMA
@@ -135,3 +151,4 @@ static inline void EMBER_GEMM_TILE_NAME(int32_t K, const float* a, int64_t lda, 
 #undef EMBER_GEMM_TILE_NAME
 #undef EMBER_GEMM_TILE_ROWS
 #undef EMBER_GEMM_TILE_EACH
+#undef EMBER_GEMM_TILE_PACKED
