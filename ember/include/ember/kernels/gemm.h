@@ -14,6 +14,8 @@
  * layout of another width, a transposed B, the last partial panel) is copied into a per-task
  * buffer once and reused by every row tile.
  * Any b_nr works, so a layout packed for another SIMD width is still computed correctly.
+ * A is read in place, or, on AVX-512 for a row stride of a multiple of 4 KiB, packed per
+ * k block into a k-major stream of 12-row tiles (EMBER_GEMM_PACK_A_LDA).
  *
  * Work items are (batch, column panel, block of mc rows); with `parallel` they are split over
  * TVMBackendParallelLaunch tasks (contiguous ranges, so a task keeps its panel), else run
