@@ -14,6 +14,8 @@
  * layout of another width, a transposed B, the last partial panel) is copied into a per-task
  * buffer once and reused by every row tile.
  * Any b_nr works, so a layout packed for another SIMD width is still computed correctly.
+ * A is read in place, or, on AVX-512 for a row stride of a multiple of 4 KiB, packed per
+ * k block into a k-major stream of 12-row tiles (EMBER_GEMM_PACK_A_LDA).
  *
  * Work items are (batch, column panel, block of mc rows); with `parallel` they are split over
  * TVMBackendParallelLaunch tasks (contiguous ranges, so a task keeps its panel), else run
@@ -139,6 +141,18 @@ EMBER_ALWAYS_INLINE void ember_gemm_tile3(int32_t K, const float* a0, const floa
   *c20 = ember_vadd(x20, y20); *c21 = ember_vadd(x21, y21);
 }
 
+/* Row p[0 .. EMBER_GEMM_NR) of a panel into L2 (its first and last 64-byte lines: the row is
+ * one or two lines). */
+#if defined(__GNUC__)
+#define EMBER_GEMM_PREFETCH_ROW(p)                                                           \
+  do {                                                                                       \
+    __builtin_prefetch((p), 0, 2);                                                           \
+    __builtin_prefetch((p) + EMBER_GEMM_NR - 1, 0, 2);                                       \
+  } while (0)
+#else
+#define EMBER_GEMM_PREFETCH_ROW(p) ((void)(p))
+#endif
+
 /* The register tiles (gemm_tile.h): 6 rows, and 12 where the register file holds them. */
 #define EMBER_GEMM_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define EMBER_GEMM_TILE_NAME ember_gemm_tile6
@@ -151,7 +165,36 @@ EMBER_ALWAYS_INLINE void ember_gemm_tile3(int32_t K, const float* a0, const floa
 #define EMBER_GEMM_TILE_ROWS 12
 #define EMBER_GEMM_TILE_EACH EMBER_GEMM_ROWS12
 #include "ember/kernels/gemm_tile.h"
+#define EMBER_GEMM_TILE_NAME ember_gemm_tile12_packed
+#define EMBER_GEMM_TILE_ROWS 12
+#define EMBER_GEMM_TILE_EACH EMBER_GEMM_ROWS12
+#define EMBER_GEMM_TILE_PACKED 1
+#include "ember/kernels/gemm_tile.h"
 #endif
+
+/* A is packed (AVX-512) when its row stride is a multiple of EMBER_GEMM_PACK_A_LDA floats
+ * (4 KiB): the 12 rows of a tile then lie in one L1 set (12 ways on a Sapphire Rapids core),
+ * which the B panel's lines need too; packed, a tile's A is one contiguous stream. Measured on
+ * one such core (kernel alone, interleaved, median of 8 pairs): 128x1024x3072 and 128x2048x1536
+ * 2-3% faster, 128x3072x768 1%; but the copy (12 scalar loads and stores per k of a tile) costs
+ * about 1/panels of the product, 128x1024x384 and 128x2048x384 (12 panels) 1-3% slower, so
+ * only from EMBER_GEMM_PACK_A_PANELS panels on. Elsewhere packing gains nothing measurable
+ * (the register tile's 12 row offsets, partly reloaded from the stack, cost no FMA slots). */
+#define EMBER_GEMM_PACK_A_LDA 1024
+#ifndef EMBER_GEMM_PACK_A_PANELS /* a -D may override it (tests pack at every size with 1) */
+#define EMBER_GEMM_PACK_A_PANELS 32
+#endif
+/* ... and its packed rows (all row blocks of one k block) take at most this many bytes */
+#define EMBER_GEMM_PACK_A_BYTES (8 << 20)
+
+/* The EMBER_GEMM_MR rows at a (row stride lda), k in [0, kb), k-major into dst:
+ * dst[k * EMBER_GEMM_MR + i] = a[i * lda + k] (the packed register tile's layout). */
+static inline void ember_gemm_pack_a(const float* a, int64_t lda, int32_t kb, float* dst) {
+  int32_t k, i;
+  for (k = 0; k < kb; ++k) {
+    for (i = 0; i < EMBER_GEMM_MR; ++i) dst[(int64_t)k * EMBER_GEMM_MR + i] = a[i * lda + k];
+  }
+}
 
 /* The rows of the next tile when `left` rows remain: EMBER_GEMM_MR while there are that many;
  * of a shorter rest, 4 rows as a 3-row tile and then the row kernel (about 3 + 1.5 cycles per
@@ -168,14 +211,19 @@ static inline int32_t ember_gemm_next_rows(int64_t left) {
 static inline void ember_gemm_tile(int32_t K, const float* a, int64_t lda, int32_t mr,
                                    const float* b, int64_t b_ks, float* c, int64_t ldc,
                                    int32_t nr, const ember_epilogue* e, int64_t n0,
-                                   int64_t res_off, int accumulate) {
+                                   int64_t res_off, int accumulate, const float* pf,
+                                   int64_t pf_ks, int32_t pf_rows) {
   if (mr == 1 && !accumulate) {
+    int32_t k;
+    for (k = 0; k < pf_rows; ++k) EMBER_GEMM_PREFETCH_ROW(pf + k * pf_ks);
     ember_gemm_row(K, a, b, b_ks, c, nr, e, n0, res_off);
   } else if (mr <= 6) {
-    ember_gemm_tile6(K, a, lda, mr, b, b_ks, c, ldc, nr, e, n0, res_off, accumulate);
+    ember_gemm_tile6(K, a, lda, mr, b, b_ks, c, ldc, nr, e, n0, res_off, accumulate, pf, pf_ks,
+                     pf_rows);
   } else {
 #if EMBER_GEMM_MR == 12
-    ember_gemm_tile12(K, a, lda, mr, b, b_ks, c, ldc, nr, e, n0, res_off, accumulate);
+    ember_gemm_tile12(K, a, lda, mr, b, b_ks, c, ldc, nr, e, n0, res_off, accumulate, pf,
+                      pf_ks, pf_rows);
 #endif
   }
 }
@@ -263,23 +311,13 @@ static inline const float* ember_gemm_panel_in_place(const ember_gemm_args* g, i
  * comes from memory at every call, and the first row tile of each panel would wait on it (the
  * hardware prefetcher starts on a new panel late): GPT-2's 128x384x16384 LM head (24 MiB)
  * runs 10-15% faster with it on a Sapphire Rapids core. A B from L2 or L3 streams well
- * enough, where the prefetches cost 2-4%. */
+ * enough, where the prefetches cost 2-4%. Each tile of a panel prefetches its slice of the
+ * next panel one row per k step of its own loop (gemm_tile.h), not all before it: the LM head
+ * a further 4-13% faster, GPT-2 small's 77x768x3072 12-14% (kernel alone, interleaved).
+ * A -D may override the threshold (tests take the path at every size with 0). */
+#ifndef EMBER_GEMM_PREFETCH_BYTES
 #define EMBER_GEMM_PREFETCH_BYTES (8 << 20)
-
-/* Rows [k, k + count) of a panel at p (row stride ks) into L2, every 64-byte line of each
- * row's EMBER_GEMM_NR floats. */
-static inline void ember_gemm_prefetch_rows(const float* p, int64_t ks, int64_t k,
-                                            int64_t count) {
-#if defined(__GNUC__)
-  int32_t c;
-  for (p += k * ks; count > 0; --count, p += ks) {
-    for (c = 0; c < EMBER_GEMM_NR; c += 16) __builtin_prefetch(p + c, 0, 2);
-    __builtin_prefetch(p + EMBER_GEMM_NR - 1, 0, 2);
-  }
-#else
-  (void)p; (void)ks; (void)k; (void)count;
 #endif
-}
 
 /* Work items [begin, end): item = (b * panels + j) * mblocks + mb; the k blocks outermost, so
  * a task's block of A rows (mc x kc) stays in L2 while its panels stream past it (items inside
@@ -297,10 +335,20 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
    * not measured where its tiles were tuned) */
   const int prefetch = EMBER_GEMM_MR == 12 &&
                        (int64_t)g->K * g->N * (int64_t)sizeof(float) >= EMBER_GEMM_PREFETCH_BYTES;
-  int32_t mr = EMBER_GEMM_MR;
+  int32_t mr = EMBER_GEMM_MR, pf_rows;
   ember_epilogue ident;
   float* buf = NULL;
+  float* apack = NULL;
+  int64_t* packed_b = NULL;
+  /* rows of A packed per k block (its full register tiles: ember_gemm_pack_a), or 0 */
+  int64_t pack_rows = g->M / EMBER_GEMM_MR * EMBER_GEMM_MR;
   const float* panel = NULL;
+  if (EMBER_GEMM_MR != 12 || g->lda % EMBER_GEMM_PACK_A_LDA != 0 ||
+      panels < EMBER_GEMM_PACK_A_PANELS ||
+      pack_rows * (g->K < g->kc ? g->K : g->kc) * (int64_t)sizeof(float) >
+          EMBER_GEMM_PACK_A_BYTES) {
+    pack_rows = 0;
+  }
   if (begin >= end) return 0;
   memset(&ident, 0, sizeof ident);
   ident.alpha = 1.0f;
@@ -310,9 +358,18 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
                                            2, 32);
     if (buf == NULL) return ember_gemm_range_direct(g, begin, end);
   }
+  if (pack_rows > 0) {
+    /* the packed full tiles of every row block, then which batch each block holds (-1: none) */
+    int64_t floats = pack_rows * (g->K < g->kc ? g->K : g->kc);
+    apack = (float*)TVMBackendAllocWorkspace(
+        1, 0, (uint64_t)floats * sizeof(float) + (uint64_t)mblocks * sizeof(int64_t), 2, 32);
+    packed_b = apack == NULL ? NULL : (int64_t*)(apack + floats);
+    if (apack == NULL) pack_rows = 0; /* no room: the tiles read A in place */
+  }
   for (k0 = 0; k0 < g->K || k0 == 0; k0 += g->kc) {
     int32_t kb = (int32_t)(g->K - k0 < g->kc ? g->K - k0 : g->kc);
     int last = k0 + g->kc >= g->K;
+    for (item = 0; item < mblocks && pack_rows > 0; ++item) packed_b[item] = -1;
     for (item = begin; item < end; ++item) {
       int64_t mb = item % mblocks, j = (item / mblocks) % panels, b = item / (mblocks * panels);
       int64_t n0 = j * EMBER_GEMM_NR, m, m_end = (mb + 1) * g->mc;
@@ -327,6 +384,13 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
         have_k0 = k0;
       }
       if (m_end > g->M) m_end = g->M;
+      if (pack_rows > 0 && packed_b[mb] != b) {
+        /* this block's full tiles, once per k block (every panel of the range reuses them) */
+        for (m = mb * g->mc; m + EMBER_GEMM_MR <= m_end; m += EMBER_GEMM_MR) {
+          ember_gemm_pack_a(A + m * g->lda + k0, g->lda, kb, apack + m * kb);
+        }
+        packed_b[mb] = b;
+      }
       if (prefetch && mb == mblocks - 1 && item + 1 < end) {
         int64_t nj = (j + 1) % panels;
         next = ember_gemm_panel_in_place(g, nj == 0 ? b + 1 : b, nj, &pf_ks);
@@ -337,16 +401,27 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
       for (m = mb * g->mc; m < m_end; m += mr) {
         int64_t off = m * g->ldc + n0;
         mr = ember_gemm_next_rows(m_end - m);
+        pf_rows = 0;
         if (next != NULL && pf_k < k0 + kb) {
-          ember_gemm_prefetch_rows(next, pf_ks, pf_k,
-                                   pf_k + pf_step < k0 + kb ? pf_step : k0 + kb - pf_k);
-          pf_k += pf_step;
+          pf_rows = (int32_t)(pf_k + pf_step < k0 + kb ? pf_step : k0 + kb - pf_k);
         }
-        ember_gemm_tile(kb, A + m * g->lda + k0, g->lda, mr, panel, ks, C + off, g->ldc, nr,
-                        last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0);
+#if EMBER_GEMM_MR == 12
+        if (pack_rows > 0 && mr == EMBER_GEMM_MR) {
+          ember_gemm_tile12_packed(kb, apack + m * kb, 1, mr, panel, ks, C + off, g->ldc, nr,
+                                   last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0,
+                                   pf_rows > 0 ? next + pf_k * pf_ks : NULL, pf_ks, pf_rows);
+        } else
+#endif
+        {
+          ember_gemm_tile(kb, A + m * g->lda + k0, g->lda, mr, panel, ks, C + off, g->ldc, nr,
+                          last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0,
+                          pf_rows > 0 ? next + pf_k * pf_ks : NULL, pf_ks, pf_rows);
+        }
+        pf_k += pf_rows;
       }
     }
   }
+  if (apack != NULL) TVMBackendFreeWorkspace(1, 0, apack);
   if (buf != NULL) TVMBackendFreeWorkspace(1, 0, buf);
   return 0;
 }
