@@ -137,6 +137,7 @@ class FunctionWriter:
         self.divisions: dict[str, str] = {}
         self.in_parallel = 0
         self.in_simd = 0  # OpenMP simd loops open around the current statement (no nesting)
+        self.vmath_calls = 0  # vmath.h calls rendered (EMBER_VMATH_WIDE on the function)
         self.needs_err = False
         self.stdio = True  # False: messages are constant strings (firmware has no stdio)
         self.workspaces: list[str] = []  # live TVMBackendAllocWorkspace blocks, outermost first
@@ -391,6 +392,7 @@ class FunctionWriter:
         sfx = _suffix(e.dtype)
         if op in _VMATH and e.dtype == "float32":  # libm calls do not vectorize
             self.helpers.add(f"include:{VMATH_HEADER}")
+            self.vmath_calls += 1
             return f"{_VMATH[op]}({args[0]})"
         if op == "sigmoid":
             one = "1.0" + sfx

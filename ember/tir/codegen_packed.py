@@ -163,6 +163,8 @@ def unpacked_function(func: PrimFunc, helpers: set[str], outline_parallel: bool 
         # the Relay text has /* ty=... */ comments of its own: comments do not nest in C
         text = str(func.attrs["from_relay"]).replace("/*", "/ *").replace("*/", "* /")
         head.append(f"/* from: {text} */")
+    if w.vmath_calls:  # its own loops or its task functions' call vmath.h
+        head.append("EMBER_VMATH_WIDE")  # a line of its own: the AOT emitter reads the next
     head.append(f"TVM_DLL int32_t {fname}_unpacked({', '.join(params) or 'void'}) {{")
     text = "\n".join(head + w.lines + ["  return 0;", "}"])
     return "\n\n".join([*w.outlined, text]), names

@@ -159,7 +159,7 @@ def _task_function(w: FunctionWriter, loop: For, fn: str,
              "  const int64_t ember_end = ember_lo + ember_chunk;",
              ("  const int64_t ember_hi = ember_end < ember_c->ember_extent ? ember_end : "
               "ember_c->ember_extent;")]
-    saved = w.lines, w.workspaces
+    saved, vmath_calls = (w.lines, w.workspaces), w.vmath_calls
     w.lines, w.workspaces = [], []  # the enclosing function's blocks are not ours to free
     w.in_parallel += 1
     try:
@@ -172,6 +172,9 @@ def _task_function(w: FunctionWriter, loop: For, fn: str,
         w.stmt(loop.body, 2)
         w.emit("}", 1)
         body = w.lines
+        if w.vmath_calls > vmath_calls:
+            at = len(fields) + 3  # the task function's signature line
+            head.insert(at, "EMBER_VMATH_WIDE")
     finally:
         w.lines, w.workspaces = saved
         w.in_parallel -= 1

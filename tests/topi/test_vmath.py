@@ -113,3 +113,46 @@ def test_gelu_matches_the_exact_formula(erf_kernel) -> None:  # type: ignore[no-
     want = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in
                      data.astype(np.float64).ravel()]).reshape(data.shape)
     np.testing.assert_allclose(model(data), want, rtol=2e-6, atol=1e-7)
+
+
+def test_nn_gelu_blocked_edge_values() -> None:
+    """nn.gelu standalone over a blocked (N, C/16, 1, W, 16) value, as wav2vec2's GELU after its
+    GroupNorm runs (its loop is 512 bits wide on AVX-512: EMBER_VMATH_WIDE), at the edge
+    values, against float64 math.erf: rtol 2e-6, atol 1e-7 (1 + erf(x) cancels for x < -2,
+    as in the formula every framework evaluates)."""
+    shape = (1, 2, 1, 37, 16)
+    x = relay.var("x", shape=shape)
+    model = ember.compile(ember.IRModule.from_expr(relay.Function([x], relay.nn.gelu(x))),
+                          executor="graph")
+    tiny = np.finfo(np.float32).smallest_subnormal
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, tiny, -tiny,
+                      1e-30, -1e-30, 0.875, -0.875, 4.0, -4.0, 5.7, -5.7, 9.0, -9.0, 20.0],
+                     np.float32)
+    data = np.random.default_rng(2).standard_normal(shape).astype(np.float32) * 3
+    data.reshape(-1)[:edges.size] = edges
+    got = np.asarray(model(data)).reshape(-1)
+    flat = data.reshape(-1).astype(np.float64)
+    # NaN stays NaN; -inf gives NaN (-inf * (1 + erf(-inf)) = -inf * 0, IEEE arithmetic of
+    # the formula); the largest floats give x and -0
+    assert np.isnan(got[4]) and np.isnan(got[3]) and got[2] == np.inf
+    assert got[5] == np.float32(3.4e38) and got[6] == 0.0
+    finite = np.isfinite(flat) & (np.abs(flat) < 1e30)
+    want = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in flat[finite]])
+    np.testing.assert_allclose(got[finite], want, rtol=2e-6, atol=1e-7)
+
+
+def test_vmath_kernels_are_marked_wide() -> None:
+    """The C of a kernel calling vmath.h carries EMBER_VMATH_WIDE (its task function and
+    its unpacked function); one without (relu) does not."""
+    from ember.relay.backend import Executor
+
+    x = relay.var("x", shape=(1, 4, 1, 1000, 16))
+    for body, wide in ((relay.nn.gelu(x), True), (relay.nn.relu(x), False)):
+        mod = ember.IRModule.from_expr(relay.Function([x], body))
+        with ember.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, "llvm", executor=Executor("graph")).get_lib()
+        src = "\n".join(m.get_source() for m in [lib, *lib.imported_modules]
+                        if hasattr(m, "get_source"))
+        lines = [ln for ln in src.splitlines() if "EMBER_VMATH_WIDE" in ln
+                 and not ln.startswith("#")]
+        assert bool(lines) == wide, lines

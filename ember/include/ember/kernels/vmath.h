@@ -31,6 +31,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* On a function whose loops call these (ember's C emitter puts it there): they are
+ * compute-bound, and GCC's AVX-512 tunings vectorize loops 256 bits wide; 512 runs GELU over
+ * 1.6M floats 1.35 -> 0.99 ms on one Sapphire Rapids core (onnxruntime: 1.04 ms). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
+#define EMBER_VMATH_WIDE __attribute__((target("prefer-vector-width=512")))
+#else
+#define EMBER_VMATH_WIDE
+#endif
+
 static inline uint32_t ember_vmath_bits(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
