@@ -418,6 +418,24 @@ def test_cost_model_puts_blocks_outermost_for_late_resnet_convs():
 def test_cost_model_and_kernel_agree_on_the_widest_flat_row():
     header = (INCLUDE / "ember/kernels/conv_nchwc_flat_impl.h").read_text()
     assert f"#define EMBER_CONV_FLAT_MAX_OW {K.FLAT_MAX_OW}\n" in header
+    assert f"#define EMBER_CONV_FLAT_MAX_STRIDED_OW {K.FLAT_MAX_STRIDED_OW}\n" in header
+
+
+def test_cost_model_keeps_avx512_strided_convs_over_wide_rows_in_row_tiles():
+    # resnet18's 3x3 64->128 at stride 2 to 28x28: the padded copy of its 56x56 input costs
+    # more than the flat tiles save; 128->256 to 14x14 and any stride-1 28-wide row stay flat
+    def geo(ic, oc, hw, s):
+        o = hw // s
+        return K.ConvGeometry(1, ic, hw, hw, oc, o, o, 3, 3, (s, s), (1,) * 4, (1, 1), 1, 16, 16)
+
+    avx512 = LEVELS["avx512"]
+    assert not K.flat_tiles(geo(64, 128, 56, 2), avx512, 4)
+    assert K.conv_tiles(geo(64, 128, 56, 2), avx512).order == 0  # 288 KiB: the L2 rule
+    assert K.flat_tiles(geo(128, 256, 28, 2), avx512, 4)
+    assert K.flat_tiles(geo(128, 128, 28, 1), avx512, 4)
+    # 16 registers: the pairs keep flat tiles up to FLAT_MAX_OW at any stride
+    narrow = replace(geo(64, 128, 56, 2), lanes=8, in_block=8)
+    assert K.flat_tiles(narrow, LEVELS["avx2"], 2)
 
 
 def test_cost_model_runs_small_maps_in_flat_tiles_of_pairs_or_avx512_quads():

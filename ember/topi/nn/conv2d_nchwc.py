@@ -48,8 +48,10 @@ PACK_MIN_BLOCKS = 16
 PACK_MIN_GROUPS = 4
 PACK_MIN_BYTES = 512 * 1024
 # widest output row the kernel runs in tiles of flattened positions across rows
-# (EMBER_CONV_FLAT_MAX_OW in conv_nchwc_flat_impl.h)
+# (EMBER_CONV_FLAT_MAX_OW in conv_nchwc_flat_impl.h), and AVX-512's quads over a strided conv
+# (EMBER_CONV_FLAT_MAX_STRIDED_OW: its padded copy is sh * sw times the output map)
 FLAT_MAX_OW = 28
+FLAT_MAX_STRIDED_OW = 14
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,7 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
         # a run-time row: blocks outermost (the flat tiles) when it is short enough, as a
         # static build of that shape gets (squeezenet/hw's fire 3x3s at 15x15 and 7x7: 20%
         # slower with blocks innermost in row tiles); the kernel checks the row itself
-        order = tir.Select_(tir.max(geo.ow, 1) <= FLAT_MAX_OW, 0, order)
+        order = tir.Select_(tir.max(geo.ow, 1) <= flat_max_ow(geo, rb), 0, order)
     strip = tir.convert(geo.ow)
     if geo.kh == geo.kw == 1 or conv1d:  # a single-row conv (1x1 flattened, or a conv1d):
         col_bytes = max(1, geo.ic // geo.groups * 4 * geo.strides[1])  # strips fit the L2
@@ -240,10 +242,19 @@ def flat_tiles(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
     """Whether the kernel runs ``geo`` in tiles of flattened positions across rows when its
     blocks are outermost (``ember_conv_flat`` in conv_nchwc_flat_impl.h): a dense conv over
     a channel-blocked input with kernel rows wider than 1, unit column dilation, a static row
-    of at most :data:`FLAT_MAX_OW` columns, and pairs of output blocks with 16 vector
+    of at most :func:`flat_max_ow` columns, and pairs of output blocks with 16 vector
     registers or quads with AVX-512's 32 (its pairs keep the row tiles)."""
-    return (isinstance(geo.ow, int) and geo.ow <= FLAT_MAX_OW
+    return (isinstance(geo.ow, int) and geo.ow <= flat_max_ow(geo, rb)
             and flat_tiles_apart_from_row(geo, level, rb))
+
+
+def flat_max_ow(geo: ConvGeometry, rb: int) -> int:
+    """The widest row :func:`flat_tiles` takes: :data:`FLAT_MAX_STRIDED_OW` for AVX-512's
+    quads over a strided conv (its padded input copy is ``sh * sw`` times the output map; the
+    row tiles lose little on 15 to 28 columns: resnet18's 3x3 64->128 at stride 2 to 28x28
+    is 8% faster in them), else :data:`FLAT_MAX_OW`."""
+    strided = geo.strides[0] * geo.strides[1] > 1
+    return FLAT_MAX_STRIDED_OW if rb == 4 and strided else FLAT_MAX_OW
 
 
 def flat_tiles_apart_from_row(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
