@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .expr import BufferLoad, Call, Div, FloorDiv, FloorMod, Let, Mod, PrimExpr, Var
-from .functor import post_order
+from .functor import children, post_order
 from .op import is_int
 from .stmt import For, LetStmt
 
@@ -49,6 +49,4 @@ def invariant_divisions(loop: For, wanted: Callable[[PrimExpr], bool]) -> list[P
 
 
 def _operands(n: PrimExpr) -> list[PrimExpr]:
-    from .functor import children
-
     return [c for c in children(n) if isinstance(c, PrimExpr)]
