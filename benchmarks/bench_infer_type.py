@@ -54,12 +54,12 @@ class _Counter:
         self.reuse = reuse
 
     def __enter__(self) -> _Counter:
-        self._run, self._typed = type_infer.InferType.transform_module, type_infer._typed_already
+        self._run, self._records = type_infer.InferType.transform_module, type_infer._records
         counter, run = self, self._run
 
         def counted(pass_: Any, mod: ember.IRModule, ctx: Any) -> ember.IRModule:
             counter.runs += 1
-            counter.checks += not type_infer._typed_already(mod)
+            counter.checks += type_infer._records(mod) is None
             start = time.perf_counter()
             try:
                 return run(pass_, mod, ctx)
@@ -68,12 +68,12 @@ class _Counter:
 
         type_infer.InferType.transform_module = counted  # type: ignore[method-assign]
         if not self.reuse:
-            type_infer._typed_already = lambda mod: False
+            type_infer._records = lambda mod: None
         return self
 
     def __exit__(self, *exc: object) -> None:
         type_infer.InferType.transform_module = self._run  # type: ignore[method-assign]
-        type_infer._typed_already = self._typed
+        type_infer._records = self._records
 
 
 def _build(mod: ember.IRModule, params: dict[str, Any]) -> tuple[float, str]:

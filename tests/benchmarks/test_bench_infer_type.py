@@ -26,11 +26,11 @@ def _twice() -> None:
 
 @pytest.mark.parametrize("reuse, checks", [(True, 1), (False, 2)])
 def test_counter_counts_runs_and_checks_then_restores(reuse, checks):
-    before = (type_infer.InferType.transform_module, type_infer._typed_already)
+    before = (type_infer.InferType.transform_module, type_infer._records)
     with bench._Counter(reuse) as counter:
         _twice()
     assert (counter.runs, counter.checks) == (2, checks)
-    assert (type_infer.InferType.transform_module, type_infer._typed_already) == before
+    assert (type_infer.InferType.transform_module, type_infer._records) == before
 
 
 @pytest.mark.slow

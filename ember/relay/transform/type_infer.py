@@ -302,15 +302,10 @@ def _held() -> list[tuple[tuple, tuple, _Checked]]:
     return [h for h in held if h is not None]
 
 
-def _typed_already(mod: IRModule) -> bool:
-    """Whether ``mod`` holds the very functions and type definitions of a module InferType
-    returned recently and that is still alive (itself, or one a pass rebuilt without changing
-    anything)."""
-    return _records(mod) is not None
-
-
 def _records(mod: IRModule) -> _Checked | None:
-    """The per-function records of the recent module ``mod`` is a copy of, if any."""
+    """The per-function records of a module InferType returned recently, is still alive, and
+    whose very functions and type definitions ``mod`` holds (itself, or one a pass rebuilt
+    without changing anything); None if there is none (``mod`` must be checked)."""
     now = _contents(mod)
     return next((h[2] for h in _held() if _same(h[:2], now)), None)
 
@@ -351,8 +346,9 @@ class InferType(ModulePass):
     opt_level: ClassVar[int] = 0
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        if _typed_already(mod):
-            return _remember(mod.copy(), _records(mod) or {})
+        records = _records(mod)
+        if records is not None:  # typed already
+            return _remember(mod.copy(), records)
         ck = ModuleChecker(mod)
         ck.check_globals()
         ck.finish()
