@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .cpus import cgroup_cpu_limit, usable_cpus, within_quota  # noqa: F401  (public here too)
+from .cpus import within_quota
 from .module import CSourceModule, Module
 
 ENV_VAR = "EMBER_NUM_THREADS"

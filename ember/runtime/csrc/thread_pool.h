@@ -315,7 +315,7 @@ static int ember_pool_positive_env(const char* name) {
  * ``root``/cpu.max ("max 100000" or "<quota> <period>", cgroup v2), else
  * ``root``/cpu/cpu.cfs_quota_us and cpu.cfs_period_us (v1, quota -1: none). A container run
  * with --cpus=2 on a 64-CPU host sees all 64 in its affinity mask; a pool of 64 threads there
- * takes turns on 2 CPUs. ember.runtime.threads.cgroup_cpu_limit reads the same files. */
+ * takes turns on 2 CPUs. ember.runtime.cpus.cgroup_cpu_limit reads the same files. */
 static long ember_read_long(const char* dir, const char* name) {
   char path[512];
   long v = 0;
