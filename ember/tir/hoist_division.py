@@ -27,12 +27,13 @@ def invariant_divisions(loop: For, wanted: Callable[[PrimExpr], bool]) -> list[P
     """The integer divisions in the body of ``loop`` (an innermost loop) that read no memory
     and no variable bound in the loop and that are ``wanted``, inner ones first."""
     bound_inside: set[int] = {id(loop.loop_var)}
-    nodes = list(post_order(loop.body))
-    for n in nodes:
-        if isinstance(n, For):
+    nodes: list[object] = []
+    for n in post_order(loop.body):  # stops at the first inner loop: an outer loop's body
+        if isinstance(n, For):  # is not walked whole for each of its loops
             return []  # not innermost
         if isinstance(n, (LetStmt, Let)):
             bound_inside.add(id(n.var))
+        nodes.append(n)
     varying: set[int] = set()  # nodes that read memory or a variable of the loop
     found: list[PrimExpr] = []
     for n in nodes:
