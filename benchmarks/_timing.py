@@ -42,6 +42,19 @@ class Timing:
         return statistics.median(self.samples)
 
 
+def best_of(fn: Callable[[], object], repeat: int,
+            clock: Callable[[], float] = time.perf_counter) -> float:
+    """The shortest of ``repeat`` timed calls of ``fn`` (seconds of ``clock``), after one
+    untimed call."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = clock()
+        fn()
+        best = min(best, clock() - start)
+    return best
+
+
 def calibrate(runner: Runner, budget_s: float = 0.05, max_calls: int = 50,
               clock: Callable[[], float] = time.perf_counter) -> float:
     """Median seconds of a few calls (after a warm-up call): at least 3 calls, and more

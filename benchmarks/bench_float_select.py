@@ -25,6 +25,7 @@ from typing import Any
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from _report import open_results, results_path, table
+from _timing import best_of
 
 DEFAULT_JSON = results_path("float_select.json")
 SHAPE = (1, 64, 112, 112)
@@ -58,16 +59,6 @@ def _cases() -> dict[str, tuple[Any, list[Any], Callable[..., Any]]]:
     }
 
 
-def _cpu_us(fn: Callable[[], Any], repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - t0)
-    return best * 1e6
-
-
 def measure(repeat: int, kernels: list[str] | None = None) -> list[dict[str, Any]]:
     """One row per kernel: its thread time at one thread, and its largest difference from
     numpy (a select is exact: 0)."""
@@ -92,7 +83,7 @@ def measure(repeat: int, kernels: list[str] | None = None) -> list[dict[str, Any
         arrays = [ember.nd.array(v) for v in values]
         result = ember.nd.empty([int(d) for d in out.shape], out.dtype)
         with ThreadControl(mod).use(1):  # thread time sees only the calling thread's work
-            us = _cpu_us(lambda f=f, a=arrays, r=result: f(*a, r), repeat)
+            us = best_of(lambda f=f, a=arrays, r=result: f(*a, r), repeat, time.thread_time) * 1e6
         diff = float(np.max(np.abs(result.numpy() - ref(*values))))
         rows.append({"kernel": name, "thread_us": us, "max_abs_diff": diff})
     return rows

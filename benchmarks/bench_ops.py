@@ -13,13 +13,13 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import best_of  # noqa: E402
 CASES = ["dense_512x512x512", "dense_1x2048x1000", "conv2d_resnet_3x3", "depthwise_mobilenet",
          "conv2d_bias_relu", "concat_yolo_head", "maxpool_sppf_nchw8c"]
 
@@ -115,16 +115,6 @@ def case(name: str) -> dict[str, Any]:
             "onnx": ("ConvBiasRelu", {"pads": [1, 1, 1, 1]})}
 
 
-def _time(fn: Callable[[], Any], repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def _ember(c: dict[str, Any], repeat: int) -> tuple[float, Any]:
     import ember
     from ember import tir, topi
@@ -133,7 +123,7 @@ def _ember(c: dict[str, Any], repeat: int) -> tuple[float, Any]:
     f = mod["bench"]
     inputs = [ember.nd.array(a) for a in c["arrays"]]
     out = ember.nd.empty([int(d) for d in c["out"].shape])
-    return _time(lambda: f(*inputs, out), repeat), out.numpy()
+    return best_of(lambda: f(*inputs, out), repeat), out.numpy()
 
 
 def _onnx(name: str, c: dict[str, Any], repeat: int) -> float | None:
@@ -159,7 +149,7 @@ def _onnx(name: str, c: dict[str, Any], repeat: int) -> float | None:
     opts.intra_op_num_threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     feed = {f"i{k}": a for k, a in enumerate(arrays)}
-    return _time(lambda: sess.run(None, feed), repeat)
+    return best_of(lambda: sess.run(None, feed), repeat)
 
 
 def worker(threads: int, repeat: int) -> list[dict[str, Any]]:
@@ -172,7 +162,7 @@ def worker(threads: int, repeat: int) -> list[dict[str, Any]]:
         t_ember, got = _ember(c, repeat)
         want = c["numpy"](*c["arrays"])
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
-        t_np = _time(lambda c=c: c["numpy"](*c["arrays"]), max(3, repeat // 3))
+        t_np = best_of(lambda c=c: c["numpy"](*c["arrays"]), max(3, repeat // 3))
         t_ort = _onnx(name, c, repeat)
         row = {"case": name, "threads": threads, "flops": c["flops"], "ember_ms": t_ember * 1e3,
                "numpy_ms": t_np * 1e3, "onnxruntime_ms": None if t_ort is None else t_ort * 1e3}
