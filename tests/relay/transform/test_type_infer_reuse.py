@@ -151,12 +151,7 @@ def test_a_typed_node_whose_input_changed_type_is_copied():
 
 def test_edited_global_and_its_caller_are_rechecked():
     # @f typed, then edited to return another shape: @main, unchanged, must see it
-    x = relay.var("x", T(2, 3))
-    f = relay.GlobalVar("f")
-    mod = IRModule({f: relay.Function([x], call("exp", x))})
-    y = relay.var("y", T(2, 3))
-    mod[relay.GlobalVar("main")] = relay.Function([y], relay.Call(f, (y,)))
-    typed = InferType()(mod)
+    typed = two_globals()
     assert typed["main"].body.checked_type == T(2, 3)
     edited = typed.copy()
     fx = relay.var("x", T(2, 3))
