@@ -229,6 +229,13 @@ class CompiledModel:
         array, or a list of them when the model has several outputs (arrays of the caller's
         own: no later call changes them). Raises ModelInputError for a missing, extra,
         misnamed, misshapen or mistyped input. Safe to call from many threads at once."""
+        if kwargs and not args and len(kwargs) == len(self._names):
+            # every input by name (as onnxruntime's feeds): in order, they take the one-C-call
+            # path too (through the checked path: 47 us against 11 for a small GPT-2 block)
+            try:
+                args, kwargs = tuple([kwargs[name] for name in self._names]), {}
+            except KeyError:
+                pass  # a misnamed input: the checked path names it
         # The pool's acquire/release written out (a method call each is ~5% of a small
         # model's call): pop a free context, else grow or wait; give it back.
         pool = self._pool

@@ -186,11 +186,33 @@ def two_inputs() -> CompiledModel:
     ((ones(2, 3).astype("float64"), ones(2, 3)), {},
      r"input 'x': expected float32\[2, 3\], got float64\[2, 3\]"),
     ((ones(2, 3), "abc"), {}, "input 'y': cannot convert str to float32"),
+    ((), {"x": ones(2, 3), "z": ones(2, 3)}, "no input named 'z'; this model's inputs are"),
+    ((), {"x": ones(2, 3), "y": ones(3, 2)}, r"input 'y': expected float32\[2, 3\], got "
+                                             r"float32\[3, 2\]"),
 ])
 def test_wrong_inputs_name_the_input(two_inputs: CompiledModel, args: tuple, kwargs: dict,
                                      match: str) -> None:
     with pytest.raises(ModelInputError, match=match):
         two_inputs(*args, **kwargs)
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_inputs_all_given_by_name_take_the_one_call_path(executor: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    model = ember.compile(STATIC_TEXT, executor=executor)
+    x, y = ones(2, 3), ones(2, 3) * -2
+    want = model(x, y)
+    model(x, y)  # a VM model's context has its one-C-call form from its second call on
+    ctx = model._pool.acquire()
+    model._pool.release(ctx)
+    assert ctx.native is not None
+    run, seen = ctx.native.run, []
+    monkeypatch.setattr(ctx.native, "run", lambda args: seen.append(args) or run(args))
+    monkeypatch.setattr(model, "_call_checked", None)  # not taken: calling None would raise
+    got = model(y=y, x=x)
+    assert len(seen) == 1 and seen[0][0] is x and seen[0][1] is y
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
 
 
 def test_lists_take_the_input_dtype(two_inputs: CompiledModel) -> None:
