@@ -219,7 +219,9 @@ class AotExecutor(Module):
         workspace takes turns under a lock) or an entry that is not compiled C."""
         if self.metadata.interface_api == "c" or not isinstance(self._entry, CPackedFunc):
             return None
-        return c_plan([self._entry], [self._call])  # type: ignore[list-item]
+        # main writes every output whole (the C interface's callers own those buffers)
+        written = frozenset(out._dl_addr for out in self._outputs)
+        return c_plan([self._entry], [self._call], written)  # type: ignore[list-item]
 
     def _execute(self) -> None:
         if self._call():

@@ -146,7 +146,8 @@ def _native_call(executor: GraphExecutor | AotExecutor, inputs: Sequence[np.ndar
     plan = executor.c_plan()
     if plan is None:
         return None
-    return model_call(plan.lib, plan._table, plan._count, inputs, outputs, threads)
+    return model_call(plan.lib, plan._table, plan._count, inputs, outputs, threads,
+                      plan.written)
 
 
 def _locked(run: Callable[[], None], lock: threading.Lock) -> Callable[[], None]:

@@ -318,12 +318,15 @@ class PlannedCall(ctypes.Structure):
 
 class CPlan:
     """One C call (``EmberRunCalls``) that makes the planned calls in order: ``plan()``
-    returns 0, or -1 - the index of the call that failed."""
+    returns 0, or -1 - the index of the call that failed. ``written``: the addresses of the
+    DLTensors the calls write (their outputs), where the executor tells them (None: unknown);
+    a model call writes its outputs straight into the caller's arrays only where known."""
 
-    __slots__ = ("_calls", "_count", "_failed", "_funcs", "_runner", "_table", "lib")
+    __slots__ = ("_calls", "_count", "_failed", "_funcs", "_runner", "_table", "lib", "written")
 
     def __init__(self, runner: Any, funcs: Sequence[CPackedFunc],
-                 calls: Sequence[functools.partial[int]], lib: Any = None) -> None:
+                 calls: Sequence[functools.partial[int]], lib: Any = None,
+                 written: frozenset[int] | None = None) -> None:
         table = (PlannedCall * max(len(calls), 1))()
         for slot, func, call in zip(table, funcs, calls):
             vals, codes, n = call.args[:3]
@@ -334,6 +337,7 @@ class CPlan:
         self._calls = calls  # the table points into their argument arrays
         self._funcs = list(funcs)  # and at the functions: their library stays loaded
         self.lib = lib  # the ctypes handle of the library whose EmberRunCalls this is
+        self.written = written
 
     def __call__(self) -> int:
         if self._runner(self._table, self._count, self._failed) == 0:
@@ -341,17 +345,17 @@ class CPlan:
         return -1 - int(self._failed[0])
 
 
-def c_plan(funcs: Sequence[CPackedFunc], calls: Sequence[functools.partial[int]]
-           ) -> CPlan | None:
-    """A CPlan of ``calls`` (from ``c_call``, of ``funcs``); None when the library lacks
-    ``EmberRunCalls`` (built before it existed)."""
+def c_plan(funcs: Sequence[CPackedFunc], calls: Sequence[functools.partial[int]],
+           written: frozenset[int] | None = None) -> CPlan | None:
+    """A CPlan of ``calls`` (from ``c_call``, of ``funcs``; ``written``: see CPlan); None
+    when the library lacks ``EmberRunCalls`` (built before it existed)."""
     lib = getattr(funcs[0]._owner, "_lib", None) if funcs else None
     runner = getattr(lib, "EmberRunCalls", None)
     if runner is None or any(not f.address for f in funcs):
         return None
     runner.argtypes = None
     runner.restype = ctypes.c_int
-    return CPlan(runner, funcs, calls, lib)
+    return CPlan(runner, funcs, calls, lib, written)
 
 
 def c_call(func: CPackedFunc, args: Sequence[NDArray]) -> Callable[[], int]:

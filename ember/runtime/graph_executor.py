@@ -160,7 +160,7 @@ class GraphExecutor(Module):
 
     def _build_plan(self) -> None:
         """(call, node id) per kernel node; rebuilt when an entry's array changes."""
-        g, plan, keep = self.graph, [], []
+        g, plan, keep, written = self.graph, [], [], set()
         for i, func in self._funcs.items():
             node = g.nodes[i]
             args = [self._entries[g.entry_id(e)] for e in node.inputs]
@@ -170,12 +170,14 @@ class GraphExecutor(Module):
             make = _c_call if isinstance(func, CPackedFunc) else _py_call
             plan.append((make(func, args), i))  # type: ignore[arg-type]
             keep.append(args)
+            written.update(a._dl_addr for a in args[len(args) - node.num_outputs:])
         self._plan = plan
         self._keep = keep  # the packed arrays hold these NDArrays' addresses: keep them alive
         # Every kernel compiled: the whole loop is one C call (EmberRunCalls).
         funcs = list(self._funcs.values())
         compiled = all(isinstance(f, CPackedFunc) for f in funcs)
-        self._run_all = c_plan(funcs, [c for c, _ in plan]) if compiled else None  # type: ignore
+        self._run_all = (c_plan(funcs, [c for c, _ in plan], frozenset(written))  # type: ignore
+                         if compiled else None)
 
     # -- running ----------------------------------------------------------------------------
     @guarded("run")

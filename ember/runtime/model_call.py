@@ -10,6 +10,11 @@ of the executor's plan on the model's thread count, and copies the outputs into 
 caller made. An argument in any other form (a list, another dtype, a view, an NDArray) makes
 it return before writing anything, and the caller takes the checked Python path.
 
+Where the library has ``EmberModelCallDirect``, the caller's arrays are the buffers themselves
+for the inputs and outputs :func:`direct_sites` proves safe (no copy in or out: a language
+model's 8 MiB of logits are written once, not twice): C points the data field of every tensor
+the kernels use in such a buffer into the caller's array for the call, and back after.
+
 C reads the argument tuple and the arrays through their object layouts. The offsets are
 CPython's and numpy's public struct layouts; :func:`object_layout` does not assume them but
 checks each one on probe objects, and the fast path is off (``None``) where one does not hold
@@ -19,13 +24,17 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ModelCall", "model_call", "object_layout"]
+from ._abi import DLTensor
+from .executor_common import DLTENSOR_CODE, PlannedCall
+
+__all__ = ["ModelCall", "direct_sites", "model_call", "object_layout"]
 
 _C_CONTIGUOUS, _ALIGNED = 0x0001, 0x0100  # NPY_ARRAY_* flags
 
@@ -50,6 +59,16 @@ class _Plan(ctypes.Structure):
                 ("num_inputs", ctypes.c_int32), ("num_outputs", ctypes.c_int32),
                 ("num_calls", ctypes.c_int32), ("num_threads", ctypes.c_int32),
                 ("failed_at", ctypes.c_int32), ("args", ctypes.c_void_p), ("outs", ctypes.c_void_p)]
+
+
+class _Site(ctypes.Structure):
+    _fields_ = [("field", ctypes.c_void_p), ("offset", ctypes.c_int64),
+                ("tensor", ctypes.c_int32)]
+
+
+class _DirectPlan(ctypes.Structure):
+    _fields_ = [("call", _Plan), ("sites", ctypes.c_void_p), ("direct", ctypes.c_void_p),
+                ("num_sites", ctypes.c_int32)]
 
 
 def _read(obj: Any, offset: int, ctype: Any) -> Any:
@@ -103,7 +122,8 @@ class ModelCall:
     __slots__ = ("_keep", "_plan", "call", "new_outputs", "run")
 
     def __init__(self, entry: Any, calls: Any, num_calls: int, inputs: Sequence[np.ndarray],
-                 outputs: Sequence[np.ndarray], threads: int, layout: _Layout) -> None:
+                 outputs: Sequence[np.ndarray], threads: int, layout: _Layout,
+                 direct: tuple[list[tuple[int, int, int]], list[bool]] | None = None) -> None:
         def tensors(arrays: Sequence[np.ndarray]) -> tuple[Any, list[Any]]:
             shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
             table = (_Tensor * max(len(arrays), 1))(*(
@@ -113,18 +133,26 @@ class ModelCall:
 
         in_table, in_shapes = tensors(inputs)
         out_table, out_shapes = tensors(outputs)
-        self._plan = _Plan(ctypes.addressof(layout), ctypes.addressof(in_table),
-                           ctypes.addressof(out_table), ctypes.addressof(calls), len(inputs),
-                           len(outputs), num_calls, threads, -1, None, None)
+        plan = _Plan(ctypes.addressof(layout), ctypes.addressof(in_table),
+                     ctypes.addressof(out_table), ctypes.addressof(calls), len(inputs),
+                     len(outputs), num_calls, threads, -1, None, None)
+        extra: tuple[Any, ...] = ()
+        if direct is not None:  # EmberModelCallDirect's plan: the same, and the sites
+            sites = (_Site * max(len(direct[0]), 1))(*(_Site(*site) for site in direct[0]))
+            flags = (ctypes.c_int8 * len(direct[1]))(*direct[1])
+            plan = _DirectPlan(plan, ctypes.addressof(sites), ctypes.addressof(flags),
+                               len(direct[0]))
+            extra = (sites, flags)
+        self._plan = plan
         # What the plan points at, and the dtype objects it compares arguments' with.
         self._keep = (layout, in_table, in_shapes, out_table, out_shapes, calls, list(inputs),
-                      list(outputs), [a.dtype for a in (*inputs, *outputs)])
+                      list(outputs), [a.dtype for a in (*inputs, *outputs)], extra)
         entry.argtypes, entry.restype = None, ctypes.c_int
         run = functools.partial(entry, ctypes.byref(self._plan))
         # The call's two objects go into the plan's args/outs fields (by address: the caller
         # holds them for the call), so the C call converts one argument, not three.
         slots = (ctypes.c_int64 * 2).from_address(ctypes.addressof(self._plan)
-                                                  + _Plan.args.offset)
+                                                  + _Plan.args.offset)  # call is first
 
         def call(args: tuple[Any, ...], outs: Any) -> int:
             slots[0] = id(args)
@@ -149,15 +177,109 @@ class ModelCall:
 
 
 def model_call(lib: Any, calls: Any, num_calls: int, inputs: Sequence[np.ndarray],
-               outputs: Sequence[np.ndarray], threads: int) -> ModelCall | None:
+               outputs: Sequence[np.ndarray], threads: int,
+               written: frozenset[int] | None = None) -> ModelCall | None:
     """A ModelCall of library ``lib`` (its ctypes handle) making ``calls`` (an array of
     ``EmberPlannedCall``) on buffers ``inputs``/``outputs``; ``threads`` > 0 sets the kernels'
-    thread count for each call (0: the calling thread's). None where the fast path cannot be
-    used: the library predates ``EmberModelCall`` or the object layout does not hold."""
+    thread count for each call (0: the calling thread's). ``written``: the DLTensors (by
+    address) the calls write; given, the caller's arrays serve as the buffers where
+    :func:`direct_sites` allows. None where the fast path cannot be used: the library
+    predates ``EmberModelCall`` or the object layout does not hold."""
     layout = object_layout()
     entry = getattr(lib, "EmberModelCall", None) if lib is not None else None
     if layout is None or entry is None:
         return None
     if any(not a.flags.c_contiguous for a in (*inputs, *outputs)):
         return None
-    return ModelCall(entry, calls, num_calls, inputs, outputs, threads, layout)
+    direct = None
+    direct_entry = getattr(lib, "EmberModelCallDirect", None)
+    if (written is not None and direct_entry is not None
+            and _direct_plan_size(lib) == ctypes.sizeof(_DirectPlan)):
+        sites, flags = direct_sites(calls, num_calls, [*inputs, *outputs], len(inputs),
+                                    written)
+        if any(flags):
+            entry, direct = direct_entry, (sites, flags)
+    return ModelCall(entry, calls, num_calls, inputs, outputs, threads, layout, direct)
+
+
+def _direct_plan_size(lib: Any) -> int:
+    size = getattr(lib, "EmberDirectCallPlanSize", None)
+    if size is None:
+        return -1
+    size.argtypes, size.restype = [], ctypes.c_int64
+    return int(size())
+
+
+def _planned_tensors(calls: Any, num_calls: int) -> dict[int, tuple[int, int, int]]:
+    """The DLTensors the planned calls pass, by address: (data, start, nbytes), start being
+    data + byte_offset (nbytes -1 where it cannot be told: strided, or not a plain type)."""
+    table = (PlannedCall * max(num_calls, 1)).from_address(ctypes.addressof(calls))
+    found: dict[int, tuple[int, int, int]] = {}
+    for call in table[:num_calls]:
+        n = call.num_args
+        values = (ctypes.c_int64 * max(n, 1)).from_address(call.args)
+        codes = (ctypes.c_int * max(n, 1)).from_address(call.codes)
+        for k in range(n):
+            if codes[k] != DLTENSOR_CODE or not values[k]:
+                continue
+            address = values[k]
+            if address in found:
+                continue
+            t = DLTensor.from_address(address)
+            data = t.data or 0
+            nbytes = -1
+            if not t.strides and t.dtype.bits % 8 == 0:
+                nbytes = math.prod(t.shape[:t.ndim]) * t.dtype.bits // 8 * t.dtype.lanes
+            found[address] = (data, data + t.byte_offset, nbytes)
+    return found
+
+
+def direct_sites(calls: Any, num_calls: int, buffers: Sequence[np.ndarray], num_inputs: int,
+                 written: frozenset[int]) -> tuple[list[tuple[int, int, int]], list[bool]]:
+    """Which of ``buffers`` (the inputs, then the outputs) a call may replace by the caller's
+    arrays, and the data fields to point there: (field address, offset from the buffer's
+    start, buffer index) per tensor in such a buffer; a flag per buffer. ``written``: the
+    tensors (by address) that the calls write.
+
+    An input qualifies when every tensor in its memory is a view of all of it and none is a
+    kernel's output (the kernels only read the caller's array); an output when every tensor
+    in its memory lies within it and the kernels' outputs among them cover all of it (the
+    caller's uninitialised array is written whole before anything reads it). A buffer that
+    overlaps another buffer, or that no call uses, keeps its copy."""
+    found = _planned_tensors(calls, num_calls)
+    spans = [(b.ctypes.data, b.ctypes.data + b.nbytes) for b in buffers]
+    ok = [b.nbytes > 0 for b in buffers]
+    for i, (lo, hi) in enumerate(spans):
+        for j, (lo2, hi2) in enumerate(spans):
+            if i != j and lo < hi2 and lo2 < hi:
+                ok[i] = False
+    sites: list[tuple[int, int, int]] = []
+    cover: list[list[tuple[int, int]]] = [[] for _ in buffers]
+    for address, (data, start, nbytes) in found.items():
+        for i, (lo, hi) in enumerate(spans):
+            end = start + max(nbytes, 0)
+            if not (start < hi and end > lo) and not (nbytes <= 0 and lo <= start < hi):
+                continue
+            if nbytes < 0 or start < lo or end > hi:
+                ok[i] = False
+            elif i < num_inputs and (start != lo or end != hi or address in written):
+                ok[i] = False
+            sites.append((address + DLTensor.data.offset, data - lo, i))
+            if address in written:
+                cover[i].append((start, end))
+    for i, (lo, hi) in enumerate(spans):
+        if i >= num_inputs and not _covers(cover[i], lo, hi):
+            ok[i] = False
+    used = {i for _, _, i in sites}
+    ok = [flag and i in used for i, flag in enumerate(ok)]
+    return [site for site in sites if ok[site[2]]], ok
+
+
+def _covers(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
+    """Whether the union of ``spans`` holds all of [lo, hi)."""
+    reach = lo
+    for start, end in sorted(spans):
+        if start > reach:
+            return False
+        reach = max(reach, end)
+    return reach >= hi

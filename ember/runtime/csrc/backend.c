@@ -573,20 +573,53 @@ static int ember_array_is(const EmberObjectLayout* L, const void* obj, const Emb
   return 1;
 }
 
-/* A whole call, numpy in and numpy out, made without the GIL (ctypes releases it):
- * plan->args is the caller's tuple of arrays, plan->outs the output array (one output) or a
- * list of them, made by the host with the outputs' shapes and dtypes. Returns 0 when done; 1 when an argument is
- * not exactly what the plan takes (a conversion or a check the host makes, nothing written);
- * -1 when a kernel failed (plan->failed_at = its index in plan->calls; the error is the
- * kernel's). A plan belongs to one executor's buffers: one call at a time.
- * The host holds references to args and outs for the call; the arrays' memory is read and
- * written only here, as onnxruntime's run does. */
-EMBER_DLL int EmberModelCall(EmberModelCallPlan* plan) {
+/* A model call's arrays used in place of the executor's buffers (EmberModelCallDirect):
+ * each site is the data field of a tensor the planned calls use that lies in the buffer of
+ * input or output `tensor` (inputs first, then outputs), `offset` bytes from its start. The
+ * host lists a buffer's sites only where no other tensor shares its memory. */
+typedef struct {
+  void** field;
+  int64_t offset;
+  int32_t tensor;
+} EmberDirectSite;
+
+typedef struct {
+  EmberModelCallPlan call;
+  const EmberDirectSite* sites;
+  const int8_t* direct; /* per input, then output: 1 where its sites take the array's memory */
+  int32_t num_sites;
+} EmberDirectCallPlan;
+
+/* Point each site into the caller's arrays (arrays != NULL) or back into the buffers. */
+static void ember_point_sites(const EmberDirectCallPlan* d, const void* const* items,
+                              const void* const* out_items) {
+  const EmberModelCallPlan* c = &d->call;
+  const EmberObjectLayout* L = c->layout;
+  int32_t i;
+  for (i = 0; i < d->num_sites; ++i) {
+    const EmberDirectSite* s = &d->sites[i];
+    int32_t t = s->tensor;
+    char* base;
+    if (items == NULL) {
+      base = (char*)(t < c->num_inputs ? c->inputs[t].buffer
+                                       : c->outputs[t - c->num_inputs].buffer);
+    } else {
+      const void* obj = t < c->num_inputs ? items[t] : out_items[t - c->num_inputs];
+      base = EMBER_FIELD(obj, L->array_data, char*);
+    }
+    *s->field = base + s->offset;
+  }
+}
+
+/* EmberModelCall with, where `direct` is given, the caller's arrays as the buffers of the
+ * inputs and outputs it marks (no copy in or out), the buffers' own memory restored after. */
+static int ember_model_call(EmberModelCallPlan* plan, const EmberDirectCallPlan* direct) {
   const EmberObjectLayout* L = plan->layout;
   const void* args = plan->args;
   const void* outs = plan->outs;
   const void* const* items = (const void* const*)((const char*)args + L->tuple_items);
   const void* const* out_items;
+  const int8_t* in_place = direct != NULL ? direct->direct : NULL;
   int32_t i;
   int saved = g_pool_num_threads, rc;
   if (EMBER_FIELD(args, L->var_size, int64_t) != plan->num_inputs) return 1;
@@ -599,20 +632,43 @@ EMBER_DLL int EmberModelCall(EmberModelCallPlan* plan) {
     out_items = EMBER_FIELD(outs, L->list_items, const void* const*);
   }
   for (i = 0; i < plan->num_inputs; ++i) {
-    memcpy(plan->inputs[i].buffer, EMBER_FIELD(items[i], L->array_data, const void*),
-           (size_t)plan->inputs[i].nbytes);
+    if (in_place == NULL || !in_place[i])
+      memcpy(plan->inputs[i].buffer, EMBER_FIELD(items[i], L->array_data, const void*),
+             (size_t)plan->inputs[i].nbytes);
   }
+  if (direct != NULL) ember_point_sites(direct, items, out_items);
   /* the model's thread count for this call only (0: the thread's own, set by the host) */
   if (plan->num_threads > 0) ember_pool_set_num_threads(plan->num_threads);
   rc = EmberRunCalls(plan->calls, plan->num_calls, &plan->failed_at);
   g_pool_num_threads = saved;
+  if (direct != NULL) ember_point_sites(direct, NULL, NULL);
   if (rc != 0) return -1;
   for (i = 0; i < plan->num_outputs; ++i) {
-    memcpy(EMBER_FIELD(out_items[i], L->array_data, void*), plan->outputs[i].buffer,
-           (size_t)plan->outputs[i].nbytes);
+    if (in_place == NULL || !in_place[plan->num_inputs + i])
+      memcpy(EMBER_FIELD(out_items[i], L->array_data, void*), plan->outputs[i].buffer,
+             (size_t)plan->outputs[i].nbytes);
   }
   return 0;
 }
+
+/* A whole call, numpy in and numpy out, made without the GIL (ctypes releases it):
+ * plan->args is the caller's tuple of arrays, plan->outs the output array (one output) or a
+ * list of them, made by the host with the outputs' shapes and dtypes. Returns 0 when done; 1 when an argument is
+ * not exactly what the plan takes (a conversion or a check the host makes, nothing written);
+ * -1 when a kernel failed (plan->failed_at = its index in plan->calls; the error is the
+ * kernel's). A plan belongs to one executor's buffers: one call at a time.
+ * The host holds references to args and outs for the call; the arrays' memory is read and
+ * written only here, as onnxruntime's run does. */
+EMBER_DLL int EmberModelCall(EmberModelCallPlan* plan) { return ember_model_call(plan, NULL); }
+
+/* EmberModelCall that reads the inputs and writes the outputs the plan marks in the caller's
+ * arrays themselves (a large output is not written twice). */
+EMBER_DLL int EmberModelCallDirect(EmberDirectCallPlan* plan) {
+  return ember_model_call(&plan->call, plan);
+}
+
+/* sizeof(EmberDirectCallPlan): the host checks its mirror against it. */
+EMBER_DLL int64_t EmberDirectCallPlanSize(void) { return (int64_t)sizeof(EmberDirectCallPlan); }
 
 /* The same call at any input shape of a VM model (shape phase and checks in C). */
 #include "dynamic_call.h"
