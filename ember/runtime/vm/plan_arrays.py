@@ -85,7 +85,8 @@ class ArrayCall:
         if self._native is _UNMADE:
             cplan = self.calls.cplan
             self._native = None if cplan is None else model_call(
-                cplan.lib, cplan._table, cplan._count, self.inputs, self.outputs, threads)
+                cplan.lib, cplan._table, cplan._count, self.inputs, self.outputs, threads,
+                self.plan._written)
         return self._native  # type: ignore[no-any-return]
 
     def __call__(self, values: Sequence[np.ndarray], copyto: Any = np.copyto

@@ -152,6 +152,9 @@ class StaticPlan:
                                  [ctypes.addressof(self._dltensor(t)) for t in call.args])
                        for call in calls]
         self._funcs = [kernels[c.kernel] for c in calls]
+        # the DLTensors each call writes (its last ``outputs`` arguments), by address
+        self._written = frozenset(ctypes.addressof(self._dltensor(t)) for call in calls
+                                  for t in call.args[len(call.args) - call.outputs:])
 
     def _dltensor(self, t: Tensor) -> DLTensor:
         dl = self._dl.get(t.key())
