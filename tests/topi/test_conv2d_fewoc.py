@@ -1,5 +1,6 @@
-"""The few-output-channel conv kernel (topi/nn/conv2d_fewoc.py, conv_fewoc.h) through
-relay.build, for the host (AVX-512 here: input blocks of 16, outputs of 4 or 8) and a haswell
+"""The few-output-channel conv kernel (topi/nn/conv2d_fewoc.py, conv_fewoc.h), alone and as
+a transposed conv's phase conv writing its output interleaved
+(nn.contrib_conv2d_transpose_fewoc), through relay.build, for the host (AVX-512 here: input blocks of 16, outputs of 4 or 8) and a haswell
 build (AVX2: input blocks of 8, outputs of 4), against a float64 numpy reference (rtol and
 atol 1e-4): transposed convs to 1 and 2 channels (their 4 or 8 phases make the block), plain
 convs to few channels, 1x1 maps, odd sizes, paddings crossing the edges, strides 2 and 4,
@@ -16,7 +17,10 @@ from hypothesis import strategies as st
 import ember
 from ember import relay
 from ember.contrib import graph_executor
+from ember.ir.expr import Call
+from ember.ir.visitor import post_order
 from ember.relay.op.nn.conv import conv2d_nchw, conv2d_transpose_nchw
+from ember.relay.transform import AlterOpLayout, InferType
 from ember.target.simd import host_level
 from ember.testing import find_c_compiler
 
@@ -141,6 +145,12 @@ def test_the_few_output_channel_kernel_is_selected(target, entry, monkeypatch):
     head = _transposed(0, *TRANSPOSED[0], rng)
     mod = ember.IRModule.from_expr(relay.Function([head[0]], head[1]))
     assert entry in _source(mod, target, monkeypatch)
+    with ember.transform.PassContext(opt_level=3), ember.target.Target(target):
+        planned = AlterOpLayout()(InferType()(mod))
+    names = [n.op.name for n in post_order(planned["main"].body) if isinstance(n, Call)]
+    # the phase conv writes the interleaved output itself: no interleave pass
+    assert "nn.contrib_conv2d_transpose_fewoc" in names
+    assert "nn.contrib_conv2d_transpose_interleave" not in names
     lanes = 8 if target == HASWELL else 16
     full = _plain(1, 32, lanes, 8, 8, 3, 1, 1, 1, 1, "relu", rng)
     mod = ember.IRModule.from_expr(relay.Function([full[0]], full[1]))
@@ -176,3 +186,22 @@ def test_transposed_heads_match_numpy(case, target):
     m.set_input(0, data)
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_interleaving_op_matches_its_numpy_reference():
+    """nn.contrib_conv2d_transpose_fewoc's reference (the blocked conv's, interleaved) equals
+    the transposed conv it replaces, cropped by an offset and output padding."""
+    from ember.relay.op.nn.conv_transpose_nchwc import FewOCAttrs, _fewoc_ref
+    from ember.topi.nn.conv2d_nchwc import pack_weight, to_blocked
+    from ember.topi.nn.conv2d_transpose import phase_plan, phase_weights
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (2, 32, 5, 6))
+    wt = rng.uniform(-1, 1, (32, 1, 3, 3))
+    plan = phase_plan(5, 6, (3, 3), (2, 2), (1, 1, 1, 1), (1, 0))
+    pw = phase_weights(wt, 1, plan).reshape(4, 32, *plan.taps)
+    attrs = FewOCAttrs(padding=plan.padding, lanes=4, in_block=16, strides=plan.strides,
+                       offset=plan.offset, out_size=plan.out)
+    got = _fewoc_ref(to_blocked(x, 16), pack_weight(pw, 4, 16), np.zeros(4), attrs=attrs)
+    want = conv2d_transpose_nchw(x, wt, (2, 2), (1, 1, 1, 1), (1, 0), (1, 1), 1)
+    np.testing.assert_allclose(got, want, atol=1e-9)

@@ -56,8 +56,8 @@ __attribute__((always_inline)) static inline void EMBER_FFN(ember_fewoc_reduce)(
  * ky0..ky1 inside the image, every column tap inside), stored from dst on. OC is a constant
  * after inlining, so the accumulators and weights become registers. */
 __attribute__((always_inline)) static inline void EMBER_FFN(ember_fewoc_tiles)(
-    const ember_fewoc_p* p, const float* inb, int32_t oy, int32_t ox, int32_t ky0, int32_t ky1,
-    float* dst, int32_t tiles, const int32_t OC) {
+    const ember_fewoc_p* p, int32_t b, const float* inb, int32_t oy, int32_t ox, int32_t ky0,
+    int32_t ky1, float* dst, int32_t tiles, const int32_t OC) {
   const int32_t P = EMBER_L / OC, L = EMBER_L;
   const int64_t step = (int64_t)p->sw * L; /* between neighbouring pixels' inputs */
   const EMBER_FV bias = EMBER_VLOAD(EMBER_L, p->bias_tile);
@@ -90,21 +90,44 @@ __attribute__((always_inline)) static inline void EMBER_FFN(ember_fewoc_tiles)(
       }
     }
     EMBER_FFN(ember_fewoc_reduce)(acc, &r);
-    EMBER_VSTORE(EMBER_L, dst, r + bias);
+    r += bias;
+    if (p->ish) {
+      /* 2x2 phases of one channel inside the crop: a tile is 2P columns of two rows, each
+       * the lanes of every other phase pair */
+      const int32_t y0 = oy * 2 - p->ioff_h, x0 = ox * 2 - p->ioff_w;
+      if (OC == 4 && p->quad && y0 >= 0 && y0 + 1 < p->ioh && x0 >= 0 && x0 + 2 * P <= p->iow) {
+        float* o = p->out + ((int64_t)b * p->ioh + y0) * p->iow + x0;
+#if EMBER_L == 16
+        EMBER_VSTORE(8, o, EMBER_FSHUF(r, r, 0, 1, 4, 5, 8, 9, 12, 13));
+        EMBER_VSTORE(8, o + p->iow, EMBER_FSHUF(r, r, 2, 3, 6, 7, 10, 11, 14, 15));
+#else
+        EMBER_VSTORE(4, o, EMBER_FSHUF(r, r, 0, 1, 4, 5));
+        EMBER_VSTORE(4, o + p->iow, EMBER_FSHUF(r, r, 2, 3, 6, 7));
+#endif
+      } else {
+        float v[EMBER_L];
+        EMBER_VSTORE(EMBER_L, v, r);
+        ember_fewoc_scatter(p, b, oy, ox, v, L);
+      }
+    } else {
+      EMBER_VSTORE(EMBER_L, dst, r);
+    }
   }
 }
 
-EMBER_KFN void EMBER_FFN(ember_fewoc_tiles4)(const ember_fewoc_p* p, const float* inb,
-                                             int32_t oy, int32_t ox, int32_t ky0, int32_t ky1,
-                                             float* dst, int32_t tiles) {
-  EMBER_FFN(ember_fewoc_tiles)(p, inb, oy, ox, ky0, ky1, dst, tiles, 4);
+EMBER_KFN void EMBER_FFN(ember_fewoc_tiles4)(const ember_fewoc_p* p, int32_t b,
+                                             const float* inb, int32_t oy, int32_t ox,
+                                             int32_t ky0, int32_t ky1, float* dst,
+                                             int32_t tiles) {
+  EMBER_FFN(ember_fewoc_tiles)(p, b, inb, oy, ox, ky0, ky1, dst, tiles, 4);
 }
 
 #if EMBER_L == 16
-EMBER_KFN void EMBER_FFN(ember_fewoc_tiles8)(const ember_fewoc_p* p, const float* inb,
-                                             int32_t oy, int32_t ox, int32_t ky0, int32_t ky1,
-                                             float* dst, int32_t tiles) {
-  EMBER_FFN(ember_fewoc_tiles)(p, inb, oy, ox, ky0, ky1, dst, tiles, 8);
+EMBER_KFN void EMBER_FFN(ember_fewoc_tiles8)(const ember_fewoc_p* p, int32_t b,
+                                             const float* inb, int32_t oy, int32_t ox,
+                                             int32_t ky0, int32_t ky1, float* dst,
+                                             int32_t tiles) {
+  EMBER_FFN(ember_fewoc_tiles)(p, b, inb, oy, ox, ky0, ky1, dst, tiles, 8);
 }
 #endif
 #endif /* EMBER_KV */
@@ -151,6 +174,19 @@ EMBER_KFN void EMBER_FFN(ember_fewoc_pixel)(const ember_fewoc_p* p, const float*
   }
 }
 
+/* One output pixel, stored in the blocked output or scattered into the interleaved one. */
+static inline void EMBER_FFN(ember_fewoc_put_pixel)(const ember_fewoc_p* p, int32_t b,
+                                                    const float* inb, int32_t oy, int32_t ox,
+                                                    int32_t ky0, int32_t ky1, float* row) {
+  float v[16];
+  if (!p->ish) {
+    EMBER_FFN(ember_fewoc_pixel)(p, inb, oy, ox, ky0, ky1, row + (int64_t)ox * p->oc);
+    return;
+  }
+  EMBER_FFN(ember_fewoc_pixel)(p, inb, oy, ox, ky0, ky1, v);
+  ember_fewoc_scatter(p, b, oy, ox, v, p->oc);
+}
+
 /* Output rows [begin, end) of the flattened (batch, row) range, with their activation. */
 EMBER_KFN void EMBER_FFN(ember_fewoc_rows)(const ember_fewoc_p* p, int64_t begin, int64_t end) {
   const int32_t L = EMBER_L;
@@ -158,32 +194,36 @@ EMBER_KFN void EMBER_FFN(ember_fewoc_rows)(const ember_fewoc_p* p, int64_t begin
   for (item = begin; item < end; ++item) {
     const int32_t b = (int32_t)(item / p->oh), oy = (int32_t)(item % p->oh);
     const float* inb = p->in + (int64_t)b * p->icb * p->h * p->wd * L;
-    float* row = p->out + item * p->ow * p->oc;
+    float* row = p->ish ? p->out : p->out + item * p->ow * p->oc; /* blocked: its row */
     const int32_t iy0 = oy * p->sh - p->pt;
     const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
     const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
     int32_t ox = 0;
     for (; ox < p->x0 && ox < p->ow; ++ox)
-      EMBER_FFN(ember_fewoc_pixel)(p, inb, oy, ox, ky0, ky1, row + (int64_t)ox * p->oc);
+      EMBER_FFN(ember_fewoc_put_pixel)(p, b, inb, oy, ox, ky0, ky1, row);
 #if EMBER_KV
     {
       const int32_t per = L / p->oc, tiles = p->x1 > ox ? (p->x1 - ox) / per : 0;
       if (tiles > 0) {
 #if EMBER_L == 16
         if (p->oc == 8)
-          EMBER_FFN(ember_fewoc_tiles8)(p, inb, oy, ox, ky0, ky1, row + (int64_t)ox * p->oc,
+          EMBER_FFN(ember_fewoc_tiles8)(p, b, inb, oy, ox, ky0, ky1, row + (int64_t)ox * p->oc,
                                         tiles);
         else
 #endif
-          EMBER_FFN(ember_fewoc_tiles4)(p, inb, oy, ox, ky0, ky1, row + (int64_t)ox * p->oc,
+          EMBER_FFN(ember_fewoc_tiles4)(p, b, inb, oy, ox, ky0, ky1, row + (int64_t)ox * p->oc,
                                         tiles);
         ox += tiles * per;
       }
     }
 #endif
     for (; ox < p->ow; ++ox)
-      EMBER_FFN(ember_fewoc_pixel)(p, inb, oy, ox, ky0, ky1, row + (int64_t)ox * p->oc);
-    ember_fewoc_act_row(p, row, (int64_t)p->ow * p->oc);
+      EMBER_FFN(ember_fewoc_put_pixel)(p, b, inb, oy, ox, ky0, ky1, row);
+    if (p->ish) {
+      ember_fewoc_act_rows(p, b, oy);
+    } else {
+      ember_fewoc_act_row(p, row, (int64_t)p->ow * p->oc);
+    }
   }
 }
 
@@ -221,6 +261,13 @@ EMBER_KENTRY int32_t EMBER_FFN(ember_conv2d_fewoc)(EMBER_CONV2D_FEWOC_PARAMS) {
   if (p.x1 > ow) p.x1 = ow;
   if (p.x1 < p.x0) p.x1 = p.x0;
   for (l = 0; l < L; ++l) p.bias_tile[l] = bias[l % oc];
+  p.ish = ish; p.isw = isw; p.ioff_h = ioff_h; p.ioff_w = ioff_w; p.ioh = ioh; p.iow = iow;
+  if (ish && (ish < 1 || isw < 1 || oc % (ish * isw))) {
+    TVMBackendFreeWorkspace(1, 0, wt);
+    return -1;
+  }
+  if (ish) ember_fewoc_lanes(&p, L);
+  p.quad = ish == 2 && isw == 2 && oc == 4;
   if (threads) {
     rc = TVMBackendParallelLaunch(EMBER_FFN(ember_fewoc_task), &p, 0);
   } else {
