@@ -34,7 +34,9 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
 - ``nn.conv2d_transpose`` (float32 NCHW, constant IOHW weight, any dilation) becomes its phase
   convs (``topi/nn/conv2d_transpose.py``: one blocked conv of ``s*s*OC`` channels, or one per
   phase when grouped, joined) and ``nn.contrib_conv2d_transpose_interleave``, blocked when the
-  output channels split into blocks;
+  output channels split into blocks; or one ``nn.contrib_conv2d_transpose_fewoc`` that writes
+  the phases interleaved where they make a block of 4 or 8 channels over wider input blocks
+  (a transposed conv to one channel: DBNet's head);
 - ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
   ops that cannot take it, tuples, and the function's result.
 
