@@ -85,9 +85,11 @@ def test_planning_turns_transposed_convs_into_phase_convs():
              if isinstance(n, Call)]
     assert names.count("nn.conv2d_transpose") == DIRECT
     # stride 1 needs no interleave (twice); the depthwise and grouped ones one conv per phase
-    # (4, 4 and 9 phases)
-    assert names.count("nn.contrib_conv2d_transpose_interleave") == len(CASES) - DIRECT - 2
-    assert names.count("nn.contrib_conv2d_NCHWc_fused") == len(CASES) - DIRECT - 3 + 2 * 4 + 9
+    # (4, 4 and 9 phases); the one to one channel (4 phase channels over input blocks of 8)
+    # writes its output interleaved itself
+    assert names.count("nn.contrib_conv2d_transpose_interleave") == len(CASES) - DIRECT - 3
+    assert names.count("nn.contrib_conv2d_transpose_fewoc") == 1
+    assert names.count("nn.contrib_conv2d_NCHWc_fused") == len(CASES) - DIRECT - 4 + 2 * 4 + 9
     assert names.count("concatenate") == 3
 
 
@@ -102,10 +104,12 @@ def test_bias_and_activation_join_the_phase_conv_epilogue(oc):
     calls = [n for n in post_order(mod["main"].body) if isinstance(n, Call)]
     names = [c.op.name for c in calls]
     assert "add" not in names and "sigmoid" not in names
-    conv = next(c for c in calls if c.op.name == "nn.contrib_conv2d_NCHWc_fused")
+    # one channel: 4 phase channels, the conv that writes its output interleaved
+    conv = next(c for c in calls if c.op.name in ("nn.contrib_conv2d_NCHWc_fused",
+                                                  "nn.contrib_conv2d_transpose_fewoc"))
     assert conv.attrs.activation == "sigmoid"
     np.testing.assert_array_equal(conv.args[2].data.numpy(), np.tile(bias.reshape(-1), 4))
-    assert calls[-1].op.name == ("nn.contrib_conv2d_transpose_interleave" if oc == 1
+    assert calls[-1].op.name == ("nn.contrib_conv2d_transpose_fewoc" if oc == 1
                                  else "layout_transform")
 
 

@@ -34,7 +34,9 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
 - ``nn.conv2d_transpose`` (float32 NCHW, constant IOHW weight, any dilation) becomes its phase
   convs (``topi/nn/conv2d_transpose.py``: one blocked conv of ``s*s*OC`` channels, or one per
   phase when grouped, joined) and ``nn.contrib_conv2d_transpose_interleave``, blocked when the
-  output channels split into blocks;
+  output channels split into blocks; or one ``nn.contrib_conv2d_transpose_fewoc`` that writes
+  the phases interleaved where they make a block of 4 or 8 channels over wider input blocks
+  (a transposed conv to one channel: DBNet's head);
 - ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
   ops that cannot take it, tuples, and the function's result.
 
@@ -72,6 +74,7 @@ from ...runtime.errors import OpAttributeInvalid
 from ..op._layout import nchwc_lanes
 from ..op.nn._attrs import Conv2DAttrs
 from ...topi.nn.conv2d_nchw_input import nchw_input_wins
+from ...topi.nn.conv2d_fewoc import fewoc_takes
 from ...topi.nn.conv2d_nchwc import pack_weight
 from ...topi.nn.conv2d_transpose import dilated_kernel, phase_weights, symbolic_phase_plan
 from ._helpers import map_functions, op_call, same_shape
@@ -200,6 +203,17 @@ class _Value:
     channels: int = 0  # a padded blocked value's real channels (_Plan.channels)
 
 
+def _fewoc_interleaves(p: _Plan) -> bool:
+    """Whether a transposed conv's phase conv and its interleave run as one
+    ``nn.contrib_conv2d_transpose_fewoc`` (``relay/op/nn/conv_transpose_nchwc.py``): the few-
+    output-channel kernel's conv (``fewoc_takes``) to a plain output of static size."""
+    if not p.interleave or p.residual is not None or p.channels:
+        return False
+    il = dict(p.interleave)
+    return (il["out_layout"] == "NCHW" and all(il["out_size"]) and p.in_block > 1
+            and fewoc_takes(p.weight.shape[0], p.lanes, p.in_block, p.attrs.groups))
+
+
 class _Planner:
     def __init__(self, lanes: int, pad: bool = True) -> None:
         self.lanes = lanes
@@ -290,6 +304,13 @@ class _Planner:
         wcb = 1 if a.groups > 1 and a.groups == p.weight.shape[0] == p.weight.shape[1] * a.groups \
             else p.in_block
         weight = const(pack_weight(p.weight, p.lanes, wcb))
+        if _fewoc_interleaves(p):  # the phase conv writes the interleaved output itself
+            il = dict(p.interleave)
+            return _spanned(p.span, op_call(
+                "nn.contrib_conv2d_transpose_fewoc", p.data, weight, const(p.bias),
+                padding=a.padding, lanes=p.lanes, in_block=p.in_block, activation=p.act,
+                clip_min=p.clip[0], clip_max=p.clip[1], strides=il["strides"],
+                offset=il["offset"], out_size=il["out_size"]))
         conv = op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
                                                           else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None

@@ -24,6 +24,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from .. import tile_records
+from .conv2d_fewoc import conv2d_fewoc, fewoc_applies
 from .sizes import Dim, ceildiv, folded, i64, is_static, static_or_expr, widest
 
 HEADER = "ember/kernels/conv_nchwc.h"
@@ -356,6 +357,9 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
     lanes = geo.lanes
     _check_lanes(lanes, "conv2d_nchwc")
     flags = (RESIDUAL | (ACT_AFTER_ADD if act_after_add else 0)) if residual is not None else 0
+    few = _few_output_channels(data, weight, bias, residual, geo, level, act, clip, flags)
+    if few is not None:
+        return few
     # a CNN's first conv (plain NCHW input, few channels) has a kernel of its own; imported
     # here because that module builds on this one
     from .conv2d_nchw_input import conv2d_nchw_input, nchw_input_applies
@@ -370,6 +374,15 @@ def conv2d_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
                                           tiles.threads]
     return conv_extern(f"ember_conv2d_nchwc_x{lanes}", HEADER, "T_conv2d_nchwc", data, weight,
                        bias, residual, geo, [*call_sizes(run), *tail])
+
+
+def _few_output_channels(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
+                         residual: te.Tensor | None, geo: ConvGeometry, level: SimdLevel,
+                         act: str, clip: tuple[float, float], flags: int) -> te.Tensor | None:
+    """The conv on the few-output-channel kernel (``conv2d_fewoc.py``) where it applies."""
+    if not fewoc_applies(geo, level, residual is not None):
+        return None
+    return conv2d_fewoc(data, weight, bias, geo, _epilogue(act, clip, flags))
 
 
 def conv_extern(entry: str, header: str, name: str, data: te.Tensor, weight: te.Tensor,

@@ -20,7 +20,10 @@ phases then carry those zeros as taps (when ``d`` and ``s`` share a factor, whol
 zero; the work is that of the ``ceil(((K - 1) * d + 1) / s)``-tap phase convs).
 
 The conv runs on the blocked NCHW[L]c kernels (``conv2d_nchwc``); the interleave is the op
-``nn.contrib_conv2d_transpose_interleave`` (``relay/op/nn/conv_transpose_nchwc.py``).
+``nn.contrib_conv2d_transpose_interleave`` (``relay/op/nn/conv_transpose_nchwc.py``), or,
+where the phases make one output block of 4 or 8 channels (a transposed conv to one or two
+channels), ``nn.contrib_conv2d_transpose_fewoc``: the few-output-channel kernel
+(``conv2d_fewoc.py``) writing each phase's outputs straight to their places.
 """
 from __future__ import annotations
 

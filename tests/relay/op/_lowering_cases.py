@@ -63,6 +63,11 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
         "nn.contrib_conv2d_transpose_interleave": Case(
             "nn.contrib_conv2d_transpose_interleave", [rand(rng, (1, 12, 2, 2))],
             {"strides": (3, 1), "offset": (2, 0), "out_size": (4, 2)}),
+        "nn.contrib_conv2d_transpose_fewoc": Case(
+            "nn.contrib_conv2d_transpose_fewoc",
+            [rand(rng, (1, 2, 3, 4, 8)), rand(rng, (1, 2, 2, 2, 8, 4)), rand(rng, (4,))],
+            {"padding": (1, 1, 1, 1), "lanes": 4, "in_block": 8, "activation": "sigmoid",
+             "strides": (2, 2), "offset": (1, 0), "out_size": (6, 9)}, SUMS),
         "nn.dense": Case("nn.dense", [rand(rng, (3, 9)), rand(rng, (5, 9))], {}, SUMS),
         "nn.matmul": Case("nn.matmul", [rand(rng, (3, 9)), rand(rng, (9, 5))], {}, SUMS),
         "nn.batch_matmul": Case("nn.batch_matmul", [rand(rng, (2, 3, 9)), rand(rng, (2, 5, 9))],

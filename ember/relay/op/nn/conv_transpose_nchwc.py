@@ -12,6 +12,14 @@ An ``out_size`` of 0 on an axis takes that axis' size from the data at run time:
 - trim_h`` (a transposed conv of a ``?`` height or width: ``trim`` is ``PhasePlan.trim``).
 It is injective: FuseOps puts the bias, activation or residual add that follow into the same
 loop, so the interleave costs one pass over the output.
+
+``nn.contrib_conv2d_transpose_fewoc`` is the phase conv and the interleave in one op, for a
+transposed conv whose phases make one output block of 4 or 8 channels over input blocks of 8
+or 16 (``topi/nn/conv2d_fewoc.py``: DBNet's 64 -> 1 head, 4 phases): the conv
+``nn.contrib_conv2d_NCHWc_fused`` would compute (stride and dilation 1, its bias and
+activation; data ``[N, IC/CB, H, W, CB]``, weight ``[1, IC/CB, KH, KW, CB, L]``, bias
+``[L]``), written straight to its places in the plain NCHW output ``[N, L / phases, OH,
+OW]`` (static sizes), which the interleave would otherwise move in a second pass.
 """
 from __future__ import annotations
 
@@ -26,12 +34,12 @@ from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
 from .._attrs_base import OpAttrs, attrs_class
-from .._compute_common import require
+from .._compute_common import as_int, require
 from .._layout import nchwc_lanes
-from .._reg import INJECTIVE, call, defop
+from .._reg import INJECTIVE, OPAQUE, call, defop
 from .._shape import fail, fmt_shape, known, tensor_of
 
-__all__ = ["contrib_conv2d_transpose_interleave"]
+__all__ = ["contrib_conv2d_transpose_fewoc", "contrib_conv2d_transpose_interleave"]
 
 OP = "nn.contrib_conv2d_transpose_interleave"
 
@@ -173,3 +181,111 @@ def contrib_conv2d_transpose_interleave(data: Any, strides: Any, offset: Any, ou
     """The transposed conv's output from its stacked phase convs (module docstring)."""
     attrs = InterleaveAttrs(strides, offset, out_size, data_layout, out_layout, trim)
     return call(OP, data, attrs=attrs)
+
+
+# -- the phase conv and the interleave in one op -----------------------------------------------
+FEWOC = "nn.contrib_conv2d_transpose_fewoc"
+
+
+@attrs_class("Conv2DTransposeFewOCAttrs")
+class FewOCAttrs(OpAttrs):
+    """The phase conv's padding, lanes (its channels), in_block, activation and its two
+    parameters (``nn.contrib_conv2d_NCHWc_fused``'s), then the interleave's strides, offset
+    and out_size (static)."""
+
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    lanes: int = 4
+    in_block: int = 16
+    activation: str = "none"
+    clip_min: float = 0.0
+    clip_max: float = 0.0
+    strides: tuple[int, int] = (1, 1)
+    offset: tuple[int, int] = (0, 0)
+    out_size: tuple[int, int] = (1, 1)
+    _op: ClassVar[str] = FEWOC
+
+    def __post_init__(self) -> None:
+        from ....topi.nn.conv2d_nchwc import ACTIVATIONS
+
+        self._ints("padding", length=(4,))
+        self._positive("padding", allow_zero=True)
+        for name in ("strides", "offset", "out_size"):
+            self._ints(name, length=(2,))
+        for name in ("lanes", "in_block"):
+            self._int(name)
+            self._positive(name)
+        self._positive("strides")
+        self._positive("out_size")
+        self._positive("offset", allow_zero=True)
+        if any(o >= s for o, s in zip(self.offset, self.strides)):
+            raise self._invalid("offset", f"values below the strides {self.strides}")
+        if self.lanes % (self.strides[0] * self.strides[1]):
+            raise self._invalid("lanes", f"a multiple of the {self.strides} strides' phases")
+        self._choice("activation", tuple(ACTIVATIONS))
+        for name in ("clip_min", "clip_max"):
+            self._set(name, float(getattr(self, name)))
+
+
+def _fewoc_rel(args: list[TensorType], attrs: FewOCAttrs) -> TensorType:
+    data, weight, bias = args
+    cb, lanes = attrs.in_block, attrs.lanes
+    if data.ndim != 5 or weight.ndim != 6 or bias.ndim != 1 or data.shape[4] != cb or \
+            tuple(weight.shape[:2]) != (1, data.shape[1]) or weight.shape[4:] != (cb, lanes) or \
+            bias.shape[0] != lanes:
+        raise fail(FEWOC, f"expected data [N, C/{cb}, H, W, {cb}], weight [1, C/{cb}, KH, KW, "
+                          f"{cb}, {lanes}] and bias [{lanes}]; got {fmt_shape(data.shape)}, "
+                          f"{fmt_shape(weight.shape)}, {fmt_shape(bias.shape)}")
+    (pt, pl, pb, pr), (kh, kw) = attrs.padding, weight.shape[2:4]
+    rows = (data.shape[2] + pt + pb - kh + 1, data.shape[3] + pl + pr - kw + 1)
+    for axis, (size, o, s, q) in enumerate(zip(attrs.out_size, attrs.offset, attrs.strides,
+                                               rows)):
+        if known(q) and q < (size - 1 + o) // s + 1:
+            raise fail(FEWOC, f"the phase conv has {q} {('rows', 'columns')[axis]}; out_size "
+                              f"{attrs.out_size} with offset {attrs.offset} needs "
+                              f"{(size - 1 + o) // s + 1}")
+    phases = attrs.strides[0] * attrs.strides[1]
+    return tensor_of((data.shape[0], lanes // phases, *attrs.out_size), data.dtype)
+
+
+def _fewoc_parts(attrs: FewOCAttrs) -> tuple[Any, InterleaveAttrs]:
+    from .conv_nchwc import Conv2DNCHWcFusedAttrs
+
+    conv = Conv2DNCHWcFusedAttrs(padding=attrs.padding, lanes=attrs.lanes,
+                                 in_block=attrs.in_block, activation=attrs.activation,
+                                 clip_min=attrs.clip_min, clip_max=attrs.clip_max)
+    return conv, InterleaveAttrs(attrs.strides, attrs.offset, attrs.out_size,
+                                 f"NCHW{attrs.lanes}c", "NCHW")
+
+
+def _fewoc_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, attrs: FewOCAttrs) -> np.ndarray:
+    from .conv_nchwc import _fused_ref
+
+    conv, interleave = _fewoc_parts(attrs)
+    return _ref(_fused_ref(x, w, b, attrs=conv), interleave)
+
+
+def _fewoc_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    from ....topi.nn import conv2d_nchwc as K
+    from ....topi.nn.conv2d_fewoc import Interleave, conv2d_fewoc
+
+    data, weight, bias = inputs
+    n, icb, h, w, cb = (as_int(d) if as_int(d) is not None else d for d in data.shape)
+    kh, kw = (as_int(d) for d in weight.shape[2:4])
+    (pt, pl, pb, pr), lanes = attrs.padding, attrs.lanes
+    geo = K.ConvGeometry(n, icb * cb, h, w, lanes, h + pt + pb - kh + 1, w + pl + pr - kw + 1,
+                         kh, kw, (1, 1), attrs.padding, (1, 1), 1, lanes, cb)
+    epilogue = [K.ACTIVATIONS[attrs.activation], tir.const(attrs.clip_min, "float32"),
+                tir.const(attrs.clip_max, "float32"), 0]
+    il = Interleave(tuple(attrs.strides), tuple(attrs.offset), tuple(attrs.out_size))
+    return [conv2d_fewoc(data, weight, bias, geo, epilogue, il)]
+
+
+defop(FEWOC, _fewoc_rel, _fewoc_ref, OPAQUE, args=("data", "weight", "bias"),
+      attrs=FewOCAttrs, level=10, compute=_fewoc_compute,
+      doc="A transposed conv's phase conv to few channels, written interleaved.")
+
+
+def contrib_conv2d_transpose_fewoc(data: Any, weight: Any, bias: Any, **attrs: Any) -> Call:
+    """The phase conv and interleave of a transposed conv to few channels (module
+    docstring)."""
+    return call(FEWOC, data, weight, bias, attrs=FewOCAttrs(**attrs))

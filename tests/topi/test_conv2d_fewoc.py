@@ -1,0 +1,207 @@
+"""The few-output-channel conv kernel (topi/nn/conv2d_fewoc.py, conv_fewoc.h), alone and as
+a transposed conv's phase conv writing its output interleaved
+(nn.contrib_conv2d_transpose_fewoc), through relay.build, for the host (AVX-512 here: input blocks of 16, outputs of 4 or 8) and a haswell
+build (AVX2: input blocks of 8, outputs of 4), against a float64 numpy reference (rtol and
+atol 1e-4): transposed convs to 1 and 2 channels (their 4 or 8 phases make the block), plain
+convs to few channels, 1x1 maps, odd sizes, paddings crossing the edges, strides 2 and 4,
+dilation, output padding, every epilogue activation; grouped convs and input channels that
+are no multiple of the block keep the blocked kernel and must match too. hypothesis draws the
+sizes of a transposed conv to one channel."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember import relay
+from ember.contrib import graph_executor
+from ember.ir.expr import Call
+from ember.ir.visitor import post_order
+from ember.relay.op.nn.conv import conv2d_nchw, conv2d_transpose_nchw
+from ember.relay.transform import AlterOpLayout, InferType
+from ember.target.simd import host_level
+from ember.testing import find_c_compiler
+
+pytestmark = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
+
+HASWELL = "llvm -mcpu=haswell"
+TARGETS = ["llvm", HASWELL]
+ACTS = {"": lambda v: v, "relu": lambda v: np.maximum(v, 0),
+        "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "silu": lambda v: v / (1 + np.exp(-v)),
+        "hardswish": lambda v: v * np.clip(v + 3, 0, 6) / 6,
+        "clip": lambda v: np.clip(v, -0.5, 0.5)}
+
+
+def _act(y, act: str):
+    if act == "relu":
+        return relay.nn.relu(y)
+    if act == "sigmoid":
+        return relay.sigmoid(y)
+    if act == "silu":
+        return relay.multiply(y, relay.sigmoid(y))
+    if act == "hardswish":
+        return relay.nn.hardswish(y)
+    if act == "clip":
+        return relay.clip(y, -0.5, 0.5)
+    return y
+
+
+def _target_runs(target: str) -> bool:
+    return target != "llvm" or host_level().name in ("avx512", "avx2")
+
+
+def _transposed(i, c, oc, h, w, k, s, p, op, d, act, rng):
+    x = relay.var(f"x{i}", shape=(1, c, h, w))
+    wt = rng.uniform(-1, 1, (c, oc, k, k)).astype("float32")
+    bias = rng.uniform(-1, 1, oc).astype("float32")
+    y = relay.nn.conv2d_transpose(x, relay.const(wt), strides=(s, s), padding=(p, p),
+                                  output_padding=(op, op), channels=oc, kernel_size=(k, k),
+                                  dilation=(d, d))
+    y = _act(relay.nn.bias_add(y, relay.const(bias)), act)
+    data = rng.uniform(-1, 1, (1, c, h, w)).astype("float32")
+    want = conv2d_transpose_nchw(data.astype("float64"), wt.astype("float64"), (s, s),
+                                 (p,) * 4, (op, op), (d, d), 1) + bias.reshape(1, -1, 1, 1)
+    return x, y, data, ACTS[act](want)
+
+
+def _plain(i, c, oc, h, w, k, s, p, d, g, act, rng):
+    x = relay.var(f"x{i}", shape=(1, c, h, w))
+    wt = rng.uniform(-1, 1, (oc, c // g, k, k)).astype("float32")
+    bias = rng.uniform(-1, 1, oc).astype("float32")
+    y = relay.nn.conv2d(x, relay.const(wt), strides=(s, s), padding=(p, p), dilation=(d, d),
+                        groups=g, channels=oc, kernel_size=(k, k))
+    y = _act(relay.nn.bias_add(y, relay.const(bias)), act)
+    data = rng.uniform(-1, 1, (1, c, h, w)).astype("float32")
+    want = conv2d_nchw(data.astype("float64"), wt.astype("float64"), (s, s), (p,) * 4,
+                       (d, d), g) + bias.reshape(1, -1, 1, 1)
+    return x, y, data, ACTS[act](want)
+
+
+# transposed: (channels, out channels, h, w, kernel, stride, padding, output padding,
+# dilation, activation)
+TRANSPOSED = [
+    (64, 1, 9, 11, 2, 2, 0, 0, 1, "sigmoid"),  # DBNet's head: 1x1 phase convs to 4 phases
+    (16, 1, 1, 1, 2, 2, 0, 0, 1, "sigmoid"),  # a 1x1 map
+    (32, 1, 5, 7, 4, 2, 1, 1, 1, "relu"),  # 2x2 taps per phase, padding, output padding
+    (16, 2, 6, 5, 2, 2, 0, 0, 1, "silu"),  # 2 channels: 8 phase channels
+    (16, 1, 5, 6, 3, 2, 1, 0, 2, "hardswish"),  # dilated
+    (24, 1, 5, 5, 2, 2, 0, 0, 1, "clip"),  # channels no multiple of 16 (of 8: haswell)
+    (16, 1, 4, 5, 4, 4, 0, 0, 1, ""),  # stride 4: 16 phases, a whole block
+]
+# plain: (channels, out channels, h, w, kernel, stride, padding, dilation, groups, activation)
+PLAIN = [
+    (32, 8, 7, 9, 3, 1, 1, 1, 1, "relu"),  # a head to 8 channels: edges in the padding
+    (16, 4, 13, 3, 3, 2, 1, 1, 1, "sigmoid"),  # stride 2, a row narrower than a tile
+    (48, 8, 1, 1, 1, 1, 0, 1, 1, ""),  # a 1x1 map
+    (16, 8, 9, 9, 3, 1, 2, 2, 1, "silu"),  # dilated
+    (32, 8, 6, 6, 3, 1, 1, 1, 2, "relu"),  # grouped: the blocked kernel
+    (16, 8, 17, 19, 5, 1, 2, 1, 1, ""),  # a 5x5 window, odd sizes
+]
+
+
+def _model(rng_seed: int = 0):
+    rng = np.random.default_rng(rng_seed)
+    parts = [_transposed(i, *c, rng) for i, c in enumerate(TRANSPOSED)]
+    parts += [_plain(len(TRANSPOSED) + i, *c, rng) for i, c in enumerate(PLAIN)]
+    func = relay.Function([p[0] for p in parts], relay.Tuple([p[1] for p in parts]))
+    return ember.IRModule.from_expr(func), [p[2] for p in parts], [p[3] for p in parts]
+
+
+def _source(mod: ember.IRModule, target: str, monkeypatch) -> str:
+    from ember.relay.backend.te_compiler import lower_module
+
+    with ember.transform.PassContext(opt_level=3), monkeypatch.context() as env:
+        env.setenv("EMBER_PREFETCH", "0")
+        opt, _ = relay.optimize(mod, target)
+        return lower_module(opt, ember.target.Target(target))[1].get_source()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_few_output_channel_convs_match_numpy(target):
+    if not _target_runs(target):
+        pytest.skip("the host runs neither AVX-512 nor AVX2")
+    mod, inputs, wants = _model()
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target)
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    for i, x in enumerate(inputs):
+        m.set_input(i, x)
+    m.run()
+    cases = TRANSPOSED + PLAIN
+    for i, want in enumerate(wants):
+        np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"{target}: case {cases[i]}")
+
+
+@pytest.mark.parametrize("target,entry", [(HASWELL, "ember_conv2d_fewoc_x8"),
+                                          ("llvm -mcpu=sapphirerapids",
+                                           "ember_conv2d_fewoc_x16")])
+def test_the_few_output_channel_kernel_is_selected(target, entry, monkeypatch):
+    """DBNet's head (4 phases of one channel) takes the kernel at both levels; a conv to a
+    full block of the build's lanes does not."""
+    rng = np.random.default_rng(0)
+    head = _transposed(0, *TRANSPOSED[0], rng)
+    mod = ember.IRModule.from_expr(relay.Function([head[0]], head[1]))
+    assert entry in _source(mod, target, monkeypatch)
+    with ember.transform.PassContext(opt_level=3), ember.target.Target(target):
+        planned = AlterOpLayout()(InferType()(mod))
+    names = [n.op.name for n in post_order(planned["main"].body) if isinstance(n, Call)]
+    # the phase conv writes the interleaved output itself: no interleave pass
+    assert "nn.contrib_conv2d_transpose_fewoc" in names
+    assert "nn.contrib_conv2d_transpose_interleave" not in names
+    lanes = 8 if target == HASWELL else 16
+    full = _plain(1, 32, lanes, 8, 8, 3, 1, 1, 1, 1, "relu", rng)
+    mod = ember.IRModule.from_expr(relay.Function([full[0]], full[1]))
+    assert "ember_conv2d_fewoc" not in _source(mod, target, monkeypatch)
+
+
+@st.composite
+def heads(draw):
+    c = draw(st.sampled_from([8, 16, 32, 40]))
+    oc = draw(st.sampled_from([1, 2]))
+    h, w = draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    k, s = draw(st.integers(1, 4)), draw(st.sampled_from([2, 2, 4]))
+    p = draw(st.integers(0, (k - 1) // 2))
+    op = draw(st.integers(0, s - 1))
+    return c, oc, h, w, k, s, p, op
+
+
+@settings(max_examples=8, deadline=None)
+@given(heads(), st.sampled_from(TARGETS))
+def test_transposed_heads_match_numpy(case, target):
+    if not _target_runs(target):
+        return
+    c, oc, h, w, k, s, p, op = case
+    out = (h - 1) * s - 2 * p + k + op
+    if out <= 0:
+        return
+    x, y, data, want = _transposed(0, c, oc, h, w, k, s, p, op, 1, "sigmoid",
+                                   np.random.default_rng(1))
+    mod = ember.IRModule.from_expr(relay.Function([x], y))
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target)
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(0, data)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_interleaving_op_matches_its_numpy_reference():
+    """nn.contrib_conv2d_transpose_fewoc's reference (the blocked conv's, interleaved) equals
+    the transposed conv it replaces, cropped by an offset and output padding."""
+    from ember.relay.op.nn.conv_transpose_nchwc import FewOCAttrs, _fewoc_ref
+    from ember.topi.nn.conv2d_nchwc import pack_weight, to_blocked
+    from ember.topi.nn.conv2d_transpose import phase_plan, phase_weights
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (2, 32, 5, 6))
+    wt = rng.uniform(-1, 1, (32, 1, 3, 3))
+    plan = phase_plan(5, 6, (3, 3), (2, 2), (1, 1, 1, 1), (1, 0))
+    pw = phase_weights(wt, 1, plan).reshape(4, 32, *plan.taps)
+    attrs = FewOCAttrs(padding=plan.padding, lanes=4, in_block=16, strides=plan.strides,
+                       offset=plan.offset, out_size=plan.out)
+    got = _fewoc_ref(to_blocked(x, 16), pack_weight(pw, 4, 16), np.zeros(4), attrs=attrs)
+    want = conv2d_transpose_nchw(x, wt, (2, 2), (1, 1, 1, 1), (1, 0), (1, 1), 1)
+    np.testing.assert_allclose(got, want, atol=1e-9)
