@@ -14,12 +14,24 @@ from typing import Any
 
 from ..runtime.errors import OpError
 from ..tir import op as _op
-from ..tir.expr import LT, BufferLoad, Call, IntImm, PrimExpr, ProducerLoad, Var
+from ..tir.expr import (
+    EQ,
+    LT,
+    BufferLoad,
+    Call,
+    IntImm,
+    PrimExpr,
+    ProducerLoad,
+    SizeVar,
+    StringImm,
+    Var,
+)
 from ..tir.broadcast_versions import version_broadcasts
 from ..tir.functor import post_order, rewrite, substitute, transform
 from ..tir.simplify import bound, prove, simplify
 from ..tir.stmt import (
     Allocate,
+    AssertStmt,
     Buffer,
     BufferStore,
     For,
@@ -98,6 +110,7 @@ class Lowerer:
         self.arg_ids: set[int] = set()
         self.scan = ScanPlan(sch)
         self.absolute_store: set[int] = set()  # ops storing at absolute indices (scan updates)
+        self.size_checks: list[tuple[SizeVar, PrimExpr, str]] = []  # see _given_sizes
         for a in args:
             self._add_arg(a)
         self.attached: dict[tuple[int, int], list[Stage]] = {}
@@ -125,11 +138,37 @@ class Lowerer:
                           "function, whose layout the caller fixes; align an intermediate "
                           "stage (from cache_read/cache_write) instead")
         buf = Buffer(_c_name(a.name), a.shape, a.dtype)
+        buf.shape = self._given_sizes(buf)
         self.bufs[id(a)] = buf
         self.params.append(buf.data)
         self.buffer_map[buf.data] = buf
         self.arg_ids.add(id(a))
-        self.region[id(a.op)] = [(_op.const(0), s) for s in a.shape]
+        self.region[id(a.op)] = [(_op.const(0), s) for s in buf.shape]
+
+    def _given_sizes(self, buf: Buffer) -> tuple[PrimExpr, ...]:
+        """``buf``'s shape with each size computed from other arguments' sizes (an output of
+        shape ``max(a, b)``, ``min(1, n) * n``...) replaced by a size variable that the
+        caller's tensor gives: loops run to it and indices over it stay linear. The kernel
+        checks each once, before its loops, against the computation (``size_checks``)."""
+        given = {id(v) for b in self.buffer_map.values() for d in b.shape
+                 for v in post_order(d) if isinstance(v, Var)}
+        given |= {id(p) for p in self.params if p.dtype != "handle"}
+        shape = []
+        for axis, dim in enumerate(buf.shape):
+            free = [v for v in post_order(dim) if isinstance(v, Var)]
+            if isinstance(dim, (IntImm, Var)) or not free or \
+                    any(id(v) not in given for v in free):  # nothing to check it against
+                shape.append(dim)
+                continue
+            dim = simplify(dim)
+            if isinstance(dim, (IntImm, Var)):
+                shape.append(dim)
+                continue
+            size = SizeVar(f"{buf.name}_dim{axis}", dim.dtype)
+            self.size_checks.append((size, dim, f"{buf.name}: dimension {axis} is not the "
+                                     "size that the other arguments' sizes give"))
+            shape.append(size)
+        return tuple(shape)
 
     # -- expressions ------------------------------------------------------------------------
     def resolve(self, e: PrimExpr, on_load: Callable | None = None,
@@ -431,6 +470,8 @@ class Lowerer:
         for buf in reversed(temps):
             body = Allocate(buf, body)
         body = version_broadcasts(simplify(body))
+        for size, dim, message in reversed(self.size_checks):
+            body = AssertStmt(EQ(size, dim, "bool"), StringImm(message), body)
         from ..ir.transform import PassContext
 
         if any(st.pragmas for st in self.sch.stages) or (

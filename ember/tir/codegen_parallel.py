@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .expr import BufferLoad, Call, IntImm, Var
 from .functor import fold, post_order
+from .simplify import bound
 from .stmt import Allocate, Buffer, BufferStore, For, LetStmt
 
 if TYPE_CHECKING:
@@ -128,11 +129,16 @@ def _tasks(w: FunctionWriter, loop: For) -> str:
     bound_inside = {loop.loop_var.name} | {n.loop_var.name for n in post_order(loop.body)
                                            if isinstance(n, For)}
     bound_inside |= {n.var.name for n in post_order(loop.body) if isinstance(n, LetStmt)}
-    if any(isinstance(v, Var) and v.name in bound_inside for e in symbolic
-           for v in post_order(e)):
-        return "0"  # a trip count that varies per iteration (a split's tail): assume large
     one_trip = For(loop.loop_var, IntImm("int32", 0), IntImm("int32", 1), loop.kind, loop.body)
     per_trip = parallel_work(one_trip, symbolic=1)
+    varying = [e for e in symbolic if any(isinstance(v, Var) and v.name in bound_inside
+                                          for v in post_order(e))]
+    for e in varying:  # a trip count that varies per iteration (a split's tail, at most 256)
+        hi = bound(e, {})[1]
+        if hi is None:
+            return "0"  # assume large
+        per_trip *= max(hi, 1)
+    symbolic = [e for e in symbolic if all(e is not v for v in varying)]
     if not symbolic or per_trip >= _UNKNOWN:
         return "0"
     trips = -(-MIN_PARALLEL_WORK // max(int(per_trip), 1))

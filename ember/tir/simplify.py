@@ -87,13 +87,24 @@ def _b_sub(e: Any, a: Bound, b: Bound) -> Bound:
 
 
 def _b_mul(e: Any, a: Bound, b: Bound) -> Bound:
+    # interval product with unbounded ends (``-d`` of a size d >= 0 is at most 0); an
+    # unbounded end times 0 is 0: the values themselves are finite
     (a0, a1), (b0, b1) = a, b
-    if a0 is None or a1 is None or b0 is None or b1 is None:
-        if a0 is not None and b0 is not None and a0 >= 0 and b0 >= 0:
-            return a0 * b0, None
-        return None, None
-    prods = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
-    return min(prods), max(prods)
+    prods = [_times(x, y) for x in (_end(a0, -1), _end(a1, 1)) for y in (_end(b0, -1),
+                                                                       _end(b1, 1))]
+    lo, hi = min(prods), max(prods)
+    return (None if lo == -_INF else int(lo)), (None if hi == _INF else int(hi))
+
+
+_INF = float("inf")
+
+
+def _end(x: int | None, side: int) -> float | int:
+    return side * _INF if x is None else x
+
+
+def _times(x: float | int, y: float | int) -> float | int:
+    return 0 if x == 0 or y == 0 else x * y
 
 
 def _b_floordiv(e: Any, a: Bound, b: Bound) -> Bound:
@@ -428,6 +439,15 @@ def _times_divisor(atom: Any, n: Any, keys: _Keys) -> PrimExpr | None:
     return None
 
 
+def replace_equal(node: Any, pairs: list[tuple[PrimExpr, PrimExpr]]) -> Any:
+    """``node`` with every subexpression structurally equal to the first of a pair (variables
+    by identity) replaced by the second."""
+    keys = _Keys()
+    table = {keys.of(a): b for a, b in pairs}
+    return transform(node, lambda n: table.get(keys.of(n)) if isinstance(n, PrimExpr) and
+                     not isinstance(n, Var) else None)
+
+
 def simplify_linear(e: PrimExpr) -> PrimExpr:
     """``e`` rebuilt from its linear form (terms in order of first appearance)."""
     return _Context({}).simplify_linear(e)
@@ -465,7 +485,13 @@ def _rule_binary(e: BinaryOp, ctx: _Context) -> PrimExpr | None:
         p = prove(e, ctx.ranges, ctx)
         return None if p is None else const(p)
     if isinstance(e, (Min, Max)) and is_int(e.dtype):
+        for inner, other in ((a, b), (b, a)):  # max(max(x, y), y) is max(x, y)
+            if type(inner) is type(e) and ctx.keys.of(other) in (ctx.keys.of(inner.a),
+                                                                   ctx.keys.of(inner.b)):
+                return inner
         p = prove(LE(a, b, "bool"), ctx.ranges, ctx)
+        if p is None and prove(GE(a, b, "bool"), ctx.ranges, ctx):
+            p = False  # a >= b: equal operands are either (max(d, 0) is d for a size d)
         if p is not None:
             return (a if p else b) if isinstance(e, Min) else (b if p else a)
     if isinstance(e, And) and (_is(a, 1) or _is(b, 1)):
@@ -482,6 +508,8 @@ def _rule_select(e: Any, ctx: _Context) -> PrimExpr | None:
     then, other = (e.true_value, e.false_value) if isinstance(e, Select) else e.args[1:3]
     if isinstance(cond, IntImm):
         return then if cond.value else other
+    if then is other or ctx.keys.of(then) == ctx.keys.of(other):
+        return then  # where(c, x, x): an Expand written as a where on a template of its shape
     if isinstance(cond, EQ) and _is(then, 0) and isinstance(other, Var) and other in ctx.below:
         # ``n == 1 ? 0 : x`` (a broadcast read) is x inside ``for x in [0, n)``: x is 0 there
         # when n is 1

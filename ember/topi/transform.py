@@ -60,11 +60,41 @@ def reshape(x: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
     return te.compute(shape, f, name="T_reshape", tag=INJECTIVE)
 
 
-def _reshape_groups(src: list[PrimExpr], dst: list[PrimExpr]
-                    ) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    # ((src start, end), (dst start, end)) per group of axes with equal products; one group
-    # of all axes unless every size is static and none is 0. Unit axes join the group
-    # before them (the first group when they lead).
+Groups = list[tuple[tuple[int, int], tuple[int, int]]]
+
+
+def _reshape_groups(src: list[PrimExpr], dst: list[PrimExpr]) -> Groups:
+    # ((src start, end), (dst start, end)) per group of axes with equal products. With a
+    # symbolic size, the axes that lead or trail both shapes unchanged (the same size: a
+    # run-time one by identity) are groups of their own: (b * h, s, s) -> (b, h, s, s)
+    # keeps x[i0 * h + i1, i2, i3], with no division by s per element.
+    if all(isinstance(d, IntImm) for d in (*src, *dst)):
+        return _size_groups(src, dst)
+    lead = 0
+    while lead < min(len(src), len(dst)) and _same_size(src[lead], dst[lead]):
+        lead += 1
+    trail = 0
+    while trail < min(len(src), len(dst)) - lead and _same_size(src[-1 - trail],
+                                                                 dst[-1 - trail]):
+        trail += 1
+    if lead == trail == 0:
+        return _size_groups(src, dst)
+    mid_s, mid_d = len(src) - trail, len(dst) - trail
+    groups: Groups = [((i, i + 1), (i, i + 1)) for i in range(lead)]
+    if lead < mid_s or lead < mid_d:
+        groups += [((a + lead, b + lead), (c + lead, d + lead)) for (a, b), (c, d) in
+                   _size_groups(src[lead:mid_s], dst[lead:mid_d])]
+    return groups + [((mid_s + k, mid_s + k + 1), (mid_d + k, mid_d + k + 1))
+                     for k in range(trail)]
+
+
+def _same_size(a: PrimExpr, b: PrimExpr) -> bool:
+    return a is b or isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value
+
+
+def _size_groups(src: list[PrimExpr], dst: list[PrimExpr]) -> Groups:
+    # One group of all axes unless every size is static and none is 0. Unit axes join the
+    # group before them (the first group when they lead).
     sizes = [d.value if isinstance(d, IntImm) else None for d in (*src, *dst)]
     s_sizes, d_sizes = sizes[:len(src)], sizes[len(src):]
     if len(src) > 1 and len(dst) > 1 and s_sizes[0] is None and d_sizes[0] is None and \
@@ -72,7 +102,7 @@ def _reshape_groups(src: list[PrimExpr], dst: list[PrimExpr]
             math.prod(s_sizes[1:]) == math.prod(d_sizes[1:]):
         # a ? batch leading both (the rest static, of equal products): the same batch, its
         # own group, the rest grouped as for static shapes
-        rest = _reshape_groups(src[1:], dst[1:])
+        rest = _size_groups(src[1:], dst[1:])
         return [((0, 1), (0, 1))] + [((a + 1, b + 1), (c + 1, d + 1))
                                      for (a, b), (c, d) in rest]
     if not src or not dst or None in sizes or 0 in sizes or \

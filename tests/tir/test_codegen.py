@@ -229,9 +229,10 @@ def test_a_launch_over_nested_run_time_loops_weighs_all_their_trip_counts():
     assert "(int64_t)(n) * (int64_t)(m)) < 2048LL ? 1 : 0" in launch, launch
 
 
-def test_a_launch_over_a_split_tail_still_compiles():
-    # the inner trip count of a split loop depends on the outer variable: not a launch-time
-    # value, so the launch asks for threads as before (and the C compiles)
+def test_a_launch_over_a_split_tail_weighs_the_tail_by_its_bound():
+    # the inner trip count of a split loop depends on the outer variable: the launch weighs
+    # it at its bound (256), so a small n runs inline (an arange of 32 positions woke the
+    # pool), a large one asks for threads; the C compiles and computes at either size
     n = te.size_var("n")
     x = te.placeholder((n,), name="x")
     y = te.compute((n,), lambda i: x[i] * 2.0, name="y")
@@ -241,4 +242,12 @@ def test_a_launch_over_a_split_tail_still_compiles():
     code = generate_c([te.lower(s, [x, y], "split_scale")])
     launch = next(line for line in code.splitlines() if "TVMBackendParallelLaunch(" in line
                   and "split_scale_par0" in line)
-    assert launch.rstrip().endswith(", 0) != 0) return -1;"), launch
+    assert "(int64_t)(((n + 255) / 256))) < 128LL ? 1 : 0)" in launch, launch
+    if cc.get_cc() is None:
+        return
+    mod = tir.build(s, [x, y], name="split_scale")
+    for size in (32, 70000):
+        xv = np.arange(size, dtype="float32")
+        got = ember.nd.empty((size,), "float32")
+        mod["split_scale"](ember.nd.array(xv), got)
+        np.testing.assert_array_equal(got.numpy(), xv * 2.0)

@@ -22,6 +22,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from ...tir import expr as tir_expr
 from ...tir.expr import IntImm, PrimExpr, StringImm
+from ...tir.simplify import simplify
 from ...tir.stmt import AssertStmt, LetStmt, PrimFunc, Stmt
 from ..op._compute_common import Requirement, collect_requirements, tensor_types
 from ..op._reg import resolve_attrs
@@ -202,7 +203,9 @@ def guard(prim: PrimFunc, requirements: list[Requirement],
         return prim
     body: Stmt = prim.body
     for cond, msg in reversed(requirements):
-        body = AssertStmt(cond, StringImm(msg), body)
+        cond = simplify(cond)  # once per call, but readable: ((n * 1) + 0) / 1 is n
+        if not (isinstance(cond, IntImm) and cond.value):
+            body = AssertStmt(cond, StringImm(msg), body)
     for var, value in reversed(list(binds)):
         body = LetStmt(var, value, body)
     return dataclasses.replace(prim, body=body)
