@@ -79,9 +79,9 @@ typedef struct {
 /* The store case of the register tiles (EMBER_CONV_STORE_TILE), from act, flags and accum:
  * res_first | clamp << 1 | res_last << 3 for the common epilogues (none, relu, clip, or an
  * exp-based one that runs later; a residual before or after), 16 | clamp << 1 for a later
- * pass over input blocks (accum) with none or relu and no residual, -1 for the rest (then
- * ember_conv_store_general, out of line: per vector, a later pass's stores through it cost
- * 256->256 3x3 convs over 3x80 maps 5% with one input block per pass). Set wherever
+ * pass over input blocks (accum) with none or relu and no residual (the row tiles' passes
+ * of one input block each store every tile 16 times), -1 for the rest (then
+ * ember_conv_store_general, out of line, its activation chosen per vector). Set wherever
  * those fields are: computed in each tile, GCC's jump threading copied every tile's stores
  * once per path to the switch (30% of the conv object's code and of its compile time). */
 static inline int32_t ember_conv_epi_case(const ember_conv_p* p) {
