@@ -267,6 +267,20 @@ EDGE_CASES = {
     "chunked_silu_residual_tasks": {"ic": 256, "oc": 48, "h": 5, "w": 31, "n": 2, "tasks": 3,
                                     "act": "silu", "residual": True, "after": False,
                                     "tiles": (2, 6, 16, 1)},
+    # maps of few rows and many columns (text recognisers) with blocks outermost whose tile
+    # groups' weights pass 128 KiB: each block group's rows in passes over chunks of input
+    # blocks small enough for L1 (ember_conv_row_chunk; 8 blocks a pass for pairs at 8 lanes,
+    # 2 at 16), partial sums in the output: 3 rows from 6 at stride (2, 1), an odd block count
+    # with a late activation before a residual over tasks, a clip (general stores) and a
+    # single row
+    "row_passes_stride_2_1": {"ic": 256, "oc": 64, "h": 6, "w": 37, "s": (2, 1),
+                              "tiles": (2, 6, 37, 0)},
+    "row_passes_odd_blocks_silu_residual_tasks": {"ic": 256, "oc": 80, "h": 3, "w": 41,
+                                                  "n": 2, "tasks": 3, "act": "silu",
+                                                  "residual": True, "after": False,
+                                                  "tiles": (2, 6, 20, 0)},
+    "row_passes_clip_one_row": {"ic": 512, "oc": 32, "h": 1, "w": 45, "act": "clip",
+                                "tiles": (2, 4, 45, 0)},
     # 1x1 at stride 2 in the unit-stride tiles (columns 2 * L apart), odd sizes, residual;
     # a 1x1 map (one-column GEMV tiles with partial sums: an SE block's convs), an odd block
     # count; a large input with two block groups (not packed, blocks innermost)
@@ -381,6 +395,7 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "flat_quads_7x7_odd_blocks", "flat_quads_chunked",
                                   "long_kernel_dilated_stride2",
                                   "chunked_uneven_stride2", "1x1_stride2_unit",
+                                  "row_passes_stride_2_1",
                                   "1x1_map_gemv", "tile_runs_3x3_row",
                                   "tile_runs_stride2_residual", "odd_blocks_wide_single_3x3",
                                   "stride2_unit_kernel2_row", "stride2_unit_3x3_borders"])
@@ -569,6 +584,37 @@ def flat_quad_cases(draw: st.DrawFn) -> dict:
                                                                   HealthCheck.data_too_large])
 @given(case=flat_quad_cases())
 def test_flat_quad_tiles_match_numpy(harness_libs, case):
+    run_case(_harness(harness_libs, "native", lanes=case["lanes"]), **case)
+
+
+@st.composite
+def row_pass_cases(draw: st.DrawFn) -> dict:
+    """Maps of 1 to 4 output rows and 29 to 90 columns, blocks outermost (order 0), pairs or
+    quads with enough input blocks that their weights run in passes over chunks of them
+    (ember_conv_row_chunk): strides (1 or 2, 1), padding of 0 or 1 (border columns and rows),
+    output blocks not a multiple of the tile's, a cut strip, tasks, the common epilogues."""
+    lanes = draw(st.sampled_from(NATIVE_LANES))
+    rb = draw(st.sampled_from([2, 4]))
+    s = (draw(st.integers(1, 2)), 1)
+    pads = tuple(draw(st.integers(0, 1)) for _ in range(4))
+    oh, ow = draw(st.integers(1, 4)), draw(st.integers(29, 90))
+    h, w = max(1, (oh - 1) * s[0] + 3 - pads[0] - pads[2]), ow + 2 - pads[1] - pads[3]
+    ow = w + pads[1] + pads[3] - 2
+    blocks = draw(st.sampled_from([1, 16, 40])) * max(1, 16 // lanes)  # 16+: in passes
+    return {"ic": lanes * blocks, "oc": lanes * draw(st.integers(1, 9)), "h": h, "w": w,
+            "s": s, "pads": pads, "lanes": lanes,
+            "act": draw(st.sampled_from(["none", "relu", "clip", "silu"])),
+            "residual": draw(st.booleans()), "after": draw(st.booleans()),
+            "n": draw(st.integers(1, 2)), "tasks": draw(st.integers(1, 3)),
+            "tiles": (rb, 6 if rb == 4 else draw(st.sampled_from([4, 6])),
+                      draw(st.sampled_from([ow, ow // 2 + 1])), 0),
+            "seed": draw(st.integers(0, 1000))}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(case=row_pass_cases())
+def test_row_tiles_in_passes_over_input_blocks_match_numpy(harness_libs, case):
     run_case(_harness(harness_libs, "native", lanes=case["lanes"]), **case)
 
 

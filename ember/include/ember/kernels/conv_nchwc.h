@@ -78,7 +78,10 @@ typedef struct {
 
 /* The store case of the register tiles (EMBER_CONV_STORE_TILE), from act, flags and accum:
  * res_first | clamp << 1 | res_last << 3 for the common epilogues (none, relu, clip, or an
- * exp-based one that runs later; a residual before or after), -1 for the rest. Set wherever
+ * exp-based one that runs later; a residual before or after), 16 | clamp << 1 for a later
+ * pass over input blocks (accum) with none or relu and no residual (the row tiles' passes
+ * of one input block each store every tile 16 times), -1 for the rest (then
+ * ember_conv_store_general, out of line, its activation chosen per vector). Set wherever
  * those fields are: computed in each tile, GCC's jump threading copied every tile's stores
  * once per path to the switch (30% of the conv object's code and of its compile time). */
 static inline int32_t ember_conv_epi_case(const ember_conv_p* p) {
@@ -88,7 +91,8 @@ static inline int32_t ember_conv_epi_case(const ember_conv_p* p) {
   const int32_t res_last = (flags & EMBER_EPI_RESIDUAL) && !res_first &&
                            act < EMBER_CONV_ACT_SIGMOID;
   const int32_t clamp = act == EMBER_CONV_ACT_RELU ? 1 : act == EMBER_CONV_ACT_CLIP ? 2 : 0;
-  if (p->accum || (act > EMBER_CONV_ACT_CLIP && act < EMBER_CONV_ACT_SIGMOID)) return -1;
+  if (act > EMBER_CONV_ACT_CLIP && act < EMBER_CONV_ACT_SIGMOID) return -1;
+  if (p->accum) return (flags & EMBER_EPI_RESIDUAL) || clamp == 2 ? -1 : 16 | clamp << 1;
   return res_first | clamp << 1 | res_last << 3;
 }
 

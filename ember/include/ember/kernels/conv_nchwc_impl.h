@@ -209,14 +209,16 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
     const EV vlo_ = EMBER_VSPLAT(EMBER_L, (p->epi >> 1 & 3) == 2 ? p->lo : 0.0f);            \
     const EV vhi_ = EMBER_VSPLAT(EMBER_L, p->hi);                                              \
     switch (p->epi) {                                                                          \
-      case 0: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0) break;                                     \
-      case 1: EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0) break;                                     \
-      case 2: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0) break;                                     \
-      case 3: EMBER_CONV_STORE_RUN(RW, RB, 1, 1, 0) break;                                     \
-      case 4: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 0) break;                                     \
-      case 5: EMBER_CONV_STORE_RUN(RW, RB, 1, 2, 0) break;                                     \
-      case 10: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 1) break;                                    \
-      case 12: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 1) break; /* clip, then the add */           \
+      case 0: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0, 0) break;                                  \
+      case 1: EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0, 0) break;                                  \
+      case 2: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0, 0) break;                                  \
+      case 3: EMBER_CONV_STORE_RUN(RW, RB, 1, 1, 0, 0) break;                                  \
+      case 4: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 0, 0) break;                                  \
+      case 5: EMBER_CONV_STORE_RUN(RW, RB, 1, 2, 0, 0) break;                                  \
+      case 10: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 1, 0) break;                                 \
+      case 12: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 1, 0) break; /* clip, then the add */        \
+      case 16: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0, 1) break; /* a pass's partial sums */     \
+      case 18: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0, 1) break;                                 \
       default: {                                                                               \
         EV spill_[RW * RB]; /* a copy: acc, its address taken, would leave the registers */  \
         EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                  \
@@ -229,13 +231,14 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
 
 /* The stores of EMBER_CONV_STORE_TILE for one epilogue, its choices constants: the residual
  * added first (FIRST) or last (LAST), CLAMP 1 (relu: max with 0) or 2 (clip: max lo, min
- * hi) or 0. */
-#define EMBER_CONV_STORE_RUN(RW, RB, FIRST, CLAMP, LAST)                                       \
+ * hi) or 0, ACC 1 to add the partial sums in the output (a later pass over input blocks)
+ * instead of the bias. */
+#define EMBER_CONV_STORE_RUN(RW, RB, FIRST, CLAMP, LAST, ACC)                                  \
   EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                     \
-    EV bv = EMBER_VLOAD(EMBER_L, bias + r * L);                                                \
+    EV bv = ACC ? EMBER_VZERO(EMBER_L) : EMBER_VLOAD(EMBER_L, bias + r * L);                   \
     EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
       const size_t at = r * oob + (size_t)j * L;                                               \
-      EV v = acc[j][r] + bv;                                                                   \
+      EV v = acc[j][r] + (ACC ? EMBER_VLOAD(EMBER_L, out_ + at) : bv);                         \
       if (FIRST) v += EMBER_VLOAD(EMBER_L, res_ + at);                                         \
       if (CLAMP) v = EMBER_VMAX(EMBER_L, v, vlo_);                                             \
       if (CLAMP == 2) v = EMBER_VMIN(EMBER_L, v, vhi_);                                        \
@@ -897,6 +900,66 @@ static inline void EMBER_FN(ember_conv_chunked)(const ember_conv_p* p, int64_t l
   }
 }
 
+/* Input blocks per pass of the row tiles over the run of one block group's items (blocks
+ * outermost, order 0, not the flat tiles): as many as keep a tile group's weights of one
+ * pass in EMBER_CONV_ROW_CHUNK_BYTES of L1 (one input block of a 16-lane quad of a 3x3
+ * conv: 36 KiB; 8 of an 8-lane pair), where all of them pass EMBER_CONV_ROW_CHUNK_MIN_BYTES.
+ * In one pass, every tile of RW columns streamed its group's weights over all input blocks
+ * from the L2 or beyond: maps of few rows and many columns (a text recogniser's 3x80) have
+ * too few rows for the tiles to spend them on (crnn's 3x3 256->256 at 3x80, 590 KiB a quad
+ * and 2.4 MiB in all, at 1.14x onnxruntime's time). Each later pass reads and writes the
+ * output's partial sums again: a load and a store per output vector for the 144 FMAs into
+ * it of a 3x3 16-lane pass. */
+#ifndef EMBER_CONV_ROW_CHUNK_BYTES
+#define EMBER_CONV_ROW_CHUNK_BYTES (40 * 1024)
+#endif
+#ifndef EMBER_CONV_ROW_CHUNK_MIN_BYTES
+#define EMBER_CONV_ROW_CHUNK_MIN_BYTES (128 * 1024)
+#endif
+static inline int32_t EMBER_FN(ember_conv_row_chunk)(const ember_conv_p* p) {
+  const int64_t block = (int64_t)p->rb * p->kh * p->kw * EMBER_L * EMBER_L * 4;
+  const int64_t chunk = EMBER_CONV_ROW_CHUNK_BYTES / block;
+  if (p->depthwise || p->groups != 1 || p->cb != EMBER_L || p->order != 0 ||
+      p->kh * p->kw == 1 || chunk >= p->icb_g ||
+      block * p->icb_g <= EMBER_CONV_ROW_CHUNK_MIN_BYTES) {
+    return p->icb_g;
+  }
+  return chunk < 1 ? 1 : (int32_t)chunk;
+}
+
+/* Items [lo, hi) (order 0) in runs of one (batch, block group), each run in passes over
+ * chunks of input blocks (ember_conv_row_chunk) adding to the partial sums the pass before
+ * stored (the tiles' straight-line stores, EMBER_CONV_STORE_TILE's cases 16 and 18), the
+ * epilogue with the last pass. A run rather than one row per pass: the same (one row per
+ * pass, the output row kept in L1, as MLAS's NCHWc kernel loops) measured no faster. */
+static inline void EMBER_FN(ember_conv_row_passes)(const ember_conv_p* p, int64_t lo,
+                                                   int64_t hi, int32_t chunk) {
+  const int64_t per_group = (int64_t)p->oh * ((p->ow + p->strip - 1) / p->strip);
+  ember_conv_p q = *p;
+  int64_t item, end;
+  int32_t k0;
+  for (; lo < hi; lo = end) {
+    end = (lo / per_group + 1) * per_group < hi ? (lo / per_group + 1) * per_group : hi;
+    for (k0 = 0; k0 < p->icb_g; k0 += chunk) {
+      const int32_t last = k0 + chunk >= p->icb_g;
+      q.in = p->in + (size_t)k0 * p->h * p->w * p->cb;
+      q.wt = p->wt + (size_t)k0 * p->kh * p->kw * p->cb * EMBER_L;
+      q.icb_g = last ? p->icb_g - k0 : chunk;
+      q.accum = k0 > 0;
+      q.act = last ? p->act : 0;
+      q.flags = last ? p->flags : 0;
+      q.epi = ember_conv_epi_case(&q);
+      for (item = lo; item < end; ++item) {
+        int32_t b, og, oy, s, nb, ob;
+        ember_conv_item(p, item, &b, &og, &oy, &s);
+        ob = ember_conv_blocks(p, og, &nb);
+        EMBER_FN(ember_conv_strip)(&q, b, ob, nb, oy, s * p->strip,
+                                   (s + 1) * p->strip < p->ow ? (s + 1) * p->strip : p->ow);
+      }
+    }
+  }
+}
+
 EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int64_t hi) {
   int64_t item, packed = -1; /* the strip (b, oy, s) now in `pack` */
   const int32_t chunk = EMBER_FN(ember_conv_ic_chunk)(p);
@@ -905,6 +968,11 @@ EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int
   const int64_t per_group = (int64_t)p->oh * ((p->ow + p->strip - 1) / p->strip);
   if (chunk < p->icb_g && !ember_conv_packs(p) && !EMBER_FN(ember_conv_flat)(p)) {
     EMBER_FN(ember_conv_chunked)(p, lo, hi, chunk);
+    return;
+  }
+  if (!ember_conv_packs(p) && !EMBER_FN(ember_conv_flat)(p) &&
+      EMBER_FN(ember_conv_row_chunk)(p) < p->icb_g) {
+    EMBER_FN(ember_conv_row_passes)(p, lo, hi, EMBER_FN(ember_conv_row_chunk)(p));
     return;
   }
   if (lo < hi && ember_conv_packs(p)) {
