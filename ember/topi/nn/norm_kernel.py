@@ -8,6 +8,10 @@ registers; the input is read from memory once. :func:`norm_parallel` is the cost
 decides whether a kernel launches threads. Sizes may be run-time ones (``?`` dimensions, e.g.
 the batch and sequence of a transformer): the kernel takes (outer, n, inner) as arguments and
 decides about threads from them at each call, as a static build of that shape does.
+
+:func:`layer_norm` with a :class:`NormEpilogue` calls ``ember_layer_norm_act``: a per-row
+scale/shift and an activation on each normalised row while it is in L1
+(``nn.contrib_layer_norm_act``, which FuseNormEpilogue makes).
 """
 from __future__ import annotations
 
