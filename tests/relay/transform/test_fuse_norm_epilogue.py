@@ -318,3 +318,39 @@ def test_wav2vec2_twin_matches_onnxruntime():
     got = m.get_output(0).numpy()
     scale = max(1.0, float(np.abs(want).max()))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
+
+
+@needs_cc
+def test_onnx_instance_norm_over_a_sequence_then_silu_matches_onnxruntime():
+    """InstanceNormalization of (N, C, L) imports as a norm over L with a per-channel scale
+    and bias across the rows: all of it and the SiLU (Sigmoid, Mul) run in one kernel."""
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from ember.contrib import graph_executor
+
+    shape = [2, 8, 50]
+    rng = np.random.default_rng(4)
+    inits = {"s": rng.uniform(0.5, 1.5, 8).astype("float32"),
+             "b": rng.uniform(-0.5, 0.5, 8).astype("float32")}
+    nodes = [helper.make_node("InstanceNormalization", ["x", "s", "b"], ["n"]),
+             helper.make_node("Sigmoid", ["n"], ["g"]), helper.make_node("Mul", ["n", "g"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "instance_norm_silu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    mod, params = relay.frontend.from_onnx(model)
+    with ember.transform.PassContext(opt_level=3):
+        optimized, _ = relay.optimize(mod, "llvm", params=params)
+        lib = relay.build(mod, "llvm", params=params)
+    text = optimized.astext()
+    assert 'activation="silu"' in text and "has_row_shift=True" in text
+    x = (rng.standard_normal(shape) * 2 + 1).astype("float32")
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input("x", x)
+    m.run()
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    _assert_close(m.get_output(0).numpy(), want)

@@ -134,7 +134,9 @@ static inline void ember_layer_norm_row(const ember_layer_norm_args* a, const fl
 static inline void ember_layer_norm_lanes(const ember_layer_norm_args* a, const float* x,
                                           float* y, int64_t row) {
   int64_t n = a->n, s = a->inner, k, k0, chunk = n;
-  ember_vf vs, vm, vr, inv_n = ember_vset1(1.0f / (float)n);
+  ember_vf vs, vm, vr, inv_n = ember_vset1(1.0f / (float)n), rs = ember_vset1(1.0f);
+  ember_vf rt = ember_vzero();
+  int affine = a->row_scale || a->row_shift;
   ember_vf s0 = ember_vzero(), s1 = ember_vzero(), s2 = ember_vzero(), s3 = ember_vzero();
   float r[EMBER_VL];
   int j;
@@ -165,8 +167,7 @@ static inline void ember_layer_norm_lanes(const ember_layer_norm_args* a, const 
   ember_vstore(r, ember_vfma(vs, inv_n, ember_vset1(a->eps)));
   for (j = 0; j < EMBER_VL; ++j) r[j] = 1.0f / sqrtf(r[j]);
   vr = ember_vload(r);
-  if (a->row_scale || a->row_shift) {
-    ember_vf rs = ember_vset1(1.0f), rt = ember_vzero();
+  if (affine) {
     float t[EMBER_VL];
     if (a->row_scale) {
       for (j = 0; j < EMBER_VL; ++j) t[j] = a->row_scale[ember_layer_norm_row_index(a, row + j)];
@@ -176,25 +177,6 @@ static inline void ember_layer_norm_lanes(const ember_layer_norm_args* a, const 
       for (j = 0; j < EMBER_VL; ++j) t[j] = a->row_shift[ember_layer_norm_row_index(a, row + j)];
       rt = ember_vload(t);
     }
-    if (!a->gamma && !a->beta) {
-      /* (x - m) r s + t: the row scale joins r */
-      vr = ember_vmul(vr, rs);
-      rs = ember_vset1(1.0f);
-    }
-    if (a->act != EMBER_ACT_NONE) chunk = EMBER_LAYER_NORM_ACT_CHUNK / EMBER_VL;
-    for (k0 = 0; k0 < n; k0 += chunk) {
-      int64_t end = n - k0 < chunk ? n : k0 + chunk;
-      for (k = k0; k < end; ++k) {
-        ember_vf v = ember_vmul(ember_vsub(ember_vload(x + k * s), vm), vr);
-        if (a->gamma) v = ember_vmul(v, ember_vset1(a->gamma[k]));
-        if (a->beta) v = ember_vadd(v, ember_vset1(a->beta[k]));
-        ember_vstore(y + k * s, ember_vfma(v, rs, rt));
-      }
-      if (a->act != EMBER_ACT_NONE) {
-        ember_vact_block(y + k0 * s, s, (int32_t)(end - k0), 1, a->act, a->p0, a->p1);
-      }
-    }
-    return;
   }
   if (a->act != EMBER_ACT_NONE) chunk = EMBER_LAYER_NORM_ACT_CHUNK / EMBER_VL;
   for (k0 = 0; k0 < n; k0 += chunk) {
@@ -203,6 +185,7 @@ static inline void ember_layer_norm_lanes(const ember_layer_norm_args* a, const 
       ember_vf v = ember_vmul(ember_vsub(ember_vload(x + k * s), vm), vr);
       if (a->gamma) v = ember_vmul(v, ember_vset1(a->gamma[k]));
       if (a->beta) v = ember_vadd(v, ember_vset1(a->beta[k]));
+      if (affine) v = ember_vfma(v, rs, rt);
       ember_vstore(y + k * s, v);
     }
     if (a->act != EMBER_ACT_NONE) {
