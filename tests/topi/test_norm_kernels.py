@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 import ember
 from ember import relay
 from ember.contrib import cc
+from ember.relay.op.nn.epilogue_activation import activation_ref
+from ember.topi.nn import gemm_kernel as gk
 from ember.runtime.errors import OpError
 
 HERE = Path(__file__).parent
@@ -68,6 +70,9 @@ class _Lib:
         lib.harness_softmax.argtypes = [F32, F32, i64, i64, i64, i32, i32]
         lib.harness_layer_norm.argtypes = [F32, F32, i64, i64, i64, F32, F32, ctypes.c_float,
                                            i32]
+        f32 = ctypes.c_float
+        lib.harness_layer_norm_act.argtypes = [F32, F32, i64, i64, i64, F32, F32, f32, F32, F32,
+                                               i64, i64, i32, f32, f32, i32]
 
     def softmax(self, x: np.ndarray, axis: int, log: bool, parallel: bool) -> np.ndarray:
         outer, n, inner = _split(x.shape, axis)
@@ -82,6 +87,21 @@ class _Lib:
         y = np.full_like(x, 7.0)
         rc = self.lib.harness_layer_norm(_ptr(x), _ptr(y), outer, n, inner, _ptr(gamma),
                                          _ptr(beta), eps, int(parallel))
+        assert rc == 0
+        return y
+
+    def layer_norm_act(self, x: np.ndarray, axis: int, gamma: np.ndarray | None,
+                       beta: np.ndarray | None, eps: float, row_scale: np.ndarray | None,
+                       row_shift: np.ndarray | None, row_div: int, act: str,
+                       parallel: bool) -> np.ndarray:
+        outer, n, inner = _split(x.shape, axis)
+        rows = row_scale if row_scale is not None else row_shift
+        count = 1 if rows is None else rows.size
+        y = np.full_like(x, 7.0)
+        code, p0, p1 = ACTS[act]
+        rc = self.lib.harness_layer_norm_act(
+            _ptr(x), _ptr(y), outer, n, inner, _ptr(gamma), _ptr(beta), eps, _ptr(row_scale),
+            _ptr(row_shift), count, row_div, code, p0, p1, int(parallel))
         assert rc == 0
         return y
 
@@ -111,6 +131,22 @@ def layer_norm_ref(x: np.ndarray, axis: int, gamma: np.ndarray | None, beta: np.
     if gamma is not None:
         y = y * gamma.reshape(shape)
     return y + beta.reshape(shape) if beta is not None else y
+
+
+# activation -> (gemm_epilogue.h code, p0, p1) as FuseNormEpilogue sets them
+ACTS = {act: (gk.ACTIVATIONS[act], *params) for act, params in {
+    "none": (0.0, 0.0), "relu": (0.0, 0.0), "clip": (-0.5, 1.5),
+    "gelu_erf": (0.5, 1 / np.sqrt(2)), "gelu_tanh": (0.5, np.sqrt(2 / np.pi)),
+    "sigmoid": (0.0, 0.0), "hardswish": (1 / 6, 0.0), "tanh": (0.0, 0.0),
+    "leaky_relu": (0.1, 0.0), "silu": (0.0, 0.0), "hardsigmoid": (0.2, 0.5),
+    "mish": (0.0, 0.0)}.items()}
+
+
+def act_ref(y: np.ndarray, act: str) -> np.ndarray:
+    _, p0, p1 = ACTS[act]
+    if act == "hardswish":  # the kernel's hardswish carries its 1/6 as p0
+        return 6 * p0 * activation_ref(y, act)
+    return activation_ref(y, act, p0, p1)
 
 
 def _rand(shape: tuple[int, ...], seed: int, scale: float = 3.0) -> np.ndarray:
@@ -157,6 +193,40 @@ def test_layer_norm_matches_numpy(harness: _Lib, outer: int, n: int, inner: int,
     scale = 1.0 if gamma is None else np.abs(gamma).max()
     atol = 1e-4 + 1e-6 * cond * scale
     want = layer_norm_ref(x, 1, gamma, beta, eps)
+    assert (np.abs(got - want) <= atol + 1e-4 * np.abs(want)).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(outer=st.integers(1, 6), n=SIZES, inner=st.sampled_from([1, 1, 2, 3, 8, 9, 16, 17, 33]),
+       act=st.sampled_from(list(ACTS)), gamma_beta=st.booleans(),
+       rows=st.sampled_from(["none", "scale", "shift", "both"]), row_div=st.sampled_from([1, 2, 3]),
+       parallel=st.booleans(), seed=st.integers(0, 2**16))
+def test_layer_norm_act_matches_numpy(harness: _Lib, outer: int, n: int, inner: int, act: str,
+                                      gamma_beta: bool, rows: str, row_div: int,
+                                      parallel: bool, seed: int) -> None:
+    """ember_layer_norm_act: the norm, the row affine (row = outer * inner + lane, value
+    (row / row_div) % count) and the activation, against numpy; tolerance as the plain
+    norm's (atol 1e-4 plus the centring term, rtol 1e-4) times the row scale."""
+    x = _rand((outer, n, inner), seed) + 5.0
+    eps = 1e-5
+    gamma = _rand((n,), seed + 1) if gamma_beta else None
+    beta = _rand((n,), seed + 2) if gamma_beta else None
+    count = int(np.random.default_rng(seed).integers(1, 8))
+    scale = _rand((count,), seed + 3, 1.5) if rows in ("scale", "both") else None
+    shift = _rand((count,), seed + 4, 1.5) if rows in ("shift", "both") else None
+    got = harness.layer_norm_act(x, 1, gamma, beta, eps, scale, shift, row_div, act, parallel)
+    y = layer_norm_ref(x, 1, gamma, beta, eps)
+    index = (np.arange(outer * inner).reshape(outer, 1, inner) // row_div) % count
+    if scale is not None:
+        y = y * scale.astype(np.float64)[index]
+    if shift is not None:
+        y = y + shift.astype(np.float64)[index]
+    want = act_ref(y, act)
+    cond = np.abs(x).max(1, keepdims=True) / np.sqrt(x.astype(np.float64).var(1, keepdims=True)
+                                                     + eps)
+    mag = (1.0 if gamma is None else np.abs(gamma).max()) * (
+        1.0 if scale is None else np.abs(scale).max())
+    atol = (1e-4 + 1e-6 * cond) * max(mag, 1.0)
     assert (np.abs(got - want) <= atol + 1e-4 * np.abs(want)).all()
 
 

@@ -32,6 +32,7 @@ from ..transform import (
     FoldTokenLayouts,
     FuseGemmEpilogue,
     FuseLayerNorm,
+    FuseNormEpilogue,
     FuseOps,
     FusePoolEpilogue,
     InferType,
@@ -50,7 +51,8 @@ _LISTENERS: list[StageListener] = []
 def optimize_passes() -> list[Pass]:
     """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
     reaches its own (SimplifyInference and DynamicToStatic 0, FoldConstant,
-    RecogniseActivations, FuseLayerNorm and FuseGemmEpilogue 2, the others 3).
+    RecogniseActivations, FuseLayerNorm, FuseGemmEpilogue and FuseNormEpilogue 2, the others
+    3).
     DynamicToStatic turns the ``dyn.*`` ops whose values are now known (``input_shapes``
     bound the sizes they read) into static ones before anything folds or fuses.
     RecogniseActivations turns exporters' spelled-out activations (hardswish, hardsigmoid,
@@ -61,11 +63,13 @@ def optimize_passes() -> list[Pass]:
     transposes around batched GEMMs into strides; AlterOpLayout plans blocked conv layouts
     for the current target (``relay/transform/alter_op_layout.py``); FoldTokenLayouts makes
     each crossing between a blocked map and a transformer's tokens one blocked copy;
-    FusePoolEpilogue puts a blocked max pool's per-channel affine and relu into its kernel."""
+    FusePoolEpilogue puts a blocked max pool's per-channel affine and relu into its kernel;
+    FuseNormEpilogue puts the per-row affine and activation after a layer norm (a GroupNorm's
+    channel affine and GELU) into its kernel."""
     return [SimplifyInference(), DynamicToStatic(), EliminateCommonSubexpr(), FoldConstant(),
             RecogniseActivations(), FoldScaleAxis(), SimplifyExpr(), CanonicalizeOps(),
             FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), AlterOpLayout(),
-            FoldTokenLayouts(), FusePoolEpilogue()]
+            FoldTokenLayouts(), FusePoolEpilogue(), FuseNormEpilogue()]
 
 
 @contextmanager

@@ -37,6 +37,7 @@ _LAZY: dict[str, str] = {
     "DynamicToStatic": "dynamic_to_static",
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
     "FoldTokenLayouts": "fold_token_layouts", "FusePoolEpilogue": "fuse_pool_epilogue",
+    "FuseNormEpilogue": "fuse_norm_epilogue",
     # the Relay-era pass list (issue 23)
     "Inline": "inline", "RemoveUnusedFunctions": "remove_unused_functions",
     "CombineParallelConv2D": "combine_parallel", "CombineParallelDense": "combine_parallel",
@@ -59,7 +60,7 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath",
                 "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit",
                 "PartialEvaluate", "RecogniseActivations", "FoldTokenLayouts",
-                "FusePoolEpilogue")
+                "FusePoolEpilogue", "FuseNormEpilogue")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

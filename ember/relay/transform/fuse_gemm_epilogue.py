@@ -202,6 +202,10 @@ _ACTIVATIONS: dict[str, Any] = {
 }
 
 
+# the same table for the other kernels with these epilogues (FuseNormEpilogue)
+EPILOGUE_ACTIVATIONS = _ACTIVATIONS
+
+
 @dataclass(frozen=True)
 class FuseGemmEpilogue(ModulePass):
     """Rewrite dense/matmul/batch_matmul and their epilogues into ``nn.contrib_gemm``."""

@@ -96,6 +96,11 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
         "nn.batch_norm": Case("nn.batch_norm", [x4, *(rand(rng, (3,)) for _ in range(3)),
                                                 rand(rng, (3,), lo=0.5, hi=2)], {"axis": 1}),
         "nn.layer_norm": Case("nn.layer_norm", [x4, rand(rng, (5,)), rand(rng, (5,))], {}, SUMS),
+        "nn.contrib_layer_norm_act": Case(  # over H; rows (N, C, W): per channel, row_div W
+            "nn.contrib_layer_norm_act",
+            [x4, rand(rng, (7,)), rand(rng, (7,)), rand(rng, (3,)), rand(rng, (3,))],
+            {"axis": 2, "has_row_scale": True, "has_row_shift": True, "row_count": 3,
+             "row_div": 5, "activation": "gelu_erf", "params": (0.5, 0.7071067811865476)}, SUMS),
         "nn.max_pool2d": Case("nn.max_pool2d", [x4], {"pool_size": (3, 2), "strides": (2, 1),
                                                       "padding": (1, 1)}),
         "nn.avg_pool2d": Case("nn.avg_pool2d", [x4], {"pool_size": (3, 3), "padding": (1, 1),

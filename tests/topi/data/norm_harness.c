@@ -18,3 +18,12 @@ int harness_layer_norm(const float* x, float* y, int64_t outer, int64_t n, int64
   return ember_layer_norm(x, y, outer, n, inner, gamma != 0, gamma, beta != 0, beta, eps,
                           parallel);
 }
+
+int harness_layer_norm_act(const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
+                           const float* gamma, const float* beta, float eps,
+                           const float* row_scale, const float* row_shift, int64_t row_count,
+                           int64_t row_div, int32_t act, float p0, float p1, int32_t parallel) {
+  return ember_layer_norm_act(x, y, outer, n, inner, gamma != 0, gamma, beta != 0, beta, eps,
+                              row_scale != 0, row_scale, row_shift != 0, row_shift, row_count,
+                              row_div, act, p0, p1, parallel);
+}

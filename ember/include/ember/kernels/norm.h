@@ -4,7 +4,19 @@
  *
  *   y = (x - mean) / sqrt(var + eps) * gamma[k] + beta[k]      (var: biased, 1/n)
  *
- * gamma/beta are applied when has_gamma/has_beta (n values each). Last axis (inner == 1), per
+ * gamma/beta are applied when has_gamma/has_beta (n values each). ember_layer_norm_act adds an
+ * epilogue on each normalised row while it is in registers / L1 (a GroupNorm's per-channel
+ * affine and the activation after it, which would otherwise be one more pass over the tensor):
+ *
+ *   y = act(norm(x) * row_scale[r] + row_shift[r]),   r = (row / row_div) % row_count
+ *
+ * `row` numbers the (outer, inner) positions, outer * inner + lane (each is one normalisation);
+ * so a vector of channels broadcast over the other axes is indexed by row_count = channels and
+ * row_div = the size of what follows the channels (1 for a GroupNorm of one channel per group
+ * over a 1-D conv's frames, plain or NCHW[L]c). The activation codes and parameters are those
+ * of gemm_epilogue.h (EMBER_ACT_*), applied with its vector forms (the same as conv/gemm
+ * epilogues) per chunk of stored outputs, where many vectors' exp/erf chains overlap.
+ * Last axis (inner == 1), per
  * row: a pass for the mean, one for the centred sum of squares (two passes: no cancellation as
  * with E[x^2] - E[x]^2), one writing the output; the row is read from memory once and from
  * cache after. Another axis: vectors run along the contiguous inner dimension (EMBER_VL lanes,
@@ -24,12 +36,19 @@
   const float* x, float* y, int64_t outer, int64_t n, int64_t inner, int32_t has_gamma,            \
       const float* gamma, int32_t has_beta, const float* beta, float eps, int32_t parallel
 EMBER_KENTRY int32_t ember_layer_norm(EMBER_LAYER_NORM_PARAMS);
+#define EMBER_LAYER_NORM_ACT_PARAMS                                                                \
+  const float* x, float* y, int64_t outer, int64_t n, int64_t inner, int32_t has_gamma,            \
+      const float* gamma, int32_t has_beta, const float* beta, float eps, int32_t has_row_scale,   \
+      const float* row_scale, int32_t has_row_shift, const float* row_shift, int64_t row_count,    \
+      int64_t row_div, int32_t act, float p0, float p1, int32_t parallel
+EMBER_KENTRY int32_t ember_layer_norm_act(EMBER_LAYER_NORM_ACT_PARAMS);
 
 #if EMBER_KERNEL_BODIES
 #include <math.h>
 #include <stddef.h>
 
 #include "ember/c_backend_api.h"
+#include "ember/kernels/gemm_epilogue.h"
 #include "ember/kernels/gemm_simd.h"
 
 typedef struct {
@@ -39,13 +58,38 @@ typedef struct {
   const float* gamma; /* NULL: no scale */
   const float* beta;  /* NULL: no shift */
   float eps;
+  /* the epilogue of ember_layer_norm_act (NULL / EMBER_ACT_NONE: none) */
+  const float* row_scale;
+  const float* row_shift;
+  int64_t row_count, row_div;
+  int32_t act;
+  float p0, p1;
 } ember_layer_norm_args;
+
+/* Rows of outputs stored before the activation runs over them: they are still in L1. */
+#define EMBER_LAYER_NORM_ACT_CHUNK 512
+
+static inline int64_t ember_layer_norm_row_index(const ember_layer_norm_args* a, int64_t row) {
+  return (row / a->row_div) % a->row_count;
+}
+
+/* The activation in place on `len` contiguous outputs (the last vector partial). */
+static inline void ember_layer_norm_act_span(const ember_layer_norm_args* a, float* y,
+                                             int64_t len) {
+  int64_t full = len / EMBER_VL, r = len % EMBER_VL;
+  if (full) ember_vact_block(y, 0, 1, (int32_t)full, a->act, a->p0, a->p1);
+  if (r) {
+    float* t = y + full * EMBER_VL;
+    ember_vstore_part(t, r, ember_vact(ember_vload_part(t, r, 0.0f), a->act, a->p0, a->p1));
+  }
+}
 
 /* One row (inner == 1); the last n % EMBER_VL elements as one padded vector. */
 static inline void ember_layer_norm_row(const ember_layer_norm_args* a, const float* x,
-                                        float* y) {
-  int64_t n = a->n, k, r = n % EMBER_VL, nf = n - r;
-  ember_vf vs = ember_vzero(), vm, vr, v;
+                                        float* y, int64_t row) {
+  int64_t n = a->n, k, k0, r = n % EMBER_VL, nf = n - r, chunk = n;
+  ember_vf vs = ember_vzero(), vm, vr, v, rs = ember_vset1(1.0f), rt = ember_vzero();
+  int affine = a->row_scale || a->row_shift;
   float mean;
   for (k = 0; k < nf; k += EMBER_VL) vs = ember_vadd(vs, ember_vload(x + k));
   if (r) vs = ember_vadd(vs, ember_vload_part(x + nf, r, 0.0f));
@@ -58,17 +102,28 @@ static inline void ember_layer_norm_row(const ember_layer_norm_args* a, const fl
     vs = ember_vfma(v, v, vs);
   }
   vr = ember_vset1(1.0f / sqrtf(ember_vhsum(vs) / (float)n + a->eps));
-  for (k = 0; k < n; k += EMBER_VL) {
-    int full = k < nf;
-    v = ember_vmul(ember_vsub(full ? ember_vload(x + k) : ember_vload_part(x + k, r, 0.0f),
-                              vm), vr);
-    if (a->gamma) {
-      v = ember_vmul(v, full ? ember_vload(a->gamma + k) : ember_vload_part(a->gamma + k, r, 0.0f));
+  if (affine) {
+    int64_t i = ember_layer_norm_row_index(a, row);
+    if (a->row_scale) rs = ember_vset1(a->row_scale[i]);
+    if (a->row_shift) rt = ember_vset1(a->row_shift[i]);
+  }
+  if (a->act != EMBER_ACT_NONE) chunk = EMBER_LAYER_NORM_ACT_CHUNK; /* a multiple of EMBER_VL */
+  for (k0 = 0; k0 < n; k0 += chunk) {
+    int64_t end = n - k0 < chunk ? n : k0 + chunk;
+    for (k = k0; k < end; k += EMBER_VL) {
+      int full = k < nf;
+      v = ember_vmul(ember_vsub(full ? ember_vload(x + k) : ember_vload_part(x + k, r, 0.0f),
+                                vm), vr);
+      if (a->gamma) {
+        v = ember_vmul(v, full ? ember_vload(a->gamma + k) : ember_vload_part(a->gamma + k, r, 0.0f));
+      }
+      if (a->beta) {
+        v = ember_vadd(v, full ? ember_vload(a->beta + k) : ember_vload_part(a->beta + k, r, 0.0f));
+      }
+      if (affine) v = ember_vfma(v, rs, rt);
+      if (full) ember_vstore(y + k, v); else ember_vstore_part(y + k, r, v);
     }
-    if (a->beta) {
-      v = ember_vadd(v, full ? ember_vload(a->beta + k) : ember_vload_part(a->beta + k, r, 0.0f));
-    }
-    if (full) ember_vstore(y + k, v); else ember_vstore_part(y + k, r, v);
+    if (a->act != EMBER_ACT_NONE) ember_layer_norm_act_span(a, y + k0, end - k0);
   }
 }
 
@@ -77,9 +132,11 @@ static inline void ember_layer_norm_row(const ember_layer_norm_args* a, const fl
  * add's latency (the whole cost when n is long and inner is one vector: a GroupNorm over a
  * 1-D conv's frames in NCHW[L]c). */
 static inline void ember_layer_norm_lanes(const ember_layer_norm_args* a, const float* x,
-                                          float* y) {
-  int64_t n = a->n, s = a->inner, k;
-  ember_vf vs, vm, vr, inv_n = ember_vset1(1.0f / (float)n);
+                                          float* y, int64_t row) {
+  int64_t n = a->n, s = a->inner, k, k0, chunk = n;
+  ember_vf vs, vm, vr, inv_n = ember_vset1(1.0f / (float)n), rs = ember_vset1(1.0f);
+  ember_vf rt = ember_vzero();
+  int affine = a->row_scale || a->row_shift;
   ember_vf s0 = ember_vzero(), s1 = ember_vzero(), s2 = ember_vzero(), s3 = ember_vzero();
   float r[EMBER_VL];
   int j;
@@ -110,27 +167,49 @@ static inline void ember_layer_norm_lanes(const ember_layer_norm_args* a, const 
   ember_vstore(r, ember_vfma(vs, inv_n, ember_vset1(a->eps)));
   for (j = 0; j < EMBER_VL; ++j) r[j] = 1.0f / sqrtf(r[j]);
   vr = ember_vload(r);
-  for (k = 0; k < n; ++k) {
-    ember_vf v = ember_vmul(ember_vsub(ember_vload(x + k * s), vm), vr);
-    if (a->gamma) v = ember_vmul(v, ember_vset1(a->gamma[k]));
-    if (a->beta) v = ember_vadd(v, ember_vset1(a->beta[k]));
-    ember_vstore(y + k * s, v);
+  if (affine) {
+    float t[EMBER_VL];
+    if (a->row_scale) {
+      for (j = 0; j < EMBER_VL; ++j) t[j] = a->row_scale[ember_layer_norm_row_index(a, row + j)];
+      rs = ember_vload(t);
+    }
+    if (a->row_shift) {
+      for (j = 0; j < EMBER_VL; ++j) t[j] = a->row_shift[ember_layer_norm_row_index(a, row + j)];
+      rt = ember_vload(t);
+    }
+  }
+  if (a->act != EMBER_ACT_NONE) chunk = EMBER_LAYER_NORM_ACT_CHUNK / EMBER_VL;
+  for (k0 = 0; k0 < n; k0 += chunk) {
+    int64_t end = n - k0 < chunk ? n : k0 + chunk;
+    for (k = k0; k < end; ++k) {
+      ember_vf v = ember_vmul(ember_vsub(ember_vload(x + k * s), vm), vr);
+      if (a->gamma) v = ember_vmul(v, ember_vset1(a->gamma[k]));
+      if (a->beta) v = ember_vadd(v, ember_vset1(a->beta[k]));
+      if (affine) v = ember_vfma(v, rs, rt);
+      ember_vstore(y + k * s, v);
+    }
+    if (a->act != EMBER_ACT_NONE) {
+      ember_vact_block(y + k0 * s, s, (int32_t)(end - k0), 1, a->act, a->p0, a->p1);
+    }
   }
 }
 
 /* One normalisation over n with stride s (the lanes past the last full vector). */
-EMBER_COLD void ember_layer_norm_strided(const ember_layer_norm_args* a, const float* x, float* y) {
+EMBER_COLD void ember_layer_norm_strided(const ember_layer_norm_args* a, const float* x, float* y,
+                                         int64_t row) {
   int64_t n = a->n, s = a->inner, k;
-  float mean = 0.0f, var = 0.0f, r;
+  float mean = 0.0f, var = 0.0f, r, rs = 1.0f, rt = 0.0f;
   for (k = 0; k < n; ++k) mean += x[k * s];
   mean /= (float)n;
   for (k = 0; k < n; ++k) var += (x[k * s] - mean) * (x[k * s] - mean);
   r = 1.0f / sqrtf(var / (float)n + a->eps);
+  if (a->row_scale) rs = a->row_scale[ember_layer_norm_row_index(a, row)];
+  if (a->row_shift) rt = a->row_shift[ember_layer_norm_row_index(a, row)];
   for (k = 0; k < n; ++k) {
     float v = (x[k * s] - mean) * r;
     if (a->gamma) v *= a->gamma[k];
     if (a->beta) v += a->beta[k];
-    y[k * s] = v;
+    y[k * s] = ember_act1(v * rs + rt, a->act, a->p0, a->p1);
   }
 }
 
@@ -143,15 +222,16 @@ static void ember_layer_norm_range(const ember_layer_norm_args* a, int64_t begin
   int64_t blocks = (a->inner + EMBER_VL - 1) / EMBER_VL, item, j;
   for (item = begin; item < end; ++item) {
     if (a->inner == 1) {
-      ember_layer_norm_row(a, a->x + item * a->n, a->y + item * a->n);
+      ember_layer_norm_row(a, a->x + item * a->n, a->y + item * a->n, item);
     } else {
       int64_t o = item / blocks, j0 = (item % blocks) * EMBER_VL;
       int64_t off = o * a->n * a->inner + j0;
+      int64_t row = o * a->inner + j0; /* the first lane's (outer, inner) position */
       if (j0 + EMBER_VL <= a->inner) {
-        ember_layer_norm_lanes(a, a->x + off, a->y + off);
+        ember_layer_norm_lanes(a, a->x + off, a->y + off, row);
       } else {
         for (j = 0; j0 + j < a->inner; ++j) {
-          ember_layer_norm_strided(a, a->x + off + j, a->y + off + j);
+          ember_layer_norm_strided(a, a->x + off + j, a->y + off + j, row + j);
         }
       }
     }
@@ -165,20 +245,47 @@ static inline int ember_layer_norm_task(int task_id, TVMParallelGroupEnv* penv, 
   return 0;
 }
 
+static inline int32_t ember_layer_norm_run(ember_layer_norm_args* a, int32_t parallel) {
+  if (a->outer <= 0 || a->n <= 0 || a->inner <= 0) return 0;
+  if (parallel && ember_layer_norm_items(a) > 1) {
+    return TVMBackendParallelLaunch(ember_layer_norm_task, a, 0) == 0 ? 0 : -1;
+  }
+  ember_layer_norm_range(a, 0, ember_layer_norm_items(a));
+  return 0;
+}
+
+static inline void ember_layer_norm_init(ember_layer_norm_args* a, const float* x, float* y,
+                                         int64_t outer, int64_t n, int64_t inner,
+                                         int32_t has_gamma, const float* gamma,
+                                         int32_t has_beta, const float* beta, float eps) {
+  a->x = x; a->y = y; a->outer = outer; a->n = n; a->inner = inner;
+  a->gamma = has_gamma ? gamma : NULL;
+  a->beta = has_beta ? beta : NULL;
+  a->eps = eps;
+  a->row_scale = NULL; a->row_shift = NULL;
+  a->row_count = 1; a->row_div = 1;
+  a->act = EMBER_ACT_NONE; a->p0 = 0.0f; a->p1 = 0.0f;
+}
+
 /* See the top of this file. */
 #if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layer_norm)
 EMBER_KENTRY int32_t ember_layer_norm(EMBER_LAYER_NORM_PARAMS) {
   ember_layer_norm_args a;
-  a.x = x; a.y = y; a.outer = outer; a.n = n; a.inner = inner;
-  a.gamma = has_gamma ? gamma : NULL;
-  a.beta = has_beta ? beta : NULL;
-  a.eps = eps;
-  if (outer <= 0 || n <= 0 || inner <= 0) return 0;
-  if (parallel && ember_layer_norm_items(&a) > 1) {
-    return TVMBackendParallelLaunch(ember_layer_norm_task, &a, 0) == 0 ? 0 : -1;
-  }
-  ember_layer_norm_range(&a, 0, ember_layer_norm_items(&a));
-  return 0;
+  ember_layer_norm_init(&a, x, y, outer, n, inner, has_gamma, gamma, has_beta, beta, eps);
+  return ember_layer_norm_run(&a, parallel);
+}
+#endif
+
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_layer_norm_act)
+EMBER_KENTRY int32_t ember_layer_norm_act(EMBER_LAYER_NORM_ACT_PARAMS) {
+  ember_layer_norm_args a;
+  ember_layer_norm_init(&a, x, y, outer, n, inner, has_gamma, gamma, has_beta, beta, eps);
+  a.row_scale = has_row_scale ? row_scale : NULL;
+  a.row_shift = has_row_shift ? row_shift : NULL;
+  a.row_count = row_count > 0 ? row_count : 1;
+  a.row_div = row_div > 0 ? row_div : 1;
+  a.act = act; a.p0 = p0; a.p1 = p1;
+  return ember_layer_norm_run(&a, parallel);
 }
 #endif
 #endif /* EMBER_KERNEL_BODIES */

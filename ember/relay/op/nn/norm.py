@@ -1,7 +1,21 @@
-"""Normalisation: nn.batch_norm (inference form, a 3-tuple result) and nn.layer_norm."""
+"""Normalisation: nn.batch_norm (inference form, a 3-tuple result), nn.layer_norm, and
+nn.contrib_layer_norm_act, a layer norm with the epilogue FuseNormEpilogue folds into it.
+
+``nn.contrib_layer_norm_act(data, gamma, beta, row_scale, row_shift)``::
+
+    act(layer_norm(data, gamma, beta) * row_scale[i] + row_shift[i])
+
+where ``i = (r // row_div) % row_count`` and r numbers the positions of data other than along
+``axis`` in row-major order (each is one normalisation: a row). So a per-channel vector of a
+GroupNorm over time (N, C, 1, T), axis 3, is row_count = C, row_div = 1; in NCHW[L]c the same
+values in blocked order. ``row_scale`` / ``row_shift`` have row_count values and are ignored
+(pass a scalar 0) unless ``has_row_scale`` / ``has_row_shift``; ``activation`` and its two
+``params`` are nn.contrib_gemm's (``topi.nn.gemm_kernel.ACTIVATIONS``). float32 only (the C
+kernel ``ember_layer_norm_act`` of ``norm.h``), static or run-time sizes.
+"""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -10,14 +24,17 @@ from ....ir.expr import Call
 from ....ir.types import TensorType, TupleType, Type
 from ....te import tensor as te
 from ....topi.nn import norm_kernel
+from ....topi.nn.gemm_kernel import ACTIVATIONS
+from .._attrs_base import attrs_class
 from .._compute_common import identity
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_dim, fmt_shape, is_float, may_equal, norm_axis, tensor_of
 from .._tuple import TupleWrapper
 from ._attrs import BatchNormAttrs, LayerNormAttrs
+from .epilogue_activation import activation_ref
 from .nn import channel_vectors
 
-__all__ = ["batch_norm", "layer_norm"]
+__all__ = ["batch_norm", "layer_norm", "LayerNormActAttrs"]
 
 
 def _check_vectors(op: str, data: TensorType, axis: int, vectors: list[TensorType],
@@ -129,3 +146,87 @@ def layer_norm(data: Any, gamma: Any, beta: Any, axis: int = -1, epsilon: float 
     """``(data - mean) / sqrt(var + eps) * gamma + beta`` with mean/var over ``axis``."""
     return call("nn.layer_norm", data, gamma, beta,
                 attrs=LayerNormAttrs(axis, epsilon, center, scale))
+
+
+# ---------------------------------------------------------------- contrib_layer_norm_act
+@attrs_class("LayerNormActAttrs")
+class LayerNormActAttrs(LayerNormAttrs):
+    """nn.contrib_layer_norm_act: nn.layer_norm's attrs and the epilogue after it."""
+
+    has_row_scale: bool = False
+    has_row_shift: bool = False
+    row_count: int = 1
+    row_div: int = 1
+    activation: str = "none"
+    params: tuple[float, float] = (0.0, 0.0)
+    _op: ClassVar[str] = "nn.contrib_layer_norm_act"
+
+    def __post_init__(self) -> None:
+        LayerNormAttrs.__post_init__(self)  # attrs_class rebuilds the class: no super()
+        self._bool("has_row_scale", "has_row_shift")
+        self._int("row_count")
+        self._int("row_div")
+        self._positive("row_count")
+        self._positive("row_div")
+        self._choice("activation", tuple(ACTIVATIONS))
+        value = tuple(float(v) for v in self.params)
+        if len(value) != 2:
+            raise self._invalid("params", "two floats")
+        self._set("params", value)
+
+
+def _layer_norm_act_rel(args: list[TensorType], attrs: LayerNormActAttrs) -> TensorType:
+    op = "nn.contrib_layer_norm_act"
+    data, gamma, beta, row_scale, row_shift = args
+    _check_vectors(op, data, attrs.axis, [gamma, beta], ("gamma", "beta"))
+    if data.dtype != "float32":
+        raise fail(op, f"requires float32 data (its C kernel), got {data.dtype}")
+    for vec, name, used in ((row_scale, "row_scale", attrs.has_row_scale),
+                            (row_shift, "row_shift", attrs.has_row_shift)):
+        if used and (vec.dtype != "float32" or vec.ndim != 1 or
+                     not may_equal(vec.shape[0], attrs.row_count)):
+            raise fail(op, f"{name} must be float32 ({attrs.row_count},) (row_count), got "
+                           f"{vec.dtype} {fmt_shape(vec.shape)}")
+    return data
+
+
+def row_index(shape: tuple[int, ...], axis: int, row_count: int, row_div: int) -> np.ndarray:
+    """The row-vector index of each normalisation of a ``shape`` tensor over ``axis``, shaped
+    to broadcast against it (size 1 along ``axis``)."""
+    rows_shape = [1 if i == axis else d for i, d in enumerate(shape)]
+    return (np.arange(int(np.prod(rows_shape))).reshape(rows_shape) // row_div) % row_count
+
+
+def _act_ref(y: np.ndarray, act: str, p: tuple[float, float]) -> np.ndarray:
+    if act == "hardswish":  # as nn.contrib_gemm: p0 is the output scale (1/6: hardswish)
+        return 6 * p[0] * activation_ref(y, act)
+    return activation_ref(y, act, *p)
+
+
+def _layer_norm_act_ref(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
+                        row_scale: np.ndarray, row_shift: np.ndarray,
+                        attrs: LayerNormActAttrs) -> np.ndarray:
+    y = _layer_norm_ref(x.astype(np.float64), gamma, beta, attrs)
+    index = row_index(x.shape, attrs.axis % x.ndim, attrs.row_count, attrs.row_div)
+    if attrs.has_row_scale:
+        y = y * row_scale.astype(np.float64)[index]
+    if attrs.has_row_shift:
+        y = y + row_shift.astype(np.float64)[index]
+    return _act_ref(y, attrs.activation, attrs.params).astype(x.dtype)
+
+
+def _layer_norm_act_compute(attrs: Any, inputs: list[te.Tensor],
+                            out_type: Type) -> list[te.Tensor]:
+    data, gamma, beta, row_scale, row_shift = inputs
+    epilogue = norm_kernel.NormEpilogue(
+        row_scale if attrs.has_row_scale else None, row_shift if attrs.has_row_shift else None,
+        attrs.row_count, attrs.row_div, attrs.activation, *attrs.params)
+    return [norm_kernel.layer_norm(data, gamma if attrs.scale else None,
+                                   beta if attrs.center else None, attrs.axis, attrs.epsilon,
+                                   epilogue)]
+
+
+defop("nn.contrib_layer_norm_act", _layer_norm_act_rel, _layer_norm_act_ref, OPAQUE,
+      args=("data", "gamma", "beta", "row_scale", "row_shift"), attrs=LayerNormActAttrs,
+      doc="Layer normalisation, then a per-row scale/shift and an activation (one kernel).",
+      compute=_layer_norm_act_compute)
