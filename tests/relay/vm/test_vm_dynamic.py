@@ -2,8 +2,12 @@
 from shape functions derived from the ops' compute rules (``backend/vm/shape_func.py``)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from _vm_check import assert_same, interpret, requires_cc, to_py, vm_run
 
 import ember
@@ -147,3 +151,22 @@ def test_dyn_reshape_views_in_a_static_plan() -> None:
         xv = rng.standard_normal((n, 6)).astype("float32")
         got = model(xv, np.array([3, n, 2], "int64"))
         np.testing.assert_allclose(got, (np.exp(xv) * 2).reshape(3, n, 2), rtol=1e-6)
+
+
+@functools.cache
+def _reshape_view_exe() -> ember.runtime.vm.Executable:
+    x, s = relay.var("x", shape=(ANY, ANY)), relay.var("s", shape=(3,), dtype="int64")
+    y = relay.multiply(relay.dyn.reshape(relay.exp(x), s), relay.const(3.0))
+    return relay.vm.compile(ember.IRModule.from_expr(relay.Function([x, s], y)), "llvm")
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(rows=st.integers(1, 9), cols=st.integers(1, 9), order=st.permutations([0, 1, 2]))
+def test_dyn_reshape_views_at_drawn_sizes(rows: int, cols: int, order: list[int]) -> None:
+    # One executable, a view of every size and target: (rows * cols) split into three
+    # factors in a drawn order, 1s included.
+    factors = [rows, cols, 1]
+    target = np.array([factors[k] for k in order], "int64")
+    xv = np.random.default_rng(rows * 10 + cols).standard_normal((rows, cols)).astype("float32")
+    got = to_py(vm_run(_reshape_view_exe(), xv, target))
+    np.testing.assert_allclose(got, (np.exp(xv) * 3).reshape(target), rtol=1e-6)
