@@ -7,7 +7,8 @@ Arguments that come from outside the group become parameters ``%p0, %p1, ...`` i
 a depth-first walk of the group meets them (TVM's order); scalar constants are inlined, other
 constants are passed in (or inlined with the config ``relay.FuseOps.link_params``). A group
 of reshape-like ops only also gets ``relay.reshape_only=1`` (a graph executor may run it as a
-no-op on shared storage). ``annotation.stop_fusion`` ends a group and is then dropped.
+no-op on shared storage; the VM makes it a view, ``dyn.reshape`` included, whose target shape
+its shape function computes). ``annotation.stop_fusion`` ends a group and is then dropped.
 
 ``func_name_hint`` is ember's addition, readable by lowering and code generation (TVM
 recomputes the same name while lowering). Names are not unique: two groups with the same ops
@@ -38,7 +39,7 @@ __all__ = ["FuseOps", "fused_function_name"]
 
 MAX_NAME = 80
 _RESHAPE_LIKE = frozenset({"reshape", "contrib_reverse_reshape", "squeeze", "expand_dims",
-                           "nn.batch_flatten", "reshape_like"})
+                           "nn.batch_flatten", "reshape_like", "dyn.reshape"})
 
 
 def fused_function_name(func: Function) -> str:

@@ -13,7 +13,9 @@
   holds every value of x's dtype exactly;
 - ``identity_arith``: ``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1`` go
   when the constant (or ``zeros``/``ones``/``*_like`` call) does not change x's type;
-- ``consecutive_add``: ``(x + c1) + c2`` is ``x + (c1 + c2)`` for constants c1, c2.
+- ``consecutive_add``: ``(x + c1) + c2`` is ``x + (c1 + c2)`` for constants c1, c2;
+- ``shape_of_transpose``: ``shape_of(transpose(x, p))`` is ``take(shape_of(x), p)``, so a
+  transpose read only for its shape (torch's ``k.size(-2)``) is not computed at all.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...ir.expr import Call, Constant, RelayExpr, const
+from ...ir.expr import Call, Constant, RelayExpr, Tuple, const
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
@@ -176,6 +178,43 @@ def consecutive_add(call: Call) -> RelayExpr | None:
     return op_call("add", x, const(total))
 
 
+def shape_of_transpose(call: Any) -> RelayExpr | None:
+    inner = _call_of(call.args[0], "transpose")
+    p = None if inner is None else _perm(inner)
+    if p is None:
+        return None
+    dims = op_call("shape_of", inner.args[0], dtype=call.attrs.dtype)
+    return op_call("take", dims, const(np.array(p, "int64")), axis=0)
+
+
+def _vector_length(e: RelayExpr) -> int | None:
+    ty = e.checked_type_
+    if not (isinstance(ty, TensorType) and ty.ndim == 1 and isinstance(ty.shape[0], int)):
+        return None
+    return ty.shape[0]
+
+
+def slice_of_slice(call: Any) -> RelayExpr | None:
+    inner = _call_of(call.args[0], "dyn.strided_slice")
+    if inner is None or call.attrs.slice_mode != inner.attrs.slice_mode or \
+            call.attrs.axes is None or inner.attrs.axes is None:
+        return None
+    ndim = inner.args[0].checked_type_.ndim
+    axes = [a % ndim for a in (*inner.attrs.axes, *call.attrs.axes)]
+    if len(set(axes)) != len(axes):
+        return None
+    bounds: list[RelayExpr] = []
+    for k in (1, 2, 3):  # begin, end, strides: one value per axis, one dtype
+        pair = (inner.args[k], call.args[k])
+        counts = [_vector_length(e) for e in pair]
+        if counts != [len(inner.attrs.axes), len(call.attrs.axes)] or \
+                pair[0].checked_type_.dtype != pair[1].checked_type_.dtype:
+            return None
+        bounds.append(op_call("concatenate", Tuple(pair), axis=0))
+    return op_call("dyn.strided_slice", inner.args[0], *bounds, axes=tuple(axes),
+                   slice_mode=call.attrs.slice_mode, where=call.attrs.where)
+
+
 RULES: list[Rule] = [
     *((name, reshape_of_reshape) for name in _RESHAPES),
     *((name, noop_reshape) for name in _RESHAPES),
@@ -184,6 +223,8 @@ RULES: list[Rule] = [
     ("cast", cast_to_same_dtype), ("cast", cast_of_widening_cast),
     *((name, identity_arith) for name in _IDENTITY),
     ("add", consecutive_add),
+    ("shape_of", shape_of_transpose),
+    ("dyn.strided_slice", slice_of_slice),
 ]
 
 

@@ -125,3 +125,65 @@ def test_dynamic_expand_and_constant_of_shape():
                  "row": rng.random((1, 1, m)).astype("float32")}
         got = vm.invoke("main", feeds["x"], feeds["row"]).numpy()
         compare(f"templates n={n} m={m}", [got], run_ort(model, feeds))
+
+
+def _expand_model(x_dims, y_dims, target_nodes):
+    """y = Expand(x, <target>) + 0 * Relu(t): ``target_nodes`` compute "shape" from ``t``."""
+    nodes = [*target_nodes, _n("Expand", ["x", "shape"], ["e"]), _n("Relu", ["t"], ["r"]),
+             _n("Mul", ["r", "zero"], ["z"]), _n("Add", ["e", "z"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TP.FLOAT, x_dims),
+                     helper.make_tensor_value_info("t", TP.FLOAT, y_dims)],
+        [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+        [numpy_helper.from_array(np.array(0, "float32"), "zero"),
+         numpy_helper.from_array(np.array([0], "int64"), "i0"),
+         numpy_helper.from_array(np.array([1, 2], "int64"), "i12")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = min(model.ir_version, 10)
+    return model
+
+
+def _ops_of(mod) -> set[str]:
+    return {e.op.name for e in ember.ir.post_order(mod["main"].body)
+            if isinstance(e, ember.ir.Call) and isinstance(e.op, ember.ir.Op)}
+
+
+def _run_expand(model, shapes):
+    mod, params = relay.frontend.from_onnx(model)
+    vm = ember.runtime.vm.VirtualMachine(relay.vm.compile(mod, "llvm", params=params),
+                                         ember.cpu(0))
+    rng = np.random.default_rng(7)
+    for xs, ts in shapes:
+        feeds = {"x": rng.random(xs).astype("float32"), "t": rng.random(ts).astype("float32")}
+        got = vm.invoke("main", feeds["x"], feeds["t"]).numpy()
+        compare(f"expand {xs} to Shape({ts})", [got], run_ort(model, feeds))
+    return mod
+
+
+def test_expand_to_a_tensors_shape_is_broadcast_to_like():
+    # Expand(x, Shape(t)) where x's sizes are 1 or t's: the shape is read off t, no template.
+    model = _expand_model(["b", 1, "s"], ["b", 3, "s"], [_n("Shape", ["t"], ["shape"])])
+    mod = _run_expand(model, [((1, 1, 1), (1, 3, 1)), ((2, 1, 5), (2, 3, 5)),
+                              ((3, 1, 7), (3, 3, 7))])
+    ops = _ops_of(mod)
+    assert "broadcast_to_like" in ops and "logical_or" not in ops, ops
+
+
+def test_expand_to_a_tensors_shape_that_x_may_grow():
+    # Sizes of x the types cannot match to t's: broadcast both ways against t's shape
+    # (x (n, 3, 1) to Shape(t (1, 1, m)) is (n, 3, m)), still without a template.
+    model = _expand_model(["n", "c", 1], ["a", 1, "m"], [_n("Shape", ["t"], ["shape"])])
+    mod = _run_expand(model, [((2, 3, 1), (1, 1, 4)), ((1, 1, 1), (1, 1, 1)),
+                              ((4, 1, 1), (4, 1, 5)), ((1, 2, 1), (3, 1, 1))])
+    ops = _ops_of(mod)
+    assert "broadcast_to_like" not in ops and "logical_or" not in ops, ops
+
+
+def test_expand_to_a_shape_pieced_together_still_broadcasts_both_ways():
+    # A target that is not one tensor's whole Shape (sizes gathered and concatenated).
+    target = [_n("Shape", ["t"], ["full"]), _n("Gather", ["full", "i0"], ["d0"], axis=0),
+              _n("Gather", ["full", "i12"], ["d12"], axis=0),
+              _n("Concat", ["d0", "d12"], ["shape"], axis=0)]
+    model = _expand_model(["n", 1, 1], ["a", 1, "m"], target)
+    _run_expand(model, [((2, 1, 1), (2, 1, 4)), ((1, 1, 1), (3, 1, 1)),
+                        ((3, 1, 1), (1, 1, 6))])

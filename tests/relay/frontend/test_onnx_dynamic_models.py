@@ -157,6 +157,29 @@ def test_gpt2_block_imports_with_symbolic_batch_and_sequence():
         compare(f"gpt2 block {batch}x{seq}", [got], run_ort(model, feeds), SUMS)
 
 
+def test_gpt2_block_kernels_copy_no_reshape_and_slice_the_mask_once():
+    # Reshapes to run-time targets are views (their shape functions size them), the padding
+    # mask's Expand to Shape(scores) reads the scores' shape (no template), the transposed key
+    # read only for its sizes is not computed, and the causal slice of a slice is one kernel.
+    if cc.get_cc() is None:
+        pytest.skip("no C compiler found")
+    model = gpt2_block()
+    mod, params = relay.frontend.from_onnx(model)
+    exe = relay.vm.compile(mod, "llvm", params=params)
+    names = exe.primitive_ops
+    kernels = [names[int(line.split("PackedFunc[")[1].split("]")[0])]
+               for line in exe.bytecode.splitlines() if "invoke_packed" in line]
+    kernels = [k for k in kernels if not k.endswith("_shape_func")]
+    assert not [k for k in kernels if "dyn_reshape" in k or "logical_or" in k], kernels
+    assert len([k for k in kernels if "dyn_strided_slice" in k]) == 1, kernels
+    assert exe.bytecode.count("reshape_tensor") >= 6
+    vm = ember.runtime.vm.VirtualMachine(exe, ember.cpu())
+    for batch, seq in ((1, 1), (2, 7), (3, 16)):
+        feeds = _gpt2_feeds(batch, seq, seq)
+        got = vm.invoke("main", feeds["x"], feeds["attention_mask"]).numpy()
+        compare(f"gpt2 block {batch}x{seq}", [got], run_ort(model, feeds), SUMS)
+
+
 def test_gpt2_block_runs_as_a_vm_plan_not_interpreted():
     # Sizes from value-reading shape functions (and the reshape views of such tensors) must
     # keep their bytes while the tensors live (memory_alloc.py): else a plan reads reused

@@ -61,6 +61,19 @@ CASES = {
 }
 
 
+def test_shape_of_transpose_is_a_take_of_the_shape():
+    # A transpose read only for its sizes is not computed; the sizes are right at odd
+    # sizes and 1.
+    x = relay.var("x", shape=(relay.Any(), relay.Any(), 2, 4))
+    mod = IRModule.from_expr(relay.Function([x], relay.shape_of(
+        relay.transpose(x, axes=[0, 2, 3, 1]), dtype="int32")))
+    out = SimplifyExpr()(InferType()(mod))
+    text = str(out["main"])
+    assert "transpose" not in text and "take" in text, text
+    for shape in ((1, 1, 2, 4), (3, 5, 2, 4)):
+        assert_same_result(mod, out, np.zeros(shape, "float32"))
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_rewrite(case):
     before, expected = CASES[case]
@@ -95,7 +108,8 @@ def test_every_rule_is_a_named_function():
     names = {fn.__name__ for _, fn in RULES}
     assert names == {"reshape_of_reshape", "noop_reshape", "transpose_of_transpose",
                      "noop_transpose", "transpose_of_unit_axes", "cast_to_same_dtype", "cast_of_widening_cast",
-                     "identity_arith", "consecutive_add"}
+                     "identity_arith", "consecutive_add", "shape_of_transpose",
+                     "slice_of_slice"}
 
 
 @settings(max_examples=30, deadline=None)
@@ -125,3 +139,33 @@ def test_law_reshape_transpose_chains(steps, seed):
     out = run(SimplifyExpr(), mod)
     xv = np.random.default_rng(seed).normal(size=(2, 3)).astype("float32")
     assert_same_result(mod, out, xv)
+
+
+def _slice(data, begin, end, axes):
+    vec = lambda v: relay.const(np.array(v, "int64"))  # noqa: E731
+    return relay.dyn.strided_slice(data, begin, end, vec([1] * len(axes)), axes=axes)
+
+
+@pytest.mark.parametrize("rows", [(0, 1), (2, 5), (-3, 7)])
+def test_slice_of_slice_on_other_axes_is_one_slice(rows):
+    # GPT-2's causal mask: bias[:, :, k - q:k, :k] with run-time bounds, one slice.
+    bias = relay.const(np.arange(2 * 8 * 8, dtype="float32").reshape(1, 2, 8, 8))
+    lo, hi = relay.var("lo", shape=(1,), dtype="int64"), relay.var("hi", shape=(1,),
+                                                                       dtype="int64")
+    zero = relay.const(np.array([0], "int64"))
+    y = _slice(_slice(bias, lo, hi, [2]), zero, hi, [-1])
+    mod = IRModule.from_expr(relay.Function([lo, hi], y))
+    out = SimplifyExpr()(InferType()(mod))
+    text = str(out["main"])
+    assert text.count("dyn.strided_slice") == 1 and "axes=[2, 3]" in text, text
+    args = np.array([rows[0]], "int64"), np.array([rows[1]], "int64")
+    assert_same_result(mod, out, *args)
+
+
+def test_slice_of_slice_on_the_same_axis_is_left_alone():
+    x = relay.var("x", shape=(8, 8))
+    lo = relay.var("lo", shape=(1,), dtype="int64")
+    mod = InferType()(IRModule.from_expr(relay.Function([x, lo], _slice(
+        _slice(x, lo, relay.const(np.array([7], "int64")), [1]), lo,
+        relay.const(np.array([4], "int64")), [1]))))
+    assert str(SimplifyExpr()(mod)["main"]).count("dyn.strided_slice") == 2

@@ -2,8 +2,12 @@
 from shape functions derived from the ops' compute rules (``backend/vm/shape_func.py``)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from _vm_check import assert_same, interpret, requires_cc, to_py, vm_run
 
 import ember
@@ -111,3 +115,58 @@ def test_reshape_only_functions_become_views(shape: tuple) -> None:
     exe = _each_size(mod, lambda n: (rng.standard_normal((4 if shape[0] == 4 else n, 2, 3))
                                      .astype("float32"), wv), sizes=(4,) if shape[0] == 4 else (1, 3))
     assert "reshape_tensor" in exe.bytecode
+
+
+def _kernel_calls(exe: ember.runtime.vm.Executable) -> list[str]:
+    """The kernels (not shape functions) that ``exe``'s bytecode invokes, in order."""
+    names = exe.primitive_ops
+    calls = [int(line.split("PackedFunc[")[1].split("]")[0])
+             for line in exe.bytecode.splitlines() if "invoke_packed" in line]
+    return [names[k] for k in calls if not names[k].endswith("_shape_func")]
+
+
+@pytest.mark.parametrize("target", ["rows", "flat"])
+def test_dyn_reshape_to_a_run_time_shape_is_a_view(target: str) -> None:
+    # dyn.reshape's target is a value known at run time only: its shape function computes
+    # the new shape, and the reshape is a view of its input (no kernel, no copy).
+    x, s = relay.var("x", shape=(ANY, 6)), relay.var("s", shape=(3,), dtype="int64")
+    y = relay.add(relay.dyn.reshape(relay.exp(x), s), relay.const(1.0))
+    mod = ember.IRModule.from_expr(relay.Function([x, s], y))
+    rng = np.random.default_rng(5)
+    new = (lambda n: [n, 3, 2]) if target == "rows" else (lambda n: [1, 1, 6 * n])
+    exe = _each_size(mod, lambda n: (rng.standard_normal((n, 6)).astype("float32"),
+                                     np.array(new(n), "int64")), sizes=(1, 3, 7))
+    assert _kernel_calls(exe) == ["vm_mod_fused_exp", "vm_mod_fused_add"]
+    assert exe.bytecode.count("reshape_tensor") == 1
+
+
+def test_dyn_reshape_views_in_a_static_plan() -> None:
+    # The same through ember.compile (a VM static plan: one C call per run), odd sizes and 1.
+    x, s = relay.var("x", shape=(ANY, 6)), relay.var("s", shape=(3,), dtype="int64")
+    mod = ember.IRModule.from_expr(relay.Function([x, s], relay.multiply(
+        relay.dyn.reshape(relay.exp(x), s), relay.const(2.0))))
+    model = ember.compile(mod, threads=1)
+    rng = np.random.default_rng(6)
+    for n in (1, 5, 9):
+        xv = rng.standard_normal((n, 6)).astype("float32")
+        got = model(xv, np.array([3, n, 2], "int64"))
+        np.testing.assert_allclose(got, (np.exp(xv) * 2).reshape(3, n, 2), rtol=1e-6)
+
+
+@functools.cache
+def _reshape_view_exe() -> ember.runtime.vm.Executable:
+    x, s = relay.var("x", shape=(ANY, ANY)), relay.var("s", shape=(3,), dtype="int64")
+    y = relay.multiply(relay.dyn.reshape(relay.exp(x), s), relay.const(3.0))
+    return relay.vm.compile(ember.IRModule.from_expr(relay.Function([x, s], y)), "llvm")
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(rows=st.integers(1, 9), cols=st.integers(1, 9), order=st.permutations([0, 1, 2]))
+def test_dyn_reshape_views_at_drawn_sizes(rows: int, cols: int, order: list[int]) -> None:
+    # One executable, a view of every size and target: (rows * cols) split into three
+    # factors in a drawn order, 1s included.
+    factors = [rows, cols, 1]
+    target = np.array([factors[k] for k in order], "int64")
+    xv = np.random.default_rng(rows * 10 + cols).standard_normal((rows, cols)).astype("float32")
+    got = to_py(vm_run(_reshape_view_exe(), xv, target))
+    np.testing.assert_allclose(got, (np.exp(xv) * 3).reshape(target), rtol=1e-6)

@@ -19,7 +19,8 @@ function's shape function (``shape_func.py``), which also returns its size in by
 
 A fused function of reshapes only (FuseOps marks it ``relay.reshape_only``) becomes a view of
 its input, ``vm.reshape_tensor(%a, %newshape)``, with no kernel and no copy; the input is then
-treated as escaping (a view must not outlive the bytes it looks at).
+treated as escaping (a view must not outlive the bytes it looks at). A ``dyn.reshape`` whose
+target is a run-time value is a view too: its shape function computes ``%newshape``.
 
 A fused function that is ``shape_of`` alone (int64) becomes ``vm.shape_of`` of its input: no
 kernel reads the tensor's bytes for its shape. The small integer tensors that kernels compute
@@ -251,10 +252,11 @@ class _Manifest:
                     shapes[k] = (s, n)
                     results += [s, n]
             bindings.append((self.fresh("_"), _ops.shape_func(prim, in_shapes, results)))
-        if _reshape_only(prim, ret, call):
+        source = _view_source(prim, ret, call)
+        if source is not None and (shapes or len(call.args) == 1):
             shape: RelayExpr = (shapes[0][0] if shapes else
                                 const(np.array(outs[0].concrete_shape, dtype="int64")))
-            bindings.append((var, _ops.reshape_tensor(call.args[0], shape)))
+            bindings.append((var, _ops.reshape_tensor(source, shape)))
             if derived and not shapes:
                 self.derived.add(var)  # (a view of derived bytes)
             if shapes:
@@ -296,10 +298,20 @@ def _shape_of_only(prim: Any, ret: Type, call: Call) -> bool:
             and isinstance(_type_of(call.args[0]), TensorType))
 
 
-def _reshape_only(prim: Any, ret: Type, call: Call) -> bool:
-    if not int(prim.get_attr("relay.reshape_only", 0) or 0) or len(call.args) != 1:
-        return False
-    return isinstance(ret, TensorType) and isinstance(_type_of(call.args[0]), TensorType)
+def _view_source(prim: Any, ret: Type, call: Call) -> RelayExpr | None:
+    """The argument that a ``relay.reshape_only`` call is a view of: the parameter its chain
+    of reshapes starts from (first operands). Other parameters only size the result (a
+    ``dyn.reshape`` target, a ``reshape_like`` template), which the shape function reads."""
+    if not int(prim.get_attr("relay.reshape_only", 0) or 0) or not isinstance(ret, TensorType):
+        return None
+    node = prim.body
+    while isinstance(node, Call) and not isinstance(node.op, Function):
+        node = node.args[0]
+    index = next((i for i, p in enumerate(prim.params) if p is node), None)
+    if index is None:
+        return None
+    source = call.args[index]
+    return source if isinstance(_type_of(source), TensorType) else None
 
 
 _BENIGN_ARGS = {_ops.RESHAPE_TENSOR: (1,), _ops.SHAPE_OF: (0,), _ops.ALLOC_STORAGE: (0,),

@@ -15,7 +15,7 @@ for the VM with shapes computed from the inputs' shapes alone.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ....ir.expr import RelayExpr
 from ....ir.types import Any, ShapeVar, TensorType
@@ -31,6 +31,9 @@ class SymShape:
 
     elems: tuple[Elem, ...]
     scalar: bool = False
+    # The tensor whose whole shape this is (``Shape(t)``), so that ``Expand(x, Shape(t))``
+    # can read the shape off ``t`` instead of building a template of it.
+    of: RelayExpr | None = field(default=None, compare=False)
 
     @property
     def is_static(self) -> bool:

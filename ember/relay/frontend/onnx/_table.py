@@ -260,8 +260,9 @@ SUPPORT: dict[str, OpSupport] = {
     "Det": _e(ops_linalg.det, "Gaussian elimination with partial pivoting unrolled over n "
               "(n <= 64), batched; static shapes"),
     "EyeLike": _e(ops_layout.eye_like, "a constant identity (diagonal k); static shape"),
-    "Expand": _e(ops_shape.expand, "broadcast_to for static shapes, where() against a "
-                 "template for symbolic ones, dyn.broadcast_to for run-time ones"),
+    "Expand": _e(ops_shape.expand, "broadcast_to for static shapes, broadcast_to_like (or "
+                 "where() against its zeros) for another tensor's Shape, where() against a "
+                 "template for other symbolic ones, dyn.broadcast_to for run-time ones"),
     "Flatten": _e(ops_tensor.flatten, "reshape to 2-D (also with dynamic sizes)"),
     "NonMaxSuppression": _e(ops_detect.non_max_suppression, "sort, pairwise IoU and a "
                             "fixed-point loop for the greedy choice (VM); ONNX's reference "

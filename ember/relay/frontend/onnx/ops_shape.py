@@ -33,7 +33,9 @@ def shape(node: Node) -> RelayExpr:
     dims = ty.shape[start:end]
     if static(dims):
         return node.const(list(dims), "int64")
-    node.set_sym(SymShape(node.scope.importer.sizes.elems_of(x, ty)[start:end]))
+    whole = (start, end) == (0, rank)
+    node.set_sym(SymShape(node.scope.importer.sizes.elems_of(x, ty)[start:end],
+                          of=x if whole else None))
     full = _op.shape_of(x, "int64")
     if (start, end) == (0, rank):
         return full
@@ -187,11 +189,25 @@ def expand(node: Node) -> RelayExpr:
     if target.is_static and static(ty.shape):
         out = np.broadcast_shapes(ty.concrete_shape, tuple(int(e) for e in elems))
         return _op.broadcast_to(x, out) if out != ty.concrete_shape else x
+    if target.of is not None:  # Expand(x, Shape(t)): the sizes are t's
+        if _broadcasts_into(ty.shape, elems):
+            return _op.broadcast_to_like(x, target.of)
+        # (where sizes may also grow x into t's, broadcast both ways against t's shape)
+        return _op.where(_op.cast(_op.zeros_like(target.of), "bool"), x, x)
     if target.is_static:
         tmpl = _op.zeros(tuple(int(e) for e in elems), "bool")
     else:
         tmpl = node.scope.importer.sizes.template(elems)
     return _op.where(tmpl, x, x)
+
+
+def _broadcasts_into(shape: tuple, elems: tuple) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to exactly ``elems`` (each of its sizes is 1
+    or the same size there), so that Expand's bidirectional result is ``elems``."""
+    if len(shape) > len(elems):
+        return False
+    tail = elems[len(elems) - len(shape):]
+    return all(d is e or isinstance(d, int) and (d == 1 or d == e) for d, e in zip(shape, tail))
 
 
 def _expand_run_time(node: Node, x: RelayExpr, ndim: int) -> RelayExpr:
