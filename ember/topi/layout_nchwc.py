@@ -89,6 +89,26 @@ def channel_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.T
     return _kernel_call(src, n, c, h * w, sizes[4], False, False, (n, c, h, w))
 
 
+def reshaped_copy(x: te.Tensor, shape: tuple) -> te.Tensor | None:
+    """A reshape of ``x`` to ``shape`` as one kernel call, when ``x`` is the kernel's copy
+    between NCHW and NCHW[L]c (static sizes): the copy writes its elements in the order the
+    reshape keeps, so the copy itself takes the new shape, with no second pass over the
+    result (vgg16's flatten: the last pool's NCHW16c to NCHW, then (1, 25088)). Else None."""
+    if not (isinstance(x.op, te.ExternOp) and x.op.tag == "layout_nchwc"):
+        return None
+    src = x.op.inputs[0]
+    sizes, out = dims(src.shape), dims(x.shape)
+    if not all(isinstance(d, int) for d in (*sizes, *out, *dims(shape))):
+        return None
+    if len(sizes) == 5 and len(out) == 4:  # NCHW[L]c -> NCHW (maybe its first channels)
+        n, c, hw, block, to_blocked = out[0], out[1], out[2] * out[3], sizes[4], False
+    elif len(sizes) == 4 and len(out) == 5:  # NCHW -> NCHW[L]c
+        n, c, hw, block, to_blocked = sizes[0], sizes[1], sizes[2] * sizes[3], out[4], True
+    else:
+        return None
+    return _kernel_call(src, n, c, hw, block, to_blocked, False, tuple(shape))
+
+
 def _kernel_call(x: te.Tensor, n: int, c: int, hw: int, block: int, to_blocked: bool,
                  last: bool, shape: tuple) -> te.Tensor:
     """ember_layout_nchwc (``last``: ember_layout_nhwc) on ``x``; ``n, c, hw``: the sizes of

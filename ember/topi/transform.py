@@ -12,7 +12,7 @@ from ..te.piecewise import piecewise_compute
 from ..tir import op as tir
 from ..tir.expr import EQ, IntImm, PrimExpr
 from .broadcast import INJECTIVE
-from .layout_nchwc import layout_nchwc
+from .layout_nchwc import layout_nchwc, reshaped_copy
 
 
 def _const_shape(name: str, x: te.Tensor) -> list[int]:
@@ -49,6 +49,9 @@ def reshape(x: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
         newshape = [tir.floordiv(total, known) if isinstance(d, int) and d == -1 else d
                     for d in newshape]
     shape = tuple(tir.convert(d) for d in newshape)
+    copy = reshaped_copy(x, shape)
+    if copy is not None:  # a blocked copy takes the new shape itself (no second pass)
+        return copy
     groups = _reshape_groups(list(x.shape), list(shape))
 
     def f(*idx: PrimExpr) -> PrimExpr:

@@ -191,3 +191,32 @@ def test_channels_last_transforms_that_stay_generic():
     b = te.placeholder((1, 2, 3, 5, 8), name="b")
     assert _kind(topi.layout_transform(b, "NCHW8c", "NWHC")) == "generic"  # not N{HW}C
     assert _kind(topi.layout_transform(b, "NCHW8c", "NHWC")) == "kernel"
+
+
+def test_reshape_of_a_blocked_copy_is_one_kernel_call():
+    # vgg16's flatten: the last pool's NCHW16c back to NCHW, then (1, C * H * W); and a
+    # reshape of a copy into the blocked layout. A reshape of anything else stays a loop.
+    rng = np.random.default_rng(8)
+    b = te.placeholder((2, 3, 4, 5, 8), name="b")
+    flat = topi.reshape(topi.layout_transform(b, "NCHW8c", "NCHW"), (2, 480))
+    assert _kind(flat) == "kernel" and [int(d) for d in flat.shape] == [2, 480]
+    bv = rng.uniform(-1, 1, (2, 3, 4, 5, 8)).astype("float32")
+    (got,) = run_kernel(flat, [b], [bv])
+    np.testing.assert_array_equal(got, bv.transpose(0, 1, 4, 2, 3).reshape(2, 480))
+    # the first 21 channels of the copy (a padded conv's), then flattened
+    prefix = topi.layout_nchwc.channel_prefix(topi.layout_transform(b, "NCHW8c", "NCHW"),
+                                              [0] * 4, [1] * 4, [2, 21, 4, 5])
+    flat21 = topi.reshape(prefix, (2, 21 * 20))
+    assert _kind(flat21) == "kernel"
+    (got,) = run_kernel(flat21, [b], [bv])
+    np.testing.assert_array_equal(
+        got, bv.transpose(0, 1, 4, 2, 3).reshape(2, 24, 4, 5)[:, :21].reshape(2, 420))
+    x = te.placeholder((2, 16, 3, 5), name="x")
+    rows = topi.reshape(topi.layout_transform(x, "NCHW", "NCHW8c"), (2, 2, 15, 8))
+    assert _kind(rows) == "kernel"
+    xv = rng.uniform(-1, 1, (2, 16, 3, 5)).astype("float32")
+    (got,) = run_kernel(rows, [x], [xv])
+    np.testing.assert_array_equal(got, _blocked(xv, 8).reshape(2, 2, 15, 8))
+    assert _kind(topi.reshape(b + 1.0, (2, 480))) == "generic"
+    nhwc = topi.layout_transform(b, "NCHW8c", "NHWC")  # the channels-last copy: not taken
+    assert _kind(topi.reshape(nhwc, (2, 480))) == "generic"

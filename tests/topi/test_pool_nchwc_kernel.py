@@ -57,14 +57,14 @@ def _check(level: str, tmp: Path, attrs, h: int, w: int, kind: str, lanes: int, 
     lib = _harness(level, tmp)
     lib.harness_pool.argtypes = [ctypes.c_int, ctypes.c_int, F32, F32,
                                  ctypes.POINTER(ctypes.c_int32), F32, F32]
-    (k, _), (s, _), (d, _), (pt, pl, pb, pr) = (attrs.pool_size, attrs.strides, attrs.dilation,
-                                                attrs.padding)
-    oh = conv_out_size("pool", "height", h, k, pt + pb, s, d, attrs.ceil_mode)
-    ow = conv_out_size("pool", "width", w, k, pl + pr, s, d, attrs.ceil_mode)
+    (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = (attrs.pool_size, attrs.strides,
+                                                      attrs.dilation, attrs.padding)
+    oh = conv_out_size("pool", "height", h, kh, pt + pb, sh, dh, attrs.ceil_mode)
+    ow = conv_out_size("pool", "width", w, kw, pl + pr, sw, dw, attrs.ceil_mode)
     x = np.random.default_rng(h * 16 + w).standard_normal((2, 2, h, w, lanes)).astype("float32")
     out = np.full((2, 2, oh, ow, lanes), np.nan, "float32")
     scale, shift, relu = epilogue
-    sizes = np.array([2, 2, h, w, oh, ow, k, k, s, s, d, d, pt, pl, pb, pr, kind == "avg",
+    sizes = np.array([2, 2, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, kind == "avg",
                       int(attrs.count_include_pad), int(relu)], "int32")
     vec = [v.ctypes.data_as(F32) if v is not None else None for v in (scale, shift)]
     rc = lib.harness_pool(lanes, tasks, x.ctypes.data_as(F32), out.ctypes.data_as(F32),
@@ -100,6 +100,23 @@ def test_sppf_pool_interior_columns_at_every_level(tmp_path_factory, level):
                             count_include_pad=False)
     for kind in ("max", "avg"):
         _check(level, tmp_path_factory.getbasetemp(), attrs, 7, 20, kind, 8, 2)
+
+
+@pytest.mark.parametrize("level", list(LEVEL_FLAGS))
+@pytest.mark.parametrize("window", [(3, 2), (2, 2), (5, 1), (3, 1), (1, 1), (3, 3)])
+def test_window_width_and_stride_as_constants_at_every_level(tmp_path_factory, level, window):
+    # the interior blocks of four outputs whose window width and stride the kernel takes as
+    # constants (inception's and squeezenet's 3x3 s2, vgg's 2x2 s2, yolov8's 5x5 s1, ...) and
+    # one it does not (3x3 s3), with taller windows, padding on one side and ceil_mode's tail
+    kw, sw = window
+    for kh, sh, pads, ceil in ((3, 2, (0, 0, 0, 0), True), (kw, sw, (1, 1, 0, 0), False),
+                               (2, 1, (0, kw // 2, 1, kw // 2), False)):
+        pads = tuple(min(q, k - 1) for q, k in zip(pads, (kh, kw, kh, kw), strict=True))
+        attrs = SimpleNamespace(pool_size=(kh, kw), strides=(sh, sw), dilation=(1, 1),
+                                padding=pads, layout="NCHW", ceil_mode=ceil,
+                                count_include_pad=True)
+        for kind, lanes in (("max", 16), ("avg", 8), ("max", 4)):
+            _check(level, tmp_path_factory.getbasetemp(), attrs, 7, 31, kind, lanes, 2)
 
 
 @pytest.mark.parametrize("level", list(LEVEL_FLAGS))

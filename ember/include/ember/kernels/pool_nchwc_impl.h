@@ -64,6 +64,71 @@ static inline void EMBER_PFN(ember_pool_quad)(const ember_pool_p* p, const float
   EMBER_PFN(ember_pool_store)(p, &a3, cb, out + 3 * L);
 }
 
+/* ember_pool_quad with the window's width KW and the stride SW known at compile time (and
+ * dilation 1): each window row's 3 * SW + KW input columns are loaded once and fed to every
+ * output whose window covers them. A 3x3 stride-2 pool loads 9 columns per window row for the
+ * four outputs instead of 12, a 2x2 stride-2 one 8 instead of 8 but with no tap loop, yolov8's
+ * 5x5 stride-1 SPPF 8 instead of 20. Always inlined, so the column tests fold away. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline void EMBER_PFN(ember_pool_quad_k)(const ember_pool_p* p, const float* in,
+                                                 float* out, int32_t iy0, int32_t ky0,
+                                                 int32_t ky1, int32_t ox, float scale,
+                                                 const int avg, int32_t cb, const int32_t KW,
+                                                 const int32_t SW) {
+  const int32_t L = EMBER_L;
+  const EMBER_VT(EMBER_L) init = EMBER_VSPLAT(EMBER_L, avg ? 0.0f : -INFINITY);
+  EMBER_VT(EMBER_L) a0 = init, a1 = init, a2 = init, a3 = init;
+  int32_t ky, c;
+  for (ky = ky0; ky < ky1; ++ky) {
+    const float* row = in + ((size_t)(iy0 + ky * p->dh) * p->w + (ox * SW - p->pl)) * L;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 24
+#endif
+    for (c = 0; c < 3 * SW + KW; ++c) {
+      EMBER_VT(EMBER_L) v = EMBER_VLOAD(EMBER_L, row + (size_t)c * L);
+#define EMBER_POOL_TAP(a, j)                                                                   \
+  if (c >= (j) * SW && c < (j) * SW + KW) a = avg ? a + v : EMBER_VMAX(EMBER_L, a, v)
+      EMBER_POOL_TAP(a0, 0);
+      EMBER_POOL_TAP(a1, 1);
+      EMBER_POOL_TAP(a2, 2);
+      EMBER_POOL_TAP(a3, 3);
+#undef EMBER_POOL_TAP
+    }
+  }
+  if (avg) {
+    a0 *= scale; a1 *= scale; a2 *= scale; a3 *= scale;
+  }
+  out += (size_t)ox * L;
+  EMBER_PFN(ember_pool_store)(p, &a0, cb, out);
+  EMBER_PFN(ember_pool_store)(p, &a1, cb, out + L);
+  EMBER_PFN(ember_pool_store)(p, &a2, cb, out + 2 * L);
+  EMBER_PFN(ember_pool_store)(p, &a3, cb, out + 3 * L);
+}
+
+/* Four interior outputs: the shapes of the zoo's pools with their width and stride as
+ * constants (ember_pool_quad_k), any other through the loops of ember_pool_quad. */
+static inline void EMBER_PFN(ember_pool_quad_any)(const ember_pool_p* p, const float* in,
+                                                   float* out, int32_t iy0, int32_t ky0,
+                                                   int32_t ky1, int32_t ox, float scale,
+                                                   const int avg, int32_t cb) {
+#define EMBER_POOL_QUAD_K(kw_, sw_)                                                            \
+  if (p->kw == (kw_) && p->sw == (sw_)) {                                                      \
+    EMBER_PFN(ember_pool_quad_k)(p, in, out, iy0, ky0, ky1, ox, scale, avg, cb, kw_, sw_);     \
+    return;                                                                                    \
+  }
+  if (p->dw == 1 || p->kw == 1) {
+    EMBER_POOL_QUAD_K(3, 2)
+    EMBER_POOL_QUAD_K(2, 2)
+    EMBER_POOL_QUAD_K(5, 1)
+    EMBER_POOL_QUAD_K(3, 1)
+    EMBER_POOL_QUAD_K(1, 1)
+  }
+#undef EMBER_POOL_QUAD_K
+  EMBER_PFN(ember_pool_quad)(p, in, out, iy0, ky0, ky1, ox, scale, avg, cb);
+}
+
 /* Whether output column ox's window lies wholly inside the input's columns. */
 static inline int EMBER_PFN(ember_pool_inside)(const ember_pool_p* p, int32_t ox) {
   const int32_t ix0 = ox * p->sw - p->pl;
@@ -95,9 +160,9 @@ EMBER_KFN void EMBER_PFN(ember_pool_rows)(const ember_pool_p* p, int64_t lo, int
         const int32_t cx = p->kw;  /* every tap counts, with or without count_include_pad */
         const float scale = 1.0f / (float)(cy * cx > 0 ? cy * cx : 1);
         if (p->avg) {
-          EMBER_PFN(ember_pool_quad)(p, in, out, iy0, ky0, ky1, ox, scale, 1, cb);
+          EMBER_PFN(ember_pool_quad_any)(p, in, out, iy0, ky0, ky1, ox, scale, 1, cb);
         } else {
-          EMBER_PFN(ember_pool_quad)(p, in, out, iy0, ky0, ky1, ox, scale, 0, cb);
+          EMBER_PFN(ember_pool_quad_any)(p, in, out, iy0, ky0, ky1, ox, scale, 0, cb);
         }
         ox += 4;
       }
