@@ -630,8 +630,8 @@ def test_flat_tiles_of_pairs_on_avx2_match_numpy(harness_libs, k, hw):
 @st.composite
 def row_pass_cases(draw: st.DrawFn) -> dict:
     """Maps of 1 to 4 output rows and 36 to 90 columns (wider than the flat tiles take),
-    blocks outermost (order 0), pairs or quads with enough input blocks that their weights run in passes over chunks of them
-    (ember_conv_row_chunk): strides (1 or 2, 1), padding of 0 or 1 (border columns and rows),
+    blocks outermost (order 0), pairs or quads with enough input blocks that their weights
+    run in passes over chunks of them (ember_conv_row_chunk): strides (1 or 2, 1), padding of 0 or 1 (border columns and rows),
     output blocks not a multiple of the tile's, a cut strip, tasks, the common epilogues."""
     lanes = draw(st.sampled_from(NATIVE_LANES))
     rb = draw(st.sampled_from([2, 4]))
