@@ -456,7 +456,7 @@ def test_cost_model_keeps_avx512_strided_convs_over_wide_rows_in_row_tiles():
 def test_cost_model_runs_small_maps_in_flat_tiles_of_pairs_or_avx512_quads():
     # weights that fit the L2 (blocks innermost by the L2 rule) on an 8x8 map: flat tiles,
     # blocks outermost, in pairs at 16 registers and in quads on AVX-512; AVX-512's pairs
-    # (2 or 3 blocks), a 1x1 conv or a 29-wide row keep the L2 rule
+    # (2 or 3 blocks), a 1x1 conv or a 36-wide row keep the L2 rule
     geo = K.ConvGeometry(1, 64, 8, 8, 64, 8, 8, 3, 3, (1, 1), (1,) * 4, (1, 1), 1, 8, 8)
     assert K.flat_tiles(geo, LEVELS["avx2"], 2)
     assert K.conv_tiles(geo, LEVELS["avx2"]).order == 0
@@ -467,7 +467,7 @@ def test_cost_model_runs_small_maps_in_flat_tiles_of_pairs_or_avx512_quads():
     assert not K.flat_tiles(wide, LEVELS["avx512"], 2)
     assert K.conv_tiles(replace(wide, oc=48), LEVELS["avx512"]).order == 1  # 3 blocks: pairs
     for other in (replace(geo, kh=1, kw=1, padding=(0,) * 4),
-                  replace(geo, h=29, w=29, oh=29, ow=29), replace(geo, in_block=1)):
+                  replace(geo, h=36, w=36, oh=36, ow=36), replace(geo, in_block=1)):
         assert not K.flat_tiles(other, LEVELS["avx2"], 2)
         assert K.conv_tiles(other, LEVELS["avx2"]).order == 1
 
@@ -559,7 +559,7 @@ def test_random_convolutions_match_numpy(harness_libs, case):
 @st.composite
 def flat_quad_cases(draw: st.DrawFn) -> dict:
     """Plans of quads with blocks outermost over rows of 1 to 30 columns: AVX-512's flat tiles
-    (rows up to FLAT_MAX_OW, unit column dilation, a kernel row wider than 1; with many input
+    (rows up to FLAT_MAX_OW, unit column dilation, more than one tap; with many input
     blocks, in passes over chunks of them), the row tiles otherwise; output blocks not a
     multiple of 4, strides and dilations of 1 or 2."""
     lanes = draw(st.sampled_from(NATIVE_LANES))
@@ -588,16 +588,56 @@ def test_flat_quad_tiles_match_numpy(harness_libs, case):
 
 
 @st.composite
+def flat_column_and_wide_cases(draw: st.DrawFn) -> dict:
+    """The flat tiles' newer shapes: kernels of one column (7x1, 3x1: inception's 17x17 and
+    8x8 maps) and rows of 29 to 35 columns (inception's 35x35 maps), blocks outermost in pairs
+    (any build) or quads (AVX-512), vertical padding and strides, output blocks not a multiple
+    of the tile's, many input blocks (passes over chunks of them), the common epilogues."""
+    lanes = draw(st.sampled_from(NATIVE_LANES))
+    rb = draw(st.sampled_from([2, 4]))
+    column = draw(st.booleans())
+    kh, kw = (draw(st.integers(2, 7)), 1) if column else (draw(st.integers(1, 3)), 3)
+    s = (draw(st.integers(1, 2)), 1)
+    pads = (draw(st.integers(0, kh // 2)), 0 if column else 1,
+            draw(st.integers(0, kh // 2)), 0 if column else 1)
+    ow = draw(st.integers(1, 17)) if column else draw(st.integers(29, 35))
+    w = ow + kw - 1 - pads[1] - pads[3]
+    h = max(1, kh - pads[0] - pads[2]) + draw(st.integers(0, 5))
+    blocks = draw(st.sampled_from([1, 3, 20]))
+    return {"ic": lanes * blocks, "oc": lanes * draw(st.integers(rb, 3 * rb + 1)),
+            "h": h, "w": w, "k": (kh, kw), "s": s, "pads": pads, "lanes": lanes,
+            "act": draw(st.sampled_from(["none", "relu", "clip", "silu"])),
+            "residual": draw(st.booleans()), "n": draw(st.integers(1, 2)),
+            "tasks": draw(st.integers(1, 3)), "tiles": (rb, 6, ow, 0),
+            "seed": draw(st.integers(0, 1000))}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(case=flat_column_and_wide_cases())
+def test_flat_tiles_of_one_column_kernels_and_35_wide_rows_match_numpy(harness_libs, case):
+    run_case(_harness(harness_libs, "native", lanes=case["lanes"]), **case)
+
+
+@pytest.mark.parametrize("k, hw", [((7, 1), 17), ((3, 1), 8), ((3, 3), 35), ((5, 5), 32)])
+def test_flat_tiles_of_pairs_on_avx2_match_numpy(harness_libs, k, hw):
+    # the 16-register build's pairs over the same shapes (a 7x1 over 17 columns, 35-wide rows)
+    p = (k[0] // 2, k[1] // 2)
+    run_case(_harness(harness_libs, "x86-64-v3", lanes=8), ic=24, oc=40, h=hw, w=hw, k=k,
+             pads=(*p, *p), lanes=8, tiles=(2, 6, hw, 0), tasks=2, residual=True)
+
+
+@st.composite
 def row_pass_cases(draw: st.DrawFn) -> dict:
-    """Maps of 1 to 4 output rows and 29 to 90 columns, blocks outermost (order 0), pairs or
-    quads with enough input blocks that their weights run in passes over chunks of them
-    (ember_conv_row_chunk): strides (1 or 2, 1), padding of 0 or 1 (border columns and rows),
+    """Maps of 1 to 4 output rows and 36 to 90 columns (wider than the flat tiles take),
+    blocks outermost (order 0), pairs or quads with enough input blocks that their weights
+    run in passes over chunks of them (ember_conv_row_chunk): strides (1 or 2, 1), padding of 0 or 1 (border columns and rows),
     output blocks not a multiple of the tile's, a cut strip, tasks, the common epilogues."""
     lanes = draw(st.sampled_from(NATIVE_LANES))
     rb = draw(st.sampled_from([2, 4]))
     s = (draw(st.integers(1, 2)), 1)
     pads = tuple(draw(st.integers(0, 1)) for _ in range(4))
-    oh, ow = draw(st.integers(1, 4)), draw(st.integers(29, 90))
+    oh, ow = draw(st.integers(1, 4)), draw(st.integers(36, 90))
     h, w = max(1, (oh - 1) * s[0] + 3 - pads[0] - pads[2]), ow + 2 - pads[1] - pads[3]
     ow = w + pads[1] + pads[3] - 2
     blocks = draw(st.sampled_from([1, 16, 40])) * max(1, 16 // lanes)  # 16+: in passes

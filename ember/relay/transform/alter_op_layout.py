@@ -7,7 +7,9 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
 ``scalar`` build, whose portable kernels still work on 4-lane blocks):
 
 - a conv whose output channels do not split into L takes L/2 when they split into that (a
-  24-channel layer in NCHW8c on an AVX-512 target); blocked values of different L meet through
+  24-channel layer in NCHW8c on an AVX-512 target), unless a few padded lanes make whole
+  blocks of L (squeezenet's 1000 classes: 1008 in NCHW16c, ``pads_over_half_blocks``);
+  blocked values of different L meet through
   one ``layout_transform`` between the two blocks; an ungrouped one that splits into neither
   is padded with zero output channels to whole blocks of L where that wins
   (``channel_pad.py``): the transform back is followed by a slice that drops the padded lanes,
@@ -78,7 +80,7 @@ from ...topi.nn.conv2d_fewoc import fewoc_takes
 from ...topi.nn.conv2d_nchwc import pack_weight
 from ...topi.nn.conv2d_transpose import dilated_kernel, phase_weights, symbolic_phase_plan
 from ._helpers import map_functions, op_call, same_shape
-from .channel_pad import feeds_conv, pad_axis, pad_output
+from .channel_pad import feeds_conv, pad_axis, pad_output, pads_over_half_blocks
 from .type_infer import InferType
 
 __all__ = ["AlterOpLayout", "ConvertLayout", "plan_lanes"]
@@ -375,6 +377,9 @@ class _Planner:
         ic, oc, g = dty.shape[1], oty.shape[1], a.groups
         depthwise = g > 1 and g == ic == oc and w.shape[1] == 1
         lanes, channels = self._out_lanes(oc, ic, g, depthwise), 0
+        if lanes == self.lanes // 2 and self.pad and g == 1 and pads_over_half_blocks(
+                oc, self.lanes, w.shape[2] * w.shape[3], ic):
+            lanes = 0  # padded to whole blocks below (pad_output holds for these)
         # a ? batch, height or width: the plain conv would take the generic loop nest or
         # topi's NCHW template with a run-time batch (measured 10-15x slower than the static
         # template on UNet's 8->2 head); padded to whole blocks it runs the blocked kernel

@@ -51,7 +51,7 @@ PACK_MIN_BYTES = 512 * 1024
 # widest output row the kernel runs in tiles of flattened positions across rows
 # (EMBER_CONV_FLAT_MAX_OW in conv_nchwc_flat_impl.h), and AVX-512's quads over a strided conv
 # (EMBER_CONV_FLAT_MAX_STRIDED_OW: its padded copy is sh * sw times the output map)
-FLAT_MAX_OW = 28
+FLAT_MAX_OW = 35
 FLAT_MAX_STRIDED_OW = 14
 
 
@@ -242,7 +242,7 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
 def flat_tiles(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:
     """Whether the kernel runs ``geo`` in tiles of flattened positions across rows when its
     blocks are outermost (``ember_conv_flat`` in conv_nchwc_flat_impl.h): a dense conv over
-    a channel-blocked input with kernel rows wider than 1, unit column dilation, a static row
+    a channel-blocked input with a kernel of more than one tap (a 7x1 too), unit column dilation, a static row
     of at most :func:`flat_max_ow` columns, and pairs of output blocks with 16 vector
     registers or quads with AVX-512's 32 (its pairs keep the row tiles)."""
     return (isinstance(geo.ow, int) and geo.ow <= flat_max_ow(geo, rb)
@@ -262,7 +262,7 @@ def flat_tiles_apart_from_row(geo: ConvGeometry, level: SimdLevel, rb: int) -> b
     """:func:`flat_tiles` but for the row's width, which may be a run-time size."""
     pairs = rb == 2 and vector_registers(level) == 16
     quads = rb == 4 and level.name == "avx512"  # EMBER_FLAT_RB in conv_nchwc_flat_impl.h
-    return (geo.kw > 1 and (pairs or quads) and geo.groups == 1 and geo.in_block == geo.lanes
+    return (geo.kh * geo.kw > 1 and (pairs or quads) and geo.groups == 1 and geo.in_block == geo.lanes
             and geo.dilation[1] == 1)
 
 

@@ -15,8 +15,9 @@ import ember
 from ember import relay
 from ember.ir.expr import Call
 from ember.ir.visitor import post_order
+from ember.relay.op.nn.conv import conv2d_nchw
 from ember.relay.transform import AlterOpLayout, InferType
-from ember.relay.transform.channel_pad import pad_axis, pad_output
+from ember.relay.transform.channel_pad import pad_axis, pad_output, pads_over_half_blocks
 from ember.runtime.errors import OpAttributeInvalid
 from ember.testing import find_c_compiler
 
@@ -28,11 +29,11 @@ def _c(*shape: int) -> relay.Constant:
     return relay.const(RNG.uniform(-1, 1, shape).astype("float32"))
 
 
-def _plan(body: relay.Expr, *xs: relay.Var, **config) -> ember.IRModule:
+def _plan(body: relay.Expr, *xs: relay.Var, cpu: str = "haswell", **config) -> ember.IRModule:
     mod = InferType()(ember.IRModule.from_expr(relay.Function(list(xs), body)))
     cfg = {f"relay.AlterOpLayout.{k}": v for k, v in config.items()}
     with ember.transform.PassContext(opt_level=3, config=cfg), \
-            ember.target.Target("llvm -mcpu=haswell"):
+            ember.target.Target(f"llvm -mcpu={cpu}"):
         return AlterOpLayout()(mod)
 
 
@@ -99,6 +100,50 @@ def test_padded_result_is_plain_to_other_consumers():
     names = _names(mod)
     assert names.count("nn.contrib_conv2d_NCHWc_fused") == 2
     assert names.count("strided_slice") == 2 and names[-1] == "add"
+
+
+def test_few_padded_lanes_beat_half_blocks_on_avx512():
+    # 1000 classes split into blocks of 8 but not 16: padded to 1008 in NCHW16c (a conv in
+    # half blocks runs at half the vector width); 24 channels (a third more) keep NCHW8c
+    x = relay.var("x", shape=(1, 512, 5, 3))
+    mod = _plan(relay.nn.relu(relay.nn.conv2d(x, _c(1000, 512, 1, 1))), x, cpu="skylake-avx512")
+    conv = next(c for c in _calls(mod) if c.op.name == "nn.contrib_conv2d_NCHWc_fused")
+    assert conv.attrs.lanes == 16 and conv.args[1].data.shape == (63, 32, 1, 1, 16, 16)
+    assert _names(mod)[-1] == "strided_slice"
+    mod = _plan(relay.nn.conv2d(x, _c(24, 512, 1, 1)), x, cpu="skylake-avx512")
+    conv = next(c for c in _calls(mod) if c.op.name == "nn.contrib_conv2d_NCHWc_fused")
+    assert conv.attrs.lanes == 8 and "strided_slice" not in _names(mod)
+
+
+def test_pads_over_half_blocks_gate():
+    assert pads_over_half_blocks(1000, 16, 1, 512) and pads_over_half_blocks(200, 16, 9, 32)
+    assert not pads_over_half_blocks(24, 16, 1, 512)  # 8 padded lanes on 24: a third more
+    assert not pads_over_half_blocks(1000, 16, 1, 128)  # too few taps for the transform back
+    assert not pads_over_half_blocks(1004, 16, 1, 512)  # no half blocks either: pad_output's
+    assert not pads_over_half_blocks(1024, 16, 1, 512)  # whole blocks already
+
+
+@needs_cc
+@pytest.mark.parametrize("shape, oc, k", [((1, 512, 13, 13), 1000, 1), ((2, 32, 1, 7), 200, 3),
+                                          ((1, 48, 1, 1), 136, 3)])
+def test_padded_over_half_blocks_matches_numpy(shape, oc, k):
+    # whichever lanes the host's build takes (16 padded on AVX-512, 8 whole on AVX2)
+    from ember.contrib import graph_executor
+
+    x = relay.var("x", shape=shape)
+    w, b = (RNG.uniform(-0.2, 0.2, s).astype("float32") for s in ((oc, shape[1], k, k), (oc,)))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, relay.const(w), padding=(k // 2,) * 2),
+                                        relay.const(b)))
+    mod = ember.IRModule.from_expr(relay.Function([x], y))
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm")
+    rt = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    data = RNG.uniform(-1, 1, shape).astype("float32")
+    rt.set_input("x", data)
+    rt.run()
+    want = conv2d_nchw(data, w, (1, 1), (k // 2,) * 4, (1, 1), 1) + b.reshape(-1, 1, 1)
+    np.testing.assert_allclose(rt.get_output(0).numpy(), np.maximum(want, 0), rtol=1e-4,
+                               atol=1e-4)
 
 
 @pytest.mark.parametrize("weight, groups, why", [

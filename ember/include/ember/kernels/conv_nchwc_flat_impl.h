@@ -12,7 +12,8 @@
  * copy of the input (made once per task and batch image), so that no tap needs a bounds check.
  *
  * Used (ember_conv_flat) for dense convs with a channel-blocked input, unit column dilation,
- * kernel rows wider than 1, blocks outermost (order 0: the consecutive work items of one block
+ * a kernel of more than one tap (one column too: a 7x1 conv's row tiles split a 17-wide row
+ * into 6 + 6 + 4 + 1, its 1-wide quad four FMA chains long), blocks outermost (order 0: the consecutive work items of one block
  * group then cover consecutive positions) and rows of at most EMBER_CONV_FLAT_MAX_OW columns:
  * with 16 vector registers in pairs of output blocks, with AVX-512's 32 in quads (EMBER_FLAT_RB
  * = EMBER_MAX_RB) where the plan asks for quads. On AVX-512 the row tiles left a 7-wide row as
@@ -24,9 +25,11 @@
 #error "conv_nchwc_flat_impl.h is included by ember/kernels/conv_nchwc_impl.h only"
 #endif
 
-/* up to 28 columns (28 = 6 + 6 + 6 + 5 + 5 per row, 131 flat tiles instead of 140: 128->128
- * 3x3 at 28x28 2744 -> 2545 us on one AVX2 core); 56-wide rows are not measured */
-#define EMBER_CONV_FLAT_MAX_OW 28
+/* up to 35 columns (28 = 6 + 6 + 6 + 5 + 5 per row, 131 flat tiles instead of 140: 128->128
+ * 3x3 at 28x28 2744 -> 2545 us on one AVX2 core; inception's 35x35 and 32x32 maps, one core,
+ * thread time, interleaved: 3x3 96->96 at 35x35 2448 -> 2113 us on AVX2, 256->256 at 32x32
+ * 14.0 -> 11.3 ms on AVX2 and 7.2 -> 6.8 ms on AVX-512); 56-wide rows are not measured */
+#define EMBER_CONV_FLAT_MAX_OW 35
 /* AVX-512's quads over a strided conv: rows up to 14 columns. Its padded copy is about sh * sw
  * times the output map per input block, which the row tiles do not pay, and they lose little
  * on a row of 15 to 28 columns (one narrow tile of 4 at most): resnet18's 3x3 64->128 at
@@ -43,7 +46,7 @@ static inline int EMBER_FN(ember_conv_flat)(const ember_conv_p* p) {
   const int32_t max_ow = EMBER_FLAT_RB == 4 && p->sh * p->sw > 1 ? EMBER_CONV_FLAT_MAX_STRIDED_OW
                                                                  : EMBER_CONV_FLAT_MAX_OW;
   return (EMBER_FLAT_RB == 2 || p->rb == EMBER_FLAT_RB) && !p->depthwise && p->groups == 1 &&
-         p->cb == EMBER_L && p->order == 0 && p->dw == 1 && p->kw > 1 && p->ow <= max_ow &&
+         p->cb == EMBER_L && p->order == 0 && p->dw == 1 && p->kh * p->kw > 1 && p->ow <= max_ow &&
          p->ocb_g >= EMBER_FLAT_RB;
 }
 
