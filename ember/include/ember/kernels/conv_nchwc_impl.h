@@ -935,28 +935,10 @@ static inline int32_t EMBER_FN(ember_conv_row_chunk)(const ember_conv_p* p) {
 static inline void EMBER_FN(ember_conv_row_passes)(const ember_conv_p* p, int64_t lo,
                                                    int64_t hi, int32_t chunk) {
   const int64_t per_group = (int64_t)p->oh * ((p->ow + p->strip - 1) / p->strip);
-  ember_conv_p q = *p;
-  int64_t item, end;
-  int32_t k0;
+  int64_t end;
   for (; lo < hi; lo = end) {
     end = (lo / per_group + 1) * per_group < hi ? (lo / per_group + 1) * per_group : hi;
-    for (k0 = 0; k0 < p->icb_g; k0 += chunk) {
-      const int32_t last = k0 + chunk >= p->icb_g;
-      q.in = p->in + (size_t)k0 * p->h * p->w * p->cb;
-      q.wt = p->wt + (size_t)k0 * p->kh * p->kw * p->cb * EMBER_L;
-      q.icb_g = last ? p->icb_g - k0 : chunk;
-      q.accum = k0 > 0;
-      q.act = last ? p->act : 0;
-      q.flags = last ? p->flags : 0;
-      q.epi = ember_conv_epi_case(&q);
-      for (item = lo; item < end; ++item) {
-        int32_t b, og, oy, s, nb, ob;
-        ember_conv_item(p, item, &b, &og, &oy, &s);
-        ob = ember_conv_blocks(p, og, &nb);
-        EMBER_FN(ember_conv_strip)(&q, b, ob, nb, oy, s * p->strip,
-                                   (s + 1) * p->strip < p->ow ? (s + 1) * p->strip : p->ow);
-      }
-    }
+    EMBER_FN(ember_conv_chunked)(p, lo, end, chunk);
   }
 }
 
