@@ -25,6 +25,21 @@ static inline void EMBER_PFN(ember_pool_store)(const ember_pool_p* p, EMBER_VT(E
   EMBER_VSTORE(EMBER_L, out, *v);
 }
 
+/* Four neighbouring outputs' accumulators (averages scaled) stored at out (by pointer, as
+ * ember_pool_store's). */
+static inline void EMBER_PFN(ember_pool_quad_store)(const ember_pool_p* p, EMBER_VT(EMBER_L) * a0,
+                                                    EMBER_VT(EMBER_L) * a1, EMBER_VT(EMBER_L) * a2,
+                                                    EMBER_VT(EMBER_L) * a3, const int avg,
+                                                    float scale, int32_t cb, float* out) {
+  if (avg) {
+    *a0 *= scale; *a1 *= scale; *a2 *= scale; *a3 *= scale;
+  }
+  EMBER_PFN(ember_pool_store)(p, a0, cb, out);
+  EMBER_PFN(ember_pool_store)(p, a1, cb, out + EMBER_L);
+  EMBER_PFN(ember_pool_store)(p, a2, cb, out + 2 * EMBER_L);
+  EMBER_PFN(ember_pool_store)(p, a3, cb, out + 3 * EMBER_L);
+}
+
 /* Four neighbouring output pixels of one row whose windows lie wholly inside the input's
  * columns, window rows [ky0, ky1): four independent accumulators, so that the latency of one
  * pixel's chain of max/add (one per tap) does not bound the loop (a 5x5 max pool is 25
@@ -54,14 +69,7 @@ static inline void EMBER_PFN(ember_pool_quad)(const ember_pool_p* p, const float
       }
     }
   }
-  if (avg) {
-    a0 *= scale; a1 *= scale; a2 *= scale; a3 *= scale;
-  }
-  out += (size_t)ox * L;
-  EMBER_PFN(ember_pool_store)(p, &a0, cb, out);
-  EMBER_PFN(ember_pool_store)(p, &a1, cb, out + L);
-  EMBER_PFN(ember_pool_store)(p, &a2, cb, out + 2 * L);
-  EMBER_PFN(ember_pool_store)(p, &a3, cb, out + 3 * L);
+  EMBER_PFN(ember_pool_quad_store)(p, &a0, &a1, &a2, &a3, avg, scale, cb, out + (size_t)ox * L);
 }
 
 /* ember_pool_quad with the window's width KW and the stride SW known at compile time (and
@@ -97,14 +105,7 @@ static inline void EMBER_PFN(ember_pool_quad_k)(const ember_pool_p* p, const flo
 #undef EMBER_POOL_TAP
     }
   }
-  if (avg) {
-    a0 *= scale; a1 *= scale; a2 *= scale; a3 *= scale;
-  }
-  out += (size_t)ox * L;
-  EMBER_PFN(ember_pool_store)(p, &a0, cb, out);
-  EMBER_PFN(ember_pool_store)(p, &a1, cb, out + L);
-  EMBER_PFN(ember_pool_store)(p, &a2, cb, out + 2 * L);
-  EMBER_PFN(ember_pool_store)(p, &a3, cb, out + 3 * L);
+  EMBER_PFN(ember_pool_quad_store)(p, &a0, &a1, &a2, &a3, avg, scale, cb, out + (size_t)ox * L);
 }
 
 /* Four interior outputs: the shapes of the zoo's pools with their width and stride as
