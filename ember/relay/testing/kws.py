@@ -68,6 +68,7 @@ def mel_filters(n_fft: int, num_mels: int, sample_rate: int,
 
 
 def frame_count(samples: int, n_fft: int, hop_length: int) -> int:
+    """Frames of ``n_fft`` every ``hop_length`` in ``samples`` (torch's ``center=False``)."""
     return 1 + (samples - n_fft) // hop_length
 
 
