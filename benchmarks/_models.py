@@ -53,6 +53,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "wav2vec2": {"samples": 1600, "hidden": 64, "num_heads": 2, "num_layers": 1, "ffn": 128,
                  "convs": ((64, 10, 5), (64, 3, 2), (64, 2, 2))},
     "crnn": {"image_shape": (3, 32, 64), "width": 0.25, "hidden": 16, "num_classes": 11},
+    "kws": {"samples": 4000, "filters": 16, "num_blocks": 2},
 }
 
 # benchmark name -> (zoo name, get_workload kwargs at full size, reduced kwargs)

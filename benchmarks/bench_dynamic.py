@@ -106,7 +106,9 @@ class Twin(NamedTuple):
 # it (an FPN's strides of 32, a U-Net's 4) multiples of its stride. Not here, because their
 # workloads fix what would have to follow the input: yolov8n's height and width (its anchor
 # grid is a constant), segformer's (its decoder resizes to a fixed size and splits H*W back
-# into H and W), gpt2's sequence (its position table has seq_len rows).
+# into H and W), gpt2's sequence (its position table has seq_len rows), kws's audio length (its
+# frames are a ``take`` of a constant index table with a row per frame; the ONNX importer too
+# needs the STFT's signal length to make that table).
 _IMG = ((1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32))  # batch twins of 32x32 classifiers
 _HW = ((1, 3, 32, 32), (1, 3, 48, 40), (1, 3, 67, 53))
 _FPN = ((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64))  # batch twins of 64x64 detectors
@@ -142,6 +144,7 @@ TWINS: dict[str, Twin] = {
     "wav2vec2": Twin("wav2vec2", (0,), _b((1, 1600), (2, 1600), (3, 1600)), _B),
     "wav2vec2/len": Twin("wav2vec2", (1,), _b((1, 1600), (1, 1000), (1, 2345)),
                          {"samples": 2000}),
+    "kws": Twin("kws", (0,), _b((1, 4000), (2, 4000), (3, 4000)), _B),
     "crnn": Twin("crnn", (0,), _b((1, 3, 32, 64), (2, 3, 32, 64), (3, 3, 32, 64)), _B),
     "crnn/width": Twin("crnn", (3,), _b((1, 3, 32, 64), (1, 3, 32, 100), (1, 3, 32, 36)),
                        _hw(32, 96)),

@@ -1,6 +1,6 @@
 """ember vs onnxruntime on the model zoo: latency, GFLOP/s, share of peak, build times.
 
-    python benchmarks/run.py                       # the issue's seven models, 1 and 2 threads
+    python benchmarks/run.py                       # the eight default models, 1 and 2 threads
     python benchmarks/run.py --quick               # mlp, dscnn, resnet8; about a minute
     python benchmarks/run.py --models resnet18,mobilenet_v2 --executors aot --threads 1
     python benchmarks/run.py --dynamic             # the zoo's dynamic twins (bench_dynamic.py)
@@ -53,7 +53,7 @@ from _timing import interleave
 
 SOURCES = {"onnx": "the ONNX file onnxruntime runs, imported by ember.relay.frontend.from_onnx",
            "relay": "the twin's own Relay module, same weights as the ONNX file"}
-ISSUE_MODELS = ("mlp", "autoencoder", "dscnn", "resnet8", "mobilenet_v2", "resnet18",
+ISSUE_MODELS = ("mlp", "autoencoder", "dscnn", "kws", "resnet8", "mobilenet_v2", "resnet18",
                 "transformer")
 QUICK_MODELS = ("mlp", "dscnn", "resnet8")
 RTOL, ATOL = 1e-3, 1e-4

@@ -33,6 +33,10 @@ SLOW: dict[str, Any] = {
     # the default run; tests/topi/test_rnn_kernel.py builds that header standalone there)
     "crnn_tiny": lambda: testing.crnn.get_workload(image_shape=(3, 32, 24), width=0.125,
                                                    hidden=8, num_classes=5),
+    # a keyword spotter that computes its own log-mel features: the take of the frames and
+    # the DFT's dense products on the C runtime
+    "kws_tiny": lambda: testing.kws.get_workload(samples=4000, num_mels=16, filters=8,
+                                                 num_blocks=2),
     # its convs and pools are mobilenet_32's kernels (12 s of the default run)
     "resnet18_32": lambda: testing.resnet.get_workload(num_layers=18, **SMALL),
     "dqn": lambda: testing.dqn.get_workload(1),

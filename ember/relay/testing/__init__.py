@@ -15,7 +15,8 @@ written the way exporters write them (``exported``: spelled-out activations, fol
 norms): mobilenet_v3 (small, large), efficientnet (b0, lite0), the text detector dbnet, the
 detector yolov8 (n), vit (tiny), the decoder gpt2 (causal mask, no cache), the segmenters
 unet and segformer (MiT-b0, bilinear MLP decoder), the text recogniser crnn (bidirectional
-LSTM, CTC head) and the audio encoder wav2vec2 (conv1d feature extractor, GroupNorm). Helpers:
+LSTM, CTC head), the audio encoder wav2vec2 (conv1d feature extractor, GroupNorm) and the
+keyword spotter kws (a waveform in: STFT, mel filters and log in the model, then DS-CNN). Helpers:
 run_infer_type, run_opt_pass, count_ops, rand, enabled_targets, summary; ``byoc`` (the
 ccompiler's hand-written annotator); ``onnx_twin(name,
 **kwargs)`` gives a workload as an ONNX model with the same weights (``twins``,
@@ -48,6 +49,7 @@ from . import (  # noqa: F401
     gpt2,
     inception_v3,
     init,
+    kws,
     layers,
     lstm,
     mlp,

@@ -47,22 +47,29 @@ def separable_block(x: RelayExpr, name: str, channels: int) -> RelayExpr:
     return _bn_relu(x, f"{name}_pw_bn")
 
 
-def get_net(batch_size: int = 1, num_classes: int = 12, input_shape: tuple[int, int] = (49, 10),
-            filters: int = 64, num_blocks: int = 4, dtype: str = "float32") -> Function:
-    """The DS-CNN Function of ``data`` (batch_size, 1, frames, features)."""
+def classifier(features: RelayExpr, input_shape: tuple[int, int], filters: int = 64,
+               num_blocks: int = 4, num_classes: int = 12) -> RelayExpr:
+    """The network over ``features`` (batch, 1, frames, features): the 10x4/2 conv, the
+    separable blocks, the pool over the whole map, the dense layer and softmax."""
     if len(input_shape) != 2 or min(input_shape) < 4:
         raise ValueError(f"dscnn: input_shape must be (frames, features), each >= 4, "
                          f"got {input_shape}")
     height, width = input_shape
-    data = relay.var("data", shape=(batch_size, 1, height, width), dtype=dtype)
     (top, bottom), (left, right) = same_padding(height, 10, 2), same_padding(width, 4, 2)
-    net = _conv_bias(data, "conv1", filters, (10, 4), (2, 2), (top, left, bottom, right))
+    net = _conv_bias(features, "conv1", filters, (10, 4), (2, 2), (top, left, bottom, right))
     net = _bn_relu(net, "conv1_bn")
     for i in range(1, num_blocks + 1):
         net = separable_block(net, f"block{i}", filters)
     pool = (-(-height // 2), -(-width // 2))  # the whole feature map, as Keras's pool_size
     net = relay.nn.batch_flatten(relay.nn.avg_pool2d(net, pool_size=pool))
-    net = relay.nn.softmax(layers.dense_add_bias(net, units=num_classes, name="fc"))
+    return relay.nn.softmax(layers.dense_add_bias(net, units=num_classes, name="fc"))
+
+
+def get_net(batch_size: int = 1, num_classes: int = 12, input_shape: tuple[int, int] = (49, 10),
+            filters: int = 64, num_blocks: int = 4, dtype: str = "float32") -> Function:
+    """The DS-CNN Function of ``data`` (batch_size, 1, frames, features)."""
+    data = relay.var("data", shape=(batch_size, 1, *input_shape), dtype=dtype)
+    net = classifier(data, input_shape, filters, num_blocks, num_classes)
     return relay.Function(relay.analysis.free_vars(net), net)
 
 

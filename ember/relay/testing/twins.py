@@ -10,7 +10,8 @@
 ``onnx_twin(name, opset=17, **kwargs)`` calls ``<name>.get_workload(**kwargs)`` (with
 ``batch_size=1`` where the workload requires a batch size and none is given) and exports it
 with ``onnx_export.export_onnx``, or with the workload module's own ``export_onnx`` where it
-has one (``crnn``: its unrolled LSTM becomes one ONNX ``LSTM`` node). ``ZOO`` lists every
+has one (``crnn``: its unrolled LSTM becomes one ONNX ``LSTM`` node; ``kws``: its front end
+an ``STFT`` node and the magnitude, mel and log ops torch.onnx writes). ``ZOO`` lists every
 exportable workload with the keyword arguments of its usual full-size configuration at batch
 1, for benchmarks. The ``lstm`` workload is not exportable (its cell is a local function:
 control flow the exporter refuses).
@@ -56,6 +57,7 @@ ZOO: MappingProxyType[str, dict[str, Any]] = MappingProxyType({
     "segformer": {},
     "wav2vec2": {},
     "crnn": {},
+    "kws": {},
 })
 
 
@@ -84,6 +86,7 @@ def onnx_twin(name: str, opset: int = DEFAULT_OPSET,
         kwargs.setdefault("batch_size", 1)
     mod, params = module.get_workload(**kwargs)
     # a module whose model holds what the generic exporter cannot write as exporters do
-    # (crnn: an unrolled LSTM, an LSTM node in ONNX) exports itself
+    # (crnn: an unrolled LSTM, an LSTM node in ONNX; kws: a DFT by matrices, an STFT node)
+    # exports itself
     export = getattr(module, "export_onnx", export_onnx)
     return export(mod, params, opset=opset, graph_name=name), mod, params

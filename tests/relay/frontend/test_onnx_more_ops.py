@@ -265,6 +265,23 @@ def test_stft_against_numpy():
     np.testing.assert_allclose(run_graph(model, {"s": signal})[0], want, rtol=1e-4, atol=1e-4)
 
 
+def test_stft_of_a_batch_of_samples_without_the_last_axis():
+    """torch.onnx writes torch.stft's (batch, samples) input as the STFT's signal, without
+    ONNX's trailing axis of 1; onnxruntime reads it as a real signal, as ember must."""
+    signal = rand(RNG, 2, 40)
+    window = np.pad(np.hanning(13)[:12], (2, 2)).astype("float32")  # 12 in 16, centered
+    node = helper.make_node("STFT", ["s", "step", "w", "n"], ["y"])
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("s", TP.FLOAT, [2, 40])],
+                        inits=[numpy_helper.from_array(np.array(8, "int64"), "step"),
+                               numpy_helper.from_array(window, "w"),
+                               numpy_helper.from_array(np.array(16, "int64"), "n")], opset=17)
+    frames = np.stack([signal[:, i * 8:i * 8 + 16] * window for i in range(4)], 1)
+    want = _as_onnx(np.fft.rfft(frames.astype("float64"), axis=-1))
+    got = run_graph(model, {"s": signal})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, run_ort(model, {"s": signal})[0], rtol=1e-4, atol=1e-4)
+
+
 def test_windows_and_mel_filters_match_onnxruntime():
     size = {"n": np.array(10, "int64")}
     cases = [node_case(f"{op}_{p}", op, {}, inits=size, periodic=p)

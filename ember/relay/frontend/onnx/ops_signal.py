@@ -117,10 +117,16 @@ def dft(node: Node) -> RelayExpr:
 def stft(node: Node) -> RelayExpr:
     """Frames of ``frame_length`` every ``frame_step`` samples (gathered with one index
     table: a constant, or computed from a step known only at run time), times the window,
-    each transformed: (batch, frames, bins, 2). The frame length must be known."""
+    each transformed: (batch, frames, bins, 2). The frame length must be known. A signal of
+    shape [batch, length] is real: torch.onnx writes ``torch.stft``'s input so, and
+    onnxruntime and ONNX's shape inference take it."""
     x, shape, dtype = node.input(0, "signal"), node.static_shape(0, "signal"), node.dtype(0)
+    flat = len(shape) == 2
+    if flat:
+        shape = (*shape, 1)
     if len(shape) != 3 or shape[-1] not in (1, 2):
-        raise node.fail(f"signal must have shape [batch, length, 1 or 2], got {list(shape)}")
+        raise node.fail(f"signal must have shape [batch, length] or [batch, length, 1 or 2], "
+                        f"got {list(shape)}")
     window = node.optional(2)
     size = node.static_shape(2, "window")[0] if window is not None else None
     length = _known_int(node, 3, "frame_length", size)
@@ -133,7 +139,7 @@ def stft(node: Node) -> RelayExpr:
     if onesided and shape[-1] == 2:
         raise node.fail("onesided=1 needs a real signal (last axis of size 1)")
     index = _frame_index(node, shape[1], length)
-    real, imag = _parts(x, shape[-1])
+    real, imag = (x, None) if flat else _parts(x, shape[-1])
     real = _op.take(real, index, axis=1)  # (batch, frames, length)
     imag = None if imag is None else _op.take(imag, index, axis=1)
     if window is not None:
