@@ -8,6 +8,7 @@ from _onnx_util import SUMS, check, graph_model, make_model, node_case, rand, ru
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
+import ember
 from ember import relay
 from ember.runtime.errors import FrontendError, OpAttributeInvalid, OpNotImplemented
 
@@ -824,3 +825,42 @@ def test_resize_antialias():
         helper.make_tensor_value_info("sz", TP.INT64, [2])])
     feeds = {"x": x, "sz": np.array([4, 3], "int64")}
     compare("run-time sizes", run_vm(model, list(feeds.values())), run_ort(model, feeds), SUMS)
+
+
+def test_stft_of_a_signal_whose_batch_and_length_are_known_only_at_run_time():
+    """A speech model exported with dynamic axes: the STFT's signal is (?, ?); the frame
+    count follows the length of each call (none for a signal shorter than a frame)."""
+    from _onnx_util import run_ort
+
+    window = np.hanning(16).astype("float32")
+    node = helper.make_node("STFT", ["s", "step", "w"], ["y"])
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("s", TP.FLOAT,
+                                                                      ["batch", "samples"])],
+                        inits=[numpy_helper.from_array(np.array(6, "int64"), "step"),
+                               numpy_helper.from_array(window, "w")], opset=17)
+    mod, params = relay.frontend.from_onnx(model)
+    assert not mod["main"].params[0].checked_type.is_static
+    run = ember.compile(model)
+    for batch, samples in ((2, 40), (1, 16), (3, 57), (1, 23)):
+        signal = rand(RNG, batch, samples)
+        count = 1 + (samples - 16) // 6
+        frames = np.stack([signal[:, i * 6:i * 6 + 16] * window for i in range(count)], 1)
+        want = _as_onnx(np.fft.rfft(frames.astype("float64"), axis=-1))
+        got = run(signal)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(signal.shape))
+        np.testing.assert_allclose(got, run_ort(model, {"s": signal})[0], rtol=1e-4, atol=1e-4)
+    assert run(rand(RNG, 1, 10)).shape == (1, 0, 9, 2)  # shorter than one frame: no frame
+
+
+def test_dft_over_a_known_axis_of_an_input_with_a_run_time_batch():
+    from _onnx_util import run_ort
+
+    model = _dft_model(["batch", 8, 3, 1], axis=1)
+    run = ember.compile(model)
+    for batch in (1, 4):
+        x = rand(RNG, batch, 8, 3, 1)
+        want = _as_onnx(np.fft.fft(x[..., 0].astype("float64"), axis=1))
+        np.testing.assert_allclose(run(x), want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(run(x), run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
+    with pytest.raises(OpNotImplemented, match="transformed axis 1 .* known only at run time"):
+        relay.frontend.from_onnx(_dft_model([2, "n", 3, 1], axis=1))

@@ -85,7 +85,7 @@ def _complex(real: RelayExpr, imag: RelayExpr | None) -> RelayExpr:
 
 
 def dft(node: Node) -> RelayExpr:
-    x, shape, dtype = node.input(0, "input"), node.static_shape(0, "input"), node.dtype(0)
+    x, shape, dtype = node.input(0, "input"), node.shape(0), node.dtype(0)
     rank = len(shape)
     if rank < 2 or shape[-1] not in (1, 2) or not dtype.startswith("float"):
         raise node.fail(f"input must be a float tensor with a last axis of 1 (real) or 2 "
@@ -101,6 +101,10 @@ def dft(node: Node) -> RelayExpr:
     if onesided and not inverse and shape[-1] == 2:
         raise node.fail("onesided=1 needs a real input (last axis of size 1)")
     n = shape[axis]
+    if not isinstance(n, int):
+        raise node.unsupported(f"the transformed axis {axis} of input {list(shape)} has a size "
+                               "known only at run time; the DFT's matrices need it at import "
+                               "(other axes may be dynamic)")
     length = _known_int(node, 1, "dft_length", 2 * (n - 1) if inverse and onesided else n)
     if length is None or length < 1:
         raise node.fail(f"dft_length must be positive, got {length}")
@@ -117,10 +121,11 @@ def dft(node: Node) -> RelayExpr:
 def stft(node: Node) -> RelayExpr:
     """Frames of ``frame_length`` every ``frame_step`` samples (gathered with one index
     table: a constant, or computed from a step known only at run time), times the window,
-    each transformed: (batch, frames, bins, 2). The frame length must be known. A signal of
-    shape [batch, length] is real: torch.onnx writes ``torch.stft``'s input so, and
-    onnxruntime and ONNX's shape inference take it."""
-    x, shape, dtype = node.input(0, "signal"), node.static_shape(0, "signal"), node.dtype(0)
+    each transformed: (batch, frames, bins, 2). The frame length must be known; the batch and
+    the signal's length may be known only at run time (the frame count follows the length).
+    A signal of shape [batch, length] is real: torch.onnx writes ``torch.stft``'s input so,
+    and onnxruntime and ONNX's shape inference take it."""
+    x, shape, dtype = node.input(0, "signal"), node.shape(0), node.dtype(0)
     flat = len(shape) == 2
     if flat:
         shape = (*shape, 1)
@@ -130,7 +135,8 @@ def stft(node: Node) -> RelayExpr:
     window = node.optional(2)
     size = node.static_shape(2, "window")[0] if window is not None else None
     length = _known_int(node, 3, "frame_length", size)
-    if length is None or not 0 < length <= shape[1]:
+    total = shape[1] if isinstance(shape[1], int) else None
+    if length is None or length < 1 or total is not None and length > total:
         raise node.fail(f"frame_length ({length}, or the window's size) must be in "
                         f"[1, {shape[1]}]")
     if size is not None and size != length:
@@ -138,7 +144,7 @@ def stft(node: Node) -> RelayExpr:
     onesided = bool(node.attr("onesided", 1))
     if onesided and shape[-1] == 2:
         raise node.fail("onesided=1 needs a real signal (last axis of size 1)")
-    index = _frame_index(node, shape[1], length)
+    index = _frame_index(node, x, total, length)
     real, imag = (x, None) if flat else _parts(x, shape[-1])
     real = _op.take(real, index, axis=1)  # (batch, frames, length)
     imag = None if imag is None else _op.take(imag, index, axis=1)
@@ -149,20 +155,28 @@ def stft(node: Node) -> RelayExpr:
     return _complex(out_r, out_i)
 
 
-def _frame_index(node: Node, total: int, length: int) -> RelayExpr:
-    """(frames, length) int64 indices of each frame's samples."""
+def _frame_index(node: Node, signal: RelayExpr, total: int | None, length: int) -> RelayExpr:
+    """(frames, length) int64 indices of each frame's samples: a constant when the signal's
+    length (``total``) and the step are known, else computed at run time (no frame when the
+    signal is shorter than one)."""
     known = node.value(1)
     offsets = np.arange(length, dtype="int64")[None, :]
-    if known is not None:
-        step = int(np.asarray(known).reshape(-1)[0])
-        if step < 1:
-            raise node.fail(f"frame_step must be positive, got {step}")
-        frames = 1 + (total - length) // step
-        return const(np.arange(frames, dtype="int64")[:, None] * step + offsets)
+    step_value = None if known is None else int(np.asarray(known).reshape(-1)[0])
+    if step_value is not None and step_value < 1:
+        raise node.fail(f"frame_step must be positive, got {step_value}")
+    if step_value is not None and total is not None:
+        frames = 1 + (total - length) // step_value
+        return const(np.arange(frames, dtype="int64")[:, None] * step_value + offsets)
     i64 = "int64"
-    step = rt.int64(node, 1, "frame_step")
-    step = rt.scalar(step) if node.ndim(1) else step
-    frames = _op.add(_op.floor_divide(scalar(total - length, i64), step), scalar(1, i64))
+    if step_value is not None:
+        step = scalar(step_value, i64)
+    else:
+        step = rt.int64(node, 1, "frame_step")
+        step = rt.scalar(step) if node.ndim(1) else step
+    samples = scalar(total, i64) if total is not None else rt.scalar(rt.dims_at(signal, [1]))
+    frames = _op.add(_op.floor_divide(_op.subtract(samples, scalar(length, i64)), step),
+                     scalar(1, i64))
+    frames = _op.maximum(frames, scalar(0, i64))
     starts = _op.multiply(_op.arange(scalar(0, i64), frames, scalar(1, i64), dtype=i64), step)
     return _op.add(_op.expand_dims(starts, 1), const(offsets))
 
