@@ -107,8 +107,9 @@ class Twin(NamedTuple):
 # workloads fix what would have to follow the input: yolov8n's height and width (its anchor
 # grid is a constant), segformer's (its decoder resizes to a fixed size and splits H*W back
 # into H and W), gpt2's sequence (its position table has seq_len rows), kws's audio length (its
-# frames are a ``take`` of a constant index table with a row per frame; the ONNX importer too
-# needs the STFT's signal length to make that table).
+# frames are a ``take`` of a constant index table with a row per frame; the ONNX importer
+# computes that table per call when the STFT's signal length is symbolic, but the Relay
+# workload, which the twins are made from, has it as a constant).
 _IMG = ((1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32))  # batch twins of 32x32 classifiers
 _HW = ((1, 3, 32, 32), (1, 3, 48, 40), (1, 3, 67, 53))
 _FPN = ((1, 3, 64, 64), (2, 3, 64, 64), (3, 3, 64, 64))  # batch twins of 64x64 detectors
