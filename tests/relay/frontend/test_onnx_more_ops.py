@@ -864,3 +864,18 @@ def test_dft_over_a_known_axis_of_an_input_with_a_run_time_batch():
         np.testing.assert_allclose(run(x), run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-4)
     with pytest.raises(OpNotImplemented, match="transformed axis 1 .* known only at run time"):
         relay.frontend.from_onnx(_dft_model([2, "n", 3, 1], axis=1))
+
+
+def test_stft_of_a_complex_signal_with_a_window_of_zero_taps():
+    """The window's zero taps at both ends are not gathered and its values fold into the
+    DFT's matrix; a complex signal's imaginary part goes through its own product."""
+    signal = rand(RNG, 2, 40, 2)
+    window = np.pad(np.hanning(11), (3, 2)).astype("float32")  # 16 taps, 5 of them zero
+    node = helper.make_node("STFT", ["s", "step", "w"], ["y"], onesided=0)
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("s", TP.FLOAT, [2, 40, 2])],
+                        inits=[numpy_helper.from_array(np.array(7, "int64"), "step"),
+                               numpy_helper.from_array(window, "w")], opset=17)
+    z = _as_complex(signal).astype("complex128")
+    frames = np.stack([z[:, i * 7:i * 7 + 16] * window for i in range(4)], 1)
+    want = _as_onnx(np.fft.fft(frames, axis=-1))
+    np.testing.assert_allclose(run_graph(model, {"s": signal})[0], want, rtol=1e-4, atol=1e-4)

@@ -75,6 +75,28 @@ def dft_last_axis(real: RelayExpr, imag: RelayExpr | None, n: int, length: int,
     return out_r, out_i
 
 
+def dft_interleaved(real: RelayExpr, imag: RelayExpr | None, positions: np.ndarray,
+                    length: int, onesided: bool, dtype: str, ndim: int,
+                    weights: np.ndarray | None = None) -> RelayExpr:
+    """The forward DFT of length ``length`` of ``real + i imag``, whose last axis holds the
+    samples at ``positions`` (the others are 0), in ONNX's complex layout (..., freqs, 2): one
+    product per input part with the cosine and sine columns interleaved (real, imaginary per
+    frequency), so the result is a reshape of the product, not a stack of two. ``weights``:
+    per-sample factors folded into the matrix (a constant window); ``ndim``: the rank of
+    ``real``."""
+    freqs = length // 2 + 1 if onesided else length
+    angle = _TWO_PI * positions[:, None] * np.arange(freqs)[None, :] / length
+    cos, sin = np.cos(angle), -np.sin(angle)  # e^{-i angle} = cos + i sin
+    if weights is not None:
+        cos, sin = cos * weights[:, None], sin * weights[:, None]
+    # (a + ib)(cos + i sin) = (a cos - b sin) + i (a sin + b cos)
+    out = _dense(real, np.stack([cos, sin], -1).reshape(len(positions), 2 * freqs), dtype)
+    if imag is not None:
+        out = _op.add(out, _dense(imag, np.stack([-sin, cos], -1).reshape(len(positions),
+                                                                          2 * freqs), dtype))
+    return _op.reshape(out, [0] * (ndim - 1) + [freqs, 2])
+
+
 def _trim(x: RelayExpr, n: int, used: int) -> RelayExpr:
     return x if used == n else _op.strided_slice(x, [0], [used], axes=[-1])
 
@@ -113,9 +135,15 @@ def dft(node: Node) -> RelayExpr:
     real, imag = _parts(x, shape[-1])
     real = _op.transpose(real, perm)
     imag = None if imag is None else _op.transpose(imag, perm)
-    out_r, out_i = dft_last_axis(real, imag, n, length, inverse, onesided, dtype)
+    if inverse:
+        out = _complex(*dft_last_axis(real, imag, n, length, inverse, onesided, dtype))
+    else:
+        used = min(n, length)
+        out = dft_interleaved(_trim(real, n, used), None if imag is None else
+                              _trim(imag, n, used), np.arange(used), length, onesided, dtype,
+                              rank - 1)
     back = list(np.argsort(perm)) + [rank - 1]
-    return _op.transpose(_complex(out_r, out_i), [int(a) for a in back])
+    return _op.transpose(out, [int(a) for a in back])
 
 
 def stft(node: Node) -> RelayExpr:
@@ -144,23 +172,33 @@ def stft(node: Node) -> RelayExpr:
     onesided = bool(node.attr("onesided", 1))
     if onesided and shape[-1] == 2:
         raise node.fail("onesided=1 needs a real signal (last axis of size 1)")
-    index = _frame_index(node, x, total, length)
+    # A constant window is folded into the DFT's matrix, and only the samples under its
+    # nonzero span are gathered (torch.stft pads a window shorter than n_fft with zeros).
+    weights = None if window is None else node.value(2)
+    positions = np.arange(length)
+    if weights is not None:
+        weights = np.asarray(weights, dtype="float64").reshape(-1)
+        nonzero = np.flatnonzero(weights)
+        if len(nonzero):
+            positions = np.arange(nonzero[0], nonzero[-1] + 1)
+            weights = weights[positions]
+    index = _frame_index(node, x, total, length, positions)
     real, imag = (x, None) if flat else _parts(x, shape[-1])
-    real = _op.take(real, index, axis=1)  # (batch, frames, length)
+    real = _op.take(real, index, axis=1)  # (batch, frames, positions)
     imag = None if imag is None else _op.take(imag, index, axis=1)
-    if window is not None:
+    if window is not None and weights is None:  # a window known only at run time
         real = _op.multiply(real, window)
         imag = None if imag is None else _op.multiply(imag, window)
-    out_r, out_i = dft_last_axis(real, imag, length, length, False, onesided, dtype)
-    return _complex(out_r, out_i)
+    return dft_interleaved(real, imag, positions, length, onesided, dtype, 3, weights)
 
 
-def _frame_index(node: Node, signal: RelayExpr, total: int | None, length: int) -> RelayExpr:
-    """(frames, length) int64 indices of each frame's samples: a constant when the signal's
-    length (``total``) and the step are known, else computed at run time (no frame when the
-    signal is shorter than one)."""
+def _frame_index(node: Node, signal: RelayExpr, total: int | None, length: int,
+                 positions: np.ndarray) -> RelayExpr:
+    """(frames, positions) int64 indices of each frame's samples at ``positions`` (within
+    its ``length``): a constant when the signal's length (``total``) and the step are known,
+    else computed at run time (no frame when the signal is shorter than one)."""
     known = node.value(1)
-    offsets = np.arange(length, dtype="int64")[None, :]
+    offsets = positions.astype("int64")[None, :]
     step_value = None if known is None else int(np.asarray(known).reshape(-1)[0])
     if step_value is not None and step_value < 1:
         raise node.fail(f"frame_step must be positive, got {step_value}")
