@@ -15,7 +15,15 @@
   when the constant (or ``zeros``/``ones``/``*_like`` call) does not change x's type;
 - ``consecutive_add``: ``(x + c1) + c2`` is ``x + (c1 + c2)`` for constants c1, c2;
 - ``shape_of_transpose``: ``shape_of(transpose(x, p))`` is ``take(shape_of(x), p)``, so a
-  transpose read only for its shape (torch's ``k.size(-2)``) is not computed at all.
+  transpose read only for its shape (torch's ``k.size(-2)``) is not computed at all;
+- ``reduce_of_transpose``: a reduction of an elementwise op of ``transpose(x)`` (alone or
+  with a scalar constant: ``transpose(x) ** 2``) reduces the op of ``x`` on the matching
+  axes and transposes the smaller result (torch.stft's magnitude: transpose, square, sum
+  over the (re, im) axis). A reduction of the transpose itself is left: decomposed norms
+  read ``mean(t)`` and ``t - mean(t)`` of one ``t``, and their recognition wants both;
+- ``transpose_of_elementwise_of_transpose``: ``transpose(u(transpose(x)))`` for a one-input
+  elementwise ``u`` (or one with a scalar constant) is ``u`` of the composed transpose, which
+  the transpose rules then fold (a transpose there and back around a ``sqrt``).
 """
 from __future__ import annotations
 
@@ -215,6 +223,69 @@ def slice_of_slice(call: Any) -> RelayExpr | None:
                    slice_mode=call.attrs.slice_mode, where=call.attrs.where)
 
 
+_REDUCES = ("sum", "mean", "max", "min", "prod")
+_UNARY = frozenset({"sqrt", "rsqrt", "exp", "log", "abs", "negative", "sigmoid", "tanh",
+                    "nn.relu", "erf", "floor", "ceil", "round", "sign"})
+_WITH_SCALAR = frozenset({"power", "multiply", "add", "subtract", "divide", "maximum",
+                          "minimum"})
+
+
+def _elementwise_of(e: RelayExpr) -> tuple[Any, RelayExpr] | None:
+    """``(call, its tensor operand)`` if ``e`` is a one-input elementwise op, or an op of
+    ``_WITH_SCALAR`` whose second operand is a one-element constant of the same dtype."""
+    name = _op_name(e)
+    if name in _UNARY:
+        return e, e.args[0]  # type: ignore[union-attr]
+    if name in _WITH_SCALAR:
+        c = e.args[1]  # type: ignore[union-attr]
+        ty, cty = e.args[0].checked_type_, getattr(c, "checked_type_", None)  # type: ignore
+        if isinstance(c, Constant) and c.data.numpy().size == 1 and isinstance(ty, TensorType) \
+                and isinstance(cty, TensorType) and cty.dtype == ty.dtype and len(cty.shape) <= 1:
+            return e, e.args[0]  # type: ignore[union-attr]
+    return None
+
+
+def _with_operand(call: Any, operand: RelayExpr) -> RelayExpr:
+    """``call`` (from ``_elementwise_of``) applied to ``operand`` instead."""
+    return Call(call.op, (operand, *call.args[1:]), call.attrs)
+
+
+def reduce_of_transpose(call: Any) -> RelayExpr | None:
+    if call.attrs.exclude:
+        return None
+    found = _elementwise_of(call.args[0])
+    if found is None or _call_of(found[1], "transpose") is None:
+        return None
+    lifted, inner = found
+    p = _perm(inner)
+    if p is None:
+        return None
+    n = len(p)
+    axes = range(n) if call.attrs.axis is None else [int(a) % n for a in call.attrs.axis]
+    source = sorted(p[a] for a in axes)
+    x = _with_operand(lifted, inner.args[0])
+    reduced = op_call(call.op.name, x, axis=tuple(source), keepdims=call.attrs.keepdims,
+                      exclude=False)
+    if call.attrs.keepdims:
+        return op_call("transpose", reduced, axes=tuple(p))
+    kept = [a for a in range(n) if a not in source]  # the result's axes, in x's order
+    order = [kept.index(p[a]) for a in range(n) if a not in axes]
+    if order == sorted(order):
+        return reduced
+    return op_call("transpose", reduced, axes=tuple(order))
+
+
+def transpose_of_elementwise_of_transpose(call: Call) -> RelayExpr | None:
+    found = _elementwise_of(call.args[0])
+    if found is None:
+        return None
+    inner = _call_of(found[1], "transpose")
+    if inner is None:
+        return None
+    moved = op_call("transpose", inner, axes=call.attrs.axes)  # folded by the rules above
+    return _with_operand(found[0], moved)
+
+
 RULES: list[Rule] = [
     *((name, reshape_of_reshape) for name in _RESHAPES),
     *((name, noop_reshape) for name in _RESHAPES),
@@ -224,6 +295,8 @@ RULES: list[Rule] = [
     *((name, identity_arith) for name in _IDENTITY),
     ("add", consecutive_add),
     ("shape_of", shape_of_transpose),
+    *((name, reduce_of_transpose) for name in _REDUCES),
+    ("transpose", transpose_of_elementwise_of_transpose),
     ("dyn.strided_slice", slice_of_slice),
 ]
 

@@ -58,6 +58,20 @@ CASES = {
     "consecutive_add": (
         f"def @main({X}) {{ add(add(%x, 1f), 2f) }}",
         f"def @main({X}) {{ add(%x, 3f) }}"),
+    # torch.stft's magnitude as exported: transpose, square, sum over (re, im), sqrt, back
+    "reduce_of_transpose_and_back": (
+        "def @main(%s: Tensor[(1, 5, 7, 2), float32]) { transpose(sqrt(sum(power("
+        "transpose(%s, axes=[0, 2, 1, 3]), 2f), axis=[-1])), axes=[0, 2, 1]) }",
+        "def @main(%s: Tensor[(1, 5, 7, 2), float32]) { sqrt(sum(power(%s, 2f), axis=[3])) }"),
+    "reduce_of_transpose_keepdims": (
+        f"def @main({X}) {{ mean(abs(transpose(%x, axes=[2, 0, 1])), axis=[1], keepdims=True) }}",
+        f"def @main({X}) {{ transpose(mean(abs(%x), axis=[0], keepdims=True), axes=[2, 0, 1]) }}"),
+    "reduce_of_transpose_kept_axes_reordered": (
+        f"def @main({X}) {{ max(multiply(transpose(%x, axes=[2, 1, 0]), 3f), axis=[1]) }}",
+        f"def @main({X}) {{ transpose(max(multiply(%x, 3f), axis=[1]), axes=[1, 0]) }}"),
+    "transpose_of_elementwise_of_transpose": (
+        f"def @main({X}) {{ transpose(nn.relu(transpose(%x, axes=[1, 2, 0])), axes=[2, 0, 1]) }}",
+        f"def @main({X}) {{ nn.relu(%x) }}"),
 }
 
 
@@ -96,6 +110,14 @@ LEFT_ALONE = [
     "def @main(%x: Tensor[(?, 4), float32]) { reshape(%x, newshape=[4, -1]) }",
     # a transpose that swaps two axes of more than one element
     "def @main(%x: Tensor[(?, 5, 2, 4), float32]) { transpose(%x, axes=[0, 2, 1, 3]) }",
+    # a reduction of the transpose itself (a decomposed norm's mean(t) beside t - mean(t))
+    "def @main(%x: Tensor[(2, 3, 4), float32]) { mean(transpose(%x, axes=[0, 2, 1]), axis=[-1]) }",
+    # a reduction over the axes it does not name
+    "def @main(%x: Tensor[(2, 3, 4), float32]) { sum(exp(transpose(%x, axes=[2, 0, 1])), "
+    "axis=[0], exclude=True) }",
+    # an elementwise op of a transpose and a tensor (not a scalar) stays where it is
+    "def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(3, 2), float32]) { "
+    "sum(add(transpose(%x, axes=[1, 0]), %y), axis=[0]) }",
 ]
 
 
@@ -109,7 +131,8 @@ def test_every_rule_is_a_named_function():
     assert names == {"reshape_of_reshape", "noop_reshape", "transpose_of_transpose",
                      "noop_transpose", "transpose_of_unit_axes", "cast_to_same_dtype", "cast_of_widening_cast",
                      "identity_arith", "consecutive_add", "shape_of_transpose",
-                     "slice_of_slice"}
+                     "slice_of_slice", "reduce_of_transpose",
+                     "transpose_of_elementwise_of_transpose"}
 
 
 @settings(max_examples=30, deadline=None)
@@ -169,3 +192,26 @@ def test_slice_of_slice_on_the_same_axis_is_left_alone():
         _slice(x, lo, relay.const(np.array([7], "int64")), [1]), lo,
         relay.const(np.array([4], "int64")), [1]))))
     assert str(SimplifyExpr()(mod)["main"]).count("dyn.strided_slice") == 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.permutations([0, 1, 2]), st.sampled_from(["sum", "mean", "max", "min"]),
+       st.lists(st.integers(0, 2), min_size=0, max_size=3, unique=True), st.booleans(),
+       st.sampled_from([None, "square", "relu"]), st.booleans(), st.integers(0, 100))
+def test_law_reductions_of_transposes(perm, reduce, axes, keepdims, lift, back, seed):
+    """A reduction of a transpose (through an elementwise op or not), then maybe a transpose
+    of the result: simplified or not, the same values (axes [] reduce every axis)."""
+    x = relay.var("x", shape=(2, 3, 4))
+    t = relay.transpose(x, perm)
+    if lift == "square":
+        t = relay.power(t, relay.const(2.0))
+    elif lift == "relu":
+        t = relay.nn.relu(t)
+    y = getattr(relay, reduce)(t, axis=axes or None, keepdims=keepdims)
+    rank = 3 if keepdims else 3 - len(axes or [0, 1, 2])
+    if back and rank > 1:
+        y = relay.transpose(relay.exp(y), list(range(rank))[::-1])
+    mod = InferType()(IRModule.from_expr(relay.Function([x], y)))
+    out = run(SimplifyExpr(), mod)
+    xv = np.random.default_rng(seed).normal(size=(2, 3, 4)).astype("float32")
+    assert_same_result(mod, out, xv)
