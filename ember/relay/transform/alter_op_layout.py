@@ -38,7 +38,11 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   phase when grouped, joined) and ``nn.contrib_conv2d_transpose_interleave``, blocked when the
   output channels split into blocks; or one ``nn.contrib_conv2d_transpose_fewoc`` that writes
   the phases interleaved where they make a block of 4 or 8 channels over wider input blocks
-  (a transposed conv to one channel: DBNet's head);
+  (a transposed conv to one channel: DBNet's head); or, on a small static map with more than
+  one tap per phase, one ``nn.contrib_conv2d_transpose_phased`` that computes each phase over
+  its own pixels straight into the blocked output (``topi/nn/conv2d_phase.py``: DCGAN); a
+  per-channel constant ``multiply`` after a transposed conv (a batch norm's scale) folds
+  into its phase weights and bias, so the activation after it joins the epilogue too;
 - ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
   ops that cannot take it, tuples, and the function's result.
 
@@ -78,7 +82,20 @@ from ..op.nn._attrs import Conv2DAttrs
 from ...topi.nn.conv2d_nchw_input import nchw_input_wins
 from ...topi.nn.conv2d_fewoc import fewoc_takes
 from ...topi.nn.conv2d_nchwc import pack_weight
-from ...topi.nn.conv2d_transpose import dilated_kernel, phase_weights, symbolic_phase_plan
+from ...topi.nn.conv2d_phase import (
+    TILES,
+    choose_tile,
+    pack_phase_bias,
+    pack_phase_weight,
+    phase_kernel_takes,
+    phase_ranges,
+)
+from ...topi.nn.conv2d_transpose import (
+    PhasePlan,
+    dilated_kernel,
+    phase_weights,
+    symbolic_phase_plan,
+)
 from ._helpers import map_functions, op_call, same_shape
 from .channel_pad import feeds_conv, pad_axis, pad_output, pads_over_half_blocks
 from .type_infer import InferType
@@ -178,6 +195,9 @@ class _Plan:
     # the real output channels when the weight and bias were padded with zeros to whole
     # blocks (150 classes in NCHW8c: 152 computed, the last 2 lanes dropped); 0: not padded
     channels: int = 0
+    # a transposed conv on the phase kernel (topi/nn/conv2d_phase.py): its register tile and
+    # the phase convs' (rows, columns); None: the blocked conv and the interleave
+    phased: tuple[int, tuple[int, int]] | None = None
 
     @property
     def result_lanes(self) -> int:
@@ -214,6 +234,34 @@ def _fewoc_interleaves(p: _Plan) -> bool:
     il = dict(p.interleave)
     return (il["out_layout"] == "NCHW" and all(il["out_size"]) and p.in_block > 1
             and fewoc_takes(p.weight.shape[0], p.lanes, p.in_block, p.attrs.groups))
+
+
+def _phased(plan: PhasePlan, shape: tuple, lanes: int, out_lanes: int, in_block: int,
+            oc: int, groups: int) -> tuple[int, tuple[int, int]] | None:
+    """The phase kernel's (tile, phase conv rows) for a transposed conv of input ``shape``
+    and ``plan``, if it runs there (``conv2d_phase.phase_kernel_takes``), else None."""
+    static = all(isinstance(d, int) for d in shape)
+    if not static or out_lanes != lanes or plan.phases == 1:  # stride 1: a plain conv
+        return None
+    maps = [(h, w) for _, h in phase_ranges(plan.out[0], plan.strides[0], plan.offset[0])
+            for _, w in phase_ranges(plan.out[1], plan.strides[1], plan.offset[1])]
+    if not phase_kernel_takes(lanes, in_block, oc, groups, plan.taps, plan.phases,
+                              max(h * w for h, w in maps), static, lanes >= 8):
+        return None
+    return choose_tile(maps, oc // lanes), plan.rows
+
+
+def _scale(p: _Plan, c: RelayExpr) -> _Plan | None:
+    """``p`` times a per-channel constant, folded into its weights and bias (``p`` with no
+    activation or residual yet), else None."""
+    vec = _channel_const(c, p.channels or p.bias.shape[0] // p.phases)
+    if vec is None or p.residual is not None or p.act != "none":
+        return None
+    if p.channels:
+        vec = pad_axis(vec, 0, p.lanes)
+    full = np.tile(vec, p.phases)  # phases outermost
+    return replace(p, weight=(p.weight * full[:, None, None, None]).astype("float32"),
+                   bias=(p.bias * full).astype("float32"))
 
 
 class _Planner:
@@ -305,6 +353,8 @@ class _Planner:
         a = p.attrs
         wcb = 1 if a.groups > 1 and a.groups == p.weight.shape[0] == p.weight.shape[1] * a.groups \
             else p.in_block
+        if p.phased is not None:
+            return self._emit_phased(p)
         weight = const(pack_weight(p.weight, p.lanes, wcb))
         if _fewoc_interleaves(p):  # the phase conv writes the interleaved output itself
             il = dict(p.interleave)
@@ -326,6 +376,19 @@ class _Planner:
             return conv
         return _spanned(p.span, op_call("nn.contrib_conv2d_transpose_interleave", conv,
                                         **dict(p.interleave)))
+
+    def _emit_phased(self, p: _Plan) -> RelayExpr:
+        """A transposed conv on the phase kernel: ``nn.contrib_conv2d_transpose_phased``."""
+        assert p.phased is not None, "a phased plan"
+        (tile, rows), il, rb = p.phased, dict(p.interleave), TILES[p.phased[0]][2]
+        weights = p.weight.reshape(p.phases, -1, *p.weight.shape[1:])
+        return _spanned(p.span, op_call(
+            "nn.contrib_conv2d_transpose_phased", p.data,
+            const(pack_phase_weight(weights, p.lanes, rb)),
+            const(pack_phase_bias(p.bias, p.phases, p.lanes, rb)), padding=p.attrs.padding,
+            rows=rows, strides=il["strides"], offset=il["offset"], out_size=il["out_size"],
+            channels=weights.shape[1], tile=tile, activation=p.act, clip_min=p.clip[0],
+            clip_max=p.clip[1]))
 
     # -- rules --------------------------------------------------------------------------------
     def visit(self, node: RelayExpr) -> None:
@@ -471,7 +534,9 @@ class _Planner:
         convs = [_Plan(x, cb, pw, np.zeros(pw.shape[0], "float32"), attrs, lanes)
                  for pw in weights]
         if len(convs) == 1:  # pending: the bias and activation may join its epilogue
-            return _Value(plan=replace(convs[0], interleave=interleave, span=call.span))
+            phased = _phased(plan, dty.shape, lanes, out_lanes, cb, oc, g)
+            return _Value(plan=replace(convs[0], interleave=interleave, span=call.span,
+                                       phased=phased))
         joined = op_call("concatenate", Tuple(tuple(self._emit(p) for p in convs)), axis=1)
         out = _spanned(call.span, op_call("nn.contrib_conv2d_transpose_interleave", joined,
                                           **dict(interleave)))
@@ -482,6 +547,11 @@ class _Planner:
         if name in ACTS and (p := self._single(args[0])) is not None and p.act == "none":
             act, params = ACTS[name](call.attrs)
             return replace(p, act=act, clip=params)
+        if name == "multiply":  # a batch norm's scale after a transposed conv
+            for mine, other in ((args[0], args[1]), (args[1], args[0])):
+                if (p := self._single(mine)) is not None and p.interleave and (
+                        scaled := _scale(p, other)) is not None:
+                    return scaled
         if name == "nn.bias_add" and call.attrs.axis in (1, -3) and (
                 p := self._single(args[0])) is not None:
             return self._add_bias(p, args[1])
