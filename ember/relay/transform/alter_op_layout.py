@@ -198,6 +198,9 @@ class _Plan:
     # a transposed conv on the phase kernel (topi/nn/conv2d_phase.py): its register tile and
     # the phase convs' (rows, columns); None: the blocked conv and the interleave
     phased: tuple[int, tuple[int, int]] | None = None
+    # a transposed conv's phase channels when zero channels pad them to one block for the
+    # few-output-channel kernel (DCGAN's 128 -> 3: 12 of 16); 0: not padded
+    phase_channels: int = 0
 
     @property
     def result_lanes(self) -> int:
@@ -233,7 +236,8 @@ def _fewoc_interleaves(p: _Plan) -> bool:
         return False
     il = dict(p.interleave)
     return (il["out_layout"] == "NCHW" and all(il["out_size"]) and p.in_block > 1
-            and fewoc_takes(p.weight.shape[0], p.lanes, p.in_block, p.attrs.groups))
+            and fewoc_takes(p.weight.shape[0], p.lanes, p.in_block, p.attrs.groups,
+                            interleaved=p.phase_channels > 0))
 
 
 def _phased(plan: PhasePlan, shape: tuple, lanes: int, out_lanes: int, in_block: int,
@@ -251,15 +255,27 @@ def _phased(plan: PhasePlan, shape: tuple, lanes: int, out_lanes: int, in_block:
     return choose_tile(maps, oc // lanes), plan.rows
 
 
+def _out_channels(p: _Plan) -> int:
+    """The real output channels of what ``p`` computes."""
+    return p.channels or (p.phase_channels or p.bias.shape[0]) // p.phases
+
+
+def _conv_channels(p: _Plan, vec: np.ndarray) -> np.ndarray:
+    """A per-output-channel vector as one per channel of ``p``'s conv: zeros for padded
+    lanes, repeated per phase (phases outermost)."""
+    if p.channels:
+        vec = pad_axis(vec, 0, p.lanes)
+    full = np.tile(vec, p.phases)
+    return pad_axis(full, 0, p.lanes) if p.phase_channels else full
+
+
 def _scale(p: _Plan, c: RelayExpr) -> _Plan | None:
     """``p`` times a per-channel constant, folded into its weights and bias (``p`` with no
     activation or residual yet), else None."""
-    vec = _channel_const(c, p.channels or p.bias.shape[0] // p.phases)
+    vec = _channel_const(c, _out_channels(p))
     if vec is None or p.residual is not None or p.act != "none":
         return None
-    if p.channels:
-        vec = pad_axis(vec, 0, p.lanes)
-    full = np.tile(vec, p.phases)  # phases outermost
+    full = _conv_channels(p, vec)
     return replace(p, weight=(p.weight * full[:, None, None, None]).astype("float32"),
                    bias=(p.bias * full).astype("float32"))
 
@@ -362,7 +378,7 @@ class _Planner:
                 "nn.contrib_conv2d_transpose_fewoc", p.data, weight, const(p.bias),
                 padding=a.padding, lanes=p.lanes, in_block=p.in_block, activation=p.act,
                 clip_min=p.clip[0], clip_max=p.clip[1], strides=il["strides"],
-                offset=il["offset"], out_size=il["out_size"]))
+                offset=il["offset"], out_size=il["out_size"], channels=p.phase_channels))
         conv = op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
                                                           else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None
@@ -507,6 +523,8 @@ class _Planner:
         ic, oc, g = dty.shape[1], oty.shape[1], a.groups
         depthwise = g > 1 and g == ic == oc
         out_lanes = lanes = self._out_lanes(oc, ic, g, depthwise)
+        if (padded := self._padded_phases(data, plan, w, oc, g, out_lanes)) is not None:
+            return _Value(plan=replace(padded, span=call.span))
         if lanes == 0 and g == 1:  # the phases' channels together may still split (OC = 1)
             lanes = next((n for n in (self.lanes, self.lanes // 2, self.lanes // 4)
                           if n >= 4 and oc * plan.phases % n == 0), 0)
@@ -541,6 +559,29 @@ class _Planner:
         out = _spanned(call.span, op_call("nn.contrib_conv2d_transpose_interleave", joined,
                                           **dict(interleave)))
         return _Value(out, blocked=bool(out_lanes), lanes=out_lanes)
+
+    def _padded_phases(self, data: RelayExpr, plan: PhasePlan, w: np.ndarray, oc: int,
+                       groups: int, out_lanes: int) -> _Plan | None:
+        """A transposed conv whose phase channels (9 to 15, DCGAN's 128 -> 3: 12) fill no
+        block of 4 or 8, padded with zero channels to one block of the planner's lanes over
+        an input in blocks of as many (a plain input of whole blocks converted), on the
+        few-output-channel kernel writing the plain output interleaved
+        (``conv2d_fewoc.py``); else None."""
+        channels, ic = oc * plan.phases, w.shape[0]
+        blocked = self._is_blocked(data) and self._lanes(data) == self.lanes
+        if groups != 1 or out_lanes or channels in (4, 8) or channels >= self.lanes or \
+                not (blocked or (not self._is_blocked(data) and ic % self.lanes == 0)) or \
+                not all(isinstance(d, int) for d in (*plan.out, *plan.rows)):
+            return None
+        weight = pad_axis(phase_weights(w, 1, plan).reshape(channels, -1, *plan.taps), 0,
+                          self.lanes)
+        interleave = (("strides", plan.strides), ("offset", plan.offset),
+                      ("out_size", plan.out), ("data_layout", f"NCHW{self.lanes}c"),
+                      ("out_layout", "NCHW"), ("trim", plan.trim))
+        return _Plan(self.blocked(data, self.lanes), self.lanes, weight,
+                     np.zeros(self.lanes, "float32"),
+                     Conv2DAttrs(padding=plan.padding), self.lanes, interleave=interleave,
+                     phase_channels=channels)
 
     def _absorb(self, call: Call, name: str) -> _Plan | None:
         args = call.args
@@ -618,12 +659,10 @@ class _Planner:
         return _Value(part, blocked=True, lanes=lanes)
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
-        vec = _channel_const(c, p.channels or p.bias.shape[0] // p.phases)
+        vec = _channel_const(c, _out_channels(p))
         if vec is None or p.residual is not None or p.act != "none":
             return None
-        if p.channels:  # zero bias for the padded lanes
-            vec = pad_axis(vec, 0, p.lanes)
-        return replace(p, bias=p.bias + np.tile(vec, p.phases))  # phases outermost
+        return replace(p, bias=p.bias + _conv_channels(p, vec))
 
     def _blocked_ok(self, call: Call, name: str) -> bool:
         args = call.args

@@ -31,9 +31,11 @@ TILES = ((1, 8, 3), (2, 4, 3), (4, 2, 3), (1, 12, 2), (2, 6, 2), (4, 4, 1), (1, 
 # 4x4 map); the three-block ones ran 5-10% slower, the others 25-45%
 TILE_SPEED = (0.92, 0.92, 0.93, 0.7, 0.75, 1.0, 0.6)
 MAX_PHASES = 16  # the kernel's per-phase tables (strides up to 4 x 4)
-# the largest phase map (pixels) taken: on DCGAN's 16x16 map (256 -> 128) the blocked conv
-# and this kernel ran alike; below it, this kernel won (4x4: 2x, 8x8: 1.2x)
-MAX_MAP_PIXELS = 256
+# the largest phase map (pixels) taken. DCGAN's layers on one AVX-512 core, this kernel vs the
+# blocked conv and its interleave: 4x4 maps 2120 vs 3890 us, 8x8 2100 vs 2250, 16x16 2100 vs
+# 1975 (the blocked kernel's row tiles run at a higher rate there, which outweighs the 13% of
+# extra pixels it computes)
+MAX_MAP_PIXELS = 64
 PARALLEL_MACS = 1 << 16  # as conv2d_nchwc's: below this the call runs on one thread
 
 

@@ -15,7 +15,8 @@ loop, so the interleave costs one pass over the output.
 
 ``nn.contrib_conv2d_transpose_fewoc`` is the phase conv and the interleave in one op, for a
 transposed conv whose phases make one output block of 4 or 8 channels over input blocks of 8
-or 16 (``topi/nn/conv2d_fewoc.py``: DBNet's 64 -> 1 head, 4 phases): the conv
+or 16 (``topi/nn/conv2d_fewoc.py``: DBNet's 64 -> 1 head, 4 phases), or ``channels`` of a
+block as wide as the input's, zero padding after them (DCGAN's 128 -> 3: 12 of 16): the conv
 ``nn.contrib_conv2d_NCHWc_fused`` would compute (stride and dilation 1, its bias and
 activation; data ``[N, IC/CB, H, W, CB]``, weight ``[1, IC/CB, KH, KW, CB, L]``, bias
 ``[L]``), written straight to its places in the plain NCHW output ``[N, L / phases, OH,
@@ -210,6 +211,7 @@ class FewOCAttrs(OpAttrs):
     strides: tuple[int, int] = (1, 1)
     offset: tuple[int, int] = (0, 0)
     out_size: tuple[int, int] = (1, 1)
+    channels: int = 0  # the real phase channels, the rest of the lanes zero padding; 0: all
     _op: ClassVar[str] = FEWOC
 
     def __post_init__(self) -> None:
@@ -227,8 +229,12 @@ class FewOCAttrs(OpAttrs):
         self._positive("offset", allow_zero=True)
         if any(o >= s for o, s in zip(self.offset, self.strides)):
             raise self._invalid("offset", f"values below the strides {self.strides}")
-        if self.lanes % (self.strides[0] * self.strides[1]):
-            raise self._invalid("lanes", f"a multiple of the {self.strides} strides' phases")
+        self._int("channels")
+        if not 0 <= self.channels <= self.lanes:
+            raise self._invalid("channels", f"0 to the {self.lanes} lanes")
+        if (self.channels or self.lanes) % (self.strides[0] * self.strides[1]):
+            raise self._invalid("channels" if self.channels else "lanes",
+                                f"a multiple of the {self.strides} strides' phases")
         self._choice("activation", tuple(ACTIVATIONS))
         for name in ("clip_min", "clip_max"):
             self._set(name, float(getattr(self, name)))
@@ -252,7 +258,8 @@ def _fewoc_rel(args: list[TensorType], attrs: FewOCAttrs) -> TensorType:
                               f"{attrs.out_size} with offset {attrs.offset} needs "
                               f"{(size - 1 + o) // s + 1}")
     phases = attrs.strides[0] * attrs.strides[1]
-    return tensor_of((data.shape[0], lanes // phases, *attrs.out_size), data.dtype)
+    return tensor_of((data.shape[0], (attrs.channels or lanes) // phases, *attrs.out_size),
+                     data.dtype)
 
 
 def _fewoc_parts(attrs: FewOCAttrs) -> tuple[Any, InterleaveAttrs]:
@@ -261,15 +268,16 @@ def _fewoc_parts(attrs: FewOCAttrs) -> tuple[Any, InterleaveAttrs]:
     conv = Conv2DNCHWcFusedAttrs(padding=attrs.padding, lanes=attrs.lanes,
                                  in_block=attrs.in_block, activation=attrs.activation,
                                  clip_min=attrs.clip_min, clip_max=attrs.clip_max)
-    return conv, InterleaveAttrs(attrs.strides, attrs.offset, attrs.out_size,
-                                 f"NCHW{attrs.lanes}c", "NCHW")
+    return conv, InterleaveAttrs(attrs.strides, attrs.offset, attrs.out_size, "NCHW", "NCHW")
 
 
 def _fewoc_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, attrs: FewOCAttrs) -> np.ndarray:
+    from ....topi.nn.conv2d_nchwc import from_blocked
     from .conv_nchwc import _fused_ref
 
     conv, interleave = _fewoc_parts(attrs)
-    return _ref(_fused_ref(x, w, b, attrs=conv), interleave)
+    phases = from_blocked(_fused_ref(x, w, b, attrs=conv))[:, :attrs.channels or attrs.lanes]
+    return _ref(np.ascontiguousarray(phases), interleave)
 
 
 def _fewoc_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
@@ -284,7 +292,8 @@ def _fewoc_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[
                          kh, kw, (1, 1), attrs.padding, (1, 1), 1, lanes, cb)
     epilogue = [K.ACTIVATIONS[attrs.activation], tir.const(attrs.clip_min, "float32"),
                 tir.const(attrs.clip_max, "float32"), 0]
-    il = Interleave(tuple(attrs.strides), tuple(attrs.offset), tuple(attrs.out_size))
+    il = Interleave(tuple(attrs.strides), tuple(attrs.offset), tuple(attrs.out_size),
+                    attrs.channels)
     return [conv2d_fewoc(data, weight, bias, geo, epilogue, il)]
 
 
