@@ -203,6 +203,10 @@ def test_phase_ranges_cover_the_output_once(out, stride, offset):
     assert rows == list(range(out))
 
 
-def test_tile_choice_fits_the_map():
+def test_tile_choice_fits_the_map_and_the_registers():
     assert TILES[choose_tile([(4, 4)] * 4, 32)] == (4, 4, 1)  # DCGAN's 4x4: the whole map
     assert TILES[choose_tile([(1, 1)] * 4, 3)][:2] != (4, 4)  # 1x1: not a 16-pixel tile
+    for lanes, accumulators in ((16, 24), (8, 16)):  # of 32 and 16 vector registers
+        for maps, ocb in (([(1, 1)], 3), ([(4, 4)], 32), ([(5, 3)] * 4, 7), ([(8, 8)], 16)):
+            r, c, rb = TILES[choose_tile(maps, ocb, lanes)]
+            assert r * c * rb <= accumulators

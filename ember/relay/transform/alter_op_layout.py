@@ -252,7 +252,7 @@ def _phased(plan: PhasePlan, shape: tuple, lanes: int, out_lanes: int, in_block:
     if not phase_kernel_takes(lanes, in_block, oc, groups, plan.taps, plan.phases,
                               max(h * w for h, w in maps), static, lanes >= 8):
         return None
-    return choose_tile(maps, oc // lanes), plan.rows
+    return choose_tile(maps, oc // lanes, lanes), plan.rows
 
 
 def _out_channels(p: _Plan) -> int:

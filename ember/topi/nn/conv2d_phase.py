@@ -25,11 +25,15 @@ HEADER = "ember/kernels/conv_phase.h"
 LANES = (8, 16)  # the lane counts the header instantiates
 # the register tiles (R rows, C columns of a phase's map, RB output blocks), in the order of
 # EMBER_PHASE_TILES in conv_phase.h; the C kernel's tile index is the position here
-TILES = ((1, 8, 3), (2, 4, 3), (4, 2, 3), (1, 12, 2), (2, 6, 2), (4, 4, 1), (1, 4, 1))
-# measured rate of each tile relative to the best (one AVX-512 core, DCGAN's three layers):
-# the 4x4x1 tile led on every map (1 weight vector per 16 FMAs, every weight read once on a
-# 4x4 map); the three-block ones ran 5-10% slower, the others 25-45%
-TILE_SPEED = (0.92, 0.92, 0.93, 0.7, 0.75, 1.0, 0.6)
+TILES = ((1, 8, 3), (2, 4, 3), (4, 2, 3), (1, 12, 2), (2, 6, 2), (4, 4, 1), (1, 4, 1),
+         (3, 4, 1), (1, 6, 2), (2, 2, 3))
+# per lane count (16: AVX-512's 32 registers, 8: AVX2's 16), the tiles a build picks from
+# and their measured rate relative to the best (one core, DCGAN's 4x4 and 8x8 layers in a
+# harness). AVX-512: the 4x4x1 tile led on every map (one weight vector per 16 FMAs, every
+# weight read once on a 4x4 map), the three-block ones ran 5-10% slower, the others 25-45%.
+# AVX2 (haswell build): 4x4x1 and 2x2x3 alike, 3x4x1 5-25% and 1x6x2 15-25% slower.
+TILE_SPEED = {16: {0: 0.92, 1: 0.92, 2: 0.93, 3: 0.7, 4: 0.75, 5: 1.0, 6: 0.6},
+              8: {5: 1.0, 7: 0.85, 8: 0.8, 9: 0.97}}
 MAX_PHASES = 16  # the kernel's per-phase tables (strides up to 4 x 4)
 # the largest phase map (pixels) taken. DCGAN's layers on one AVX-512 core, this kernel vs the
 # blocked conv and its interleave: 4x4 maps 2120 vs 3890 us, 8x8 2100 vs 2250, 16x16 2100 vs
@@ -50,16 +54,18 @@ def phase_ranges(out: int, stride: int, offset: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def choose_tile(maps: list[tuple[int, int]], ocb: int) -> int:
+def choose_tile(maps: list[tuple[int, int]], ocb: int, lanes: int = 16) -> int:
     """The register tile (an index of :data:`TILES`) for phase maps ``maps`` (rows, columns
-    of each phase) and ``ocb`` output blocks: the least computed work (tiles overhanging a
-    map, blocks padded to the tile's) over the tile's measured speed."""
+    of each phase), ``ocb`` output blocks and ``lanes``: the least computed work (tiles
+    overhanging a map, blocks padded to the tile's) over the tile's measured speed."""
+    speed = TILE_SPEED[lanes]
+
     def cost(index: int) -> float:
         r, c, rb = TILES[index]
         pixels = sum(-(-h // r) * r * -(-w // c) * c for h, w in maps)
-        return pixels * -(-ocb // rb) * rb / TILE_SPEED[index]
+        return pixels * -(-ocb // rb) * rb / speed[index]
 
-    return min(range(len(TILES)), key=cost)
+    return min(speed, key=cost)
 
 
 def phase_kernel_takes(lanes: int, in_block: int, oc: int, groups: int, taps: tuple[int, int],

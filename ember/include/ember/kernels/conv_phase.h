@@ -50,8 +50,8 @@ EMBER_KENTRY int32_t ember_conv2d_phase_x8(EMBER_CONV2D_PHASE_PARAMS);
 EMBER_KENTRY int32_t ember_conv2d_phase_x16(EMBER_CONV2D_PHASE_PARAMS);
 
 /* The register tiles, X(index, R, C, RB): R rows x C columns of a phase's map x RB output
- * blocks (24 accumulators, or 16, of AVX-512's 32 registers). topi/nn/conv2d_phase.py's
- * TILES is this list. */
+ * blocks (0-6: 24 accumulators, or 16, of AVX-512's 32 registers; 7-9: 12 of AVX2's 16).
+ * topi/nn/conv2d_phase.py's TILES is this list. */
 #define EMBER_PHASE_TILES(X) \
   X(0, 1, 8, 3)              \
   X(1, 2, 4, 3)              \
@@ -59,7 +59,10 @@ EMBER_KENTRY int32_t ember_conv2d_phase_x16(EMBER_CONV2D_PHASE_PARAMS);
   X(3, 1, 12, 2)             \
   X(4, 2, 6, 2)              \
   X(5, 4, 4, 1)              \
-  X(6, 1, 4, 1)
+  X(6, 1, 4, 1)              \
+  X(7, 3, 4, 1)              \
+  X(8, 1, 6, 2)              \
+  X(9, 2, 2, 3)
 
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
