@@ -124,12 +124,12 @@ def test_phased_transposed_convs_match_numpy(target):
                                    err_msg=f"{target}: case {CASES[i]}")
 
 
-def _op_inputs(c, oc, h, w, k, s, p, op, lanes, tile, rng):
+def _op_inputs(c, oc, h, w, k, s, p, op, lanes, tile, rng, n=1):
     """The op's blocked data, packed weight and bias, its attrs, and the float64 result."""
     plan = phase_plan(h, w, (k, k), s, (p,) * 4, (op, op))
     wt = rng.uniform(-1, 1, (c, oc, k, k)).astype("float32")
     bias = rng.uniform(-1, 1, oc).astype("float32")
-    data = rng.uniform(-1, 1, (1, c, h, w)).astype("float32")
+    data = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
     rb = TILES[tile][2]
     weight = pack_phase_weight(phase_weights(wt, 1, plan), lanes, rb)
     attrs = dict(padding=plan.padding, rows=plan.rows, strides=s, offset=plan.offset,
@@ -145,8 +145,8 @@ def _op_inputs(c, oc, h, w, k, s, p, op, lanes, tile, rng):
 @pytest.mark.parametrize("target,lanes", [("llvm", 16), (HASWELL, 8)])
 @pytest.mark.parametrize("tile", range(len(TILES)))
 def test_every_register_tile_matches_numpy(target, lanes, tile):
-    """Each tile on maps it overhangs (3x5 and 1x1 phase maps) and on a block count that is
-    no multiple of its blocks."""
+    """Each tile on maps it overhangs (3x5 and 1x1 phase maps, the second a batch of 2) and
+    on a block count that is no multiple of its blocks."""
     if not _target_runs(target) or (lanes == 16 and host_level().name != "avx512"):
         pytest.skip("the host cannot run this build")
     rng = np.random.default_rng(tile)
@@ -154,7 +154,7 @@ def test_every_register_tile_matches_numpy(target, lanes, tile):
                                                               1, 0)]
     xs, ys, wants = [], [], []
     for i, shape in enumerate(shapes):
-        data, weight, bias, attrs, want = _op_inputs(*shape, lanes, tile, rng)
+        data, weight, bias, attrs, want = _op_inputs(*shape, lanes, tile, rng, n=1 + i)
         x = relay.var(f"x{i}", shape=data.shape)
         ys.append(relay.nn.contrib_conv2d_transpose_phased(x, relay.const(weight),
                                                            relay.const(bias), **attrs))
