@@ -177,12 +177,18 @@ EMBER_KENTRY int32_t EMBER_PFN(ember_conv2d_phase)(EMBER_CONV2D_PHASE_PARAMS) {
   size = (int64_t)n * icb * p.hp * p.wp * L;
   pad = (float*)TVMBackendAllocWorkspace(1, 0, (uint64_t)size * sizeof(float), 2, 32);
   if (pad == NULL) return -1;
-  for (b = 0; b < (int64_t)n * icb; ++b) { /* zeros around, the input at (pt, pl) */
+  for (b = 0; b < (int64_t)n * icb; ++b) { /* the input at (pt, pl), zeros around it */
     float* dst = pad + b * p.hp * p.wp * L;
     const float* src = in + b * h * wd * L;
-    for (y = 0; y < (int64_t)p.hp * p.wp * L; ++y) dst[y] = 0.0f;
-    for (y = 0; y < h; ++y)
-      for (c = 0; c < (int64_t)wd * L; ++c) dst[((y + pt) * p.wp + pl) * L + c] = src[y * wd * L + c];
+    const int64_t row = (int64_t)p.wp * L, left = (int64_t)pl * L, mid = (int64_t)wd * L;
+    for (c = 0; c < pt * row; ++c) dst[c] = 0.0f;
+    for (y = 0; y < h; ++y) {
+      float* r = dst + (y + pt) * row;
+      for (c = 0; c < left; ++c) r[c] = 0.0f;
+      for (c = 0; c < mid; ++c) r[left + c] = src[y * mid + c];
+      for (c = left + mid; c < row; ++c) r[c] = 0.0f;
+    }
+    for (c = (pt + h) * row; c < (int64_t)p.hp * row; ++c) dst[c] = 0.0f;
   }
   p.pad = pad;
   if (threads) {
