@@ -35,11 +35,14 @@ TILES = ((1, 8, 3), (2, 4, 3), (4, 2, 3), (1, 12, 2), (2, 6, 2), (4, 4, 1), (1, 
 TILE_SPEED = {16: {0: 0.92, 1: 0.92, 2: 0.93, 3: 0.7, 4: 0.75, 5: 1.0, 6: 0.6},
               8: {5: 1.0, 7: 0.85, 8: 0.8, 9: 0.97}}
 MAX_PHASES = 16  # the kernel's per-phase tables (strides up to 4 x 4)
-# the largest phase map (pixels) taken. DCGAN's layers on one AVX-512 core, this kernel vs the
-# blocked conv and its interleave: 4x4 maps 2120 vs 3890 us, 8x8 2100 vs 2250, 16x16 2100 vs
-# 1975 (the blocked kernel's row tiles run at a higher rate there, which outweighs the 13% of
-# extra pixels it computes)
-MAX_MAP_PIXELS = 64
+# the largest phase map (pixels) taken, per lane count. DCGAN's layers on one AVX-512 core,
+# this kernel vs the blocked conv and its interleave: 4x4 maps 2120 vs 3890 us, 8x8 2100 vs
+# 2250 (2300-2370 vs 2500-2580 on a loaded machine), 16x16 2100 vs 1975 (the blocked
+# kernel's row tiles run at a higher rate there, which outweighs the 13% of extra pixels it
+# computes). AVX2 (haswell build): 4x4 4460 vs 5980-6960; 8x8 4050-4150 vs 4260-4370, but
+# the 16x16 layer after it then ran 10% slower (3590 vs 3220-3260 us, its kernel unchanged),
+# a net loss: AVX2 takes 4x4 maps only
+MAX_MAP_PIXELS = {16: 64, 8: 16}
 PARALLEL_MACS = 1 << 16  # as conv2d_nchwc's: below this the call runs on one thread
 
 
@@ -74,10 +77,10 @@ def phase_kernel_takes(lanes: int, in_block: int, oc: int, groups: int, taps: tu
     blocks of 8 or 16 lanes, the input in blocks of the same lanes, static sizes, a SIMD
     build, a kernel wider than its stride (phase convs of more than one tap, where the
     blocked conv computes the crop's extra row and column) and phase maps of at most
-    :data:`MAX_MAP_PIXELS` pixels."""
+    :data:`MAX_MAP_PIXELS` pixels for the lanes."""
     return (simd and static and groups == 1 and lanes in LANES and in_block == lanes
             and oc % lanes == 0 and taps != (1, 1) and phases <= MAX_PHASES
-            and 0 < map_pixels <= MAX_MAP_PIXELS)
+            and 0 < map_pixels <= MAX_MAP_PIXELS[lanes])
 
 
 def pack_phase_weight(weights: np.ndarray, lanes: int, rb: int) -> np.ndarray:
