@@ -2,7 +2,8 @@
 a transposed conv's phase conv writing its output interleaved
 (nn.contrib_conv2d_transpose_fewoc), through relay.build, for the host (AVX-512 here: input blocks of 16, outputs of 4 or 8) and a haswell
 build (AVX2: input blocks of 8, outputs of 4), against a float64 numpy reference (rtol and
-atol 1e-4): transposed convs to 1 and 2 channels (their 4 or 8 phases make the block), plain
+atol 1e-4): transposed convs to 1 and 2 channels (their 4 or 8 phases make the block), to 1
+to 3 channels whose 6 to 12 phase channels are padded to one block as wide as the input's, plain
 convs to few channels, 1x1 maps, odd sizes, paddings crossing the edges, strides 2 and 4,
 dilation, output padding, every epilogue activation; grouped convs and input channels that
 are no multiple of the block keep the blocked kernel and must match too. hypothesis draws the
@@ -56,12 +57,13 @@ def _transposed(i, c, oc, h, w, k, s, p, op, d, act, rng):
     x = relay.var(f"x{i}", shape=(1, c, h, w))
     wt = rng.uniform(-1, 1, (c, oc, k, k)).astype("float32")
     bias = rng.uniform(-1, 1, oc).astype("float32")
-    y = relay.nn.conv2d_transpose(x, relay.const(wt), strides=(s, s), padding=(p, p),
+    s = (s, s) if isinstance(s, int) else s
+    y = relay.nn.conv2d_transpose(x, relay.const(wt), strides=s, padding=(p, p),
                                   output_padding=(op, op), channels=oc, kernel_size=(k, k),
                                   dilation=(d, d))
     y = _act(relay.nn.bias_add(y, relay.const(bias)), act)
     data = rng.uniform(-1, 1, (1, c, h, w)).astype("float32")
-    want = conv2d_transpose_nchw(data.astype("float64"), wt.astype("float64"), (s, s),
+    want = conv2d_transpose_nchw(data.astype("float64"), wt.astype("float64"), s,
                                  (p,) * 4, (op, op), (d, d), 1) + bias.reshape(1, -1, 1, 1)
     return x, y, data, ACTS[act](want)
 
@@ -89,6 +91,11 @@ TRANSPOSED = [
     (16, 1, 5, 6, 3, 2, 1, 0, 2, "hardswish"),  # dilated
     (24, 1, 5, 5, 2, 2, 0, 0, 1, "clip"),  # channels no multiple of 16 (of 8: haswell)
     (16, 1, 4, 5, 4, 4, 0, 0, 1, ""),  # stride 4: 16 phases, a whole block
+    # phase channels padded to one block as wide as the input's (AVX-512: 9 to 15 of 16;
+    # AVX2: 5 to 7 of 8): DCGAN's last layer, 12 of 16; 9 of 16; 6 of 8
+    (16, 3, 6, 5, 4, 2, 1, 0, 1, "relu"),
+    (16, 1, 3, 4, 5, 3, 1, 2, 1, "sigmoid"),
+    (16, 1, 5, 3, 4, (2, 3), 1, 0, 1, ""),
 ]
 # plain: (channels, out channels, h, w, kernel, stride, padding, dilation, groups, activation)
 PLAIN = [
@@ -155,6 +162,24 @@ def test_the_few_output_channel_kernel_is_selected(target, entry, monkeypatch):
     full = _plain(1, 32, lanes, 8, 8, 3, 1, 1, 1, 1, "relu", rng)
     mod = ember.IRModule.from_expr(relay.Function([full[0]], full[1]))
     assert "ember_conv2d_fewoc" not in _source(mod, target, monkeypatch)
+
+
+@pytest.mark.parametrize("target,case,channels", [
+    ("llvm -mcpu=sapphirerapids", (16, 3, 6, 5, 4, 2, 1, 0, 1, "relu"), 12),  # DCGAN's last
+    ("llvm -mcpu=sapphirerapids", (16, 1, 3, 4, 5, 3, 1, 2, 1, "sigmoid"), 9),
+    (HASWELL, (16, 1, 5, 3, 4, (2, 3), 1, 0, 1, ""), 6)])
+def test_padded_phase_channels_take_the_kernel(target, case, channels, monkeypatch):
+    """Phase channels that fill no block of 4 or 8 (9 to 15 on AVX-512, 5 to 7 on AVX2) are
+    padded to one block of the build's lanes: the kernel writes the real ones interleaved."""
+    x, y, _, _ = _transposed(0, *case, np.random.default_rng(0))
+    mod = ember.IRModule.from_expr(relay.Function([x], y))
+    with ember.transform.PassContext(opt_level=3), ember.target.Target(target):
+        planned = AlterOpLayout()(InferType()(mod))
+    calls = [n for n in post_order(planned["main"].body) if isinstance(n, Call)]
+    fewoc = [c for c in calls if c.op.name == "nn.contrib_conv2d_transpose_fewoc"]
+    assert len(fewoc) == 1 and fewoc[0].attrs.channels == channels
+    assert fewoc[0].attrs.lanes == (8 if target == HASWELL else 16)
+    assert "nn.contrib_conv2d_transpose_interleave" not in [c.op.name for c in calls]
 
 
 @st.composite

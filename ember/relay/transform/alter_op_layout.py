@@ -38,7 +38,12 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   phase when grouped, joined) and ``nn.contrib_conv2d_transpose_interleave``, blocked when the
   output channels split into blocks; or one ``nn.contrib_conv2d_transpose_fewoc`` that writes
   the phases interleaved where they make a block of 4 or 8 channels over wider input blocks
-  (a transposed conv to one channel: DBNet's head);
+  (a transposed conv to one channel: DBNet's head); or, on a small static map with more than
+  one tap per phase, one ``nn.contrib_conv2d_transpose_phased`` that computes each phase over
+  its own pixels straight into the blocked output (``topi/nn/conv2d_phase.py``: DCGAN); a
+  per-channel constant ``multiply`` after a transposed conv that writes its own output (a
+  batch norm's scale) folds into its phase weights and bias, so the activation after it
+  joins the epilogue too;
 - ``layout_transform`` back to NCHW is inserted only where a value leaves the blocked world:
   ops that cannot take it, tuples, and the function's result.
 
@@ -78,7 +83,20 @@ from ..op.nn._attrs import Conv2DAttrs
 from ...topi.nn.conv2d_nchw_input import nchw_input_wins
 from ...topi.nn.conv2d_fewoc import fewoc_takes
 from ...topi.nn.conv2d_nchwc import pack_weight
-from ...topi.nn.conv2d_transpose import dilated_kernel, phase_weights, symbolic_phase_plan
+from ...topi.nn.conv2d_phase import (
+    TILES,
+    choose_tile,
+    pack_phase_bias,
+    pack_phase_weight,
+    phase_kernel_takes,
+    phase_ranges,
+)
+from ...topi.nn.conv2d_transpose import (
+    PhasePlan,
+    dilated_kernel,
+    phase_weights,
+    symbolic_phase_plan,
+)
 from ._helpers import map_functions, op_call, same_shape
 from .channel_pad import feeds_conv, pad_axis, pad_output, pads_over_half_blocks
 from .type_infer import InferType
@@ -178,6 +196,12 @@ class _Plan:
     # the real output channels when the weight and bias were padded with zeros to whole
     # blocks (150 classes in NCHW8c: 152 computed, the last 2 lanes dropped); 0: not padded
     channels: int = 0
+    # a transposed conv on the phase kernel (topi/nn/conv2d_phase.py): its register tile and
+    # the phase convs' (rows, columns); None: the blocked conv and the interleave
+    phased: tuple[int, tuple[int, int]] | None = None
+    # a transposed conv's phase channels when zero channels pad them to one block for the
+    # few-output-channel kernel (DCGAN's 128 -> 3: 12 of 16); 0: not padded
+    phase_channels: int = 0
 
     @property
     def result_lanes(self) -> int:
@@ -213,7 +237,48 @@ def _fewoc_interleaves(p: _Plan) -> bool:
         return False
     il = dict(p.interleave)
     return (il["out_layout"] == "NCHW" and all(il["out_size"]) and p.in_block > 1
-            and fewoc_takes(p.weight.shape[0], p.lanes, p.in_block, p.attrs.groups))
+            and fewoc_takes(p.weight.shape[0], p.lanes, p.in_block, p.attrs.groups,
+                            interleaved=p.phase_channels > 0))
+
+
+def _phased(plan: PhasePlan, shape: tuple, lanes: int, out_lanes: int, in_block: int,
+            oc: int, groups: int) -> tuple[int, tuple[int, int]] | None:
+    """The phase kernel's (tile, phase conv rows) for a transposed conv of input ``shape``
+    and ``plan``, if it runs there (``conv2d_phase.phase_kernel_takes``), else None."""
+    static = all(isinstance(d, int) for d in shape)
+    if not static or out_lanes != lanes or plan.phases == 1:  # stride 1: a plain conv
+        return None
+    maps = [(h, w) for _, h in phase_ranges(plan.out[0], plan.strides[0], plan.offset[0])
+            for _, w in phase_ranges(plan.out[1], plan.strides[1], plan.offset[1])]
+    if not phase_kernel_takes(lanes, in_block, oc, groups, plan.taps, plan.phases,
+                              max(h * w for h, w in maps), static, lanes >= 8):
+        return None
+    return choose_tile(maps, oc // lanes, lanes), plan.rows
+
+
+def _out_channels(p: _Plan) -> int:
+    """The real output channels of what ``p`` computes."""
+    return p.channels or (p.phase_channels or p.bias.shape[0]) // p.phases
+
+
+def _conv_channels(p: _Plan, vec: np.ndarray) -> np.ndarray:
+    """A per-output-channel vector as one per channel of ``p``'s conv: zeros for padded
+    lanes, repeated per phase (phases outermost)."""
+    if p.channels:
+        vec = pad_axis(vec, 0, p.lanes)
+    full = np.tile(vec, p.phases)
+    return pad_axis(full, 0, p.lanes) if p.phase_channels else full
+
+
+def _scale(p: _Plan, c: RelayExpr) -> _Plan | None:
+    """``p`` times a per-channel constant, folded into its weights and bias (``p`` with no
+    activation or residual yet), else None."""
+    vec = _channel_const(c, _out_channels(p))
+    if vec is None or p.residual is not None or p.act != "none":
+        return None
+    full = _conv_channels(p, vec)
+    return replace(p, weight=(p.weight * full[:, None, None, None]).astype("float32"),
+                   bias=(p.bias * full).astype("float32"))
 
 
 class _Planner:
@@ -305,6 +370,8 @@ class _Planner:
         a = p.attrs
         wcb = 1 if a.groups > 1 and a.groups == p.weight.shape[0] == p.weight.shape[1] * a.groups \
             else p.in_block
+        if p.phased is not None:
+            return self._emit_phased(p)
         weight = const(pack_weight(p.weight, p.lanes, wcb))
         if _fewoc_interleaves(p):  # the phase conv writes the interleaved output itself
             il = dict(p.interleave)
@@ -312,7 +379,7 @@ class _Planner:
                 "nn.contrib_conv2d_transpose_fewoc", p.data, weight, const(p.bias),
                 padding=a.padding, lanes=p.lanes, in_block=p.in_block, activation=p.act,
                 clip_min=p.clip[0], clip_max=p.clip[1], strides=il["strides"],
-                offset=il["offset"], out_size=il["out_size"]))
+                offset=il["offset"], out_size=il["out_size"], channels=p.phase_channels))
         conv = op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
                                                           else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None
@@ -326,6 +393,19 @@ class _Planner:
             return conv
         return _spanned(p.span, op_call("nn.contrib_conv2d_transpose_interleave", conv,
                                         **dict(p.interleave)))
+
+    def _emit_phased(self, p: _Plan) -> RelayExpr:
+        """A transposed conv on the phase kernel: ``nn.contrib_conv2d_transpose_phased``."""
+        assert p.phased is not None, "a phased plan"
+        (tile, rows), il, rb = p.phased, dict(p.interleave), TILES[p.phased[0]][2]
+        weights = p.weight.reshape(p.phases, -1, *p.weight.shape[1:])
+        return _spanned(p.span, op_call(
+            "nn.contrib_conv2d_transpose_phased", p.data,
+            const(pack_phase_weight(weights, p.lanes, rb)),
+            const(pack_phase_bias(p.bias, p.phases, p.lanes, rb)), padding=p.attrs.padding,
+            rows=rows, strides=il["strides"], offset=il["offset"], out_size=il["out_size"],
+            channels=weights.shape[1], tile=tile, activation=p.act, clip_min=p.clip[0],
+            clip_max=p.clip[1]))
 
     # -- rules --------------------------------------------------------------------------------
     def visit(self, node: RelayExpr) -> None:
@@ -444,6 +524,8 @@ class _Planner:
         ic, oc, g = dty.shape[1], oty.shape[1], a.groups
         depthwise = g > 1 and g == ic == oc
         out_lanes = lanes = self._out_lanes(oc, ic, g, depthwise)
+        if (padded := self._padded_phases(data, plan, w, oc, g, out_lanes)) is not None:
+            return _Value(plan=replace(padded, span=call.span))
         if lanes == 0 and g == 1:  # the phases' channels together may still split (OC = 1)
             lanes = next((n for n in (self.lanes, self.lanes // 2, self.lanes // 4)
                           if n >= 4 and oc * plan.phases % n == 0), 0)
@@ -471,17 +553,51 @@ class _Planner:
         convs = [_Plan(x, cb, pw, np.zeros(pw.shape[0], "float32"), attrs, lanes)
                  for pw in weights]
         if len(convs) == 1:  # pending: the bias and activation may join its epilogue
-            return _Value(plan=replace(convs[0], interleave=interleave, span=call.span))
+            phased = _phased(plan, dty.shape, lanes, out_lanes, cb, oc, g)
+            return _Value(plan=replace(convs[0], interleave=interleave, span=call.span,
+                                       phased=phased))
         joined = op_call("concatenate", Tuple(tuple(self._emit(p) for p in convs)), axis=1)
         out = _spanned(call.span, op_call("nn.contrib_conv2d_transpose_interleave", joined,
                                           **dict(interleave)))
         return _Value(out, blocked=bool(out_lanes), lanes=out_lanes)
+
+    def _padded_phases(self, data: RelayExpr, plan: PhasePlan, w: np.ndarray, oc: int,
+                       groups: int, out_lanes: int) -> _Plan | None:
+        """A transposed conv whose phase channels (9 to 15, DCGAN's 128 -> 3: 12) fill no
+        block of 4 or 8, padded with zero channels to one block of the planner's lanes over
+        an input in blocks of as many (a plain input of whole blocks converted), on the
+        few-output-channel kernel writing the plain output interleaved
+        (``conv2d_fewoc.py``); else None."""
+        channels, ic = oc * plan.phases, w.shape[0]
+        blocked = self._is_blocked(data) and self._lanes(data) == self.lanes
+        if groups != 1 or out_lanes or channels in (4, 8) or channels >= self.lanes or \
+                not (blocked or (not self._is_blocked(data) and ic % self.lanes == 0)) or \
+                not all(isinstance(d, int) for d in (*plan.out, *plan.rows)):
+            return None
+        weight = pad_axis(phase_weights(w, 1, plan).reshape(channels, -1, *plan.taps), 0,
+                          self.lanes)
+        interleave = (("strides", plan.strides), ("offset", plan.offset),
+                      ("out_size", plan.out), ("data_layout", f"NCHW{self.lanes}c"),
+                      ("out_layout", "NCHW"), ("trim", plan.trim))
+        return _Plan(self.blocked(data, self.lanes), self.lanes, weight,
+                     np.zeros(self.lanes, "float32"),
+                     Conv2DAttrs(padding=plan.padding), self.lanes, interleave=interleave,
+                     phase_channels=channels)
 
     def _absorb(self, call: Call, name: str) -> _Plan | None:
         args = call.args
         if name in ACTS and (p := self._single(args[0])) is not None and p.act == "none":
             act, params = ACTS[name](call.attrs)
             return replace(p, act=act, clip=params)
+        if name == "multiply":  # a batch norm's scale after a transposed conv whose
+            # kernel writes the output (the interleave pass does it otherwise: folded into a
+            # blocked phase conv's weights, with the relu in its epilogue, DCGAN's 16x16
+            # layer ran 3-8% slower on AVX2)
+            for mine, other in ((args[0], args[1]), (args[1], args[0])):
+                if (p := self._single(mine)) is not None and (
+                        p.phased is not None or p.phase_channels) and (
+                        scaled := _scale(p, other)) is not None:
+                    return scaled
         if name == "nn.bias_add" and call.attrs.axis in (1, -3) and (
                 p := self._single(args[0])) is not None:
             return self._add_bias(p, args[1])
@@ -548,12 +664,10 @@ class _Planner:
         return _Value(part, blocked=True, lanes=lanes)
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
-        vec = _channel_const(c, p.channels or p.bias.shape[0] // p.phases)
+        vec = _channel_const(c, _out_channels(p))
         if vec is None or p.residual is not None or p.act != "none":
             return None
-        if p.channels:  # zero bias for the padded lanes
-            vec = pad_axis(vec, 0, p.lanes)
-        return replace(p, bias=p.bias + np.tile(vec, p.phases))  # phases outermost
+        return replace(p, bias=p.bias + _conv_channels(p, vec))
 
     def _blocked_ok(self, call: Call, name: str) -> bool:
         args = call.args

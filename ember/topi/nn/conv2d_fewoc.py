@@ -3,7 +3,8 @@
 
 A conv whose output is one block of 4 or 8 channels over an input in wider blocks (CB = 8
 or 16 lanes: the phase convs of a transposed conv to one channel, as DBNet's head ends; heads
-to a few channels) runs the blocked kernel at OC lanes per FMA, a broadcast per input channel
+to a few channels; or the phase conv of a transposed conv whose 9 to 15 phase channels are
+padded to one block as wide as the input's: DCGAN's 128 -> 3, 12 phase channels) runs the blocked kernel at OC lanes per FMA, a broadcast per input channel
 each. This kernel vectorises over the input block's channel lanes instead, with a tile of
 ``CB / OC`` pixels x OC accumulators whose lanes are summed at the end of the reduction, so
 every FMA is full width (DBNet's 64 -> 4 phase conv at 320x320 on one AVX-512 core: figures
@@ -33,18 +34,25 @@ PARALLEL_MACS = 1 << 16  # as conv2d_nchwc's: below this the call runs on one th
 class Interleave:
     """Where a phase conv's outputs go in its transposed conv's NCHW output: the strides
     (sh, sw), the offset (off_h, off_w) of the crop in the first phase row, and the output's
-    (OH, OW) (``nn.contrib_conv2d_transpose_interleave``'s attributes)."""
+    (OH, OW) (``nn.contrib_conv2d_transpose_interleave``'s attributes); ``channels`` the
+    phase conv's real channels when zero channels pad them to the block (0: none do)."""
 
     strides: tuple[int, int]
     offset: tuple[int, int]
     out: tuple[int, int]
+    channels: int = 0
 
 
-def fewoc_takes(oc: int, lanes: int, in_block: int, groups: int) -> bool:
+def fewoc_takes(oc: int, lanes: int, in_block: int, groups: int,
+                interleaved: bool = False) -> bool:
     """Whether a conv of ``oc`` output channels in blocks of ``lanes``, over input blocks of
     ``in_block`` channels, runs on the few-output-channel kernel: one ungrouped output block
     of 4 or 8 channels, narrower than the input's block of 8 or 16 (a full-width output
-    block already fills the blocked kernel's vectors)."""
+    block already fills the blocked kernel's vectors); ``interleaved`` (a transposed conv's
+    phase conv, its channels padded to the block: 12 of DCGAN's conv to 3) also a block as
+    wide as the input's, a tile of one pixel."""
+    if interleaved and groups == 1 and oc == lanes == in_block and in_block in IN_BLOCKS:
+        return True
     return (groups == 1 and in_block in IN_BLOCKS and oc == lanes and lanes in OUT_BLOCKS
             and lanes < in_block)
 
@@ -73,7 +81,7 @@ def conv2d_fewoc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor, geo: ConvG
     il = interleave or Interleave((0, 0), (0, 0), (0, 0))
     sizes = [g.n, g.ic // g.in_block, g.h, g.w, g.oc, g.oh, g.ow, g.kh, g.kw, *g.strides,
              *g.dilation, g.padding[0], g.padding[1], act, lo, hi, threads, *il.strides,
-             *il.offset, *il.out]
+             *il.offset, *il.out, il.channels or g.oc]
 
     def body(ins: list, outs: list) -> object:
         return tir.call_extern("int32", f"ember_conv2d_fewoc_x{g.in_block}", ins[0].data,
@@ -81,7 +89,7 @@ def conv2d_fewoc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor, geo: ConvG
 
     if interleave is not None:
         phases = interleave.strides[0] * interleave.strides[1]
-        shape: tuple = (g.n, g.oc // phases, *interleave.out)
+        shape: tuple = (g.n, (interleave.channels or g.oc) // phases, *interleave.out)
     else:
         shape = (g.n, 1, g.oh, g.ow, g.lanes)
     return te.extern(shape, [data, weight, bias], body, name="T_conv2d_fewoc",

@@ -23,7 +23,10 @@ The conv runs on the blocked NCHW[L]c kernels (``conv2d_nchwc``); the interleave
 ``nn.contrib_conv2d_transpose_interleave`` (``relay/op/nn/conv_transpose_nchwc.py``), or,
 where the phases make one output block of 4 or 8 channels (a transposed conv to one or two
 channels), ``nn.contrib_conv2d_transpose_fewoc``: the few-output-channel kernel
-(``conv2d_fewoc.py``) writing each phase's outputs straight to their places.
+(``conv2d_fewoc.py``) writing each phase's outputs straight to their places; or, on a small
+map with more than one tap per phase, ``nn.contrib_conv2d_transpose_phased``
+(``conv2d_phase.py``): each phase's conv over exactly its pixels, written into the blocked
+output.
 """
 from __future__ import annotations
 

@@ -68,6 +68,13 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
             [rand(rng, (1, 2, 3, 4, 8)), rand(rng, (1, 2, 2, 2, 8, 4)), rand(rng, (4,))],
             {"padding": (1, 1, 1, 1), "lanes": 4, "in_block": 8, "activation": "sigmoid",
              "strides": (2, 2), "offset": (1, 0), "out_size": (6, 9)}, SUMS),
+        # 2x2 phases of 3x3 taps on a 3x2 map (one 8-lane block in and out; tile 1: 2x4
+        # pixels x 3 blocks, weights padded to 3 blocks)
+        "nn.contrib_conv2d_transpose_phased": Case(
+            "nn.contrib_conv2d_transpose_phased",
+            [rand(rng, (1, 1, 3, 2, 8)), rand(rng, (4, 3, 1, 3, 3, 8, 8)), rand(rng, (96,))],
+            {"padding": (2, 2, 2, 2), "rows": (5, 4), "strides": (2, 2), "offset": (1, 0),
+             "out_size": (8, 7), "channels": 8, "tile": 1, "activation": "relu"}, SUMS),
         "nn.dense": Case("nn.dense", [rand(rng, (3, 9)), rand(rng, (5, 9))], {}, SUMS),
         "nn.matmul": Case("nn.matmul", [rand(rng, (3, 9)), rand(rng, (9, 5))], {}, SUMS),
         "nn.batch_matmul": Case("nn.batch_matmul", [rand(rng, (2, 3, 9)), rand(rng, (2, 5, 9))],

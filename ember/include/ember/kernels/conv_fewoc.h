@@ -1,7 +1,7 @@
 /*!
  * \file ember/kernels/conv_fewoc.h
  * \brief conv2d to few output channels (one output block of OC = 4 or 8 lanes, fewer than
- *        the input block's CB): the phase convs of a transposed conv to one channel (DBNet's
+ *        the input block's CB; or 16 for a transposed conv's 9 to 15 phase channels): the phase convs of a transposed conv to one channel (DBNet's
  *        head), detector and segmentation heads. The blocked kernel (conv_nchwc.h) would run
  *        OC-lane FMAs there, a broadcast per input channel each: load-bound at a quarter of
  *        the vector. Here the vectors run along the input block's CB channel lanes instead.
@@ -10,7 +10,8 @@
  *   input  [N][IC/CB][H][W][CB]       weight [1][IC/CB][KH][KW][CB][OC] (conv_nchwc.h's)
  *   output [N][1][OH][OW][OC]         bias   [OC]
  *
- * A register tile is P = CB / OC neighbouring output pixels x OC channels: CB accumulators
+ * A register tile is P = CB / OC neighbouring output pixels x OC channels (OC = CB only for
+ * an interleaved conv): CB accumulators
  * of CB lanes, each a channel-partial sum; per input block and tap it loads P input vectors
  * and OC weight vectors for CB full-width FMAs. At the end of the reduction a transpose-add
  * tree (log2(CB) levels of two shuffles and an add per pair) turns the CB accumulators into
@@ -19,7 +20,9 @@
  * The weights are transposed to [IC/CB][KH][KW][OC][CB] once per call (a small workspace).
  *
  * Interleaved (ish > 0): the conv is the phase conv of a transposed conv with strides
- * (ish, isw), its OC channels phase-major (phase * OCP + c, OCP = OC / (ish * isw)), and
+ * (ish, isw), its first ocr channels phase-major (phase * OCP + c, OCP = ocr / (ish * isw);
+ * the OC - ocr after them zero padding: DCGAN's 12 phase channels of a conv to 3 in a block of
+ * 16, a tile of one pixel), and
  * each output goes straight to its place in the transposed conv's plain NCHW output
  * [N][OCP][IOH][IOW] (``nn.contrib_conv2d_transpose_interleave``'s rule, cropped there):
  *   out[b, c, qy * ish + ry - ioff_h, qx * isw + rx - ioff_w] = conv[b, (ry * isw + rx) * OCP + c, qy, qx]
@@ -43,7 +46,7 @@
       int32_t h, int32_t wd, int32_t oc, int32_t oh, int32_t ow, int32_t kh, int32_t kw,           \
       int32_t sh, int32_t sw, int32_t dh, int32_t dw, int32_t pt, int32_t pl, int32_t act,         \
       float lo, float hi, int32_t threads, int32_t ish, int32_t isw, int32_t ioff_h,              \
-      int32_t ioff_w, int32_t ioh, int32_t iow
+      int32_t ioff_w, int32_t ioh, int32_t iow, int32_t ocr
 EMBER_KENTRY int32_t ember_conv2d_fewoc_x8(EMBER_CONV2D_FEWOC_PARAMS);
 EMBER_KENTRY int32_t ember_conv2d_fewoc_x16(EMBER_CONV2D_FEWOC_PARAMS);
 
@@ -67,6 +70,7 @@ typedef struct {
    * column from (qy * ish - ioff_h, qx * isw - ioff_w) at the tile's first pixel, and its
    * offset from there in the output of its batch */
   int32_t ish, isw, ioff_h, ioff_w, ioh, iow;
+  int32_t ocp; /* the transposed conv's output channels: ocr / (ish * isw) */
   int32_t quad; /* 2x2 phases of one channel: a tile's two output rows by two shuffles */
   int32_t lane_dy[16], lane_dx[16];
   int64_t lane_off[16];
@@ -100,10 +104,16 @@ static inline void ember_fewoc_act_row(const ember_fewoc_p* p, float* row, int64
 
 /* Lane j's place in the interleaved output (ember_fewoc_p's lane tables). */
 static inline void ember_fewoc_lanes(ember_fewoc_p* p, int32_t lanes) {
-  const int32_t ocp = p->oc / (p->ish * p->isw);
+  const int32_t ocp = p->ocp;
   int32_t j;
   for (j = 0; j < lanes; ++j) {
     const int32_t q = j / p->oc, ph = (j % p->oc) / ocp, c = (j % p->oc) % ocp;
+    if (j % p->oc >= ocp * p->ish * p->isw) { /* a padded channel: stored nowhere */
+      p->lane_dy[j] = -p->ioh - p->ish;
+      p->lane_dx[j] = 0;
+      p->lane_off[j] = 0;
+      continue;
+    }
     p->lane_dy[j] = ph / p->isw;
     p->lane_dx[j] = q * p->isw + ph % p->isw;
     p->lane_off[j] = ((int64_t)c * p->ioh + p->lane_dy[j]) * p->iow + p->lane_dx[j];
@@ -114,7 +124,7 @@ static inline void ember_fewoc_lanes(ember_fewoc_p* p, int32_t lanes) {
  * in the interleaved output, if inside the crop. */
 static inline void ember_fewoc_scatter(const ember_fewoc_p* p, int32_t b, int32_t qy,
                                        int32_t qx, const float* v, int32_t count) {
-  const int32_t ocp = p->oc / (p->ish * p->isw);
+  const int32_t ocp = p->ocp;
   const int32_t y0 = qy * p->ish - p->ioff_h, x0 = qx * p->isw - p->ioff_w;
   float* out = p->out + ((int64_t)b * ocp * p->ioh + y0) * p->iow + x0;
   int32_t j;
@@ -126,7 +136,7 @@ static inline void ember_fewoc_scatter(const ember_fewoc_p* p, int32_t b, int32_
 
 /* The activation over the interleaved output rows that conv row qy of batch b wrote. */
 static inline void ember_fewoc_act_rows(const ember_fewoc_p* p, int32_t b, int32_t qy) {
-  const int32_t ocp = p->oc / (p->ish * p->isw);
+  const int32_t ocp = p->ocp;
   int32_t c, ry;
   if (p->act == EMBER_ACT_NONE) return;
   for (c = 0; c < ocp; ++c) {

@@ -122,12 +122,19 @@ EMBER_KFN void EMBER_FFN(ember_fewoc_tiles4)(const ember_fewoc_p* p, int32_t b,
   EMBER_FFN(ember_fewoc_tiles)(p, b, inb, oy, ox, ky0, ky1, dst, tiles, 4);
 }
 
-#if EMBER_L == 16
 EMBER_KFN void EMBER_FFN(ember_fewoc_tiles8)(const ember_fewoc_p* p, int32_t b,
                                              const float* inb, int32_t oy, int32_t ox,
                                              int32_t ky0, int32_t ky1, float* dst,
                                              int32_t tiles) {
   EMBER_FFN(ember_fewoc_tiles)(p, b, inb, oy, ox, ky0, ky1, dst, tiles, 8);
+}
+
+#if EMBER_L == 16
+EMBER_KFN void EMBER_FFN(ember_fewoc_tiles16)(const ember_fewoc_p* p, int32_t b,
+                                              const float* inb, int32_t oy, int32_t ox,
+                                              int32_t ky0, int32_t ky1, float* dst,
+                                              int32_t tiles) {
+  EMBER_FFN(ember_fewoc_tiles)(p, b, inb, oy, ox, ky0, ky1, dst, tiles, 16);
 }
 #endif
 #endif /* EMBER_KV */
@@ -206,11 +213,15 @@ EMBER_KFN void EMBER_FFN(ember_fewoc_rows)(const ember_fewoc_p* p, int64_t begin
       const int32_t per = L / p->oc, tiles = p->x1 > ox ? (p->x1 - ox) / per : 0;
       if (tiles > 0) {
 #if EMBER_L == 16
+        if (p->oc == 16)
+          EMBER_FFN(ember_fewoc_tiles16)(p, b, inb, oy, ox, ky0, ky1, row + (int64_t)ox * p->oc,
+                                         tiles);
+        else
+#endif
         if (p->oc == 8)
           EMBER_FFN(ember_fewoc_tiles8)(p, b, inb, oy, ox, ky0, ky1, row + (int64_t)ox * p->oc,
                                         tiles);
         else
-#endif
           EMBER_FFN(ember_fewoc_tiles4)(p, b, inb, oy, ox, ky0, ky1, row + (int64_t)ox * p->oc,
                                         tiles);
         ox += tiles * per;
@@ -262,12 +273,13 @@ EMBER_KENTRY int32_t EMBER_FFN(ember_conv2d_fewoc)(EMBER_CONV2D_FEWOC_PARAMS) {
   if (p.x1 < p.x0) p.x1 = p.x0;
   for (l = 0; l < L; ++l) p.bias_tile[l] = bias[l % oc];
   p.ish = ish; p.isw = isw; p.ioff_h = ioff_h; p.ioff_w = ioff_w; p.ioh = ioh; p.iow = iow;
-  if (ish && (ish < 1 || isw < 1 || oc % (ish * isw))) {
+  p.ocp = ish > 0 && isw > 0 ? ocr / (ish * isw) : 0;
+  if (ish && (ish < 1 || isw < 1 || ocr < 1 || ocr > oc || ocr % (ish * isw))) {
     TVMBackendFreeWorkspace(1, 0, wt);
     return -1;
   }
   if (ish) ember_fewoc_lanes(&p, L);
-  p.quad = ish == 2 && isw == 2 && oc == 4;
+  p.quad = ish == 2 && isw == 2 && oc == 4 && ocr == 4;
   if (threads) {
     rc = TVMBackendParallelLaunch(EMBER_FFN(ember_fewoc_task), &p, 0);
   } else {

@@ -15,11 +15,19 @@ loop, so the interleave costs one pass over the output.
 
 ``nn.contrib_conv2d_transpose_fewoc`` is the phase conv and the interleave in one op, for a
 transposed conv whose phases make one output block of 4 or 8 channels over input blocks of 8
-or 16 (``topi/nn/conv2d_fewoc.py``: DBNet's 64 -> 1 head, 4 phases): the conv
+or 16 (``topi/nn/conv2d_fewoc.py``: DBNet's 64 -> 1 head, 4 phases), or ``channels`` of a
+block as wide as the input's, zero padding after them (DCGAN's 128 -> 3: 12 of 16): the conv
 ``nn.contrib_conv2d_NCHWc_fused`` would compute (stride and dilation 1, its bias and
 activation; data ``[N, IC/CB, H, W, CB]``, weight ``[1, IC/CB, KH, KW, CB, L]``, bias
 ``[L]``), written straight to its places in the plain NCHW output ``[N, L / phases, OH,
 OW]`` (static sizes), which the interleave would otherwise move in a second pass.
+
+``nn.contrib_conv2d_transpose_phased`` is a whole transposed conv on a small map (DCGAN's
+4x4, 8x8): data ``[N, IC/L, H, W, L]``, weight ``[S, OCBp, IC/L, TH, TW, L, L]`` (each phase
+packed as the blocked conv's, output blocks padded to the register tile's), bias ``[S * OCBp
+* L]``, the output ``[N, OC/L, OH, OW, L]`` written phase by phase with the bias and
+activation (``topi/nn/conv2d_phase.py``): no second pass, and no phase computes the crop's
+extra row and column.
 """
 from __future__ import annotations
 
@@ -39,7 +47,8 @@ from .._layout import nchwc_lanes
 from .._reg import INJECTIVE, OPAQUE, call, defop
 from .._shape import fail, fmt_shape, known, tensor_of
 
-__all__ = ["contrib_conv2d_transpose_fewoc", "contrib_conv2d_transpose_interleave"]
+__all__ = ["contrib_conv2d_transpose_fewoc", "contrib_conv2d_transpose_interleave",
+           "contrib_conv2d_transpose_phased"]
 
 OP = "nn.contrib_conv2d_transpose_interleave"
 
@@ -202,6 +211,7 @@ class FewOCAttrs(OpAttrs):
     strides: tuple[int, int] = (1, 1)
     offset: tuple[int, int] = (0, 0)
     out_size: tuple[int, int] = (1, 1)
+    channels: int = 0  # the real phase channels, the rest of the lanes zero padding; 0: all
     _op: ClassVar[str] = FEWOC
 
     def __post_init__(self) -> None:
@@ -219,8 +229,12 @@ class FewOCAttrs(OpAttrs):
         self._positive("offset", allow_zero=True)
         if any(o >= s for o, s in zip(self.offset, self.strides)):
             raise self._invalid("offset", f"values below the strides {self.strides}")
-        if self.lanes % (self.strides[0] * self.strides[1]):
-            raise self._invalid("lanes", f"a multiple of the {self.strides} strides' phases")
+        self._int("channels")
+        if not 0 <= self.channels <= self.lanes:
+            raise self._invalid("channels", f"0 to the {self.lanes} lanes")
+        if (self.channels or self.lanes) % (self.strides[0] * self.strides[1]):
+            raise self._invalid("channels" if self.channels else "lanes",
+                                f"a multiple of the {self.strides} strides' phases")
         self._choice("activation", tuple(ACTIVATIONS))
         for name in ("clip_min", "clip_max"):
             self._set(name, float(getattr(self, name)))
@@ -244,7 +258,8 @@ def _fewoc_rel(args: list[TensorType], attrs: FewOCAttrs) -> TensorType:
                               f"{attrs.out_size} with offset {attrs.offset} needs "
                               f"{(size - 1 + o) // s + 1}")
     phases = attrs.strides[0] * attrs.strides[1]
-    return tensor_of((data.shape[0], lanes // phases, *attrs.out_size), data.dtype)
+    return tensor_of((data.shape[0], (attrs.channels or lanes) // phases, *attrs.out_size),
+                     data.dtype)
 
 
 def _fewoc_parts(attrs: FewOCAttrs) -> tuple[Any, InterleaveAttrs]:
@@ -253,15 +268,16 @@ def _fewoc_parts(attrs: FewOCAttrs) -> tuple[Any, InterleaveAttrs]:
     conv = Conv2DNCHWcFusedAttrs(padding=attrs.padding, lanes=attrs.lanes,
                                  in_block=attrs.in_block, activation=attrs.activation,
                                  clip_min=attrs.clip_min, clip_max=attrs.clip_max)
-    return conv, InterleaveAttrs(attrs.strides, attrs.offset, attrs.out_size,
-                                 f"NCHW{attrs.lanes}c", "NCHW")
+    return conv, InterleaveAttrs(attrs.strides, attrs.offset, attrs.out_size, "NCHW", "NCHW")
 
 
 def _fewoc_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, attrs: FewOCAttrs) -> np.ndarray:
+    from ....topi.nn.conv2d_nchwc import from_blocked
     from .conv_nchwc import _fused_ref
 
     conv, interleave = _fewoc_parts(attrs)
-    return _ref(_fused_ref(x, w, b, attrs=conv), interleave)
+    phases = from_blocked(_fused_ref(x, w, b, attrs=conv))[:, :attrs.channels or attrs.lanes]
+    return _ref(np.ascontiguousarray(phases), interleave)
 
 
 def _fewoc_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
@@ -276,7 +292,8 @@ def _fewoc_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[
                          kh, kw, (1, 1), attrs.padding, (1, 1), 1, lanes, cb)
     epilogue = [K.ACTIVATIONS[attrs.activation], tir.const(attrs.clip_min, "float32"),
                 tir.const(attrs.clip_max, "float32"), 0]
-    il = Interleave(tuple(attrs.strides), tuple(attrs.offset), tuple(attrs.out_size))
+    il = Interleave(tuple(attrs.strides), tuple(attrs.offset), tuple(attrs.out_size),
+                    attrs.channels)
     return [conv2d_fewoc(data, weight, bias, geo, epilogue, il)]
 
 
@@ -289,3 +306,112 @@ def contrib_conv2d_transpose_fewoc(data: Any, weight: Any, bias: Any, **attrs: A
     """The phase conv and interleave of a transposed conv to few channels (module
     docstring)."""
     return call(FEWOC, data, weight, bias, attrs=FewOCAttrs(**attrs))
+
+
+# -- a transposed conv on a small map, phase by phase ------------------------------------------
+PHASED = "nn.contrib_conv2d_transpose_phased"
+
+
+@attrs_class("Conv2DTransposePhasedAttrs")
+class PhasedAttrs(OpAttrs):
+    """The phase convs' padding (top, left, bottom, right) and output size ``rows`` (Qh,
+    Qw), the interleave's strides, offset and out_size, the output ``channels``, the
+    register ``tile`` (``topi/nn/conv2d_phase.py``'s TILES index) and the activation with
+    its two parameters (``nn.contrib_conv2d_NCHWc_fused``'s)."""
+
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    rows: tuple[int, int] = (1, 1)
+    strides: tuple[int, int] = (1, 1)
+    offset: tuple[int, int] = (0, 0)
+    out_size: tuple[int, int] = (1, 1)
+    channels: int = 8
+    tile: int = 0
+    activation: str = "none"
+    clip_min: float = 0.0
+    clip_max: float = 0.0
+    _op: ClassVar[str] = PHASED
+
+    def __post_init__(self) -> None:
+        from ....topi.nn.conv2d_nchwc import ACTIVATIONS
+        from ....topi.nn.conv2d_phase import TILES
+
+        self._ints("padding", length=(4,))
+        self._positive("padding", allow_zero=True)
+        for name in ("rows", "strides", "offset", "out_size"):
+            self._ints(name, length=(2,))
+        for name in ("rows", "strides", "out_size"):
+            self._positive(name)
+        self._positive("offset", allow_zero=True)
+        if any(o >= s for o, s in zip(self.offset, self.strides)):
+            raise self._invalid("offset", f"values below the strides {self.strides}")
+        for name in ("channels", "tile"):
+            self._int(name)
+        self._positive("channels")
+        if not 0 <= self.tile < len(TILES):
+            raise self._invalid("tile", f"an index of the {len(TILES)} register tiles")
+        self._choice("activation", tuple(ACTIVATIONS))
+        for name in ("clip_min", "clip_max"):
+            self._set(name, float(getattr(self, name)))
+
+
+def _phased_rel(args: list[TensorType], attrs: PhasedAttrs) -> TensorType:
+    from ....topi.nn.conv2d_phase import TILES
+
+    data, weight, bias = args
+    phases, lanes = attrs.strides[0] * attrs.strides[1], data.shape[4] if data.ndim == 5 else 0
+    rb = TILES[attrs.tile][2]
+    ocbp = -(-attrs.channels // max(lanes, 1) // rb) * rb
+    if data.ndim != 5 or weight.ndim != 7 or bias.ndim != 1 or not lanes or \
+            attrs.channels % lanes or tuple(weight.shape[:3]) != (phases, ocbp, data.shape[1]) \
+            or tuple(weight.shape[5:]) != (lanes, lanes) or bias.shape[0] != phases * ocbp * lanes:
+        raise fail(PHASED, f"expected data [N, C/L, H, W, L], weight [{phases}, {ocbp}, C/L, TH, "
+                           f"TW, L, L] and bias [{phases * ocbp} * L] ({attrs.channels} channels, "
+                           f"tile {attrs.tile}); got {fmt_shape(data.shape)}, "
+                           f"{fmt_shape(weight.shape)}, {fmt_shape(bias.shape)}")
+    (pt, pl, pb, pr), (th, tw) = attrs.padding, weight.shape[3:5]
+    rows = (data.shape[2] + pt + pb - th + 1, data.shape[3] + pl + pr - tw + 1)
+    if rows != tuple(attrs.rows):
+        raise fail(PHASED, f"the phase convs have {rows} rows and columns, attrs say "
+                           f"{attrs.rows}")
+    for axis, (size, o, s, q) in enumerate(zip(attrs.out_size, attrs.offset, attrs.strides,
+                                               rows)):
+        if q < (size - 1 + o) // s + 1:
+            raise fail(PHASED, f"the phase convs have {q} {('rows', 'columns')[axis]}; "
+                               f"out_size {attrs.out_size} with offset {attrs.offset} needs "
+                               f"{(size - 1 + o) // s + 1}")
+    return tensor_of((data.shape[0], attrs.channels // lanes, *attrs.out_size, lanes),
+                     data.dtype)
+
+
+def _phased_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, attrs: PhasedAttrs) -> np.ndarray:
+    from .conv_nchwc import Conv2DNCHWcFusedAttrs, _fused_ref
+
+    lanes, phases = x.shape[4], w.shape[0]
+    ocb, ocbp = attrs.channels // lanes, w.shape[1]
+    conv = Conv2DNCHWcFusedAttrs(padding=attrs.padding, lanes=lanes, in_block=lanes,
+                                 activation=attrs.activation, clip_min=attrs.clip_min,
+                                 clip_max=attrs.clip_max)
+    bias = b.reshape(phases, ocbp * lanes)[:, :ocb * lanes]
+    stacked = np.concatenate([_fused_ref(x, w[p, :ocb], bias[p], attrs=conv)
+                              for p in range(phases)], axis=1)  # phases outermost
+    il = InterleaveAttrs(attrs.strides, attrs.offset, attrs.out_size, f"NCHW{lanes}c",
+                         f"NCHW{lanes}c")
+    return _ref(stacked, il)
+
+
+def _phased_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    from ....topi.nn.conv2d_phase import conv2d_phase
+
+    shape = tuple(int(d) for d in out_type.shape)  # type: ignore[attr-defined]
+    return [conv2d_phase(*inputs, attrs, shape)]
+
+
+defop(PHASED, _phased_rel, _phased_ref, OPAQUE, args=("data", "weight", "bias"),
+      attrs=PhasedAttrs, level=10, compute=_phased_compute,
+      doc="A transposed conv on a small map, phase by phase, written interleaved.")
+
+
+def contrib_conv2d_transpose_phased(data: Any, weight: Any, bias: Any, **attrs: Any) -> Call:
+    """A transposed conv on a small map: its phase convs, each over its own pixels, written
+    into the blocked output (``topi/nn/conv2d_phase.py``)."""
+    return call(PHASED, data, weight, bias, attrs=PhasedAttrs(**attrs))
