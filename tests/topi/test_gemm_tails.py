@@ -2,7 +2,7 @@
 over random shapes (hypothesis): M tails of every length (the 6-row tile, the 3-row tile of
 2-3 rows, 4 rows as 3 + 1, the row kernel of 1), N not a multiple of the panel, odd K, k blocks (kc < K, so
 later blocks accumulate into C), row blocks (mc), packed and row-major B, a bias, a residual
-and the tanh-GELU epilogue, serial and split into tasks; products of 1-4 rows, which stream
+and the tanh-GELU epilogue, serial and split into tasks; products of 1-6 rows, which stream
 several panels side by side (gemm_few_rows.h), with groups of panels cut by N, by the task
 split and by a partial row-major panel; at the host's SIMD level, at AVX2 (16 registers:
 fewer panels side by side) and at SSE2 (the 4-lane build). One library per level, built once
@@ -117,10 +117,10 @@ def test_short_row_tiles_with_k_blocks(gemm_lib, m: int) -> None:
                                    atol=1e-4, err_msg=f"M={m} kc={kc}")
 
 
-@pytest.mark.parametrize("m", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 6, 7])
 @pytest.mark.parametrize("n", [1, 33, 130, 200])
 def test_few_rows_stream_panels_side_by_side(gemm_lib, m: int, n: int) -> None:
-    """1-4 rows (and 5, the first past the path) over N of 1 panel, 2 (33 columns), 4-5 and
+    """1-6 rows (and 7, the first past the path) over N of 1 panel, 2 (33 columns), 4-5 and
     7-13 panels (groups of 2-4 side by side, then single panels), an odd K, packed and
     row-major B (whose partial last panel is copied), bias and ReLU or a residual, one task
     and three (each task's range cuts a group)."""
@@ -139,7 +139,7 @@ def test_few_rows_stream_panels_side_by_side(gemm_lib, m: int, n: int) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(m=st.integers(1, 5), n=st.integers(1, 300), k=st.integers(1, 90), packed=st.booleans(),
+@given(m=st.integers(1, 7), n=st.integers(1, 300), k=st.integers(1, 90), packed=st.booleans(),
        act=st.sampled_from([0, ACT_RELU, ACT_GELU_TANH]), residual=st.booleans(),
        tasks=st.sampled_from([1, 2, 3]), seed=st.integers(0, 2**16))
 def test_few_rows_match_numpy_over_shapes(gemm_lib, m: int, n: int, k: int, packed: bool,

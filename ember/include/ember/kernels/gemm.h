@@ -17,8 +17,9 @@
  * A is read in place, or, on AVX-512 for a row stride of a multiple of 4 KiB, packed per
  * k block into a k-major stream of 12-row tiles (EMBER_GEMM_PACK_A_LDA).
  *
- * A product of at most 4 rows (a matrix-vector product) runs gemm_few_rows.h instead: it is
- * bound by the rate B streams in, so it reads B once, several panels side by side.
+ * A product of a few rows (a matrix-vector product; up to 6 rows on AVX-512, 2 on AVX2) runs
+ * gemm_few_rows.h instead: it is bound by the rate B streams in, so it reads B once, several
+ * panels side by side.
  *
  * Work items are (batch, column panel, block of mc rows); with `parallel` they are split over
  * TVMBackendParallelLaunch tasks (contiguous ranges, so a task keeps its panel), else run

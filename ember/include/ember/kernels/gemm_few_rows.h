@@ -1,7 +1,7 @@
 /*
- * ember kernels: the GEMM of a few rows (M <= EMBER_GEMM_FEW_ROWS: a matrix-vector product, a
- * batch of 2-4 inputs to a dense layer), part of gemm.h (included from it, after its panel
- * helpers).
+ * ember kernels: the GEMM of a few rows (a matrix-vector product, a batch of a few inputs to a
+ * dense layer, an RNN step; EMBER_GEMM_FEW_TAKES(M): up to 6 rows on AVX-512, 2 with 16
+ * vector registers), part of gemm.h (included from it, after its panel helpers).
  *
  * Such a product does 2M flops per 4 bytes of B, so it runs at the rate B streams in, not at
  * the FMA rate: B is read once, the whole of K per panel (no k blocks: nothing would reuse
@@ -26,9 +26,8 @@
 #ifndef EMBER_KERNELS_GEMM_FEW_ROWS_H_
 #define EMBER_KERNELS_GEMM_FEW_ROWS_H_
 
-/* Products of at most this many rows take this path (5 and more run the 6-row tile, which
- * reads B once too). */
-#define EMBER_GEMM_FEW_ROWS 4
+/* Products of at most this many rows may take this path (7 and more run gemm.h's tiles). */
+#define EMBER_GEMM_FEW_ROWS 6
 /* Panels side by side for r rows (EMBER_GEMM_FEW_PANELS(r)), and the k phases of r rows x s
  * panels: the tile's accumulators (2 r s per phase), r broadcasts of A per phase and the two
  * B vectors in the register file (32 on AVX-512, 16 elsewhere), at most 4 panels. */
@@ -50,7 +49,9 @@
 /* Whether a product of m rows takes this path: m <= EMBER_GEMM_FEW_ROWS, and at least two
  * panels fit side by side. Not 3 or 4 rows in 16 registers (one panel at a time, 6 or 8
  * FMA chains): on AVX2 the 3-row tile and 3 + 1 rows of gemm.h stream a 4096 x 4096 B from
- * memory 7% faster (one panel) and 3 rows from cache 15% faster. */
+ * memory 7% faster (one panel) and 3 rows from cache 15% faster. 5 and 6 rows on AVX-512
+ * (2 panels) beat the 6-row tile by 10-25% from cache (256 x 256, 512 x 1000) and about 7%
+ * from memory. */
 #define EMBER_GEMM_FEW_TAKES(m) ((m) <= EMBER_GEMM_FEW_ROWS && EMBER_GEMM_FEW_PANELS(m) > 1)
 
 /* Rows [0, R) x panels [0, S) of C (panel s at c + s * EMBER_GEMM_NR, its valid width nr[s])
@@ -133,13 +134,15 @@ static inline void ember_gemm_few_tile(int32_t K, const float* a, int64_t lda, i
     EMBER_GEMM_FEW_CASE(2)
     EMBER_GEMM_FEW_CASE(3)
     EMBER_GEMM_FEW_CASE(4)
+    EMBER_GEMM_FEW_CASE(5)
+    EMBER_GEMM_FEW_CASE(6)
     default:
       break;
   }
 }
 #undef EMBER_GEMM_FEW_CASE
 
-/* Items [begin, end) of a product of M <= EMBER_GEMM_FEW_ROWS rows: one row block, so an item
+/* Items [begin, end) of a product of M rows, EMBER_GEMM_FEW_TAKES(M): one row block, so an item
  * is column panel j of batch b (item = b * panels + j). Runs of
  * EMBER_GEMM_FEW_PANELS(M) panels of one batch that lie in place go side by side; the other
  * panels one at a time. Returns 0, or ember_gemm_range_direct's result when a panel copy
