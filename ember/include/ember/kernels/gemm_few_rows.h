@@ -16,8 +16,8 @@
  * stays as it is. Software prefetches ahead of the streams (prefetcht0/t1 at 0.5-8 KiB)
  * changed nothing measurable, prefetchnta made it slower (9.5 GB/s).
  *
- * The register tile is R rows (M) x S panels x 2 vectors, with S as large as
- * EMBER_GEMM_FEW_ACC accumulators allow (at most 4 panels); a single row alternates two sets
+ * The register tile is R rows (M) x S panels x 2 vectors, with S as large as the register
+ * file allows (EMBER_GEMM_FEW_FITS; at most 4 panels); a single row alternates two sets
  * of accumulators over even and odd k where they fit, so 16 FMA chains hide the FMA latency
  * when B is in cache. Panels left over at the end of a task's range run one at a time; a panel
  * that is not in place (the last, partial panel of a row-major B, or a transposed B) is
@@ -36,9 +36,7 @@
 #else
 #define EMBER_GEMM_FEW_REGS 16
 #endif
-#ifndef EMBER_GEMM_FEW_MAX_PANELS
 #define EMBER_GEMM_FEW_MAX_PANELS 4
-#endif
 #define EMBER_GEMM_FEW_FITS(r, s, ph) ((2 * (r) * (s) + (r)) * (ph) + 2 <= EMBER_GEMM_FEW_REGS)
 #define EMBER_GEMM_FEW_PANELS(r)                                                     \
   (EMBER_GEMM_FEW_FITS(r, 4, 1) && EMBER_GEMM_FEW_MAX_PANELS >= 4   ? 4             \
