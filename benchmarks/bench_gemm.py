@@ -2,6 +2,7 @@
 
     python benchmarks/bench_gemm.py                       # gpt2's GEMMs (the zoo's: hidden 384)
     python benchmarks/bench_gemm.py --shapes small        # GPT-2 small's (hidden 768)
+    python benchmarks/bench_gemm.py --shapes gemv         # batch-1 dense layers (vgg16, dcgan)
     python benchmarks/bench_gemm.py --rounds 9 --json out.json
 
 Each case is a one-product ONNX model, as the zoo's GPT-2 writes it: ``x (1, M, K) @ W`` (a
@@ -52,7 +53,18 @@ SMALL = {
     "mlp_down": (128, 3072, 768, "residual"),
     "odd_rows": (77, 768, 3072, "gelu_tanh"),
 }
-SETS = {"gpt2": GPT2, "small": SMALL}
+# matrix-vector products and a few rows: vgg16's classifier (its 25088x4096 weight is 411 MB,
+# streamed from memory at every call), dcgan's 100->16384 projection, and 2-4 rows of vgg's
+# second layer (a small batch)
+GEMV = {
+    "vgg_fc1": (1, 25088, 4096, "bias"),
+    "vgg_fc2": (1, 4096, 4096, "bias"),
+    "vgg_fc3": (1, 4096, 1000, "bias"),
+    "dcgan_fc": (1, 100, 16384, "bias"),
+    "fc2_2rows": (2, 4096, 4096, "bias"),
+    "fc2_4rows": (4, 4096, 4096, "bias"),
+}
+SETS = {"gpt2": GPT2, "small": SMALL, "gemv": GEMV}
 
 
 def gemm_onnx(M: int, K: int, N: int, epilogue: str, seed: int = 0):

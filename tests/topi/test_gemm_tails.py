@@ -2,8 +2,11 @@
 over random shapes (hypothesis): M tails of every length (the 6-row tile, the 3-row tile of
 2-3 rows, 4 rows as 3 + 1, the row kernel of 1), N not a multiple of the panel, odd K, k blocks (kc < K, so
 later blocks accumulate into C), row blocks (mc), packed and row-major B, a bias, a residual
-and the tanh-GELU epilogue, serial and split into tasks; at the host's SIMD level and at SSE2
-(the 4-lane build). One library per level, built once per session."""
+and the tanh-GELU epilogue, serial and split into tasks; products of 1-6 rows, which stream
+several panels side by side (gemm_few_rows.h), with groups of panels cut by N, by the task
+split and by a partial row-major panel; at the host's SIMD level, at AVX2 (16 registers:
+fewer panels side by side) and at SSE2 (the 4-lane build). One library per level, built once
+per session."""
 from __future__ import annotations
 
 import ctypes
@@ -21,7 +24,9 @@ from ember.contrib import cc
 
 HERE = Path(__file__).parent
 INCLUDE = Path(ember.__file__).parent / "include"
-LEVELS = {"native": ["-march=native"], "sse2": ["-march=x86-64-v2"]}
+LEVELS = {"native": ["-march=native"], "avx2": ["-march=x86-64-v3"],
+          "sse2": ["-march=x86-64-v2"]}
+ACT_RELU, ACT_GELU_TANH = 1, 4  # gemm_epilogue.h's EMBER_ACT_*
 FLOATS = ctypes.POINTER(ctypes.c_float)
 
 
@@ -57,20 +62,26 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
 
 
 def run_gemm(lib, a: np.ndarray, b: np.ndarray, packed: bool, bias: np.ndarray,
-             res: np.ndarray | None, gelu: bool, mc: int, kc: int, tasks: int) -> np.ndarray:
+             res: np.ndarray | None, gelu: bool | int, mc: int, kc: int,
+             tasks: int) -> np.ndarray:
+    """C = act(A B + bias) + res through the kernel; ``gelu``: True for tanh-GELU, or an
+    activation code."""
     (m, k), n = a.shape, b.shape[1]
     nr = 2 * max(4, lib.gemm_lanes())
     bb = _pack(b, nr) if packed else b
     c = np.full((m, n), np.nan, np.float32)
     rc = lib.gemm_call(m, n, k, _ptr(a), _ptr(bb), nr if packed else 0, _ptr(c), _ptr(bias),
-                       _ptr(res), 4 if gelu else 0, mc, kc, tasks)
+                       _ptr(res), ACT_GELU_TANH if gelu is True else int(gelu), mc, kc, tasks)
     assert rc == 0
     return c
 
 
 def reference(a, b, bias, res, gelu):  # type: ignore[no-untyped-def]
     y = a.astype(np.float64) @ b.astype(np.float64) + bias
-    y = _gelu_tanh(y) if gelu else y
+    if gelu is True or gelu == ACT_GELU_TANH:
+        y = _gelu_tanh(y)
+    elif gelu == ACT_RELU:
+        y = np.maximum(y, 0)
     return y + (0 if res is None else res)
 
 
@@ -104,3 +115,40 @@ def test_short_row_tiles_with_k_blocks(gemm_lib, m: int) -> None:
         got = run_gemm(gemm_lib, a, b, True, bias, None, False, 12, kc, 1)
         np.testing.assert_allclose(got, reference(a, b, bias, None, False), rtol=1e-5,
                                    atol=1e-4, err_msg=f"M={m} kc={kc}")
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 6, 7])
+@pytest.mark.parametrize("n", [1, 33, 130, 200])
+def test_few_rows_stream_panels_side_by_side(gemm_lib, m: int, n: int) -> None:
+    """1-6 rows (and 7, the first past the path) over N of 1 panel, 2 (33 columns), 4-5 and
+    7-13 panels (groups of 2-4 side by side, then single panels), an odd K, packed and
+    row-major B (whose partial last panel is copied), bias and ReLU or a residual, one task
+    and three (each task's range cuts a group)."""
+    rng = np.random.default_rng(100 * m + n)
+    a = rng.uniform(-1, 1, (m, 203)).astype(np.float32)
+    b = rng.uniform(-1, 1, (203, n)).astype(np.float32)
+    bias = rng.uniform(-1, 1, n).astype(np.float32)
+    res = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+    for packed in (True, False):
+        for tasks in (1, 3):
+            for act, r in ((ACT_RELU, None), (0, res)):
+                got = run_gemm(gemm_lib, a, b, packed, bias, r, act, 12, 64, tasks)
+                np.testing.assert_allclose(got, reference(a, b, bias, r, act), rtol=1e-5,
+                                           atol=1e-4, err_msg=f"packed={packed} tasks={tasks} "
+                                           f"act={act}")
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 7), n=st.integers(1, 300), k=st.integers(1, 90), packed=st.booleans(),
+       act=st.sampled_from([0, ACT_RELU, ACT_GELU_TANH]), residual=st.booleans(),
+       tasks=st.sampled_from([1, 2, 3]), seed=st.integers(0, 2**16))
+def test_few_rows_match_numpy_over_shapes(gemm_lib, m: int, n: int, k: int, packed: bool,
+                                          act: int, residual: bool, tasks: int,
+                                          seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    bias = rng.uniform(-1, 1, n).astype(np.float32)
+    res = rng.uniform(-1, 1, (m, n)).astype(np.float32) if residual else None
+    got = run_gemm(gemm_lib, a, b, packed, bias, res, act, 12, k, tasks)
+    np.testing.assert_allclose(got, reference(a, b, bias, res, act), rtol=1e-5, atol=2e-5)

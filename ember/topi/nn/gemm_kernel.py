@@ -109,9 +109,9 @@ def model_gemm_tiles(batch: int, M: int, N: int, K: int,
       e.g. GPT-2's 128x384x16384 LM head 22.0 -> 20.2 ms, and kc 1536 instead of 768 about
       2% for its 128x1536x384 MLP down-projection); K itself when K is at most 1.25 kc_max
       (a short last block costs more than the slight overflow), else K in equal blocks of at
-      most kc_max, and K itself when M fits one row tile (nothing reuses the block; a
-      matrix-vector product then streams B once through the row kernel's four FMA chains
-      instead of re-entering partial sums).
+      most kc_max, and K itself when M fits one row tile (nothing reuses the block; products
+      of a few rows ignore kc anyway: gemm_few_rows.h streams B once, several panels side
+      by side, at the rate memory delivers it).
     - ``mc``: rows per work item, a multiple of MR; the item's A block (mc x kc) should sit in
       a quarter of L2 (512 KiB, or 1 MiB on AVX-512 machines), and a parallel kernel wants about TARGET_ITEMS items in total to balance the threads.
     - ``parallel``: only from PARALLEL_MACS multiply-adds on (about 25 us of work at

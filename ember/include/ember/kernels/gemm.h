@@ -17,6 +17,10 @@
  * A is read in place, or, on AVX-512 for a row stride of a multiple of 4 KiB, packed per
  * k block into a k-major stream of 12-row tiles (EMBER_GEMM_PACK_A_LDA).
  *
+ * A product of a few rows (a matrix-vector product; up to 6 rows on AVX-512, 2 on AVX2) runs
+ * gemm_few_rows.h instead: it is bound by the rate B streams in, so it reads B once, several
+ * panels side by side.
+ *
  * Work items are (batch, column panel, block of mc rows); with `parallel` they are split over
  * TVMBackendParallelLaunch tasks (contiguous ranges, so a task keeps its panel), else run
  * serially. ember_sgemm returns 0, or -1 when a packing buffer cannot be allocated.
@@ -67,13 +71,32 @@ typedef struct {
   int32_t kc; /* k per block: a kc x EMBER_GEMM_NR panel block stays in L1 */
 } ember_gemm_args;
 
-/* One row (a matrix-vector product): four k phases keep four FMA chains in flight. */
+/* The sums x0, x1 of one row's panel through the epilogue into c[0 .. nr) (columns n0..,
+ * residual at res_off). */
+EMBER_ALWAYS_INLINE void ember_gemm_store_row(ember_vf x0, ember_vf x1, float* c, int32_t nr,
+                                              const ember_epilogue* e, int64_t n0,
+                                              int64_t res_off) {
+  if (nr == EMBER_GEMM_NR && ember_epi_in_registers(e)) {
+    ember_vstore(c, ember_epi_vec(x0, e, n0, res_off));
+    ember_vstore(c + EMBER_VL, ember_epi_vec(x1, e, n0 + EMBER_VL, res_off + EMBER_VL));
+  } else {
+    float tmp[EMBER_GEMM_NR];
+    int32_t j;
+    ember_vstore(tmp, x0);
+    ember_vstore(tmp + EMBER_VL, x1);
+    ember_epi_block(tmp, EMBER_GEMM_NR, 1, nr, e, n0, res_off, 0);
+    for (j = 0; j < nr; ++j) c[j] = tmp[j];
+  }
+}
+
+/* One row of a longer product (its last tile): four k phases keep eight FMA chains in
+ * flight. */
 static inline void ember_gemm_row(int32_t K, const float* a, const float* b, int64_t b_ks,
                                   float* c, int32_t nr, const ember_epilogue* e, int64_t n0,
                                   int64_t res_off) {
   ember_vf x0 = ember_vzero(), x1 = ember_vzero(), y0 = ember_vzero(), y1 = ember_vzero();
   ember_vf z0 = ember_vzero(), z1 = ember_vzero(), w0 = ember_vzero(), w1 = ember_vzero();
-  int32_t k = 0, j;
+  int32_t k = 0;
   for (; k + 4 <= K; k += 4) {
     const float* p = b + k * b_ks;
     ember_vf t0 = ember_vset1(a[k]), t1 = ember_vset1(a[k + 1]);
@@ -94,16 +117,7 @@ static inline void ember_gemm_row(int32_t K, const float* a, const float* b, int
   }
   x0 = ember_vadd(ember_vadd(x0, y0), ember_vadd(z0, w0));
   x1 = ember_vadd(ember_vadd(x1, y1), ember_vadd(z1, w1));
-  if (nr == EMBER_GEMM_NR && ember_epi_in_registers(e)) {
-    ember_vstore(c, ember_epi_vec(x0, e, n0, res_off));
-    ember_vstore(c + EMBER_VL, ember_epi_vec(x1, e, n0 + EMBER_VL, res_off + EMBER_VL));
-  } else {
-    float tmp[EMBER_GEMM_NR];
-    ember_vstore(tmp, x0);
-    ember_vstore(tmp + EMBER_VL, x1);
-    ember_epi_block(tmp, EMBER_GEMM_NR, 1, nr, e, n0, res_off, 0);
-    for (j = 0; j < nr; ++j) c[j] = tmp[j];
-  }
+  ember_gemm_store_row(x0, x1, c, nr, e, n0, res_off);
 }
 
 /* The sums of a tile of at most 3 rows (rows a0, a1, a2; a short tile repeats row 0) added
@@ -307,6 +321,8 @@ static inline const float* ember_gemm_panel_in_place(const ember_gemm_args* g, i
   return NULL;
 }
 
+#include "ember/kernels/gemm_few_rows.h"
+
 /* Prefetching the next panel pays from this many bytes of B on (per batch): a B that large
  * comes from memory at every call, and the first row tile of each panel would wait on it (the
  * hardware prefetcher starts on a new panel late): GPT-2's 128x384x16384 LM head (24 MiB)
@@ -349,6 +365,7 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
           EMBER_GEMM_PACK_A_BYTES) {
     pack_rows = 0;
   }
+  if (EMBER_GEMM_FEW_TAKES(g->M)) return ember_gemm_few_range(g, begin, end);
   if (begin >= end) return 0;
   memset(&ident, 0, sizeof ident);
   ident.alpha = 1.0f;
