@@ -400,3 +400,36 @@ def test_channels_that_do_not_split_into_the_lanes_take_half_of_them(desired, ch
     np.testing.assert_allclose(_outputs(_narrow_stage(*channels), {}, xv, config=cfg),
                                _outputs(_narrow_stage(*channels), {}, xv, disabled=OFF),
                                rtol=1e-4, atol=1e-5)
+
+
+def _pools_of_plain(channels, pool, **attrs):
+    """relu -> pool of a plain NCHW value (no conv anywhere) -> + 1."""
+    x = relay.var("x", shape=(1, channels, 11, 13))
+    y = getattr(relay.nn, pool)(relay.nn.relu(x), **attrs)
+    return ember.IRModule.from_expr(relay.Function([x], relay.add(y, relay.const(1.0))))
+
+
+@pytest.mark.parametrize("channels, lanes", [(32, 8), (24, 8), (20, 4), (6, 0)])
+def test_a_pool_of_a_plain_value_runs_blocked_where_its_channels_split(channels, lanes):
+    """On AVX2 (8 lanes): a pool after a non-conv op converts to NCHW[L]c in the block its
+    channels split into (8, else 4); 6 channels split into none and stay plain."""
+    mod = _plan(_pools_of_plain(channels, "max_pool2d", pool_size=(3, 3), strides=(2, 2),
+                                padding=(1, 1)))
+    pool = next(c for c in _ops(mod) if c.op.name == "nn.max_pool2d")
+    assert pool.attrs.layout == (f"NCHW{lanes}c" if lanes else "NCHW")
+
+
+@needs_cc
+@pytest.mark.parametrize("pool, attrs", [
+    ("max_pool2d", {"pool_size": (2, 2), "strides": (2, 2)}),
+    ("max_pool2d", {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1),
+                    "ceil_mode": True}),
+    ("avg_pool2d", {"pool_size": (3, 3), "strides": (1, 1), "padding": (1, 1),
+                    "count_include_pad": False}),
+    ("avg_pool2d", {"pool_size": (2, 3), "strides": (2, 1)})])
+@pytest.mark.parametrize("channels", [16, 20])
+def test_pools_of_plain_values_planned_or_not_agree(pool, attrs, channels):
+    mod = _pools_of_plain(channels, pool, **attrs)
+    x = np.random.default_rng(3).uniform(-1, 1, (1, channels, 11, 13)).astype("float32")
+    np.testing.assert_allclose(_outputs(mod, {}, x), _outputs(mod, {}, x, disabled=OFF),
+                               rtol=1e-6, atol=1e-6)
