@@ -149,7 +149,12 @@ def test_nop_must_alias_its_input():
     g = _nop_graph(1, [4])
     g["nodes"][2]["inputs"].append([0, 0, 0])
     g["nodes"][2]["attrs"]["num_inputs"] = "2"
-    with pytest.raises(GraphFormatError, match="a __nop node must have one input and one output"):
+    with pytest.raises(GraphFormatError, match=r"must alias input 1: its output uses storage 1, "
+                                               r"input 1 storage 0"):
+        parse_graph(g)
+    g["nodes"][2]["inputs"] = []
+    g["nodes"][2]["attrs"]["num_inputs"] = "0"
+    with pytest.raises(GraphFormatError, match="a __nop node must have inputs and one output"):
         parse_graph(g)
 
 
