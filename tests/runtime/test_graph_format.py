@@ -181,3 +181,44 @@ def test_chain_graphs_round_trip(kinds, dtype):
     g = Graph(nodes, [0], [Entry(len(nodes) - 1)], sids, shapes, [dtype] * len(nodes))
     again = parse_graph(g.to_json())
     assert again.to_dict() == g.to_dict()
+
+
+# -- storage_offset: concatenations written in place ----------------------------------------
+def _concat_graph(offsets: list[int] | None, shapes=None) -> dict:
+    """x -> a [2], b [3] (kernels) -> cat [5] = a, b end to end (a __nop with two inputs)."""
+    nodes = [var("x"), op("a", "k_a", [[0, 0, 0]]), op("b", "k_b", [[0, 0, 0]]),
+             op("cat", "__nop", [[1, 0, 0], [2, 0, 0]])]
+    g = graph(nodes, [[3, 0, 0]], [0, 1, 1, 1], shapes or [[4], [2], [3], [5]])
+    if offsets is not None:
+        g["attrs"]["storage_offset"] = ["list_int", offsets]
+    return g
+
+
+def test_storage_offset_round_trips_and_is_optional():
+    g = parse_graph(json.dumps(_concat_graph([0, 0, 8, 0])))
+    assert g.storage_offset == [0, 0, 8, 0] and g.offset(2) == 8
+    assert g.storage_bytes() == {0: 16, 1: 20}
+    again = parse_graph(g.to_json())
+    assert again.storage_offset == [0, 0, 8, 0]
+    assert parse_graph(json.dumps(mlp_graph())).storage_offset is None  # absent: all 0
+
+
+@pytest.mark.parametrize("offsets, message", [
+    ([0, 4, 8, 0], r"nodes\[3\]: __nop node 'cat': input 0 is at byte 4 of storage 1, "
+                   r"expected 0 \(the inputs laid end to end from the output's offset\)"),
+    ([0, 0, 6, 0], r"attrs\.storage_offset\[1\]\[2\]: entry 2 \('b'\) starts 6 bytes into "
+                   r"storage 1, not a multiple of its element size \(4 bytes, float32\)"),
+    ([0, 0, 1 << 20, 0], r"attrs\.storage_offset\[1\]\[2\]: entry 2 \('b'\) at bytes "
+                         r"\[1048576, 1048588\) runs past the end of storage 1 \(20 bytes"),
+    ([0, 0, -8, 0], r"attrs\.storage_offset\[1\]\[2\]: expected an integer >= 0, got -8"),
+    ([0, 0, 8], r"attrs\.storage_offset: has 3 values but the graph has 4 entries"),
+])
+def test_bad_storage_offset_is_named(offsets, message):
+    with pytest.raises(GraphFormatError, match=message):
+        parse_graph(json.dumps(_concat_graph(offsets)))
+
+
+def test_concat_nop_inputs_must_fill_its_output():
+    with pytest.raises(GraphFormatError, match=r"__nop node 'cat': its inputs hold 20 bytes, "
+                                               r"its output 24"):
+        parse_graph(json.dumps(_concat_graph([0, 0, 8, 0], [[4], [2], [3], [6]])))
