@@ -30,11 +30,11 @@ Semantics the executor relies on:
 
 - A ``tvm_op`` node calls the packed function ``func_name`` with its input entries followed
   by its output entries, as DLTensors. Node attrs may be strings (as TVM writes them) or ints.
-- ``func_name == "__nop"`` makes no call: the node's inputs, laid end to end in its storage,
-  are its output. With one input it is a view of its input (reshape-only groups: same
-  storage and offset, no more bytes); with several, a concatenation whose producers wrote
-  each input in its slice (same storage, input k at the output's offset plus the bytes of
-  inputs 0..k-1, all of them together exactly the output's bytes).
+- ``func_name == "__nop"`` makes no call. With one input its output is a view of bytes of
+  the input (same storage, within the input's bytes: a reshape-only group, or a contiguous
+  slice); with several, a concatenation whose producers wrote each input in its slice (same
+  storage, input k at the output's offset plus the bytes of inputs 0..k-1, all of them
+  together exactly the output's bytes).
 - Storage id ``s`` is one buffer as large as the largest entry at offset 0 using it; each
   entry is a zero-copy view into it, ``storage_offset`` bytes from its start (a multiple of
   the entry's element size; an entry at an offset must end within the buffer). Graph
@@ -360,26 +360,38 @@ def _check_offsets(g: Graph) -> None:
 
 
 def _check_nop(g: Graph, i: int, node: Node) -> None:
-    """A __nop node's inputs, laid end to end in its output's storage, are its output."""
+    """A __nop node makes no call: with one input its output is bytes of the input (a view:
+    same storage, within the input's bytes); with several, the inputs laid end to end in its
+    output's storage are its output (a concatenation written in place)."""
     dst = g.entry_id(i)
-    at = g.offset(dst)
+    where = f"nodes[{i}]"
     for k, e in enumerate(node.inputs):
         src = g.entry_id(e)
         if g.storage_id[src] != g.storage_id[dst]:
             which = "its input" if len(node.inputs) == 1 else f"input {k}"
-            raise _fail(f"nodes[{i}]", f"{NOP} node {node.name!r} must alias {which}: its "
-                        f"output uses storage {g.storage_id[dst]}, {which} storage "
-                        f"{g.storage_id[src]}")
+            raise _fail(where, f"{NOP} node {node.name!r} must alias {which}: its output uses "
+                        f"storage {g.storage_id[dst]}, {which} storage {g.storage_id[src]}")
+    if len(node.inputs) == 1:
+        src = g.entry_id(node.inputs[0])
+        skip = g.offset(dst) - g.offset(src)
+        if g.nbytes(dst) + max(skip, 0) > g.nbytes(src):
+            raise _fail(where, f"{NOP} node {node.name!r} outputs {g.nbytes(dst)} bytes from "
+                        f"an input of {g.nbytes(src)} bytes" + (f" at offset {skip}" if skip
+                                                                 else ""))
+        if skip < 0:
+            raise _fail(where, f"{NOP} node {node.name!r}: its output starts {-skip} bytes "
+                        "before its input")
+        return
+    at = g.offset(dst)
+    for k, e in enumerate(node.inputs):
+        src = g.entry_id(e)
         if g.offset(src) != at:
-            raise _fail(f"nodes[{i}]", f"{NOP} node {node.name!r}: input {k} is at byte "
+            raise _fail(where, f"{NOP} node {node.name!r}: input {k} is at byte "
                         f"{g.offset(src)} of storage {g.storage_id[src]}, expected {at} (the "
                         "inputs laid end to end from the output's offset)")
         at += g.nbytes(src)
-    if len(node.inputs) == 1 and g.nbytes(dst) > g.nbytes(g.entry_id(node.inputs[0])):
-        raise _fail(f"nodes[{i}]", f"{NOP} node {node.name!r} outputs {g.nbytes(dst)} "
-                    f"bytes from an input of {g.nbytes(g.entry_id(node.inputs[0]))} bytes")
-    if len(node.inputs) > 1 and at - g.offset(dst) != g.nbytes(dst):
-        raise _fail(f"nodes[{i}]", f"{NOP} node {node.name!r}: its inputs hold "
+    if at - g.offset(dst) != g.nbytes(dst):
+        raise _fail(where, f"{NOP} node {node.name!r}: its inputs hold "
                     f"{at - g.offset(dst)} bytes, its output {g.nbytes(dst)}")
 
 

@@ -222,3 +222,17 @@ def test_concat_nop_inputs_must_fill_its_output():
     with pytest.raises(GraphFormatError, match=r"__nop node 'cat': its inputs hold 20 bytes, "
                                                r"its output 24"):
         parse_graph(json.dumps(_concat_graph([0, 0, 8, 0], [[4], [2], [3], [6]])))
+
+
+def test_view_nop_lies_within_its_input():
+    """A one-input __nop at an offset is a slice of its input's bytes."""
+    nodes = [var("x"), op("a", "k_a", [[0, 0, 0]]), op("v", "__nop", [[1, 0, 0]])]
+    good = graph(nodes, [[2, 0, 0]], [0, 1, 1], [[4], [6], [2]])
+    good["attrs"]["storage_offset"] = ["list_int", [0, 0, 16]]
+    assert parse_graph(json.dumps(good)).offset(2) == 16
+    bad = graph(nodes + [op("b", "k_b", [[2, 0, 0]])], [[3, 0, 0]], [0, 1, 1, 1],
+                [[4], [6], [2], [10]])  # storage 1 holds 40 bytes (b)
+    bad["attrs"]["storage_offset"] = ["list_int", [0, 0, 20, 0]]
+    with pytest.raises(GraphFormatError, match=r"nodes\[2\]: __nop node 'v' outputs 8 bytes "
+                                               r"from an input of 24 bytes at offset 20"):
+        parse_graph(json.dumps(bad))

@@ -410,29 +410,37 @@ static uint64_t entry_bytes(const DLTensor* e) {
   return ember_tensor_bytes(e->dtype, e->ndim, e->shape);
 }
 
-/* A __nop node's inputs, laid end to end in its output's storage, are its output: one input
- * is a view (a reshape), several a concatenation their producers wrote in place. */
+/* A __nop node makes no call: with one input its output is bytes of the input (a reshape or
+ * a contiguous slice); with several, its inputs laid end to end in its output's storage are
+ * its output (a concatenation whose producers wrote it in place). */
 static tvm_crt_error_t check_nop(EmberGraphExecutor* ex, uint32_t i) {
   const EmberGraphNode* g = &ex->nodes[i];
   uint32_t dst = ex->row_ptr[i], k;
-  uint64_t at = ex->entries[dst].byte_offset;
+  const DLTensor* out = &ex->entries[dst];
+  uint64_t at = out->byte_offset;
   for (k = 0; k < g->num_inputs; ++k) {
-    uint32_t src = ex->node_inputs[g->inputs + k];
-    if (ex->sids[src] != ex->sids[dst]) {
+    if (ex->sids[ex->node_inputs[g->inputs + k]] != ex->sids[dst]) {
       return bad_msg("nodes", i, "", "a __nop node must use its inputs' storage id");
     }
-    if (ex->entries[src].byte_offset != at) {
-      return bad_msg("nodes", i, "", "a __nop node's inputs must lie end to end from its "
-                     "output's storage_offset");
-    }
-    at += entry_bytes(&ex->entries[src]);
   }
   if (g->num_inputs == 1u) {
-    if (entry_bytes(&ex->entries[dst]) > at - ex->entries[dst].byte_offset) {
+    const DLTensor* in = &ex->entries[ex->node_inputs[g->inputs]];
+    if (out->byte_offset < in->byte_offset ||
+        out->byte_offset - in->byte_offset + entry_bytes(out) > entry_bytes(in)) {
       return bad_msg("nodes", i, "", "a __nop node cannot output more bytes than its input");
     }
     ex->root[dst] = ex->root[ex->node_inputs[g->inputs]];
-  } else if (entry_bytes(&ex->entries[dst]) != at - ex->entries[dst].byte_offset) {
+    return 0;
+  }
+  for (k = 0; k < g->num_inputs; ++k) {
+    const DLTensor* in = &ex->entries[ex->node_inputs[g->inputs + k]];
+    if (in->byte_offset != at) {
+      return bad_msg("nodes", i, "", "a __nop node's inputs must lie end to end from its "
+                     "output's storage_offset");
+    }
+    at += entry_bytes(in);
+  }
+  if (entry_bytes(out) != at - out->byte_offset) {
     return bad_msg("nodes", i, "", "a __nop node's inputs must hold exactly its output's bytes");
   }
   return 0;

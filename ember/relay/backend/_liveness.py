@@ -13,13 +13,14 @@ Some steps make no call (``Step.nop``) and some tensors live inside another's me
 (``Dataflow.alias_places``: a root tensor and a byte offset in it):
 
 - ``RESHAPE``: a reshape-only group; its output is its input, viewed with another shape.
-- ``CONCAT``: a ``concatenate`` of its parameters whose inputs are contiguous byte ranges of
-  its output (the axes before the concat axis have extent 1: N=1 in NCHW, or the block axis of
-  NCHW[x]c). Each input lives in its slice of the output, so its producer writes it there and
-  the concatenation costs nothing. See :func:`place_concats` for when an input qualifies.
+- ``SLICE``: a strided_slice that is a contiguous byte range of its input: its output is
+  those bytes (``Step.offset`` in).
+- ``CONCAT``: a concatenation whose inputs were written in place: each input (a root) lives
+  in its slice of the output, laid end to end, so the concatenation costs nothing.
 
-A root's memory holds all of its parts: it lives from the first step that writes any of
-them to the last step that reads any of them.
+``_in_place.place_views`` decides which steps become SLICE and CONCAT steps, and why others
+stay kernels. A root's memory holds all of its parts: it lives from the first step that
+writes any of them to the last step that reads any of them.
 """
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ from ...runtime.errors import TVMError
 RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "reshape_like",
                          "nn.batch_flatten", "contrib_reverse_reshape"})
 INPUT, CONST, INTERMEDIATE = "input", "const", "intermediate"
-RESHAPE, CONCAT = "reshape", "concat"  # Step.nop: the kinds of step that make no call
-# The PassContext option that turns off CONCAT steps (every concatenate stays a copy).
+RESHAPE, SLICE, CONCAT = "reshape", "slice", "concat"  # Step.nop: steps that make no call
+# The PassContext option that turns off SLICE and CONCAT steps (each stays a kernel's copy).
 CONCAT_IN_PLACE_CONFIG = "relay.backend.concat_in_place"
 Tree = int | tuple["Tree", ...]  # a value: a tensor id or a tuple of values
 
@@ -65,13 +66,15 @@ class Step:
     """One call in execution order: the Relay call, its callee, tensors read and written.
 
     ``call`` is None only in Dataflows built by hand (planner tests). ``nop`` is None for a
-    kernel call, RESHAPE (``outputs[0]`` is ``inputs[0]`` viewed) or CONCAT (the inputs, laid
-    end to end, are ``outputs[0]``)."""
+    kernel call, RESHAPE (``outputs[0]`` is ``inputs[0]`` viewed), SLICE (``outputs[0]`` is
+    the bytes of ``inputs[0]`` from ``offset``) or CONCAT (the inputs, laid end to end, are
+    ``outputs[0]``)."""
 
     call: Call | None
     inputs: list[int]
     outputs: list[int]
     nop: str | None = None
+    offset: int = 0  # SLICE: where outputs[0] starts in inputs[0], in bytes
 
     @property
     def is_nop(self) -> bool:
@@ -101,7 +104,8 @@ class Dataflow:
         """Flatten ``func`` (typed); TVMError for what a static graph cannot express.
 
         ``concat_in_place`` (default: the PassContext option ``relay.backend.concat_in_place``,
-        on unless set false) makes the concatenations that qualify CONCAT steps."""
+        on unless set false) makes the slices and concatenations that qualify SLICE and CONCAT
+        steps (``_in_place.place_views``)."""
         builder = _Builder(mod)
         df = builder.build(func)
         if concat_in_place is None:
@@ -109,18 +113,21 @@ class Dataflow:
 
             concat_in_place = bool(PassContext.current().config.get(CONCAT_IN_PLACE_CONFIG, True))
         if concat_in_place:
-            place_concats(df, builder.concat_orders)
+            from ._in_place import place_views
+
+            place_views(df, builder.callees)
         return df
 
     # -- liveness -----------------------------------------------------------------------------
     def alias_places(self) -> list[tuple[int, int]]:
         """Per tensor, ``(root, byte offset)``: the tensor whose memory it lives in, and where.
-        ``(t, 0)`` for a root; a RESHAPE output is where its input is; an input of a CONCAT
-        step is at its slice of the output (which may itself be in another's memory)."""
+        ``(t, 0)`` for a root; a RESHAPE output is where its input is, a SLICE output its
+        offset further; an input of a CONCAT step is at its slice of the output (which may
+        itself be in another's memory)."""
         parent: list[tuple[int, int] | None] = [None] * len(self.tensors)
         for step in self.steps:
-            if step.nop == RESHAPE:
-                parent[step.outputs[0]] = (step.inputs[0], 0)
+            if step.nop in (RESHAPE, SLICE):
+                parent[step.outputs[0]] = (step.inputs[0], step.offset)
             elif step.nop == CONCAT:
                 at = 0
                 for t in step.inputs:
@@ -184,56 +191,6 @@ class AliasGroup:
     interval: tuple[int, int]
 
 
-def concat_order(func: RelayExpr) -> tuple[list[int], int] | None:
-    """For a Primitive function that is only ``concatenate`` of its params, each once: the
-    param index of each field, in order, and the axis (maybe negative); else None."""
-    if not isinstance(func, Function) or not isinstance(func.body, Call):
-        return None
-    body = func.body
-    if not (isinstance(body.op, Op) and body.op.name == "concatenate" and body.args
-            and isinstance(body.args[0], Tuple)):
-        return None
-    index = {id(p): k for k, p in enumerate(func.params)}
-    order = [index.get(id(f), -1) for f in body.args[0].fields]
-    if -1 in order or len(set(order)) != len(order) or len(order) != len(func.params):
-        return None
-    return order, int(body.attrs.axis)  # type: ignore[union-attr]
-
-
-def place_concats(df: Dataflow, orders: dict[int, tuple[list[int], int]]) -> None:
-    """Make CONCAT steps of the concatenations (``orders``: step index -> (param index per
-    field, axis)) whose inputs can be written in place, in execution order. Each input must
-    be a contiguous byte range of the output (the axes before the concat axis have extent
-    1), an intermediate made by a kernel call or a CONCAT step (a root: not a view, not
-    already an input of another CONCAT step), neither an output of ``main`` nor viewed by
-    one (outputs are the caller's memory, of their own size), and appear once. Other
-    readers of an input are fine: they read its slice, which lives as long as the output's
-    memory (its group's interval covers them). Producers write exactly their tensor's bytes
-    (every kernel's output buffer is its shape)."""
-    made_by: dict[int, Step] = {t: s for s in df.steps for t in s.outputs}
-    roots = df.alias_roots()  # the reshape views only, so far
-    output_groups = {roots[t] for t in df.outputs}
-    placed: set[int] = set()
-
-    def fits(t: int) -> bool:
-        maker = made_by.get(t)
-        return (df.tensors[t].kind == INTERMEDIATE and roots[t] == t and t not in placed
-                and t not in output_groups and maker is not None and maker.nop in (None, CONCAT))
-
-    for i, step in enumerate(df.steps):
-        if i not in orders or len(step.outputs) != 1:
-            continue
-        order, axis = orders[i]
-        shape = df.tensors[step.outputs[0]].shape
-        axis = axis + len(shape) if axis < 0 else axis
-        fields = [step.inputs[k] for k in order]
-        if (any(d != 1 for d in shape[:axis]) or len(set(fields)) != len(fields)
-                or not all(fits(t) for t in fields)):
-            continue
-        step.inputs, step.nop = fields, CONCAT
-        placed.update(fields)
-
-
 def flatten(tree: Tree) -> list[int]:
     """The tensor ids of a value, in field order (tuples may nest deeply: a stack)."""
     out: list[int] = []
@@ -275,8 +232,7 @@ class _Builder:
         self.df = Dataflow()
         self.values: dict[int, Tree] = {}  # id(expr) -> value
         self.lets: dict[int, RelayExpr] = {}  # id(let var) -> bound value
-        # step index -> (param index per field, axis) of each call of a pure concatenate
-        self.concat_orders: dict[int, tuple[list[int], int]] = {}
+        self.callees: list[RelayExpr] = []  # per step, its callee (a GlobalVar resolved)
 
     def build(self, func: Function) -> Dataflow:
         for p in func.params:
@@ -365,10 +321,8 @@ class _Builder:
         inputs = [t for a in call.args for t in flatten(self.values[id(a)])]
         out = self._tensor(call.checked_type, INTERMEDIATE, call)
         nop = is_reshape_only(callee) and isinstance(out, int) and len(inputs) == 1
-        concat = concat_order(callee)
-        if concat is not None and isinstance(out, int) and len(inputs) == len(call.args):
-            self.concat_orders[len(self.df.steps)] = concat
         self.df.steps.append(Step(call, inputs, flatten(out), RESHAPE if nop else None))
+        self.callees.append(callee)
         return out
 
     def _global(self, call: Call, gv: GlobalVar) -> RelayExpr:

@@ -23,6 +23,7 @@ from ember.relay.backend._liveness import (
     CONCAT_IN_PLACE_CONFIG,
     INPUT,
     INTERMEDIATE,
+    SLICE,
     Dataflow,
     Step,
     TensorInfo,
@@ -60,6 +61,16 @@ def test_planners_place_the_group_once():
     offsets, arena = plan_dataflow_arena(df, alignment=16)
     assert offsets[2] == offsets[4] + 16 and offsets[1] == offsets[4]
     assert not (offsets[3] < offsets[4] + 64 and offsets[4] < offsets[3] + 16)
+
+
+def test_slice_view_and_concat_compose():
+    """a (8 bytes) sliced at 4 (s, 4 bytes, a SLICE view), then concat(a, b): s lands at 4."""
+    t = [TensorInfo((1, 4), "float32", INPUT)] + [TensorInfo(s, "float32", INTERMEDIATE)
+                                                    for s in [(1, 2), (1, 1), (1, 2), (1, 4)]]
+    steps = [Step(None, [0], [1]), Step(None, [1], [2], SLICE, offset=4),
+             Step(None, [0], [3]), Step(None, [1, 3], [4], CONCAT)]
+    df = Dataflow(tensors=t, steps=steps, outputs=[4])
+    assert df.alias_places()[1:] == [(4, 0), (4, 4), (4, 8), (4, 0)]
 
 
 def test_nested_concat_places_parts_in_the_outer_output():
@@ -353,3 +364,54 @@ def test_debug_executor_reports_the_concat_as_free():
     concat = [i for i, n in enumerate(graph["nodes"]) if len(n["inputs"]) > 1
               and n.get("attrs", {}).get("func_name") == "__nop"]
     assert len(concat) == 1 and times[concat[0]] == 0.0
+
+
+# -- slices as views ------------------------------------------------------------------------
+def _views(factory) -> list[int]:
+    """The byte offsets of the graph's one-input __nop nodes' outputs (views)."""
+    graph = json.loads(factory.get_graph_json())
+    offsets = graph["attrs"].get("storage_offset", ["list_int", [0] * 10**6])[1]
+    rows = graph["node_row_ptr"]
+    return [offsets[rows[i]] for i, n in enumerate(graph["nodes"])
+            if n.get("attrs", {}).get("func_name") == "__nop" and len(n["inputs"]) == 1]
+
+
+@pytest.mark.parametrize("executor", ["graph", "aot"])
+def test_contiguous_slice_is_a_view(executor):
+    x = relay.var("data", shape=(1, 4, 5, 5))
+    t, wt, _ = _typed_conv(x, (1, 4, 5, 5), 8, 1, "wt")
+    y = relay.strided_slice(t, begin=[5], end=[8], axes=[1])
+    out, w = _typed_conv(y, (1, 3, 5, 5), 4, 3, "w")[:2]
+    other, w2, _ = _typed_conv(t, (1, 8, 5, 5), 4, 1, "w2")  # t is read by others too
+    factory = check(relay.Function([x, wt, w, w2], relay.add(out, other)), executor, 2)
+    if executor == "graph":
+        assert 5 * 25 * 4 in _views(factory)
+
+
+@pytest.mark.parametrize("executor", ["graph", "aot"])
+def test_slice_of_rows_or_of_a_batch_is_a_copy(executor):
+    x = relay.var("data", shape=(2, 4, 5, 5))
+    t, wt, _ = _typed_conv(x, (2, 4, 5, 5), 8, 1, "wt")
+    y = relay.strided_slice(t, begin=[4], end=[8], axes=[1])  # N=2: two byte ranges
+    rows = relay.strided_slice(t, begin=[1], end=[3], axes=[2])  # rows of every channel
+    out, w = _typed_conv(y, (2, 4, 5, 5), 4, 1, "w")[:2]
+    factory = check(relay.Function([x, wt, w], relay.Tuple([out, relay.exp(rows)])),
+                    executor, 2)
+    if executor == "graph":
+        assert _views(factory) == []
+
+
+@pytest.mark.parametrize("executor", ["graph", "aot"])
+@pytest.mark.parametrize("opt_level", [2, 3])
+def test_c2f_concat_of_a_split_is_in_place(executor, opt_level):
+    """yolov8's C2f: cv1's output split in two, the second half read by a bottleneck, and
+    both halves concatenated with the bottleneck's output: the halves are cv1's output, so
+    cv1 writes into the concat's output, the split is a view and nothing is copied."""
+    c = 16
+    x = relay.var("data", shape=(1, 8, 6, 6))
+    t, w1, _ = _typed_conv(x, (1, 8, 6, 6), 2 * c, 1, "w1")
+    y0 = relay.strided_slice(t, begin=[0], end=[c], axes=[1])
+    y1 = relay.strided_slice(t, begin=[c], end=[2 * c], axes=[1])
+    m, w2, _ = _typed_conv(y1, (1, c, 6, 6), c, 3, "w2")
+    out, w3 = _after(relay.concatenate([y0, y1, m], axis=1), 3 * c, 6)
+    check(relay.Function([x, w1, w2, w3], out), executor, opt_level, expect_in_place=1)
