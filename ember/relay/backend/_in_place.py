@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ...ir.expr import Call, Function, RelayExpr, Tuple, Var
 from ...ir.op import Op
@@ -55,26 +56,27 @@ def _static(ty: object) -> tuple[int, ...] | None:
 def slice_offset(body: Call) -> int | None:
     """The byte offset in its input of ``strided_slice`` call ``body`` (typed) when its
     output is one contiguous byte range of the input, else None."""
-    attrs = body.attrs
+    attrs: Any = body.attrs
     in_ty, out_ty = body.args[0].checked_type_, body.checked_type_
     src, dst = _static(in_ty), _static(out_ty)
     if src is None or dst is None or len(src) != len(dst):
         return None
-    if attrs.slice_mode == "end" and any(s != 1 for s in attrs.strides):  # type: ignore[union-attr]
+    if attrs.slice_mode == "end" and any(s != 1 for s in attrs.strides):
         return None
-    axes = attrs.axes if attrs.axes is not None else range(len(attrs.begin))  # type: ignore[union-attr]
     begin = [0] * len(src)
-    for ax, b in zip(axes, attrs.begin):  # type: ignore[union-attr]
+    for ax, b in zip(attrs.axes if attrs.axes is not None else range(len(attrs.begin)),
+                     attrs.begin):
         ax = ax + len(src) if ax < 0 else ax
         if not 0 <= ax < len(src):
             return None
         begin[ax] = min(max(b + src[ax] if b < 0 else b, 0), src[ax])
     cut = next((a for a in range(len(src)) if src[a] != dst[a]), None)
     if cut is None:  # the whole tensor
-        return 0 if not any(begin) else None
-    if any(src[a] != 1 for a in range(cut)) or begin[cut] + dst[cut] > src[cut]:
-        return None
-    if any(begin[a] for a in range(len(src)) if a != cut):
+        return None if any(begin) else 0
+    # one byte range: the axes before the cut of extent 1, the axes after it whole
+    if (any(src[a] != 1 for a in range(cut)) or any(begin[a] for a in range(len(src)) if a != cut)
+            or any(src[a] != dst[a] for a in range(cut + 1, len(src)))
+            or begin[cut] + dst[cut] > src[cut]):
         return None
     return begin[cut] * math.prod(src[cut + 1:]) * _itemsize(in_ty)  # type: ignore[arg-type]
 
@@ -88,10 +90,10 @@ def slice_view(func: RelayExpr) -> int | None:
     the byte offset of its output in the param; else None."""
     if not isinstance(func, Function) or len(func.params) != 1:
         return None
-    body = func.body
-    if not _is_op(body, "strided_slice") or body.args[0] is not func.params[0]:  # type: ignore[union-attr]
+    body: Any = func.body
+    if not _is_op(body, "strided_slice") or body.args[0] is not func.params[0]:
         return None
-    return slice_offset(body)  # type: ignore[arg-type]
+    return slice_offset(body)
 
 
 def concat_fields(func: RelayExpr) -> tuple[list[Field], int] | None:
@@ -100,21 +102,22 @@ def concat_fields(func: RelayExpr) -> tuple[list[Field], int] | None:
     axis (maybe negative); else None."""
     if not isinstance(func, Function) or not _is_op(func.body, "concatenate"):
         return None
-    body = func.body
-    if not isinstance(body.args[0], Tuple):  # type: ignore[union-attr]
+    body: Any = func.body
+    if not isinstance(body.args[0], Tuple):
         return None
     index = {id(p): k for k, p in enumerate(func.params)}
     if not all(isinstance(p.checked_type_, TensorType) for p in func.params):
         return None
     fields: list[Field] = []
-    for f in body.args[0].fields:  # type: ignore[union-attr]
+    for field in body.args[0].fields:
+        f: Any = field
         nbytes, offset = _nbytes(f.checked_type_), 0
-        if _is_op(f, "strided_slice") and isinstance(f.args[0], Var):  # type: ignore[union-attr]
-            offset, f = slice_offset(f), f.args[0]  # type: ignore[assignment, arg-type, union-attr]
+        if _is_op(f, "strided_slice") and isinstance(f.args[0], Var):
+            offset, f = slice_offset(f), f.args[0]
         if nbytes is None or offset is None or id(f) not in index:
             return None
         fields.append((index[id(f)], offset, nbytes))
-    return fields, int(body.attrs.axis)  # type: ignore[union-attr]
+    return fields, int(body.attrs.axis)
 
 
 def _nbytes(ty: object) -> int | None:

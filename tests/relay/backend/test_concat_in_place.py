@@ -415,3 +415,76 @@ def test_c2f_concat_of_a_split_is_in_place(executor, opt_level):
     m, w2, _ = _typed_conv(y1, (1, c, 6, 6), c, 3, "w2")
     out, w3 = _after(relay.concatenate([y0, y1, m], axis=1), 3 * c, 6)
     check(relay.Function([x, w1, w2, w3], out), executor, opt_level, expect_in_place=1)
+
+
+@st.composite
+def slices(draw):
+    rank = draw(st.integers(1, 4))
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    axes = draw(st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True))
+    begin = [draw(st.integers(-shape[a], shape[a] - 1)) for a in axes]
+    end = [draw(st.integers((b % shape[a]) + 1, shape[a])) for a, b in zip(axes, begin)]
+    return shape, axes, begin, end
+
+
+@settings(max_examples=200, deadline=None)
+@given(slices())
+def test_slice_offset_is_the_slice_when_contiguous(case):
+    """Whenever slice_offset gives an offset, the slice is that run of the flat input."""
+    from ember.relay.backend._in_place import slice_offset
+
+    shape, axes, begin, end = case
+    x = relay.var("x", shape=shape, dtype="int32")
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function(
+        [x], relay.strided_slice(x, begin=begin, end=end, axes=axes))))
+    offset = slice_offset(mod["main"].body)
+    data = np.arange(np.prod(shape), dtype="int32").reshape(shape)
+    index = [slice(None)] * len(shape)
+    for a, b, e in zip(axes, begin, end):
+        index[a] = slice(b % shape[a], e)
+    want = data[tuple(index)]
+    contiguous = np.array_equal(want.ravel(), np.arange(want.size) + want.ravel()[0])
+    if offset is not None:
+        assert offset == 4 * int(want.ravel()[0]) and contiguous
+    elif all(shape[a] == 1 for a in range(len(shape) - 1)):
+        assert not contiguous or want.size == 0  # a vector's slices are always found
+
+
+# -- the VM -----------------------------------------------------------------------------------
+def _vm(func, inputs, in_place, opt_level=3):
+    mod = tvm.IRModule.from_expr(func)
+    with PassContext(opt_level=opt_level, config={CONCAT_IN_PLACE_CONFIG: in_place}):
+        exe = relay.vm.compile(mod, "llvm")
+    vm = tvm.runtime.vm.VirtualMachine(exe, tvm.cpu(0))
+    first = vm.run(**inputs)
+    first = [first] if isinstance(first, tvm.nd.NDArray) else list(first)
+    return [o.numpy() for o in first], exe.bytecode
+
+
+@pytest.mark.parametrize("make, calls", [
+    (fire, 4),  # squeeze, two expands, the conv after: the concat makes no call
+    (lambda: three_convs(order=(2, 0, 1)), 4),
+    (lambda: fire(n=2), 5),  # a batch of two: the concat is a copy
+])
+@pytest.mark.parametrize("opt_level", [2, 3])
+def test_vm_places_concat_inputs_in_its_arena(make, calls, opt_level):
+    func = make()
+    inputs = _random_inputs(func)
+    copying, _ = _vm(func, inputs, False, opt_level)
+    got, code = _vm(func, inputs, True, opt_level)
+    for a, b in zip(got, copying, strict=True):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(got, _reference(func, inputs), strict=True):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+    assert code.count("invoke_packed") == calls
+
+
+def test_vm_concat_that_is_returned_is_a_copy():
+    x = relay.var("data", shape=(1, 4, 5, 5))
+    a, wa, _ = _typed_conv(x, (1, 4, 5, 5), 6, 1, "wa")
+    b, wb, _ = _typed_conv(x, (1, 4, 5, 5), 3, 3, "wb")
+    func = relay.Function([x, wa, wb], relay.concatenate([a, b], axis=1))
+    inputs = _random_inputs(func)
+    got, code = _vm(func, inputs, True, 2)
+    assert code.count("invoke_packed") == 3  # the result escapes: its own storage, a copy
+    np.testing.assert_array_equal(got[0], _vm(func, inputs, False, 2)[0][0])
