@@ -407,14 +407,17 @@ def test_c2f_concat_of_a_split_is_in_place(executor, opt_level):
     """yolov8's C2f: cv1's output split in two, the second half read by a bottleneck, and
     both halves concatenated with the bottleneck's output: the halves are cv1's output, so
     cv1 writes into the concat's output, the split is a view and nothing is copied."""
-    c = 16
+    check(c2f(), executor, opt_level, expect_in_place=1)
+
+
+def c2f(c=16):
     x = relay.var("data", shape=(1, 8, 6, 6))
     t, w1, _ = _typed_conv(x, (1, 8, 6, 6), 2 * c, 1, "w1")
     y0 = relay.strided_slice(t, begin=[0], end=[c], axes=[1])
     y1 = relay.strided_slice(t, begin=[c], end=[2 * c], axes=[1])
     m, w2, _ = _typed_conv(y1, (1, c, 6, 6), c, 3, "w2")
     out, w3 = _after(relay.concatenate([y0, y1, m], axis=1), 3 * c, 6)
-    check(relay.Function([x, w1, w2, w3], out), executor, opt_level, expect_in_place=1)
+    return relay.Function([x, w1, w2, w3], out)
 
 
 @st.composite
@@ -469,6 +472,7 @@ def _vm(func, inputs, in_place, opt_level=3):
     (fire, 4),  # squeeze, two expands, the conv after: the concat makes no call
     (lambda: three_convs(order=(2, 0, 1)), 4),
     (lambda: fire(n=2), 5),  # a batch of two: the concat is a copy
+    (c2f, 5),  # a concat of a slice: a copy in the VM (no offset views there)
 ])
 @pytest.mark.parametrize("opt_level", [2, 3])
 def test_vm_places_concat_inputs_in_its_arena(make, calls, opt_level):

@@ -309,11 +309,20 @@ def _concat_parts(prim: Any, call: Call, ret: Type) -> list[RelayExpr] | None:
     fields, axis = spec
     shape = ret.concrete_shape
     axis = axis + len(shape) if axis < 0 else axis
-    order = [k for k, offset, _ in fields if offset == 0]
+    whole = [_nbytes_of(prim.params[k].checked_type_) for k, _, _ in fields]
+    # whole params only: a slice of one (yolov8's C2f) would need an offset view of it
+    order = [k for (k, offset, nbytes), n in zip(fields, whole, strict=True)
+             if offset == 0 and nbytes == n]
     if (len(order) != len(fields) or len(set(order)) != len(order)
             or any(d != 1 for d in shape[:axis])):
         return None
     return [call.args[k] for k in order]
+
+
+def _nbytes_of(ty: Type | None) -> int | None:
+    if not isinstance(ty, TensorType) or not ty.is_static:
+        return None
+    return int(np.prod(ty.concrete_shape, dtype=np.int64)) * DataType(ty.dtype).numpy_dtype.itemsize
 
 
 def _place_concats(allocs: list[_Alloc], by_var: dict[Var, _Alloc]
