@@ -22,7 +22,8 @@ which builds a :class:`Graph` and calls :meth:`Graph.to_json`) and the run side
         "device_index": ["list_int", [1, 1, 1]],   # optional; DLDeviceType, 1 = CPU
         "storage_offset": ["list_int", [0, 0, 0]], # optional (absent = all 0): bytes into
                                                    # the entry's storage
-        "format_version": ["size_t", 1]            # optional (absent = 1); written by to_json
+        "format_version": ["size_t", 1]            # optional (absent = 1); written by to_json:
+                                                   # 2 when storage_offset is there
       }
     }
 
@@ -59,7 +60,9 @@ from .dtype import DataType
 from .errors import ArtifactError
 from .ndarray import _parse_dtype
 
-GRAPH_FORMAT_VERSION = 1
+# 2: entries may start at a storage_offset (a runtime that reads 1 only would ignore it and
+# read the wrong bytes); a graph without offsets is still written as version 1.
+GRAPH_FORMAT_VERSION = 2
 NOP = "__nop"
 CPU_DEVICE_TYPE = 1
 # Node attrs with a meaning to the executor; others are kept verbatim (e.g. "hash").
@@ -167,7 +170,7 @@ class Graph:
             attrs["device_index"] = ["list_int", list(self.device_index)]
         if self.storage_offset is not None:
             attrs["storage_offset"] = ["list_int", list(self.storage_offset)]
-        attrs["format_version"] = ["size_t", GRAPH_FORMAT_VERSION]
+        attrs["format_version"] = ["size_t", 1 if self.storage_offset is None else 2]
         return {"nodes": [n.to_json() for n in self.nodes], "arg_nodes": list(self.arg_nodes),
                 "heads": [h.to_json() for h in self.heads],
                 "node_row_ptr": list(self.node_row_ptr), "attrs": attrs}
@@ -307,9 +310,9 @@ def _parse_attrs(attrs: Any, graph_nodes: list[Node], ptr: list[int]) -> dict[st
         version = attrs["format_version"]
         if not (isinstance(version, list) and len(version) == 2 and version[0] == "size_t"):
             raise _fail("attrs.format_version", f"expected [\"size_t\", n], got {version!r}")
-        if _int(version[1], "attrs.format_version") != GRAPH_FORMAT_VERSION:
-            raise _fail("attrs.format_version", f"is {version[1]}; this runtime reads version "
-                        f"{GRAPH_FORMAT_VERSION}")
+        if not 1 <= _int(version[1], "attrs.format_version") <= GRAPH_FORMAT_VERSION:
+            raise _fail("attrs.format_version", f"is {version[1]}; this runtime reads versions "
+                        f"1 to {GRAPH_FORMAT_VERSION}")
     n = ptr[-1]
     sids = [_int(s, f"attrs.storage_id[1][{k}]") for k, s in
             enumerate(_attr(attrs, "storage_id", "list_int", n, True))]

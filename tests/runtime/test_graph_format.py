@@ -44,7 +44,7 @@ def test_to_json_writes_the_standard_layout_and_round_trips():
     assert data["nodes"][1]["attrs"] == {"func_name": "fused_relu", "num_inputs": "1",
                                          "num_outputs": "1", "flatten_data": "0", "hash": "abc"}
     assert data["node_row_ptr"] == [0, 1, 2] and data["heads"] == [[1, 0, 0]]
-    assert data["attrs"]["format_version"] == ["size_t", GRAPH_FORMAT_VERSION]
+    assert data["attrs"]["format_version"] == ["size_t", 1]  # no storage_offset
     assert data["attrs"]["shape"] == ["list_shape", [[4], [4]]]
     again = parse_graph(text)
     assert again.to_json() == text and again.nodes[1].extra_attrs == {"hash": "abc"}
@@ -116,8 +116,8 @@ BAD = [
     (_edit("attrs.dltype.1.3", "float33"), r"attrs\.dltype\[1\]\[3\]: unknown dtype 'float33'"),
     (_edit("attrs.device_index", ["list_int", [1, 1, 1, 2, 1, 1, 1]]),
      r"attrs\.device_index\[1\]\[3\]: device type 2 is not supported"),
-    (_edit("attrs.format_version", ["size_t", 2]),
-     r"attrs\.format_version: is 2; this runtime reads version 1"),
+    (_edit("attrs.format_version", ["size_t", GRAPH_FORMAT_VERSION + 1]),
+     r"attrs\.format_version: is 3; this runtime reads versions 1 to 2"),
     (_edit("attrs.storage_id.1", [0, 1, 2, 3, 4, 5, 0]),
      (r"attrs\.storage_id\[1\]\[6\]: storage 0 of graph input 'x' is also used by entry 6 "
       r"\('residual'\)")),
@@ -200,6 +200,7 @@ def test_storage_offset_round_trips_and_is_optional():
     assert g.storage_bytes() == {0: 16, 1: 20}
     again = parse_graph(g.to_json())
     assert again.storage_offset == [0, 0, 8, 0]
+    assert json.loads(g.to_json())["attrs"]["format_version"] == ["size_t", 2]
     assert parse_graph(json.dumps(mlp_graph())).storage_offset is None  # absent: all 0
 
 

@@ -351,9 +351,9 @@ static tvm_crt_error_t fill_entries(EmberGraphExecutor* ex) {
     size_t first, second;
     int64_t version;
     if (!ember_json_first(j, v, &first) || !ember_json_next(j, first, &second) ||
-        ember_json_int(j, second, &version) != 0 || version != 1) {
-      return bad_msg("attrs.format_version", -1, "", "not [\"size_t\", 1]: this runtime reads "
-                     "graph format version 1");
+        ember_json_int(j, second, &version) != 0 || version < 1 || version > 2) {
+      return bad_msg("attrs.format_version", -1, "", "not [\"size_t\", 1 or 2]: this runtime "
+                     "reads graph format versions 1 and 2 (2: entries at a storage_offset)");
     }
   }
   ember_json_first(j, shapes, &s);
