@@ -114,16 +114,12 @@ def memory_plan(fused: IRModule, executor: str) -> dict[str, Any] | None:
         return None
     roots = df.alias_roots()
     outputs = {roots[t] for t in df.outputs}
-    members: dict[int, list[int]] = {}
-    for t, r in enumerate(roots):
-        members.setdefault(r, []).append(t)
-    inter = [r for r, ts in members.items()
-             if r not in outputs and all(df.tensors[t].kind == INTERMEDIATE for t in ts)]
-    spans = df.intervals()
+    groups = df.groups()
+    inter = [r for r, g in groups.items()
+             if r not in outputs and all(df.tensors[t].kind == INTERMEDIATE for t in g.members)]
     producer = {t: i for i, step in enumerate(df.steps) for t in step.outputs}
-    size = {r: max(df.tensors[t].nbytes for t in members[r]) for r in inter}
-    life = {r: (min(spans[t][0] for t in members[r]), max(spans[t][1] for t in members[r]))
-            for r in inter}
+    size = {r: groups[r].nbytes for r in inter}
+    life = {r: groups[r].interval for r in inter}
     plan: dict[str, Any] = {"executor": executor, "steps": len(df.steps),
                             "total_bytes": sum(size.values())}
     if executor == "graph":

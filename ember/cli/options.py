@@ -23,6 +23,7 @@ PASS_CONFIG: dict[str, Any] = {
     "tir.usmp.algorithm": ("greedy_by_size", "greedy_by_conflicts", "hill_climb"),
     "tir.usmp.use_workspace_io": bool,
     "tir.disable_storage_rewrite": bool,
+    "relay.backend.concat_in_place": bool,
     # read while the ONNX file is imported (recurrent ops)
     "relay.frontend.max_unroll": int,
     "relay.frontend.rnn_kernel": bool,

@@ -1,7 +1,7 @@
 """The graph executor: runs a graph JSON (see ``graph_format.py``) as a list of packed calls.
 
 ``create(graph_json, lib, dev)`` allocates one buffer per storage id, makes every tensor of the
-graph a zero-copy view into its buffer, resolves each node's kernel in ``lib`` once, and
+graph a zero-copy view into its buffer (at its ``storage_offset``), resolves each node's kernel in ``lib`` once, and
 precomputes each call's argument arrays, so that ``run()`` is a loop of C calls that allocates
 nothing. The executor is a Module too: ``m["set_input"]``, ``m["run"]``, ``m["get_output"]``...
 are its packed functions, as with the Relay-era runtime.
@@ -41,11 +41,12 @@ from .params import load_param_dict
 from .time_eval import BenchmarkResult, time_evaluator
 
 
-def _view(buf: np.ndarray, shape: tuple[int, ...], dtype: str, dev: Device) -> NDArray:
-    """An NDArray of ``shape``/``dtype`` over the start of the byte buffer ``buf`` (no copy)."""
+def _view(buf: np.ndarray, shape: tuple[int, ...], dtype: str, dev: Device,
+          offset: int = 0) -> NDArray:
+    """An NDArray of ``shape``/``dtype`` at byte ``offset`` of the buffer ``buf`` (no copy)."""
     dt, scalar = _parse_dtype(dtype)
     full = shape if dt.lanes == 1 else shape + (dt.lanes,)
-    arr = np.ndarray(full, dtype=scalar, buffer=buf, offset=0)  # its base keeps buf alive
+    arr = np.ndarray(full, dtype=scalar, buffer=buf, offset=offset)  # its base keeps buf alive
     return NDArray(arr, dev, dt)
 
 
@@ -116,7 +117,7 @@ class GraphExecutor(Module):
     # -- setting up -------------------------------------------------------------------------
     def _allocate(self, shared: Mapping[int, NDArray]) -> list[NDArray]:
         """One 64-byte aligned buffer per storage id (as large as its largest tensor), and a
-        view into it per entry; an entry of ``shared`` whose storage id holds nothing else
+        view into it per entry, at the entry's offset; an entry of ``shared`` whose storage id holds nothing else
         (ember's planner never reuses a param's storage) is taken as it is."""
         g = self.graph
         users: dict[int, int] = {}
@@ -126,10 +127,10 @@ class GraphExecutor(Module):
         sizes: dict[int, int] = {}
         for eid, sid in enumerate(g.storage_id):
             if eid not in shared:
-                sizes[sid] = max(sizes.get(sid, 0), g.nbytes(eid))
+                sizes[sid] = max(sizes.get(sid, 0), g.offset(eid) + g.nbytes(eid))
         pools = {sid: _aligned_buffer(size) for sid, size in sizes.items()}
         return [shared[eid] if eid in shared else
-                _view(pools[sid], g.shape[eid], g.dltype[eid], self.device)
+                _view(pools[sid], g.shape[eid], g.dltype[eid], self.device, g.offset(eid))
                 for eid, sid in enumerate(g.storage_id)]
 
     def _load_linked_params(self) -> None:

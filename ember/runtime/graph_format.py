@@ -20,7 +20,10 @@ which builds a :class:`Graph` and calls :meth:`Graph.to_json`) and the run side
         "shape": ["list_shape", [[4], [4], [4]]],
         "dltype": ["list_str", ["float32", "float32", "float32"]],
         "device_index": ["list_int", [1, 1, 1]],   # optional; DLDeviceType, 1 = CPU
-        "format_version": ["size_t", 1]            # optional (absent = 1); written by to_json
+        "storage_offset": ["list_int", [0, 0, 0]], # optional (absent = all 0): bytes into
+                                                   # the entry's storage
+        "format_version": ["size_t", 1]            # optional (absent = 1); written by to_json:
+                                                   # 2 when storage_offset is there
       }
     }
 
@@ -28,10 +31,15 @@ Semantics the executor relies on:
 
 - A ``tvm_op`` node calls the packed function ``func_name`` with its input entries followed
   by its output entries, as DLTensors. Node attrs may be strings (as TVM writes them) or ints.
-- ``func_name == "__nop"`` makes no call: the node's output aliases its input's memory
-  (reshape-only groups). Its output must therefore use the same storage id as its input.
-- Storage id ``s`` is one buffer of max(bytes of the entries using ``s``) bytes; each entry is
-  a zero-copy view into it. Graph inputs/params must not share storage with other entries.
+- ``func_name == "__nop"`` makes no call. With one input its output is a view of bytes of
+  the input (same storage, within the input's bytes: a reshape-only group, or a contiguous
+  slice); with several, a concatenation whose producers wrote each input in its slice (same
+  storage, input k at the output's offset plus the bytes of inputs 0..k-1, all of them
+  together exactly the output's bytes).
+- Storage id ``s`` is one buffer as large as the largest entry at offset 0 using it; each
+  entry is a zero-copy view into it, ``storage_offset`` bytes from its start (a multiple of
+  the entry's element size; an entry at an offset must end within the buffer). Graph
+  inputs/params must not share storage with other entries.
 - ``flatten_data`` ("1") passes every argument to the kernel as a 1-D tensor.
 
 :func:`parse_graph` checks every field before anything runs and raises
@@ -52,7 +60,9 @@ from .dtype import DataType
 from .errors import ArtifactError
 from .ndarray import _parse_dtype
 
-GRAPH_FORMAT_VERSION = 1
+# 2: entries may start at a storage_offset (a runtime that reads 1 only would ignore it and
+# read the wrong bytes); a graph without offsets is still written as version 1.
+GRAPH_FORMAT_VERSION = 2
 NOP = "__nop"
 CPU_DEVICE_TYPE = 1
 # Node attrs with a meaning to the executor; others are kept verbatim (e.g. "hash").
@@ -113,6 +123,7 @@ class Graph:
     dltype: list[str]
     device_index: list[int] | None = None
     node_row_ptr: list[int] = field(default_factory=list)
+    storage_offset: list[int] | None = None  # bytes into the storage, per entry (None: all 0)
 
     def __post_init__(self) -> None:
         if not self.node_row_ptr:
@@ -127,6 +138,18 @@ class Graph:
         if isinstance(entry, Entry):
             return self.node_row_ptr[entry.nid] + entry.index
         return self.node_row_ptr[entry] + index
+
+    def offset(self, eid: int) -> int:
+        """Bytes from the start of entry ``eid``'s storage to its first byte."""
+        return self.storage_offset[eid] if self.storage_offset is not None else 0
+
+    def storage_bytes(self) -> dict[int, int]:
+        """Per storage id, its buffer's size: its largest entry at offset 0."""
+        sizes: dict[int, int] = {}
+        for eid, sid in enumerate(self.storage_id):
+            if self.offset(eid) == 0:
+                sizes[sid] = max(sizes.get(sid, 0), self.nbytes(eid))
+        return sizes
 
     def nbytes(self, eid: int) -> int:
         """Bytes of entry ``eid`` (vector dtypes count every lane)."""
@@ -145,7 +168,9 @@ class Graph:
         }
         if self.device_index is not None:
             attrs["device_index"] = ["list_int", list(self.device_index)]
-        attrs["format_version"] = ["size_t", GRAPH_FORMAT_VERSION]
+        if self.storage_offset is not None:
+            attrs["storage_offset"] = ["list_int", list(self.storage_offset)]
+        attrs["format_version"] = ["size_t", 1 if self.storage_offset is None else 2]
         return {"nodes": [n.to_json() for n in self.nodes], "arg_nodes": list(self.arg_nodes),
                 "heads": [h.to_json() for h in self.heads],
                 "node_row_ptr": list(self.node_row_ptr), "attrs": attrs}
@@ -258,8 +283,8 @@ def _node_inputs(value: dict[str, Any], node: Node, i: int, nodes: list[Node]) -
     if declared is not None and _int(declared, f"{path}.attrs.num_inputs") != len(node.inputs):
         raise _fail(f"{path}.attrs.num_inputs", f"says {declared} but the node has "
                     f"{len(node.inputs)} inputs")
-    if node.func_name == NOP and (len(node.inputs) != 1 or node.num_outputs != 1):
-        raise _fail(path, f"a {NOP} node must have one input and one output, got "
+    if node.func_name == NOP and (not node.inputs or node.num_outputs != 1):
+        raise _fail(path, f"a {NOP} node must have inputs and one output, got "
                     f"{len(node.inputs)} and {node.num_outputs}")
 
 
@@ -285,9 +310,9 @@ def _parse_attrs(attrs: Any, graph_nodes: list[Node], ptr: list[int]) -> dict[st
         version = attrs["format_version"]
         if not (isinstance(version, list) and len(version) == 2 and version[0] == "size_t"):
             raise _fail("attrs.format_version", f"expected [\"size_t\", n], got {version!r}")
-        if _int(version[1], "attrs.format_version") != GRAPH_FORMAT_VERSION:
-            raise _fail("attrs.format_version", f"is {version[1]}; this runtime reads version "
-                        f"{GRAPH_FORMAT_VERSION}")
+        if not 1 <= _int(version[1], "attrs.format_version") <= GRAPH_FORMAT_VERSION:
+            raise _fail("attrs.format_version", f"is {version[1]}; this runtime reads versions "
+                        f"1 to {GRAPH_FORMAT_VERSION}")
     n = ptr[-1]
     sids = [_int(s, f"attrs.storage_id[1][{k}]") for k, s in
             enumerate(_attr(attrs, "storage_id", "list_int", n, True))]
@@ -308,26 +333,82 @@ def _parse_attrs(attrs: Any, graph_nodes: list[Node], ptr: list[int]) -> dict[st
             if d != CPU_DEVICE_TYPE:
                 raise _fail(f"attrs.device_index[1][{k}]", f"device type {d} is not supported; "
                             "ember runs graphs on the CPU (device type 1)")
+    offsets = _attr(attrs, "storage_offset", "list_int", n, False)
+    if offsets is not None:
+        offsets = [_int(o, f"attrs.storage_offset[1][{k}]") for k, o in enumerate(offsets)]
     return {"storage_id": sids, "shape": shapes, "dltype": [str(d) for d in dtypes],
-            "device_index": devs}
+            "device_index": devs, "storage_offset": offsets}
+
+
+def _check_offsets(g: Graph) -> None:
+    """Each entry at an offset is whole elements in, and ends within its storage."""
+    if g.storage_offset is None:
+        return
+    sizes = g.storage_bytes()
+    for eid, sid in enumerate(g.storage_id):
+        offset = g.offset(eid)
+        if offset == 0:
+            continue
+        dt = DataType(g.dltype[eid])
+        item = max(1, (dt.bits * dt.lanes + 7) // 8)
+        path = f"attrs.storage_offset[1][{eid}]"
+        if offset % item:
+            raise _fail(path, f"entry {eid} ({_entry_name(g, eid)!r}) starts {offset} bytes "
+                        f"into storage {sid}, not a multiple of its element size ({item} bytes, "
+                        f"{g.dltype[eid]})")
+        if offset + g.nbytes(eid) > sizes.get(sid, 0):
+            raise _fail(path, f"entry {eid} ({_entry_name(g, eid)!r}) at bytes [{offset}, "
+                        f"{offset + g.nbytes(eid)}) runs past the end of storage {sid} "
+                        f"({sizes.get(sid, 0)} bytes: its largest entry at offset 0)")
+
+
+def _check_nop(g: Graph, i: int, node: Node) -> None:
+    """A __nop node makes no call: with one input its output is bytes of the input (a view:
+    same storage, within the input's bytes); with several, the inputs laid end to end in its
+    output's storage are its output (a concatenation written in place)."""
+    dst = g.entry_id(i)
+    where = f"nodes[{i}]"
+    for k, e in enumerate(node.inputs):
+        src = g.entry_id(e)
+        if g.storage_id[src] != g.storage_id[dst]:
+            which = "its input" if len(node.inputs) == 1 else f"input {k}"
+            raise _fail(where, f"{NOP} node {node.name!r} must alias {which}: its output uses "
+                        f"storage {g.storage_id[dst]}, {which} storage {g.storage_id[src]}")
+    if len(node.inputs) == 1:
+        src = g.entry_id(node.inputs[0])
+        skip = g.offset(dst) - g.offset(src)
+        if g.nbytes(dst) + max(skip, 0) > g.nbytes(src):
+            raise _fail(where, f"{NOP} node {node.name!r} outputs {g.nbytes(dst)} bytes from "
+                        f"an input of {g.nbytes(src)} bytes" + (f" at offset {skip}" if skip
+                                                                 else ""))
+        if skip < 0:
+            raise _fail(where, f"{NOP} node {node.name!r}: its output starts {-skip} bytes "
+                        "before its input")
+        return
+    at = g.offset(dst)
+    for k, e in enumerate(node.inputs):
+        src = g.entry_id(e)
+        if g.offset(src) != at:
+            raise _fail(where, f"{NOP} node {node.name!r}: input {k} is at byte "
+                        f"{g.offset(src)} of storage {g.storage_id[src]}, expected {at} (the "
+                        "inputs laid end to end from the output's offset)")
+        at += g.nbytes(src)
+    if at - g.offset(dst) != g.nbytes(dst):
+        raise _fail(where, f"{NOP} node {node.name!r}: its inputs hold "
+                    f"{at - g.offset(dst)} bytes, its output {g.nbytes(dst)}")
 
 
 def _check_storage(g: Graph) -> None:
-    """__nop nodes alias their input's storage; a graph input's storage belongs to it alone
+    """__nop nodes alias their inputs' storage; a graph input's storage belongs to it alone
     (and to __nop views of it), or set_input would overwrite another tensor."""
-    src_of: dict[int, int] = {}  # __nop output entry -> its input entry
+    _check_offsets(g)
+    src_of: dict[int, int] = {}  # __nop output entry -> its input entry (views only)
     for i, node in enumerate(g.nodes):
         if node.func_name != NOP:
             continue
-        src, dst = g.entry_id(node.inputs[0]), g.entry_id(i)
-        if g.storage_id[src] != g.storage_id[dst]:
-            raise _fail(f"nodes[{i}]", f"{NOP} node {node.name!r} must alias its input: its "
-                        f"output uses storage {g.storage_id[dst]}, its input storage "
-                        f"{g.storage_id[src]}")
-        if g.nbytes(dst) > g.nbytes(src):
-            raise _fail(f"nodes[{i}]", f"{NOP} node {node.name!r} outputs {g.nbytes(dst)} "
-                        f"bytes from an input of {g.nbytes(src)} bytes")
-        src_of[dst] = src
+        _check_nop(g, i, node)
+        if len(node.inputs) == 1:
+            src_of[g.entry_id(i)] = g.entry_id(node.inputs[0])
 
     def root(eid: int) -> int:
         while eid in src_of:

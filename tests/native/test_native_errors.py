@@ -305,6 +305,9 @@ def test_huge_graph_json_is_refused(probe, tmp_path):
     ("attrs.shape", ["list_shape", [[2], [-2]]], "dimensions must be integers >= 0"),
     ("attrs.dltype", ["list_str", ["float32", "float33"]], "dltype[1][1]: unknown dtype"),
     ("attrs.dltype", ["list_int", [1, 2]], "attrs.dltype: expected [\"list_str\", [...]]"),
+    ("attrs.storage_offset", ["list_int", [0, -4]], "storage_offset[1][1]: must be an integer"),
+    ("attrs.storage_offset", ["list_int", [0, 2]], "storage_offset[1][1]: not a multiple of"),
+    ("attrs.storage_offset", ["list_int", [0, 4]], "storage_offset[1][1]: runs past the end"),
 ])
 def test_invalid_graphs_name_the_place(probe, tmp_path, path, value, expected):
     rc, msg = graph_case(probe, tmp_path, with_change(path, value))
@@ -316,6 +319,19 @@ def test_missing_kernel_is_named(probe, tmp_path):
     rc, msg = graph_case(probe, tmp_path, json.dumps(GOOD))
     assert rc == codes()["kTvmErrorExecutorNameNotFound"]
     assert "nodes[1] ('f') calls 'no_such_kernel', which is not a function" in msg
+
+
+def test_concat_nop_inputs_must_lie_end_to_end(probe, tmp_path):
+    doc = json.loads(json.dumps(GOOD))
+    doc["nodes"].append({"op": "tvm_op", "name": "cat", "inputs": [[1, 0, 0], [1, 0, 0]],
+                         "attrs": {"func_name": "__nop", "num_inputs": "2", "num_outputs": "1"}})
+    doc["heads"], doc["node_row_ptr"] = [[2, 0, 0]], [0, 1, 2, 3]
+    doc["attrs"].update(storage_id=["list_int", [0, 1, 1]],
+                        shape=["list_shape", [[2], [2], [4]]],
+                        dltype=["list_str", ["float32"] * 3])
+    rc, msg = graph_case(probe, tmp_path, json.dumps(doc))
+    assert rc == codes()["kTvmErrorExecutorBadArtifact"]
+    assert "nodes[2]: a __nop node's inputs must lie end to end" in msg
 
 
 def test_graph_without_kernels_builds(probe, tmp_path):

@@ -42,6 +42,28 @@ def test_saved_compiled_model_runs_from_c(run_model, mlp_exports, kind, tmp_path
                                mlp_exports["expected"], rtol=RTOL, atol=ATOL)
 
 
+def test_concat_written_in_place_runs_from_c(run_model, tmp_path):
+    """A fire module: its concat is a __nop of two inputs at storage offsets (graph JSON
+    storage_offset), which the C runtime's views must honour."""
+    rng = np.random.default_rng(0)
+    x = relay.var("data", shape=(1, 8, 7, 7))
+    params, layers = {}, {}
+    for name, (c_out, c_in, k) in {"s": (8, 8, 1), "e1": (16, 8, 1), "e3": (16, 8, 3),
+                                   "o": (4, 32, 1)}.items():
+        params[name] = rng.uniform(-1, 1, (c_out, c_in, k, k)).astype("float32")
+        layers[name] = lambda y, n=name, k=k: relay.nn.relu(relay.nn.conv2d(
+            y, relay.var(n, shape=params[n].shape), padding=(k // 2, k // 2)))
+    s = layers["s"](x)
+    out = layers["o"](relay.concatenate([layers["e1"](s), layers["e3"](s)], axis=1))
+    mod = ember.IRModule.from_expr(relay.Function(relay.analysis.free_vars(out), out))
+    factory = relay.build(mod, "llvm", params=params)
+    assert "storage_offset" in factory.get_graph_json()
+    factory.export_library(tmp_path / "fire.so")
+    data = rng.uniform(-1, 1, (1, 8, 7, 7)).astype("float32")
+    out = run_lib(run_model, tmp_path / "fire.so", data, tmp_path)
+    np.testing.assert_allclose(out, python_output(factory, data).ravel(), rtol=RTOL, atol=ATOL)
+
+
 def test_graph_executor_reports_params_as_inputs(run_model, mlp_exports, tmp_path):
     proc = run_program([run_model, mlp_exports["dir"] / "graph.so", tmp_path / "o"])
     assert proc.stdout.split()[:4] == ["inputs", "7", "outputs", "1"]  # data + 6 weights

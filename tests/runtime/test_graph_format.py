@@ -44,7 +44,7 @@ def test_to_json_writes_the_standard_layout_and_round_trips():
     assert data["nodes"][1]["attrs"] == {"func_name": "fused_relu", "num_inputs": "1",
                                          "num_outputs": "1", "flatten_data": "0", "hash": "abc"}
     assert data["node_row_ptr"] == [0, 1, 2] and data["heads"] == [[1, 0, 0]]
-    assert data["attrs"]["format_version"] == ["size_t", GRAPH_FORMAT_VERSION]
+    assert data["attrs"]["format_version"] == ["size_t", 1]  # no storage_offset
     assert data["attrs"]["shape"] == ["list_shape", [[4], [4]]]
     again = parse_graph(text)
     assert again.to_json() == text and again.nodes[1].extra_attrs == {"hash": "abc"}
@@ -116,8 +116,8 @@ BAD = [
     (_edit("attrs.dltype.1.3", "float33"), r"attrs\.dltype\[1\]\[3\]: unknown dtype 'float33'"),
     (_edit("attrs.device_index", ["list_int", [1, 1, 1, 2, 1, 1, 1]]),
      r"attrs\.device_index\[1\]\[3\]: device type 2 is not supported"),
-    (_edit("attrs.format_version", ["size_t", 2]),
-     r"attrs\.format_version: is 2; this runtime reads version 1"),
+    (_edit("attrs.format_version", ["size_t", GRAPH_FORMAT_VERSION + 1]),
+     r"attrs\.format_version: is 3; this runtime reads versions 1 to 2"),
     (_edit("attrs.storage_id.1", [0, 1, 2, 3, 4, 5, 0]),
      (r"attrs\.storage_id\[1\]\[6\]: storage 0 of graph input 'x' is also used by entry 6 "
       r"\('residual'\)")),
@@ -149,7 +149,12 @@ def test_nop_must_alias_its_input():
     g = _nop_graph(1, [4])
     g["nodes"][2]["inputs"].append([0, 0, 0])
     g["nodes"][2]["attrs"]["num_inputs"] = "2"
-    with pytest.raises(GraphFormatError, match="a __nop node must have one input and one output"):
+    with pytest.raises(GraphFormatError, match=r"must alias input 1: its output uses storage 1, "
+                                               r"input 1 storage 0"):
+        parse_graph(g)
+    g["nodes"][2]["inputs"] = []
+    g["nodes"][2]["attrs"]["num_inputs"] = "0"
+    with pytest.raises(GraphFormatError, match="a __nop node must have inputs and one output"):
         parse_graph(g)
 
 
@@ -176,3 +181,59 @@ def test_chain_graphs_round_trip(kinds, dtype):
     g = Graph(nodes, [0], [Entry(len(nodes) - 1)], sids, shapes, [dtype] * len(nodes))
     again = parse_graph(g.to_json())
     assert again.to_dict() == g.to_dict()
+
+
+# -- storage_offset: concatenations written in place ----------------------------------------
+def _concat_graph(offsets: list[int] | None, shapes=None) -> dict:
+    """x -> a [2], b [3] (kernels) -> cat [5] = a, b end to end (a __nop with two inputs)."""
+    nodes = [var("x"), op("a", "k_a", [[0, 0, 0]]), op("b", "k_b", [[0, 0, 0]]),
+             op("cat", "__nop", [[1, 0, 0], [2, 0, 0]])]
+    g = graph(nodes, [[3, 0, 0]], [0, 1, 1, 1], shapes or [[4], [2], [3], [5]])
+    if offsets is not None:
+        g["attrs"]["storage_offset"] = ["list_int", offsets]
+    return g
+
+
+def test_storage_offset_round_trips_and_is_optional():
+    g = parse_graph(json.dumps(_concat_graph([0, 0, 8, 0])))
+    assert g.storage_offset == [0, 0, 8, 0] and g.offset(2) == 8
+    assert g.storage_bytes() == {0: 16, 1: 20}
+    again = parse_graph(g.to_json())
+    assert again.storage_offset == [0, 0, 8, 0]
+    assert json.loads(g.to_json())["attrs"]["format_version"] == ["size_t", 2]
+    assert parse_graph(json.dumps(mlp_graph())).storage_offset is None  # absent: all 0
+
+
+@pytest.mark.parametrize("offsets, message", [
+    ([0, 4, 8, 0], r"nodes\[3\]: __nop node 'cat': input 0 is at byte 4 of storage 1, "
+                   r"expected 0 \(the inputs laid end to end from the output's offset\)"),
+    ([0, 0, 6, 0], r"attrs\.storage_offset\[1\]\[2\]: entry 2 \('b'\) starts 6 bytes into "
+                   r"storage 1, not a multiple of its element size \(4 bytes, float32\)"),
+    ([0, 0, 1 << 20, 0], r"attrs\.storage_offset\[1\]\[2\]: entry 2 \('b'\) at bytes "
+                         r"\[1048576, 1048588\) runs past the end of storage 1 \(20 bytes"),
+    ([0, 0, -8, 0], r"attrs\.storage_offset\[1\]\[2\]: expected an integer >= 0, got -8"),
+    ([0, 0, 8], r"attrs\.storage_offset: has 3 values but the graph has 4 entries"),
+])
+def test_bad_storage_offset_is_named(offsets, message):
+    with pytest.raises(GraphFormatError, match=message):
+        parse_graph(json.dumps(_concat_graph(offsets)))
+
+
+def test_concat_nop_inputs_must_fill_its_output():
+    with pytest.raises(GraphFormatError, match=r"__nop node 'cat': its inputs hold 20 bytes, "
+                                               r"its output 24"):
+        parse_graph(json.dumps(_concat_graph([0, 0, 8, 0], [[4], [2], [3], [6]])))
+
+
+def test_view_nop_lies_within_its_input():
+    """A one-input __nop at an offset is a slice of its input's bytes."""
+    nodes = [var("x"), op("a", "k_a", [[0, 0, 0]]), op("v", "__nop", [[1, 0, 0]])]
+    good = graph(nodes, [[2, 0, 0]], [0, 1, 1], [[4], [6], [2]])
+    good["attrs"]["storage_offset"] = ["list_int", [0, 0, 16]]
+    assert parse_graph(json.dumps(good)).offset(2) == 16
+    bad = graph(nodes + [op("b", "k_b", [[2, 0, 0]])], [[3, 0, 0]], [0, 1, 1, 1],
+                [[4], [6], [2], [10]])  # storage 1 holds 40 bytes (b)
+    bad["attrs"]["storage_offset"] = ["list_int", [0, 0, 20, 0]]
+    with pytest.raises(GraphFormatError, match=r"nodes\[2\]: __nop node 'v' outputs 8 bytes "
+                                               r"from an input of 24 bytes at offset 20"):
+        parse_graph(json.dumps(bad))

@@ -257,8 +257,8 @@ static tvm_crt_error_t fill_node(EmberGraphExecutor* ex, size_t node, uint32_t i
     }
     *next_arg += k + g->num_outputs;
   }
-  if (g->kind == kGraphNodeNop && (k != 1u || g->num_outputs != 1u)) {
-    return bad_msg("nodes", i, "", "a __nop node must have one input and one output");
+  if (g->kind == kGraphNodeNop && (k == 0u || g->num_outputs != 1u)) {
+    return bad_msg("nodes", i, "", "a __nop node must have inputs and one output");
   }
   return 0;
 }
@@ -333,9 +333,9 @@ static tvm_crt_error_t fill_args_heads(EmberGraphExecutor* ex) {
 
 static tvm_crt_error_t fill_entries(EmberGraphExecutor* ex) {
   const EmberJson* j = &ex->json;
-  size_t attrs, shapes, sids, dtypes, devs = 0, s, d, t, dv = 0, v;
+  size_t attrs, shapes, sids, dtypes, devs = 0, offs = 0, s, d, t, dv = 0, o = 0, v;
   uint32_t eid, used = 0;
-  int has_devs;
+  int has_devs, has_offs;
   top_field(j, "attrs", '{', &attrs);
   attr_list(j, attrs, "shape", "list_shape", 1, &shapes, ex->n.entries);
   if (attr_list(j, attrs, "storage_id", "list_int", 1, &sids, ex->n.entries) != 1 ||
@@ -344,19 +344,23 @@ static tvm_crt_error_t fill_entries(EmberGraphExecutor* ex) {
   }
   has_devs = attr_list(j, attrs, "device_index", "list_int", 0, &devs, ex->n.entries);
   if (has_devs < 0 || has_devs > 1) return kTvmErrorExecutorBadArtifact;
+  /* optional: bytes from the start of each entry's storage (absent: all 0) */
+  has_offs = attr_list(j, attrs, "storage_offset", "list_int", 0, &offs, ex->n.entries);
+  if (has_offs < 0 || has_offs > 1) return kTvmErrorExecutorBadArtifact;
   if (ember_json_find(j, attrs, "format_version", &v)) {
     size_t first, second;
     int64_t version;
     if (!ember_json_first(j, v, &first) || !ember_json_next(j, first, &second) ||
-        ember_json_int(j, second, &version) != 0 || version != 1) {
-      return bad_msg("attrs.format_version", -1, "", "not [\"size_t\", 1]: this runtime reads "
-                     "graph format version 1");
+        ember_json_int(j, second, &version) != 0 || version < 1 || version > 2) {
+      return bad_msg("attrs.format_version", -1, "", "not [\"size_t\", 1 or 2]: this runtime "
+                     "reads graph format versions 1 and 2 (2: entries at a storage_offset)");
     }
   }
   ember_json_first(j, shapes, &s);
   ember_json_first(j, sids, &d);
   ember_json_first(j, dtypes, &t);
   if (has_devs) ember_json_first(j, devs, &dv);
+  if (has_offs) ember_json_first(j, offs, &o);
   for (eid = 0; eid < ex->n.entries; ++eid) {
     DLTensor* e = &ex->entries[eid];
     int64_t value;
@@ -387,6 +391,13 @@ static tvm_crt_error_t fill_entries(EmberGraphExecutor* ex) {
     if (has_devs && (ember_json_int(j, dv, &value) != 0 || value != kDLCPU)) {
       return bad_msg("attrs.device_index[1]", eid, "", "only the CPU (device type 1) is supported");
     }
+    if (has_offs) {
+      if (ember_json_int(j, o, &value) != 0 || value < 0 || value > ((int64_t)1 << 40)) {
+        return bad_msg("attrs.storage_offset[1]", eid, "", "must be an integer >= 0");
+      }
+      e->byte_offset = (uint64_t)value;
+      ember_json_next(j, o, &o);
+    }
     ember_json_next(j, s, &s);
     ember_json_next(j, d, &d);
     ember_json_next(j, t, &t);
@@ -395,24 +406,54 @@ static tvm_crt_error_t fill_entries(EmberGraphExecutor* ex) {
   return 0;
 }
 
-/* __nop outputs alias their input; a graph input's storage is its own (and its views'). */
+static uint64_t entry_bytes(const DLTensor* e) {
+  return ember_tensor_bytes(e->dtype, e->ndim, e->shape);
+}
+
+/* A __nop node makes no call: with one input its output is bytes of the input (a reshape or
+ * a contiguous slice); with several, its inputs laid end to end in its output's storage are
+ * its output (a concatenation whose producers wrote it in place). */
+static tvm_crt_error_t check_nop(EmberGraphExecutor* ex, uint32_t i) {
+  const EmberGraphNode* g = &ex->nodes[i];
+  uint32_t dst = ex->row_ptr[i], k;
+  const DLTensor* out = &ex->entries[dst];
+  uint64_t at = out->byte_offset;
+  for (k = 0; k < g->num_inputs; ++k) {
+    if (ex->sids[ex->node_inputs[g->inputs + k]] != ex->sids[dst]) {
+      return bad_msg("nodes", i, "", "a __nop node must use its inputs' storage id");
+    }
+  }
+  if (g->num_inputs == 1u) {
+    const DLTensor* in = &ex->entries[ex->node_inputs[g->inputs]];
+    if (out->byte_offset < in->byte_offset ||
+        out->byte_offset - in->byte_offset + entry_bytes(out) > entry_bytes(in)) {
+      return bad_msg("nodes", i, "", "a __nop node cannot output more bytes than its input");
+    }
+    ex->root[dst] = ex->root[ex->node_inputs[g->inputs]];
+    return 0;
+  }
+  for (k = 0; k < g->num_inputs; ++k) {
+    const DLTensor* in = &ex->entries[ex->node_inputs[g->inputs + k]];
+    if (in->byte_offset != at) {
+      return bad_msg("nodes", i, "", "a __nop node's inputs must lie end to end from its "
+                     "output's storage_offset");
+    }
+    at += entry_bytes(in);
+  }
+  if (entry_bytes(out) != at - out->byte_offset) {
+    return bad_msg("nodes", i, "", "a __nop node's inputs must hold exactly its output's bytes");
+  }
+  return 0;
+}
+
+/* __nop outputs alias their inputs; a graph input's storage is its own (and its views'). */
 static tvm_crt_error_t check_storage(EmberGraphExecutor* ex) {
   uint32_t i, eid, k;
   for (eid = 0; eid < ex->n.entries; ++eid) ex->root[eid] = eid;
   for (i = 0; i < ex->n.nodes; ++i) {
-    const EmberGraphNode* g = &ex->nodes[i];
-    uint32_t src, dst;
-    if (g->kind != kGraphNodeNop) continue;
-    src = ex->node_inputs[g->inputs];
-    dst = ex->row_ptr[i];
-    if (ex->sids[src] != ex->sids[dst]) {
-      return bad_msg("nodes", i, "", "a __nop node must use its input's storage id");
+    if (ex->nodes[i].kind == kGraphNodeNop && check_nop(ex, i) != 0) {
+      return kTvmErrorExecutorBadArtifact;
     }
-    if (ember_tensor_bytes(ex->entries[dst].dtype, ex->entries[dst].ndim, ex->entries[dst].shape) >
-        ember_tensor_bytes(ex->entries[src].dtype, ex->entries[src].ndim, ex->entries[src].shape)) {
-      return bad_msg("nodes", i, "", "a __nop node cannot output more bytes than its input");
-    }
-    ex->root[dst] = ex->root[src];
   }
   for (k = 0; k < ex->n.args; ++k) {
     uint32_t in = ex->row_ptr[ex->arg_nodes[k]];
@@ -447,7 +488,21 @@ tvm_crt_error_t ember_graph_fill(EmberGraphExecutor* ex) {
         return bad_msg("attrs.shape[1]", eid, "", "the tensor is implausibly large");
       }
     }
-    if (bytes > ex->pool_bytes[ex->sids[eid]]) ex->pool_bytes[ex->sids[eid]] = bytes;
+    if (e->byte_offset == 0 && bytes > ex->pool_bytes[ex->sids[eid]]) {
+      ex->pool_bytes[ex->sids[eid]] = bytes;
+    }
+  }
+  /* an entry at an offset lies within its storage: as large as its largest entry at 0 */
+  for (eid = 0; eid < ex->n.entries; ++eid) {
+    const DLTensor* e = &ex->entries[eid];
+    uint64_t item = ((uint64_t)e->dtype.bits * e->dtype.lanes + 7u) / 8u;
+    if (e->byte_offset == 0) continue;
+    if (item == 0 || e->byte_offset % item != 0) {
+      return bad_msg("attrs.storage_offset[1]", eid, "", "not a multiple of the element size");
+    }
+    if (e->byte_offset + entry_bytes(e) > ex->pool_bytes[ex->sids[eid]]) {
+      return bad_msg("attrs.storage_offset[1]", eid, "", "runs past the end of its storage");
+    }
   }
   return 0;
 }

@@ -8,6 +8,19 @@ what a tensor is. Tuples cost nothing: a tuple is the list of its fields' tensor
 Time is the step index. A tensor made by step ``i`` and last read by step ``j`` lives over
 ``[i, j]`` (inclusive at both ends, so an operator's inputs and outputs never share memory);
 params and constants live over the whole run; outputs of ``main`` until the end.
+
+Some steps make no call (``Step.nop``) and some tensors live inside another's memory
+(``Dataflow.alias_places``: a root tensor and a byte offset in it):
+
+- ``RESHAPE``: a reshape-only group; its output is its input, viewed with another shape.
+- ``SLICE``: a strided_slice that is a contiguous byte range of its input: its output is
+  those bytes (``Step.offset`` in).
+- ``CONCAT``: a concatenation whose inputs were written in place: each input (a root) lives
+  in its slice of the output, laid end to end, so the concatenation costs nothing.
+
+``_in_place.place_views`` decides which steps become SLICE and CONCAT steps, and why others
+stay kernels. A root's memory holds all of its parts: it lives from the first step that
+writes any of them to the last step that reads any of them.
 """
 from __future__ import annotations
 
@@ -25,6 +38,9 @@ from ...runtime.errors import TVMError
 RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "reshape_like",
                          "nn.batch_flatten", "contrib_reverse_reshape"})
 INPUT, CONST, INTERMEDIATE = "input", "const", "intermediate"
+RESHAPE, SLICE, CONCAT = "reshape", "slice", "concat"  # Step.nop: steps that make no call
+# The PassContext option that turns off SLICE and CONCAT steps (each stays a kernel's copy).
+CONCAT_IN_PLACE_CONFIG = "relay.backend.concat_in_place"
 Tree = int | tuple["Tree", ...]  # a value: a tensor id or a tuple of values
 
 
@@ -49,12 +65,21 @@ class TensorInfo:
 class Step:
     """One call in execution order: the Relay call, its callee, tensors read and written.
 
-    ``call`` is None only in Dataflows built by hand (planner tests)."""
+    ``call`` is None only in Dataflows built by hand (planner tests). ``nop`` is None for a
+    kernel call, RESHAPE (``outputs[0]`` is ``inputs[0]`` viewed), SLICE (``outputs[0]`` is
+    the bytes of ``inputs[0]`` from ``offset``) or CONCAT (the inputs, laid end to end, are
+    ``outputs[0]``)."""
 
     call: Call | None
     inputs: list[int]
     outputs: list[int]
-    is_nop: bool = False  # reshape-only: outputs[0] aliases inputs[0]
+    nop: str | None = None
+    offset: int = 0  # SLICE: where outputs[0] starts in inputs[0], in bytes
+
+    @property
+    def is_nop(self) -> bool:
+        """Whether the step makes no call (its outputs alias memory written before)."""
+        return self.nop is not None
 
     @property
     def func(self) -> RelayExpr:
@@ -74,18 +99,73 @@ class Dataflow:
     output_tree: Tree = ()
 
     @staticmethod
-    def from_function(func: Function, mod: IRModule | None = None) -> Dataflow:
-        """Flatten ``func`` (typed); TVMError for what a static graph cannot express."""
-        return _Builder(mod).build(func)
+    def from_function(func: Function, mod: IRModule | None = None,
+                      concat_in_place: bool | None = None) -> Dataflow:
+        """Flatten ``func`` (typed); TVMError for what a static graph cannot express.
+
+        ``concat_in_place`` (default: the PassContext option ``relay.backend.concat_in_place``,
+        on unless set false) makes the slices and concatenations that qualify SLICE and CONCAT
+        steps (``_in_place.place_views``)."""
+        builder = _Builder(mod)
+        df = builder.build(func)
+        if concat_in_place is None:
+            from ...ir.transform import PassContext
+
+            concat_in_place = bool(PassContext.current().config.get(CONCAT_IN_PLACE_CONFIG, True))
+        if concat_in_place:
+            from ._in_place import place_views
+
+            place_views(df, builder.callees)
+        return df
 
     # -- liveness -----------------------------------------------------------------------------
-    def alias_roots(self) -> list[int]:
-        """Per tensor, the tensor whose memory it uses (itself unless made by a ``__nop``)."""
-        root = list(range(len(self.tensors)))
+    def alias_places(self) -> list[tuple[int, int]]:
+        """Per tensor, ``(root, byte offset)``: the tensor whose memory it lives in, and where.
+        ``(t, 0)`` for a root; a RESHAPE output is where its input is, a SLICE output its
+        offset further; an input of a CONCAT step is at its slice of the output (which may
+        itself be in another's memory)."""
+        parent: list[tuple[int, int] | None] = [None] * len(self.tensors)
         for step in self.steps:
-            if step.is_nop:
-                root[step.outputs[0]] = root[step.inputs[0]]
-        return root
+            if step.nop in (RESHAPE, SLICE):
+                parent[step.outputs[0]] = (step.inputs[0], step.offset)
+            elif step.nop == CONCAT:
+                at = 0
+                for t in step.inputs:
+                    parent[t] = (step.outputs[0], at)
+                    at += self.tensors[t].nbytes
+        places: list[tuple[int, int] | None] = [None] * len(self.tensors)
+        for t in range(len(self.tensors)):
+            chain = []  # walk up to a placed tensor or a root, then place the chain
+            u = t
+            while places[u] is None and parent[u] is not None:
+                chain.append(u)
+                u = parent[u][0]  # type: ignore[index]
+            if places[u] is None:
+                places[u] = (u, 0)
+            for v in reversed(chain):
+                up, offset = parent[v]  # type: ignore[misc]
+                root, base = places[up]  # type: ignore[misc]
+                places[v] = (root, base + offset)
+        return places  # type: ignore[return-value]
+
+    def alias_roots(self) -> list[int]:
+        """Per tensor, the tensor whose memory it uses (see :meth:`alias_places`)."""
+        return [root for root, _ in self.alias_places()]
+
+    def groups(self) -> dict[int, AliasGroup]:
+        """Per root tensor, its group: members, bytes (its extent) and live interval."""
+        spans = self.intervals()
+        out: dict[int, AliasGroup] = {}
+        for t, (root, offset) in enumerate(self.alias_places()):
+            end = offset + self.tensors[t].nbytes
+            g = out.get(root)
+            if g is None:
+                out[root] = AliasGroup([t], end, spans[t])
+            else:
+                g.members.append(t)
+                g.nbytes = max(g.nbytes, end)
+                g.interval = (min(g.interval[0], spans[t][0]), max(g.interval[1], spans[t][1]))
+        return out
 
     def intervals(self) -> list[tuple[int, int]]:
         """Per tensor, ``(first, last)`` step at which it must hold its value."""
@@ -99,6 +179,16 @@ class Dataflow:
         for t in self.outputs:
             spans[t] = (spans[t][0], end_of_run)
         return spans
+
+
+@dataclass
+class AliasGroup:
+    """The tensors that live in one root's memory: ``nbytes`` covers every member at its
+    offset; ``interval`` is the union of their live intervals."""
+
+    members: list[int]
+    nbytes: int
+    interval: tuple[int, int]
 
 
 def flatten(tree: Tree) -> list[int]:
@@ -142,6 +232,7 @@ class _Builder:
         self.df = Dataflow()
         self.values: dict[int, Tree] = {}  # id(expr) -> value
         self.lets: dict[int, RelayExpr] = {}  # id(let var) -> bound value
+        self.callees: list[RelayExpr] = []  # per step, its callee (a GlobalVar resolved)
 
     def build(self, func: Function) -> Dataflow:
         for p in func.params:
@@ -230,7 +321,8 @@ class _Builder:
         inputs = [t for a in call.args for t in flatten(self.values[id(a)])]
         out = self._tensor(call.checked_type, INTERMEDIATE, call)
         nop = is_reshape_only(callee) and isinstance(out, int) and len(inputs) == 1
-        self.df.steps.append(Step(call, inputs, flatten(out), nop))
+        self.df.steps.append(Step(call, inputs, flatten(out), RESHAPE if nop else None))
+        self.callees.append(callee)
         return out
 
     def _global(self, call: Call, gv: GlobalVar) -> RelayExpr:

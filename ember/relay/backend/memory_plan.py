@@ -10,6 +10,10 @@ Two planners over the same liveness (``_liveness.Dataflow``):
 - ``plan_arena`` (AOT): places buffers with live intervals at byte offsets of one arena,
   trying several orders and keeping the smallest arena.
 
+Both place alias groups (``Dataflow.groups``), not tensors: a root with the reshape views and
+in-place concat inputs in its memory is one block as large as its extent, alive over the
+union of its members' lives; each member sits at its byte offset in that block.
+
 Both report the planned size next to the lower bound (the largest sum of sizes live at one
 time) and the size without any reuse.
 """
@@ -49,6 +53,7 @@ class StoragePlan:
     storage_sizes: list[int]
     storage_dtypes: list[str]
     report: MemoryReport
+    storage_offsets: list[int] | None = None  # per tensor, bytes into its storage (None: all 0)
 
 
 @dataclass(frozen=True)
@@ -76,35 +81,29 @@ def lower_bound(sizes: Sequence[int], intervals: Sequence[tuple[int, int]]) -> i
     return best
 
 
-def _groups(df: Dataflow) -> tuple[list[int], dict[int, list[int]]]:
-    roots = df.alias_roots()
-    members: dict[int, list[int]] = {}
-    for t, r in enumerate(roots):
-        members.setdefault(r, []).append(t)
-    return roots, members
-
-
 def plan_storage(df: Dataflow) -> StoragePlan:
-    """Storage ids for every tensor of ``df`` (TVM's graph memory planner)."""
-    roots, members = _groups(df)
-    spans = df.intervals()
+    """Storage ids for every tensor of ``df`` (TVM's graph memory planner). An alias group
+    (``Dataflow.groups``: a root and the views and concat inputs in its memory) takes one
+    storage id, as large as its extent; each member is at its byte offset in it
+    (``StoragePlan.storage_offsets``)."""
+    places = df.alias_places()
+    roots = [r for r, _ in places]
+    groups = df.groups()
     outputs = {roots[t] for t in df.outputs}
-    group_size = {r: max(df.tensors[t].nbytes for t in ts) for r, ts in members.items()}
-    group_end = {r: max(spans[t][1] for t in ts) for r, ts in members.items()}
-    pinned = {r for r, ts in members.items()
-              if r in outputs or any(df.tensors[t].kind != INTERMEDIATE for t in ts)}
+    pinned = {r for r, g in groups.items()
+              if r in outputs or any(df.tensors[t].kind != INTERMEDIATE for t in g.members)}
     sizes: list[int] = []
     dtypes: list[str] = []
     free: list[tuple[int, int]] = []  # (size, storage id), sorted
     sid_of: dict[int, int] = {}
 
     def new_block(root: int) -> int:
-        sizes.append(group_size[root])
+        sizes.append(groups[root].nbytes)
         dtypes.append(df.tensors[root].dtype)
         return len(sizes) - 1
 
     def request(root: int) -> int:
-        size, dtype = group_size[root], df.tensors[root].dtype
+        size, dtype = groups[root].nbytes, df.tensors[root].dtype
         fits = [(s, sid) for s, sid in free if dtypes[sid] == dtype
                 and size // MATCH_RANGE <= s <= size * MATCH_RANGE]
         if not fits:
@@ -115,26 +114,25 @@ def plan_storage(df: Dataflow) -> StoragePlan:
         sizes[sid] = max(s, size)
         return sid
 
-    for r in sorted(r for r in members if df.tensors[r].kind != INTERMEDIATE):
+    for r in sorted(r for r in groups if df.tensors[r].kind != INTERMEDIATE):
         sid_of[r] = new_block(r)
     for i, step in enumerate(df.steps):
-        for t in step.outputs:
+        for t in step.outputs:  # a group takes its block when its first member is made
             r = roots[t]
             if r not in sid_of:
                 sid_of[r] = new_block(r) if r in pinned else request(r)
         for r in {roots[t] for t in step.inputs + step.outputs}:
-            if r not in pinned and group_end[r] == i:
+            if r not in pinned and groups[r].interval[1] == i:
                 insort(free, (sizes[sid_of[r]], sid_of[r]))
-    inter = [r for r in members if r not in pinned]
+    inter = [r for r in groups if r not in pinned]
     report = MemoryReport(
         planned_bytes=sum(sizes[s] for s in {sid_of[r] for r in inter}),
-        lower_bound=lower_bound([group_size[r] for r in inter],
-                                [(min(spans[t][0] for t in members[r]), group_end[r])
-                                 for r in inter]),
+        lower_bound=lower_bound([groups[r].nbytes for r in inter],
+                                [groups[r].interval for r in inter]),
         num_blocks=len({sid_of[r] for r in inter}),
-        total_bytes=sum(group_size[r] for r in inter))
-    return StoragePlan(df, [sid_of[roots[t]] for t in range(len(df.tensors))], sizes, dtypes,
-                       report)
+        total_bytes=sum(groups[r].nbytes for r in inter))
+    return StoragePlan(df, [sid_of[r] for r in roots], sizes, dtypes, report,
+                       [offset for _, offset in places])
 
 
 def plan_memory(func: Function | IRModule, mod: IRModule | None = None) -> StoragePlan:
@@ -225,18 +223,17 @@ def _improve(order: list[int], best: tuple[list[int], int], sizes: Sequence[int]
 
 
 def plan_dataflow_arena(df: Dataflow, alignment: int = 16) -> tuple[dict[int, int], ArenaPlan]:
-    """An arena for the intermediates of ``df`` (alias groups share their root's offset).
+    """An arena for the intermediates of ``df`` (an alias group is one buffer; each member
+    is at its byte offset in it).
 
     Returns ``{tensor id: offset}`` for every intermediate and the arena plan.
     """
-    roots, members = _groups(df)
-    spans = df.intervals()
-    outputs = {roots[t] for t in df.outputs}
-    inter = [r for r, ts in members.items()
-             if r not in outputs and all(df.tensors[t].kind == INTERMEDIATE for t in ts)]
-    sizes = [max(df.tensors[t].nbytes for t in members[r]) for r in inter]
-    intervals = [(min(spans[t][0] for t in members[r]), max(spans[t][1] for t in members[r]))
-                 for r in inter]
-    plan = plan_arena(sizes, intervals, alignment)
+    places = df.alias_places()
+    groups = df.groups()
+    outputs = {places[t][0] for t in df.outputs}
+    inter = [r for r, g in groups.items()
+             if r not in outputs and all(df.tensors[t].kind == INTERMEDIATE for t in g.members)]
+    plan = plan_arena([groups[r].nbytes for r in inter], [groups[r].interval for r in inter],
+                      alignment)
     offset_of = {r: o for r, o in zip(inter, plan.offsets, strict=True)}
-    return {t: offset_of[roots[t]] for t in range(len(df.tensors)) if roots[t] in offset_of}, plan
+    return {t: offset_of[r] + at for t, (r, at) in enumerate(places) if r in offset_of}, plan

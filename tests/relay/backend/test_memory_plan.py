@@ -8,7 +8,15 @@ from hypothesis import strategies as st
 
 import ember as tvm
 from ember import relay
-from ember.relay.backend._liveness import CONST, INPUT, INTERMEDIATE, Dataflow, Step, TensorInfo
+from ember.relay.backend._liveness import (
+    CONST,
+    INPUT,
+    INTERMEDIATE,
+    RESHAPE,
+    Dataflow,
+    Step,
+    TensorInfo,
+)
 from ember.relay.backend.memory_plan import (
     lower_bound,
     plan_arena,
@@ -128,7 +136,7 @@ def dataflows(draw):
                 (draw(st.integers(1, 256)),), draw(st.sampled_from(["float32", "int8"])),
                 INTERMEDIATE))
         tensors[-1] = TensorInfo(tensors[-1].shape, tensors[-1].dtype, INTERMEDIATE)
-        steps.append(Step(None, reads, outs, nop))
+        steps.append(Step(None, reads, outs, RESHAPE if nop else None))
     outputs = draw(st.lists(st.integers(n_in, len(tensors) - 1), min_size=1, max_size=3))
     return Dataflow(tensors=tensors, steps=steps, outputs=outputs)
 

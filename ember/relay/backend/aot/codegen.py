@@ -120,7 +120,8 @@ class _Lowering:
         self.scratch = dict(scratch or {})  # kernel name -> bytes of scratch it takes (USMP)
         self.scratch_at: dict[int, tuple[int, int]] = {}  # step -> (pool, offset) of its scratch
         self.scratch_steps: dict[int, tuple[str, int]] = {}  # step -> (kernel, scratch bytes)
-        self.roots = df.alias_roots()
+        self.places = df.alias_places()  # per tensor (root, byte offset in the root)
+        self.roots = [r for r, _ in self.places]
         self.in_names, self.out_names = io_names
         align = max([opts.workspace_alignment] + [itemsize(t.dtype) for t in df.tensors])
         self.output_of = output_roots(df, self.roots)
@@ -194,8 +195,8 @@ class _Lowering:
         place = {k: (plan.pool_of[i], plan.offsets[i]) for i, k in enumerate(keys)}
         for k in [k for k in place if isinstance(k, tuple)]:  # ("scratch", step)
             self.scratch_at[k[1]] = place.pop(k)
-        self.offsets = {t: place[self.roots[t]][1] for t in range(len(df.tensors))
-                        if self.roots[t] in place}
+        self.offsets = {t: place[r][1] + at for t, (r, at) in enumerate(self.places)
+                        if r in place}
         self.pool_of = {t: place[self.roots[t]][0] for t in range(len(df.tensors))
                         if self.roots[t] in place}
         for k, where in place.items():
@@ -243,23 +244,25 @@ class _Lowering:
 
     # -- where tensors live -------------------------------------------------------------------
     def describe(self, t: int) -> str:
-        """Where tensor ``t`` lives, for comments: an input/output/constant name, or
-        ``arena+<offset>``."""
-        r = self.roots[t]
+        """Where tensor ``t`` lives, for comments: an input/output/constant name (``+<offset>``
+        for a concat input in an output's memory), or ``arena+<offset>``."""
+        r, at = self.places[t]
+        part = f"+{at}" if at else ""
         if r in self.input_of:
-            return self.in_names[self.input_of[r]]
+            return self.in_names[self.input_of[r]] + part
         if r in self.output_of:
-            return self.out_names[self.output_of[r]]
+            return self.out_names[self.output_of[r]] + part
         if r in self.const_of:
-            return self.constants[self.const_of[r]].name
+            return self.constants[self.const_of[r]].name + part
         if r in self.pool_of:
-            return f"{self.opts.usmp.pools[self.pool_of[r]].pool_name}+{self.offsets[r]}"
-        return f"arena+{self.offsets.get(r, '?')}"
+            return f"{self.opts.usmp.pools[self.pool_of[r]].pool_name}+{self.offsets[t]}"
+        return f"arena+{self.offsets.get(t, '?')}"
 
     def buffer(self, t: int) -> Buffer:
-        """A Buffer for tensor ``t`` over the memory of its alias root."""
-        info, r = self.df.tensors[t], self.roots[t]
+        """A Buffer for tensor ``t`` over the memory of its alias root, at its offset."""
+        info, (r, at) = self.df.tensors[t], self.places[t]
         base, byte_offset = self._base(r)
+        byte_offset += at
         return Buffer(self.describe(t), _dims(info.shape), info.dtype,
                       data=base, elem_offset=IntImm("int64", byte_offset // itemsize(info.dtype)))
 
@@ -399,13 +402,12 @@ def lower_main(mod: IRModule, kernels: Mapping[Any, Any], opts: AotOptions,
               for r, c, (_, t) in zip(relay_in, c_in, df.params, strict=True)]
     outputs = [ParameterInfo(r, c, df.tensors[t].shape, df.tensors[t].dtype)
                for r, c, t in zip(relay_out, c_out, df.outputs, strict=True)]
-    groups: dict[int, int] = {}
-    for t in low.offsets:
-        r = low.roots[t]
-        groups[r] = max(groups.get(r, 0), df.tensors[t].nbytes)
+    groups = df.groups()
+    in_arena = {low.roots[t] for t in low.offsets}
     scratch_total = sum(nbytes for _, nbytes in low.scratch_steps.values())
     return AotProgram(prefix, prim, inputs, outputs, low.constants, low.arena,
-                      sum(groups.values()) + scratch_total, used, notes, low.workspace,
+                      sum(groups[r].nbytes for r in in_arena) + scratch_total, used, notes,
+                      low.workspace,
                       low.pool if low.constants else None, low.pool_plan, low.pool_vars,
                       low.io_locations(),
                       [v for v, f in zip(low.cpool_vars, low.cpool_fill, strict=True) if f],

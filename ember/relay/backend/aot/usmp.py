@@ -133,19 +133,17 @@ def dataflow_buffers(df: Dataflow, roots: Sequence[int], output_of: Mapping[int,
                      ) -> tuple[list[int], list[int], list[tuple[int, int]], list[str]]:
     """The buffers USMP places for ``df``: ``(keys, sizes, intervals, names)``.
 
-    A key is the root tensor of an alias group; ``output_of`` (root -> output index) names
+    A key is the root tensor of an alias group (its members at their byte offsets in the
+    buffer: ``Dataflow.alias_places``); ``output_of`` (root -> output index) names
     the groups an operator writes straight into an output. Without ``use_workspace_io`` the
     buffers are the other intermediates; with it also the inputs, those outputs, and key
     ``-1 - j`` for output ``j`` when it is a copy (of an input, a constant or an earlier
     output: its own buffer, written after the last step).
     """
-    spans = df.intervals()
     end = len(df.steps)
-    members: dict[int, list[int]] = {}
-    for t, r in enumerate(roots):
-        members.setdefault(r, []).append(t)
-    keys = [r for r, ts in members.items() if r not in output_of
-            and all(df.tensors[t].kind == INTERMEDIATE for t in ts)]
+    groups = df.groups()
+    keys = [r for r, g in groups.items() if r not in output_of
+            and all(df.tensors[t].kind == INTERMEDIATE for t in g.members)]
     if use_workspace_io:
         keys += sorted({roots[tid] for _, tid in df.params})
         keys += [r for r in output_of if r not in keys]
@@ -157,9 +155,8 @@ def dataflow_buffers(df: Dataflow, roots: Sequence[int], output_of: Mapping[int,
             intervals.append((end, end))
             names.append(f"output {-1 - k}")
             continue
-        sizes.append(max(df.tensors[t].nbytes for t in members[k]))
-        intervals.append((min(spans[t][0] for t in members[k]),
-                          max(spans[t][1] for t in members[k])))
+        sizes.append(groups[k].nbytes)
+        intervals.append(groups[k].interval)
         names.append(f"tensor {k} ({df.tensors[k].dtype}{list(df.tensors[k].shape)})")
     return keys, sizes, intervals, names
 

@@ -3,8 +3,11 @@
 The graph has one input node (``op: "null"``) per parameter of ``main`` (named after it), one
 per constant (named ``p0``, ``p1``, ... as TVM does; their values are returned as params),
 one ``tvm_op`` node per call of a Primitive function (``func_name`` = the lowered kernel's
-symbol), ``__nop`` nodes for reshape-only groups (their output aliases their input's memory),
-and heads for the (flattened) result. Storage ids come from ``memory_plan.plan_storage``.
+symbol), ``__nop`` nodes for reshape-only groups (their output aliases their input's memory)
+and for concatenations written in place (their inputs, laid end to end, are their output),
+and heads for the (flattened) result. Storage ids and each entry's byte offset in its
+storage (``storage_offset``, written when any is not 0) come from
+``memory_plan.plan_storage``.
 A node whose function came from an imported model's nodes lists them in its attrs
 (``"source_nodes": ["conv1", "relu1"]``, from the calls' spans: ``relay.analysis.source_nodes``),
 so that a per-node profile can be read against the model's own nodes.
@@ -91,6 +94,7 @@ class _GraphBuilder:
         self.entry_of: dict[int, Entry] = {}  # tensor id -> graph entry
         self.tensors = list(self.df.tensors)  # grows with constants lifted out of kernels
         self.sids = list(plan.storage_ids)
+        self.offsets = list(plan.storage_offsets or [0] * len(self.sids))
         self.params: dict[str, NDArray] = {}
         self.lifted: dict[str, list[int]] = {}  # kernel -> tensor ids of its lifted constants
         self._taken = {p.name_hint for p, _ in self.df.params}
@@ -112,6 +116,7 @@ class _GraphBuilder:
             tid = len(self.tensors)
             self.tensors.append(TensorInfo(tuple(value.shape), str(value.dtype), CONST))
             self.sids.append(max(self.sids, default=-1) + 1)
+            self.offsets.append(0)
         name = self._param_name()
         self._input(tid, name)
         self.params[name] = value
@@ -151,11 +156,13 @@ class _GraphBuilder:
                 self.entry_of[t] = Entry(nid, k)
         order = sorted(self.entry_of, key=lambda t: (self.entry_of[t].nid,
                                                       self.entry_of[t].index))
+        offsets = [self.offsets[t] for t in order]
         return Graph(self.nodes, [i for i, n in enumerate(self.nodes) if n.is_input],
                      [self.entry_of[t] for t in self.df.outputs],
                      storage_id=[self.sids[t] for t in order],
                      shape=[self.tensors[t].shape for t in order],
-                     dltype=[self.tensors[t].dtype for t in order])
+                     dltype=[self.tensors[t].dtype for t in order],
+                     storage_offset=offsets if any(offsets) else None)
 
 
 def generate_graph(func: Function | IRModule, names: Mapping[RelayExpr, Any] | FuncNamer

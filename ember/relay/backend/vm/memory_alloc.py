@@ -17,6 +17,12 @@ function's shape function (``shape_func.py``), which also returns its size in by
     let %st = memory.alloc_storage(%nbytes);
     let %x = memory.alloc_tensor_reg(%st, %shape, dtype="float32");
 
+A fused function that is only ``concatenate`` of tensors along an axis whose preceding axes
+have extent 1 (each input one contiguous byte range of the output) makes no call when the
+output and its inputs are static tensors of the scope's arena (below): each input is
+allocated at its offset in the output, so its producer writes it there (``_place_concats``;
+the PassContext option ``relay.backend.concat_in_place`` off keeps the copy).
+
 A fused function of reshapes only (FuseOps marks it ``relay.reshape_only``) becomes a view of
 its input, ``vm.reshape_tensor(%a, %newshape)``, with no kernel and no copy; the input is then
 treated as escaping (a view must not outlive the bytes it looks at). A ``dyn.reshape`` whose
@@ -78,6 +84,9 @@ class _Alloc:
     shape_var: Var | None = None  # a dynamic tensor's shape (a static allocation)
     view: bool = False  # a reshape view (vm.reshape_tensor), tracked for its shape's sake
     pinned: bool = False  # a shape function's result: lives to the end of the scope
+    # the output of a concatenation its producers may write in place (_place_concats): its
+    # inputs in output order, and the binding of its kernel call (dropped if placed)
+    concat: tuple[list[RelayExpr], int] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -278,8 +287,72 @@ class _Manifest:
                     self.derived.add(v)
             out_vars.append(v)
         bindings.append((self.fresh("_"), _ops.invoke_tvm_op(prim, list(call.args), out_vars)))
+        parts = _concat_parts(prim, call, ret) if single and not shapes and not derived else None
+        if parts is not None:
+            allocs[-1].concat = (parts, len(bindings) - 1)
         if not single:
             bindings.append((var, _restructure(ret, list(out_vars))))  # type: ignore[arg-type]
+
+
+def _concat_parts(prim: Any, call: Call, ret: Type) -> list[RelayExpr] | None:
+    """The arguments of a call of a fused function that is only ``concatenate`` of its params
+    (each once) along an axis whose preceding axes have extent 1, in output order: each is
+    then one contiguous byte range of the output; else None."""
+    from .._in_place import concat_fields
+    from .._liveness import CONCAT_IN_PLACE_CONFIG
+
+    if not PassContext.current().config.get(CONCAT_IN_PLACE_CONFIG, True):
+        return None
+    spec = concat_fields(prim)
+    if spec is None or not isinstance(ret, TensorType) or not ret.is_static:
+        return None
+    fields, axis = spec
+    shape = ret.concrete_shape
+    axis = axis + len(shape) if axis < 0 else axis
+    whole = [_nbytes_of(prim.params[k].checked_type_) for k, _, _ in fields]
+    # whole params only: a slice of one (yolov8's C2f) would need an offset view of it
+    order = [k for (k, offset, nbytes), n in zip(fields, whole, strict=True)
+             if offset == 0 and nbytes == n]
+    if (len(order) != len(fields) or len(set(order)) != len(order)
+            or any(d != 1 for d in shape[:axis])):
+        return None
+    return [call.args[k] for k in order]
+
+
+def _nbytes_of(ty: Type | None) -> int | None:
+    if not isinstance(ty, TensorType) or not ty.is_static:
+        return None
+    return int(np.prod(ty.concrete_shape, dtype=np.int64)) * DataType(ty.dtype).numpy_dtype.itemsize
+
+
+def _place_concats(allocs: list[_Alloc], by_var: dict[Var, _Alloc]
+                   ) -> tuple[dict[Var, tuple[_Alloc, int]], set[int]]:
+    """Concatenations whose inputs their producers write in place: part -> (the output's
+    alloc, byte offset in it), and the kernel calls to drop. The output and every part are
+    static tensors of this scope's arena (not escaping, not shape results, not views);
+    a part is a distinct, single tensor used by no other placed concatenation. The output's
+    bytes are then live from its first part's allocation to the last read of any part."""
+    moved: dict[Var, tuple[_Alloc, int]] = {}
+    dropped: set[int] = set()
+
+    for out in allocs:
+        if out.concat is None or out.escapes or out.pinned:
+            continue
+        args, invoke = out.concat
+        parts = [by_var.get(v) if isinstance(v, Var) else None for v in args]
+        if (any(p is None or p.var in moved or p.shape is None or p.escapes or p.pinned
+                or p.view or p.concat is not None or p.dtype != out.dtype
+                or p.index > out.index for p in parts)
+                or len({id(p) for p in parts}) != len(parts)):
+            continue
+        at = 0
+        for p in parts:
+            moved[p.var] = (out, at)  # type: ignore[union-attr]
+            at += p.nbytes  # type: ignore[union-attr]
+        out.index = min(p.index for p in parts)  # type: ignore[union-attr]
+        out.last = max([out.last] + [p.last for p in parts])  # type: ignore[union-attr]
+        dropped.add(invoke)
+    return moved, dropped
 
 
 def _small_integer(ty: TensorType) -> bool:
@@ -446,7 +519,8 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
     for a in allocs:
         if a.pinned:
             a.last = len(bindings)
-    local = [a for a in allocs if not a.escapes and a.shape is not None]
+    moved, dropped = _place_concats(allocs, by_var)
+    local = [a for a in allocs if not a.escapes and a.shape is not None and a.var not in moved]
     # A dynamic tensor that stays in the scope: clear its registers after its last reader,
     # so its storage returns to the pool before the scope ends (loops, long chains).
     kills: dict[int, list[Var]] = {}
@@ -462,7 +536,12 @@ def plan(bindings: list[tuple[Var, RelayExpr]], result: RelayExpr, allocs: list[
             offsets, total = first_fit(group)
             out.append((arena, _ops.alloc_storage(const(total, "int64"))))
             place.update((a.var, (arena, offsets[a.var])) for a in group)
+    for var, (concat, at) in moved.items():  # in place: at its offset in the output
+        arena, offset = place[concat.var]
+        place[var] = (arena, offset + at)
     for i, (var, value) in enumerate(bindings):
+        if i in dropped:
+            continue
         if value is not _PENDING:
             out.append((var, value))
             out += [(names.fresh("_"), _ops.kill(v)) for v in kills.get(i, ())]
