@@ -496,3 +496,21 @@ def test_vm_concat_that_is_returned_is_a_copy():
     got, code = _vm(func, inputs, True, 2)
     assert code.count("invoke_packed") == 3  # the result escapes: its own storage, a copy
     np.testing.assert_array_equal(got[0], _vm(func, inputs, False, 2)[0][0])
+
+
+@pytest.mark.parametrize("executor", ["graph", "aot", "vm"])
+def test_concat_output_through_the_model_call(executor):
+    """ember.compile's call writes outputs straight into the caller's array where it can
+    (model_call.direct_sites): a concatenation written in place by two convs is such an
+    output; both calls (new arrays each time) hold the whole result."""
+    rng = np.random.default_rng(5)
+    x = relay.var("data", shape=(1, 16, 6, 6))
+    a = relay.nn.conv2d(x, relay.const(rng.standard_normal((16, 16, 1, 1)).astype("float32")))
+    b = relay.nn.conv2d(x, relay.const(rng.standard_normal((16, 16, 3, 3)).astype("float32")),
+                        padding=(1, 1))
+    func = relay.Function([x], relay.concatenate([a, b], axis=1))
+    model = tvm.compile(tvm.IRModule.from_expr(func), executor=executor)
+    for scale in (1.0, -2.0):
+        xv = (rng.standard_normal((1, 16, 6, 6)) * scale).astype("float32")
+        np.testing.assert_allclose(model(xv), _reference(func, {"data": xv})[0],
+                                   rtol=1e-5, atol=1e-4)
