@@ -7,7 +7,8 @@ block) get zeros in its other lanes, or lose them on the way back (``channel_pre
 of the first channels of a copy back is the copy itself). For channels-last a position's
 channel block is L contiguous floats on both sides (one L-float move each). The generic
 lowering (``topi.transform.layout_transform``) computes one element at a time and stays for
-every other pair of layouts, for run-time sizes, and where the transform reads another
+every other pair of layouts, for run-time channel counts (a run-time batch, height or width
+is passed to the kernel), and where the transform reads another
 kernel's result inlined into it (a fused producer). A reshape of a function input is no
 producer: it keeps the input's memory, so the kernel reads the input itself."""
 from __future__ import annotations
@@ -54,22 +55,24 @@ def _memory_of(x: te.Tensor) -> te.Tensor | None:
 
 def layout_nchwc(x: te.Tensor, src_layout: str, dst_layout: str,
                  shape: tuple) -> te.Tensor | None:
-    """The transform of ``x`` (a function input or a reshape of one, float32, static shape)
-    through a kernel; None when no kernel applies. ``shape``: the output shape. To NCHW[L]c,
+    """The transform of ``x`` (a function input or a reshape of one, float32, static
+    channels) through a kernel; None when no kernel applies. ``shape``: the output shape. To NCHW[L]c,
     channels that are not a multiple of L fill the last block's remaining lanes with zeros."""
     pair = blocked_copy(src_layout, dst_layout)
     source = _memory_of(x)
     sizes = dims(x.shape)
-    if pair is None or x.dtype != "float32" or source is None or not all(
-            isinstance(d, int) for d in sizes):
+    if pair is None or x.dtype != "float32" or source is None:
         return None
     block, to_blocked, last = pair
     if not to_blocked:  # (N, C / L, *spatial, L)
-        n, c, hw = sizes[0], sizes[1] * block, math.prod(sizes[2:-1])
+        n, c, hw = sizes[0], sizes[1] * block if isinstance(sizes[1], int) else None, \
+            math.prod(sizes[2:-1])
     elif last:  # (N, *spatial, C)
         n, c, hw = sizes[0], sizes[-1], math.prod(sizes[1:-1])
     else:  # (N, C, H, W)
         n, c, hw = sizes[0], sizes[1], sizes[2] * sizes[3]
+    if not isinstance(c, int):  # the batch and the image may be run-time sizes, not channels
+        return None
     return _kernel_call(source, n, c, hw, block, to_blocked, last, tuple(shape))
 
 
@@ -82,11 +85,22 @@ def channel_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.T
         return None
     src = x.op.inputs[0]
     sizes, (n, c, h, w) = dims(src.shape), dims(shape)
-    if any(b != 0 for b in dims(starts)) or any(s != 1 for s in steps) or (n, h, w) != tuple(
-            sizes[i] for i in (0, 2, 3)) or not (isinstance(c, int) and 0 < c <= sizes[1] *
-                                                  sizes[4]):
+    kept = [_same_size(a, sizes[i]) for a, i in ((n, 0), (h, 2), (w, 3))]
+    if any(b != 0 for b in dims(starts)) or any(s != 1 for s in steps) or not all(kept) or \
+            not (isinstance(c, int) and 0 < c <= sizes[1] * sizes[4]):
         return None
-    return _kernel_call(src, n, c, h * w, sizes[4], False, False, (n, c, h, w))
+    return _kernel_call(src, sizes[0], c, sizes[2] * sizes[3], sizes[4], False, False,
+                        (n, c, h, w))
+
+
+def _same_size(a: object, b: object) -> bool:
+    """Whether two sizes are the same: equal ints, or one run-time size (a ``?`` carried
+    through a layout's shape as ``any_dim * 1``)."""
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    from ..tir.simplify import simplify
+
+    return simplify(a) is simplify(b)
 
 
 def reshaped_copy(x: te.Tensor, shape: tuple) -> te.Tensor | None:
@@ -109,12 +123,17 @@ def reshaped_copy(x: te.Tensor, shape: tuple) -> te.Tensor | None:
     return _kernel_call(src, n, c, hw, block, to_blocked, False, tuple(shape))
 
 
-def _kernel_call(x: te.Tensor, n: int, c: int, hw: int, block: int, to_blocked: bool,
+def _kernel_call(x: te.Tensor, n: object, c: int, hw: object, block: int, to_blocked: bool,
                  last: bool, shape: tuple) -> te.Tensor:
     """ember_layout_nchwc (``last``: ember_layout_nhwc) on ``x``; ``n, c, hw``: the sizes of
-    the plain side (for NCHW, c not necessarily a multiple of ``block``)."""
-    items = n * -(-hw // TILE) if last else n * -(-c // block)
-    threads = int(n * c * hw >= PARALLEL_ELEMENTS and items >= 2)
+    the plain side (for NCHW, c not necessarily a multiple of ``block``; n and hw may be
+    run-time expressions)."""
+    if all(isinstance(d, int) for d in (n, hw)):
+        items = n * -(-hw // TILE) if last else n * -(-c // block)
+        threads: object = int(n * c * hw >= PARALLEL_ELEMENTS and items >= 2)
+    else:  # run-time sizes (a ? batch, height or width): the same test, in the call
+        items = n * tir.floordiv(hw + TILE - 1, TILE) if last else n * -(-c // block)
+        threads = tir.cast(tir.all(n * c * hw >= PARALLEL_ELEMENTS, items >= 2), "int32")
     entry = "ember_layout_nhwc" if last else "ember_layout_nchwc"
 
     def body(ins: list, outs: list) -> object:
