@@ -106,17 +106,10 @@ def export_onnx(mod: IRModule, params: Mapping[str, Any], opset: int = DEFAULT_O
     """The ONNX twin of a ``get_workload`` model: the backbone as ``onnx_export`` writes it,
     then Reshape/Transpose to (T, N, C), one bidirectional ``LSTM`` node, and the CTC head
     (MatMul, Add, Softmax), all with the weights in ``params``."""
-    from .onnx_export import require_onnx
+    from .onnx_export import require_onnx, workload_weights
 
     onnx = require_onnx()
-    arrays = {k: v.numpy() if hasattr(v, "numpy") else np.asarray(v) for k, v in params.items()}
-    weights = [p.name_hint for p in mod["main"].params[1:]]
-    missing = [w for w in weights if w not in arrays]
-    if mod["main"].params[0].name_hint != "data" or "lstm_fw_R_weight" not in weights or missing:
-        takes = [p.name_hint for p in mod["main"].params][:4]
-        raise ValueError(f"crnn.export_onnx: expected a crnn.get_workload module and all its "
-                         f"weights in params; main takes {takes}..., params lack {missing[:4]}")
-    shape = tuple(int(d) for d in mod["main"].params[0].checked_type.shape)
+    arrays, weights, shape = workload_weights(mod, params, "crnn", "lstm_fw_R_weight")
     batch, image_shape = shape[0], shape[1:]
     channels = [arrays[f"conv{i}_weight"].shape[0] for i in range(len(BACKBONE))]
     hidden = arrays["lstm_fw_R_weight"].shape[1]

@@ -154,19 +154,12 @@ def export_onnx(mod: IRModule, params: Mapping[str, Any], opset: int = DEFAULT_O
     """The ONNX twin of a ``get_workload`` model: the front end as torch.onnx writes
     ``torch.stft`` and the magnitude, mel and log after it, then the CNN as ``onnx_export``
     writes it, with the front end's constants and the weights in ``params``."""
-    from .onnx_export import require_onnx
+    from .onnx_export import require_onnx, workload_weights
 
     onnx = require_onnx()
     if opset < 17:
         raise ValueError(f"kws.export_onnx: the STFT node needs opset 17 or newer, got {opset}")
-    arrays = {k: v.numpy() if hasattr(v, "numpy") else np.asarray(v) for k, v in params.items()}
-    weights = [p.name_hint for p in mod["main"].params[1:]]
-    missing = [w for w in weights if w not in arrays]
-    if mod["main"].params[0].name_hint != "data" or "conv1_weight" not in weights or missing:
-        takes = [p.name_hint for p in mod["main"].params][:4]
-        raise ValueError(f"kws.export_onnx: expected a kws.get_workload module and all its "
-                         f"weights in params; main takes {takes}..., params lack {missing[:4]}")
-    shape = tuple(int(d) for d in mod["main"].params[0].checked_type.shape)
+    arrays, weights, shape = workload_weights(mod, params, "kws", "conv1_weight")
     index, window, mel = _front_end_constants(mod)
     (frames, n_fft), num_mels = index.shape, mel.shape[1]
     hop = int(index[1, 0] - index[0, 0]) if frames > 1 else 1

@@ -53,6 +53,23 @@ def require_onnx() -> Any:
     return onnx
 
 
+def workload_weights(mod: IRModule, params: Mapping[str, Any], model: str,
+                     marker: str) -> tuple[dict[str, np.ndarray], list[str], tuple[int, ...]]:
+    """For a workload module's own ``export_onnx``: ``params`` as numpy arrays, the names of
+    ``main``'s weights, and its ``data`` input's shape. ValueError naming what is wrong when
+    ``mod`` is not ``model``'s ``get_workload`` module (no ``data`` input, no ``marker``
+    weight) or ``params`` lacks some of its weights."""
+    arrays = {k: v.numpy() if hasattr(v, "numpy") else np.asarray(v) for k, v in params.items()}
+    weights = [p.name_hint for p in mod["main"].params[1:]]
+    missing = [w for w in weights if w not in arrays]
+    if mod["main"].params[0].name_hint != "data" or marker not in weights or missing:
+        takes = [p.name_hint for p in mod["main"].params][:4]
+        raise ValueError(f"{model}.export_onnx: expected a {model}.get_workload module and all "
+                         f"its weights in params; main takes {takes}..., params lack "
+                         f"{missing[:4]}")
+    return arrays, weights, tuple(int(d) for d in mod["main"].params[0].checked_type.shape)
+
+
 class Exporter:
     """The graph being built: nodes, initializers, and the ONNX name of each Relay value.
 
