@@ -879,3 +879,19 @@ def test_stft_of_a_complex_signal_with_a_window_of_zero_taps():
     frames = np.stack([z[:, i * 7:i * 7 + 16] * window for i in range(4)], 1)
     want = _as_onnx(np.fft.fft(frames, axis=-1))
     np.testing.assert_allclose(run_graph(model, {"s": signal})[0], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("samples, step, length, match", [
+    (1 << 20, 1, 1 << 15, "frame_length 32768 would be a constant of shape"),
+    (1 << 20, 1, 128, "the frame index table would be a constant of shape")])
+def test_stft_whose_constants_would_be_huge_is_refused(samples, step, length, match):
+    """A model's frame_length (or a step of 1 over a long signal) must not make the import
+    build a DFT matrix or a frame table of billions of values: a clear error instead."""
+    node = helper.make_node("STFT", ["s", "step", "", "n"], ["y"], name="big")
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("s", TP.FLOAT,
+                                                                      [1, samples, 1])],
+                        inits=[numpy_helper.from_array(np.array(step, "int64"), "step"),
+                               numpy_helper.from_array(np.array(length, "int64"), "n")],
+                        opset=17)
+    with pytest.raises(FrontendError, match=f"STFT node 'big': {match}"):
+        relay.frontend.from_onnx(model)

@@ -182,6 +182,8 @@ def stft(node: Node) -> RelayExpr:
         if len(nonzero):
             positions = np.arange(nonzero[0], nonzero[-1] + 1)
             weights = weights[positions]
+    freqs = length // 2 + 1 if onesided else length
+    check_constant_size(node, (len(positions), 2 * freqs), f"frame_length {length}")
     index = _frame_index(node, x, total, length, positions)
     real, imag = (x, None) if flat else _parts(x, shape[-1])
     real = _op.take(real, index, axis=1)  # (batch, frames, positions)
@@ -204,6 +206,7 @@ def _frame_index(node: Node, signal: RelayExpr, total: int | None, length: int,
         raise node.fail(f"frame_step must be positive, got {step_value}")
     if step_value is not None and total is not None:
         frames = 1 + (total - length) // step_value
+        check_constant_size(node, (frames, len(positions)), "the frame index table")
         return const(np.arange(frames, dtype="int64")[:, None] * step_value + offsets)
     i64 = "int64"
     if step_value is not None:
