@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     random,
     reduce,
     scatter_gather,
+    signal,
     tensor,
     transform,
     unique_op,
@@ -51,7 +52,7 @@ from .unique_op import *
 
 get = Op.get
 
-__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn", "random",
+__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn", "random", "signal",
            "register_gradient", "register_mixed_precision_conversion"]
 __all__ += (algorithm.__all__ + bitcast.__all__ + collapse.__all__ + creation.__all__
             + fast_math.__all__ + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + scatter_gather.__all__

@@ -882,11 +882,13 @@ def test_stft_of_a_complex_signal_with_a_window_of_zero_taps():
 
 
 @pytest.mark.parametrize("samples, step, length, match", [
-    (1 << 20, 1, 1 << 15, "frame_length 32768 would be a constant of shape"),
-    (1 << 20, 1, 128, "the frame index table would be a constant of shape")])
+    (1 << 20, 1, 32767, "frame_length 32767 would be a constant of shape"),
+    (1 << 20, 1, 127, "the frame index table would be a constant of shape")])
 def test_stft_whose_constants_would_be_huge_is_refused(samples, step, length, match):
     """A model's frame_length (or a step of 1 over a long signal) must not make the import
-    build a DFT matrix or a frame table of billions of values: a clear error instead."""
+    build a DFT matrix or a frame table of billions of values: a clear error instead. (Lengths
+    with a prime factor above 5 take the matrix; the others the FFT, whose table holds about
+    2 values per point: the next test.)"""
     node = helper.make_node("STFT", ["s", "step", "", "n"], ["y"], name="big")
     model = graph_model([node], inputs=[helper.make_tensor_value_info("s", TP.FLOAT,
                                                                       [1, samples, 1])],
@@ -895,3 +897,20 @@ def test_stft_whose_constants_would_be_huge_is_refused(samples, step, length, ma
                         opset=17)
     with pytest.raises(FrontendError, match=f"STFT node 'big': {match}"):
         relay.frontend.from_onnx(model)
+
+
+def test_stft_of_a_power_of_two_length_takes_the_fft_with_a_small_table():
+    """frame_length 32768 (2^15) over a step of 1: no DFT matrix or frame table, one
+    signal.frames_fft whose constant holds the twiddles (about 2 per point)."""
+    node = helper.make_node("STFT", ["s", "step", "", "n"], ["y"], name="big")
+    model = graph_model([node], inputs=[helper.make_tensor_value_info("s", TP.FLOAT,
+                                                                      [1, 1 << 20, 1])],
+                        inits=[numpy_helper.from_array(np.array(1, "int64"), "step"),
+                               numpy_helper.from_array(np.array(1 << 15, "int64"), "n")],
+                        opset=17)
+    mod, _ = relay.frontend.from_onnx(model)
+    calls = [e for e in ember.ir.post_order(mod["main"].body)
+             if isinstance(e, ember.ir.expr.Call) and getattr(e.op, "name", "") ==
+             "signal.frames_fft"]
+    assert len(calls) == 1
+    assert calls[0].args[1].data.numpy().size < 3 * (1 << 15) + (1 << 15)

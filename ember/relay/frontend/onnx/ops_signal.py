@@ -23,6 +23,7 @@ from ._node import Node
 from ._util import check_constant_size, norm_axis, scalar
 
 _TWO_PI = 2.0 * np.pi
+MIN_FFT_LENGTH = 32
 
 
 def _known_int(node: Node, i: int, what: str, default: int | None = None) -> int | None:
@@ -132,6 +133,21 @@ def dft(node: Node) -> RelayExpr:
         raise node.fail(f"dft_length must be positive, got {length}")
     check_constant_size(node, (min(n, length), length), f"dft_length {length}")
     perm = [a for a in range(rank - 1) if a != axis] + [axis]
+    back = [int(a) for a in np.argsort(perm)] + [rank - 1]
+    lead = [shape[a] for a in perm[:-1]]
+    if not inverse and _takes_fft(length, dtype) and (rank == 3 or all(
+            isinstance(d, int) for d in lead)):
+        # one frame per signal: (signals, n, 1 or 2) -> (signals, 1, bins, 2)
+        signal = _op.transpose(x, perm + [rank - 1])
+        if rank != 3:
+            signal = _op.reshape(signal, [-1, n, shape[-1]])
+        used = min(n, length)
+        check_constant_size(node, (used + 2 * length,), f"dft_length {length}")
+        out = _op.signal.frames_fft(signal, None, length=length, frame_length=n, step=1,
+                                    positions=used, onesided=onesided)
+        bins = length // 2 + 1 if onesided else length
+        out = _op.reshape(out, [0, bins, 2] if rank == 3 else [*lead, bins, 2])
+        return _op.transpose(out, back)
     real, imag = _parts(x, shape[-1])
     real = _op.transpose(real, perm)
     imag = None if imag is None else _op.transpose(imag, perm)
@@ -142,8 +158,7 @@ def dft(node: Node) -> RelayExpr:
         out = dft_interleaved(_trim(real, n, used), None if imag is None else
                               _trim(imag, n, used), np.arange(used), length, onesided, dtype,
                               rank - 1)
-    back = list(np.argsort(perm)) + [rank - 1]
-    return _op.transpose(out, [int(a) for a in back])
+    return _op.transpose(out, back)
 
 
 def stft(node: Node) -> RelayExpr:
@@ -182,6 +197,13 @@ def stft(node: Node) -> RelayExpr:
         if len(nonzero):
             positions = np.arange(nonzero[0], nonzero[-1] + 1)
             weights = weights[positions]
+    step = _known_step(node)
+    if (window is None or weights is not None) and step is not None and \
+            _takes_fft(length, dtype):
+        check_constant_size(node, (len(positions) + 2 * length,), f"frame_length {length}")
+        return _op.signal.frames_fft(
+            x, weights, length=length, frame_length=length, step=step,
+            start=int(positions[0]), positions=len(positions), onesided=onesided)
     freqs = length // 2 + 1 if onesided else length
     check_constant_size(node, (len(positions), 2 * freqs), f"frame_length {length}")
     index = _frame_index(node, x, total, length, positions)
@@ -194,16 +216,29 @@ def stft(node: Node) -> RelayExpr:
     return dft_interleaved(real, imag, positions, length, onesided, dtype, 3, weights)
 
 
+def _known_step(node: Node) -> int | None:
+    """The STFT's frame_step when known at import (it must then be positive)."""
+    known = node.value(1)
+    step = None if known is None else int(np.asarray(known).reshape(-1)[0])
+    if step is not None and step < 1:
+        raise node.fail(f"frame_step must be positive, got {step}")
+    return step
+
+
+def _takes_fft(length: int, dtype: str) -> bool:
+    """Whether a forward transform of ``length`` runs as an FFT (``signal.frames_fft``): a
+    float32 one whose length has prime factors 2, 3 and 5 only, and not so short that the DFT
+    matrix's product is as cheap."""
+    return dtype == "float32" and length >= MIN_FFT_LENGTH and _op.signal.has_fft_plan(length)
+
+
 def _frame_index(node: Node, signal: RelayExpr, total: int | None, length: int,
                  positions: np.ndarray) -> RelayExpr:
     """(frames, positions) int64 indices of each frame's samples at ``positions`` (within
     its ``length``): a constant when the signal's length (``total``) and the step are known,
     else computed at run time (no frame when the signal is shorter than one)."""
-    known = node.value(1)
     offsets = positions.astype("int64")[None, :]
-    step_value = None if known is None else int(np.asarray(known).reshape(-1)[0])
-    if step_value is not None and step_value < 1:
-        raise node.fail(f"frame_step must be positive, got {step_value}")
+    step_value = _known_step(node)
     if step_value is not None and total is not None:
         frames = 1 + (total - length) // step_value
         check_constant_size(node, (frames, len(positions)), "the frame index table")
