@@ -56,7 +56,7 @@ def test_type_relation_static_and_run_time_lengths():
                                    step=1)).shape) == (2, 0, 128, 2)
     dyn = relay.var("d", shape=(relay.Any(), relay.Any()), dtype="float32")
     shape = _infer(frames_fft(dyn, None, length=64, frame_length=64, step=8)).shape
-    assert str(shape[0]) == "?" and str(shape[1]) == "?" and tuple(shape[2:]) == (64, 2)
+    assert all(isinstance(d, relay.Any) for d in shape[:2]) and tuple(shape[2:]) == (64, 2)
 
 
 @pytest.mark.parametrize("shape, dtype, kwargs, match", [
