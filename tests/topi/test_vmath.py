@@ -156,3 +156,29 @@ def test_vmath_kernels_are_marked_wide() -> None:
         lines = [ln for ln in src.splitlines() if "EMBER_VMATH_WIDE" in ln
                  and not ln.startswith("#")]
         assert bool(lines) == wide, lines
+
+
+def _log(v: float) -> float:
+    if v != v or v < 0:
+        return math.nan
+    return -math.inf if v == 0 else math.log(v)
+
+
+def test_log_within_ulps_and_special_values() -> None:
+    """float32 log (ember_logf) over the whole positive range, denormals and the values next
+    to 1 (where the result is small and its ulp fine), within MAX_ULP; IEEE's special values."""
+    rng = np.random.default_rng(5)
+    tiny = np.finfo(np.float32).tiny
+    x = np.concatenate([np.exp(rng.uniform(-87, 88.7, 60000)), rng.uniform(0.5, 2, 20000),
+                        1 + np.linspace(-1e-3, 1e-3, 4001), rng.uniform(0, tiny, 2000),
+                        np.array([tiny, np.finfo(np.float32).max, 1.0, 2.0, 0.5])]
+                       ).astype(np.float32)
+    x = x[x > 0]
+    got = unary_kernel(relay.log)(x.size)(x)
+    err = ulps(got, x, _log)
+    worst = int(np.argmax(err))
+    assert err[worst] <= MAX_ULP, f"log({x[worst]!r}) = {got[worst]!r}: {err[worst]:.2f} ulp"
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1.0,
+                        np.finfo(np.float32).smallest_subnormal], np.float32)
+    out = unary_kernel(relay.log)(special.size)(special)
+    np.testing.assert_array_equal(out, np.array([_log(float(v)) for v in special], np.float32))

@@ -1,5 +1,5 @@
 /*
- * ember kernels: float32 math that a loop can vectorize.
+ * ember kernels: float32 math that a loop can vectorize (exp, sigmoid, tanh, erf, log).
  *
  * A loop that calls libm's erff runs one element at a time (GCC vectorizes libm calls only
  * under -ffast-math), and GELU as exporters write it is an erf per element: 5-10x slower than
@@ -18,6 +18,11 @@
  * ember_tanhf(x): |x| < 0.625: x + x s p(s), s = x^2, p of degree 5 (fitted to
  * (tanh(x)/x - 1) / s); above: 1 - 2 / (e^(2|x|) + 1) with |x| clamped to 9.1 (tanh rounds to
  * 1 there), with the sign of x.
+ *
+ * ember_logf(x): x = 2^k (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)) by integer arithmetic on
+ * the bits (a subnormal scaled by 2^25 first), log(1 + f) = 2 atanh(s), s = f / (2 + f), by
+ * an odd polynomial in s (the coefficients of musl's logf), k ln 2 in two parts; under 1 ulp.
+ * log(0) = -inf, log(x < 0) and log(NaN) = NaN, log(inf) = inf.
  *
  * ember_erff(x): |x| < 0.875: x + x q(x^2), q a degree-6 polynomial (erf(x)/x - 1);
  * 0.875 <= |x| < 4: 1 - exp(-x^2) r(|x| - 2.4375), r a degree-12 polynomial of
@@ -145,6 +150,24 @@ static inline float ember_erff(float x) {
   big = ember_vmath_float(ember_vmath_bits(big) | sign);
   /* !(a >= 0.875f): NaN takes this side too, and gives NaN */
   return ember_vmath_select(!(a >= 0.875f), x + x * q, big);
+}
+
+static inline float ember_logf(float x) {
+  /* a subnormal x is scaled by 2^25 (exactly) into the normal range first */
+  const int tiny = x < 1.17549435e-38f;
+  const float xs = ember_vmath_select(tiny, x * 33554432.0f, x);
+  /* x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)): the bits of sqrt(1/2) taken off first */
+  const uint32_t ix = ember_vmath_bits(xs) - 0x3f3504f3u;
+  const float k = (float)((int32_t)ix >> 23) - (float)(tiny * 25);
+  const float f = ember_vmath_float((ix & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+  const float s = f / (2.0f + f), z = s * s, w = z * z;
+  const float t1 = w * (0.40000972152f + w * 0.24279078841f);
+  const float t2 = z * (0.66666662693f + w * 0.28498786688f);
+  const float hfsq = 0.5f * f * f;
+  float r = s * (hfsq + t1 + t2) + k * 9.0580006145e-06f - hfsq + f + k * 0.69313812256f;
+  r = ember_vmath_select(x == ember_vmath_float(0x7f800000u), x, r);             /* inf */
+  r = ember_vmath_select(x == 0.0f, ember_vmath_float(0xff800000u), r);         /* -0 too */
+  return ember_vmath_select((x < 0.0f) | (x != x), ember_vmath_float(0x7fc00000u), r);
 }
 
 #endif /* EMBER_KERNELS_VMATH_H_ */
