@@ -16,6 +16,11 @@
    into tuples that already joined an injective consumer. A fusion commits only if every
    node on every path to the post-dominator passes the phase's condition, and only while
    the group stays within ``max_depth`` nodes. Groups are a union-find forest.
+4. A group holding a costly elementwise op (a transcendental: log, exp, erf, sin...) fuses
+   into no consumer that iterates over more elements than that op makes: the fused loop
+   would compute it again for every element the consumer adds (T5's relative-position
+   buckets, a log over (L, L), gathered per head and added to (B, H, L, L) scores: B x H
+   times the logs). It runs as its own kernel instead, once per element.
 """
 from __future__ import annotations
 
@@ -46,6 +51,11 @@ ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPatt
 COMM_REDUCE, OUT_EWISE, TUPLE = OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.TUPLE
 OPAQUE = OpPattern.OPAQUE
 _SIMPLE_CONST_DTYPES = ("int32", "int64", "float32", "float64", "bool")
+# ops that cost far more per element than a load, a store and an add
+COSTLY_OPS = frozenset({
+    "log", "log2", "log10", "log1p", "exp", "exp2", "expm1", "erf", "tanh", "sigmoid", "sin",
+    "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "power",
+    "sqrt", "rsqrt", "fast_exp", "fast_tanh", "fast_erf"})
 
 
 @dataclass(eq=False)
@@ -232,6 +242,7 @@ class Group:
     anchor_ref: RelayExpr | None = None
     num_nodes: int = 1
     parent: Group | None = None
+    costly: tuple[int, int] | None = None  # _size of the smallest costly op's output in it
 
     def find_root(self) -> Group:
         root = self
@@ -241,6 +252,32 @@ class Group:
         while node.parent is not None and node.parent is not root:  # path compression
             node.parent, node = root, node.parent
         return root
+
+
+def _size(e: RelayExpr) -> tuple[int, int] | None:
+    """A tensor's element count as (dimensions of run-time size, product of the others)."""
+    ty = getattr(e, "checked_type_", None)
+    if not isinstance(ty, TensorType):
+        return None
+    dynamic, static = 0, 1
+    for d in ty.shape:
+        if isinstance(d, int):
+            static *= d
+        else:
+            dynamic += 1
+    return dynamic, static
+
+
+def _more_elements(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether a size of _size counts more elements than another, surely: more run-time
+    dimensions, or as many and a larger static product."""
+    return a[0] > b[0] or (a[0] == b[0] and a[1] > b[1])
+
+
+def _costly(e: RelayExpr) -> tuple[int, int] | None:
+    if isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in COSTLY_OPS:
+        return _size(e)
+    return None
 
 
 def _fuses_into_anchor(kind: OpPattern, is_sink: bool) -> bool:
@@ -264,8 +301,8 @@ class Partitioner:
 
     def __init__(self, graph: IndexedGraph, opt_level: int, max_depth: int) -> None:
         self.graph, self.opt_level, self.max_depth = graph, opt_level, max_depth
-        self.groups = [Group(n.pattern, n.ref, n.ref if n.pattern == OUT_EWISE else None)
-                       for n in graph.nodes]
+        self.groups = [Group(n.pattern, n.ref, n.ref if n.pattern == OUT_EWISE else None,
+                             costly=_costly(n.ref)) for n in graph.nodes]
         self._visited: set[int] = set()
 
     def partition(self) -> list[Group]:
@@ -297,6 +334,9 @@ class Partitioner:
             return
         parent.num_nodes += child.num_nodes
         child.parent = parent
+        if child.costly is not None and (parent.costly is None or
+                                         _more_elements(parent.costly, child.costly)):
+            parent.costly = child.costly
         if child.anchor_ref is not None:
             assert parent.anchor_ref is None, "FuseOps: a group cannot have two anchors"
             parent.anchor_ref = child.anchor_ref
@@ -355,8 +395,15 @@ class Partitioner:
                 ok = phase == 1 and self._check_path(node, sink, _fuses_into_injective)
             else:
                 ok = False  # a reduction only takes producers; it fuses into nothing
-            if ok:
+            if ok and not self._recomputes(group, sink):
                 self._commit(node, sink)
+
+    @staticmethod
+    def _recomputes(group: Group, sink: GraphNode) -> bool:
+        """Whether fusing ``group`` into ``sink`` would compute its costly ops more often
+        (point 4 of the module docstring)."""
+        costly, size = group.find_root().costly, _size(sink.ref)
+        return costly is not None and size is not None and _more_elements(size, costly)
 
     def _phase2(self, node: GraphNode, sink: GraphNode, group: Group, sink_group: Group) -> None:
         # Fuse injective ops into a tuple that has already joined an injective consumer.
@@ -366,5 +413,6 @@ class Partitioner:
         if root.pattern == TUPLE:
             return
         if sink_group.pattern == TUPLE and root.pattern <= INJECTIVE and \
+                not self._recomputes(group, sink) and \
                 self._check_path(node, sink, _fuses_into_injective):
             self._commit(node, sink)

@@ -99,6 +99,33 @@ def test_reduction_absorbs_elementwise_but_not_injective():
     assert sorted(primitive_names(out)) == ["fused_add_exp_sum", "fused_max", "fused_transpose"]
 
 
+def test_costly_ops_are_not_recomputed_by_a_larger_consumer():
+    """A log over (L, L) gathered per head and added to (B, H, L, L) scores (T5's relative
+    position buckets) runs once per element as its own kernel; where the consumer iterates
+    over no more elements, it still fuses."""
+    before = """def @main(%r: Tensor[(?, ?), float32], %t: Tensor[(32, 4), float32],
+                     %s: Tensor[(?, 4, ?, ?), float32]) {
+      %0 = log(%r);
+      %1 = cast(%0, dtype="int64");
+      %2 = take(%t, %1, axis=0);
+      %3 = transpose(%2, axes=[2, 0, 1]);
+      add(%s, %3)
+    }"""
+    out = run(FuseOps(), before)
+    assert primitive_names(out) == ["fused_log_cast", "fused_take_transpose_add"]
+    same_size = """def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(2, 3), float32]) {
+      %0 = sqrt(%x);
+      %1 = log(%0);
+      add(%1, %y)
+    }"""
+    assert primitive_names(run(FuseOps(), same_size)) == ["fused_sqrt_log_add"]
+    broadcast = """def @main(%g: Tensor[(1, 8, 1, 1), float32], %x: Tensor[(1, 8, 5, 5), float32]) {
+      %0 = sigmoid(%g);
+      multiply(%x, %0)
+    }"""
+    assert primitive_names(run(FuseOps(), broadcast)) == ["fused_sigmoid", "fused_multiply"]
+
+
 def test_opaque_op_is_alone_and_elementwise_after_it_groups():
     before = """def @main(%x: Tensor[(4, 5), float32]) {
       %0 = add(%x, 1f);
