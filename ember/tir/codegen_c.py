@@ -81,7 +81,8 @@ _MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "l
          "log1p": "log1p", "expm1": "expm1", "pow": "pow", "fmod": "fmod"}
 VMATH_HEADER = "ember/kernels/vmath.h"  # float32 functions a loop vectorizes
 _VMATH = {"exp": "ember_expf", "sigmoid": "ember_sigmoidf", "tanh": "ember_tanhf",
-          "erf": "ember_erff", "log": "ember_logf"}
+          "erf": "ember_erff", "log": "ember_logf", "log2": "ember_log2f",
+          "log10": "ember_log10f"}
 STACK_LIMIT = 16384  # bytes: larger (or dynamic) allocations use TVMBackendAllocWorkspace
 SCRATCH_ALIGNMENT = 64  # bytes between the starts of a kernel's scratch buffers (as on the stack)
 HOIST_LENGTH = 80  # a shared subexpression whose C text is longer goes into a const local

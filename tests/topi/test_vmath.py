@@ -164,9 +164,16 @@ def _log(v: float) -> float:
     return -math.inf if v == 0 else math.log(v)
 
 
-def test_log_within_ulps_and_special_values() -> None:
-    """float32 log (ember_logf) over the whole positive range, denormals and the values next
-    to 1 (where the result is small and its ulp fine), within MAX_ULP; IEEE's special values."""
+@pytest.mark.parametrize("name", ["log", "log2", "log10"])
+def test_log_within_ulps_and_special_values(name: str) -> None:
+    """float32 log, log2 and log10 (ember_logf and its multiples) over the whole positive
+    range, denormals and the values next to 1 (where the result is small and its ulp fine),
+    within MAX_ULP; IEEE's special values."""
+    op, scale = {"log": (relay.log, 1.0), "log2": (relay.log2, 1 / math.log(2)),
+                 "log10": (relay.log10, 1 / math.log(10))}[name]
+
+    def exact(v: float) -> float:
+        return _log(v) * scale
     rng = np.random.default_rng(5)
     tiny = np.finfo(np.float32).tiny
     x = np.concatenate([np.exp(rng.uniform(-87, 88.7, 60000)), rng.uniform(0.5, 2, 20000),
@@ -174,11 +181,11 @@ def test_log_within_ulps_and_special_values() -> None:
                         np.array([tiny, np.finfo(np.float32).max, 1.0, 2.0, 0.5])]
                        ).astype(np.float32)
     x = x[x > 0]
-    got = unary_kernel(relay.log)(x.size)(x)
-    err = ulps(got, x, _log)
+    got = unary_kernel(op)(x.size)(x)
+    err = ulps(got, x, exact)
     worst = int(np.argmax(err))
     assert err[worst] <= MAX_ULP, f"log({x[worst]!r}) = {got[worst]!r}: {err[worst]:.2f} ulp"
     special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1.0,
                         np.finfo(np.float32).smallest_subnormal], np.float32)
-    out = unary_kernel(relay.log)(special.size)(special)
-    np.testing.assert_array_equal(out, np.array([_log(float(v)) for v in special], np.float32))
+    out = unary_kernel(op)(special.size)(special)
+    np.testing.assert_array_equal(out, np.array([exact(float(v)) for v in special], np.float32))
