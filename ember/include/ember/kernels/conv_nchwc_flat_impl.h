@@ -116,7 +116,7 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
       for (ky = ky0; ky < ky1; ++ky) {                                                         \
         const float* base = pad + (icb * cs + ky * dys);                                       \
         const float* wk = w + ((ptrdiff_t)icb * p->kh + ky) * p->kw * L * L;                   \
-        for (c = 0; c < taps; ++c) EMBER_FLAT_STEP(RW, RB, wk + c * L, base + c)               \
+        EMBER_TAP_UNROLL for (c = 0; c < taps; ++c) EMBER_FLAT_STEP(RW, RB, wk + c * L, base + c) \
       }                                                                                        \
     }                                                                                          \
     {                                                                                          \

@@ -383,14 +383,16 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
           /* Unit stride: the taps (kx, c) of a row are contiguous, columns L apart. */        \
           const int32_t taps = p->kw * cb;                                                     \
           const float* base = p->in + (rowk + (ptrdiff_t)ix0 * cb);                            \
-          for (c = 0; c < taps; ++c) EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c, 1)     \
+          EMBER_TAP_UNROLL for (c = 0; c < taps; ++c)                                           \
+            EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c, 1)                               \
         } else if (interior && p->dw == 1 && p->sw == 2 && cb == L) {                          \
           /* Stride 2 (wav2vec2's conv1d stack, downsampling 3x3s): the same, columns 2 L      \
            * apart (with a pointer per column, wav2vec2's 1x3/2 512->512 ran at 80 GFLOP/s,     \
            * unit stride at 85; now 85 too) */                                                 \
           const int32_t taps = p->kw * cb;                                                     \
           const float* base = p->in + (rowk + (ptrdiff_t)ix0 * cb);                            \
-          for (c = 0; c < taps; ++c) EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c, 2)     \
+          EMBER_TAP_UNROLL for (c = 0; c < taps; ++c)                                           \
+            EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c, 2)                               \
         } else if (interior && p->dw == 1) {                                                   \
           /* The taps (kx, c) of a row are contiguous in input and weight: one loop. */        \
           const int32_t taps = p->kw * cb;                                                     \
