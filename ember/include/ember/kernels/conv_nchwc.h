@@ -56,6 +56,15 @@ EMBER_KPARTS(ember_conv2d_nchwc, 3)
 #include "ember/kernels/conv_simd.h"
 #include "ember/kernels/gemm_epilogue.h" /* the vector GELUs of the late activation pass */
 
+/*! \brief The weights a pass of the row tiles prefetches for the next one (ember_conv_chunked):
+ *         nb regions of len floats, wob apart from base, a step of them per tile; at: the
+ *         floats of each region prefetched so far. */
+typedef struct {
+  const float* base;
+  size_t wob, len, step, at;
+  int32_t nb;
+} ember_conv_pf;
+
 /*! \brief Everything a conv kernel call needs (sizes in elements). */
 typedef struct {
   const float* in;
@@ -74,6 +83,7 @@ typedef struct {
   int32_t wicb;                      /* input blocks of one output block's weights (icb_g) */
   int32_t accum;                     /* tiles add the output's partial sums, not the bias */
   int32_t epi;                       /* the tiles' store case: ember_conv_epi_case */
+  ember_conv_pf* pf;                 /* the next pass's weights to prefetch, or NULL */
 } ember_conv_p;
 
 /* The store case of the register tiles (EMBER_CONV_STORE_TILE), from act, flags and accum:
@@ -114,6 +124,29 @@ static inline int ember_conv_late_act(const ember_conv_p* p) {
 #else
 #define EMBER_TAP_UNROLL
 #endif
+
+/* Prefetch the cache line at ptr into the L2 (asm on x86: GCC 12 drops __builtin_prefetch
+ * from some loops). */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define EMBER_PREFETCH_L2(ptr) __asm__ volatile("prefetcht1 %0" : : "m"(*(const char*)(ptr)))
+#elif defined(__GNUC__)
+#define EMBER_PREFETCH_L2(ptr) __builtin_prefetch((ptr), 0, 2)
+#else
+#define EMBER_PREFETCH_L2(ptr) ((void)(ptr))
+#endif
+
+/* The next step of the prefetches of pf (one tile's share), if any are left. */
+static inline void ember_conv_pf_step(ember_conv_pf* pf) {
+  size_t a, end;
+  int32_t r;
+  if (pf == NULL || pf->at >= pf->len) return;
+  end = pf->at + pf->step < pf->len ? pf->at + pf->step : pf->len;
+  for (r = 0; r < pf->nb; ++r) {
+    const float* region = pf->base + (size_t)r * pf->wob;
+    for (a = pf->at; a < end; a += 16) EMBER_PREFETCH_L2(region + a); /* 16 floats a line */
+  }
+  pf->at = end;
+}
 
 /* What a column tap in the padding reads (at least as many floats as any block). */
 static const float ember_conv_zeros[16] = {0.0f};
