@@ -207,7 +207,7 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_run)(const ember_conv_p* p, const float*
   for (sb = 0; sb + EMBER_FLAT_RB <= nb; sb += EMBER_FLAT_RB) {
     const float* bias = p->bias + (size_t)(ob + sb) * L;
     const size_t o = ((size_t)b * p->ocb + ob + sb) * p->oh * p->ow * L;
-    if (chunk >= p->icb_g) { /* one pass, p itself (a copy cost AVX2's pairs 3%) */
+    if (chunk >= p->icb_g && EMBER_FLAT_RB == 2) { /* p itself (a copy cost AVX2's pairs 3%) */
       EMBER_FN(ember_conv_flat_pass)(p, pad, p->wt + (ob + sb) * wob, bias, o, f0, f1);
       continue;
     }
