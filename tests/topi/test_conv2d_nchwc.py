@@ -740,3 +740,56 @@ def test_unit_convs_run_as_one_long_row():
     assert (flat.h, flat.w, flat.oh, flat.ow) == (1, 35, 1, 35) and flat.macs == geo.macs
     strided = K.ConvGeometry(1, 64, 8, 8, 64, 4, 4, 1, 1, (2, 2), (0,) * 4, (1, 1), 1, 8, 8)
     assert K.flattened(strided) is strided
+
+
+@st.composite
+def recogniser_cases(draw: st.DrawFn) -> dict:
+    """A text recogniser's convs and inception's factorised ones, with the AVX-512 cost model's
+    plan on 16 lanes (else AVX2's): 3x3s over maps of 1 to 3 output rows and odd or 80-wide
+    rows at strides (2, 1) and (1, 1), with enough input blocks for passes over them (each
+    tile prefetching the next pass's weights); 1x7, 7x1, 1x3 and 3x1 kernels over 17- and
+    8-wide maps (the flat tiles, in one pass or several); output blocks not a multiple of
+    the tile's (the last block group prefetches nothing past the weights)."""
+    lanes = draw(st.sampled_from(NATIVE_LANES))
+    if draw(st.booleans()):
+        k, s, pads = (3, 3), (draw(st.integers(1, 2)), 1), (1, 1, 1, 1)
+        oh, ow = draw(st.integers(1, 3)), draw(st.sampled_from([17, 39, 80, 81]))
+        h, w = (oh - 1) * s[0] + 1, ow
+    else:
+        n = draw(st.sampled_from([3, 7]))
+        k = draw(st.sampled_from([(1, n), (n, 1)]))
+        pads = (k[0] // 2, k[1] // 2, k[0] // 2, k[1] // 2)
+        h = w = draw(st.sampled_from([8, 17]))
+        s = (1, 1)
+    blocks = draw(st.sampled_from([1, 8, 24])) * max(1, 16 // lanes)
+    ic, oc = lanes * blocks, lanes * draw(st.integers(1, 9))
+    oh = (h + pads[0] + pads[2] - k[0]) // s[0] + 1
+    ow = (w + pads[1] + pads[3] - k[1]) // s[1] + 1
+    level = LEVELS["avx512" if lanes == 16 else "avx2"]
+    geo = K.ConvGeometry(1, ic, h, w, oc, oh, ow, *k, s, pads, (1, 1), 1, lanes, lanes)
+    t = K.conv_tiles(geo, level)
+    return {"ic": ic, "oc": oc, "h": h, "w": w, "k": k, "s": s, "pads": pads, "lanes": lanes,
+            "act": draw(st.sampled_from(["none", "relu", "clip"])),
+            "residual": draw(st.booleans()), "tasks": draw(st.integers(1, 3)),
+            "tiles": (t.rb, t.rw, t.strip, t.order), "seed": draw(st.integers(0, 1000))}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(case=recogniser_cases())
+def test_recogniser_and_factorised_convs_match_numpy(harness_libs, case):
+    run_case(_harness(harness_libs, "native", lanes=case["lanes"]), **case)
+
+
+@pytest.mark.parametrize("k, s, hw", [((3, 3), (2, 1), (6, 80)), ((3, 3), (1, 1), (3, 80)),
+                                      ((1, 7), (1, 1), (17, 17)), ((7, 1), (1, 1), (17, 17))])
+def test_recogniser_and_factorised_convs_on_avx2_match_numpy(harness_libs, k, s, hw):
+    # the 16-register build's plans (pairs; the 3x3s in passes over chunks of 32 input blocks)
+    pads = (k[0] // 2, k[1] // 2, k[0] // 2, k[1] // 2)
+    oh = (hw[0] + 2 * pads[0] - k[0]) // s[0] + 1
+    ow = hw[1] + 2 * pads[1] - k[1] + 1
+    geo = K.ConvGeometry(1, 256, *hw, 40, oh, ow, *k, s, pads, (1, 1), 1, 8, 8)
+    t = K.conv_tiles(geo, LEVELS["avx2"])
+    run_case(_harness(harness_libs, "x86-64-v3", lanes=8), ic=256, oc=40, h=hw[0], w=hw[1],
+             k=k, s=s, pads=pads, lanes=8, tiles=(t.rb, t.rw, t.strip, t.order), tasks=2,
+             residual=True)
