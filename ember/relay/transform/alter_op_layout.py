@@ -52,9 +52,8 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
 The batch, height and width may be ``?`` (a model exported with a dynamic batch or image
 size): the blocked kernels take them at run time, the packed weights and the plan are those of
 a static build (nothing here depends on a symbolic dimension: a transposed conv's phase plan
-is that of a probe size, its interleave sizing a ``?`` axis from the phase convs' output),
-except that an ungrouped conv with a ``?`` dimension whose output channels do not split into
-blocks is padded to whole blocks (the plain conv's fast template needs static sizes); a
+is that of a probe size, its interleave sizing a ``?`` axis from the phase convs' output; a
+conv left plain runs topi's NCHW template with the sizes as arguments); a
 residual is fused when its
 type has the result's shape (``?`` sizes taken as equal), and the kernel checks at run time
 that it does. Channels must be static. Functions with
@@ -462,13 +461,9 @@ class _Planner:
         if lanes == self.lanes // 2 and self.pad and g == 1 and pads_over_half_blocks(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic):
             lanes = 0  # padded to whole blocks below (pad_output holds for these)
-        # a ? batch, height or width: the plain conv would take the generic loop nest or
-        # topi's NCHW template with a run-time batch (measured 10-15x slower than the static
-        # template on UNet's 8->2 head); padded to whole blocks it runs the blocked kernel
-        if lanes == 0 and self.pad and g == 1 and (not all(
-                isinstance(d, int) for d in dty.shape) or pad_output(
+        if lanes == 0 and self.pad and g == 1 and pad_output(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic,
-                feeds_conv(call, self.readers, EPILOGUE_OPS))):
+                feeds_conv(call, self.readers, EPILOGUE_OPS)):
             lanes, channels, w = self.lanes, oc, pad_axis(w, 0, self.lanes)
         if lanes == 0:
             return None
