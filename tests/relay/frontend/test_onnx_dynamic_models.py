@@ -255,6 +255,43 @@ def test_detector_with_shapes_given_is_static_and_builds_for_aot():
             run_ort(model, {"x": x}), SUMS)
 
 
+def _kernels(compiled) -> list[str]:
+    """The tensor kernels of a compiled model by their ops (``dyn_`` and numbering dropped),
+    without the shape arithmetic of a dynamic build (int64 shape vectors)."""
+    import re
+    lib = compiled.factory.lib
+    names = {m.group(1) for mod in [lib, *lib.imported_modules]
+             for m in re.finditer(r"TVM_DLL int32_t \w*?_(fused_\w+)_unpacked\(",
+                                  mod.get_source())}
+    shape_ops = {"cast", "multiply", "add", "floor", "divide", "strided", "slice"}
+    return sorted(re.sub(r"_\d+$", "", n.replace("dyn_", "")) for n in names
+                  if not n.endswith("shape_func") and
+                  not set(n[len("fused_"):].split("_")) <= shape_ops)
+
+
+def test_detector_compiled_without_shapes_runs_the_static_builds_kernels():
+    """ember.compile with no shapes (the VM) runs the detector with the kernels of its static
+    build (AOT, shapes given): the plain conv template at run-time sizes (no channel padding
+    to a block and layout transforms around it), the FPN merge's add fused into its conv;
+    results those of the static build and onnxruntime at odd sizes and 1."""
+    if cc.get_cc() is None:
+        pytest.skip("no C compiler found")
+    model = detector()
+    dynamic = ember.compile(model, threads=1)
+    assert dynamic.executor == "vm"
+    rng = np.random.default_rng(4)
+    for h, w in ((1, 1), (5, 7), (16, 16), (17, 33), (23, 18)):
+        static = ember.compile(model, threads=1, input_shapes={"x": (1, 3, h, w)})
+        assert static.executor == "aot"
+        assert _kernels(dynamic) == _kernels(static), (h, w)
+        x = rng.standard_normal((1, 3, h, w)).astype("float32")
+        got = dynamic(x)
+        np.testing.assert_allclose(got, static(x), rtol=1e-5, atol=1e-5)
+        compare(f"detector {h}x{w}", [got], run_ort(model, {"x": x}), SUMS)
+    assert "fused_nn_conv2d_add" in _kernels(dynamic)
+    assert not any("layout_transform" in k for k in _kernels(dynamic))
+
+
 def test_run_time_shape_errors_name_the_node():
     # Reshape x (a, 4) to (2a, 2a): right for a = 1, wrong for a = 3
     nodes = [_n("Shape", ["x"], ["shape"]), _n("Slice", ["shape", "zero", "one"], ["a"]),
