@@ -16,6 +16,7 @@ from ..runtime.errors import OpError
 from ..tir import op as _op
 from ..tir.expr import (
     EQ,
+    GE,
     LT,
     BufferLoad,
     Call,
@@ -28,7 +29,7 @@ from ..tir.expr import (
 )
 from ..tir.broadcast_versions import version_broadcasts
 from ..tir.functor import post_order, rewrite, substitute, transform
-from ..tir.simplify import bound, prove, simplify
+from ..tir.simplify import StructuralKeys, bound, prove, simplify
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
@@ -79,15 +80,19 @@ class _Nest:
             _, hi = bound(e, ranges)
             ranges[v] = (0, hi - 1 if hi is not None else None)
         val: dict[Any, PrimExpr] = dict(self.lv)
+        # exact: the value runs over [0, extent) and no further (no split tail above it)
+        exact: dict[Any, bool] = dict.fromkeys(self.lv, True)
         self.guards: list[PrimExpr] = []
         for rel in reversed(st.relations):
             if isinstance(rel, Split):
                 val[rel.parent] = val[rel.outer] * ext[rel.inner] + val[rel.inner]
+                exact[rel.parent] = divisible[rel] and exact[rel.outer] and exact[rel.inner]
                 if not divisible[rel]:
                     self.guards.append(val[rel.parent] < ext[rel.parent])
             else:
                 val[rel.outer] = val[rel.fused] // ext[rel.inner]
                 val[rel.inner] = val[rel.fused] % ext[rel.inner]
+                exact[rel.outer] = exact[rel.inner] = exact[rel.fused]
         self.reduce_ids = _reduce_leaves(st)
         self.rel = {iv: simplify(val[iv], ranges) for iv in list(op.axis) + list(op.reduce_axis)}
         self.abs = {iv.var: simplify(mn + self.rel[iv], ranges)
@@ -95,6 +100,11 @@ class _Nest:
         self.abs.update({iv.var: simplify(iv.dom.min + self.rel[iv], ranges)
                          for iv in op.reduce_axis})
         self.guards = [simplify(g, ranges) for g in self.guards]
+        # (value, region start, region end) of the exact root axes: with a run-time extent
+        # the ranges cannot bound a fused loop's quotients, but a stage computed inside this
+        # nest at these values needs no clamp (``Lowerer._clamp_guards``)
+        self.exact = [(self.abs[iv.var], mn, simplify(mn + e, ranges))
+                      for iv, (mn, e) in zip(op.axis, region) if exact.get(iv, False)]
 
 
 class Lowerer:
@@ -113,6 +123,8 @@ class Lowerer:
         self.size_checks: list[tuple[SizeVar, PrimExpr, str]] = []  # see _given_sizes
         for a in args:
             self._add_arg(a)
+        self.exact: list[tuple[PrimExpr, PrimExpr, PrimExpr]] = []  # see _Nest.exact
+        self.keys = StructuralKeys()
         self.attached: dict[tuple[int, int], list[Stage]] = {}
         for st in sch.stages:
             if st.attach_type == "scope":
@@ -220,6 +232,7 @@ class Lowerer:
         reduce_ids = _reduce_leaves(st)
         first_red = next((i for i, lf in enumerate(leaves) if id(lf) in reduce_ids), len(leaves))
         guards = nest.guards + self._clamp_guards(st, nest)
+        self.exact += nest.exact  # the nest's own loop variables: no need to pop them
         self._prepare_attached(nest)
         bodies = [simplify(self.resolve(substitute(b, nest.abs)), self.ranges) for b in op.body]
         outs = [self.bufs[id(op.output(i))] for i in range(op.num_outputs)]
@@ -230,15 +243,52 @@ class Lowerer:
             cuts = self._cuts(st, nest, bodies, guards)
             if cuts:
                 return self._partitioned(nest, outs, bodies, idx, cuts)
-            return self._loops(nest, leaves, stores, guards)
+            return self._versioned(st, nest, guards,
+                                   lambda gs: self._loops(nest, leaves, stores, gs))
         init, update = self._reduce_stores(op, nest, bodies, outs, idx)
         spatial_after = [lf for lf in leaves[first_red:] if id(lf) not in reduce_ids]
         red_vars = {id(nest.lv[lf]) for lf in leaves if id(lf) in reduce_ids}
-        init_guards = [g for g in guards
-                       if not any(id(v) in red_vars for v in post_order(g))]
-        inner = seq(self._loops(nest, spatial_after, init, init_guards, attach=False),
-                    self._loops(nest, leaves[first_red:], update, guards))
-        return self._loops(nest, leaves[:first_red], inner, [], innermost=False)
+
+        def inner(gs: list[PrimExpr]) -> Stmt:
+            init_guards = [g for g in gs if not any(id(v) in red_vars for v in post_order(g))]
+            return seq(self._loops(nest, spatial_after, init, init_guards, attach=False),
+                       self._loops(nest, leaves[first_red:], update, gs))
+
+        return self._loops(nest, leaves[:first_red], self._versioned(st, nest, guards, inner),
+                           [], innermost=False)
+
+    def _versioned(self, st: Stage, nest: _Nest, guards: list[PrimExpr],
+                   make: Callable[[list[PrimExpr]], Stmt]) -> Stmt:
+        """``make(guards)``; for a tile computed inside its reader (``compute_at``) whose
+        guards test its own loops (the last tile of a run-time width: ``16 * q + x < w``),
+        ``if (whole tile) make([]) else make(guards)``: the guards, one per accumulator, keep
+        the C compiler from holding the tile in registers (a conv at a ``?`` width ran 2x its
+        static build's time), and every tile but the last is whole."""
+        whole = self._whole_tile(st, nest, guards)
+        if whole is None:
+            return make(guards)
+        if isinstance(whole, IntImm):
+            return make([] if whole.value else guards)
+        return IfThenElse(whole, make([]), make(guards))
+
+    def _whole_tile(self, st: Stage, nest: _Nest, guards: list[PrimExpr]) -> PrimExpr | None:
+        """The condition, free of the stage's loop variables, under which ``guards`` (each
+        ``a < b`` or ``a >= b``) hold at every point of the tile; None if there is none."""
+        if st.attach_type != "scope" or not guards:
+            return None
+        inner = {nest.lv[lf]: nest.ext[lf] for lf in st.leaf_iter_vars}
+        ids = {id(v) for v in inner}
+        if not any(id(n) in ids for g in guards for n in post_order(g)):
+            return None  # tests of the tile's position only: the C compiler hoists them
+        conds = []
+        for g in guards:
+            if not isinstance(g, (LT, GE)):
+                return None
+            iv = sym_interval(simplify(g.a - g.b, self.ranges), inner, self.ranges)
+            if iv is None:
+                return None
+            conds.append(iv[1] < 0 if isinstance(g, LT) else iv[0] >= 0)
+        return simplify(_op.all(*conds), self.ranges)
 
     def _cuts(self, st: Stage, nest: _Nest, bodies: list[PrimExpr], guards: list) -> list[int]:
         """Where to cut the innermost loop so that no ``if_then_else`` in ``bodies`` tests
@@ -405,10 +455,27 @@ class Lowerer:
         if st.attach_type != "scope":
             return []
         out = []
-        for iv, full in zip(st.op.axis, st.op.output(0).shape):
+        for iv, full, (mn, e) in zip(st.op.axis, st.op.output(0).shape, nest.region):
+            if self._inside(mn, e, full):
+                continue
             a = nest.abs[iv.var]
             out += [simplify(a < full, self.ranges), simplify(a >= 0, self.ranges)]
         return [g for g in out if not (isinstance(g, IntImm) and g.value)]
+
+    def _inside(self, mn: PrimExpr, e: PrimExpr, full: PrimExpr) -> bool:
+        """Whether the region [mn, mn + e) lies in [0, full) by construction: the whole axis,
+        or one value of an enclosing nest's exact axis over [0, full) (``_Nest.exact``), which
+        the ranges cannot show when ``full`` is a run-time size."""
+        full = simplify(full, self.ranges)
+        if isinstance(mn, IntImm) and mn.value == 0:
+            return self._same(simplify(e, self.ranges), full)
+        if not (isinstance(e, IntImm) and e.value == 1):
+            return False
+        return any(self._same(value, mn) and isinstance(lo, IntImm) and lo.value >= 0 and
+                   self._same(hi, full) for value, lo, hi in self.exact)
+
+    def _same(self, a: PrimExpr, b: PrimExpr) -> bool:
+        return a is b or self.keys.of(a) == self.keys.of(b)
 
     def _extern(self, op: ExternOp) -> Stmt:
         bmap: dict[int, Buffer] = {}

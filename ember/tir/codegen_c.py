@@ -46,7 +46,7 @@ from .expr import (
     Var,
 )
 from .functor import children, post_order, walk
-from .hoist_division import DIVISIONS, invariant_divisions
+from .hoist_division import DIVISIONS, body_divisions, invariant_divisions
 from .kernel_objects import is_entry_point
 from .op import is_float
 from .simd_reduce import row_sum
@@ -259,8 +259,17 @@ class FunctionWriter:
     def _hoist_divisions(self, s: For, ind: int) -> dict[str, str]:
         """Compute the innermost loop's invariant divisions into locals before it
         (``hoist_division``); returns the mapping to restore after the loop."""
+        return self._emit_divisions(invariant_divisions(s, self._worth_hoisting), ind)
+
+    def hoist_body_divisions(self, s: For, ind: int) -> dict[str, str]:
+        """At the top of the body of ``s``, a loop with inner loops: its divisions by
+        run-time sizes that depend on nothing bound inside it (``body_divisions``); returns
+        the mapping to restore after the body."""
+        return self._emit_divisions(body_divisions(
+            s, lambda e: not isinstance(e.b, IntImm)), ind)
+
+    def _emit_divisions(self, found: list[PrimExpr], ind: int) -> dict[str, str]:
         saved = self.divisions
-        found = invariant_divisions(s, self._worth_hoisting)
         if found:
             self.divisions = dict(saved)
         for e in found:  # inner ones first: an outer one's text then names the inner local
@@ -495,6 +504,7 @@ class FunctionWriter:
         simd = s.kind == ForKind.VECTORIZED
         self.in_parallel += parallel
         self.in_simd += simd
+        self.hoist_body_divisions(s, ind + 1)  # restored to outer_divisions by close
 
         def close() -> None:
             self.in_parallel -= parallel

@@ -175,7 +175,9 @@ def _task_function(w: FunctionWriter, loop: For, fn: str,
             w.nonneg.add(id(loop.loop_var))
         w.emit(f"for (int32_t {v} = ember_c->ember_begin + (int32_t)ember_lo; "
                f"{v} < ember_c->ember_begin + (int32_t)ember_hi; ++{v}) {{", 1)
+        outer_divisions = w.hoist_body_divisions(loop, 2)
         w.stmt(loop.body, 2)
+        w.divisions = outer_divisions
         w.emit("}", 1)
         body = w.lines
         if w.vmath_calls > vmath_calls:

@@ -34,7 +34,34 @@ def invariant_divisions(loop: For, wanted: Callable[[PrimExpr], bool]) -> list[P
         if isinstance(n, (LetStmt, Let)):
             bound_inside.add(id(n.var))
         nodes.append(n)
-    varying: set[int] = set()  # nodes that read memory or a variable of the loop
+    return _invariant(nodes, bound_inside, wanted)
+
+
+def _operands(n: PrimExpr) -> list[PrimExpr]:
+    return [c for c in children(n) if isinstance(c, PrimExpr)]
+
+
+def body_divisions(loop: For, wanted: Callable[[PrimExpr], bool]) -> list[PrimExpr]:
+    """The integer divisions anywhere in the body of ``loop`` (inner loops included) that read
+    no memory and no variable bound inside the body (the loop's own variable may be read)
+    and that are ``wanted``, inner ones first: computed once at the top of each trip instead
+    of in every trip of the inner loops (a fused parallel loop split back into its axes by
+    run-time sizes: ``q / (w + 3) / 4`` and ``% h`` per accumulator of a conv tile)."""
+    bound_inside: set[int] = set()
+    nodes = list(post_order(loop.body))
+    for n in nodes:
+        if isinstance(n, For):
+            bound_inside.add(id(n.loop_var))
+        elif isinstance(n, (LetStmt, Let)):
+            bound_inside.add(id(n.var))
+    if not any(isinstance(n, For) for n in nodes):
+        return []  # an innermost loop: invariant_divisions hoists before it
+    return _invariant(nodes, bound_inside, wanted)
+
+
+def _invariant(nodes: list[object], bound_inside: set[int],
+               wanted: Callable[[PrimExpr], bool]) -> list[PrimExpr]:
+    varying: set[int] = set()
     found: list[PrimExpr] = []
     for n in nodes:
         if isinstance(n, (BufferLoad, Call)) or (isinstance(n, Var) and id(n) in bound_inside):
@@ -47,7 +74,3 @@ def invariant_divisions(loop: For, wanted: Callable[[PrimExpr], bool]) -> list[P
         elif isinstance(n, DIVISIONS) and is_int(n.dtype) and wanted(n):
             found.append(n)
     return found
-
-
-def _operands(n: PrimExpr) -> list[PrimExpr]:
-    return [c for c in children(n) if isinstance(c, PrimExpr)]

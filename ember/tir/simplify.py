@@ -200,7 +200,7 @@ Linear = tuple[dict[Any, list], int]
 
 
 def _linear(e: PrimExpr, known: dict[int, Linear] | None = None,
-            keys: _Keys | None = None) -> Linear | None:
+            keys: StructuralKeys | None = None) -> Linear | None:
     """``{key: [atom, coef]}, const`` for an integer expression, or None if not integer.
 
     Terms come in order of first appearance (depth first, left to right). ``known`` maps ids
@@ -209,7 +209,7 @@ def _linear(e: PrimExpr, known: dict[int, Linear] | None = None,
         return None
     terms: dict[Any, list] = {}
     const_part = 0
-    keys = keys or _Keys()
+    keys = keys or StructuralKeys()
     stack: list[tuple[PrimExpr, int]] = [(e, 1)]
     while stack:
         x, scale = stack.pop()
@@ -239,7 +239,7 @@ def _add_term(terms: dict[Any, list], key: Any, atom: PrimExpr, coef: int) -> No
         terms[key] = [atom, coef]
 
 
-class _Keys:
+class StructuralKeys:
     """Structural keys of atoms: equal keys for equal expressions (variables by identity).
 
     A key is a small tuple of the node's own data and its children's keys, interned to an
@@ -302,7 +302,7 @@ class _Context:
 
     def __init__(self, ranges: Ranges) -> None:
         self.ranges = ranges
-        self.keys = _Keys()
+        self.keys = StructuralKeys()
         self.known: dict[int, Linear] = {}
         self.keep: list[PrimExpr] = []  # results whose ids ``known`` uses stay alive
         # loop variable -> key of its run-time extent (the loop starts at 0): x // n is 0
@@ -363,7 +363,7 @@ def _divmod_pair(terms: dict[Any, list], ctx: _Context) -> tuple[Any, Any] | Non
     return None
 
 
-def _div_times(atom: Any, keys: _Keys) -> tuple[Any, int]:
+def _div_times(atom: Any, keys: StructuralKeys) -> tuple[Any, int]:
     """(``x // c``, 1) for an atom ``(x // c) * c``; (``x // c``, c) for ``x // c`` with a
     positive constant c (its coefficient carries c); else (None, 0)."""
     if isinstance(atom, FloorDiv) and isinstance(atom.b, IntImm) and atom.b.value > 0:
@@ -430,7 +430,7 @@ def _divmod_symbolic(e: Any, ctx: _Context) -> PrimExpr | None:
     return quotient if own else ctx.simplify_linear(quotient + FloorDiv(rest, e.b, e.dtype))
 
 
-def _times_divisor(atom: Any, n: Any, keys: _Keys) -> PrimExpr | None:
+def _times_divisor(atom: Any, n: Any, keys: StructuralKeys) -> PrimExpr | None:
     """``y`` when ``atom`` is ``y * n`` (either order, ``n`` by key), else None."""
     if isinstance(atom, Mul):
         for y, m in ((atom.a, atom.b), (atom.b, atom.a)):
@@ -442,7 +442,7 @@ def _times_divisor(atom: Any, n: Any, keys: _Keys) -> PrimExpr | None:
 def replace_equal(node: Any, pairs: list[tuple[PrimExpr, PrimExpr]]) -> Any:
     """``node`` with every subexpression structurally equal to the first of a pair (variables
     by identity) replaced by the second."""
-    keys = _Keys()
+    keys = StructuralKeys()
     table = {keys.of(a): b for a, b in pairs}
     return transform(node, lambda n: table.get(keys.of(n)) if isinstance(n, PrimExpr) and
                      not isinstance(n, Var) else None)

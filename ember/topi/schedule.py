@@ -73,14 +73,22 @@ def vector_bytes() -> int:
     return 64 if " avx512f" in flags else 32
 
 
+def max_tile_rows(row_floats: int) -> int:
+    """The most rows of ``row_floats`` float32 accumulators that the register file holds (16
+    of 32 AVX-512 registers, 12 of 16 AVX2 ones): the tile of a run-time extent, whose last
+    tile is guarded (``te.lower`` versions a tile computed inside its reader, so only the
+    last one tests its columns)."""
+    regs_per_row = max(1, row_floats * 4 // vector_bytes())
+    return (16 if vector_bytes() == 64 else 12) // regs_per_row
+
+
 def tile_rows(extent: int, row_floats: int) -> int:
     """Rows of a register tile whose rows are ``row_floats`` float32 accumulators wide.
 
     The largest divisor of ``extent`` (>= 4) that keeps the accumulators within the register
     file (16 of 32 AVX-512 registers, 12 of 16 AVX2 ones); else 4 with a guarded tail.
     """
-    regs_per_row = max(1, row_floats * 4 // vector_bytes())
-    budget = (16 if vector_bytes() == 64 else 12) // regs_per_row
+    budget = max_tile_rows(row_floats)
     if extent <= budget and extent < 4:
         return extent
     for d in range(min(budget, extent), 3, -1):

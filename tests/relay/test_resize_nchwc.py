@@ -121,3 +121,45 @@ def test_blocked_layout_errors_name_the_shape():
         relay.image.resize2d(x, size=(6, 10), layout="NCHWc")
     with pytest.raises(OpAttributeInvalid, match="layout"):
         relay.nn.upsampling(x, 2, 2, layout="NCHW0c")
+
+
+def _dynamic_fpn() -> ember.IRModule:
+    """An FPN level of a ? image as exporters write it: the stride-2 branch resized (nearest
+    and linear) to the full-size branch's sizes read with shape_of, added, then a conv."""
+    x = relay.var("x", shape=(1, 8, relay.Any(), relay.Any()))
+    full = relay.nn.relu(relay.nn.conv2d(x, _const((16, 8, 1, 1), 0)))
+    half = relay.nn.relu(relay.nn.conv2d(x, _const((16, 8, 3, 3), 1), strides=(2, 2),
+                                         padding=(1, 1)))
+    size = relay.strided_slice(relay.shape_of(full), begin=[2], end=[4])
+    outs = []
+    for i, method in enumerate(("nearest_neighbor", "linear")):
+        up = relay.image.resize2d(half, size=size, method=method)
+        outs.append(relay.nn.conv2d(relay.add(full, up), _const((16, 16, 3, 3), 2 + i),
+                                    padding=(1, 1)))
+    return ember.IRModule.from_expr(relay.Function([x], relay.Tuple(outs)))
+
+
+def test_fpn_upsampling_of_a_run_time_size_stays_blocked():
+    # dyn.image.resize2d runs blocked, and the sizes it reads come from the blocked map's
+    # shape: nothing goes back to NCHW but the two results
+    with ember.transform.PassContext(opt_level=3), ember.target.Target("llvm -mcpu=haswell"):
+        mod = AlterOpLayout()(InferType()(_dynamic_fpn()))
+    calls = [n for n in post_order(mod["main"].body) if isinstance(n, Call)]
+    resizes = [c for c in calls if c.op.name == "dyn.image.resize2d"]
+    assert len(resizes) == 2 and all(c.attrs.layout == "NCHW8c" for c in resizes)
+    transforms = [c for c in calls if c.op.name == "layout_transform"]
+    assert len(transforms) == 3, transforms  # the input to NCHW8c, the two results back
+    assert all(c.args[0].checked_type.ndim == 5 for c in calls if c.op.name == "shape_of")
+
+
+@needs_cc
+def test_blocked_resizes_of_a_run_time_size_match_nchw():
+    mod = _dynamic_fpn()
+    runs = []
+    for disabled in ((), ("AlterOpLayout",)):
+        with ember.transform.PassContext(opt_level=3, disabled_pass=list(disabled)):
+            runs.append(relay.create_executor("vm", mod=mod, target="llvm").evaluate())
+    for h, w in ((1, 1), (6, 10), (9, 7)):
+        x = np.random.default_rng(h).uniform(-1, 1, (1, 8, h, w)).astype("float32")
+        for got, want in zip(*(run(x) for run in runs)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)

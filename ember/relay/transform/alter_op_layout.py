@@ -30,8 +30,10 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   fields become slices of the block axis) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
   first conv of a network needs no transform), except an RGB-like input (2 to 7 channels) of
   a stride-1 or large-kernel conv, read as one block of all its channels;
-- ``image.resize2d`` (nearest, linear) and ``nn.upsampling`` (nearest, bilinear) of a
-  blocked value run in NCHW[L]c, so an FPN's upsampling stays blocked;
+- ``image.resize2d`` and ``dyn.image.resize2d`` (nearest, linear) and ``nn.upsampling``
+  (nearest, bilinear) of a blocked value run in NCHW[L]c, so an FPN's upsampling stays
+  blocked (at a run-time size too); ``shape_of`` of a blocked value reads the blocked shape
+  (its channels static) instead of converting the value back;
 - ``nn.layer_norm`` over the height or the width of a blocked value (wav2vec2's GroupNorm
   of one channel per group, over a 1-D conv's frames) runs in NCHW[L]c: the same axis, each
   lane its own row (the kernel's vectors run along the lanes);
@@ -52,9 +54,8 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
 The batch, height and width may be ``?`` (a model exported with a dynamic batch or image
 size): the blocked kernels take them at run time, the packed weights and the plan are those of
 a static build (nothing here depends on a symbolic dimension: a transposed conv's phase plan
-is that of a probe size, its interleave sizing a ``?`` axis from the phase convs' output),
-except that an ungrouped conv with a ``?`` dimension whose output channels do not split into
-blocks is padded to whole blocks (the plain conv's fast template needs static sizes); a
+is that of a probe size, its interleave sizing a ``?`` axis from the phase convs' output; a
+conv left plain runs topi's NCHW template with the sizes as arguments); a
 residual is fused when its
 type has the result's shape (``?`` sizes taken as equal), and the kernel checks at run time
 that it does. Channels must be static. Functions with
@@ -116,7 +117,8 @@ GLOBAL_POOLS = frozenset(["nn.global_avg_pool2d", "nn.global_max_pool2d"])
 POOLS = frozenset(["nn.max_pool2d", "nn.avg_pool2d"]) | GLOBAL_POOLS
 # resizes that take NCHW[L]c, with the methods they take it for
 RESIZES = {"nn.upsampling": ("nearest_neighbor", "bilinear"),
-           "image.resize2d": ("nearest_neighbor", "linear")}
+           "image.resize2d": ("nearest_neighbor", "linear"),
+           "dyn.image.resize2d": ("nearest_neighbor", "linear")}
 # op -> (epilogue activation, its two parameters from the call's attrs)
 ACTS: dict[str, Any] = {
     "nn.relu": lambda a: ("relu", (0.0, 0.0)),
@@ -442,8 +444,25 @@ class _Planner:
         if self._blocked_ok(call, name):
             expr, lanes = self._rebuild_blocked(call, name)
             return _Value(expr, blocked=True, lanes=lanes)
+        if name == "shape_of" and (shape := self._blocked_shape(call)) is not None:
+            return _Value(shape)
         return _Value(Call(call.op, tuple(self.plain(a) for a in call.args), call.attrs,
                            span=call.span))
+
+    def _blocked_shape(self, call: Call) -> RelayExpr | None:
+        """``shape_of`` of a blocked (or padded) NCHW value as the batch, height and width of
+        its blocked shape and its static channels: an FPN resized to a blocked map's size
+        converted the map back to NCHW only to read its sizes."""
+        node = call.args[0]
+        ty = _nchw_f32(node)
+        if ty is None or not isinstance(ty.shape[1], int) or not (
+                self._is_blocked(node) or self._padded(node)[0]):
+            return None
+        dtype = call.attrs.dtype  # type: ignore[union-attr]
+        dims = op_call("strided_slice", op_call("shape_of", self._materialise(node).expr,
+                                                dtype=dtype), begin=[0], end=[4], axes=[0])
+        keep = op_call("multiply", dims, const(np.array([1, 0, 1, 1], dtype)))
+        return op_call("add", keep, const(np.array([0, ty.shape[1], 0, 0], dtype)))
 
     def _conv(self, call: Call) -> _Plan | None:
         a, (data, weight) = call.attrs, call.args
@@ -462,13 +481,9 @@ class _Planner:
         if lanes == self.lanes // 2 and self.pad and g == 1 and pads_over_half_blocks(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic):
             lanes = 0  # padded to whole blocks below (pad_output holds for these)
-        # a ? batch, height or width: the plain conv would take the generic loop nest or
-        # topi's NCHW template with a run-time batch (measured 10-15x slower than the static
-        # template on UNet's 8->2 head); padded to whole blocks it runs the blocked kernel
-        if lanes == 0 and self.pad and g == 1 and (not all(
-                isinstance(d, int) for d in dty.shape) or pad_output(
+        if lanes == 0 and self.pad and g == 1 and pad_output(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic,
-                feeds_conv(call, self.readers, EPILOGUE_OPS))):
+                feeds_conv(call, self.readers, EPILOGUE_OPS)):
             lanes, channels, w = self.lanes, oc, pad_axis(w, 0, self.lanes)
         if lanes == 0:
             return None
@@ -742,7 +757,9 @@ class _Planner:
             attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
             if hasattr(attrs, "out_layout"):
                 attrs = replace(attrs, out_layout="")
-            return Call(call.op, (self.blocked(call.args[0], lanes),), attrs,
+            # a dyn.image.resize2d's size and scales are shape values: plain
+            return Call(call.op, (self.blocked(call.args[0], lanes),
+                                  *(self.plain(a) for a in call.args[1:])), attrs,
                         span=call.span), lanes
         if name in UNARY:
             return Call(call.op, (self.blocked(call.args[0]),), call.attrs, span=call.span), lanes

@@ -16,6 +16,9 @@
 - ``consecutive_add``: ``(x + c1) + c2`` is ``x + (c1 + c2)`` for constants c1, c2;
 - ``shape_of_transpose``: ``shape_of(transpose(x, p))`` is ``take(shape_of(x), p)``, so a
   transpose read only for its shape (torch's ``k.size(-2)``) is not computed at all;
+- ``shape_of_conv``: ``shape_of`` of a one-input elementwise op is its input's, and of an
+  NCHW ``nn.conv2d`` the input's with the conv's channels and window sizes (arithmetic on
+  the shape vector), so a conv read for its shape too can fuse with its one real reader;
 - ``reduce_of_transpose``: a reduction of an elementwise op of ``transpose(x)`` (alone or
   with a scalar constant: ``transpose(x) ** 2``) reduces the op of ``x`` on the matching
   axes and transposes the smaller result (torch.stft's magnitude: transpose, square, sum
@@ -195,6 +198,38 @@ def shape_of_transpose(call: Any) -> RelayExpr | None:
     return op_call("take", dims, const(np.array(p, "int64")), axis=0)
 
 
+# one-input ops whose result has the input's shape
+_SHAPE_KEEPING = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "exp", "negative", "abs",
+                            "sqrt", "nn.leaky_relu", "erf", "floor", "ceil", "round",
+                            "nn.hardswish", "nn.hardsigmoid", "nn.silu", "nn.gelu", "copy"])
+
+
+def shape_of_conv(call: Any) -> RelayExpr | None:
+    """``shape_of`` of a one-input elementwise op is that of its input, and of an NCHW
+    ``nn.conv2d`` with a static weight the input's, its channels replaced and its height and
+    width through the window: the conv's result then feeds only its real readers, and FuseOps
+    can fuse what follows into it (a detector's FPN merge ``conv + resize(.., Shape(conv))``:
+    the ``add`` ran alone in the dynamic build, fused with the conv in the static one)."""
+    x = call.args[0]
+    if _op_name(x) in _SHAPE_KEEPING:
+        return op_call("shape_of", x.args[0], dtype=call.attrs.dtype)
+    conv = _call_of(x, "nn.conv2d")
+    if conv is None or conv.attrs.data_layout != "NCHW" or conv.attrs.kernel_layout != "OIHW" \
+            or conv.attrs.out_layout not in ("", "NCHW") or not _static(conv.args[1].checked_type_):
+        return None
+    a, dtype = conv.attrs, call.attrs.dtype
+    o, _, kh, kw = conv.args[1].checked_type_.shape
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = a.strides, a.dilation, a.padding
+    # out = (dims * keep + shift) // stride + base: N kept, C set to o, H and W windowed
+    shift = [0, 0, pt + pb - (kh - 1) * dh - 1, pl + pr - (kw - 1) * dw - 1]
+    vec = lambda v: const(np.array(v, dtype))  # noqa: E731
+    dims = op_call("multiply", op_call("shape_of", conv.args[0], dtype=dtype), vec([1, 0, 1, 1]))
+    if shift[2:] == [-1, -1] and (sh, sw) == (1, 1):  # the same height and width
+        return op_call("add", dims, vec([0, o, 0, 0]))
+    dims = op_call("floor_divide", op_call("add", dims, vec(shift)), vec([1, 1, sh, sw]))
+    return op_call("add", dims, vec([0, o, 1, 1]))
+
+
 def _vector_length(e: RelayExpr) -> int | None:
     ty = e.checked_type_
     if not (isinstance(ty, TensorType) and ty.ndim == 1 and isinstance(ty.shape[0], int)):
@@ -294,7 +329,7 @@ RULES: list[Rule] = [
     ("cast", cast_to_same_dtype), ("cast", cast_of_widening_cast),
     *((name, identity_arith) for name in _IDENTITY),
     ("add", consecutive_add),
-    ("shape_of", shape_of_transpose),
+    ("shape_of", shape_of_transpose), ("shape_of", shape_of_conv),
     *((name, reduce_of_transpose) for name in _REDUCES),
     ("transpose", transpose_of_elementwise_of_transpose),
     ("dyn.strided_slice", slice_of_slice),

@@ -8,6 +8,8 @@ matches onnxruntime (float32 rtol/atol 1e-4: matmul and conv sums); imported wit
 given, no ``dyn.*`` op is left and the model builds for AOT and matches again."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from _onnx_util import SUMS, compare, run_ort
@@ -253,6 +255,55 @@ def test_detector_with_shapes_given_is_static_and_builds_for_aot():
     x = np.random.default_rng(3).standard_normal((1, 3, 6, 10)).astype("float32")
     compare("detector AOT", _aot(model, {"x": (1, 3, 6, 10)}, {"x": x}),
             run_ort(model, {"x": x}), SUMS)
+
+
+_TENSOR_OPS = re.compile(r"nn_contrib_conv2d_NCHWc_fused_add|nn_contrib_conv2d_NCHWc_fused|"
+                         r"nn_conv2d|image_resize2d|layout_transform|nn_relu|add")
+
+
+def _kernels(compiled) -> list[str]:
+    """The tensor kernels (convs, resizes, layout transforms) of a compiled model by their
+    ops, ``dyn_`` and numbering dropped; not the shape arithmetic of a dynamic build."""
+    lib = compiled.factory.lib
+    names = {m.group(1) for mod in [lib, *lib.imported_modules]
+             for m in re.finditer(r"TVM_DLL int32_t \w*?_(fused_\w+)_unpacked\(",
+                                  mod.get_source())}
+    return sorted(re.sub(r"_\d+$", "", n.replace("dyn_", "")) for n in names
+                  if not n.endswith("shape_func") and
+                  re.search(r"conv|resize|layout_transform", n))
+
+
+def _ops(kernels: list[str]) -> list[str]:
+    return sorted(op for k in kernels for op in _TENSOR_OPS.findall(k))
+
+
+def test_detector_compiled_without_shapes_runs_the_static_builds_kernels():
+    """ember.compile with no shapes (the VM) runs the detector with the kernels of its static
+    build (AOT, shapes given): on AVX-512 the plain conv template at run-time sizes (4
+    channels fill no block of 16: no padding to a block and layout transforms around it), the
+    FPN merge's add fused into its conv; where the static build is blocked (AVX2: NCHW4c) the
+    resizes run blocked too, and the same ops run (the trailing transform back to NCHW is not
+    fused into a resize of a run-time size: dyn.* ops stay alone in FuseOps). Results those
+    of the static build and onnxruntime at odd sizes and 1."""
+    if cc.get_cc() is None:
+        pytest.skip("no C compiler found")
+    model = detector()
+    dynamic = ember.compile(model, threads=1)
+    assert dynamic.executor == "vm"
+    rng = np.random.default_rng(4)
+    for h, w in ((1, 1), (5, 7), (16, 16), (17, 33), (23, 18)):
+        static = ember.compile(model, threads=1, input_shapes={"x": (1, 3, h, w)})
+        assert static.executor == "aot"
+        want = _kernels(static)
+        assert _ops(_kernels(dynamic)) == _ops(want), (h, w)
+        if "layout_transform" not in _ops(want):
+            assert _kernels(dynamic) == want, (h, w)
+        x = rng.standard_normal((1, 3, h, w)).astype("float32")
+        got = dynamic(x)
+        np.testing.assert_allclose(got, static(x), rtol=1e-5, atol=1e-5)
+        compare(f"detector {h}x{w}", [got], run_ort(model, {"x": x}), SUMS)
+    assert any(k.endswith("conv2d_add") or k.endswith("NCHWc_fused_add")
+               for k in _kernels(dynamic))
 
 
 def test_run_time_shape_errors_name_the_node():

@@ -215,23 +215,19 @@ def _head(h, w):
     return ember.IRModule.from_expr(relay.Function([x], y)), wt
 
 
-def test_symbolic_image_pads_a_conv_whose_channels_do_not_split():
-    mod, _ = _head(relay.Any(), relay.Any())
-    ops = _ops(_plan(mod))
-    assert "nn.conv2d" not in ops and "strided_slice" in ops, ops  # padded, lanes dropped
-    batch = _ops(_plan(ember.IRModule.from_expr(_batch_head())))
-    assert "nn.conv2d" not in batch and "strided_slice" in batch, batch
+def test_symbolic_image_plans_a_conv_whose_channels_do_not_split_as_a_static_one():
+    # the plain NCHW template takes run-time sizes: a ? image or batch is planned as a static
+    # size is (UNet's 8->2 head stays plain; it was padded to a block when the plain conv
+    # of a ? size took a generic loop nest)
     static = _ops(_plan(_head(5, 6)[0]))
-    assert "nn.conv2d" in static  # static sizes: the plain template is fast
-    with ember.transform.PassContext(
-            opt_level=3, config={"relay.AlterOpLayout.pad_channels": False}), \
-            ember.target.Target(TARGET):
-        kept = _ops(AlterOpLayout()(InferType()(mod)))
-    assert "nn.conv2d" in kept  # padding switched off: left plain
+    assert "nn.conv2d" in static and "strided_slice" not in static, static
+    assert _ops(_plan(_head(relay.Any(), relay.Any())[0])) == static
+    batch = _ops(_plan(ember.IRModule.from_expr(_batch_head())))
+    assert "nn.conv2d" in batch and "strided_slice" not in batch, batch
 
 
 @needs_cc
-def test_padded_head_of_a_symbolic_image_matches_numpy():
+def test_head_of_a_symbolic_image_matches_numpy():
     mod, wt = _head(relay.Any(), relay.Any())
     with ember.transform.PassContext(opt_level=3):
         run = relay.create_executor("vm", mod=mod, target="llvm").evaluate()

@@ -88,6 +88,23 @@ def test_shape_of_transpose_is_a_take_of_the_shape():
         assert_same_result(mod, out, np.zeros(shape, "float32"))
 
 
+@pytest.mark.parametrize("strides,padding,kernel", [
+    ((1, 1), (1, 1, 1, 1), 3), ((2, 2), (1, 1, 1, 1), 3), ((1, 2), (0, 1, 2, 0), 3),
+    ((1, 1), (0, 0, 0, 0), 1), ((3, 1), (2, 0, 1, 1), 5)])
+def test_shape_of_conv_is_arithmetic_on_the_input_shape(strides, padding, kernel):
+    # A conv read for its sizes (an FPN's Resize to its shape) is then read only by its
+    # real readers; the sizes are right at odd sizes and 1, also through a relu.
+    x = relay.var("x", shape=(relay.Any(), 3, relay.Any(), relay.Any()))
+    w = relay.const(np.ones((5, 3, kernel, kernel), "float32"))
+    conv = relay.nn.relu(relay.nn.conv2d(x, w, strides=strides, padding=padding))
+    mod = IRModule.from_expr(relay.Function([x], relay.shape_of(conv)))
+    out = SimplifyExpr()(InferType()(mod))
+    text = str(out["main"])
+    assert "conv2d" not in text and "relu" not in text, text
+    for shape in ((1, 3, 5, 5), (2, 3, 6, 9), (1, 3, 7, 5)):
+        assert_same_result(mod, out, np.zeros(shape, "float32"))
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_rewrite(case):
     before, expected = CASES[case]
@@ -131,7 +148,7 @@ def test_every_rule_is_a_named_function():
     assert names == {"reshape_of_reshape", "noop_reshape", "transpose_of_transpose",
                      "noop_transpose", "transpose_of_unit_axes", "cast_to_same_dtype", "cast_of_widening_cast",
                      "identity_arith", "consecutive_add", "shape_of_transpose",
-                     "slice_of_slice", "reduce_of_transpose",
+                     "shape_of_conv", "slice_of_slice", "reduce_of_transpose",
                      "transpose_of_elementwise_of_transpose"}
 
 

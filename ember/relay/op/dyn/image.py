@@ -14,6 +14,7 @@ from ....ir.types import TensorType, Type
 from ....te import tensor as te
 from ....tir import op as tir
 from .._attrs_base import OpAttrs, attrs_class
+from .._layout import nchwc_lanes
 from .._reg import INJECTIVE, call, defop
 from .._shape import fail, fmt_shape, fmt_type, is_float, tensor_of
 from .._value_dims import check_value, read, value_dim
@@ -39,7 +40,7 @@ class DynResize2DAttrs(OpAttrs):
     _op: ClassVar[str] = "dyn.image.resize2d"
 
     def __post_init__(self) -> None:
-        check_modes(self)
+        check_modes(self, blocked=True)  # NCHW[L]c: AlterOpLayout keeps an FPN blocked
         self._set("where", str(self.where))
 
 
@@ -53,15 +54,18 @@ def static_attrs(attrs: DynResize2DAttrs, size: tuple[int, int],
 
 def _rel(args: list[TensorType], attrs: DynResize2DAttrs) -> TensorType:
     op, (data, size, scales) = "dyn.image.resize2d", args
-    if data.ndim != 4:
-        raise fail(op, f"data must be NCHW (rank 4), got {fmt_shape(data.shape)}")
+    lanes = nchwc_lanes(attrs.layout)
+    rank = 5 if lanes else 4
+    if data.ndim != rank or (lanes and data.shape[4] != lanes):
+        raise fail(op, f"data must be {attrs.layout} (rank {rank}), got {fmt_shape(data.shape)}")
     if not is_float(data.dtype):
         raise fail(op, f"data must be floating-point, got {data.dtype}")
     if vector_length(op, size, "size") != 2:
         raise fail(op, f"size must hold (height, width), got {fmt_type(size)}")
     if scales.shape != (2,) or scales.dtype != "float32":
         raise fail(op, f"scales must be float32[2] (height, width), got {fmt_type(scales)}")
-    return tensor_of((*data.shape[:2], AnyDim(), AnyDim()), attrs.out_dtype or data.dtype)
+    return tensor_of((*data.shape[:2], AnyDim(), AnyDim(), *data.shape[4:]),
+                     attrs.out_dtype or data.dtype)
 
 
 def _ref(data: np.ndarray, size: np.ndarray, scales: np.ndarray,
@@ -96,7 +100,7 @@ def resize2d(data: Any, size: Any, scales: Any, method: str = "linear",
              rounding_method: str = "round_prefer_floor", cubic_alpha: float = -0.75,
              cubic_exclude: bool = False, out_dtype: str = "", layout: str = "NCHW",
              where: str = "") -> Call:
-    """``data`` (NCHW) resized to the (height, width) values of the integer tensor ``size``,
+    """``data`` (NCHW, or NCHW[L]c) resized to the (height, width) values of the integer tensor ``size``,
     the coordinate transform driven by the float32 (height, width) tensor ``scales``."""
     attrs = DynResize2DAttrs(layout, method, coordinate_transformation_mode, rounding_method,
                              cubic_alpha, cubic_exclude, out_dtype, where)

@@ -143,6 +143,17 @@ def conv_size(d: PrimExpr, k: PrimExpr, pad: int, s: int, dil: int) -> PrimExpr:
     return (d + pad - (k - 1) * dil - 1) // s + 1
 
 
+def _require_window(data: te.Tensor, weight: te.Tensor, attrs: Any) -> None:
+    """The run-time check that the kernel window fits the padded (symbolic) height and width
+    of NCHW ``data`` (OIHW ``weight``; a static size was checked by the type relation)."""
+    (dh, dw), (pt, pl, pb, pr) = attrs.dilation, attrs.padding
+    for size, k, pad, dil, axis in ((data.shape[2], weight.shape[2], pt + pb, dh, "height"),
+                                    (data.shape[3], weight.shape[3], pl + pr, dw, "width")):
+        if as_int(size) is None:
+            require(size + pad >= (k - 1) * dil + 1,
+                    f"the kernel window must fit in the padded {axis} of the data")
+
+
 def _conv2d_generic(data: te.Tensor, weight: te.Tensor, attrs: Any, dtype: str) -> te.Tensor:
     """Grouped NCHW x OIHW convolution as one reduction (any, also symbolic, sizes) over the
     data padded first: a bounds test per tap would keep the C compiler from vectorising the
@@ -175,11 +186,14 @@ def _conv2d_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
     dtype = out_type.dtype  # type: ignore[attr-defined]
     layout, kernel_layout = attrs.data_layout, attrs.kernel_layout
     out_layout = attrs.out_layout or layout
-    # topi's channel-blocked templates take a run-time batch; other sizes must be static
-    batch = layout.index("N")
+    # topi's channel-blocked templates take a run-time batch, and NCHW's a run-time height
+    # and width too; the channels must be static
+    run_time = "NHW" if layout == "NCHW" else "N"
     static = all_static(weight) and all(as_int(d) is not None for k, d in enumerate(data.shape)
-                                        if k != batch)
+                                        if layout[k] not in run_time)
     if static and (layout, kernel_layout) in _TOPI_LAYOUTS:
+        if layout == "NCHW":
+            _require_window(data, weight, attrs)
         out = topi.nn.conv2d(data, weight, attrs.strides, attrs.padding, attrs.dilation,
                              layout, kernel_layout, attrs.groups, dtype)
     else:
@@ -187,6 +201,7 @@ def _conv2d_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
         k = _permute(weight, kernel_layout, "OIHW")
         layout = "NCHW"
         if static:
+            _require_window(d, k, attrs)
             out = topi.nn.conv2d(d, k, attrs.strides, attrs.padding, attrs.dilation, "NCHW",
                                  "OIHW", attrs.groups, dtype)
         else:
