@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from _lowering_util import SUMS, Case, rand
 
+from ember.topi.signal import fft_table
+
 UNARY_RANGES = {
     "log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "sqrt": (0.0, 5), "rsqrt": (0.1, 5),
     "tan": (-1.2, 1.2), "asin": (-0.99, 0.99), "acos": (-0.99, 0.99),
@@ -194,6 +196,11 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
                                   {"block_size": 2, "mode": "CRD"}),
         "nn.space_to_depth": Case("nn.space_to_depth", [rand(rng, (1, 3, 4, 6))],
                                   {"block_size": 2}),
+        # frames of 50 samples at 3 .. 52 of a 60-point FFT, every 7 samples (radices 4, 3, 5)
+        "signal.frames_fft": Case(
+            "signal.frames_fft", [rand(rng, (2, 150)), fft_table(60, rand(rng, (50,), lo=0.1))],
+            {"length": 60, "frame_length": 60, "step": 7, "start": 3, "positions": 50,
+             "onesided": True}, SUMS),
     }
 
 
