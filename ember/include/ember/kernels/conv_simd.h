@@ -250,4 +250,12 @@ static inline int32_t ember_end_tap(int32_t start, int32_t d, int32_t size, int3
   return k > lo ? k : lo;
 }
 
+/* How many taps start + k * d (0 <= k < taps) fall inside [lo, hi) (a pool's divisor). */
+static inline int32_t ember_pool_taps(int32_t start, int32_t d, int32_t taps, int32_t lo,
+                                      int32_t hi) {
+  int32_t first = ember_first_tap(start - lo, d, taps);
+  int32_t end = ember_end_tap(start - lo, d, hi - lo, taps, first);
+  return end - first;
+}
+
 #endif /* EMBER_KERNELS_CONV_SIMD_H_ */
