@@ -128,6 +128,7 @@ ACTS: dict[str, Any] = {
     "nn.hardsigmoid": lambda a: ("hardsigmoid", (a.alpha, a.beta)),
     "nn.leaky_relu": lambda a: ("leaky_relu", (float(a.alpha), 0.0)),
     "sigmoid": lambda a: ("sigmoid", (0.0, 0.0)),
+    "tanh": lambda a: ("tanh", (0.0, 0.0)),
     "nn.silu": lambda a: ("silu", (0.0, 0.0)),
     "nn.mish": lambda a: ("mish", (0.0, 0.0)),
     "nn.gelu": lambda a: ("gelu_erf", (0.5, GELU_ERF_SCALE)) if a.approximate == "none"
