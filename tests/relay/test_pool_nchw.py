@@ -134,8 +134,8 @@ def _planned_pool_layouts(shape: tuple[int, ...], target: str) -> list[str]:
 @pytest.mark.parametrize("target, lanes", [("llvm -mcpu=sapphirerapids", 16),
                                            ("llvm -mcpu=haswell", 8)])
 def test_a_pool_of_a_plain_value_runs_blocked_only_on_narrow_images(target, lanes):
-    # channels that split into blocks: blocked (a transform each way) for images under three
-    # vectors wide, where the NCHW kernel's rows are short; NCHW for wider ones
-    assert _planned_pool_layouts((1, 64, 14, 3 * lanes - 1), target) == [f"NCHW{lanes}c"]
-    assert _planned_pool_layouts((1, 64, 14, 3 * lanes), target) == ["NCHW"]
+    # channels that split into blocks: blocked (a transform each way) for images under 48
+    # columns, where the NCHW kernel's rows are short; NCHW for wider ones
+    assert _planned_pool_layouts((1, 64, 14, 47), target) == [f"NCHW{lanes}c"]
+    assert _planned_pool_layouts((1, 64, 14, 48), target) == ["NCHW"]
     assert _planned_pool_layouts((1, 21, 7, 7), target) == ["NCHW"]  # no block
