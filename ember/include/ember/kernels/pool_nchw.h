@@ -63,27 +63,6 @@ typedef struct {
   int32_t hp, wp; /* the padded image's rows and columns (ceil_mode's overhang included) */
 } ember_pooln_p;
 
-/* The output at column ox of a row whose window rows are [ky0, ky1) from input row iy0
- * (cy of them counted by an average), through the taps inside the image. */
-static inline float ember_pooln_one(const ember_pooln_p* p, const float* in, int32_t iy0,
-                                    int32_t ky0, int32_t ky1, int32_t cy, int32_t ox) {
-  const int32_t ix0 = ox * p->sw - p->pl;
-  const int32_t kx0 = ember_first_tap(ix0, p->dw, p->kw);
-  const int32_t kx1 = ember_end_tap(ix0, p->dw, p->w, p->kw, kx0);
-  const int32_t cx = p->include_pad ? ember_pool_taps(ix0, p->dw, p->kw, -p->pl, p->w + p->pr)
-                                    : kx1 - kx0;
-  float acc = p->avg ? 0.0f : -INFINITY;
-  int32_t ky, kx;
-  for (ky = ky0; ky < ky1; ++ky) {
-    const float* row = in + (size_t)(iy0 + ky * p->dh) * p->w + ix0;
-    for (kx = kx0; kx < kx1; ++kx) {
-      const float v = row[kx * p->dw];
-      acc = p->avg ? acc + v : (v > acc ? v : acc);
-    }
-  }
-  return p->avg ? acc / (float)(cy * cx > 0 ? cy * cx : 1) : acc;
-}
-
 /* The taps of a window from `start` (k of them, d apart) an average divides by along an axis
  * of `size` padded by lo and hi: those inside [0, size), or with include_pad [-lo, size + hi). */
 static inline int32_t ember_pooln_count(int32_t start, int32_t d, int32_t k, int32_t size,
@@ -96,6 +75,26 @@ static inline int32_t ember_pooln_count(int32_t start, int32_t d, int32_t k, int
 /* 1 / count, 1 for none (a window wholly in the padding averages to 0). */
 static inline float ember_pooln_reciprocal(int32_t count) {
   return 1.0f / (float)(count > 0 ? count : 1);
+}
+
+/* The output at column ox of a row whose window rows are [ky0, ky1) from input row iy0
+ * (cy of them counted by an average), through the taps inside the image. */
+static inline float ember_pooln_one(const ember_pooln_p* p, const float* in, int32_t iy0,
+                                    int32_t ky0, int32_t ky1, int32_t cy, int32_t ox) {
+  const int32_t ix0 = ox * p->sw - p->pl;
+  const int32_t kx0 = ember_first_tap(ix0, p->dw, p->kw);
+  const int32_t kx1 = ember_end_tap(ix0, p->dw, p->w, p->kw, kx0);
+  const int32_t cx = ember_pooln_count(ix0, p->dw, p->kw, p->w, p->pl, p->pr, p->include_pad);
+  float acc = p->avg ? 0.0f : -INFINITY;
+  int32_t ky, kx;
+  for (ky = ky0; ky < ky1; ++ky) {
+    const float* row = in + (size_t)(iy0 + ky * p->dh) * p->w + ix0;
+    for (kx = kx0; kx < kx1; ++kx) {
+      const float v = row[kx * p->dw];
+      acc = p->avg ? acc + v : (v > acc ? v : acc);
+    }
+  }
+  return p->avg ? acc / (float)(cy * cx > 0 ? cy * cx : 1) : acc;
 }
 
 #if EMBER_KV
@@ -138,8 +137,10 @@ static inline float ember_pooln_reciprocal(int32_t count) {
 #define EMBER_PN_OP(avg, a, b) ((avg) ? (a) + (b) : EMBER_VMAX(EMBER_PN_V, a, b))
 
 /* Floats of a row buffer (and of the per-column reciprocals): 32 KB of stack in all, rows of
- * up to ~4000 columns. */
+ * up to ~4000 columns (a build with small stacks, firmware, may define it smaller). */
+#ifndef EMBER_PN_ROW
 #define EMBER_PN_ROW 4096
+#endif
 
 /* One output row through the row buffer `tmp` (its padding already holds the identity):
  * the window rows [ky0, ky1) reduced down each input column into tmp[pl + x], then output ox
@@ -249,8 +250,10 @@ EMBER_KFN void ember_pooln_sep_rows(const ember_pooln_p* p, int64_t lo, int64_t 
 #undef EMBER_PN_ROW_K
 
 /* Floats of the scratch a small plane is pooled in (two thirds its padded copy, a third the
- * flat results): 24 KB of stack. */
+ * flat results): 24 KB of stack (definable as EMBER_PN_ROW). */
+#ifndef EMBER_PN_FLAT
 #define EMBER_PN_FLAT 6144
+#endif
 
 /* One small plane (sh = sw = S, 1 or 2) through a padded copy: every window then lies inside
  * the copy, and the outputs at flat position j = oy * wp + ox read the copy at S * j + ky * dh
