@@ -139,3 +139,14 @@ def test_a_pool_of_a_plain_value_runs_blocked_only_on_narrow_images(target, lane
     assert _planned_pool_layouts((1, 64, 14, 47), target) == [f"NCHW{lanes}c"]
     assert _planned_pool_layouts((1, 64, 14, 48), target) == ["NCHW"]
     assert _planned_pool_layouts((1, 21, 7, 7), target) == ["NCHW"]  # no block
+
+
+def test_an_adaptive_pool_of_a_blocked_layout_keeps_the_generic_reduction():
+    # the evenly-binned rule is for plain NCHW only; a 5-D NCHW4c value must not reach it
+    x = relay.var("x", shape=(1, 2, 4, 6, 4))
+    y = relay.nn.adaptive_max_pool2d(x, (1, 1), layout="NCHW4c")
+    data = np.random.default_rng(2).standard_normal((1, 2, 4, 6, 4)).astype("float32")
+    mod = ember.IRModule.from_expr(relay.Function([x], y))
+    want = relay.create_executor("debug", mod=mod).evaluate()(data).numpy()
+    got = relay.create_executor("graph", mod=mod, target="llvm").evaluate()(data).numpy()
+    np.testing.assert_array_equal(got, want)

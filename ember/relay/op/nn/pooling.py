@@ -328,8 +328,10 @@ def _uniform_bins_nchw(x: te.Tensor, kind: str, shape: tuple, layout: str) -> te
     """An adaptive pool of plain NCHW whose bins tile the image evenly (static sizes, H and W
     multiples of the output's) through the NCHW C kernels: a global pool for one bin, else a
     pool whose window and stride are the bin; None otherwise."""
+    if layout != "NCHW" or len(x.shape) != 4:
+        return None
     h, w, oh, ow = (getattr(d, "value", None) for d in (*x.shape[2:], *shape[2:]))
-    if layout != "NCHW" or None in (h, w, oh, ow) or h % oh or w % ow:
+    if None in (h, w, oh, ow) or h % oh or w % ow:
         return None
     if oh == ow == 1:
         return global_pool_nchw(x, kind, shape, layout)
