@@ -162,8 +162,8 @@ def test_a_small_change_changes_one_unit():
     assert sum(a != b for a, b in zip(before, after)) == 1
 
 
-KERNEL_HEADERS = ("conv_nchwc.h", "conv_nchw_input.h", "pool_nchwc.h", "gemm.h", "softmax.h",
-                  "norm.h", "fft.h")
+KERNEL_HEADERS = ("conv_nchwc.h", "conv_nchw_input.h", "pool_nchwc.h", "pool_nchw.h", "gemm.h",
+                  "softmax.h", "norm.h", "fft.h")
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"]
 
 

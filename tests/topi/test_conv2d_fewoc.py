@@ -32,7 +32,7 @@ TARGETS = ["llvm", HASWELL]
 ACTS = {"": lambda v: v, "relu": lambda v: np.maximum(v, 0),
         "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "silu": lambda v: v / (1 + np.exp(-v)),
         "hardswish": lambda v: v * np.clip(v + 3, 0, 6) / 6,
-        "clip": lambda v: np.clip(v, -0.5, 0.5)}
+        "clip": lambda v: np.clip(v, -0.5, 0.5), "tanh": np.tanh}
 
 
 def _act(y, act: str):
@@ -46,6 +46,8 @@ def _act(y, act: str):
         return relay.nn.hardswish(y)
     if act == "clip":
         return relay.clip(y, -0.5, 0.5)
+    if act == "tanh":
+        return relay.tanh(y)
     return y
 
 
@@ -96,6 +98,7 @@ TRANSPOSED = [
     (16, 3, 6, 5, 4, 2, 1, 0, 1, "relu"),
     (16, 1, 3, 4, 5, 3, 1, 2, 1, "sigmoid"),
     (16, 1, 5, 3, 4, (2, 3), 1, 0, 1, ""),
+    (16, 3, 5, 6, 4, 2, 1, 0, 1, "tanh"),  # DCGAN's last layer as it is: tanh in the epilogue
 ]
 # plain: (channels, out channels, h, w, kernel, stride, padding, dilation, groups, activation)
 PLAIN = [
@@ -105,6 +108,7 @@ PLAIN = [
     (16, 8, 9, 9, 3, 1, 2, 2, 1, "silu"),  # dilated
     (32, 8, 6, 6, 3, 1, 1, 1, 2, "relu"),  # grouped: the blocked kernel
     (16, 8, 17, 19, 5, 1, 2, 1, 1, ""),  # a 5x5 window, odd sizes
+    (16, 3, 9, 7, 3, 1, 1, 1, 1, "tanh"),  # an image head to RGB
 ]
 
 

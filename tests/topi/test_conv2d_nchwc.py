@@ -106,7 +106,7 @@ def _epilogue(y: np.ndarray, act: str, clip: tuple, res: np.ndarray | None,
         table = {"hardsigmoid": lambda: np.clip(lo * v + hi, 0, 1),
                  "leaky_relu": lambda: np.where(v > 0, v, lo * v),
                  "sigmoid": lambda: 1 / (1 + np.exp(-v)), "silu": lambda: v / (1 + np.exp(-v)),
-                 "mish": lambda: v * np.tanh(np.logaddexp(0, v)),
+                 "mish": lambda: v * np.tanh(np.logaddexp(0, v)), "tanh": lambda: np.tanh(v),
                  "gelu_erf": lambda: activation_ref(v, "gelu_erf", lo, hi),
                  "gelu_tanh": lambda: activation_ref(v, "gelu_tanh", lo, hi)}
         return table[act]() if act in table else v
@@ -326,6 +326,10 @@ EDGE_CASES = {
     "silu_residual_before": {"ic": 16, "oc": 16, "h": 5, "w": 7, "residual": True,
                              "after": False, "act": "silu"},
     "mish": {"ic": 8, "oc": 8, "h": 4, "w": 4, "act": "mish"},
+    # tanh (dcgan's last layer) through the vector pass and its scalar tail, before a residual
+    "tanh": {"ic": 8, "oc": 16, "h": 3, "w": 7, "act": "tanh"},
+    "tanh_residual_before": {"ic": 8, "oc": 8, "h": 3, "w": 5, "residual": True,
+                             "after": False, "act": "tanh"},
     "depthwise_silu": {"ic": 16, "oc": 16, "h": 6, "w": 6, "groups": 16, "act": "silu"},
     # GELU: the vector form over whole target vectors, the scalar one over the rest of a
     # strip (odd widths at 4 lanes on a wider target), after and before a residual
@@ -387,7 +391,7 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "grouped", "depthwise_stride2_odd", "depthwise_narrow_rows",
                                   "conv1d_long_row", "1x1_packed_stride2_padding",
                                   "pairs_7_wide", "1x1_padded_unpacked",
-                                  "residual_act_before", "silu_residual_before", "mish",
+                                  "residual_act_before", "silu_residual_before", "mish", "tanh",
                                   "gelu_erf", "gelu_tanh_residual_before", "conv1d_gelu",
                                   "depthwise_gelu_tanh",
                                   "hardsigmoid", "flat_stride2_to_7x7",

@@ -54,6 +54,7 @@ CASES = [
     (16, 16, 2, 3, 3, (2, 2), 2, 1, 2, "relu", BOTH),  # dilated
     (16, 16, 2, 2, 2, (2, 2), 0, 0, 1, "relu", ()),  # one tap per phase: blocked conv
     (12, 16, 3, 3, 4, (2, 2), 1, 0, 1, "relu", ()),  # 12 channels: no whole block
+    (16, 16, 4, 4, 4, (2, 2), 1, 0, 1, "tanh", BOTH),  # a generator's last layer, wider
 ]
 
 
@@ -67,8 +68,8 @@ def _epilogue(y, oc: int, act: str, rng):
         return y, lambda v: np.maximum(v * scale + bias.reshape(1, -1, 1, 1), 0)
     y = relay.add(y, relay.const(bias.reshape(oc, 1, 1)))
     ref = {"": lambda v: v, "relu": lambda v: np.maximum(v, 0),
-           "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[act]
-    y = {"": y, "relu": relay.nn.relu(y), "sigmoid": relay.sigmoid(y)}[act]
+           "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "tanh": np.tanh}[act]
+    y = {"": y, "relu": relay.nn.relu(y), "sigmoid": relay.sigmoid(y), "tanh": relay.tanh(y)}[act]
     return y, lambda v: ref(v + bias.reshape(1, -1, 1, 1))
 
 
@@ -110,8 +111,8 @@ def test_planning_runs_small_maps_phase_by_phase(target, lanes):
     assert names.count("multiply") == sum(c[9] == "bn_relu" and lanes not in c[-1]
                                           for c in CASES)
     assert names.count("add") == names.count("multiply")  # the shift after the scale
-    assert {c.attrs.activation for c in phased} == ({"relu", "sigmoid", "none"} if lanes == 16
-                                                    else {"relu", "none"})
+    assert {c.attrs.activation for c in phased} == ({"relu", "sigmoid", "tanh", "none"}
+                                                    if lanes == 16 else {"relu", "tanh", "none"})
 
 
 @needs_cc

@@ -34,7 +34,7 @@ LANES = (4, 8, 16)  # lane counts the kernels are instantiated for
 # inner scales of the GELUs (``lo * x * (1 + erf(hi * x))``, the tanh form's likewise)
 ACTIVATIONS = {"none": 0, "relu": 1, "clip": 2, "hardswish": 3, "hardsigmoid": 4,
                "leaky_relu": 5, "sigmoid": 6, "silu": 7, "mish": 8, "gelu_erf": 9,
-               "gelu_tanh": 10}
+               "gelu_tanh": 10, "tanh": 11}
 RESIDUAL, ACT_AFTER_ADD = 1, 2  # epilogue flags (EMBER_EPI_* in conv_simd.h)
 TILE_WIDTHS = (12, 8, 6, 4, 2, 1)  # the register tile widths the header instantiates
 PAIR_1X1_WIDTH = 5  # a pair's width for 1x1 convs on 16 registers (instantiated for pairs)

@@ -65,6 +65,7 @@ ACTS = {  # spelled-out form -> the conv epilogue's activation and parameters
     "silu": (exported.silu, "silu", None),
     "sigmoid": (relay.sigmoid, "sigmoid", None),
     "mish": (relay.nn.mish, "mish", None),
+    "tanh": (relay.tanh, "tanh", None),
     "leaky_relu": (lambda v: relay.nn.leaky_relu(v, 0.125), "leaky_relu", (0.125, 0.0)),
     "gelu_erf": (exported.gelu, "gelu_erf", (0.5, 1 / math.sqrt(2))),
     "gelu_tanh": (exported.gelu_tanh, "gelu_tanh", (0.5, math.sqrt(2 / math.pi))),

@@ -89,6 +89,7 @@ static inline int32_t ember_fewoc_act(int32_t act, float* p0, float* p1) {
     case EMBER_CONV_ACT_MISH: return EMBER_ACT_MISH;
     case EMBER_CONV_ACT_GELU_ERF: return EMBER_ACT_GELU_ERF;
     case EMBER_CONV_ACT_GELU_TANH: return EMBER_ACT_GELU_TANH;
+    case EMBER_CONV_ACT_TANH: return EMBER_ACT_TANH;
     default: return EMBER_ACT_NONE;
   }
 }

@@ -79,11 +79,13 @@ static inline void EMBER_FN(ember_conv_act_exp)(EV* v, int32_t act) {
     if (add) v += EMBER_VLOAD(EMBER_L, res + i);                                                \
     EMBER_VSTORE(EMBER_L, out + i, v);                                                          \
   }
-/* GELU (erf or tanh form) over the n floats at out: gemm_epilogue.h's vector GELU (vmath.h's
- * erf and exp polynomials at the target's width EMBER_VL), the last n % EMBER_VL floats (a
- * 4-lane block on an 8-lane target) by its scalar form. */
+/* GELU (erf or tanh form) or tanh over the n floats at out: gemm_epilogue.h's vector forms
+ * (vmath.h's erf and exp polynomials at the target's width EMBER_VL), the last n % EMBER_VL
+ * floats (a 4-lane block on an 8-lane target) by their scalar forms. */
 static inline void EMBER_FN(ember_conv_gelu_pass)(const ember_conv_p* p, float* out, size_t n) {
-  const int32_t act = p->act == EMBER_CONV_ACT_GELU_ERF ? EMBER_ACT_GELU_ERF : EMBER_ACT_GELU_TANH;
+  const int32_t act = p->act == EMBER_CONV_ACT_GELU_ERF   ? EMBER_ACT_GELU_ERF
+                      : p->act == EMBER_CONV_ACT_GELU_TANH ? EMBER_ACT_GELU_TANH
+                                                           : EMBER_ACT_TANH;
   const size_t whole = n - n % EMBER_VL;
   size_t i;
   ember_vact_block(out, 0, 1, (int32_t)(whole / EMBER_VL), act, p->lo, p->hi);

@@ -195,6 +195,7 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #define EMBER_CONV_ACT_MISH 8        /* x * tanh(log(1 + exp(x))) */
 #define EMBER_CONV_ACT_GELU_ERF 9    /* lo * x * (1 + erf(hi * x)): lo = 1/2, hi = 1/sqrt(2) */
 #define EMBER_CONV_ACT_GELU_TANH 10  /* lo * x * (1 + tanh(hi * (x + 0.044715 x^3))) */
+#define EMBER_CONV_ACT_TANH 11
 /* Epilogue flags: a residual tensor is added; the activation runs after the add. */
 #define EMBER_EPI_RESIDUAL 1
 #define EMBER_EPI_ACT_AFTER_ADD 2
@@ -227,6 +228,8 @@ static inline float ember_act_scalar(float v, int32_t act, float lo, float hi) {
       return lo * v * (1.0f + erff(hi * v));
     case EMBER_CONV_ACT_GELU_TANH:
       return lo * v * (1.0f + tanhf(hi * (v + 0.044715f * v * v * v)));
+    case EMBER_CONV_ACT_TANH:
+      return tanhf(v);
     default:
       return v;
   }
@@ -248,6 +251,14 @@ static inline int32_t ember_end_tap(int32_t start, int32_t d, int32_t size, int3
   int32_t k = size - start <= 0 ? 0 : ember_div_nonneg(size - start + d - 1, d);
   k = k < taps ? k : taps;
   return k > lo ? k : lo;
+}
+
+/* How many taps start + k * d (0 <= k < taps) fall inside [lo, hi) (a pool's divisor). */
+static inline int32_t ember_pool_taps(int32_t start, int32_t d, int32_t taps, int32_t lo,
+                                      int32_t hi) {
+  int32_t first = ember_first_tap(start - lo, d, taps);
+  int32_t end = ember_end_tap(start - lo, d, hi - lo, taps, first);
+  return end - first;
 }
 
 #endif /* EMBER_KERNELS_CONV_SIMD_H_ */

@@ -47,14 +47,6 @@ typedef struct {
   int32_t relu;
 } ember_pool_p;
 
-/* Taps start + k * d (0 <= k < taps) inside [lo, hi). */
-static inline int32_t ember_pool_taps(int32_t start, int32_t d, int32_t taps, int32_t lo,
-                                      int32_t hi) {
-  int32_t first = ember_first_tap(start - lo, d, taps);
-  int32_t end = ember_end_tap(start - lo, d, hi - lo, taps, first);
-  return end - first;
-}
-
 #if EMBER_KERNEL_WANTS_LANES(4)
 #define EMBER_L 4
 #include "ember/kernels/pool_nchwc_impl.h"

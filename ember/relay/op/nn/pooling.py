@@ -21,6 +21,7 @@ from ....ir.types import TensorType, Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
+from ....topi.nn.pool_nchw import global_pool_nchw, pool2d_nchw
 from ....topi.nn.pool_nchwc import pool2d_nchwc
 from .._compute_common import out_dims, require
 from .._layout import Layout
@@ -146,9 +147,10 @@ def _pool_compute(op: str, kind: str) -> Callable[..., list[te.Tensor]]:
         dims[ha] = _out_size(h, kh, sh, dh, pt + pb, attrs.ceil_mode)
         dims[wa] = _out_size(w, kw, sw, dw, pl + pr, attrs.ceil_mode)
         shape = out_dims(out_type, dims)  # type: ignore[arg-type]
-        blocked = pool2d_nchwc(x, kind, shape, attrs)  # NCHW[L]c: ember's C kernel
-        if blocked is not None:
-            return [blocked]
+        # ember's C kernels: NCHW[L]c, or plain NCHW float32 (any channel count)
+        kernel = pool2d_nchwc(x, kind, shape, attrs) or pool2d_nchw(x, kind, shape, attrs)
+        if kernel is not None:
+            return [kernel]
         ry, rx = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
         red = te.max if kind == "max" else te.sum
 
@@ -241,10 +243,12 @@ def _global_compute(op: str, kind: str) -> Callable[..., list[te.Tensor]]:
         shape = tuple(tir.const(1) if k in (ha, wa) else d for k, d in enumerate(x.shape))
         # NCHW[L]c: the C pool kernel with the whole image as its window (a run-time one for a
         # ? image; AlterOpLayout turns the pool of a static image into that pool itself), one
-        # vector per tap instead of the generic reduction's strides over the lanes
-        blocked = pool2d_nchwc(x, kind, shape, _WholeImage(attrs.layout, (h, w)))
-        if blocked is not None:
-            return [blocked]
+        # vector per tap instead of the generic reduction's strides over the lanes; plain NCHW
+        # float32: each plane as a streaming reduction
+        kernel = pool2d_nchwc(x, kind, shape, _WholeImage(attrs.layout, (h, w))) or \
+            global_pool_nchw(x, kind, shape, attrs.layout)
+        if kernel is not None:
+            return [kernel]
         ry, rx = te.reduce_axis((0, h), "ry"), te.reduce_axis((0, w), "rx")
         red = te.max if kind == "max" else te.sum
         total = te.compute(shape, lambda *i: red(x(*_with_hw(i, ha, wa, ry.var, rx.var)),
@@ -320,6 +324,21 @@ def _max_bin(size: PrimExpr, out: PrimExpr) -> PrimExpr:
     return tir.const(max(-(-(i + 1) * s // o) - (i * s // o) for i in range(o)))
 
 
+def _uniform_bins_nchw(x: te.Tensor, kind: str, shape: tuple, layout: str) -> te.Tensor | None:
+    """An adaptive pool of plain NCHW whose bins tile the image evenly (static sizes, H and W
+    multiples of the output's) through the NCHW C kernels: a global pool for one bin, else a
+    pool whose window and stride are the bin; None otherwise."""
+    if layout != "NCHW" or len(x.shape) != 4:
+        return None
+    h, w, oh, ow = (getattr(d, "value", None) for d in (*x.shape[2:], *shape[2:]))
+    if None in (h, w, oh, ow) or h % oh or w % ow:
+        return None
+    if oh == ow == 1:
+        return global_pool_nchw(x, kind, shape, layout)
+    bins = (h // oh, w // ow)
+    return pool2d_nchw(x, kind, shape, _WholeImage(layout, bins, strides=bins))
+
+
 def _adaptive_compute(op: str, kind: str) -> Callable[..., list[te.Tensor]]:
     """Output cell i covers [floor(i * H / OH), ceil((i + 1) * H / OH)) on each axis."""
 
@@ -328,6 +347,9 @@ def _adaptive_compute(op: str, kind: str) -> Callable[..., list[te.Tensor]]:
         ha, wa = _hw_axes(op, x.shape, attrs.layout)
         shape = out_dims(out_type, list(x.shape))  # type: ignore[arg-type]
         h, w, oh, ow = x.shape[ha], x.shape[wa], shape[ha], shape[wa]
+        kernel = _uniform_bins_nchw(x, kind, shape, attrs.layout)
+        if kernel is not None:
+            return [kernel]
         kh, kw = _max_bin(h, oh), _max_bin(w, ow)
         ry, rx = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
 
