@@ -174,3 +174,33 @@ def test_any_sequence_of_shapes_equals_numpy_and_leaves_inputs_alone(chain, shap
             np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(x, kept[0])
         np.testing.assert_array_equal(y, kept[1])
+
+
+def test_a_creeping_shape_grows_the_buffers_a_logarithmic_number_of_times(monkeypatch) -> None:
+    """A batch that grows by one each call: once a buffer must grow again, every buffer
+    takes room for twice its size, so the calls that C declines (Python grows the buffers)
+    are logarithmic in the largest size, and the memory held stays within 2.5 times the
+    largest size asked (twice it, in the allocator's size classes)."""
+    from ember.runtime.execution_pool import VMContext
+
+    model = ember.compile(CHAIN)
+    python: list[int] = []
+    original = VMContext.call
+
+    def counted(self, values):  # type: ignore[no-untyped-def]
+        python.append(len(values[0]))
+        return original(self, values)
+
+    monkeypatch.setattr(VMContext, "call", counted)
+    rng = np.random.default_rng(6)
+    for n in range(1, 65):
+        x, y = rng.standard_normal((2, n, 3, 5)).astype("float32")
+        for g, w in zip(model(x, y), _chain_want(x, y)):
+            np.testing.assert_array_equal(g, w)
+    assert len(python) <= 2 + 7, python  # the first calls, then about log2(64) growths
+    calls = _native(model).calls
+    largest = 64 * 3 * 5 * 4
+    held = [g.capacity for g in calls.inputs] + [g.capacity for g in calls.results.values()]
+    assert all(largest <= c <= 2.5 * largest for c in held), held
+    plan = calls.plan
+    assert all(c <= 2.5 * largest for c in plan._capacity.values()), plan._capacity
