@@ -25,8 +25,8 @@ Columns (milliseconds per call, numpy in and out, median of the interleaved samp
 - ``unseen``: a dynamic call at a shape other than the last call's (the run computes the
   shapes, checks and sizes again, in C since ``vm/plan_native.py``; its memory blocks are
   already large enough), median of ``--unseen`` calls (or more, to 30 ms of them), each after
-  a call at another shape, sampled in turn with ``s.each`` and ``s.after`` (one call of each
-  per round: drift hits the three alike).
+  a call at another shape, timed in blocks of 5 in turn with ``s.each`` and ``s.after``
+  (drift hits the three alike; ``unseen_columns``).
   The Python plan keeps 32 shapes; here ``ember.runtime.vm.static_plan.SIGNATURES`` is set to
   1 for those calls so that alternating two shapes makes every call unseen there too;
 - ``s.each``: the static build at that shape with each call timed alone, as ``unseen`` is
@@ -301,15 +301,22 @@ def _runner(system: str, threads: int, model: Any, x: np.ndarray) -> Runner:
 UNSEEN_TIME = 0.03  # seconds of timed calls per unseen-type column and shape, at least
 
 
+UNSEEN_BLOCK = 5  # timed calls per column in a row (after one untimed pair), see below
+
+
 def unseen_columns(case: Case, k: int, calls: int, clock: Any) -> tuple[float, float, float]:
     """Median ms of (``unseen``, ``s.after``, ``s.each``) at shape k, each call timed alone
     right after an untimed one: of the dynamic build after its call at another shape (the
     plan keeping one shape, so the call at k is always one it has not kept), of the static
     build of shape k after the static build of the other shape, and of the static build of
-    shape k after itself. The three are sampled in turn, one call each per round (at least
-    ``calls`` rounds and ``UNSEEN_TIME`` seconds of each column), so that drift on a shared
-    machine hits them alike: timed one column after the other, a 10-minute-old load spike
-    made ``u.ratio`` read 1.2 where it was 1.05."""
+    shape k after itself.
+
+    The columns are timed in blocks of ``UNSEEN_BLOCK`` calls, in turn, round after round
+    (at least ``calls`` calls and ``UNSEEN_TIME`` seconds of each): timed one whole column
+    after the other, a load change on a shared machine between them moved ``u.ratio`` by
+    0.1-0.2; timed one call of each in turn, each pair ran on caches the other builds had
+    just used (autoencoder's unseen read 1.55x, not 1.1x). Each block starts with one
+    untimed pair, so that every timed call follows calls of its own builds only."""
     j = (k + 1) % len(case.inputs)
     other, x = case.inputs[j], case.inputs[k]
     pairs = [(case.dynamic, other, case.dynamic), (case.static[j], other, case.static[k]),
@@ -322,9 +329,12 @@ def unseen_columns(case: Case, k: int, calls: int, clock: Any) -> tuple[float, f
                 len(times[0]) < 20 * calls:
             for (first, before, model), samples in zip(pairs, times):
                 first(before)  # (each model sets its own thread count per call)
-                start = clock()
                 model(x)
-                samples.append(clock() - start)
+                for _ in range(UNSEEN_BLOCK):
+                    first(before)
+                    start = clock()
+                    model(x)
+                    samples.append(clock() - start)
     finally:
         static_plan.SIGNATURES = saved
     unseen, after, each = (statistics.median(t) * 1e3 for t in times)
