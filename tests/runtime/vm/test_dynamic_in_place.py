@@ -204,3 +204,33 @@ def test_a_creeping_shape_grows_the_buffers_a_logarithmic_number_of_times(monkey
     assert all(largest <= c <= 2.5 * largest for c in held), held
     plan = calls.plan
     assert all(c <= 2.5 * largest for c in plan._capacity.values()), plan._capacity
+
+
+def test_threads_sharing_the_model_read_and_write_only_their_own_arrays() -> None:
+    """Eight threads call one model at shapes of their own (some growing the buffers of
+    the context they get): each result is its own inputs', and no input is written."""
+    import threading
+
+    model = ember.compile(CHAIN)
+    errors: list[str] = []
+    start = threading.Barrier(8)
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        start.wait()
+        for _ in range(60):
+            n, m = int(rng.integers(0, 12)), int(rng.integers(1, 20))
+            x, y = rng.standard_normal((2, n, 3, m)).astype("float32")
+            kept = x.copy(), y.copy()
+            got = model(x, y)
+            if not all(np.array_equal(g, w) for g, w in zip(got, _chain_want(*kept))):
+                errors.append(f"thread {seed}: wrong result at {(n, 3, m)}")
+            if not (np.array_equal(x, kept[0]) and np.array_equal(y, kept[1])):
+                errors.append(f"thread {seed}: an input was written")
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert errors == []
