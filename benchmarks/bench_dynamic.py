@@ -24,7 +24,9 @@ Columns (milliseconds per call, numpy in and out, median of the interleaved samp
   across models and shapes is a per-call cost of the executor, not of the kernels);
 - ``unseen``: a dynamic call at a shape other than the last call's (the run computes the
   shapes, checks and sizes again, in C since ``vm/plan_native.py``; its memory blocks are
-  already large enough), median of ``--unseen`` calls, each after a call at another shape.
+  already large enough), median of ``--unseen`` calls (or more, to 30 ms of them), each after
+  a call at another shape, timed in blocks of 5 in turn with ``s.each`` and ``s.after``
+  (drift hits the three alike; ``unseen_columns``).
   The Python plan keeps 32 shapes; here ``ember.runtime.vm.static_plan.SIGNATURES`` is set to
   1 for those calls so that alternating two shapes makes every call unseen there too;
 - ``s.each``: the static build at that shape with each call timed alone, as ``unseen`` is
@@ -299,42 +301,44 @@ def _runner(system: str, threads: int, model: Any, x: np.ndarray) -> Runner:
 UNSEEN_TIME = 0.03  # seconds of timed calls per unseen-type column and shape, at least
 
 
-def _after_ms(first: Any, before: np.ndarray, model: Any, x: np.ndarray, calls: int,
-              clock: Any) -> float:
-    """Median ms of ``model(x)``, each call timed alone right after ``first(before)``: at
-    least ``calls`` calls and ``UNSEEN_TIME`` seconds of them (a small model's median of 15
-    single calls moves by 10%)."""
-    times: list[float] = []
-    while len(times) < calls or sum(times) < UNSEEN_TIME and len(times) < 20 * calls:
-        first(before)  # (each model sets its own thread count per call)
-        start = clock()
-        model(x)
-        times.append(clock() - start)
-    return statistics.median(times) * 1e3
+UNSEEN_BLOCK = 5  # timed calls per column in a row (after one untimed pair), see below
 
 
-def after_other_ms(case: Case, k: int, calls: int, clock: Any, dynamic: bool) -> float:
-    """Median ms of a call at shape k right after one at another shape: of the dynamic build,
-    with the plan keeping one shape (so the call at k is always one it has not kept), or of
-    the static builds of the two shapes."""
+def unseen_columns(case: Case, k: int, calls: int, clock: Any) -> tuple[float, float, float]:
+    """Median ms of (``unseen``, ``s.after``, ``s.each``) at shape k, each call timed alone
+    right after an untimed one: of the dynamic build after its call at another shape (the
+    plan keeping one shape, so the call at k is always one it has not kept), of the static
+    build of shape k after the static build of the other shape, and of the static build of
+    shape k after itself.
+
+    The columns are timed in blocks of ``UNSEEN_BLOCK`` calls, in turn, round after round
+    (at least ``calls`` calls and ``UNSEEN_TIME`` seconds of each): timed one whole column
+    after the other, a load change on a shared machine between them moved ``u.ratio`` by
+    0.1-0.2; timed one call of each in turn, each pair ran on caches the other builds had
+    just used (autoencoder's unseen read 1.55x, not 1.1x). Each block starts with one
+    untimed pair, so that every timed call follows calls of its own builds only."""
     j = (k + 1) % len(case.inputs)
     other, x = case.inputs[j], case.inputs[k]
-    first, model = (case.dynamic, case.dynamic) if dynamic else (case.static[j],
-                                                                 case.static[k])
+    pairs = [(case.dynamic, other, case.dynamic), (case.static[j], other, case.static[k]),
+             (case.static[k], x, case.static[k])]
+    times: list[list[float]] = [[] for _ in pairs]
     saved = static_plan.SIGNATURES
     static_plan.SIGNATURES = 1
     try:
-        return _after_ms(first, other, model, x, calls, clock)
+        while len(times[0]) < calls or min(sum(t) for t in times) < UNSEEN_TIME and \
+                len(times[0]) < 20 * calls:
+            for (first, before, model), samples in zip(pairs, times):
+                first(before)  # (each model sets its own thread count per call)
+                model(x)
+                for _ in range(UNSEEN_BLOCK):
+                    first(before)
+                    start = clock()
+                    model(x)
+                    samples.append(clock() - start)
     finally:
         static_plan.SIGNATURES = saved
-
-
-def each_ms(case: Case, k: int, calls: int, clock: Any) -> float:
-    """Median ms of the static build at shape k, each call timed alone as ``after_other_ms``
-    times them (a clock read per call costs about a microsecond of thread time: the steady
-    state's loop spreads it over many calls)."""
-    model, x = case.static[k], case.inputs[k]
-    return _after_ms(model, x, model, x, calls, clock)
+    unseen, after, each = (statistics.median(t) * 1e3 for t in times)
+    return unseen, after, each
 
 
 def first_call_ms(case: Case, k: int, clock: Any) -> float:
@@ -370,9 +374,7 @@ def measure(cases: list[Case], min_time: float, rounds: int, unseen: int,
         ort = timings[at + 2].median * 1e3 if c.ort is not None else None
         un = after = each = None
         if unseen and len(c.inputs) > 1:
-            un = after_other_ms(c, k, unseen, clock, dynamic=True)
-            after = after_other_ms(c, k, unseen, clock, dynamic=False)
-            each = each_ms(c, k, unseen, clock)
+            un, after, each = unseen_columns(c, k, unseen, clock)
         rows.append({"model": c.twin, "shape": list(c.shapes[k]), "threads": c.threads,
                      "static_ms": st, "dynamic_ms": dy, "ratio": dy / st,
                      "extra_us": (dy - st) * 1e3,

@@ -34,7 +34,7 @@ import numpy as np
 from ._abi import DLTensor
 from .executor_common import DLTENSOR_CODE, PlannedCall
 
-__all__ = ["ModelCall", "direct_sites", "model_call", "object_layout"]
+__all__ = ["ModelCall", "direct_sites", "model_call", "object_layout", "planned_tensors"]
 
 _C_CONTIGUOUS, _ALIGNED = 0x0001, 0x0100  # NPY_ARRAY_* flags
 
@@ -210,7 +210,7 @@ def _direct_plan_size(lib: Any) -> int:
     return int(size())
 
 
-def _planned_tensors(calls: Any, num_calls: int) -> dict[int, tuple[int, int, int]]:
+def planned_tensors(calls: Any, num_calls: int) -> dict[int, tuple[int, int, int]]:
     """The DLTensors the planned calls pass, by address: (data, start, nbytes), start being
     data + byte_offset (nbytes -1 where it cannot be told: strided, or not a plain type)."""
     table = (PlannedCall * max(num_calls, 1)).from_address(ctypes.addressof(calls))
@@ -246,7 +246,7 @@ def direct_sites(calls: Any, num_calls: int, buffers: Sequence[np.ndarray], num_
     in its memory lies within it and the kernels' outputs among them cover all of it (the
     caller's uninitialised array is written whole before anything reads it). A buffer that
     overlaps another buffer, or that no call uses, keeps its copy."""
-    found = _planned_tensors(calls, num_calls)
+    found = planned_tensors(calls, num_calls)
     spans = [(b.ctypes.data, b.ctypes.data + b.nbytes) for b in buffers]
     ok = [b.nbytes > 0 for b in buffers]
     for i, (lo, hi) in enumerate(spans):

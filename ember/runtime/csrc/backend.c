@@ -600,6 +600,7 @@ static void ember_point_sites(const EmberDirectCallPlan* d, const void* const* i
     const EmberDirectSite* s = &d->sites[i];
     int32_t t = s->tensor;
     char* base;
+    if (!d->direct[t]) continue; /* (a dynamic call decides per signature: dynamic_call.h) */
     if (items == NULL) {
       base = (char*)(t < c->num_inputs ? c->inputs[t].buffer
                                        : c->outputs[t - c->num_inputs].buffer);

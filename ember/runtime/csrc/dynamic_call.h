@@ -21,8 +21,9 @@
  *      shape inside their blocks, reshapes that keep the element count;
  *   5. the outputs' shapes (declared, or read from the arena) and byte sizes checked against
  *      their buffers;
+ *   6. which inputs and outputs the caller's arrays serve in place (ember_decide_in_place);
  *
- * then the kernels run as EmberModelCall runs them. Anything that does not hold returns 1
+ * then the kernels run as EmberModelCallDirect runs them (no copy in or out where 6 allows). Anything that does not hold returns 1
  * with nothing run (the host's Python path then grows a buffer, or raises the error that
  * names the input); outputs the host made of another shape return 2 (the host makes them
  * again from out_dims and calls once more: the signature is then the last one).
@@ -41,7 +42,10 @@
 #define EMBER_CHECK_COUNT 3
 
 typedef struct {
-  EmberModelCallPlan call; /* inputs[i].shape -> dims, outputs[i].shape -> out_dims */
+  /* call.call: inputs[i].shape -> dims, outputs[i].shape -> out_dims; call.sites: the data
+   * fields of the kernels' tensors in the input and output buffers (the caller's arrays take
+   * their place where this signature's in_place says so); call.direct == in_place */
+  EmberDirectCallPlan call;
   int64_t* arena;          /* the static plan's arena, as int64 */
   const EmberPlannedCall* shape_calls;
   const int64_t* dim_rule; /* per input dimension: >= 0 that extent; -1 any; -2 - j: = dim j */
@@ -57,6 +61,10 @@ typedef struct {
   const int64_t* out_capacity; /* per output: the bytes its buffer holds from its offset */
   const int64_t* out_item;     /* per output: its item size */
   const int64_t* direct;       /* the shape calls as direct calls (below), or NULL */
+  const int8_t* may_direct;    /* per input, then output: whether its sites may ever take the
+                                  caller's array (the host's rule, which holds at any shape) */
+  const int8_t* site_written;  /* per site: 1 where a kernel writes its tensor */
+  int8_t* in_place;            /* per input, then output: this signature's decision */
   int32_t num_shape_calls, num_dims, program_size, have_last;
 } EmberDynamicCallPlan;
 
@@ -227,9 +235,48 @@ static int ember_tensor_bytes(const int64_t* dims, int32_t ndim, int64_t item, i
   return n <= cap;
 }
 
+/* The bytes of site tensor t at this signature's shape (the host lists only tensors without
+ * strides and of whole-byte items); -1 if a dimension is negative or it overflows. */
+static int64_t ember_site_bytes(const DLTensor* t) {
+  int64_t n = ((int64_t)t->dtype.bits * t->dtype.lanes + 7) / 8;
+  int32_t k;
+  for (k = 0; k < t->ndim; ++k) {
+    if (t->shape[k] < 0 || __builtin_mul_overflow(n, t->shape[k], &n)) return -1;
+  }
+  return n;
+}
+
+/* Which inputs and outputs the caller's arrays serve at this signature (p->in_place), as
+ * model_call.direct_sites decides for a static plan, but per signature: the tensors' extents
+ * are the arena's now. An input: every tensor in its buffer is all of it (the host lists no
+ * buffer that a kernel writes). An output: every tensor lies within it, and one that a kernel
+ * writes is all of it (the caller's uninitialised array is written whole). Empty ones copy. */
+static void ember_decide_in_place(EmberDynamicCallPlan* p) {
+  const EmberModelCallPlan* c = &p->call.call;
+  int32_t i, n = c->num_inputs + c->num_outputs;
+  for (i = 0; i < n; ++i) p->in_place[i] = (int8_t)(p->may_direct[i] ? 2 : 0); /* 2: uncovered */
+  for (i = 0; i < p->call.num_sites; ++i) {
+    const EmberDirectSite* s = &p->call.sites[i];
+    const DLTensor* t = (const DLTensor*)((char*)s->field - offsetof(DLTensor, data));
+    int32_t b = s->tensor;
+    int64_t whole = b < c->num_inputs ? c->inputs[b].nbytes : c->outputs[b - c->num_inputs].nbytes;
+    int64_t start = s->offset + (int64_t)t->byte_offset, bytes = ember_site_bytes(t);
+    if (!p->in_place[b]) continue;
+    if (bytes < 0 || start < 0 || whole <= 0 || start + bytes > whole ||
+        (b < c->num_inputs && (start != 0 || bytes != whole))) {
+      p->in_place[b] = 0;
+    } else if (b < c->num_inputs || (p->site_written[i] && start == 0 && bytes == whole)) {
+      p->in_place[b] = 1;
+    }
+  }
+  for (i = 0; i < n; ++i) {
+    if (p->in_place[i] == 2) p->in_place[i] = 0;
+  }
+}
+
 /* Steps 1 (the arena part) to 5 for p->dims: 0 when the signature can run, 1 otherwise. */
 static int ember_new_signature(EmberDynamicCallPlan* p) {
-  EmberModelCallPlan* c = &p->call;
+  EmberModelCallPlan* c = &p->call.call;
   int32_t i, d = 0;
   int64_t nbytes;
   p->have_last = 0;
@@ -261,6 +308,7 @@ static int ember_new_signature(EmberDynamicCallPlan* p) {
       return 1;
     t->nbytes = nbytes;
   }
+  if (p->call.num_sites > 0) ember_decide_in_place(p);
   memcpy(p->last, p->dims, sizeof(int64_t) * (size_t)p->num_dims);
   p->have_last = 1;
   return 0;
@@ -270,7 +318,7 @@ static int ember_new_signature(EmberDynamicCallPlan* p) {
  * checked path runs it), 2 the outputs the host made have other shapes (out_dims has
  * theirs), -1 a kernel failed (as EmberModelCall). */
 EMBER_DLL int EmberDynamicModelCall(EmberDynamicCallPlan* p) {
-  EmberModelCallPlan* c = &p->call;
+  EmberModelCallPlan* c = &p->call.call;
   const EmberObjectLayout* L = c->layout;
   const void* const* items = (const void* const*)((const char*)c->args + L->tuple_items);
   const void* const* outs;
@@ -294,8 +342,9 @@ EMBER_DLL int EmberDynamicModelCall(EmberDynamicCallPlan* p) {
   for (i = 0; i < c->num_outputs; ++i) {
     if (!ember_array_is(L, outs[i], &c->outputs[i])) return 2;
   }
-  /* EmberModelCall checks the inputs' dtypes and layouts, copies, runs and copies out. */
-  return EmberModelCall(c);
+  /* As EmberModelCallDirect: the inputs' dtypes and layouts checked, the inputs and outputs
+   * that in_place marks read and written in the caller's arrays, the others copied. */
+  return ember_model_call(c, p->call.num_sites > 0 ? &p->call : NULL);
 }
 
 #endif /* EMBER_DYNAMIC_CALL_H_ */

@@ -15,6 +15,9 @@ reads that does not depend on the concrete sizes is laid out here, once:
   ``plan_checks.VectorChecks``, which stays the checked fallback);
 - per output dimension, a declared extent or the arena slot the shape phase writes;
 - the buffers (inputs, results, intermediates) and what each holds;
+- the in-place sites: the kernels' tensors in the input and output buffers, whose data C
+  points into the caller's arrays for a call where this signature allows it (no copy in or
+  out, as ``model_call``'s static call; ``in_place_sites``);
 - the shape functions as direct calls of their unpacked entries on arena and constant
   pointers (no per-call argument checks: neither moves, and the layout is the one the packed
   entries checked), where each one's arguments are tensors of at most one dimension there;
@@ -39,7 +42,7 @@ import numpy as np
 
 from .._abi import ArgTypeCode, DLTensor, TVMValue
 from ..ndarray import NDArray
-from ..model_call import _Plan, _Tensor, object_layout
+from ..model_call import _DirectPlan, _Plan, _Site, _Tensor, object_layout, planned_tensors
 from .plan_arrays import ArrayCalls
 from .static_plan import StaticPlan
 
@@ -49,10 +52,11 @@ _P = ctypes.c_void_p
 
 
 class _DynamicPlan(ctypes.Structure):
-    _fields_ = [("call", _Plan), ("arena", _P), ("shape_calls", _P), ("dim_rule", _P),
+    _fields_ = [("call", _DirectPlan), ("arena", _P), ("shape_calls", _P), ("dim_rule", _P),
                 ("dim_slot", _P), ("dims", _P), ("last", _P), ("in_capacity", _P),
                 ("in_item", _P), ("program", _P), ("sizes", _P), ("out_rule", _P),
                 ("out_dims", _P), ("out_capacity", _P), ("out_item", _P), ("direct", _P),
+                ("may_direct", _P), ("site_written", _P), ("in_place", _P),
                 ("num_shape_calls", ctypes.c_int32), ("num_dims", ctypes.c_int32),
                 ("program_size", ctypes.c_int32), ("have_last", ctypes.c_int32)]
 
@@ -132,10 +136,11 @@ class DynamicCall:
                 self._keep["direct"] = direct
                 p.direct = direct.ctypes.data
         p.num_dims, p.program_size = len(rules), len(program)
-        p.call.layout = ctypes.addressof(object_layout())  # type: ignore[arg-type]
-        p.call.calls, p.call.num_calls = ctypes.addressof(cplan._table), cplan._count
-        p.call.num_inputs, p.call.num_outputs = len(plan._arg_types), len(plan._fields)
-        p.call.num_threads, p.call.failed_at = threads, -1
+        c = p.call.call
+        c.layout = ctypes.addressof(object_layout())  # type: ignore[arg-type]
+        c.calls, c.num_calls = ctypes.addressof(cplan._table), cplan._count
+        c.num_inputs, c.num_outputs = len(plan._arg_types), len(plan._fields)
+        c.num_threads, c.failed_at = threads, -1
         self._keep["plans"] = (shape_cplan, cplan)  # the tables C reads
         self.retries = 0  # calls that C ran a second time, with outputs of its shapes
         self.refresh()
@@ -148,7 +153,8 @@ class DynamicCall:
         C's own when it answers that they are not this signature's (2: about 1 us more, a
         second call and outputs made twice)."""
         slots = (ctypes.c_int64 * 2).from_address(
-            ctypes.addressof(self._plan) + _DynamicPlan.call.offset + _Plan.args.offset)
+            ctypes.addressof(self._plan) + _DynamicPlan.call.offset + _DirectPlan.call.offset
+            + _Plan.args.offset)
         plan, out_dims, empty = self.plan, self._keep["out_dims"], np.empty
         ends = [0]
         for k in plan._fields:
@@ -247,9 +253,29 @@ class DynamicCall:
             start += ndim
         for at, index in _size_maxima(plan):
             keep["program"][at] = self._most(index)
-        p.call.inputs, p.call.outputs = ctypes.addressof(in_table), ctypes.addressof(out_table)
+        p.call.call.inputs = ctypes.addressof(in_table)
+        p.call.call.outputs = ctypes.addressof(out_table)
         keep["tables"] = (in_table, out_table)
+        self._sites([(t.buffer or 0, g.capacity) for t, g in zip(in_table, calls.inputs)] +
+                    [(t.buffer or 0, int(c)) for t, c in zip(out_table, keep["out_capacity"])])
         p.have_last = 0
+
+    def _sites(self, spans: list[tuple[int, int]]) -> None:
+        """Lay out the in-place sites of the buffers at ``spans`` (address, capacity; inputs
+        then outputs) for C, which decides per signature which of them take the caller's
+        arrays (``in_place_sites``)."""
+        p, plan, calls = self._plan, self.plan, self.calls
+        shape_cplan = plan._shape_cplan
+        sites, written, may = in_place_sites(
+            calls.cplan, shape_cplan, spans, len(calls.inputs), plan._written)
+        site_table = (_Site * max(len(sites), 1))(*(_Site(*site) for site in sites))
+        flags = (ctypes.c_int8 * max(len(spans), 1))(*may)
+        in_place = (ctypes.c_int8 * max(len(spans), 1))()
+        written_flags = (ctypes.c_int8 * max(len(sites), 1))(*written)
+        p.call.sites, p.call.num_sites = ctypes.addressof(site_table), len(sites)
+        p.call.direct = p.in_place = ctypes.addressof(in_place)
+        p.may_direct, p.site_written = ctypes.addressof(flags), ctypes.addressof(written_flags)
+        self._keep["sites"] = (site_table, flags, in_place, written_flags)
 
     def _most(self, index: int) -> int:
         """The largest size block ``index`` may have without growing."""
@@ -257,6 +283,53 @@ class DynamicCall:
         held = calls.results[index].capacity if index in calls.results else \
             plan._capacity.get(index, -1)
         return min(held, plan._allocator.max_block_bytes)
+
+
+def in_place_sites(cplan: Any, shape_cplan: Any, spans: Sequence[tuple[int, int]],
+                   num_inputs: int, written: frozenset[int]
+                   ) -> tuple[list[tuple[int, int, int]], list[bool], list[bool]]:
+    """The sites of a dynamic call's in-place IO: (data field's address, offset from its
+    buffer's start, buffer index) per kernel tensor whose data lies in one of the buffers at
+    ``spans`` (address, bytes held; the inputs, then the outputs), whether a kernel writes
+    it, and per buffer whether its sites may ever take the caller's array.
+
+    The rule of ``model_call.direct_sites``, split in two: what holds at every shape is
+    decided here (no buffer overlaps another, no kernel writes an input, no shape-phase call
+    reads or writes a buffer: it runs before C points the sites; an output has a written
+    tensor; every tensor plain, without strides); what depends on the shape (each tensor's
+    extent within its buffer, an output written whole) C decides per signature from the
+    arena (``ember_decide_in_place``)."""
+    ok = [bool(size > 0 and lo != 0) for lo, size in spans]
+    bounds = [(lo, lo + max(size, 0)) for lo, size in spans]
+    for i, (lo, hi) in enumerate(bounds):
+        if any(i != j and lo < hi2 and lo2 < hi for j, (lo2, hi2) in enumerate(bounds)):
+            ok[i] = False
+
+    def buffer_of(data: int, start: int) -> int | None:
+        return next((i for i, (lo, hi) in enumerate(bounds)
+                     if lo <= data < hi or lo <= start < hi), None)
+
+    if shape_cplan is not None:
+        for data, start, _ in planned_tensors(shape_cplan._table, shape_cplan._count).values():
+            i = buffer_of(data, start)
+            if i is not None:
+                ok[i] = False
+    sites: list[tuple[int, int, int]] = []
+    wrote: list[bool] = []
+    for address, (data, start, nbytes) in planned_tensors(cplan._table, cplan._count).items():
+        i = buffer_of(data, start)
+        if i is None:
+            continue
+        lo, hi = bounds[i]
+        if nbytes < 0 or not lo <= data < hi or i < num_inputs and address in written:
+            ok[i] = False
+        sites.append((address + DLTensor.data.offset, data - lo, i))
+        wrote.append(address in written)
+    used = {i for _, _, i in sites}
+    covered = {i for (_, _, i), w in zip(sites, wrote) if w}
+    ok = [flag and i in used and (i < num_inputs or i in covered) for i, flag in enumerate(ok)]
+    keep = [ok[i] for _, _, i in sites]
+    return ([s for s, k in zip(sites, keep) if k], [w for w, k in zip(wrote, keep) if k], ok)
 
 
 def _flat(key: Any, one_input: bool) -> Sequence[int]:
@@ -499,4 +572,4 @@ def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
 
 
 __all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "OutputShapes", "dim_rules", "direct_max_args",
-           "dynamic_call"]
+           "dynamic_call", "in_place_sites"]

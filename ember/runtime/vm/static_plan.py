@@ -95,6 +95,7 @@ class StaticPlan:
         self._args: Sequence[NDArray] = ()
         self._lock = threading.Lock()
         self.applied: Any = None  # the plan_arrays.ArrayCall whose pointers are set, if any
+        self.regrew = False  # whether a block grew again since the last ``reserve``
 
     # -- memory ---------------------------------------------------------------------------
     def _layout(self, walk: Walk, arena_blocks: list[Block], results: dict[int, Tensor]
@@ -380,14 +381,19 @@ class StaticPlan:
         for dl, offset, shape in self._block_patches.get(index, ()):
             _set_pointer(dl, ptr + offset, shape)
 
-    def _grow(self, b: Block, nbytes: int) -> None:
+    def _grow(self, b: Block, nbytes: int, ahead: int | None = None) -> None:
         """Give dynamic block ``b`` at least ``nbytes`` (it never shrinks). A block that grew
-        before takes half as much again as it had, if more than asked: sizes that keep growing
-        (longer and longer sequences) then re-grow a logarithmic number of times, and the
-        calls between stay on the native path, which runs within the capacity held."""
+        before takes twice what it had, if more than asked (``ahead``, if given, instead),
+        and says so in ``regrew``: sizes that keep growing (longer and longer sequences) then
+        re-grow a logarithmic number of times, and the calls between stay on the native
+        path, which runs within the capacity held (``plan_arrays`` then gives every buffer
+        room for twice its size, ``reserve``). Memory: at most twice the largest size asked,
+        in the allocator's size classes (25% over at most), never more than the machine's."""
         old = self._capacity.get(b.index)
-        ahead = max(nbytes, min(old + old // 2, self._allocator.max_block_bytes)) \
-            if old is not None else nbytes
+        if ahead is None:
+            self.regrew |= old is not None
+            ahead = max(nbytes, 2 * old) if old is not None else nbytes
+        ahead = max(nbytes, min(ahead, self._allocator.max_block_bytes))
         align = self._slot_align.get(b.index, b.alignment)
         try:
             storage = self._allocator.alloc(ahead, align, b.device, b.dtype_hint)
@@ -402,6 +408,17 @@ class StaticPlan:
             self._grown[index] = storage  # the smaller one, if any, goes
             self._capacity[index] = nbytes
             self._move(index, storage.ptr)
+
+    def reserve(self, sizes: dict[int, int]) -> None:
+        """Every dynamic block (not a result's) with room for twice its size in ``sizes``
+        (this signature's): after one buffer had to grow again, all get the same room, so
+        that the next larger shapes move none of them (each crossing its capacity at
+        another size would send call after call back to Python)."""
+        for b in self._early.sized:
+            if b.index not in self._result_index and \
+                    self._capacity.get(b.index, -1) < 2 * sizes[b.index]:
+                self._grow(b, sizes[b.index], 2 * sizes[b.index])
+        self.regrew = False
 
     def value(self, t: Tensor) -> np.ndarray:
         """The int64 values of ``t`` now (a shape or a size), from wherever it lives."""

@@ -94,8 +94,8 @@ def test_an_intermediate_block_grows_to_the_largest_shape_and_stays() -> None:
 
 
 def test_a_creeping_size_regrows_a_logarithmic_number_of_times() -> None:
-    # a length that grows by one each call: the block takes half as much again each time it
-    # must grow (8 sizes from 16 to 271 bytes, not 56), so most calls need no new memory
+    # a length that grows by one each call: the block takes twice what it had each time it
+    # must grow (a few sizes from 16 to 236 bytes, not 56), so most calls need no new memory
     vm, interpreter = vms(GROWING)
     grown = []
     for n in range(4, 60):
@@ -105,7 +105,7 @@ def test_a_creeping_size_regrows_a_logarithmic_number_of_times() -> None:
 
 
 def test_a_block_takes_exactly_its_size_when_the_margin_does_not_fit(monkeypatch) -> None:
-    # memory for the size asked but not for half as much again: the block grows to the size
+    # memory for the size asked but not for twice as much: the block grows to the size
     from ember.runtime.errors import TVMError
 
     vm, interpreter = vms(GROWING)
