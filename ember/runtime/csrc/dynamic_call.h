@@ -23,10 +23,11 @@
  *      their buffers;
  *   6. which inputs and outputs the caller's arrays serve in place (ember_decide_in_place);
  *
- * then the kernels run as EmberModelCallDirect runs them (no copy in or out where 6 allows). Anything that does not hold returns 1
- * with nothing run (the host's Python path then grows a buffer, or raises the error that
- * names the input); outputs the host made of another shape return 2 (the host makes them
- * again from out_dims and calls once more: the signature is then the last one).
+ * then the kernels run as EmberModelCallDirect runs them (no copy in or out where 6 allows).
+ * Anything that does not hold returns 1 with nothing run (the host's Python path then grows
+ * a buffer, or raises the error that names the input); outputs the host made of another shape
+ * return 2 (the host makes them again from out_dims and calls once more: the signature is then
+ * the last one).
  */
 #ifndef EMBER_DYNAMIC_CALL_H_
 #define EMBER_DYNAMIC_CALL_H_

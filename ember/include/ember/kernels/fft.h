@@ -194,7 +194,8 @@ EMBER_FFT_INLINE void ember_fft_stage_r(const int r, int64_t n, int64_t s, const
       ember_fft_butterfly(r, a, y);
       ember_cv_store(yr, yi, q + s * r * p, y[0]);
       for (u = 1; u < r; ++u) {
-        ember_cv_store(yr, yi, q + s * (r * p + u), p ? ember_cv_twiddle(y[u], wr[u], wi[u]) : y[u]);
+        ember_cv v = p ? ember_cv_twiddle(y[u], wr[u], wi[u]) : y[u]; /* w^0 = 1 */
+        ember_cv_store(yr, yi, q + s * (r * p + u), v);
       }
     }
   }

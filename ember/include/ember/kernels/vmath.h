@@ -1,5 +1,6 @@
 /*
- * ember kernels: float32 math that a loop can vectorize (exp, sigmoid, tanh, erf, log, log2, log10).
+ * ember kernels: float32 math that a loop can vectorize (exp, sigmoid, tanh, erf, log, log2,
+ * log10).
  *
  * A loop that calls libm's erff runs one element at a time (GCC vectorizes libm calls only
  * under -ffast-math), and GELU as exporters write it is an erf per element: 5-10x slower than
