@@ -357,16 +357,20 @@ SUPPORT: dict[str, OpSupport] = {
     # signal processing
     "BlackmanWindow": _e(ops_signal.blackman_window, "a constant, or from arange(size) at run "
                          "time"),
-    "DFT": _e(ops_signal.dft, "dense products with constant cos/sin matrices (forward: one "
-              "product, cos and sin interleaved); inverse, onesided (rfft, irfft), dft_length; "
-              "the transformed axis' length and the axis must be known, other axes may be "
-              "dynamic"),
+    "DFT": _e(ops_signal.dft, "forward float32 transforms of a length with prime factors 2, "
+              "3, 5 (and at least 32): an FFT (`signal.frames_fft`); others dense products "
+              "with constant cos/sin matrices (forward: one product, cos and sin interleaved); "
+              "inverse, onesided (rfft, irfft), dft_length; the transformed axis' length and "
+              "the axis must be known, other axes may be dynamic"),
     "HammingWindow": _e(ops_signal.hamming_window, "a constant, or from arange(size) at run "
                         "time"),
     "HannWindow": _e(ops_signal.hann_window, "a constant, or from arange(size) at run time"),
     "MelWeightMatrix": _e(ops_signal.mel_weight_matrix, "a constant (ONNX's triangular "
                           "filters); its inputs must be known"),
-    "STFT": _e(ops_signal.stft, "frames gathered by an index table (a run-time step or "
+    "STFT": _e(ops_signal.stft, "with a known step and constant (or no) window and a frame "
+               "length of prime factors 2, 3, 5: one FFT kernel (`signal.frames_fft`) that "
+               "gathers, windows and transforms the frames (run-time batch and signal length "
+               "allowed); otherwise frames gathered by an index table (a run-time step or "
                "signal length allowed), windowed (a constant window folded into the DFT), then "
                "DFT; the frame length must be known"),
     "TopK": _e(ops_index.top_k, "topk (dyn.topk for a run-time K; an attribute before "
