@@ -8,9 +8,10 @@ of the first channels of a copy back is the copy itself). For channels-last a po
 channel block is L contiguous floats on both sides (one L-float move each). The generic
 lowering (``topi.transform.layout_transform``) computes one element at a time and stays for
 every other pair of layouts, for run-time channel counts (a run-time batch, height or width
-is passed to the kernel), and where the transform reads another
-kernel's result inlined into it (a fused producer). A reshape of a function input is no
-producer: it keeps the input's memory, so the kernel reads the input itself."""
+is passed to the kernel, but for whole copies back to NCHW: see ``layout_nchwc``), and where
+the transform reads another kernel's result inlined into it (a fused producer). A reshape of
+a function input is no producer: it keeps the input's memory, so the kernel reads the input
+itself."""
 from __future__ import annotations
 
 import math
@@ -73,17 +74,32 @@ def layout_nchwc(x: te.Tensor, src_layout: str, dst_layout: str,
         n, c, hw = sizes[0], sizes[1], sizes[2] * sizes[3]
     if not isinstance(c, int):  # the batch and the image may be run-time sizes, not channels
         return None
+    if not to_blocked and not all(isinstance(d, int) for d in (n, hw)):
+        # Back to NCHW at run-time sizes: the generic loop, which its readers inline. With
+        # static sizes SimplifyExpr folds a following reshape and transpose into the layout
+        # (one NHWC copy); at run-time sizes they stay, and a blocked copy to NCHW that they
+        # then transpose back reads 256 floats apart (segformer's twin: 2.2x its static build).
+        return None
     return _kernel_call(source, n, c, hw, block, to_blocked, last, tuple(shape))
 
 
 def channel_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.Tensor | None:
     """``x[:, :c]`` (``starts``, ``steps``, ``shape``: a strided_slice of ``x`` per axis) as
-    one kernel call, when ``x`` is the kernel's NCHW[L]c -> NCHW copy and the slice keeps the
+    one kernel call, when ``x`` is an NCHW[L]c -> NCHW copy of a function input (the kernel's,
+    or the generic one a run-time size leaves to its readers) and the slice keeps the
     first c channels and everything else: the padded lanes of a last block are dropped by the
     copy itself (AlterOpLayout slices them off a conv whose channels it padded). Else None."""
-    if not (isinstance(x.op, te.ExternOp) and x.op.tag == "layout_nchwc" and x.ndim == 4):
+    if x.ndim != 4:
         return None
-    src = x.op.inputs[0]
+    if isinstance(x.op, te.ExternOp) and x.op.tag == "layout_nchwc":
+        src = x.op.inputs[0]
+    elif isinstance(x.op, te.ComputeOp) and x.op.name == "T_layout_trans" and \
+            len(x.op.input_tensors) == 1 and x.op.input_tensors[0].ndim == 5:
+        src = _memory_of(x.op.input_tensors[0])  # the generic copy back (run-time sizes)
+        if src is None or src.dtype != "float32":
+            return None
+    else:
+        return None
     sizes, (n, c, h, w) = dims(src.shape), dims(shape)
     kept = [_same_size(a, sizes[i]) for a, i in ((n, 0), (h, 2), (w, 3))]
     if any(b != 0 for b in dims(starts)) or any(s != 1 for s in steps) or not all(kept) or \

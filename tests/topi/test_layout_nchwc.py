@@ -250,3 +250,26 @@ def test_run_time_sizes_take_the_kernel_and_the_channel_prefix():
         static = relay.Function([xs], relay.nn.relu(relay.nn.conv2d(xs, w, padding=(1, 1))))
         want = ember.compile(ember.IRModule.from_expr(static))(v)
         np.testing.assert_allclose(model(v), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_run_time_copy_back_that_readers_transpose_stays_inlined():
+    """segformer's dynamic twin: NCHW16c -> NCHW at a run-time batch, then a reshape and a
+    transpose to tokens (which SimplifyExpr folds into one NHWC copy at static sizes). The copy
+    back is the generic loop its readers inline (the kernel's NCHW copy, transposed again by a
+    loop reading 256 floats apart, made the twin 2.2x its static build)."""
+    import ember
+    from ember import relay
+
+    x = relay.var("x", shape=(relay.Any(), 4, 16, 16, 16))
+    y = relay.layout_transform(x, "NCHW16c", "NCHW")
+    y = relay.transpose(relay.reshape(y, (0, 64, 256)), (0, 2, 1))
+    mod = ember.IRModule.from_expr(relay.Function([x], relay.nn.relu(y)))
+    with ember.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, "llvm")
+    source = "".join(m.get_source() for m in [exe.lib, *exe.lib.imported_modules]
+                     if hasattr(m, "get_source"))
+    assert "ember_layout_nchwc(" not in source
+    model = ember.compile(mod, executor="vm")
+    v = np.random.default_rng(8).uniform(-1, 1, (2, 4, 16, 16, 16)).astype("float32")
+    want = np.maximum(v.transpose(0, 1, 4, 2, 3).reshape(2, 64, 256).transpose(0, 2, 1), 0)
+    np.testing.assert_array_equal(model(v), want)
