@@ -57,8 +57,9 @@ def _memory_of(x: te.Tensor) -> te.Tensor | None:
 def layout_nchwc(x: te.Tensor, src_layout: str, dst_layout: str,
                  shape: tuple) -> te.Tensor | None:
     """The transform of ``x`` (a function input or a reshape of one, float32, static
-    channels) through a kernel; None when no kernel applies. ``shape``: the output shape. To NCHW[L]c,
-    channels that are not a multiple of L fill the last block's remaining lanes with zeros."""
+    channels) through a kernel; None when no kernel applies. ``shape``: the output shape. To
+    NCHW[L]c, channels that are not a multiple of L fill the last block's remaining lanes with
+    zeros."""
     pair = blocked_copy(src_layout, dst_layout)
     source = _memory_of(x)
     sizes = dims(x.shape)
