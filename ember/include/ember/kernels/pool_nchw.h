@@ -137,9 +137,14 @@ static inline float ember_pooln_one(const ember_pooln_p* p, const float* in, int
 #define EMBER_PN_OP(avg, a, b) ((avg) ? (a) + (b) : EMBER_VMAX(EMBER_PN_V, a, b))
 
 /* Floats of a row buffer (and of the per-column reciprocals): 32 KB of stack in all, rows of
- * up to ~4000 columns (a build with small stacks, firmware, may define it smaller). */
+ * up to ~4000 columns, on 64-bit hosts; 2 KB (rows of ~250 columns, wider ones take the scalar
+ * loop) elsewhere: a microcontroller's stack is a few KB. A build may define it. */
 #ifndef EMBER_PN_ROW
+#if defined(__x86_64__) || defined(__aarch64__) || defined(_M_X64) || defined(_M_ARM64)
 #define EMBER_PN_ROW 4096
+#else
+#define EMBER_PN_ROW 256
+#endif
 #endif
 
 /* One output row through the row buffer `tmp` (its padding already holds the identity):
@@ -250,9 +255,13 @@ EMBER_KFN void ember_pooln_sep_rows(const ember_pooln_p* p, int64_t lo, int64_t 
 #undef EMBER_PN_ROW_K
 
 /* Floats of the scratch a small plane is pooled in (two thirds its padded copy, a third the
- * flat results): 24 KB of stack (definable as EMBER_PN_ROW). */
+ * flat results): 24 KB of stack on 64-bit hosts, 1.5 KB elsewhere (as EMBER_PN_ROW). */
 #ifndef EMBER_PN_FLAT
+#if defined(__x86_64__) || defined(__aarch64__) || defined(_M_X64) || defined(_M_ARM64)
 #define EMBER_PN_FLAT 6144
+#else
+#define EMBER_PN_FLAT 384
+#endif
 #endif
 
 /* One small plane (sh = sw = S, 1 or 2) through a padded copy: every window then lies inside
