@@ -1,7 +1,7 @@
 """Max, average and global pooling of plain NCHW float32 tensors as calls of ember's C kernels
-(``ember/include/ember/kernels/pool_nchw.h``): vectors along each output row, any channel
-count, window taps in the padding skipped (never a padded copy), rows or planes split over
-threads for large pools. Batch, channels and image sizes may be run-time ones (``?``): the
+(``ember/include/ember/kernels/pool_nchw.h``): vectors along each output row through a row
+buffer whose padding holds the reduction's identity (small planes: a padded copy of each),
+any channel count, rows or planes split over threads for large pools. Batch, channels and image sizes may be run-time ones (``?``): the
 kernels take them as arguments and decide about threads at each call, as a static build of
 that shape does."""
 from __future__ import annotations

@@ -27,6 +27,9 @@ from ember.relay.testing import crnn, onnx_twin, segformer, unet, wav2vec2
 from ember.relay.testing.onnx_export import export_onnx
 from ember.testing import find_c_compiler
 
+from _zoo_checks import assert_close as _assert_close  # noqa: E402
+from _zoo_checks import onnxruntime_output as _onnxruntime  # noqa: E402
+
 needs_cc = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
 # id -> (zoo name, tiny kwargs, full-size kwargs)
 CASES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
@@ -60,19 +63,6 @@ def _input(mod: ember.IRModule, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-1, 1, shape).astype("float32")
 
 
-def _onnxruntime(model: Any, x: np.ndarray) -> np.ndarray:
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-    (out,) = sess.run(None, {"data": x})
-    return out
-
-
-def _assert_close(got: np.ndarray, want: np.ndarray) -> None:
-    assert got.shape == want.shape and got.dtype == want.dtype
-    scale = max(1.0, float(np.abs(want).max()))
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -31,6 +31,9 @@ from ember.relay.testing import dscnn, kws, onnx_twin
 from ember.relay.transform import InferType
 from ember.testing import find_c_compiler
 
+from _zoo_checks import assert_close as _assert_close  # noqa: E402
+from _zoo_checks import onnxruntime_output as _onnxruntime  # noqa: E402
+
 needs_cc = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
 # a quarter second: 22 frames of 512 samples every 160
 TINY: dict[str, Any] = {"samples": 4000, "num_mels": 16, "filters": 8, "num_blocks": 2,
@@ -93,19 +96,6 @@ def _random_weights(params: dict[str, Any], seed: int = 1) -> dict[str, np.ndarr
             for k, v in params.items()}
 
 
-def _onnxruntime(model: Any, x: np.ndarray) -> np.ndarray:
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-    (out,) = sess.run(None, {"data": x})
-    return out
-
-
-def _assert_close(got: np.ndarray, want: np.ndarray) -> None:
-    assert got.shape == want.shape and got.dtype == want.dtype
-    scale = max(1.0, float(np.abs(want).max()))
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
 
 
 def test_twin_matches_the_interpreter() -> None:
