@@ -19,7 +19,7 @@ import re
 
 from ..te import tensor as te
 from ..tir import op as tir
-from .nn.sizes import dims
+from .nn.sizes import dims, succeeds
 
 HEADER = "ember/kernels/layout_nchwc.h"
 PARALLEL_ELEMENTS = 1 << 16  # below this the copy runs on the calling thread (a few us)
@@ -154,8 +154,9 @@ def _kernel_call(x: te.Tensor, n: object, c: int, hw: object, block: int, to_blo
     entry = "ember_layout_nhwc" if last else "ember_layout_nchwc"
 
     def body(ins: list, outs: list) -> object:
-        return tir.call_extern("int32", entry, ins[0].data, outs[0].data, n, c, hw, block,
-                               int(to_blocked), threads, header=HEADER)
+        return succeeds(tir.call_extern("int32", entry, ins[0].data, outs[0].data, n, c, hw,
+                                        block, int(to_blocked), threads, header=HEADER),
+                        f"{entry} failed (parallel launch)")
 
     # the tag tells channel_prefix a copy to NCHW from one to channels-last (both 4-D)
     return te.extern(tuple(shape), [x], body, name="T_layout_trans",

@@ -12,9 +12,7 @@ import numpy as np
 from ..runtime.errors import OpError
 from ..te import tensor as te
 from ..tir import op as tir
-from ..tir.expr import EQ, StringImm
-from ..tir.stmt import AssertStmt, Evaluate
-from .nn.sizes import Dim, checked, dims
+from .nn.sizes import Dim, dims, succeeds
 
 HEADER = "ember/kernels/fft.h"
 
@@ -68,9 +66,9 @@ def frames_fft(signal: te.Tensor, table: te.Tensor, out_shape: tuple[Dim, ...], 
             tir.cast(batch, "int64"), tir.cast(frames, "int64"), tir.cast(shape[1], "int64"),
             tir.const(step, "int64"), channels, positions, start, length, bins,
             tir.const(table_size, "int64"), 1, header=HEADER)
-        msg = StringImm("signal.frames_fft: ember_frames_fft failed (a length without an FFT "
-                        "plan, a table of another size, or out of workspace memory)")
-        return checked(AssertStmt(EQ(call, tir.const(0)), msg, Evaluate(tir.const(0))), [])
+        msg = ("signal.frames_fft: ember_frames_fft failed (a length without an FFT plan, a "
+               "table of another size, or out of workspace memory)")
+        return succeeds(call, msg)
 
     return te.extern(out_shape, [signal, table], body, name="T_frames_fft", dtype="float32",
                      tag="frames_fft")

@@ -20,6 +20,7 @@ from ...te import tensor as te
 from ...tir import op as tir
 from .conv2d_nchwc import pack_weight
 from .gemm_kernel import ACTIVATIONS as GEMM_ACTIVATIONS
+from .sizes import succeeds
 
 HEADER = "ember/kernels/conv_phase.h"
 LANES = (8, 16)  # the lane counts the header instantiates
@@ -130,8 +131,11 @@ def conv2d_phase(data: te.Tensor, weight: te.Tensor, bias: te.Tensor, attrs: obj
              tir.const(p1, "float32"), a.tile, int(macs >= PARALLEL_MACS)]  # type: ignore[attr-defined]
 
     def body(ins: list, outs: list) -> object:
-        return tir.call_extern("int32", f"ember_conv2d_phase_x{lanes}", ins[0].data,
-                               ins[1].data, ins[2].data, outs[0].data, *sizes, header=HEADER)
+        return succeeds(tir.call_extern("int32", f"ember_conv2d_phase_x{lanes}", ins[0].data,
+                                        ins[1].data, ins[2].data, outs[0].data, *sizes,
+                                        header=HEADER),
+                        f"ember_conv2d_phase_x{lanes} failed (out of workspace memory, threads "
+                        "or an unknown tile)")
 
     return te.extern(out_shape, [data, weight, bias], body, name="T_conv2d_transpose_phased",
                      tag="conv2d_nchwc")

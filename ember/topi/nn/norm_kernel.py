@@ -20,10 +20,8 @@ from dataclasses import dataclass
 from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
-from ...tir.expr import EQ, StringImm
-from ...tir.stmt import AssertStmt, Evaluate
 from .gemm_kernel import ACTIVATIONS
-from .sizes import Dim, checked, dims, i64, must_equal, prod, static_or_expr
+from .sizes import Dim, checked, dims, i64, must_equal, prod, static_or_expr, succeeds
 
 SOFTMAX_HEADER = "ember/kernels/softmax.h"
 NORM_HEADER = "ember/kernels/norm.h"
@@ -70,9 +68,6 @@ def norm_parallel(kind: str, elements: Dim) -> Dim:
                                    "int32"))
 
 
-def _checked(call: tir.PrimExpr, message: str) -> AssertStmt:
-    return AssertStmt(EQ(call, tir.const(0)), StringImm(message), Evaluate(tir.const(0)))
-
 
 def softmax(x: te.Tensor, axis: int = -1, log: bool = False) -> te.Tensor:
     """softmax (or log_softmax with ``log``) of float32 ``x`` along ``axis``."""
@@ -87,7 +82,7 @@ def softmax(x: te.Tensor, axis: int = -1, log: bool = False) -> te.Tensor:
     def body(ins, outs):
         call = tir.call_extern("int32", "ember_softmax", ins[0].data, outs[0].data, outer, n,
                                inner, int(log), parallel, header=SOFTMAX_HEADER)
-        return _checked(call, f"{name}: ember_softmax failed (parallel launch)")
+        return succeeds(call, f"{name}: ember_softmax failed (parallel launch)")
 
     return te.extern(x.shape, [x], body, name="T_log_softmax" if log else "T_softmax",
                      dtype="float32", tag="norm_kernel")
@@ -138,7 +133,7 @@ def layer_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
                 tir.const(epi.row_div, "int64"), ACTIVATIONS[epi.activation], f32(epi.p0),
                 f32(epi.p1), parallel, header=NORM_HEADER)
             what = "ember_layer_norm_act"
-        return checked(_checked(call, f"{where}: {what} failed (parallel launch)"), checks)
+        return checked(succeeds(call, f"{where}: {what} failed (parallel launch)"), checks)
 
     return te.extern(data.shape, inputs, body, name="T_layer_norm", dtype="float32",
                      tag="norm_kernel")

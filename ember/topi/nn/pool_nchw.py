@@ -11,7 +11,7 @@ from typing import Any
 from ...te import tensor as te
 from ...tir import op as tir
 from .conv2d_nchwc import PARALLEL_MACS
-from .sizes import dims, i64, static_or_expr
+from .sizes import dims, i64, static_or_expr, succeeds
 
 HEADER = "ember/kernels/pool_nchw.h"
 
@@ -42,8 +42,9 @@ def pool2d_nchw(data: te.Tensor, kind: str, out_shape: Any, attrs: Any) -> te.Te
             include, threads]
 
     def body(ins: list, outs: list) -> Any:
-        return tir.call_extern("int32", "ember_pool2d_nchw", ins[0].data, outs[0].data, *ints,
-                               header=HEADER)
+        return succeeds(tir.call_extern("int32", "ember_pool2d_nchw", ins[0].data, outs[0].data,
+                                        *ints, header=HEADER),
+                        "ember_pool2d_nchw failed (parallel launch)")
 
     return te.extern(tuple(out_shape), [data], body, name=f"T_pool_{kind}_nchw",
                      tag="pool_nchw")
@@ -60,8 +61,9 @@ def global_pool_nchw(data: te.Tensor, kind: str, out_shape: Any, layout: str
     ints = [n, c, h, w, int(kind == "avg"), threads]
 
     def body(ins: list, outs: list) -> Any:
-        return tir.call_extern("int32", "ember_global_pool_nchw", ins[0].data, outs[0].data,
-                               *ints, header=HEADER)
+        return succeeds(tir.call_extern("int32", "ember_global_pool_nchw", ins[0].data,
+                                        outs[0].data, *ints, header=HEADER),
+                        "ember_global_pool_nchw failed (parallel launch)")
 
     return te.extern(tuple(out_shape), [data], body, name=f"T_global_{kind}_pool_nchw",
                      tag="pool_nchw")

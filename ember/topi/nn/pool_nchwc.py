@@ -11,7 +11,7 @@ from typing import Any
 from ...te import tensor as te
 from ...tir import op as tir
 from .conv2d_nchwc import LANES, PARALLEL_MACS
-from .sizes import dims, i64, static_or_expr
+from .sizes import dims, i64, static_or_expr, succeeds
 
 HEADER = "ember/kernels/pool_nchwc.h"
 _BLOCKED = re.compile(r"^NCHW(\d+)c$")
@@ -52,8 +52,9 @@ def pool2d_nchwc(data: te.Tensor, kind: str, out_shape: Any, attrs: Any,
         given = iter(ins[1:])  # the epilogue's vectors that are there, NULL for the others
         epi = [next(given).data if t is not None else tir.const(0, "int32")
                for t in (scale, shift)]
-        return tir.call_extern("int32", f"ember_pool2d_nchwc_x{lanes}", ins[0].data,
-                               outs[0].data, *ints, *epi, int(relu), header=HEADER)
+        return succeeds(tir.call_extern("int32", f"ember_pool2d_nchwc_x{lanes}", ins[0].data,
+                                        outs[0].data, *ints, *epi, int(relu), header=HEADER),
+                        f"ember_pool2d_nchwc_x{lanes} failed (parallel launch)")
 
     return te.extern(tuple(out_shape), inputs, body, name=f"T_pool_{kind}_nchwc",
                      tag="pool_nchwc")

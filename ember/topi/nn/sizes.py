@@ -16,8 +16,8 @@ from typing import Any
 
 from ...runtime.errors import OpError
 from ...tir import op as tir
-from ...tir.expr import IntImm, PrimExpr, StringImm
-from ...tir.stmt import AssertStmt, Stmt
+from ...tir.expr import EQ, IntImm, PrimExpr, StringImm
+from ...tir.stmt import AssertStmt, Evaluate, Stmt
 
 Dim = int | PrimExpr  # a static size, or an expression of the kernel's run-time sizes
 Check = tuple[PrimExpr, str]  # a condition on run-time sizes and the message if it fails
@@ -75,6 +75,13 @@ def must_equal(a: Dim, b: Dim, message: str, static_message: str = "") -> list[C
             raise OpError(static_message or message)
         return []
     return [] if a is b else [(tir.convert(a).equal(b), message)]
+
+
+def succeeds(call: PrimExpr, message: str) -> Stmt:
+    """A kernel call (a C entry point returning 0, or -1 when its workspace or parallel launch
+    fails) whose failure stops the function with ``message`` instead of leaving its output
+    unwritten."""
+    return AssertStmt(EQ(call, tir.const(0)), StringImm(message), Evaluate(tir.const(0)))
 
 
 def checked(body: Stmt, checks: Sequence[Check]) -> Stmt:
