@@ -37,7 +37,7 @@ import numpy as np
 
 from ...ir.expr import Call, Constant, RelayExpr, Tuple, const
 from ...ir.module import IRModule
-from ...ir.op import Op
+from ...ir.op import Op, OpPattern
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ._helpers import op_call
@@ -198,10 +198,10 @@ def shape_of_transpose(call: Any) -> RelayExpr | None:
     return op_call("take", dims, const(np.array(p, "int64")), axis=0)
 
 
-# one-input ops whose result has the input's shape
-_SHAPE_KEEPING = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "exp", "negative", "abs",
-                            "sqrt", "nn.leaky_relu", "erf", "floor", "ceil", "round",
-                            "nn.hardswish", "nn.hardsigmoid", "nn.silu", "nn.gelu", "copy"])
+def _keeps_shape(e: RelayExpr) -> bool:
+    """A call of a one-input elementwise op (its result has its input's shape)."""
+    return isinstance(e, Call) and isinstance(e.op, Op) and len(e.args) == 1 and \
+        OpPattern(e.op.op_def.pattern) == OpPattern.ELEMWISE
 
 
 def shape_of_conv(call: Any) -> RelayExpr | None:
@@ -211,7 +211,7 @@ def shape_of_conv(call: Any) -> RelayExpr | None:
     can fuse what follows into it (a detector's FPN merge ``conv + resize(.., Shape(conv))``:
     the ``add`` ran alone in the dynamic build, fused with the conv in the static one)."""
     x = call.args[0]
-    if _op_name(x) in _SHAPE_KEEPING:
+    if _keeps_shape(x):
         return op_call("shape_of", x.args[0], dtype=call.attrs.dtype)
     conv = _call_of(x, "nn.conv2d")
     if conv is None or conv.attrs.data_layout != "NCHW" or conv.attrs.kernel_layout != "OIHW" \
