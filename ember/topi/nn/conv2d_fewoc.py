@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ...target.simd import SimdLevel
 from ...te import tensor as te
 from ...tir import op as tir
-from .sizes import static_or_expr
+from .sizes import static_or_expr, succeeds
 
 if TYPE_CHECKING:
     from .conv2d_nchwc import ConvGeometry
@@ -84,8 +84,10 @@ def conv2d_fewoc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor, geo: ConvG
              *il.offset, *il.out, il.channels or g.oc]
 
     def body(ins: list, outs: list) -> object:
-        return tir.call_extern("int32", f"ember_conv2d_fewoc_x{g.in_block}", ins[0].data,
-                               ins[1].data, ins[2].data, outs[0].data, *sizes, header=HEADER)
+        entry = f"ember_conv2d_fewoc_x{g.in_block}"
+        return succeeds(tir.call_extern("int32", entry, ins[0].data, ins[1].data, ins[2].data,
+                                        outs[0].data, *sizes, header=HEADER),
+                        f"T_conv2d_fewoc: {entry} failed (workspace or parallel launch)")
 
     if interleave is not None:
         phases = interleave.strides[0] * interleave.strides[1]

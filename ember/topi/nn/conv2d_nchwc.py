@@ -25,7 +25,7 @@ from ...tir import op as tir
 from ...tir.expr import PrimExpr
 from .. import tile_records
 from .conv2d_fewoc import conv2d_fewoc, fewoc_applies
-from .sizes import Dim, ceildiv, folded, i64, is_static, static_or_expr, widest
+from .sizes import Dim, ceildiv, folded, i64, is_static, static_or_expr, succeeds, widest
 
 HEADER = "ember/kernels/conv_nchwc.h"
 LANES = (4, 8, 16)  # lane counts the kernels are instantiated for
@@ -394,8 +394,9 @@ def conv_extern(entry: str, header: str, name: str, data: te.Tensor, weight: te.
 
     def body(ins: list, outs: list) -> object:
         res = ins[3] if residual is not None else outs[0]
-        return tir.call_extern("int32", entry, ins[0].data, ins[1].data, ins[2].data, res.data,
-                               outs[0].data, *args, header=header)
+        return succeeds(tir.call_extern("int32", entry, ins[0].data, ins[1].data, ins[2].data,
+                                        res.data, outs[0].data, *args, header=header),
+                        f"{name}: {entry} failed (parallel launch or workspace)")
 
     shape = (geo.n, geo.oc // geo.lanes, geo.oh, geo.ow, geo.lanes)
     return te.extern(shape, inputs, body, name=name, tag="conv2d_nchwc")
@@ -445,9 +446,10 @@ def depthwise_nchwc(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
 
     def body(ins: list, outs: list) -> object:
         res = ins[3] if residual is not None else outs[0]
-        return tir.call_extern("int32", f"ember_depthwise_nchwc_x{lanes}", ins[0].data,
-                               ins[1].data, ins[2].data, res.data, outs[0].data, *ints, *tail,
-                               header=HEADER)
+        entry = f"ember_depthwise_nchwc_x{lanes}"
+        return succeeds(tir.call_extern("int32", entry, ins[0].data, ins[1].data, ins[2].data,
+                                        res.data, outs[0].data, *ints, *tail, header=HEADER),
+                        f"T_depthwise_nchwc: {entry} failed (parallel launch)")
 
     shape = (geo.n, geo.oc // lanes, geo.oh, geo.ow, lanes)
     return te.extern(shape, inputs, body, name="T_depthwise_nchwc", tag="conv2d_nchwc")
