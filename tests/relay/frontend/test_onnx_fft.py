@@ -13,6 +13,7 @@ from onnx import helper, numpy_helper
 
 import ember
 from ember import relay
+from ember.api.model import ModelInputError
 
 RNG = np.random.default_rng(20261129)
 TOL = 2e-6  # of the peak magnitude, against numpy in float64
@@ -158,3 +159,24 @@ def test_inverse_dft_and_lengths_with_other_factors_keep_the_matrix():
     assert "signal.frames_fft" not in _ops(_dft_model([2, 64, 2], axis=1, inverse=1))
     assert "signal.frames_fft" not in _ops(_dft_model([2, 49, 1], axis=1))  # 7^2
     assert "signal.frames_fft" not in _ops(_dft_model([2, 16, 1], axis=1))  # too short to pay
+
+
+def test_stft_with_a_run_time_step_matches_numpy_and_rejects_a_step_below_one():
+    """A step known only at run time keeps the frame table; each call's step sets the frame
+    count (none for a signal shorter than a frame), and a step of 0 or below is an error,
+    not one frame or none."""
+    node = helper.make_node("STFT", ["s", "step", "", "n"], ["y"])
+    model = graph_model([node], inputs=[
+        helper.make_tensor_value_info("s", TP.FLOAT, [1, "samples"]),
+        helper.make_tensor_value_info("step", TP.INT64, [])],
+        inits=[numpy_helper.from_array(np.array(64, "int64"), "n")], opset=17)
+    run = ember.compile(model)
+    for samples, step in ((1000, 160), (1000, 1), (64, 7), (700, 33)):
+        signal = rand(RNG, 1, samples)
+        got = run(signal, np.array(step, "int64"))
+        _close(got, _stft_numpy(signal, step, np.ones(64), 64, 1), f"{samples} step {step}")
+    assert run(rand(RNG, 1, 63), np.array(5, "int64")).shape == (1, 0, 33, 2)
+    for step in (0, -1, -160):
+        with pytest.raises(ModelInputError, match="step must not be 0"):
+            run(rand(RNG, 1, 1000), np.array(step, "int64"))
+    assert run(rand(RNG, 1, 1000), np.array(100, "int64")).shape == (1, 10, 33, 2)

@@ -250,10 +250,11 @@ def _frame_index(node: Node, signal: RelayExpr, total: int | None, length: int,
         step = rt.int64(node, 1, "frame_step")
         step = rt.scalar(step) if node.ndim(1) else step
     samples = scalar(total, i64) if total is not None else rt.scalar(rt.dims_at(signal, [1]))
-    frames = _op.add(_op.floor_divide(_op.subtract(samples, scalar(length, i64)), step),
-                     scalar(1, i64))
-    frames = _op.maximum(frames, scalar(0, i64))
-    starts = _op.multiply(_op.arange(scalar(0, i64), frames, scalar(1, i64), dtype=i64), step)
+    if step_value is None:  # a step below 1 becomes 0, which arange rejects at run time
+        step = _op.where(_op.greater(step, scalar(0, i64)), step, scalar(0, i64))
+    # 1 + (samples - length) // step starts, none when the signal is shorter than a frame
+    ends = _op.add(_op.subtract(samples, scalar(length, i64)), scalar(1, i64))
+    starts = _op.arange(scalar(0, i64), ends, step, dtype=i64)
     return _op.add(_op.expand_dims(starts, 1), const(offsets))
 
 
