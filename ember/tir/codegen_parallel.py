@@ -165,8 +165,9 @@ def _task_function(w: FunctionWriter, loop: For, fn: str,
              "  const int64_t ember_end = ember_lo + ember_chunk;",
              ("  const int64_t ember_hi = ember_end < ember_c->ember_extent ? ember_end : "
               "ember_c->ember_extent;")]
-    saved, vmath_calls = (w.lines, w.workspaces), w.vmath_calls
+    saved, vmath_calls = (w.lines, w.workspaces, w.divisions), w.vmath_calls
     w.lines, w.workspaces = [], []  # the enclosing function's blocks are not ours to free
+    w.divisions = {}  # nor its hoisted quotients: the task hoists its own
     w.in_parallel += 1
     try:
         v = w.bind(loop.loop_var, loop.loop_var.name)
@@ -184,6 +185,6 @@ def _task_function(w: FunctionWriter, loop: For, fn: str,
             at = len(fields) + 3  # the task function's signature line
             head.insert(at, "EMBER_VMATH_WIDE")
     finally:
-        w.lines, w.workspaces = saved
+        w.lines, w.workspaces, w.divisions = saved
         w.in_parallel -= 1
     return "\n".join(head + body + ["  return 0;", "}"])

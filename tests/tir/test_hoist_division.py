@@ -94,3 +94,22 @@ def test_divisions_that_vary_or_read_memory_stay_in_the_loop() -> None:
                Evaluate(tir.Call("int32", "tir.ember_test_sink", tuple(exprs))))
     found = invariant_divisions(loop, lambda d: True)
     assert found == [exprs[0], exprs[2]]
+
+
+@requires_cc
+def test_a_parallel_loop_inside_a_loop_that_hoisted_a_quotient_recomputes_it() -> None:
+    """The quotient hoisted at the top of an outer loop's body is a local of the enclosing
+    function; the parallel loop inside is outlined into a task function that cannot see it
+    (GPT-2's KV-cache concat: `reshape(x, [0, -1, 4, 64])`, then a transpose into a concat,
+    at run-time batch and lengths, failed to compile)."""
+    x = relay.var("x", shape=(relay.Any(), relay.Any(), 256))
+    past = relay.var("past", shape=(relay.Any(), 4, relay.Any(), 64))
+    y = relay.transpose(relay.reshape(x, [0, -1, 4, 64]), [0, 2, 1, 3])
+    mod = ember.IRModule.from_expr(relay.Function([x, past], relay.concatenate([past, y], 2)))
+    run = ember.compile(mod)
+    rng = np.random.default_rng(0)
+    for batch, new, old in ((2, 3, 5), (1, 1, 0), (3, 17, 9)):
+        a = rng.standard_normal((batch, new, 256)).astype("float32")
+        p = rng.standard_normal((batch, 4, old, 64)).astype("float32")
+        want = np.concatenate([p, a.reshape(batch, new, 4, 64).transpose(0, 2, 1, 3)], 2)
+        np.testing.assert_array_equal(run(a, p), want)
