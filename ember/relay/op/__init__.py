@@ -31,6 +31,7 @@ from . import (  # noqa: F401
     tensor,
     transform,
     unique_op,
+    vision,
 )
 from . import contrib  # noqa: F401,E402 (after the ops it marks)
 from ._tensor_grad import get_gradient, register_gradient  # noqa: F401 (after the ops it covers)
@@ -52,7 +53,7 @@ from .unique_op import *
 
 get = Op.get
 
-__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn", "random", "signal",
+__all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn", "random", "signal", "vision",
            "register_gradient", "register_mixed_precision_conversion"]
 __all__ += (algorithm.__all__ + bitcast.__all__ + collapse.__all__ + creation.__all__
             + fast_math.__all__ + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + scatter_gather.__all__

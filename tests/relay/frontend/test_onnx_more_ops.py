@@ -714,54 +714,6 @@ def test_non_zero_and_compress_on_the_vm():
         run_vm(model, [])
 
 
-def _nms_inputs(rng, batch, classes, n, center):
-    xy = rng.uniform(0, 10, (batch, n, 2))
-    wh = rng.uniform(0.5, 4, (batch, n, 2))
-    if center:
-        boxes = np.concatenate([xy, wh], -1)
-    else:  # (y1, x1, y2, x2), some corners flipped
-        boxes = np.concatenate([xy[..., ::-1], xy[..., ::-1] + wh], -1)
-        boxes[:, ::3] = boxes[:, ::3][..., [2, 3, 0, 1]]
-    scores = rng.uniform(0, 1, (batch, classes, n))
-    scores[..., 1] = scores[..., 0]  # a tie
-    return boxes.astype("float32"), scores.astype("float32")
-
-
-def test_non_max_suppression_against_onnxruntime():
-    from _onnx_util import compare, run_ort, run_vm
-
-    rng = np.random.default_rng(11)
-    for center in (0, 1):
-        for limit, iou, score in ((3, 0.3, 0.2), (10, 0.6, None), (0, 0.5, None)):
-            boxes, scores = _nms_inputs(rng, 2, 3, 12, center)
-            inputs = {"b": boxes, "s": scores, "m": np.array([limit], "int64"),
-                      "i": np.array([iou], "float32")}
-            if score is not None:
-                inputs["t"] = np.array([score], "float32")
-            model = _run_time_model("NonMaxSuppression", inputs, opset=11,
-                                    center_point_box=center)
-            model.graph.output[0].type.tensor_type.elem_type = TP.INT64
-            compare(f"nms {center} {limit} {iou} {score}", run_vm(model, list(inputs.values())),
-                    run_ort(model, inputs))
-
-
-def test_non_max_suppression_errors():
-    from _onnx_util import run_vm
-
-    model = _run_time_model("NonMaxSuppression", {"b": rand(RNG, 1, 4, 4), "s": rand(RNG, 1, 2, 5)},
-                            opset=11, name="nms")
-    with pytest.raises(FrontendError, match=r"NonMaxSuppression node 'nms': boxes \[1, 4, 4\] "
-                                            r"and scores \[1, 2, 5\] must be"):
-        run_vm(model, [])
-    node = helper.make_node("NonMaxSuppression", ["b", "s"], ["y"], name="nms")
-    model = graph_model([node], opset=11, inputs=[
-        helper.make_tensor_value_info("b", TP.FLOAT, [1, 1 << 20, 4]),
-        helper.make_tensor_value_info("s", TP.FLOAT, [1, 1, 1 << 20])])
-    with pytest.raises(FrontendError, match="NonMaxSuppression node 'nms': the pairwise order "
-                                            "of 1048576 boxes would be a constant"):
-        run_graph(model, {})
-
-
 def test_resize_keep_aspect_ratio_policy_known_and_run_time_sizes():
     from _onnx_util import compare, run_ort, run_vm
 

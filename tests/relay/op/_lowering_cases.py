@@ -196,6 +196,12 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
                                   {"block_size": 2, "mode": "CRD"}),
         "nn.space_to_depth": Case("nn.space_to_depth", [rand(rng, (1, 3, 4, 6))],
                                   {"block_size": 2}),
+        # 2 batches, 3 classes, 9 boxes (corners), at most 2 per class, scores above 0.3
+        "vision.all_class_non_max_suppression": Case(
+            "vision.all_class_non_max_suppression",
+            [np.sort(rand(rng, (2, 9, 4), lo=0.0, hi=4.0), axis=-1), rand(rng, (2, 3, 9), lo=0.0),
+             np.array(2, "int64"), np.array(0.4, "float32"), np.array(0.3, "float32")],
+            {"max_output_size": 2}),
         # frames of 50 samples at 3 .. 52 of a 60-point FFT, every 7 samples (radices 4, 3, 5)
         "signal.frames_fft": Case(
             "signal.frames_fft", [rand(rng, (2, 150)), fft_table(60, rand(rng, (50,), lo=0.1))],

@@ -264,9 +264,9 @@ SUPPORT: dict[str, OpSupport] = {
                  "where() against its zeros) for another tensor's Shape, where() against a "
                  "template for other symbolic ones, dyn.broadcast_to for run-time ones"),
     "Flatten": _e(ops_tensor.flatten, "reshape to 2-D (also with dynamic sizes)"),
-    "NonMaxSuppression": _e(ops_detect.non_max_suppression, "sort, pairwise IoU and a "
-                            "fixed-point loop for the greedy choice (VM); ONNX's reference "
-                            "rules; B x C x N^2 work"),
+    "NonMaxSuppression": _e(ops_detect.non_max_suppression, "a C kernel: one sort per batch "
+                            "and class, IoU against the boxes selected before; any batch, "
+                            "class and box count; ONNX's reference rules (VM)"),
     "NonZero": _e(ops_layout.non_zero, "coordinates padded to the input's size by "
                   "nonzero_padded (O(size^2)), cut to the run-time count (VM); static input "
                   "shape"),

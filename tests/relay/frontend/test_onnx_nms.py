@@ -1,0 +1,158 @@
+"""NonMaxSuppression through ``vision.all_class_non_max_suppression`` (kernels/nms.h) against
+onnxruntime: hypothesis-drawn batches, classes, box counts (0 too), limits (0, past the box
+count, run-time), IoU and score thresholds, both box formats, ties, flipped corners and boxes of
+no area, on one model compiled with every size symbolic; a YOLO-style post-processing graph at
+8400 anchors; the errors. Results are integers: exact."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _onnx_util import compare, graph_model, run_ort
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto as TP
+from onnx import helper
+
+import ember
+from ember.contrib import cc
+from ember.runtime.errors import FrontendError, OpNotImplemented
+
+needs_cc = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
+
+
+def _model(center: int, with_score: bool, limit: int | None = None):
+    """One NonMaxSuppression node; boxes (B, N, 4) and scores (B, C, N) symbolic; the limit
+    a constant when given, else an input (as the thresholds are)."""
+    inputs = ["b", "s", "m" if limit is None else "mc", "i"] + (["t"] if with_score else [])
+    infos = [helper.make_tensor_value_info("b", TP.FLOAT, ["batch", "boxes", 4]),
+             helper.make_tensor_value_info("s", TP.FLOAT, ["batch", "classes", "boxes"]),
+             helper.make_tensor_value_info("i", TP.FLOAT, [1])]
+    infos += [helper.make_tensor_value_info("m", TP.INT64, [1])] if limit is None else []
+    infos += [helper.make_tensor_value_info("t", TP.FLOAT, [1])] if with_score else []
+    inits = [helper.make_tensor("mc", TP.INT64, [1], [limit])] if limit is not None else []
+    node = helper.make_node("NonMaxSuppression", inputs, ["y"], name="nms",
+                            center_point_box=center)
+    model = graph_model([node], inputs=infos, inits=inits, opset=11)
+    model.graph.output[0].type.tensor_type.elem_type = TP.INT64
+    return model
+
+
+def _boxes(rng: np.random.Generator, batch: int, classes: int, n: int, center: int):
+    xy = rng.uniform(0, 10, (batch, n, 2))
+    wh = rng.uniform(0.5, 4, (batch, n, 2))
+    wh[:, ::5] = 0.0  # boxes of no area never suppress nor are suppressed
+    if center:
+        boxes = np.concatenate([xy, wh], -1)
+    else:  # (y1, x1, y2, x2), some corners flipped
+        boxes = np.concatenate([xy[..., ::-1], xy[..., ::-1] + wh], -1)
+        boxes[:, ::3] = boxes[:, ::3][..., [2, 3, 0, 1]]
+    if n > 3:
+        boxes[:, 3] = boxes[:, 2]  # a duplicate box
+    scores = np.round(rng.uniform(0, 1, (batch, classes, n)), 1)  # many ties
+    return boxes.astype("float32"), scores.astype("float32")
+
+
+_COMPILED: dict = {}
+
+
+def _compiled(center: int, with_score: bool):
+    key = (center, with_score)
+    if key not in _COMPILED:
+        model = _model(center, with_score)
+        _COMPILED[key] = (model, ember.compile(model))
+    return _COMPILED[key]
+
+
+@needs_cc
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(batch=st.integers(1, 3), classes=st.integers(1, 4), n=st.integers(0, 40),
+       limit=st.integers(-2, 9), iou=st.sampled_from([0.0, 0.3, 0.5, 0.9]),
+       score=st.sampled_from([None, 0.0, 0.45]), center=st.integers(0, 1),
+       seed=st.integers(0, 2**32 - 1))
+def test_nms_matches_onnxruntime_at_run_time_sizes(batch, classes, n, limit, iou, score, center,
+                                                   seed):
+    model, run = _compiled(center, score is not None)
+    boxes, scores = _boxes(np.random.default_rng(seed), batch, classes, n, center)
+    inputs = {"b": boxes, "s": scores, "m": np.array([limit], "int64"),
+              "i": np.array([iou], "float32")}
+    if score is not None:
+        inputs["t"] = np.array([score], "float32")
+    label = f"nms {batch}x{classes}x{n} limit {limit} iou {iou} score {score} center {center}"
+    compare(label, [run(**inputs)], run_ort(model, inputs))
+
+
+@needs_cc
+def test_a_constant_limit_bounds_the_output_and_matches_onnxruntime():
+    model = _model(0, True, limit=3)
+    run = ember.compile(model)
+    rng = np.random.default_rng(3)
+    for batch, classes, n in ((2, 3, 30), (1, 1, 2), (1, 5, 0)):
+        boxes, scores = _boxes(rng, batch, classes, n, 0)
+        inputs = {"b": boxes, "s": scores, "i": np.array([0.4], "float32"),
+                  "t": np.array([0.2], "float32")}
+        compare(f"nms limit 3 {batch}x{classes}x{n}", [run(**inputs)], run_ort(model, inputs))
+
+
+def _yolo_post(classes: int = 8):
+    """YOLOv8-style post-processing as exported with NMS in the graph: preds (B, 4 + C, N)
+    -> xywh to corners, class scores (B, C, N), NonMaxSuppression, GatherND of the boxes."""
+    nodes, inits = [], []
+
+    def n(op, ins, out, **attrs):
+        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
+
+    def c(name, dtype, values):
+        inits.append(helper.make_tensor(name, dtype, [len(values)], values))
+
+    for name, v in (("s0", 0), ("s2", 2), ("s4", 4), ("end", 1 << 30), ("ax2", 2),
+                    ("limit", 20)):
+        c(name, TP.INT64, [v])
+    c("half", TP.FLOAT, [0.5]), c("iou", TP.FLOAT, [0.5]), c("thr", TP.FLOAT, [0.3])
+    c("cols", TP.INT64, [0, 2])
+    n("Transpose", ["preds"], "pt", perm=[0, 2, 1])
+    n("Slice", ["pt", "s0", "s2", "ax2"], "xy")
+    n("Slice", ["pt", "s2", "s4", "ax2"], "wh")
+    n("Slice", ["pt", "s4", "end", "ax2"], "cls")
+    n("Mul", ["wh", "half"], "hw")
+    n("Sub", ["xy", "hw"], "p1")
+    n("Add", ["xy", "hw"], "p2")
+    n("Concat", ["p1", "p2"], "boxes", axis=2)
+    n("Transpose", ["cls"], "scores", perm=[0, 2, 1])
+    n("NonMaxSuppression", ["boxes", "scores", "limit", "iou", "thr"], "sel")
+    n("Gather", ["sel", "cols"], "bi", axis=1)
+    n("GatherND", ["boxes", "bi"], "kept")
+    n("GatherND", ["scores", "sel"], "kept_scores")
+    infos = [helper.make_tensor_value_info("preds", TP.FLOAT, ["batch", 4 + classes, "anchors"])]
+    model = graph_model(nodes, inputs=infos, outputs=["kept", "kept_scores", "sel"],
+                        inits=inits, opset=13)
+    for out, dtype in zip(model.graph.output, (TP.FLOAT, TP.FLOAT, TP.INT64)):
+        out.type.tensor_type.elem_type = dtype
+    return model
+
+
+@needs_cc
+def test_yolo_style_post_processing_at_any_anchor_count():
+    model = _yolo_post()
+    run = ember.compile(model)
+    rng = np.random.default_rng(8)
+    for batch, anchors in ((1, 8400), (2, 300), (1, 1)):
+        preds = rng.random((batch, 12, anchors), dtype=np.float32)
+        preds[:, :2] *= 100
+        preds[:, 2:4] *= 20
+        compare(f"yolo post {batch}x{anchors}", list(run(preds)),
+                run_ort(model, {"preds": preds}))
+
+
+def test_nms_errors_name_the_node_and_the_shapes():
+    node = helper.make_node("NonMaxSuppression", ["b", "s"], ["y"], name="nms")
+    bad = graph_model([node], opset=11, inputs=[
+        helper.make_tensor_value_info("b", TP.FLOAT, [1, 4, 4]),
+        helper.make_tensor_value_info("s", TP.FLOAT, [1, 2, 5])])
+    with pytest.raises(FrontendError, match=r"NonMaxSuppression node 'nms': boxes \[1, 4, 4\] "
+                                            r"and scores \[1, 2, 5\] must be"):
+        ember.relay.frontend.from_onnx(bad)
+    f64 = graph_model([node], opset=11, inputs=[
+        helper.make_tensor_value_info("b", TP.DOUBLE, [1, 4, 4]),
+        helper.make_tensor_value_info("s", TP.DOUBLE, [1, 2, 4])])
+    with pytest.raises(OpNotImplemented, match="NonMaxSuppression node 'nms'.*float32"):
+        ember.relay.frontend.from_onnx(f64)
