@@ -15,6 +15,7 @@ from onnx import helper
 
 import ember
 from ember.contrib import cc
+from ember.relay.testing.exported_onnx import yolo_post_nms
 from ember.runtime.errors import FrontendError, OpNotImplemented
 
 needs_cc = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
@@ -93,46 +94,9 @@ def test_a_constant_limit_bounds_the_output_and_matches_onnxruntime():
         compare(f"nms limit 3 {batch}x{classes}x{n}", [run(**inputs)], run_ort(model, inputs))
 
 
-def _yolo_post(classes: int = 8):
-    """YOLOv8-style post-processing as exported with NMS in the graph: preds (B, 4 + C, N)
-    -> xywh to corners, class scores (B, C, N), NonMaxSuppression, GatherND of the boxes."""
-    nodes, inits = [], []
-
-    def n(op, ins, out, **attrs):
-        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
-
-    def c(name, dtype, values):
-        inits.append(helper.make_tensor(name, dtype, [len(values)], values))
-
-    for name, v in (("s0", 0), ("s2", 2), ("s4", 4), ("end", 1 << 30), ("ax2", 2),
-                    ("limit", 20)):
-        c(name, TP.INT64, [v])
-    c("half", TP.FLOAT, [0.5]), c("iou", TP.FLOAT, [0.5]), c("thr", TP.FLOAT, [0.3])
-    c("cols", TP.INT64, [0, 2])
-    n("Transpose", ["preds"], "pt", perm=[0, 2, 1])
-    n("Slice", ["pt", "s0", "s2", "ax2"], "xy")
-    n("Slice", ["pt", "s2", "s4", "ax2"], "wh")
-    n("Slice", ["pt", "s4", "end", "ax2"], "cls")
-    n("Mul", ["wh", "half"], "hw")
-    n("Sub", ["xy", "hw"], "p1")
-    n("Add", ["xy", "hw"], "p2")
-    n("Concat", ["p1", "p2"], "boxes", axis=2)
-    n("Transpose", ["cls"], "scores", perm=[0, 2, 1])
-    n("NonMaxSuppression", ["boxes", "scores", "limit", "iou", "thr"], "sel")
-    n("Gather", ["sel", "cols"], "bi", axis=1)
-    n("GatherND", ["boxes", "bi"], "kept")
-    n("GatherND", ["scores", "sel"], "kept_scores")
-    infos = [helper.make_tensor_value_info("preds", TP.FLOAT, ["batch", 4 + classes, "anchors"])]
-    model = graph_model(nodes, inputs=infos, outputs=["kept", "kept_scores", "sel"],
-                        inits=inits, opset=13)
-    for out, dtype in zip(model.graph.output, (TP.FLOAT, TP.FLOAT, TP.INT64)):
-        out.type.tensor_type.elem_type = dtype
-    return model
-
-
 @needs_cc
 def test_yolo_style_post_processing_at_any_anchor_count():
-    model = _yolo_post()
+    model = yolo_post_nms()
     run = ember.compile(model)
     rng = np.random.default_rng(8)
     for batch, anchors in ((1, 8400), (2, 300), (1, 1)):
