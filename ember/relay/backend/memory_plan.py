@@ -133,7 +133,7 @@ def plan_memory(func: Function | IRModule, mod: IRModule | None = None) -> Stora
     return plan_storage(Dataflow.from_function(func, mod))  # type: ignore[arg-type]
 
 
-# -- arena planning (AOT) ------------------------------------------------------------------------
+# -- arena planning (both executors) --------------------------------------------------------
 def _place(order: Sequence[int], sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
            alignment: int) -> tuple[list[int], int]:
     """First fit at the lowest offset that overlaps no placed buffer alive at the same time."""
