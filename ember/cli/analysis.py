@@ -123,12 +123,8 @@ def memory_plan(fused: IRModule, executor: str) -> dict[str, Any] | None:
     plan: dict[str, Any] = {"executor": executor, "steps": len(df.steps),
                             "total_bytes": sum(size.values())}
     if executor == "graph":
-        storage = plan_storage(df)
-        sids = sorted({storage.storage_ids[r] for r in inter})
-        base, at = {}, 0
-        for sid in sids:
-            base[sid], at = at, at + storage.storage_sizes[sid]
-        offset = {r: base[storage.storage_ids[r]] for r in inter}
+        storage = plan_storage(df)  # the intermediates: one storage, an arena
+        offset = {r: storage.storage_offsets[r] for r in inter}
         plan.update(planned_bytes=storage.report.planned_bytes,
                     lower_bound=storage.report.lower_bound)
     elif executor == "aot":
@@ -146,32 +142,36 @@ def memory_plan(fused: IRModule, executor: str) -> dict[str, Any] | None:
 
 
 def graph_json_plan(graph: Any) -> dict[str, Any]:
-    """The graph executor's plan read back from its JSON (``runtime.graph_format.Graph``):
-    one block per storage id of the intermediates, blocks laid end to end."""
+    """The graph executor's plan read back from its JSON (``runtime.graph_format.Graph``): a
+    buffer per tensor a kernel writes outside the inputs' and outputs' storages, alive until
+    its last reader (or a reader of a __nop view or concatenation of it); the storages of the
+    intermediates laid end to end, each buffer at its offset in its storage."""
     ops = [nid for nid, node in enumerate(graph.nodes) if not node.is_input]
     pinned = {graph.storage_id[graph.entry_id(n)] for n in graph.arg_nodes}
     pinned |= {graph.storage_id[graph.entry_id(h)] for h in graph.heads}
+    made: dict[int, list[int]] = {}  # entry -> the kernel-written entries in its bytes
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     label: dict[int, str] = {}
-    size: dict[int, int] = {}
     for step, nid in enumerate(ops):
         node = graph.nodes[nid]
-        for e in node.inputs:
-            sid = graph.storage_id[graph.entry_id(e)]
-            last[sid] = max(last.get(sid, step), step)
+        parts = [e for i in node.inputs for e in made.get(graph.entry_id(i), [])]
+        for e in parts:
+            last[e] = step
         for k in range(node.num_outputs):
             eid = graph.entry_id(nid, k)
-            sid = graph.storage_id[eid]
-            size[sid] = max(size.get(sid, 0), graph.nbytes(eid))
-            if sid not in first:
-                first[sid], label[sid] = step, node.name
-            last[sid] = max(last.get(sid, step), step)
-    sids = sorted(s for s in first if s not in pinned)
-    offsets, at = {}, 0
-    for sid in sids:
-        offsets[sid], at = at, at + size[sid]
-    buffers = [[label[s], first[s], last[s], offsets[s], size[s]] for s in sids]
+            if node.func_name == "__nop":
+                made[eid] = parts
+            elif graph.storage_id[eid] not in pinned:
+                made[eid] = [eid]
+                first[eid] = last[eid] = step
+                label[eid] = node.name
+    sizes = graph.storage_bytes()
+    base, at = {}, 0
+    for sid in sorted({graph.storage_id[e] for e in first}):
+        base[sid], at = at, at + sizes[sid]
+    buffers = [[label[e], first[e], last[e], base[graph.storage_id[e]] + graph.offset(e),
+                graph.nbytes(e)] for e in sorted(first, key=lambda e: (first[e], e))]
     return {"executor": "graph", "steps": len(ops), "planned_bytes": at,
             "lower_bound": lower_bound([b[4] for b in buffers], [(b[1], b[2]) for b in buffers]),
-            "total_bytes": at, "buffers": buffers}
+            "total_bytes": sum(b[4] for b in buffers), "buffers": buffers}

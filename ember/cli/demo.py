@@ -73,11 +73,9 @@ def _graph(mod: Any, params: dict[str, Any], data: np.ndarray,
     graph = parse_graph(factory.get_graph_json())
     inputs = {graph.storage_id[graph.entry_id(n)] for n in graph.arg_nodes}
     inputs |= {graph.storage_id[graph.entry_id(h)] for h in graph.heads}
-    storage: dict[int, int] = {}
-    for eid, sid in enumerate(graph.storage_id):
-        storage[sid] = max(storage.get(sid, 0), graph.nbytes(eid))
+    storage = graph.storage_bytes()
     inter = {sid: n for sid, n in storage.items() if sid not in inputs}
-    memory = (f"{sum(inter.values())} B intermediates in {len(inter)} blocks, "
+    memory = (f"{sum(inter.values())} B intermediates in {len(inter)} storages, "
               f"{sum(storage.values()) - sum(inter.values())} B params and io")
     return m, lambda: (m.run(), m.get_output(0))[1], memory
 

@@ -74,7 +74,7 @@ def plot_memory(plan: dict[str, Any], title: str, path: str | Path) -> int:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_bytes(v)))
     ax.set_ylim(0, max(top, planned, bound) * 1.08 or 1)
     ax.set_xlabel("step (fused operator calls in execution order)")
-    arena = "arena" if plan["executor"] == "aot" else "storage blocks laid end to end"
+    arena = "arena" if plan["executor"] == "aot" else "intermediates' storage"
     ax.set_ylabel(f"offset in the {arena}")
     ax.set_title(f"{title}: {len(buffers)} intermediate buffers, {plan['executor']} executor")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)

@@ -166,17 +166,11 @@ def _aot_pools(meta: Any) -> dict[str, Any]:
 
 
 def _build_sid_map(graph: Graph) -> list[dict[str, Any]]:
-    """One entry per storage id: its size (the largest tensor using it) and, for a graph
-    input or param, ``input_binding`` (its name)."""
-    sizes: dict[int, int] = {}
-    binding: dict[int, str] = {}
-    for nid, node in enumerate(graph.nodes):
-        for i in range(node.num_outputs):
-            eid = graph.entry_id(nid, i)
-            sid = graph.storage_id[eid]
-            sizes[sid] = max(sizes.get(sid, 0), graph.nbytes(eid))
-            if node.is_input:
-                binding[sid] = node.name
+    """One entry per storage id: its size (``Graph.storage_bytes``) and, for a graph input
+    or param, ``input_binding`` (its name)."""
+    sizes = graph.storage_bytes()
+    binding = {graph.storage_id[graph.entry_id(nid)]: graph.nodes[nid].name
+               for nid in graph.arg_nodes}
     out = []
     for sid in sorted(sizes):
         item: dict[str, Any] = {"storage_id": sid, "size_bytes": sizes[sid]}

@@ -1,9 +1,9 @@
 """The graph executor: runs a graph JSON (see ``graph_format.py``) as a list of packed calls.
 
-``create(graph_json, lib, dev)`` allocates one buffer per storage id, makes every tensor of the
-graph a zero-copy view into its buffer (at its ``storage_offset``), resolves each node's kernel in ``lib`` once, and
-precomputes each call's argument arrays, so that ``run()`` is a loop of C calls that allocates
-nothing. The executor is a Module too: ``m["set_input"]``, ``m["run"]``, ``m["get_output"]``...
+``create(graph_json, lib, dev)`` allocates one buffer per storage id, makes every tensor of
+the graph a zero-copy view into its buffer (at its ``storage_offset``), resolves each node's
+kernel in ``lib`` once, and precomputes each call's argument arrays, so that ``run()`` is a
+loop of C calls that allocates nothing. The executor is a Module too: ``m["set_input"]``, ``m["run"]``, ``m["get_output"]``...
 are its packed functions, as with the Relay-era runtime.
 """
 from __future__ import annotations
@@ -116,19 +116,17 @@ class GraphExecutor(Module):
 
     # -- setting up -------------------------------------------------------------------------
     def _allocate(self, shared: Mapping[int, NDArray]) -> list[NDArray]:
-        """One 64-byte aligned buffer per storage id (as large as its largest tensor), and a
-        view into it per entry, at the entry's offset; an entry of ``shared`` whose storage id holds nothing else
-        (ember's planner never reuses a param's storage) is taken as it is."""
+        """One 64-byte aligned buffer per storage id (``Graph.storage_bytes``), and a view
+        into it per entry, at the entry's offset; an entry of ``shared`` whose storage id holds
+        nothing else (ember's planner never reuses a param's storage) is taken as it is."""
         g = self.graph
         users: dict[int, int] = {}
         for sid in g.storage_id:
             users[sid] = users.get(sid, 0) + 1
         shared = {e: a for e, a in shared.items() if users[g.storage_id[e]] == 1}
-        sizes: dict[int, int] = {}
-        for eid, sid in enumerate(g.storage_id):
-            if eid not in shared:
-                sizes[sid] = max(sizes.get(sid, 0), g.offset(eid) + g.nbytes(eid))
-        pools = {sid: _aligned_buffer(size) for sid, size in sizes.items()}
+        owned = {sid for eid, sid in enumerate(g.storage_id) if eid not in shared}
+        pools = {sid: _aligned_buffer(size) for sid, size in g.storage_bytes().items()
+                 if sid in owned}
         return [shared[eid] if eid in shared else
                 _view(pools[sid], g.shape[eid], g.dltype[eid], self.device, g.offset(eid))
                 for eid, sid in enumerate(g.storage_id)]

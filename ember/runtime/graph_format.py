@@ -22,8 +22,11 @@ which builds a :class:`Graph` and calls :meth:`Graph.to_json`) and the run side
         "device_index": ["list_int", [1, 1, 1]],   # optional; DLDeviceType, 1 = CPU
         "storage_offset": ["list_int", [0, 0, 0]], # optional (absent = all 0): bytes into
                                                    # the entry's storage
+        "storage_size": ["list_int", [16, 16, 16]],  # optional: bytes of each storage,
+                                                   # indexed by storage id (0 .. max id)
         "format_version": ["size_t", 1]            # optional (absent = 1); written by to_json:
-                                                   # 2 when storage_offset is there
+                                                   # 3 with storage_size, else 2 with
+                                                   # storage_offset
       }
     }
 
@@ -36,10 +39,13 @@ Semantics the executor relies on:
   slice); with several, a concatenation whose producers wrote each input in its slice (same
   storage, input k at the output's offset plus the bytes of inputs 0..k-1, all of them
   together exactly the output's bytes).
-- Storage id ``s`` is one buffer as large as the largest entry at offset 0 using it; each
+- Storage id ``s`` is one buffer of ``storage_size[s]`` bytes; without ``storage_size`` (TVM's
+  graphs, ember's before format 3), as large as the largest entry at offset 0 using it. Each
   entry is a zero-copy view into it, ``storage_offset`` bytes from its start (a multiple of
-  the entry's element size; an entry at an offset must end within the buffer). Graph
-  inputs/params must not share storage with other entries.
+  the entry's element size), and ends within the buffer. Entries of one storage may overlap
+  only when they are not alive at the same time (the planner's business; ember's puts all
+  intermediates in one storage, at offsets from its arena plan). Graph inputs/params must
+  not share storage with other entries.
 - ``flatten_data`` ("1") passes every argument to the kernel as a 1-D tensor.
 
 :func:`parse_graph` checks every field before anything runs and raises
@@ -62,7 +68,9 @@ from .ndarray import _parse_dtype
 
 # 2: entries may start at a storage_offset (a runtime that reads 1 only would ignore it and
 # read the wrong bytes); a graph without offsets is still written as version 1.
-GRAPH_FORMAT_VERSION = 2
+# 3: storages may declare their size (storage_size; a runtime that reads 2 only would size a
+# storage by its largest entry at offset 0, too small for the entries past it).
+GRAPH_FORMAT_VERSION = 3
 NOP = "__nop"
 CPU_DEVICE_TYPE = 1
 # Node attrs with a meaning to the executor; others are kept verbatim (e.g. "hash").
@@ -124,6 +132,7 @@ class Graph:
     device_index: list[int] | None = None
     node_row_ptr: list[int] = field(default_factory=list)
     storage_offset: list[int] | None = None  # bytes into the storage, per entry (None: all 0)
+    storage_size: list[int] | None = None  # bytes per storage id (None: see storage_bytes)
 
     def __post_init__(self) -> None:
         if not self.node_row_ptr:
@@ -144,11 +153,14 @@ class Graph:
         return self.storage_offset[eid] if self.storage_offset is not None else 0
 
     def storage_bytes(self) -> dict[int, int]:
-        """Per storage id, its buffer's size: its largest entry at offset 0."""
+        """Per storage id that an entry uses, its buffer's size: ``storage_size`` where the
+        graph declares it, else its largest entry at offset 0."""
+        if self.storage_size is not None:
+            return {sid: self.storage_size[sid] for sid in sorted(set(self.storage_id))}
         sizes: dict[int, int] = {}
         for eid, sid in enumerate(self.storage_id):
-            if self.offset(eid) == 0:
-                sizes[sid] = max(sizes.get(sid, 0), self.nbytes(eid))
+            at_zero = self.offset(eid) == 0
+            sizes[sid] = max(sizes.get(sid, 0), self.nbytes(eid) if at_zero else 0)
         return sizes
 
     def nbytes(self, eid: int) -> int:
@@ -170,7 +182,10 @@ class Graph:
             attrs["device_index"] = ["list_int", list(self.device_index)]
         if self.storage_offset is not None:
             attrs["storage_offset"] = ["list_int", list(self.storage_offset)]
-        attrs["format_version"] = ["size_t", 1 if self.storage_offset is None else 2]
+        if self.storage_size is not None:
+            attrs["storage_size"] = ["list_int", list(self.storage_size)]
+        attrs["format_version"] = ["size_t", 3 if self.storage_size is not None else
+                                   1 if self.storage_offset is None else 2]
         return {"nodes": [n.to_json() for n in self.nodes], "arg_nodes": list(self.arg_nodes),
                 "heads": [h.to_json() for h in self.heads],
                 "node_row_ptr": list(self.node_row_ptr), "attrs": attrs}
@@ -288,7 +303,9 @@ def _node_inputs(value: dict[str, Any], node: Node, i: int, nodes: list[Node]) -
                     f"{len(node.inputs)} and {node.num_outputs}")
 
 
-def _attr(attrs: dict[str, Any], key: str, kind: str, count: int, required: bool) -> Any:
+def _attr(attrs: dict[str, Any], key: str, kind: str, count: int, required: bool,
+          per: str = "entries") -> Any:
+    """The values of ``attrs[key]`` = ``[kind, [...]]``, one per entry (or per ``per``)."""
     path = f"attrs.{key}"
     if key not in attrs:
         if required:
@@ -299,7 +316,7 @@ def _attr(attrs: dict[str, Any], key: str, kind: str, count: int, required: bool
         raise _fail(path, f"expected [\"{kind}\", [...]], got {json.dumps(value)[:80]}")
     items = _list(value[1], f"{path}[1]")
     if len(items) != count:
-        raise _fail(path, f"has {len(items)} values but the graph has {count} entries")
+        raise _fail(path, f"has {len(items)} values but the graph has {count} {per}")
     return items
 
 
@@ -336,30 +353,42 @@ def _parse_attrs(attrs: Any, graph_nodes: list[Node], ptr: list[int]) -> dict[st
     offsets = _attr(attrs, "storage_offset", "list_int", n, False)
     if offsets is not None:
         offsets = [_int(o, f"attrs.storage_offset[1][{k}]") for k, o in enumerate(offsets)]
+    # one size per storage id, not per entry: ids 0 .. the largest one
+    sizes = _attr(attrs, "storage_size", "list_int", max(sids, default=-1) + 1, False,
+                  "storage ids")
+    if sizes is not None:
+        sizes = [_int(z, f"attrs.storage_size[1][{k}]") for k, z in enumerate(sizes)]
     return {"storage_id": sids, "shape": shapes, "dltype": [str(d) for d in dtypes],
-            "device_index": devs, "storage_offset": offsets}
+            "device_index": devs, "storage_offset": offsets, "storage_size": sizes}
 
 
-def _check_offsets(g: Graph) -> None:
-    """Each entry at an offset is whole elements in, and ends within its storage."""
-    if g.storage_offset is None:
-        return
+def _check_fit(g: Graph) -> None:
+    """Each entry starts whole elements into its storage and ends within it."""
+    if g.storage_offset is None and g.storage_size is None:
+        return  # every entry at offset 0 of a storage sized by its largest entry
     sizes = g.storage_bytes()
+    declared = g.storage_size is not None
     for eid, sid in enumerate(g.storage_id):
         offset = g.offset(eid)
-        if offset == 0:
+        if offset == 0 and not declared:
             continue
         dt = DataType(g.dltype[eid])
         item = max(1, (dt.bits * dt.lanes + 7) // 8)
-        path = f"attrs.storage_offset[1][{eid}]"
+        what = f"entry {eid} ({_entry_name(g, eid)!r})"
         if offset % item:
-            raise _fail(path, f"entry {eid} ({_entry_name(g, eid)!r}) starts {offset} bytes "
-                        f"into storage {sid}, not a multiple of its element size ({item} bytes, "
+            raise _fail(f"attrs.storage_offset[1][{eid}]", f"{what} starts {offset} bytes into "
+                        f"storage {sid}, not a multiple of its element size ({item} bytes, "
                         f"{g.dltype[eid]})")
-        if offset + g.nbytes(eid) > sizes.get(sid, 0):
-            raise _fail(path, f"entry {eid} ({_entry_name(g, eid)!r}) at bytes [{offset}, "
-                        f"{offset + g.nbytes(eid)}) runs past the end of storage {sid} "
-                        f"({sizes.get(sid, 0)} bytes: its largest entry at offset 0)")
+        end = offset + g.nbytes(eid)
+        if end <= sizes[sid]:
+            continue
+        if declared:
+            raise _fail(f"attrs.storage_size[1][{sid}]", f"storage {sid} is {sizes[sid]} bytes, "
+                        f"too small for {what}, {g.dltype[eid]}{list(g.shape[eid])} at bytes "
+                        f"[{offset}, {end})")
+        raise _fail(f"attrs.storage_offset[1][{eid}]", f"{what} at bytes [{offset}, {end}) runs "
+                    f"past the end of storage {sid} ({sizes[sid]} bytes: its largest entry at "
+                    "offset 0; a larger storage needs storage_size)")
 
 
 def _check_nop(g: Graph, i: int, node: Node) -> None:
@@ -401,7 +430,7 @@ def _check_nop(g: Graph, i: int, node: Node) -> None:
 def _check_storage(g: Graph) -> None:
     """__nop nodes alias their inputs' storage; a graph input's storage belongs to it alone
     (and to __nop views of it), or set_input would overwrite another tensor."""
-    _check_offsets(g)
+    _check_fit(g)
     src_of: dict[int, int] = {}  # __nop output entry -> its input entry (views only)
     for i, node in enumerate(g.nodes):
         if node.func_name != NOP:

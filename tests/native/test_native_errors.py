@@ -308,11 +308,31 @@ def test_huge_graph_json_is_refused(probe, tmp_path):
     ("attrs.storage_offset", ["list_int", [0, -4]], "storage_offset[1][1]: must be an integer"),
     ("attrs.storage_offset", ["list_int", [0, 2]], "storage_offset[1][1]: not a multiple of"),
     ("attrs.storage_offset", ["list_int", [0, 4]], "storage_offset[1][1]: runs past the end"),
+    ("attrs.storage_size", ["list_int", [8, 4]],
+     "storage_size[1][1]: storage 1 is too small for entry 1 at bytes [0, 8)"),
+    ("attrs.storage_size", ["list_int", [8]],
+     "attrs.storage_size: has 1 values but the graph has 2 storage ids"),
+    ("attrs.storage_size", ["list_int", [8, -1]], "storage_size[1][1]: must be an integer >= 0"),
+    ("attrs.storage_size", ["list_shape", [8, 8]], "attrs.storage_size: expected [\"list_int\""),
+    ("attrs.format_version", ["size_t", 4], "reads graph format versions 1 to 3"),
 ])
 def test_invalid_graphs_name_the_place(probe, tmp_path, path, value, expected):
     rc, msg = graph_case(probe, tmp_path, with_change(path, value))
     assert rc == codes()["kTvmErrorExecutorBadArtifact"], msg
     assert expected in msg
+
+
+def test_declared_storage_size_holds_entries_past_the_largest_at_offset_0(probe, tmp_path):
+    """Format 3: storage 1 is 64 bytes, its one entry at byte 32 (without storage_size it
+    would be 8 bytes, and the entry would run past its end)."""
+    doc = json.loads(json.dumps(GOOD))
+    doc["attrs"].update(storage_offset=["list_int", [0, 32]],
+                        storage_size=["list_int", [8, 64]], format_version=["size_t", 3])
+    rc, msg = graph_case(probe, tmp_path, json.dumps(doc))
+    assert rc == codes()["kTvmErrorExecutorNameNotFound"], msg  # parsed; no kernel to call
+    del doc["attrs"]["storage_size"]
+    rc, msg = graph_case(probe, tmp_path, json.dumps(doc))
+    assert "storage_offset[1][1]: runs past the end of its storage" in msg
 
 
 def test_missing_kernel_is_named(probe, tmp_path):

@@ -58,6 +58,7 @@ def test_concat_written_in_place_runs_from_c(run_model, tmp_path):
     mod = ember.IRModule.from_expr(relay.Function(relay.analysis.free_vars(out), out))
     factory = relay.build(mod, "llvm", params=params)
     assert "storage_offset" in factory.get_graph_json()
+    assert "storage_size" in factory.get_graph_json()  # the intermediates' arena
     factory.export_library(tmp_path / "fire.so")
     data = rng.uniform(-1, 1, (1, 8, 7, 7)).astype("float32")
     out = run_lib(run_model, tmp_path / "fire.so", data, tmp_path)

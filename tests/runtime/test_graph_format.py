@@ -117,7 +117,7 @@ BAD = [
     (_edit("attrs.device_index", ["list_int", [1, 1, 1, 2, 1, 1, 1]]),
      r"attrs\.device_index\[1\]\[3\]: device type 2 is not supported"),
     (_edit("attrs.format_version", ["size_t", GRAPH_FORMAT_VERSION + 1]),
-     r"attrs\.format_version: is 3; this runtime reads versions 1 to 2"),
+     r"attrs\.format_version: is 4; this runtime reads versions 1 to 3"),
     (_edit("attrs.storage_id.1", [0, 1, 2, 3, 4, 5, 0]),
      (r"attrs\.storage_id\[1\]\[6\]: storage 0 of graph input 'x' is also used by entry 6 "
       r"\('residual'\)")),
@@ -237,3 +237,60 @@ def test_view_nop_lies_within_its_input():
     with pytest.raises(GraphFormatError, match=r"nodes\[2\]: __nop node 'v' outputs 8 bytes "
                                                r"from an input of 24 bytes at offset 20"):
         parse_graph(json.dumps(bad))
+
+
+# -- storage_size: storages larger than their largest entry at offset 0 ----------------------
+def _arena_graph(sizes: list[int] | None, offsets=(0, 0, 16, 0)) -> dict:
+    """x [4] -> a [4] -> b [4] -> c [4]: a at byte 0 of storage 1, b at byte 16 (an arena of
+    32 bytes; its largest entry at offset 0 has 16), c (the output) in storage 2."""
+    nodes = [var("x"), op("a", "k", [[0, 0, 0]]), op("b", "k", [[1, 0, 0]]),
+             op("c", "k", [[2, 0, 0]])]
+    g = graph(nodes, [[3, 0, 0]], [0, 1, 1, 2], [[4]] * 4)
+    g["attrs"]["storage_offset"] = ["list_int", list(offsets)]
+    if sizes is not None:
+        g["attrs"]["storage_size"] = ["list_int", sizes]
+    return g
+
+
+def test_storage_size_round_trips_and_sizes_the_storages():
+    g = parse_graph(json.dumps(_arena_graph([16, 32, 16])))
+    assert g.storage_size == [16, 32, 16]
+    assert g.storage_bytes() == {0: 16, 1: 32, 2: 16}
+    text = g.to_json()
+    assert json.loads(text)["attrs"]["format_version"] == ["size_t", 3]
+    assert parse_graph(text).storage_size == [16, 32, 16]
+
+
+def test_storage_size_may_be_larger_than_its_entries():
+    assert parse_graph(json.dumps(_arena_graph([16, 4096, 16]))).storage_bytes()[1] == 4096
+
+
+def test_without_storage_size_a_storage_is_its_largest_entry_at_offset_0():
+    """TVM's graphs (and ember's before format 3): b at 16 does not fit storage 1's 16."""
+    with pytest.raises(GraphFormatError, match=r"attrs\.storage_offset\[1\]\[2\]: entry 2 "
+                       r"\('b'\) at bytes \[16, 32\) runs past the end of storage 1 \(16 bytes"):
+        parse_graph(json.dumps(_arena_graph(None)))
+    assert parse_graph(json.dumps(_arena_graph(None, (0, 0, 0, 0)))).storage_bytes() == {
+        0: 16, 1: 16, 2: 16}
+
+
+@pytest.mark.parametrize("sizes, message", [
+    ([16, 24, 16], r"attrs\.storage_size\[1\]\[1\]: storage 1 is 24 bytes, too small for "
+                   r"entry 2 \('b'\), float32\[4\] at bytes \[16, 32\)"),
+    ([16, 32, 8], r"attrs\.storage_size\[1\]\[2\]: storage 2 is 8 bytes, too small for "
+                  r"entry 3 \('c'\), float32\[4\] at bytes \[0, 16\)"),
+    ([16, 32, -1], r"attrs\.storage_size\[1\]\[2\]: expected an integer >= 0, got -1"),
+    ([16, 32], r"attrs\.storage_size: has 2 values but the graph has 3 storage ids"),
+    ([16, 32, 16, 16], r"attrs\.storage_size: has 4 values but the graph has 3 storage ids"),
+    ([16, "x", 16], r"attrs\.storage_size\[1\]\[1\]: expected an integer, got 'x'"),
+])
+def test_bad_storage_size_is_named(sizes, message):
+    with pytest.raises(GraphFormatError, match=message):
+        parse_graph(json.dumps(_arena_graph(sizes)))
+
+
+def test_storage_size_of_the_wrong_kind_is_named():
+    g = _arena_graph(None)
+    g["attrs"]["storage_size"] = ["list_shape", [16, 32, 16]]
+    with pytest.raises(GraphFormatError, match=r"attrs\.storage_size: expected \[\"list_int\""):
+        parse_graph(json.dumps(g))

@@ -107,9 +107,11 @@ static tvm_crt_error_t count_nodes(const EmberJson* j, size_t nodes, EmberGraphC
   return 0;
 }
 
-/* The value list of attrs[key] = ["<kind>", [...]], at *list; 0 if absent and optional. */
-static tvm_crt_error_t attr_list(const EmberJson* j, size_t attrs, const char* key,
-                                 const char* kind, int required, size_t* list, uint32_t count) {
+/* The value list of attrs[key] = ["<kind>", [...]], at *list, with `count` values (one per
+ * entry, or per what `per` names); 0 if absent and optional. */
+static tvm_crt_error_t attr_list_of(const EmberJson* j, size_t attrs, const char* key,
+                                    const char* kind, int required, size_t* list, uint32_t count,
+                                    const char* per) {
   size_t v, first;
   if (!ember_json_find(j, attrs, key, &v)) {
     if (!required) return 0;
@@ -132,10 +134,15 @@ static tvm_crt_error_t attr_list(const EmberJson* j, size_t attrs, const char* k
     ember_crt_error_append_u64(ember_json_count(j, *list));
     ember_crt_error_append(" values but the graph has ");
     ember_crt_error_append_u64(count);
-    ember_crt_error_append(" entries");
+    ember_crt_error_append(per);
     return kTvmErrorExecutorBadArtifact;
   }
   return 1;
+}
+
+static tvm_crt_error_t attr_list(const EmberJson* j, size_t attrs, const char* key,
+                                 const char* kind, int required, size_t* list, uint32_t count) {
+  return attr_list_of(j, attrs, key, kind, required, list, count, " entries");
 }
 
 tvm_crt_error_t ember_graph_count(const EmberJson* j, EmberGraphCounts* c) {
@@ -351,9 +358,10 @@ static tvm_crt_error_t fill_entries(EmberGraphExecutor* ex) {
     size_t first, second;
     int64_t version;
     if (!ember_json_first(j, v, &first) || !ember_json_next(j, first, &second) ||
-        ember_json_int(j, second, &version) != 0 || version < 1 || version > 2) {
-      return bad_msg("attrs.format_version", -1, "", "not [\"size_t\", 1 or 2]: this runtime "
-                     "reads graph format versions 1 and 2 (2: entries at a storage_offset)");
+        ember_json_int(j, second, &version) != 0 || version < 1 || version > 3) {
+      return bad_msg("attrs.format_version", -1, "", "not [\"size_t\", 1 to 3]: this runtime "
+                     "reads graph format versions 1 to 3 (2: entries at a storage_offset, 3: "
+                     "storage_size)");
     }
   }
   ember_json_first(j, shapes, &s);
@@ -470,13 +478,71 @@ static tvm_crt_error_t check_storage(EmberGraphExecutor* ex) {
   return 0;
 }
 
+/* pool_bytes from attrs.storage_size (one per storage id, 0 .. the largest); *declared = 0
+ * when the graph has none. */
+static tvm_crt_error_t read_storage_sizes(EmberGraphExecutor* ex, int* declared) {
+  const EmberJson* j = &ex->json;
+  size_t attrs, list, v;
+  uint32_t eid, sid, count = 0;
+  int rc, more;
+  int64_t value;
+  for (eid = 0; eid < ex->n.entries; ++eid) {
+    if (ex->sids[eid] + 1u > count) count = ex->sids[eid] + 1u;
+  }
+  top_field(j, "attrs", '{', &attrs);
+  rc = attr_list_of(j, attrs, "storage_size", "list_int", 0, &list, count, " storage ids");
+  if (rc != 0 && rc != 1) return kTvmErrorExecutorBadArtifact;
+  *declared = rc;
+  sid = 0;
+  for (more = rc && ember_json_first(j, list, &v); more; more = ember_json_next(j, v, &v)) {
+    if (ember_json_int(j, v, &value) != 0 || value < 0 || value > ((int64_t)1 << 40)) {
+      return bad_msg("attrs.storage_size[1]", sid, "", "must be an integer >= 0");
+    }
+    ex->pool_bytes[sid++] = (uint64_t)value;
+  }
+  return 0;
+}
+
+/* Each entry starts whole elements into its storage and ends within it (a storage without a
+ * declared size is as large as its largest entry at offset 0). */
+static tvm_crt_error_t check_fit(EmberGraphExecutor* ex, int declared) {
+  uint32_t eid;
+  for (eid = 0; eid < ex->n.entries; ++eid) {
+    const DLTensor* e = &ex->entries[eid];
+    uint64_t item = ((uint64_t)e->dtype.bits * e->dtype.lanes + 7u) / 8u;
+    uint32_t sid = ex->sids[eid];
+    if (e->byte_offset == 0 && !declared) continue;
+    if (item == 0 || e->byte_offset % item != 0) {
+      return bad_msg("attrs.storage_offset[1]", eid, "", "not a multiple of the element size");
+    }
+    if (e->byte_offset + entry_bytes(e) <= ex->pool_bytes[sid]) continue;
+    if (!declared) {
+      return bad_msg("attrs.storage_offset[1]", eid, "", "runs past the end of its storage");
+    }
+    bad("attrs.storage_size[1]", sid, "");
+    ember_crt_error_append("storage ");
+    ember_crt_error_append_u64(sid);
+    ember_crt_error_append(" is too small for entry ");
+    ember_crt_error_append_u64(eid);
+    ember_crt_error_append(" at bytes [");
+    ember_crt_error_append_u64(e->byte_offset);
+    ember_crt_error_append(", ");
+    ember_crt_error_append_u64(e->byte_offset + entry_bytes(e));
+    ember_crt_error_append(")");
+    return kTvmErrorExecutorBadArtifact;
+  }
+  return 0;
+}
+
 tvm_crt_error_t ember_graph_fill(EmberGraphExecutor* ex) {
   uint32_t eid;
+  int declared = 0;
   if (fill_nodes(ex) != 0 || fill_args_heads(ex) != 0 || fill_entries(ex) != 0 ||
       check_storage(ex) != 0) {
     return kTvmErrorExecutorBadArtifact;
   }
   for (eid = 0; eid < ex->n.entries; ++eid) ex->pool_bytes[eid] = 0;
+  if (read_storage_sizes(ex, &declared) != 0) return kTvmErrorExecutorBadArtifact;
   for (eid = 0; eid < ex->n.entries; ++eid) {
     const DLTensor* e = &ex->entries[eid];
     uint64_t bytes = ember_tensor_bytes(e->dtype, e->ndim, e->shape);
@@ -488,21 +554,9 @@ tvm_crt_error_t ember_graph_fill(EmberGraphExecutor* ex) {
         return bad_msg("attrs.shape[1]", eid, "", "the tensor is implausibly large");
       }
     }
-    if (e->byte_offset == 0 && bytes > ex->pool_bytes[ex->sids[eid]]) {
+    if (!declared && e->byte_offset == 0 && bytes > ex->pool_bytes[ex->sids[eid]]) {
       ex->pool_bytes[ex->sids[eid]] = bytes;
     }
   }
-  /* an entry at an offset lies within its storage: as large as its largest entry at 0 */
-  for (eid = 0; eid < ex->n.entries; ++eid) {
-    const DLTensor* e = &ex->entries[eid];
-    uint64_t item = ((uint64_t)e->dtype.bits * e->dtype.lanes + 7u) / 8u;
-    if (e->byte_offset == 0) continue;
-    if (item == 0 || e->byte_offset % item != 0) {
-      return bad_msg("attrs.storage_offset[1]", eid, "", "not a multiple of the element size");
-    }
-    if (e->byte_offset + entry_bytes(e) > ex->pool_bytes[ex->sids[eid]]) {
-      return bad_msg("attrs.storage_offset[1]", eid, "", "runs past the end of its storage");
-    }
-  }
-  return 0;
+  return check_fit(ex, declared);
 }

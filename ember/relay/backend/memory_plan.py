@@ -1,59 +1,64 @@
-"""Memory planning: which tensors of a fused ``main`` share storage.
+"""Memory planning: where the tensors of a fused ``main`` live.
 
-Two planners over the same liveness (``_liveness.Dataflow``):
+Both executors place the intermediates with one arena planner over the same liveness
+(``_liveness.Dataflow``): ``plan_arena`` places buffers with live intervals at byte offsets
+of one arena, trying several orders and keeping the smallest.
 
-- ``plan_storage`` (graph executor): TVM's greedy planner. Walking the steps in order, each
-  new intermediate takes a free block of the same dtype whose size is within a factor of 16
-  (the smallest that is large enough, else the largest smaller one, which grows), or a new
-  block; a block returns to the free list after the step that last reads it. Params,
-  constants and outputs of ``main`` get blocks of their own that are never shared.
-- ``plan_arena`` (AOT): places buffers with live intervals at byte offsets of one arena,
-  trying several orders and keeping the smallest arena.
+- ``plan_dataflow_arena`` (AOT): the arena is the ``workspace`` the caller passes.
+- ``plan_storage`` (graph executor): the arena is one storage of the graph JSON (its size in
+  ``storage_size``; each tensor at its ``storage_offset``). Params, constants and outputs of
+  ``main`` get storages of their own that are never shared: ``set_input`` and
+  ``share_params`` swap or overwrite them, and a caller's arrays may stand in for them.
 
 Both place alias groups (``Dataflow.groups``), not tensors: a root with the reshape views and
-in-place concat inputs in its memory is one block as large as its extent, alive over the
-union of its members' lives; each member sits at its byte offset in that block.
+in-place concat inputs in its memory is one buffer as large as its extent, alive over the
+union of its members' lives; each member sits at its byte offset in that buffer.
 
 Both report the planned size next to the lower bound (the largest sum of sizes live at one
 time) and the size without any reuse.
 """
 from __future__ import annotations
 
-from bisect import insort
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...ir.expr import Function
 from ...ir.module import IRModule
+from ...runtime.dtype import DataType
 from ._liveness import INTERMEDIATE, Dataflow
 
-MATCH_RANGE = 16  # a free block is reused for a request between size/16 and size*16
+GRAPH_ALIGNMENT = 64  # graph arena offsets: a cache line (the executors' buffers start on one)
 
 
 @dataclass(frozen=True)
 class MemoryReport:
-    """Sizes in bytes: planned, lower bound, blocks used, and the sum without reuse."""
+    """Sizes in bytes of the intermediates: planned, lower bound, and the sum without reuse;
+    ``num_buffers``: how many buffers (alias groups) the plan placed."""
 
     planned_bytes: int
     lower_bound: int
-    num_blocks: int
+    num_buffers: int
     total_bytes: int
 
     def __str__(self) -> str:
-        return (f"{self.num_blocks} blocks, {self.planned_bytes} bytes planned "
-                f"(lower bound {self.lower_bound}, {self.total_bytes} without reuse)")
+        return (f"{self.num_buffers} buffers in {self.planned_bytes} bytes (lower bound "
+                f"{self.lower_bound}, {self.total_bytes} without reuse)")
 
 
 @dataclass
 class StoragePlan:
-    """Per tensor a storage id; per storage id its size in bytes and dtype."""
+    """Per tensor a storage id and a byte offset into that storage; per storage id its size
+    in bytes. The intermediates share one storage (the arena, ``arena_id``; None when there
+    are none); every other storage holds one input, constant or output of ``main`` and the
+    views of it."""
 
     dataflow: Dataflow
     storage_ids: list[int]
+    storage_offsets: list[int]
     storage_sizes: list[int]
-    storage_dtypes: list[str]
+    arena_id: int | None
     report: MemoryReport
-    storage_offsets: list[int] | None = None  # per tensor, bytes into its storage (None: all 0)
 
 
 @dataclass(frozen=True)
@@ -81,58 +86,44 @@ def lower_bound(sizes: Sequence[int], intervals: Sequence[tuple[int, int]]) -> i
     return best
 
 
-def plan_storage(df: Dataflow) -> StoragePlan:
-    """Storage ids for every tensor of ``df`` (TVM's graph memory planner). An alias group
-    (``Dataflow.groups``: a root and the views and concat inputs in its memory) takes one
-    storage id, as large as its extent; each member is at its byte offset in it
-    (``StoragePlan.storage_offsets``)."""
+def graph_alignment(df: Dataflow) -> int:
+    """Arena offsets for the graph executor: a multiple of a cache line and of every element
+    size (an entry's offset must be whole elements into its storage)."""
+    align = GRAPH_ALIGNMENT
+    for t in df.tensors:
+        align = math.lcm(align, max(1, DataType(t.dtype).itemsize))
+    return align
+
+
+def plan_storage(df: Dataflow, alignment: int | None = None) -> StoragePlan:
+    """Storage ids and offsets for every tensor of ``df`` (the graph executor's plan).
+
+    The intermediates are one arena (``plan_dataflow_arena``, offsets multiples of
+    ``alignment``, default ``graph_alignment(df)``); each alias group of an input, constant
+    or output of ``main`` is a storage of its own, its members at their offsets in it."""
     places = df.alias_places()
-    roots = [r for r, _ in places]
     groups = df.groups()
-    outputs = {roots[t] for t in df.outputs}
-    pinned = {r for r, g in groups.items()
-              if r in outputs or any(df.tensors[t].kind != INTERMEDIATE for t in g.members)}
+    offset_of, arena = plan_dataflow_arena(df, alignment or graph_alignment(df))
+    inter = [r for r in groups if r in offset_of]
     sizes: list[int] = []
-    dtypes: list[str] = []
-    free: list[tuple[int, int]] = []  # (size, storage id), sorted
     sid_of: dict[int, int] = {}
-
-    def new_block(root: int) -> int:
-        sizes.append(groups[root].nbytes)
-        dtypes.append(df.tensors[root].dtype)
-        return len(sizes) - 1
-
-    def request(root: int) -> int:
-        size, dtype = groups[root].nbytes, df.tensors[root].dtype
-        fits = [(s, sid) for s, sid in free if dtypes[sid] == dtype
-                and size // MATCH_RANGE <= s <= size * MATCH_RANGE]
-        if not fits:
-            return new_block(root)
-        larger = [f for f in fits if f[0] >= size]
-        s, sid = min(larger) if larger else max(fits)  # smallest that fits, else grow
-        free.remove((s, sid))
-        sizes[sid] = max(s, size)
-        return sid
-
-    for r in sorted(r for r in groups if df.tensors[r].kind != INTERMEDIATE):
-        sid_of[r] = new_block(r)
-    for i, step in enumerate(df.steps):
-        for t in step.outputs:  # a group takes its block when its first member is made
-            r = roots[t]
-            if r not in sid_of:
-                sid_of[r] = new_block(r) if r in pinned else request(r)
-        for r in {roots[t] for t in step.inputs + step.outputs}:
-            if r not in pinned and groups[r].interval[1] == i:
-                insort(free, (sizes[sid_of[r]], sid_of[r]))
-    inter = [r for r in groups if r not in pinned]
+    for r in sorted(groups):  # one storage per pinned group, in tensor order
+        if r not in offset_of:
+            sid_of[r] = len(sizes)
+            sizes.append(groups[r].nbytes)
+    arena_id = None
+    if inter:
+        arena_id = len(sizes)
+        sizes.append(arena.total)
     report = MemoryReport(
-        planned_bytes=sum(sizes[s] for s in {sid_of[r] for r in inter}),
+        planned_bytes=arena.total,
         lower_bound=lower_bound([groups[r].nbytes for r in inter],
                                 [groups[r].interval for r in inter]),
-        num_blocks=len({sid_of[r] for r in inter}),
+        num_buffers=len(inter),
         total_bytes=sum(groups[r].nbytes for r in inter))
-    return StoragePlan(df, [sid_of[r] for r in roots], sizes, dtypes, report,
-                       [offset for _, offset in places])
+    ids = [arena_id if t in offset_of else sid_of[r] for t, (r, _) in enumerate(places)]
+    offsets = [offset_of[t] if t in offset_of else at for t, (_, at) in enumerate(places)]
+    return StoragePlan(df, ids, offsets, sizes, arena_id, report)  # type: ignore[arg-type]
 
 
 def plan_memory(func: Function | IRModule, mod: IRModule | None = None) -> StoragePlan:
@@ -142,7 +133,7 @@ def plan_memory(func: Function | IRModule, mod: IRModule | None = None) -> Stora
     return plan_storage(Dataflow.from_function(func, mod))  # type: ignore[arg-type]
 
 
-# -- arena planning (AOT) ------------------------------------------------------------------------
+# -- arena planning (both executors) --------------------------------------------------------
 def _place(order: Sequence[int], sizes: Sequence[int], intervals: Sequence[tuple[int, int]],
            alignment: int) -> tuple[list[int], int]:
     """First fit at the lowest offset that overlaps no placed buffer alive at the same time."""

@@ -54,10 +54,11 @@ def test_concat_inputs_are_slices_of_the_output():
 
 def test_planners_place_the_group_once():
     df = _concat_df()
-    plan = plan_storage(df)
-    assert plan.storage_ids[1] == plan.storage_ids[2] == plan.storage_ids[4]
-    assert plan.storage_offsets[1:5] == [0, 16, 0, 0]
-    assert plan.storage_ids[3] != plan.storage_ids[4]  # c is made while the group is alive
+    plan = plan_storage(df, alignment=16)
+    assert plan.storage_ids[1:5] == [plan.arena_id] * 4  # the intermediates' arena
+    at = plan.storage_offsets
+    assert at[1] == at[4] and at[2] == at[4] + 16
+    assert not (at[3] < at[4] + 64 and at[4] < at[3] + 16)  # c is made while the group lives
     offsets, arena = plan_dataflow_arena(df, alignment=16)
     assert offsets[2] == offsets[4] + 16 and offsets[1] == offsets[4]
     assert not (offsets[3] < offsets[4] + 64 and offsets[4] < offsets[3] + 16)
@@ -130,6 +131,7 @@ def test_no_two_live_tensors_share_bytes(df):
             if rt == ru:
                 continue
             apart = not _overlap(groups[rt].interval, groups[ru].interval)
+            at, au = plan.storage_offsets[t], plan.storage_offsets[u]
             span_t, span_u = (at, at + df.tensors[t].nbytes), (au, au + df.tensors[u].nbytes)
             if plan.storage_ids[t] == plan.storage_ids[u] and _overlap(span_t, span_u):
                 assert apart, (t, u)
@@ -368,11 +370,13 @@ def test_debug_executor_reports_the_concat_as_free():
 
 # -- slices as views ------------------------------------------------------------------------
 def _views(factory) -> list[int]:
-    """The byte offsets of the graph's one-input __nop nodes' outputs (views)."""
+    """The byte offsets of the graph's one-input __nop nodes' outputs (views) in their
+    inputs."""
     graph = json.loads(factory.get_graph_json())
     offsets = graph["attrs"].get("storage_offset", ["list_int", [0] * 10**6])[1]
     rows = graph["node_row_ptr"]
-    return [offsets[rows[i]] for i, n in enumerate(graph["nodes"])
+    return [offsets[rows[i]] - offsets[rows[n["inputs"][0][0]] + n["inputs"][0][1]]
+            for i, n in enumerate(graph["nodes"])
             if n.get("attrs", {}).get("func_name") == "__nop" and len(n["inputs"]) == 1]
 
 

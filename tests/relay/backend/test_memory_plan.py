@@ -44,13 +44,16 @@ def chain(n, shape=(4, 8)):
 
 
 # -- known plans ----------------------------------------------------------------------------
-def test_chain_reuses_two_blocks():
+def test_chain_intermediates_take_two_buffers_of_one_arena():
     plan = plan_memory(chain(6))
     sids = plan.storage_ids
-    assert len(set(sids)) == 4  # input, output, and two alternating intermediates
-    assert plan.report.num_blocks == 2
+    assert len(set(sids)) == 3  # the input, the output, and the intermediates' arena
+    assert sids[1:6] == [plan.arena_id] * 5
+    assert plan.report.num_buffers == 5
     assert plan.report.planned_bytes == plan.report.lower_bound == 2 * 4 * 8 * 4
+    assert plan.storage_sizes[plan.arena_id] == 2 * 4 * 8 * 4
     assert plan.report.total_bytes == 5 * 4 * 8 * 4
+    assert {plan.storage_offsets[t] for t in range(1, 6)} == {0, 128}
 
 
 def test_inputs_constants_outputs_never_share():
@@ -66,27 +69,40 @@ def test_inputs_constants_outputs_never_share():
     for t in set(pinned):
         others = [u for u in range(len(df.tensors)) if u != t]
         assert all(plan.storage_ids[u] != plan.storage_ids[t] for u in others)
+        assert plan.storage_offsets[t] == 0
+        assert plan.storage_sizes[plan.storage_ids[t]] == df.tensors[t].nbytes
 
 
-def test_dtypes_do_not_share_storage():
+def test_dtypes_share_the_arena_at_whole_elements():
     x = relay.var("x", shape=(16,))
     a = prim(relay.nn.relu, (16,))(x)
-    b = prim(lambda p: relay.cast(p, "int32"), (16,))(a)
-    c = prim(relay.negative, (16,), dtype="int32")(b)
-    d = prim(lambda p: relay.cast(p, "float32"), (16,), dtype="int32")(c)
-    plan = plan_memory(typed(d, x))
-    assert plan.storage_dtypes[plan.storage_ids[2]] == "int32"  # b
-    assert plan.storage_ids[3] != plan.storage_ids[1]  # c (int32) cannot reuse a (float32)
+    b = prim(lambda p: relay.cast(p, "int8"), (16,))(a)
+    c = prim(relay.negative, (16,), dtype="int8")(b)
+    d = prim(lambda p: relay.cast(p, "float64"), (16,), dtype="int8")(c)
+    e = prim(relay.exp, (16,), dtype="float64")(d)
+    plan = plan_memory(typed(e, x))
+    assert plan.storage_ids[1:5] == [plan.arena_id] * 4  # float32, int8, int8, float64
+    assert all(plan.storage_offsets[t] % 64 == 0 for t in range(1, 5))
+    assert plan.report.planned_bytes == 64 + 128  # b or c (16 B each, padded) beside d
 
 
-def test_sizes_beyond_the_match_range_get_new_blocks():
+def test_a_small_tensor_takes_the_bytes_of_a_dead_large_one():
     x = relay.var("x", shape=(1024,))
     a = prim(relay.nn.relu, (1024,))(x)
     b = prim(lambda p: relay.sum(p, axis=0, keepdims=True), (1024,))(a)  # 1 element
     c = prim(relay.nn.relu, (1,))(b)
     d = prim(relay.nn.relu, (1,))(c)
     plan = plan_memory(typed(d, x))
-    assert plan.storage_ids[3] != plan.storage_ids[1]  # 4 bytes never take a 4 KiB block
+    assert plan.report.planned_bytes == 4096 + 64  # a and b, then c where either was
+
+
+def test_vector_dtypes_align_to_whole_elements():
+    df = Dataflow(tensors=[TensorInfo((4,), "float32x3", INPUT)] + [
+        TensorInfo((n,), "float32x3", INTERMEDIATE) for n in (5, 7, 2)],
+        steps=[Step(None, [0], [1]), Step(None, [1], [2]), Step(None, [1, 2], [3])],
+        outputs=[3])
+    plan = plan_storage(df)
+    assert all(plan.storage_offsets[t] % 192 == 0 for t in (1, 2))  # lcm(64, 12 bytes)
 
 
 def test_reshape_only_group_aliases_its_input():
@@ -94,11 +110,14 @@ def test_reshape_only_group_aliases_its_input():
     a = prim(relay.nn.relu, (2, 8))(x)
     r = prim(lambda p: relay.reshape(p, (16,)), (2, 8))(a)
     b = prim(relay.exp, (16,))(r)
-    plan = plan_memory(typed(b, x))
+    c = prim(relay.exp, (16,))(b)
+    plan = plan_memory(typed(c, x))
     nop = plan.dataflow.steps[1]
     assert nop.is_nop
+    at = plan.storage_offsets
     assert plan.storage_ids[nop.outputs[0]] == plan.storage_ids[nop.inputs[0]]
-    assert plan.storage_ids[3] != plan.storage_ids[1]  # the alias keeps `a` alive
+    assert at[nop.outputs[0]] == at[nop.inputs[0]]
+    assert at[3] != at[1]  # the alias keeps `a` alive while b is made
 
 
 def test_unused_tuple_field_is_freed_at_once():
@@ -106,15 +125,17 @@ def test_unused_tuple_field_is_freed_at_once():
     two = prim(lambda p: relay.Tuple([relay.exp(p), relay.negative(p)]), (4,))(x)
     a = prim(relay.nn.relu, (4,))(relay.TupleGetItem(two, 0))
     b = prim(relay.nn.relu, (4,))(a)
-    plan = plan_memory(typed(b, x))
+    c = prim(relay.nn.relu, (4,))(b)
+    plan = plan_memory(typed(c, x))
     df = plan.dataflow
     assert df.steps[0].outputs == [1, 2] and df.intervals()[2] == (0, 0)
-    assert plan.storage_ids[3] == plan.storage_ids[2]  # a reuses the dead field
+    assert plan.report.lower_bound == 2 * 16
+    assert plan.report.planned_bytes == 2 * 64  # the two fields, then a and b (64-byte aligned)
 
 
 def test_report_prints():
     text = str(plan_memory(chain(3)).report)
-    assert "blocks" in text and "lower bound" in text
+    assert "buffers" in text and "lower bound" in text
 
 
 # -- laws (hypothesis) ----------------------------------------------------------------------
@@ -145,29 +166,34 @@ def dataflows(draw):
 @given(dataflows())
 def test_storage_plan_laws(df):
     plan = plan_storage(df)
-    roots = df.alias_roots()
-    spans = df.intervals()
-    group_span = {}
-    for t, r in enumerate(roots):
-        lo, hi = group_span.get(r, spans[t])
-        group_span[r] = (min(lo, spans[t][0]), max(hi, spans[t][1]))
-    pinned = {roots[t] for t in df.outputs} | {roots[t] for t, i in enumerate(df.tensors)
-                                               if i.kind != INTERMEDIATE}
-    by_sid = {}
+    places = df.alias_places()
+    groups = df.groups()
+    pinned = {places[t][0] for t in df.outputs} | {places[t][0] for t, i in
+                                                  enumerate(df.tensors) if i.kind != INTERMEDIATE}
+    owner: dict[int, int] = {}
     for t, sid in enumerate(plan.storage_ids):
-        assert plan.storage_dtypes[sid] == df.tensors[t].dtype  # storage respects dtype
-        assert plan.storage_sizes[sid] >= df.tensors[t].nbytes
-        by_sid.setdefault(sid, set()).add(roots[t])
-    for groups in by_sid.values():
-        groups = sorted(groups)
-        if len(groups) > 1:
-            assert not pinned & set(groups)  # inputs/consts/outputs share with nobody
-        for i, a in enumerate(groups):  # no two live groups share a storage id
-            for b in groups[i + 1:]:
-                (s1, e1), (s2, e2) = group_span[a], group_span[b]
-                assert e1 < s2 or e2 < s1, (a, b, group_span[a], group_span[b])
+        at, size = plan.storage_offsets[t], df.tensors[t].nbytes
+        assert at + size <= plan.storage_sizes[sid]  # every tensor fits its storage
+        assert at % max(1, size // max(1, df.tensors[t].shape[0])) == 0  # whole elements
+        root = places[t][0]
+        if root in pinned:  # inputs/consts/outputs share their storage with nobody
+            assert owner.setdefault(sid, root) == root
+            assert sid != plan.arena_id
+        else:
+            assert sid == plan.arena_id
+    arena = [t for t, sid in enumerate(plan.storage_ids) if sid == plan.arena_id]
+    for i, t in enumerate(arena):  # no two live groups share a byte
+        for u in arena[i + 1:]:
+            (rt, _), (ru, _) = places[t], places[u]
+            if rt == ru:
+                continue
+            (s1, e1), (s2, e2) = groups[rt].interval, groups[ru].interval
+            a, b = plan.storage_offsets[t], plan.storage_offsets[u]
+            apart = a + df.tensors[t].nbytes <= b or b + df.tensors[u].nbytes <= a
+            assert apart or e1 < s2 or e2 < s1, (t, u)
     assert plan.report.planned_bytes >= plan.report.lower_bound
-    assert plan.report.planned_bytes <= plan.report.total_bytes
+    assert plan.report.planned_bytes <= sum(-(-groups[r].nbytes // 64) * 64 for r in groups
+                                            if r not in pinned)
 
 
 buffers = st.lists(st.tuples(st.integers(1, 500), st.integers(0, 20), st.integers(0, 8)),

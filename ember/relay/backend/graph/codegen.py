@@ -5,8 +5,9 @@ per constant (named ``p0``, ``p1``, ... as TVM does; their values are returned a
 one ``tvm_op`` node per call of a Primitive function (``func_name`` = the lowered kernel's
 symbol), ``__nop`` nodes for reshape-only groups (their output aliases their input's memory)
 and for concatenations written in place (their inputs, laid end to end, are their output),
-and heads for the (flattened) result. Storage ids and each entry's byte offset in its
-storage (``storage_offset``, written when any is not 0) come from
+and heads for the (flattened) result. Storage ids, each entry's byte offset in its storage
+(``storage_offset``, written when any is not 0) and each storage's size (``storage_size``,
+written when one is not its largest entry at offset 0: the intermediates' arena) come from
 ``memory_plan.plan_storage``.
 A node whose function came from an imported model's nodes lists them in its attrs
 (``"source_nodes": ["conv1", "relu1"]``, from the calls' spans: ``relay.analysis.source_nodes``),
@@ -94,7 +95,8 @@ class _GraphBuilder:
         self.entry_of: dict[int, Entry] = {}  # tensor id -> graph entry
         self.tensors = list(self.df.tensors)  # grows with constants lifted out of kernels
         self.sids = list(plan.storage_ids)
-        self.offsets = list(plan.storage_offsets or [0] * len(self.sids))
+        self.offsets = list(plan.storage_offsets)
+        self.sizes = list(plan.storage_sizes)  # per storage id
         self.params: dict[str, NDArray] = {}
         self.lifted: dict[str, list[int]] = {}  # kernel -> tensor ids of its lifted constants
         self._taken = {p.name_hint for p, _ in self.df.params}
@@ -115,8 +117,9 @@ class _GraphBuilder:
         if tid is None:  # a constant the kernel takes after its inputs: a param of its own
             tid = len(self.tensors)
             self.tensors.append(TensorInfo(tuple(value.shape), str(value.dtype), CONST))
-            self.sids.append(max(self.sids, default=-1) + 1)
+            self.sids.append(len(self.sizes))
             self.offsets.append(0)
+            self.sizes.append(value.nbytes)
         name = self._param_name()
         self._input(tid, name)
         self.params[name] = value
@@ -157,12 +160,16 @@ class _GraphBuilder:
         order = sorted(self.entry_of, key=lambda t: (self.entry_of[t].nid,
                                                       self.entry_of[t].index))
         offsets = [self.offsets[t] for t in order]
-        return Graph(self.nodes, [i for i, n in enumerate(self.nodes) if n.is_input],
-                     [self.entry_of[t] for t in self.df.outputs],
-                     storage_id=[self.sids[t] for t in order],
-                     shape=[self.tensors[t].shape for t in order],
-                     dltype=[self.tensors[t].dtype for t in order],
-                     storage_offset=offsets if any(offsets) else None)
+        graph = Graph(self.nodes, [i for i, n in enumerate(self.nodes) if n.is_input],
+                      [self.entry_of[t] for t in self.df.outputs],
+                      storage_id=[self.sids[t] for t in order],
+                      shape=[self.tensors[t].shape for t in order],
+                      dltype=[self.tensors[t].dtype for t in order],
+                      storage_offset=offsets if any(offsets) else None)
+        implied = graph.storage_bytes()  # a storage's size when the JSON does not say
+        if any(implied.get(sid) != size for sid, size in enumerate(self.sizes)):
+            graph.storage_size = list(self.sizes)
+        return graph
 
 
 def generate_graph(func: Function | IRModule, names: Mapping[RelayExpr, Any] | FuncNamer

@@ -1,8 +1,9 @@
 /*
  * graph_executor.h -- the graph executor in C: runs a graph JSON (ember/runtime/graph_format.py
  * documents the layout) as a list of packed calls, with the storage plan of the Python one:
- * one 64-byte aligned buffer per storage id, as large as its largest entry, every entry a
- * view into it, __nop nodes aliasing their input.
+ * one 64-byte aligned buffer per storage id (its storage_size, or else as large as its largest
+ * entry at offset 0), every entry a view into it at its storage_offset, __nop nodes aliasing
+ * their input.
  *
  * The JSON is validated (bounded size and depth, no recursion) and every index, storage id,
  * shape and dtype checked before anything is allocated past the executor's own tables.
