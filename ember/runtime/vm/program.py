@@ -121,7 +121,9 @@ class Program:
 
 
 def as_constants(values: Sequence[Any]) -> list[NDArray | None]:
-    """Constants as NDArrays (numpy arrays and scalars are copied into new ones)."""
+    """Constants as NDArrays, copied into one block on huge pages (``huge_pages.pack``: a
+    kernel streaming a weight from memory walks the page tables every 4 KiB otherwise)."""
+    from ..huge_pages import pack
     from ..ndarray import array
 
-    return [v if v is None or isinstance(v, NDArray) else array(v) for v in values]
+    return pack([v if v is None or isinstance(v, NDArray) else array(v) for v in values])
