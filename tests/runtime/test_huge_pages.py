@@ -102,3 +102,19 @@ def test_vm_constants_share_one_block():
     assert consts[1] is None
     assert abs(consts[2]._np.ctypes.data - consts[0]._np.ctypes.data) < 64 * 64 * 4 + 2 * 64
     np.testing.assert_array_equal(consts[2].numpy(), np.arange(5))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.dictionaries(st.integers(0, 50), st.integers(0, 5000), max_size=8))
+def test_graph_executor_storage_is_one_block_without_overlap(sizes):
+    """The graph executor's storage ids (params among them) are carved out of one block."""
+    from ember.runtime.graph_executor import _carve
+
+    pools = _carve(sizes)
+    assert {sid: buf.nbytes for sid, buf in pools.items()} == sizes
+    spans = sorted((b.ctypes.data, b.ctypes.data + b.nbytes) for b in pools.values() if b.nbytes)
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert end <= start
+    assert all(b.ctypes.data % ALIGNMENT == 0 for b in pools.values() if b.nbytes)
+    if spans:
+        assert spans[-1][1] - spans[0][0] <= sum(-(-max(s, 1) // 64) * 64 for s in sizes.values())
