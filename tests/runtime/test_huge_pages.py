@@ -95,13 +95,23 @@ def test_buffer_works_without_madvise(monkeypatch):
 
 
 def test_vm_constants_share_one_block():
-    """The VM executable's constants are packed (its kernels stream weights from there)."""
-    from ember.runtime.vm.program import as_constants
+    """The VM executable's constants are packed (its kernels stream weights from there), as
+    built and as loaded from a file."""
+    from ember.runtime.vm import Executable
+    from ember.runtime.vm.program import Program, as_constants
 
-    consts = as_constants([np.ones((64, 64), "float32"), None, ember.nd.array(np.arange(5))])
+    consts = Program([], as_constants([np.ones((64, 64), "float32"), None,
+                                       ember.nd.array(np.arange(5))])).constants
     assert consts[1] is None
     assert abs(consts[2]._np.ctypes.data - consts[0]._np.ctypes.data) < 64 * 64 * 4 + 2 * 64
     np.testing.assert_array_equal(consts[2].numpy(), np.arange(5))
+    exe = Executable.from_functions("main(x):\n    ret $0\n",
+                                    [np.ones(300, "float32"), np.arange(7)])
+    loaded = Executable.load_exec(exe.save()[0], None)
+    for prog in (exe._program, loaded._program):
+        a, b = prog.constants
+        assert b._np.ctypes.data - a._np.ctypes.data == 1216  # 1200 bytes, 64-byte slots
+        np.testing.assert_array_equal(b.numpy(), np.arange(7))
 
 
 @settings(max_examples=30, deadline=None)
