@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from . import huge_pages
 from ._bridge import raise_error
 from .aot_format import ModelMetadata, ParameterInfo, c_prefix, parse_metadata
 from .device import Device
@@ -148,9 +149,11 @@ class AotExecutor(Module):
     def _constant_pool(self, params: Mapping[str, Any]) -> NDArray:
         """The constants laid out at their metadata offsets (the ConstLoaderModule role)."""
         meta = self.metadata
-        pool = _bytes(meta.constant_pool_bytes, meta.constant_alignment, self.device)
-        pool._np[:] = constant_pool(meta, params)
-        return pool
+        # on huge pages (huge_pages.py): numpy advises a block of 4 MiB or more by itself,
+        # but not the partial huge pages at its ends, nor a smaller block
+        view = huge_pages.buffer(max(meta.constant_pool_bytes, 1), meta.constant_alignment)
+        view[:meta.constant_pool_bytes] = constant_pool(meta, params)
+        return NDArray(view, self.device, DataType("uint8"))
 
     def _bind(self) -> Callable[[], int]:
         """The run call with every argument packed now: one ctypes call per run."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from . import huge_pages
 from ._bridge import raise_error
 from .device import Device
 from .errors import ArgumentError, ArgumentTypeError, TVMError, add_note
@@ -35,7 +36,7 @@ from .executor_common import c_call as _c_call
 from .executor_guard import UseGuard, guarded
 from .graph_format import NOP, Graph, parse_graph
 from .module import Module
-from .ndarray import NDArray, _aligned_buffer, _parse_dtype
+from .ndarray import ALIGNMENT, NDArray, _parse_dtype
 from .packed_func import CPackedFunc, PackedFunc, as_packed_func
 from .params import load_param_dict
 from .time_eval import BenchmarkResult, time_evaluator
@@ -48,6 +49,17 @@ def _view(buf: np.ndarray, shape: tuple[int, ...], dtype: str, dev: Device,
     full = shape if dt.lanes == 1 else shape + (dt.lanes,)
     arr = np.ndarray(full, dtype=scalar, buffer=buf, offset=offset)  # its base keeps buf alive
     return NDArray(arr, dev, dt)
+
+
+def _carve(sizes: Mapping[int, int]) -> dict[int, np.ndarray]:
+    """A buffer of ``size`` bytes per storage id, each 64-byte aligned, all in one block on
+    huge pages (``huge_pages.py``: the params are read from there at every run)."""
+    offsets, total = {}, 0
+    for sid, size in sizes.items():
+        offsets[sid] = total
+        total += -(-max(size, 1) // ALIGNMENT) * ALIGNMENT
+    block = huge_pages.buffer(total)
+    return {sid: block[offsets[sid]:offsets[sid] + size] for sid, size in sizes.items()}
 
 
 def _py_call(func: PackedFunc, args: Sequence[NDArray]) -> Callable[[], int]:
@@ -116,17 +128,17 @@ class GraphExecutor(Module):
 
     # -- setting up -------------------------------------------------------------------------
     def _allocate(self, shared: Mapping[int, NDArray]) -> list[NDArray]:
-        """One 64-byte aligned buffer per storage id (``Graph.storage_bytes``), and a view
-        into it per entry, at the entry's offset; an entry of ``shared`` whose storage id holds
-        nothing else (ember's planner never reuses a param's storage) is taken as it is."""
+        """One 64-byte aligned buffer per storage id (``Graph.storage_bytes``; all of them in
+        one block on huge pages, :func:`_carve`), and a view into it per entry, at the entry's
+        offset; an entry of ``shared`` whose storage id holds nothing else (ember's planner
+        never reuses a param's storage) is taken as it is."""
         g = self.graph
         users: dict[int, int] = {}
         for sid in g.storage_id:
             users[sid] = users.get(sid, 0) + 1
         shared = {e: a for e, a in shared.items() if users[g.storage_id[e]] == 1}
         owned = {sid for eid, sid in enumerate(g.storage_id) if eid not in shared}
-        pools = {sid: _aligned_buffer(size) for sid, size in g.storage_bytes().items()
-                 if sid in owned}
+        pools = _carve({sid: size for sid, size in g.storage_bytes().items() if sid in owned})
         return [shared[eid] if eid in shared else
                 _view(pools[sid], g.shape[eid], g.dltype[eid], self.device, g.offset(eid))
                 for eid, sid in enumerate(g.storage_id)]

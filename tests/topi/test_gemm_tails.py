@@ -44,6 +44,9 @@ def gemm_lib(request, tmp_path_factory):  # type: ignore[no-untyped-def]
     lib.gemm_call.restype = ctypes.c_int32
     lib.gemm_call.argtypes = [ctypes.c_int32] * 3 + [FLOATS, FLOATS, ctypes.c_int32, FLOATS,
                                                      FLOATS, FLOATS] + [ctypes.c_int32] * 4
+    lib.gemm_call_b.restype = ctypes.c_int32
+    lib.gemm_call_b.argtypes = [ctypes.c_int32] * 3 + [FLOATS, FLOATS] + [ctypes.c_int32] * 3 \
+        + [FLOATS, FLOATS] + [ctypes.c_int32] * 3
     return lib
 
 
@@ -152,3 +155,42 @@ def test_few_rows_match_numpy_over_shapes(gemm_lib, m: int, n: int, k: int, pack
     res = rng.uniform(-1, 1, (m, n)).astype(np.float32) if residual else None
     got = run_gemm(gemm_lib, a, b, packed, bias, res, act, 12, k, tasks)
     np.testing.assert_allclose(got, reference(a, b, bias, res, act), rtol=1e-5, atol=2e-5)
+
+
+def _b_layout(b: np.ndarray, layout: str, nr: int) -> tuple[np.ndarray, int, int, int]:
+    """B (K, N) stored as ``layout``: (array, b_ks, b_ns, b_nr) for ``gemm_call_b``."""
+    k, n = b.shape
+    if layout == "row-major":
+        return np.ascontiguousarray(b), n, 1, 0
+    if layout == "row stride":  # rows further apart than N (a slice of a wider matrix)
+        wide = np.zeros((k, n + 5), np.float32)
+        wide[:, :n] = b
+        return wide, n + 5, 1, 0
+    if layout == "transposed":  # (N, K) row-major: a dense weight, or K^T of attention
+        return np.ascontiguousarray(b.T), 1, k, 0
+    width = {"packed other": nr // 2 if nr > 8 else 2 * nr, "packed": nr}[layout]
+    return _pack(b, width), 0, 0, width
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 40), n=st.integers(1, 70), k=st.integers(1, 70),
+       layout=st.sampled_from(["row-major", "row stride", "transposed", "packed other",
+                               "packed"]),
+       kc=st.integers(1, 80), tasks=st.sampled_from([1, 3]), seed=st.integers(0, 2**16))
+def test_gemm_reads_every_b_layout(gemm_lib, m: int, n: int, k: int, layout: str, kc: int,
+                                   tasks: int, seed: int) -> None:
+    """B row-major (its partial last panel copied), with a row stride past N, transposed
+    (every panel copied, a column of B at a time from strided elements) and packed for
+    another vector width, at run-time rows 1..40 (the few-rows path below 7) and odd N and
+    K, in k blocks (each block's panel copied again) and split into tasks."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    bias = rng.uniform(-1, 1, n).astype(np.float32)
+    nr = 2 * max(4, gemm_lib.gemm_lanes())
+    stored, b_ks, b_ns, b_nr = _b_layout(b, layout, nr)
+    c = np.full((m, n), np.nan, np.float32)
+    rc = gemm_lib.gemm_call_b(m, n, k, _ptr(a), _ptr(stored), b_ks, b_ns, b_nr, _ptr(c),
+                              _ptr(bias), 12, kc, tasks)
+    assert rc == 0
+    np.testing.assert_allclose(c, reference(a, b, bias, None, 0), rtol=1e-5, atol=2e-5)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..device import Device, cpu
+from ..huge_pages import pack
 from ..ndarray import NDArray
 from .instructions import Instruction
 
@@ -100,7 +101,9 @@ class Program:
 
     def __post_init__(self) -> None:
         self.functions = list(self.functions)
-        self.constants = list(self.constants)
+        # in one block on huge pages: a kernel streaming a weight from L3 or memory walks the
+        # page tables every 4 KiB of it otherwise (huge_pages.py)
+        self.constants = pack(list(self.constants))
         self.primitive_ops = [str(p) for p in self.primitive_ops]
         self.virtual_devices = list(self.virtual_devices)
         if not self.const_device_indexes:

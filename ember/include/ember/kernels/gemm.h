@@ -251,11 +251,34 @@ static inline float ember_gemm_b_at(const ember_gemm_args* g, const float* B, in
   return B[k * g->b_ks + n * g->b_ns];
 }
 
+/* Rows [k0, k0 + kb) of columns [n0, n0 + w) of a strided B (element (k, n) at
+ * B[k * b_ks + n * b_ns]) into rows of EMBER_GEMM_NR floats at buf, zero past w. Row by row,
+ * so that the stores run along consecutive floats (a row-major B's row is a plain copy the
+ * compiler vectorises): a column at a time, every element was a scalar load and store with
+ * a branch, and the panel copy of an attention product at a short sequence (N = L of 16,
+ * less than a panel) took half of ember_gemm_range's time. */
+static inline void ember_gemm_copy_strided(const float* B, int64_t b_ks, int64_t b_ns,
+                                           int64_t k0, int64_t kb, int64_t n0, int64_t w,
+                                           float* buf) {
+  int64_t k, jj;
+  for (k = 0; k < kb; ++k) {
+    const float* src = B + (k0 + k) * b_ks + n0 * b_ns;
+    float* dst = buf + k * EMBER_GEMM_NR;
+    if (b_ns == 1) {
+      for (jj = 0; jj < w; ++jj) dst[jj] = src[jj];
+    } else {
+      for (jj = 0; jj < w; ++jj) dst[jj] = src[jj * b_ns];
+    }
+    for (jj = w; jj < EMBER_GEMM_NR; ++jj) dst[jj] = 0.0f;
+  }
+}
+
 /* Rows [k0, k0 + kb) of panel j of B as a kb x EMBER_GEMM_NR block: a pointer into B when it
  * already is one, else copied (zero past N) into buf. *ks gets the block's row stride. */
 static inline const float* ember_gemm_panel(const ember_gemm_args* g, const float* B, int64_t j,
                                             int64_t k0, int64_t kb, float* buf, int64_t* ks) {
-  int64_t n0 = j * EMBER_GEMM_NR, k, jj;
+  int64_t n0 = j * EMBER_GEMM_NR, w = g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR;
+  int64_t k, jj;
   if (g->b_nr == EMBER_GEMM_NR) {
     *ks = EMBER_GEMM_NR;
     return B + (j * (int64_t)g->K + k0) * EMBER_GEMM_NR;
@@ -265,10 +288,14 @@ static inline const float* ember_gemm_panel(const ember_gemm_args* g, const floa
     return B + k0 * g->b_ks + n0;
   }
   *ks = EMBER_GEMM_NR;
-  for (jj = 0; jj < EMBER_GEMM_NR; ++jj) {
-    int64_t n = n0 + jj;
-    for (k = 0; k < kb; ++k) {
-      buf[k * EMBER_GEMM_NR + jj] = n < g->N ? ember_gemm_b_at(g, B, k0 + k, n) : 0.0f;
+  if (g->b_nr == 0) {
+    ember_gemm_copy_strided(B, g->b_ks, g->b_ns, k0, kb, n0, w, buf);
+    return buf;
+  }
+  /* packed for another vector width (a library built for another SIMD level) */
+  for (k = 0; k < kb; ++k) {
+    for (jj = 0; jj < EMBER_GEMM_NR; ++jj) {
+      buf[k * EMBER_GEMM_NR + jj] = jj < w ? ember_gemm_b_at(g, B, k0 + k, n0 + jj) : 0.0f;
     }
   }
   return buf;
