@@ -269,3 +269,32 @@ def test_interleave_type_errors_name_the_shapes(shape, attrs, match):
     attrs = {"strides": (2, 2), "offset": (0, 0), "out_size": (4, 4), **attrs}
     with pytest.raises(TypeInferenceError, match=match):
         _interleave(shape, **attrs)
+
+
+@needs_cc
+@pytest.mark.parametrize("k,s,p,op", [(2, 2, 0, 0), (3, 2, 1, 1), (4, 2, 1, 0)])
+def test_one_channel_of_run_time_size_writes_its_output_interleaved(k, s, p, op):
+    """A transposed conv to one channel of a ``?`` height and width plans as the static
+    build's: the few-output-channel phase conv writing the interleaved output (out_size 0:
+    phase rows * stride - trim), one VM build matching numpy at sizes of no vector width,
+    1 included, and cropped (padding) or not."""
+    rng = np.random.default_rng(k)
+    x = relay.var("x", shape=(relay.Any(), 16, relay.Any(), relay.Any()))
+    wt = rng.uniform(-1, 1, (16, 1, k, k)).astype("float32")
+    y = relay.sigmoid(relay.nn.conv2d_transpose(
+        x, relay.const(wt), strides=(s, s), padding=(p, p), output_padding=(op, op),
+        channels=1, kernel_size=(k, k)))
+    mod = ember.IRModule.from_expr(relay.Function([x], y))
+    fewoc = [n for n in post_order(_plan(mod, "llvm -mcpu=haswell")["main"].body)
+             if isinstance(n, Call) and n.op.name == "nn.contrib_conv2d_transpose_fewoc"]
+    assert len(fewoc) == 1 and fewoc[0].attrs.out_size == (0, 0)
+    with ember.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, "llvm")
+    vm = ember.runtime.vm.VirtualMachine(exe, ember.cpu())
+    for shape in ((1, 16, 5, 7), (2, 16, 1, 1), (1, 16, 13, 4)):
+        data = rng.uniform(-1, 1, shape).astype("float32")
+        want = conv2d_transpose_nchw(data.astype("float64"), wt.astype("float64"), (s, s),
+                                     (p,) * 4, (op, op), (1, 1), 1)
+        got = vm.invoke("main", ember.nd.array(data)).numpy()
+        np.testing.assert_allclose(got, 1 / (1 + np.exp(-want)), rtol=1e-4, atol=1e-4,
+                                   err_msg=str(shape))

@@ -14,11 +14,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...ir.expr import Call
+from ...ir.types import Any as AnyDim
 from ...ir.types import TensorType, Type
 from ...te import tensor as te
 from ...tir import op as tir
-from ...tir.expr import PrimExpr
+from ...tir.expr import IntImm, PrimExpr
 from ._attrs_base import OpAttrs, attrs_class
+from ._compute_common import require
 from ._dispatch import dyn_op, numbers, run_time
 from ._layout import nchwc_lanes
 from ._reg import INJECTIVE, call, defop
@@ -35,7 +37,10 @@ ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "round")
 @attrs_class("Resize2DAttrs")
 class Resize2DAttrs(OpAttrs):
     """image.resize2d: output (height, width); ``scales`` (height, width) drive the
-    coordinate transform when given (None: output size / input size)."""
+    coordinate transform when given (None: output size / input size). A size of 0 (scales
+    required) is the input's size times the scale, rounded down (``scaled_size``): an
+    upsampling of a run-time height or width keeps a static op, which fuses and whose
+    output size the VM derives from the input's."""
 
     size: tuple[int, int] = (1, 1)
     scales: tuple[float, float] | None = None
@@ -50,11 +55,14 @@ class Resize2DAttrs(OpAttrs):
 
     def __post_init__(self) -> None:
         self._ints("size", length=(2,))
-        self._positive("size")
+        self._positive("size", allow_zero=True)
         if self.scales is not None:
             self._set("scales", tuple(float(s) for s in self.scales))
             if len(self.scales) != 2 or min(self.scales) <= 0:
                 raise self._invalid("scales", "two positive factors (height, width)")
+        elif 0 in self.size:
+            raise self._invalid("size", "positive (a size of 0, scaled from the input's, "
+                                        "needs scales)")
         check_modes(self, blocked=True)
 
 
@@ -80,8 +88,37 @@ def _resize_rel(args: list[TensorType], attrs: Resize2DAttrs) -> TensorType:
                                      f"{fmt_shape(data.shape)}")
     if not is_float(data.dtype):
         raise fail("image.resize2d", f"data must be floating-point, got {data.dtype}")
-    return tensor_of((*data.shape[:2], *attrs.size, *data.shape[4:]),
-                     attrs.out_dtype or data.dtype)
+    size = output_size(attrs, data.shape[2], data.shape[3])
+    if any(isinstance(d, int) and d < 1 for d in size):
+        raise fail("image.resize2d", f"the output size {fmt_shape(size)} of scaling "
+                                     f"{fmt_shape(data.shape)} by {attrs.scales} is empty")
+    return tensor_of((*data.shape[:2], *size, *data.shape[4:]), attrs.out_dtype or data.dtype)
+
+
+def scaled_size(n: Any, scale: float) -> Any:
+    """floor(n * scale) as onnxruntime computes it (float32) for an int ``n``; for a size
+    expression, the same in loop-IR arithmetic (an integral scale multiplies exactly)."""
+    if isinstance(n, IntImm):
+        n = n.value
+    if isinstance(n, (int, np.integer)):
+        return int(np.floor(np.float32(n) * np.float32(scale)))
+    if float(scale).is_integer():
+        return n * int(scale)
+    return tir.cast(tir.floor(tir.cast(n, "float32") * tir.const(scale, "float32")), n.dtype)
+
+
+def output_size(attrs: Resize2DAttrs, in_h: Any, in_w: Any) -> tuple[Any, Any]:
+    """The output (height, width): the size attr, an entry 0 scaled from the input's (a
+    symbolic input size stays symbolic: ``?``)."""
+    out = []
+    for given, n, k in zip(attrs.size, (in_h, in_w), range(2)):
+        if given:
+            out.append(given)
+        elif isinstance(n, (int, np.integer)):
+            out.append(scaled_size(int(n), attrs.scales[k]))  # type: ignore[index]
+        else:
+            out.append(AnyDim())
+    return out[0], out[1]
 
 
 # ---------------------------------------------------------------- per-axis sampling plans
@@ -200,7 +237,7 @@ class _TirOps:
 def _scales(attrs: Resize2DAttrs, in_h: Any, in_w: Any, ops: Any) -> tuple[Any, Any]:
     if attrs.scales is not None:
         return ops.f32(attrs.scales[0]), ops.f32(attrs.scales[1])
-    oh, ow = attrs.size
+    oh, ow = attrs.size  # sizes without scales are given (nonzero)
     return ops.f32(oh) / ops.f32(in_h), ops.f32(ow) / ops.f32(in_w)
 
 
@@ -221,8 +258,9 @@ def _resample_axis(x: np.ndarray, axis: int, out: int, scale: Any, attrs: Resize
 
 def _resize_ref(data: np.ndarray, attrs: Resize2DAttrs) -> np.ndarray:
     sh, sw = _scales(attrs, data.shape[2], data.shape[3], _NumpyOps)
-    out = _resample_axis(data, 2, attrs.size[0], sh, attrs)
-    out = _resample_axis(out, 3, attrs.size[1], sw, attrs)
+    oh, ow = output_size(attrs, data.shape[2], data.shape[3])
+    out = _resample_axis(data, 2, oh, sh, attrs)
+    out = _resample_axis(out, 3, ow, sw, attrs)
     return out.astype(attrs.out_dtype or data.dtype)
 
 
@@ -253,7 +291,14 @@ def _axis_tables(attrs: Any, n: PrimExpr, out: PrimExpr, scale: PrimExpr, axis: 
 def _resize_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     x = inputs[0]
     sh, sw = _scales(attrs, x.shape[2], x.shape[3], _TirOps)
-    oh, ow = (tir.const(s) for s in attrs.size)
+    dims = []
+    for k, given in enumerate(attrs.size):
+        dim = given or scaled_size(x.shape[2 + k], attrs.scales[k])
+        if not isinstance(dim, int):  # a run-time size scaled by a factor below 1 may be 0
+            require(dim > 0, f"image.resize2d: the output {('height', 'width')[k]} of "
+                             f"scaling by {attrs.scales[k]} must be positive")
+        dims.append(tir.const(dim) if isinstance(dim, int) else dim)
+    oh, ow = dims
     return [resize_tensor(x, attrs, (oh, ow), (sh, sw), out_type.dtype)]  # type: ignore
 
 

@@ -240,11 +240,12 @@ class _Value:
 def _fewoc_interleaves(p: _Plan) -> bool:
     """Whether a transposed conv's phase conv and its interleave run as one
     ``nn.contrib_conv2d_transpose_fewoc`` (``relay/op/nn/conv_transpose_nchwc.py``): the few-
-    output-channel kernel's conv (``fewoc_takes``) to a plain output of static size."""
+    output-channel kernel's conv (``fewoc_takes``) to a plain output (of a static size, or
+    one the data sizes at run time)."""
     if not p.interleave or p.residual is not None or p.channels:
         return False
     il = dict(p.interleave)
-    return (il["out_layout"] == "NCHW" and all(il["out_size"]) and p.in_block > 1
+    return (il["out_layout"] == "NCHW" and p.in_block > 1
             and fewoc_takes(p.weight.shape[0], p.lanes, p.in_block, p.attrs.groups,
                             interleaved=p.phase_channels > 0))
 
@@ -387,7 +388,8 @@ class _Planner:
                 "nn.contrib_conv2d_transpose_fewoc", p.data, weight, const(p.bias),
                 padding=a.padding, lanes=p.lanes, in_block=p.in_block, activation=p.act,
                 clip_min=p.clip[0], clip_max=p.clip[1], strides=il["strides"],
-                offset=il["offset"], out_size=il["out_size"], channels=p.phase_channels))
+                offset=il["offset"], out_size=il["out_size"], channels=p.phase_channels,
+                trim=il["trim"]))
         conv = op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
                                                           else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None

@@ -103,3 +103,58 @@ def _body(data: st.DataObject) -> None:
 
 
 test_compiled_matches_reference, test_compiled_matches_reference_wide = sweep(_body)
+
+
+# ---------------------------------------------------------------- size 0: scaled at run time
+def _scaled_ref(a, scales, **attrs):
+    """image.resize2d of ``a`` to floor(size * scale) (float32), the static op's reference."""
+    size = tuple(int(np.floor(np.float32(n) * np.float32(s))) for n, s in zip(a.shape[2:], scales))
+    return relay.op.image._resize_ref(a, relay.op.image.Resize2DAttrs(size, scales, **attrs))
+
+
+def test_resize_size_zero_scales_the_input_size():
+    assert infer("image.resize2d", TensorType((1, 3, 5, 7)), size=(0, 0),
+                 scales=(2.0, 0.5)) == TensorType((1, 3, 10, 3))
+    assert infer("image.resize2d", TensorType((2, 3, Any(), 7)), size=(0, 9),
+                 scales=(1.5, 1.3)) == TensorType((2, 3, Any(), 9))
+    with pytest.raises(OpAttributeInvalid, match="needs scales"):
+        infer("image.resize2d", TensorType((1, 3, 5, 7)), size=(0, 4))
+    with pytest.raises(TypeInferenceError, match="empty"):
+        infer("image.resize2d", TensorType((1, 3, 1, 7)), size=(0, 0), scales=(0.5, 1.0))
+    x = _x((1, 2, 3, 4))
+    np.testing.assert_array_equal(
+        check("image.resize2d", x, size=(0, 0), scales=(2.0, 3.0), method="nearest_neighbor",
+              coordinate_transformation_mode="asymmetric", rounding_method="floor"),
+        x.repeat(2, 2).repeat(3, 3))
+
+
+@pytest.mark.parametrize("method,mode,scales", [
+    ("nearest_neighbor", "asymmetric", (2.0, 2.0)),
+    ("linear", "half_pixel", (1.5, 0.7)),
+    ("linear", "align_corners", (3.0, 1.0)),
+    ("nearest_neighbor", "half_pixel", (0.5, 2.5)),
+])
+def test_resize_size_zero_at_run_time_sizes_matches_the_reference(method, mode, scales):
+    """One VM build of a ``?`` height and width, run at sizes that are no multiple of a vector
+    width and at 1 (where the scale allows), against the reference at that size; blocked
+    (NCHW16c) like AlterOpLayout leaves an FPN's upsampling."""
+    from _vm_util import vm_runner
+
+    attrs = dict(method=method, coordinate_transformation_mode=mode,
+                 rounding_method="floor" if method == "nearest_neighbor" else "round")
+    for layout, lanes in (("NCHW", ()), ("NCHW16c", (16,))):
+        x = relay.var("x", shape=(relay.Any(), 2, relay.Any(), relay.Any(), *lanes))
+        run = vm_runner(relay.Function([x], relay.image.resize2d(
+            x, size=(0, 0), scales=scales, layout=layout, **attrs)))
+        for shape in ((1, 2, 5, 7), (2, 2, 13, 4), (1, 2, 2, 1)):
+            if min(np.floor(np.float32(n) * np.float32(s)) for n, s in zip(shape[2:], scales)) < 1:
+                continue
+            a = np.random.default_rng(1).random((*shape, *lanes)).astype("float32")
+            plain = a if not lanes else a.transpose(0, 1, 4, 2, 3).reshape(
+                shape[0], 2 * lanes[0], *shape[2:])
+            want = _scaled_ref(plain, scales, **attrs)
+            got = run(a)
+            if lanes:
+                got = got.transpose(0, 1, 4, 2, 3).reshape(want.shape)
+            assert got.shape == want.shape, (layout, shape)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -329,8 +329,8 @@ SUPPORT: dict[str, OpSupport] = {
                  "every coordinate mode (tf_crop_and_resize: nearest and linear, axis by axis "
                  "with gathers); keep_aspect_ratio_policy; antialias (linear, cubic) by an "
                  "(output, input) weight matrix per axis; version 10 as "
-                 "Upsample; dyn.image.resize2d for run-time scales/sizes or scaled symbolic "
-                 "axes"),
+                 "Upsample; constant scales of a symbolic height/width as image.resize2d of "
+                 "size 0 (scaled at run time); dyn.image.resize2d for run-time scales/sizes"),
     "ScatterElements": _e(ops_index.scatter_elements, "scatter_elements; reduction none, add, "
                           "mul (16+), max, min (18+)"),
     "Upsample": _e(ops_resize.upsample, "image.resize2d, asymmetric coordinates: nearest "

@@ -5,11 +5,13 @@ attribute, 9: as an input) have neither sizes nor a coordinate mode: coordinates
 asymmetric, and nearest rounds down when enlarging an axis and up when shrinking it, as
 onnxruntime does for these versions.
 
-Scales or sizes known only at run time, and scales of an axis whose size is symbolic (a
-detector exported with dynamic height and width), resize with ``dyn.image.resize2d``: the
-output size is computed at run time (floor(size * scale) in float32, as onnxruntime), and the
-coordinate transform uses the scales given (or size / input size). The batch and channel
-axes must then keep their sizes (not checked at run time)."""
+Constant scales of a symbolic height or width (a detector exported with dynamic height and
+width) keep ``image.resize2d``, with size 0 on those axes: the input's size times the scale,
+rounded down (float32, as onnxruntime), known at run time; the op fuses as in a static build.
+Scales or sizes known only at run time (and constant scales of the batch or channel axis of a
+symbolic input) resize with ``dyn.image.resize2d``: the output size is computed at run time,
+and the coordinate transform uses the scales given (or size / input size). The batch and
+channel axes must then keep their sizes (not checked at run time)."""
 from __future__ import annotations
 
 import math
@@ -87,8 +89,7 @@ def resize(node: Node) -> RelayExpr:
         factors = _full(node, scales_in, axes, ndim, 1.0)
         out, scales = _scaled(in_sizes, factors), factors
         if out is None:  # a symbolic axis scaled: its new size is computed at run time
-            return _resize_run_time(node, None, const(np.asarray(factors, "float32")),
-                                    list(range(ndim)), attrs)
+            return _resize_scaled(node, factors, attrs)
     else:
         raise node.fail("needs scales or sizes")
     return _resize2d(node, out, scales, **attrs)
@@ -125,8 +126,7 @@ def _legacy(node: Node, factors: np.ndarray) -> RelayExpr:
     attrs = dict(method=_MODES[mode], coordinate_transformation_mode="asymmetric",
                  rounding_method=rounding)
     if out is None:  # a symbolic axis scaled: its new size is computed at run time
-        return _resize_run_time(node, None, const(np.asarray(factors, "float32")),
-                                list(range(ty.ndim)), attrs)
+        return _resize_scaled(node, factors, attrs)
     return _resize2d(node, out, factors, **attrs)
 
 
@@ -153,6 +153,26 @@ def _keep_aspect(node: Node, sizes: np.ndarray, axes: list[int], in_sizes: tuple
     scale = min(ratios) if policy == "not_larger" else max(ratios)
     out = [int(scale * d + 0.5) if k in axes else d for k, d in enumerate(in_sizes)]
     return out, [scale if k in axes else 1.0 for k in range(len(in_sizes))]
+
+
+def _resize_scaled(node: Node, factors: list[float], attrs: dict[str, Any]) -> RelayExpr:
+    """Constant scales of a symbolic height or width: ``image.resize2d`` with size 0 on those
+    axes (the input's size times the scale, rounded down, at run time), a static op that
+    fuses as the static build's does; ``dyn.image.resize2d`` when the batch or channel axis
+    is scaled (the run-time path checks they keep their sizes)."""
+    x, ty = node.input(0), node.type(0)
+    if any(f != 1.0 for f in factors[:2]):
+        return _resize_run_time(node, None, const(np.asarray(factors, "float32")),
+                                list(range(ty.ndim)), attrs)
+    in_hw, scales = (ty.shape[2:], factors[2:]) if ty.ndim == 4 else ((1, ty.shape[2]),
+                                                                      [1.0, factors[2]])
+    size = [math.floor(np.float32(d) * np.float32(f)) if isinstance(d, int) else 0
+            for d, f in zip(in_hw, scales)]
+    if any(isinstance(d, int) and s < 1 for d, s in zip(in_hw, size)):
+        raise node.fail(f"the output size {size} of scaling {list(in_hw)} by {scales} is empty")
+    data = x if ty.ndim == 4 else _op.expand_dims(x, 2)
+    result = _op.image.resize2d(data, size=size, scales=scales, **attrs)
+    return result if ty.ndim == 4 else _op.squeeze(result, [2])
 
 
 def _resize_run_time(node: Node, sizes: Any, scales: Any, axes: list[int],

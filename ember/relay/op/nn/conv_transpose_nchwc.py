@@ -20,7 +20,8 @@ block as wide as the input's, zero padding after them (DCGAN's 128 -> 3: 12 of 1
 ``nn.contrib_conv2d_NCHWc_fused`` would compute (stride and dilation 1, its bias and
 activation; data ``[N, IC/CB, H, W, CB]``, weight ``[1, IC/CB, KH, KW, CB, L]``, bias
 ``[L]``), written straight to its places in the plain NCHW output ``[N, L / phases, OH,
-OW]`` (static sizes), which the interleave would otherwise move in a second pass.
+OW]``, which the interleave would otherwise move in a second pass (an ``out_size`` of 0 on an
+axis: ``Q * s - trim`` from the data, as the interleave's).
 
 ``nn.contrib_conv2d_transpose_phased`` is a whole transposed conv on a small map (DCGAN's
 4x4, 8x8): data ``[N, IC/L, H, W, L]``, weight ``[S, OCBp, IC/L, TH, TW, L, L]`` (each phase
@@ -199,8 +200,8 @@ FEWOC = "nn.contrib_conv2d_transpose_fewoc"
 @attrs_class("Conv2DTransposeFewOCAttrs")
 class FewOCAttrs(OpAttrs):
     """The phase conv's padding, lanes (its channels), in_block, activation and its two
-    parameters (``nn.contrib_conv2d_NCHWc_fused``'s), then the interleave's strides, offset
-    and out_size (static)."""
+    parameters (``nn.contrib_conv2d_NCHWc_fused``'s), then the interleave's strides, offset,
+    out_size (0 on an axis sized from the data) and trim (read only on such an axis)."""
 
     padding: tuple[int, int, int, int] = (0, 0, 0, 0)
     lanes: int = 4
@@ -212,6 +213,7 @@ class FewOCAttrs(OpAttrs):
     offset: tuple[int, int] = (0, 0)
     out_size: tuple[int, int] = (1, 1)
     channels: int = 0  # the real phase channels, the rest of the lanes zero padding; 0: all
+    trim: tuple[int, int] = (0, 0)
     _op: ClassVar[str] = FEWOC
 
     def __post_init__(self) -> None:
@@ -219,14 +221,14 @@ class FewOCAttrs(OpAttrs):
 
         self._ints("padding", length=(4,))
         self._positive("padding", allow_zero=True)
-        for name in ("strides", "offset", "out_size"):
+        for name in ("strides", "offset", "out_size", "trim"):
             self._ints(name, length=(2,))
         for name in ("lanes", "in_block"):
             self._int(name)
             self._positive(name)
         self._positive("strides")
-        self._positive("out_size")
-        self._positive("offset", allow_zero=True)
+        for name in ("out_size", "offset", "trim"):
+            self._positive(name, allow_zero=True)
         if any(o >= s for o, s in zip(self.offset, self.strides)):
             raise self._invalid("offset", f"values below the strides {self.strides}")
         self._int("channels")
@@ -250,16 +252,23 @@ def _fewoc_rel(args: list[TensorType], attrs: FewOCAttrs) -> TensorType:
                           f"{cb}, {lanes}] and bias [{lanes}]; got {fmt_shape(data.shape)}, "
                           f"{fmt_shape(weight.shape)}, {fmt_shape(bias.shape)}")
     (pt, pl, pb, pr), (kh, kw) = attrs.padding, weight.shape[2:4]
-    rows = (data.shape[2] + pt + pb - kh + 1, data.shape[3] + pl + pr - kw + 1)
-    for axis, (size, o, s, q) in enumerate(zip(attrs.out_size, attrs.offset, attrs.strides,
-                                               rows)):
-        if known(q) and q < (size - 1 + o) // s + 1:
+    rows = tuple(d + lo + hi - k + 1 if known(d) else d for d, lo, hi, k in
+                 ((data.shape[2], pt, pb, kh), (data.shape[3], pl, pr, kw)))
+    out: list[Any] = []
+    for axis, (size, o, s, q, t) in enumerate(zip(attrs.out_size, attrs.offset, attrs.strides,
+                                                  rows, attrs.trim)):
+        if size == 0:  # from the data
+            size = q * s - t if known(q) else AnyDim()
+            if known(size) and size <= 0:
+                raise fail(FEWOC, f"the phase conv has {q} {('rows', 'columns')[axis]}: with "
+                                  f"stride {s} and trim {t} the output would be empty")
+        elif known(q) and q < (size - 1 + o) // s + 1:
             raise fail(FEWOC, f"the phase conv has {q} {('rows', 'columns')[axis]}; out_size "
                               f"{attrs.out_size} with offset {attrs.offset} needs "
                               f"{(size - 1 + o) // s + 1}")
+        out.append(size)
     phases = attrs.strides[0] * attrs.strides[1]
-    return tensor_of((data.shape[0], (attrs.channels or lanes) // phases, *attrs.out_size),
-                     data.dtype)
+    return tensor_of((data.shape[0], (attrs.channels or lanes) // phases, *out), data.dtype)
 
 
 def _fewoc_parts(attrs: FewOCAttrs) -> tuple[Any, InterleaveAttrs]:
@@ -268,7 +277,8 @@ def _fewoc_parts(attrs: FewOCAttrs) -> tuple[Any, InterleaveAttrs]:
     conv = Conv2DNCHWcFusedAttrs(padding=attrs.padding, lanes=attrs.lanes,
                                  in_block=attrs.in_block, activation=attrs.activation,
                                  clip_min=attrs.clip_min, clip_max=attrs.clip_max)
-    return conv, InterleaveAttrs(attrs.strides, attrs.offset, attrs.out_size, "NCHW", "NCHW")
+    return conv, InterleaveAttrs(attrs.strides, attrs.offset, attrs.out_size, "NCHW", "NCHW",
+                                 attrs.trim)
 
 
 def _fewoc_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, attrs: FewOCAttrs) -> np.ndarray:
@@ -292,7 +302,16 @@ def _fewoc_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[
                          kh, kw, (1, 1), attrs.padding, (1, 1), 1, lanes, cb)
     epilogue = [K.ACTIVATIONS[attrs.activation], tir.const(attrs.clip_min, "float32"),
                 tir.const(attrs.clip_max, "float32"), 0]
-    il = Interleave(tuple(attrs.strides), tuple(attrs.offset), tuple(attrs.out_size),
+    out = []
+    for axis, (size, q) in enumerate(zip(attrs.out_size, (geo.oh, geo.ow))):
+        s, t = attrs.strides[axis], attrs.trim[axis]
+        if size == 0:  # a ``?`` output row count follows the phase conv's
+            size = q * s - t
+            if as_int(size) is None:
+                require(size > 0, f"{FEWOC}: the output {('height', 'width')[axis]} "
+                                  f"(phase rows * {s} - {t}) must be positive")
+        out.append(size)
+    il = Interleave(tuple(attrs.strides), tuple(attrs.offset), (out[0], out[1]),
                     attrs.channels)
     return [conv2d_fewoc(data, weight, bias, geo, epilogue, il)]
 
