@@ -1,9 +1,9 @@
-"""Exporter-style models (``relay.testing.exported_onnx``) compiled with no shapes, against
-onnxruntime: a PaddleOCR-style text detector (paddle2onnx's BatchNormalization, HardSigmoid
-activations, Resize-11 upsampling, ConvTranspose head) at several image sizes (multiples of
-32, as PaddleOCR resizes them: its FPN adds need them), and a Silero-style voice activity model (Conv1d STFT, LSTM with its state as inputs
-and outputs) at several batches and lengths and in a streaming loop that feeds the state
-back. Tolerances: SUMS (float32 sums of products)."""
+"""A Silero-style voice activity model as torch.onnx writes it
+(``relay.testing.exported_onnx.vad_lstm``: a Conv1d STFT, an LSTM whose state comes in and goes
+out), compiled with no shapes, against onnxruntime at several batches and lengths and in a
+streaming loop that feeds the state back. Tolerances: SUMS (float32 sums of products).
+Other exporter-style models: test_onnx_paddle_detector.py, test_onnx_kv_cache_export.py,
+test_onnx_nms.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,19 +12,9 @@ from _onnx_util import SUMS, compare, run_ort
 
 import ember
 from ember.contrib import cc
-from ember.relay.testing.exported_onnx import paddle_text_detector, vad_lstm
+from ember.relay.testing.exported_onnx import vad_lstm
 
 needs_cc = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
-
-
-@needs_cc
-def test_paddle_style_text_detector_at_any_image_size():
-    model = paddle_text_detector(channels=(8, 16, 16, 24), head=16)
-    run = ember.compile(model)
-    rng = np.random.default_rng(2)
-    for shape in ((1, 3, 64, 64), (2, 3, 32, 96), (1, 3, 96, 160)):
-        x = rng.random(shape, dtype=np.float32)
-        compare(f"paddle det {shape}", [run(x)], run_ort(model, {"x": x}), SUMS)
 
 
 @needs_cc
