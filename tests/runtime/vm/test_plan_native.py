@@ -473,7 +473,26 @@ def test_outputs_that_follow_no_rule_are_made_again_and_stay_right(monkeypatch) 
     # n = 1 first: its output (2,) looks like "the input's 2", a wrong guess for n = 3
     for n in (1, 3, 1, 7, 20, 2):
         np.testing.assert_array_equal(model(x[:n].copy()), np.maximum(x[:n].reshape(-1), 0))
-    assert native.retries == 6 and python == []
+    # every new n made twice; n = 1 again (not the last shape) takes the shape C gave for it
+    assert native.retries == 5 and python == []
+
+
+def test_outputs_shapes_met_before_are_kept_within_a_bound(monkeypatch) -> None:
+    model = ember.compile(FLATTEN)
+    x = np.arange(-20, 20, dtype="float32").reshape(20, 2)
+    model(x)
+    model(x)
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall)
+    python = python_calls(model, monkeypatch)
+    alternating = (1, 3, 1, 3, 20, 1)
+    for n in alternating:  # each shape other than the last: C's outputs' shapes are kept
+        np.testing.assert_array_equal(model(x[:n].copy()), np.maximum(x[:n].reshape(-1), 0))
+    assert native.retries == 3 and python == []  # once per n (the first 20 ran in Python)
+    monkeypatch.setattr(plan_native, "KNOWN_SHAPES", 1)  # a new shape forgets the others
+    for n in (5, 6, 5, 6, 1):
+        np.testing.assert_array_equal(model(x[:n].copy()), np.maximum(x[:n].reshape(-1), 0))
+    assert native.retries == 3 + 5 and python == []
 
 
 def test_output_shapes_stop_learning_once_a_dimension_follows_no_rule() -> None:
