@@ -27,8 +27,10 @@ Columns (milliseconds per call, numpy in and out, median of the interleaved samp
   already large enough), median of ``--unseen`` calls (or more, to 30 ms of them), each after
   a call at another shape, timed in blocks of 5 in turn with ``s.each`` and ``s.after``
   (drift hits the three alike; ``unseen_columns``).
-  The Python plan keeps 32 shapes; here ``ember.runtime.vm.static_plan.SIGNATURES`` is set to
-  1 for those calls so that alternating two shapes makes every call unseen there too;
+  The Python plan keeps 32 shapes and the C call 8 besides the last; here
+  ``ember.runtime.vm.static_plan.SIGNATURES`` is set to 1 and the C call keeps none
+  (``plan_native.DynamicCall.keep(0)``) for those calls, so that alternating two shapes makes
+  every call unseen there too (its shape phase and checks run again);
 - ``s.each``: the static build at that shape with each call timed alone, as ``unseen`` is
   (reading ``time.thread_time`` costs about a microsecond: 10% of mlp's call), and
   ``u.ratio`` = unseen / s.each (the issue's target: at most 1.15);
@@ -78,7 +80,7 @@ import ember  # noqa: E402
 from ember.ir.module import IRModule  # noqa: E402
 from ember.relay.testing.onnx_export import export_onnx  # noqa: E402
 from ember.runtime.errors import OpNotImplemented  # noqa: E402
-from ember.runtime.vm import static_plan  # noqa: E402
+from ember.runtime.vm import plan_native, static_plan  # noqa: E402
 
 _B = {"batch_size": 2}  # the probe of a batch twin
 
@@ -324,6 +326,7 @@ def unseen_columns(case: Case, k: int, calls: int, clock: Any) -> tuple[float, f
     times: list[list[float]] = [[] for _ in pairs]
     saved = static_plan.SIGNATURES
     static_plan.SIGNATURES = 1
+    _keep_signatures(case.dynamic, 0)
     try:
         while len(times[0]) < calls or min(sum(t) for t in times) < UNSEEN_TIME and \
                 len(times[0]) < 20 * calls:
@@ -337,8 +340,18 @@ def unseen_columns(case: Case, k: int, calls: int, clock: Any) -> tuple[float, f
                     samples.append(clock() - start)
     finally:
         static_plan.SIGNATURES = saved
+        _keep_signatures(case.dynamic, plan_native.KEPT_SIGNATURES)
     unseen, after, each = (statistics.median(t) * 1e3 for t in times)
     return unseen, after, each
+
+
+def _keep_signatures(model: Any, signatures: int) -> None:
+    """Have the C call of each of ``model``'s contexts keep ``signatures`` signatures besides
+    the last (``plan_native.DynamicCall.keep``)."""
+    for ctx in model._pool.free:
+        dynamic = getattr(ctx, "dynamic", None)
+        if dynamic is not None:
+            dynamic.keep(signatures)
 
 
 def first_call_ms(case: Case, k: int, clock: Any) -> float:

@@ -24,6 +24,9 @@
  *   6. which inputs and outputs the caller's arrays serve in place (ember_decide_in_place);
  *
  * then the kernels run as EmberModelCallDirect runs them (no copy in or out where 6 allows).
+ * A signature that passed 1-6 is kept (up to kept_capacity of them besides the last): a later
+ * call at it copies back what 1-6 wrote (the arena, sizes, decisions) instead of running them,
+ * whose code and tables a model's kernels have evicted from the cache by then.
  * Anything that does not hold returns 1 with nothing run (the host's Python path then grows
  * a buffer, or raises the error that names the input); outputs the host made of another shape
  * return 2 (the host makes them again from out_dims and calls once more: the signature is then
@@ -67,6 +70,13 @@ typedef struct {
   const int8_t* site_written;  /* per site: 1 where a kernel writes its tensor */
   int8_t* in_place;            /* per input, then output: this signature's decision */
   int32_t num_shape_calls, num_dims, program_size, have_last;
+  /* Signatures kept besides the last (ember_restore_kept): kept_dims holds each one's input
+   * dimensions (num_dims apiece), kept the rest of what its new signature wrote (record_words
+   * apiece: ember_kept_words); kept_capacity 0 keeps none. */
+  int64_t* kept_dims;
+  int64_t* kept;
+  int64_t arena_size, record_words;
+  int32_t kept_capacity, kept_count, kept_next, kept_pad;
 } EmberDynamicCallPlan;
 
 /* The plan's layout as this library has it: the host uses the library only if it agrees. */
@@ -315,6 +325,63 @@ static int ember_new_signature(EmberDynamicCallPlan* p) {
   return 0;
 }
 
+/* The int64s of a kept signature's record: the inputs' and outputs' byte sizes, the outputs'
+ * dimensions, the in-place decisions (one int64 each) and the arena. */
+static int64_t ember_kept_words(const EmberDynamicCallPlan* p) {
+  const EmberModelCallPlan* c = &p->call.call;
+  int64_t words = 2 * ((int64_t)c->num_inputs + c->num_outputs) + p->arena_size;
+  int32_t i;
+  for (i = 0; i < c->num_outputs; ++i) words += c->outputs[i].ndim;
+  return words;
+}
+
+/* Copy what a new signature writes into record r (save) or back from it. */
+static void ember_kept_copy(EmberDynamicCallPlan* p, int64_t* r, int save) {
+  EmberModelCallPlan* c = &p->call.call;
+  int32_t i, n = c->num_inputs + c->num_outputs, out_dims = 0;
+  for (i = 0; i < n; ++i) {
+    EmberCallTensor* t = (EmberCallTensor*)(i < c->num_inputs ? &c->inputs[i]
+                                                              : &c->outputs[i - c->num_inputs]);
+    if (save) r[i] = t->nbytes; else t->nbytes = r[i];
+    if (save) r[n + i] = p->in_place[i]; else p->in_place[i] = (int8_t)r[n + i];
+  }
+  for (i = 0; i < c->num_outputs; ++i) out_dims += c->outputs[i].ndim;
+  r += 2 * n;
+  if (save) {
+    memcpy(r, p->out_dims, sizeof(int64_t) * (size_t)out_dims);
+    memcpy(r + out_dims, p->arena, sizeof(int64_t) * (size_t)p->arena_size);
+  } else {
+    memcpy(p->out_dims, r, sizeof(int64_t) * (size_t)out_dims);
+    memcpy(p->arena, r + out_dims, sizeof(int64_t) * (size_t)p->arena_size);
+  }
+}
+
+/* A signature that ran before, kept: its state back in place of the shape phase and checks
+ * (which a kept signature passed: the buffers only grow while it is kept). 1 if p->dims was. */
+static int ember_restore_kept(EmberDynamicCallPlan* p) {
+  int32_t j;
+  for (j = 0; j < p->kept_count; ++j) {
+    const int64_t* dims = &p->kept_dims[(int64_t)j * p->num_dims];
+    if (memcmp(dims, p->dims, sizeof(int64_t) * (size_t)p->num_dims) != 0) continue;
+    ember_kept_copy(p, &p->kept[(int64_t)j * p->record_words], 0);
+    memcpy(p->last, p->dims, sizeof(int64_t) * (size_t)p->num_dims);
+    p->have_last = 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* After a new signature that can run: keep it (replacing the oldest when all are taken). */
+static void ember_keep_signature(EmberDynamicCallPlan* p) {
+  int32_t j = p->kept_next;
+  if (p->kept_capacity <= 0 || p->record_words != ember_kept_words(p)) return;
+  memcpy(&p->kept_dims[(int64_t)j * p->num_dims], p->dims,
+         sizeof(int64_t) * (size_t)p->num_dims);
+  ember_kept_copy(p, &p->kept[(int64_t)j * p->record_words], 1);
+  p->kept_next = j + 1 < p->kept_capacity ? j + 1 : 0;
+  if (p->kept_count < p->kept_capacity) ++p->kept_count;
+}
+
 /* A whole call at any input shape (see the top of this file): 0 done, 1 not run (the host's
  * checked path runs it), 2 the outputs the host made have other shapes (out_dims has
  * theirs), -1 a kernel failed (as EmberModelCall). */
@@ -338,7 +405,10 @@ EMBER_DLL int EmberDynamicModelCall(EmberDynamicCallPlan* p) {
       p->dims[d] = v;
     }
   }
-  if (changed && ember_new_signature(p) != 0) return 1;
+  if (changed && !ember_restore_kept(p)) {
+    if (ember_new_signature(p) != 0) return 1;
+    ember_keep_signature(p);
+  }
   outs = c->num_outputs == 1 ? &c->outs : EMBER_FIELD(c->outs, L->list_items, const void* const*);
   for (i = 0; i < c->num_outputs; ++i) {
     if (!ember_array_is(L, outs[i], &c->outputs[i])) return 2;

@@ -73,6 +73,80 @@ def test_new_shapes_within_the_buffers_run_in_c(two_outputs, monkeypatch) -> Non
     assert python == []
 
 
+def _check_two_outputs(model, rng, n: int, m: int) -> None:
+    x, y = rng.standard_normal((2, n, 3, m)).astype("float32")
+    relu, twice = model(x, y)
+    np.testing.assert_array_equal(relu, np.maximum(x + y, 0))
+    np.testing.assert_array_equal(twice, x * 2)
+
+
+def _native_after_a_big_call(model) -> DynamicCall:
+    big = np.ones((9, 3, 11), "float32")
+    model(big, big)
+    model(big, big)
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall)
+    return native
+
+
+def test_a_kept_signature_restores_its_shape_phase(monkeypatch) -> None:
+    model = ember.compile(TWO_OUTPUTS)
+    native = _native_after_a_big_call(model)
+    python = python_calls(model, monkeypatch)
+    rng = np.random.default_rng(1)
+    for n, m in [(1, 1), (5, 7), (1, 1), (5, 7), (2, 3), (1, 1)]:
+        _check_two_outputs(model, rng, n, m)
+    # kept once each (9 x 11 ran in Python): the calls at a kept shape restored it
+    assert (native._plan.kept_count, native._plan.kept_next) == (3, 3)
+    assert python == []
+
+
+def test_kept_signatures_are_bounded_oldest_first(monkeypatch) -> None:
+    model = ember.compile(TWO_OUTPUTS)
+    native = _native_after_a_big_call(model)
+    native.keep(2)
+    rng = np.random.default_rng(2)
+    for n, m in [(1, 1), (5, 7), (2, 3), (1, 1)]:  # (2, 3) replaces (1, 1), which comes back
+        _check_two_outputs(model, rng, n, m)
+    assert (native._plan.kept_count, native._plan.kept_next) == (2, 0)
+    assert native._keep["kept"][0][:3].tolist() == [2, 3, 3]  # (the dims of the first kept)
+    native.keep(0)  # none: every shape other than the last runs its shape phase again
+    for n, m in [(1, 1), (5, 7), (1, 1)]:
+        _check_two_outputs(model, rng, n, m)
+    assert native._plan.kept_count == 0
+
+
+def test_kept_signatures_are_dropped_when_the_buffers_grow(monkeypatch) -> None:
+    model = ember.compile(TWO_OUTPUTS)
+    native = _native_after_a_big_call(model)
+    rng = np.random.default_rng(3)
+    for n, m in [(1, 1), (5, 7)]:
+        _check_two_outputs(model, rng, n, m)
+    assert native._plan.kept_count == 2
+    python = python_calls(model, monkeypatch)
+    _check_two_outputs(model, rng, 30, 40)  # grows in Python: C's records were for the old
+    assert len(python) == 1 and context_of(model).native._plan.kept_count == 0
+    for n, m in [(1, 1), (29, 40), (5, 7), (1, 1), (30, 40)]:
+        _check_two_outputs(model, rng, n, m)
+    assert len(python) == 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(keep=st.integers(0, 3),
+       shapes=st.lists(st.tuples(st.integers(1, 9), st.integers(1, 11)), min_size=1,
+                       max_size=12))
+def test_alternating_shapes_with_kept_signatures_match_numpy(two_outputs, keep, shapes) -> None:
+    native = _native_after_a_big_call(two_outputs)
+    native.keep(keep)
+    rng = np.random.default_rng(len(shapes))
+    try:
+        for n, m in shapes:
+            _check_two_outputs(two_outputs, rng, n, m)
+        assert native._plan.kept_count <= keep
+    finally:
+        native.keep(plan_native.KEPT_SIGNATURES)
+
+
 def test_results_are_fresh_arrays_per_call(two_outputs) -> None:
     x = np.ones((4, 3, 2), "float32")
     two_outputs(x, x)
@@ -473,7 +547,26 @@ def test_outputs_that_follow_no_rule_are_made_again_and_stay_right(monkeypatch) 
     # n = 1 first: its output (2,) looks like "the input's 2", a wrong guess for n = 3
     for n in (1, 3, 1, 7, 20, 2):
         np.testing.assert_array_equal(model(x[:n].copy()), np.maximum(x[:n].reshape(-1), 0))
-    assert native.retries == 6 and python == []
+    # every new n made twice; n = 1 again (not the last shape) takes the shape C gave for it
+    assert native.retries == 5 and python == []
+
+
+def test_outputs_shapes_met_before_are_kept_within_a_bound(monkeypatch) -> None:
+    model = ember.compile(FLATTEN)
+    x = np.arange(-20, 20, dtype="float32").reshape(20, 2)
+    model(x)
+    model(x)
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall)
+    python = python_calls(model, monkeypatch)
+    alternating = (1, 3, 1, 3, 20, 1)
+    for n in alternating:  # each shape other than the last: C's outputs' shapes are kept
+        np.testing.assert_array_equal(model(x[:n].copy()), np.maximum(x[:n].reshape(-1), 0))
+    assert native.retries == 3 and python == []  # once per n (the first 20 ran in Python)
+    monkeypatch.setattr(plan_native, "KNOWN_SHAPES", 1)  # a new shape forgets the others
+    for n in (5, 6, 5, 6, 1):
+        np.testing.assert_array_equal(model(x[:n].copy()), np.maximum(x[:n].reshape(-1), 0))
+    assert native.retries == 3 + 5 and python == []
 
 
 def test_output_shapes_stop_learning_once_a_dimension_follows_no_rule() -> None:
