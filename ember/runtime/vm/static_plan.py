@@ -9,6 +9,10 @@ before running (``plan_walk.py``) and keeps:
 - **the shape phase**: the calls that depend only on the arguments' shapes (shape functions)
   run first, as one C call, into a small arena that also holds the arguments' run-time
   shapes; the kernels' tensors of symbolic shape point their DLTensor shapes into it;
+- **the value phase**: the kernel calls that read only constants, argument shapes and blocks
+  of the shape or value phase (``plan_phase.value_phase``: T5's position buckets, causal
+  masks), run after the shape phase's checks, again only when the signature differs from
+  the one their blocks hold (``values``);
 - **the checks** a run makes before the kernels use what the shape phase computed: sizes of
   blocks, tensors that must fit in their blocks, reshapes that must keep the element count
   (vectorised over the arena), growing a block when a larger shape arrives;
