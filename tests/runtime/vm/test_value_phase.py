@@ -11,6 +11,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember import relay
@@ -111,6 +113,14 @@ def test_same_length_other_batch_gives_the_same_values(model) -> None:
     for shape in ((1, 6), (4, 6), (1, 6), (2, 11), (4, 6)):
         x = np.full(shape, 2.0, "float32")
         np.testing.assert_allclose(model(x), expected(x), rtol=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(1, 40)), min_size=1, max_size=8))
+def test_any_sequence_of_shapes(model, shapes) -> None:
+    for k, shape in enumerate(shapes):
+        x = np.linspace(-1, 1, shape[0] * shape[1], dtype="float32").reshape(shape)
+        np.testing.assert_allclose(model(x), expected(x), rtol=1e-6, err_msg=f"call {k}")
 
 
 def test_the_python_plan_alternating_shapes() -> None:
