@@ -22,6 +22,9 @@
  *   5. the outputs' shapes (declared, or read from the arena) and byte sizes checked against
  *      their buffers;
  *   6. which inputs and outputs the caller's arrays serve in place (ember_decide_in_place);
+ *   7. the value phase: the kernel calls that read only constants, shapes and each other's
+ *      blocks (T5's relative-position buckets, causal masks, position ids), whose blocks then
+ *      hold this signature's values until the next new signature (ember_run_value_phase);
  *
  * then the kernels run as EmberModelCallDirect runs them (no copy in or out where 6 allows).
  * A signature that passed 1-6 is kept (up to kept_capacity of them besides the last): a later
@@ -69,6 +72,8 @@ typedef struct {
                                   caller's array (the host's rule, which holds at any shape) */
   const int8_t* site_written;  /* per site: 1 where a kernel writes its tensor */
   int8_t* in_place;            /* per input, then output: this signature's decision */
+  const EmberPlannedCall* value_calls; /* the value phase (step 7), or NULL */
+  int64_t value_runs;          /* how many times it ran (the host's tests count) */
   int32_t num_shape_calls, num_dims, program_size, have_last;
   /* Signatures kept besides the last (ember_restore_kept): kept_dims holds each one's input
    * dimensions (num_dims apiece), kept the rest of what its new signature wrote (record_words
@@ -76,7 +81,7 @@ typedef struct {
   int64_t* kept_dims;
   int64_t* kept;
   int64_t arena_size, record_words;
-  int32_t kept_capacity, kept_count, kept_next, kept_pad;
+  int32_t kept_capacity, kept_count, kept_next, num_value_calls;
 } EmberDynamicCallPlan;
 
 /* The plan's layout as this library has it: the host uses the library only if it agrees. */
@@ -285,7 +290,19 @@ static void ember_decide_in_place(EmberDynamicCallPlan* p) {
   }
 }
 
-/* Steps 1 (the arena part) to 5 for p->dims: 0 when the signature can run, 1 otherwise. */
+/* Step 7: the value phase, with the model's thread count, as the kernel calls have it. Its
+ * blocks were placed by the checks (a size beyond a block's capacity failed them). */
+static int ember_run_value_phase(EmberDynamicCallPlan* p) {
+  int saved = g_pool_num_threads, rc;
+  if (p->call.call.num_threads > 0) ember_pool_set_num_threads(p->call.call.num_threads);
+  rc = EmberRunCalls(p->value_calls, p->num_value_calls, &p->call.call.failed_at);
+  g_pool_num_threads = saved;
+  if (rc != 0) return -1;
+  p->value_runs++;
+  return 0;
+}
+
+/* Steps 1 (the arena part) to 7 for p->dims: 0 when the signature can run, 1 otherwise. */
 static int ember_new_signature(EmberDynamicCallPlan* p) {
   EmberModelCallPlan* c = &p->call.call;
   int32_t i, d = 0;
@@ -320,6 +337,8 @@ static int ember_new_signature(EmberDynamicCallPlan* p) {
     t->nbytes = nbytes;
   }
   if (p->call.num_sites > 0) ember_decide_in_place(p);
+  /* (a failed kernel: the host's checked path runs the call again and reports it) */
+  if (p->num_value_calls > 0 && ember_run_value_phase(p) != 0) return 1;
   memcpy(p->last, p->dims, sizeof(int64_t) * (size_t)p->num_dims);
   p->have_last = 1;
   return 0;
@@ -405,7 +424,13 @@ EMBER_DLL int EmberDynamicModelCall(EmberDynamicCallPlan* p) {
       p->dims[d] = v;
     }
   }
-  if (changed && !ember_restore_kept(p)) {
+  if (changed && ember_restore_kept(p)) {
+    /* the value blocks hold the previous signature's values: this one's are made again */
+    if (p->num_value_calls > 0 && ember_run_value_phase(p) != 0) {
+      p->have_last = 0;
+      return 1;
+    }
+  } else if (changed) {
     if (ember_new_signature(p) != 0) return 1;
     ember_keep_signature(p);
   }

@@ -92,14 +92,16 @@ class Executable:
                        primitive_ops: Sequence[str] = (), lib: Module | None = None,
                        virtual_devices: Sequence[Device] | None = None,
                        host_device_index: int = 0,
-                       const_device_indexes: Sequence[int] = ()) -> Executable:
+                       const_device_indexes: Sequence[int] = (),
+                       value_kernels: Mapping[int, Sequence[int]] | None = None) -> Executable:
         """Build (and verify) an executable from functions, or from assembly text (see
         ``ember.runtime.vm.assembler``). Raises VerificationError naming the first problem."""
         if isinstance(functions, str):
             functions = parse_functions(functions)
         prog = Program(list(functions), as_constants(constants), list(primitive_ops),
                        list(virtual_devices or [cpu(0)]), host_device_index,
-                       list(const_device_indexes))
+                       list(const_device_indexes),
+                       {int(k): tuple(v) for k, v in (value_kernels or {}).items()})
         verify(prog)
         return cls(ExecutableModule(prog, lib))
 

@@ -12,8 +12,9 @@ the shape phase, the result views). A call at a signature made before then
    signature (or an NDArray run of the plan) ran last: a copy of the arena and a few pointers;
 2. copies the arguments in, makes the kernel calls as one C call, copies the results out,
 
-as the graph executor's call does. A signature not made before runs the shape phase and its
-checks first (``StaticPlan._shapes``); a failed check or kernel returns NOT_RUN, and the
+as the graph executor's call does (and the plan's value phase first, when its blocks hold
+another signature's values: ``StaticPlan.values``). A signature not made before runs the
+shape phase and its checks first (``StaticPlan._shapes``); a failed check or kernel returns NOT_RUN, and the
 caller interprets the call (which raises the interpreter's error). Plans whose kernels
 compute a size from data (checks between native calls) are not served here
 (:meth:`ArrayCalls.of` is None).
@@ -101,8 +102,12 @@ class ArrayCall:
         if not self._acquire(False):  # a re-entrant call: buffers in use
             return NOT_RUN
         try:
-            if self.plan.applied is not self:
+            plan = self.plan
+            if plan.applied is not self:
                 self._apply()
+            if plan._value_run is not None and plan._values_for != self.signature and \
+                    not plan.values(self.signature):
+                return NOT_RUN
             for buf, value in zip(self.inputs, values):
                 copyto(buf, value)
             if self._run():

@@ -66,12 +66,13 @@ class _DynamicPlan(ctypes.Structure):
                 ("in_item", _P), ("program", _P), ("sizes", _P), ("out_rule", _P),
                 ("out_dims", _P), ("out_capacity", _P), ("out_item", _P), ("direct", _P),
                 ("may_direct", _P), ("site_written", _P), ("in_place", _P),
+                ("value_calls", _P), ("value_runs", ctypes.c_int64),
                 ("num_shape_calls", ctypes.c_int32), ("num_dims", ctypes.c_int32),
                 ("program_size", ctypes.c_int32), ("have_last", ctypes.c_int32),
                 ("kept_dims", _P), ("kept", _P), ("arena_size", ctypes.c_int64),
                 ("record_words", ctypes.c_int64), ("kept_capacity", ctypes.c_int32),
                 ("kept_count", ctypes.c_int32), ("kept_next", ctypes.c_int32),
-                ("kept_pad", ctypes.c_int32)]
+                ("num_value_calls", ctypes.c_int32)]
 
 
 def dim_rules(plan: StaticPlan, patterns: Sequence[Any] | None) -> list[int] | None:
@@ -148,13 +149,17 @@ class DynamicCall:
             if direct is not None:
                 self._keep["direct"] = direct
                 p.direct = direct.ctypes.data
+        value_cplan = plan._value_cplan
+        if value_cplan is not None:  # the value phase, run by C at each new signature
+            p.value_calls, p.num_value_calls = ctypes.addressof(value_cplan._table), \
+                value_cplan._count
         p.num_dims, p.program_size = len(rules), len(program)
         c = p.call.call
         c.layout = ctypes.addressof(object_layout())  # type: ignore[arg-type]
         c.calls, c.num_calls = ctypes.addressof(cplan._table), cplan._count
         c.num_inputs, c.num_outputs = len(plan._arg_types), len(plan._fields)
         c.num_threads, c.failed_at = threads, -1
-        self._keep["plans"] = (shape_cplan, cplan)  # the tables C reads
+        self._keep["plans"] = (shape_cplan, cplan, value_cplan)  # the tables C reads
         self.retries = 0  # calls that C ran a second time, with outputs of its shapes
         p.arena_size = plan._arena_i64.size
         self.keep(KEPT_SIGNATURES)
@@ -280,6 +285,12 @@ class DynamicCall:
         self._plan.have_last = self._plan.kept_count = self._plan.kept_next = 0
         self.plan.applied = None
         self.plan._last = None
+        self.plan.forget_values()  # C wrote the value phase's blocks for its last signature
+
+    @property
+    def value_runs(self) -> int:
+        """How many times C ran the plan's value phase."""
+        return int(self._plan.value_runs)
 
     def refresh(self) -> None:
         """Read the buffers again (a Python run may have grown or moved them)."""
@@ -616,7 +627,8 @@ def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
     rules = dim_rules(plan, patterns)
     if entry is None or rules is None or _plan_size(lib) != ctypes.sizeof(_DynamicPlan):
         return None
-    if plan._shape_run is not None and plan._shape_cplan is None:
+    if plan._shape_run is not None and plan._shape_cplan is None or \
+            plan._value_run is not None and plan._value_cplan is None:
         return None
     return DynamicCall(calls, rules, entry, threads)
 

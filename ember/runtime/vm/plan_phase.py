@@ -1,5 +1,6 @@
 """What a static plan reads from its walk: the result's blocks, the shape phase (the calls
-that compute shapes from shapes, run first) and which checks it decides.
+that compute shapes from shapes, run first), the value phase (the calls that compute values
+from shapes and constants, run once per signature) and which checks it decides.
 """
 from __future__ import annotations
 
@@ -8,7 +9,18 @@ from typing import Any
 import numpy as np
 
 from ..ndarray import NDArray
-from .plan_walk import ArgShapes, Block, Call, Check, Tensor
+from .plan_walk import Arg, ArgShapes, Block, Call, Check, Tensor
+
+
+class ShapeOnly:
+    """Argument ``index`` handed to a value-phase kernel that never reads its bytes (only its
+    shape): its DLTensor's data points at the plan's arena, not at the argument, so the call
+    does not depend on where this run's argument lives."""
+
+    __slots__ = ("device", "index")
+
+    def __init__(self, arg: Arg) -> None:
+        self.index, self.device = arg.index, arg.device
 
 
 def result_blocks(result: Any) -> dict[int, Tensor]:
@@ -57,6 +69,82 @@ def shape_phase(calls: list[Call], blocks: list[Block], results: dict[int, Tenso
         candidates = keep
 
 
+def value_phase(calls: list[Call], blocks: list[Block], results: dict[int, Tensor],
+                shape_calls: set[int], early: set[int],
+                value_kernels: dict[int, tuple[int, ...]]) -> tuple[list[int], set[int]]:
+    """(the calls that may run once per signature, in order; the blocks they alone write):
+    calls of a kernel in ``value_kernels`` (pure: ``relay/backend/vm/value_kernels.py``) that
+    read only constants, argument shapes (an argument at a position the kernel reads only for
+    its shape), shape-phase blocks and such blocks, every tensor of a shape known after the
+    shape phase (``early``: ids of the arena's bases), and write only such blocks. A block
+    qualifies when it is no result, its size is known after the shape phase, and its bytes
+    keep one value for the whole run: one write, or static writes that share no byte.
+    Their values then depend only on the signature: a run at the signature they were made
+    for reads what it would compute."""
+    writers: dict[int, list[int]] = {}
+    written: dict[int, list[tuple[int, int]]] = {}
+    sized: set[int] = set()
+    for k, call in enumerate(calls):
+        split = len(call.args) - call.outputs
+        for t in call.args[split:]:
+            if type(t.base) is not Block:
+                continue
+            writers.setdefault(t.base.index, []).append(k)
+            if t.static:
+                end = t.offset + int(np.prod(t.shape, dtype=np.int64)) * \
+                    t.dtype.numpy_dtype.itemsize
+                written.setdefault(t.base.index, []).append((t.offset, end))
+            else:
+                sized.add(t.base.index)
+    arena = {b.index for b in blocks if id(b) in early}
+    candidates = {
+        b.index for b in blocks
+        if b.index not in results and b.index not in arena and b.index in writers
+        and (b.size is None or _known(b.size, early))
+        and (len(writers[b.index]) == 1 if b.index in sized
+             else not _overlap(written.get(b.index, [])))}
+    todo = [k for k, call in enumerate(calls)
+            if k not in shape_calls and call.kernel in value_kernels]
+    while True:
+        hoisted = [k for k in todo
+                   if _reads_shapes_only(calls[k], arena | candidates, early,
+                                         value_kernels[calls[k].kernel])]
+        keep = {i for i in candidates if all(w in hoisted for w in writers[i])}
+        if keep == candidates:
+            return hoisted, keep
+        candidates = keep
+
+
+def _known(t: Tensor, early: set[int]) -> bool:
+    """Whether int64 tensor ``t`` (a shape or a size) is known after the shape phase."""
+    return type(t.base) is NDArray or id(t.base) in early
+
+
+def _reads_shapes_only(call: Call, blocks: set[int], early: set[int],
+                       shape_only: tuple[int, ...]) -> bool:
+    """Whether ``call`` reads only constants, ``blocks``, argument shapes and arguments at
+    positions in ``shape_only``, writes only ``blocks``, every shape known early."""
+    split = len(call.args) - call.outputs
+    for pos, t in enumerate(call.args):
+        if not t.static and not _known(t.shape, early):
+            return False
+        base = t.base
+        if pos < split and (type(base) is NDArray or type(base) is ArgShapes or
+                            type(base) is Arg and pos in shape_only):
+            continue
+        if type(base) is not Block or base.index not in blocks:
+            return False
+    return True
+
+
+def shape_only_args(call: Call, shape_only: tuple[int, ...]) -> Call:
+    """``call`` with each argument at a position in ``shape_only`` handed as its shape alone
+    (``ShapeOnly``)."""
+    args = [t._replace(base=ShapeOnly(t.base)) if type(t.base) is Arg and pos in shape_only
+            else t for pos, t in enumerate(call.args)]
+    return call._replace(args=args)
+
+
 def _overlap(ranges: list[tuple[int, int]]) -> bool:
     """Whether two of the byte ranges ``[start, end)`` share a byte (a range written twice
     counts: its first value would not last)."""
@@ -89,4 +177,5 @@ def sources_in(check: Check, early: set[int]) -> bool:
     return all(id(t.base) in early or type(t.base) is NDArray for t in tensors)
 
 
-__all__ = ["result_blocks", "shape_phase", "sources_in"]
+__all__ = ["ShapeOnly", "result_blocks", "shape_only_args", "shape_phase", "sources_in",
+           "value_phase"]

@@ -90,6 +90,9 @@ class Program:
 
     ``constants[i]`` is None while constant ``i`` is late-bound and not loaded yet.
     ``primitive_ops[k]`` names the kernel that ``invoke_packed PackedFunc[k]`` calls.
+    ``value_kernels``: kernel index -> the positions of the arguments it reads only for their
+    shape, for the kernels a plan may run once per input signature (pure ones: the compiler's
+    ``relay/backend/vm/value_kernels.py``); a kernel not listed runs on every call.
     """
 
     functions: list[VMFunction]
@@ -98,6 +101,7 @@ class Program:
     virtual_devices: list[Device] = field(default_factory=lambda: [cpu(0)])
     host_device_index: int = 0
     const_device_indexes: list[int] = field(default_factory=list)
+    value_kernels: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.functions = list(self.functions)

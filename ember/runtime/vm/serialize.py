@@ -9,7 +9,9 @@ All integers little-endian; ``str`` is a u32 byte length then UTF-8::
     checksum  16 bytes blake2b (16-byte digest) of the whole file with these 16 bytes zero
     sections, in this order, each: tag (4 ASCII bytes), u64 payload length, payload
       HEAD    UTF-8 JSON {"virtual_devices": [[device_type, device_id], ...],
-                          "host_device_index": int}
+                          "host_device_index": int,
+                          "value_kernels": [[kernel index, [argument positions]], ...]}
+              (the last optional: an executable without it runs every kernel on every call)
       GLOB    u32 n, n x (str name, u32 function index)
       CNST    u32 n, n x (u32 device index, u8 late-bound flag), then the params byte format
               (ember.runtime.params) holding the constants that are not late-bound, named
@@ -134,6 +136,8 @@ def serialize(prog: Program) -> bytearray:
     sections: list[bytes] = []
     head = {"virtual_devices": [[d.device_type, d.device_id] for d in prog.virtual_devices],
             "host_device_index": prog.host_device_index}
+    if prog.value_kernels:
+        head["value_kernels"] = [[k, list(v)] for k, v in sorted(prog.value_kernels.items())]
     sections.append(json.dumps(head).encode())
     w = _Writer()
     w.u32(len(prog.functions))
@@ -306,7 +310,7 @@ def _check_header(buf: memoryview, top: _Reader) -> None:
 
 
 def _parse(readers: dict[bytes, _Reader]) -> Program:
-    devices, host = _read_head(readers[b"HEAD"])
+    devices, host, value_kernels = _read_head(readers[b"HEAD"])
     r = readers[b"GLOB"]
     globals_ = [(r.str(f"global {i}"), r.u32(f"the index of global {i}"))
                 for i in range(r.count("globals", 8))]
@@ -321,18 +325,23 @@ def _parse(readers: dict[bytes, _Reader]) -> Program:
     if globals_ != [(f.name, i) for i, f in enumerate(functions)]:
         raise ArtifactError(f"vm executable: the globals {globals_} do not match the functions "
                             f"{[f.name for f in functions]}")
-    return Program(functions, constants, prims, devices, host, const_devs)
+    if any(not 0 <= k < len(prims) for k in value_kernels):
+        raise ArtifactError("vm executable: bad HEAD section (value_kernels names a kernel "
+                            f"outside 0..{len(prims) - 1})")
+    return Program(functions, constants, prims, devices, host, const_devs, value_kernels)
 
 
-def _read_head(r: _Reader) -> tuple[list[Device], int]:
+def _read_head(r: _Reader) -> tuple[list[Device], int, dict[int, tuple[int, ...]]]:
     try:
         head = json_reader.loads(bytes(r.rest()).decode("utf-8"))
         devices = [Device(int(t), int(i)) for t, i in head["virtual_devices"]]
         host = int(head["host_device_index"])
+        value_kernels = {int(k): tuple(int(p) for p in positions)
+                         for k, positions in head.get("value_kernels", [])}
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
         raise ArtifactError(f"vm executable: bad HEAD section ({type(err).__name__}: {err})"
                             ) from None
-    return devices, host
+    return devices, host, value_kernels
 
 
 def _read_constants(r: _Reader) -> tuple[list[Any], list[int]]:

@@ -9,6 +9,10 @@ before running (``plan_walk.py``) and keeps:
 - **the shape phase**: the calls that depend only on the arguments' shapes (shape functions)
   run first, as one C call, into a small arena that also holds the arguments' run-time
   shapes; the kernels' tensors of symbolic shape point their DLTensor shapes into it;
+- **the value phase**: the kernel calls that read only constants, argument shapes and blocks
+  of the shape or value phase (``plan_phase.value_phase``: T5's position buckets, causal
+  masks), run after the shape phase's checks, again only when the signature differs from
+  the one their blocks hold (``values``);
 - **the checks** a run makes before the kernels use what the shape phase computed: sizes of
   blocks, tensors that must fit in their blocks, reshapes that must keep the element count
   (vectorised over the arena), growing a block when a larger shape arrives;
@@ -54,7 +58,14 @@ from ..ndarray import NDArray
 from ..packed_func import CPackedFunc
 from .memory import Allocator, Storage, _raw_buffer, dltensor_template, fast_ndarray
 from .plan_checks import Checks, slot
-from .plan_phase import result_blocks, shape_phase, sources_in
+from .plan_phase import (
+    ShapeOnly,
+    result_blocks,
+    shape_only_args,
+    shape_phase,
+    sources_in,
+    value_phase,
+)
 from .plan_share import shape_tensors, shared_slots
 from .plan_walk import Arg, Block, Call, Check, NotStatic, Tensor, Walk
 from .program import TensorInfo, VMFunction
@@ -69,7 +80,8 @@ class StaticPlan:
     """A function's runs as a few native calls (see the module docstring)."""
 
     def __init__(self, walk: Walk, func: VMFunction, args: Sequence[NDArray],
-                 allocator: Allocator, kernels: Sequence[CPackedFunc]) -> None:
+                 allocator: Allocator, kernels: Sequence[CPackedFunc],
+                 value_kernels: dict[int, tuple[int, ...]] | None = None) -> None:
         self._allocator = allocator
         self._arg_types = [(a._dtype, len(a._np.shape),
                             None if i in walk.arg_shapes.slots else a._np.shape)
@@ -80,11 +92,15 @@ class StaticPlan:
                           for ty in (func.param_types or [None] * len(args))]
         results = result_blocks(walk.result)
         shape_calls, arena_blocks = shape_phase(walk.calls, walk.blocks, results)
+        early = {id(b) for b in arena_blocks} | {id(walk.arg_shapes)}
+        value_calls, self._value_blocks = value_phase(
+            walk.calls, walk.blocks, results, shape_calls, early, value_kernels or {})
+        for k in value_calls:
+            walk.calls[k] = shape_only_args(walk.calls[k], value_kernels[walk.calls[k].kernel])
         self._layout(walk, arena_blocks, results)
         self._dltensors(walk.calls, kernels)
-        early = {id(b) for b in arena_blocks} | {id(walk.arg_shapes)}
-        self._phases(walk, shape_calls, early)
-        self._share(walk, shape_calls, results)
+        self._phases(walk, shape_calls, early, value_calls)
+        self._share(walk, shape_calls | set(value_calls), results)
         self._results_of(walk.result, results)
         # Nothing to compute from shapes: a run is the kernel calls alone.
         self._fixed = not self._arg_slots and self._shape_run is None and \
@@ -96,6 +112,10 @@ class StaticPlan:
         self._lock = threading.Lock()
         self.applied: Any = None  # the plan_arrays.ArrayCall whose pointers are set, if any
         self.regrew = False  # whether a block grew again since the last ``reserve``
+        # the signature whose values the value phase's blocks hold (None: none), and how
+        # many times the value phase ran (the tests count)
+        self._values_for: tuple[Any, ...] | None = None
+        self.value_runs = 0
 
     # -- memory ---------------------------------------------------------------------------
     def _layout(self, walk: Walk, arena_blocks: list[Block], results: dict[int, Tensor]
@@ -128,7 +148,9 @@ class StaticPlan:
     def _share(self, walk: Walk, shape_calls: set[int], results: dict[int, Tensor]) -> None:
         """The dynamic blocks that share one storage (``plan_share``): block index -> its
         slot's members, and -> the slot's alignment. Blocks a late check sizes keep their
-        own: growing a slot between kernel calls would move a member that is live then."""
+        own: growing a slot between kernel calls would move a member that is live then; so
+        do the blocks the shape and value phases touch (``shape_calls``: both): their values
+        outlive a run."""
         late = {b.index for checks, _ in self._segments if checks is not None
                 for b in checks.sized}
         touched = {t.base.index for k in shape_calls for t in walk.calls[k].args
@@ -183,22 +205,33 @@ class StaticPlan:
             _set_pointer(dl, (base._dl.data or 0) + offset, shape)
         elif id(base) in self._where:  # the arena
             _set_pointer(dl, self._arena.ctypes.data + self._where[id(base)] + offset, shape)
+        elif type(base) is ShapeOnly:  # bytes never read: any fixed address will do
+            _set_pointer(dl, self._arena.ctypes.data, shape)
         elif self._base[base.index] is not None:  # a fixed block
             _set_pointer(dl, self._base[base.index] + offset, shape)  # type: ignore[operator]
         else:  # a block of this run's size (a result, or grown)
             self._block_patches.setdefault(base.index, []).append((dl, offset, shape))
 
     # -- phases and checks ----------------------------------------------------------------
-    def _phases(self, walk: Walk, shape_calls: set[int], early: set[int]) -> None:
-        """The shape phase and its checks, then the other calls, split where a check needs
-        a value that one of them computes (the checks come before the split's first call)."""
+    def _phases(self, walk: Walk, shape_calls: set[int], early: set[int],
+                value_calls: list[int]) -> None:
+        """The shape phase and its checks, the value phase, then the other calls, split where
+        a check needs a value that one of them computes (the checks come before the split's
+        first call)."""
         order = [k for k in range(len(walk.calls)) if k in shape_calls]
         self._shape_run = self._runner(order) if order else None
         # the same calls as one C table (plan_native runs them), None where none or no C runner
         self._shape_cplan = c_plan([self._funcs[k] for k in order],
                                    [self._calls[k] for k in order]) if order else None
         self._early = Checks(self, [c for c in walk.checks if sources_in(c, early)])
-        rest = self._rest = [k for k in range(len(walk.calls)) if k not in shape_calls]
+        # the value phase: run after the shape phase's checks placed the blocks, when the
+        # signature is not the one its blocks hold (``values``)
+        self._value_calls = value_calls
+        self._value_run = self._runner(value_calls) if value_calls else None
+        self._value_cplan = c_plan([self._funcs[k] for k in value_calls],
+                                   [self._calls[k] for k in value_calls]) if value_calls else None
+        hoisted = shape_calls | set(value_calls)
+        rest = self._rest = [k for k in range(len(walk.calls)) if k not in hoisted]
         at: dict[int, list[Check]] = {}
         for c in walk.checks:
             if not sources_in(c, early):
@@ -290,6 +323,9 @@ class StaticPlan:
                     _set_pointer(dl, ptr + at, shape_field)
             if not self._fixed and self._shapes(signature) is None:
                 return NOT_RUN
+            if self._value_run is not None and self._values_for != signature and \
+                    not self.values(signature):
+                return NOT_RUN
             for checks, run in self._segments:
                 if checks is not None and not checks.run():
                     return NOT_RUN
@@ -358,6 +394,25 @@ class StaticPlan:
         self._last = signature
         return sizes
 
+    def values(self, signature: tuple[Any, ...]) -> bool:
+        """The value phase for ``signature`` (whose shape phase ran, whose blocks are placed),
+        unless its blocks hold that signature's values already; False if a kernel failed."""
+        if self._value_run is None or self._values_for == signature:
+            return True
+        self._values_for = None  # (a failure leaves them half made)
+        failed = self._value_run()
+        if failed:
+            _clear_error(self._funcs[-1 - failed])
+            return False
+        self._values_for = signature
+        self.value_runs += 1
+        return True
+
+    def forget_values(self) -> None:
+        """The value phase's blocks hold no signature's values (another runner wrote them,
+        or they moved)."""
+        self._values_for = None
+
     def _take_result(self, k: int, nbytes: int) -> None:
         """Result block ``k`` of ``nbytes`` from the allocator, the DLTensors pointed at it."""
         b = self._result_tensors[k].base
@@ -402,6 +457,8 @@ class StaticPlan:
                 raise
             storage = self._allocator.alloc(nbytes, align, b.device, b.dtype_hint)
         nbytes = storage.nbytes
+        if b.index in self._value_blocks:
+            self._values_for = None  # the new storage holds nothing yet
         # a shared slot (plan_share): every member moves to the new storage (this happens
         # before any kernel of the run: no member holds a value then)
         for index in self._slot_of.get(b.index, (b.index,)):
@@ -444,7 +501,8 @@ def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: 
     """The plan of ``func`` for arguments like ``args``, or why there is none."""
     try:
         walk = Walk(func, ctx, args, allocator.max_block_bytes)
-        return StaticPlan(walk, func, args, allocator, ctx.kernels)  # type: ignore[arg-type]
+        return StaticPlan(walk, func, args, allocator, ctx.kernels,  # type: ignore[arg-type]
+                          ctx.value_kernels)
     except NotStatic as err:
         return str(err)
 

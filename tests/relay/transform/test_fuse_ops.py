@@ -20,6 +20,7 @@ import ember
 from ember import relay
 from ember.ir import IRModule
 from ember.relay.transform import FuseOps, InferType
+from ember.relay.transform import _fuse_graph as fuse_graph
 from ember.relay.transform.fuse_ops import fused_function_name
 
 CONV = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32],
@@ -124,6 +125,49 @@ def test_costly_ops_are_not_recomputed_by_a_larger_consumer():
       multiply(%x, %0)
     }"""
     assert primitive_names(run(FuseOps(), broadcast)) == ["fused_sigmoid", "fused_multiply"]
+
+
+def _value_gather(cast_only: bool = False) -> IRModule:
+    """A table (a constant) gathered at indices made from a shape alone (ones_like of an input:
+    its shape, not its bytes), transposed, added to data: T5's bias, gathered by its
+    buckets. ``cast_only``: the value is only a cast of ones_like, elementwise."""
+    x = relay.var("x", shape=(relay.Any(), relay.Any()), dtype="int64")
+    s = relay.var("s", shape=(relay.Any(), 4, relay.Any(), relay.Any()), dtype="float32")
+    idx = relay.ones_like(x)
+    if cast_only:
+        value = relay.cast(idx, "float32")
+    else:
+        table = relay.const(np.arange(128, dtype="float32").reshape(32, 4))
+        value = relay.transpose(relay.take(table, idx, axis=0), axes=[2, 0, 1])
+    return InferType()(IRModule.from_expr(relay.Function([x, s], relay.add(s, value))))
+
+
+def test_a_value_group_does_not_fuse_into_data_in_a_dynamic_function(monkeypatch):
+    """Point 5 of _fuse_graph: values made from shapes and constants alone keep a kernel of
+    their own (the VM runs it once per input signature) where they do more than elementwise
+    work; an elementwise one still fuses; the rule's switch off gives the old grouping."""
+    assert primitive_names(run(FuseOps(), _value_gather())) == \
+        ["fused_ones_like_take_transpose", "fused_add"]
+    assert primitive_names(run(FuseOps(), _value_gather(cast_only=True))) == \
+        ["fused_ones_like_cast_add"]
+    monkeypatch.setattr(fuse_graph, "KEEP_VALUES_APART", False)
+    assert primitive_names(run(FuseOps(), _value_gather())) == \
+        ["fused_ones_like_take_transpose_add"]
+
+
+def test_value_nodes_only_where_a_dimension_is_symbolic():
+    static = """def @main(%x: Tensor[(2, 3), int64], %s: Tensor[(2, 3), int64]) {
+      %0 = ones_like(%x);
+      %1 = transpose(%0);
+      %2 = transpose(%1);
+      add(%s, %2)
+    }"""
+    mod = InferType()(parse(static))
+    assert fuse_graph.value_nodes(fuse_graph.build_graph(mod["main"])) == set()
+    graph = fuse_graph.build_graph(_value_gather()["main"])
+    values = {type(n.ref).__name__ + ":" + getattr(getattr(n.ref, "op", None), "name", "")
+              for n in graph.nodes if n.index in fuse_graph.value_nodes(graph)}
+    assert values == {"Call:ones_like", "Constant:", "Call:take", "Call:transpose"}
 
 
 def test_opaque_op_is_alone_and_elementwise_after_it_groups():

@@ -47,6 +47,7 @@ from .inline_primitives import InlinePrimitives
 from .lambda_lift import LambdaLift
 from .memory_alloc import ManifestAlloc
 from .shape_func import lower_shape_func
+from .value_kernels import value_facts
 
 KERNEL_PREFIX = "vm_mod_"
 
@@ -66,6 +67,9 @@ class _Kernels:
         self.parts: list[FunctionC] = []  # the C of each kernel and shape function
         self.externals: list[Any] = []  # modules of external codegens (BYOC), imported
         self._index: dict[str, int] = {}
+        # kernel index -> the arguments it reads only for their shape, for the kernels a
+        # plan may run once per input signature (value_kernels.py)
+        self.value_kernels: dict[int, tuple[int, ...]] = {}
 
     def _add(self, name: str, make: Any) -> int:
         idx = self._index.get(name)
@@ -86,7 +90,11 @@ class _Kernels:
                 self.names.append(low.name)
                 self.externals.append(low.external_module)
             return self._index[low.name], []
-        return self._add(low.name, lambda: low.code), list(low.constants)
+        index = self._add(low.name, lambda: low.code)
+        facts = value_facts(low)
+        if facts is not None:
+            self.value_kernels[index] = facts
+        return index, list(low.constants)
 
     def shape_kernel(self, prim: Function) -> int:
         low = self.lowered(prim)
@@ -186,7 +194,8 @@ def _generate(mod: IRModule, target: Target) -> Executable:
     ctx = CodegenContext(funcs, kernels.kernel, kernels.shape_kernel)
     ctx.type_defs = dict(mod.type_definitions)
     vm_funcs = [FunctionCodegen(ctx, name, func).run() for name, func in funcs.items()]
-    return Executable.from_functions(vm_funcs, ctx.constants, kernels.names, kernels.library())
+    return Executable.from_functions(vm_funcs, ctx.constants, kernels.names, kernels.library(),
+                                     value_kernels=kernels.value_kernels)
 
 
 def compile(mod: Any, target: Any = None, target_host: Any = None,
