@@ -3,9 +3,10 @@
     python benchmarks/bench_exported.py [--threads 1,2] [--rounds 5] [--min-time 0.3]
                                         [--clock thread|wall] [--only paddle_det,...] [--json PATH]
 
-Each model of ``ember.relay.testing.exported_onnx`` (a PaddleOCR-style detector, a
-Silero-style voice activity model with its LSTM state in and out, a GPT-2 decoder step with a KV
-cache, YOLO-style post-processing with NonMaxSuppression) is compiled with
+Each model of ``ember.relay.testing.exported_onnx`` and ``exported_transformers`` (a
+PaddleOCR-style detector, a Silero-style voice activity model with its LSTM state in and out,
+YOLO-style post-processing with NonMaxSuppression, BERT and T5 encoders, a GPT-2 decoder step
+with a KV cache) is compiled with
 ``ember.compile(model)``: no shapes given, its symbolic dimensions stay symbolic (the VM with a
 static plan). At each shape the same model with that shape fixed (``input_shapes=``) is the
 static build, and onnxruntime runs the file as it is (numpy in, numpy out, as ember is called).
@@ -61,6 +62,7 @@ class Case:
 
 def _cases(only: set[str] | None) -> list[Case]:
     from ember.relay.testing import exported_onnx as ex
+    from ember.relay.testing import exported_transformers as tx
 
     rng = np.random.default_rng(0)
     cases: list[Case] = []
@@ -76,10 +78,19 @@ def _cases(only: set[str] | None) -> list[Case]:
                 "input": rng.standard_normal((1, samples)).astype("float32") * 0.3,
                 "h": np.zeros((1, 1, 64), "float32"), "c": np.zeros((1, 1, 64), "float32")}))
     if not only or "gpt2_kv" in only:
-        gpt = ex.gpt2_kv_decoder()
+        gpt = tx.gpt2_kv_decoder()
         for batch, seq, past in ((1, 16, 0), (1, 1, 32), (1, 1, 128), (4, 1, 64)):
             cases.append(Case("gpt2_kv", f"{batch}x{seq} past {past}", gpt,
-                              ex.kv_cache_feeds(gpt, batch, seq, past, rng)))
+                              tx.kv_cache_feeds(gpt, batch, seq, past, rng)))
+    for name, build in (("bert", tx.bert), ("t5", tx.t5)):
+        if only and name not in only:
+            continue
+        model = build()
+        for batch, seq in ((1, 16), (1, 128), (4, 64), (2, 77)):
+            feeds = tx.token_feeds(batch, seq, seed=seq)
+            if name == "t5":
+                del feeds["token_type_ids"]
+            cases.append(Case(name, f"{batch}x{seq}", model, feeds))
     if not only or "yolo_post" in only:
         post = ex.yolo_post_nms()
         for anchors in (1000, 8400):
@@ -147,12 +158,12 @@ def _loop(step: Callable[[int], Any], steps: range, clock: Callable[[], float]) 
 def _decode_loop(threads: int, clock: Callable[[], float]) -> list[Any]:
     """ember (a fresh compile: every step a new signature) and onnxruntime over past 8..135."""
     import ember
-    from ember.relay.testing import exported_onnx as ex
+    from ember.relay.testing import exported_transformers as tx
 
-    gpt = ex.gpt2_kv_decoder()
+    gpt = tx.gpt2_kv_decoder()
     names = [i.name for i in gpt.graph.input]
     rng = np.random.default_rng(1)
-    feeds = {p: ex.kv_cache_feeds(gpt, 1, 1, p, rng) for p in range(8, 136)}
+    feeds = {p: tx.kv_cache_feeds(gpt, 1, 1, p, rng) for p in range(8, 136)}
     model, session = ember.compile(gpt, threads=threads), _session(gpt, threads)
     first = _loop(lambda p: model(*[feeds[p][k] for k in names]), range(8, 136), clock)
     ort_t = _loop(lambda p: session.run(None, feeds[p]), range(8, 136), clock)
@@ -189,7 +200,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds of calls per runner")
     ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
-    ap.add_argument("--only", default="", help="models: paddle_det,vad,gpt2_kv,yolo_post")
+    ap.add_argument("--only", default="",
+                    help="models: paddle_det,vad,gpt2_kv,yolo_post,bert,t5")
     ap.add_argument("--json", default=str(DEFAULT_JSON))
     opts = ap.parse_args()
     import ember

@@ -1,4 +1,4 @@
-"""A GPT-2 decoder step with a KV cache as optimum exports it (``relay.testing.exported_onnx.
+"""A GPT-2 decoder step with a KV cache as optimum exports it (``relay.testing.exported_transformers.
 gpt2_kv_decoder``: past_key_values inputs, present outputs, positions from the cache's length,
 a causal mask sliced at run-time starts, a padding mask). In generation every step is a new
 signature (the past grows by one): compiled once with no shapes, it must run the prefill
@@ -11,7 +11,7 @@ from _onnx_util import SUMS, compare, run_ort
 
 import ember
 from ember.contrib import cc
-from ember.relay.testing.exported_onnx import gpt2_kv_decoder, kv_cache_feeds
+from ember.relay.testing.exported_transformers import gpt2_kv_decoder, kv_cache_feeds
 
 SMALL = {"hidden": 32, "heads": 2, "layers": 2, "vocab": 50, "max_pos": 64}
 
