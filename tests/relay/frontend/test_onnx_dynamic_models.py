@@ -282,9 +282,10 @@ def test_detector_compiled_without_shapes_runs_the_static_builds_kernels():
     build (AOT, shapes given): on AVX-512 the plain conv template at run-time sizes (4
     channels fill no block of 16: no padding to a block and layout transforms around it), the
     FPN merge's add fused into its conv; where the static build is blocked (AVX2: NCHW4c) the
-    resizes run blocked too, and the same ops run (the trailing transform back to NCHW is not
-    fused into a resize of a run-time size: dyn.* ops stay alone in FuseOps). Results those
-    of the static build and onnxruntime at odd sizes and 1."""
+    resizes run blocked too, and the same ops run (the constant-scale resizes are static
+    image.resize2d ops of a run-time size, which fuse; the resize to another branch's Shape
+    stays dyn.image.resize2d, alone in FuseOps). Results those of the static build and
+    onnxruntime at odd sizes and 1."""
     if cc.get_cc() is None:
         pytest.skip("no C compiler found")
     model = detector()
