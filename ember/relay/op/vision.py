@@ -57,10 +57,21 @@ class AllClassNMSAttrs(OpAttrs):
         self._choice("output_format", ("onnx",))
 
 
-def _rows(batch: Any, classes: Any, n: Any, bound: int) -> Any:
+# A bound past this is no bound (torchvision exports the limit as sys.maxsize): the sizes are
+# int32 in the kernels' loops.
+MAX_BOUND = 2**31 - 1
+
+
+def _bound(attrs: AllClassNMSAttrs) -> int | None:
+    """The static bound on the selected boxes per class, None when there is none."""
+    b = attrs.max_output_size
+    return None if b < 0 or b >= MAX_BOUND else b
+
+
+def _rows(batch: Any, classes: Any, n: Any, bound: int | None) -> Any:
     if not (known(batch) and known(classes) and known(n)):
         return AnyDim()
-    return batch * classes * (n if bound < 0 else min(n, bound))
+    return batch * classes * (n if bound is None else min(n, bound))
 
 
 def _rel(args: list[TensorType], attrs: AllClassNMSAttrs) -> Type:
@@ -78,7 +89,7 @@ def _rel(args: list[TensorType], attrs: AllClassNMSAttrs) -> Type:
                            ("iou_threshold", iou, F32), ("score_threshold", score, F32)):
         if t.ndim != 0 or t.dtype != dtype:
             raise fail(OP, f"{name} must be a {dtype} scalar, got {fmt_type(t)}")
-    rows = _rows(boxes.shape[0], scores.shape[1], boxes.shape[1], attrs.max_output_size)
+    rows = _rows(boxes.shape[0], scores.shape[1], boxes.shape[1], _bound(attrs))
     return TupleType((tensor_of((rows, 3), I64), tensor_of((1,), I64)))
 
 
@@ -110,7 +121,7 @@ def _ref(boxes: np.ndarray, scores: np.ndarray, limit: np.ndarray, iou: np.ndarr
                 if not any(_suppresses(j, i, x0, y0, x1, y1, area, float(iou)) for j in kept):
                     kept.append(i)
                     found.append((b, c, i))
-    rows = _rows(batch, classes, n, attrs.max_output_size)
+    rows = _rows(batch, classes, n, _bound(attrs))
     out = np.zeros((rows, 3), I64)
     out[:len(found)] = np.array(found, I64).reshape(-1, 3)
     return out, np.array([len(found)], I64)
@@ -133,8 +144,8 @@ def _compute(attrs: AllClassNMSAttrs, inputs: list[te.Tensor], out_type: Type) -
     from ...topi.vision import all_class_non_max_suppression as topi_nms
 
     boxes, scores, limit, iou, score = inputs
-    n = boxes.shape[1]
-    per_class = n if attrs.max_output_size < 0 else tir.min(n, attrs.max_output_size)
+    n, bound = boxes.shape[1], _bound(attrs)
+    per_class = n if bound is None else tir.min(n, bound)
     rows = boxes.shape[0] * scores.shape[1] * per_class
     return topi_nms(boxes, scores, limit, iou, score, rows,
                     has_score_threshold=attrs.has_score_threshold,

@@ -95,6 +95,19 @@ def test_a_constant_limit_bounds_the_output_and_matches_onnxruntime():
 
 
 @needs_cc
+@pytest.mark.parametrize("limit", [2**63 - 1, 2**31, 2**31 - 1])
+def test_a_limit_past_int32_is_no_bound(limit):
+    """torchvision exports NMS with max_output_boxes_per_class = sys.maxsize: the output holds
+    every box (its int32 sizes did not overflow into a negative allocation)."""
+    model = _model(1, True, limit=limit)
+    run = ember.compile(model)
+    boxes, scores = _boxes(np.random.default_rng(5), 2, 3, 30, 1)
+    inputs = {"b": boxes, "s": scores, "i": np.array([0.4], "float32"),
+              "t": np.array([0.2], "float32")}
+    compare(f"nms limit {limit}", [run(**inputs)], run_ort(model, inputs))
+
+
+@needs_cc
 def test_yolo_style_post_processing_at_any_anchor_count():
     model = yolo_post_nms()
     run = ember.compile(model)
