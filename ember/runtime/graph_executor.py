@@ -3,8 +3,8 @@
 ``create(graph_json, lib, dev)`` allocates one buffer per storage id, makes every tensor of
 the graph a zero-copy view into its buffer (at its ``storage_offset``), resolves each node's
 kernel in ``lib`` once, and precomputes each call's argument arrays, so that ``run()`` is a
-loop of C calls that allocates nothing. The executor is a Module too: ``m["set_input"]``, ``m["run"]``, ``m["get_output"]``...
-are its packed functions, as with the Relay-era runtime.
+loop of C calls that allocates nothing. The executor is a Module too: ``m["set_input"]``,
+``m["run"]``, ``m["get_output"]``... are its packed functions, as with the Relay-era runtime.
 """
 from __future__ import annotations
 
