@@ -23,6 +23,7 @@ from .codegen_packed import (
     has_call_packed,
     packed_wrapper,
     unpacked_function,
+    unused_params,
 )
 from .kernel_objects import object_sources
 from .kernel_scratch import KernelScratch
@@ -198,13 +199,16 @@ class FunctionC:
     call_packed: bool
     unpacked_firmware: str = ""  # "" when it is the hosted text (no parallel loop)
     helpers_firmware: frozenset[str] = frozenset()
+    # positions of the parameters the body never reads (a tensor taken for its shape alone)
+    unused_params: tuple[int, ...] = ()
 
     def renamed(self, old: str, new: str) -> FunctionC:
         """The same C with every ``old`` (a unique placeholder name) replaced by ``new``."""
         return FunctionC(new, self.unpacked.replace(old, new),
                          self.packed_hosted.replace(old, new),
                          self.packed_firmware.replace(old, new), self.helpers, self.call_packed,
-                         self.unpacked_firmware.replace(old, new), self.helpers_firmware)
+                         self.unpacked_firmware.replace(old, new), self.helpers_firmware,
+                         self.unused_params)
 
 
 def _check_name(name: str, names: set[str]) -> None:
@@ -232,7 +236,7 @@ def function_c(f: PrimFunc, scratch: KernelScratch | None = None) -> FunctionC:
     return FunctionC(f.name, text, packed_wrapper(f, arg_names, True, nbytes),
                      packed_wrapper(f, arg_names, False, nbytes), frozenset(helpers),
                      has_call_packed(f), "" if same else serial,
-                     frozenset() if same else frozenset(serial_helpers))
+                     frozenset() if same else frozenset(serial_helpers), unused_params(f))
 
 
 def join_c(parts: Sequence[FunctionC], stdio: bool = True) -> str:

@@ -154,7 +154,7 @@ def unpacked_function(func: PrimFunc, helpers: set[str], outline_parallel: bool 
         params.append(f"uint8_t* restrict {w.scratch_base}")
         names.append(w.scratch_base)
     fname = c_ident(func.name)
-    unused = _unused_params(func, names)
+    unused = [names[k] for k in unused_params(func)]
     if unused:  # e.g. an extern kernel's operand it ignores (-Wunused-parameter)
         w.lines.append("  " + " ".join(f"(void){nm};" for nm in unused))
     w.stmt(func.body, 1)
@@ -170,8 +170,9 @@ def unpacked_function(func: PrimFunc, helpers: set[str], outline_parallel: bool 
     return "\n\n".join([*w.outlined, text]), names
 
 
-def _unused_params(func: PrimFunc, names: list[str]) -> list[str]:
-    """The C names of ``func``'s parameters its body never mentions."""
+def unused_params(func: PrimFunc) -> tuple[int, ...]:
+    """The positions of ``func``'s parameters its body never mentions (a kernel that takes
+    a tensor only for its shape: its extents come in as arguments of their own)."""
     used: set[int] = set()
     for n in post_order(func.body):
         if isinstance(n, Var):
@@ -179,7 +180,7 @@ def _unused_params(func: PrimFunc, names: list[str]) -> list[str]:
         buf = getattr(n, "buffer", None)
         if isinstance(buf, Buffer):
             used.add(id(buf.data))
-    return [nm for p, nm in zip(func.params, names) if id(p) not in used]
+    return tuple(k for k, p in enumerate(func.params) if id(p) not in used)
 
 
 def c_ident(name: str) -> str:

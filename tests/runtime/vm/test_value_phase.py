@@ -15,16 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ember
-from ember import relay
+from ember import relay, te
 from ember.ir import IRModule
 from ember.relay.op import random
-from ember.relay.backend.vm.value_kernels import unused_buffers, value_facts
+from ember.relay.backend.vm.value_kernels import value_facts
 from ember.runtime.dtype import DataType
 from ember.runtime.vm import Executable
 from ember.runtime.vm.memory import size_class
 from ember.runtime.vm.plan_phase import value_phase
 from ember.runtime.vm.plan_walk import Arg, ArgShapes, Block, Call, Tensor
 from ember.runtime.vm.serialize import deserialize, serialize
+from ember.te.lower import lower
+from ember.tir.codegen import function_c
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _vm_testlib import requires_cc  # noqa: E402
@@ -190,13 +192,16 @@ def test_an_impure_kernel_is_never_listed() -> None:
     assert set(program.value_kernels)  # the add is pure (it reads data: the plan decides)
 
 
-def test_unused_buffers_from_the_unpacked_c() -> None:
-    text = ("/* from: ... */\nTVM_DLL int32_t k_unpacked(const uint8_t* restrict p0, "
-            "const int64_t* restrict p1, int64_t* restrict T_full, int32_t any_dim) {\n"
-            "  (void)p0; (void)p1;\n  return 0;\n}")
-    assert unused_buffers(text, "k", 3) == (0, 1)
-    assert unused_buffers(text.replace("  (void)p0; (void)p1;\n", ""), "k", 3) == ()
-    assert unused_buffers(text, "other", 3) == ()
+def test_unused_params_found_in_the_loop_ir() -> None:
+    """A tensor the kernel takes for its shape alone (its extent comes in as an argument of
+    its own) is an unused parameter of the C function, recorded by position."""
+    n = te.var("n")
+    shaped, data = te.placeholder((n,), name="shaped"), te.placeholder((n,), name="data")
+    out = te.compute((n,), lambda i: data[i] * 2.0, name="out")
+    code = function_c(lower(te.create_schedule(out.op), [shaped, data, out], "k"))
+    assert code.unused_params == (0,)
+    assert "(void)shaped;" in code.unpacked and "(void)data;" not in code.unpacked
+    assert code.renamed("k", "k2").unused_params == (0,)
 
 
 def test_value_facts_of_a_random_kernel_is_none() -> None:
