@@ -25,8 +25,8 @@ Columns (milliseconds per call, numpy in and out, median of the interleaved samp
 - ``unseen``: a dynamic call at a shape other than the last call's (the run computes the
   shapes, checks and sizes again, in C since ``vm/plan_native.py``; its memory blocks are
   already large enough), median of ``--unseen`` calls (or more, to 30 ms of them), each after
-  a call at another shape, timed in blocks of 5 in turn with ``s.each`` and ``s.after``
-  (drift hits the three alike; ``unseen_columns``).
+  a call at another shape, timed in blocks of 5 in turn with ``d.after``, ``s.each`` and
+  ``s.after`` (drift hits the four alike; ``unseen_columns``).
   The Python plan keeps 32 shapes and the C call 8 besides the last; here
   ``ember.runtime.vm.static_plan.SIGNATURES`` is set to 1 and the C call keeps none
   (``plan_native.DynamicCall.keep(0)``) for those calls, so that alternating two shapes makes
@@ -34,6 +34,9 @@ Columns (milliseconds per call, numpy in and out, median of the interleaved samp
 - ``s.each``: the static build at that shape with each call timed alone, as ``unseen`` is
   (reading ``time.thread_time`` costs about a microsecond: 10% of mlp's call), and
   ``u.ratio`` = unseen / s.each (the issue's target: at most 1.15);
+- ``d.after``: the dynamic build timed as ``unseen`` is, each call after a call at another
+  shape, but with both shapes kept (nothing recomputed: the switch alone), and ``u.own`` =
+  unseen / d.after: what not having seen the shape costs, apart from the switch;
 - ``s.after``: the static build at that shape timed the same way, each call after a call of
   the static build of another shape (what switching shapes costs any build: caches), and
   ``u.fair`` = unseen / s.after;
@@ -306,12 +309,14 @@ UNSEEN_TIME = 0.03  # seconds of timed calls per unseen-type column and shape, a
 UNSEEN_BLOCK = 5  # timed calls per column in a row (after one untimed pair), see below
 
 
-def unseen_columns(case: Case, k: int, calls: int, clock: Any) -> tuple[float, float, float]:
-    """Median ms of (``unseen``, ``s.after``, ``s.each``) at shape k, each call timed alone
-    right after an untimed one: of the dynamic build after its call at another shape (the
-    plan keeping one shape, so the call at k is always one it has not kept), of the static
-    build of shape k after the static build of the other shape, and of the static build of
-    shape k after itself.
+def unseen_columns(case: Case, k: int, calls: int, clock: Any
+                   ) -> tuple[float, float, float, float]:
+    """Median ms of (``unseen``, ``d.after``, ``s.after``, ``s.each``) at shape k, each call
+    timed alone right after an untimed one: of the dynamic build after its call at another
+    shape (the plan keeping one shape, so the call at k is always one it has not kept), of
+    the dynamic build after its call at another shape with both shapes kept (the switch
+    alone, nothing recomputed), of the static build of shape k after the static build of the
+    other shape, and of the static build of shape k after itself.
 
     The columns are timed in blocks of ``UNSEEN_BLOCK`` calls, in turn, round after round
     (at least ``calls`` calls and ``UNSEEN_TIME`` seconds of each): timed one whole column
@@ -321,16 +326,18 @@ def unseen_columns(case: Case, k: int, calls: int, clock: Any) -> tuple[float, f
     untimed pair, so that every timed call follows calls of its own builds only."""
     j = (k + 1) % len(case.inputs)
     other, x = case.inputs[j], case.inputs[k]
-    pairs = [(case.dynamic, other, case.dynamic), (case.static[j], other, case.static[k]),
-             (case.static[k], x, case.static[k])]
+    # (first model, its input, the timed model, whether the dynamic build keeps one shape)
+    pairs = [(case.dynamic, other, case.dynamic, True), (case.dynamic, other, case.dynamic, False),
+             (case.static[j], other, case.static[k], False),
+             (case.static[k], x, case.static[k], False)]
     times: list[list[float]] = [[] for _ in pairs]
     saved = static_plan.SIGNATURES
-    static_plan.SIGNATURES = 1
-    _keep_signatures(case.dynamic, 0)
     try:
         while len(times[0]) < calls or min(sum(t) for t in times) < UNSEEN_TIME and \
                 len(times[0]) < 20 * calls:
-            for (first, before, model), samples in zip(pairs, times):
+            for (first, before, model, forget), samples in zip(pairs, times):
+                static_plan.SIGNATURES = 1 if forget else saved
+                _keep_signatures(case.dynamic, 0 if forget else plan_native.KEPT_SIGNATURES)
                 first(before)  # (each model sets its own thread count per call)
                 model(x)
                 for _ in range(UNSEEN_BLOCK):
@@ -341,8 +348,8 @@ def unseen_columns(case: Case, k: int, calls: int, clock: Any) -> tuple[float, f
     finally:
         static_plan.SIGNATURES = saved
         _keep_signatures(case.dynamic, plan_native.KEPT_SIGNATURES)
-    unseen, after, each = (statistics.median(t) * 1e3 for t in times)
-    return unseen, after, each
+    unseen, d_after, s_after, each = (statistics.median(t) * 1e3 for t in times)
+    return unseen, d_after, s_after, each
 
 
 def _keep_signatures(model: Any, signatures: int) -> None:
@@ -385,14 +392,16 @@ def measure(cases: list[Case], min_time: float, rounds: int, unseen: int,
     for c, k, at in keys:
         st, dy = timings[at].median * 1e3, timings[at + 1].median * 1e3
         ort = timings[at + 2].median * 1e3 if c.ort is not None else None
-        un = after = each = None
+        un = d_after = after = each = None
         if unseen and len(c.inputs) > 1:
-            un, after, each = unseen_columns(c, k, unseen, clock)
+            un, d_after, after, each = unseen_columns(c, k, unseen, clock)
         rows.append({"model": c.twin, "shape": list(c.shapes[k]), "threads": c.threads,
                      "static_ms": st, "dynamic_ms": dy, "ratio": dy / st,
                      "extra_us": (dy - st) * 1e3,
                      "unseen_ms": un, "static_each_ms": each,
                      "unseen_ratio": None if un is None else un / each,
+                     "dynamic_after_other_ms": d_after,
+                     "unseen_own_ratio": None if un is None else un / d_after,
                      "static_after_other_ms": after,
                      "unseen_fair_ratio": None if un is None else un / after,
                      "first_call_ms": first_call_ms(c, k, clock),
@@ -406,11 +415,13 @@ def measure(cases: list[Case], min_time: float, rounds: int, unseen: int,
 def report(rows: list[dict]) -> str:
     lines = [[r["model"], "x".join(map(str, r["shape"])), r["threads"], r["static_ms"],
               r["dynamic_ms"], r["ratio"], round(r["extra_us"]), r["unseen_ms"],
-              r["static_each_ms"], r["unseen_ratio"], r["static_after_other_ms"],
+              r["static_each_ms"], r["unseen_ratio"], r["dynamic_after_other_ms"],
+              r["unseen_own_ratio"], r["static_after_other_ms"],
               r["unseen_fair_ratio"], r["first_call_ms"], r["ort_ms"], r["ort_ratio"],
               _flags(r)] for r in rows]
     heads = ["model", "shape", "thr", "static", "dynamic", "ratio", "+us", "unseen", "s.each",
-             "u.ratio", "s.after", "u.fair", "first", "ort", "d/ort", ""]
+             "u.ratio", "d.after", "u.own", "s.after",
+             "u.fair", "first", "ort", "d/ort", ""]
     notes = sorted({f"{r['model']}: no ort ({r['ort_note']})" for r in rows if r["ort_note"]})
     return "\n".join([table(lines, heads), *notes])
 
