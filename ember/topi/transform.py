@@ -363,7 +363,8 @@ def layout_transform(x: te.Tensor, src_layout: str, dst_layout: str) -> te.Tenso
         inside = tir.all(*[val[c] < full[c] for c in dsub])
         return tir.if_then_else(inside, x(*src_idx), tir.const(0, x.dtype))
 
-    return te.compute(shape, f, name="T_layout_trans", tag=INJECTIVE)
+    return te.compute(shape, f, name="T_layout_trans", tag=INJECTIVE,
+                      attrs={"src_layout": src_layout, "dst_layout": dst_layout})
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and not n.startswith("_")

@@ -19,6 +19,7 @@ from ...ir.types import ShapeVar, TensorType, Type, map_tuple_leaves
 from ...ir.visitor import post_order
 from ...runtime.errors import InternalError, OpNotImplemented, TVMError, add_note
 from ...te import tensor as te
+from ...topi.layout_nchwc import copied_back_result
 from ...tir import op as tir
 from ...tir import expr as tir_expr
 from ...tir.expr import IntImm, PrimExpr, StringImm
@@ -231,6 +232,7 @@ def to_te(func: Function) -> TEGraph:
     seen: set[int] = set()
     outs = []
     for t in graph.outputs:  # every output needs its own stage (not an input, not shared)
+        t = copied_back_result(t) or t
         if isinstance(t.op, te.PlaceholderOp) or id(t) in seen:
             t = te.compute(t.shape, lambda *i, src=t: src(*i), name="T_copy", tag="elemwise")
         seen.add(id(t))

@@ -11,6 +11,12 @@ what users import (the zoo's ONNX twins are cleaner than real exports). Each bui
   an STFT as a Conv1d over a fixed cos/sin basis after reflect padding, magnitude, a conv
   encoder, an LSTM whose state comes in (``h``, ``c``) and goes out (``hn``, ``cn``), a 1x1
   conv head, sigmoid and a mean over time; batch and sample count symbolic.
+- :func:`diffusion_unet`: a diffusion UNet's blocks as torch.onnx writes diffusers' (opset
+  14): GroupNorm as ``Reshape(N, G, -1)`` -> InstanceNormalization -> ``Reshape`` back (to
+  the ``Shape`` of its input) -> Mul -> Add, SiLU as ``x * Sigmoid(x)``, 3x3 convs, a
+  timestep embedding (Gemm, two Unsqueeze) added per channel, self-attention over the H x W
+  tokens (Reshape, Transpose, MatMul q/k/v, scaled scores, Softmax), a nearest 2x Resize and
+  a skip Concat; batch, height and width symbolic (height and width multiples of 2).
 - :func:`yolo_post_nms`: YOLOv8-style post-processing exported with NMS in the graph (opset
   13): preds [batch, 4 + classes, anchors] to corner boxes and class scores,
   NonMaxSuppression, GatherND of the kept boxes and scores.
@@ -23,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["paddle_text_detector", "vad_lstm", "yolo_post_nms"]
+__all__ = ["diffusion_unet", "paddle_text_detector", "vad_lstm", "yolo_post_nms"]
 
 
 def _onnx() -> tuple[Any, Any, Any]:
@@ -188,6 +194,76 @@ def vad_lstm(seed: int = 0, nfft: int = 256, hop: int = 128, hidden: int = 64) -
         [vi("output", TP.FLOAT, ["batch"]), vi("hn", TP.FLOAT, state), vi("cn", TP.FLOAT, state)],
         [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     return _model(graph, 16)
+
+
+def diffusion_unet(seed: int = 0, channels: tuple[int, int] = (64, 128), groups: int = 32,
+                   embed: int = 128) -> Any:
+    """The diffusion UNet blocks (module docstring): inputs ``sample`` (N, 4, H, W) and
+    ``temb`` (N, ``embed``), output ``out`` (N, 4, H, W)."""
+    helper, numpy_helper, TP = _onnx()
+    rng = np.random.default_rng(seed)
+    inits: dict[str, np.ndarray] = {}
+    nodes: list[Any] = []
+
+    def const(v: np.ndarray) -> str:
+        inits[f"c{len(inits)}"] = v
+        return f"c{len(inits) - 1}"
+
+    def n(op: str, ins: list[str], **attrs: Any) -> str:
+        out = f"{op.lower()}_{len(nodes)}"
+        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
+        return out
+
+    def group_norm(x: str, ch: int) -> str:
+        y = n("Reshape", [x, const(_i64([0, groups, -1]))])
+        y = n("InstanceNormalization", [y, const(np.ones(groups, "float32")),
+                                        const(np.zeros(groups, "float32"))], epsilon=1e-5)
+        y = n("Reshape", [y, n("Shape", [x])])
+        return n("Add", [n("Mul", [y, const(_w(rng, ch, 1, 1, scale=1.0))]),
+                         const(_w(rng, ch, 1, 1))])
+
+    def silu(x: str) -> str:
+        return n("Mul", [x, n("Sigmoid", [x])])
+
+    def conv(x: str, ci: int, co: int, k: int = 3, stride: int = 1) -> str:
+        return n("Conv", [x, const(_w(rng, co, ci, k, k)), const(_w(rng, co))],
+                 kernel_shape=[k, k], pads=[k // 2] * 4, strides=[stride, stride])
+
+    def res_block(x: str, ci: int, co: int) -> str:
+        h = conv(silu(group_norm(x, ci)), ci, co)
+        t = n("Gemm", [silu("temb"), const(_w(rng, co, embed)), const(_w(rng, co))], transB=1)
+        h = n("Add", [h, n("Unsqueeze", [n("Unsqueeze", [t, const(_i64([2]))]),
+                                          const(_i64([3]))])])
+        h = conv(silu(group_norm(h, co)), co, co)
+        return n("Add", [x if ci == co else conv(x, ci, co, 1), h])
+
+    def attention(x: str, ch: int) -> str:
+        h = group_norm(x, ch)
+        h = n("Transpose", [n("Reshape", [h, const(_i64([0, ch, -1]))])], perm=[0, 2, 1])
+        q, k, v = (n("Add", [n("MatMul", [h, const(_w(rng, ch, ch))]), const(_w(rng, ch))])
+                   for _ in range(3))
+        scores = n("Mul", [n("MatMul", [q, n("Transpose", [k], perm=[0, 2, 1])]),
+                           const(np.float32(ch ** -0.5))])
+        o = n("MatMul", [n("Softmax", [scores], axis=-1), v])
+        o = n("Add", [n("MatMul", [o, const(_w(rng, ch, ch))]), const(_w(rng, ch))])
+        return n("Add", [x, n("Reshape", [n("Transpose", [o], perm=[0, 2, 1]),
+                                          n("Shape", [x])])])
+
+    c0, c1 = channels
+    skip = x = res_block(conv("sample", 4, c0), c0, c0)
+    x = attention(res_block(conv(x, c0, c0, 3, 2), c0, c1), c1)
+    x = n("Resize", [res_block(x, c1, c1), "", const(np.array([1, 1, 2, 2], "float32"))],
+          mode="nearest")
+    x = res_block(n("Concat", [x, skip], axis=1), c1 + c0, c0)
+    conv(silu(group_norm(x, c0)), c0, 4)
+    nodes[-1].output[0] = "out"
+    vi, image = helper.make_tensor_value_info, ["batch", 4, "height", "width"]
+    graph = helper.make_graph(
+        nodes, "diffusion_unet", [vi("sample", TP.FLOAT, image),
+                                  vi("temb", TP.FLOAT, ["batch", embed])],
+        [vi("out", TP.FLOAT, image)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    return _model(graph, 14)
 
 
 def yolo_post_nms(classes: int = 8, limit: int = 20, iou: float = 0.5,

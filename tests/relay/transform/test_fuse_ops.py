@@ -181,6 +181,28 @@ def test_opaque_op_is_alone_and_elementwise_after_it_groups():
     assert primitive_names(out) == ["fused_add", "fused_nn_softmax", "fused_multiply_exp"]
 
 
+def test_copy_to_a_blocked_layout_takes_no_producer():
+    """Point 6: an NCHW -> NCHW16c transform the blocked-copy kernel runs is a group of its
+    own (a producer inlined into it would gather 16 channel planes per vector); to a layout
+    the kernel does not run (int32, channels-last source) it fuses as any injective op; the
+    result is the same either way."""
+    text = """def @main(%x: Tensor[(1, 32, 6, 6), {dt}]) {{
+      %0 = multiply(%x, %x);
+      %1 = nn.relu(%0);
+      layout_transform(%1, src_layout="{src}", dst_layout="NCHW16c")
+    }}"""
+    alone = run(FuseOps(), text.format(dt="float32", src="NCHW"))
+    assert primitive_names(alone) == ["fused_multiply_nn_relu", "fused_layout_transform"]
+    x = np.random.default_rng(0).standard_normal((1, 32, 6, 6)).astype("float32")
+    got = ember.compile(parse(text.format(dt="float32", src="NCHW")))(x)
+    want = np.maximum(x * x, 0).reshape(1, 2, 16, 6, 6).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_allclose(got, want, rtol=1e-6)  # the kernel copies exactly
+    fused = run(FuseOps(), text.format(dt="int32", src="NCHW"))
+    assert primitive_names(fused) == ["fused_multiply_nn_relu_layout_transform"]
+    other = run(FuseOps(), text.format(dt="float32", src="NHWC").replace("32, 6, 6", "6, 6, 32"))
+    assert primitive_names(other) == ["fused_multiply_nn_relu_layout_transform"]
+
+
 def test_injective_chain_and_tuple_into_concatenate():
     before = """def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(3, 2), float32]) {
       %0 = transpose(%y);
