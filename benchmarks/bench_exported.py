@@ -4,10 +4,10 @@
                                         [--clock thread|wall] [--only paddle_det,...] [--json PATH]
 
 Each model of ``ember.relay.testing.exported_onnx`` and ``exported_transformers`` (a
-PaddleOCR-style detector, a Silero-style voice activity model with its LSTM state in and out,
-YOLO-style post-processing with NonMaxSuppression, BERT and T5 encoders, a GPT-2 decoder step
-with a KV cache) is compiled with
-``ember.compile(model)``: no shapes given, its symbolic dimensions stay symbolic (the VM with a
+PaddleOCR-style detector, diffusion-UNet blocks: GroupNorm, SiLU, attention over pixels; a
+Silero-style voice activity model with its LSTM state in and out, YOLO-style post-processing
+with NonMaxSuppression, BERT and T5 encoders, a GPT-2 decoder step with a KV cache) is
+compiled with ``ember.compile(model)``: no shapes given, its symbolic dimensions stay symbolic (the VM with a
 static plan). At each shape the same model with that shape fixed (``input_shapes=``) is the
 static build, and onnxruntime runs the file as it is (numpy in, numpy out, as ember is called).
 All runners of all models are timed interleaved (``_timing.interleave``); outputs are checked
@@ -71,6 +71,12 @@ def _cases(only: set[str] | None) -> list[Case]:
         for h, w in ((320, 320), (480, 640)):
             cases.append(Case("paddle_det", f"1x3x{h}x{w}", det,
                               {"x": rng.random((1, 3, h, w), dtype=np.float32)}))
+    if not only or "diffusion" in only:
+        unet = ex.diffusion_unet()
+        for n, h, w in ((1, 32, 32), (2, 48, 64)):
+            cases.append(Case("diffusion", f"{n}x4x{h}x{w}", unet, {
+                "sample": rng.standard_normal((n, 4, h, w)).astype("float32"),
+                "temb": rng.standard_normal((n, 128)).astype("float32")}))
     if not only or "vad" in only:
         vad = ex.vad_lstm()
         for samples in (512, 16000):
@@ -201,7 +207,7 @@ def main() -> None:
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds of calls per runner")
     ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
     ap.add_argument("--only", default="",
-                    help="models: paddle_det,vad,gpt2_kv,yolo_post,bert,t5")
+                    help="models: paddle_det,diffusion,vad,gpt2_kv,yolo_post,bert,t5")
     ap.add_argument("--json", default=str(DEFAULT_JSON))
     opts = ap.parse_args()
     import ember
