@@ -4,7 +4,8 @@
                                         [--clock thread|wall] [--only paddle_det,...] [--json PATH]
 
 Each model of ``ember.relay.testing.exported_onnx`` and ``exported_transformers`` (a
-PaddleOCR-style detector, diffusion-UNet blocks: GroupNorm, SiLU, attention over pixels; a
+PaddleOCR-style detector, diffusion-UNet blocks: GroupNorm, SiLU, attention over pixels;
+torchvision's ShuffleNetV2 (channel counts of 58 and 116, channel shuffles); a
 Silero-style voice activity model with its LSTM state in and out, YOLO-style post-processing
 with NonMaxSuppression, BERT and T5 encoders, a GPT-2 decoder step with a KV cache) is
 compiled with ``ember.compile(model)``: no shapes given, its symbolic dimensions stay symbolic (the VM with a
@@ -77,6 +78,11 @@ def _cases(only: set[str] | None) -> list[Case]:
             cases.append(Case("diffusion", f"{n}x4x{h}x{w}", unet, {
                 "sample": rng.standard_normal((n, 4, h, w)).astype("float32"),
                 "temb": rng.standard_normal((n, 128)).astype("float32")}))
+    if not only or "shufflenet" in only:
+        shuffle = ex.shufflenet_v2()
+        for batch in (1, 4):
+            cases.append(Case("shufflenet", f"{batch}x3x224x224", shuffle, {
+                "input": rng.standard_normal((batch, 3, 224, 224)).astype("float32")}))
     if not only or "vad" in only:
         vad = ex.vad_lstm()
         for samples in (512, 16000):
@@ -207,7 +213,8 @@ def main() -> None:
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds of calls per runner")
     ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
     ap.add_argument("--only", default="",
-                    help="models: paddle_det,diffusion,vad,gpt2_kv,yolo_post,bert,t5")
+                    help="models: paddle_det,diffusion,shufflenet,vad,gpt2_kv,yolo_post,bert,"
+                         "t5")
     ap.add_argument("--json", default=str(DEFAULT_JSON))
     opts = ap.parse_args()
     import ember

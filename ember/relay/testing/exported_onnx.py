@@ -17,6 +17,12 @@ what users import (the zoo's ONNX twins are cleaner than real exports). Each bui
   timestep embedding (Gemm, two Unsqueeze) added per channel, self-attention over the H x W
   tokens (Reshape, Transpose, MatMul q/k/v, scaled scores, Softmax), a nearest 2x Resize and
   a skip Concat; batch, height and width symbolic (height and width multiples of 2).
+- :func:`shufflenet_v2`: torchvision's ShuffleNetV2 as torch.onnx writes it (opset 13, batch
+  norm folded): units that ``Split`` the channels in two, a branch of 1x1, depthwise 3x3 and
+  1x1 convs, ``Concat``, and the channel shuffle as ``Reshape(N, 2, C/2, H, W)`` (its shape
+  computed from ``Shape``, ``Gather``, ``Div``), ``Transpose(0, 2, 1, 3, 4)``, ``Reshape``
+  back; stage widths of 116, 232 and 464 channels (58 and 116 per branch: no multiple of a
+  vector width); batch symbolic.
 - :func:`yolo_post_nms`: YOLOv8-style post-processing exported with NMS in the graph (opset
   13): preds [batch, 4 + classes, anchors] to corner boxes and class scores,
   NonMaxSuppression, GatherND of the kept boxes and scores.
@@ -29,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["diffusion_unet", "paddle_text_detector", "vad_lstm", "yolo_post_nms"]
+__all__ = ["diffusion_unet", "paddle_text_detector", "shufflenet_v2", "vad_lstm",
+           "yolo_post_nms"]
 
 
 def _onnx() -> tuple[Any, Any, Any]:
@@ -264,6 +271,69 @@ def diffusion_unet(seed: int = 0, channels: tuple[int, int] = (64, 128), groups:
         [vi("out", TP.FLOAT, image)],
         [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     return _model(graph, 14)
+
+
+def shufflenet_v2(seed: int = 0, stages: tuple[int, ...] = (116, 232, 464),
+                  repeats: tuple[int, ...] = (4, 8, 4), classes: int = 1000,
+                  image: int = 224) -> Any:
+    """ShuffleNetV2 (module docstring): ``input`` (N, 3, image, image) -> ``logits``."""
+    helper, numpy_helper, TP = _onnx()
+    rng = np.random.default_rng(seed)
+    inits: dict[str, np.ndarray] = {}
+    nodes: list[Any] = []
+
+    def const(v: np.ndarray) -> str:
+        inits[f"c{len(inits)}"] = v
+        return f"c{len(inits) - 1}"
+
+    def n(op: str, ins: list[str], outs: int = 1, **attrs: Any) -> Any:
+        name = f"{op.lower()}_{len(nodes)}"
+        out = [f"{name}_{k}" for k in range(outs)] if outs > 1 else [name]
+        nodes.append(helper.make_node(op, ins, out, name=name, **attrs))
+        return out if outs > 1 else out[0]
+
+    def conv(x: str, ci: int, co: int, k: int = 1, stride: int = 1, groups: int = 1,
+             relu: bool = True) -> str:
+        w = _w(rng, co, ci // groups, k, k, scale=float(np.sqrt(2 / (ci // groups * k * k))))
+        y = n("Conv", [x, const(w), const(_w(rng, co, scale=0.01))], kernel_shape=[k, k],
+              strides=[stride, stride], pads=[k // 2] * 4, group=groups)
+        return n("Relu", [y]) if relu else y
+
+    def shuffle(x: str) -> str:
+        shape = n("Shape", [x])
+        n_, c_, h_, w_ = (n("Unsqueeze", [n("Gather", [shape, const(_i64(k))], axis=0),
+                                          const(_i64([0]))]) for k in range(4))
+        half = n("Div", [c_, const(_i64([2]))])
+        y = n("Reshape", [x, n("Concat", [n_, const(_i64([2])), half, h_, w_], axis=0)])
+        y = n("Transpose", [y], perm=[0, 2, 1, 3, 4])
+        return n("Reshape", [y, n("Concat", [n_, c_, h_, w_], axis=0)])
+
+    def unit(x: str, ci: int, co: int, stride: int) -> str:
+        half = co // 2
+        if stride == 1:
+            keep, x = n("Split", [x, const(_i64([half, half]))], outs=2, axis=1)
+        else:
+            keep = conv(conv(x, ci, ci, 3, 2, ci, relu=False), ci, half)
+        y = conv(conv(conv(x, ci if stride > 1 else half, half), half, half, 3, stride, half,
+                      relu=False), half, half)
+        return shuffle(n("Concat", [keep, y], axis=1))
+
+    x = n("MaxPool", [conv("input", 3, 24, 3, 2)], kernel_shape=[3, 3], strides=[2, 2],
+          pads=[1, 1, 1, 1])
+    ci = 24
+    for co, count in zip(stages, repeats):
+        for k in range(count):
+            x, ci = unit(x, ci, co, 2 if k == 0 else 1), co
+    x = n("ReduceMean", [conv(x, ci, 1024)], axes=[2, 3], keepdims=0)
+    n("Gemm", [x, const(_w(rng, classes, 1024, scale=0.01)), const(np.zeros(classes, "float32"))],
+      transB=1)
+    nodes[-1].output[0] = "logits"
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "shufflenet_v2", [vi("input", TP.FLOAT, ["batch", 3, image, image])],
+        [vi("logits", TP.FLOAT, ["batch", classes])],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    return _model(graph, 13)
 
 
 def yolo_post_nms(classes: int = 8, limit: int = 20, iou: float = 0.5,

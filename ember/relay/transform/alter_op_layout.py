@@ -13,7 +13,9 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   one ``layout_transform`` between the two blocks; an ungrouped one that splits into neither
   is padded with zero output channels to whole blocks of L where that wins
   (``channel_pad.py``): the transform back is followed by a slice that drops the padded lanes,
-  and a conv reading the padded result takes it blocked, with zero weights for those lanes;
+  and a conv reading the padded result takes it blocked, with zero weights for those lanes; a
+  depthwise conv of a padded result is padded too (each padded lane a group of zero weights:
+  ShuffleNetV2's branches of 58 and 116 channels stay blocked from one 1x1 conv to the next);
 - the weight is packed at build time (a constant of the model; nothing is repacked at run
   time), the bias is a constant vector;
 - the epilogue absorbs what follows the conv while each intermediate has no other user:
@@ -484,17 +486,25 @@ class _Planner:
         ic, oc, g = dty.shape[1], oty.shape[1], a.groups
         depthwise = g > 1 and g == ic == oc and w.shape[1] == 1
         lanes, channels = self._out_lanes(oc, ic, g, depthwise), 0
+        in_lanes, in_channels = self._padded(data)
+        if lanes == 0 and depthwise and in_lanes and self.pad:
+            # a depthwise conv of a padded producer (ShuffleNetV2's 58 and 116 channels):
+            # padded too, each padded lane a group of zero weights, its result padded for the
+            # next conv (converted back, the two 1x1 convs around it ran on NCHW, 2x slower)
+            w = pad_axis(w, 0, in_lanes)
+            return _Plan(self._materialise(data).expr, in_lanes, w,
+                         np.zeros(w.shape[0], "float32"), replace(a, groups=w.shape[0]),
+                         in_lanes, channels=oc)
         if lanes == self.lanes // 2 and self.pad and g == 1 and pads_over_half_blocks(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic):
             lanes = 0  # padded to whole blocks below (pad_output holds for these)
         if lanes == 0 and self.pad and g == 1 and pad_output(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic,
-                feeds_conv(call, self.readers, EPILOGUE_OPS)):
+                feeds_conv(call, self.readers, EPILOGUE_OPS) or in_lanes > 0):
             lanes, channels, w = self.lanes, oc, pad_axis(w, 0, self.lanes)
         if lanes == 0:
             return None
         bias = np.zeros(w.shape[0], "float32")
-        in_lanes, in_channels = self._padded(data)
         if in_lanes and g == 1:  # a padded producer's blocks as they are: zero weights for
             w = pad_axis(w, 1, in_lanes)  # its padded lanes
             return _Plan(self._materialise(data).expr, in_lanes, w, bias, a, lanes,

@@ -55,17 +55,25 @@ def pads_over_half_blocks(channels: int, lanes: int, taps: int, in_channels: int
 
 def feeds_conv(node: RelayExpr, readers: Mapping[int, list[RelayExpr]],
                through: frozenset[str]) -> bool:
-    """Whether ``node``'s value is the data of an ungrouped ``nn.conv2d``, directly or through
-    a chain of single readers among ``through`` (the ops a conv epilogue absorbs)."""
+    """Whether ``node``'s value is the data of an ungrouped or depthwise ``nn.conv2d``
+    (which takes a padded value blocked), directly or through a chain of single readers
+    among ``through`` (the ops a conv epilogue absorbs)."""
     for _ in range(8):  # an epilogue is a few ops long
         found = readers.get(id(node), [])
-        if any(_is(r, "nn.conv2d") and r.args[0] is node and r.attrs.groups == 1
-               for r in found):
+        if any(_is(r, "nn.conv2d") and r.args[0] is node and
+               (r.attrs.groups == 1 or _depthwise(r)) for r in found):
             return True
         if len(found) != 1 or not _is(found[0], *through):
             return False
         node = found[0]
     return False
+
+
+def _depthwise(conv: Call) -> bool:
+    weight = conv.args[1]
+    return conv.attrs.groups > 1 and getattr(weight, "checked_type_", None) is not None and \
+        int(weight.checked_type_.shape[1]) == 1 and \
+        int(weight.checked_type_.shape[0]) == conv.attrs.groups
 
 
 def _is(e: RelayExpr, *names: str) -> bool:

@@ -91,6 +91,45 @@ def test_cheap_conv_padded_when_a_conv_reads_it_through_its_epilogue():
     assert fused[0].attrs.activation == "relu" and fused[1].args[0] is fused[0]
 
 
+def _shuffle_branch(x: relay.Var, c: int) -> tuple[relay.Expr, list[np.ndarray]]:
+    """ShuffleNetV2's branch on ``c`` channels: 1x1 + relu, depthwise 3x3, 1x1 + relu."""
+    w = [RNG.uniform(-1, 1, s).astype("float32") for s in ((c, c, 1, 1), (c, 1, 3, 3),
+                                                          (c, c, 1, 1))]
+    y = relay.nn.relu(relay.nn.conv2d(x, relay.const(w[0])))
+    y = relay.nn.conv2d(y, relay.const(w[1]), padding=(1, 1), groups=c)
+    return relay.nn.relu(relay.nn.conv2d(y, relay.const(w[2]))), w
+
+
+def test_depthwise_conv_between_padded_convs_stays_padded():
+    """58 channels (ShuffleNetV2's branch): the 1x1 conv is padded because a depthwise conv
+    reads it, the depthwise conv reads its padded blocks as they are (each padded lane a
+    group of zero weights), and the next 1x1 reads the depthwise result blocked: one
+    transform, back at the end (the first conv reads its plain input channel by channel)."""
+    x = relay.var("x", shape=(1, 58, 7, 9))
+    mod = _plan(_shuffle_branch(x, 58)[0], x)
+    assert _names(mod) == [*["nn.contrib_conv2d_NCHWc_fused"] * 3, "layout_transform",
+                           "strided_slice"]
+    first, dw, last = _calls(mod)[:3]
+    assert dw.args[0] is first and last.args[0] is dw
+    assert dw.attrs.groups == 64 and dw.attrs.lanes == 8
+    assert not dw.args[1].data.numpy()[7, ..., 2:].any()  # lanes 58..63: zero weights
+
+
+@needs_cc
+@pytest.mark.parametrize("shape", [(1, 58, 7, 9), (2, 116, 5, 4)])
+def test_padded_depthwise_chain_matches_numpy(shape):
+    c = shape[1]
+    x = relay.var("x", shape=shape)
+    body, w = _shuffle_branch(x, c)
+    mod = ember.IRModule.from_expr(relay.Function([x], body))
+    data = RNG.uniform(-1, 1, shape).astype("float32")
+    got = ember.compile(mod, threads=1)(data)
+    y = np.maximum(conv2d_nchw(data, w[0], (1, 1), (0,) * 4, (1, 1), 1), 0)
+    y = conv2d_nchw(y, w[1], (1, 1), (1,) * 4, (1, 1), c)
+    want = np.maximum(conv2d_nchw(y, w[2], (1, 1), (0,) * 4, (1, 1), 1), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_padded_result_is_plain_to_other_consumers():
     # a residual add of two padded convs, and a concat: each reads the sliced plain value
     x = relay.var("x", shape=(1, 16, 9, 11))

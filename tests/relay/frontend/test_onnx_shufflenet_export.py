@@ -1,0 +1,52 @@
+"""torchvision's ShuffleNetV2 as torch.onnx writes it (opset 13; built by
+``relay.testing.exported_onnx.shufflenet_v2``): Split, a branch of 1x1, depthwise 3x3 and 1x1
+convs on 58 and 116 channels (no multiple of a vector width), Concat and the channel shuffle
+(Reshape to five axes with a shape computed from Shape/Gather/Div, Transpose, Reshape back);
+batch symbolic.
+
+The branch's convs run blocked, padded to whole blocks, the depthwise conv reading the padded
+1x1 result as it is (``channel_pad``; AlterOpLayout); only a downsampling unit's other branch
+(a depthwise conv of the shuffled plain value, a 1x1 conv into the Concat) stays plain. Compiled with no shapes and
+with a shape, at batch 1 and 3, against onnxruntime (float32 rtol/atol 1e-4: conv sums)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from _onnx_util import SUMS, compare, run_ort
+
+import ember
+from ember.contrib import cc
+from ember.relay.testing.exported_onnx import shufflenet_v2
+
+pytestmark = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
+
+
+def _model():
+    return shufflenet_v2(stages=(116, 232), repeats=(2, 2), classes=10, image=64)
+
+
+def _source(compiled) -> str:
+    lib = compiled.factory.lib
+    return "".join(m.get_source() for m in [lib, *lib.imported_modules])
+
+
+def test_shufflenet_with_a_shape_runs_the_branch_convs_blocked():
+    model = _model()
+    x = np.random.default_rng(0).standard_normal((1, 3, 64, 64)).astype("float32")
+    static = ember.compile(model, threads=1, input_shapes={"input": x.shape})
+    plain = set(re.findall(r"/\* from: fn \([^\n]*\n  %0 = nn\.conv2d\([^\n]*", _source(static)))
+    assert len(plain) <= 2 * 2, plain  # two per downsampling unit at most
+    compare("shufflenet static", [static(x)], run_ort(model, {"input": x}), SUMS)
+
+
+def test_shufflenet_without_shapes_matches_onnxruntime():
+    model = _model()
+    dynamic = ember.compile(model, threads=1)
+    rng = np.random.default_rng(1)
+    for batch in (1, 3, 1):
+        x = rng.standard_normal((batch, 3, 64, 64)).astype("float32")
+        got = dynamic(x)
+        assert got.shape == (batch, 10)
+        compare(f"shufflenet batch {batch}", [got], run_ort(model, {"input": x}), SUMS)
