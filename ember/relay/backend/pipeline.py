@@ -27,6 +27,7 @@ from ..transform import (
     DynamicToStatic,
     EliminateCommonSubexpr,
     FoldConstant,
+    FoldExplicitPadding,
     FoldGemmViews,
     FoldScaleAxis,
     FoldTokenLayouts,
@@ -60,7 +61,8 @@ def optimize_passes() -> list[Pass]:
     the next layer's weights; FuseLayerNorm puts back together the layer norms
     SimplifyInference (or an ONNX exporter) decomposed; FuseGemmEpilogue packs constant
     weights (the FoldConstant after it folds the packing); FoldGemmViews turns the head
-    transposes around batched GEMMs into strides; AlterOpLayout plans blocked conv layouts
+    transposes around batched GEMMs into strides; FoldExplicitPadding makes a zero pad
+    before a conv the conv's own padding; AlterOpLayout plans blocked conv layouts
     for the current target (``relay/transform/alter_op_layout.py``); FoldTokenLayouts makes
     each crossing between a blocked map and a transformer's tokens one blocked copy;
     FusePoolEpilogue puts a blocked max pool's per-channel affine and relu into its kernel;
@@ -68,7 +70,7 @@ def optimize_passes() -> list[Pass]:
     channel affine and GELU) into its kernel."""
     return [SimplifyInference(), DynamicToStatic(), EliminateCommonSubexpr(), FoldConstant(),
             RecogniseActivations(), FoldScaleAxis(), SimplifyExpr(), CanonicalizeOps(),
-            FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), AlterOpLayout(),
+            FoldExplicitPadding(), FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), AlterOpLayout(),
             FoldTokenLayouts(), FusePoolEpilogue(), FuseNormEpilogue()]
 
 

@@ -30,6 +30,7 @@ _LAZY: dict[str, str] = {
     "FoldScaleAxis": "fold_scale_axis", "ForwardFoldScaleAxis": "fold_scale_axis",
     "BackwardFoldScaleAxis": "fold_scale_axis",
     "SimplifyExpr": "simplify_expr", "CanonicalizeOps": "canonicalize_ops",
+    "FoldExplicitPadding": "fold_explicit_padding",
     "FuseGemmEpilogue": "fuse_gemm_epilogue", "FuseLayerNorm": "fuse_layer_norm",
     "RecogniseActivations": "recognise_activations",
     "FoldGemmViews": "fold_gemm_views",
@@ -60,7 +61,7 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath",
                 "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit",
                 "PartialEvaluate", "RecogniseActivations", "FoldTokenLayouts",
-                "FusePoolEpilogue", "FuseNormEpilogue")
+                "FusePoolEpilogue", "FuseNormEpilogue", "FoldExplicitPadding")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,
