@@ -643,12 +643,28 @@ class _Planner:
             biased = self._add_bias(p, other)
             if biased is not None:
                 return biased
-            if p.residual is None and not p.interleave and not p.channels and _tensor(other) is not None and \
+            if p.residual is None and not p.interleave and _tensor(other) is not None and \
                     _tensor(call) is not None \
                     and same_shape(_tensor(other), _tensor(call)):
-                return replace(p, residual=self.blocked(other, p.lanes),
+                return replace(p, residual=self._residual(other, p),
                                act_after_add=p.act == "none")
         return None
+
+    def _residual(self, node: RelayExpr, p: _Plan) -> RelayExpr:
+        """``node`` as the residual of ``p``'s epilogue: in ``p``'s blocks; for a padded plan
+        (BlazeFace's 28 and 36 channels, a residual of zero-padded channels) a value padded
+        to the same blocks as it is, or a plain one padded with zero channels and copied into
+        them). What the padded lanes of the sum hold is never read: a conv
+        reading it has zero weights there, and the way back to NCHW drops them."""
+        if not p.channels:
+            return self.blocked(node, p.lanes)
+        if self._padded(node) == (p.lanes, p.channels):
+            return self._materialise(node).expr  # type: ignore[return-value]
+        extra = -p.channels % p.lanes
+        padded = op_call("nn.pad", self.plain(node), const(np.float32(0)),
+                         pad_width=((0, 0), (0, extra), (0, 0), (0, 0)))
+        return op_call("layout_transform", padded, src_layout="NCHW",
+                       dst_layout=f"NCHW{p.lanes}c")
 
     # -- channel concatenation and split: block by block ------------------------------------
     def _channel_lanes(self, call: Call, parts: list[RelayExpr]) -> int:

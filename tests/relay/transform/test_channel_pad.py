@@ -130,15 +130,50 @@ def test_padded_depthwise_chain_matches_numpy(shape):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_padded_result_is_plain_to_other_consumers():
-    # a residual add of two padded convs, and a concat: each reads the sliced plain value
+def test_residual_add_of_two_padded_convs_stays_padded():
+    # the second conv takes the first's padded blocks as its residual: one transform back
     x = relay.var("x", shape=(1, 16, 9, 11))
     a = relay.nn.conv2d(x, _c(10, 16, 3, 3), padding=(1, 1))
     b = relay.nn.conv2d(x, _c(10, 16, 3, 3), padding=(1, 1))
     mod = _plan(relay.add(a, b), x)
+    assert _names(mod) == ["layout_transform", "nn.contrib_conv2d_NCHWc_fused",
+                           "nn.contrib_conv2d_NCHWc_fused_add", "layout_transform",
+                           "strided_slice"]
+    first, second = _calls(mod)[1:3]
+    assert second.args[3] is first
+
+
+def test_padded_conv_takes_a_plain_residual_padded_with_zero_channels():
+    # BlazeFace: a 1x1 conv to 28 channels plus the input's 24 channels padded to 28, read
+    # by the next block's depthwise conv; on AVX-512 (16 lanes) 28 channels split into no
+    # block of 16 or 8: padded to 32
+    x = relay.var("x", shape=(1, 24, 9, 11))
+    skip = relay.nn.pad(x, ((0, 0), (0, 4), (0, 0), (0, 0)))
+    y = relay.nn.relu(relay.add(relay.nn.conv2d(x, _c(28, 24, 1, 1)), skip))
+    mod = _plan(relay.nn.conv2d(y, _c(28, 1, 3, 3), padding=(1, 1), groups=28), x,
+                cpu="skylake-avx512")
     names = _names(mod)
-    assert names.count("nn.contrib_conv2d_NCHWc_fused") == 2
-    assert names.count("strided_slice") == 2 and names[-1] == "add"
+    assert names.count("nn.contrib_conv2d_NCHWc_fused_add") == 1
+    assert names[-3:] == ["nn.contrib_conv2d_NCHWc_fused", "layout_transform", "strided_slice"]
+    assert "nn.conv2d" not in names and "add" not in names
+
+
+@needs_cc
+def test_padded_residual_chains_match_numpy():
+    x = relay.var("x", shape=(2, 24, 9, 11))
+    w1, w2, w3 = (RNG.uniform(-1, 1, s).astype("float32")
+                  for s in ((28, 24, 1, 1), (28, 24, 3, 3), (28, 1, 3, 3)))
+    skip = relay.nn.pad(x, ((0, 0), (0, 4), (0, 0), (0, 0)))
+    y = relay.nn.relu(relay.add(relay.nn.conv2d(x, relay.const(w1)), skip))
+    y = relay.add(y, relay.nn.conv2d(x, relay.const(w2), padding=(1, 1)))
+    z = relay.nn.conv2d(relay.nn.relu(y), relay.const(w3), padding=(1, 1), groups=28)
+    data = RNG.uniform(-1, 1, (2, 24, 9, 11)).astype("float32")
+    got = ember.compile(ember.IRModule.from_expr(relay.Function([x], z)), threads=1)(data)
+    pad = np.pad(data, ((0, 0), (0, 4), (0, 0), (0, 0)))
+    y = np.maximum(conv2d_nchw(data, w1, (1, 1), (0,) * 4, (1, 1), 1) + pad, 0)
+    y = y + conv2d_nchw(data, w2, (1, 1), (1,) * 4, (1, 1), 1)
+    want = conv2d_nchw(np.maximum(y, 0), w3, (1, 1), (1,) * 4, (1, 1), 28)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_few_padded_lanes_beat_half_blocks_on_avx512():
