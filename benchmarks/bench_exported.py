@@ -5,7 +5,8 @@
 
 Each model of ``ember.relay.testing.exported_onnx`` and ``exported_transformers`` (a
 PaddleOCR-style detector, diffusion-UNet blocks: GroupNorm, SiLU, attention over pixels;
-torchvision's ShuffleNetV2 (channel counts of 58 and 116, channel shuffles); a
+torchvision's ShuffleNetV2 (channel counts of 58 and 116, channel shuffles); MediaPipe's
+BlazeFace (explicit SAME pads, skips widened by channel pads to 28, 36, 42 channels); a
 Silero-style voice activity model with its LSTM state in and out, YOLO-style post-processing
 with NonMaxSuppression, BERT and T5 encoders, a GPT-2 decoder step with a KV cache) is
 compiled with ``ember.compile(model)``: no shapes given, its symbolic dimensions stay symbolic (the VM with a
@@ -83,6 +84,9 @@ def _cases(only: set[str] | None) -> list[Case]:
         for batch in (1, 4):
             cases.append(Case("shufflenet", f"{batch}x3x224x224", shuffle, {
                 "input": rng.standard_normal((batch, 3, 224, 224)).astype("float32")}))
+    if not only or "blazeface" in only:  # (no symbolic dimension: both builds alike)
+        cases.append(Case("blazeface", "1x3x128x128", ex.blazeface(), {
+            "input": rng.standard_normal((1, 3, 128, 128)).astype("float32")}))
     if not only or "vad" in only:
         vad = ex.vad_lstm()
         for samples in (512, 16000):
@@ -213,8 +217,8 @@ def main() -> None:
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds of calls per runner")
     ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
     ap.add_argument("--only", default="",
-                    help="models: paddle_det,diffusion,shufflenet,vad,gpt2_kv,yolo_post,bert,"
-                         "t5")
+                    help="models: paddle_det,diffusion,shufflenet,blazeface,vad,gpt2_kv,"
+                         "yolo_post,bert,t5")
     ap.add_argument("--json", default=str(DEFAULT_JSON))
     opts = ap.parse_args()
     import ember

@@ -11,6 +11,12 @@ what users import (the zoo's ONNX twins are cleaner than real exports). Each bui
   an STFT as a Conv1d over a fixed cos/sin basis after reflect padding, magnitude, a conv
   encoder, an LSTM whose state comes in (``h``, ``c``) and goes out (``hn``, ``cn``), a 1x1
   conv head, sigmoid and a mean over time; batch and sample count symbolic.
+- :func:`blazeface`: MediaPipe's BlazeFace detector as its PyTorch ports export it (opset 13):
+  TensorFlow's SAME padding of strided convs as an explicit ``Pad`` before them, BlazeBlocks
+  of a depthwise 3x3 and a 1x1 conv plus a skip (max pooled when strided) whose channels a
+  ``Pad`` widens (24 -> 28 -> 32 -> 36 -> 42 ...: no multiple of a vector width), Relu;
+  classifier and regressor heads transposed to channels-last and concatenated; static
+  128x128 input.
 - :func:`diffusion_unet`: a diffusion UNet's blocks as torch.onnx writes diffusers' (opset
   14): GroupNorm as ``Reshape(N, G, -1)`` -> InstanceNormalization -> ``Reshape`` back (to
   the ``Shape`` of its input) -> Mul -> Add, SiLU as ``x * Sigmoid(x)``, 3x3 convs, a
@@ -35,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["diffusion_unet", "paddle_text_detector", "shufflenet_v2", "vad_lstm",
+__all__ = ["blazeface", "diffusion_unet", "paddle_text_detector", "shufflenet_v2", "vad_lstm",
            "yolo_post_nms"]
 
 
@@ -201,6 +207,68 @@ def vad_lstm(seed: int = 0, nfft: int = 256, hop: int = 128, hidden: int = 64) -
         [vi("output", TP.FLOAT, ["batch"]), vi("hn", TP.FLOAT, state), vi("cn", TP.FLOAT, state)],
         [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     return _model(graph, 16)
+
+
+def blazeface(seed: int = 0, image: int = 128) -> Any:
+    """The BlazeFace detector (module docstring): ``input`` (1, 3, image, image) -> ``scores``
+    (1, anchors, 1) and ``boxes`` (1, anchors, 16)."""
+    helper, numpy_helper, TP = _onnx()
+    rng = np.random.default_rng(seed)
+    inits: dict[str, np.ndarray] = {}
+    nodes: list[Any] = []
+
+    def const(v: np.ndarray) -> str:
+        inits[f"c{len(inits)}"] = v
+        return f"c{len(inits) - 1}"
+
+    def n(op: str, ins: list[str], **attrs: Any) -> str:
+        out = f"{op.lower()}_{len(nodes)}"
+        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
+        return out
+
+    def pad(x: str, channels: int = 0, bottom_right: int = 0, top_left: int = 0) -> str:
+        return n("Pad", [x, const(_i64([0, 0, top_left, top_left, 0, channels,
+                                         bottom_right, bottom_right]))])
+
+    def conv(x: str, ci: int, co: int, k: int, stride: int = 1, groups: int = 1,
+             same: bool = True) -> str:
+        w = _w(rng, co, ci // groups, k, k, scale=float(np.sqrt(2 / (ci // groups * k * k))))
+        return n("Conv", [x, const(w), const(_w(rng, co))], kernel_shape=[k, k],
+                 strides=[stride, stride], pads=[k // 2 if same else 0] * 4, group=groups)
+
+    def block(x: str, ci: int, co: int, stride: int = 1) -> str:
+        if stride == 2:  # SAME for a stride-2 3x3: pad the bottom and right by 2
+            h = conv(pad(x, bottom_right=2), ci, ci, 3, 2, ci, same=False)
+            x = n("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+        else:
+            h = conv(x, ci, ci, 3, 1, ci)
+        skip = pad(x, channels=co - ci) if co > ci else x
+        return n("Relu", [n("Add", [conv(h, ci, co, 1), skip])])
+
+    x = n("Relu", [conv(pad("input", bottom_right=2, top_left=1), 3, 24, 5, 2, same=False)])
+    for ci, co, stride in ((24, 24, 1), (24, 28, 1), (28, 32, 2), (32, 36, 1), (36, 42, 1),
+                           (42, 48, 2), (48, 56, 1), (56, 64, 1), (64, 72, 1), (72, 80, 1),
+                           (80, 88, 1)):
+        x = block(x, ci, co, stride)
+    maps = [(x, 88, 2)]
+    x = block(x, 88, 96, 2)
+    for _ in range(4):
+        x = block(x, 96, 96)
+    maps.append((x, 96, 6))
+    heads: dict[int, list[str]] = {1: [], 16: []}
+    for feature, channels, anchors in maps:
+        for width in heads:
+            y = n("Transpose", [conv(feature, channels, anchors * width, 1)], perm=[0, 2, 3, 1])
+            heads[width].append(n("Reshape", [y, const(_i64([1, -1, width]))]))
+    for width, name in ((1, "scores"), (16, "boxes")):
+        n("Concat", heads[width], axis=1)
+        nodes[-1].output[0] = name
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "blazeface", [vi("input", TP.FLOAT, [1, 3, image, image])],
+        [vi("scores", TP.FLOAT, None), vi("boxes", TP.FLOAT, None)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    return _model(graph, 13)
 
 
 def diffusion_unet(seed: int = 0, channels: tuple[int, int] = (64, 128), groups: int = 32,
