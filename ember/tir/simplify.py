@@ -522,6 +522,12 @@ def _rule_select(e: Any, ctx: _Context) -> PrimExpr | None:
 def _rule_call(e: Call, ctx: _Context) -> PrimExpr | None:
     if e.op == "if_then_else":
         return _rule_select(e, ctx)
+    if e.op == "pow" and isinstance(e.args[1], FloatImm) and e.args[1].value in (1.0, 2.0):
+        # x ** 2 as x * x (one rounding, as pow's correctly rounded result; a libm call per
+        # element otherwise: YOLOv5's box decode squares every width and height); the C
+        # emitter computes a repeated operand once
+        x = e.args[0]
+        return x if e.args[1].value == 1.0 else Mul(x, x, x.dtype)
     return None
 
 

@@ -91,3 +91,12 @@ def test_proofs_use_exact_integers_in_narrow_types():
     x = tir.Var("x", "uint8")
     e = tir.Min(tir.Max(x, tir.const(0, "uint8"), "uint8"), tir.const(255, "uint8"), "uint8")
     assert str(simplify(e)) == "min(max(x, uint8(0)), uint8(255))"
+
+
+def test_square_and_first_power_need_no_pow_call():
+    x = tir.Var("x", "float32")
+    sq = simplify(tir.pow(x, tir.const(2.0, "float32")))
+    assert isinstance(sq, tir.Mul) and sq.a is x and sq.b is x
+    assert simplify(tir.pow(x, tir.const(1.0, "float32"))) is x
+    cube = simplify(tir.pow(x, tir.const(3.0, "float32")))
+    assert isinstance(cube, tir.Call) and cube.op == "pow"
