@@ -232,3 +232,17 @@ def test_layer_norm_over_the_channels_or_of_padded_channels_leaves_the_blocked_l
     assert len(norm.args[0].checked_type.shape) == 4
     if find_c_compiler() is not None:
         _same_as_unplanned(_conv_norm_conv(x, 17, -1, True), x, (1, 8, 3, 41))
+
+
+@pytest.mark.parametrize("channels", [12, 15])
+def test_a_few_plain_input_channels_are_read_as_one_block(channels):
+    """A conv of a plain input of up to 15 channels (YOLOv5's Focus: 4 strided slices of RGB,
+    12 channels; RGB itself often goes to the plain-input kernel) at stride 1 reads it as one
+    block of all its channels (each kernel row kw * channels neighbouring floats) after one
+    transform; the result is the unplanned build's."""
+    x = relay.var("x", shape=(1, channels, 11, 13))
+    y = relay.nn.relu(relay.nn.conv2d(x, _c(16, channels, 3, 3), padding=(1, 1)))
+    conv = next(c for c in _calls(_plan(y, x)) if c.op.name.startswith("nn.contrib_conv2d"))
+    assert conv.attrs.in_block == channels
+    if find_c_compiler() is not None:
+        _same_as_unplanned(y, x, (1, channels, 11, 13))
