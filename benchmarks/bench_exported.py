@@ -5,8 +5,9 @@
 
 Each model of ``ember.relay.testing.exported_onnx`` and ``exported_transformers`` (a
 PaddleOCR-style detector, a Silero-style voice activity model with its LSTM state in and out,
-YOLO-style post-processing with NonMaxSuppression, BERT and T5 encoders, a GPT-2 decoder step
-with a KV cache) is compiled with
+YOLO-style post-processing with NonMaxSuppression, torchvision-style score thresholding with
+NonZero (its box count fixed, the kept count from data), BERT and T5 encoders, a GPT-2 decoder
+step with a KV cache) is compiled with
 ``ember.compile(model)``: no shapes given, its symbolic dimensions stay symbolic (the VM with a
 static plan). At each shape the same model with that shape fixed (``input_shapes=``) is the
 static build, and onnxruntime runs the file as it is (numpy in, numpy out, as ember is called).
@@ -99,6 +100,12 @@ def _cases(only: set[str] | None) -> list[Case]:
             preds[:, 2:4] *= 20
             cases.append(Case("yolo_post", f"1x12x{anchors}", post, {"preds": preds},
                               static=False))
+    if not only or "score_thr" in only:
+        for boxes in (1000, 8400):
+            scores = rng.random(boxes, dtype=np.float32)
+            cases.append(Case("score_thr", f"{boxes}", ex.score_threshold(boxes), {
+                "boxes": rng.random((boxes, 4), dtype=np.float32), "scores": scores},
+                static=False))
     return cases
 
 
@@ -201,7 +208,7 @@ def main() -> None:
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds of calls per runner")
     ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
     ap.add_argument("--only", default="",
-                    help="models: paddle_det,vad,gpt2_kv,yolo_post,bert,t5")
+                    help="models: paddle_det,vad,gpt2_kv,yolo_post,score_thr,bert,t5")
     ap.add_argument("--json", default=str(DEFAULT_JSON))
     opts = ap.parse_args()
     import ember

@@ -97,7 +97,8 @@ class StaticPlan:
             walk.calls, walk.blocks, results, shape_calls, early, value_kernels or {})
         for k in value_calls:
             walk.calls[k] = shape_only_args(walk.calls[k], value_kernels[walk.calls[k].kernel])
-        self._layout(walk, arena_blocks, results)
+        self._layout(walk, arena_blocks + late_arena(walk, early, results, self._value_blocks),
+                     results)
         self._dltensors(walk.calls, kernels)
         self._phases(walk, shape_calls, early, value_calls)
         self._share(walk, shape_calls | set(value_calls), results)
@@ -121,7 +122,8 @@ class StaticPlan:
     def _layout(self, walk: Walk, arena_blocks: list[Block], results: dict[int, Tensor]
                 ) -> None:
         """Where every block lives: the arena (argument shapes, then the blocks the shape
-        phase writes), fixed blocks, blocks grown at run time, result blocks (per run)."""
+        phase writes and the small blocks of sizes and shapes that kernels compute from data,
+        ``late_arena``), fixed blocks, blocks grown at run time, result blocks (per run)."""
         offsets, end = {}, -(-8 * walk.arg_shapes.count // 64) * 64
         for b in arena_blocks:
             align = max(b.alignment, 64)
@@ -239,8 +241,10 @@ class StaticPlan:
                 at.setdefault(pos, []).append(c)
         cuts = sorted({0, *at})
         self._segments: list[tuple[Checks | None, Callable[[], int] | None]] = []
+        self._spans: list[tuple[int, int]] = []  # each segment's calls: positions in ``rest``
         for j, start in enumerate(cuts):
             end = cuts[j + 1] if j + 1 < len(cuts) else len(rest)
+            self._spans.append((start, end))
             self._segments.append((Checks(self, at[start]) if start in at else None,
                                    self._runner(rest[start:end]) if end > start else None))
         # A plan without late checks has one kernel runner (as the first plans had).
@@ -494,6 +498,42 @@ class StaticPlan:
             ptr = self._base[t.base.index] or 0
         return np.frombuffer((ctypes.c_int64 * max(n, 1)).from_address(ptr + t.offset),
                              np.int64)[:n].copy()
+
+
+# The most bytes a block computed from data may have to go into the arena (a copy of the
+# arena is kept per signature): shapes and sizes take a few dozen bytes each.
+LATE_ARENA_BYTES = 4096
+
+
+def late_arena(walk: Walk, early: set[int], results: dict[int, Tensor],
+               value_blocks: set[int]) -> list[Block]:
+    """The fixed blocks holding what a late check reads or a result's run-time shape (sizes
+    and shapes a kernel computes from data: NonZero's count, NonMaxSuppression's, and the
+    shape functions after them), to be placed in the arena: every value the late checks and
+    the results' shapes read is then an int64 of the arena, which the vectorised checks and
+    C's check program read (``plan_checks.VectorChecks``). Their bytes are rewritten by the
+    run's kernels before any read, so the arena's copies per signature do them no harm."""
+    late = [c for c in walk.checks if not sources_in(c, early)]
+    if not late:
+        return []
+    held: list[Tensor] = []
+    for c in late:
+        if c.kind == "size":
+            held.append(c.item.size)
+        elif c.kind == "fit":
+            held += [c.item.shape] + ([c.item.base.size] if c.item.base.size is not None
+                                      else [])
+        else:
+            held += [x.shape for x in c.item if not x.static]
+    held += [t.shape for t in results.values() if not t.static]
+    chosen: dict[int, Block] = {}
+    for t in held:
+        b = t.base
+        if type(b) is Block and b.size is None and b.index not in results and \
+                b.index not in value_blocks and id(b) not in early and \
+                b.nbytes <= LATE_ARENA_BYTES:
+            chosen[b.index] = b
+    return [chosen[i] for i in sorted(chosen)]
 
 
 def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: Allocator
