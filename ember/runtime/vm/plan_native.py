@@ -27,6 +27,12 @@ reads that does not depend on the concrete sizes is laid out here, once:
 C keeps up to ``KEPT_SIGNATURES`` signatures besides the last one's: a call at one of them
 copies back what its shape phase and checks wrote (``DynamicCall.keep``).
 
+A plan whose kernels compute a size from data (its segments, ``static_plan``) gets a check
+program per segment as well (``programs``), run by C before the segment's calls
+(``ember_segmented_call``); its outputs, whose shapes are known only once the calls ran, are
+copied out of their buffers by the host at the dimensions C wrote (``DynamicCall._segmented``),
+and take no in-place sites (the inputs are copied in).
+
 C answers 1 when a signature needs what only Python does (a buffer to grow, a check that
 fails and must be reported, an input of another kind): the caller's checked path then runs the
 call through ``plan_arrays`` (which grows the buffers; :meth:`DynamicCall.refresh` reads them

@@ -17,7 +17,9 @@ before running (``plan_walk.py``) and keeps:
   blocks, tensors that must fit in their blocks, reshapes that must keep the element count
   (vectorised over the arena), growing a block when a larger shape arrives;
 - **the kernel calls**, as one C call (``EmberRunCalls``, as the graph executor does), or a
-  few where a size is computed by a kernel from data (a sync point between them);
+  few *segments* where a size is computed by a kernel from data (a sync point between them:
+  the blocks holding such sizes and shapes live in the arena, ``late_arena``, so the checks
+  between segments read the arena, in Python and in C);
 - **memory**: blocks of intermediates allocated once (grown to the largest shape seen, never
   shrunk; those of run-time size that are never live together share one storage,
   ``plan_share``), and the blocks of the result taken from the allocator every run, so a result never
