@@ -61,6 +61,7 @@ from ..packed_func import CPackedFunc
 from .memory import Allocator, Storage, _raw_buffer, dltensor_template, fast_ndarray
 from .plan_checks import Checks, slot
 from .plan_phase import (
+    Early,
     ShapeOnly,
     result_blocks,
     shape_only_args,
@@ -93,14 +94,15 @@ class StaticPlan:
         self._declared = [ty.shape if isinstance(ty, TensorInfo) else None
                           for ty in (func.param_types or [None] * len(args))]
         results = result_blocks(walk.result)
-        shape_calls, arena_blocks = shape_phase(walk.calls, walk.blocks, results)
-        early = {id(b) for b in arena_blocks} | {id(walk.arg_shapes)}
+        shape_calls, arena_blocks, early = shape_phase(walk.calls, walk.blocks, results)
         value_calls, self._value_blocks = value_phase(
-            walk.calls, walk.blocks, results, shape_calls, early, value_kernels or {})
+            walk.calls, walk.blocks, results, shape_calls, early,
+            {b.index for b in arena_blocks}, value_kernels or {})
         for k in value_calls:
             walk.calls[k] = shape_only_args(walk.calls[k], value_kernels[walk.calls[k].kernel])
-        self._layout(walk, arena_blocks + late_arena(walk, early, results, self._value_blocks),
-                     results)
+        late = late_arena(walk, early, results, self._value_blocks | {
+            b.index for b in arena_blocks})
+        self._layout(walk, arena_blocks + late, results)
         self._dltensors(walk.calls, kernels)
         self._phases(walk, shape_calls, early, value_calls)
         self._share(walk, shape_calls | set(value_calls), results)
@@ -217,7 +219,7 @@ class StaticPlan:
             self._block_patches.setdefault(base.index, []).append((dl, offset, shape))
 
     # -- phases and checks ----------------------------------------------------------------
-    def _phases(self, walk: Walk, shape_calls: set[int], early: set[int],
+    def _phases(self, walk: Walk, shape_calls: set[int], early: Early,
                 value_calls: list[int]) -> None:
         """The shape phase and its checks, the value phase, then the other calls, split where
         a check needs a value that one of them computes (the checks come before the split's
@@ -507,14 +509,16 @@ class StaticPlan:
 LATE_ARENA_BYTES = 4096
 
 
-def late_arena(walk: Walk, early: set[int], results: dict[int, Tensor],
-               value_blocks: set[int]) -> list[Block]:
+def late_arena(walk: Walk, early: Early, results: dict[int, Tensor],
+               excluded: set[int]) -> list[Block]:
     """The fixed blocks holding what a late check reads or a result's run-time shape (sizes
     and shapes a kernel computes from data: NonZero's count, NonMaxSuppression's, and the
     shape functions after them), to be placed in the arena: every value the late checks and
     the results' shapes read is then an int64 of the arena, which the vectorised checks and
     C's check program read (``plan_checks.VectorChecks``). Their bytes are rewritten by the
-    run's kernels before any read, so the arena's copies per signature do them no harm."""
+    run's kernels before any read, so the arena's copies per signature do them no harm.
+    ``excluded``: blocks that stay where they are (the value phase's) or are there already
+    (the shape phase's)."""
     late = [c for c in walk.checks if not sources_in(c, early)]
     if not late:
         return []
@@ -532,8 +536,7 @@ def late_arena(walk: Walk, early: set[int], results: dict[int, Tensor],
     for t in held:
         b = t.base
         if type(b) is Block and b.size is None and b.index not in results and \
-                b.index not in value_blocks and id(b) not in early and \
-                b.nbytes <= LATE_ARENA_BYTES:
+                b.index not in excluded and b.nbytes <= LATE_ARENA_BYTES:
             chosen[b.index] = b
     return [chosen[i] for i in sorted(chosen)]
 
