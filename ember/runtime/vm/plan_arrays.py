@@ -160,9 +160,9 @@ class ArrayCalls:
         return ArrayCalls(plan)
 
     def run_segments(self) -> list[np.ndarray] | Any:
-        """The kernel calls of a segmented plan, each segment's checks first (the blocks
-        they size placed), its inputs in place; the results copied out at this run's shapes,
-        or NOT_RUN (a failed check or kernel: the interpreter raises)."""
+        """The kernel calls of a segmented plan (its inputs copied in), each segment's
+        checks first (the blocks they size placed); the results copied out at this run's
+        shapes, or NOT_RUN (a failed check or kernel: the interpreter raises)."""
         plan = self.plan
         for checks, run in plan._segments:
             if checks is not None:

@@ -637,6 +637,8 @@ class Programs(NamedTuple):
 
 
 def programs(plan: StaticPlan, segmented: bool) -> Programs:
+    """The check programs of ``plan``: its shape phase's, and each segment's if
+    ``segmented``."""
     vectors = [plan._early.vector] + ([checks.vector if checks is not None else None
                                        for checks, _ in plan._segments] if segmented else [])
     words: list[int] = []
