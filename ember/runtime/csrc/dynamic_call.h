@@ -38,7 +38,7 @@
  * A plan whose kernels compute a size from data (NonZero's count, NonMaxSuppression's) has
  * segments: kernel calls, then checks that read what they computed (the late shape
  * functions' results, in the arena), then more calls. Such a call (ember_segmented_call)
- * copies the inputs in, then per segment runs its check program (the sizes of the blocks
+ * copies in the inputs that step 6 does not serve in place, then per segment runs its check program (the sizes of the blocks
  * that depend on data within the capacity the host gave them: a larger one returns 1, the
  * host grows it, and the next call runs here again) and its calls; the outputs stay in their
  * buffers, out_dims says their shapes, and the host copies them out (their shapes are known
@@ -50,7 +50,9 @@
 /* Opcodes of the check program, a flat int64 array (mirrored in plan_native.py):
  *   SIZE  slot least most               sizes[n++] = arena[slot], least <= it <= most
  *   FIT   pos room offset item k i_1..k offset + prod(arena[i_j]) * item <= (pos >= 0 ?
- *                                       sizes[pos] : room), no extent negative
+ *                                       sizes[pos] : pos <= -2 ? arena[-2 - pos] : room),
+ *                                       no extent negative (pos <= -2: a block sized by an
+ *                                       earlier program, a tensor shaped by a later one)
  *   COUNT side side                     equal element counts; a side is "-1 count" or
  *                                       "k i_1..i_k" (the product of those arena values) */
 #define EMBER_CHECK_SIZE 1
@@ -241,6 +243,7 @@ static int ember_run_program(EmberDynamicCallPlan* p, const int64_t* pr, int32_t
       int64_t item = pr[at + 3], k = pr[at + 4], n, bytes;
       if (!ember_arena_product(p->arena, &pr[at + 5], k, &n)) return 0;
       if (pos >= 0) room = p->sizes[pos];
+      else if (pos <= -2) room = p->arena[-2 - pos];
       if (__builtin_mul_overflow(n, item, &bytes) || bytes > room - offset) return 0;
       at += 5 + (int32_t)k;
     } else if (op == EMBER_CHECK_COUNT) {
@@ -443,9 +446,13 @@ static int ember_segmented_call(EmberDynamicCallPlan* p) {
   for (i = 0; i < c->num_inputs; ++i) {
     if (!ember_array_is(L, items[i], &c->inputs[i])) return 1;
   }
-  for (i = 0; i < c->num_inputs; ++i)
-    memcpy(c->inputs[i].buffer, EMBER_FIELD(items[i], L->array_data, const void*),
-           (size_t)c->inputs[i].nbytes);
+  for (i = 0; i < c->num_inputs; ++i) {
+    if (!p->in_place[i])
+      memcpy(c->inputs[i].buffer, EMBER_FIELD(items[i], L->array_data, const void*),
+             (size_t)c->inputs[i].nbytes);
+  }
+  /* the inputs that in_place marks read in the caller's arrays (the host lists no output) */
+  if (p->call.num_sites > 0) ember_point_sites(&p->call, items, NULL);
   if (c->num_threads > 0) ember_pool_set_num_threads(c->num_threads);
   for (j = 0; j < p->num_segments && rc == 0; ++j) {
     const int64_t* s = &p->segments[4 * j];
@@ -458,6 +465,7 @@ static int ember_segmented_call(EmberDynamicCallPlan* p) {
     }
   }
   g_pool_num_threads = saved;
+  if (p->call.num_sites > 0) ember_point_sites(&p->call, NULL, NULL);
   if (rc != 0) return rc;
   return ember_output_sizes(p) ? 0 : 1;
 }

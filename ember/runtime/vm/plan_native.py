@@ -31,7 +31,7 @@ A plan whose kernels compute a size from data (its segments, ``static_plan``) ge
 program per segment as well (``programs``), run by C before the segment's calls
 (``ember_segmented_call``); its outputs, whose shapes are known only once the calls ran, are
 copied out of their buffers by the host at the dimensions C wrote (``DynamicCall._segmented``),
-and take no in-place sites (the inputs are copied in).
+and take no in-place sites (its inputs do, as any plan's).
 
 C answers 1 when a signature needs what only Python does (a buffer to grow, a check that
 fails and must be reported, an input of another kind): the caller's checked path then runs the
@@ -369,8 +369,11 @@ class DynamicCall:
         shape_cplan = plan._shape_cplan
         sites, written, may = in_place_sites(
             calls.cplan, shape_cplan, spans, len(calls.inputs), plan._written)
-        if calls.segmented:  # (its outputs are copied out by the host: ``_segmented``)
-            sites, written, may = [], [], [False] * len(spans)
+        if calls.segmented:  # inputs only: the outputs are copied out by the host
+            inputs = len(calls.inputs)
+            kept = [i for i, (_, _, buffer) in enumerate(sites) if buffer < inputs]
+            sites, written = [sites[i] for i in kept], [written[i] for i in kept]
+            may = may[:inputs] + [False] * (len(spans) - inputs)
         site_table = (_Site * max(len(sites), 1))(*(_Site(*site) for site in sites))
         flags = (ctypes.c_int8 * max(len(spans), 1))(*may)
         in_place = (ctypes.c_int8 * max(len(spans), 1))()

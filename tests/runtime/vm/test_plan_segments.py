@@ -110,8 +110,11 @@ def test_yolo_post_processing_runs_in_one_c_call_at_any_size(yolo, monkeypatch) 
     seen = python_calls(monkeypatch)
     for anchors, kept in calls:
         p = preds(rng, anchors, kept)
+        before = p.copy()
         check(model(p), reference(p))
+        assert p.tobytes() == before.tobytes()  # read in place, never written
     assert seen == []
+    assert native_of(model)._plan.call.num_sites == 1  # the input's site; no output's
 
 
 def test_growing_and_shrinking_kept_counts_match_onnxruntime(thresholds, monkeypatch) -> None:
@@ -248,3 +251,57 @@ def test_without_c_the_segments_run_in_python(monkeypatch) -> None:
         scores = np.where(rng.permutation(BOXES) < kept, 0.75, 0.25).astype("float32")
         check(model(boxes, scores), session.run(None, {"boxes": boxes, "scores": scores}))
     assert native_of(model) is None
+
+
+# main(s: int64[1], x: float32[?]) = x + x into a block sized from x's shape (the shape
+# phase) as a tensor shaped by the *data* of s (copied next to that size: a later segment).
+SIZED_EARLY_SHAPED_LATE = """
+main(s, x):
+    # param types = int64[1], float32[?]
+    shape_of $2 $1
+    load_consti $3 64
+    alloc_storage $4 $3 64 int64 0
+    load_consti $5 0
+    alloc_tensor $6 $4 $5 [] int64
+    invoke_packed PackedFunc[vm_nbytes_f32] (in: $2, out: $6)
+    load_consti $7 8
+    alloc_tensor $8 $4 $7 [1] int64
+    invoke_packed PackedFunc[vm_copy] (in: $0, out: $8)
+    alloc_storage $9 $6 64 float32 0
+    alloc_tensor_reg $10 $9 $5 $8 float32
+    invoke_packed PackedFunc[vm_add_f32] (in: $1, $1, out: $10)
+    ret $10
+"""
+
+
+def test_a_tensor_shaped_from_data_fits_a_block_the_shape_phase_sized() -> None:
+    from test_plan_arrays import contexts
+    from test_static_plan import values
+
+    from ember.runtime.vm import VMError
+
+    ctx, interpreter = contexts(SIZED_EARLY_SHAPED_LATE, dtypes=("int64", "float32"))
+    for n in (5, 3, 7, 3, 1):
+        s, x = np.array([n], "int64"), np.arange(n, dtype="float32")
+        assert ctx.call([s, x])[0].tobytes() == values(interpreter.run(s, x))[0].tobytes()
+    plan = ctx.vm._plans[ctx.index]
+    assert plan._shape_run is not None and len(plan._segments) == 2
+    late = plan._segments[1][0].vector
+    assert late is not None and late.fits[0][3] <= -2
+    native = ctx.native
+    assert isinstance(native, DynamicCall)
+    for n in (4, 7, 2):
+        s, x = np.array([n], "int64"), np.arange(n, dtype="float32")
+        np.testing.assert_array_equal(native.run((s, x)), x + x)
+    # a shape from data larger than the block: C's check refuses, the interpreter reports
+    s, x = np.array([5], "int64"), np.arange(4, dtype="float32")
+    assert native.run((s, x)) is None
+    with pytest.raises(VMError):
+        ctx.call([s, x])
+    # smaller: the kernel refuses (x and the result differ in size), the interpreter reports
+    s = np.array([3], "int64")
+    assert native.run((s, x)) is None
+    with pytest.raises(VMError, match="vm_add_f32"):
+        ctx.call([s, x])
+    s = np.array([4], "int64")
+    np.testing.assert_array_equal(ctx.call([s, x])[0], x + x)
