@@ -8,9 +8,10 @@ PaddleOCR-style detector, diffusion-UNet blocks: GroupNorm, SiLU, attention over
 torchvision's ShuffleNetV2 (channel counts of 58 and 116, channel shuffles); MediaPipe's
 BlazeFace (explicit SAME pads, skips widened by channel pads to 28, 36, 42 channels); a
 Silero-style voice activity model with its LSTM state in and out, YOLO-style post-processing
-with NonMaxSuppression, BERT and T5 encoders, a GPT-2 decoder step with a KV cache) is
-compiled with ``ember.compile(model)``: no shapes given, its symbolic dimensions stay symbolic (the VM with a
-static plan). At each shape the same model with that shape fixed (``input_shapes=``) is the
+with NonMaxSuppression, torchvision-style score thresholding with NonZero (its box count
+fixed, the kept count from data), BERT and T5 encoders, a GPT-2 decoder step with a KV cache)
+is compiled with ``ember.compile(model)``: no shapes given, its symbolic dimensions stay
+symbolic (the VM with a static plan). At each shape the same model with that shape fixed (``input_shapes=``) is the
 static build, and onnxruntime runs the file as it is (numpy in, numpy out, as ember is called).
 All runners of all models are timed interleaved (``_timing.interleave``); outputs are checked
 against onnxruntime first (rtol 1e-3, atol 1e-4 of the output's scale).
@@ -115,6 +116,12 @@ def _cases(only: set[str] | None) -> list[Case]:
             preds[:, 2:4] *= 20
             cases.append(Case("yolo_post", f"1x12x{anchors}", post, {"preds": preds},
                               static=False))
+    if not only or "score_thr" in only:
+        for boxes in (1000, 8400):
+            scores = rng.random(boxes, dtype=np.float32)
+            cases.append(Case("score_thr", f"{boxes}", ex.score_threshold(boxes), {
+                "boxes": rng.random((boxes, 4), dtype=np.float32), "scores": scores},
+                static=False))
     return cases
 
 
@@ -219,7 +226,7 @@ def main() -> None:
     ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
     ap.add_argument("--only", default="",
                     help="models: paddle_det,diffusion,shufflenet,blazeface,vad,gpt2_kv,"
-                         "yolo_post,bert,t5")
+                         "yolo_post,score_thr,bert,t5")
     ap.add_argument("--json", default=str(DEFAULT_JSON))
     opts = ap.parse_args()
     import ember

@@ -32,6 +32,11 @@ what users import (the zoo's ONNX twins are cleaner than real exports). Each bui
 - :func:`yolo_post_nms`: YOLOv8-style post-processing exported with NMS in the graph (opset
   13): preds [batch, 4 + classes, anchors] to corner boxes and class scores,
   NonMaxSuppression, GatherND of the kept boxes and scores.
+- :func:`score_threshold`: torchvision-style score thresholding as torch.onnx writes
+  ``keep = torch.where(scores > t)[0]; boxes[keep], scores[keep]`` (opset 13): Greater,
+  NonZero, Transpose, Squeeze and two Gathers; the box count fixed (as torch.onnx writes it
+  without ``dynamic_axes``; ember's NonZero takes only inputs of static shape), the kept
+  count depends on the data.
 
 They need the ``onnx`` package (``pip install ember[onnx]``).
 """
@@ -41,8 +46,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["blazeface", "diffusion_unet", "paddle_text_detector", "shufflenet_v2", "vad_lstm",
-           "yolo_post_nms"]
+__all__ = ["blazeface", "diffusion_unet", "paddle_text_detector", "score_threshold",
+           "shufflenet_v2", "vad_lstm", "yolo_post_nms"]
 
 
 def _onnx() -> tuple[Any, Any, Any]:
@@ -437,4 +442,26 @@ def yolo_post_nms(classes: int = 8, limit: int = 20, iou: float = 0.5,
         nodes, "yolo_post", [vi("preds", TP.FLOAT, ["batch", 4 + classes, "anchors"])],
         [vi("kept", TP.FLOAT, ["kept", 4]), vi("kept_scores", TP.FLOAT, ["kept"]),
          vi("sel", TP.INT64, ["kept", 3])], inits)
+    return _model(graph, 13)
+
+
+def score_threshold(boxes: int = 1000, score: float = 0.5) -> Any:
+    """Boxes [boxes, 4] and scores [boxes] to those whose score passes ``score`` (module docstring):
+    outputs the kept boxes [kept, 4], their scores [kept] and their indices [kept]."""
+    helper, _, TP = _onnx()
+    inits = [helper.make_tensor("thr", TP.FLOAT, [], [score]),
+             helper.make_tensor("ax1", TP.INT64, [1], [1])]
+    nodes = [helper.make_node("Greater", ["scores", "thr"], ["mask"], name="mask"),
+             helper.make_node("NonZero", ["mask"], ["nz"], name="nz"),
+             helper.make_node("Transpose", ["nz"], ["nzt"], name="nzt", perm=[1, 0]),
+             helper.make_node("Squeeze", ["nzt", "ax1"], ["keep"], name="keep"),
+             helper.make_node("Gather", ["boxes", "keep"], ["kept"], name="kept", axis=0),
+             helper.make_node("Gather", ["scores", "keep"], ["kept_scores"],
+                              name="kept_scores", axis=0)]
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "score_threshold",
+        [vi("boxes", TP.FLOAT, [boxes, 4]), vi("scores", TP.FLOAT, [boxes])],
+        [vi("kept", TP.FLOAT, ["kept", 4]), vi("kept_scores", TP.FLOAT, ["kept"]),
+         vi("keep", TP.INT64, ["kept"])], inits)
     return _model(graph, 13)

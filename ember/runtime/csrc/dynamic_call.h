@@ -34,6 +34,15 @@
  * a buffer, or raises the error that names the input); outputs the host made of another shape
  * return 2 (the host makes them again from out_dims and calls once more: the signature is then
  * the last one).
+ *
+ * A plan whose kernels compute a size from data (NonZero's count, NonMaxSuppression's) has
+ * segments: kernel calls, then checks that read what they computed (the late shape
+ * functions' results, in the arena), then more calls. Such a call (ember_segmented_call)
+ * copies in the inputs that step 6 does not serve in place, then per segment runs its check program (the sizes of the blocks
+ * that depend on data within the capacity the host gave them: a larger one returns 1, the
+ * host grows it, and the next call runs here again) and its calls; the outputs stay in their
+ * buffers, out_dims says their shapes, and the host copies them out (their shapes are known
+ * only now: the host cannot make the arrays beforehand).
  */
 #ifndef EMBER_DYNAMIC_CALL_H_
 #define EMBER_DYNAMIC_CALL_H_
@@ -41,7 +50,9 @@
 /* Opcodes of the check program, a flat int64 array (mirrored in plan_native.py):
  *   SIZE  slot least most               sizes[n++] = arena[slot], least <= it <= most
  *   FIT   pos room offset item k i_1..k offset + prod(arena[i_j]) * item <= (pos >= 0 ?
- *                                       sizes[pos] : room), no extent negative
+ *                                       sizes[pos] : pos <= -2 ? arena[-2 - pos] : room),
+ *                                       no extent negative (pos <= -2: a block sized by an
+ *                                       earlier program, a tensor shaped by a later one)
  *   COUNT side side                     equal element counts; a side is "-1 count" or
  *                                       "k i_1..i_k" (the product of those arena values) */
 #define EMBER_CHECK_SIZE 1
@@ -82,6 +93,10 @@ typedef struct {
   int64_t* kept;
   int64_t arena_size, record_words;
   int32_t kept_capacity, kept_count, kept_next, num_value_calls;
+  /* Segments (ember_segmented_call), num_segments x "start end at size": the calls
+   * [start, end) of call.calls, after the check program at program[at..at + size). */
+  const int64_t* segments;
+  int32_t num_segments, reserved;
 } EmberDynamicCallPlan;
 
 /* The plan's layout as this library has it: the host uses the library only if it agrees. */
@@ -204,39 +219,46 @@ static int ember_arena_product(const int64_t* arena, const int64_t* idx, int64_t
 }
 
 /* One side of a COUNT at program[*at]: its element count (-1 if none), *at moved past it. */
-static int64_t ember_count_side(const EmberDynamicCallPlan* p, int32_t* at) {
-  int64_t k = p->program[(*at)++], n;
-  if (k < 0) return p->program[(*at)++];
-  if (!ember_arena_product(p->arena, &p->program[*at], k, &n)) n = -1;
+static int64_t ember_count_side(const int64_t* arena, const int64_t* program, int32_t* at) {
+  int64_t k = program[(*at)++], n;
+  if (k < 0) return program[(*at)++];
+  if (!ember_arena_product(arena, &program[*at], k, &n)) n = -1;
   *at += (int32_t)k;
   return n;
 }
 
-/* The check program over the arena: 1 if every check holds. */
-static int ember_run_checks(EmberDynamicCallPlan* p) {
+/* The check program pr[0..size) over the arena: 1 if every check holds (its SIZEs in
+ * p->sizes, in order). */
+static int ember_run_program(EmberDynamicCallPlan* p, const int64_t* pr, int32_t size) {
   int32_t at = 0, sized = 0;
-  while (at < p->program_size) {
-    int64_t op = p->program[at++];
+  while (at < size) {
+    int64_t op = pr[at++];
     if (op == EMBER_CHECK_SIZE) {
-      int64_t v = p->arena[p->program[at]];
-      if (v < p->program[at + 1] || v > p->program[at + 2]) return 0;
+      int64_t v = p->arena[pr[at]];
+      if (v < pr[at + 1] || v > pr[at + 2]) return 0;
       p->sizes[sized++] = v;
       at += 3;
     } else if (op == EMBER_CHECK_FIT) {
-      int64_t pos = p->program[at], room = p->program[at + 1], offset = p->program[at + 2];
-      int64_t item = p->program[at + 3], k = p->program[at + 4], n, bytes;
-      if (!ember_arena_product(p->arena, &p->program[at + 5], k, &n)) return 0;
+      int64_t pos = pr[at], room = pr[at + 1], offset = pr[at + 2];
+      int64_t item = pr[at + 3], k = pr[at + 4], n, bytes;
+      if (!ember_arena_product(p->arena, &pr[at + 5], k, &n)) return 0;
       if (pos >= 0) room = p->sizes[pos];
+      else if (pos <= -2) room = p->arena[-2 - pos];
       if (__builtin_mul_overflow(n, item, &bytes) || bytes > room - offset) return 0;
       at += 5 + (int32_t)k;
     } else if (op == EMBER_CHECK_COUNT) {
-      int64_t a = ember_count_side(p, &at), b = ember_count_side(p, &at);
+      int64_t a = ember_count_side(p->arena, pr, &at), b = ember_count_side(p->arena, pr, &at);
       if (a < 0 || a != b) return 0;
     } else {
       return 0; /* the host wrote no such op */
     }
   }
   return 1;
+}
+
+/* The check program of a new signature (the shape phase's checks). */
+static int ember_run_checks(EmberDynamicCallPlan* p) {
+  return ember_run_program(p, p->program, p->program_size);
 }
 
 /* The tensors' byte sizes for dims[d..d+ndim): *nbytes; 0 if it overflows or exceeds cap. */
@@ -290,6 +312,27 @@ static void ember_decide_in_place(EmberDynamicCallPlan* p) {
   }
 }
 
+/* The outputs' shapes (out_dims) from their rules, their byte sizes within their buffers:
+ * 1 if they hold. */
+static int ember_output_sizes(EmberDynamicCallPlan* p) {
+  EmberModelCallPlan* c = &p->call.call;
+  int32_t i, k, d = 0;
+  int64_t nbytes;
+  for (i = 0; i < c->num_outputs; ++i) {
+    EmberCallTensor* t = (EmberCallTensor*)&c->outputs[i];
+    for (k = 0; k < t->ndim; ++k, ++d) {
+      int64_t rule = p->out_rule[d];
+      p->out_dims[d] = rule >= 0 ? rule : p->arena[-1 - rule];
+      if (p->out_dims[d] < 0) return 0;
+    }
+    if (!ember_tensor_bytes(&p->out_dims[d - t->ndim], t->ndim, p->out_item[i],
+                            p->out_capacity[i], &nbytes))
+      return 0;
+    t->nbytes = nbytes;
+  }
+  return 1;
+}
+
 /* Step 7: the value phase, with the model's thread count, as the kernel calls have it. Its
  * blocks were placed by the checks (a size beyond a block's capacity failed them). */
 static int ember_run_value_phase(EmberDynamicCallPlan* p) {
@@ -323,19 +366,8 @@ static int ember_new_signature(EmberDynamicCallPlan* p) {
                          : EmberRunCalls(p->shape_calls, p->num_shape_calls, &c->failed_at)) != 0)
     return 1;
   if (!ember_run_checks(p)) return 1;
-  for (i = 0, d = 0; i < c->num_outputs; ++i) {
-    EmberCallTensor* t = (EmberCallTensor*)&c->outputs[i];
-    int32_t k;
-    for (k = 0; k < t->ndim; ++k, ++d) {
-      int64_t rule = p->out_rule[d];
-      p->out_dims[d] = rule >= 0 ? rule : p->arena[-1 - rule];
-      if (p->out_dims[d] < 0) return 1;
-    }
-    if (!ember_tensor_bytes(&p->out_dims[d - t->ndim], t->ndim, p->out_item[i],
-                            p->out_capacity[i], &nbytes))
-      return 1;
-    t->nbytes = nbytes;
-  }
+  /* (a segmented plan's outputs take their shapes from its segments: ember_segmented_call) */
+  if (p->num_segments == 0 && !ember_output_sizes(p)) return 1;
   if (p->call.num_sites > 0) ember_decide_in_place(p);
   /* (a failed kernel: the host's checked path runs the call again and reports it) */
   if (p->num_value_calls > 0 && ember_run_value_phase(p) != 0) return 1;
@@ -401,6 +433,43 @@ static void ember_keep_signature(EmberDynamicCallPlan* p) {
   if (p->kept_count < p->kept_capacity) ++p->kept_count;
 }
 
+/* A segmented plan's call (see the top of this file), its signature's shape phase done: the
+ * inputs copied in, each segment's checks and calls, the outputs' shapes. 0 done (the
+ * outputs in their buffers, out_dims their shapes), 1 a check failed or a block is too
+ * small, -1 a kernel failed (c->failed_at its index in c->calls). */
+static int ember_segmented_call(EmberDynamicCallPlan* p) {
+  EmberModelCallPlan* c = &p->call.call;
+  const EmberObjectLayout* L = c->layout;
+  const void* const* items = (const void* const*)((const char*)c->args + L->tuple_items);
+  int32_t i, j;
+  int saved = g_pool_num_threads, rc = 0;
+  for (i = 0; i < c->num_inputs; ++i) {
+    if (!ember_array_is(L, items[i], &c->inputs[i])) return 1;
+  }
+  for (i = 0; i < c->num_inputs; ++i) {
+    if (!p->in_place[i])
+      memcpy(c->inputs[i].buffer, EMBER_FIELD(items[i], L->array_data, const void*),
+             (size_t)c->inputs[i].nbytes);
+  }
+  /* the inputs that in_place marks read in the caller's arrays (the host lists no output) */
+  if (p->call.num_sites > 0) ember_point_sites(&p->call, items, NULL);
+  if (c->num_threads > 0) ember_pool_set_num_threads(c->num_threads);
+  for (j = 0; j < p->num_segments && rc == 0; ++j) {
+    const int64_t* s = &p->segments[4 * j];
+    if (s[3] > 0 && !ember_run_program(p, &p->program[s[2]], (int32_t)s[3])) {
+      rc = 1;
+    } else if (s[1] > s[0] &&
+               EmberRunCalls(&c->calls[s[0]], (int32_t)(s[1] - s[0]), &c->failed_at) != 0) {
+      c->failed_at += (int32_t)s[0];
+      rc = -1;
+    }
+  }
+  g_pool_num_threads = saved;
+  if (p->call.num_sites > 0) ember_point_sites(&p->call, NULL, NULL);
+  if (rc != 0) return rc;
+  return ember_output_sizes(p) ? 0 : 1;
+}
+
 /* A whole call at any input shape (see the top of this file): 0 done, 1 not run (the host's
  * checked path runs it), 2 the outputs the host made have other shapes (out_dims has
  * theirs), -1 a kernel failed (as EmberModelCall). */
@@ -434,6 +503,7 @@ EMBER_DLL int EmberDynamicModelCall(EmberDynamicCallPlan* p) {
     if (ember_new_signature(p) != 0) return 1;
     ember_keep_signature(p);
   }
+  if (p->num_segments > 0) return ember_segmented_call(p);
   outs = c->num_outputs == 1 ? &c->outs : EMBER_FIELD(c->outs, L->list_items, const void* const*);
   for (i = 0; i < c->num_outputs; ++i) {
     if (!ember_array_is(L, outs[i], &c->outputs[i])) return 2;

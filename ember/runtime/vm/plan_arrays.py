@@ -15,9 +15,14 @@ the shape phase, the result views). A call at a signature made before then
 as the graph executor's call does (and the plan's value phase first, when its blocks hold
 another signature's values: ``StaticPlan.values``). A signature not made before runs the
 shape phase and its checks first (``StaticPlan._shapes``); a failed check or kernel returns NOT_RUN, and the
-caller interprets the call (which raises the interpreter's error). Plans whose kernels
-compute a size from data (checks between native calls) are not served here
-(:meth:`ArrayCalls.of` is None).
+caller interprets the call (which raises the interpreter's error).
+
+A plan whose kernels compute a size from data (NonZero's count, NonMaxSuppression's: the
+plan's *segments*, with checks between them) runs its segments in turn: before each, its
+checks over the arena (``plan_checks.VectorChecks``) size the blocks that depend on data,
+growing a result buffer or an intermediate block that is too small (to twice the size asked:
+sizes that vary from run to run then come back here a logarithmic number of times), and the
+results are copied out at the shapes the run computed (``ArrayCalls.segmented``).
 """
 from __future__ import annotations
 
@@ -72,8 +77,8 @@ class _Grown:
 class ArrayCall:
     """One signature's call: ``call(values)`` -> [result arrays], or NOT_RUN."""
 
-    __slots__ = ("_acquire", "_native", "_release", "_run", "arena", "calls", "inputs", "outputs",
-                 "plan", "signature")
+    __slots__ = ("_acquire", "_native", "_release", "_run", "_segmented", "arena", "calls",
+                 "inputs", "outputs", "plan", "signature")
 
     def __init__(self, calls: ArrayCalls, signature: tuple[Any, ...], inputs: list[np.ndarray],
                  outputs: list[np.ndarray]) -> None:
@@ -82,7 +87,7 @@ class ArrayCall:
         self.arena = calls.plan._arena.copy()
         # bound once: each lookup saved is ~0.1 us of a call that costs ~1 us over its kernels
         self._acquire, self._release = calls.plan._lock.acquire, calls.plan._lock.release
-        self._run = calls.run
+        self._run, self._segmented = calls.run, calls.segmented
         self._native: Any = _UNMADE
 
     def native_call(self, threads: int) -> ModelCall | None:
@@ -91,7 +96,7 @@ class ArrayCall:
         only while the plan's tensors are this signature's (``plan.applied is self``), so
         its holder drops it when anything else runs the plan."""
         if self._native is _UNMADE:
-            cplan = self.calls.cplan
+            cplan = None if self._segmented else self.calls.cplan
             self._native = None if cplan is None else model_call(
                 cplan.lib, cplan._table, cplan._count, self.inputs, self.outputs, threads,
                 self.plan._written)
@@ -110,6 +115,8 @@ class ArrayCall:
                 return NOT_RUN
             for buf, value in zip(self.inputs, values):
                 copyto(buf, value)
+            if self._segmented:
+                return self.calls.run_segments()
             if self._run():
                 _clear_error(self.plan._funcs[self.calls.failed_call()])
                 return NOT_RUN
@@ -139,16 +146,49 @@ class ArrayCalls:
         self.inputs = [_Grown() for _ in plan._arg_types]
         self.arg_types = [(dt.numpy_dtype, ndim, shape) for dt, ndim, shape in plan._arg_types]
         self.results = {t.base.index: _Grown() for t in plan._result_tensors}
+        # whether a kernel computes a size from data: checks between the kernel calls
+        self.segmented = len(plan._segments) != 1 or plan._segments[0][0] is not None
 
     @staticmethod
     def of(plan: StaticPlan) -> ArrayCalls | None:
-        """ArrayCalls of ``plan``, or None when a check or a result shape needs a value that
-        a kernel computes (the plan's own run handles those)."""
-        if len(plan._segments) != 1 or plan._segments[0][0] is not None:
+        """ArrayCalls of ``plan``, or None when a check or a result shape reads a value
+        outside the arena (the plan's own run handles those)."""
+        if any(checks is not None and checks.vector is None for checks, _ in plan._segments):
             return None
         if any(shape is None and slot is None for _, _, _, shape, slot, _ in plan._typed_info):
             return None
         return ArrayCalls(plan)
+
+    def run_segments(self) -> list[np.ndarray] | Any:
+        """The kernel calls of a segmented plan (its inputs copied in), each segment's
+        checks first (the blocks they size placed); the results copied out at this run's
+        shapes, or NOT_RUN (a failed check or kernel: the interpreter raises)."""
+        plan = self.plan
+        for checks, run in plan._segments:
+            if checks is not None:
+                sizes = checks.sizes()
+                if sizes is None:
+                    return NOT_RUN
+                self.place(checks.sized, sizes)
+            failed = run() if run is not None else 0
+            if failed:
+                _clear_error(plan._funcs[-1 - failed])
+                return NOT_RUN
+        return [self._output(k).copy() for k in plan._fields]
+
+    def place(self, sized: Sequence[Any], sizes: dict[int, int]) -> None:
+        """The blocks a late check sized, each with room for its size: a result's buffer,
+        or an intermediate block of the plan, grown (to twice the size asked) if too small."""
+        plan = self.plan
+        plan._size.update(sizes)
+        for b in sized:
+            need = sizes[b.index]
+            grown = self.results.get(b.index)
+            if grown is not None:
+                if grown.ensure(need, 2 * need):
+                    plan._move(b.index, grown.ptr)
+            elif need > plan._capacity.get(b.index, -1):
+                plan._grow(b, need, 2 * need)
 
     def make(self, values: Sequence[np.ndarray]) -> ArrayCall | None:
         """The ArrayCall for the shapes of ``values`` (kept), or None when the plan cannot
@@ -177,7 +217,8 @@ class ArrayCalls:
         """The ArrayCall of the signature whose shape phase just ran; every call made
         before is dropped when a buffer had to grow (their views are of the old ones)."""
         plan = self.plan
-        nbytes = {t.base.index: sizes[t.base.index] if t.base.size is not None
+        # (a block sized by a late check gets its room when a run sizes it: ``place``)
+        nbytes = {t.base.index: sizes.get(t.base.index, 0) if t.base.size is not None
                   else t.base.nbytes for t in plan._result_tensors}
         needs = [(grown, v.nbytes) for grown, v in zip(self.inputs, values)] + \
             [(grown, nbytes[index]) for index, grown in self.results.items()]
@@ -196,7 +237,7 @@ class ArrayCalls:
         if moved:
             self.made.clear()
         inputs = [g.view(0, v.shape, v.dtype) for g, v in zip(self.inputs, values)]
-        outputs = [self._output(k) for k in plan._fields]
+        outputs = [] if self.segmented else [self._output(k) for k in plan._fields]
         made = self.made[key(values)] = ArrayCall(self, signature, inputs, outputs)
         while len(self.made) > static_plan.SIGNATURES:
             self.made.popitem(last=False)
@@ -228,6 +269,10 @@ def _native(plan: StaticPlan) -> tuple[Callable[[], int], Callable[[], int], CPl
     has it."""
     rest = plan._rest
     run = plan._segments[0][1]
+    if len(plan._segments) > 1:  # (the segments' runners are the plan's; C runs this table)
+        cplan = static_plan.c_plan([plan._funcs[k] for k in rest],
+                                   [plan._calls[k] for k in rest])
+        return (lambda: 0), (lambda: 0), cplan
     if run is None:  # no kernel calls at all
         return (lambda: 0), (lambda: 0), None
     cplan = static_plan.c_plan([plan._funcs[k] for k in rest], [plan._calls[k] for k in rest])

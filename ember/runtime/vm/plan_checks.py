@@ -87,14 +87,17 @@ class VectorChecks:
         self.size_at = [slot(plan, b.size) for b in checks.sized]
         self.mins = [b.min_bytes for b in checks.sized]
         position = {b: k for k, b in enumerate(self.blocks)}
-        # fits: (arena indices of the shape, offset, item size, the position of the block
-        # among those sized here or -1, the block's static size)
+        # fits: (arena indices of the shape, offset, item size, where the block's size is:
+        # its position among those sized here, else -2 - the arena index of a size checked
+        # earlier (a block sized by the shape phase, a tensor shaped from data), else -1 and
+        # the block's static size)
         self.fits = [(_indices(plan, t.shape), t.offset, t.dtype.numpy_dtype.itemsize,
-                      position.get(t.base.index, -1), t.base.nbytes)
+                      _room_at(plan, t, position), t.base.nbytes)
                      for t in checks.fits if t.ndim]
         # counts: per side, a constant element count or the arena indices of a run-time shape
         self.counts = [tuple(_count_side(plan, x) for x in pair) for pair in checks.counts]
         read = self.size_at + [i for f in self.fits for i in f[0]]
+        read += [-2 - f[3] for f in self.fits if f[3] <= -2]
         read += [i for pair in self.counts for side in pair if type(side) is tuple
                  for i in side]
         self.end = max(read, default=-1) + 1
@@ -108,13 +111,25 @@ class VectorChecks:
                 return None
         for at, offset, item, pos, room in self.fits:
             n = _product(a, at)
-            if n is None or offset + n * item > (sizes[pos] if pos >= 0 else room):
+            room = sizes[pos] if pos >= 0 else a[-2 - pos] if pos <= -2 else room
+            if n is None or offset + n * item > room:
                 return None
         for src, out in self.counts:
             n = [side if type(side) is int else _product(a, side) for side in (src, out)]
             if n[0] is None or n[1] is None or n[0] != n[1]:
                 return None
         return dict(zip(self.blocks, sizes))
+
+
+def _room_at(plan: StaticPlan, t: Tensor, position: dict[int, int]) -> int:
+    """Where the size of fitted tensor ``t``'s block is (``VectorChecks.fits``)."""
+    if t.base.index in position:
+        return position[t.base.index]
+    if t.base.size is None:
+        return -1
+    first = slot(plan, t.base.size)
+    assert first is not None, "_in_arena checked this"
+    return -2 - first
 
 
 def _indices(plan: StaticPlan, t: Tensor) -> tuple[int, ...]:
@@ -144,6 +159,7 @@ def _product(a: list[int], at: tuple[int, ...]) -> int | None:
 def _in_arena(plan: StaticPlan, checks: Checks) -> bool:
     """Whether every value ``checks`` reads is an aligned int64 of the arena."""
     held = [b.size for b in checks.sized] + [t.shape for t in checks.fits]
+    held += [t.base.size for t in checks.fits if t.base.size is not None]
     held += [x.shape for pair in checks.counts for x in pair if not x.static]
     return bool(held) and all(slot(plan, t) is not None for t in held)
 

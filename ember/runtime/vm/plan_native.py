@@ -27,6 +27,12 @@ reads that does not depend on the concrete sizes is laid out here, once:
 C keeps up to ``KEPT_SIGNATURES`` signatures besides the last one's: a call at one of them
 copies back what its shape phase and checks wrote (``DynamicCall.keep``).
 
+A plan whose kernels compute a size from data (its segments, ``static_plan``) gets a check
+program per segment as well (``programs``), run by C before the segment's calls
+(``ember_segmented_call``); its outputs, whose shapes are known only once the calls ran, are
+copied out of their buffers by the host at the dimensions C wrote (``DynamicCall._segmented``),
+and take no in-place sites (its inputs do, as any plan's).
+
 C answers 1 when a signature needs what only Python does (a buffer to grow, a check that
 fails and must be reported, an input of another kind): the caller's checked path then runs the
 call through ``plan_arrays`` (which grows the buffers; :meth:`DynamicCall.refresh` reads them
@@ -39,7 +45,7 @@ import ctypes
 import functools
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,6 +53,7 @@ from .._abi import ArgTypeCode, DLTensor, TVMValue
 from ..ndarray import NDArray
 from ..model_call import _DirectPlan, _Plan, _Site, _Tensor, object_layout, planned_tensors
 from .plan_arrays import ArrayCalls
+from .plan_checks import VectorChecks
 from .static_plan import StaticPlan
 
 # Opcodes of the check program (csrc/dynamic_call.h).
@@ -72,7 +79,8 @@ class _DynamicPlan(ctypes.Structure):
                 ("kept_dims", _P), ("kept", _P), ("arena_size", ctypes.c_int64),
                 ("record_words", ctypes.c_int64), ("kept_capacity", ctypes.c_int32),
                 ("kept_count", ctypes.c_int32), ("kept_next", ctypes.c_int32),
-                ("num_value_calls", ctypes.c_int32)]
+                ("num_value_calls", ctypes.c_int32), ("segments", _P),
+                ("num_segments", ctypes.c_int32), ("reserved", ctypes.c_int32)]
 
 
 def dim_rules(plan: StaticPlan, patterns: Sequence[Any] | None) -> list[int] | None:
@@ -117,13 +125,13 @@ class DynamicCall:
     the holder, ``execution_pool.VMContext``, owns its VM, and every other run of the plan
     goes through its ``call``, which forgets first.)"""
 
-    __slots__ = ("_keep", "_plan", "calls", "plan", "retries", "run")
+    __slots__ = ("_keep", "_plan", "calls", "plan", "programs", "retries", "run")
 
     def __init__(self, calls: ArrayCalls, rules: list[int], entry: Any, threads: int) -> None:
         plan = self.plan = calls.plan
         self.calls = calls
-        program, out_rules = _program(plan), _out_rules(plan)
-        sized = len(plan._early.vector.blocks) if plan._early.vector is not None else 0
+        self.programs = checks = programs(plan, calls.segmented)
+        program, out_rules = checks.words, _out_rules(plan)
         slots = dict(plan._arg_slots)
         dim_slot = [slots[i] + k if i in slots else -1
                     for i, (_, ndim, _) in enumerate(plan._arg_types) for k in range(ndim)]
@@ -132,7 +140,8 @@ class DynamicCall:
             "dims": _int64s([0] * len(rules)), "last": _int64s([-1] * len(rules)),
             "in_capacity": _int64s([0] * len(plan._arg_types)),
             "in_item": _int64s([dt.numpy_dtype.itemsize for dt, _, _ in plan._arg_types]),
-            "program": _int64s(program), "sizes": _int64s([0] * sized),
+            "program": _int64s(program), "sizes": _int64s([0] * checks.sized),
+            "segments": _int64s(checks.segments),
             "out_rule": _int64s(out_rules), "out_dims": array.array("q", [0] * len(out_rules)),
             "out_capacity": _int64s([0] * len(plan._fields)),
             "out_item": _int64s([plan._typed_info[k][2] for k in plan._fields])}
@@ -153,7 +162,8 @@ class DynamicCall:
         if value_cplan is not None:  # the value phase, run by C at each new signature
             p.value_calls, p.num_value_calls = ctypes.addressof(value_cplan._table), \
                 value_cplan._count
-        p.num_dims, p.program_size = len(rules), len(program)
+        p.num_dims, p.program_size = len(rules), checks.early
+        p.num_segments = len(checks.segments) // 4
         c = p.call.call
         c.layout = ctypes.addressof(object_layout())  # type: ignore[arg-type]
         c.calls, c.num_calls = ctypes.addressof(cplan._table), cplan._count
@@ -165,7 +175,8 @@ class DynamicCall:
         self.keep(KEPT_SIGNATURES)
         self.refresh()
         entry.argtypes, entry.restype = None, ctypes.c_int
-        self.run = self._runner(functools.partial(entry, ctypes.byref(p)))
+        call = functools.partial(entry, ctypes.byref(p))
+        self.run = self._segmented(call) if calls.segmented else self._runner(call)
 
     def _runner(self, call: Any) -> Any:
         """``run``: the call with outputs of the shapes ``OutputShapes`` predicts for these
@@ -265,6 +276,35 @@ class DynamicCall:
             return outs if rc == 0 else None
         return run_several
 
+    def _segmented(self, call: Any) -> Any:
+        """``run`` for a plan whose kernels compute a size from data: one C call (the
+        segments, their checks between), then the outputs copied out of their buffers at
+        the shapes C says (``out_dims``): arrays of the caller's, as every call returns."""
+        plan, calls, out_dims = self.plan, self.calls, self._keep["out_dims"]
+        slots = (ctypes.c_int64 * 2).from_address(
+            ctypes.addressof(self._plan) + _DynamicPlan.call.offset + _DirectPlan.call.offset
+            + _Plan.args.offset)
+        # per output: its result buffer (read per call: a Python run may grow it), its
+        # offset there, dtype, and where its dimensions lie in out_dims
+        outputs, start = [], 0
+        for k in plan._fields:
+            offset, np_dtype, _, _, _, ndim = plan._typed_info[k]
+            outputs.append((calls.results[plan._result_tensors[k].base.index], offset,
+                            np_dtype, start, start + ndim))
+            start += ndim
+        ndarray = np.ndarray
+        single = len(outputs) == 1
+
+        def run(args: tuple[Any, ...]) -> Any:
+            slots[0] = id(args)
+            if call() != 0:
+                return None
+            dims = out_dims.tolist()
+            outs = [ndarray(tuple(dims[a:b]), dtype, grown.buf, offset).copy()
+                    for grown, offset, dtype, a, b in outputs]
+            return outs[0] if single else outs
+        return run
+
     def keep(self, signatures: int) -> None:
         """Keep the shape phase of up to ``signatures`` signatures besides the last one's
         (0: none; a call at any shape other than the last then runs it again), none kept
@@ -311,7 +351,7 @@ class DynamicCall:
             t.shape, t.descr, t.buffer, t.ndim = dims + 8 * start, id(np_dtype), \
                 grown.ptr + offset, ndim
             start += ndim
-        for at, index in _size_maxima(plan):
+        for at, index in self.programs.maxima:
             keep["program"][at] = self._most(index)
         p.call.call.inputs = ctypes.addressof(in_table)
         p.call.call.outputs = ctypes.addressof(out_table)
@@ -329,6 +369,11 @@ class DynamicCall:
         shape_cplan = plan._shape_cplan
         sites, written, may = in_place_sites(
             calls.cplan, shape_cplan, spans, len(calls.inputs), plan._written)
+        if calls.segmented:  # inputs only: the outputs are copied out by the host
+            inputs = len(calls.inputs)
+            kept = [i for i, (_, _, buffer) in enumerate(sites) if buffer < inputs]
+            sites, written = [sites[i] for i in kept], [written[i] for i in kept]
+            may = may[:inputs] + [False] * (len(spans) - inputs)
         site_table = (_Site * max(len(sites), 1))(*(_Site(*site) for site in sites))
         flags = (ctypes.c_int8 * max(len(spans), 1))(*may)
         in_place = (ctypes.c_int8 * max(len(spans), 1))()
@@ -563,10 +608,9 @@ def direct_max_args(lib: Any) -> int:
     return int(most())
 
 
-def _program(plan: StaticPlan) -> list[int]:
-    """The plan's early checks as the C check program (the block maxima are filled in by
-    ``refresh``: they are the buffers' sizes)."""
-    vector = plan._early.vector
+def _program(vector: VectorChecks | None) -> list[int]:
+    """Checks (their vectorised form) as a C check program (each SIZE's maximum is filled in
+    by ``refresh``: it is the block's capacity)."""
     if vector is None:
         return []
     words: list[int] = []
@@ -581,12 +625,40 @@ def _program(plan: StaticPlan) -> list[int]:
     return words
 
 
-def _size_maxima(plan: StaticPlan) -> list[tuple[int, int]]:
-    """(program index of each SIZE's maximum, its block's index)."""
-    vector = plan._early.vector
-    if vector is None:
-        return []
-    return [(4 * j + 3, index) for j, index in enumerate(vector.blocks)]
+class Programs(NamedTuple):
+    """A plan's check programs for C: ``words`` holds the shape phase's (the first
+    ``early`` words), then each segment's; ``segments`` is C's table of them ("start end at
+    size" per segment, empty for a plan of one segment without checks); ``maxima`` the word
+    of each SIZE's maximum and its block's index; ``sized`` the most blocks one program
+    sizes."""
+
+    words: list[int]
+    early: int
+    segments: list[int]
+    maxima: list[tuple[int, int]]
+    sized: int
+
+
+def programs(plan: StaticPlan, segmented: bool) -> Programs:
+    """The check programs of ``plan``: its shape phase's, and each segment's if
+    ``segmented``."""
+    vectors = [plan._early.vector] + ([checks.vector if checks is not None else None
+                                       for checks, _ in plan._segments] if segmented else [])
+    words: list[int] = []
+    starts: list[int] = []
+    maxima: list[tuple[int, int]] = []
+    for vector in vectors:
+        starts.append(len(words))
+        if vector is not None:
+            maxima += [(len(words) + 4 * j + 3, index) for j, index in enumerate(vector.blocks)]
+        words += _program(vector)
+    starts.append(len(words))
+    table: list[int] = []
+    if segmented:
+        for j, (start, end) in enumerate(plan._spans):
+            table += [start, end, starts[j + 1], starts[j + 2] - starts[j + 1]]
+    sized = max((len(v.blocks) for v in vectors if v is not None), default=0)
+    return Programs(words, starts[1], table, maxima, sized)
 
 
 def _out_rules(plan: StaticPlan) -> list[int]:
@@ -611,12 +683,13 @@ def _plan_size(lib: Any) -> int:
 def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
                  ) -> DynamicCall | None:
     """The DynamicCall of ``calls``, or None where it cannot be made: a plan without
-    symbolic arguments (one signature: ``ArrayCall.native_call`` serves it), checks that
-    read values outside the arena, no C runner, a library that predates
+    symbolic arguments nor segments (one signature: ``ArrayCall.native_call`` serves it),
+    checks that read values outside the arena, no C runner, a library that predates
     ``EmberDynamicModelCall`` or has another layout of its plan, an object layout that does
     not hold."""
     plan = calls.plan
-    if not plan._arg_slots or plan._early.checks and plan._early.vector is None:
+    if not plan._arg_slots and not calls.segmented or \
+            plan._early.checks and plan._early.vector is None:
         return None
     if calls.cplan is None or object_layout() is None:
         return None

@@ -17,7 +17,9 @@ before running (``plan_walk.py``) and keeps:
   blocks, tensors that must fit in their blocks, reshapes that must keep the element count
   (vectorised over the arena), growing a block when a larger shape arrives;
 - **the kernel calls**, as one C call (``EmberRunCalls``, as the graph executor does), or a
-  few where a size is computed by a kernel from data (a sync point between them);
+  few *segments* where a size is computed by a kernel from data (a sync point between them:
+  the blocks holding such sizes and shapes live in the arena, ``late_arena``, so the checks
+  between segments read the arena, in Python and in C);
 - **memory**: blocks of intermediates allocated once (grown to the largest shape seen, never
   shrunk; those of run-time size that are never live together share one storage,
   ``plan_share``), and the blocks of the result taken from the allocator every run, so a result never
@@ -59,6 +61,7 @@ from ..packed_func import CPackedFunc
 from .memory import Allocator, Storage, _raw_buffer, dltensor_template, fast_ndarray
 from .plan_checks import Checks, slot
 from .plan_phase import (
+    Early,
     ShapeOnly,
     result_blocks,
     shape_only_args,
@@ -91,13 +94,15 @@ class StaticPlan:
         self._declared = [ty.shape if isinstance(ty, TensorInfo) else None
                           for ty in (func.param_types or [None] * len(args))]
         results = result_blocks(walk.result)
-        shape_calls, arena_blocks = shape_phase(walk.calls, walk.blocks, results)
-        early = {id(b) for b in arena_blocks} | {id(walk.arg_shapes)}
+        shape_calls, arena_blocks, early = shape_phase(walk.calls, walk.blocks, results)
         value_calls, self._value_blocks = value_phase(
-            walk.calls, walk.blocks, results, shape_calls, early, value_kernels or {})
+            walk.calls, walk.blocks, results, shape_calls, early,
+            {b.index for b in arena_blocks}, value_kernels or {})
         for k in value_calls:
             walk.calls[k] = shape_only_args(walk.calls[k], value_kernels[walk.calls[k].kernel])
-        self._layout(walk, arena_blocks, results)
+        late = late_arena(walk, early, results, self._value_blocks | {
+            b.index for b in arena_blocks})
+        self._layout(walk, arena_blocks + late, results)
         self._dltensors(walk.calls, kernels)
         self._phases(walk, shape_calls, early, value_calls)
         self._share(walk, shape_calls | set(value_calls), results)
@@ -121,7 +126,8 @@ class StaticPlan:
     def _layout(self, walk: Walk, arena_blocks: list[Block], results: dict[int, Tensor]
                 ) -> None:
         """Where every block lives: the arena (argument shapes, then the blocks the shape
-        phase writes), fixed blocks, blocks grown at run time, result blocks (per run)."""
+        phase writes and the small blocks of sizes and shapes that kernels compute from data,
+        ``late_arena``), fixed blocks, blocks grown at run time, result blocks (per run)."""
         offsets, end = {}, -(-8 * walk.arg_shapes.count // 64) * 64
         for b in arena_blocks:
             align = max(b.alignment, 64)
@@ -213,7 +219,7 @@ class StaticPlan:
             self._block_patches.setdefault(base.index, []).append((dl, offset, shape))
 
     # -- phases and checks ----------------------------------------------------------------
-    def _phases(self, walk: Walk, shape_calls: set[int], early: set[int],
+    def _phases(self, walk: Walk, shape_calls: set[int], early: Early,
                 value_calls: list[int]) -> None:
         """The shape phase and its checks, the value phase, then the other calls, split where
         a check needs a value that one of them computes (the checks come before the split's
@@ -239,8 +245,10 @@ class StaticPlan:
                 at.setdefault(pos, []).append(c)
         cuts = sorted({0, *at})
         self._segments: list[tuple[Checks | None, Callable[[], int] | None]] = []
+        self._spans: list[tuple[int, int]] = []  # each segment's calls: positions in ``rest``
         for j, start in enumerate(cuts):
             end = cuts[j + 1] if j + 1 < len(cuts) else len(rest)
+            self._spans.append((start, end))
             self._segments.append((Checks(self, at[start]) if start in at else None,
                                    self._runner(rest[start:end]) if end > start else None))
         # A plan without late checks has one kernel runner (as the first plans had).
@@ -494,6 +502,43 @@ class StaticPlan:
             ptr = self._base[t.base.index] or 0
         return np.frombuffer((ctypes.c_int64 * max(n, 1)).from_address(ptr + t.offset),
                              np.int64)[:n].copy()
+
+
+# The most bytes a block computed from data may have to go into the arena (a copy of the
+# arena is kept per signature): shapes and sizes take a few dozen bytes each.
+LATE_ARENA_BYTES = 4096
+
+
+def late_arena(walk: Walk, early: Early, results: dict[int, Tensor],
+               excluded: set[int]) -> list[Block]:
+    """The fixed blocks holding what a late check reads or a result's run-time shape (sizes
+    and shapes a kernel computes from data: NonZero's count, NonMaxSuppression's, and the
+    shape functions after them), to be placed in the arena: every value the late checks and
+    the results' shapes read is then an int64 of the arena, which the vectorised checks and
+    C's check program read (``plan_checks.VectorChecks``). Their bytes are rewritten by the
+    run's kernels before any read, so the arena's copies per signature do them no harm.
+    ``excluded``: blocks that stay where they are (the value phase's) or are there already
+    (the shape phase's)."""
+    late = [c for c in walk.checks if not sources_in(c, early)]
+    if not late:
+        return []
+    held: list[Tensor] = []
+    for c in late:
+        if c.kind == "size":
+            held.append(c.item.size)
+        elif c.kind == "fit":
+            held += [c.item.shape] + ([c.item.base.size] if c.item.base.size is not None
+                                      else [])
+        else:
+            held += [x.shape for x in c.item if not x.static]
+    held += [t.shape for t in results.values() if not t.static]
+    chosen: dict[int, Block] = {}
+    for t in held:
+        b = t.base
+        if type(b) is Block and b.size is None and b.index not in results and \
+                b.index not in excluded and b.nbytes <= LATE_ARENA_BYTES:
+            chosen[b.index] = b
+    return [chosen[i] for i in sorted(chosen)]
 
 
 def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: Allocator

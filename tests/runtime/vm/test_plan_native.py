@@ -401,7 +401,7 @@ def test_the_check_program_refuses_what_the_python_checks_refuse() -> None:
     ctx.call([x])
     plan = ctx.vm._plans[ctx.index]
     vector = plan._early.vector
-    program = _program(plan)
+    program = _program(vector)
     assert program.count(SIZE) >= len(vector.blocks) and COUNT in program
     assert program[:4 * len(vector.blocks):4] == [SIZE] * len(vector.blocks)
     assert FIT in program or not vector.fits

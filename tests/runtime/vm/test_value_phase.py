@@ -22,7 +22,7 @@ from ember.relay.backend.vm.value_kernels import value_facts
 from ember.runtime.dtype import DataType
 from ember.runtime.vm import Executable
 from ember.runtime.vm.memory import size_class
-from ember.runtime.vm.plan_phase import value_phase
+from ember.runtime.vm.plan_phase import Early, value_phase
 from ember.runtime.vm.plan_walk import Arg, ArgShapes, Block, Call, Tensor
 from ember.runtime.vm.serialize import deserialize, serialize
 from ember.te.lower import lower
@@ -224,11 +224,12 @@ def test_value_phase_needs_a_listed_kernel() -> None:
     x = Tensor(Arg(0, ember.cpu(0)), 0, holder, f32)
     t0, t1 = Tensor(b0, 0, (4,), f32), Tensor(b1, 0, (4,), f32)
     calls = [Call(0, [x, t0], 1), Call(1, [t0, t1], 1)]  # kernel 0 reads x only for its shape
-    early = {id(shapes)}
-    assert value_phase(calls, [b0, b1], {}, set(), early, {0: (0,), 1: ()}) == ([0, 1], {0, 1})
-    assert value_phase(calls, [b0, b1], {}, set(), early, {1: ()}) == ([], set())
-    assert value_phase(calls, [b0, b1], {}, set(), early, {0: (), 1: ()}) == ([], set())
-    assert value_phase(calls, [b0, b1], {1: t1}, set(), early, {0: (0,), 1: ()}) == \
+    early = Early(set(), {})
+    assert value_phase(calls, [b0, b1], {}, set(), early, set(), {0: (0,), 1: ()}) == \
+        ([0, 1], {0, 1})
+    assert value_phase(calls, [b0, b1], {}, set(), early, set(), {1: ()}) == ([], set())
+    assert value_phase(calls, [b0, b1], {}, set(), early, set(), {0: (), 1: ()}) == ([], set())
+    assert value_phase(calls, [b0, b1], {1: t1}, set(), early, set(), {0: (0,), 1: ()}) == \
         ([0], {0})  # a result's block is never a value block
 
 
