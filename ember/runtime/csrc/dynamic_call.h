@@ -38,11 +38,12 @@
  * A plan whose kernels compute a size from data (NonZero's count, NonMaxSuppression's) has
  * segments: kernel calls, then checks that read what they computed (the late shape
  * functions' results, in the arena), then more calls. Such a call (ember_segmented_call)
- * copies in the inputs that step 6 does not serve in place, then per segment runs its check program (the sizes of the blocks
- * that depend on data within the capacity the host gave them: a larger one returns 1, the
- * host grows it, and the next call runs here again) and its calls; the outputs stay in their
- * buffers, out_dims says their shapes, and the host copies them out (their shapes are known
- * only now: the host cannot make the arrays beforehand).
+ * copies in the inputs that step 6 does not serve in place, then per segment runs its check
+ * program (the sizes of the blocks that depend on data within the capacity the host gave
+ * them: a larger one returns 1, the host grows it, and the next call runs here again) and
+ * its calls; the outputs stay in their buffers, out_dims says their shapes, and the host
+ * copies them out (their shapes are known only now: the host cannot make the arrays
+ * beforehand).
  */
 #ifndef EMBER_DYNAMIC_CALL_H_
 #define EMBER_DYNAMIC_CALL_H_
