@@ -74,7 +74,7 @@ def collapsed_nest(loop: For) -> list[For]:
         return single
     if not any(isinstance(n, For) for n in post_order(inner.body)):
         return single  # an innermost loop keeps its own C (a row sum, hoisted divisions)
-    names = {loop.loop_var.name}  # by name, as _tasks does: lowering may rebuild a variable
+    names = {loop.loop_var.name}  # by name, as _work_extents does: lowering may rebuild one
     if any(isinstance(v, Var) and (v is loop.loop_var or v.name in names)
            for e in (inner.min, inner.extent) for v in post_order(e)):
         return single
@@ -132,8 +132,8 @@ def outline_parallel_loop(w: FunctionWriter, loop: For, ind: int) -> bool:
     """Emit ``loop`` (a parallel loop, or a serial one whose body is the parallel loop:
     ``collapsed_nest``) as a launch of an outlined task function; False (nothing emitted)
     when it should run as plain loops instead. A symbolic trip count over a body of known
-    work decides at run time: below MIN_PARALLEL_WORK the launch runs its one task on the
-    caller."""
+    work decides at run time: below MIN_PARALLEL_WORK a branch runs the plain loops, as a
+    static build of that size does (``_below_work``)."""
     nest = collapsed_nest(loop)
     if not nest or parallel_work(loop) < MIN_PARALLEL_WORK:
         return False
@@ -154,13 +154,25 @@ def outline_parallel_loop(w: FunctionWriter, loop: For, ind: int) -> bool:
     outer_divisions = w._emit_divisions(
         [d for e in (*bounds, *work[0]) for d in post_order(e) if isinstance(d, DIVISIONS)
          and is_int(d.dtype) and not isinstance(d.b, IntImm)], ind + 1)
-    w.emit(f"{fn}_closure {cl};", ind + 1)
+    small = _below_work(w, nest, work)
+    at = ind + 1
+    if small is not None:  # too little work for threads: the plain loops, no launch
+        w.emit(f"if ({small}) {{", at)
+        w.in_parallel += 1  # (so they stay plain loops, their buffers where a task's are)
+        try:
+            w.stmt(loop, at + 1)
+        finally:
+            w.in_parallel -= 1
+        w.emit("} else {", at)
+        at += 1
+    w.emit(f"{fn}_closure {cl};", at)
     for _, name in captured:
-        w.emit(f"{cl}.{name} = {name};", ind + 1)
+        w.emit(f"{cl}.{name} = {name};", at)
     for field, e in zip(_BOUNDS, bounds):
-        w.emit(f"{cl}.{field} = {w.expr(e)};", ind + 1)
-    tasks = _tasks(w, nest, work)
-    w.fail_return(f"TVMBackendParallelLaunch({fn}, &{cl}, {tasks}) != 0", "-1", ind + 1)
+        w.emit(f"{cl}.{field} = {w.expr(e)};", at)
+    w.fail_return(f"TVMBackendParallelLaunch({fn}, &{cl}, 0) != 0", "-1", at)
+    if small is not None:
+        w.emit("}", ind + 1)
     w.divisions = outer_divisions
     w.emit("}", ind)
     w.outlined.append(_task_function(w, nest, fn, captured))
@@ -189,13 +201,15 @@ def _work_extents(nest: list[For]) -> tuple[list[PrimExpr], list[PrimExpr]]:
             [e for e, v in zip(symbolic, varies) if v])
 
 
-def _tasks(w: FunctionWriter, nest: list[For],
-           work: tuple[list[PrimExpr], list[PrimExpr]]) -> str:
-    """The launch's task count in C: 0 (as many as threads), or where trip counts are known
-    only at run time (``work``: ``_work_extents``), 1 (run inline) when the work they
-    multiply out to is below MIN_PARALLEL_WORK: the work of one trip of the innermost loop of
-    ``nest`` times the trip counts of its loops (static ones counted in, as
-    ``parallel_work`` counts a static build's) and of the run-time loops inside."""
+def _below_work(w: FunctionWriter, nest: list[For],
+                work: tuple[list[PrimExpr], list[PrimExpr]]) -> str | None:
+    """Where trip counts are known only at run time (``work``: ``_work_extents``), the C test
+    that the work they multiply out to is below MIN_PARALLEL_WORK (the loops then run plain
+    on the caller: a launch that runs one task inline still costs a call through the pool, a
+    tenth of a small GPT-2 layer's kernel); None where the work is large or unknown. The work:
+    one trip of the innermost loop of ``nest`` times the trip counts of its loops (static
+    ones counted in, as ``parallel_work`` counts a static build's) and of the run-time loops
+    inside."""
     loop = nest[-1]
     symbolic, varying = work
     one_trip = For(loop.loop_var, IntImm("int32", 0), IntImm("int32", 1), loop.kind, loop.body)
@@ -206,13 +220,13 @@ def _tasks(w: FunctionWriter, nest: list[For],
     for e in varying:  # a trip count that varies per iteration (a split's tail, at most 256)
         hi = bound(e, {})[1]
         if hi is None:
-            return "0"  # assume large
+            return None  # assume large
         per_trip *= max(hi, 1)
     if not symbolic or per_trip >= _UNKNOWN:
-        return "0"
+        return None
     trips = -(-MIN_PARALLEL_WORK // max(int(per_trip), 1))
     text = " * ".join(f"(int64_t)({w.expr(e)})" for e in symbolic)
-    return f"(({text}) < {trips}LL ? 1 : 0)"  # one task: inline
+    return f"({text}) < {trips}LL"
 
 
 def _task_function(w: FunctionWriter, nest: list[For], fn: str,

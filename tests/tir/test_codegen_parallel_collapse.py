@@ -99,6 +99,7 @@ def test_a_nest_with_a_run_time_trip_count_is_one_launch(nest) -> None:
     name, _, func, _ = nest
     code = generate_c([func])
     assert code.count("TVMBackendParallelLaunch(") == 2, code  # its declaration and one call
+    assert "LL) {" in code and "} else {" in code  # below the work: the plain loops
     assert "ember_extent_in" in code  # the closure carries the inner loop's bounds
 
 
@@ -111,6 +112,18 @@ def test_a_collapsed_nest_matches_numpy(nest, n: int, m: int, threads: int) -> N
     x = np.random.default_rng(n * 1000 + m).standard_normal(_sizes(shape, n, m)).astype(
         "float32")
     np.testing.assert_array_equal(_run(mod, name, x, threads), _want(x))
+
+
+@needs_cc
+def test_both_sides_of_the_work_test_match_numpy(nest) -> None:
+    # empty ranges, an extent of 1, tails on 2 and 3 threads, below the work test (the plain
+    # loops) and above it (the launch: 3 x 700 rows of 16 and more in every nest)
+    name, shape, _, mod = nest
+    for n, m in ((0, 5), (3, 0), (1, 1), (2, 17), (3, 700), (7, 701), (1, 5003)):
+        x = np.random.default_rng(n + m).standard_normal(_sizes(shape, n, m)).astype("float32")
+        for threads in THREADS:
+            np.testing.assert_array_equal(_run(mod, name, x, threads), _want(x),
+                                          err_msg=f"{name} n={n} m={m} threads={threads}")
 
 
 @needs_cc
@@ -139,14 +152,15 @@ def _loops(stmt) -> list[For]:
 
 def test_the_launch_weighs_the_static_trip_counts_of_the_nest() -> None:
     # batch x 4 heads x m rows of 16: 64 stores per (batch, row) pair; below 32768 stores
-    # (n * m < 512) the launch runs inline; a static parallel loop of 64 blocks over m rows
-    # of 16 counts its 64 blocks in (m < 32), where it once counted one
+    # (n * m < 512) the plain loops run (no launch); a static parallel loop of 64 blocks over
+    # m rows of 16 counts its 64 blocks in (m < 32), where it once counted one
     s, args = _marked((N, 4, M, 16), 1, "bh")
-    assert "(((int64_t)(n) * (int64_t)(m)) < 512LL ? 1 : 0)" in _launch(
-        generate_c([te.lower(s, args, "bh")]), "bh")
+    code = generate_c([te.lower(s, args, "bh")])
+    assert "if (((int64_t)(n) * (int64_t)(m)) < 512LL) {" in code, code
+    assert "TVMBackendParallelLaunch(bh_par0, &ember_closure, 0)" in _launch(code, "bh")
     s, args = _marked((64, M, 16), 0, "wide")
     code = generate_c([te.lower(s, args, "wide")])
-    assert "(((int64_t)(m)) < 32LL ? 1 : 0)" in _launch(code, "wide")
+    assert "if (((int64_t)(m)) < 32LL) {" in code, code
     assert "ember_extent_in" not in code  # 64 blocks share out evenly: not collapsed
 
 
