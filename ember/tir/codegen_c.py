@@ -477,7 +477,10 @@ class FunctionWriter:
             self.nonneg.add(id(s.loop_var))
         parallel = s.kind == ForKind.PARALLEL and not self.in_parallel
         self.loops.append(s)  # popped once its body is written (here when that is at once)
-        if parallel and self.outline_parallel:
+        # (a serial loop whose body is a parallel loop may go into its launch: collapsed_nest)
+        holds_parallel = s.kind == ForKind.SERIAL and isinstance(s.body, For) and \
+            s.body.kind == ForKind.PARALLEL and not self.in_parallel
+        if (parallel or holds_parallel) and self.outline_parallel:
             from .codegen_parallel import outline_parallel_loop
 
             if outline_parallel_loop(self, s, ind):

@@ -154,7 +154,8 @@ def schedule_loops(st: Stage, vector_last: bool = True, sch: Schedule | None = N
         # a run-time batch before static axes: its own loop, the static ones fused inside
         # (their index splits by constants over a range the simplifier knows, and a piece of
         # a concat is then one contiguous run per batch item, not a division chain per
-        # vector: SqueezeNet's fire concats at a ? batch ran 2-5x its static build's)
+        # vector: SqueezeNet's fire concats at a ? batch ran 2-5x its static build's). The
+        # C generator still runs the pair as one launch (codegen_parallel.collapsed_nest).
         outer = _fusable(outer[1:])
     fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
     if big:
@@ -223,7 +224,9 @@ def _fusable(axes: list[Any]) -> list[Any]:
     nested loops (whose indices need no division); a blocked (1, 8, 320, 320, 8) map with all
     four outer axes fused paid six divisions per 8-float vector (DBNet's transposed-conv
     interleave and 2x nearest upsampling: about 2x the time of the same copy with the
-    columns as a nested loop)."""
+    columns as a nested loop). A narrow parallel loop stopped by a run-time axis shares out
+    with that axis' loop all the same: the C generator collapses the pair into one launch
+    (codegen_parallel.collapsed_nest)."""
     first = axes[0].dom.extent
     n, fused = 1, first.value if isinstance(first, IntImm) else 0  # 0: not known
     while n < len(axes) and isinstance(axes[n].dom.extent, IntImm) and fused < FUSED_ENOUGH:

@@ -216,23 +216,22 @@ def test_call_extern_refuses_bad_names_and_non_elements():
 
 
 def test_a_launch_over_nested_run_time_loops_weighs_all_their_trip_counts():
-    # (n, m, 16) with only the outer loop parallel: a small n * m runs inline (one task); the
-    # decision multiplies the inner run-time trip count in, not just the outer one's
+    # (n, m, 16) with only the outer loop parallel: a small n * m runs as plain loops (no
+    # launch); the decision multiplies the inner run-time trip count in, not just the outer
     n, m = te.size_var("n"), te.size_var("m")
     x = te.placeholder((n, m, 16), name="x")
     y = te.compute((n, m, 16), lambda i, j, k: x[i, j, k] * 2.0, name="y")
     s = te.create_schedule(y.op)
     s[y].parallel(y.op.axis[0])
     code = generate_c([te.lower(s, [x, y], "nested_scale")])
-    launch = next(line for line in code.splitlines() if "TVMBackendParallelLaunch(" in line
-                  and "nested_scale_par0" in line)
-    assert "(int64_t)(n) * (int64_t)(m)) < 2048LL ? 1 : 0" in launch, launch
+    assert "if (((int64_t)(n) * (int64_t)(m)) < 2048LL) {" in code, code
+    assert "TVMBackendParallelLaunch(nested_scale_par0, &ember_closure, 0)" in code
 
 
 def test_a_launch_over_a_split_tail_weighs_the_tail_by_its_bound():
     # the inner trip count of a split loop depends on the outer variable: the launch weighs
-    # it at its bound (256), so a small n runs inline (an arange of 32 positions woke the
-    # pool), a large one asks for threads; the C compiles and computes at either size
+    # it at its bound (256), so a small n runs as plain loops (an arange of 32 positions
+    # woke the pool), a large one asks for threads; the C compiles and computes at either
     n = te.size_var("n")
     x = te.placeholder((n,), name="x")
     y = te.compute((n,), lambda i: x[i] * 2.0, name="y")
@@ -240,9 +239,7 @@ def test_a_launch_over_a_split_tail_weighs_the_tail_by_its_bound():
     outer, _ = s[y].split(y.op.axis[0], 256)
     s[y].parallel(outer)
     code = generate_c([te.lower(s, [x, y], "split_scale")])
-    launch = next(line for line in code.splitlines() if "TVMBackendParallelLaunch(" in line
-                  and "split_scale_par0" in line)
-    assert "(int64_t)(((n + 255) / 256))) < 128LL ? 1 : 0)" in launch, launch
+    assert "if (((int64_t)(((n + 255) / 256))) < 128LL) {" in code, code
     if cc.get_cc() is None:
         return
     mod = tir.build(s, [x, y], name="split_scale")

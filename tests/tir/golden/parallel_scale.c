@@ -121,9 +121,9 @@ static int parallel_scale_par0(int ember_task, TVMParallelGroupEnv* ember_penv, 
   const int64_t ember_lo = ember_chunk * ember_task;
   const int64_t ember_end = ember_lo + ember_chunk;
   const int64_t ember_hi = ember_end < ember_c->ember_extent ? ember_end : ember_c->ember_extent;
-  for (int32_t i_1 = ember_c->ember_begin + (int32_t)ember_lo; i_1 < ember_c->ember_begin + (int32_t)ember_hi; ++i_1) {
-    for (int32_t j = 0; j < 64; ++j) {
-      y[((i_1 * 64) + j)] = ((x[((i_1 * 64) + j)] * 2.0f) + x[(((i_1 * 64) - j) + 63)]);
+  for (int32_t i_2 = ember_c->ember_begin + (int32_t)ember_lo; i_2 < ember_c->ember_begin + (int32_t)ember_hi; ++i_2) {
+    for (int32_t j_1 = 0; j_1 < 64; ++j_1) {
+      y[((i_2 * 64) + j_1)] = ((x[((i_2 * 64) + j_1)] * 2.0f) + x[(((i_2 * 64) - j_1) + 63)]);
     }
   }
   return 0;
@@ -131,13 +131,21 @@ static int parallel_scale_par0(int ember_task, TVMParallelGroupEnv* ember_penv, 
 
 TVM_DLL int32_t parallel_scale_unpacked(const float* restrict x, float* restrict y, int32_t n) {
   {
-    parallel_scale_par0_closure ember_closure;
-    ember_closure.x = x;
-    ember_closure.n = n;
-    ember_closure.y = y;
-    ember_closure.ember_begin = 0;
-    ember_closure.ember_extent = n;
-    if (TVMBackendParallelLaunch(parallel_scale_par0, &ember_closure, (((int64_t)(n)) < 512LL ? 1 : 0)) != 0) return -1;
+    if (((int64_t)(n)) < 512LL) {
+      for (int32_t i_1 = 0; i_1 < n; ++i_1) {
+        for (int32_t j = 0; j < 64; ++j) {
+          y[((i_1 * 64) + j)] = ((x[((i_1 * 64) + j)] * 2.0f) + x[(((i_1 * 64) - j) + 63)]);
+        }
+      }
+    } else {
+      parallel_scale_par0_closure ember_closure;
+      ember_closure.x = x;
+      ember_closure.n = n;
+      ember_closure.y = y;
+      ember_closure.ember_begin = 0;
+      ember_closure.ember_extent = n;
+      if (TVMBackendParallelLaunch(parallel_scale_par0, &ember_closure, 0) != 0) return -1;
+    }
   }
   return 0;
 }
