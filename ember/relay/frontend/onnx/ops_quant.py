@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ....ir.expr import RelayExpr
 from ... import op as _op
 from ._node import Node
 from ._util import expand_to_rank, norm_axis, scalar
-from .ops_conv import conv_expr
+from .ops_conv import _ints, conv_expr, window_pads
 from .ops_math import round_half_even_expr
 from .ops_nn import matmul_expr
 
@@ -206,7 +208,11 @@ def qlinear_matmul(node: Node) -> RelayExpr:
 
 def qlinear_conv(node: Node) -> Any:
     """Conv of the zero-point-shifted x and w in int32 (+ the int32 bias B), requantized by
-    x_scale * w_scale (per output channel or one) / y_scale."""
+    x_scale * w_scale (per output channel or one) / y_scale: one nn.contrib_qconv2d where
+    :func:`_qconv2d` can make one, else the decomposition."""
+    fast = _qconv2d(node)
+    if fast is not None:
+        return fast
     x = _shifted(node, 0, 2, "x")
     w = _shifted_weight(node, 3, 5)
     acc = _op.cast(conv_expr(node, x, w, node.optional(8)), F32)
@@ -216,3 +222,68 @@ def qlinear_conv(node: Node) -> Any:
     dtype = node.dtype(7) if node.has_input(7) else node.dtype(0)
     _check_int_type(node, dtype, "y")
     return _requantize(out, None, node.optional(7), dtype)
+
+
+# ---------------------------------------------------------------- the int8 kernel's form
+def _scalar_or_vector(v: np.ndarray | None, n: int) -> bool:
+    return v is None or v.size == 1 and v.ndim <= 1 or v.shape == (n,)
+
+
+def _qconv2d(node: Node) -> RelayExpr | None:
+    """QLinearConv as nn.contrib_qconv2d (the int8 kernel, requantization fused): a 2-D conv
+    of u8/s8 data by a constant u8/s8 weight, with constant scales and zero points (one, or
+    per output channel for the weight's) and a constant bias. None for anything else (the
+    decomposition then also reports any bad input)."""
+    from ....topi.nn import qconv as kernel
+
+    if not all(node.has_input(i) for i in (1, 2, 4, 6)) or node.ndim(0) != 4 or \
+            node.ndim(3) != 4:
+        return None
+    types = [node.dtype(0), node.dtype(3)] + [node.dtype(i) for i in (2, 5, 7)
+                                              if node.has_input(i)]
+    if any(t not in kernel.RANGES for t in types):
+        return None
+    if node.dtype(2) != node.dtype(0) or (node.has_input(5) and node.dtype(5) != node.dtype(3)):
+        return None
+    values = {i: node.value(i) for i in (1, 2, 3, 4, 5, 6, 7, 8) if node.has_input(i)}
+    if any(v is None for v in values.values()):
+        return None
+    w = values[3]
+    o = w.shape[0]
+    c = node.type(0).shape[1]
+    groups = node.attr("group", 1)
+    if not isinstance(c, int) or not all(isinstance(d, int) for d in node.type(0).shape[2:]):
+        return None
+    if groups <= 0 or c % groups or o % groups or w.shape[1] != c // groups:
+        return None
+    scalars = [values[i] for i in (1, 2, 6) if i in values] + [values.get(7)]
+    if not all(_scalar_or_vector(v, 1) for v in scalars):
+        return None
+    if not all(_scalar_or_vector(values.get(i), o) for i in (4, 5, 8)):
+        return None
+    if any(values[i].dtype != np.float32 for i in (1, 4, 6)):
+        return None
+    bias = values.get(8)
+    if bias is not None and bias.dtype != np.int32:
+        return None
+    out_dtype = node.dtype(7) if node.has_input(7) else node.dtype(0)
+    y_zp = int(values[7].reshape(-1)[0]) if 7 in values else 0
+    w_zp = values.get(5, np.zeros((), w.dtype))
+    try:
+        folded = kernel.fold(w, w_zp, int(values[2].reshape(-1)[0]), node.dtype(0) == "int8",
+                             float(values[1].reshape(-1)[0]), values[4],
+                             float(values[6].reshape(-1)[0]), bias)
+    except OverflowError:
+        return None
+    kh, kw = w.shape[2:]
+    strides, dilations = _ints(node, "strides", 2, 1), _ints(node, "dilations", 2, 1)
+    pads = window_pads(node, node.type(0).shape[2:], [kh, kw], strides, dilations)
+    if node.has_attr("kernel_shape") and list(node.attr("kernel_shape")) != [kh, kw]:
+        return None
+    return _op.nn.contrib_qconv2d(
+        node.input(0, "x"), node.const(kernel.pack_weight(folded.weight, groups), "int8"),
+        node.const(folded.bias, I32), node.const(folded.w_zp, I32),
+        node.const(folded.scale, F32), channels=o, kernel_size=(kh, kw),
+        strides=tuple(strides), padding=tuple(pads), dilation=tuple(dilations),
+        groups=groups, x_zp=folded.x_zp, has_w_zp=folded.has_w_zp, y_zp=y_zp,
+        out_dtype=out_dtype)

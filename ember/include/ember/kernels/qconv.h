@@ -1,0 +1,428 @@
+/*
+ * ember kernels: int8 2-D convolution (NCHW) with a fused requantizing epilogue, the kernel of
+ * nn.contrib_qconv2d (ONNX QLinearConv):
+ *
+ *   acc[o, p] = bias[o] + sum_k u[k, p] * w[o, k] - (has_w_zp ? w_zp[o] * sum_k u[k, p] : 0)
+ *   y[o, p]   = saturate(round_half_even(acc[o, p] * scale[o]) + y_zp)
+ *
+ * over k = (input channel of o's group, ky, kx) and output pixels p, where u is the input as
+ * u8 (an s8 input has 128 added, x_signed) and padding reads x_zp (the input's zero point in
+ * that u8 view). The zero points' other terms depend only on the weights and are folded into
+ * bias at build time (topi/nn/qconv.py), so the products are plain u8 x s8 -> s32 (vpdpbusd
+ * with VNNI; qsimd.h). int32 accumulation is exact: results equal onnxruntime's.
+ *
+ * w is prepacked at build time as (groups, ocb, k4, 4, 4) int8: output channels of a group in
+ * blocks of EMBER_QCONV_MR = 4 (zero rows past the group's count), k ordered (ky, kx, input
+ * channel) with the group's channels padded to a multiple of 4 (zeros), in quads: a quad is
+ * four channels of one tap, which the panel gathers as one u32 word per pixel.
+ * A work item is (image, group, block of EMBER_QCONV_PB output pixels): its input window is
+ * gathered once into a panel [k4][pixel][4] (u8) in which vectors run along pixels, and every
+ * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows).
+ * Depthwise convs (one input and one output channel per group) take a direct path over a
+ * zero-point-padded plane instead.
+ * Items are split over TVMBackendParallelLaunch tasks when `parallel`. Returns 0, or -1 when a
+ * workspace or the parallel launch fails.
+ */
+#ifndef EMBER_KERNELS_QCONV_H_
+#define EMBER_KERNELS_QCONV_H_
+
+#include <stdint.h>
+
+#include "ember/kernels/linkage.h"
+
+/* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
+#define EMBER_QCONV2D_PARAMS                                                                       \
+  const void *x, const int8_t *w, const int32_t *bias, const int32_t *w_zp, const float *scale,    \
+      void *y, int64_t n, int64_t c, int64_t h, int64_t wd, int64_t o, int64_t oh, int64_t ow,    \
+      int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh,         \
+      int64_t dw, int64_t groups, int32_t x_signed, int32_t x_zp, int32_t has_w_zp, int32_t y_zp, \
+      int32_t y_signed, int32_t parallel
+EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS);
+
+#if EMBER_KERNEL_BODIES
+#include "ember/c_backend_api.h"
+#include "ember/kernels/qsimd.h"
+
+#define EMBER_QCONV_MR 4  /* output channels per register tile (the packed weights' block) */
+#define EMBER_QCONV_PB 96 /* output pixels per work item (a multiple of every tile's width) */
+#if defined(EMBER_Q_VNNI)
+#define EMBER_QCONV_NB 6 /* pixel vectors per tile: 4 x 6 accumulators of 32 zmm */
+#else
+#define EMBER_QCONV_NB 3 /* 4 x 3 accumulators of 16 ymm */
+#endif
+#define EMBER_QCONV_TW (EMBER_QCONV_NB * EMBER_QL) /* pixels per tile */
+
+typedef struct {
+  const uint8_t* x;
+  const int8_t* w;
+  const int32_t *bias, *w_zp;
+  const float* scale;
+  uint8_t* y;
+  int64_t n, c, h, wd, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+  int64_t cg, og, k, k4, ocb, p, pblocks;
+  uint8_t flip, x_zp;
+  int32_t has_w_zp, y_zp, y_lo, y_hi;
+} ember_qconv_args;
+
+static inline int ember_qconv_depthwise(const ember_qconv_args* a) {
+  return a->cg == 1 && a->og == 1;
+}
+
+static inline int64_t ember_qconv_items(const ember_qconv_args* a) {
+  return ember_qconv_depthwise(a) ? a->n * a->c : a->n * a->groups * a->pblocks;
+}
+
+/* Gathers pixels [p0, p0 + cnt) of group g of image b into panel [k4][PB][4] (u8 view):
+ * quad q is tap q / cq4 (ky, kx) and input channels 4 (q % cq4) .. + 3 of the group, one u32
+ * word per pixel, zero bytes past the group's channels; padding reads x_zp. With a weight
+ * zero point, also each pixel's sum of its k values. */
+static void ember_qconv_pack(const ember_qconv_args* a, int64_t b, int64_t g, int64_t p0,
+                             int64_t cnt, uint8_t* panel, int32_t* sums) {
+  const int64_t cq4 = (a->cg + 3) / 4;
+  int64_t q, t;
+  for (q = 0; q < a->k4; ++q) {
+    const int64_t tap = q / cq4, c0 = (q % cq4) * 4, ky = tap / a->kw, kx = tap % a->kw;
+    const int64_t real = a->cg - c0 < 4 ? a->cg - c0 : 4, off = kx * a->dw - a->pw;
+    const uint32_t mask = real == 4 ? 0xFFFFFFFFu : ((1u << (8 * real)) - 1u);
+    const uint32_t zpw = (uint32_t)a->x_zp * 0x01010101u & mask;
+    const uint32_t flip = (uint32_t)a->flip * 0x01010101u & mask;
+    const uint8_t* planes[4];
+    uint32_t* dst = (uint32_t*)(panel + q * EMBER_QCONV_PB * 4);
+    int64_t oy = p0 / a->ow, ox = p0 % a->ow, j;
+    for (j = 0; j < 4; ++j) {
+      const int64_t ci = g * a->cg + c0 + (j < real ? j : 0);
+      planes[j] = a->x + (b * a->c + ci) * a->h * a->wd;
+    }
+    for (t = 0; t < cnt;) {
+      const int64_t seg = a->ow - ox < cnt - t ? a->ow - ox : cnt - t;
+      const int64_t iy = oy * a->sh - a->ph + ky * a->dh;
+      int64_t i = 0, lo = 0, hi = 0;
+      if (iy >= 0 && iy < a->h) {
+        const int64_t first = ox * a->sw + off; /* ix of i = 0 */
+        const uint8_t *r0 = planes[0] + iy * a->wd, *r1 = planes[1] + iy * a->wd;
+        const uint8_t *r2 = planes[2] + iy * a->wd, *r3 = planes[3] + iy * a->wd;
+        lo = first >= 0 ? 0 : (-first + a->sw - 1) / a->sw;
+        hi = a->wd - first <= 0 ? 0 : (a->wd - first + a->sw - 1) / a->sw;
+        lo = lo < seg ? lo : seg;
+        hi = hi < seg ? hi : seg;
+        hi = hi > lo ? hi : lo;
+        if (a->sw == 1) {
+          const int64_t base = first;
+          for (i = lo; i < hi; ++i) {
+            const int64_t ix = base + i;
+            dst[t + i] = (((uint32_t)r0[ix] | (uint32_t)r1[ix] << 8 | (uint32_t)r2[ix] << 16 |
+                           (uint32_t)r3[ix] << 24) ^ flip) & mask;
+          }
+        } else {
+          for (i = lo; i < hi; ++i) {
+            const int64_t ix = first + i * a->sw;
+            dst[t + i] = (((uint32_t)r0[ix] | (uint32_t)r1[ix] << 8 | (uint32_t)r2[ix] << 16 |
+                           (uint32_t)r3[ix] << 24) ^ flip) & mask;
+          }
+        }
+      }
+      for (i = 0; i < lo; ++i) dst[t + i] = zpw;
+      for (i = hi; i < seg; ++i) dst[t + i] = zpw;
+      t += seg;
+      ox = 0;
+      ++oy;
+    }
+    for (t = cnt; t < EMBER_QCONV_PB; ++t) dst[t] = 0;
+  }
+  if (a->has_w_zp) {
+    for (t = 0; t < EMBER_QCONV_PB; ++t) sums[t] = 0;
+    for (q = 0; q < a->k4; ++q) {
+      const uint8_t* src = panel + q * EMBER_QCONV_PB * 4;
+      for (t = 0; t < cnt; ++t) {
+        sums[t] += (int32_t)src[t * 4] + src[t * 4 + 1] + src[t * 4 + 2] + src[t * 4 + 3];
+      }
+    }
+  }
+}
+
+#if defined(EMBER_Q_VNNI)
+/* acc[r][v] = the dot products of output channel r of the block (weights wk: [k4][4][4]) with
+ * pixel vector v of the tile (panel: [k4][PB][4], the tile's first pixel), nb vectors. */
+static inline __attribute__((always_inline)) void ember_qconv_tile(
+    const uint8_t* panel, const int8_t* wk, int64_t k4n, const int nb,
+    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+  int64_t k4;
+  int r, v;
+  for (r = 0; r < EMBER_QCONV_MR; ++r) {
+    for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
+  }
+  for (k4 = 0; k4 < k4n; ++k4) {
+    const uint8_t* ap = panel + k4 * EMBER_QCONV_PB * 4;
+    ember_qvi bw[EMBER_QCONV_MR];
+    for (r = 0; r < EMBER_QCONV_MR; ++r) {
+      int32_t word;
+      memcpy(&word, wk + k4 * 16 + r * 4, 4);
+      bw[r] = ember_qset1(word);
+    }
+    for (v = 0; v < nb; ++v) { /* each pixel vector loaded once: 4 + nb loads per quad */
+      const ember_qvi av = ember_qload(ap + v * EMBER_QL * 4);
+      for (r = 0; r < EMBER_QCONV_MR; ++r) acc[r][v] = EMBER_QDOT4(acc[r][v], av, bw[r]);
+    }
+  }
+}
+#elif defined(EMBER_Q_PAIRS)
+/* As above on the pair forms: panel [k4][PB / L][2][L] words (a0, a2) then (a1, a3) of each
+ * pixel; weights [k4][4][2] words (w0, w2), (w1, w3). */
+static inline __attribute__((always_inline)) void ember_qconv_tile(
+    const uint32_t* panel, const uint32_t* wk, int64_t k4n, const int nb,
+    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+  int64_t k4;
+  int r, v;
+  for (r = 0; r < EMBER_QCONV_MR; ++r) {
+    for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
+  }
+  for (k4 = 0; k4 < k4n; ++k4) {
+    const uint32_t* ap = panel + k4 * EMBER_QCONV_PB * 2;
+    for (r = 0; r < EMBER_QCONV_MR; ++r) {
+      const ember_qvi w02 = ember_qset1((int32_t)wk[k4 * 8 + r * 2]);
+      const ember_qvi w13 = ember_qset1((int32_t)wk[k4 * 8 + r * 2 + 1]);
+      for (v = 0; v < nb; ++v) {
+        acc[r][v] += EMBER_QMADD(ember_qload(ap + v * 2 * EMBER_QL), w02) +
+                     EMBER_QMADD(ember_qload(ap + (v * 2 + 1) * EMBER_QL), w13);
+      }
+    }
+  }
+}
+#endif
+
+/* Requantizes and stores tile acc: output channels oc0 + r (r < rows) of image b, pixels
+ * p + v * L (sums: the tile's pixel sums, with a weight zero point). */
+#if defined(EMBER_Q_VECTOR_EXT)
+static inline void ember_qconv_store(const ember_qconv_args* a, int64_t b, int64_t oc0, int rows,
+                                     int64_t p, int nb,
+                                     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB],
+                                     const int32_t* sums) {
+  int r, v;
+  for (r = 0; r < rows; ++r) {
+    const int64_t oc = oc0 + r;
+    uint8_t* yrow = a->y + (b * a->o + oc) * a->p;
+    const ember_qvi bias = ember_qset1(a->bias[oc]);
+    for (v = 0; v < nb; ++v) {
+      const int64_t q = p + v * EMBER_QL, left = a->p - q;
+      ember_qvi s = acc[r][v] + bias;
+      if (left <= 0) break;
+      if (a->has_w_zp) s -= ember_qload(sums + v * EMBER_QL) * a->w_zp[oc];
+      ember_qstore(yrow + q, s, a->scale[oc], a->y_zp, a->y_lo, a->y_hi,
+                   left < EMBER_QL ? left : EMBER_QL);
+    }
+  }
+}
+#endif
+
+/* One (image, group, pixel block) item of the dense-channel path. */
+static void ember_qconv_item(const ember_qconv_args* a, int64_t item, uint8_t* panel,
+                             void* pairs, void* wpairs, int32_t* sums) {
+  const int64_t blk = item % a->pblocks, g = (item / a->pblocks) % a->groups;
+  const int64_t b = item / (a->pblocks * a->groups);
+  const int64_t p0 = blk * EMBER_QCONV_PB;
+  const int64_t cnt = a->p - p0 < EMBER_QCONV_PB ? a->p - p0 : EMBER_QCONV_PB;
+  int64_t ob, t0;
+  ember_qconv_pack(a, b, g, p0, cnt, panel, sums);
+#if defined(EMBER_Q_PAIRS)
+  { /* the panel as int16 pairs, vectors of L pixels: (a0, a2), then (a1, a3) */
+    uint32_t* pp = (uint32_t*)pairs;
+    int64_t k4, t;
+    for (k4 = 0; k4 < a->k4; ++k4) {
+      const uint8_t* src = panel + k4 * EMBER_QCONV_PB * 4;
+      uint32_t* dst = pp + k4 * EMBER_QCONV_PB * 2;
+      for (t = 0; t < EMBER_QCONV_PB; ++t) {
+        const int64_t v = t / EMBER_QL, l = t % EMBER_QL;
+        dst[v * 2 * EMBER_QL + l] = ember_qpair(src[t * 4], src[t * 4 + 2]);
+        dst[(v * 2 + 1) * EMBER_QL + l] = ember_qpair(src[t * 4 + 1], src[t * 4 + 3]);
+      }
+    }
+  }
+#else
+  (void)pairs;
+  (void)wpairs;
+#endif
+  for (ob = 0; ob < a->ocb; ++ob) {
+    const int8_t* wk = a->w + (g * a->ocb + ob) * a->k4 * 16;
+    const int64_t oc0 = g * a->og + ob * EMBER_QCONV_MR;
+    const int rows = (int)(a->og - ob * EMBER_QCONV_MR < EMBER_QCONV_MR
+                               ? a->og - ob * EMBER_QCONV_MR : EMBER_QCONV_MR);
+#if defined(EMBER_Q_PAIRS)
+    uint32_t* wp = (uint32_t*)wpairs;
+    int64_t i;
+    for (i = 0; i < a->k4 * EMBER_QCONV_MR; ++i) {
+      wp[i * 2] = ember_qpair(wk[i * 4], wk[i * 4 + 2]);
+      wp[i * 2 + 1] = ember_qpair(wk[i * 4 + 1], wk[i * 4 + 3]);
+    }
+#endif
+    for (t0 = 0; t0 < cnt; t0 += EMBER_QCONV_TW) {
+#if defined(EMBER_Q_VECTOR_EXT)
+      ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB];
+      const int nb = (int)((cnt - t0 + EMBER_QL - 1) / EMBER_QL < EMBER_QCONV_NB
+                               ? (cnt - t0 + EMBER_QL - 1) / EMBER_QL : EMBER_QCONV_NB);
+#if defined(EMBER_Q_VNNI)
+      const uint8_t* ap = panel + t0 * 4;
+      const int8_t* wt = wk;
+#else
+      const uint32_t* ap = (const uint32_t*)pairs + t0 * 2;
+      const uint32_t* wt = wp;
+#endif
+      switch (nb) { /* constant tile widths: the accumulators stay in registers */
+#if EMBER_QCONV_NB == 6
+        case 6: ember_qconv_tile(ap, wt, a->k4, 6, acc); break;
+        case 5: ember_qconv_tile(ap, wt, a->k4, 5, acc); break;
+        case 4: ember_qconv_tile(ap, wt, a->k4, 4, acc); break;
+#endif
+        case 3: ember_qconv_tile(ap, wt, a->k4, 3, acc); break;
+        case 2: ember_qconv_tile(ap, wt, a->k4, 2, acc); break;
+        default: ember_qconv_tile(ap, wt, a->k4, 1, acc); break;
+      }
+      ember_qconv_store(a, b, oc0, rows, p0 + t0, nb, acc, sums + t0);
+#else
+      /* portable: the same tile in scalar C */
+      int32_t acc[EMBER_QCONV_MR][EMBER_QCONV_TW];
+      const int64_t tw = cnt - t0 < EMBER_QCONV_TW ? cnt - t0 : EMBER_QCONV_TW;
+      int64_t k4, t;
+      int r, j;
+      for (r = 0; r < rows; ++r) {
+        for (t = 0; t < tw; ++t) acc[r][t] = a->bias[oc0 + r];
+      }
+      for (k4 = 0; k4 < a->k4; ++k4) {
+        const uint8_t* ap = panel + k4 * EMBER_QCONV_PB * 4 + t0 * 4;
+        for (r = 0; r < rows; ++r) {
+          const int8_t* wr = wk + k4 * 16 + r * 4;
+          for (t = 0; t < tw; ++t) {
+            int32_t s = 0;
+            for (j = 0; j < 4; ++j) s += (int32_t)ap[t * 4 + j] * (int32_t)wr[j];
+            acc[r][t] += s;
+          }
+        }
+      }
+      for (r = 0; r < rows; ++r) {
+        const int64_t oc = oc0 + r;
+        uint8_t* yrow = a->y + (b * a->o + oc) * a->p + p0 + t0;
+        for (t = 0; t < tw; ++t) {
+          int32_t s = acc[r][t] - (a->has_w_zp ? a->w_zp[oc] * sums[t0 + t] : 0);
+          yrow[t] = (uint8_t)ember_qrequant(s, a->scale[oc], a->y_zp, a->y_lo, a->y_hi);
+        }
+      }
+#endif
+    }
+  }
+}
+
+/* The height and width of the zero-point-padded plane a depthwise item reads. */
+static inline int64_t ember_qconv_dw_hp(const ember_qconv_args* a) {
+  return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
+}
+static inline int64_t ember_qconv_dw_wp(const ember_qconv_args* a) {
+  return (a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1;
+}
+
+/* One (image, channel) plane of a depthwise conv: the input padded with x_zp (and cropped to
+ * what the windows read) into plane, then each output row accumulated in int32 along x. */
+static void ember_qconv_dw_item(const ember_qconv_args* a, int64_t item, uint8_t* plane,
+                                int32_t* acc, int32_t* sums) {
+  const int64_t ch = item % a->c, hp = ember_qconv_dw_hp(a), wp = ember_qconv_dw_wp(a);
+  const uint8_t* src = a->x + item * a->h * a->wd;
+  uint8_t* dst = a->y + item * a->p;
+  const int8_t* wk = a->w + ch * (a->k4 * 16); /* the group's block: row 0 of [k4][4][4] */
+  const int32_t wz = a->has_w_zp ? a->w_zp[ch] : 0;
+  int64_t iy, ix, oy, ox, ky, kx;
+  for (iy = 0; iy < hp; ++iy) {
+    const int64_t sy = iy - a->ph;
+    uint8_t* row = plane + iy * wp;
+    for (ix = 0; ix < wp; ++ix) {
+      const int64_t sx = ix - a->pw;
+      row[ix] = (sy >= 0 && sy < a->h && sx >= 0 && sx < a->wd)
+                    ? (uint8_t)(src[sy * a->wd + sx] ^ a->flip) : a->x_zp;
+    }
+  }
+  for (oy = 0; oy < a->oh; ++oy) {
+    for (ox = 0; ox < a->ow; ++ox) acc[ox] = a->bias[ch];
+    if (wz) {
+      for (ox = 0; ox < a->ow; ++ox) sums[ox] = 0;
+    }
+    for (ky = 0; ky < a->kh; ++ky) {
+      const uint8_t* row = plane + (oy * a->sh + ky * a->dh) * wp;
+      for (kx = 0; kx < a->kw; ++kx) {
+        const int32_t wv = wk[(ky * a->kw + kx) * 16]; /* quad of tap k: channel 0 */
+        const uint8_t* r = row + kx * a->dw;
+        if (a->sw == 1) {
+          for (ox = 0; ox < a->ow; ++ox) acc[ox] += (int32_t)r[ox] * wv;
+        } else {
+          for (ox = 0; ox < a->ow; ++ox) acc[ox] += (int32_t)r[ox * a->sw] * wv;
+        }
+        if (wz) {
+          for (ox = 0; ox < a->ow; ++ox) sums[ox] += r[ox * a->sw];
+        }
+      }
+    }
+    for (ox = 0; ox < a->ow; ++ox) {
+      const int32_t s = acc[ox] - (wz ? wz * sums[ox] : 0);
+      dst[oy * a->ow + ox] = (uint8_t)ember_qrequant(s, a->scale[ch], a->y_zp, a->y_lo, a->y_hi);
+    }
+  }
+}
+
+/* Items [lo, hi) with this task's workspaces. */
+static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) {
+  uint64_t panel_bytes, pair_bytes = 0, wpair_bytes = 0, sum_bytes;
+  uint8_t* buf;
+  int64_t item;
+  if (lo >= hi) return 0;
+  if (ember_qconv_depthwise(a)) {
+    panel_bytes = (uint64_t)(ember_qconv_dw_hp(a) * ember_qconv_dw_wp(a) + 64) & ~(uint64_t)63;
+    sum_bytes = (uint64_t)a->ow * 4;
+    buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + 2 * sum_bytes, 1, 8);
+    if (buf == NULL) return -1;
+    for (item = lo; item < hi; ++item) {
+      ember_qconv_dw_item(a, item, buf, (int32_t*)(buf + panel_bytes),
+                          (int32_t*)(buf + panel_bytes + sum_bytes));
+    }
+    return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
+  }
+  panel_bytes = (uint64_t)a->k4 * EMBER_QCONV_PB * 4;
+#if defined(EMBER_Q_PAIRS)
+  pair_bytes = (uint64_t)a->k4 * EMBER_QCONV_PB * 8;
+  wpair_bytes = (uint64_t)a->k4 * EMBER_QCONV_MR * 8;
+#endif
+  sum_bytes = EMBER_QCONV_PB * 4;
+  buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + pair_bytes + wpair_bytes +
+                                                     sum_bytes, 1, 8);
+  if (buf == NULL) return -1;
+  for (item = lo; item < hi; ++item) {
+    ember_qconv_item(a, item, buf, buf + panel_bytes, buf + panel_bytes + pair_bytes,
+                     (int32_t*)(buf + panel_bytes + pair_bytes + wpair_bytes));
+  }
+  return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
+}
+
+static inline int ember_qconv_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_qconv_args* a = (const ember_qconv_args*)cdata;
+  const int64_t items = ember_qconv_items(a), tasks = penv->num_task;
+  return ember_qconv_range(a, items * task_id / tasks, items * (task_id + 1) / tasks);
+}
+
+/* See the top of this file. */
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_qconv2d)
+EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
+  ember_qconv_args a;
+  a.x = (const uint8_t*)x; a.w = w; a.bias = bias; a.w_zp = w_zp; a.scale = scale;
+  a.y = (uint8_t*)y;
+  a.n = n; a.c = c; a.h = h; a.wd = wd; a.o = o; a.oh = oh; a.ow = ow; a.kh = kh; a.kw = kw;
+  a.sh = sh; a.sw = sw; a.ph = ph; a.pw = pw; a.dh = dh; a.dw = dw; a.groups = groups;
+  a.cg = c / groups; a.og = o / groups; a.k = a.cg * kh * kw; a.k4 = (a.cg + 3) / 4 * kh * kw;
+  a.ocb = (a.og + EMBER_QCONV_MR - 1) / EMBER_QCONV_MR;
+  a.p = oh * ow; a.pblocks = (a.p + EMBER_QCONV_PB - 1) / EMBER_QCONV_PB;
+  a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
+  a.y_zp = y_zp; a.y_lo = y_signed ? -128 : 0; a.y_hi = y_signed ? 127 : 255;
+  if (n <= 0 || o <= 0 || oh <= 0 || ow <= 0) return 0;
+  if (parallel && ember_qconv_items(&a) > 1) {
+    return TVMBackendParallelLaunch(ember_qconv_task, &a, 0) == 0 ? 0 : -1;
+  }
+  return ember_qconv_range(&a, 0, ember_qconv_items(&a));
+}
+#endif
+#endif /* EMBER_KERNEL_BODIES */
+
+#endif /* EMBER_KERNELS_QCONV_H_ */
