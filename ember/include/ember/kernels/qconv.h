@@ -60,6 +60,8 @@ typedef struct {
   uint8_t* y;
   int64_t n, c, h, wd, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
   int64_t cg, og, k, k4, ocb, p, pblocks;
+  int64_t hp, wp; /* the interleaved plane's height and width (padding included) */
+  int32_t direct; /* 1x1, stride 1, no padding: the plane is the panel */
   uint8_t flip, x_zp;
   int32_t has_w_zp, y_zp, y_lo, y_hi;
 } ember_qconv_args;
@@ -72,79 +74,94 @@ static inline int64_t ember_qconv_items(const ember_qconv_args* a) {
   return ember_qconv_depthwise(a) ? a->n * a->c : a->n * a->groups * a->pblocks;
 }
 
-/* Gathers pixels [p0, p0 + cnt) of group g of image b into panel [k4][PB][4] (u8 view):
- * quad q is tap q / cq4 (ky, kx) and input channels 4 (q % cq4) .. + 3 of the group, one u32
- * word per pixel, zero bytes past the group's channels; padding reads x_zp. With a weight
- * zero point, also each pixel's sum of its k values. */
-static void ember_qconv_pack(const ember_qconv_args* a, int64_t b, int64_t g, int64_t p0,
-                             int64_t cnt, uint8_t* panel, int32_t* sums) {
+/* The input of group g of image b as u32 words xq[cq][hp][wp], zero-point padded: word
+ * (cq, y, x) holds input channels 4 cq .. 4 cq + 3 of the group at (y - ph, x - pw) in its
+ * bytes (u8 view; zero bytes past the group's channels). Each input byte is combined once;
+ * the panels then copy words. */
+static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t g,
+                                   uint32_t* xq) {
   const int64_t cq4 = (a->cg + 3) / 4;
-  int64_t q, t;
-  for (q = 0; q < a->k4; ++q) {
-    const int64_t tap = q / cq4, c0 = (q % cq4) * 4, ky = tap / a->kw, kx = tap % a->kw;
-    const int64_t real = a->cg - c0 < 4 ? a->cg - c0 : 4, off = kx * a->dw - a->pw;
+  const int64_t cols = a->wd < a->wp - a->pw ? a->wd : a->wp - a->pw;
+  int64_t cq, y, x, j;
+  for (cq = 0; cq < cq4; ++cq) {
+    const int64_t c0 = cq * 4, real = a->cg - c0 < 4 ? a->cg - c0 : 4;
     const uint32_t mask = real == 4 ? 0xFFFFFFFFu : ((1u << (8 * real)) - 1u);
     const uint32_t zpw = (uint32_t)a->x_zp * 0x01010101u & mask;
     const uint32_t flip = (uint32_t)a->flip * 0x01010101u & mask;
     const uint8_t* planes[4];
-    uint32_t* dst = (uint32_t*)(panel + q * EMBER_QCONV_PB * 4);
-    int64_t oy = p0 / a->ow, ox = p0 % a->ow, j;
     for (j = 0; j < 4; ++j) {
       const int64_t ci = g * a->cg + c0 + (j < real ? j : 0);
       planes[j] = a->x + (b * a->c + ci) * a->h * a->wd;
     }
+    for (y = 0; y < a->hp; ++y) {
+      const int64_t sy = y - a->ph;
+      uint32_t* dst = xq + (cq * a->hp + y) * a->wp;
+      if (sy < 0 || sy >= a->h) {
+        for (x = 0; x < a->wp; ++x) dst[x] = zpw;
+        continue;
+      }
+      {
+        const uint8_t *r0 = planes[0] + sy * a->wd, *r1 = planes[1] + sy * a->wd;
+        const uint8_t *r2 = planes[2] + sy * a->wd, *r3 = planes[3] + sy * a->wd;
+        uint32_t* d = dst + a->pw;
+        for (x = 0; x < a->pw; ++x) dst[x] = zpw;
+        for (x = 0; x < cols; ++x) {
+          d[x] = (((uint32_t)r0[x] | (uint32_t)r1[x] << 8 | (uint32_t)r2[x] << 16 |
+                   (uint32_t)r3[x] << 24) ^ flip) & mask;
+        }
+        for (x = a->pw + cols; x < a->wp; ++x) dst[x] = zpw;
+      }
+    }
+  }
+}
+
+/* The panel of pixels [p0, p0 + cnt): panel[k4][PB] words, quad q = tap q / cq4 (ky, kx) and
+ * channel quad q % cq4, copied from the interleaved plane xq (words past cnt: 0). */
+static void ember_qconv_gather(const ember_qconv_args* a, const uint32_t* xq, int64_t p0,
+                               int64_t cnt, uint32_t* panel) {
+  const int64_t cq4 = (a->cg + 3) / 4;
+  int64_t q, t, i;
+  for (q = 0; q < a->k4; ++q) {
+    const int64_t tap = q / cq4, cq = q % cq4, ky = tap / a->kw, kx = tap % a->kw;
+    uint32_t* dst = panel + q * EMBER_QCONV_PB;
+    int64_t oy = p0 / a->ow, ox = p0 % a->ow;
     for (t = 0; t < cnt;) {
       const int64_t seg = a->ow - ox < cnt - t ? a->ow - ox : cnt - t;
-      const int64_t iy = oy * a->sh - a->ph + ky * a->dh;
-      int64_t i = 0, lo = 0, hi = 0;
-      if (iy >= 0 && iy < a->h) {
-        const int64_t first = ox * a->sw + off; /* ix of i = 0 */
-        const uint8_t *r0 = planes[0] + iy * a->wd, *r1 = planes[1] + iy * a->wd;
-        const uint8_t *r2 = planes[2] + iy * a->wd, *r3 = planes[3] + iy * a->wd;
-        lo = first >= 0 ? 0 : (-first + a->sw - 1) / a->sw;
-        hi = a->wd - first <= 0 ? 0 : (a->wd - first + a->sw - 1) / a->sw;
-        lo = lo < seg ? lo : seg;
-        hi = hi < seg ? hi : seg;
-        hi = hi > lo ? hi : lo;
-        if (a->sw == 1) {
-          const int64_t base = first;
-          for (i = lo; i < hi; ++i) {
-            const int64_t ix = base + i;
-            dst[t + i] = (((uint32_t)r0[ix] | (uint32_t)r1[ix] << 8 | (uint32_t)r2[ix] << 16 |
-                           (uint32_t)r3[ix] << 24) ^ flip) & mask;
-          }
-        } else {
-          for (i = lo; i < hi; ++i) {
-            const int64_t ix = first + i * a->sw;
-            dst[t + i] = (((uint32_t)r0[ix] | (uint32_t)r1[ix] << 8 | (uint32_t)r2[ix] << 16 |
-                           (uint32_t)r3[ix] << 24) ^ flip) & mask;
-          }
-        }
+      const uint32_t* src = xq + (cq * a->hp + oy * a->sh + ky * a->dh) * a->wp + ox * a->sw +
+                            kx * a->dw;
+      if (a->sw == 1) {
+        memcpy(dst + t, src, (size_t)seg * 4);
+      } else {
+        for (i = 0; i < seg; ++i) dst[t + i] = src[i * a->sw];
       }
-      for (i = 0; i < lo; ++i) dst[t + i] = zpw;
-      for (i = hi; i < seg; ++i) dst[t + i] = zpw;
       t += seg;
       ox = 0;
       ++oy;
     }
     for (t = cnt; t < EMBER_QCONV_PB; ++t) dst[t] = 0;
   }
-  if (a->has_w_zp) {
-    for (t = 0; t < EMBER_QCONV_PB; ++t) sums[t] = 0;
-    for (q = 0; q < a->k4; ++q) {
-      const uint8_t* src = panel + q * EMBER_QCONV_PB * 4;
-      for (t = 0; t < cnt; ++t) {
-        sums[t] += (int32_t)src[t * 4] + src[t * 4 + 1] + src[t * 4 + 2] + src[t * 4 + 3];
-      }
+}
+
+/* Each pixel's sum of its k input values (for a weight zero point): panel rows rs words
+ * apart. */
+static void ember_qconv_sums(const ember_qconv_args* a, const uint32_t* panel, int64_t rs,
+                             int64_t cnt, int32_t* sums) {
+  int64_t q, t;
+  for (t = 0; t < EMBER_QCONV_PB; ++t) sums[t] = 0;
+  for (q = 0; q < a->k4; ++q) {
+    const uint8_t* src = (const uint8_t*)(panel + q * rs);
+    for (t = 0; t < cnt; ++t) {
+      sums[t] += (int32_t)src[t * 4] + src[t * 4 + 1] + src[t * 4 + 2] + src[t * 4 + 3];
     }
   }
 }
 
 #if defined(EMBER_Q_VNNI)
 /* acc[r][v] = the dot products of output channel r of the block (weights wk: [k4][4][4]) with
- * pixel vector v of the tile (panel: [k4][PB][4], the tile's first pixel), nb vectors. */
+ * pixel vector v of the tile (panel: rows of u32 words rs apart, from the tile's first pixel),
+ * nb vectors. */
 static inline __attribute__((always_inline)) void ember_qconv_tile(
-    const uint8_t* panel, const int8_t* wk, int64_t k4n, const int nb,
+    const uint32_t* panel, int64_t rs, const int8_t* wk, int64_t k4n, const int nb,
     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
@@ -152,7 +169,7 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
     for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
   }
   for (k4 = 0; k4 < k4n; ++k4) {
-    const uint8_t* ap = panel + k4 * EMBER_QCONV_PB * 4;
+    const uint32_t* ap = panel + k4 * rs;
     ember_qvi bw[EMBER_QCONV_MR];
     for (r = 0; r < EMBER_QCONV_MR; ++r) {
       int32_t word;
@@ -160,7 +177,7 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
       bw[r] = ember_qset1(word);
     }
     for (v = 0; v < nb; ++v) { /* each pixel vector loaded once: 4 + nb loads per quad */
-      const ember_qvi av = ember_qload(ap + v * EMBER_QL * 4);
+      const ember_qvi av = ember_qload(ap + v * EMBER_QL);
       for (r = 0; r < EMBER_QCONV_MR; ++r) acc[r][v] = EMBER_QDOT4(acc[r][v], av, bw[r]);
     }
   }
@@ -169,7 +186,7 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
 /* As above on the pair forms: panel [k4][PB / L][2][L] words (a0, a2) then (a1, a3) of each
  * pixel; weights [k4][4][2] words (w0, w2), (w1, w3). */
 static inline __attribute__((always_inline)) void ember_qconv_tile(
-    const uint32_t* panel, const uint32_t* wk, int64_t k4n, const int nb,
+    const uint32_t* panel, int64_t rs, const uint32_t* wk, int64_t k4n, const int nb,
     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
@@ -177,7 +194,7 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
     for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
   }
   for (k4 = 0; k4 < k4n; ++k4) {
-    const uint32_t* ap = panel + k4 * EMBER_QCONV_PB * 2;
+    const uint32_t* ap = panel + k4 * rs;
     for (r = 0; r < EMBER_QCONV_MR; ++r) {
       const ember_qvi w02 = ember_qset1((int32_t)wk[k4 * 8 + r * 2]);
       const ember_qvi w13 = ember_qset1((int32_t)wk[k4 * 8 + r * 2 + 1]);
@@ -214,28 +231,38 @@ static inline void ember_qconv_store(const ember_qconv_args* a, int64_t b, int64
 }
 #endif
 
-/* One (image, group, pixel block) item of the dense-channel path. */
-static void ember_qconv_item(const ember_qconv_args* a, int64_t item, uint8_t* panel,
-                             void* pairs, void* wpairs, int32_t* sums) {
+/* One (image, group, pixel block) item of the dense-channel path; xq is the group's
+ * interleaved plane (ember_qconv_interleave). */
+static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint32_t* xq,
+                             uint32_t* panel, uint32_t* pairs, uint32_t* wpairs, int32_t* sums) {
   const int64_t blk = item % a->pblocks, g = (item / a->pblocks) % a->groups;
   const int64_t b = item / (a->pblocks * a->groups);
   const int64_t p0 = blk * EMBER_QCONV_PB;
   const int64_t cnt = a->p - p0 < EMBER_QCONV_PB ? a->p - p0 : EMBER_QCONV_PB;
-  int64_t ob, t0;
-  ember_qconv_pack(a, b, g, p0, cnt, panel, sums);
+  const uint32_t* rows = panel; /* the panel's rows of words, rs apart */
+  int64_t rs = EMBER_QCONV_PB, ob, t0;
+  if (a->direct) {
+    rows = xq + p0;
+    rs = a->hp * a->wp;
+  } else {
+    ember_qconv_gather(a, xq, p0, cnt, panel);
+  }
+  if (a->has_w_zp) ember_qconv_sums(a, rows, rs, cnt, sums);
 #if defined(EMBER_Q_PAIRS)
   { /* the panel as int16 pairs, vectors of L pixels: (a0, a2), then (a1, a3) */
-    uint32_t* pp = (uint32_t*)pairs;
     int64_t k4, t;
     for (k4 = 0; k4 < a->k4; ++k4) {
-      const uint8_t* src = panel + k4 * EMBER_QCONV_PB * 4;
-      uint32_t* dst = pp + k4 * EMBER_QCONV_PB * 2;
+      const uint8_t* src = (const uint8_t*)(rows + k4 * rs);
+      uint32_t* dst = pairs + k4 * EMBER_QCONV_PB * 2;
       for (t = 0; t < EMBER_QCONV_PB; ++t) {
         const int64_t v = t / EMBER_QL, l = t % EMBER_QL;
-        dst[v * 2 * EMBER_QL + l] = ember_qpair(src[t * 4], src[t * 4 + 2]);
-        dst[(v * 2 + 1) * EMBER_QL + l] = ember_qpair(src[t * 4 + 1], src[t * 4 + 3]);
+        const int live = t < cnt;
+        dst[v * 2 * EMBER_QL + l] = live ? ember_qpair(src[t * 4], src[t * 4 + 2]) : 0;
+        dst[(v * 2 + 1) * EMBER_QL + l] = live ? ember_qpair(src[t * 4 + 1], src[t * 4 + 3]) : 0;
       }
     }
+    rows = pairs;
+    rs = EMBER_QCONV_PB * 2;
   }
 #else
   (void)pairs;
@@ -244,14 +271,13 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, uint8_t* p
   for (ob = 0; ob < a->ocb; ++ob) {
     const int8_t* wk = a->w + (g * a->ocb + ob) * a->k4 * 16;
     const int64_t oc0 = g * a->og + ob * EMBER_QCONV_MR;
-    const int rows = (int)(a->og - ob * EMBER_QCONV_MR < EMBER_QCONV_MR
-                               ? a->og - ob * EMBER_QCONV_MR : EMBER_QCONV_MR);
+    const int nrows = (int)(a->og - ob * EMBER_QCONV_MR < EMBER_QCONV_MR
+                                ? a->og - ob * EMBER_QCONV_MR : EMBER_QCONV_MR);
 #if defined(EMBER_Q_PAIRS)
-    uint32_t* wp = (uint32_t*)wpairs;
     int64_t i;
     for (i = 0; i < a->k4 * EMBER_QCONV_MR; ++i) {
-      wp[i * 2] = ember_qpair(wk[i * 4], wk[i * 4 + 2]);
-      wp[i * 2 + 1] = ember_qpair(wk[i * 4 + 1], wk[i * 4 + 3]);
+      wpairs[i * 2] = ember_qpair(wk[i * 4], wk[i * 4 + 2]);
+      wpairs[i * 2 + 1] = ember_qpair(wk[i * 4 + 1], wk[i * 4 + 3]);
     }
 #endif
     for (t0 = 0; t0 < cnt; t0 += EMBER_QCONV_TW) {
@@ -260,49 +286,49 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, uint8_t* p
       const int nb = (int)((cnt - t0 + EMBER_QL - 1) / EMBER_QL < EMBER_QCONV_NB
                                ? (cnt - t0 + EMBER_QL - 1) / EMBER_QL : EMBER_QCONV_NB);
 #if defined(EMBER_Q_VNNI)
-      const uint8_t* ap = panel + t0 * 4;
+      const uint32_t* ap = rows + t0;
       const int8_t* wt = wk;
 #else
-      const uint32_t* ap = (const uint32_t*)pairs + t0 * 2;
-      const uint32_t* wt = wp;
+      const uint32_t* ap = rows + t0 * 2;
+      const uint32_t* wt = wpairs;
 #endif
       switch (nb) { /* constant tile widths: the accumulators stay in registers */
 #if EMBER_QCONV_NB == 6
-        case 6: ember_qconv_tile(ap, wt, a->k4, 6, acc); break;
-        case 5: ember_qconv_tile(ap, wt, a->k4, 5, acc); break;
-        case 4: ember_qconv_tile(ap, wt, a->k4, 4, acc); break;
+        case 6: ember_qconv_tile(ap, rs, wt, a->k4, 6, acc); break;
+        case 5: ember_qconv_tile(ap, rs, wt, a->k4, 5, acc); break;
+        case 4: ember_qconv_tile(ap, rs, wt, a->k4, 4, acc); break;
 #endif
-        case 3: ember_qconv_tile(ap, wt, a->k4, 3, acc); break;
-        case 2: ember_qconv_tile(ap, wt, a->k4, 2, acc); break;
-        default: ember_qconv_tile(ap, wt, a->k4, 1, acc); break;
+        case 3: ember_qconv_tile(ap, rs, wt, a->k4, 3, acc); break;
+        case 2: ember_qconv_tile(ap, rs, wt, a->k4, 2, acc); break;
+        default: ember_qconv_tile(ap, rs, wt, a->k4, 1, acc); break;
       }
-      ember_qconv_store(a, b, oc0, rows, p0 + t0, nb, acc, sums + t0);
+      ember_qconv_store(a, b, oc0, nrows, p0 + t0, nb, acc, sums + t0);
 #else
       /* portable: the same tile in scalar C */
       int32_t acc[EMBER_QCONV_MR][EMBER_QCONV_TW];
       const int64_t tw = cnt - t0 < EMBER_QCONV_TW ? cnt - t0 : EMBER_QCONV_TW;
       int64_t k4, t;
       int r, j;
-      for (r = 0; r < rows; ++r) {
+      for (r = 0; r < nrows; ++r) {
         for (t = 0; t < tw; ++t) acc[r][t] = a->bias[oc0 + r];
       }
       for (k4 = 0; k4 < a->k4; ++k4) {
-        const uint8_t* ap = panel + k4 * EMBER_QCONV_PB * 4 + t0 * 4;
-        for (r = 0; r < rows; ++r) {
+        const uint8_t* ap = (const uint8_t*)(rows + k4 * rs + t0);
+        for (r = 0; r < nrows; ++r) {
           const int8_t* wr = wk + k4 * 16 + r * 4;
           for (t = 0; t < tw; ++t) {
-            int32_t s = 0;
-            for (j = 0; j < 4; ++j) s += (int32_t)ap[t * 4 + j] * (int32_t)wr[j];
-            acc[r][t] += s;
+            int32_t sum = 0;
+            for (j = 0; j < 4; ++j) sum += (int32_t)ap[t * 4 + j] * (int32_t)wr[j];
+            acc[r][t] += sum;
           }
         }
       }
-      for (r = 0; r < rows; ++r) {
+      for (r = 0; r < nrows; ++r) {
         const int64_t oc = oc0 + r;
         uint8_t* yrow = a->y + (b * a->o + oc) * a->p + p0 + t0;
         for (t = 0; t < tw; ++t) {
-          int32_t s = acc[r][t] - (a->has_w_zp ? a->w_zp[oc] * sums[t0 + t] : 0);
-          yrow[t] = (uint8_t)ember_qrequant(s, a->scale[oc], a->y_zp, a->y_lo, a->y_hi);
+          int32_t v = acc[r][t] - (a->has_w_zp ? a->w_zp[oc] * sums[t0 + t] : 0);
+          yrow[t] = (uint8_t)ember_qrequant(v, a->scale[oc], a->y_zp, a->y_lo, a->y_hi);
         }
       }
 #endif
@@ -366,9 +392,9 @@ static void ember_qconv_dw_item(const ember_qconv_args* a, int64_t item, uint8_t
 
 /* Items [lo, hi) with this task's workspaces. */
 static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) {
-  uint64_t panel_bytes, pair_bytes = 0, wpair_bytes = 0, sum_bytes;
+  uint64_t plane_bytes, panel_bytes, pair_bytes = 0, wpair_bytes = 0, sum_bytes;
   uint8_t* buf;
-  int64_t item;
+  int64_t item, built = -1;
   if (lo >= hi) return 0;
   if (ember_qconv_depthwise(a)) {
     panel_bytes = (uint64_t)(ember_qconv_dw_hp(a) * ember_qconv_dw_wp(a) + 64) & ~(uint64_t)63;
@@ -381,18 +407,28 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
     }
     return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
   }
-  panel_bytes = (uint64_t)a->k4 * EMBER_QCONV_PB * 4;
+  /* the plane, with a block of slack: a direct panel's last block reads past its end */
+  plane_bytes = (uint64_t)(((a->cg + 3) / 4) * a->hp * a->wp + EMBER_QCONV_PB) * 4;
+  panel_bytes = a->direct ? 0 : (uint64_t)a->k4 * EMBER_QCONV_PB * 4;
 #if defined(EMBER_Q_PAIRS)
   pair_bytes = (uint64_t)a->k4 * EMBER_QCONV_PB * 8;
   wpair_bytes = (uint64_t)a->k4 * EMBER_QCONV_MR * 8;
 #endif
   sum_bytes = EMBER_QCONV_PB * 4;
-  buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + pair_bytes + wpair_bytes +
-                                                     sum_bytes, 1, 8);
+  buf = (uint8_t*)TVMBackendAllocWorkspace(
+      1, 0, plane_bytes + panel_bytes + pair_bytes + wpair_bytes + sum_bytes, 1, 32);
   if (buf == NULL) return -1;
   for (item = lo; item < hi; ++item) {
-    ember_qconv_item(a, item, buf, buf + panel_bytes, buf + panel_bytes + pair_bytes,
-                     (int32_t*)(buf + panel_bytes + pair_bytes + wpair_bytes));
+    const int64_t bg = item / a->pblocks; /* image * groups + group */
+    if (bg != built) {
+      ember_qconv_interleave(a, bg / a->groups, bg % a->groups, (uint32_t*)buf);
+      memset(buf + plane_bytes - EMBER_QCONV_PB * 4, 0, EMBER_QCONV_PB * 4);
+      built = bg;
+    }
+    ember_qconv_item(a, item, (const uint32_t*)buf, (uint32_t*)(buf + plane_bytes),
+                     (uint32_t*)(buf + plane_bytes + panel_bytes),
+                     (uint32_t*)(buf + plane_bytes + panel_bytes + pair_bytes),
+                     (int32_t*)(buf + plane_bytes + panel_bytes + pair_bytes + wpair_bytes));
   }
   return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
 }
@@ -414,6 +450,12 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.cg = c / groups; a.og = o / groups; a.k = a.cg * kh * kw; a.k4 = (a.cg + 3) / 4 * kh * kw;
   a.ocb = (a.og + EMBER_QCONV_MR - 1) / EMBER_QCONV_MR;
   a.p = oh * ow; a.pblocks = (a.p + EMBER_QCONV_PB - 1) / EMBER_QCONV_PB;
+  a.hp = (oh - 1) * sh + (kh - 1) * dh + 1;
+  a.wp = (ow - 1) * sw + (kw - 1) * dw + 1;
+  a.hp = a.hp > h + ph ? a.hp : h + ph;
+  a.wp = a.wp > wd + pw ? a.wp : wd + pw;
+  a.direct = kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 && a.hp == h &&
+             a.wp == wd && oh == h && ow == wd;
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
   a.y_zp = y_zp; a.y_lo = y_signed ? -128 : 0; a.y_hi = y_signed ? 127 : 255;
   if (n <= 0 || o <= 0 || oh <= 0 || ow <= 0) return 0;

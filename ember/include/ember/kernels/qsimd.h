@@ -117,7 +117,11 @@ static inline void ember_qstore(uint8_t* y, ember_qvi acc, float scale, int32_t 
   q = __builtin_convertvector(v, ember_qvi) + zp;
   {
     ember_qvub b = __builtin_convertvector(q, ember_qvub); /* truncation: q is in range */
-    memcpy(y, &b, n == EMBER_QL ? (size_t)EMBER_QL : (size_t)n);
+    if (n == EMBER_QL) {
+      memcpy(y, &b, EMBER_QL); /* a constant size: one vector store */
+    } else {
+      memcpy(y, &b, (size_t)n);
+    }
   }
 }
 #endif
