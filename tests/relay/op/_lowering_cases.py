@@ -19,8 +19,8 @@ UNARY_RANGES = {
 }
 UNARY_FLOAT = ["exp", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
                "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil", "trunc",
-               "round", "negative", "abs", "sign", "copy", "isnan", "isinf", "isfinite",
-               "logical_not", "nn.relu", "annotation.stop_fusion", "fast_exp", "fast_tanh",
+               "round", "round_half_even", "negative", "abs", "sign", "copy", "isnan", "isinf",
+               "isfinite", "logical_not", "nn.relu", "annotation.stop_fusion", "fast_exp", "fast_tanh",
                "fast_erf"]
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power",
           "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "equal",

@@ -336,57 +336,91 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
   }
 }
 
-/* The height and width of the zero-point-padded plane a depthwise item reads. */
+/* The depthwise plane: the input padded with x_zp and cropped to what the windows read,
+ * hp rows of its columns split into sw phases of wq columns (column x in phase x % sw at
+ * x / sw), so that every tap reads a contiguous run of a row at any stride. */
 static inline int64_t ember_qconv_dw_hp(const ember_qconv_args* a) {
   return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
 }
-static inline int64_t ember_qconv_dw_wp(const ember_qconv_args* a) {
-  return (a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1;
+static inline int64_t ember_qconv_dw_wq(const ember_qconv_args* a) {
+  return ((a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1 + a->sw - 1) / a->sw;
 }
 
-/* One (image, channel) plane of a depthwise conv: the input padded with x_zp (and cropped to
- * what the windows read) into plane, then each output row accumulated in int32 along x. */
+static void ember_qconv_dw_plane(const ember_qconv_args* a, const uint8_t* src, uint8_t* plane) {
+  const int64_t hp = ember_qconv_dw_hp(a), wq = ember_qconv_dw_wq(a);
+  int64_t iy, ph, j;
+  for (ph = 0; ph < a->sw; ++ph) {
+    /* the phase's columns j whose input column j * sw + ph - pw lies in [0, wd) */
+    int64_t lo = (a->pw - ph + a->sw - 1) / a->sw, hi = (a->pw + a->wd - ph + a->sw - 1) / a->sw;
+    lo = lo < 0 ? 0 : lo > wq ? wq : lo;
+    hi = hi < lo ? lo : hi > wq ? wq : hi;
+    for (iy = 0; iy < hp; ++iy) {
+      const int64_t sy = iy - a->ph;
+      uint8_t* row = plane + (ph * hp + iy) * wq;
+      if (sy < 0 || sy >= a->h) {
+        memset(row, a->x_zp, (size_t)wq);
+        continue;
+      }
+      {
+        const uint8_t* s = src + sy * a->wd + ph - a->pw;
+        memset(row, a->x_zp, (size_t)lo);
+        if (a->sw == 1) { /* constant strides: the copies vectorise */
+          for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j] ^ a->flip);
+        } else if (a->sw == 2) {
+          for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j * 2] ^ a->flip);
+        } else {
+          for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j * a->sw] ^ a->flip);
+        }
+        memset(row + hi, a->x_zp, (size_t)(wq - hi));
+      }
+    }
+  }
+}
+
+/* One (image, channel) plane of a depthwise conv: each output row accumulated in int32 along
+ * x from contiguous runs of the phased plane, then requantized. */
 static void ember_qconv_dw_item(const ember_qconv_args* a, int64_t item, uint8_t* plane,
                                 int32_t* acc, int32_t* sums) {
-  const int64_t ch = item % a->c, hp = ember_qconv_dw_hp(a), wp = ember_qconv_dw_wp(a);
-  const uint8_t* src = a->x + item * a->h * a->wd;
+  const int64_t ch = item % a->c, hp = ember_qconv_dw_hp(a), wq = ember_qconv_dw_wq(a);
   uint8_t* dst = a->y + item * a->p;
   const int8_t* wk = a->w + ch * (a->k4 * 16); /* the group's block: row 0 of [k4][4][4] */
   const int32_t wz = a->has_w_zp ? a->w_zp[ch] : 0;
-  int64_t iy, ix, oy, ox, ky, kx;
-  for (iy = 0; iy < hp; ++iy) {
-    const int64_t sy = iy - a->ph;
-    uint8_t* row = plane + iy * wp;
-    for (ix = 0; ix < wp; ++ix) {
-      const int64_t sx = ix - a->pw;
-      row[ix] = (sy >= 0 && sy < a->h && sx >= 0 && sx < a->wd)
-                    ? (uint8_t)(src[sy * a->wd + sx] ^ a->flip) : a->x_zp;
-    }
-  }
+  const float scale = a->scale[ch];
+  int64_t oy, ox, ky, kx;
+  ember_qconv_dw_plane(a, a->x + item * a->h * a->wd, plane);
   for (oy = 0; oy < a->oh; ++oy) {
     for (ox = 0; ox < a->ow; ++ox) acc[ox] = a->bias[ch];
     if (wz) {
       for (ox = 0; ox < a->ow; ++ox) sums[ox] = 0;
     }
     for (ky = 0; ky < a->kh; ++ky) {
-      const uint8_t* row = plane + (oy * a->sh + ky * a->dh) * wp;
       for (kx = 0; kx < a->kw; ++kx) {
+        const int64_t col = kx * a->dw;
         const int32_t wv = wk[(ky * a->kw + kx) * 16]; /* quad of tap k: channel 0 */
-        const uint8_t* r = row + kx * a->dw;
-        if (a->sw == 1) {
-          for (ox = 0; ox < a->ow; ++ox) acc[ox] += (int32_t)r[ox] * wv;
-        } else {
-          for (ox = 0; ox < a->ow; ++ox) acc[ox] += (int32_t)r[ox * a->sw] * wv;
-        }
+        const uint8_t* r = plane + ((col % a->sw) * hp + oy * a->sh + ky * a->dh) * wq +
+                           col / a->sw;
+        for (ox = 0; ox < a->ow; ++ox) acc[ox] += (int32_t)r[ox] * wv;
         if (wz) {
-          for (ox = 0; ox < a->ow; ++ox) sums[ox] += r[ox * a->sw];
+          for (ox = 0; ox < a->ow; ++ox) sums[ox] += r[ox];
         }
       }
     }
-    for (ox = 0; ox < a->ow; ++ox) {
-      const int32_t s = acc[ox] - (wz ? wz * sums[ox] : 0);
-      dst[oy * a->ow + ox] = (uint8_t)ember_qrequant(s, a->scale[ch], a->y_zp, a->y_lo, a->y_hi);
+    if (wz) {
+      for (ox = 0; ox < a->ow; ++ox) acc[ox] -= wz * sums[ox];
     }
+#if defined(EMBER_Q_VECTOR_EXT)
+    for (ox = 0; ox < a->ow; ox += EMBER_QL) {
+      const int64_t left = a->ow - ox;
+      ember_qvi v = ember_qset1(0);
+      memcpy(&v, acc + ox, (size_t)(left < EMBER_QL ? left : EMBER_QL) * 4);
+      ember_qstore(dst + oy * a->ow + ox, v, scale, a->y_zp, a->y_lo, a->y_hi,
+                   left < EMBER_QL ? left : EMBER_QL);
+    }
+#else
+    for (ox = 0; ox < a->ow; ++ox) {
+      dst[oy * a->ow + ox] = (uint8_t)ember_qrequant(acc[ox], scale, a->y_zp, a->y_lo, a->y_hi);
+    }
+#endif
   }
 }
 
@@ -397,7 +431,8 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
   int64_t item, built = -1;
   if (lo >= hi) return 0;
   if (ember_qconv_depthwise(a)) {
-    panel_bytes = (uint64_t)(ember_qconv_dw_hp(a) * ember_qconv_dw_wp(a) + 64) & ~(uint64_t)63;
+    panel_bytes = (uint64_t)(a->sw * ember_qconv_dw_hp(a) * ember_qconv_dw_wq(a) + 64) &
+                  ~(uint64_t)63;
     sum_bytes = (uint64_t)a->ow * 4;
     buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + 2 * sum_bytes, 1, 8);
     if (buf == NULL) return -1;

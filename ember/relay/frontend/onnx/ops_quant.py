@@ -19,7 +19,6 @@ from ... import op as _op
 from ._node import Node
 from ._util import expand_to_rank, norm_axis, scalar
 from .ops_conv import _ints, conv_expr, window_pads
-from .ops_math import round_half_even_expr
 from .ops_nn import matmul_expr
 
 # the integer types a quantized tensor may have -> (lowest, highest)
@@ -46,8 +45,11 @@ def _along_axis(node: Node, param: RelayExpr, x_ndim: int, what: str) -> RelayEx
     pt = node.type_of(param)
     if pt.ndim == 0 or (pt.ndim == 1 and pt.shape[0] == 1 and x_ndim != 1):
         return _op.reshape(param, ()) if pt.ndim else param
-    axis = norm_axis(node, node.attr("axis", 1), x_ndim)
     block = node.attr("block_size", 0)
+    if x_ndim == 1 and not node.has_attr("axis") and not block:
+        axis = 0  # a 1-D tensor (a bias of quantize_static's QDQ models): onnxruntime's axis
+    else:
+        axis = norm_axis(node, node.attr("axis", 1), x_ndim)
     if block:
         if pt.ndim != x_ndim:
             raise node.fail(f"blocked {what} must have the input's rank {x_ndim}, got "
@@ -88,7 +90,7 @@ def _output_type(node: Node, zp_index: int) -> str:
 def _requantize(value: RelayExpr, scale: RelayExpr | None, zp: RelayExpr | None,
                 dtype: str) -> RelayExpr:
     """saturate(round(value / scale) + zp): ``value`` float32 (already scaled: None)."""
-    y = round_half_even_expr(value if scale is None else _op.divide(value, scale), F32)
+    y = _op.round_half_even(value if scale is None else _op.divide(value, scale))
     if zp is not None:
         y = _op.add(y, _op.cast(zp, F32))
     return saturate(y, dtype)
@@ -113,9 +115,16 @@ def quantize_linear(node: Node) -> RelayExpr:
 
 
 def dequantize_linear(node: Node) -> RelayExpr:
-    """(x - x_zero_point) * x_scale, in x_scale's type (or ``output_dtype``)."""
+    """(x - x_zero_point) * x_scale, in x_scale's type (or ``output_dtype``); x of an 8- or
+    16-bit type, or int32 (a bias)."""
     ndim = node.ndim(0)
-    shifted = _op.cast(_shifted(node, 0, 2, "x"), F32)
+    if node.dtype(0) == I32:  # a bias quantized with x_scale * w_scale (zero point 0)
+        shifted = _op.cast(node.input(0, "x"), F32)
+        if node.has_input(2):
+            zp = _along_axis(node, node.input(2), ndim, "x's zero point")
+            shifted = _op.subtract(shifted, _op.cast(zp, F32))
+    else:
+        shifted = _op.cast(_shifted(node, 0, 2, "x"), F32)
     scale = _along_axis(node, _as_f32(node, 1), ndim, "x_scale")
     out = _op.multiply(shifted, scale)
     dtype = node.dtype(1)
@@ -132,7 +141,7 @@ def dynamic_quantize_linear(node: Node) -> list[RelayExpr]:
     lo = _op.minimum(_op.min(x), zero)
     hi = _op.maximum(_op.max(x), zero)
     scale = _op.divide(_op.subtract(hi, lo), scalar(255.0, F32))
-    zp = saturate(round_half_even_expr(_op.divide(_op.negative(lo), scale), F32), "uint8")
+    zp = saturate(_op.round_half_even(_op.divide(_op.negative(lo), scale)), "uint8")
     y = _requantize(x, scale, zp, "uint8")
     return [y, scale, zp]
 
@@ -287,3 +296,147 @@ def _qconv2d(node: Node) -> RelayExpr | None:
         strides=tuple(strides), padding=tuple(pads), dilation=tuple(dilations),
         groups=groups, x_zp=folded.x_zp, has_w_zp=folded.has_w_zp, y_zp=y_zp,
         out_dtype=out_dtype)
+
+
+# ---------------------------------------------------------------- com.microsoft QLinear ops
+# onnxruntime's quantize_static (QOperator format) writes these around the QLinearConvs:
+# each is imported as dequantize -> the float op -> quantize (per-tensor scales and zero
+# points), within one unit of onnxruntime's integer/table implementations.
+def _deq(node: Node, i: int, what: str = "x") -> RelayExpr:
+    """Input ``i`` dequantized with the scale and zero point that follow it (i + 1, i + 2)."""
+    x = node.input(i, what)
+    _check_int_type(node, node.dtype(i), what)
+    out = _op.cast(x, F32)
+    if node.has_input(i + 2):
+        out = _op.subtract(out, _op.cast(_scalar_param(node, i + 2, f"{what}'s zero point"),
+                                         F32))
+    return _op.multiply(out, _scalar_param(node, i + 1, f"{what}'s scale", F32))
+
+
+def _scalar_param(node: Node, i: int, what: str, dtype: str | None = None) -> RelayExpr:
+    t = node.type(i)
+    if t.ndim > 1 or (t.ndim == 1 and t.shape[0] != 1):
+        raise node.fail(f"{what} must be a scalar (per-tensor), got shape {tuple(t.shape)}")
+    p = node.input(i)
+    p = _op.reshape(p, ()) if t.ndim else p
+    return p if dtype is None or node.dtype(i) == dtype else _op.cast(p, dtype)
+
+
+def _quant_out(node: Node, value: RelayExpr, s: int, zp: int, like: int) -> RelayExpr:
+    """``value`` (float32) quantized with scale input ``s`` and zero point input ``zp``, to
+    the zero point's type (or input ``like``'s)."""
+    dtype = node.dtype(zp) if node.has_input(zp) else node.dtype(like)
+    _check_int_type(node, dtype, "y")
+    zero = _scalar_param(node, zp, "y's zero point") if node.has_input(zp) else None
+    return _requantize(value, _scalar_param(node, s, "y's scale", F32), zero, dtype)
+
+
+def qlinear_binary(fn: Any) -> Any:
+    def convert(node: Node) -> RelayExpr:
+        value = fn(_deq(node, 0, "A"), _deq(node, 3, "B"))
+        return _quant_out(node, value, 6, 7, 0)
+    return convert
+
+
+def qlinear_unary(fn: Any) -> Any:
+    def convert(node: Node) -> RelayExpr:
+        return _quant_out(node, fn(node, _deq(node, 0, "X")), 3, 4, 0)
+    return convert
+
+
+def _channels_first(node: Node) -> None:
+    if node.attr("channels_last", 0):
+        raise node.unsupported_attr("channels_last", node.attr("channels_last"), "0")
+
+
+def _global_average(node: Node, x: RelayExpr) -> RelayExpr:
+    _channels_first(node)
+    return _op.mean(x, axis=list(range(2, node.ndim(0))), keepdims=True)
+
+
+def _average_pool(node: Node, x: RelayExpr) -> RelayExpr:
+    from .ops_conv import _pool
+
+    _channels_first(node)
+    include = bool(node.attr("count_include_pad", 0))
+    return _pool(node, _op.nn.avg_pool2d, {"count_include_pad": include}, x)
+
+
+def _softmax(node: Node, x: RelayExpr) -> RelayExpr:
+    return _op.nn.softmax(x, norm_axis(node, node.attr("axis", -1), node.ndim(0)))
+
+
+def _sigmoid(node: Node, x: RelayExpr) -> RelayExpr:
+    return _op.sigmoid(x)
+
+
+def _leaky_relu(node: Node, x: RelayExpr) -> RelayExpr:
+    return _op.nn.leaky_relu(x, float(node.attr("alpha", 0.01)))
+
+
+def qlinear_concat(node: Node) -> RelayExpr:
+    """Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input."""
+    count = (len(node.proto.input) - 2) // 3
+    if count < 1 or len(node.proto.input) != 2 + 3 * count:
+        raise node.fail("takes Y_scale, Y_zero_point, then triples (X, X_scale, X_zero_point)")
+    parts = [_deq(node, 2 + 3 * k, f"X{k}") for k in range(count)]
+    value = _op.concatenate(parts, norm_axis(node, node.attr("axis"), node.ndim(2)))
+    return _quant_out(node, value, 0, 1, 2)
+
+
+def qgemm(node: Node) -> RelayExpr:
+    """alpha * (A - a_zp) @ (B - b_zp) (+ C, int32) * a_scale * b_scale; quantized with
+    y_scale / y_zero_point when given, else float32."""
+    a = _shifted_operand(node, 0, 2, "A", row=True)
+    b = _shifted_operand(node, 3, 5, "B", row=False) if not node.attr("transB", 0) else \
+        _op.transpose(_shifted_weight_rows(node), (1, 0))
+    if node.attr("transA", 0):
+        a = _op.transpose(a, (1, 0))
+    acc = _op.nn.dense(a, _op.transpose(b, (1, 0)))
+    if node.has_input(6):
+        acc = _op.add(acc, _op.cast(node.input(6), I32))
+    scale = _op.multiply(_scalar_param(node, 1, "a_scale", F32),
+                         _per_channel(node, 4, 2, 1))
+    alpha = float(node.attr("alpha", 1.0))
+    if alpha != 1.0:
+        scale = _op.multiply(scale, scalar(alpha, F32))
+    value = _op.multiply(_op.cast(acc, F32), scale)
+    if not node.has_input(7):
+        return value
+    return _quant_out(node, value, 7, 8, 0)
+
+
+def _shifted_weight_rows(node: Node) -> RelayExpr:
+    """B given as (N, K) (transB): minus its zero point, one per row N."""
+    b = node.input(3, "B")
+    _check_int_type(node, node.dtype(3), "B")
+    out = _op.cast(b, I32)
+    if not node.has_input(5):
+        return out
+    zp, zt = _op.cast(node.input(5), I32), node.type(5)
+    if zt.ndim == 1 and zt.shape[0] != 1:
+        zp = _op.expand_dims(zp, -1)
+    elif zt.ndim == 1:
+        zp = _op.reshape(zp, ())
+    return _op.subtract(out, zp)
+
+
+def contrib_table() -> dict[str, Any]:
+    """The com.microsoft quantized operators (read into ops_contrib's table)."""
+    from ._table import _e
+
+    note = "dequantized, {} in float32, quantized (per-tensor)"
+    return {
+        "QGemm": _e(qgemm, "int32 product of the zero-point-shifted operands (+ C), scaled; "
+                    "quantized when y_scale is given, else float32"),
+        "QLinearAdd": _e(qlinear_binary(_op.add), note.format("added")),
+        "QLinearAveragePool": _e(qlinear_unary(_average_pool), note.format("average pool "
+                                                                          "(NCHW)")),
+        "QLinearConcat": _e(qlinear_concat, note.format("concatenated")),
+        "QLinearGlobalAveragePool": _e(qlinear_unary(_global_average),
+                                       note.format("mean over space (NCHW)")),
+        "QLinearLeakyRelu": _e(qlinear_unary(_leaky_relu), note.format("leaky relu")),
+        "QLinearMul": _e(qlinear_binary(_op.multiply), note.format("multiplied")),
+        "QLinearSigmoid": _e(qlinear_unary(_sigmoid), note.format("sigmoid")),
+        "QLinearSoftmax": _e(qlinear_unary(_softmax), note.format("softmax along axis")),
+    }
