@@ -86,6 +86,13 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
              rng.integers(-3, 3, (6,)).astype("int32"), rand(rng, (6,), lo=1e-4, hi=1e-3)],
             {"channels": 6, "kernel_size": (3, 3), "strides": (2, 1), "padding": (1, 1),
              "x_zp": 7, "has_w_zp": True, "y_zp": 3}, (0, 0)),
+        # (2, 3, 9) u8 rows with zero point 5 by a packed (7, 9) int8 weight
+        "nn.contrib_qdense": Case(
+            "nn.contrib_qdense",
+            [rng.integers(0, 256, (2, 3, 9)).astype("uint8"),
+             rng.integers(-128, 128, (1, 3, 16, 4)).astype("int8"),
+             rng.integers(-999, 999, (7,)).astype("int32"), np.array(5, "uint8")],
+            {"units": 7}, (0, 0)),
         "nn.dense": Case("nn.dense", [rand(rng, (3, 9)), rand(rng, (5, 9))], {}, SUMS),
         "nn.matmul": Case("nn.matmul", [rand(rng, (3, 9)), rand(rng, (9, 5))], {}, SUMS),
         "nn.batch_matmul": Case("nn.batch_matmul", [rand(rng, (2, 3, 9)), rand(rng, (2, 5, 9))],

@@ -149,7 +149,10 @@ def dynamic_quantize_linear(node: Node) -> list[RelayExpr]:
 # ---------------------------------------------------------------- integer products
 def matmul_integer(node: Node) -> RelayExpr:
     """int32 matmul of the zero-point-shifted operands (per-row a / per-column b zero points
-    broadcast along their axis)."""
+    broadcast along their axis): one nn.contrib_qdense where :func:`_qdense` can make one."""
+    fast = _qdense(node)
+    if fast is not None:
+        return fast
     a = _shifted_operand(node, 0, 2, "A", row=True)
     b = _shifted_operand(node, 1, 3, "B", row=False)
     return matmul_expr(node, a, b)
@@ -296,6 +299,38 @@ def _qconv2d(node: Node) -> RelayExpr | None:
         strides=tuple(strides), padding=tuple(pads), dilation=tuple(dilations),
         groups=groups, x_zp=folded.x_zp, has_w_zp=folded.has_w_zp, y_zp=y_zp,
         out_dtype=out_dtype)
+
+
+def _qdense(node: Node) -> RelayExpr | None:
+    """MatMulInteger as nn.contrib_qdense (the int8 kernel): u8/s8 A with one zero point (a
+    constant or a run-time value) by a constant 2-D B whose zero-point-shifted values fit
+    int8. None for anything else (the decomposition)."""
+    from ....topi.nn import qdense as kernel
+
+    a_type = node.dtype(0)
+    if a_type not in ("uint8", "int8") or node.ndim(1) != 2 or node.ndim(0) < 1:
+        return None
+    b = node.value(1)
+    b_zp = node.value(3) if node.has_input(3) else np.zeros((), b.dtype if b is not None
+                                                           else np.int8)
+    if b is None or b_zp is None or node.dtype(1) not in ("uint8", "int8"):
+        return None
+    k, n = b.shape
+    if node.type(0).shape[-1] != k or not _scalar_or_vector(b_zp, n):
+        return None
+    if node.has_input(2):
+        zt = node.type(2)
+        if node.dtype(2) != a_type or zt.ndim > 1 or (zt.ndim == 1 and zt.shape[0] != 1):
+            return None
+        a_zp = node.input(2)
+    else:
+        a_zp = node.const(np.zeros((), a_type), a_type)
+    shifted = b.astype(np.int64) - np.broadcast_to(b_zp.astype(np.int64).reshape(-1), (n,))
+    if shifted.min(initial=0) < -128 or shifted.max(initial=0) > 127:
+        return None
+    packed, colsum = kernel.pack_weight(np.ascontiguousarray(shifted.T).astype(np.int8))
+    return _op.nn.contrib_qdense(node.input(0, "A"), node.const(packed, "int8"),
+                                 node.const(colsum, I32), a_zp, units=n)
 
 
 # ---------------------------------------------------------------- com.microsoft QLinear ops
