@@ -393,7 +393,7 @@ static void ember_qconv_dw_item(const ember_qconv_args* a, int64_t item, uint8_t
     if (wz) {
       for (ox = 0; ox < a->ow; ++ox) sums[ox] = 0;
     }
-    for (ky = 0; ky < a->kh; ++ky) {
+    for (ky = 0; ky < a->kh; ++ky) { /* acc stays in L1; the loops over x vectorise */
       for (kx = 0; kx < a->kw; ++kx) {
         const int64_t col = kx * a->dw;
         const int32_t wv = wk[(ky * a->kw + kx) * 16]; /* quad of tap k: channel 0 */
@@ -410,11 +410,9 @@ static void ember_qconv_dw_item(const ember_qconv_args* a, int64_t item, uint8_t
     }
 #if defined(EMBER_Q_VECTOR_EXT)
     for (ox = 0; ox < a->ow; ox += EMBER_QL) {
-      const int64_t left = a->ow - ox;
-      ember_qvi v = ember_qset1(0);
-      memcpy(&v, acc + ox, (size_t)(left < EMBER_QL ? left : EMBER_QL) * 4);
-      ember_qstore(dst + oy * a->ow + ox, v, scale, a->y_zp, a->y_lo, a->y_hi,
-                   left < EMBER_QL ? left : EMBER_QL);
+      const int64_t left = a->ow - ox; /* acc has EMBER_QL entries of slack */
+      ember_qstore(dst + oy * a->ow + ox, ember_qload(acc + ox), scale, a->y_zp, a->y_lo,
+                   a->y_hi, left < EMBER_QL ? left : EMBER_QL);
     }
 #else
     for (ox = 0; ox < a->ow; ++ox) {
@@ -433,7 +431,7 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
   if (ember_qconv_depthwise(a)) {
     panel_bytes = (uint64_t)(a->sw * ember_qconv_dw_hp(a) * ember_qconv_dw_wq(a) + 64) &
                   ~(uint64_t)63;
-    sum_bytes = (uint64_t)a->ow * 4;
+    sum_bytes = (uint64_t)(a->ow + 16) * 4; /* slack: the epilogue loads whole vectors */
     buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + 2 * sum_bytes, 1, 8);
     if (buf == NULL) return -1;
     for (item = lo; item < hi; ++item) {
