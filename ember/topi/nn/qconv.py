@@ -129,7 +129,8 @@ def conv_int(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
 def reference(x: np.ndarray, packed: np.ndarray, bias: np.ndarray, w_zp: np.ndarray,
               scale: np.ndarray, *, o: int, kernel: tuple[int, int], strides: tuple[int, int],
               padding: tuple[int, int, int, int], dilation: tuple[int, int], groups: int,
-              x_zp: int, has_w_zp: bool, y_zp: int, out_dtype: str) -> np.ndarray:
+              x_zp: int, has_w_zp: bool, y_zp: int, out_dtype: str,
+              y_range: tuple[int, int] | None = None) -> np.ndarray:
     """What ``ember_qconv2d`` computes (see qconv.h), in numpy."""
     u = x.astype(np.int64) + (128 if x.dtype == np.int8 else 0)
     cg = x.shape[1] // groups
@@ -140,7 +141,9 @@ def reference(x: np.ndarray, packed: np.ndarray, bias: np.ndarray, w_zp: np.ndar
         ones = np.ones((o, cg) + tuple(kernel), np.int64)
         sums = conv_int(u, ones, strides, padding, dilation, groups, x_zp)
         acc -= w_zp.astype(np.int64).reshape(1, -1, 1, 1) * sums
-    return requantize(acc.astype(np.int32), scale, y_zp, out_dtype)
+    out = requantize(acc.astype(np.int32), scale, y_zp, out_dtype)
+    lo, hi = y_range or RANGES[out_dtype]
+    return np.clip(out, lo, hi).astype(out_dtype)
 
 
 def out_size(size: int, k: int, stride: int, dilation: int, before: int, after: int) -> int:
@@ -151,8 +154,10 @@ def qconv2d(x: te.Tensor, weight: te.Tensor, bias: te.Tensor, w_zp: te.Tensor,
             scale: te.Tensor, *, o: int, kernel: tuple[int, int], strides: tuple[int, int],
             padding: tuple[int, int, int, int], dilation: tuple[int, int], groups: int,
             x_zp: int, has_w_zp: bool, y_zp: int, out_dtype: str,
-            threads: int = 1) -> te.Tensor:
-    """The ``ember_qconv2d`` stage: (N, O, OH, OW) ``out_dtype`` (u8 or s8)."""
+            y_range: tuple[int, int] | None = None) -> te.Tensor:
+    """The ``ember_qconv2d`` stage: (N, O, OH, OW) ``out_dtype`` (u8 or s8), clamped to
+    ``y_range`` (None: the type's range)."""
+    y_range = y_range or RANGES[out_dtype]
     n, c, h, wd = dims(x.shape)
     kh, kw = kernel
     oh = out_size(h, kh, strides[0], dilation[0], padding[0], padding[2])
@@ -167,7 +172,8 @@ def qconv2d(x: te.Tensor, weight: te.Tensor, bias: te.Tensor, w_zp: te.Tensor,
             ins[4].data, outs[0].data, n, c, h, wd, i64(o), i64(oh), i64(ow), i64(kh), i64(kw),
             i64(strides[0]), i64(strides[1]), i64(padding[0]), i64(padding[1]),
             i64(dilation[0]), i64(dilation[1]), i64(groups), int(x.dtype == "int8"), int(x_zp),
-            int(has_w_zp), int(y_zp), int(out_dtype == "int8"), parallel, header=QCONV_HEADER)
+            int(has_w_zp), int(y_zp), int(y_range[0]), int(y_range[1]), parallel,
+            header=QCONV_HEADER)
         return succeeds(call, "nn.contrib_qconv2d: ember_qconv2d failed (workspace or "
                               "parallel launch)")
 

@@ -3,9 +3,10 @@
  * nn.contrib_qconv2d (ONNX QLinearConv):
  *
  *   acc[o, p] = bias[o] + sum_k u[k, p] * w[o, k] - (has_w_zp ? w_zp[o] * sum_k u[k, p] : 0)
- *   y[o, p]   = saturate(round_half_even(acc[o, p] * scale[o]) + y_zp)
+ *   y[o, p]   = clamp(round_half_even(acc[o, p] * scale[o]) + y_zp, y_lo, y_hi)
  *
- * over k = (input channel of o's group, ky, kx) and output pixels p, where u is the input as
+ * over k = (input channel of o's group, ky, kx) and output pixels p ([y_lo, y_hi]: the output
+ * type's range, or less where a relu or clip was folded in), where u is the input as
  * u8 (an s8 input has 128 added, x_signed) and padding reads x_zp (the input's zero point in
  * that u8 view). The zero points' other terms depend only on the weights and are folded into
  * bias at build time (topi/nn/qconv.py), so the products are plain u8 x s8 -> s32 (vpdpbusd
@@ -36,7 +37,7 @@
       void *y, int64_t n, int64_t c, int64_t h, int64_t wd, int64_t o, int64_t oh, int64_t ow,    \
       int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh,         \
       int64_t dw, int64_t groups, int32_t x_signed, int32_t x_zp, int32_t has_w_zp, int32_t y_zp, \
-      int32_t y_signed, int32_t parallel
+      int32_t y_lo, int32_t y_hi, int32_t parallel
 EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS);
 
 #if EMBER_KERNEL_BODIES
@@ -490,7 +491,7 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.direct = kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 && a.hp == h &&
              a.wp == wd && oh == h && ow == wd;
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
-  a.y_zp = y_zp; a.y_lo = y_signed ? -128 : 0; a.y_hi = y_signed ? 127 : 255;
+  a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
   if (n <= 0 || o <= 0 || oh <= 0 || ow <= 0) return 0;
   if (parallel && ember_qconv_items(&a) > 1) {
     return TVMBackendParallelLaunch(ember_qconv_task, &a, 0) == 0 ? 0 : -1;

@@ -103,6 +103,9 @@ def _as_f32(node: Node, i: int) -> RelayExpr:
 
 # ---------------------------------------------------------------- linear (de)quantization
 def quantize_linear(node: Node) -> RelayExpr:
+    fused = _qdq_conv(node)
+    if fused is not None:
+        return fused
     x, ndim = node.input(0, "x"), node.ndim(0)
     if not node.dtype(0).startswith("float"):
         raise node.fail(f"x must be a floating-point tensor, got {node.dtype(0)}")
@@ -115,6 +118,19 @@ def quantize_linear(node: Node) -> RelayExpr:
 
 
 def dequantize_linear(node: Node) -> RelayExpr:
+    """(x - x_zero_point) * x_scale (see :func:`_dequantize_linear`), remembered for the QDQ
+    rewrite when x is 8-bit (or an int32 bias) with constant scalar or per-axis parameters."""
+    out = node.finish(_dequantize_linear(node))
+    scale, zp = node.value(1), node.value(2) if node.has_input(2) else np.zeros((), np.int64)
+    if scale is not None and zp is not None and node.dtype(1) == F32 and \
+            node.dtype(0) in ("uint8", "int8", I32) and not node.attr("block_size", 0):
+        axis = node.attr("axis", 1)
+        _qdq_table(node)[out] = _Dequantized(node.input(0), node.value(0), node.dtype(0),
+                                             scale, zp, axis)
+    return out
+
+
+def _dequantize_linear(node: Node) -> RelayExpr:
     """(x - x_zero_point) * x_scale, in x_scale's type (or ``output_dtype``); x of an 8- or
     16-bit type, or int32 (a bias)."""
     ndim = node.ndim(0)
@@ -475,3 +491,105 @@ def contrib_table() -> dict[str, Any]:
         "QLinearSigmoid": _e(qlinear_unary(_sigmoid), note.format("sigmoid")),
         "QLinearSoftmax": _e(qlinear_unary(_softmax), note.format("softmax along axis")),
     }
+
+
+# ---------------------------------------------------------------- QDQ: DQ -> Conv -> Q
+# quantize_static's QDQ format writes DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear
+# with constant int8 weights and an int32 bias; onnxruntime fuses it into its int8 conv. Each
+# DequantizeLinear's result is remembered (per import) with what it dequantized; a
+# QuantizeLinear of such a conv becomes nn.contrib_qconv2d where that is exact: the bias was
+# quantized with x_scale * w_scale (so its int32 values are the kernel's), scalar activation
+# parameters, NCHW 2-D conv. The result is onnxruntime's fused kernel's up to float rounding
+# of the requantization scale (x_scale * w_scale / y_scale, computed alike).
+class _Dequantized:
+    """A DequantizeLinear's input (and its value when constant), type, scale, zero point."""
+
+    __slots__ = ("x", "value", "dtype", "scale", "zp", "axis")
+
+    def __init__(self, x: RelayExpr, value: np.ndarray | None, dtype: str, scale: np.ndarray,
+                 zp: np.ndarray, axis: int) -> None:
+        self.x, self.value, self.dtype = x, value, dtype
+        self.scale, self.zp, self.axis = scale, zp, axis
+
+
+def _qdq_table(node: Node) -> dict[RelayExpr, _Dequantized]:
+    importer = node.scope.importer
+    table = getattr(importer, "qdq_dequantized", None)
+    if table is None:
+        table = importer.qdq_dequantized = {}
+    return table
+
+
+def _call_of(expr: RelayExpr, name: str) -> Any:
+    from ....ir.expr import Call
+
+    return expr if isinstance(expr, Call) and getattr(expr.op, "name", "") == name else None
+
+
+def _qdq_conv(node: Node) -> RelayExpr | None:
+    from ....topi.nn import qconv as kernel
+
+    table = _qdq_table(node)
+    if not table or node.dtype(0) != F32:
+        return None
+    y_scale, y_zp = node.value(1), node.value(2) if node.has_input(2) else np.zeros((), "uint8")
+    if y_scale is None or y_zp is None or y_scale.size != 1 or y_zp.size != 1:
+        return None
+    out_dtype = _output_type(node, 2)
+    if out_dtype not in kernel.RANGES:
+        return None
+    lo, hi = kernel.RANGES[out_dtype]
+    zy = int(y_zp.reshape(-1)[0])
+    sy = np.float32(y_scale.reshape(-1)[0])
+    expr, y_range = node.input(0), (lo, hi)
+    relu, clip = _call_of(expr, "nn.relu"), _call_of(expr, "clip")
+    if relu is not None:
+        expr, y_range = relu.args[0], (max(lo, zy), hi)
+    elif clip is not None and clip.attrs.a_min == 0.0 and sy > 0:
+        top = int(np.rint(np.float32(clip.attrs.a_max) / sy)) + zy
+        expr, y_range = clip.args[0], (max(lo, zy), min(hi, top))
+    bias_add = _call_of(expr, "nn.bias_add")
+    conv = _call_of(bias_add.args[0] if bias_add is not None else expr, "nn.conv2d")
+    if conv is None or (bias_add is not None and bias_add.attrs.axis != 1):
+        return None
+    a = conv.attrs
+    if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or a.out_dtype not in ("", F32):
+        return None
+    dx, dw = table.get(conv.args[0]), table.get(conv.args[1])
+    db = table.get(bias_add.args[1]) if bias_add is not None else None
+    if dx is None or dw is None or dx.value is not None or dw.value is None or \
+            dx.dtype not in kernel.RANGES or dw.dtype not in kernel.RANGES or \
+            dx.scale.size != 1 or dx.zp.size != 1 or dx.zp.dtype.name != dx.dtype:
+        return None
+    if (bias_add is not None) and (db is None or db.value is None or db.dtype != I32 or
+                                   np.any(db.zp)):
+        return None
+    w = dw.value
+    o = w.shape[0]
+    if w.ndim != 4 or (dw.scale.size != 1 and (dw.scale.shape != (o,) or dw.axis != 0)) or \
+            dw.zp.size not in (1, o):
+        return None
+    sx = np.float32(dx.scale.reshape(-1)[0])
+    ws = dw.scale.astype(np.float32).reshape(-1)
+    if db is not None:  # the bias' scale must be x_scale * w_scale: its values are the kernel's
+        if db.value.size != o or not np.array_equal(
+                np.broadcast_to(db.scale.astype(np.float32).reshape(-1), (o,)),
+                np.broadcast_to(sx * ws, (o,))):
+            return None
+    c = node.type_of(conv.args[0]).shape[1]
+    if not isinstance(c, int) or w.shape[1] * a.groups != c:
+        return None
+    try:
+        folded = kernel.fold(w, dw.zp, int(dx.zp.reshape(-1)[0]), dx.dtype == "int8", sx,
+                             dw.scale.astype(np.float32), sy,
+                             None if db is None else db.value.reshape(o).astype(np.int32))
+    except OverflowError:
+        return None
+    return _op.nn.contrib_qconv2d(
+        dx.x, node.const(kernel.pack_weight(folded.weight, a.groups), "int8"),
+        node.const(folded.bias, I32), node.const(folded.w_zp, I32),
+        node.const(folded.scale, F32), channels=o, kernel_size=tuple(w.shape[2:]),
+        strides=a.strides, padding=a.padding, dilation=a.dilation, groups=a.groups,
+        x_zp=folded.x_zp, has_w_zp=folded.has_w_zp, y_zp=zy, out_dtype=out_dtype,
+        y_min=y_range[0] if y_range[0] != lo else None,
+        y_max=y_range[1] if y_range[1] != hi else None)

@@ -3,7 +3,7 @@
 ``nn.contrib_qconv2d(data, weight, bias, w_zp, scale)``::
 
     acc[o] = bias[o] + sum(u * w[o]) - (has_w_zp ? w_zp[o] * sum(u over the window) : 0)
-    y[o]   = saturate(round_half_even(float32(acc[o]) * scale[o]) + y_zp)
+    y[o]   = clamp(round_half_even(float32(acc[o]) * scale[o]) + y_zp, y_min, y_max)
 
 ``data`` is uint8 or int8 (u: data as u8, int8 plus 128), padded with ``x_zp`` (in that u8
 view); ``weight`` is int8 prepacked as (groups, ceil(O / groups / 4), KH * KW * ceil(C / groups / 4), 4, 4)
@@ -45,6 +45,8 @@ class QConv2DAttrs(_Window):
     has_w_zp: bool = False
     y_zp: int = 0
     out_dtype: str = "uint8"
+    y_min: int | None = None  # a narrower output range (a relu or clip folded in); None: the
+    y_max: int | None = None  # type's bound
     _op: ClassVar[str] = OP
 
     def __post_init__(self) -> None:
@@ -65,6 +67,17 @@ class QConv2DAttrs(_Window):
         lo, hi = qconv_kernel.RANGES[self.out_dtype]
         if not lo <= self.y_zp <= hi:
             raise self._invalid("y_zp", f"a value of {self.out_dtype}")
+        self._int("y_min", optional=True)
+        self._int("y_max", optional=True)
+        y_lo, y_hi = self.y_range
+        if not lo <= y_lo <= y_hi <= hi:
+            raise self._invalid("y_min", f"y_min <= y_max within {self.out_dtype}'s range")
+
+    @property
+    def y_range(self) -> tuple[int, int]:
+        lo, hi = qconv_kernel.RANGES[self.out_dtype]
+        return (lo if self.y_min is None else self.y_min,
+                hi if self.y_max is None else self.y_max)
 
 
 def _packed_shape(attrs: QConv2DAttrs, c: int) -> tuple[int, ...]:
@@ -107,7 +120,7 @@ def _kwargs(attrs: QConv2DAttrs) -> dict[str, Any]:
     return dict(o=attrs.channels, kernel=attrs.kernel_size, strides=attrs.strides,
                 padding=attrs.padding, dilation=attrs.dilation, groups=attrs.groups,
                 x_zp=attrs.x_zp, has_w_zp=attrs.has_w_zp, y_zp=attrs.y_zp,
-                out_dtype=attrs.out_dtype)
+                out_dtype=attrs.out_dtype, y_range=attrs.y_range)
 
 
 def _ref(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, w_zp: np.ndarray,
