@@ -100,3 +100,35 @@ def test_run_time_weight_keeps_the_decomposition():
     model.graph.input.append(helper.make_tensor_value_info("b", TP.INT8, [4, 5]))
     mod, _ = from_onnx(model)
     assert "nn.contrib_qdense" not in str(mod)
+
+
+@pytest.mark.parametrize("per_column", [False, True])
+def test_qlinear_matmul_constant_b(per_column):
+    """QLinearMatMul with a constant b: the product on the int8 kernel, the requantization
+    after it; within 1 unit of onnxruntime (float rounding of the scale product)."""
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 256, (2, 9, 40)).astype("uint8")
+    n = 24
+    inits = {"sa": np.array(0.02, "float32"), "za": np.array(131, "uint8"),
+             "b": rng.integers(-128, 128, (40, n)).astype("int8"),
+             "sb": (rng.uniform(0.001, 0.01, n) if per_column else np.array(0.004))
+             .astype("float32"),
+             "zb": np.zeros(n if per_column else (), "int8"),
+             "sy": np.array(0.3, "float32"), "zy": np.array(128, "uint8")}
+    node = helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"],
+                            ["y"])
+    graph = helper.make_graph([node], "q", [helper.make_tensor_value_info("a", TP.UINT8,
+                                                                          list(a.shape))],
+                              [helper.make_tensor_value_info("y", TP.UINT8, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    mod, _ = from_onnx(model)
+    assert "nn.contrib_qdense" in str(mod)
+    got = np.asarray(ember.compile(model, threads=1)(a))
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    want = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, {"a": a})[0]
+    diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
+    assert diff.max() <= 1 and (diff > 0).mean() < 0.01

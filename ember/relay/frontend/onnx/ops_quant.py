@@ -220,10 +220,14 @@ def _per_channel(node: Node, i: int, ndim: int, axis: int) -> RelayExpr:
 
 
 def qlinear_matmul(node: Node) -> RelayExpr:
-    """(a - a_zp) @ (b - b_zp) in int32, requantized by a_scale * b_scale / y_scale."""
-    a = _shifted_operand(node, 0, 2, "a", row=True)
-    b = _shifted_operand(node, 3, 5, "b", row=False)
-    acc = _op.cast(matmul_expr(node, a, b), F32)
+    """(a - a_zp) @ (b - b_zp) in int32 (nn.contrib_qdense for a constant b), requantized by
+    a_scale * b_scale / y_scale."""
+    product = _qdense(node, 0, 2, 3, 5)
+    if product is None:
+        a = _shifted_operand(node, 0, 2, "a", row=True)
+        b = _shifted_operand(node, 3, 5, "b", row=False)
+        product = matmul_expr(node, a, b)
+    acc = _op.cast(product, F32)
     ndim = node.type_of(acc).ndim
     scale = _op.multiply(_per_channel(node, 1, ndim, ndim - 2),
                          _per_channel(node, 4, ndim, ndim - 1))
@@ -317,35 +321,37 @@ def _qconv2d(node: Node) -> RelayExpr | None:
         out_dtype=out_dtype)
 
 
-def _qdense(node: Node) -> RelayExpr | None:
-    """MatMulInteger as nn.contrib_qdense (the int8 kernel): u8/s8 A with one zero point (a
+def _qdense(node: Node, ia: int = 0, ia_zp: int = 2, ib: int = 1,
+            ib_zp: int = 3) -> RelayExpr | None:
+    """MatMulInteger (inputs A, B and their zero points at ia, ib, ia_zp, ib_zp; QLinearMatMul
+    has others) as nn.contrib_qdense (the int8 kernel): u8/s8 A with one zero point (a
     constant or a run-time value) by a constant 2-D B whose zero-point-shifted values fit
     int8. None for anything else (the decomposition)."""
     from ....topi.nn import qdense as kernel
 
-    a_type = node.dtype(0)
-    if a_type not in ("uint8", "int8") or node.ndim(1) != 2 or node.ndim(0) < 1:
+    a_type = node.dtype(ia)
+    if a_type not in ("uint8", "int8") or node.ndim(ib) != 2 or node.ndim(ia) < 1:
         return None
-    b = node.value(1)
-    b_zp = node.value(3) if node.has_input(3) else np.zeros((), b.dtype if b is not None
-                                                           else np.int8)
-    if b is None or b_zp is None or node.dtype(1) not in ("uint8", "int8"):
+    b = node.value(ib)
+    b_zp = node.value(ib_zp) if node.has_input(ib_zp) else np.zeros((), b.dtype if b is not
+                                                                    None else np.int8)
+    if b is None or b_zp is None or node.dtype(ib) not in ("uint8", "int8"):
         return None
     k, n = b.shape
-    if node.type(0).shape[-1] != k or not _scalar_or_vector(b_zp, n):
+    if node.type(ia).shape[-1] != k or not _scalar_or_vector(b_zp, n):
         return None
-    if node.has_input(2):
-        zt = node.type(2)
-        if node.dtype(2) != a_type or zt.ndim > 1 or (zt.ndim == 1 and zt.shape[0] != 1):
+    if node.has_input(ia_zp):
+        zt = node.type(ia_zp)
+        if node.dtype(ia_zp) != a_type or zt.ndim > 1 or (zt.ndim == 1 and zt.shape[0] != 1):
             return None
-        a_zp = node.input(2)
+        a_zp = node.input(ia_zp)
     else:
         a_zp = node.const(np.zeros((), a_type), a_type)
     shifted = b.astype(np.int64) - np.broadcast_to(b_zp.astype(np.int64).reshape(-1), (n,))
     if shifted.min(initial=0) < -128 or shifted.max(initial=0) > 127:
         return None
     packed, colsum = kernel.pack_weight(np.ascontiguousarray(shifted.T).astype(np.int8))
-    return _op.nn.contrib_qdense(node.input(0, "A"), node.const(packed, "int8"),
+    return _op.nn.contrib_qdense(node.input(ia, "A"), node.const(packed, "int8"),
                                  node.const(colsum, I32), a_zp, units=n)
 
 
