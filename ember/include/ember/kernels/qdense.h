@@ -61,7 +61,9 @@ static inline int32_t ember_qdense_word(const ember_qdense_args* p, const uint8_
     word ^= (uint32_t)p->flip;
   } else {
     int64_t j;
-    for (j = 0; q * 4 + j < p->k; ++j) word |= (uint32_t)(row[q * 4 + j] ^ (p->flip & 0xFF)) << (8 * j);
+    for (j = 0; q * 4 + j < p->k; ++j) {
+      word |= (uint32_t)(row[q * 4 + j] ^ (p->flip & 0xFF)) << (8 * j);
+    }
   }
   return (int32_t)word;
 }

@@ -1,8 +1,14 @@
-"""Converters of the quantization operators, decomposed into integer and float Relay ops:
-QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger,
-QLinearMatMul and QLinearConv.
+"""Converters of the quantization operators: QuantizeLinear, DequantizeLinear,
+DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv, and
+onnxruntime's com.microsoft QLinear operators (QLinearAdd, QGemm, ...: :func:`contrib_table`).
 
-The integer products run in int32 on the zero-point-shifted operands (``cast(a, int32) -
+The int8 kernels take what they can: QLinearConv by constant weights with constant scales and
+zero points becomes one nn.contrib_qconv2d (requantization fused; :func:`_qconv2d`), and so
+does QDQ's DequantizeLinear -> Conv [-> Relu | Clip] -> QuantizeLinear (:func:`_qdq_conv`);
+MatMulInteger and QLinearMatMul by a constant right operand run their product on
+nn.contrib_qdense (:func:`_qdense`). Everything else is decomposed.
+
+There the integer products run in int32 on the zero-point-shifted operands (``cast(a, int32) -
 a_zero_point``), so dense, batch_matmul and conv2d see plain int32 tensors; requantizing
 multiplies by ``a_scale * b_scale / y_scale`` in float32, rounds half to even (ONNX's
 rounding), adds ``y_zero_point`` and saturates to the output type. 8- and 16-bit integer

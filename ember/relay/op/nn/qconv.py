@@ -6,9 +6,10 @@
     y[o]   = clamp(round_half_even(float32(acc[o]) * scale[o]) + y_zp, y_min, y_max)
 
 ``data`` is uint8 or int8 (u: data as u8, int8 plus 128), padded with ``x_zp`` (in that u8
-view); ``weight`` is int8 prepacked as (groups, ceil(O / groups / 4), KH * KW * ceil(C / groups / 4), 4, 4)
-(``topi.nn.qconv.pack_weight``); ``bias`` and ``w_zp`` are int32
-(O,), ``scale`` float32 (O,). The ONNX importer makes it from QLinearConv with constant
+view); ``weight`` is int8 prepacked as (groups, ceil(O / groups / 4), KH * KW * ceil(C /
+groups / 4), 4, 4) (``topi.nn.qconv.pack_weight``); ``bias`` and ``w_zp`` are int32 (O,),
+``scale`` float32 (O,); ``y_min``/``y_max`` narrow the output range (a relu or clip folded
+in; None: the type's). The ONNX importer makes it from QLinearConv with constant
 weights, scales and zero points (``topi.nn.qconv.fold`` folds the zero points' weight-only
 terms into bias); the C kernel is ``ember/kernels/qconv.h``.
 """

@@ -9,9 +9,9 @@ which is ``sum_k (data[..., k] - a_zp) * w[n, k]`` when colsum holds w's row sum
 ``data`` is uint8 or int8 of any rank >= 1 (rows: all but the last axis); ``a_zp`` one value
 of data's type (a run-time tensor: DynamicQuantizeLinear computes it); ``weight`` the (N, K)
 int8 weight minus its zero point, prepacked as (ceil(N / 16), ceil(K / 4), 16, 4)
-(``topi.nn.qdense.pack_weight``) and ``colsum`` its row sums (int32 (N,), computed with it). The ONNX importer
-makes it from MatMulInteger with a constant right operand; the C kernel is
-``ember/kernels/qdense.h``.
+(``topi.nn.qdense.pack_weight``) and ``colsum`` its row sums (int32 (N,), computed with it).
+The ONNX importer makes it from MatMulInteger (and QLinearMatMul) with a constant right
+operand; the C kernel is ``ember/kernels/qdense.h``.
 """
 from __future__ import annotations
 
