@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     nonzero,
     random,
     reduce,
+    rounding,
     scatter_gather,
     signal,
     tensor,
@@ -46,6 +47,7 @@ from .mixed_precision import (get_mixed_precision_conversion,  # noqa: F401
 from .nd_scatter import *
 from .nonzero import *
 from .reduce import *
+from .rounding import *
 from .scatter_gather import *
 from .tensor import *
 from .transform import *
@@ -56,5 +58,5 @@ get = Op.get
 __all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn", "random", "signal", "vision",
            "register_gradient", "register_mixed_precision_conversion"]
 __all__ += (algorithm.__all__ + bitcast.__all__ + collapse.__all__ + creation.__all__
-            + fast_math.__all__ + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + scatter_gather.__all__
+            + fast_math.__all__ + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + rounding.__all__ + scatter_gather.__all__
             + tensor.__all__ + transform.__all__ + unique_op.__all__)

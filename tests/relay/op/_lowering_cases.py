@@ -19,8 +19,8 @@ UNARY_RANGES = {
 }
 UNARY_FLOAT = ["exp", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
                "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil", "trunc",
-               "round", "negative", "abs", "sign", "copy", "isnan", "isinf", "isfinite",
-               "logical_not", "nn.relu", "annotation.stop_fusion", "fast_exp", "fast_tanh",
+               "round", "round_half_even", "negative", "abs", "sign", "copy", "isnan", "isinf",
+               "isfinite", "logical_not", "nn.relu", "annotation.stop_fusion", "fast_exp", "fast_tanh",
                "fast_erf"]
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power",
           "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "equal",
@@ -77,6 +77,22 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
             [rand(rng, (1, 1, 3, 2, 8)), rand(rng, (4, 3, 1, 3, 3, 8, 8)), rand(rng, (96,))],
             {"padding": (2, 2, 2, 2), "rows": (5, 4), "strides": (2, 2), "offset": (1, 0),
              "out_size": (8, 7), "channels": 8, "tile": 1, "activation": "relu"}, SUMS),
+        # 5 -> 6 channels, 3x3 stride (2, 1), x as u8 with zero point 7, a weight zero point
+        "nn.contrib_qconv2d": Case(
+            "nn.contrib_qconv2d",
+            [rng.integers(0, 256, (1, 5, 7, 6)).astype("uint8"),
+             rng.integers(-128, 128, (1, 2, 18, 4, 4)).astype("int8"),
+             rng.integers(-999, 999, (6,)).astype("int32"),
+             rng.integers(-3, 3, (6,)).astype("int32"), rand(rng, (6,), lo=1e-4, hi=1e-3)],
+            {"channels": 6, "kernel_size": (3, 3), "strides": (2, 1), "padding": (1, 1),
+             "x_zp": 7, "has_w_zp": True, "y_zp": 3}, (0, 0)),
+        # (2, 3, 9) u8 rows with zero point 5 by a packed (7, 9) int8 weight
+        "nn.contrib_qdense": Case(
+            "nn.contrib_qdense",
+            [rng.integers(0, 256, (2, 3, 9)).astype("uint8"),
+             rng.integers(-128, 128, (1, 3, 16, 4)).astype("int8"),
+             rng.integers(-999, 999, (7,)).astype("int32"), np.array(5, "uint8")],
+            {"units": 7}, (0, 0)),
         "nn.dense": Case("nn.dense", [rand(rng, (3, 9)), rand(rng, (5, 9))], {}, SUMS),
         "nn.matmul": Case("nn.matmul", [rand(rng, (3, 9)), rand(rng, (9, 5))], {}, SUMS),
         "nn.batch_matmul": Case("nn.batch_matmul", [rand(rng, (2, 3, 9)), rand(rng, (2, 5, 9))],

@@ -210,21 +210,27 @@ SUPPORT: dict[str, OpSupport] = {
     "RMSNormalization": _e(ops_norm.rms_normalization, "x * rsqrt(mean(x^2) + epsilon) over "
                            "the axes from axis on, times scale"),
     "Softmax": _e(ops_nn.softmax, "nn.softmax; opset < 13 coerces to 2-D"),
-    # quantization (decomposed; 8- and 16-bit integers)
+    # quantization (8-bit convs and products with constant weights on the int8 kernels,
+    # everything else decomposed; 8- and 16-bit integers)
     "ConvInteger": _e(ops_quant.conv_integer, "int32 conv2d of the zero-point-shifted x and "
                       "w (per-channel w zero points); 1-D and 2-D"),
     "DequantizeLinear": _e(ops_quant.dequantize_linear, "(x - zero point) * scale; "
-                           "per-tensor, per-axis and blocked; 8/16-bit integers"),
+                           "per-tensor, per-axis and blocked; 8/16-bit integers and int32"),
     "DynamicQuantizeLinear": _e(ops_quant.dynamic_quantize_linear, "uint8 with the scale and "
                                 "zero point of [min(x, 0), max(x, 0)]"),
-    "MatMulInteger": _e(ops_quant.matmul_integer, "int32 matmul of the zero-point-shifted "
-                        "operands (per-row/per-column zero points)"),
-    "QLinearConv": _e(ops_quant.qlinear_conv, "int32 conv2d, requantized in float32 with ties "
-                      "to even; per-channel w scales; 1-D and 2-D"),
+    "MatMulInteger": _e(ops_quant.matmul_integer, "int8 GEMM kernel for a constant B "
+                        "(qdense.h); else int32 matmul of the zero-point-shifted operands "
+                        "(per-row/per-column zero points)"),
+    "QLinearConv": _e(ops_quant.qlinear_conv, "int8 conv kernel with the "
+                      "requantization fused (qconv.h) for 2-D convs by constant weights; else "
+                      "int32 conv2d, requantized in float32 with ties to even; per-channel w "
+                      "scales; 1-D and 2-D"),
     "QLinearMatMul": _e(ops_quant.qlinear_matmul, "int32 matmul, requantized in float32 with "
                         "ties to even; float16 scales"),
     "QuantizeLinear": _e(ops_quant.quantize_linear, "saturate(round(x / scale) + zero point), "
-                         "ties to even; per-tensor, per-axis and blocked; 8/16-bit integers"),
+                         "ties to even; per-tensor, per-axis and blocked; 8/16-bit integers; "
+                         "DequantizeLinear -> Conv [-> Relu/Clip] -> QuantizeLinear (QDQ) on the "
+                         "int8 conv kernel"),
     # reductions
     "ArgMax": _e(r.arg_max, "argmax with keepdims and select_last_index, int64 result"),
     "ArgMin": _e(r.arg_min, "argmin with keepdims and select_last_index, int64 result"),

@@ -168,8 +168,10 @@ def contrib_table() -> dict[str, Any]:
     """op_type -> OpSupport of the com.microsoft operators (imported lazily: the support
     table's module imports this one)."""
     from ._table import _e
+    from .ops_quant import contrib_table as quant_table
 
     return {
+        **quant_table(),
         "Attention": _e(attention, "projection, per-head softmax(QK^T * scale + masks) V; "
                         "2-D/3-D 0/1 masks or key lengths, attention_bias, unidirectional; "
                         "no past/present, no rotary"),

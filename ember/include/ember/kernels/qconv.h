@@ -1,0 +1,504 @@
+/*
+ * ember kernels: int8 2-D convolution (NCHW) with a fused requantizing epilogue, the kernel of
+ * nn.contrib_qconv2d (ONNX QLinearConv):
+ *
+ *   acc[o, p] = bias[o] + sum_k u[k, p] * w[o, k] - (has_w_zp ? w_zp[o] * sum_k u[k, p] : 0)
+ *   y[o, p]   = clamp(round_half_even(acc[o, p] * scale[o]) + y_zp, y_lo, y_hi)
+ *
+ * over k = (input channel of o's group, ky, kx) and output pixels p ([y_lo, y_hi]: the output
+ * type's range, or less where a relu or clip was folded in), where u is the input as
+ * u8 (an s8 input has 128 added, x_signed) and padding reads x_zp (the input's zero point in
+ * that u8 view). The zero points' other terms depend only on the weights and are folded into
+ * bias at build time (topi/nn/qconv.py), so the products are plain u8 x s8 -> s32 (vpdpbusd
+ * with VNNI; qsimd.h). int32 accumulation is exact: results equal onnxruntime's.
+ *
+ * w is prepacked at build time as (groups, ocb, k4, 4, 4) int8: output channels of a group in
+ * blocks of EMBER_QCONV_MR = 4 (zero rows past the group's count), k ordered (ky, kx, input
+ * channel) with the group's channels padded to a multiple of 4 (zeros), in quads: a quad is
+ * four channels of one tap, which the panel gathers as one u32 word per pixel.
+ * A work item is (image, group, block of EMBER_QCONV_PB output pixels): its input window is
+ * gathered once into a panel [k4][pixel][4] (u8) in which vectors run along pixels, and every
+ * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows).
+ * Depthwise convs (one input and one output channel per group) take a direct path over a
+ * zero-point-padded plane instead.
+ * Items are split over TVMBackendParallelLaunch tasks when `parallel`. Returns 0, or -1 when a
+ * workspace or the parallel launch fails.
+ */
+#ifndef EMBER_KERNELS_QCONV_H_
+#define EMBER_KERNELS_QCONV_H_
+
+#include <stdint.h>
+
+#include "ember/kernels/linkage.h"
+
+/* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
+#define EMBER_QCONV2D_PARAMS                                                                       \
+  const void *x, const int8_t *w, const int32_t *bias, const int32_t *w_zp, const float *scale,    \
+      void *y, int64_t n, int64_t c, int64_t h, int64_t wd, int64_t o, int64_t oh, int64_t ow,    \
+      int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh,         \
+      int64_t dw, int64_t groups, int32_t x_signed, int32_t x_zp, int32_t has_w_zp, int32_t y_zp, \
+      int32_t y_lo, int32_t y_hi, int32_t parallel
+EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS);
+
+#if EMBER_KERNEL_BODIES
+#include "ember/c_backend_api.h"
+#include "ember/kernels/qsimd.h"
+
+#define EMBER_QCONV_MR 4  /* output channels per register tile (the packed weights' block) */
+#define EMBER_QCONV_PB 96 /* output pixels per work item (a multiple of every tile's width) */
+#if defined(EMBER_Q_VNNI)
+#define EMBER_QCONV_NB 6 /* pixel vectors per tile: 4 x 6 accumulators of 32 zmm */
+#else
+#define EMBER_QCONV_NB 3 /* 4 x 3 accumulators of 16 ymm */
+#endif
+#define EMBER_QCONV_TW (EMBER_QCONV_NB * EMBER_QL) /* pixels per tile */
+
+typedef struct {
+  const uint8_t* x;
+  const int8_t* w;
+  const int32_t *bias, *w_zp;
+  const float* scale;
+  uint8_t* y;
+  int64_t n, c, h, wd, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+  int64_t cg, og, k, k4, ocb, p, pblocks;
+  int64_t hp, wp; /* the interleaved plane's height and width (padding included) */
+  int32_t direct; /* 1x1, stride 1, no padding: the plane is the panel */
+  uint8_t flip, x_zp;
+  int32_t has_w_zp, y_zp, y_lo, y_hi;
+} ember_qconv_args;
+
+static inline int ember_qconv_depthwise(const ember_qconv_args* a) {
+  return a->cg == 1 && a->og == 1;
+}
+
+static inline int64_t ember_qconv_items(const ember_qconv_args* a) {
+  return ember_qconv_depthwise(a) ? a->n * a->c : a->n * a->groups * a->pblocks;
+}
+
+/* The input of group g of image b as u32 words xq[cq][hp][wp], zero-point padded: word
+ * (cq, y, x) holds input channels 4 cq .. 4 cq + 3 of the group at (y - ph, x - pw) in its
+ * bytes (u8 view; zero bytes past the group's channels). Each input byte is combined once;
+ * the panels then copy words. */
+static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t g,
+                                   uint32_t* xq) {
+  const int64_t cq4 = (a->cg + 3) / 4;
+  const int64_t cols = a->wd < a->wp - a->pw ? a->wd : a->wp - a->pw;
+  int64_t cq, y, x, j;
+  for (cq = 0; cq < cq4; ++cq) {
+    const int64_t c0 = cq * 4, real = a->cg - c0 < 4 ? a->cg - c0 : 4;
+    const uint32_t mask = real == 4 ? 0xFFFFFFFFu : ((1u << (8 * real)) - 1u);
+    const uint32_t zpw = (uint32_t)a->x_zp * 0x01010101u & mask;
+    const uint32_t flip = (uint32_t)a->flip * 0x01010101u & mask;
+    const uint8_t* planes[4];
+    for (j = 0; j < 4; ++j) {
+      const int64_t ci = g * a->cg + c0 + (j < real ? j : 0);
+      planes[j] = a->x + (b * a->c + ci) * a->h * a->wd;
+    }
+    for (y = 0; y < a->hp; ++y) {
+      const int64_t sy = y - a->ph;
+      uint32_t* dst = xq + (cq * a->hp + y) * a->wp;
+      if (sy < 0 || sy >= a->h) {
+        for (x = 0; x < a->wp; ++x) dst[x] = zpw;
+        continue;
+      }
+      {
+        const uint8_t *r0 = planes[0] + sy * a->wd, *r1 = planes[1] + sy * a->wd;
+        const uint8_t *r2 = planes[2] + sy * a->wd, *r3 = planes[3] + sy * a->wd;
+        uint32_t* d = dst + a->pw;
+        for (x = 0; x < a->pw; ++x) dst[x] = zpw;
+        for (x = 0; x < cols; ++x) {
+          d[x] = (((uint32_t)r0[x] | (uint32_t)r1[x] << 8 | (uint32_t)r2[x] << 16 |
+                   (uint32_t)r3[x] << 24) ^ flip) & mask;
+        }
+        for (x = a->pw + cols; x < a->wp; ++x) dst[x] = zpw;
+      }
+    }
+  }
+}
+
+/* The panel of pixels [p0, p0 + cnt): panel[k4][PB] words, quad q = tap q / cq4 (ky, kx) and
+ * channel quad q % cq4, copied from the interleaved plane xq (words past cnt: 0). */
+static void ember_qconv_gather(const ember_qconv_args* a, const uint32_t* xq, int64_t p0,
+                               int64_t cnt, uint32_t* panel) {
+  const int64_t cq4 = (a->cg + 3) / 4;
+  int64_t q, t, i;
+  for (q = 0; q < a->k4; ++q) {
+    const int64_t tap = q / cq4, cq = q % cq4, ky = tap / a->kw, kx = tap % a->kw;
+    uint32_t* dst = panel + q * EMBER_QCONV_PB;
+    int64_t oy = p0 / a->ow, ox = p0 % a->ow;
+    for (t = 0; t < cnt;) {
+      const int64_t seg = a->ow - ox < cnt - t ? a->ow - ox : cnt - t;
+      const uint32_t* src = xq + (cq * a->hp + oy * a->sh + ky * a->dh) * a->wp + ox * a->sw +
+                            kx * a->dw;
+      if (a->sw == 1) {
+        memcpy(dst + t, src, (size_t)seg * 4);
+      } else {
+        for (i = 0; i < seg; ++i) dst[t + i] = src[i * a->sw];
+      }
+      t += seg;
+      ox = 0;
+      ++oy;
+    }
+    for (t = cnt; t < EMBER_QCONV_PB; ++t) dst[t] = 0;
+  }
+}
+
+/* Each pixel's sum of its k input values (for a weight zero point): panel rows rs words
+ * apart. */
+static void ember_qconv_sums(const ember_qconv_args* a, const uint32_t* panel, int64_t rs,
+                             int64_t cnt, int32_t* sums) {
+  int64_t q, t;
+  for (t = 0; t < EMBER_QCONV_PB; ++t) sums[t] = 0;
+  for (q = 0; q < a->k4; ++q) {
+    const uint8_t* src = (const uint8_t*)(panel + q * rs);
+    for (t = 0; t < cnt; ++t) {
+      sums[t] += (int32_t)src[t * 4] + src[t * 4 + 1] + src[t * 4 + 2] + src[t * 4 + 3];
+    }
+  }
+}
+
+#if defined(EMBER_Q_VNNI)
+/* acc[r][v] = the dot products of output channel r of the block (weights wk: [k4][4][4]) with
+ * pixel vector v of the tile (panel: rows of u32 words rs apart, from the tile's first pixel),
+ * nb vectors. */
+static inline __attribute__((always_inline)) void ember_qconv_tile(
+    const uint32_t* panel, int64_t rs, const int8_t* wk, int64_t k4n, const int nb,
+    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+  int64_t k4;
+  int r, v;
+  for (r = 0; r < EMBER_QCONV_MR; ++r) {
+    for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
+  }
+  for (k4 = 0; k4 < k4n; ++k4) {
+    const uint32_t* ap = panel + k4 * rs;
+    ember_qvi bw[EMBER_QCONV_MR];
+    for (r = 0; r < EMBER_QCONV_MR; ++r) {
+      int32_t word;
+      memcpy(&word, wk + k4 * 16 + r * 4, 4);
+      bw[r] = ember_qset1(word);
+    }
+    for (v = 0; v < nb; ++v) { /* each pixel vector loaded once: 4 + nb loads per quad */
+      const ember_qvi av = ember_qload(ap + v * EMBER_QL);
+      for (r = 0; r < EMBER_QCONV_MR; ++r) acc[r][v] = EMBER_QDOT4(acc[r][v], av, bw[r]);
+    }
+  }
+}
+#elif defined(EMBER_Q_PAIRS)
+/* As above on the pair forms: panel [k4][PB / L][2][L] words (a0, a2) then (a1, a3) of each
+ * pixel; weights [k4][4][2] words (w0, w2), (w1, w3). */
+static inline __attribute__((always_inline)) void ember_qconv_tile(
+    const uint32_t* panel, int64_t rs, const uint32_t* wk, int64_t k4n, const int nb,
+    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+  int64_t k4;
+  int r, v;
+  for (r = 0; r < EMBER_QCONV_MR; ++r) {
+    for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
+  }
+  for (k4 = 0; k4 < k4n; ++k4) {
+    const uint32_t* ap = panel + k4 * rs;
+    for (r = 0; r < EMBER_QCONV_MR; ++r) {
+      const ember_qvi w02 = ember_qset1((int32_t)wk[k4 * 8 + r * 2]);
+      const ember_qvi w13 = ember_qset1((int32_t)wk[k4 * 8 + r * 2 + 1]);
+      for (v = 0; v < nb; ++v) {
+        acc[r][v] += EMBER_QMADD(ember_qload(ap + v * 2 * EMBER_QL), w02) +
+                     EMBER_QMADD(ember_qload(ap + (v * 2 + 1) * EMBER_QL), w13);
+      }
+    }
+  }
+}
+#endif
+
+/* Requantizes and stores tile acc: output channels oc0 + r (r < rows) of image b, pixels
+ * p + v * L (sums: the tile's pixel sums, with a weight zero point). */
+#if defined(EMBER_Q_VECTOR_EXT)
+static inline void ember_qconv_store(const ember_qconv_args* a, int64_t b, int64_t oc0, int rows,
+                                     int64_t p, int nb,
+                                     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB],
+                                     const int32_t* sums) {
+  int r, v;
+  for (r = 0; r < rows; ++r) {
+    const int64_t oc = oc0 + r;
+    uint8_t* yrow = a->y + (b * a->o + oc) * a->p;
+    const ember_qvi bias = ember_qset1(a->bias[oc]);
+    for (v = 0; v < nb; ++v) {
+      const int64_t q = p + v * EMBER_QL, left = a->p - q;
+      ember_qvi s = acc[r][v] + bias;
+      if (left <= 0) break;
+      if (a->has_w_zp) s -= ember_qload(sums + v * EMBER_QL) * a->w_zp[oc];
+      ember_qstore(yrow + q, s, a->scale[oc], a->y_zp, a->y_lo, a->y_hi,
+                   left < EMBER_QL ? left : EMBER_QL);
+    }
+  }
+}
+#endif
+
+/* One (image, group, pixel block) item of the dense-channel path; xq is the group's
+ * interleaved plane (ember_qconv_interleave). */
+static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint32_t* xq,
+                             uint32_t* panel, uint32_t* pairs, uint32_t* wpairs, int32_t* sums) {
+  const int64_t blk = item % a->pblocks, g = (item / a->pblocks) % a->groups;
+  const int64_t b = item / (a->pblocks * a->groups);
+  const int64_t p0 = blk * EMBER_QCONV_PB;
+  const int64_t cnt = a->p - p0 < EMBER_QCONV_PB ? a->p - p0 : EMBER_QCONV_PB;
+  const uint32_t* rows = panel; /* the panel's rows of words, rs apart */
+  int64_t rs = EMBER_QCONV_PB, ob, t0;
+  if (a->direct) {
+    rows = xq + p0;
+    rs = a->hp * a->wp;
+  } else {
+    ember_qconv_gather(a, xq, p0, cnt, panel);
+  }
+  if (a->has_w_zp) ember_qconv_sums(a, rows, rs, cnt, sums);
+#if defined(EMBER_Q_PAIRS)
+  { /* the panel as int16 pairs, vectors of L pixels: (a0, a2), then (a1, a3) */
+    int64_t k4, t;
+    for (k4 = 0; k4 < a->k4; ++k4) {
+      const uint8_t* src = (const uint8_t*)(rows + k4 * rs);
+      uint32_t* dst = pairs + k4 * EMBER_QCONV_PB * 2;
+      for (t = 0; t < EMBER_QCONV_PB; ++t) {
+        const int64_t v = t / EMBER_QL, l = t % EMBER_QL;
+        const int live = t < cnt;
+        dst[v * 2 * EMBER_QL + l] = live ? ember_qpair(src[t * 4], src[t * 4 + 2]) : 0;
+        dst[(v * 2 + 1) * EMBER_QL + l] = live ? ember_qpair(src[t * 4 + 1], src[t * 4 + 3]) : 0;
+      }
+    }
+    rows = pairs;
+    rs = EMBER_QCONV_PB * 2;
+  }
+#else
+  (void)pairs;
+  (void)wpairs;
+#endif
+  for (ob = 0; ob < a->ocb; ++ob) {
+    const int8_t* wk = a->w + (g * a->ocb + ob) * a->k4 * 16;
+    const int64_t oc0 = g * a->og + ob * EMBER_QCONV_MR;
+    const int nrows = (int)(a->og - ob * EMBER_QCONV_MR < EMBER_QCONV_MR
+                                ? a->og - ob * EMBER_QCONV_MR : EMBER_QCONV_MR);
+#if defined(EMBER_Q_PAIRS)
+    int64_t i;
+    for (i = 0; i < a->k4 * EMBER_QCONV_MR; ++i) {
+      wpairs[i * 2] = ember_qpair(wk[i * 4], wk[i * 4 + 2]);
+      wpairs[i * 2 + 1] = ember_qpair(wk[i * 4 + 1], wk[i * 4 + 3]);
+    }
+#endif
+    for (t0 = 0; t0 < cnt; t0 += EMBER_QCONV_TW) {
+#if defined(EMBER_Q_VECTOR_EXT)
+      ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB];
+      const int nb = (int)((cnt - t0 + EMBER_QL - 1) / EMBER_QL < EMBER_QCONV_NB
+                               ? (cnt - t0 + EMBER_QL - 1) / EMBER_QL : EMBER_QCONV_NB);
+#if defined(EMBER_Q_VNNI)
+      const uint32_t* ap = rows + t0;
+      const int8_t* wt = wk;
+#else
+      const uint32_t* ap = rows + t0 * 2;
+      const uint32_t* wt = wpairs;
+#endif
+      switch (nb) { /* constant tile widths: the accumulators stay in registers */
+#if EMBER_QCONV_NB == 6
+        case 6: ember_qconv_tile(ap, rs, wt, a->k4, 6, acc); break;
+        case 5: ember_qconv_tile(ap, rs, wt, a->k4, 5, acc); break;
+        case 4: ember_qconv_tile(ap, rs, wt, a->k4, 4, acc); break;
+#endif
+        case 3: ember_qconv_tile(ap, rs, wt, a->k4, 3, acc); break;
+        case 2: ember_qconv_tile(ap, rs, wt, a->k4, 2, acc); break;
+        default: ember_qconv_tile(ap, rs, wt, a->k4, 1, acc); break;
+      }
+      ember_qconv_store(a, b, oc0, nrows, p0 + t0, nb, acc, sums + t0);
+#else
+      /* portable: the same tile in scalar C */
+      int32_t acc[EMBER_QCONV_MR][EMBER_QCONV_TW];
+      const int64_t tw = cnt - t0 < EMBER_QCONV_TW ? cnt - t0 : EMBER_QCONV_TW;
+      int64_t k4, t;
+      int r, j;
+      for (r = 0; r < nrows; ++r) {
+        for (t = 0; t < tw; ++t) acc[r][t] = a->bias[oc0 + r];
+      }
+      for (k4 = 0; k4 < a->k4; ++k4) {
+        const uint8_t* ap = (const uint8_t*)(rows + k4 * rs + t0);
+        for (r = 0; r < nrows; ++r) {
+          const int8_t* wr = wk + k4 * 16 + r * 4;
+          for (t = 0; t < tw; ++t) {
+            int32_t sum = 0;
+            for (j = 0; j < 4; ++j) sum += (int32_t)ap[t * 4 + j] * (int32_t)wr[j];
+            acc[r][t] += sum;
+          }
+        }
+      }
+      for (r = 0; r < nrows; ++r) {
+        const int64_t oc = oc0 + r;
+        uint8_t* yrow = a->y + (b * a->o + oc) * a->p + p0 + t0;
+        for (t = 0; t < tw; ++t) {
+          int32_t v = acc[r][t] - (a->has_w_zp ? a->w_zp[oc] * sums[t0 + t] : 0);
+          yrow[t] = (uint8_t)ember_qrequant(v, a->scale[oc], a->y_zp, a->y_lo, a->y_hi);
+        }
+      }
+#endif
+    }
+  }
+}
+
+/* The depthwise plane: the input padded with x_zp and cropped to what the windows read,
+ * hp rows of its columns split into sw phases of wq columns (column x in phase x % sw at
+ * x / sw), so that every tap reads a contiguous run of a row at any stride. */
+static inline int64_t ember_qconv_dw_hp(const ember_qconv_args* a) {
+  return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
+}
+static inline int64_t ember_qconv_dw_wq(const ember_qconv_args* a) {
+  return ((a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1 + a->sw - 1) / a->sw;
+}
+
+static void ember_qconv_dw_plane(const ember_qconv_args* a, const uint8_t* src, uint8_t* plane) {
+  const int64_t hp = ember_qconv_dw_hp(a), wq = ember_qconv_dw_wq(a);
+  int64_t iy, ph, j;
+  for (ph = 0; ph < a->sw; ++ph) {
+    /* the phase's columns j whose input column j * sw + ph - pw lies in [0, wd) */
+    int64_t lo = (a->pw - ph + a->sw - 1) / a->sw, hi = (a->pw + a->wd - ph + a->sw - 1) / a->sw;
+    lo = lo < 0 ? 0 : lo > wq ? wq : lo;
+    hi = hi < lo ? lo : hi > wq ? wq : hi;
+    for (iy = 0; iy < hp; ++iy) {
+      const int64_t sy = iy - a->ph;
+      uint8_t* row = plane + (ph * hp + iy) * wq;
+      if (sy < 0 || sy >= a->h) {
+        memset(row, a->x_zp, (size_t)wq);
+        continue;
+      }
+      {
+        const uint8_t* s = src + sy * a->wd + ph - a->pw;
+        memset(row, a->x_zp, (size_t)lo);
+        if (a->sw == 1) { /* constant strides: the copies vectorise */
+          for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j] ^ a->flip);
+        } else if (a->sw == 2) {
+          for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j * 2] ^ a->flip);
+        } else {
+          for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j * a->sw] ^ a->flip);
+        }
+        memset(row + hi, a->x_zp, (size_t)(wq - hi));
+      }
+    }
+  }
+}
+
+/* One (image, channel) plane of a depthwise conv: each output row accumulated in int32 along
+ * x from contiguous runs of the phased plane, then requantized. */
+static void ember_qconv_dw_item(const ember_qconv_args* a, int64_t item, uint8_t* plane,
+                                int32_t* acc, int32_t* sums) {
+  const int64_t ch = item % a->c, hp = ember_qconv_dw_hp(a), wq = ember_qconv_dw_wq(a);
+  uint8_t* dst = a->y + item * a->p;
+  const int8_t* wk = a->w + ch * (a->k4 * 16); /* the group's block: row 0 of [k4][4][4] */
+  const int32_t wz = a->has_w_zp ? a->w_zp[ch] : 0;
+  const float scale = a->scale[ch];
+  int64_t oy, ox, ky, kx;
+  ember_qconv_dw_plane(a, a->x + item * a->h * a->wd, plane);
+  for (oy = 0; oy < a->oh; ++oy) {
+    for (ox = 0; ox < a->ow; ++ox) acc[ox] = a->bias[ch];
+    if (wz) {
+      for (ox = 0; ox < a->ow; ++ox) sums[ox] = 0;
+    }
+    for (ky = 0; ky < a->kh; ++ky) { /* acc stays in L1; the loops over x vectorise */
+      for (kx = 0; kx < a->kw; ++kx) {
+        const int64_t col = kx * a->dw;
+        const int32_t wv = wk[(ky * a->kw + kx) * 16]; /* quad of tap k: channel 0 */
+        const uint8_t* r = plane + ((col % a->sw) * hp + oy * a->sh + ky * a->dh) * wq +
+                           col / a->sw;
+        for (ox = 0; ox < a->ow; ++ox) acc[ox] += (int32_t)r[ox] * wv;
+        if (wz) {
+          for (ox = 0; ox < a->ow; ++ox) sums[ox] += r[ox];
+        }
+      }
+    }
+    if (wz) {
+      for (ox = 0; ox < a->ow; ++ox) acc[ox] -= wz * sums[ox];
+    }
+#if defined(EMBER_Q_VECTOR_EXT)
+    for (ox = 0; ox < a->ow; ox += EMBER_QL) {
+      const int64_t left = a->ow - ox; /* acc has EMBER_QL entries of slack */
+      ember_qstore(dst + oy * a->ow + ox, ember_qload(acc + ox), scale, a->y_zp, a->y_lo,
+                   a->y_hi, left < EMBER_QL ? left : EMBER_QL);
+    }
+#else
+    for (ox = 0; ox < a->ow; ++ox) {
+      dst[oy * a->ow + ox] = (uint8_t)ember_qrequant(acc[ox], scale, a->y_zp, a->y_lo, a->y_hi);
+    }
+#endif
+  }
+}
+
+/* Items [lo, hi) with this task's workspaces. */
+static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) {
+  uint64_t plane_bytes, panel_bytes, pair_bytes = 0, wpair_bytes = 0, sum_bytes;
+  uint8_t* buf;
+  int64_t item, built = -1;
+  if (lo >= hi) return 0;
+  if (ember_qconv_depthwise(a)) {
+    panel_bytes = (uint64_t)(a->sw * ember_qconv_dw_hp(a) * ember_qconv_dw_wq(a) + 64) &
+                  ~(uint64_t)63;
+    sum_bytes = (uint64_t)(a->ow + 16) * 4; /* slack: the epilogue loads whole vectors */
+    buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + 2 * sum_bytes, 1, 8);
+    if (buf == NULL) return -1;
+    for (item = lo; item < hi; ++item) {
+      ember_qconv_dw_item(a, item, buf, (int32_t*)(buf + panel_bytes),
+                          (int32_t*)(buf + panel_bytes + sum_bytes));
+    }
+    return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
+  }
+  /* the plane, with a block of slack: a direct panel's last block reads past its end */
+  plane_bytes = (uint64_t)(((a->cg + 3) / 4) * a->hp * a->wp + EMBER_QCONV_PB) * 4;
+  panel_bytes = a->direct ? 0 : (uint64_t)a->k4 * EMBER_QCONV_PB * 4;
+#if defined(EMBER_Q_PAIRS)
+  pair_bytes = (uint64_t)a->k4 * EMBER_QCONV_PB * 8;
+  wpair_bytes = (uint64_t)a->k4 * EMBER_QCONV_MR * 8;
+#endif
+  sum_bytes = EMBER_QCONV_PB * 4;
+  buf = (uint8_t*)TVMBackendAllocWorkspace(
+      1, 0, plane_bytes + panel_bytes + pair_bytes + wpair_bytes + sum_bytes, 1, 32);
+  if (buf == NULL) return -1;
+  for (item = lo; item < hi; ++item) {
+    const int64_t bg = item / a->pblocks; /* image * groups + group */
+    if (bg != built) {
+      ember_qconv_interleave(a, bg / a->groups, bg % a->groups, (uint32_t*)buf);
+      memset(buf + plane_bytes - EMBER_QCONV_PB * 4, 0, EMBER_QCONV_PB * 4);
+      built = bg;
+    }
+    ember_qconv_item(a, item, (const uint32_t*)buf, (uint32_t*)(buf + plane_bytes),
+                     (uint32_t*)(buf + plane_bytes + panel_bytes),
+                     (uint32_t*)(buf + plane_bytes + panel_bytes + pair_bytes),
+                     (int32_t*)(buf + plane_bytes + panel_bytes + pair_bytes + wpair_bytes));
+  }
+  return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
+}
+
+static inline int ember_qconv_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_qconv_args* a = (const ember_qconv_args*)cdata;
+  const int64_t items = ember_qconv_items(a), tasks = penv->num_task;
+  return ember_qconv_range(a, items * task_id / tasks, items * (task_id + 1) / tasks);
+}
+
+/* See the top of this file. */
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_qconv2d)
+EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
+  ember_qconv_args a;
+  a.x = (const uint8_t*)x; a.w = w; a.bias = bias; a.w_zp = w_zp; a.scale = scale;
+  a.y = (uint8_t*)y;
+  a.n = n; a.c = c; a.h = h; a.wd = wd; a.o = o; a.oh = oh; a.ow = ow; a.kh = kh; a.kw = kw;
+  a.sh = sh; a.sw = sw; a.ph = ph; a.pw = pw; a.dh = dh; a.dw = dw; a.groups = groups;
+  a.cg = c / groups; a.og = o / groups; a.k = a.cg * kh * kw; a.k4 = (a.cg + 3) / 4 * kh * kw;
+  a.ocb = (a.og + EMBER_QCONV_MR - 1) / EMBER_QCONV_MR;
+  a.p = oh * ow; a.pblocks = (a.p + EMBER_QCONV_PB - 1) / EMBER_QCONV_PB;
+  a.hp = (oh - 1) * sh + (kh - 1) * dh + 1;
+  a.wp = (ow - 1) * sw + (kw - 1) * dw + 1;
+  a.hp = a.hp > h + ph ? a.hp : h + ph;
+  a.wp = a.wp > wd + pw ? a.wp : wd + pw;
+  a.direct = kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 && a.hp == h &&
+             a.wp == wd && oh == h && ow == wd;
+  a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
+  a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
+  if (n <= 0 || o <= 0 || oh <= 0 || ow <= 0) return 0;
+  if (parallel && ember_qconv_items(&a) > 1) {
+    return TVMBackendParallelLaunch(ember_qconv_task, &a, 0) == 0 ? 0 : -1;
+  }
+  return ember_qconv_range(&a, 0, ember_qconv_items(&a));
+}
+#endif
+#endif /* EMBER_KERNEL_BODIES */
+
+#endif /* EMBER_KERNELS_QCONV_H_ */

@@ -1,0 +1,225 @@
+/*
+ * ember kernels: int8 matrix product with a constant right operand, the kernel of
+ * nn.contrib_qdense (ONNX MatMulInteger, as quantize_dynamic writes transformers' linear
+ * layers):
+ *
+ *   y[m, n] = sum_k u[m, k] * w[n, k] - zp * colsum[n]      (int32, exact)
+ *
+ * u is the left operand a (M, K) as u8 (an s8 operand has 128 added, a_signed), zp its zero
+ * point in that u8 view (read from memory: DynamicQuantizeLinear computes it at run time), w
+ * the weight minus its zero point as int8, prepacked at build time as (ceil(N / 16), k4, 16, 4)
+ * (columns in blocks of 16, k in quads, zeros past N and K), and colsum[n] = sum_k w[n, k]
+ * (build time). Columns run along the vector lanes: a tile is EMBER_QDENSE_MR rows x
+ * EMBER_QDENSE_NB vectors of columns; each row's four k bytes are broadcast (vpdpbusd with
+ * VNNI, vpmaddwd on int16 pairs otherwise; qsimd.h). Work items (blocks of rows x blocks of
+ * columns) are split over TVMBackendParallelLaunch tasks when `parallel`. Returns 0, or -1 when
+ * a workspace or the parallel launch fails.
+ */
+#ifndef EMBER_KERNELS_QDENSE_H_
+#define EMBER_KERNELS_QDENSE_H_
+
+#include <stdint.h>
+
+#include "ember/kernels/linkage.h"
+
+/* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
+#define EMBER_QDENSE_PARAMS                                                                    \
+  const void *a, const int8_t *w, const int32_t *colsum, const void *a_zp, int32_t *y,        \
+      int64_t m, int64_t n, int64_t k, int32_t a_signed, int32_t parallel
+EMBER_KENTRY int32_t ember_qdense(EMBER_QDENSE_PARAMS);
+
+#if EMBER_KERNEL_BODIES
+#include "ember/c_backend_api.h"
+#include "ember/kernels/qsimd.h"
+
+#define EMBER_QDENSE_MR 4 /* rows per register tile */
+#if defined(EMBER_Q_VNNI)
+#define EMBER_QDENSE_NB 4 /* column vectors per tile: 4 x 4 accumulators, 64 columns */
+#else
+#define EMBER_QDENSE_NB 2
+#endif
+#define EMBER_QDENSE_NW 16 /* columns per packed block */
+#define EMBER_QDENSE_ROWS 64 /* rows per work item */
+#define EMBER_QDENSE_COLS 64 /* columns per work item: whole packed blocks */
+
+typedef struct {
+  const uint8_t* a;
+  const int8_t* w;
+  const int32_t* colsum;
+  int32_t* y;
+  int64_t m, n, k, k4, rblocks, cblocks;
+  int32_t zp, flip;
+} ember_qdense_args;
+
+/* The four k bytes of quad q of row r (u8 view), as one word; the last quad of a row whose
+ * K is not a multiple of 4 is read byte by byte (zeros past K: the weights there are 0). */
+static inline int32_t ember_qdense_word(const ember_qdense_args* p, const uint8_t* row,
+                                        int64_t q) {
+  uint32_t word = 0;
+  if (q * 4 + 4 <= p->k) {
+    memcpy(&word, row + q * 4, 4);
+    word ^= (uint32_t)p->flip;
+  } else {
+    int64_t j;
+    for (j = 0; q * 4 + j < p->k; ++j) {
+      word |= (uint32_t)(row[q * 4 + j] ^ (p->flip & 0xFF)) << (8 * j);
+    }
+  }
+  return (int32_t)word;
+}
+
+#if defined(EMBER_Q_VECTOR_EXT)
+/* acc += quad q's products: the rows' words bw (broadcast), the weight vectors at wq[v]. */
+static inline __attribute__((always_inline)) void ember_qdense_step(
+    const ember_qvi bw[EMBER_QDENSE_MR], const int8_t* const wq[EMBER_QDENSE_NB], int64_t off,
+    const int nb, ember_qvi acc[EMBER_QDENSE_MR][EMBER_QDENSE_NB]) {
+  ember_qvi wv[EMBER_QDENSE_NB];
+  int r, v;
+  for (v = 0; v < nb; ++v) wv[v] = ember_qload(wq[v] + off);
+#if defined(EMBER_Q_PAIRS)
+  {
+    ember_qvi w02[EMBER_QDENSE_NB], w13[EMBER_QDENSE_NB];
+    for (v = 0; v < nb; ++v) { /* the s8 bytes as int16 pairs: (b0, b2), (b1, b3) */
+      const ember_qvi lo = (wv[v] << 24) >> 24, b1 = (wv[v] << 16) >> 24;
+      const ember_qvi b2 = (wv[v] << 8) >> 24, hi = wv[v] >> 24;
+      w02[v] = (lo & 0xFFFF) | (b2 << 16);
+      w13[v] = (b1 & 0xFFFF) | (hi << 16);
+    }
+    for (r = 0; r < EMBER_QDENSE_MR; ++r) {
+      const ember_qvi a02 = bw[r] & 0x00FF00FF, a13 = (bw[r] >> 8) & 0x00FF00FF;
+      for (v = 0; v < nb; ++v) {
+        acc[r][v] += EMBER_QMADD(a02, w02[v]) + EMBER_QMADD(a13, w13[v]);
+      }
+    }
+  }
+#else
+  for (r = 0; r < EMBER_QDENSE_MR; ++r) {
+    for (v = 0; v < nb; ++v) acc[r][v] = EMBER_QDOT4(acc[r][v], bw[r], wv[v]);
+  }
+#endif
+}
+
+/* Rows r0 .. r0 + rows - 1 x nb column vectors from column c0 (a multiple of EMBER_QL). All
+ * MR rows are computed (a short tile repeats row r0): constant counts keep acc in registers. */
+static inline __attribute__((always_inline)) void ember_qdense_tile(
+    const ember_qdense_args* p, int64_t r0, int rows, int64_t c0, const int nb) {
+  ember_qvi acc[EMBER_QDENSE_MR][EMBER_QDENSE_NB], bw[EMBER_QDENSE_MR];
+  const uint8_t* arow[EMBER_QDENSE_MR];
+  const int8_t* wq[EMBER_QDENSE_NB];
+  const int64_t full = p->k / 4;
+  int64_t q;
+  int r, v;
+  for (v = 0; v < nb; ++v) { /* column c: packed block c / 16, lane c % 16 */
+    const int64_t c = c0 + v * EMBER_QL;
+    wq[v] = p->w + (c / EMBER_QDENSE_NW) * p->k4 * 64 + (c % EMBER_QDENSE_NW) * 4;
+  }
+  for (r = 0; r < EMBER_QDENSE_MR; ++r) {
+    arow[r] = p->a + (r0 + (r < rows ? r : 0)) * p->k;
+    for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
+  }
+  for (q = 0; q < full; ++q) {
+    for (r = 0; r < EMBER_QDENSE_MR; ++r) {
+      int32_t word;
+      memcpy(&word, arow[r] + q * 4, 4);
+      bw[r] = ember_qset1(word ^ p->flip);
+    }
+    ember_qdense_step(bw, wq, q * 64, nb, acc);
+  }
+  if (full < p->k4) { /* the last quad of a K not a multiple of 4 */
+    for (r = 0; r < EMBER_QDENSE_MR; ++r) bw[r] = ember_qset1(ember_qdense_word(p, arow[r], q));
+    ember_qdense_step(bw, wq, q * 64, nb, acc);
+  }
+  for (r = 0; r < rows; ++r) {
+    int32_t* yrow = p->y + (r0 + r) * p->n;
+    for (v = 0; v < nb; ++v) {
+      const int64_t c = c0 + v * EMBER_QL, left = p->n - c;
+      ember_qvi s;
+      if (left <= 0) break;
+      s = acc[r][v];
+      {
+        int32_t cs[EMBER_QL];
+        int l;
+        for (l = 0; l < EMBER_QL; ++l) cs[l] = c + l < p->n ? p->colsum[c + l] : 0;
+        s -= ember_qload(cs) * p->zp;
+      }
+      memcpy(yrow + c, &s, (size_t)(left < EMBER_QL ? left : EMBER_QL) * 4);
+    }
+  }
+}
+#endif
+
+/* One item: rows [rb * ROWS, ...) x columns [cb * COLS, ...). */
+static void ember_qdense_item(const ember_qdense_args* p, int64_t item) {
+  const int64_t rb = item / p->cblocks, cb = item % p->cblocks;
+  const int64_t r_end = (rb + 1) * EMBER_QDENSE_ROWS < p->m ? (rb + 1) * EMBER_QDENSE_ROWS : p->m;
+  const int64_t c_end = (cb + 1) * EMBER_QDENSE_COLS < p->n ? (cb + 1) * EMBER_QDENSE_COLS : p->n;
+  int64_t r0, c0;
+#if defined(EMBER_Q_VECTOR_EXT)
+  const int64_t tile_cols = EMBER_QDENSE_NB * EMBER_QL;
+  for (c0 = cb * EMBER_QDENSE_COLS; c0 < c_end; c0 += tile_cols) {
+    const int64_t vecs = (c_end - c0 + EMBER_QL - 1) / EMBER_QL;
+    const int nb = (int)(vecs < EMBER_QDENSE_NB ? vecs : EMBER_QDENSE_NB);
+    for (r0 = rb * EMBER_QDENSE_ROWS; r0 < r_end; r0 += EMBER_QDENSE_MR) {
+      const int rows = (int)(r_end - r0 < EMBER_QDENSE_MR ? r_end - r0 : EMBER_QDENSE_MR);
+      switch (nb) { /* constant widths: the accumulators stay in registers */
+#if EMBER_QDENSE_NB == 4
+        case 4: ember_qdense_tile(p, r0, rows, c0, 4); break;
+        case 3: ember_qdense_tile(p, r0, rows, c0, 3); break;
+#endif
+        case 2: ember_qdense_tile(p, r0, rows, c0, 2); break;
+        default: ember_qdense_tile(p, r0, rows, c0, 1); break;
+      }
+    }
+  }
+#else
+  for (r0 = rb * EMBER_QDENSE_ROWS; r0 < r_end; ++r0) {
+    const uint8_t* row = p->a + r0 * p->k;
+    for (c0 = cb * EMBER_QDENSE_COLS; c0 < c_end; ++c0) {
+      const int8_t* wc = p->w + (c0 / EMBER_QDENSE_NW) * p->k4 * 64 + (c0 % EMBER_QDENSE_NW) * 4;
+      int32_t s = 0;
+      int64_t q;
+      int j;
+      for (q = 0; q < p->k4; ++q) {
+        const uint32_t word = (uint32_t)ember_qdense_word(p, row, q);
+        for (j = 0; j < 4; ++j) s += (int32_t)((word >> (8 * j)) & 0xFF) * wc[q * 64 + j];
+      }
+      p->y[r0 * p->n + c0] = s - p->zp * p->colsum[c0];
+    }
+  }
+#endif
+}
+
+static inline int ember_qdense_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_qdense_args* p = (const ember_qdense_args*)cdata;
+  const int64_t items = p->rblocks * p->cblocks, tasks = penv->num_task;
+  int64_t item;
+  for (item = items * task_id / tasks; item < items * (task_id + 1) / tasks; ++item) {
+    ember_qdense_item(p, item);
+  }
+  return 0;
+}
+
+/* See the top of this file; a_zp is one value of a's type (NULL: 0). */
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_qdense)
+EMBER_KENTRY int32_t ember_qdense(EMBER_QDENSE_PARAMS) {
+  ember_qdense_args p;
+  int64_t item;
+  p.a = (const uint8_t*)a; p.w = w; p.colsum = colsum; p.y = y;
+  p.m = m; p.n = n; p.k = k; p.k4 = (k + 3) / 4;
+  p.rblocks = (m + EMBER_QDENSE_ROWS - 1) / EMBER_QDENSE_ROWS;
+  p.cblocks = (n + EMBER_QDENSE_COLS - 1) / EMBER_QDENSE_COLS;
+  p.flip = a_signed ? (int32_t)0x80808080u : 0;
+  p.zp = a_zp == NULL ? 0
+         : a_signed ? (int32_t)*(const int8_t*)a_zp + 128 : (int32_t)*(const uint8_t*)a_zp;
+  if (a_zp == NULL && a_signed) p.zp = 128;
+  if (m <= 0 || n <= 0) return 0;
+  if (parallel && p.rblocks * p.cblocks > 1) {
+    return TVMBackendParallelLaunch(ember_qdense_task, &p, 0) == 0 ? 0 : -1;
+  }
+  for (item = 0; item < p.rblocks * p.cblocks; ++item) ember_qdense_item(&p, item);
+  return 0;
+}
+#endif
+#endif /* EMBER_KERNEL_BODIES */
+
+#endif /* EMBER_KERNELS_QDENSE_H_ */

@@ -1,0 +1,129 @@
+/*
+ * ember kernels: the integer vector abstraction of the int8 kernels (qconv.h, qdense.h):
+ * u8 x s8 products summed four at a time into int32 lanes, exactly (no saturation), and the
+ * requantizing epilogue. Selected by the compiler's ISA macros:
+ *
+ *   __AVX512VNNI__ && __AVX512BW__   16 lanes, vpdpbusd (4 u8 x s8 products per lane, one
+ *                                     instruction); EMBER_Q_VNNI
+ *   __AVX2__                          8 lanes, vpmaddwd on the bytes widened to int16 pairs
+ *                                     (u8 x s8 < 2^15: exact); EMBER_Q_PAIRS
+ *   __SSE2__                          4 lanes, the same on 128-bit vectors; EMBER_Q_PAIRS
+ *   otherwise (or EMBER_KERNELS_PORTABLE)   4 lanes of portable C99
+ *
+ * AVX2's vpmaddubsw is not used: its int16 sums of two u8 x s8 products saturate
+ * (255 * 127 * 2 > 32767), so results would differ from onnxruntime's VNNI ones.
+ * The SIMD paths use GCC/Clang vector extensions and builtins, not <immintrin.h> (which costs
+ * about a second of compile time per unit).
+ */
+#ifndef EMBER_KERNELS_QSIMD_H_
+#define EMBER_KERNELS_QSIMD_H_
+
+#include <stdint.h>
+#include <string.h>
+
+#if !defined(EMBER_KERNELS_PORTABLE) && defined(__GNUC__) && defined(__AVX512VNNI__) && \
+    defined(__AVX512BW__)
+#define EMBER_QL 16
+#define EMBER_Q_VNNI 1
+#define EMBER_Q_SIMD_NAME "avx512vnni"
+#elif !defined(EMBER_KERNELS_PORTABLE) && defined(__GNUC__) && defined(__AVX2__)
+#define EMBER_QL 8
+#define EMBER_Q_PAIRS 1
+#define EMBER_Q_SIMD_NAME "avx2"
+#elif !defined(EMBER_KERNELS_PORTABLE) && defined(__GNUC__) && defined(__SSE2__)
+#define EMBER_QL 4
+#define EMBER_Q_PAIRS 1
+#define EMBER_Q_SIMD_NAME "sse2"
+#else
+#define EMBER_QL 4
+#define EMBER_Q_SIMD_NAME "portable"
+#endif
+
+#if defined(EMBER_Q_VNNI) || defined(EMBER_Q_PAIRS)
+#define EMBER_Q_VECTOR_EXT 1
+typedef int32_t ember_qvi __attribute__((vector_size(4 * EMBER_QL)));
+typedef float ember_qvf __attribute__((vector_size(4 * EMBER_QL)));
+typedef int16_t ember_qvh __attribute__((vector_size(4 * EMBER_QL)));
+typedef int32_t ember_qvi_u __attribute__((vector_size(4 * EMBER_QL), aligned(1), may_alias));
+typedef int8_t ember_qvb __attribute__((vector_size(EMBER_QL)));
+typedef uint8_t ember_qvub __attribute__((vector_size(EMBER_QL)));
+static inline ember_qvi ember_qload(const void* p) { return *(const ember_qvi_u*)p; }
+static inline ember_qvi ember_qset1(int32_t v) {
+  ember_qvi z = {0};
+  return z + v;
+}
+#if defined(EMBER_Q_VNNI)
+/* acc + sum of the four u8 (a) x s8 (b) byte products of each lane */
+#if defined(__clang__)
+#define EMBER_QDOT4(acc, a, b) ((ember_qvi)__builtin_ia32_vpdpbusd512((acc), (a), (b)))
+#else
+#define EMBER_QDOT4(acc, a, b) ((ember_qvi)__builtin_ia32_vpdpbusd_v16si((acc), (a), (b)))
+#endif
+#else
+/* acc + the two int16 x int16 pair products of each lane (vpmaddwd) */
+#if EMBER_QL == 8
+#define EMBER_QMADD(a, b) \
+  ((ember_qvi)__builtin_ia32_pmaddwd256((ember_qvh)(a), (ember_qvh)(b)))
+#else
+#define EMBER_QMADD(a, b) \
+  ((ember_qvi)__builtin_ia32_pmaddwd128((ember_qvh)(a), (ember_qvh)(b)))
+#endif
+#endif
+#endif /* vector extensions */
+
+/* The int16 pairs of four s8 weights (b0, b1, b2, b3): (b0, b2) and (b1, b3), each an int32
+ * word holding two int16 (low half first); the u8 activations are split alike. */
+static inline uint32_t ember_qpair(int32_t lo, int32_t hi) {
+  return (uint32_t)(uint16_t)(int16_t)lo | ((uint32_t)(uint16_t)(int16_t)hi << 16);
+}
+
+/* round half to even of float v already clamped into [lo - zp, hi - zp] (|v| < 2^22), plus
+ * zp: ONNX's requantization of one value (onnxruntime: nearbyint then add, then clamp). */
+static inline int32_t ember_qround(float v) {
+  const float magic = 12582912.0f; /* 1.5 * 2^23 */
+  return (int32_t)((v + magic) - magic); /* not folded: IEEE, no -ffast-math */
+}
+
+/* The requantized value of accumulator acc: saturate(round(acc * scale) + zp) into [lo, hi]. */
+static inline int32_t ember_qrequant(int32_t acc, float scale, int32_t zp, int32_t lo,
+                                     int32_t hi) {
+  float v = (float)acc * scale;
+  const float flo = (float)(lo - zp), fhi = (float)(hi - zp);
+  v = v < flo ? flo : v;
+  v = v > fhi ? fhi : v;
+  v = v == v ? v : 0.0f; /* NaN (a NaN scale): onnxruntime's cvtps gives 0x80000000 */
+  return ember_qround(v) + zp;
+}
+
+#if defined(EMBER_Q_VECTOR_EXT)
+/* lanes of a where mask m is set, else of b (C has no ?: on vectors) */
+static inline ember_qvf ember_qselect(ember_qvi m, ember_qvf a, ember_qvf b) {
+  return (ember_qvf)((m & (ember_qvi)a) | (~m & (ember_qvi)b));
+}
+
+/* The requantized lanes of acc, as bytes (u8 or s8 by [lo, hi]) stored to y (n <= EMBER_QL
+ * of them). */
+static inline void ember_qstore(uint8_t* y, ember_qvi acc, float scale, int32_t zp, int32_t lo,
+                                int32_t hi, int64_t n) {
+  const float magic = 12582912.0f;
+  ember_qvf z = {0};
+  ember_qvf v = __builtin_convertvector(acc, ember_qvf) * (z + scale);
+  ember_qvf flo = z + (float)(lo - zp), fhi = z + (float)(hi - zp);
+  ember_qvi q;
+  v = ember_qselect(v < flo, flo, v);
+  v = ember_qselect(v > fhi, fhi, v);
+  v = ember_qselect(v == v, v, z); /* NaN -> 0 */
+  v = (v + magic) - magic;
+  q = __builtin_convertvector(v, ember_qvi) + zp;
+  {
+    ember_qvub b = __builtin_convertvector(q, ember_qvub); /* truncation: q is in range */
+    if (n == EMBER_QL) {
+      memcpy(y, &b, EMBER_QL); /* a constant size: one vector store */
+    } else {
+      memcpy(y, &b, (size_t)n);
+    }
+  }
+}
+#endif
+
+#endif /* EMBER_KERNELS_QSIMD_H_ */

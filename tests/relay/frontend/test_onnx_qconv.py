@@ -1,0 +1,169 @@
+"""QLinearConv through nn.contrib_qconv2d (the int8 kernel of qconv.h) against onnxruntime.
+
+Tolerance: the int32 accumulators are exact and the requantization is onnxruntime's own float32
+arithmetic (acc * (x_scale * w_scale / y_scale), round half to even, + y_zp, saturate), so the
+outputs are expected equal; the tests allow 1 unit where float rounding of a product at a .5
+boundary could differ, and require equality with the op's numpy reference.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+import ember
+from ember import relay
+from ember.relay.frontend import from_onnx
+
+ort = pytest.importorskip("onnxruntime")
+ONNX_TYPE = {"uint8": TP.UINT8, "int8": TP.INT8}
+
+
+def _model(x_shape, w, *, x_dtype, x_zp, w_zp, w_scale, y_zp, y_dtype, bias, strides, pads,
+           groups, dilations=(1, 1)):
+    inits = {"xs": np.array(0.02, "float32"), "xz": np.array(x_zp, x_dtype), "w": w,
+             "ws": w_scale, "wz": w_zp, "ys": np.array(0.07, "float32"),
+             "yz": np.array(y_zp, y_dtype)}
+    names = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
+    if bias is not None:
+        inits["bias"] = bias
+        names.append("bias")
+    node = helper.make_node("QLinearConv", names, ["y"], strides=list(strides), pads=list(pads),
+                            group=groups, dilations=list(dilations))
+    graph = helper.make_graph(
+        [node], "q", [helper.make_tensor_value_info("x", ONNX_TYPE[x_dtype], list(x_shape))],
+        [helper.make_tensor_value_info("y", ONNX_TYPE[y_dtype], None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def _ort(model, x):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    s = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return s.run(None, {"x": x})[0]
+
+
+def _case(rng, *, n, c, o, h, w, k, stride, pad, groups, x_dtype, w_dtype, zp_kind,
+          per_channel, y_dtype, with_bias, dilation=1):
+    lo, hi = (0, 256) if x_dtype == "uint8" else (-128, 128)
+    x = rng.integers(lo, hi, (n, c, h, w)).astype(x_dtype)
+    wlo, whi = (0, 256) if w_dtype == "uint8" else (-128, 128)
+    weight = rng.integers(wlo, whi, (o, c // groups, k, k)).astype(w_dtype)
+    x_zp = {"zero": 0, "mid": 128 if x_dtype == "uint8" else 0, "odd": 37}[zp_kind]
+    if w_dtype == "uint8":
+        w_zp = np.array(128 if zp_kind != "odd" else 100, "uint8")
+    else:
+        w_zp = np.array(0 if zp_kind != "odd" else 3, "int8")
+    w_scale = (rng.uniform(0.001, 0.01, o).astype("float32") if per_channel
+               else np.array(0.004, "float32"))
+    if per_channel and zp_kind == "odd":
+        w_zp = np.full(o, w_zp, w_zp.dtype)
+    y_zp = 128 if y_dtype == "uint8" else -5
+    bias = rng.integers(-5000, 5000, o).astype("int32") if with_bias else None
+    model = _model(x.shape, weight, x_dtype=x_dtype, x_zp=x_zp, w_zp=w_zp, w_scale=w_scale,
+                   y_zp=y_zp, y_dtype=y_dtype, bias=bias, strides=(stride, stride),
+                   pads=(pad, pad, pad, pad), groups=groups, dilations=(dilation, dilation))
+    return model, x
+
+
+def _check(model, x, target="llvm"):
+    mod, params = from_onnx(model)
+    assert "nn.contrib_qconv2d" in str(mod), "QLinearConv did not take the int8 kernel"
+    lib = relay.build(mod, target, params=params)
+    m = lib["default"](ember.cpu())
+    m.set_input(x=x)
+    m.run()
+    got = m.get_output(0).numpy()
+    want = _ort(model, x)
+    diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert diff.max(initial=0) <= 1, f"{int((diff > 0).sum())} values differ by up to " \
+                                     f"{diff.max()}"
+    # and the op's numpy reference equals the kernel exactly
+    call = mod["main"].body
+    ref = call.op.op_def.reference(x, *[params_or_const(a, params) for a in call.args[1:]],
+                            attrs=call.attrs)
+    np.testing.assert_array_equal(got, ref)
+
+
+def params_or_const(arg, params):
+    return arg.data.numpy() if hasattr(arg, "data") else params[arg.name_hint].numpy()
+
+
+SHAPES = [  # n, c, o, h, w, k, stride, pad, groups
+    (1, 64, 64, 9, 11, 3, 1, 1, 1),
+    (1, 5, 7, 6, 5, 3, 2, 1, 1),      # channels not a multiple of 4
+    (2, 8, 12, 1, 1, 1, 1, 0, 1),     # 1x1 map
+    (1, 17, 33, 7, 7, 1, 1, 0, 1),    # 1x1 conv, odd channels
+    (1, 16, 16, 13, 9, 3, 2, 1, 16),  # depthwise stride 2
+    (1, 24, 24, 10, 10, 3, 1, 1, 24),  # depthwise stride 1
+    (1, 12, 18, 8, 8, 3, 1, 1, 3),    # grouped
+    (1, 3, 8, 5, 7, 5, 3, 2, 1),      # stride smaller than the 5x5 kernel, odd sizes
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[str(s) for s in SHAPES])
+def test_qlinear_conv_shapes_against_onnxruntime(shape):
+    n, c, o, h, w, k, stride, pad, groups = shape
+    rng = np.random.default_rng(sum(shape))
+    model, x = _case(rng, n=n, c=c, o=o, h=h, w=w, k=k, stride=stride, pad=pad, groups=groups,
+                     x_dtype="uint8", w_dtype="int8", zp_kind="mid", per_channel=True,
+                     y_dtype="uint8", with_bias=True)
+    _check(model, x)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(c=st.integers(1, 19), o=st.integers(1, 21), hw=st.tuples(st.integers(1, 12),
+                                                                 st.integers(1, 12)),
+       k=st.sampled_from([1, 3]), stride=st.sampled_from([1, 2]), pad=st.integers(0, 1),
+       types=st.sampled_from([("uint8", "int8"), ("uint8", "uint8"), ("int8", "int8")]),
+       zp_kind=st.sampled_from(["zero", "mid", "odd"]), per_channel=st.booleans(),
+       with_bias=st.booleans(),
+       depthwise=st.booleans(), seed=st.integers(0, 2**16))
+def test_qlinear_conv_hypothesis(c, o, hw, k, stride, pad, types, zp_kind, per_channel,
+                                 with_bias, depthwise, seed):
+    h, w = hw
+    if h + 2 * pad < k or w + 2 * pad < k:
+        h, w = h + k, w + k
+    groups, o = (c, c) if depthwise else (1, o)
+    x_dtype, w_dtype = types
+    y_dtype = x_dtype  # onnxruntime implements y of x's type only
+    model, x = _case(np.random.default_rng(seed), n=1, c=c, o=o, h=h, w=w, k=k, stride=stride,
+                     pad=pad, groups=groups, x_dtype=x_dtype, w_dtype=w_dtype, zp_kind=zp_kind,
+                     per_channel=per_channel, y_dtype=y_dtype, with_bias=with_bias)
+    _check(model, x)
+
+
+@pytest.mark.parametrize("level", [pytest.param("haswell", id="avx2"),
+                                   pytest.param("x86-64-v2", id="sse2"),
+                                   pytest.param("c", id="portable")])
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_qlinear_conv_forced_simd_levels(level, depthwise, monkeypatch):
+    target = "c" if level == "c" else "llvm"
+    if level != "c":
+        monkeypatch.setenv("EMBER_MARCH", level)
+    c = 20
+    model, x = _case(np.random.default_rng(5), n=1, c=c, o=c if depthwise else 27, h=11, w=13,
+                     k=3, stride=1, pad=1, groups=c if depthwise else 1, x_dtype="uint8",
+                     w_dtype="uint8", zp_kind="odd", per_channel=True, y_dtype="uint8",
+                     with_bias=True)
+    _check(model, x, target)
+
+
+def test_non_constant_weight_keeps_the_decomposition():
+    """A weight given at run time cannot be prepacked: the int32 decomposition stays."""
+    rng = np.random.default_rng(0)
+    model, x = _case(rng, n=1, c=4, o=4, h=5, w=5, k=3, stride=1, pad=1, groups=1,
+                     x_dtype="uint8", w_dtype="int8", zp_kind="mid", per_channel=False,
+                     y_dtype="uint8", with_bias=False)
+    w = next(i for i in model.graph.initializer if i.name == "w")
+    model.graph.initializer.remove(w)
+    model.graph.input.append(helper.make_tensor_value_info("w", TP.INT8, [4, 4, 3, 3]))
+    mod, _ = from_onnx(model)
+    assert "nn.contrib_qconv2d" not in str(mod) and "nn.conv2d" in str(mod)

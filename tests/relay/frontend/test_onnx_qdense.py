@@ -1,0 +1,134 @@
+"""MatMulInteger with a constant right operand through nn.contrib_qdense (the int8 kernel of
+qdense.h) against onnxruntime and numpy. int32 results: exact (tolerance 0)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+import ember
+from ember.relay.frontend import from_onnx
+
+ort = pytest.importorskip("onnxruntime")
+ONNX_TYPE = {"uint8": TP.UINT8, "int8": TP.INT8}
+
+
+def _model(a_shape, a_dtype, b, b_zp, a_zp_input: bool):
+    inits = {"b": b, "bz": b_zp}
+    inputs = [helper.make_tensor_value_info("a", ONNX_TYPE[a_dtype], list(a_shape))]
+    if a_zp_input:
+        inputs.append(helper.make_tensor_value_info("az", ONNX_TYPE[a_dtype], []))
+    node = helper.make_node("MatMulInteger", ["a", "b", "az" if a_zp_input else "", "bz"],
+                            ["y"])
+    graph = helper.make_graph([node], "q", inputs,
+                              [helper.make_tensor_value_info("y", TP.INT32, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def _check(model, feeds, target="llvm", with_ort=True):
+    mod, _ = from_onnx(model)
+    assert "nn.contrib_qdense" in str(mod), "MatMulInteger did not take the int8 kernel"
+    got = np.asarray(ember.compile(model, threads=1, target=target)(*feeds.values()))
+    a, az = feeds["a"].astype(np.int64), feeds.get("az", np.zeros((), np.int64))
+    b = numpy_helper.to_array(model.graph.initializer[0]).astype(np.int64)
+    bz = numpy_helper.to_array(model.graph.initializer[1]).astype(np.int64)
+    np.testing.assert_array_equal(got, ((a - az) @ (b - bz)).astype(np.int32))
+    if with_ort:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        want = ort.InferenceSession(model.SerializeToString(), so,
+                                    providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        np.testing.assert_array_equal(got, want)
+
+
+def _case(rng, rows, k, n, a_dtype, b_dtype, zp_kind, per_column):
+    lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
+    a = rng.integers(lo, hi, rows + (k,)).astype(a_dtype)
+    az = np.array({"zero": 0, "mid": 128 if a_dtype == "uint8" else 0, "odd": 77 if
+                   a_dtype == "uint8" else -9}[zp_kind], a_dtype)
+    if b_dtype == "int8":
+        b = rng.integers(-128, 128, (k, n)).astype("int8")
+        bz = np.zeros(n if per_column else (), "int8")
+    else:
+        b = rng.integers(0, 256, (k, n)).astype("uint8")
+        bz = np.full(n if per_column else (), 128, "uint8")
+    return _model(a.shape, a_dtype, b, bz, True), {"a": a, "az": az}
+
+
+@pytest.mark.parametrize("rows, k, n", [((1, 128), 768, 768), ((3,), 5, 7), ((2, 5), 33, 17),
+                                        ((1,), 1, 1), ((70,), 64, 65)])
+def test_matmul_integer_shapes(rows, k, n):
+    model, feeds = _case(np.random.default_rng(k + n), rows, k, n, "uint8", "int8", "odd",
+                         False)
+    _check(model, feeds)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=st.lists(st.integers(1, 9), min_size=1, max_size=2).map(tuple),
+       k=st.integers(1, 70), n=st.integers(1, 40),
+       types=st.sampled_from([("uint8", "int8"), ("uint8", "uint8"), ("int8", "int8")]),
+       zp_kind=st.sampled_from(["zero", "mid", "odd"]), per_column=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_matmul_integer_hypothesis(rows, k, n, types, zp_kind, per_column, seed):
+    model, feeds = _case(np.random.default_rng(seed), rows, k, n, *types, zp_kind, per_column)
+    # onnxruntime implements u8 x {u8, s8} and s8 x s8; numpy checks every combination
+    _check(model, feeds, with_ort=types != ("int8", "uint8"))
+
+
+@pytest.mark.parametrize("level", [pytest.param("haswell", id="avx2"),
+                                   pytest.param("x86-64-v2", id="sse2"),
+                                   pytest.param("c", id="portable")])
+def test_matmul_integer_forced_simd_levels(level, monkeypatch):
+    target = "c" if level == "c" else "llvm"
+    if level != "c":
+        monkeypatch.setenv("EMBER_MARCH", level)
+    model, feeds = _case(np.random.default_rng(9), (2, 7), 45, 37, "uint8", "int8", "odd",
+                         True)
+    _check(model, feeds, target)
+
+
+def test_run_time_weight_keeps_the_decomposition():
+    model, _ = _case(np.random.default_rng(0), (3,), 4, 5, "uint8", "int8", "mid", False)
+    b = model.graph.initializer[0]
+    model.graph.initializer.remove(b)
+    model.graph.input.append(helper.make_tensor_value_info("b", TP.INT8, [4, 5]))
+    mod, _ = from_onnx(model)
+    assert "nn.contrib_qdense" not in str(mod)
+
+
+@pytest.mark.parametrize("per_column", [False, True])
+def test_qlinear_matmul_constant_b(per_column):
+    """QLinearMatMul with a constant b: the product on the int8 kernel, the requantization
+    after it; within 1 unit of onnxruntime (float rounding of the scale product)."""
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 256, (2, 9, 40)).astype("uint8")
+    n = 24
+    inits = {"sa": np.array(0.02, "float32"), "za": np.array(131, "uint8"),
+             "b": rng.integers(-128, 128, (40, n)).astype("int8"),
+             "sb": (rng.uniform(0.001, 0.01, n) if per_column else np.array(0.004))
+             .astype("float32"),
+             "zb": np.zeros(n if per_column else (), "int8"),
+             "sy": np.array(0.3, "float32"), "zy": np.array(128, "uint8")}
+    node = helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"],
+                            ["y"])
+    graph = helper.make_graph([node], "q", [helper.make_tensor_value_info("a", TP.UINT8,
+                                                                          list(a.shape))],
+                              [helper.make_tensor_value_info("y", TP.UINT8, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    mod, _ = from_onnx(model)
+    assert "nn.contrib_qdense" in str(mod)
+    got = np.asarray(ember.compile(model, threads=1)(a))
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    want = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, {"a": a})[0]
+    diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
+    assert diff.max() <= 1 and (diff > 0).mean() < 0.01
