@@ -101,7 +101,11 @@ def round_half_even(node: Node) -> RelayExpr:
 
 
 def round_half_even_expr(x: RelayExpr, dtype: str) -> RelayExpr:
-    """``x`` (floating ``dtype``) rounded to the nearest integer, ties to even."""
+    """``x`` (floating ``dtype``) rounded to the nearest integer, ties to even: one
+    ``round_half_even`` (C ``nearbyint``) for float32/64; for float16, round (ties away from
+    zero) with the ties moved back to even."""
+    if dtype in ("float32", "float64"):
+        return _op.round_half_even(x)
     r = _op.round(x)
     tie = _op.equal(_op.abs(_op.subtract(x, _op.trunc(x))), scalar(0.5, dtype))
     odd = _op.not_equal(_op.floor_mod(r, scalar(2.0, dtype)), scalar(0.0, dtype))
