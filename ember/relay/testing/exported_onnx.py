@@ -72,6 +72,32 @@ def _i64(v: Any) -> np.ndarray:
     return np.array(v, "int64")
 
 
+class _Builder:
+    """Nodes and initialisers of a graph being written: ``const`` names a constant, ``node``
+    adds a node named after its op and returns its output (or outputs)."""
+
+    def __init__(self) -> None:
+        self.helper, self.numpy_helper, self.TP = _onnx()
+        self.inits: dict[str, np.ndarray] = {}
+        self.nodes: list[Any] = []
+
+    def const(self, v: np.ndarray) -> str:
+        self.inits[f"c{len(self.inits)}"] = v
+        return f"c{len(self.inits) - 1}"
+
+    def node(self, op: str, ins: list[str], outs: int = 1, **attrs: Any) -> Any:
+        name = f"{op.lower()}_{len(self.nodes)}"
+        out = [f"{name}_{k}" for k in range(outs)] if outs > 1 else [name]
+        self.nodes.append(self.helper.make_node(op, ins, out, name=name, **attrs))
+        return out if outs > 1 else out[0]
+
+    def model(self, name: str, inputs: list[Any], outputs: list[Any], opset: int) -> Any:
+        graph = self.helper.make_graph(
+            self.nodes, name, inputs, outputs,
+            [self.numpy_helper.from_array(np.asarray(v), k) for k, v in self.inits.items()])
+        return _model(graph, opset)
+
+
 def paddle_text_detector(seed: int = 0, channels: tuple[int, ...] = (16, 24, 40, 96),
                          head: int = 64) -> Any:
     """The DB detector (module docstring), MobileNetV3-style backbone of ``channels``."""
@@ -217,19 +243,9 @@ def vad_lstm(seed: int = 0, nfft: int = 256, hop: int = 128, hidden: int = 64) -
 def blazeface(seed: int = 0, image: int = 128) -> Any:
     """The BlazeFace detector (module docstring): ``input`` (1, 3, image, image) -> ``scores``
     (1, anchors, 1) and ``boxes`` (1, anchors, 16)."""
-    helper, numpy_helper, TP = _onnx()
+    b = _Builder()
     rng = np.random.default_rng(seed)
-    inits: dict[str, np.ndarray] = {}
-    nodes: list[Any] = []
-
-    def const(v: np.ndarray) -> str:
-        inits[f"c{len(inits)}"] = v
-        return f"c{len(inits) - 1}"
-
-    def n(op: str, ins: list[str], **attrs: Any) -> str:
-        out = f"{op.lower()}_{len(nodes)}"
-        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
-        return out
+    const, n = b.const, b.node
 
     def pad(x: str, channels: int = 0, bottom_right: int = 0, top_left: int = 0) -> str:
         return n("Pad", [x, const(_i64([0, 0, top_left, top_left, 0, channels,
@@ -267,32 +283,19 @@ def blazeface(seed: int = 0, image: int = 128) -> Any:
             heads[width].append(n("Reshape", [y, const(_i64([1, -1, width]))]))
     for width, name in ((1, "scores"), (16, "boxes")):
         n("Concat", heads[width], axis=1)
-        nodes[-1].output[0] = name
-    vi = helper.make_tensor_value_info
-    graph = helper.make_graph(
-        nodes, "blazeface", [vi("input", TP.FLOAT, [1, 3, image, image])],
-        [vi("scores", TP.FLOAT, None), vi("boxes", TP.FLOAT, None)],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    return _model(graph, 13)
+        b.nodes[-1].output[0] = name
+    vi, TP = b.helper.make_tensor_value_info, b.TP
+    return b.model("blazeface", [vi("input", TP.FLOAT, [1, 3, image, image])],
+                   [vi("scores", TP.FLOAT, None), vi("boxes", TP.FLOAT, None)], 13)
 
 
 def diffusion_unet(seed: int = 0, channels: tuple[int, int] = (64, 128), groups: int = 32,
                    embed: int = 128) -> Any:
     """The diffusion UNet blocks (module docstring): inputs ``sample`` (N, 4, H, W) and
     ``temb`` (N, ``embed``), output ``out`` (N, 4, H, W)."""
-    helper, numpy_helper, TP = _onnx()
+    b = _Builder()
     rng = np.random.default_rng(seed)
-    inits: dict[str, np.ndarray] = {}
-    nodes: list[Any] = []
-
-    def const(v: np.ndarray) -> str:
-        inits[f"c{len(inits)}"] = v
-        return f"c{len(inits) - 1}"
-
-    def n(op: str, ins: list[str], **attrs: Any) -> str:
-        out = f"{op.lower()}_{len(nodes)}"
-        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
-        return out
+    const, n = b.const, b.node
 
     def group_norm(x: str, ch: int) -> str:
         y = n("Reshape", [x, const(_i64([0, groups, -1]))])
@@ -336,34 +339,20 @@ def diffusion_unet(seed: int = 0, channels: tuple[int, int] = (64, 128), groups:
           mode="nearest")
     x = res_block(n("Concat", [x, skip], axis=1), c1 + c0, c0)
     conv(silu(group_norm(x, c0)), c0, 4)
-    nodes[-1].output[0] = "out"
-    vi, image = helper.make_tensor_value_info, ["batch", 4, "height", "width"]
-    graph = helper.make_graph(
-        nodes, "diffusion_unet", [vi("sample", TP.FLOAT, image),
-                                  vi("temb", TP.FLOAT, ["batch", embed])],
-        [vi("out", TP.FLOAT, image)],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    return _model(graph, 14)
+    b.nodes[-1].output[0] = "out"
+    vi, TP, image = b.helper.make_tensor_value_info, b.TP, ["batch", 4, "height", "width"]
+    return b.model("diffusion_unet", [vi("sample", TP.FLOAT, image),
+                                      vi("temb", TP.FLOAT, ["batch", embed])],
+                   [vi("out", TP.FLOAT, image)], 14)
 
 
 def shufflenet_v2(seed: int = 0, stages: tuple[int, ...] = (116, 232, 464),
                   repeats: tuple[int, ...] = (4, 8, 4), classes: int = 1000,
                   image: int = 224) -> Any:
     """ShuffleNetV2 (module docstring): ``input`` (N, 3, image, image) -> ``logits``."""
-    helper, numpy_helper, TP = _onnx()
+    b = _Builder()
     rng = np.random.default_rng(seed)
-    inits: dict[str, np.ndarray] = {}
-    nodes: list[Any] = []
-
-    def const(v: np.ndarray) -> str:
-        inits[f"c{len(inits)}"] = v
-        return f"c{len(inits) - 1}"
-
-    def n(op: str, ins: list[str], outs: int = 1, **attrs: Any) -> Any:
-        name = f"{op.lower()}_{len(nodes)}"
-        out = [f"{name}_{k}" for k in range(outs)] if outs > 1 else [name]
-        nodes.append(helper.make_node(op, ins, out, name=name, **attrs))
-        return out if outs > 1 else out[0]
+    const, n = b.const, b.node
 
     def conv(x: str, ci: int, co: int, k: int = 1, stride: int = 1, groups: int = 1,
              relu: bool = True) -> str:
@@ -400,13 +389,10 @@ def shufflenet_v2(seed: int = 0, stages: tuple[int, ...] = (116, 232, 464),
     x = n("ReduceMean", [conv(x, ci, 1024)], axes=[2, 3], keepdims=0)
     n("Gemm", [x, const(_w(rng, classes, 1024, scale=0.01)), const(np.zeros(classes, "float32"))],
       transB=1)
-    nodes[-1].output[0] = "logits"
-    vi = helper.make_tensor_value_info
-    graph = helper.make_graph(
-        nodes, "shufflenet_v2", [vi("input", TP.FLOAT, ["batch", 3, image, image])],
-        [vi("logits", TP.FLOAT, ["batch", classes])],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    return _model(graph, 13)
+    b.nodes[-1].output[0] = "logits"
+    vi, TP = b.helper.make_tensor_value_info, b.TP
+    return b.model("shufflenet_v2", [vi("input", TP.FLOAT, ["batch", 3, image, image])],
+                   [vi("logits", TP.FLOAT, ["batch", classes])], 13)
 
 
 def yolo_post_nms(classes: int = 8, limit: int = 20, iou: float = 0.5,
