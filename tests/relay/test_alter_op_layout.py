@@ -90,7 +90,8 @@ def test_first_conv_reads_nchw_directly_and_result_returns_to_nchw():
 def test_plain_input_whose_channels_fill_blocks_is_blocked_once():
     """A graph input of 32 channels (a multiple of the lanes) feeding a 3x3 and a strided 1x1
     conv: one transform to NCHW8c serves both (the kernel then reads a block per tap, not a
-    channel per tap); a 12-channel input (no whole blocks) is still read as NCHW1c."""
+    channel per tap); a 12-channel input (no whole blocks) is read as one block of its 12
+    channels (as an RGB stem: YOLOv5's Focus)."""
     x = relay.var("x", shape=(1, 32, 10, 10))
     a = relay.nn.relu(relay.nn.conv2d(x, _const((16, 32, 3, 3)), padding=(1, 1)))
     b = relay.nn.conv2d(x, _const((16, 32, 1, 1), 1), strides=(2, 2))
@@ -110,7 +111,7 @@ def test_plain_input_whose_channels_fill_blocks_is_blocked_once():
     odd = ember.IRModule.from_expr(relay.Function(
         [y], relay.nn.conv2d(y, _const((16, 12, 3, 3)), padding=(1, 1))))
     conv = next(c for c in _ops(_plan(odd)) if c.op.name.startswith("nn.contrib_conv2d"))
-    assert conv.attrs.in_block == 1
+    assert conv.attrs.in_block == 12
 
 
 def _haswell_source(mod, monkeypatch) -> str:
@@ -130,8 +131,8 @@ def test_first_convs_of_few_channels_read_the_plain_input(monkeypatch):
     """First convs on 1-8 channels (3x3/1, 7x7/2, 3x3/2, dscnn's 10x4/2 on one channel, 8
     channels) read the image as plain NCHW (in_block 1, no transform into blocks; the only
     transform is the result's back to NCHW) and lower to ember_conv2d_nchw_input; a 3-channel
-    1x1 conv keeps one input block of all channels, and 12 channels the NCHW[L]c kernel on
-    the plain input."""
+    1x1 conv keeps one input block of all channels, and so do 12 channels at 3x3 (after one
+    transform into that block)."""
     cases = [((1, 3, 15, 13), 3, 1, 1), ((1, 3, 15, 13), 7, 2, 3), ((1, 3, 15, 13), 3, 2, 1),
              ((1, 1, 49, 10), (10, 4), 2, (4, 1, 5, 1)), ((1, 8, 9, 9), 3, 1, 1),
              ((1, 3, 9, 9), 1, 1, 0), ((1, 12, 9, 9), 3, 1, 1)]
@@ -144,8 +145,9 @@ def test_first_convs_of_few_channels_read_the_plain_input(monkeypatch):
         planned = _plan(mod)
         conv = next(c for c in _ops(planned) if c.op.name.startswith("nn.contrib_conv2d"))
         own = shape[1] <= 8 and k != (1, 1)
-        assert conv.attrs.in_block == (3 if k == (1, 1) else 1)
-        assert _names(planned).count("layout_transform") == (2 if k == (1, 1) else 1)
+        whole = k == (1, 1) or shape[1] > 8  # one block of all the input's channels
+        assert conv.attrs.in_block == (shape[1] if whole else 1)
+        assert _names(planned).count("layout_transform") == (2 if whole else 1)
         assert ("ember_conv2d_nchw_input_x8" in _haswell_source(mod, monkeypatch)) == own
         xv = np.random.default_rng(shape[1]).uniform(-1, 1, shape).astype("float32")
         np.testing.assert_allclose(_outputs(mod, {}, xv), _outputs(mod, {}, xv, disabled=OFF),
