@@ -129,8 +129,8 @@ SUPPORT: dict[str, OpSupport] = {
     "Or": _e(m.binary("logical_or"), "logical_or" + OLD_BROADCAST),
     "Pow": _e(m.pow_, "power; the exponent is cast to the base's dtype" + OLD_BROADCAST),
     "Reciprocal": _e(m.reciprocal, "1 / x"),
-    "Round": _e(m.round_half_even, "ties to even (decomposed: Relay's round breaks ties away "
-                "from zero)"),
+    "Round": _e(m.round_half_even, "ties to even (the round_half_even op, C nearbyint; float16 "
+                "decomposed)"),
     "Sign": _e(m.unary("sign"), "sign"),
     "Sin": _e(m.unary("sin"), "sin"),
     "Sinh": _e(m.unary("sinh"), "sinh"),
