@@ -173,10 +173,10 @@ def ember_runner(executor: str, factory: Any, module: Any, threads: int,
     return Runner(executor, threads, module.run, outputs, lambda: control.use(threads))
 
 
-def ort_session(onnx_path: str, threads: int, profile: bool = False) -> Any:
-    """An onnxruntime session on ``threads`` intra-op threads, one inter-op thread; with
-    ``profile``, per-node profiling into a file beside ``onnx_path`` (``end_profiling()``
-    names it)."""
+def ort_session(onnx_path: Any, threads: int, profile: bool = False) -> Any:
+    """An onnxruntime session on ``threads`` intra-op threads, one inter-op thread, of an
+    ONNX file or an ``onnx.ModelProto``; with ``profile`` (a file only), per-node profiling
+    into a file beside ``onnx_path`` (``end_profiling()`` names it)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -186,7 +186,24 @@ def ort_session(onnx_path: str, threads: int, profile: bool = False) -> Any:
     if profile:
         opts.enable_profiling = True
         opts.profile_file_prefix = str(Path(onnx_path).with_suffix(""))
-    return ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+    source = onnx_path if isinstance(onnx_path, (str, Path)) else onnx_path.SerializeToString()
+    return ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
+
+
+def call_runner(system: str, threads: int, call: Callable[[], Any]) -> Runner:
+    """A Runner of ``call`` (numpy in, new arrays out, as users call a model); its outputs
+    are the last call's result (one array or a list of them)."""
+    out: list[Any] = [call()]
+
+    def run() -> None:
+        out[0] = call()
+
+    def outputs() -> list[np.ndarray]:
+        value = out[0]
+        return [np.asarray(v) for v in value] if isinstance(value, (list, tuple)) else \
+            [np.asarray(value)]
+
+    return Runner(system, threads, run, outputs, contextlib.nullcontext)
 
 
 def ort_runner(session: Any, threads: int, inputs: dict[str, np.ndarray]) -> Runner:

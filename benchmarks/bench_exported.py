@@ -30,7 +30,6 @@ JSON goes to bench_results/exported.json in the cache directory.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import statistics
 import sys
@@ -45,7 +44,7 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from _report import open_results, results_path, table  # noqa: E402
-from _systems import Runner  # noqa: E402
+from _systems import Runner, call_runner, ort_session  # noqa: E402
 from _timing import interleave  # noqa: E402
 
 DEFAULT_JSON = results_path("exported.json")
@@ -125,39 +124,6 @@ def _cases(only: set[str] | None) -> list[Case]:
     return cases
 
 
-def _ember_runner(system: str, model: Any, feeds: dict[str, np.ndarray], threads: int) -> Runner:
-    args = list(feeds.values())
-    out: list[Any] = [model(*args)]
-
-    def run() -> None:
-        out[0] = model(*args)
-
-    return Runner(system, threads, run, lambda: _as_list(out[0]), contextlib.nullcontext)
-
-
-def _ort_runner(session: Any, feeds: dict[str, np.ndarray], threads: int) -> Runner:
-    out: list[Any] = [session.run(None, feeds)]
-
-    def run() -> None:
-        out[0] = session.run(None, feeds)
-
-    return Runner("onnxruntime", threads, run, lambda: out[0], contextlib.nullcontext)
-
-
-def _as_list(value: Any) -> list[np.ndarray]:
-    return [np.asarray(v) for v in value] if isinstance(value, (list, tuple)) else \
-        [np.asarray(value)]
-
-
-def _session(model: Any, threads: int) -> Any:
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-    return ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-
-
 def _check(case: Case) -> str:
     want = case.runners[-1].outputs()
     for r in case.runners[:-1]:
@@ -188,7 +154,7 @@ def _decode_loop(threads: int, clock: Callable[[], float]) -> list[Any]:
     names = [i.name for i in gpt.graph.input]
     rng = np.random.default_rng(1)
     feeds = {p: tx.kv_cache_feeds(gpt, 1, 1, p, rng) for p in range(8, 136)}
-    model, session = ember.compile(gpt, threads=threads), _session(gpt, threads)
+    model, session = ember.compile(gpt, threads=threads), ort_session(gpt, threads)
     first = _loop(lambda p: model(*[feeds[p][k] for k in names]), range(8, 136), clock)
     ort_t = _loop(lambda p: session.run(None, feeds[p]), range(8, 136), clock)
     return ["gpt2_kv decode loop", "1x1 past 8..135", threads, first * 1e6, None,
@@ -200,7 +166,7 @@ def _vad_stream(threads: int, clock: Callable[[], float]) -> list[Any]:
     from ember.relay.testing import exported_onnx as ex
 
     vad = ex.vad_lstm()
-    model, session = ember.compile(vad, threads=threads), _session(vad, threads)
+    model, session = ember.compile(vad, threads=threads), ort_session(vad, threads)
     rng = np.random.default_rng(2)
     chunks = [rng.standard_normal((1, 512)).astype("float32") * 0.3 for _ in range(200)]
     state = [np.zeros((1, 1, 64), "float32")] * 2
@@ -241,14 +207,17 @@ def main() -> None:
             key = id(case.onnx_model)
             if key not in built:
                 built[key] = (ember.compile(case.onnx_model, threads=threads),
-                              _session(case.onnx_model, threads))
+                              ort_session(case.onnx_model, threads))
             dynamic, session = built[key]
-            case.runners = [_ember_runner("dynamic", dynamic, case.feeds, threads)]
+            args = list(case.feeds.values())
+            case.runners = [call_runner("dynamic", threads, lambda m=dynamic, a=args: m(*a))]
             if case.static:
                 shapes = {k: v.shape for k, v in case.feeds.items()}
                 static = ember.compile(case.onnx_model, threads=threads, input_shapes=shapes)
-                case.runners.append(_ember_runner("static", static, case.feeds, threads))
-            case.runners.append(_ort_runner(session, case.feeds, threads))
+                case.runners.append(call_runner("static", threads,
+                                                lambda m=static, a=args: m(*a)))
+            case.runners.append(call_runner("onnxruntime", threads,
+                                            lambda s=session, f=case.feeds: s.run(None, f)))
         timings = interleave([r for c in cases for r in c.runners], opts.min_time, opts.rounds,
                              clock)
         at = 0

@@ -27,7 +27,6 @@ to bench_results/quantized.json in the cache directory.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -42,7 +41,7 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from _report import open_results, results_path, table  # noqa: E402
-from _systems import Runner  # noqa: E402
+from _systems import Runner, call_runner, ort_session  # noqa: E402
 from _timing import interleave  # noqa: E402
 
 DEFAULT_JSON = results_path("quantized.json")
@@ -153,29 +152,6 @@ def _cases(only: set[str]) -> list[Case]:
     return cases
 
 
-def _session(model: Any, threads: int) -> Any:
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-    return ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-
-
-def _runner(system: str, threads: int, call: Any) -> Runner:
-    out: list[Any] = [call()]
-
-    def run() -> None:
-        out[0] = call()
-
-    def outputs() -> list[np.ndarray]:
-        value = out[0]
-        return [np.asarray(v) for v in value] if isinstance(value, (list, tuple)) else \
-            [np.asarray(value)]
-
-    return Runner(system, threads, run, outputs, contextlib.nullcontext)
-
-
 def _diff(case: Case) -> float:
     got, want = case.runners[0].outputs(), case.runners[1].outputs()
     return max(float(np.abs(g.astype(np.float64) - w.astype(np.float64)).max(initial=0))
@@ -201,11 +177,11 @@ def main() -> None:
         for case in cases:
             shapes = {k: v.shape for k, v in case.feeds.items()}
             model = ember.compile(case.model, threads=threads, input_shapes=shapes)
-            session = _session(case.model, threads)
+            session = ort_session(case.model, threads)
             args, feeds = list(case.feeds.values()), case.feeds
-            case.runners = [_runner("ember", threads, lambda m=model, a=args: m(*a)),
-                            _runner("onnxruntime", threads,
-                                    lambda s=session, f=feeds: s.run(None, f))]
+            case.runners = [call_runner("ember", threads, lambda m=model, a=args: m(*a)),
+                            call_runner("onnxruntime", threads,
+                                        lambda s=session, f=feeds: s.run(None, f))]
         timings = interleave([r for c in cases for r in c.runners], opts.min_time, opts.rounds,
                              clock)
         for i, case in enumerate(cases):
