@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ...ir.expr import Call, RelayExpr
+from ...ir.expr import Call, Constant, RelayExpr
 from ...ir.op import Op
 
 __all__ = ["feeds_conv", "pad_axis", "pad_output", "pads_over_half_blocks"]
@@ -70,10 +70,10 @@ def feeds_conv(node: RelayExpr, readers: Mapping[int, list[RelayExpr]],
 
 
 def _depthwise(conv: Call) -> bool:
+    # a constant weight only (the planner blocks no other): its shape is concrete
     weight = conv.args[1]
-    return conv.attrs.groups > 1 and getattr(weight, "checked_type_", None) is not None and \
-        int(weight.checked_type_.shape[1]) == 1 and \
-        int(weight.checked_type_.shape[0]) == conv.attrs.groups
+    return conv.attrs.groups > 1 and isinstance(weight, Constant) and \
+        tuple(weight.data.shape[:2]) == (conv.attrs.groups, 1)
 
 
 def _is(e: RelayExpr, *names: str) -> bool:
