@@ -93,6 +93,19 @@ def _suffix(dtype: str) -> str:
     return "" if dtype == "float64" else "f"
 
 
+def c_string(text: str) -> str:
+    """``text`` as a C string literal (ASCII; everything else escaped)."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 32 <= ord(ch) < 127 and ch != "?":  # '?' escaped: no trigraphs
+            out.append(ch)
+        else:
+            out += [f"\\{b:03o}" for b in ch.encode()]
+    return '"' + "".join(out) + '"'
+
+
 def render_float(v: float, dtype: str) -> str:
     """A C literal for ``v`` (shortest form that round-trips at that width)."""
     if math.isnan(v):
@@ -235,7 +248,7 @@ class FunctionWriter:
         if isinstance(e, FloatImm):
             return render_float(e.value, e.dtype)
         if isinstance(e, StringImm):
-            return '"' + e.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            return c_string(e.value)
         op = _INFIX.get(type(e))
         if op is not None:
             return f"({k[0]} {op} {k[1]})"
@@ -574,7 +587,8 @@ class FunctionWriter:
 
     def stmt_AssertStmt(self, s: AssertStmt, ind: int) -> Then:
         self.emit(f"if (!({self.expr(s.condition)})) {{", ind)
-        self.emit(f"TVMPackedFuncSetLastError({self.expr(s.message)});", ind + 1)
+        if not (isinstance(s.message, StringImm) and not s.message.value):
+            self.emit(f"TVMPackedFuncSetLastError({self.expr(s.message)});", ind + 1)
         for name in reversed(self.workspaces):
             self.emit(f"(void)TVMBackendFreeWorkspace(1, 0, {name});", ind + 1)
         self.emit("return -1;", ind + 1)

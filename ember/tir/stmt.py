@@ -132,7 +132,8 @@ class Evaluate(Stmt):
 
 @dataclass(eq=False, repr=False)
 class AssertStmt(Stmt):
-    """Fail with ``message`` (via TVMPackedFuncSetLastError) unless ``condition`` holds."""
+    """Fail with ``message`` (via TVMPackedFuncSetLastError) unless ``condition`` holds; an
+    empty message keeps the error that the call in ``condition`` set itself."""
 
     condition: PrimExpr
     message: PrimExpr

@@ -62,6 +62,16 @@ def _reductions() -> tuple[tvm.IRModule, dict[str, Any]]:
     return tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([z, a]))), {}
 
 
+def _checked_gather() -> tuple[tvm.IRModule, dict[str, Any]]:
+    """take of run-time indices checked in range (kernels/index_check.h: its error text is
+    built without stdio, for firmware)."""
+    x = relay.var("x", shape=(5, 4))
+    i = relay.var("i", shape=(3,), dtype="int64")
+    y = relay.take(x, relay.check_indices(x, i, axes=0, where="Gather node 'g'"), axis=0,
+                   mode="wrap")
+    return tvm.IRModule.from_expr(relay.Function([x, i], y)), {}
+
+
 @functools.cache
 def exported(name: str, tmp: Path) -> Path:
     """The MLF of model ``name``, extracted under ``tmp/name``."""
@@ -75,6 +85,8 @@ def exported(name: str, tmp: Path) -> Path:
         factory = build_graph(*_cnn_bn(8), name="cnnc", target="c")
     elif name == "reductions":
         factory = build_graph(*_reductions(), name="red")
+    elif name == "checked_gather":
+        factory = build_graph(*_checked_gather(), name="gather")
     else:
         factory = build_aot(*mlp_model(), name="mlp_c", **{"link-params": True})
     out = tmp / name
@@ -108,7 +120,7 @@ def _model_flags(model: str, flags: str) -> Any:
 
 
 MODEL_FLAGS = [_model_flags(m, f)
-               for m in ("mlp", "cnn_bn", "cnn_nchwc", "reductions", "aot_c") for f in FLAG_SETS]
+               for m in ("mlp", "cnn_bn", "cnn_nchwc", "reductions", "checked_gather", "aot_c") for f in FLAG_SETS]
 
 
 @pytest.mark.parametrize("cc", COMPILERS)

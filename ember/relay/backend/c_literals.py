@@ -5,18 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def c_string(text: str) -> str:
-    """``text`` as a C string literal (ASCII; everything else escaped)."""
-    out = []
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 32 <= ord(ch) < 127 and ch != "?":  # '?' escaped: no trigraphs
-            out.append(ch)
-        else:
-            out += [f"\\{b:03o}" for b in ch.encode()]
-    return '"' + "".join(out) + '"'
+from ...tir.codegen_c import c_string  # noqa: F401 (the backends' C strings, as kernels')
 
 
 _HEX = np.frombuffer(b"0123456789abcdef", np.uint8)

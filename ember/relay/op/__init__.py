@@ -20,6 +20,7 @@ from . import (  # noqa: F401
     dyn,
     fast_math,
     image,
+    index_check,
     indexing,
     nd_scatter,
     nn,
@@ -42,6 +43,7 @@ from .bitcast import *
 from .collapse import *
 from .creation import *
 from .fast_math import *
+from .index_check import *
 from .mixed_precision import (get_mixed_precision_conversion,  # noqa: F401
                               register_mixed_precision_conversion)
 from .nd_scatter import *
@@ -58,5 +60,5 @@ get = Op.get
 __all__ = ["TupleWrapper", "annotation", "dyn", "image", "nn", "random", "signal", "vision",
            "register_gradient", "register_mixed_precision_conversion"]
 __all__ += (algorithm.__all__ + bitcast.__all__ + collapse.__all__ + creation.__all__
-            + fast_math.__all__ + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + rounding.__all__ + scatter_gather.__all__
+            + fast_math.__all__ + index_check.__all__ + nd_scatter.__all__ + nonzero.__all__ + reduce.__all__ + rounding.__all__ + scatter_gather.__all__
             + tensor.__all__ + transform.__all__ + unique_op.__all__)

@@ -84,6 +84,15 @@ def succeeds(call: PrimExpr, message: str) -> Stmt:
     return AssertStmt(EQ(call, tir.const(0)), StringImm(message), Evaluate(tir.const(0)))
 
 
+def calls_succeed(calls: Sequence[PrimExpr]) -> Stmt:
+    """Kernel calls in order, each returning 0, or -1 with an error it set itself (one that
+    names what was wrong in the data); the first failure stops the function, its error kept."""
+    body: Stmt = Evaluate(tir.const(0))
+    for call in reversed(calls):
+        body = AssertStmt(EQ(call, tir.const(0)), StringImm(""), body)
+    return body
+
+
 def checked(body: Stmt, checks: Sequence[Check]) -> Stmt:
     """``body`` run after ``checks``, each failing with its message (in order)."""
     for cond, message in reversed(checks):

@@ -192,6 +192,7 @@ def _indexing(rng: np.random.Generator) -> dict[str, Case]:
     idx = np.array([[[0, -1, 2, 1, 3]], [[1, 1, 0, -4, 2]]], "int64")  # (2, 1, 5)
     return {
         "gather": Case("gather", [x, idx], {"axis": 1}),
+        "check_indices": Case("check_indices", [x, idx.astype("int32")], {"axes": (1,)}),
         "gather_nd": Case("gather_nd", [x, np.array([[0, 2], [3, -1]], "int32")]),
         "scatter_elements": Case("scatter_elements", [x, idx, rand(rng, (2, 1, 5))],
                                  {"axis": 1, "reduction": "add"}),

@@ -318,9 +318,11 @@ SUPPORT: dict[str, OpSupport] = {
                  "sums along each axis and picks one"),
     "Einsum": _e(ops_einsum.einsum, "transpose/reshape/nn.batch_matmul per operand pair; "
                  "ellipsis; diagonals (repeated subscripts) of static sizes"),
-    "Gather": _e(ops_index.gather, "take (negative indices wrap)"),
-    "GatherElements": _e(ops_index.gather_elements, "gather"),
-    "GatherND": _e(ops_index.gather_nd, "gather_nd with batch_dims"),
+    "Gather": _e(ops_index.gather, "take; negative indices count from the end, one out of "
+                 "range is an error (at import when constant, else check_indices at run time)"),
+    "GatherElements": _e(ops_index.gather_elements, "gather; indices range-checked as Gather's"),
+    "GatherND": _e(ops_index.gather_nd, "gather_nd with batch_dims; indices range-checked as "
+                   "Gather's"),
     "AffineGrid": _e(ops_sample.affine_grid, "constant base grid times theta^T "
                      "(batch_matmul), or from arange for a run-time size; 2-D and 3-D; a "
                      "single aligned point at -1 (ONNX's reference)"),
@@ -338,7 +340,7 @@ SUPPORT: dict[str, OpSupport] = {
                  "Upsample; constant scales of a symbolic height/width as image.resize2d of "
                  "size 0 (scaled at run time); dyn.image.resize2d for run-time scales/sizes"),
     "ScatterElements": _e(ops_index.scatter_elements, "scatter_elements; reduction none, add, "
-                          "mul (16+), max, min (18+)"),
+                          "mul (16+), max, min (18+); indices range-checked as Gather's"),
     "Upsample": _e(ops_resize.upsample, "image.resize2d, asymmetric coordinates: nearest "
                    "(floor) and linear; scales attribute (7) or input (9)"),
     "ReverseSequence": _e(ops_layout.reverse_sequence, "gather along time of computed "
@@ -346,7 +348,7 @@ SUPPORT: dict[str, OpSupport] = {
     "Scatter": _e(ops_index.scatter_elements, "scatter_elements (the name of ScatterElements "
                   "before version 11)"),
     "ScatterND": _e(ops_index.scatter_nd, "scatter_nd; reduction none, add, mul (16+), max, "
-                    "min (18+)"),
+                    "min (18+); indices range-checked as Gather's"),
     "TfIdfVectorizer": _e(ops_tfidf.tfidf_vectorizer, "n-gram counts of an integer pool by "
                           "slices and comparisons; TF, IDF, TFIDF; static input length"),
     # random numbers: relay.random on a key made at import (see docs/onnx.md)

@@ -2,7 +2,9 @@
 TopK, CumSum.
 
 ONNX indices may be negative (counting from the end); Relay's ``take`` runs in "wrap" mode,
-and the gather/scatter ops below wrap negative indices themselves. A TopK K known only at
+and the gather/scatter ops below wrap negative indices themselves. An index outside
+``[-n, n)`` is an error in ONNX (onnxruntime raises): constant indices are checked here, run-time
+ones by a ``check_indices`` op in front of the gather or scatter. A TopK K known only at
 run time goes to ``dyn.topk``; a CumSum axis known only at run time sums along every axis
 and picks the one asked for (rank times the work).
 """
@@ -20,7 +22,26 @@ def gather(node: Node) -> RelayExpr:
     data, ty = node.input(0, "data"), node.type(0)
     axis = norm_axis(node, node.attr("axis", 0), ty.ndim)
     _gather_sym(node)
-    return _op.take(data, node.input(1, "indices"), axis=axis, mode="wrap")
+    return _op.take(data, _indices(node, (axis,)), axis=axis, mode="wrap")
+
+
+def _indices(node: Node, axes: tuple[int, ...]) -> RelayExpr:
+    """Input 1 (indices into data's ``axes``: one, or one per position of the tuples along
+    indices' last axis), checked to be in range: now when constant, else at run time."""
+    idx, value = node.input(1, "indices"), node.value(1)
+    sizes = [node.type(0).shape[a] for a in axes]
+    if value is None or not all(isinstance(n, int) for n in sizes):
+        return _op.check_indices(node.input(0), idx, axes, where=node.label)
+    flat = value.reshape(-1).astype("int64")
+    for k, n in enumerate(sizes):
+        part = flat[k::len(axes)]
+        bad = ((part < -n) | (part >= n)).nonzero()[0]
+        if bad.size:
+            at = int(bad[0]) * len(axes) + k
+            raise node.fail(f"index {flat[at]} (element {at} of the indices, flat) is out of "
+                            f"range for axis {axes[k]} of data (size {n}): indices must be in "
+                            f"[{-n}, {n - 1}]")
+    return idx
 
 
 def _gather_sym(node: Node) -> None:
@@ -38,7 +59,7 @@ def gather_elements(node: Node) -> RelayExpr:
     if node.ndim(1) != ndim:
         raise node.fail(f"indices must have the rank of data ({ndim}), got {node.ndim(1)}")
     axis = norm_axis(node, node.attr("axis", 0), ndim)
-    return _op.gather(node.input(0), axis, node.input(1))
+    return _op.gather(node.input(0), axis, _indices(node, (axis,)))
 
 
 def gather_nd(node: Node) -> RelayExpr:
@@ -54,6 +75,7 @@ def gather_nd(node: Node) -> RelayExpr:
     if batch_dims + index_rank > node.ndim(0):
         raise node.fail(f"indices address {index_rank} axes after {batch_dims} batch axes, but "
                         f"data has rank {node.ndim(0)}")
+    idx = _indices(node, tuple(range(batch_dims, batch_dims + index_rank)))
     perm = [ity.ndim - 1, *range(ity.ndim - 1)]
     return _op.gather_nd(node.input(0), _op.transpose(idx, perm), batch_dims=batch_dims,
                          index_rank=index_rank)
@@ -68,7 +90,7 @@ def scatter_elements(node: Node) -> RelayExpr:
     reduction = node.choice("reduction", "none", tuple(_REDUCTIONS))
     if node.ndim(1) != ndim or node.ndim(2) != ndim:
         raise node.fail("data, indices and updates must have the same rank")
-    return _op.scatter_elements(node.input(0), node.input(1), node.input(2), axis,
+    return _op.scatter_elements(node.input(0), _indices(node, (axis,)), node.input(2), axis,
                                 _REDUCTIONS[reduction])
 
 
@@ -79,7 +101,12 @@ def scatter_nd(node: Node) -> RelayExpr:
     rank = node.ndim(1)
     if rank < 1:
         raise node.fail("indices must have rank >= 1 (index tuples along the last axis)")
-    indices = _op.transpose(node.input(1, "indices"), (rank - 1, *range(rank - 1)))
+    tuple_length = node.type(1).shape[-1]
+    if not isinstance(tuple_length, int) or tuple_length > node.ndim(0):
+        raise node.fail(f"indices {node.type(1).shape} must hold index tuples of a static "
+                        f"length of at most data's rank {node.ndim(0)} along their last axis")
+    checked = _indices(node, tuple(range(tuple_length)))
+    indices = _op.transpose(checked, (rank - 1, *range(rank - 1)))
     return _op.scatter_nd(node.input(0, "data"), indices, node.input(2, "updates"),
                           _REDUCTIONS[reduction])
 
