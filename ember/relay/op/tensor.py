@@ -269,13 +269,24 @@ def _binary_ref(fn: Callable[..., Any], to_bool: bool) -> Callable[..., np.ndarr
 
 # compute rules (te): the scalar rule of each binary op, which broadcast_compute applies
 def _int_guard(fn: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> Callable:
-    """Integer x / 0 and x % 0 give 0 (numpy's answer) instead of a SIGFPE."""
+    """Integer x / 0 and x % 0 give 0 (numpy's answer), and a signed x / -1 is -x computed
+    modulo 2**bits (x % -1 is 0), instead of a SIGFPE: C traps on both, and the smallest
+    value divided by -1 overflows."""
     def rule(a: PrimExpr, b: PrimExpr) -> PrimExpr:
         if tir.is_float(a.dtype):
             return fn(a, b)
-        zero = tir.const(0, b.dtype)
-        safe = tir.Select_(tir.binary(EQ, b, zero), tir.const(1, b.dtype), b)
-        return tir.Select_(tir.binary(EQ, b, zero), tir.const(0, a.dtype), fn(a, safe))
+        zero, one = tir.const(0, b.dtype), tir.const(1, b.dtype)
+        by_zero = tir.binary(EQ, b, zero)
+        if not a.dtype.startswith("int"):
+            return tir.Select_(by_zero, tir.const(0, a.dtype), fn(a, tir.Select_(by_zero, one, b)))
+        by_minus_one = tir.binary(EQ, b, tir.const(-1, b.dtype))
+        # the divisor the division sees is never 0 or -1, whichever way C evaluates selects
+        out = fn(a, tir.Select_(tir.logical_or(by_zero, by_minus_one), one, b))
+        unsigned = "u" + a.dtype
+        negated = tir.cast(tir.const(0, unsigned) - tir.cast(a, unsigned), a.dtype)
+        out = tir.Select_(by_minus_one, negated if fn in (tir.div, tir.floordiv)
+                          else tir.const(0, a.dtype), out)
+        return tir.Select_(by_zero, tir.const(0, a.dtype), out)
     return rule
 
 

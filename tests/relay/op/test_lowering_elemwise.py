@@ -181,3 +181,16 @@ def test_relay_api_unary_roundtrip():
     out = ember.nd.empty((3, 5))
     fn(ember.nd.array(a), out)
     np.testing.assert_allclose(out.numpy(), 1 / (1 + np.exp(-a)), rtol=1e-5)
+
+
+def test_integer_division_by_zero_and_by_minus_one_never_traps():
+    """C traps (SIGFPE) on x / 0 and on the smallest value / -1: the kernels give numpy's
+    answers instead (0 for a zero divisor, -x modulo 2**bits for -1, remainders 0)."""
+    cases = []
+    for dtype in ("int8", "int32", "int64", "uint8"):
+        info = np.iinfo(dtype)
+        a = np.array([info.min, info.min, info.max, 7, info.min, 0], dtype)
+        b = np.array([-1, 0, -1, 0, 1, -1] if info.min else [1, 0, 3, 0, 1, 2], dtype)
+        cases += [Case(name, [a, b]) for name in ("divide", "floor_divide", "mod", "floor_mod")]
+    with np.errstate(divide="ignore", over="ignore"):
+        check_cases(cases)
