@@ -131,8 +131,9 @@ def check_named_dims(specs: Sequence[TensorSpec], values: dict[str, Any]) -> Non
 
 
 def shapes_rejected(specs: Sequence[TensorSpec], values: Sequence[Any], err: VMError) -> str:
-    """The message for inputs whose sizes a shape function rejected (before any kernel ran):
-    each input's shape against its declared one, then the shape function's own reason."""
+    """The message for inputs whose sizes (or values that set sizes: a Tile's repeats, a
+    Range's step) a shape function rejected (before any kernel ran): each input's shape
+    against its declared one, then the shape function's own reason."""
     given = []
     for spec, value in zip(specs, values):
         if not hasattr(value, "shape"):  # a sequence or optional (model_values)
@@ -145,7 +146,7 @@ def shapes_rejected(specs: Sequence[TensorSpec], values: Sequence[Any], err: VME
         given.append(f"{spec.name!r} {_fmt(spec.dtype, tuple(value.shape))} (declared "
                      f"{declared}{axes})")
     reason = str(err).split("\n", 1)[0]
-    return (f"the model cannot run on these input shapes: {'; '.join(given)}: {reason} "
+    return (f"the model cannot run on these inputs: {'; '.join(given)}: {reason} "
             f"(kernel {err.kernel!r})")
 
 

@@ -104,6 +104,6 @@ def test_a_shape_rejection_message_names_sequence_inputs_by_type():
     err.kernel = "fused_dyn_reshape_shape_func"
     x = TensorSpec("x", (None, 3), "float32")
     text = shapes_rejected([SEQ, x], [check_input(SEQ, []), np.zeros((2, 3), "float32")], err)
-    assert text.startswith("the model cannot run on these input shapes: 'seq' "
+    assert text.startswith("the model cannot run on these inputs: 'seq' "
                            "(List[Tensor[(?, 3), float32]]); 'x' float32[2, 3] (declared "
                            "float32[?, 3], dynamic axes 0): dyn.reshape: cannot reshape")
