@@ -118,6 +118,27 @@ def test_qlinear_conv_shapes_against_onnxruntime(shape):
     _check(model, x)
 
 
+DEPTHWISE = [  # n, c, h, w, k, stride, pad, dilation: the direct path's phases and offsets
+    (2, 5, 7, 9, 5, 1, 2, 1),     # 5x5 (EfficientNet, MobileNetV3), two images
+    (1, 6, 14, 14, 3, 2, 1, 1),   # stride 2: four phase planes
+    (1, 4, 11, 6, 3, 3, 1, 1),    # stride 3, rows and columns of different lengths
+    (1, 3, 9, 10, 3, 1, 2, 2),    # dilated
+    (1, 7, 1, 1, 3, 1, 1, 1),     # a 1x1 map: one output, padding all around
+    (1, 9, 3, 40, 3, 2, 0, 1),    # wide rows, no padding, stride 2
+]
+
+
+@pytest.mark.parametrize("shape", DEPTHWISE, ids=[str(s) for s in DEPTHWISE])
+@pytest.mark.parametrize("zp_kind", ["zero", "odd"])
+def test_qlinear_conv_depthwise_strides_dilations_and_kernels(shape, zp_kind):
+    n, c, h, w, k, stride, pad, dilation = shape
+    model, x = _case(np.random.default_rng(sum(shape)), n=n, c=c, o=c, h=h, w=w, k=k,
+                     stride=stride, pad=pad, groups=c, x_dtype="uint8", w_dtype="int8",
+                     zp_kind=zp_kind, per_channel=True, y_dtype="uint8", with_bias=True,
+                     dilation=dilation)
+    _check(model, x)
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(c=st.integers(1, 19), o=st.integers(1, 21), hw=st.tuples(st.integers(1, 12),
                                                                  st.integers(1, 12)),

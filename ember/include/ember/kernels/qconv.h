@@ -19,8 +19,9 @@
  * A work item is (image, group, block of EMBER_QCONV_PB output pixels): its input window is
  * gathered once into a panel [k4][pixel][4] (u8) in which vectors run along pixels, and every
  * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows).
- * Depthwise convs (one input and one output channel per group) take a direct path over a
- * zero-point-padded plane instead.
+ * Depthwise convs (one input and one output channel per group) take a direct path instead:
+ * each channel's zero-point-padded plane split into stride phases, so that each tap is one
+ * offset into it and a whole channel is one vector loop (ember_qconv_dw_item).
  * Items are split over TVMBackendParallelLaunch tasks when `parallel`. Returns 0, or -1 when a
  * workspace or the parallel launch fails.
  */
@@ -337,90 +338,120 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
   }
 }
 
-/* The depthwise plane: the input padded with x_zp and cropped to what the windows read,
- * hp rows of its columns split into sw phases of wq columns (column x in phase x % sw at
- * x / sw), so that every tap reads a contiguous run of a row at any stride. */
-static inline int64_t ember_qconv_dw_hp(const ember_qconv_args* a) {
-  return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
+/* The depthwise plane: the input padded with x_zp and cropped to what the windows read, as
+ * int32 (widened once here, not per tap), its rows split into sh phases and its columns into
+ * sw phases (row y in row phase y % sh at y / sh; column x alike), each phase plane hq x wq.
+ * Every tap then reads, for the output at flat position p = oy * wq + ox, the value at p plus
+ * a constant offset in one phase plane: a whole channel is one run of oh * wq positions (the
+ * wq - ow past each row computed and dropped), so the loop over it is long enough to
+ * vectorise at any width and stride. */
+static inline int64_t ember_qconv_dw_hq(const ember_qconv_args* a) {
+  const int64_t hp = (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
+  return (hp + a->sh - 1) / a->sh;
 }
 static inline int64_t ember_qconv_dw_wq(const ember_qconv_args* a) {
   return ((a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1 + a->sw - 1) / a->sw;
 }
+/* A phase plane's values: hq * wq, and slack for the positions past the last row's ow and the
+ * last vector's tail (read, never used). */
+static inline int64_t ember_qconv_dw_phase(const ember_qconv_args* a) {
+  return (ember_qconv_dw_hq(a) + 1) * ember_qconv_dw_wq(a) + 2 * EMBER_QL;
+}
 
-static void ember_qconv_dw_plane(const ember_qconv_args* a, const uint8_t* src, uint8_t* plane) {
-  const int64_t hp = ember_qconv_dw_hp(a), wq = ember_qconv_dw_wq(a);
-  int64_t iy, ph, j;
-  for (ph = 0; ph < a->sw; ++ph) {
-    /* the phase's columns j whose input column j * sw + ph - pw lies in [0, wd) */
-    int64_t lo = (a->pw - ph + a->sw - 1) / a->sw, hi = (a->pw + a->wd - ph + a->sw - 1) / a->sw;
-    lo = lo < 0 ? 0 : lo > wq ? wq : lo;
-    hi = hi < lo ? lo : hi > wq ? wq : hi;
-    for (iy = 0; iy < hp; ++iy) {
-      const int64_t sy = iy - a->ph;
-      uint8_t* row = plane + (ph * hp + iy) * wq;
-      if (sy < 0 || sy >= a->h) {
-        memset(row, a->x_zp, (size_t)wq);
-        continue;
-      }
-      {
-        const uint8_t* s = src + sy * a->wd + ph - a->pw;
-        memset(row, a->x_zp, (size_t)lo);
-        if (a->sw == 1) { /* constant strides: the copies vectorise */
-          for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j] ^ a->flip);
-        } else if (a->sw == 2) {
-          for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j * 2] ^ a->flip);
-        } else {
-          for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j * a->sw] ^ a->flip);
+static inline void ember_qconv_dw_fill(int32_t* row, int64_t n, int32_t v) {
+  int64_t j;
+  for (j = 0; j < n; ++j) row[j] = v;
+}
+
+static void ember_qconv_dw_plane(const ember_qconv_args* a, const uint8_t* src, int32_t* plane) {
+  const int64_t hq = ember_qconv_dw_hq(a), wq = ember_qconv_dw_wq(a);
+  const int64_t phase_size = ember_qconv_dw_phase(a);
+  const int32_t zp = a->x_zp;
+  const uint8_t flip = a->flip;
+  int64_t rph, cph, iy, j;
+  for (rph = 0; rph < a->sh; ++rph) {
+    for (cph = 0; cph < a->sw; ++cph) {
+      int32_t* phase = plane + (rph * a->sw + cph) * phase_size;
+      /* the phase's columns j whose input column j * sw + cph - pw lies in [0, wd) */
+      int64_t lo = (a->pw - cph + a->sw - 1) / a->sw;
+      int64_t hi = (a->pw + a->wd - cph + a->sw - 1) / a->sw;
+      lo = lo < 0 ? 0 : lo > wq ? wq : lo;
+      hi = hi < lo ? lo : hi > wq ? wq : hi;
+      for (iy = 0; iy < hq; ++iy) {
+        const int64_t sy = iy * a->sh + rph - a->ph;
+        int32_t* row = phase + iy * wq;
+        if (sy < 0 || sy >= a->h) {
+          ember_qconv_dw_fill(row, wq, zp);
+          continue;
         }
-        memset(row + hi, a->x_zp, (size_t)(wq - hi));
+        {
+          const uint8_t* s = src + sy * a->wd + cph - a->pw;
+          ember_qconv_dw_fill(row, lo, zp);
+          if (a->sw == 1) { /* constant strides: the widening copies vectorise */
+            for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j] ^ flip);
+          } else if (a->sw == 2) {
+            for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j * 2] ^ flip);
+          } else {
+            for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j * a->sw] ^ flip);
+          }
+          ember_qconv_dw_fill(row + hi, wq - hi, zp);
+        }
       }
+      ember_qconv_dw_fill(phase + hq * wq, phase_size - hq * wq, zp);
     }
   }
 }
 
-/* One (image, channel) plane of a depthwise conv: each output row accumulated in int32 along
- * x from contiguous runs of the phased plane, then requantized. */
-static void ember_qconv_dw_item(const ember_qconv_args* a, int64_t item, uint8_t* plane,
-                                int32_t* acc, int32_t* sums) {
-  const int64_t ch = item % a->c, hp = ember_qconv_dw_hp(a), wq = ember_qconv_dw_wq(a);
+/* One (image, channel) plane of a depthwise conv: per vector of flat output positions, the
+ * taps accumulated in registers, requantized into `out` (oh x wq bytes), whose rows' first
+ * ow bytes are then the output's rows. `offsets` holds each tap's offset into the plane. */
+static void ember_qconv_dw_item(const ember_qconv_args* a, int64_t item, int32_t* plane,
+                                uint8_t* out, int64_t* offsets) {
+  const int64_t ch = item % a->c, wq = ember_qconv_dw_wq(a), taps = a->kh * a->kw;
+  const int64_t phase_size = ember_qconv_dw_phase(a), positions = a->oh * wq;
   uint8_t* dst = a->y + item * a->p;
   const int8_t* wk = a->w + ch * (a->k4 * 16); /* the group's block: row 0 of [k4][4][4] */
-  const int32_t wz = a->has_w_zp ? a->w_zp[ch] : 0;
+  const int32_t wz = a->has_w_zp ? a->w_zp[ch] : 0, bias = a->bias[ch];
   const float scale = a->scale[ch];
-  int64_t oy, ox, ky, kx;
+  int64_t p, t, ky, kx, oy;
   ember_qconv_dw_plane(a, a->x + item * a->h * a->wd, plane);
-  for (oy = 0; oy < a->oh; ++oy) {
-    for (ox = 0; ox < a->ow; ++ox) acc[ox] = a->bias[ch];
-    if (wz) {
-      for (ox = 0; ox < a->ow; ++ox) sums[ox] = 0;
+  for (ky = 0; ky < a->kh; ++ky) {
+    for (kx = 0; kx < a->kw; ++kx) {
+      const int64_t row = ky * a->dh, col = kx * a->dw;
+      offsets[ky * a->kw + kx] = ((row % a->sh) * a->sw + col % a->sw) * phase_size +
+                                 (row / a->sh) * wq + col / a->sw;
     }
-    for (ky = 0; ky < a->kh; ++ky) { /* acc stays in L1; the loops over x vectorise */
-      for (kx = 0; kx < a->kw; ++kx) {
-        const int64_t col = kx * a->dw;
-        const int32_t wv = wk[(ky * a->kw + kx) * 16]; /* quad of tap k: channel 0 */
-        const uint8_t* r = plane + ((col % a->sw) * hp + oy * a->sh + ky * a->dh) * wq +
-                           col / a->sw;
-        for (ox = 0; ox < a->ow; ++ox) acc[ox] += (int32_t)r[ox] * wv;
-        if (wz) {
-          for (ox = 0; ox < a->ow; ++ox) sums[ox] += r[ox];
-        }
-      }
-    }
-    if (wz) {
-      for (ox = 0; ox < a->ow; ++ox) acc[ox] -= wz * sums[ox];
-    }
-#if defined(EMBER_Q_VECTOR_EXT)
-    for (ox = 0; ox < a->ow; ox += EMBER_QL) {
-      const int64_t left = a->ow - ox; /* acc has EMBER_QL entries of slack */
-      ember_qstore(dst + oy * a->ow + ox, ember_qload(acc + ox), scale, a->y_zp, a->y_lo,
-                   a->y_hi, left < EMBER_QL ? left : EMBER_QL);
-    }
-#else
-    for (ox = 0; ox < a->ow; ++ox) {
-      dst[oy * a->ow + ox] = (uint8_t)ember_qrequant(acc[ox], scale, a->y_zp, a->y_lo, a->y_hi);
-    }
-#endif
   }
+#if defined(EMBER_Q_VECTOR_EXT)
+  if (wz) { /* a weight zero point: minus wz times the window's input sum */
+    for (p = 0; p < positions; p += EMBER_QL) {
+      ember_qvi acc = ember_qset1(bias), sum = ember_qset1(0);
+      for (t = 0; t < taps; ++t) {
+        const ember_qvi v = ember_qload(plane + offsets[t] + p);
+        acc += v * (int32_t)wk[t * 16]; /* quad of tap t: channel 0 */
+        sum += v;
+      }
+      ember_qstore(out + p, acc - sum * wz, scale, a->y_zp, a->y_lo, a->y_hi, EMBER_QL);
+    }
+  } else {
+    for (p = 0; p < positions; p += EMBER_QL) {
+      ember_qvi acc = ember_qset1(bias);
+      for (t = 0; t < taps; ++t) acc += ember_qload(plane + offsets[t] + p) * (int32_t)wk[t * 16];
+      ember_qstore(out + p, acc, scale, a->y_zp, a->y_lo, a->y_hi, EMBER_QL);
+    }
+  }
+#else
+  for (p = 0; p < positions; ++p) {
+    int32_t acc = bias, sum = 0;
+    for (t = 0; t < taps; ++t) {
+      const int32_t v = plane[offsets[t] + p];
+      acc += v * (int32_t)wk[t * 16];
+      sum += v;
+    }
+    out[p] = (uint8_t)ember_qrequant(acc - wz * sum, scale, a->y_zp, a->y_lo, a->y_hi);
+  }
+#endif
+  for (oy = 0; oy < a->oh; ++oy) memcpy(dst + oy * a->ow, out + oy * wq, (size_t)a->ow);
 }
 
 /* Items [lo, hi) with this task's workspaces. */
@@ -430,14 +461,15 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
   int64_t item, built = -1;
   if (lo >= hi) return 0;
   if (ember_qconv_depthwise(a)) {
-    panel_bytes = (uint64_t)(a->sw * ember_qconv_dw_hp(a) * ember_qconv_dw_wq(a) + 64) &
-                  ~(uint64_t)63;
-    sum_bytes = (uint64_t)(a->ow + 16) * 4; /* slack: the epilogue loads whole vectors */
-    buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + 2 * sum_bytes, 1, 8);
+    const uint64_t out_bytes = (uint64_t)(a->oh * ember_qconv_dw_wq(a) + 2 * EMBER_QL + 63) &
+                               ~(uint64_t)63;
+    panel_bytes = (uint64_t)(a->sh * a->sw * ember_qconv_dw_phase(a) * 4 + 63) & ~(uint64_t)63;
+    sum_bytes = (uint64_t)(a->kh * a->kw) * 8; /* the taps' offsets */
+    buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + out_bytes + sum_bytes, 1, 8);
     if (buf == NULL) return -1;
     for (item = lo; item < hi; ++item) {
-      ember_qconv_dw_item(a, item, buf, (int32_t*)(buf + panel_bytes),
-                          (int32_t*)(buf + panel_bytes + sum_bytes));
+      ember_qconv_dw_item(a, item, (int32_t*)buf, buf + panel_bytes,
+                          (int64_t*)(buf + panel_bytes + out_bytes));
     }
     return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
   }
