@@ -345,17 +345,44 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
  * a constant offset in one phase plane: a whole channel is one run of oh * wq positions (the
  * wq - ow past each row computed and dropped), so the loop over it is long enough to
  * vectorise at any width and stride. */
-static inline int64_t ember_qconv_dw_hq(const ember_qconv_args* a) {
+typedef struct {
+  int64_t hq, wq;      /* a phase plane's rows and columns */
+  int64_t phase;       /* its values: hq x wq, and slack for the positions past the last
+                          row's ow and the last vector's tail (read, never used) */
+  int64_t positions;   /* oh x wq flat output positions */
+  int64_t taps;        /* kh x kw */
+  int64_t* offsets;    /* per tap, its offset into the plane */
+  int64_t* cols;       /* per column phase, the columns [lo, hi) that hold input */
+} ember_qconv_dw_geom;
+
+/* The geometry of every channel of the call, computed once per task (`table`: taps + 2 sw
+ * entries): the divisions stay out of the per-channel work. */
+static void ember_qconv_dw_geometry(const ember_qconv_args* a, ember_qconv_dw_geom* g,
+                                    int64_t* table) {
   const int64_t hp = (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
-  return (hp + a->sh - 1) / a->sh;
-}
-static inline int64_t ember_qconv_dw_wq(const ember_qconv_args* a) {
-  return ((a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1 + a->sw - 1) / a->sw;
-}
-/* A phase plane's values: hq * wq, and slack for the positions past the last row's ow and the
- * last vector's tail (read, never used). */
-static inline int64_t ember_qconv_dw_phase(const ember_qconv_args* a) {
-  return (ember_qconv_dw_hq(a) + 1) * ember_qconv_dw_wq(a) + 2 * EMBER_QL;
+  int64_t ky, kx, cph;
+  g->hq = (hp + a->sh - 1) / a->sh;
+  g->wq = ((a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1 + a->sw - 1) / a->sw;
+  g->phase = (g->hq + 1) * g->wq + 2 * EMBER_QL;
+  g->positions = a->oh * g->wq;
+  g->taps = a->kh * a->kw;
+  g->offsets = table;
+  g->cols = table + g->taps;
+  for (ky = 0; ky < a->kh; ++ky) {
+    for (kx = 0; kx < a->kw; ++kx) {
+      const int64_t row = ky * a->dh, col = kx * a->dw;
+      g->offsets[ky * a->kw + kx] = ((row % a->sh) * a->sw + col % a->sw) * g->phase +
+                                    (row / a->sh) * g->wq + col / a->sw;
+    }
+  }
+  for (cph = 0; cph < a->sw; ++cph) { /* columns j whose input column j sw + cph - pw is in */
+    int64_t lo = (a->pw - cph + a->sw - 1) / a->sw;
+    int64_t hi = (a->pw + a->wd - cph + a->sw - 1) / a->sw;
+    lo = lo < 0 ? 0 : lo > g->wq ? g->wq : lo;
+    hi = hi < lo ? lo : hi > g->wq ? g->wq : hi;
+    g->cols[2 * cph] = lo;
+    g->cols[2 * cph + 1] = hi;
+  }
 }
 
 static inline void ember_qconv_dw_fill(int32_t* row, int64_t n, int32_t v) {
@@ -363,65 +390,55 @@ static inline void ember_qconv_dw_fill(int32_t* row, int64_t n, int32_t v) {
   for (j = 0; j < n; ++j) row[j] = v;
 }
 
-static void ember_qconv_dw_plane(const ember_qconv_args* a, const uint8_t* src, int32_t* plane) {
-  const int64_t hq = ember_qconv_dw_hq(a), wq = ember_qconv_dw_wq(a);
-  const int64_t phase_size = ember_qconv_dw_phase(a);
+/* `wide`: the channel's h x wd input widened to int32 in one loop (long enough to vectorise
+ * at any width); the phase planes' rows are then copies from it. */
+static void ember_qconv_dw_plane(const ember_qconv_args* a, const ember_qconv_dw_geom* g,
+                                 const uint8_t* src, int32_t* plane, int32_t* wide) {
+  const int64_t hq = g->hq, wq = g->wq, sw = a->sw, size = a->h * a->wd;
   const int32_t zp = a->x_zp;
   const uint8_t flip = a->flip;
   int64_t rph, cph, iy, j;
+  for (j = 0; j < size; ++j) wide[j] = (uint8_t)(src[j] ^ flip);
   for (rph = 0; rph < a->sh; ++rph) {
-    for (cph = 0; cph < a->sw; ++cph) {
-      int32_t* phase = plane + (rph * a->sw + cph) * phase_size;
-      /* the phase's columns j whose input column j * sw + cph - pw lies in [0, wd) */
-      int64_t lo = (a->pw - cph + a->sw - 1) / a->sw;
-      int64_t hi = (a->pw + a->wd - cph + a->sw - 1) / a->sw;
-      lo = lo < 0 ? 0 : lo > wq ? wq : lo;
-      hi = hi < lo ? lo : hi > wq ? wq : hi;
+    for (cph = 0; cph < sw; ++cph) {
+      int32_t* phase = plane + (rph * sw + cph) * g->phase;
+      const int64_t lo = g->cols[2 * cph], hi = g->cols[2 * cph + 1];
       for (iy = 0; iy < hq; ++iy) {
         const int64_t sy = iy * a->sh + rph - a->ph;
         int32_t* row = phase + iy * wq;
+        const int32_t* in = wide + sy * a->wd + cph - a->pw;
         if (sy < 0 || sy >= a->h) {
           ember_qconv_dw_fill(row, wq, zp);
           continue;
         }
-        {
-          const uint8_t* s = src + sy * a->wd + cph - a->pw;
-          ember_qconv_dw_fill(row, lo, zp);
-          if (a->sw == 1) { /* constant strides: the widening copies vectorise */
-            for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j] ^ flip);
-          } else if (a->sw == 2) {
-            for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j * 2] ^ flip);
-          } else {
-            for (j = lo; j < hi; ++j) row[j] = (uint8_t)(s[j * a->sw] ^ flip);
-          }
-          ember_qconv_dw_fill(row + hi, wq - hi, zp);
+        ember_qconv_dw_fill(row, lo, zp);
+        if (sw == 1) {
+          memcpy(row + lo, in + lo, (size_t)(hi - lo) * 4);
+        } else if (sw == 2) {
+          for (j = lo; j < hi; ++j) row[j] = in[j * 2];
+        } else {
+          for (j = lo; j < hi; ++j) row[j] = in[j * sw];
         }
+        ember_qconv_dw_fill(row + hi, wq - hi, zp);
       }
-      ember_qconv_dw_fill(phase + hq * wq, phase_size - hq * wq, zp);
+      ember_qconv_dw_fill(phase + hq * wq, g->phase - hq * wq, zp);
     }
   }
 }
 
 /* One (image, channel) plane of a depthwise conv: per vector of flat output positions, the
  * taps accumulated in registers, requantized into `out` (oh x wq bytes), whose rows' first
- * ow bytes are then the output's rows. `offsets` holds each tap's offset into the plane. */
-static void ember_qconv_dw_item(const ember_qconv_args* a, int64_t item, int32_t* plane,
-                                uint8_t* out, int64_t* offsets) {
-  const int64_t ch = item % a->c, wq = ember_qconv_dw_wq(a), taps = a->kh * a->kw;
-  const int64_t phase_size = ember_qconv_dw_phase(a), positions = a->oh * wq;
+ * ow bytes are then the output's rows. */
+static void ember_qconv_dw_item(const ember_qconv_args* a, const ember_qconv_dw_geom* g,
+                                int64_t item, int32_t* plane, uint8_t* out, int32_t* wide) {
+  const int64_t ch = item % a->c, wq = g->wq, taps = g->taps, positions = g->positions;
+  const int64_t* offsets = g->offsets;
   uint8_t* dst = a->y + item * a->p;
   const int8_t* wk = a->w + ch * (a->k4 * 16); /* the group's block: row 0 of [k4][4][4] */
   const int32_t wz = a->has_w_zp ? a->w_zp[ch] : 0, bias = a->bias[ch];
   const float scale = a->scale[ch];
-  int64_t p, t, ky, kx, oy;
-  ember_qconv_dw_plane(a, a->x + item * a->h * a->wd, plane);
-  for (ky = 0; ky < a->kh; ++ky) {
-    for (kx = 0; kx < a->kw; ++kx) {
-      const int64_t row = ky * a->dh, col = kx * a->dw;
-      offsets[ky * a->kw + kx] = ((row % a->sh) * a->sw + col % a->sw) * phase_size +
-                                 (row / a->sh) * wq + col / a->sw;
-    }
-  }
+  int64_t p, t, oy;
+  ember_qconv_dw_plane(a, g, a->x + item * a->h * a->wd, plane, wide);
 #if defined(EMBER_Q_VECTOR_EXT)
   if (wz) { /* a weight zero point: minus wz times the window's input sum */
     for (p = 0; p < positions; p += EMBER_QL) {
@@ -461,17 +478,31 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
   int64_t item, built = -1;
   if (lo >= hi) return 0;
   if (ember_qconv_depthwise(a)) {
-    const uint64_t out_bytes = (uint64_t)(a->oh * ember_qconv_dw_wq(a) + 2 * EMBER_QL + 63) &
-                               ~(uint64_t)63;
-    panel_bytes = (uint64_t)(a->sh * a->sw * ember_qconv_dw_phase(a) * 4 + 63) & ~(uint64_t)63;
-    sum_bytes = (uint64_t)(a->kh * a->kw) * 8; /* the taps' offsets */
-    buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + out_bytes + sum_bytes, 1, 8);
-    if (buf == NULL) return -1;
-    for (item = lo; item < hi; ++item) {
-      ember_qconv_dw_item(a, item, (int32_t*)buf, buf + panel_bytes,
-                          (int64_t*)(buf + panel_bytes + out_bytes));
+    ember_qconv_dw_geom g;
+    int64_t table[64];
+    int64_t* cells = table;
+    uint64_t out_bytes;
+    if (a->kh * a->kw + 2 * a->sw > 64) { /* a big kernel or stride: the table on the heap */
+      cells = (int64_t*)TVMBackendAllocWorkspace(1, 0, (uint64_t)(a->kh * a->kw + 2 * a->sw) * 8,
+                                                 1, 64);
+      if (cells == NULL) return -1;
     }
-    return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
+    ember_qconv_dw_geometry(a, &g, cells);
+    out_bytes = (uint64_t)(g.positions + 2 * EMBER_QL + 63) & ~(uint64_t)63;
+    panel_bytes = (uint64_t)(a->sh * a->sw * g.phase * 4 + 63) & ~(uint64_t)63;
+    sum_bytes = (uint64_t)(a->h * a->wd) * 4; /* the widened input */
+    buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + out_bytes + sum_bytes, 1, 8);
+    if (buf != NULL) {
+      for (item = lo; item < hi; ++item) {
+        ember_qconv_dw_item(a, &g, item, (int32_t*)buf, buf + panel_bytes,
+                            (int32_t*)(buf + panel_bytes + out_bytes));
+      }
+    }
+    {
+      const int ok = buf != NULL && TVMBackendFreeWorkspace(1, 0, buf) == 0;
+      if (cells != table && TVMBackendFreeWorkspace(1, 0, cells) != 0) return -1;
+      return ok ? 0 : -1;
+    }
   }
   /* the plane, with a block of slack: a direct panel's last block reads past its end */
   plane_bytes = (uint64_t)(((a->cg + 3) / 4) * a->hp * a->wp + EMBER_QCONV_PB) * 4;
