@@ -13,6 +13,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 import ember
+from ember.relay.frontend import from_onnx
 
 ort = pytest.importorskip("onnxruntime")
 MS = "com.microsoft"
@@ -84,18 +85,31 @@ def test_qlinear_concat():
 
 
 @pytest.mark.parametrize("quantized_out", [True, False])
-def test_qgemm(quantized_out):
+@pytest.mark.parametrize("trans_a, trans_b, per_channel", [(0, 1, False), (0, 0, True),
+                                                             (1, 1, True)])
+def test_qgemm(quantized_out, trans_a, trans_b, per_channel):
+    """A constant B takes the int8 GEMM (nn.contrib_qdense), in either layout; a transposed
+    A the int32 decomposition. Per-column zero points and scales of B (per_channel)."""
     rng = np.random.default_rng(4)
-    a = _u8(rng, 3, 20)
-    inits = {"sa": np.array(0.05, "float32"), "za": np.array(120, "uint8"),
-             "b": rng.integers(-128, 128, (7, 20)).astype("int8"),
-             "sb": np.array(0.01, "float32"), "zb": np.array(0, "int8"),
+    a = _u8(rng, 20, 3) if trans_a else _u8(rng, 3, 20)
+    b = rng.integers(-100, 100, (7, 20) if trans_b else (20, 7)).astype("int8")
+    inits = {"sa": np.array(0.05, "float32"), "za": np.array(120, "uint8"), "b": b,
+             "sb": (rng.uniform(0.005, 0.02, 7) if per_channel else np.array(0.01)).astype(
+                 "float32"),
+             "zb": (rng.integers(-20, 20, 7) if per_channel else np.array(0)).astype("int8"),
              "c": rng.integers(-500, 500, 7).astype("int32"),
              "sy": np.array(0.2, "float32"), "zy": np.array(128, "uint8")}
     names = ["a", "sa", "za", "b", "sb", "zb", "c"] + (["sy", "zy"] if quantized_out else [])
-    node = helper.make_node("QGemm", names, ["y"], domain=MS, transB=1, alpha=1.0)
+    node = helper.make_node("QGemm", names, ["y"], domain=MS, transA=trans_a, transB=trans_b,
+                            alpha=1.0)
     got, want = _run([node], {"a": a}, inits, TP.UINT8 if quantized_out else TP.FLOAT)
     if quantized_out:
         _close(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    graph = helper.make_graph([node], "q", [helper.make_tensor_value_info("a", TP.UINT8, a.shape)],
+                              [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                    helper.make_opsetid(MS, 1)])
+    assert ("nn.contrib_qdense" in from_onnx(model)[0].astext()) == (not trans_a)

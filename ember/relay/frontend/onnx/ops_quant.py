@@ -328,11 +328,11 @@ def _qconv2d(node: Node) -> RelayExpr | None:
 
 
 def _qdense(node: Node, ia: int = 0, ia_zp: int = 2, ib: int = 1,
-            ib_zp: int = 3) -> RelayExpr | None:
+            ib_zp: int = 3, trans_b: bool = False) -> RelayExpr | None:
     """MatMulInteger (inputs A, B and their zero points at ia, ib, ia_zp, ib_zp; QLinearMatMul
-    has others) as nn.contrib_qdense (the int8 kernel): u8/s8 A with one zero point (a
-    constant or a run-time value) by a constant 2-D B whose zero-point-shifted values fit
-    int8. None for anything else (the decomposition)."""
+    and QGemm have others) as nn.contrib_qdense (the int8 kernel): u8/s8 A with one zero point
+    (a constant or a run-time value) by a constant 2-D B (given as (N, K) when ``trans_b``)
+    whose zero-point-shifted values fit int8. None for anything else (the decomposition)."""
     from ....topi.nn import qdense as kernel
 
     a_type = node.dtype(ia)
@@ -343,6 +343,7 @@ def _qdense(node: Node, ia: int = 0, ia_zp: int = 2, ib: int = 1,
                                                                     None else np.int8)
     if b is None or b_zp is None or node.dtype(ib) not in ("uint8", "int8"):
         return None
+    b = b.T if trans_b else b
     k, n = b.shape
     if node.type(ia).shape[-1] != k or not _scalar_or_vector(b_zp, n):
         return None
@@ -449,13 +450,17 @@ def qlinear_concat(node: Node) -> RelayExpr:
 
 def qgemm(node: Node) -> RelayExpr:
     """alpha * (A - a_zp) @ (B - b_zp) (+ C, int32) * a_scale * b_scale; quantized with
-    y_scale / y_zero_point when given, else float32."""
-    a = _shifted_operand(node, 0, 2, "A", row=True)
-    b = _shifted_operand(node, 3, 5, "B", row=False) if not node.attr("transB", 0) else \
-        _op.transpose(_shifted_weight_rows(node), (1, 0))
-    if node.attr("transA", 0):
-        a = _op.transpose(a, (1, 0))
-    acc = _op.nn.dense(a, _op.transpose(b, (1, 0)))
+    y_scale / y_zero_point when given, else float32. The product is one nn.contrib_qdense
+    for a constant B (as quantize_static writes the classifier of a CNN)."""
+    acc = None if node.attr("transA", 0) else _qdense(node, 0, 2, 3, 5,
+                                                       trans_b=bool(node.attr("transB", 0)))
+    if acc is None:
+        a = _shifted_operand(node, 0, 2, "A", row=True)
+        b = _shifted_operand(node, 3, 5, "B", row=False) if not node.attr("transB", 0) else \
+            _op.transpose(_shifted_weight_rows(node), (1, 0))
+        if node.attr("transA", 0):
+            a = _op.transpose(a, (1, 0))
+        acc = _op.nn.dense(a, _op.transpose(b, (1, 0)))
     if node.has_input(6):
         acc = _op.add(acc, _op.cast(node.input(6), I32))
     scale = _op.multiply(_scalar_param(node, 1, "a_scale", F32),
@@ -491,7 +496,8 @@ def contrib_table() -> dict[str, Any]:
     note = "dequantized, {} in float32, quantized (per-tensor)"
     return {
         "QGemm": _e(qgemm, "int32 product of the zero-point-shifted operands (+ C), scaled; "
-                    "quantized when y_scale is given, else float32"),
+                    "quantized when y_scale is given, else float32; a constant B on the int8 "
+                    "GEMM (nn.contrib_qdense)"),
         "QLinearAdd": _e(qlinear_binary(_op.add), note.format("added")),
         "QLinearAveragePool": _e(qlinear_unary(_average_pool), note.format("average pool "
                                                                           "(NCHW)")),
