@@ -139,6 +139,22 @@ def test_qlinear_conv_depthwise_strides_dilations_and_kernels(shape, zp_kind):
     _check(model, x)
 
 
+@pytest.mark.parametrize("k, pads", [((3, 3), (0, 0, 2, 2)), ((3, 3), (1, 0, 1, 2)),
+                                     ((2, 2), (0, 0, 1, 1)), ((3, 5), (2, 2, 0, 2))],
+                         ids=["3x3-bottom-right", "3x3-left0-right2", "2x2", "3x5-top2"])
+def test_qlinear_conv_depthwise_asymmetric_pads(k, pads):
+    """Widths kept by padding on one side only: not the symmetric "same" layout."""
+    rng = np.random.default_rng(11)
+    c = 6
+    x = rng.integers(0, 256, (1, c, 8, 9)).astype("uint8")
+    model = _model(x.shape, rng.integers(-128, 128, (c, 1, *k)).astype("int8"), x_dtype="uint8",
+                   x_zp=37, w_zp=np.zeros(c, "int8"),
+                   w_scale=rng.uniform(0.001, 0.01, c).astype("float32"), y_zp=128,
+                   y_dtype="uint8", bias=rng.integers(-5000, 5000, c).astype("int32"),
+                   strides=(1, 1), pads=pads, groups=c)
+    _check(model, x)
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(c=st.integers(1, 19), o=st.integers(1, 21), hw=st.tuples(st.integers(1, 12),
                                                                  st.integers(1, 12)),

@@ -471,12 +471,104 @@ static void ember_qconv_dw_item(const ember_qconv_args* a, const ember_qconv_dw_
   for (oy = 0; oy < a->oh; ++oy) memcpy(dst + oy * a->ow, out + oy * wq, (size_t)a->ow);
 }
 
+/* Whether a depthwise conv keeps the width at stride and dilation 1 (pw = (kw - 1) / 2 on
+ * both sides: "same" padding, as most are): its channel then needs no padded plane. */
+static inline int ember_qconv_dw_same(const ember_qconv_args* a) {
+  return a->sh == 1 && a->sw == 1 && a->dh == 1 && a->dw == 1 && a->ow == a->wd &&
+         a->pw == (a->kw - 1) / 2 &&
+         a->ph >= 0 && a->ph < a->kh && a->oh >= 1;
+}
+
+/* The rows (oh + kh - 1 of them, from input row -ph) of the widened channel, front slack
+ * of EMBER_QL values and back slack for the last vector's taps. */
+static inline int64_t ember_qconv_dws_values(const ember_qconv_args* a) {
+  return (a->oh + a->kh) * a->wd + 3 * EMBER_QL;
+}
+
+/* One (image, channel) of a "same" depthwise conv: the channel widened to int32 with
+ * zero-point rows above and below, every output at flat position p = oy * wd + ox the sum of
+ * the values at p plus each tap's offset (one vector loop over the channel, stored straight
+ * to the output). A tap past the left or right edge reads the neighbouring row's value instead
+ * of the zero point: `corr` (positions + EMBER_QL int32) holds what that adds, subtracted
+ * first. `offsets` holds each tap's offset (ky wd + kx - pw). */
+static void ember_qconv_dws_item(const ember_qconv_args* a, int64_t item, int32_t* wide,
+                                 int32_t* corr, const int64_t* offsets) {
+  const int64_t ch = item % a->c, wd = a->wd, pw = (a->kw - 1) / 2, taps = a->kh * a->kw;
+  const int64_t positions = a->oh * wd, rows = a->oh + a->kh - 1;
+  const int64_t top = a->ph, real = a->h < rows - top ? a->h : rows - top;
+  const uint8_t* src = a->x + item * a->h * wd;
+  uint8_t* dst = a->y + item * a->p;
+  const int8_t* wk = a->w + ch * (a->k4 * 16); /* the group's block: row 0 of [k4][4][4] */
+  const int32_t wz = a->has_w_zp ? a->w_zp[ch] : 0, bias = a->bias[ch], zp = a->x_zp;
+  const float scale = a->scale[ch];
+  const uint8_t flip = a->flip;
+  int32_t* base = wide + EMBER_QL; /* input row -ph, column 0 */
+  int64_t j, p, t, oy, ky, kx;
+  for (j = 0; j < EMBER_QL + top * wd; ++j) wide[j] = zp;
+  for (j = 0; j < real * wd; ++j) base[top * wd + j] = (uint8_t)(src[j] ^ flip);
+  for (j = (top + real) * wd; j < ember_qconv_dws_values(a) - EMBER_QL; ++j) base[j] = zp;
+  for (p = 0; p < positions + EMBER_QL; ++p) corr[p] = 0;
+  for (ky = 0; ky < a->kh; ++ky) {
+    for (kx = 0; kx < a->kw; ++kx) {
+      const int32_t w = (int32_t)wk[(ky * a->kw + kx) * 16] - wz;
+      const int64_t lo = kx < pw ? 0 : wd - (kx - pw), hi = kx < pw ? pw - kx : wd;
+      if (kx == pw) continue;
+      for (oy = 0; oy < a->oh; ++oy) {
+        for (p = oy * wd + lo; p < oy * wd + hi; ++p) {
+          corr[p] += w * (zp - base[p + ky * wd + kx - pw]);
+        }
+      }
+    }
+  }
+#if defined(EMBER_Q_VECTOR_EXT)
+  for (p = 0; p < positions; p += EMBER_QL) {
+    const int64_t left = positions - p;
+    ember_qvi acc = ember_qset1(bias) + ember_qload(corr + p), sum = ember_qset1(0);
+    for (t = 0; t < taps; ++t) {
+      const ember_qvi v = ember_qload(base + offsets[t] + p);
+      acc += v * (int32_t)wk[t * 16];
+      sum += v;
+    }
+    ember_qstore(dst + p, acc - sum * wz, scale, a->y_zp, a->y_lo, a->y_hi,
+                 left < EMBER_QL ? left : EMBER_QL);
+  }
+#else
+  for (p = 0; p < positions; ++p) {
+    int32_t acc = bias + corr[p], sum = 0;
+    for (t = 0; t < taps; ++t) {
+      const int32_t v = base[offsets[t] + p];
+      acc += v * (int32_t)wk[t * 16];
+      sum += v;
+    }
+    dst[p] = (uint8_t)ember_qrequant(acc - wz * sum, scale, a->y_zp, a->y_lo, a->y_hi);
+  }
+#endif
+}
+
 /* Items [lo, hi) with this task's workspaces. */
 static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) {
   uint64_t plane_bytes, panel_bytes, pair_bytes = 0, wpair_bytes = 0, sum_bytes;
   uint8_t* buf;
   int64_t item, built = -1;
   if (lo >= hi) return 0;
+  if (ember_qconv_depthwise(a) && ember_qconv_dw_same(a)) {
+    const uint64_t wide_bytes = ((uint64_t)ember_qconv_dws_values(a) * 4 + 63) & ~(uint64_t)63;
+    const uint64_t corr_bytes = ((uint64_t)(a->oh * a->wd + EMBER_QL) * 4 + 63) & ~(uint64_t)63;
+    const int64_t taps = a->kh * a->kw;
+    int64_t* offsets;
+    int64_t ky, kx;
+    buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, wide_bytes + corr_bytes + (uint64_t)taps * 8,
+                                             1, 64);
+    if (buf == NULL) return -1;
+    offsets = (int64_t*)(buf + wide_bytes + corr_bytes);
+    for (ky = 0; ky < a->kh; ++ky) {
+      for (kx = 0; kx < a->kw; ++kx) offsets[ky * a->kw + kx] = ky * a->wd + kx - (a->kw - 1) / 2;
+    }
+    for (item = lo; item < hi; ++item) {
+      ember_qconv_dws_item(a, item, (int32_t*)buf, (int32_t*)(buf + wide_bytes), offsets);
+    }
+    return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
+  }
   if (ember_qconv_depthwise(a)) {
     ember_qconv_dw_geom g;
     int64_t table[64];
