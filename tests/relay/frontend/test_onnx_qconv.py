@@ -125,6 +125,9 @@ DEPTHWISE = [  # n, c, h, w, k, stride, pad, dilation: the direct path's phases 
     (1, 3, 9, 10, 3, 1, 2, 2),    # dilated
     (1, 7, 1, 1, 3, 1, 1, 1),     # a 1x1 map: one output, padding all around
     (1, 9, 3, 40, 3, 2, 0, 1),    # wide rows, no padding, stride 2
+    (1, 37, 7, 7, 3, 1, 1, 1),    # channels in lanes: two blocks of 16 and 5 more
+    (2, 33, 14, 14, 3, 2, 1, 1),  # in lanes, stride 2, two images
+    (1, 20, 2, 2, 3, 1, 1, 1),    # in lanes, a 2x2 map (the first pixels' reads)
 ]
 
 

@@ -20,8 +20,10 @@
  * gathered once into a panel [k4][pixel][4] (u8) in which vectors run along pixels, and every
  * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows).
  * Depthwise convs (one input and one output channel per group) take a direct path instead:
- * each channel's zero-point-padded plane split into stride phases, so that each tap is one
- * offset into it and a whole channel is one vector loop (ember_qconv_dw_item).
+ * on small maps with AVX-512, 16 channels in the lanes of each vector (ember_qconv_dwl_item);
+ * otherwise a channel at a time, its zero-point-padded plane split into stride phases so that
+ * each tap is one offset into it and the channel one vector loop (ember_qconv_dw_item; at
+ * stride 1 with symmetric width padding, no plane: ember_qconv_dws_item).
  * Items are split over TVMBackendParallelLaunch tasks when `parallel`. Returns 0, or -1 when a
  * workspace or the parallel launch fails.
  */
@@ -64,6 +66,7 @@ typedef struct {
   int64_t cg, og, k, k4, ocb, p, pblocks;
   int64_t hp, wp; /* the interleaved plane's height and width (padding included) */
   int32_t direct; /* 1x1, stride 1, no padding: the plane is the panel */
+  int32_t lanes;  /* a depthwise conv with channels in vector lanes (small maps) */
   uint8_t flip, x_zp;
   int32_t has_w_zp, y_zp, y_lo, y_hi;
 } ember_qconv_args;
@@ -73,6 +76,7 @@ static inline int ember_qconv_depthwise(const ember_qconv_args* a) {
 }
 
 static inline int64_t ember_qconv_items(const ember_qconv_args* a) {
+  if (a->lanes) return a->n * ((a->c + EMBER_QL - 1) / EMBER_QL);
   return ember_qconv_depthwise(a) ? a->n * a->c : a->n * a->groups * a->pblocks;
 }
 
@@ -545,12 +549,157 @@ static void ember_qconv_dws_item(const ember_qconv_args* a, int64_t item, int32_
 #endif
 }
 
+#if defined(EMBER_Q_VNNI)
+/* Depthwise with channels in lanes (AVX-512), for maps too small for a loop per channel to
+ * pay (7x7, 14x14: its set-up outweighed its taps). An item is (image, block of 16 channels):
+ * the block's input is gathered (vpgatherdd, one pixel of 16 channels at a time) into a
+ * zero-point-padded int32 plane [hp][wp][16], each output pixel accumulates its taps as whole
+ * vectors (per-lane weights, scale and weight zero point), the requantized values go to
+ * `staged` [pixel][16] int32, and are gathered back 16 pixels of one channel at a time. */
+#define EMBER_QCONV_LANES_MAX 1024 /* output pixels up to which depthwise runs in lanes */
+typedef int32_t ember_qv16 __attribute__((vector_size(64)));
+#if defined(__clang__)
+#define EMBER_QGATHER(src, base, idx, mask, scale) \
+  ((ember_qv16)__builtin_ia32_gathersiv16si((src), (base), (idx), (mask), (scale)))
+#else
+#define EMBER_QGATHER(src, base, idx, mask, scale) \
+  ((ember_qv16)__builtin_ia32_gathersiv16si((src), (base), (idx), (short)(mask), (scale)))
+#endif
+
+static inline int64_t ember_qconv_dwl_hp(const ember_qconv_args* a) {
+  return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
+}
+static inline int64_t ember_qconv_dwl_wp(const ember_qconv_args* a) {
+  return (a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1;
+}
+
+/* The output pixels of an item into `staged` (see ember_qconv_dwl_item); inlined with
+ * constant kernel sizes for 3x3 (the loops unrolled, the taps' weights in registers). */
+static inline void ember_qconv_dwl_pixels(const ember_qconv_args* a, const ember_qv16* plane,
+                                          int32_t* staged, const ember_qv16* wv, ember_qv16 bias,
+                                          ember_qv16 wz, ember_qvf scale, int64_t kh, int64_t kw,
+                                          int64_t dh, int64_t dw, int32_t has_w_zp) {
+  const int64_t wp = ember_qconv_dwl_wp(a);
+  const float magic = 12582912.0f;
+  const ember_qvf z = {0};
+  const ember_qvf flo = z + (float)(a->y_lo - a->y_zp), fhi = z + (float)(a->y_hi - a->y_zp);
+  const ember_qv16 zero = {0};
+  int64_t oy, ox, ky, kx;
+  for (oy = 0; oy < a->oh; ++oy) {
+    for (ox = 0; ox < a->ow; ++ox) {
+      const ember_qv16* at = plane + oy * a->sh * wp + ox * a->sw;
+      ember_qv16 acc = bias, sum = zero;
+      ember_qvf v;
+      for (ky = 0; ky < kh; ++ky) {
+        for (kx = 0; kx < kw; ++kx) {
+          const ember_qv16 x = at[ky * dh * wp + kx * dw];
+          acc += x * wv[ky * kw + kx];
+          if (has_w_zp) sum += x;
+        }
+      }
+      if (has_w_zp) acc -= sum * wz; /* minus the weight zero point times the input sum */
+      v = __builtin_convertvector(acc, ember_qvf) * scale;
+      v = ember_qselect(v < flo, flo, v);
+      v = ember_qselect(v > fhi, fhi, v);
+      v = ember_qselect(v == v, v, z); /* NaN -> 0 */
+      v = (v + magic) - magic;
+      acc = __builtin_convertvector(v, ember_qv16) + a->y_zp;
+      memcpy(staged + (oy * a->ow + ox) * 16, &acc, sizeof acc);
+    }
+  }
+}
+
+static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_qv16* plane,
+                                 int32_t* staged, ember_qv16* wv) {
+  const int64_t blocks = (a->c + 15) / 16, b = item / blocks, c0 = (item % blocks) * 16;
+  const int64_t nl = a->c - c0 < 16 ? a->c - c0 : 16, taps = a->kh * a->kw;
+  const int64_t hp = ember_qconv_dwl_hp(a), wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
+  const int mask = (int)((1u << nl) - 1u);
+  const ember_qv16 zero = {0}, zp = zero + a->x_zp, flip = zero + a->flip, byte = zero + 0xFF;
+  const uint8_t* src = a->x + (b * a->c + c0) * hw;
+  int32_t lane_bias[16], lane_wz[16];
+  float lane_scale[16];
+  ember_qv16 bias, wz, lane_offsets;
+  ember_qvf scale;
+  int64_t l, t, i, y, x;
+  for (l = 0; l < 16; ++l) { /* lanes past the channels: zero weights, never stored */
+    const int64_t ch = c0 + (l < nl ? l : 0);
+    const int8_t* wk = a->w + ch * (a->k4 * 16);
+    for (t = 0; t < taps; ++t) ((int32_t*)(wv + t))[l] = l < nl ? wk[t * 16] : 0;
+    lane_bias[l] = a->bias[ch];
+    lane_wz[l] = a->has_w_zp ? a->w_zp[ch] : 0;
+    lane_scale[l] = a->scale[ch];
+    ((int32_t*)&lane_offsets)[l] = (int32_t)(l * hw);
+  }
+  memcpy(&bias, lane_bias, sizeof bias);
+  memcpy(&wz, lane_wz, sizeof wz);
+  memcpy(&scale, lane_scale, sizeof scale);
+  for (i = 0; i < hp * wp; ++i) plane[i] = zp;
+  for (y = 0; y < a->h; ++y) {
+    const int64_t iy = y + a->ph;
+    if (iy < 0 || iy >= hp) continue;
+    for (x = 0; x < a->wd; ++x) {
+      const int64_t ix = x + a->pw, pix = y * a->wd + x;
+      ember_qv16 v;
+      if (ix < 0 || ix >= wp) continue;
+      /* a word ending at the byte (starting at it for the first three: never past the
+       * channel's plane, which has at least 4 bytes) */
+      if (pix >= 3) {
+        v = EMBER_QGATHER(zero, src + pix - 3, lane_offsets, mask, 1);
+        v = (ember_qv16)((uint32_t __attribute__((vector_size(64))))v >> 24);
+      } else {
+        v = EMBER_QGATHER(zero, src + pix, lane_offsets, mask, 1) & byte;
+      }
+      plane[iy * wp + ix] = (v ^ flip) & byte;
+    }
+  }
+  if (a->kh == 3 && a->kw == 3 && a->dh == 1 && a->dw == 1 && !a->has_w_zp) {
+    ember_qconv_dwl_pixels(a, plane, staged, wv, bias, wz, scale, 3, 3, 1, 1, 0);
+  } else {
+    ember_qconv_dwl_pixels(a, plane, staged, wv, bias, wz, scale, a->kh, a->kw, a->dh, a->dw,
+                           a->has_w_zp);
+  }
+  {
+    ember_qv16 rows;
+    for (i = 0; i < 16; ++i) ((int32_t*)&rows)[i] = (int32_t)(i * 16);
+    for (l = 0; l < nl; ++l) {
+      uint8_t* dst = a->y + (b * a->c + c0 + l) * a->p;
+      for (i = 0; i < a->p; i += 16) {
+        const int64_t n = a->p - i < 16 ? a->p - i : 16;
+        const ember_qv16 v = EMBER_QGATHER(zero, staged + i * 16 + l, rows * 4,
+                                           (int)((1u << n) - 1u), 1);
+        const ember_qvub q = __builtin_convertvector(v, ember_qvub);
+        if (n == 16) {
+          memcpy(dst + i, &q, 16); /* a constant size: one vector store */
+        } else {
+          memcpy(dst + i, &q, (size_t)n);
+        }
+      }
+    }
+  }
+}
+#endif
+
 /* Items [lo, hi) with this task's workspaces. */
 static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) {
   uint64_t plane_bytes, panel_bytes, pair_bytes = 0, wpair_bytes = 0, sum_bytes;
   uint8_t* buf;
   int64_t item, built = -1;
   if (lo >= hi) return 0;
+#if defined(EMBER_Q_VNNI)
+  if (a->lanes) {
+    const uint64_t plane_bytes = (uint64_t)(ember_qconv_dwl_hp(a) * ember_qconv_dwl_wp(a)) * 64;
+    const uint64_t staged_bytes = (uint64_t)(a->p + 16) * 64;
+    buf = (uint8_t*)TVMBackendAllocWorkspace(
+        1, 0, plane_bytes + staged_bytes + (uint64_t)(a->kh * a->kw) * 64, 1, 64);
+    if (buf == NULL) return -1;
+    for (item = lo; item < hi; ++item) {
+      ember_qconv_dwl_item(a, item, (ember_qv16*)buf, (int32_t*)(buf + plane_bytes),
+                           (ember_qv16*)(buf + plane_bytes + staged_bytes));
+    }
+    return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
+  }
+#endif
   if (ember_qconv_depthwise(a) && ember_qconv_dw_same(a)) {
     const uint64_t wide_bytes = ((uint64_t)ember_qconv_dws_values(a) * 4 + 63) & ~(uint64_t)63;
     const uint64_t corr_bytes = ((uint64_t)(a->oh * a->wd + EMBER_QL) * 4 + 63) & ~(uint64_t)63;
@@ -647,6 +796,11 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
              a.wp == wd && oh == h && ow == wd;
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
+#if defined(EMBER_Q_VNNI)
+  a.lanes = ember_qconv_depthwise(&a) && oh * ow <= EMBER_QCONV_LANES_MAX && h * wd >= 4;
+#else
+  a.lanes = 0;
+#endif
   if (n <= 0 || o <= 0 || oh <= 0 || ow <= 0) return 0;
   if (parallel && ember_qconv_items(&a) > 1) {
     return TVMBackendParallelLaunch(ember_qconv_task, &a, 0) == 0 ? 0 : -1;
