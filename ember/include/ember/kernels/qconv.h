@@ -349,6 +349,47 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
  * a constant offset in one phase plane: a whole channel is one run of oh * wq positions (the
  * wq - ow past each row computed and dropped), so the loop over it is long enough to
  * vectorise at any width and stride. */
+/* A depthwise channel's outputs at flat positions [0, positions): bias (+ corr[p] when
+ * given) + sum over taps of the int32 value at p + offsets[t] times the tap's weight (minus
+ * wz times their sum), requantized and stored to out[p]. One vector of positions at a time,
+ * its taps accumulated in registers. */
+static void ember_qconv_dw_taps(const ember_qconv_args* a, const int32_t* base,
+                                const int64_t* offsets, int64_t taps, int64_t positions,
+                                const int32_t* corr, const int8_t* wk, int32_t bias, int32_t wz,
+                                float scale, uint8_t* out) {
+  int64_t p, t;
+#if defined(EMBER_Q_VECTOR_EXT)
+  for (p = 0; p < positions; p += EMBER_QL) {
+    const int64_t left = positions - p;
+    ember_qvi acc = ember_qset1(bias);
+    if (corr) acc += ember_qload(corr + p);
+    if (wz) { /* a weight zero point: minus wz times the window's input sum */
+      ember_qvi sum = ember_qset1(0);
+      for (t = 0; t < taps; ++t) {
+        const ember_qvi v = ember_qload(base + offsets[t] + p);
+        acc += v * (int32_t)wk[t * 16]; /* quad of tap t: channel 0 */
+        sum += v;
+      }
+      acc -= sum * wz;
+    } else {
+      for (t = 0; t < taps; ++t) acc += ember_qload(base + offsets[t] + p) * (int32_t)wk[t * 16];
+    }
+    ember_qstore(out + p, acc, scale, a->y_zp, a->y_lo, a->y_hi,
+                 left < EMBER_QL ? left : EMBER_QL);
+  }
+#else
+  for (p = 0; p < positions; ++p) {
+    int32_t acc = bias + (corr ? corr[p] : 0), sum = 0;
+    for (t = 0; t < taps; ++t) {
+      const int32_t v = base[offsets[t] + p];
+      acc += v * (int32_t)wk[t * 16];
+      sum += v;
+    }
+    out[p] = (uint8_t)ember_qrequant(acc - wz * sum, scale, a->y_zp, a->y_lo, a->y_hi);
+  }
+#endif
+}
+
 typedef struct {
   int64_t hq, wq;      /* a phase plane's rows and columns */
   int64_t phase;       /* its values: hq x wq, and slack for the positions past the last
@@ -436,42 +477,13 @@ static void ember_qconv_dw_plane(const ember_qconv_args* a, const ember_qconv_dw
 static void ember_qconv_dw_item(const ember_qconv_args* a, const ember_qconv_dw_geom* g,
                                 int64_t item, int32_t* plane, uint8_t* out, int32_t* wide) {
   const int64_t ch = item % a->c, wq = g->wq, taps = g->taps, positions = g->positions;
-  const int64_t* offsets = g->offsets;
   uint8_t* dst = a->y + item * a->p;
   const int8_t* wk = a->w + ch * (a->k4 * 16); /* the group's block: row 0 of [k4][4][4] */
   const int32_t wz = a->has_w_zp ? a->w_zp[ch] : 0, bias = a->bias[ch];
   const float scale = a->scale[ch];
-  int64_t p, t, oy;
+  int64_t oy;
   ember_qconv_dw_plane(a, g, a->x + item * a->h * a->wd, plane, wide);
-#if defined(EMBER_Q_VECTOR_EXT)
-  if (wz) { /* a weight zero point: minus wz times the window's input sum */
-    for (p = 0; p < positions; p += EMBER_QL) {
-      ember_qvi acc = ember_qset1(bias), sum = ember_qset1(0);
-      for (t = 0; t < taps; ++t) {
-        const ember_qvi v = ember_qload(plane + offsets[t] + p);
-        acc += v * (int32_t)wk[t * 16]; /* quad of tap t: channel 0 */
-        sum += v;
-      }
-      ember_qstore(out + p, acc - sum * wz, scale, a->y_zp, a->y_lo, a->y_hi, EMBER_QL);
-    }
-  } else {
-    for (p = 0; p < positions; p += EMBER_QL) {
-      ember_qvi acc = ember_qset1(bias);
-      for (t = 0; t < taps; ++t) acc += ember_qload(plane + offsets[t] + p) * (int32_t)wk[t * 16];
-      ember_qstore(out + p, acc, scale, a->y_zp, a->y_lo, a->y_hi, EMBER_QL);
-    }
-  }
-#else
-  for (p = 0; p < positions; ++p) {
-    int32_t acc = bias, sum = 0;
-    for (t = 0; t < taps; ++t) {
-      const int32_t v = plane[offsets[t] + p];
-      acc += v * (int32_t)wk[t * 16];
-      sum += v;
-    }
-    out[p] = (uint8_t)ember_qrequant(acc - wz * sum, scale, a->y_zp, a->y_lo, a->y_hi);
-  }
-#endif
+  ember_qconv_dw_taps(a, plane, g->offsets, taps, positions, NULL, wk, bias, wz, scale, out);
   for (oy = 0; oy < a->oh; ++oy) memcpy(dst + oy * a->ow, out + oy * wq, (size_t)a->ow);
 }
 
@@ -507,7 +519,7 @@ static void ember_qconv_dws_item(const ember_qconv_args* a, int64_t item, int32_
   const float scale = a->scale[ch];
   const uint8_t flip = a->flip;
   int32_t* base = wide + EMBER_QL; /* input row -ph, column 0 */
-  int64_t j, p, t, oy, ky, kx;
+  int64_t j, p, oy, ky, kx;
   for (j = 0; j < EMBER_QL + top * wd; ++j) wide[j] = zp;
   for (j = 0; j < real * wd; ++j) base[top * wd + j] = (uint8_t)(src[j] ^ flip);
   for (j = (top + real) * wd; j < ember_qconv_dws_values(a) - EMBER_QL; ++j) base[j] = zp;
@@ -524,29 +536,7 @@ static void ember_qconv_dws_item(const ember_qconv_args* a, int64_t item, int32_
       }
     }
   }
-#if defined(EMBER_Q_VECTOR_EXT)
-  for (p = 0; p < positions; p += EMBER_QL) {
-    const int64_t left = positions - p;
-    ember_qvi acc = ember_qset1(bias) + ember_qload(corr + p), sum = ember_qset1(0);
-    for (t = 0; t < taps; ++t) {
-      const ember_qvi v = ember_qload(base + offsets[t] + p);
-      acc += v * (int32_t)wk[t * 16];
-      sum += v;
-    }
-    ember_qstore(dst + p, acc - sum * wz, scale, a->y_zp, a->y_lo, a->y_hi,
-                 left < EMBER_QL ? left : EMBER_QL);
-  }
-#else
-  for (p = 0; p < positions; ++p) {
-    int32_t acc = bias + corr[p], sum = 0;
-    for (t = 0; t < taps; ++t) {
-      const int32_t v = base[offsets[t] + p];
-      acc += v * (int32_t)wk[t * 16];
-      sum += v;
-    }
-    dst[p] = (uint8_t)ember_qrequant(acc - wz * sum, scale, a->y_zp, a->y_lo, a->y_hi);
-  }
-#endif
+  ember_qconv_dw_taps(a, base, offsets, taps, positions, corr, wk, bias, wz, scale, dst);
 }
 
 #if defined(EMBER_Q_VNNI)
