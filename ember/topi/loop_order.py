@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..te.piecewise import piece_source, pieces_of
 from ..te.reader_loads import reader_loads
 from ..tir import op as _op
 from ..tir.expr import IntImm, PrimExpr
@@ -58,7 +59,7 @@ def transpose_order(sch: Any, op: Any, lanes: int) -> TransposeOrder | None:
     k = _transposes(sch, op, axes)
     if k is None:
         return None
-    tile = _last_tile(axes[-1].dom.extent, lanes)
+    tile = _last_tile(axes[-1].dom.extent, lanes, _piece_bounds(sch, op, len(axes) - 1))
     if k == len(axes) - 2 and tile is None:
         return None  # already just outside the last axis
     return TransposeOrder(k, tile)
@@ -79,14 +80,27 @@ def _transposes(sch: Any, op: Any, axes: list[Any]) -> int | None:
     return ks[-1] if ks else None
 
 
-def _last_tile(ext: Any, lanes: int) -> int | None:
+def _last_tile(ext: Any, lanes: int, bounds: list[int]) -> int | None:
     """The tile of a last axis of extent ``ext`` whose gathered lines stay in L1: None when
     all of it fits (or its extent is known only at run time); else the largest multiple of
-    ``lanes`` within ``GATHER_LINES`` that divides it, or ``GATHER_LINES`` (a tested tail)."""
+    ``lanes`` within ``GATHER_LINES`` that divides it and the ``bounds`` of the pieces along
+    it (no tail tests), or ``GATHER_LINES`` (a tested tail)."""
     if not isinstance(ext, IntImm) or ext.value <= GATHER_LINES:
         return None
-    fits = [t for t in range(lanes, GATHER_LINES + 1, lanes) if ext.value % t == 0]
+    fits = [t for t in range(lanes, GATHER_LINES + 1, lanes)
+            if all(b % t == 0 for b in (ext.value, *bounds))]
     return max(fits) if fits and max(fits) >= GATHER_LINES // 4 else GATHER_LINES
+
+
+def _piece_bounds(sch: Any, op: Any, axis: int) -> list[int]:
+    # where the pieces of a piecewise stage that ``op`` is lowered by start and end along
+    # its ``axis`` (te/piecewise.py); each piece gets the stage's loops over its own box
+    split = piece_source(sch, op)
+    if split is None or split.axis != axis:
+        return []
+    pieces = pieces_of(split.source)
+    return [b.value // split.factor for b in (*pieces.offsets, *pieces.extents)
+            if isinstance(b, IntImm)]
 
 
 def _dominant_loads(sch: Any, op: Any) -> list[tuple[Any, list[PrimExpr]]]:

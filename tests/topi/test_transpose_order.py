@@ -199,3 +199,14 @@ def test_loop_order_of_a_long_transpose_is_pinned():
     func = te.lower(topi.auto_schedule(out), [x, out], "t2d")
     assert _loops(func) == [("i1_outer_i0_fused", ForKind.PARALLEL),
                             ("i1_inner", ForKind.VECTORIZED)], str(func)
+
+
+def test_tiles_of_a_concat_divide_its_pieces():
+    # yolov8's head: maps in channel blocks concatenated along the anchors; the tile of the
+    # last axis divides each piece (no tail tests in any piece)
+    a, b = te.placeholder((1, 320, 32), name="a"), te.placeholder((1, 160, 32), name="b")
+    out = topi.concatenate([topi.transpose(a, (0, 2, 1)), topi.transpose(b, (0, 2, 1))], 2)
+    assert _order(out) == TransposeOrder(1, 160)
+    av, bv = rand((1, 320, 32), seed=1), rand((1, 160, 32), seed=2)
+    (got,) = run_kernel(out, [a, b], [av, bv])
+    np.testing.assert_array_equal(got, np.concatenate([av, bv], 1).transpose(0, 2, 1))
