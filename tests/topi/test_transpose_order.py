@@ -173,6 +173,7 @@ def test_run_time_channels_keep_the_plain_order_where_rows_are_contiguous():
     ((1, 1000, 600), (0, 2, 1), TransposeOrder(1, 256)),  # none does: a tested tail
     ((1, 3, 320, 320), (0, 2, 3, 1), None),  # to NHWC, 3 channels: too short to gather
     ((1, 320, 320, 3), (0, 3, 1, 2), None),  # from NHWC, 3 channels: stride 3 reads
+    ((1, 4, 6400, 16), (0, 1, 3, 2), None),  # NCHW16c back to NCHW: a line per element, in order
 ])
 def test_order_chosen(shape, perm, order):
     assert _order(_transposed(shape, perm)[1]) == order
