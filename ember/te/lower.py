@@ -350,6 +350,13 @@ class Lowerer:
             value = simplify(self.resolve(substitute(own, nest.abs), bodies=bodies),
                              self.ranges)
             idx = tuple(nest.abs[iv.var] for iv in op.axis)
+            # a concat along another axis inside the piece (YOLO's decode: each level's
+            # (xy, wh, rest) concat on the last axis, the levels a concat on the rows) is cut
+            # as in a plain stage, else it stays a select chain per element
+            cuts = self._cuts(st, nest, [value], nest.guards)
+            if cuts:
+                parts.append(self._partitioned(nest, [out], [value], idx, cuts))
+                continue
             store = BufferStore(out, _op.cast(value, out.dtype), idx)
             parts.append(self._loops(nest, st.leaf_iter_vars, store, list(nest.guards)))
         return seq(*parts)

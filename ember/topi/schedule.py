@@ -1,7 +1,9 @@
 """Schedule templates by pattern: injective, reduction, and the anchor templates' dispatcher.
 
 - injective: inline every non-output injective stage; per output, fuse the outer axes into one
-  parallel loop (when the tensor is big enough to pay for threads) and vectorise the last axis.
+  parallel loop (when the tensor is big enough to pay for threads) and vectorise the last axis;
+  a stage that transposes runs the axis its input is contiguous along just outside the vector
+  loop (``loop_order``).
 - reduction: inline injective producers; each reduction at root, parallel over its fused outer
   (non-reduced) axes, reduction loops inside; elementwise consumers as injective outputs.
 - anchors (dense, conv2d, batch_matmul, pools...): the op's own template, registered by tag,
@@ -15,12 +17,15 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..runtime.dtype import DataType
 from ..te import tensor as te
 from ..te.schedule import Schedule, Stage, create_schedule
 from ..te.reader_loads import reader_loads
 from ..tir.expr import FloorDiv, FloorMod, IntImm, ProducerLoad
 from ..tir.functor import post_order
+from ..tir.op import const
 from .broadcast import BROADCAST, ELEMWISE, INJECTIVE
+from .loop_order import TransposeOrder, transpose_order
 
 PARALLEL_MIN = 16384  # elements: below this a parallel region costs more than it saves
 VECTOR_MIN = 4
@@ -148,6 +153,10 @@ def schedule_loops(st: Stage, vector_last: bool = True, sch: Schedule | None = N
         if vector_last:
             st.vectorize(last)
         return last
+    lanes = max(1, vector_bytes() // DataType(st.op.output(0).dtype).itemsize)
+    order = transpose_order(sch, st.op, lanes) if sch is not None else None
+    if order is not None:
+        return _transposed_loops(st, order, big, vector_last)
     outer = _fusable(axes[:-1])
     block = _inner_block(sch, st, last) if sch is not None else 0
     if _symbolic_head(outer):
@@ -163,6 +172,31 @@ def schedule_loops(st: Stage, vector_last: bool = True, sch: Schedule | None = N
     short = isinstance(last.dom.extent, IntImm) and last.dom.extent.value < VECTOR_MIN
     if block:
         last = st.split(last, block)[1]
+    if vector_last and not short:
+        st.vectorize(last)
+    return fused
+
+
+def _transposed_loops(st: Stage, order: TransposeOrder, big: bool, vector_last: bool) -> Any:
+    """The loops of a stage that transposes (``loop_order``): the last axis (its tile)
+    vectorised, axis ``order.axis`` just outside it, the other axes (and the last axis'
+    tiles) outside those, the leading ones fused into the parallel loop."""
+    axes = list(st.op.axis)
+    k, last = axes[order.axis], axes[-1]
+    rest = axes[:order.axis] + axes[order.axis + 1:-1]
+    extents = [a.dom.extent for a in rest]
+    if order.tile is not None:
+        last_outer, last = st.split(last, order.tile)
+        rest.append(last_outer)
+        extents.append(const(-(-axes[-1].dom.extent.value // order.tile)))
+    st.reorder(*rest, k, last)
+    # ``k`` may join the parallel loop too (its iterations stay consecutive in a task)
+    outer = _fusable([*rest, k], [*extents, k.dom.extent])
+    fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
+    if big:
+        st.parallel(fused)
+    ext = axes[-1].dom.extent
+    short = order.tile is None and isinstance(ext, IntImm) and ext.value < VECTOR_MIN
     if vector_last and not short:
         st.vectorize(last)
     return fused
@@ -215,7 +249,7 @@ def _symbolic_head(axes: list[Any]) -> bool:
         math.prod(a.dom.extent.value for a in axes[1:]) >= 2
 
 
-def _fusable(axes: list[Any]) -> list[Any]:
+def _fusable(axes: list[Any], extents: list[Any] | None = None) -> list[Any]:
     """The leading ``axes`` to fuse into one loop: up to the first one (after the first) of a
     run-time extent, and no further once the fused loop has ``FUSED_ENOUGH`` iterations.
     Splitting a fused index again costs a division by each inner extent per iteration, by a
@@ -227,10 +261,10 @@ def _fusable(axes: list[Any]) -> list[Any]:
     columns as a nested loop). A narrow parallel loop stopped by a run-time axis shares out
     with that axis' loop all the same: the C generator collapses the pair into one launch
     (codegen_parallel.collapsed_nest)."""
-    first = axes[0].dom.extent
-    n, fused = 1, first.value if isinstance(first, IntImm) else 0  # 0: not known
-    while n < len(axes) and isinstance(axes[n].dom.extent, IntImm) and fused < FUSED_ENOUGH:
-        fused = fused * axes[n].dom.extent.value if fused else 0
+    extents = extents or [a.dom.extent for a in axes]  # (a split's loops have no dom)
+    n, fused = 1, extents[0].value if isinstance(extents[0], IntImm) else 0  # 0: not known
+    while n < len(axes) and isinstance(extents[n], IntImm) and fused < FUSED_ENOUGH:
+        fused = fused * extents[n].value if fused else 0
         n += 1
     return axes[:n]
 

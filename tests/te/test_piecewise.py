@@ -250,3 +250,25 @@ def test_piece_split_of_each_reader():
         got[name] = None if split is None else (split.axis, split.factor)
     assert got == {"blocked": (1, 8), "blocked4": (1, 4), "nhwc": (3, 1), "mirror": None,
                    "half": None}
+
+
+@needs_cc
+def test_concat_inside_each_piece_is_cut_too():
+    # YOLOv5's decode: per level a concat on the last axis (xy, wh, rest), the levels a
+    # concat on the rows: each row piece's inner loop is cut at the inner concat's bounds,
+    # not left a select per element.
+    def level(rows: int, name: str):
+        x = te.placeholder((rows, 7), name=name)
+        parts = [topi.strided_slice(x, [0, lo], [rows, hi]) for lo, hi in ((0, 2), (2, 3), (3, 7))]
+        parts = [topi.multiply(parts[0], 2.0), topi.add(parts[1], 1.0), topi.sigmoid(parts[2])]
+        return x, topi.concatenate(parts, axis=1)
+    (a, ca), (b, cb) = level(5, "a"), level(3, "b")
+    out = topi.concatenate([ca, cb], axis=0)
+    func = te.lower(topi.auto_schedule(out), [a, b, out], "cat_of_cats")
+    assert _selects(func) == 0, func
+    av, bv = _rand(5, 7), _rand(3, 7)
+
+    def ref(v):
+        return np.concatenate([v[:, :2] * 2, v[:, 2:3] + 1, 1 / (1 + np.exp(-v[:, 3:]))], 1)
+    got = _run(func, [av, bv], (8, 7))
+    np.testing.assert_allclose(got, np.concatenate([ref(av), ref(bv)]), rtol=1e-6, atol=1e-6)

@@ -247,7 +247,8 @@ def test_pad_channels_must_be_a_bool(value):
 def test_pad_output_gate_and_pad_axis():
     assert pad_output(150, 8, 1, 256, False) and pad_output(2, 8, 9, 64, False)
     assert pad_output(255, 8, 1, 64, True) and pad_output(5, 8, 1, 3, True)
-    assert not pad_output(255, 8, 1, 64, False)  # cheap, and its result leaves blocks
+    assert pad_output(255, 8, 1, 64, False)  # YOLOv5n's head into its decode
+    assert not pad_output(255, 8, 1, 32, False)  # cheap, and its result leaves blocks
     assert not pad_output(1, 8, 1, 256, True) and not pad_output(4, 8, 1, 256, True)
     padded = pad_axis(np.ones((3, 2), "float32"), 0, 8)
     assert padded.shape == (8, 2) and padded[:3].all() and not padded[3:].any()
