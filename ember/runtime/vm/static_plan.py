@@ -152,22 +152,21 @@ class StaticPlan:
                 self._base[b.index] = storage.ptr
 
     def _share(self, walk: Walk, shape_calls: set[int], results: dict[int, Tensor]) -> None:
-        """The dynamic blocks that share one storage (``plan_share``): block index -> its
-        slot's members, and -> the slot's alignment. Blocks a late check sizes keep their
-        own: growing a slot between kernel calls would move a member that is live then; so
-        do the blocks the shape and value phases touch (``shape_calls``: both): their values
-        outlive a run."""
+        """The dynamic blocks that share one storage (``plan_share``), at offsets ``_pack``
+        gives them: their lifetimes (``_span``), each one's fellow members (``_slot_of``:
+        all of them) and the storage's alignment. Blocks a late check sizes keep their
+        own: growing the storage between kernel calls would move a member that is live then;
+        so do the blocks the shape and value phases touch (``shape_calls``: both): their
+        values outlive a run."""
         late = {b.index for checks, _ in self._segments if checks is not None
                 for b in checks.sized}
         touched = {t.base.index for k in shape_calls for t in walk.calls[k].args
                    if type(t.base) is Block}
         excluded = set(results) | late | touched | {
             b.index for b in walk.blocks if b.size is None or self._base[b.index] is not None}
-        span = lifetimes(walk.calls, self._rest, walk.blocks, excluded,
-                         shape_tensors(walk.calls, walk.blocks))
-        if not any(len(members) > 1 for members in shared_slots(
-                walk.calls, self._rest, walk.blocks, excluded,
-                shape_tensors(walk.calls, walk.blocks))):
+        reads = shape_tensors(walk.calls, walk.blocks)
+        span = lifetimes(walk.calls, self._rest, walk.blocks, excluded, reads)
+        if not shared_slots(walk.calls, self._rest, walk.blocks, excluded, reads):
             span = {}  # no two blocks could ever share: each keeps storage of its own
         # the shared blocks, placed together in one storage (``_pack``)
         self._span = span
