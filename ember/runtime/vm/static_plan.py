@@ -69,7 +69,7 @@ from .plan_phase import (
     sources_in,
     value_phase,
 )
-from .plan_share import shape_tensors, shared_slots
+from .plan_share import lifetimes, packed_offsets, shape_tensors, shared_slots
 from .plan_walk import Arg, Block, Call, Check, NotStatic, Tensor, Walk
 from .program import TensorInfo, VMFunction
 from .steps import DecodeContext
@@ -152,24 +152,28 @@ class StaticPlan:
                 self._base[b.index] = storage.ptr
 
     def _share(self, walk: Walk, shape_calls: set[int], results: dict[int, Tensor]) -> None:
-        """The dynamic blocks that share one storage (``plan_share``): block index -> its
-        slot's members, and -> the slot's alignment. Blocks a late check sizes keep their
-        own: growing a slot between kernel calls would move a member that is live then; so
-        do the blocks the shape and value phases touch (``shape_calls``: both): their values
-        outlive a run."""
+        """The dynamic blocks that share one storage (``plan_share``), at offsets ``_pack``
+        gives them: their lifetimes (``_span``), each one's fellow members (``_slot_of``:
+        all of them) and the storage's alignment. Blocks a late check sizes keep their
+        own: growing the storage between kernel calls would move a member that is live then;
+        so do the blocks the shape and value phases touch (``shape_calls``: both): their
+        values outlive a run."""
         late = {b.index for checks, _ in self._segments if checks is not None
                 for b in checks.sized}
         touched = {t.base.index for k in shape_calls for t in walk.calls[k].args
                    if type(t.base) is Block}
         excluded = set(results) | late | touched | {
             b.index for b in walk.blocks if b.size is None or self._base[b.index] is not None}
-        slots = shared_slots(walk.calls, self._rest, walk.blocks, excluded,
-                             shape_tensors(walk.calls, walk.blocks))
-        self._slot_of: dict[int, list[int]] = {i: members for members in slots
-                                               for i in members}
-        align = {b.index: b.alignment for b in walk.blocks}
-        self._slot_align = {i: max(align[j] for j in members)
-                            for i, members in self._slot_of.items()}
+        reads = shape_tensors(walk.calls, walk.blocks)
+        span = lifetimes(walk.calls, self._rest, walk.blocks, excluded, reads)
+        if not shared_slots(walk.calls, self._rest, walk.blocks, excluded, reads):
+            span = {}  # no two blocks could ever share: each keeps storage of its own
+        # the shared blocks, placed together in one storage (``_pack``)
+        self._span = span
+        members = sorted(span)
+        self._slot_of: dict[int, list[int]] = {i: members for i in members}
+        self._slot_align = max((b.alignment for b in walk.blocks if b.index in span),
+                               default=64)
 
     def _dltensors(self, calls: list[Call], kernels: Sequence[CPackedFunc]) -> None:
         """One DLTensor per tensor a kernel reads or writes; the pointers that change (an
@@ -457,22 +461,46 @@ class StaticPlan:
             self.regrew |= old is not None
             ahead = max(nbytes, 2 * old) if old is not None else nbytes
         ahead = max(nbytes, min(ahead, self._allocator.max_block_bytes))
-        align = self._slot_align.get(b.index, b.alignment)
+        if b.index in self._span:
+            self._pack(b, nbytes, ahead)
+            return
         try:
-            storage = self._allocator.alloc(ahead, align, b.device, b.dtype_hint)
+            storage = self._allocator.alloc(ahead, b.alignment, b.device, b.dtype_hint)
         except TVMError:  # no room for the margin: exactly what is needed (or its error)
             if ahead == nbytes:
                 raise
-            storage = self._allocator.alloc(nbytes, align, b.device, b.dtype_hint)
-        nbytes = storage.nbytes
+            storage = self._allocator.alloc(nbytes, b.alignment, b.device, b.dtype_hint)
         if b.index in self._value_blocks:
             self._values_for = None  # the new storage holds nothing yet
-        # a shared slot (plan_share): every member moves to the new storage (this happens
-        # before any kernel of the run: no member holds a value then)
-        for index in self._slot_of.get(b.index, (b.index,)):
+        self._grown[b.index] = storage  # the smaller one, if any, goes
+        self._capacity[b.index] = storage.nbytes
+        self._move(b.index, storage.ptr)
+
+    def _pack(self, b: Block, nbytes: int, ahead: int) -> None:
+        """Grow shared block ``b`` to ``ahead`` bytes (``nbytes`` at least): every shared
+        block moves to one new storage, at the offsets ``plan_share.packed_offsets`` gives
+        for this run's sizes (scaled by the margin ``ahead`` asks for ``b``), each keeping at
+        least the room it had (a signature that fitted before still fits). This happens
+        before any kernel of the run: no shared block holds a value then."""
+        def room(scale: float) -> dict[int, int]:
+            want = {i: max(self._capacity.get(i, 0), int(self._size.get(i, 0) * scale))
+                    for i in self._span}
+            want[b.index] = max(want[b.index], int(nbytes * scale))
+            return want
+        for scale in ((ahead / nbytes, 1.0) if ahead > nbytes else (1.0,)):
+            want = room(scale)
+            offsets, total = packed_offsets(self._span, want, max(self._slot_align, 64))
+            try:
+                storage = self._allocator.alloc(max(total, 1), self._slot_align, b.device,
+                                                b.dtype_hint)
+                break
+            except TVMError:  # no room for the margin: exactly what is needed (or its error)
+                if scale == 1.0:
+                    raise
+        for index, offset in offsets.items():
             self._grown[index] = storage  # the smaller one, if any, goes
-            self._capacity[index] = nbytes
-            self._move(index, storage.ptr)
+            self._capacity[index] = want[index]
+            self._move(index, storage.ptr + offset)
 
     def reserve(self, sizes: dict[int, int]) -> None:
         """Every dynamic block (not a result's) with room for twice its size in ``sizes``
