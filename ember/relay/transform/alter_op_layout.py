@@ -141,6 +141,16 @@ ACTS: dict[str, Any] = {
 
 # what a conv's epilogue may absorb between it and a conv that reads its result
 EPILOGUE_OPS = frozenset(ACTS) | {"nn.bias_add", "add"}
+# ops that keep a padded value padded (_Planner._padded_call): each lane from the same lane of
+# its operands, and finite where they are. The padded lanes are read by convs with zero
+# weights, so they may hold anything but an inf or a NaN (0 * inf is NaN): no division,
+# logarithm, square root or exponential
+PADDED_UNARY = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "nn.leaky_relu", "copy",
+                          "negative", "abs", "nn.hardswish", "nn.hardsigmoid", "nn.silu",
+                          "nn.gelu", "nn.mish"])
+PADDED_BINARY = frozenset(["add", "subtract", "multiply", "maximum", "minimum"])
+# ... and what lies between a conv and a conv that reads it padded (channel_pad.feeds_conv)
+PADDED_THROUGH = EPILOGUE_OPS | PADDED_UNARY | PADDED_BINARY | frozenset(RESIZES)
 
 
 def plan_lanes(target: Any = None) -> int:
@@ -449,6 +459,8 @@ class _Planner:
         absorbed = self._absorb(call, name)
         if absorbed is not None:
             return _Value(plan=replace(absorbed, span=merge_spans(absorbed.span, call.span)))
+        if (padded := self._padded_call(call, name)) is not None:
+            return padded
         if self._blocked_ok(call, name):
             expr, lanes = self._rebuild_blocked(call, name)
             return _Value(expr, blocked=True, lanes=lanes)
@@ -500,7 +512,7 @@ class _Planner:
             lanes = 0  # padded to whole blocks below (pad_output holds for these)
         if lanes == 0 and self.pad and g == 1 and pad_output(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic,
-                feeds_conv(call, self.readers, EPILOGUE_OPS) or in_lanes > 0):
+                feeds_conv(call, self.readers, PADDED_THROUGH) or in_lanes > 0):
             lanes, channels, w = self.lanes, oc, pad_axis(w, 0, self.lanes)
         if lanes == 0:
             return None
@@ -712,6 +724,50 @@ class _Planner:
                                             begin=[begin // lanes],
                                             end=[(begin + sizes[item.index]) // lanes], axes=[1]))
         return _Value(part, blocked=True, lanes=lanes)
+
+    def _padded_call(self, call: Call, name: str) -> _Value | None:
+        """An elementwise op or a resize (nearest, linear) of padded values in their padded
+        blocks, its result padded the same: HRNet's fuse layers (branches of 18 and 36
+        channels, padded to 32 and 48 for their convs: 1x1 convs, upsampled, summed with the
+        other branches, relu) went back to NCHW at each resize and add, and the next conv
+        read the sum channel by channel (1.5x slower than blocked). The operands: values
+        padded to the same blocks (of the result's shape, or its (N, C, 1, 1)), scalars and
+        per-channel constants (zero in the padded lanes)."""
+        out = _nchw_f32(call)
+        if out is None or not call.args:
+            return None
+        if name in PADDED_UNARY or (name in RESIZES and call.attrs.layout == "NCHW" and
+                                    call.attrs.method in RESIZES[name]):
+            lanes, channels = self._padded(call.args[0])
+            if not lanes:
+                return None
+            expr = self._materialise(call.args[0]).expr
+            if name in RESIZES:  # a dyn.image.resize2d's size and scales stay plain
+                attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
+                args = (expr, *(self.plain(a) for a in call.args[1:]))
+            else:
+                attrs, args = call.attrs, (expr,)
+            return _Value(Call(call.op, args, attrs, span=call.span), blocked=True,
+                          lanes=lanes, channels=channels)
+        if name not in PADDED_BINARY:
+            return None
+        padded = [self._padded(a) for a in call.args]
+        lanes, channels = next((p for p in padded if p[0]), (0, 0))
+        if not lanes:
+            return None
+        args = []
+        for a, pad in zip(call.args, padded):
+            ty = _tensor(a)
+            if pad == (lanes, channels) and _broadcasts_over_image(ty, out):
+                args.append(self._materialise(a).expr)
+            elif pad[0] == 0 and ty is not None and ty.ndim == 0:
+                args.append(self.plain(a))
+            elif pad[0] == 0 and (vec := _channel_const(a, channels)) is not None:
+                args.append(const(pad_axis(vec, 0, lanes).reshape(1, -1, 1, 1, lanes)))
+            else:
+                return None
+        return _Value(Call(call.op, tuple(args), call.attrs, span=call.span), blocked=True,
+                      lanes=lanes, channels=channels)
 
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
         vec = _channel_const(c, _out_channels(p))
