@@ -15,7 +15,9 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   (``channel_pad.py``): the transform back is followed by a slice that drops the padded lanes,
   and a conv reading the padded result takes it blocked, with zero weights for those lanes; a
   depthwise conv of a padded result is padded too (each padded lane a group of zero weights:
-  ShuffleNetV2's branches of 58 and 116 channels stay blocked from one 1x1 conv to the next);
+  ShuffleNetV2's branches of 58 and 116 channels stay blocked from one 1x1 conv to the next),
+  and so are elementwise ops and resizes of padded values that keep the padded lanes finite
+  (``PADDED_UNARY``, ``PADDED_BINARY``: HRNet's fuse layers of 18 and 36 channels);
 - the weight is packed at build time (a constant of the model; nothing is repacked at run
   time), the bias is a constant vector;
 - the epilogue absorbs what follows the conv while each intermediate has no other user:
