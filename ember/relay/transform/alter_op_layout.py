@@ -143,8 +143,8 @@ ACTS: dict[str, Any] = {
 
 # what a conv's epilogue may absorb between it and a conv that reads its result
 EPILOGUE_OPS = frozenset(ACTS) | {"nn.bias_add", "add"}
-# ops that keep a padded value padded (_Planner._padded_call): each lane from the same lane of
-# its operands, and finite where they are. The padded lanes are read by convs with zero
+# ops that keep a padded value padded (_Planner._padded_call; with resizes, max and average
+# pools and image pads): each lane from the same lane of its operands, and finite where they are. The padded lanes are read by convs with zero
 # weights, so they may hold anything but an inf or a NaN (0 * inf is NaN): no division,
 # logarithm, square root or exponential
 PADDED_UNARY = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "nn.leaky_relu", "copy",
@@ -152,7 +152,8 @@ PADDED_UNARY = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "nn.leaky_relu",
                           "nn.gelu", "nn.mish"])
 PADDED_BINARY = frozenset(["add", "subtract", "multiply", "maximum", "minimum"])
 # ... and what lies between a conv and a conv that reads it padded (channel_pad.feeds_conv)
-PADDED_THROUGH = EPILOGUE_OPS | PADDED_UNARY | PADDED_BINARY | frozenset(RESIZES)
+PADDED_THROUGH = EPILOGUE_OPS | PADDED_UNARY | PADDED_BINARY | frozenset(RESIZES) | {
+    "nn.pad", "nn.max_pool2d", "nn.avg_pool2d"}
 
 
 def plan_lanes(target: Any = None) -> int:
@@ -728,8 +729,9 @@ class _Planner:
         return _Value(part, blocked=True, lanes=lanes)
 
     def _padded_call(self, call: Call, name: str) -> _Value | None:
-        """An elementwise op or a resize (nearest, linear) of padded values in their padded
-        blocks, its result padded the same: HRNet's fuse layers (branches of 18 and 36
+        """An elementwise op, a resize (nearest, linear), a max or average pool or an image
+        pad of padded values in their padded blocks, its result padded the same: HRNet's
+        fuse layers (branches of 18 and 36
         channels, padded to 32 and 48 for their convs: 1x1 convs, upsampled, summed with the
         other branches, relu) went back to NCHW at each resize and add, and the next conv
         read the sum channel by channel (1.5x slower than blocked). The operands: values
@@ -738,13 +740,21 @@ class _Planner:
         out = _nchw_f32(call)
         if out is None or not call.args:
             return None
-        if name in PADDED_UNARY or (name in RESIZES and call.attrs.layout == "NCHW" and
-                                    call.attrs.method in RESIZES[name]):
+        windowed = name in ("nn.max_pool2d", "nn.avg_pool2d") and \
+            call.attrs.layout == "NCHW" and call.attrs.out_layout in ("", "NCHW")
+        if name in PADDED_UNARY or windowed or (
+                name in RESIZES and call.attrs.layout == "NCHW" and
+                call.attrs.method in RESIZES[name]) or (name == "nn.pad" and _image_pad(call)):
             lanes, channels = self._padded(call.args[0])
             if not lanes:
                 return None
             expr = self._materialise(call.args[0]).expr
-            if name in RESIZES:  # a dyn.image.resize2d's size and scales stay plain
+            if name == "nn.pad":
+                return _Value(_blocked_pad(call, expr, self.plain(call.args[1])), blocked=True,
+                              lanes=lanes, channels=channels)
+            if windowed:
+                attrs, args = replace(call.attrs, layout=f"NCHW{lanes}c", out_layout=""), (expr,)
+            elif name in RESIZES:  # a dyn.image.resize2d's size and scales stay plain
                 attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
                 args = (expr, *(self.plain(a) for a in call.args[1:]))
             else:
@@ -784,6 +794,8 @@ class _Planner:
         if name in RESIZES:
             return call.attrs.layout == "NCHW" and call.attrs.method in RESIZES[name] and \
                 self._is_blocked(args[0]) and _nchw_f32(call) is not None
+        if name == "nn.pad":  # of the image only: TF's SAME padding before a pool
+            return self._is_blocked(args[0]) and _image_pad(call)
         if name == "nn.layer_norm":  # over the height or the width (a GroupNorm of one
             # channel per group over a 1-D conv's output, as wav2vec2's feature extractor)
             return self._is_blocked(args[0]) and _nchw_f32(call) is not None and (
@@ -860,6 +872,8 @@ class _Planner:
                         span=call.span), lanes
         if name in UNARY:
             return Call(call.op, (self.blocked(call.args[0]),), call.attrs, span=call.span), lanes
+        if name == "nn.pad":
+            return _blocked_pad(call, self.blocked(call.args[0]), self.plain(call.args[1])), lanes
         if name == "nn.layer_norm":  # the same axis index in NCHW[L]c, each lane its own row;
             # gamma and beta run along that axis, as in NCHW
             args = (self.blocked(call.args[0]), *(self.plain(a) for a in call.args[1:]))
@@ -867,6 +881,20 @@ class _Planner:
             return Call(call.op, args, attrs, span=call.span), lanes
         args = tuple(self._blocked_operand(a, call, lanes) for a in call.args)
         return Call(call.op, args, call.attrs, span=call.span), lanes  # type: ignore[arg-type]
+
+
+def _image_pad(call: Call) -> bool:
+    """Whether ``call`` (an ``nn.pad``) of an NCHW float32 value pads only its image axes."""
+    return _nchw_f32(call) is not None and all(
+        tuple(p) == (0, 0) for p in call.attrs.pad_width[:2])
+
+
+def _blocked_pad(call: Call, data: RelayExpr, value: RelayExpr) -> Call:
+    """An image-only ``nn.pad`` of NCHW[L]c ``data``: the lanes not padded. TensorFlow's SAME
+    padding before a max pool, as exporters write it (EfficientDet's down-sampling), went back
+    to NCHW for the pad, and the pool of the plain result ran on the plain loops."""
+    attrs = replace(call.attrs, pad_width=(*call.attrs.pad_width, (0, 0)))
+    return Call(call.op, (data, value), attrs, span=call.span)
 
 
 def _spanned(span: Span | None, call: Call) -> Call:
