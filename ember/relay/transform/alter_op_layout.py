@@ -30,7 +30,8 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   per-channel constant, which is re-blocked at build time), pools (their ``layout`` becomes
   NCHW[L]c; a global pool of a static image is a pool with the image as its window; a max or
   average pool of a plain value whose channels split into blocks is converted to run blocked
-  too: the generic window reduction on NCHW was 3-10x onnxruntime, which reorders as well), and ``concatenate`` / ``split`` along the channels in whole blocks (a split's
+  too: the generic window reduction on NCHW was 3-10x onnxruntime, which reorders as well),
+  pads of the image alone (TF's SAME padding before a pool), and ``concatenate`` / ``split`` along the channels in whole blocks (a split's
   fields become slices of the block axis) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
   first conv of a network needs no transform), except an RGB-like input (2 to 15 channels) of
   a stride-1 or large-kernel conv, read as one block of all its channels;
