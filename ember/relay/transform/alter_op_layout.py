@@ -737,10 +737,12 @@ class _Planner:
         other branches, relu) went back to NCHW at each resize and add, and the next conv
         read the sum channel by channel (1.5x slower than blocked). The operands: values
         padded to the same blocks (of the result's shape, or its (N, C, 1, 1)), scalars and
-        per-channel constants (zero in the padded lanes)."""
+        per-channel constants (zero in the padded lanes). Only on the way to a conv that reads
+        the result blocked."""
         out = _nchw_f32(call)
-        if out is None or not call.args:
-            return None
+        if out is None or not call.args or not feeds_conv(call, self.readers, PADDED_THROUGH):
+            return None  # a result that only leaves: dropping the lanes first costs less (an
+            # upsampling's input is the smaller side: DeepLab's last resize, 4x to the input)
         windowed = name in ("nn.max_pool2d", "nn.avg_pool2d") and \
             call.attrs.layout == "NCHW" and call.attrs.out_layout in ("", "NCHW")
         if name in PADDED_UNARY or windowed or (

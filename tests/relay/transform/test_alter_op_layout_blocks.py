@@ -257,11 +257,13 @@ def _same_pad_pool(x: relay.Var, channels: int, mode: str = "constant", k: int =
 
 
 def test_image_pad_of_a_blocked_value_stays_blocked():
-    # 16 channels (two blocks of 8), and 10 (a 3x3 conv padded to 16): the pad runs in
-    # NCHW8c with the lanes not padded, and the pool after it reads the blocked result
+    # 16 channels (two blocks of 8), and 10 (a 3x3 conv padded to 16, the pool read by a
+    # conv: padded on the way): the pad runs in NCHW8c with the lanes not padded, and the
+    # pool after it reads the blocked result
     x = relay.var("x", shape=(1, 16, 33, 33))
     for channels, k in ((16, 1), (10, 3)):
-        mod = _plan(_same_pad_pool(x, channels, k=k), x)
+        y = _same_pad_pool(x, channels, k=k)
+        mod = _plan(y if k == 1 else relay.nn.conv2d(y, _c(8, channels, 3, 3)), x)
         names = _names(mod)
         pad = next(c for c in _calls(mod) if c.op.name == "nn.pad")
         assert [tuple(p) for p in pad.attrs.pad_width] == [(0, 0), (0, 0), (0, 1), (0, 1), (0, 0)]

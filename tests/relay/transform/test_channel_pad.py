@@ -217,6 +217,15 @@ def test_resize_and_adds_of_padded_values_stay_padded():
     assert not mul.args[1].data.numpy()[0, 2, 0, 0, 2:].any()  # lanes 18..23: zero
 
 
+def test_padded_result_that_only_leaves_drops_its_lanes_before_the_resize():
+    # DeepLab's classifier (21 classes, padded) resized 4x to the input: the lanes are
+    # dropped on the small side, not carried through the upsampling
+    x = relay.var("x", shape=(1, 16, 8, 8))
+    y = relay.nn.conv2d(x, _c(21, 16, 3, 3), padding=(1, 1))
+    mod = _plan(relay.image.resize2d(y, size=(32, 32), method="linear"), x)
+    assert _names(mod)[-3:] == ["layout_transform", "strided_slice", "image.resize2d"]
+
+
 def test_division_of_a_padded_value_goes_back_to_nchw():
     # 1 / x of a padded lane's zero is inf, which a conv's zero weight would make NaN
     x = relay.var("x", shape=(1, 16, 9, 11))
