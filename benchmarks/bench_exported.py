@@ -3,10 +3,14 @@
     python benchmarks/bench_exported.py [--threads 1,2] [--rounds 5] [--min-time 0.3]
                                         [--clock thread|wall] [--only paddle_det,...] [--json PATH]
 
-Each model of ``ember.relay.testing.exported_onnx`` and ``exported_transformers`` (a
-PaddleOCR-style detector, diffusion-UNet blocks: GroupNorm, SiLU, attention over pixels;
-torchvision's ShuffleNetV2 (channel counts of 58 and 116, channel shuffles); MediaPipe's
-BlazeFace (explicit SAME pads, skips widened by channel pads to 28, 36, 42 channels); a
+Each model of ``ember.relay.testing.exported_onnx``, ``exported_onnx_more`` and
+``exported_transformers`` (a PaddleOCR-style detector, diffusion-UNet blocks: GroupNorm, SiLU,
+attention over pixels; torchvision's ShuffleNetV2 (channel counts of 58 and 116, channel
+shuffles); MediaPipe's BlazeFace (explicit SAME pads, skips widened by channel pads to 28, 36,
+42 channels); DeepLabV3+ (dilated convs, ASPP, bilinear resizes to ``Shape``-computed sizes);
+an HRNet-style pose net (branches of 18 and 36 channels, fuse layers); Whisper-tiny's encoder
+(attention over 1500 frames); an EfficientDet-style detector (BiFPN, TF-SAME max pools, heads
+of 810 channels transposed to channels-last); a
 Silero-style voice activity model with its LSTM state in and out, YOLO-style post-processing
 with NonMaxSuppression, torchvision-style score thresholding with NonZero (its box count
 fixed, the kept count from data), BERT and T5 encoders, a GPT-2 decoder step with a KV cache)
@@ -64,6 +68,7 @@ class Case:
 
 def _cases(only: set[str] | None) -> list[Case]:
     from ember.relay.testing import exported_onnx as ex
+    from ember.relay.testing import exported_onnx_more as mx
     from ember.relay.testing import exported_transformers as tx
 
     rng = np.random.default_rng(0)
@@ -87,6 +92,20 @@ def _cases(only: set[str] | None) -> list[Case]:
     if not only or "blazeface" in only:  # (no symbolic dimension: both builds alike)
         cases.append(Case("blazeface", "1x3x128x128", ex.blazeface(), {
             "input": rng.standard_normal((1, 3, 128, 128)).astype("float32")}))
+    if not only or "deeplab" in only:
+        deeplab = mx.deeplabv3plus()
+        for h, w in ((512, 512), (384, 640)):
+            cases.append(Case("deeplab", f"1x3x{h}x{w}", deeplab, {
+                "input": rng.standard_normal((1, 3, h, w)).astype("float32")}))
+    if not only or "hrnet" in only:
+        cases.append(Case("hrnet", "1x3x256x192", mx.hrnet_small(), {
+            "input": rng.standard_normal((1, 3, 256, 192)).astype("float32")}))
+    if not only or "whisper" in only:
+        cases.append(Case("whisper", "1x80x3000", mx.whisper_encoder(), {
+            "input_features": rng.standard_normal((1, 80, 3000)).astype("float32")}))
+    if not only or "efficientdet" in only:  # (static, as BlazeFace)
+        cases.append(Case("efficientdet", "1x3x512x512", mx.efficientdet(), {
+            "input": rng.standard_normal((1, 3, 512, 512)).astype("float32")}))
     if not only or "vad" in only:
         vad = ex.vad_lstm()
         for samples in (512, 16000):
@@ -191,8 +210,8 @@ def main() -> None:
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds of calls per runner")
     ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
     ap.add_argument("--only", default="",
-                    help="models: paddle_det,diffusion,shufflenet,blazeface,vad,gpt2_kv,"
-                         "yolo_post,score_thr,bert,t5")
+                    help="models: paddle_det,diffusion,shufflenet,blazeface,deeplab,hrnet,"
+                         "whisper,efficientdet,vad,gpt2_kv,yolo_post,score_thr,bert,t5")
     ap.add_argument("--json", default=str(DEFAULT_JSON))
     opts = ap.parse_args()
     import ember

@@ -15,7 +15,9 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   (``channel_pad.py``): the transform back is followed by a slice that drops the padded lanes,
   and a conv reading the padded result takes it blocked, with zero weights for those lanes; a
   depthwise conv of a padded result is padded too (each padded lane a group of zero weights:
-  ShuffleNetV2's branches of 58 and 116 channels stay blocked from one 1x1 conv to the next);
+  ShuffleNetV2's branches of 58 and 116 channels stay blocked from one 1x1 conv to the next),
+  and so are elementwise ops and resizes of padded values that keep the padded lanes finite
+  (``PADDED_UNARY``, ``PADDED_BINARY``: HRNet's fuse layers of 18 and 36 channels);
 - the weight is packed at build time (a constant of the model; nothing is repacked at run
   time), the bias is a constant vector;
 - the epilogue absorbs what follows the conv while each intermediate has no other user:
@@ -28,7 +30,8 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   per-channel constant, which is re-blocked at build time), pools (their ``layout`` becomes
   NCHW[L]c; a global pool of a static image is a pool with the image as its window; a max or
   average pool of a plain value whose channels split into blocks is converted to run blocked
-  too: the generic window reduction on NCHW was 3-10x onnxruntime, which reorders as well), and ``concatenate`` / ``split`` along the channels in whole blocks (a split's
+  too: the generic window reduction on NCHW was 3-10x onnxruntime, which reorders as well),
+  pads of the image alone (TF's SAME padding before a pool), and ``concatenate`` / ``split`` along the channels in whole blocks (a split's
   fields become slices of the block axis) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
   first conv of a network needs no transform), except an RGB-like input (2 to 15 channels) of
   a stride-1 or large-kernel conv, read as one block of all its channels;
@@ -141,6 +144,17 @@ ACTS: dict[str, Any] = {
 
 # what a conv's epilogue may absorb between it and a conv that reads its result
 EPILOGUE_OPS = frozenset(ACTS) | {"nn.bias_add", "add"}
+# ops that keep a padded value padded (_Planner._padded_call; with resizes, max and average
+# pools and image pads): each lane from the same lane of its operands, and finite where they are. The padded lanes are read by convs with zero
+# weights, so they may hold anything but an inf or a NaN (0 * inf is NaN): no division,
+# logarithm, square root or exponential
+PADDED_UNARY = frozenset(["nn.relu", "clip", "sigmoid", "tanh", "nn.leaky_relu", "copy",
+                          "negative", "abs", "nn.hardswish", "nn.hardsigmoid", "nn.silu",
+                          "nn.gelu", "nn.mish"])
+PADDED_BINARY = frozenset(["add", "subtract", "multiply", "maximum", "minimum"])
+# ... and what lies between a conv and a conv that reads it padded (channel_pad.feeds_conv)
+PADDED_THROUGH = EPILOGUE_OPS | PADDED_UNARY | PADDED_BINARY | frozenset(RESIZES) | {
+    "nn.pad", "nn.max_pool2d", "nn.avg_pool2d"}
 
 
 def plan_lanes(target: Any = None) -> int:
@@ -449,6 +463,8 @@ class _Planner:
         absorbed = self._absorb(call, name)
         if absorbed is not None:
             return _Value(plan=replace(absorbed, span=merge_spans(absorbed.span, call.span)))
+        if (padded := self._padded_call(call, name)) is not None:
+            return padded
         if self._blocked_ok(call, name):
             expr, lanes = self._rebuild_blocked(call, name)
             return _Value(expr, blocked=True, lanes=lanes)
@@ -500,7 +516,7 @@ class _Planner:
             lanes = 0  # padded to whole blocks below (pad_output holds for these)
         if lanes == 0 and self.pad and g == 1 and pad_output(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic,
-                feeds_conv(call, self.readers, EPILOGUE_OPS) or in_lanes > 0):
+                feeds_conv(call, self.readers, PADDED_THROUGH) or in_lanes > 0):
             lanes, channels, w = self.lanes, oc, pad_axis(w, 0, self.lanes)
         if lanes == 0:
             return None
@@ -713,6 +729,61 @@ class _Planner:
                                             end=[(begin + sizes[item.index]) // lanes], axes=[1]))
         return _Value(part, blocked=True, lanes=lanes)
 
+    def _padded_call(self, call: Call, name: str) -> _Value | None:
+        """An elementwise op, a resize (nearest, linear), a max or average pool or an image
+        pad of padded values in their padded blocks, its result padded the same: HRNet's
+        fuse layers (branches of 18 and 36
+        channels, padded to 32 and 48 for their convs: 1x1 convs, upsampled, summed with the
+        other branches, relu) went back to NCHW at each resize and add, and the next conv
+        read the sum channel by channel (1.5x slower than blocked). The operands: values
+        padded to the same blocks (of the result's shape, or its (N, C, 1, 1)), scalars and
+        per-channel constants (zero in the padded lanes). Only on the way to a conv that reads
+        the result blocked."""
+        out = _nchw_f32(call)
+        if out is None or not call.args or not feeds_conv(call, self.readers, PADDED_THROUGH):
+            return None  # a result that only leaves: dropping the lanes first costs less (an
+            # upsampling's input is the smaller side: DeepLab's last resize, 4x to the input)
+        windowed = name in ("nn.max_pool2d", "nn.avg_pool2d") and \
+            call.attrs.layout == "NCHW" and call.attrs.out_layout in ("", "NCHW")
+        if name in PADDED_UNARY or windowed or (
+                name in RESIZES and call.attrs.layout == "NCHW" and
+                call.attrs.method in RESIZES[name]) or (name == "nn.pad" and _image_pad(call)):
+            lanes, channels = self._padded(call.args[0])
+            if not lanes:
+                return None
+            expr = self._materialise(call.args[0]).expr
+            if name == "nn.pad":
+                return _Value(_blocked_pad(call, expr, self.plain(call.args[1])), blocked=True,
+                              lanes=lanes, channels=channels)
+            if windowed:
+                attrs, args = replace(call.attrs, layout=f"NCHW{lanes}c", out_layout=""), (expr,)
+            elif name in RESIZES:  # a dyn.image.resize2d's size and scales stay plain
+                attrs = replace(call.attrs, layout=f"NCHW{lanes}c")
+                args = (expr, *(self.plain(a) for a in call.args[1:]))
+            else:
+                attrs, args = call.attrs, (expr,)
+            return _Value(Call(call.op, args, attrs, span=call.span), blocked=True,
+                          lanes=lanes, channels=channels)
+        if name not in PADDED_BINARY:
+            return None
+        padded = [self._padded(a) for a in call.args]
+        lanes, channels = next((p for p in padded if p[0]), (0, 0))
+        if not lanes:
+            return None
+        args = []
+        for a, pad in zip(call.args, padded):
+            ty = _tensor(a)
+            if pad == (lanes, channels) and _broadcasts_over_image(ty, out):
+                args.append(self._materialise(a).expr)
+            elif pad[0] == 0 and ty is not None and ty.ndim == 0:
+                args.append(self.plain(a))
+            elif pad[0] == 0 and (vec := _channel_const(a, channels)) is not None:
+                args.append(const(pad_axis(vec, 0, lanes).reshape(1, -1, 1, 1, lanes)))
+            else:
+                return None
+        return _Value(Call(call.op, tuple(args), call.attrs, span=call.span), blocked=True,
+                      lanes=lanes, channels=channels)
+
     def _add_bias(self, p: _Plan, c: RelayExpr) -> _Plan | None:
         vec = _channel_const(c, _out_channels(p))
         if vec is None or p.residual is not None or p.act != "none":
@@ -726,6 +797,8 @@ class _Planner:
         if name in RESIZES:
             return call.attrs.layout == "NCHW" and call.attrs.method in RESIZES[name] and \
                 self._is_blocked(args[0]) and _nchw_f32(call) is not None
+        if name == "nn.pad":  # of the image only: TF's SAME padding before a pool
+            return self._is_blocked(args[0]) and _image_pad(call)
         if name == "nn.layer_norm":  # over the height or the width (a GroupNorm of one
             # channel per group over a 1-D conv's output, as wav2vec2's feature extractor)
             return self._is_blocked(args[0]) and _nchw_f32(call) is not None and (
@@ -802,6 +875,8 @@ class _Planner:
                         span=call.span), lanes
         if name in UNARY:
             return Call(call.op, (self.blocked(call.args[0]),), call.attrs, span=call.span), lanes
+        if name == "nn.pad":
+            return _blocked_pad(call, self.blocked(call.args[0]), self.plain(call.args[1])), lanes
         if name == "nn.layer_norm":  # the same axis index in NCHW[L]c, each lane its own row;
             # gamma and beta run along that axis, as in NCHW
             args = (self.blocked(call.args[0]), *(self.plain(a) for a in call.args[1:]))
@@ -809,6 +884,20 @@ class _Planner:
             return Call(call.op, args, attrs, span=call.span), lanes
         args = tuple(self._blocked_operand(a, call, lanes) for a in call.args)
         return Call(call.op, args, call.attrs, span=call.span), lanes  # type: ignore[arg-type]
+
+
+def _image_pad(call: Call) -> bool:
+    """Whether ``call`` (an ``nn.pad``) of an NCHW float32 value pads only its image axes."""
+    return _nchw_f32(call) is not None and all(
+        tuple(p) == (0, 0) for p in call.attrs.pad_width[:2])
+
+
+def _blocked_pad(call: Call, data: RelayExpr, value: RelayExpr) -> Call:
+    """An image-only ``nn.pad`` of NCHW[L]c ``data``: the lanes not padded. TensorFlow's SAME
+    padding before a max pool, as exporters write it (EfficientDet's down-sampling), went back
+    to NCHW for the pad, and the pool of the plain result ran on the plain loops."""
+    attrs = replace(call.attrs, pad_width=(*call.attrs.pad_width, (0, 0)))
+    return Call(call.op, (data, value), attrs, span=call.span)
 
 
 def _spanned(span: Span | None, call: Call) -> Call:

@@ -246,3 +246,39 @@ def test_a_few_plain_input_channels_are_read_as_one_block(channels):
     assert conv.attrs.in_block == channels
     if find_c_compiler() is not None:
         _same_as_unplanned(y, x, (1, channels, 11, 13))
+
+
+def _same_pad_pool(x: relay.Var, channels: int, mode: str = "constant", k: int = 1) -> relay.Expr:
+    """EfficientDet's down-sampling as exporters write TF's SAME: a k x k conv, an explicit
+    Pad of the bottom and right, a 3x3 / 2 max pool."""
+    y = relay.nn.conv2d(x, _c(channels, 16, k, k), padding=(k // 2, k // 2))
+    y = relay.nn.pad(y, ((0, 0), (0, 0), (0, 1), (0, 1)), pad_value=0.0, pad_mode=mode)
+    return relay.nn.max_pool2d(y, (3, 3), (2, 2))
+
+
+def test_image_pad_of_a_blocked_value_stays_blocked():
+    # 16 channels (two blocks of 8), and 10 (a 3x3 conv padded to 16, the pool read by a
+    # conv: padded on the way): the pad runs in NCHW8c with the lanes not padded, and the
+    # pool after it reads the blocked result
+    x = relay.var("x", shape=(1, 16, 33, 33))
+    for channels, k in ((16, 1), (10, 3)):
+        y = _same_pad_pool(x, channels, k=k)
+        mod = _plan(y if k == 1 else relay.nn.conv2d(y, _c(8, channels, 3, 3)), x)
+        names = _names(mod)
+        pad = next(c for c in _calls(mod) if c.op.name == "nn.pad")
+        assert [tuple(p) for p in pad.attrs.pad_width] == [(0, 0), (0, 0), (0, 1), (0, 1), (0, 0)]
+        assert names.count("layout_transform") == 2, names  # the input in, the result out
+        pool = next(c for c in _calls(mod) if c.op.name == "nn.max_pool2d")
+        assert pool.args[0] is pad and pool.attrs.layout == "NCHW8c"
+    # a pad of the channels leaves the blocked layout
+    y = relay.nn.pad(relay.nn.conv2d(x, _c(16, 16, 1, 1)), ((0, 0), (0, 8), (0, 0), (0, 0)))
+    pad = next(c for c in _calls(_plan(y, x)) if c.op.name == "nn.pad")
+    assert len(pad.attrs.pad_width) == 4
+
+
+@needs_cc
+@pytest.mark.parametrize("channels, mode, k", [(16, "constant", 1), (10, "constant", 3),
+                                               (24, "edge", 1)])
+def test_blocked_image_pad_computes_what_the_unplanned_build_does(channels, mode, k):
+    x = relay.var("x", shape=(2, 16, 17, 10))
+    _same_as_unplanned(_same_pad_pool(x, channels, mode, k), x, (2, 16, 17, 10))

@@ -176,6 +176,95 @@ def test_padded_residual_chains_match_numpy():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def _fuse_layer(fine: relay.Var, coarse: relay.Var, w: list[np.ndarray], method: str,
+                scale: np.ndarray) -> relay.Expr:
+    """HRNet's fuse layer into its finer branch (18 channels): the fine branch's 3x3 conv, the
+    coarse branch's 1x1 conv (36 -> 18) upsampled 2x, summed, a per-channel scale, relu, then
+    the next 3x3 conv; ``method``: the upsampling's."""
+    a = relay.nn.relu(relay.nn.conv2d(fine, relay.const(w[0]), padding=(1, 1)))
+    b = relay.nn.conv2d(coarse, relay.const(w[1]))
+    h, wd = (2 * d for d in coarse.type_annotation.shape[2:])
+    nearest = method == "nearest_neighbor"
+    b = relay.image.resize2d(b, size=(h, wd), method=method, rounding_method="floor",
+                             coordinate_transformation_mode="asymmetric" if nearest
+                             else "half_pixel")
+    y = relay.nn.relu(relay.multiply(relay.add(a, b), relay.const(scale.reshape(-1, 1, 1))))
+    return relay.nn.conv2d(y, relay.const(w[2]), padding=(1, 1))
+
+
+def _fuse_weights(c: int = 18) -> tuple[list[np.ndarray], np.ndarray]:
+    w = [RNG.uniform(-0.3, 0.3, s).astype("float32")
+         for s in ((c, c, 3, 3), (c, 2 * c, 1, 1), (c, c, 3, 3))]
+    return w, RNG.uniform(0.5, 1.5, c).astype("float32")
+
+
+def test_resize_and_adds_of_padded_values_stay_padded():
+    """18 channels (24 in NCHW8c): the cheap 1x1 conv is padded because a conv reads it
+    through the resize, add, multiply and relu; those run in its padded blocks (the add in
+    the fine conv's epilogue), and the next conv reads the result as it is: no transform
+    until the end (they went back to NCHW, and the next conv read channel by channel)."""
+    fine, coarse = relay.var("f", shape=(1, 18, 8, 6)), relay.var("c", shape=(1, 36, 4, 3))
+    w, scale = _fuse_weights()
+    mod = _plan(_fuse_layer(fine, coarse, w, "nearest_neighbor", scale), fine, coarse)
+    names = _names(mod)
+    assert "nn.conv2d" not in names and names[-2:] == ["layout_transform", "strided_slice"]
+    assert names.count("layout_transform") == 1  # the result's (the inputs are read plain)
+    assert names.count("image.resize2d") == names.count("multiply") == 1
+    resize = next(c for c in _calls(mod) if c.op.name == "image.resize2d")
+    assert resize.attrs.layout == "NCHW8c"
+    assert tuple(resize.checked_type.shape) == (1, 3, 8, 6, 8)
+    mul = next(c for c in _calls(mod) if c.op.name == "multiply")
+    assert not mul.args[1].data.numpy()[0, 2, 0, 0, 2:].any()  # lanes 18..23: zero
+
+
+def test_padded_result_that_only_leaves_drops_its_lanes_before_the_resize():
+    # DeepLab's classifier (21 classes, padded) resized 4x to the input: the lanes are
+    # dropped on the small side, not carried through the upsampling
+    x = relay.var("x", shape=(1, 16, 8, 8))
+    y = relay.nn.conv2d(x, _c(21, 16, 3, 3), padding=(1, 1))
+    mod = _plan(relay.image.resize2d(y, size=(32, 32), method="linear"), x)
+    assert _names(mod)[-3:] == ["layout_transform", "strided_slice", "image.resize2d"]
+
+
+def test_division_of_a_padded_value_goes_back_to_nchw():
+    # 1 / x of a padded lane's zero is inf, which a conv's zero weight would make NaN
+    x = relay.var("x", shape=(1, 16, 9, 11))
+    a = relay.nn.conv2d(x, _c(18, 16, 3, 3), padding=(1, 1))
+    y = relay.divide(relay.const(np.float32(1)), a)
+    mod = _plan(relay.nn.conv2d(y, _c(8, 18, 3, 3), padding=(1, 1)), x)
+    names = _names(mod)
+    assert names.index("strided_slice") < names.index("divide")
+
+
+@needs_cc
+@pytest.mark.parametrize("method", ["nearest_neighbor", "linear"])
+@pytest.mark.parametrize("fine_shape", [(1, 18, 8, 6), (2, 36, 6, 10)])
+def test_padded_fuse_layer_matches_numpy(method, fine_shape):
+    n, c, h, w_ = fine_shape
+    fine, coarse = relay.var("f", shape=fine_shape), relay.var("c", shape=(n, 2 * c, h // 2,
+                                                                          w_ // 2))
+    w, scale = _fuse_weights(c)
+    body = _fuse_layer(fine, coarse, w, method, scale)
+    f = RNG.uniform(-1, 1, fine_shape).astype("float32")
+    g = RNG.uniform(-1, 1, (n, 2 * c, h // 2, w_ // 2)).astype("float32")
+    got = ember.compile(ember.IRModule.from_expr(relay.Function([fine, coarse], body)),
+                        threads=1)(f, g)
+    a = np.maximum(conv2d_nchw(f, w[0], (1, 1), (1,) * 4, (1, 1), 1), 0)
+    b = conv2d_nchw(g, w[1], (1, 1), (0,) * 4, (1, 1), 1)
+    if method == "nearest_neighbor":
+        b = b.repeat(2, axis=2).repeat(2, axis=3)
+    else:  # half-pixel bilinear 2x: weights 1/4, 3/4 between neighbours, edges clamped
+        for axis in (2, 3):
+            lo = np.concatenate([b.take([0], axis), b], axis).take(range(b.shape[axis]), axis)
+            hi = np.concatenate([b, b.take([-1], axis)], axis).take(
+                range(1, b.shape[axis] + 1), axis)
+            b = np.stack([0.25 * lo + 0.75 * b, 0.75 * b + 0.25 * hi], axis + 1).reshape(
+                *b.shape[:axis], 2 * b.shape[axis], *b.shape[axis + 1:])
+    y = np.maximum((a + b) * scale.reshape(-1, 1, 1), 0)
+    want = conv2d_nchw(y, w[2], (1, 1), (1,) * 4, (1, 1), 1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_few_padded_lanes_beat_half_blocks_on_avx512():
     # 1000 classes split into blocks of 8 but not 16: padded to 1008 in NCHW16c (a conv in
     # half blocks runs at half the vector width); 24 channels (a third more) keep NCHW8c
