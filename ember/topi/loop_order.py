@@ -110,12 +110,12 @@ def _piece_bounds(sch: Any, op: Any, axis: int) -> list[int]:
 def _dominant_loads(sch: Any, op: Any) -> list[tuple[Any, list[PrimExpr]]]:
     # The loads from memory (not of inlined stages) of tensors large next to the output;
     # a run-time size counts as large.
-    out_n = _numel(op.output(0).shape)
+    out_n = static_numel(op.output(0).shape)
     seen, out = set(), []
     for t, idx in reader_loads(sch, op) or ():
         if sch[t.op].attach_type == "inline":
             continue
-        n = _numel(t.shape)
+        n = static_numel(t.shape)
         if out_n is not None and n is not None and n * DOMINANT < out_n:
             continue
         key = (id(t), *map(str, idx))
@@ -140,7 +140,8 @@ def _strides(t: Any, idx: list[PrimExpr], axes: list[Any]) -> list[int | None]:
     return out
 
 
-def _numel(shape: Any) -> int | None:
+def static_numel(shape: Any) -> int | None:
+    """The element count of ``shape``, None when an extent is not a constant."""
     n = 1
     for d in shape:
         if not isinstance(d, IntImm):

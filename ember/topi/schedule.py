@@ -25,7 +25,7 @@ from ..tir.expr import FloorDiv, FloorMod, IntImm, ProducerLoad
 from ..tir.functor import post_order
 from ..tir.op import const
 from .broadcast import BROADCAST, ELEMWISE, INJECTIVE
-from .loop_order import TransposeOrder, transpose_order
+from .loop_order import TransposeOrder, static_numel, transpose_order
 
 PARALLEL_MIN = 16384  # elements: below this a parallel region costs more than it saves
 VECTOR_MIN = 4
@@ -107,13 +107,7 @@ def _outs(outs: Any) -> list[te.Tensor]:
 
 
 def _numel(t_or_op: Any) -> int | None:
-    shape = t_or_op.output(0).shape if hasattr(t_or_op, "output") else t_or_op.shape
-    n = 1
-    for d in shape:
-        if not isinstance(d, IntImm):
-            return None
-        n *= d.value
-    return n
+    return static_numel(t_or_op.output(0).shape if hasattr(t_or_op, "output") else t_or_op.shape)
 
 
 def is_injective(op: Any) -> bool:
