@@ -16,6 +16,7 @@ runnable executor, and reports how much of the cold build the C compiler took.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import shutil
@@ -225,3 +226,32 @@ def ort_runner(session: Any, threads: int, inputs: dict[str, np.ndarray]) -> Run
 
     return Runner("onnxruntime", threads, run, lambda: [o.numpy() for o in outs],
                   contextlib.nullcontext, keep=(ins, outs))
+
+
+@dataclass
+class CompareOptions:
+    """The options bench_exported and bench_quantized share, parsed."""
+
+    threads: list[int]
+    rounds: int
+    min_time: float
+    clock_name: str
+    clock: Callable[[], float]
+    only: set[str]
+    json: str
+
+
+def compare_options(description: str, only_help: str, default_json: Path) -> CompareOptions:
+    """Parse --threads, --rounds, --min-time, --clock (thread or wall), --only, --json."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--threads", default="1", help="comma-separated thread counts")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=0.3, help="seconds of calls per runner")
+    ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
+    ap.add_argument("--only", default="", help=only_help)
+    ap.add_argument("--json", default=str(default_json))
+    opts = ap.parse_args()
+    return CompareOptions([int(t) for t in opts.threads.split(",")], opts.rounds, opts.min_time,
+                          opts.clock, time.thread_time if opts.clock == "thread"
+                          else time.perf_counter, set(filter(None, opts.only.split(","))),
+                          opts.json)

@@ -33,11 +33,9 @@ JSON goes to bench_results/exported.json in the cache directory.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +46,7 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from _report import open_results, results_path, table  # noqa: E402
-from _systems import Runner, call_runner, ort_session  # noqa: E402
+from _systems import Runner, call_runner, compare_options, ort_session  # noqa: E402
 from _timing import interleave  # noqa: E402
 
 DEFAULT_JSON = results_path("exported.json")
@@ -204,22 +202,15 @@ def _vad_stream(threads: int, clock: Callable[[], float]) -> list[Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--threads", default="1", help="comma-separated thread counts")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--min-time", type=float, default=0.3, help="seconds of calls per runner")
-    ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
-    ap.add_argument("--only", default="",
-                    help="models: paddle_det,diffusion,shufflenet,blazeface,deeplab,hrnet,"
-                         "whisper,efficientdet,vad,gpt2_kv,yolo_post,score_thr,bert,t5")
-    ap.add_argument("--json", default=str(DEFAULT_JSON))
-    opts = ap.parse_args()
+    opts = compare_options(__doc__.split("\n")[0],
+                           "models: paddle_det,diffusion,shufflenet,blazeface,deeplab,hrnet,"
+                           "whisper,efficientdet,vad,gpt2_kv,yolo_post,score_thr,bert,t5",
+                           DEFAULT_JSON)
     import ember
 
-    clock = time.thread_time if opts.clock == "thread" else time.perf_counter
-    only = set(filter(None, opts.only.split(",")))
+    clock, only = opts.clock, opts.only
     rows: list[list[Any]] = []
-    for threads in [int(t) for t in opts.threads.split(",")]:
+    for threads in opts.threads:
         cases = _cases(only)
         built: dict[int, Any] = {}
         for case in cases:
@@ -252,7 +243,7 @@ def main() -> None:
         if not only or "vad" in only:
             rows.append(_vad_stream(threads, clock))
     heads = ["model", "shape", "thr", "dynamic", "static", "ort", "dyn/st", "dyn/ort", ""]
-    print(f"exporter-style models, ember {ember.__version__}, clock {opts.clock}, "
+    print(f"exporter-style models, ember {ember.__version__}, clock {opts.clock_name}, "
           f"{opts.rounds} rounds interleaved (microseconds per call)")
     print(table(rows, heads))
     with open_results(opts.json) as f:

@@ -26,12 +26,10 @@ to bench_results/quantized.json in the cache directory.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +39,7 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from _report import open_results, results_path, table  # noqa: E402
-from _systems import Runner, call_runner, ort_session  # noqa: E402
+from _systems import Runner, call_runner, compare_options, ort_session  # noqa: E402
 from _timing import interleave  # noqa: E402
 
 DEFAULT_JSON = results_path("quantized.json")
@@ -159,21 +157,14 @@ def _diff(case: Case) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--threads", default="1", help="comma-separated thread counts")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--min-time", type=float, default=0.3, help="seconds of calls per runner")
-    ap.add_argument("--clock", choices=("thread", "wall"), default="thread")
-    ap.add_argument("--only", default="", help="qconv,resnet8,mobilenet_v2,bert")
-    ap.add_argument("--json", default=str(DEFAULT_JSON))
-    opts = ap.parse_args()
+    opts = compare_options(__doc__.split("\n")[0], "qconv,resnet8,mobilenet_v2,bert",
+                           DEFAULT_JSON)
     import ember
 
-    clock = time.thread_time if opts.clock == "thread" else time.perf_counter
-    only = set(filter(None, opts.only.split(",")))
+    clock, only = opts.clock, opts.only
     rows: list[list[Any]] = []
     cases = _cases(only)
-    for threads in [int(t) for t in opts.threads.split(",")]:
+    for threads in opts.threads:
         for case in cases:
             shapes = {k: v.shape for k, v in case.feeds.items()}
             model = ember.compile(case.model, threads=threads, input_shapes=shapes)
@@ -188,7 +179,7 @@ def main() -> None:
             ours, theirs = (t.median * 1e6 for t in timings[2 * i:2 * i + 2])
             rows.append([case.name, threads, ours, theirs, ours / theirs, _diff(case)])
     heads = ["model", "thr", "ember", "ort", "ember/ort", "diff"]
-    print(f"quantized models, ember {ember.__version__}, clock {opts.clock}, {opts.rounds} "
+    print(f"quantized models, ember {ember.__version__}, clock {opts.clock_name}, {opts.rounds} "
           "rounds interleaved (microseconds per call)")
     print(table(rows, heads))
     with open_results(opts.json) as f:
