@@ -125,6 +125,18 @@ def run_ort(model: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
     return sess.run(None, inputs)
 
 
+def check_without_shapes(model: Any, shapes: Sequence[tuple[int, ...]], name: str = "input",
+                         rtol: float = 1e-4) -> None:
+    """``ember.compile(model)`` with no shapes given, against onnxruntime at each of ``shapes``
+    (random float32 input ``name``; tolerance relative to the output's scale)."""
+    compiled = ember.compile(model, threads=1)
+    for shape in shapes:
+        x = np.random.default_rng(1).standard_normal(shape).astype("float32")
+        want = run_ort(model, {name: x})[0]
+        np.testing.assert_allclose(compiled(x), want, rtol=rtol,
+                                   atol=rtol * np.abs(want).max())
+
+
 def run_graph(model: Any, inputs: dict[str, np.ndarray], **kwargs: Any) -> list[np.ndarray]:
     """Import, build for the graph executor and run."""
     if cc.get_cc() is None:
