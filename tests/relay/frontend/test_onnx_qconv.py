@@ -127,7 +127,8 @@ DEPTHWISE = [  # n, c, h, w, k, stride, pad, dilation: the direct path's phases 
     (1, 9, 3, 40, 3, 2, 0, 1),    # wide rows, no padding, stride 2
     (1, 37, 7, 7, 3, 1, 1, 1),    # channels in lanes: two blocks of 16 and 5 more
     (2, 33, 14, 14, 3, 2, 1, 1),  # in lanes, stride 2, two images
-    (1, 20, 2, 2, 3, 1, 1, 1),    # in lanes, a 2x2 map (the first pixels' reads)
+    (1, 20, 2, 3, 3, 1, 1, 1),    # in lanes, the smallest map (6 pixels: the first reads)
+    (1, 20, 2, 2, 3, 1, 1, 1),    # a 2x2 map: too small for the lanes' word reads
 ]
 
 

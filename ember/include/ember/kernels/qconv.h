@@ -632,8 +632,8 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
       const int64_t ix = x + a->pw, pix = y * a->wd + x;
       ember_qv16 v;
       if (ix < 0 || ix >= wp) continue;
-      /* a word ending at the byte (starting at it for the first three: never past the
-       * channel's plane, which has at least 4 bytes) */
+      /* a word ending at the byte (starting at it for the first three, bytes 0-5 at most:
+       * never past the channel's plane, which has at least 6) */
       if (pix >= 3) {
         v = EMBER_QGATHER(zero, src + pix - 3, lane_offsets, mask, 1);
         v = (ember_qv16)((uint32_t __attribute__((vector_size(64))))v >> 24);
@@ -787,7 +787,7 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
 #if defined(EMBER_Q_VNNI)
-  a.lanes = ember_qconv_depthwise(&a) && oh * ow <= EMBER_QCONV_LANES_MAX && h * wd >= 4;
+  a.lanes = ember_qconv_depthwise(&a) && oh * ow <= EMBER_QCONV_LANES_MAX && h * wd >= 6;
 #else
   a.lanes = 0;
 #endif
