@@ -104,13 +104,16 @@ def test_depthwise_conv_between_padded_convs_stays_padded():
     """58 channels (ShuffleNetV2's branch): the 1x1 conv is padded because a depthwise conv
     reads it, the depthwise conv reads its padded blocks as they are (each padded lane a
     group of zero weights), and the next 1x1 reads the depthwise result blocked: one
-    transform, back at the end (the first conv reads its plain input channel by channel)."""
+    transform, back at the end. The first conv reads its plain input zero-padded into blocks
+    (a block per tap, not a channel per tap)."""
     x = relay.var("x", shape=(1, 58, 7, 9))
     mod = _plan(_shuffle_branch(x, 58)[0], x)
-    assert _names(mod) == [*["nn.contrib_conv2d_NCHWc_fused"] * 3, "layout_transform",
-                           "strided_slice"]
-    first, dw, last = _calls(mod)[:3]
-    assert dw.args[0] is first and last.args[0] is dw
+    assert _names(mod) == ["nn.pad", "layout_transform", *["nn.contrib_conv2d_NCHWc_fused"] * 3,
+                           "layout_transform", "strided_slice"]
+    pad, into, first, dw, last = _calls(mod)[:5]
+    assert first.args[0] is into and dw.args[0] is first and last.args[0] is dw
+    assert first.attrs.in_block == 8 and first.args[1].data.shape == (8, 8, 1, 1, 8, 8)
+    assert not first.args[1].data.numpy()[:, 7, :, :, 2:, :].any()  # input lanes 58..63
     assert dw.attrs.groups == 64 and dw.attrs.lanes == 8
     assert not dw.args[1].data.numpy()[7, ..., 2:].any()  # lanes 58..63: zero weights
 
@@ -208,7 +211,9 @@ def test_resize_and_adds_of_padded_values_stay_padded():
     mod = _plan(_fuse_layer(fine, coarse, w, "nearest_neighbor", scale), fine, coarse)
     names = _names(mod)
     assert "nn.conv2d" not in names and names[-2:] == ["layout_transform", "strided_slice"]
-    assert names.count("layout_transform") == 1  # the result's (the inputs are read plain)
+    # the result's, and the two inputs' into blocks (18 padded to 24, 36 in NCHW4c): none
+    # between the convs
+    assert names.count("layout_transform") == 3 and names.count("nn.pad") == 1
     assert names.count("image.resize2d") == names.count("multiply") == 1
     resize = next(c for c in _calls(mod) if c.op.name == "image.resize2d")
     assert resize.attrs.layout == "NCHW8c"
