@@ -118,8 +118,28 @@ def test_depthwise_conv_between_padded_convs_stays_padded():
     assert not dw.args[1].data.numpy()[7, ..., 2:].any()  # lanes 58..63: zero weights
 
 
+def test_half_blocks_padded_to_whole_ones_for_few_taps():
+    """232 channels on AVX-512 (ShuffleNetV2's last stage) split into blocks of 8, not 16: a
+    1x1 conv is padded to 240 in NCHW16c (a thirtieth more lanes, at twice the vector width)
+    however few taps it sums, and the depthwise conv reading it takes the padded blocks as they
+    are instead of converting them to NCHW8c; 24 channels (a third more) keep their half
+    blocks."""
+    x = relay.var("x", shape=(1, 232, 7, 9))
+    mod = _plan(_shuffle_branch(x, 232)[0], x, cpu="skylake-avx512")
+    first, dw, last = [c for c in _calls(mod) if c.op.name == "nn.contrib_conv2d_NCHWc_fused"]
+    assert (first.attrs.in_block, first.attrs.lanes) == (8, 16)  # its plain input: half blocks
+    assert first.args[1].data.shape == (15, 29, 1, 1, 8, 16)
+    assert dw.args[0] is first and dw.attrs.groups == 240 and dw.attrs.lanes == 16
+    assert last.args[0] is dw and last.args[1].data.shape == (15, 15, 1, 1, 16, 16)
+    assert _names(mod)[-2:] == ["layout_transform", "strided_slice"]
+    y = relay.var("y", shape=(1, 32, 7, 9))
+    kept = _plan(relay.nn.conv2d(relay.nn.conv2d(y, _c(24, 32, 1, 1)), _c(24, 24, 1, 1)), y,
+                 cpu="skylake-avx512")
+    assert {c.attrs.lanes for c in _calls(kept) if c.op.name.startswith("nn.contrib")} == {8}
+
+
 @needs_cc
-@pytest.mark.parametrize("shape", [(1, 58, 7, 9), (2, 116, 5, 4)])
+@pytest.mark.parametrize("shape", [(1, 58, 7, 9), (2, 116, 5, 4), (3, 232, 3, 5)])
 def test_padded_depthwise_chain_matches_numpy(shape):
     c = shape[1]
     x = relay.var("x", shape=shape)
