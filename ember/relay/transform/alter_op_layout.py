@@ -88,6 +88,7 @@ from ...ir.visitor import children, post_order
 from ...runtime.errors import OpAttributeInvalid
 from ..op._layout import nchwc_lanes
 from ..op.nn._attrs import Conv2DAttrs
+from ..op.reduce import reduce_axes
 from ...topi.nn.conv2d_nchw_input import nchw_input_wins
 from ...topi.nn.conv2d_fewoc import fewoc_takes
 from ...topi.nn.conv2d_nchwc import pack_weight
@@ -498,8 +499,33 @@ class _Planner:
             return _Value(expr, blocked=True, lanes=lanes)
         if name == "shape_of" and (shape := self._blocked_shape(call)) is not None:
             return _Value(shape)
+        if name == "mean" and (pooled := self._image_mean(call)) is not None:
+            return pooled
         return _Value(Call(call.op, tuple(self.plain(a) for a in call.args), call.attrs,
                            span=call.span))
+
+    def _image_mean(self, call: Call) -> _Value | None:
+        """``mean`` over the height and width of a blocked (or padded) NCHW value of a static
+        image: the blocked pool with the image as its window (the GLOBAL_POOLS rule), blocked
+        as its result when the axes are kept, else converted back and squeezed. Exporters
+        write a global average pool so (torchvision's ShuffleNetV2: ``x.mean([2, 3])``); the
+        whole 1024 x 7 x 7 map went back to NCHW for it (21 us, the mean itself 11 us)."""
+        x, ty = call.args[0], _nchw_f32(call.args[0])
+        if ty is None or not (self._is_blocked(x) or self._padded(x)[0]) or \
+                not all(isinstance(d, int) for d in ty.shape[2:]) or \
+                reduce_axes("mean", 4, call.attrs) != [2, 3]:
+            return None
+        lanes, channels = self._padded(x) if self._padded(x)[0] else (self._lanes(x), 0)
+        pooled = _spanned(call.span, op_call(
+            "nn.avg_pool2d", self._materialise(x).expr, pool_size=tuple(ty.shape[2:]),
+            layout=f"NCHW{lanes}c"))
+        if call.attrs.keepdims:
+            return _Value(pooled, blocked=True, lanes=lanes, channels=channels)
+        plain = op_call("layout_transform", pooled, src_layout=f"NCHW{lanes}c",
+                        dst_layout="NCHW")
+        if channels:
+            plain = op_call("strided_slice", plain, begin=[0], end=[channels], axes=[1])
+        return _Value(op_call("squeeze", plain, axis=[2, 3]))
 
     def _blocked_shape(self, call: Call) -> RelayExpr | None:
         """``shape_of`` of a blocked (or padded) NCHW value as the batch, height and width of
