@@ -8,7 +8,8 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
 
 - a conv whose output channels do not split into L takes L/2 when they split into that (a
   24-channel layer in NCHW8c on an AVX-512 target), unless a few padded lanes make whole
-  blocks of L (squeezenet's 1000 classes: 1008 in NCHW16c, ``pads_over_half_blocks``);
+  blocks of L (squeezenet's 1000 classes: 1008 in NCHW16c, ``pads_over_half_blocks``;
+  ShuffleNetV2's 232: 240, ``_pads_half_blocks``);
   blocked values of different L meet through
   one ``layout_transform`` between the two blocks; an ungrouped one that splits into neither
   is padded with zero output channels to whole blocks of L where that wins
@@ -30,11 +31,15 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   per-channel constant, which is re-blocked at build time), pools (their ``layout`` becomes
   NCHW[L]c; a global pool of a static image is a pool with the image as its window; a max or
   average pool of a plain value whose channels split into blocks is converted to run blocked
-  too: the generic window reduction on NCHW was 3-10x onnxruntime, which reorders as well),
+  too: the generic window reduction on NCHW was 3-10x onnxruntime, which reorders as well;
+  ``mean`` over the image is the pool with the image as its window),
   pads of the image alone (TF's SAME padding before a pool), and ``concatenate`` / ``split`` along the channels in whole blocks (a split's
   fields become slices of the block axis) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
   first conv of a network needs no transform), except an RGB-like input (2 to 15 channels) of
-  a stride-1 or large-kernel conv, read as one block of all its channels;
+  a stride-1 or large-kernel conv, read as one block of all its channels, and an input of at
+  least L channels, read in blocks: half blocks where they fit, else zero-padded to whole
+  ones (``padded_blocks``; ShuffleNetV2's channel shuffle leaves 58, 116 and 232 channels
+  plain), as is a depthwise conv's whose channels fill no block;
 - ``image.resize2d`` and ``dyn.image.resize2d`` (nearest, linear) and ``nn.upsampling``
   (nearest, bilinear) of a blocked value run in NCHW[L]c, so an FPN's upsampling stays
   blocked (at a run-time size too); ``shape_of`` of a blocked value reads the blocked shape
