@@ -218,8 +218,29 @@ def test_reshape_of_a_blocked_copy_is_one_kernel_call():
     (got,) = run_kernel(rows, [x], [xv])
     np.testing.assert_array_equal(got, _blocked(xv, 8).reshape(2, 2, 15, 8))
     assert _kind(topi.reshape(b + 1.0, (2, 480))) == "generic"
-    nhwc = topi.layout_transform(b, "NCHW8c", "NHWC")  # the channels-last copy: not taken
-    assert _kind(topi.reshape(nhwc, (2, 480))) == "generic"
+
+
+def test_channels_last_copy_takes_a_prefix_and_a_reshape():
+    # a detector head's level: a padded conv's blocked map (21 real channels of 24) copied
+    # channels-last, its real channels kept, viewed as (N, H * W * 3, 7): one kernel call
+    rng = np.random.default_rng(9)
+    b = te.placeholder((2, 3, 4, 5, 8), name="b")
+    bv = rng.uniform(-1, 1, (2, 3, 4, 5, 8)).astype("float32")
+    nhwc = bv.transpose(0, 2, 3, 1, 4).reshape(2, 4, 5, 24)
+    whole = topi.reshape(topi.layout_transform(b, "NCHW8c", "NHWC"), (2, 480))
+    assert _kind(whole) == "kernel"
+    (got,) = run_kernel(whole, [b], [bv])
+    np.testing.assert_array_equal(got, nhwc.reshape(2, 480))
+    prefix = topi.layout_nchwc.channel_prefix(topi.layout_transform(b, "NCHW8c", "NHWC"),
+                                              [0] * 4, [1] * 4, [2, 4, 5, 21])
+    heads = topi.reshape(prefix, (2, 60, 7))
+    assert _kind(prefix) == "kernel" and _kind(heads) == "kernel"
+    (got,) = run_kernel(heads, [b], [bv])
+    np.testing.assert_array_equal(got, nhwc[..., :21].reshape(2, 60, 7))
+    # a slice that is not the first channels, or that cuts the image, stays a loop
+    copy = topi.layout_transform(b, "NCHW8c", "NHWC")
+    assert topi.layout_nchwc.channel_prefix(copy, [0, 0, 0, 3], [1] * 4, [2, 4, 5, 18]) is None
+    assert topi.layout_nchwc.channel_prefix(copy, [0] * 4, [1] * 4, [2, 2, 5, 24]) is None
 
 
 def test_run_time_sizes_take_the_kernel_and_the_channel_prefix():
