@@ -116,10 +116,19 @@ def channel_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.T
     sizes, (n, c, h, w) = dims(src.shape), dims(shape)
     kept = [_same_size(a, sizes[i]) for a, i in ((n, 0), (h, 2), (w, 3))]
     if any(b != 0 for b in dims(starts)) or any(s != 1 for s in steps) or not all(kept) or \
-            not (isinstance(c, int) and 0 < c <= sizes[1] * sizes[4]):
+            not (isinstance(c, int) and 0 < c <= sizes[1] * sizes[4]) or \
+            not _blocks_counted(sizes[0], c, sizes[1], sizes[4]):
         return None
     return _kernel_call(src, sizes[0], c, sizes[2] * sizes[3], sizes[4], False, False,
                         (n, c, h, w))
+
+
+def _blocks_counted(n: object, c: int, blocks: object, block: int) -> bool:
+    """Whether the kernel, which counts a batch's blocks from the channels it copies
+    (ceil(c / L)), finds each batch of a source of ``blocks`` blocks: one batch, or the
+    channels end in the source's last block. (A slice of the first block of three, at a
+    batch of two, read the second batch from the first one's second block.)"""
+    return n == 1 or -(-c // block) == blocks
 
 
 def _last_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.Tensor | None:
@@ -128,12 +137,14 @@ def _last_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.Ten
     else: the copy drops the other lanes itself (a padded detector head's conv, channels
     last). Else None."""
     src, out, want = x.op.inputs[0], dims(x.shape), dims(shape)
-    if not all(isinstance(d, int) for d in (*dims(src.shape), *out, *want)) or \
-            len(dims(src.shape)) != 5 or any(b != 0 for b in dims(starts)) or \
-            any(s != 1 for s in steps) or want[:-1] != out[:-1] or not 0 < want[-1] <= out[-1]:
+    sizes = dims(src.shape)
+    if not all(isinstance(d, int) for d in (*sizes, *out, *want)) or len(sizes) != 5 or \
+            any(b != 0 for b in dims(starts)) or any(s != 1 for s in steps) or \
+            want[:-1] != out[:-1] or not 0 < want[-1] <= out[-1] or \
+            not _blocks_counted(sizes[0], want[-1], sizes[1], sizes[4]):
         return None
-    return _kernel_call(src, out[0], want[-1], math.prod(out[1:-1]), dims(src.shape)[-1],
-                        False, True, tuple(shape))
+    return _kernel_call(src, out[0], want[-1], math.prod(out[1:-1]), sizes[4], False, True,
+                        tuple(shape))
 
 
 def _generic_copy_back(x: te.Tensor) -> te.Tensor | None:
