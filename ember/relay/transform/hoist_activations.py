@@ -59,26 +59,41 @@ class _Hoister(PassMutator):
 
     def _push(self, act: Call, e: RelayExpr) -> RelayExpr | None:
         """``act`` applied to ``e`` with ``act`` moved under ``e``'s rearrangements (``e``
-        rebuilt on the visited arguments), or None when some part cannot take it."""
-        if self.counts.get(id(e), 0) != 1:
-            return None
-        name = _op_name(e)
-        if name in REARRANGING:
-            inner = self._push(act, e.args[0])  # type: ignore[attr-defined]
-            return None if inner is None else \
-                replace(e, args=(inner, *map(self.visit, e.args[1:])))  # type: ignore[arg-type]
-        if name == "concatenate":
-            tup = e.args[0]  # type: ignore[attr-defined]
-            if not isinstance(tup, Tuple) or self.counts.get(id(tup), 0) != 1:
+        rebuilt on the visited arguments), or None when some part cannot take it. Iterative:
+        a chain of rearrangements may be as long as the program."""
+        order: list[RelayExpr] = []  # the rearrangements and landing values, parents first
+        stack = [e]
+        while stack:
+            node = stack.pop()
+            if self.counts.get(id(node), 0) != 1:
                 return None
-            fields = [self._push(act, f) for f in tup.fields]
-            if any(f is None for f in fields):
-                return None
-            return replace(e, args=(replace(tup, fields=tuple(fields)),))  # type: ignore
-        pattern = OpPattern(e.op.op_def.pattern) if name is not None else None  # type: ignore
-        if pattern is None or pattern > OpPattern.OUT_ELEMWISE_FUSABLE:
-            return None
-        return Call(act.op, (self.visit(e),), act.attrs, span=act.span)
+            order.append(node)
+            name = _op_name(node)
+            if name in REARRANGING:
+                stack.append(node.args[0])  # type: ignore[attr-defined]
+            elif name == "concatenate":
+                tup = node.args[0]  # type: ignore[attr-defined]
+                if not isinstance(tup, Tuple) or self.counts.get(id(tup), 0) != 1:
+                    return None
+                stack.extend(tup.fields)
+            else:
+                pattern = OpPattern(node.op.op_def.pattern) if name is not None else None  # type: ignore
+                if pattern is None or pattern > OpPattern.OUT_ELEMWISE_FUSABLE:
+                    return None
+        new: dict[int, RelayExpr] = {}
+        for node in reversed(order):  # children before parents
+            name = _op_name(node)
+            if name in REARRANGING:
+                args = node.args  # type: ignore[attr-defined]
+                new[id(node)] = replace(node, args=(new[id(args[0])],  # type: ignore[arg-type]
+                                                    *map(self.visit, args[1:])))
+            elif name == "concatenate":
+                tup = node.args[0]  # type: ignore[attr-defined]
+                fields = tuple(new[id(f)] for f in tup.fields)
+                new[id(node)] = replace(node, args=(replace(tup, fields=fields),))  # type: ignore
+            else:
+                new[id(node)] = Call(act.op, (self.visit(node),), act.attrs, span=act.span)
+        return new[id(e)]
 
 
 @dataclass(frozen=True)

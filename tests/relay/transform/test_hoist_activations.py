@@ -75,3 +75,19 @@ def test_hoisted_activation_keeps_its_onnx_node_name():
     out = run(HoistActivations(), ember.IRModule.from_expr(relay.Function([x], sig)))
     moved = out["main"].body.args[0]
     assert moved.op.name == "sigmoid" and "node_Sigmoid_7" in str(moved.span)
+
+
+def test_a_chain_of_rearrangements_as_long_as_the_program():
+    """3000 reshapes between the producer and the activation: no recursion per step."""
+    from ember import relay
+
+    x = relay.var("x", shape=(2, 3, 4, 5))
+    y = relay.exp(x)
+    for i in range(3000):
+        y = relay.reshape(y, (2, 3, 20) if i % 2 == 0 else (2, 3, 4, 5))
+    out = run(HoistActivations(), ember.IRModule.from_expr(relay.Function([x], relay.sigmoid(y))))
+    body = out["main"].body
+    for _ in range(3000):
+        assert body.op.name == "reshape"
+        body = body.args[0]
+    assert body.op.name == "sigmoid" and body.args[0].op.name == "exp"
