@@ -536,6 +536,20 @@ def cpu_record_source(options: str | Sequence[str] | None = None,
 create_object.output_format = "o"  # type: ignore[attr-defined]
 
 
+def cached_objects(sources: Sequence[str | os.PathLike],
+                   options: str | Sequence[str] | None = None, cc: str | None = None
+                   ) -> list[Path]:
+    """Each C source compiled as ``build_shared`` compiles it (the same flags and the same
+    object cache: a model's units and kernel objects are usually there already); the
+    objects' paths, in order (inputs that are not C pass through)."""
+    files = [Path(s).resolve() for s in sources]
+    argv = _compiler_argv(cc)
+    opts = _normalize_options(options)
+    flags = default_flags(shlex.join(argv), True, opts)
+    cpu = _host_cpu() if "-march=native" in flags else ""
+    return _objects(argv, flags, opts, files, cpu, None)[0]
+
+
 def compile_objects(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
                     flags: Sequence[str], cc: str | None = None) -> list[Path]:
     """Compile each C source with exactly ``flags`` into ``out_dir``; the object paths."""

@@ -81,10 +81,12 @@ def _c_modules(mods: Sequence[Module]) -> list[CSourceModule]:
 
 
 def _populate_codegen_dir(mods: Sequence[Module] | Mapping[str, str], codegen_dir: str,
-                          module_name: str | None = None, target_kind: str = "c") -> list[str]:
+                          module_name: str | None = None, target_kind: str = "c",
+                          target: str | None = None) -> list[str]:
     """Write the C of ``mods`` (modules, or ``{file name: C}``) as
     ``<codegen_dir>/host/src/<module_name>_lib<N>.c`` and, for ``target_kind == "llvm"``, also
-    compile each into ``host/lib/<module_name>_lib<N>.o``. Returns the written paths."""
+    compile each into ``host/lib/<module_name>_lib<N>.o`` for the CPU of ``target`` (the
+    host's when None). Returns the written paths."""
     lib_name = f"{module_name}_lib" if module_name else "lib"
     if isinstance(mods, Mapping):
         sources = list(mods.values())
@@ -101,16 +103,21 @@ def _populate_codegen_dir(mods: Sequence[Module] | Mapping[str, str], codegen_di
         lib_dir = Path(codegen_dir, "host", "lib")
         lib_dir.mkdir(parents=True, exist_ok=True)
         for i, src in enumerate(list(written)):
-            written.append(_compile_object(src, str(lib_dir / f"{lib_name}{i}.o")))
+            written.append(_compile_object(src, str(lib_dir / f"{lib_name}{i}.o"), target))
     return written
 
 
-def _compile_object(src: str, out: str) -> str:
-    """``cc -c`` of one generated file (no OpenMP runtime: the simd hints only)."""
+def _compile_object(src: str, out: str, target: str | None = None) -> str:
+    """``cc -c`` of one generated file (no OpenMP runtime: the simd hints only), for the CPU
+    the C was generated for (``cpu_choice``: its kernels' vector width). Compiled for the
+    baseline CPU instead, GCC would emulate 512-bit vectors with SSE: slow code, and a
+    compile of minutes."""
     from ..contrib.cc import _compiler_argv
+    from ..target.simd import cpu_choice
 
     incs = [f"-I{d}" for d in get_crt_include_dirs()]
-    cmd = [*_compiler_argv(), "-c", "-O2", "-fPIC", "-fopenmp-simd", *incs, src, "-o", out]
+    cmd = [*_compiler_argv(), "-c", "-O2", "-fPIC", "-fopenmp-simd",
+           *cpu_choice(target).arch_flags, *incs, src, "-o", out]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CompileError(f"export_model_library_format: compiling {os.path.basename(src)} "
@@ -267,7 +274,9 @@ def _export_module(mod: ExecutorFactoryModule, root: Path) -> dict[str, Any]:
         raise UnsupportedInModelLibraryFormatError(
             f"{mod!r}: Model Library Format holds graph and AOT executor factories; a "
             f"{mod.executor_kind or type(mod).__name__} factory cannot be exported")
-    _populate_codegen_dir(sources, str(root / "codegen"), name, kind)
+    targets = _target_strings(mod.target)
+    _populate_codegen_dir(sources, str(root / "codegen"), name, kind,
+                          targets[0] if targets else None)
     memory: dict[str, Any] = {}
     if isinstance(mod, GraphExecutorFactoryModule):
         memory["sids"] = _build_sid_map(mod.graph)

@@ -185,10 +185,13 @@ class Module:
         archive = file_name.endswith((".tar", ".a"))
         for index, mod in enumerate(self._walk()):
             if mod.is_dso_exportable:
-                # A shared library builds from the units the module was compiled from (their
-                # objects are cached); an archive of objects from the self-contained C.
-                new = (mod._export_sources(tmp.path, index) if archive or not
-                       isinstance(mod, CSourceModule) else mod._build_sources(tmp.path, index))
+                # A shared library or a .tar (linked into one by load_module) builds from the
+                # units the module was compiled from (their objects are cached); a static
+                # archive, which a program may link with other models' archives, from the
+                # self-contained C (its kernels static, no shared kernel symbols).
+                static = file_name.endswith(".a") or not isinstance(mod, CSourceModule)
+                new = (mod._export_sources(tmp.path, index) if static
+                       else mod._build_sources(tmp.path, index))
                 files += [f for f in new if f not in files]  # kernel objects once
                 options += getattr(mod, "compile_options", [])
             elif isinstance(mod, DSOModule):
@@ -199,13 +202,13 @@ class Module:
         if needs_blob:
             files.append(_blob_file(serialize_tree(self), tmp.relpath("devc.c")))
         if archive:
-            if file_name.endswith(".tar"):  # its objects carry their CPU feature record
-                files.append(str(cc.cpu_record_source(options)))
-            objects = _compile_objects(cc, files, options, tmp.path)
             if file_name.endswith(".a"):  # for a static link (system-lib programs)
+                objects = _compile_objects(cc, files, options, tmp.path)
                 cc.create_staticlib(file_name, objects + list(addons or ()))
-            else:
-                _write_tar(file_name, objects, options)
+            else:  # its objects carry their CPU feature record
+                files.append(str(cc.cpu_record_source(options)))
+                _write_tar(file_name, [str(o) for o in cc.cached_objects(files, options)],
+                           options)
             return
         files += list(addons or ())
         options += list(kwargs.pop("options", []) or [])

@@ -129,9 +129,12 @@ def channel_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.T
     one kernel call, when ``x`` is an NCHW[L]c -> NCHW copy of a function input (the kernel's,
     or the generic one a run-time size leaves to its readers) and the slice keeps the
     first c channels and everything else: the padded lanes of a last block are dropped by the
-    copy itself (AlterOpLayout slices them off a conv whose channels it padded). Else None."""
+    copy itself (AlterOpLayout slices them off a conv whose channels it padded). The same
+    for ``x[..., :c]`` of the kernel's copy to NHWC (``_last_prefix``). Else None."""
     if x.ndim != 4:
         return None
+    if isinstance(x.op, te.ExternOp) and x.op.tag == "layout_nhwc":
+        return _last_prefix(x, starts, steps, shape)
     if isinstance(x.op, te.ExternOp) and x.op.tag == "layout_nchwc":
         src = x.op.inputs[0]
     else:
@@ -141,10 +144,35 @@ def channel_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.T
     sizes, (n, c, h, w) = dims(src.shape), dims(shape)
     kept = [_same_size(a, sizes[i]) for a, i in ((n, 0), (h, 2), (w, 3))]
     if any(b != 0 for b in dims(starts)) or any(s != 1 for s in steps) or not all(kept) or \
-            not (isinstance(c, int) and 0 < c <= sizes[1] * sizes[4]):
+            not (isinstance(c, int) and 0 < c <= sizes[1] * sizes[4]) or \
+            not _blocks_counted(sizes[0], c, sizes[1], sizes[4]):
         return None
     return _kernel_call(src, sizes[0], c, sizes[2] * sizes[3], sizes[4], False, False,
                         (n, c, h, w))
+
+
+def _blocks_counted(n: object, c: int, blocks: object, block: int) -> bool:
+    """Whether the kernel, which counts a batch's blocks from the channels it copies
+    (ceil(c / L)), finds each batch of a source of ``blocks`` blocks: one batch, or the
+    channels end in the source's last block. (A slice of the first block of three, at a
+    batch of two, read the second batch from the first one's second block.)"""
+    return n == 1 or -(-c // block) == blocks
+
+
+def _last_prefix(x: te.Tensor, starts: list, steps: list, shape: list) -> te.Tensor | None:
+    """``x[..., :c]`` as one kernel call, when ``x`` is the kernel's copy of a blocked input
+    to channels-last (static sizes) and the slice keeps the first c channels and everything
+    else: the copy drops the other lanes itself (a padded detector head's conv, channels
+    last). Else None."""
+    src, out, want = x.op.inputs[0], dims(x.shape), dims(shape)
+    sizes = dims(src.shape)
+    if not all(isinstance(d, int) for d in (*sizes, *out, *want)) or len(sizes) != 5 or \
+            any(b != 0 for b in dims(starts)) or any(s != 1 for s in steps) or \
+            want[:-1] != out[:-1] or not 0 < want[-1] <= out[-1] or \
+            not _blocks_counted(sizes[0], want[-1], sizes[1], sizes[4]):
+        return None
+    return _kernel_call(src, out[0], want[-1], math.prod(out[1:-1]), sizes[4], False, True,
+                        tuple(shape))
 
 
 def _generic_copy_back(x: te.Tensor) -> te.Tensor | None:
@@ -196,13 +224,20 @@ def reshaped_copy(x: te.Tensor, shape: tuple) -> te.Tensor | None:
     """A reshape of ``x`` to ``shape`` as one kernel call, when ``x`` is the kernel's copy
     between NCHW and NCHW[L]c (static sizes): the copy writes its elements in the order the
     reshape keeps, so the copy itself takes the new shape, with no second pass over the
-    result (vgg16's flatten: the last pool's NCHW16c to NCHW, then (1, 25088)). Else None."""
-    if not (isinstance(x.op, te.ExternOp) and x.op.tag == "layout_nchwc"):
+    result (vgg16's flatten: the last pool's NCHW16c to NCHW, then (1, 25088); a detector
+    head's level copied channels-last, then (1, H * W * anchors, k)). Else None."""
+    if not (isinstance(x.op, te.ExternOp) and x.op.tag in ("layout_nchwc", "layout_nhwc")):
         return None
     src = x.op.inputs[0]
     sizes, out = dims(src.shape), dims(x.shape)
     if not all(isinstance(d, int) for d in (*sizes, *out, *dims(shape))):
         return None
+    if x.op.tag == "layout_nhwc":  # channels last: blocked -> (N, ..., C) or the reverse
+        to_blocked = len(out) == len(sizes) + 1
+        n, c = (sizes[0], sizes[-1]) if to_blocked else (out[0], out[-1])
+        hw = math.prod(sizes[1:-1]) if to_blocked else math.prod(out[1:-1])
+        return _kernel_call(src, n, c, hw, out[-1] if to_blocked else sizes[-1], to_blocked,
+                            True, tuple(shape))
     if len(sizes) == 5 and len(out) == 4:  # NCHW[L]c -> NCHW (maybe its first channels)
         n, c, hw, block, to_blocked = out[0], out[1], out[2] * out[3], sizes[4], False
     elif len(sizes) == 4 and len(out) == 5:  # NCHW -> NCHW[L]c

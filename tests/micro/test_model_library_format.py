@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import subprocess
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -136,11 +137,32 @@ def test_graph_factory(tmp_path):
 
 
 def test_llvm_target_also_writes_objects(tmp_path):
-    tar, meta = export(graph_factory("llvm"), tmp_path)
-    obj = read(tar, "codegen/host/lib/cnn_lib0.o")
+    mod, params = mlp_model()
+    tar, meta = export(build_graph(mod, params, name="mlp", target="llvm"), tmp_path)
+    obj = read(tar, "codegen/host/lib/mlp_lib0.o")
     assert obj[:4] == b"\x7fELF"
-    assert "codegen/host/src/cnn_lib0.c" in tar.getnames()  # ember's llvm goes through C
-    assert meta["modules"]["cnn"]["target"][0].startswith("llvm")
+    assert "codegen/host/src/mlp_lib0.c" in tar.getnames()  # ember's llvm goes through C
+    assert meta["modules"]["mlp"]["target"][0].startswith("llvm")
+
+
+def test_llvm_objects_are_compiled_for_the_targets_cpu(tmp_path, monkeypatch):
+    """The C of an llvm target has the target CPU's vector width (the host's: x16 kernels on
+    AVX-512); compiled for the baseline CPU, GCC would emulate those vectors with SSE."""
+    from ember.target.simd import cpu_choice
+
+    commands = []
+
+    def fake_compiler(cmd, **kwargs):
+        commands.append(cmd)
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"\x7fELF")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(mlf.subprocess, "run", fake_compiler)
+    mlf._populate_codegen_dir({"a.c": "int f(void) { return 0; }\n"}, str(tmp_path), "m",
+                              "llvm", "llvm -mcpu=skylake-avx512")
+    mlf._populate_codegen_dir({"a.c": "int f(void) { return 0; }\n"}, str(tmp_path), "h", "llvm")
+    assert [f for f in cpu_choice("llvm -mcpu=skylake-avx512").arch_flags if f not in commands[0]] == []
+    assert [f for f in cpu_choice("llvm").arch_flags if f not in commands[1]] == []
 
 
 def test_several_modules_in_one_tar(tmp_path):

@@ -247,8 +247,52 @@ def test_reshape_of_a_blocked_copy_is_one_kernel_call():
     (got,) = run_kernel(rows, [x], [xv])
     np.testing.assert_array_equal(got, _blocked(xv, 8).reshape(2, 2, 15, 8))
     assert _kind(topi.reshape(b + 1.0, (2, 480))) == "generic"
-    nhwc = topi.layout_transform(b, "NCHW8c", "NHWC")  # the channels-last copy: not taken
-    assert _kind(topi.reshape(nhwc, (2, 480))) == "generic"
+
+
+def test_channels_last_copy_takes_a_prefix_and_a_reshape():
+    # a detector head's level: a padded conv's blocked map (21 real channels of 24) copied
+    # channels-last, its real channels kept, viewed as (N, H * W * 3, 7): one kernel call
+    rng = np.random.default_rng(9)
+    b = te.placeholder((2, 3, 4, 5, 8), name="b")
+    bv = rng.uniform(-1, 1, (2, 3, 4, 5, 8)).astype("float32")
+    nhwc = bv.transpose(0, 2, 3, 1, 4).reshape(2, 4, 5, 24)
+    whole = topi.reshape(topi.layout_transform(b, "NCHW8c", "NHWC"), (2, 480))
+    assert _kind(whole) == "kernel"
+    (got,) = run_kernel(whole, [b], [bv])
+    np.testing.assert_array_equal(got, nhwc.reshape(2, 480))
+    prefix = topi.layout_nchwc.channel_prefix(topi.layout_transform(b, "NCHW8c", "NHWC"),
+                                              [0] * 4, [1] * 4, [2, 4, 5, 21])
+    heads = topi.reshape(prefix, (2, 60, 7))
+    assert _kind(prefix) == "kernel" and _kind(heads) == "kernel"
+    (got,) = run_kernel(heads, [b], [bv])
+    np.testing.assert_array_equal(got, nhwc[..., :21].reshape(2, 60, 7))
+    # a slice that is not the first channels, or that cuts the image, stays a loop
+    copy = topi.layout_transform(b, "NCHW8c", "NHWC")
+    assert topi.layout_nchwc.channel_prefix(copy, [0, 0, 0, 3], [1] * 4, [2, 4, 5, 18]) is None
+    assert topi.layout_nchwc.channel_prefix(copy, [0] * 4, [1] * 4, [2, 2, 5, 24]) is None
+
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("batch, channels", [(2, 21), (2, 16), (2, 8), (1, 8)])
+def test_channel_prefix_of_fewer_blocks(layout, batch, channels):
+    # the first channels of a blocked copy back, ending before the source's last block:
+    # at a batch of two the kernel (which counts a batch's blocks from the channels it
+    # copies) would read the second batch from the first one's next block, so it is left
+    # to the generic loop there; at a batch of one it copies only the blocks it keeps
+    b = te.placeholder((batch, 3, 4, 5, 8), name="b")
+    bv = np.random.default_rng(10).uniform(-1, 1, (batch, 3, 4, 5, 8)).astype("float32")
+    plain = bv.transpose(0, 1, 4, 2, 3).reshape(batch, 24, 4, 5)[:, :channels]
+    shape = [batch, channels, 4, 5] if layout == "NCHW" else [batch, 4, 5, channels]
+    copy = topi.layout_transform(b, "NCHW8c", layout)
+    prefix = topi.layout_nchwc.channel_prefix(copy, [0] * 4, [1] * 4, shape)
+    kernel = batch == 1 or channels > 16
+    assert (prefix is not None) == kernel
+    if prefix is None:
+        prefix = te.compute(shape, lambda *i: copy(*i), name="T_strided_slice")
+    (got,) = run_kernel(prefix, [b], [bv])
+    want = plain if layout == "NCHW" else plain.transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_run_time_sizes_take_the_kernel_and_the_channel_prefix():
@@ -302,3 +346,21 @@ def test_a_run_time_copy_back_that_readers_transpose_stays_inlined():
     v = np.random.default_rng(8).uniform(-1, 1, (2, 4, 16, 16, 16)).astype("float32")
     want = np.maximum(v.transpose(0, 1, 4, 2, 3).reshape(2, 64, 256).transpose(0, 2, 1), 0)
     np.testing.assert_array_equal(model(v), want)
+
+
+def test_built_slice_of_the_first_channels_at_a_batch_of_two():
+    # a blocked conv (48 channels, several blocks) sliced to its first 5 channels at a batch
+    # of two: the copy back and slice read the second batch from the right blocks (they read
+    # the first batch's second block before)
+    import ember
+    from ember import relay
+
+    x, w = relay.var("x", shape=(2, 8, 6, 6)), relay.var("w", shape=(48, 8, 3, 3))
+    y = relay.strided_slice(relay.nn.conv2d(x, w, padding=(1, 1)), begin=[0], end=[5], axes=[1])
+    mod = ember.IRModule.from_expr(relay.Function([x, w], y))
+    rng = np.random.default_rng(11)
+    xv = rng.standard_normal((2, 8, 6, 6)).astype("float32")
+    wv = rng.standard_normal((48, 8, 3, 3)).astype("float32")
+    got = ember.compile(mod, params={"w": wv}, threads=1)(xv)
+    want = relay.create_executor("debug", mod=mod).evaluate()(xv, wv).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

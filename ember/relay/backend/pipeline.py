@@ -36,6 +36,7 @@ from ..transform import (
     FuseNormEpilogue,
     FuseOps,
     FusePoolEpilogue,
+    HoistActivations,
     InferType,
     RecogniseActivations,
     SimplifyExpr,
@@ -62,15 +63,19 @@ def optimize_passes() -> list[Pass]:
     SimplifyInference (or an ONNX exporter) decomposed; FuseGemmEpilogue packs constant
     weights (the FoldConstant after it folds the packing); FoldGemmViews turns the head
     transposes around batched GEMMs into strides; FoldExplicitPadding makes a zero pad
-    before a conv the conv's own padding; AlterOpLayout plans blocked conv layouts
+    before a conv the conv's own padding; HoistActivations moves an activation after
+    transposes, reshapes and a concatenation onto the values they rearrange (a detector
+    head's sigmoid into its convs' epilogues); AlterOpLayout plans blocked conv layouts
     for the current target (``relay/transform/alter_op_layout.py``); FoldTokenLayouts makes
-    each crossing between a blocked map and a transformer's tokens one blocked copy;
+    each crossing between a blocked map and a transformer's tokens (or a detector head's
+    channels-last view) one blocked copy;
     FusePoolEpilogue puts a blocked max pool's per-channel affine and relu into its kernel;
     FuseNormEpilogue puts the per-row affine and activation after a layer norm (a GroupNorm's
     channel affine and GELU) into its kernel."""
     return [SimplifyInference(), DynamicToStatic(), EliminateCommonSubexpr(), FoldConstant(),
             RecogniseActivations(), FoldScaleAxis(), SimplifyExpr(), CanonicalizeOps(),
-            FoldExplicitPadding(), FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), AlterOpLayout(),
+            FoldExplicitPadding(), FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), HoistActivations(),
+            AlterOpLayout(),
             FoldTokenLayouts(), FusePoolEpilogue(), FuseNormEpilogue()]
 
 

@@ -38,7 +38,7 @@ _LAZY: dict[str, str] = {
     "DynamicToStatic": "dynamic_to_static",
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
     "FoldTokenLayouts": "fold_token_layouts", "FusePoolEpilogue": "fuse_pool_epilogue",
-    "FuseNormEpilogue": "fuse_norm_epilogue",
+    "FuseNormEpilogue": "fuse_norm_epilogue", "HoistActivations": "hoist_activations",
     # the Relay-era pass list (issue 23)
     "Inline": "inline", "RemoveUnusedFunctions": "remove_unused_functions",
     "CombineParallelConv2D": "combine_parallel", "CombineParallelDense": "combine_parallel",
@@ -61,7 +61,8 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "CombineParallelDense", "CombineParallelBatchMatmul", "BatchingOps", "FastMath",
                 "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit",
                 "PartialEvaluate", "RecogniseActivations", "FoldTokenLayouts",
-                "FusePoolEpilogue", "FuseNormEpilogue", "FoldExplicitPadding")
+                "FusePoolEpilogue", "FuseNormEpilogue", "FoldExplicitPadding",
+                "HoistActivations")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

@@ -16,6 +16,21 @@ between NCHW[L]c and tokens a position's channel block is L contiguous floats on
 which ``topi.layout_nchwc`` lowers to one blocked move (``ember_layout_nhwc``) reading the
 reshaped function input in place. Static shapes only; the channels a multiple of L. Runs
 after AlterOpLayout (opt_level 3), which inserts those transforms.
+
+Detector heads (EfficientDet, RetinaNet, SSD) view each level's conv channels last,
+``transpose(conv, (0, 2, 3, 1))``, before reshaping it to (N, H * W * anchors, k) and
+concatenating the levels. The conv is blocked, its channels padded to whole blocks when
+they do not split (810 = 9 anchors x 90 classes: 816 in NCHW16c), so the transpose reads
+the transform back to NCHW, one float per cache line (with a slice of the real channels
+between them):
+
+- ``transpose(strided_slice?(layout_transform(x, "NCHW[L]c", "NCHW"), :c), (0, 2, 3, 1))``
+  becomes ``strided_slice?(layout_transform(x, "NCHW[L]c", "NHWC"), :c on the last axis)``,
+
+one blocked move too, which drops the padded lanes itself (``layout_nchwc.channel_prefix``)
+and takes the reshape's shape (``reshaped_copy``); FuseOps then leaves the concatenation of
+such copies to the memory planner, which has each level written in place (``_fuse_graph``,
+point 7).
 """
 from __future__ import annotations
 
@@ -101,7 +116,49 @@ def tokens_to_blocked(call: Call) -> RelayExpr | None:
                             dst_layout=call.attrs.dst_layout), call, image, swap)
 
 
-RULES: list[Rule] = [("transpose", blocked_to_tokens), ("layout_transform", tokens_to_blocked)]
+def _channel_prefix(call: Any) -> int | None:
+    """The channel count of a ``strided_slice`` that keeps the first channels (axis 1) of a
+    4-D value and all the rest (AlterOpLayout's drop of a padded conv's extra lanes)."""
+    attrs = call.attrs
+    shape, full = _shape(call), _shape(call.args[0])
+    if shape is None or full is None or len(shape) != 4 or attrs.slice_mode != "end" or \
+            any(s != 1 for s in attrs.strides or ()):
+        return None
+    axes = list(attrs.axes) if attrs.axes is not None else list(range(len(attrs.begin)))
+    begins = dict(zip(axes, attrs.begin))
+    if any(b != 0 for b in begins.values()) or \
+            any(shape[a] != full[a] for a in range(4) if a != 1):
+        return None
+    return shape[1]
+
+
+def blocked_to_channels_last(call: Call) -> RelayExpr | None:
+    """transpose(layout_transform(x, NCHW[L]c -> NCHW), (0, 2, 3, 1)), maybe with a slice of
+    the first channels between them: a detector head's conv seen channels last."""
+    axes = call.attrs.axes
+    if axes is None or [int(a) % 4 for a in axes] != [0, 2, 3, 1]:
+        return None
+    prefix, inner = _call_of(call.args[0], "strided_slice"), call.args[0]
+    channels = _channel_prefix(prefix) if prefix is not None else None
+    if channels is not None:
+        inner = prefix.args[0]
+    back = _call_of(inner, "layout_transform")
+    if back is None or back.attrs.dst_layout != "NCHW" or (prefix is not None and
+                                                          channels is None):
+        return None
+    m, blocked = _BLOCKED.match(back.attrs.src_layout), _shape(back.args[0])
+    if m is None or blocked is None or len(blocked) != 5 or int(m.group(1)) != blocked[4]:
+        return None
+    out = op_call("layout_transform", back.args[0], src_layout=back.attrs.src_layout,
+                  dst_layout="NHWC")
+    if channels is not None and channels != blocked[1] * blocked[4]:
+        out = op_call("strided_slice", out, begin=[0], end=[channels], axes=[3])
+    parts = (call, back) if prefix is None else (call, prefix, back)
+    return _spanned(out, *parts)
+
+
+RULES: list[Rule] = [("transpose", blocked_to_tokens), ("layout_transform", tokens_to_blocked),
+                     ("transpose", blocked_to_channels_last)]
 
 
 @dataclass(frozen=True)

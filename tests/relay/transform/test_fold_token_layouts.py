@@ -38,6 +38,14 @@ CASES = {
         'src_layout="NHWC", dst_layout="NCHW8c"); '
         "nn.gelu(layout_transform(reshape(%0, newshape=[2, 3, 35, 8]), "
         'src_layout="NCW8c", dst_layout="NWC")) }'),
+    "blocked_to_channels_last": (  # a detector head's level: (N, H, W, C) of a blocked map
+        f"def @main({MAP}) {{ transpose({TO_NCHW}, axes=[0, 2, 3, 1]) }}",
+        f'def @main({MAP}) {{ layout_transform(%x, src_layout="NCHW8c", dst_layout="NHWC") }}'),
+    "padded_blocked_to_channels_last": (  # 21 real channels of 24: the padded lanes dropped
+        f"def @main({MAP}) {{ transpose(strided_slice({TO_NCHW}, begin=[0], end=[21], "
+        "axes=[1]), axes=[0, 2, 3, 1]) }",
+        f'def @main({MAP}) {{ strided_slice(layout_transform(%x, src_layout="NCHW8c", '
+        'dst_layout="NHWC"), begin=[0], end=[21], axes=[3]) }'),
 }
 
 LEFT_ALONE = [
@@ -60,6 +68,14 @@ LEFT_ALONE = [
     # float16: the kernels copy float32
     "def @main(%t: Tensor[(1, 4, 8), float16]) { "
     + FROM_NCHW.format("reshape(transpose(%t, axes=[0, 2, 1]), newshape=[1, 8, 2, 2])") + " }",
+    # a transpose to channels last of a slice that is not the first channels
+    f"def @main({MAP}) {{ transpose(strided_slice({TO_NCHW}, begin=[3], end=[24], "
+    "axes=[1]), axes=[0, 2, 3, 1]) }",
+    # a slice of the image, not of the channels
+    f"def @main({MAP}) {{ transpose(strided_slice({TO_NCHW}, begin=[0], end=[4], "
+    "axes=[2]), axes=[0, 2, 3, 1]) }",
+    # another transpose of the map (NWHC)
+    f"def @main({MAP}) {{ transpose({TO_NCHW}, axes=[0, 3, 2, 1]) }}",
     # a run-time batch
     "def @main(%t: Tensor[(?, 4, 8), float32]) { layout_transform(reshape(transpose(%t, "
     'axes=[0, 2, 1]), newshape=[-1, 8, 2, 2]), src_layout="NCHW", dst_layout="NCHW8c") }',
@@ -83,7 +99,8 @@ def test_left_alone(before):
 
 
 def test_every_rule_is_a_named_function():
-    assert {fn.__name__ for _, fn in RULES} == {"blocked_to_tokens", "tokens_to_blocked"}
+    assert {fn.__name__ for _, fn in RULES} == {"blocked_to_tokens", "tokens_to_blocked",
+                                                "blocked_to_channels_last"}
 
 
 def test_rewritten_transform_keeps_the_onnx_node_names():

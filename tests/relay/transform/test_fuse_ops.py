@@ -237,6 +237,39 @@ def test_channel_shuffle_into_blocks_is_not_inlined_into_the_copy():
       layout_transform(%0, src_layout="NCHW", dst_layout="NCHW16c")
     }"""
     assert primitive_names(run(FuseOps(), pad_only)) == ["fused_nn_pad_layout_transform"]
+HEADS = """def @main(%a: Tensor[(1, 3, 4, 5, 8), float32], %b: Tensor[(1, 3, 2, 3, 8), float32]) {{
+  %0 = layout_transform(%a, src_layout="NCHW8c", dst_layout="{dst}");
+  %1 = reshape(strided_slice(%0, begin=[0], end=[21], axes=[3]), newshape=[1, -1, 7]);
+  %2 = layout_transform(%b, src_layout="NCHW8c", dst_layout="{dst}");
+  %3 = reshape(strided_slice(%2, begin=[0], end=[21], axes=[3]), newshape=[1, -1, 7]);
+  concatenate((%1, %3), axis={axis})
+}}"""
+
+
+def test_concat_of_channels_last_copies_takes_no_field():
+    """Point 7: the levels of a detector head, each a blocked map copied channels-last (its
+    first 21 channels, as (1, H * W * 3, 7)), stay one group each, and the concatenation
+    (along an axis with extents of 1 before it) is a group of its own, which the planner
+    makes in place; the built model computes the same either way."""
+    text = HEADS.format(dst="NHWC", axis=1)
+    out = run(FuseOps(), text)
+    assert primitive_names(out) == ["fused_layout_transform_strided_slice_reshape"] * 2 + \
+        ["fused_concatenate"]
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s).astype("float32") for s in [(1, 3, 4, 5, 8), (1, 3, 2, 3, 8)])
+    got = ember.compile(parse(text))(a, b)
+    want = np.concatenate([x.transpose(0, 2, 3, 1, 4).reshape(1, -1, 24)[..., :21]
+                           .reshape(1, -1, 7) for x in (a, b)], axis=1)
+    np.testing.assert_array_equal(got, want)  # the kernels copy exactly
+
+
+def test_concat_of_other_copies_fuses_them():
+    """Point 7 does not apply to a batch of two (each field is not one byte range of the
+    result), nor to copies to NCHW."""
+    batch = HEADS.format(dst="NHWC", axis=1).replace("(1, 3", "(2, 3").replace("[1, -1", "[2, -1")
+    assert count_primitives(run(FuseOps(), batch)) == 1
+    nchw = HEADS.format(dst="NCHW", axis=1).replace("axes=[3]", "axes=[1]")
+    assert count_primitives(run(FuseOps(), nchw)) == 1
 
 
 def test_injective_chain_and_tuple_into_concatenate():
