@@ -129,6 +129,35 @@ def test_lowering_takes_the_kernel_for_a_padded_last_block(channels, block):
     np.testing.assert_array_equal(got, _blocked(v, block))
 
 
+@pytest.mark.parametrize("channels,block", [(58, 16), (116, 16), (3, 8), (12, 4)])
+def test_a_zero_channel_pad_into_whole_blocks_is_the_kernel(channels, block):
+    # AlterOpLayout's padded_blocks: nn.pad of the channels to whole blocks, then the copy; the
+    # kernel zero-fills the last block's lanes itself
+    x = te.placeholder((2, channels, 5, 9), name="x")
+    padded = -(-channels // block) * block
+    y = topi.layout_transform(topi.nn.pad(x, [0, 0, 0, 0], [0, padded - channels, 0, 0]),
+                              "NCHW", f"NCHW{block}c")
+    assert _kind(y) == "kernel"
+    v = np.random.default_rng(4).uniform(-1, 1, (2, channels, 5, 9)).astype("float32")
+    (got,) = run_kernel(y, [x], [v])
+    np.testing.assert_array_equal(got, _blocked(v, block))
+
+
+def test_other_channel_pads_stay_generic():
+    x = te.placeholder((1, 10, 3, 5), name="x")
+    wide = topi.nn.pad(x, [0, 0, 0, 0], [0, 14, 0, 0])  # a whole zero block more
+    assert _kind(topi.layout_transform(wide, "NCHW", "NCHW8c")) == "generic"
+    ones = topi.nn.pad(x, [0, 0, 0, 0], [0, 6, 0, 0], 1.0)  # not zeros
+    assert _kind(topi.layout_transform(ones, "NCHW", "NCHW8c")) == "generic"
+    front = topi.nn.pad(x, [0, 6, 0, 0], [0, 0, 0, 0])  # before the channels
+    assert _kind(topi.layout_transform(front, "NCHW", "NCHW8c")) == "generic"
+    image = topi.nn.pad(x, [0, 0, 1, 0], [0, 6, 0, 0])  # and the image
+    assert _kind(topi.layout_transform(image, "NCHW", "NCHW8c")) == "generic"
+    (got,) = run_kernel(topi.layout_transform(ones, "NCHW", "NCHW8c"), [x],
+                        [np.zeros((1, 10, 3, 5), "float32")])
+    assert (got[:, 1, :, :, 2:] == 1).all()
+
+
 def test_other_transforms_stay_generic():
     x = te.placeholder((1, 20, 3, 5), name="x")
     assert _kind(topi.layout_transform(x, "NCHW", "NHWC")) == "generic"

@@ -37,9 +37,14 @@
    broadcast and reshape-like ops): inlined into the transform, their loop would run its
    vector along the output block's L channels, H x W floats apart in its input (GroupNorm's
    scale, shift and SiLU before a conv: 1.27 ms where onnxruntime's GroupNorm takes 0.22 ms);
-   apart, the producers run along rows and the kernel copies at memory speed. A chain that
-   reorders (a transpose, a resize) keeps the usual fusion: SegFormer resizes channels-last
-   tokens into NCHW16c, reading along the channels (split, it ran 25% slower).
+   apart, the producers run along rows and the kernel copies at memory speed. So do ops that
+   move whole image rows as they are (a channel pad, slice or concatenation, a transpose of the
+   outer axes, a blocked value read back to NCHW: ShuffleNetV2's channel shuffle into blocks,
+   152 us inlined against 31 + 10 us apart at 116 x 28 x 28); a zero pad of an input's channels
+   into whole blocks stays with the transform, which the kernel copies with the pad. A chain
+   that reorders (a transpose of the image axes, a resize) keeps the usual fusion: SegFormer
+   resizes channels-last tokens into NCHW16c, reading along the channels (split, it ran 25%
+   slower).
 7. A ``concatenate`` whose every field is a blocked map copied channels-last by the kernel
    (``layout_transform`` NCHW[L]c -> NHWC, maybe the first channels of it, maybe reshaped:
    a detector head's level, ``(N, H * W * anchors, k)``), along an axis with only extents of
@@ -51,6 +56,7 @@
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -144,6 +150,8 @@ def _copied_by_kernel(call: Call) -> bool:
     if not (isinstance(ty, TensorType) and gathers_when_fused(
             call.attrs.src_layout, call.attrs.dst_layout, str(ty.dtype), tuple(dims(ty.shape)))):
         return False
+    if _channel_pad(call.args[0]) and not isinstance(call.args[0].args[0], Call):
+        return False  # the kernel copies a zero pad of memory into blocks itself
     stack, seen = [call.args[0]], 0
     while stack:
         e = stack.pop()
@@ -155,11 +163,45 @@ def _copied_by_kernel(call: Call) -> bool:
         pattern = _op_pattern(e)
         if e.op.name in ORDER_KEEPING:
             stack.append(e.args[0])  # (the others: a shape, a tensor to take it from)
+        elif (rows := _row_moves(e)) is not None:
+            stack.extend(rows)
         elif pattern in (ELEMWISE, BROADCAST):
             stack.extend(e.args)
         elif pattern == INJECTIVE or pattern == TUPLE:
             return False  # it would reorder (a transpose, a resize, a gather...)
     return True
+
+
+def _channel_pad(e: RelayExpr) -> bool:
+    """Whether ``e`` is a constant ``nn.pad`` of axis 1 alone (AlterOpLayout's channels padded
+    into whole blocks)."""
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == "nn.pad" and \
+        e.attrs.pad_mode == "constant" and all(
+            tuple(w) == (0, 0) for i, w in enumerate(e.attrs.pad_width) if i != 1)
+
+
+def _row_moves(e: Call) -> tuple[RelayExpr, ...] | None:
+    """The inputs of ``e`` when it moves whole image rows (its last two axes) as they are, so
+    that its loop still runs along its inputs' rows: a channel pad, a slice, concatenation or
+    transpose of the outer axes, a blocked value's copy back to NCHW (ShuffleNetV2's channel
+    shuffle between blocked convs); else None."""
+    ty, name = e.checked_type_, cast(Op, e.op).name
+    ndim = ty.ndim if isinstance(ty, TensorType) else 0
+    if name == "nn.pad" and _channel_pad(e):
+        return (e.args[0],)
+    if name == "concatenate" and ndim >= 3 and e.attrs.axis % ndim < ndim - 2 and \
+            isinstance(e.args[0], Tuple):
+        return e.args[0].fields
+    if name == "transpose" and ndim >= 3 and e.attrs.axes is not None and \
+            [a % ndim for a in e.attrs.axes][-2:] == [ndim - 2, ndim - 1]:
+        return (e.args[0],)
+    if name == "strided_slice" and ndim >= 3 and e.attrs.axes is not None and \
+            all(a % ndim < ndim - 2 for a in e.attrs.axes):
+        return (e.args[0],)
+    if name == "layout_transform" and e.attrs.dst_layout == "NCHW" and \
+            re.fullmatch(r"NCHW\d+c", e.attrs.src_layout):
+        return (e.args[0],)  # a blocked value's rows, L floats apart: read along them
+    return None
 
 
 def _concat_in_place(call: Call) -> bool:

@@ -8,7 +8,8 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
 
 - a conv whose output channels do not split into L takes L/2 when they split into that (a
   24-channel layer in NCHW8c on an AVX-512 target), unless a few padded lanes make whole
-  blocks of L (squeezenet's 1000 classes: 1008 in NCHW16c, ``pads_over_half_blocks``);
+  blocks of L (squeezenet's 1000 classes: 1008 in NCHW16c, ``pads_over_half_blocks``;
+  ShuffleNetV2's 232: 240, ``_pads_half_blocks``);
   blocked values of different L meet through
   one ``layout_transform`` between the two blocks; an ungrouped one that splits into neither
   is padded with zero output channels to whole blocks of L where that wins
@@ -30,11 +31,15 @@ in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd`
   per-channel constant, which is re-blocked at build time), pools (their ``layout`` becomes
   NCHW[L]c; a global pool of a static image is a pool with the image as its window; a max or
   average pool of a plain value whose channels split into blocks is converted to run blocked
-  too: the generic window reduction on NCHW was 3-10x onnxruntime, which reorders as well),
+  too: the generic window reduction on NCHW was 3-10x onnxruntime, which reorders as well;
+  ``mean`` over the image is the pool with the image as its window),
   pads of the image alone (TF's SAME padding before a pool), and ``concatenate`` / ``split`` along the channels in whole blocks (a split's
   fields become slices of the block axis) without conversion; a conv whose input is plain NCHW reads it as NCHW1c (the
   first conv of a network needs no transform), except an RGB-like input (2 to 15 channels) of
-  a stride-1 or large-kernel conv, read as one block of all its channels;
+  a stride-1 or large-kernel conv, read as one block of all its channels, and an input of at
+  least L channels, read in blocks: half blocks where they fit, else zero-padded to whole
+  ones (``padded_blocks``; ShuffleNetV2's channel shuffle leaves 58, 116 and 232 channels
+  plain), as is a depthwise conv's whose channels fill no block;
 - ``image.resize2d`` and ``dyn.image.resize2d`` (nearest, linear) and ``nn.upsampling``
   (nearest, bilinear) of a blocked value run in NCHW[L]c, so an FPN's upsampling stays
   blocked (at a run-time size too); ``shape_of`` of a blocked value reads the blocked shape
@@ -88,6 +93,7 @@ from ...ir.visitor import children, post_order
 from ...runtime.errors import OpAttributeInvalid
 from ..op._layout import nchwc_lanes
 from ..op.nn._attrs import Conv2DAttrs
+from ..op.reduce import reduce_axes
 from ...topi.nn.conv2d_nchw_input import nchw_input_wins
 from ...topi.nn.conv2d_fewoc import fewoc_takes
 from ...topi.nn.conv2d_nchwc import pack_weight
@@ -163,6 +169,18 @@ def plan_lanes(target: Any = None) -> int:
 
     lanes = simd_level(target).lanes("float32")
     return lanes if lanes in (4, 8, 16) else 4
+
+
+def _pads_half_blocks(channels: int, lanes: int) -> bool:
+    """Whether an ungrouped conv whose ``channels`` split into blocks of ``lanes // 2`` but not
+    of ``lanes`` is padded to whole blocks: channel_pad's rule (``pads_over_half_blocks``) for
+    any number of taps, when the padded lanes add at most a sixteenth. Its readers
+    take the padded blocks as they are (a conv) or through the transform to NCHW that half
+    blocks would need as well, with the slice of the padded lanes fused into it; the conv runs
+    at the full vector width. ShuffleNetV2's 232-channel stage (1x1 convs of 232 -> 232 at
+    1.26-1.4x onnxruntime's in NCHW8c on AVX-512): the whole model 4-5% faster at batch 1 and
+    4 (one thread, thread time, interleaved)."""
+    return pads_over_half_blocks(channels, lanes, 1, 256)  # as if it summed enough taps
 
 
 def _is(e: Any, *names: str) -> bool:
@@ -358,6 +376,22 @@ class _Planner:
                 dst_layout=f"NCHW{want}c")
         return self.blocked_cache[key]
 
+    def padded_blocks(self, node: RelayExpr, lanes: int) -> RelayExpr:
+        """``node`` (plain, or blocked with whole blocks) with zero channels appended up to
+        whole blocks of ``lanes``, in NCHW[lanes]c: the input of a conv that reads it with zero
+        weights for the padded lanes. FuseOps fuses the pad and the transform into the
+        producer's kernel when that is injective (ShuffleNetV2's channel shuffle)."""
+        if self._padded(node)[0] == lanes:
+            return self._materialise(node).expr  # type: ignore[return-value]
+        key = (id(node), -lanes)
+        if key not in self.blocked_cache:
+            extra = -_nchw_f32(node).shape[1] % lanes  # type: ignore[union-attr]
+            padded = op_call("nn.pad", self.plain(node), const(np.float32(0)),
+                             pad_width=((0, 0), (0, extra), (0, 0), (0, 0)))
+            self.blocked_cache[key] = op_call("layout_transform", padded, src_layout="NCHW",
+                                              dst_layout=f"NCHW{lanes}c")
+        return self.blocked_cache[key]
+
     def _is_blocked(self, node: RelayExpr) -> bool:
         """Whether ``node`` is (or will be) blocked with whole blocks of real channels; a
         padded value reads as plain to every rule but a conv's input (``_padded``)."""
@@ -470,8 +504,33 @@ class _Planner:
             return _Value(expr, blocked=True, lanes=lanes)
         if name == "shape_of" and (shape := self._blocked_shape(call)) is not None:
             return _Value(shape)
+        if name == "mean" and (pooled := self._image_mean(call)) is not None:
+            return pooled
         return _Value(Call(call.op, tuple(self.plain(a) for a in call.args), call.attrs,
                            span=call.span))
+
+    def _image_mean(self, call: Call) -> _Value | None:
+        """``mean`` over the height and width of a blocked (or padded) NCHW value of a static
+        image: the blocked pool with the image as its window (the GLOBAL_POOLS rule), blocked
+        as its result when the axes are kept, else converted back and squeezed. Exporters
+        write a global average pool so (torchvision's ShuffleNetV2: ``x.mean([2, 3])``); the
+        whole 1024 x 7 x 7 map went back to NCHW for it (21 us, the mean itself 11 us)."""
+        x, ty = call.args[0], _nchw_f32(call.args[0])
+        if ty is None or not (self._is_blocked(x) or self._padded(x)[0]) or \
+                not all(isinstance(d, int) for d in ty.shape[2:]) or \
+                reduce_axes("mean", 4, call.attrs) != [2, 3]:
+            return None
+        lanes, channels = self._padded(x) if self._padded(x)[0] else (self._lanes(x), 0)
+        pooled = _spanned(call.span, op_call(
+            "nn.avg_pool2d", self._materialise(x).expr, pool_size=tuple(ty.shape[2:]),
+            layout=f"NCHW{lanes}c"))
+        if call.attrs.keepdims:
+            return _Value(pooled, blocked=True, lanes=lanes, channels=channels)
+        plain = op_call("layout_transform", pooled, src_layout=f"NCHW{lanes}c",
+                        dst_layout="NCHW")
+        if channels:
+            plain = op_call("strided_slice", plain, begin=[0], end=[channels], axes=[1])
+        return _Value(op_call("squeeze", plain, axis=[2, 3]))
 
     def _blocked_shape(self, call: Call) -> RelayExpr | None:
         """``shape_of`` of a blocked (or padded) NCHW value as the batch, height and width of
@@ -503,20 +562,28 @@ class _Planner:
         depthwise = g > 1 and g == ic == oc and w.shape[1] == 1
         lanes, channels = self._out_lanes(oc, ic, g, depthwise), 0
         in_lanes, in_channels = self._padded(data)
-        if lanes == 0 and depthwise and in_lanes and self.pad:
-            # a depthwise conv of a padded producer (ShuffleNetV2's 58 and 116 channels):
-            # padded too, each padded lane a group of zero weights, its result padded for the
-            # next conv (converted back, the two 1x1 convs around it ran on NCHW, 2x slower)
+        if depthwise and self.pad and (lanes == 0 and (in_lanes or not self._is_blocked(data))
+                                       or 0 < lanes < in_lanes):
+            # a depthwise conv of a padded producer (ShuffleNetV2's 58 and 116 channels; 232,
+            # which would take half blocks): padded too, each padded lane a group of zero
+            # weights, its result padded for the next conv (converted back, the two 1x1 convs
+            # around it ran on NCHW, 2x slower);
+            # a plain input (a channel shuffle's result) is padded into blocks for it: the
+            # plain depthwise loops ran ShuffleNetV2's 116-channel 3x3/2 at 9x onnxruntime
+            in_lanes = in_lanes or self.lanes
             w = pad_axis(w, 0, in_lanes)
-            return _Plan(self._materialise(data).expr, in_lanes, w,
+            return _Plan(self.padded_blocks(data, in_lanes), in_lanes, w,
                          np.zeros(w.shape[0], "float32"), replace(a, groups=w.shape[0]),
                          in_lanes, channels=oc)
-        if lanes == self.lanes // 2 and self.pad and g == 1 and pads_over_half_blocks(
-                oc, self.lanes, w.shape[2] * w.shape[3], ic):
+        if lanes == self.lanes // 2 and self.pad and g == 1 and _pads_half_blocks(oc, self.lanes):
             lanes = 0  # padded to whole blocks below (pad_output holds for these)
         if lanes == 0 and self.pad and g == 1 and pad_output(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic,
-                feeds_conv(call, self.readers, PADDED_THROUGH) or in_lanes > 0):
+                feeds_conv(call, self.readers, PADDED_THROUGH) or in_lanes > 0
+                or self._is_blocked(data)):
+            # a blocked input counts as a conv's: the plain conv would convert its input
+            # anyway, while the padded one's transform back fuses into its reader (ShuffleNetV2's
+            # 24 -> 58 1x1 into the concat: 93 against onnxruntime's 32 us plain)
             lanes, channels, w = self.lanes, oc, pad_axis(w, 0, self.lanes)
         if lanes == 0:
             return None
@@ -551,7 +618,25 @@ class _Planner:
             # channel per tap (measured: 128->128 3x3 on 28x28, 2x faster with the transform)
             return _Plan(self.blocked(data, self.lanes), self.lanes, w, bias, a, lanes,
                          channels=channels)
+        if g == 1 and ic >= self.lanes:
+            return self._wide_plain_input(data, ic, w, a, lanes, channels)
         return _Plan(self.plain(data), 1, w, bias, a, lanes, channels=channels)
+
+    def _wide_plain_input(self, data: RelayExpr, ic: int, w: np.ndarray, a: Any, lanes: int,
+                          channels: int) -> _Plan:
+        """An ungrouped conv of a plain input of at least a block of channels that fill no
+        whole blocks (ShuffleNetV2's 58, 116, 232 after its channel shuffle): the input in half
+        blocks when they fit, else zero-padded to whole blocks, read with zero weights there.
+        The kernel then reads a block per tap instead of a channel per tap: the 1x1 116 -> 116
+        on 14x14 ran at 2x its blocked time on the plain input, and the transform fuses into
+        the producer when that is injective."""
+        half = self.lanes // 2
+        if half >= 4 and ic % half == 0:
+            return _Plan(self.blocked(data, half), half, w, np.zeros(w.shape[0], "float32"), a,
+                         lanes, channels=channels)
+        return _Plan(self.padded_blocks(data, self.lanes), self.lanes,
+                     pad_axis(w, 1, self.lanes), np.zeros(w.shape[0], "float32"), a, lanes,
+                     channels=channels)
 
     def _conv_transpose(self, call: Call) -> _Value | None:
         """``nn.conv2d_transpose`` as blocked phase convs (one, or one per phase when grouped,
@@ -675,13 +760,7 @@ class _Planner:
         reading it has zero weights there, and the way back to NCHW drops them."""
         if not p.channels:
             return self.blocked(node, p.lanes)
-        if self._padded(node) == (p.lanes, p.channels):
-            return self._materialise(node).expr  # type: ignore[return-value]
-        extra = -p.channels % p.lanes
-        padded = op_call("nn.pad", self.plain(node), const(np.float32(0)),
-                         pad_width=((0, 0), (0, extra), (0, 0), (0, 0)))
-        return op_call("layout_transform", padded, src_layout="NCHW",
-                       dst_layout=f"NCHW{p.lanes}c")
+        return self.padded_blocks(node, p.lanes)
 
     # -- channel concatenation and split: block by block ------------------------------------
     def _channel_lanes(self, call: Call, parts: list[RelayExpr]) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
-from ...tir.expr import IntImm, PrimExpr
+from ...tir.expr import FloatImm, IntImm, PrimExpr, ProducerLoad
 from ..broadcast import INJECTIVE
 
 
@@ -35,7 +35,23 @@ def pad(data: te.Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | N
             return data(*src)
         return tir.if_then_else(tir.all(*conds), data(*src), value)
 
-    return te.compute(shape, f, name=name, tag=tag)
+    # the widths and a constant value, for kernels that take the pad over (layout_nchwc: a
+    # zero pad of the channels into whole blocks)
+    attrs = {"pad_before": tuple(pad_before), "pad_after": tuple(pad_after),
+             "pad_value": _constant(pad_value)}
+    return te.compute(shape, f, name=name, tag=tag, attrs=attrs)
+
+
+def _constant(v: Any) -> float | None:
+    """``v`` as a number when it is one: a Python number, a constant expression, or a read of
+    a 0-d constant tensor (a relay constant's, in a fused function); else None."""
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, ProducerLoad):
+        op = v.producer.op
+        if isinstance(op, te.ComputeOp) and not op.axis and len(op.body) == 1:
+            v = op.body[0]
+    return float(v.value) if isinstance(v, (IntImm, FloatImm)) else None
 
 
 def _zero(v: Any) -> bool:

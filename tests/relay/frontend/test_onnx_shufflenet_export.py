@@ -4,10 +4,11 @@ convs on 58 and 116 channels (no multiple of a vector width), Concat and the cha
 (Reshape to five axes with a shape computed from Shape/Gather/Div, Transpose, Reshape back);
 batch symbolic.
 
-The branch's convs run blocked, padded to whole blocks, the depthwise conv reading the padded
-1x1 result as it is (``channel_pad``; AlterOpLayout); only a downsampling unit's other branch
-(a depthwise conv of the shuffled plain value, a 1x1 conv into the Concat) stays plain. Compiled with no shapes and
-with a shape, at batch 1 and 3, against onnxruntime (float32 rtol/atol 1e-4: conv sums)."""
+Every conv runs blocked: the branch's padded to whole blocks, the depthwise conv reading the
+padded 1x1 result as it is (``channel_pad``; AlterOpLayout), and the convs reading the plain
+shuffled value read it zero-padded into blocks (``padded_blocks``). Compiled with no shapes and
+with a shape, at batch 1 and 3, on even and odd maps, against onnxruntime (float32 rtol/atol
+1e-4: conv sums)."""
 from __future__ import annotations
 
 import re
@@ -23,8 +24,8 @@ from ember.relay.testing.exported_onnx import shufflenet_v2
 pytestmark = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
 
 
-def _model():
-    return shufflenet_v2(stages=(116, 232), repeats=(2, 2), classes=10, image=64)
+def _model(image: int = 64):
+    return shufflenet_v2(stages=(116, 232), repeats=(2, 2), classes=10, image=image)
 
 
 def _source(compiled) -> str:
@@ -32,12 +33,13 @@ def _source(compiled) -> str:
     return "".join(m.get_source() for m in [lib, *lib.imported_modules])
 
 
-def test_shufflenet_with_a_shape_runs_the_branch_convs_blocked():
-    model = _model()
-    x = np.random.default_rng(0).standard_normal((1, 3, 64, 64)).astype("float32")
+@pytest.mark.parametrize("batch,image", [(1, 64), (3, 72)])  # 72: maps of 9 and 5
+def test_shufflenet_with_a_shape_runs_every_conv_blocked(batch, image):
+    model = _model(image)
+    x = np.random.default_rng(0).standard_normal((batch, 3, image, image)).astype("float32")
     static = ember.compile(model, threads=1, input_shapes={"input": x.shape})
     plain = set(re.findall(r"/\* from: fn \([^\n]*\n  %0 = nn\.conv2d\([^\n]*", _source(static)))
-    assert len(plain) <= 2 * 2, plain  # two per downsampling unit at most
+    assert not plain, plain
     compare("shufflenet static", [static(x)], run_ort(model, {"input": x}), SUMS)
 
 

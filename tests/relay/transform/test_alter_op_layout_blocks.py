@@ -282,3 +282,28 @@ def test_image_pad_of_a_blocked_value_stays_blocked():
 def test_blocked_image_pad_computes_what_the_unplanned_build_does(channels, mode, k):
     x = relay.var("x", shape=(2, 16, 17, 10))
     _same_as_unplanned(_same_pad_pool(x, channels, mode, k), x, (2, 16, 17, 10))
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_image_mean_of_a_blocked_value_is_a_blocked_pool(keepdims):
+    """``mean`` over H and W (torchvision's ShuffleNetV2 head) of a conv's blocked result: the
+    blocked pool with the image as its window, not a transform of the whole map to NCHW;
+    kept axes stay blocked (an SE scale then multiplies the map blocked)."""
+    x = relay.var("x", shape=(1, 16, 7, 9))
+    y = relay.nn.relu(relay.nn.conv2d(x, _c(32, 16, 1, 1)))
+    mod = _plan(relay.mean(y, axis=[2, 3], keepdims=keepdims), x)
+    pool = next(c for c in _calls(mod) if c.op.name == "nn.avg_pool2d")
+    assert pool.attrs.layout == "NCHW8c" and tuple(pool.attrs.pool_size) == (7, 9)
+    assert "mean" not in _names(mod)
+    assert _names(mod)[-1] == ("layout_transform" if keepdims else "squeeze")
+
+
+@needs_cc
+@pytest.mark.parametrize("channels", [32, 58])  # 58: padded to 64 for the convs
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_image_mean_matches_the_unplanned_build(channels, keepdims):
+    x = relay.var("x", shape=(3, 16, 5, 7))
+    y = relay.nn.relu(relay.nn.conv2d(x, _c(channels, 16, 3, 3), padding=(1, 1)))
+    y = relay.nn.conv2d(y, _c(channels, 1, 3, 3), padding=(1, 1), groups=channels)
+    m = relay.mean(y, axis=[-1, -2], keepdims=keepdims)
+    _same_as_unplanned(relay.Tuple([m, relay.mean(y, axis=[1])]), x, (3, 16, 5, 7))

@@ -104,19 +104,42 @@ def test_depthwise_conv_between_padded_convs_stays_padded():
     """58 channels (ShuffleNetV2's branch): the 1x1 conv is padded because a depthwise conv
     reads it, the depthwise conv reads its padded blocks as they are (each padded lane a
     group of zero weights), and the next 1x1 reads the depthwise result blocked: one
-    transform, back at the end (the first conv reads its plain input channel by channel)."""
+    transform, back at the end. The first conv reads its plain input zero-padded into blocks
+    (a block per tap, not a channel per tap)."""
     x = relay.var("x", shape=(1, 58, 7, 9))
     mod = _plan(_shuffle_branch(x, 58)[0], x)
-    assert _names(mod) == [*["nn.contrib_conv2d_NCHWc_fused"] * 3, "layout_transform",
-                           "strided_slice"]
-    first, dw, last = _calls(mod)[:3]
-    assert dw.args[0] is first and last.args[0] is dw
+    assert _names(mod) == ["nn.pad", "layout_transform", *["nn.contrib_conv2d_NCHWc_fused"] * 3,
+                           "layout_transform", "strided_slice"]
+    pad, into, first, dw, last = _calls(mod)[:5]
+    assert first.args[0] is into and dw.args[0] is first and last.args[0] is dw
+    assert first.attrs.in_block == 8 and first.args[1].data.shape == (8, 8, 1, 1, 8, 8)
+    assert not first.args[1].data.numpy()[:, 7, :, :, 2:, :].any()  # input lanes 58..63
     assert dw.attrs.groups == 64 and dw.attrs.lanes == 8
     assert not dw.args[1].data.numpy()[7, ..., 2:].any()  # lanes 58..63: zero weights
 
 
+def test_half_blocks_padded_to_whole_ones_for_few_taps():
+    """232 channels on AVX-512 (ShuffleNetV2's last stage) split into blocks of 8, not 16: a
+    1x1 conv is padded to 240 in NCHW16c (a thirtieth more lanes, at twice the vector width)
+    however few taps it sums, and the depthwise conv reading it takes the padded blocks as they
+    are instead of converting them to NCHW8c; 24 channels (a third more) keep their half
+    blocks."""
+    x = relay.var("x", shape=(1, 232, 7, 9))
+    mod = _plan(_shuffle_branch(x, 232)[0], x, cpu="skylake-avx512")
+    first, dw, last = [c for c in _calls(mod) if c.op.name == "nn.contrib_conv2d_NCHWc_fused"]
+    assert (first.attrs.in_block, first.attrs.lanes) == (8, 16)  # its plain input: half blocks
+    assert first.args[1].data.shape == (15, 29, 1, 1, 8, 16)
+    assert dw.args[0] is first and dw.attrs.groups == 240 and dw.attrs.lanes == 16
+    assert last.args[0] is dw and last.args[1].data.shape == (15, 15, 1, 1, 16, 16)
+    assert _names(mod)[-2:] == ["layout_transform", "strided_slice"]
+    y = relay.var("y", shape=(1, 32, 7, 9))
+    kept = _plan(relay.nn.conv2d(relay.nn.conv2d(y, _c(24, 32, 1, 1)), _c(24, 24, 1, 1)), y,
+                 cpu="skylake-avx512")
+    assert {c.attrs.lanes for c in _calls(kept) if c.op.name.startswith("nn.contrib")} == {8}
+
+
 @needs_cc
-@pytest.mark.parametrize("shape", [(1, 58, 7, 9), (2, 116, 5, 4)])
+@pytest.mark.parametrize("shape", [(1, 58, 7, 9), (2, 116, 5, 4), (3, 232, 3, 5)])
 def test_padded_depthwise_chain_matches_numpy(shape):
     c = shape[1]
     x = relay.var("x", shape=shape)
@@ -208,7 +231,9 @@ def test_resize_and_adds_of_padded_values_stay_padded():
     mod = _plan(_fuse_layer(fine, coarse, w, "nearest_neighbor", scale), fine, coarse)
     names = _names(mod)
     assert "nn.conv2d" not in names and names[-2:] == ["layout_transform", "strided_slice"]
-    assert names.count("layout_transform") == 1  # the result's (the inputs are read plain)
+    # the result's, and the two inputs' into blocks (18 padded to 24, 36 in NCHW4c): none
+    # between the convs
+    assert names.count("layout_transform") == 3 and names.count("nn.pad") == 1
     assert names.count("image.resize2d") == names.count("multiply") == 1
     resize = next(c for c in _calls(mod) if c.op.name == "image.resize2d")
     assert resize.attrs.layout == "NCHW8c"

@@ -203,6 +203,40 @@ def test_copy_to_a_blocked_layout_takes_no_producer():
     assert primitive_names(other) == ["fused_multiply_nn_relu_layout_transform"]
 
 
+SHUFFLE = """def @main(%a: Tensor[(1, 4, 5, 7, 16), float32], %b: Tensor[(1, 58, 5, 7), float32]) {
+  %0 = layout_transform(%a, src_layout="NCHW16c", dst_layout="NCHW");
+  %1 = strided_slice(%0, begin=[0], end=[58], axes=[1]);
+  %2 = (%b, %1);
+  %3 = concatenate(%2, axis=1);
+  %4 = reshape(%3, newshape=[1, 2, 58, 5, 7]);
+  %5 = transpose(%4, axes=[0, 2, 1, 3, 4]);
+  %6 = reshape(%5, newshape=[1, 116, 5, 7]);
+  %7 = nn.pad(%6, 0f, pad_width=[[0, 0], [0, 12], [0, 0], [0, 0]]);
+  layout_transform(%7, src_layout="NCHW", dst_layout="NCHW16c")
+}"""
+
+
+def test_channel_shuffle_into_blocks_is_not_inlined_into_the_copy():
+    """Point 6 through ops that move whole image rows (ShuffleNetV2's concat, channel shuffle
+    and pad into blocks, a blocked value read back): the shuffle runs along rows into a plain
+    value and the kernel copies it into blocks (inlined, the copy's vector gathered 16
+    channel planes: 152 us against 31 + 10 us at 116 x 28 x 28). A zero channel pad of a
+    function input stays with the copy: the kernel pads as it copies."""
+    shuffle, copy = primitive_names(run(FuseOps(), SHUFFLE))  # (a long name is hashed)
+    assert shuffle.startswith("fused_layout_transform_strided_slice_concatenate_reshape_")
+    assert copy == "fused_layout_transform"
+    a = np.random.default_rng(0).standard_normal((1, 4, 5, 7, 16)).astype("float32")
+    b = np.random.default_rng(1).standard_normal((1, 58, 5, 7)).astype("float32")
+    got = ember.compile(parse(SHUFFLE))(a, b)
+    plain = a.transpose(0, 1, 4, 2, 3).reshape(1, 64, 5, 7)[:, :58]
+    shuffled = np.concatenate([b, plain], 1).reshape(1, 2, 58, 5, 7).transpose(0, 2, 1, 3, 4)
+    want = np.pad(shuffled.reshape(1, 116, 5, 7), ((0, 0), (0, 12), (0, 0), (0, 0)))
+    np.testing.assert_array_equal(got, want.reshape(1, 8, 16, 5, 7).transpose(0, 1, 3, 4, 2))
+    pad_only = """def @main(%b: Tensor[(1, 58, 5, 7), float32]) {
+      %0 = nn.pad(%b, 0f, pad_width=[[0, 0], [0, 6], [0, 0], [0, 0]]);
+      layout_transform(%0, src_layout="NCHW", dst_layout="NCHW16c")
+    }"""
+    assert primitive_names(run(FuseOps(), pad_only)) == ["fused_nn_pad_layout_transform"]
 HEADS = """def @main(%a: Tensor[(1, 3, 4, 5, 8), float32], %b: Tensor[(1, 3, 2, 3, 8), float32]) {{
   %0 = layout_transform(%a, src_layout="NCHW8c", dst_layout="{dst}");
   %1 = reshape(strided_slice(%0, begin=[0], end=[21], axes=[3]), newshape=[1, -1, 7]);
