@@ -10,6 +10,8 @@
  *   __SSE2__                          4 lanes, the same on 128-bit vectors; EMBER_Q_PAIRS
  *   otherwise (or EMBER_KERNELS_PORTABLE)   4 lanes of portable C99
  *
+ * EMBER_QDOT2 adds the two int16 x int16 products of each lane's word pair (vpdpwssd with
+ * VNNI, vpmaddwd otherwise; ember_qdot2 in C): the depthwise paths' taps (qconv_dw.h).
  * AVX2's vpmaddubsw is not used: its int16 sums of two u8 x s8 products saturate
  * (255 * 127 * 2 > 32767), so results would differ from onnxruntime's VNNI ones.
  * The SIMD paths use GCC/Clang vector extensions and builtins, not <immintrin.h> (which costs
@@ -59,6 +61,12 @@ static inline ember_qvi ember_qset1(int32_t v) {
 #else
 #define EMBER_QDOT4(acc, a, b) ((ember_qvi)__builtin_ia32_vpdpbusd_v16si((acc), (a), (b)))
 #endif
+/* acc + the two int16 x int16 pair products of each lane (vpdpwssd: no saturation) */
+#if defined(__clang__)
+#define EMBER_QDOT2(acc, a, b) ((ember_qvi)__builtin_ia32_vpdpwssd512((acc), (a), (b)))
+#else
+#define EMBER_QDOT2(acc, a, b) ((ember_qvi)__builtin_ia32_vpdpwssd_v16si((acc), (a), (b)))
+#endif
 #else
 /* acc + the two int16 x int16 pair products of each lane (vpmaddwd) */
 #if EMBER_QL == 8
@@ -68,6 +76,7 @@ static inline ember_qvi ember_qset1(int32_t v) {
 #define EMBER_QMADD(a, b) \
   ((ember_qvi)__builtin_ia32_pmaddwd128((ember_qvh)(a), (ember_qvh)(b)))
 #endif
+#define EMBER_QDOT2(acc, a, b) ((acc) + EMBER_QMADD((a), (b)))
 #endif
 #endif /* vector extensions */
 
@@ -75,6 +84,13 @@ static inline ember_qvi ember_qset1(int32_t v) {
  * word holding two int16 (low half first); the u8 activations are split alike. */
 static inline uint32_t ember_qpair(int32_t lo, int32_t hi) {
   return (uint32_t)(uint16_t)(int16_t)lo | ((uint32_t)(uint16_t)(int16_t)hi << 16);
+}
+
+/* The sum of the two int16 x int16 products of words a and b (low halves, high halves): one
+ * lane of EMBER_QDOT2, in C. */
+static inline int32_t ember_qdot2(uint32_t a, uint32_t b) {
+  return (int32_t)(int16_t)(uint16_t)a * (int16_t)(uint16_t)b +
+         (int32_t)(int16_t)(uint16_t)(a >> 16) * (int16_t)(uint16_t)(b >> 16);
 }
 
 /* round half to even of float v already clamped into [lo - zp, hi - zp] (|v| < 2^22), plus
