@@ -403,7 +403,7 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
 #if defined(EMBER_Q_VNNI)
-  a.lanes = ember_qconv_depthwise(&a) && oh * ow <= EMBER_QCONV_LANES_MAX && h * wd >= 6;
+  a.lanes = ember_qconv_depthwise(&a) && oh * ow <= EMBER_QCONV_LANES_MAX;
 #else
   a.lanes = 0;
 #endif

@@ -293,20 +293,13 @@ static void ember_qconv_dws_geometry(const ember_qconv_args* a, ember_qconv_dw_g
 #if defined(EMBER_Q_VNNI)
 /* Depthwise with channels in lanes (AVX-512), for maps too small for a loop per channel to
  * pay (7x7, 14x14: its set-up outweighed its taps). An item is (image, block of 16 channels):
- * the block's input is gathered (vpgatherdd, one pixel of 16 channels at a time) into a
+ * the block's input is read 16 pixels of its 16 channels at a time, transposed into a
  * zero-point-padded int32 plane [hp][wp][16], paired along it (each lane's word: the pixel's
  * value and the next pixel's), each output pixel accumulates its pairs as whole vectors
- * (per-lane weight words and scale), the requantized values go to `staged` [pixel][16]
- * int32, and are gathered back 16 pixels of one channel at a time. */
+ * (per-lane weight words and scale), the requantized bytes go to `staged` [pixel][16] and
+ * are transposed back 16 pixels at a time. */
 #define EMBER_QCONV_LANES_MAX 1024 /* output pixels up to which depthwise runs in lanes */
 typedef int32_t ember_qv16 __attribute__((vector_size(64)));
-#if defined(__clang__)
-#define EMBER_QGATHER(src, base, idx, mask, scale) \
-  ((ember_qv16)__builtin_ia32_gathersiv16si((src), (base), (idx), (mask), (scale)))
-#else
-#define EMBER_QGATHER(src, base, idx, mask, scale) \
-  ((ember_qv16)__builtin_ia32_gathersiv16si((src), (base), (idx), (short)(mask), (scale)))
-#endif
 
 static inline int64_t ember_qconv_dwl_hp(const ember_qconv_args* a) {
   return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
@@ -315,10 +308,31 @@ static inline int64_t ember_qconv_dwl_wp(const ember_qconv_args* a) {
   return (a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1;
 }
 
+/* 16 x 16 bytes transposed in place (r[j] becomes byte j of every r): four rounds of
+ * interleaving r[i] with r[i + 8] (punpcklbw / punpckhbw). */
+#if defined(__clang__)
+#define EMBER_QSHUF16(a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#else
+#define EMBER_QSHUF16(a, b, ...) __builtin_shuffle((a), (b), (ember_qvub){__VA_ARGS__})
+#endif
+static inline void ember_qconv_dwl_transpose(ember_qvub r[16]) {
+  ember_qvub t[16];
+  int i, k;
+  for (k = 0; k < 4; ++k) {
+    for (i = 0; i < 8; ++i) {
+      t[2 * i] = EMBER_QSHUF16(r[i], r[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22,
+                               7, 23);
+      t[2 * i + 1] = EMBER_QSHUF16(r[i], r[i + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13,
+                                   29, 14, 30, 15, 31);
+    }
+    memcpy(r, t, sizeof t);
+  }
+}
+
 /* The output pixels of an item into `staged` (see ember_qconv_dwl_item); inlined with a
  * constant pair count for 3x3 (6: the loop unrolled, the weights in registers). */
 static inline __attribute__((always_inline)) void ember_qconv_dwl_pixels(
-    const ember_qconv_args* a, const ember_qv16* plane, int32_t* staged, const ember_qv16* wv,
+    const ember_qconv_args* a, const ember_qv16* plane, uint8_t* staged, const ember_qv16* wv,
     const ember_qconv_dw_tpair* pairs, int64_t npairs, ember_qv16 bias, ember_qvf scale) {
   const int64_t wp = ember_qconv_dwl_wp(a);
   const float magic = 12582912.0f;
@@ -336,8 +350,11 @@ static inline __attribute__((always_inline)) void ember_qconv_dwl_pixels(
       v = ember_qselect(v > fhi, fhi, v);
       v = ember_qselect(v == v, v, z); /* NaN -> 0 */
       v = (v + magic) - magic;
-      acc = __builtin_convertvector(v, ember_qv16) + a->y_zp;
-      memcpy(staged + (oy * a->ow + ox) * 16, &acc, sizeof acc);
+      {
+        const ember_qvub q = __builtin_convertvector(__builtin_convertvector(v, ember_qv16) +
+                                                     a->y_zp, ember_qvub); /* in range */
+        memcpy(staged + (oy * a->ow + ox) * 16, &q, 16);
+      }
     }
   }
 }
@@ -354,20 +371,48 @@ static int64_t ember_qconv_dwl_pairs(const ember_qconv_args* a, int64_t* offsets
   return ember_qconv_dw_pairs(offsets, a->kh * a->kw, pairs);
 }
 
+/* Row `in` (the block's input row y of channel 0; channel l hw bytes on) into plane row
+ * `row` (wp values): `left` zero-point values, the pixels as 16-channel vectors (16 pixels
+ * of 16 channels transposed at a time), zero points to the right. */
+static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qv16* row, const uint8_t* in,
+                                int64_t nl, int64_t left, ember_qvub bflip, ember_qv16 zp) {
+  const int64_t wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
+  const ember_qvub bzero = {0};
+  int64_t i, l, x;
+  for (i = 0; i < left; ++i) row[i] = zp;
+  for (i = a->pw + a->wd; i < wp; ++i) row[i] = zp;
+  for (x = 0; x < a->wd && x + a->pw < wp; x += 16) {
+    const int64_t n = a->wd - x < 16 ? a->wd - x : 16;
+    ember_qvub r[16];
+    for (l = 0; l < 16; ++l) {
+      if (l < nl && n == 16) {
+        memcpy(&r[l], in + l * hw + x, 16); /* a constant size: one vector load */
+      } else {
+        r[l] = bzero;
+        if (l < nl) memcpy(&r[l], in + l * hw + x, (size_t)n);
+      }
+    }
+    ember_qconv_dwl_transpose(r);
+    for (i = 0; i < n && x + i + a->pw < wp; ++i) {
+      row[x + i + a->pw] = __builtin_convertvector(r[i] ^ bflip, ember_qv16);
+    }
+  }
+}
+
 static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_qv16* plane,
-                                 int32_t* staged, ember_qv16* wv,
+                                 uint8_t* staged, ember_qv16* wv,
                                  const ember_qconv_dw_tpair* pairs, int64_t npairs) {
   const int64_t blocks = (a->c + 15) / 16, b = item / blocks, c0 = (item % blocks) * 16;
   const int64_t nl = a->c - c0 < 16 ? a->c - c0 : 16;
   const int64_t hp = ember_qconv_dwl_hp(a), wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
-  const int mask = (int)((1u << nl) - 1u);
-  const ember_qv16 zero = {0}, zp = zero + a->x_zp, flip = zero + a->flip, byte = zero + 0xFF;
+  const ember_qv16 zero = {0}, zp = zero + a->x_zp;
+  const ember_qvub bzero = {0}, bflip = bzero + a->flip;
   const uint8_t* src = a->x + (b * a->c + c0) * hw;
   int32_t lane_bias[16];
   float lane_scale[16];
-  ember_qv16 bias, lane_offsets;
+  ember_qv16 bias;
   ember_qvf scale;
-  int64_t l, t, i, y, x;
+  int64_t l, t, i, iy;
   for (l = 0; l < 16; ++l) { /* lanes past the channels: zero weights, never stored */
     const int64_t ch = c0 + (l < nl ? l : 0);
     const int8_t* wk = a->w + ch * (a->k4 * 16);
@@ -377,50 +422,41 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
     }
     lane_bias[l] = a->bias[ch];
     lane_scale[l] = a->scale[ch];
-    ((int32_t*)&lane_offsets)[l] = (int32_t)(l * hw);
   }
   memcpy(&bias, lane_bias, sizeof bias);
   memcpy(&scale, lane_scale, sizeof scale);
-  for (i = 0; i < hp * wp; ++i) plane[i] = zp;
-  for (y = 0; y < a->h; ++y) {
-    const int64_t iy = y + a->ph;
-    if (iy < 0 || iy >= hp) continue;
-    for (x = 0; x < a->wd; ++x) {
-      const int64_t ix = x + a->pw, pix = y * a->wd + x;
-      ember_qv16 v;
-      if (ix < 0 || ix >= wp) continue;
-      /* a word ending at the byte (starting at it for the first three, bytes 0-5 at most:
-       * never past the channel's plane, which has at least 6) */
-      if (pix >= 3) {
-        v = EMBER_QGATHER(zero, src + pix - 3, lane_offsets, mask, 1);
-        v = (ember_qv16)((uint32_t __attribute__((vector_size(64))))v >> 24);
-      } else {
-        v = EMBER_QGATHER(zero, src + pix, lane_offsets, mask, 1) & byte;
-      }
-      plane[iy * wp + ix] = (v ^ flip) & byte;
+  for (iy = 0; iy < hp; ++iy) { /* row iy built, then row iy - 1 paired (in L1) */
+    ember_qv16* row = plane + iy * wp;
+    const int64_t y = iy - a->ph, left = a->pw < wp ? a->pw : wp;
+    if (y < 0 || y >= a->h) {
+      for (i = 0; i < wp; ++i) row[i] = zp;
+    } else {
+      ember_qconv_dwl_row(a, row, src + y * a->wd, nl, left, bflip, zp);
+    }
+    if (iy > 0) { /* its last value pairs with this row's first */
+      for (i = 0; i < wp; ++i) row[i - wp] |= row[i - wp + 1] << 16;
     }
   }
-  for (i = 0; i + 1 < hp * wp; ++i) plane[i] |= plane[i + 1] << 16;
+  for (i = 0; i + 1 < wp; ++i) plane[(hp - 1) * wp + i] |= plane[(hp - 1) * wp + i + 1] << 16;
   if (npairs == 6) {
     ember_qconv_dwl_pixels(a, plane, staged, wv, pairs, 6, bias, scale);
   } else {
     ember_qconv_dwl_pixels(a, plane, staged, wv, pairs, npairs, bias, scale);
   }
-  {
-    ember_qv16 rows;
-    for (i = 0; i < 16; ++i) ((int32_t*)&rows)[i] = (int32_t)(i * 16);
+  for (i = 0; i < a->p; i += 16) { /* 16 pixels of the 16 channels, transposed back */
+    const int64_t n = a->p - i < 16 ? a->p - i : 16;
+    ember_qvub r[16];
+    for (l = 0; l < 16; ++l) {
+      r[l] = bzero;
+      if (l < n) memcpy(&r[l], staged + (i + l) * 16, 16);
+    }
+    ember_qconv_dwl_transpose(r);
     for (l = 0; l < nl; ++l) {
-      uint8_t* dst = a->y + (b * a->c + c0 + l) * a->p;
-      for (i = 0; i < a->p; i += 16) {
-        const int64_t n = a->p - i < 16 ? a->p - i : 16;
-        const ember_qv16 v = EMBER_QGATHER(zero, staged + i * 16 + l, rows * 4,
-                                           (int)((1u << n) - 1u), 1);
-        const ember_qvub q = __builtin_convertvector(v, ember_qvub);
-        if (n == 16) {
-          memcpy(dst + i, &q, 16); /* a constant size: one vector store */
-        } else {
-          memcpy(dst + i, &q, (size_t)n);
-        }
+      uint8_t* dst = a->y + (b * a->c + c0 + l) * a->p + i;
+      if (n == 16) {
+        memcpy(dst, &r[l], 16); /* a constant size: one vector store */
+      } else {
+        memcpy(dst, &r[l], (size_t)n);
       }
     }
   }
@@ -448,7 +484,7 @@ static int ember_qconv_dw_range(const ember_qconv_args* a, int64_t lo, int64_t h
     g.pairs = (ember_qconv_dw_tpair*)(g.offsets + taps);
     npairs = ember_qconv_dwl_pairs(a, g.offsets, g.pairs);
     for (item = lo; item < hi; ++item) {
-      ember_qconv_dwl_item(a, item, (ember_qv16*)buf, (int32_t*)(buf + plane_bytes),
+      ember_qconv_dwl_item(a, item, (ember_qv16*)buf, buf + plane_bytes,
                            (ember_qv16*)(buf + plane_bytes + staged_bytes), g.pairs, npairs);
     }
     return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
