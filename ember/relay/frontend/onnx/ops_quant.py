@@ -6,7 +6,8 @@ The int8 kernels take what they can: QLinearConv by constant weights with consta
 zero points becomes one nn.contrib_qconv2d (requantization fused; :func:`_qconv2d`), and so
 does QDQ's DequantizeLinear -> Conv [-> Relu | Clip] -> QuantizeLinear (:func:`_qdq_conv`);
 MatMulInteger and QLinearMatMul by a constant right operand run their product on
-nn.contrib_qdense (:func:`_qdense`). Everything else is decomposed.
+nn.contrib_qdense (:func:`_qdense`); QLinearAdd of two operands of one shape is one
+nn.contrib_qadd (:func:`_qadd`). Everything else is decomposed.
 
 There the integer products run in int32 on the zero-point-shifted operands (``cast(a, int32) -
 a_zero_point``), so dense, batch_matmul and conv2d see plain int32 tensors; requantizing
@@ -402,6 +403,44 @@ def qlinear_binary(fn: Any) -> Any:
     return convert
 
 
+def qlinear_add(node: Node) -> RelayExpr:
+    fused = _qadd(node)
+    return fused if fused is not None else qlinear_binary(_op.add)(node)
+
+
+def _qadd(node: Node) -> RelayExpr | None:
+    """QLinearAdd as nn.contrib_qadd (one int8 kernel): u8/s8 operands of one static shape,
+    constant per-tensor float32 scales and zero points of the operands' types, a u8/s8
+    output. None for anything else (broadcasting adds keep the decomposition)."""
+    from ....topi.nn import qadd as kernel
+
+    if not all(node.has_input(i) for i in (1, 4, 6)):
+        return None
+    a_ty, b_ty = node.type(0), node.type(3)
+    if tuple(a_ty.shape) != tuple(b_ty.shape) or \
+            not all(isinstance(d, int) for d in a_ty.shape):
+        return None
+    out_dtype = node.dtype(7) if node.has_input(7) else node.dtype(0)
+    zps = {0: 2, 3: 5, None: 7}
+    if any(t not in kernel.RANGES for t in (node.dtype(0), node.dtype(3), out_dtype)):
+        return None
+    values = {i: node.value(i) for i in (1, 2, 4, 5, 6, 7) if node.has_input(i)}
+    if any(v is None or v.size != 1 for v in values.values()):
+        return None
+    if any(values[i].dtype != np.float32 for i in (1, 4, 6)):
+        return None
+    for x, zp in zps.items():
+        want = out_dtype if x is None else node.dtype(x)
+        if zp in values and values[zp].dtype != want:
+            return None
+    ra, rb = kernel.ratios(*(float(values[i].reshape(-1)[0]) for i in (1, 4, 6)))
+    if not (np.isfinite(ra) and np.isfinite(rb)):
+        return None
+    zp = {i: int(values[i].reshape(-1)[0]) if i in values else 0 for i in (2, 5, 7)}
+    return _op.nn.contrib_qadd(node.input(0, "A"), node.input(3, "B"), ra=ra, rb=rb,
+                               a_zp=zp[2], b_zp=zp[5], y_zp=zp[7], out_dtype=out_dtype)
+
+
 def qlinear_unary(fn: Any) -> Any:
     def convert(node: Node) -> RelayExpr:
         return _quant_out(node, fn(node, _deq(node, 0, "X")), 3, 4, 0)
@@ -498,7 +537,9 @@ def contrib_table() -> dict[str, Any]:
         "QGemm": _e(qgemm, "int32 product of the zero-point-shifted operands (+ C), scaled; "
                     "quantized when y_scale is given, else float32; a constant B on the int8 "
                     "GEMM (nn.contrib_qdense)"),
-        "QLinearAdd": _e(qlinear_binary(_op.add), note.format("added")),
+        "QLinearAdd": _e(qlinear_add, "one int8 kernel (qadd.h) for operands of one shape "
+                         "with constant per-tensor scales and zero points; else "
+                         + note.format("added")),
         "QLinearAveragePool": _e(qlinear_unary(_average_pool), note.format("average pool "
                                                                           "(NCHW)")),
         "QLinearConcat": _e(qlinear_concat, note.format("concatenated")),
