@@ -111,6 +111,8 @@ def _as_f32(node: Node, i: int) -> RelayExpr:
 # ---------------------------------------------------------------- linear (de)quantization
 def quantize_linear(node: Node) -> RelayExpr:
     fused = _qdq_conv(node)
+    if fused is None:
+        fused = _qdq_add(node)
     if fused is not None:
         return fused
     x, ndim = node.input(0, "x"), node.ndim(0)
@@ -652,3 +654,46 @@ def _qdq_conv(node: Node) -> RelayExpr | None:
         x_zp=folded.x_zp, has_w_zp=folded.has_w_zp, y_zp=zy, out_dtype=out_dtype,
         y_min=y_range[0] if y_range[0] != lo else None,
         y_max=y_range[1] if y_range[1] != hi else None)
+
+
+def _qdq_add(node: Node) -> RelayExpr | None:
+    """QDQ's DequantizeLinear x 2 -> Add [-> Relu] -> QuantizeLinear as nn.contrib_qadd (what
+    onnxruntime fuses into QLinearAdd): 8-bit operands of one static shape, each dequantized
+    with a constant scalar scale and zero point, a scalar output scale and zero point."""
+    from ....topi.nn import qadd as kernel
+
+    table = _qdq_table(node)
+    if not table or node.dtype(0) != F32:
+        return None
+    y_scale, y_zp = node.value(1), node.value(2) if node.has_input(2) else np.zeros((), "uint8")
+    if y_scale is None or y_zp is None or y_scale.size != 1 or y_zp.size != 1 or \
+            node.dtype(1) != F32:
+        return None
+    out_dtype = _output_type(node, 2)
+    if out_dtype not in kernel.RANGES:
+        return None
+    lo, hi = kernel.RANGES[out_dtype]
+    zy = int(y_zp.reshape(-1)[0])
+    expr, y_min = node.input(0), None
+    relu = _call_of(expr, "nn.relu")
+    if relu is not None:
+        expr, y_min = relu.args[0], max(lo, zy)
+    add = _call_of(expr, "add")
+    if add is None:
+        return None
+    da, db = (table.get(arg) for arg in add.args)
+    for d in (da, db):
+        if d is None or d.value is not None or d.dtype not in kernel.RANGES or \
+                d.scale.size != 1 or d.zp.size != 1 or d.zp.dtype.name != d.dtype:
+            return None
+    a_ty, b_ty = node.type_of(da.x), node.type_of(db.x)
+    if tuple(a_ty.shape) != tuple(b_ty.shape) or \
+            not all(isinstance(d, int) for d in a_ty.shape):
+        return None
+    ra, rb = kernel.ratios(float(da.scale.reshape(-1)[0]), float(db.scale.reshape(-1)[0]),
+                           float(y_scale.reshape(-1)[0]))
+    if not (np.isfinite(ra) and np.isfinite(rb)):
+        return None
+    return _op.nn.contrib_qadd(da.x, db.x, ra=ra, rb=rb, a_zp=int(da.zp.reshape(-1)[0]),
+                               b_zp=int(db.zp.reshape(-1)[0]), y_zp=zy, out_dtype=out_dtype,
+                               y_min=y_min)
