@@ -229,6 +229,30 @@ def test_qlinear_conv_depthwise_pairs_at_every_level(level, shape, monkeypatch):
     _check(model, x, "c" if level == "c" else "llvm")
 
 
+# Dense convs whose input interleave (channels in fours, 16 pixels at a time) runs its vector
+# loop and tail: a 1x1 conv over an unpadded plane (one flat run of 99 pixels) and a padded
+# 3x3 with rows of 37; channel counts not a multiple of 4, s8 and u8 inputs.
+DENSE_INTERLEAVE = [  # n, c, o, h, w, k, pad, x_dtype
+    (2, 19, 21, 9, 11, 1, 0, "int8"),
+    (1, 7, 9, 5, 37, 3, 1, "uint8"),
+]
+
+
+@pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("haswell", id="avx2"),
+                                   pytest.param("x86-64-v2", id="sse2"),
+                                   pytest.param("c", id="portable")])
+@pytest.mark.parametrize("shape", DENSE_INTERLEAVE, ids=[str(s[:7]) for s in DENSE_INTERLEAVE])
+def test_qlinear_conv_dense_interleave_at_every_level(level, shape, monkeypatch):
+    n, c, o, h, w, k, pad, x_dtype = shape
+    if level not in ("c", "native"):
+        monkeypatch.setenv("EMBER_MARCH", level)
+    model, x = _case(np.random.default_rng(c + o), n=n, c=c, o=o, h=h, w=w, k=k, stride=1,
+                     pad=pad, groups=1, x_dtype=x_dtype, w_dtype="int8", zp_kind="odd",
+                     per_channel=True, y_dtype=x_dtype, with_bias=True)
+    _check(model, x, "c" if level == "c" else "llvm")
+
+
 def test_non_constant_weight_keeps_the_decomposition():
     """A weight given at run time cannot be prepacked: the int32 decomposition stays."""
     rng = np.random.default_rng(0)

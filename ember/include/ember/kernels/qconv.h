@@ -80,14 +80,51 @@ static inline int64_t ember_qconv_items(const ember_qconv_args* a) {
   return ember_qconv_depthwise(a) ? a->n * a->c : a->n * a->groups * a->pblocks;
 }
 
+/* dst[x] = the word of bytes r0[x], r1[x], r2[x], r3[x] (low first), ^ flip, & mask, for
+ * x < n: 16 pixels at a time as two rounds of interleaves (bytes, then byte pairs). */
+static inline void ember_qconv_words(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2,
+                                     const uint8_t* r3, uint32_t* dst, int64_t n, uint32_t flip,
+                                     uint32_t mask) {
+  int64_t x = 0;
+#if defined(EMBER_Q_VECTOR_EXT)
+  const ember_qw4 zw = {0}, vflip = zw + flip, vmask = zw + mask;
+  for (; x + 16 <= n; x += 16) {
+    ember_qb16 b0, b1, b2, b3, lo01, hi01, lo23, hi23;
+    ember_qw4 w[4];
+    int i;
+    memcpy(&b0, r0 + x, 16);
+    memcpy(&b1, r1 + x, 16);
+    memcpy(&b2, r2 + x, 16);
+    memcpy(&b3, r3 + x, 16);
+    lo01 = EMBER_QSHUF16(b0, b1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    hi01 = EMBER_QSHUF16(b0, b1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    lo23 = EMBER_QSHUF16(b2, b3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    hi23 = EMBER_QSHUF16(b2, b3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    w[0] = (ember_qw4)EMBER_QSHUF8H((ember_qh8)lo01, (ember_qh8)lo23, 0, 8, 1, 9, 2, 10, 3, 11);
+    w[1] = (ember_qw4)EMBER_QSHUF8H((ember_qh8)lo01, (ember_qh8)lo23, 4, 12, 5, 13, 6, 14, 7, 15);
+    w[2] = (ember_qw4)EMBER_QSHUF8H((ember_qh8)hi01, (ember_qh8)hi23, 0, 8, 1, 9, 2, 10, 3, 11);
+    w[3] = (ember_qw4)EMBER_QSHUF8H((ember_qh8)hi01, (ember_qh8)hi23, 4, 12, 5, 13, 6, 14, 7, 15);
+    for (i = 0; i < 4; ++i) {
+      w[i] = (w[i] ^ vflip) & vmask;
+      memcpy(dst + x + 4 * i, &w[i], 16);
+    }
+  }
+#endif
+  for (; x < n; ++x) {
+    dst[x] = (((uint32_t)r0[x] | (uint32_t)r1[x] << 8 | (uint32_t)r2[x] << 16 |
+               (uint32_t)r3[x] << 24) ^ flip) & mask;
+  }
+}
+
 /* The input of group g of image b as u32 words xq[cq][hp][wp], zero-point padded: word
  * (cq, y, x) holds input channels 4 cq .. 4 cq + 3 of the group at (y - ph, x - pw) in its
  * bytes (u8 view; zero bytes past the group's channels). Each input byte is combined once;
- * the panels then copy words. */
+ * the panels then copy words. An unpadded plane (no padding, nothing cropped) is one run. */
 static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t g,
                                    uint32_t* xq) {
   const int64_t cq4 = (a->cg + 3) / 4;
   const int64_t cols = a->wd < a->wp - a->pw ? a->wd : a->wp - a->pw;
+  const int flat = a->ph == 0 && a->pw == 0 && a->hp == a->h && a->wp == a->wd;
   int64_t cq, y, x, j;
   for (cq = 0; cq < cq4; ++cq) {
     const int64_t c0 = cq * 4, real = a->cg - c0 < 4 ? a->cg - c0 : 4;
@@ -99,24 +136,22 @@ static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t
       const int64_t ci = g * a->cg + c0 + (j < real ? j : 0);
       planes[j] = a->x + (b * a->c + ci) * a->h * a->wd;
     }
+    if (flat) {
+      ember_qconv_words(planes[0], planes[1], planes[2], planes[3], xq + cq * a->hp * a->wp,
+                        a->h * a->wd, flip, mask);
+      continue;
+    }
     for (y = 0; y < a->hp; ++y) {
-      const int64_t sy = y - a->ph;
+      const int64_t sy = y - a->ph, off = sy * a->wd;
       uint32_t* dst = xq + (cq * a->hp + y) * a->wp;
       if (sy < 0 || sy >= a->h) {
         for (x = 0; x < a->wp; ++x) dst[x] = zpw;
         continue;
       }
-      {
-        const uint8_t *r0 = planes[0] + sy * a->wd, *r1 = planes[1] + sy * a->wd;
-        const uint8_t *r2 = planes[2] + sy * a->wd, *r3 = planes[3] + sy * a->wd;
-        uint32_t* d = dst + a->pw;
-        for (x = 0; x < a->pw; ++x) dst[x] = zpw;
-        for (x = 0; x < cols; ++x) {
-          d[x] = (((uint32_t)r0[x] | (uint32_t)r1[x] << 8 | (uint32_t)r2[x] << 16 |
-                   (uint32_t)r3[x] << 24) ^ flip) & mask;
-        }
-        for (x = a->pw + cols; x < a->wp; ++x) dst[x] = zpw;
-      }
+      for (x = 0; x < a->pw; ++x) dst[x] = zpw;
+      ember_qconv_words(planes[0] + off, planes[1] + off, planes[2] + off, planes[3] + off,
+                        dst + a->pw, cols, flip, mask);
+      for (x = a->pw + cols; x < a->wp; ++x) dst[x] = zpw;
     }
   }
 }

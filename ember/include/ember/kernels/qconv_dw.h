@@ -310,13 +310,8 @@ static inline int64_t ember_qconv_dwl_wp(const ember_qconv_args* a) {
 
 /* 16 x 16 bytes transposed in place (r[j] becomes byte j of every r): four rounds of
  * interleaving r[i] with r[i + 8] (punpcklbw / punpckhbw). */
-#if defined(__clang__)
-#define EMBER_QSHUF16(a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
-#else
-#define EMBER_QSHUF16(a, b, ...) __builtin_shuffle((a), (b), (ember_qvub){__VA_ARGS__})
-#endif
-static inline void ember_qconv_dwl_transpose(ember_qvub r[16]) {
-  ember_qvub t[16];
+static inline void ember_qconv_dwl_transpose(ember_qb16 r[16]) {
+  ember_qb16 t[16];
   int i, k;
   for (k = 0; k < 4; ++k) {
     for (i = 0; i < 8; ++i) {
@@ -375,15 +370,15 @@ static int64_t ember_qconv_dwl_pairs(const ember_qconv_args* a, int64_t* offsets
  * `row` (wp values): `left` zero-point values, the pixels as 16-channel vectors (16 pixels
  * of 16 channels transposed at a time), zero points to the right. */
 static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qv16* row, const uint8_t* in,
-                                int64_t nl, int64_t left, ember_qvub bflip, ember_qv16 zp) {
+                                int64_t nl, int64_t left, ember_qb16 bflip, ember_qv16 zp) {
   const int64_t wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
-  const ember_qvub bzero = {0};
+  const ember_qb16 bzero = {0};
   int64_t i, l, x;
   for (i = 0; i < left; ++i) row[i] = zp;
   for (i = a->pw + a->wd; i < wp; ++i) row[i] = zp;
   for (x = 0; x < a->wd && x + a->pw < wp; x += 16) {
     const int64_t n = a->wd - x < 16 ? a->wd - x : 16;
-    ember_qvub r[16];
+    ember_qb16 r[16];
     for (l = 0; l < 16; ++l) {
       if (l < nl && n == 16) {
         memcpy(&r[l], in + l * hw + x, 16); /* a constant size: one vector load */
@@ -406,7 +401,7 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
   const int64_t nl = a->c - c0 < 16 ? a->c - c0 : 16;
   const int64_t hp = ember_qconv_dwl_hp(a), wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
   const ember_qv16 zero = {0}, zp = zero + a->x_zp;
-  const ember_qvub bzero = {0}, bflip = bzero + a->flip;
+  const ember_qb16 bzero = {0}, bflip = bzero + a->flip;
   const uint8_t* src = a->x + (b * a->c + c0) * hw;
   int32_t lane_bias[16];
   float lane_scale[16];
@@ -445,7 +440,7 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
   }
   for (i = 0; i < a->p; i += 16) { /* 16 pixels of the 16 channels, transposed back */
     const int64_t n = a->p - i < 16 ? a->p - i : 16;
-    ember_qvub r[16];
+    ember_qb16 r[16];
     for (l = 0; l < 16; ++l) {
       r[l] = bzero;
       if (l < n) memcpy(&r[l], staged + (i + l) * 16, 16);

@@ -78,6 +78,19 @@ static inline ember_qvi ember_qset1(int32_t v) {
 #endif
 #define EMBER_QDOT2(acc, a, b) ((acc) + EMBER_QMADD((a), (b)))
 #endif
+/* Shuffles of 16-byte vectors (two of them: indexes 0-15 the first, 16-31 the second) and of
+ * 8 x u16 vectors, for byte interleaves and transposes; GCC's __builtin_shuffle takes the
+ * indexes as a vector, Clang's __builtin_shufflevector as arguments. */
+typedef uint8_t ember_qb16 __attribute__((vector_size(16)));
+typedef uint16_t ember_qh8 __attribute__((vector_size(16)));
+typedef uint32_t ember_qw4 __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define EMBER_QSHUF16(a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#define EMBER_QSHUF8H(a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#else
+#define EMBER_QSHUF16(a, b, ...) __builtin_shuffle((a), (b), (ember_qb16){__VA_ARGS__})
+#define EMBER_QSHUF8H(a, b, ...) __builtin_shuffle((a), (b), (ember_qh8){__VA_ARGS__})
+#endif
 #endif /* vector extensions */
 
 /* The int16 pairs of four s8 weights (b0, b1, b2, b3): (b0, b2) and (b1, b3), each an int32
