@@ -330,7 +330,6 @@ static inline __attribute__((always_inline)) void ember_qconv_dwl_pixels(
     const ember_qconv_args* a, const ember_qv16* plane, uint8_t* staged, const ember_qv16* wv,
     const ember_qconv_dw_tpair* pairs, int64_t npairs, ember_qv16 bias, ember_qvf scale) {
   const int64_t wp = ember_qconv_dwl_wp(a);
-  const float magic = 12582912.0f;
   const ember_qvf z = {0};
   const ember_qvf flo = z + (float)(a->y_lo - a->y_zp), fhi = z + (float)(a->y_hi - a->y_zp);
   int64_t oy, ox, t;
@@ -344,10 +343,9 @@ static inline __attribute__((always_inline)) void ember_qconv_dwl_pixels(
       v = ember_qselect(v < flo, flo, v);
       v = ember_qselect(v > fhi, fhi, v);
       v = ember_qselect(v == v, v, z); /* NaN -> 0 */
-      v = (v + magic) - magic;
       {
-        const ember_qvub q = __builtin_convertvector(__builtin_convertvector(v, ember_qv16) +
-                                                     a->y_zp, ember_qvub); /* in range */
+        const ember_qvub q = __builtin_convertvector(EMBER_QCVT_RN(v) + a->y_zp,
+                                                     ember_qvub); /* in range */
         memcpy(staged + (oy * a->ow + ox) * 16, &q, 16);
       }
     }

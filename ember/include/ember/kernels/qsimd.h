@@ -130,11 +130,23 @@ static inline ember_qvf ember_qselect(ember_qvi m, ember_qvf a, ember_qvf b) {
   return (ember_qvf)((m & (ember_qvi)a) | (~m & (ember_qvi)b));
 }
 
+typedef uint8_t ember_qvub_u __attribute__((vector_size(EMBER_QL), aligned(1), may_alias));
+
+/* float -> int32 lanes rounded under the current rounding mode (nearest, ties to even: the
+ * default), one instruction (vcvtps2dq); |v| < 2^31. */
+#if defined(EMBER_Q_VNNI)
+#define EMBER_QCVT_RN(v) \
+  ((ember_qvi)__builtin_ia32_cvtps2dq512_mask((v), (ember_qvi){0}, (short)-1, 4))
+#elif EMBER_QL == 8
+#define EMBER_QCVT_RN(v) ((ember_qvi)__builtin_ia32_cvtps2dq256((v)))
+#else
+#define EMBER_QCVT_RN(v) ((ember_qvi)__builtin_ia32_cvtps2dq((v)))
+#endif
+
 /* The requantized lanes of acc, as bytes (u8 or s8 by [lo, hi]) stored to y (n <= EMBER_QL
  * of them). */
 static inline void ember_qstore(uint8_t* y, ember_qvi acc, float scale, int32_t zp, int32_t lo,
                                 int32_t hi, int64_t n) {
-  const float magic = 12582912.0f;
   ember_qvf z = {0};
   ember_qvf v = __builtin_convertvector(acc, ember_qvf) * (z + scale);
   ember_qvf flo = z + (float)(lo - zp), fhi = z + (float)(hi - zp);
@@ -142,12 +154,11 @@ static inline void ember_qstore(uint8_t* y, ember_qvi acc, float scale, int32_t 
   v = ember_qselect(v < flo, flo, v);
   v = ember_qselect(v > fhi, fhi, v);
   v = ember_qselect(v == v, v, z); /* NaN -> 0 */
-  v = (v + magic) - magic;
-  q = __builtin_convertvector(v, ember_qvi) + zp;
+  q = EMBER_QCVT_RN(v) + zp;
   {
     ember_qvub b = __builtin_convertvector(q, ember_qvub); /* truncation: q is in range */
     if (n == EMBER_QL) {
-      memcpy(y, &b, EMBER_QL); /* a constant size: one vector store */
+      *(ember_qvub_u*)y = b; /* one vector store, not through a copy */
     } else {
       memcpy(y, &b, (size_t)n);
     }
