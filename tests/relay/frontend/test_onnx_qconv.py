@@ -200,8 +200,9 @@ def test_qlinear_conv_forced_simd_levels(level, depthwise, monkeypatch):
 # Depthwise geometries whose taps pair differently (qconv_dw.h): 3x3 stride 2 on a map too
 # big for the lanes path (phase planes, taps kx 0 and 2 paired), "same" stride 1 (the
 # widened channel), 5x5 (taps 25: a single per row), dilation 2 (no partners), a 3x3 map at
-# stride 2 (pairs of taps one row apart), and a 7x7 map in lanes; odd channel counts, two
-# images, s8 inputs, weight zero points.
+# stride 2 (pairs of taps one row apart), and a 7x7 map in lanes; with AVX-512 every map up
+# to about 128x128 runs in lanes, so two larger ones keep the per-channel paths tested there;
+# odd channel counts, two images, s8 inputs, weight zero points.
 DEPTHWISE_PAIRS = [  # n, c, h, w, k, stride, pad, dilation, x_dtype, w_dtype
     (2, 19, 45, 41, 3, 2, 1, 1, "uint8", "int8"),
     (1, 5, 36, 33, 3, 1, 1, 1, "int8", "int8"),
@@ -209,6 +210,8 @@ DEPTHWISE_PAIRS = [  # n, c, h, w, k, stride, pad, dilation, x_dtype, w_dtype
     (1, 3, 40, 37, 3, 1, 2, 2, "uint8", "int8"),
     (2, 17, 3, 3, 3, 2, 1, 1, "uint8", "uint8"),
     (1, 21, 7, 7, 3, 1, 1, 1, "int8", "int8"),
+    (1, 2, 133, 131, 3, 2, 1, 1, "uint8", "int8"),  # past the lanes' plane with AVX-512
+    (1, 3, 131, 135, 3, 1, 1, 1, "int8", "int8"),
 ]
 
 

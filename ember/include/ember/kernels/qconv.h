@@ -20,10 +20,10 @@
  * gathered once into a panel [k4][pixel][4] (u8) in which vectors run along pixels, and every
  * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows).
  * Depthwise convs (one input and one output channel per group) take a direct path instead
- * (qconv_dw.h): on small maps with AVX-512, 16 channels in the lanes of each vector;
- * otherwise a channel at a time, its zero-point-padded plane split into stride phases so that
- * each tap is one offset into it and the channel one vector loop (at stride 1 with symmetric
- * width padding, no plane); taps two at a time as int16 pair products.
+ * (qconv_dw.h): with AVX-512 (maps up to about 128x128), 16 channels in the lanes of each
+ * vector; otherwise a channel at a time, its zero-point-padded plane split into stride phases
+ * so that each tap is one offset into it and the channel one vector loop (at stride 1 with
+ * symmetric width padding, no plane); taps two at a time as int16 pair products.
  * Items are split over TVMBackendParallelLaunch tasks when `parallel`. Returns 0, or -1 when a
  * workspace or the parallel launch fails.
  */
@@ -438,7 +438,8 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
 #if defined(EMBER_Q_VNNI)
-  a.lanes = ember_qconv_depthwise(&a) && oh * ow <= EMBER_QCONV_LANES_MAX;
+  a.lanes = ember_qconv_depthwise(&a) &&
+            ember_qconv_dwl_hp(&a) * ember_qconv_dwl_wp(&a) <= EMBER_QCONV_LANES_MAX;
 #else
   a.lanes = 0;
 #endif
