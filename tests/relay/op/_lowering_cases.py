@@ -93,6 +93,7 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
              rng.integers(-128, 128, (1, 3, 16, 4)).astype("int8"),
              rng.integers(-999, 999, (7,)).astype("int32"), np.array(5, "uint8")],
             {"units": 7}, (0, 0)),
+        "nn.contrib_minmax": Case("nn.contrib_minmax", [rand(rng, (3, 7, 5))]),
         # a u8 and an s8 operand of 3 x 7 into s8 (the vector loop's tail only)
         "nn.contrib_qadd": Case(
             "nn.contrib_qadd",

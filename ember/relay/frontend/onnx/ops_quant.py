@@ -7,7 +7,8 @@ zero points becomes one nn.contrib_qconv2d (requantization fused; :func:`_qconv2
 does QDQ's DequantizeLinear -> Conv [-> Relu | Clip] -> QuantizeLinear (:func:`_qdq_conv`);
 MatMulInteger and QLinearMatMul by a constant right operand run their product on
 nn.contrib_qdense (:func:`_qdense`); QLinearAdd of two operands of one shape is one
-nn.contrib_qadd (:func:`_qadd`). Everything else is decomposed.
+nn.contrib_qadd (:func:`_qadd`); DynamicQuantizeLinear finds its range with one
+nn.contrib_minmax. Everything else is decomposed.
 
 There the integer products run in int32 on the zero-point-shifted operands (``cast(a, int32) -
 a_zero_point``), so dense, batch_matmul and conv2d see plain int32 tensors; requantizing
@@ -163,12 +164,22 @@ def dynamic_quantize_linear(node: Node) -> list[RelayExpr]:
     if node.dtype(0) != F32:
         raise node.fail(f"x must be float32, got {node.dtype(0)}")
     zero = scalar(0.0, F32)
-    lo = _op.minimum(_op.min(x), zero)
-    hi = _op.maximum(_op.max(x), zero)
+    if _static_nonempty(node.type(0).shape):  # both reductions in one pass (minmax.h)
+        bounds = _op.nn.contrib_minmax(x)
+        x_min, x_max = (_op.reshape(_op.strided_slice(bounds, [i], [i + 1]), ())
+                        for i in (0, 1))
+    else:
+        x_min, x_max = _op.min(x), _op.max(x)
+    lo = _op.minimum(x_min, zero)
+    hi = _op.maximum(x_max, zero)
     scale = _op.divide(_op.subtract(hi, lo), scalar(255.0, F32))
     zp = saturate(_op.round_half_even(_op.divide(_op.negative(lo), scale)), "uint8")
     y = _requantize(x, scale, zp, "uint8")
     return [y, scale, zp]
+
+
+def _static_nonempty(shape: Any) -> bool:
+    return all(isinstance(d, int) and d > 0 for d in shape)
 
 
 # ---------------------------------------------------------------- integer products
