@@ -197,6 +197,65 @@ def test_qlinear_conv_forced_simd_levels(level, depthwise, monkeypatch):
     _check(model, x, target)
 
 
+# Depthwise geometries whose taps pair differently (qconv_dw.h): 3x3 stride 2 on a map too
+# big for the lanes path (phase planes, taps kx 0 and 2 paired), "same" stride 1 (the
+# widened channel), 5x5 (taps 25: a single per row), dilation 2 (no partners), a 3x3 map at
+# stride 2 (pairs of taps one row apart), and a 7x7 map in lanes; with AVX-512 every map up
+# to about 128x128 runs in lanes, so two larger ones keep the per-channel paths tested there;
+# odd channel counts, two images, s8 inputs, weight zero points.
+DEPTHWISE_PAIRS = [  # n, c, h, w, k, stride, pad, dilation, x_dtype, w_dtype
+    (2, 19, 45, 41, 3, 2, 1, 1, "uint8", "int8"),
+    (1, 5, 36, 33, 3, 1, 1, 1, "int8", "int8"),
+    (1, 7, 34, 35, 5, 1, 2, 1, "uint8", "uint8"),
+    (1, 3, 40, 37, 3, 1, 2, 2, "uint8", "int8"),
+    (2, 17, 3, 3, 3, 2, 1, 1, "uint8", "uint8"),
+    (1, 21, 7, 7, 3, 1, 1, 1, "int8", "int8"),
+    (1, 2, 133, 131, 3, 2, 1, 1, "uint8", "int8"),  # past the lanes' plane with AVX-512
+    (1, 3, 131, 135, 3, 1, 1, 1, "int8", "int8"),
+]
+
+
+@pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("haswell", id="avx2"),
+                                   pytest.param("x86-64-v2", id="sse2"),
+                                   pytest.param("c", id="portable")])
+@pytest.mark.parametrize("shape", DEPTHWISE_PAIRS, ids=[str(s[:8]) for s in DEPTHWISE_PAIRS])
+def test_qlinear_conv_depthwise_pairs_at_every_level(level, shape, monkeypatch):
+    """The paired taps equal the numpy reference exactly at every SIMD level."""
+    n, c, h, w, k, stride, pad, dilation, x_dtype, w_dtype = shape
+    if level not in ("c", "native"):
+        monkeypatch.setenv("EMBER_MARCH", level)
+    model, x = _case(np.random.default_rng(sum(shape[:8])), n=n, c=c, o=c, h=h, w=w, k=k,
+                     stride=stride, pad=pad, groups=c, x_dtype=x_dtype, w_dtype=w_dtype,
+                     zp_kind="odd", per_channel=True, y_dtype=x_dtype, with_bias=True,
+                     dilation=dilation)
+    _check(model, x, "c" if level == "c" else "llvm")
+
+
+# Dense convs whose input interleave (channels in fours, 16 pixels at a time) runs its vector
+# loop and tail: a 1x1 conv over an unpadded plane (one flat run of 99 pixels) and a padded
+# 3x3 with rows of 37; channel counts not a multiple of 4, s8 and u8 inputs.
+DENSE_INTERLEAVE = [  # n, c, o, h, w, k, pad, x_dtype
+    (2, 19, 21, 9, 11, 1, 0, "int8"),
+    (1, 7, 9, 5, 37, 3, 1, "uint8"),
+]
+
+
+@pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("haswell", id="avx2"),
+                                   pytest.param("x86-64-v2", id="sse2"),
+                                   pytest.param("c", id="portable")])
+@pytest.mark.parametrize("shape", DENSE_INTERLEAVE, ids=[str(s[:7]) for s in DENSE_INTERLEAVE])
+def test_qlinear_conv_dense_interleave_at_every_level(level, shape, monkeypatch):
+    n, c, o, h, w, k, pad, x_dtype = shape
+    if level not in ("c", "native"):
+        monkeypatch.setenv("EMBER_MARCH", level)
+    model, x = _case(np.random.default_rng(c + o), n=n, c=c, o=o, h=h, w=w, k=k, stride=1,
+                     pad=pad, groups=1, x_dtype=x_dtype, w_dtype="int8", zp_kind="odd",
+                     per_channel=True, y_dtype=x_dtype, with_bias=True)
+    _check(model, x, "c" if level == "c" else "llvm")
+
+
 def test_non_constant_weight_keeps_the_decomposition():
     """A weight given at run time cannot be prepacked: the int32 decomposition stays."""
     rng = np.random.default_rng(0)

@@ -93,6 +93,13 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
              rng.integers(-128, 128, (1, 3, 16, 4)).astype("int8"),
              rng.integers(-999, 999, (7,)).astype("int32"), np.array(5, "uint8")],
             {"units": 7}, (0, 0)),
+        "nn.contrib_minmax": Case("nn.contrib_minmax", [rand(rng, (3, 7, 5))]),
+        # a u8 and an s8 operand of 3 x 7 into s8 (the vector loop's tail only)
+        "nn.contrib_qadd": Case(
+            "nn.contrib_qadd",
+            [rng.integers(0, 256, (3, 7)).astype("uint8"),
+             rng.integers(-128, 128, (3, 7)).astype("int8")],
+            {"ra": 0.4, "rb": 0.7, "a_zp": 9, "b_zp": -4, "y_zp": 3, "out_dtype": "int8"}, (0, 0)),
         "nn.dense": Case("nn.dense", [rand(rng, (3, 9)), rand(rng, (5, 9))], {}, SUMS),
         "nn.matmul": Case("nn.matmul", [rand(rng, (3, 9)), rand(rng, (9, 5))], {}, SUMS),
         "nn.batch_matmul": Case("nn.batch_matmul", [rand(rng, (2, 3, 9)), rand(rng, (2, 5, 9))],

@@ -19,11 +19,11 @@
  * A work item is (image, group, block of EMBER_QCONV_PB output pixels): its input window is
  * gathered once into a panel [k4][pixel][4] (u8) in which vectors run along pixels, and every
  * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows).
- * Depthwise convs (one input and one output channel per group) take a direct path instead:
- * on small maps with AVX-512, 16 channels in the lanes of each vector (ember_qconv_dwl_item);
- * otherwise a channel at a time, its zero-point-padded plane split into stride phases so that
- * each tap is one offset into it and the channel one vector loop (ember_qconv_dw_item; at
- * stride 1 with symmetric width padding, no plane: ember_qconv_dws_item).
+ * Depthwise convs (one input and one output channel per group) take a direct path instead
+ * (qconv_dw.h): with AVX-512 (maps up to about 128x128), 16 channels in the lanes of each
+ * vector; otherwise a channel at a time, its zero-point-padded plane split into stride phases
+ * so that each tap is one offset into it and the channel one vector loop (at stride 1 with
+ * symmetric width padding, no plane); taps two at a time as int16 pair products.
  * Items are split over TVMBackendParallelLaunch tasks when `parallel`. Returns 0, or -1 when a
  * workspace or the parallel launch fails.
  */
@@ -80,14 +80,51 @@ static inline int64_t ember_qconv_items(const ember_qconv_args* a) {
   return ember_qconv_depthwise(a) ? a->n * a->c : a->n * a->groups * a->pblocks;
 }
 
+/* dst[x] = the word of bytes r0[x], r1[x], r2[x], r3[x] (low first), ^ flip, & mask, for
+ * x < n: 16 pixels at a time as two rounds of interleaves (bytes, then byte pairs). */
+static inline void ember_qconv_words(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2,
+                                     const uint8_t* r3, uint32_t* dst, int64_t n, uint32_t flip,
+                                     uint32_t mask) {
+  int64_t x = 0;
+#if defined(EMBER_Q_VECTOR_EXT)
+  const ember_qw4 zw = {0}, vflip = zw + flip, vmask = zw + mask;
+  for (; x + 16 <= n; x += 16) {
+    ember_qb16 b0, b1, b2, b3, lo01, hi01, lo23, hi23;
+    ember_qw4 w[4];
+    int i;
+    memcpy(&b0, r0 + x, 16);
+    memcpy(&b1, r1 + x, 16);
+    memcpy(&b2, r2 + x, 16);
+    memcpy(&b3, r3 + x, 16);
+    lo01 = EMBER_QSHUF16(b0, b1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    hi01 = EMBER_QSHUF16(b0, b1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    lo23 = EMBER_QSHUF16(b2, b3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    hi23 = EMBER_QSHUF16(b2, b3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    w[0] = (ember_qw4)EMBER_QSHUF8H((ember_qh8)lo01, (ember_qh8)lo23, 0, 8, 1, 9, 2, 10, 3, 11);
+    w[1] = (ember_qw4)EMBER_QSHUF8H((ember_qh8)lo01, (ember_qh8)lo23, 4, 12, 5, 13, 6, 14, 7, 15);
+    w[2] = (ember_qw4)EMBER_QSHUF8H((ember_qh8)hi01, (ember_qh8)hi23, 0, 8, 1, 9, 2, 10, 3, 11);
+    w[3] = (ember_qw4)EMBER_QSHUF8H((ember_qh8)hi01, (ember_qh8)hi23, 4, 12, 5, 13, 6, 14, 7, 15);
+    for (i = 0; i < 4; ++i) {
+      w[i] = (w[i] ^ vflip) & vmask;
+      memcpy(dst + x + 4 * i, &w[i], 16);
+    }
+  }
+#endif
+  for (; x < n; ++x) {
+    dst[x] = (((uint32_t)r0[x] | (uint32_t)r1[x] << 8 | (uint32_t)r2[x] << 16 |
+               (uint32_t)r3[x] << 24) ^ flip) & mask;
+  }
+}
+
 /* The input of group g of image b as u32 words xq[cq][hp][wp], zero-point padded: word
  * (cq, y, x) holds input channels 4 cq .. 4 cq + 3 of the group at (y - ph, x - pw) in its
  * bytes (u8 view; zero bytes past the group's channels). Each input byte is combined once;
- * the panels then copy words. */
+ * the panels then copy words. An unpadded plane (no padding, nothing cropped) is one run. */
 static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t g,
                                    uint32_t* xq) {
   const int64_t cq4 = (a->cg + 3) / 4;
   const int64_t cols = a->wd < a->wp - a->pw ? a->wd : a->wp - a->pw;
+  const int flat = a->ph == 0 && a->pw == 0 && a->hp == a->h && a->wp == a->wd;
   int64_t cq, y, x, j;
   for (cq = 0; cq < cq4; ++cq) {
     const int64_t c0 = cq * 4, real = a->cg - c0 < 4 ? a->cg - c0 : 4;
@@ -99,24 +136,22 @@ static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t
       const int64_t ci = g * a->cg + c0 + (j < real ? j : 0);
       planes[j] = a->x + (b * a->c + ci) * a->h * a->wd;
     }
+    if (flat) {
+      ember_qconv_words(planes[0], planes[1], planes[2], planes[3], xq + cq * a->hp * a->wp,
+                        a->h * a->wd, flip, mask);
+      continue;
+    }
     for (y = 0; y < a->hp; ++y) {
-      const int64_t sy = y - a->ph;
+      const int64_t sy = y - a->ph, off = sy * a->wd;
       uint32_t* dst = xq + (cq * a->hp + y) * a->wp;
       if (sy < 0 || sy >= a->h) {
         for (x = 0; x < a->wp; ++x) dst[x] = zpw;
         continue;
       }
-      {
-        const uint8_t *r0 = planes[0] + sy * a->wd, *r1 = planes[1] + sy * a->wd;
-        const uint8_t *r2 = planes[2] + sy * a->wd, *r3 = planes[3] + sy * a->wd;
-        uint32_t* d = dst + a->pw;
-        for (x = 0; x < a->pw; ++x) dst[x] = zpw;
-        for (x = 0; x < cols; ++x) {
-          d[x] = (((uint32_t)r0[x] | (uint32_t)r1[x] << 8 | (uint32_t)r2[x] << 16 |
-                   (uint32_t)r3[x] << 24) ^ flip) & mask;
-        }
-        for (x = a->pw + cols; x < a->wp; ++x) dst[x] = zpw;
-      }
+      for (x = 0; x < a->pw; ++x) dst[x] = zpw;
+      ember_qconv_words(planes[0] + off, planes[1] + off, planes[2] + off, planes[3] + off,
+                        dst + a->pw, cols, flip, mask);
+      for (x = a->pw + cols; x < a->wp; ++x) dst[x] = zpw;
     }
   }
 }
@@ -342,333 +377,7 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
   }
 }
 
-/* The depthwise plane: the input padded with x_zp and cropped to what the windows read, as
- * int32 (widened once here, not per tap), its rows split into sh phases and its columns into
- * sw phases (row y in row phase y % sh at y / sh; column x alike), each phase plane hq x wq.
- * Every tap then reads, for the output at flat position p = oy * wq + ox, the value at p plus
- * a constant offset in one phase plane: a whole channel is one run of oh * wq positions (the
- * wq - ow past each row computed and dropped), so the loop over it is long enough to
- * vectorise at any width and stride. */
-/* A depthwise channel's outputs at flat positions [0, positions): bias (+ corr[p] when
- * given) + sum over taps of the int32 value at p + offsets[t] times the tap's weight (minus
- * wz times their sum), requantized and stored to out[p]. One vector of positions at a time,
- * its taps accumulated in registers. */
-static void ember_qconv_dw_taps(const ember_qconv_args* a, const int32_t* base,
-                                const int64_t* offsets, int64_t taps, int64_t positions,
-                                const int32_t* corr, const int8_t* wk, int32_t bias, int32_t wz,
-                                float scale, uint8_t* out) {
-  int64_t p, t;
-#if defined(EMBER_Q_VECTOR_EXT)
-  for (p = 0; p < positions; p += EMBER_QL) {
-    const int64_t left = positions - p;
-    ember_qvi acc = ember_qset1(bias);
-    if (corr) acc += ember_qload(corr + p);
-    if (wz) { /* a weight zero point: minus wz times the window's input sum */
-      ember_qvi sum = ember_qset1(0);
-      for (t = 0; t < taps; ++t) {
-        const ember_qvi v = ember_qload(base + offsets[t] + p);
-        acc += v * (int32_t)wk[t * 16]; /* quad of tap t: channel 0 */
-        sum += v;
-      }
-      acc -= sum * wz;
-    } else {
-      for (t = 0; t < taps; ++t) acc += ember_qload(base + offsets[t] + p) * (int32_t)wk[t * 16];
-    }
-    ember_qstore(out + p, acc, scale, a->y_zp, a->y_lo, a->y_hi,
-                 left < EMBER_QL ? left : EMBER_QL);
-  }
-#else
-  for (p = 0; p < positions; ++p) {
-    int32_t acc = bias + (corr ? corr[p] : 0), sum = 0;
-    for (t = 0; t < taps; ++t) {
-      const int32_t v = base[offsets[t] + p];
-      acc += v * (int32_t)wk[t * 16];
-      sum += v;
-    }
-    out[p] = (uint8_t)ember_qrequant(acc - wz * sum, scale, a->y_zp, a->y_lo, a->y_hi);
-  }
-#endif
-}
-
-typedef struct {
-  int64_t hq, wq;      /* a phase plane's rows and columns */
-  int64_t phase;       /* its values: hq x wq, and slack for the positions past the last
-                          row's ow and the last vector's tail (read, never used) */
-  int64_t positions;   /* oh x wq flat output positions */
-  int64_t taps;        /* kh x kw */
-  int64_t* offsets;    /* per tap, its offset into the plane */
-  int64_t* cols;       /* per column phase, the columns [lo, hi) that hold input */
-} ember_qconv_dw_geom;
-
-/* The geometry of every channel of the call, computed once per task (`table`: taps + 2 sw
- * entries): the divisions stay out of the per-channel work. */
-static void ember_qconv_dw_geometry(const ember_qconv_args* a, ember_qconv_dw_geom* g,
-                                    int64_t* table) {
-  const int64_t hp = (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
-  int64_t ky, kx, cph;
-  g->hq = (hp + a->sh - 1) / a->sh;
-  g->wq = ((a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1 + a->sw - 1) / a->sw;
-  g->phase = (g->hq + 1) * g->wq + 2 * EMBER_QL;
-  g->positions = a->oh * g->wq;
-  g->taps = a->kh * a->kw;
-  g->offsets = table;
-  g->cols = table + g->taps;
-  for (ky = 0; ky < a->kh; ++ky) {
-    for (kx = 0; kx < a->kw; ++kx) {
-      const int64_t row = ky * a->dh, col = kx * a->dw;
-      g->offsets[ky * a->kw + kx] = ((row % a->sh) * a->sw + col % a->sw) * g->phase +
-                                    (row / a->sh) * g->wq + col / a->sw;
-    }
-  }
-  for (cph = 0; cph < a->sw; ++cph) { /* columns j whose input column j sw + cph - pw is in */
-    int64_t lo = (a->pw - cph + a->sw - 1) / a->sw;
-    int64_t hi = (a->pw + a->wd - cph + a->sw - 1) / a->sw;
-    lo = lo < 0 ? 0 : lo > g->wq ? g->wq : lo;
-    hi = hi < lo ? lo : hi > g->wq ? g->wq : hi;
-    g->cols[2 * cph] = lo;
-    g->cols[2 * cph + 1] = hi;
-  }
-}
-
-static inline void ember_qconv_dw_fill(int32_t* row, int64_t n, int32_t v) {
-  int64_t j;
-  for (j = 0; j < n; ++j) row[j] = v;
-}
-
-/* `wide`: the channel's h x wd input widened to int32 in one loop (long enough to vectorise
- * at any width); the phase planes' rows are then copies from it. */
-static void ember_qconv_dw_plane(const ember_qconv_args* a, const ember_qconv_dw_geom* g,
-                                 const uint8_t* src, int32_t* plane, int32_t* wide) {
-  const int64_t hq = g->hq, wq = g->wq, sw = a->sw, size = a->h * a->wd;
-  const int32_t zp = a->x_zp;
-  const uint8_t flip = a->flip;
-  int64_t rph, cph, iy, j;
-  for (j = 0; j < size; ++j) wide[j] = (uint8_t)(src[j] ^ flip);
-  for (rph = 0; rph < a->sh; ++rph) {
-    for (cph = 0; cph < sw; ++cph) {
-      int32_t* phase = plane + (rph * sw + cph) * g->phase;
-      const int64_t lo = g->cols[2 * cph], hi = g->cols[2 * cph + 1];
-      for (iy = 0; iy < hq; ++iy) {
-        const int64_t sy = iy * a->sh + rph - a->ph;
-        int32_t* row = phase + iy * wq;
-        const int32_t* in = wide + sy * a->wd + cph - a->pw;
-        if (sy < 0 || sy >= a->h) {
-          ember_qconv_dw_fill(row, wq, zp);
-          continue;
-        }
-        ember_qconv_dw_fill(row, lo, zp);
-        if (sw == 1) {
-          memcpy(row + lo, in + lo, (size_t)(hi - lo) * 4);
-        } else if (sw == 2) {
-          for (j = lo; j < hi; ++j) row[j] = in[j * 2];
-        } else {
-          for (j = lo; j < hi; ++j) row[j] = in[j * sw];
-        }
-        ember_qconv_dw_fill(row + hi, wq - hi, zp);
-      }
-      ember_qconv_dw_fill(phase + hq * wq, g->phase - hq * wq, zp);
-    }
-  }
-}
-
-/* One (image, channel) plane of a depthwise conv: per vector of flat output positions, the
- * taps accumulated in registers, requantized into `out` (oh x wq bytes), whose rows' first
- * ow bytes are then the output's rows. */
-static void ember_qconv_dw_item(const ember_qconv_args* a, const ember_qconv_dw_geom* g,
-                                int64_t item, int32_t* plane, uint8_t* out, int32_t* wide) {
-  const int64_t ch = item % a->c, wq = g->wq, taps = g->taps, positions = g->positions;
-  uint8_t* dst = a->y + item * a->p;
-  const int8_t* wk = a->w + ch * (a->k4 * 16); /* the group's block: row 0 of [k4][4][4] */
-  const int32_t wz = a->has_w_zp ? a->w_zp[ch] : 0, bias = a->bias[ch];
-  const float scale = a->scale[ch];
-  int64_t oy;
-  ember_qconv_dw_plane(a, g, a->x + item * a->h * a->wd, plane, wide);
-  ember_qconv_dw_taps(a, plane, g->offsets, taps, positions, NULL, wk, bias, wz, scale, out);
-  for (oy = 0; oy < a->oh; ++oy) memcpy(dst + oy * a->ow, out + oy * wq, (size_t)a->ow);
-}
-
-/* Whether a depthwise conv keeps the width at stride and dilation 1 (pw = (kw - 1) / 2 on
- * both sides: "same" padding, as most are): its channel then needs no padded plane. */
-static inline int ember_qconv_dw_same(const ember_qconv_args* a) {
-  return a->sh == 1 && a->sw == 1 && a->dh == 1 && a->dw == 1 && a->ow == a->wd &&
-         a->pw == (a->kw - 1) / 2 &&
-         a->ph >= 0 && a->ph < a->kh && a->oh >= 1;
-}
-
-/* The rows (oh + kh - 1 of them, from input row -ph) of the widened channel, front slack
- * of EMBER_QL values and back slack for the last vector's taps. */
-static inline int64_t ember_qconv_dws_values(const ember_qconv_args* a) {
-  return (a->oh + a->kh) * a->wd + 3 * EMBER_QL;
-}
-
-/* One (image, channel) of a "same" depthwise conv: the channel widened to int32 with
- * zero-point rows above and below, every output at flat position p = oy * wd + ox the sum of
- * the values at p plus each tap's offset (one vector loop over the channel, stored straight
- * to the output). A tap past the left or right edge reads the neighbouring row's value instead
- * of the zero point: `corr` (positions + EMBER_QL int32) holds what that adds, subtracted
- * first. `offsets` holds each tap's offset (ky wd + kx - pw). */
-static void ember_qconv_dws_item(const ember_qconv_args* a, int64_t item, int32_t* wide,
-                                 int32_t* corr, const int64_t* offsets) {
-  const int64_t ch = item % a->c, wd = a->wd, pw = (a->kw - 1) / 2, taps = a->kh * a->kw;
-  const int64_t positions = a->oh * wd, rows = a->oh + a->kh - 1;
-  const int64_t top = a->ph, real = a->h < rows - top ? a->h : rows - top;
-  const uint8_t* src = a->x + item * a->h * wd;
-  uint8_t* dst = a->y + item * a->p;
-  const int8_t* wk = a->w + ch * (a->k4 * 16); /* the group's block: row 0 of [k4][4][4] */
-  const int32_t wz = a->has_w_zp ? a->w_zp[ch] : 0, bias = a->bias[ch], zp = a->x_zp;
-  const float scale = a->scale[ch];
-  const uint8_t flip = a->flip;
-  int32_t* base = wide + EMBER_QL; /* input row -ph, column 0 */
-  int64_t j, p, oy, ky, kx;
-  for (j = 0; j < EMBER_QL + top * wd; ++j) wide[j] = zp;
-  for (j = 0; j < real * wd; ++j) base[top * wd + j] = (uint8_t)(src[j] ^ flip);
-  for (j = (top + real) * wd; j < ember_qconv_dws_values(a) - EMBER_QL; ++j) base[j] = zp;
-  for (p = 0; p < positions + EMBER_QL; ++p) corr[p] = 0;
-  for (ky = 0; ky < a->kh; ++ky) {
-    for (kx = 0; kx < a->kw; ++kx) {
-      const int32_t w = (int32_t)wk[(ky * a->kw + kx) * 16] - wz;
-      const int64_t lo = kx < pw ? 0 : wd - (kx - pw), hi = kx < pw ? pw - kx : wd;
-      if (kx == pw) continue;
-      for (oy = 0; oy < a->oh; ++oy) {
-        for (p = oy * wd + lo; p < oy * wd + hi; ++p) {
-          corr[p] += w * (zp - base[p + ky * wd + kx - pw]);
-        }
-      }
-    }
-  }
-  ember_qconv_dw_taps(a, base, offsets, taps, positions, corr, wk, bias, wz, scale, dst);
-}
-
-#if defined(EMBER_Q_VNNI)
-/* Depthwise with channels in lanes (AVX-512), for maps too small for a loop per channel to
- * pay (7x7, 14x14: its set-up outweighed its taps). An item is (image, block of 16 channels):
- * the block's input is gathered (vpgatherdd, one pixel of 16 channels at a time) into a
- * zero-point-padded int32 plane [hp][wp][16], each output pixel accumulates its taps as whole
- * vectors (per-lane weights, scale and weight zero point), the requantized values go to
- * `staged` [pixel][16] int32, and are gathered back 16 pixels of one channel at a time. */
-#define EMBER_QCONV_LANES_MAX 1024 /* output pixels up to which depthwise runs in lanes */
-typedef int32_t ember_qv16 __attribute__((vector_size(64)));
-#if defined(__clang__)
-#define EMBER_QGATHER(src, base, idx, mask, scale) \
-  ((ember_qv16)__builtin_ia32_gathersiv16si((src), (base), (idx), (mask), (scale)))
-#else
-#define EMBER_QGATHER(src, base, idx, mask, scale) \
-  ((ember_qv16)__builtin_ia32_gathersiv16si((src), (base), (idx), (short)(mask), (scale)))
-#endif
-
-static inline int64_t ember_qconv_dwl_hp(const ember_qconv_args* a) {
-  return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
-}
-static inline int64_t ember_qconv_dwl_wp(const ember_qconv_args* a) {
-  return (a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1;
-}
-
-/* The output pixels of an item into `staged` (see ember_qconv_dwl_item); inlined with
- * constant kernel sizes for 3x3 (the loops unrolled, the taps' weights in registers). */
-static inline void ember_qconv_dwl_pixels(const ember_qconv_args* a, const ember_qv16* plane,
-                                          int32_t* staged, const ember_qv16* wv, ember_qv16 bias,
-                                          ember_qv16 wz, ember_qvf scale, int64_t kh, int64_t kw,
-                                          int64_t dh, int64_t dw, int32_t has_w_zp) {
-  const int64_t wp = ember_qconv_dwl_wp(a);
-  const float magic = 12582912.0f;
-  const ember_qvf z = {0};
-  const ember_qvf flo = z + (float)(a->y_lo - a->y_zp), fhi = z + (float)(a->y_hi - a->y_zp);
-  const ember_qv16 zero = {0};
-  int64_t oy, ox, ky, kx;
-  for (oy = 0; oy < a->oh; ++oy) {
-    for (ox = 0; ox < a->ow; ++ox) {
-      const ember_qv16* at = plane + oy * a->sh * wp + ox * a->sw;
-      ember_qv16 acc = bias, sum = zero;
-      ember_qvf v;
-      for (ky = 0; ky < kh; ++ky) {
-        for (kx = 0; kx < kw; ++kx) {
-          const ember_qv16 x = at[ky * dh * wp + kx * dw];
-          acc += x * wv[ky * kw + kx];
-          if (has_w_zp) sum += x;
-        }
-      }
-      if (has_w_zp) acc -= sum * wz; /* minus the weight zero point times the input sum */
-      v = __builtin_convertvector(acc, ember_qvf) * scale;
-      v = ember_qselect(v < flo, flo, v);
-      v = ember_qselect(v > fhi, fhi, v);
-      v = ember_qselect(v == v, v, z); /* NaN -> 0 */
-      v = (v + magic) - magic;
-      acc = __builtin_convertvector(v, ember_qv16) + a->y_zp;
-      memcpy(staged + (oy * a->ow + ox) * 16, &acc, sizeof acc);
-    }
-  }
-}
-
-static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_qv16* plane,
-                                 int32_t* staged, ember_qv16* wv) {
-  const int64_t blocks = (a->c + 15) / 16, b = item / blocks, c0 = (item % blocks) * 16;
-  const int64_t nl = a->c - c0 < 16 ? a->c - c0 : 16, taps = a->kh * a->kw;
-  const int64_t hp = ember_qconv_dwl_hp(a), wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
-  const int mask = (int)((1u << nl) - 1u);
-  const ember_qv16 zero = {0}, zp = zero + a->x_zp, flip = zero + a->flip, byte = zero + 0xFF;
-  const uint8_t* src = a->x + (b * a->c + c0) * hw;
-  int32_t lane_bias[16], lane_wz[16];
-  float lane_scale[16];
-  ember_qv16 bias, wz, lane_offsets;
-  ember_qvf scale;
-  int64_t l, t, i, y, x;
-  for (l = 0; l < 16; ++l) { /* lanes past the channels: zero weights, never stored */
-    const int64_t ch = c0 + (l < nl ? l : 0);
-    const int8_t* wk = a->w + ch * (a->k4 * 16);
-    for (t = 0; t < taps; ++t) ((int32_t*)(wv + t))[l] = l < nl ? wk[t * 16] : 0;
-    lane_bias[l] = a->bias[ch];
-    lane_wz[l] = a->has_w_zp ? a->w_zp[ch] : 0;
-    lane_scale[l] = a->scale[ch];
-    ((int32_t*)&lane_offsets)[l] = (int32_t)(l * hw);
-  }
-  memcpy(&bias, lane_bias, sizeof bias);
-  memcpy(&wz, lane_wz, sizeof wz);
-  memcpy(&scale, lane_scale, sizeof scale);
-  for (i = 0; i < hp * wp; ++i) plane[i] = zp;
-  for (y = 0; y < a->h; ++y) {
-    const int64_t iy = y + a->ph;
-    if (iy < 0 || iy >= hp) continue;
-    for (x = 0; x < a->wd; ++x) {
-      const int64_t ix = x + a->pw, pix = y * a->wd + x;
-      ember_qv16 v;
-      if (ix < 0 || ix >= wp) continue;
-      /* a word ending at the byte (starting at it for the first three, bytes 0-5 at most:
-       * never past the channel's plane, which has at least 6) */
-      if (pix >= 3) {
-        v = EMBER_QGATHER(zero, src + pix - 3, lane_offsets, mask, 1);
-        v = (ember_qv16)((uint32_t __attribute__((vector_size(64))))v >> 24);
-      } else {
-        v = EMBER_QGATHER(zero, src + pix, lane_offsets, mask, 1) & byte;
-      }
-      plane[iy * wp + ix] = (v ^ flip) & byte;
-    }
-  }
-  if (a->kh == 3 && a->kw == 3 && a->dh == 1 && a->dw == 1 && !a->has_w_zp) {
-    ember_qconv_dwl_pixels(a, plane, staged, wv, bias, wz, scale, 3, 3, 1, 1, 0);
-  } else {
-    ember_qconv_dwl_pixels(a, plane, staged, wv, bias, wz, scale, a->kh, a->kw, a->dh, a->dw,
-                           a->has_w_zp);
-  }
-  {
-    ember_qv16 rows;
-    for (i = 0; i < 16; ++i) ((int32_t*)&rows)[i] = (int32_t)(i * 16);
-    for (l = 0; l < nl; ++l) {
-      uint8_t* dst = a->y + (b * a->c + c0 + l) * a->p;
-      for (i = 0; i < a->p; i += 16) {
-        const int64_t n = a->p - i < 16 ? a->p - i : 16;
-        const ember_qv16 v = EMBER_QGATHER(zero, staged + i * 16 + l, rows * 4,
-                                           (int)((1u << n) - 1u), 1);
-        const ember_qvub q = __builtin_convertvector(v, ember_qvub);
-        if (n == 16) {
-          memcpy(dst + i, &q, 16); /* a constant size: one vector store */
-        } else {
-          memcpy(dst + i, &q, (size_t)n);
-        }
-      }
-    }
-  }
-}
-#endif
+#include "ember/kernels/qconv_dw.h"
 
 /* Items [lo, hi) with this task's workspaces. */
 static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) {
@@ -676,65 +385,7 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
   uint8_t* buf;
   int64_t item, built = -1;
   if (lo >= hi) return 0;
-#if defined(EMBER_Q_VNNI)
-  if (a->lanes) {
-    const uint64_t plane_bytes = (uint64_t)(ember_qconv_dwl_hp(a) * ember_qconv_dwl_wp(a)) * 64;
-    const uint64_t staged_bytes = (uint64_t)(a->p + 16) * 64;
-    buf = (uint8_t*)TVMBackendAllocWorkspace(
-        1, 0, plane_bytes + staged_bytes + (uint64_t)(a->kh * a->kw) * 64, 1, 64);
-    if (buf == NULL) return -1;
-    for (item = lo; item < hi; ++item) {
-      ember_qconv_dwl_item(a, item, (ember_qv16*)buf, (int32_t*)(buf + plane_bytes),
-                           (ember_qv16*)(buf + plane_bytes + staged_bytes));
-    }
-    return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
-  }
-#endif
-  if (ember_qconv_depthwise(a) && ember_qconv_dw_same(a)) {
-    const uint64_t wide_bytes = ((uint64_t)ember_qconv_dws_values(a) * 4 + 63) & ~(uint64_t)63;
-    const uint64_t corr_bytes = ((uint64_t)(a->oh * a->wd + EMBER_QL) * 4 + 63) & ~(uint64_t)63;
-    const int64_t taps = a->kh * a->kw;
-    int64_t* offsets;
-    int64_t ky, kx;
-    buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, wide_bytes + corr_bytes + (uint64_t)taps * 8,
-                                             1, 64);
-    if (buf == NULL) return -1;
-    offsets = (int64_t*)(buf + wide_bytes + corr_bytes);
-    for (ky = 0; ky < a->kh; ++ky) {
-      for (kx = 0; kx < a->kw; ++kx) offsets[ky * a->kw + kx] = ky * a->wd + kx - (a->kw - 1) / 2;
-    }
-    for (item = lo; item < hi; ++item) {
-      ember_qconv_dws_item(a, item, (int32_t*)buf, (int32_t*)(buf + wide_bytes), offsets);
-    }
-    return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
-  }
-  if (ember_qconv_depthwise(a)) {
-    ember_qconv_dw_geom g;
-    int64_t table[64];
-    int64_t* cells = table;
-    uint64_t out_bytes;
-    if (a->kh * a->kw + 2 * a->sw > 64) { /* a big kernel or stride: the table on the heap */
-      cells = (int64_t*)TVMBackendAllocWorkspace(1, 0, (uint64_t)(a->kh * a->kw + 2 * a->sw) * 8,
-                                                 1, 64);
-      if (cells == NULL) return -1;
-    }
-    ember_qconv_dw_geometry(a, &g, cells);
-    out_bytes = (uint64_t)(g.positions + 2 * EMBER_QL + 63) & ~(uint64_t)63;
-    panel_bytes = (uint64_t)(a->sh * a->sw * g.phase * 4 + 63) & ~(uint64_t)63;
-    sum_bytes = (uint64_t)(a->h * a->wd) * 4; /* the widened input */
-    buf = (uint8_t*)TVMBackendAllocWorkspace(1, 0, panel_bytes + out_bytes + sum_bytes, 1, 8);
-    if (buf != NULL) {
-      for (item = lo; item < hi; ++item) {
-        ember_qconv_dw_item(a, &g, item, (int32_t*)buf, buf + panel_bytes,
-                            (int32_t*)(buf + panel_bytes + out_bytes));
-      }
-    }
-    {
-      const int ok = buf != NULL && TVMBackendFreeWorkspace(1, 0, buf) == 0;
-      if (cells != table && TVMBackendFreeWorkspace(1, 0, cells) != 0) return -1;
-      return ok ? 0 : -1;
-    }
-  }
+  if (ember_qconv_depthwise(a)) return ember_qconv_dw_range(a, lo, hi);
   /* the plane, with a block of slack: a direct panel's last block reads past its end */
   plane_bytes = (uint64_t)(((a->cg + 3) / 4) * a->hp * a->wp + EMBER_QCONV_PB) * 4;
   panel_bytes = a->direct ? 0 : (uint64_t)a->k4 * EMBER_QCONV_PB * 4;
@@ -787,7 +438,8 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
 #if defined(EMBER_Q_VNNI)
-  a.lanes = ember_qconv_depthwise(&a) && oh * ow <= EMBER_QCONV_LANES_MAX && h * wd >= 6;
+  a.lanes = ember_qconv_depthwise(&a) &&
+            ember_qconv_dwl_hp(&a) * ember_qconv_dwl_wp(&a) <= EMBER_QCONV_LANES_MAX;
 #else
   a.lanes = 0;
 #endif

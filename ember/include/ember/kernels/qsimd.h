@@ -10,6 +10,8 @@
  *   __SSE2__                          4 lanes, the same on 128-bit vectors; EMBER_Q_PAIRS
  *   otherwise (or EMBER_KERNELS_PORTABLE)   4 lanes of portable C99
  *
+ * EMBER_QDOT2 adds the two int16 x int16 products of each lane's word pair (vpdpwssd with
+ * VNNI, vpmaddwd otherwise; ember_qdot2 in C): the depthwise paths' taps (qconv_dw.h).
  * AVX2's vpmaddubsw is not used: its int16 sums of two u8 x s8 products saturate
  * (255 * 127 * 2 > 32767), so results would differ from onnxruntime's VNNI ones.
  * The SIMD paths use GCC/Clang vector extensions and builtins, not <immintrin.h> (which costs
@@ -59,6 +61,12 @@ static inline ember_qvi ember_qset1(int32_t v) {
 #else
 #define EMBER_QDOT4(acc, a, b) ((ember_qvi)__builtin_ia32_vpdpbusd_v16si((acc), (a), (b)))
 #endif
+/* acc + the two int16 x int16 pair products of each lane (vpdpwssd: no saturation) */
+#if defined(__clang__)
+#define EMBER_QDOT2(acc, a, b) ((ember_qvi)__builtin_ia32_vpdpwssd512((acc), (a), (b)))
+#else
+#define EMBER_QDOT2(acc, a, b) ((ember_qvi)__builtin_ia32_vpdpwssd_v16si((acc), (a), (b)))
+#endif
 #else
 /* acc + the two int16 x int16 pair products of each lane (vpmaddwd) */
 #if EMBER_QL == 8
@@ -68,6 +76,20 @@ static inline ember_qvi ember_qset1(int32_t v) {
 #define EMBER_QMADD(a, b) \
   ((ember_qvi)__builtin_ia32_pmaddwd128((ember_qvh)(a), (ember_qvh)(b)))
 #endif
+#define EMBER_QDOT2(acc, a, b) ((acc) + EMBER_QMADD((a), (b)))
+#endif
+/* Shuffles of 16-byte vectors (two of them: indexes 0-15 the first, 16-31 the second) and of
+ * 8 x u16 vectors, for byte interleaves and transposes; GCC's __builtin_shuffle takes the
+ * indexes as a vector, Clang's __builtin_shufflevector as arguments. */
+typedef uint8_t ember_qb16 __attribute__((vector_size(16)));
+typedef uint16_t ember_qh8 __attribute__((vector_size(16)));
+typedef uint32_t ember_qw4 __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define EMBER_QSHUF16(a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#define EMBER_QSHUF8H(a, b, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#else
+#define EMBER_QSHUF16(a, b, ...) __builtin_shuffle((a), (b), (ember_qb16){__VA_ARGS__})
+#define EMBER_QSHUF8H(a, b, ...) __builtin_shuffle((a), (b), (ember_qh8){__VA_ARGS__})
 #endif
 #endif /* vector extensions */
 
@@ -75,6 +97,13 @@ static inline ember_qvi ember_qset1(int32_t v) {
  * word holding two int16 (low half first); the u8 activations are split alike. */
 static inline uint32_t ember_qpair(int32_t lo, int32_t hi) {
   return (uint32_t)(uint16_t)(int16_t)lo | ((uint32_t)(uint16_t)(int16_t)hi << 16);
+}
+
+/* The sum of the two int16 x int16 products of words a and b (low halves, high halves): one
+ * lane of EMBER_QDOT2, in C. */
+static inline int32_t ember_qdot2(uint32_t a, uint32_t b) {
+  return (int32_t)(int16_t)(uint16_t)a * (int16_t)(uint16_t)b +
+         (int32_t)(int16_t)(uint16_t)(a >> 16) * (int16_t)(uint16_t)(b >> 16);
 }
 
 /* round half to even of float v already clamped into [lo - zp, hi - zp] (|v| < 2^22), plus
@@ -101,11 +130,23 @@ static inline ember_qvf ember_qselect(ember_qvi m, ember_qvf a, ember_qvf b) {
   return (ember_qvf)((m & (ember_qvi)a) | (~m & (ember_qvi)b));
 }
 
+typedef uint8_t ember_qvub_u __attribute__((vector_size(EMBER_QL), aligned(1), may_alias));
+
+/* float -> int32 lanes rounded under the current rounding mode (nearest, ties to even: the
+ * default), one instruction (vcvtps2dq); |v| < 2^31. */
+#if defined(EMBER_Q_VNNI)
+#define EMBER_QCVT_RN(v) \
+  ((ember_qvi)__builtin_ia32_cvtps2dq512_mask((v), (ember_qvi){0}, (short)-1, 4))
+#elif EMBER_QL == 8
+#define EMBER_QCVT_RN(v) ((ember_qvi)__builtin_ia32_cvtps2dq256((v)))
+#else
+#define EMBER_QCVT_RN(v) ((ember_qvi)__builtin_ia32_cvtps2dq((v)))
+#endif
+
 /* The requantized lanes of acc, as bytes (u8 or s8 by [lo, hi]) stored to y (n <= EMBER_QL
  * of them). */
 static inline void ember_qstore(uint8_t* y, ember_qvi acc, float scale, int32_t zp, int32_t lo,
                                 int32_t hi, int64_t n) {
-  const float magic = 12582912.0f;
   ember_qvf z = {0};
   ember_qvf v = __builtin_convertvector(acc, ember_qvf) * (z + scale);
   ember_qvf flo = z + (float)(lo - zp), fhi = z + (float)(hi - zp);
@@ -113,12 +154,11 @@ static inline void ember_qstore(uint8_t* y, ember_qvi acc, float scale, int32_t 
   v = ember_qselect(v < flo, flo, v);
   v = ember_qselect(v > fhi, fhi, v);
   v = ember_qselect(v == v, v, z); /* NaN -> 0 */
-  v = (v + magic) - magic;
-  q = __builtin_convertvector(v, ember_qvi) + zp;
+  q = EMBER_QCVT_RN(v) + zp;
   {
     ember_qvub b = __builtin_convertvector(q, ember_qvub); /* truncation: q is in range */
     if (n == EMBER_QL) {
-      memcpy(y, &b, EMBER_QL); /* a constant size: one vector store */
+      *(ember_qvub_u*)y = b; /* one vector store, not through a copy */
     } else {
       memcpy(y, &b, (size_t)n);
     }

@@ -217,7 +217,8 @@ SUPPORT: dict[str, OpSupport] = {
     "DequantizeLinear": _e(ops_quant.dequantize_linear, "(x - zero point) * scale; "
                            "per-tensor, per-axis and blocked; 8/16-bit integers and int32"),
     "DynamicQuantizeLinear": _e(ops_quant.dynamic_quantize_linear, "uint8 with the scale and "
-                                "zero point of [min(x, 0), max(x, 0)]"),
+                                "zero point of [min(x, 0), max(x, 0)] (min and max in one "
+                                "pass, minmax.h, for static shapes)"),
     "MatMulInteger": _e(ops_quant.matmul_integer, "int8 GEMM kernel for a constant B "
                         "(qdense.h); else int32 matmul of the zero-point-shifted operands "
                         "(per-row/per-column zero points)"),

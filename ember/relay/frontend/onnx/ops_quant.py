@@ -6,7 +6,9 @@ The int8 kernels take what they can: QLinearConv by constant weights with consta
 zero points becomes one nn.contrib_qconv2d (requantization fused; :func:`_qconv2d`), and so
 does QDQ's DequantizeLinear -> Conv [-> Relu | Clip] -> QuantizeLinear (:func:`_qdq_conv`);
 MatMulInteger and QLinearMatMul by a constant right operand run their product on
-nn.contrib_qdense (:func:`_qdense`). Everything else is decomposed.
+nn.contrib_qdense (:func:`_qdense`); QLinearAdd of two operands of one shape is one
+nn.contrib_qadd (:func:`_qadd`); DynamicQuantizeLinear finds its range with one
+nn.contrib_minmax. Everything else is decomposed.
 
 There the integer products run in int32 on the zero-point-shifted operands (``cast(a, int32) -
 a_zero_point``), so dense, batch_matmul and conv2d see plain int32 tensors; requantizing
@@ -110,6 +112,8 @@ def _as_f32(node: Node, i: int) -> RelayExpr:
 # ---------------------------------------------------------------- linear (de)quantization
 def quantize_linear(node: Node) -> RelayExpr:
     fused = _qdq_conv(node)
+    if fused is None:
+        fused = _qdq_add(node)
     if fused is not None:
         return fused
     x, ndim = node.input(0, "x"), node.ndim(0)
@@ -160,12 +164,22 @@ def dynamic_quantize_linear(node: Node) -> list[RelayExpr]:
     if node.dtype(0) != F32:
         raise node.fail(f"x must be float32, got {node.dtype(0)}")
     zero = scalar(0.0, F32)
-    lo = _op.minimum(_op.min(x), zero)
-    hi = _op.maximum(_op.max(x), zero)
+    if _static_nonempty(node.type(0).shape):  # both reductions in one pass (minmax.h)
+        bounds = _op.nn.contrib_minmax(x)
+        x_min, x_max = (_op.reshape(_op.strided_slice(bounds, [i], [i + 1]), ())
+                        for i in (0, 1))
+    else:
+        x_min, x_max = _op.min(x), _op.max(x)
+    lo = _op.minimum(x_min, zero)
+    hi = _op.maximum(x_max, zero)
     scale = _op.divide(_op.subtract(hi, lo), scalar(255.0, F32))
     zp = saturate(_op.round_half_even(_op.divide(_op.negative(lo), scale)), "uint8")
     y = _requantize(x, scale, zp, "uint8")
     return [y, scale, zp]
+
+
+def _static_nonempty(shape: Any) -> bool:
+    return all(isinstance(d, int) and d > 0 for d in shape)
 
 
 # ---------------------------------------------------------------- integer products
@@ -402,6 +416,44 @@ def qlinear_binary(fn: Any) -> Any:
     return convert
 
 
+def qlinear_add(node: Node) -> RelayExpr:
+    fused = _qadd(node)
+    return fused if fused is not None else qlinear_binary(_op.add)(node)
+
+
+def _qadd(node: Node) -> RelayExpr | None:
+    """QLinearAdd as nn.contrib_qadd (one int8 kernel): u8/s8 operands of one static shape,
+    constant per-tensor float32 scales and zero points of the operands' types, a u8/s8
+    output. None for anything else (broadcasting adds keep the decomposition)."""
+    from ....topi.nn import qadd as kernel
+
+    if not all(node.has_input(i) for i in (1, 4, 6)):
+        return None
+    a_ty, b_ty = node.type(0), node.type(3)
+    if tuple(a_ty.shape) != tuple(b_ty.shape) or \
+            not all(isinstance(d, int) for d in a_ty.shape):
+        return None
+    out_dtype = node.dtype(7) if node.has_input(7) else node.dtype(0)
+    zps = {0: 2, 3: 5, None: 7}
+    if any(t not in kernel.RANGES for t in (node.dtype(0), node.dtype(3), out_dtype)):
+        return None
+    values = {i: node.value(i) for i in (1, 2, 4, 5, 6, 7) if node.has_input(i)}
+    if any(v is None or v.size != 1 for v in values.values()):
+        return None
+    if any(values[i].dtype != np.float32 for i in (1, 4, 6)):
+        return None
+    for x, zp in zps.items():
+        want = out_dtype if x is None else node.dtype(x)
+        if zp in values and values[zp].dtype != want:
+            return None
+    ra, rb = kernel.ratios(*(float(values[i].reshape(-1)[0]) for i in (1, 4, 6)))
+    if not (np.isfinite(ra) and np.isfinite(rb)):
+        return None
+    zp = {i: int(values[i].reshape(-1)[0]) if i in values else 0 for i in (2, 5, 7)}
+    return _op.nn.contrib_qadd(node.input(0, "A"), node.input(3, "B"), ra=ra, rb=rb,
+                               a_zp=zp[2], b_zp=zp[5], y_zp=zp[7], out_dtype=out_dtype)
+
+
 def qlinear_unary(fn: Any) -> Any:
     def convert(node: Node) -> RelayExpr:
         return _quant_out(node, fn(node, _deq(node, 0, "X")), 3, 4, 0)
@@ -498,7 +550,9 @@ def contrib_table() -> dict[str, Any]:
         "QGemm": _e(qgemm, "int32 product of the zero-point-shifted operands (+ C), scaled; "
                     "quantized when y_scale is given, else float32; a constant B on the int8 "
                     "GEMM (nn.contrib_qdense)"),
-        "QLinearAdd": _e(qlinear_binary(_op.add), note.format("added")),
+        "QLinearAdd": _e(qlinear_add, "one int8 kernel (qadd.h) for operands of one shape "
+                         "with constant per-tensor scales and zero points; else "
+                         + note.format("added")),
         "QLinearAveragePool": _e(qlinear_unary(_average_pool), note.format("average pool "
                                                                           "(NCHW)")),
         "QLinearConcat": _e(qlinear_concat, note.format("concatenated")),
@@ -611,3 +665,46 @@ def _qdq_conv(node: Node) -> RelayExpr | None:
         x_zp=folded.x_zp, has_w_zp=folded.has_w_zp, y_zp=zy, out_dtype=out_dtype,
         y_min=y_range[0] if y_range[0] != lo else None,
         y_max=y_range[1] if y_range[1] != hi else None)
+
+
+def _qdq_add(node: Node) -> RelayExpr | None:
+    """QDQ's DequantizeLinear x 2 -> Add [-> Relu] -> QuantizeLinear as nn.contrib_qadd (what
+    onnxruntime fuses into QLinearAdd): 8-bit operands of one static shape, each dequantized
+    with a constant scalar scale and zero point, a scalar output scale and zero point."""
+    from ....topi.nn import qadd as kernel
+
+    table = _qdq_table(node)
+    if not table or node.dtype(0) != F32:
+        return None
+    y_scale, y_zp = node.value(1), node.value(2) if node.has_input(2) else np.zeros((), "uint8")
+    if y_scale is None or y_zp is None or y_scale.size != 1 or y_zp.size != 1 or \
+            node.dtype(1) != F32:
+        return None
+    out_dtype = _output_type(node, 2)
+    if out_dtype not in kernel.RANGES:
+        return None
+    lo, hi = kernel.RANGES[out_dtype]
+    zy = int(y_zp.reshape(-1)[0])
+    expr, y_min = node.input(0), None
+    relu = _call_of(expr, "nn.relu")
+    if relu is not None:
+        expr, y_min = relu.args[0], max(lo, zy)
+    add = _call_of(expr, "add")
+    if add is None:
+        return None
+    da, db = (table.get(arg) for arg in add.args)
+    for d in (da, db):
+        if d is None or d.value is not None or d.dtype not in kernel.RANGES or \
+                d.scale.size != 1 or d.zp.size != 1 or d.zp.dtype.name != d.dtype:
+            return None
+    a_ty, b_ty = node.type_of(da.x), node.type_of(db.x)
+    if tuple(a_ty.shape) != tuple(b_ty.shape) or \
+            not all(isinstance(d, int) for d in a_ty.shape):
+        return None
+    ra, rb = kernel.ratios(float(da.scale.reshape(-1)[0]), float(db.scale.reshape(-1)[0]),
+                           float(y_scale.reshape(-1)[0]))
+    if not (np.isfinite(ra) and np.isfinite(rb)):
+        return None
+    return _op.nn.contrib_qadd(da.x, db.x, ra=ra, rb=rb, a_zp=int(da.zp.reshape(-1)[0]),
+                               b_zp=int(db.zp.reshape(-1)[0]), y_zp=zy, out_dtype=out_dtype,
+                               y_min=y_min)

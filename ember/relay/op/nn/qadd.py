@@ -1,0 +1,106 @@
+"""nn.contrib_qadd: the elementwise sum of two quantized tensors of one shape, requantized.
+
+``nn.contrib_qadd(a, b)``::
+
+    y = clamp(round_half_even((a - a_zp) * ra + (b - b_zp) * rb) + y_zp, y_min, y_max)
+
+``a`` and ``b`` are uint8 or int8 of the same shape (each its own type); ``ra`` and ``rb`` the
+float32 ratios a_scale / y_scale and b_scale / y_scale (``topi.nn.qadd.ratios``), each
+product and the sum rounded to float32; ``y_min``/``y_max`` narrow the output range (None:
+the type's). The ONNX importer makes it from onnxruntime's QLinearAdd with constant per-tensor
+scales and zero points and operands of one shape; the C kernel is ``ember/kernels/qadd.h``.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ....ir.expr import Call
+from ....ir.types import TensorType, Type
+from ....te import tensor as te
+from ....topi.nn import qadd as qadd_kernel
+from .._reg import OPAQUE, call, defop
+from .._shape import fail, fmt_shape, tensor_of
+from ..attrs import OpAttrs, attrs_class
+
+__all__ = ["contrib_qadd", "QAddAttrs"]
+OP = "nn.contrib_qadd"
+
+
+@attrs_class("QAddAttrs")
+class QAddAttrs(OpAttrs):
+    """nn.contrib_qadd: the operands' ratios and zero points, the output's zero point, type
+    and range."""
+
+    ra: float = 1.0
+    rb: float = 1.0
+    a_zp: int = 0
+    b_zp: int = 0
+    y_zp: int = 0
+    out_dtype: str = "uint8"
+    y_min: int | None = None
+    y_max: int | None = None
+    _op: ClassVar[str] = OP
+
+    def __post_init__(self) -> None:
+        for name in ("ra", "rb"):
+            value = float(np.float32(getattr(self, name)))
+            if not np.isfinite(value):
+                raise self._invalid(name, "a finite float32")
+            self._set(name, value)
+        self._int("a_zp")
+        self._int("b_zp")
+        self._int("y_zp")
+        self._choice("out_dtype", ("uint8", "int8"))
+        self._int("y_min", optional=True)
+        self._int("y_max", optional=True)
+        lo, hi = qadd_kernel.RANGES[self.out_dtype]
+        if not lo <= self.y_zp <= hi:
+            raise self._invalid("y_zp", f"a value of {self.out_dtype}")
+        y_lo, y_hi = self.y_range
+        if not lo <= y_lo <= y_hi <= hi:
+            raise self._invalid("y_min", f"y_min <= y_max within {self.out_dtype}'s range")
+
+    @property
+    def y_range(self) -> tuple[int, int]:
+        lo, hi = qadd_kernel.RANGES[self.out_dtype]
+        return (lo if self.y_min is None else self.y_min,
+                hi if self.y_max is None else self.y_max)
+
+
+def _rel(args: list[TensorType], attrs: QAddAttrs) -> TensorType:
+    a, b = args
+    for t, name in ((a, "a"), (b, "b")):
+        if t.dtype not in qadd_kernel.RANGES:
+            raise fail(OP, f"{name} must be uint8 or int8, got {t.dtype} {fmt_shape(t.shape)}")
+    if tuple(a.shape) != tuple(b.shape):
+        raise fail(OP, f"a and b must have one shape, got {fmt_shape(a.shape)} and "
+                       f"{fmt_shape(b.shape)}")
+    for zp, t, name in ((attrs.a_zp, a, "a_zp"), (attrs.b_zp, b, "b_zp")):
+        lo, hi = qadd_kernel.RANGES[t.dtype]
+        if not lo <= zp <= hi:
+            raise fail(OP, f"{name} must be a value of {t.dtype}, got {zp}")
+    return tensor_of(a.shape, attrs.out_dtype)
+
+
+def _kwargs(attrs: QAddAttrs) -> dict[str, Any]:
+    return dict(ra=attrs.ra, rb=attrs.rb, a_zp=attrs.a_zp, b_zp=attrs.b_zp, y_zp=attrs.y_zp,
+                y_range=attrs.y_range, out_dtype=attrs.out_dtype)
+
+
+def _ref(a: np.ndarray, b: np.ndarray, attrs: QAddAttrs) -> np.ndarray:
+    return qadd_kernel.reference(a, b, **_kwargs(attrs))
+
+
+def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [qadd_kernel.qadd(*inputs, **_kwargs(attrs))]
+
+
+defop(OP, _rel, _ref, OPAQUE, args=("a", "b"), attrs=QAddAttrs,
+      doc="The sum of two quantized tensors, requantized (QLinearAdd).", compute=_compute)
+
+
+def contrib_qadd(a: Any, b: Any, **attrs: Any) -> Call:
+    """See the module docstring; ``attrs`` are QAddAttrs' fields."""
+    return call(OP, a, b, attrs=QAddAttrs(**attrs))

@@ -1,0 +1,69 @@
+"""DynamicQuantizeLinear's range through nn.contrib_minmax (minmax.h, one pass) against
+onnxruntime, and the kernel against numpy at every SIMD level. Tolerance: exact (the range is
+a min and a max; scale, zero point and y are the same float32 arithmetic as onnxruntime's)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper
+
+import ember
+from ember import relay
+from ember.relay.frontend import from_onnx
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def _model(shape):
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])
+    graph = helper.make_graph(
+        [node], "dql", [helper.make_tensor_value_info("x", TP.FLOAT, list(shape))],
+        [helper.make_tensor_value_info(n, t, None)
+         for n, t in (("y", TP.UINT8), ("s", TP.FLOAT), ("z", TP.UINT8))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("shape, shift", [((128, 256), 0.0), ((3, 37), 0.5), ((1,), -2.0),
+                                          ((2, 5, 17), 3.0)])
+def test_dynamic_quantize_linear_against_onnxruntime(shape, shift):
+    x = (np.random.default_rng(len(shape)).standard_normal(shape) + shift).astype("float32")
+    model = _model(shape)
+    assert "nn.contrib_minmax" in str(from_onnx(model)[0])
+    got = ember.compile(model, threads=1)(x)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    want = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
+def _minmax(x, target="llvm"):
+    v = relay.var("x", shape=x.shape, dtype="float32")
+    mod = ember.IRModule.from_expr(relay.Function([v], relay.nn.contrib_minmax(v)))
+    m = relay.build(mod, target)["default"](ember.cpu())
+    m.set_input(x=x)
+    m.run()
+    return m.get_output(0).numpy()
+
+
+@pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("haswell", id="avx2"),
+                                   pytest.param("c", id="portable")])
+def test_minmax_kernel_at_every_level(level, monkeypatch):
+    """Sizes around the 16-lane loop, extremes in the vector part and in the tail, NaN."""
+    if level not in ("c", "native"):
+        monkeypatch.setenv("EMBER_MARCH", level)
+    target = "c" if level == "c" else "llvm"
+    rng = np.random.default_rng(3)
+    for n in (1, 15, 16, 17, 100):
+        x = rng.standard_normal(n).astype("float32")
+        x[rng.integers(0, n)] = 9.0
+        x[rng.integers(0, n)] = -7.5
+        np.testing.assert_array_equal(_minmax(x, target), [x.min(), x.max()])
+    x = rng.standard_normal(40).astype("float32")
+    x[33] = np.nan
+    assert np.isnan(_minmax(x, target)).all()
