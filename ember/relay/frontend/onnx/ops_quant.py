@@ -598,21 +598,33 @@ def _call_of(expr: RelayExpr, name: str) -> Any:
     return expr if isinstance(expr, Call) and getattr(expr.op, "name", "") == name else None
 
 
-def _qdq_conv(node: Node) -> RelayExpr | None:
-    from ....topi.nn import qconv as kernel
-
+def _qdq_output(node: Node, ranges: dict[str, tuple[int, int]]
+                ) -> tuple[dict, str, tuple[int, int], int, np.float32] | None:
+    """The QuantizeLinear ``node`` that ends a QDQ pattern, when a float32 value is quantized
+    with a constant scalar float32 scale and zero point to a dtype of ``ranges``: the table of
+    the pattern's dequantized inputs (``_qdq_table``), the output dtype, its range, the zero
+    point and the scale."""
     table = _qdq_table(node)
     if not table or node.dtype(0) != F32:
         return None
     y_scale, y_zp = node.value(1), node.value(2) if node.has_input(2) else np.zeros((), "uint8")
-    if y_scale is None or y_zp is None or y_scale.size != 1 or y_zp.size != 1:
+    if y_scale is None or y_zp is None or y_scale.size != 1 or y_zp.size != 1 or \
+            node.dtype(1) != F32:
         return None
     out_dtype = _output_type(node, 2)
-    if out_dtype not in kernel.RANGES:
+    if out_dtype not in ranges:
         return None
-    lo, hi = kernel.RANGES[out_dtype]
-    zy = int(y_zp.reshape(-1)[0])
-    sy = np.float32(y_scale.reshape(-1)[0])
+    return (table, out_dtype, ranges[out_dtype], int(y_zp.reshape(-1)[0]),
+            np.float32(y_scale.reshape(-1)[0]))
+
+
+def _qdq_conv(node: Node) -> RelayExpr | None:
+    from ....topi.nn import qconv as kernel
+
+    out = _qdq_output(node, kernel.RANGES)
+    if out is None:
+        return None
+    table, out_dtype, (lo, hi), zy, sy = out
     expr, y_range = node.input(0), (lo, hi)
     relu, clip = _call_of(expr, "nn.relu"), _call_of(expr, "clip")
     if relu is not None:
@@ -673,18 +685,10 @@ def _qdq_add(node: Node) -> RelayExpr | None:
     with a constant scalar scale and zero point, a scalar output scale and zero point."""
     from ....topi.nn import qadd as kernel
 
-    table = _qdq_table(node)
-    if not table or node.dtype(0) != F32:
+    out = _qdq_output(node, kernel.RANGES)
+    if out is None:
         return None
-    y_scale, y_zp = node.value(1), node.value(2) if node.has_input(2) else np.zeros((), "uint8")
-    if y_scale is None or y_zp is None or y_scale.size != 1 or y_zp.size != 1 or \
-            node.dtype(1) != F32:
-        return None
-    out_dtype = _output_type(node, 2)
-    if out_dtype not in kernel.RANGES:
-        return None
-    lo, hi = kernel.RANGES[out_dtype]
-    zy = int(y_zp.reshape(-1)[0])
+    table, out_dtype, (lo, hi), zy, sy = out
     expr, y_min = node.input(0), None
     relu = _call_of(expr, "nn.relu")
     if relu is not None:
@@ -702,7 +706,7 @@ def _qdq_add(node: Node) -> RelayExpr | None:
             not all(isinstance(d, int) for d in a_ty.shape):
         return None
     ra, rb = kernel.ratios(float(da.scale.reshape(-1)[0]), float(db.scale.reshape(-1)[0]),
-                           float(y_scale.reshape(-1)[0]))
+                           float(sy))
     if not (np.isfinite(ra) and np.isfinite(rb)):
         return None
     return _op.nn.contrib_qadd(da.x, db.x, ra=ra, rb=rb, a_zp=int(da.zp.reshape(-1)[0]),
