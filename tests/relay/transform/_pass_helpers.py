@@ -60,6 +60,17 @@ def assert_same_result(before: IRModule, after: IRModule, *args: Any, rtol: floa
         np.testing.assert_allclose(y, x, rtol=rtol, atol=atol)
 
 
+def assert_rewrites(pass_obj: Any, before: str, expected: str) -> None:
+    """``pass_obj`` turns ``before`` into ``expected`` (text), and both compute the same on
+    random float32 arguments in [-2, 2] (static parameter shapes)."""
+    after = run(pass_obj, before)
+    assert_main_equal(after, expected)
+    rng = np.random.default_rng(0)
+    args = [rng.uniform(-2, 2, tuple(int(d) for d in p.checked_type.shape)).astype("float32")
+            for p in parse(before)["main"].params]
+    assert_same_result(parse(before), after, *args)
+
+
 def _flatten(v: Any) -> list[np.ndarray]:
     return [v] if isinstance(v, np.ndarray) else [x for f in v for x in _flatten(f)]
 
