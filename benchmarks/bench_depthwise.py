@@ -33,7 +33,10 @@ DEFAULT_JSON = results_path("bench_depthwise.json")
 DEPTHWISE = [(32, 112, 112, 3, 1), (96, 112, 112, 3, 2), (144, 56, 56, 3, 1),
              (144, 56, 56, 5, 2), (240, 28, 28, 5, 1), (480, 14, 14, 3, 1),
              (672, 14, 14, 5, 1), (672, 14, 14, 5, 2), (1152, 7, 7, 5, 1), (960, 7, 7, 3, 1),
-             (64, 25, 5, 3, 1)]
+             (64, 25, 5, 3, 1),
+             # EfficientDet-style (512x512 input): the backbone's stride-2 convs on maps larger
+             # than the L2 (L3-bandwidth bound), and the heads' 3x3 on 64x64 maps
+             (96, 256, 256, 3, 2), (144, 128, 128, 3, 2), (240, 64, 64, 3, 2), (64, 64, 64, 3, 1)]
 # (channels, h * w, block, to_blocked)
 LAYOUT = [(64, 56 * 56, 8, 1), (64, 56 * 56, 8, 0), (24, 112 * 112, 8, 1), (1280, 49, 8, 0),
           (3, 224 * 224, 3, 1), (3, 48 * 192, 3, 1)]  # an RGB input read whole (NCHW3c)

@@ -372,6 +372,16 @@ EDGE_CASES = {
                                 "pads": (0, 16, 0, 16), "groups": 3, "residual": True},
     "depthwise_residual": {"ic": 16, "oc": 16, "h": 6, "w": 6, "groups": 16, "residual": True,
                            "act": "clip"},
+    # stride 2 as TensorFlow's SAME pads even maps (EfficientNet): nothing before, one after;
+    # rows wide enough for interior tiles between the edge ones
+    "depthwise_stride2_same_upper": {"ic": 32, "oc": 32, "h": 10, "w": 40, "s": (2, 2),
+                                     "groups": 32, "pads": (0, 0, 1, 1), "act": "clip"},
+    "depthwise_5x5_stride2_asymmetric": {"ic": 16, "oc": 16, "h": 9, "w": 37, "k": (5, 5),
+                                         "s": (2, 2), "groups": 16, "pads": (1, 2, 2, 1)},
+    "depthwise_7x7_stride2_odd": {"ic": 16, "oc": 16, "h": 11, "w": 31, "k": (7, 7),
+                                  "s": (2, 2), "groups": 16, "pads": (3, 2, 3, 4)},
+    "depthwise_1x1_map_stride2": {"ic": 16, "oc": 16, "h": 1, "w": 1, "s": (2, 2),
+                                  "groups": 16},
 }
 
 
@@ -407,7 +417,9 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "row_passes_stride_2_1",
                                   "1x1_map_gemv", "tile_runs_3x3_row",
                                   "tile_runs_stride2_residual", "odd_blocks_wide_single_3x3",
-                                  "stride2_unit_kernel2_row", "stride2_unit_3x3_borders"])
+                                  "stride2_unit_kernel2_row", "stride2_unit_3x3_borders",
+                                  "depthwise_stride2_same_upper",
+                                  "depthwise_5x5_stride2_asymmetric"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level, lanes=lanes), lanes=lanes, **EDGE_CASES[case])
