@@ -154,13 +154,15 @@ def _run_program(factory: Any, io: bool, tmp: Path, crt_dir: Path, model: Any = 
     return lines, json.loads((mlf / "metadata.json").read_text())
 
 
+# the default run: several pools and the I/O in them, in one program (each a compile of
+# the model's C under the strict flags); the algorithms' plans are tested without programs
 @pytest.mark.parametrize("n_pools,algorithm,io", [
-    (2, "greedy_by_conflicts", False),
-    (1, "hill_climb", True),
+    (2, "greedy_by_conflicts", True),
+    pytest.param(1, "hill_climb", True, marks=pytest.mark.slow),
+    pytest.param(2, "greedy_by_conflicts", False, marks=pytest.mark.slow),
     pytest.param(1, "greedy_by_size", False, marks=pytest.mark.slow),
     pytest.param(3, "greedy_by_size", True, marks=pytest.mark.slow),
     pytest.param(3, "hill_climb", False, marks=pytest.mark.slow),
-    pytest.param(2, "greedy_by_conflicts", True, marks=pytest.mark.slow),
 ])
 def test_usmp_program_matches_the_interpreter(n_pools, algorithm, io, tmp_path, crt):  # noqa: F811
     factory = _build(n_pools, algorithm, io)
