@@ -23,6 +23,6 @@ def minmax(x: te.Tensor) -> te.Tensor:
     def body(ins, outs):
         call = tir.call_extern("int32", "ember_minmax", ins[0].data, outs[0].data, n,
                                header=MINMAX_HEADER)
-        return succeeds(call, "nn.contrib_minmax: ember_minmax failed")
+        return succeeds(call, "nn.contrib_minmax: the input is empty (a run-time size of 0): it has no range")
 
     return te.extern((2,), [x], body, name="T_minmax", dtype="float32", tag="minmax_kernel")

@@ -67,3 +67,15 @@ def test_minmax_kernel_at_every_level(level, monkeypatch):
     x = rng.standard_normal(40).astype("float32")
     x[33] = np.nan
     assert np.isnan(_minmax(x, target)).all()
+
+
+def test_minmax_of_an_empty_run_time_tensor_is_an_error_and_the_model_runs_on():
+    """A symbolic size that is 0 at run time: a clear error (the kernel read x[0] before), and
+    the next call with data runs."""
+    v = relay.var("x", shape=(relay.Any(),), dtype="float32")
+    mod = ember.IRModule.from_expr(relay.Function([v], relay.nn.contrib_minmax(v)))
+    model = ember.compile(mod, executor="vm")
+    with pytest.raises(ember.TVMError, match="input is empty"):
+        model(np.zeros(0, "float32"))
+    np.testing.assert_array_equal(np.asarray(model(np.array([2.0, -1.0], "float32"))),
+                                  [-1.0, 2.0])

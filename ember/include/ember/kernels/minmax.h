@@ -25,10 +25,13 @@ EMBER_KENTRY int32_t ember_minmax(EMBER_MINMAX_PARAMS);
 /* See the top of this file. */
 #if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_minmax)
 EMBER_KENTRY int32_t ember_minmax(EMBER_MINMAX_PARAMS) {
-  float lo = x[0], hi = x[0];
-  int nan = x[0] != x[0];
+  float lo, hi;
+  int nan;
   int64_t i = 0;
   int l;
+  if (n < 1) return -1; /* an empty tensor (a run-time size of 0) has no range */
+  lo = hi = x[0];
+  nan = x[0] != x[0];
 #if defined(__GNUC__) && !defined(EMBER_KERNELS_PORTABLE)
   typedef float vf __attribute__((vector_size(64)));
   typedef int32_t vi __attribute__((vector_size(64)));
