@@ -163,3 +163,16 @@ def test_qdq_add_is_one_kernel(relu):
     assert diff.max(initial=0) <= 1 and (diff > 0).mean() <= (0.03 if relu else 0.01)
     if relu:
         assert got.min() >= 100  # the output zero point: relu's floor
+
+
+@pytest.mark.parametrize("a_shape, b_shape, message", [
+    ((relay.Any(), 4), (relay.Any(), 4), "must have static shapes"),
+    ((2, 4), (4, 2), "must have one shape"),
+])
+def test_qadd_refuses_operands_one_kernel_call_cannot_take(a_shape, b_shape, message):
+    """Run-time sizes could differ between a and b (the kernel walks a's elements in both)."""
+    a = relay.var("a", shape=a_shape, dtype="uint8")
+    b = relay.var("b", shape=b_shape, dtype="uint8")
+    mod = ember.IRModule.from_expr(relay.Function([a, b], relay.nn.contrib_qadd(a, b)))
+    with pytest.raises(ember.TVMError, match=message):
+        relay.transform.InferType()(mod)

@@ -74,6 +74,10 @@ def _rel(args: list[TensorType], attrs: QAddAttrs) -> TensorType:
     for t, name in ((a, "a"), (b, "b")):
         if t.dtype not in qadd_kernel.RANGES:
             raise fail(OP, f"{name} must be uint8 or int8, got {t.dtype} {fmt_shape(t.shape)}")
+    if not all(isinstance(d, int) for d in (*a.shape, *b.shape)):
+        # one kernel call over a's elements: operands of run-time sizes could differ
+        raise fail(OP, f"a and b must have static shapes, got {fmt_shape(a.shape)} and "
+                       f"{fmt_shape(b.shape)}")
     if tuple(a.shape) != tuple(b.shape):
         raise fail(OP, f"a and b must have one shape, got {fmt_shape(a.shape)} and "
                        f"{fmt_shape(b.shape)}")
