@@ -81,8 +81,8 @@ def row_extreme(loop: For, flat_index: Callable[[object, tuple], PrimExpr]
     if loop.kind != ForKind.SERIAL or not isinstance(store, BufferStore) or \
             store.buffer.dtype not in _FLOATS:
         return None
-    if isinstance(loop.extent, IntImm) and loop.extent.value < MIN_ROW:
-        return None
+    if isinstance(loop.extent, IntImm) and loop.extent.value < EXTREME_LANES:
+        return None  # not one whole vector step
     value = store.value
     if not isinstance(value, (Max, Min)) or value.dtype != store.buffer.dtype:
         return None

@@ -323,7 +323,7 @@ def schedule_injective(outs: Any) -> Schedule:
     outs = _outs(outs)
     s = create_schedule([o.op for o in outs])
     inline_injective(s)
-    for st in s.stages:
+    for st in list(s.stages):  # (a reduction split over threads adds a stage it schedules)
         if st.attach_type == "root" and isinstance(st.op, te.ComputeOp):
             schedule_root(st, s)
     return s
@@ -339,6 +339,8 @@ def schedule_reduce_stage(st: Stage, sch: Schedule | None = None) -> None:
     red = 1
     for r in st.op.reduce_axis:
         red *= r.dom.extent.value if isinstance(r.dom.extent, IntImm) else 64
+    if sch is not None and _split_over_threads(sch, st):
+        return
     merged = _contiguous_reduction(sch, st.op) if sch is not None else 1
     if merged > 1:
         st.fuse(*list(st.op.reduce_axis)[-merged:])
@@ -347,6 +349,42 @@ def schedule_reduce_stage(st: Stage, sch: Schedule | None = None) -> None:
     fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
     if numel is None or (numel > 1 and numel * red >= PARALLEL_WORK):
         st.parallel(fused)
+
+
+SPLIT_MIN = 1 << 18  # elements of a reduction row worth splitting over threads
+SPLIT_OUTPUTS = 4  # at most this many rows: more run in parallel as they are
+SPLIT_CHUNKS = 16  # partial results of a split row (fixed: results do not depend on threads)
+
+
+def _split_over_threads(sch: Schedule, st: Stage) -> bool:
+    """Split a reduction of at most ``SPLIT_OUTPUTS`` long rows (a max or sum over a whole
+    map) over threads: ``rfactor`` over the outer part of its first reduce axis of at least
+    ``SPLIT_CHUNKS`` (split by the largest divisor up to that, at least 4: no guard) gives
+    that many partial results computed in parallel, which the stage then reduces. Static
+    single-value reductions only; the partial stage is scheduled here. Returns whether it
+    split."""
+    op = st.op
+    numel = _numel(op)
+    red = op.body[0] if len(op.body) == 1 else None
+    if numel is None or numel > SPLIT_OUTPUTS or getattr(red, "init", True) or \
+            not all(isinstance(r.dom.extent, IntImm) for r in op.reduce_axis) or \
+            math.prod(r.dom.extent.value for r in op.reduce_axis) < SPLIT_MIN:
+        return False
+    for r in op.reduce_axis:
+        ext = r.dom.extent.value
+        chunks = next((d for d in range(min(SPLIT_CHUNKS, ext), 3, -1) if ext % d == 0), 0)
+        if chunks:
+            break
+    else:
+        return False
+    outer, _ = st.split(r, nparts=chunks)
+    partial = sch.rfactor(op.output(0), outer)
+    schedule_reduce_stage(sch[partial], sch)
+    rest = list(sch[op.output(0)].op.axis)
+    if len(rest) > 1:
+        st_out = sch[op.output(0)]
+        st_out.fuse(*rest)
+    return True
 
 
 def _contiguous_reduction(sch: Schedule, op: Any) -> int:

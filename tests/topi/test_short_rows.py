@@ -119,3 +119,19 @@ def test_max_min_keep_nan_anywhere_in_the_row(target, where):
                                                        relay.min(x, axis=1)])), target, xv)
     np.testing.assert_array_equal(mx, xv.max(axis=1))
     np.testing.assert_array_equal(mn, xv.min(axis=1))
+
+
+@pytest.mark.parametrize("target", TARGETS[:2])
+def test_long_full_reductions_split_over_threads_match_numpy(target):
+    # 320000 elements: 16 partial results (``_split_over_threads``), NaN kept by max/min
+    xv = np.random.default_rng(5).uniform(-5, 5, (2, 400, 400)).astype("float32")
+    nan = xv.copy()
+    nan[1, 399, 7] = np.nan
+    x, y = relay.var("x", shape=xv.shape), relay.var("y", shape=xv.shape)
+    outs = relay.Tuple([relay.max(x), relay.min(x), relay.sum(x), relay.max(y),
+                        relay.min(y, axis=(1, 2), keepdims=True)])
+    (mx, mn, sm, nmx, nmn), source = _run(relay.Function([x, y], outs), target, xv, nan)
+    assert "T_max_rf[" in source and "T_sum_rf[" in source
+    assert mx == xv.max() and mn == xv.min() and np.isnan(nmx)
+    np.testing.assert_array_equal(nmn, nan.min(axis=(1, 2), keepdims=True))
+    assert abs(sm - xv.astype("float64").sum()) <= 1e-6 * np.abs(xv).sum()
