@@ -190,8 +190,8 @@ def _contiguous_tail(sch: Schedule, op: Any, lanes: int) -> int:
     time); the axes before it merge into its loop while every load from memory stays
     contiguous (stride 1) or invariant (stride 0) in the merged index, which keeps the loads
     plain vectors, while the merged extent is still not a multiple of ``lanes`` or stays
-    within ``MERGE_MAX`` elements (all axes merged: the stage is one flat loop). Piecewise stages (a concatenation) keep
-    their loops: their pieces split an axis."""
+    within ``MERGE_MAX`` elements (all axes merged: the stage is one flat loop). Piecewise
+    stages (a concatenation) keep their loops: their pieces split an axis."""
     axes = list(op.axis)
     exts = [a.dom.extent for a in axes]
     if len(axes) < 2 or not isinstance(exts[-1], IntImm) or exts[-1].value % lanes == 0 or \
@@ -379,11 +379,7 @@ def _split_over_threads(sch: Schedule, st: Stage) -> bool:
         return False
     outer, _ = st.split(r, nparts=chunks)
     partial = sch.rfactor(op.output(0), outer)
-    schedule_reduce_stage(sch[partial], sch)
-    rest = list(sch[op.output(0)].op.axis)
-    if len(rest) > 1:
-        st_out = sch[op.output(0)]
-        st_out.fuse(*rest)
+    schedule_reduce_stage(sch[partial], sch)  # the stage itself: serial over the partials
     return True
 
 
