@@ -49,7 +49,7 @@ from .functor import children, post_order, walk
 from .hoist_division import DIVISIONS, body_divisions, invariant_divisions
 from .kernel_objects import is_entry_point
 from .op import is_float
-from .simd_reduce import row_sum
+from .simd_reduce import EXTREME_LANES, row_extreme, row_sum
 from .simplify import simplify
 from .stmt import (
     Allocate,
@@ -502,8 +502,11 @@ class FunctionWriter:
         header = f"for (int32_t {v} = {mn}; {v} < {ext if mn == '0' else f'{mn} + {ext}'}; ++{v}) {{"
         outer_divisions = self._hoist_divisions(s, ind) if not parallel else self.divisions
         summed = row_sum(s, self.flat_expr) if not (parallel or self.in_simd) else None
-        if summed is not None:
-            then = self._row_sum(header, ind, *summed)
+        extreme = row_extreme(s, self.flat_expr) if not (
+            parallel or self.in_simd or summed is not None) else None
+        if summed is not None or extreme is not None:
+            then = self._row_sum(header, ind, *summed) if summed is not None else \
+                self._row_extreme(v, mn, ext, ind, *extreme)
             self.loops.pop()
             self.divisions = outer_divisions
             return then
@@ -545,6 +548,45 @@ class FunctionWriter:
         self.emit(f"{acc} = {acc} + {self.value(summand, ind + 2)};", ind + 2)
         self.emit("}", ind + 1)
         self.emit(f"{target} = {acc};", ind + 1)
+        self.emit("}", ind)
+        return []
+
+    def _row_extreme(self, v: str, mn: str, ext: str, ind: int, store: BufferStore,
+                     operand: PrimExpr, kind: str) -> Then:
+        """``for k: B[i] = max(B[i], e)`` (or min) with ``EXTREME_LANES`` running values
+        updated in a vector loop, the rest of the row into the first, all folded at the end
+        (``simd_reduce.row_extreme``)."""
+        self.helpers.add("pragmas")
+        dtype = store.buffer.dtype
+        ctype, target = C_TYPE[dtype], \
+            f"{self.name(store.buffer.data)}[{self.flat(store.buffer, store.indices)}]"
+        self.helpers.add(f"{kind}:{dtype}")  # the bitwise NaN-keeping form: it vectorizes
+        fn = f"ember_{kind}_{dtype}"
+        lanes, base, lane = self.fresh("ember_lanes"), self.fresh("ember_k"), self.fresh("ember_l")
+        rest = self.fresh(f"{v}_rest")
+        end = ext if mn == "0" else f"{mn} + {ext}"
+        n = EXTREME_LANES
+        self.emit("{", ind)
+        self.emit(f"{ctype} {lanes}[{n}];", ind + 1)
+        self.emit(f"for (int32_t {lane} = 0; {lane} < {n}; ++{lane}) {lanes}[{lane}] = {target};",
+                  ind + 1)
+        self.emit(f"int32_t {base} = {mn};", ind + 1)
+        self.emit(f"for (; {base} + {n} <= {end}; {base} += {n}) {{", ind + 1)
+        self.emit("EMBER_SIMD", ind + 2)
+        self.emit(f"for (int32_t {lane} = 0; {lane} < {n}; ++{lane}) {{", ind + 2)
+        self.emit(f"const int32_t {v} = {base} + {lane};", ind + 3)
+        value = self.value(operand, ind + 3)
+        self.emit(f"{lanes}[{lane}] = {fn}({lanes}[{lane}], {value});", ind + 3)
+        self.emit("}", ind + 2)
+        self.emit("}", ind + 1)
+        self.emit(f"for (int32_t {rest} = {base}; {rest} < {end}; ++{rest}) {{", ind + 1)
+        self.emit(f"const int32_t {v} = {rest};", ind + 2)
+        value = self.value(operand, ind + 2)
+        self.emit(f"{lanes}[0] = {fn}({lanes}[0], {value});", ind + 2)
+        self.emit("}", ind + 1)
+        self.emit(f"for (int32_t {lane} = 1; {lane} < {n}; ++{lane}) "
+                  f"{lanes}[0] = {fn}({lanes}[0], {lanes}[{lane}]);", ind + 1)
+        self.emit(f"{target} = {lanes}[0];", ind + 1)
         self.emit("}", ind)
         return []
 

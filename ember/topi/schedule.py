@@ -1,11 +1,13 @@
 """Schedule templates by pattern: injective, reduction, and the anchor templates' dispatcher.
 
 - injective: inline every non-output injective stage; per output, fuse the outer axes into one
-  parallel loop (when the tensor is big enough to pay for threads) and vectorise the last axis;
-  a stage that transposes runs the axis its input is contiguous along just outside the vector
-  loop (``loop_order``).
+  parallel loop (when the tensor is big enough to pay for threads) and vectorise the last axis
+  (with the axes before it when its rows are no multiple of the vector width and the reads
+  stay contiguous: ``_contiguous_tail``); a stage that transposes runs the axis its input is
+  contiguous along just outside the vector loop (``loop_order``).
 - reduction: inline injective producers; each reduction at root, parallel over its fused outer
-  (non-reduced) axes, reduction loops inside; elementwise consumers as injective outputs.
+  (non-reduced) axes, reduction loops inside (contiguous ones fused into one row);
+  elementwise consumers as injective outputs.
 - anchors (dense, conv2d, batch_matmul, pools...): the op's own template, registered by tag,
   which also fuses a following elementwise/broadcast chain into its output loops.
 """
@@ -21,9 +23,11 @@ from ..runtime.dtype import DataType
 from ..te import tensor as te
 from ..te.schedule import Schedule, Stage, create_schedule
 from ..te.reader_loads import reader_loads
+from ..te.piecewise import piece_source
 from ..tir.expr import FloorDiv, FloorMod, IntImm, ProducerLoad
 from ..tir.functor import post_order
 from ..tir.op import const
+from ..tir.simd_reduce import row_stride
 from .broadcast import BROADCAST, ELEMWISE, INJECTIVE
 from .loop_order import TransposeOrder, static_numel, transpose_order
 
@@ -127,7 +131,8 @@ def inline_injective(s: Schedule, keep: Sequence[Any] = ()) -> None:
 
 def schedule_loops(st: Stage, vector_last: bool = True, sch: Schedule | None = None) -> Any:
     """Fuse all spatial axes but the last into one loop, parallel if big; vectorise the last
-    (split by the block it reads memory in, when ``sch`` shows one: ``_inner_block``).
+    (split by the block it reads memory in, when ``sch`` shows one: ``_inner_block``), merged
+    with the axes before it when its rows leave scalar tails (``_contiguous_tail``).
 
     Returns the outermost loop.
     """
@@ -136,9 +141,13 @@ def schedule_loops(st: Stage, vector_last: bool = True, sch: Schedule | None = N
         return None
     numel = _numel(st.op)
     big = numel is None or numel >= PARALLEL_MIN
+    lanes = max(1, vector_bytes() // DataType(st.op.output(0).dtype).itemsize)
+    merged = _contiguous_tail(sch, st.op, lanes) if sch is not None else 1
+    if merged > 1:  # rows too short for whole vectors: one longer contiguous vector loop
+        axes = axes[:-merged] + [st.fuse(*axes[-merged:])]
     last = axes[-1]
     if len(axes) == 1:
-        ext = axes[0].dom.extent
+        ext = axes[0].dom.extent if merged == 1 else const(numel)
         if big and (not isinstance(ext, IntImm) or ext.value >= 2 * 256):
             outer, inner = st.split(last, 256)
             st.parallel(outer)
@@ -147,12 +156,11 @@ def schedule_loops(st: Stage, vector_last: bool = True, sch: Schedule | None = N
         if vector_last:
             st.vectorize(last)
         return last
-    lanes = max(1, vector_bytes() // DataType(st.op.output(0).dtype).itemsize)
-    order = transpose_order(sch, st.op, lanes) if sch is not None else None
+    order = transpose_order(sch, st.op, lanes) if sch is not None and merged == 1 else None
     if order is not None:
         return _transposed_loops(st, order, big, vector_last)
     outer = _fusable(axes[:-1])
-    block = _inner_block(sch, st, last) if sch is not None else 0
+    block = _inner_block(sch, st, last) if sch is not None and merged == 1 else 0
     if _symbolic_head(outer):
         # a run-time batch before static axes: its own loop, the static ones fused inside
         # (their index splits by constants over a range the simplifier knows, and a piece of
@@ -163,12 +171,59 @@ def schedule_loops(st: Stage, vector_last: bool = True, sch: Schedule | None = N
     fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
     if big:
         st.parallel(fused)
-    short = isinstance(last.dom.extent, IntImm) and last.dom.extent.value < VECTOR_MIN
+    short = merged == 1 and isinstance(last.dom.extent, IntImm) and \
+        last.dom.extent.value < VECTOR_MIN
     if block:
         last = st.split(last, block)[1]
     if vector_last and not short:
         st.vectorize(last)
     return fused
+
+
+MERGE_MAX = 1024  # elements: a merged vector loop this long leaves tails on 1/64 of the work
+
+
+def _contiguous_tail(sch: Schedule, op: Any, lanes: int) -> int:
+    """How many trailing axes of the injective root stage ``op`` to run as one vector loop
+    (1: the last alone). A last axis of static extent that is not a multiple of ``lanes``
+    leaves a scalar tail per row (a (1, 256, 7, 7) tanh was all tail: 4.9x onnxruntime's
+    time); the axes before it merge into its loop while every load from memory stays
+    contiguous (stride 1) or invariant (stride 0) in the merged index, which keeps the loads
+    plain vectors, while the merged extent is still not a multiple of ``lanes`` or stays
+    within ``MERGE_MAX`` elements (all axes merged: the stage is one flat loop). Piecewise
+    stages (a concatenation) keep their loops: their pieces split an axis."""
+    axes = list(op.axis)
+    exts = [a.dom.extent for a in axes]
+    if len(axes) < 2 or not isinstance(exts[-1], IntImm) or exts[-1].value % lanes == 0 or \
+            piece_source(sch, op) is not None:
+        return 1
+    loads = reader_loads(sch, op)
+    if loads is None:
+        return 1
+    loads = [(t, idx) for t, idx in loads if sch[t.op].attach_type != "inline"]
+    merged, size = 1, exts[-1].value
+    while merged < len(axes) and isinstance(exts[-merged - 1], IntImm) and (
+            size % lanes or size * exts[-merged - 1].value <= MERGE_MAX):
+        group = axes[-merged - 1:]
+        if not all(_contiguous_in(t, idx, group) for t, idx in loads):
+            break
+        merged, size = merged + 1, size * exts[-merged - 1].value
+    return merged
+
+
+def _contiguous_in(t: te.Tensor, idx: list[Any], group: list[Any]) -> bool:
+    """Whether ``t`` read at ``idx`` is contiguous (or invariant) along the axes ``group``
+    fused into one index (outermost first, static extents): its flat index is affine in
+    each with constant steps, the last's 0 or 1, each other's the next one's times that
+    one's extent (a reshape's ``i // 40`` is not affine: it stays out)."""
+    flat: Any = const(0)
+    for i, d in zip(idx, t.shape):
+        flat = flat * d + i
+    steps = [row_stride(flat, iv.var) for iv in group]
+    if any(st is None for st in steps) or steps[-1] not in (0, 1):
+        return False
+    return all(steps[k] == steps[k + 1] * group[k + 1].dom.extent.value
+               for k in range(len(group) - 1))
 
 
 def _transposed_loops(st: Stage, order: TransposeOrder, big: bool, vector_last: bool) -> Any:
@@ -268,19 +323,27 @@ def schedule_injective(outs: Any) -> Schedule:
     outs = _outs(outs)
     s = create_schedule([o.op for o in outs])
     inline_injective(s)
-    for st in s.stages:
+    for st in list(s.stages):  # (a reduction split over threads adds a stage it schedules)
         if st.attach_type == "root" and isinstance(st.op, te.ComputeOp):
             schedule_root(st, s)
     return s
 
 
-def schedule_reduce_stage(st: Stage) -> None:
-    """Parallel over the fused outer axes of a reduction; reduction loops stay inside."""
+def schedule_reduce_stage(st: Stage, sch: Schedule | None = None) -> None:
+    """Parallel over the fused outer axes of a reduction; reduction loops stay inside, the
+    trailing ones fused into one when the stage reads memory contiguously along them (a max
+    over a whole (64, 56, 56) map is one row of 200704 for the C emitter's vector
+    reduction, not 3584 rows of 56: ``simd_reduce``)."""
     axes = list(st.op.axis)
     numel = _numel(st.op)
     red = 1
     for r in st.op.reduce_axis:
         red *= r.dom.extent.value if isinstance(r.dom.extent, IntImm) else 64
+    if sch is not None and _split_over_threads(sch, st):
+        return
+    merged = _contiguous_reduction(sch, st.op) if sch is not None else 1
+    if merged > 1:
+        st.fuse(*list(st.op.reduce_axis)[-merged:])
     if not axes:
         return
     fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
@@ -288,10 +351,57 @@ def schedule_reduce_stage(st: Stage) -> None:
         st.parallel(fused)
 
 
+SPLIT_MIN = 1 << 18  # elements of a reduction row worth splitting over threads
+SPLIT_OUTPUTS = 4  # at most this many rows: more run in parallel as they are
+SPLIT_CHUNKS = 16  # partial results of a split row (fixed: results do not depend on threads)
+
+
+def _split_over_threads(sch: Schedule, st: Stage) -> bool:
+    """Split a reduction of at most ``SPLIT_OUTPUTS`` long rows (a max or sum over a whole
+    map) over threads: ``rfactor`` over the outer part of its first reduce axis of at least
+    ``SPLIT_CHUNKS`` (split by the largest divisor up to that, at least 4: no guard) gives
+    that many partial results computed in parallel, which the stage then reduces. Static
+    single-value reductions only; the partial stage is scheduled here. Returns whether it
+    split."""
+    op = st.op
+    numel = _numel(op)
+    red = op.body[0] if len(op.body) == 1 else None
+    if numel is None or numel > SPLIT_OUTPUTS or getattr(red, "init", True) or \
+            not all(isinstance(r.dom.extent, IntImm) for r in op.reduce_axis) or \
+            math.prod(r.dom.extent.value for r in op.reduce_axis) < SPLIT_MIN:
+        return False
+    for r in op.reduce_axis:
+        ext = r.dom.extent.value
+        chunks = next((d for d in range(min(SPLIT_CHUNKS, ext), 3, -1) if ext % d == 0), 0)
+        if chunks:
+            break
+    else:
+        return False
+    outer, _ = st.split(r, nparts=chunks)
+    partial = sch.rfactor(op.output(0), outer)
+    schedule_reduce_stage(sch[partial], sch)  # the stage itself: serial over the partials
+    return True
+
+
+def _contiguous_reduction(sch: Schedule, op: Any) -> int:
+    """How many trailing reduction axes of ``op`` to fuse: while every load from memory
+    stays contiguous or invariant in their fused index (static extents only)."""
+    raxes = list(op.reduce_axis)
+    loads = reader_loads(sch, op) if len(raxes) > 1 else None
+    if loads is None or not all(isinstance(r.dom.extent, IntImm) for r in raxes):
+        return 1
+    loads = [(t, idx) for t, idx in loads if sch[t.op].attach_type != "inline"]
+    merged = 1
+    while merged < len(raxes) and all(
+            _contiguous_in(t, idx, raxes[-merged - 1:]) for t, idx in loads):
+        merged += 1
+    return merged
+
+
 def schedule_root(st: Stage, sch: Schedule | None = None) -> None:
     """The default schedule of a stage computed at root: a reduction's or plain loops'."""
     if st.op.reduce_axis:
-        schedule_reduce_stage(st)
+        schedule_reduce_stage(st, sch)
     else:
         schedule_loops(st, sch=sch)
 

@@ -163,15 +163,21 @@ def test_select_helpers_compile_warning_free_and_vectorize(tmp_path):
 
 @needs_cc
 def test_selects_carried_from_trip_to_trip_keep_a_branch():
-    """A reduction's ``acc = c ? v : acc`` (argmax) and ``acc = max(acc, v)`` read what their
-    loop stores: a predicted branch runs ahead where a bitwise select chains each trip on the
-    last (8-10x slower), so those stay branches; the numbers still match numpy with NaN."""
+    """A reduction's ``acc = c ? v : acc`` (argmax) and ``acc = max(acc, v)`` over a short row
+    read what their loop stores: a predicted branch runs ahead where a bitwise select chains
+    each trip on the last (8-10x slower), so those stay branches (a longer max row keeps
+    vector running maxima instead); the numbers still match numpy with NaN."""
     x = te.placeholder((6, 40), name="x")
     outs = [topi.argmax(x, axis=1), topi.max(x, axis=1), topi.min(x, axis=1)]
     code = generate_c([te.lower(topi.auto_schedule(outs[0]), [x, outs[0]], "am")])
     assert "ember_select" not in code and " ? x[" in code
-    code = generate_c([te.lower(topi.auto_schedule(outs[1]), [x, outs[1]], "mx")])
+    short = topi.max(te.placeholder((6, 20), name="x"), axis=1)  # rows under EXTREME_LANES
+    code = generate_c([te.lower(topi.auto_schedule(short), [short.op.input_tensors[0], short],
+                                "mx")])
     assert "ember_max_carried_float32(" in code and "ember_max_float32(" not in code
+    # rows of 40: vector running maxima (simd_reduce.row_extreme), bitwise and NaN-keeping
+    code = generate_c([te.lower(topi.auto_schedule(outs[1]), [x, outs[1]], "mx")])
+    assert "ember_lanes[" in code and "ember_max_float32(" in code
     xv = np.random.default_rng(1).uniform(-1, 1, (6, 40)).astype("float32")
     xv[1, 7], xv[2, 0], xv[3, 39], xv[4, :] = np.nan, np.nan, -np.inf, -0.0
     got = []

@@ -3,6 +3,8 @@ results against the unrewritten graph (interpreter), and a built model whose tok
 run the blocked channels-last copy."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from _pass_helpers import assert_main_equal, assert_rewrites, run
@@ -46,6 +48,17 @@ CASES = {
         "axes=[1]), axes=[0, 2, 3, 1]) }",
         f'def @main({MAP}) {{ strided_slice(layout_transform(%x, src_layout="NCHW8c", '
         'dst_layout="NHWC"), begin=[0], end=[21], axes=[3]) }'),
+    "blocked_to_split_channels_last": (  # YOLOv5's head: 24 channels as 3 anchors x 8, 8 last
+        f"def @main({MAP}) {{ transpose(reshape({TO_NCHW}, newshape=[2, 3, 8, 5, 7]), "
+        "axes=[0, 1, 3, 4, 2]) }",
+        f'def @main({MAP}) {{ transpose(reshape(layout_transform(%x, src_layout="NCHW8c", '
+        'dst_layout="NHWC"), newshape=[2, 5, 7, 3, 8]), axes=[0, 3, 1, 2, 4]) }'),
+    "padded_blocked_to_split_channels_last": (  # 21 real channels of 24: 3 anchors x 7
+        f"def @main({MAP}) {{ transpose(reshape(strided_slice({TO_NCHW}, begin=[0], end=[21], "
+        "axes=[1]), newshape=[2, 3, 7, 5, 7]), axes=[0, 1, 3, 4, 2]) }",
+        f'def @main({MAP}) {{ transpose(reshape(strided_slice(layout_transform(%x, '
+        'src_layout="NCHW8c", dst_layout="NHWC"), begin=[0], end=[21], axes=[3]), '
+        "newshape=[2, 5, 7, 3, 7]), axes=[0, 3, 1, 2, 4]) }"),
 }
 
 LEFT_ALONE = [
@@ -76,6 +89,15 @@ LEFT_ALONE = [
     "axes=[2]), axes=[0, 2, 3, 1]) }",
     # another transpose of the map (NWHC)
     f"def @main({MAP}) {{ transpose({TO_NCHW}, axes=[0, 3, 2, 1]) }}",
+    # the split's groups not moved last together (K before H)
+    f"def @main({MAP}) {{ transpose(reshape({TO_NCHW}, newshape=[2, 3, 8, 5, 7]), "
+    "axes=[0, 1, 2, 4, 3]) }",
+    # the reshape splits the channels with the rows (24 x 5 as 3 x 40), not the channels alone
+    f"def @main({MAP}) {{ transpose(reshape({TO_NCHW}, newshape=[2, 3, 40, 1, 7]), "
+    "axes=[0, 1, 3, 4, 2]) }",
+    # a split of a slice that is not the first channels
+    f"def @main({MAP}) {{ transpose(reshape(strided_slice({TO_NCHW}, begin=[3], end=[24], "
+    "axes=[1]), newshape=[2, 3, 7, 5, 7]), axes=[0, 1, 3, 4, 2]) }",
     # a run-time batch
     "def @main(%t: Tensor[(?, 4, 8), float32]) { layout_transform(reshape(transpose(%t, "
     'axes=[0, 2, 1]), newshape=[-1, 8, 2, 2]), src_layout="NCHW", dst_layout="NCHW8c") }',
@@ -94,7 +116,8 @@ def test_left_alone(before):
 
 def test_every_rule_is_a_named_function():
     assert {fn.__name__ for _, fn in RULES} == {"blocked_to_tokens", "tokens_to_blocked",
-                                                "blocked_to_channels_last"}
+                                                "blocked_to_channels_last",
+                                                "blocked_to_split_channels_last"}
 
 
 def test_rewritten_transform_keeps_the_onnx_node_names():
@@ -131,4 +154,56 @@ def test_built_mix_ffn_matches_the_interpreter_and_runs_the_channels_last_copy()
     runner.set_input("t", t)
     runner.run()
     want = relay.create_executor("debug", mod=mod).evaluate()(t, params["weight"]).numpy()
+    np.testing.assert_allclose(runner.get_output(0).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def _yolov5_head(channels: int, anchors: int, outputs: int, size: int) -> Any:
+    """An ONNX YOLOv5 detect level: 1x1 conv, Reshape (1, A, K, H, W), Transpose to
+    (1, A, H, W, K), Sigmoid, the xy decode on the first two outputs, Reshape (1, -1, K)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    inits = {"w": rng.standard_normal((anchors * outputs, channels, 1, 1)).astype("float32"),
+             "b": rng.standard_normal(anchors * outputs).astype("float32"),
+             "split": np.array([1, anchors, outputs, size, size], "int64"),
+             "flat": np.array([1, -1, outputs], "int64"),
+             "grid": rng.random((1, 1, size, size, 2)).astype("float32"),
+             "s0": np.array([0], "int64"), "s2": np.array([2], "int64"),
+             "sk": np.array([outputs], "int64"), "ax": np.array([4], "int64")}
+    node = helper.make_node
+    nodes = [node("Conv", ["x", "w", "b"], ["conv"]),
+             node("Reshape", ["conv", "split"], ["groups"]),
+             node("Transpose", ["groups"], ["last"], perm=[0, 1, 3, 4, 2]),
+             node("Sigmoid", ["last"], ["y"]),
+             node("Slice", ["y", "s0", "s2", "ax"], ["xy"]),
+             node("Slice", ["y", "s2", "sk", "ax"], ["rest"]),
+             node("Add", ["xy", "grid"], ["xy_grid"]),
+             node("Concat", ["xy_grid", "rest"], ["decoded"], axis=4),
+             node("Reshape", ["decoded", "flat"], ["out"])]
+    graph = helper.make_graph(
+        nodes, "head", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                      [1, channels, size, size])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    return model
+
+
+@pytest.mark.parametrize("anchors,outputs,size", [(3, 85, 20), (3, 7, 13), (2, 16, 16)])
+def test_built_yolov5_head_matches_onnxruntime_and_runs_the_channels_last_copy(
+        anchors, outputs, size):
+    ort = pytest.importorskip("onnxruntime")
+    model = _yolov5_head(64, anchors, outputs, size)
+    mod, params = relay.frontend.from_onnx(model, {"x": (1, 64, size, size)})
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    source = "\n".join(m.get_source() for m in lib.get_lib()._walk())
+    assert "ember_layout_nhwc(" in source
+    x = np.random.default_rng(6).uniform(-2, 2, (1, 64, size, size)).astype("float32")
+    runner = ember.contrib.graph_executor.GraphModule(lib["default"](ember.cpu(0)))
+    runner.set_input("x", x)
+    runner.run()
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]
+                                ).run(None, {"x": x})[0]
     np.testing.assert_allclose(runner.get_output(0).numpy(), want, rtol=1e-5, atol=1e-5)
