@@ -26,7 +26,8 @@ Columns (milliseconds per call, numpy in and out, median of the interleaved samp
   shapes, checks and sizes again, in C since ``vm/plan_native.py``; its memory blocks are
   already large enough), median of ``--unseen`` calls (or more, to 30 ms of them), each after
   a call at another shape, timed in blocks of 5 in turn with ``d.after``, ``s.each`` and
-  ``s.after`` (drift hits the four alike; ``unseen_columns``).
+  ``s.after``, in an order that changes from round to round (drift and the place after the
+  other builds' calls hit the four alike; ``unseen_columns``).
   The Python plan keeps 32 shapes and the C call 8 besides the last; here
   ``ember.runtime.vm.static_plan.SIGNATURES`` is set to 1 and the C call keeps none
   (``plan_native.DynamicCall.keep(0)``) for those calls, so that alternating two shapes makes
@@ -309,6 +310,20 @@ UNSEEN_TIME = 0.03  # seconds of timed calls per unseen-type column and shape, a
 UNSEEN_BLOCK = 5  # timed calls per column in a row (after one untimed pair), see below
 
 
+def balanced_orders(n: int) -> list[list[int]]:
+    """n orders of 0..n-1 (n even) in which every ordered pair of distinct items stands next
+    to each other exactly once: the rows of a Williams (balanced Latin) square, row r the
+    first one, 0 1 n-1 2 n-2 ..., plus r (mod n)."""
+    first, low, high = [0], 1, n - 1
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    return [[(c + r) % n for c in first] for r in range(n)]
+
+
 def unseen_columns(case: Case, k: int, calls: int, clock: Any
                    ) -> tuple[float, float, float, float]:
     """Median ms of (``unseen``, ``d.after``, ``s.after``, ``s.each``) at shape k, each call
@@ -323,7 +338,12 @@ def unseen_columns(case: Case, k: int, calls: int, clock: Any
     after the other, a load change on a shared machine between them moved ``u.ratio`` by
     0.1-0.2; timed one call of each in turn, each pair ran on caches the other builds had
     just used (autoencoder's unseen read 1.55x, not 1.1x). Each block starts with one
-    untimed pair, so that every timed call follows calls of its own builds only."""
+    untimed pair, so that every timed call follows calls of its own builds only. The order
+    of the columns changes from round to round (``balanced_orders``: over four rounds each
+    column is timed right after each other one once), so that what a block leaves behind for
+    the next one (a model called after another build can run slower for more than its first
+    call) weighs on the four alike: in one fixed order ``unseen`` always came right after
+    ``s.each``, and ``d.after`` right after ``unseen``."""
     j = (k + 1) % len(case.inputs)
     other, x = case.inputs[j], case.inputs[k]
     # (first model, its input, the timed model, whether the dynamic build keeps one shape)
@@ -332,10 +352,13 @@ def unseen_columns(case: Case, k: int, calls: int, clock: Any
              (case.static[k], x, case.static[k], False)]
     times: list[list[float]] = [[] for _ in pairs]
     saved = static_plan.SIGNATURES
+    orders, rnd = balanced_orders(len(pairs)), 0
     try:
         while len(times[0]) < calls or min(sum(t) for t in times) < UNSEEN_TIME and \
                 len(times[0]) < 20 * calls:
-            for (first, before, model, forget), samples in zip(pairs, times):
+            for column in orders[rnd % len(orders)]:
+                first, before, model, forget = pairs[column]
+                samples = times[column]
                 static_plan.SIGNATURES = 1 if forget else saved
                 _keep_signatures(case.dynamic, 0 if forget else plan_native.KEPT_SIGNATURES)
                 first(before)  # (each model sets its own thread count per call)
@@ -345,6 +368,7 @@ def unseen_columns(case: Case, k: int, calls: int, clock: Any
                     start = clock()
                     model(x)
                     samples.append(clock() - start)
+            rnd += 1
     finally:
         static_plan.SIGNATURES = saved
         _keep_signatures(case.dynamic, plan_native.KEPT_SIGNATURES)

@@ -83,6 +83,47 @@ def test_smoke_run_checks_every_twin_against_its_static_build(tmp_path, capsys):
     assert "u.ratio" in printed and "d/ort" in printed
 
 
+@pytest.mark.parametrize("n", [2, 4, 6])
+def test_balanced_orders_put_each_item_after_each_other_once(n):
+    orders = bench.balanced_orders(n)
+    assert len(orders) == n and all(sorted(o) == list(range(n)) for o in orders)
+    pairs = [(o[i], o[i + 1]) for o in orders for i in range(n - 1)]
+    assert sorted(pairs) == [(a, b) for a in range(n) for b in range(n) if a != b]
+
+
+def test_unseen_columns_change_order_so_each_follows_the_others(monkeypatch):
+    """unseen_columns times its columns in balanced_orders' orders, round after round (the
+    block right after another build's ran slower for all of its calls), and the unseen column
+    alone runs with one signature kept."""
+    calls: list[tuple[str, int, int]] = []  # (model, input index, SIGNATURES) per call
+
+    class Model:
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self._pool = type("Pool", (), {"free": []})()
+
+        def __call__(self, x: object) -> None:
+            calls.append((self.name, inputs.index(x), bench.static_plan.SIGNATURES))
+
+    inputs = [object(), object()]
+    case = bench.Case("stub", 1, Model("dynamic"), [(1,), (2,)],
+                      [Model("static0"), Model("static1")], inputs, [True, True])
+    monkeypatch.setattr(bench, "UNSEEN_TIME", 0.0)
+    saved = bench.static_plan.SIGNATURES
+    bench.unseen_columns(case, 0, 4 * bench.UNSEEN_BLOCK, lambda: 0.0)
+    assert bench.static_plan.SIGNATURES == saved
+    # the calls come in pairs (the first model, then the timed one at shape 0); a column is
+    # told by its first call, and its blocks by the runs of that
+    assert all(c[:2] in (("dynamic", 0), ("static0", 0)) for c in calls[1::2])
+    firsts = calls[0::2]
+    blocks = [c for i, c in enumerate(firsts) if i == 0 or c != firsts[i - 1]]
+    # (unseen, d.after, s.after, s.each), four rounds
+    columns = [("dynamic", 1, 1), ("dynamic", 1, saved), ("static1", 1, saved),
+               ("static0", 0, saved)]
+    assert blocks == [columns[c] for order in bench.balanced_orders(4) for c in order]
+    assert len(firsts) == 4 * 4 * (bench.UNSEEN_BLOCK + 1)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--models", "alexnet"], "unknown twins"),
     (["--threads", "0"], "--threads"),
