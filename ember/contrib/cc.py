@@ -196,8 +196,7 @@ def build_shared(sources: str | os.PathLike | Sequence[str | os.PathLike],
     key = content_hash(_ABI_TAG, _identity(argv), cpu, *flags, "--", *opts,
                        *_hash_inputs(files, opts))
     out = cache_dir("lib") / f"{key}.so"
-    if out.exists():
-        touch(out)
+    if touch(out):
         _report(BuildReport(out.name, (), 0.0, 0.0, cached=True))
         return out
     start = time.perf_counter()
@@ -311,8 +310,7 @@ def _objects(argv: list[str], flags: list[str], opts: list[str], files: list[Pat
         early = _prefetched(obj)
         if early is not None:  # compiled in the background while the model was lowered
             steps.append(CompileStep(f.name, early, False))
-        elif obj.exists() and object_intact(obj):
-            touch(obj)
+        elif touch(obj) and object_intact(obj):
             steps.append(CompileStep(f.name, 0.0, True))
         else:
             tmp = temp_sibling(obj)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..runtime import cpu_features
-from ..runtime.cache import atomic_write, cache_dir, content_hash
+from ..runtime.cache import atomic_write, cache_dir, content_hash, touch
 from ..runtime.errors import CompileError, CompilerNotFoundError
 
 _PKG = Path(__file__).resolve().parents[1]
@@ -205,7 +205,7 @@ def _cpu_record(flags: Sequence[str], cc: str | None) -> Path:
     arch = arch_flags_of(flags)
     source = cpu_features.record_source(arch, compiled_features(flags, cc))
     path = cache_dir("cpu") / f"{content_hash(source)}.c"
-    if not path.exists():
+    if not touch(path):  # (touched: a concurrent prune keeps it until the build reads it)
         atomic_write(path, source.encode())
     return path
 

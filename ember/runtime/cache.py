@@ -67,12 +67,16 @@ def atomic_write(path: "str | Path", data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def touch(path: "str | Path") -> None:
-    """Mark a cache entry as used (its mtime orders :func:`prune`); errors are ignored."""
+def touch(path: "str | Path") -> bool:
+    """Mark a cache entry as used (its mtime orders :func:`prune`); whether it exists. A
+    caller about to use an entry touches it first and tests the result, not ``exists()``:
+    once touched, a prune in another process keeps it (``KEEP_RECENT_S``), where an entry
+    found by ``exists()`` could be deleted before it is read."""
     try:
         os.utime(path)
+        return True
     except OSError:
-        pass
+        return False
 
 
 def max_cache_bytes() -> int:
@@ -143,6 +147,8 @@ def _prune(max_bytes: int | None, keep_recent_s: float) -> tuple[int, int]:
         if total - freed <= limit or mtime > cutoff:
             break
         try:
+            if os.stat(path).st_mtime > cutoff:  # used since the walk (``touch``): keep it
+                continue
             os.unlink(path)
             freed += size
         except OSError:

@@ -52,7 +52,41 @@ def test_touch_makes_an_entry_recent(root: Path) -> None:
     cache.touch(a)  # a cache hit on a
     cache.prune(max_bytes=1500, keep_recent_s=0)
     assert a.exists() and not b.exists()
-    cache.touch(root / "lib" / "missing.so")  # no error
+    assert not cache.touch(root / "lib" / "missing.so")  # no error: it says it is absent
+
+
+def test_an_entry_used_while_prune_walks_stays(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build in another process that touches an old entry after prune's walk saw it, and
+    before the unlink, keeps it (prune checks the mtime again; a test run's workers share a
+    cache, and one lost a CPU record between finding and reading it)."""
+    used = _entry(root, "cpu/r.c", 1000, age_s=5000)
+    other = _entry(root, "lib/o.so", 1000, age_s=4000)
+    walk = os.walk
+
+    def walk_then_use(top: str) -> object:
+        yield from walk(top)
+        if str(top).endswith("cpu"):
+            cache.touch(used)  # the other process, right after the walk saw it
+
+    monkeypatch.setattr(cache.os, "walk", walk_then_use)
+    cache.prune(max_bytes=1, keep_recent_s=60)
+    assert used.exists() and not other.exists()
+
+
+def test_a_cpu_record_is_touched_when_found_and_written_when_gone(root: Path) -> None:
+    from ember.contrib import cc_toolchain
+    from ember.testing import find_c_compiler
+
+    if find_c_compiler() is None:
+        pytest.skip("no C compiler")
+    flags = ["-O2"]
+    path = cc_toolchain._cpu_record(flags, None)
+    then = time.time() - 5000
+    os.utime(path, (then, then))
+    assert cc_toolchain._cpu_record(flags, None) == path
+    assert path.stat().st_mtime > time.time() - 60  # used now: a prune keeps it
+    path.unlink()
+    assert cc_toolchain._cpu_record(flags, None) == path and path.exists()
 
 
 @pytest.mark.parametrize("raw,want", [("", 2048 << 20), ("0", 0), ("1.5", int(1.5 * (1 << 20))),
