@@ -198,16 +198,16 @@ static void ember_qconv_sums(const ember_qconv_args* a, const uint32_t* panel, i
 }
 
 #if defined(EMBER_Q_VNNI)
-/* acc[r][v] = the dot products of output channel r of the block (weights wk: [k4][4][4]) with
- * pixel vector v of the tile (panel: rows of u32 words rs apart, from the tile's first pixel),
- * nb vectors. */
+/* acc[r][v] = bias[r] + the dot products of output channel r of the block (weights wk:
+ * [k4][4][4]) with pixel vector v of the tile (panel: rows of u32 words rs apart, from the
+ * tile's first pixel), nb vectors. */
 static inline __attribute__((always_inline)) void ember_qconv_tile(
     const uint32_t* panel, int64_t rs, const int8_t* wk, int64_t k4n, const int nb,
-    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+    const ember_qvi bias[EMBER_QCONV_MR], ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
   for (r = 0; r < EMBER_QCONV_MR; ++r) {
-    for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
+    for (v = 0; v < nb; ++v) acc[r][v] = bias[r];
   }
   for (k4 = 0; k4 < k4n; ++k4) {
     const uint32_t* ap = panel + k4 * rs;
@@ -228,11 +228,11 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
  * pixel; weights [k4][4][2] words (w0, w2), (w1, w3). */
 static inline __attribute__((always_inline)) void ember_qconv_tile(
     const uint32_t* panel, int64_t rs, const uint32_t* wk, int64_t k4n, const int nb,
-    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+    const ember_qvi bias[EMBER_QCONV_MR], ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
   for (r = 0; r < EMBER_QCONV_MR; ++r) {
-    for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
+    for (v = 0; v < nb; ++v) acc[r][v] = bias[r];
   }
   for (k4 = 0; k4 < k4n; ++k4) {
     const uint32_t* ap = panel + k4 * rs;
@@ -248,28 +248,46 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
 }
 #endif
 
-/* Requantizes and stores tile acc: output channels oc0 + r (r < rows) of image b, pixels
- * p + v * L (sums: the tile's pixel sums, with a weight zero point). */
 #if defined(EMBER_Q_VECTOR_EXT)
-static inline void ember_qconv_store(const ember_qconv_args* a, int64_t b, int64_t oc0, int rows,
-                                     int64_t p, int nb,
-                                     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB],
-                                     const int32_t* sums) {
+/* A block's per-row constants: the bias (the tile's first value), the multiplier and the
+ * weight zero point of each of its output channels (zeros past the group's channels). */
+typedef struct {
+  ember_qvi bias[EMBER_QCONV_MR];
+  ember_qvf scale[EMBER_QCONV_MR];
+  int32_t w_zp[EMBER_QCONV_MR];
+} ember_qconv_rows;
+
+/* Requantizes tile acc into y (row r of the tile at y + r * ystride; rows of them, left valid
+ * pixels from the tile's first), nb vectors a row (a constant where inlined: acc stays in
+ * registers); sums: the tile's pixel sums, or NULL without a weight zero point. */
+static inline __attribute__((always_inline)) void ember_qconv_out(
+    uint8_t* y, int64_t ystride, int rows, int64_t left, const int nb,
+    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB], const ember_qconv_rows* k,
+    const int32_t* sums, const ember_qrq* rq) {
   int r, v;
-  for (r = 0; r < rows; ++r) {
-    const int64_t oc = oc0 + r;
-    uint8_t* yrow = a->y + (b * a->o + oc) * a->p;
-    const ember_qvi bias = ember_qset1(a->bias[oc]);
+  for (r = 0; r < EMBER_QCONV_MR && r < rows; ++r) {
+    uint8_t* yrow = y + r * ystride;
     for (v = 0; v < nb; ++v) {
-      const int64_t q = p + v * EMBER_QL, left = a->p - q;
-      ember_qvi s = acc[r][v] + bias;
-      if (left <= 0) break;
-      if (a->has_w_zp) s -= ember_qload(sums + v * EMBER_QL) * a->w_zp[oc];
-      ember_qstore(yrow + q, s, a->scale[oc], a->y_zp, a->y_lo, a->y_hi,
-                   left < EMBER_QL ? left : EMBER_QL);
+      const int64_t n = left - v * EMBER_QL;
+      ember_qvi s = acc[r][v];
+      ember_qvub q;
+      if (sums != NULL) s -= ember_qload(sums + v * EMBER_QL) * k->w_zp[r];
+      q = ember_qrq_bytes(s, k->scale[r], rq);
+      if (n >= EMBER_QL) {
+        *(ember_qvub_u*)(yrow + v * EMBER_QL) = q; /* one vector store, not through a copy */
+      } else if (n > 0) {
+        memcpy(yrow + v * EMBER_QL, &q, (size_t)n);
+      }
     }
   }
 }
+
+/* One tile: products and epilogue inlined together with a constant width nb. */
+#define EMBER_QCONV_TILE_OUT(nb)                                                 \
+  do {                                                                           \
+    ember_qconv_tile(ap, rs, wt, k4n, (nb), rk.bias, acc);                       \
+    ember_qconv_out(yt, ystride, nrows, cnt - t0, (nb), acc, &rk, st, &rq);      \
+  } while (0)
 #endif
 
 /* One (image, group, pixel block) item of the dense-channel path; xq is the group's
@@ -309,11 +327,26 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
   (void)pairs;
   (void)wpairs;
 #endif
+#if defined(EMBER_Q_VECTOR_EXT)
+  /* in locals: the output's byte stores may alias *a, whose fields would be reloaded */
+  const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
+  const int64_t k4n = a->k4, ystride = a->p;
+#endif
   for (ob = 0; ob < a->ocb; ++ob) {
     const int8_t* wk = a->w + (g * a->ocb + ob) * a->k4 * 16;
     const int64_t oc0 = g * a->og + ob * EMBER_QCONV_MR;
     const int nrows = (int)(a->og - ob * EMBER_QCONV_MR < EMBER_QCONV_MR
                                 ? a->og - ob * EMBER_QCONV_MR : EMBER_QCONV_MR);
+#if defined(EMBER_Q_VECTOR_EXT)
+    ember_qconv_rows rk;
+    int r;
+    for (r = 0; r < EMBER_QCONV_MR; ++r) {
+      const ember_qvf z = {0};
+      rk.bias[r] = ember_qset1(r < nrows ? a->bias[oc0 + r] : 0);
+      rk.scale[r] = z + (r < nrows ? a->scale[oc0 + r] : 0.0f);
+      rk.w_zp[r] = r < nrows && a->has_w_zp ? a->w_zp[oc0 + r] : 0;
+    }
+#endif
 #if defined(EMBER_Q_PAIRS)
     int64_t i;
     for (i = 0; i < a->k4 * EMBER_QCONV_MR; ++i) {
@@ -326,6 +359,8 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
       ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB];
       const int nb = (int)((cnt - t0 + EMBER_QL - 1) / EMBER_QL < EMBER_QCONV_NB
                                ? (cnt - t0 + EMBER_QL - 1) / EMBER_QL : EMBER_QCONV_NB);
+      uint8_t* yt = a->y + (b * a->o + oc0) * a->p + p0 + t0;
+      const int32_t* st = a->has_w_zp ? sums + t0 : NULL;
 #if defined(EMBER_Q_VNNI)
       const uint32_t* ap = rows + t0;
       const int8_t* wt = wk;
@@ -335,15 +370,14 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
 #endif
       switch (nb) { /* constant tile widths: the accumulators stay in registers */
 #if EMBER_QCONV_NB == 6
-        case 6: ember_qconv_tile(ap, rs, wt, a->k4, 6, acc); break;
-        case 5: ember_qconv_tile(ap, rs, wt, a->k4, 5, acc); break;
-        case 4: ember_qconv_tile(ap, rs, wt, a->k4, 4, acc); break;
+        case 6: EMBER_QCONV_TILE_OUT(6); break;
+        case 5: EMBER_QCONV_TILE_OUT(5); break;
+        case 4: EMBER_QCONV_TILE_OUT(4); break;
 #endif
-        case 3: ember_qconv_tile(ap, rs, wt, a->k4, 3, acc); break;
-        case 2: ember_qconv_tile(ap, rs, wt, a->k4, 2, acc); break;
-        default: ember_qconv_tile(ap, rs, wt, a->k4, 1, acc); break;
+        case 3: EMBER_QCONV_TILE_OUT(3); break;
+        case 2: EMBER_QCONV_TILE_OUT(2); break;
+        default: EMBER_QCONV_TILE_OUT(1); break;
       }
-      ember_qconv_store(a, b, oc0, nrows, p0 + t0, nb, acc, sums + t0);
 #else
       /* portable: the same tile in scalar C */
       int32_t acc[EMBER_QCONV_MR][EMBER_QCONV_TW];

@@ -143,6 +143,55 @@ typedef uint8_t ember_qvub_u __attribute__((vector_size(EMBER_QL), aligned(1), m
 #define EMBER_QCVT_RN(v) ((ember_qvi)__builtin_ia32_cvtps2dq((v)))
 #endif
 
+/* Lanewise max(a, b) and min(a, b) as maxps/minps compute them: b where either is NaN, so
+ * EMBER_QMAX(lo, v) and EMBER_QMIN(hi, v) keep a NaN v (one instruction each, where a select
+ * through a compare mask took three). */
+#if defined(EMBER_Q_VNNI) && defined(__clang__)
+#define EMBER_QMAX(a, b) ((ember_qvf)__builtin_ia32_maxps512((a), (b), 4))
+#define EMBER_QMIN(a, b) ((ember_qvf)__builtin_ia32_minps512((a), (b), 4))
+#elif defined(EMBER_Q_VNNI)
+#define EMBER_QMAX(a, b) \
+  ((ember_qvf)__builtin_ia32_maxps512_mask((a), (b), (ember_qvf){0}, (short)-1, 4))
+#define EMBER_QMIN(a, b) \
+  ((ember_qvf)__builtin_ia32_minps512_mask((a), (b), (ember_qvf){0}, (short)-1, 4))
+#elif EMBER_QL == 8
+#define EMBER_QMAX(a, b) ((ember_qvf)__builtin_ia32_maxps256((a), (b)))
+#define EMBER_QMIN(a, b) ((ember_qvf)__builtin_ia32_minps256((a), (b)))
+#else
+#define EMBER_QMAX(a, b) ((ember_qvf)__builtin_ia32_maxps((a), (b)))
+#define EMBER_QMIN(a, b) ((ember_qvf)__builtin_ia32_minps((a), (b)))
+#endif
+
+/* The requantizing epilogue's per-call constants as vectors: y's bounds minus its zero point
+ * and the zero point. Built once per call and held in locals: read through the args struct,
+ * they were reloaded for every vector (a byte store to y may alias the struct), which cost
+ * as much as the products of a 1x1 conv over 16 channels. */
+typedef struct {
+  ember_qvf lo, hi;
+  ember_qvi zp;
+} ember_qrq;
+
+static inline ember_qrq ember_qrq_make(int32_t zp, int32_t lo, int32_t hi) {
+  const ember_qvf z = {0};
+  ember_qrq rq;
+  rq.lo = z + (float)(lo - zp);
+  rq.hi = z + (float)(hi - zp);
+  rq.zp = ember_qset1(zp);
+  return rq;
+}
+
+/* The requantized lanes of acc (scale: the lanes' multipliers) as bytes, u8 or s8 by the
+ * bounds: saturate(round_half_even(acc * scale) + zp), clamped in float first (|v| <= 255
+ * then, and a huge product saturates). A NaN lane (NaN scale) passes the clamps, converts to
+ * 0x80000000 and stores the low byte of that plus zp: zp, as ember_qrequant gives. */
+static inline __attribute__((always_inline)) ember_qvub ember_qrq_bytes(ember_qvi acc,
+                                                                       ember_qvf scale,
+                                                                       const ember_qrq* rq) {
+  ember_qvf v = __builtin_convertvector(acc, ember_qvf) * scale;
+  v = EMBER_QMIN(rq->hi, EMBER_QMAX(rq->lo, v));
+  return __builtin_convertvector(EMBER_QCVT_RN(v) + rq->zp, ember_qvub); /* truncation */
+}
+
 /* The requantized lanes of acc, as bytes (u8 or s8 by [lo, hi]) stored to y (n <= EMBER_QL
  * of them). */
 static inline void ember_qstore(uint8_t* y, ember_qvi acc, float scale, int32_t zp, int32_t lo,
