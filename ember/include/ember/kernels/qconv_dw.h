@@ -303,6 +303,7 @@ static void ember_qconv_dws_geometry(const ember_qconv_args* a, ember_qconv_dw_g
  * within L2; 112x112 maps at stride 1 and 2 ran 0.7-0.8x the per-channel paths' time) */
 #define EMBER_QCONV_LANES_MAX 16900
 typedef int32_t ember_qv16 __attribute__((vector_size(64)));
+#define EMBER_QCONV_DWL_PAIRS_MAX 32 /* pairs held in locals: 7x7 kernels (28 pairs) */
 
 static inline int64_t ember_qconv_dwl_hp(const ember_qconv_args* a) {
   return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
@@ -331,26 +332,48 @@ static inline void ember_qconv_dwl_transpose(ember_qb16 r[16]) {
  * constant pair count for 3x3 (6: the loop unrolled, the weights in registers). */
 static inline __attribute__((always_inline)) void ember_qconv_dwl_pixels(
     const ember_qconv_args* a, const ember_qv16* plane, uint8_t* staged, const ember_qv16* wv,
-    const ember_qconv_dw_tpair* pairs, int64_t npairs, ember_qv16 bias, ember_qvf scale) {
+    const ember_qconv_dw_tpair* pairs, const int64_t npairs, ember_qv16 bias, ember_qvf scale) {
+  /* in locals: the byte stores to staged may alias *a and pairs, which would be reloaded */
+  const int64_t wp = ember_qconv_dwl_wp(a), oh = a->oh, ow = a->ow;
+  const int64_t sy = a->sh * wp, sx = a->sw;
+  const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
+  int64_t offsets[EMBER_QCONV_DWL_PAIRS_MAX];
+  ember_qv16 w[EMBER_QCONV_DWL_PAIRS_MAX];
+  int64_t oy, ox, t;
+  for (t = 0; t < npairs; ++t) {
+    offsets[t] = pairs[t].offset;
+    w[t] = wv[t];
+  }
+  for (oy = 0; oy < oh; ++oy) {
+    const ember_qv16* row = plane + oy * sy;
+    uint8_t* out = staged + oy * ow * 16;
+    for (ox = 0; ox < ow; ++ox) {
+      const ember_qv16* at = row + ox * sx;
+      ember_qv16 acc = bias;
+      ember_qvub q;
+      for (t = 0; t < npairs; ++t) acc = EMBER_QDOT2(acc, at[offsets[t]], w[t]);
+      q = ember_qrq_bytes(acc, scale, &rq);
+      memcpy(out + ox * 16, &q, 16);
+    }
+  }
+}
+
+/* As ember_qconv_dwl_pixels for more pairs than it holds in locals (kernels over 7x7). */
+static void ember_qconv_dwl_pixels_wide(const ember_qconv_args* a, const ember_qv16* plane,
+                                        uint8_t* staged, const ember_qv16* wv,
+                                        const ember_qconv_dw_tpair* pairs, int64_t npairs,
+                                        ember_qv16 bias, ember_qvf scale) {
   const int64_t wp = ember_qconv_dwl_wp(a);
-  const ember_qvf z = {0};
-  const ember_qvf flo = z + (float)(a->y_lo - a->y_zp), fhi = z + (float)(a->y_hi - a->y_zp);
+  const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
   int64_t oy, ox, t;
   for (oy = 0; oy < a->oh; ++oy) {
     for (ox = 0; ox < a->ow; ++ox) {
       const ember_qv16* at = plane + oy * a->sh * wp + ox * a->sw;
       ember_qv16 acc = bias;
-      ember_qvf v;
+      ember_qvub q;
       for (t = 0; t < npairs; ++t) acc = EMBER_QDOT2(acc, at[pairs[t].offset], wv[t]);
-      v = __builtin_convertvector(acc, ember_qvf) * scale;
-      v = ember_qselect(v < flo, flo, v);
-      v = ember_qselect(v > fhi, fhi, v);
-      v = ember_qselect(v == v, v, z); /* NaN -> 0 */
-      {
-        const ember_qvub q = __builtin_convertvector(EMBER_QCVT_RN(v) + a->y_zp,
-                                                     ember_qvub); /* in range */
-        memcpy(staged + (oy * a->ow + ox) * 16, &q, 16);
-      }
+      q = ember_qrq_bytes(acc, scale, &rq);
+      memcpy(staged + (oy * a->ow + ox) * 16, &q, 16);
     }
   }
 }
@@ -436,8 +459,10 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
   for (i = 0; i + 1 < wp; ++i) plane[(hp - 1) * wp + i] |= plane[(hp - 1) * wp + i + 1] << 16;
   if (npairs == 6) {
     ember_qconv_dwl_pixels(a, plane, staged, wv, pairs, 6, bias, scale);
-  } else {
+  } else if (npairs <= EMBER_QCONV_DWL_PAIRS_MAX) {
     ember_qconv_dwl_pixels(a, plane, staged, wv, pairs, npairs, bias, scale);
+  } else {
+    ember_qconv_dwl_pixels_wide(a, plane, staged, wv, pairs, npairs, bias, scale);
   }
   for (i = 0; i < a->p; i += 16) { /* 16 pixels of the 16 channels, transposed back */
     const int64_t n = a->p - i < 16 ? a->p - i : 16;
