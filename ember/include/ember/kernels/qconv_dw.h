@@ -76,6 +76,42 @@ static void ember_qconv_dw_pair(int32_t* v, int64_t n) {
   for (; q + 1 < n; ++q) v[q] |= v[q + 1] << 16;
 }
 
+#define EMBER_QCONV_DW_PAIRS_MAX 32 /* pairs held in locals: 7x7 kernels (28 pairs) */
+
+#if defined(EMBER_Q_VECTOR_EXT)
+/* The vector loop of ember_qconv_dw_taps, inlined with a constant pair count for 3x3 (6) and
+ * its offsets and weights in locals (the byte stores to out may alias pairs, wwords and *a,
+ * which would be reloaded for every vector). */
+static inline __attribute__((always_inline)) void ember_qconv_dw_taps_vec(
+    const ember_qconv_args* a, const int32_t* base, const ember_qconv_dw_tpair* pairs,
+    const uint32_t* wwords, const int64_t npairs, int64_t positions, const int32_t* corr,
+    int32_t bias, float scale, uint8_t* out) {
+  const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
+  const ember_qvf vscale = (ember_qvf){0} + scale;
+  const ember_qvi vbias = ember_qset1(bias);
+  int64_t offsets[EMBER_QCONV_DW_PAIRS_MAX];
+  ember_qvi w[EMBER_QCONV_DW_PAIRS_MAX];
+  int64_t p, t;
+  for (t = 0; t < npairs; ++t) {
+    offsets[t] = pairs[t].offset;
+    w[t] = ember_qset1((int32_t)wwords[t]);
+  }
+  for (p = 0; p < positions; p += EMBER_QL) {
+    const int64_t left = positions - p;
+    ember_qvi acc = vbias;
+    ember_qvub q;
+    if (corr) acc += ember_qload(corr + p);
+    for (t = 0; t < npairs; ++t) acc = EMBER_QDOT2(acc, ember_qload(base + offsets[t] + p), w[t]);
+    q = ember_qrq_bytes(acc, vscale, &rq);
+    if (left >= EMBER_QL) {
+      *(ember_qvub_u*)(out + p) = q;
+    } else {
+      memcpy(out + p, &q, (size_t)left);
+    }
+  }
+}
+#endif
+
 /* A depthwise channel's outputs at flat positions [0, positions): bias (+ corr[p] when
  * given) + over the pairs, the pair product of the word at p + pairs[t].offset with wwords[t],
  * requantized and stored to out[p]. One vector of positions at a time, its pairs accumulated
@@ -86,6 +122,14 @@ static void ember_qconv_dw_taps(const ember_qconv_args* a, const int32_t* base,
                                 int32_t bias, float scale, uint8_t* out) {
   int64_t p, t;
 #if defined(EMBER_Q_VECTOR_EXT)
+  if (npairs == 6) {
+    ember_qconv_dw_taps_vec(a, base, pairs, wwords, 6, positions, corr, bias, scale, out);
+    return;
+  }
+  if (npairs <= EMBER_QCONV_DW_PAIRS_MAX) {
+    ember_qconv_dw_taps_vec(a, base, pairs, wwords, npairs, positions, corr, bias, scale, out);
+    return;
+  }
   for (p = 0; p < positions; p += EMBER_QL) {
     const int64_t left = positions - p;
     ember_qvi acc = ember_qset1(bias);
@@ -303,7 +347,6 @@ static void ember_qconv_dws_geometry(const ember_qconv_args* a, ember_qconv_dw_g
  * within L2; 112x112 maps at stride 1 and 2 ran 0.7-0.8x the per-channel paths' time) */
 #define EMBER_QCONV_LANES_MAX 16900
 typedef int32_t ember_qv16 __attribute__((vector_size(64)));
-#define EMBER_QCONV_DWL_PAIRS_MAX 32 /* pairs held in locals: 7x7 kernels (28 pairs) */
 
 static inline int64_t ember_qconv_dwl_hp(const ember_qconv_args* a) {
   return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
@@ -337,8 +380,8 @@ static inline __attribute__((always_inline)) void ember_qconv_dwl_pixels(
   const int64_t wp = ember_qconv_dwl_wp(a), oh = a->oh, ow = a->ow;
   const int64_t sy = a->sh * wp, sx = a->sw;
   const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
-  int64_t offsets[EMBER_QCONV_DWL_PAIRS_MAX];
-  ember_qv16 w[EMBER_QCONV_DWL_PAIRS_MAX];
+  int64_t offsets[EMBER_QCONV_DW_PAIRS_MAX];
+  ember_qv16 w[EMBER_QCONV_DW_PAIRS_MAX];
   int64_t oy, ox, t;
   for (t = 0; t < npairs; ++t) {
     offsets[t] = pairs[t].offset;
@@ -459,7 +502,7 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
   for (i = 0; i + 1 < wp; ++i) plane[(hp - 1) * wp + i] |= plane[(hp - 1) * wp + i + 1] << 16;
   if (npairs == 6) {
     ember_qconv_dwl_pixels(a, plane, staged, wv, pairs, 6, bias, scale);
-  } else if (npairs <= EMBER_QCONV_DWL_PAIRS_MAX) {
+  } else if (npairs <= EMBER_QCONV_DW_PAIRS_MAX) {
     ember_qconv_dwl_pixels(a, plane, staged, wv, pairs, npairs, bias, scale);
   } else {
     ember_qconv_dwl_pixels_wide(a, plane, staged, wv, pairs, npairs, bias, scale);
