@@ -347,12 +347,32 @@ static void ember_qconv_dws_geometry(const ember_qconv_args* a, ember_qconv_dw_g
  * within L2; 112x112 maps at stride 1 and 2 ran 0.7-0.8x the per-channel paths' time) */
 #define EMBER_QCONV_LANES_MAX 16900
 typedef int32_t ember_qv16 __attribute__((vector_size(64)));
+typedef char ember_qc16 __attribute__((vector_size(16)));
+/* 16 bytes zero-extended to int32 lanes (vpmovzxbd): GCC 12 widens a vector read from memory
+ * through __builtin_convertvector byte by byte (16 scalar loads and inserts) */
+#if defined(__clang__)
+#define EMBER_QCONV_DWL_WIDEN(b) __builtin_convertvector((b), ember_qv16)
+#else
+#define EMBER_QCONV_DWL_WIDEN(b) \
+  ((ember_qv16)__builtin_ia32_pmovzxbd512_mask((ember_qc16)(b), (ember_qv16){0}, \
+                                               (unsigned short)-1))
+#endif
 
 static inline int64_t ember_qconv_dwl_hp(const ember_qconv_args* a) {
   return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
 }
 static inline int64_t ember_qconv_dwl_wp(const ember_qconv_args* a) {
   return (a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1;
+}
+/* Stride 2 along the width (dilation 1): the plane's words pair columns 2j and 2j + 1 of a row
+ * (half as many words, each tap kx at word ox + kx / 2); otherwise a word pairs a position
+ * with the next one, flat along the plane. */
+static inline int ember_qconv_dwl_half(const ember_qconv_args* a) {
+  return a->sw == 2 && a->dw == 1;
+}
+/* Words per plane row. */
+static inline int64_t ember_qconv_dwl_ww(const ember_qconv_args* a) {
+  return ember_qconv_dwl_half(a) ? (ember_qconv_dwl_wp(a) + 1) / 2 : ember_qconv_dwl_wp(a);
 }
 
 /* 16 x 16 bytes transposed in place (r[j] becomes byte j of every r): four rounds of
@@ -377,8 +397,8 @@ static inline __attribute__((always_inline)) void ember_qconv_dwl_pixels(
     const ember_qconv_args* a, const ember_qv16* plane, uint8_t* staged, const ember_qv16* wv,
     const ember_qconv_dw_tpair* pairs, const int64_t npairs, ember_qv16 bias, ember_qvf scale) {
   /* in locals: the byte stores to staged may alias *a and pairs, which would be reloaded */
-  const int64_t wp = ember_qconv_dwl_wp(a), oh = a->oh, ow = a->ow;
-  const int64_t sy = a->sh * wp, sx = a->sw;
+  const int64_t oh = a->oh, ow = a->ow, sy = a->sh * ember_qconv_dwl_ww(a);
+  const int64_t sx = ember_qconv_dwl_half(a) ? 1 : a->sw;
   const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
   int64_t offsets[EMBER_QCONV_DW_PAIRS_MAX];
   ember_qv16 w[EMBER_QCONV_DW_PAIRS_MAX];
@@ -406,12 +426,12 @@ static void ember_qconv_dwl_pixels_wide(const ember_qconv_args* a, const ember_q
                                         uint8_t* staged, const ember_qv16* wv,
                                         const ember_qconv_dw_tpair* pairs, int64_t npairs,
                                         ember_qv16 bias, ember_qvf scale) {
-  const int64_t wp = ember_qconv_dwl_wp(a);
+  const int64_t sy = a->sh * ember_qconv_dwl_ww(a), sx = ember_qconv_dwl_half(a) ? 1 : a->sw;
   const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
   int64_t oy, ox, t;
   for (oy = 0; oy < a->oh; ++oy) {
     for (ox = 0; ox < a->ow; ++ox) {
-      const ember_qv16* at = plane + oy * a->sh * wp + ox * a->sw;
+      const ember_qv16* at = plane + oy * sy + ox * sx;
       ember_qv16 acc = bias;
       ember_qvub q;
       for (t = 0; t < npairs; ++t) acc = EMBER_QDOT2(acc, at[pairs[t].offset], wv[t]);
@@ -421,23 +441,34 @@ static void ember_qconv_dwl_pixels_wide(const ember_qconv_args* a, const ember_q
   }
 }
 
-/* The pairs of the lanes plane's taps (offsets ky dh wp + kx dw, in pixels) into `pairs`,
- * `offsets` scratch (taps cells each). */
+/* The pairs of the lanes plane's taps into `pairs`, `offsets` scratch (taps cells each): in
+ * the half plane (ember_qconv_dwl_half) taps kx = 2j and 2j + 1 of a row share word j (an odd
+ * last one pairs with nothing); otherwise taps at offsets ky dh wp + kx dw one apart pair. */
 static int64_t ember_qconv_dwl_pairs(const ember_qconv_args* a, int64_t* offsets,
                                      ember_qconv_dw_tpair* pairs) {
-  const int64_t wp = ember_qconv_dwl_wp(a);
-  int64_t ky, kx;
+  const int64_t wp = ember_qconv_dwl_wp(a), ww = ember_qconv_dwl_ww(a);
+  int64_t ky, kx, n = 0;
+  if (ember_qconv_dwl_half(a)) {
+    for (ky = 0; ky < a->kh; ++ky) {
+      for (kx = 0; kx < a->kw; kx += 2, ++n) {
+        pairs[n].offset = ky * a->dh * ww + kx / 2;
+        pairs[n].lo = (int32_t)(ky * a->kw + kx);
+        pairs[n].hi = kx + 1 < a->kw ? (int32_t)(ky * a->kw + kx + 1) : -1;
+      }
+    }
+    return n;
+  }
   for (ky = 0; ky < a->kh; ++ky) {
     for (kx = 0; kx < a->kw; ++kx) offsets[ky * a->kw + kx] = ky * a->dh * wp + kx * a->dw;
   }
   return ember_qconv_dw_pairs(offsets, a->kh * a->kw, pairs);
 }
 
-/* Row `in` (the block's input row y of channel 0; channel l hw bytes on) into plane row
- * `row` (wp values): `left` zero-point values, the pixels as 16-channel vectors (16 pixels
- * of 16 channels transposed at a time), zero points to the right. */
-static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qv16* row, const uint8_t* in,
-                                int64_t nl, int64_t left, ember_qb16 bflip, ember_qv16 zp) {
+/* Row `in` (the block's input row y of channel 0; channel l hw bytes on) into `row` (wp
+ * pixels of 16 channel bytes, u8 view): `left` zero-point pixels, the input's (16 pixels of
+ * 16 channels transposed at a time), zero points to the right. */
+static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qb16* row, const uint8_t* in,
+                                int64_t nl, int64_t left, ember_qb16 bflip, ember_qb16 zp) {
   const int64_t wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
   const ember_qb16 bzero = {0};
   int64_t i, l, x;
@@ -455,20 +486,30 @@ static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qv16* row, cons
       }
     }
     ember_qconv_dwl_transpose(r);
-    for (i = 0; i < n && x + i + a->pw < wp; ++i) {
-      row[x + i + a->pw] = __builtin_convertvector(r[i] ^ bflip, ember_qv16);
-    }
+    for (i = 0; i < n && x + i + a->pw < wp; ++i) row[x + i + a->pw] = r[i] ^ bflip;
+  }
+}
+
+/* Plane row `words` from byte row `row`: word j = (row[step j], row[step j + 1]) as int16
+ * halves of each lane, for j < n (row[step (n - 1) + 1] must be readable). */
+static void ember_qconv_dwl_words(const ember_qb16* row, ember_qv16* words, int64_t n,
+                                  int64_t step) {
+  int64_t j;
+  for (j = 0; j < n; ++j) {
+    words[j] = EMBER_QCONV_DWL_WIDEN(row[step * j]) |
+               (EMBER_QCONV_DWL_WIDEN(row[step * j + 1]) << 16);
   }
 }
 
 static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_qv16* plane,
-                                 uint8_t* staged, ember_qv16* wv,
+                                 ember_qb16* rows8, uint8_t* staged, ember_qv16* wv,
                                  const ember_qconv_dw_tpair* pairs, int64_t npairs) {
   const int64_t blocks = (a->c + 15) / 16, b = item / blocks, c0 = (item % blocks) * 16;
   const int64_t nl = a->c - c0 < 16 ? a->c - c0 : 16;
   const int64_t hp = ember_qconv_dwl_hp(a), wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
-  const ember_qv16 zero = {0}, zp = zero + a->x_zp;
-  const ember_qb16 bzero = {0}, bflip = bzero + a->flip;
+  const int64_t ww = ember_qconv_dwl_ww(a);
+  const int half = ember_qconv_dwl_half(a);
+  const ember_qb16 bzero = {0}, bflip = bzero + a->flip, bzp = bzero + a->x_zp;
   const uint8_t* src = a->x + (b * a->c + c0) * hw;
   int32_t lane_bias[16];
   float lane_scale[16];
@@ -487,19 +528,23 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
   }
   memcpy(&bias, lane_bias, sizeof bias);
   memcpy(&scale, lane_scale, sizeof scale);
-  for (iy = 0; iy < hp; ++iy) { /* row iy built, then row iy - 1 paired (in L1) */
-    ember_qv16* row = plane + iy * wp;
+  for (iy = 0; iy < hp; ++iy) { /* row iy as bytes, then row iy - 1's words (in L1) */
+    ember_qb16* row = rows8 + (iy & 1) * (wp + 1);
     const int64_t y = iy - a->ph, left = a->pw < wp ? a->pw : wp;
     if (y < 0 || y >= a->h) {
-      for (i = 0; i < wp; ++i) row[i] = zp;
+      for (i = 0; i < wp; ++i) row[i] = bzp;
     } else {
-      ember_qconv_dwl_row(a, row, src + y * a->wd, nl, left, bflip, zp);
+      ember_qconv_dwl_row(a, row, src + y * a->wd, nl, left, bflip, bzp);
     }
-    if (iy > 0) { /* its last value pairs with this row's first */
-      for (i = 0; i < wp; ++i) row[i - wp] |= row[i - wp + 1] << 16;
+    if (iy > 0) { /* flat pairs: its last value pairs with this row's first */
+      ember_qb16* prev = rows8 + ((iy - 1) & 1) * (wp + 1);
+      prev[wp] = half ? bzero : row[0];
+      ember_qconv_dwl_words(prev, plane + (iy - 1) * ww, ww, half ? 2 : 1);
     }
   }
-  for (i = 0; i + 1 < wp; ++i) plane[(hp - 1) * wp + i] |= plane[(hp - 1) * wp + i + 1] << 16;
+  rows8[((hp - 1) & 1) * (wp + 1) + wp] = bzero;
+  ember_qconv_dwl_words(rows8 + ((hp - 1) & 1) * (wp + 1), plane + (hp - 1) * ww, ww,
+                        half ? 2 : 1);
   if (npairs == 6) {
     ember_qconv_dwl_pixels(a, plane, staged, wv, pairs, 6, bias, scale);
   } else if (npairs <= EMBER_QCONV_DW_PAIRS_MAX) {
@@ -539,17 +584,20 @@ static int ember_qconv_dw_range(const ember_qconv_args* a, int64_t lo, int64_t h
   if (a->lanes) {
     const int64_t taps = a->kh * a->kw;
     const uint64_t staged_bytes = (uint64_t)(a->p + 16) * 64, wv_bytes = (uint64_t)taps * 64;
+    const uint64_t rows_bytes = ((uint64_t)(ember_qconv_dwl_wp(a) + 1) * 32 + 63) & ~(uint64_t)63;
     int64_t npairs;
-    plane_bytes = (uint64_t)(ember_qconv_dwl_hp(a) * ember_qconv_dwl_wp(a)) * 64;
+    plane_bytes = (uint64_t)(ember_qconv_dwl_hp(a) * ember_qconv_dwl_ww(a)) * 64;
     buf = (uint8_t*)TVMBackendAllocWorkspace(
-        1, 0, plane_bytes + staged_bytes + wv_bytes + table_bytes, 1, 64);
+        1, 0, plane_bytes + rows_bytes + staged_bytes + wv_bytes + table_bytes, 1, 64);
     if (buf == NULL) return -1;
-    g.offsets = (int64_t*)(buf + plane_bytes + staged_bytes + wv_bytes);
+    g.offsets = (int64_t*)(buf + plane_bytes + rows_bytes + staged_bytes + wv_bytes);
     g.pairs = (ember_qconv_dw_tpair*)(g.offsets + taps);
     npairs = ember_qconv_dwl_pairs(a, g.offsets, g.pairs);
     for (item = lo; item < hi; ++item) {
-      ember_qconv_dwl_item(a, item, (ember_qv16*)buf, buf + plane_bytes,
-                           (ember_qv16*)(buf + plane_bytes + staged_bytes), g.pairs, npairs);
+      ember_qconv_dwl_item(a, item, (ember_qv16*)buf, (ember_qb16*)(buf + plane_bytes),
+                           buf + plane_bytes + rows_bytes,
+                           (ember_qv16*)(buf + plane_bytes + rows_bytes + staged_bytes),
+                           g.pairs, npairs);
     }
     return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
   }
