@@ -55,6 +55,13 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS);
 #define EMBER_QCONV_NB 3 /* 4 x 3 accumulators of 16 ymm */
 #endif
 #define EMBER_QCONV_TW (EMBER_QCONV_NB * EMBER_QL) /* pixels per tile */
+/* a tile's loops over its rows and vectors unrolled whatever -O3 weighs: indexed by a loop
+ * variable, the accumulators would go through the stack */
+#if defined(__clang__)
+#define EMBER_QCONV_UNROLL _Pragma("unroll")
+#else
+#define EMBER_QCONV_UNROLL _Pragma("GCC unroll 8")
+#endif
 
 typedef struct {
   const uint8_t* x;
@@ -265,8 +272,11 @@ static inline __attribute__((always_inline)) void ember_qconv_out(
     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB], const ember_qconv_rows* k,
     const int32_t* sums, const ember_qrq* rq) {
   int r, v;
-  for (r = 0; r < EMBER_QCONV_MR && r < rows; ++r) {
+  EMBER_QCONV_UNROLL
+  for (r = 0; r < EMBER_QCONV_MR; ++r) {
     uint8_t* yrow = y + r * ystride;
+    if (r >= rows) continue; /* not a loop bound: the loop stays unrolled */
+    EMBER_QCONV_UNROLL
     for (v = 0; v < nb; ++v) {
       const int64_t n = left - v * EMBER_QL;
       ember_qvi s = acc[r][v];
@@ -276,18 +286,30 @@ static inline __attribute__((always_inline)) void ember_qconv_out(
       if (n >= EMBER_QL) {
         *(ember_qvub_u*)(yrow + v * EMBER_QL) = q; /* one vector store, not through a copy */
       } else if (n > 0) {
-        memcpy(yrow + v * EMBER_QL, &q, (size_t)n);
+        ember_qstore_part(yrow + v * EMBER_QL, q, n);
       }
     }
   }
 }
 
-/* One tile: products and epilogue inlined together with a constant width nb. */
-#define EMBER_QCONV_TILE_OUT(nb)                                                 \
-  do {                                                                           \
-    ember_qconv_tile(ap, rs, wt, k4n, (nb), rk.bias, acc);                       \
-    ember_qconv_out(yt, ystride, nrows, cnt - t0, (nb), acc, &rk, st, &rq);      \
-  } while (0)
+/* One tile: products and epilogue inlined together with a constant width nb, its
+ * accumulators local to each width's copy (one array shared by the widths went through the
+ * stack). */
+#if defined(EMBER_Q_VNNI)
+typedef int8_t ember_qconv_wt;
+#else
+typedef uint32_t ember_qconv_wt;
+#endif
+static inline __attribute__((always_inline)) void ember_qconv_tile_out(
+    const uint32_t* ap, int64_t rs, const ember_qconv_wt* wt, int64_t k4n, const int nb,
+    uint8_t* y, int64_t ystride, int rows, int64_t left, const ember_qconv_rows* k,
+    const int32_t* sums, const ember_qrq* rq) {
+  ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB];
+  ember_qconv_tile(ap, rs, wt, k4n, nb, k->bias, acc);
+  ember_qconv_out(y, ystride, rows, left, nb, acc, k, sums, rq);
+}
+#define EMBER_QCONV_TILE_OUT(nb) \
+  ember_qconv_tile_out(ap, rs, wt, k4n, (nb), yt, ystride, nrows, cnt - t0, &rk, st, &rq)
 #endif
 
 /* One (image, group, pixel block) item of the dense-channel path; xq is the group's
@@ -356,17 +378,16 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
 #endif
     for (t0 = 0; t0 < cnt; t0 += EMBER_QCONV_TW) {
 #if defined(EMBER_Q_VECTOR_EXT)
-      ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB];
       const int nb = (int)((cnt - t0 + EMBER_QL - 1) / EMBER_QL < EMBER_QCONV_NB
                                ? (cnt - t0 + EMBER_QL - 1) / EMBER_QL : EMBER_QCONV_NB);
       uint8_t* yt = a->y + (b * a->o + oc0) * a->p + p0 + t0;
       const int32_t* st = a->has_w_zp ? sums + t0 : NULL;
 #if defined(EMBER_Q_VNNI)
       const uint32_t* ap = rows + t0;
-      const int8_t* wt = wk;
+      const ember_qconv_wt* wt = wk;
 #else
       const uint32_t* ap = rows + t0 * 2;
-      const uint32_t* wt = wpairs;
+      const ember_qconv_wt* wt = wpairs;
 #endif
       switch (nb) { /* constant tile widths: the accumulators stay in registers */
 #if EMBER_QCONV_NB == 6

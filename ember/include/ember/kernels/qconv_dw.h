@@ -347,7 +347,6 @@ static void ember_qconv_dws_geometry(const ember_qconv_args* a, ember_qconv_dw_g
  * within L2; 112x112 maps at stride 1 and 2 ran 0.7-0.8x the per-channel paths' time) */
 #define EMBER_QCONV_LANES_MAX 16900
 typedef int32_t ember_qv16 __attribute__((vector_size(64)));
-typedef char ember_qc16 __attribute__((vector_size(16)));
 /* 16 bytes zero-extended to int32 lanes (vpmovzxbd): GCC 12 widens a vector read from memory
  * through __builtin_convertvector byte by byte (16 scalar loads and inserts) */
 #if defined(__clang__)

@@ -131,6 +131,7 @@ static inline ember_qvf ember_qselect(ember_qvi m, ember_qvf a, ember_qvf b) {
 }
 
 typedef uint8_t ember_qvub_u __attribute__((vector_size(EMBER_QL), aligned(1), may_alias));
+typedef char ember_qc16 __attribute__((vector_size(16)));
 
 /* float -> int32 lanes rounded under the current rounding mode (nearest, ties to even: the
  * default), one instruction (vcvtps2dq); |v| < 2^31. */
@@ -190,6 +191,21 @@ static inline __attribute__((always_inline)) ember_qvub ember_qrq_bytes(ember_qv
   ember_qvf v = __builtin_convertvector(acc, ember_qvf) * scale;
   v = EMBER_QMIN(rq->hi, EMBER_QMAX(rq->lo, v));
   return __builtin_convertvector(EMBER_QCVT_RN(v) + rq->zp, ember_qvub); /* truncation */
+}
+
+/* The first n < EMBER_QL bytes of q stored to y: one masked store with AVX-512 (a byte loop
+ * there, inlined into unrolled tiles, drew GCC 12's false -Wstringop-overread). */
+static inline __attribute__((always_inline)) void ember_qstore_part(uint8_t* y, ember_qvub q,
+                                                                   int64_t n) {
+#if defined(EMBER_Q_VNNI) && defined(__clang__)
+  __builtin_ia32_storedquqi128_mask((ember_qc16*)y, (ember_qc16)q,
+                                    (unsigned short)((1u << n) - 1u));
+#elif defined(EMBER_Q_VNNI)
+  __builtin_ia32_storedquqi128_mask((char*)y, (ember_qc16)q, (unsigned short)((1u << n) - 1u));
+#else
+  int64_t i;
+  for (i = 0; i < n; ++i) y[i] = q[i];
+#endif
 }
 
 /* The requantized lanes of acc, as bytes (u8 or s8 by [lo, hi]) stored to y (n <= EMBER_QL
