@@ -290,3 +290,27 @@ def test_qlinear_conv_depthwise_geometries_hypothesis(c, n, hw, k, sh, sw, dil, 
                    y_dtype="uint8", bias=rng.integers(-5000, 5000, c).astype("int32"),
                    strides=(sh, sw), pads=pads, groups=c, dilations=dil)
     _check(model, x)
+
+
+# Dense convs at stride 2 and 3 whose output rows span several vectors and a tail (38 and 26
+# columns: the panel takes a row's even words two vectors at a time with AVX-512, the last
+# under a mask), output blocks shared evenly by the pixels (one block over 96 pixels).
+DENSE_STRIDED = [  # n, c, o, h, w, k, stride, pad
+    (2, 19, 21, 9, 75, 3, 2, 1),
+    (1, 6, 9, 11, 77, 3, 3, 1),
+    (1, 8, 5, 29, 31, 1, 2, 0),
+]
+
+
+@pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("haswell", id="avx2"),
+                                   pytest.param("c", id="portable")])
+@pytest.mark.parametrize("shape", DENSE_STRIDED, ids=[str(s) for s in DENSE_STRIDED])
+def test_qlinear_conv_dense_strided_rows_at_every_level(level, shape, monkeypatch):
+    n, c, o, h, w, k, stride, pad = shape
+    if level not in ("c", "native"):
+        monkeypatch.setenv("EMBER_MARCH", level)
+    model, x = _case(np.random.default_rng(c + o), n=n, c=c, o=o, h=h, w=w, k=k,
+                     stride=stride, pad=pad, groups=1, x_dtype="uint8", w_dtype="int8",
+                     zp_kind="odd", per_channel=True, y_dtype="uint8", with_bias=True)
+    _check(model, x, "c" if level == "c" else "llvm")

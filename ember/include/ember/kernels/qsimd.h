@@ -91,6 +91,20 @@ typedef uint32_t ember_qw4 __attribute__((vector_size(16)));
 #define EMBER_QSHUF16(a, b, ...) __builtin_shuffle((a), (b), (ember_qb16){__VA_ARGS__})
 #define EMBER_QSHUF8H(a, b, ...) __builtin_shuffle((a), (b), (ember_qh8){__VA_ARGS__})
 #endif
+#if defined(EMBER_Q_VNNI)
+/* The even lanes of a, then of b (vpermt2d). */
+#if defined(__clang__)
+#define EMBER_QEVENS(a, b) \
+  __builtin_shufflevector((a), (b), 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+#else
+#define EMBER_QEVENS(a, b)                                                                \
+  __builtin_shuffle((a), (b),                                                             \
+                    (ember_qvi){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30})
+#endif
+/* The int32 lanes of v under mask m stored to p (vmovdqu32 with a mask). */
+#define EMBER_QSTORE32_MASK(p, v, m) \
+  __builtin_ia32_storedqusi512_mask((int*)(p), (v), (m))
+#endif
 #endif /* vector extensions */
 
 /* The int16 pairs of four s8 weights (b0, b1, b2, b3): (b0, b2) and (b1, b3), each an int32
