@@ -467,7 +467,8 @@ static int64_t ember_qconv_dwl_pairs(const ember_qconv_args* a, int64_t* offsets
  * pixels of 16 channel bytes, u8 view): `left` zero-point pixels, the input's (16 pixels of
  * 16 channels transposed at a time), zero points to the right. */
 static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qb16* row, const uint8_t* in,
-                                int64_t nl, int64_t left, ember_qb16 bflip, ember_qb16 zp) {
+                                int64_t y, int64_t nl, int64_t left, ember_qb16 bflip,
+                                ember_qb16 zp) {
   const int64_t wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
   const ember_qb16 bzero = {0};
   int64_t i, l, x;
@@ -475,9 +476,13 @@ static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qb16* row, cons
   for (i = a->pw + a->wd; i < wp; ++i) row[i] = zp;
   for (x = 0; x < a->wd && x + a->pw < wp; x += 16) {
     const int64_t n = a->wd - x < 16 ? a->wd - x : 16;
+    /* 16 bytes from here stay in the channel's plane (a short row reads into the next, whose
+     * pixels are then dropped): one vector load, not a copy of n bytes (a libc call per
+     * channel and row took most of a 7x7 map's time) */
+    const int whole = y * a->wd + x + 16 <= hw;
     ember_qb16 r[16];
     for (l = 0; l < 16; ++l) {
-      if (l < nl && n == 16) {
+      if (l < nl && whole) {
         memcpy(&r[l], in + l * hw + x, 16); /* a constant size: one vector load */
       } else {
         r[l] = bzero;
@@ -533,7 +538,7 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
     if (y < 0 || y >= a->h) {
       for (i = 0; i < wp; ++i) row[i] = bzp;
     } else {
-      ember_qconv_dwl_row(a, row, src + y * a->wd, nl, left, bflip, bzp);
+      ember_qconv_dwl_row(a, row, src + y * a->wd, y, nl, left, bflip, bzp);
     }
     if (iy > 0) { /* flat pairs: its last value pairs with this row's first */
       ember_qb16* prev = rows8 + ((iy - 1) & 1) * (wp + 1);
@@ -564,7 +569,7 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
       if (n == 16) {
         memcpy(dst, &r[l], 16); /* a constant size: one vector store */
       } else {
-        memcpy(dst, &r[l], (size_t)n);
+        ember_qstore_part(dst, (ember_qvub)r[l], n); /* a masked store, not a libc call */
       }
     }
   }
