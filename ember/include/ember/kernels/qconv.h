@@ -165,6 +165,25 @@ static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t
   }
 }
 
+/* d[i] = src[i] for i < n, a vector at a time (a copy of n words was a libc call per run
+ * and quad), the tail under a mask with AVX-512. Reads up to a vector past src[n - 1]. */
+static inline void ember_qconv_copy(const uint32_t* src, uint32_t* d, int64_t n) {
+  int64_t i = 0;
+#if defined(EMBER_Q_VECTOR_EXT)
+  for (; i + EMBER_QL <= n; i += EMBER_QL) {
+    const ember_qvi v = ember_qload(src + i);
+    memcpy(d + i, &v, sizeof v);
+  }
+#if defined(EMBER_Q_VNNI)
+  if (i < n) {
+    EMBER_QSTORE32_MASK(d + i, ember_qload(src + i), (unsigned short)((1u << (n - i)) - 1u));
+    return;
+  }
+#endif
+#endif
+  for (; i < n; ++i) d[i] = src[i];
+}
+
 #if defined(EMBER_Q_VNNI)
 /* d[i] = src[2 i] for i < n: two vectors' even words in one shuffle (vpermt2d), the last
  * vector stored under a mask. Reads up to 31 words past src[2 (n - 1)] (the plane's slack). */
@@ -209,7 +228,7 @@ static void ember_qconv_gather(const ember_qconv_args* a, const uint32_t* xq, in
         for (r = 0; r < runs; d += run_len[r], ++r) {
           const uint32_t* src = base + run_src[r];
           if (sw == 1) {
-            memcpy(d, src, (size_t)run_len[r] * 4);
+            ember_qconv_copy(src, d, run_len[r]);
 #if defined(EMBER_Q_VNNI)
           } else if (sw == 2) {
             ember_qconv_evens(src, d, run_len[r]);
