@@ -14,8 +14,8 @@
  *
  * Three paths, by map size and geometry:
  * - channels in lanes (AVX-512, padded planes of at most EMBER_QCONV_LANES_MAX pixels): an item is
- *   (image, block of 16 channels), the block gathered into a padded plane [hp][wp][16]
- *   (ember_qconv_dwl_item);
+ *   (image, block of 16 channels), the block gathered into a padded plane of pair words
+ *   [hp][ww][16] (ember_qconv_dwl_item);
  * - "same" (stride and dilation 1, symmetric width padding): the channel widened with
  *   zero-point rows above and below, one vector loop over flat positions, edge taps corrected
  *   (ember_qconv_dws_item);
@@ -338,11 +338,12 @@ static void ember_qconv_dws_geometry(const ember_qconv_args* a, ember_qconv_dw_g
 /* Depthwise with channels in lanes (AVX-512), for maps up to about 128x128: faster than a loop
  * per channel at every size measured, by most on small maps (7x7, 14x14: a channel's set-up
  * outweighed its taps). An item is (image, block of 16 channels):
- * the block's input is read 16 pixels of its 16 channels at a time, transposed into a
- * zero-point-padded int32 plane [hp][wp][16], paired along it (each lane's word: the pixel's
- * value and the next pixel's), each output pixel accumulates its pairs as whole vectors
- * (per-lane weight words and scale), the requantized bytes go to `staged` [pixel][16] and
- * are transposed back 16 pixels at a time. */
+ * the block's input is read 16 pixels of its 16 channels at a time, transposed into
+ * zero-point-padded rows of bytes [wp][16], widened into a plane of pair words [hp][ww][16]
+ * (each lane's word: a pixel's value and the next pixel's; at stride 2 along the width,
+ * columns 2j and 2j + 1, so ww is about wp / 2: ember_qconv_dwl_half), each output pixel
+ * accumulates its pairs as whole vectors (per-lane weight words and scale), the requantized
+ * bytes go to `staged` [pixel][16] and are transposed back 16 pixels at a time. */
 /* the padded plane's pixels up to which depthwise runs in lanes (64 bytes each: about 1 MiB,
  * within L2; 112x112 maps at stride 1 and 2 ran 0.7-0.8x the per-channel paths' time) */
 #define EMBER_QCONV_LANES_MAX 16900
