@@ -267,3 +267,50 @@ def test_non_constant_weight_keeps_the_decomposition():
     model.graph.input.append(helper.make_tensor_value_info("w", TP.INT8, [4, 4, 3, 3]))
     mod, _ = from_onnx(model)
     assert "nn.contrib_qconv2d" not in str(mod) and "nn.conv2d" in str(mod)
+
+
+@settings(max_examples=16, deadline=None, suppress_health_check=list(HealthCheck))
+@given(c=st.integers(1, 35), n=st.integers(1, 2), hw=st.tuples(st.integers(1, 21),
+                                                                 st.integers(1, 21)),
+       k=st.tuples(st.integers(1, 5), st.integers(1, 5)), sh=st.integers(1, 2),
+       sw=st.integers(1, 2), dil=st.sampled_from([(1, 1), (1, 2), (2, 1)]),
+       pads=st.tuples(*[st.integers(0, 2)] * 4), seed=st.integers(0, 2**16))
+def test_qlinear_conv_depthwise_geometries_hypothesis(c, n, hw, k, sh, sw, dil, pads, seed):
+    """Depthwise kernels of any size at stride 1 and 2 per axis (with AVX-512 these maps run
+    with channels in lanes; at stride 2 along the width its words pair columns 2j, 2j + 1),
+    dilation, asymmetric padding, batch 2."""
+    rng = np.random.default_rng(seed)
+    h, w = hw
+    h = max(h, (k[0] - 1) * dil[0] + 1 - pads[0] - pads[2])
+    w = max(w, (k[1] - 1) * dil[1] + 1 - pads[1] - pads[3])
+    x = rng.integers(0, 256, (n, c, h, w)).astype("uint8")
+    node_w = rng.integers(-128, 128, (c, 1, *k)).astype("int8")
+    model = _model(x.shape, node_w, x_dtype="uint8", x_zp=37, w_zp=np.zeros(c, "int8"),
+                   w_scale=rng.uniform(0.001, 0.01, c).astype("float32"), y_zp=128,
+                   y_dtype="uint8", bias=rng.integers(-5000, 5000, c).astype("int32"),
+                   strides=(sh, sw), pads=pads, groups=c, dilations=dil)
+    _check(model, x)
+
+
+# Dense convs at stride 2 and 3 whose output rows span several vectors and a tail (38 and 26
+# columns: the panel takes a row's even words two vectors at a time with AVX-512, the last
+# under a mask), output blocks shared evenly by the pixels (one block over 96 pixels).
+DENSE_STRIDED = [  # n, c, o, h, w, k, stride, pad
+    (2, 19, 21, 9, 75, 3, 2, 1),
+    (1, 6, 9, 11, 77, 3, 3, 1),
+    (1, 8, 5, 29, 31, 1, 2, 0),
+]
+
+
+@pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("haswell", id="avx2"),
+                                   pytest.param("c", id="portable")])
+@pytest.mark.parametrize("shape", DENSE_STRIDED, ids=[str(s) for s in DENSE_STRIDED])
+def test_qlinear_conv_dense_strided_rows_at_every_level(level, shape, monkeypatch):
+    n, c, o, h, w, k, stride, pad = shape
+    if level not in ("c", "native"):
+        monkeypatch.setenv("EMBER_MARCH", level)
+    model, x = _case(np.random.default_rng(c + o), n=n, c=c, o=o, h=h, w=w, k=k,
+                     stride=stride, pad=pad, groups=1, x_dtype="uint8", w_dtype="int8",
+                     zp_kind="odd", per_channel=True, y_dtype="uint8", with_bias=True)
+    _check(model, x, "c" if level == "c" else "llvm")

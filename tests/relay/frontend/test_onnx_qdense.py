@@ -84,11 +84,13 @@ def test_matmul_integer_hypothesis(rows, k, n, types, zp_kind, per_column, seed)
 @pytest.mark.parametrize("level", [pytest.param("haswell", id="avx2"),
                                    pytest.param("x86-64-v2", id="sse2"),
                                    pytest.param("c", id="portable")])
-def test_matmul_integer_forced_simd_levels(level, monkeypatch):
+@pytest.mark.parametrize("rows", [(2, 7), (13,)], ids=["14-rows", "13-rows"])
+def test_matmul_integer_forced_simd_levels(level, rows, monkeypatch):
+    """13 rows end in a tile of one row (the single-row products)."""
     target = "c" if level == "c" else "llvm"
     if level != "c":
         monkeypatch.setenv("EMBER_MARCH", level)
-    model, feeds = _case(np.random.default_rng(9), (2, 7), 45, 37, "uint8", "int8", "odd",
+    model, feeds = _case(np.random.default_rng(9), rows, 45, 37, "uint8", "int8", "odd",
                          True)
     _check(model, feeds, target)
 

@@ -16,7 +16,8 @@
  * blocks of EMBER_QCONV_MR = 4 (zero rows past the group's count), k ordered (ky, kx, input
  * channel) with the group's channels padded to a multiple of 4 (zeros), in quads: a quad is
  * four channels of one tap, which the panel gathers as one u32 word per pixel.
- * A work item is (image, group, block of EMBER_QCONV_PB output pixels): its input window is
+ * A work item is (image, group, block of at most EMBER_QCONV_PB output pixels, the blocks of
+ * a map alike in size): its input window is
  * gathered once into a panel [k4][pixel][4] (u8) in which vectors run along pixels, and every
  * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows).
  * Depthwise convs (one input and one output channel per group) take a direct path instead
@@ -55,6 +56,13 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS);
 #define EMBER_QCONV_NB 3 /* 4 x 3 accumulators of 16 ymm */
 #endif
 #define EMBER_QCONV_TW (EMBER_QCONV_NB * EMBER_QL) /* pixels per tile */
+/* a tile's loops over its rows and vectors unrolled whatever -O3 weighs: indexed by a loop
+ * variable, the accumulators would go through the stack */
+#if defined(__clang__)
+#define EMBER_QCONV_UNROLL _Pragma("unroll")
+#else
+#define EMBER_QCONV_UNROLL _Pragma("GCC unroll 8")
+#endif
 
 typedef struct {
   const uint8_t* x;
@@ -64,6 +72,7 @@ typedef struct {
   uint8_t* y;
   int64_t n, c, h, wd, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
   int64_t cg, og, k, k4, ocb, p, pblocks;
+  int64_t pb; /* pixels per block: whole vectors, at most EMBER_QCONV_PB */
   int64_t hp, wp; /* the interleaved plane's height and width (padding included) */
   int32_t direct; /* 1x1, stride 1, no padding: the plane is the panel */
   int32_t lanes;  /* a depthwise conv with channels in vector lanes (small maps) */
@@ -156,30 +165,81 @@ static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t
   }
 }
 
+/* d[i] = src[i] for i < n, a vector at a time (a copy of n words was a libc call per run
+ * and quad), the tail under a mask with AVX-512. Reads up to a vector past src[n - 1]. */
+static inline void ember_qconv_copy(const uint32_t* src, uint32_t* d, int64_t n) {
+  int64_t i = 0;
+#if defined(EMBER_Q_VECTOR_EXT)
+  for (; i + EMBER_QL <= n; i += EMBER_QL) {
+    const ember_qvi v = ember_qload(src + i);
+    memcpy(d + i, &v, sizeof v);
+  }
+#if defined(EMBER_Q_VNNI)
+  if (i < n) {
+    EMBER_QSTORE32_MASK(d + i, ember_qload(src + i), (unsigned short)((1u << (n - i)) - 1u));
+    return;
+  }
+#endif
+#endif
+  for (; i < n; ++i) d[i] = src[i];
+}
+
+#if defined(EMBER_Q_VNNI)
+/* d[i] = src[2 i] for i < n: two vectors' even words in one shuffle (vpermt2d), the last
+ * vector stored under a mask. Reads up to 31 words past src[2 (n - 1)] (the plane's slack). */
+static inline void ember_qconv_evens(const uint32_t* src, uint32_t* d, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; i += EMBER_QL) {
+    const ember_qvi even = EMBER_QEVENS(ember_qload(src + 2 * i),
+                                        ember_qload(src + 2 * i + EMBER_QL));
+    if (n - i >= EMBER_QL) {
+      memcpy(d + i, &even, sizeof even);
+    } else {
+      EMBER_QSTORE32_MASK(d + i, even, (unsigned short)((1u << (n - i)) - 1u));
+    }
+  }
+}
+#endif
+
 /* The panel of pixels [p0, p0 + cnt): panel[k4][PB] words, quad q = tap q / cq4 (ky, kx) and
- * channel quad q % cq4, copied from the interleaved plane xq (words past cnt: 0). */
+ * channel quad q % cq4, copied from the interleaved plane xq (words past cnt to the next
+ * whole vector: 0). The block's runs along output rows are found once; the quads then loop
+ * without divisions (five per quad, in int64, took a tenth of a 3x3/2 conv's time). */
 static void ember_qconv_gather(const ember_qconv_args* a, const uint32_t* xq, int64_t p0,
                                int64_t cnt, uint32_t* panel) {
-  const int64_t cq4 = (a->cg + 3) / 4;
-  int64_t q, t, i;
-  for (q = 0; q < a->k4; ++q) {
-    const int64_t tap = q / cq4, cq = q % cq4, ky = tap / a->kw, kx = tap % a->kw;
-    uint32_t* dst = panel + q * EMBER_QCONV_PB;
+  const int64_t cq4 = (a->cg + 3) / 4, sw = a->sw;
+  const int64_t end = (cnt + EMBER_QL - 1) / EMBER_QL * EMBER_QL;
+  int64_t run_src[EMBER_QCONV_PB], run_len[EMBER_QCONV_PB], runs = 0;
+  int64_t ky, kx, cq, r, t, i;
+  uint32_t* dst = panel;
+  {
     int64_t oy = p0 / a->ow, ox = p0 % a->ow;
-    for (t = 0; t < cnt;) {
-      const int64_t seg = a->ow - ox < cnt - t ? a->ow - ox : cnt - t;
-      const uint32_t* src = xq + (cq * a->hp + oy * a->sh + ky * a->dh) * a->wp + ox * a->sw +
-                            kx * a->dw;
-      if (a->sw == 1) {
-        memcpy(dst + t, src, (size_t)seg * 4);
-      } else {
-        for (i = 0; i < seg; ++i) dst[t + i] = src[i * a->sw];
-      }
-      t += seg;
-      ox = 0;
-      ++oy;
+    for (t = 0; t < cnt; ++runs, ox = 0, ++oy) {
+      run_len[runs] = a->ow - ox < cnt - t ? a->ow - ox : cnt - t;
+      run_src[runs] = oy * a->sh * a->wp + ox * sw;
+      t += run_len[runs];
     }
-    for (t = cnt; t < EMBER_QCONV_PB; ++t) dst[t] = 0;
+  }
+  for (ky = 0; ky < a->kh; ++ky) {
+    for (kx = 0; kx < a->kw; ++kx) {
+      for (cq = 0; cq < cq4; ++cq, dst += EMBER_QCONV_PB) {
+        const uint32_t* base = xq + (cq * a->hp + ky * a->dh) * a->wp + kx * a->dw;
+        uint32_t* d = dst;
+        for (r = 0; r < runs; d += run_len[r], ++r) {
+          const uint32_t* src = base + run_src[r];
+          if (sw == 1) {
+            ember_qconv_copy(src, d, run_len[r]);
+#if defined(EMBER_Q_VNNI)
+          } else if (sw == 2) {
+            ember_qconv_evens(src, d, run_len[r]);
+#endif
+          } else {
+            for (i = 0; i < run_len[r]; ++i) d[i] = src[i * sw];
+          }
+        }
+        for (t = cnt; t < end; ++t) dst[t] = 0;
+      }
+    }
   }
 }
 
@@ -198,16 +258,16 @@ static void ember_qconv_sums(const ember_qconv_args* a, const uint32_t* panel, i
 }
 
 #if defined(EMBER_Q_VNNI)
-/* acc[r][v] = the dot products of output channel r of the block (weights wk: [k4][4][4]) with
- * pixel vector v of the tile (panel: rows of u32 words rs apart, from the tile's first pixel),
- * nb vectors. */
+/* acc[r][v] = bias[r] + the dot products of output channel r of the block (weights wk:
+ * [k4][4][4]) with pixel vector v of the tile (panel: rows of u32 words rs apart, from the
+ * tile's first pixel), nb vectors. */
 static inline __attribute__((always_inline)) void ember_qconv_tile(
     const uint32_t* panel, int64_t rs, const int8_t* wk, int64_t k4n, const int nb,
-    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+    const ember_qvi bias[EMBER_QCONV_MR], ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
   for (r = 0; r < EMBER_QCONV_MR; ++r) {
-    for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
+    for (v = 0; v < nb; ++v) acc[r][v] = bias[r];
   }
   for (k4 = 0; k4 < k4n; ++k4) {
     const uint32_t* ap = panel + k4 * rs;
@@ -228,11 +288,11 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
  * pixel; weights [k4][4][2] words (w0, w2), (w1, w3). */
 static inline __attribute__((always_inline)) void ember_qconv_tile(
     const uint32_t* panel, int64_t rs, const uint32_t* wk, int64_t k4n, const int nb,
-    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+    const ember_qvi bias[EMBER_QCONV_MR], ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
   for (r = 0; r < EMBER_QCONV_MR; ++r) {
-    for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
+    for (v = 0; v < nb; ++v) acc[r][v] = bias[r];
   }
   for (k4 = 0; k4 < k4n; ++k4) {
     const uint32_t* ap = panel + k4 * rs;
@@ -248,28 +308,61 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
 }
 #endif
 
-/* Requantizes and stores tile acc: output channels oc0 + r (r < rows) of image b, pixels
- * p + v * L (sums: the tile's pixel sums, with a weight zero point). */
 #if defined(EMBER_Q_VECTOR_EXT)
-static inline void ember_qconv_store(const ember_qconv_args* a, int64_t b, int64_t oc0, int rows,
-                                     int64_t p, int nb,
-                                     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB],
-                                     const int32_t* sums) {
+/* A block's per-row constants: the bias (the tile's first value), the multiplier and the
+ * weight zero point of each of its output channels (zeros past the group's channels). */
+typedef struct {
+  ember_qvi bias[EMBER_QCONV_MR];
+  ember_qvf scale[EMBER_QCONV_MR];
+  int32_t w_zp[EMBER_QCONV_MR];
+} ember_qconv_rows;
+
+/* Requantizes tile acc into y (row r of the tile at y + r * ystride; rows of them, left valid
+ * pixels from the tile's first), nb vectors a row (a constant where inlined: acc stays in
+ * registers); sums: the tile's pixel sums, or NULL without a weight zero point. */
+static inline __attribute__((always_inline)) void ember_qconv_out(
+    uint8_t* y, int64_t ystride, int rows, int64_t left, const int nb,
+    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB], const ember_qconv_rows* k,
+    const int32_t* sums, const ember_qrq* rq) {
   int r, v;
-  for (r = 0; r < rows; ++r) {
-    const int64_t oc = oc0 + r;
-    uint8_t* yrow = a->y + (b * a->o + oc) * a->p;
-    const ember_qvi bias = ember_qset1(a->bias[oc]);
+  EMBER_QCONV_UNROLL
+  for (r = 0; r < EMBER_QCONV_MR; ++r) {
+    uint8_t* yrow = y + r * ystride;
+    if (r >= rows) continue; /* not a loop bound: the loop stays unrolled */
+    EMBER_QCONV_UNROLL
     for (v = 0; v < nb; ++v) {
-      const int64_t q = p + v * EMBER_QL, left = a->p - q;
-      ember_qvi s = acc[r][v] + bias;
-      if (left <= 0) break;
-      if (a->has_w_zp) s -= ember_qload(sums + v * EMBER_QL) * a->w_zp[oc];
-      ember_qstore(yrow + q, s, a->scale[oc], a->y_zp, a->y_lo, a->y_hi,
-                   left < EMBER_QL ? left : EMBER_QL);
+      const int64_t n = left - v * EMBER_QL;
+      ember_qvi s = acc[r][v];
+      ember_qvub q;
+      if (sums != NULL) s -= ember_qload(sums + v * EMBER_QL) * k->w_zp[r];
+      q = ember_qrq_bytes(s, k->scale[r], rq);
+      if (n >= EMBER_QL) {
+        *(ember_qvub_u*)(yrow + v * EMBER_QL) = q; /* one vector store, not through a copy */
+      } else if (n > 0) {
+        ember_qstore_part(yrow + v * EMBER_QL, q, n);
+      }
     }
   }
 }
+
+/* One tile: products and epilogue inlined together with a constant width nb, its
+ * accumulators local to each width's copy (one array shared by the widths went through the
+ * stack). */
+#if defined(EMBER_Q_VNNI)
+typedef int8_t ember_qconv_wt;
+#else
+typedef uint32_t ember_qconv_wt;
+#endif
+static inline __attribute__((always_inline)) void ember_qconv_tile_out(
+    const uint32_t* ap, int64_t rs, const ember_qconv_wt* wt, int64_t k4n, const int nb,
+    uint8_t* y, int64_t ystride, int rows, int64_t left, const ember_qconv_rows* k,
+    const int32_t* sums, const ember_qrq* rq) {
+  ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB];
+  ember_qconv_tile(ap, rs, wt, k4n, nb, k->bias, acc);
+  ember_qconv_out(y, ystride, rows, left, nb, acc, k, sums, rq);
+}
+#define EMBER_QCONV_TILE_OUT(nb) \
+  ember_qconv_tile_out(ap, rs, wt, k4n, (nb), yt, ystride, nrows, cnt - t0, &rk, st, &rq)
 #endif
 
 /* One (image, group, pixel block) item of the dense-channel path; xq is the group's
@@ -278,10 +371,11 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
                              uint32_t* panel, uint32_t* pairs, uint32_t* wpairs, int32_t* sums) {
   const int64_t blk = item % a->pblocks, g = (item / a->pblocks) % a->groups;
   const int64_t b = item / (a->pblocks * a->groups);
-  const int64_t p0 = blk * EMBER_QCONV_PB;
-  const int64_t cnt = a->p - p0 < EMBER_QCONV_PB ? a->p - p0 : EMBER_QCONV_PB;
+  const int64_t p0 = blk * a->pb;
+  const int64_t cnt = a->p - p0 < a->pb ? a->p - p0 : a->pb;
   const uint32_t* rows = panel; /* the panel's rows of words, rs apart */
   int64_t rs = EMBER_QCONV_PB, ob, t0;
+  if (cnt <= 0) return;
   if (a->direct) {
     rows = xq + p0;
     rs = a->hp * a->wp;
@@ -309,11 +403,26 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
   (void)pairs;
   (void)wpairs;
 #endif
+#if defined(EMBER_Q_VECTOR_EXT)
+  /* in locals: the output's byte stores may alias *a, whose fields would be reloaded */
+  const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
+  const int64_t k4n = a->k4, ystride = a->p;
+#endif
   for (ob = 0; ob < a->ocb; ++ob) {
     const int8_t* wk = a->w + (g * a->ocb + ob) * a->k4 * 16;
     const int64_t oc0 = g * a->og + ob * EMBER_QCONV_MR;
     const int nrows = (int)(a->og - ob * EMBER_QCONV_MR < EMBER_QCONV_MR
                                 ? a->og - ob * EMBER_QCONV_MR : EMBER_QCONV_MR);
+#if defined(EMBER_Q_VECTOR_EXT)
+    ember_qconv_rows rk;
+    int r;
+    for (r = 0; r < EMBER_QCONV_MR; ++r) {
+      const ember_qvf z = {0};
+      rk.bias[r] = ember_qset1(r < nrows ? a->bias[oc0 + r] : 0);
+      rk.scale[r] = z + (r < nrows ? a->scale[oc0 + r] : 0.0f);
+      rk.w_zp[r] = r < nrows && a->has_w_zp ? a->w_zp[oc0 + r] : 0;
+    }
+#endif
 #if defined(EMBER_Q_PAIRS)
     int64_t i;
     for (i = 0; i < a->k4 * EMBER_QCONV_MR; ++i) {
@@ -323,27 +432,27 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
 #endif
     for (t0 = 0; t0 < cnt; t0 += EMBER_QCONV_TW) {
 #if defined(EMBER_Q_VECTOR_EXT)
-      ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB];
       const int nb = (int)((cnt - t0 + EMBER_QL - 1) / EMBER_QL < EMBER_QCONV_NB
                                ? (cnt - t0 + EMBER_QL - 1) / EMBER_QL : EMBER_QCONV_NB);
+      uint8_t* yt = a->y + (b * a->o + oc0) * a->p + p0 + t0;
+      const int32_t* st = a->has_w_zp ? sums + t0 : NULL;
 #if defined(EMBER_Q_VNNI)
       const uint32_t* ap = rows + t0;
-      const int8_t* wt = wk;
+      const ember_qconv_wt* wt = wk;
 #else
       const uint32_t* ap = rows + t0 * 2;
-      const uint32_t* wt = wpairs;
+      const ember_qconv_wt* wt = wpairs;
 #endif
       switch (nb) { /* constant tile widths: the accumulators stay in registers */
 #if EMBER_QCONV_NB == 6
-        case 6: ember_qconv_tile(ap, rs, wt, a->k4, 6, acc); break;
-        case 5: ember_qconv_tile(ap, rs, wt, a->k4, 5, acc); break;
-        case 4: ember_qconv_tile(ap, rs, wt, a->k4, 4, acc); break;
+        case 6: EMBER_QCONV_TILE_OUT(6); break;
+        case 5: EMBER_QCONV_TILE_OUT(5); break;
+        case 4: EMBER_QCONV_TILE_OUT(4); break;
 #endif
-        case 3: ember_qconv_tile(ap, rs, wt, a->k4, 3, acc); break;
-        case 2: ember_qconv_tile(ap, rs, wt, a->k4, 2, acc); break;
-        default: ember_qconv_tile(ap, rs, wt, a->k4, 1, acc); break;
+        case 3: EMBER_QCONV_TILE_OUT(3); break;
+        case 2: EMBER_QCONV_TILE_OUT(2); break;
+        default: EMBER_QCONV_TILE_OUT(1); break;
       }
-      ember_qconv_store(a, b, oc0, nrows, p0 + t0, nb, acc, sums + t0);
 #else
       /* portable: the same tile in scalar C */
       int32_t acc[EMBER_QCONV_MR][EMBER_QCONV_TW];
@@ -429,6 +538,9 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.cg = c / groups; a.og = o / groups; a.k = a.cg * kh * kw; a.k4 = (a.cg + 3) / 4 * kh * kw;
   a.ocb = (a.og + EMBER_QCONV_MR - 1) / EMBER_QCONV_MR;
   a.p = oh * ow; a.pblocks = (a.p + EMBER_QCONV_PB - 1) / EMBER_QCONV_PB;
+  /* the vectors shared evenly by the blocks: 196 pixels as 80 + 80 + 36, not 96 + 96 + 4,
+   * whose tile of one vector waits on its four accumulators' latency */
+  a.pb = ((a.p + EMBER_QL - 1) / EMBER_QL + a.pblocks - 1) / a.pblocks * EMBER_QL;
   a.hp = (oh - 1) * sh + (kh - 1) * dh + 1;
   a.wp = (ow - 1) * sw + (kw - 1) * dw + 1;
   a.hp = a.hp > h + ph ? a.hp : h + ph;

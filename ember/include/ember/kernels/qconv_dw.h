@@ -14,8 +14,8 @@
  *
  * Three paths, by map size and geometry:
  * - channels in lanes (AVX-512, padded planes of at most EMBER_QCONV_LANES_MAX pixels): an item is
- *   (image, block of 16 channels), the block gathered into a padded plane [hp][wp][16]
- *   (ember_qconv_dwl_item);
+ *   (image, block of 16 channels), the block gathered into a padded plane of pair words
+ *   [hp][ww][16] (ember_qconv_dwl_item);
  * - "same" (stride and dilation 1, symmetric width padding): the channel widened with
  *   zero-point rows above and below, one vector loop over flat positions, edge taps corrected
  *   (ember_qconv_dws_item);
@@ -76,6 +76,42 @@ static void ember_qconv_dw_pair(int32_t* v, int64_t n) {
   for (; q + 1 < n; ++q) v[q] |= v[q + 1] << 16;
 }
 
+#define EMBER_QCONV_DW_PAIRS_MAX 32 /* pairs held in locals: 7x7 kernels (28 pairs) */
+
+#if defined(EMBER_Q_VECTOR_EXT)
+/* The vector loop of ember_qconv_dw_taps, inlined with a constant pair count for 3x3 (6) and
+ * its offsets and weights in locals (the byte stores to out may alias pairs, wwords and *a,
+ * which would be reloaded for every vector). */
+static inline __attribute__((always_inline)) void ember_qconv_dw_taps_vec(
+    const ember_qconv_args* a, const int32_t* base, const ember_qconv_dw_tpair* pairs,
+    const uint32_t* wwords, const int64_t npairs, int64_t positions, const int32_t* corr,
+    int32_t bias, float scale, uint8_t* out) {
+  const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
+  const ember_qvf vscale = (ember_qvf){0} + scale;
+  const ember_qvi vbias = ember_qset1(bias);
+  int64_t offsets[EMBER_QCONV_DW_PAIRS_MAX];
+  ember_qvi w[EMBER_QCONV_DW_PAIRS_MAX];
+  int64_t p, t;
+  for (t = 0; t < npairs; ++t) {
+    offsets[t] = pairs[t].offset;
+    w[t] = ember_qset1((int32_t)wwords[t]);
+  }
+  for (p = 0; p < positions; p += EMBER_QL) {
+    const int64_t left = positions - p;
+    ember_qvi acc = vbias;
+    ember_qvub q;
+    if (corr) acc += ember_qload(corr + p);
+    for (t = 0; t < npairs; ++t) acc = EMBER_QDOT2(acc, ember_qload(base + offsets[t] + p), w[t]);
+    q = ember_qrq_bytes(acc, vscale, &rq);
+    if (left >= EMBER_QL) {
+      *(ember_qvub_u*)(out + p) = q;
+    } else {
+      memcpy(out + p, &q, (size_t)left);
+    }
+  }
+}
+#endif
+
 /* A depthwise channel's outputs at flat positions [0, positions): bias (+ corr[p] when
  * given) + over the pairs, the pair product of the word at p + pairs[t].offset with wwords[t],
  * requantized and stored to out[p]. One vector of positions at a time, its pairs accumulated
@@ -86,6 +122,14 @@ static void ember_qconv_dw_taps(const ember_qconv_args* a, const int32_t* base,
                                 int32_t bias, float scale, uint8_t* out) {
   int64_t p, t;
 #if defined(EMBER_Q_VECTOR_EXT)
+  if (npairs == 6) {
+    ember_qconv_dw_taps_vec(a, base, pairs, wwords, 6, positions, corr, bias, scale, out);
+    return;
+  }
+  if (npairs <= EMBER_QCONV_DW_PAIRS_MAX) {
+    ember_qconv_dw_taps_vec(a, base, pairs, wwords, npairs, positions, corr, bias, scale, out);
+    return;
+  }
   for (p = 0; p < positions; p += EMBER_QL) {
     const int64_t left = positions - p;
     ember_qvi acc = ember_qset1(bias);
@@ -294,21 +338,41 @@ static void ember_qconv_dws_geometry(const ember_qconv_args* a, ember_qconv_dw_g
 /* Depthwise with channels in lanes (AVX-512), for maps up to about 128x128: faster than a loop
  * per channel at every size measured, by most on small maps (7x7, 14x14: a channel's set-up
  * outweighed its taps). An item is (image, block of 16 channels):
- * the block's input is read 16 pixels of its 16 channels at a time, transposed into a
- * zero-point-padded int32 plane [hp][wp][16], paired along it (each lane's word: the pixel's
- * value and the next pixel's), each output pixel accumulates its pairs as whole vectors
- * (per-lane weight words and scale), the requantized bytes go to `staged` [pixel][16] and
- * are transposed back 16 pixels at a time. */
+ * the block's input is read 16 pixels of its 16 channels at a time, transposed into
+ * zero-point-padded rows of bytes [wp][16], widened into a plane of pair words [hp][ww][16]
+ * (each lane's word: a pixel's value and the next pixel's; at stride 2 along the width,
+ * columns 2j and 2j + 1, so ww is about wp / 2: ember_qconv_dwl_half), each output pixel
+ * accumulates its pairs as whole vectors (per-lane weight words and scale), the requantized
+ * bytes go to `staged` [pixel][16] and are transposed back 16 pixels at a time. */
 /* the padded plane's pixels up to which depthwise runs in lanes (64 bytes each: about 1 MiB,
  * within L2; 112x112 maps at stride 1 and 2 ran 0.7-0.8x the per-channel paths' time) */
 #define EMBER_QCONV_LANES_MAX 16900
 typedef int32_t ember_qv16 __attribute__((vector_size(64)));
+/* 16 bytes zero-extended to int32 lanes (vpmovzxbd): GCC 12 widens a vector read from memory
+ * through __builtin_convertvector byte by byte (16 scalar loads and inserts) */
+#if defined(__clang__)
+#define EMBER_QCONV_DWL_WIDEN(b) __builtin_convertvector((b), ember_qv16)
+#else
+#define EMBER_QCONV_DWL_WIDEN(b) \
+  ((ember_qv16)__builtin_ia32_pmovzxbd512_mask((ember_qc16)(b), (ember_qv16){0}, \
+                                               (unsigned short)-1))
+#endif
 
 static inline int64_t ember_qconv_dwl_hp(const ember_qconv_args* a) {
   return (a->oh - 1) * a->sh + (a->kh - 1) * a->dh + 1;
 }
 static inline int64_t ember_qconv_dwl_wp(const ember_qconv_args* a) {
   return (a->ow - 1) * a->sw + (a->kw - 1) * a->dw + 1;
+}
+/* Stride 2 along the width (dilation 1): the plane's words pair columns 2j and 2j + 1 of a row
+ * (half as many words, each tap kx at word ox + kx / 2); otherwise a word pairs a position
+ * with the next one, flat along the plane. */
+static inline int ember_qconv_dwl_half(const ember_qconv_args* a) {
+  return a->sw == 2 && a->dw == 1;
+}
+/* Words per plane row. */
+static inline int64_t ember_qconv_dwl_ww(const ember_qconv_args* a) {
+  return ember_qconv_dwl_half(a) ? (ember_qconv_dwl_wp(a) + 1) / 2 : ember_qconv_dwl_wp(a);
 }
 
 /* 16 x 16 bytes transposed in place (r[j] becomes byte j of every r): four rounds of
@@ -331,47 +395,81 @@ static inline void ember_qconv_dwl_transpose(ember_qb16 r[16]) {
  * constant pair count for 3x3 (6: the loop unrolled, the weights in registers). */
 static inline __attribute__((always_inline)) void ember_qconv_dwl_pixels(
     const ember_qconv_args* a, const ember_qv16* plane, uint8_t* staged, const ember_qv16* wv,
-    const ember_qconv_dw_tpair* pairs, int64_t npairs, ember_qv16 bias, ember_qvf scale) {
-  const int64_t wp = ember_qconv_dwl_wp(a);
-  const ember_qvf z = {0};
-  const ember_qvf flo = z + (float)(a->y_lo - a->y_zp), fhi = z + (float)(a->y_hi - a->y_zp);
+    const ember_qconv_dw_tpair* pairs, const int64_t npairs, ember_qv16 bias, ember_qvf scale) {
+  /* in locals: the byte stores to staged may alias *a and pairs, which would be reloaded */
+  const int64_t oh = a->oh, ow = a->ow, sy = a->sh * ember_qconv_dwl_ww(a);
+  const int64_t sx = ember_qconv_dwl_half(a) ? 1 : a->sw;
+  const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
+  int64_t offsets[EMBER_QCONV_DW_PAIRS_MAX];
+  ember_qv16 w[EMBER_QCONV_DW_PAIRS_MAX];
   int64_t oy, ox, t;
-  for (oy = 0; oy < a->oh; ++oy) {
-    for (ox = 0; ox < a->ow; ++ox) {
-      const ember_qv16* at = plane + oy * a->sh * wp + ox * a->sw;
+  for (t = 0; t < npairs; ++t) {
+    offsets[t] = pairs[t].offset;
+    w[t] = wv[t];
+  }
+  for (oy = 0; oy < oh; ++oy) {
+    const ember_qv16* row = plane + oy * sy;
+    uint8_t* out = staged + oy * ow * 16;
+    for (ox = 0; ox < ow; ++ox) {
+      const ember_qv16* at = row + ox * sx;
       ember_qv16 acc = bias;
-      ember_qvf v;
-      for (t = 0; t < npairs; ++t) acc = EMBER_QDOT2(acc, at[pairs[t].offset], wv[t]);
-      v = __builtin_convertvector(acc, ember_qvf) * scale;
-      v = ember_qselect(v < flo, flo, v);
-      v = ember_qselect(v > fhi, fhi, v);
-      v = ember_qselect(v == v, v, z); /* NaN -> 0 */
-      {
-        const ember_qvub q = __builtin_convertvector(EMBER_QCVT_RN(v) + a->y_zp,
-                                                     ember_qvub); /* in range */
-        memcpy(staged + (oy * a->ow + ox) * 16, &q, 16);
-      }
+      ember_qvub q;
+      for (t = 0; t < npairs; ++t) acc = EMBER_QDOT2(acc, at[offsets[t]], w[t]);
+      q = ember_qrq_bytes(acc, scale, &rq);
+      memcpy(out + ox * 16, &q, 16);
     }
   }
 }
 
-/* The pairs of the lanes plane's taps (offsets ky dh wp + kx dw, in pixels) into `pairs`,
- * `offsets` scratch (taps cells each). */
+/* As ember_qconv_dwl_pixels for more pairs than it holds in locals (kernels over 7x7). */
+static void ember_qconv_dwl_pixels_wide(const ember_qconv_args* a, const ember_qv16* plane,
+                                        uint8_t* staged, const ember_qv16* wv,
+                                        const ember_qconv_dw_tpair* pairs, int64_t npairs,
+                                        ember_qv16 bias, ember_qvf scale) {
+  const int64_t sy = a->sh * ember_qconv_dwl_ww(a), sx = ember_qconv_dwl_half(a) ? 1 : a->sw;
+  const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
+  int64_t oy, ox, t;
+  for (oy = 0; oy < a->oh; ++oy) {
+    for (ox = 0; ox < a->ow; ++ox) {
+      const ember_qv16* at = plane + oy * sy + ox * sx;
+      ember_qv16 acc = bias;
+      ember_qvub q;
+      for (t = 0; t < npairs; ++t) acc = EMBER_QDOT2(acc, at[pairs[t].offset], wv[t]);
+      q = ember_qrq_bytes(acc, scale, &rq);
+      memcpy(staged + (oy * a->ow + ox) * 16, &q, 16);
+    }
+  }
+}
+
+/* The pairs of the lanes plane's taps into `pairs`, `offsets` scratch (taps cells each): in
+ * the half plane (ember_qconv_dwl_half) taps kx = 2j and 2j + 1 of a row share word j (an odd
+ * last one pairs with nothing); otherwise taps at offsets ky dh wp + kx dw one apart pair. */
 static int64_t ember_qconv_dwl_pairs(const ember_qconv_args* a, int64_t* offsets,
                                      ember_qconv_dw_tpair* pairs) {
-  const int64_t wp = ember_qconv_dwl_wp(a);
-  int64_t ky, kx;
+  const int64_t wp = ember_qconv_dwl_wp(a), ww = ember_qconv_dwl_ww(a);
+  int64_t ky, kx, n = 0;
+  if (ember_qconv_dwl_half(a)) {
+    for (ky = 0; ky < a->kh; ++ky) {
+      for (kx = 0; kx < a->kw; kx += 2, ++n) {
+        pairs[n].offset = ky * a->dh * ww + kx / 2;
+        pairs[n].lo = (int32_t)(ky * a->kw + kx);
+        pairs[n].hi = kx + 1 < a->kw ? (int32_t)(ky * a->kw + kx + 1) : -1;
+      }
+    }
+    return n;
+  }
   for (ky = 0; ky < a->kh; ++ky) {
     for (kx = 0; kx < a->kw; ++kx) offsets[ky * a->kw + kx] = ky * a->dh * wp + kx * a->dw;
   }
   return ember_qconv_dw_pairs(offsets, a->kh * a->kw, pairs);
 }
 
-/* Row `in` (the block's input row y of channel 0; channel l hw bytes on) into plane row
- * `row` (wp values): `left` zero-point values, the pixels as 16-channel vectors (16 pixels
- * of 16 channels transposed at a time), zero points to the right. */
-static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qv16* row, const uint8_t* in,
-                                int64_t nl, int64_t left, ember_qb16 bflip, ember_qv16 zp) {
+/* Row `in` (the block's input row y of channel 0; channel l hw bytes on) into `row` (wp
+ * pixels of 16 channel bytes, u8 view): `left` zero-point pixels, the input's (16 pixels of
+ * 16 channels transposed at a time), zero points to the right. */
+static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qb16* row, const uint8_t* in,
+                                int64_t y, int64_t nl, int64_t left, ember_qb16 bflip,
+                                ember_qb16 zp) {
   const int64_t wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
   const ember_qb16 bzero = {0};
   int64_t i, l, x;
@@ -379,9 +477,13 @@ static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qv16* row, cons
   for (i = a->pw + a->wd; i < wp; ++i) row[i] = zp;
   for (x = 0; x < a->wd && x + a->pw < wp; x += 16) {
     const int64_t n = a->wd - x < 16 ? a->wd - x : 16;
+    /* 16 bytes from here stay in the channel's plane (a short row reads into the next, whose
+     * pixels are then dropped): one vector load, not a copy of n bytes (a libc call per
+     * channel and row took most of a 7x7 map's time) */
+    const int whole = y * a->wd + x + 16 <= hw;
     ember_qb16 r[16];
     for (l = 0; l < 16; ++l) {
-      if (l < nl && n == 16) {
+      if (l < nl && whole) {
         memcpy(&r[l], in + l * hw + x, 16); /* a constant size: one vector load */
       } else {
         r[l] = bzero;
@@ -389,20 +491,30 @@ static void ember_qconv_dwl_row(const ember_qconv_args* a, ember_qv16* row, cons
       }
     }
     ember_qconv_dwl_transpose(r);
-    for (i = 0; i < n && x + i + a->pw < wp; ++i) {
-      row[x + i + a->pw] = __builtin_convertvector(r[i] ^ bflip, ember_qv16);
-    }
+    for (i = 0; i < n && x + i + a->pw < wp; ++i) row[x + i + a->pw] = r[i] ^ bflip;
+  }
+}
+
+/* Plane row `words` from byte row `row`: word j = (row[step j], row[step j + 1]) as int16
+ * halves of each lane, for j < n (row[step (n - 1) + 1] must be readable). */
+static void ember_qconv_dwl_words(const ember_qb16* row, ember_qv16* words, int64_t n,
+                                  int64_t step) {
+  int64_t j;
+  for (j = 0; j < n; ++j) {
+    words[j] = EMBER_QCONV_DWL_WIDEN(row[step * j]) |
+               (EMBER_QCONV_DWL_WIDEN(row[step * j + 1]) << 16);
   }
 }
 
 static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_qv16* plane,
-                                 uint8_t* staged, ember_qv16* wv,
+                                 ember_qb16* rows8, uint8_t* staged, ember_qv16* wv,
                                  const ember_qconv_dw_tpair* pairs, int64_t npairs) {
   const int64_t blocks = (a->c + 15) / 16, b = item / blocks, c0 = (item % blocks) * 16;
   const int64_t nl = a->c - c0 < 16 ? a->c - c0 : 16;
   const int64_t hp = ember_qconv_dwl_hp(a), wp = ember_qconv_dwl_wp(a), hw = a->h * a->wd;
-  const ember_qv16 zero = {0}, zp = zero + a->x_zp;
-  const ember_qb16 bzero = {0}, bflip = bzero + a->flip;
+  const int64_t ww = ember_qconv_dwl_ww(a);
+  const int half = ember_qconv_dwl_half(a);
+  const ember_qb16 bzero = {0}, bflip = bzero + a->flip, bzp = bzero + a->x_zp;
   const uint8_t* src = a->x + (b * a->c + c0) * hw;
   int32_t lane_bias[16];
   float lane_scale[16];
@@ -421,23 +533,29 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
   }
   memcpy(&bias, lane_bias, sizeof bias);
   memcpy(&scale, lane_scale, sizeof scale);
-  for (iy = 0; iy < hp; ++iy) { /* row iy built, then row iy - 1 paired (in L1) */
-    ember_qv16* row = plane + iy * wp;
+  for (iy = 0; iy < hp; ++iy) { /* row iy as bytes, then row iy - 1's words (in L1) */
+    ember_qb16* row = rows8 + (iy & 1) * (wp + 1);
     const int64_t y = iy - a->ph, left = a->pw < wp ? a->pw : wp;
     if (y < 0 || y >= a->h) {
-      for (i = 0; i < wp; ++i) row[i] = zp;
+      for (i = 0; i < wp; ++i) row[i] = bzp;
     } else {
-      ember_qconv_dwl_row(a, row, src + y * a->wd, nl, left, bflip, zp);
+      ember_qconv_dwl_row(a, row, src + y * a->wd, y, nl, left, bflip, bzp);
     }
-    if (iy > 0) { /* its last value pairs with this row's first */
-      for (i = 0; i < wp; ++i) row[i - wp] |= row[i - wp + 1] << 16;
+    if (iy > 0) { /* flat pairs: its last value pairs with this row's first */
+      ember_qb16* prev = rows8 + ((iy - 1) & 1) * (wp + 1);
+      prev[wp] = half ? bzero : row[0];
+      ember_qconv_dwl_words(prev, plane + (iy - 1) * ww, ww, half ? 2 : 1);
     }
   }
-  for (i = 0; i + 1 < wp; ++i) plane[(hp - 1) * wp + i] |= plane[(hp - 1) * wp + i + 1] << 16;
+  rows8[((hp - 1) & 1) * (wp + 1) + wp] = bzero;
+  ember_qconv_dwl_words(rows8 + ((hp - 1) & 1) * (wp + 1), plane + (hp - 1) * ww, ww,
+                        half ? 2 : 1);
   if (npairs == 6) {
     ember_qconv_dwl_pixels(a, plane, staged, wv, pairs, 6, bias, scale);
-  } else {
+  } else if (npairs <= EMBER_QCONV_DW_PAIRS_MAX) {
     ember_qconv_dwl_pixels(a, plane, staged, wv, pairs, npairs, bias, scale);
+  } else {
+    ember_qconv_dwl_pixels_wide(a, plane, staged, wv, pairs, npairs, bias, scale);
   }
   for (i = 0; i < a->p; i += 16) { /* 16 pixels of the 16 channels, transposed back */
     const int64_t n = a->p - i < 16 ? a->p - i : 16;
@@ -452,7 +570,7 @@ static void ember_qconv_dwl_item(const ember_qconv_args* a, int64_t item, ember_
       if (n == 16) {
         memcpy(dst, &r[l], 16); /* a constant size: one vector store */
       } else {
-        memcpy(dst, &r[l], (size_t)n);
+        ember_qstore_part(dst, (ember_qvub)r[l], n); /* a masked store, not a libc call */
       }
     }
   }
@@ -471,17 +589,20 @@ static int ember_qconv_dw_range(const ember_qconv_args* a, int64_t lo, int64_t h
   if (a->lanes) {
     const int64_t taps = a->kh * a->kw;
     const uint64_t staged_bytes = (uint64_t)(a->p + 16) * 64, wv_bytes = (uint64_t)taps * 64;
+    const uint64_t rows_bytes = ((uint64_t)(ember_qconv_dwl_wp(a) + 1) * 32 + 63) & ~(uint64_t)63;
     int64_t npairs;
-    plane_bytes = (uint64_t)(ember_qconv_dwl_hp(a) * ember_qconv_dwl_wp(a)) * 64;
+    plane_bytes = (uint64_t)(ember_qconv_dwl_hp(a) * ember_qconv_dwl_ww(a)) * 64;
     buf = (uint8_t*)TVMBackendAllocWorkspace(
-        1, 0, plane_bytes + staged_bytes + wv_bytes + table_bytes, 1, 64);
+        1, 0, plane_bytes + rows_bytes + staged_bytes + wv_bytes + table_bytes, 1, 64);
     if (buf == NULL) return -1;
-    g.offsets = (int64_t*)(buf + plane_bytes + staged_bytes + wv_bytes);
+    g.offsets = (int64_t*)(buf + plane_bytes + rows_bytes + staged_bytes + wv_bytes);
     g.pairs = (ember_qconv_dw_tpair*)(g.offsets + taps);
     npairs = ember_qconv_dwl_pairs(a, g.offsets, g.pairs);
     for (item = lo; item < hi; ++item) {
-      ember_qconv_dwl_item(a, item, (ember_qv16*)buf, buf + plane_bytes,
-                           (ember_qv16*)(buf + plane_bytes + staged_bytes), g.pairs, npairs);
+      ember_qconv_dwl_item(a, item, (ember_qv16*)buf, (ember_qb16*)(buf + plane_bytes),
+                           buf + plane_bytes + rows_bytes,
+                           (ember_qv16*)(buf + plane_bytes + rows_bytes + staged_bytes),
+                           g.pairs, npairs);
     }
     return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
   }

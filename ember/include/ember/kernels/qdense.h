@@ -72,7 +72,7 @@ static inline int32_t ember_qdense_word(const ember_qdense_args* p, const uint8_
 /* acc += quad q's products: the rows' words bw (broadcast), the weight vectors at wq[v]. */
 static inline __attribute__((always_inline)) void ember_qdense_step(
     const ember_qvi bw[EMBER_QDENSE_MR], const int8_t* const wq[EMBER_QDENSE_NB], int64_t off,
-    const int nb, ember_qvi acc[EMBER_QDENSE_MR][EMBER_QDENSE_NB]) {
+    const int nb, const int mr, ember_qvi acc[EMBER_QDENSE_MR][EMBER_QDENSE_NB]) {
   ember_qvi wv[EMBER_QDENSE_NB];
   int r, v;
   for (v = 0; v < nb; ++v) wv[v] = ember_qload(wq[v] + off);
@@ -85,7 +85,7 @@ static inline __attribute__((always_inline)) void ember_qdense_step(
       w02[v] = (lo & 0xFFFF) | (b2 << 16);
       w13[v] = (b1 & 0xFFFF) | (hi << 16);
     }
-    for (r = 0; r < EMBER_QDENSE_MR; ++r) {
+    for (r = 0; r < mr; ++r) {
       const ember_qvi a02 = bw[r] & 0x00FF00FF, a13 = (bw[r] >> 8) & 0x00FF00FF;
       for (v = 0; v < nb; ++v) {
         acc[r][v] += EMBER_QMADD(a02, w02[v]) + EMBER_QMADD(a13, w13[v]);
@@ -93,16 +93,17 @@ static inline __attribute__((always_inline)) void ember_qdense_step(
     }
   }
 #else
-  for (r = 0; r < EMBER_QDENSE_MR; ++r) {
+  for (r = 0; r < mr; ++r) {
     for (v = 0; v < nb; ++v) acc[r][v] = EMBER_QDOT4(acc[r][v], bw[r], wv[v]);
   }
 #endif
 }
 
 /* Rows r0 .. r0 + rows - 1 x nb column vectors from column c0 (a multiple of EMBER_QL). All
- * MR rows are computed (a short tile repeats row r0): constant counts keep acc in registers. */
+ * mr rows are computed (a short tile repeats row r0): constant counts keep acc in registers;
+ * mr is EMBER_QDENSE_MR, or 1 for a single row. */
 static inline __attribute__((always_inline)) void ember_qdense_tile(
-    const ember_qdense_args* p, int64_t r0, int rows, int64_t c0, const int nb) {
+    const ember_qdense_args* p, int64_t r0, int rows, int64_t c0, const int nb, const int mr) {
   ember_qvi acc[EMBER_QDENSE_MR][EMBER_QDENSE_NB], bw[EMBER_QDENSE_MR];
   const uint8_t* arow[EMBER_QDENSE_MR];
   const int8_t* wq[EMBER_QDENSE_NB];
@@ -113,21 +114,21 @@ static inline __attribute__((always_inline)) void ember_qdense_tile(
     const int64_t c = c0 + v * EMBER_QL;
     wq[v] = p->w + (c / EMBER_QDENSE_NW) * p->k4 * 64 + (c % EMBER_QDENSE_NW) * 4;
   }
-  for (r = 0; r < EMBER_QDENSE_MR; ++r) {
+  for (r = 0; r < mr; ++r) {
     arow[r] = p->a + (r0 + (r < rows ? r : 0)) * p->k;
     for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
   }
   for (q = 0; q < full; ++q) {
-    for (r = 0; r < EMBER_QDENSE_MR; ++r) {
+    for (r = 0; r < mr; ++r) {
       int32_t word;
       memcpy(&word, arow[r] + q * 4, 4);
       bw[r] = ember_qset1(word ^ p->flip);
     }
-    ember_qdense_step(bw, wq, q * 64, nb, acc);
+    ember_qdense_step(bw, wq, q * 64, nb, mr, acc);
   }
   if (full < p->k4) { /* the last quad of a K not a multiple of 4 */
-    for (r = 0; r < EMBER_QDENSE_MR; ++r) bw[r] = ember_qset1(ember_qdense_word(p, arow[r], q));
-    ember_qdense_step(bw, wq, q * 64, nb, acc);
+    for (r = 0; r < mr; ++r) bw[r] = ember_qset1(ember_qdense_word(p, arow[r], q));
+    ember_qdense_step(bw, wq, q * 64, nb, mr, acc);
   }
   for (r = 0; r < rows; ++r) {
     int32_t* yrow = p->y + (r0 + r) * p->n;
@@ -161,13 +162,24 @@ static void ember_qdense_item(const ember_qdense_args* p, int64_t item) {
     const int nb = (int)(vecs < EMBER_QDENSE_NB ? vecs : EMBER_QDENSE_NB);
     for (r0 = rb * EMBER_QDENSE_ROWS; r0 < r_end; r0 += EMBER_QDENSE_MR) {
       const int rows = (int)(r_end - r0 < EMBER_QDENSE_MR ? r_end - r0 : EMBER_QDENSE_MR);
+      if (rows == 1) { /* one row (a classifier's): not MR rows' products for one */
+        switch (nb) {
+#if EMBER_QDENSE_NB == 4
+          case 4: ember_qdense_tile(p, r0, 1, c0, 4, 1); break;
+          case 3: ember_qdense_tile(p, r0, 1, c0, 3, 1); break;
+#endif
+          case 2: ember_qdense_tile(p, r0, 1, c0, 2, 1); break;
+          default: ember_qdense_tile(p, r0, 1, c0, 1, 1); break;
+        }
+        continue;
+      }
       switch (nb) { /* constant widths: the accumulators stay in registers */
 #if EMBER_QDENSE_NB == 4
-        case 4: ember_qdense_tile(p, r0, rows, c0, 4); break;
-        case 3: ember_qdense_tile(p, r0, rows, c0, 3); break;
+        case 4: ember_qdense_tile(p, r0, rows, c0, 4, EMBER_QDENSE_MR); break;
+        case 3: ember_qdense_tile(p, r0, rows, c0, 3, EMBER_QDENSE_MR); break;
 #endif
-        case 2: ember_qdense_tile(p, r0, rows, c0, 2); break;
-        default: ember_qdense_tile(p, r0, rows, c0, 1); break;
+        case 2: ember_qdense_tile(p, r0, rows, c0, 2, EMBER_QDENSE_MR); break;
+        default: ember_qdense_tile(p, r0, rows, c0, 1, EMBER_QDENSE_MR); break;
       }
     }
   }

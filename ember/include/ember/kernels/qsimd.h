@@ -91,6 +91,20 @@ typedef uint32_t ember_qw4 __attribute__((vector_size(16)));
 #define EMBER_QSHUF16(a, b, ...) __builtin_shuffle((a), (b), (ember_qb16){__VA_ARGS__})
 #define EMBER_QSHUF8H(a, b, ...) __builtin_shuffle((a), (b), (ember_qh8){__VA_ARGS__})
 #endif
+#if defined(EMBER_Q_VNNI)
+/* The even lanes of a, then of b (vpermt2d). */
+#if defined(__clang__)
+#define EMBER_QEVENS(a, b) \
+  __builtin_shufflevector((a), (b), 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+#else
+#define EMBER_QEVENS(a, b)                                                                \
+  __builtin_shuffle((a), (b),                                                             \
+                    (ember_qvi){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30})
+#endif
+/* The int32 lanes of v under mask m stored to p (vmovdqu32 with a mask). */
+#define EMBER_QSTORE32_MASK(p, v, m) \
+  __builtin_ia32_storedqusi512_mask((int*)(p), (v), (m))
+#endif
 #endif /* vector extensions */
 
 /* The int16 pairs of four s8 weights (b0, b1, b2, b3): (b0, b2) and (b1, b3), each an int32
@@ -131,6 +145,7 @@ static inline ember_qvf ember_qselect(ember_qvi m, ember_qvf a, ember_qvf b) {
 }
 
 typedef uint8_t ember_qvub_u __attribute__((vector_size(EMBER_QL), aligned(1), may_alias));
+typedef char ember_qc16 __attribute__((vector_size(16)));
 
 /* float -> int32 lanes rounded under the current rounding mode (nearest, ties to even: the
  * default), one instruction (vcvtps2dq); |v| < 2^31. */
@@ -142,6 +157,70 @@ typedef uint8_t ember_qvub_u __attribute__((vector_size(EMBER_QL), aligned(1), m
 #else
 #define EMBER_QCVT_RN(v) ((ember_qvi)__builtin_ia32_cvtps2dq((v)))
 #endif
+
+/* Lanewise max(a, b) and min(a, b) as maxps/minps compute them: b where either is NaN, so
+ * EMBER_QMAX(lo, v) and EMBER_QMIN(hi, v) keep a NaN v (one instruction each, where a select
+ * through a compare mask took three). */
+#if defined(EMBER_Q_VNNI) && defined(__clang__)
+#define EMBER_QMAX(a, b) ((ember_qvf)__builtin_ia32_maxps512((a), (b), 4))
+#define EMBER_QMIN(a, b) ((ember_qvf)__builtin_ia32_minps512((a), (b), 4))
+#elif defined(EMBER_Q_VNNI)
+#define EMBER_QMAX(a, b) \
+  ((ember_qvf)__builtin_ia32_maxps512_mask((a), (b), (ember_qvf){0}, (short)-1, 4))
+#define EMBER_QMIN(a, b) \
+  ((ember_qvf)__builtin_ia32_minps512_mask((a), (b), (ember_qvf){0}, (short)-1, 4))
+#elif EMBER_QL == 8
+#define EMBER_QMAX(a, b) ((ember_qvf)__builtin_ia32_maxps256((a), (b)))
+#define EMBER_QMIN(a, b) ((ember_qvf)__builtin_ia32_minps256((a), (b)))
+#else
+#define EMBER_QMAX(a, b) ((ember_qvf)__builtin_ia32_maxps((a), (b)))
+#define EMBER_QMIN(a, b) ((ember_qvf)__builtin_ia32_minps((a), (b)))
+#endif
+
+/* The requantizing epilogue's per-call constants as vectors: y's bounds minus its zero point
+ * and the zero point. Built once per call and held in locals: read through the args struct,
+ * they were reloaded for every vector (a byte store to y may alias the struct), which cost
+ * as much as the products of a 1x1 conv over 16 channels. */
+typedef struct {
+  ember_qvf lo, hi;
+  ember_qvi zp;
+} ember_qrq;
+
+static inline ember_qrq ember_qrq_make(int32_t zp, int32_t lo, int32_t hi) {
+  const ember_qvf z = {0};
+  ember_qrq rq;
+  rq.lo = z + (float)(lo - zp);
+  rq.hi = z + (float)(hi - zp);
+  rq.zp = ember_qset1(zp);
+  return rq;
+}
+
+/* The requantized lanes of acc (scale: the lanes' multipliers) as bytes, u8 or s8 by the
+ * bounds: saturate(round_half_even(acc * scale) + zp), clamped in float first (|v| <= 255
+ * then, and a huge product saturates). A NaN lane (NaN scale) passes the clamps, converts to
+ * 0x80000000 and stores the low byte of that plus zp: zp, as ember_qrequant gives. */
+static inline __attribute__((always_inline)) ember_qvub ember_qrq_bytes(ember_qvi acc,
+                                                                       ember_qvf scale,
+                                                                       const ember_qrq* rq) {
+  ember_qvf v = __builtin_convertvector(acc, ember_qvf) * scale;
+  v = EMBER_QMIN(rq->hi, EMBER_QMAX(rq->lo, v));
+  return __builtin_convertvector(EMBER_QCVT_RN(v) + rq->zp, ember_qvub); /* truncation */
+}
+
+/* The first n < EMBER_QL bytes of q stored to y: one masked store with AVX-512 (a byte loop
+ * there, inlined into unrolled tiles, drew GCC 12's false -Wstringop-overread). */
+static inline __attribute__((always_inline)) void ember_qstore_part(uint8_t* y, ember_qvub q,
+                                                                   int64_t n) {
+#if defined(EMBER_Q_VNNI) && defined(__clang__)
+  __builtin_ia32_storedquqi128_mask((ember_qc16*)y, (ember_qc16)q,
+                                    (unsigned short)((1u << n) - 1u));
+#elif defined(EMBER_Q_VNNI)
+  __builtin_ia32_storedquqi128_mask((char*)y, (ember_qc16)q, (unsigned short)((1u << n) - 1u));
+#else
+  int64_t i;
+  for (i = 0; i < n; ++i) y[i] = q[i];
+#endif
+}
 
 /* The requantized lanes of acc, as bytes (u8 or s8 by [lo, hi]) stored to y (n <= EMBER_QL
  * of them). */

@@ -114,6 +114,8 @@ def quantize_linear(node: Node) -> RelayExpr:
     fused = _qdq_conv(node)
     if fused is None:
         fused = _qdq_add(node)
+    if fused is None:
+        fused = _qdq_dense(node)
     if fused is not None:
         return fused
     x, ndim = node.input(0, "x"), node.ndim(0)
@@ -712,3 +714,75 @@ def _qdq_add(node: Node) -> RelayExpr | None:
     return _op.nn.contrib_qadd(da.x, db.x, ra=ra, rb=rb, a_zp=int(da.zp.reshape(-1)[0]),
                                b_zp=int(db.zp.reshape(-1)[0]), y_zp=zy, out_dtype=out_dtype,
                                y_min=y_min)
+
+
+def _qdq_dense(node: Node) -> RelayExpr | None:
+    """QDQ's DequantizeLinear x 2 -> Gemm or MatMul [+ int32 bias] -> QuantizeLinear (a CNN's
+    classifier, which onnxruntime fuses into QGemm) as nn.contrib_qdense and a requantization
+    by (x_scale * w_scale) / y_scale: an 8-bit activation with a scalar scale and zero point,
+    a constant 2-D 8-bit weight with one scale or one per output column, a bias quantized with
+    x_scale * w_scale (so its int32 values add to the product as they are)."""
+    from ....topi.nn import qdense as kernel
+    from ....topi.nn.qconv import RANGES
+
+    out = _qdq_output(node, RANGES)
+    if out is None:
+        return None
+    table, out_dtype, _, zy, sy = out
+    expr, db = node.input(0), None
+    add = _call_of(expr, "add")
+    if add is not None:
+        expr, db = add.args[0], table.get(add.args[1])
+        if db is None or db.value is None or db.dtype != I32 or np.any(db.zp):
+            return None
+    dense = _call_of(expr, "nn.dense")
+    if dense is None:
+        return None
+    dx, w_arg = table.get(dense.args[0]), dense.args[1]
+    dw, transposed = table.get(w_arg), False
+    if dw is None:  # a (K, N) weight: its transpose into dense's (N, K), folded at import
+        dw, transposed = _folded_transpose_of(table, w_arg), True
+    if dx is None or dw is None or dx.value is not None or dw.value is None or \
+            dx.dtype not in RANGES or dw.dtype not in RANGES or dx.scale.size != 1 or \
+            dx.zp.size != 1 or dx.zp.dtype.name != dx.dtype or dw.value.ndim != 2:
+        return None
+    # the weight as dense's (N, K), its parameters per row N
+    w, axis = (dw.value.T, 1) if transposed else (dw.value, 0)
+    n = w.shape[0]
+    if (dw.scale.size != 1 and (dw.scale.size != n or dw.axis % 2 != axis)) or \
+            dw.zp.size not in (1, n):
+        return None
+    shifted = w.astype(np.int64) - np.broadcast_to(dw.zp.astype(np.int64).reshape(-1), (n,))[
+        :, None]
+    if shifted.min(initial=0) < -128 or shifted.max(initial=0) > 127:
+        return None
+    sx = np.float32(dx.scale.reshape(-1)[0])
+    ws = np.broadcast_to(dw.scale.astype(np.float32).reshape(-1), (n,))
+    if db is not None and (db.value.size != n or not np.array_equal(
+            np.broadcast_to(db.scale.astype(np.float32).reshape(-1), (n,)), sx * ws)):
+        return None
+    packed, colsum = kernel.pack_weight(shifted.astype(np.int8))
+    x_zp = node.const(dx.zp.reshape(()), dx.dtype)
+    acc = _op.nn.contrib_qdense(dx.x, node.const(packed, "int8"), node.const(colsum, I32),
+                                x_zp, units=n)
+    if db is not None:
+        acc = _op.add(acc, node.const(db.value.reshape(n).astype(np.int32), I32))
+    scale = (sx * ws) / sy  # onnxruntime: A_scale * B_scale[n] / Y_scale in float32
+    value = _op.multiply(_op.cast(acc, F32), node.const(scale.astype(np.float32), F32))
+    return _requantize(value, None, node.const(np.array(zy, out_dtype), out_dtype), out_dtype)
+
+
+def _folded_transpose_of(table: dict[RelayExpr, _Dequantized], w: RelayExpr
+                         ) -> _Dequantized | None:
+    """The dequantized constant whose transpose ``w`` is (Gemm without transB and MatMul give
+    nn.dense a transposed weight, which the import folds into a new constant)."""
+    from ....ir.expr import Constant
+
+    if not isinstance(w, Constant) or len(w.data.shape) != 2:
+        return None
+    data = w.data.numpy()
+    for expr, d in table.items():
+        if isinstance(expr, Constant) and d.value is not None and d.value.ndim == 2 and \
+                d.value.shape == data.shape[::-1] and np.array_equal(expr.data.numpy().T, data):
+            return d
+    return None
