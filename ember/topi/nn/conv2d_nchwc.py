@@ -134,8 +134,9 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
 
 def check_conv_tiles(tiles: ConvTiles, geo: ConvGeometry) -> str | None:
     """Why the conv kernel cannot run ``tiles`` for ``geo`` (None if it can)."""
-    rbs = (1, 2, 4, 6, 8) if takes_pairs(geo) else (1, 2, 4)
-    problems = [(tiles.rb not in rbs, f"rb must be one of {rbs}"),
+    pairs = takes_pairs(geo)  # AVX-512's pair tiles take groups of 6 and 8 blocks too
+    problems = [(tiles.rb not in ((1, 2, 4, 6, 8) if pairs else (1, 2, 4)),
+                 "rb must be 1, 2, 4, 6 or 8" if pairs else "rb must be 1, 2 or 4"),
                 (tiles.rw not in (*TILE_WIDTHS, PAIR_1X1_WIDTH),
                  f"rw must be one of {(*TILE_WIDTHS, PAIR_1X1_WIDTH)}"),
                 (tiles.order not in (0, 1), "order must be 0 or 1")]
