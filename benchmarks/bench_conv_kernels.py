@@ -169,9 +169,11 @@ def best_median(fns: list[Callable], clock: Callable[[], float], rounds: int,
 
 
 # ``--pointwise``: the 1x1 convs of the mobile zoo (IC,OC,HW,K,S): few input channels over
-# large maps, projections onto few output blocks, small maps with many channels, resnet's
-# stride-2 downsample, and SE blocks' GEMVs on a 1x1 map
-POINTWISE = ("16,64,112,1,1", "24,72,56,1,1", "144,24,56,1,1", "192,32,28,1,1",
+# large maps, projections onto few output blocks (EfficientDet's 96->24 at 128x128 and
+# 144->40 at 64x64: 8-lane blocks on AVX-512, its pair tiles), small maps with many channels,
+# resnet's stride-2 downsample, and SE blocks' GEMVs on a 1x1 map
+POINTWISE = ("16,64,112,1,1", "24,72,56,1,1", "144,24,56,1,1", "96,24,128,1,1",
+             "144,40,64,1,1", "24,144,128,1,1", "192,32,28,1,1",
              "576,96,14,1,1", "384,64,14,1,1", "960,160,7,1,1", "1152,192,7,1,1",
              "64,128,56,1,2", "128,256,28,1,2", "960,240,1,1,1", "240,960,1,1,1",
              "672,168,1,1,1", "64,64,25,1,1")

@@ -382,6 +382,24 @@ EDGE_CASES = {
                                   "s": (2, 2), "groups": 16, "pads": (3, 2, 3, 4)},
     "depthwise_1x1_map_stride2": {"ic": 16, "oc": 16, "h": 1, "w": 1, "s": (2, 2),
                                   "groups": 16},
+    # 1x1 convs to 8-lane blocks from 16-lane ones (AVX-512's pair tiles: 3 blocks, a last
+    # pair half empty), 5 blocks over an odd map with a residual, 9 blocks in two groups
+    # split over tasks; and from 8-lane blocks to 16-lane ones (the 1x1 path over half
+    # blocks), 24 -> 48 and with a late activation over a batch split in tasks
+    "1x1_pairs_24_from_16_lane_blocks": {"ic": 96, "oc": 24, "h": 1, "w": 29, "k": (1, 1),
+                                         "pads": (0,) * 4, "in_block": 16, "act": "none",
+                                         "tiles": (4, 12, 29, 1)},
+    "1x1_pairs_40_odd_map_residual": {"ic": 48, "oc": 40, "h": 5, "w": 7, "k": (1, 1),
+                                      "pads": (0,) * 4, "in_block": 16, "residual": True,
+                                      "act": "clip", "tiles": (6, 8, 5, 1)},
+    "1x1_pairs_72_two_groups_tasks": {"ic": 24, "oc": 72, "h": 3, "w": 13, "k": (1, 1),
+                                      "pads": (0,) * 4, "in_block": 8, "n": 2, "tasks": 3,
+                                      "act": "hardswish", "tiles": (6, 8, 13, 1)},
+    "1x1_half_blocks_24_to_48": {"ic": 24, "oc": 48, "h": 7, "w": 9, "k": (1, 1),
+                                 "pads": (0,) * 4, "in_block": 8, "act": "relu"},
+    "1x1_half_blocks_silu_tasks": {"ic": 40, "oc": 32, "h": 1, "w": 37, "k": (1, 1),
+                                   "pads": (0,) * 4, "in_block": 8, "n": 2, "tasks": 2,
+                                   "act": "silu", "residual": True, "tiles": (2, 12, 13, 1)},
 }
 
 
@@ -419,7 +437,9 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "tile_runs_stride2_residual", "odd_blocks_wide_single_3x3",
                                   "stride2_unit_kernel2_row", "stride2_unit_3x3_borders",
                                   "depthwise_stride2_same_upper",
-                                  "depthwise_5x5_stride2_asymmetric"])
+                                  "depthwise_5x5_stride2_asymmetric",
+                                  "1x1_pairs_40_odd_map_residual",
+                                  "1x1_pairs_72_two_groups_tasks", "1x1_half_blocks_24_to_48"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level, lanes=lanes), lanes=lanes, **EDGE_CASES[case])
@@ -533,6 +553,88 @@ def test_cost_model_runs_1x1_pairs_5_wide_on_16_registers():
     assert K.conv_tiles(three, LEVELS["avx2"]).rw == 6  # 3x3 pairs keep 6 columns
     wide = replace(geo, lanes=16, in_block=16)
     assert K.conv_tiles(wide, LEVELS["avx512"]).rb == 4  # AVX-512: quads
+
+
+def test_cost_model_runs_avx512_1x1_convs_to_8_lane_blocks_in_pair_tiles():
+    # every block of a projection to 24 or 40 channels in one tile (the input read once);
+    # 9 blocks in two even groups (6 + 3), not 8 + 1
+    geo = K.ConvGeometry(1, 96, 1, 16384, 24, 1, 16384, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8,
+                         16)
+    avx512 = LEVELS["avx512"]
+    for oc, want in ((16, (2, 12)), (24, (4, 12)), (40, (6, 8)), (64, (8, 6)), (72, (6, 8)),
+                     (184, (8, 6))):
+        t = K.conv_tiles(replace(geo, oc=oc), avx512)
+        assert (t.rb, t.rw, t.order) == (*want, 1), oc
+        assert K.check_conv_tiles(t, replace(geo, oc=oc)) is None
+    assert K.pair_tiles(replace(geo, in_block=8), avx512) == (4, 12)
+    assert K.pair_tiles(geo, LEVELS["avx2"]) is None  # 16 registers: the 8-lane tiles
+    assert K.pair_tiles(replace(geo, oc=8), avx512) is None  # one block: half the lanes zero
+    one = replace(geo, w=1, ow=1)  # an SE block's conv on a 1x1 map: repacking would dominate
+    assert K.pair_tiles(one, avx512) is None
+    for other in (replace(geo, lanes=16, oc=32), replace(geo, kh=3, kw=3),
+                  replace(geo, strides=(2, 2)), replace(geo, padding=(1,) * 4),
+                  replace(geo, in_block=1), replace(geo, groups=2, oc=48)):
+        assert K.pair_tiles(other, avx512) is None
+    assert K.check_conv_tiles(K.ConvTiles(6, 8, 8, 1, 0), replace(geo, kh=3, kw=3)) is not None
+
+
+def test_pair_tiles_agree_with_the_kernel_on_widths_and_group_size():
+    header = (INCLUDE / "ember/kernels/conv_nchwc_pair_impl.h").read_text()
+    assert f"#define EMBER_PAIR_MAX_NP {K.PAIR_MAX_BLOCKS // 2} " in header
+    widths = "np <= 2 ? {} : np == 3 ? {} : {}".format(K.PAIR_WIDTHS[2], K.PAIR_WIDTHS[3],
+                                                       K.PAIR_WIDTHS[4])
+    assert widths in header and K.PAIR_WIDTHS[1] == K.PAIR_WIDTHS[2]
+
+
+@st.composite
+def pair_cases(draw: st.DrawFn) -> dict:
+    """1x1 stride-1 unpadded convs to 8-lane blocks: AVX-512 builds run them on the pair
+    tiles (two blocks per 16-lane accumulator), other builds on the 8-lane tiles. Output
+    channels 8 to 72 (odd block counts: a last pair with an empty upper half), input blocks of
+    8 or 16 channels, maps from 1x1 to odd sizes with several rows (the kernel's own form, not
+    the flattened one), strips cut mid-row, batches, tasks, every epilogue."""
+    cb = draw(st.sampled_from([8, 16]))
+    oc = 8 * draw(st.integers(1, 9))
+    h, w = draw(st.integers(1, 5)), draw(st.integers(1, 30))
+    geo = K.ConvGeometry(1, cb, h, w, oc, h, w, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, cb)
+    rb, rw = K.pair_tiles(replace(geo, h=1, w=64, oh=1, ow=64), LEVELS["avx512"]) or (2, 12)
+    rb = draw(st.sampled_from([rb, 2, 4, 6, 8]))
+    return {"ic": cb * draw(st.integers(1, 6)), "oc": oc, "h": h, "w": w, "k": (1, 1),
+            "pads": (0,) * 4, "lanes": 8, "in_block": cb,
+            "act": draw(st.sampled_from(list(K.ACTIVATIONS))), "residual": draw(st.booleans()),
+            "after": draw(st.booleans()), "n": draw(st.integers(1, 2)),
+            "tiles": (rb, rw, draw(st.integers(1, w)), draw(st.integers(0, 1))),
+            "tasks": draw(st.integers(1, 3)), "seed": draw(st.integers(0, 1000))}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(case=pair_cases())
+def test_1x1_convs_to_8_lane_blocks_match_numpy(harness_libs, case):
+    run_case(_harness(harness_libs, "native", lanes=8), **case)
+
+
+@pytest.mark.parametrize("lanes", LANE_PARAMS[1:])
+@pytest.mark.parametrize("case", ["1x1_pairs_24_from_16_lane_blocks",
+                                  "1x1_pairs_40_odd_map_residual",
+                                  "1x1_pairs_72_two_groups_tasks",
+                                  "1x1_half_blocks_24_to_48", "1x1_half_blocks_silu_tasks"])
+def test_1x1_convs_between_8_and_16_lane_blocks(harness_libs, case, lanes):
+    kwargs = dict(EDGE_CASES[case])
+    if kwargs["oc"] % lanes:
+        pytest.skip("output channels do not split into blocks of these lanes")
+    run_case(_harness(harness_libs, "native", lanes=lanes), lanes=lanes, **kwargs)
+
+
+def test_pair_tiles_without_a_workspace_run_the_8_lane_tiles(harness_libs):
+    lib = _harness(harness_libs, "native", lanes=8)
+    lib.harness_set_workspace(0)
+    try:
+        run_case(lib, **EDGE_CASES["1x1_pairs_40_odd_map_residual"])
+    finally:
+        lib.harness_set_workspace(1)
+    run_case(lib, **EDGE_CASES["1x1_pairs_72_two_groups_tasks"])
+    assert lib.harness_live_workspace() == 0
 
 
 @st.composite

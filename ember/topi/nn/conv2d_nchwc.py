@@ -53,6 +53,11 @@ PACK_MIN_BYTES = 512 * 1024
 # (EMBER_CONV_FLAT_MAX_STRIDED_OW: its padded copy is sh * sw times the output map)
 FLAT_MAX_OW = 35
 FLAT_MAX_STRIDED_OW = 14
+# AVX-512's pair tiles for 1x1 convs to 8-lane blocks (conv_nchwc_pair_impl.h): blocks per
+# group at most, the tile width for each count of pairs (ember_pair_width), the smallest map
+PAIR_MAX_BLOCKS = 8
+PAIR_WIDTHS = {1: 12, 2: 12, 3: 8, 4: 6}
+PAIR_MIN_PIXELS = 64
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,9 @@ def conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
 
 def check_conv_tiles(tiles: ConvTiles, geo: ConvGeometry) -> str | None:
     """Why the conv kernel cannot run ``tiles`` for ``geo`` (None if it can)."""
-    problems = [(tiles.rb not in (1, 2, 4), "rb must be 1, 2 or 4"),
+    pairs = takes_pairs(geo)  # AVX-512's pair tiles take groups of 6 and 8 blocks too
+    problems = [(tiles.rb not in ((1, 2, 4, 6, 8) if pairs else (1, 2, 4)),
+                 "rb must be 1, 2, 4, 6 or 8" if pairs else "rb must be 1, 2 or 4"),
                 (tiles.rw not in (*TILE_WIDTHS, PAIR_1X1_WIDTH),
                  f"rw must be one of {(*TILE_WIDTHS, PAIR_1X1_WIDTH)}"),
                 (tiles.order not in (0, 1), "order must be 0 or 1")]
@@ -207,11 +214,16 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     rw = widest(fits, row)
     if level.name == "avx512" and per_vec == 1 and ocb_g >= 4:
         rb, rw = 4, widest(QUAD_WIDTHS, row)
+    pairs = pair_tiles(geo, level)
+    if pairs is not None:
+        rb, rw = pairs
     weight_bytes = geo.oc * (geo.ic // geo.groups) * geo.kh * geo.kw * 4
     conv1d = is_conv1d(geo)
     # a conv1d streams its blocks over strips that sit in the L2, or its row block group by
     # block group (conv1d_order, once the strip is known; see model_conv_tiles)
     order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 or packs_strips(geo, rb) else 0
+    if pairs is not None:
+        order = 1  # the pair tiles' groups share each input strip from the L1 and L2
     if flat_tiles(geo, level, rb):
         order = 0  # the flat tiles need blocks outermost; a small map's input sits in the L2
     elif not is_static(geo.ow) and order != 0 and flat_tiles_apart_from_row(geo, level, rb):
@@ -237,6 +249,34 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     items = rows * ceildiv(geo.ow, strip)
     threads = tir.cast(tir.all(big, items >= 2), "int32")
     return ConvTiles(rb, *(static_or_expr(v) for v in (rw, strip, order, threads)))
+
+
+def takes_pairs(geo: ConvGeometry) -> bool:
+    """Whether an AVX-512 build's 8-lane kernel runs ``geo`` on its pair tiles
+    (``conv_nchwc_pair_impl.h``: two 8-lane output blocks per 16-lane accumulator) when
+    planned with an even ``rb`` of at most :data:`PAIR_MAX_BLOCKS`: a dense 1x1 stride-1
+    unpadded conv (the flattened form) to 8-lane blocks over an input in blocks of 8 or 16."""
+    return (geo.lanes == 8 and geo.kh == geo.kw == 1 and geo.strides == (1, 1)
+            and not any(geo.padding) and geo.groups == 1 and geo.in_block in (8, 16))
+
+
+def pair_tiles(geo: ConvGeometry, level: SimdLevel) -> tuple[int, int] | None:
+    """``(rb, rw)`` of the pair tiles for ``geo`` on AVX-512 (:func:`takes_pairs`), None where
+    the 8-lane tiles run it: output blocks in groups of up to :data:`PAIR_MAX_BLOCKS` (every
+    block of a conv to 24, 40 or 64 channels in one tile, so its input is read once), as few
+    groups as that allows and evened out (9 blocks: 6 + 3, not 8 + 1); the tile as wide as
+    the group's pairs leave registers for (``ember_pair_width``). Not for one block (half of
+    each accumulator would be zeros: the 8-lane tiles do as well) nor for a map of fewer than
+    :data:`PAIR_MIN_PIXELS` pixels (the per-call repacking of the weights would cost more than
+    the wide FMAs save: an SE block's convs on a 1x1 map)."""
+    ocb = geo.oc // geo.lanes
+    if level.name != "avx512" or ocb < 2 or not takes_pairs(geo):
+        return None
+    if geo.static and int(geo.n) * int(geo.oh) * int(geo.ow) < PAIR_MIN_PIXELS:
+        return None
+    pairs = -(-ocb // 2)
+    per = -(-pairs // -(-pairs // (PAIR_MAX_BLOCKS // 2)))  # pairs per group
+    return 2 * per, PAIR_WIDTHS[per]
 
 
 def flat_tiles(geo: ConvGeometry, level: SimdLevel, rb: int) -> bool:

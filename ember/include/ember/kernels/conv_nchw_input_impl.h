@@ -270,6 +270,7 @@ EMBER_KFN int EMBER_FN(ember_nchw_in_task)(int task_id, TVMParallelGroupEnv* pen
 EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchw_input)(EMBER_CONV2D_NCHW_INPUT_PARAMS) {
   ember_conv_p p;
   p.pf = NULL;
+  p.pair_w = NULL;
   p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
   p.n = n; p.icb = ic; p.icb_g = ic; p.cb = 1; p.h = h; p.w = wd;
   p.ocb = ocb; p.ocb_g = ocb; p.oh = oh; p.ow = ow;

@@ -84,6 +84,8 @@ typedef struct {
   int32_t accum;                     /* tiles add the output's partial sums, not the bias */
   int32_t epi;                       /* the tiles' store case: ember_conv_epi_case */
   ember_conv_pf* pf;                 /* the next pass's weights to prefetch, or NULL */
+  const float* pair_w;               /* AVX-512's 8-lane 1x1 pair tiles: repacked weights and
+                                        bias (conv_nchwc_pair_impl.h), or NULL */
 } ember_conv_p;
 
 /* The store case of the register tiles (EMBER_CONV_STORE_TILE), from act, flags and accum:

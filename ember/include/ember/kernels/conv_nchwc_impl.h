@@ -268,7 +268,10 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
 /* The same with the RW columns at stride S (1 or 2) in a channel-blocked input (CB = L):
  * column j of tap c at src + j * S * L, one base pointer for the whole tile (no per-column
  * pointers to keep in registers). */
-#define EMBER_TILE_STEP_UNIT(RW, RB, wq, src, S)                                               \
+#define EMBER_TILE_STEP_UNIT(RW, RB, wq, src, S) \
+  EMBER_TILE_STEP_COLS(RW, RB, wq, src, (S) * EMBER_L)
+/* ... with the RW columns STEP floats apart. */
+#define EMBER_TILE_STEP_COLS(RW, RB, wq, src, STEP)                                            \
   {                                                                                            \
     EV wv[RB];                                                                                 \
     EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                   \
@@ -277,7 +280,7 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
       wv[r] = w_;                                                                              \
     }                                                                                          \
     EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
-      EV bx = EMBER_VBCAST(EMBER_L, (src) + j * (S) * EMBER_L);                                \
+      EV bx = EMBER_VBCAST(EMBER_L, (src) + j * (STEP));                                       \
       EMBER_KUNROLL for (r = 0; r < RB; ++r)                                                   \
         acc[j][r] = EMBER_VFMA(EMBER_L, acc[j][r], bx, wv[r]);                                 \
     }                                                                                          \
@@ -289,7 +292,9 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
  * one, each FMA waited for the one before (960->240 on a 1x1 map: 26 us with two chains,
  * 40 us with one). */
 #define EMBER_GEMV_CHAINS 4
-#define EMBER_TILE_1X1_BLOCKS(RW, RB, base, S)                                                 \
+#define EMBER_TILE_1X1_BLOCKS(RW, RB, base, S) EMBER_TILE_1X1_CB(RW, RB, base, S, EMBER_L)
+/* ... over input blocks of CB channels (EMBER_L, or half of it: EMBER_HALF_CB_1X1). */
+#define EMBER_TILE_1X1_CB(RW, RB, base, S, CB)                                                 \
   if (RW == 1) {                                                                               \
     EV part[EMBER_GEMV_CHAINS][RB];                                                            \
     int32_t q;                                                                                 \
@@ -297,8 +302,8 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
       EMBER_KUNROLL for (r = 0; r < RB; ++r) part[q][r] = EMBER_VZERO(EMBER_L);                \
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
       const float* src = (base) + icb * cs;                                                    \
-      const float* wk = w + (ptrdiff_t)icb * L * L;                                            \
-      EMBER_KUNROLL for (c = 0; c < EMBER_L; ++c) {                                            \
+      const float* wk = w + (ptrdiff_t)icb * (CB) * L;                                         \
+      EMBER_KUNROLL for (c = 0; c < (CB); ++c) {                                               \
         EV bx = EMBER_VBCAST(EMBER_L, src + c);                                                \
         EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                               \
           EV w_ = EMBER_VLOAD(EMBER_L, wk + c * L + r * wob);                                  \
@@ -312,18 +317,27 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
   } else {                                                                                     \
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
       const float* src = (base) + icb * cs;                                                    \
-      const float* wk = w + (ptrdiff_t)icb * L * L;                                            \
-      EMBER_KUNROLL for (c = 0; c < EMBER_L; ++c)                                              \
-        EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, src + c, S)                                   \
+      const float* wk = w + (ptrdiff_t)icb * (CB) * L;                                         \
+      EMBER_KUNROLL for (c = 0; c < (CB); ++c)                                                 \
+        EMBER_TILE_STEP_COLS(RW, RB, wk + c * L, src + c, (S) * (CB))                          \
     }                                                                                          \
   }
+
+/* Whether the 16-lane tiles take 1x1 convs over 8-channel input blocks on the 1x1 path too:
+ * AVX-512 keeps 24, 40, 72 or 184 channels in NCHW8c, and the 1x1 convs that read them
+ * (MobileNetV2's and EfficientNet's expansions, 24->144 and 40->240) went through a pointer
+ * per column and one tile per call (EfficientDet's 24->144 at 128x128 and 40->240 at 64x64:
+ * 1.07x and 1.10x onnxruntime's time, with the layout transforms around them). */
+#define EMBER_HALF_CB_1X1 (EMBER_L == 16)
 
 /* Whether an interior tile of output row [ky0, ky1) takes the 1x1 path (several tiles per
  * call, see EMBER_CONV_TILE): 1x1 at stride 1 or 2, a channel-blocked input, a row inside
  * the image. */
 static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t ky0,
                                                  int32_t ky1) {
-  return p->kh == 1 && p->kw == 1 && p->sw <= 2 && p->cb == EMBER_L && ky1 > ky0;
+  return p->kh == 1 && p->kw == 1 && ky1 > ky0 &&
+         ((p->sw <= 2 && p->cb == EMBER_L) ||
+          (EMBER_HALF_CB_1X1 && p->sw == 1 && p->cb == EMBER_L / 2));
 }
 
 /* Register tiles of RW output columns (the first at input column ix0_first, output offset
@@ -362,7 +376,9 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
         const float* base = p->in + (row + (ptrdiff_t)(ix0_first + tile * RW * p->sw) * cb);  \
         EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                  \
           EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);              \
-        if (p->sw == 1) {                                                                      \
+        if (EMBER_HALF_CB_1X1 && cb != L) {                                                    \
+          EMBER_TILE_1X1_CB(RW, RB, base, 1, EMBER_L / 2)                                      \
+        } else if (p->sw == 1) {                                                               \
           EMBER_TILE_1X1_BLOCKS(RW, RB, base, 1)                                               \
         } else {                                                                               \
           EMBER_TILE_1X1_BLOCKS(RW, RB, base, 2)                                               \
@@ -848,6 +864,12 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
 }
 
 #include "ember/kernels/conv_nchwc_flat_impl.h"
+#if EMBER_L == 8 && defined(__AVX512F__)
+#define EMBER_PAIRS_HERE 1
+#include "ember/kernels/conv_nchwc_pair_impl.h"
+#else
+#define EMBER_PAIRS_HERE 0
+#endif
 
 /* Input blocks per pass of ember_conv_range: all of them, unless the weights of one block
  * pair over all input blocks pass EMBER_CONV_CHUNK_MIN_BYTES: then chunks whose weights, for
@@ -987,6 +1009,12 @@ EMBER_KFN void EMBER_FN(ember_conv_range)(const ember_conv_p* p, int64_t lo, int
   int32_t padded = -1;        /* the batch image now in `pad` */
   float *pack = NULL, *pad = NULL;
   const int64_t per_group = (int64_t)p->oh * ((p->ow + p->strip - 1) / p->strip);
+#if EMBER_PAIRS_HERE
+  if (p->pair_w != NULL) {
+    ember_conv_pair_range_x8(p, lo, hi);
+    return;
+  }
+#endif
   if (chunk < p->icb_g && !ember_conv_packs(p) && !EMBER_FN(ember_conv_flat)(p)) {
     EMBER_FN(ember_conv_chunked)(p, lo, hi, chunk, 0);
     return;
@@ -1093,6 +1121,7 @@ EMBER_KFN int EMBER_FN(ember_dw_task)(int task_id, TVMParallelGroupEnv* penv, vo
 EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
   ember_conv_p p;
   p.pf = NULL;
+  p.pair_w = NULL;
   p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
   p.n = n; p.icb = icb; p.icb_g = icb / groups; p.cb = cb; p.h = h; p.w = wd;
   p.ocb = ocb; p.ocb_g = ocb / groups; p.oh = oh; p.ow = ow;
@@ -1100,6 +1129,25 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
   p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
   p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0; p.groups = groups;
   p.wicb = p.icb_g; p.accum = 0; p.epi = ember_conv_epi_case(&p);
+#if EMBER_KV && EMBER_PAIRS_HERE
+  if (ember_conv_pairs_apply(&p)) {
+    /* no workspace (a C-runtime arena with no room): the 8-lane tiles */
+    float* pw = (float*)TVMBackendAllocWorkspace(
+        1, 0, (uint64_t)ember_conv_pair_floats(&p) * sizeof(float), 2, 32);
+    int32_t rc = 0;
+    if (pw != NULL) {
+      ember_conv_pair_pack(&p, pw);
+      p.pair_w = pw;
+      if (threads) {
+        rc = TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), &p, 0);
+      } else {
+        EMBER_FN(ember_conv_range)(&p, 0, ember_conv_items(&p));
+      }
+      TVMBackendFreeWorkspace(1, 0, pw);
+      return rc;
+    }
+  }
+#endif
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), &p, 0);
   EMBER_FN(ember_conv_range)(&p, 0, ember_conv_items(&p));
   return 0;
@@ -1111,6 +1159,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
 EMBER_KENTRY int32_t EMBER_FN(ember_depthwise_nchwc)(EMBER_DEPTHWISE_NCHWC_PARAMS) {
   ember_conv_p p;
   p.pf = NULL;
+  p.pair_w = NULL;
   p.in = in; p.wt = w; p.bias = bias; p.res = res; p.out = out;
   p.n = n; p.icb = cblocks; p.icb_g = 1; p.cb = EMBER_L; p.h = h; p.w = wd;
   p.ocb = cblocks; p.ocb_g = 1; p.oh = oh; p.ow = ow;
@@ -1124,4 +1173,6 @@ EMBER_KENTRY int32_t EMBER_FN(ember_depthwise_nchwc)(EMBER_DEPTHWISE_NCHWC_PARAM
 }
 #endif
 
+#undef EMBER_PAIRS_HERE
+#undef EMBER_HALF_CB_1X1
 #undef EMBER_FN
