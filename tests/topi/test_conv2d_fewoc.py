@@ -187,12 +187,16 @@ def test_padded_phase_channels_take_the_kernel(target, case, channels, monkeypat
     assert fewoc[0].attrs.lanes == (8 if target == HASWELL else 16)
     assert "nn.contrib_conv2d_transpose_interleave" not in [c.op.name for c in calls]
     if _target_runs(target):
-        with ember.transform.PassContext(opt_level=3):
-            lib = relay.build(mod, target)
-        m = graph_executor.GraphModule(lib["default"](ember.cpu()))
-        m.set_input(0, data)
-        m.run()
-        np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+        _assert_builds_to(mod, target, data, want)
+
+
+def _assert_builds_to(mod, target, data, want):
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target)
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(0, data)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
 
 
 @st.composite
@@ -218,12 +222,7 @@ def test_transposed_heads_match_numpy(case, target):
     x, y, data, want = _transposed(0, c, oc, h, w, k, s, p, op, 1, "sigmoid",
                                    np.random.default_rng(1))
     mod = ember.IRModule.from_expr(relay.Function([x], y))
-    with ember.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target)
-    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
-    m.set_input(0, data)
-    m.run()
-    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+    _assert_builds_to(mod, target, data, want)
 
 
 def test_the_interleaving_op_matches_its_numpy_reference():
