@@ -125,7 +125,7 @@ static inline void ember_conv_pair_pack(const ember_conv_p* p, float* dst) {
         const float* const res_ = p->res + o;                                                  \
         const ember_v8 vlo_ = EMBER_VSPLAT(8, (p->epi >> 1 & 3) == 2 ? p->lo : 0.0f);          \
         const ember_v8 vhi_ = EMBER_VSPLAT(8, p->hi);                                          \
-        switch (p->epi) {                                                                      \
+        switch (RW == 1 ? -1 : p->epi) { /* single pixels: the general store (compile time) */ \
           case 0: EMBER_PAIR_STORE_RUN(RW, NP, 0, 0, 0) break;                                 \
           case 1: EMBER_PAIR_STORE_RUN(RW, NP, 1, 0, 0) break;                                 \
           case 2: EMBER_PAIR_STORE_RUN(RW, NP, 0, 1, 0) break;                                 \
