@@ -389,12 +389,17 @@ EDGE_CASES = {
     "1x1_pairs_24_from_16_lane_blocks": {"ic": 96, "oc": 24, "h": 1, "w": 29, "k": (1, 1),
                                          "pads": (0,) * 4, "in_block": 16, "act": "none",
                                          "tiles": (4, 12, 29, 1)},
-    "1x1_pairs_40_odd_map_residual": {"ic": 48, "oc": 40, "h": 5, "w": 7, "k": (1, 1),
+    "1x1_pairs_40_odd_map_residual": {"ic": 48, "oc": 40, "h": 9, "w": 11, "k": (1, 1),
                                       "pads": (0,) * 4, "in_block": 16, "residual": True,
                                       "act": "clip", "tiles": (6, 8, 5, 1)},
     "1x1_pairs_72_two_groups_tasks": {"ic": 24, "oc": 72, "h": 3, "w": 13, "k": (1, 1),
                                       "pads": (0,) * 4, "in_block": 8, "n": 2, "tasks": 3,
                                       "act": "hardswish", "tiles": (6, 8, 13, 1)},
+    # a pair plan (a dynamic build's, chosen before the sizes were known) on a 1x1 map: the
+    # kernel runs it on the 8-lane tiles (EMBER_PAIR_MIN_PIXELS)
+    "1x1_pair_plan_on_a_1x1_map": {"ic": 96, "oc": 40, "h": 1, "w": 1, "k": (1, 1),
+                                   "pads": (0,) * 4, "in_block": 16, "act": "hardswish",
+                                   "tiles": (6, 8, 1, 1)},
     "1x1_half_blocks_24_to_48": {"ic": 24, "oc": 48, "h": 7, "w": 9, "k": (1, 1),
                                  "pads": (0,) * 4, "in_block": 8, "act": "relu"},
     "1x1_half_blocks_silu_tasks": {"ic": 40, "oc": 32, "h": 1, "w": 37, "k": (1, 1),
@@ -581,6 +586,7 @@ def test_cost_model_runs_avx512_1x1_convs_to_8_lane_blocks_in_pair_tiles():
 def test_pair_tiles_agree_with_the_kernel_on_widths_and_group_size():
     header = (INCLUDE / "ember/kernels/conv_nchwc_pair_impl.h").read_text()
     assert f"#define EMBER_PAIR_MAX_NP {K.PAIR_MAX_BLOCKS // 2} " in header
+    assert f"#define EMBER_PAIR_MIN_PIXELS {K.PAIR_MIN_PIXELS}\n" in header
     widths = "np <= 2 ? {} : np == 3 ? {} : {}".format(K.PAIR_WIDTHS[2], K.PAIR_WIDTHS[3],
                                                        K.PAIR_WIDTHS[4])
     assert widths in header and K.PAIR_WIDTHS[1] == K.PAIR_WIDTHS[2]

@@ -24,6 +24,11 @@
 #endif
 
 #define EMBER_PAIR_MAX_NP 4 /* pairs per tile: 4 x 6 accumulators + 4 weights + a broadcast */
+/* Output pixels (all images) below which the per-call weight repack costs more than the wide
+ * FMAs save (an SE block's convs on a 1x1 map): the 8-lane tiles run them. The cost model
+ * (conv2d_nchwc.py's PAIR_MIN_PIXELS) applies it to static sizes; this check, at run time,
+ * to a dynamic build's, which chose the pair plan without knowing them. */
+#define EMBER_PAIR_MIN_PIXELS 64
 
 typedef ember_v16 ember_pv;
 
@@ -32,7 +37,8 @@ static inline int ember_conv_pairs_apply(const ember_conv_p* p) {
   return !p->depthwise && p->groups == 1 && p->kh == 1 && p->kw == 1 && p->sh == 1 &&
          p->sw == 1 && p->pt == 0 && p->pl == 0 && p->h == p->oh && p->w == p->ow &&
          (p->cb == 8 || p->cb == 16) && p->rb >= 2 && p->rb % 2 == 0 &&
-         p->rb <= 2 * EMBER_PAIR_MAX_NP;
+         p->rb <= 2 * EMBER_PAIR_MAX_NP &&
+         (int64_t)p->n * p->oh * p->ow >= EMBER_PAIR_MIN_PIXELS;
 }
 
 /* Floats of the repacked weights and bias. */
