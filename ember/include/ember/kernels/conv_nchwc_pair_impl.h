@@ -70,11 +70,33 @@ static inline void ember_conv_pair_pack(const ember_conv_p* p, float* dst) {
   }
 }
 
+/* The general store (conv_nchwc's ember_conv_store: any epilogue) of n accumulators of a tile
+ * (acc[j * np + k]: pixel j, pair k) plus their pairs' bias, each split into its two 8-lane
+ * blocks; the upper half of the last pair only where the group has that block (half: it does
+ * not). Out of line: inlined, its switch over the activations was copied into every tile. */
+EMBER_KFN void ember_pair_store_general(const ember_conv_p* p, const ember_pv* acc, int32_t rw,
+                                        int32_t np, const float* pb, size_t o, size_t oob,
+                                        int32_t half) {
+  int32_t j, k, u;
+  for (k = 0; k < np; ++k) {
+    const ember_pv bv = EMBER_VLOAD(16, pb + k * 16);
+    for (j = 0; j < rw; ++j) {
+      const ember_pv v = acc[j * np + k] + bv;
+      ember_v8 h[2];
+      h[0] = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+      h[1] = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+      for (u = 0; u < 2 - (k == np - 1 && half); ++u) {
+        const size_t at = o + (size_t)(2 * k + u) * oob + (size_t)j * 8;
+        ember_conv_store_x8(p, &h[u], p->out + at, p->res + at);
+      }
+    }
+  }
+}
+
 /* The stores of a tile for one epilogue (its choices constants, as EMBER_CONV_STORE_RUN):
  * each accumulator plus its pair's bias, split into the two 8-lane blocks it holds; the
- * upper half of the last pair only where the group has that block (HALF: it does not);
- * GENERAL: conv_nchwc's general store (any epilogue), not the inlined forms. */
-#define EMBER_PAIR_STORE_RUN(RW, NP, FIRST, CLAMP, LAST, GENERAL)                              \
+ * upper half of the last pair only where the group has that block (half: it does not). */
+#define EMBER_PAIR_STORE_RUN(RW, NP, FIRST, CLAMP, LAST)                                       \
   EMBER_KUNROLL for (k = 0; k < NP; ++k) {                                                     \
     const ember_pv bv = EMBER_VLOAD(16, pb + k * 16);                                          \
     EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
@@ -87,10 +109,6 @@ static inline void ember_conv_pair_pack(const ember_conv_p* p, float* dst) {
         const size_t at = (size_t)(2 * k + u) * oob + (size_t)j * 8;                           \
         ember_v8 x = h[u];                                                                     \
         if (u == 1 && k == NP - 1 && half) continue;                                           \
-        if (GENERAL) {                                                                         \
-          ember_conv_store_x8(p, &x, out_ + at, res_ + at);                                    \
-          continue;                                                                            \
-        }                                                                                      \
         if (FIRST) x += EMBER_VLOAD(8, res_ + at);                                             \
         if (CLAMP) x = EMBER_VMAX(8, x, vlo_);                                                 \
         if (CLAMP == 2) x = EMBER_VMIN(8, x, vhi_);                                            \
@@ -137,16 +155,21 @@ static inline void ember_conv_pair_pack(const ember_conv_p* p, float* dst) {
         const ember_v8 vlo_ = EMBER_VSPLAT(8, (p->epi >> 1 & 3) == 2 ? p->lo : 0.0f);          \
         const ember_v8 vhi_ = EMBER_VSPLAT(8, p->hi);                                          \
         switch (RW == 1 ? -1 : p->epi) { /* single pixels: the general store (compile time) */ \
-          case 0: EMBER_PAIR_STORE_RUN(RW, NP, 0, 0, 0, 0) break;                              \
-          case 1: EMBER_PAIR_STORE_RUN(RW, NP, 1, 0, 0, 0) break;                              \
-          case 2: EMBER_PAIR_STORE_RUN(RW, NP, 0, 1, 0, 0) break;                              \
-          case 3: EMBER_PAIR_STORE_RUN(RW, NP, 1, 1, 0, 0) break;                              \
-          case 4: EMBER_PAIR_STORE_RUN(RW, NP, 0, 2, 0, 0) break;                              \
-          case 5: EMBER_PAIR_STORE_RUN(RW, NP, 1, 2, 0, 0) break;                              \
-          case 10: EMBER_PAIR_STORE_RUN(RW, NP, 0, 1, 1, 0) break;                             \
-          case 12: EMBER_PAIR_STORE_RUN(RW, NP, 0, 2, 1, 0) break;                             \
-          default: /* the rest (never partial sums: 1x1 convs run in one pass) */              \
-            EMBER_PAIR_STORE_RUN(RW, NP, 0, 0, 0, 1) break;                                    \
+          case 0: EMBER_PAIR_STORE_RUN(RW, NP, 0, 0, 0) break;                                 \
+          case 1: EMBER_PAIR_STORE_RUN(RW, NP, 1, 0, 0) break;                                 \
+          case 2: EMBER_PAIR_STORE_RUN(RW, NP, 0, 1, 0) break;                                 \
+          case 3: EMBER_PAIR_STORE_RUN(RW, NP, 1, 1, 0) break;                                 \
+          case 4: EMBER_PAIR_STORE_RUN(RW, NP, 0, 2, 0) break;                                 \
+          case 5: EMBER_PAIR_STORE_RUN(RW, NP, 1, 2, 0) break;                                 \
+          case 10: EMBER_PAIR_STORE_RUN(RW, NP, 0, 1, 1) break;                                \
+          case 12: EMBER_PAIR_STORE_RUN(RW, NP, 0, 2, 1) break;                                \
+          default: { /* the rest (never partial sums: 1x1 convs run in one pass) */            \
+            ember_pv spill_[RW * NP]; /* a copy: acc, its address taken, would spill */        \
+            EMBER_KUNROLL for (j = 0; j < RW; ++j)                                             \
+              EMBER_KUNROLL for (k = 0; k < NP; ++k) spill_[j * NP + k] = acc[j][k];           \
+            ember_pair_store_general(p, spill_, RW, NP, pb, o, oob, half);                     \
+            break;                                                                             \
+          }                                                                                    \
         }                                                                                      \
       }                                                                                        \
     }                                                                                          \
