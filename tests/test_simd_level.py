@@ -5,6 +5,7 @@ import pytest
 
 from ember.target import Target
 from ember.target.simd import LEVELS, host_level, level_of_march, simd_level
+from ember.testing import find_c_compiler
 
 
 @pytest.mark.parametrize("target,level", [
@@ -32,3 +33,12 @@ def test_unknown_march_is_portable_and_lanes_follow_width():
     assert level_of_march("some-future-cpu").name == "scalar"
     assert LEVELS["avx512"].lanes() == 16 and LEVELS["avx2"].lanes("float32") == 8
     assert LEVELS["avx2"].lanes("int8") == 32 and LEVELS["scalar"].lanes() == 1
+
+
+@pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
+def test_cpu_runs_target_compares_the_targets_features_with_the_hosts(monkeypatch):
+    import cpu_targets
+
+    assert cpu_targets.cpu_runs_target("llvm")  # the host runs its own code
+    monkeypatch.setattr(cpu_targets, "host_features", lambda: frozenset({"sse2"}))
+    assert not cpu_targets.cpu_runs_target("llvm -mcpu=haswell")  # AVX2, FMA..., which it lacks

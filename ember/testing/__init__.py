@@ -70,17 +70,6 @@ def find_c_compiler() -> str | None:
     return None
 
 
-def cpu_runs_target(target: Any) -> bool:
-    """Whether this machine's CPU runs code built for ``target`` (say
-    ``"llvm -mcpu=sapphirerapids"``): every CPU feature the C compiler enables for the target's
-    flags is one the host has. Tests that build for a named CPU run the result only then."""
-    from ..contrib.cc_toolchain import compiled_features
-    from ..runtime.cpu_features import host_features
-    from ..target.simd import cpu_choice
-
-    return set(compiled_features(cpu_choice(target).arch_flags)) <= host_features()
-
-
 def _target_kind(target: Any) -> str:
     text = str(target).strip()
     return text.split()[0] if text else ""

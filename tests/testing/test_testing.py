@@ -64,16 +64,6 @@ def test_no_compiler_means_no_host_targets(monkeypatch):
         tt.find_c_compiler.cache_clear()
 
 
-@pytest.mark.skipif(tt.find_c_compiler() is None, reason="no C compiler found")
-def test_cpu_runs_target_compares_the_targets_features_with_the_hosts(monkeypatch):
-    import ember.runtime.cpu_features as cpu_features
-
-    assert tt.cpu_runs_target("llvm")  # the host runs its own code
-    assert tt.cpu_runs_target("llvm -mcpu=x86-64") or not cpu_features.host_features()
-    monkeypatch.setattr(cpu_features, "host_features", lambda: frozenset({"sse2"}))
-    assert not tt.cpu_runs_target("llvm -mcpu=haswell")  # AVX2, FMA... which "it" lacks
-
-
 def test_requirements_and_their_marks():
     names = [m.name for m in tt.uses_gpu.marks()]
     assert names == ["gpu"]  # uses_gpu never skips: such tests run on the CPU targets

@@ -23,7 +23,8 @@ from ember.ir.visitor import post_order
 from ember.relay.op.nn.conv import conv2d_nchw, conv2d_transpose_nchw
 from ember.relay.transform import AlterOpLayout, InferType
 from ember.target.simd import host_level
-from ember.testing import cpu_runs_target, find_c_compiler
+from cpu_targets import cpu_runs_target
+from ember.testing import find_c_compiler
 
 pytestmark = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
 
