@@ -6,11 +6,13 @@ candidate: ``ember_tune_sgemm``, ``ember_tune_conv2d_nchwc_x{4,8,16}`` and
 ``number`` times with the tiles given and return the mean time of one call (the loop runs in C,
 so small kernels are not timed together with ctypes' call overhead). The harness is a library
 per part, built when a workload first needs it: the GEMM, and the conv and depthwise kernels of
-one lane count (a build for AVX2 uses 8 and 4 lanes, never 16: the 16-lane conv alone is the
-longest compile). Each is built by the project's compiler driver (``contrib/cc.py``, cached
-under ``$EMBER_CACHE_DIR/lib``; sources under ``$EMBER_CACHE_DIR/tuning/harness``) with the
-instruction-set flags of the build being tuned, and runs on its own thread pool
-(``EmberSetNumThreads``, set on every part).
+one lane count (a build for AVX2 uses 8 and 4 lanes, never 16). A part is a small timing unit
+that links the kernels' objects (``tir/kernel_objects.py``): the objects model libraries link,
+cached by content and flags, so the harness times exactly the code a model runs and compiles
+nothing a model build of the same CPU choice has compiled. Each is built by the project's
+compiler driver (``contrib/cc.py``, cached under ``$EMBER_CACHE_DIR/lib``; sources under
+``$EMBER_CACHE_DIR/tuning/harness``) with the instruction-set flags of the build being tuned,
+and runs on its own thread pool (``EmberSetNumThreads``, set on every part).
 
 A :class:`Workload` holds random inputs for one kernel call (numpy, float32, the layouts of
 the kernel headers: a packed B for GEMM, NCHW[L]c for conv) and runs it with given tiles.
@@ -29,15 +31,17 @@ from ..contrib import cc
 from ..runtime.cache import atomic_write, cache_dir, content_hash
 from ..runtime.errors import TVMError
 from ..target.simd import CpuChoice, host_features
+from ..tir.kernel_objects import object_sources
 from ..topi.nn import conv2d_nchwc as conv_kernel
 from ..topi.nn import gemm_kernel
 from ..topi.tile_records import Query
 
-# Each part defines only its own kernels' bodies (kernel-object mode, ember/kernels/linkage.h).
+# Each part declares the kernels it calls (ember/kernels/linkage.h) and links their kernel
+# objects: the very objects (cached by content and flags) that model libraries link.
 _PROLOGUE = r"""/* ember's tile-search harness (ember/tuning/harness.py): time kernel calls. */
 #define _POSIX_C_SOURCE 199309L
 #include <time.h>
-#define EMBER_KERNEL_OBJECT 1
+#define EMBER_KERNELS_LINKED 1
 """
 _NOW = r"""
 static double ember_tune_now(void) {
@@ -60,8 +64,7 @@ int ember_tune_sgemm(const float* a, const float* b, float* c, const int32_t* g,
   return rc;
 }
 """
-_GEMM = r"""#define EMBER_KOBJ_ember_sgemm 1
-#include "ember/kernels/gemm.h"
+_GEMM = r"""#include "ember/kernels/gemm.h"
 """ + _NOW + _SGEMM
 _CONV = r"""
 /* g: the 17 size arguments of ember_conv2d_nchwc_x<L>; t: rb rw strip order threads */
@@ -99,15 +102,20 @@ _CONV = r"""
 """
 
 
-def _part_source(part: str) -> str:
-    """The C of one harness part: "gemm", or a lane count's conv and depthwise ("x8")."""
+def _part_sources(part: str) -> list[tuple[str, str]]:
+    """(file name, C) of one harness part: "gemm", or a lane count's conv and depthwise
+    ("x8"): the timing unit, then the kernel objects it links."""
     if part == "gemm":
-        return _PROLOGUE + _GEMM
+        return [("harness_gemm.c", _PROLOGUE + _GEMM)] + object_sources(
+            [("ember/kernels/gemm.h", "ember_sgemm")])
     lanes = int(part[1:])
-    return (_PROLOGUE + f"#define EMBER_KERNEL_LANES {lanes}\n"
-            "#define EMBER_KOBJ_ember_conv2d_nchwc 1\n#define EMBER_KOBJ_ember_depthwise_nchwc 1\n"
-            '#include "ember/kernels/conv_nchwc.h"\n' + _NOW + _CONV
+    unit = (_PROLOGUE + '#include "ember/kernels/conv_nchwc.h"\n' + _NOW + _CONV
             + f"EMBER_TUNE_CONV({lanes})\nEMBER_TUNE_DW({lanes})\n")
+    header = "ember/kernels/conv_nchwc.h"
+    return [(f"harness_{part}.c", unit)] + object_sources(
+        [(header, f"ember_conv2d_nchwc_x{lanes}"), (header, f"ember_depthwise_nchwc_x{lanes}")])
+
+
 _F32P = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
 _I32P = np.ctypeslib.ndpointer(np.int32, flags="C_CONTIGUOUS")
 _DOUBLEP = ctypes.POINTER(ctypes.c_double)
@@ -131,11 +139,13 @@ class Harness:
 
     def _load(self, part: str) -> Path:
         """Build (or find cached) and load harness part ``part``; its library's path."""
-        text = _part_source(part)
-        src = cache_dir("tuning", "harness") / f"{content_hash(text)}.c"
-        if not src.exists():
-            atomic_write(src, text.encode())
-        path = cc.build_shared(src, options=list(self.choice.arch_flags))
+        sources = []
+        for name, text in _part_sources(part):
+            src = cache_dir("tuning", "harness") / f"{content_hash(text)}_{name}"
+            if not src.exists():
+                atomic_write(src, text.encode())
+            sources.append(src)
+        path = cc.build_shared(sources, options=list(self.choice.arch_flags))
         lib = ctypes.CDLL(str(path))
         names = ["ember_tune_sgemm"] if part == "gemm" else [
             f"ember_tune_{kind}_{part}" for kind in ("conv2d_nchwc", "depthwise_nchwc")]
