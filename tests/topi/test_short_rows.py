@@ -14,7 +14,7 @@ import ember
 from ember import relay, te, topi
 from ember.topi.schedule import _contiguous_reduction, _contiguous_tail, schedule_injective
 
-TARGETS = ["llvm", "llvm -mcpu=haswell", "llvm -mcpu=x86-64"]
+TARGETS = ["llvm", "llvm -mcpu=x86-64-v3", "llvm -mcpu=x86-64"]
 
 
 def _run(func: relay.Function, target: str, *args: np.ndarray) -> tuple[list[np.ndarray], str]:
