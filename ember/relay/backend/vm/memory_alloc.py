@@ -319,6 +319,36 @@ def _concat_parts(prim: Any, call: Call, ret: Type) -> list[RelayExpr] | None:
     return [call.args[k] for k in order]
 
 
+def run_time_concat_order(prim: Any) -> tuple[int, ...] | None:
+    """For a fused function that is only ``concatenate`` of its params (each once, all of
+    them) along an axis whose preceding axes have extent 1, of a shape known only at run time:
+    the params' indices in output order, each then one contiguous byte range of the output at
+    the offset of the earlier ones' bytes. A VM plan drops such a call and has the producers
+    write the parts in place once their sizes are known (``runtime/vm/plan_concat.py``); the
+    call stays in the code, so the interpreter still copies. None otherwise, and when the
+    PassContext option ``relay.backend.concat_in_place`` is off."""
+    from .._liveness import CONCAT_IN_PLACE_CONFIG
+
+    if not PassContext.current().config.get(CONCAT_IN_PLACE_CONFIG, True):
+        return None
+    body = getattr(prim, "body", None)
+    if not (isinstance(body, Call) and getattr(body.op, "name", None) == "concatenate"
+            and isinstance(body.args[0], Tuple)):
+        return None
+    ret = body.checked_type_
+    index = {id(p): k for k, p in enumerate(prim.params)}
+    order = tuple(index.get(id(f), -1) for f in body.args[0].fields)
+    if (not isinstance(ret, TensorType) or ret.is_static or sorted(order) !=
+            list(range(len(prim.params))) or DataType(ret.dtype).lanes != 1
+            or DataType(ret.dtype).bits % 8):
+        return None
+    axis = int(body.attrs.axis)
+    axis = axis + len(ret.shape) if axis < 0 else axis
+    if not 0 <= axis < len(ret.shape) or any(d != 1 for d in ret.shape[:axis]):
+        return None
+    return order
+
+
 def _nbytes_of(ty: Type | None) -> int | None:
     if not isinstance(ty, TensorType) or not ty.is_static:
         return None
