@@ -11,8 +11,11 @@ reads that does not depend on the concrete sizes is laid out here, once:
 
 - per input dimension, its rule (a declared extent, any size, or equal to an earlier
   dimension of the same name) and its arena slot;
-- the check program (``SIZE``/``FIT``/``COUNT``, from the Python form of the checks,
+- the check program (``SIZE``/``FIT``/``COUNT``/``SUM``, from the Python form of the checks,
   ``plan_checks.VectorChecks``, which stays the checked fallback);
+- the alias program: the DLTensors of the parts of concatenations made in place
+  (``plan_concat``), which C points at their offsets in the output for each signature
+  (``alias_program``, read again by ``refresh``: the output's block may have moved);
 - per output dimension, a declared extent or the arena slot the shape phase writes;
 - the buffers (inputs, results, intermediates) and what each holds;
 - the in-place sites: the kernels' tensors in the input and output buffers, whose data C

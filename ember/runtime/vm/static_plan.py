@@ -34,8 +34,13 @@ run: arguments whose dtype, rank or declared extents differ from the plan's, a p
 running (a call back into the VM from one of its kernels), a failed check and a kernel
 failure (the interpreter then runs the call again and raises its usual VMError).
 
+A concatenation of run-time size (each part one byte range of the output) makes no call: its
+parts' producers write them inside the output, at offsets recomputed per signature
+(``plan_concat``).
+
 The parts: ``plan_walk`` (what is known before running), ``plan_phase`` (which calls form the
-shape phase), ``plan_checks`` (the checks), ``plan_share`` (which blocks share storage), this module (memory, DLTensors, runs on
+shape phase), ``plan_checks`` (the checks), ``plan_share`` (which blocks share storage),
+``plan_concat`` (the concatenations made in place), this module (memory, DLTensors, runs on
 NDArrays), ``plan_arrays`` (runs on numpy arrays, per signature) and ``plan_native`` (a
 compiled model's call at any shape as one C call: the shape phase and checks in C).
 """
@@ -175,11 +180,13 @@ class StaticPlan:
     def _realias(self) -> None:
         """Each concatenation's parts at their offsets in its output for the signature the
         arena holds (after its blocks were placed or moved)."""
-        a = self._arena_i64
+        a, bases = self._arena_i64, self._base
         for part, parent, slots in self._aliases:
-            base = self._base[parent]
+            base = bases[parent]
             if base is not None:
-                self._move(part, base + sum([int(a[s]) for s in slots]))
+                address = base + sum([int(a[s]) for s in slots])
+                if bases[part] != address:  # (a run at the last signature moves none)
+                    self._move(part, address)
 
     def _share(self, walk: Walk, shape_calls: set[int], results: dict[int, Tensor]) -> None:
         """The dynamic blocks that share one storage (``plan_share``), at offsets ``_pack``

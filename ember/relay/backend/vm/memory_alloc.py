@@ -21,7 +21,11 @@ A fused function that is only ``concatenate`` of tensors along an axis whose pre
 have extent 1 (each input one contiguous byte range of the output) makes no call when the
 output and its inputs are static tensors of the scope's arena (below): each input is
 allocated at its offset in the output, so its producer writes it there (``_place_concats``;
-the PassContext option ``relay.backend.concat_in_place`` off keeps the copy).
+the PassContext option ``relay.backend.concat_in_place`` off keeps the copy). Where the sizes
+are known only at run time the call stays, and the compiler lists the kernel
+(``run_time_concat_order``, ``Program.concat_kernels``): a VM plan, which knows every size
+once its shape phase ran, then drops the call and places the parts itself
+(``runtime/vm/plan_concat.py``); the interpreter copies.
 
 A fused function of reshapes only (FuseOps marks it ``relay.reshape_only``) becomes a view of
 its input, ``vm.reshape_tensor(%a, %newshape)``, with no kernel and no copy; the input is then
