@@ -45,6 +45,15 @@ def @main(%x: Tensor[(1, 4, ?, ?), float32], %w1: Tensor[(6, 4, 1, 1), float32],
   add(nn.conv2d(%4, %w, padding=[0, 0, 0, 0]), nn.conv2d(%3, %v, padding=[0, 0, 0, 0]))
 }
 """
+# Along the batch axis, of run-time size: nothing precedes it.
+BATCH = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 4, 5, 6), float32], %w1: Tensor[(6, 4, 1, 1), float32],
+          %w2: Tensor[(6, 4, 3, 3), float32], %w: Tensor[(5, 6, 1, 1), float32]) {
+  %0 = nn.relu(nn.conv2d(%x, %w1, padding=[0, 0, 0, 0]));
+  %1 = nn.relu(nn.conv2d(%x, %w2, padding=[1, 1, 1, 1]));
+  nn.conv2d(concatenate((%1, %0), axis=0), %w, padding=[0, 0, 0, 0])
+}
+"""
 WEIGHTS = {"w1": (6, 4, 1, 1), "w2": (10, 4, 3, 3), "w3": (3, 4, 1, 1), "w": (5, 16, 3, 3),
            "v": (5, 16, 1, 1)}
 
@@ -110,6 +119,12 @@ def test_nested_concatenations_are_placed_in_place() -> None:
     assert all(plan._roots[p.index] == outer.out.index for p in inner.parts)
 
 
+def test_a_concat_along_a_run_time_batch_is_in_place() -> None:
+    exe = _compile(BATCH, w2=(6, 4, 3, 3), w=(5, 6, 1, 1))
+    plan = _same_as_interpreter(exe, [(n, 4, 5, 6) for n in (3, 1, 2, 3)])
+    assert len(plan.concats) == 1
+
+
 def test_the_option_off_keeps_the_copy() -> None:
     exe = _compile(CONCAT, {"relay.backend.concat_in_place": False})
     assert exe._program.concat_kernels == {}
@@ -171,3 +186,22 @@ def test_a_saved_executable_keeps_its_concat_kernels(concat_exe) -> None:
     code, lib = concat_exe.save()
     loaded = Executable.load_exec(code, lib)
     assert loaded._program.concat_kernels == concat_exe._program.concat_kernels != {}
+
+
+def test_a_part_lives_as_its_output() -> None:
+    """plan_share: a call naming a part names the block holding it, so that block is live
+    from the first part's producer to the last reader of any part (here: block 4 holds
+    parts 1 and 2; 3 is written while part 1 is live, and read after 4's last use)."""
+    from ember.runtime.dtype import DataType
+    from ember.runtime.vm.plan_share import lifetimes
+    from ember.runtime.vm.plan_walk import Block, Call, Tensor
+
+    blocks = [Block(i, 0, 64, CPU, "float32") for i in range(5)]
+
+    def t(i: int) -> Tensor:
+        return Tensor(blocks[i], 0, (4,), DataType("float32"))
+    calls = [Call(0, [t(0), t(1)], 1), Call(1, [t(0), t(3)], 1), Call(2, [t(0), t(2)], 1),
+             Call(3, [t(4), t(0)], 1), Call(4, [t(1), t(3)], 1)]
+    assert lifetimes(calls, range(5), blocks, set(), [], {1: 4, 2: 4}) == \
+        {0: [0, 3], 3: [1, 4], 4: [0, 4]}
+    assert lifetimes(calls, range(5), blocks, set(), [])[4] == [3, 3]
