@@ -32,17 +32,17 @@ def @main(%x: Tensor[(BATCH, 4, ?, ?), float32], %w1: Tensor[(6, 4, 1, 1), float
   add(%3, sum(%0, axis=[1], keepdims=True))
 }
 """
-# Nested: the inner concatenation is a part of the outer one and read by a conv of its own.
+# Nested: the inner concatenation is a part of the outer one and read by a sum of its own.
 NESTED = """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 4, ?, ?), float32], %w1: Tensor[(6, 4, 1, 1), float32],
-          %w2: Tensor[(10, 4, 3, 3), float32], %w3: Tensor[(3, 4, 1, 1), float32],
-          %w: Tensor[(5, 19, 1, 1), float32], %v: Tensor[(5, 16, 1, 1), float32]) {
+          %w2: Tensor[(10, 4, 1, 1), float32], %w3: Tensor[(3, 4, 1, 1), float32],
+          %w: Tensor[(5, 19, 1, 1), float32]) {
   %0 = nn.relu(nn.conv2d(%x, %w1, padding=[0, 0, 0, 0]));
-  %1 = nn.relu(nn.conv2d(%x, %w2, padding=[1, 1, 1, 1]));
+  %1 = nn.relu(nn.conv2d(%x, %w2, padding=[0, 0, 0, 0]));
   %2 = nn.relu(nn.conv2d(%x, %w3, padding=[0, 0, 0, 0]));
   %3 = concatenate((%0, %1), axis=1);
   %4 = concatenate((%3, %2), axis=1);
-  add(nn.conv2d(%4, %w, padding=[0, 0, 0, 0]), nn.conv2d(%3, %v, padding=[0, 0, 0, 0]))
+  add(nn.conv2d(%4, %w, padding=[0, 0, 0, 0]), sum(%3, axis=[1], keepdims=True))
 }
 """
 # Along the batch axis, of run-time size: nothing precedes it.
@@ -111,7 +111,7 @@ def test_the_plan_drops_the_concat_and_places_the_parts(concat_exe) -> None:
 
 
 def test_nested_concatenations_are_placed_in_place() -> None:
-    exe = _compile(NESTED, w=(5, 19, 1, 1))
+    exe = _compile(NESTED, w2=(10, 4, 1, 1), w=(5, 19, 1, 1))  # (the model call's)
     plan = _same_as_interpreter(exe, [(1, 4, h, w) for h, w in SHAPES])
     inner, outer = plan.concats
     assert inner.out in outer.parts
@@ -157,13 +157,14 @@ def test_parts_that_do_not_fill_the_output_raise(concat_exe) -> None:
 
 
 def test_the_model_call_runs_in_c(monkeypatch) -> None:
-    """ember.compile's call: new signatures within the buffers in C, which points the
-    parts per signature; the results equal the interpreter's."""
+    """ember.compile's call (nested concatenations): new signatures within the buffers in
+    C, which points the parts per signature; the results equal the interpreter's."""
     from ember.runtime.execution_pool import VMContext
 
-    mod, params = _module(CONCAT)
+    shapes = {"w2": (10, 4, 1, 1), "w": (5, 19, 1, 1)}
+    mod, params = _module(NESTED, **shapes)
     model = ember.compile(mod, executor="vm", params=params)
-    interpreter = VirtualMachine(_compile(CONCAT), CPU)
+    interpreter = VirtualMachine(_compile(NESTED, **shapes), CPU)
     interpreter.static_plans = False
     rng = np.random.default_rng(2)
     big = rng.standard_normal((1, 4, 12, 12)).astype("float32")
@@ -171,7 +172,7 @@ def test_the_model_call_runs_in_c(monkeypatch) -> None:
     model(big)  # the buffers at their largest: C serves every smaller signature
     ctx = model._pool.acquire()
     model._pool.release(ctx)
-    assert isinstance(ctx.native, DynamicCall) and ctx.arrays.plan.concats
+    assert isinstance(ctx.native, DynamicCall) and len(ctx.arrays.plan.concats) == 2
     python: list[int] = []
     original = VMContext.call
     monkeypatch.setattr(VMContext, "call", lambda self, v: python.append(1) or original(self, v))
