@@ -330,6 +330,7 @@ class DynamicCall:
         self.plan.applied = None
         self.plan._last = None
         self.plan.forget_values()  # C wrote the value phase's blocks for its last signature
+        self.plan.forget_parts()  # and pointed the parts of concatenations for it
 
     @property
     def value_runs(self) -> int:
@@ -737,5 +738,5 @@ def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
     return DynamicCall(calls, rules, entry, threads)
 
 
-__all__ = ["COUNT", "FIT", "SIZE", "SUM", "alias_program", "DynamicCall", "OutputShapes", "dim_rules", "direct_max_args",
-           "dynamic_call", "in_place_sites"]
+__all__ = ["COUNT", "FIT", "SIZE", "SUM", "DynamicCall", "OutputShapes", "alias_program",
+           "dim_rules", "direct_max_args", "dynamic_call", "in_place_sites"]

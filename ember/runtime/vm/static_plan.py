@@ -188,6 +188,12 @@ class StaticPlan:
                 if bases[part] != address:  # (a run at the last signature moves none)
                     self._move(part, address)
 
+    def forget_parts(self) -> None:
+        """The parts' DLTensors point elsewhere than ``_base`` says (C placed them for its
+        signature): the next ``_realias`` places every one."""
+        for part, _, _ in self._aliases:
+            self._base[part] = None
+
     def _share(self, walk: Walk, shape_calls: set[int], results: dict[int, Tensor]) -> None:
         """The dynamic blocks that share one storage (``plan_share``), at offsets ``_pack``
         gives them: their lifetimes (``_span``), each one's fellow members (``_slot_of``:
