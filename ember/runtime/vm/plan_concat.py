@@ -52,6 +52,10 @@ def in_place_concats(calls: list[Call], concat_kernels: dict[int, tuple[int, ...
     # blocks some tensor's run-time shape or some block's size lives in: not data
     holders = {t.shape.base.index for c in calls for t in c.args
                if type(t.shape) is not tuple and type(t.shape.base) is Block}
+    # blocks a kernel sees at an offset: not one tensor (as ManifestAlloc makes them) whose
+    # bytes its block's size counts
+    holders |= {t.base.index for c in calls for t in c.args
+                if t.offset != 0 and type(t.base) is Block}
     taken: set[int] = set()  # blocks already a part of a concatenation made in place
     found: list[Concat] = []
     for k, call in enumerate(calls):
@@ -80,7 +84,7 @@ def _movable(t: Tensor, out: Tensor, results: set[int], touched: set[int], holde
              early: Early, in_arena: Callable[[Tensor], bool]) -> bool:
     """Whether tensor ``t`` (the output or a part) is all of a block of run-time size that
     may move: sized by the shape phase (in the arena), no result, untouched by the shape
-    and value phases, holding no shape, of the output's dtype."""
+    and value phases, holding no shape nor other tensor, of the output's dtype."""
     b = t.base
     return (type(b) is Block and b.size is not None and t.offset == 0 and
             t.dtype == out.dtype and b.index not in results and b.index not in touched and
