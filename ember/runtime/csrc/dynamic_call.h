@@ -25,6 +25,9 @@
  *   7. the value phase: the kernel calls that read only constants, shapes and each other's
  *      blocks (T5's relative-position buckets, causal masks, position ids), whose blocks then
  *      hold this signature's values until the next new signature (ember_run_value_phase);
+ *   8. the parts of the concatenations made in place (the host's plan_concat.py: no copy,
+ *      each part's producer writes it inside the output) pointed at their offsets there, the
+ *      sums of the earlier parts' sizes (ember_place_parts; a kept signature's too);
  *
  * then the kernels run as EmberModelCallDirect runs them (no copy in or out where 6 allows).
  * A signature that passed 1-6 is kept (up to kept_capacity of them besides the last): a later
@@ -55,10 +58,13 @@
  *                                       no extent negative (pos <= -2: a block sized by an
  *                                       earlier program, a tensor shaped by a later one)
  *   COUNT side side                     equal element counts; a side is "-1 count" or
- *                                       "k i_1..i_k" (the product of those arena values) */
+ *                                       "k i_1..i_k" (the product of those arena values)
+ *   SUM   out k i_1..i_k                arena[out] == the sum of arena[i_j] (a concatenation
+ *                                       made in place: its parts' sizes fill its output) */
 #define EMBER_CHECK_SIZE 1
 #define EMBER_CHECK_FIT 2
 #define EMBER_CHECK_COUNT 3
+#define EMBER_CHECK_SUM 4
 
 typedef struct {
   /* call.call: inputs[i].shape -> dims, outputs[i].shape -> out_dims; call.sites: the data
@@ -97,7 +103,10 @@ typedef struct {
   /* Segments (ember_segmented_call), num_segments x "start end at size": the calls
    * [start, end) of call.calls, after the check program at program[at..at + size). */
   const int64_t* segments;
-  int32_t num_segments, reserved;
+  /* The alias program (ember_place_parts), num_aliases entries; -1: C leaves every call to
+   * the host (a block holding parts has no storage yet). */
+  int32_t num_segments, num_aliases;
+  int64_t* aliases;
 } EmberDynamicCallPlan;
 
 /* The plan's layout as this library has it: the host uses the library only if it agrees. */
@@ -250,11 +259,39 @@ static int ember_run_program(EmberDynamicCallPlan* p, const int64_t* pr, int32_t
     } else if (op == EMBER_CHECK_COUNT) {
       int64_t a = ember_count_side(p->arena, pr, &at), b = ember_count_side(p->arena, pr, &at);
       if (a < 0 || a != b) return 0;
+    } else if (op == EMBER_CHECK_SUM) {
+      int64_t total = 0, k = pr[at + 1], j;
+      for (j = 0; j < k; ++j) {
+        if (__builtin_add_overflow(total, p->arena[pr[at + 2 + j]], &total)) return 0;
+      }
+      if (total != p->arena[pr[at]]) return 0; /* (the host's check names the concatenation) */
+      at += 2 + (int32_t)k;
     } else {
       return 0; /* the host wrote no such op */
     }
   }
   return 1;
+}
+
+/* Step 8: each part of a concatenation made in place at its address, per entry "address
+ * parent k s_1..s_k m (field offset) x m": the parent's address (>= 0: absolute; else
+ * -1 - the word holding an earlier entry's, an output that is itself a part) plus the arena
+ * values at s_j (the earlier parts' sizes, checked by SIZE and SUM), written to the entry's
+ * address word and to each DLTensor data field at its offset. */
+static void ember_place_parts(EmberDynamicCallPlan* p) {
+  int64_t* at = p->aliases;
+  int32_t i;
+  for (i = 0; i < p->num_aliases; ++i) {
+    int64_t parent = at[1], k = at[2], m, j, address;
+    address = parent >= 0 ? parent : p->aliases[-1 - parent];
+    for (j = 0; j < k; ++j) address += p->arena[at[3 + j]];
+    at[0] = address;
+    at += 3 + k;
+    m = *at++;
+    for (j = 0; j < m; ++j)
+      *(void**)(intptr_t)at[2 * j] = (void*)(intptr_t)(address + at[2 * j + 1]);
+    at += 2 * m;
+  }
 }
 
 /* The check program of a new signature (the shape phase's checks). */
@@ -480,7 +517,7 @@ EMBER_DLL int EmberDynamicModelCall(EmberDynamicCallPlan* p) {
   const void* const* items = (const void* const*)((const char*)c->args + L->tuple_items);
   const void* const* outs;
   int32_t i, k, d = 0, changed = !p->have_last;
-  if (EMBER_FIELD(c->args, L->var_size, int64_t) != c->num_inputs) return 1;
+  if (EMBER_FIELD(c->args, L->var_size, int64_t) != c->num_inputs || p->num_aliases < 0) return 1;
   for (i = 0; i < c->num_inputs; ++i) {
     const int64_t* dims;
     if (EMBER_FIELD(items[i], L->ob_type, const void*) != L->ndarray_type ||
@@ -504,6 +541,7 @@ EMBER_DLL int EmberDynamicModelCall(EmberDynamicCallPlan* p) {
     if (ember_new_signature(p) != 0) return 1;
     ember_keep_signature(p);
   }
+  if (changed && p->num_aliases > 0) ember_place_parts(p);
   if (p->num_segments > 0) return ember_segmented_call(p);
   outs = c->num_outputs == 1 ? &c->outs : EMBER_FIELD(c->outs, L->list_items, const void* const*);
   for (i = 0; i < c->num_outputs; ++i) {

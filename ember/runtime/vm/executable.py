@@ -93,7 +93,9 @@ class Executable:
                        virtual_devices: Sequence[Device] | None = None,
                        host_device_index: int = 0,
                        const_device_indexes: Sequence[int] = (),
-                       value_kernels: Mapping[int, Sequence[int]] | None = None) -> Executable:
+                       value_kernels: Mapping[int, Sequence[int]] | None = None,
+                       concat_kernels: Mapping[int, Sequence[int]] | None = None
+                       ) -> Executable:
         """Build (and verify) an executable from functions, or from assembly text (see
         ``ember.runtime.vm.assembler``). Raises VerificationError naming the first problem."""
         if isinstance(functions, str):
@@ -101,7 +103,8 @@ class Executable:
         prog = Program(list(functions), as_constants(constants), list(primitive_ops),
                        list(virtual_devices or [cpu(0)]), host_device_index,
                        list(const_device_indexes),
-                       {int(k): tuple(v) for k, v in (value_kernels or {}).items()})
+                       {int(k): tuple(v) for k, v in (value_kernels or {}).items()},
+                       {int(k): tuple(v) for k, v in (concat_kernels or {}).items()})
         verify(prog)
         return cls(ExecutableModule(prog, lib))
 

@@ -86,7 +86,7 @@ class VirtualMachine(Module):
         kernels = [self._find_kernel(i, name) for i, name in enumerate(prog.primitive_ops)]
         self._ctx = DecodeContext(kernels, list(prog.primitive_ops), list(prog.constants),
                                   [self.device] * len(prog.virtual_devices), self.allocator,
-                                  prog.value_kernels)
+                                  prog.value_kernels, prog.concat_kernels)
         self._steps: list[list[Step | None]] = [
             [self._decode(ins, func, pc) for pc, ins in enumerate(func.instructions)]
             for func in self._functions]

@@ -133,6 +133,8 @@ class ArrayCall:
             _set_pointer(dl, calls.inputs[i].ptr + offset, shape)
         for index, grown in calls.results.items():
             plan._move(index, grown.ptr)
+        if plan._aliases:  # the parts of concatenations made in place, at this one's offsets
+            plan._realias()
         plan.applied = self
 
 

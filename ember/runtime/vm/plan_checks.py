@@ -1,7 +1,9 @@
 """The checks a static plan makes before its kernels use what the shape phase computed.
 
 A block's run-time size must lie in [what its static tensors need, the allocator's bound]; a
-tensor of run-time shape must fit in its block; a reshape must keep the element count.
+tensor of run-time shape must fit in its block; a reshape must keep the element count; the
+parts of a concatenation made in place (``plan_concat``) must have the output's size in all
+(else an error naming it: the parts would overlap other bytes).
 :class:`Checks` holds those of one point of a run and the blocks they size; where every value
 they read is an int64 of the plan's arena (the shape phase's checks, as a rule), a
 :class:`VectorChecks` makes them over the arena read once, with precomputed indices. That form is
@@ -14,9 +16,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import InternalError
 from .plan_walk import Check, Tensor
 
 if TYPE_CHECKING:
+    from .plan_concat import Concat
     from .static_plan import StaticPlan
 
 
@@ -30,6 +34,7 @@ class Checks:
         self.sized = [c.item for c in checks if c.kind == "size"]
         self.fits = [c.item for c in checks if c.kind == "fit"]
         self.counts = [c.item for c in checks if c.kind == "count"]
+        self.sums = [c.item for c in checks if c.kind == "sum"]
         self.vector = VectorChecks(plan, self) if _in_arena(plan, self) else None
 
     def run(self) -> bool:
@@ -59,6 +64,9 @@ class Checks:
                  for x in (src, out)]
             if n[0] != n[1] or (not out.static and (plan.value(out.shape) < 0).any()):
                 return None
+        for concat in self.sums:
+            parts = [int(plan.value(p.size)[0]) for p in concat.parts]
+            _sum_holds(concat, parts, int(plan.value(concat.out.size)[0]))
         return sizes
 
     def place(self, sizes: dict[int, int], seen: bool = False, take_results: bool = True
@@ -72,8 +80,11 @@ class Checks:
             if k is not None:
                 if take_results:
                     plan._take_result(k, sizes[b.index])
-            elif not seen and sizes[b.index] > plan._capacity.get(b.index, -1):
-                plan._grow(b, sizes[b.index])
+            elif not seen and b.index not in plan._roots and \
+                    sizes[b.index] > plan._capacity.get(b.index, -1):
+                plan._grow(b, sizes[b.index])  # (a concatenation's part lies in its output)
+        if plan._aliases:
+            plan._realias()
 
 
 class VectorChecks:
@@ -96,7 +107,11 @@ class VectorChecks:
                      for t in checks.fits if t.ndim]
         # counts: per side, a constant element count or the arena indices of a run-time shape
         self.counts = [tuple(_count_side(plan, x) for x in pair) for pair in checks.counts]
+        # sums: (the output's size, the parts', their concatenation), arena indices
+        self.sums = [(slot(plan, c.out.size), [slot(plan, p.size) for p in c.parts], c)
+                     for c in checks.sums]
         read = self.size_at + [i for f in self.fits for i in f[0]]
+        read += [i for out, parts, _ in self.sums for i in [out, *parts]]
         read += [-2 - f[3] for f in self.fits if f[3] <= -2]
         read += [i for pair in self.counts for side in pair if type(side) is tuple
                  for i in side]
@@ -118,7 +133,18 @@ class VectorChecks:
             n = [side if type(side) is int else _product(a, side) for side in (src, out)]
             if n[0] is None or n[1] is None or n[0] != n[1]:
                 return None
+        for out, parts, concat in self.sums:
+            _sum_holds(concat, [a[i] for i in parts], a[out])
         return dict(zip(self.blocks, sizes))
+
+
+def _sum_holds(concat: Concat, parts: list[int], out: int) -> None:
+    """Raise unless the parts of ``concat`` (their sizes this run) fill its output exactly."""
+    if sum(parts) != out:
+        raise InternalError(
+            f"VM plan: the parts of concatenation {concat.name} (call {concat.call}) have "
+            f"{' + '.join(map(str, parts))} bytes, its output {out}: its shape functions "
+            "disagree, and writing the parts in place would overlap other tensors")
 
 
 def _room_at(plan: StaticPlan, t: Tensor, position: dict[int, int]) -> int:
@@ -161,6 +187,7 @@ def _in_arena(plan: StaticPlan, checks: Checks) -> bool:
     held = [b.size for b in checks.sized] + [t.shape for t in checks.fits]
     held += [t.base.size for t in checks.fits if t.base.size is not None]
     held += [x.shape for pair in checks.counts for x in pair if not x.static]
+    held += [b.size for c in checks.sums for b in (c.out, *c.parts)]
     return bool(held) and all(slot(plan, t) is not None for t in held)
 
 

@@ -11,8 +11,11 @@ reads that does not depend on the concrete sizes is laid out here, once:
 
 - per input dimension, its rule (a declared extent, any size, or equal to an earlier
   dimension of the same name) and its arena slot;
-- the check program (``SIZE``/``FIT``/``COUNT``, from the Python form of the checks,
+- the check program (``SIZE``/``FIT``/``COUNT``/``SUM``, from the Python form of the checks,
   ``plan_checks.VectorChecks``, which stays the checked fallback);
+- the alias program: the DLTensors of the parts of concatenations made in place
+  (``plan_concat``), which C points at their offsets in the output for each signature
+  (``alias_program``, read again by ``refresh``: the output's block may have moved);
 - per output dimension, a declared extent or the arena slot the shape phase writes;
 - the buffers (inputs, results, intermediates) and what each holds;
 - the in-place sites: the kernels' tensors in the input and output buffers, whose data C
@@ -57,7 +60,7 @@ from .plan_checks import VectorChecks
 from .static_plan import StaticPlan
 
 # Opcodes of the check program (csrc/dynamic_call.h).
-SIZE, FIT, COUNT = 1, 2, 3
+SIZE, FIT, COUNT, SUM = 1, 2, 3, 4
 # Inputs' shapes whose outputs' shapes a DynamicCall keeps (all forgotten when full).
 KNOWN_SHAPES = 64
 # Signatures whose shape phase C keeps besides the last one's (``DynamicCall.keep``): a call
@@ -80,7 +83,8 @@ class _DynamicPlan(ctypes.Structure):
                 ("record_words", ctypes.c_int64), ("kept_capacity", ctypes.c_int32),
                 ("kept_count", ctypes.c_int32), ("kept_next", ctypes.c_int32),
                 ("num_value_calls", ctypes.c_int32), ("segments", _P),
-                ("num_segments", ctypes.c_int32), ("reserved", ctypes.c_int32)]
+                ("num_segments", ctypes.c_int32), ("num_aliases", ctypes.c_int32),
+                ("aliases", _P)]
 
 
 def dim_rules(plan: StaticPlan, patterns: Sequence[Any] | None) -> list[int] | None:
@@ -326,6 +330,7 @@ class DynamicCall:
         self.plan.applied = None
         self.plan._last = None
         self.plan.forget_values()  # C wrote the value phase's blocks for its last signature
+        self.plan.forget_parts()  # and pointed the parts of concatenations for it
 
     @property
     def value_runs(self) -> int:
@@ -353,6 +358,8 @@ class DynamicCall:
             start += ndim
         for at, index in self.programs.maxima:
             keep["program"][at] = self._most(index)
+        keep["aliases"], p.num_aliases = alias_program(plan)
+        p.aliases = keep["aliases"].ctypes.data
         p.call.call.inputs = ctypes.addressof(in_table)
         p.call.call.outputs = ctypes.addressof(out_table)
         keep["tables"] = (in_table, out_table)
@@ -386,6 +393,8 @@ class DynamicCall:
     def _most(self, index: int) -> int:
         """The largest size block ``index`` may have without growing."""
         calls, plan = self.calls, self.plan
+        if index in plan._roots:  # a part of a concatenation, in its output (checked there)
+            return plan._allocator.max_block_bytes
         held = calls.results[index].capacity if index in calls.results else \
             plan._capacity.get(index, -1)
         return min(held, plan._allocator.max_block_bytes)
@@ -622,7 +631,30 @@ def _program(vector: VectorChecks | None) -> list[int]:
         words.append(COUNT)
         for side in pair:
             words += [-1, side] if type(side) is int else [len(side), *side]
+    for out, parts, _ in vector.sums:
+        words += [SUM, out, len(parts), *parts]
     return words
+
+
+def alias_program(plan: StaticPlan) -> tuple[np.ndarray, int]:
+    """The parts of the concatenations made in place (``plan_concat``) as C's alias program,
+    and its entry count (-1 where a block holding parts has no storage yet: C then leaves
+    the call to Python): per part, in ``plan._aliases``' order, "address parent k s_1..s_k m
+    (field offset) x m". C writes the part's address (its parent's, an absolute address or
+    -1 - the word of an earlier entry's address, plus the arena values at the k slots: the
+    earlier parts' sizes) into ``address``, then each of the m DLTensor data fields at its
+    offset from it."""
+    words: list[int] = []
+    at: dict[int, int] = {}  # part block -> the word of its address
+    for part, parent, slots in plan._aliases:
+        base = plan._base[parent] if parent not in at else -1 - at[parent]
+        if base is None:
+            return _int64s([]), -1
+        fields = [(ctypes.addressof(dl) + DLTensor.data.offset, offset)
+                  for dl, offset, shape in plan._block_patches.get(part, ()) if not shape]
+        at[part] = len(words)
+        words += [0, base, len(slots), *slots, len(fields), *(x for f in fields for x in f)]
+    return _int64s(words), len(plan._aliases)
 
 
 class Programs(NamedTuple):
@@ -706,5 +738,5 @@ def dynamic_call(calls: ArrayCalls, patterns: Sequence[Any] | None, threads: int
     return DynamicCall(calls, rules, entry, threads)
 
 
-__all__ = ["COUNT", "FIT", "SIZE", "DynamicCall", "OutputShapes", "dim_rules", "direct_max_args",
-           "dynamic_call", "in_place_sites"]
+__all__ = ["COUNT", "FIT", "SIZE", "SUM", "DynamicCall", "OutputShapes", "alias_program",
+           "dim_rules", "direct_max_args", "dynamic_call", "in_place_sites"]

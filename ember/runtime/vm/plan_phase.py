@@ -213,6 +213,8 @@ def sources_in(check: Check, early: Early) -> bool:
     elif check.kind == "fit":
         tensors = [check.item.shape] + ([check.item.base.size] if check.item.base.size
                                         is not None else [])
+    elif check.kind == "sum":
+        tensors = [b.size for b in (check.item.out, *check.item.parts)]
     else:
         tensors = [x.shape for x in check.item if not x.static]
     return all(type(t.base) is NDArray or early.holds(t) for t in tensors)

@@ -32,18 +32,25 @@ from .plan_walk import Block, Call, Tensor
 
 
 def lifetimes(calls: Sequence[Call], order: Sequence[int], blocks: Iterable[Block],
-              excluded: set[int], shape_reads: Iterable[Any]) -> dict[int, list[int]]:
+              excluded: set[int], shape_reads: Iterable[Any],
+              roots: dict[int, int] | None = None) -> dict[int, list[int]]:
     """Block index -> [first, last] position (in ``order``) of the kernel calls naming it,
     for the ``blocks`` that may share storage: those not in ``excluded`` (indices) nor
     holding one of ``shape_reads``, the tensors a run reads outside the calls (run-time
-    shapes and sizes)."""
+    shapes and sizes). ``roots``: the parts of concatenations made in place -> the block
+    holding them (``plan_concat``): a call naming a part names that block, which lives as
+    long as any of its parts."""
+    roots = roots or {}
     candidates = {b.index for b in blocks if b.index not in excluded}
     candidates -= {t.base.index for t in shape_reads if type(t.base) is Block}
     span: dict[int, list[int]] = {}
     for pos, k in enumerate(order):
         for t in calls[k].args:
-            if type(t.base) is Block and t.base.index in candidates:
-                first_last = span.setdefault(t.base.index, [pos, pos])
+            if type(t.base) is not Block:
+                continue
+            index = roots.get(t.base.index, t.base.index)
+            if index in candidates:
+                first_last = span.setdefault(index, [pos, pos])
                 first_last[1] = pos
     return span
 
@@ -72,12 +79,13 @@ def packed_offsets(span: dict[int, list[int]], sizes: dict[int, int], align: int
 
 
 def shared_slots(calls: Sequence[Call], order: Sequence[int], blocks: Iterable[Block],
-                 excluded: set[int], shape_reads: Iterable[Any]) -> list[list[int]]:
+                 excluded: set[int], shape_reads: Iterable[Any],
+                 roots: dict[int, int] | None = None) -> list[list[int]]:
     """The slots (lists of block indices, in lifetime order) of two blocks or more, for the
     ``blocks`` not in ``excluded`` (indices), over the kernel calls run in ``order``.
     ``shape_reads``: the tensors a run reads outside the calls (run-time shapes and sizes):
-    a block holding one keeps storage of its own."""
-    span = lifetimes(calls, order, blocks, excluded, shape_reads)
+    a block holding one keeps storage of its own. ``roots``: as for :func:`lifetimes`."""
+    span = lifetimes(calls, order, blocks, excluded, shape_reads, roots)
     # interval partitioning: each block, by start, joins the slot that freed up earliest
     # (strictly before it starts: a call reading one block and writing another keeps both)
     slots: list[tuple[int, list[int]]] = []  # (last call of the slot so far, its blocks)

@@ -93,6 +93,9 @@ class Program:
     ``value_kernels``: kernel index -> the positions of the arguments it reads only for their
     shape, for the kernels a plan may run once per input signature (pure ones: the compiler's
     ``relay/backend/vm/value_kernels.py``); a kernel not listed runs on every call.
+    ``concat_kernels``: kernel index -> its params in output order, for the kernels that
+    only concatenate them into one byte range each (``memory_alloc.run_time_concat_order``):
+    a plan may drop such a call and have the parts written in place (``plan_concat.py``).
     """
 
     functions: list[VMFunction]
@@ -102,6 +105,7 @@ class Program:
     host_device_index: int = 0
     const_device_indexes: list[int] = field(default_factory=list)
     value_kernels: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    concat_kernels: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.functions = list(self.functions)

@@ -10,8 +10,10 @@ All integers little-endian; ``str`` is a u32 byte length then UTF-8::
     sections, in this order, each: tag (4 ASCII bytes), u64 payload length, payload
       HEAD    UTF-8 JSON {"virtual_devices": [[device_type, device_id], ...],
                           "host_device_index": int,
-                          "value_kernels": [[kernel index, [argument positions]], ...]}
-              (the last optional: an executable without it runs every kernel on every call)
+                          "value_kernels": [[kernel index, [argument positions]], ...],
+                          "concat_kernels": [[kernel index, [params in output order]], ...]}
+              (the last two optional: an executable without value_kernels runs every
+              kernel on every call, one without concat_kernels copies every concatenation)
       GLOB    u32 n, n x (str name, u32 function index)
       CNST    u32 n, n x (u32 device index, u8 late-bound flag), then the params byte format
               (ember.runtime.params) holding the constants that are not late-bound, named
@@ -138,6 +140,8 @@ def serialize(prog: Program) -> bytearray:
             "host_device_index": prog.host_device_index}
     if prog.value_kernels:
         head["value_kernels"] = [[k, list(v)] for k, v in sorted(prog.value_kernels.items())]
+    if prog.concat_kernels:
+        head["concat_kernels"] = [[k, list(v)] for k, v in sorted(prog.concat_kernels.items())]
     sections.append(json.dumps(head).encode())
     w = _Writer()
     w.u32(len(prog.functions))
@@ -310,7 +314,7 @@ def _check_header(buf: memoryview, top: _Reader) -> None:
 
 
 def _parse(readers: dict[bytes, _Reader]) -> Program:
-    devices, host, value_kernels = _read_head(readers[b"HEAD"])
+    devices, host, value_kernels, concat_kernels = _read_head(readers[b"HEAD"])
     r = readers[b"GLOB"]
     globals_ = [(r.str(f"global {i}"), r.u32(f"the index of global {i}"))
                 for i in range(r.count("globals", 8))]
@@ -325,23 +329,30 @@ def _parse(readers: dict[bytes, _Reader]) -> Program:
     if globals_ != [(f.name, i) for i, f in enumerate(functions)]:
         raise ArtifactError(f"vm executable: the globals {globals_} do not match the functions "
                             f"{[f.name for f in functions]}")
-    if any(not 0 <= k < len(prims) for k in value_kernels):
-        raise ArtifactError("vm executable: bad HEAD section (value_kernels names a kernel "
-                            f"outside 0..{len(prims) - 1})")
-    return Program(functions, constants, prims, devices, host, const_devs, value_kernels)
+    for name, table in (("value_kernels", value_kernels), ("concat_kernels", concat_kernels)):
+        if any(not 0 <= k < len(prims) for k in table):
+            raise ArtifactError(f"vm executable: bad HEAD section ({name} names a kernel "
+                                f"outside 0..{len(prims) - 1})")
+    if any(sorted(order) != list(range(len(order))) for order in concat_kernels.values()):
+        raise ArtifactError("vm executable: bad HEAD section (concat_kernels holds an order "
+                            "that is not a permutation)")
+    return Program(functions, constants, prims, devices, host, const_devs, value_kernels,
+                   concat_kernels)
 
 
-def _read_head(r: _Reader) -> tuple[list[Device], int, dict[int, tuple[int, ...]]]:
+def _read_head(r: _Reader) -> tuple[list[Device], int, dict[int, tuple[int, ...]],
+                                    dict[int, tuple[int, ...]]]:
     try:
         head = json_reader.loads(bytes(r.rest()).decode("utf-8"))
         devices = [Device(int(t), int(i)) for t, i in head["virtual_devices"]]
         host = int(head["host_device_index"])
-        value_kernels = {int(k): tuple(int(p) for p in positions)
-                         for k, positions in head.get("value_kernels", [])}
+        value_kernels, concat_kernels = ({int(k): tuple(int(p) for p in positions)
+                                          for k, positions in head.get(name, [])}
+                                         for name in ("value_kernels", "concat_kernels"))
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
         raise ArtifactError(f"vm executable: bad HEAD section ({type(err).__name__}: {err})"
                             ) from None
-    return devices, host, value_kernels
+    return devices, host, value_kernels, concat_kernels
 
 
 def _read_constants(r: _Reader) -> tuple[list[Any], list[int]]:

@@ -34,8 +34,13 @@ run: arguments whose dtype, rank or declared extents differ from the plan's, a p
 running (a call back into the VM from one of its kernels), a failed check and a kernel
 failure (the interpreter then runs the call again and raises its usual VMError).
 
+A concatenation of run-time size (each part one byte range of the output) makes no call: its
+parts' producers write them inside the output, at offsets recomputed per signature
+(``plan_concat``).
+
 The parts: ``plan_walk`` (what is known before running), ``plan_phase`` (which calls form the
-shape phase), ``plan_checks`` (the checks), ``plan_share`` (which blocks share storage), this module (memory, DLTensors, runs on
+shape phase), ``plan_checks`` (the checks), ``plan_share`` (which blocks share storage),
+``plan_concat`` (the concatenations made in place), this module (memory, DLTensors, runs on
 NDArrays), ``plan_arrays`` (runs on numpy arrays, per signature) and ``plan_native`` (a
 compiled model's call at any shape as one C call: the shape phase and checks in C).
 """
@@ -60,6 +65,7 @@ from ..ndarray import NDArray
 from ..packed_func import CPackedFunc
 from .memory import Allocator, Storage, _raw_buffer, dltensor_template, fast_ndarray
 from .plan_checks import Checks, slot
+from .plan_concat import aliases, in_place_concats, roots, sum_checks
 from .plan_phase import (
     Early,
     ShapeOnly,
@@ -84,7 +90,9 @@ class StaticPlan:
 
     def __init__(self, walk: Walk, func: VMFunction, args: Sequence[NDArray],
                  allocator: Allocator, kernels: Sequence[CPackedFunc],
-                 value_kernels: dict[int, tuple[int, ...]] | None = None) -> None:
+                 value_kernels: dict[int, tuple[int, ...]] | None = None,
+                 concat_kernels: dict[int, tuple[int, ...]] | None = None,
+                 kernel_names: Sequence[str] = ()) -> None:
         self._allocator = allocator
         self._arg_types = [(a._dtype, len(a._np.shape),
                             None if i in walk.arg_shapes.slots else a._np.shape)
@@ -103,6 +111,8 @@ class StaticPlan:
         late = late_arena(walk, early, results, self._value_blocks | {
             b.index for b in arena_blocks})
         self._layout(walk, arena_blocks + late, results)
+        self._in_place(walk, shape_calls | set(value_calls), results, early,
+                       concat_kernels or {}, kernel_names)
         self._dltensors(walk.calls, kernels)
         self._phases(walk, shape_calls, early, value_calls)
         self._share(walk, shape_calls | set(value_calls), results)
@@ -151,6 +161,39 @@ class StaticPlan:
                 self._keep.append(storage)
                 self._base[b.index] = storage.ptr
 
+    def _in_place(self, walk: Walk, hoisted: set[int], results: dict[int, Tensor],
+                  early: Early, concat_kernels: dict[int, tuple[int, ...]],
+                  names: Sequence[str]) -> None:
+        """The concatenations made in place (``plan_concat``): their calls dropped
+        (``_dropped``), a check per signature that the parts' sizes sum to the output's, and
+        per part the block it lies in and the arena slots of the earlier parts' sizes
+        (``_aliases``, in the order ``_realias`` places them; ``_roots``: part -> the block
+        whose storage holds it)."""
+        self.concats = in_place_concats(walk.calls, concat_kernels, list(names), hoisted,
+                                        set(results), early, lambda t: slot(self, t) is not None)
+        walk.checks.extend(sum_checks(self.concats))
+        self._dropped = {c.call for c in self.concats}
+        self._aliases = [(part, parent, tuple(slot(self, t) for t in sizes))
+                         for part, parent, sizes in aliases(self.concats)]
+        self._roots = roots(self.concats)
+
+    def _realias(self) -> None:
+        """Each concatenation's parts at their offsets in its output for the signature the
+        arena holds (after its blocks were placed or moved)."""
+        a, bases = self._arena_i64, self._base
+        for part, parent, slots in self._aliases:
+            base = bases[parent]
+            if base is not None:
+                address = base + sum([int(a[s]) for s in slots])
+                if bases[part] != address:  # (a run at the last signature moves none)
+                    self._move(part, address)
+
+    def forget_parts(self) -> None:
+        """The parts' DLTensors point elsewhere than ``_base`` says (C placed them for its
+        signature): the next ``_realias`` places every one."""
+        for part, _, _ in self._aliases:
+            self._base[part] = None
+
     def _share(self, walk: Walk, shape_calls: set[int], results: dict[int, Tensor]) -> None:
         """The dynamic blocks that share one storage (``plan_share``), at offsets ``_pack``
         gives them: their lifetimes (``_span``), each one's fellow members (``_slot_of``:
@@ -165,8 +208,9 @@ class StaticPlan:
         excluded = set(results) | late | touched | {
             b.index for b in walk.blocks if b.size is None or self._base[b.index] is not None}
         reads = shape_tensors(walk.calls, walk.blocks)
-        span = lifetimes(walk.calls, self._rest, walk.blocks, excluded, reads)
-        if not shared_slots(walk.calls, self._rest, walk.blocks, excluded, reads):
+        span = lifetimes(walk.calls, self._rest, walk.blocks, excluded, reads, self._roots)
+        if not shared_slots(walk.calls, self._rest, walk.blocks, excluded, reads,
+                            self._roots):
             span = {}  # no two blocks could ever share: each keeps storage of its own
         # the shared blocks, placed together in one storage (``_pack``)
         self._span = span
@@ -185,8 +229,10 @@ class StaticPlan:
                                  [ctypes.addressof(self._dltensor(t)) for t in call.args])
                        for call in calls]
         self._funcs = [kernels[c.kernel] for c in calls]
-        # the DLTensors each call writes (its last ``outputs`` arguments), by address
-        self._written = frozenset(ctypes.addressof(self._dltensor(t)) for call in calls
+        # the DLTensors each call writes (its last ``outputs`` arguments), by address; the
+        # calls of concatenations made in place are not made
+        self._written = frozenset(ctypes.addressof(self._dltensor(t))
+                                  for k, call in enumerate(calls) if k not in self._dropped
                                   for t in call.args[len(call.args) - call.outputs:])
 
     def _dltensor(self, t: Tensor) -> DLTensor:
@@ -240,7 +286,7 @@ class StaticPlan:
         self._value_run = self._runner(value_calls) if value_calls else None
         self._value_cplan = c_plan([self._funcs[k] for k in value_calls],
                                    [self._calls[k] for k in value_calls]) if value_calls else None
-        hoisted = shape_calls | set(value_calls)
+        hoisted = shape_calls | set(value_calls) | self._dropped
         rest = self._rest = [k for k in range(len(walk.calls)) if k not in hoisted]
         at: dict[int, list[Check]] = {}
         for c in walk.checks:
@@ -508,10 +554,11 @@ class StaticPlan:
         that the next larger shapes move none of them (each crossing its capacity at
         another size would send call after call back to Python)."""
         for b in self._early.sized:
-            if b.index not in self._result_index and \
+            if b.index not in self._result_index and b.index not in self._roots and \
                     self._capacity.get(b.index, -1) < 2 * sizes[b.index]:
                 self._grow(b, sizes[b.index], 2 * sizes[b.index])
         self.regrew = False
+        self._realias()
 
     def value(self, t: Tensor) -> np.ndarray:
         """The int64 values of ``t`` now (a shape or a size), from wherever it lives."""
@@ -575,7 +622,7 @@ def build(func: VMFunction, ctx: DecodeContext, args: Sequence[Any], allocator: 
     try:
         walk = Walk(func, ctx, args, allocator.max_block_bytes)
         return StaticPlan(walk, func, args, allocator, ctx.kernels,  # type: ignore[arg-type]
-                          ctx.value_kernels)
+                          ctx.value_kernels, ctx.concat_kernels, ctx.kernel_names)
     except NotStatic as err:
         return str(err)
 

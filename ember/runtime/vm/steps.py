@@ -50,12 +50,14 @@ class DecodeContext:
 
     def __init__(self, kernels: list[PackedFunc], kernel_names: list[str],
                  constants: list[NDArray | None], devices: list[Device],
-                 allocator: Allocator, value_kernels: dict[int, tuple[int, ...]] | None = None
-                 ) -> None:
+                 allocator: Allocator, value_kernels: dict[int, tuple[int, ...]] | None = None,
+                 concat_kernels: dict[int, tuple[int, ...]] | None = None) -> None:
         self.kernels, self.kernel_names = kernels, kernel_names
         self.constants, self.devices, self.allocator = constants, devices, allocator
         # the kernels a plan may run once per signature (Program.value_kernels)
         self.value_kernels = value_kernels or {}
+        # the concatenations a plan may make in place (Program.concat_kernels)
+        self.concat_kernels = concat_kernels or {}
         self._tags: dict[int, NDArray] = {}
 
     def tag_tensor(self, tag: int) -> NDArray:

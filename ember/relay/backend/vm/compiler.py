@@ -45,7 +45,7 @@ from ..te_compiler import LoweredFunc, TECompiler
 from ._codegen import CodegenContext, FunctionCodegen
 from .inline_primitives import InlinePrimitives
 from .lambda_lift import LambdaLift
-from .memory_alloc import ManifestAlloc
+from .memory_alloc import ManifestAlloc, run_time_concat_order
 from .shape_func import lower_shape_func
 from .value_kernels import value_facts
 
@@ -70,6 +70,9 @@ class _Kernels:
         # kernel index -> the arguments it reads only for their shape, for the kernels a
         # plan may run once per input signature (value_kernels.py)
         self.value_kernels: dict[int, tuple[int, ...]] = {}
+        # kernel index -> its params in output order, for the concatenations of run-time
+        # size a plan may make in place (memory_alloc.run_time_concat_order)
+        self.concat_kernels: dict[int, tuple[int, ...]] = {}
 
     def _add(self, name: str, make: Any) -> int:
         idx = self._index.get(name)
@@ -94,6 +97,9 @@ class _Kernels:
         facts = value_facts(low)
         if facts is not None:
             self.value_kernels[index] = facts
+        order = run_time_concat_order(prim)
+        if order is not None:
+            self.concat_kernels[index] = order
         return index, list(low.constants)
 
     def shape_kernel(self, prim: Function) -> int:
@@ -195,7 +201,8 @@ def _generate(mod: IRModule, target: Target) -> Executable:
     ctx.type_defs = dict(mod.type_definitions)
     vm_funcs = [FunctionCodegen(ctx, name, func).run() for name, func in funcs.items()]
     return Executable.from_functions(vm_funcs, ctx.constants, kernels.names, kernels.library(),
-                                     value_kernels=kernels.value_kernels)
+                                     value_kernels=kernels.value_kernels,
+                                     concat_kernels=kernels.concat_kernels)
 
 
 def compile(mod: Any, target: Any = None, target_host: Any = None,

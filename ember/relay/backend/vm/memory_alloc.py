@@ -21,7 +21,11 @@ A fused function that is only ``concatenate`` of tensors along an axis whose pre
 have extent 1 (each input one contiguous byte range of the output) makes no call when the
 output and its inputs are static tensors of the scope's arena (below): each input is
 allocated at its offset in the output, so its producer writes it there (``_place_concats``;
-the PassContext option ``relay.backend.concat_in_place`` off keeps the copy).
+the PassContext option ``relay.backend.concat_in_place`` off keeps the copy). Where the sizes
+are known only at run time the call stays, and the compiler lists the kernel
+(``run_time_concat_order``, ``Program.concat_kernels``): a VM plan, which knows every size
+once its shape phase ran, then drops the call and places the parts itself
+(``runtime/vm/plan_concat.py``); the interpreter copies.
 
 A fused function of reshapes only (FuseOps marks it ``relay.reshape_only``) becomes a view of
 its input, ``vm.reshape_tensor(%a, %newshape)``, with no kernel and no copy; the input is then
@@ -317,6 +321,36 @@ def _concat_parts(prim: Any, call: Call, ret: Type) -> list[RelayExpr] | None:
             or any(d != 1 for d in shape[:axis])):
         return None
     return [call.args[k] for k in order]
+
+
+def run_time_concat_order(prim: Any) -> tuple[int, ...] | None:
+    """For a fused function that is only ``concatenate`` of its params (each once, all of
+    them) along an axis whose preceding axes have extent 1, of a shape known only at run time:
+    the params' indices in output order, each then one contiguous byte range of the output at
+    the offset of the earlier ones' bytes. A VM plan drops such a call and has the producers
+    write the parts in place once their sizes are known (``runtime/vm/plan_concat.py``); the
+    call stays in the code, so the interpreter still copies. None otherwise, and when the
+    PassContext option ``relay.backend.concat_in_place`` is off."""
+    from .._liveness import CONCAT_IN_PLACE_CONFIG
+
+    if not PassContext.current().config.get(CONCAT_IN_PLACE_CONFIG, True):
+        return None
+    body = getattr(prim, "body", None)
+    if not (isinstance(body, Call) and getattr(body.op, "name", None) == "concatenate"
+            and isinstance(body.args[0], Tuple)):
+        return None
+    ret = body.checked_type_
+    index = {id(p): k for k, p in enumerate(prim.params)}
+    order = tuple(index.get(id(f), -1) for f in body.args[0].fields)
+    if (not isinstance(ret, TensorType) or ret.is_static or sorted(order) !=
+            list(range(len(prim.params))) or DataType(ret.dtype).lanes != 1
+            or DataType(ret.dtype).bits % 8):
+        return None
+    axis = int(body.attrs.axis)
+    axis = axis + len(ret.shape) if axis < 0 else axis
+    if not 0 <= axis < len(ret.shape) or any(d != 1 for d in ret.shape[:axis]):
+        return None
+    return order
 
 
 def _nbytes_of(ty: Type | None) -> int | None:
