@@ -1,0 +1,190 @@
+/*!
+ * \file ember/kernels/channel_shuffle.h
+ * \brief A channel shuffle of two blocked maps into a blocked map, in one pass (the kernel of
+ *        nn.contrib_channel_shuffle_nchwc): ShuffleNetV2's Concat, Reshape (N, G, C / G, H,
+ *        W), Transpose (0, 2, 1, 3, 4), Reshape (N, C, H, W) and Split, with its inputs and
+ *        outputs in NCHW[L]c, where the exported graph went through NCHW and back.
+ *
+ *   x = the first ca channels of a, then the first cb of b      (C = ca + cb, C % G == 0)
+ *   y[co] = x[(co % G) * (C / G) + co / G]                       (the shuffle)
+ *   out = y[begin:end] in NCHW[L]c, the lanes past end - begin zero
+ *
+ * a: [N][ceil(ca / L)][HW][L], b: [N][ceil(cb / L)][HW][L], out: [N][ceil((end - begin) /
+ * L)][HW][L]. An output block takes each lane from some lane of some input block; the lanes
+ * are grouped by the input block they come from (two or three for a shuffle of two groups)
+ * and each group is one permute of a loaded vector under a lane mask (AVX-512 at L = 16,
+ * AVX2 at L = 8; a table-driven lane loop otherwise), so every input and output vector
+ * moves once and whole. Work items (batch x output block x position tile) are split over
+ * TVMBackendParallelLaunch's tasks when `threads` is set. Returns 0, -1 for sizes that are
+ * not a shuffle.
+ */
+#ifndef EMBER_KERNELS_CHANNEL_SHUFFLE_H_
+#define EMBER_KERNELS_CHANNEL_SHUFFLE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember/kernels/linkage.h"
+
+/* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
+#define EMBER_CHANNEL_SHUFFLE_PARAMS                                                               \
+  const float *a, const float *b, float *out, int32_t n, int32_t ca, int32_t cb, int32_t hw,      \
+      int32_t block, int32_t groups, int32_t begin, int32_t end, int32_t threads
+EMBER_KENTRY int32_t ember_channel_shuffle_nchwc(EMBER_CHANNEL_SHUFFLE_PARAMS);
+
+#if EMBER_KERNEL_BODIES
+#include "ember/c_backend_api.h"
+
+#if !defined(EMBER_KERNELS_PORTABLE) && (defined(__AVX512F__) || defined(__AVX2__))
+#include <immintrin.h>
+#endif
+
+#define EMBER_SHUFFLE_TILE 64 /* positions per work item */
+#define EMBER_SHUFFLE_MAX_LANES 16
+
+/*! \brief One shuffle call (sizes in elements). */
+typedef struct {
+  const float *a, *b;
+  float* out;
+  int32_t n, ca, cb, hw, block, groups, begin, end;
+} ember_shuffle_p;
+
+/* The lanes of one output block grouped by their source block: group k reads the vector at
+ * src[k] + position * L and moves its lane idx[k][l] to lane l where mask[k] has bit l. */
+typedef struct {
+  const float* src[EMBER_SHUFFLE_MAX_LANES];
+  int32_t idx[EMBER_SHUFFLE_MAX_LANES][EMBER_SHUFFLE_MAX_LANES];
+  uint32_t mask[EMBER_SHUFFLE_MAX_LANES];
+  int32_t count;
+} ember_shuffle_plan;
+
+static inline int64_t ember_shuffle_items(const ember_shuffle_p* p) {
+  const int64_t blocks = (p->end - p->begin + p->block - 1) / p->block;
+  return (int64_t)p->n * blocks * ((p->hw + EMBER_SHUFFLE_TILE - 1) / EMBER_SHUFFLE_TILE);
+}
+
+/* The groups of output block `ob` of batch `batch` (its source planes at position 0). */
+static inline void ember_shuffle_plan_block(const ember_shuffle_p* p, int32_t batch, int32_t ob,
+                                            ember_shuffle_plan* plan) {
+  const int32_t L = p->block, c = p->ca + p->cb, per = c / p->groups;
+  const size_t plane = (size_t)p->hw * L;
+  const size_t a0 = (size_t)batch * ((p->ca + L - 1) / L) * plane;
+  const size_t b0 = (size_t)batch * ((p->cb + L - 1) / L) * plane;
+  int32_t l, k;
+  plan->count = 0;
+  for (l = 0; l < L; ++l) {
+    const int32_t co = p->begin + ob * L + l;
+    int32_t s;
+    const float* src;
+    if (co >= p->end) continue; /* a padded lane: zero */
+    s = (co % p->groups) * per + co / p->groups;
+    src = s < p->ca ? p->a + a0 + (size_t)(s / L) * plane
+                    : p->b + b0 + (size_t)((s - p->ca) / L) * plane;
+    if (s >= p->ca) s -= p->ca;
+    for (k = 0; k < plan->count && plan->src[k] != src; ++k) {
+    }
+    if (k == plan->count) {
+      int32_t m;
+      plan->src[k] = src;
+      plan->mask[k] = 0;
+      for (m = 0; m < L; ++m) plan->idx[k][m] = 0;
+      ++plan->count;
+    }
+    plan->idx[k][l] = s % L;
+    plan->mask[k] |= 1u << l;
+  }
+}
+
+/* Positions [p0, p1) of one output block. */
+static inline void ember_shuffle_block(const ember_shuffle_p* p, const ember_shuffle_plan* plan,
+                                       float* dst, int32_t p0, int32_t p1) {
+  const int32_t L = p->block;
+  int32_t x = p0, k, l;
+#if !defined(EMBER_KERNELS_PORTABLE) && defined(__AVX512F__)
+  if (L == 16) {
+    __m512i idx[EMBER_SHUFFLE_MAX_LANES];
+    for (k = 0; k < plan->count; ++k) idx[k] = _mm512_loadu_si512((const void*)plan->idx[k]);
+    for (; x < p1; ++x) {
+      __m512 acc = _mm512_setzero_ps();
+      for (k = 0; k < plan->count; ++k) {
+        acc = _mm512_mask_permutexvar_ps(acc, (__mmask16)plan->mask[k], idx[k],
+                                         _mm512_loadu_ps(plan->src[k] + (size_t)x * 16));
+      }
+      _mm512_storeu_ps(dst + (size_t)x * 16, acc);
+    }
+  }
+#endif
+#if !defined(EMBER_KERNELS_PORTABLE) && defined(__AVX2__)
+  if (L == 8) {
+    __m256i idx[EMBER_SHUFFLE_MAX_LANES];
+    __m256 sel[EMBER_SHUFFLE_MAX_LANES];
+    for (k = 0; k < plan->count; ++k) {
+      int32_t bits[8];
+      for (l = 0; l < 8; ++l) bits[l] = (plan->mask[k] >> l & 1u) ? -1 : 0;
+      idx[k] = _mm256_loadu_si256((const __m256i*)plan->idx[k]);
+      sel[k] = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i*)bits));
+    }
+    for (; x < p1; ++x) {
+      __m256 acc = _mm256_setzero_ps();
+      for (k = 0; k < plan->count; ++k) {
+        const __m256 v = _mm256_loadu_ps(plan->src[k] + (size_t)x * 8);
+        acc = _mm256_blendv_ps(acc, _mm256_permutevar8x32_ps(v, idx[k]), sel[k]);
+      }
+      _mm256_storeu_ps(dst + (size_t)x * 8, acc);
+    }
+  }
+#endif
+  for (; x < p1; ++x) { /* other lane counts and SIMD levels */
+    float* o = dst + (size_t)x * L;
+    for (l = 0; l < L; ++l) o[l] = 0.0f;
+    for (k = 0; k < plan->count; ++k) {
+      const float* v = plan->src[k] + (size_t)x * L;
+      for (l = 0; l < L; ++l) {
+        if (plan->mask[k] >> l & 1u) o[l] = v[plan->idx[k][l]];
+      }
+    }
+  }
+}
+
+static inline void ember_shuffle_range(const ember_shuffle_p* p, int64_t lo, int64_t hi) {
+  const int64_t tiles = (p->hw + EMBER_SHUFFLE_TILE - 1) / EMBER_SHUFFLE_TILE;
+  const int64_t blocks = (p->end - p->begin + p->block - 1) / p->block;
+  ember_shuffle_plan plan;
+  int64_t item, planned = -1;
+  plan.count = 0;
+  for (item = lo; item < hi; ++item) {
+    const int64_t plane = item / tiles; /* batch x output block */
+    const int32_t p0 = (int32_t)(item % tiles) * EMBER_SHUFFLE_TILE;
+    const int32_t p1 = p0 + EMBER_SHUFFLE_TILE < p->hw ? p0 + EMBER_SHUFFLE_TILE : p->hw;
+    if (plane != planned) {
+      ember_shuffle_plan_block(p, (int32_t)(plane / blocks), (int32_t)(plane % blocks), &plan);
+      planned = plane;
+    }
+    ember_shuffle_block(p, &plan, p->out + (size_t)plane * p->hw * p->block, p0, p1);
+  }
+}
+
+static inline int ember_shuffle_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_shuffle_p* p = (const ember_shuffle_p*)cdata;
+  const int64_t total = ember_shuffle_items(p), n = penv->num_task > 0 ? penv->num_task : 1;
+  ember_shuffle_range(p, total * task_id / n, total * (task_id + 1) / n);
+  return 0;
+}
+
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_channel_shuffle_nchwc)
+EMBER_KENTRY int32_t ember_channel_shuffle_nchwc(EMBER_CHANNEL_SHUFFLE_PARAMS) {
+  ember_shuffle_p p;
+  if (block < 1 || block > EMBER_SHUFFLE_MAX_LANES || groups < 1 || ca < 0 || cb < 0 ||
+      (ca + cb) % groups != 0 || begin < 0 || end > ca + cb || begin >= end || n < 0 || hw < 0) {
+    return -1;
+  }
+  p.a = a; p.b = b; p.out = out; p.n = n; p.ca = ca; p.cb = cb; p.hw = hw; p.block = block;
+  p.groups = groups; p.begin = begin; p.end = end;
+  if (threads) return TVMBackendParallelLaunch(ember_shuffle_task, &p, 0);
+  ember_shuffle_range(&p, 0, ember_shuffle_items(&p));
+  return 0;
+}
+#endif
+#endif /* EMBER_KERNEL_BODIES */
+
+#endif /* EMBER_KERNELS_CHANNEL_SHUFFLE_H_ */
