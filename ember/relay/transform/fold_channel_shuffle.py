@@ -18,8 +18,9 @@ two blocked branches straight into NCHW[L]c, so:
   tuple of ``view(shuffle(a, b, b0 + i, b0 + j))`` for its pieces [i, j) (a ``TupleGetItem``
   of it is folded to the piece);
 - ``blocked_shuffle_to_blocked``: ``layout_transform(nn.pad?(view(s)), "NCHW", "NCHW[L]c")``
-  with ``s`` a shuffle of the same blocking becomes ``s`` (whose lanes past its channels are
-  zeros, as the zero pad of channels to whole blocks leaves them).
+  with ``s`` a shuffle becomes ``s`` (whose lanes past its channels are zeros, as the zero
+  pad of channels to whole blocks leaves them), or its twin written in blocks of L when the
+  conv reading it is blocked otherwise.
 
 The half a unit passes on is a ``view`` of a shuffle, and so a branch of the next shuffle:
 the rules chain unit to unit, each by looking one call down. What still reads NCHW (another
@@ -176,13 +177,17 @@ def blocked_shuffle_to_blocked(call: Call) -> RelayExpr | None:
         inner = pad.args[0]
     seen = _view(inner)
     s = _call_of(seen[0], SHUFFLE) if seen is not None else None
-    if s is None or seen[2] != lanes:  # type: ignore[index]
+    if s is None:
         return None
     c = seen[1]  # type: ignore[index]
     padded = c + (widths[1][1] if pad is not None else 0)
     if -(-padded // lanes) != -(-c // lanes):
         return None
-    return s
+    if seen[2] == lanes:  # type: ignore[index]
+        return s
+    a = s.attrs  # the conv reads another blocking (464 channels in 16s, its 232 in 8s)
+    return op_call(SHUFFLE, *s.args, channels=a.channels, groups=a.groups, begin=a.begin,
+                   end=a.end, lanes=lanes)
 
 
 RULES: list[Rule] = [("reshape", shuffle_to_blocked), ("split", split_blocked_shuffle),

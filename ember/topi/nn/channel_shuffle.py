@@ -20,13 +20,12 @@ def _unblocked(x: np.ndarray, channels: int) -> np.ndarray:
 
 
 def reference(a: np.ndarray, b: np.ndarray, channels: tuple[int, int], groups: int,
-              begin: int, end: int) -> np.ndarray:
-    """Channels [begin, end) of shuffle(concat(a, b), groups) in the inputs' NCHW[L]c, the
-    lanes past end - begin zero."""
+              begin: int, end: int, lanes: int) -> np.ndarray:
+    """Channels [begin, end) of shuffle(concat(a, b), groups) in NCHW[lanes]c, the lanes past
+    end - begin zero."""
     x = np.concatenate([_unblocked(a, channels[0]), _unblocked(b, channels[1])], axis=1)
     n, c, h, w = x.shape
     y = x.reshape(n, groups, c // groups, h, w).transpose(0, 2, 1, 3, 4).reshape(n, c, h, w)
-    lanes = a.shape[4]
     kept = y[:, begin:end]
     blocks = -(-(end - begin) // lanes)
     out = np.zeros((n, blocks * lanes, h, w), a.dtype)
@@ -35,10 +34,10 @@ def reference(a: np.ndarray, b: np.ndarray, channels: tuple[int, int], groups: i
 
 
 def channel_shuffle_nchwc(a: te.Tensor, b: te.Tensor, channels: tuple[int, int], groups: int,
-                          begin: int, end: int) -> te.Tensor:
-    """The ``ember_channel_shuffle_nchwc`` stage (static sizes): (N, ceil((end - begin) / L),
-    H, W, L)."""
-    n, _, h, w, lanes = dims(a.shape)
+                          begin: int, end: int, lanes: int) -> te.Tensor:
+    """The ``ember_channel_shuffle_nchwc`` stage (static sizes): (N, ceil((end - begin) /
+    lanes), H, W, lanes) from inputs in blocks of their own L."""
+    n, _, h, w, block = dims(a.shape)
     blocks = -(-(end - begin) // lanes)
     hw = h * w
     items = n * blocks * -(-hw // TILE)
@@ -47,7 +46,8 @@ def channel_shuffle_nchwc(a: te.Tensor, b: te.Tensor, channels: tuple[int, int],
     def body(ins: list, outs: list) -> object:
         return succeeds(tir.call_extern(
             "int32", "ember_channel_shuffle_nchwc", ins[0].data, ins[1].data, outs[0].data, n,
-            channels[0], channels[1], hw, lanes, groups, begin, end, threads, header=HEADER),
+            channels[0], channels[1], hw, block, lanes, groups, begin, end, threads,
+            header=HEADER),
             "ember_channel_shuffle_nchwc failed (sizes or parallel launch)")
 
     return te.extern((n, blocks, h, w, lanes), [a, b], body, name="T_channel_shuffle",

@@ -7,14 +7,15 @@
  *
  *   x = the first ca channels of a, then the first cb of b      (C = ca + cb, C % G == 0)
  *   y[co] = x[(co % G) * (C / G) + co / G]                       (the shuffle)
- *   out = y[begin:end] in NCHW[L]c, the lanes past end - begin zero
+ *   out = y[begin:end] in NCHW[Lo]c, the lanes past end - begin zero
  *
  * a: [N][ceil(ca / L)][HW][L], b: [N][ceil(cb / L)][HW][L], out: [N][ceil((end - begin) /
- * L)][HW][L]. An output block takes each lane from some lane of some input block; the lanes
+ * Lo)][HW][Lo] (Lo = out_block: the next conv's blocking, which may differ from the
+ * branches'). An output block takes each lane from some lane of some input block; the lanes
  * are grouped by the input block they come from (two or three for a shuffle of two groups)
- * and each group is one permute of a loaded vector under a lane mask (AVX-512 at L = 16,
- * AVX2 at L = 8; a table-driven lane loop otherwise), so every input and output vector
- * moves once and whole. Work items (batch x output block x position tile) are split over
+ * and each group is one permute of a loaded vector under a lane mask (AVX-512 for blocks of
+ * 8 and 16, AVX2 for 8 into 8; a table-driven lane loop otherwise), so every input and
+ * output vector moves once and whole. Work items (batch x output block x position tile) are split over
  * TVMBackendParallelLaunch's tasks when `threads` is set. Returns 0, -1 for sizes that are
  * not a shuffle.
  */
@@ -29,7 +30,8 @@
 /* The entry point (linkage and where its body comes from: ember/kernels/linkage.h). */
 #define EMBER_CHANNEL_SHUFFLE_PARAMS                                                               \
   const float *a, const float *b, float *out, int32_t n, int32_t ca, int32_t cb, int32_t hw,      \
-      int32_t block, int32_t groups, int32_t begin, int32_t end, int32_t threads
+      int32_t block, int32_t out_block, int32_t groups, int32_t begin, int32_t end,              \
+      int32_t threads
 EMBER_KENTRY int32_t ember_channel_shuffle_nchwc(EMBER_CHANNEL_SHUFFLE_PARAMS);
 
 #if EMBER_KERNEL_BODIES
@@ -46,7 +48,7 @@ EMBER_KENTRY int32_t ember_channel_shuffle_nchwc(EMBER_CHANNEL_SHUFFLE_PARAMS);
 typedef struct {
   const float *a, *b;
   float* out;
-  int32_t n, ca, cb, hw, block, groups, begin, end;
+  int32_t n, ca, cb, hw, block, out_block, groups, begin, end;
 } ember_shuffle_p;
 
 /* The lanes of one output block grouped by their source block: group k reads the vector at
@@ -59,7 +61,7 @@ typedef struct {
 } ember_shuffle_plan;
 
 static inline int64_t ember_shuffle_items(const ember_shuffle_p* p) {
-  const int64_t blocks = (p->end - p->begin + p->block - 1) / p->block;
+  const int64_t blocks = (p->end - p->begin + p->out_block - 1) / p->out_block;
   return (int64_t)p->n * blocks * ((p->hw + EMBER_SHUFFLE_TILE - 1) / EMBER_SHUFFLE_TILE);
 }
 
@@ -72,8 +74,8 @@ static inline void ember_shuffle_plan_block(const ember_shuffle_p* p, int32_t ba
   const size_t b0 = (size_t)batch * ((p->cb + L - 1) / L) * plane;
   int32_t l, k;
   plan->count = 0;
-  for (l = 0; l < L; ++l) {
-    const int32_t co = p->begin + ob * L + l;
+  for (l = 0; l < p->out_block; ++l) {
+    const int32_t co = p->begin + ob * p->out_block + l;
     int32_t s;
     const float* src;
     if (co >= p->end) continue; /* a padded lane: zero */
@@ -87,7 +89,7 @@ static inline void ember_shuffle_plan_block(const ember_shuffle_p* p, int32_t ba
       int32_t m;
       plan->src[k] = src;
       plan->mask[k] = 0;
-      for (m = 0; m < L; ++m) plan->idx[k][m] = 0;
+      for (m = 0; m < EMBER_SHUFFLE_MAX_LANES; ++m) plan->idx[k][m] = 0;
       ++plan->count;
     }
     plan->idx[k][l] = s % L;
@@ -98,24 +100,30 @@ static inline void ember_shuffle_plan_block(const ember_shuffle_p* p, int32_t ba
 /* Positions [p0, p1) of one output block. */
 static inline void ember_shuffle_block(const ember_shuffle_p* p, const ember_shuffle_plan* plan,
                                        float* dst, int32_t p0, int32_t p1) {
-  const int32_t L = p->block;
+  const int32_t L = p->block, Lo = p->out_block;
   int32_t x = p0, k, l;
 #if !defined(EMBER_KERNELS_PORTABLE) && defined(__AVX512F__)
-  if (L == 16) {
+  if ((L == 16 || L == 8) && (Lo == 16 || Lo == 8)) { /* an 8-lane block is the low half */
     __m512i idx[EMBER_SHUFFLE_MAX_LANES];
     for (k = 0; k < plan->count; ++k) idx[k] = _mm512_loadu_si512((const void*)plan->idx[k]);
     for (; x < p1; ++x) {
       __m512 acc = _mm512_setzero_ps();
       for (k = 0; k < plan->count; ++k) {
-        acc = _mm512_mask_permutexvar_ps(acc, (__mmask16)plan->mask[k], idx[k],
-                                         _mm512_loadu_ps(plan->src[k] + (size_t)x * 16));
+        const float* src = plan->src[k] + (size_t)x * L;
+        const __m512 v = L == 16 ? _mm512_loadu_ps(src)
+                                 : _mm512_castps256_ps512(_mm256_loadu_ps(src));
+        acc = _mm512_mask_permutexvar_ps(acc, (__mmask16)plan->mask[k], idx[k], v);
       }
-      _mm512_storeu_ps(dst + (size_t)x * 16, acc);
+      if (Lo == 16) {
+        _mm512_storeu_ps(dst + (size_t)x * 16, acc);
+      } else {
+        _mm256_storeu_ps(dst + (size_t)x * 8, _mm512_castps512_ps256(acc));
+      }
     }
   }
 #endif
 #if !defined(EMBER_KERNELS_PORTABLE) && defined(__AVX2__)
-  if (L == 8) {
+  if (L == 8 && Lo == 8) {
     __m256i idx[EMBER_SHUFFLE_MAX_LANES];
     __m256 sel[EMBER_SHUFFLE_MAX_LANES];
     for (k = 0; k < plan->count; ++k) {
@@ -134,12 +142,12 @@ static inline void ember_shuffle_block(const ember_shuffle_p* p, const ember_shu
     }
   }
 #endif
-  for (; x < p1; ++x) { /* other lane counts and SIMD levels */
-    float* o = dst + (size_t)x * L;
-    for (l = 0; l < L; ++l) o[l] = 0.0f;
+  for (; x < p1; ++x) { /* other blocks and SIMD levels */
+    float* o = dst + (size_t)x * Lo;
+    for (l = 0; l < Lo; ++l) o[l] = 0.0f;
     for (k = 0; k < plan->count; ++k) {
       const float* v = plan->src[k] + (size_t)x * L;
-      for (l = 0; l < L; ++l) {
+      for (l = 0; l < Lo; ++l) {
         if (plan->mask[k] >> l & 1u) o[l] = v[plan->idx[k][l]];
       }
     }
@@ -148,7 +156,7 @@ static inline void ember_shuffle_block(const ember_shuffle_p* p, const ember_shu
 
 static inline void ember_shuffle_range(const ember_shuffle_p* p, int64_t lo, int64_t hi) {
   const int64_t tiles = (p->hw + EMBER_SHUFFLE_TILE - 1) / EMBER_SHUFFLE_TILE;
-  const int64_t blocks = (p->end - p->begin + p->block - 1) / p->block;
+  const int64_t blocks = (p->end - p->begin + p->out_block - 1) / p->out_block;
   ember_shuffle_plan plan;
   int64_t item, planned = -1;
   plan.count = 0;
@@ -160,7 +168,7 @@ static inline void ember_shuffle_range(const ember_shuffle_p* p, int64_t lo, int
       ember_shuffle_plan_block(p, (int32_t)(plane / blocks), (int32_t)(plane % blocks), &plan);
       planned = plane;
     }
-    ember_shuffle_block(p, &plan, p->out + (size_t)plane * p->hw * p->block, p0, p1);
+    ember_shuffle_block(p, &plan, p->out + (size_t)plane * p->hw * p->out_block, p0, p1);
   }
 }
 
@@ -174,11 +182,13 @@ static inline int ember_shuffle_task(int task_id, TVMParallelGroupEnv* penv, voi
 #if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_channel_shuffle_nchwc)
 EMBER_KENTRY int32_t ember_channel_shuffle_nchwc(EMBER_CHANNEL_SHUFFLE_PARAMS) {
   ember_shuffle_p p;
-  if (block < 1 || block > EMBER_SHUFFLE_MAX_LANES || groups < 1 || ca < 0 || cb < 0 ||
+  if (block < 1 || block > EMBER_SHUFFLE_MAX_LANES || out_block < 1 ||
+      out_block > EMBER_SHUFFLE_MAX_LANES || groups < 1 || ca < 0 || cb < 0 ||
       (ca + cb) % groups != 0 || begin < 0 || end > ca + cb || begin >= end || n < 0 || hw < 0) {
     return -1;
   }
   p.a = a; p.b = b; p.out = out; p.n = n; p.ca = ca; p.cb = cb; p.hw = hw; p.block = block;
+  p.out_block = out_block;
   p.groups = groups; p.begin = begin; p.end = end;
   if (threads) return TVMBackendParallelLaunch(ember_shuffle_task, &p, 0);
   ember_shuffle_range(&p, 0, ember_shuffle_items(&p));

@@ -1,10 +1,11 @@
 """nn.contrib_channel_shuffle_nchwc: a channel shuffle of two blocked maps into a blocked map.
 
-``nn.contrib_channel_shuffle_nchwc(a, b, channels=(ca, cb), groups=G, begin=b0, end=e0)``
-takes the first ``ca`` channels of ``a`` and the first ``cb`` of ``b`` (both NCHW[L]c, the
-same N, H, W and L; their last blocks may be padded), joins them (C = ca + cb), shuffles
-them as ShuffleNetV2's Reshape (N, G, C / G, H, W), Transpose (0, 2, 1, 3, 4), Reshape (N,
-C, H, W) does, and keeps channels [b0, e0) in NCHW[L]c, the lanes past e0 - b0 zero: one
+``nn.contrib_channel_shuffle_nchwc(a, b, channels=(ca, cb), groups=G, begin=b0, end=e0,
+lanes=Lo)`` takes the first ``ca`` channels of ``a`` and the first ``cb`` of ``b`` (both
+NCHW[L]c, the same N, H, W and L; their last blocks may be padded), joins them (C = ca + cb),
+shuffles them as ShuffleNetV2's Reshape (N, G, C / G, H, W), Transpose (0, 2, 1, 3, 4),
+Reshape (N, C, H, W) does, and keeps channels [b0, e0) in NCHW[Lo]c (Lo 0: L), the lanes
+past e0 - b0 zero: one
 pass where the exported graph went to NCHW and back (``FoldChannelShuffle`` writes it). It
 is a permutation: exact. float32, static sizes. The C kernel is
 ``ember/kernels/channel_shuffle.h``.
@@ -25,25 +26,30 @@ from .._shape import fail, fmt_shape, tensor_of
 
 __all__ = ["contrib_channel_shuffle_nchwc"]
 OP = "nn.contrib_channel_shuffle_nchwc"
+MAX_LANES = 16  # EMBER_SHUFFLE_MAX_LANES
 
 
 @attrs_class("ChannelShuffleAttrs")
 class ChannelShuffleAttrs(OpAttrs):
     """nn.contrib_channel_shuffle_nchwc: the real channels of both inputs, the shuffle's
-    groups, and the range [begin, end) of shuffled channels kept."""
+    groups, the range [begin, end) of shuffled channels kept, and the output's block (0: the
+    inputs')."""
 
     channels: tuple[int, int] = (1, 1)
     groups: int = 1
     begin: int = 0
     end: int = 1
+    lanes: int = 0
     _op: ClassVar[str] = OP
 
     def __post_init__(self) -> None:
         self._ints("channels", length=(2,))
         self._positive("channels")
-        for name in ("groups", "begin", "end"):
+        for name in ("groups", "begin", "end", "lanes"):
             self._int(name)
         self._positive("groups")
+        if not 0 <= self.lanes <= MAX_LANES:
+            raise self._invalid("lanes", f"in [0, {MAX_LANES}] (0: the inputs' block)")
         total = sum(self.channels)
         if total % self.groups:
             raise self._invalid("groups", f"a divisor of the {total} channels")
@@ -63,17 +69,23 @@ def _rel(args: list[TensorType], attrs: ChannelShuffleAttrs) -> TensorType:
     if (a.shape[0], *a.shape[2:]) != (b.shape[0], *b.shape[2:]):
         raise fail(OP, f"a {fmt_shape(a.shape)} and b {fmt_shape(b.shape)} differ in batch, "
                        "height, width or block")
-    n, _, h, w, lanes = a.shape
+    if a.shape[4] > MAX_LANES:
+        raise fail(OP, f"blocks of {a.shape[4]} lanes: at most {MAX_LANES}")
+    n, _, h, w, block = a.shape
+    lanes = attrs.lanes or block
     return tensor_of((n, -(-(attrs.end - attrs.begin) // lanes), h, w, lanes), "float32")
 
 
 def _ref(a: np.ndarray, b: np.ndarray, attrs: ChannelShuffleAttrs) -> np.ndarray:
-    return kernel.reference(a, b, attrs.channels, attrs.groups, attrs.begin, attrs.end)
+    return kernel.reference(a, b, attrs.channels, attrs.groups, attrs.begin, attrs.end,
+                            attrs.lanes or a.shape[4])
 
 
 def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
-    return [kernel.channel_shuffle_nchwc(inputs[0], inputs[1], tuple(attrs.channels),
-                                         attrs.groups, attrs.begin, attrs.end)]
+    a = inputs[0]
+    return [kernel.channel_shuffle_nchwc(a, inputs[1], tuple(attrs.channels), attrs.groups,
+                                         attrs.begin, attrs.end,
+                                         attrs.lanes or int(a.shape[4]))]
 
 
 defop(OP, _rel, _ref, OPAQUE, args=("a", "b"), attrs=ChannelShuffleAttrs,
@@ -82,6 +94,7 @@ defop(OP, _rel, _ref, OPAQUE, args=("a", "b"), attrs=ChannelShuffleAttrs,
 
 
 def contrib_channel_shuffle_nchwc(a: Any, b: Any, channels: tuple[int, int], groups: int,
-                                  begin: int, end: int) -> Call:
+                                  begin: int, end: int, lanes: int = 0) -> Call:
     """See the module docstring."""
-    return call(OP, a, b, attrs=ChannelShuffleAttrs(tuple(channels), groups, begin, end))
+    return call(OP, a, b, attrs=ChannelShuffleAttrs(tuple(channels), groups, begin, end,
+                                                    lanes))
