@@ -25,8 +25,9 @@ two blocked branches straight into NCHW[L]c, so:
 The half a unit passes on is a ``view`` of a shuffle, and so a branch of the next shuffle:
 the rules chain unit to unit, each by looking one call down. What still reads NCHW (another
 blocking, a non-shuffle consumer) reads the view, the blocked copy back. Two inputs to the
-concatenation (ShuffleNetV2's); float32, static shapes. Runs after AlterOpLayout (opt_level
-3), which inserts the transforms.
+concatenation (ShuffleNetV2's); float32, static channels and image, the batch static or a
+run-time size (``ember.compile`` with no shapes). Runs after AlterOpLayout (opt_level 3),
+which inserts the transforms.
 """
 from __future__ import annotations
 
@@ -36,13 +37,24 @@ from typing import Any, ClassVar
 from ...ir.expr import Call, Constant, RelayExpr, Tuple, TupleGetItem
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
+from ...ir.types import TensorType
 from ._helpers import op_call
 from ._pattern_rewrite import PatternRewriter, Rule, rewrite_module
-from .fold_token_layouts import _BLOCKED, _call_of, _shape, _spanned
+from .fold_token_layouts import _BLOCKED, _call_of, _spanned
 
 __all__ = ["RULES", "FoldChannelShuffle"]
 
 SHUFFLE = "nn.contrib_channel_shuffle_nchwc"
+
+
+def _shape(e: RelayExpr) -> tuple[Any, ...] | None:
+    """The shape of ``e``'s float32 type, None for its batch when that is a run-time size
+    (the rest static), or None."""
+    ty = e.checked_type_
+    if not isinstance(ty, TensorType) or ty.dtype != "float32" or not ty.shape or \
+            not all(isinstance(d, int) for d in ty.shape[1:]):
+        return None
+    return tuple(d if isinstance(d, int) else None for d in ty.shape)
 
 
 def _prefix_of(call: Any) -> int | None:

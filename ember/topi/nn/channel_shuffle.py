@@ -35,13 +35,18 @@ def reference(a: np.ndarray, b: np.ndarray, channels: tuple[int, int], groups: i
 
 def channel_shuffle_nchwc(a: te.Tensor, b: te.Tensor, channels: tuple[int, int], groups: int,
                           begin: int, end: int, lanes: int) -> te.Tensor:
-    """The ``ember_channel_shuffle_nchwc`` stage (static sizes): (N, ceil((end - begin) /
-    lanes), H, W, lanes) from inputs in blocks of their own L."""
+    """The ``ember_channel_shuffle_nchwc`` stage: (N, ceil((end - begin) / lanes), H, W,
+    lanes) from inputs in blocks of their own L (N may be a run-time size)."""
     n, _, h, w, block = dims(a.shape)
     blocks = -(-(end - begin) // lanes)
     hw = h * w
-    items = n * blocks * -(-hw // TILE)
-    threads = int(n * blocks * lanes * hw >= PARALLEL_ELEMENTS and items >= 2)
+    per_batch = blocks * -(-hw // TILE)  # work items
+    threads: object
+    if isinstance(n, int):
+        threads = int(n * blocks * lanes * hw >= PARALLEL_ELEMENTS and n * per_batch >= 2)
+    else:  # a run-time batch: the same test, in the call
+        threads = tir.cast(tir.all(n * (blocks * lanes * hw) >= PARALLEL_ELEMENTS,
+                                   n * per_batch >= 2), "int32")
 
     def body(ins: list, outs: list) -> object:
         return succeeds(tir.call_extern(

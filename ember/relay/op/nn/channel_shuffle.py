@@ -7,7 +7,7 @@ shuffles them as ShuffleNetV2's Reshape (N, G, C / G, H, W), Transpose (0, 2, 1,
 Reshape (N, C, H, W) does, and keeps channels [b0, e0) in NCHW[Lo]c (Lo 0: L), the lanes
 past e0 - b0 zero: one
 pass where the exported graph went to NCHW and back (``FoldChannelShuffle`` writes it). It
-is a permutation: exact. float32, static sizes. The C kernel is
+is a permutation: exact. float32; the batch may be a run-time size. The C kernel is
 ``ember/kernels/channel_shuffle.h``.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ....te import tensor as te
 from ....topi.nn import channel_shuffle as kernel
 from .._attrs_base import OpAttrs, attrs_class
 from .._reg import OPAQUE, call, defop
-from .._shape import fail, fmt_shape, tensor_of
+from .._shape import fail, fmt_shape, known, may_equal, tensor_of, unify_dim
 
 __all__ = ["contrib_channel_shuffle_nchwc"]
 OP = "nn.contrib_channel_shuffle_nchwc"
@@ -60,18 +60,19 @@ class ChannelShuffleAttrs(OpAttrs):
 def _rel(args: list[TensorType], attrs: ChannelShuffleAttrs) -> TensorType:
     a, b = args
     for name, x, c in (("a", a, attrs.channels[0]), ("b", b, attrs.channels[1])):
-        if x.dtype != "float32" or x.ndim != 5 or not all(isinstance(d, int) for d in x.shape):
-            raise fail(OP, f"{name} must be a float32 NCHW[L]c map of static shape, got "
-                           f"{x.dtype} {fmt_shape(x.shape)}")
+        if x.dtype != "float32" or x.ndim != 5 or not known(*x.shape[1:]):
+            raise fail(OP, f"{name} must be a float32 NCHW[L]c map of static channels, "
+                           f"height and width, got {x.dtype} {fmt_shape(x.shape)}")
         if x.shape[1] != -(-c // x.shape[4]):
             raise fail(OP, f"{name} {fmt_shape(x.shape)} does not hold {c} channels in "
                            f"blocks of {x.shape[4]}")
-    if (a.shape[0], *a.shape[2:]) != (b.shape[0], *b.shape[2:]):
+    if tuple(a.shape[2:]) != tuple(b.shape[2:]) or not may_equal(a.shape[0], b.shape[0]):
         raise fail(OP, f"a {fmt_shape(a.shape)} and b {fmt_shape(b.shape)} differ in batch, "
                        "height, width or block")
     if a.shape[4] > MAX_LANES:
         raise fail(OP, f"blocks of {a.shape[4]} lanes: at most {MAX_LANES}")
     n, _, h, w, block = a.shape
+    n = unify_dim(n, b.shape[0])
     lanes = attrs.lanes or block
     return tensor_of((n, -(-(attrs.end - attrs.begin) // lanes), h, w, lanes), "float32")
 
