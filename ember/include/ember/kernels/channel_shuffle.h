@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ember/kernels/linkage.h"
 
@@ -39,6 +40,13 @@ EMBER_KENTRY int32_t ember_channel_shuffle_nchwc(EMBER_CHANNEL_SHUFFLE_PARAMS);
 
 #if !defined(EMBER_KERNELS_PORTABLE) && (defined(__AVX512F__) || defined(__AVX2__))
 #include <immintrin.h>
+#endif
+
+/* Inlined into each constant lane count's copy of the loops. */
+#if defined(__GNUC__)
+#define EMBER_SHUFFLE_INLINE static inline __attribute__((always_inline))
+#else
+#define EMBER_SHUFFLE_INLINE static inline
 #endif
 
 #define EMBER_SHUFFLE_TILE 64 /* positions per work item */
@@ -65,42 +73,44 @@ static inline int64_t ember_shuffle_items(const ember_shuffle_p* p) {
   return (int64_t)p->n * blocks * ((p->hw + EMBER_SHUFFLE_TILE - 1) / EMBER_SHUFFLE_TILE);
 }
 
-/* The groups of output block `ob` of batch `batch` (its source planes at position 0). */
-static inline void ember_shuffle_plan_block(const ember_shuffle_p* p, int32_t batch, int32_t ob,
-                                            ember_shuffle_plan* plan) {
-  const int32_t L = p->block, c = p->ca + p->cb, per = c / p->groups;
+/* The groups of output block `ob` of batch `batch` (its source planes at position 0). Built
+ * once per output block and work item: the shuffle's indices step through the lanes without
+ * a division (five per lane took longer than moving a 7x7 block), the input's block and lane
+ * by shifts for the lane counts compiled as constants (ember_shuffle_range). */
+EMBER_SHUFFLE_INLINE void ember_shuffle_plan_block(const ember_shuffle_p* p, int32_t batch,
+                                                   int32_t ob, ember_shuffle_plan* plan,
+                                                   const int32_t L) {
+  const int32_t per = (p->ca + p->cb) / p->groups, first = p->begin + ob * p->out_block;
   const size_t plane = (size_t)p->hw * L;
-  const size_t a0 = (size_t)batch * ((p->ca + L - 1) / L) * plane;
-  const size_t b0 = (size_t)batch * ((p->cb + L - 1) / L) * plane;
-  int32_t l, k;
+  const float* a = p->a + (size_t)batch * ((p->ca + L - 1) / L) * plane;
+  const float* b = p->b + (size_t)batch * ((p->cb + L - 1) / L) * plane;
+  int32_t l, k, g = first % p->groups, q = first / p->groups; /* co = q * groups + g */
   plan->count = 0;
-  for (l = 0; l < p->out_block; ++l) {
-    const int32_t co = p->begin + ob * p->out_block + l;
-    int32_t s;
-    const float* src;
-    if (co >= p->end) continue; /* a padded lane: zero */
-    s = (co % p->groups) * per + co / p->groups;
-    src = s < p->ca ? p->a + a0 + (size_t)(s / L) * plane
-                    : p->b + b0 + (size_t)((s - p->ca) / L) * plane;
-    if (s >= p->ca) s -= p->ca;
+  for (l = 0; l < p->out_block && first + l < p->end; ++l) { /* lanes past end: zero */
+    const int32_t s = g * per + q, in_b = s >= p->ca, c = in_b ? s - p->ca : s;
+    const float* src = (in_b ? b : a) + (size_t)(c / L) * plane;
     for (k = 0; k < plan->count && plan->src[k] != src; ++k) {
     }
     if (k == plan->count) {
-      int32_t m;
+      memset(plan->idx[k], 0, sizeof(plan->idx[k]));
       plan->src[k] = src;
       plan->mask[k] = 0;
-      for (m = 0; m < EMBER_SHUFFLE_MAX_LANES; ++m) plan->idx[k][m] = 0;
       ++plan->count;
     }
-    plan->idx[k][l] = s % L;
+    plan->idx[k][l] = c % L;
     plan->mask[k] |= 1u << l;
+    if (++g == p->groups) {
+      g = 0;
+      ++q;
+    }
   }
 }
 
 /* Positions [p0, p1) of one output block. */
-static inline void ember_shuffle_block(const ember_shuffle_p* p, const ember_shuffle_plan* plan,
-                                       float* dst, int32_t p0, int32_t p1) {
-  const int32_t L = p->block, Lo = p->out_block;
+EMBER_SHUFFLE_INLINE void ember_shuffle_block(const ember_shuffle_p* p,
+                                              const ember_shuffle_plan* plan, float* dst,
+                                              int32_t p0, int32_t p1, const int32_t L) {
+  const int32_t Lo = p->out_block;
   int32_t x = p0, k, l;
 #if !defined(EMBER_KERNELS_PORTABLE) && defined(__AVX512F__)
   if ((L == 16 || L == 8) && (Lo == 16 || Lo == 8)) { /* an 8-lane block is the low half */
@@ -142,19 +152,29 @@ static inline void ember_shuffle_block(const ember_shuffle_p* p, const ember_shu
     }
   }
 #endif
-  for (; x < p1; ++x) { /* other blocks and SIMD levels */
-    float* o = dst + (size_t)x * Lo;
-    for (l = 0; l < Lo; ++l) o[l] = 0.0f;
+  if (x < p1) { /* other blocks and SIMD levels: lane by lane over the positions */
+    uint32_t covered = 0;
     for (k = 0; k < plan->count; ++k) {
-      const float* v = plan->src[k] + (size_t)x * L;
+      covered |= plan->mask[k];
       for (l = 0; l < Lo; ++l) {
-        if (plan->mask[k] >> l & 1u) o[l] = v[plan->idx[k][l]];
+        if (plan->mask[k] >> l & 1u) {
+          const float* v = plan->src[k] + plan->idx[k][l];
+          int32_t y;
+          for (y = x; y < p1; ++y) dst[(size_t)y * Lo + l] = v[(size_t)y * L];
+        }
+      }
+    }
+    for (l = 0; l < Lo; ++l) { /* the lanes past the range */
+      if (!(covered >> l & 1u)) {
+        int32_t y;
+        for (y = x; y < p1; ++y) dst[(size_t)y * Lo + l] = 0.0f;
       }
     }
   }
 }
 
-static inline void ember_shuffle_range(const ember_shuffle_p* p, int64_t lo, int64_t hi) {
+EMBER_SHUFFLE_INLINE void ember_shuffle_items_of(const ember_shuffle_p* p, int64_t lo,
+                                                 int64_t hi, const int32_t L) {
   const int64_t tiles = (p->hw + EMBER_SHUFFLE_TILE - 1) / EMBER_SHUFFLE_TILE;
   const int64_t blocks = (p->end - p->begin + p->out_block - 1) / p->out_block;
   ember_shuffle_plan plan;
@@ -165,10 +185,20 @@ static inline void ember_shuffle_range(const ember_shuffle_p* p, int64_t lo, int
     const int32_t p0 = (int32_t)(item % tiles) * EMBER_SHUFFLE_TILE;
     const int32_t p1 = p0 + EMBER_SHUFFLE_TILE < p->hw ? p0 + EMBER_SHUFFLE_TILE : p->hw;
     if (plane != planned) {
-      ember_shuffle_plan_block(p, (int32_t)(plane / blocks), (int32_t)(plane % blocks), &plan);
+      ember_shuffle_plan_block(p, (int32_t)(plane / blocks), (int32_t)(plane % blocks), &plan,
+                               L);
       planned = plane;
     }
-    ember_shuffle_block(p, &plan, p->out + (size_t)plane * p->hw * p->out_block, p0, p1);
+    ember_shuffle_block(p, &plan, p->out + (size_t)plane * p->hw * p->out_block, p0, p1, L);
+  }
+}
+
+/* Items [lo, hi) with the common input blocks as constants. */
+static inline void ember_shuffle_range(const ember_shuffle_p* p, int64_t lo, int64_t hi) {
+  switch (p->block) {
+    case 8: ember_shuffle_items_of(p, lo, hi, 8); return;
+    case 16: ember_shuffle_items_of(p, lo, hi, 16); return;
+    default: ember_shuffle_items_of(p, lo, hi, p->block); return;
   }
 }
 
