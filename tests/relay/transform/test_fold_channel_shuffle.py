@@ -162,3 +162,18 @@ def test_built_shufflenet_matches_onnxruntime_and_runs_blocked_shuffles(batch):
     want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]
                                 ).run(None, {"input": x})[0]
     np.testing.assert_allclose(runner.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_compiled_with_a_runtime_batch_matches_onnxruntime_at_two_batches():
+    """``ember.compile`` with no shapes (the VM, batch ``?``): the shuffles stay blocked, the
+    kernel takes the batch at run time."""
+    ort = pytest.importorskip("onnxruntime")
+    model = _unit_model(116, 32)
+    compiled = ember.compile(model)
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).uniform(-1, 1, (batch, 3, 32, 32)).astype("float32")
+        np.testing.assert_allclose(np.asarray(compiled(x)), session.run(None, {"input": x})[0],
+                                   rtol=1e-4, atol=1e-4)
