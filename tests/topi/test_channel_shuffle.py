@@ -8,14 +8,14 @@ one kernel call."""
 from __future__ import annotations
 
 import ctypes
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_conv2d_nchwc import CC, INCLUDE, LEVEL_FLAGS, STRICT, _host_runs
+from test_conv2d_nchwc import CC, LEVEL_FLAGS
+from test_layout_nchwc import harness_lib
 from topi_util import run_kernel
 
 from ember.te import tensor as te
@@ -38,16 +38,7 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def _lib(libs: dict, level: str) -> ctypes.CDLL:
-    if level not in libs:
-        if not _host_runs(level):
-            pytest.skip(f"this machine cannot run {level} code")
-        so = libs["dir"] / f"shuffle_{level}.so"
-        cmd = [CC, *STRICT, *LEVEL_FLAGS[level], "-fPIC", "-shared", f"-I{INCLUDE}",
-               str(HARNESS), "-o", str(so)]
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[:4000]
-        libs[level] = ctypes.CDLL(str(so))
-    return libs[level]
+    return harness_lib(libs, level, HARNESS)
 
 
 def _blocked(x: np.ndarray, block: int) -> np.ndarray:

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _pass_helpers import assert_main_equal, assert_same_result, parse, run
+from _pass_helpers import (
+    assert_built_onnx_matches_onnxruntime,
+    assert_main_equal,
+    assert_same_result,
+    parse,
+    run,
+)
 
 import ember
-from ember import relay
 from ember.relay.transform import FoldChannelShuffle
 from ember.relay.transform.fold_channel_shuffle import RULES
 
@@ -148,20 +153,10 @@ def _unit_model(channels: int, image: int, seed: int = 0):
 
 @pytest.mark.parametrize("batch", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_built_shufflenet_matches_onnxruntime_and_runs_blocked_shuffles(batch):
-    ort = pytest.importorskip("onnxruntime")
-    model = _unit_model(116, 32)  # halves of 58 and 116: padded last blocks
-    mod, params = relay.frontend.from_onnx(model, {"input": (batch, 3, 32, 32)})
-    with ember.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, "llvm", params=params)
-    source = "\n".join(m.get_source() for m in lib.get_lib()._walk())
-    assert "ember_channel_shuffle_nchwc(" in source
     x = np.random.default_rng(8).uniform(-1, 1, (batch, 3, 32, 32)).astype("float32")
-    runner = ember.contrib.graph_executor.GraphModule(lib["default"](ember.cpu(0)))
-    runner.set_input("input", x)
-    runner.run()
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]
-                                ).run(None, {"input": x})[0]
-    np.testing.assert_allclose(runner.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+    # halves of 58 and 116: padded last blocks
+    assert_built_onnx_matches_onnxruntime(_unit_model(116, 32), {"input": x},
+                                          "ember_channel_shuffle_nchwc", rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.slow
