@@ -106,6 +106,8 @@ LEFT_ALONE = [
     "def @main(%a: Tensor[(2, 4, ?, 5, 16), float32], %b: Tensor[(2, 4, ?, 5, 16), float32]) { "
     f"reshape(transpose(reshape(concatenate(({view('%a')}, {view('%b')}), axis=1), "
     "newshape=[2, 2, 58, -1, 5]), axes=[0, 2, 1, 3, 4]), newshape=[2, 116, -1, 5]) }",
+    # float16 branches (the kernel moves float32)
+    f"def @main({MAPS.replace('float32', 'float16')}) {{ {shuffle(view('%a'), view('%b'))} }}",
     # a pad of the image too, before the transform to blocks
     f"def @main({MAPS}) {{ layout_transform(nn.pad({view(blocked('%a', '%b', 0, 58))}, 0f, "
     'pad_width=[[0, 0], [0, 6], [1, 1], [0, 0]]), src_layout="NCHW", dst_layout="NCHW16c") }',
