@@ -23,8 +23,9 @@ two blocked branches straight into NCHW[L]c, so:
   conv reading it is blocked otherwise.
 
 The half a unit passes on is a ``view`` of a shuffle, and so a branch of the next shuffle:
-the rules chain unit to unit, each by looking one call down. What still reads NCHW (another
-blocking, a non-shuffle consumer) reads the view, the blocked copy back. Two inputs to the
+the rules chain unit to unit, each by looking one call down. What still reads NCHW (a
+non-conv consumer) reads the view, the blocked copy back: a pass more than the fused NCHW
+shuffle took for that reader (none in ShuffleNetV2, whose every reader is a conv). Two inputs to the
 concatenation (ShuffleNetV2's); float32, static channels and image, the batch static or a
 run-time size (``ember.compile`` with no shapes). Runs after AlterOpLayout (opt_level 3),
 which inserts the transforms.
