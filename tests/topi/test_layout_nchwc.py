@@ -38,13 +38,15 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"dir": tmp_path_factory.mktemp("layout_harness")}
 
 
-def _lib(libs: dict, level: str) -> ctypes.CDLL:
+def harness_lib(libs: dict, level: str, harness: Path = HARNESS) -> ctypes.CDLL:
+    """``harness`` compiled at SIMD ``level`` into ``libs["dir"]`` once (skips a level this
+    machine cannot run)."""
     if level not in libs:
         if not _host_runs(level):
             pytest.skip(f"this machine cannot run {level} code")
-        so = libs["dir"] / f"layout_{level}.so"
+        so = libs["dir"] / f"{harness.stem}_{level}.so"
         cmd = [CC, *STRICT, *LEVEL_FLAGS[level], "-fPIC", "-shared", f"-I{INCLUDE}",
-               str(HARNESS), "-o", str(so)]
+               str(harness), "-o", str(so)]
         proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[:4000]
         libs[level] = ctypes.CDLL(str(so))
@@ -61,7 +63,7 @@ def _blocked(x: np.ndarray, block: int) -> np.ndarray:
 
 @pytest.mark.parametrize("level", list(LEVEL_FLAGS))
 def test_kernel_matches_numpy_at_every_level(libs, level):
-    lib = _lib(libs, level)
+    lib = harness_lib(libs, level)
     rng = np.random.default_rng(0)
     for k, (n, c, h, w, block) in enumerate(SHAPES):
         x = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
@@ -83,7 +85,7 @@ def _channels_last(x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("level", list(LEVEL_FLAGS))
 def test_channels_last_kernel_matches_numpy_at_every_level(libs, level):
-    lib = _lib(libs, level)
+    lib = harness_lib(libs, level)
     rng = np.random.default_rng(5)
     for k, (n, c, h, w, block) in enumerate([*SHAPES, (1, 640, 16, 16, 8), (3, 8, 1, 65, 8)]):
         x = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")

@@ -30,6 +30,7 @@ from ..transform import (
     FoldExplicitPadding,
     FoldGemmViews,
     FoldScaleAxis,
+    FoldChannelShuffle,
     FoldTokenLayouts,
     FuseGemmEpilogue,
     FuseLayerNorm,
@@ -68,7 +69,8 @@ def optimize_passes() -> list[Pass]:
     head's sigmoid into its convs' epilogues); AlterOpLayout plans blocked conv layouts
     for the current target (``relay/transform/alter_op_layout.py``); FoldTokenLayouts makes
     each crossing between a blocked map and a transformer's tokens (or a detector head's
-    channels-last view) one blocked copy;
+    channels-last view) one blocked copy; FoldChannelShuffle computes ShuffleNetV2's channel
+    shuffles (and the halves their splits take) from blocked branches into the blocked layout;
     FusePoolEpilogue puts a blocked max pool's per-channel affine and relu into its kernel;
     FuseNormEpilogue puts the per-row affine and activation after a layer norm (a GroupNorm's
     channel affine and GELU) into its kernel."""
@@ -76,7 +78,7 @@ def optimize_passes() -> list[Pass]:
             RecogniseActivations(), FoldScaleAxis(), SimplifyExpr(), CanonicalizeOps(),
             FoldExplicitPadding(), FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), HoistActivations(),
             AlterOpLayout(),
-            FoldTokenLayouts(), FusePoolEpilogue(), FuseNormEpilogue()]
+            FoldTokenLayouts(), FoldChannelShuffle(), FusePoolEpilogue(), FuseNormEpilogue()]
 
 
 @contextmanager

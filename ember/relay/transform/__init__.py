@@ -37,7 +37,8 @@ _LAZY: dict[str, str] = {
     "BindParams": "bind_params",
     "DynamicToStatic": "dynamic_to_static",
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
-    "FoldTokenLayouts": "fold_token_layouts", "FusePoolEpilogue": "fuse_pool_epilogue",
+    "FoldTokenLayouts": "fold_token_layouts", "FoldChannelShuffle": "fold_channel_shuffle",
+    "FusePoolEpilogue": "fuse_pool_epilogue",
     "FuseNormEpilogue": "fuse_norm_epilogue", "HoistActivations": "hoist_activations",
     # the Relay-era pass list (issue 23)
     "Inline": "inline", "RemoveUnusedFunctions": "remove_unused_functions",
@@ -62,7 +63,7 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit",
                 "PartialEvaluate", "RecogniseActivations", "FoldTokenLayouts",
                 "FusePoolEpilogue", "FuseNormEpilogue", "FoldExplicitPadding",
-                "HoistActivations")
+                "HoistActivations", "FoldChannelShuffle")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

@@ -48,15 +48,17 @@ class PatternRewriter(PassMutator):
         return out
 
 
-def rewrite_module(mod: IRModule, rules: Sequence[Rule]) -> IRModule:
-    """Apply ``rules`` to every Relay function of ``mod`` until none fires."""
+def rewrite_module(mod: IRModule, rules: Sequence[Rule],
+                   rewriter: type[PatternRewriter] = PatternRewriter) -> IRModule:
+    """Apply ``rules`` to every Relay function of ``mod`` until none fires (``rewriter``: a
+    subclass that also rewrites other nodes)."""
     mod = infer(mod)
     for _ in range(MAX_ROUNDS):
         changed = False
 
         def run(func: Function) -> Function:
             nonlocal changed
-            rw = PatternRewriter(rules)
+            rw = rewriter(rules)
             out = rw.visit(func)
             changed |= rw.changed
             return out  # type: ignore[return-value]

@@ -94,6 +94,12 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
              rng.integers(-999, 999, (7,)).astype("int32"), np.array(5, "uint8")],
             {"units": 7}, (0, 0)),
         "nn.contrib_minmax": Case("nn.contrib_minmax", [rand(rng, (3, 7, 5))]),
+        # channels 1..10 of a 3-group shuffle of 7 + 5 channels (padded 4-lane blocks) into
+        # 8-lane blocks
+        "nn.contrib_channel_shuffle_nchwc": Case(
+            "nn.contrib_channel_shuffle_nchwc", [rand(rng, (2, 2, 3, 5, 4)),
+                                                 rand(rng, (2, 2, 3, 5, 4))],
+            {"channels": (7, 5), "groups": 3, "begin": 1, "end": 11, "lanes": 8}),
         # a u8 and an s8 operand of 3 x 7 into s8 (the vector loop's tail only)
         "nn.contrib_qadd": Case(
             "nn.contrib_qadd",

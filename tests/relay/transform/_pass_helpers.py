@@ -71,6 +71,27 @@ def assert_rewrites(pass_obj: Any, before: str, expected: str) -> None:
     assert_same_result(parse(before), after, *args)
 
 
+def assert_built_onnx_matches_onnxruntime(model: Any, feeds: dict[str, np.ndarray],
+                                          kernel: str, rtol: float, atol: float) -> None:
+    """The ONNX ``model`` built at opt_level 3 for ``feeds``' shapes (graph executor) calls
+    the C kernel ``kernel`` and computes onnxruntime's first output."""
+    import pytest
+
+    ort = pytest.importorskip("onnxruntime")
+    mod, params = relay.frontend.from_onnx(model, {k: v.shape for k, v in feeds.items()})
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    source = "\n".join(m.get_source() for m in lib.get_lib()._walk())
+    assert f"{kernel}(" in source
+    runner = ember.contrib.graph_executor.GraphModule(lib["default"](ember.cpu(0)))
+    for name, value in feeds.items():
+        runner.set_input(name, value)
+    runner.run()
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]
+                                ).run(None, feeds)[0]
+    np.testing.assert_allclose(runner.get_output(0).numpy(), want, rtol=rtol, atol=atol)
+
+
 def _flatten(v: Any) -> list[np.ndarray]:
     return [v] if isinstance(v, np.ndarray) else [x for f in v for x in _flatten(f)]
 

@@ -7,7 +7,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _pass_helpers import assert_main_equal, assert_rewrites, run
+from _pass_helpers import (
+    assert_built_onnx_matches_onnxruntime,
+    assert_main_equal,
+    assert_rewrites,
+    run,
+)
 
 import ember
 from ember import relay
@@ -193,17 +198,6 @@ def _yolov5_head(channels: int, anchors: int, outputs: int, size: int) -> Any:
 @pytest.mark.parametrize("anchors,outputs,size", [(3, 85, 20), (3, 7, 13), (2, 16, 16)])
 def test_built_yolov5_head_matches_onnxruntime_and_runs_the_channels_last_copy(
         anchors, outputs, size):
-    ort = pytest.importorskip("onnxruntime")
-    model = _yolov5_head(64, anchors, outputs, size)
-    mod, params = relay.frontend.from_onnx(model, {"x": (1, 64, size, size)})
-    with ember.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, "llvm", params=params)
-    source = "\n".join(m.get_source() for m in lib.get_lib()._walk())
-    assert "ember_layout_nhwc(" in source
     x = np.random.default_rng(6).uniform(-2, 2, (1, 64, size, size)).astype("float32")
-    runner = ember.contrib.graph_executor.GraphModule(lib["default"](ember.cpu(0)))
-    runner.set_input("x", x)
-    runner.run()
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]
-                                ).run(None, {"x": x})[0]
-    np.testing.assert_allclose(runner.get_output(0).numpy(), want, rtol=1e-5, atol=1e-5)
+    assert_built_onnx_matches_onnxruntime(_yolov5_head(64, anchors, outputs, size), {"x": x},
+                                          "ember_layout_nhwc", rtol=1e-5, atol=1e-5)

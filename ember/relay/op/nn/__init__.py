@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
     activation,
+    channel_shuffle,
     conv,
     conv_nchwc,
     conv_transpose_nchwc,
@@ -21,6 +22,7 @@ from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
     resample,
 )
 from .activation import *
+from .channel_shuffle import *
 from .conv import *
 from .conv_transpose_nchwc import *
 from .linear import *
@@ -36,5 +38,5 @@ from .recurrent import *
 from .resample import *
 
 __all__: list[str] = []
-__all__ += (activation.__all__ + conv.__all__ + conv_transpose_nchwc.__all__ + linear.__all__ + minmax.__all__ + nn.__all__ + norm.__all__ + pooling.__all__ + qadd.__all__ + qconv.__all__ + qdense.__all__
+__all__ += (activation.__all__ + channel_shuffle.__all__ + conv.__all__ + conv_transpose_nchwc.__all__ + linear.__all__ + minmax.__all__ + nn.__all__ + norm.__all__ + pooling.__all__ + qadd.__all__ + qconv.__all__ + qdense.__all__
             + rearrange.__all__ + resample.__all__ + recurrent.__all__)
