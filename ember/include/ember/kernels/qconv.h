@@ -76,6 +76,7 @@ typedef struct {
   int64_t hp, wp; /* the interleaved plane's height and width (padding included) */
   int32_t direct; /* 1x1, stride 1, no padding: the plane is the panel */
   int32_t lanes;  /* a depthwise conv with channels in vector lanes (small maps) */
+  int32_t dwq;    /* a depthwise conv on u8 x s8 quads (qconv_dwq.h) */
   uint8_t flip, x_zp;
   int32_t has_w_zp, y_zp, y_lo, y_hi;
 } ember_qconv_args;
@@ -486,6 +487,7 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
   }
 }
 
+#include "ember/kernels/qconv_dwq.h"
 #include "ember/kernels/qconv_dw.h"
 
 /* Items [lo, hi) with this task's workspaces. */
@@ -549,8 +551,15 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
              a.wp == wd && oh == h && ow == wd;
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
+  a.dwq = 0;
+#if defined(EMBER_QCONV_DWQ)
+  {
+    ember_qconv_dwq_geom geom;
+    a.dwq = ember_qconv_dwq_plan(&a, &geom);
+  }
+#endif
 #if defined(EMBER_Q_VNNI)
-  a.lanes = ember_qconv_depthwise(&a) &&
+  a.lanes = !a.dwq && ember_qconv_depthwise(&a) &&
             ember_qconv_dwl_hp(&a) * ember_qconv_dwl_wp(&a) <= EMBER_QCONV_LANES_MAX;
 #else
   a.lanes = 0;

@@ -585,6 +585,9 @@ static int ember_qconv_dw_range(const ember_qconv_args* a, int64_t lo, int64_t h
   uint64_t plane_bytes, out_bytes;
   uint8_t* buf;
   int64_t item;
+#if defined(EMBER_QCONV_DWQ)
+  if (a->dwq) return ember_qconv_dwq_range(a, lo, hi);
+#endif
 #if defined(EMBER_Q_VNNI)
   if (a->lanes) {
     const int64_t taps = a->kh * a->kw;
