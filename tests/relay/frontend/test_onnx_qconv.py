@@ -314,3 +314,72 @@ def test_qlinear_conv_dense_strided_rows_at_every_level(level, shape, monkeypatc
                      stride=stride, pad=pad, groups=1, x_dtype="uint8", w_dtype="int8",
                      zp_kind="odd", per_channel=True, y_dtype="uint8", with_bias=True)
     _check(model, x, "c" if level == "c" else "llvm")
+
+
+# Depthwise convs on the u8 x s8 quads path (qconv_dwq.h, AVX-512 with VBMI; elsewhere the
+# paths above): maps of at most 64 bytes in one register (7x7; 2x30, two vectors a row; 1x1;
+# a 5x5 kernel), maps at most 8 outputs wide as two rows a vector (14x14 at stride 2; 5 wide
+# with an odd row count, s8 input), wider ones a row at a time (7x7 kernel: two quads a row;
+# stride 3 and dilation 2 with asymmetric padding), and stride 5 (its window passes 64 bytes:
+# another path). Weights without a zero point after folding (s8 with 0, u8 with 128); input
+# zero point 37; every node in one model (one build).
+DEPTHWISE_QUADS = [  # n, c, h, w, k, stride, pads, dilation, x_dtype, w_dtype
+    (1, 7, 7, 7, 3, 1, (1, 1, 1, 1), 1, "uint8", "uint8"),
+    (1, 6, 2, 30, 3, 1, (1, 1, 1, 1), 1, "int8", "int8"),
+    (1, 3, 1, 1, 3, 1, (1, 1, 1, 1), 1, "uint8", "int8"),
+    (1, 9, 8, 8, 5, 2, (2, 2, 2, 2), 1, "uint8", "int8"),
+    (2, 19, 14, 14, 3, 2, (1, 1, 1, 1), 1, "uint8", "int8"),
+    (1, 5, 21, 5, 3, 1, (1, 1, 1, 1), 1, "int8", "int8"),
+    (1, 11, 37, 35, 7, 1, (3, 3, 3, 3), 1, "uint8", "int8"),
+    (1, 4, 33, 70, 3, 3, (0, 1, 2, 0), 1, "int8", "int8"),
+    (1, 5, 40, 37, 3, 1, (2, 1, 2, 2), 2, "uint8", "uint8"),
+    (1, 3, 20, 90, 3, 5, (1, 1, 1, 1), 1, "uint8", "int8"),
+]
+
+
+def _depthwise_quads_model(rng):
+    nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
+    for i, (n, c, h, w, k, stride, pads, dil, x_dtype, w_dtype) in enumerate(DEPTHWISE_QUADS):
+        lo, hi = (0, 256) if x_dtype == "uint8" else (-128, 128)
+        feeds[f"x{i}"] = rng.integers(lo, hi, (n, c, h, w)).astype(x_dtype)
+        wlo, whi, wzp = (0, 256, 128) if w_dtype == "uint8" else (-128, 128, 0)
+        values = {"xs": np.array(0.02, "float32"), "xz": np.array(37, x_dtype),
+                  "w": rng.integers(wlo, whi, (c, 1, k, k)).astype(w_dtype),
+                  "ws": rng.uniform(0.001, 0.01, c).astype("float32"),
+                  "wz": np.full(c, wzp, w_dtype), "ys": np.array(0.07, "float32"),
+                  "yz": np.array(128 if x_dtype == "uint8" else -5, x_dtype),
+                  "b": rng.integers(-5000, 5000, c).astype("int32")}
+        inits += [numpy_helper.from_array(v, f"{name}{i}") for name, v in values.items()]
+        nodes.append(helper.make_node("QLinearConv", [f"x{i}"] + [f"{m}{i}" for m in values],
+                                      [f"y{i}"], strides=[stride] * 2, pads=list(pads),
+                                      group=c, dilations=[dil] * 2))
+        inputs.append(helper.make_tensor_value_info(f"x{i}", ONNX_TYPE[x_dtype], [n, c, h, w]))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", ONNX_TYPE[x_dtype], None))
+    graph = helper.make_graph(nodes, "dwq", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model, feeds
+
+
+@pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("cascadelake", id="avx512-no-vbmi")])
+def test_qlinear_conv_depthwise_quads(level, monkeypatch):
+    """Every geometry of the quads path equals onnxruntime (within 1); without VBMI the same
+    convs take the channel-in-lanes path."""
+    if level != "native":
+        monkeypatch.setenv("EMBER_MARCH", level)
+    model, feeds = _depthwise_quads_model(np.random.default_rng(21))
+    mod, params = from_onnx(model)
+    assert str(mod).count("nn.contrib_qconv2d(") == len(DEPTHWISE_QUADS)
+    m = relay.build(mod, "llvm", params=params)["default"](ember.cpu())
+    m.set_input(**feeds)
+    m.run()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    want = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    for i, (shape, expected) in enumerate(zip(DEPTHWISE_QUADS, want)):
+        got = m.get_output(i).numpy()
+        assert got.shape == expected.shape, shape
+        diff = np.abs(got.astype(np.int64) - expected.astype(np.int64)).max(initial=0)
+        assert diff <= 1, f"{shape}: differs by {diff}"
