@@ -332,6 +332,30 @@ static inline __attribute__((always_inline)) void ember_qconv_out(
   for (r = 0; r < EMBER_QCONV_MR; ++r) {
     uint8_t* yrow = y + r * ystride;
     if (r >= rows) continue; /* not a loop bound: the loop stays unrolled */
+#if defined(EMBER_Q_VBMI)
+    { /* four vectors to a store (a masked one for the tile's last pixels) */
+      ember_qvi s[EMBER_QCONV_NB];
+      ember_qvf sc[EMBER_QCONV_NB];
+      int g;
+      EMBER_QCONV_UNROLL
+      for (v = 0; v < nb; ++v) {
+        s[v] = acc[r][v];
+        sc[v] = k->scale[r];
+        if (sums != NULL) s[v] -= ember_qload(sums + v * EMBER_QL) * k->w_zp[r];
+      }
+      EMBER_QCONV_UNROLL
+      for (g = 0; g < nb; g += 4) {
+        const int cnt = nb - g < 4 ? nb - g : 4;
+        const ember_qc64 b = ember_qrq_pack4(s + g, sc + g, rq, cnt);
+        if (left >= (g + cnt) * EMBER_QL) {
+          memcpy(yrow + g * EMBER_QL, &b, (size_t)(cnt * EMBER_QL)); /* a constant size */
+        } else if (left > g * EMBER_QL) {
+          ember_qstore64_part(yrow + g * EMBER_QL, b, left - g * EMBER_QL);
+        }
+      }
+    }
+    continue;
+#endif
     EMBER_QCONV_UNROLL
     for (v = 0; v < nb; ++v) {
       const int64_t n = left - v * EMBER_QL;

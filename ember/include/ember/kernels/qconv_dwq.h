@@ -22,28 +22,9 @@
 #ifndef EMBER_KERNELS_QCONV_DWQ_H_
 #define EMBER_KERNELS_QCONV_DWQ_H_
 
-#if defined(EMBER_Q_VNNI) && defined(__AVX512VBMI__)
+#if defined(EMBER_Q_VBMI)
 #define EMBER_QCONV_DWQ 1
 #define EMBER_QCONV_DWQ_QUADS 32 /* quads of weights held in locals: 7x7 kernels (14) */
-
-typedef char ember_qc64 __attribute__((vector_size(64)));
-typedef char ember_qc64_u __attribute__((vector_size(64), aligned(1), may_alias));
-#if defined(__clang__)
-#define EMBER_QPERMB(v, idx) ((ember_qc64)__builtin_ia32_permvarqi512((v), (idx)))
-#define EMBER_QPERM2B(v0, idx, v1) ((ember_qc64)__builtin_ia32_vpermi2varqi512((v0), (idx), (v1)))
-#define EMBER_QLOADB_MASK(p, src, m) \
-  ((ember_qc64)__builtin_ia32_loaddquqi512_mask((const ember_qc64*)(p), (src), (m)))
-#define EMBER_QBLENDB(m, a, b) ((ember_qc64)__builtin_ia32_selectb_512((m), (b), (a)))
-#else
-#define EMBER_QPERMB(v, idx) \
-  ((ember_qc64)__builtin_ia32_permvarqi512_mask((v), (idx), (v), (unsigned long long)-1))
-#define EMBER_QPERM2B(v0, idx, v1) \
-  ((ember_qc64)__builtin_ia32_vpermt2varqi512_mask((idx), (v0), (v1), (unsigned long long)-1))
-#define EMBER_QLOADB_MASK(p, src, m) \
-  ((ember_qc64)__builtin_ia32_loaddquqi512_mask((const char*)(p), (src), (m)))
-/* the bytes of b where m is set, else of a (vpblendmb) */
-#define EMBER_QBLENDB(m, a, b) ((ember_qc64)__builtin_ia32_blendmb_512_mask((a), (b), (m)))
-#endif
 
 #define EMBER_QCONV_DWQ_SMALL 64 /* index vectors the small maps' path keeps (4 KiB) */
 
