@@ -257,7 +257,7 @@ static inline void ember_qconv_evens(const uint32_t* src, uint32_t* d, int64_t n
  * without divisions (five per quad, in int64, took a tenth of a 3x3/2 conv's time). */
 static void ember_qconv_gather(const ember_qconv_args* a, const uint32_t* xq, int64_t p0,
                                int64_t cnt, uint32_t* panel) {
-  const int64_t cq4 = (a->cg + 3) / 4, sw = a->sw;
+  const int64_t cq4 = (a->cg + 3) / 4, sw = a->sw, plane = a->hp * a->wp;
   const int64_t end = (cnt + EMBER_QL - 1) / EMBER_QL * EMBER_QL;
   int64_t run_src[EMBER_QCONV_PB], run_len[EMBER_QCONV_PB], runs = 0;
   int64_t ky, kx, cq, r, t, i;
@@ -271,23 +271,38 @@ static void ember_qconv_gather(const ember_qconv_args* a, const uint32_t* xq, in
     }
   }
   for (ky = 0; ky < a->kh; ++ky) {
-    for (kx = 0; kx < a->kw; ++kx) {
-      for (cq = 0; cq < cq4; ++cq, dst += EMBER_QCONV_PB) {
-        const uint32_t* base = xq + (cq * a->hp + ky * a->dh) * a->wp + kx * a->dw;
-        uint32_t* d = dst;
-        for (r = 0; r < runs; d += run_len[r], ++r) {
-          const uint32_t* src = base + run_src[r];
+    for (kx = 0; kx < a->kw; ++kx, dst += cq4 * EMBER_QCONV_PB) {
+      const uint32_t* base = xq + ky * a->dh * a->wp + kx * a->dw;
+      int64_t off = 0;
+      /* a run at a time over the channel quads (each quad's plane `plane` words on) */
+      for (r = 0; r < runs; off += run_len[r], ++r) {
+        const uint32_t* src = base + run_src[r];
+        uint32_t* d = dst + off;
+        const int64_t len = run_len[r];
+#if defined(EMBER_Q_VNNI)
+        if (len <= EMBER_QL && sw <= 2) { /* one vector a quad, its mask computed once */
+          const unsigned short m = (unsigned short)((1u << len) - 1u);
+          for (cq = 0; cq < cq4; ++cq, src += plane, d += EMBER_QCONV_PB) {
+            EMBER_QSTORE32_MASK(d, sw == 1 ? ember_qload(src) :
+                                   EMBER_QEVENS(ember_qload(src), ember_qload(src + EMBER_QL)), m);
+          }
+          continue;
+        }
+#endif
+        for (cq = 0; cq < cq4; ++cq, src += plane, d += EMBER_QCONV_PB) {
           if (sw == 1) {
-            ember_qconv_copy(src, d, run_len[r]);
+            ember_qconv_copy(src, d, len);
 #if defined(EMBER_Q_VNNI)
           } else if (sw == 2) {
-            ember_qconv_evens(src, d, run_len[r]);
+            ember_qconv_evens(src, d, len);
 #endif
           } else {
-            for (i = 0; i < run_len[r]; ++i) d[i] = src[i * sw];
+            for (i = 0; i < len; ++i) d[i] = src[i * sw];
           }
         }
-        for (t = cnt; t < end; ++t) dst[t] = 0;
+      }
+      for (cq = 0; cq < cq4; ++cq) {
+        for (t = cnt; t < end; ++t) dst[cq * EMBER_QCONV_PB + t] = 0;
       }
     }
   }
