@@ -234,8 +234,9 @@ def test_qlinear_conv_depthwise_pairs_at_every_level(level, shape, monkeypatch):
 
 # Dense convs whose input interleave (channels in fours, 16 pixels at a time; 64 with VBMI)
 # runs its vector loop and tail: a 1x1 conv over an unpadded plane (one flat run of 99 pixels,
-# the last 64 overlapping) and a padded 3x3 with rows of 37 (the last 16 overlapping); channel
-# counts not a multiple of 4, s8 and u8 inputs; with AVX-512 also without VBMI.
+# the last 64 overlapping) and a padded 3x3 with rows of 37 (the last 16 overlapping; with
+# VBMI one masked round); channel counts not a multiple of 4, s8 and u8 inputs; with AVX-512
+# also without VBMI.
 DENSE_INTERLEAVE = [  # n, c, o, h, w, k, pad, x_dtype
     (2, 19, 21, 9, 11, 1, 0, "int8"),
     (1, 7, 9, 5, 37, 3, 1, "uint8"),

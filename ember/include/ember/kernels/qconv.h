@@ -91,9 +91,10 @@ static inline int64_t ember_qconv_items(const ember_qconv_args* a) {
 }
 
 #if defined(EMBER_Q_VBMI)
-/* ember_qconv_words for n >= 64: 64 pixels at a time, the last 64 overlapping, by byte
- * permutes of 64-byte vectors (byte pairs of r0, r1 and of r2, r3, then their words): 8
- * permutes where the 16-byte interleaves took 32 (a tenth of a 1x1 conv over 32 channels). */
+/* ember_qconv_words for n > 0: 64 pixels at a time, the last 64 overlapping (under 64, one
+ * round of masked loads and stores), by byte permutes of 64-byte vectors (byte pairs of r0,
+ * r1 and of r2, r3, then their words): 8 permutes where the 16-byte interleaves took 32 (a
+ * tenth of a 1x1 conv over 32 channels). */
 static inline void ember_qconv_words64(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2,
                                        const uint8_t* r3, uint32_t* dst, int64_t n,
                                        uint32_t flip, uint32_t mask) {
@@ -107,15 +108,18 @@ static inline void ember_qconv_words64(const uint8_t* r0, const uint8_t* r1, con
                                                                     (iota & 1) | ((iota & 2) << 5);
   const ember_qc64 vflip = (ember_qc64)ember_qset1((int32_t)flip);
   const ember_qc64 vmask = (ember_qc64)ember_qset1((int32_t)mask);
+  const ember_qc64 zero = {0};
   int64_t x = 0;
   for (;;) {
+    /* a row under 64 pixels: masked loads and stores (nothing read or written past n) */
+    const unsigned long long m = n >= 64 ? ~0ull : (1ull << n) - 1;
     ember_qc64 b0, b1, b2, b3, p01, p23, w[4];
     int i;
-    if (x + 64 > n) x = n - 64;
-    b0 = *(const ember_qc64_u*)(r0 + x);
-    b1 = *(const ember_qc64_u*)(r1 + x);
-    b2 = *(const ember_qc64_u*)(r2 + x);
-    b3 = *(const ember_qc64_u*)(r3 + x);
+    if (x + 64 > n && n >= 64) x = n - 64;
+    b0 = EMBER_QLOADB_MASK(r0 + x, zero, m);
+    b1 = EMBER_QLOADB_MASK(r1 + x, zero, m);
+    b2 = EMBER_QLOADB_MASK(r2 + x, zero, m);
+    b3 = EMBER_QLOADB_MASK(r3 + x, zero, m);
     p01 = EMBER_QPERM2B(b0, pairs, b1);
     p23 = EMBER_QPERM2B(b2, pairs, b3);
     w[0] = EMBER_QPERM2B(p01, words, p23);
@@ -124,7 +128,15 @@ static inline void ember_qconv_words64(const uint8_t* r0, const uint8_t* r1, con
     p23 = EMBER_QPERM2B(b2, pairs + 32, b3);
     w[2] = EMBER_QPERM2B(p01, words, p23);
     w[3] = EMBER_QPERM2B(p01, words + 32, p23);
-    for (i = 0; i < 4; ++i) *(ember_qc64_u*)(dst + x + 16 * i) = (w[i] ^ vflip) & vmask;
+    for (i = 0; i < 4; ++i) {
+      if (n >= 64) {
+        *(ember_qc64_u*)(dst + x + 16 * i) = (w[i] ^ vflip) & vmask;
+      } else if (n > 16 * i) {
+        EMBER_QSTORE32_MASK(dst + 16 * i, (ember_qvi)((w[i] ^ vflip) & vmask),
+                            (unsigned short)(n >= 16 * i + 16 ? 0xFFFFu
+                                                              : (1u << (n - 16 * i)) - 1u));
+      }
+    }
     x += 64;
     if (x >= n) return;
   }
@@ -140,10 +152,8 @@ static inline void ember_qconv_words(const uint8_t* r0, const uint8_t* r1, const
                                      uint32_t mask) {
   int64_t x = 0;
 #if defined(EMBER_Q_VBMI)
-  if (n >= 64) {
-    ember_qconv_words64(r0, r1, r2, r3, dst, n, flip, mask);
-    return;
-  }
+  if (n > 0) ember_qconv_words64(r0, r1, r2, r3, dst, n, flip, mask);
+  return;
 #endif
 #if defined(EMBER_Q_VECTOR_EXT)
   const ember_qw4 zw = {0}, vflip = zw + flip, vmask = zw + mask;
