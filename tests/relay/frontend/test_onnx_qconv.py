@@ -236,7 +236,7 @@ def test_qlinear_conv_depthwise_pairs_at_every_level(level, shape, monkeypatch):
 # runs its vector loop and tail: a 1x1 conv over an unpadded plane (one flat run of 99 pixels,
 # the last 64 overlapping) and a padded 3x3 with rows of 37 (the last 16 overlapping; with
 # VBMI one masked round); channel counts not a multiple of 4, s8 and u8 inputs; with AVX-512
-# also without VBMI.
+# also without VBMI (slow: its own kernel objects).
 DENSE_INTERLEAVE = [  # n, c, o, h, w, k, pad, x_dtype
     (2, 19, 21, 9, 11, 1, 0, "int8"),
     (1, 7, 9, 5, 37, 3, 1, "uint8"),
@@ -244,7 +244,8 @@ DENSE_INTERLEAVE = [  # n, c, o, h, w, k, pad, x_dtype
 
 
 @pytest.mark.parametrize("level", [pytest.param("native", id="host"),
-                                   pytest.param("cascadelake", id="avx512-no-vbmi"),
+                                   pytest.param("cascadelake", id="avx512-no-vbmi",
+                                                marks=pytest.mark.slow),
                                    pytest.param("haswell", id="avx2"),
                                    pytest.param("x86-64-v2", id="sse2"),
                                    pytest.param("c", id="portable")])
@@ -365,10 +366,11 @@ def _depthwise_quads_model(rng):
 
 
 @pytest.mark.parametrize("level", [pytest.param("native", id="host"),
-                                   pytest.param("cascadelake", id="avx512-no-vbmi")])
+                                   pytest.param("cascadelake", id="avx512-no-vbmi",
+                                                marks=pytest.mark.slow)])
 def test_qlinear_conv_depthwise_quads(level, monkeypatch):
     """Every geometry of the quads path equals onnxruntime (within 1); without VBMI the same
-    convs take the channel-in-lanes path."""
+    convs take the channel-in-lanes path (slow: its own kernel objects)."""
     if level != "native":
         monkeypatch.setenv("EMBER_MARCH", level)
     model, feeds = _depthwise_quads_model(np.random.default_rng(21))
@@ -385,4 +387,43 @@ def test_qlinear_conv_depthwise_quads(level, monkeypatch):
         got = m.get_output(i).numpy()
         assert got.shape == expected.shape, shape
         diff = np.abs(got.astype(np.int64) - expected.astype(np.int64)).max(initial=0)
+        assert diff <= 1, f"{shape}: differs by {diff}"
+
+
+# Dense convs split over more tasks than they have pixel blocks (threads=3): a 1x1 conv on a
+# 7x7 map (one block), a 3x3/2 on 28x28 (blocks of 80, 80 and 36 pixels), a grouped conv of
+# two images; the tasks share the blocks' output channels by pixel count.
+SPLIT = [  # n, c, o, h, k, stride, groups
+    (1, 96, 72, 7, 1, 1, 1),
+    (1, 32, 40, 28, 3, 2, 1),
+    (2, 24, 36, 12, 3, 1, 3),
+]
+
+
+def test_qlinear_conv_dense_split_over_threads():
+    rng = np.random.default_rng(8)
+    nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
+    for i, (n, c, o, h, k, stride, groups) in enumerate(SPLIT):
+        feeds[f"x{i}"] = rng.integers(0, 256, (n, c, h, h)).astype("uint8")
+        values = {"xs": np.array(0.02, "float32"), "xz": np.array(37, "uint8"),
+                  "w": rng.integers(-128, 128, (o, c // groups, k, k)).astype("int8"),
+                  "ws": rng.uniform(0.0005, 0.002, o).astype("float32"),
+                  "wz": np.zeros(o, "int8"), "ys": np.array(0.07, "float32"),
+                  "yz": np.array(128, "uint8"), "b": rng.integers(-5000, 5000, o).astype("int32")}
+        inits += [numpy_helper.from_array(v, f"{name}{i}") for name, v in values.items()]
+        nodes.append(helper.make_node("QLinearConv", [f"x{i}"] + [f"{m}{i}" for m in values],
+                                      [f"y{i}"], strides=[stride] * 2, pads=[k // 2] * 4,
+                                      group=groups))
+        inputs.append(helper.make_tensor_value_info(f"x{i}", TP.UINT8, [n, c, h, h]))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", TP.UINT8, None))
+    model = helper.make_model(helper.make_graph(nodes, "split", inputs, outputs, inits),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    got = ember.compile(model, threads=3)(*feeds.values())
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    want = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    for shape, g, w in zip(SPLIT, got, want):
+        diff = np.abs(np.asarray(g).astype(np.int64) - w.astype(np.int64)).max(initial=0)
         assert diff <= 1, f"{shape}: differs by {diff}"

@@ -464,10 +464,11 @@ static inline __attribute__((always_inline)) void ember_qconv_tile_out(
   ember_qconv_tile_out(ap, rs, wt, k4n, (nb), yt, ystride, nrows, cnt - t0, &rk, st, &rq)
 #endif
 
-/* One (image, group, pixel block) item of the dense-channel path; xq is the group's
- * interleaved plane (ember_qconv_interleave). */
-static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint32_t* xq,
-                             uint32_t* panel, uint32_t* pairs, uint32_t* wpairs, int32_t* sums) {
+/* Output channel blocks [ob0, ob1) of one (image, group, pixel block) item of the
+ * dense-channel path; xq is the group's interleaved plane (ember_qconv_interleave). */
+static void ember_qconv_item(const ember_qconv_args* a, int64_t item, int64_t ob0, int64_t ob1,
+                             const uint32_t* xq, uint32_t* panel, uint32_t* pairs,
+                             uint32_t* wpairs, int32_t* sums) {
   const int64_t blk = item % a->pblocks, g = (item / a->pblocks) % a->groups;
   const int64_t b = item / (a->pblocks * a->groups);
   const int64_t p0 = blk * a->pb;
@@ -507,7 +508,7 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
   const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
   const int64_t k4n = a->k4, ystride = a->p;
 #endif
-  for (ob = 0; ob < a->ocb; ++ob) {
+  for (ob = ob0; ob < ob1; ++ob) {
     const int8_t* wk = a->w + (g * a->ocb + ob) * a->k4 * 16;
     const int64_t oc0 = g * a->og + ob * EMBER_QCONV_MR;
     const int nrows = (int)(a->og - ob * EMBER_QCONV_MR < EMBER_QCONV_MR
@@ -588,11 +589,13 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
 #include "ember/kernels/qconv_dwq.h"
 #include "ember/kernels/qconv_dw.h"
 
-/* Items [lo, hi) with this task's workspaces. */
+/* Work units [lo, hi) with this task's workspaces: depthwise, items (ember_qconv_items);
+ * otherwise (image, group, pixel block, output channel block), the blocks of channels
+ * innermost (a block's panel gathered once for its run of them). */
 static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) {
   uint64_t plane_bytes, panel_bytes, pair_bytes = 0, wpair_bytes = 0, sum_bytes;
   uint8_t* buf;
-  int64_t item, built = -1;
+  int64_t u, built = -1;
   if (lo >= hi) return 0;
   if (ember_qconv_depthwise(a)) return ember_qconv_dw_range(a, lo, hi);
   /* the plane, with a block of slack: a direct panel's last block reads past its end */
@@ -606,25 +609,54 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
   buf = (uint8_t*)TVMBackendAllocWorkspace(
       1, 0, plane_bytes + panel_bytes + pair_bytes + wpair_bytes + sum_bytes, 1, 32);
   if (buf == NULL) return -1;
-  for (item = lo; item < hi; ++item) {
+  for (u = lo; u < hi;) {
+    const int64_t item = u / a->ocb, ob0 = u % a->ocb;
+    const int64_t ob1 = hi - item * a->ocb < a->ocb ? hi - item * a->ocb : a->ocb;
     const int64_t bg = item / a->pblocks; /* image * groups + group */
     if (bg != built) {
       ember_qconv_interleave(a, bg / a->groups, bg % a->groups, (uint32_t*)buf);
       memset(buf + plane_bytes - EMBER_QCONV_PB * 4, 0, EMBER_QCONV_PB * 4);
       built = bg;
     }
-    ember_qconv_item(a, item, (const uint32_t*)buf, (uint32_t*)(buf + plane_bytes),
-                     (uint32_t*)(buf + plane_bytes + panel_bytes),
+    ember_qconv_item(a, item, ob0, ob1, (const uint32_t*)buf,
+                     (uint32_t*)(buf + plane_bytes), (uint32_t*)(buf + plane_bytes + panel_bytes),
                      (uint32_t*)(buf + plane_bytes + panel_bytes + pair_bytes),
                      (int32_t*)(buf + plane_bytes + panel_bytes + pair_bytes + wpair_bytes));
+    u = item * a->ocb + ob1;
   }
   return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
 }
 
+/* The work units of a call: depthwise, its items; otherwise pixel blocks x channel blocks. */
+static inline int64_t ember_qconv_units(const ember_qconv_args* a) {
+  return ember_qconv_depthwise(a) ? ember_qconv_items(a) : ember_qconv_items(a) * a->ocb;
+}
+
+/* The first unit of a dense conv's share `share` of `tasks`: the units split by their pixels
+ * (a block's channel blocks each weigh its pixel count), so that tasks get equal work
+ * whatever the blocks' sizes and however few (one block of a 7x7 map ran on one thread, the
+ * 80 + 80 + 36 pixels of a 14x14 map as 80 and 116). */
+static int64_t ember_qconv_split(const ember_qconv_args* a, int64_t share, int64_t tasks) {
+  const int64_t per_bg = a->p * a->ocb, bgs = a->n * a->groups;
+  const int64_t cost = bgs * per_bg * share / tasks;
+  const int64_t bg = cost / per_bg, rem = cost % per_bg;
+  int64_t blk = rem / (a->pb * a->ocb), cnt, ob;
+  if (share >= tasks) return ember_qconv_units(a);
+  blk = blk < a->pblocks - 1 ? blk : a->pblocks - 1;
+  cnt = a->p - blk * a->pb < a->pb ? a->p - blk * a->pb : a->pb;
+  ob = (rem - blk * a->pb * a->ocb + cnt - 1) / cnt; /* the first unit starting at or after */
+  return (bg * a->pblocks + blk) * a->ocb + ob;
+}
+
 static inline int ember_qconv_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   const ember_qconv_args* a = (const ember_qconv_args*)cdata;
-  const int64_t items = ember_qconv_items(a), tasks = penv->num_task;
-  return ember_qconv_range(a, items * task_id / tasks, items * (task_id + 1) / tasks);
+  const int64_t tasks = penv->num_task;
+  if (ember_qconv_depthwise(a)) {
+    const int64_t items = ember_qconv_items(a);
+    return ember_qconv_range(a, items * task_id / tasks, items * (task_id + 1) / tasks);
+  }
+  return ember_qconv_range(a, ember_qconv_split(a, task_id, tasks),
+                           ember_qconv_split(a, task_id + 1, tasks));
 }
 
 /* See the top of this file. */
@@ -663,10 +695,10 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.lanes = 0;
 #endif
   if (n <= 0 || o <= 0 || oh <= 0 || ow <= 0) return 0;
-  if (parallel && ember_qconv_items(&a) > 1) {
+  if (parallel && ember_qconv_units(&a) > 1) {
     return TVMBackendParallelLaunch(ember_qconv_task, &a, 0) == 0 ? 0 : -1;
   }
-  return ember_qconv_range(&a, 0, ember_qconv_items(&a));
+  return ember_qconv_range(&a, 0, ember_qconv_units(&a));
 }
 #endif
 #endif /* EMBER_KERNEL_BODIES */
