@@ -31,6 +31,8 @@
 /* The vectors of a call (every channel alike). */
 typedef struct {
   int small;      /* the whole channel (h wd <= 64 bytes) in one register */
+  int window;     /* 9 to 16 outputs wide, the kh input rows an output row reads within 64
+                     bytes: one load a vector (indexes per kernel row) */
   int64_t rows;   /* output rows per vector: small and ow < 16, 16 / ow; else ow <= 8, 2
                      (the windows of two input rows in one two-source permute); else 1 */
   int64_t cols;   /* vectors per output row (rows == 1): ceil(ow / 16) */
@@ -53,7 +55,8 @@ static int ember_qconv_dwq_plan(const ember_qconv_args* a, ember_qconv_dwq_geom*
     g->rows = a->ow <= 8 ? 2 : 1;
     g->nvec = (a->oh + g->rows - 1) / g->rows * g->cols;
   }
-  g->nidx = g->small ? g->nvec * a->kh * g->nq : g->cols * g->nq;
+  g->window = !g->small && a->ow > 8 && a->ow <= 16 && ((a->kh - 1) * a->dh + 1) * a->wd <= 64;
+  g->nidx = g->small ? g->nvec * a->kh * g->nq : g->window ? a->kh * g->nq : g->cols * g->nq;
   return (g->small || (cw - 1) * a->sw + (a->kw - 1) * a->dw < 64) && !a->has_w_zp &&
          a->cg == 1 && a->og == 1 && g->nq <= 2 && a->kh * g->nq <= EMBER_QCONV_DWQ_QUADS;
 }
@@ -78,13 +81,14 @@ static inline int64_t ember_qconv_dwq_x0(const ember_qconv_args* a, int64_t k) {
 
 /* The permute indexes: lane j's four bytes are where taps kx = 4q .. 4q + 3 of its output
  * read, or 64 (the zero-point vector) where that leaves the map, past kw or past the
- * vector's outputs. Small maps: into the channel, per vector, kernel row and quad; others:
+ * vector's outputs. Small maps: into the channel, per vector, kernel row and quad; window:
+ * into the bytes from the first input row an output row reads, per kernel row and quad;
  * into the window of an input row from ember_qconv_dwq_x0 (+ 64: the second row's), per
  * column block and quad, and with two rows a vector, `zmask` the bytes that leave the map
  * (the second source is a row then: the zero point is blended in). */
 static void ember_qconv_dwq_indexes(const ember_qconv_args* a, const ember_qconv_dwq_geom* g,
                                     ember_qc64* idx, unsigned long long* zmask) {
-  const int64_t kh = g->small ? a->kh : 1, blocks = g->small ? g->nvec : g->cols;
+  const int64_t kh = g->small || g->window ? a->kh : 1, blocks = g->small ? g->nvec : g->cols;
   int64_t v, ky, q, j, t, oy, ox;
   for (v = 0; v < blocks; ++v) {
     for (ky = 0; ky < kh; ++ky) {
@@ -100,8 +104,9 @@ static void ember_qconv_dwq_indexes(const ember_qconv_args* a, const ember_qconv
             const int64_t kx = 4 * q + t, ix = ox * a->sw + kx * a->dw - a->pw;
             const int in = live && kx < a->kw && ix >= 0 && ix < a->wd &&
                            (!g->small || (iy >= 0 && iy < a->h));
-            const int64_t b = g->small ? iy * a->wd + ix
-                                       : ix - ember_qconv_dwq_x0(a, v % g->cols) + 64 * second;
+            const int64_t b = g->small    ? iy * a->wd + ix
+                              : g->window ? ky * a->dh * a->wd + ix
+                                          : ix - ember_qconv_dwq_x0(a, v % g->cols) + 64 * second;
             bytes[j * 4 + t] = (char)(in ? b : 64);
             zm |= (unsigned long long)!in << (j * 4 + t);
           }
@@ -147,6 +152,32 @@ static inline __attribute__((always_inline)) void ember_qconv_dwq_small(
     }
     ember_qconv_dwq_store(out + oy0 * ow + ox0, acc, scale, &rq,
                           rows > 1 ? (oh - oy0 < rows ? oh - oy0 : rows) * ow : ow - ox0);
+  }
+}
+
+/* Every output row of one channel in the window geometry (src: its input plane; out: its
+ * output plane): the bytes of the kh input rows it reads in one masked load (the zero point
+ * for rows outside the map); kh, nq and hasflip constants where inlined. */
+static inline __attribute__((always_inline)) void ember_qconv_dwq_window(
+    const ember_qconv_args* a, const uint8_t* src, ember_qc64 zraw, const int64_t kh,
+    const int64_t nq, const int hasflip, const ember_qc64* idx, const ember_qvi* w,
+    ember_qvi bias, ember_qvf scale, uint8_t* out) {
+  /* in locals: the byte stores to out may alias *a, which would be reloaded */
+  const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
+  const int64_t oh = a->oh, ow = a->ow, h = a->h, wd = a->wd, sh = a->sh, ph = a->ph;
+  const ember_qc64 flip = (ember_qc64){0} + (char)a->flip;
+  int64_t oy, t;
+  for (oy = 0; oy < oh; ++oy) {
+    const int64_t top = oy * sh - ph, lo = top < 0 ? -top * wd : 0, hi = (h - top) * wd;
+    const unsigned long long below = hi >= 64 ? ~0ull : hi <= 0 ? 0 : (1ull << hi) - 1;
+    const unsigned long long m = lo >= 64 ? 0 : below & ~((1ull << lo) - 1);
+    const ember_qc64 win = EMBER_QLOADB_MASK(src + top * wd, zraw, m);
+    ember_qvi acc = bias;
+    for (t = 0; t < kh * nq; ++t) {
+      const ember_qc64 quads = EMBER_QPERM2B(win, idx[t], zraw);
+      acc = EMBER_QDOT4(acc, (ember_qvi)(hasflip ? quads ^ flip : quads), w[t]);
+    }
+    ember_qconv_dwq_store(out + oy * ow, acc, scale, &rq, ow);
   }
 }
 
@@ -241,6 +272,14 @@ static int ember_qconv_dwq_range(const ember_qconv_args* a, int64_t lo, int64_t 
         ember_qconv_dwq_small(a, &g, src, zraw, 3, idx, w, bias, scale, out);
       } else {
         ember_qconv_dwq_small(a, &g, src, zraw, a->kh * g.nq, idx, w, bias, scale, out);
+      }
+      continue;
+    }
+    if (g.window) {
+      if (a->kh * g.nq == 3 && !a->flip) {
+        ember_qconv_dwq_window(a, src, zraw, 3, 1, 0, idx, w, bias, scale, out);
+      } else {
+        ember_qconv_dwq_window(a, src, zraw, a->kh, g.nq, 1, idx, w, bias, scale, out);
       }
       continue;
     }
