@@ -322,19 +322,20 @@ def test_qlinear_conv_dense_strided_rows_at_every_level(level, shape, monkeypatc
 
 # Depthwise convs on the u8 x s8 quads path (qconv_dwq.h, AVX-512 with VBMI; elsewhere the
 # paths above): maps of at most 64 bytes in one register (7x7; 2x30, two vectors a row; 1x1;
-# a 5x5 kernel), maps at most 8 outputs wide as two rows a vector (14x14 at stride 2; 5 wide
-# with an odd row count, s8 input), 9 to 16 wide with an output row's input rows in one load
-# (14x14; 5x5 over s8; dilation 2), wider ones a row at a time (7x7 kernel: two quads a row;
-# stride 3 and dilation 2 with asymmetric padding), and stride 5 (its window passes 64 bytes:
-# another path). Weights without a zero point after folding (s8 with 0, u8 with 128); input
-# zero point 37; every node in one model (one build).
+# a 5x5 kernel), maps at most 8 outputs wide as two rows a vector (stride 3 over 22 and 23
+# columns, an odd row count, s8 input), at most 16 wide with an output row's input rows in
+# one load (14x14 at stride 2 and 1; 5x5 over s8; dilation 2), wider ones a row at a time
+# (7x7 kernel: two quads a row; stride 3 and dilation 2 with asymmetric padding), and
+# stride 5 (its window passes 64 bytes: another path). Weights without a zero point after
+# folding (s8 with 0, u8 with 128); input zero point 37; every node in one model (one build).
 DEPTHWISE_QUADS = [  # n, c, h, w, k, stride, pads, dilation, x_dtype, w_dtype
     (1, 7, 7, 7, 3, 1, (1, 1, 1, 1), 1, "uint8", "uint8"),
     (1, 6, 2, 30, 3, 1, (1, 1, 1, 1), 1, "int8", "int8"),
     (1, 3, 1, 1, 3, 1, (1, 1, 1, 1), 1, "uint8", "int8"),
     (1, 9, 8, 8, 5, 2, (2, 2, 2, 2), 1, "uint8", "int8"),
+    (2, 7, 28, 22, 3, 3, (1, 1, 1, 1), 1, "uint8", "int8"),
+    (1, 5, 31, 23, 3, 3, (1, 1, 1, 1), 1, "int8", "int8"),
     (2, 19, 14, 14, 3, 2, (1, 1, 1, 1), 1, "uint8", "int8"),
-    (1, 5, 21, 5, 3, 1, (1, 1, 1, 1), 1, "int8", "int8"),
     (1, 13, 14, 14, 3, 1, (1, 1, 1, 1), 1, "uint8", "int8"),
     (1, 6, 12, 11, 5, 1, (2, 2, 2, 2), 1, "int8", "int8"),
     (1, 3, 15, 12, 3, 1, (2, 2, 2, 2), 2, "uint8", "uint8"),

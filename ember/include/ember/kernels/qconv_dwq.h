@@ -31,10 +31,11 @@
 /* The vectors of a call (every channel alike). */
 typedef struct {
   int small;      /* the whole channel (h wd <= 64 bytes) in one register */
-  int window;     /* 9 to 16 outputs wide, the kh input rows an output row reads within 64
+  int window;     /* at most 16 outputs wide, the kh input rows an output row reads within 64
                      bytes: one load a vector (indexes per kernel row) */
   int64_t rows;   /* output rows per vector: small and ow < 16, 16 / ow; else ow <= 8, 2
-                     (the windows of two input rows in one two-source permute); else 1 */
+                     (the windows of two input rows in one two-source permute; unless
+                     window); else 1 */
   int64_t cols;   /* vectors per output row (rows == 1): ceil(ow / 16) */
   int64_t nq;     /* quads per kernel row: ceil(kw / 4) */
   int64_t nvec;   /* vectors per channel */
@@ -55,7 +56,7 @@ static int ember_qconv_dwq_plan(const ember_qconv_args* a, ember_qconv_dwq_geom*
     g->rows = a->ow <= 8 ? 2 : 1;
     g->nvec = (a->oh + g->rows - 1) / g->rows * g->cols;
   }
-  g->window = !g->small && a->ow > 8 && a->ow <= 16 && ((a->kh - 1) * a->dh + 1) * a->wd <= 64;
+  g->window = !g->small && a->ow <= 16 && ((a->kh - 1) * a->dh + 1) * a->wd <= 64;
   g->nidx = g->small ? g->nvec * a->kh * g->nq : g->window ? a->kh * g->nq : g->cols * g->nq;
   return (g->small || (cw - 1) * a->sw + (a->kw - 1) * a->dw < 64) && !a->has_w_zp &&
          a->cg == 1 && a->og == 1 && g->nq <= 2 && a->kh * g->nq <= EMBER_QCONV_DWQ_QUADS;
