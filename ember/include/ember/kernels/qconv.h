@@ -19,14 +19,17 @@
  * A work item is (image, group, block of at most EMBER_QCONV_PB output pixels, the blocks of
  * a map alike in size): its input window is
  * gathered once into a panel [k4][pixel][4] (u8) in which vectors run along pixels, and every
- * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows).
- * Depthwise convs (one input and one output channel per group) take a direct path instead
- * (qconv_dw.h): with AVX-512 (maps up to about 128x128), 16 channels in the lanes of each
- * vector; otherwise a channel at a time, its zero-point-padded plane split into stride phases
- * so that each tap is one offset into it and the channel one vector loop (at stride 1 with
- * symmetric width padding, no plane); taps two at a time as int16 pair products.
- * Items are split over TVMBackendParallelLaunch tasks when `parallel`. Returns 0, or -1 when a
- * workspace or the parallel launch fails.
+ * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows; with
+ * AVX-512 VBMI four vectors of bytes to a store). Tasks (TVMBackendParallelLaunch, when
+ * `parallel`) share the (item, 4-channel block) units by pixel count.
+ * Depthwise convs (one input and one output channel per group) take a direct path instead:
+ * with AVX-512 VBMI, taps four at a time as u8 x s8 quads gathered by byte permutes from the
+ * NCHW rows (qconv_dwq.h); otherwise (qconv_dw.h) with AVX-512 (maps up to about 128x128), 16
+ * channels in the lanes of each vector, or a channel at a time, its zero-point-padded plane
+ * split into stride phases so that each tap is one offset into it and the channel one vector
+ * loop (at stride 1 with symmetric width padding, no plane); taps two at a time as int16 pair
+ * products; depthwise items (image, channel or block of 16 channels) split over the tasks.
+ * Returns 0, or -1 when a workspace or the parallel launch fails.
  */
 #ifndef EMBER_KERNELS_QCONV_H_
 #define EMBER_KERNELS_QCONV_H_

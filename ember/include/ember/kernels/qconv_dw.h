@@ -12,7 +12,8 @@
  * weights (w - w_zp lies in [-255, 255]: an int16), so no input sum is kept. Every product and
  * sum is exact in int32: results equal the unpaired ones bit for bit.
  *
- * Three paths, by map size and geometry:
+ * With AVX-512 VBMI the quads path (qconv_dwq.h) takes every conv it can (weights without a
+ * zero point, windows within 64 bytes); otherwise three paths, by map size and geometry:
  * - channels in lanes (AVX-512, padded planes of at most EMBER_QCONV_LANES_MAX pixels): an item is
  *   (image, block of 16 channels), the block gathered into a padded plane of pair words
  *   [hp][ww][16] (ember_qconv_dwl_item);

@@ -1,23 +1,30 @@
 /*
  * ember kernels: the depthwise path of ember_qconv2d with AVX-512 VNNI and VBMI (vpdpbusd,
- * vpermb), included by qconv.h only (its args struct and requantizing store).
+ * vpermt2b), included by qconv.h only (its args struct and requantizing store).
  *
- * Taps run four at a time as u8 x s8 quads, reading the NCHW input as it is: each vector of
- * 16 outputs loads, for every kernel row ky, the 64 input bytes of that row its windows
- * read (a masked load that puts the zero point where a window leaves the map), gathers for
- * every quad of taps (kx = 4q .. 4q + 3) the four bytes each output reads into one u32 word
- * per lane with a byte permute (vpermb; vpermt2b over two rows' loads), and adds their dot
- * product with the quad of weights (vpdpbusd; a missing fourth tap has weight 0). A 3x3 conv
- * is 3 loads, 3 permutes and 3 products per 16 outputs at any stride. A vector's outputs are
- * consecutive in the NCHW output (16 of one row, or two whole rows of a map up to 8 wide:
- * 7x7, 14 lanes), so the permutes' indexes depend only on the geometry and each vector is one
- * store. Products are exact in int32, the same as every other path.
+ * Taps run four at a time as u8 x s8 quads, reading the NCHW input as it is: a vector of 16
+ * outputs takes the input bytes its windows read in a register, gathers for every kernel row
+ * ky and quad of taps (kx = 4q .. 4q + 3) the four bytes each output reads into one u32 word
+ * per lane with a byte permute whose second source is the zero point (for taps that leave
+ * the map), and adds their dot product with the quad of weights (vpdpbusd; a missing fourth
+ * tap has weight 0): a 3x3 conv is 3 permutes and 3 products per 16 outputs at any stride. A
+ * vector's outputs are consecutive in the NCHW output, so the permutes' indexes depend only
+ * on the geometry (built once per task) and each vector is one store. By map size:
+ * - small (h wd <= 64 bytes: 7x7): the channel in one register, vectors of whole rows (7x7:
+ *   two, 14 lanes), indexes per vector;
+ * - window (at most 16 outputs wide, an output row's kh input rows within 64 bytes: 14x14):
+ *   one masked load per output row (the zero point for rows outside the map);
+ * - rows: per vector and kernel row, 64 bytes of that input row (rows outside the map read
+ *   a row of zero points; the tensor's last channel from a copy, as a window may read past
+ *   it), 16 outputs of a row, or two rows of a narrow map in one two-source permute (the zero
+ *   point blended in).
+ * Products are exact in int32, the same as every other path.
  *
  * The channel-in-lanes path (qconv_dw.h) transposed every 16 channels of the input into
  * lanes and its results back, which took more time than the products: in mobilenet_v2 this
- * path runs its depthwise convs in 0.5-0.9x that path's time.
+ * path runs the depthwise convs in 0.4-0.8x that path's time.
  * Taken when the weights need no zero point (w - w_zp fits int8, as quantizers write them),
- * kernels are at most 8 wide and a vector's window fits 64 bytes (strides up to 3).
+ * kernels are at most 8 wide and a row vector's window fits 64 bytes (strides up to 3).
  */
 #ifndef EMBER_KERNELS_QCONV_DWQ_H_
 #define EMBER_KERNELS_QCONV_DWQ_H_
