@@ -127,6 +127,14 @@ static inline void ember_qconv_words64(const uint8_t* r0, const uint8_t* r1, con
     p23 = EMBER_QPERM2B(b2, pairs, b3);
     w[0] = EMBER_QPERM2B(p01, words, p23);
     w[1] = EMBER_QPERM2B(p01, words + 32, p23);
+    if (n <= 32) { /* a short row: its words in the first two vectors */
+      for (i = 0; i < 2; ++i) {
+        EMBER_QSTORE32_MASK(dst + 16 * i, (ember_qvi)((w[i] ^ vflip) & vmask),
+                            (unsigned short)(n >= 16 * i + 16 ? 0xFFFFu
+                                             : n <= 16 * i ? 0u : (1u << (n - 16 * i)) - 1u));
+      }
+      return;
+    }
     p01 = EMBER_QPERM2B(b0, pairs + 32, b1);
     p23 = EMBER_QPERM2B(b2, pairs + 32, b3);
     w[2] = EMBER_QPERM2B(p01, words, p23);
