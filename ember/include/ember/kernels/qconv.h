@@ -196,12 +196,14 @@ static inline void ember_qconv_words(const uint8_t* r0, const uint8_t* r1, const
   }
 }
 
-/* The input of group g of image b as u32 words xq[cq][hp][wp], zero-point padded: word
- * (cq, y, x) holds input channels 4 cq .. 4 cq + 3 of the group at (y - ph, x - pw) in its
- * bytes (u8 view; zero bytes past the group's channels). Each input byte is combined once;
- * the panels then copy words. An unpadded plane (no padding, nothing cropped) is one run. */
+/* Rows [y0, y1) of the input of group g of image b as u32 words xq[cq][hp][wp], zero-point
+ * padded: word (cq, y, x) holds input channels 4 cq .. 4 cq + 3 of the group at (y - ph,
+ * x - pw) in its bytes (u8 view; zero bytes past the group's channels). Each input byte is
+ * combined once; the panels then copy words. An unpadded plane (no padding, nothing cropped)
+ * is one run. A task builds the rows its pixels read (both of two tasks built all of a
+ * 112x112 map's: a third of a 1x1 conv over 32 channels). */
 static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t g,
-                                   uint32_t* xq) {
+                                   int64_t y0, int64_t y1, uint32_t* xq) {
   const int64_t cq4 = (a->cg + 3) / 4;
   const int64_t cols = a->wd < a->wp - a->pw ? a->wd : a->wp - a->pw;
   const int flat = a->ph == 0 && a->pw == 0 && a->hp == a->h && a->wp == a->wd;
@@ -217,11 +219,12 @@ static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t
       planes[j] = a->x + (b * a->c + ci) * a->h * a->wd;
     }
     if (flat) {
-      ember_qconv_words(planes[0], planes[1], planes[2], planes[3], xq + cq * a->hp * a->wp,
-                        a->h * a->wd, flip, mask);
+      const int64_t off = y0 * a->wd;
+      ember_qconv_words(planes[0] + off, planes[1] + off, planes[2] + off, planes[3] + off,
+                        xq + cq * a->hp * a->wp + off, (y1 - y0) * a->wd, flip, mask);
       continue;
     }
-    for (y = 0; y < a->hp; ++y) {
+    for (y = y0; y < y1; ++y) {
       const int64_t sy = y - a->ph, off = sy * a->wd;
       uint32_t* dst = xq + (cq * a->hp + y) * a->wp;
       if (sy < 0 || sy >= a->h) {
@@ -624,8 +627,15 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
     const int64_t item = u / a->ocb, ob0 = u % a->ocb;
     const int64_t ob1 = hi - item * a->ocb < a->ocb ? hi - item * a->ocb : a->ocb;
     const int64_t bg = item / a->pblocks; /* image * groups + group */
-    if (bg != built) {
-      ember_qconv_interleave(a, bg / a->groups, bg % a->groups, (uint32_t*)buf);
+    if (bg != built) { /* the plane rows this range's pixels of bg read */
+      const int64_t per_bg = a->pblocks * a->ocb;
+      const int64_t last = (hi < (bg + 1) * per_bg ? hi : (bg + 1) * per_bg) - 1;
+      const int64_t p_lo = (u / a->ocb % a->pblocks) * a->pb;
+      const int64_t p_hi = (last / a->ocb % a->pblocks + 1) * a->pb;
+      const int64_t y0 = p_lo / a->ow * a->sh;
+      const int64_t y1 = ((p_hi < a->p ? p_hi : a->p) - 1) / a->ow * a->sh + (a->kh - 1) * a->dh + 1;
+      ember_qconv_interleave(a, bg / a->groups, bg % a->groups, y0, y1 < a->hp ? y1 : a->hp,
+                             (uint32_t*)buf);
       memset(buf + plane_bytes - EMBER_QCONV_PB * 4, 0, EMBER_QCONV_PB * 4);
       built = bg;
     }
