@@ -633,7 +633,8 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
       const int64_t p_lo = (u / a->ocb % a->pblocks) * a->pb;
       const int64_t p_hi = (last / a->ocb % a->pblocks + 1) * a->pb;
       const int64_t y0 = p_lo / a->ow * a->sh;
-      const int64_t y1 = ((p_hi < a->p ? p_hi : a->p) - 1) / a->ow * a->sh + (a->kh - 1) * a->dh + 1;
+      const int64_t oy1 = ((p_hi < a->p ? p_hi : a->p) - 1) / a->ow;
+      const int64_t y1 = oy1 * a->sh + (a->kh - 1) * a->dh + 1;
       ember_qconv_interleave(a, bg / a->groups, bg % a->groups, y0, y1 < a->hp ? y1 : a->hp,
                              (uint32_t*)buf);
       memset(buf + plane_bytes - EMBER_QCONV_PB * 4, 0, EMBER_QCONV_PB * 4);
