@@ -325,7 +325,8 @@ def test_qlinear_conv_dense_strided_rows_at_every_level(level, shape, monkeypatc
 # a 5x5 kernel), maps at most 8 outputs wide as two rows a vector (stride 3 over 22 and 23
 # columns, an odd row count, s8 input), at most 16 wide with an output row's input rows in
 # one load (14x14 at stride 2 and 1; 5x5 over s8; dilation 2), wider ones a row at a time
-# (7x7 kernel: two quads a row; stride 3 and dilation 2 with asymmetric padding), and
+# (7x7 kernel: two quads a row; 56 and 50 wide: four vectors to a store, the last one
+# masked; stride 3 and dilation 2 with asymmetric padding), and
 # stride 5 (its window passes 64 bytes: another path). Weights without a zero point after
 # folding (s8 with 0, u8 with 128); input zero point 37; every node in one model (one build).
 DEPTHWISE_QUADS = [  # n, c, h, w, k, stride, pads, dilation, x_dtype, w_dtype
@@ -340,6 +341,8 @@ DEPTHWISE_QUADS = [  # n, c, h, w, k, stride, pads, dilation, x_dtype, w_dtype
     (1, 6, 12, 11, 5, 1, (2, 2, 2, 2), 1, "int8", "int8"),
     (1, 3, 15, 12, 3, 1, (2, 2, 2, 2), 2, "uint8", "uint8"),
     (1, 11, 37, 35, 7, 1, (3, 3, 3, 3), 1, "uint8", "int8"),
+    (1, 5, 9, 56, 3, 1, (1, 1, 1, 1), 1, "uint8", "int8"),
+    (1, 3, 12, 50, 3, 1, (1, 1, 1, 1), 1, "int8", "int8"),
     (1, 4, 33, 70, 3, 3, (0, 1, 2, 0), 1, "int8", "int8"),
     (1, 5, 40, 37, 3, 1, (2, 1, 2, 2), 2, "uint8", "uint8"),
     (1, 3, 20, 90, 3, 5, (1, 1, 1, 1), 1, "uint8", "int8"),

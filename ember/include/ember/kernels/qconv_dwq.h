@@ -211,7 +211,32 @@ static inline __attribute__((always_inline)) void ember_qconv_dwq_rows(
       row0[ky] = iy >= 0 && iy < h ? src + iy * wd : zrow;
       row1[ky] = iy + sh >= 0 && iy + sh < h ? src + (iy + sh) * wd : zrow;
     }
-    for (v = 0; v < cols; ++v) {
+    for (v = 0; rows == 1 && v + 4 <= cols; v += 4) { /* four vectors of a row: one store */
+      ember_qvi acc4[4];
+      ember_qvf sc4[4];
+      ember_qc64 b;
+      int j;
+      for (j = 0; j < 4; ++j) {
+        const int64_t x0 = ember_qconv_dwq_x0(a, v + j);
+        acc4[j] = bias;
+        sc4[j] = scale;
+        for (ky = 0; ky < kh; ++ky) {
+          const ember_qc64 win = *(const ember_qc64_u*)(row0[ky] + x0);
+          for (t = 0; t < nq; ++t) {
+            const ember_qc64 quads = EMBER_QPERM2B(win, idx[(v + j) * nq + t], zraw);
+            acc4[j] = EMBER_QDOT4(acc4[j], (ember_qvi)(hasflip ? quads ^ flip : quads),
+                                  w[ky * nq + t]);
+          }
+        }
+      }
+      b = ember_qrq_pack4(acc4, sc4, &rq, 4);
+      if (ow - v * 16 >= 64) {
+        *(ember_qc64_u*)(out + oy * ow + v * 16) = b;
+      } else {
+        ember_qstore64_part(out + oy * ow + v * 16, b, ow - v * 16);
+      }
+    }
+    for (; v < cols; ++v) {
       const int64_t x0 = ember_qconv_dwq_x0(a, v);
       ember_qvi acc = bias;
       for (ky = 0; ky < kh; ++ky) {
