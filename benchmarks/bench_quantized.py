@@ -8,8 +8,9 @@ Cases:
 
 - ``qconv``: single QLinearConv nodes (u8 activations, s8 per-channel weights, zero points 128
   and 0): 64->64 3x3 on 56x56, 128->128 3x3 stride 2 on 28x28, 256->256 1x1 on 14x14, and a
-  depthwise 3x3 of 96 channels on 56x56; mobilenet_v2's first expansion (1x1 16->96 on 112x112,
-  few input channels over a large map) and a projection (1x1 144->24 on 56x56).
+  depthwise 3x3 of 96 channels on 56x56 (and mobilenet_v2's stride-2 one on 112x112 and one of
+  576 channels on 14x14); mobilenet_v2's first expansion (1x1 16->96 on 112x112, few input
+  channels over a large map) and a projection (1x1 144->24 on 56x56).
 - ``resnet8``, ``mobilenet_v2``: the zoo's ONNX twins, pre-processed
   (``quant_pre_process``: batch norms folded) and quantized by ``quantize_static`` (per-channel
   s8 weights, u8 activations, a random calibration reader) in both formats: QOperator
@@ -49,6 +50,8 @@ QCONV_SHAPES = [  # (name, C, O, H, kernel, stride, groups)
     ("3x3/2 128->128 28x28", 128, 128, 28, 3, 2, 1),
     ("1x1 256->256 14x14", 256, 256, 14, 1, 1, 1),
     ("dw 3x3 96 56x56", 96, 96, 56, 3, 1, 96),
+    ("dw 3x3/2 96 112x112", 96, 96, 112, 3, 2, 96),
+    ("dw 3x3 576 14x14", 576, 576, 14, 3, 1, 576),
     ("1x1 16->96 112x112", 16, 96, 112, 1, 1, 1),
     ("1x1 144->24 56x56", 144, 24, 56, 1, 1, 1),
 ]

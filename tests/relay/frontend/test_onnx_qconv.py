@@ -232,9 +232,11 @@ def test_qlinear_conv_depthwise_pairs_at_every_level(level, shape, monkeypatch):
     _check(model, x, "c" if level == "c" else "llvm")
 
 
-# Dense convs whose input interleave (channels in fours, 16 pixels at a time) runs its vector
-# loop and tail: a 1x1 conv over an unpadded plane (one flat run of 99 pixels) and a padded
-# 3x3 with rows of 37; channel counts not a multiple of 4, s8 and u8 inputs.
+# Dense convs whose input interleave (channels in fours, 16 pixels at a time; 64 with VBMI)
+# runs its vector loop and tail: a 1x1 conv over an unpadded plane (one flat run of 99 pixels,
+# the last 64 overlapping) and a padded 3x3 with rows of 37 (the last 16 overlapping; with
+# VBMI one masked round); channel counts not a multiple of 4, s8 and u8 inputs; with AVX-512
+# also without VBMI (slow: its own kernel objects).
 DENSE_INTERLEAVE = [  # n, c, o, h, w, k, pad, x_dtype
     (2, 19, 21, 9, 11, 1, 0, "int8"),
     (1, 7, 9, 5, 37, 3, 1, "uint8"),
@@ -242,6 +244,8 @@ DENSE_INTERLEAVE = [  # n, c, o, h, w, k, pad, x_dtype
 
 
 @pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("cascadelake", id="avx512-no-vbmi",
+                                                marks=pytest.mark.slow),
                                    pytest.param("haswell", id="avx2"),
                                    pytest.param("x86-64-v2", id="sse2"),
                                    pytest.param("c", id="portable")])
@@ -314,3 +318,120 @@ def test_qlinear_conv_dense_strided_rows_at_every_level(level, shape, monkeypatc
                      stride=stride, pad=pad, groups=1, x_dtype="uint8", w_dtype="int8",
                      zp_kind="odd", per_channel=True, y_dtype="uint8", with_bias=True)
     _check(model, x, "c" if level == "c" else "llvm")
+
+
+# Depthwise convs on the u8 x s8 quads path (qconv_dwq.h, AVX-512 with VBMI; elsewhere the
+# paths above): maps of at most 64 bytes in one register (7x7; 2x30, two vectors a row; 1x1;
+# a 5x5 kernel), maps at most 8 outputs wide as two rows a vector (stride 3 over 22 and 23
+# columns, an odd row count, s8 input), at most 16 wide with an output row's input rows in
+# one load (14x14 at stride 2 and 1; 5x5 over s8; dilation 2), wider ones a row at a time
+# (7x7 kernel: two quads a row; 56 and 50 wide: four vectors to a store, the last one
+# masked; stride 3 and dilation 2 with asymmetric padding), and
+# stride 5 (its window passes 64 bytes: another path). Weights without a zero point after
+# folding (s8 with 0, u8 with 128); input zero point 37; every node in one model (one build).
+DEPTHWISE_QUADS = [  # n, c, h, w, k, stride, pads, dilation, x_dtype, w_dtype
+    (1, 7, 7, 7, 3, 1, (1, 1, 1, 1), 1, "uint8", "uint8"),
+    (1, 6, 2, 30, 3, 1, (1, 1, 1, 1), 1, "int8", "int8"),
+    (1, 3, 1, 1, 3, 1, (1, 1, 1, 1), 1, "uint8", "int8"),
+    (1, 9, 8, 8, 5, 2, (2, 2, 2, 2), 1, "uint8", "int8"),
+    (2, 7, 28, 22, 3, 3, (1, 1, 1, 1), 1, "uint8", "int8"),
+    (1, 5, 31, 23, 3, 3, (1, 1, 1, 1), 1, "int8", "int8"),
+    (2, 19, 14, 14, 3, 2, (1, 1, 1, 1), 1, "uint8", "int8"),
+    (1, 13, 14, 14, 3, 1, (1, 1, 1, 1), 1, "uint8", "int8"),
+    (1, 6, 12, 11, 5, 1, (2, 2, 2, 2), 1, "int8", "int8"),
+    (1, 3, 15, 12, 3, 1, (2, 2, 2, 2), 2, "uint8", "uint8"),
+    (1, 11, 37, 35, 7, 1, (3, 3, 3, 3), 1, "uint8", "int8"),
+    (1, 5, 9, 56, 3, 1, (1, 1, 1, 1), 1, "uint8", "int8"),
+    (1, 3, 12, 50, 3, 1, (1, 1, 1, 1), 1, "int8", "int8"),
+    (1, 4, 33, 70, 3, 3, (0, 1, 2, 0), 1, "int8", "int8"),
+    (1, 5, 40, 37, 3, 1, (2, 1, 2, 2), 2, "uint8", "uint8"),
+    (1, 3, 20, 90, 3, 5, (1, 1, 1, 1), 1, "uint8", "int8"),
+]
+
+
+def _depthwise_quads_model(rng):
+    nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
+    for i, (n, c, h, w, k, stride, pads, dil, x_dtype, w_dtype) in enumerate(DEPTHWISE_QUADS):
+        lo, hi = (0, 256) if x_dtype == "uint8" else (-128, 128)
+        feeds[f"x{i}"] = rng.integers(lo, hi, (n, c, h, w)).astype(x_dtype)
+        wlo, whi, wzp = (0, 256, 128) if w_dtype == "uint8" else (-128, 128, 0)
+        values = {"xs": np.array(0.02, "float32"), "xz": np.array(37, x_dtype),
+                  "w": rng.integers(wlo, whi, (c, 1, k, k)).astype(w_dtype),
+                  "ws": rng.uniform(0.001, 0.01, c).astype("float32"),
+                  "wz": np.full(c, wzp, w_dtype), "ys": np.array(0.07, "float32"),
+                  "yz": np.array(128 if x_dtype == "uint8" else -5, x_dtype),
+                  "b": rng.integers(-5000, 5000, c).astype("int32")}
+        inits += [numpy_helper.from_array(v, f"{name}{i}") for name, v in values.items()]
+        nodes.append(helper.make_node("QLinearConv", [f"x{i}"] + [f"{m}{i}" for m in values],
+                                      [f"y{i}"], strides=[stride] * 2, pads=list(pads),
+                                      group=c, dilations=[dil] * 2))
+        inputs.append(helper.make_tensor_value_info(f"x{i}", ONNX_TYPE[x_dtype], [n, c, h, w]))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", ONNX_TYPE[x_dtype], None))
+    graph = helper.make_graph(nodes, "dwq", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model, feeds
+
+
+@pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("cascadelake", id="avx512-no-vbmi",
+                                                marks=pytest.mark.slow)])
+def test_qlinear_conv_depthwise_quads(level, monkeypatch):
+    """Every geometry of the quads path equals onnxruntime (within 1); without VBMI the same
+    convs take the channel-in-lanes path (slow: its own kernel objects)."""
+    if level != "native":
+        monkeypatch.setenv("EMBER_MARCH", level)
+    model, feeds = _depthwise_quads_model(np.random.default_rng(21))
+    mod, params = from_onnx(model)
+    assert str(mod).count("nn.contrib_qconv2d(") == len(DEPTHWISE_QUADS)
+    m = relay.build(mod, "llvm", params=params)["default"](ember.cpu())
+    m.set_input(**feeds)
+    m.run()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    want = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    for i, (shape, expected) in enumerate(zip(DEPTHWISE_QUADS, want)):
+        got = m.get_output(i).numpy()
+        assert got.shape == expected.shape, shape
+        diff = np.abs(got.astype(np.int64) - expected.astype(np.int64)).max(initial=0)
+        assert diff <= 1, f"{shape}: differs by {diff}"
+
+
+# Dense convs split over more tasks than they have pixel blocks (threads=3): a 1x1 conv on a
+# 7x7 map (one block), a 3x3/2 on 28x28 (blocks of 80, 80 and 36 pixels), a grouped conv of
+# two images; the tasks share the blocks' output channels by pixel count.
+SPLIT = [  # n, c, o, h, k, stride, groups
+    (1, 96, 72, 7, 1, 1, 1),
+    (1, 32, 40, 28, 3, 2, 1),
+    (2, 24, 36, 12, 3, 1, 3),
+]
+
+
+def test_qlinear_conv_dense_split_over_threads():
+    rng = np.random.default_rng(8)
+    nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
+    for i, (n, c, o, h, k, stride, groups) in enumerate(SPLIT):
+        feeds[f"x{i}"] = rng.integers(0, 256, (n, c, h, h)).astype("uint8")
+        values = {"xs": np.array(0.02, "float32"), "xz": np.array(37, "uint8"),
+                  "w": rng.integers(-128, 128, (o, c // groups, k, k)).astype("int8"),
+                  "ws": rng.uniform(0.0005, 0.002, o).astype("float32"),
+                  "wz": np.zeros(o, "int8"), "ys": np.array(0.07, "float32"),
+                  "yz": np.array(128, "uint8"), "b": rng.integers(-5000, 5000, o).astype("int32")}
+        inits += [numpy_helper.from_array(v, f"{name}{i}") for name, v in values.items()]
+        nodes.append(helper.make_node("QLinearConv", [f"x{i}"] + [f"{m}{i}" for m in values],
+                                      [f"y{i}"], strides=[stride] * 2, pads=[k // 2] * 4,
+                                      group=groups))
+        inputs.append(helper.make_tensor_value_info(f"x{i}", TP.UINT8, [n, c, h, h]))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", TP.UINT8, None))
+    model = helper.make_model(helper.make_graph(nodes, "split", inputs, outputs, inits),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    got = ember.compile(model, threads=3)(*feeds.values())
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    want = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    for shape, g, w in zip(SPLIT, got, want):
+        diff = np.abs(np.asarray(g).astype(np.int64) - w.astype(np.int64)).max(initial=0)
+        assert diff <= 1, f"{shape}: differs by {diff}"

@@ -19,7 +19,7 @@ ort = pytest.importorskip("onnxruntime")
 MS = "com.microsoft"
 
 
-def _run(nodes, inputs, inits, out_type=TP.UINT8):
+def _model(nodes, inputs, inits, out_type=TP.UINT8):
     graph = helper.make_graph(
         nodes, "q", [helper.make_tensor_value_info(k, TP.UINT8 if v.dtype == np.uint8 else
                                                    TP.INT8, list(v.shape))
@@ -29,6 +29,11 @@ def _run(nodes, inputs, inits, out_type=TP.UINT8):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
                                                     helper.make_opsetid(MS, 1)])
     model.ir_version = 8
+    return model
+
+
+def _run(nodes, inputs, inits, out_type=TP.UINT8):
+    model = _model(nodes, inputs, inits, out_type)
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     want = ort.InferenceSession(model.SerializeToString(), so,
@@ -113,3 +118,23 @@ def test_qgemm(quantized_out, trans_a, trans_b, per_channel):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
                                                     helper.make_opsetid(MS, 1)])
     assert ("nn.contrib_qdense" in from_onnx(model)[0].astext()) == (not trans_a)
+
+
+@pytest.mark.parametrize("dtype, shape", [("int8", (2, 19, 7, 7)), ("uint8", (1, 3, 1, 1)),
+                                          ("uint8", (1, 33, 5, 11))])
+def test_qlinear_global_average_pool_sums_ints(dtype, shape):
+    """The global mean as onnxruntime takes it: an int32 sum of the values less their zero
+    point (one integer reduction, not a float one over dequantized values), s8 and u8, a 1x1
+    map, batch 2."""
+    rng = np.random.default_rng(4)
+    lo, hi = (-128, 128) if dtype == "int8" else (0, 256)
+    x = rng.integers(lo, hi, shape).astype(dtype)
+    inits = {"sa": np.array(0.05, "float32"), "za": np.array(-9 if dtype == "int8" else 120,
+                                                                dtype),
+             "sy": np.array(0.04, "float32"), "zy": np.array(3, dtype)}
+    node = helper.make_node("QLinearGlobalAveragePool", ["a", "sa", "za", "sy", "zy"], ["y"],
+                            domain=MS)
+    out_type = TP.INT8 if dtype == "int8" else TP.UINT8
+    _close(*_run([node], {"a": x}, inits, out_type))
+    text = str(from_onnx(_model([node], {"a": x}, inits, out_type))[0])
+    assert "sum(" in text and "mean(" not in text

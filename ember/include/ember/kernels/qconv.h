@@ -19,14 +19,17 @@
  * A work item is (image, group, block of at most EMBER_QCONV_PB output pixels, the blocks of
  * a map alike in size): its input window is
  * gathered once into a panel [k4][pixel][4] (u8) in which vectors run along pixels, and every
- * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows).
- * Depthwise convs (one input and one output channel per group) take a direct path instead
- * (qconv_dw.h): with AVX-512 (maps up to about 128x128), 16 channels in the lanes of each
- * vector; otherwise a channel at a time, its zero-point-padded plane split into stride phases
- * so that each tap is one offset into it and the channel one vector loop (at stride 1 with
- * symmetric width padding, no plane); taps two at a time as int16 pair products.
- * Items are split over TVMBackendParallelLaunch tasks when `parallel`. Returns 0, or -1 when a
- * workspace or the parallel launch fails.
+ * 4-channel block of the group reads it; the output is stored along pixels (NCHW rows; with
+ * AVX-512 VBMI four vectors of bytes to a store). Tasks (TVMBackendParallelLaunch, when
+ * `parallel`) share the (item, 4-channel block) units by pixel count.
+ * Depthwise convs (one input and one output channel per group) take a direct path instead:
+ * with AVX-512 VBMI, taps four at a time as u8 x s8 quads gathered by byte permutes from the
+ * NCHW rows (qconv_dwq.h); otherwise (qconv_dw.h) with AVX-512 (maps up to about 128x128), 16
+ * channels in the lanes of each vector, or a channel at a time, its zero-point-padded plane
+ * split into stride phases so that each tap is one offset into it and the channel one vector
+ * loop (at stride 1 with symmetric width padding, no plane); taps two at a time as int16 pair
+ * products; depthwise items (image, channel or block of 16 channels) split over the tasks.
+ * Returns 0, or -1 when a workspace or the parallel launch fails.
  */
 #ifndef EMBER_KERNELS_QCONV_H_
 #define EMBER_KERNELS_QCONV_H_
@@ -76,6 +79,7 @@ typedef struct {
   int64_t hp, wp; /* the interleaved plane's height and width (padding included) */
   int32_t direct; /* 1x1, stride 1, no padding: the plane is the panel */
   int32_t lanes;  /* a depthwise conv with channels in vector lanes (small maps) */
+  int32_t dwq;    /* a depthwise conv on u8 x s8 quads (qconv_dwq.h) */
   uint8_t flip, x_zp;
   int32_t has_w_zp, y_zp, y_lo, y_hi;
 } ember_qconv_args;
@@ -89,15 +93,82 @@ static inline int64_t ember_qconv_items(const ember_qconv_args* a) {
   return ember_qconv_depthwise(a) ? a->n * a->c : a->n * a->groups * a->pblocks;
 }
 
+#if defined(EMBER_Q_VBMI)
+/* ember_qconv_words for n > 0: 64 pixels at a time, the last 64 overlapping (under 64, one
+ * round of masked loads and stores), by byte permutes of 64-byte vectors (byte pairs of r0,
+ * r1 and of r2, r3, then their words): 8 permutes where the 16-byte interleaves took 32 (a
+ * tenth of a 1x1 conv over 32 channels). */
+static inline void ember_qconv_words64(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2,
+                                       const uint8_t* r3, uint32_t* dst, int64_t n,
+                                       uint32_t flip, uint32_t mask) {
+  const ember_qc64 iota = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                           16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+                           32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+                           48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
+  /* pairs: byte 2i + t is byte i of the first source (t = 0) or the second; words: byte
+   * 4j + t is byte 2j + t of the first pair vector (t < 2) or 2j + t - 2 of the second */
+  const ember_qc64 pairs = (iota >> 1) | ((iota & 1) << 6), words = ((iota >> 2) << 1) |
+                                                                    (iota & 1) | ((iota & 2) << 5);
+  const ember_qc64 vflip = (ember_qc64)ember_qset1((int32_t)flip);
+  const ember_qc64 vmask = (ember_qc64)ember_qset1((int32_t)mask);
+  const ember_qc64 zero = {0};
+  int64_t x = 0;
+  for (;;) {
+    /* a row under 64 pixels: masked loads and stores (nothing read or written past n) */
+    const unsigned long long m = n >= 64 ? ~0ull : (1ull << n) - 1;
+    ember_qc64 b0, b1, b2, b3, p01, p23, w[4];
+    int i;
+    if (x + 64 > n && n >= 64) x = n - 64;
+    b0 = EMBER_QLOADB_MASK(r0 + x, zero, m);
+    b1 = EMBER_QLOADB_MASK(r1 + x, zero, m);
+    b2 = EMBER_QLOADB_MASK(r2 + x, zero, m);
+    b3 = EMBER_QLOADB_MASK(r3 + x, zero, m);
+    p01 = EMBER_QPERM2B(b0, pairs, b1);
+    p23 = EMBER_QPERM2B(b2, pairs, b3);
+    w[0] = EMBER_QPERM2B(p01, words, p23);
+    w[1] = EMBER_QPERM2B(p01, words + 32, p23);
+    if (n <= 32) { /* a short row: its words in the first two vectors */
+      for (i = 0; i < 2; ++i) {
+        EMBER_QSTORE32_MASK(dst + 16 * i, (ember_qvi)((w[i] ^ vflip) & vmask),
+                            (unsigned short)(n >= 16 * i + 16 ? 0xFFFFu
+                                             : n <= 16 * i ? 0u : (1u << (n - 16 * i)) - 1u));
+      }
+      return;
+    }
+    p01 = EMBER_QPERM2B(b0, pairs + 32, b1);
+    p23 = EMBER_QPERM2B(b2, pairs + 32, b3);
+    w[2] = EMBER_QPERM2B(p01, words, p23);
+    w[3] = EMBER_QPERM2B(p01, words + 32, p23);
+    for (i = 0; i < 4; ++i) {
+      if (n >= 64) {
+        *(ember_qc64_u*)(dst + x + 16 * i) = (w[i] ^ vflip) & vmask;
+      } else if (n > 16 * i) {
+        EMBER_QSTORE32_MASK(dst + 16 * i, (ember_qvi)((w[i] ^ vflip) & vmask),
+                            (unsigned short)(n >= 16 * i + 16 ? 0xFFFFu
+                                                              : (1u << (n - 16 * i)) - 1u));
+      }
+    }
+    x += 64;
+    if (x >= n) return;
+  }
+}
+#endif
+
 /* dst[x] = the word of bytes r0[x], r1[x], r2[x], r3[x] (low first), ^ flip, & mask, for
- * x < n: 16 pixels at a time as two rounds of interleaves (bytes, then byte pairs). */
+ * x < n: 16 pixels at a time as two rounds of interleaves (bytes, then byte pairs), a tail
+ * of n >= 16 as the last 16 again (overlapping: a 28-pixel row's 12 in scalar code took a
+ * tenth of a 3x3/2 conv's time). */
 static inline void ember_qconv_words(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2,
                                      const uint8_t* r3, uint32_t* dst, int64_t n, uint32_t flip,
                                      uint32_t mask) {
   int64_t x = 0;
+#if defined(EMBER_Q_VBMI)
+  if (n > 0) ember_qconv_words64(r0, r1, r2, r3, dst, n, flip, mask);
+  return;
+#endif
 #if defined(EMBER_Q_VECTOR_EXT)
   const ember_qw4 zw = {0}, vflip = zw + flip, vmask = zw + mask;
-  for (; x + 16 <= n; x += 16) {
+  for (; x < n && n >= 16; x = x + 32 <= n ? x + 16 : x < n - 16 ? n - 16 : n) {
     ember_qb16 b0, b1, b2, b3, lo01, hi01, lo23, hi23;
     ember_qw4 w[4];
     int i;
@@ -125,12 +196,14 @@ static inline void ember_qconv_words(const uint8_t* r0, const uint8_t* r1, const
   }
 }
 
-/* The input of group g of image b as u32 words xq[cq][hp][wp], zero-point padded: word
- * (cq, y, x) holds input channels 4 cq .. 4 cq + 3 of the group at (y - ph, x - pw) in its
- * bytes (u8 view; zero bytes past the group's channels). Each input byte is combined once;
- * the panels then copy words. An unpadded plane (no padding, nothing cropped) is one run. */
+/* Rows [y0, y1) of the input of group g of image b as u32 words xq[cq][hp][wp], zero-point
+ * padded: word (cq, y, x) holds input channels 4 cq .. 4 cq + 3 of the group at (y - ph,
+ * x - pw) in its bytes (u8 view; zero bytes past the group's channels). Each input byte is
+ * combined once; the panels then copy words. An unpadded plane (no padding, nothing cropped)
+ * is one run. A task builds the rows its pixels read (both of two tasks built all of a
+ * 112x112 map's: a third of a 1x1 conv over 32 channels). */
 static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t g,
-                                   uint32_t* xq) {
+                                   int64_t y0, int64_t y1, uint32_t* xq) {
   const int64_t cq4 = (a->cg + 3) / 4;
   const int64_t cols = a->wd < a->wp - a->pw ? a->wd : a->wp - a->pw;
   const int flat = a->ph == 0 && a->pw == 0 && a->hp == a->h && a->wp == a->wd;
@@ -146,11 +219,12 @@ static void ember_qconv_interleave(const ember_qconv_args* a, int64_t b, int64_t
       planes[j] = a->x + (b * a->c + ci) * a->h * a->wd;
     }
     if (flat) {
-      ember_qconv_words(planes[0], planes[1], planes[2], planes[3], xq + cq * a->hp * a->wp,
-                        a->h * a->wd, flip, mask);
+      const int64_t off = y0 * a->wd;
+      ember_qconv_words(planes[0] + off, planes[1] + off, planes[2] + off, planes[3] + off,
+                        xq + cq * a->hp * a->wp + off, (y1 - y0) * a->wd, flip, mask);
       continue;
     }
-    for (y = 0; y < a->hp; ++y) {
+    for (y = y0; y < y1; ++y) {
       const int64_t sy = y - a->ph, off = sy * a->wd;
       uint32_t* dst = xq + (cq * a->hp + y) * a->wp;
       if (sy < 0 || sy >= a->h) {
@@ -207,7 +281,7 @@ static inline void ember_qconv_evens(const uint32_t* src, uint32_t* d, int64_t n
  * without divisions (five per quad, in int64, took a tenth of a 3x3/2 conv's time). */
 static void ember_qconv_gather(const ember_qconv_args* a, const uint32_t* xq, int64_t p0,
                                int64_t cnt, uint32_t* panel) {
-  const int64_t cq4 = (a->cg + 3) / 4, sw = a->sw;
+  const int64_t cq4 = (a->cg + 3) / 4, sw = a->sw, plane = a->hp * a->wp;
   const int64_t end = (cnt + EMBER_QL - 1) / EMBER_QL * EMBER_QL;
   int64_t run_src[EMBER_QCONV_PB], run_len[EMBER_QCONV_PB], runs = 0;
   int64_t ky, kx, cq, r, t, i;
@@ -221,23 +295,38 @@ static void ember_qconv_gather(const ember_qconv_args* a, const uint32_t* xq, in
     }
   }
   for (ky = 0; ky < a->kh; ++ky) {
-    for (kx = 0; kx < a->kw; ++kx) {
-      for (cq = 0; cq < cq4; ++cq, dst += EMBER_QCONV_PB) {
-        const uint32_t* base = xq + (cq * a->hp + ky * a->dh) * a->wp + kx * a->dw;
-        uint32_t* d = dst;
-        for (r = 0; r < runs; d += run_len[r], ++r) {
-          const uint32_t* src = base + run_src[r];
+    for (kx = 0; kx < a->kw; ++kx, dst += cq4 * EMBER_QCONV_PB) {
+      const uint32_t* base = xq + ky * a->dh * a->wp + kx * a->dw;
+      int64_t off = 0;
+      /* a run at a time over the channel quads (each quad's plane `plane` words on) */
+      for (r = 0; r < runs; off += run_len[r], ++r) {
+        const uint32_t* src = base + run_src[r];
+        uint32_t* d = dst + off;
+        const int64_t len = run_len[r];
+#if defined(EMBER_Q_VNNI)
+        if (len <= EMBER_QL && sw <= 2) { /* one vector a quad, its mask computed once */
+          const unsigned short m = (unsigned short)((1u << len) - 1u);
+          for (cq = 0; cq < cq4; ++cq, src += plane, d += EMBER_QCONV_PB) {
+            EMBER_QSTORE32_MASK(d, sw == 1 ? ember_qload(src) :
+                                   EMBER_QEVENS(ember_qload(src), ember_qload(src + EMBER_QL)), m);
+          }
+          continue;
+        }
+#endif
+        for (cq = 0; cq < cq4; ++cq, src += plane, d += EMBER_QCONV_PB) {
           if (sw == 1) {
-            ember_qconv_copy(src, d, run_len[r]);
+            ember_qconv_copy(src, d, len);
 #if defined(EMBER_Q_VNNI)
           } else if (sw == 2) {
-            ember_qconv_evens(src, d, run_len[r]);
+            ember_qconv_evens(src, d, len);
 #endif
           } else {
-            for (i = 0; i < run_len[r]; ++i) d[i] = src[i * sw];
+            for (i = 0; i < len; ++i) d[i] = src[i * sw];
           }
         }
-        for (t = cnt; t < end; ++t) dst[t] = 0;
+      }
+      for (cq = 0; cq < cq4; ++cq) {
+        for (t = cnt; t < end; ++t) dst[cq * EMBER_QCONV_PB + t] = 0;
       }
     }
   }
@@ -329,6 +418,30 @@ static inline __attribute__((always_inline)) void ember_qconv_out(
   for (r = 0; r < EMBER_QCONV_MR; ++r) {
     uint8_t* yrow = y + r * ystride;
     if (r >= rows) continue; /* not a loop bound: the loop stays unrolled */
+#if defined(EMBER_Q_VBMI)
+    { /* four vectors to a store (a masked one for the tile's last pixels) */
+      ember_qvi s[EMBER_QCONV_NB];
+      ember_qvf sc[EMBER_QCONV_NB];
+      int g;
+      EMBER_QCONV_UNROLL
+      for (v = 0; v < nb; ++v) {
+        s[v] = acc[r][v];
+        sc[v] = k->scale[r];
+        if (sums != NULL) s[v] -= ember_qload(sums + v * EMBER_QL) * k->w_zp[r];
+      }
+      EMBER_QCONV_UNROLL
+      for (g = 0; g < nb; g += 4) {
+        const int cnt = nb - g < 4 ? nb - g : 4;
+        const ember_qc64 b = ember_qrq_pack4(s + g, sc + g, rq, cnt);
+        if (left >= (g + cnt) * EMBER_QL) {
+          memcpy(yrow + g * EMBER_QL, &b, (size_t)(cnt * EMBER_QL)); /* a constant size */
+        } else if (left > g * EMBER_QL) {
+          ember_qstore64_part(yrow + g * EMBER_QL, b, left - g * EMBER_QL);
+        }
+      }
+    }
+    continue;
+#endif
     EMBER_QCONV_UNROLL
     for (v = 0; v < nb; ++v) {
       const int64_t n = left - v * EMBER_QL;
@@ -365,10 +478,11 @@ static inline __attribute__((always_inline)) void ember_qconv_tile_out(
   ember_qconv_tile_out(ap, rs, wt, k4n, (nb), yt, ystride, nrows, cnt - t0, &rk, st, &rq)
 #endif
 
-/* One (image, group, pixel block) item of the dense-channel path; xq is the group's
- * interleaved plane (ember_qconv_interleave). */
-static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint32_t* xq,
-                             uint32_t* panel, uint32_t* pairs, uint32_t* wpairs, int32_t* sums) {
+/* Output channel blocks [ob0, ob1) of one (image, group, pixel block) item of the
+ * dense-channel path; xq is the group's interleaved plane (ember_qconv_interleave). */
+static void ember_qconv_item(const ember_qconv_args* a, int64_t item, int64_t ob0, int64_t ob1,
+                             const uint32_t* xq, uint32_t* panel, uint32_t* pairs,
+                             uint32_t* wpairs, int32_t* sums) {
   const int64_t blk = item % a->pblocks, g = (item / a->pblocks) % a->groups;
   const int64_t b = item / (a->pblocks * a->groups);
   const int64_t p0 = blk * a->pb;
@@ -408,7 +522,7 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
   const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
   const int64_t k4n = a->k4, ystride = a->p;
 #endif
-  for (ob = 0; ob < a->ocb; ++ob) {
+  for (ob = ob0; ob < ob1; ++ob) {
     const int8_t* wk = a->w + (g * a->ocb + ob) * a->k4 * 16;
     const int64_t oc0 = g * a->og + ob * EMBER_QCONV_MR;
     const int nrows = (int)(a->og - ob * EMBER_QCONV_MR < EMBER_QCONV_MR
@@ -486,13 +600,16 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, const uint
   }
 }
 
+#include "ember/kernels/qconv_dwq.h"
 #include "ember/kernels/qconv_dw.h"
 
-/* Items [lo, hi) with this task's workspaces. */
+/* Work units [lo, hi) with this task's workspaces: depthwise, items (ember_qconv_items);
+ * otherwise (image, group, pixel block, output channel block), the blocks of channels
+ * innermost (a block's panel gathered once for its run of them). */
 static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) {
   uint64_t plane_bytes, panel_bytes, pair_bytes = 0, wpair_bytes = 0, sum_bytes;
   uint8_t* buf;
-  int64_t item, built = -1;
+  int64_t u, built = -1;
   if (lo >= hi) return 0;
   if (ember_qconv_depthwise(a)) return ember_qconv_dw_range(a, lo, hi);
   /* the plane, with a block of slack: a direct panel's last block reads past its end */
@@ -506,25 +623,62 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
   buf = (uint8_t*)TVMBackendAllocWorkspace(
       1, 0, plane_bytes + panel_bytes + pair_bytes + wpair_bytes + sum_bytes, 1, 32);
   if (buf == NULL) return -1;
-  for (item = lo; item < hi; ++item) {
+  for (u = lo; u < hi;) {
+    const int64_t item = u / a->ocb, ob0 = u % a->ocb;
+    const int64_t ob1 = hi - item * a->ocb < a->ocb ? hi - item * a->ocb : a->ocb;
     const int64_t bg = item / a->pblocks; /* image * groups + group */
-    if (bg != built) {
-      ember_qconv_interleave(a, bg / a->groups, bg % a->groups, (uint32_t*)buf);
+    if (bg != built) { /* the plane rows this range's pixels of bg read */
+      const int64_t per_bg = a->pblocks * a->ocb;
+      const int64_t last = (hi < (bg + 1) * per_bg ? hi : (bg + 1) * per_bg) - 1;
+      const int64_t p_lo = (u / a->ocb % a->pblocks) * a->pb;
+      const int64_t p_hi = (last / a->ocb % a->pblocks + 1) * a->pb;
+      const int64_t y0 = p_lo / a->ow * a->sh;
+      const int64_t oy1 = ((p_hi < a->p ? p_hi : a->p) - 1) / a->ow;
+      const int64_t y1 = oy1 * a->sh + (a->kh - 1) * a->dh + 1;
+      ember_qconv_interleave(a, bg / a->groups, bg % a->groups, y0, y1 < a->hp ? y1 : a->hp,
+                             (uint32_t*)buf);
       memset(buf + plane_bytes - EMBER_QCONV_PB * 4, 0, EMBER_QCONV_PB * 4);
       built = bg;
     }
-    ember_qconv_item(a, item, (const uint32_t*)buf, (uint32_t*)(buf + plane_bytes),
-                     (uint32_t*)(buf + plane_bytes + panel_bytes),
+    ember_qconv_item(a, item, ob0, ob1, (const uint32_t*)buf,
+                     (uint32_t*)(buf + plane_bytes), (uint32_t*)(buf + plane_bytes + panel_bytes),
                      (uint32_t*)(buf + plane_bytes + panel_bytes + pair_bytes),
                      (int32_t*)(buf + plane_bytes + panel_bytes + pair_bytes + wpair_bytes));
+    u = item * a->ocb + ob1;
   }
   return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
 }
 
+/* The work units of a call: depthwise, its items; otherwise pixel blocks x channel blocks. */
+static inline int64_t ember_qconv_units(const ember_qconv_args* a) {
+  return ember_qconv_depthwise(a) ? ember_qconv_items(a) : ember_qconv_items(a) * a->ocb;
+}
+
+/* The first unit of a dense conv's share `share` of `tasks`: the units split by their pixels
+ * (a block's channel blocks each weigh its pixel count), so that tasks get equal work
+ * whatever the blocks' sizes and however few (one block of a 7x7 map ran on one thread, the
+ * 80 + 80 + 36 pixels of a 14x14 map as 80 and 116). */
+static int64_t ember_qconv_split(const ember_qconv_args* a, int64_t share, int64_t tasks) {
+  const int64_t per_bg = a->p * a->ocb, bgs = a->n * a->groups;
+  const int64_t cost = bgs * per_bg * share / tasks;
+  const int64_t bg = cost / per_bg, rem = cost % per_bg;
+  int64_t blk = rem / (a->pb * a->ocb), cnt, ob;
+  if (share >= tasks) return ember_qconv_units(a);
+  blk = blk < a->pblocks - 1 ? blk : a->pblocks - 1;
+  cnt = a->p - blk * a->pb < a->pb ? a->p - blk * a->pb : a->pb;
+  ob = (rem - blk * a->pb * a->ocb + cnt - 1) / cnt; /* the first unit starting at or after */
+  return (bg * a->pblocks + blk) * a->ocb + ob;
+}
+
 static inline int ember_qconv_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
   const ember_qconv_args* a = (const ember_qconv_args*)cdata;
-  const int64_t items = ember_qconv_items(a), tasks = penv->num_task;
-  return ember_qconv_range(a, items * task_id / tasks, items * (task_id + 1) / tasks);
+  const int64_t tasks = penv->num_task;
+  if (ember_qconv_depthwise(a)) {
+    const int64_t items = ember_qconv_items(a);
+    return ember_qconv_range(a, items * task_id / tasks, items * (task_id + 1) / tasks);
+  }
+  return ember_qconv_range(a, ember_qconv_split(a, task_id, tasks),
+                           ember_qconv_split(a, task_id + 1, tasks));
 }
 
 /* See the top of this file. */
@@ -549,17 +703,24 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
              a.wp == wd && oh == h && ow == wd;
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
+  a.dwq = 0;
+#if defined(EMBER_QCONV_DWQ)
+  {
+    ember_qconv_dwq_geom geom;
+    a.dwq = ember_qconv_dwq_plan(&a, &geom);
+  }
+#endif
 #if defined(EMBER_Q_VNNI)
-  a.lanes = ember_qconv_depthwise(&a) &&
+  a.lanes = !a.dwq && ember_qconv_depthwise(&a) &&
             ember_qconv_dwl_hp(&a) * ember_qconv_dwl_wp(&a) <= EMBER_QCONV_LANES_MAX;
 #else
   a.lanes = 0;
 #endif
   if (n <= 0 || o <= 0 || oh <= 0 || ow <= 0) return 0;
-  if (parallel && ember_qconv_items(&a) > 1) {
+  if (parallel && ember_qconv_units(&a) > 1) {
     return TVMBackendParallelLaunch(ember_qconv_task, &a, 0) == 0 ? 0 : -1;
   }
-  return ember_qconv_range(&a, 0, ember_qconv_items(&a));
+  return ember_qconv_range(&a, 0, ember_qconv_units(&a));
 }
 #endif
 #endif /* EMBER_KERNEL_BODIES */

@@ -12,7 +12,8 @@
  * weights (w - w_zp lies in [-255, 255]: an int16), so no input sum is kept. Every product and
  * sum is exact in int32: results equal the unpaired ones bit for bit.
  *
- * Three paths, by map size and geometry:
+ * With AVX-512 VBMI the quads path (qconv_dwq.h) takes every conv it can (weights without a
+ * zero point, windows within 64 bytes); otherwise three paths, by map size and geometry:
  * - channels in lanes (AVX-512, padded planes of at most EMBER_QCONV_LANES_MAX pixels): an item is
  *   (image, block of 16 channels), the block gathered into a padded plane of pair words
  *   [hp][ww][16] (ember_qconv_dwl_item);
@@ -585,6 +586,9 @@ static int ember_qconv_dw_range(const ember_qconv_args* a, int64_t lo, int64_t h
   uint64_t plane_bytes, out_bytes;
   uint8_t* buf;
   int64_t item;
+#if defined(EMBER_QCONV_DWQ)
+  if (a->dwq) return ember_qconv_dwq_range(a, lo, hi);
+#endif
 #if defined(EMBER_Q_VNNI)
   if (a->lanes) {
     const int64_t taps = a->kh * a->kw;

@@ -207,6 +207,63 @@ static inline __attribute__((always_inline)) ember_qvub ember_qrq_bytes(ember_qv
   return __builtin_convertvector(EMBER_QCVT_RN(v) + rq->zp, ember_qvub); /* truncation */
 }
 
+#if defined(EMBER_Q_VNNI) && defined(__AVX512VBMI__)
+/* Byte permutes of 64-byte vectors (AVX-512 VBMI): vpermb (idx's low 6 bits pick a byte of
+ * v), vpermt2b (bit 6 picks v1 over v0); masked byte loads (masked-off bytes from src, never
+ * read: no fault) and stores; bytes of b where mask m is set, else of a (vpblendmb). */
+#define EMBER_Q_VBMI 1
+typedef char ember_qc64 __attribute__((vector_size(64)));
+typedef char ember_qc64_u __attribute__((vector_size(64), aligned(1), may_alias));
+typedef long long ember_qvl __attribute__((vector_size(64)));
+#if defined(__clang__)
+#define EMBER_QPERMB(v, idx) ((ember_qc64)__builtin_ia32_permvarqi512((v), (idx)))
+#define EMBER_QPERM2B(v0, idx, v1) ((ember_qc64)__builtin_ia32_vpermi2varqi512((v0), (idx), (v1)))
+#define EMBER_QLOADB_MASK(p, src, m) \
+  ((ember_qc64)__builtin_ia32_loaddquqi512_mask((const ember_qc64*)(p), (src), (m)))
+#define EMBER_QBLENDB(m, a, b) ((ember_qc64)__builtin_ia32_selectb_512((m), (b), (a)))
+#define EMBER_QHALVES(a, b) __builtin_shufflevector((a), (b), 0, 1, 2, 3, 8, 9, 10, 11)
+#define EMBER_QSTOREB_MASK(p, v, m) __builtin_ia32_storedquqi512_mask((ember_qc64*)(p), (v), (m))
+#else
+#define EMBER_QPERMB(v, idx) \
+  ((ember_qc64)__builtin_ia32_permvarqi512_mask((v), (idx), (v), (unsigned long long)-1))
+#define EMBER_QPERM2B(v0, idx, v1) \
+  ((ember_qc64)__builtin_ia32_vpermt2varqi512_mask((idx), (v0), (v1), (unsigned long long)-1))
+#define EMBER_QLOADB_MASK(p, src, m) \
+  ((ember_qc64)__builtin_ia32_loaddquqi512_mask((const char*)(p), (src), (m)))
+#define EMBER_QBLENDB(m, a, b) ((ember_qc64)__builtin_ia32_blendmb_512_mask((a), (b), (m)))
+#define EMBER_QHALVES(a, b) __builtin_shuffle((a), (b), (ember_qvl){0, 1, 2, 3, 8, 9, 10, 11})
+#define EMBER_QSTOREB_MASK(p, v, m) __builtin_ia32_storedquqi512_mask((char*)(p), (v), (m))
+#endif
+
+/* The requantized lanes of n vectors acc (1 to 4; ember_qrq_bytes) as bytes, in order, in
+ * the first 16 n bytes: the lanes' low bytes gathered by byte permutes, two vectors each (a
+ * vpmovdb per vector, two uops, and its store took a fifth of a 1x1 conv's time over 16
+ * input channels). */
+static inline __attribute__((always_inline)) ember_qc64 ember_qrq_pack4(
+    const ember_qvi* acc, const ember_qvf* scale, const ember_qrq* rq, const int n) {
+  const ember_qc64 low = {0,  4,  8,  12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60,
+                          64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124};
+  ember_qvi q[4] = {{0}, {0}, {0}, {0}};
+  int v;
+  for (v = 0; v < n; ++v) {
+    const ember_qvf f = __builtin_convertvector(acc[v], ember_qvf) * scale[v];
+    q[v] = EMBER_QCVT_RN(EMBER_QMIN(rq->hi, EMBER_QMAX(rq->lo, f))) + rq->zp;
+  }
+  if (n <= 2) return EMBER_QPERM2B((ember_qc64)q[0], low, (ember_qc64)q[1]);
+  /* both pairs' first 32 bytes (vinserti64x4) */
+  return (ember_qc64)EMBER_QHALVES((ember_qvl)EMBER_QPERM2B((ember_qc64)q[0], low,
+                                                            (ember_qc64)q[1]),
+                                   (ember_qvl)EMBER_QPERM2B((ember_qc64)q[2], low,
+                                                            (ember_qc64)q[3]));
+}
+
+/* The first n bytes of b stored to y (n <= 64; one masked store). */
+static inline __attribute__((always_inline)) void ember_qstore64_part(uint8_t* y, ember_qc64 b,
+                                                                      int64_t n) {
+  EMBER_QSTOREB_MASK(y, b, n >= 64 ? ~0ull : (1ull << n) - 1);
+}
+#endif
+
 /* The first n < EMBER_QL bytes of q stored to y: one masked store with AVX-512 (a byte loop
  * there, inlined into unrolled tiles, drew GCC 12's false -Wstringop-overread). */
 static inline __attribute__((always_inline)) void ember_qstore_part(uint8_t* y, ember_qvub q,

@@ -472,6 +472,22 @@ def _global_average(node: Node, x: RelayExpr) -> RelayExpr:
     return _op.mean(x, axis=list(range(2, node.ndim(0))), keepdims=True)
 
 
+def qlinear_global_average(node: Node) -> RelayExpr:
+    """The mean over space as onnxruntime takes it: the int32 sum of the values less their
+    zero point (exact), times x_scale / size, then quantized. A float mean of the dequantized
+    values took 5x onnxruntime's time in mobilenet_v2 (1280 means of 49 values: 19 us, now
+    5 us). Spatial sizes unknown: that float mean."""
+    spatial = node.type(0).shape[2:]
+    if not all(isinstance(d, int) for d in spatial):
+        return qlinear_unary(_global_average)(node)
+    _channels_first(node)
+    size = int(np.prod(spatial, dtype=np.int64))
+    total = _op.sum(_shifted(node, 0, 2, "X"), axis=list(range(2, node.ndim(0))),
+                    keepdims=True)
+    scale = _op.divide(_scalar_param(node, 1, "X's scale", F32), scalar(float(size), F32))
+    return _quant_out(node, _op.multiply(_op.cast(total, F32), scale), 3, 4, 0)
+
+
 def _average_pool(node: Node, x: RelayExpr) -> RelayExpr:
     from .ops_conv import _pool
 
@@ -558,7 +574,7 @@ def contrib_table() -> dict[str, Any]:
         "QLinearAveragePool": _e(qlinear_unary(_average_pool), note.format("average pool "
                                                                           "(NCHW)")),
         "QLinearConcat": _e(qlinear_concat, note.format("concatenated")),
-        "QLinearGlobalAveragePool": _e(qlinear_unary(_global_average),
+        "QLinearGlobalAveragePool": _e(qlinear_global_average,
                                        note.format("mean over space (NCHW)")),
         "QLinearLeakyRelu": _e(qlinear_unary(_leaky_relu), note.format("leaky relu")),
         "QLinearMul": _e(qlinear_binary(_op.multiply), note.format("multiplied")),
