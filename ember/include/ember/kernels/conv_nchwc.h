@@ -116,9 +116,10 @@ static inline int32_t ember_conv_epi_case(const ember_conv_p* p) {
  * runs with the stores (a later pass over each strip would read it back from memory).
  * Streamed, the 1x1 16->256 conv + add of a text detector's FPN at 160x160 (26 MB out, as
  * much residual in) ran in 1.1 ms instead of 2.4 ms on a Zen 5 core: plain stores read
- * every output line from memory before writing it. The register tiles stream in line for
- * no activation (ember_conv_epi_case; the planner asks for no other), the general epilogue
- * (ember_conv_store_general) streams the rest. */
+ * every output line from memory before writing it. The 1x1 tiles stream a residual add
+ * with no activation in line (ember_conv_epi_case's 33: what the planner asks for); the
+ * other tiles store that case, and the rare epilogues, through ember_conv_store_general,
+ * which streams too; the other common epilogues (relu, clip) keep plain stores. */
 static inline int32_t ember_conv_stream_flags(int32_t flags, int32_t act, const float* out,
                                               int32_t lanes) {
   const int keep = act < EMBER_CONV_ACT_SIGMOID &&
