@@ -237,10 +237,12 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
   }
 
 /* EMBER_CONV_STORE_TILE's case of streamed stores of a residual add (ember_conv_epi_case's
- * 33) where STREAMS is 1 (the 1x1 tiles, whose convs wait on memory); elsewhere the general
- * store streams them. */
-#define EMBER_CONV_STREAM_CASE_1(RW, RB) \
-  case 33: EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0, 0, 1) break;
+ * 33) where STREAMS is 1 (the 1x1 tiles, whose convs wait on memory), the residual of a
+ * later tile prefetched first; elsewhere the general store streams them. */
+#define EMBER_CONV_STREAM_CASE_1(RW, RB)                                                       \
+  case 33:                                                                                     \
+    EMBER_FN(ember_conv_res_prefetch)(p, o, RW, RB);                                           \
+    EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0, 0, 1) break;
 #define EMBER_CONV_STREAM_CASE_0(RW, RB)
 
 /* The stores of EMBER_CONV_STORE_TILE for one epilogue, its choices constants: the residual
@@ -348,10 +350,11 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
 
 /* Prefetch into L1 the residual of the 1x1 tile EMBER_RES_AHEAD tiles after the one at
  * output offset o (rw columns x rb blocks; past the row's end it reads nothing the kernel
- * needs, and a prefetch never faults). A 1x1 tile has few FMAs (384 with 16 input channels)
- * to hide the residual's loads behind, and its stores come right after them: the FPN's
- * 16->256 1x1 + add at 160x160 waited on them (2.4 -> 1.9 ms with plain stores, 2.2 ->
- * 1.1 ms streamed: the residual is then the only stream in from memory). */
+ * needs, and a prefetch never faults), for the streamed stores of an add (epilogue case 33).
+ * A 1x1 tile has few FMAs (384 with 16 input channels) to hide the residual's loads behind,
+ * and its stores come right after them: the FPN's 16->256 1x1 + add at 160x160 streamed ran
+ * in 2.2 ms without, 1.1 ms with (the residual is then the only stream in from memory).
+ * Not for a residual in the caches: 32->64 at 56x56 + add 7% slower with it. */
 #ifndef EMBER_RES_AHEAD
 #define EMBER_RES_AHEAD 4
 #endif
@@ -410,7 +413,6 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
         const float* base = p->in + (row + (ptrdiff_t)(ix0_first + tile * RW * p->sw) * cb);  \
         EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                  \
           EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);              \
-        if (p->flags & EMBER_EPI_RESIDUAL) EMBER_FN(ember_conv_res_prefetch)(p, o, RW, RB);    \
         if (EMBER_HALF_CB_1X1 && cb != L) {                                                    \
           EMBER_TILE_1X1_CB(RW, RB, base, 1, EMBER_L / 2)                                      \
         } else if (p->sw == 1) {                                                               \
