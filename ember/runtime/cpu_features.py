@@ -54,6 +54,47 @@ def host_features() -> frozenset[str]:
     return frozenset({"asimd"}) if machine in ("arm64", "aarch64") else frozenset()
 
 
+_CACHE_SYSFS = "/sys/devices/system/cpu/cpu0/cache"
+_SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_cache_size(text: str) -> int | None:
+    """Bytes of a sysfs cache ``size`` (``"1024K"``, ``"32M"``, ``"512"``); None if unreadable."""
+    text = text.strip().upper()
+    unit = _SIZE_UNITS.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in _SIZE_UNITS else text
+    return int(digits) * unit if digits.isdigit() and int(digits) > 0 else None
+
+
+@functools.cache
+def host_cache_bytes(root: str = _CACHE_SYSFS) -> dict[int, int]:
+    """The host's data caches as ``{level: bytes}`` (level 1's data cache, level 2, level 3:
+    one instance each, as sysfs lists them for CPU 0); empty where sysfs does not say (then
+    the kernels' planners keep their defaults). A heuristic's input only: a library built here
+    for another machine still runs there."""
+    sizes: dict[int, int] = {}
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return sizes
+    for entry in entries:
+        if not entry.startswith("index"):
+            continue
+        fields = {}
+        for name in ("level", "type", "size"):
+            try:
+                with open(os.path.join(root, entry, name)) as f:
+                    fields[name] = f.read().strip()
+            except OSError:
+                break
+        size = parse_cache_size(fields.get("size", ""))
+        if (size is None or not fields.get("level", "").isdigit()
+                or fields.get("type") not in ("Data", "Unified")):
+            continue
+        sizes[int(fields["level"])] = max(size, sizes.get(int(fields["level"]), 0))
+    return sizes
+
+
 @functools.cache
 def host_cpu_name() -> str:
     """The host CPU's model name (``model name`` of ``/proc/cpuinfo``; on ARM the implementer

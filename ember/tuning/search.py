@@ -144,7 +144,16 @@ def _conv_axes(geo: conv_kernel.ConvGeometry, level: Any, threads: int
     widths = {1: (12, 8, 4, 2, 1), 2: (12, 8, 6, 4, 2, 1) if wide else (6, 4, 2, 1),
               4: conv_kernel.QUAD_WIDTHS}
     rbs = [rb for rb in (1, 2, 4) if rb <= blocks and (rb < 4 or wide)]
-    yield [{"rb": rb, "rw": rw} for rb in rbs for rw in widths[rb] if rw <= max(geo.ow, 1)]
+    tiles = [{"rb": rb, "rw": rw} for rb in rbs for rw in widths[rb] if rw <= max(geo.ow, 1)]
+    if wide and conv_kernel.takes_pairs(geo):
+        # AVX-512's pair tiles (an even rb: rb / 2 pairs of 8-lane blocks per group, up to
+        # 4, each count with its own width; a group may end past an odd count of blocks,
+        # as the cost model's 6 for 5): every group size, not only the 2 and 4 above
+        pairs = -(-blocks // 2)
+        tiles = [t for t in tiles if t["rb"] == 1] + [
+            {"rb": 2 * per, "rw": conv_kernel.PAIR_WIDTHS[per]}
+            for per in range(1, min(pairs, conv_kernel.PAIR_MAX_BLOCKS // 2) + 1)]
+    yield tiles
     yield [{"order": 0}, {"order": 1}]
     yield from _split_axes(geo, threads)
 

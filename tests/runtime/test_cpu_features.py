@@ -189,3 +189,21 @@ def test_tar_export_carries_the_record(tmp_path):
         ember.runtime.load_module(str(tmp_path / "m.tar"))
     relay.build(small_module(), "llvm").export_library(tmp_path / "host.tar")
     assert ember.runtime.load_module(str(tmp_path / "host.tar")) is not None
+
+
+def test_cache_sizes_from_sysfs(tmp_path):
+    # the data and unified caches by level (the largest instance of a level), sizes as sysfs
+    # writes them; instruction caches, unreadable entries and odd sizes are left out
+    for i, (level, kind, size) in enumerate([("1", "Data", "48K"), ("1", "Instruction", "32K"),
+                                             ("2", "Unified", "1024K"), ("3", "Unified", "32M"),
+                                             ("4", "Unified", "lots")]):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        for name, text in (("level", level), ("type", kind), ("size", size)):
+            (d / name).write_text(text + "\n")
+    (tmp_path / "index9").mkdir()  # no files: skipped
+    sizes = cpu_features.host_cache_bytes(str(tmp_path))
+    assert sizes == {1: 48 << 10, 2: 1 << 20, 3: 32 << 20}
+    assert cpu_features.host_cache_bytes(str(tmp_path / "missing")) == {}
+    assert [cpu_features.parse_cache_size(t) for t in ("512", "2M", "0K", "K", "")] == [
+        512, 2 << 20, None, None, None]

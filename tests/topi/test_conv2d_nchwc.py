@@ -116,12 +116,22 @@ def _epilogue(y: np.ndarray, act: str, clip: tuple, res: np.ndarray | None,
     return f(y + res) if after else f(y) + res
 
 
+def _aligned_nans(shape: tuple, offset: int = 0) -> np.ndarray:
+    """A float32 array of NaNs starting ``offset`` floats past a 64-byte boundary."""
+    size = int(np.prod(shape))
+    buf = np.full(size + 16 + offset, np.nan, "float32")
+    start = (-buf.ctypes.data % 64) // 4 + offset
+    return buf[start:start + size].reshape(shape)
+
+
 def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (3, 3),
              s: tuple = (1, 1), pads: tuple = (1, 1, 1, 1), d: tuple = (1, 1), groups: int = 1,
              lanes: int = 8, in_block: int | None = None, act: str = "relu",
              residual: bool = False, after: bool = True, n: int = 1, tiles: tuple | None = None,
-             tasks: int = 1, seed: int = 0) -> None:
-    """One convolution through the harness, checked against numpy."""
+             tasks: int = 1, seed: int = 0, stream: bool = False, misalign: bool = False) -> None:
+    """One convolution through the harness, checked against numpy; ``stream`` adds the
+    STREAM epilogue flag (non-temporal stores: the output is then aligned to 64 bytes, or
+    ``misalign``-ed by one float, where the kernel must drop the flag)."""
     rng = np.random.default_rng(seed)
     depthwise = groups > 1 and groups == ic == oc
     cb = lanes if depthwise else (in_block or lanes)
@@ -136,9 +146,10 @@ def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (
     oh, ow = ref.shape[2:]
     xb = K.to_blocked(x, cb) if cb > 1 else x.reshape(n, ic, h, w, 1)
     wp = K.pack_weight(wt, lanes, 1 if depthwise else cb)
-    out = np.full((n, oc // lanes, oh, ow, lanes), np.nan, "float32")
+    out = _aligned_nans((n, oc // lanes, oh, ow, lanes), 1 if misalign else 0)
     resb = K.to_blocked(res, lanes) if res is not None else out
     flags = (K.RESIDUAL | (K.ACT_AFTER_ADD if after else 0)) if residual else 0
+    flags |= K.STREAM if stream else 0
     geo = K.ConvGeometry(n, ic, h, w, oc, oh, ow, *k, s, pads, d, groups, lanes, cb)
     lib.harness_set_tasks(tasks)
     if depthwise:
@@ -402,6 +413,27 @@ EDGE_CASES = {
                                    "tiles": (6, 8, 1, 1)},
     "1x1_half_blocks_24_to_48": {"ic": 24, "oc": 48, "h": 7, "w": 9, "k": (1, 1),
                                  "pads": (0,) * 4, "in_block": 8, "act": "relu"},
+    # the STREAM flag (non-temporal stores): the 1x1 tiles' own case for an add with no
+    # activation (odd blocks: quads, pairs and singles; batch and tasks), the general store
+    # elsewhere (a 3x3, an activation, the partial sums of chunked passes), and ignored where
+    # the output is not aligned to whole vectors or the kernel is a depthwise one
+    "stream_1x1_residual": {"ic": 32, "oc": 112, "h": 3, "w": 37, "k": (1, 1), "pads": (0,) * 4,
+                            "act": "none", "residual": True, "stream": True, "n": 2,
+                            "tasks": 3},
+    "stream_1x1_residual_rows": {"ic": 16, "oc": 48, "h": 5, "w": 13, "k": (1, 1),
+                                 "pads": (0,) * 4, "act": "none", "residual": True,
+                                 "after": False, "stream": True, "tiles": (2, 12, 5, 0)},
+    "stream_3x3_residual": {"ic": 16, "oc": 48, "h": 6, "w": 9, "act": "none",
+                            "residual": True, "stream": True},
+    "stream_1x1_hardswish": {"ic": 16, "oc": 32, "h": 4, "w": 10, "k": (1, 1),
+                             "pads": (0,) * 4, "act": "hardswish", "residual": True,
+                             "stream": True},
+    "stream_chunked_residual": {"ic": 256, "oc": 48, "h": 5, "w": 31, "act": "none",
+                                "residual": True, "stream": True, "tiles": (2, 6, 16, 1)},
+    "stream_misaligned": {"ic": 16, "oc": 32, "h": 3, "w": 11, "k": (1, 1), "pads": (0,) * 4,
+                          "act": "none", "residual": True, "stream": True, "misalign": True},
+    "stream_depthwise_ignored": {"ic": 32, "oc": 32, "h": 7, "w": 9, "groups": 32,
+                                 "act": "none", "residual": True, "stream": True},
     "1x1_half_blocks_silu_tasks": {"ic": 40, "oc": 32, "h": 1, "w": 37, "k": (1, 1),
                                    "pads": (0,) * 4, "in_block": 8, "n": 2, "tasks": 2,
                                    "act": "silu", "residual": True, "tiles": (2, 12, 13, 1)},
@@ -444,7 +476,9 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "depthwise_stride2_same_upper",
                                   "depthwise_5x5_stride2_asymmetric",
                                   "1x1_pairs_40_odd_map_residual",
-                                  "1x1_pairs_72_two_groups_tasks", "1x1_half_blocks_24_to_48"])
+                                  "1x1_pairs_72_two_groups_tasks", "1x1_half_blocks_24_to_48",
+                                  "stream_1x1_residual", "stream_3x3_residual",
+                                  "stream_misaligned"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level, lanes=lanes), lanes=lanes, **EDGE_CASES[case])
@@ -464,6 +498,20 @@ def test_workspace_kernels_run_without_one_and_free_theirs(harness_libs, cases, 
         lib.harness_set_workspace(1)
     run_case(lib, **EDGE_CASES[then])
     assert lib.harness_live_workspace() == 0  # every workspace buffer was freed
+
+
+def test_planner_streams_only_1x1_adds_whose_output_outgrows_the_last_cache():
+    # the text detector's FPN 1x1 16->256 + add at 160x160: 26 MB out and 26 MB in
+    fpn = K.ConvGeometry(1, 16, 160, 160, 256, 160, 160, 1, 1, (1, 1), (0,) * 4, (1, 1), 1,
+                         16, 16)
+    zen5 = {1: 48 << 10, 2: 1 << 20, 3: 32 << 20}
+    assert K.streams_output(fpn, True, "none", zen5)
+    assert not K.streams_output(fpn, True, "none", {1: 48 << 10, 2: 2 << 20, 3: 105 << 20})
+    assert not K.streams_output(fpn, True, "none", {})  # cache sizes unknown: never
+    assert not K.streams_output(fpn, False, "none", zen5)  # no residual to stream past
+    assert not K.streams_output(fpn, True, "relu", zen5)  # only the add without activation
+    assert not K.streams_output(replace(fpn, kh=3, kw=3, padding=(1,) * 4), True, "none", zen5)
+    assert not K.streams_output(replace(fpn, h=80, w=80, oh=80, ow=80), True, "none", zen5)
 
 
 def test_cost_model_puts_blocks_outermost_for_late_resnet_convs():

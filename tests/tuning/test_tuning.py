@@ -109,6 +109,23 @@ def _scripted(harness: Harness, cost: Any, wrong: Any) -> _Scripted:
     return _Scripted(base.query, harness, base.entry, base.arrays, base.sizes, cost, wrong)
 
 
+def test_conv_search_tries_every_pair_group_on_avx512() -> None:
+    from ember.target.simd import LEVELS
+
+    # a 1x1 96->40 projection to 8-lane blocks (5 blocks): the pair tiles' groups of 1, 2
+    # and 3 pairs (the cost model's is 3: rb 6), each at its width, and the 8-lane singles
+    geo = K.ConvGeometry(1, 96, 1, 3136, 40, 1, 3136, 1, 1, (1, 1), (0,) * 4, (1, 1), 1, 8, 16)
+    tiles = next(search.axes("conv2d_nchwc", K.conv_key(geo), LEVELS["avx512"], 2))
+    assert [(t["rb"], t["rw"]) for t in tiles if t["rb"] > 1] == [(2, 12), (4, 12), (6, 8)]
+    assert {t["rb"] for t in tiles} == {1, 2, 4, 6}
+    model = K.conv_tiles(geo, LEVELS["avx512"])
+    assert {"rb": model.rb, "rw": model.rw} in tiles
+    assert all(K.check_conv_tiles(dataclasses.replace(model, **t), geo) is None for t in tiles)
+    # AVX2 has no pair tiles: rb 1 and 2 in the 8-lane tiles
+    avx2 = next(search.axes("conv2d_nchwc", K.conv_key(geo), LEVELS["avx2"], 2))
+    assert {t["rb"] for t in avx2} == {1, 2}
+
+
 def test_search_never_keeps_a_candidate_with_another_output(harness: Harness) -> None:
     # The wrong candidates are the fastest: a search that skipped the check would pick one.
     work = _scripted(harness, cost=lambda t: 1e-3 if t.rw == 2 else 2e-3,

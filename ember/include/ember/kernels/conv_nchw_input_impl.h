@@ -275,7 +275,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchw_input)(EMBER_CONV2D_NCHW_INPUT_P
   p.n = n; p.icb = ic; p.icb_g = ic; p.cb = 1; p.h = h; p.w = wd;
   p.ocb = ocb; p.ocb_g = ocb; p.oh = oh; p.ow = ow;
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
-  p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
+  p.act = act; p.flags = flags & ~EMBER_EPI_STREAM; p.lo = lo; p.hi = hi;
   p.rb = blocks > 0 && blocks < ocb ? blocks : (ocb > 0 ? ocb : 1); /* blocks per item */
   p.rw = rw; p.strip = rows > 0 ? rows : 1; p.order = 0; p.depthwise = 0;
   p.groups = 1;

@@ -121,7 +121,7 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
     }                                                                                          \
     {                                                                                          \
       const size_t o = o_blocks + (size_t)f0 * L; /* positions f0.. are consecutive vectors */ \
-      EMBER_CONV_STORE_TILE(RW, RB)                                                            \
+      EMBER_CONV_STORE_TILE(RW, RB, 0)                                                         \
     }                                                                                          \
   }
 

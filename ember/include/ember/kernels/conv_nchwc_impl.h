@@ -166,7 +166,11 @@ static inline void EMBER_FN(ember_conv_store_with)(int32_t act, int32_t flags, f
   } else if (act && act < EMBER_CONV_ACT_SIGMOID) { /* a late one: no switch per vector */
     EMBER_FN(ember_conv_act)(v, act, lo, hi);
   }
-  EMBER_VSTORE(EMBER_L, out, *v);
+  if (flags & EMBER_EPI_STREAM) {
+    EMBER_VSTREAM(EMBER_L, out, *v);
+  } else {
+    EMBER_VSTORE(EMBER_L, out, *v);
+  }
 }
 
 static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, float* out,
@@ -204,23 +208,24 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
  * line. The epilogue's fields are read into locals once: read through p, they were reloaded
  * after every store (a float store may alias *p), which cost as much as the FMAs of a 1x1
  * conv with 16 input channels (16->64 at 112x112: 1.6x onnxruntime's time). */
-#define EMBER_CONV_STORE_TILE(RW, RB)                                                          \
+#define EMBER_CONV_STORE_TILE(RW, RB, STREAMS)                                                 \
   {                                                                                            \
     float* const out_ = p->out + o;                                                            \
     const float* const res_ = p->res + o;                                                      \
     const EV vlo_ = EMBER_VSPLAT(EMBER_L, (p->epi >> 1 & 3) == 2 ? p->lo : 0.0f);            \
     const EV vhi_ = EMBER_VSPLAT(EMBER_L, p->hi);                                              \
     switch (p->epi) {                                                                          \
-      case 0: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0, 0) break;                                  \
-      case 1: EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0, 0) break;                                  \
-      case 2: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0, 0) break;                                  \
-      case 3: EMBER_CONV_STORE_RUN(RW, RB, 1, 1, 0, 0) break;                                  \
-      case 4: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 0, 0) break;                                  \
-      case 5: EMBER_CONV_STORE_RUN(RW, RB, 1, 2, 0, 0) break;                                  \
-      case 10: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 1, 0) break;                                 \
-      case 12: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 1, 0) break; /* clip, then the add */        \
-      case 16: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0, 1) break; /* a pass's partial sums */     \
-      case 18: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0, 1) break;                                 \
+      case 0: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0, 0, 0) break;                               \
+      case 1: EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0, 0, 0) break;                               \
+      case 2: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0, 0, 0) break;                               \
+      case 3: EMBER_CONV_STORE_RUN(RW, RB, 1, 1, 0, 0, 0) break;                               \
+      case 4: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 0, 0, 0) break;                               \
+      case 5: EMBER_CONV_STORE_RUN(RW, RB, 1, 2, 0, 0, 0) break;                               \
+      case 10: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 1, 0, 0) break;                              \
+      case 12: EMBER_CONV_STORE_RUN(RW, RB, 0, 2, 1, 0, 0) break; /* clip, then the add */     \
+      case 16: EMBER_CONV_STORE_RUN(RW, RB, 0, 0, 0, 1, 0) break; /* a pass's partial sums */  \
+      case 18: EMBER_CONV_STORE_RUN(RW, RB, 0, 1, 0, 1, 0) break;                              \
+      EMBER_CAT(EMBER_CONV_STREAM_CASE_, STREAMS)(RW, RB)                                      \
       default: {                                                                               \
         EV spill_[RW * RB]; /* a copy: acc, its address taken, would leave the registers */  \
         EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                  \
@@ -231,11 +236,20 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
     }                                                                                          \
   }
 
+/* EMBER_CONV_STORE_TILE's case of streamed stores of a residual add (ember_conv_epi_case's
+ * 33) where STREAMS is 1 (the 1x1 tiles, whose convs wait on memory), the residual of a
+ * later tile prefetched first; elsewhere the general store streams them. */
+#define EMBER_CONV_STREAM_CASE_1(RW, RB)                                                       \
+  case 33:                                                                                     \
+    EMBER_FN(ember_conv_res_prefetch)(p, o, RW, RB);                                           \
+    EMBER_CONV_STORE_RUN(RW, RB, 1, 0, 0, 0, 1) break;
+#define EMBER_CONV_STREAM_CASE_0(RW, RB)
+
 /* The stores of EMBER_CONV_STORE_TILE for one epilogue, its choices constants: the residual
  * added first (FIRST) or last (LAST), CLAMP 1 (relu: max with 0) or 2 (clip: max lo, min
  * hi) or 0, ACC 1 to add the partial sums in the output (a later pass over input blocks)
- * instead of the bias. */
-#define EMBER_CONV_STORE_RUN(RW, RB, FIRST, CLAMP, LAST, ACC)                                  \
+ * instead of the bias, STREAM 1 for non-temporal stores (EMBER_EPI_STREAM). */
+#define EMBER_CONV_STORE_RUN(RW, RB, FIRST, CLAMP, LAST, ACC, STREAM)                          \
   EMBER_KUNROLL for (r = 0; r < RB; ++r) {                                                     \
     EV bv = ACC ? EMBER_VZERO(EMBER_L) : EMBER_VLOAD(EMBER_L, bias + r * L);                   \
     EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
@@ -245,7 +259,11 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
       if (CLAMP) v = EMBER_VMAX(EMBER_L, v, vlo_);                                             \
       if (CLAMP == 2) v = EMBER_VMIN(EMBER_L, v, vhi_);                                        \
       if (LAST) v += EMBER_VLOAD(EMBER_L, res_ + at);                                          \
-      EMBER_VSTORE(EMBER_L, out_ + at, v);                                                     \
+      if (STREAM) {                                                                            \
+        EMBER_VSTREAM(EMBER_L, out_ + at, v);                                                  \
+      } else {                                                                                 \
+        EMBER_VSTORE(EMBER_L, out_ + at, v);                                                   \
+      }                                                                                        \
     }                                                                                          \
   }
 
@@ -330,6 +348,25 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
  * 1.07x and 1.10x onnxruntime's time, with the layout transforms around them). */
 #define EMBER_HALF_CB_1X1 (EMBER_L == 16)
 
+/* Prefetch into L1 the residual of the 1x1 tile EMBER_RES_AHEAD tiles after the one at
+ * output offset o (rw columns x rb blocks; past the row's end it reads nothing the kernel
+ * needs, and a prefetch never faults), for the streamed stores of an add (epilogue case 33).
+ * A 1x1 tile has few FMAs (384 with 16 input channels) to hide the residual's loads behind,
+ * and its stores come right after them: the FPN's 16->256 1x1 + add at 160x160 streamed ran
+ * in 2.2 ms without, 1.1 ms with (the residual is then the only stream in from memory).
+ * Not for a residual in the caches: 32->64 at 56x56 + add 7% slower with it. */
+#ifndef EMBER_RES_AHEAD
+#define EMBER_RES_AHEAD 4
+#endif
+static inline void EMBER_FN(ember_conv_res_prefetch)(const ember_conv_p* p, size_t o,
+                                                    int32_t rw, int32_t rb) {
+  const size_t oob = (size_t)p->oh * p->ow * EMBER_L, ahead = (size_t)EMBER_RES_AHEAD * rw;
+  const float* res = p->res + o + ahead * EMBER_L;
+  int32_t r, j;
+  for (r = 0; r < rb; ++r)
+    for (j = 0; j < rw * EMBER_L; j += 16) EMBER_PREFETCH_L1(res + r * oob + j);
+}
+
 /* Whether an interior tile of output row [ky0, ky1) takes the 1x1 path (several tiles per
  * call, see EMBER_CONV_TILE): 1x1 at stride 1 or 2, a channel-blocked input, a row inside
  * the image. */
@@ -383,7 +420,7 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
         } else {                                                                               \
           EMBER_TILE_1X1_BLOCKS(RW, RB, base, 2)                                               \
         }                                                                                      \
-        EMBER_CONV_STORE_TILE(RW, RB)                                                          \
+        EMBER_CONV_STORE_TILE(RW, RB, 1)                                                       \
       }                                                                                        \
       return;                                                                                  \
     }                                                                                          \
@@ -430,7 +467,7 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
         }                                                                                      \
       }                                                                                        \
     }                                                                                          \
-    EMBER_CONV_STORE_TILE(RW, RB)                                                              \
+    EMBER_CONV_STORE_TILE(RW, RB, 0)                                                           \
     }                                                                                          \
   }
 
@@ -1101,6 +1138,7 @@ EMBER_KFN int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
   const int by_place = n > 1 && !EMBER_FN(ember_conv_flat)(&q) &&
                        ember_conv_cuts_by_place(&q, EMBER_L);
   ember_conv_task_run(&q, task_id, n, by_place, EMBER_FN(ember_conv_range));
+  if (q.flags & EMBER_EPI_STREAM) EMBER_STREAM_FENCE(); /* before the launch's barrier */
   return 0;
 }
 
@@ -1126,11 +1164,13 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
   p.n = n; p.icb = icb; p.icb_g = icb / groups; p.cb = cb; p.h = h; p.w = wd;
   p.ocb = ocb; p.ocb_g = ocb / groups; p.oh = oh; p.ow = ow;
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
-  p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
+  p.act = act; p.flags = ember_conv_stream_flags(flags, act, out, EMBER_L); p.lo = lo; p.hi = hi;
   p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0; p.groups = groups;
   p.wicb = p.icb_g; p.accum = 0; p.epi = ember_conv_epi_case(&p);
 #if EMBER_KV && EMBER_PAIRS_HERE
   if (ember_conv_pairs_apply(&p)) {
+    p.flags &= ~EMBER_EPI_STREAM; /* the pair tiles store their own way */
+    p.epi = ember_conv_epi_case(&p);
     /* no workspace (a C-runtime arena with no room): the 8-lane tiles */
     float* pw = (float*)TVMBackendAllocWorkspace(
         1, 0, (uint64_t)ember_conv_pair_floats(&p) * sizeof(float), 2, 32);
@@ -1150,6 +1190,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
 #endif
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_conv_task), &p, 0);
   EMBER_FN(ember_conv_range)(&p, 0, ember_conv_items(&p));
+  if (p.flags & EMBER_EPI_STREAM) EMBER_STREAM_FENCE();
   return 0;
 }
 #endif
@@ -1164,7 +1205,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_depthwise_nchwc)(EMBER_DEPTHWISE_NCHWC_PARAM
   p.n = n; p.icb = cblocks; p.icb_g = 1; p.cb = EMBER_L; p.h = h; p.w = wd;
   p.ocb = cblocks; p.ocb_g = 1; p.oh = oh; p.ow = ow;
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
-  p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
+  p.act = act; p.flags = flags & ~EMBER_EPI_STREAM; p.lo = lo; p.hi = hi;
   p.rb = 1; p.rw = 8; p.strip = strip; p.order = 0; p.depthwise = 1; p.groups = cblocks;
   p.wicb = 1; p.accum = 0; p.epi = ember_conv_epi_case(&p);
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_dw_task), &p, 0);

@@ -43,6 +43,31 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #define EMBER_VZERO(L) EMBER_VZERO_(L)
 #define EMBER_VZERO_(L) ((ember_v##L){0})
 
+/* A non-temporal store of a whole vector at p, aligned to its size: the line goes to memory
+ * without being read into the caches first (a plain store of an output far larger than the
+ * caches reads every line from memory, then writes it back). A plain store where the target
+ * has no such instruction for L lanes. Callers order the stores with EMBER_STREAM_FENCE
+ * before the data is handed to another thread. */
+#if defined(__AVX512F__)
+#define EMBER_VSTREAM_16(p, v) _mm512_stream_ps((p), (__m512)(v))
+#else
+#define EMBER_VSTREAM_16(p, v) EMBER_VSTORE_(16, p, v)
+#endif
+#if defined(__AVX__)
+#define EMBER_VSTREAM_8(p, v) _mm256_stream_ps((p), (__m256)(v))
+#else
+#define EMBER_VSTREAM_8(p, v) EMBER_VSTORE_(8, p, v)
+#endif
+#if defined(__SSE__)
+#define EMBER_VSTREAM_4(p, v) _mm_stream_ps((p), (__m128)(v))
+#define EMBER_STREAM_FENCE() _mm_sfence()
+#else
+#define EMBER_VSTREAM_4(p, v) EMBER_VSTORE_(4, p, v)
+#define EMBER_STREAM_FENCE() ((void)0)
+#endif
+#define EMBER_VSTREAM(L, p, v) EMBER_VSTREAM_(L, p, v)
+#define EMBER_VSTREAM_(L, p, v) EMBER_VSTREAM_##L(p, v)
+
 /* Unaligned loads through memcpy: unlike a may_alias pointer, they let the compiler keep
  * accumulator arrays in registers. A macro, not a function: returning a vector wider than
  * the target's registers would change the ABI (-Wpsabi). */
@@ -163,6 +188,9 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #else
 #define EMBER_KV 0
 #endif
+#ifndef EMBER_STREAM_FENCE
+#define EMBER_STREAM_FENCE() ((void)0)
+#endif
 
 /* Kernel-internal functions: compiled once per translation unit (not inlined into every
  * call site, which multiplies compile time), and no warning when a lane count is unused. */
@@ -196,9 +224,12 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #define EMBER_CONV_ACT_GELU_ERF 9    /* lo * x * (1 + erf(hi * x)): lo = 1/2, hi = 1/sqrt(2) */
 #define EMBER_CONV_ACT_GELU_TANH 10  /* lo * x * (1 + tanh(hi * (x + 0.044715 x^3))) */
 #define EMBER_CONV_ACT_TANH 11
-/* Epilogue flags: a residual tensor is added; the activation runs after the add. */
+/* Epilogue flags: a residual tensor is added; the activation runs after the add; the output
+ * is stored past the caches (EMBER_VSTREAM: the planner sets it for an output far larger than
+ * the last-level cache; the kernel ignores it where it cannot honour it). */
 #define EMBER_EPI_RESIDUAL 1
 #define EMBER_EPI_ACT_AFTER_ADD 2
+#define EMBER_EPI_STREAM 4
 
 static inline float ember_act_scalar(float v, int32_t act, float lo, float hi) {
   float t;
