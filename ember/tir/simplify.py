@@ -227,9 +227,39 @@ def _linear(e: PrimExpr, known: dict[int, Linear] | None = None,
             stack.append((x.a, scale * x.b.value))
         elif isinstance(x, Mul) and isinstance(x.a, IntImm):
             stack.append((x.b, scale * x.a.value))
+        elif (spread := _spread_symbolic(x, known, keys)) is not None:
+            for key, (atom, coef) in spread[0].items():
+                _add_term(terms, key, atom, coef * scale)
         else:
             _add_term(terms, keys.of(x), x, scale)
     return terms, const_part
+
+
+def _spread_symbolic(x: PrimExpr, known: dict[int, Linear] | None, keys: StructuralKeys
+                     ) -> Linear | None:
+    """The terms of ``(a + x // n) * n`` multiplied out, ``a * n + (x // n) * n``, when
+    ``n`` is known only at run time and the sum holds a term divided by it: the index of a
+    loop fused over a symbolic axis and the ones before it, ``(c * 5 + f // w) * w + f % w``,
+    then folds to ``c * 5 * w + f`` (``_merge_divmod``) as it does for a constant ``w``.
+    None for any other product (left whole: an atom)."""
+    if not isinstance(x, Mul):
+        return None
+    for y, n in ((x.a, x.b), (x.b, x.a)):
+        if not isinstance(y, (Add, Sub)) or isinstance(n, IntImm):
+            continue
+        lin = _linear(y, known, keys)
+        n_key = keys.of(n)
+        if lin is None or not any(isinstance(atom, FloorDiv) and keys.of(atom.b) == n_key
+                                  for atom, _ in lin[0].values()):
+            continue
+        terms: dict[Any, list] = {}
+        for atom, coef in lin[0].values():
+            prod = Mul(atom, n, x.dtype)
+            _add_term(terms, keys.of(prod), prod, coef)
+        if lin[1]:
+            _add_term(terms, n_key, n, lin[1])
+        return terms, 0
+    return None
 
 
 def _add_term(terms: dict[Any, list], key: Any, atom: PrimExpr, coef: int) -> None:

@@ -28,6 +28,7 @@ from ..tir.expr import FloorDiv, FloorMod, IntImm, ProducerLoad
 from ..tir.functor import post_order
 from ..tir.op import const
 from ..tir.simd_reduce import row_stride
+from ..tir.symbolic_steps import contiguous_steps
 from .broadcast import BROADCAST, ELEMWISE, INJECTIVE
 from .loop_order import TransposeOrder, static_numel, transpose_order
 
@@ -147,7 +148,7 @@ def schedule_loops(st: Stage, vector_last: bool = True, sch: Schedule | None = N
         axes = axes[:-merged] + [st.fuse(*axes[-merged:])]
     last = axes[-1]
     if len(axes) == 1:
-        ext = axes[0].dom.extent if merged == 1 else const(numel)
+        ext = axes[0].dom.extent if merged == 1 else const(numel) if numel else None
         if big and (not isinstance(ext, IntImm) or ext.value >= 2 * 256):
             outer, inner = st.split(last, 256)
             st.parallel(outer)
@@ -194,8 +195,11 @@ def _contiguous_tail(sch: Schedule, op: Any, lanes: int) -> int:
     stages (a concatenation) keep their loops: their pieces split an axis."""
     axes = list(op.axis)
     exts = [a.dom.extent for a in axes]
-    if len(axes) < 2 or not isinstance(exts[-1], IntImm) or exts[-1].value % lanes == 0 or \
-            piece_source(sch, op) is not None:
+    if len(axes) < 2 or piece_source(sch, op) is not None:
+        return 1
+    if not isinstance(exts[-1], IntImm):
+        return _symbolic_tail(sch, op)
+    if exts[-1].value % lanes == 0:
         return 1
     loads = reader_loads(sch, op)
     if loads is None:
@@ -211,14 +215,34 @@ def _contiguous_tail(sch: Schedule, op: Any, lanes: int) -> int:
     return merged
 
 
+def _symbolic_tail(sch: Schedule, op: Any) -> int:
+    """``_contiguous_tail`` for a last axis of run-time extent (a width or a sequence length):
+    whether its rows are whole vectors is known only at run time, so the axes before it merge
+    while every load stays contiguous or invariant in the merged index (``contiguous_steps``;
+    the simplifier then folds ``(c * h + f // w) * w + f % w`` to ``c * h * w + f``): one
+    vector loop over the merged rows, its tail once per merged run, not once per row (the
+    width-37 OCR classifier's (1, C, H, ?) maps ran rows of 10 floats, all tail)."""
+    loads = reader_loads(sch, op)
+    if loads is None:
+        return 1
+    loads = [(t, idx) for t, idx in loads if sch[t.op].attach_type != "inline"]
+    axes, merged = list(op.axis), 1
+    while merged < len(axes) and all(
+            _contiguous_in(t, idx, axes[-merged - 1:]) for t, idx in loads):
+        merged += 1
+    return merged
+
+
 def _contiguous_in(t: te.Tensor, idx: list[Any], group: list[Any]) -> bool:
     """Whether ``t`` read at ``idx`` is contiguous (or invariant) along the axes ``group``
-    fused into one index (outermost first, static extents): its flat index is affine in
+    fused into one index (outermost first): its flat index is affine in
     each with constant steps, the last's 0 or 1, each other's the next one's times that
     one's extent (a reshape's ``i // 40`` is not affine: it stays out)."""
     flat: Any = const(0)
     for i, d in zip(idx, t.shape):
         flat = flat * d + i
+    if not all(isinstance(iv.dom.extent, IntImm) for iv in group):
+        return contiguous_steps(flat, [(iv.var, iv.dom.extent) for iv in group])
     steps = [row_stride(flat, iv.var) for iv in group]
     if any(st is None for st in steps) or steps[-1] not in (0, 1):
         return False
