@@ -227,16 +227,17 @@ def function_c(f: PrimFunc, scratch: KernelScratch | None = None) -> FunctionC:
     from a block its caller passes (USMP) instead of TVMBackendAllocWorkspace."""
     offsets, nbytes = (scratch.offsets, scratch.nbytes) if scratch else (None, 0)
     helpers: set[str] = set()
-    text, arg_names = unpacked_function(f, helpers, True, offsets)
+    body = tuple(post_order(f.body))  # one walk for every question below
+    text, arg_names = unpacked_function(f, helpers, True, offsets, body)
     serial_helpers: set[str] = set()
     # the firmware form differs only where a parallel loop is outlined: written only then
-    serial = unpacked_function(f, serial_helpers, False, offsets)[0] if any(
-        isinstance(n, For) and n.kind == ForKind.PARALLEL for n in post_order(f.body)) else text
+    serial = unpacked_function(f, serial_helpers, False, offsets, body)[0] if any(
+        isinstance(n, For) and n.kind == ForKind.PARALLEL for n in body) else text
     same = serial == text
     return FunctionC(f.name, text, packed_wrapper(f, arg_names, True, nbytes),
                      packed_wrapper(f, arg_names, False, nbytes), frozenset(helpers),
-                     has_call_packed(f), "" if same else serial,
-                     frozenset() if same else frozenset(serial_helpers), unused_params(f))
+                     has_call_packed(f, body), "" if same else serial,
+                     frozenset() if same else frozenset(serial_helpers), unused_params(f, body))
 
 
 def join_c(parts: Sequence[FunctionC], stdio: bool = True) -> str:

@@ -8,6 +8,7 @@ pointer) and reports the first mismatch through ``TVMPackedFuncSetLastError`` as
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from .codegen_c import C_TYPE, STACK_LIMIT, STORAGE_TYPE, FunctionWriter
@@ -115,24 +116,27 @@ def emit_call_packed(w: FunctionWriter, call: Call, ind: int) -> None:
     w.emit("}", ind)
 
 
-def _written(func: PrimFunc) -> set[int]:
+def _written(body: Sequence[Any]) -> set[int]:
     # A buffer handed to a C function (tir.call_extern gets ``buf.data``) may be written by it.
-    calls = [n for n in post_order(func.body) if isinstance(n, Call)]
-    return {id(n.buffer.data) for n in post_order(func.body) if isinstance(n, BufferStore)} | {
+    calls = [n for n in body if isinstance(n, Call)]
+    return {id(n.buffer.data) for n in body if isinstance(n, BufferStore)} | {
         id(a.data) for n in calls for a in n.args if isinstance(a, Buffer)} | {
         id(a) for n in calls if n.op == "tir.call_extern" for a in n.args} | {
         id(n.args[0].buffer.data) for n in calls if n.op == "tir.address_of"}
 
 
 def unpacked_function(func: PrimFunc, helpers: set[str], outline_parallel: bool = True,
-                      scratch: dict[int, int] | None = None) -> tuple[str, list[str]]:
+                      scratch: dict[int, int] | None = None,
+                      body: Sequence[Any] | None = None) -> tuple[str, list[str]]:
     """The C text of ``<name>_unpacked`` (after the task functions of its parallel loops) and
     its parameter names (for the wrapper). ``outline_parallel=False``: serial loops only.
     ``scratch`` (``kernel_scratch.scratch_layout``): those allocations become offsets in a
-    last parameter ``uint8_t* ember_workspace``."""
+    last parameter ``uint8_t* ember_workspace``. ``body``: ``tuple(post_order(func.body))``
+    if the caller has it (one walk serves all the questions about the body)."""
+    body = tuple(post_order(func.body)) if body is None else body
     w = FunctionWriter(func, helpers)
     w.outline_parallel = outline_parallel
-    written = _written(func)
+    written = _written(body)
     params, names = [], []
     for p in func.params:
         buf = func.buffer_map.get(p)
@@ -154,7 +158,7 @@ def unpacked_function(func: PrimFunc, helpers: set[str], outline_parallel: bool 
         params.append(f"uint8_t* restrict {w.scratch_base}")
         names.append(w.scratch_base)
     fname = c_ident(func.name)
-    unused = [names[k] for k in unused_params(func)]
+    unused = [names[k] for k in unused_params(func, body)]
     if unused:  # e.g. an extern kernel's operand it ignores (-Wunused-parameter)
         w.lines.append("  " + " ".join(f"(void){nm};" for nm in unused))
     w.stmt(func.body, 1)
@@ -170,11 +174,12 @@ def unpacked_function(func: PrimFunc, helpers: set[str], outline_parallel: bool 
     return "\n\n".join([*w.outlined, text]), names
 
 
-def unused_params(func: PrimFunc) -> tuple[int, ...]:
+def unused_params(func: PrimFunc, body: Sequence[Any] | None = None) -> tuple[int, ...]:
     """The positions of ``func``'s parameters its body never mentions (a kernel that takes
-    a tensor only for its shape: its extents come in as arguments of their own)."""
+    a tensor only for its shape: its extents come in as arguments of their own). ``body``:
+    the nodes of ``func.body``, if the caller has them."""
     used: set[int] = set()
-    for n in post_order(func.body):
+    for n in post_order(func.body) if body is None else body:
         if isinstance(n, Var):
             used.add(id(n))
         buf = getattr(n, "buffer", None)
@@ -188,8 +193,9 @@ def c_ident(name: str) -> str:
     return out if out and not out[0].isdigit() else f"f_{out}"
 
 
-def has_call_packed(func: PrimFunc) -> bool:
-    return any(isinstance(n, Call) and n.op == "tir.call_packed" for n in post_order(func.body))
+def has_call_packed(func: PrimFunc, body: Sequence[Any] | None = None) -> bool:
+    return any(isinstance(n, Call) and n.op == "tir.call_packed"
+               for n in (post_order(func.body) if body is None else body))
 
 
 def uses_workspace(func: PrimFunc) -> bool:

@@ -91,18 +91,43 @@ def transform(node: Node, fn: Callable[[Node], Node | None]) -> Node:
     """
     memo: dict[int, Node] = {}
     stack: list[tuple[Node, bool]] = [(node, False)]
+    pop, push = stack.pop, stack.append
     while stack:
-        n, ready = stack.pop()
+        n, ready = pop()
         if id(n) in memo:
             continue
         if not ready:
-            stack.append((n, True))
-            stack.extend((c, False) for c in reversed(children(n)) if id(c) not in memo)
-            continue
-        new = map_children(n, lambda c: memo[id(c)])
+            kids = [c for c in children(n) if id(c) not in memo]
+            if kids:  # a leaf (or a node whose children are all done) is rewritten at once
+                push((n, True))
+                stack.extend((c, False) for c in reversed(kids))
+                continue
+        new = _rebuilt(n, memo)
         out = fn(new)
         memo[id(n)] = new if out is None else out
     return memo[id(node)]
+
+
+def _rebuilt(node: Node, memo: dict[int, Node]) -> Node:
+    """``map_children(node, lambda c: memo[id(c)])``, without a call per child (the inner
+    loop of every rewrite)."""
+    changes: dict[str, Any] | None = None
+    for name in _FIELDS.get(type(node)) or _child_fields(type(node)):
+        v = getattr(node, name)
+        if isinstance(v, _NODE_TYPES):
+            nv = memo[id(v)]
+            if nv is v:
+                continue
+        elif isinstance(v, tuple) and v:
+            nv = tuple(memo[id(x)] if isinstance(x, _NODE_TYPES) else x for x in v)
+            if all(a is b for a, b in zip(nv, v)):
+                continue
+        else:
+            continue
+        if changes is None:
+            changes = {}
+        changes[name] = nv
+    return dataclasses.replace(node, **changes) if changes else node
 
 
 def rewrite(node: Node, fn: Callable[[Node], Node | None]) -> Node:
@@ -154,27 +179,39 @@ def post_order(node: Node) -> Iterator[Node]:
     A binding variable (a loop's or a let's) comes before the node's other children, and the
     children of a later field before those of an earlier one."""
     seen: set[int] = set()
+    see = seen.add
     stack: list[tuple[Node, bool]] = [(node, False)]
+    pop, push = stack.pop, stack.append
+    fields_of, binders_of = _FIELDS.get, _BINDER_FIELDS.get
     while stack:
-        n, expanded = stack.pop()
+        n, expanded = pop()
         if expanded:
             yield n
             continue
         if id(n) in seen:
             continue
-        seen.add(id(n))
-        stack.append((n, True))
+        see(id(n))
+        cls = type(n)
+        fields = fields_of(cls)
+        if fields is None:
+            fields = _child_fields(cls)
+        mark = len(stack)
+        push((n, True))
         # Field by field: a later field's children come out first (the order that stage
         # inputs, and so the generated C, have always had).
-        for name in _FIELDS.get(type(n)) or _child_fields(type(n)):
+        for name in fields:
             v = getattr(n, name)
             if isinstance(v, _NODE_TYPES):
-                stack.append((v, False))
+                push((v, False))
             elif isinstance(v, tuple):
                 stack.extend((k, False) for k in reversed(v) if isinstance(k, _NODE_TYPES))
-        for name in _binder_fields(type(n)):
-            if isinstance(getattr(n, name, None), Var):
-                stack.append((getattr(n, name), False))
+        for name in binders_of(cls):
+            b = getattr(n, name, None)
+            if isinstance(b, Var):
+                push((b, False))
+        if len(stack) == mark + 1:  # a leaf: out at once, not after another turn
+            pop()
+            yield n
 
 
 def walk(node: Node, kids: Callable[[Node], list[Node]] = children) -> Iterator[Node]:
@@ -202,15 +239,18 @@ def fold(node: Node, fn: Callable[[Node, list[Any]], Any],
     stay unique only while their nodes live: the caller keeps them alive (in the values)."""
     memo = {} if memo is None else memo
     stack: list[tuple[Node, bool]] = [(node, False)]
+    pop, push = stack.pop, stack.append
     while stack:
-        n, ready = stack.pop()
+        n, ready = pop()
         if id(n) in memo:
             continue
         ks = kids(n)
         if not ready:
-            stack.append((n, True))
-            stack.extend((c, False) for c in reversed(ks) if id(c) not in memo)
-            continue
+            pending = [c for c in ks if id(c) not in memo]
+            if pending:  # a node whose kids are done is evaluated at once
+                push((n, True))
+                stack.extend((c, False) for c in reversed(pending))
+                continue
         memo[id(n)] = fn(n, [memo[id(c)] for c in ks])
     return memo[id(node)]
 

@@ -69,6 +69,19 @@ def test_builds_are_cached_by_content(tmp_path, monkeypatch):
     assert cc.build_shared([str(src)]) != first
 
 
+def test_own_headers_are_read_again_only_when_written(tmp_path):
+    # ember's headers join every object's cache key; a build reads them again only when one
+    # changed (here a stand-in directory: a header rewritten, one added)
+    (tmp_path / "k").mkdir()
+    (tmp_path / "a.h").write_bytes(b"int a;")
+    first = cc._own_header_chunks(tmp_path)
+    assert first == [b"a.h\0int a;"]
+    assert cc._own_header_chunks(tmp_path) is first  # unchanged: not read again
+    (tmp_path / "a.h").write_bytes(b"int bb;")
+    (tmp_path / "k" / "b.h").write_bytes(b"int c;")
+    assert cc._own_header_chunks(tmp_path) == [b"a.h\0int bb;", b"k/b.h\0int c;"]
+
+
 @requires_cc
 def test_create_shared_output_always_has_backend(tmp_path):
     src = tmp_path / "good.c"
