@@ -110,7 +110,7 @@ static inline __attribute__((always_inline)) void ember_qdense_step(
 static inline __attribute__((always_inline)) void ember_qdense_tile(
     const ember_qdense_args* p, int64_t r0, int rows, int64_t c0, const int nb, const int mr) {
   ember_qvi acc[EMBER_QDENSE_MR][EMBER_QDENSE_NB], bw[EMBER_QDENSE_MR];
-  const ember_qvi flip = ember_qset1(p->flip);
+  ember_qvi flip = ember_qset1(p->flip);
   const uint8_t* arow[EMBER_QDENSE_MR];
   const int8_t* wq[EMBER_QDENSE_NB];
   const int64_t full = p->k / 4;
@@ -120,6 +120,9 @@ static inline __attribute__((always_inline)) void ember_qdense_tile(
     const int64_t c = c0 + v * EMBER_QL;
     wq[v] = p->w + (c / EMBER_QDENSE_NW) * p->k4 * 64 + (c % EMBER_QDENSE_NW) * 4;
   }
+#if defined(EMBER_Q_VNNI) /* opaque: GCC would xor the words in a GPR and broadcast that */
+  __asm__("" : "+v"(flip));
+#endif
   for (r = 0; r < mr; ++r) {
     arow[r] = p->a + (r0 + (r < rows ? r : 0)) * p->k;
     for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
