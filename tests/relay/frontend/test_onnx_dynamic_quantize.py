@@ -41,6 +41,19 @@ def test_dynamic_quantize_linear_against_onnxruntime(shape, shift):
         np.testing.assert_array_equal(np.asarray(g), w)
 
 
+@pytest.mark.parametrize("scale", [1e28, 1e-40], ids=["huge", "subnormal-scale"])
+def test_dynamic_quantize_linear_extreme_ranges(scale):
+    """Quotients x / scale at the ends of [0, 255] whatever the range's magnitude (the int32
+    rounding of the quantized values)."""
+    x = (np.array([[2.0, -0.6, 0.0, 0.7], [1.3, -0.05, 0.4, 1.9]]) * scale).astype("float32")
+    model = _model(x.shape)
+    got = ember.compile(model, threads=1)(x)
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
 def _minmax(x, target="llvm"):
     v = relay.var("x", shape=x.shape, dtype="float32")
     mod = ember.IRModule.from_expr(relay.Function([v], relay.nn.contrib_minmax(v)))
@@ -52,21 +65,24 @@ def _minmax(x, target="llvm"):
 
 @pytest.mark.parametrize("level", [pytest.param("native", id="host"),
                                    pytest.param("haswell", id="avx2"),
+                                   pytest.param("x86-64-v2", id="sse2"),
                                    pytest.param("c", id="portable")])
 def test_minmax_kernel_at_every_level(level, monkeypatch):
-    """Sizes around the 16-lane loop, extremes in the vector part and in the tail, NaN."""
+    """Sizes around the vector loops (four chains of 16, 8 or 4 lanes, then single vectors,
+    then a scalar tail), extremes anywhere in them, NaN in a later chain and in the tail."""
     if level not in ("c", "native"):
         monkeypatch.setenv("EMBER_MARCH", level)
     target = "c" if level == "c" else "llvm"
     rng = np.random.default_rng(3)
-    for n in (1, 15, 16, 17, 100):
+    for n in (1, 15, 16, 17, 100, 147):
         x = rng.standard_normal(n).astype("float32")
         x[rng.integers(0, n)] = 9.0
         x[rng.integers(0, n)] = -7.5
         np.testing.assert_array_equal(_minmax(x, target), [x.min(), x.max()])
-    x = rng.standard_normal(40).astype("float32")
-    x[33] = np.nan
-    assert np.isnan(_minmax(x, target)).all()
+    for n, at in ((40, 33), (147, 100), (147, 145)):
+        x = rng.standard_normal(n).astype("float32")
+        x[at] = np.nan
+        assert np.isnan(_minmax(x, target)).all()
 
 
 def test_minmax_of_an_empty_run_time_tensor_is_an_error_and_the_model_runs_on():

@@ -75,7 +75,12 @@ static inline __attribute__((always_inline)) void ember_qdense_step(
     const int nb, const int mr, ember_qvi acc[EMBER_QDENSE_MR][EMBER_QDENSE_NB]) {
   ember_qvi wv[EMBER_QDENSE_NB];
   int r, v;
-  for (v = 0; v < nb; ++v) wv[v] = ember_qload(wq[v] + off);
+  for (v = 0; v < nb; ++v) {
+    wv[v] = ember_qload(wq[v] + off);
+#if defined(EMBER_Q_VNNI) /* in a register: GCC would fold the load into every vpdpbusd */
+    __asm__("" : "+v"(wv[v]));
+#endif
+  }
 #if defined(EMBER_Q_PAIRS)
   {
     ember_qvi w02[EMBER_QDENSE_NB], w13[EMBER_QDENSE_NB];
@@ -105,6 +110,7 @@ static inline __attribute__((always_inline)) void ember_qdense_step(
 static inline __attribute__((always_inline)) void ember_qdense_tile(
     const ember_qdense_args* p, int64_t r0, int rows, int64_t c0, const int nb, const int mr) {
   ember_qvi acc[EMBER_QDENSE_MR][EMBER_QDENSE_NB], bw[EMBER_QDENSE_MR];
+  ember_qvi flip = ember_qset1(p->flip);
   const uint8_t* arow[EMBER_QDENSE_MR];
   const int8_t* wq[EMBER_QDENSE_NB];
   const int64_t full = p->k / 4;
@@ -114,15 +120,18 @@ static inline __attribute__((always_inline)) void ember_qdense_tile(
     const int64_t c = c0 + v * EMBER_QL;
     wq[v] = p->w + (c / EMBER_QDENSE_NW) * p->k4 * 64 + (c % EMBER_QDENSE_NW) * 4;
   }
+#if defined(EMBER_Q_VNNI) /* opaque: GCC would xor the words in a GPR and broadcast that */
+  __asm__("" : "+v"(flip));
+#endif
   for (r = 0; r < mr; ++r) {
     arow[r] = p->a + (r0 + (r < rows ? r : 0)) * p->k;
     for (v = 0; v < nb; ++v) acc[r][v] = ember_qset1(0);
   }
   for (q = 0; q < full; ++q) {
-    for (r = 0; r < mr; ++r) {
+    for (r = 0; r < mr; ++r) { /* a broadcast from memory (a load), the flip in vectors */
       int32_t word;
       memcpy(&word, arow[r] + q * 4, 4);
-      bw[r] = ember_qset1(word ^ p->flip);
+      bw[r] = ember_qset1(word) ^ flip;
     }
     ember_qdense_step(bw, wq, q * 64, nb, mr, acc);
   }
@@ -130,20 +139,24 @@ static inline __attribute__((always_inline)) void ember_qdense_tile(
     for (r = 0; r < mr; ++r) bw[r] = ember_qset1(ember_qdense_word(p, arow[r], q));
     ember_qdense_step(bw, wq, q * 64, nb, mr, acc);
   }
-  for (r = 0; r < rows; ++r) {
-    int32_t* yrow = p->y + (r0 + r) * p->n;
-    for (v = 0; v < nb; ++v) {
-      const int64_t c = c0 + v * EMBER_QL, left = p->n - c;
-      ember_qvi s;
-      if (left <= 0) break;
-      s = acc[r][v];
-      {
-        int32_t cs[EMBER_QL];
-        int l;
-        for (l = 0; l < EMBER_QL; ++l) cs[l] = c + l < p->n ? p->colsum[c + l] : 0;
-        s -= ember_qload(cs) * p->zp;
+  for (v = 0; v < nb; ++v) { /* minus zp * colsum: one vector per column vector */
+    const int64_t c = c0 + v * EMBER_QL, left = p->n - c;
+    ember_qvi zc;
+    if (left <= 0) break;
+    if (left >= EMBER_QL) {
+      zc = ember_qload(p->colsum + c) * p->zp;
+      for (r = 0; r < rows; ++r) {
+        const ember_qvi s = acc[r][v] - zc;
+        memcpy(p->y + (r0 + r) * p->n + c, &s, sizeof(s));
       }
-      memcpy(yrow + c, &s, (size_t)(left < EMBER_QL ? left : EMBER_QL) * 4);
+    } else {
+      int32_t cs[EMBER_QL] = {0};
+      memcpy(cs, p->colsum + c, (size_t)left * 4);
+      zc = ember_qload(cs) * p->zp;
+      for (r = 0; r < rows; ++r) {
+        const ember_qvi s = acc[r][v] - zc;
+        memcpy(p->y + (r0 + r) * p->n + c, &s, (size_t)left * 4);
+      }
     }
   }
 }

@@ -176,7 +176,11 @@ def dynamic_quantize_linear(node: Node) -> list[RelayExpr]:
     hi = _op.maximum(x_max, zero)
     scale = _op.divide(_op.subtract(hi, lo), scalar(255.0, F32))
     zp = saturate(_op.round_half_even(_op.divide(_op.negative(lo), scale)), "uint8")
-    y = _requantize(x, scale, zp, "uint8")
+    # |x / scale| <= 255 (the range holds x), so the rounded quotient converts to int32 exactly
+    # and the zero point and clamp run in int32: half the time of the float form, whose clip
+    # keeps NaN (x / 0 for an all-zero x: 0 either way after the clamp)
+    q = _op.cast(_op.round_half_even(_op.divide(x, scale)), I32)
+    y = _op.cast(_op.clip(_op.add(q, _op.cast(zp, I32)), 0.0, 255.0), "uint8")
     return [y, scale, zp]
 
 
