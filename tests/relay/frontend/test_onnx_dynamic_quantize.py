@@ -54,6 +54,17 @@ def test_dynamic_quantize_linear_extreme_ranges(scale):
         np.testing.assert_array_equal(np.asarray(g), w)
 
 
+def test_dynamic_quantize_linear_of_all_zeros_matches_onnxruntime():
+    """No range: onnxruntime's scale 1 (the spec's (0 - 0) / 255 would divide 0 by 0)."""
+    x = np.zeros((2, 5), "float32")
+    model = _model(x.shape)
+    got = ember.compile(model, threads=1)(x)
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
 def _minmax(x, target="llvm"):
     v = relay.var("x", shape=x.shape, dtype="float32")
     mod = ember.IRModule.from_expr(relay.Function([v], relay.nn.contrib_minmax(v)))

@@ -174,11 +174,14 @@ def dynamic_quantize_linear(node: Node) -> list[RelayExpr]:
         x_min, x_max = _op.min(x), _op.max(x)
     lo = _op.minimum(x_min, zero)
     hi = _op.maximum(x_max, zero)
-    scale = _op.divide(_op.subtract(hi, lo), scalar(255.0, F32))
+    span = _op.subtract(hi, lo)
+    # an all-zero x has no range: scale 1 (onnxruntime's choice; the spec's 0 would divide
+    # 0 by 0 below), so y and the zero point are 0
+    scale = _op.where(_op.equal(span, zero), scalar(1.0, F32),
+                      _op.divide(span, scalar(255.0, F32)))
     zp = saturate(_op.round_half_even(_op.divide(_op.negative(lo), scale)), "uint8")
     # |x / scale| <= 255 (the range holds x), so the rounded quotient converts to int32 exactly
-    # and the zero point and clamp run in int32: half the time of the float form, whose clip
-    # keeps NaN (x / 0 for an all-zero x: 0 either way after the clamp)
+    # and the zero point and clamp run in int32: half the time of the float form
     q = _op.cast(_op.round_half_even(_op.divide(x, scale)), I32)
     y = _op.cast(_op.clip(_op.add(q, _op.cast(zp, I32)), 0.0, 255.0), "uint8")
     return [y, scale, zp]
