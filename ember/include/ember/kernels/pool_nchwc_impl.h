@@ -108,27 +108,29 @@ EMBER_POOL_INLINE void EMBER_PFN(ember_pool_quads_k)(
 }
 
 /* The interior quads of one output row (ember_pool_quads_k): the zoo's window shapes with
- * their width and stride as constants, any other through p's sizes. `scale`: 1 / the taps
- * of an average. */
+ * their width and stride as constants (max pools 3x3/2, 2x2/2, 5x5/1, 3x3/1; average pools
+ * 2x2/2 and 3x3/1), any other through p's sizes (as fast for a 1-wide window). Each
+ * specialisation costs compile time of the kernel object. `scale`: 1 / the taps of an
+ * average. */
 static void EMBER_PFN(ember_pool_row_quads)(const ember_pool_p* p,
                                             const EMBER_PFN(ember_pool_epi) * e,
                                             const float* in, float* out, int32_t iy0,
                                             int32_t ky0, int32_t ky1, int32_t ox, int32_t nq,
                                             float scale) {
-#define EMBER_POOL_QUADS(kw_, sw_)                                                             \
-  if (p->avg)                                                                                  \
-    EMBER_PFN(ember_pool_quads_k)(p, e, in, out, iy0, ky0, ky1, ox, nq, scale, 1, kw_, sw_);   \
-  else                                                                                         \
-    EMBER_PFN(ember_pool_quads_k)(p, e, in, out, iy0, ky0, ky1, ox, nq, scale, 0, kw_, sw_);   \
-  return
-  if (p->dw == 1 || p->kw == 1) {
-    if (p->kw == 3 && p->sw == 2) { EMBER_POOL_QUADS(3, 2); }
-    if (p->kw == 2 && p->sw == 2) { EMBER_POOL_QUADS(2, 2); }
-    if (p->kw == 5 && p->sw == 1) { EMBER_POOL_QUADS(5, 1); }
-    if (p->kw == 3 && p->sw == 1) { EMBER_POOL_QUADS(3, 1); }
-    if (p->kw == 1 && p->sw == 1) { EMBER_POOL_QUADS(1, 1); }
+  const int32_t k = p->dw == 1 ? p->kw : 0, s = p->sw;
+#define EMBER_POOL_QUADS(avg_, kw_, sw_) \
+  EMBER_PFN(ember_pool_quads_k)(p, e, in, out, iy0, ky0, ky1, ox, nq, scale, avg_, kw_, sw_)
+  if (p->avg) {
+    if (k == 2 && s == 2) EMBER_POOL_QUADS(1, 2, 2);
+    else if (k == 3 && s == 1) EMBER_POOL_QUADS(1, 3, 1);
+    else EMBER_POOL_QUADS(1, 0, 0);
+  } else {
+    if (k == 3 && s == 2) EMBER_POOL_QUADS(0, 3, 2);
+    else if (k == 2 && s == 2) EMBER_POOL_QUADS(0, 2, 2);
+    else if (k == 5 && s == 1) EMBER_POOL_QUADS(0, 5, 1);
+    else if (k == 3 && s == 1) EMBER_POOL_QUADS(0, 3, 1);
+    else EMBER_POOL_QUADS(0, 0, 0);
   }
-  EMBER_POOL_QUADS(0, 0);
 #undef EMBER_POOL_QUADS
 }
 #endif
