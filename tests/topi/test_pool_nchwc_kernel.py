@@ -136,3 +136,15 @@ def test_epilogue_scale_shift_relu_at_every_level(tmp_path_factory, level):
         # an average pool takes the same epilogue (after its division)
         _check(level, tmp_path_factory.getbasetemp(), attrs, 5, 6, "avg", lanes, 1,
                (scale, shift, True))
+
+
+@pytest.mark.parametrize("level", list(LEVEL_FLAGS))
+def test_epilogue_without_relu_keeps_infinities_at_every_level(tmp_path_factory, level):
+    # windows wholly in the padding (2-wide, dilation 2, padding 1 over a 1-row map) give
+    # -inf, which an epilogue without relu keeps: its identity lower bound must be -inf
+    shift = np.linspace(-1, 1, 16).astype("float32")
+    attrs = SimpleNamespace(pool_size=(2, 2), strides=(1, 1), dilation=(2, 2),
+                            padding=(1, 1, 1, 1), layout="NCHW", ceil_mode=False,
+                            count_include_pad=False)
+    _check(level, tmp_path_factory.getbasetemp(), attrs, 1, 11, "max", 8, 1,
+           (None, shift, False))
