@@ -174,7 +174,7 @@ def plan_lanes(target: Any = None) -> int:
 def _pads_half_blocks(channels: int, lanes: int) -> bool:
     """Whether an ungrouped conv whose ``channels`` split into blocks of ``lanes // 2`` but not
     of ``lanes`` is padded to whole blocks: channel_pad's rule (``pads_over_half_blocks``) for
-    any number of taps, when the padded lanes add at most a sixteenth. Its readers
+    any number of taps, when the padded lanes add at most an eighth. Its readers
     take the padded blocks as they are (a conv) or through the transform to NCHW that half
     blocks would need as well, with the slice of the padded lanes fused into it; the conv runs
     at the full vector width. ShuffleNetV2's 232-channel stage (1x1 convs of 232 -> 232 at

@@ -306,6 +306,8 @@ def test_few_padded_lanes_beat_half_blocks_on_avx512():
 def test_pads_over_half_blocks_gate():
     assert pads_over_half_blocks(1000, 16, 1, 512) and pads_over_half_blocks(200, 16, 9, 32)
     assert not pads_over_half_blocks(24, 16, 1, 512)  # 8 padded lanes on 24: a third more
+    assert pads_over_half_blocks(72, 16, 9, 72)  # an eighth more: HRNet's 72-channel branch
+    assert not pads_over_half_blocks(56, 16, 9, 72)  # a seventh more
     assert not pads_over_half_blocks(1000, 16, 1, 128)  # too few taps for the transform back
     assert not pads_over_half_blocks(1004, 16, 1, 512)  # no half blocks either: pad_output's
     assert not pads_over_half_blocks(1024, 16, 1, 512)  # whole blocks already
