@@ -128,17 +128,24 @@ def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (
              s: tuple = (1, 1), pads: tuple = (1, 1, 1, 1), d: tuple = (1, 1), groups: int = 1,
              lanes: int = 8, in_block: int | None = None, act: str = "relu",
              residual: bool = False, after: bool = True, n: int = 1, tiles: tuple | None = None,
-             tasks: int = 1, seed: int = 0, stream: bool = False, misalign: bool = False) -> None:
+             tasks: int = 1, seed: int = 0, stream: bool = False, misalign: bool = False,
+             zero_in: int = 0, zero_in_value: float = 1e3) -> None:
     """One convolution through the harness, checked against numpy; ``stream`` adds the
     STREAM epilogue flag (non-temporal stores: the output is then aligned to 64 bytes, or
-    ``misalign``-ed by one float, where the kernel must drop the flag)."""
+    ``misalign``-ed by one float, where the kernel must drop the flag); ``zero_in``: the last
+    input channels have zero weights, as the planner pads channels to whole blocks (their
+    input holds ``zero_in_value``: large, which the kernel may skip but must not add)."""
     rng = np.random.default_rng(seed)
     depthwise = groups > 1 and groups == ic == oc
     cb = lanes if depthwise else (in_block or lanes)
     x = rng.uniform(-1, 1, (n, ic, h, w)).astype("float32")
     wt = rng.uniform(-1, 1, (oc, ic // groups, *k)).astype("float32")
+    live = x.astype("float64")  # the reference adds no product of a zero weight
+    if zero_in:
+        x[:, ic - zero_in:] = zero_in_value
+        wt[:, ic - zero_in:] = 0.0
     b = rng.uniform(-1, 1, oc).astype("float32")
-    ref = conv2d_nchw(x.astype("float64"), wt.astype("float64"), s, pads, d, groups)
+    ref = conv2d_nchw(live, wt.astype("float64"), s, pads, d, groups)
     ref = ref + b.reshape(1, -1, 1, 1)
     res = rng.uniform(-1, 1, ref.shape).astype("float32") if residual else None
     clip = GELU_PARAMS.get(act, (-0.25, 0.5))
@@ -437,6 +444,19 @@ EDGE_CASES = {
     "1x1_half_blocks_silu_tasks": {"ic": 40, "oc": 32, "h": 1, "w": 37, "k": (1, 1),
                                    "pads": (0,) * 4, "in_block": 8, "n": 2, "tasks": 2,
                                    "act": "silu", "residual": True, "tiles": (2, 12, 13, 1)},
+    # input channels padded to whole blocks with zero weights (HRNet's 18 and 36 in 32 and
+    # 48): the tiles skip the last block's zero lanes, whatever its lanes hold. Row tiles at
+    # stride 1 (a residual, wide rows) and 2, small-map flat tiles, passes over input-block
+    # chunks (the skip only in the last one), a 1x1 (reads every lane), nothing live but one
+    "padded_in_3x3_row_tiles": {"ic": 32, "oc": 32, "h": 5, "w": 40, "zero_in": 14,
+                                "residual": True},
+    "padded_in_3x3_stride2": {"ic": 32, "oc": 16, "h": 7, "w": 41, "s": (2, 2), "zero_in": 13},
+    "padded_in_flat": {"ic": 48, "oc": 64, "h": 6, "w": 7, "zero_in": 12,
+                       "tiles": (2, 6, 7, 0)},
+    "padded_in_row_passes": {"ic": 512, "oc": 32, "h": 3, "w": 40, "zero_in": 3},
+    "padded_in_1x1": {"ic": 32, "oc": 16, "h": 3, "w": 9, "k": (1, 1), "pads": (0,) * 4,
+                      "zero_in": 14},
+    "padded_in_one_live": {"ic": 16, "oc": 16, "h": 4, "w": 6, "zero_in": 15},
 }
 
 
@@ -478,10 +498,21 @@ def test_edge_cases_native(harness_libs, case, lanes):
                                   "1x1_pairs_40_odd_map_residual",
                                   "1x1_pairs_72_two_groups_tasks", "1x1_half_blocks_24_to_48",
                                   "stream_1x1_residual", "stream_3x3_residual",
-                                  "stream_misaligned"])
+                                  "stream_misaligned", "padded_in_3x3_row_tiles",
+                                  "padded_in_flat", "padded_in_row_passes"])
 def test_edge_cases_at_lower_levels(harness_libs, level, case):
     lanes = 4 if level in ("x86-64-v2", "portable") else 8
     run_case(_harness(harness_libs, level, lanes=lanes), lanes=lanes, **EDGE_CASES[case])
+
+
+@pytest.mark.parametrize("lanes", LANE_PARAMS)
+@pytest.mark.parametrize("case", ["padded_in_3x3_row_tiles", "padded_in_3x3_stride2",
+                                  "padded_in_flat", "padded_in_row_passes"])
+def test_zero_weight_lanes_of_the_last_input_block_are_skipped(harness_libs, case, lanes):
+    # NaNs in the 3 lanes of the last block whose weights are zero: finite outputs only if
+    # the tiles never read them (0 * NaN is NaN)
+    kwargs = {**EDGE_CASES[case], "zero_in": 3, "zero_in_value": np.nan}
+    run_case(_harness(harness_libs, "native", lanes=lanes), lanes=lanes, **kwargs)
 
 
 @pytest.mark.parametrize("cases, then", [

@@ -171,16 +171,21 @@ def plan_lanes(target: Any = None) -> int:
     return lanes if lanes in (4, 8, 16) else 4
 
 
-def _pads_half_blocks(channels: int, lanes: int) -> bool:
+def _pads_half_blocks(channels: int, lanes: int, taps: int, in_channels: int) -> bool:
     """Whether an ungrouped conv whose ``channels`` split into blocks of ``lanes // 2`` but not
-    of ``lanes`` is padded to whole blocks: channel_pad's rule (``pads_over_half_blocks``) for
-    any number of taps, when the padded lanes add at most a sixteenth. Its readers
+    of ``lanes``, ``taps`` kernel taps and ``in_channels`` is padded to whole blocks:
+    channel_pad's rule (``pads_over_half_blocks``) for any number of taps when the padded lanes
+    add at most a sixteenth; at most an eighth when it sums 128 taps or more itself (HRNet's
+    72-channel branch: 3x3 72->72, 3x3/2 36->72, 3x3/2 18->72 and its fuse layers' 1x1
+    144->72, all of them, or the blocks change between them; MobileNetV3's 1x1 24->72 and
+    40->120 expansions keep their half blocks). Its readers
     take the padded blocks as they are (a conv) or through the transform to NCHW that half
     blocks would need as well, with the slice of the padded lanes fused into it; the conv runs
     at the full vector width. ShuffleNetV2's 232-channel stage (1x1 convs of 232 -> 232 at
     1.26-1.4x onnxruntime's in NCHW8c on AVX-512): the whole model 4-5% faster at batch 1 and
     4 (one thread, thread time, interleaved)."""
-    return pads_over_half_blocks(channels, lanes, 1, 256)  # as if it summed enough taps
+    return pads_over_half_blocks(channels, lanes, 1, 256) or (  # as if it summed enough taps
+        pads_over_half_blocks(channels, lanes, taps, in_channels, share=8, min_sum=128))
 
 
 def _is(e: Any, *names: str) -> bool:
@@ -575,7 +580,8 @@ class _Planner:
             return _Plan(self.padded_blocks(data, in_lanes), in_lanes, w,
                          np.zeros(w.shape[0], "float32"), replace(a, groups=w.shape[0]),
                          in_lanes, channels=oc)
-        if lanes == self.lanes // 2 and self.pad and g == 1 and _pads_half_blocks(oc, self.lanes):
+        if lanes == self.lanes // 2 and self.pad and g == 1 and _pads_half_blocks(
+                oc, self.lanes, w.shape[2] * w.shape[3], ic):
             lanes = 0  # padded to whole blocks below (pad_output holds for these)
         if lanes == 0 and self.pad and g == 1 and pad_output(
                 oc, self.lanes, w.shape[2] * w.shape[3], ic,

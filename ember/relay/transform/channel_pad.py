@@ -42,18 +42,24 @@ def pad_output(channels: int, lanes: int, taps: int, in_channels: int,
     return feeds_conv or taps * in_channels >= 64
 
 
-def pads_over_half_blocks(channels: int, lanes: int, taps: int, in_channels: int) -> bool:
+def pads_over_half_blocks(channels: int, lanes: int, taps: int, in_channels: int,
+                          share: int = 16, min_sum: int = 256) -> bool:
     """Whether a conv whose ``channels`` split into blocks of ``lanes // 2`` but not of
     ``lanes`` is better padded to whole blocks of ``lanes`` than run in the half blocks: when
-    the padded lanes add at most a sixteenth to its work and each output sums enough taps
-    (``taps * in_channels``) that the transform back of a padded result costs little beside
+    the padded lanes add at most 1 / ``share`` to its work and each output sums enough taps
+    (``taps * in_channels``, ``min_sum`` or more) that the transform back of a padded result costs little beside
     it. Half blocks run the kernel at half the vector width: squeezenet's classifier 1x1
     512->1000 at 13x13 on AVX-512 (one thread, thread CPU time, conv + relu alone) 2007 us
-    in NCHW8c against 1150 us padded to 1008 channels in NCHW16c. MobileNetV2's 24 channels
+    in NCHW8c against 1150 us padded to 1008 channels in NCHW16c. A conv reading the padded
+    result skips the zero-weight lanes of its last input block (conv_nchwc.h's
+    ember_conv_live_lanes), so only the producer pays them: with ``share`` 8, HRNet's
+    72-channel branch (3x3 72->72 at 16x12, 1.28x onnxruntime's time in NCHW8c) runs in 80
+    padded channels at onnxruntime's (whole model 20.4 -> 18.6 ms, one thread, Zen 5).
+    MobileNetV2's 24 channels
     (32 padded: a third more) keep their half blocks, whose residual adds stay blocked."""
     extra = -channels % lanes
     return 0 < extra <= lanes // 2 and channels % (lanes // 2) == 0 and \
-        16 * extra <= channels and taps * in_channels >= 256
+        share * extra <= channels and taps * in_channels >= min_sum
 
 
 def feeds_conv(node: RelayExpr, readers: Mapping[int, list[RelayExpr]],

@@ -303,9 +303,32 @@ def test_few_padded_lanes_beat_half_blocks_on_avx512():
     assert conv.attrs.lanes == 8 and "strided_slice" not in _names(mod)
 
 
+def test_hrnet_72_channel_branch_padded_to_whole_blocks_on_avx512():
+    # 72 channels (an eighth padded) from 3x3 convs summing 128 taps or more: 80 in NCHW16c,
+    # the second conv reading the padded result with zero weights for its padded lanes (which
+    # the kernel skips); MobileNetV3's 1x1 24->72 expansion keeps NCHW8c
+    x = relay.var("x", shape=(1, 72, 6, 5))
+    a = relay.nn.relu(relay.nn.conv2d(x, _c(72, 72, 3, 3), padding=(1, 1)))
+    mod = _plan(relay.nn.conv2d(a, _c(72, 72, 3, 3), padding=(1, 1)), x, cpu="skylake-avx512")
+    convs = [c for c in _calls(mod) if c.op.name == "nn.contrib_conv2d_NCHWc_fused"]
+    assert [c.attrs.lanes for c in convs] == [16, 16]
+    assert convs[1].args[1].data.shape == (5, 5, 3, 3, 16, 16)
+    assert not convs[1].args[1].data.numpy()[:, 4, ..., 8:, :].any()  # padded input lanes
+    assert _names(mod)[-1] == "strided_slice"
+    y = relay.var("y", shape=(1, 24, 6, 5))
+    mod = _plan(relay.nn.relu(relay.nn.conv2d(y, _c(72, 24, 1, 1))), y, cpu="skylake-avx512")
+    conv = next(c for c in _calls(mod) if c.op.name == "nn.contrib_conv2d_NCHWc_fused")
+    assert conv.attrs.lanes == 8 and "strided_slice" not in _names(mod)
+
+
 def test_pads_over_half_blocks_gate():
     assert pads_over_half_blocks(1000, 16, 1, 512) and pads_over_half_blocks(200, 16, 9, 32)
     assert not pads_over_half_blocks(24, 16, 1, 512)  # 8 padded lanes on 24: a third more
+    assert not pads_over_half_blocks(72, 16, 9, 72)  # an eighth more: only with share 8
+    assert pads_over_half_blocks(72, 16, 9, 72, share=8)  # HRNet's 72-channel branch
+    assert not pads_over_half_blocks(56, 16, 9, 72, share=8)  # a seventh more
+    assert not pads_over_half_blocks(72, 16, 1, 144, share=8)  # too few taps summed
+    assert pads_over_half_blocks(72, 16, 1, 144, share=8, min_sum=128)
     assert not pads_over_half_blocks(1000, 16, 1, 128)  # too few taps for the transform back
     assert not pads_over_half_blocks(1004, 16, 1, 512)  # no half blocks either: pad_output's
     assert not pads_over_half_blocks(1024, 16, 1, 512)  # whole blocks already

@@ -278,7 +278,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchw_input)(EMBER_CONV2D_NCHW_INPUT_P
   p.act = act; p.flags = flags & ~EMBER_EPI_STREAM; p.lo = lo; p.hi = hi;
   p.rb = blocks > 0 && blocks < ocb ? blocks : (ocb > 0 ? ocb : 1); /* blocks per item */
   p.rw = rw; p.strip = rows > 0 ? rows : 1; p.order = 0; p.depthwise = 0;
-  p.groups = 1;
+  p.groups = 1; p.icl = 1;
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_nchw_in_task), &p, 0);
   EMBER_FN(ember_nchw_in_range)(&p, 0, ember_nchw_in_items(&p));
   return 0;

@@ -81,6 +81,8 @@ typedef struct {
   int32_t groups;
   int32_t depthwise;
   int32_t wicb;                      /* input blocks of one output block's weights (icb_g) */
+  int32_t icl;                       /* lanes of input block icb_g - 1 that the taps read
+                                        (ember_conv_live_lanes; cb: all) */
   int32_t accum;                     /* tiles add the output's partial sums, not the bias */
   int32_t epi;                       /* the tiles' store case: ember_conv_epi_case */
   ember_conv_pf* pf;                 /* the next pass's weights to prefetch, or NULL */
@@ -108,6 +110,31 @@ static inline int32_t ember_conv_epi_case(const ember_conv_p* p) {
   if (p->accum) return (flags & EMBER_EPI_RESIDUAL) || clamp == 2 ? -1 : 16 | clamp << 1;
   if ((flags & EMBER_EPI_STREAM) && res_first && !act) return 33; /* streamed: a 1x1 add */
   return res_first | clamp << 1 | res_last << 3;
+}
+
+/* The lanes of the last input block whose weights are not all zero (cb if the last lane's
+ * are not, or where the tiles read every lane): the rest the tiles skip. A channel count that
+ * does not fill whole blocks (HRNet's 18 and 36, padded by the planner to 32 and 48 with zero
+ * weights: channel_pad.py) otherwise spends the padded lanes' FMAs too; the 3x3 18->18 at
+ * 64x48 did 32 of them per tap and output block for 18 useful ones (1.4x onnxruntime's time,
+ * which reads only the real channels). Trailing lanes are scanned from the last one down and
+ * the scan stops at the first non-zero weight: nothing for an unpadded conv. A real channel
+ * whose weights are all zero is skipped as well (its inf or NaN input then no longer reaches
+ * the output). Dense convs over blocks of `lanes` (the output's) input channels only. */
+static inline int32_t ember_conv_live_lanes(const ember_conv_p* p, int32_t lanes) {
+  const int32_t cb = p->cb;
+  const size_t block = (size_t)p->kh * p->kw * cb * cb; /* one input block of an output block */
+  int32_t c, ob, t, l;
+  if (p->depthwise || p->groups != 1 || p->icb_g < 1 || cb != lanes) return cb;
+  for (c = cb - 1; c > 0; --c) {
+    for (ob = 0; ob < p->ocb; ++ob) {
+      const float* wk = p->wt + ((size_t)ob * p->icb_g + p->icb_g - 1) * block + (size_t)c * cb;
+      for (t = 0; t < p->kh * p->kw; ++t, wk += (size_t)cb * cb)
+        for (l = 0; l < cb; ++l)
+          if (wk[l] != 0.0f) return c + 1; /* a NaN counts as live */
+    }
+  }
+  return 1;
 }
 
 /* The epilogue flags a dense conv runs: EMBER_EPI_STREAM (the planner's, for an output far

@@ -106,17 +106,20 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_pad)(const ember_conv_p* p, float* pad, 
     const int32_t taps = p->kw * L, oy0 = f0 / p->ow, oy1 = (f0 + RW - 1) / p->ow;             \
     const int32_t ky0 = ember_first_tap(oy1 * p->sh - p->pt, p->dh, p->kh);                    \
     const int32_t ky1 = ember_end_tap(oy0 * p->sh - p->pt, p->dh, p->h, p->kh, ky0);           \
-    int32_t j, r, icb, ky, c;                                                                  \
+    int32_t j, r, icb, ky, c, t;                                                               \
     EMBER_KUNROLL for (j = 0; j < RW; ++j) {                                                   \
       const int32_t oy = (f0 + j) / p->ow, ox = (f0 + j) % p->ow;                              \
       pos[j] = ((ptrdiff_t)oy * p->sh * wp + (ptrdiff_t)ox * p->sw) * L;                       \
       EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                 \
     }                                                                                          \
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
+      const int32_t live = icb + 1 < p->icb_g ? L : p->icl;                                    \
       for (ky = ky0; ky < ky1; ++ky) {                                                         \
         const float* base = pad + (icb * cs + ky * dys);                                       \
         const float* wk = w + ((ptrdiff_t)icb * p->kh + ky) * p->kw * L * L;                   \
-        EMBER_TAP_UNROLL for (c = 0; c < taps; ++c) EMBER_FLAT_STEP(RW, RB, wk + c * L, base + c) \
+        for (t = 0; t < taps; t += L)                                                          \
+          EMBER_TAP_UNROLL for (c = t; c < t + live; ++c)                                      \
+            EMBER_FLAT_STEP(RW, RB, wk + c * L, base + c)                                      \
       }                                                                                        \
     }                                                                                          \
     {                                                                                          \
@@ -230,6 +233,7 @@ EMBER_KFN void EMBER_FN(ember_conv_flat_run)(const ember_conv_p* p, const float*
         q.pf = &pf;
       }
       q.icb_g = last ? p->icb_g - k0 : chunk;
+      q.icl = last ? p->icl : L;
       q.accum = k0 > 0; /* the partial sums of the passes before, not the bias */
       q.act = last ? p->act : 0;
       q.flags = last ? p->flags : 0;

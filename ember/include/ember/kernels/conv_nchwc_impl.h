@@ -431,6 +431,8 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
     EMBER_KUNROLL for (j = 0; j < RW; ++j)                                                      \
       EMBER_KUNROLL for (r = 0; r < RB; ++r) acc[j][r] = EMBER_VZERO(EMBER_L);                  \
     for (icb = 0; icb < p->icb_g; ++icb) {                                                     \
+      /* the lanes read: all but the last block's zero-weight ones (ember_conv_live_lanes) */ \
+      const int32_t live = icb + 1 < p->icb_g ? cb : p->icl;                                   \
       for (ky = ky0; ky < ky1; ++ky) {                                                         \
         const ptrdiff_t rowk = row + icb * cs + ky * dys;                                      \
         const float* wk = w + ((ptrdiff_t)icb * p->kh + ky) * p->kw * cb * L;                  \
@@ -438,21 +440,24 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
           /* Unit stride: the taps (kx, c) of a row are contiguous, columns L apart. */        \
           const int32_t taps = p->kw * cb;                                                     \
           const float* base = p->in + (rowk + (ptrdiff_t)ix0 * cb);                            \
-          EMBER_TAP_UNROLL for (c = 0; c < taps; ++c)                                           \
-            EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c, 1)                               \
+          for (kx = 0; kx < taps; kx += cb)                                                    \
+            EMBER_TAP_UNROLL for (c = kx; c < kx + live; ++c)                                  \
+              EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c, 1)                             \
         } else if (interior && p->dw == 1 && p->sw == 2 && cb == L) {                          \
           /* Stride 2 (wav2vec2's conv1d stack, downsampling 3x3s): the same, columns 2 L      \
            * apart (with a pointer per column, wav2vec2's 1x3/2 512->512 ran at 80 GFLOP/s,     \
            * unit stride at 85; now 85 too) */                                                 \
           const int32_t taps = p->kw * cb;                                                     \
           const float* base = p->in + (rowk + (ptrdiff_t)ix0 * cb);                            \
-          EMBER_TAP_UNROLL for (c = 0; c < taps; ++c)                                           \
-            EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c, 2)                               \
+          for (kx = 0; kx < taps; kx += cb)                                                    \
+            EMBER_TAP_UNROLL for (c = kx; c < kx + live; ++c)                                  \
+              EMBER_TILE_STEP_UNIT(RW, RB, wk + c * L, base + c, 2)                             \
         } else if (interior && p->dw == 1) {                                                   \
           /* The taps (kx, c) of a row are contiguous in input and weight: one loop. */        \
           const int32_t taps = p->kw * cb;                                                     \
           EMBER_TILE_COLUMNS(RW, col, rowk, ix0, p->sw, cb, 1)                                 \
-          for (c = 0; c < taps; ++c) EMBER_TILE_STEP(RW, RB, wk + c * L, c)                    \
+          for (kx = 0; kx < taps; kx += cb)                                                    \
+            for (c = kx; c < kx + live; ++c) EMBER_TILE_STEP(RW, RB, wk + c * L, c)             \
         } else {                                                                               \
           /* the taps that reach the image for one column of the tile or more (the rest add   \
            * zeros): wav2vec2's grouped conv1d of 128 taps over a 49-wide row padded by 64    \
@@ -462,7 +467,7 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
           for (; kx < kx1; ++kx) {                                                             \
             const float* wp = wk + (ptrdiff_t)kx * cb * L;                                     \
             EMBER_TILE_COLUMNS(RW, col, rowk, ix0 + kx * p->dw, p->sw, cb, interior)           \
-            for (c = 0; c < cb; ++c) EMBER_TILE_STEP(RW, RB, wp + c * L, c)                    \
+            for (c = 0; c < live; ++c) EMBER_TILE_STEP(RW, RB, wp + c * L, c)                  \
           }                                                                                    \
         }                                                                                      \
       }                                                                                        \
@@ -984,6 +989,7 @@ static inline void EMBER_FN(ember_conv_chunked)(const ember_conv_p* p, int64_t l
     q.in = p->in + (size_t)k0 * p->h * p->w * p->cb;
     q.wt = p->wt + (size_t)k0 * p->kh * p->kw * p->cb * EMBER_L;
     q.icb_g = last ? p->icb_g - k0 : chunk;
+    q.icl = last ? p->icl : p->cb;
     q.accum = k0 > 0;
     q.act = last ? p->act : 0;
     q.flags = last ? p->flags : 0;
@@ -1167,6 +1173,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
   p.act = act; p.flags = ember_conv_stream_flags(flags, act, out, EMBER_L); p.lo = lo; p.hi = hi;
   p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0; p.groups = groups;
   p.wicb = p.icb_g; p.accum = 0; p.epi = ember_conv_epi_case(&p);
+  p.icl = ember_conv_live_lanes(&p, EMBER_L);
 #if EMBER_KV && EMBER_PAIRS_HERE
   if (ember_conv_pairs_apply(&p)) {
     p.flags &= ~EMBER_EPI_STREAM; /* the pair tiles store their own way */
@@ -1207,7 +1214,7 @@ EMBER_KENTRY int32_t EMBER_FN(ember_depthwise_nchwc)(EMBER_DEPTHWISE_NCHWC_PARAM
   p.kh = kh; p.kw = kw; p.sh = sh; p.sw = sw; p.dh = dh; p.dw = dw; p.pt = pt; p.pl = pl;
   p.act = act; p.flags = flags & ~EMBER_EPI_STREAM; p.lo = lo; p.hi = hi;
   p.rb = 1; p.rw = 8; p.strip = strip; p.order = 0; p.depthwise = 1; p.groups = cblocks;
-  p.wicb = 1; p.accum = 0; p.epi = ember_conv_epi_case(&p);
+  p.wicb = 1; p.accum = 0; p.epi = ember_conv_epi_case(&p); p.icl = EMBER_L;
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_dw_task), &p, 0);
   EMBER_FN(ember_dw_range)(&p, 0, ember_conv_items(&p));
   return 0;
