@@ -189,15 +189,36 @@ def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     - Threads only above ``PARALLEL_MACS`` multiply-adds and with at least two work items; a
       parallel kernel with fewer than ``TARGET_ITEMS`` items has its rows cut into strips.
     """
-    t = conv_tile_exprs(geo, level)
-    what = "conv tile model"
-    return ConvTiles(*(folded(v, what) for v in (t.rb, t.rw, t.strip, t.order, t.threads)))
+    return ConvTiles(*(folded(v, "conv tile model") for v in _fields(conv_tile_exprs(geo, level))))
 
 
 def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     """:func:`model_conv_tiles` over the geometry's sizes, which may be run-time ones (batch,
     height, width): then the fields that depend on them are expressions the kernel's wrapper
-    evaluates at each call (the tiles a static build of that shape gets)."""
+    evaluates at each call (the tiles a static build of that shape gets).
+
+    Where AVX-512's pair tiles depend on the run-time map (:func:`pair_tiles`: at least
+    :data:`PAIR_MIN_PIXELS` output pixels), every field is chosen between the pair plan and
+    the plain one at each call, as a static build of that shape chooses (a pair plan on a
+    smaller map ran the 8-lane tiles with 6 or 8 blocks: mobilenet_v3_large's 1x1s at 5x4
+    and 2x2)."""
+    pairs = pair_tiles(geo, level)
+    tiles = _tile_exprs(geo, level, pairs)
+    if pairs is None or geo.static:
+        return tiles
+    plain = _tile_exprs(geo, level, None)
+    many = i64(geo.n) * i64(geo.oh) * i64(geo.ow) >= tir.const(PAIR_MIN_PIXELS, "int64")
+    return ConvTiles(*(a if isinstance(a, int) and isinstance(b, int) and a == b
+                       else static_or_expr(tir.Select_(many, a, b))
+                       for a, b in zip(_fields(tiles), _fields(plain))))
+
+
+def _fields(tiles: ConvTiles) -> tuple:
+    return tiles.rb, tiles.rw, tiles.strip, tiles.order, tiles.threads
+
+
+def _tile_exprs(geo: ConvGeometry, level: SimdLevel, pairs: tuple[int, int] | None) -> ConvTiles:
+    """:func:`conv_tile_exprs` with the pair tiles ``pairs`` (None: the plain tiles)."""
     lanes = geo.lanes
     # A portable (scalar) build still gets 4-lane vectors from the C compiler: size the tile
     # for 16-byte registers.
@@ -215,7 +236,6 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     rw = widest(fits, row)
     if level.name == "avx512" and per_vec == 1 and ocb_g >= 4:
         rb, rw = 4, widest(QUAD_WIDTHS, row)
-    pairs = pair_tiles(geo, level)
     if pairs is not None:
         rb, rw = pairs
     weight_bytes = geo.oc * (geo.ic // geo.groups) * geo.kh * geo.kw * 4
