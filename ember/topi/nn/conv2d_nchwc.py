@@ -23,7 +23,7 @@ from ...runtime.errors import OpError
 from ...target.simd import SimdLevel
 from ...te import tensor as te
 from ...tir import op as tir
-from ...tir.expr import PrimExpr
+from ...tir.expr import IntImm, PrimExpr
 from .. import tile_records
 from .conv2d_fewoc import conv2d_fewoc, fewoc_applies
 from .sizes import Dim, ceildiv, folded, i64, is_static, static_or_expr, succeeds, widest
@@ -242,7 +242,10 @@ def _tile_exprs(geo: ConvGeometry, level: SimdLevel, pairs: tuple[int, int] | No
     conv1d = is_conv1d(geo)
     # a conv1d streams its blocks over strips that sit in the L2, or its row block group by
     # block group (conv1d_order, once the strip is known; see model_conv_tiles)
-    order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 or packs_strips(geo, rb) else 0
+    packs = packs_strips(geo, rb)
+    order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 or packs is True else 0
+    if order == 0 and not isinstance(packs, bool):  # packs at run-time sizes over the minimum
+        order = tir.Select_(packs, 1, 0)
     if pairs is not None:
         order = 1  # the pair tiles' groups share each input strip from the L1 and L2
     if flat_tiles(geo, level, rb):
@@ -327,20 +330,20 @@ def flat_tiles_apart_from_row(geo: ConvGeometry, level: SimdLevel, rb: int) -> b
             and geo.dilation[1] == 1)
 
 
-def packs_strips(geo: ConvGeometry, rb: int = 2) -> bool:
+def packs_strips(geo: ConvGeometry, rb: int = 2) -> bool | PrimExpr:
     """Whether the kernel packs the input strips of ``geo`` when its blocks are innermost
     (``ember_conv_packs`` in conv_nchwc.h): a dense 1x1 conv with many input blocks, whose
     blocks lie a whole plane apart in NCHW[L]c, read by :data:`PACK_MIN_GROUPS` or more
     groups of ``rb`` output blocks, over an input larger than :data:`PACK_MIN_BYTES` (a
-    smaller one stays in the L2 unpacked). With run-time image sizes: whenever the first two
-    hold (the kernel decides on the size at each call)."""
+    smaller one stays in the L2 unpacked). With run-time image sizes: the size test as an
+    expression (the kernel makes it too, at each call)."""
     blocks = geo.ic // geo.in_block if geo.in_block else 0
     if not (geo.kh == geo.kw == 1 and geo.groups == 1 and geo.in_block > 1
             and blocks >= PACK_MIN_BLOCKS and ceildiv(geo.oc // geo.lanes, rb) >= PACK_MIN_GROUPS):
         return False
-    if not is_static(geo.n, geo.h, geo.w):
-        return True
-    return blocks * int(geo.h) * int(geo.w) * geo.in_block * 4 > PACK_MIN_BYTES
+    in_bytes = i64(geo.h) * i64(geo.w) * (blocks * geo.in_block * 4)
+    big = in_bytes > tir.const(PACK_MIN_BYTES, "int64")
+    return bool(big.value) if isinstance(big, IntImm) else big
 
 
 def conv1d_order(geo: ConvGeometry, rb: int, strip: PrimExpr, weight_bytes: int) -> PrimExpr:
