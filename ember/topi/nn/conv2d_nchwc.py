@@ -26,7 +26,8 @@ from ...tir import op as tir
 from ...tir.expr import IntImm, PrimExpr
 from .. import tile_records
 from .conv2d_fewoc import conv2d_fewoc, fewoc_applies
-from .sizes import Dim, ceildiv, folded, i64, is_static, static_or_expr, succeeds, widest
+from .sizes import (Dim, ceildiv, folded, i64, is_static, let_shared, static_or_expr, succeeds,
+                    widest)
 
 HEADER = "ember/kernels/conv_nchwc.h"
 LANES = (4, 8, 16)  # lane counts the kernels are instantiated for
@@ -480,9 +481,11 @@ def conv_extern(entry: str, header: str, name: str, data: te.Tensor, weight: te.
 
     def body(ins: list, outs: list) -> object:
         res = ins[3] if residual is not None else outs[0]
-        return succeeds(tir.call_extern("int32", entry, ins[0].data, ins[1].data, ins[2].data,
-                                        res.data, outs[0].data, *args, header=header),
-                        f"{name}: {entry} failed (parallel launch or workspace)")
+        call = tir.call_extern("int32", entry, ins[0].data, ins[1].data, ins[2].data, res.data,
+                               outs[0].data, *args, header=header)
+        # run-time tiles: each shared choice (the tile width...) computed once, before the call
+        return let_shared(call, lambda c: succeeds(
+            c, f"{name}: {entry} failed (parallel launch or workspace)"), "ember_tile")
 
     shape = (geo.n, geo.oc // geo.lanes, geo.oh, geo.ow, geo.lanes)
     return te.extern(shape, inputs, body, name=name, tag="conv2d_nchwc")
