@@ -235,3 +235,25 @@ def test_the_1x1_tiles_of_run_time_sizes_fold_to_the_static_ones(level_name: str
         static = K.model_conv_tiles(geometry(bn, bh, bw), level)
         got = [_at(v, {n: bn, h: bh, w: bw}) for v in vars(tiles).values()]
         assert got == list(vars(static).values()), ((bn, bh, bw), got, static)
+
+
+# a 1x1 256->512 (packed strips only over inputs above PACK_MIN_BYTES: 33x35 here) into a 1x1
+# 512->24 (8-lane output blocks: AVX-512's pair tiles only from PAIR_MIN_PIXELS pixels)
+ONE_BY_ONE_CHAIN = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 256, {h}, {w}), float32], %w1: Tensor[(512, 256, 1, 1), float32],
+          %w2: Tensor[(24, 512, 1, 1), float32]) {{
+  nn.conv2d(nn.relu(nn.conv2d(%x, %w1, channels=512, kernel_size=[1, 1])), %w2, channels=24,
+            kernel_size=[1, 1])
+}}
+"""
+
+
+def test_dynamic_1x1_convs_around_the_pair_and_packing_thresholds_match_numpy() -> None:
+    rng = np.random.default_rng(5)
+    w1, w2 = rand(rng, 512, 256, 1, 1), rand(rng, 24, 512, 1, 1)
+    model = build_dynamic(ONE_BY_ONE_CHAIN, {"w1": w1, "w2": w2})
+    for h, w in ((1, 1), (2, 2), (9, 7), (8, 8), (33, 35)):
+        x = rand(rng, 1, 256, h, w)
+        hidden = np.maximum(np.einsum("oc,nchw->nohw", w1[:, :, 0, 0], x), 0)
+        want = np.einsum("oc,nchw->nohw", w2[:, :, 0, 0], hidden)
+        np.testing.assert_allclose(model(x), want, rtol=1e-4, atol=1e-3)
