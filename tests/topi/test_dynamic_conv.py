@@ -205,3 +205,55 @@ def test_the_conv1d_tiles_of_a_run_time_length_fold_to_the_static_ones(level_nam
         static = K.model_conv_tiles(conv1d(size, (size - 3) // 2 + 1), level)
         got = [_at(v, {w: size}) for v in vars(tiles).values()]
         assert got == list(vars(static).values()), (size, got, static)
+
+
+# 1x1 convs whose static plan depends on the map in ways beyond the row's width: AVX-512's pair
+# tiles only from PAIR_MIN_PIXELS output pixels (mobilenet_v3_large's 8-lane 1x1s at 9x7, 5x4,
+# 2x2), and packed strips, looping over blocks innermost, only over inputs above
+# PACK_MIN_BYTES (densenet's 512->256 and 1024->512 at 4x4 and 2x2: blocks outermost)
+ONE_BY_ONE = {  # (ic, oc, lanes, in_block)
+    "pairs_40_to_24": (40, 24, 8, 8), "pairs_16_to_40": (16, 40, 8, 16),
+    "pairs_240_to_56": (240, 56, 8, 16), "packs_512_to_256": (512, 256, 16, 16),
+    "packs_1024_to_512": (1024, 512, 16, 16), "packs_1024_to_512_x8": (1024, 512, 8, 8)}
+
+
+@pytest.mark.parametrize("level_name", ["avx2", "avx512"])
+@pytest.mark.parametrize("case", list(ONE_BY_ONE))
+def test_the_1x1_tiles_of_run_time_sizes_fold_to_the_static_ones(level_name: str,
+                                                                  case: str) -> None:
+    level = LEVELS[level_name]
+    ic, oc, lanes, in_block = ONE_BY_ONE[case]
+    n, h, w = SizeVar("n"), SizeVar("h"), SizeVar("w")
+
+    def geometry(bn, bh, bw) -> K.ConvGeometry:
+        return K.flattened(K.ConvGeometry(bn, ic, bh, bw, oc, bh, bw, 1, 1, (1, 1), (0,) * 4,
+                                          (1, 1), 1, lanes, in_block))
+
+    tiles = K.conv_tiles(geometry(n, h, w), level)
+    for bn, bh, bw in ((1, 1, 1), (1, 2, 2), (1, 5, 4), (1, 9, 7), (1, 7, 7), (3, 4, 4),
+                       (1, 8, 8), (2, 32, 32), (1, 67, 53)):
+        static = K.model_conv_tiles(geometry(bn, bh, bw), level)
+        got = [_at(v, {n: bn, h: bh, w: bw}) for v in vars(tiles).values()]
+        assert got == list(vars(static).values()), ((bn, bh, bw), got, static)
+
+
+# a 1x1 256->512 (packed strips only over inputs above PACK_MIN_BYTES: 33x35 here) into a 1x1
+# 512->24 (8-lane output blocks: AVX-512's pair tiles only from PAIR_MIN_PIXELS pixels)
+ONE_BY_ONE_CHAIN = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 256, {h}, {w}), float32], %w1: Tensor[(512, 256, 1, 1), float32],
+          %w2: Tensor[(24, 512, 1, 1), float32]) {{
+  nn.conv2d(nn.relu(nn.conv2d(%x, %w1, channels=512, kernel_size=[1, 1])), %w2, channels=24,
+            kernel_size=[1, 1])
+}}
+"""
+
+
+def test_dynamic_1x1_convs_around_the_pair_and_packing_thresholds_match_numpy() -> None:
+    rng = np.random.default_rng(5)
+    w1, w2 = rand(rng, 512, 256, 1, 1), rand(rng, 24, 512, 1, 1)
+    model = build_dynamic(ONE_BY_ONE_CHAIN, {"w1": w1, "w2": w2})
+    for h, w in ((1, 1), (2, 2), (9, 7), (8, 8), (33, 35)):
+        x = rand(rng, 1, 256, h, w)
+        hidden = np.maximum(np.einsum("oc,nchw->nohw", w1[:, :, 0, 0], x), 0)
+        want = np.einsum("oc,nchw->nohw", w2[:, :, 0, 0], hidden)
+        np.testing.assert_allclose(model(x), want, rtol=1e-4, atol=1e-3)

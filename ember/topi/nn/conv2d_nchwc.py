@@ -23,10 +23,11 @@ from ...runtime.errors import OpError
 from ...target.simd import SimdLevel
 from ...te import tensor as te
 from ...tir import op as tir
-from ...tir.expr import PrimExpr
+from ...tir.expr import IntImm, PrimExpr
 from .. import tile_records
 from .conv2d_fewoc import conv2d_fewoc, fewoc_applies
-from .sizes import Dim, ceildiv, folded, i64, is_static, static_or_expr, succeeds, widest
+from .sizes import (Dim, ceildiv, folded, i64, is_static, let_shared, static_or_expr, succeeds,
+                    widest)
 
 HEADER = "ember/kernels/conv_nchwc.h"
 LANES = (4, 8, 16)  # lane counts the kernels are instantiated for
@@ -189,15 +190,36 @@ def model_conv_tiles(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     - Threads only above ``PARALLEL_MACS`` multiply-adds and with at least two work items; a
       parallel kernel with fewer than ``TARGET_ITEMS`` items has its rows cut into strips.
     """
-    t = conv_tile_exprs(geo, level)
-    what = "conv tile model"
-    return ConvTiles(*(folded(v, what) for v in (t.rb, t.rw, t.strip, t.order, t.threads)))
+    return ConvTiles(*(folded(v, "conv tile model") for v in _fields(conv_tile_exprs(geo, level))))
 
 
 def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     """:func:`model_conv_tiles` over the geometry's sizes, which may be run-time ones (batch,
     height, width): then the fields that depend on them are expressions the kernel's wrapper
-    evaluates at each call (the tiles a static build of that shape gets)."""
+    evaluates at each call (the tiles a static build of that shape gets).
+
+    Where AVX-512's pair tiles depend on the run-time map (:func:`pair_tiles`: at least
+    :data:`PAIR_MIN_PIXELS` output pixels), every field is chosen between the pair plan and
+    the plain one at each call, as a static build of that shape chooses (a pair plan on a
+    smaller map ran the 8-lane tiles with 6 or 8 blocks: mobilenet_v3_large's 1x1s at 5x4
+    and 2x2)."""
+    pairs = pair_tiles(geo, level)
+    tiles = _tile_exprs(geo, level, pairs)
+    if pairs is None or geo.static:
+        return tiles
+    plain = _tile_exprs(geo, level, None)
+    many = i64(geo.n) * i64(geo.oh) * i64(geo.ow) >= tir.const(PAIR_MIN_PIXELS, "int64")
+    return ConvTiles(*(a if isinstance(a, int) and isinstance(b, int) and a == b
+                       else static_or_expr(tir.Select_(many, a, b))
+                       for a, b in zip(_fields(tiles), _fields(plain))))
+
+
+def _fields(tiles: ConvTiles) -> tuple:
+    return tiles.rb, tiles.rw, tiles.strip, tiles.order, tiles.threads
+
+
+def _tile_exprs(geo: ConvGeometry, level: SimdLevel, pairs: tuple[int, int] | None) -> ConvTiles:
+    """:func:`conv_tile_exprs` with the pair tiles ``pairs`` (None: the plain tiles)."""
     lanes = geo.lanes
     # A portable (scalar) build still gets 4-lane vectors from the C compiler: size the tile
     # for 16-byte registers.
@@ -215,14 +237,16 @@ def conv_tile_exprs(geo: ConvGeometry, level: SimdLevel) -> ConvTiles:
     rw = widest(fits, row)
     if level.name == "avx512" and per_vec == 1 and ocb_g >= 4:
         rb, rw = 4, widest(QUAD_WIDTHS, row)
-    pairs = pair_tiles(geo, level)
     if pairs is not None:
         rb, rw = pairs
     weight_bytes = geo.oc * (geo.ic // geo.groups) * geo.kh * geo.kw * 4
     conv1d = is_conv1d(geo)
     # a conv1d streams its blocks over strips that sit in the L2, or its row block group by
     # block group (conv1d_order, once the strip is known; see model_conv_tiles)
-    order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 or packs_strips(geo, rb) else 0
+    packs = packs_strips(geo, rb)
+    order = 1 if conv1d or weight_bytes <= L2_BYTES // 2 or packs is True else 0
+    if order == 0 and not isinstance(packs, bool):  # packs at run-time sizes over the minimum
+        order = tir.Select_(packs, 1, 0)
     if pairs is not None:
         order = 1  # the pair tiles' groups share each input strip from the L1 and L2
     if flat_tiles(geo, level, rb):
@@ -307,20 +331,20 @@ def flat_tiles_apart_from_row(geo: ConvGeometry, level: SimdLevel, rb: int) -> b
             and geo.dilation[1] == 1)
 
 
-def packs_strips(geo: ConvGeometry, rb: int = 2) -> bool:
+def packs_strips(geo: ConvGeometry, rb: int = 2) -> bool | PrimExpr:
     """Whether the kernel packs the input strips of ``geo`` when its blocks are innermost
     (``ember_conv_packs`` in conv_nchwc.h): a dense 1x1 conv with many input blocks, whose
     blocks lie a whole plane apart in NCHW[L]c, read by :data:`PACK_MIN_GROUPS` or more
     groups of ``rb`` output blocks, over an input larger than :data:`PACK_MIN_BYTES` (a
-    smaller one stays in the L2 unpacked). With run-time image sizes: whenever the first two
-    hold (the kernel decides on the size at each call)."""
+    smaller one stays in the L2 unpacked). With run-time image sizes: the size test as an
+    expression (the kernel makes it too, at each call)."""
     blocks = geo.ic // geo.in_block if geo.in_block else 0
     if not (geo.kh == geo.kw == 1 and geo.groups == 1 and geo.in_block > 1
             and blocks >= PACK_MIN_BLOCKS and ceildiv(geo.oc // geo.lanes, rb) >= PACK_MIN_GROUPS):
         return False
-    if not is_static(geo.n, geo.h, geo.w):
-        return True
-    return blocks * int(geo.h) * int(geo.w) * geo.in_block * 4 > PACK_MIN_BYTES
+    in_bytes = i64(geo.h) * i64(geo.w) * (blocks * geo.in_block * 4)
+    big = in_bytes > tir.const(PACK_MIN_BYTES, "int64")
+    return bool(big.value) if isinstance(big, IntImm) else big
 
 
 def conv1d_order(geo: ConvGeometry, rb: int, strip: PrimExpr, weight_bytes: int) -> PrimExpr:
@@ -457,9 +481,11 @@ def conv_extern(entry: str, header: str, name: str, data: te.Tensor, weight: te.
 
     def body(ins: list, outs: list) -> object:
         res = ins[3] if residual is not None else outs[0]
-        return succeeds(tir.call_extern("int32", entry, ins[0].data, ins[1].data, ins[2].data,
-                                        res.data, outs[0].data, *args, header=header),
-                        f"{name}: {entry} failed (parallel launch or workspace)")
+        call = tir.call_extern("int32", entry, ins[0].data, ins[1].data, ins[2].data, res.data,
+                               outs[0].data, *args, header=header)
+        # run-time tiles: each shared choice (the tile width...) computed once, before the call
+        return let_shared(call, lambda c: succeeds(
+            c, f"{name}: {entry} failed (parallel launch or workspace)"), "ember_tile")
 
     shape = (geo.n, geo.oc // geo.lanes, geo.oh, geo.ow, geo.lanes)
     return te.extern(shape, inputs, body, name=name, tag="conv2d_nchwc")

@@ -11,13 +11,14 @@ evaluates at each call, giving the same tiles a static build of that shape would
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ...runtime.errors import OpError
 from ...tir import op as tir
-from ...tir.expr import EQ, IntImm, PrimExpr, StringImm
-from ...tir.stmt import AssertStmt, Evaluate, Stmt
+from ...tir.expr import EQ, FloatImm, IntImm, PrimExpr, StringImm, Var
+from ...tir.functor import children, map_children, post_order
+from ...tir.stmt import AssertStmt, Evaluate, LetStmt, Stmt
 
 Dim = int | PrimExpr  # a static size, or an expression of the kernel's run-time sizes
 Check = tuple[PrimExpr, str]  # a condition on run-time sizes and the message if it fails
@@ -100,10 +101,37 @@ def checked(body: Stmt, checks: Sequence[Check]) -> Stmt:
     return body
 
 
+def let_shared(call: PrimExpr, body: Callable[[PrimExpr], Stmt], prefix: str) -> Stmt:
+    """``body(call)`` with each integer sub-expression that ``call`` uses more than once (the
+    same object: a cost model's run-time choice, reused by the choices after it) computed once
+    into a local (``const int32_t <prefix>_<i> = ...;`` before the call): the printed C would
+    otherwise repeat it at every use, and the uses of the uses (a conv's tile width, used by
+    its strip, used by its work split: 16 KB of C per call). A call of constants (a static
+    build's) is returned as it was."""
+    uses: dict[int, int] = {}
+    for node in post_order(call):
+        for kid in children(node):
+            uses[id(kid)] = uses.get(id(kid), 0) + 1
+    lets: list[tuple[Var, PrimExpr]] = []
+    memo: dict[int, PrimExpr] = {}
+    for node in post_order(call):  # children first: a local's value uses earlier locals
+        new = map_children(node, lambda kid: memo[id(kid)])
+        if (uses.get(id(node), 0) >= 2 and not isinstance(node, (Var, IntImm, FloatImm))
+                and node.dtype in ("int32", "int64")):
+            var = Var(f"{prefix}_{len(lets)}", node.dtype)
+            lets.append((var, new))
+            new = var
+        memo[id(node)] = new
+    out = body(memo[id(call)])
+    for var, value in reversed(lets):
+        out = LetStmt(var, value, out)
+    return out
+
+
 def static_or_expr(x: PrimExpr) -> Dim:
     """An int for a folded constant, else the expression."""
     return int(x.value) if isinstance(x, IntImm) else x
 
 
 __all__ = ["Check", "Dim", "ceildiv", "checked", "dims", "folded", "i64", "is_static",
-           "must_equal", "prod", "static_or_expr", "widest"]
+           "let_shared", "must_equal", "prod", "static_or_expr", "widest"]
