@@ -23,11 +23,17 @@ def _plus(a: Poly, b: Poly, sign: int = 1) -> Poly:
     return {m: c for m, c in out.items() if c}
 
 
+def _atom_order(key: Any) -> tuple:
+    # atoms' keys are ("var", id) for variables, interned ints for other expressions: one
+    # order over both kinds (Python orders neither a tuple against an int nor back)
+    return (isinstance(key, tuple), key)
+
+
 def _times(a: Poly, b: Poly) -> Poly:
     out: Poly = {}
     for ma, ca in a.items():
         for mb, cb in b.items():
-            mono = tuple(sorted(ma + mb))
+            mono = tuple(sorted(ma + mb, key=_atom_order))
             out[mono] = out.get(mono, 0) + ca * cb
     return {m: c for m, c in out.items() if c}
 

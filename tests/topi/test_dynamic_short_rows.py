@@ -87,3 +87,16 @@ def test_product_by_a_run_time_divisor_multiplies_out() -> None:
     assert str(simplify((c * 5 + f // w) * w + f % w)) == str(simplify(c * w * 5 + f))
     # no term divided by ``w``: the product stays whole
     assert str(simplify((c * 5 + f) * w)) == str((c * 5 + f) * w)
+
+
+def test_steps_of_products_of_variables_and_other_atoms_compare_alike():
+    """A monomial of a variable and an expression atom (``w * (h // 2)``): keys of both kinds
+    in one product, in either order (strided slices and Trilu's run-time k made them)."""
+    from ember.tir.expr import FloorDiv, IntImm
+    from ember.tir.simplify import StructuralKeys
+    from ember.tir.symbolic_steps import polynomial
+
+    h, w = te.size_var("h"), te.size_var("w")
+    keys = StructuralKeys()
+    half = FloorDiv(h, IntImm("int32", 2))
+    assert polynomial(w * half, keys) == polynomial(half * w, keys) != {}
