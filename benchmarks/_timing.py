@@ -2,9 +2,11 @@
 
 A machine's speed drifts (other processes, frequency, thermal state). Timing system A for a
 minute and then system B for a minute folds that drift into their ratio. Here each round runs
-every runner once for a block of calls, and the order rotates from round to round (round r
-starts with runner r mod n), so every runner sees every phase of the drift and every
-position after every other runner.
+every runner once for a block of calls, in an order shuffled afresh each round (seeded), so
+every runner sees every phase of the drift and, on average, follows every other runner alike.
+(A rotation kept each runner behind the same one: in a list of cases [dynamic, static,
+onnxruntime] x shapes, every dynamic build ran right after onnxruntime, whose 2-thread
+workers still spun, and measured 1.3-2.3x slower than it runs.)
 
 Per block: the thread count is set, one untimed call warms up (caches, thread pools woken from
 sleep), then each call is timed on its own with ``time.perf_counter``. A short pause between
@@ -91,7 +93,7 @@ def _block(runner: Runner, calls: int, clock: Callable[[], float] = time.perf_co
 
 def interleave(runners: Sequence[Runner], min_time: float, rounds: int,
                clock: Callable[[], float] = time.perf_counter) -> list[Timing]:
-    """Time ``runners`` in ``rounds`` rotating rounds (see the module docstring); ``clock``:
+    """Time ``runners`` in ``rounds`` shuffled rounds (see the module docstring); ``clock``:
     ``time.thread_time`` counts the calling thread's CPU time (steadier on a loaded machine,
     but blind to worker threads)."""
     if rounds < 1 or min_time <= 0:
@@ -101,9 +103,9 @@ def interleave(runners: Sequence[Runner], min_time: float, rounds: int,
     samples: list[list[float]] = [[] for _ in runners]
     medians: list[list[float]] = [[] for _ in runners]
     n = len(runners)
-    for rnd in range(rounds):
-        for k in range(n):
-            i = (rnd + k) % n
+    rng = np.random.default_rng(0)
+    for _ in range(rounds):
+        for i in (int(j) for j in rng.permutation(n)):
             times = _block(runners[i], sizes[i], clock)
             samples[i].extend(times)
             medians[i].append(statistics.median(times))

@@ -94,19 +94,25 @@ def test_flops_count_grouped_conv_transpose_and_matmuls():
     assert total == sum(by_op.values())
 
 
-def test_interleave_rotates_the_order_each_round():
+def test_interleave_shuffles_the_order_so_no_runner_always_follows_another():
     order: list[str] = []
 
     def runner(name: str) -> _systems.Runner:
         return _systems.Runner(name, 1, lambda: order.append(name), list,
                                contextlib.nullcontext)
 
-    runners = [runner("a"), runner("b"), runner("c")]
-    timings = _timing.interleave(runners, min_time=1e-9, rounds=3)
-    assert [t.block for t in timings] == [1, 1, 1]  # at least one call per round
-    blocks = order[-18:]  # the 3 rounds of 3 blocks, each a warm-up call and a timed one
-    timed = blocks[1::2]
-    assert timed == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    names = "abcd"
+    rounds = 12
+    timings = _timing.interleave([runner(n) for n in names], min_time=1e-9, rounds=rounds)
+    assert [t.block for t in timings] == [1] * len(names)  # at least one call per round
+    timed = order[-2 * rounds * len(names):][1::2]  # each block: a warm-up call, a timed one
+    per_round = [timed[k:k + len(names)] for k in range(0, len(timed), len(names))]
+    assert all(sorted(r) == list(names) for r in per_round)  # every runner once a round
+    # a rotation put "b" after "a" in every round but one; shuffled, each runner has
+    # several different predecessors
+    before = {n: {r[i - 1] for r in per_round for i in range(1, len(r)) if r[i] == n}
+              for n in names}
+    assert all(len(p) >= 2 for p in before.values()), before
 
 
 @pytest.mark.parametrize("args, message", [
