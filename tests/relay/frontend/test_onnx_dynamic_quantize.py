@@ -41,28 +41,28 @@ def test_dynamic_quantize_linear_against_onnxruntime(shape, shift):
         np.testing.assert_array_equal(np.asarray(g), w)
 
 
+def _assert_equals_onnxruntime(x):
+    """y, y_scale and y_zero_point of DynamicQuantizeLinear(x) exactly as onnxruntime's."""
+    model = _model(x.shape)
+    got = ember.compile(model, threads=1)(x)
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
 @pytest.mark.parametrize("scale", [1e28, 1e-40], ids=["huge", "subnormal-scale"])
 def test_dynamic_quantize_linear_extreme_ranges(scale):
     """Quotients x / scale at the ends of [0, 255] whatever the range's magnitude (the int32
     rounding of the quantized values)."""
     x = (np.array([[2.0, -0.6, 0.0, 0.7], [1.3, -0.05, 0.4, 1.9]]) * scale).astype("float32")
-    model = _model(x.shape)
-    got = ember.compile(model, threads=1)(x)
-    want = ort.InferenceSession(model.SerializeToString(),
-                                providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(np.asarray(g), w)
+    _assert_equals_onnxruntime(x)
 
 
 def test_dynamic_quantize_linear_of_all_zeros_matches_onnxruntime():
     """No range: onnxruntime's scale 1 (the spec's (0 - 0) / 255 would divide 0 by 0)."""
     x = np.zeros((2, 5), "float32")
-    model = _model(x.shape)
-    got = ember.compile(model, threads=1)(x)
-    want = ort.InferenceSession(model.SerializeToString(),
-                                providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(np.asarray(g), w)
+    _assert_equals_onnxruntime(x)
 
 
 def _minmax(x, target="llvm"):
