@@ -1,0 +1,62 @@
+"""conv2d of a plain NCHW input to few output channels as a call of
+``ember_conv2d_nchw_small`` (``ember/include/ember/kernels/conv_nchw_small.h``).
+
+A conv whose output channels fill no channel block stays plain NCHW (AlterOpLayout gives it
+no blocked form: a synthetic model's 3 -> 3 3x3 conv, a head to 1 to 7 channels), and the te
+template vectorises it over those few channels: 3 lanes of 16. This kernel runs its vectors
+along the output row instead, every tap of a buffered, zero-padded input row a contiguous
+load, with up to 4 channels x 4 rows of accumulators. :func:`nchw_small_applies` is the
+selection, which ``nn.conv2d``'s compute asks first; the kernel takes any padding, stride and
+dilation.
+"""
+from __future__ import annotations
+
+from ...runtime.errors import OpError
+from ...te import tensor as te
+from ...tir import op as tir
+from .pad import pad_tuple, pair
+from .sizes import dims, is_static, succeeds
+
+HEADER = "ember/kernels/conv_nchw_small.h"
+# Output channels below which the kernel takes a conv: from 8 on the te template's register
+# tile is at least half a vector of channels wide (measured in the commit that added this).
+MAX_OUT_CHANNELS = 7
+# Multiply-adds from which a call launches threads (~40 us on one core: a launch costs ~1 us).
+PARALLEL_MACS = 1 << 20
+
+
+def nchw_small_applies(data: te.Tensor, kernel: te.Tensor, groups: int,
+                       out_dtype: str) -> bool:
+    """Whether an NCHW x OIHW conv runs on this kernel: float32 throughout, ungrouped, static
+    sizes, at most :data:`MAX_OUT_CHANNELS` output channels."""
+    return (groups == 1 and data.dtype == kernel.dtype == out_dtype == "float32"
+            and is_static(*data.shape, *kernel.shape)
+            and int(kernel.shape[0]) <= MAX_OUT_CHANNELS)
+
+
+def conv2d_nchw_small(data: te.Tensor, kernel: te.Tensor, strides: object = 1,
+                      padding: object = 0, dilation: object = 1) -> te.Tensor:
+    """The conv of float32 NCHW ``data`` with OIHW ``kernel`` (static sizes, groups 1)."""
+    where = "nn.conv2d"
+    n, ic, h, w = dims(data.shape)
+    oc, kic, kh, kw = dims(kernel.shape)
+    if kic != ic:
+        raise OpError(f"{where}: data has {ic} channels but the weight expects {kic}")
+    (sh, sw), (dh, dw) = pair(strides), pair(dilation)
+    pt, pl, pb, pr = pad_tuple(padding)
+    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
+    ow = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
+    if oh < 1 or ow < 1:
+        raise OpError(f"{where}: the {kh}x{kw} window (dilation {dh}x{dw}) does not fit the "
+                      f"padded {h + pt + pb}x{w + pl + pr} input")
+    parallel = int(n * oc * oh * ow * ic * kh * kw >= PARALLEL_MACS)
+
+    def body(ins, outs):
+        call = tir.call_extern("int32", "ember_conv2d_nchw_small", ins[0].data, ins[1].data,
+                               outs[0].data, n, ic, h, w, oc, oh, ow, kh, kw, sh, sw, dh, dw,
+                               pt, pl, parallel, header=HEADER)
+        return succeeds(call, f"{where}: ember_conv2d_nchw_small failed (out of workspace "
+                              "memory or threads)")
+
+    return te.extern((n, oc, oh, ow), [data, kernel], body, name="T_conv2d_nchw_small",
+                     dtype="float32", tag="conv2d_nchw_small")

@@ -1,0 +1,121 @@
+"""The plain NCHW conv kernel for few output channels (ember/kernels/conv_nchw_small.h,
+topi/nn/conv2d_nchw_small.py) against a float64 numpy reference (rtol 1e-4, atol 1e-4 times
+the number of products per output, float32 sums of that many terms):
+
+- the header alone, through a ctypes harness, at every SIMD level this machine runs (AVX2+FMA,
+  SSE2, the portable C99 struct path) and AVX-512 (compiled; run only on an AVX-512 host), over
+  hypothesis geometries: 1 to 9 output channels (one and more tiles of 4), 1x1 and odd maps,
+  rows shorter and longer than a vector, paddings larger than the kernel, strides larger than
+  the kernel, dilation, asymmetric padding, several batch items, and the parallel split with
+  its tasks run last to first, a guard after the output;
+- the op through relay.build (the synthetic model's 3 -> 3 3x3 conv) at forced SIMD levels,
+  and which convs take the kernel.
+"""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember.contrib import cc
+from ember.relay.op.nn.conv import conv2d_nchw
+
+HERE = Path(__file__).parent
+INCLUDE = Path(ember.__file__).parent / "include"
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-ffp-contract=fast"]
+LEVELS = {"avx512": ["-march=x86-64-v4"], "avx2": ["-march=x86-64-v3"],
+          "sse2": ["-march=x86-64-v2"], "portable": ["-DEMBER_KERNELS_PORTABLE"]}
+FEATURE = {"avx512": "avx512f", "avx2": "avx2"}
+F32 = ctypes.POINTER(ctypes.c_float)
+
+
+def _host_has(flag: str) -> bool:
+    from ember.target.simd import host_features
+
+    return flag in host_features()
+
+
+@pytest.fixture(scope="module", params=list(LEVELS))
+def harness(request: pytest.FixtureRequest,
+            tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    level = request.param
+    compiler = cc.get_cc()
+    if compiler is None:
+        pytest.skip("no C compiler found")
+    out = tmp_path_factory.mktemp(level) / "harness.so"
+    cmd = [compiler, *STRICT, *LEVELS[level], "-fPIC", "-shared", "-I", str(INCLUDE),
+           str(HERE / "data" / "conv_nchw_small_harness.c"), "-o", str(out), "-lm"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    if level in FEATURE and not _host_has(FEATURE[level]):
+        pytest.skip(f"compiled for {level}; the host cannot run it")
+    lib = ctypes.CDLL(str(out))
+    lib.harness_simd_name.restype = ctypes.c_char_p
+    lib.harness_conv_nchw_small.argtypes = [F32, F32, F32, ctypes.POINTER(ctypes.c_int32)]
+    assert lib.harness_simd_name().decode() == level
+    return lib
+
+
+def _run(lib: ctypes.CDLL, x: np.ndarray, w: np.ndarray, stride: tuple[int, int],
+         pad: tuple[int, int, int, int], dil: tuple[int, int], parallel: bool) -> np.ndarray:
+    n, ic, h, wd = x.shape
+    oc, _, kh, kw = w.shape
+    oh = (h + pad[0] + pad[2] - (kh - 1) * dil[0] - 1) // stride[0] + 1
+    ow = (wd + pad[1] + pad[3] - (kw - 1) * dil[1] - 1) // stride[1] + 1
+    size = n * oc * oh * ow
+    guarded = np.full(size + 64, 7.0, np.float32)
+    sizes = np.array([n, ic, h, wd, oc, oh, ow, kh, kw, *stride, *dil, pad[0], pad[1],
+                      int(parallel), int(parallel)], np.int32)
+    ptr = lambda a: a.ctypes.data_as(F32)  # noqa: E731
+    rc = lib.harness_conv_nchw_small(ptr(x), ptr(w), ptr(guarded),
+                                     sizes.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)))
+    assert rc == 0
+    assert (guarded[size:] == 7.0).all(), "the kernel wrote past its output"
+    return guarded[:size].reshape(n, oc, oh, ow)
+
+
+def _check(lib: ctypes.CDLL, n: int, ic: int, oc: int, h: int, wd: int, k: tuple[int, int],
+           stride: tuple[int, int], pad: tuple[int, int, int, int], dil: tuple[int, int],
+           parallel: bool, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (n, ic, h, wd)).astype(np.float32)
+    w = rng.uniform(-1, 1, (oc, ic, *k)).astype(np.float32)
+    got = _run(lib, x, w, stride, pad, dil, parallel)
+    want = conv2d_nchw(x.astype(np.float64), w.astype(np.float64), stride, pad, dil, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * ic * k[0] * k[1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 2), ic=st.integers(1, 5), oc=st.integers(1, 9), h=st.integers(1, 13),
+       wd=st.sampled_from([1, 2, 3, 5, 12, 15, 16, 17, 31, 33, 40]), kh=st.integers(1, 3),
+       kw=st.integers(1, 5), sh=st.integers(1, 4), sw=st.integers(1, 4), dh=st.integers(1, 2),
+       dw=st.integers(1, 3), pads=st.tuples(*[st.integers(0, 4)] * 4), parallel=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_matches_numpy(harness: ctypes.CDLL, n: int, ic: int, oc: int, h: int, wd: int, kh: int,
+                       kw: int, sh: int, sw: int, dh: int, dw: int,
+                       pads: tuple[int, int, int, int], parallel: bool, seed: int) -> None:
+    # the window must fit the padded input (the op's type relation checks this)
+    if h + pads[0] + pads[2] < (kh - 1) * dh + 1 or wd + pads[1] + pads[3] < (kw - 1) * dw + 1:
+        return
+    _check(harness, n, ic, oc, h, wd, (kh, kw), (sh, sw), pads, (dh, dw), parallel, seed)
+
+
+@pytest.mark.parametrize("case", [
+    # n ic oc h w k stride pad dil
+    (1, 3, 3, 24, 12, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),  # the synthetic model's conv
+    (1, 1, 1, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 1x1 map, 1x1 kernel
+    (1, 2, 3, 1, 1, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),  # 1x1 map, all taps but one padding
+    (2, 3, 5, 9, 70, (3, 5), (2, 3), (2, 0, 1, 4), (1, 1)),  # stride above kernel, bands
+    (1, 2, 2, 6, 6, (2, 2), (5, 5), (0, 0, 0, 0), (1, 1)),  # stride larger than the kernel
+    (1, 1, 3, 5, 7, (3, 3), (1, 1), (4, 4, 4, 4), (2, 2)),  # padding past the dilated kernel
+    (1, 4, 7, 300, 200, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),  # buffered in bands, parallel
+])
+def test_edge_geometries(harness: ctypes.CDLL, case: tuple) -> None:
+    n, ic, oc, h, wd, k, stride, pad, dil = case
+    for parallel in (False, True):
+        _check(harness, n, ic, oc, h, wd, k, stride, pad, dil, parallel, 3)
