@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ember
+from ember import relay
 from ember.contrib import cc
 from ember.relay.op.nn.conv import conv2d_nchw
 
@@ -119,3 +120,74 @@ def test_edge_geometries(harness: ctypes.CDLL, case: tuple) -> None:
     n, ic, oc, h, wd, k, stride, pad, dil = case
     for parallel in (False, True):
         _check(harness, n, ic, oc, h, wd, k, stride, pad, dil, parallel, 3)
+
+
+# ------------------------------------------------------------------------------ relay builds
+def _build_run(func: relay.Function, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, str]:
+    """The function built at opt_level 3 for the host, run: its output and its C source."""
+    from ember.contrib import graph_executor
+
+    with ember.transform.PassContext(opt_level=3):
+        lib = relay.build(ember.IRModule.from_expr(func), "llvm")
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(**inputs)
+    m.run()
+    return m.get_output(0).numpy(), lib.get_lib().get_source()
+
+
+@pytest.mark.parametrize("march", [pytest.param("x86-64-v2", id="sse2"),
+                                   pytest.param("x86-64-v3", id="avx2"),
+                                   pytest.param(None, id="host")])
+def test_conv_and_its_epilogue_through_relay_build(march: str | None,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The synthetic model's conv (3 -> 3, 3x3, pad 1 on 24x12) with a bias and a relu fused
+    after it, and a strided, dilated conv to 5 channels with asymmetric padding: the kernel's
+    calls, numpy's values."""
+    if march == "x86-64-v3" and not _host_has("avx2"):
+        pytest.skip("host has no AVX2")
+    if march is not None:
+        monkeypatch.setenv("EMBER_MARCH", march)
+    rng = np.random.default_rng(0)
+    xv = rng.uniform(-1, 1, (1, 3, 24, 12)).astype(np.float32)
+    w3 = rng.uniform(-1, 1, (3, 3, 3, 3)).astype(np.float32)
+    w5 = rng.uniform(-1, 1, (5, 3, 3, 2)).astype(np.float32)
+    b3 = rng.uniform(-1, 1, 3).astype(np.float32)
+    x = relay.var("x", shape=(1, 3, 24, 12))
+    a = relay.nn.relu(relay.nn.bias_add(
+        relay.nn.conv2d(x, relay.const(w3), padding=(1, 1), kernel_size=(3, 3)),
+        relay.const(b3)))
+    b = relay.nn.conv2d(x, relay.const(w5), strides=(3, 1), padding=(0, 1, 2, 0),
+                        dilation=(1, 2), kernel_size=(3, 2))
+    got, source = _build_run(relay.Function([x], a), {"x": xv})
+    assert source.count("ember_conv2d_nchw_small(") >= 1
+    x64 = xv.astype(np.float64)
+    want = np.maximum(conv2d_nchw(x64, w3.astype(np.float64), (1, 1), (1, 1, 1, 1), (1, 1), 1)
+                      + b3.reshape(1, 3, 1, 1), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * 27)
+    got, source = _build_run(relay.Function([x], b), {"x": xv})
+    assert "ember_conv2d_nchw_small(" in source
+    want = conv2d_nchw(x64, w5.astype(np.float64), (3, 1), (0, 1, 2, 0), (1, 2), 1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * 18)
+
+
+def test_which_convs_take_the_kernel() -> None:
+    """Float32 ungrouped convs to at most 7 channels with a window larger than 1x1 and at least
+    8 output columns; not 8 channels, 1x1 windows, narrower outputs, grouped convs, float64."""
+    from ember import te
+    from ember.topi.nn.conv2d_nchw_small import nchw_small_applies
+
+    x = te.placeholder((1, 4, 9, 9), name="x")
+
+    def takes(oc: int, k: int = 3, pad: int = 1, groups: int = 1, stride: int = 1) -> bool:
+        w = te.placeholder((oc, 4 // groups, k, k), name="w")
+        return nchw_small_applies(x, w, stride, pad, 1, groups, "float32")
+
+    assert takes(7) and takes(1, k=2, pad=0)  # 8 columns
+    assert not takes(8)
+    assert not takes(3, k=1, pad=0)
+    assert not takes(3, pad=0)  # 7 columns
+    assert not takes(3, stride=2)
+    assert not takes(2, groups=2)
+    x64 = te.placeholder((1, 4, 9, 9), dtype="float64", name="x")
+    w64 = te.placeholder((3, 4, 3, 3), dtype="float64", name="w")
+    assert not nchw_small_applies(x64, w64, 1, 1, 1, 1, "float64")

@@ -2,7 +2,7 @@
 ``ember_conv2d_nchw_small`` (``ember/include/ember/kernels/conv_nchw_small.h``).
 
 A conv whose output channels fill no channel block stays plain NCHW (AlterOpLayout gives it
-no blocked form: a synthetic model's 3 -> 3 3x3 conv, a head to 1 to 7 channels), and the te
+no blocked form: the synthetic model's 3 -> 3 3x3 conv, a head to 1 to 7 channels), and the te
 template vectorises it over those few channels: 3 lanes of 16. This kernel runs its vectors
 along the output row instead, every tap of a buffered, zero-padded input row a contiguous
 load, with up to 4 channels x 4 rows of accumulators. :func:`nchw_small_applies` is the
@@ -11,6 +11,8 @@ dilation.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
@@ -18,34 +20,51 @@ from .pad import pad_tuple, pair
 from .sizes import dims, is_static, succeeds
 
 HEADER = "ember/kernels/conv_nchw_small.h"
-# Output channels below which the kernel takes a conv: from 8 on the te template's register
-# tile is at least half a vector of channels wide (measured in the commit that added this).
+# Output channels up to which the kernel takes a conv: from 8 on the te template's register
+# tile is at least half a vector of channels wide (3x3 8 -> 8 on 32x32: as fast as this one).
 MAX_OUT_CHANNELS = 7
+# Output columns from which it does (half an AVX-512 vector: a narrower row leaves most lanes
+# idle, and the te template's tile of the few channels is as fast).
+MIN_OUT_WIDTH = 8
 # Multiply-adds from which a call launches threads (~40 us on one core: a launch costs ~1 us).
 PARALLEL_MACS = 1 << 20
 
 
-def nchw_small_applies(data: te.Tensor, kernel: te.Tensor, groups: int,
-                       out_dtype: str) -> bool:
+def _geometry(h: int, w: int, kh: int, kw: int, strides: Any, padding: Any,
+              dilation: Any) -> tuple[int, int, int, int, tuple[int, int, int, int], int, int]:
+    """(sh, sw, dh, dw, (pt, pl, pb, pr), oh, ow) of a conv of an h x w map."""
+    (sh, sw), (dh, dw) = pair(strides), pair(dilation)
+    pads = pad_tuple(padding)
+    oh = (h + pads[0] + pads[2] - (kh - 1) * dh - 1) // sh + 1
+    ow = (w + pads[1] + pads[3] - (kw - 1) * dw - 1) // sw + 1
+    return sh, sw, dh, dw, pads, oh, ow
+
+
+def nchw_small_applies(data: te.Tensor, kernel: te.Tensor, strides: Any, padding: Any,
+                       dilation: Any, groups: int, out_dtype: str) -> bool:
     """Whether an NCHW x OIHW conv runs on this kernel: float32 throughout, ungrouped, static
-    sizes, at most :data:`MAX_OUT_CHANNELS` output channels."""
-    return (groups == 1 and data.dtype == kernel.dtype == out_dtype == "float32"
-            and is_static(*data.shape, *kernel.shape)
-            and int(kernel.shape[0]) <= MAX_OUT_CHANNELS)
+    sizes, at most :data:`MAX_OUT_CHANNELS` output channels, a window larger than 1x1 (a 1x1
+    conv to few channels over wide rows, YOLOv8's DFL head, runs faster on the template), at
+    least :data:`MIN_OUT_WIDTH` output columns."""
+    if not (groups == 1 and data.dtype == kernel.dtype == out_dtype == "float32"
+            and is_static(*data.shape, *kernel.shape)):
+        return False
+    _, _, h, w = dims(data.shape)
+    oc, _, kh, kw = dims(kernel.shape)
+    ow = _geometry(h, w, kh, kw, strides, padding, dilation)[-1]
+    return oc <= MAX_OUT_CHANNELS and kh * kw > 1 and ow >= MIN_OUT_WIDTH
 
 
-def conv2d_nchw_small(data: te.Tensor, kernel: te.Tensor, strides: object = 1,
-                      padding: object = 0, dilation: object = 1) -> te.Tensor:
+def conv2d_nchw_small(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
+                      dilation: Any = 1) -> te.Tensor:
     """The conv of float32 NCHW ``data`` with OIHW ``kernel`` (static sizes, groups 1)."""
     where = "nn.conv2d"
     n, ic, h, w = dims(data.shape)
     oc, kic, kh, kw = dims(kernel.shape)
     if kic != ic:
         raise OpError(f"{where}: data has {ic} channels but the weight expects {kic}")
-    (sh, sw), (dh, dw) = pair(strides), pair(dilation)
-    pt, pl, pb, pr = pad_tuple(padding)
-    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
-    ow = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
+    sh, sw, dh, dw, (pt, pl, pb, pr), oh, ow = _geometry(h, w, kh, kw, strides, padding,
+                                                          dilation)
     if oh < 1 or ow < 1:
         raise OpError(f"{where}: the {kh}x{kw} window (dilation {dh}x{dw}) does not fit the "
                       f"padded {h + pt + pb}x{w + pl + pr} input")

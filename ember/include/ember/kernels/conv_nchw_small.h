@@ -73,30 +73,40 @@ static inline int64_t ember_csmall_buffer(const ember_csmall_p* p) {
   return (int64_t)p->ic * ember_csmall_rows_in(p, p->band) * p->sw * p->len + 2 * EMBER_VL;
 }
 
-/* Input row `src` (wd floats) into its buffered form at dst, whose floats are all zero:
- * sw phases of len floats, phase p element j the padded column j * sw + p (column c - pl of
- * the row, zero outside it). With stride 1, whole vectors of the row at pl (a vector may read
- * past the row where the input goes on), then one vector of zeros over what the last one
- * wrote past the row; a store past len lands in the next buffered row, filled after this one,
- * or in the buffer's slack. */
+/* n zeros at dst: one vector store when n <= EMBER_VL (the floats after the n are written
+ * after it, or are slack), else a library call (which a loop of vector stores becomes). */
+static inline void ember_csmall_zero(float* dst, int64_t n) {
+  if (n > EMBER_VL) {
+    memset(dst, 0, (size_t)n * sizeof(float));
+  } else if (n > 0) {
+    ember_vstore(dst, ember_vzero());
+  }
+}
+
+/* Input row `src` (wd floats) into its buffered form at dst: sw phases of len floats, phase p
+ * element j the padded column j * sw + p (column c - pl of the row, zero outside it). With
+ * stride 1: zeros, whole vectors of the row at pl (a vector may read past the row where the
+ * input goes on), zeros from the row's end up to len. A store past len lands in the next
+ * buffered row, filled after this one, or in the buffer's slack. */
 static inline void ember_csmall_fill_row(const ember_csmall_p* p, const float* src, float* dst) {
   int64_t j, c;
   int32_t ph;
   if (p->sw == 1) {
     const int64_t lead = p->pl < p->len ? p->pl : p->len;
     const int64_t copy = p->wd < p->len - lead ? p->wd : p->len - lead;
+    ember_csmall_zero(dst, lead);
     for (j = 0; j < copy && (j + EMBER_VL <= copy || src + j + EMBER_VL <= p->in_end);
          j += EMBER_VL) {
       ember_vstore(dst + lead + j, ember_vload(src + j));
     }
     for (; j < copy; ++j) dst[lead + j] = src[j];
-    ember_vstore(dst + lead + copy, ember_vzero());
+    ember_csmall_zero(dst + lead + copy, p->len - lead - copy);
     return;
   }
   for (ph = 0; ph < p->sw; ++ph) {
     for (j = 0; j < p->len; ++j) {
       c = j * p->sw + ph - p->pl;
-      if (c >= 0 && c < p->wd) dst[ph * p->len + j] = src[c];
+      dst[ph * p->len + j] = c >= 0 && c < p->wd ? src[c] : 0.0f;
     }
   }
 }
@@ -224,13 +234,15 @@ static void ember_csmall_rows(const ember_csmall_p* p, float* buf, int64_t* taps
   for (s0 = r0; s0 < r1; s0 = band.s1) {
     band.s1 = s0 + p->band < r1 ? s0 + p->band : r1;
     band.iy0 = s0 * p->sh - p->pt;
-    memset(buf, 0, (size_t)ember_csmall_buffer(p) * sizeof(float)); /* the padding */
     for (c = 0; c < p->ic; ++c) {
       for (i = 0; i < ember_csmall_rows_in(p, band.s1 - s0); ++i) {
+        float* dst = buf + ((int64_t)c * rows_in + i) * rstride;
         iy = band.iy0 + i;
-        if (iy < 0 || iy >= p->h) continue;
-        ember_csmall_fill_row(p, p->in + (((int64_t)b * p->ic + c) * p->h + iy) * p->wd,
-                              buf + ((int64_t)c * rows_in + i) * rstride);
+        if (iy >= 0 && iy < p->h) {
+          ember_csmall_fill_row(p, p->in + (((int64_t)b * p->ic + c) * p->h + iy) * p->wd, dst);
+        } else { /* padding */
+          memset(dst, 0, (size_t)rstride * sizeof(float));
+        }
       }
     }
     for (oy = s0; oy < band.s1; oy += step) ember_csmall_rows_tile(p, &band, oy);
