@@ -34,6 +34,7 @@ EMBER_KENTRY int32_t ember_softmax(EMBER_SOFTMAX_PARAMS);
 
 #if EMBER_KERNEL_BODIES
 #include <math.h>
+#include <string.h>
 
 #include "ember/c_backend_api.h"
 #include "ember/kernels/gemm_simd.h"
@@ -193,7 +194,7 @@ static inline void ember_softmax_lanes(const float* x, float* y, int64_t n, int6
 #define EMBER_SOFTMAX_ONCE static
 #endif
 /* `lanes` (<= EMBER_VL) softmaxes of n <= EMBER_SOFTMAX_GATHER_N elements, lane j's at
- * x[base[j] + k * s], k < n: short rows, or the lanes of a narrow or ragged inner dimension.
+ * x[base[j] + k * s], k < n: the lanes of a narrow or ragged inner dimension.
  * They are copied transposed into a buffer whose vectors hold element k of every lane, so each
  * softmax is one lane of the vector passes (no horizontal reduction, no per-row overhead),
  * then copied back. Lanes past `lanes` hold zeros, which give finite results nobody reads. A
@@ -250,38 +251,48 @@ typedef struct {
   int32_t log;
 } ember_softmax_args;
 
-/* Rows begin .. end - 1 (inner == 1) shorter than a vector: a vector load from the row's
- * start (lanes n.. set to -inf: they read the next rows), the max and the exp sum by
- * horizontal reductions, and a whole-vector store whose lanes past the row land in the next
- * rows' outputs, which are written after it (x and y do not overlap). The rows whose vector
- * would pass the end of the range go through ember_softmax_gathered. */
-static inline void ember_softmax_short_rows(const ember_softmax_args* a, int64_t begin,
-                                            int64_t end) {
-  const float* x = a->x;
-  float* y = a->y;
-  int64_t n = a->n, r, safe_end = end - (EMBER_VL + n - 1) / n + 1, base[EMBER_VL];
+/* `rows` rows (inner == 1) shorter than a vector, each read and written as one vector from
+ * its start: lanes n.. read the next rows (set to -inf here) and their stores land in the
+ * next rows' outputs, which are written after it (x and y do not overlap). The max and the
+ * exp sum by horizontal reductions. */
+static inline void ember_softmax_vector_rows(const float* x, float* y, int64_t rows, int64_t n,
+                                             int32_t log) {
   ember_vf ids = ember_softmax_lane_ids(), v, e;
   float m, s;
-  int lanes;
-  for (r = begin; r < safe_end; ++r) {
-    v = ember_vselect_ge(ids, (float)n, ember_vset1(-INFINITY), ember_vload(x + r * n));
+  int64_t r;
+  for (r = 0; r < rows; ++r, x += n, y += n) {
+    v = ember_vselect_ge(ids, (float)n, ember_vset1(-INFINITY), ember_vload(x));
     m = ember_vhmax(v);
     if (!(m > -INFINITY && m < INFINITY)) {
-      ember_softmax_ieee(x + r * n, y + r * n, n, 1, a->log);
+      ember_softmax_ieee(x, y, n, 1, log);
       continue;
     }
     e = ember_vexp0(ember_vsub(v, ember_vset1(m)));
     s = ember_vhsum(e); /* NaN for a NaN input (ember_vexp0 keeps it): a NaN row, as numpy's */
-    if (a->log) {
-      ember_vstore(y + r * n, ember_vsub(v, ember_vset1(m + logf(s))));
+    if (log) {
+      ember_vstore(y, ember_vsub(v, ember_vset1(m + logf(s))));
     } else {
-      ember_vstore(y + r * n, ember_vmul(e, ember_vset1(1.0f / s)));
+      ember_vstore(y, ember_vmul(e, ember_vset1(1.0f / s)));
     }
   }
-  for (r = safe_end > begin ? safe_end : begin; r < end; r += lanes) {
-    for (lanes = 0; lanes < EMBER_VL && r + lanes < end; ++lanes) base[lanes] = (r + lanes) * n;
-    ember_softmax_gathered(x, y, base, lanes, n, 1, a->log);
-  }
+}
+
+/* Rows begin .. end - 1 (inner == 1) shorter than a vector (ember_softmax_vector_rows); the
+ * last ones, whose vectors would pass the end of the range, fewer than EMBER_VL floats in all,
+ * through a copy with room for their vectors. */
+static inline void ember_softmax_short_rows(const ember_softmax_args* a, int64_t begin,
+                                            int64_t end) {
+  const int64_t n = a->n;
+  int64_t safe = end - (EMBER_VL + n - 1) / n + 1, count;
+  float xs[2 * EMBER_VL], ys[2 * EMBER_VL];
+  if (safe < begin) safe = begin;
+  ember_softmax_vector_rows(a->x + begin * n, a->y + begin * n, safe - begin, n, a->log);
+  if (safe == end) return;
+  count = (end - safe) * n; /* < EMBER_VL: the rows' vectors end within 2 * EMBER_VL */
+  memcpy(xs, a->x + safe * n, (size_t)count * sizeof(float));
+  ember_vstore(xs + count, ember_vzero());
+  ember_softmax_vector_rows(xs, ys, end - safe, n, a->log);
+  memcpy(a->y + safe * n, ys, (size_t)count * sizeof(float));
 }
 
 /* Whether the softmaxes go EMBER_VL at a time through ember_softmax_gathered, lanes the
