@@ -14,48 +14,28 @@ the number of products per output, float32 sums of that many terms):
 from __future__ import annotations
 
 import ctypes
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from topi_util import HARNESS_LEVELS, harness_library, host_has
 
 import ember
 from ember import relay
-from ember.contrib import cc
 from ember.relay.op.nn.conv import conv2d_nchw
 
 HERE = Path(__file__).parent
-INCLUDE = Path(ember.__file__).parent / "include"
-STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-ffp-contract=fast"]
-LEVELS = {"avx512": ["-march=x86-64-v4"], "avx2": ["-march=x86-64-v3"],
-          "sse2": ["-march=x86-64-v2"], "portable": ["-DEMBER_KERNELS_PORTABLE"]}
-FEATURE = {"avx512": "avx512f", "avx2": "avx2"}
 F32 = ctypes.POINTER(ctypes.c_float)
 
 
-def _host_has(flag: str) -> bool:
-    from ember.target.simd import host_features
-
-    return flag in host_features()
-
-
-@pytest.fixture(scope="module", params=list(LEVELS))
+@pytest.fixture(scope="module", params=list(HARNESS_LEVELS))
 def harness(request: pytest.FixtureRequest,
             tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     level = request.param
-    compiler = cc.get_cc()
-    if compiler is None:
-        pytest.skip("no C compiler found")
-    out = tmp_path_factory.mktemp(level) / "harness.so"
-    cmd = [compiler, *STRICT, *LEVELS[level], "-fPIC", "-shared", "-I", str(INCLUDE),
-           str(HERE / "data" / "conv_nchw_small_harness.c"), "-o", str(out), "-lm"]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    if level in FEATURE and not _host_has(FEATURE[level]):
-        pytest.skip(f"compiled for {level}; the host cannot run it")
-    lib = ctypes.CDLL(str(out))
+    lib = harness_library(HERE / "data" / "conv_nchw_small_harness.c", level,
+                          tmp_path_factory.mktemp(level))
     lib.harness_simd_name.restype = ctypes.c_char_p
     lib.harness_conv_nchw_small.argtypes = [F32, F32, F32, ctypes.POINTER(ctypes.c_int32)]
     assert lib.harness_simd_name().decode() == level
@@ -143,7 +123,7 @@ def test_conv_and_its_epilogue_through_relay_build(march: str | None,
     """The synthetic model's conv (3 -> 3, 3x3, pad 1 on 24x12) with a bias and a relu fused
     after it, and a strided, dilated conv to 5 channels with asymmetric padding: the kernel's
     calls, numpy's values."""
-    if march == "x86-64-v3" and not _host_has("avx2"):
+    if march == "x86-64-v3" and not host_has("avx2"):
         pytest.skip("host has no AVX2")
     if march is not None:
         monkeypatch.setenv("EMBER_MARCH", march)

@@ -13,53 +13,29 @@ max|x| / std times max|gamma| (float32 centring of nearly equal values)).
 from __future__ import annotations
 
 import ctypes
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from topi_util import HARNESS_LEVELS, harness_library, host_has
 
 import ember
 from ember import relay
-from ember.contrib import cc
 from ember.relay.op.nn.epilogue_activation import activation_ref
 from ember.topi.nn import gemm_kernel as gk
 from ember.runtime.errors import OpError
 
 HERE = Path(__file__).parent
-INCLUDE = Path(ember.__file__).parent / "include"
-STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-ffp-contract=fast"]
-LEVELS = {"avx512": ["-march=x86-64-v4"], "avx2": ["-march=x86-64-v3"],
-          "sse2": ["-march=x86-64-v2"], "portable": ["-DEMBER_KERNELS_PORTABLE"]}
-FEATURE = {"avx512": "avx512f", "avx2": "avx2"}
 F32 = ctypes.POINTER(ctypes.c_float)
 
 
-def _gcc() -> str:
-    compiler = cc.get_cc()
-    if compiler is None:
-        pytest.skip("no C compiler found")
-    return compiler
-
-
-def _host_has(flag: str) -> bool:
-    from ember.target.simd import host_features
-
-    return flag in host_features()
-
-
-@pytest.fixture(scope="module", params=list(LEVELS))
+@pytest.fixture(scope="module", params=list(HARNESS_LEVELS))
 def harness(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> _Lib:
     level = request.param
-    out = tmp_path_factory.mktemp(level) / "harness.so"
-    cmd = [_gcc(), *STRICT, *LEVELS[level], "-fPIC", "-shared", "-I", str(INCLUDE),
-           str(HERE / "data" / "norm_harness.c"), "-o", str(out), "-lm"]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    if level in FEATURE and not _host_has(FEATURE[level]):
-        pytest.skip(f"compiled for {level}; the host cannot run it")
-    return _Lib(ctypes.CDLL(str(out)), level)
+    lib = harness_library(HERE / "data" / "norm_harness.c", level, tmp_path_factory.mktemp(level))
+    return _Lib(lib, level)
 
 
 class _Lib:
@@ -322,7 +298,7 @@ MARCHES = [pytest.param("x86-64-v2", id="sse2"), pytest.param("x86-64-v3", id="a
 
 @pytest.mark.parametrize("march", MARCHES)
 def test_ops_through_relay_build_at_each_level(march: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    if march == "x86-64-v3" and not _host_has("avx2"):
+    if march == "x86-64-v3" and not host_has("avx2"):
         pytest.skip("host has no AVX2")
     monkeypatch.setenv("EMBER_MARCH", march)
     shape = (3, 19, 40)
