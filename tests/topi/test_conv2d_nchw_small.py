@@ -171,3 +171,28 @@ def test_which_convs_take_the_kernel() -> None:
     x64 = te.placeholder((1, 4, 9, 9), dtype="float64", name="x")
     w64 = te.placeholder((3, 4, 3, 3), dtype="float64", name="w")
     assert not nchw_small_applies(x64, w64, 1, 1, 1, 1, "float64")
+
+
+def test_run_time_sizes() -> None:
+    """A VM build with ``?`` batch, height and width calls the kernel with its sizes as
+    arguments (as a static build of each shape does): numpy's values at a 1x1 map, sizes that
+    make the output narrower than a vector, two batch items, and a window that does not fit."""
+    from dynamic_util import build_dynamic, kernel_source
+
+    model = """#[version = "0.0.5"]
+def @main(%x: Tensor[({n}, 2, {h}, {w}), float32], %w: Tensor[(3, 2, 3, 2), float32]) {{
+  nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 1, 1], channels=3, kernel_size=[3, 2])
+}}
+"""
+    rng = np.random.default_rng(4)
+    params = {"w": rng.uniform(-1, 1, (3, 2, 3, 2)).astype(np.float32)}
+    assert "ember_conv2d_nchw_small(" in kernel_source(model, params)
+    run = build_dynamic(model, params)
+    for n, h, w in [(1, 1, 1), (1, 9, 30), (2, 4, 5)]:
+        x = rng.uniform(-1, 1, (n, 2, h, w)).astype(np.float32)
+        got = run(x)
+        want = conv2d_nchw(x.astype(np.float64), params["w"].astype(np.float64), (2, 1),
+                           (1, 0, 1, 1), (1, 1), 1)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * 12)
+    with pytest.raises(Exception, match="window"):
+        run(np.zeros((1, 2, 1, 0), np.float32))

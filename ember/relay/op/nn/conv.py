@@ -196,6 +196,7 @@ def _conv2d_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
                                         if layout[k] not in run_time)
     if (layout, kernel_layout) == ("NCHW", "OIHW") and nchw_small_applies(
             data, weight, attrs.strides, attrs.padding, attrs.dilation, attrs.groups, dtype):
+        _require_window(data, weight, attrs)
         out = conv2d_nchw_small(data, weight, attrs.strides, attrs.padding, attrs.dilation)
     elif static and (layout, kernel_layout) in _TOPI_LAYOUTS:
         if layout == "NCHW":
