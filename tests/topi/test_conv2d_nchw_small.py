@@ -43,7 +43,8 @@ def harness(request: pytest.FixtureRequest,
 
 
 def _run(lib: ctypes.CDLL, x: np.ndarray, w: np.ndarray, stride: tuple[int, int],
-         pad: tuple[int, int, int, int], dil: tuple[int, int], parallel: bool) -> np.ndarray:
+         pad: tuple[int, int, int, int], dil: tuple[int, int], parallel: bool,
+         workspace: bool = True) -> np.ndarray:
     n, ic, h, wd = x.shape
     oc, _, kh, kw = w.shape
     oh = (h + pad[0] + pad[2] - (kh - 1) * dil[0] - 1) // stride[0] + 1
@@ -51,7 +52,7 @@ def _run(lib: ctypes.CDLL, x: np.ndarray, w: np.ndarray, stride: tuple[int, int]
     size = n * oc * oh * ow
     guarded = np.full(size + 64, 7.0, np.float32)
     sizes = np.array([n, ic, h, wd, oc, oh, ow, kh, kw, *stride, *dil, pad[0], pad[1],
-                      int(parallel), int(parallel)], np.int32)
+                      int(parallel), int(parallel), int(not workspace)], np.int32)
     ptr = lambda a: a.ctypes.data_as(F32)  # noqa: E731
     rc = lib.harness_conv_nchw_small(ptr(x), ptr(w), ptr(guarded),
                                      sizes.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)))
@@ -62,11 +63,11 @@ def _run(lib: ctypes.CDLL, x: np.ndarray, w: np.ndarray, stride: tuple[int, int]
 
 def _check(lib: ctypes.CDLL, n: int, ic: int, oc: int, h: int, wd: int, k: tuple[int, int],
            stride: tuple[int, int], pad: tuple[int, int, int, int], dil: tuple[int, int],
-           parallel: bool, seed: int) -> None:
+           parallel: bool, seed: int, workspace: bool = True) -> None:
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (n, ic, h, wd)).astype(np.float32)
     w = rng.uniform(-1, 1, (oc, ic, *k)).astype(np.float32)
-    got = _run(lib, x, w, stride, pad, dil, parallel)
+    got = _run(lib, x, w, stride, pad, dil, parallel, workspace)
     want = conv2d_nchw(x.astype(np.float64), w.astype(np.float64), stride, pad, dil, 1)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * ic * k[0] * k[1])
 
@@ -76,14 +77,17 @@ def _check(lib: ctypes.CDLL, n: int, ic: int, oc: int, h: int, wd: int, k: tuple
        wd=st.sampled_from([1, 2, 3, 5, 12, 15, 16, 17, 31, 33, 40]), kh=st.integers(1, 3),
        kw=st.integers(1, 5), sh=st.integers(1, 4), sw=st.integers(1, 4), dh=st.integers(1, 2),
        dw=st.integers(1, 3), pads=st.tuples(*[st.integers(0, 4)] * 4), parallel=st.booleans(),
-       seed=st.integers(0, 2**16))
+       workspace=st.sampled_from([True, True, True, False]), seed=st.integers(0, 2**16))
 def test_matches_numpy(harness: ctypes.CDLL, n: int, ic: int, oc: int, h: int, wd: int, kh: int,
                        kw: int, sh: int, sw: int, dh: int, dw: int,
-                       pads: tuple[int, int, int, int], parallel: bool, seed: int) -> None:
+                       pads: tuple[int, int, int, int], parallel: bool, workspace: bool,
+                       seed: int) -> None:
+    """Without a workspace, the plain loop nest."""
     # the window must fit the padded input (the op's type relation checks this)
     if h + pads[0] + pads[2] < (kh - 1) * dh + 1 or wd + pads[1] + pads[3] < (kw - 1) * dw + 1:
         return
-    _check(harness, n, ic, oc, h, wd, (kh, kw), (sh, sw), pads, (dh, dw), parallel, seed)
+    _check(harness, n, ic, oc, h, wd, (kh, kw), (sh, sw), pads, (dh, dw), parallel, seed,
+           workspace)
 
 
 @pytest.mark.parametrize("case", [

@@ -82,8 +82,7 @@ def conv2d_nchw_small(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padd
         call = tir.call_extern("int32", "ember_conv2d_nchw_small", ins[0].data, ins[1].data,
                                outs[0].data, n32, ic, h32, w32, oc, oh32, ow32, kh, kw, sh, sw,
                                dh, dw, pt, pl, parallel, header=HEADER)
-        return succeeds(call, f"{where}: ember_conv2d_nchw_small failed (out of workspace "
-                              "memory or threads)")
+        return succeeds(call, f"{where}: ember_conv2d_nchw_small failed (parallel launch)")
 
     return te.extern((n, oc, oh, ow), [data, kernel], body, name="T_conv2d_nchw_small",
                      dtype="float32", tag="conv2d_nchw_small")

@@ -18,7 +18,8 @@
  * channel, which are written after it; only the rows at the end of a work range store partial
  * vectors. Rows are split over TVMBackendParallelLaunch's tasks when `parallel` is set.
  *
- * Returns 0, or -1 when the workspace cannot be allocated or the parallel launch fails.
+ * Without a workspace (a C-runtime arena with no room) the rows run as a plain loop nest.
+ * Returns 0, or -1 when the parallel launch fails.
  * Without GCC/Clang vector extensions the same code runs on gemm_simd.h's plain C vectors.
  */
 #ifndef EMBER_KERNELS_CONV_NCHW_SMALL_H_
@@ -249,6 +250,32 @@ static void ember_csmall_rows(const ember_csmall_p* p, float* buf, int64_t* taps
   }
 }
 
+/* Output rows [r0, r1) of batch b without a buffer (a C-runtime arena with no room): the
+ * plain loop nest. */
+static void ember_csmall_plain(const ember_csmall_p* p, int32_t b, int32_t r0, int32_t r1) {
+  int32_t o, oy, ox, c, ky, kx, iy, ix;
+  for (o = 0; o < p->oc; ++o) {
+    for (oy = r0; oy < r1; ++oy) {
+      for (ox = 0; ox < p->ow; ++ox) {
+        float acc = 0.0f;
+        for (c = 0; c < p->ic; ++c) {
+          const float* in = p->in + ((int64_t)b * p->ic + c) * p->h * p->wd;
+          const float* w = p->w + ((int64_t)o * p->ic + c) * p->kh * p->kw;
+          for (ky = 0; ky < p->kh; ++ky) {
+            iy = oy * p->sh - p->pt + ky * p->dh;
+            if (iy < 0 || iy >= p->h) continue;
+            for (kx = 0; kx < p->kw; ++kx) {
+              ix = ox * p->sw - p->pl + kx * p->dw;
+              if (ix >= 0 && ix < p->wd) acc += in[(int64_t)iy * p->wd + ix] * w[ky * p->kw + kx];
+            }
+          }
+        }
+        p->out[(((int64_t)b * p->oc + o) * p->oh + oy) * p->ow + ox] = acc;
+      }
+    }
+  }
+}
+
 /* Task t of tasks: rows [oh * t / tasks, oh * (t + 1) / tasks) of every batch item. */
 static int32_t ember_csmall_task(const ember_csmall_p* p, int32_t t, int32_t tasks) {
   const int32_t r0 = (int32_t)((int64_t)p->oh * t / tasks);
@@ -259,8 +286,14 @@ static int32_t ember_csmall_task(const ember_csmall_p* p, int32_t t, int32_t tas
   taps = (int64_t*)TVMBackendAllocWorkspace(
       1, 0, (uint64_t)p->kw * sizeof(int64_t) + (uint64_t)ember_csmall_buffer(p) * sizeof(float),
       2, 32);
-  if (taps == NULL) return -1;
-  for (b = 0; b < p->n; ++b) ember_csmall_rows(p, (float*)(taps + p->kw), taps, b, r0, r1);
+  for (b = 0; b < p->n; ++b) {
+    if (taps == NULL) {
+      ember_csmall_plain(p, b, r0, r1);
+    } else {
+      ember_csmall_rows(p, (float*)(taps + p->kw), taps, b, r0, r1);
+    }
+  }
+  if (taps == NULL) return 0;
   return TVMBackendFreeWorkspace(1, 0, taps) == 0 ? 0 : -1;
 }
 
