@@ -1,9 +1,9 @@
 /*!
  * \file ember/kernels/conv_nchw_small.h
- * \brief conv2d of a plain NCHW input to a plain NCHW output with few output channels (the
- *        ones no channel block fits: 1 to 3, 5 to 7, ...), any padding, stride and dilation.
- *        The te template vectorises such a conv over its few output channels (3 lanes of 16);
- *        here the vectors run along the output row instead.
+ * \brief conv2d of a plain NCHW input to a plain NCHW output with few output channels (those
+ *        AlterOpLayout leaves plain: 1 to 7), any padding, stride and dilation. The te
+ *        template vectorises such a conv over its few output channels (3 lanes of 16); here
+ *        the vectors run along the output row instead.
  *
  * Layouts: input [N][IC][H][W], weight [OC][IC][KH][KW] (OIHW, read as scalars), output
  * [N][OC][OH][OW].
@@ -11,12 +11,13 @@
  * The input rows a band of output rows reads are copied once into a buffer, zero-padded on the
  * left and right and split into `sw` phases (phase p, element j: padded column j * sw + p), so
  * that every tap (ky, kx) of an output row is a contiguous run of that buffer: phase
- * (kx * dw) % sw from element (kx * dw) / sw on. Rows above or below the image are not stored:
- * their taps are skipped. A register tile is up to 4 output channels x 2 vectors of output
- * columns; each tap loads the vectors once and broadcasts a weight per channel. A row's last
- * vector is stored whole, its lanes past the row landing in the next rows of the same
- * channel, which are written after it; only the rows at the end of a work range store partial
- * vectors. Rows are split over TVMBackendParallelLaunch's tasks when `parallel` is set.
+ * (kx * dw) % sw from element (kx * dw) / sw on; rows above or below the image are zero rows.
+ * A register tile is up to 4 output channels x 4 rows x 1 vector of output columns (2 rows x
+ * 2 vectors when a row is longer than a vector; half the rows with 16 vector registers): each
+ * tap loads the rows' vectors once and broadcasts a weight per channel. A row that one tile
+ * spans stores its last vector whole, the lanes past the row landing in the next rows of the
+ * same channel, written after it; the rows at the end of a work range, and longer rows, store
+ * partial vectors. Rows are split over TVMBackendParallelLaunch's tasks when `parallel` is set.
  *
  * Without a workspace (a C-runtime arena with no room) the rows run as a plain loop nest.
  * Returns 0, or -1 when the parallel launch fails.
@@ -60,7 +61,7 @@ typedef struct {
   int32_t n, ic, h, wd, oc, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
   int64_t len; /* floats per phase of a buffered row: whole vectors of OW plus the taps' reach */
   int32_t band; /* output rows per buffer fill */
-  int32_t tasks;
+  int32_t step; /* output rows per register tile */
 } ember_csmall_p;
 
 /* Input rows a band of `rows` output rows reads (before clipping to the image). */
@@ -223,7 +224,7 @@ static void ember_csmall_rows(const ember_csmall_p* p, float* buf, int64_t* taps
                               int32_t r0, int32_t r1) {
   const int64_t rows_in = ember_csmall_rows_in(p, p->band), rstride = (int64_t)p->sw * p->len;
   ember_csmall_band band;
-  int32_t s0, c, i, iy, oy, kx, step;
+  int32_t s0, c, i, iy, oy, kx;
   for (kx = 0; kx < p->kw; ++kx) {
     taps[kx] = (int64_t)(kx * p->dw) % p->sw * p->len + (kx * p->dw) / p->sw;
   }
@@ -231,7 +232,6 @@ static void ember_csmall_rows(const ember_csmall_p* p, float* buf, int64_t* taps
   band.taps = taps;
   band.b = b;
   band.limit = (int64_t)r1 * p->ow; /* whole stores up to the range's end */
-  step = p->ow > EMBER_VL ? EMBER_CSMALL_RT(2) : EMBER_CSMALL_RT(1);
   for (s0 = r0; s0 < r1; s0 = band.s1) {
     band.s1 = s0 + p->band < r1 ? s0 + p->band : r1;
     band.iy0 = s0 * p->sh - p->pt;
@@ -246,7 +246,7 @@ static void ember_csmall_rows(const ember_csmall_p* p, float* buf, int64_t* taps
         }
       }
     }
-    for (oy = s0; oy < band.s1; oy += step) ember_csmall_rows_tile(p, &band, oy);
+    for (oy = s0; oy < band.s1; oy += p->step) ember_csmall_rows_tile(p, &band, oy);
   }
 }
 
@@ -314,7 +314,12 @@ EMBER_KENTRY int32_t ember_conv2d_nchw_small(EMBER_CONV2D_NCHW_SMALL_PARAMS) {
   if (n <= 0 || oc <= 0 || oh <= 0 || ow <= 0) return 0;
   /* tap kx reads whole vectors of the row from (kx * dw) / sw on */
   p.len = whole + ((int64_t)(kw - 1) * dw) / sw;
-  for (p.band = oh; p.band > 1 && ember_csmall_buffer(&p) > EMBER_CSMALL_BUFFER; p.band /= 2) {
+  p.step = ow > EMBER_VL ? EMBER_CSMALL_RT(2) : EMBER_CSMALL_RT(1);
+  { /* the most output rows whose input rows fit EMBER_CSMALL_BUFFER, whole tiles of them */
+    const int64_t rows = EMBER_CSMALL_BUFFER / ((int64_t)ic * sw * p.len);
+    const int64_t band = (rows - (int64_t)(kh - 1) * dh - 1) / sh + 1;
+    p.band = band >= oh ? oh : band >= p.step ? (int32_t)(band - band % p.step)
+                                               : band > 1 ? (int32_t)band : 1;
   }
   if (parallel && oh > 1) {
     return TVMBackendParallelLaunch(ember_csmall_launch, &p, 0) == 0 ? 0 : -1;
