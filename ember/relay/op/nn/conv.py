@@ -9,8 +9,8 @@ The conv2d compute goes to the C kernel of plain NCHW convs to few output channe
 (``topi/nn/conv2d_nchw_small.py``) when it applies, else to topi's templates (packed
 NCHW/NHWC, depthwise, grouped) when the shapes are static; any other layout permutation is
 transposed to NCHW/OIHW around it (injective stages the template inlines), and the result
-transposed to ``out_layout``. With a symbolic
-dimension a direct reduction (zero padding read through a guard) serves every size.
+transposed to ``out_layout``. With a symbolic dimension a direct reduction (zero padding read
+through a guard) serves every size.
 conv2d_transpose (static, groups 1, any dilation) runs as its phase convs on the conv template
 and an interleave (``topi/nn/conv2d_transpose.py``); otherwise a direct reduction.
 """
