@@ -3,8 +3,9 @@ no SIMD block and are not worth padding to one (``channel_pad.pad_output``: 4 ch
 detector's FPN) keeps topi's channel-blocked NCHW template (``topi/nn/conv2d.py``) in a
 dynamic build, as in the static one, with the sizes as arguments: its register tile is the
 widest one, and only the last tile of a row tests its columns (``te.lower`` versions a tile
-computed inside its reader). Against the static build at the same shape over many shapes
-(1, odd sizes, no multiple of the tile width) and against numpy.
+computed inside its reader); one to at most 7 channels with a window larger than 1x1 takes the
+C kernel of ``topi/nn/conv2d_nchw_small.py`` in both. Against the static build at the same
+shape over many shapes (1, odd sizes, no multiple of the tile width) and against numpy.
 """
 from __future__ import annotations
 
@@ -62,8 +63,9 @@ def test_few_channel_convs_take_the_static_builds_kernels_at_run_time_sizes() ->
     assert kernels == _static_kernels(13, 19) == _static_kernels(32, 32), kernels
     assert "fused_nn_conv2d_add" in kernels
     source = kernel_source(MODEL, PARAMS)
-    assert "T_conv2d_compute[" in source  # the register tile of the template
+    assert "T_conv2d_compute[" in source  # the register tile of the template (the 1x1 conv)
     assert "T_conv2d[" not in source  # not the generic reduction
+    assert "ember_conv2d_nchw_small(" in source  # the 3x3 conv to 2 channels
 
 
 @settings(max_examples=15, deadline=None)

@@ -13,53 +13,29 @@ max|x| / std times max|gamma| (float32 centring of nearly equal values)).
 from __future__ import annotations
 
 import ctypes
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from topi_util import HARNESS_LEVELS, harness_library, host_has
 
 import ember
 from ember import relay
-from ember.contrib import cc
 from ember.relay.op.nn.epilogue_activation import activation_ref
 from ember.topi.nn import gemm_kernel as gk
 from ember.runtime.errors import OpError
 
 HERE = Path(__file__).parent
-INCLUDE = Path(ember.__file__).parent / "include"
-STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-ffp-contract=fast"]
-LEVELS = {"avx512": ["-march=x86-64-v4"], "avx2": ["-march=x86-64-v3"],
-          "sse2": ["-march=x86-64-v2"], "portable": ["-DEMBER_KERNELS_PORTABLE"]}
-FEATURE = {"avx512": "avx512f", "avx2": "avx2"}
 F32 = ctypes.POINTER(ctypes.c_float)
 
 
-def _gcc() -> str:
-    compiler = cc.get_cc()
-    if compiler is None:
-        pytest.skip("no C compiler found")
-    return compiler
-
-
-def _host_has(flag: str) -> bool:
-    from ember.target.simd import host_features
-
-    return flag in host_features()
-
-
-@pytest.fixture(scope="module", params=list(LEVELS))
+@pytest.fixture(scope="module", params=list(HARNESS_LEVELS))
 def harness(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> _Lib:
     level = request.param
-    out = tmp_path_factory.mktemp(level) / "harness.so"
-    cmd = [_gcc(), *STRICT, *LEVELS[level], "-fPIC", "-shared", "-I", str(INCLUDE),
-           str(HERE / "data" / "norm_harness.c"), "-o", str(out), "-lm"]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    if level in FEATURE and not _host_has(FEATURE[level]):
-        pytest.skip(f"compiled for {level}; the host cannot run it")
-    return _Lib(ctypes.CDLL(str(out)), level)
+    lib = harness_library(HERE / "data" / "norm_harness.c", level, tmp_path_factory.mktemp(level))
+    return _Lib(lib, level)
 
 
 class _Lib:
@@ -68,17 +44,25 @@ class _Lib:
         lib.harness_simd_name.restype = ctypes.c_char_p
         i64, i32 = ctypes.c_int64, ctypes.c_int32
         lib.harness_softmax.argtypes = [F32, F32, i64, i64, i64, i32, i32]
+        lib.harness_set_reverse.argtypes = [ctypes.c_int]
         lib.harness_layer_norm.argtypes = [F32, F32, i64, i64, i64, F32, F32, ctypes.c_float,
                                            i32]
         f32 = ctypes.c_float
         lib.harness_layer_norm_act.argtypes = [F32, F32, i64, i64, i64, F32, F32, f32, F32, F32,
                                                i64, i64, i32, f32, f32, i32]
 
-    def softmax(self, x: np.ndarray, axis: int, log: bool, parallel: bool) -> np.ndarray:
+    def softmax(self, x: np.ndarray, axis: int, log: bool, parallel: bool,
+                reverse: bool = False) -> np.ndarray:
+        """y = softmax(x); with ``reverse`` the parallel tasks run last to first. y lies in a
+        larger buffer whose guard elements after it must stay untouched."""
         outer, n, inner = _split(x.shape, axis)
-        y = np.full_like(x, 7.0)
+        guarded = np.full(x.size + 64, 7.0, np.float32)
+        y = guarded[:x.size].reshape(x.shape)
+        self.lib.harness_set_reverse(int(reverse))
         rc = self.lib.harness_softmax(_ptr(x), _ptr(y), outer, n, inner, int(log), int(parallel))
+        self.lib.harness_set_reverse(0)
         assert rc == 0
+        assert (guarded[x.size:] == 7.0).all(), "the kernel wrote past its output"
         return y
 
     def layer_norm(self, x: np.ndarray, axis: int, gamma: np.ndarray | None,
@@ -259,6 +243,42 @@ def test_softmax_extreme_inputs(harness: _Lib, inner: int, log: bool, n: int) ->
         assert (got[1, -2:] == 0.0).all()
 
 
+def _short_rows(outer: int, n: int, seed: int) -> np.ndarray:
+    """(outer, n) rows of mixed magnitudes; about one in six holds a special value (a -inf
+    mask, all -inf, a NaN, a +inf) at a random place, so rows of either kind fall at every
+    position of the kernel's blocks and vectors."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((outer, n)) * rng.choice([0.1, 3.0, 50.0], (outer, 1)))
+    for r in np.flatnonzero(rng.random(outer) < 1 / 6):
+        kind, k = rng.integers(4), rng.integers(n)
+        if kind == 0:
+            x[r, k] = -np.inf
+        elif kind == 1:
+            x[r] = -np.inf
+        else:
+            x[r, k] = (np.nan, np.inf)[kind - 2]
+    return x.astype(np.float32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(outer=st.integers(1, 70), n=st.integers(1, 17), inner=st.sampled_from([1, 1, 2, 3, 5]),
+       log=st.booleans(), parallel=st.booleans(), seed=st.integers(0, 2**16))
+def test_softmax_short_rows_and_narrow_inner(harness: _Lib, outer: int, n: int, inner: int,
+                                             log: bool, parallel: bool, seed: int) -> None:
+    """Rows shorter than a vector (one vector per row, its lanes past the row stored into the
+    next rows' outputs before those are written) and inner dimensions narrower than a vector
+    (a block of positions transposed into lanes), many rows, special values anywhere: as
+    numpy's formula (rtol 1e-5, atol 1e-6; log_softmax atol 1e-6 (1 + max|x|)), NaN where it
+    gives NaN."""
+    x = np.ascontiguousarray(
+        _short_rows(outer * inner, n, seed).reshape(outer, inner, n).transpose(0, 2, 1))
+    got = harness.softmax(x, 1, log, parallel, reverse=parallel)
+    finite = np.abs(x[np.isfinite(x)])
+    atol = 1e-6 * (1 + (finite.max() if finite.size else 0)) if log else 1e-6
+    np.testing.assert_allclose(got, softmax_ref(x, 1, log), rtol=1e-5, atol=atol,
+                               equal_nan=True)
+
+
 # ------------------------------------------------------------------------------ relay builds
 def _build_run(expr: relay.Expr, inputs: dict[str, np.ndarray], params: dict | None = None,
                disabled: tuple[str, ...] = ()) -> np.ndarray:
@@ -278,7 +298,7 @@ MARCHES = [pytest.param("x86-64-v2", id="sse2"), pytest.param("x86-64-v3", id="a
 
 @pytest.mark.parametrize("march", MARCHES)
 def test_ops_through_relay_build_at_each_level(march: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    if march == "x86-64-v3" and not _host_has("avx2"):
+    if march == "x86-64-v3" and not host_has("avx2"):
         pytest.skip("host has no AVX2")
     monkeypatch.setenv("EMBER_MARCH", march)
     shape = (3, 19, 40)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,32 @@ def host_has(feature: str) -> bool:
     from ember.target.simd import host_features
 
     return feature in host_features()
+
+
+# SIMD levels a C harness is compiled at (-march, or gemm_simd.h's portable C99 path) and the
+# CPU feature a level needs to run here
+HARNESS_LEVELS = {"avx512": ["-march=x86-64-v4"], "avx2": ["-march=x86-64-v3"],
+                  "sse2": ["-march=x86-64-v2"], "portable": ["-DEMBER_KERNELS_PORTABLE"]}
+HARNESS_FEATURE = {"avx512": "avx512f", "avx2": "avx2"}
+HARNESS_STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-ffp-contract=fast"]
+
+
+def harness_library(source: Path, level: str, out_dir: Path) -> Any:
+    """The C harness ``source`` (which includes kernel headers) compiled warning-free at SIMD
+    ``level`` (a key of :data:`HARNESS_LEVELS`) into ``out_dir`` and loaded with ctypes; the
+    test is skipped when this machine cannot run that level (after compiling: the code must
+    build everywhere)."""
+    import ctypes
+    import subprocess
+
+    include = Path(ember.__file__).parent / "include"
+    out = out_dir / f"{source.stem}_{level}.so"
+    cmd = [c_compiler(), *HARNESS_STRICT, *HARNESS_LEVELS[level], "-fPIC", "-shared", "-I",
+           str(include), str(source), "-o", str(out), "-lm"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    if level in HARNESS_FEATURE and not host_has(HARNESS_FEATURE[level]):
+        pytest.skip(f"compiled for {level}; the host cannot run it")
+    return ctypes.CDLL(str(out))
 
 
 def build_funcs(funcs: dict[str, tuple[Any, list]]) -> Any:

@@ -1,12 +1,15 @@
 /* ctypes entry points for ember/kernels/softmax.h and norm.h, built by
  * tests/topi/test_norm_kernels.py at each SIMD level (-march=..., -DEMBER_KERNELS_PORTABLE).
- * The parallel launch runs 3 tasks one after the other, so the work split is exercised. */
+ * The parallel launch runs 3 tasks one after the other (or last to first), so the work split is
+ * exercised. */
 #include <stdint.h>
 #include "ember/kernels/norm.h"
 #include "ember/kernels/softmax.h"
 #include "harness_backend.h"
 
 const char* harness_simd_name(void) { return EMBER_SIMD_NAME; }
+
+void harness_set_reverse(int reverse) { harness_reverse = reverse; }
 
 int harness_softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
                     int32_t log, int32_t parallel) {

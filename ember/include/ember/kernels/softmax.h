@@ -7,14 +7,18 @@
  *
  * Last axis (inner == 1), per row: one pass for the max, one pass that writes exp(x - max) (or,
  * for log_softmax, only sums it) while summing, then a scale of the row already in cache: the
- * input is read from memory once. Another axis: vectors run along the contiguous inner
- * dimension (EMBER_VL lanes of inner at a time, each lane its own softmax over n), the same
- * three passes with stride `inner`.
+ * input is read from memory once. A row shorter than a vector is one vector, its lanes past
+ * the row masked. Another axis: vectors run along the contiguous inner dimension (EMBER_VL
+ * lanes of inner at a time, each lane its own softmax over n), the same three passes with
+ * stride `inner`; an inner dimension narrower than a vector, and the ragged end of a wider
+ * one, go EMBER_VL softmaxes at a time through a transposed copy (one softmax per lane).
  * Rows whose max is not finite (all -inf, or a +inf) or that hold a NaN take a scalar libm path
- * so the result follows IEEE arithmetic as numpy's formula does (NaN where it gives NaN); exp
+ * so the result follows IEEE arithmetic as numpy's formula does (NaN where it gives NaN; the
+ * short-row and transposed paths let a NaN input make the sum, hence the softmax, NaN); exp
  * of arguments at or below -127 ln 2 (-88.03) is 0, so masked (-inf) entries give exactly 0.
  * Work items (rows, or (outer, inner block) pairs) are split over TVMBackendParallelLaunch
- * tasks when `parallel`. Returns 0, or -1 when the parallel launch fails.
+ * tasks when `parallel`. x and y must not overlap. Returns 0, or -1 when the parallel launch
+ * fails.
  */
 #ifndef EMBER_KERNELS_SOFTMAX_H_
 #define EMBER_KERNELS_SOFTMAX_H_
@@ -30,6 +34,7 @@ EMBER_KENTRY int32_t ember_softmax(EMBER_SOFTMAX_PARAMS);
 
 #if EMBER_KERNEL_BODIES
 #include <math.h>
+#include <string.h>
 
 #include "ember/c_backend_api.h"
 #include "ember/kernels/gemm_simd.h"
@@ -78,23 +83,6 @@ static inline ember_vf ember_softmax_lane_ids(void) {
   return ember_vload(ids);
 }
 
-/* A row shorter than one vector: through a padded copy (-inf pads give exp 0). */
-EMBER_COLD void ember_softmax_short_row(const float* x, float* y, int64_t n, int32_t log) {
-  ember_vf v = ember_vload_part(x, n, -INFINITY), e;
-  float m = ember_vhmax(v), s;
-  if (!ember_softmax_finite(m, ember_vhsum(ember_vload_part(x, n, 0.0f)))) {
-    ember_softmax_ieee(x, y, n, 1, log);
-    return;
-  }
-  e = ember_vexp0(ember_vsub(v, ember_vset1(m)));
-  s = ember_vhsum(e);
-  if (log) {
-    ember_vstore_part(y, n, ember_vsub(v, ember_vset1(m + logf(s))));
-  } else {
-    ember_vstore_part(y, n, ember_vmul(e, ember_vset1(1.0f / s)));
-  }
-}
-
 /* One row (inner == 1), n >= EMBER_VL: a pass for the max, one for the exps and their sum
  * (a NaN input makes the sum NaN, then the row takes the IEEE path), one to scale. A ragged
  * end is one vector ending at the row's end, overlapping the last whole one (no copy through
@@ -105,10 +93,6 @@ static inline void ember_softmax_row(const float* x, float* y, int64_t n, int32_
   ember_vf vm0 = ember_vset1(-INFINITY), vm1 = vm0, vs0 = ember_vzero(), vs1 = vs0, v, w, tail;
   int64_t k, r = n % EMBER_VL, nf = n - r, last = n - EMBER_VL;
   float m, t;
-  if (n < EMBER_VL) {
-    ember_softmax_short_row(x, y, n, log);
-    return;
-  }
   for (k = 0; k + 2 * EMBER_VL <= nf; k += 2 * EMBER_VL) {
     v = ember_vload(x + k);
     w = ember_vload(x + k + EMBER_VL);
@@ -198,6 +182,68 @@ static inline void ember_softmax_lanes(const float* x, float* y, int64_t n, int6
   }
 }
 
+/* Softmaxes of at most this many elements may run EMBER_VL at a time through a transposed
+ * copy (ember_softmax_gathered: a stack buffer of this many vectors). */
+#define EMBER_SOFTMAX_GATHER_N 64
+/* One out-of-line copy (GCC would otherwise clone it per call site: compile time). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define EMBER_SOFTMAX_ONCE static __attribute__((noinline, noclone, unused))
+#elif defined(__GNUC__)
+#define EMBER_SOFTMAX_ONCE static __attribute__((noinline, unused))
+#else
+#define EMBER_SOFTMAX_ONCE static
+#endif
+/* `lanes` (<= EMBER_VL) softmaxes of n <= EMBER_SOFTMAX_GATHER_N elements, lane j's at
+ * x[base[j] + k * s], k < n: the lanes of a narrow or ragged inner dimension.
+ * They are copied transposed into a buffer whose vectors hold element k of every lane, so each
+ * softmax is one lane of the vector passes (no horizontal reduction, no per-row overhead),
+ * then copied back. Lanes past `lanes` hold zeros, which give finite results nobody reads. A
+ * lane with a +inf or no finite entry sends all of them to the IEEE path; a NaN input makes
+ * its lane's sum NaN, hence its whole softmax, as in numpy's formula. */
+EMBER_SOFTMAX_ONCE void ember_softmax_gathered(const float* x, float* y, const int64_t* base,
+                                           int lanes, int64_t n, int64_t s, int32_t log) {
+  float buf[EMBER_SOFTMAX_GATHER_N * EMBER_VL];
+  float sums[EMBER_VL], m;
+  ember_vf vm = ember_vset1(-INFINITY), vs = ember_vzero(), t;
+  int64_t k;
+  int j;
+  for (j = 0; j < lanes; ++j) {
+    for (k = 0; k < n; ++k) buf[k * EMBER_VL + j] = x[base[j] + k * s];
+  }
+  for (; j < EMBER_VL; ++j) {
+    for (k = 0; k < n; ++k) buf[k * EMBER_VL + j] = 0.0f;
+  }
+  for (k = 0; k < n; ++k) vm = ember_vmax(vm, ember_vload(buf + k * EMBER_VL));
+  for (k = 0; k < n; ++k) {
+    ember_vf e = ember_vexp0(ember_vsub(ember_vload(buf + k * EMBER_VL), vm));
+    if (!log) ember_vstore(buf + k * EMBER_VL, e);
+    vs = ember_vadd(vs, e);
+  }
+  /* m - m is NaN where a lane's max is not finite (a NaN input that the max kept too: the
+   * IEEE path gives the same NaN row as the sum of exps, NaN, does) */
+  m = ember_vhsum(ember_vsub(vm, vm));
+  if (m != m) {
+    for (j = 0; j < lanes; ++j) ember_softmax_ieee(x + base[j], y + base[j], n, s, log);
+    return;
+  }
+  if (log) {
+    ember_vstore(sums, vs);
+    for (j = 0; j < EMBER_VL; ++j) sums[j] = logf(sums[j]);
+    t = ember_vadd(vm, ember_vload(sums));
+    for (k = 0; k < n; ++k) {
+      ember_vstore(buf + k * EMBER_VL, ember_vsub(ember_vload(buf + k * EMBER_VL), t));
+    }
+  } else {
+    t = ember_vdiv(ember_vset1(1.0f), vs);
+    for (k = 0; k < n; ++k) {
+      ember_vstore(buf + k * EMBER_VL, ember_vmul(ember_vload(buf + k * EMBER_VL), t));
+    }
+  }
+  for (j = 0; j < lanes; ++j) {
+    for (k = 0; k < n; ++k) y[base[j] + k * s] = buf[k * EMBER_VL + j];
+  }
+}
+
 typedef struct {
   const float* x;
   float* y;
@@ -205,15 +251,99 @@ typedef struct {
   int32_t log;
 } ember_softmax_args;
 
-/* Items: rows when inner == 1, else (outer, block of EMBER_VL lanes or the scalar tail). */
+/* `rows` rows (inner == 1) shorter than a vector, each read and written as one vector from
+ * its start: lanes n.. read the next rows (set to -inf here) and their stores land in the
+ * next rows' outputs, which are written after it (x and y do not overlap). The max and the
+ * exp sum by horizontal reductions. */
+static inline void ember_softmax_vector_rows(const float* x, float* y, int64_t rows, int64_t n,
+                                             int32_t log) {
+  ember_vf ids = ember_softmax_lane_ids(), v, e;
+  float m, s;
+  int64_t r;
+  for (r = 0; r < rows; ++r, x += n, y += n) {
+    v = ember_vselect_ge(ids, (float)n, ember_vset1(-INFINITY), ember_vload(x));
+    m = ember_vhmax(v);
+    if (!(m > -INFINITY && m < INFINITY)) {
+      ember_softmax_ieee(x, y, n, 1, log);
+      continue;
+    }
+    e = ember_vexp0(ember_vsub(v, ember_vset1(m)));
+    s = ember_vhsum(e); /* NaN for a NaN input (ember_vexp0 keeps it): a NaN row, as numpy's */
+    if (log) {
+      ember_vstore(y, ember_vsub(v, ember_vset1(m + logf(s))));
+    } else {
+      ember_vstore(y, ember_vmul(e, ember_vset1(1.0f / s)));
+    }
+  }
+}
+
+/* Rows begin .. end - 1 (inner == 1) shorter than a vector (ember_softmax_vector_rows); the
+ * last ones, whose vectors would pass the end of the range, fewer than EMBER_VL floats in all,
+ * through a copy with room for their vectors. */
+static inline void ember_softmax_short_rows(const ember_softmax_args* a, int64_t begin,
+                                            int64_t end) {
+  const int64_t n = a->n;
+  int64_t safe = end - (EMBER_VL + n - 1) / n + 1, count;
+  float xs[2 * EMBER_VL], ys[2 * EMBER_VL];
+  if (safe < begin) safe = begin;
+  ember_softmax_vector_rows(a->x + begin * n, a->y + begin * n, safe - begin, n, a->log);
+  if (safe == end) return;
+  count = (end - safe) * n; /* < EMBER_VL: the rows' vectors end within 2 * EMBER_VL */
+  memcpy(xs, a->x + safe * n, (size_t)count * sizeof(float));
+  ember_vstore(xs + count, ember_vzero());
+  ember_softmax_vector_rows(xs, ys, end - safe, n, a->log);
+  memcpy(a->y + safe * n, ys, (size_t)count * sizeof(float));
+}
+
+/* Whether the softmaxes go EMBER_VL at a time through ember_softmax_gathered, lanes the
+ * (outer, inner) positions in order: an inner dimension narrower than a vector (whose lanes
+ * would otherwise take the scalar IEEE path). */
+static inline int ember_softmax_by_positions(const ember_softmax_args* a) {
+  return a->inner > 1 && a->inner < EMBER_VL && a->n <= EMBER_SOFTMAX_GATHER_N;
+}
+
+/* Items: blocks of EMBER_VL positions (ember_softmax_by_positions); else rows when
+ * inner == 1, else (outer, block of EMBER_VL lanes or the ragged tail). */
 static inline int64_t ember_softmax_items(const ember_softmax_args* a) {
+  if (ember_softmax_by_positions(a)) return (a->outer * a->inner + EMBER_VL - 1) / EMBER_VL;
   return a->inner == 1 ? a->outer : a->outer * ((a->inner + EMBER_VL - 1) / EMBER_VL);
 }
 
+/* Block `item` of EMBER_VL (outer, inner) positions, the last one possibly partial. */
+static inline void ember_softmax_positions(const ember_softmax_args* a, int64_t item) {
+  int64_t base[EMBER_VL], p = item * EMBER_VL, end = a->outer * a->inner;
+  int lanes = 0;
+  for (; p < end && lanes < EMBER_VL; ++p, ++lanes) {
+    base[lanes] = (p / a->inner) * a->n * a->inner + p % a->inner;
+  }
+  ember_softmax_gathered(a->x, a->y, base, lanes, a->n, a->inner, a->log);
+}
+
+/* The ragged last inner block of outer index o (lanes j0 .. inner - 1). */
+static inline void ember_softmax_inner_tail(const ember_softmax_args* a, int64_t off,
+                                            int64_t j0) {
+  int64_t base[EMBER_VL], j;
+  if (a->n > EMBER_SOFTMAX_GATHER_N) {
+    for (j = 0; j0 + j < a->inner; ++j) {
+      ember_softmax_ieee(a->x + off + j, a->y + off + j, a->n, a->inner, a->log);
+    }
+    return;
+  }
+  for (j = 0; j0 + j < a->inner; ++j) base[j] = off + j;
+  ember_softmax_gathered(a->x, a->y, base, (int)j, a->n, a->inner, a->log);
+}
+
 static void ember_softmax_range(const ember_softmax_args* a, int64_t begin, int64_t end) {
-  int64_t blocks = (a->inner + EMBER_VL - 1) / EMBER_VL, item, j;
+  int64_t blocks = (a->inner + EMBER_VL - 1) / EMBER_VL, item;
+  int by_positions = ember_softmax_by_positions(a);
+  if (a->inner == 1 && a->n < EMBER_VL) {
+    ember_softmax_short_rows(a, begin, end);
+    return;
+  }
   for (item = begin; item < end; ++item) {
-    if (a->inner == 1) {
+    if (by_positions) {
+      ember_softmax_positions(a, item);
+    } else if (a->inner == 1) {
       ember_softmax_row(a->x + item * a->n, a->y + item * a->n, a->n, a->log);
     } else {
       int64_t o = item / blocks, j0 = (item % blocks) * EMBER_VL;
@@ -221,9 +351,7 @@ static void ember_softmax_range(const ember_softmax_args* a, int64_t begin, int6
       if (j0 + EMBER_VL <= a->inner) {
         ember_softmax_lanes(a->x + off, a->y + off, a->n, a->inner, a->log);
       } else {
-        for (j = 0; j0 + j < a->inner; ++j) {
-          ember_softmax_ieee(a->x + off + j, a->y + off + j, a->n, a->inner, a->log);
-        }
+        ember_softmax_inner_tail(a, off, j0);
       }
     }
   }

@@ -5,10 +5,12 @@ I is the input channels of one group, so depthwise convolution is groups=C with 
 O = C * multiplier. The references convert to NCHW/OIHW, accumulate in ``out_dtype`` (the
 inputs are cast to it first, as the kernel does) and convert the result to ``out_layout``.
 
-The conv2d compute goes to topi's templates (packed NCHW/NHWC, depthwise, grouped) when the
-shapes are static; any other layout permutation is transposed to NCHW/OIHW around it (injective
-stages the template inlines), and the result transposed to ``out_layout``. With a symbolic
-dimension a direct reduction (zero padding read through a guard) serves every size.
+The conv2d compute goes to the C kernel of plain NCHW convs to few output channels
+(``topi/nn/conv2d_nchw_small.py``) when it applies, else to topi's templates (packed
+NCHW/NHWC, depthwise, grouped) when the shapes are static; any other layout permutation is
+transposed to NCHW/OIHW around it (injective stages the template inlines), and the result
+transposed to ``out_layout``. With a symbolic dimension a direct reduction (zero padding read
+through a guard) serves every size.
 conv2d_transpose (static, groups 1, any dilation) runs as its phase convs on the conv template
 and an interleave (``topi/nn/conv2d_transpose.py``); otherwise a direct reduction.
 """
@@ -26,6 +28,7 @@ from ....ir.types import Dim, TensorType, Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....tir.expr import PrimExpr
+from ....topi.nn.conv2d_nchw_small import conv2d_nchw_small, nchw_small_applies
 from ....topi.nn.conv2d_transpose import PhasePlan, conv2d_transpose_phased, phase_plan
 from .._compute_common import all_static, as_int, require, require_equal
 from .._reg import OUT_ELEMWISE_FUSABLE, call, defop
@@ -191,7 +194,11 @@ def _conv2d_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list
     run_time = "NHW" if layout == "NCHW" else "N"
     static = all_static(weight) and all(as_int(d) is not None for k, d in enumerate(data.shape)
                                         if layout[k] not in run_time)
-    if static and (layout, kernel_layout) in _TOPI_LAYOUTS:
+    if (layout, kernel_layout) == ("NCHW", "OIHW") and nchw_small_applies(
+            data, weight, attrs.strides, attrs.padding, attrs.dilation, attrs.groups, dtype):
+        _require_window(data, weight, attrs)
+        out = conv2d_nchw_small(data, weight, attrs.strides, attrs.padding, attrs.dilation)
+    elif static and (layout, kernel_layout) in _TOPI_LAYOUTS:
         if layout == "NCHW":
             _require_window(data, weight, attrs)
         out = topi.nn.conv2d(data, weight, attrs.strides, attrs.padding, attrs.dilation,
