@@ -524,7 +524,8 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, int64_t ob
   /* in locals: the output's byte stores may alias *a, whose fields would be reloaded */
   const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
   const int64_t ystride = a->p;
-#else
+#endif
+#if EMBER_QCONV_KC == 0
   (void)parts;
 #endif
   if (a->has_w_zp) {
@@ -590,12 +591,17 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, int64_t ob
                                  ? (cnt - t0 + EMBER_QL - 1) / EMBER_QL : EMBER_QCONV_NB);
         uint8_t* yt = a->y + (b * a->o + oc0) * a->p + p0 + t0;
         const int32_t* st = a->has_w_zp ? sums + t0 : NULL;
+#if EMBER_QCONV_KC > 0
         /* this tile's sums between quad ranges: read after the first, written before the
          * last */
         int32_t* part = parts + ((ob - ob0) * (EMBER_QCONV_PB / EMBER_QCONV_TW) +
                                  t0 / EMBER_QCONV_TW) * (EMBER_QCONV_MR * EMBER_QCONV_TW);
         const int32_t* pin = q0 > 0 ? part : NULL;
         int32_t* pout = q1 < a->k4 ? part : NULL;
+#else
+        const int32_t* const pin = NULL; /* one range: no code for the others */
+        int32_t* const pout = NULL;
+#endif
 #if defined(EMBER_Q_VNNI)
         const uint32_t* ap = rows + t0;
         const ember_qconv_wt* wt = wk;
