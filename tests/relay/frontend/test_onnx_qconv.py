@@ -325,9 +325,13 @@ def test_qlinear_conv_dense_strided_rows_at_every_level(level, shape, monkeypatc
 # channels (the last quad partial), a weight zero point (the pixel sums over every range),
 # a partial last block of output channels, two images, u8 and s8 input.
 @pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("cascadelake", id="avx512-no-vbmi",
+                                                marks=pytest.mark.slow),
                                    pytest.param("c", id="portable")])
 @pytest.mark.parametrize("x_dtype", ["uint8", "int8"])
-def test_qlinear_conv_direct_quad_ranges(level, x_dtype):
+def test_qlinear_conv_direct_quad_ranges(level, x_dtype, monkeypatch):
+    if level not in ("c", "native"):
+        monkeypatch.setenv("EMBER_MARCH", level)
     model, x = _case(np.random.default_rng(5), n=2, c=1030, o=9, h=8, w=8, k=1, stride=1,
                      pad=0, groups=1, x_dtype=x_dtype, w_dtype="int8", zp_kind="odd",
                      per_channel=True, y_dtype=x_dtype, with_bias=True)
