@@ -29,6 +29,14 @@
  * split into stride phases so that each tap is one offset into it and the channel one vector
  * loop (at stride 1 with symmetric width padding, no plane); taps two at a time as int16 pair
  * products; depthwise items (image, channel or block of 16 channels) split over the tasks.
+ * With `res` (not NULL: nn.contrib_qconv2d_add, a QLinearAdd of the conv's output and a
+ * residual folded in), each work unit's outputs y, as soon as they are written, become
+ *
+ *   s = clamp(round_half_even((y - y_zp) * ra + (res - r_zp) * rb) + s_zp, s_lo, s_hi)
+ *
+ * in place, by the elementwise kernel of qadd.h on that unit's rows (y: the conv's output,
+ * s8 where y_signed; res: s8 where r_signed; s: the sum's type): the values the separate
+ * kernel gives, without the conv's output going out to memory and back.
  * Returns 0, or -1 when a workspace or the parallel launch fails.
  */
 #ifndef EMBER_KERNELS_QCONV_H_
@@ -44,11 +52,13 @@
       void *y, int64_t n, int64_t c, int64_t h, int64_t wd, int64_t o, int64_t oh, int64_t ow,    \
       int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh,         \
       int64_t dw, int64_t groups, int32_t x_signed, int32_t x_zp, int32_t has_w_zp, int32_t y_zp, \
-      int32_t y_lo, int32_t y_hi, int32_t parallel
+      int32_t y_lo, int32_t y_hi, int32_t parallel, const void *res, float ra, float rb,         \
+      int32_t y_signed, int32_t r_signed, int32_t r_zp, int32_t s_zp, int32_t s_lo, int32_t s_hi
 EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS);
 
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
+#include "ember/kernels/qadd.h"
 #include "ember/kernels/qsimd.h"
 
 #define EMBER_QCONV_MR 4  /* output channels per register tile (the packed weights' block) */
@@ -89,7 +99,18 @@ typedef struct {
   int32_t dwq;    /* a depthwise conv on u8 x s8 quads (qconv_dwq.h) */
   uint8_t flip, x_zp;
   int32_t has_w_zp, y_zp, y_lo, y_hi;
+  const ember_qadd_args* add; /* the residual add after the conv (ember_qconv_add), or NULL */
 } ember_qconv_args;
+
+/* The residual add on channels [c0, c1) of image b, pixels [p0, p0 + cnt) of each. */
+static inline void ember_qconv_add(const ember_qconv_args* a, int64_t b, int64_t c0, int64_t c1,
+                                   int64_t p0, int64_t cnt) {
+  int64_t ch;
+  for (ch = c0; ch < c1; ++ch) {
+    const int64_t at = (b * a->o + ch) * a->p + p0;
+    ember_qadd_range(a->add, at, at + cnt);
+  }
+}
 
 static inline int ember_qconv_depthwise(const ember_qconv_args* a) {
   return a->cg == 1 && a->og == 1;
@@ -665,7 +686,17 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
   uint8_t* buf;
   int64_t u, built = -1;
   if (lo >= hi) return 0;
-  if (ember_qconv_depthwise(a)) return ember_qconv_dw_range(a, lo, hi);
+  if (ember_qconv_depthwise(a)) {
+    const int status = ember_qconv_dw_range(a, lo, hi);
+    if (a->add != NULL && status == 0) { /* the items' channel planes */
+      const int64_t per = a->lanes ? EMBER_QL : 1, blocks = (a->c + per - 1) / per;
+      for (u = lo; u < hi; ++u) {
+        const int64_t c0 = u % blocks * per;
+        ember_qconv_add(a, u / blocks, c0, c0 + per < a->c ? c0 + per : a->c, 0, a->p);
+      }
+    }
+    return status;
+  }
   /* the plane, with a block of slack: a direct panel's last block reads past its end, the
    * panels from a whole line */
   slack = (uint64_t)((a->cg + 3) / 4) * a->hp * a->wp * 4;
@@ -705,6 +736,12 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
                      (int32_t*)(buf + plane_bytes + panel_bytes + pair_bytes + wpair_bytes),
                      (int32_t*)(buf + plane_bytes + panel_bytes + pair_bytes + wpair_bytes +
                                 sum_bytes));
+    if (a->add != NULL) { /* this unit's rows, while in cache */
+      const int64_t blk = item % a->pblocks, g = bg % a->groups, p0 = blk * a->pb;
+      const int64_t c1 = ob1 * EMBER_QCONV_MR < a->og ? ob1 * EMBER_QCONV_MR : a->og;
+      ember_qconv_add(a, bg / a->groups, g * a->og + ob0 * EMBER_QCONV_MR, g * a->og + c1, p0,
+                      a->p - p0 < a->pb ? a->p - p0 : a->pb);
+    }
     u = item * a->ocb + ob1;
   }
   return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
@@ -746,6 +783,7 @@ static inline int ember_qconv_task(int task_id, TVMParallelGroupEnv* penv, void*
 #if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_qconv2d)
 EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   ember_qconv_args a;
+  ember_qadd_args add;
   a.x = (const uint8_t*)x; a.w = w; a.bias = bias; a.w_zp = w_zp; a.scale = scale;
   a.y = (uint8_t*)y;
   a.n = n; a.c = c; a.h = h; a.wd = wd; a.o = o; a.oh = oh; a.ow = ow; a.kh = kh; a.kw = kw;
@@ -777,6 +815,16 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
 #endif
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
+  a.add = NULL;
+  if (res != NULL) {
+    add.a = (const uint8_t*)y; add.b = (const uint8_t*)res; add.y = (uint8_t*)y;
+    add.n = n * o * oh * ow; add.ra = ra; add.rb = rb;
+    add.lo = (float)(s_lo - s_zp); add.hi = (float)(s_hi - s_zp);
+    add.a_flip = y_signed ? 0x80 : 0; add.b_flip = r_signed ? 0x80 : 0;
+    add.a_zp = y_zp + (y_signed ? 128 : 0); add.b_zp = r_zp + (r_signed ? 128 : 0);
+    add.y_zp = s_zp;
+    a.add = &add;
+  }
   a.dwq = 0;
 #if defined(EMBER_QCONV_DWQ)
   {
