@@ -94,6 +94,16 @@ def test_residual_of_another_shape_is_a_type_error():
         InferType()(ember.IRModule.from_expr(relay.Function([x, r], body)))
 
 
+@pytest.mark.parametrize("fields, message", [
+    ({"s_zp": 300}, "s_zp"), ({"s_dtype": "int8", "s_min": -200}, "s_min"),
+    ({"ra": float("inf")}, "ra")])
+def test_bad_sum_attributes_name_the_field(fields, message):
+    from ember.relay.op.nn.qconv import QConv2DAddAttrs
+
+    with pytest.raises(Exception, match=message):
+        QConv2DAddAttrs(channels=4, **fields)
+
+
 ONNX_TYPE = {"uint8": TP.UINT8, "int8": TP.INT8}
 ZP = {"uint8": 121, "int8": -6}
 

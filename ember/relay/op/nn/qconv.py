@@ -33,6 +33,7 @@ from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_shape, tensor_of
 from ..attrs import attrs_class
 from ._attrs import _Window
+from .qadd import check_sum_fields, output_range
 
 __all__ = ["contrib_qconv2d", "contrib_qconv2d_add", "QConv2DAttrs", "QConv2DAddAttrs"]
 OP = "nn.contrib_qconv2d"
@@ -83,9 +84,7 @@ class QConv2DAttrs(_Window):
 
     @property
     def y_range(self) -> tuple[int, int]:
-        lo, hi = qconv_kernel.RANGES[self.out_dtype]
-        return (lo if self.y_min is None else self.y_min,
-                hi if self.y_max is None else self.y_max)
+        return output_range(self.out_dtype, self.y_min, self.y_max)
 
 
 def _packed_shape(attrs: QConv2DAttrs, c: int) -> tuple[int, ...]:
@@ -167,28 +166,12 @@ class QConv2DAddAttrs(QConv2DAttrs):
 
     def __post_init__(self) -> None:
         QConv2DAttrs.__post_init__(self)
-        for name in ("ra", "rb"):
-            value = float(np.float32(getattr(self, name)))
-            if not np.isfinite(value):
-                raise self._invalid(name, "a finite float32")
-            self._set(name, value)
         self._int("r_zp")
-        self._int("s_zp")
-        self._choice("s_dtype", ("uint8", "int8"))
-        self._int("s_min", optional=True)
-        self._int("s_max", optional=True)
-        lo, hi = qconv_kernel.RANGES[self.s_dtype]
-        if not lo <= self.s_zp <= hi:
-            raise self._invalid("s_zp", f"a value of {self.s_dtype}")
-        s_lo, s_hi = self.s_range
-        if not lo <= s_lo <= s_hi <= hi:
-            raise self._invalid("s_min", f"s_min <= s_max within {self.s_dtype}'s range")
+        check_sum_fields(self, "s_zp", "s_dtype", "s_min", "s_max")
 
     @property
     def s_range(self) -> tuple[int, int]:
-        lo, hi = qconv_kernel.RANGES[self.s_dtype]
-        return (lo if self.s_min is None else self.s_min,
-                hi if self.s_max is None else self.s_max)
+        return output_range(self.s_dtype, self.s_min, self.s_max)
 
     @property
     def add(self) -> qconv_kernel.ResidualAdd:
