@@ -99,8 +99,9 @@ def test_residual_of_another_shape_is_a_type_error():
     ({"ra": float("inf")}, "ra")])
 def test_bad_sum_attributes_name_the_field(fields, message):
     from ember.relay.op.nn.qconv import QConv2DAddAttrs
+    from ember.runtime.errors import OpAttributeInvalid
 
-    with pytest.raises(Exception, match=message):
+    with pytest.raises(OpAttributeInvalid, match=f"nn.contrib_qconv2d_add: attribute {message}"):
         QConv2DAddAttrs(channels=4, **fields)
 
 
