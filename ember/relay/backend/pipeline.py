@@ -37,6 +37,7 @@ from ..transform import (
     FuseNormEpilogue,
     FuseOps,
     FusePoolEpilogue,
+    FuseQAddEpilogue,
     HoistActivations,
     InferType,
     RecogniseActivations,
@@ -54,15 +55,16 @@ _LISTENERS: list[StageListener] = []
 def optimize_passes() -> list[Pass]:
     """The optimisation passes, in TVM's order; each runs if the PassContext's opt_level
     reaches its own (SimplifyInference and DynamicToStatic 0, FoldConstant,
-    RecogniseActivations, FuseLayerNorm, FuseGemmEpilogue and FuseNormEpilogue 2, the others
-    3).
+    RecogniseActivations, FuseLayerNorm, FuseGemmEpilogue, FuseQAddEpilogue and
+    FuseNormEpilogue 2, the others 3).
     DynamicToStatic turns the ``dyn.*`` ops whose values are now known (``input_shapes``
     bound the sizes they read) into static ones before anything folds or fuses.
     RecogniseActivations turns exporters' spelled-out activations (hardswish, hardsigmoid,
     SiLU, GELU, mish) and softmax into ops, before FoldScaleAxis moves their constants into
     the next layer's weights; FuseLayerNorm puts back together the layer norms
     SimplifyInference (or an ONNX exporter) decomposed; FuseGemmEpilogue packs constant
-    weights (the FoldConstant after it folds the packing); FoldGemmViews turns the head
+    weights (the FoldConstant after it folds the packing); FuseQAddEpilogue folds a quantized
+    residual add into the int8 conv before it; FoldGemmViews turns the head
     transposes around batched GEMMs into strides; FoldExplicitPadding makes a zero pad
     before a conv the conv's own padding; HoistActivations moves an activation after
     transposes, reshapes and a concatenation onto the values they rearrange (a detector
@@ -76,7 +78,8 @@ def optimize_passes() -> list[Pass]:
     channel affine and GELU) into its kernel."""
     return [SimplifyInference(), DynamicToStatic(), EliminateCommonSubexpr(), FoldConstant(),
             RecogniseActivations(), FoldScaleAxis(), SimplifyExpr(), CanonicalizeOps(),
-            FoldExplicitPadding(), FuseLayerNorm(), FuseGemmEpilogue(), FoldGemmViews(), FoldConstant(), HoistActivations(),
+            FoldExplicitPadding(), FuseLayerNorm(), FuseGemmEpilogue(), FuseQAddEpilogue(),
+            FoldGemmViews(), FoldConstant(), HoistActivations(),
             AlterOpLayout(),
             FoldTokenLayouts(), FoldChannelShuffle(), FusePoolEpilogue(), FuseNormEpilogue()]
 

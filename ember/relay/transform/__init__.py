@@ -38,7 +38,7 @@ _LAZY: dict[str, str] = {
     "DynamicToStatic": "dynamic_to_static",
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
     "FoldTokenLayouts": "fold_token_layouts", "FoldChannelShuffle": "fold_channel_shuffle",
-    "FusePoolEpilogue": "fuse_pool_epilogue",
+    "FusePoolEpilogue": "fuse_pool_epilogue", "FuseQAddEpilogue": "fuse_qadd_epilogue",
     "FuseNormEpilogue": "fuse_norm_epilogue", "HoistActivations": "hoist_activations",
     # the Relay-era pass list (issue 23)
     "Inline": "inline", "RemoveUnusedFunctions": "remove_unused_functions",
@@ -63,7 +63,7 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit",
                 "PartialEvaluate", "RecogniseActivations", "FoldTokenLayouts",
                 "FusePoolEpilogue", "FuseNormEpilogue", "FoldExplicitPadding",
-                "HoistActivations", "FoldChannelShuffle")
+                "HoistActivations", "FoldChannelShuffle", "FuseQAddEpilogue")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...te import tensor as te
 from ...tir import op as tir
+from .qadd import reference as qadd_reference
 from .sizes import dims, succeeds
 
 QCONV_HEADER = "ember/kernels/qconv.h"
@@ -150,13 +151,37 @@ def out_size(size: int, k: int, stride: int, dilation: int, before: int, after: 
     return (size + before + after - (k - 1) * dilation - 1) // stride + 1
 
 
+@dataclass(frozen=True)
+class ResidualAdd:
+    """A QLinearAdd of the conv's output (its zero point y_zp) and a residual folded into the
+    conv (nn.contrib_qconv2d_add): the ratios (``topi.nn.qadd.ratios``), the residual's zero
+    point, and the sum's zero point, type and range."""
+
+    ra: float
+    rb: float
+    r_zp: int
+    s_zp: int
+    s_dtype: str
+    s_range: tuple[int, int]
+
+
+def reference_add(conv_out: np.ndarray, residual: np.ndarray, add: ResidualAdd,
+                  y_zp: int) -> np.ndarray:
+    """What ``ember_qconv2d`` with a residual makes of its conv's output ``conv_out``: the
+    qadd kernel's values (``topi.nn.qadd.reference``)."""
+    return qadd_reference(conv_out, residual, ra=add.ra, rb=add.rb, a_zp=y_zp, b_zp=add.r_zp,
+                          y_zp=add.s_zp, y_range=add.s_range, out_dtype=add.s_dtype)
+
+
 def qconv2d(x: te.Tensor, weight: te.Tensor, bias: te.Tensor, w_zp: te.Tensor,
             scale: te.Tensor, *, o: int, kernel: tuple[int, int], strides: tuple[int, int],
             padding: tuple[int, int, int, int], dilation: tuple[int, int], groups: int,
             x_zp: int, has_w_zp: bool, y_zp: int, out_dtype: str,
-            y_range: tuple[int, int] | None = None) -> te.Tensor:
+            y_range: tuple[int, int] | None = None, residual: te.Tensor | None = None,
+            add: ResidualAdd | None = None) -> te.Tensor:
     """The ``ember_qconv2d`` stage: (N, O, OH, OW) ``out_dtype`` (u8 or s8), clamped to
-    ``y_range`` (None: the type's range)."""
+    ``y_range`` (None: the type's range); with ``residual`` and ``add``, that output summed
+    with ``residual`` as ``add`` says (``add.s_dtype``)."""
     y_range = y_range or RANGES[out_dtype]
     n, c, h, wd = dims(x.shape)
     kh, kw = kernel
@@ -173,9 +198,21 @@ def qconv2d(x: te.Tensor, weight: te.Tensor, bias: te.Tensor, w_zp: te.Tensor,
             i64(strides[0]), i64(strides[1]), i64(padding[0]), i64(padding[1]),
             i64(dilation[0]), i64(dilation[1]), i64(groups), int(x.dtype == "int8"), int(x_zp),
             int(has_w_zp), int(y_zp), int(y_range[0]), int(y_range[1]), parallel,
-            header=QCONV_HEADER)
+            *_add_args(ins, out_dtype, residual, add), header=QCONV_HEADER)
         return succeeds(call, "nn.contrib_qconv2d: ember_qconv2d failed (workspace or "
                               "parallel launch)")
 
-    return te.extern((x.shape[0], o, oh, ow), [x, weight, bias, w_zp, scale], body,
-                     name="T_qconv2d", dtype=out_dtype, tag="qconv_kernel")
+    inputs = [x, weight, bias, w_zp, scale] + ([residual] if add is not None else [])
+    return te.extern((x.shape[0], o, oh, ow), inputs, body, name="T_qconv2d",
+                     dtype=out_dtype if add is None else add.s_dtype, tag="qconv_kernel")
+
+
+def _add_args(ins: list, out_dtype: str, residual: te.Tensor | None,
+              add: ResidualAdd | None) -> list:
+    """ember_qconv2d's residual arguments: NULL and zeros without one."""
+    if add is None or residual is None:
+        return [tir.const(0, "int32"), tir.const(0.0, "float32"), tir.const(0.0, "float32"),
+                0, 0, 0, 0, 0, 0]
+    return [ins[5].data, tir.const(add.ra, "float32"), tir.const(add.rb, "float32"),
+            int(out_dtype == "int8"), int(residual.dtype == "int8"), int(add.r_zp),
+            int(add.s_zp), int(add.s_range[0]), int(add.s_range[1])]

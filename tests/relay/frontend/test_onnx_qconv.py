@@ -320,6 +320,24 @@ def test_qlinear_conv_dense_strided_rows_at_every_level(level, shape, monkeypatc
     _check(model, x, "c" if level == "c" else "llvm")
 
 
+# A 1x1 conv whose blocks of the plane (258 quads x 64 of its 100 pixels) pass 64 KiB: with
+# AVX-512 VNNI its quads go in ranges (5 of at most 52), the tiles' sums kept between them;
+# odd input channels (the last quad partial), a weight zero point (the pixel sums over every
+# range), a partial last block of output channels and of pixels, two images, u8 and s8 input.
+@pytest.mark.parametrize("level", [pytest.param("native", id="host"),
+                                   pytest.param("cascadelake", id="avx512-no-vbmi",
+                                                marks=pytest.mark.slow),
+                                   pytest.param("c", id="portable")])
+@pytest.mark.parametrize("x_dtype", ["uint8", "int8"])
+def test_qlinear_conv_direct_quad_ranges(level, x_dtype, monkeypatch):
+    if level not in ("c", "native"):
+        monkeypatch.setenv("EMBER_MARCH", level)
+    model, x = _case(np.random.default_rng(5), n=2, c=1030, o=9, h=10, w=10, k=1, stride=1,
+                     pad=0, groups=1, x_dtype=x_dtype, w_dtype="int8", zp_kind="odd",
+                     per_channel=True, y_dtype=x_dtype, with_bias=True)
+    _check(model, x, "c" if level == "c" else "llvm")
+
+
 # Depthwise convs on the u8 x s8 quads path (qconv_dwq.h, AVX-512 with VBMI; elsewhere the
 # paths above): maps of at most 64 bytes in one register (7x7; 2x30, two vectors a row; 1x1;
 # a 5x5 kernel), maps at most 8 outputs wide as two rows a vector (stride 3 over 22 and 23

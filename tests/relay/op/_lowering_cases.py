@@ -86,6 +86,17 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
              rng.integers(-3, 3, (6,)).astype("int32"), rand(rng, (6,), lo=1e-4, hi=1e-3)],
             {"channels": 6, "kernel_size": (3, 3), "strides": (2, 1), "padding": (1, 1),
              "x_zp": 7, "has_w_zp": True, "y_zp": 3}, (0, 0)),
+        # the conv above, its u8 output (zero point 3) plus an s8 residual into s8
+        "nn.contrib_qconv2d_add": Case(
+            "nn.contrib_qconv2d_add",
+            [rng.integers(0, 256, (1, 5, 7, 6)).astype("uint8"),
+             rng.integers(-128, 128, (1, 2, 18, 4, 4)).astype("int8"),
+             rng.integers(-999, 999, (6,)).astype("int32"),
+             rng.integers(-3, 3, (6,)).astype("int32"), rand(rng, (6,), lo=1e-4, hi=1e-3),
+             rng.integers(-128, 128, (1, 6, 4, 6)).astype("int8")],
+            {"channels": 6, "kernel_size": (3, 3), "strides": (2, 1), "padding": (1, 1),
+             "x_zp": 7, "has_w_zp": True, "y_zp": 3, "ra": 0.6, "rb": 0.3, "r_zp": -4,
+             "s_zp": 2, "s_dtype": "int8"}, (0, 0)),
         # (2, 3, 9) u8 rows with zero point 5 by a packed (7, 9) int8 weight
         "nn.contrib_qdense": Case(
             "nn.contrib_qdense",

@@ -29,6 +29,14 @@
  * split into stride phases so that each tap is one offset into it and the channel one vector
  * loop (at stride 1 with symmetric width padding, no plane); taps two at a time as int16 pair
  * products; depthwise items (image, channel or block of 16 channels) split over the tasks.
+ * With `res` (not NULL: nn.contrib_qconv2d_add, a QLinearAdd of the conv's output and a
+ * residual folded in), each work unit's outputs y, as soon as they are written, become
+ *
+ *   s = clamp(round_half_even((y - y_zp) * ra + (res - r_zp) * rb) + s_zp, s_lo, s_hi)
+ *
+ * in place, by the elementwise kernel of qadd.h on that unit's rows (y: the conv's output,
+ * s8 where y_signed; res: s8 where r_signed; s: the sum's type): the values the separate
+ * kernel gives, without the conv's output going out to memory and back.
  * Returns 0, or -1 when a workspace or the parallel launch fails.
  */
 #ifndef EMBER_KERNELS_QCONV_H_
@@ -44,11 +52,13 @@
       void *y, int64_t n, int64_t c, int64_t h, int64_t wd, int64_t o, int64_t oh, int64_t ow,    \
       int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh,         \
       int64_t dw, int64_t groups, int32_t x_signed, int32_t x_zp, int32_t has_w_zp, int32_t y_zp, \
-      int32_t y_lo, int32_t y_hi, int32_t parallel
+      int32_t y_lo, int32_t y_hi, int32_t parallel, const void *res, float ra, float rb,         \
+      int32_t y_signed, int32_t r_signed, int32_t r_zp, int32_t s_zp, int32_t s_lo, int32_t s_hi
 EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS);
 
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
+#include "ember/kernels/qadd.h"
 #include "ember/kernels/qsimd.h"
 
 #define EMBER_QCONV_MR 4  /* output channels per register tile (the packed weights' block) */
@@ -59,6 +69,12 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS);
 #define EMBER_QCONV_NB 3 /* 4 x 3 accumulators of 16 ymm */
 #endif
 #define EMBER_QCONV_TW (EMBER_QCONV_NB * EMBER_QL) /* pixels per tile */
+#if defined(EMBER_Q_VNNI)
+#define EMBER_QCONV_KC 64 /* quads per range at most: a panel of 24 KiB (half the L1 cache) */
+#define EMBER_QCONV_KC_BYTES 65536 /* ... where a block's quads take more than this */
+#else
+#define EMBER_QCONV_KC 0 /* all the quads in one range */
+#endif
 /* a tile's loops over its rows and vectors unrolled whatever -O3 weighs: indexed by a loop
  * variable, the accumulators would go through the stack */
 #if defined(__clang__)
@@ -76,13 +92,25 @@ typedef struct {
   int64_t n, c, h, wd, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
   int64_t cg, og, k, k4, ocb, p, pblocks;
   int64_t pb; /* pixels per block: whole vectors, at most EMBER_QCONV_PB */
+  int64_t kc; /* quads per range (ember_qconv_item) */
   int64_t hp, wp; /* the interleaved plane's height and width (padding included) */
   int32_t direct; /* 1x1, stride 1, no padding: the plane is the panel */
   int32_t lanes;  /* a depthwise conv with channels in vector lanes (small maps) */
   int32_t dwq;    /* a depthwise conv on u8 x s8 quads (qconv_dwq.h) */
   uint8_t flip, x_zp;
   int32_t has_w_zp, y_zp, y_lo, y_hi;
+  const ember_qadd_args* add; /* the residual add after the conv (ember_qconv_add), or NULL */
 } ember_qconv_args;
+
+/* The residual add on channels [c0, c1) of image b, pixels [p0, p0 + cnt) of each. */
+static inline void ember_qconv_add(const ember_qconv_args* a, int64_t b, int64_t c0, int64_t c1,
+                                   int64_t p0, int64_t cnt) {
+  int64_t ch;
+  for (ch = c0; ch < c1; ++ch) {
+    const int64_t at = (b * a->o + ch) * a->p + p0;
+    ember_qadd_range(a->add, at, at + cnt);
+  }
+}
 
 static inline int ember_qconv_depthwise(const ember_qconv_args* a) {
   return a->cg == 1 && a->og == 1;
@@ -275,17 +303,17 @@ static inline void ember_qconv_evens(const uint32_t* src, uint32_t* d, int64_t n
 }
 #endif
 
-/* The panel of pixels [p0, p0 + cnt): panel[k4][PB] words, quad q = tap q / cq4 (ky, kx) and
- * channel quad q % cq4, copied from the interleaved plane xq (words past cnt to the next
- * whole vector: 0). The block's runs along output rows are found once; the quads then loop
- * without divisions (five per quad, in int64, took a tenth of a 3x3/2 conv's time). */
+/* The panel of pixels [p0, p0 + cnt) and quads [q0, q1): panel[q - q0][PB] words, quad q =
+ * tap q / cq4 (ky, kx) and channel quad q % cq4, copied from the interleaved plane xq (words
+ * past cnt to the next whole vector: 0). The block's runs along output rows are found once;
+ * the quads then loop without divisions (five per quad, in int64, took a tenth of a 3x3/2
+ * conv's time). */
 static void ember_qconv_gather(const ember_qconv_args* a, const uint32_t* xq, int64_t p0,
-                               int64_t cnt, uint32_t* panel) {
+                               int64_t cnt, int64_t q0, int64_t q1, uint32_t* panel) {
   const int64_t cq4 = (a->cg + 3) / 4, sw = a->sw, plane = a->hp * a->wp;
   const int64_t end = (cnt + EMBER_QL - 1) / EMBER_QL * EMBER_QL;
   int64_t run_src[EMBER_QCONV_PB], run_len[EMBER_QCONV_PB], runs = 0;
-  int64_t ky, kx, cq, r, t, i;
-  uint32_t* dst = panel;
+  int64_t q, cq, r, t, i;
   {
     int64_t oy = p0 / a->ow, ox = p0 % a->ow;
     for (t = 0; t < cnt; ++runs, ox = 0, ++oy) {
@@ -294,51 +322,53 @@ static void ember_qconv_gather(const ember_qconv_args* a, const uint32_t* xq, in
       t += run_len[runs];
     }
   }
-  for (ky = 0; ky < a->kh; ++ky) {
-    for (kx = 0; kx < a->kw; ++kx, dst += cq4 * EMBER_QCONV_PB) {
-      const uint32_t* base = xq + ky * a->dh * a->wp + kx * a->dw;
-      int64_t off = 0;
-      /* a run at a time over the channel quads (each quad's plane `plane` words on) */
-      for (r = 0; r < runs; off += run_len[r], ++r) {
-        const uint32_t* src = base + run_src[r];
-        uint32_t* d = dst + off;
-        const int64_t len = run_len[r];
+  for (q = q0; q < q1;) { /* a tap's channel quads of the range at a time */
+    const int64_t tap = q / cq4, c0 = q % cq4;
+    const int64_t nq = cq4 - c0 < q1 - q ? cq4 - c0 : q1 - q;
+    const uint32_t* base =
+        xq + c0 * plane + tap / a->kw * a->dh * a->wp + tap % a->kw * a->dw;
+    uint32_t* dst = panel + (q - q0) * EMBER_QCONV_PB;
+    int64_t off = 0;
+    /* a run at a time over the channel quads (each quad's plane `plane` words on) */
+    for (r = 0; r < runs; off += run_len[r], ++r) {
+      const uint32_t* src = base + run_src[r];
+      uint32_t* d = dst + off;
+      const int64_t len = run_len[r];
 #if defined(EMBER_Q_VNNI)
-        if (len <= EMBER_QL && sw <= 2) { /* one vector a quad, its mask computed once */
-          const unsigned short m = (unsigned short)((1u << len) - 1u);
-          for (cq = 0; cq < cq4; ++cq, src += plane, d += EMBER_QCONV_PB) {
-            EMBER_QSTORE32_MASK(d, sw == 1 ? ember_qload(src) :
-                                   EMBER_QEVENS(ember_qload(src), ember_qload(src + EMBER_QL)), m);
-          }
-          continue;
+      if (len <= EMBER_QL && sw <= 2) { /* one vector a quad, its mask computed once */
+        const unsigned short m = (unsigned short)((1u << len) - 1u);
+        for (cq = 0; cq < nq; ++cq, src += plane, d += EMBER_QCONV_PB) {
+          EMBER_QSTORE32_MASK(d, sw == 1 ? ember_qload(src) :
+                                 EMBER_QEVENS(ember_qload(src), ember_qload(src + EMBER_QL)), m);
         }
-#endif
-        for (cq = 0; cq < cq4; ++cq, src += plane, d += EMBER_QCONV_PB) {
-          if (sw == 1) {
-            ember_qconv_copy(src, d, len);
-#if defined(EMBER_Q_VNNI)
-          } else if (sw == 2) {
-            ember_qconv_evens(src, d, len);
-#endif
-          } else {
-            for (i = 0; i < len; ++i) d[i] = src[i * sw];
-          }
-        }
+        continue;
       }
-      for (cq = 0; cq < cq4; ++cq) {
-        for (t = cnt; t < end; ++t) dst[cq * EMBER_QCONV_PB + t] = 0;
+#endif
+      for (cq = 0; cq < nq; ++cq, src += plane, d += EMBER_QCONV_PB) {
+        if (sw == 1) {
+          ember_qconv_copy(src, d, len);
+#if defined(EMBER_Q_VNNI)
+        } else if (sw == 2) {
+          ember_qconv_evens(src, d, len);
+#endif
+        } else {
+          for (i = 0; i < len; ++i) d[i] = src[i * sw];
+        }
       }
     }
+    for (cq = 0; cq < nq; ++cq) {
+      for (t = cnt; t < end; ++t) dst[cq * EMBER_QCONV_PB + t] = 0;
+    }
+    q += nq;
   }
 }
 
-/* Each pixel's sum of its k input values (for a weight zero point): panel rows rs words
- * apart. */
-static void ember_qconv_sums(const ember_qconv_args* a, const uint32_t* panel, int64_t rs,
-                             int64_t cnt, int32_t* sums) {
+/* Adds to each pixel's sum the input values of nq quads (for a weight zero point): panel rows
+ * rs words apart. */
+static void ember_qconv_sums(const uint32_t* panel, int64_t rs, int64_t nq, int64_t cnt,
+                             int32_t* sums) {
   int64_t q, t;
-  for (t = 0; t < EMBER_QCONV_PB; ++t) sums[t] = 0;
-  for (q = 0; q < a->k4; ++q) {
+  for (q = 0; q < nq; ++q) {
     const uint8_t* src = (const uint8_t*)(panel + q * rs);
     for (t = 0; t < cnt; ++t) {
       sums[t] += (int32_t)src[t * 4] + src[t * 4 + 1] + src[t * 4 + 2] + src[t * 4 + 3];
@@ -347,16 +377,20 @@ static void ember_qconv_sums(const ember_qconv_args* a, const uint32_t* panel, i
 }
 
 #if defined(EMBER_Q_VNNI)
-/* acc[r][v] = bias[r] + the dot products of output channel r of the block (weights wk:
- * [k4][4][4]) with pixel vector v of the tile (panel: rows of u32 words rs apart, from the
- * tile's first pixel), nb vectors. */
+/* acc[r][v] = bias[r] (or part[r][v], a previous range of quads' sums, where part is not
+ * NULL) + the dot products of output channel r of the block (weights wk: [k4][4][4]) with
+ * pixel vector v of the tile (panel: rows of u32 words rs apart, from the tile's first
+ * pixel), nb vectors. */
 static inline __attribute__((always_inline)) void ember_qconv_tile(
     const uint32_t* panel, int64_t rs, const int8_t* wk, int64_t k4n, const int nb,
-    const ember_qvi bias[EMBER_QCONV_MR], ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+    const ember_qvi bias[EMBER_QCONV_MR], const int32_t* part,
+    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
   for (r = 0; r < EMBER_QCONV_MR; ++r) {
-    for (v = 0; v < nb; ++v) acc[r][v] = bias[r];
+    for (v = 0; v < nb; ++v) {
+      acc[r][v] = part ? ember_qload(part + (r * EMBER_QCONV_NB + v) * EMBER_QL) : bias[r];
+    }
   }
   for (k4 = 0; k4 < k4n; ++k4) {
     const uint32_t* ap = panel + k4 * rs;
@@ -377,11 +411,14 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
  * pixel; weights [k4][4][2] words (w0, w2), (w1, w3). */
 static inline __attribute__((always_inline)) void ember_qconv_tile(
     const uint32_t* panel, int64_t rs, const uint32_t* wk, int64_t k4n, const int nb,
-    const ember_qvi bias[EMBER_QCONV_MR], ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+    const ember_qvi bias[EMBER_QCONV_MR], const int32_t* part,
+    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
   for (r = 0; r < EMBER_QCONV_MR; ++r) {
-    for (v = 0; v < nb; ++v) acc[r][v] = bias[r];
+    for (v = 0; v < nb; ++v) {
+      acc[r][v] = part ? ember_qload(part + (r * EMBER_QCONV_NB + v) * EMBER_QL) : bias[r];
+    }
   }
   for (k4 = 0; k4 < k4n; ++k4) {
     const uint32_t* ap = panel + k4 * rs;
@@ -460,7 +497,8 @@ static inline __attribute__((always_inline)) void ember_qconv_out(
 
 /* One tile: products and epilogue inlined together with a constant width nb, its
  * accumulators local to each width's copy (one array shared by the widths went through the
- * stack). */
+ * stack). A range of quads that is not the last leaves its sums in part (for the next range:
+ * from `in`, NULL in the first) instead. */
 #if defined(EMBER_Q_VNNI)
 typedef int8_t ember_qconv_wt;
 #else
@@ -469,133 +507,169 @@ typedef uint32_t ember_qconv_wt;
 static inline __attribute__((always_inline)) void ember_qconv_tile_out(
     const uint32_t* ap, int64_t rs, const ember_qconv_wt* wt, int64_t k4n, const int nb,
     uint8_t* y, int64_t ystride, int rows, int64_t left, const ember_qconv_rows* k,
-    const int32_t* sums, const ember_qrq* rq) {
+    const int32_t* sums, const ember_qrq* rq, const int32_t* in, int32_t* part) {
   ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB];
-  ember_qconv_tile(ap, rs, wt, k4n, nb, k->bias, acc);
-  ember_qconv_out(y, ystride, rows, left, nb, acc, k, sums, rq);
+  int r, v;
+  ember_qconv_tile(ap, rs, wt, k4n, nb, k->bias, in, acc);
+  if (part == NULL) {
+    ember_qconv_out(y, ystride, rows, left, nb, acc, k, sums, rq);
+    return;
+  }
+  for (r = 0; r < EMBER_QCONV_MR; ++r) {
+    for (v = 0; v < nb; ++v) {
+      memcpy(part + (r * EMBER_QCONV_NB + v) * EMBER_QL, &acc[r][v], sizeof acc[r][v]);
+    }
+  }
 }
-#define EMBER_QCONV_TILE_OUT(nb) \
-  ember_qconv_tile_out(ap, rs, wt, k4n, (nb), yt, ystride, nrows, cnt - t0, &rk, st, &rq)
+#define EMBER_QCONV_TILE_OUT(nb)                                                           \
+  ember_qconv_tile_out(ap, rs, wt, k4n, (nb), yt, ystride, nrows, cnt - t0, &rk, st, &rq, \
+                       pin, pout)
 #endif
 
 /* Output channel blocks [ob0, ob1) of one (image, group, pixel block) item of the
- * dense-channel path; xq is the group's interleaved plane (ember_qconv_interleave). */
+ * dense-channel path; xq is the group's interleaved plane (ember_qconv_interleave). The
+ * quads go in ranges of at most a->kc, each gathered into the panel and read by every block
+ * of channels before the next (a panel of all 288 quads of a 3x3 conv over 128 channels
+ * was twice the L1 cache, streamed from L2 by each block); a block's tiles keep their sums
+ * in parts between ranges (MR x NB vectors a tile). */
 static void ember_qconv_item(const ember_qconv_args* a, int64_t item, int64_t ob0, int64_t ob1,
                              const uint32_t* xq, uint32_t* panel, uint32_t* pairs,
-                             uint32_t* wpairs, int32_t* sums) {
+                             uint32_t* wpairs, int32_t* sums, int32_t* parts) {
   const int64_t blk = item % a->pblocks, g = (item / a->pblocks) % a->groups;
   const int64_t b = item / (a->pblocks * a->groups);
   const int64_t p0 = blk * a->pb;
   const int64_t cnt = a->p - p0 < a->pb ? a->p - p0 : a->pb;
-  const uint32_t* rows = panel; /* the panel's rows of words, rs apart */
-  int64_t rs = EMBER_QCONV_PB, ob, t0;
+  int64_t q0, ob, t0, t;
   if (cnt <= 0) return;
-  if (a->direct) {
-    rows = xq + p0;
-    rs = a->hp * a->wp;
-  } else {
-    ember_qconv_gather(a, xq, p0, cnt, panel);
-  }
-  if (a->has_w_zp) ember_qconv_sums(a, rows, rs, cnt, sums);
-#if defined(EMBER_Q_PAIRS)
-  { /* the panel as int16 pairs, vectors of L pixels: (a0, a2), then (a1, a3) */
-    int64_t k4, t;
-    for (k4 = 0; k4 < a->k4; ++k4) {
-      const uint8_t* src = (const uint8_t*)(rows + k4 * rs);
-      uint32_t* dst = pairs + k4 * EMBER_QCONV_PB * 2;
-      for (t = 0; t < EMBER_QCONV_PB; ++t) {
-        const int64_t v = t / EMBER_QL, l = t % EMBER_QL;
-        const int live = t < cnt;
-        dst[v * 2 * EMBER_QL + l] = live ? ember_qpair(src[t * 4], src[t * 4 + 2]) : 0;
-        dst[(v * 2 + 1) * EMBER_QL + l] = live ? ember_qpair(src[t * 4 + 1], src[t * 4 + 3]) : 0;
-      }
-    }
-    rows = pairs;
-    rs = EMBER_QCONV_PB * 2;
-  }
-#else
-  (void)pairs;
-  (void)wpairs;
-#endif
 #if defined(EMBER_Q_VECTOR_EXT)
   /* in locals: the output's byte stores may alias *a, whose fields would be reloaded */
   const ember_qrq rq = ember_qrq_make(a->y_zp, a->y_lo, a->y_hi);
-  const int64_t k4n = a->k4, ystride = a->p;
+  const int64_t ystride = a->p;
 #endif
-  for (ob = ob0; ob < ob1; ++ob) {
-    const int8_t* wk = a->w + (g * a->ocb + ob) * a->k4 * 16;
-    const int64_t oc0 = g * a->og + ob * EMBER_QCONV_MR;
-    const int nrows = (int)(a->og - ob * EMBER_QCONV_MR < EMBER_QCONV_MR
-                                ? a->og - ob * EMBER_QCONV_MR : EMBER_QCONV_MR);
-#if defined(EMBER_Q_VECTOR_EXT)
-    ember_qconv_rows rk;
-    int r;
-    for (r = 0; r < EMBER_QCONV_MR; ++r) {
-      const ember_qvf z = {0};
-      rk.bias[r] = ember_qset1(r < nrows ? a->bias[oc0 + r] : 0);
-      rk.scale[r] = z + (r < nrows ? a->scale[oc0 + r] : 0.0f);
-      rk.w_zp[r] = r < nrows && a->has_w_zp ? a->w_zp[oc0 + r] : 0;
+#if EMBER_QCONV_KC == 0
+  (void)parts;
+#endif
+  if (a->has_w_zp) {
+    for (t = 0; t < EMBER_QCONV_PB; ++t) sums[t] = 0;
+  }
+  for (q0 = 0; q0 == 0 || q0 < a->k4; q0 += a->kc) { /* (one range where k4 is 0) */
+    const int64_t q1 = a->k4 - q0 < a->kc ? a->k4 : q0 + a->kc, k4n = q1 - q0;
+    const uint32_t* rows = panel; /* the panel's rows of words, rs apart */
+    int64_t rs = EMBER_QCONV_PB;
+    if (a->direct) {
+      rs = a->hp * a->wp;
+      rows = xq + q0 * rs + p0;
+    } else {
+      ember_qconv_gather(a, xq, p0, cnt, q0, q1, panel);
     }
+    if (a->has_w_zp) ember_qconv_sums(rows, rs, k4n, cnt, sums);
+#if defined(EMBER_Q_PAIRS)
+    { /* the panel as int16 pairs, vectors of L pixels: (a0, a2), then (a1, a3) */
+      int64_t k4;
+      for (k4 = 0; k4 < k4n; ++k4) {
+        const uint8_t* src = (const uint8_t*)(rows + k4 * rs);
+        uint32_t* dst = pairs + k4 * EMBER_QCONV_PB * 2;
+        for (t = 0; t < EMBER_QCONV_PB; ++t) {
+          const int64_t v = t / EMBER_QL, l = t % EMBER_QL;
+          const int live = t < cnt;
+          dst[v * 2 * EMBER_QL + l] = live ? ember_qpair(src[t * 4], src[t * 4 + 2]) : 0;
+          dst[(v * 2 + 1) * EMBER_QL + l] =
+              live ? ember_qpair(src[t * 4 + 1], src[t * 4 + 3]) : 0;
+        }
+      }
+      rows = pairs;
+      rs = EMBER_QCONV_PB * 2;
+    }
+#else
+    (void)pairs;
+    (void)wpairs;
+#endif
+    for (ob = ob0; ob < ob1; ++ob) {
+      const int8_t* wk = a->w + ((g * a->ocb + ob) * a->k4 + q0) * 16;
+      const int64_t oc0 = g * a->og + ob * EMBER_QCONV_MR;
+      const int nrows = (int)(a->og - ob * EMBER_QCONV_MR < EMBER_QCONV_MR
+                                  ? a->og - ob * EMBER_QCONV_MR : EMBER_QCONV_MR);
+#if defined(EMBER_Q_VECTOR_EXT)
+      ember_qconv_rows rk;
+      int r;
+      for (r = 0; r < EMBER_QCONV_MR; ++r) {
+        const ember_qvf z = {0};
+        rk.bias[r] = ember_qset1(r < nrows ? a->bias[oc0 + r] : 0);
+        rk.scale[r] = z + (r < nrows ? a->scale[oc0 + r] : 0.0f);
+        rk.w_zp[r] = r < nrows && a->has_w_zp ? a->w_zp[oc0 + r] : 0;
+      }
 #endif
 #if defined(EMBER_Q_PAIRS)
-    int64_t i;
-    for (i = 0; i < a->k4 * EMBER_QCONV_MR; ++i) {
-      wpairs[i * 2] = ember_qpair(wk[i * 4], wk[i * 4 + 2]);
-      wpairs[i * 2 + 1] = ember_qpair(wk[i * 4 + 1], wk[i * 4 + 3]);
-    }
+      int64_t i;
+      for (i = 0; i < k4n * EMBER_QCONV_MR; ++i) {
+        wpairs[i * 2] = ember_qpair(wk[i * 4], wk[i * 4 + 2]);
+        wpairs[i * 2 + 1] = ember_qpair(wk[i * 4 + 1], wk[i * 4 + 3]);
+      }
 #endif
-    for (t0 = 0; t0 < cnt; t0 += EMBER_QCONV_TW) {
+      for (t0 = 0; t0 < cnt; t0 += EMBER_QCONV_TW) {
 #if defined(EMBER_Q_VECTOR_EXT)
-      const int nb = (int)((cnt - t0 + EMBER_QL - 1) / EMBER_QL < EMBER_QCONV_NB
-                               ? (cnt - t0 + EMBER_QL - 1) / EMBER_QL : EMBER_QCONV_NB);
-      uint8_t* yt = a->y + (b * a->o + oc0) * a->p + p0 + t0;
-      const int32_t* st = a->has_w_zp ? sums + t0 : NULL;
+        const int nb = (int)((cnt - t0 + EMBER_QL - 1) / EMBER_QL < EMBER_QCONV_NB
+                                 ? (cnt - t0 + EMBER_QL - 1) / EMBER_QL : EMBER_QCONV_NB);
+        uint8_t* yt = a->y + (b * a->o + oc0) * a->p + p0 + t0;
+        const int32_t* st = a->has_w_zp ? sums + t0 : NULL;
+#if EMBER_QCONV_KC > 0
+        /* this tile's sums between quad ranges: read after the first, written before the
+         * last */
+        int32_t* part = parts + ((ob - ob0) * (EMBER_QCONV_PB / EMBER_QCONV_TW) +
+                                 t0 / EMBER_QCONV_TW) * (EMBER_QCONV_MR * EMBER_QCONV_TW);
+        const int32_t* pin = q0 > 0 ? part : NULL;
+        int32_t* pout = q1 < a->k4 ? part : NULL;
+#else
+        const int32_t* const pin = NULL; /* one range: no code for the others */
+        int32_t* const pout = NULL;
+#endif
 #if defined(EMBER_Q_VNNI)
-      const uint32_t* ap = rows + t0;
-      const ember_qconv_wt* wt = wk;
+        const uint32_t* ap = rows + t0;
+        const ember_qconv_wt* wt = wk;
 #else
-      const uint32_t* ap = rows + t0 * 2;
-      const ember_qconv_wt* wt = wpairs;
+        const uint32_t* ap = rows + t0 * 2;
+        const ember_qconv_wt* wt = wpairs;
 #endif
-      switch (nb) { /* constant tile widths: the accumulators stay in registers */
+        switch (nb) { /* constant tile widths: the accumulators stay in registers */
 #if EMBER_QCONV_NB == 6
-        case 6: EMBER_QCONV_TILE_OUT(6); break;
-        case 5: EMBER_QCONV_TILE_OUT(5); break;
-        case 4: EMBER_QCONV_TILE_OUT(4); break;
+          case 6: EMBER_QCONV_TILE_OUT(6); break;
+          case 5: EMBER_QCONV_TILE_OUT(5); break;
+          case 4: EMBER_QCONV_TILE_OUT(4); break;
 #endif
-        case 3: EMBER_QCONV_TILE_OUT(3); break;
-        case 2: EMBER_QCONV_TILE_OUT(2); break;
-        default: EMBER_QCONV_TILE_OUT(1); break;
-      }
+          case 3: EMBER_QCONV_TILE_OUT(3); break;
+          case 2: EMBER_QCONV_TILE_OUT(2); break;
+          default: EMBER_QCONV_TILE_OUT(1); break;
+        }
 #else
-      /* portable: the same tile in scalar C */
-      int32_t acc[EMBER_QCONV_MR][EMBER_QCONV_TW];
-      const int64_t tw = cnt - t0 < EMBER_QCONV_TW ? cnt - t0 : EMBER_QCONV_TW;
-      int64_t k4, t;
-      int r, j;
-      for (r = 0; r < nrows; ++r) {
-        for (t = 0; t < tw; ++t) acc[r][t] = a->bias[oc0 + r];
-      }
-      for (k4 = 0; k4 < a->k4; ++k4) {
-        const uint8_t* ap = (const uint8_t*)(rows + k4 * rs + t0);
+        /* portable: the same tile in scalar C (one range of quads: kc = k4) */
+        int32_t acc[EMBER_QCONV_MR][EMBER_QCONV_TW];
+        const int64_t tw = cnt - t0 < EMBER_QCONV_TW ? cnt - t0 : EMBER_QCONV_TW;
+        int64_t k4;
+        int r, j;
         for (r = 0; r < nrows; ++r) {
-          const int8_t* wr = wk + k4 * 16 + r * 4;
-          for (t = 0; t < tw; ++t) {
-            int32_t sum = 0;
-            for (j = 0; j < 4; ++j) sum += (int32_t)ap[t * 4 + j] * (int32_t)wr[j];
-            acc[r][t] += sum;
+          for (t = 0; t < tw; ++t) acc[r][t] = a->bias[oc0 + r];
+        }
+        for (k4 = 0; k4 < k4n; ++k4) {
+          const uint8_t* ap = (const uint8_t*)(rows + k4 * rs + t0);
+          for (r = 0; r < nrows; ++r) {
+            const int8_t* wr = wk + k4 * 16 + r * 4;
+            for (t = 0; t < tw; ++t) {
+              int32_t sum = 0;
+              for (j = 0; j < 4; ++j) sum += (int32_t)ap[t * 4 + j] * (int32_t)wr[j];
+              acc[r][t] += sum;
+            }
           }
         }
-      }
-      for (r = 0; r < nrows; ++r) {
-        const int64_t oc = oc0 + r;
-        uint8_t* yrow = a->y + (b * a->o + oc) * a->p + p0 + t0;
-        for (t = 0; t < tw; ++t) {
-          int32_t v = acc[r][t] - (a->has_w_zp ? a->w_zp[oc] * sums[t0 + t] : 0);
-          yrow[t] = (uint8_t)ember_qrequant(v, a->scale[oc], a->y_zp, a->y_lo, a->y_hi);
+        for (r = 0; r < nrows; ++r) {
+          const int64_t oc = oc0 + r;
+          uint8_t* yrow = a->y + (b * a->o + oc) * a->p + p0 + t0;
+          for (t = 0; t < tw; ++t) {
+            int32_t v = acc[r][t] - (a->has_w_zp ? a->w_zp[oc] * sums[t0 + t] : 0);
+            yrow[t] = (uint8_t)ember_qrequant(v, a->scale[oc], a->y_zp, a->y_lo, a->y_hi);
+          }
         }
-      }
 #endif
+      }
     }
   }
 }
@@ -607,21 +681,37 @@ static void ember_qconv_item(const ember_qconv_args* a, int64_t item, int64_t ob
  * otherwise (image, group, pixel block, output channel block), the blocks of channels
  * innermost (a block's panel gathered once for its run of them). */
 static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) {
-  uint64_t plane_bytes, panel_bytes, pair_bytes = 0, wpair_bytes = 0, sum_bytes;
+  uint64_t slack, plane_bytes, panel_bytes, pair_bytes = 0, wpair_bytes = 0, sum_bytes;
+  uint64_t part_bytes;
   uint8_t* buf;
   int64_t u, built = -1;
   if (lo >= hi) return 0;
-  if (ember_qconv_depthwise(a)) return ember_qconv_dw_range(a, lo, hi);
-  /* the plane, with a block of slack: a direct panel's last block reads past its end */
-  plane_bytes = (uint64_t)(((a->cg + 3) / 4) * a->hp * a->wp + EMBER_QCONV_PB) * 4;
-  panel_bytes = a->direct ? 0 : (uint64_t)a->k4 * EMBER_QCONV_PB * 4;
+  if (ember_qconv_depthwise(a)) {
+    const int status = ember_qconv_dw_range(a, lo, hi);
+    if (a->add != NULL && status == 0) { /* the items' channel planes */
+      const int64_t per = a->lanes ? EMBER_QL : 1, blocks = (a->c + per - 1) / per;
+      for (u = lo; u < hi; ++u) {
+        const int64_t c0 = u % blocks * per;
+        ember_qconv_add(a, u / blocks, c0, c0 + per < a->c ? c0 + per : a->c, 0, a->p);
+      }
+    }
+    return status;
+  }
+  /* the plane, with a block of slack: a direct panel's last block reads past its end, the
+   * panels from a whole line */
+  slack = (uint64_t)((a->cg + 3) / 4) * a->hp * a->wp * 4;
+  plane_bytes = (slack + EMBER_QCONV_PB * 4 + 63) / 64 * 64;
+  panel_bytes = a->direct ? 0 : (uint64_t)a->kc * EMBER_QCONV_PB * 4;
 #if defined(EMBER_Q_PAIRS)
-  pair_bytes = (uint64_t)a->k4 * EMBER_QCONV_PB * 8;
-  wpair_bytes = (uint64_t)a->k4 * EMBER_QCONV_MR * 8;
+  pair_bytes = (uint64_t)a->kc * EMBER_QCONV_PB * 8;
+  wpair_bytes = (uint64_t)a->kc * EMBER_QCONV_MR * 8;
 #endif
   sum_bytes = EMBER_QCONV_PB * 4;
+  /* the tiles' sums between ranges of quads: MR x PB int32 a block of channels */
+  part_bytes = a->kc < a->k4 ? (uint64_t)a->ocb * EMBER_QCONV_MR * EMBER_QCONV_PB * 4 : 0;
   buf = (uint8_t*)TVMBackendAllocWorkspace(
-      1, 0, plane_bytes + panel_bytes + pair_bytes + wpair_bytes + sum_bytes, 1, 32);
+      1, 0, plane_bytes + panel_bytes + pair_bytes + wpair_bytes + sum_bytes + part_bytes, 1,
+      32);
   if (buf == NULL) return -1;
   for (u = lo; u < hi;) {
     const int64_t item = u / a->ocb, ob0 = u % a->ocb;
@@ -637,13 +727,21 @@ static int ember_qconv_range(const ember_qconv_args* a, int64_t lo, int64_t hi) 
       const int64_t y1 = oy1 * a->sh + (a->kh - 1) * a->dh + 1;
       ember_qconv_interleave(a, bg / a->groups, bg % a->groups, y0, y1 < a->hp ? y1 : a->hp,
                              (uint32_t*)buf);
-      memset(buf + plane_bytes - EMBER_QCONV_PB * 4, 0, EMBER_QCONV_PB * 4);
+      memset(buf + slack, 0, EMBER_QCONV_PB * 4);
       built = bg;
     }
     ember_qconv_item(a, item, ob0, ob1, (const uint32_t*)buf,
                      (uint32_t*)(buf + plane_bytes), (uint32_t*)(buf + plane_bytes + panel_bytes),
                      (uint32_t*)(buf + plane_bytes + panel_bytes + pair_bytes),
-                     (int32_t*)(buf + plane_bytes + panel_bytes + pair_bytes + wpair_bytes));
+                     (int32_t*)(buf + plane_bytes + panel_bytes + pair_bytes + wpair_bytes),
+                     (int32_t*)(buf + plane_bytes + panel_bytes + pair_bytes + wpair_bytes +
+                                sum_bytes));
+    if (a->add != NULL) { /* this unit's rows, while in cache */
+      const int64_t blk = item % a->pblocks, g = bg % a->groups, p0 = blk * a->pb;
+      const int64_t c1 = ob1 * EMBER_QCONV_MR < a->og ? ob1 * EMBER_QCONV_MR : a->og;
+      ember_qconv_add(a, bg / a->groups, g * a->og + ob0 * EMBER_QCONV_MR, g * a->og + c1, p0,
+                      a->p - p0 < a->pb ? a->p - p0 : a->pb);
+    }
     u = item * a->ocb + ob1;
   }
   return TVMBackendFreeWorkspace(1, 0, buf) == 0 ? 0 : -1;
@@ -685,6 +783,7 @@ static inline int ember_qconv_task(int task_id, TVMParallelGroupEnv* penv, void*
 #if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_qconv2d)
 EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   ember_qconv_args a;
+  ember_qadd_args add;
   a.x = (const uint8_t*)x; a.w = w; a.bias = bias; a.w_zp = w_zp; a.scale = scale;
   a.y = (uint8_t*)y;
   a.n = n; a.c = c; a.h = h; a.wd = wd; a.o = o; a.oh = oh; a.ow = ow; a.kh = kh; a.kw = kw;
@@ -701,8 +800,31 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.wp = a.wp > wd + pw ? a.wp : wd + pw;
   a.direct = kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 && a.hp == h &&
              a.wp == wd && oh == h && ow == wd;
+  /* ranges of quads alike in size (288 as 5 x 58, not 4 x 64 + 32), only where the tiles
+   * read the plane itself, in blocks of pixels (a block's part of each row: lines shared
+   * with the next block), and a block's rows of it exceed 64 KiB: 1x1 convs of 1024 -> 256
+   * and 1152 -> 128 channels on 14x14 17% and 14% faster; gathered panels (whole lines),
+   * one block (2048 -> 512 on 7x7: the rows read in turn) and smaller planes no faster or
+   * slower in ranges */
+  a.kc = a.k4 > 0 ? a.k4 : 1;
+#if EMBER_QCONV_KC > 0
+  if (a.direct && a.pblocks > 1 && a.k4 * a.pb * 4 > EMBER_QCONV_KC_BYTES) {
+    const int64_t ranges = (a.k4 + EMBER_QCONV_KC - 1) / EMBER_QCONV_KC;
+    a.kc = (a.k4 + ranges - 1) / ranges;
+  }
+#endif
   a.flip = x_signed ? 0x80 : 0; a.x_zp = (uint8_t)x_zp; a.has_w_zp = has_w_zp;
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
+  a.add = NULL;
+  if (res != NULL) {
+    add.a = (const uint8_t*)y; add.b = (const uint8_t*)res; add.y = (uint8_t*)y;
+    add.n = n * o * oh * ow; add.ra = ra; add.rb = rb;
+    add.lo = (float)(s_lo - s_zp); add.hi = (float)(s_hi - s_zp);
+    add.a_flip = y_signed ? 0x80 : 0; add.b_flip = r_signed ? 0x80 : 0;
+    add.a_zp = y_zp + (y_signed ? 128 : 0); add.b_zp = r_zp + (r_signed ? 128 : 0);
+    add.y_zp = s_zp;
+    a.add = &add;
+  }
   a.dwq = 0;
 #if defined(EMBER_QCONV_DWQ)
   {

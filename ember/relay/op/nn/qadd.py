@@ -24,7 +24,7 @@ from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_shape, tensor_of
 from ..attrs import OpAttrs, attrs_class
 
-__all__ = ["contrib_qadd", "QAddAttrs"]
+__all__ = ["contrib_qadd", "QAddAttrs", "check_sum_fields", "output_range"]
 OP = "nn.contrib_qadd"
 
 
@@ -44,29 +44,40 @@ class QAddAttrs(OpAttrs):
     _op: ClassVar[str] = OP
 
     def __post_init__(self) -> None:
-        for name in ("ra", "rb"):
-            value = float(np.float32(getattr(self, name)))
-            if not np.isfinite(value):
-                raise self._invalid(name, "a finite float32")
-            self._set(name, value)
         self._int("a_zp")
         self._int("b_zp")
-        self._int("y_zp")
-        self._choice("out_dtype", ("uint8", "int8"))
-        self._int("y_min", optional=True)
-        self._int("y_max", optional=True)
-        lo, hi = qadd_kernel.RANGES[self.out_dtype]
-        if not lo <= self.y_zp <= hi:
-            raise self._invalid("y_zp", f"a value of {self.out_dtype}")
-        y_lo, y_hi = self.y_range
-        if not lo <= y_lo <= y_hi <= hi:
-            raise self._invalid("y_min", f"y_min <= y_max within {self.out_dtype}'s range")
+        check_sum_fields(self, "y_zp", "out_dtype", "y_min", "y_max")
 
     @property
     def y_range(self) -> tuple[int, int]:
-        lo, hi = qadd_kernel.RANGES[self.out_dtype]
-        return (lo if self.y_min is None else self.y_min,
-                hi if self.y_max is None else self.y_max)
+        return output_range(self.out_dtype, self.y_min, self.y_max)
+
+
+def output_range(dtype: str, lo: int | None, hi: int | None) -> tuple[int, int]:
+    """[lo, hi], each None standing for ``dtype``'s own bound."""
+    t_lo, t_hi = qadd_kernel.RANGES[dtype]
+    return (t_lo if lo is None else lo, t_hi if hi is None else hi)
+
+
+def check_sum_fields(attrs: OpAttrs, zp: str, dtype: str, lo: str, hi: str) -> None:
+    """A quantized sum's fields of ``attrs`` (QAddAttrs, QConv2DAddAttrs): the ratios ``ra``
+    and ``rb`` finite float32, the output's zero point ``zp`` a value of its type ``dtype``
+    (u8 or s8), its range [``lo``, ``hi``] (None: the type's bound) within the type's."""
+    for name in ("ra", "rb"):
+        value = float(np.float32(getattr(attrs, name)))
+        if not np.isfinite(value):
+            raise attrs._invalid(name, "a finite float32")
+        attrs._set(name, value)
+    attrs._int(zp)
+    attrs._choice(dtype, ("uint8", "int8"))
+    attrs._int(lo, optional=True)
+    attrs._int(hi, optional=True)
+    t_lo, t_hi = qadd_kernel.RANGES[getattr(attrs, dtype)]
+    if not t_lo <= getattr(attrs, zp) <= t_hi:
+        raise attrs._invalid(zp, f"a value of {getattr(attrs, dtype)}")
+    y_lo, y_hi = output_range(getattr(attrs, dtype), getattr(attrs, lo), getattr(attrs, hi))
+    if not t_lo <= y_lo <= y_hi <= t_hi:
+        raise attrs._invalid(lo, f"{lo} <= {hi} within {getattr(attrs, dtype)}'s range")
 
 
 def _rel(args: list[TensorType], attrs: QAddAttrs) -> TensorType:

@@ -12,6 +12,12 @@ groups / 4), 4, 4) (``topi.nn.qconv.pack_weight``); ``bias`` and ``w_zp`` are in
 in; None: the type's). The ONNX importer makes it from QLinearConv with constant
 weights, scales and zero points (``topi.nn.qconv.fold`` folds the zero points' weight-only
 terms into bias); the C kernel is ``ember/kernels/qconv.h``.
+
+``nn.contrib_qconv2d_add(data, weight, bias, w_zp, scale, residual)``: the same conv, its
+output y then summed with ``residual`` as ``nn.contrib_qadd(y, residual)`` does (the ratios
+``ra``, ``rb``, ``residual``'s zero point ``r_zp``, the sum's ``s_zp``, ``s_dtype`` and
+range): the kernel adds each block of outputs as soon as it has it. FuseQAddEpilogue makes it
+from a qadd whose operand is a qconv2d nothing else reads.
 """
 from __future__ import annotations
 
@@ -27,9 +33,11 @@ from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_shape, tensor_of
 from ..attrs import attrs_class
 from ._attrs import _Window
+from .qadd import check_sum_fields, output_range
 
-__all__ = ["contrib_qconv2d", "QConv2DAttrs"]
+__all__ = ["contrib_qconv2d", "contrib_qconv2d_add", "QConv2DAttrs", "QConv2DAddAttrs"]
 OP = "nn.contrib_qconv2d"
+ADD_OP = "nn.contrib_qconv2d_add"
 
 
 @attrs_class("QConv2DAttrs")
@@ -76,9 +84,7 @@ class QConv2DAttrs(_Window):
 
     @property
     def y_range(self) -> tuple[int, int]:
-        lo, hi = qconv_kernel.RANGES[self.out_dtype]
-        return (lo if self.y_min is None else self.y_min,
-                hi if self.y_max is None else self.y_max)
+        return output_range(self.out_dtype, self.y_min, self.y_max)
 
 
 def _packed_shape(attrs: QConv2DAttrs, c: int) -> tuple[int, ...]:
@@ -142,3 +148,68 @@ def contrib_qconv2d(data: Any, weight: Any, bias: Any, w_zp: Any, scale: Any,
                     **attrs: Any) -> Call:
     """See the module docstring; ``attrs`` are QConv2DAttrs' fields."""
     return call(OP, data, weight, bias, w_zp, scale, attrs=QConv2DAttrs(**attrs))
+
+
+@attrs_class("QConv2DAddAttrs")
+class QConv2DAddAttrs(QConv2DAttrs):
+    """nn.contrib_qconv2d_add: the conv's attributes, and the residual add's (as
+    QAddAttrs': the conv's output is the add's first operand)."""
+
+    ra: float = 1.0
+    rb: float = 1.0
+    r_zp: int = 0
+    s_zp: int = 0
+    s_dtype: str = "uint8"
+    s_min: int | None = None
+    s_max: int | None = None
+    _op: ClassVar[str] = ADD_OP
+
+    def __post_init__(self) -> None:
+        QConv2DAttrs.__post_init__(self)
+        self._int("r_zp")
+        check_sum_fields(self, "s_zp", "s_dtype", "s_min", "s_max")
+
+    @property
+    def s_range(self) -> tuple[int, int]:
+        return output_range(self.s_dtype, self.s_min, self.s_max)
+
+    @property
+    def add(self) -> qconv_kernel.ResidualAdd:
+        return qconv_kernel.ResidualAdd(self.ra, self.rb, self.r_zp, self.s_zp, self.s_dtype,
+                                        self.s_range)
+
+
+def _add_rel(args: list[TensorType], attrs: QConv2DAddAttrs) -> TensorType:
+    conv = _rel(args[:5], attrs)
+    res = args[5]
+    if res.dtype not in qconv_kernel.RANGES or tuple(res.shape) != tuple(conv.shape):
+        raise fail(ADD_OP, f"residual must be uint8 or int8 {fmt_shape(conv.shape)} (the "
+                           f"conv's output shape), got {res.dtype} {fmt_shape(res.shape)}")
+    lo, hi = qconv_kernel.RANGES[res.dtype]
+    if not lo <= attrs.r_zp <= hi:
+        raise fail(ADD_OP, f"r_zp must be a value of {res.dtype}, got {attrs.r_zp}")
+    return tensor_of(conv.shape, attrs.s_dtype)
+
+
+def _add_ref(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, w_zp: np.ndarray,
+             scale: np.ndarray, residual: np.ndarray, attrs: QConv2DAddAttrs) -> np.ndarray:
+    conv = _ref(x, weight, bias, w_zp, scale, attrs)
+    return qconv_kernel.reference_add(conv, residual, attrs.add, attrs.y_zp)
+
+
+def _add_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    return [qconv_kernel.qconv2d(*inputs[:5], **_kwargs(attrs), residual=inputs[5],
+                                 add=attrs.add)]
+
+
+defop(ADD_OP, _add_rel, _add_ref, OPAQUE,
+      args=("data", "weight", "bias", "w_zp", "scale", "residual"), attrs=QConv2DAddAttrs,
+      doc="int8 conv2d, requantized, then a QLinearAdd with a residual (one kernel).",
+      compute=_add_compute)
+
+
+def contrib_qconv2d_add(data: Any, weight: Any, bias: Any, w_zp: Any, scale: Any,
+                        residual: Any, **attrs: Any) -> Call:
+    """See the module docstring; ``attrs`` are QConv2DAddAttrs' fields."""
+    return call(ADD_OP, data, weight, bias, w_zp, scale, residual,
+                attrs=QConv2DAddAttrs(**attrs))
