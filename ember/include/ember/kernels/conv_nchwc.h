@@ -313,13 +313,16 @@ static inline int64_t ember_conv_taps_before(const ember_conv_p* p, int32_t r) {
   return taps;
 }
 
-/* The work of the items before `item`, in output blocks x register tiles of columns x kernel
- * rows inside the image: a strip's items are as wide as its tiles (a last strip of 1 column
- * of a 49-wide row costs a tile's weight loads, as much as 6 columns), a block group's as
- * tall as its blocks (the last group of an odd count has one), and a row of a 3x3 conv at
- * the top or bottom of the map does two thirds of the others' (counted as a whole row, the
- * tasks of resnet18's 3x3s at 28x28 that held the map's edges ran 0.92x the others' time on
- * 16 threads). */
+/* The work of the items before `item`, in output blocks x (columns + EMBER_CONV_TILE_FIXED a
+ * register tile) x kernel rows inside the image: a strip's items cost their columns and the
+ * weight loads of their tiles (a last strip of 1 column of a 49-wide row: a tile's loads
+ * for one column; where the weights overflow the L1 each tile streams them from the L2:
+ * in resnet18's 3x3 512->512 at 7x7 a 6-wide tile cost as much as 7.8 columns), a
+ * block group's as tall as its blocks (the last group of an odd count has one), and a row
+ * of a 3x3 conv at the top or bottom of the map does two thirds of the others' (counted as
+ * a whole row, the tasks of resnet18's 3x3s at 28x28 that held the map's edges ran 0.92x
+ * the others' time on 16 threads; counted in tiles alone, a 4-wide last strip of a 28-wide
+ * row as much as a 12-wide one). */
 #define EMBER_CONV_TILE_FIXED 2
 static inline int64_t ember_conv_work_before(const void* args, int64_t item) {
   const ember_conv_p* p = (const ember_conv_p*)args;
