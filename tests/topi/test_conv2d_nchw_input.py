@@ -48,8 +48,10 @@ def _ptr(a: np.ndarray) -> ctypes._Pointer:
 def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (3, 3),
              s: tuple = (1, 1), pads: tuple = (1, 1, 1, 1), lanes: int = 8, act: str = "relu",
              residual: bool = False, after: bool = True, n: int = 1, rw: int = 6,
-             rows: int = 3, blocks: int = 0, tasks: int = 1, seed: int = 0) -> None:
-    """One convolution through the harness, checked against numpy."""
+             rows: int = 3, blocks: int = 0, tasks: int = 1, seed: int = 0,
+             owner: np.ndarray | None = None) -> None:
+    """One convolution through the harness, checked against numpy; ``owner`` (int32, the
+    output's size, -1 each) gets the task that wrote each output float (harness_watch)."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (n, ic, h, w)).astype("float32")
     wt = rng.uniform(-1, 1, (oc, ic, *k)).astype("float32")
@@ -68,9 +70,12 @@ def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (
                      K.ACTIVATIONS[act], flags, rw, rows, blocks, 1 if tasks > 1 else 0],
                     "int32")
     lib.harness_set_tasks(tasks)
+    if owner is not None:
+        lib.harness_watch(_ptr(out), ctypes.c_long(out.size), owner.ctypes.data_as(ctypes.c_void_p))
     rc = lib.harness_conv_nchw_input(lanes, _ptr(x), _ptr(wp), _ptr(b), _ptr(resb),
                                      _ptr(out), ints.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
                                      ctypes.c_float(clip[0]), ctypes.c_float(clip[1]))
+    lib.harness_watch(None, ctypes.c_long(0), None)
     assert rc == 0
     np.testing.assert_allclose(K.from_blocked(out), expect, rtol=1e-4, atol=1e-4)
     assert lib.harness_live_workspace() == 0  # every row buffer freed
@@ -155,6 +160,19 @@ def test_without_workspace_the_plain_loop_nest_runs(libs):
         run_case(lib, **EDGE_CASES["late_act_residual_before"])
     finally:
         lib.harness_set_workspace(1)
+
+
+def test_rows_per_item_follow_the_task_count(libs):
+    """resnet18's first conv (7x7, stride 2, to 112 rows; a narrow map here), planned in items
+    of 8 rows: on 16 tasks, 14 such items left two tasks idle; the kernel cuts items of 7 rows
+    then, every task one (ember_nchw_in_task_rows), and on 2 tasks keeps 8 (7 each)."""
+    lib = _harness(libs, "native")
+    for tasks, most in ((16, 7), (2, 56)):
+        owner = np.full((1, 2, 112, 5, 8), -1, "int32")
+        run_case(lib, ic=3, oc=16, h=224, w=9, k=(7, 7), s=(2, 2), pads=(3, 3, 3, 3), rows=8,
+                 tasks=tasks, owner=owner)
+        rows = [len(np.unique(np.nonzero(owner == t)[2])) for t in range(tasks)]
+        assert (owner >= 0).all() and max(rows) == most and min(rows) == most, rows
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,

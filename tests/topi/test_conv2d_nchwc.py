@@ -129,12 +129,15 @@ def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (
              lanes: int = 8, in_block: int | None = None, act: str = "relu",
              residual: bool = False, after: bool = True, n: int = 1, tiles: tuple | None = None,
              tasks: int = 1, seed: int = 0, stream: bool = False, misalign: bool = False,
-             zero_in: int = 0, zero_in_value: float = 1e3) -> None:
+             zero_in: int = 0, zero_in_value: float = 1e3,
+             owner: np.ndarray | None = None) -> None:
     """One convolution through the harness, checked against numpy; ``stream`` adds the
     STREAM epilogue flag (non-temporal stores: the output is then aligned to 64 bytes, or
     ``misalign``-ed by one float, where the kernel must drop the flag); ``zero_in``: the last
     input channels have zero weights, as the planner pads channels to whole blocks (their
-    input holds ``zero_in_value``: large, which the kernel may skip but must not add)."""
+    input holds ``zero_in_value``: large, which the kernel may skip but must not add);
+    ``owner`` (int32, the output's size, -1 each) gets the task that wrote each output float
+    (harness_watch)."""
     rng = np.random.default_rng(seed)
     depthwise = groups > 1 and groups == ic == oc
     cb = lanes if depthwise else (in_block or lanes)
@@ -171,9 +174,12 @@ def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (
                 pads[1], K.ACTIVATIONS[act], flags, rb, rw, strip, order, 1 if tasks > 1 else 0]
         fn = lib.harness_conv
     arr = np.array(ints, "int32")
+    if owner is not None:
+        lib.harness_watch(_ptr(out), ctypes.c_long(out.size), owner.ctypes.data_as(ctypes.c_void_p))
     rc = fn(lanes, _ptr(xb), _ptr(wp), _ptr(b), _ptr(resb), _ptr(out),
             arr.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), ctypes.c_float(clip[0]),
             ctypes.c_float(clip[1]))
+    lib.harness_watch(None, ctypes.c_long(0), None)
     assert rc == 0
     # float32 sums of L = taps x input channels products of values in [-1, 1]: partial sums
     # of about sqrt(L) / 3, each addition rounding by eps there, so an output's error is
@@ -864,6 +870,37 @@ def row_pass_cases(draw: st.DrawFn) -> dict:
 @given(case=row_pass_cases())
 def test_row_tiles_in_passes_over_input_blocks_match_numpy(harness_libs, case):
     run_case(_harness(harness_libs, "native", lanes=case["lanes"]), **case)
+
+
+def _task_shares(owner: np.ndarray, h: int, pad: int, k: int, tasks: int) -> np.ndarray:
+    """Per task, the multiply-adds of the output floats it wrote (owner [n][ob][oy][ox][L]):
+    a stride-1 k x k conv's output row oy reads the kernel rows inside the image."""
+    oy = np.arange(owner.shape[2])
+    taps = np.minimum(oy - pad + k, h) - np.maximum(oy - pad, 0)
+    per_float = np.broadcast_to(taps[None, None, :, None, None], owner.shape)
+    assert (owner >= 0).all()
+    return np.bincount(owner.ravel(), weights=per_float.ravel(), minlength=tasks)
+
+
+@pytest.mark.parametrize("case", [
+    # flat tiles (blocks outermost): two quads (AVX-512) or four pairs over a 14x14 map, cut
+    # at single positions; at strips of the rows a 2-wide strip counted as a 6-wide one
+    {"h": 14, "order": 0},
+    # row tiles cut by place: the edge rows of a 3x3 do two thirds of the others' work
+    {"h": 28, "order": 1}])
+def test_tasks_get_even_shares_of_the_multiply_adds_on_16_threads(harness_libs, case):
+    """On 16 tasks (a many-core machine) every task's share of a conv's multiply-adds is
+    within 8% of the mean (conv_nchwc.h ember_conv_work_before, ember_conv_task)."""
+    from ember.target.simd import host_features
+
+    rb = 4 if X86 and set(LEVELS["avx512"].features) <= host_features() else 2
+    h, tasks = case["h"], 16
+    owner = np.full((1, 64 // 8, h, h, 8), -1, "int32")
+    run_case(_harness(harness_libs, "native", lanes=8), ic=16, oc=64, h=h, w=h, lanes=8,
+             tiles=(rb, 6, h, case["order"]), tasks=tasks, owner=owner)
+    shares = _task_shares(owner, h, 1, 3, tasks)
+    assert shares.max() <= 1.08 * shares.mean() and shares.min() >= 0.92 * shares.mean(), \
+        (shares / shares.mean()).round(3)
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """The task cuts of the conv and GEMM kernels (conv_nchwc.h ember_conv_task_start, gemm.h
-ember_gemm_task_start): tasks get equal shares of the work (output blocks x register tiles of
-columns; register tiles of C), not equal counts of work items, so that a last narrow strip, a last one-block
+ember_gemm_task_start): tasks get equal shares of the work (output blocks x columns plus two
+a register tile; register tiles of C), not equal counts of work items, so that a last narrow strip, a last one-block
 group or a short last row block does not leave a task idle (a 1x1 conv over a 7x7 map in
 strips of 48 columns: 48 of 49 columns went to one of two tasks). Checked against a brute
 force over the items: conv in both loop orders, dense, grouped and depthwise; GEMM with
@@ -38,10 +38,11 @@ int gemm_mr(void) { return EMBER_GEMM_MR; }
 
 /* starts[t] for t in 0..tasks of the launch's strip; returns the item count */
 long long task_starts(int n, int groups, int ocb_g, int oh, int ow, int rb, int rw, int strip,
-                      int order, int depthwise, int tasks, long long* starts) {
+                      int order, int depthwise, int tasks, long long* starts, int kh, int pt) {
   ember_conv_p p = {0};
   int t;
   p.n = n; p.groups = groups; p.ocb_g = ocb_g; p.ocb = groups * ocb_g; p.oh = oh; p.ow = ow;
+  p.kh = kh; p.pt = pt; p.h = oh - 1 + kh - 2 * pt; p.sh = p.dh = 1; /* stride 1, pads pt */
   p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = depthwise;
   p.strip = ember_conv_task_strip(&p, tasks, 0);
   for (t = 0; t <= tasks; ++t) starts[t] = ember_conv_task_start(&p, t, tasks);
@@ -75,6 +76,7 @@ long long place_cover(int n, int groups, int ocb_g, int oh, int ow, int rb, int 
   int t;
   p.n = n; p.groups = groups; p.ocb_g = ocb_g; p.ocb = groups * ocb_g; p.oh = oh; p.ow = ow;
   p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = depthwise;
+  p.kh = p.sh = p.dh = 1; p.h = oh; /* rows of equal work */
   p.strip = ember_conv_task_strip(&p, tasks, 1);
   g_cover = cover; g_first = first; g_last = last;
   for (t = 0; t < tasks; ++t) {
@@ -104,24 +106,27 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     return lib
 
 
-def item_work(n, groups, ocb_g, oh, ow, rb, rw, strip, order, depthwise):
-    """Each item's work (blocks x register tiles of columns), in item order: the kernel's
-    ember_conv_item."""
+def item_work(n, groups, ocb_g, oh, ow, rb, rw, strip, order, depthwise, kh=1, pt=0):
+    """Each item's work (blocks x its strip's columns plus 2 a register tile: a tile's weight
+    loads, x the kernel rows inside the image of a stride-1 kernel of kh rows padded by pt
+    above and below), in item order: the kernel's ember_conv_item."""
+    h = oh - 1 + kh - 2 * pt
+    taps = [max(min(y - pt + kh, h) - max(y - pt, 0), 1) for y in range(oh)]
     if depthwise:
         sizes = [1] * (groups * ocb_g)
     else:
         per = [min(rb, ocb_g - k) for k in range(0, ocb_g, rb)]
         sizes = per * groups
-    widths = [-(-min(strip, ow - x) // rw) for x in range(0, ow, strip)]
+    widths = [2 * -(-min(strip, ow - x) // rw) + min(strip, ow - x) for x in range(0, ow, strip)]
     out = []
     for _ in range(n):
         if order:
-            for _ in range(oh):
+            for y in range(oh):
                 for w in widths:
-                    out += [w * nb for nb in sizes]
+                    out += [w * nb * taps[y] for nb in sizes]
         else:
             for nb in sizes:
-                out += [w * nb for _ in range(oh) for w in widths]
+                out += [w * nb * taps[y] for y in range(oh) for w in widths]
     return out
 
 
@@ -132,17 +137,20 @@ SHAPES = st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 7), st.i
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
-@given(SHAPES)
-def test_tasks_get_equal_shares_of_the_work(lib, shape):
+@given(SHAPES, st.sampled_from([(1, 0), (3, 1), (5, 2), (3, 0), (7, 3)]))
+def test_tasks_get_equal_shares_of_the_work(lib, shape, kernel):
+    """Shares of the work as the brute force counts it, the rows at the map's top and bottom
+    edges lighter by the kernel rows in the padding (kernel: rows, padding)."""
     n, groups, ocb_g, oh, ow, rb, rw, strip, order, depthwise, tasks = shape
+    kh, pt = kernel
     if depthwise:
         groups, rb = groups * ocb_g, 1  # one block per group
         ocb_g = 1
     starts = (ctypes.c_longlong * (tasks + 1))()
     packed = lib.task_starts(n, groups, ocb_g, oh, ow, rb, rw, min(strip, ow), order,
-                             int(depthwise), tasks, starts)
+                             int(depthwise), tasks, starts, kh, pt)
     items, task_strip = divmod(packed, 1000000)
-    work = item_work(n, groups, ocb_g, oh, ow, rb, rw, task_strip, order, depthwise)
+    work = item_work(n, groups, ocb_g, oh, ow, rb, rw, task_strip, order, depthwise, kh, pt)
     assert len(work) == items
     assert starts[0] == 0 and starts[tasks] == items
     assert all(starts[t] <= starts[t + 1] for t in range(tasks))  # a partition of the items
@@ -182,14 +190,14 @@ def test_place_shares_run_every_item_once_each_task_a_run_of_places(lib, shape):
 def test_a_narrow_last_strip_no_longer_idles_a_task(lib):
     # 1x1 conv 672 -> 192 over a 7x7 map, flattened to one row of 49 in strips of 48
     starts = (ctypes.c_longlong * 3)()
-    packed = lib.task_starts(1, 1, 24, 1, 49, 2, 6, 48, 1, 0, 2, starts)
+    packed = lib.task_starts(1, 1, 24, 1, 49, 2, 6, 48, 1, 0, 2, starts, 1, 0)
     items, strip = divmod(packed, 1000000)
     assert (items, strip) == (36, 24)  # cut to 16 items a task: strips of 24, 24 and 1
-    work = item_work(1, 1, 24, 1, 49, 2, 6, strip, 1, False)  # 4, 4 and 1 tiles
+    work = item_work(1, 1, 24, 1, 49, 2, 6, strip, 1, False)  # 32, 32 and 3 a block
     shares = [sum(work[starts[t]:starts[t + 1]]) for t in range(2)]
-    assert shares == [112, 104]  # within one item (8) of 108 each
+    assert shares == [832, 776]  # within one item (64) of 804 each
     whole = item_work(1, 1, 24, 1, 49, 2, 6, 48, 1, False)
-    assert [sum(whole[:12]), sum(whole[12:])] == [192, 24]  # the cut before: 12 items each
+    assert [sum(whole[:12]), sum(whole[12:])] == [1536, 72]  # the cut before: 12 items each
 
 
 def gemm_item_work(batch, M, N, mc, mr, nr):

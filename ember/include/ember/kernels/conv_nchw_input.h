@@ -67,6 +67,28 @@ static inline int64_t ember_nchw_in_item(const ember_conv_p* p, int64_t item, in
   return run;
 }
 
+/* The rows per item of a launch on `tasks` threads: the planned count or down to half of it,
+ * whichever gives the busiest task (equal item counts) the fewest rows, the most rows per
+ * item among equals (each item re-reads its kernel's extra input rows). Planned for a few
+ * threads, resnet18's 7x7 conv to 112x112 ran 14 items of 8 rows: two of 16 threads had
+ * none (1.14x the even split's time), mobilenet_v2's first conv 12 of 10 rows (1.5x); in
+ * items of 7 rows both split evenly. Every task computes the same count. */
+static inline int32_t ember_nchw_in_task_rows(const ember_conv_p* p, int64_t tasks) {
+  const int64_t groups = (p->ocb + p->rb - 1) / p->rb;
+  int32_t best = p->strip, r;
+  int64_t best_rows = -1;
+  if (tasks <= 1) return p->strip;
+  for (r = p->strip; r >= 1 && 2 * r >= p->strip; --r) {
+    const int64_t items = (int64_t)p->n * ((p->oh + r - 1) / r) * groups;
+    const int64_t busiest = (items + tasks - 1) / tasks * r;
+    if (best_rows < 0 || busiest < best_rows) {
+      best = r;
+      best_rows = busiest;
+    }
+  }
+  return best;
+}
+
 /* Columns of the padded row buffer: every tap of ceil(ow / rw) full tiles of rw columns. */
 static inline int32_t ember_nchw_in_wb(const ember_conv_p* p, int32_t rw) {
   const int32_t tiles = (p->ow + rw - 1) / rw;

@@ -256,9 +256,12 @@ EMBER_KFN void EMBER_FN(ember_nchw_in_range)(const ember_conv_p* p, int64_t lo, 
 
 EMBER_KFN int EMBER_FN(ember_nchw_in_task)(int task_id, TVMParallelGroupEnv* penv,
                                            void* cdata) {
-  const ember_conv_p* p = (const ember_conv_p*)cdata;
-  const int64_t n = penv->num_task > 0 ? penv->num_task : 1, total = ember_nchw_in_items(p);
-  EMBER_FN(ember_nchw_in_range)(p, total * task_id / n, total * (task_id + 1) / n);
+  ember_conv_p q = *(const ember_conv_p*)cdata;
+  const int64_t n = penv->num_task > 0 ? penv->num_task : 1;
+  int64_t total;
+  q.strip = ember_nchw_in_task_rows(&q, n);
+  total = ember_nchw_in_items(&q);
+  EMBER_FN(ember_nchw_in_range)(&q, total * task_id / n, total * (task_id + 1) / n);
   return 0;
 }
 

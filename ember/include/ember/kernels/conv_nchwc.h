@@ -293,36 +293,72 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
   return piece < p->strip ? piece : p->strip;
 }
 
-/* The work of the items before `item`, in output blocks x register tiles of columns: a
- * strip's items are as wide as its tiles (a last strip of 1 column of a 49-wide row costs
- * a tile's weight loads, as much as 6 columns) and a block group's as tall as its blocks (the
- * last group of an odd count has one). */
+/* The kernel rows of output row oy that fall inside the image (at least 1: a row of padding
+ * only still stores its bias). */
+static inline int32_t ember_conv_row_taps(const ember_conv_p* p, int32_t oy) {
+  const int32_t start = oy * p->sh - p->pt, first = ember_first_tap(start, p->dh, p->kh);
+  const int32_t taps = ember_end_tap(start, p->dh, p->h, p->kh, first) - first;
+  return taps > 1 ? taps : 1;
+}
+
+/* The row taps (ember_conv_row_taps) of output rows [0, r): kh a row but in the rows whose
+ * kernel crosses the top or bottom of the image (a few: their loops are short). */
+static inline int64_t ember_conv_taps_before(const ember_conv_p* p, int32_t r) {
+  const int32_t top = p->pt > 0 ? (p->pt + p->sh - 1) / p->sh : 0; /* rows [0, top) cross */
+  const int32_t below = p->h - (p->kh - 1) * p->dh + p->pt;        /* rows from here cross */
+  int32_t bottom = below > 0 ? (below + p->sh - 1) / p->sh : 0, oy;
+  int64_t taps = (int64_t)r * p->kh;
+  for (oy = 0; oy < r && oy < top; ++oy) taps -= p->kh - ember_conv_row_taps(p, oy);
+  for (oy = bottom > top ? bottom : top; oy < r; ++oy) taps -= p->kh - ember_conv_row_taps(p, oy);
+  return taps;
+}
+
+/* The work of the items before `item`, in output blocks x (columns + EMBER_CONV_TILE_FIXED a
+ * register tile) x kernel rows inside the image: a strip's items cost their columns and the
+ * weight loads of their tiles (a last strip of 1 column of a 49-wide row: a tile's loads
+ * for one column; where the weights overflow the L1 each tile streams them from the L2:
+ * in resnet18's 3x3 512->512 at 7x7 a 6-wide tile cost as much as 7.8 columns), a
+ * block group's as tall as its blocks (the last group of an odd count has one), and a row
+ * of a 3x3 conv at the top or bottom of the map does two thirds of the others' (counted as
+ * a whole row, the tasks of resnet18's 3x3s at 28x28 that held the map's edges ran 0.92x
+ * the others' time on 16 threads; counted in tiles alone, a 4-wide last strip of a 28-wide
+ * row as much as a 12-wide one). */
+#define EMBER_CONV_TILE_FIXED 2
 static inline int64_t ember_conv_work_before(const void* args, int64_t item) {
   const ember_conv_p* p = (const ember_conv_p*)args;
   const int64_t G = ember_conv_block_groups(p), S = (p->ow + p->strip - 1) / p->strip;
   const int64_t B = p->depthwise ? p->ocb : (int64_t)p->groups * p->ocb_g;
   const int64_t per = p->depthwise ? 1 : (p->ocb_g + p->rb - 1) / p->rb;
-  const int64_t rw = p->rw > 0 ? p->rw : 1, T = (p->strip + rw - 1) / rw; /* tiles a strip */
-  const int64_t W = (S - 1) * T + (p->ow - (S - 1) * p->strip + rw - 1) / rw; /* a row */
-  int64_t og, s, rest, before, nb, cols;
+  const int64_t rw = p->rw > 0 ? p->rw : 1, last = p->ow - (S - 1) * p->strip;
+  const int64_t T = EMBER_CONV_TILE_FIXED * ((p->strip + rw - 1) / rw) + p->strip; /* a strip */
+  const int64_t W = (S - 1) * T + EMBER_CONV_TILE_FIXED * ((last + rw - 1) / rw) + last;
+  const int64_t image = ember_conv_taps_before(p, p->oh);                  /* rows' taps */
+  int64_t og, s, rest, before, nb, place;
+  int32_t oy;
 #define EMBER_BLOCKS_BEFORE(g)                                                                 \
   (p->depthwise ? (g) : (g) / per * p->ocb_g +                                                 \
    ((g) % per * p->rb < p->ocb_g ? (g) % per * p->rb : p->ocb_g))
 #define EMBER_TILES_BEFORE(k) ((k) < S ? (k) * T : W)
   if (p->order) { /* ((b, oy), s, og): og innermost */
+    place = item / (S * G);
+    oy = (int32_t)(place % p->oh);
     rest = item % (S * G);
     s = rest / G;
     og = rest % G;
-    return item / (S * G) * W * B + EMBER_TILES_BEFORE(s) * B +
-           (EMBER_TILES_BEFORE(s + 1) - EMBER_TILES_BEFORE(s)) * EMBER_BLOCKS_BEFORE(og);
+    return (place / p->oh * image + ember_conv_taps_before(p, oy)) * W * B +
+           ember_conv_row_taps(p, oy) *
+               (EMBER_TILES_BEFORE(s) * B +
+                (EMBER_TILES_BEFORE(s + 1) - EMBER_TILES_BEFORE(s)) * EMBER_BLOCKS_BEFORE(og));
   }
   rest = item % (G * p->oh * S); /* (b, og, oy, s): strips innermost */
   og = rest / (p->oh * S);
   rest %= p->oh * S;
+  oy = (int32_t)(rest / S);
   before = EMBER_BLOCKS_BEFORE(og);
   nb = EMBER_BLOCKS_BEFORE(og + 1) - before;
-  cols = rest / S * W + EMBER_TILES_BEFORE(rest % S);
-  return (item / (G * p->oh * S) * B + before) * p->oh * W + nb * cols;
+  return (item / (G * p->oh * S) * B + before) * image * W +
+         nb * (ember_conv_taps_before(p, oy) * W +
+               ember_conv_row_taps(p, oy) * EMBER_TILES_BEFORE(rest % S));
 #undef EMBER_BLOCKS_BEFORE
 #undef EMBER_TILES_BEFORE
 }

@@ -47,7 +47,10 @@ static inline size_t ember_conv_pair_floats(const ember_conv_p* p) {
   return pairs * ic * 16 + pairs * 16;
 }
 
-/* Repack w [OC/8][IC/CB][CB][8] and bias [OC] into dst (layout: file comment). */
+/* Repack w [OC/8][IC/CB][CB][8] and bias [OC] into dst (layout: file comment), a block's
+ * 8 floats at a time: it runs on the calling thread before the launch, and per float (an
+ * index computation and a bounds test each) it took 3 us of mobilenet_v2's 144->24 1x1 (a
+ * third of a task's time on 16 threads). */
 static inline void ember_conv_pair_pack(const ember_conv_p* p, float* dst) {
   const int32_t ic = p->icb * p->cb, pairs = (p->ocb + 1) / 2;
   float* bias = dst + (size_t)pairs * ic * 16;
@@ -55,12 +58,16 @@ static inline void ember_conv_pair_pack(const ember_conv_p* p, float* dst) {
   for (ob0 = 0; ob0 < p->ocb; ob0 += p->rb) {
     const int32_t nb = p->ocb - ob0 < p->rb ? p->ocb - ob0 : p->rb, np = (nb + 1) / 2;
     float* g = dst + (size_t)(ob0 / 2) * ic * 16;
-    for (c = 0; c < ic; ++c) {
-      for (k = 0; k < np; ++k) {
-        float* v = g + ((size_t)c * np + k) * 16;
-        for (l = 0; l < 16; ++l) {
-          const int32_t ob = ob0 + 2 * k + l / 8;
-          v[l] = ob < ob0 + nb ? p->wt[((size_t)ob * ic + c) * 8 + l % 8] : 0.0f;
+    for (k = 0; k < np; ++k) {
+      const float* lo_w = p->wt + (size_t)(ob0 + 2 * k) * ic * 8;
+      const float* hi_w = 2 * k + 1 < nb ? lo_w + (size_t)ic * 8 : NULL;
+      float* v = g + (size_t)k * 16;
+      for (c = 0; c < ic; ++c, v += (size_t)np * 16) {
+        __builtin_memcpy(v, lo_w + (size_t)c * 8, 8 * sizeof(float));
+        if (hi_w != NULL) {
+          __builtin_memcpy(v + 8, hi_w + (size_t)c * 8, 8 * sizeof(float));
+        } else {
+          for (l = 8; l < 16; ++l) v[l] = 0.0f;
         }
       }
     }
