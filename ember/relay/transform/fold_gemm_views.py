@@ -2,7 +2,7 @@
 strides of the GEMM kernel, so attention reads its heads out of (batch, seq, heads * dim)
 tensors and writes them back without a transpose copy per call.
 
-A chain of ``reshape``/``transpose`` only permutes and regroups the elements of its input, so
+A chain of ``reshape``/``transpose`` (or the other reshapes of ``_LINKS``) only permutes and regroups the elements of its input, so
 (when a regrouping does not split a dimension that was permuted away from its neighbours) its
 output is a strided view of the input's data: :func:`view_through`. For each batched
 ``nn.contrib_gemm`` (not packed, no view yet):
@@ -31,7 +31,10 @@ from ._helpers import PassMutator, rewrite_functions
 
 __all__ = ["FoldGemmViews", "View", "view_through"]
 
-_LINKS = ("reshape", "transpose")
+# Every link but transpose only regroups its input in row-major order (the importer's MatMul
+# of rank > 3 is reverse_reshape -> batch_matmul -> reverse_reshape; rank-1 operands add
+# expand_dims/squeeze): with static shapes each is a reshape to its output's shape.
+_LINKS = ("reshape", "transpose", "contrib_reverse_reshape", "expand_dims", "squeeze")
 
 
 @dataclass(frozen=True)
