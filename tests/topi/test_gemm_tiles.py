@@ -27,12 +27,15 @@ X86 = platform.machine().lower() in ("x86_64", "amd64")
 # paths gemm.h keeps for large products at every size: the B-panel prefetch
 # (EMBER_GEMM_PREFETCH_BYTES of B), the C-tile prefetch (EMBER_GEMM_PREFETCH_C_BYTES of C) and,
 # for a row stride of A that is a multiple of 1024, the packed A (EMBER_GEMM_PACK_A_PANELS
-# panels)
+# panels), and the items' (batch, row block, panel) order of a product of 2-4 panels read in
+# place (EMBER_GEMM_INNER_A_BYTES of A)
 VARIANTS = {"avx512": ("avx512", ["-march=x86-64-v4"]), "avx2": ("avx2", ["-march=x86-64-v3"]),
             "avx512-eager": ("avx512", ["-march=x86-64-v4", "-DEMBER_GEMM_PREFETCH_BYTES=0",
                                         "-DEMBER_GEMM_PREFETCH_C_BYTES=0",
-                                        "-DEMBER_GEMM_PACK_A_PANELS=1"]),
-            "avx2-eager": ("avx2", ["-march=x86-64-v3", "-DEMBER_GEMM_PREFETCH_C_BYTES=0"])}
+                                        "-DEMBER_GEMM_PACK_A_PANELS=1",
+                                        "-DEMBER_GEMM_INNER_A_BYTES=0"]),
+            "avx2-eager": ("avx2", ["-march=x86-64-v3", "-DEMBER_GEMM_PREFETCH_C_BYTES=0",
+                                    "-DEMBER_GEMM_INNER_A_BYTES=0"])}
 F32, I32 = ctypes.POINTER(ctypes.c_float), ctypes.c_int32
 # ember_sgemm's parameters after the pointers' places are filled (EMBER_SGEMM_PARAMS)
 ARGTYPES = [I32] * 4 + [F32, I32, I32, F32, I32, I32, I32, I32, F32, I32, I32, ctypes.c_float,

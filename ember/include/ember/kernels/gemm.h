@@ -69,7 +69,31 @@ typedef struct {
   ember_epilogue epi;
   int32_t mc; /* rows per work item (a multiple of EMBER_GEMM_MR) */
   int32_t kc; /* k per block: a kc x EMBER_GEMM_NR panel block stays in L1 */
+  int32_t panel_inner; /* items ordered (batch, row block, panel): ember_gemm_item */
 } ember_gemm_args;
+
+/* Work items are (batch, column panel, row block), the row blocks innermost, so that a task
+ * keeps its panel (copied once, when B is not read in place) while its row blocks stream
+ * past. With few panels read in place and an A too big for L2 (attention's probabilities x V
+ * at a long sequence: Whisper's 6 heads of 1500 x 1500 x 64, two panels, 9 MB of A per
+ * head), A then came from memory once per panel; `panel_inner` orders them (batch, row
+ * block, panel): each row block's A is read from memory once and from L2 for the other
+ * panels. */
+#define EMBER_GEMM_INNER_PANELS 4
+#ifndef EMBER_GEMM_INNER_A_BYTES /* a -D may override it (tests take the order at any size) */
+#define EMBER_GEMM_INNER_A_BYTES (1 << 20)
+#endif
+static inline void ember_gemm_item(const ember_gemm_args* g, int64_t item, int64_t panels,
+                                   int64_t mblocks, int64_t* b, int64_t* j, int64_t* mb) {
+  if (g->panel_inner) {
+    *j = item % panels;
+    *mb = item / panels % mblocks;
+  } else {
+    *mb = item % mblocks;
+    *j = item / mblocks % panels;
+  }
+  *b = item / (mblocks * panels);
+}
 
 /* The sums x0, x1 of one row's panel through the epilogue into c[0 .. nr) (columns n0..,
  * residual at res_off). */
@@ -375,12 +399,14 @@ EMBER_NOINLINE int ember_gemm_range_direct(const ember_gemm_args* g, int64_t beg
   int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
   int64_t mblocks = (g->M + g->mc - 1) / g->mc, item;
   for (item = begin; item < end; ++item) {
-    int64_t mb = item % mblocks, j = (item / mblocks) % panels, b = item / (mblocks * panels);
-    int64_t m_end = (mb + 1) * g->mc < g->M ? (mb + 1) * g->mc : g->M;
-    int64_t n_end = (j + 1) * EMBER_GEMM_NR < g->N ? (j + 1) * EMBER_GEMM_NR : g->N;
+    int64_t mb, j, b;
+    int64_t m_end, n_end;
+    ember_gemm_item(g, item, panels, mblocks, &b, &j, &mb);
+    m_end = (mb + 1) * g->mc < g->M ? (mb + 1) * g->mc : g->M;
     const float* A = g->A + b * g->a_bs;
     const float* B = g->B + b * g->b_bs;
     int64_t m, n, k;
+    n_end = (j + 1) * EMBER_GEMM_NR < g->N ? (j + 1) * EMBER_GEMM_NR : g->N;
     for (m = mb * g->mc; m < m_end; ++m) {
       for (n = j * EMBER_GEMM_NR; n < n_end; ++n) {
         int64_t off = b * g->c_bs + m * g->ldc + n;
@@ -478,12 +504,17 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
     int last = k0 + g->kc >= g->K;
     for (item = 0; item < mblocks && pack_rows > 0; ++item) packed_b[item] = -1;
     for (item = begin; item < end; ++item) {
-      int64_t mb = item % mblocks, j = (item / mblocks) % panels, b = item / (mblocks * panels);
-      int64_t n0 = j * EMBER_GEMM_NR, m, m_end = (mb + 1) * g->mc;
-      int32_t nr = (int32_t)(g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR);
-      const float* A = g->A + b * g->a_bs;
+      int64_t mb, j, b, n0, m, m_end;
+      int32_t nr;
+      const float* A;
       const float* next = NULL; /* the next item's panel, when this item ends this one's */
-      float* C = g->C + b * g->c_bs;
+      float* C;
+      ember_gemm_item(g, item, panels, mblocks, &b, &j, &mb);
+      n0 = j * EMBER_GEMM_NR;
+      m_end = (mb + 1) * g->mc;
+      nr = (int32_t)(g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR);
+      A = g->A + b * g->a_bs;
+      C = g->C + b * g->c_bs;
       if (b != have_b || j != have_j || k0 != have_k0) {
         panel = ember_gemm_panel(g, g->B + b * g->b_bs, j, k0, kb, buf, &ks);
         have_b = b;
@@ -498,7 +529,7 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
         }
         packed_b[mb] = b;
       }
-      if (prefetch && mb == mblocks - 1 && item + 1 < end) {
+      if (prefetch && !g->panel_inner && mb == mblocks - 1 && item + 1 < end) {
         int64_t nj = (j + 1) % panels;
         next = ember_gemm_panel_in_place(g, nj == 0 ? b + 1 : b, nj, &pf_ks);
       }
@@ -555,16 +586,21 @@ static inline int32_t ember_gemm_task_mc(const ember_gemm_args* g, int64_t tasks
 }
 
 /* The work of the items before `item`, in register tiles (a short tile costs a whole one's
- * loads): items are (batch, column panel, row block), the row blocks innermost; the last
- * block may be short. Every panel is one tile wide. */
+ * loads), in either order of ember_gemm_item; the last row block may be short. Every panel
+ * is one tile wide. */
 static inline int64_t ember_gemm_work_before(const void* args, int64_t item) {
   const ember_gemm_args* g = (const ember_gemm_args*)args;
   const int64_t mblocks = (g->M + g->mc - 1) / g->mc;
   const int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
   const int64_t tiles = (g->M + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR; /* of a column panel */
-  const int64_t mb = item % mblocks, j = item / mblocks % panels, b = item / (mblocks * panels);
-  const int64_t rows = mb * g->mc < g->M ? mb * g->mc : g->M; /* mc: whole tiles */
-  return (b * panels + j) * tiles + (rows + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR;
+  int64_t mb, j, b, before, block;
+  ember_gemm_item(g, item, panels, mblocks, &b, &j, &mb);
+  /* tiles of the row blocks before mb (mc: whole tiles), and of block mb */
+  before = ((mb * g->mc < g->M ? mb * g->mc : g->M) + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR;
+  block = (((mb + 1) * g->mc < g->M ? (mb + 1) * g->mc : g->M) + EMBER_GEMM_MR - 1) /
+          EMBER_GEMM_MR - before;
+  if (g->panel_inner) return b * panels * tiles + before * panels + j * block;
+  return (b * panels + j) * tiles + before;
 }
 
 /* The first item of task `task` of `tasks`: where the work before it reaches its share
@@ -598,7 +634,11 @@ EMBER_KENTRY int32_t ember_sgemm(EMBER_SGEMM_PARAMS) {
   mc = mc < EMBER_GEMM_MR ? EMBER_GEMM_MR : mc - mc % EMBER_GEMM_MR;
   g.mc = mc;
   g.kc = kc < 1 ? 1 : kc;
+  g.panel_inner = 0;
   if (batch <= 0 || M <= 0 || N <= 0) return 0;
+  g.panel_inner = !ember_gemm_needs_buffer(&g) && N > EMBER_GEMM_NR &&
+                  N <= EMBER_GEMM_INNER_PANELS * EMBER_GEMM_NR && M > mc &&
+                  (int64_t)M * K * (int64_t)sizeof(float) >= EMBER_GEMM_INNER_A_BYTES;
   if (parallel && ember_gemm_items(&g) > 1) {
     return TVMBackendParallelLaunch(ember_gemm_task, &g, 0) == 0 ? 0 : -1;
   }
