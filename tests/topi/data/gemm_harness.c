@@ -33,9 +33,9 @@ int main(void) {
     float* P = calloc((size_t)panels * K * nr, sizeof(float));
     for (int k = 0; k < K; ++k) for (int n = 0; n < N; ++n) P[(n / nr) * K * nr + k * nr + n % nr] = B[k*N+n];
     if (tb >= 2) {
-      ember_sgemm(1, M, N, K, A, 0, K, P, 0, 0, 0, nr, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, s % 4 ? 12 : 24, (s % 3) + 2, s % 2);
+      ember_sgemm(1, M, N, K, A, 0, K, P, 0, 0, 0, nr, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, s % 4 ? 12 : 24, (s % 3) + 2, s % 2, 1, 0, 0, 0);
     } else {
-      ember_sgemm(1, M, N, K, A, 0, K, B, 0, tb ? 1 : N, tb ? K : 1, 0, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, s % 4 ? 12 : 24, (s % 3) + 2, s % 2);
+      ember_sgemm(1, M, N, K, A, 0, K, B, 0, tb ? 1 : N, tb ? K : 1, 0, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, s % 4 ? 12 : 24, (s % 3) + 2, s % 2, 1, 0, 0, 0);
     }
     free(P);
     for (int m = 0; m < M; ++m) for (int n = 0; n < N; ++n) {
@@ -57,7 +57,7 @@ int main(void) {
     float *A = malloc(sizeof(float)*M*K), *B = malloc(sizeof(float)*N*ld), *C = malloc(sizeof(float)*M*N);
     for (int i = 0; i < M*K; ++i) A[i] = (float)((i*37)%11 - 5) / 7.0f;
     for (int i = 0; i < N*ld; ++i) B[i] = (float)((i*53)%13 - 6) / 9.0f;
-    ember_sgemm(1, M, N, K, A, 0, K, B, 0, 1, ld, 0, C, 0, N, 1.0f, 0, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 12, kc, s % 2);
+    ember_sgemm(1, M, N, K, A, 0, K, B, 0, 1, ld, 0, C, 0, N, 1.0f, 0, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 12, kc, s % 2, 1, 0, 0, 0);
     for (int m = 0; m < M; ++m) for (int n = 0; n < N; ++n) {
       double acc = 0; for (int k = 0; k < K; ++k) acc += A[m*K+k] * B[n*ld+k];
       if (fabs(acc - C[m*N+n]) > 1e-4 * (1 + fabs(acc))) { if (bad < 10) printf("bad transposed s=%d m=%d n=%d %g %g\n", s, m, n, acc, C[m*N+n]); bad++; }

@@ -40,7 +40,8 @@
       const float* B, int32_t b_bs, int32_t b_ks, int32_t b_ns, int32_t b_nr, float* C,            \
       int32_t c_bs, int32_t ldc, float alpha, int32_t bias_mode, const float* bias,                \
       int32_t res_mode, const float* res, int32_t act1, float p1a, float p1b, int32_t act2,        \
-      float p2a, float p2b, int32_t mc, int32_t kc, int32_t parallel
+      float p2a, float p2b, int32_t mc, int32_t kc, int32_t parallel, int32_t heads,           \
+      int32_t a_hs, int32_t b_hs, int32_t c_hs
 EMBER_KENTRY int32_t ember_sgemm(EMBER_SGEMM_PARAMS);
 
 #if EMBER_KERNEL_BODIES
@@ -66,11 +67,18 @@ typedef struct {
   int32_t b_nr;
   float* C;
   int64_t c_bs, ldc;
+  int64_t heads, a_hs, b_hs, c_hs; /* batch b = (b / heads, b % heads): see the top */
   ember_epilogue epi;
   int32_t mc; /* rows per work item (a multiple of EMBER_GEMM_MR) */
   int32_t kc; /* k per block: a kc x EMBER_GEMM_NR panel block stays in L1 */
   int32_t panel_inner; /* items ordered (batch, row block, panel): ember_gemm_item */
 } ember_gemm_args;
+
+/* The offset of batch b of an operand with batch stride bs and head stride hs. */
+static inline int64_t ember_gemm_boff(const ember_gemm_args* g, int64_t b, int64_t bs,
+                                      int64_t hs) {
+  return g->heads > 1 ? b / g->heads * bs + b % g->heads * hs : b * bs;
+}
 
 /* Work items are (batch, column panel, row block), the row blocks innermost, so that a task
  * keeps its panel (copied once, when B is not read in place) while its row blocks stream
@@ -403,13 +411,13 @@ EMBER_NOINLINE int ember_gemm_range_direct(const ember_gemm_args* g, int64_t beg
     int64_t m_end, n_end;
     ember_gemm_item(g, item, panels, mblocks, &b, &j, &mb);
     m_end = (mb + 1) * g->mc < g->M ? (mb + 1) * g->mc : g->M;
-    const float* A = g->A + b * g->a_bs;
-    const float* B = g->B + b * g->b_bs;
+    const float* A = g->A + ember_gemm_boff(g, b, g->a_bs, g->a_hs);
+    const float* B = g->B + ember_gemm_boff(g, b, g->b_bs, g->b_hs);
     int64_t m, n, k;
     n_end = (j + 1) * EMBER_GEMM_NR < g->N ? (j + 1) * EMBER_GEMM_NR : g->N;
     for (m = mb * g->mc; m < m_end; ++m) {
       for (n = j * EMBER_GEMM_NR; n < n_end; ++n) {
-        int64_t off = b * g->c_bs + m * g->ldc + n;
+        int64_t off = ember_gemm_boff(g, b, g->c_bs, g->c_hs) + m * g->ldc + n;
         float acc = 0.0f;
         for (k = 0; k < g->K; ++k) acc += A[m * g->lda + k] * ember_gemm_b_at(g, B, k, n);
         g->C[off] = ember_epi_one(acc, &g->epi, n, off);
@@ -423,7 +431,7 @@ EMBER_NOINLINE int ember_gemm_range_direct(const ember_gemm_args* g, int64_t beg
  * full panel of a row-major B), with its row stride in *ks; NULL when it is copied. */
 static inline const float* ember_gemm_panel_in_place(const ember_gemm_args* g, int64_t b,
                                                      int64_t j, int64_t* ks) {
-  const float* B = g->B + b * g->b_bs;
+  const float* B = g->B + ember_gemm_boff(g, b, g->b_bs, g->b_hs);
   if (g->b_nr == EMBER_GEMM_NR) {
     *ks = EMBER_GEMM_NR;
     return B + j * (int64_t)g->K * EMBER_GEMM_NR;
@@ -504,7 +512,7 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
     int last = k0 + g->kc >= g->K;
     for (item = 0; item < mblocks && pack_rows > 0; ++item) packed_b[item] = -1;
     for (item = begin; item < end; ++item) {
-      int64_t mb, j, b, n0, m, m_end;
+      int64_t mb, j, b, n0, m, m_end, c_off;
       int32_t nr;
       const float* A;
       const float* next = NULL; /* the next item's panel, when this item ends this one's */
@@ -513,10 +521,12 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
       n0 = j * EMBER_GEMM_NR;
       m_end = (mb + 1) * g->mc;
       nr = (int32_t)(g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR);
-      A = g->A + b * g->a_bs;
-      C = g->C + b * g->c_bs;
+      A = g->A + ember_gemm_boff(g, b, g->a_bs, g->a_hs);
+      c_off = ember_gemm_boff(g, b, g->c_bs, g->c_hs);
+      C = g->C + c_off;
       if (b != have_b || j != have_j || k0 != have_k0) {
-        panel = ember_gemm_panel(g, g->B + b * g->b_bs, j, k0, kb, buf, &ks);
+        panel = ember_gemm_panel(g, g->B + ember_gemm_boff(g, b, g->b_bs, g->b_hs), j, k0, kb,
+                                 buf, &ks);
         have_b = b;
         have_j = j;
         have_k0 = k0;
@@ -547,13 +557,13 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
 #if EMBER_GEMM_MR == 12
         if (pack_rows > 0 && mr == EMBER_GEMM_MR) {
           ember_gemm_tile12_packed(kb, apack + m * kb, 1, mr, panel, ks, C + off, g->ldc, nr,
-                                   last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0,
+                                   last ? &g->epi : &ident, n0, c_off + off, k0 > 0,
                                    pf_rows > 0 ? next + pf_k * pf_ks : NULL, pf_ks, pf_rows);
         } else
 #endif
         {
           ember_gemm_tile(kb, A + m * g->lda + k0, g->lda, mr, panel, ks, C + off, g->ldc, nr,
-                          last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0,
+                          last ? &g->epi : &ident, n0, c_off + off, k0 > 0,
                           pf_rows > 0 ? next + pf_k * pf_ks : NULL, pf_ks, pf_rows);
         }
         pf_k += pf_rows;
@@ -627,6 +637,7 @@ EMBER_KENTRY int32_t ember_sgemm(EMBER_SGEMM_PARAMS) {
   g.A = A; g.a_bs = a_bs; g.lda = lda;
   g.B = B; g.b_bs = b_bs; g.b_ks = b_ks; g.b_ns = b_ns; g.b_nr = b_nr;
   g.C = C; g.c_bs = c_bs; g.ldc = ldc;
+  g.heads = heads < 1 ? 1 : heads; g.a_hs = a_hs; g.b_hs = b_hs; g.c_hs = c_hs;
   g.epi.alpha = alpha; g.epi.bias_mode = bias_mode; g.epi.bias = bias;
   g.epi.res_mode = res_mode; g.epi.res = res;
   g.epi.act1 = act1; g.epi.p1a = p1a; g.epi.p1b = p1b;
