@@ -6,7 +6,7 @@ length), against onnxruntime (rtol/atol 1e-4 of float32 sums):
   float32's lowest value, positions sliced out of a buffer by the sequence length, head shapes
   concatenated from ``Shape``); its LayerNorm and GELU become ``nn.layer_norm`` and a GEMM
   epilogue;
-- T5 (RMS norm spelled out, no attention scale, and relative-position buckets computed from
+- T5 (RMS norm spelled out, which becomes nn.rms_norm, no attention scale, and relative-position buckets computed from
   ``Range`` over the run-time length: Sub, Greater, Abs, Less, Log, Min, Where, a Gather of
   the bias table per head); the bucket's logs run once per (query, key), not per batch and
   head.
@@ -94,6 +94,21 @@ def test_t5_export_runs_at_any_batch_and_length():
         fd = feeds(batch, seq, seed=seq, vocab=T5_SMALL["vocab"])
         del fd["token_type_ids"]
         compare(f"t5 {batch}x{seq}", [run(**fd)], run_ort(model, fd), SUMS)
+
+
+def test_t5_rms_norms_become_one_kernel_each():
+    """Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul, Mul (T5's spelled-out RMS norm): one
+    nn.rms_norm per norm, its weight as gamma (or, before the MLP, folded into the next
+    projection's weight by FoldScaleAxis)."""
+    _need_cc()
+    mod, params = relay.frontend.from_onnx(t5(**T5_SMALL))
+    with ember.transform.PassContext(opt_level=3):
+        opt, _ = relay.optimize(mod, "llvm", params=params)
+    calls = [c for c in ember.ir.post_order(opt["main"].body)
+             if isinstance(c, ember.ir.expr.Call) and hasattr(c.op, "name")]
+    norms = [c for c in calls if c.op.name == "nn.rms_norm"]
+    assert len(norms) == 2 * T5_SMALL["layers"] + 1, norms
+    assert not {"power", "sqrt"} & {c.op.name for c in calls}
 
 
 def test_t5_buckets_run_once_per_query_and_key():
