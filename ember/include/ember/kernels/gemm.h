@@ -3,6 +3,9 @@
  *
  *   C[b, m, n] = epilogue(sum_k A[b, m, k] * B[b, k, n])      (see gemm_epilogue.h)
  *
+ * Batch b of each operand starts at b * bs (a_bs, b_bs, c_bs), or with heads > 1 at
+ * (b / heads) * bs + (b % heads) * hs (a_hs, b_hs, c_hs): the heads of a batch > 1 of
+ * attention, cut out of (batch, seq, heads * dim) rows, which no single stride reaches.
  * A is row-major with row stride lda. B is either
  *   - packed (b_nr > 0): panels of b_nr columns, B[(n / b_nr) * K * b_nr + k * b_nr + n % b_nr]
  *     (zero past N), the layout ember packs constant weights into at build time; or
@@ -12,7 +15,8 @@
  * vectors) columns (gemm_tile.h); the k loop broadcasts one A value per row and does two
  * FMAs per row. A panel of B that is not already K x EMBER_GEMM_NR contiguous (the packed
  * layout of another width, a transposed B, the last partial panel) is copied into a per-task
- * buffer once and reused by every row tile.
+ * buffer once and reused by every row tile (a transposed B by in-register transposes of
+ * EMBER_VL x EMBER_VL blocks).
  * Any b_nr works, so a layout packed for another SIMD width is still computed correctly.
  * A is read in place, or, on AVX-512 for a row stride of a multiple of 4 KiB, packed per
  * k block into a k-major stream of 12-row tiles (EMBER_GEMM_PACK_A_LDA).
@@ -21,7 +25,8 @@
  * gemm_few_rows.h instead: it is bound by the rate B streams in, so it reads B once, several
  * panels side by side.
  *
- * Work items are (batch, column panel, block of mc rows); with `parallel` they are split over
+ * Work items are (batch, column panel, block of mc rows) (or, for a product of a few panels
+ * with a large A, (batch, row block, panel): ember_gemm_item); with `parallel` they are split over
  * TVMBackendParallelLaunch tasks (contiguous ranges, so a task keeps its panel), else run
  * serially. ember_sgemm returns 0, or -1 when a packing buffer cannot be allocated.
  */
