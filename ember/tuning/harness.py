@@ -58,7 +58,8 @@ int ember_tune_sgemm(const float* a, const float* b, float* c, const int32_t* g,
   double start = ember_tune_now();
   for (i = 0; i < number && rc == 0; ++i) {
     rc = ember_sgemm(g[0], g[1], g[2], g[3], a, g[4], g[5], b, g[6], g[7], g[8], g[9], c, g[10],
-                     g[11], 1.0f, 0, c, 0, c, 0, 0.0f, 0.0f, 0, 0.0f, 0.0f, t[0], t[1], t[2]);
+                     g[11], 1.0f, 0, c, 0, c, 0, 0.0f, 0.0f, 0, 0.0f, 0.0f, t[0], t[1], t[2],
+                     1, 0, 0, 0);
   }
   *seconds = (ember_tune_now() - start) / (number > 0 ? number : 1);
   return rc;

@@ -27,17 +27,20 @@ X86 = platform.machine().lower() in ("x86_64", "amd64")
 # paths gemm.h keeps for large products at every size: the B-panel prefetch
 # (EMBER_GEMM_PREFETCH_BYTES of B), the C-tile prefetch (EMBER_GEMM_PREFETCH_C_BYTES of C) and,
 # for a row stride of A that is a multiple of 1024, the packed A (EMBER_GEMM_PACK_A_PANELS
-# panels)
+# panels), and the items' (batch, row block, panel) order of a product of 2-4 panels read in
+# place (EMBER_GEMM_INNER_A_BYTES of A)
 VARIANTS = {"avx512": ("avx512", ["-march=x86-64-v4"]), "avx2": ("avx2", ["-march=x86-64-v3"]),
             "avx512-eager": ("avx512", ["-march=x86-64-v4", "-DEMBER_GEMM_PREFETCH_BYTES=0",
                                         "-DEMBER_GEMM_PREFETCH_C_BYTES=0",
-                                        "-DEMBER_GEMM_PACK_A_PANELS=1"]),
-            "avx2-eager": ("avx2", ["-march=x86-64-v3", "-DEMBER_GEMM_PREFETCH_C_BYTES=0"])}
+                                        "-DEMBER_GEMM_PACK_A_PANELS=1",
+                                        "-DEMBER_GEMM_INNER_A_BYTES=0"]),
+            "avx2-eager": ("avx2", ["-march=x86-64-v3", "-DEMBER_GEMM_PREFETCH_C_BYTES=0",
+                                    "-DEMBER_GEMM_INNER_A_BYTES=0"])}
 F32, I32 = ctypes.POINTER(ctypes.c_float), ctypes.c_int32
 # ember_sgemm's parameters after the pointers' places are filled (EMBER_SGEMM_PARAMS)
 ARGTYPES = [I32] * 4 + [F32, I32, I32, F32, I32, I32, I32, I32, F32, I32, I32, ctypes.c_float,
                         I32, F32, I32, F32, I32, ctypes.c_float, ctypes.c_float, I32,
-                        ctypes.c_float, ctypes.c_float, I32, I32, I32]
+                        ctypes.c_float, ctypes.c_float, I32, I32, I32, I32, I32, I32, I32]
 _LIBS: dict[str, ctypes.CDLL] = {}
 
 
@@ -84,7 +87,7 @@ def _run(lib: ctypes.CDLL, a: np.ndarray, b: np.ndarray, layout: str, mc: int, k
     res_arg = res if res is not None else c
     rc = lib.test_sgemm(1, m, n, k, _ptr(a_rows), 0, lda, _ptr(bb), 0, *strides, _ptr(c), 0, n, 1.0,
                         2, _ptr(bias), 0 if res is None else 2, _ptr(res_arg), 1, 0.0, 0.0, 0,
-                        0.0, 0.0, mc, kc, int(parallel))
+                        0.0, 0.0, mc, kc, int(parallel), 1, 0, 0, 0)
     assert rc == 0
     return c
 
@@ -140,7 +143,39 @@ def test_packed_a_over_batches_and_row_blocks(variant: str, tmp_path_factory, mc
     c = np.empty((batch, m, n), np.float32)
     rc = lib.test_sgemm(batch, m, n, k, _ptr(a), m * lda, lda, _ptr(bb), bb[0].size, 0, 0, nr,
                         _ptr(c), m * n, n, 1.0, 2, _ptr(bias), 0, _ptr(c), 1, 0.0, 0.0, 0, 0.0,
-                        0.0, mc_tiles * lib.gemm_register_rows(), kc, int(parallel))
+                        0.0, mc_tiles * lib.gemm_register_rows(), kc, int(parallel), 1, 0, 0,
+                        0)
     assert rc == 0
     want = np.maximum(a[:, :, :k].astype(np.float64) @ b + bias, 0)
     np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+@pytest.mark.parametrize("variant", ["avx512", "avx2-eager"])
+@settings(max_examples=12, deadline=None)
+@given(outer=st.integers(1, 3), heads=st.integers(1, 4), m=st.integers(1, 30),
+       n=st.integers(1, 70), k=st.integers(1, 40), transposed=st.booleans(),
+       parallel=st.booleans())
+def test_heads_of_a_batch_read_and_written_through_two_strides(
+        variant: str, tmp_path_factory: pytest.TempPathFactory, outer: int, heads: int, m: int,
+        n: int, k: int, transposed: bool, parallel: bool) -> None:
+    """Attention at batch > 1: batch b = (b / heads, b % heads), each operand at
+    outer * bs + head * hs. A and B are heads of (outer, seq, heads * k) rows (B transposed,
+    K^T, or row-major, V); C and the residual are written into (outer, m, heads * n)."""
+    lib = _lib(variant, tmp_path_factory.getbasetemp())
+    rng = np.random.default_rng(outer * 1000 + heads * 100 + m)
+    a = rng.standard_normal((outer, m, heads, k), dtype=np.float32)
+    b = rng.standard_normal((outer, n, heads, k) if transposed else (outer, k, heads, n),
+                            dtype=np.float32)
+    res = rng.standard_normal((outer, m, heads, n), dtype=np.float32)
+    c = np.empty((outer, m, heads, n), np.float32)
+    bias = np.zeros(1, np.float32)
+    b_ks, b_ns, b_hs = (1, heads * k, k) if transposed else (heads * n, 1, n)
+    rc = lib.test_sgemm(outer * heads, m, n, k, _ptr(a), m * heads * k, heads * k, _ptr(b),
+                        b[0].size, b_ks, b_ns, 0, _ptr(c), m * heads * n, heads * n, 0.5, 0,
+                        _ptr(bias), 2, _ptr(res), 0, 0.0, 0.0, 0, 0.0, 0.0,
+                        lib.gemm_register_rows(), 16, int(parallel), heads, k, b_hs, n)
+    assert rc == 0
+    bt = b.transpose(0, 2, 3, 1) if transposed else b.transpose(0, 2, 1, 3)  # (o, h, k, n)
+    want = 0.5 * (a.transpose(0, 2, 1, 3).astype(np.float64) @ bt) + res.transpose(0, 2, 1, 3)
+    np.testing.assert_allclose(c.transpose(0, 2, 1, 3), want, rtol=1e-4,
+                               atol=1e-4 * np.sqrt(k))

@@ -1,7 +1,8 @@
-"""The softmax / log_softmax / layer_norm C kernels (ember/kernels/softmax.h, norm.h) against
-numpy (float64 reference; softmax rtol 1e-5, atol 1e-6 (log_softmax: 1e-6 (1 + max|x|), a
-float32 difference of values of x's size); layer_norm rtol 1e-4, atol 1e-4 plus 1e-6 times
-max|x| / std times max|gamma| (float32 centring of nearly equal values)).
+"""The softmax / log_softmax / layer_norm / rms_norm C kernels (ember/kernels/softmax.h, norm.h)
+against numpy (float64 reference; softmax rtol 1e-5, atol 1e-6 (log_softmax: 1e-6 (1 +
+max|x|), a float32 difference of values of x's size); layer_norm rtol 1e-4, atol 1e-4 plus
+1e-6 times max|x| / std times max|gamma| (float32 centring of nearly equal values); rms_norm
+rtol 1e-5, atol 1e-6 times max|gamma|).
 
 - the headers alone, through a ctypes harness, at every SIMD level this machine runs (AVX2+FMA,
   SSE2, the portable C99 struct path) and AVX-512 (compiled; run only on an AVX-512 host),
@@ -48,6 +49,7 @@ class _Lib:
         lib.harness_layer_norm.argtypes = [F32, F32, i64, i64, i64, F32, F32, ctypes.c_float,
                                            i32]
         f32 = ctypes.c_float
+        lib.harness_rms_norm.argtypes = [F32, F32, i64, i64, i64, F32, f32, i32]
         lib.harness_layer_norm_act.argtypes = [F32, F32, i64, i64, i64, F32, F32, f32, F32, F32,
                                                i64, i64, i32, f32, f32, i32]
 
@@ -71,6 +73,15 @@ class _Lib:
         y = np.full_like(x, 7.0)
         rc = self.lib.harness_layer_norm(_ptr(x), _ptr(y), outer, n, inner, _ptr(gamma),
                                          _ptr(beta), eps, int(parallel))
+        assert rc == 0
+        return y
+
+    def rms_norm(self, x: np.ndarray, axis: int, gamma: np.ndarray | None, eps: float,
+                 parallel: bool) -> np.ndarray:
+        outer, n, inner = _split(x.shape, axis)
+        y = np.full_like(x, 7.0)
+        rc = self.lib.harness_rms_norm(_ptr(x), _ptr(y), outer, n, inner, _ptr(gamma), eps,
+                                       int(parallel))
         assert rc == 0
         return y
 
@@ -178,6 +189,25 @@ def test_layer_norm_matches_numpy(harness: _Lib, outer: int, n: int, inner: int,
     atol = 1e-4 + 1e-6 * cond * scale
     want = layer_norm_ref(x, 1, gamma, beta, eps)
     assert (np.abs(got - want) <= atol + 1e-4 * np.abs(want)).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(outer=st.integers(1, 5), n=SIZES, inner=st.sampled_from([1, 1, 2, 3, 8, 9, 17]),
+       gamma=st.booleans(), eps=st.sampled_from([1e-12, 1e-6, 0.1]), parallel=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_rms_norm_matches_numpy(harness: _Lib, outer: int, n: int, inner: int, gamma: bool,
+                                eps: float, parallel: bool, seed: int) -> None:
+    """x / sqrt(mean(x^2) + eps) [* gamma]: nothing centred (an offset stays in), rtol 1e-5,
+    atol 1e-6 times max|gamma| (float32 sums of squares)."""
+    x = _rand((outer, n, inner), seed) + 2.0
+    g = _rand((n,), seed + 1) if gamma else None
+    got = harness.rms_norm(x, 1, g, eps, parallel)
+    x64 = x.astype(np.float64)
+    want = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + eps)
+    if g is not None:
+        want = want * g.reshape(1, n, 1)
+    scale = 1.0 if g is None else np.abs(g).max()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * scale)
 
 
 @settings(max_examples=60, deadline=None)
@@ -305,7 +335,8 @@ def test_ops_through_relay_build_at_each_level(march: str, monkeypatch: pytest.M
     x = relay.var("x", shape=shape)
     g, b = relay.var("g", shape=(19,)), relay.var("b", shape=(19,))
     outs = relay.Tuple([relay.nn.softmax(x, axis=-1), relay.nn.log_softmax(x, axis=1),
-                        relay.nn.layer_norm(x, g, b, axis=1, epsilon=1e-3)])
+                        relay.nn.layer_norm(x, g, b, axis=1, epsilon=1e-3),
+                        relay.nn.rms_norm(x, g, axis=1, epsilon=1e-3)])
     xv, gv, bv = _rand(shape, 1), _rand((19,), 2), _rand((19,), 3)
     func = relay.Function([x, g, b], outs)
     from ember.contrib import graph_executor
@@ -321,6 +352,9 @@ def test_ops_through_relay_build_at_each_level(march: str, monkeypatch: pytest.M
                                atol=1e-5)
     np.testing.assert_allclose(m.get_output(2).numpy(), layer_norm_ref(xv, 1, gv, bv, 1e-3),
                                rtol=1e-4, atol=1e-5)
+    x64 = xv.astype(np.float64)
+    rms = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + 1e-3) * gv.reshape(1, 19, 1)
+    np.testing.assert_allclose(m.get_output(3).numpy(), rms, rtol=1e-5, atol=1e-5)
 
 
 def test_layer_norm_without_scale_or_centre() -> None:

@@ -210,8 +210,8 @@ def test_a_record_changes_the_c_and_the_results_stay_numpys(tmp_path: Path,
         for q, t in ((conv, conv_tiles), (gemm, gemm_tiles))])
     tuned_c, tuned_out = _build_and_run(mod, params, x)
     tail = ", ".join(str(v) for v in (12, 100, int(gemm_tiles.parallel)))
-    assert re.search(rf"ember_sgemm\([^;]*, {tail}\)", tuned_c)
-    assert not re.search(rf"ember_sgemm\([^;]*, {tail}\)", model_c)
+    assert re.search(rf"ember_sgemm\([^;]*, {tail}, 1, 0, 0, 0\)", tuned_c)
+    assert not re.search(rf"ember_sgemm\([^;]*, {tail}, 1, 0, 0, 0\)", model_c)
     conv_tail = f"1, 2, 5, {conv_tiles.order}, {conv_tiles.threads})"
     assert conv_tail in tuned_c.replace("\n", "") and conv_tail not in model_c.replace("\n", "")
     want = _reference(params, x)

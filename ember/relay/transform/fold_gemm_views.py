@@ -2,7 +2,7 @@
 strides of the GEMM kernel, so attention reads its heads out of (batch, seq, heads * dim)
 tensors and writes them back without a transpose copy per call.
 
-A chain of ``reshape``/``transpose`` only permutes and regroups the elements of its input, so
+A chain of ``reshape``/``transpose`` (or the other reshapes of ``_LINKS``) only permutes and regroups the elements of its input, so
 (when a regrouping does not split a dimension that was permuted away from its neighbours) its
 output is a strided view of the input's data: :func:`view_through`. For each batched
 ``nn.contrib_gemm`` (not packed, no view yet):
@@ -12,6 +12,10 @@ output is a strided view of the input's data: :func:`view_through`. For each bat
 - when the product's only consumer starts a chain (every link used once) whose end E is a
   dense relayout of the product, E becomes the product itself, writing through the strides of
   the product's elements inside E (unit stride along N; no residual).
+
+A batch > 1 of (batch, seq, heads * dim) rows gives heads whose (batch, heads) axes do not
+merge into one strided batch: such an operand or output keeps a 4-d view, and the kernel
+reads its batch b as (b // heads, b % heads) through two strides (the view's heads fields).
 
 The result is one ``nn.contrib_gemm`` with ``view`` / ``out_shape`` (see ``relay/op/nn/gemm.py``).
 """
@@ -31,7 +35,10 @@ from ._helpers import PassMutator, rewrite_functions
 
 __all__ = ["FoldGemmViews", "View", "view_through"]
 
-_LINKS = ("reshape", "transpose")
+# Every link but transpose only regroups its input in row-major order (the importer's MatMul
+# of rank > 3 is reverse_reshape -> batch_matmul -> reverse_reshape; rank-1 operands add
+# expand_dims/squeeze): with static shapes each is a reshape to its output's shape.
+_LINKS = ("reshape", "transpose", "contrib_reverse_reshape", "expand_dims", "squeeze")
 
 
 @dataclass(frozen=True)
@@ -112,13 +119,32 @@ def view_through(e: Any) -> tuple[Any, View] | None:
         return None
     view: View | None = View.dense(_shape(e))
     for link in reversed(links):
+        split = len(view.shape) == len(_shape(link.args[0])) + 1  # batch kept as (outer, heads)
         if _name(link) == "transpose":
-            view = view.transpose(_axes(link))
+            axes = _axes(link)
+            if split and axes[0] != 0:
+                return None
+            view = view.transpose((0, 1, *(a + 1 for a in axes[1:])) if split else axes)
+        elif len(_shape(link)) == 3:  # a (batch, rows, cols) operand: it may stay split
+            view = _as_batch(view, _shape(link))
         else:
-            view = view.reshape(_shape(link))
+            view = None if split else view.reshape(_shape(link))
         if view is None:
             return None
     return e, view
+
+
+def _as_batch(view: View, shape: tuple[int, ...]) -> View | None:
+    """``view`` reshaped to a GEMM operand's (batch, rows, cols) ``shape``; a 4-d (outer,
+    heads, rows, cols) view whose first two axes do not merge into one strided batch (the heads
+    of a batch > 1 cut out of (batch, seq, heads * dim) rows) stays 4-d: the kernel reads such
+    a batch through two strides."""
+    merged = view.reshape(shape)
+    if merged is not None or len(view.shape) != 4 or len(shape) != 3:
+        return merged
+    if view.shape[0] * view.shape[1] != shape[0] or view.shape[2:] != shape[1:]:
+        return None
+    return view
 
 
 def _output_chain(gemm: Any, consumers: dict[int, list]) -> tuple[Any, View] | None:
@@ -135,6 +161,8 @@ def _output_chain(gemm: Any, consumers: dict[int, list]) -> tuple[Any, View] | N
     for link in reversed(links):
         if _name(link) == "transpose":
             view = view.untranspose(_axes(link))
+        elif link is links[0]:  # back to the product's own (batch, M, N)
+            view = _as_batch(view, _shape(link.args[0]))
         else:
             view = view.reshape(_shape(link.args[0]))
         if view is None:
@@ -170,7 +198,7 @@ class _Folder(PassMutator):
         if not _candidate(orig):
             return new
         out = _output_chain(orig, self.consumers) if not orig.attrs.has_residual else None
-        if out is not None and out[1].strides[2] == 1:
+        if out is not None and out[1].strides[-1] == 1:
             self.ends[id(out[0])] = (orig, out[1])  # written when the chain's end is visited
             return new
         return self._strided(orig, View.dense(_shape(orig)), _shape(orig), keep_if_plain=new)
@@ -179,29 +207,46 @@ class _Folder(PassMutator):
                  keep_if_plain: Any = None) -> RelayExpr:
         """``orig`` with its operand chains folded and its output written through ``c``."""
         batch, M, N = _shape(orig)
+        heads = c.shape[1] if len(c.shape) == 4 else None
         data, weight = orig.args[0], orig.args[1]
         a = view_through(data)
-        if a is None or a[1].strides[2] != 1:
+        if a is None or a[1].strides[-1] != 1 or not _same_heads(a[1], heads):
             a = (data, View.dense(_shape(data)))
+        heads = heads or (a[1].shape[1] if len(a[1].shape) == 4 else None)
         b = view_through(weight)
-        if b is None:
+        if b is None or not _same_heads(b[1], heads):
             b = (weight, View.dense(_shape(weight)))
         if keep_if_plain is not None and a[0] is data and b[0] is weight:
             return keep_if_plain
-        a_bs, lda, _ = _batch0(a[1])
-        b_bs, r, s = _batch0(b[1])
+        heads = heads or (b[1].shape[1] if len(b[1].shape) == 4 else 1)
+        a_bs, a_hs, lda, _ = _batch_strides(a[1], heads)
+        b_bs, b_hs, r, s = _batch_strides(b[1], heads)
+        c_bs, c_hs, ldc, _ = _batch_strides(c, heads)
         b_ks, b_ns = (s, r) if orig.attrs.transpose_b else (r, s)
-        K = a[1].shape[2]
-        c_bs = c.strides[0] if batch > 1 else 0
-        view = (batch, M, N, K, a_bs, lda, b_bs, b_ks, b_ns, c_bs, c.strides[1])
+        K = a[1].shape[-1]
+        view = (batch, M, N, K, a_bs, lda, b_bs, b_ks, b_ns, c_bs, ldc)
+        if heads > 1:
+            view += (heads, a_hs, b_hs, c_hs)
         attrs = dataclasses.replace(orig.attrs, view=view, out_shape=out_shape)
         args = (self.visit(a[0]), self.visit(b[0]), *(self.visit(x) for x in orig.args[2:]))
         return Call(orig.op, args, attrs)
 
 
-def _batch0(v: View) -> tuple[int, int, int]:
-    """Strides of a 3-d view; a batch of one (broadcast) reads with batch stride 0."""
-    return (v.strides[0] if v.shape[0] > 1 else 0), v.strides[1], v.strides[2]
+def _same_heads(v: View, heads: int | None) -> bool:
+    """Whether a 4-d (outer, heads, rows, cols) view agrees with the heads chosen so far
+    (3-d views agree with any)."""
+    return len(v.shape) == 3 or heads is None or v.shape[1] == heads
+
+
+def _batch_strides(v: View, heads: int) -> tuple[int, int, int, int]:
+    """(outer stride, head stride, row stride, column stride) of a 3-d (batch, rows, cols)
+    or 4-d (outer, heads, rows, cols) view, batch b being (b // heads, b % heads); a batch of
+    one (broadcast) reads with stride 0."""
+    if len(v.shape) == 4:
+        return ((v.strides[0] if v.shape[0] > 1 else 0), v.strides[1], v.strides[2],
+                v.strides[3])
+    bs = v.strides[0] if v.shape[0] > 1 else 0
+    return bs * heads, bs, v.strides[1], v.strides[2]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,15 @@ is absorbed into its epilogue ``act2(act1(alpha * acc + bias) + residual)``, in 
   ``nn.hardswish``, ``nn.hardsigmoid``, ``nn.gelu``: an activation (the forms exporters spell
   out are these ops after ``RecogniseActivations``, which runs before this pass).
 
+The op may also read the gemm through a reshape with static shapes (``reshape``,
+``contrib_reverse_reshape``, ``expand_dims``, ``squeeze``, itself used once): the importer
+writes a MatMul of rank 4 (attention's ``Q @ K^T``) as a batch_matmul whose (heads, seq, seq)
+product is reshaped back to (batch, heads, seq, seq), and the exporters' scale and mask come
+after that. The op is then absorbed as above and the reshape moved after the gemm (a bias
+only when the reshape keeps the last axis; a residual reshaped to the product's shape), so
+BERT's ``softmax((Q @ K^T) / 8 + mask)`` keeps one kernel for the scores and FoldGemmViews
+still finds the reshape after the product.
+
 The constant weights of ``nn.lstm``/``nn.gru``/``nn.rnn`` are packed here too (into the same
 panels: ``op/nn/recurrent.pack_constant_weights``), since their kernel runs ``ember_sgemm``.
 """
@@ -74,10 +83,25 @@ def _stage(a: GemmAttrs) -> str:
     return "bias" if a.has_bias else ("alpha" if a.alpha != 1.0 else "empty")
 
 
+# reshapes an epilogue op may look through to the product (shapes static)
+_RESHAPES = ("reshape", "contrib_reverse_reshape", "expand_dims", "squeeze")
+
+
+@dataclass(frozen=True)
+class _Product:
+    """A contrib_gemm an epilogue op reads, directly or through ``reshape`` (a rewritten
+    reshape call of it): ``ty`` is the gemm's own output type."""
+
+    gemm: Call
+    ty: Any
+    reshape: Call | None = None
+
+
 class _Fuser(PassMutator):
     def __init__(self, uses: dict[int, int], nr: int, epilogues: bool = True) -> None:
         super().__init__()
         self.uses, self.nr, self.epilogues = uses, nr, epilogues
+        self.moved: dict[int, Any] = {}  # id of a gemm a reshape was moved after -> its type
 
     # -- entry points ----------------------------------------------------------------
     def visit_call(self, orig: Call) -> RelayExpr:
@@ -95,13 +119,31 @@ class _Fuser(PassMutator):
                 return out
         return new
 
-    def _gemm_arg(self, orig: Call, i: int) -> Call | None:
-        """The rewritten argument i when it is a contrib_gemm with no other consumer."""
+    def _gemm_arg(self, orig: Call, i: int) -> _Product | None:
+        """Argument i when it is a contrib_gemm (after rewriting), or a reshape of one, with
+        no other consumer."""
         src = orig.args[i]
         if self.uses.get(id(src), 0) != 1:
             return None
         new = self.visit(src)
-        return new if _name(new) == "nn.contrib_gemm" else None
+        if _name(new) == "nn.contrib_gemm":
+            return _Product(new, src.checked_type_)
+        if _name(new) not in _RESHAPES or _name(new.args[0]) != "nn.contrib_gemm":
+            return None
+        ty = self.moved.get(id(new.args[0]))  # a gemm an earlier op was absorbed into
+        if ty is None and _name(src) in _RESHAPES and self.uses.get(id(src.args[0]), 0) == 1:
+            ty = src.args[0].checked_type_
+        if ty is None or not _static_f32(ty) or not _static_f32(src.checked_type_):
+            return None
+        return _Product(new.args[0], ty, new)
+
+    def _wrap(self, p: _Product, g: Call) -> Call:
+        """``g`` (the gemm with an op absorbed) under the reshape the op read it through."""
+        r = p.reshape
+        if r is None:
+            return g
+        self.moved[id(g)] = p.ty
+        return Call(r.op, (g, *r.args[1:]), r.attrs)
 
     # -- the product -----------------------------------------------------------------
     def _start(self, orig: Call, new: Call) -> RelayExpr | None:
@@ -132,17 +174,18 @@ class _Fuser(PassMutator):
         if name not in ("multiply", "divide"):
             return None
         for i in ((0, 1) if name == "multiply" else (0,)):
-            g, s = self._gemm_arg(orig, i), _scalar(new.args[1 - i])
-            if g is None or s is None or (name == "divide" and s == 0.0):
+            p, s = self._gemm_arg(orig, i), _scalar(new.args[1 - i])
+            if p is None or s is None or (name == "divide" and s == 0.0):
                 continue
             s = s if name == "multiply" else 1.0 / s
+            g = p.gemm
             a, stage = g.attrs, _stage(g.attrs)
             if stage in ("empty", "alpha"):
-                return self._with(g, alpha=a.alpha * s)
+                return self._wrap(p, self._with(g, alpha=a.alpha * s))
             if stage == "act1" and a.act1 in _SCALED:
-                return self._with(g, p1=(a.p1[0] * s, a.p1[1]))
+                return self._wrap(p, self._with(g, p1=(a.p1[0] * s, a.p1[1])))
             if stage == "done" and a.act2 in _SCALED:
-                return self._with(g, p2=(a.p2[0] * s, a.p2[1]))
+                return self._wrap(p, self._with(g, p2=(a.p2[0] * s, a.p2[1])))
         return None
 
     def _add(self, orig: Call, new: Call, name: str | None) -> RelayExpr | None:
@@ -150,22 +193,26 @@ class _Fuser(PassMutator):
             return None
         out_ty = orig.checked_type_
         for i in (0, 1):
-            g, other, other_ty = self._gemm_arg(orig, i), new.args[1 - i], orig.args[1 - i]
+            p, other, other_ty = self._gemm_arg(orig, i), new.args[1 - i], orig.args[1 - i]
             ty = other_ty.checked_type_
-            if g is None or not _f32(ty) or not _f32(out_ty):
+            if p is None or not _f32(ty) or not _f32(out_ty):
                 continue
-            stage, n = _stage(g.attrs), out_ty.shape[-1]
+            g, stage, n = p.gemm, _stage(p.gemm.attrs), out_ty.shape[-1]
             # a bias is static (1 or n values); a residual has the output's shape (its ``?``
             # sizes taken as the output's: the kernel checks at run time that they are)
             size = int(np.prod(ty.shape)) if _static_f32(ty) else None
-            vector = len(ty.shape) <= len(out_ty.shape) and ty.shape[-1:] == (n,) and size == n
+            vector = (len(ty.shape) <= len(out_ty.shape) and ty.shape[-1:] == (n,) and size == n
+                      and p.ty.shape[-1:] == (n,))
             if stage in ("empty", "alpha") and (size == 1 or vector):
                 bias = op_call("reshape", other, newshape=[] if size == 1 else [n])
-                return self._with(g, (g.args[0], g.args[1], bias, g.args[3]), has_bias=True)
+                return self._wrap(p, self._with(g, (g.args[0], g.args[1], bias, g.args[3]),
+                                         has_bias=True))
             full = same_shape(ty, out_ty)
             if stage not in ("residual", "done") and (full or size == 1):
-                res = other if full else op_call("reshape", other, newshape=[])
-                return self._with(g, (*g.args[:3], res), has_residual=True)
+                res = (op_call("reshape", other, newshape=[]) if not full else other
+                       if p.reshape is None else op_call("reshape", other,
+                                                         newshape=list(p.ty.shape)))
+                return self._wrap(p, self._with(g, (*g.args[:3], res), has_residual=True))
         return None
 
     def _set_act(self, g: Call, act: str, p: tuple[float, float]) -> Call | None:
@@ -179,11 +226,12 @@ class _Fuser(PassMutator):
     def _activation(self, orig: Call, new: Call, name: str | None) -> RelayExpr | None:
         if name not in _ACTIVATIONS or len(orig.args) != 1:
             return None
-        g = self._gemm_arg(orig, 0)
-        if g is None:
+        prod = self._gemm_arg(orig, 0)
+        if prod is None:
             return None
         act, p = _ACTIVATIONS[name](new.attrs)
-        return self._set_act(g, act, p)
+        g = self._set_act(prod.gemm, act, p)
+        return None if g is None else self._wrap(prod, g)
 
 
 # op -> (epilogue activation, its two parameters) from the call's attrs

@@ -15,6 +15,11 @@ operand order where the op commutes, every intermediate node used only inside th
 then, bottom-up, ``* gamma`` and ``+ beta`` where gamma/beta hold one value per element of
 axis ``a`` (shape ``(n,)``, or broadcasting only along ``a``) and the product/sum keeps x's
 shape: they become the op's scale and centre.
+
+The RMS norm (T5, LLaMA) the same way becomes one ``nn.rms_norm`` (and its ``* gamma``):
+``x / sqrt(ms + eps)``, ``x * rsqrt(ms + eps)`` or ``x * (1 / sqrt(ms + eps))`` (ONNX's
+Reciprocal), ``ms = mean(x * x)`` or ``mean(x ** 2)`` over one axis; spelled out it was three
+kernels (the mean of squares, the reciprocal root, the two products).
 """
 from __future__ import annotations
 
@@ -144,6 +149,32 @@ def match_normalised(e: Any) -> _Normalised | None:
     return None
 
 
+def match_rms(e: Any) -> _Normalised | None:
+    """``e`` as ``x / sqrt(mean(x ** 2) + eps)`` over one axis (or the forms of the module
+    doc), else None."""
+    root = _name(e)
+    if root not in ("divide", "multiply") or not _f32(e):
+        return None
+    for x, d in _operands(e):
+        nodes = []
+        if root == "multiply" and _name(d) == "divide" and _scalar(d.args[0]) == 1.0:
+            nodes, d, root_of = [d], d.args[1], "divide"  # x * (1 / sqrt(.))
+        else:
+            root_of = root
+        den = _match_denominator(d, root_of)
+        if den is None or not _f32(x) or _shape(x) != _shape(e):
+            continue
+        ms, rank = den[0], len(_shape(x))
+        axis = _one_axis(ms, rank) if _name(ms) == "mean" else None
+        sq = ms.args[0] if axis is not None else None
+        if sq is None or not ((_name(sq) == "multiply" and sq.args[0] is x and sq.args[1] is x)
+                              or (_name(sq) == "power" and sq.args[0] is x
+                                  and _scalar(sq.args[1]) == 2.0)):
+            continue
+        return _Normalised(x, axis, den[1], [*nodes, *den[2], ms, sq])
+    return None
+
+
 def _only_inside(root: Any, interior: list, uses: dict[int, int]) -> bool:
     """Every interior node is used only by the root and the other interior nodes."""
     inside = {id(n) for n in interior}
@@ -174,17 +205,23 @@ class _Fuser(PassMutator):
             found = match_normalised(orig)
             if found is not None and _only_inside(orig, found.interior, self.uses):
                 return self._layer_norm(found)
+            found = match_rms(orig)
+            if found is not None and _only_inside(orig, found.interior, self.uses):
+                return self._layer_norm(found, rms=True)
         if name in ("multiply", "add"):
             out = self._epilogue(orig, new, name)
             if out is not None:
                 return out
         return new
 
-    def _layer_norm(self, m: _Normalised) -> Call:
+    def _layer_norm(self, m: _Normalised, rms: bool = False) -> Call:
         n = _shape(m.x)[m.axis]
         n = n if isinstance(n, int) else 1  # a ? axis (a GroupNorm over a 1-D conv's ? frames):
         # the kernel takes its length at run time; these unused vectors only type-check
         ones = const(np.ones(n, "float32"))
+        if rms:
+            return op_call("nn.rms_norm", self.visit(m.x), ones, axis=m.axis, epsilon=m.eps,
+                           scale=False)
         zeros = const(np.zeros(n, "float32"))
         return op_call("nn.layer_norm", self.visit(m.x), ones, zeros, axis=m.axis,
                        epsilon=m.eps, center=False, scale=False)
@@ -196,7 +233,9 @@ class _Fuser(PassMutator):
             if self.uses.get(id(src), 0) != 1 or _shape(orig) != _shape(src):
                 continue
             ln = self.visit(src)
-            if _name(ln) != "nn.layer_norm" or ln.attrs.center:
+            rms = _name(ln) == "nn.rms_norm"
+            if not (rms and name == "multiply") and (_name(ln) != "nn.layer_norm"
+                                                      or ln.attrs.center):
                 continue
             if name == "multiply" and ln.attrs.scale:
                 continue
@@ -204,7 +243,9 @@ class _Fuser(PassMutator):
             if n is None:
                 continue
             vec = op_call("reshape", new.args[1 - i], newshape=[n])
-            if name == "multiply":
+            if rms:
+                args, changes = (ln.args[0], vec), {"scale": True}
+            elif name == "multiply":
                 args, changes = (ln.args[0], vec, ln.args[2]), {"scale": True}
             else:
                 args, changes = (ln.args[0], ln.args[1], vec), {"center": True}

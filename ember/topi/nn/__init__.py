@@ -12,7 +12,7 @@ from .misc import (  # noqa: F401
                    relu,
                    upsampling,
 )
-from .norm import batch_norm, layer_norm, log_softmax, softmax  # noqa: F401
+from .norm import batch_norm, layer_norm, log_softmax, rms_norm, softmax  # noqa: F401
 from .pad import pad  # noqa: F401
 from .pooling import (  # noqa: F401
                    adaptive_avg_pool2d,

@@ -231,6 +231,12 @@ class GemmOperands:
     c_bs: Dim | None = None
     ldc: Dim | None = None
     require: tuple[Check, ...] = ()
+    # batch b is (b // heads, b % heads): each operand at outer * bs + head * hs (attention's
+    # heads inside a batch > 1 of (batch, seq, heads * dim) rows); heads 1: b * bs
+    heads: int = 1
+    a_hs: int = 0
+    b_hs: int = 0
+    c_hs: int = 0
 
 
 def _f32(x: float) -> tir.PrimExpr:
@@ -310,7 +316,7 @@ def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[Dim, .
             _f32(e.alpha), bias_mode, bias_p, res_mode, res_p,
             ACTIVATIONS[e.act1], _f32(e.p1[0]), _f32(e.p1[1]),
             ACTIVATIONS[e.act2], _f32(e.p2[0]), _f32(e.p2[1]),
-            mc, kc, parallel, header=HEADER)
+            mc, kc, parallel, ops.heads, ops.a_hs, ops.b_hs, ops.c_hs, header=HEADER)
         msg = StringImm(f"{name}: ember_sgemm failed (out of workspace memory or threads)")
         return checked(AssertStmt(EQ(call, tir.const(0)), msg, Evaluate(tir.const(0))),
                        [(cond, f"{name}: {text}") for cond, text in checks])

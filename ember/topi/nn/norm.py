@@ -1,4 +1,4 @@
-"""softmax / log_softmax (numerically stable), batch_norm (inference), layer_norm."""
+"""softmax / log_softmax (numerically stable), batch_norm (inference), layer_norm, rms_norm."""
 from __future__ import annotations
 
 from typing import Any
@@ -83,3 +83,21 @@ def layer_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
         return v + param(beta, i) if center and beta is not None else v
 
     return te.compute(data.shape, f, name="T_layer_norm", tag=BROADCAST)
+
+
+def rms_norm(data: te.Tensor, gamma: te.Tensor | None, axis: int = -1, epsilon: float = 1e-5,
+             scale: bool = True) -> te.Tensor:
+    """x / sqrt(mean(x^2) + eps) * gamma, the mean over one ``axis`` (the C kernel's
+    fallback for other dtypes)."""
+    axes = reduction.reduce_axes("nn.rms_norm", data.ndim, axis)
+    square = te.compute(data.shape, lambda *i: data(*i) * data(*i), name="T_rms_square")
+    ms = reduction.mean(square, axes, keepdims=True)
+    eps = tir.const(epsilon, data.dtype)
+
+    def f(*i: PrimExpr) -> PrimExpr:
+        v = data(*i) * tir.rsqrt(ms(*[tir.const(0) if k in axes else j
+                                      for k, j in enumerate(i)]) + eps)
+        return v * gamma(*[i[k] for k in axes][-gamma.ndim:]) if scale and gamma is not None \
+            else v
+
+    return te.compute(data.shape, f, name="T_rms_norm", tag=BROADCAST)

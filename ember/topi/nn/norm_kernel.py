@@ -1,4 +1,4 @@
-"""softmax / log_softmax and layer_norm through the C kernels of
+"""softmax / log_softmax, layer_norm and rms_norm through the C kernels of
 ``ember/include/ember/kernels/softmax.h`` and ``norm.h``.
 
 Each is a ``te.extern`` stage whose body is one ``tir.call_extern``: the kernel reads the input
@@ -89,12 +89,15 @@ def softmax(x: te.Tensor, axis: int = -1, log: bool = False) -> te.Tensor:
 
 
 def layer_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
-               axis: int = -1, epsilon: float = 1e-5, epilogue: NormEpilogue | None = None
-               ) -> te.Tensor:
+               axis: int = -1, epsilon: float = 1e-5, epilogue: NormEpilogue | None = None,
+               rms: bool = False) -> te.Tensor:
     """(x - mean) / sqrt(var + eps) [* gamma] [+ beta] over one ``axis`` of float32 ``data``;
     gamma/beta (None: not applied) have the axis' length. With ``epilogue``, its row affine
-    and activation follow (``ember_layer_norm_act``)."""
-    where = "nn.layer_norm"
+    and activation follow (``ember_layer_norm_act``). With ``rms``, x / sqrt(mean(x^2) + eps)
+    [* gamma] (``ember_rms_norm``; no beta or epilogue)."""
+    where = "nn.rms_norm" if rms else "nn.layer_norm"
+    if rms and (beta is not None or epilogue is not None):
+        raise OpError(f"{where}: has no beta or epilogue")
     if not eligible(data, gamma, beta):
         raise OpError(f"{where}: the C kernel needs float32")
     if not -data.ndim <= axis < data.ndim:
@@ -121,7 +124,11 @@ def layer_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
         g, b, rs, rt = ptrs
         common = (ins[0].data, outs[0].data, outer, n, inner, int(gamma is not None), g,
                   int(beta is not None), b, eps)
-        if epilogue is None:
+        if rms:
+            call = tir.call_extern("int32", "ember_rms_norm", *common[:7], eps, parallel,
+                                   header=NORM_HEADER)
+            what = "ember_rms_norm"
+        elif epilogue is None:
             call = tir.call_extern("int32", "ember_layer_norm", *common, parallel,
                                    header=NORM_HEADER)
             what = "ember_layer_norm"
@@ -135,5 +142,5 @@ def layer_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
             what = "ember_layer_norm_act"
         return checked(succeeds(call, f"{where}: {what} failed (parallel launch)"), checks)
 
-    return te.extern(data.shape, inputs, body, name="T_layer_norm", dtype="float32",
-                     tag="norm_kernel")
+    return te.extern(data.shape, inputs, body, name="T_rms_norm" if rms else "T_layer_norm",
+                     dtype="float32", tag="norm_kernel")

@@ -6,10 +6,13 @@ length), against onnxruntime (rtol/atol 1e-4 of float32 sums):
   float32's lowest value, positions sliced out of a buffer by the sequence length, head shapes
   concatenated from ``Shape``); its LayerNorm and GELU become ``nn.layer_norm`` and a GEMM
   epilogue;
-- T5 (RMS norm spelled out, no attention scale, and relative-position buckets computed from
+- T5 (RMS norm spelled out, which becomes nn.rms_norm, no attention scale, and relative-position buckets computed from
   ``Range`` over the run-time length: Sub, Greater, Abs, Less, Log, Min, Where, a Gather of
   the bias table per head); the bucket's logs run once per (query, key), not per batch and
   head.
+
+At batch 1 with the shapes fixed, BERT's attention runs without transpose kernels, its scale
+and mask in the scores' GEMM epilogue.
 
 (Measured once on one core at hidden 256, 4 heads, 2 layers: BERT 0.88-0.96x onnxruntime at
 1x16 to 8x64, the dynamic build 0.98-1.16x the static one; T5 0.89-1.06x onnxruntime, the
@@ -59,6 +62,26 @@ def test_bert_export_fuses_layer_norm_and_gelu():
     assert not {"erf", "sqrt", "power"} & inner, inner
 
 
+def test_bert_with_static_shapes_runs_attention_without_copies():
+    """Batch 1 with the length fixed: the heads are read and written through the GEMMs'
+    strides (no transpose kernels), the scale and padding mask are the scores' epilogue."""
+    _need_cc()
+    model = bert(**SMALL)
+    fd = feeds(1, 9, seed=9, vocab=SMALL["vocab"])
+    shapes = {k: v.shape for k, v in fd.items()}
+    compare("bert 1x9", list(ember.compile(model, input_shapes=shapes)(**fd)),
+            run_ort(model, fd), SUMS)
+    mod, params = relay.frontend.from_onnx(model, shape=shapes)
+    with ember.transform.PassContext(opt_level=3):
+        opt, _ = relay.optimize(mod, "llvm", params=params)
+    calls = [c for c in ember.ir.post_order(opt["main"].body)
+             if isinstance(c, ember.ir.expr.Call) and hasattr(c.op, "name")]
+    assert not [c for c in calls if c.op.name == "transpose"]
+    scores = [c for c in calls if c.op.name == "nn.contrib_gemm" and c.attrs.view
+              and c.attrs.alpha != 1.0]
+    assert len(scores) == SMALL["layers"] and all(c.attrs.has_bias for c in scores), scores
+
+
 T5_SMALL = {"d": 16, "heads": 2, "dkv": 8, "ff": 24, "layers": 2, "vocab": 50}
 
 
@@ -71,6 +94,21 @@ def test_t5_export_runs_at_any_batch_and_length():
         fd = feeds(batch, seq, seed=seq, vocab=T5_SMALL["vocab"])
         del fd["token_type_ids"]
         compare(f"t5 {batch}x{seq}", [run(**fd)], run_ort(model, fd), SUMS)
+
+
+def test_t5_rms_norms_become_one_kernel_each():
+    """Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul, Mul (T5's spelled-out RMS norm): one
+    nn.rms_norm per norm, its weight as gamma (or, before the MLP, folded into the next
+    projection's weight by FoldScaleAxis)."""
+    _need_cc()
+    mod, params = relay.frontend.from_onnx(t5(**T5_SMALL))
+    with ember.transform.PassContext(opt_level=3):
+        opt, _ = relay.optimize(mod, "llvm", params=params)
+    calls = [c for c in ember.ir.post_order(opt["main"].body)
+             if isinstance(c, ember.ir.expr.Call) and hasattr(c.op, "name")]
+    norms = [c for c in calls if c.op.name == "nn.rms_norm"]
+    assert len(norms) == 2 * T5_SMALL["layers"] + 1, norms
+    assert not {"power", "sqrt"} & {c.op.name for c in calls}
 
 
 def test_t5_buckets_run_once_per_query_and_key():

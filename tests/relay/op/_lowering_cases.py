@@ -145,6 +145,7 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
         "nn.batch_norm": Case("nn.batch_norm", [x4, *(rand(rng, (3,)) for _ in range(3)),
                                                 rand(rng, (3,), lo=0.5, hi=2)], {"axis": 1}),
         "nn.layer_norm": Case("nn.layer_norm", [x4, rand(rng, (5,)), rand(rng, (5,))], {}, SUMS),
+        "nn.rms_norm": Case("nn.rms_norm", [x4, rand(rng, (5,))], {"epsilon": 1e-3}, SUMS),
         "nn.contrib_layer_norm_act": Case(  # over H; rows (N, C, W): per channel, row_div W
             "nn.contrib_layer_norm_act",
             [x4, rand(rng, (7,)), rand(rng, (7,)), rand(rng, (3,)), rand(rng, (3,))],

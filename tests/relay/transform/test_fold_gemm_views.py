@@ -2,9 +2,10 @@
 
 - the view algebra against numpy (hypothesis: random reshape/transpose chains, the strided
   view must equal numpy's result, or the chain is refused exactly when numpy would copy);
-- attention-shaped graphs (head split/merge, K transposed, batch 1 and 2) built with the pass
-  on and off, and against numpy (rtol 1e-5, atol 1e-5): same results, no transpose left for
-  batch 1;
+- attention-shaped graphs (head split/merge, K transposed, batch 1 and 2; and as the ONNX
+  importer writes rank-4 MatMuls, with reverse_reshapes, a divide and an additive mask) built
+  with the pass on and off, and against numpy (rtol 1e-5, atol 1e-5): same results, no
+  transpose left (at batch 2 through the kernel's two batch strides, outer and head);
 - the type relation's refusals of views that read out of bounds or do not cover the output.
 """
 from __future__ import annotations
@@ -100,14 +101,15 @@ def _attention(batch: int, heads: int, seq: int, dim: int) -> relay.Expr:
     return relay.reshape(ctx, (batch, seq, hidden))
 
 
-def _attention_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int) -> np.ndarray:
+def _attention_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int,
+                   scale: float = 0.25, mask: np.ndarray | float = 0.0) -> np.ndarray:
     b, s, h = q.shape
     d = h // heads
 
     def split(t: np.ndarray) -> np.ndarray:
         return t.reshape(b, s, heads, d).transpose(0, 2, 1, 3)
 
-    sc = split(q) @ split(k).transpose(0, 1, 3, 2) * 0.25
+    sc = split(q) @ split(k).transpose(0, 1, 3, 2) * scale + mask
     p = np.exp(sc - sc.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     return (p @ split(v)).transpose(0, 2, 1, 3).reshape(b, s, h)
@@ -128,6 +130,16 @@ def _build_run(expr: relay.Expr, inputs: dict, fold: bool) -> tuple[np.ndarray, 
     return m.get_output(0).numpy(), ops
 
 
+def _gemms(expr: relay.Expr) -> list:
+    from ember.relay.backend.pipeline import optimize_passes
+
+    mod = ember.IRModule.from_expr(relay.Function(relay.analysis.free_vars(expr), expr))
+    with ember.transform.PassContext(opt_level=3):
+        opt = ember.transform.Sequential(optimize_passes())(mod)
+    return [n for n in post_order(opt["main"].body)
+            if getattr(getattr(n, "op", None), "name", None) == "nn.contrib_gemm"]
+
+
 @pytest.mark.parametrize("batch,heads,seq,dim", [(1, 2, 16, 8), (2, 3, 7, 5)])
 def test_attention_without_transposes(batch: int, heads: int, seq: int, dim: int) -> None:
     expr = _attention(batch, heads, seq, dim)
@@ -139,10 +151,51 @@ def test_attention_without_transposes(batch: int, heads: int, seq: int, dim: int
     np.testing.assert_allclose(on, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(on, off, rtol=1e-5, atol=1e-5)
     assert ops_off["transpose"] == 5
-    if batch == 1:
-        assert ops_on["transpose"] == 0 and ops_on["reshape"] == 0, ops_on
-    else:  # (batch, heads) cannot merge into one strided batch: the chains stay
-        assert ops_on["transpose"] == 5
+    # at batch 2, (batch, heads) do not merge into one strided batch: two strides read them
+    assert ops_on["transpose"] == 0 and ops_on["reshape"] == 0, ops_on
+    heads_views = [len(g.attrs.view) == 15 for g in _gemms(expr)]
+    assert heads_views == [batch > 1] * 2, heads_views
+
+
+def _attention_as_imported(batch: int, heads: int, seq: int, dim: int) -> relay.Expr:
+    """Attention as the ONNX importer writes rank-4 MatMuls (reverse_reshape to a batch of
+    heads and back around each batch_matmul), scaled by a divide, with an additive mask of
+    (batch, 1, 1, seq)."""
+    x = [relay.var(n, shape=(batch, seq, heads * dim)) for n in ("q", "k", "v")]
+    mask = relay.var("mask", shape=(batch, 1, 1, seq))
+
+    def heads_of(t: relay.Expr, axes: tuple) -> relay.Expr:
+        return relay.transpose(relay.reshape(t, (batch, seq, heads, dim)), axes)
+
+    def matmul(a: relay.Expr, b: relay.Expr) -> relay.Expr:
+        y = relay.nn.batch_matmul(relay.reverse_reshape(a, (-1, 0, 0)),
+                                  relay.reverse_reshape(b, (-1, 0, 0)), transpose_b=False)
+        return relay.reverse_reshape(y, (batch, heads, 0, 0))
+
+    s = matmul(heads_of(x[0], (0, 2, 1, 3)), heads_of(x[1], (0, 2, 3, 1)))
+    p = relay.nn.softmax(relay.add(relay.divide(s, relay.const(4.0)), mask), axis=-1)
+    ctx = relay.transpose(matmul(p, heads_of(x[2], (0, 2, 1, 3))), (0, 2, 1, 3))
+    return relay.reshape(ctx, (batch, seq, heads * dim))
+
+
+@pytest.mark.parametrize("batch,heads,seq,dim", [(1, 2, 16, 8), (1, 3, 7, 5), (2, 3, 7, 5)])
+def test_imported_attention_folds_views_scale_and_mask(batch: int, heads: int, seq: int,
+                                                       dim: int) -> None:
+    expr = _attention_as_imported(batch, heads, seq, dim)
+    inputs = {n: RNG.standard_normal((batch, seq, heads * dim)).astype(np.float32)
+              for n in ("q", "k", "v")}
+    inputs["mask"] = np.where(RNG.random((batch, 1, 1, seq)) < 0.3, -1e4, 0).astype(np.float32)
+    on, ops_on = _build_run(expr, inputs, True)
+    off, ops_off = _build_run(expr, inputs, False)
+    scores = _attention_ref(inputs["q"], inputs["k"], inputs["v"], heads, scale=1 / 4,
+                            mask=inputs["mask"])
+    np.testing.assert_allclose(on, scores, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(on, off, rtol=1e-5, atol=1e-5)
+    assert ops_off["transpose"] == 4
+    # the divide and (one per column at batch 1) the mask went into the scores' epilogue,
+    # the head chains into strides
+    assert ops_on["transpose"] == ops_on["contrib_reverse_reshape"] == ops_on["divide"] == 0
+    assert ops_on["add"] == (batch > 1), ops_on
 
 
 # ------------------------------------------------------------------------------ refusals

@@ -1,5 +1,5 @@
 """FuseLayerNorm: decomposed layer norms (SimplifyInference's form, the ONNX exporters' forms)
-become one nn.layer_norm; builds with the pass on and off agree (rtol 1e-4, atol 1e-5), on
+become one nn.layer_norm, spelled-out RMS norms (T5's) one nn.rms_norm; builds with the pass on and off agree (rtol 1e-4, atol 1e-5), on
 small expressions, on the transformer of the zoo and on its ONNX twin against onnxruntime
 (opset 13: decomposed by the exporter; opset 17: LayerNormalization).
 """
@@ -95,6 +95,47 @@ def test_negative_axis_and_variance_op() -> None:
     var = op_call("variance", x, mu, axis=[-1], keepdims=True)
     y = relay.divide(relay.subtract(x, mu), relay.sqrt(relay.add(var, relay.const(1e-6))))
     assert _ops(_fused(y)) == Counter({"nn.layer_norm": 1})
+
+
+def _rms(x: relay.Expr, axis: int, eps: float, square: str, root: str) -> relay.Expr:
+    """x / sqrt(mean(x^2) + eps) in the spellings FuseLayerNorm knows (T5's ONNX export:
+    Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul)."""
+    sq = relay.multiply(x, x) if square == "multiply" else relay.power(x, relay.const(2.0))
+    shifted = relay.add(relay.mean(sq, axis=[axis], keepdims=True), relay.const(eps))
+    if root == "divide":
+        return relay.divide(x, relay.sqrt(shifted))
+    if root == "rsqrt":
+        return relay.multiply(relay.rsqrt(shifted), x)
+    return relay.multiply(x, relay.divide(relay.const(1.0), relay.sqrt(shifted)))
+
+
+@pytest.mark.parametrize("square,root", [("power", "reciprocal"), ("multiply", "divide"),
+                                         ("power", "rsqrt")])
+def test_rms_norm_forms_with_gamma(square: str, root: str) -> None:
+    x = relay.var("x", shape=(2, 9, 20))
+    gamma = _c((20,), offset=1.0)
+    y = relay.multiply(gamma, _rms(x, -1, 1e-6, square, root))
+    mod = _fused(y)
+    assert _ops(mod) == Counter({"nn.rms_norm": 1, "reshape": 1}), _ops(mod)
+    rms = next(n for n in post_order(mod["main"].body)
+               if getattr(getattr(n, "op", None), "name", "") == "nn.rms_norm")
+    assert rms.attrs.scale and rms.attrs.axis == 2 and rms.attrs.epsilon == pytest.approx(1e-6)
+    xv = RNG.standard_normal((2, 9, 20)).astype(np.float32) + 1.5
+    on, off = _run(y, {"x": xv}, True), _run(y, {"x": xv}, False)
+    np.testing.assert_allclose(on[0], off[0], rtol=1e-5, atol=1e-6)
+    want = xv / np.sqrt((xv * xv).mean(-1, keepdims=True) + 1e-6) * gamma.data.numpy()
+    np.testing.assert_allclose(on[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_rms_statistics_used_elsewhere_or_centred_are_not_an_rms_norm() -> None:
+    x = relay.var("x", shape=(3, 8))
+    sq = relay.power(x, relay.const(2.0))
+    ms = relay.mean(sq, axis=[-1], keepdims=True)
+    y = relay.divide(x, relay.sqrt(relay.add(ms, relay.const(1e-6))))
+    assert "nn.rms_norm" not in _ops(_fused(relay.Tuple([y, ms])))  # ms read twice
+    cube = relay.mean(relay.power(x, relay.const(3.0)), axis=[-1], keepdims=True)
+    z = relay.divide(x, relay.sqrt(relay.add(cube, relay.const(1e-6))))
+    assert "nn.rms_norm" not in _ops(_fused(z))
 
 
 # ------------------------------------------------------------------------------ refusals

@@ -11,7 +11,7 @@ int32_t gemm_call(int32_t M, int32_t N, int32_t K, const float* A, const float* 
   harness_tasks = tasks;
   return ember_sgemm(1, M, N, K, A, 0, K, B, 0, b_nr ? 0 : N, b_nr ? 0 : 1, b_nr, C, 0, N, 1.0f,
                      2, bias, R ? 2 : 0, R, act, 0.5f, 0.7978845608f, 0, 0.0f, 0.0f, mc, kc,
-                     tasks > 1);
+                     tasks > 1, 1, 0, 0, 0);
 }
 /* The same with B at any strides: element (k, n) at B[k * b_ks + n * b_ns] (b_nr 0), or
  * packed in panels of b_nr columns of any width */
@@ -20,5 +20,6 @@ int32_t gemm_call_b(int32_t M, int32_t N, int32_t K, const float* A, const float
                     int32_t mc, int32_t kc, int32_t tasks) {
   harness_tasks = tasks;
   return ember_sgemm(1, M, N, K, A, 0, K, B, 0, b_ks, b_ns, b_nr, C, 0, N, 1.0f, 2, bias, 0, C,
-                     0, 0.0f, 0.0f, 0, 0.0f, 0.0f, mc, kc, tasks > 1);
+                     0, 0.0f, 0.0f, 0, 0.0f, 0.0f, mc, kc, tasks > 1, 1, 0, 0,
+                     0);
 }

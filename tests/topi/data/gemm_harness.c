@@ -1,5 +1,6 @@
 /* Standalone check of ember/kernels/gemm.h against a double-precision reference: every
- * activation, bias and residual, both B layouts, edge shapes, serial and split into 3 tasks.
+ * activation, bias and residual, both B layouts, edge shapes, serial and split into 3 tasks;
+ * a transposed B in k blocks of whole vectors (the panel copy's register transposes).
  * Built by tests/topi/test_gemm_kernel.py at each SIMD level (-march=...). */
 #include <math.h>
 #include <stdio.h>
@@ -32,9 +33,9 @@ int main(void) {
     float* P = calloc((size_t)panels * K * nr, sizeof(float));
     for (int k = 0; k < K; ++k) for (int n = 0; n < N; ++n) P[(n / nr) * K * nr + k * nr + n % nr] = B[k*N+n];
     if (tb >= 2) {
-      ember_sgemm(1, M, N, K, A, 0, K, P, 0, 0, 0, nr, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, s % 4 ? 12 : 24, (s % 3) + 2, s % 2);
+      ember_sgemm(1, M, N, K, A, 0, K, P, 0, 0, 0, nr, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, s % 4 ? 12 : 24, (s % 3) + 2, s % 2, 1, 0, 0, 0);
     } else {
-      ember_sgemm(1, M, N, K, A, 0, K, B, 0, tb ? 1 : N, tb ? K : 1, 0, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, s % 4 ? 12 : 24, (s % 3) + 2, s % 2);
+      ember_sgemm(1, M, N, K, A, 0, K, B, 0, tb ? 1 : N, tb ? K : 1, 0, C, 0, N, 0.5f, 2, bias, 2, R, act, 0.5f, 0.70710678f, 0, 0, 0, s % 4 ? 12 : 24, (s % 3) + 2, s % 2, 1, 0, 0, 0);
     }
     free(P);
     for (int m = 0; m < M; ++m) for (int n = 0; n < N; ++n) {
@@ -45,6 +46,23 @@ int main(void) {
       if (fabsf(want - C[m*N+n]) > 1e-4f * (1 + fabsf(want))) { if (bad < 10) printf("bad s=%d tb=%d act=%d m=%d n=%d %g %g\n", s, tb, act, m, n, want, C[m*N+n]); bad++; }
     }
     free(A); free(B); free(C); free(bias); free(R);
+  }
+  /* B stored transposed with rows longer than K (b_ks = 1, b_ns = K + 3: one head's columns
+   * inside a wider row, as attention's K), k blocks of whole vectors and with a tail: the
+   * panel copy's in-register transposes (gemm_simd.h) and its scalar edges */
+  int tshapes[][4] = {{5,40,37,37},{13,67,64,64},{24,33,16,16},{3,16,48,20},{17,50,35,16},
+                      {12,9,64,64},{7,32,17,17}};
+  for (int s = 0; s < (int)(sizeof tshapes / sizeof tshapes[0]); ++s) {
+    int M = tshapes[s][0], N = tshapes[s][1], K = tshapes[s][2], kc = tshapes[s][3], ld = K + 3;
+    float *A = malloc(sizeof(float)*M*K), *B = malloc(sizeof(float)*N*ld), *C = malloc(sizeof(float)*M*N);
+    for (int i = 0; i < M*K; ++i) A[i] = (float)((i*37)%11 - 5) / 7.0f;
+    for (int i = 0; i < N*ld; ++i) B[i] = (float)((i*53)%13 - 6) / 9.0f;
+    ember_sgemm(1, M, N, K, A, 0, K, B, 0, 1, ld, 0, C, 0, N, 1.0f, 0, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 12, kc, s % 2, 1, 0, 0, 0);
+    for (int m = 0; m < M; ++m) for (int n = 0; n < N; ++n) {
+      double acc = 0; for (int k = 0; k < K; ++k) acc += A[m*K+k] * B[n*ld+k];
+      if (fabs(acc - C[m*N+n]) > 1e-4 * (1 + fabs(acc))) { if (bad < 10) printf("bad transposed s=%d m=%d n=%d %g %g\n", s, m, n, acc, C[m*N+n]); bad++; }
+    }
+    free(A); free(B); free(C);
   }
   printf("%s %s bad=%d\n", EMBER_SIMD_NAME, "done", bad);
   return bad != 0;

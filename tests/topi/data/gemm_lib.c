@@ -7,5 +7,5 @@ int32_t gemm_panel_width(void) { return EMBER_GEMM_NR; }
 int32_t test_sgemm(EMBER_SGEMM_PARAMS) {
   return ember_sgemm(batch, M, N, K, A, a_bs, lda, B, b_bs, b_ks, b_ns, b_nr, C, c_bs, ldc, alpha,
                      bias_mode, bias, res_mode, res, act1, p1a, p1b, act2, p2a, p2b, mc, kc,
-                     parallel);
+                     parallel, heads, a_hs, b_hs, c_hs);
 }

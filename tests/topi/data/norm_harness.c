@@ -30,3 +30,8 @@ int harness_layer_norm_act(const float* x, float* y, int64_t outer, int64_t n, i
                               row_scale != 0, row_scale, row_shift != 0, row_shift, row_count,
                               row_div, act, p0, p1, parallel);
 }
+
+int harness_rms_norm(const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
+                     const float* gamma, float eps, int32_t parallel) {
+  return ember_rms_norm(x, y, outer, n, inner, gamma != 0, gamma, eps, parallel);
+}

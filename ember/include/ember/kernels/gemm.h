@@ -3,6 +3,9 @@
  *
  *   C[b, m, n] = epilogue(sum_k A[b, m, k] * B[b, k, n])      (see gemm_epilogue.h)
  *
+ * Batch b of each operand starts at b * bs (a_bs, b_bs, c_bs), or with heads > 1 at
+ * (b / heads) * bs + (b % heads) * hs (a_hs, b_hs, c_hs): the heads of a batch > 1 of
+ * attention, cut out of (batch, seq, heads * dim) rows, which no single stride reaches.
  * A is row-major with row stride lda. B is either
  *   - packed (b_nr > 0): panels of b_nr columns, B[(n / b_nr) * K * b_nr + k * b_nr + n % b_nr]
  *     (zero past N), the layout ember packs constant weights into at build time; or
@@ -12,7 +15,8 @@
  * vectors) columns (gemm_tile.h); the k loop broadcasts one A value per row and does two
  * FMAs per row. A panel of B that is not already K x EMBER_GEMM_NR contiguous (the packed
  * layout of another width, a transposed B, the last partial panel) is copied into a per-task
- * buffer once and reused by every row tile.
+ * buffer once and reused by every row tile (a transposed B by in-register transposes of
+ * EMBER_VL x EMBER_VL blocks).
  * Any b_nr works, so a layout packed for another SIMD width is still computed correctly.
  * A is read in place, or, on AVX-512 for a row stride of a multiple of 4 KiB, packed per
  * k block into a k-major stream of 12-row tiles (EMBER_GEMM_PACK_A_LDA).
@@ -21,7 +25,8 @@
  * gemm_few_rows.h instead: it is bound by the rate B streams in, so it reads B once, several
  * panels side by side.
  *
- * Work items are (batch, column panel, block of mc rows); with `parallel` they are split over
+ * Work items are (batch, column panel, block of mc rows) (or, for a product of a few panels
+ * with a large A, (batch, row block, panel): ember_gemm_item); with `parallel` they are split over
  * TVMBackendParallelLaunch tasks (contiguous ranges, so a task keeps its panel), else run
  * serially. ember_sgemm returns 0, or -1 when a packing buffer cannot be allocated.
  */
@@ -40,7 +45,8 @@
       const float* B, int32_t b_bs, int32_t b_ks, int32_t b_ns, int32_t b_nr, float* C,            \
       int32_t c_bs, int32_t ldc, float alpha, int32_t bias_mode, const float* bias,                \
       int32_t res_mode, const float* res, int32_t act1, float p1a, float p1b, int32_t act2,        \
-      float p2a, float p2b, int32_t mc, int32_t kc, int32_t parallel
+      float p2a, float p2b, int32_t mc, int32_t kc, int32_t parallel, int32_t heads,           \
+      int32_t a_hs, int32_t b_hs, int32_t c_hs
 EMBER_KENTRY int32_t ember_sgemm(EMBER_SGEMM_PARAMS);
 
 #if EMBER_KERNEL_BODIES
@@ -66,10 +72,41 @@ typedef struct {
   int32_t b_nr;
   float* C;
   int64_t c_bs, ldc;
+  int64_t heads, a_hs, b_hs, c_hs; /* batch b = (b / heads, b % heads): see the top */
   ember_epilogue epi;
   int32_t mc; /* rows per work item (a multiple of EMBER_GEMM_MR) */
   int32_t kc; /* k per block: a kc x EMBER_GEMM_NR panel block stays in L1 */
+  int32_t panel_inner; /* items ordered (batch, row block, panel): ember_gemm_item */
 } ember_gemm_args;
+
+/* The offset of batch b of an operand with batch stride bs and head stride hs. */
+static inline int64_t ember_gemm_boff(const ember_gemm_args* g, int64_t b, int64_t bs,
+                                      int64_t hs) {
+  return g->heads > 1 ? b / g->heads * bs + b % g->heads * hs : b * bs;
+}
+
+/* Work items are (batch, column panel, row block), the row blocks innermost, so that a task
+ * keeps its panel (copied once, when B is not read in place) while its row blocks stream
+ * past. With few panels read in place and an A too big for L2 (attention's probabilities x V
+ * at a long sequence: Whisper's 6 heads of 1500 x 1500 x 64, two panels, 9 MB of A per
+ * head), A then came from memory once per panel; `panel_inner` orders them (batch, row
+ * block, panel): each row block's A is read from memory once and from L2 for the other
+ * panels. */
+#define EMBER_GEMM_INNER_PANELS 4
+#ifndef EMBER_GEMM_INNER_A_BYTES /* a -D may override it (tests take the order at any size) */
+#define EMBER_GEMM_INNER_A_BYTES (1 << 20)
+#endif
+static inline void ember_gemm_item(const ember_gemm_args* g, int64_t item, int64_t panels,
+                                   int64_t mblocks, int64_t* b, int64_t* j, int64_t* mb) {
+  if (g->panel_inner) {
+    *j = item % panels;
+    *mb = item / panels % mblocks;
+  } else {
+    *mb = item % mblocks;
+    *j = item / mblocks % panels;
+  }
+  *b = item / (mblocks * panels);
+}
 
 /* The sums x0, x1 of one row's panel through the epilogue into c[0 .. nr) (columns n0..,
  * residual at res_off). */
@@ -284,10 +321,44 @@ static inline float ember_gemm_b_at(const ember_gemm_args* g, const float* B, in
  * compiler vectorises): a column at a time, every element was a scalar load and store with
  * a branch, and the panel copy of an attention product at a short sequence (N = L of 16,
  * less than a panel) took half of ember_gemm_range's time. */
+#if defined(EMBER_HAVE_VTRANSPOSE)
+/* ... for a B stored transposed (b_ks == 1: a column's k values are contiguous, as K of
+ * attention's Q K^T is): EMBER_VL x EMBER_VL blocks transposed in registers, the rest (k and
+ * column tails, zeros past w) element by element. Element by element throughout, the copy cost
+ * about a quarter of the FMAs' time in the product at M = 128 (each element: a load and a
+ * store; each of its products: 1/32 cycle of FMA): BERT's 4 x 128 x 128 x 64 scores at 185
+ * GFLOP/s on one EPYC core where the product with a row-major B ran at 254. */
+static inline void ember_gemm_copy_transposed(const float* B, int64_t b_ns, int64_t k0,
+                                              int64_t kb, int64_t n0, int64_t w, float* buf) {
+  const int64_t kv = kb / EMBER_VL * EMBER_VL, wv = w / EMBER_VL * EMBER_VL;
+  int64_t k, jj;
+  int i;
+  for (jj = 0; jj < wv; jj += EMBER_VL) {
+    for (k = 0; k < kv; k += EMBER_VL) {
+      ember_vf r[EMBER_VL];
+      for (i = 0; i < EMBER_VL; ++i) r[i] = ember_vload(B + (n0 + jj + i) * b_ns + k0 + k);
+      ember_vtranspose(r);
+      for (i = 0; i < EMBER_VL; ++i) ember_vstore(buf + (k + i) * EMBER_GEMM_NR + jj, r[i]);
+    }
+  }
+  for (k = 0; k < kb; ++k) {
+    float* dst = buf + k * EMBER_GEMM_NR;
+    for (jj = k < kv ? wv : 0; jj < w; ++jj) dst[jj] = B[(n0 + jj) * b_ns + k0 + k];
+    for (jj = w; jj < EMBER_GEMM_NR; ++jj) dst[jj] = 0.0f;
+  }
+}
+#endif
+
 static inline void ember_gemm_copy_strided(const float* B, int64_t b_ks, int64_t b_ns,
                                            int64_t k0, int64_t kb, int64_t n0, int64_t w,
                                            float* buf) {
   int64_t k, jj;
+#if defined(EMBER_HAVE_VTRANSPOSE)
+  if (b_ks == 1 && b_ns != 1) {
+    ember_gemm_copy_transposed(B, b_ns, k0, kb, n0, w, buf);
+    return;
+  }
+#endif
   for (k = 0; k < kb; ++k) {
     const float* src = B + (k0 + k) * b_ks + n0 * b_ns;
     float* dst = buf + k * EMBER_GEMM_NR;
@@ -341,15 +412,17 @@ EMBER_NOINLINE int ember_gemm_range_direct(const ember_gemm_args* g, int64_t beg
   int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
   int64_t mblocks = (g->M + g->mc - 1) / g->mc, item;
   for (item = begin; item < end; ++item) {
-    int64_t mb = item % mblocks, j = (item / mblocks) % panels, b = item / (mblocks * panels);
-    int64_t m_end = (mb + 1) * g->mc < g->M ? (mb + 1) * g->mc : g->M;
-    int64_t n_end = (j + 1) * EMBER_GEMM_NR < g->N ? (j + 1) * EMBER_GEMM_NR : g->N;
-    const float* A = g->A + b * g->a_bs;
-    const float* B = g->B + b * g->b_bs;
+    int64_t mb, j, b;
+    int64_t m_end, n_end;
+    ember_gemm_item(g, item, panels, mblocks, &b, &j, &mb);
+    m_end = (mb + 1) * g->mc < g->M ? (mb + 1) * g->mc : g->M;
+    const float* A = g->A + ember_gemm_boff(g, b, g->a_bs, g->a_hs);
+    const float* B = g->B + ember_gemm_boff(g, b, g->b_bs, g->b_hs);
     int64_t m, n, k;
+    n_end = (j + 1) * EMBER_GEMM_NR < g->N ? (j + 1) * EMBER_GEMM_NR : g->N;
     for (m = mb * g->mc; m < m_end; ++m) {
       for (n = j * EMBER_GEMM_NR; n < n_end; ++n) {
-        int64_t off = b * g->c_bs + m * g->ldc + n;
+        int64_t off = ember_gemm_boff(g, b, g->c_bs, g->c_hs) + m * g->ldc + n;
         float acc = 0.0f;
         for (k = 0; k < g->K; ++k) acc += A[m * g->lda + k] * ember_gemm_b_at(g, B, k, n);
         g->C[off] = ember_epi_one(acc, &g->epi, n, off);
@@ -363,7 +436,7 @@ EMBER_NOINLINE int ember_gemm_range_direct(const ember_gemm_args* g, int64_t beg
  * full panel of a row-major B), with its row stride in *ks; NULL when it is copied. */
 static inline const float* ember_gemm_panel_in_place(const ember_gemm_args* g, int64_t b,
                                                      int64_t j, int64_t* ks) {
-  const float* B = g->B + b * g->b_bs;
+  const float* B = g->B + ember_gemm_boff(g, b, g->b_bs, g->b_hs);
   if (g->b_nr == EMBER_GEMM_NR) {
     *ks = EMBER_GEMM_NR;
     return B + j * (int64_t)g->K * EMBER_GEMM_NR;
@@ -444,14 +517,21 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
     int last = k0 + g->kc >= g->K;
     for (item = 0; item < mblocks && pack_rows > 0; ++item) packed_b[item] = -1;
     for (item = begin; item < end; ++item) {
-      int64_t mb = item % mblocks, j = (item / mblocks) % panels, b = item / (mblocks * panels);
-      int64_t n0 = j * EMBER_GEMM_NR, m, m_end = (mb + 1) * g->mc;
-      int32_t nr = (int32_t)(g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR);
-      const float* A = g->A + b * g->a_bs;
+      int64_t mb, j, b, n0, m, m_end, c_off;
+      int32_t nr;
+      const float* A;
       const float* next = NULL; /* the next item's panel, when this item ends this one's */
-      float* C = g->C + b * g->c_bs;
+      float* C;
+      ember_gemm_item(g, item, panels, mblocks, &b, &j, &mb);
+      n0 = j * EMBER_GEMM_NR;
+      m_end = (mb + 1) * g->mc;
+      nr = (int32_t)(g->N - n0 < EMBER_GEMM_NR ? g->N - n0 : EMBER_GEMM_NR);
+      A = g->A + ember_gemm_boff(g, b, g->a_bs, g->a_hs);
+      c_off = ember_gemm_boff(g, b, g->c_bs, g->c_hs);
+      C = g->C + c_off;
       if (b != have_b || j != have_j || k0 != have_k0) {
-        panel = ember_gemm_panel(g, g->B + b * g->b_bs, j, k0, kb, buf, &ks);
+        panel = ember_gemm_panel(g, g->B + ember_gemm_boff(g, b, g->b_bs, g->b_hs), j, k0, kb,
+                                 buf, &ks);
         have_b = b;
         have_j = j;
         have_k0 = k0;
@@ -464,7 +544,7 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
         }
         packed_b[mb] = b;
       }
-      if (prefetch && mb == mblocks - 1 && item + 1 < end) {
+      if (prefetch && !g->panel_inner && mb == mblocks - 1 && item + 1 < end) {
         int64_t nj = (j + 1) % panels;
         next = ember_gemm_panel_in_place(g, nj == 0 ? b + 1 : b, nj, &pf_ks);
       }
@@ -482,13 +562,13 @@ EMBER_NOINLINE int ember_gemm_range(const ember_gemm_args* g, int64_t begin, int
 #if EMBER_GEMM_MR == 12
         if (pack_rows > 0 && mr == EMBER_GEMM_MR) {
           ember_gemm_tile12_packed(kb, apack + m * kb, 1, mr, panel, ks, C + off, g->ldc, nr,
-                                   last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0,
+                                   last ? &g->epi : &ident, n0, c_off + off, k0 > 0,
                                    pf_rows > 0 ? next + pf_k * pf_ks : NULL, pf_ks, pf_rows);
         } else
 #endif
         {
           ember_gemm_tile(kb, A + m * g->lda + k0, g->lda, mr, panel, ks, C + off, g->ldc, nr,
-                          last ? &g->epi : &ident, n0, b * g->c_bs + off, k0 > 0,
+                          last ? &g->epi : &ident, n0, c_off + off, k0 > 0,
                           pf_rows > 0 ? next + pf_k * pf_ks : NULL, pf_ks, pf_rows);
         }
         pf_k += pf_rows;
@@ -521,16 +601,21 @@ static inline int32_t ember_gemm_task_mc(const ember_gemm_args* g, int64_t tasks
 }
 
 /* The work of the items before `item`, in register tiles (a short tile costs a whole one's
- * loads): items are (batch, column panel, row block), the row blocks innermost; the last
- * block may be short. Every panel is one tile wide. */
+ * loads), in either order of ember_gemm_item; the last row block may be short. Every panel
+ * is one tile wide. */
 static inline int64_t ember_gemm_work_before(const void* args, int64_t item) {
   const ember_gemm_args* g = (const ember_gemm_args*)args;
   const int64_t mblocks = (g->M + g->mc - 1) / g->mc;
   const int64_t panels = (g->N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR;
   const int64_t tiles = (g->M + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR; /* of a column panel */
-  const int64_t mb = item % mblocks, j = item / mblocks % panels, b = item / (mblocks * panels);
-  const int64_t rows = mb * g->mc < g->M ? mb * g->mc : g->M; /* mc: whole tiles */
-  return (b * panels + j) * tiles + (rows + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR;
+  int64_t mb, j, b, before, block;
+  ember_gemm_item(g, item, panels, mblocks, &b, &j, &mb);
+  /* tiles of the row blocks before mb (mc: whole tiles), and of block mb */
+  before = ((mb * g->mc < g->M ? mb * g->mc : g->M) + EMBER_GEMM_MR - 1) / EMBER_GEMM_MR;
+  block = (((mb + 1) * g->mc < g->M ? (mb + 1) * g->mc : g->M) + EMBER_GEMM_MR - 1) /
+          EMBER_GEMM_MR - before;
+  if (g->panel_inner) return b * panels * tiles + before * panels + j * block;
+  return (b * panels + j) * tiles + before;
 }
 
 /* The first item of task `task` of `tasks`: where the work before it reaches its share
@@ -557,6 +642,7 @@ EMBER_KENTRY int32_t ember_sgemm(EMBER_SGEMM_PARAMS) {
   g.A = A; g.a_bs = a_bs; g.lda = lda;
   g.B = B; g.b_bs = b_bs; g.b_ks = b_ks; g.b_ns = b_ns; g.b_nr = b_nr;
   g.C = C; g.c_bs = c_bs; g.ldc = ldc;
+  g.heads = heads < 1 ? 1 : heads; g.a_hs = a_hs; g.b_hs = b_hs; g.c_hs = c_hs;
   g.epi.alpha = alpha; g.epi.bias_mode = bias_mode; g.epi.bias = bias;
   g.epi.res_mode = res_mode; g.epi.res = res;
   g.epi.act1 = act1; g.epi.p1a = p1a; g.epi.p1b = p1b;
@@ -564,7 +650,11 @@ EMBER_KENTRY int32_t ember_sgemm(EMBER_SGEMM_PARAMS) {
   mc = mc < EMBER_GEMM_MR ? EMBER_GEMM_MR : mc - mc % EMBER_GEMM_MR;
   g.mc = mc;
   g.kc = kc < 1 ? 1 : kc;
+  g.panel_inner = 0;
   if (batch <= 0 || M <= 0 || N <= 0) return 0;
+  g.panel_inner = !ember_gemm_needs_buffer(&g) && N > EMBER_GEMM_NR &&
+                  N <= EMBER_GEMM_INNER_PANELS * EMBER_GEMM_NR && M > mc &&
+                  (int64_t)M * K * (int64_t)sizeof(float) >= EMBER_GEMM_INNER_A_BYTES;
   if (parallel && ember_gemm_items(&g) > 1) {
     return TVMBackendParallelLaunch(ember_gemm_task, &g, 0) == 0 ? 0 : -1;
   }

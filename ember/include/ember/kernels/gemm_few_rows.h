@@ -166,14 +166,16 @@ EMBER_NOINLINE int ember_gemm_few_range(const ember_gemm_args* g, int64_t begin,
         ember_gemm_panel_in_place(g, b, j + run - 1, &ks) == NULL) {
       run = 1;
     }
+    const int64_t c_off = ember_gemm_boff(g, b, g->c_bs, g->c_hs) + n0;
     panel = run > 1 ? ember_gemm_panel_in_place(g, b, j, &ks)
-                    : ember_gemm_panel(g, g->B + b * g->b_bs, j, 0, g->K, buf, &ks);
+                    : ember_gemm_panel(g, g->B + ember_gemm_boff(g, b, g->b_bs, g->b_hs), j, 0,
+                                       g->K, buf, &ks);
     for (s = 0; s < run; ++s) {
       int64_t left = g->N - n0 - s * EMBER_GEMM_NR;
       nr[s] = (int32_t)(left < EMBER_GEMM_NR ? left : EMBER_GEMM_NR);
     }
-    ember_gemm_few_tile(g->K, g->A + b * g->a_bs, g->lda, g->M, panel, ks, ps, run,
-                        g->C + b * g->c_bs + n0, g->ldc, nr, &g->epi, n0, b * g->c_bs + n0);
+    ember_gemm_few_tile(g->K, g->A + ember_gemm_boff(g, b, g->a_bs, g->a_hs), g->lda, g->M,
+                        panel, ks, ps, run, g->C + c_off, g->ldc, nr, &g->epi, n0, c_off);
     item += run;
   }
   if (buf != NULL) TVMBackendFreeWorkspace(1, 0, buf);

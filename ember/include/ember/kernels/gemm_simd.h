@@ -222,6 +222,56 @@ static inline void ember_vstore_part(float* p, int64_t r, ember_vf v) {
 static inline float ember_vhsum(ember_vf v) { return EMBER_VREDUCE(ember_vadd, v); }
 static inline float ember_vhmax(ember_vf v) { return EMBER_VREDUCE(ember_vmax, v); }
 #undef EMBER_VREDUCE
+
+/* r[0 .. EMBER_VL) transposed in registers (lane j of r[i] <-> lane i of r[j]): at each
+ * level b (EMBER_VL / 2 .. 1), rows i and i + b (bit b of i clear) swap their off-diagonal
+ * blocks of b lanes, two two-source shuffles per pair (EMBER_VL * log2(EMBER_VL) in all; a
+ * scalar copy costs a load and a store per element). The GEMM's transposed-B panel copy. */
+#define EMBER_HAVE_VTRANSPOSE 1
+#define EMBER_VT_PAIR(a, c, b)                                                           \
+  do {                                                                                   \
+    ember_vf lo_ = __builtin_shufflevector(a, c, EMBER_VT_LO_##b);                       \
+    c = __builtin_shufflevector(a, c, EMBER_VT_HI_##b);                                  \
+    a = lo_;                                                                             \
+  } while (0)
+#if EMBER_VL == 16
+#define EMBER_VT_LO_8 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+#define EMBER_VT_HI_8 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
+#define EMBER_VT_LO_4 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
+#define EMBER_VT_HI_4 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
+#define EMBER_VT_LO_2 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
+#define EMBER_VT_HI_2 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
+#define EMBER_VT_LO_1 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
+#define EMBER_VT_HI_1 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
+#elif EMBER_VL == 8
+#define EMBER_VT_LO_4 0, 1, 2, 3, 8, 9, 10, 11
+#define EMBER_VT_HI_4 4, 5, 6, 7, 12, 13, 14, 15
+#define EMBER_VT_LO_2 0, 1, 8, 9, 4, 5, 12, 13
+#define EMBER_VT_HI_2 2, 3, 10, 11, 6, 7, 14, 15
+#define EMBER_VT_LO_1 0, 8, 2, 10, 4, 12, 6, 14
+#define EMBER_VT_HI_1 1, 9, 3, 11, 5, 13, 7, 15
+#else
+#define EMBER_VT_LO_2 0, 1, 4, 5
+#define EMBER_VT_HI_2 2, 3, 6, 7
+#define EMBER_VT_LO_1 0, 4, 2, 6
+#define EMBER_VT_HI_1 1, 5, 3, 7
+#endif
+static inline void ember_vtranspose(ember_vf* r) {
+  int i;
+#if EMBER_VL == 16
+  for (i = 0; i < 8; ++i) EMBER_VT_PAIR(r[i], r[i + 8], 8);
+#endif
+#if EMBER_VL >= 8
+  for (i = 0; i < EMBER_VL; ++i) {
+    if (!(i & 4)) EMBER_VT_PAIR(r[i], r[i + 4], 4);
+  }
+#endif
+  for (i = 0; i < EMBER_VL; ++i) {
+    if (!(i & 2)) EMBER_VT_PAIR(r[i], r[i + 2], 2);
+  }
+  for (i = 0; i < EMBER_VL; i += 2) EMBER_VT_PAIR(r[i], r[i + 1], 1);
+}
+#undef EMBER_VT_PAIR
 #else
 static inline float ember_vhsum(ember_vf v) {
   float t[EMBER_VL];

@@ -296,6 +296,21 @@ class LayerNormAttrs(_NormAttrs):
     _op: ClassVar[str] = "nn.layer_norm"
 
 
+@attrs_class("RmsNormAttrs")
+class RmsNormAttrs(OpAttrs):
+    """nn.rms_norm: normalised axis, epsilon, and whether gamma (scale) applies."""
+
+    axis: int = -1
+    epsilon: float = 1e-5
+    scale: bool = True
+    _op: ClassVar[str] = "nn.rms_norm"
+
+    def __post_init__(self) -> None:
+        self._int("axis")
+        self._set("epsilon", float(self.epsilon))
+        self._bool("scale")
+
+
 @attrs_class("PadAttrs")
 class PadAttrs(OpAttrs):
     """nn.pad: (before, after) per axis and the mode (constant, edge, reflect)."""

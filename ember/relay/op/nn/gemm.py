@@ -16,7 +16,9 @@
   shapes: ``C[b*c_bs + m*ldc + n] = sum_k A[b*a_bs + m*lda + k] * B[b*b_bs + k*b_ks + n*b_ns]``
   over the data of ``data``, ``weight`` and an output of shape ``out_shape``, which the view
   must cover exactly once (FoldGemmViews uses it to read heads out of (batch, seq, heads *
-  dim) tensors and write them back without transpose copies).
+  dim) tensors and write them back without transpose copies). 15 ints add heads, a_hs, b_hs,
+  c_hs: batch b is (b // heads, b % heads), each operand's offset ``outer * bs + head * hs``
+  in place of ``b * bs`` (the heads of a batch > 1, which no single batch stride reaches).
 
 Both compute to ``topi.nn.gemm_kernel`` (the C kernel ``ember_sgemm`` and its panel packing).
 """
@@ -90,7 +92,8 @@ class GemmAttrs(OpAttrs):
             if len(value) != 2:
                 raise self._invalid(name, "two floats")
             self._set(name, value)
-        self._ints("view", length=(0, len(VIEW_FIELDS)), scalar_ok=False)
+        self._ints("view", length=(0, len(VIEW_FIELDS), len(VIEW_FIELDS) + len(HEAD_FIELDS)),
+                   scalar_ok=False)
         self._ints("out_shape", scalar_ok=False)
         self._positive("view", allow_zero=True)
         self._positive("out_shape")
@@ -99,6 +102,17 @@ class GemmAttrs(OpAttrs):
 
 
 VIEW_FIELDS = ("batch", "M", "N", "K", "a_bs", "lda", "b_bs", "b_ks", "b_ns", "c_bs", "ldc")
+HEAD_FIELDS = ("heads", "a_hs", "b_hs", "c_hs")
+
+
+def view_fields(view: tuple[int, ...]) -> dict[str, int]:
+    """A view's fields by name, heads 1 (and head strides 0) when it has none."""
+    return dict(zip(VIEW_FIELDS + HEAD_FIELDS, (*view, 1, 0, 0, 0)[:15]))
+
+
+def _batch_axes(v: dict[str, int], bs: str, hs: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(extents, strides) of a view's batch as (outer, heads)."""
+    return (v["batch"] // v["heads"], v["heads"]), (v[bs], v[hs])
 
 
 # ---------------------------------------------------------------- contrib_gemm_pack
@@ -163,18 +177,22 @@ def _covers_once(extents: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 def _view_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
     op = "nn.contrib_gemm"
     data, w, bias, res = args
-    v = dict(zip(VIEW_FIELDS, attrs.view))
+    v = view_fields(attrs.view)
     for t, name in ((data, "data"), (w, "weight")):
         if not all(known(d) for d in t.shape):
             raise fail(op, f"a strided view needs a static {name} shape")
+    if v["heads"] < 1 or v["batch"] % v["heads"]:
+        raise fail(op, f"the view's batch {v['batch']} is not a whole number of groups of "
+                       f"{v['heads']} heads")
+    (a_b, a_s), (b_b, b_s), (c_b, c_s) = (_batch_axes(v, f"{x}_bs", f"{x}_hs") for x in "abc")
     size = {"data": math.prod(data.shape), "weight": math.prod(w.shape)}
-    reach = {"data": _span((v["batch"], v["M"], v["K"]), (v["a_bs"], v["lda"], 1)),
-             "weight": _span((v["batch"], v["K"], v["N"]), (v["b_bs"], v["b_ks"], v["b_ns"]))}
+    reach = {"data": _span((*a_b, v["M"], v["K"]), (*a_s, v["lda"], 1)),
+             "weight": _span((*b_b, v["K"], v["N"]), (*b_s, v["b_ks"], v["b_ns"]))}
     for name in ("data", "weight"):
         if reach[name] > size[name]:
             raise fail(op, f"the view reads {name} up to element {reach[name] - 1}, but it has "
                            f"{size[name]} elements")
-    c = ((v["batch"], v["M"], v["N"]), (v["c_bs"], v["ldc"], 1))
+    c = ((*c_b, v["M"], v["N"]), (*c_s, v["ldc"], 1))
     if math.prod(attrs.out_shape) != math.prod(c[0]) or not _covers_once(*c):
         raise fail(op, f"the output view {c} does not cover out_shape "
                        f"{fmt_shape(attrs.out_shape)} exactly once")
@@ -244,25 +262,27 @@ def gemm_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray,
 
 def _view_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray,
               attrs: GemmAttrs) -> np.ndarray:
-    v = dict(zip(VIEW_FIELDS, attrs.view))
+    v = view_fields(attrs.view)
+    (a_b, a_s), (b_b, b_s), (c_b, c_s) = (_batch_axes(v, f"{x}_bs", f"{x}_hs") for x in "abc")
 
     def view(x: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
         flat = np.ascontiguousarray(x).reshape(-1)
         return np.lib.stride_tricks.as_strided(
-            flat, shape, tuple(s * flat.itemsize for s in strides), writeable=False)
+            flat, shape, tuple(s * flat.itemsize for s in strides),
+            writeable=False).reshape(v["batch"], *shape[2:])
 
-    a = view(data, (v["batch"], v["M"], v["K"]), (v["a_bs"], v["lda"], 1))
-    b = view(w, (v["batch"], v["K"], v["N"]), (v["b_bs"], v["b_ks"], v["b_ns"]))
-    c_strides = (v["c_bs"], v["ldc"], 1)
+    a = view(data, (*a_b, v["M"], v["K"]), (*a_s, v["lda"], 1))
+    b = view(w, (*b_b, v["K"], v["N"]), (*b_s, v["b_ks"], v["b_ns"]))
+    c_strides = (*c_s, v["ldc"], 1)
     if attrs.has_residual and res.ndim > 0:  # the residual is laid out like the output
-        res = view(res, (v["batch"], v["M"], v["N"]), c_strides)
+        res = view(res, (*c_b, v["M"], v["N"]), c_strides)
     plain = dataclasses.replace(attrs, view=(), out_shape=(), kind="batch_matmul",
                                 transpose_b=False)
     y = gemm_ref(a, b, bias, res, plain)  # (batch, M, N)
     out = np.empty(math.prod(attrs.out_shape), dtype=data.dtype)
     target = np.lib.stride_tricks.as_strided(
-        out, y.shape, tuple(s * out.itemsize for s in c_strides))
-    target[...] = y
+        out, (*c_b, *y.shape[1:]), tuple(s * out.itemsize for s in c_strides))
+    target[...] = y.reshape(target.shape)
     return out.reshape(attrs.out_shape)
 
 
@@ -270,7 +290,9 @@ def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
     """One ``ember_sgemm`` call with the epilogue of the attrs."""
     data, weight, bias, residual = inputs
     if attrs.view:
-        ops = gk.GemmOperands(*attrs.view[:9], 0, *attrs.view[9:])
+        v = view_fields(attrs.view)
+        ops = gk.GemmOperands(*attrs.view[:9], 0, *attrs.view[9:11],
+                              **{f: v[f] for f in HEAD_FIELDS})
     elif attrs.packed_n:
         if attrs.kind == "batch_matmul":
             raise OpError("nn.contrib_gemm: a packed weight is 2-d; batch_matmul cannot use it")

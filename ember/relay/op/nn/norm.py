@@ -1,5 +1,6 @@
-"""Normalisation: nn.batch_norm (inference form, a 3-tuple result), nn.layer_norm, and
-nn.contrib_layer_norm_act, a layer norm with the epilogue FuseNormEpilogue folds into it.
+"""Normalisation: nn.batch_norm (inference form, a 3-tuple result), nn.layer_norm, nn.rms_norm
+(FuseLayerNorm's rewrite of T5's spelled-out RMS norm), and nn.contrib_layer_norm_act, a layer
+norm with the epilogue FuseNormEpilogue folds into it.
 
 ``nn.contrib_layer_norm_act(data, gamma, beta, row_scale, row_shift)``::
 
@@ -30,11 +31,11 @@ from .._compute_common import identity
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, fmt_dim, fmt_shape, is_float, may_equal, norm_axis, tensor_of
 from .._tuple import TupleWrapper
-from ._attrs import BatchNormAttrs, LayerNormAttrs
+from ._attrs import BatchNormAttrs, LayerNormAttrs, RmsNormAttrs
 from .epilogue_activation import activation_ref
 from .nn import channel_vectors
 
-__all__ = ["batch_norm", "layer_norm", "LayerNormActAttrs"]
+__all__ = ["batch_norm", "layer_norm", "rms_norm", "LayerNormActAttrs"]
 
 
 def _check_vectors(op: str, data: TensorType, axis: int, vectors: list[TensorType],
@@ -146,6 +147,44 @@ def layer_norm(data: Any, gamma: Any, beta: Any, axis: int = -1, epsilon: float 
     """``(data - mean) / sqrt(var + eps) * gamma + beta`` with mean/var over ``axis``."""
     return call("nn.layer_norm", data, gamma, beta,
                 attrs=LayerNormAttrs(axis, epsilon, center, scale))
+
+
+# ---------------------------------------------------------------- rms_norm
+def _rms_norm_rel(args: list[TensorType], attrs: RmsNormAttrs) -> TensorType:
+    data, gamma = args
+    _check_vectors("nn.rms_norm", data, attrs.axis, [gamma], ("gamma",))
+    return data
+
+
+def _rms_norm_ref(x: np.ndarray, gamma: np.ndarray, attrs: RmsNormAttrs) -> np.ndarray:
+    ax, t = attrs.axis % x.ndim, x.dtype.type
+    ms = (x * x).sum(axis=ax, keepdims=True, dtype=x.dtype) / t(x.shape[ax])
+    out = x / np.sqrt(ms + t(attrs.epsilon))
+    if attrs.scale:
+        out = out * _along(gamma, x.ndim, ax)
+    return out.astype(x.dtype)
+
+
+def _rms_norm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
+    """The C kernel (float32, static or run-time sizes), else the te reductions."""
+    data, gamma = inputs
+    if norm_kernel.eligible(data, gamma):
+        return [norm_kernel.layer_norm(data, gamma if attrs.scale else None, None, attrs.axis,
+                                       attrs.epsilon, rms=True)]
+    return [topi.nn.rms_norm(data, gamma, attrs.axis, attrs.epsilon, attrs.scale)]
+
+
+defop("nn.rms_norm", _rms_norm_rel, _rms_norm_ref, OPAQUE,
+      args=("data", "gamma"), attrs=RmsNormAttrs,
+      doc="RMS normalisation over one axis: data / sqrt(mean(data^2) + eps) * gamma.",
+      infer_args=lambda args, attrs: channel_vectors(args, attrs.axis),
+      compute=_rms_norm_compute)
+
+
+def rms_norm(data: Any, gamma: Any, axis: int = -1, epsilon: float = 1e-5,
+             scale: bool = True) -> Call:
+    """``data / sqrt(mean(data ** 2) + eps) * gamma`` with the mean over ``axis``."""
+    return call("nn.rms_norm", data, gamma, attrs=RmsNormAttrs(axis, epsilon, scale))
 
 
 # ---------------------------------------------------------------- contrib_layer_norm_act
