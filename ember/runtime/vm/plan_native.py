@@ -240,11 +240,13 @@ class DynamicCall:
             def run(args: tuple[Any, ...]) -> Any:
                 try:  # (not an array: the checked path converts it)
                     short = args[lead].shape if lead is not None else full_key(args)
-                    if short != last[0]:
-                        key = full_key(args)
                 except (AttributeError, IndexError):
                     return None
                 if short != last[0]:
+                    try:
+                        key = short if one_input else full_key(args)
+                    except AttributeError:
+                        return None
                     last[0] = short
                     shape = known.get(key)
                     if shape is None:
@@ -277,11 +279,14 @@ class DynamicCall:
         def run_several(args: tuple[Any, ...]) -> Any:
             try:
                 short = args[lead].shape if lead is not None else full_key(args)
-                if short != last[0]:
-                    new_inputs(full_key(args))
-                    last[0] = short
             except (AttributeError, IndexError):
                 return None
+            if short != last[0]:
+                try:
+                    new_inputs(short if one_input else full_key(args))
+                except AttributeError:
+                    return None
+                last[0] = short
             outs = [empty(s, dt) for s, dt in zip(shapes, dtypes)]
             slots[0] = id(args)
             slots[1] = id(outs)
