@@ -513,6 +513,8 @@ def _rule_binary(e: BinaryOp, ctx: _Context) -> PrimExpr | None:
                                  ctx)
     if isinstance(e, _COMPARISONS):
         p = prove(e, ctx.ranges, ctx)
+        if p is None:
+            p = _below_extent(e, ctx)
         return _quotient_compare(e, ctx) if p is None else const(p)
     if isinstance(e, (Min, Max)) and is_int(e.dtype):
         for inner, other in ((a, b), (b, a)):  # max(max(x, y), y) is max(x, y)
@@ -530,6 +532,17 @@ def _rule_binary(e: BinaryOp, ctx: _Context) -> PrimExpr | None:
         return const(False)
     if isinstance(e, Or) and (_is(a, 0) or _is(b, 0)):
         return b if _is(a, 0) else a
+    return None
+
+
+def _below_extent(e: Any, ctx: _Context) -> bool | None:
+    """``x < n`` is true and ``x >= n`` false inside ``for x in [0, n)`` for a run-time
+    ``n`` (a reflect pad's test on a batch axis that it does not pad), either way round."""
+    below = ctx.below
+    if isinstance(e, (LT, GE)) and e.a in below and below[e.a] == ctx.keys.of(e.b):
+        return isinstance(e, LT)
+    if isinstance(e, (GT, LE)) and e.b in below and below[e.b] == ctx.keys.of(e.a):
+        return isinstance(e, GT)
     return None
 
 

@@ -126,3 +126,12 @@ def test_the_quotient_compares_keep_the_value(i: int, n: int, c: int) -> None:
     env = {"i": i, "n": n}
     for e in _compares(c):
         assert bool(_truth(simplify(e, {I: (0, None)}), env)) == bool(_truth(e, env)), str(e)
+
+
+def test_a_loop_variable_is_below_its_run_time_extent_in_a_comparison() -> None:
+    # a reflect pad over a batch axis it does not pad: ``b >= n ? 2n - b - 2 : b``
+    reflect = tir.Select(I >= N, N * 2 - I - 2, I)
+    assert str(_in_loop(reflect)) == "i"
+    assert str(_in_loop(tir.Select(I < N, I, M))) == "i"
+    assert _in_loop(tir.Select(I >= M, M, I)) is not None  # another extent: nothing known
+    assert "m" in str(_in_loop(tir.Select(I >= M, M, I)))
