@@ -241,6 +241,9 @@ def _contiguous_in(t: te.Tensor, idx: list[Any], group: list[Any]) -> bool:
     flat: Any = const(0)
     for i, d in zip(idx, t.shape):
         flat = flat * d + i
+    # an axis of extent 1 (squeezed or expanded) adds nothing to the fused index
+    group = [iv for iv in group if not (isinstance(iv.dom.extent, IntImm)
+                                        and iv.dom.extent.value == 1)] or group[-1:]
     if not all(isinstance(iv.dom.extent, IntImm) for iv in group):
         return contiguous_steps(flat, [(iv.var, iv.dom.extent) for iv in group])
     steps = [row_stride(flat, iv.var) for iv in group]

@@ -87,3 +87,51 @@ def test_the_loop_rules_keep_the_value(n: int, m: int, data) -> None:
     env = {"i": i, "n": n, "m": m}
     for e in [I % N, I // N, (M * N + I) // N, (M * N + I) % N, (I + M) % N]:
         assert _eval(_in_loop(e), env) == _eval(e, env), str(e)
+
+
+def _truth(e, env):
+    """``e`` (a comparison of the forms below) evaluated; casts are exact in Python ints."""
+    from ember.tir import expr as E
+
+    if isinstance(e, E.IntImm):
+        return e.value
+    if isinstance(e, E.Cast):
+        return _truth(e.value, env)
+    if isinstance(e, (E.LT, E.LE, E.GT, E.GE)):
+        a, b = _truth(e.a, env), _truth(e.b, env)
+        return {E.LT: a < b, E.LE: a <= b, E.GT: a > b, E.GE: a >= b}[type(e)]
+    if isinstance(e, E.Mul):
+        return _truth(e.a, env) * _truth(e.b, env)
+    return _eval(e, env)
+
+
+def _compares(c: int) -> list:
+    q = I // N
+    return [q < c, q <= c, q > c, q >= c]
+
+
+def test_a_quotient_by_a_run_time_size_compared_with_a_constant_divides_no_more() -> None:
+    # a pad's ``i / w < 129`` over a fused loop: a division per element, 5x the static pad
+    ranges = {I: (0, None)}
+    for e in _compares(129):
+        assert _divisions(simplify(e, ranges)) == 0, str(e)
+    assert str(simplify(I // N < 129, ranges)) == "(int64(i) < (int64(129) * int64(n)))"
+    # a dividend that may be negative keeps its division (floor division rounds down)
+    assert _divisions(simplify(I // N < 129)) == 1
+
+
+@settings(max_examples=80, deadline=None)
+@given(i=st.integers(0, 400), n=st.integers(1, 13), c=st.integers(-3, 40))
+def test_the_quotient_compares_keep_the_value(i: int, n: int, c: int) -> None:
+    env = {"i": i, "n": n}
+    for e in _compares(c):
+        assert bool(_truth(simplify(e, {I: (0, None)}), env)) == bool(_truth(e, env)), str(e)
+
+
+def test_a_loop_variable_is_below_its_run_time_extent_in_a_comparison() -> None:
+    # a reflect pad over a batch axis it does not pad: ``b >= n ? 2n - b - 2 : b``
+    reflect = tir.Select(I >= N, N * 2 - I - 2, I)
+    assert str(_in_loop(reflect)) == "i"
+    assert str(_in_loop(tir.Select(I < N, I, M))) == "i"
+    assert _in_loop(tir.Select(I >= M, M, I)) is not None  # another extent: nothing known
+    assert "m" in str(_in_loop(tir.Select(I >= M, M, I)))

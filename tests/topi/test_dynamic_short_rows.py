@@ -100,3 +100,17 @@ def test_steps_of_products_of_variables_and_other_atoms_compare_alike():
     keys = StructuralKeys()
     half = FloorDiv(h, IntImm("int32", 2))
     assert polynomial(w * half, keys) == polynomial(half * w, keys) != {}
+
+
+def test_an_axis_of_extent_one_does_not_stop_the_merge() -> None:
+    # vad's STFT magnitude: (?, 258, w) split in halves, squared, summed, expanded to
+    # (?, 129, 1, w): the expanded axis reads nothing; rows of w = 5 merge into one loop
+    for width in (te.size_var("w"), 5):
+        assert _contiguous_tail(*_magnitude(width), 16) == 3, width
+
+
+def _magnitude(width):
+    x = te.placeholder((2, 258, width), name="x")
+    mag = te.compute((2, 129, 1, width), lambda n, c, o, j: x[n, c, j] * x[n, c, j]
+                     + x[n, c + 129, j] * x[n, c + 129, j], name="mag")
+    return schedule_injective([mag]), mag.op

@@ -35,3 +35,18 @@ def test_vad_with_lstm_state_in_and_out_streams_like_onnxruntime():
         compare("vad stream", got, want, SUMS)
         state = {"h": want[1], "c": want[2]}
         ours = {"h": got[1], "c": got[2]}
+
+
+@needs_cc
+def test_vad_dynamic_build_equals_the_static_one():
+    """The build with no shapes against the build at (1, 300), (1, 1, 16): the same kernels
+    but for run-time extents (the STFT's merged magnitude rows, the pad's bound compared
+    without a division), so the same values to float32 sums' rounding."""
+    model = vad_lstm(nfft=64, hop=32, hidden=16)
+    shapes = {"input": (1, 300), "h": (1, 1, 16), "c": (1, 1, 16)}
+    rng = np.random.default_rng(5)
+    feeds = {name: rng.standard_normal(shape).astype("float32") * 0.3
+             for name, shape in shapes.items()}
+    static = ember.compile(model, input_shapes=shapes)
+    compare("vad dynamic vs static", list(ember.compile(model)(**feeds)),
+            list(static(**feeds)), SUMS)

@@ -484,6 +484,41 @@ def test_named_dimensions_are_checked_in_c_even_where_kernels_would_broadcast(tm
     np.testing.assert_array_equal(model(ones(3, 2), ones(3, 2)), 2 * ones(3, 2))
 
 
+def test_a_signature_is_keyed_by_the_one_input_with_free_dimensions(tmp_path) -> None:
+    """A state model's inputs: x (batch, samples) and h (1, batch, 4), whose batch is x's. A
+    repeated signature is told by x's shape alone (no tuple of every shape per call); a new
+    x shape, or an h that contradicts it, still reaches C's checks and the checked path."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("ReduceMean", ["x"], ["m"], axes=[1], keepdims=0),
+         helper.make_node("Relu", ["h"], ["hn"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "samples"]),
+         helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, "batch", 4])],
+        [helper.make_tensor_value_info("m", TensorProto.FLOAT, ["batch"]),
+         helper.make_tensor_value_info("hn", TensorProto.FLOAT, [1, "batch", 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              tmp_path / "state.onnx")
+    model = ember.compile(tmp_path / "state.onnx")
+    rng = np.random.default_rng(3)
+    big = rng.standard_normal((3, 50)).astype("float32")
+    h = rng.standard_normal((1, 3, 4)).astype("float32")
+    model(big, h)
+    model(big, h)
+    native = context_of(model).native
+    assert isinstance(native, DynamicCall) and native.lead == 0
+    for b, s in [(2, 9), (2, 9), (3, 50), (1, 7), (1, 7), (3, 50)]:
+        x, hb = big[:b, :s].copy(), h[:, :b].copy()
+        m, hn = model(x, hb)
+        np.testing.assert_allclose(m, x.mean(axis=1), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(hn, np.maximum(hb, 0))
+    assert native.retries <= 1  # the first new shape, before the guess has learnt
+    assert native.run((big[:2, :9].copy(), h[:, :1].copy())) is None  # batch 2 and 1
+    with pytest.raises(ModelInputError, match="share dimension 'batch'"):
+        model(big[:2, :9].copy(), h[:, :1].copy())
+
+
 # -- output shapes predicted for new signatures (one C call, not two) ---------------------------
 def test_output_shapes_follow_symbolic_input_dimensions_first() -> None:
     guess = plan_native.OutputShapes([0, 2], dynamic=[0])
