@@ -181,11 +181,14 @@ typedef uint8_t ember_qd_ub16_u __attribute__((vector_size(16), aligned(1), may_
 typedef int16_t ember_qd_h16 __attribute__((vector_size(32)));
 typedef int16_t ember_qd_h16_u __attribute__((vector_size(32), aligned(1), may_alias));
 typedef int64_t ember_qd_q4 __attribute__((vector_size(32)));
-/* 16 s8 -> 16 int16 (vpmovsxbw; GCC's generic conversion takes two halves and an insert) */
+/* 16 s8 (u8) -> 16 int16: vpmovsxbw (vpmovzxbw); GCC's generic conversion takes two halves
+ * and an insert */
 #if defined(__clang__)
 #define EMBER_QDENSE_SXBW(b) __builtin_convertvector((b), ember_qd_h16)
+#define EMBER_QDENSE_ZXBW(b) __builtin_convertvector((b), ember_qd_h16)
 #else
 #define EMBER_QDENSE_SXBW(b) ((ember_qd_h16)__builtin_ia32_pmovsxbw256((b)))
+#define EMBER_QDENSE_ZXBW(b) ((ember_qd_h16)__builtin_ia32_pmovzxbw256((ember_qd_b16_u)(b)))
 #endif
 #define EMBER_QDENSE_WCOLS 4 /* columns per weight vector: 4 x (4 k as int16) */
 
@@ -195,7 +198,7 @@ static void ember_qdense_widen(const ember_qdense_args* p, const uint8_t* row, i
   int64_t j = 0;
   for (; j + 16 <= p->k; j += 16) {
     const ember_qd_ub16_u b = *(const ember_qd_ub16_u*)(row + j) ^ flip;
-    *(ember_qd_h16_u*)(dst + j) = __builtin_convertvector(b, ember_qd_h16); /* vpmovzxbw */
+    *(ember_qd_h16_u*)(dst + j) = EMBER_QDENSE_ZXBW(b);
   }
   for (; j < p->k; ++j) dst[j] = (int16_t)(row[j] ^ (p->flip & 0xFF));
   for (; j < p->k4 * 4; ++j) dst[j] = 0;
