@@ -185,9 +185,10 @@ def test_quantize_dynamic_mlp_against_onnxruntime():
 # lane half a column's sum) over rows widened to int16 16 bytes at a time: rows ending in
 # tiles of 1 to 5 (a 1-row tile, a 4-row tile, 6-row tiles with repeats), columns ending in
 # 1-3 (one vector), 5-7 (two, a partial store) and crossing a 64-column work item, k below one
-# 16-byte widening step, between steps and not a multiple of 4, and rows over two row blocks.
+# 16-byte widening step, between steps and not a multiple of 4, rows over two row blocks, and
+# work items over two tasks (each its own widened rows).
 AVX2_TILE_SHAPES = [(1, 3, 5), (5, 17, 7), (7, 64, 9), (11, 33, 70), (70, 20, 12), (4, 4, 4),
-                    (6, 1, 8), (2, 47, 3)]
+                    (6, 1, 8), (67, 98, 75), (2, 47, 3)]
 
 
 def _products_model(shapes, a_dtype, weights):
@@ -220,7 +221,7 @@ def test_matmul_integer_avx2_tiles_and_extremes(a_dtype, monkeypatch):
     weights[-1][:] = -128
     model = _products_model(AVX2_TILE_SHAPES, a_dtype, weights)
     assert str(from_onnx(model)[0]).count("nn.contrib_qdense") == len(AVX2_TILE_SHAPES)
-    run = ember.compile(model, threads=1)
+    run = ember.compile(model, threads=2)
     az = np.array(77 if a_dtype == "uint8" else -9, a_dtype)
     feeds = [rng.integers(lo, hi, (rows, k)).astype(a_dtype) for rows, k, _ in AVX2_TILE_SHAPES]
     feeds[-1][:] = np.iinfo(a_dtype).max if a_dtype == "uint8" else np.iinfo(a_dtype).min
