@@ -421,14 +421,10 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
     }
   }
   for (k4 = 0; k4 < k4n; ++k4) {
+    const uint32_t* ap = panel + k4 * rs;
     for (r = 0; r < EMBER_QCONV_MR; ++r) {
       const ember_qvi w02 = ember_qset1((int32_t)wk[k4 * 8 + r * 2]);
       const ember_qvi w13 = ember_qset1((int32_t)wk[k4 * 8 + r * 2 + 1]);
-      const uint32_t* ap = panel + k4 * rs;
-      /* opaque per row: GCC would load the 2 nb panel vectors once for the four rows and,
-       * 12 accumulators beside them, spill a third of the accumulators every quad; read
-       * again per row, the loads fold into the vpmaddwd */
-      __asm__ volatile("" : "+r"(ap)); /* volatile: identical asm statements would merge */
       for (v = 0; v < nb; ++v) {
         acc[r][v] += EMBER_QMADD(ember_qload(ap + v * 2 * EMBER_QL), w02) +
                      EMBER_QMADD(ember_qload(ap + (v * 2 + 1) * EMBER_QL), w13);
