@@ -179,3 +179,73 @@ def test_quantize_dynamic_mlp_against_onnxruntime():
     want = ort.InferenceSession(model.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+# (rows, k, n): AVX2 register tiles of 6 rows x 8 columns (two vectors of 4 columns, each
+# lane half a column's sum) over rows widened to int16 16 bytes at a time: rows ending in
+# tiles of 1 to 5 (a 1-row tile, a 4-row tile, 6-row tiles with repeats), columns ending in
+# 1-3 (one vector), 5-7 (two, a partial store) and crossing a 64-column work item, k below one
+# 16-byte widening step, between steps and not a multiple of 4, rows over two row blocks, and
+# work items over two tasks (each its own widened rows).
+AVX2_TILE_SHAPES = [(1, 3, 5), (5, 17, 7), (7, 64, 9), (11, 33, 70), (70, 20, 12), (4, 4, 4),
+                    (6, 1, 8), (67, 98, 75), (2, 47, 3)]
+
+
+def _products_model(shapes, a_dtype, weights):
+    """One graph of a MatMulInteger per shape (one build for all): inputs a0.., one shared
+    zero point az, outputs y0.."""
+    inputs = [helper.make_tensor_value_info("az", ONNX_TYPE[a_dtype], [])]
+    nodes, outputs, inits = [], [], []
+    for i, ((rows, k, _), b) in enumerate(zip(shapes, weights)):
+        inputs.append(helper.make_tensor_value_info(f"a{i}", ONNX_TYPE[a_dtype], [rows, k]))
+        inits += [numpy_helper.from_array(b, f"b{i}"),
+                  numpy_helper.from_array(np.zeros((), b.dtype), f"bz{i}")]
+        nodes.append(helper.make_node("MatMulInteger", [f"a{i}", f"b{i}", "az", f"bz{i}"],
+                                      [f"y{i}"]))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", TP.INT32, None))
+    model = helper.make_model(helper.make_graph(nodes, "q", inputs, outputs, inits),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("a_dtype", ["uint8", "int8"])
+def test_matmul_integer_avx2_tiles_and_extremes(a_dtype, monkeypatch):
+    """The AVX2 build (EMBER_MARCH=haswell) against numpy, exactly: random values over every
+    tile edge of AVX2_TILE_SHAPES, then the extremes (a 255 or -128 everywhere, b -128
+    everywhere: u8 x s8 pair sums of 65280, which vpmaddubsw would saturate)."""
+    monkeypatch.setenv("EMBER_MARCH", "haswell")
+    rng = np.random.default_rng(5)
+    lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
+    weights = [rng.integers(-128, 128, (k, n)).astype("int8") for _, k, n in AVX2_TILE_SHAPES]
+    weights[-1][:] = -128
+    model = _products_model(AVX2_TILE_SHAPES, a_dtype, weights)
+    assert str(from_onnx(model)[0]).count("nn.contrib_qdense") == len(AVX2_TILE_SHAPES)
+    run = ember.compile(model, threads=2)
+    az = np.array(77 if a_dtype == "uint8" else -9, a_dtype)
+    feeds = [rng.integers(lo, hi, (rows, k)).astype(a_dtype) for rows, k, _ in AVX2_TILE_SHAPES]
+    feeds[-1][:] = np.iinfo(a_dtype).max if a_dtype == "uint8" else np.iinfo(a_dtype).min
+    for zero_point in (az, np.zeros((), a_dtype)):
+        got = run(zero_point, *feeds)
+        for i, (a, b) in enumerate(zip(feeds, weights)):
+            want = (a.astype(np.int64) - zero_point.astype(np.int64)) @ b.astype(np.int64)
+            np.testing.assert_array_equal(np.asarray(got[i]), want.astype(np.int32),
+                                          err_msg=f"shape {AVX2_TILE_SHAPES[i]}")
+
+
+@pytest.mark.parametrize("march, wide", [("x86-64-v3", True), ("x86-64-v2", False)])
+def test_avx2_takes_the_int16_products(tmp_path, march, wide):
+    """AVX2 builds take the int16 path of qdense.h (vpmaddwd on widened rows and weights, at
+    about twice the byte-pair path's throughput); SSE2 keeps the byte pairs."""
+    import subprocess
+    from pathlib import Path
+
+    from ember.contrib import cc
+
+    src = tmp_path / "wide.c"
+    src.write_text("#define EMBER_KERNEL_BODIES 1\n#include \"ember/kernels/qdense.h\"\n"
+                   f"#if {'!' if wide else ''}defined(EMBER_QDENSE_WIDE)\n#error path\n#endif\n")
+    include = Path(ember.__file__).parent / "include"
+    proc = subprocess.run([*cc.compiler_argv(), f"-march={march}", "-fsyntax-only", "-I",
+                           str(include), str(src)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
