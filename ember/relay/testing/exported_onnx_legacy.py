@@ -109,8 +109,13 @@ def squeezenet10_block(seed: int = 0, batch: int = 2, image: int = 12, opset: in
                transB=1, alpha=1.0, beta=1.0, **gemm_attrs)
     scale = n("Constant", [], value=b.numpy_helper.from_array(np.float32(2.0), "scale"))
     logits = n("Mul", [logits, scale], **({"broadcast": 1} if opset < 7 else {}))
-    up = n("Upsample", [fire], scales=[1.0, 1.0, 2.0, 2.0], mode="nearest") if opset < 9 else \
-        n("Upsample", [fire, const(np.array([1, 1, 2, 2], "float32"))], mode="nearest")
+    twice = const(np.array([1, 1, 2, 2], "float32"))
+    if opset < 7:  # Upsample-1 (height_scale/width_scale) is not written by converters
+        up = fire
+    elif opset < 9:
+        up = n("Upsample", [fire], scales=[1.0, 1.0, 2.0, 2.0], mode="nearest")
+    else:
+        up = n("Upsample" if opset == 9 else "Resize", [fire, twice], mode="nearest")
     up = n("Slice", [up], starts=[1, 2], ends=[5, 100], axes=[1, 3]) if opset < 10 else up
     up = n("Pad", [up], pads=[0, 0, 1, 0, 0, 0, 0, 2], mode="constant", value=0.5) \
         if opset < 11 else up

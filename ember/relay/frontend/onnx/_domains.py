@@ -2,7 +2,9 @@
 (``_table.SUPPORT``, by the operator's version at the model's opset) or com.microsoft's
 (``ops_contrib``), and the operators that onnxruntime defines in the default domain before
 ONNX does (LayerNormalization before opset 17, SimplifiedLayerNormalization), which models
-saved by onnxruntime's optimiser carry.
+saved by onnxruntime's optimiser carry, and ONNX's experimental operators of opsets 1-9
+(``ops_experimental``: ImageScaler, Scale, ...), which ONNX no longer defines and older Model
+Zoo files still use.
 """
 from __future__ import annotations
 
@@ -12,9 +14,21 @@ from ._table import SUPPORT, OpSupport, node_support
 from ._table import support_markdown as _default_markdown
 from .ops_contrib import DOMAIN as CONTRIB_DOMAIN
 from .ops_contrib import contrib_table
+from .ops_experimental import affine, crop, image_scaler, parametric_softplus, scale, scaled_tanh
 
 # default-domain names onnxruntime defines itself (version 1) -> the table that imports them
 ONNXRUNTIME_DEFAULT = {"LayerNormalization": "default", "SimplifiedLayerNormalization": "contrib"}
+
+# ONNX's experimental operators (opsets 1-9; onnx.defs no longer has them), as onnxruntime runs
+EXPERIMENTAL = {
+    "ImageScaler": OpSupport(image_scaler, "scale * x + bias[c] over NCHW data"),
+    "Scale": OpSupport(scale, "scale * x"),
+    "Affine": OpSupport(affine, "alpha * x + beta"),
+    "ScaledTanh": OpSupport(scaled_tanh, "alpha * tanh(beta * x)"),
+    "ParametricSoftplus": OpSupport(parametric_softplus, "alpha * softplus(beta * x)"),
+    "Crop": OpSupport(crop, "strided_slice of the height and width (border, or a window of "
+                      "`scale` at the top-left border); height and width known at import"),
+}
 
 
 @functools.cache
@@ -31,6 +45,8 @@ def lookup(domain: str, op_type: str, opset: int) -> tuple[int | None, OpSupport
         if version is None and op_type in ONNXRUNTIME_DEFAULT:
             table = SUPPORT if ONNXRUNTIME_DEFAULT[op_type] == "default" else contrib()
             return None, table[op_type], None
+        if version is None and op_type in EXPERIMENTAL:
+            return None, EXPERIMENTAL[op_type], None
         return version, (SUPPORT[op_type] if why is None else None), why
     if domain == CONTRIB_DOMAIN:
         entry = contrib().get(op_type)
@@ -54,6 +70,12 @@ def support_markdown() -> str:
         "|---|---|",
     ]
     lines += [f"| {name} | {e.note} |" for name, e in sorted(contrib().items())]
+    lines += ["", "## Experimental operators of ONNX opsets 1-9", "",
+              ("Operators ONNX marked experimental and removed at opset 10 (no longer in "
+               "`onnx.defs`), which older Model Zoo files use and onnxruntime runs; imported "
+               "at any opset."), "",
+              "| operator | how it is imported |", "|---|---|"]
+    lines += [f"| {name} | {e.note} |" for name, e in sorted(EXPERIMENTAL.items())]
     return _default_markdown() + "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,102 @@
+"""ONNX files as older converters and other exporters write them
+(``relay.testing.exported_onnx_legacy``): ONNX's experimental operators of opsets 1-9 (the
+Model Zoo's tiny-yolov2 starts with ``ImageScaler``), tf2onnx's ``tf_crop_and_resize`` with a
+symbolic batch, and the opset-6..10 / tf2onnx / Paddle2ONNX conventions that import as they
+are (slow). Each against onnxruntime, compiled with no shapes (the VM) and with shapes;
+float32 rtol/atol 1e-4 (conv and matmul sums), 1e-5 for elementwise ops."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _onnx_util import SUMS, check, compare, make_model, node_case, rand, run_ort
+
+import ember
+from ember.contrib import cc
+from ember.relay.frontend.onnx._domains import EXPERIMENTAL
+from ember.relay.testing import exported_onnx_legacy as legacy
+from ember.runtime.errors import FrontendError
+
+pytestmark = pytest.mark.skipif(cc.get_cc() is None, reason="no C compiler found")
+
+
+def _both(model, feeds: dict[str, np.ndarray], tol=SUMS, reference=None, outputs=None) -> None:
+    """No shapes given (VM) and the feeds' shapes given: both match onnxruntime (running
+    ``reference``, default ``model``; the first ``outputs`` outputs, default all)."""
+    want = run_ort(reference or model, feeds)[:outputs]
+    shapes = {k: v.shape for k, v in feeds.items()}
+    for label, kwargs in (("no shapes", {}), ("shapes", {"input_shapes": shapes})):
+        got = ember.compile(model, threads=1, **kwargs)(*feeds.values())
+        got = list(got) if isinstance(got, (list, tuple)) else [got]
+        compare(f"{model.graph.name} ({label})", [np.asarray(g) for g in got][:outputs], want,
+                tol)
+
+
+def test_tiny_yolov2_head_with_image_scaler():
+    x = np.random.default_rng(0).uniform(0, 255, (1, 3, 16, 16)).astype("float32")
+    _both(legacy.tiny_yolov2_head(image=16), {"image": x})
+
+
+def test_experimental_operators_match_onnxruntime():
+    rng = np.random.default_rng(1)
+    x = rand(rng, 2, 3, 5, 7)
+    cases = [
+        node_case("scaler", "ImageScaler", {"x": x}, scale=0.5, bias=[1.0, -2.0, 0.25]),
+        node_case("scale", "Scale", {"x": x}, scale=-1.5),
+        node_case("affine", "Affine", {"x": x}, alpha=2.0, beta=-0.5),
+        node_case("tanh", "ScaledTanh", {"x": x}, alpha=1.5, beta=0.7),
+        node_case("softplus", "ParametricSoftplus", {"x": x}, alpha=0.5, beta=1.7),
+        node_case("crop", "Crop", {"x": x}, border=[1, 2, 3, 1]),
+        node_case("crop_window", "Crop", {"x": x}, border=[2, 1, 0, 0], scale=[3, 4]),
+    ]
+    assert {c.op_types[0] for c in cases} == set(EXPERIMENTAL)
+    check(cases, opset=9)
+
+
+def test_crop_that_does_not_fit_names_the_node():
+    x = np.zeros((1, 1, 4, 4), "float32")
+    model = make_model([node_case("c", "Crop", {"x": x}, border=[0, 0, 0, 0], scale=[5, 2])], 9)
+    with pytest.raises(FrontendError, match="c__Crop.*do not fit"):
+        ember.relay.frontend.from_onnx(model)
+
+
+def test_tf_crop_and_resize_with_a_symbolic_batch():
+    x = np.random.default_rng(2).standard_normal((2, 3, 5, 5)).astype("float32")
+    model = legacy.tf_resize(opset=11, mode="tf_crop_and_resize", image=5)
+    want = run_ort(model, {"input": x})
+    compiled = ember.compile(model, threads=1)
+    compare("crop_and_resize", [np.asarray(compiled(x))], want, SUMS)
+    x3 = np.concatenate([x, x[:1]])
+    compare("crop_and_resize batch 3", [np.asarray(compiled(x3))], run_ort(model, {"input": x3}),
+            SUMS)
+
+
+_PROBES = {
+    "squeezenet10_opset7": (lambda: legacy.squeezenet10_block(opset=7), "data", (2, 3, 12, 12)),
+    "squeezenet10_opset9": (lambda: legacy.squeezenet10_block(opset=9), "data", (2, 3, 12, 12)),
+    "squeezenet10_opset10": (lambda: legacy.squeezenet10_block(opset=10), "data",
+                             (2, 3, 12, 12)),
+    "tf_mobilenet_opset10": (lambda: legacy.tf_mobilenet_block(opset=10), "input", (3, 11, 11, 3)),
+    "tf_mobilenet_opset11": (lambda: legacy.tf_mobilenet_block(opset=11), "input", (3, 11, 11, 3)),
+    "tf_mobilenet_same_lower": (lambda: legacy.tf_mobilenet_block(
+        pads=("SAME_LOWER", "SAME_LOWER")), "input", (2, 11, 11, 3)),
+    "tf_resize_opset10": (lambda: legacy.tf_resize(opset=10), "input", (2, 3, 7, 7)),
+    "tf_resize_half_pixel_for_nn": (lambda: legacy.tf_resize(opset=11), "input", (2, 3, 7, 7)),
+    "paddle_head": (lambda: legacy.paddle_head(), "x", (2, 3, 9, 9)),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(_PROBES))
+def test_converter_conventions_match_onnxruntime(name):
+    build, input_name, shape = _PROBES[name]
+    x = (np.random.default_rng(3).standard_normal(shape) * 2).astype("float32")
+    _both(build(), {input_name: x})
+
+
+def test_squeezenet10_at_opset6():
+    """BatchNormalization-6 and Dropout-6 with ``is_test``, ``Gemm``/``Mul`` with
+    ``broadcast=1``: onnxruntime no longer runs BatchNormalization-6, so the reference is the
+    same network written at opset 7 (same weights; the upsampled output differs)."""
+    x = (np.random.default_rng(3).standard_normal((2, 3, 12, 12)) * 2).astype("float32")
+    _both(legacy.squeezenet10_block(opset=6), {"data": x},
+          reference=legacy.squeezenet10_block(opset=7), outputs=2)
