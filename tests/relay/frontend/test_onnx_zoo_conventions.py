@@ -47,9 +47,40 @@ def test_experimental_operators_match_onnxruntime():
         node_case("softplus", "ParametricSoftplus", {"x": x}, alpha=0.5, beta=1.7),
         node_case("crop", "Crop", {"x": x}, border=[1, 2, 3, 1]),
         node_case("crop_window", "Crop", {"x": x}, border=[2, 1, 0, 0], scale=[3, 4]),
+        node_case("thresholded", "ThresholdedRelu", {"x": x}, alpha=0.4),  # ONNX's from 10
+        node_case("mvn", "MeanVarianceNormalization", {"x": x}, tol=SUMS),  # ONNX's from 9
+        node_case("mvn_across", "MeanVarianceNormalization", {"x": x}, tol=SUMS,
+                  across_channels=1),
+        node_case("mvn_centred", "MeanVarianceNormalization", {"x": x}, tol=SUMS,
+                  normalize_variance=0),
     ]
     assert {c.op_types[0] for c in cases} == set(EXPERIMENTAL)
-    check(cases, opset=9)
+    check(cases, opset=8)
+
+
+def test_batch_norm_with_per_element_statistics():
+    """BatchNormalization-7 ``spatial=0``: statistics of a sample's shape (C, H, W)."""
+    rng = np.random.default_rng(4)
+    stats = {k: rand(rng, 3, 4, 5) for k in ("scale", "b", "mean")}
+    stats["var"] = rand(rng, 3, 4, 5, lo=0.2, hi=2.0)
+    check([node_case("bn", "BatchNormalization", {"x": rand(rng, 2, 3, 4, 5)}, inits=stats,
+                     spatial=0, epsilon=1e-3)], opset=8)
+
+
+@pytest.mark.parametrize("opset,dtype", [(7, "float32"), (12, "bool")])
+def test_dropout_mask_has_the_type_of_its_version(opset, dtype):
+    """Dropout before version 10 writes its mask in the input's type. The reference is ONNX's
+    own evaluator (ones: every element kept); onnxruntime writes zeros before version 12."""
+    from onnx.reference import ReferenceEvaluator
+
+    x = rand(np.random.default_rng(5), 2, 3)
+    ratio = {"ratio": 0.2} if opset < 12 else {}  # an input from version 12
+    model = make_model([node_case("d", "Dropout", {"x": x}, n_out=2, **ratio)], opset)
+    got = ember.compile(model, threads=1, input_shapes={"d__x": x.shape})(x)
+    assert [np.asarray(g).dtype for g in got] == [np.dtype("float32"), np.dtype(dtype)]
+    want = ReferenceEvaluator(model).run(None, {"d__x": x})
+    np.testing.assert_array_equal(np.asarray(got[0]), want[0])
+    np.testing.assert_array_equal(np.asarray(got[1]), np.ones_like(want[1], dtype))
 
 
 def test_crop_that_does_not_fit_names_the_node():

@@ -3,8 +3,9 @@
 (``ops_contrib``), and the operators that onnxruntime defines in the default domain before
 ONNX does (LayerNormalization before opset 17, SimplifiedLayerNormalization), which models
 saved by onnxruntime's optimiser carry, and ONNX's experimental operators of opsets 1-9
-(``ops_experimental``: ImageScaler, Scale, ...), which ONNX no longer defines and older Model
-Zoo files still use.
+(``ops_experimental``: ImageScaler, Scale, ..., and the versions of ThresholdedRelu and
+MeanVarianceNormalization before ONNX defined them), which ONNX no longer defines and older
+Model Zoo files still use.
 """
 from __future__ import annotations
 
@@ -14,20 +15,25 @@ from ._table import SUPPORT, OpSupport, node_support
 from ._table import support_markdown as _default_markdown
 from .ops_contrib import DOMAIN as CONTRIB_DOMAIN
 from .ops_contrib import contrib_table
-from .ops_experimental import affine, crop, image_scaler, parametric_softplus, scale, scaled_tanh
+from . import ops_experimental as ex
+from .ops_math import thresholded_relu
 
 # default-domain names onnxruntime defines itself (version 1) -> the table that imports them
 ONNXRUNTIME_DEFAULT = {"LayerNormalization": "default", "SimplifiedLayerNormalization": "contrib"}
 
 # ONNX's experimental operators (opsets 1-9; onnx.defs no longer has them), as onnxruntime runs
 EXPERIMENTAL = {
-    "ImageScaler": OpSupport(image_scaler, "scale * x + bias[c] over NCHW data"),
-    "Scale": OpSupport(scale, "scale * x"),
-    "Affine": OpSupport(affine, "alpha * x + beta"),
-    "ScaledTanh": OpSupport(scaled_tanh, "alpha * tanh(beta * x)"),
-    "ParametricSoftplus": OpSupport(parametric_softplus, "alpha * softplus(beta * x)"),
-    "Crop": OpSupport(crop, "strided_slice of the height and width (border, or a window of "
-                      "`scale` at the top-left border); height and width known at import"),
+    "ImageScaler": OpSupport(ex.image_scaler, "scale * x + bias[c] over NCHW data"),
+    "Scale": OpSupport(ex.scale, "scale * x"),
+    "Affine": OpSupport(ex.affine, "alpha * x + beta"),
+    "ScaledTanh": OpSupport(ex.scaled_tanh, "alpha * tanh(beta * x)"),
+    "ParametricSoftplus": OpSupport(ex.parametric_softplus, "alpha * softplus(beta * x)"),
+    "Crop": OpSupport(ex.crop, "strided_slice of the height and width (border, or a window "
+                      "of `scale` at the top-left border); height and width known at import"),
+    "ThresholdedRelu": OpSupport(thresholded_relu, "before opset 10: as version 10"),
+    "MeanVarianceNormalization": OpSupport(
+        ex.mean_variance_normalization_1, "before opset 9, as onnxruntime: over "
+        "axes 0, 2, 3 (and 1 with across_channels); normalize_variance"),
 }
 
 
@@ -73,7 +79,7 @@ def support_markdown() -> str:
     lines += ["", "## Experimental operators of ONNX opsets 1-9", "",
               ("Operators ONNX marked experimental and removed at opset 10 (no longer in "
                "`onnx.defs`), which older Model Zoo files use and onnxruntime runs; imported "
-               "at any opset."), "",
+               "at any opset where ONNX does not define the name."), "",
               "| operator | how it is imported |", "|---|---|"]
     lines += [f"| {name} | {e.note} |" for name, e in sorted(EXPERIMENTAL.items())]
     return _default_markdown() + "\n".join(lines) + "\n"

@@ -173,7 +173,8 @@ SUPPORT: dict[str, OpSupport] = {
                       "count_include_pad, dilations"),
     "BatchNormalization": _e(ops_nn.batch_norm, "inference mode (nn.batch_norm, folded by "
                              "SimplifyInference); training mode decomposed (batch statistics, "
-                             "running mean/var outputs); spatial=1 before version 9"),
+                             "running mean/var outputs); spatial=0 before version 9: "
+                             "per-element statistics, elementwise"),
     "Conv": _e(ops_conv.conv, "1-D and 2-D; pads, auto_pad, strides, dilations, group, bias"),
     "ConvTranspose": _e(ops_conv.conv_transpose, "1-D and 2-D; output_padding, output_shape, "
                         "auto_pad, group, dilations"),

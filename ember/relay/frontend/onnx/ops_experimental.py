@@ -1,7 +1,9 @@
 """ONNX's experimental operators of opsets 1-9 (removed from ONNX at opset 10, still in the
 ONNX Model Zoo's older files and run by onnxruntime in the default domain): ``ImageScaler``
 (tiny-yolov2, the Caffe2 conversions), ``Scale``, ``Affine``, ``ScaledTanh``,
-``ParametricSoftplus`` and ``Crop``. Semantics as onnxruntime's kernels."""
+``ParametricSoftplus``, ``Crop``, and the first versions of ``ThresholdedRelu`` (defined
+by ONNX from opset 10) and ``MeanVarianceNormalization`` (from opset 9, with other
+attributes). Semantics as onnxruntime's kernels."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +13,7 @@ from ... import op as _op
 from ._node import Node
 from ._util import scalar
 from .ops_math import _float_input, softplus_expr
+from .ops_norm import mvn_expr
 
 
 def image_scaler(node: Node) -> RelayExpr:
@@ -76,3 +79,14 @@ def crop(node: Node) -> RelayExpr:
     if min(left, top) < 0 or end_h > h or end_w > w or end_h <= top or end_w <= left:
         raise node.fail(f"border {border} and scale {size} do not fit an input of {h}x{w}")
     return _op.strided_slice(node.input(0), [top, left], [end_h, end_w], axes=[2, 3])
+
+
+def mean_variance_normalization_1(node: Node) -> RelayExpr:
+    """As onnxruntime runs version 1 (before opset 9): statistics over the batch and the
+    spatial axes (as version 9's default ``axes``), the channels too with
+    ``across_channels``; centred only without ``normalize_variance``."""
+    x, dtype = _float_input(node)
+    if node.ndim(0) < 3:
+        raise node.fail(f"input of rank {node.ndim(0)} (NCHW data expected)")
+    axes = [k for k in range(node.ndim(0)) if k != 1 or node.attr("across_channels", 0)]
+    return mvn_expr(x, dtype, axes, bool(node.attr("normalize_variance", 1)))
