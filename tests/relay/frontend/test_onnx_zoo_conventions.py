@@ -90,6 +90,50 @@ def test_crop_that_does_not_fit_names_the_node():
         ember.relay.frontend.from_onnx(model)
 
 
+def _symbolic(model, axes):
+    """``model`` with its first input's ``axes`` made symbolic (tf2onnx's ``unk__``)."""
+    for axis in axes:
+        dim = model.graph.input[0].type.tensor_type.shape.dim[axis]
+        dim.Clear()
+        dim.dim_param = f"unk__{axis}"
+    return model
+
+
+def test_tf_mobilenet_with_symbolic_height_and_width():
+    """SAME_UPPER / SAME_LOWER strided convs over sizes known only at run time: the pads
+    depend on the size modulo the stride (computed at run time); odd and even sizes."""
+    model = _symbolic(legacy.tf_mobilenet_block(pads=("SAME_UPPER", "SAME_LOWER")), (0, 1, 2))
+    compiled = ember.compile(model, threads=1)
+    rng = np.random.default_rng(6)
+    for shape in [(2, 11, 13, 3), (1, 12, 8, 3), (1, 5, 6, 3)]:
+        x = (rng.standard_normal(shape) * 2).astype("float32")
+        got = [np.asarray(g) for g in compiled(x)]
+        compare(f"tf_mobilenet {shape}", got, run_ort(model, {"input": x}), SUMS)
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_pools_with_same_pads_over_run_time_sizes(auto_pad):
+    """MaxPool (with storage_order=1: it only orders the Indices, not asked for here) and
+    AveragePool with and without the pads counted, stride 2, height and width symbolic."""
+    from onnx import TensorProto, helper
+
+    window = dict(kernel_shape=[3, 2], strides=[2, 2], auto_pad=auto_pad)
+    nodes = [helper.make_node("MaxPool", ["x"], ["max"], storage_order=1, **window),
+             helper.make_node("AveragePool", ["x"], ["avg"], **window),
+             helper.make_node("AveragePool", ["x"], ["avg_in"], count_include_pad=1, **window)]
+    graph = helper.make_graph(
+        nodes, "pools", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "h", "w"])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("max", "avg",
+                                                                          "avg_in")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 8
+    compiled = ember.compile(model, threads=1)
+    for shape in [(1, 2, 7, 6), (1, 2, 6, 5)]:
+        x = rand(np.random.default_rng(7), *shape)
+        compare(f"pools {shape}", [np.asarray(g) for g in compiled(x)],
+                run_ort(model, {"x": x}), SUMS)
+
+
 def test_tf_crop_and_resize_with_a_symbolic_batch():
     x = np.random.default_rng(2).standard_normal((2, 3, 5, 5)).astype("float32")
     model = legacy.tf_resize(opset=11, mode="tf_crop_and_resize", image=5)
