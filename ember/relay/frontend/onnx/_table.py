@@ -178,7 +178,8 @@ SUPPORT: dict[str, OpSupport] = {
     "Conv": _e(ops_conv.conv, "1-D and 2-D; pads, auto_pad, strides, dilations, group, bias"),
     "ConvTranspose": _e(ops_conv.conv_transpose, "1-D and 2-D; output_padding, output_shape, "
                         "auto_pad, group, dilations"),
-    "Dropout": _e(ops_nn.dropout, "inference: the identity (mask all True)"),
+    "Dropout": _e(ops_nn.dropout, "inference: the identity (mask all True; ones of the "
+                  "input's type before version 10)"),
     "Gemm": _e(ops_nn.gemm, "nn.dense with alpha, beta, transA, transB, optional C"),
     "GlobalAveragePool": _e(ops_conv.global_average_pool, "any spatial rank"),
     "GlobalLpPool": _e(ops_conv.global_lp_pool, "(sum of abs(x)^p over the spatial axes)^(1/p)"),
@@ -207,7 +208,7 @@ SUPPORT: dict[str, OpSupport] = {
     "LpPool": _e(ops_conv.lp_pool, "(average pool of abs(x)^p, pads counted, times the window "
                  "size)^(1/p); 1-D and 2-D"),
     "MaxPool": _e(ops_conv.max_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, dilations; no "
-                  "Indices output"),
+                  "Indices output (storage_order ignored)"),
     "RMSNormalization": _e(ops_norm.rms_normalization, "x * rsqrt(mean(x^2) + epsilon) over "
                            "the axes from axis on, times scale"),
     "Softmax": _e(ops_nn.softmax, "nn.softmax; opset < 13 coerces to 2-D"),
