@@ -103,7 +103,7 @@ def batch_norm(node: Node) -> Any:
     training mode (``training_mode``, or running statistics asked for) is decomposed."""
     if node.attr("training_mode", 0) or any(node.wants_output(i) for i in (1, 2, 3, 4)):
         return batch_norm_training(node)
-    if node.attr("spatial", 1) != 1 and node.ndim(1) > 1:  # before 9: per-element statistics
+    if node.attr("spatial", 1) != 1:  # versions before 9: per-element statistics
         return _batch_norm_per_element(node)
     x = node.input(0, "X")
     args = [node.input(i, what) for i, what in enumerate(("X", "scale", "B", "mean", "var"))]
