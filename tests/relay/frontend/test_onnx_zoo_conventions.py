@@ -134,6 +134,26 @@ def test_pools_with_same_pads_over_run_time_sizes(auto_pad):
                 run_ort(model, {"x": x}), SUMS)
 
 
+def test_ceil_mode_pools_over_run_time_sizes_drop_windows_in_the_padding():
+    """Paddle2ONNX's ceil_mode pools with pads on a symbolic height and width: a last window
+    that would start in the end padding is not computed (size 5: 3 windows, not 4)."""
+    from onnx import TensorProto, helper
+
+    window = dict(kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
+    nodes = [helper.make_node("MaxPool", ["x"], ["max"], **window),
+             helper.make_node("AveragePool", ["x"], ["avg"], **window)]
+    graph = helper.make_graph(
+        nodes, "pools", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "h", "w"])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("max", "avg")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    compiled = ember.compile(model, threads=1)
+    for shape in [(1, 2, 5, 5), (1, 2, 6, 7)]:
+        x = rand(np.random.default_rng(8), *shape)
+        compare(f"ceil pools {shape}", [np.asarray(g) for g in compiled(x)],
+                run_ort(model, {"x": x}), SUMS)
+
+
 def test_tf_crop_and_resize_with_a_symbolic_batch():
     x = np.random.default_rng(2).standard_normal((2, 3, 5, 5)).astype("float32")
     model = legacy.tf_resize(opset=11, mode="tf_crop_and_resize", image=5)

@@ -250,7 +250,7 @@ def _pool(node: Node, fn: Any, extra: dict[str, Any], x: RelayExpr | None = None
              dilation=_pair(dilations, n, 1), padding=_pads_2d(pads, n), ceil_mode=ceil_mode,
              **extra)
     if ceil_mode:
-        out = _drop_padding_windows(out, xt.shape[2:], kernel, strides, dilations, pads, n)
+        out = _drop_padding_windows(out, x, xt.shape[2:], kernel, strides, dilations, pads, n)
     return _from_2d(out, n)
 
 
@@ -277,15 +277,21 @@ def _pool_padded(node: Node, fn: Any, extra: dict[str, Any], x: RelayExpr, padde
     return _from_2d(out, n)
 
 
-def _drop_padding_windows(out: RelayExpr, sizes: Sequence[Any], kernel: Sequence[int],
-                          strides: Sequence[int], dilations: Sequence[int], pads: list[int],
-                          n: int) -> RelayExpr:
+def _drop_padding_windows(out: RelayExpr, x: RelayExpr, sizes: Sequence[Any],
+                          kernel: Sequence[int], strides: Sequence[int],
+                          dilations: Sequence[int], pads: list[int], n: int) -> RelayExpr:
     """With ceil_mode, a last window that would start in the end padding is not computed
     (ONNX since opset 19 and onnxruntime always): slice it off Relay's ceil-mode output."""
+    # a window can start in the end padding only where pad_end + stride > extent: the ceil
+    # adds at most stride - 1 to the span (torchvision's 3x3/2 unpadded pools never do)
+    possible = any(pads[k + n] + strides[k] > (kernel[k] - 1) * dilations[k] + 1
+                   for k in range(n))
+    if not all(isinstance(size, int) for size in sizes):
+        if not possible:
+            return out
+        return _drop_padding_windows_run_time(out, x, kernel, strides, dilations, pads, n)
     ends = []
     for k, size in enumerate(sizes):
-        if not isinstance(size, int):
-            return out
         extent = (kernel[k] - 1) * dilations[k] + 1
         count = -(-(size + pads[k] + pads[k + n] - extent) // strides[k]) + 1
         if (count - 1) * strides[k] >= size + pads[k]:
@@ -293,6 +299,24 @@ def _drop_padding_windows(out: RelayExpr, sizes: Sequence[Any], kernel: Sequence
         ends.append(count)
     axes = [2, 3] if n == 2 else [3]
     return _op.strided_slice(out, [0] * n, ends, axes=axes)
+
+
+def _drop_padding_windows_run_time(out: RelayExpr, x: RelayExpr, kernel: Sequence[int],
+                                   strides: Sequence[int], dilations: Sequence[int],
+                                   pads: list[int], n: int) -> RelayExpr:
+    """The same for sizes known only at run time: the window counts computed from ``x``'s
+    run-time sizes, the slice a ``dyn.strided_slice``."""
+    one = scalar(1, "int64")
+    size = rt.dims_at(x, list(range(2, 2 + n)))
+    s, begin = rt.vector(strides), rt.vector(pads[:n])
+    extent = rt.vector([(k - 1) * d + 1 for k, d in zip(kernel, dilations)])
+    span = _op.subtract(_op.add(_op.add(size, begin), rt.vector(pads[n:])), extent)
+    count = _op.add(_op.floor_divide(_op.add(span, _op.subtract(s, one)), s), one)
+    in_padding = _op.greater_equal(_op.multiply(_op.subtract(count, one), s),
+                                   _op.add(size, begin))
+    count = _op.where(in_padding, _op.subtract(count, one), count)
+    axes = [2, 3] if n == 2 else [3]
+    return _op.strided_slice(out, rt.vector([0] * n), count, axes=axes)
 
 
 def _global(kind: str) -> Any:
