@@ -1,14 +1,19 @@
 """ONNX files as older converters and other exporters write them
 (``relay.testing.exported_onnx_legacy``): ONNX's experimental operators of opsets 1-9 (the
-Model Zoo's tiny-yolov2 starts with ``ImageScaler``), tf2onnx's ``tf_crop_and_resize`` with a
-symbolic batch, and the opset-6..10 / tf2onnx / Paddle2ONNX conventions that import as they
-are (slow). Each against onnxruntime, compiled with no shapes (the VM) and with shapes;
-float32 rtol/atol 1e-4 (conv and matmul sums), 1e-5 for elementwise ops."""
+Model Zoo's tiny-yolov2 starts with ``ImageScaler``), opset-6..8 conventions (per-element
+batch norm, per-channel PRelu slopes, Dropout masks), tf2onnx's SAME pads and
+``tf_crop_and_resize`` over symbolic sizes, Paddle2ONNX's ceil-mode pools, and the
+conventions that import as they are (slow). Each against onnxruntime (or ONNX's stored
+outputs where onnxruntime no longer runs the opset), compiled with no shapes (the VM) and with
+shapes; float32 rtol/atol 1e-4 (conv and matmul sums), 1e-5 for elementwise ops."""
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
-from _onnx_util import SUMS, check, compare, make_model, node_case, rand, run_ort
+from _onnx_util import SUMS, check, compare, make_model, node_case, onnx, rand, run_ort
 
 import ember
 from ember.contrib import cc
@@ -195,3 +200,39 @@ def test_squeezenet10_at_opset6():
     x = (np.random.default_rng(3).standard_normal((2, 3, 12, 12)) * 2).astype("float32")
     _both(legacy.squeezenet10_block(opset=6), {"data": x},
           reference=legacy.squeezenet10_block(opset=7), outputs=2)
+
+
+_ONNX_DATA = Path(onnx.__file__).parent / "backend" / "test" / "data"
+_CONVERTED = sorted(p.name for p in (_ONNX_DATA / "pytorch-converted").glob("test_*")
+                    if not re.search(r"3d", p.name))  # 3-D conv and pooling: not imported
+
+
+def _stored_model_test(kind: str, name: str) -> None:
+    """An ONNX package model test (``model.onnx`` and its stored data sets) through the
+    backend, against the stored outputs (rtol 1e-3, atol 1e-7 as ONNX's runner)."""
+    from onnx import numpy_helper
+
+    from ember.testing.onnx_backend import EmberBackend
+    from ember.testing.onnx_node_tests import NodeTest, run_node_test
+
+    where = _ONNX_DATA / kind / name
+    sets = []
+    for data in sorted(where.glob("test_data_set_*")):
+        read = [[numpy_helper.to_array(onnx.load_tensor(str(f)))
+                 for f in sorted(data.glob(f"{io}_*.pb"))] for io in ("input", "output")]
+        sets.append((read[0], read[1]))
+    test = NodeTest(name, onnx.load(str(where / "model.onnx")), tuple(sets), 1e-3, 1e-7)
+    outcome = run_node_test(EmberBackend, test)
+    assert outcome.status == "pass", f"{kind}/{name}: {outcome.message}"
+
+
+@pytest.mark.parametrize("name", [n for n in _CONVERTED if n.startswith("test_PReLU")])
+def test_prelu_before_version_7_has_one_slope_per_channel(name):
+    _stored_model_test("pytorch-converted", name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in _CONVERTED if not n.startswith("test_PReLU")])
+def test_onnx_pytorch_converted_models(name):
+    """ONNX's opset-6 models converted from PyTorch modules (every one but the 3-D ones)."""
+    _stored_model_test("pytorch-converted", name)

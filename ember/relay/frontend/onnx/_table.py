@@ -148,7 +148,8 @@ SUPPORT: dict[str, OpSupport] = {
     "HardSwish": _e(m.hard_swish, "x * clip(x / 6 + 1 / 2, 0, 1)"),
     "LeakyRelu": _e(m.leaky_relu, "nn.leaky_relu"),
     "Mish": _e(m.mish, "x * tanh(softplus(x))"),
-    "PRelu": _e(m.prelu, "where(x < 0, x * slope, x): the slope may be any broadcastable shape"),
+    "PRelu": _e(m.prelu, "where(x < 0, x * slope, x): the slope may be any broadcastable shape "
+                "(before version 7, a vector is one slope per channel)"),
     "Relu": _e(m.unary("nn.relu"), "nn.relu"),
     "Selu": _e(m.selu, "decomposed with where and exp"),
     "Shrink": _e(m.shrink, "decomposed with where"),
