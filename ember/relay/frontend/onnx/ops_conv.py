@@ -90,7 +90,11 @@ def pad_same_run_time(node: Node, x: RelayExpr, kernel: Sequence[int], strides: 
     batch_channel = rt.vector([0, 0])
     widths = _op.stack([_op.concatenate([batch_channel, begins], 0),
                         _op.concatenate([batch_channel, ends], 0)], 1)
-    return _op.nn.pad(x, widths, scalar(value, node.type_of(x).dtype))
+    padded = _op.nn.pad(x, widths, scalar(value, node.type_of(x).dtype))
+    channels = node.type_of(x).shape[1]
+    if isinstance(channels, int):  # dyn.nn.pad's type has every size '?': keep the channels
+        padded = _op.reshape(padded, [0, channels] + [0] * len(sizes))  # (for blocked convs)
+    return padded
 
 
 def _to_2d(x: RelayExpr, n: int) -> RelayExpr:
