@@ -139,6 +139,29 @@ def test_pools_with_same_pads_over_run_time_sizes(auto_pad):
                 run_ort(model, {"x": x}), SUMS)
 
 
+def test_conv_transpose_with_same_pads_over_run_time_sizes():
+    """tf2onnx's Conv2DTranspose (SAME, stride 2): size x stride out, pads that do not depend
+    on the size."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = rand(np.random.default_rng(9), 3, 4, 3, 3, lo=-0.5, hi=0.5)
+    nodes = [helper.make_node("ConvTranspose", ["x", "w"], [f"y_{pad}"], kernel_shape=[3, 3],
+                              strides=[2, 2], auto_pad=pad)
+             for pad in ("SAME_UPPER", "SAME_LOWER")]
+    graph = helper.make_graph(
+        nodes, "deconv", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                        ["n", 3, "h", "w"])],
+        [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in nodes],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    compiled = ember.compile(model, threads=1)
+    for shape in [(1, 3, 5, 6), (2, 3, 4, 4)]:
+        x = rand(np.random.default_rng(10), *shape)
+        compare(f"conv_transpose {shape}", [np.asarray(g) for g in compiled(x)],
+                run_ort(model, {"x": x}), SUMS)
+
+
 def test_ceil_mode_pools_over_run_time_sizes_drop_windows_in_the_padding():
     """Paddle2ONNX's ceil_mode pools with pads on a symbolic height and width: a last window
     that would start in the end padding is not computed (size 5: 3 windows, not 4)."""

@@ -183,11 +183,15 @@ def _transpose_pads(node: Node, in_sizes: Sequence[Any], kernel: list[int], stri
     begins, ends = [], []
     for k in range(n):
         size = in_sizes[k]
-        if not isinstance(size, int):
-            raise node.unsupported("output_shape/auto_pad need static spatial sizes")
-        full = strides[k] * (size - 1) + out_pad[k] + (kernel[k] - 1) * dilations[k] + 1
-        want = target[k] if target is not None else size * strides[k]
-        total = full - want
+        extent = (kernel[k] - 1) * dilations[k] + 1
+        if isinstance(size, int):
+            full = strides[k] * (size - 1) + out_pad[k] + extent
+            want = target[k] if target is not None else size * strides[k]
+            total = full - want
+        elif target is None:  # SAME: size * stride out, whatever the size
+            total = out_pad[k] + extent - strides[k]
+        else:
+            raise node.unsupported("output_shape needs static spatial sizes")
         if total < 0:
             raise node.unsupported(f"output_shape {target} is larger than the full output "
                                    f"({full} on spatial axis {k})")
