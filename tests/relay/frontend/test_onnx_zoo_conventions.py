@@ -116,70 +116,59 @@ def test_tf_mobilenet_with_symbolic_height_and_width():
         compare(f"tf_mobilenet {shape}", got, run_ort(model, {"input": x}), SUMS)
 
 
+def _check_run_time_sizes(nodes, x_shape, shapes, opset=13, inits=()):
+    """One model of ``nodes`` over input ``x`` of ``x_shape`` (symbolic names), compiled with
+    no shapes once, against onnxruntime at each of ``shapes``."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        nodes, "sizes", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for n in nodes
+         for o in n.output], [numpy_helper.from_array(v, k) for k, v in dict(inits).items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    compiled = ember.compile(model, threads=1)
+    for k, shape in enumerate(shapes):
+        x = rand(np.random.default_rng(k), *shape)
+        compare(f"{[n.op_type for n in nodes]} {shape}", [np.asarray(g) for g in compiled(x)],
+                run_ort(model, {"x": x}), SUMS)
+
+
 @pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
 def test_pools_with_same_pads_over_run_time_sizes(auto_pad):
     """MaxPool (with storage_order=1: it only orders the Indices, not asked for here) and
     AveragePool with and without the pads counted, stride 2, height and width symbolic."""
-    from onnx import TensorProto, helper
+    from onnx import helper
 
     window = dict(kernel_shape=[3, 2], strides=[2, 2], auto_pad=auto_pad)
     nodes = [helper.make_node("MaxPool", ["x"], ["max"], storage_order=1, **window),
              helper.make_node("AveragePool", ["x"], ["avg"], **window),
              helper.make_node("AveragePool", ["x"], ["avg_in"], count_include_pad=1, **window)]
-    graph = helper.make_graph(
-        nodes, "pools", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "h", "w"])],
-        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("max", "avg",
-                                                                          "avg_in")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
-    model.ir_version = 8
-    compiled = ember.compile(model, threads=1)
-    for shape in [(1, 2, 7, 6), (1, 2, 6, 5)]:
-        x = rand(np.random.default_rng(7), *shape)
-        compare(f"pools {shape}", [np.asarray(g) for g in compiled(x)],
-                run_ort(model, {"x": x}), SUMS)
+    _check_run_time_sizes(nodes, [1, 2, "h", "w"], [(1, 2, 7, 6), (1, 2, 6, 5)], opset=11)
 
 
 def test_conv_transpose_with_same_pads_over_run_time_sizes():
     """tf2onnx's Conv2DTranspose (SAME, stride 2): size x stride out, pads that do not depend
     on the size."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     w = rand(np.random.default_rng(9), 3, 4, 3, 3, lo=-0.5, hi=0.5)
     nodes = [helper.make_node("ConvTranspose", ["x", "w"], [f"y_{pad}"], kernel_shape=[3, 3],
                               strides=[2, 2], auto_pad=pad)
              for pad in ("SAME_UPPER", "SAME_LOWER")]
-    graph = helper.make_graph(
-        nodes, "deconv", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                        ["n", 3, "h", "w"])],
-        [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in nodes],
-        [numpy_helper.from_array(w, "w")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    compiled = ember.compile(model, threads=1)
-    for shape in [(1, 3, 5, 6), (2, 3, 4, 4)]:
-        x = rand(np.random.default_rng(10), *shape)
-        compare(f"conv_transpose {shape}", [np.asarray(g) for g in compiled(x)],
-                run_ort(model, {"x": x}), SUMS)
+    _check_run_time_sizes(nodes, ["n", 3, "h", "w"], [(1, 3, 5, 6), (2, 3, 4, 4)],
+                          inits={"w": w})
 
 
 def test_ceil_mode_pools_over_run_time_sizes_drop_windows_in_the_padding():
     """Paddle2ONNX's ceil_mode pools with pads on a symbolic height and width: a last window
     that would start in the end padding is not computed (size 5: 3 windows, not 4)."""
-    from onnx import TensorProto, helper
+    from onnx import helper
 
     window = dict(kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
     nodes = [helper.make_node("MaxPool", ["x"], ["max"], **window),
              helper.make_node("AveragePool", ["x"], ["avg"], **window)]
-    graph = helper.make_graph(
-        nodes, "pools", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "h", "w"])],
-        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("max", "avg")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    compiled = ember.compile(model, threads=1)
-    for shape in [(1, 2, 5, 5), (1, 2, 6, 7)]:
-        x = rand(np.random.default_rng(8), *shape)
-        compare(f"ceil pools {shape}", [np.asarray(g) for g in compiled(x)],
-                run_ort(model, {"x": x}), SUMS)
+    _check_run_time_sizes(nodes, [1, 2, "h", "w"], [(1, 2, 5, 5), (1, 2, 6, 7)])
 
 
 def test_tf_crop_and_resize_with_a_symbolic_batch():
