@@ -148,7 +148,8 @@ SUPPORT: dict[str, OpSupport] = {
     "HardSwish": _e(m.hard_swish, "x * clip(x / 6 + 1 / 2, 0, 1)"),
     "LeakyRelu": _e(m.leaky_relu, "nn.leaky_relu"),
     "Mish": _e(m.mish, "x * tanh(softplus(x))"),
-    "PRelu": _e(m.prelu, "where(x < 0, x * slope, x): the slope may be any broadcastable shape"),
+    "PRelu": _e(m.prelu, "where(x < 0, x * slope, x): the slope may be any broadcastable shape "
+                "(before version 7, a vector is one slope per channel)"),
     "Relu": _e(m.unary("nn.relu"), "nn.relu"),
     "Selu": _e(m.selu, "decomposed with where and exp"),
     "Shrink": _e(m.shrink, "decomposed with where"),
@@ -173,11 +174,13 @@ SUPPORT: dict[str, OpSupport] = {
                       "count_include_pad, dilations"),
     "BatchNormalization": _e(ops_nn.batch_norm, "inference mode (nn.batch_norm, folded by "
                              "SimplifyInference); training mode decomposed (batch statistics, "
-                             "running mean/var outputs); spatial=1 before version 9"),
+                             "running mean/var outputs); spatial=0 before version 9: "
+                             "per-element statistics, elementwise"),
     "Conv": _e(ops_conv.conv, "1-D and 2-D; pads, auto_pad, strides, dilations, group, bias"),
     "ConvTranspose": _e(ops_conv.conv_transpose, "1-D and 2-D; output_padding, output_shape, "
                         "auto_pad, group, dilations"),
-    "Dropout": _e(ops_nn.dropout, "inference: the identity (mask all True)"),
+    "Dropout": _e(ops_nn.dropout, "inference: the identity (mask all True; ones of the "
+                  "input's type before version 10)"),
     "Gemm": _e(ops_nn.gemm, "nn.dense with alpha, beta, transA, transB, optional C"),
     "GlobalAveragePool": _e(ops_conv.global_average_pool, "any spatial rank"),
     "GlobalLpPool": _e(ops_conv.global_lp_pool, "(sum of abs(x)^p over the spatial axes)^(1/p)"),
@@ -206,7 +209,7 @@ SUPPORT: dict[str, OpSupport] = {
     "LpPool": _e(ops_conv.lp_pool, "(average pool of abs(x)^p, pads counted, times the window "
                  "size)^(1/p); 1-D and 2-D"),
     "MaxPool": _e(ops_conv.max_pool, "1-D and 2-D; pads, auto_pad, ceil_mode, dilations; no "
-                  "Indices output"),
+                  "Indices output (storage_order ignored)"),
     "RMSNormalization": _e(ops_norm.rms_normalization, "x * rsqrt(mean(x^2) + epsilon) over "
                            "the axes from axis on, times scale"),
     "Softmax": _e(ops_nn.softmax, "nn.softmax; opset < 13 coerces to 2-D"),

@@ -14,6 +14,7 @@ import numpy as np
 
 from ....ir.expr import RelayExpr
 from ... import op as _op
+from . import _runtime_values as rt
 from ._node import Node
 from ._util import scalar
 
@@ -51,14 +52,49 @@ def window_pads(node: Node, in_sizes: Sequence[Any], kernel: Sequence[int],
         return pads
     begins, ends = [], []
     for size, k, s, d in zip(in_sizes, kernel, strides, dilations):
-        if not isinstance(size, int):
-            raise node.unsupported(f"auto_pad={auto} needs static spatial sizes, got {size}")
-        out = -(-size // s)
-        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        if isinstance(size, int):
+            total = max(0, (-(-size // s) - 1) * s + (k - 1) * d + 1 - size)
+        elif s == 1:  # the output keeps the size: the pads do not depend on it
+            total = (k - 1) * d
+        else:
+            raise node.unsupported(f"auto_pad={auto} with stride {s} over a spatial size "
+                                   "known only at run time (give it with from_onnx(shape=...))")
         small, big = total // 2, total - total // 2
         begins.append(small if auto == "SAME_UPPER" else big)
         ends.append(big if auto == "SAME_UPPER" else small)
     return begins + ends
+
+
+def pad_same_run_time(node: Node, x: RelayExpr, kernel: Sequence[int], strides: Sequence[int],
+                      dilations: Sequence[int], value: float) -> RelayExpr | None:
+    """``x`` padded by ``value`` as ``auto_pad`` SAME_UPPER/SAME_LOWER asks, with widths
+    computed at run time (tf2onnx's strided convolutions of inputs of any height and width:
+    the pads depend on the size modulo the stride); None when the pads are known at import
+    (``window_pads``)."""
+    auto = node.choice("auto_pad", "NOTSET", _AUTO_PAD)
+    sizes = node.type_of(x).shape[2:]
+    if not auto.startswith("SAME") or all(isinstance(size, int) or s == 1
+                                          for size, s in zip(sizes, strides)):
+        return None
+    i64 = "int64"
+    n = rt.dims_at(x, list(range(2, 2 + len(sizes))))
+    s, k, d = (rt.vector(v) for v in (strides, kernel, dilations))
+    one, zero = scalar(1, i64), scalar(0, i64)
+    out = _op.floor_divide(_op.add(n, _op.subtract(s, one)), s)
+    reach = _op.add(_op.multiply(_op.subtract(k, one), d), one)
+    total = _op.maximum(_op.subtract(_op.add(_op.multiply(_op.subtract(out, one), s), reach), n),
+                        zero)
+    small = _op.floor_divide(total, scalar(2, i64))
+    big = _op.subtract(total, small)
+    begins, ends = (small, big) if auto == "SAME_UPPER" else (big, small)
+    batch_channel = rt.vector([0, 0])
+    widths = _op.stack([_op.concatenate([batch_channel, begins], 0),
+                        _op.concatenate([batch_channel, ends], 0)], 1)
+    padded = _op.nn.pad(x, widths, scalar(value, node.type_of(x).dtype))
+    channels = node.type_of(x).shape[1]
+    if isinstance(channels, int):  # dyn.nn.pad's type has every size '?': keep the channels
+        padded = _op.reshape(padded, [0, channels] + [0] * len(sizes))  # (for blocked convs)
+    return padded
 
 
 def _to_2d(x: RelayExpr, n: int) -> RelayExpr:
@@ -82,12 +118,22 @@ def _pair(values: Sequence[int], n: int, fill: int) -> tuple[int, int]:
 # ---------------------------------------------------------------- Conv, ConvTranspose
 def conv(node: Node) -> RelayExpr:
     bias = node.input(2) if node.has_input(2) else None
-    return conv_expr(node, node.input(0, "X"), node.input(1, "W"), bias)
+    x, w = node.input(0, "X"), node.input(1, "W")
+    n = _spatial_rank(node, node.ndim(0))
+    kernel = _ints(node, "kernel_shape", n, 0) if node.has_attr("kernel_shape") else list(
+        node.shape(1)[2:])
+    padded = pad_same_run_time(node, x, kernel, _ints(node, "strides", n, 1),
+                               _ints(node, "dilations", n, 1), 0.0)
+    if padded is not None:
+        return conv_expr(node, padded, w, bias, padded=True)
+    return conv_expr(node, x, w, bias)
 
 
-def conv_expr(node: Node, x: RelayExpr, w: RelayExpr, bias: RelayExpr | None) -> RelayExpr:
+def conv_expr(node: Node, x: RelayExpr, w: RelayExpr, bias: RelayExpr | None,
+              padded: bool = False) -> RelayExpr:
     """The convolution of ``x`` by ``w`` (+ ``bias``) with the node's attributes (Conv's, and
-    those of ConvInteger and QLinearConv, which take other inputs)."""
+    those of ConvInteger and QLinearConv, which take other inputs); ``padded``: ``x`` has
+    its ``auto_pad`` padding already."""
     xt, wt = node.type_of(x), node.type_of(w)
     n = _spatial_rank(node, xt.ndim)
     if wt.ndim != xt.ndim:
@@ -95,7 +141,8 @@ def conv_expr(node: Node, x: RelayExpr, w: RelayExpr, bias: RelayExpr | None) ->
     kernel = _ints(node, "kernel_shape", n, 0) if node.has_attr("kernel_shape") else list(
         wt.shape[2:])
     strides, dilations = _ints(node, "strides", n, 1), _ints(node, "dilations", n, 1)
-    pads = window_pads(node, xt.shape[2:], kernel, strides, dilations)
+    pads = [0] * (2 * n) if padded else window_pads(node, xt.shape[2:], kernel, strides,
+                                                    dilations)
     out = _op.nn.conv2d(_to_2d(x, n), _to_2d(w, n), strides=_pair(strides, n, 1),
                         padding=_pads_2d(pads, n), dilation=_pair(dilations, n, 1),
                         groups=node.attr("group", 1))
@@ -136,11 +183,15 @@ def _transpose_pads(node: Node, in_sizes: Sequence[Any], kernel: list[int], stri
     begins, ends = [], []
     for k in range(n):
         size = in_sizes[k]
-        if not isinstance(size, int):
-            raise node.unsupported("output_shape/auto_pad need static spatial sizes")
-        full = strides[k] * (size - 1) + out_pad[k] + (kernel[k] - 1) * dilations[k] + 1
-        want = target[k] if target is not None else size * strides[k]
-        total = full - want
+        extent = (kernel[k] - 1) * dilations[k] + 1
+        if isinstance(size, int):
+            full = strides[k] * (size - 1) + out_pad[k] + extent
+            want = target[k] if target is not None else size * strides[k]
+            total = full - want
+        elif target is None:  # SAME: size * stride out, whatever the size
+            total = out_pad[k] + extent - strides[k]
+        else:
+            raise node.unsupported("output_shape needs static spatial sizes")
         if total < 0:
             raise node.unsupported(f"output_shape {target} is larger than the full output "
                                    f"({full} on spatial axis {k})")
@@ -153,11 +204,10 @@ def _transpose_pads(node: Node, in_sizes: Sequence[Any], kernel: list[int], stri
 
 # ---------------------------------------------------------------- pooling
 def max_pool(node: Node) -> RelayExpr:
-    if node.wants_output(1):
-        raise node.unsupported("output 1 (Indices) is not supported")
-    if node.attr("storage_order", 0):
-        raise node.unsupported_attr("storage_order", 1, "0 (row major)")
-    return _pool(node, _op.nn.max_pool2d, {})
+    if node.wants_output(1):  # storage_order only orders the Indices
+        raise node.unsupported("output 1 (Indices) is not supported (unpooling networks: "
+                               "export without the indices where the model allows)")
+    return _pool(node, _op.nn.max_pool2d, {}, lowest=True)
 
 
 def average_pool(node: Node) -> RelayExpr:
@@ -186,33 +236,70 @@ def global_lp_pool(node: Node) -> RelayExpr:
     return _op.power(total, scalar(1.0 / p, dtype))
 
 
-def _pool(node: Node, fn: Any, extra: dict[str, Any], x: RelayExpr | None = None) -> RelayExpr:
-    """Pool input 0 (or ``x``, computed from it) with the node's window attributes."""
+def _pool(node: Node, fn: Any, extra: dict[str, Any], x: RelayExpr | None = None,
+          lowest: bool = False) -> RelayExpr:
+    """Pool input 0 (or ``x``, computed from it) with the node's window attributes. SAME
+    pads known only at run time are written into ``x``: the lowest value for a max pool,
+    zeros for an average pool (which then divides by the pooled padded ones when its pads
+    are left out of the count)."""
     x, xt = (node.input(0, "X") if x is None else x), node.type(0)
     n = _spatial_rank(node, xt.ndim)
     kernel = node.attr("kernel_shape")
     if len(kernel) != n:
         raise node.invalid_attr("kernel_shape", kernel, f"{n} values (one per spatial axis)")
     strides, dilations = _ints(node, "strides", n, 1), _ints(node, "dilations", n, 1)
+    fill = float(np.finfo(xt.dtype).min) if lowest and xt.dtype.startswith("float") else 0.0
+    padded = pad_same_run_time(node, x, kernel, strides, dilations, fill)
+    if padded is not None:
+        return _pool_padded(node, fn, extra, x, padded, kernel, strides, dilations, fill)
     pads = window_pads(node, xt.shape[2:], kernel, strides, dilations)
     ceil_mode = bool(node.attr("ceil_mode", 0))
     out = fn(_to_2d(x, n), pool_size=_pair(kernel, n, 1), strides=_pair(strides, n, 1),
              dilation=_pair(dilations, n, 1), padding=_pads_2d(pads, n), ceil_mode=ceil_mode,
              **extra)
     if ceil_mode:
-        out = _drop_padding_windows(out, xt.shape[2:], kernel, strides, dilations, pads, n)
+        out = _drop_padding_windows(out, x, xt.shape[2:], kernel, strides, dilations, pads, n)
     return _from_2d(out, n)
 
 
-def _drop_padding_windows(out: RelayExpr, sizes: Sequence[Any], kernel: Sequence[int],
-                          strides: Sequence[int], dilations: Sequence[int], pads: list[int],
-                          n: int) -> RelayExpr:
+def _pool_padded(node: Node, fn: Any, extra: dict[str, Any], x: RelayExpr, padded: RelayExpr,
+                 kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+                 fill: float) -> RelayExpr:
+    """The pool of ``padded`` (x with its SAME pads, computed at run time) without pads."""
+    n = len(kernel)
+    if node.attr("ceil_mode", 0):
+        raise node.unsupported("ceil_mode with auto_pad SAME over a spatial size known only "
+                               "at run time")
+    if not node.type_of(x).dtype.startswith("float") and fill != 0.0:
+        raise node.unsupported("a max pool of integers with auto_pad SAME over a spatial size "
+                               "known only at run time")
+    exclude = "count_include_pad" in extra and not extra["count_include_pad"]
+    attrs = dict(pool_size=_pair(kernel, n, 1), strides=_pair(strides, n, 1),
+                 dilation=_pair(dilations, n, 1), padding=(0, 0, 0, 0),
+                 **({**extra, "count_include_pad": True} if "count_include_pad" in extra
+                    else extra))
+    out = fn(_to_2d(padded, n), **attrs)
+    if exclude:  # the mean over the window's elements inside x only
+        inside = pad_same_run_time(node, _op.ones_like(x), kernel, strides, dilations, 0.0)
+        out = _op.divide(out, fn(_to_2d(inside, n), **attrs))
+    return _from_2d(out, n)
+
+
+def _drop_padding_windows(out: RelayExpr, x: RelayExpr, sizes: Sequence[Any],
+                          kernel: Sequence[int], strides: Sequence[int],
+                          dilations: Sequence[int], pads: list[int], n: int) -> RelayExpr:
     """With ceil_mode, a last window that would start in the end padding is not computed
     (ONNX since opset 19 and onnxruntime always): slice it off Relay's ceil-mode output."""
+    # a window can start in the end padding only where pad_end + stride > extent: the ceil
+    # adds at most stride - 1 to the span (torchvision's 3x3/2 unpadded pools never do)
+    possible = any(pads[k + n] + strides[k] > (kernel[k] - 1) * dilations[k] + 1
+                   for k in range(n))
+    if not all(isinstance(size, int) for size in sizes):
+        if not possible:
+            return out
+        return _drop_padding_windows_run_time(out, x, kernel, strides, dilations, pads, n)
     ends = []
     for k, size in enumerate(sizes):
-        if not isinstance(size, int):
-            return out
         extent = (kernel[k] - 1) * dilations[k] + 1
         count = -(-(size + pads[k] + pads[k + n] - extent) // strides[k]) + 1
         if (count - 1) * strides[k] >= size + pads[k]:
@@ -220,6 +307,24 @@ def _drop_padding_windows(out: RelayExpr, sizes: Sequence[Any], kernel: Sequence
         ends.append(count)
     axes = [2, 3] if n == 2 else [3]
     return _op.strided_slice(out, [0] * n, ends, axes=axes)
+
+
+def _drop_padding_windows_run_time(out: RelayExpr, x: RelayExpr, kernel: Sequence[int],
+                                   strides: Sequence[int], dilations: Sequence[int],
+                                   pads: list[int], n: int) -> RelayExpr:
+    """The same for sizes known only at run time: the window counts computed from ``x``'s
+    run-time sizes, the slice a ``dyn.strided_slice``."""
+    one = scalar(1, "int64")
+    size = rt.dims_at(x, list(range(2, 2 + n)))
+    s, begin = rt.vector(strides), rt.vector(pads[:n])
+    extent = rt.vector([(k - 1) * d + 1 for k, d in zip(kernel, dilations)])
+    span = _op.subtract(_op.add(_op.add(size, begin), rt.vector(pads[n:])), extent)
+    count = _op.add(_op.floor_divide(_op.add(span, _op.subtract(s, one)), s), one)
+    in_padding = _op.greater_equal(_op.multiply(_op.subtract(count, one), s),
+                                   _op.add(size, begin))
+    count = _op.where(in_padding, _op.subtract(count, one), count)
+    axes = [2, 3] if n == 2 else [3]
+    return _op.strided_slice(out, rt.vector([0] * n), count, axes=axes)
 
 
 def _global(kind: str) -> Any:

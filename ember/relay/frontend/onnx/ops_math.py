@@ -186,9 +186,12 @@ def leaky_relu(node: Node) -> RelayExpr:
 
 def prelu(node: Node) -> RelayExpr:
     """PRelu: the slope broadcasts to x (unidirectionally), so it is any shape, not only
-    per channel: ``x < 0 ? x * slope : x``."""
+    per channel: ``x < 0 ? x * slope : x``; before version 7, a vector is per channel."""
     x, slope = node.input(0), node.input(1)
     dtype = node.dtype(0)
+    if node.version < 7 and node.ndim(1) == 1 and node.ndim(0) > 2:
+        # before version 7 a vector of slopes is one per channel (axis 1), as torch wrote it
+        slope = _op.reshape(slope, [-1] + [1] * (node.ndim(0) - 2))
     return _op.where(_op.less(x, scalar(0, dtype)), _op.multiply(x, slope), x)
 
 

@@ -104,11 +104,26 @@ def batch_norm(node: Node) -> Any:
     if node.attr("training_mode", 0) or any(node.wants_output(i) for i in (1, 2, 3, 4)):
         return batch_norm_training(node)
     if node.attr("spatial", 1) != 1:  # versions before 9: per-element statistics
-        raise node.unsupported_attr("spatial", node.attr("spatial"), "1")
+        return _batch_norm_per_element(node)
     x = node.input(0, "X")
     args = [node.input(i, what) for i, what in enumerate(("X", "scale", "B", "mean", "var"))]
     out = _op.nn.batch_norm(x, *args[1:], axis=1, epsilon=node.attr("epsilon", 1e-5))
     return out[0]
+
+
+def _batch_norm_per_element(node: Node) -> RelayExpr:
+    """``spatial=0`` (versions 7 and 8): scale, B, mean and var of shape (C, D1, ...), one
+    value per element of a sample: ``(x - mean) * scale / sqrt(var + eps) + B``, broadcast
+    over the batch (constant statistics fold into one multiply and add)."""
+    x, dtype = node.input(0, "X"), node.dtype(0)
+    want = node.shape(0)[1:]
+    for i, what in enumerate(("scale", "B", "mean", "var"), start=1):
+        if node.ndim(i) != len(want):
+            raise node.fail(f"spatial=0: {what} has shape {node.shape(i)}, not the shape of "
+                            f"a sample {want}")
+    scale, bias, mean, var = (node.input(i) for i in (1, 2, 3, 4))
+    inv_std = _op.rsqrt(_op.add(var, scalar(node.attr("epsilon", 1e-5), dtype)))
+    return _op.add(_op.multiply(_op.subtract(x, mean), _op.multiply(scale, inv_std)), bias)
 
 
 def _normalize(x: RelayExpr, axes: list[int], eps: float, dtype: str) -> tuple[RelayExpr, ...]:
@@ -207,11 +222,14 @@ def hardmax(node: Node) -> RelayExpr:
 
 
 def dropout(node: Node) -> Any:
-    """Inference: the identity; the mask output is all True."""
+    """Inference: the identity; the mask output is all True (all ones of the input's type
+    before version 10, whose mask has the input's type)."""
     if node.has_input(2):
         training = node.value(2)
         if training is None or bool(training.reshape(-1)[0]):
             raise node.unsupported("training_mode must be a constant false")
     x = node.input(0)
-    mask = _op.cast(_op.ones_like(x), "bool") if node.wants_output(1) else None
+    mask = None
+    if node.wants_output(1):
+        mask = _op.ones_like(x) if node.version < 10 else _op.cast(_op.ones_like(x), "bool")
     return [x, mask]

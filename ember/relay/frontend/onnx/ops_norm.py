@@ -48,8 +48,15 @@ def mean_variance_normalization(node: Node) -> RelayExpr:
     """(x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9) over ``axes`` (default 0, 2, 3), as
     ONNX's function body computes it."""
     x, dtype = _float(node)
-    axes = norm_axes(node, node.attr("axes", [0, 2, 3]), node.ndim(0))
+    return mvn_expr(x, dtype, norm_axes(node, node.attr("axes", [0, 2, 3]), node.ndim(0)))
+
+
+def mvn_expr(x: RelayExpr, dtype: str, axes: list[int], variance: bool = True) -> RelayExpr:
+    """``x - mean`` over ``axes``, divided by ``sqrt(mean(x^2) - mean^2) + 1e-9`` when
+    ``variance``."""
     mean = _op.mean(x, axis=axes, keepdims=True)
+    if not variance:
+        return _op.subtract(x, mean)
     var = _op.subtract(_op.mean(_op.multiply(x, x), axis=axes, keepdims=True),
                        _op.multiply(mean, mean))
     std = _op.add(_op.sqrt(var), scalar(1e-9, dtype))

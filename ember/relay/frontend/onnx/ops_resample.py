@@ -85,7 +85,14 @@ def _unchanged(roi: Any, sizes: Any, k: int, count: int, size: int) -> bool:
     """Whether axis ``k`` is known to keep its whole range at its size (left as it is)."""
     if isinstance(roi, RelayExpr) or sizes is None or isinstance(sizes, RelayExpr):
         return False
-    return (float(roi[k]), float(roi[k + count])) == (0.0, 1.0) and int(sizes[k]) == size
+    return (float(roi[k]), float(roi[k + count])) == (0.0, 1.0) and _same_size(sizes[k], size)
+
+
+def _same_size(a: Any, b: Any) -> bool:
+    """Whether two sizes (ints or the same symbolic size) are equal."""
+    if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+        return int(a) == int(b)
+    return a is b or a == b
 
 
 def crop_and_resize(node: Node, axes: list[int], sizes: Any, scales: Any) -> RelayExpr:
@@ -94,7 +101,7 @@ def crop_and_resize(node: Node, axes: list[int], sizes: Any, scales: Any) -> Rel
     if mode == "cubic":
         raise node.unsupported("tf_crop_and_resize with mode cubic (nearest and linear are "
                                "supported)")
-    shape = node.static_shape(0, "X")
+    shape = node.shape(0)
     if node.dtype(0) != F32:
         raise node.unsupported(f"tf_crop_and_resize of {node.dtype(0)} data (float32 only)")
     rank, count = len(shape), len(axes)
@@ -103,12 +110,23 @@ def crop_and_resize(node: Node, axes: list[int], sizes: Any, scales: Any) -> Rel
                         f"resized axes {axes})")
     roi = node.input(1, "roi") if node.value(1) is None else node.value(1).reshape(-1)
     x = node.input(0, "X")
+    sym = node.sym(3) if isinstance(sizes, RelayExpr) else None
+    if sym is not None and len(sym.elems) == count:  # sizes from Shape: known where static
+        sizes = sizes if sym.is_static else list(sym.elems)
     for k in sorted(range(count), key=lambda k: -axes[k]):  # the last axis first
         axis, size = axes[k], shape[axes[k]]
         if _unchanged(roi, sizes, k, count, size):
             continue
+        if not isinstance(size, int):
+            raise node.unsupported(f"tf_crop_and_resize of axis {axis}, whose size is known "
+                                   "only at run time (give it with from_onnx(shape=...))")
         given = sizes if sizes is not None else scales
-        if isinstance(given, RelayExpr):
+        if isinstance(given, list) and not isinstance(given[k], int):
+            raise node.unsupported(f"tf_crop_and_resize of axis {axis} to a size known only "
+                                   "at run time")
+        if isinstance(given, list):
+            out_f = float(given[k])
+        elif isinstance(given, RelayExpr):
             out_f = _per_axis(node, given, k, count)
             out_f = out_f if sizes is not None else _op.multiply(out_f, scalar(size, F32))
         else:
