@@ -28,6 +28,7 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.broadcast_versions import version_broadcasts
+from ..tir.partition_guards import partition_guards
 from ..tir.functor import post_order, rewrite, substitute, transform
 from ..tir.simplify import StructuralKeys, bound, prove, simplify
 from ..tir.stmt import (
@@ -543,7 +544,7 @@ class Lowerer:
         body = seq(*parts)
         for buf in reversed(temps):
             body = Allocate(buf, body)
-        body = version_broadcasts(simplify(body))
+        body = partition_guards(version_broadcasts(simplify(body)))
         for size, dim, message in reversed(self.size_checks):
             body = AssertStmt(EQ(size, dim, "bool"), StringImm(message), body)
         from ..ir.transform import PassContext
