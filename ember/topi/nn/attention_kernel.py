@@ -41,12 +41,16 @@ class AttentionOperands:
     mask: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
-def row_block(M: int, N: int, level=None) -> int:
-    """Query rows per work item: whole register tiles, both buffers within BUFFER_BYTES, at
-    most M rounded up to a tile."""
+def row_block(batch: int, M: int, N: int, parallel: bool, level=None) -> int:
+    """Query rows per work item: M in equal blocks of whole register tiles (no short last
+    block to unbalance the tasks), each block's two buffers within BUFFER_BYTES, and with
+    ``parallel`` at least gemm_kernel.TARGET_ITEMS items in all where M allows."""
     mr = gk.register_rows(level)
-    mb = max(mr, BUFFER_BYTES // (8 * max(N, 1)) // mr * mr)
-    return min(mb, -(-M // mr) * mr)
+    largest = max(mr, BUFFER_BYTES // (8 * max(N, 1)) // mr * mr)
+    blocks = -(-M // largest)
+    if parallel:
+        blocks = max(blocks, min(-(-gk.TARGET_ITEMS // batch), -(-M // mr)))
+    return -(-(-(-M // blocks)) // mr) * mr
 
 
 def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None,
@@ -57,11 +61,11 @@ def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None,
     for t, what in ((q, "Q"), (k, "K"), (v, "V"), (bias, "bias"), (mask, "mask")):
         if t is not None and t.dtype != "float32":
             raise OpError(f"{name}: the C attention kernel is float32 only, {what} is {t.dtype}")
-    mb = row_block(ops.M, ops.N)
-    kc1 = gk.gemm_tiles(1, mb, ops.N, ops.D).kc
-    kc2 = gk.gemm_tiles(1, mb, ops.DV, ops.N).kc
     macs = ops.batch * ops.M * ops.N * (ops.D + ops.DV)
     parallel = int(macs >= gk.PARALLEL_MACS)
+    mb = row_block(ops.batch, ops.M, ops.N, bool(parallel))
+    kc1 = gk.gemm_tiles(1, mb, ops.N, ops.D).kc
+    kc2 = gk.gemm_tiles(1, mb, ops.DV, ops.N).kc
     bias_mode = 0
     if bias is not None:
         size = 1

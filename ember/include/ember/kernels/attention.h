@@ -65,16 +65,42 @@ static inline int64_t ember_attention_items(const ember_attention_args* a) {
   return (int64_t)a->batch * ((a->M + a->mb - 1) / a->mb);
 }
 
-/* A product of `rows` rows through ember_gemm_range, serially (the caller is one task). */
+/* The panels of a (K, N) matrix B[k * b_ks + n * b_ns] in the layout of a packed GEMM weight
+ * (gemm.h, b_nr = EMBER_GEMM_NR): packed once per head, read by every row block of it. */
+static inline int64_t ember_attention_panel_floats(int64_t K, int64_t N) {
+  return (N + EMBER_GEMM_NR - 1) / EMBER_GEMM_NR * K * EMBER_GEMM_NR;
+}
+static inline void ember_attention_pack(const float* B, int64_t b_ks, int64_t b_ns, int64_t K,
+                                        int64_t N, float* dst) {
+  int64_t j;
+  for (j = 0; j * EMBER_GEMM_NR < N; ++j) {
+    int64_t w = N - j * EMBER_GEMM_NR < EMBER_GEMM_NR ? N - j * EMBER_GEMM_NR : EMBER_GEMM_NR;
+    ember_gemm_copy_strided(B, b_ks, b_ns, 0, K, j * EMBER_GEMM_NR, w,
+                            dst + j * K * EMBER_GEMM_NR);
+  }
+}
+
+/* Whether V (N, DV) is read in place: row-major whole panels (gemm.h reads them there). */
+static inline int ember_attention_v_in_place(const ember_attention_args* a) {
+  return a->v_ns == 1 && a->DV % EMBER_GEMM_NR == 0;
+}
+
+/* A product of `rows` rows through ember_gemm_range, serially (the caller is one task), by B
+ * packed (b_ks 0) or row-major with row stride b_ks. */
 static inline int ember_attention_gemm(int32_t rows, int32_t N, int32_t K, const float* A,
-                                       int64_t lda, const float* B, int64_t b_ks, int64_t b_ns,
-                                       float* C, int64_t ldc, float alpha, int32_t bias_mode,
+                                       int64_t lda, const float* B, int64_t b_ks, float* C,
+                                       int64_t ldc, float alpha, int32_t bias_mode,
                                        const float* bias, int32_t kc) {
   ember_gemm_args g;
   memset(&g, 0, sizeof g);
   g.batch = 1; g.M = rows; g.N = N; g.K = K;
   g.A = A; g.lda = lda;
-  g.B = B; g.b_ks = b_ks; g.b_ns = b_ns;
+  g.B = B;
+  if (b_ks == 0) {
+    g.b_nr = EMBER_GEMM_NR;
+  } else {
+    g.b_ks = b_ks; g.b_ns = 1;
+  }
   g.C = C; g.ldc = ldc;
   g.heads = 1;
   g.epi.alpha = alpha; g.epi.bias_mode = bias_mode; g.epi.bias = bias;
@@ -83,19 +109,29 @@ static inline int ember_attention_gemm(int32_t rows, int32_t N, int32_t K, const
   return ember_gemm_range(&g, 0, ember_gemm_items(&g));
 }
 
-/* Items [begin, end) with the score and probability buffers s and p (mb x N each). */
+/* Items [begin, end) with the score and probability buffers s and p (mb x N each) and the
+ * packed K and V of the current head (kp, vp). */
 static inline int ember_attention_range(const ember_attention_args* a, int64_t begin,
-                                        int64_t end, float* s, float* p) {
+                                        int64_t end, float* s, float* p, float* kp, float* vp) {
   const int64_t blocks = (a->M + a->mb - 1) / a->mb, N = a->N;
-  int64_t item, r, n;
+  const int v_in_place = ember_attention_v_in_place(a);
+  int64_t item, r, n, packed = -1;
   for (item = begin; item < end; ++item) {
     int64_t b = item / blocks, m0 = item % blocks * a->mb;
     int32_t rows = (int32_t)(a->M - m0 < a->mb ? a->M - m0 : a->mb);
     ember_softmax_args sm;
+    if (b != packed) {
+      ember_attention_pack(a->K + ember_attention_off(a, b, a->k_bs, a->k_hs), a->k_ks, a->k_ns,
+                           a->D, N, kp);
+      if (!v_in_place) {
+        ember_attention_pack(a->V + ember_attention_off(a, b, a->v_bs, a->v_hs), a->v_ks,
+                             a->v_ns, N, a->DV, vp);
+      }
+      packed = b;
+    }
     if (ember_attention_gemm(rows, a->N, a->D,
                              a->Q + ember_attention_off(a, b, a->q_bs, a->q_hs) + m0 * a->ldq,
-                             a->ldq, a->K + ember_attention_off(a, b, a->k_bs, a->k_hs), a->k_ks,
-                             a->k_ns, s, N, a->alpha, a->bias_mode, a->bias, a->kc1) != 0) {
+                             a->ldq, kp, 0, s, N, a->alpha, a->bias_mode, a->bias, a->kc1) != 0) {
       return -1;
     }
     if (a->mask != NULL) {
@@ -113,24 +149,27 @@ static inline int ember_attention_range(const ember_attention_args* a, int64_t b
     sm.x = s; sm.y = p; sm.outer = rows; sm.n = N; sm.inner = 1; sm.log = 0;
     ember_softmax_range(&sm, 0, rows);
     if (ember_attention_gemm(rows, a->DV, a->N, p, N,
-                             a->V + ember_attention_off(a, b, a->v_bs, a->v_hs), a->v_ks,
-                             a->v_ns, a->O + ember_attention_off(a, b, a->o_bs, a->o_hs) +
-                             m0 * a->ldo, a->ldo, 1.0f, 0, NULL, a->kc2) != 0) {
+                             v_in_place ? a->V + ember_attention_off(a, b, a->v_bs, a->v_hs) : vp,
+                             v_in_place ? a->v_ks : 0, a->O + ember_attention_off(a, b, a->o_bs, a->o_hs) + m0 * a->ldo,
+                             a->ldo, 1.0f, 0, NULL, a->kc2) != 0) {
       return -1;
     }
   }
   return 0;
 }
 
-/* The buffers of one task: 2 x mb x N floats (plus a vector of slack for the short rows'
- * whole-vector reads). */
+/* The buffers of one task: scores and probabilities (mb x N each, plus a vector of slack for
+ * the short rows' whole-vector reads), then the packed K and V of a head. */
 static inline int ember_attention_run(const ember_attention_args* a, int64_t begin,
                                       int64_t end) {
-  size_t size = (2 * (size_t)a->mb * (size_t)a->N + EMBER_VL) * sizeof(float);
-  float* s = (float*)TVMBackendAllocWorkspace(1, 0, size, 2, 32);
+  size_t rows = (size_t)a->mb * (size_t)a->N + EMBER_VL;
+  size_t kf = (size_t)ember_attention_panel_floats(a->D, a->N);
+  size_t vf = ember_attention_v_in_place(a) ? 0
+                                             : (size_t)ember_attention_panel_floats(a->N, a->DV);
+  float* s = (float*)TVMBackendAllocWorkspace(1, 0, (2 * rows + kf + vf) * sizeof(float), 2, 32);
   int rc;
   if (s == NULL) return -1;
-  rc = ember_attention_range(a, begin, end, s, s + (size_t)a->mb * (size_t)a->N);
+  rc = ember_attention_range(a, begin, end, s, s + rows, s + 2 * rows, s + 2 * rows + kf);
   TVMBackendFreeWorkspace(1, 0, s);
   return rc;
 }
