@@ -50,7 +50,8 @@ def row_block(batch: int, M: int, N: int, parallel: bool, level=None) -> int:
     blocks = -(-M // largest)
     if parallel:
         blocks = max(blocks, min(-(-gk.TARGET_ITEMS // batch), -(-M // mr)))
-    return -(-(-(-M // blocks)) // mr) * mr
+    rows = -(-M // blocks)
+    return -(-rows // mr) * mr
 
 
 def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None,
