@@ -8,7 +8,8 @@ Runs after FoldGemmViews (the heads are then strides of the GEMMs' views). Taken
 - the scores GEMM is a float32 ``batch_matmul`` with no activation or residual (its scale and
   a bias of one value or one per key are kept), writing dense (batch, M, N) scores, used only
   by the softmax (or by an ``add`` of a float32 mask that broadcasts into the scores without
-  widening them, used only by the softmax);
+  widening them, or by a causal ``where(constant cond, scores, lowest float)``, used only by
+  the softmax);
 - the softmax is over the last axis and used only by the second GEMM, a plain product (no
   scale, bias, activation or residual) reading the probabilities as its dense A;
 - both views agree on the heads, and the keys fit the kernel's buffers
@@ -20,12 +21,16 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ...ir.expr import Call, RelayExpr, const
+import numpy as np
+
+from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ..op.nn.gemm import view_fields
 from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
 
+# A where's fill at or below this is an additive mask (s + fill == fill for |s| < 1e31).
+FILL_LIMIT = -1e37
 # Beyond this many keys even one register tile of score rows outgrows L2: three kernels.
 MAX_KEYS = 8192
 
@@ -82,18 +87,24 @@ def _dense(view: tuple[int, ...], bs: str, hs: str, rows: int, cols: int) -> boo
     return all((b // h) * v[bs] + (b % h) * v[hs] == b * rows * cols for b in range(v["batch"]))
 
 
+def _float32_shape(e: Any) -> tuple[int, ...] | None:
+    """The static shape of a float32 value (a constant this pass made has no type yet)."""
+    if isinstance(e, Constant):
+        return tuple(e.data.shape) if e.data.dtype == "float32" else None
+    return _shape(e) if _dtype(e) == "float32" else None
+
+
 def _plain(attrs: Any) -> bool:
     return (attrs.alpha == 1.0 and not attrs.has_bias and not attrs.has_residual
             and attrs.act1 == "none" and attrs.act2 == "none")
 
 
-def mask_strides(mask: Any, scores: tuple[int, ...], batch: int,
+def mask_strides(shape: tuple[int, ...] | None, scores: tuple[int, ...], batch: int,
                  heads: int) -> tuple[int, ...] | None:
-    """(outer, head, row, key) strides of a mask that broadcasts into scores of shape
-    ``scores`` (leading dims: batch, or (batch // heads, heads), or none), 0 where it
-    broadcasts; None when it does not fit."""
-    shape = _shape(mask)
-    if shape is None or _dtype(mask) != "float32" or len(shape) > len(scores):
+    """(outer, head, row, key) strides of a float32 mask of ``shape`` that broadcasts into
+    scores of shape ``scores`` (leading dims: batch, or (batch // heads, heads), or none), 0
+    where it broadcasts; None when it does not fit."""
+    if shape is None or len(shape) > len(scores):
         return None
     shape = (1,) * (len(scores) - len(shape)) + shape
     if any(m not in (1, s) for m, s in zip(shape, scores)):
@@ -124,6 +135,22 @@ class _Fuser(PassMutator):
         fused = self._fuse(orig) if _name(orig) == "nn.contrib_gemm" else None
         return fused if fused is not None else super().visit_call(orig)
 
+    def _selected(self, w: Call, scores: tuple[int, ...]) -> tuple[Any, Any]:
+        """(scores, additive mask) of ``where(cond, scores, fill)`` with a constant boolean
+        cond (a causal mask) and a fill at or below FILL_LIMIT (or -inf): the mask is 0 where
+        cond holds, else the fill, which s + fill rounds to for any |s| < 1e31: the same
+        softmax (a NaN score where cond is false is the one difference: where drops it)."""
+        cond, x, fill = w.args
+        if (not isinstance(cond, Constant) or cond.data.dtype != "bool"
+                or not isinstance(fill, Constant) or fill.data.shape != ()
+                or fill.data.dtype != "float32" or _shape(x) != scores):
+            return None, None
+        value = float(fill.data.numpy())
+        if not value <= FILL_LIMIT:
+            return None, None
+        keep = cond.data.numpy()
+        return x, const(np.where(keep, np.float32(0), np.float32(value)).astype(np.float32))
+
     def _fuse(self, g2: Call) -> RelayExpr | None:
         sm = g2.args[0]
         if not _plain(g2.attrs) or _name(sm) != "nn.softmax" or not self._once(sm):
@@ -132,7 +159,11 @@ class _Fuser(PassMutator):
         if scores is None or sm.attrs.axis not in (-1, len(scores) - 1):
             return None
         x, mask = sm.args[0], None
-        if _name(x) == "add" and self._once(x):
+        if _name(x) == "where" and self._once(x):
+            x, mask = self._selected(x, scores)
+            if x is None:
+                return None
+        elif _name(x) == "add" and self._once(x):
             lhs, rhs = x.args
             x, mask = (lhs, rhs) if _name(lhs) == "nn.contrib_gemm" else (rhs, lhs)
             if _shape(x) != scores:
@@ -161,7 +192,7 @@ class _Fuser(PassMutator):
             return None
         strides: tuple[int, ...] = ()
         if mask is not None:
-            strides = mask_strides(mask, scores, batch, heads) or ()
+            strides = mask_strides(_float32_shape(mask), scores, batch, heads) or ()
             if not strides:
                 return None
         zero = const(0.0)

@@ -6,12 +6,16 @@
   interpreter (rtol 1e-5, atol 1e-5);
 - compiled against the unfused graph (rtol 1e-5, atol 1e-6): batch 2 with a mask broadcast
   over heads and rows, batch 1 with a per-key bias, a causal mask whose all -inf row gives NaN
-  in both, heads 1, 3 and 12, odd lengths, head dims 5 and 80;
+  in both, GPT-2's causal ``where`` (lowest float fill), heads 1, 2, 3 and 12, odd lengths,
+  head dims 5, 8, 32 and 80;
 - left alone when the probabilities or the scores have another consumer, when the softmax is
   over another axis, and past MAX_KEYS;
 - the op's refusals of bad views and masks.
 """
 from __future__ import annotations
+
+from types import FunctionType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -41,7 +45,7 @@ def _views(batch: int, heads: int, seq: int, dim: int) -> tuple[tuple, tuple]:
     return qk, pv
 
 
-def _chain(batch: int, heads: int, seq: int, dim: int, mask: relay.Expr | None = None,
+def _chain(batch: int, heads: int, seq: int, dim: int, mask: Any = None,
            bias: relay.Expr | None = None, p_twice: bool = False, axis: int = -1) -> relay.Expr:
     q, k, v = (relay.var(n, shape=(batch, seq, heads * dim)) for n in "qkv")
     qk, pv = _views(batch, heads, seq, dim)
@@ -49,7 +53,9 @@ def _chain(batch: int, heads: int, seq: int, dim: int, mask: relay.Expr | None =
     s = contrib_gemm(q, k, zero if bias is None else bias, zero, kind="batch_matmul",
                      transpose_b=False, alpha=0.5, has_bias=bias is not None, view=qk,
                      out_shape=(batch, heads, seq, seq))
-    if mask is not None:
+    if isinstance(mask, FunctionType):
+        s = mask(s)
+    elif mask is not None:
         s = relay.add(s, mask)
     p = relay.nn.softmax(s, axis=axis)
     out = contrib_gemm(p, v, zero, zero, kind="batch_matmul", transpose_b=False, view=pv,
@@ -98,7 +104,8 @@ def _build_run(expr: relay.Expr, inputs: dict, fuse: bool) -> np.ndarray:
 
 
 @pytest.mark.parametrize("batch,heads,seq,dim,kind", [
-    (2, 3, 7, 5, "batch_mask"), (1, 12, 9, 80, "bias"), (1, 1, 13, 32, "causal")])
+    (2, 3, 7, 5, "batch_mask"), (1, 12, 9, 80, "bias"), (1, 1, 13, 32, "causal"),
+    (1, 2, 11, 8, "where")])
 def test_compiled_matches_the_unfused_graph(batch: int, heads: int, seq: int, dim: int,
                                             kind: str) -> None:
     inputs = _inputs(batch, heads, seq, dim)
@@ -110,6 +117,10 @@ def test_compiled_matches_the_unfused_graph(batch: int, heads: int, seq: int, di
     elif kind == "bias":
         bias = relay.var("bias", shape=(seq,))
         inputs["bias"] = RNG.standard_normal(seq).astype(np.float32)
+    elif kind == "where":  # GPT-2's causal mask: where(tril, scores, float32's lowest)
+        tril = np.tril(np.ones((seq, seq), bool))
+        fill = relay.const(np.float32(np.finfo(np.float32).min))
+        mask = lambda s: relay.where(relay.const(tril), s, fill)  # noqa: E731
     else:
         causal = np.triu(np.full((seq, seq), -np.inf, np.float32), 1)
         causal[3] = -np.inf  # a query that sees no key: NaN, as numpy's formula gives
