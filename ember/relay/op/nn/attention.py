@@ -30,15 +30,17 @@ from .gemm import GemmAttrs, _gemm_rel, _span, gemm_ref, view_fields
 
 __all__: list[str] = []
 VIEW_LEN = 15
+# The default: one 1 x 1 product (every attrs field has a default)
+UNIT_VIEW = (1, 1, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 0, 0)
 
 
 @attrs_class("AttentionAttrs")
 class AttentionAttrs(OpAttrs):
     """nn.contrib_attention: the two products' views, the scale, bias and mask strides."""
 
-    qk_view: tuple[int, ...] = ()
-    pv_view: tuple[int, ...] = ()
-    out_shape: tuple[int, ...] = ()
+    qk_view: tuple[int, ...] = UNIT_VIEW
+    pv_view: tuple[int, ...] = UNIT_VIEW
+    out_shape: tuple[int, ...] = (1, 1, 1)
     alpha: float = 1.0
     has_bias: bool = False
     mask_strides: tuple[int, ...] = ()
