@@ -14,7 +14,6 @@ broadcasts) is added after the scale. The scores never reach memory: the C kerne
 """
 from __future__ import annotations
 
-
 import math
 from typing import Any, ClassVar
 
@@ -153,6 +152,3 @@ defop("nn.contrib_attention", _rel, attention_ref, OPAQUE,
 def contrib_attention(q: Any, k: Any, v: Any, bias: Any, mask: Any, **attrs: Any) -> Any:
     """A call of ``nn.contrib_attention`` (see the module docstring)."""
     return call("nn.contrib_attention", q, k, v, bias, mask, attrs=AttentionAttrs(**attrs))
-
-
-
