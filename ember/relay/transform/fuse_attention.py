@@ -5,11 +5,12 @@ each block of score rows in cache between the two products instead of writing th
 
 Runs after FoldGemmViews (the heads are then strides of the GEMMs' views). Taken when:
 
-- the scores GEMM is a float32 ``batch_matmul`` with no activation or residual (its scale and
-  a bias of one value or one per key are kept), writing dense (batch, M, N) scores, used only
-  by the softmax (or by an ``add`` of a float32 mask that broadcasts into the scores without
-  widening them, or by a causal ``where(constant cond, scores, lowest float)``, used only by
-  the softmax);
+- the scores GEMM is a float32 ``batch_matmul`` with no activation (its scale, a bias of one
+  value or one per key, and a residual of its output's shape, which is a mask, are kept),
+  writing dense (batch, M, N) scores, used (directly or through reshapes, each used once)
+  only by the softmax, or by an ``add`` of a float32 mask that broadcasts into the scores
+  without widening them, or by a causal ``where(constant cond, scores, lowest float)``, used
+  only by the softmax;
 - the softmax is over the last axis and used only by the second GEMM, a plain product (no
   scale, bias, activation or residual) reading the probabilities as its dense A;
 - both views agree on the heads, and the keys fit the kernel's buffers
@@ -28,6 +29,7 @@ from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ..op.nn.gemm import view_fields
 from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
+from .fuse_gemm_epilogue import _RESHAPES
 
 # A where's fill at or below this is an additive mask (s + fill == fill for |s| < 1e31).
 FILL_LIMIT = -1e37
@@ -102,9 +104,9 @@ def _plain(attrs: Any) -> bool:
 def mask_strides(shape: tuple[int, ...] | None, scores: tuple[int, ...], batch: int,
                  heads: int) -> tuple[int, ...] | None:
     """(outer, head, row, key) strides of a float32 mask of ``shape`` that broadcasts into
-    scores of shape ``scores`` (leading dims: batch, or (batch // heads, heads), or none), 0
-    where it broadcasts; None when it does not fit."""
-    if shape is None or len(shape) > len(scores):
+    scores of shape ``scores`` (whose leading dims hold the batch of ``batch`` = outer x
+    ``heads`` in row-major order), 0 where it broadcasts; None when it does not fit."""
+    if shape is None or len(shape) > len(scores) or math.prod(scores[:-2]) != batch:
         return None
     shape = (1,) * (len(scores) - len(shape)) + shape
     if any(m not in (1, s) for m, s in zip(shape, scores)):
@@ -115,12 +117,13 @@ def mask_strides(shape: tuple[int, ...] | None, scores: tuple[int, ...], batch: 
         size *= d
     strides.reverse()
     lead = scores[:-2]
-    if lead == (batch // heads, heads):
-        return tuple(strides)
-    if math.prod(lead) != batch or len(lead) > 1:
+    offsets = [sum(int(i) * st for i, st in zip(np.unravel_index(b, lead), strides))
+               for b in range(batch)] if lead else [0]
+    hs = offsets[1] - offsets[0] if heads > 1 else 0
+    bs = offsets[heads] if batch > heads else 0
+    if any(off != b // heads * bs + b % heads * hs for b, off in enumerate(offsets)):
         return None
-    s = strides[0] if lead else 0
-    return (s * heads, s, *strides[-2:])
+    return (bs, hs, *strides[-2:])
 
 
 class _Fuser(PassMutator):
@@ -168,12 +171,18 @@ class _Fuser(PassMutator):
             x, mask = (lhs, rhs) if _name(lhs) == "nn.contrib_gemm" else (rhs, lhs)
             if _shape(x) != scores:
                 return None
+        while _name(x) in _RESHAPES and self._once(x):  # the dense scores, reshaped
+            x = x.args[0]
         g1 = x
         if _name(g1) != "nn.contrib_gemm" or not self._once(g1) or _dtype(g1) != "float32":
             return None
         a1 = g1.attrs
-        if a1.has_residual or a1.act1 != "none" or a1.act2 != "none":
+        if a1.act1 != "none" or a1.act2 != "none":
             return None
+        if a1.has_residual:  # a mask FuseGemmEpilogue took in (T5's position bias)
+            if mask is not None or _shape(g1.args[3]) != _shape(g1):
+                return None
+            mask = g1.args[3]
         if a1.has_bias and len(_shape(g1.args[2]) or (0, 0)) > 1:
             return None
         v1, v2, out = gemm_view(g1), gemm_view(g2), _shape(g2)
@@ -192,7 +201,10 @@ class _Fuser(PassMutator):
             return None
         strides: tuple[int, ...] = ()
         if mask is not None:
-            strides = mask_strides(_float32_shape(mask), scores, batch, heads) or ()
+            shape = _float32_shape(mask)
+            if a1.has_residual:  # laid out like the dense scores
+                shape = scores if shape is not None else None
+            strides = mask_strides(shape, scores, batch, heads) or ()
             if not strides:
                 return None
         zero = const(0.0)

@@ -6,8 +6,9 @@
   interpreter (rtol 1e-5, atol 1e-5);
 - compiled against the unfused graph (rtol 1e-5, atol 1e-6): batch 2 with a mask broadcast
   over heads and rows, batch 1 with a per-key bias, a causal mask whose all -inf row gives NaN
-  in both, GPT-2's causal ``where`` (lowest float fill), heads 1, 2, 3 and 12, odd lengths,
-  head dims 5, 8, 32 and 80;
+  in both, GPT-2's causal ``where`` (lowest float fill), T5's position bias as the scores'
+  residual seen through a reshape, heads 1, 2, 3 and 12, odd lengths, head dims 5, 8, 32
+  and 80;
 - left alone when the probabilities or the scores have another consumer, when the softmax is
   over another axis, and past MAX_KEYS;
 - the op's refusals of bad views and masks.
@@ -46,13 +47,20 @@ def _views(batch: int, heads: int, seq: int, dim: int) -> tuple[tuple, tuple]:
 
 
 def _chain(batch: int, heads: int, seq: int, dim: int, mask: Any = None,
-           bias: relay.Expr | None = None, p_twice: bool = False, axis: int = -1) -> relay.Expr:
+           bias: relay.Expr | None = None, p_twice: bool = False, axis: int = -1,
+           residual: relay.Expr | None = None) -> relay.Expr:
+    """The scores GEMM (with ``residual``: T5's position bias in its epilogue, the scores
+    (batch * heads, seq, seq) reshaped to 4-d), [mask,] softmax, P V."""
     q, k, v = (relay.var(n, shape=(batch, seq, heads * dim)) for n in "qkv")
     qk, pv = _views(batch, heads, seq, dim)
     zero = relay.const(0.0)
-    s = contrib_gemm(q, k, zero if bias is None else bias, zero, kind="batch_matmul",
-                     transpose_b=False, alpha=0.5, has_bias=bias is not None, view=qk,
-                     out_shape=(batch, heads, seq, seq))
+    s = contrib_gemm(q, k, zero if bias is None else bias, zero if residual is None else residual,
+                     kind="batch_matmul", transpose_b=False, alpha=0.5,
+                     has_bias=bias is not None, has_residual=residual is not None, view=qk,
+                     out_shape=(batch, heads, seq, seq) if residual is None else
+                     (batch * heads, seq, seq))
+    if residual is not None:
+        s = relay.reshape(s, (batch, heads, seq, seq))
     if isinstance(mask, FunctionType):
         s = mask(s)
     elif mask is not None:
@@ -105,11 +113,11 @@ def _build_run(expr: relay.Expr, inputs: dict, fuse: bool) -> np.ndarray:
 
 @pytest.mark.parametrize("batch,heads,seq,dim,kind", [
     (2, 3, 7, 5, "batch_mask"), (1, 12, 9, 80, "bias"), (1, 1, 13, 32, "causal"),
-    (1, 2, 11, 8, "where")])
+    (1, 2, 11, 8, "where"), (2, 2, 6, 8, "residual"), (1, 3, 5, 8, "residual")])
 def test_compiled_matches_the_unfused_graph(batch: int, heads: int, seq: int, dim: int,
                                             kind: str) -> None:
     inputs = _inputs(batch, heads, seq, dim)
-    mask = bias = None
+    mask = bias = residual = None
     if kind == "batch_mask":
         mask = relay.var("mask", shape=(batch, 1, 1, seq))
         inputs["mask"] = np.where(RNG.random((batch, 1, 1, seq)) < 0.3, -1e4, 0)
@@ -117,6 +125,9 @@ def test_compiled_matches_the_unfused_graph(batch: int, heads: int, seq: int, di
     elif kind == "bias":
         bias = relay.var("bias", shape=(seq,))
         inputs["bias"] = RNG.standard_normal(seq).astype(np.float32)
+    elif kind == "residual":
+        residual = relay.var("residual", shape=(batch * heads, seq, seq))
+        inputs["residual"] = RNG.standard_normal((batch * heads, seq, seq)).astype(np.float32)
     elif kind == "where":  # GPT-2's causal mask: where(tril, scores, float32's lowest)
         tril = np.tril(np.ones((seq, seq), bool))
         fill = relay.const(np.float32(np.finfo(np.float32).min))
@@ -125,7 +136,7 @@ def test_compiled_matches_the_unfused_graph(batch: int, heads: int, seq: int, di
         causal = np.triu(np.full((seq, seq), -np.inf, np.float32), 1)
         causal[3] = -np.inf  # a query that sees no key: NaN, as numpy's formula gives
         mask = relay.const(causal[None, None])
-    expr = _chain(batch, heads, seq, dim, mask=mask, bias=bias)
+    expr = _chain(batch, heads, seq, dim, mask=mask, bias=bias, residual=residual)
     fused, unfused = _build_run(expr, inputs, True), _build_run(expr, inputs, False)
     np.testing.assert_allclose(fused, unfused, rtol=1e-5, atol=1e-6)
     assert np.isnan(fused).any() == (kind == "causal")
@@ -166,3 +177,16 @@ def test_bad_views_and_masks_are_refused() -> None:
     with pytest.raises(Exception, match="reads data up to"):
         _mod(contrib_attention(relay.var("q", shape=(1, 4, 5)), k, v, relay.const(0.0),
                                relay.const(0.0), qk_view=qk, pv_view=pv, out_shape=(1, 4, 6)))
+
+
+def test_mask_strides_follow_the_batch_however_it_is_split() -> None:
+    from ember.relay.transform.fuse_attention import mask_strides
+
+    # (outer, head, row, key) strides; batch = outer x heads in the scores' leading dims
+    assert mask_strides((1, 2, 9, 9), (1, 2, 9, 9), 2, 1) == (81, 0, 9, 1)
+    assert mask_strides((1, 2, 9, 9), (1, 2, 9, 9), 2, 2) == (0, 81, 9, 1)
+    assert mask_strides((2, 1, 1, 9), (2, 3, 9, 9), 6, 3) == (9, 0, 0, 1)
+    assert mask_strides((9, 9), (6, 9, 9), 6, 3) == (0, 0, 9, 1)
+    assert mask_strides((6, 1, 9), (6, 9, 9), 6, 3) == (27, 9, 0, 1)
+    assert mask_strides((2, 9, 9), (9, 9), 1, 1) is None  # it would widen the scores
+    assert mask_strides((3, 9), (6, 9, 9), 6, 3) is None  # does not broadcast
