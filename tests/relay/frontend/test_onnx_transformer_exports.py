@@ -131,3 +131,22 @@ def test_t5_buckets_run_once_per_query_and_key():
     assert len(with_log) == 1, with_log
     ops, ret = with_log[0]
     assert "take" not in ops and len(ret.shape) == 2, (ops, ret)
+
+
+def test_t5_with_static_shapes_fuses_attention_with_its_position_bias():
+    """Batch 2 with the length fixed: the relative-position bias (plus the padding mask) that
+    FuseGemmEpilogue puts in the scores' epilogue as a residual is the fused attention's mask."""
+    _need_cc()
+    model = t5(**T5_SMALL)
+    fd = feeds(2, 7, seed=7, vocab=T5_SMALL["vocab"])
+    del fd["token_type_ids"]
+    shapes = {k: v.shape for k, v in fd.items()}
+    compare("t5 2x7", [ember.compile(model, input_shapes=shapes)(**fd)], run_ort(model, fd),
+            SUMS)
+    mod, params = relay.frontend.from_onnx(model, shape=shapes)
+    with ember.transform.PassContext(opt_level=3):
+        opt, _ = relay.optimize(mod, "llvm", params=params)
+    names = [c.op.name for f in opt.functions.values() for c in ember.ir.post_order(f)
+             if isinstance(c, ember.ir.expr.Call) and hasattr(c.op, "name")]
+    assert names.count("nn.contrib_attention") == T5_SMALL["layers"], names
+    assert "nn.softmax" not in names
