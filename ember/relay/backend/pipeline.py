@@ -29,6 +29,7 @@ from ..transform import (
     FoldConstant,
     FoldExplicitPadding,
     FoldGemmViews,
+    FuseAttention,
     FoldScaleAxis,
     FoldChannelShuffle,
     FoldTokenLayouts,
@@ -65,7 +66,8 @@ def optimize_passes() -> list[Pass]:
     SimplifyInference (or an ONNX exporter) decomposed; FuseGemmEpilogue packs constant
     weights (the FoldConstant after it folds the packing); FuseQAddEpilogue folds a quantized
     residual add into the int8 conv before it; FoldGemmViews turns the head
-    transposes around batched GEMMs into strides; FoldExplicitPadding makes a zero pad
+    transposes around batched GEMMs into strides; FuseAttention makes scores, mask, softmax
+    and the second product of attention one kernel; FoldExplicitPadding makes a zero pad
     before a conv the conv's own padding; HoistActivations moves an activation after
     transposes, reshapes and a concatenation onto the values they rearrange (a detector
     head's sigmoid into its convs' epilogues); AlterOpLayout plans blocked conv layouts
@@ -79,7 +81,7 @@ def optimize_passes() -> list[Pass]:
     return [SimplifyInference(), DynamicToStatic(), EliminateCommonSubexpr(), FoldConstant(),
             RecogniseActivations(), FoldScaleAxis(), SimplifyExpr(), CanonicalizeOps(),
             FoldExplicitPadding(), FuseLayerNorm(), FuseGemmEpilogue(), FuseQAddEpilogue(),
-            FoldGemmViews(), FoldConstant(), HoistActivations(),
+            FoldGemmViews(), FuseAttention(), FoldConstant(), HoistActivations(),
             AlterOpLayout(),
             FoldTokenLayouts(), FoldChannelShuffle(), FusePoolEpilogue(), FuseNormEpilogue()]
 

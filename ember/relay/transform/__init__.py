@@ -33,7 +33,7 @@ _LAZY: dict[str, str] = {
     "FoldExplicitPadding": "fold_explicit_padding",
     "FuseGemmEpilogue": "fuse_gemm_epilogue", "FuseLayerNorm": "fuse_layer_norm",
     "RecogniseActivations": "recognise_activations",
-    "FoldGemmViews": "fold_gemm_views",
+    "FoldGemmViews": "fold_gemm_views", "FuseAttention": "fuse_attention",
     "BindParams": "bind_params",
     "DynamicToStatic": "dynamic_to_static",
     "AlterOpLayout": "alter_op_layout", "ConvertLayout": "alter_op_layout",
@@ -63,7 +63,7 @@ _LAZY_PASSES = ("FoldConstant", "SimplifyInference", "FuseOps", "DeadCodeElimina
                 "ToMixedPrecision", "FirstOrderGradient", "LazyGradientInit",
                 "PartialEvaluate", "RecogniseActivations", "FoldTokenLayouts",
                 "FusePoolEpilogue", "FuseNormEpilogue", "FoldExplicitPadding",
-                "HoistActivations", "FoldChannelShuffle", "FuseQAddEpilogue")
+                "HoistActivations", "FoldChannelShuffle", "FuseQAddEpilogue", "FuseAttention")
 
 
 def build_config(opt_level: int = 2, required_pass: Iterable[str] | None = None,

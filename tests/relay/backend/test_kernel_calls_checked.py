@@ -2,7 +2,7 @@
 or parallel launch fails) has its result checked in the generated C: a failure must stop the
 function with a message, not leave its output unwritten. The models below reach every kernel
 family (blocked, NCHW-input, few-output-channel and phase convs, depthwise, pools of both
-layouts, layout copies, GEMM, RNN, softmax, layer norm, the FFT); the test lowers them to C
+layouts, layout copies, GEMM, RNN, softmax, layer norm, the FFT, fused attention); the test lowers them to C
 (no C compiler needed) and looks for an entry point whose value is discarded."""
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_the_models_reach_every_kernel_family():
                 "ember_conv2d_phase_x", "ember_depthwise_nchwc_x", "ember_pool2d_nchwc_x",
                 "ember_pool2d_nchw", "ember_global_pool_nchw", "ember_layout_nchwc",
                 "ember_sgemm", "ember_rnn", "ember_softmax", "ember_layer_norm",
-                "ember_frames_fft")
+                "ember_frames_fft", "ember_attention")
     missing = [f for f in families if not any(c.startswith(f) for c in called)]
     assert not missing, f"no model here calls {missing}: add one that does"
 

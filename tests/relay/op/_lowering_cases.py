@@ -124,6 +124,16 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
         "nn.contrib_gemm": Case("nn.contrib_gemm", [rand(rng, (3, 9)), rand(rng, (5, 9)),
                                                     rand(rng, (5,)), rand(rng, (3, 5))],
                                 {"has_bias": True, "has_residual": True, "act1": "relu"}, SUMS),
+        # 3 heads of 5 read from (1, 7, 15) rows (relay/op/nn/attention.py), a per-key bias and
+        # a (7, 7) mask broadcast over the heads
+        "nn.contrib_attention": Case(
+            "nn.contrib_attention", [rand(rng, (1, 7, 15)), rand(rng, (1, 7, 15)),
+                                     rand(rng, (1, 7, 15)), rand(rng, (7,)),
+                                     rand(rng, (1, 1, 7, 7))],
+            {"qk_view": (3, 7, 7, 5, 105, 15, 105, 1, 15, 147, 7, 3, 5, 5, 49),
+             "pv_view": (3, 7, 5, 7, 147, 7, 105, 15, 1, 105, 15, 3, 49, 5, 5),
+             "out_shape": (1, 7, 15), "alpha": 0.4, "has_bias": True,
+             "mask_strides": (0, 0, 7, 1)}, SUMS),
         "nn.contrib_gemm_pack": Case("nn.contrib_gemm_pack", [rand(rng, (5, 9))], {"nr": 8}),
         **_recurrent(rng),
         "nn.bias_add": Case("nn.bias_add", [x4, rand(rng, (3,))], {"axis": 1}),

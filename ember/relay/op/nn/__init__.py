@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
     activation,
+    attention,
     channel_shuffle,
     conv,
     conv_nchwc,

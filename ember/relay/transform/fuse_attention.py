@@ -1,0 +1,233 @@
+"""FuseAttention: ``contrib_gemm(Q, K) -> [add mask] -> softmax(last axis) -> contrib_gemm(P,
+V)`` becomes one ``nn.contrib_attention`` (``relay/op/nn/attention.py``), whose kernel keeps
+each block of score rows in cache between the two products instead of writing the whole
+(batch, heads, seq_q, seq_k) scores and probabilities to memory and reading them back.
+
+Runs after FoldGemmViews (the heads are then strides of the GEMMs' views). Taken when:
+
+- the scores GEMM is a float32 ``batch_matmul`` with no activation (its scale, a bias of one
+  value or one per key, and a residual of its output's shape, which is a mask, are kept),
+  writing dense (batch, M, N) scores, used (directly or through reshapes, each used once)
+  only by the softmax, or by an ``add`` of a float32 mask that broadcasts into the scores
+  without widening them, or by a causal ``where(constant cond, scores, lowest float)``, used
+  only by the softmax;
+- the softmax is over the last axis and used only by the second GEMM, a plain product (no
+  scale, bias, activation or residual) reading the probabilities as its dense A;
+- both views agree on the heads, and the keys fit the kernel's buffers
+  (``MAX_KEYS``; longer sequences keep the three kernels).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...ir.expr import Call, Constant, RelayExpr, const
+from ...ir.module import IRModule
+from ...ir.transform import ModulePass, PassContext, register_pass
+from ..op.nn.gemm import view_fields
+from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
+from .fuse_gemm_epilogue import _RESHAPES
+
+# A where's fill at or below this is an additive mask (s + fill == fill for |s| < 1e31).
+FILL_LIMIT = -1e37
+# Beyond this many keys even one register tile of score rows outgrows L2: three kernels.
+MAX_KEYS = 8192
+
+
+def _name(e: Any) -> str | None:
+    return e.op.name if isinstance(e, Call) and hasattr(e.op, "name") else None
+
+
+def _shape(e: Any) -> tuple[int, ...] | None:
+    t = getattr(e, "checked_type", None)
+    shape = getattr(t, "shape", None)
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return None
+    return tuple(int(d) for d in shape)
+
+
+def _dtype(e: Any) -> str | None:
+    return getattr(getattr(e, "checked_type", None), "dtype", None)
+
+
+def gemm_view(g: Call) -> tuple[int, ...] | None:
+    """A batched contrib_gemm's view as 15 ints (a plain one's from its shapes), or None."""
+    a = g.attrs
+    if a.kind != "batch_matmul" or a.packed_n:
+        return None
+    if a.view:
+        return tuple(a.view) + ((1, 0, 0, 0) if len(a.view) == 11 else ())
+    x, w, out = _shape(g.args[0]), _shape(g.args[1]), _shape(g)
+    if x is None or w is None or out is None or len(x) != 3 or len(w) != 3:
+        return None
+    (bx, M, K), (bw, r, c) = x, w
+    N = r if a.transpose_b else c
+    b_ks, b_ns = (1, K) if a.transpose_b else (N, 1)
+    return (out[0], M, N, K, 0 if bx == 1 else M * K, K, 0 if bw == 1 else r * c, b_ks, b_ns,
+            M * N, N, 1, 0, 0, 0)
+
+
+def with_heads(view: tuple[int, ...], heads: int) -> tuple[int, ...] | None:
+    """``view`` with its batch split as (batch // heads, heads): a view of one head group reads
+    batch b at b * bs = (b // heads) * (heads * bs) + (b % heads) * bs."""
+    v = view_fields(view)
+    if v["heads"] == heads:
+        return view
+    if v["heads"] != 1 or v["batch"] % heads:
+        return None
+    return (*view[:4], v["a_bs"] * heads, view[5], v["b_bs"] * heads, *view[7:9],
+            v["c_bs"] * heads, view[10], heads, v["a_bs"], v["b_bs"], v["c_bs"])
+
+
+def _dense(view: tuple[int, ...], bs: str, hs: str, rows: int, cols: int) -> bool:
+    """Whether an operand of the view lies as a dense (batch, rows, cols) array."""
+    v = view_fields(view)
+    h = v["heads"]
+    return all((b // h) * v[bs] + (b % h) * v[hs] == b * rows * cols for b in range(v["batch"]))
+
+
+def _float32_shape(e: Any) -> tuple[int, ...] | None:
+    """The static shape of a float32 value (a constant this pass made has no type yet)."""
+    if isinstance(e, Constant):
+        return tuple(e.data.shape) if e.data.dtype == "float32" else None
+    return _shape(e) if _dtype(e) == "float32" else None
+
+
+def _plain(attrs: Any) -> bool:
+    return (attrs.alpha == 1.0 and not attrs.has_bias and not attrs.has_residual
+            and attrs.act1 == "none" and attrs.act2 == "none")
+
+
+def mask_strides(shape: tuple[int, ...] | None, scores: tuple[int, ...], batch: int,
+                 heads: int) -> tuple[int, ...] | None:
+    """(outer, head, row, key) strides of a float32 mask of ``shape`` that broadcasts into
+    scores of shape ``scores`` (whose leading dims hold the batch of ``batch`` = outer x
+    ``heads`` in row-major order), 0 where it broadcasts; None when it does not fit."""
+    if shape is None or len(shape) > len(scores) or math.prod(scores[:-2]) != batch:
+        return None
+    shape = (1,) * (len(scores) - len(shape)) + shape
+    if any(m not in (1, s) for m, s in zip(shape, scores)):
+        return None
+    strides, size = [], 1
+    for d in reversed(shape):
+        strides.append(0 if d == 1 else size)
+        size *= d
+    strides.reverse()
+    lead = scores[:-2]
+    offsets = [sum(int(i) * st for i, st in zip(np.unravel_index(b, lead), strides))
+               for b in range(batch)] if lead else [0]
+    hs = offsets[1] - offsets[0] if heads > 1 else 0
+    bs = offsets[heads] if batch > heads else 0
+    if any(off != b // heads * bs + b % heads * hs for b, off in enumerate(offsets)):
+        return None
+    return (bs, hs, *strides[-2:])
+
+
+class _Fuser(PassMutator):
+    def __init__(self, uses: dict[int, int]) -> None:
+        super().__init__()
+        self.uses = uses
+
+    def _once(self, e: Any) -> bool:
+        return self.uses.get(id(e), 0) == 1
+
+    def visit_call(self, orig: Call) -> RelayExpr:
+        fused = self._fuse(orig) if _name(orig) == "nn.contrib_gemm" else None
+        return fused if fused is not None else super().visit_call(orig)
+
+    def _selected(self, w: Call, scores: tuple[int, ...]) -> tuple[Any, Any]:
+        """(scores, additive mask) of ``where(cond, scores, fill)`` with a constant boolean
+        cond (a causal mask) and a fill at or below FILL_LIMIT (or -inf): the mask is 0 where
+        cond holds, else the fill, which s + fill rounds to for any |s| < 1e31: the same
+        softmax (a NaN score where cond is false is the one difference: where drops it)."""
+        cond, x, fill = w.args
+        if (not isinstance(cond, Constant) or cond.data.dtype != "bool"
+                or not isinstance(fill, Constant) or fill.data.shape != ()
+                or fill.data.dtype != "float32" or _shape(x) != scores):
+            return None, None
+        value = float(fill.data.numpy())
+        if not value <= FILL_LIMIT:
+            return None, None
+        keep = cond.data.numpy()
+        return x, const(np.where(keep, np.float32(0), np.float32(value)).astype(np.float32))
+
+    def _fuse(self, g2: Call) -> RelayExpr | None:
+        sm = g2.args[0]
+        if not _plain(g2.attrs) or _name(sm) != "nn.softmax" or not self._once(sm):
+            return None
+        scores = _shape(sm)
+        if scores is None or sm.attrs.axis not in (-1, len(scores) - 1):
+            return None
+        x, mask = sm.args[0], None
+        if _name(x) == "where" and self._once(x):
+            x, mask = self._selected(x, scores)
+            if x is None:
+                return None
+        elif _name(x) == "add" and self._once(x):
+            lhs, rhs = x.args
+            x, mask = (lhs, rhs) if _name(lhs) == "nn.contrib_gemm" else (rhs, lhs)
+            if _shape(x) != scores:
+                return None
+        while _name(x) in _RESHAPES and self._once(x):  # the dense scores, reshaped
+            x = x.args[0]
+        g1 = x
+        if _name(g1) != "nn.contrib_gemm" or not self._once(g1) or _dtype(g1) != "float32":
+            return None
+        a1 = g1.attrs
+        if a1.act1 != "none" or a1.act2 != "none":
+            return None
+        if a1.has_residual:  # a mask FuseGemmEpilogue took in (T5's position bias)
+            if mask is not None or _shape(g1.args[3]) != _shape(g1):
+                return None
+            mask = g1.args[3]
+        if a1.has_bias and len(_shape(g1.args[2]) or (0, 0)) > 1:
+            return None
+        v1, v2, out = gemm_view(g1), gemm_view(g2), _shape(g2)
+        if v1 is None or v2 is None or out is None:
+            return None
+        heads = max(view_fields(v1)["heads"], view_fields(v2)["heads"])
+        v1, v2 = with_heads(v1, heads), with_heads(v2, heads)
+        if v1 is None or v2 is None:
+            return None
+        f1, f2 = view_fields(v1), view_fields(v2)
+        batch, M, N = f1["batch"], f1["M"], f1["N"]
+        if ((f2["batch"], f2["M"], f2["K"]) != (batch, M, N) or N > MAX_KEYS
+                or f1["ldc"] != N or f2["lda"] != N or math.prod(scores) != batch * M * N
+                or scores[-2:] != (M, N) or not _dense(v1, "c_bs", "c_hs", M, N)
+                or not _dense(v2, "a_bs", "a_hs", M, N)):
+            return None
+        strides: tuple[int, ...] = ()
+        if mask is not None:
+            shape = _float32_shape(mask)
+            if a1.has_residual:  # laid out like the dense scores
+                shape = scores if shape is not None else None
+            strides = mask_strides(shape, scores, batch, heads) or ()
+            if not strides:
+                return None
+        zero = const(0.0)
+        return op_call("nn.contrib_attention", self.visit(g1.args[0]), self.visit(g1.args[1]),
+                       self.visit(g2.args[1]),
+                       self.visit(g1.args[2]) if a1.has_bias else zero,
+                       self.visit(mask) if mask is not None else zero,
+                       qk_view=v1, pv_view=v2, out_shape=out, alpha=a1.alpha,
+                       has_bias=a1.has_bias, mask_strides=strides)
+
+
+@dataclass(frozen=True)
+class FuseAttention(ModulePass):
+    """Fuse scores, mask, softmax and the second product of attention into one kernel."""
+
+    name: ClassVar[str] = "FuseAttention"
+    opt_level: ClassVar[int] = 2
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        def rewrite(func: Any) -> Any:
+            return _Fuser(use_counts(func)).visit(func)
+
+        return rewrite_functions(mod, rewrite)
+
+
+register_pass("FuseAttention", FuseAttention)

@@ -1,0 +1,192 @@
+"""FuseAttention: scores GEMM -> [add mask] -> softmax -> second GEMM becomes one
+``nn.contrib_attention``.
+
+- before/expected IR on the form FoldGemmViews leaves (heads read through strides of
+  (batch, seq, heads * dim) rows, a per-batch additive mask), and the two on the reference
+  interpreter (rtol 1e-5, atol 1e-5);
+- compiled against the unfused graph (rtol 1e-5, atol 1e-6): batch 2 with a mask broadcast
+  over heads and rows, batch 1 with a per-key bias, a causal mask whose all -inf row gives NaN
+  in both, GPT-2's causal ``where`` (lowest float fill), T5's position bias as the scores'
+  residual seen through a reshape, heads 1, 2, 3 and 12, odd lengths, head dims 5, 8, 32
+  and 80;
+- left alone when the probabilities or the scores have another consumer, when the softmax is
+  over another axis, and past MAX_KEYS;
+- the op's refusals of bad views and masks.
+"""
+from __future__ import annotations
+
+from types import FunctionType
+from typing import Any
+
+import numpy as np
+import pytest
+from _pass_helpers import assert_main_equal, assert_same_result, run
+
+import ember
+from ember import relay
+from ember.ir import IRModule
+from ember.ir.expr import Call
+from ember.ir.visitor import post_order
+from ember.relay.op.nn.attention import contrib_attention
+from ember.relay.op.nn.gemm import contrib_gemm
+from ember.relay.transform import InferType
+from ember.relay.transform import fuse_attention
+from ember.relay.transform.fuse_attention import FuseAttention
+
+RNG = np.random.default_rng(3)
+
+
+def _views(batch: int, heads: int, seq: int, dim: int) -> tuple[tuple, tuple]:
+    """The scores and P V views of heads cut from (batch, seq, heads * dim) rows."""
+    hidden, b = heads * dim, batch * heads
+    qk = (b, seq, seq, dim, seq * hidden, hidden, seq * hidden, 1, hidden, heads * seq * seq,
+          seq, heads, dim, dim, seq * seq)
+    pv = (b, seq, dim, seq, heads * seq * seq, seq, seq * hidden, hidden, 1, seq * hidden,
+          hidden, heads, seq * seq, dim, dim)
+    return qk, pv
+
+
+def _chain(batch: int, heads: int, seq: int, dim: int, mask: Any = None,
+           bias: relay.Expr | None = None, p_twice: bool = False, axis: int = -1,
+           residual: relay.Expr | None = None) -> relay.Expr:
+    """The scores GEMM (with ``residual``: T5's position bias in its epilogue, the scores
+    (batch * heads, seq, seq) reshaped to 4-d), [mask,] softmax, P V."""
+    q, k, v = (relay.var(n, shape=(batch, seq, heads * dim)) for n in "qkv")
+    qk, pv = _views(batch, heads, seq, dim)
+    zero = relay.const(0.0)
+    s = contrib_gemm(q, k, zero if bias is None else bias, zero if residual is None else residual,
+                     kind="batch_matmul", transpose_b=False, alpha=0.5,
+                     has_bias=bias is not None, has_residual=residual is not None, view=qk,
+                     out_shape=(batch, heads, seq, seq) if residual is None else
+                     (batch * heads, seq, seq))
+    if residual is not None:
+        s = relay.reshape(s, (batch, heads, seq, seq))
+    if isinstance(mask, FunctionType):
+        s = mask(s)
+    elif mask is not None:
+        s = relay.add(s, mask)
+    p = relay.nn.softmax(s, axis=axis)
+    out = contrib_gemm(p, v, zero, zero, kind="batch_matmul", transpose_b=False, view=pv,
+                       out_shape=(batch, seq, heads * dim))
+    return relay.Tuple([out, p]) if p_twice else out
+
+
+def _mod(expr: relay.Expr) -> IRModule:
+    return InferType()(IRModule.from_expr(relay.Function(relay.analysis.free_vars(expr), expr)))
+
+
+def _inputs(batch: int, heads: int, seq: int, dim: int) -> dict:
+    return {n: RNG.standard_normal((batch, seq, heads * dim)).astype(np.float32) for n in "qkv"}
+
+
+def test_before_expected_and_interpreted() -> None:
+    mask = relay.var("mask", shape=(2, 1, 1, 7))
+    before = _mod(_chain(2, 3, 7, 5, mask=mask))
+    qk, pv = _views(2, 3, 7, 5)
+    q, k, v = (relay.var(n, shape=(2, 7, 15)) for n in "qkv")
+    body = contrib_attention(q, k, v, relay.const(0.0), mask, qk_view=qk, pv_view=pv,
+                             out_shape=(2, 7, 15), alpha=0.5, mask_strides=(7, 0, 0, 1))
+    want = InferType()(IRModule.from_expr(relay.Function([q, k, mask, v], body)))
+    after = run(FuseAttention(), before)
+    assert_main_equal(after, want)
+    x = _inputs(2, 3, 7, 5)
+    m = np.where(RNG.random((2, 1, 1, 7)) < 0.3, -1e4, 0).astype(np.float32)
+    assert_same_result(before, after, x["q"], x["k"], m, x["v"])
+
+
+def _build_run(expr: relay.Expr, inputs: dict, fuse: bool) -> np.ndarray:
+    from ember.contrib import graph_executor
+
+    mod = _mod(expr)
+    with ember.transform.PassContext(opt_level=3,
+                                     disabled_pass=[] if fuse else ["FuseAttention"]):
+        ops = [n.op.name for n in post_order(FuseAttention()(mod)["main"].body)
+               if isinstance(n, Call)] if fuse else []
+        lib = relay.build(mod, "llvm")
+    if fuse:
+        assert ops == ["nn.contrib_attention"], ops
+    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
+    m.set_input(**inputs)
+    m.run()
+    return m.get_output(0).numpy()
+
+
+@pytest.mark.parametrize("batch,heads,seq,dim,kind", [
+    (2, 3, 7, 5, "batch_mask"), (1, 12, 9, 80, "bias"), (1, 1, 13, 32, "causal"),
+    (1, 2, 11, 8, "where"), (2, 2, 6, 8, "residual"), (1, 3, 5, 8, "residual")])
+def test_compiled_matches_the_unfused_graph(batch: int, heads: int, seq: int, dim: int,
+                                            kind: str) -> None:
+    inputs = _inputs(batch, heads, seq, dim)
+    mask = bias = residual = None
+    if kind == "batch_mask":
+        mask = relay.var("mask", shape=(batch, 1, 1, seq))
+        inputs["mask"] = np.where(RNG.random((batch, 1, 1, seq)) < 0.3, -1e4, 0)
+        inputs["mask"] = inputs["mask"].astype(np.float32)
+    elif kind == "bias":
+        bias = relay.var("bias", shape=(seq,))
+        inputs["bias"] = RNG.standard_normal(seq).astype(np.float32)
+    elif kind == "residual":
+        residual = relay.var("residual", shape=(batch * heads, seq, seq))
+        inputs["residual"] = RNG.standard_normal((batch * heads, seq, seq)).astype(np.float32)
+    elif kind == "where":  # GPT-2's causal mask: where(tril, scores, float32's lowest)
+        tril = np.tril(np.ones((seq, seq), bool))
+        fill = relay.const(np.float32(np.finfo(np.float32).min))
+        mask = lambda s: relay.where(relay.const(tril), s, fill)  # noqa: E731
+    else:
+        causal = np.triu(np.full((seq, seq), -np.inf, np.float32), 1)
+        causal[3] = -np.inf  # a query that sees no key: NaN, as numpy's formula gives
+        mask = relay.const(causal[None, None])
+    expr = _chain(batch, heads, seq, dim, mask=mask, bias=bias, residual=residual)
+    fused, unfused = _build_run(expr, inputs, True), _build_run(expr, inputs, False)
+    np.testing.assert_allclose(fused, unfused, rtol=1e-5, atol=1e-6)
+    assert np.isnan(fused).any() == (kind == "causal")
+
+
+@pytest.mark.parametrize("variant", ["p_twice", "scores_twice", "axis", "long"])
+def test_left_alone(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if variant == "scores_twice":
+        q, k = relay.var("q", shape=(1, 4, 6)), relay.var("k", shape=(1, 4, 6))
+        qk, pv = _views(1, 2, 4, 3)
+        zero = relay.const(0.0)
+        s = contrib_gemm(q, k, zero, zero, kind="batch_matmul", transpose_b=False, view=qk,
+                         out_shape=(1, 2, 4, 4))
+        out = contrib_gemm(relay.nn.softmax(s), relay.var("v", shape=(1, 4, 6)), zero, zero,
+                           kind="batch_matmul", transpose_b=False, view=pv, out_shape=(1, 4, 6))
+        expr = relay.Tuple([out, s])
+    else:
+        if variant == "long":
+            monkeypatch.setattr(fuse_attention, "MAX_KEYS", 6)
+        expr = _chain(1, 2, 7, 3, p_twice=variant == "p_twice",
+                      axis=2 if variant == "axis" else -1)
+    before = _mod(expr)
+    assert_main_equal(run(FuseAttention(), before), before)
+
+
+def test_bad_views_and_masks_are_refused() -> None:
+    from ember.relay.op.nn.attention import AttentionAttrs
+    from ember.runtime.errors import OpAttributeInvalid
+
+    qk, pv = _views(1, 2, 4, 3)
+    with pytest.raises(OpAttributeInvalid, match="pv_view"):
+        AttentionAttrs(qk_view=qk, pv_view=(2, 5, *pv[2:]), out_shape=(1, 4, 6))
+    q, k, v = (relay.var(n, shape=(1, 4, 6)) for n in "qkv")
+    mask = relay.var("mask", shape=(1, 1, 1, 4))
+    with pytest.raises(Exception, match="mask strides"):
+        _mod(contrib_attention(q, k, v, relay.const(0.0), mask, qk_view=qk, pv_view=pv,
+                               out_shape=(1, 4, 6), mask_strides=(0, 0, 4, 1)))
+    with pytest.raises(Exception, match="reads data up to"):
+        _mod(contrib_attention(relay.var("q", shape=(1, 4, 5)), k, v, relay.const(0.0),
+                               relay.const(0.0), qk_view=qk, pv_view=pv, out_shape=(1, 4, 6)))
+
+
+def test_mask_strides_follow_the_batch_however_it_is_split() -> None:
+    from ember.relay.transform.fuse_attention import mask_strides
+
+    # (outer, head, row, key) strides; batch = outer x heads in the scores' leading dims
+    assert mask_strides((1, 2, 9, 9), (1, 2, 9, 9), 2, 1) == (81, 0, 9, 1)
+    assert mask_strides((1, 2, 9, 9), (1, 2, 9, 9), 2, 2) == (0, 81, 9, 1)
+    assert mask_strides((2, 1, 1, 9), (2, 3, 9, 9), 6, 3) == (9, 0, 0, 1)
+    assert mask_strides((9, 9), (6, 9, 9), 6, 3) == (0, 0, 9, 1)
+    assert mask_strides((6, 1, 9), (6, 9, 9), 6, 3) == (27, 9, 0, 1)
+    assert mask_strides((2, 9, 9), (9, 9), 1, 1) is None  # it would widen the scores
+    assert mask_strides((3, 9), (6, 9, 9), 6, 3) is None  # does not broadcast
