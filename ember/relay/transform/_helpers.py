@@ -141,6 +141,19 @@ def use_counts(expr: RelayExpr) -> dict[int, int]:
     return counts
 
 
+def op_name(e: Any) -> str | None:
+    """The name of the op ``e`` calls, or None when ``e`` is not a call of a registered op."""
+    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
+
+
+class UsesMutator(PassMutator):
+    """A pass mutator that knows how many users each node of the function has (``use_counts``)."""
+
+    def __init__(self, uses: dict[int, int]) -> None:
+        super().__init__()
+        self.uses = uses
+
+
 def op_call(name: str, *args: RelayExpr, **attrs: Any) -> Call:
     """``name(*args, **attrs)`` as a Call of the registered op (attrs built by the op)."""
     op = Op.get(name)

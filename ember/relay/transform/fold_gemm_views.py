@@ -27,11 +27,10 @@ from typing import Any, ClassVar
 
 from ...ir.expr import Call, RelayExpr
 from ...ir.module import IRModule
-from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...ir.visitor import children, post_order
-from ._helpers import PassMutator, rewrite_functions
+from ._helpers import PassMutator, op_name, rewrite_functions
 
 __all__ = ["FoldGemmViews", "View", "view_through"]
 
@@ -91,9 +90,6 @@ class View:
         return View(tuple(shape), tuple(strides))
 
 
-def _name(e: Any) -> str | None:
-    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
-
 
 def _shape(e: Any) -> tuple[int, ...] | None:
     ty = e.checked_type_
@@ -112,7 +108,7 @@ def view_through(e: Any) -> tuple[Any, View] | None:
     """``e`` as a view of the data of the tensor at the bottom of its reshape/transpose chain:
     (that tensor, the view); None when ``e`` is no such chain or a link needs a copy."""
     links = []
-    while _name(e) in _LINKS and _shape(e) is not None:
+    while op_name(e) in _LINKS and _shape(e) is not None:
         links.append(e)
         e = e.args[0]
     if not links or _shape(e) is None:
@@ -120,7 +116,7 @@ def view_through(e: Any) -> tuple[Any, View] | None:
     view: View | None = View.dense(_shape(e))
     for link in reversed(links):
         split = len(view.shape) == len(_shape(link.args[0])) + 1  # batch kept as (outer, heads)
-        if _name(link) == "transpose":
+        if op_name(link) == "transpose":
             axes = _axes(link)
             if split and axes[0] != 0:
                 return None
@@ -150,7 +146,7 @@ def _as_batch(view: View, shape: tuple[int, ...]) -> View | None:
 def _output_chain(gemm: Any, consumers: dict[int, list]) -> tuple[Any, View] | None:
     """The end E of the single-use chain after ``gemm`` and the product's view inside E."""
     links, e = [], gemm
-    while len(consumers.get(id(e), ())) == 1 and _name(consumers[id(e)][0]) in _LINKS:
+    while len(consumers.get(id(e), ())) == 1 and op_name(consumers[id(e)][0]) in _LINKS:
         e = consumers[id(e)][0]
         if _shape(e) is None:
             return None
@@ -159,7 +155,7 @@ def _output_chain(gemm: Any, consumers: dict[int, list]) -> tuple[Any, View] | N
         return None
     view: View | None = View.dense(_shape(e))
     for link in reversed(links):
-        if _name(link) == "transpose":
+        if op_name(link) == "transpose":
             view = view.untranspose(_axes(link))
         elif link is links[0]:  # back to the product's own (batch, M, N)
             view = _as_batch(view, _shape(link.args[0]))
@@ -180,7 +176,7 @@ def _consumers(expr: RelayExpr) -> dict[int, list]:
 
 def _candidate(e: Any) -> bool:
     a = e.attrs
-    return (_name(e) == "nn.contrib_gemm" and a.kind == "batch_matmul" and not a.packed_n
+    return (op_name(e) == "nn.contrib_gemm" and a.kind == "batch_matmul" and not a.packed_n
             and not a.view and _shape(e) is not None and len(_shape(e)) == 3)
 
 

@@ -28,7 +28,7 @@ from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ..op.nn.gemm import view_fields
-from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
+from ._helpers import UsesMutator, op_call, op_name, rewrite_functions, use_counts
 from .fuse_gemm_epilogue import _RESHAPES
 
 # A where's fill at or below this is an additive mask (s + fill == fill for |s| < 1e31).
@@ -36,9 +36,6 @@ FILL_LIMIT = -1e37
 # Beyond this many keys even one register tile of score rows outgrows L2: three kernels.
 MAX_KEYS = 8192
 
-
-def _name(e: Any) -> str | None:
-    return e.op.name if isinstance(e, Call) and hasattr(e.op, "name") else None
 
 
 def _shape(e: Any) -> tuple[int, ...] | None:
@@ -126,16 +123,12 @@ def mask_strides(shape: tuple[int, ...] | None, scores: tuple[int, ...], batch: 
     return (bs, hs, *strides[-2:])
 
 
-class _Fuser(PassMutator):
-    def __init__(self, uses: dict[int, int]) -> None:
-        super().__init__()
-        self.uses = uses
-
+class _Fuser(UsesMutator):
     def _once(self, e: Any) -> bool:
         return self.uses.get(id(e), 0) == 1
 
     def visit_call(self, orig: Call) -> RelayExpr:
-        fused = self._fuse(orig) if _name(orig) == "nn.contrib_gemm" else None
+        fused = self._fuse(orig) if op_name(orig) == "nn.contrib_gemm" else None
         return fused if fused is not None else super().visit_call(orig)
 
     def _selected(self, w: Call, scores: tuple[int, ...]) -> tuple[Any, Any]:
@@ -156,25 +149,25 @@ class _Fuser(PassMutator):
 
     def _fuse(self, g2: Call) -> RelayExpr | None:
         sm = g2.args[0]
-        if not _plain(g2.attrs) or _name(sm) != "nn.softmax" or not self._once(sm):
+        if not _plain(g2.attrs) or op_name(sm) != "nn.softmax" or not self._once(sm):
             return None
         scores = _shape(sm)
         if scores is None or sm.attrs.axis not in (-1, len(scores) - 1):
             return None
         x, mask = sm.args[0], None
-        if _name(x) == "where" and self._once(x):
+        if op_name(x) == "where" and self._once(x):
             x, mask = self._selected(x, scores)
             if x is None:
                 return None
-        elif _name(x) == "add" and self._once(x):
+        elif op_name(x) == "add" and self._once(x):
             lhs, rhs = x.args
-            x, mask = (lhs, rhs) if _name(lhs) == "nn.contrib_gemm" else (rhs, lhs)
+            x, mask = (lhs, rhs) if op_name(lhs) == "nn.contrib_gemm" else (rhs, lhs)
             if _shape(x) != scores:
                 return None
-        while _name(x) in _RESHAPES and self._once(x):  # the dense scores, reshaped
+        while op_name(x) in _RESHAPES and self._once(x):  # the dense scores, reshaped
             x = x.args[0]
         g1 = x
-        if _name(g1) != "nn.contrib_gemm" or not self._once(g1) or _dtype(g1) != "float32":
+        if op_name(g1) != "nn.contrib_gemm" or not self._once(g1) or _dtype(g1) != "float32":
             return None
         a1 = g1.attrs
         if a1.act1 != "none" or a1.act2 != "none":

@@ -45,16 +45,13 @@ from ...ir.types import TensorType
 from ...topi.nn.gemm_kernel import panel_width
 from ..op.nn.gemm import GemmAttrs
 from ..op.nn.recurrent import OPS as _RECURRENT, pack_constant_weights
-from ._helpers import PassMutator, op_call, rewrite_functions, same_shape, use_counts
+from ._helpers import PassMutator, op_call, op_name, rewrite_functions, same_shape, use_counts
 
 __all__ = ["FuseGemmEpilogue"]
 
 _PRODUCTS = ("nn.dense", "nn.matmul", "nn.batch_matmul")
 _SCALED = ("gelu_erf", "gelu_tanh", "hardswish")  # activations with an output scale p0
 
-
-def _name(e: Any) -> str | None:
-    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
 
 
 def _scalar(e: Any) -> float | None:
@@ -106,7 +103,7 @@ class _Fuser(PassMutator):
     # -- entry points ----------------------------------------------------------------
     def visit_call(self, orig: Call) -> RelayExpr:
         new: Call = super().visit_call(orig)
-        name = _name(new)
+        name = op_name(new)
         if name in _RECURRENT.values():
             return pack_constant_weights(new, self.nr) or new
         if name in _PRODUCTS:
@@ -126,12 +123,12 @@ class _Fuser(PassMutator):
         if self.uses.get(id(src), 0) != 1:
             return None
         new = self.visit(src)
-        if _name(new) == "nn.contrib_gemm":
+        if op_name(new) == "nn.contrib_gemm":
             return _Product(new, src.checked_type_)
-        if _name(new) not in _RESHAPES or _name(new.args[0]) != "nn.contrib_gemm":
+        if op_name(new) not in _RESHAPES or op_name(new.args[0]) != "nn.contrib_gemm":
             return None
         ty = self.moved.get(id(new.args[0]))  # a gemm an earlier op was absorbed into
-        if ty is None and _name(src) in _RESHAPES and self.uses.get(id(src.args[0]), 0) == 1:
+        if ty is None and op_name(src) in _RESHAPES and self.uses.get(id(src.args[0]), 0) == 1:
             ty = src.args[0].checked_type_
         if ty is None or not _static_f32(ty) or not _static_f32(src.checked_type_):
             return None
@@ -154,7 +151,7 @@ class _Fuser(PassMutator):
         if getattr(attrs, "transpose_a", False) or getattr(attrs, "out_dtype", "") not in (
                 "", "float32"):
             return None
-        kind = {"nn.dense": "dense", "nn.matmul": "matmul"}.get(_name(new), "batch_matmul")
+        kind = {"nn.dense": "dense", "nn.matmul": "matmul"}.get(op_name(new), "batch_matmul")
         tb = True if kind == "dense" else bool(attrs.transpose_b)
         weight, packed_n = new.args[1], 0
         if kind != "batch_matmul" and isinstance(weight, Constant):  # static shape

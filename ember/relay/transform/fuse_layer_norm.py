@@ -32,17 +32,13 @@ import numpy as np
 
 from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
-from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...ir.visitor import children
-from ._helpers import PassMutator, op_call, rewrite_functions, use_counts
+from ._helpers import UsesMutator, op_call, op_name, rewrite_functions, use_counts
 
 __all__ = ["FuseLayerNorm"]
 
-
-def _name(e: Any) -> str | None:
-    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
 
 
 def _scalar(e: Any) -> float | None:
@@ -68,7 +64,7 @@ def _static_f32(e: Any) -> bool:
 def _operands(e: Call) -> list[tuple[Any, Any]]:
     """(a, b) and, for a commutative op, (b, a)."""
     a, b = e.args
-    return [(a, b), (b, a)] if _name(e) in ("add", "multiply") else [(a, b)]
+    return [(a, b), (b, a)] if op_name(e) in ("add", "multiply") else [(a, b)]
 
 
 def _one_axis(e: Call, rank: int) -> int | None:
@@ -92,23 +88,23 @@ class _Normalised:
 
 
 def _match_mean(mu: Any, x: Any, rank: int) -> int | None:
-    if _name(mu) != "mean" or mu.args[0] is not x:
+    if op_name(mu) != "mean" or mu.args[0] is not x:
         return None
     return _one_axis(mu, rank)
 
 
 def _match_var(var: Any, x: Any, mu: Any, c: Any, axis: int, rank: int) -> list | None:
     """The interior nodes of a variance of x around mu (or of centred c), else None."""
-    if _name(var) == "variance":
+    if op_name(var) == "variance":
         if var.args[0] is x and var.args[1] is mu and _one_axis(var, rank) == axis:
             return [var]
         return None
-    if _name(var) != "mean" or _one_axis(var, rank) != axis:
+    if op_name(var) != "mean" or _one_axis(var, rank) != axis:
         return None
     sq = var.args[0]
-    if _name(sq) == "multiply" and sq.args[0] is c and sq.args[1] is c:
+    if op_name(sq) == "multiply" and sq.args[0] is c and sq.args[1] is c:
         return [var, sq]
-    if _name(sq) == "power" and sq.args[0] is c and _scalar(sq.args[1]) == 2.0:
+    if op_name(sq) == "power" and sq.args[0] is c and _scalar(sq.args[1]) == 2.0:
         return [var, sq]
     return None
 
@@ -116,7 +112,7 @@ def _match_var(var: Any, x: Any, mu: Any, c: Any, axis: int, rank: int) -> list 
 def _match_denominator(d: Any, root: str) -> tuple[Any, float, list] | None:
     """sqrt(var + eps) for a divide, rsqrt(var + eps) for a multiply: (var, eps, nodes)."""
     want = "sqrt" if root == "divide" else "rsqrt"
-    if _name(d) != want or _name(d.args[0]) != "add":
+    if op_name(d) != want or op_name(d.args[0]) != "add":
         return None
     for var, eps in _operands(d.args[0]):
         value = _scalar(eps)
@@ -127,11 +123,11 @@ def _match_denominator(d: Any, root: str) -> tuple[Any, float, list] | None:
 
 def match_normalised(e: Any) -> _Normalised | None:
     """``e`` as ``(x - mean(x)) / sqrt(var(x) + eps)`` over one axis, else None."""
-    root = _name(e)
+    root = op_name(e)
     if root not in ("divide", "multiply") or not _f32(e):
         return None
     for c, d in _operands(e):
-        if _name(c) != "subtract":
+        if op_name(c) != "subtract":
             continue
         x, mu = c.args
         if not _f32(x) or _shape(x) != _shape(e):
@@ -152,12 +148,12 @@ def match_normalised(e: Any) -> _Normalised | None:
 def match_rms(e: Any) -> _Normalised | None:
     """``e`` as ``x / sqrt(mean(x ** 2) + eps)`` over one axis (or the forms of the module
     doc), else None."""
-    root = _name(e)
+    root = op_name(e)
     if root not in ("divide", "multiply") or not _f32(e):
         return None
     for x, d in _operands(e):
         nodes = []
-        if root == "multiply" and _name(d) == "divide" and _scalar(d.args[0]) == 1.0:
+        if root == "multiply" and op_name(d) == "divide" and _scalar(d.args[0]) == 1.0:
             nodes, d, root_of = [d], d.args[1], "divide"  # x * (1 / sqrt(.))
         else:
             root_of = root
@@ -165,10 +161,10 @@ def match_rms(e: Any) -> _Normalised | None:
         if den is None or not _f32(x) or _shape(x) != _shape(e):
             continue
         ms, rank = den[0], len(_shape(x))
-        axis = _one_axis(ms, rank) if _name(ms) == "mean" else None
+        axis = _one_axis(ms, rank) if op_name(ms) == "mean" else None
         sq = ms.args[0] if axis is not None else None
-        if sq is None or not ((_name(sq) == "multiply" and sq.args[0] is x and sq.args[1] is x)
-                              or (_name(sq) == "power" and sq.args[0] is x
+        if sq is None or not ((op_name(sq) == "multiply" and sq.args[0] is x and sq.args[1] is x)
+                              or (op_name(sq) == "power" and sq.args[0] is x
                                   and _scalar(sq.args[1]) == 2.0)):
             continue
         return _Normalised(x, axis, den[1], [*nodes, *den[2], ms, sq])
@@ -193,14 +189,10 @@ def _per_axis_vector(v: Any, x_shape: tuple, axis: int) -> int | None:
     return n if ok else None
 
 
-class _Fuser(PassMutator):
-    def __init__(self, uses: dict[int, int]) -> None:
-        super().__init__()
-        self.uses = uses
-
+class _Fuser(UsesMutator):
     def visit_call(self, orig: Call) -> RelayExpr:
         new: Call = super().visit_call(orig)
-        name = _name(new)
+        name = op_name(new)
         if name in ("divide", "multiply"):
             found = match_normalised(orig)
             if found is not None and _only_inside(orig, found.interior, self.uses):
@@ -233,8 +225,8 @@ class _Fuser(PassMutator):
             if self.uses.get(id(src), 0) != 1 or _shape(orig) != _shape(src):
                 continue
             ln = self.visit(src)
-            rms = _name(ln) == "nn.rms_norm"
-            if not (rms and name == "multiply") and (_name(ln) != "nn.layer_norm"
+            rms = op_name(ln) == "nn.rms_norm"
+            if not (rms and name == "multiply") and (op_name(ln) != "nn.layer_norm"
                                                       or ln.attrs.center):
                 continue
             if name == "multiply" and ln.attrs.scale:

@@ -41,16 +41,13 @@ from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ..op.nn.norm import LayerNormActAttrs
-from ._helpers import PassMutator, rewrite_functions, use_counts
+from ._helpers import UsesMutator, op_name, rewrite_functions, use_counts
 from .fuse_gemm_epilogue import EPILOGUE_ACTIVATIONS
 
 __all__ = ["FuseNormEpilogue"]
 
 _NORMS = ("nn.layer_norm", "nn.contrib_layer_norm_act")
 
-
-def _name(e: Any) -> str | None:
-    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
 
 
 def _f32_shape(e: RelayExpr) -> tuple | None:
@@ -101,14 +98,10 @@ def row_vector(c: RelayExpr, shape: tuple, axis: int) -> _Rows | None:
     return _Rows(arr.reshape(-1).astype("float32"), math.prod(after))
 
 
-class _Fuser(PassMutator):
-    def __init__(self, uses: dict[int, int]) -> None:
-        super().__init__()
-        self.uses = uses
-
+class _Fuser(UsesMutator):
     def visit_call(self, orig: Call) -> RelayExpr:
         new: Call = super().visit_call(orig)
-        name = _name(new)
+        name = op_name(new)
         if name in ("multiply", "add"):
             return self._affine(orig, new, name) or new
         if name in EPILOGUE_ACTIVATIONS and len(orig.args) == 1:
@@ -123,16 +116,16 @@ class _Fuser(PassMutator):
                 _f32_shape(orig) != _f32_shape(src):
             return None
         new = self.visit(src)
-        if _name(new) not in _NORMS or _f32_shape(new.args[0]) is None:
+        if op_name(new) not in _NORMS or _f32_shape(new.args[0]) is None:
             return None
-        if _name(new) == "nn.contrib_layer_norm_act" and new.attrs.activation != "none":
+        if op_name(new) == "nn.contrib_layer_norm_act" and new.attrs.activation != "none":
             return None
         return new
 
     @staticmethod
     def _as_act(norm: Call) -> tuple[tuple, LayerNormActAttrs]:
         """The args and attrs of ``norm`` as nn.contrib_layer_norm_act."""
-        if _name(norm) == "nn.contrib_layer_norm_act":
+        if op_name(norm) == "nn.contrib_layer_norm_act":
             return tuple(norm.args), norm.attrs
         a = norm.attrs
         zero = const(0.0, "float32")

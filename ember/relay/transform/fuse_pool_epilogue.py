@@ -18,7 +18,7 @@ its 315 in the model).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -29,13 +29,10 @@ from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...topi.nn.pool_nchwc import blocked_lanes
 from ..op.nn.pool_nchwc_fused import OP, MaxPool2DNCHWcFusedAttrs
-from ._helpers import PassMutator, rewrite_functions, use_counts
+from ._helpers import UsesMutator, op_name, rewrite_functions, use_counts
 
 __all__ = ["FusePoolEpilogue"]
 
-
-def _name(e: Any) -> str | None:
-    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
 
 
 def _blocked_shape(e: RelayExpr) -> tuple[int, ...] | None:
@@ -60,14 +57,10 @@ def _channel_vector(c: RelayExpr, shape: tuple[int, ...]) -> np.ndarray | None:
     return np.broadcast_to(arr, per_channel).reshape(-1).astype("float32")
 
 
-class _Fuser(PassMutator):
-    def __init__(self, uses: dict[int, int]) -> None:
-        super().__init__()
-        self.uses = uses
-
+class _Fuser(UsesMutator):
     def visit_call(self, orig: Call) -> RelayExpr:
         new: Call = super().visit_call(orig)
-        name = _name(new)
+        name = op_name(new)
         if name in ("multiply", "add"):
             for i in (0, 1):
                 fused = self._affine(orig, new, name, i)
@@ -87,10 +80,10 @@ class _Fuser(PassMutator):
             return None
         new = self.visit(src)
         shape = _blocked_shape(src)
-        if _name(new) == "nn.max_pool2d" and blocked_lanes(new.attrs.layout) == shape[4]:
+        if op_name(new) == "nn.max_pool2d" and blocked_lanes(new.attrs.layout) == shape[4]:
             channels = shape[1] * shape[4]
             return new, np.ones(channels, "float32"), np.zeros(channels, "float32")
-        if _name(new) == OP and not new.attrs.relu:
+        if op_name(new) == OP and not new.attrs.relu:
             return new, new.args[1].data.numpy(), new.args[2].data.numpy()
         return None
 
@@ -111,7 +104,7 @@ class _Fuser(PassMutator):
     def _fused(pool: Call, scale: np.ndarray, shift: np.ndarray, relu: bool) -> Call:
         """The fused pool of ``pool``'s data (no span: the mutator gives it the spans of the
         pool and of every op it absorbed)."""
-        if _name(pool) == OP:
+        if op_name(pool) == OP:
             attrs = replace(pool.attrs, relu=relu)
         else:
             a = pool.attrs

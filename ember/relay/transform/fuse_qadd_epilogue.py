@@ -13,35 +13,28 @@ so the operands' order does not matter: the conv's operand becomes the first.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ...ir.expr import Call, RelayExpr
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ..op.nn.qconv import ADD_OP, OP as QCONV, QConv2DAddAttrs
-from ._helpers import PassMutator, rewrite_functions, use_counts
+from ._helpers import UsesMutator, op_name, rewrite_functions, use_counts
 
 __all__ = ["FuseQAddEpilogue"]
 QADD = "nn.contrib_qadd"
 
 
-def _name(e: Any) -> str | None:
-    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
 
-
-class _Fuser(PassMutator):
-    def __init__(self, uses: dict[int, int]) -> None:
-        super().__init__()
-        self.uses = uses
-
+class _Fuser(UsesMutator):
     def visit_call(self, orig: Call) -> RelayExpr:
         new: Call = super().visit_call(orig)
-        if _name(new) != QADD:
+        if op_name(new) != QADD:
             return new
         for i in (0, 1):
             conv = new.args[i]
-            if self.uses.get(id(orig.args[i]), 0) == 1 and _name(conv) == QCONV:
+            if self.uses.get(id(orig.args[i]), 0) == 1 and op_name(conv) == QCONV:
                 fused = _fused(conv, new, i)
                 if fused is not None:
                     return fused

@@ -45,17 +45,13 @@ import numpy as np
 from ...ir.base import merge_spans
 from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
-from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...ir.visitor import set_type
-from ._helpers import PassMutator, op_call, rewrite_functions, rewrite_span, use_counts
+from ._helpers import PassMutator, op_call, op_name, rewrite_functions, rewrite_span, use_counts
 
 __all__ = ["RULES", "RecogniseActivations"]
 
-
-def _name(e: Any) -> str | None:
-    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
 
 
 def _float_type(e: Any) -> TensorType | None:
@@ -95,7 +91,7 @@ class Matcher(PassMutator):
         new: RelayExpr = super().visit_call(orig)
         self.keep.append(new)
         self.uses[id(new)] = self.orig_uses.get(id(orig), 0)
-        for rule in self.rules.get(_name(new) or "", ()):
+        for rule in self.rules.get(op_name(new) or "", ()):
             out = set_type(rule(self, new), orig.checked_type_)  # type: ignore[arg-type]
             if out is not None:
                 out = self.keep_span(orig, out)
@@ -123,7 +119,7 @@ def factors(m: Matcher, root: Any) -> Product | None:
     prod, stack = Product(), [(root, True)]
     while stack:
         node, top = stack.pop()
-        name = _name(node)
+        name = op_name(node)
         if (top or m.single(node)) and name == "multiply":
             stack.extend((a, False) for a in node.args)
         elif (top or m.single(node)) and name == "divide" and _scalar(node.args[1]):
@@ -140,7 +136,7 @@ def factors(m: Matcher, root: Any) -> Product | None:
 
 def _scaled_input(m: Matcher, e: Any) -> tuple[Any, float]:
     """``e`` as ``x * s`` (a single-use product with one leaf), else ``(e, 1)``."""
-    if m.single(e) and _name(e) in ("multiply", "divide"):
+    if m.single(e) and op_name(e) in ("multiply", "divide"):
         p = factors(m, e)
         if p is not None and len(p.leaves) == 1:
             return p.leaves[0], p.scale
@@ -149,10 +145,10 @@ def _scaled_input(m: Matcher, e: Any) -> tuple[Any, float]:
 
 def _plus_one(m: Matcher, e: Any, inner: str) -> Any:
     """The argument z of ``1 + inner(z)`` (either order; both nodes single-use), else None."""
-    if not (m.single(e) and _name(e) == "add"):
+    if not (m.single(e) and op_name(e) == "add"):
         return None
     for one, f in (e.args, e.args[::-1]):
-        if _scalar(one) == 1.0 and m.single(f) and _name(f) == inner:
+        if _scalar(one) == 1.0 and m.single(f) and op_name(f) == inner:
             return f.args[0]
     return None
 
@@ -163,7 +159,7 @@ Gate = Callable[[Matcher, Any, str], "tuple[Any, Call, float] | None"]
 
 def sigmoid_gate(m: Matcher, g: Any, dtype: str) -> tuple[Any, Call, float] | None:
     """``sigmoid(x)`` (also ``sigmoid(x * 1)``, as a swish with beta 1 is imported)."""
-    if _name(g) != "sigmoid":
+    if op_name(g) != "sigmoid":
         return None
     x, s = _scaled_input(m, g.args[0])
     return (x, op_call("nn.silu", x), 1.0) if _close(s, 1.0, dtype) else None
@@ -171,8 +167,8 @@ def sigmoid_gate(m: Matcher, g: Any, dtype: str) -> tuple[Any, Call, float] | No
 
 def _relu6_of_plus3(m: Matcher, g: Any, dtype: str) -> Any:
     """x of ``clip(x + 3, 0, 6)`` (the add single-use), else None."""
-    if _name(g) != "clip" or (g.attrs.a_min, g.attrs.a_max) != (0.0, 6.0) or not m.single(
-            g.args[0]) or _name(g.args[0]) != "add":
+    if op_name(g) != "clip" or (g.attrs.a_min, g.attrs.a_max) != (0.0, 6.0) or not m.single(
+            g.args[0]) or op_name(g.args[0]) != "add":
         return None
     for x, three in (g.args[0].args, g.args[0].args[::-1]):
         if _close(_scalar(three), 3.0, dtype):
@@ -182,7 +178,7 @@ def _relu6_of_plus3(m: Matcher, g: Any, dtype: str) -> Any:
 
 def hardsigmoid_gate(m: Matcher, g: Any, dtype: str) -> tuple[Any, Call, float] | None:
     """``nn.hardsigmoid(x)`` (1/6, 1/2), or ``clip(x + 3, 0, 6)``, which is 6 of it."""
-    if _name(g) == "nn.hardsigmoid" and _close(g.attrs.alpha, 1 / 6, dtype) and _close(
+    if op_name(g) == "nn.hardsigmoid" and _close(g.attrs.alpha, 1 / 6, dtype) and _close(
             g.attrs.beta, 0.5, dtype):
         return g.args[0], op_call("nn.hardswish", g.args[0]), 1.0
     x = _relu6_of_plus3(m, g, dtype)
@@ -207,7 +203,7 @@ def _cubic(m: Matcher, e: Any, x: Any) -> float | None:
         return None
     if p.leaves == [x] * 3:
         return p.scale
-    if len(p.leaves) == 1 and _name(p.leaves[0]) == "power" and m.single(p.leaves[0]) and \
+    if len(p.leaves) == 1 and op_name(p.leaves[0]) == "power" and m.single(p.leaves[0]) and \
             p.leaves[0].args[0] is x and _scalar(p.leaves[0].args[1]) == 3.0:
         return p.scale
     return None
@@ -220,7 +216,7 @@ def tanh_gate(m: Matcher, g: Any, dtype: str) -> tuple[Any, Call, float] | None:
         return None
     poly, s = _scaled_input(m, w)
     if not (_close(s, math.sqrt(2 / math.pi), dtype) and m.single(poly) and
-            _name(poly) == "add"):
+            op_name(poly) == "add"):
         return None
     for x, cube in (poly.args, poly.args[::-1]):
         if _close(_cubic(m, cube, x), 0.044715, dtype):
@@ -230,23 +226,23 @@ def tanh_gate(m: Matcher, g: Any, dtype: str) -> tuple[Any, Call, float] | None:
 
 def _softplus_input(m: Matcher, s: Any) -> Any:
     """x of ``log(1 + exp(x))`` or ``relu(x) + log(1 + exp(-abs(x)))``, else None."""
-    if _name(s) == "log" and m.single(s):
+    if op_name(s) == "log" and m.single(s):
         z = _plus_one(m, s.args[0], "exp")
         return z
-    if _name(s) != "add" or not m.single(s):
+    if op_name(s) != "add" or not m.single(s):
         return None
     for r, tail in (s.args, s.args[::-1]):
-        if _name(r) != "nn.relu" or not m.single(r) or _name(tail) != "log" or not m.single(tail):
+        if op_name(r) != "nn.relu" or not m.single(r) or op_name(tail) != "log" or not m.single(tail):
             continue
         z = _plus_one(m, tail.args[0], "exp")
-        neg = z.args[0] if _name(z) == "negative" and m.single(z) else None
-        if _name(neg) == "abs" and m.single(neg) and neg.args[0] is r.args[0]:
+        neg = z.args[0] if op_name(z) == "negative" and m.single(z) else None
+        if op_name(neg) == "abs" and m.single(neg) and neg.args[0] is r.args[0]:
             return r.args[0]
     return None
 
 
 def mish_gate(m: Matcher, g: Any, dtype: str) -> tuple[Any, Call, float] | None:
-    if _name(g) != "tanh":
+    if op_name(g) != "tanh":
         return None
     x = _softplus_input(m, g.args[0])
     return None if x is None else (x, op_call("nn.mish", x), 1.0)
@@ -280,7 +276,7 @@ def product_to_activation(m: Matcher, call: Call) -> RelayExpr | None:
     if prod is None:
         return None
     dtype = ty.dtype  # type: ignore[union-attr]
-    if len(prod.leaves) == 1 and _name(prod.leaves[0]) in ACTIVATION_OPS and _close(
+    if len(prod.leaves) == 1 and op_name(prod.leaves[0]) in ACTIVATION_OPS and _close(
             prod.scale, 1.0, dtype) and _keeps_type(prod.leaves[0], call):
         # the scale an inner match left cancels: (act * 6) / 6; an act the inner match made
         # (no other user) takes the spans of the product it replaces too
@@ -307,7 +303,7 @@ def product_to_activation(m: Matcher, call: Call) -> RelayExpr | None:
 
 # ---------------------------------------------------------------- clip, hardsigmoid
 def min_max_to_clip(m: Matcher, call: Call) -> RelayExpr | None:
-    outer, (a, b) = _name(call), call.args
+    outer, (a, b) = op_name(call), call.args
     if _float_type(call) is None:
         return None
     inner_name = "maximum" if outer == "minimum" else "minimum"
@@ -315,14 +311,14 @@ def min_max_to_clip(m: Matcher, call: Call) -> RelayExpr | None:
         bound = _scalar(c)
         if bound is None:
             continue
-        if outer == "maximum" and bound == 0.0 and _name(inner) != "minimum":
+        if outer == "maximum" and bound == 0.0 and op_name(inner) != "minimum":
             return op_call("nn.relu", inner) if _keeps_type(inner, call) else None
         if not m.single(inner):
             continue
-        if outer == "minimum" and _name(inner) == "nn.relu" and bound >= 0.0 and _keeps_type(
+        if outer == "minimum" and op_name(inner) == "nn.relu" and bound >= 0.0 and _keeps_type(
                 inner, call):
             return op_call("clip", inner.args[0], a_min=0.0, a_max=bound)  # max(x, 0) was seen
-        if _name(inner) != inner_name:
+        if op_name(inner) != inner_name:
             continue
         for x, c2 in (inner.args, inner.args[::-1]):
             other = _scalar(c2)
@@ -336,7 +332,7 @@ def clip_to_hardsigmoid(m: Matcher, call: Call) -> RelayExpr | None:
     ty, (arg,) = _float_type(call), call.args
     if ty is None or (call.attrs.a_min, call.attrs.a_max) != (0.0, 1.0):
         return None
-    if _name(arg) != "add" or not m.single(arg):
+    if op_name(arg) != "add" or not m.single(arg):
         return None
     for t, b in (arg.args, arg.args[::-1]):
         beta = _scalar(b)
@@ -359,14 +355,14 @@ def _one_keepdims_axis(e: Any, rank: int) -> int | None:
 def exp_ratio_to_softmax(m: Matcher, call: Call) -> RelayExpr | None:
     ty = _float_type(call)
     e, s = call.args
-    if ty is None or _name(e) != "exp" or _name(s) != "sum" or s.args[0] is not e or \
+    if ty is None or op_name(e) != "exp" or op_name(s) != "sum" or s.args[0] is not e or \
             m.uses.get(id(e)) != 2 or not m.single(s):
         return None
     axis = _one_keepdims_axis(s, ty.ndim)
     if axis is None:
         return None
     x = e.args[0]
-    if _name(x) == "subtract" and m.single(x) and _name(x.args[1]) == "max" and \
+    if op_name(x) == "subtract" and m.single(x) and op_name(x.args[1]) == "max" and \
             x.args[1].args[0] is x.args[0] and m.single(x.args[1]) and \
             _one_keepdims_axis(x.args[1], ty.ndim) == axis:
         x = x.args[0]
@@ -390,8 +386,8 @@ class RecogniseActivations(ModulePass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         table: dict[str, list[Rule]] = {}
-        for op_name, rule in RULES:
-            table.setdefault(op_name, []).append(rule)
+        for name, rule in RULES:
+            table.setdefault(name, []).append(rule)
 
         def rewrite(func: Any) -> Any:
             return Matcher(use_counts(func), table).visit(func)
