@@ -192,7 +192,11 @@ class _Fuser(PassMutator):
         for i in (0, 1):
             p, other, other_ty = self._gemm_arg(orig, i), new.args[1 - i], orig.args[1 - i]
             ty = other_ty.checked_type_
-            if p is None or not _f32(ty) or not _f32(out_ty):
+            # the product (as the add reads it) must be the sum's shape: a product broadcast
+            # over the other operand (a U-Net's time embedding (1, C, 1, 1) onto a conv's
+            # (1, C, H, W)) is no epilogue of it
+            if (p is None or not _f32(ty) or not _f32(out_ty)
+                    or not same_shape(orig.args[i].checked_type_, out_ty)):
                 continue
             g, stage, n = p.gemm, _stage(p.gemm.attrs), out_ty.shape[-1]
             # a bias is static (1 or n values); a residual has the output's shape (its ``?``

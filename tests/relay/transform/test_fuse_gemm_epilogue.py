@@ -71,3 +71,20 @@ def test_a_product_read_twice_through_its_reshape_is_left_alone() -> None:
   %2 = divide(%1, 2f);
   add(%2, %1)
 }}""")
+
+
+def test_a_product_broadcast_over_the_other_operand_stays_out() -> None:
+    """A U-Net's time embedding: dense (1, 32) reshaped to (1, 32, 1, 1) and added to a
+    (1, 32, 3, 4) map: the sum is the map's shape, so it is no residual of the product (the
+    rewrite reshaped the map to (1, 32) and failed to type)."""
+    sig = ("%x: Tensor[(1, 16), float32], %w: Tensor[(32, 16), float32], "
+           "%f: Tensor[(1, 32, 3, 4), float32]")
+    before = parse(f"""def @main({sig}) {{
+  %0 = nn.dense(%x, %w);
+  %1 = reshape(%0, newshape=[1, 32, 1, 1]);
+  add(%1, %f)
+}}""")
+    after = run(FuseGemmEpilogue(), before)
+    assert "has_residual" not in after["main"].astext()
+    assert_same_result(before, after, *(RNG.standard_normal(s).astype("float32")
+                                        for s in ((1, 16), (32, 16), (1, 32, 3, 4))))
