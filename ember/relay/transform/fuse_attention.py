@@ -31,7 +31,8 @@ from ..op.nn.gemm import view_fields
 from ._helpers import UsesMutator, op_call, op_name, rewrite_functions, use_counts
 from .fuse_gemm_epilogue import _RESHAPES
 
-# A where's fill at or below this is an additive mask (s + fill == fill for |s| < 1e31).
+# A where's fill the kernel takes (mask_select): nonzero, and as low as a causal mask's (the
+# lowest float32 or -inf), so that no score it replaces could have mattered.
 FILL_LIMIT = -1e37
 # Beyond this many keys even one register tile of score rows outgrows L2: three kernels.
 MAX_KEYS = 8192
@@ -134,8 +135,9 @@ class _Fuser(UsesMutator):
     def _selected(self, w: Call, scores: tuple[int, ...]) -> tuple[Any, Any]:
         """(scores, additive mask) of ``where(cond, scores, fill)`` with a constant boolean
         cond (a causal mask) and a fill at or below FILL_LIMIT (or -inf): the mask is 0 where
-        cond holds, else the fill, which s + fill rounds to for any |s| < 1e31: the same
-        softmax (a NaN score where cond is false is the one difference: where drops it)."""
+        cond holds, else the fill, which the kernel puts in place of the score
+        (``mask_select``: a NaN or infinite score where cond is false is dropped, as where
+        drops it)."""
         cond, x, fill = w.args
         if (not isinstance(cond, Constant) or cond.data.dtype != "bool"
                 or not isinstance(fill, Constant) or fill.data.shape != ()
@@ -155,7 +157,8 @@ class _Fuser(UsesMutator):
         if scores is None or sm.attrs.axis not in (-1, len(scores) - 1):
             return None
         x, mask = sm.args[0], None
-        if op_name(x) == "where" and self._once(x):
+        select = op_name(x) == "where"
+        if select and self._once(x):
             x, mask = self._selected(x, scores)
             if x is None:
                 return None
@@ -206,7 +209,8 @@ class _Fuser(UsesMutator):
                        self.visit(g1.args[2]) if a1.has_bias else zero,
                        self.visit(mask) if mask is not None else zero,
                        qk_view=v1, pv_view=v2, out_shape=out, alpha=a1.alpha,
-                       has_bias=a1.has_bias, mask_strides=strides)
+                       has_bias=a1.has_bias, mask_strides=strides,
+                       mask_select=select and mask is not None)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,8 @@ def row_block(batch: int, M: int, N: int, parallel: bool, level=None) -> int:
 
 def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None,
               mask: te.Tensor | None, ops: AttentionOperands, alpha: float,
-              out_shape: tuple[int, ...], name: str = "T_attention") -> te.Tensor:
+              out_shape: tuple[int, ...], name: str = "T_attention",
+              mask_select: bool = False) -> te.Tensor:
     """The extern stage: ``softmax(alpha * Q K + bias + mask) V`` into a new float32 tensor
     of ``out_shape`` (written through ``ops.o``)."""
     for t, what in ((q, "Q"), (k, "K"), (v, "V"), (bias, "bias"), (mask, "mask")):
@@ -82,7 +83,8 @@ def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None,
         call = tir.call_extern(
             "int32", "ember_attention", ops.batch, ops.heads, ops.M, ops.N, ops.D, ops.DV,
             ins[0].data, *ops.q, ins[1].data, *ops.k, ins[2].data, *ops.v, out, *ops.o,
-            gk._f32(alpha), bias_mode, bias_p, mask_p, *ops.mask, mb, kc1, kc2, parallel,
+            gk._f32(alpha), bias_mode, bias_p, mask_p, *ops.mask, int(mask_select), mb, kc1, kc2,
+            parallel,
             header=HEADER)
         return succeeds(call, f"{name}: ember_attention failed (out of workspace memory or "
                               "threads)")

@@ -142,6 +142,23 @@ def test_compiled_matches_the_unfused_graph(batch: int, heads: int, seq: int, di
     assert np.isnan(fused).any() == (kind == "causal")
 
 
+def test_a_where_mask_drops_what_it_masks_as_where_does() -> None:
+    """GPT-2's causal ``where``: a NaN in the last key's row of K makes that key's score NaN
+    in every query row; where drops it from the rows that may not see it (only the last row
+    sees it, and is NaN), so the fused kernel puts the fill in place of the score instead of
+    adding it (an added fill kept the NaN and made every row NaN)."""
+    batch, heads, seq, dim = 1, 2, 6, 4
+    inputs = _inputs(batch, heads, seq, dim)
+    inputs["k"][0, seq - 1, :] = np.nan
+    tril = np.tril(np.ones((seq, seq), bool))
+    fill = relay.const(np.float32(np.finfo(np.float32).min))
+    expr = _chain(batch, heads, seq, dim, mask=lambda s: relay.where(relay.const(tril), s, fill))
+    fused, unfused = _build_run(expr, inputs, True), _build_run(expr, inputs, False)
+    rows = np.isnan(unfused).any(axis=-1)[0]
+    assert rows.tolist() == [False] * (seq - 1) + [True]
+    np.testing.assert_allclose(fused, unfused, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("variant", ["p_twice", "scores_twice", "axis", "long"])
 def test_left_alone(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if variant == "scores_twice":

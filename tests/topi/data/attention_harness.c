@@ -13,6 +13,6 @@ int harness_attention(const float* q, const float* k, const float* v, float* o,
                       const float* bias, const float* mask, float alpha, const int32_t* i) {
   return ember_attention(i[0], i[1], i[2], i[3], i[4], i[5], q, i[6], i[7], i[8], k, i[9],
                          i[10], i[11], i[12], v, i[13], i[14], i[15], i[16], o, i[17], i[18],
-                         i[19], alpha, i[20], bias, mask, i[21], i[22], i[23], i[24], i[25],
-                         i[26], i[27], i[28]);
+                         i[19], alpha, i[20], bias, mask, i[21], i[22], i[23], i[24], 0,
+                         i[25], i[26], i[27], i[28]);
 }

@@ -33,7 +33,8 @@
       int32_t k_ks, int32_t k_ns, const float* V, int32_t v_bs, int32_t v_hs, int32_t v_ks,        \
       int32_t v_ns, float* O, int32_t o_bs, int32_t o_hs, int32_t ldo, float alpha,                \
       int32_t bias_mode, const float* bias, const float* mask, int32_t m_bs, int32_t m_hs,         \
-      int32_t m_rs, int32_t m_cs, int32_t mb, int32_t kc1, int32_t kc2, int32_t parallel
+      int32_t m_rs, int32_t m_cs, int32_t m_select, int32_t mb, int32_t kc1, int32_t kc2,      \
+      int32_t parallel
 EMBER_KENTRY int32_t ember_attention(EMBER_ATTENTION_PARAMS);
 
 #if EMBER_KERNEL_BODIES
@@ -53,6 +54,7 @@ typedef struct {
   const float* bias;
   const float* mask; /* NULL: none */
   int64_t m_bs, m_hs, m_rs, m_cs;
+  int32_t m_select; /* 1: a nonzero mask entry replaces the score (a where's fill) */
   int32_t mb, kc1, kc2;
 } ember_attention_args;
 
@@ -139,7 +141,12 @@ static inline int ember_attention_range(const ember_attention_args* a, int64_t b
       for (r = 0; r < rows; ++r) {
         float* sr = s + r * N;
         const float* mr = mk + r * a->m_rs;
-        if (a->m_cs == 1) {
+        if (a->m_select) { /* where(cond, s, fill): the fill, whatever s is (NaN too) */
+          for (n = 0; n < N; ++n) {
+            const float m = mr[n * a->m_cs];
+            if (m != 0.0f) sr[n] = m;
+          }
+        } else if (a->m_cs == 1) {
           for (n = 0; n < N; ++n) sr[n] += mr[n];
         } else {
           for (n = 0; n < N; ++n) sr[n] += mr[n * a->m_cs];
@@ -191,6 +198,7 @@ EMBER_KENTRY int32_t ember_attention(EMBER_ATTENTION_PARAMS) {
   a.O = O; a.o_bs = o_bs; a.o_hs = o_hs; a.ldo = ldo;
   a.alpha = alpha; a.bias_mode = bias_mode; a.bias = bias;
   a.mask = mask; a.m_bs = m_bs; a.m_hs = m_hs; a.m_rs = m_rs; a.m_cs = m_cs;
+  a.m_select = m_select;
   a.mb = mb < 1 ? 1 : mb; a.kc1 = kc1; a.kc2 = kc2;
   if (batch <= 0 || M <= 0 || DV <= 0) return 0;
   if (parallel && ember_attention_items(&a) > 1) {

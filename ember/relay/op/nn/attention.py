@@ -9,7 +9,8 @@ static shapes:
 dense (batch, M, N) scores), the second reads V and writes the output of ``out_shape`` (its A
 part is the dense probabilities). ``bias`` (when ``has_bias``) is a scalar or one value per key;
 ``mask`` (when ``mask_strides`` is set: 4 ints, outer, head, row and key strides, 0 where it
-broadcasts) is added after the scale. The scores never reach memory: the C kernel
+broadcasts) is added after the scale, or with ``mask_select`` replaces each score where it
+is nonzero (a ``where(cond, scores, fill)``: the fill whatever the score, NaN too). The scores never reach memory: the C kernel
 (``topi.nn.attention_kernel``) keeps a block of query rows in L2 between the products.
 """
 from __future__ import annotations
@@ -43,6 +44,7 @@ class AttentionAttrs(OpAttrs):
     alpha: float = 1.0
     has_bias: bool = False
     mask_strides: tuple[int, ...] = ()
+    mask_select: bool = False
     _op: ClassVar[str] = "nn.contrib_attention"
 
     def __post_init__(self) -> None:
@@ -55,6 +57,7 @@ class AttentionAttrs(OpAttrs):
         self._positive("mask_strides", allow_zero=True)
         self._positive("out_shape")
         self._bool("has_bias")
+        self._bool("mask_select")
         self._set("alpha", float(self.alpha))
         qk, pv = view_fields(self.qk_view), view_fields(self.pv_view)
         if (qk["batch"], qk["heads"], qk["M"], qk["N"]) != (pv["batch"], pv["heads"], pv["M"],
@@ -120,7 +123,8 @@ def attention_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray,
     zero = np.zeros((), np.float32)
     s = gemm_ref(q, k, bias, zero, scores_attrs(attrs)).astype(np.float64)
     if attrs.mask_strides:
-        s = s + _mask_view(mask, attrs)
+        m = _mask_view(mask, attrs)
+        s = np.where(m != 0, m, s) if attrs.mask_select else s + m
     with np.errstate(invalid="ignore"):
         e = np.exp(s - s.max(axis=-1, keepdims=True))
         p = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
@@ -140,7 +144,7 @@ def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Ten
     q, k, v, bias, mask = inputs
     return [ak.attention(q, k, v, bias if attrs.has_bias else None,
                          mask if attrs.mask_strides else None, _operands(attrs), attrs.alpha,
-                         tuple(attrs.out_shape))]
+                         tuple(attrs.out_shape), mask_select=attrs.mask_select)]
 
 
 defop("nn.contrib_attention", _rel, attention_ref, OPAQUE,
