@@ -147,6 +147,22 @@ def test_pools_with_same_pads_over_run_time_sizes(auto_pad):
     _check_run_time_sizes(nodes, [1, 2, "h", "w"], [(1, 2, 7, 6), (1, 2, 6, 5)], opset=11)
 
 
+def test_integer_max_pool_pads_with_its_lowest_value():
+    """An int8 MaxPool with SAME pads over run-time sizes: the pads hold -128 (were 0, so an
+    edge window of negative values gave 0)."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                            auto_pad="SAME_UPPER")
+    graph = helper.make_graph([node], "int8_pool",
+                              [helper.make_tensor_value_info("x", TensorProto.INT8,
+                                                             [1, 2, "h", "w"])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = np.random.default_rng(0).integers(-120, -1, (1, 2, 7, 8)).astype(np.int8)
+    np.testing.assert_array_equal(ember.compile(model, threads=1)(x), run_ort(model, {"x": x})[0])
+
+
 def test_conv_transpose_with_same_pads_over_run_time_sizes():
     """tf2onnx's Conv2DTranspose (SAME, stride 2): size x stride out, pads that do not depend
     on the size."""

@@ -248,7 +248,10 @@ def _pool(node: Node, fn: Any, extra: dict[str, Any], x: RelayExpr | None = None
     if len(kernel) != n:
         raise node.invalid_attr("kernel_shape", kernel, f"{n} values (one per spatial axis)")
     strides, dilations = _ints(node, "strides", n, 1), _ints(node, "dilations", n, 1)
-    fill = float(np.finfo(xt.dtype).min) if lowest and xt.dtype.startswith("float") else 0.0
+    fill = 0.0
+    if lowest:  # the type's lowest value: a pad a max never picks over a real element
+        info = np.finfo if xt.dtype.startswith("float") else np.iinfo
+        fill = float(info(xt.dtype).min)
     padded = pad_same_run_time(node, x, kernel, strides, dilations, fill)
     if padded is not None:
         return _pool_padded(node, fn, extra, x, padded, kernel, strides, dilations, fill)
@@ -270,9 +273,6 @@ def _pool_padded(node: Node, fn: Any, extra: dict[str, Any], x: RelayExpr, padde
     if node.attr("ceil_mode", 0):
         raise node.unsupported("ceil_mode with auto_pad SAME over a spatial size known only "
                                "at run time")
-    if not node.type_of(x).dtype.startswith("float") and fill != 0.0:
-        raise node.unsupported("a max pool of integers with auto_pad SAME over a spatial size "
-                               "known only at run time")
     exclude = "count_include_pad" in extra and not extra["count_include_pad"]
     attrs = dict(pool_size=_pair(kernel, n, 1), strides=_pair(strides, n, 1),
                  dilation=_pair(dilations, n, 1), padding=(0, 0, 0, 0),
