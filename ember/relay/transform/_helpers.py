@@ -141,6 +141,12 @@ def use_counts(expr: RelayExpr) -> dict[int, int]:
     return counts
 
 
+def fusion_bounded(ctx: Any) -> bool:
+    """Whether the user bounds fusion groups to one op (``relay.FuseOps.max_depth=1``): the
+    passes that fold one op into another's kernel then keep them apart too."""
+    return int(ctx.config.get("relay.FuseOps.max_depth", 256)) == 1
+
+
 def op_name(e: Any) -> str | None:
     """The name of the op ``e`` calls, or None when ``e`` is not a call of a registered op."""
     return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None

@@ -28,7 +28,7 @@ from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ..op.nn.gemm import view_fields
-from ._helpers import UsesMutator, op_call, op_name, rewrite_functions, use_counts
+from ._helpers import UsesMutator, fusion_bounded, op_call, op_name, rewrite_functions, use_counts
 from .fuse_gemm_epilogue import _RESHAPES
 
 # A where's fill the kernel takes (mask_select): nonzero, and as low as a causal mask's (the
@@ -191,6 +191,7 @@ class _Fuser(UsesMutator):
         f1, f2 = view_fields(v1), view_fields(v2)
         batch, M, N = f1["batch"], f1["M"], f1["N"]
         if ((f2["batch"], f2["M"], f2["K"]) != (batch, M, N) or N > MAX_KEYS
+                or min(batch, M, N, f2["N"]) < 1
                 or f1["ldc"] != N or f2["lda"] != N or math.prod(scores) != batch * M * N
                 or scores[-2:] != (M, N) or not _dense(v1, "c_bs", "c_hs", M, N)
                 or not _dense(v2, "a_bs", "a_hs", M, N)):
@@ -210,7 +211,7 @@ class _Fuser(UsesMutator):
                        self.visit(mask) if mask is not None else zero,
                        qk_view=v1, pv_view=v2, out_shape=out, alpha=a1.alpha,
                        has_bias=a1.has_bias, mask_strides=strides,
-                       mask_select=select and mask is not None)
+                       mask_select=select)
 
 
 @dataclass(frozen=True)
@@ -221,6 +222,9 @@ class FuseAttention(ModulePass):
     opt_level: ClassVar[int] = 2
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        if fusion_bounded(ctx):  # fusion groups bounded to one op: the three kernels stay
+            return mod
+
         def rewrite(func: Any) -> Any:
             return _Fuser(use_counts(func)).visit(func)
 

@@ -45,7 +45,8 @@ from ...ir.types import TensorType
 from ...topi.nn.gemm_kernel import panel_width
 from ..op.nn.gemm import GemmAttrs
 from ..op.nn.recurrent import OPS as _RECURRENT, pack_constant_weights
-from ._helpers import PassMutator, op_call, op_name, rewrite_functions, same_shape, use_counts
+from ._helpers import (PassMutator, fusion_bounded, op_call, op_name, rewrite_functions, same_shape,
+                       use_counts)
 
 __all__ = ["FuseGemmEpilogue"]
 
@@ -210,9 +211,12 @@ class _Fuser(PassMutator):
                                          has_bias=True))
             full = same_shape(ty, out_ty)
             if stage not in ("residual", "done") and (full or size == 1):
-                res = (op_call("reshape", other, newshape=[]) if not full else other
-                       if p.reshape is None else op_call("reshape", other,
-                                                         newshape=list(p.ty.shape)))
+                if not full:  # one value
+                    res = op_call("reshape", other, newshape=[])
+                elif p.reshape is None:
+                    res = other
+                else:  # the sum's shape, laid out as the product's
+                    res = op_call("reshape", other, newshape=list(p.ty.shape))
                 return self._wrap(p, self._with(g, (*g.args[:3], res), has_residual=True))
         return None
 
@@ -266,7 +270,7 @@ class FuseGemmEpilogue(ModulePass):
         nr = panel_width()  # the SIMD level of Target.current(), $EMBER_MARCH or the host
         # A user who bounds fusion groups to one op (relay.FuseOps.max_depth=1) gets no
         # epilogue folded in either; the products still run on the packed-weight kernel.
-        epilogues = int(ctx.config.get("relay.FuseOps.max_depth", 256)) != 1
+        epilogues = not fusion_bounded(ctx)
 
         def rewrite(func: Any) -> Any:
             return _Fuser(use_counts(func), nr, epilogues).visit(func)

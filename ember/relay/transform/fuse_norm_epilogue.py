@@ -41,7 +41,7 @@ from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ..op.nn.norm import LayerNormActAttrs
-from ._helpers import UsesMutator, op_name, rewrite_functions, use_counts
+from ._helpers import UsesMutator, fusion_bounded, op_name, rewrite_functions, use_counts
 from .fuse_gemm_epilogue import EPILOGUE_ACTIVATIONS
 
 __all__ = ["FuseNormEpilogue"]
@@ -196,7 +196,7 @@ class FuseNormEpilogue(ModulePass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         # fusion groups bounded to one op (relay.FuseOps.max_depth=1): nothing folded either
-        if int(ctx.config.get("relay.FuseOps.max_depth", 256)) == 1:
+        if fusion_bounded(ctx):
             return mod
 
         def rewrite(func: Any) -> Any:

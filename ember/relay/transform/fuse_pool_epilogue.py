@@ -29,7 +29,7 @@ from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
 from ...topi.nn.pool_nchwc import blocked_lanes
 from ..op.nn.pool_nchwc_fused import OP, MaxPool2DNCHWcFusedAttrs
-from ._helpers import UsesMutator, op_name, rewrite_functions, use_counts
+from ._helpers import UsesMutator, fusion_bounded, op_name, rewrite_functions, use_counts
 
 __all__ = ["FusePoolEpilogue"]
 
@@ -124,7 +124,7 @@ class FusePoolEpilogue(ModulePass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         # a user who bounds fusion groups to one op (relay.FuseOps.max_depth=1) keeps them apart
-        if int(ctx.config.get("relay.FuseOps.max_depth", 256)) == 1:
+        if fusion_bounded(ctx):
             return mod
         return rewrite_functions(mod, lambda func: _Fuser(use_counts(func)).visit(func))
 

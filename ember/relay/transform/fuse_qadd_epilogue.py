@@ -20,7 +20,7 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ..op.nn.qconv import ADD_OP, OP as QCONV, QConv2DAddAttrs
-from ._helpers import UsesMutator, op_name, rewrite_functions, use_counts
+from ._helpers import UsesMutator, fusion_bounded, op_name, rewrite_functions, use_counts
 
 __all__ = ["FuseQAddEpilogue"]
 QADD = "nn.contrib_qadd"
@@ -64,7 +64,7 @@ class FuseQAddEpilogue(ModulePass):
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         # a user who bounds fusion groups to one op (relay.FuseOps.max_depth=1) keeps them apart
-        if int(ctx.config.get("relay.FuseOps.max_depth", 256)) == 1:
+        if fusion_bounded(ctx):
             return mod
         return rewrite_functions(mod, lambda func: _Fuser(use_counts(func)).visit(func))
 

@@ -28,9 +28,9 @@ from typing import ClassVar
 
 from ...ir.expr import Call, Function, RelayExpr, Tuple
 from ...ir.module import IRModule
-from ...ir.op import Op, OpPattern
+from ...ir.op import OpPattern
 from ...ir.transform import ModulePass, PassContext, register_pass
-from ._helpers import PassMutator, rewrite_functions, use_counts
+from ._helpers import PassMutator, op_name, rewrite_functions, use_counts
 from .fuse_gemm_epilogue import EPILOGUE_ACTIVATIONS
 
 __all__ = ["HoistActivations"]
@@ -40,9 +40,6 @@ __all__ = ["HoistActivations"]
 REARRANGING = frozenset({"transpose", "reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
 
 
-def _op_name(e: RelayExpr) -> str | None:
-    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
-
 
 class _Hoister(PassMutator):
     def __init__(self, counts: dict[int, int]) -> None:
@@ -50,8 +47,8 @@ class _Hoister(PassMutator):
         self.counts = counts
 
     def visit_call(self, orig: Call) -> RelayExpr:
-        if _op_name(orig) in EPILOGUE_ACTIVATIONS and len(orig.args) == 1 and \
-                _op_name(orig.args[0]) in REARRANGING | {"concatenate"}:
+        if op_name(orig) in EPILOGUE_ACTIVATIONS and len(orig.args) == 1 and \
+                op_name(orig.args[0]) in REARRANGING | {"concatenate"}:
             moved = self._push(orig, orig.args[0])
             if moved is not None:
                 return moved
@@ -68,7 +65,7 @@ class _Hoister(PassMutator):
             if self.counts.get(id(node), 0) != 1:
                 return None
             order.append(node)
-            name = _op_name(node)
+            name = op_name(node)
             if name in REARRANGING:
                 stack.append(node.args[0])  # type: ignore[attr-defined]
             elif name == "concatenate":
@@ -82,7 +79,7 @@ class _Hoister(PassMutator):
                     return None
         new: dict[int, RelayExpr] = {}
         for node in reversed(order):  # children before parents
-            name = _op_name(node)
+            name = op_name(node)
             if name in REARRANGING:
                 args = node.args  # type: ignore[attr-defined]
                 new[id(node)] = replace(node, args=(new[id(args[0])],  # type: ignore[arg-type]

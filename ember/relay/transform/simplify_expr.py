@@ -40,7 +40,7 @@ from ...ir.module import IRModule
 from ...ir.op import Op, OpPattern
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
-from ._helpers import op_call
+from ._helpers import op_call, op_name
 from ._pattern_rewrite import Rule, rewrite_module
 
 __all__ = ["RULES", "SimplifyExpr"]
@@ -48,13 +48,10 @@ __all__ = ["RULES", "SimplifyExpr"]
 _RESHAPES = ("reshape", "contrib_reverse_reshape", "squeeze", "expand_dims", "nn.batch_flatten")
 
 
-def _op_name(e: RelayExpr) -> str | None:
-    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
-
 
 def _call_of(e: RelayExpr, *names: str) -> Any:
     """``e`` if it is a call of one of ``names`` (typed loosely: rules read its attrs)."""
-    return e if _op_name(e) in names else None
+    return e if op_name(e) in names else None
 
 
 def _static(ty: Any) -> bool:
@@ -158,7 +155,7 @@ def cast_of_widening_cast(call: Any) -> RelayExpr | None:
 
 
 def _all_equal(e: RelayExpr, value: float) -> bool:
-    name = _op_name(e)
+    name = op_name(e)
     if isinstance(e, Constant):
         return bool(np.all(e.data.numpy() == value))
     return name in ({"zeros", "zeros_like"} if value == 0 else {"ones", "ones_like"})
@@ -169,7 +166,7 @@ _IDENTITY = {"add": (0.0, (0, 1)), "subtract": (0.0, (1,)), "multiply": (1.0, (0
 
 
 def identity_arith(call: Call) -> RelayExpr | None:
-    value, sides = _IDENTITY[_op_name(call) or ""]
+    value, sides = _IDENTITY[op_name(call) or ""]
     for k in sides:
         other = call.args[1 - k]
         if _all_equal(call.args[k], value) and other.checked_type_ == call.checked_type_ \
@@ -268,7 +265,7 @@ _WITH_SCALAR = frozenset({"power", "multiply", "add", "subtract", "divide", "max
 def _elementwise_of(e: RelayExpr) -> tuple[Any, RelayExpr] | None:
     """``(call, its tensor operand)`` if ``e`` is a one-input elementwise op, or an op of
     ``_WITH_SCALAR`` whose second operand is a one-element constant of the same dtype."""
-    name = _op_name(e)
+    name = op_name(e)
     if name in _UNARY:
         return e, e.args[0]  # type: ignore[union-attr]
     if name in _WITH_SCALAR:

@@ -68,12 +68,7 @@ def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None,
     mb = row_block(ops.batch, ops.M, ops.N, bool(parallel))
     kc1 = gk.gemm_tiles(1, mb, ops.N, ops.D).kc
     kc2 = gk.gemm_tiles(1, mb, ops.DV, ops.N).kc
-    bias_mode = 0
-    if bias is not None:
-        size = 1
-        for d in bias.shape:
-            size *= int(d)
-        bias_mode = 1 if size == 1 else 2
+    bias_mode, _ = gk._mode(bias, ops.N, f"{name}: bias")
     inputs = [q, k, v] + [t for t in (bias, mask) if t is not None]
 
     def body(ins, outs):

@@ -179,6 +179,12 @@ def test_left_alone(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert_main_equal(run(FuseAttention(), before), before)
 
 
+def test_fusion_bounded_to_one_op_keeps_the_three_kernels() -> None:
+    before = _mod(_chain(1, 2, 7, 3))
+    after = run(FuseAttention(), before, **{"relay.FuseOps.max_depth": 1})
+    assert_main_equal(after, before)
+
+
 def test_bad_views_and_masks_are_refused() -> None:
     from ember.relay.op.nn.attention import AttentionAttrs
     from ember.runtime.errors import OpAttributeInvalid
@@ -186,6 +192,11 @@ def test_bad_views_and_masks_are_refused() -> None:
     qk, pv = _views(1, 2, 4, 3)
     with pytest.raises(OpAttributeInvalid, match="pv_view"):
         AttentionAttrs(qk_view=qk, pv_view=(2, 5, *pv[2:]), out_shape=(1, 4, 6))
+    no_keys, no_keys_pv = _views(1, 2, 4, 3)
+    no_keys = (*no_keys[:2], 0, *no_keys[3:])  # N = 0: a softmax over no keys
+    with pytest.raises(OpAttributeInvalid, match="at least one"):
+        AttentionAttrs(qk_view=no_keys, pv_view=(*no_keys_pv[:3], 0, *no_keys_pv[4:]),
+                       out_shape=(1, 4, 6))
     q, k, v = (relay.var(n, shape=(1, 4, 6)) for n in "qkv")
     mask = relay.var("mask", shape=(1, 1, 1, 4))
     with pytest.raises(Exception, match="mask strides"):

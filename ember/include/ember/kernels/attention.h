@@ -201,6 +201,7 @@ EMBER_KENTRY int32_t ember_attention(EMBER_ATTENTION_PARAMS) {
   a.m_select = m_select;
   a.mb = mb < 1 ? 1 : mb; a.kc1 = kc1; a.kc2 = kc2;
   if (batch <= 0 || M <= 0 || DV <= 0) return 0;
+  if (N <= 0) return -1; /* a softmax over no keys (nn.contrib_attention requires N >= 1) */
   if (parallel && ember_attention_items(&a) > 1) {
     return TVMBackendParallelLaunch(ember_attention_task, &a, 0) == 0 ? 0 : -1;
   }

@@ -64,15 +64,18 @@ class AttentionAttrs(OpAttrs):
                                                           pv["K"]):
             raise self._invalid("pv_view", "the same batch, heads and rows as qk_view, reducing "
                                 "over its keys")
+        if min(qk["batch"], qk["M"], qk["N"], pv["N"]) < 1:
+            raise self._invalid("qk_view", "at least one batch item, query row, key and value "
+                                "column (a softmax over no keys has no value)")
 
 
-def scores_attrs(attrs: AttentionAttrs, has_bias: bool | None = None) -> GemmAttrs:
+def scores_attrs(attrs: AttentionAttrs) -> GemmAttrs:
     """The scores product (dense (batch, M, N) output) as an ``nn.contrib_gemm``."""
     v = view_fields(attrs.qk_view)
     b, h, M, N = v["batch"], v["heads"], v["M"], v["N"]
     view = (*attrs.qk_view[:9], h * M * N, N, h, v["a_hs"], v["b_hs"], M * N)
     return GemmAttrs(kind="batch_matmul", transpose_b=False, alpha=attrs.alpha,
-                     has_bias=attrs.has_bias if has_bias is None else has_bias, view=view,
+                     has_bias=attrs.has_bias, view=view,
                      out_shape=(b, M, N))
 
 
@@ -101,7 +104,10 @@ def _rel(args: list[TensorType], attrs: AttentionAttrs) -> TensorType:
     out = _gemm_rel([scores, v, tensor_of((), q.dtype), tensor_of((), q.dtype)],
                     values_attrs(attrs))
     if attrs.mask_strides:
-        size = math.prod(int(d) for d in mask.shape)
+        if mask.dtype != "float32" or not all(isinstance(d, int) for d in mask.shape):
+            raise fail(op, f"the mask must be float32 of static shape, got {mask.dtype} "
+                           f"{tuple(mask.shape)}")
+        size = math.prod(mask.shape)
         reach = _span(_mask_extents(attrs), attrs.mask_strides)
         if reach > size:
             raise fail(op, f"the mask strides {attrs.mask_strides} read up to element "
