@@ -82,7 +82,6 @@ def _split(f: For, depth: int) -> Stmt | None:
             return None
         (lows if bound[0] == "lo" else highs).append(bound[1])
     begin, end = f.min, f.min + f.extent
-    whole = _again(_loop(f, begin, end, other), depth)
     if lows or highs:
         lo = begin
         for e in lows:
@@ -100,7 +99,8 @@ def _split(f: For, depth: int) -> Stmt | None:
         taken = _again(_loop(f, begin, end, then), depth)
     if not invariant:
         return taken
-    return IfThenElse(simplify(_op.all(*invariant)), taken, whole)
+    return IfThenElse(simplify(_op.all(*invariant)), taken,
+                      _again(_loop(f, begin, end, other), depth))
 
 
 def _empty(s: Stmt) -> bool:
@@ -108,6 +108,8 @@ def _empty(s: Stmt) -> bool:
 
 
 def _again(f: For, depth: int) -> Stmt:
+    if _empty(f):
+        return f
     split = _split(f, depth + 1)
     return f if split is None else split
 

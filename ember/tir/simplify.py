@@ -670,6 +670,9 @@ def _enter(s: Stmt, ctx: _Context, loops: dict[int, tuple[PrimExpr, PrimExpr]]) 
         lo, hi = bound(mn, ranges)
         _, ehi = bound(ext, ranges)
         ranges[s.loop_var] = (lo, None if hi is None or ehi is None else hi + ehi - 1)
+        # a variable may head sibling loops over other ranges (partition_guards' parts): what
+        # an earlier loop said of it does not hold here
+        ctx.below.pop(s.loop_var, None)
         if not isinstance(ext, IntImm) and isinstance(mn, IntImm) and mn.value == 0:
             ctx.below[s.loop_var] = ctx.keys.of(ext)
         if isinstance(ext, IntImm) and ext.value == 1:

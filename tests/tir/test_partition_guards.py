@@ -78,3 +78,21 @@ def test_guards_over_run_time_sizes_and_bounds_beyond_the_loop():
             k = min(width, 5)
             want[r, 3:3 + k] = a[r, :k]
         np.testing.assert_array_equal(_run(y, [x], [a], (rows, 8)), want)
+
+
+def test_simplify_forgets_a_loop_bound_across_sibling_loops_of_one_variable():
+    """partition_guards' parts reuse the loop's variable over other ranges: in the second
+    loop ``i < n`` is a real test, not what the first loop ``[0, n)`` proved."""
+    from ember.tir.expr import LT, BufferLoad, Call, IntImm, Var
+    from ember.tir.simplify import simplify
+    from ember.tir.stmt import Buffer, BufferStore, For, ForKind, SeqStmt
+
+    i, n = Var("i", "int32"), Var("n", "int32")
+    x, y = Buffer("x", (n,)), Buffer("y", (n + 4,))
+    first = For(i, IntImm("int32", 0), n, ForKind.SERIAL,
+                BufferStore(y, BufferLoad(x, (i,)), (i,)))
+    guarded = Call("float32", "if_then_else", (LT(i, n), BufferLoad(x, (i,)),
+                                              tir.const(0.0, "float32")))
+    second = For(i, n, IntImm("int32", 4), ForKind.SERIAL, BufferStore(y, guarded, (i,)))
+    out = simplify(SeqStmt((first, second)))
+    assert "if_then_else" in str(out.seq[1])
