@@ -239,7 +239,8 @@ class DynamicCall:
 
             def run(args: tuple[Any, ...]) -> Any:
                 try:  # (not an array: the checked path converts it)
-                    short = args[lead].shape if lead is not None else full_key(args)
+                    short = (args[lead].shape if lead is not None else args[0].shape
+                             if one_input else tuple([a.shape for a in args]))  # inline: per call
                 except (AttributeError, IndexError):
                     return None
                 if short != last[0]:
@@ -278,7 +279,8 @@ class DynamicCall:
 
         def run_several(args: tuple[Any, ...]) -> Any:
             try:
-                short = args[lead].shape if lead is not None else full_key(args)
+                short = (args[lead].shape if lead is not None else args[0].shape
+                         if one_input else tuple([a.shape for a in args]))  # inline: per call
             except (AttributeError, IndexError):
                 return None
             if short != last[0]:
