@@ -13,14 +13,17 @@ calling thread's CPU time at 1 thread, wall time otherwise; best of --rounds rou
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 import numpy as np  # noqa: E402
+from _systems import Runner  # noqa: E402
+from _timing import interleave  # noqa: E402
 
 CASES = {"vit": (1, 3, 197, 64), "bert": (1, 12, 128, 64), "whisper": (1, 6, 1500, 64),
          "dim80": (1, 2, 577, 80), "long": (1, 1, 6000, 64), "bert_b4": (4, 12, 64, 64),
@@ -97,15 +100,11 @@ def _run(opts: argparse.Namespace) -> dict[str, tuple[float, float]]:
             m.run()
         outs = [m.get_output(0).numpy() for m in runs]
         np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-5)
-        flops = 4.0 * batch * heads * seq * seq * dim
-        n = max(1, int(opts.min_time / (flops / 100e9)))
-        best = [float("inf")] * 2
-        for _ in range(opts.rounds):
-            for i, m in enumerate(runs):
-                start = clock()
-                for _ in range(n):
-                    m.run()
-                best[i] = min(best[i], (clock() - start) / n)
+        # shuffled rounds (_timing): a fixed order biases whichever runs second
+        runners = [Runner(label, opts.threads, m.run, lambda: [], contextlib.nullcontext)
+                   for label, m in zip(("fused", "unfused"), runs)]
+        timings = interleave(runners, opts.min_time, opts.rounds, clock=clock)
+        best = [min(t.round_medians) for t in timings]
         shape = f"{batch}x{heads}x{seq}x{dim}"
         print(f"{name:8s} {shape:>14s} {best[0] * 1e3:9.3f} {best[1] * 1e3:13.3f} "
               f"{best[0] / best[1]:6.3f}", flush=True)
