@@ -16,8 +16,8 @@ from typing import Any
 from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
-from .pad import pad_tuple, pair
-from .sizes import Dim, dims, i64, is_static, prod, static_or_expr, succeeds
+from .conv2d import _geometry
+from .sizes import dims, i64, is_static, prod, static_or_expr, succeeds
 
 HEADER = "ember/kernels/conv_nchw_small.h"
 # Output channels up to which the kernel takes a conv: from 8 on the te template's register
@@ -28,17 +28,6 @@ MAX_OUT_CHANNELS = 7
 MIN_OUT_WIDTH = 8
 # Multiply-adds from which a call launches threads (~40 us on one core: a launch costs ~1 us).
 PARALLEL_MACS = 1 << 20
-
-
-def _geometry(h: Dim, w: Dim, kh: int, kw: int, strides: Any, padding: Any,
-              dilation: Any) -> tuple[int, int, int, int, tuple[int, int, int, int], Dim, Dim]:
-    """(sh, sw, dh, dw, (pt, pl, pb, pr), oh, ow) of a conv of an h x w map (ints, or
-    expressions of run-time sizes)."""
-    (sh, sw), (dh, dw) = pair(strides), pair(dilation)
-    pads = pad_tuple(padding)
-    oh = (h + pads[0] + pads[2] - (kh - 1) * dh - 1) // sh + 1
-    ow = (w + pads[1] + pads[3] - (kw - 1) * dw - 1) // sw + 1
-    return sh, sw, dh, dw, pads, oh, ow
 
 
 def nchw_small_applies(data: te.Tensor, kernel: te.Tensor, strides: Any, padding: Any,
@@ -53,7 +42,7 @@ def nchw_small_applies(data: te.Tensor, kernel: te.Tensor, strides: Any, padding
         return False
     _, _, h, w = dims(data.shape)
     oc, _, kh, kw = dims(kernel.shape)
-    ow = _geometry(h, w, kh, kw, strides, padding, dilation)[-1]
+    ow = _geometry("nn.conv2d", h, w, kh, kw, strides, padding, dilation)[-1]
     return oc <= MAX_OUT_CHANNELS and kh * kw > 1 and (
         not isinstance(ow, int) or ow >= MIN_OUT_WIDTH)
 
@@ -67,11 +56,9 @@ def conv2d_nchw_small(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padd
     oc, kic, kh, kw = dims(kernel.shape)
     if kic != ic:
         raise OpError(f"{where}: data has {ic} channels but the weight expects {kic}")
-    sh, sw, dh, dw, (pt, pl, pb, pr), oh, ow = _geometry(h, w, kh, kw, strides, padding,
+    # (static sizes: a window larger than the padded input raises here)
+    sh, sw, dh, dw, (pt, pl, pb, pr), oh, ow = _geometry(where, h, w, kh, kw, strides, padding,
                                                           dilation)
-    if is_static(oh, ow) and (oh < 1 or ow < 1):
-        raise OpError(f"{where}: the {kh}x{kw} window (dilation {dh}x{dw}) does not fit the "
-                      f"padded {h + pt + pb}x{w + pl + pr} input")
     macs = prod([n, oc, oh, ow, ic * kh * kw])
     parallel = int(macs >= PARALLEL_MACS) if isinstance(macs, int) else static_or_expr(
         tir.cast(i64(macs) >= tir.const(PARALLEL_MACS, "int64"), "int32"))
