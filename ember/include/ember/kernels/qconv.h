@@ -824,12 +824,8 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
   a.add = NULL;
   if (res != NULL) {
-    add.a = (const uint8_t*)y; add.b = (const uint8_t*)res; add.y = (uint8_t*)y;
-    add.n = n * o * oh * ow; add.ra = ra; add.rb = rb;
-    add.lo = (float)(s_lo - s_zp); add.hi = (float)(s_hi - s_zp);
-    add.a_flip = y_signed ? 0x80 : 0; add.b_flip = r_signed ? 0x80 : 0;
-    add.a_zp = y_zp + (y_signed ? 128 : 0); add.b_zp = r_zp + (r_signed ? 128 : 0);
-    add.y_zp = s_zp;
+    ember_qadd_init(&add, y, res, y, n * o * oh * ow, ra, rb, y_zp, r_zp, s_zp, s_lo, s_hi,
+                    y_signed, r_signed);
     a.add = &add;
   }
   a.dwq = 0;
