@@ -38,14 +38,6 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
-def _binder_fields(cls: type) -> tuple[str, ...]:
-    names = _BINDER_FIELDS.get(cls)
-    if names is None:
-        _index(cls)
-        names = _BINDER_FIELDS[cls]
-    return names
-
-
 _NODE_TYPES = (PrimExpr, Stmt)
 
 
