@@ -376,6 +376,21 @@ static void ember_qconv_sums(const uint32_t* panel, int64_t rs, int64_t nq, int6
   }
 }
 
+#if defined(EMBER_Q_VECTOR_EXT)
+/* The accumulators of a tile (ember_qconv_tile) before its quads: acc[r][v] = bias[r], or
+ * part[r][v] where part is not NULL. */
+static inline __attribute__((always_inline)) void ember_qconv_tile_start(
+    const int nb, const ember_qvi bias[EMBER_QCONV_MR], const int32_t* part,
+    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+  int r, v;
+  for (r = 0; r < EMBER_QCONV_MR; ++r) {
+    for (v = 0; v < nb; ++v) {
+      acc[r][v] = part ? ember_qload(part + (r * EMBER_QCONV_NB + v) * EMBER_QL) : bias[r];
+    }
+  }
+}
+#endif
+
 #if defined(EMBER_Q_VNNI)
 /* acc[r][v] = bias[r] (or part[r][v], a previous range of quads' sums, where part is not
  * NULL) + the dot products of output channel r of the block (weights wk: [k4][4][4]) with
@@ -387,11 +402,7 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
-  for (r = 0; r < EMBER_QCONV_MR; ++r) {
-    for (v = 0; v < nb; ++v) {
-      acc[r][v] = part ? ember_qload(part + (r * EMBER_QCONV_NB + v) * EMBER_QL) : bias[r];
-    }
-  }
+  ember_qconv_tile_start(nb, bias, part, acc);
   for (k4 = 0; k4 < k4n; ++k4) {
     const uint32_t* ap = panel + k4 * rs;
     ember_qvi bw[EMBER_QCONV_MR];
@@ -415,11 +426,7 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
-  for (r = 0; r < EMBER_QCONV_MR; ++r) {
-    for (v = 0; v < nb; ++v) {
-      acc[r][v] = part ? ember_qload(part + (r * EMBER_QCONV_NB + v) * EMBER_QL) : bias[r];
-    }
-  }
+  ember_qconv_tile_start(nb, bias, part, acc);
   for (k4 = 0; k4 < k4n; ++k4) {
     const uint32_t* ap = panel + k4 * rs;
     for (r = 0; r < EMBER_QCONV_MR; ++r) {
