@@ -38,19 +38,7 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
-def _binder_fields(cls: type) -> tuple[str, ...]:
-    names = _BINDER_FIELDS.get(cls)
-    if names is None:
-        _index(cls)
-        names = _BINDER_FIELDS[cls]
-    return names
-
-
 _NODE_TYPES = (PrimExpr, Stmt)
-
-
-def _is_node(v: Any) -> bool:
-    return isinstance(v, _NODE_TYPES)
 
 
 def children(node: Node) -> list[Node]:
@@ -66,21 +54,9 @@ def children(node: Node) -> list[Node]:
 
 
 def map_children(node: Node, fn: Callable[[Node], Node]) -> Node:
-    """``node`` with ``fn`` applied to each child expression/statement (rebuilt if changed)."""
-    changes: dict[str, Any] = {}
-    for name in _FIELDS.get(type(node)) or _child_fields(type(node)):
-        v = getattr(node, name)
-        if _is_node(v):
-            nv = fn(v)
-        elif isinstance(v, tuple) and any(_is_node(x) for x in v):
-            nv = tuple(fn(x) if _is_node(x) else x for x in v)
-            if all(a is b for a, b in zip(nv, v)):
-                continue
-        else:
-            continue
-        if nv is not v:
-            changes[name] = nv
-    return dataclasses.replace(node, **changes) if changes else node
+    """``node`` with ``fn`` applied to each child expression/statement (rebuilt if changed;
+    ``fn`` is called once per distinct child)."""
+    return rebuild(node, {id(c): fn(c) for c in children(node)})
 
 
 def transform(node: Node, fn: Callable[[Node], Node | None]) -> Node:
@@ -102,15 +78,15 @@ def transform(node: Node, fn: Callable[[Node], Node | None]) -> Node:
                 push((n, True))
                 stack.extend((c, False) for c in reversed(kids))
                 continue
-        new = _rebuilt(n, memo)
+        new = rebuild(n, memo)
         out = fn(new)
         memo[id(n)] = new if out is None else out
     return memo[id(node)]
 
 
-def _rebuilt(node: Node, memo: dict[int, Node]) -> Node:
-    """``map_children(node, lambda c: memo[id(c)])``, without a call per child (the inner
-    loop of every rewrite)."""
+def rebuild(node: Node, memo: dict[int, Node]) -> Node:
+    """``node`` on its children's replacements ``memo[id(child)]``: rebuilt if one differs,
+    else ``node`` itself. The inner loop of every bottom-up rewrite (no call per child)."""
     changes: dict[str, Any] | None = None
     for name in _FIELDS.get(type(node)) or _child_fields(type(node)):
         v = getattr(node, name)
@@ -152,7 +128,7 @@ def rewrite(node: Node, fn: Callable[[Node], Node | None]) -> Node:
             stack.append((n, 1, None))
             stack.extend((c, 0, None) for c in reversed(children(n)) if id(c) not in memo)
             continue
-        new = map_children(n, lambda c: memo[id(c)])
+        new = rebuild(n, memo)
         out = fn(new)
         if out is None or out is new:
             memo[id(n)] = new

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import expr as _expr
 from . import stmt as _stmt
-from .functor import children, map_children, post_order
+from .functor import children, post_order, rebuild
 from .functor import substitute as _substitute
 from .op import convert
 
@@ -65,7 +65,7 @@ def ir_transform(stmt: Any, preorder: Callable | None, postorder: Callable | Non
             stack.append((n, True))
             stack.extend((c, False) for c in reversed(children(n)) if id(c) not in memo)
             continue
-        new = map_children(n, lambda c: memo[id(c)])
+        new = rebuild(n, memo)
         if postorder is not None and on(new):
             out = postorder(new)
             new = new if out is None else out

@@ -192,44 +192,34 @@ def _contiguous_tail(sch: Schedule, op: Any, lanes: int) -> int:
     contiguous (stride 1) or invariant (stride 0) in the merged index, which keeps the loads
     plain vectors, while the merged extent is still not a multiple of ``lanes`` or stays
     within ``MERGE_MAX`` elements (all axes merged: the stage is one flat loop). Piecewise
-    stages (a concatenation) keep their loops: their pieces split an axis."""
+    stages (a concatenation) keep their loops: their pieces split an axis.
+
+    A last axis of run-time extent (a width or a sequence length) may leave a tail on any
+    row, so the axes before it merge while the loads stay contiguous or invariant alone
+    (``contiguous_steps``; the simplifier then folds ``(c * h + f // w) * w + f % w`` to
+    ``c * h * w + f``): the tail comes once per merged run, not once per row (the width-37
+    OCR classifier's (1, C, H, ?) maps ran rows of 10 floats, all tail)."""
     axes = list(op.axis)
-    exts = [a.dom.extent for a in axes]
     if len(axes) < 2 or piece_source(sch, op) is not None:
         return 1
-    if not isinstance(exts[-1], IntImm):
-        return _symbolic_tail(sch, op)
-    if exts[-1].value % lanes == 0:
+    last = axes[-1].dom.extent
+    static = isinstance(last, IntImm)
+    if static and last.value % lanes == 0:
         return 1
     loads = reader_loads(sch, op)
     if loads is None:
         return 1
     loads = [(t, idx) for t, idx in loads if sch[t.op].attach_type != "inline"]
-    merged, size = 1, exts[-1].value
-    while merged < len(axes) and isinstance(exts[-merged - 1], IntImm) and (
-            size % lanes or size * exts[-merged - 1].value <= MERGE_MAX):
-        group = axes[-merged - 1:]
-        if not all(_contiguous_in(t, idx, group) for t, idx in loads):
+    merged, size = 1, last.value if static else 0
+    while merged < len(axes):
+        ext = axes[-merged - 1].dom.extent
+        if static and not (isinstance(ext, IntImm)
+                           and (size % lanes or size * ext.value <= MERGE_MAX)):
             break
-        merged, size = merged + 1, size * exts[-merged - 1].value
-    return merged
-
-
-def _symbolic_tail(sch: Schedule, op: Any) -> int:
-    """``_contiguous_tail`` for a last axis of run-time extent (a width or a sequence length):
-    whether its rows are whole vectors is known only at run time, so the axes before it merge
-    while every load stays contiguous or invariant in the merged index (``contiguous_steps``;
-    the simplifier then folds ``(c * h + f // w) * w + f % w`` to ``c * h * w + f``): one
-    vector loop over the merged rows, its tail once per merged run, not once per row (the
-    width-37 OCR classifier's (1, C, H, ?) maps ran rows of 10 floats, all tail)."""
-    loads = reader_loads(sch, op)
-    if loads is None:
-        return 1
-    loads = [(t, idx) for t, idx in loads if sch[t.op].attach_type != "inline"]
-    axes, merged = list(op.axis), 1
-    while merged < len(axes) and all(
-            _contiguous_in(t, idx, axes[-merged - 1:]) for t, idx in loads):
+        if not all(_contiguous_in(t, idx, axes[-merged - 1:]) for t, idx in loads):
+            break
         merged += 1
+        size = size * ext.value if static else 0
     return merged
 
 

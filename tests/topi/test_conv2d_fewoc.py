@@ -17,13 +17,12 @@ from hypothesis import strategies as st
 
 import ember
 from ember import relay
-from ember.contrib import graph_executor
 from ember.ir.expr import Call
 from ember.ir.visitor import post_order
 from ember.relay.op.nn.conv import conv2d_nchw, conv2d_transpose_nchw
 from ember.relay.transform import AlterOpLayout, InferType
-from ember.target.simd import host_level
-from cpu_targets import cpu_runs_target
+from cpu_targets import runs_vector_target
+from graph_runs import graph_outputs
 from ember.testing import find_c_compiler
 
 pytestmark = pytest.mark.skipif(find_c_compiler() is None, reason="no C compiler found")
@@ -50,12 +49,6 @@ def _act(y, act: str):
     if act == "tanh":
         return relay.tanh(y)
     return y
-
-
-def _target_runs(target: str) -> bool:
-    if target == "llvm":  # the host: the planning these tests check needs AVX2 or AVX-512
-        return host_level().name in ("avx512", "avx2")
-    return cpu_runs_target(target)  # e.g. no x86-64-v4 code without AVX-512
 
 
 def _transposed(i, c, oc, h, w, k, s, p, op, d, act, rng):
@@ -134,18 +127,12 @@ def _source(mod: ember.IRModule, target: str, monkeypatch) -> str:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_few_output_channel_convs_match_numpy(target):
-    if not _target_runs(target):
+    if not runs_vector_target(target):
         pytest.skip("the host runs neither AVX-512 nor AVX2")
     mod, inputs, wants = _model()
-    with ember.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target)
-    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
-    for i, x in enumerate(inputs):
-        m.set_input(i, x)
-    m.run()
     cases = TRANSPOSED + PLAIN
-    for i, want in enumerate(wants):
-        np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-4, atol=1e-4,
+    for i, (got, want) in enumerate(zip(graph_outputs(mod, inputs, target), wants)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{target}: case {cases[i]}")
 
 
@@ -189,17 +176,13 @@ def test_padded_phase_channels_take_the_kernel(target, case, channels, monkeypat
     assert len(fewoc) == 1 and fewoc[0].attrs.channels == channels
     assert fewoc[0].attrs.lanes == (8 if target == AVX2 else 16)
     assert "nn.contrib_conv2d_transpose_interleave" not in [c.op.name for c in calls]
-    if _target_runs(target):
+    if runs_vector_target(target):
         _assert_builds_to(mod, target, data, want)
 
 
 def _assert_builds_to(mod, target, data, want):
-    with ember.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target)
-    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
-    m.set_input(0, data)
-    m.run()
-    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(graph_outputs(mod, [data], target)[0], want, rtol=1e-4,
+                               atol=1e-4)
 
 
 @st.composite
@@ -216,7 +199,7 @@ def heads(draw):
 @settings(max_examples=8, deadline=None)
 @given(heads(), st.sampled_from(TARGETS))
 def test_transposed_heads_match_numpy(case, target):
-    if not _target_runs(target):
+    if not runs_vector_target(target):
         return
     c, oc, h, w, k, s, p, op = case
     out = (h - 1) * s - 2 * p + k + op

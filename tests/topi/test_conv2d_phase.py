@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 
 import ember
 from ember import relay
-from ember.contrib import graph_executor
 from ember.ir.expr import Call
 from ember.ir.visitor import post_order
 from ember.relay.op.nn.conv import conv2d_transpose_nchw
 from ember.relay.op.nn.conv_transpose_nchwc import PhasedAttrs, _phased_ref
 from ember.relay.transform import AlterOpLayout, InferType
 from ember.target.simd import host_level
-from cpu_targets import cpu_runs_target
+from cpu_targets import runs_vector_target
+from graph_runs import graph_outputs
 from ember.testing import find_c_compiler
 from ember.topi.nn.conv2d_nchwc import from_blocked, to_blocked
 from ember.topi.nn.conv2d_phase import (
@@ -95,12 +95,6 @@ def _model():
     return ember.IRModule.from_expr(func), [p[2] for p in parts], [p[3] for p in parts]
 
 
-def _target_runs(target: str) -> bool:
-    if target == "llvm":  # the host: the planning these tests check needs AVX2 or AVX-512
-        return host_level().name in ("avx512", "avx2")
-    return cpu_runs_target(target)  # e.g. no x86-64-v4 code without AVX-512
-
-
 @pytest.mark.parametrize("target,lanes", [("llvm -mcpu=x86-64-v4", 16), (AVX2, 8)])
 def test_planning_runs_small_maps_phase_by_phase(target, lanes):
     with ember.transform.PassContext(opt_level=3), ember.target.Target(target):
@@ -121,17 +115,11 @@ def test_planning_runs_small_maps_phase_by_phase(target, lanes):
 @needs_cc
 @pytest.mark.parametrize("target", TARGETS)
 def test_phased_transposed_convs_match_numpy(target):
-    if not _target_runs(target):
+    if not runs_vector_target(target):
         pytest.skip("the host runs neither AVX-512 nor AVX2")
     mod, inputs, wants = _model()
-    with ember.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target)
-    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
-    for i, x in enumerate(inputs):
-        m.set_input(i, x)
-    m.run()
-    for i, want in enumerate(wants):
-        np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-4, atol=1e-4,
+    for i, (got, want) in enumerate(zip(graph_outputs(mod, inputs, target), wants)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{target}: case {CASES[i]}")
 
 
@@ -158,7 +146,7 @@ def _op_inputs(c, oc, h, w, k, s, p, op, lanes, tile, rng, n=1):
 def test_every_register_tile_matches_numpy(target, lanes, tile):
     """Each tile on maps it overhangs (3x5 and 1x1 phase maps, the second a batch of 2) and
     on a block count that is no multiple of its blocks."""
-    if not _target_runs(target) or (lanes == 16 and host_level().name != "avx512"):
+    if not runs_vector_target(target) or (lanes == 16 and host_level().name != "avx512"):
         pytest.skip("the host cannot run this build")
     rng = np.random.default_rng(tile)
     shapes = [(2 * lanes, 5 * lanes, 3, 5, 4, (2, 2), 1, 1), (lanes, 2 * lanes, 1, 1, 3, (2, 2),
@@ -172,15 +160,10 @@ def test_every_register_tile_matches_numpy(target, lanes, tile):
         xs.append((x, data))
         wants.append(want)
     mod = ember.IRModule.from_expr(relay.Function([x for x, _ in xs], relay.Tuple(ys)))
-    with ember.transform.PassContext(opt_level=3):
-        lib = relay.build(mod, target)
-    m = graph_executor.GraphModule(lib["default"](ember.cpu()))
-    for i, (_, data) in enumerate(xs):
-        m.set_input(i, data)
-    m.run()
-    for i, want in enumerate(wants):
-        np.testing.assert_allclose(from_blocked(m.get_output(i).numpy()), want, rtol=1e-4,
-                                   atol=1e-4, err_msg=f"tile {TILES[tile]}, {shapes[i]}")
+    outs = graph_outputs(mod, [data for _, data in xs], target)
+    for i, (got, want) in enumerate(zip(outs, wants)):
+        np.testing.assert_allclose(from_blocked(got), want, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"tile {TILES[tile]}, {shapes[i]}")
 
 
 @st.composite

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "ember/c_runtime_api.h"
+#include "host_table.h"
 #include "thread_pool.h"
 
 #if defined(__GLIBC__)
@@ -34,33 +35,7 @@
 
 /* Bump when the host table or the exported Ember* functions change incompatibly. */
 #define EMBER_ABI_VERSION 1
-#define EMBER_HOST_TABLE_VERSION 1
 #define EMBER_ERROR_SIZE 4096
-
-/* Lookup flags of EmberHostTable.get_function (mirrored in ember/runtime/_bridge.py). */
-#define EMBER_LOOKUP_SELF 1    /* the module's own functions */
-#define EMBER_LOOKUP_IMPORTS 2 /* its imported modules, depth first */
-#define EMBER_LOOKUP_GLOBAL 4  /* the global registry */
-#define EMBER_LOOKUP_ENV 8     /* handle owned by the module (call_packed); never freed */
-
-/* Host functions, created by the Python runtime (ctypes CFUNCTYPE, kept alive there). */
-typedef struct EmberHostTable {
-  int32_t version;
-  int32_t size;
-  int (*get_function)(void* mod, const char* name, int flags, TVMFunctionHandle* out);
-  int (*func_call)(TVMFunctionHandle f, TVMValue* args, int* codes, int n, TVMValue* ret,
-                   int* ret_code);
-  int (*handle_free)(void* handle);
-  const char* (*last_error)(void);
-  int (*load_module)(const char* path, const char* fmt, TVMModuleHandle* out);
-  /* Optional (hosts that predate it pass a shorter table): the process's one thread pool,
-   * another library's EmberPoolLaunch. NULL: this library uses its own pool. */
-  int (*parallel_launch)(FTVMParallelLambda flambda, void* cdata, int num_task,
-                         int num_threads);
-} EmberHostTable;
-
-/* The size of the table before parallel_launch was added. */
-#define EMBER_HOST_TABLE_MIN_SIZE ((int32_t)offsetof(EmberHostTable, parallel_launch))
 
 /* "EMBERLIB abi=<n>": load_module rejects shared libraries without it. */
 EMBER_DLL const char __ember_library_info[] = "EMBERLIB abi=1 dlpack=80";

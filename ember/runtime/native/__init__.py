@@ -55,7 +55,8 @@ def _headers() -> list[Path]:
                    *(_CRT_DIR / "include" / "ember" / "crt").glob("*.h"),
                    *(_CRT_DIR / "src" / "backend").glob("*.h"),
                    *(_EMBER_DIR / "include" / "ember").glob("*.h"),
-                   _EMBER_DIR / "runtime" / "csrc" / "thread_pool.h"])
+                   _EMBER_DIR / "runtime" / "csrc" / "thread_pool.h",
+                   _EMBER_DIR / "runtime" / "csrc" / "host_table.h"])
 
 
 def library_path(static: bool = False, sanitize: bool = False, cc: str | None = None) -> Path:

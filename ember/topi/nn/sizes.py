@@ -17,7 +17,7 @@ from typing import Any
 from ...runtime.errors import OpError
 from ...tir import op as tir
 from ...tir.expr import EQ, FloatImm, IntImm, PrimExpr, StringImm, Var
-from ...tir.functor import children, map_children, post_order
+from ...tir.functor import children, post_order, rebuild
 from ...tir.stmt import AssertStmt, Evaluate, LetStmt, Stmt
 
 Dim = int | PrimExpr  # a static size, or an expression of the kernel's run-time sizes
@@ -115,7 +115,7 @@ def let_shared(call: PrimExpr, body: Callable[[PrimExpr], Stmt], prefix: str) ->
     lets: list[tuple[Var, PrimExpr]] = []
     memo: dict[int, PrimExpr] = {}
     for node in post_order(call):  # children first: a local's value uses earlier locals
-        new = map_children(node, lambda kid: memo[id(kid)])
+        new = rebuild(node, memo)
         if (uses.get(id(node), 0) >= 2 and not isinstance(node, (Var, IntImm, FloatImm))
                 and node.dtype in ("int32", "int64")):
             var = Var(f"{prefix}_{len(lets)}", node.dtype)

@@ -42,13 +42,6 @@ EMBER_KENTRY int32_t ember_channel_shuffle_nchwc(EMBER_CHANNEL_SHUFFLE_PARAMS);
 #include <immintrin.h>
 #endif
 
-/* Inlined into each constant lane count's copy of the loops. */
-#if defined(__GNUC__)
-#define EMBER_SHUFFLE_INLINE static inline __attribute__((always_inline))
-#else
-#define EMBER_SHUFFLE_INLINE static inline
-#endif
-
 #define EMBER_SHUFFLE_TILE 64 /* positions per work item */
 #define EMBER_SHUFFLE_MAX_LANES 16
 
@@ -76,10 +69,11 @@ static inline int64_t ember_shuffle_items(const ember_shuffle_p* p) {
 /* The groups of output block `ob` of batch `batch` (its source planes at position 0). Built
  * once per output block and work item: the shuffle's indices step through the lanes without
  * a division (five per lane took longer than moving a 7x7 block), the input's block and lane
- * by shifts for the lane counts compiled as constants (ember_shuffle_range). */
-EMBER_SHUFFLE_INLINE void ember_shuffle_plan_block(const ember_shuffle_p* p, int32_t batch,
-                                                   int32_t ob, ember_shuffle_plan* plan,
-                                                   const int32_t L) {
+ * by shifts for the lane counts compiled as constants (ember_shuffle_range). Always inlined
+ * (as the two below) into each constant lane count's copy of the loops. */
+EMBER_ALWAYS_INLINE void ember_shuffle_plan_block(const ember_shuffle_p* p, int32_t batch,
+                                                  int32_t ob, ember_shuffle_plan* plan,
+                                                  const int32_t L) {
   const int32_t per = (p->ca + p->cb) / p->groups, first = p->begin + ob * p->out_block;
   const size_t plane = (size_t)p->hw * L;
   const float* a = p->a + (size_t)batch * ((p->ca + L - 1) / L) * plane;
@@ -107,9 +101,9 @@ EMBER_SHUFFLE_INLINE void ember_shuffle_plan_block(const ember_shuffle_p* p, int
 }
 
 /* Positions [p0, p1) of one output block. */
-EMBER_SHUFFLE_INLINE void ember_shuffle_block(const ember_shuffle_p* p,
-                                              const ember_shuffle_plan* plan, float* dst,
-                                              int32_t p0, int32_t p1, const int32_t L) {
+EMBER_ALWAYS_INLINE void ember_shuffle_block(const ember_shuffle_p* p,
+                                             const ember_shuffle_plan* plan, float* dst,
+                                             int32_t p0, int32_t p1, const int32_t L) {
   const int32_t Lo = p->out_block;
   int32_t x = p0, k, l;
 #if !defined(EMBER_KERNELS_PORTABLE) && defined(__AVX512F__)
@@ -173,8 +167,8 @@ EMBER_SHUFFLE_INLINE void ember_shuffle_block(const ember_shuffle_p* p,
   }
 }
 
-EMBER_SHUFFLE_INLINE void ember_shuffle_items_of(const ember_shuffle_p* p, int64_t lo,
-                                                 int64_t hi, const int32_t L) {
+EMBER_ALWAYS_INLINE void ember_shuffle_items_of(const ember_shuffle_p* p, int64_t lo,
+                                                int64_t hi, const int32_t L) {
   const int64_t tiles = (p->hw + EMBER_SHUFFLE_TILE - 1) / EMBER_SHUFFLE_TILE;
   const int64_t blocks = (p->end - p->begin + p->out_block - 1) / p->out_block;
   ember_shuffle_plan plan;

@@ -46,12 +46,6 @@ EMBER_KENTRY int32_t ember_conv2d_nchw_small(EMBER_CONV2D_NCHW_SMALL_PARAMS);
 /* Floats of input rows one work item buffers at most (then its rows go in bands): in L2. */
 #define EMBER_CSMALL_BUFFER (32 * 1024)
 
-#if defined(__GNUC__)
-#define EMBER_CSMALL_INLINE static inline __attribute__((always_inline))
-#else
-#define EMBER_CSMALL_INLINE static inline
-#endif
-
 /*! \brief One call (sizes in elements). */
 typedef struct {
   const float* in;
@@ -139,7 +133,7 @@ typedef struct {
  * row, else only the row's floats from it on go out. Whole stores past the row's end land in
  * the next rows, written after it, only when one tile spans the row (c0 == 0): the tiles
  * after the first of a longer row come after the next row's first one. */
-EMBER_CSMALL_INLINE void ember_csmall_tile(const ember_csmall_p* p, const ember_csmall_band* band,
+EMBER_ALWAYS_INLINE void ember_csmall_tile(const ember_csmall_p* p, const ember_csmall_band* band,
                                            int32_t o0, int32_t oy, int32_t c0, const int oct,
                                            const int nv, const int rt) {
   const int64_t wstride = (int64_t)p->ic * p->kh * p->kw, rstride = (int64_t)p->sw * p->len;

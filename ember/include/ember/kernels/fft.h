@@ -169,17 +169,13 @@ static inline void ember_fft_butterfly(int r, const ember_cv* a, ember_cv* y) {
   }
 }
 
-#if defined(__GNUC__)
-#define EMBER_FFT_INLINE __attribute__((always_inline)) static inline
-#else
-#define EMBER_FFT_INLINE static inline
-#endif
 
 /* One Stockham stage of radix r over a length-n transform, s interleaved transforms (s n = N):
  * y[q + s (r p + u)] = w^(p u) sum_t x[q + s (p + t m)] exp(-2 pi i t u / r), m = n / r.
  * Inlined with r constant (ember_fft_stage), so the butterfly's arrays live in registers. */
-EMBER_FFT_INLINE void ember_fft_stage_r(const int r, int64_t n, int64_t s, const float* tw,
-                                        const float* xr, const float* xi, float* yr, float* yi) {
+EMBER_ALWAYS_INLINE void ember_fft_stage_r(const int r, int64_t n, int64_t s, const float* tw,
+                                           const float* xr, const float* xi, float* yr,
+                                           float* yi) {
   int64_t m = n / r, p, q;
   ember_cv a[5], y[5];
   ember_vf wr[5], wi[5];

@@ -37,14 +37,6 @@ EMBER_KENTRY int32_t ember_layout_nhwc(const float* in, float* out, int32_t n, i
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
 
-/* Inlined at every call: the constant block sizes and row counts of the callers must fold
- * into the copy loops (GCC stops inlining a function this size once it has many callers). */
-#if defined(__GNUC__)
-#define EMBER_LAYOUT_INLINE static inline __attribute__((always_inline))
-#else
-#define EMBER_LAYOUT_INLINE static inline
-#endif
-
 #if defined(__AVX__) && !defined(EMBER_KERNELS_PORTABLE)
 #include <immintrin.h>
 #define EMBER_LAYOUT_AVX 1
@@ -52,8 +44,10 @@ EMBER_KENTRY int32_t ember_layout_nhwc(const float* in, float* out, int32_t n, i
 /* Transpose the 8x8 block of rows src[k * ss] (k < 8) into dst[k * ds]: unpack, shuffle,
  * then swap 128-bit halves (24 shuffles for 64 floats). For a padded last channel block,
  * source rows k >= `loads` read as zeros (to NCHW[L]c) and destination rows k >= `stores`
- * are not written (from NCHW[L]c); whole blocks pass the constants 8, 8. */
-EMBER_LAYOUT_INLINE void ember_layout_t8(const float* src, size_t ss, float* dst, size_t ds,
+ * are not written (from NCHW[L]c); whole blocks pass the constants 8, 8. Always inlined (as
+ * ember_layout_copy): the callers' constant block sizes and row counts must fold into the
+ * copy loops (GCC stops inlining a function this size once it has many callers). */
+EMBER_ALWAYS_INLINE void ember_layout_t8(const float* src, size_t ss, float* dst, size_t ds,
                                          int32_t loads, int32_t stores) {
   __m256 r[8], t[8], u[8];
   int k;
@@ -105,7 +99,7 @@ static inline int64_t ember_layout_items(const ember_layout_p* p) {
  * tile are read (or written) row by row at unit stride; the other side is the tile's
  * contiguous L x TILE block. A last block with rows < L channels present: to NCHW[L]c its
  * other lanes get zeros, from NCHW[L]c they are not read. */
-EMBER_LAYOUT_INLINE void ember_layout_copy(const ember_layout_p* p, int64_t lo, int64_t hi,
+EMBER_ALWAYS_INLINE void ember_layout_copy(const ember_layout_p* p, int64_t lo, int64_t hi,
                                            const int32_t L, const int padded) {
   const int64_t tiles = (p->hw + EMBER_LAYOUT_TILE - 1) / EMBER_LAYOUT_TILE;
   const int64_t blocks = ember_layout_blocks(p);

@@ -77,6 +77,23 @@
 #define EMBER_KPART_FN static inline
 #endif
 
+/* Kernel-internal functions: EMBER_ALWAYS_INLINE, inlined at every call (where GCC's heuristics
+ * would keep a call: a tile's cheap parts, loops whose constant sizes must fold into the caller);
+ * EMBER_NOINLINE, one out-of-line copy, neither inlined nor cloned per constant argument
+ * (compile time; noipa). (gemm_epilogue.h spells the same two.) */
+#if defined(__GNUC__)
+#define EMBER_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define EMBER_ALWAYS_INLINE static inline
+#endif
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#define EMBER_NOINLINE static __attribute__((noipa, unused))
+#elif defined(__GNUC__)
+#define EMBER_NOINLINE static __attribute__((noinline, unused))
+#else
+#define EMBER_NOINLINE static
+#endif
+
 /* The parts of entry point `name`'s object (the lane variants of name_x<L> alike): read by
  * ember.tir.kernel_objects, nothing for the compiler. */
 #define EMBER_KPARTS(name, n)

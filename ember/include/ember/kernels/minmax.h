@@ -5,9 +5,9 @@
  *
  *   out[0] = min(x), out[1] = max(x)      (NaN if any x is NaN, as numpy's min and max)
  *
- * Four chains of vectors of running minima and maxima (and NaN flags; four: one chain waits on
- * its select's latency), combined at the end: the order of a min or max does not change its
- * value, so every SIMD level gives the same result. n >= 1.
+ * Four chains of vectors (gemm_simd.h's) of running minima and maxima (and NaN flags; four: one
+ * chain waits on its min's latency), combined at the end: the order of a min or max does not
+ * change its value, so every SIMD level gives the same result. n >= 1.
  * Returns 0.
  */
 #ifndef EMBER_KERNELS_MINMAX_H_
@@ -23,28 +23,17 @@
 EMBER_KENTRY int32_t ember_minmax(EMBER_MINMAX_PARAMS);
 
 #if EMBER_KERNEL_BODIES
-#if defined(__GNUC__) && !defined(EMBER_KERNELS_PORTABLE)
-#if defined(__AVX512F__)
-#define EMBER_MINMAX_L 16 /* lanes: the ISA's vectors (wider ones GCC splits into slow code) */
-#elif defined(__AVX__)
-#define EMBER_MINMAX_L 8
-#else
-#define EMBER_MINMAX_L 4
-#endif
-typedef float ember_minmax_vf __attribute__((vector_size(4 * EMBER_MINMAX_L)));
-typedef int32_t ember_minmax_vi __attribute__((vector_size(4 * EMBER_MINMAX_L)));
+#include "ember/kernels/gemm_simd.h"
+
+#if defined(EMBER_SIMD_VECTOR_EXT)
 #define EMBER_MINMAX_ACC 4 /* independent chains */
 
-/* The running minima, maxima and NaN flags of one chain, updated with one vector of x. */
-static inline void ember_minmax_step(const float* x, ember_minmax_vf* lo, ember_minmax_vf* hi,
-                                     ember_minmax_vi* nan) {
-  ember_minmax_vf v;
-  ember_minmax_vi lt, gt;
-  memcpy(&v, x, sizeof v);
-  lt = v < *lo;
-  gt = v > *hi;
-  *lo = (ember_minmax_vf)((lt & (ember_minmax_vi)v) | (~lt & (ember_minmax_vi)*lo));
-  *hi = (ember_minmax_vf)((gt & (ember_minmax_vi)v) | (~gt & (ember_minmax_vi)*hi));
+/* The running minima, maxima and NaN flags of one chain, updated with one vector of x
+ * (ember_vmin(v, lo) is v < lo ? v : lo, the scalar loop's choice lane by lane). */
+static inline void ember_minmax_step(const float* x, ember_vf* lo, ember_vf* hi, ember_vi* nan) {
+  const ember_vf v = ember_vload(x);
+  *lo = ember_vmin(v, *lo);
+  *hi = ember_vmax(v, *hi);
   *nan |= v != v;
 }
 #endif
@@ -59,27 +48,26 @@ EMBER_KENTRY int32_t ember_minmax(EMBER_MINMAX_PARAMS) {
   if (n < 1) return -1; /* an empty tensor (a run-time size of 0) has no range */
   lo = hi = x[0];
   nan = x[0] != x[0];
-#if defined(__GNUC__) && !defined(EMBER_KERNELS_PORTABLE)
-  if (n >= EMBER_MINMAX_L) {
-    ember_minmax_vf vlo[EMBER_MINMAX_ACC], vhi[EMBER_MINMAX_ACC], v;
-    ember_minmax_vi vnan[EMBER_MINMAX_ACC];
+#if defined(EMBER_SIMD_VECTOR_EXT)
+  if (n >= EMBER_VL) {
+    ember_vf vlo[EMBER_MINMAX_ACC], vhi[EMBER_MINMAX_ACC];
+    ember_vi vnan[EMBER_MINMAX_ACC];
+    const ember_vf v = ember_vload(x);
     int a;
-    memcpy(&v, x, sizeof v);
     for (a = 0; a < EMBER_MINMAX_ACC; ++a) {
       vlo[a] = vhi[a] = v;
-      vnan[a] = (ember_minmax_vi){0};
+      vnan[a] = (ember_vi){0};
     }
-    for (; i + EMBER_MINMAX_L * EMBER_MINMAX_ACC <= n;
-         i += EMBER_MINMAX_L * EMBER_MINMAX_ACC) {
+    for (; i + EMBER_VL * EMBER_MINMAX_ACC <= n; i += EMBER_VL * EMBER_MINMAX_ACC) {
       for (a = 0; a < EMBER_MINMAX_ACC; ++a) {
-        ember_minmax_step(x + i + EMBER_MINMAX_L * a, &vlo[a], &vhi[a], &vnan[a]);
+        ember_minmax_step(x + i + EMBER_VL * a, &vlo[a], &vhi[a], &vnan[a]);
       }
     }
-    for (; i + EMBER_MINMAX_L <= n; i += EMBER_MINMAX_L) {
+    for (; i + EMBER_VL <= n; i += EMBER_VL) {
       ember_minmax_step(x + i, &vlo[0], &vhi[0], &vnan[0]);
     }
     for (a = 0; a < EMBER_MINMAX_ACC; ++a) {
-      for (l = 0; l < EMBER_MINMAX_L; ++l) {
+      for (l = 0; l < EMBER_VL; ++l) {
         lo = vlo[a][l] < lo ? vlo[a][l] : lo;
         hi = vhi[a][l] > hi ? vhi[a][l] : hi;
         nan |= vnan[a][l] != 0;

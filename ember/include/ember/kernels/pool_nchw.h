@@ -77,6 +77,26 @@ static inline float ember_pooln_reciprocal(int32_t count) {
   return 1.0f / (float)(count > 0 ? count : 1);
 }
 
+/* Output row `item` of the (plane, row) items: its input plane, its output row, and the
+ * window rows [ky0, ky1) inside the image from input row iy0. */
+typedef struct {
+  const float* in;
+  float* out;
+  int32_t iy0, ky0, ky1;
+} ember_pooln_item;
+
+static inline ember_pooln_item ember_pooln_item_at(const ember_pooln_p* p, int64_t item) {
+  const int32_t oy = (int32_t)(item % p->oh);
+  const int64_t plane = item / p->oh;
+  ember_pooln_item r;
+  r.in = p->in + (size_t)plane * p->h * p->w;
+  r.out = p->out + ((size_t)plane * p->oh + oy) * p->ow;
+  r.iy0 = oy * p->sh - p->pt;
+  r.ky0 = ember_first_tap(r.iy0, p->dh, p->kh);
+  r.ky1 = ember_end_tap(r.iy0, p->dh, p->h, p->kh, r.ky0);
+  return r;
+}
+
 /* The output at column ox of a row whose window rows are [ky0, ky1) from input row iy0
  * (cy of them counted by an average), through the taps inside the image. */
 static inline float ember_pooln_one(const ember_pooln_p* p, const float* in, int32_t iy0,
@@ -152,13 +172,10 @@ static inline float ember_pooln_one(const ember_pooln_p* p, const float* in, int
  * reduced across tmp[ox * sw + kx * dw]. `avg`, SW (1, 2; 0: any, the second pass scalar) and
  * KW (the window's width; 0: p->kw) are constants at each call (always inlined: the branches
  * fold away, a constant width unrolls). */
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-static inline void ember_pooln_row(const ember_pooln_p* p, const float* in, float* out,
-                                   float* tmp, const float* rcx, int32_t iy0, int32_t ky0,
-                                   int32_t ky1, float rcy, const int avg, const int32_t SW,
-                                   const int32_t KW) {
+EMBER_ALWAYS_INLINE void ember_pooln_row(const ember_pooln_p* p, const float* in, float* out,
+                                         float* tmp, const float* rcx, int32_t iy0,
+                                         int32_t ky0, int32_t ky1, float rcy, const int avg,
+                                         const int32_t SW, const int32_t KW) {
   const int32_t V = EMBER_PN_V, kw = KW ? KW : p->kw, sw = SW ? SW : p->sw, dw = p->dw;
   const size_t pitch = (size_t)p->dh * p->w;
   const float* r0 = in + (size_t)(iy0 + ky0 * p->dh) * p->w;
@@ -207,13 +224,13 @@ static inline void ember_pooln_row(const ember_pooln_p* p, const float* in, floa
 /* One row with the stride and width as constants where they are the zoo's (1 or 2; 2, 3, 5). */
 #define EMBER_PN_ROW_K(avg, SW)                                                              \
   if (p->kw == 3) {                                                                          \
-    ember_pooln_row(p, in, out, tmp, rcx, iy0, ky0, ky1, rcy, avg, SW, 3);                   \
+    ember_pooln_row(p, r.in, r.out, tmp, rcx, r.iy0, r.ky0, r.ky1, rcy, avg, SW, 3);   \
   } else if (p->kw == 2) {                                                                   \
-    ember_pooln_row(p, in, out, tmp, rcx, iy0, ky0, ky1, rcy, avg, SW, 2);                   \
+    ember_pooln_row(p, r.in, r.out, tmp, rcx, r.iy0, r.ky0, r.ky1, rcy, avg, SW, 2);   \
   } else if (p->kw == 5) {                                                                   \
-    ember_pooln_row(p, in, out, tmp, rcx, iy0, ky0, ky1, rcy, avg, SW, 5);                   \
+    ember_pooln_row(p, r.in, r.out, tmp, rcx, r.iy0, r.ky0, r.ky1, rcy, avg, SW, 5);   \
   } else {                                                                                   \
-    ember_pooln_row(p, in, out, tmp, rcx, iy0, ky0, ky1, rcy, avg, SW, 0);                   \
+    ember_pooln_row(p, r.in, r.out, tmp, rcx, r.iy0, r.ky0, r.ky1, rcy, avg, SW, 0);   \
   }
 
 /* Output rows [lo, hi) of the (plane, row) items through a row buffer. */
@@ -228,15 +245,9 @@ EMBER_KFN void ember_pooln_sep_rows(const ember_pooln_p* p, int64_t lo, int64_t 
     rcx[x] = ember_pooln_reciprocal(ember_pooln_count(x * p->sw - p->pl, p->dw, p->kw, p->w,
                                                       p->pl, p->pr, p->include_pad));
   for (item = lo; item < hi; ++item) {
-    const int32_t oy = (int32_t)(item % p->oh);
-    const int64_t plane = item / p->oh;
-    const float* in = p->in + (size_t)plane * p->h * p->w;
-    float* out = p->out + ((size_t)plane * p->oh + oy) * p->ow;
-    const int32_t iy0 = oy * p->sh - p->pt;
-    const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
-    const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
+    const ember_pooln_item r = ember_pooln_item_at(p, item);
     const float rcy = ember_pooln_reciprocal(
-        ember_pooln_count(iy0, p->dh, p->kh, p->h, p->pt, p->pb, p->include_pad));
+        ember_pooln_count(r.iy0, p->dh, p->kh, p->h, p->pt, p->pb, p->include_pad));
     if (p->sw == 1 && p->avg) {
       EMBER_PN_ROW_K(1, 1)
     } else if (p->sw == 1) {
@@ -246,9 +257,9 @@ EMBER_KFN void ember_pooln_sep_rows(const ember_pooln_p* p, int64_t lo, int64_t 
     } else if (p->sw == 2) {
       EMBER_PN_ROW_K(0, 2)
     } else if (p->avg) {
-      ember_pooln_row(p, in, out, tmp, rcx, iy0, ky0, ky1, rcy, 1, 0, 0);
+      ember_pooln_row(p, r.in, r.out, tmp, rcx, r.iy0, r.ky0, r.ky1, rcy, 1, 0, 0);
     } else {
-      ember_pooln_row(p, in, out, tmp, rcx, iy0, ky0, ky1, rcy, 0, 0, 0);
+      ember_pooln_row(p, r.in, r.out, tmp, rcx, r.iy0, r.ky0, r.ky1, rcy, 0, 0, 0);
     }
   }
 }
@@ -269,12 +280,9 @@ EMBER_KFN void ember_pooln_sep_rows(const ember_pooln_p* p, int64_t lo, int64_t 
  * * wp + kx * dw, one 1-D stencil over the whole plane in vectors of V. The columns ox >= ow
  * of each row are computed and dropped (half of them at stride 2): the rows of a 7 x 7 map are
  * too short for a vector of 16 outputs, the flat positions are not. */
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-static inline void ember_pooln_flat_plane(const ember_pooln_p* p, const float* in, float* out,
-                                          float* buf, const float* rcx, const int avg,
-                                          const int32_t S) {
+EMBER_ALWAYS_INLINE void ember_pooln_flat_plane(const ember_pooln_p* p, const float* in,
+                                                float* out, float* buf, const float* rcx,
+                                                const int avg, const int32_t S) {
   const int32_t V = EMBER_PN_V, wp = p->wp;
   const float fill = avg ? 0.0f : -INFINITY;
   const int32_t flat = p->oh * wp, steps = (flat + V - 1) / V;
@@ -349,16 +357,13 @@ EMBER_KFN void ember_pooln_flat(const ember_pooln_p* p, int64_t lo, int64_t hi) 
 EMBER_KFN void ember_pooln_rows(const ember_pooln_p* p, int64_t lo, int64_t hi) {
   int64_t item;
   for (item = lo; item < hi; ++item) {
-    const int32_t oy = (int32_t)(item % p->oh);
-    const int64_t plane = item / p->oh;
-    const float* in = p->in + (size_t)plane * p->h * p->w;
-    float* out = p->out + ((size_t)plane * p->oh + oy) * p->ow;
-    const int32_t iy0 = oy * p->sh - p->pt;
-    const int32_t ky0 = ember_first_tap(iy0, p->dh, p->kh);
-    const int32_t ky1 = ember_end_tap(iy0, p->dh, p->h, p->kh, ky0);
-    const int32_t cy = ember_pooln_count(iy0, p->dh, p->kh, p->h, p->pt, p->pb, p->include_pad);
+    const ember_pooln_item r = ember_pooln_item_at(p, item);
+    const int32_t cy =
+        ember_pooln_count(r.iy0, p->dh, p->kh, p->h, p->pt, p->pb, p->include_pad);
     int32_t ox;
-    for (ox = 0; ox < p->ow; ++ox) out[ox] = ember_pooln_one(p, in, iy0, ky0, ky1, cy, ox);
+    for (ox = 0; ox < p->ow; ++ox) {
+      r.out[ox] = ember_pooln_one(p, r.in, r.iy0, r.ky0, r.ky1, cy, ox);
+    }
   }
 }
 

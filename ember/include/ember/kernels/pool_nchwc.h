@@ -36,13 +36,6 @@ EMBER_KENTRY int32_t ember_pool2d_nchwc_x16(EMBER_POOL2D_NCHWC_PARAMS);
 #include "ember/c_backend_api.h"
 #include "ember/kernels/conv_simd.h"
 
-/* Always inlined (the row loops of pool_nchwc_impl.h; GCC's heuristics kept them calls). */
-#if defined(__GNUC__)
-#define EMBER_POOL_INLINE static inline __attribute__((always_inline))
-#else
-#define EMBER_POOL_INLINE static inline
-#endif
-
 /*! \brief One pooling call (sizes in elements). */
 typedef struct {
   const float* in;

@@ -32,8 +32,8 @@ static inline void EMBER_PFN(ember_pool_epi_load)(const ember_pool_p* p, int32_t
 
 /* The epilogue on one output vector, stored at out (vectors by pointer: a 16-lane vector
  * passed by value changes the ABI where AVX-512 is off; inlined, the pointers vanish). */
-EMBER_POOL_INLINE void EMBER_PFN(ember_pool_store)(const EMBER_PFN(ember_pool_epi) * e,
-                                                   EMBER_VT(EMBER_L) * v, float* out) {
+EMBER_ALWAYS_INLINE void EMBER_PFN(ember_pool_store)(const EMBER_PFN(ember_pool_epi) * e,
+                                                     EMBER_VT(EMBER_L) * v, float* out) {
   *v *= e->s;
   *v += e->b;
   *v = EMBER_VMAX(EMBER_L, e->lo, *v);
@@ -50,7 +50,7 @@ EMBER_POOL_INLINE void EMBER_PFN(ember_pool_store)(const EMBER_PFN(ember_pool_ep
  * Always inlined into ember_pool_row_quads with constant `avg`, KW and SW, so that the whole
  * row is one loop: called per quad, the accumulators went through the stack and the call
  * cost more than the taps (resnet18's stem pool ran at half the rate of its input's reads). */
-EMBER_POOL_INLINE void EMBER_PFN(ember_pool_quads_k)(
+EMBER_ALWAYS_INLINE void EMBER_PFN(ember_pool_quads_k)(
     const ember_pool_p* p, const EMBER_PFN(ember_pool_epi) * e, const float* in, float* out,
     int32_t iy0, int32_t ky0, int32_t ky1, int32_t ox, int32_t nq, float scale, const int avg,
     const int32_t KW, const int32_t SW) {

@@ -376,6 +376,21 @@ static void ember_qconv_sums(const uint32_t* panel, int64_t rs, int64_t nq, int6
   }
 }
 
+#if defined(EMBER_Q_VECTOR_EXT)
+/* The accumulators of a tile (ember_qconv_tile) before its quads: acc[r][v] = bias[r], or
+ * part[r][v] where part is not NULL. */
+static inline __attribute__((always_inline)) void ember_qconv_tile_start(
+    const int nb, const ember_qvi bias[EMBER_QCONV_MR], const int32_t* part,
+    ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
+  int r, v;
+  for (r = 0; r < EMBER_QCONV_MR; ++r) {
+    for (v = 0; v < nb; ++v) {
+      acc[r][v] = part ? ember_qload(part + (r * EMBER_QCONV_NB + v) * EMBER_QL) : bias[r];
+    }
+  }
+}
+#endif
+
 #if defined(EMBER_Q_VNNI)
 /* acc[r][v] = bias[r] (or part[r][v], a previous range of quads' sums, where part is not
  * NULL) + the dot products of output channel r of the block (weights wk: [k4][4][4]) with
@@ -387,11 +402,7 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
-  for (r = 0; r < EMBER_QCONV_MR; ++r) {
-    for (v = 0; v < nb; ++v) {
-      acc[r][v] = part ? ember_qload(part + (r * EMBER_QCONV_NB + v) * EMBER_QL) : bias[r];
-    }
-  }
+  ember_qconv_tile_start(nb, bias, part, acc);
   for (k4 = 0; k4 < k4n; ++k4) {
     const uint32_t* ap = panel + k4 * rs;
     ember_qvi bw[EMBER_QCONV_MR];
@@ -415,11 +426,7 @@ static inline __attribute__((always_inline)) void ember_qconv_tile(
     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int64_t k4;
   int r, v;
-  for (r = 0; r < EMBER_QCONV_MR; ++r) {
-    for (v = 0; v < nb; ++v) {
-      acc[r][v] = part ? ember_qload(part + (r * EMBER_QCONV_NB + v) * EMBER_QL) : bias[r];
-    }
-  }
+  ember_qconv_tile_start(nb, bias, part, acc);
   for (k4 = 0; k4 < k4n; ++k4) {
     const uint32_t* ap = panel + k4 * rs;
     for (r = 0; r < EMBER_QCONV_MR; ++r) {
@@ -824,12 +831,8 @@ EMBER_KENTRY int32_t ember_qconv2d(EMBER_QCONV2D_PARAMS) {
   a.y_zp = y_zp; a.y_lo = y_lo; a.y_hi = y_hi;
   a.add = NULL;
   if (res != NULL) {
-    add.a = (const uint8_t*)y; add.b = (const uint8_t*)res; add.y = (uint8_t*)y;
-    add.n = n * o * oh * ow; add.ra = ra; add.rb = rb;
-    add.lo = (float)(s_lo - s_zp); add.hi = (float)(s_hi - s_zp);
-    add.a_flip = y_signed ? 0x80 : 0; add.b_flip = r_signed ? 0x80 : 0;
-    add.a_zp = y_zp + (y_signed ? 128 : 0); add.b_zp = r_zp + (r_signed ? 128 : 0);
-    add.y_zp = s_zp;
+    ember_qadd_init(&add, y, res, y, n * o * oh * ow, ra, rb, y_zp, r_zp, s_zp, s_lo, s_hi,
+                    y_signed, r_signed);
     a.add = &add;
   }
   a.dwq = 0;

@@ -127,15 +127,20 @@ static inline int32_t ember_qround(float v) {
   return (int32_t)((v + magic) - magic); /* not folded: IEEE, no -ffast-math */
 }
 
-/* The requantized value of accumulator acc: saturate(round(acc * scale) + zp) into [lo, hi]. */
-static inline int32_t ember_qrequant(int32_t acc, float scale, int32_t zp, int32_t lo,
-                                     int32_t hi) {
-  float v = (float)acc * scale;
+/* The requantized value of float v (a scaled accumulator, a sum of scaled values):
+ * saturate(round(v) + zp) into [lo, hi]. */
+static inline int32_t ember_qsaturate(float v, int32_t zp, int32_t lo, int32_t hi) {
   const float flo = (float)(lo - zp), fhi = (float)(hi - zp);
   v = v < flo ? flo : v;
   v = v > fhi ? fhi : v;
   v = v == v ? v : 0.0f; /* NaN (a NaN scale): onnxruntime's cvtps gives 0x80000000 */
   return ember_qround(v) + zp;
+}
+
+/* The requantized value of accumulator acc: saturate(round(acc * scale) + zp) into [lo, hi]. */
+static inline int32_t ember_qrequant(int32_t acc, float scale, int32_t zp, int32_t lo,
+                                     int32_t hi) {
+  return ember_qsaturate((float)acc * scale, zp, lo, hi);
 }
 
 #if defined(EMBER_Q_VECTOR_EXT)
@@ -176,6 +181,11 @@ typedef char ember_qc16 __attribute__((vector_size(16)));
 #define EMBER_QMAX(a, b) ((ember_qvf)__builtin_ia32_maxps((a), (b)))
 #define EMBER_QMIN(a, b) ((ember_qvf)__builtin_ia32_minps((a), (b)))
 #endif
+
+/* Lanes v clamped into [rq->lo, rq->hi] (an ember_qrq, below), rounded half to even to int32
+ * (|v| <= 255 then, and a huge value saturates; a NaN lane passes the clamps and converts to
+ * 0x80000000). */
+#define EMBER_QCLAMP_RN(v, rq) EMBER_QCVT_RN(EMBER_QMIN((rq)->hi, EMBER_QMAX((rq)->lo, (v))))
 
 /* The low byte of each lane of q (truncation). Without AVX-512's vpmovdb, GCC converts
  * lane by lane (an extract, a zero extension, a shift and an or per byte: a fifth of a 1x1
@@ -230,9 +240,8 @@ static inline ember_qrq ember_qrq_make(int32_t zp, int32_t lo, int32_t hi) {
 static inline __attribute__((always_inline)) ember_qvub ember_qrq_bytes(ember_qvi acc,
                                                                        ember_qvf scale,
                                                                        const ember_qrq* rq) {
-  ember_qvf v = __builtin_convertvector(acc, ember_qvf) * scale;
-  v = EMBER_QMIN(rq->hi, EMBER_QMAX(rq->lo, v));
-  return ember_qlow_bytes(EMBER_QCVT_RN(v) + rq->zp);
+  const ember_qvf v = __builtin_convertvector(acc, ember_qvf) * scale;
+  return ember_qlow_bytes(EMBER_QCLAMP_RN(v, rq) + rq->zp);
 }
 
 #if defined(EMBER_Q_VNNI) && defined(__AVX512VBMI__)
@@ -275,7 +284,7 @@ static inline __attribute__((always_inline)) ember_qc64 ember_qrq_pack4(
   int v;
   for (v = 0; v < n; ++v) {
     const ember_qvf f = __builtin_convertvector(acc[v], ember_qvf) * scale[v];
-    q[v] = EMBER_QCVT_RN(EMBER_QMIN(rq->hi, EMBER_QMAX(rq->lo, f))) + rq->zp;
+    q[v] = EMBER_QCLAMP_RN(f, rq) + rq->zp;
   }
   if (n <= 2) return EMBER_QPERM2B((ember_qc64)q[0], low, (ember_qc64)q[1]);
   /* both pairs' first 32 bytes (vinserti64x4) */

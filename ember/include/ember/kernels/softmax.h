@@ -185,14 +185,6 @@ static inline void ember_softmax_lanes(const float* x, float* y, int64_t n, int6
 /* Softmaxes of at most this many elements may run EMBER_VL at a time through a transposed
  * copy (ember_softmax_gathered: a stack buffer of this many vectors). */
 #define EMBER_SOFTMAX_GATHER_N 64
-/* One out-of-line copy (GCC would otherwise clone it per call site: compile time). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define EMBER_SOFTMAX_ONCE static __attribute__((noinline, noclone, unused))
-#elif defined(__GNUC__)
-#define EMBER_SOFTMAX_ONCE static __attribute__((noinline, unused))
-#else
-#define EMBER_SOFTMAX_ONCE static
-#endif
 /* `lanes` (<= EMBER_VL) softmaxes of n <= EMBER_SOFTMAX_GATHER_N elements, lane j's at
  * x[base[j] + k * s], k < n: the lanes of a narrow or ragged inner dimension.
  * They are copied transposed into a buffer whose vectors hold element k of every lane, so each
@@ -200,8 +192,8 @@ static inline void ember_softmax_lanes(const float* x, float* y, int64_t n, int6
  * then copied back. Lanes past `lanes` hold zeros, which give finite results nobody reads. A
  * lane with a +inf or no finite entry sends all of them to the IEEE path; a NaN input makes
  * its lane's sum NaN, hence its whole softmax, as in numpy's formula. */
-EMBER_SOFTMAX_ONCE void ember_softmax_gathered(const float* x, float* y, const int64_t* base,
-                                           int lanes, int64_t n, int64_t s, int32_t log) {
+EMBER_NOINLINE void ember_softmax_gathered(const float* x, float* y, const int64_t* base,
+                                       int lanes, int64_t n, int64_t s, int32_t log) {
   float buf[EMBER_SOFTMAX_GATHER_N * EMBER_VL];
   float sums[EMBER_VL], m;
   ember_vf vm = ember_vset1(-INFINITY), vs = ember_vzero(), t;

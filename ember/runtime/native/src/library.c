@@ -17,27 +17,13 @@
 #include "native.h"
 
 #define LIBRARY_ABI "1"
-#define HOST_TABLE_VERSION 1
-
-/* The host table of backend.c (keep in step with ember/runtime/csrc/backend.c). */
-typedef struct {
-  int32_t version;
-  int32_t size;
-  int (*get_function)(void* mod, const char* name, int flags, TVMFunctionHandle* out);
-  int (*func_call)(TVMFunctionHandle f, TVMValue* args, int* codes, int n, TVMValue* ret,
-                   int* ret_code);
-  int (*handle_free)(void* handle);
-  const char* (*last_error)(void);
-  int (*load_module)(const char* path, const char* fmt, TVMModuleHandle* out);
-  int (*parallel_launch)(FTVMParallelLambda flambda, void* cdata, int num_task,
-                         int num_threads);
-} HostTable;
 
 /* parallel_launch: every library runs its parallel loops on this runtime's one pool. */
-static const HostTable kHostTable = {HOST_TABLE_VERSION, (int32_t)sizeof(HostTable),
-                                     ember_host_get_function, TVMFuncCall, TVMObjectFree,
-                                     TVMGetLastError, TVMModLoadFromFile,
-                                     ember_native_pool_launch};
+static const EmberHostTable kHostTable = {EMBER_HOST_TABLE_VERSION,
+                                          (int32_t)sizeof(EmberHostTable),
+                                          ember_host_get_function, TVMFuncCall, TVMObjectFree,
+                                          TVMGetLastError, TVMModLoadFromFile,
+                                          ember_native_pool_launch};
 
 typedef struct {
   EmberModule base;
@@ -338,7 +324,7 @@ void ember_library_set_model_prefix(EmberModule* mod, const char* prefix) {
 static int attach(Library* lib, const char* path) {
   const char* info = (const char*)dlsym(lib->handle, "__ember_library_info");
   const char* abi;
-  int (*install)(const HostTable*, void*);
+  int (*install)(const EmberHostTable*, void*);
   void* (*syslib)(const char*);
   if (info == NULL) {
     return load_error(path, "not an ember library (no __ember_library_info symbol); build "

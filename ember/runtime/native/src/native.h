@@ -21,16 +21,12 @@
 #include "ember/crt/graph_executor.h"
 
 #include "../../../crt/src/backend/internal.h"
+#include "../../csrc/host_table.h" /* EmberHostTable and its lookup flags */
 
 #define EMBER_TAG_FUNCTION 0x454d4246u /* "EMBF" */
 #define EMBER_TAG_MODULE 0x454d424du   /* "EMBM" */
 #define EMBER_TAG_DEAD 0xdeadbeefu
 
-/* Lookup flags of the host table (backend.c, ember/runtime/_bridge.py). */
-#define EMBER_LOOKUP_SELF 1
-#define EMBER_LOOKUP_IMPORTS 2
-#define EMBER_LOOKUP_GLOBAL 4
-#define EMBER_LOOKUP_ENV 8
 
 typedef struct EmberObject {
   uint32_t tag;
