@@ -56,6 +56,8 @@ def gemm_view(g: Call) -> tuple[int, ...] | None:
     a = g.attrs
     if a.kind != "batch_matmul" or a.packed_n:
         return None
+    if a.view_syms:  # sizes known at run time: not taken (yet)
+        return None
     if a.view:
         return tuple(a.view) + ((1, 0, 0, 0) if len(a.view) == 11 else ())
     x, w, out = _shape(g.args[0]), _shape(g.args[1]), _shape(g)
