@@ -218,12 +218,16 @@ def _operand(e: Any, unit_k: bool) -> tuple[Any, View]:
 
 def _unify(x: Size, y: Size, broadcast: bool) -> tuple[Size, tuple] | None:
     """The size two operands agree on (``broadcast``: or where one is 1), with the pair of
-    run-time sizes the kernel must check equal; None when they need more than that."""
+    run-time sizes the kernel must check equal; None when they need more than that. Batches
+    of heads (a multiple of heads > 1) are never 1, so they cannot broadcast: the check
+    refuses only what the unfolded product refuses too."""
     if x == y:
         return x, ()
     if broadcast and (x == 1 or y == 1):
         return (y if x == 1 else x), ()
     if not (isinstance(x, Sym) and isinstance(y, Sym)) or x.coef != y.coef:
+        return None
+    if broadcast and x.coef == 1:  # either batch may be 1 at run time and broadcast
         return None
     rx, ry = Counter(x.refs) - Counter(y.refs), Counter(y.refs) - Counter(x.refs)
     if sum(rx.values()) != 1 or sum(ry.values()) != 1:

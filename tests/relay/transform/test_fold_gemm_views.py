@@ -199,6 +199,80 @@ def test_imported_attention_folds_views_scale_and_mask(batch: int, heads: int, s
     assert ops_on["add"] == (batch > 1), ops_on
 
 
+# ------------------------------------------------------------------------------ ? sizes
+def _symbolic_attention(heads: int, dim: int) -> relay.Expr:
+    """Attention as the ONNX importer writes it for (?, ?, hidden) inputs: head splits by
+    reshape (0, -1, heads, dim), rank-4 MatMuls as reverse_reshapes around batch_matmul with
+    reshape_like back to 4-d, a divide, a (?, 1, 1, ?) mask, the heads merged by reshape
+    (0, -1, hidden)."""
+    hidden = heads * dim
+    x = [relay.var(n, shape=(relay.Any(), relay.Any(), hidden)) for n in ("q", "k", "v")]
+    mask = relay.var("mask", shape=(relay.Any(), 1, 1, relay.Any()))
+    split = [relay.reshape(t, (0, -1, heads, dim)) for t in x]
+    qt, kt, vt = (relay.transpose(t, axes) for t, axes in
+                  zip(split, ((0, 2, 1, 3), (0, 2, 3, 1), (0, 2, 1, 3))))
+
+    def matmul(a: relay.Expr, b: relay.Expr, like: relay.Expr) -> relay.Expr:
+        y = relay.nn.batch_matmul(relay.reverse_reshape(a, (-1, 0, 0)),
+                                  relay.reverse_reshape(b, (-1, 0, 0)), transpose_b=False)
+        return relay.reshape_like(y, like, lhs_end=1, rhs_end=2)
+
+    p = relay.nn.softmax(relay.add(relay.divide(matmul(qt, kt, qt), relay.const(4.0)), mask),
+                         axis=-1)
+    ctx = relay.transpose(matmul(p, vt, p), (0, 2, 1, 3))
+    return relay.reshape(ctx, (0, -1, hidden))
+
+
+def _optimized(expr: relay.Expr) -> ember.IRModule:
+    from ember.relay.backend.pipeline import optimize_passes
+
+    mod = ember.IRModule.from_expr(relay.Function(relay.analysis.free_vars(expr), expr))
+    with ember.transform.PassContext(opt_level=3, disabled_pass=["FuseAttention"]):
+        return ember.transform.Sequential(optimize_passes())(mod)
+
+
+def test_symbolic_batch_and_sequence_fold_into_strides() -> None:
+    opt = _optimized(_symbolic_attention(3, 5))
+    ops = _ops(opt)
+    assert ops["transpose"] == ops["contrib_reverse_reshape"] == ops["reshape_like"] == 0, ops
+    assert ops["reshape"] == 0 and ops["nn.contrib_gemm"] == 2, ops
+    gemms = [n for n in post_order(opt["main"].body)
+             if getattr(getattr(n, "op", None), "name", None) == "nn.contrib_gemm"]
+    for g in gemms:  # the heads as (outer, head) strides; batch and sequence from the operands
+        assert len(g.attrs.view) == 15 and g.attrs.view[11] == 3 and g.attrs.view_syms, g.attrs
+        assert g.attrs.view_eqs, g.attrs  # the batches of the two chains checked equal
+    # the scores keep their (?, heads, ?, ?) type; the output its (?, ?, hidden)
+    assert gemms[0].checked_type.shape[1] == 3 and gemms[1].checked_type.shape[2] == 15
+
+
+@pytest.mark.parametrize("batch,seqs", [(2, (1, 19)), (1, (7,))])
+def test_symbolic_attention_matches_numpy_at_run_time_sizes(batch: int, seqs: tuple) -> None:
+    """One VM build at sequence 1 and beyond one register tile of rows (12 on AVX-512)."""
+    expr = _symbolic_attention(3, 5)
+    model = ember.compile(ember.IRModule.from_expr(
+        relay.Function(relay.analysis.free_vars(expr), expr)), executor="vm")
+    for seq in seqs:
+        q, k, v = (RNG.standard_normal((batch, seq, 15)).astype(np.float32) for _ in range(3))
+        mask = np.where(RNG.random((batch, 1, 1, seq)) < 0.3, -1e4, 0).astype(np.float32)
+        want = _attention_ref(q, k, v, 3, scale=1 / 4, mask=mask)
+        got = model(q=q, k=k, v=v, mask=mask)
+        np.testing.assert_allclose(np.asarray(got.numpy() if hasattr(got, "numpy") else got),
+                                   want, rtol=1e-5, atol=1e-5)
+
+
+def test_symbolic_views_check_the_batches_they_share_at_run_time() -> None:
+    from ember.runtime.errors import TVMError
+
+    expr = _symbolic_attention(2, 4)
+    model = ember.compile(ember.IRModule.from_expr(
+        relay.Function(relay.analysis.free_vars(expr), expr)), executor="vm")
+    q = RNG.standard_normal((2, 3, 8)).astype(np.float32)
+    k = RNG.standard_normal((1, 3, 8)).astype(np.float32)  # batch 1: (2 x 2) vs 2 heads
+    mask = np.zeros((2, 1, 1, 3), np.float32)
+    with pytest.raises(TVMError, match="batches must be equal"):
+        model(q=q, k=k, v=q, mask=mask)
+
+
 # ------------------------------------------------------------------------------ refusals
 def _infer(call: relay.Expr) -> None:
     mod = ember.IRModule.from_expr(relay.Function(relay.analysis.free_vars(call), call))
@@ -226,6 +300,25 @@ def test_views_out_of_bounds_or_not_covering_are_refused() -> None:
         GemmAttrs(kind="batch_matmul", view=ok)  # without out_shape
     with pytest.raises(OpAttributeInvalid, match="view"):
         GemmAttrs(kind="batch_matmul", view=ok[:5], out_shape=(2, 4, 5))
+    with pytest.raises(OpAttributeInvalid, match="view_syms"):
+        GemmAttrs(kind="batch_matmul", view=ok, out_shape=(2, 4, 5), view_syms=(14, 0))
+
+
+def test_symbolic_views_are_checked_at_a_generic_size() -> None:
+    a, b = relay.var("a", shape=(relay.Any(), 4, 3)), relay.var("b", shape=(relay.Any(), 3, 5))
+    zero = relay.const(0.0)
+    # batch ? of a (dim 0) and of b (dim 3): its strides 12 and 15 per batch item
+    syms, eqs = (0, 0, 11, 0), (0, 3)
+    ok = (1, 4, 5, 3, 12, 3, 15, 5, 1, 20, 5)
+    _infer(contrib_gemm(a, b, zero, zero, kind="batch_matmul", transpose_b=False, view=ok,
+                        out_shape=(1, 4, 5), view_syms=syms, view_eqs=eqs))
+    far = (1, 4, 5, 3, 13, 3, 15, 5, 1, 20, 5)
+    with pytest.raises(Exception, match="reads data up to element .* generic size"):
+        _infer(contrib_gemm(a, b, zero, zero, kind="batch_matmul", transpose_b=False,
+                            view=far, out_shape=(1, 4, 5), view_syms=syms, view_eqs=eqs))
+    with pytest.raises(Exception, match="refers to operand dimension 6"):
+        _infer(contrib_gemm(a, b, zero, zero, kind="batch_matmul", transpose_b=False, view=ok,
+                            out_shape=(1, 4, 5), view_syms=(0, 6, 11, 0), view_eqs=eqs))
 
 
 def test_view_with_residual_matches_numpy_folded_and_compiled() -> None:
