@@ -245,12 +245,16 @@ def test_symbolic_batch_and_sequence_fold_into_strides() -> None:
     assert gemms[0].checked_type.shape[1] == 3 and gemms[1].checked_type.shape[2] == 15
 
 
-@pytest.mark.parametrize("batch,seqs", [(2, (1, 19)), (1, (7,))])
-def test_symbolic_attention_matches_numpy_at_run_time_sizes(batch: int, seqs: tuple) -> None:
-    """One VM build at sequence 1 and beyond one register tile of rows (12 on AVX-512)."""
+@pytest.mark.parametrize("batch,seqs,fuse", [(2, (1, 19), False), (2, (1, 19), True),
+                                             (1, (7,), True)])
+def test_symbolic_attention_matches_numpy_at_run_time_sizes(batch: int, seqs: tuple,
+                                                           fuse: bool) -> None:
+    """One VM build at sequence 1 and beyond one register tile of rows (12 on AVX-512), the
+    folded GEMMs and softmax or (FuseAttention) one attention kernel."""
     expr = _symbolic_attention(3, 5)
-    model = ember.compile(ember.IRModule.from_expr(
-        relay.Function(relay.analysis.free_vars(expr), expr)), executor="vm")
+    with ember.transform.PassContext(disabled_pass=[] if fuse else ["FuseAttention"]):
+        model = ember.compile(ember.IRModule.from_expr(
+            relay.Function(relay.analysis.free_vars(expr), expr)), executor="vm")
     for seq in seqs:
         q, k, v = (RNG.standard_normal((batch, seq, 15)).astype(np.float32) for _ in range(3))
         mask = np.where(RNG.random((batch, 1, 1, seq)) < 0.3, -1e4, 0).astype(np.float32)
@@ -269,7 +273,7 @@ def test_symbolic_views_check_the_batches_they_share_at_run_time() -> None:
     q = RNG.standard_normal((2, 3, 8)).astype(np.float32)
     k = RNG.standard_normal((1, 3, 8)).astype(np.float32)  # batch 1: (2 x 2) vs 2 heads
     mask = np.zeros((2, 1, 1, 3), np.float32)
-    with pytest.raises(TVMError, match="batches must be equal"):
+    with pytest.raises(TVMError, match="batches (and sequences )?must be equal"):
         model(q=q, k=k, v=q, mask=mask)
 
 
