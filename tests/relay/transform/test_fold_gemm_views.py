@@ -22,6 +22,7 @@ from ember import relay
 from ember.ir.visitor import post_order
 from ember.relay.op.nn.gemm import contrib_gemm
 from ember.relay.transform.fold_gemm_views import View
+from _pass_helpers import symbolic_attention
 
 RNG = np.random.default_rng(11)
 
@@ -200,29 +201,6 @@ def test_imported_attention_folds_views_scale_and_mask(batch: int, heads: int, s
 
 
 # ------------------------------------------------------------------------------ ? sizes
-def _symbolic_attention(heads: int, dim: int) -> relay.Expr:
-    """Attention as the ONNX importer writes it for (?, ?, hidden) inputs: head splits by
-    reshape (0, -1, heads, dim), rank-4 MatMuls as reverse_reshapes around batch_matmul with
-    reshape_like back to 4-d, a divide, a (?, 1, 1, ?) mask, the heads merged by reshape
-    (0, -1, hidden)."""
-    hidden = heads * dim
-    x = [relay.var(n, shape=(relay.Any(), relay.Any(), hidden)) for n in ("q", "k", "v")]
-    mask = relay.var("mask", shape=(relay.Any(), 1, 1, relay.Any()))
-    split = [relay.reshape(t, (0, -1, heads, dim)) for t in x]
-    qt, kt, vt = (relay.transpose(t, axes) for t, axes in
-                  zip(split, ((0, 2, 1, 3), (0, 2, 3, 1), (0, 2, 1, 3))))
-
-    def matmul(a: relay.Expr, b: relay.Expr, like: relay.Expr) -> relay.Expr:
-        y = relay.nn.batch_matmul(relay.reverse_reshape(a, (-1, 0, 0)),
-                                  relay.reverse_reshape(b, (-1, 0, 0)), transpose_b=False)
-        return relay.reshape_like(y, like, lhs_end=1, rhs_end=2)
-
-    p = relay.nn.softmax(relay.add(relay.divide(matmul(qt, kt, qt), relay.const(4.0)), mask),
-                         axis=-1)
-    ctx = relay.transpose(matmul(p, vt, p), (0, 2, 1, 3))
-    return relay.reshape(ctx, (0, -1, hidden))
-
-
 def _optimized(expr: relay.Expr) -> ember.IRModule:
     from ember.relay.backend.pipeline import optimize_passes
 
@@ -232,7 +210,7 @@ def _optimized(expr: relay.Expr) -> ember.IRModule:
 
 
 def test_symbolic_batch_and_sequence_fold_into_strides() -> None:
-    opt = _optimized(_symbolic_attention(3, 5))
+    opt = _optimized(symbolic_attention(3, 5))
     ops = _ops(opt)
     assert ops["transpose"] == ops["contrib_reverse_reshape"] == ops["reshape_like"] == 0, ops
     assert ops["reshape"] == 0 and ops["nn.contrib_gemm"] == 2, ops
@@ -251,7 +229,7 @@ def test_symbolic_attention_matches_numpy_at_run_time_sizes(batch: int, seqs: tu
                                                            fuse: bool) -> None:
     """One VM build at sequence 1 and beyond one register tile of rows (12 on AVX-512), the
     folded GEMMs and softmax or (FuseAttention) one attention kernel."""
-    expr = _symbolic_attention(3, 5)
+    expr = symbolic_attention(3, 5)
     with ember.transform.PassContext(disabled_pass=[] if fuse else ["FuseAttention"]):
         model = ember.compile(ember.IRModule.from_expr(
             relay.Function(relay.analysis.free_vars(expr), expr)), executor="vm")
@@ -260,14 +238,13 @@ def test_symbolic_attention_matches_numpy_at_run_time_sizes(batch: int, seqs: tu
         mask = np.where(RNG.random((batch, 1, 1, seq)) < 0.3, -1e4, 0).astype(np.float32)
         want = _attention_ref(q, k, v, 3, scale=1 / 4, mask=mask)
         got = model(q=q, k=k, v=v, mask=mask)
-        np.testing.assert_allclose(np.asarray(got.numpy() if hasattr(got, "numpy") else got),
-                                   want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_symbolic_views_check_the_batches_they_share_at_run_time() -> None:
     from ember.runtime.errors import TVMError
 
-    expr = _symbolic_attention(2, 4)
+    expr = symbolic_attention(2, 4)
     model = ember.compile(ember.IRModule.from_expr(
         relay.Function(relay.analysis.free_vars(expr), expr)), executor="vm")
     q = RNG.standard_normal((2, 3, 8)).astype(np.float32)
