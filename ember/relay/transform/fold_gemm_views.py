@@ -18,6 +18,15 @@ merge into one strided batch: such an operand or output keeps a 4-d view, and th
 reads its batch b as (b // heads, b % heads) through two strides (the view's heads fields).
 
 The result is one ``nn.contrib_gemm`` with ``view`` / ``out_shape`` (see ``relay/op/nn/gemm.py``).
+
+With ``?`` dimensions (a model exported with a symbolic batch or sequence) the same algebra
+runs on sizes that are an int times run-time sizes (``_view_dims.Sym``): each link's shape
+follows from its input's (a reshape's 0 copies a dimension, its -1 divides the element
+count), and the view's fields become ``view_syms`` of the folded operands' dimensions. The
+two operands' batches (and K) are separate ``?`` of separate tensors: where they must agree
+the kernel checks them at each call (``view_eqs``), which refuses only what the unfolded
+product refuses (a batch of heads never broadcasts; one of a single head might, and is not
+folded).
 """
 from __future__ import annotations
 
@@ -277,14 +286,13 @@ class _Folder(PassMutator):
     def __init__(self, consumers: dict[int, list]) -> None:
         super().__init__()
         self.consumers = consumers
-        # chain end -> (gemm, product's shape, the sizes to check equal, product's view)
-        self.ends: dict[int, tuple[Call, tuple, tuple, View]] = {}
-        self.end_shapes: dict[int, tuple[Size, ...]] = {}
+        # chain end -> (gemm, product's shape, the sizes to check equal, product's view, the
+        # end's shape)
+        self.ends: dict[int, tuple[Call, tuple, tuple, View, tuple]] = {}
 
     def visit_call(self, orig: Call) -> RelayExpr:
         if id(orig) in self.ends:
-            gemm, product, eqs, view = self.ends[id(orig)]
-            folded = self._strided(gemm, product, eqs, view, self.end_shapes[id(orig)])
+            folded = self._strided(*self.ends[id(orig)])
             return folded if folded is not None else super().visit_call(orig)
         new: Call = super().visit_call(orig)
         if not _candidate(orig):
@@ -298,8 +306,7 @@ class _Folder(PassMutator):
                else None)
         if out is not None and out[1].strides[-1] == 1:
             # written when the chain's end is visited
-            self.ends[id(out[0])] = (orig, product, eqs, out[1])
-            self.end_shapes[id(out[0])] = out[2]
+            self.ends[id(out[0])] = (orig, product, eqs, out[1], out[2])
             return new
         folded = self._strided(orig, product, eqs, View.dense(product), product,
                                keep_if_plain=new)

@@ -15,6 +15,13 @@ Runs after FoldGemmViews (the heads are then strides of the GEMMs' views). Taken
   scale, bias, activation or residual) reading the probabilities as its dense A;
 - both views agree on the heads, and the keys fit the kernel's buffers
   (``MAX_KEYS``; longer sequences keep the three kernels).
+
+With ``?`` dimensions (views with ``view_syms``) the same, less the ``where`` and the
+reshapes between the scores and the softmax, plus a scale by a scalar constant there (which
+FuseGemmEpilogue takes only through static reshapes); the mask's strides then come from its
+shape at run time, and the kernel checks that it does not widen the scores. The number of
+keys is known only at run time: past ``MAX_KEYS`` the kernel's row blocks shrink to one
+register tile (its buffers are sized at run time: correct, slower than three kernels).
 """
 from __future__ import annotations
 
@@ -59,7 +66,7 @@ def gemm_view(g: Call) -> tuple[int, ...] | None:
     a = g.attrs
     if a.kind != "batch_matmul" or a.packed_n:
         return None
-    if a.view_syms:  # sizes known at run time: not taken (yet)
+    if a.view_syms:  # sizes known at run time: _Fuser._fuse_symbolic's
         return None
     if a.view:
         return tuple(a.view) + ((1, 0, 0, 0) if len(a.view) == 11 else ())

@@ -274,7 +274,8 @@ def _view_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
     n = view_fields(view)["N"]
     if attrs.has_bias and bias.ndim > 0 and not (bias.ndim == 1 and
                                                  may_equal(bias.shape[0], n)):
-        raise fail(op, f"bias must be a scalar or ({n},), got {fmt_shape(bias.shape)}")
+        raise fail(op, f"bias must be a scalar or ({'?' if n is None else n},), got "
+                       f"{fmt_shape(bias.shape)}")
     if attrs.has_residual and res.ndim > 0 and (res.ndim != out.ndim or not all(
             may_equal(a, b) for a, b in zip(res.shape, out.shape))):
         raise fail(op, f"residual must be a scalar or {fmt_shape(out.shape)}, got "
