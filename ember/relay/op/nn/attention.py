@@ -118,25 +118,29 @@ def values_attrs(attrs: AttentionAttrs) -> GemmAttrs:
                      out_shape=attrs.out_shape)
 
 
-def resolved(attrs: AttentionAttrs, *shapes: Sequence[Any]) -> AttentionAttrs:
-    """``attrs`` with the operand dimensions of ``view_syms`` multiplied in (q, k and v's
-    ``shapes``: ints, or te sizes for the kernel) and, with ``mask_from_shape``, no mask
-    strides yet (they come from the mask's shape)."""
-    if not attrs.view_syms:
-        return attrs
+def resolve_views(attrs: AttentionAttrs, *shapes: Sequence[Any]) -> tuple[tuple, tuple, tuple]:
+    """(qk_view, pv_view, out_shape) with the operand dimensions of ``view_syms`` multiplied
+    in (q, k and v's ``shapes``: ints, or te sizes for the kernel)."""
     sizes = [d for shape in shapes for d in shape]
     slots: list[Any] = [*attrs.qk_view, *attrs.pv_view, *attrs.out_shape]
     for slot, dim in zip(attrs.view_syms[::2], attrs.view_syms[1::2]):
         slots[slot] = slots[slot] * sizes[dim]
-    out = object.__new__(AttentionAttrs)  # sizes may be te expressions: no validation
-    for f in dataclasses.fields(AttentionAttrs):
-        object.__setattr__(out, f.name, getattr(attrs, f.name))
-    for name, value in (("qk_view", tuple(slots[:VIEW_LEN])),
-                        ("pv_view", tuple(slots[VIEW_LEN:2 * VIEW_LEN])),
-                        ("out_shape", tuple(slots[2 * VIEW_LEN:])), ("view_syms", ()),
-                        ("view_eqs", ())):
-        object.__setattr__(out, name, value)
-    return out
+    return (tuple(slots[:VIEW_LEN]), tuple(slots[VIEW_LEN:2 * VIEW_LEN]),
+            tuple(slots[2 * VIEW_LEN:]))
+
+
+def _static(attrs: AttentionAttrs, shapes: Sequence[Sequence[int]],
+            mask_shape: Sequence[int] | None) -> AttentionAttrs:
+    """``attrs`` at these static sizes of q, k, v (and the mask's, for its strides)."""
+    qk, pv, out = resolve_views(attrs, *shapes)
+    strides = ()
+    if attrs.mask_from_shape and mask_shape is not None:
+        v = view_fields(qk)
+        strides, _ = broadcast_mask_strides(mask_shape, (v["batch"] // v["heads"], v["heads"],
+                                                         v["M"], v["N"]))
+    return dataclasses.replace(attrs, qk_view=qk, pv_view=pv, out_shape=out, view_syms=(),
+                               view_eqs=(), mask_from_shape=False,
+                               mask_strides=strides or attrs.mask_strides)
 
 
 def broadcast_mask_strides(mask_shape: Sequence[Any], extents: Sequence[Any]) -> tuple:
@@ -174,11 +178,8 @@ def _sym_rel(args: list[TensorType], attrs: AttentionAttrs) -> TensorType:
     point = _generic_sizes(sizes, attrs.view_eqs)
     ranks = (q.ndim, q.ndim + k.ndim)
     shapes = (point[:ranks[0]], point[ranks[0]:ranks[1]], point[ranks[1]:])
-    static = resolved(attrs, *shapes)
     generic = [tensor_of(s, "float32") for s in shapes]
-    _rel([*generic, bias, tensor_of((), "float32")], AttentionAttrs(
-        **{f.name: getattr(static, f.name) for f in dataclasses.fields(AttentionAttrs)
-           if f.name not in ("mask_from_shape",)}))
+    _rel([*generic, bias, tensor_of((), "float32")], _static(attrs, shapes, None))
     if attrs.mask_from_shape and (mask.dtype != "float32" or mask.ndim > 4):
         raise fail(op, f"the mask must be float32 of rank at most 4, got {mask.dtype} "
                        f"{tuple(mask.shape)}")
@@ -225,10 +226,7 @@ def attention_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray,
                   mask: np.ndarray, attrs: AttentionAttrs) -> np.ndarray:
     """numpy: the unfused products and numpy's softmax formula (a row of -inf gives NaN)."""
     if attrs.view_syms:
-        attrs = resolved(attrs, q.shape, k.shape, v.shape)
-        if attrs.mask_from_shape:
-            strides, _ = broadcast_mask_strides(mask.shape, _mask_extents(attrs))
-            object.__setattr__(attrs, "mask_strides", strides)
+        attrs = _static(attrs, (q.shape, k.shape, v.shape), mask.shape)
     zero = np.zeros((), np.float32)
     s = gemm_ref(q, k, bias, zero, scores_attrs(attrs)).astype(np.float64)
     if attrs.mask_strides:
@@ -240,17 +238,17 @@ def attention_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray,
     return gemm_ref(p, v, zero, zero, values_attrs(attrs))
 
 
-def _operands(attrs: AttentionAttrs, mask_strides: tuple = ()) -> ak.AttentionOperands:
-    qk, pv = view_fields(attrs.qk_view), view_fields(attrs.pv_view)
+def _operands(qk_view: tuple, pv_view: tuple, mask_strides: tuple) -> ak.AttentionOperands:
+    qk, pv = view_fields(qk_view), view_fields(pv_view)
     return ak.AttentionOperands(
         qk["batch"], qk["heads"], qk["M"], qk["N"], qk["K"], pv["N"],
         (qk["a_bs"], qk["a_hs"], qk["lda"]), (qk["b_bs"], qk["b_hs"], qk["b_ks"], qk["b_ns"]),
         (pv["b_bs"], pv["b_hs"], pv["b_ks"], pv["b_ns"]), (pv["c_bs"], pv["c_hs"], pv["ldc"]),
-        mask_strides or tuple(attrs.mask_strides) or (0, 0, 0, 0))
+        tuple(mask_strides) or (0, 0, 0, 0))
 
 
-def _sym_checks(attrs: AttentionAttrs, q: te.Tensor, k: te.Tensor, v: te.Tensor,
-                mask: te.Tensor) -> tuple[tuple, list]:
+def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Tensor,
+                k: te.Tensor, v: te.Tensor, mask: te.Tensor) -> tuple[tuple, list]:
     """With ``?`` sizes: the mask strides from its shape and what the kernel checks first
     (the dimensions the views share, the mask's, and that Q, K and V are read in bounds)."""
     sizes = [*dims(q.shape), *dims(k.shape), *dims(v.shape)]
@@ -259,17 +257,17 @@ def _sym_checks(attrs: AttentionAttrs, q: te.Tensor, k: te.Tensor, v: te.Tensor,
     for x, y in zip(attrs.view_eqs[::2], attrs.view_eqs[1::2]):
         checks += must_equal(sizes[x], sizes[y], f"{op}: the operands' dimensions {x} and {y} "
                              "of its views differ (their batches and sequences must be equal)")
-    r = resolved(attrs, dims(q.shape), dims(k.shape), dims(v.shape))
-    qk, pv = view_fields(r.qk_view), view_fields(r.pv_view)
+    qk, pv = view_fields(qk_view), view_fields(pv_view)
+    outer = tir.floordiv(qk["batch"], qk["heads"])
     strides: tuple = ()
     if attrs.mask_from_shape:
-        strides, pairs = broadcast_mask_strides(dims(mask.shape), _mask_extents(r))
+        strides, pairs = broadcast_mask_strides(dims(mask.shape),
+                                                (outer, qk["heads"], qk["M"], qk["N"]))
         for d, e in pairs:
             checks.append((tir.any(tir.convert(d).equal(1), tir.convert(d).equal(e)),
                            f"{op}: the mask does not broadcast into the scores (a dimension "
                            "is neither 1 nor the scores')"))
     checks.append((tir.convert(qk["N"]) >= 1, f"{op}: a softmax over no keys"))
-    outer = tir.floordiv(qk["batch"], qk["heads"])
     for t, ext, st, name in (
             (q, (outer, qk["heads"], qk["M"], qk["K"]), (qk["a_bs"], qk["a_hs"], qk["lda"], 1),
              "Q"),
@@ -285,14 +283,15 @@ def _sym_checks(attrs: AttentionAttrs, q: te.Tensor, k: te.Tensor, v: te.Tensor,
 
 def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     q, k, v, bias, mask = inputs
-    strides, checks = (), []
+    qk, pv, shape = attrs.qk_view, attrs.pv_view, tuple(attrs.out_shape)
+    strides, checks = tuple(attrs.mask_strides), []
     if attrs.view_syms:
-        strides, checks = _sym_checks(attrs, q, k, v, mask)
-        attrs = resolved(attrs, dims(q.shape), dims(k.shape), dims(v.shape))
+        qk, pv, shape = resolve_views(attrs, dims(q.shape), dims(k.shape), dims(v.shape))
+        strides, checks = _sym_checks(attrs, qk, pv, q, k, v, mask)
+        shape = out_dims(out_type, shape)
     has_mask = bool(attrs.mask_strides or attrs.mask_from_shape)
-    shape = out_dims(out_type, attrs.out_shape) if checks else tuple(attrs.out_shape)
     return [ak.attention(q, k, v, bias if attrs.has_bias else None,
-                         mask if has_mask else None, _operands(attrs, strides), attrs.alpha,
+                         mask if has_mask else None, _operands(qk, pv, strides), attrs.alpha,
                          shape, mask_select=attrs.mask_select, checks=checks)]
 
 
