@@ -241,6 +241,25 @@ def test_symbolic_batch_and_sequence_fuse_into_one_kernel() -> None:
     assert a.alpha == 0.25 and a.mask_from_shape and a.view_syms and a.view_eqs, a
 
 
+def test_symbolic_views_interpreted_match_the_unfused_graph() -> None:
+    """The numpy references of the ops with ``?`` views (what FoldConstant runs) at one size:
+    the folded GEMMs, then the fused attention."""
+    from ember.relay.backend.pipeline import optimize_passes
+
+    before = InferType()(_symbolic_model())
+    mods = []
+    for disabled in (["FuseAttention"], []):
+        with ember.transform.PassContext(opt_level=3, disabled_pass=disabled):
+            mods.append(ember.transform.Sequential(optimize_passes())(before))
+    folded, fused = mods
+    assert "nn.contrib_attention" in str(fused["main"]) and "view_syms" in str(folded["main"])
+    feeds = {n: RNG.standard_normal((2, 3, 8)).astype(np.float32) for n in "qkv"}
+    feeds["mask"] = np.where(RNG.random((2, 1, 1, 3)) < 0.3, -1e4, 0).astype(np.float32)
+    args = [feeds[p.name_hint] for p in before["main"].params]
+    assert_same_result(before, folded, *args)
+    assert_same_result(before, fused, *args)
+
+
 def test_symbolic_mask_broadcasts_at_run_time_or_is_refused() -> None:
     """A mask of one key broadcasts (stride 0 chosen at run time); one that would widen the
     scores is an error naming the mask, not a read out of bounds."""
