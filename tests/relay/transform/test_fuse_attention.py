@@ -11,7 +11,10 @@
   and 80;
 - left alone when the probabilities or the scores have another consumer, when the softmax is
   over another axis, and past MAX_KEYS;
-- the op's refusals of bad views and masks.
+- the op's refusals of bad views and masks;
+- ``?`` batch and sequence: one kernel (the divide as its scale, the mask's strides from its
+  shape), the numpy references against the unfused graph, a one-key mask broadcast at run
+  time and a widening one refused.
 """
 from __future__ import annotations
 
