@@ -362,6 +362,22 @@ def test_views_out_of_bounds_or_not_covering_are_refused() -> None:
         GemmAttrs(kind="batch_matmul", view=ok, out_shape=(2, 4, 5), view_syms=(14, 0))
 
 
+def test_symbolic_views_check_that_sizes_fit_the_kernels_32_bit_strides() -> None:
+    from ember.relay.op.nn.gemm import int32_extents
+    from ember.te import tensor as te
+    from ember.tir.expr import IntImm, SizeVar
+
+    n = SizeVar("n")
+    ok, big, run_time = (te.placeholder(s, name="x") for s in
+                         ((2 ** 15, 2 ** 15), (2 ** 16, 2 ** 15), (n, 2 ** 15)))
+    (fits, out_fits), (too_big, _) = (int32_extents((t,), (4,), "op") for t in (ok, big))
+    assert all(isinstance(c, IntImm) for c, _ in (fits, out_fits, too_big))
+    assert fits[0].value and out_fits[0].value and not too_big[0].value
+    assert "2^31 elements" in too_big[1]
+    (cond, _), _ = int32_extents((run_time,), (4,), "op")
+    assert not isinstance(cond, IntImm)  # checked at each call
+
+
 def test_symbolic_views_are_checked_at_a_generic_size() -> None:
     a, b = relay.var("a", shape=(relay.Any(), 4, 3)), relay.var("b", shape=(relay.Any(), 3, 5))
     zero = relay.const(0.0)

@@ -41,6 +41,7 @@ import numpy as np
 from ....ir.types import TensorType, Type
 from ....runtime.errors import OpError
 from ....te import tensor as te
+from ....tir import op as tir
 from ....topi.nn import gemm_kernel as gk
 from .._attrs_base import OpAttrs, attrs_class
 from .._compute_common import out_dims
@@ -368,8 +369,8 @@ def _view_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray
     return out.reshape(attrs.out_shape)
 
 
-def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor,
-                 weight: te.Tensor) -> tuple[Check, ...]:
+def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor, weight: te.Tensor,
+                 out_shape: Sequence[Any]) -> tuple[Check, ...]:
     """What the kernel of a view with ``?`` dimensions checks at each call: the dimensions
     ``view_eqs`` pairs agree, and the view reads inside data and weight."""
     if not attrs.view_syms:
@@ -386,7 +387,19 @@ def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor,
         reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, strides))
         checks.append((reach <= i64(prod(dims(t.shape))),
                        f"its strided view reads past the end of {name}"))
-    return tuple(checks)
+    return tuple(checks) + tuple(int32_extents(
+        (data, weight), out_shape, "nn.contrib_gemm"))
+
+
+def int32_extents(tensors: Sequence[te.Tensor], out_shape: Sequence[Any],
+                  op: str) -> list[Check]:
+    """The C kernels take sizes and strides as int32: with run-time sizes, each operand and
+    the output must have fewer than 2^31 elements (every stride inside one is less)."""
+    limit = tir.const(2 ** 31, "int64")
+    return [(i64(prod(shape)) < limit, f"{op}: {what} has 2^31 elements or more (the kernel's "
+                                       "sizes and strides are 32-bit)")
+            for shape, what in [*((dims(t.shape), "an operand") for t in tensors),
+                                (list(out_shape), "the output")]]
 
 
 def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
@@ -396,8 +409,8 @@ def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
     if attrs.view:
         view, out_shape = resolve_view(attrs, dims(data.shape), dims(weight.shape))
         v = view_fields(view)
-        ops = gk.GemmOperands(*view[:9], 0, *view[9:11], require=_view_checks(attrs, v, data,
-                                                                              weight),
+        ops = gk.GemmOperands(*view[:9], 0, *view[9:11],
+                              require=_view_checks(attrs, v, data, weight, out_shape),
                               **{f: v[f] for f in HEAD_FIELDS})
     elif attrs.packed_n:
         if attrs.kind == "batch_matmul":
