@@ -38,7 +38,7 @@ from .._compute_common import out_dims
 from .._attrs_base import OpAttrs, attrs_class
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, tensor_of
-from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, gemm_ref, int32_extents,
+from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, gemm_ref, int32_fields,
                    view_fields)
 
 __all__: list[str] = []
@@ -279,9 +279,7 @@ def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Ten
         reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, st))
         checks.append((reach <= i64(prod(dims(t.shape))), f"{op}: its view reads past the end "
                                                            f"of {name}"))
-    out_shape = resolve_views(attrs, dims(q.shape), dims(k.shape), dims(v.shape))[2]
-    return strides, checks + int32_extents((q, k, v, *([mask] if attrs.mask_from_shape
-                                                        else [])), out_shape, op)
+    return strides, checks + int32_fields((*qk_view, *pv_view, *strides), op)
 
 
 def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:

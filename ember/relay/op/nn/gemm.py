@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -369,8 +369,8 @@ def _view_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray
     return out.reshape(attrs.out_shape)
 
 
-def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor, weight: te.Tensor,
-                 out_shape: Sequence[Any]) -> tuple[Check, ...]:
+def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor,
+                 weight: te.Tensor) -> tuple[Check, ...]:
     """What the kernel of a view with ``?`` dimensions checks at each call: the dimensions
     ``view_eqs`` pairs agree, and the view reads inside data and weight."""
     if not attrs.view_syms:
@@ -387,19 +387,18 @@ def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor, weight: t
         reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, strides))
         checks.append((reach <= i64(prod(dims(t.shape))),
                        f"its strided view reads past the end of {name}"))
-    return tuple(checks) + tuple(int32_extents(
-        (data, weight), out_shape, "nn.contrib_gemm"))
+    return (*checks, *int32_fields(v.values(), "nn.contrib_gemm"))
 
 
-def int32_extents(tensors: Sequence[te.Tensor], out_shape: Sequence[Any],
-                  op: str) -> list[Check]:
-    """The C kernels take sizes and strides as int32: with run-time sizes, each operand and
-    the output must have fewer than 2^31 elements (every stride inside one is less)."""
+def int32_fields(values: Iterable[Any], op: str) -> list[Check]:
+    """The C kernels take sizes and strides as int32: those known only at run time must
+    stay below 2^31 (one check of them all)."""
     limit = tir.const(2 ** 31, "int64")
-    return [(i64(prod(shape)) < limit, f"{op}: {what} has 2^31 elements or more (the kernel's "
-                                       "sizes and strides are 32-bit)")
-            for shape, what in [*((dims(t.shape), "an operand") for t in tensors),
-                                (list(out_shape), "the output")]]
+    run_time = [i64(x) < limit for x in values if not isinstance(x, int)]
+    if not run_time:
+        return []
+    return [(tir.all(*run_time), f"{op}: a size or stride of its view is 2^31 or more (the "
+                                 "kernel's are 32-bit)")]
 
 
 def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
@@ -410,7 +409,7 @@ def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
         view, out_shape = resolve_view(attrs, dims(data.shape), dims(weight.shape))
         v = view_fields(view)
         ops = gk.GemmOperands(*view[:9], 0, *view[9:11],
-                              require=_view_checks(attrs, v, data, weight, out_shape),
+                              require=_view_checks(attrs, v, data, weight),
                               **{f: v[f] for f in HEAD_FIELDS})
     elif attrs.packed_n:
         if attrs.kind == "batch_matmul":
