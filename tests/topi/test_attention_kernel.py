@@ -112,3 +112,22 @@ def test_causal_mask_and_an_all_masked_row_give_nan_like_numpy(lib: ctypes.CDLL)
     assert np.isnan(got[0, 4]).all() and np.isnan(want[0, 4]).all()
     rows = [r for r in range(M) if r != 4]
     np.testing.assert_allclose(got[0, rows], want[0, rows], rtol=1e-4, atol=1e-5)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 3000), st.integers(1, 20000), st.booleans(),
+       st.sampled_from(["avx2", "avx512"]))
+def test_the_run_time_row_block_folds_to_the_static_one(batch: int, M: int, N: int,
+                                                       parallel: bool, level: str) -> None:
+    """With ``?`` sizes the kernel's row block is an expression (attention_kernel._tiles): at
+    constant sizes it folds to row_block's int, so a dynamic build blocks as a static one."""
+    from ember.target.simd import LEVELS
+    from ember.tir import op as tir
+    from ember.tir.expr import IntImm
+    from ember.topi.nn import attention_kernel as ak
+
+    lv = LEVELS[level]
+    got = ak.row_block_expr(tir.const(batch), tir.const(M), tir.const(N),
+                            tir.const(int(parallel)), lv)
+    assert isinstance(got, IntImm), got
+    assert got.value == ak.row_block(batch, M, N, parallel, lv)

@@ -15,10 +15,18 @@ Runs after FoldGemmViews (the heads are then strides of the GEMMs' views). Taken
   scale, bias, activation or residual) reading the probabilities as its dense A;
 - both views agree on the heads, and the keys fit the kernel's buffers
   (``MAX_KEYS``; longer sequences keep the three kernels).
+
+With ``?`` dimensions (views with ``view_syms``) the same, less the ``where`` and the
+reshapes between the scores and the softmax, plus a scale by a scalar constant there (which
+FuseGemmEpilogue takes only through static reshapes); the mask's strides then come from its
+shape at run time, and the kernel checks that it does not widen the scores. The number of
+keys is known only at run time: past ``MAX_KEYS`` the kernel's row blocks shrink to one
+register tile (its buffers are sized at run time: correct, slower than three kernels).
 """
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -27,8 +35,10 @@ import numpy as np
 from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
+from ...ir.types import TensorType
 from ..op.nn.gemm import view_fields
 from ._helpers import UsesMutator, fusion_bounded, op_call, op_name, rewrite_functions, use_counts
+from ._view_dims import Sym, divide, size_of
 from .fuse_gemm_epilogue import _RESHAPES
 
 # A where's fill the kernel takes (mask_select): nonzero, and as low as a causal mask's (the
@@ -55,6 +65,8 @@ def gemm_view(g: Call) -> tuple[int, ...] | None:
     """A batched contrib_gemm's view as 15 ints (a plain one's from its shapes), or None."""
     a = g.attrs
     if a.kind != "batch_matmul" or a.packed_n:
+        return None
+    if a.view_syms:  # sizes known at run time: _Fuser._fuse_symbolic's
         return None
     if a.view:
         return tuple(a.view) + ((1, 0, 0, 0) if len(a.view) == 11 else ())
@@ -150,6 +162,8 @@ class _Fuser(UsesMutator):
         return x, const(np.where(keep, np.float32(0), np.float32(value)).astype(np.float32))
 
     def _fuse(self, g2: Call) -> RelayExpr | None:
+        if g2.attrs.view_syms:
+            return self._fuse_symbolic(g2)
         sm = g2.args[0]
         if not _plain(g2.attrs) or op_name(sm) != "nn.softmax" or not self._once(sm):
             return None
@@ -212,6 +226,172 @@ class _Fuser(UsesMutator):
                        qk_view=v1, pv_view=v2, out_shape=out, alpha=a1.alpha,
                        has_bias=a1.has_bias, mask_strides=strides,
                        mask_select=select)
+
+
+    def _fuse_symbolic(self, g2: Call) -> RelayExpr | None:
+        """``_fuse`` for views with ``?`` sizes (``_sym_views``): an add of a mask (its
+        strides from its shape at run time) and a scale by a scalar constant between the
+        scores and the softmax; no reshapes, no ``where``."""
+        sm = g2.args[0]
+        if (not _plain(g2.attrs) or op_name(sm) != "nn.softmax" or not self._once(sm)
+                or sm.attrs.axis not in (-1, _rank(sm) - 1)):
+            return None
+        x, mask, scale = sm.args[0], None, 1.0
+        if op_name(x) == "add" and self._once(x):
+            lhs, rhs = x.args
+            x, mask = (lhs, rhs) if op_name(lhs) in _SCORES else (rhs, lhs)
+        if op_name(x) in ("divide", "multiply") and self._once(x):
+            c = _scalar(x.args[1])
+            if c is None or c == 0.0:
+                return None
+            x, scale = x.args[0], (1.0 / c if op_name(x) == "divide" else c)
+        g1 = x
+        if (op_name(g1) != "nn.contrib_gemm" or not self._once(g1) or _dtype(g1) != "float32"
+                or g1.attrs.act1 != "none" or g1.attrs.act2 != "none"
+                or g1.attrs.has_residual
+                or (g1.attrs.has_bias and (_rank(g1.args[2]) or 0) > 1)):
+            return None
+        views = _sym_views(g1, g2)
+        if views is None:
+            return None
+        qk, pv, out, eqs, scores = views
+        if len(scores) != _rank(sm) or (mask is not None and not _mask_fits(mask, scores, qk)):
+            return None
+        q, k, v = g1.args[0], g1.args[1], g2.args[1]
+        encoded = _encode_sym((*qk, *pv, *out), eqs, (_rank(q), _rank(k), _rank(v)))
+        ints, syms, eq_dims = encoded
+        zero = const(0.0)
+        return op_call("nn.contrib_attention", self.visit(q), self.visit(k), self.visit(v),
+                       self.visit(g1.args[2]) if g1.attrs.has_bias else zero,
+                       self.visit(mask) if mask is not None else zero,
+                       qk_view=ints[:15], pv_view=ints[15:30], out_shape=ints[30:],
+                       alpha=g1.attrs.alpha * scale, has_bias=g1.attrs.has_bias,
+                       mask_from_shape=mask is not None, view_syms=syms, view_eqs=eq_dims)
+
+
+# ---------------------------------------------------------------- views with ? sizes
+_SCORES = ("nn.contrib_gemm", "divide", "multiply")
+_Q, _K, _V, _P = range(4)  # whose dimension a run-time size is: q, k, v or the probabilities
+_FIELDS = ("batch", "M", "N", "K", "a_bs", "lda", "b_bs", "b_ks", "b_ns", "c_bs", "ldc",
+           "heads", "a_hs", "b_hs", "c_hs")
+
+
+def _rank(e: Any) -> int | None:
+    ty = getattr(e, "checked_type", None)
+    return len(ty.shape) if isinstance(ty, TensorType) else None
+
+
+def _scalar(e: Any) -> float | None:
+    if isinstance(e, Constant) and e.data.shape == () and e.data.dtype == "float32":
+        return float(e.data.numpy())
+    return None
+
+
+def _fields(g: Call, data: int, weight: int) -> tuple[list, list, list] | None:
+    """A batched gemm's 15 view fields and out_shape as sizes (``_view_dims.Sym``) over
+    (``data`` or ``weight``, dim) refs, and the ref pairs its kernel checks equal."""
+    a = g.attrs
+    if not a.view or a.kind != "batch_matmul" or a.packed_n:
+        return None
+    n, rank = len(a.view), _rank(g.args[0])
+
+    def ref(d: int) -> tuple[int, int]:
+        return (data, d) if d < rank else (weight, d - rank)
+
+    slots: list[Any] = [*a.view, *((1, 0, 0, 0) if n == 11 else ()), *a.out_shape]
+    for slot, d in zip(a.view_syms[::2], a.view_syms[1::2]):
+        at = slot if slot < n else slot + 15 - n
+        slots[at] = slots[at] * Sym(1, (ref(d),))
+    eqs = [(ref(x), ref(y)) for x, y in zip(a.view_eqs[::2], a.view_eqs[1::2])]
+    return slots[:15], slots[15:], eqs
+
+
+def _subst(x: Any, mapping: dict) -> Any:
+    if not isinstance(x, Sym):
+        return x
+    out: Any = x.coef
+    for r in x.refs:
+        out = out * Sym(1, (mapping.get(r, r),))
+    return out
+
+
+def _match(x2: Any, x1: Any, mapping: dict) -> bool:
+    """Whether ``x2`` (a size of the probabilities) is ``x1`` (the scores'), extending
+    ``mapping`` (a probabilities dimension -> the q/k dimension it equals)."""
+    x2 = _subst(x2, mapping)
+    if x2 == x1:
+        return True
+    if not (isinstance(x1, Sym) and isinstance(x2, Sym)) or x1.coef != x2.coef:
+        return False
+    r2, r1 = Counter(x2.refs) - Counter(x1.refs), Counter(x1.refs) - Counter(x2.refs)
+    if sum(r2.values()) != 1 or sum(r1.values()) != 1 or next(iter(r2))[0] != _P:
+        return False
+    mapping[next(iter(r2))] = next(iter(r1))
+    return True
+
+
+def _sym_views(g1: Call, g2: Call) -> tuple | None:
+    """(qk fields, pv fields, output shape, ref pairs to check equal, scores shape) of the
+    two products over q, k and v's dimensions: the probabilities' sizes are the scores'
+    (the mask is checked not to widen them), so their refs map onto q's and k's."""
+    f1, f2 = _fields(g1, _Q, _K), _fields(g2, _P, _V)
+    if f1 is None or f2 is None:
+        return None
+    (v1, scores, e1), (v2, out, e2) = f1, f2
+    a, b = dict(zip(_FIELDS, v1)), dict(zip(_FIELDS, v2))
+    if not isinstance(a["heads"], int) or a["heads"] != b["heads"]:
+        return None
+    mapping: dict = {}
+    if not all(_match(b[x2], a[x1], mapping) for x2, x1 in (("batch", "batch"), ("M", "M"),
+                                                             ("K", "N"))):
+        return None
+    v2, out = [_subst(f, mapping) for f in v2], [_subst(d, mapping) for d in out]
+    e2 = [(mapping.get(x, x), mapping.get(y, y)) for x, y in e2]
+    if any(r[0] == _P for f in (*v2, *out) if isinstance(f, Sym) for r in f.refs) or any(
+            r[0] == _P for pair in e2 for r in pair):
+        return None
+    b = dict(zip(_FIELDS, v2))
+    batch, heads, M, N = a["batch"], a["heads"], a["M"], a["N"]
+    if (a["ldc"] != N or b["lda"] != N or size_of(scores) != batch * M * N
+            or tuple(scores[-2:]) != (M, N) or not _sym_dense(a, "c_bs", "c_hs", M * N)
+            or not _sym_dense(b, "a_bs", "a_hs", M * N)
+            or (len(scores) == 4 and scores[1] != heads) or len(scores) not in (3, 4)
+            or (len(scores) == 3 and heads != 1)):
+        return None
+    return v1, v2, out, e1 + e2, scores
+
+
+def _sym_dense(f: dict, bs: str, hs: str, item: Any) -> bool:
+    """Whether an operand of a view lies as a dense (batch, rows, cols) array of ``item``
+    elements per batch."""
+    heads = f["heads"]
+    outer = divide(f["batch"], heads)
+    return (heads == 1 or f[hs] == item) and (outer == 1 or f[bs] == heads * item)
+
+
+def _mask_fits(mask: Any, scores: list, qk: list) -> bool:
+    """A float32 mask that may broadcast into the scores (its static dims 1 or the scores'; the
+    others are checked at run time)."""
+    ty = getattr(mask, "checked_type", None)
+    if not isinstance(ty, TensorType) or ty.dtype != "float32" or len(ty.shape) > len(scores):
+        return False
+    return all(not isinstance(d, int) or d == 1 or d == s
+               for d, s in zip(ty.shape[::-1], scores[::-1]))
+
+
+def _encode_sym(slots: tuple, eqs: list, ranks: tuple[int, int, int]) -> tuple:
+    """(ints, view_syms, view_eqs) of nn.contrib_attention over q, k and v's dimensions."""
+    offset = (0, ranks[0], ranks[0] + ranks[1])
+
+    def index(r: tuple[int, int]) -> int:
+        return offset[r[0]] + r[1]
+
+    ints, syms = [], []
+    for slot, f in enumerate(slots):
+        ints.append(f.coef if isinstance(f, Sym) else f)
+        for r in (f.refs if isinstance(f, Sym) else ()):
+            syms += [slot, index(r)]
+    return tuple(ints), tuple(syms), tuple(index(r) for pair in eqs for r in pair)
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,16 @@ A (Q) and B (K) parts and the second product's B (V) and C (the output) parts.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
 from . import gemm_kernel as gk
-from .sizes import succeeds
+from ...target.simd import simd_level
+from ...tir.expr import PrimExpr
+from .sizes import Check, Dim, ceildiv, checked, i64, is_static, succeeds
 
 HEADER = "ember/kernels/attention.h"
 # Both buffers of a row block (scores and probabilities, mb x seq_k floats each) together
@@ -28,17 +31,17 @@ class AttentionOperands:
     b at (b // heads) * bs + (b % heads) * hs. The mask (``m_*``) is read at
     m_bs, m_hs, m_rs, m_cs (0 where it broadcasts)."""
 
-    batch: int
-    heads: int
-    M: int
-    N: int
-    D: int
-    DV: int
-    q: tuple[int, int, int]  # bs, hs, row stride
-    k: tuple[int, int, int, int]  # bs, hs, k stride, n stride (K read as a (D, N) matrix)
-    v: tuple[int, int, int, int]  # bs, hs, k stride, n stride (V read as an (N, DV) matrix)
-    o: tuple[int, int, int]  # bs, hs, row stride
-    mask: tuple[int, int, int, int] = (0, 0, 0, 0)
+    batch: Dim
+    heads: Dim
+    M: Dim
+    N: Dim
+    D: Dim
+    DV: Dim
+    q: tuple[Dim, Dim, Dim]  # bs, hs, row stride
+    k: tuple[Dim, Dim, Dim, Dim]  # bs, hs, k stride, n stride (K read as a (D, N) matrix)
+    v: tuple[Dim, Dim, Dim, Dim]  # bs, hs, k stride, n stride (V read as an (N, DV) matrix)
+    o: tuple[Dim, Dim, Dim]  # bs, hs, row stride
+    mask: tuple[Dim, Dim, Dim, Dim] = (0, 0, 0, 0)
 
 
 def row_block(batch: int, M: int, N: int, parallel: bool, level=None) -> int:
@@ -54,21 +57,47 @@ def row_block(batch: int, M: int, N: int, parallel: bool, level=None) -> int:
     return -(-rows // mr) * mr
 
 
+def row_block_expr(batch: Dim, M: Dim, N: Dim, parallel: PrimExpr, level=None) -> PrimExpr:
+    """:func:`row_block` as an expression of run-time sizes (evaluated at each call)."""
+    mr = gk.register_rows(level)
+    largest = tir.max(mr, tir.floordiv(tir.floordiv(BUFFER_BYTES // 8, tir.max(N, 1)), mr) * mr)
+    blocks = tir.max(ceildiv(M, largest), 1)
+    wanted = tir.min(ceildiv(gk.TARGET_ITEMS, tir.max(batch, 1)), ceildiv(M, mr))
+    blocks = tir.Select_(tir.convert(parallel).equal(1), tir.max(blocks, wanted), blocks)
+    return ceildiv(ceildiv(M, tir.max(blocks, 1)), mr) * mr
+
+
+def _tiles(ops: AttentionOperands) -> tuple[Dim, Dim, Dim, Dim]:
+    """(mb, kc1, kc2, parallel): ints for static sizes, else expressions of the run-time ones
+    (the same blocking a static build of that shape gets)."""
+    if is_static(ops.batch, ops.M, ops.N, ops.D, ops.DV):
+        macs = ops.batch * ops.M * ops.N * (ops.D + ops.DV)
+        parallel = int(macs >= gk.PARALLEL_MACS)
+        mb = row_block(ops.batch, ops.M, ops.N, bool(parallel))
+        return (mb, gk.gemm_tiles(1, mb, ops.N, ops.D).kc,
+                gk.gemm_tiles(1, mb, ops.DV, ops.N).kc, parallel)
+    level = simd_level(gk._current_target())
+    macs = i64(ops.batch) * i64(ops.M) * i64(ops.N) * (i64(ops.D) + i64(ops.DV))
+    parallel = tir.cast(macs >= tir.const(gk.PARALLEL_MACS, "int64"), "int32")
+    mb = row_block_expr(ops.batch, ops.M, ops.N, parallel, level)
+    one = tir.const(1)
+    kc1 = gk.tile_exprs(one, mb, tir.convert(ops.N), tir.convert(ops.D), level)[1]
+    kc2 = gk.tile_exprs(one, mb, tir.convert(ops.DV), tir.convert(ops.N), level)[1]
+    return mb, kc1, kc2, parallel
+
+
 def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None,
               mask: te.Tensor | None, ops: AttentionOperands, alpha: float,
-              out_shape: tuple[int, ...], name: str = "T_attention",
-              mask_select: bool = False) -> te.Tensor:
+              out_shape: tuple[Dim, ...], name: str = "T_attention",
+              mask_select: bool = False, checks: Sequence[Check] = ()) -> te.Tensor:
     """The extern stage: ``softmax(alpha * Q K + bias + mask) V`` into a new float32 tensor
-    of ``out_shape`` (written through ``ops.o``)."""
+    of ``out_shape`` (written through ``ops.o``). Sizes may be run-time ones (the blocking
+    then computed at each call); ``checks`` are made first."""
     for t, what in ((q, "Q"), (k, "K"), (v, "V"), (bias, "bias"), (mask, "mask")):
         if t is not None and t.dtype != "float32":
             raise OpError(f"{name}: the C attention kernel is float32 only, {what} is {t.dtype}")
-    macs = ops.batch * ops.M * ops.N * (ops.D + ops.DV)
-    parallel = int(macs >= gk.PARALLEL_MACS)
-    mb = row_block(ops.batch, ops.M, ops.N, bool(parallel))
-    kc1 = gk.gemm_tiles(1, mb, ops.N, ops.D).kc
-    kc2 = gk.gemm_tiles(1, mb, ops.DV, ops.N).kc
-    bias_mode, _ = gk._mode(bias, ops.N, f"{name}: bias")
+    mb, kc1, kc2, parallel = _tiles(ops)
+    bias_mode, bias_checks = gk._mode(bias, ops.N, f"{name}: bias")
     inputs = [q, k, v] + [t for t in (bias, mask) if t is not None]
 
     def body(ins, outs):
@@ -81,7 +110,7 @@ def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None,
             gk._f32(alpha), bias_mode, bias_p, mask_p, *ops.mask, int(mask_select), mb, kc1, kc2,
             parallel,
             header=HEADER)
-        return succeeds(call, f"{name}: ember_attention failed (out of workspace memory or "
-                              "threads)")
+        return checked(succeeds(call, f"{name}: ember_attention failed (out of workspace "
+                                      "memory or threads)"), [*checks, *bias_checks])
 
     return te.extern(out_shape, inputs, body, name=name, dtype="float32", tag="attention_kernel")

@@ -6,7 +6,12 @@
   importer writes rank-4 MatMuls, with reverse_reshapes, a divide and an additive mask) built
   with the pass on and off, and against numpy (rtol 1e-5, atol 1e-5): same results, no
   transpose left (at batch 2 through the kernel's two batch strides, outer and head);
-- the type relation's refusals of views that read out of bounds or do not cover the output.
+- the type relation's refusals of views that read out of bounds or do not cover the output;
+- ``?`` sizes: the algebra over run-time sizes against the static one (hypothesis), the
+  importer's symbolic batch/sequence attention folded (no transpose, reshape, reverse_reshape
+  or reshape_like left) and, with one VM build, against numpy at sequence 1 and 19 (rtol
+  1e-5, atol 1e-5), the batches two chains share checked at run time, symbolic views checked
+  at a generic size.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from ember import relay
 from ember.ir.visitor import post_order
 from ember.relay.op.nn.gemm import contrib_gemm
 from ember.relay.transform.fold_gemm_views import View
+from _pass_helpers import symbolic_attention
 
 RNG = np.random.default_rng(11)
 
@@ -76,6 +82,78 @@ def test_view_algebra_matches_numpy(chain: tuple) -> None:
                 assert copied  # refused only where numpy needs a copy too
                 return
     np.testing.assert_array_equal(_strided(base, view), arr)
+
+
+@st.composite
+def symbolic_chains(draw: st.DrawFn) -> tuple[tuple, dict, list]:
+    """A shape whose dims are ints or run-time sizes (Sym), and transposes, merges of
+    adjacent dims and splits of int dims over it (what reshapes of such shapes can do)."""
+    from ember.relay.transform._view_dims import Sym
+
+    n = draw(st.integers(1, 4))
+    values = {}
+    shape: list = []
+    for axis in range(n):
+        d = draw(st.sampled_from([1, 2, 3, 4, 6]))
+        if draw(st.booleans()):
+            values[(0, axis)] = d
+            shape.append(Sym(1, ((0, axis),)))
+        else:
+            shape.append(d)
+    ops, cur = [], list(shape)
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["transpose", "merge", "split"]))
+        if kind == "transpose":
+            axes = tuple(draw(st.permutations(range(len(cur)))))
+            ops.append(("transpose", axes))
+            cur = [cur[a] for a in axes]
+            continue
+        if kind == "merge" and len(cur) > 1:
+            i = draw(st.integers(0, len(cur) - 2))
+            cur = cur[:i] + [cur[i] * cur[i + 1]] + cur[i + 2:]
+        elif kind == "split":
+            ints = [i for i, d in enumerate(cur) if isinstance(d, int) and d in (4, 6)]
+            if not ints:
+                continue
+            i = draw(st.sampled_from(ints))
+            cur = cur[:i] + [2, cur[i] // 2] + cur[i + 1:]
+        ops.append(("reshape", tuple(cur)))
+    return tuple(shape), values, ops
+
+
+@settings(max_examples=200, deadline=None)
+@given(symbolic_chains())
+def test_symbolic_view_algebra_agrees_with_the_static_one(chain: tuple) -> None:
+    """Where the algebra over run-time sizes gives a view, it is the view the static algebra
+    gives at those sizes (and numpy's result)."""
+    from ember.relay.transform._view_dims import Sym
+
+    shape, values, ops = chain
+
+    def at(d: object) -> int:
+        if not isinstance(d, Sym):
+            return d
+        out = d.coef
+        for r in d.refs:
+            out *= values[r]
+        return out
+
+    sym, view = View.dense(shape), View.dense(tuple(at(d) for d in shape))
+    base = np.arange(int(np.prod(view.shape)), dtype=np.float32).reshape(view.shape)
+    arr = base
+    for kind, arg in ops:
+        if kind == "transpose":
+            sym, view, arr = sym.transpose(arg), view.transpose(arg), arr.transpose(arg)
+            continue
+        sym, arr = sym.reshape(arg), arr.reshape(tuple(at(d) for d in arg))
+        view = view.reshape(tuple(at(d) for d in arg)) if view is not None else None
+        if sym is None:
+            return
+    assert view is not None
+    assert tuple(at(d) for d in sym.shape) == view.shape
+    assert [at(s) for s, d in zip(sym.strides, view.shape) if d > 1] == [
+        s for s, d in zip(view.strides, view.shape) if d > 1]
+    np.testing.assert_array_equal(_strided(base, View(view.shape, view.strides)), arr)
 
 
 def test_untranspose_inverts_transpose() -> None:
@@ -199,6 +277,60 @@ def test_imported_attention_folds_views_scale_and_mask(batch: int, heads: int, s
     assert ops_on["add"] == (batch > 1), ops_on
 
 
+# ------------------------------------------------------------------------------ ? sizes
+def _optimized(expr: relay.Expr) -> ember.IRModule:
+    from ember.relay.backend.pipeline import optimize_passes
+
+    mod = ember.IRModule.from_expr(relay.Function(relay.analysis.free_vars(expr), expr))
+    with ember.transform.PassContext(opt_level=3, disabled_pass=["FuseAttention"]):
+        return ember.transform.Sequential(optimize_passes())(mod)
+
+
+def test_symbolic_batch_and_sequence_fold_into_strides() -> None:
+    opt = _optimized(symbolic_attention(3, 5))
+    ops = _ops(opt)
+    assert ops["transpose"] == ops["contrib_reverse_reshape"] == ops["reshape_like"] == 0, ops
+    assert ops["reshape"] == 0 and ops["nn.contrib_gemm"] == 2, ops
+    gemms = [n for n in post_order(opt["main"].body)
+             if getattr(getattr(n, "op", None), "name", None) == "nn.contrib_gemm"]
+    for g in gemms:  # the heads as (outer, head) strides; batch and sequence from the operands
+        assert len(g.attrs.view) == 15 and g.attrs.view[11] == 3 and g.attrs.view_syms, g.attrs
+        assert g.attrs.view_eqs, g.attrs  # the batches of the two chains checked equal
+    # the scores keep their (?, heads, ?, ?) type; the output its (?, ?, hidden)
+    assert gemms[0].checked_type.shape[1] == 3 and gemms[1].checked_type.shape[2] == 15
+
+
+@pytest.mark.parametrize("batch,seqs,fuse", [(2, (1, 19), False), (2, (1, 19), True),
+                                             (1, (7,), True)])
+def test_symbolic_attention_matches_numpy_at_run_time_sizes(batch: int, seqs: tuple,
+                                                           fuse: bool) -> None:
+    """One VM build at sequence 1 and beyond one register tile of rows (12 on AVX-512), the
+    folded GEMMs and softmax or (FuseAttention) one attention kernel."""
+    expr = symbolic_attention(3, 5)
+    with ember.transform.PassContext(disabled_pass=[] if fuse else ["FuseAttention"]):
+        model = ember.compile(ember.IRModule.from_expr(
+            relay.Function(relay.analysis.free_vars(expr), expr)), executor="vm")
+    for seq in seqs:
+        q, k, v = (RNG.standard_normal((batch, seq, 15)).astype(np.float32) for _ in range(3))
+        mask = np.where(RNG.random((batch, 1, 1, seq)) < 0.3, -1e4, 0).astype(np.float32)
+        want = _attention_ref(q, k, v, 3, scale=1 / 4, mask=mask)
+        got = model(q=q, k=k, v=v, mask=mask)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_symbolic_views_check_the_batches_they_share_at_run_time() -> None:
+    from ember.runtime.errors import TVMError
+
+    expr = symbolic_attention(2, 4)
+    model = ember.compile(ember.IRModule.from_expr(
+        relay.Function(relay.analysis.free_vars(expr), expr)), executor="vm")
+    q = RNG.standard_normal((2, 3, 8)).astype(np.float32)
+    k = RNG.standard_normal((1, 3, 8)).astype(np.float32)  # batch 1: (2 x 2) vs 2 heads
+    mask = np.zeros((2, 1, 1, 3), np.float32)
+    with pytest.raises(TVMError, match="batches (and sequences )?must be equal"):
+        model(q=q, k=k, v=q, mask=mask)
+
+
 # ------------------------------------------------------------------------------ refusals
 def _infer(call: relay.Expr) -> None:
     mod = ember.IRModule.from_expr(relay.Function(relay.analysis.free_vars(call), call))
@@ -226,6 +358,40 @@ def test_views_out_of_bounds_or_not_covering_are_refused() -> None:
         GemmAttrs(kind="batch_matmul", view=ok)  # without out_shape
     with pytest.raises(OpAttributeInvalid, match="view"):
         GemmAttrs(kind="batch_matmul", view=ok[:5], out_shape=(2, 4, 5))
+    with pytest.raises(OpAttributeInvalid, match="view_syms"):
+        GemmAttrs(kind="batch_matmul", view=ok, out_shape=(2, 4, 5), view_syms=(14, 0))
+
+
+def test_symbolic_views_check_that_sizes_fit_the_kernels_32_bit_strides() -> None:
+    from ember.relay.op.nn.gemm import int32_fields
+    from ember.tir import op as tir
+    from ember.tir.expr import IntImm, SizeVar
+
+    assert int32_fields((3, 2 ** 31), "op") == []  # static: the build's business
+    (fits,) = int32_fields((tir.const(2 ** 31 - 1), 5), "op")
+    (too_big,) = int32_fields((tir.const(2 ** 16) * tir.const(2 ** 15), 5), "op")
+    assert isinstance(fits[0], IntImm) and fits[0].value
+    assert isinstance(too_big[0], IntImm) and not too_big[0].value
+    assert "2^31 or more" in too_big[1]
+    ((cond, _),) = int32_fields((SizeVar("n") * 4096, 1), "op")
+    assert not isinstance(cond, IntImm)  # checked at each call
+
+
+def test_symbolic_views_are_checked_at_a_generic_size() -> None:
+    a, b = relay.var("a", shape=(relay.Any(), 4, 3)), relay.var("b", shape=(relay.Any(), 3, 5))
+    zero = relay.const(0.0)
+    # batch ? of a (dim 0) and of b (dim 3): its strides 12 and 15 per batch item
+    syms, eqs = (0, 0, 11, 0), (0, 3)
+    ok = (1, 4, 5, 3, 12, 3, 15, 5, 1, 20, 5)
+    _infer(contrib_gemm(a, b, zero, zero, kind="batch_matmul", transpose_b=False, view=ok,
+                        out_shape=(1, 4, 5), view_syms=syms, view_eqs=eqs))
+    far = (1, 4, 5, 3, 13, 3, 15, 5, 1, 20, 5)
+    with pytest.raises(Exception, match="reads data up to element .* generic size"):
+        _infer(contrib_gemm(a, b, zero, zero, kind="batch_matmul", transpose_b=False,
+                            view=far, out_shape=(1, 4, 5), view_syms=syms, view_eqs=eqs))
+    with pytest.raises(Exception, match="refers to operand dimension 6"):
+        _infer(contrib_gemm(a, b, zero, zero, kind="batch_matmul", transpose_b=False, view=ok,
+                            out_shape=(1, 4, 5), view_syms=(0, 6, 11, 0), view_eqs=eqs))
 
 
 def test_view_with_residual_matches_numpy_folded_and_compiled() -> None:

@@ -11,7 +11,10 @@
   and 80;
 - left alone when the probabilities or the scores have another consumer, when the softmax is
   over another axis, and past MAX_KEYS;
-- the op's refusals of bad views and masks.
+- the op's refusals of bad views and masks;
+- ``?`` batch and sequence: one kernel (the divide as its scale, the mask's strides from its
+  shape), the numpy references against the unfused graph, a one-key mask broadcast at run
+  time and a widening one refused.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _pass_helpers import assert_main_equal, assert_same_result, run
+from _pass_helpers import assert_main_equal, assert_same_result, run, symbolic_attention
 
 import ember
 from ember import relay
@@ -218,3 +221,67 @@ def test_mask_strides_follow_the_batch_however_it_is_split() -> None:
     assert mask_strides((6, 1, 9), (6, 9, 9), 6, 3) == (27, 9, 0, 1)
     assert mask_strides((2, 9, 9), (9, 9), 1, 1) is None  # it would widen the scores
     assert mask_strides((3, 9), (6, 9, 9), 6, 3) is None  # does not broadcast
+
+
+# ------------------------------------------------------------------------------ ? sizes
+def _symbolic_model(heads: int = 2, dim: int = 4) -> Any:
+    expr = symbolic_attention(heads, dim)
+    return IRModule.from_expr(relay.Function(relay.analysis.free_vars(expr), expr))
+
+
+def test_symbolic_batch_and_sequence_fuse_into_one_kernel() -> None:
+    from ember.relay.backend.pipeline import optimize_passes
+
+    with ember.transform.PassContext(opt_level=3):
+        opt = ember.transform.Sequential(optimize_passes())(_symbolic_model())
+    calls = [n.op.name for n in post_order(opt["main"].body) if isinstance(n, Call)
+             and hasattr(n.op, "name")]
+    assert calls.count("nn.contrib_attention") == 1 and "nn.softmax" not in calls, calls
+    assert "nn.contrib_gemm" not in calls and "divide" not in calls, calls
+    (att,) = [n for n in post_order(opt["main"].body)
+              if isinstance(n, Call) and getattr(n.op, "name", "") == "nn.contrib_attention"]
+    a = att.attrs  # the divide as the scale, the (?, 1, 1, ?) mask read through its shape
+    assert a.alpha == 0.25 and a.mask_from_shape and a.view_syms and a.view_eqs, a
+
+
+def test_symbolic_views_interpreted_match_the_unfused_graph() -> None:
+    """The numpy references of the ops with ``?`` views (what FoldConstant runs) at one size:
+    the folded GEMMs, then the fused attention."""
+    from ember.relay.backend.pipeline import optimize_passes
+
+    before = InferType()(_symbolic_model())
+    mods = []
+    for disabled in (["FuseAttention"], []):
+        with ember.transform.PassContext(opt_level=3, disabled_pass=disabled):
+            mods.append(ember.transform.Sequential(optimize_passes())(before))
+    folded, fused = mods
+    assert "nn.contrib_attention" in str(fused["main"]) and "view_syms" in str(folded["main"])
+    feeds = {n: RNG.standard_normal((2, 3, 8)).astype(np.float32) for n in "qkv"}
+    feeds["mask"] = np.where(RNG.random((2, 1, 1, 3)) < 0.3, -1e4, 0).astype(np.float32)
+    args = [feeds[p.name_hint] for p in before["main"].params]
+    assert_same_result(before, folded, *args)
+    assert_same_result(before, fused, *args)
+
+
+def test_symbolic_mask_broadcasts_at_run_time_or_is_refused() -> None:
+    """A mask of one key broadcasts (stride 0 chosen at run time); one that would widen the
+    scores is an error naming the mask, not a read out of bounds."""
+    from ember.runtime.errors import TVMError
+
+    model = ember.compile(_symbolic_model(), executor="vm")
+    q, k, v = (RNG.standard_normal((2, 5, 8)).astype(np.float32) for _ in range(3))
+
+    def ref(mask: np.ndarray) -> np.ndarray:
+        def split(t: np.ndarray) -> np.ndarray:
+            return t.reshape(2, 5, 2, 4).transpose(0, 2, 1, 3)
+
+        s = split(q) @ split(k).transpose(0, 1, 3, 2) / 4 + mask
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        return (p @ split(v)).transpose(0, 2, 1, 3).reshape(2, 5, 8)
+
+    one = RNG.standard_normal((2, 1, 1, 1)).astype(np.float32)
+    got = model(q=q, k=k, v=v, mask=one)
+    np.testing.assert_allclose(got, ref(one), rtol=1e-5, atol=1e-5)
+    with pytest.raises(TVMError, match="mask does not broadcast into the scores"):
+        model(q=q, k=k, v=v, mask=np.zeros((2, 1, 1, 7), np.float32))

@@ -12,21 +12,34 @@ part is the dense probabilities). ``bias`` (when ``has_bias``) is a scalar or on
 broadcasts) is added after the scale, or with ``mask_select`` replaces each score where it
 is nonzero (a ``where(cond, scores, fill)``: the fill whatever the score, NaN too). The scores never reach memory: the C kernel
 (``topi.nn.attention_kernel``) keeps a block of query rows in L2 between the products.
+
+With ``?`` dimensions (as ``nn.contrib_gemm``'s views have them) a slot of ``qk_view``,
+``pv_view`` then ``out_shape`` is multiplied by the operand dimensions ``view_syms`` pairs it
+with (dims of q, then k, then v), ``view_eqs`` pairs dimensions that must agree, and with
+``mask_from_shape`` the mask's strides come from its shape at run time (right-aligned into
+(outer, heads, rows, keys), 0 along a dimension of 1; every other dimension must equal the
+scores'). The kernel checks all of this at each call.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ....ir.types import TensorType, Type
 from ....te import tensor as te
+from ....tir import op as tir
 from ....topi.nn import attention_kernel as ak
+from ....topi.nn.sizes import dims, i64, must_equal, prod
+from .._compute_common import out_dims
 from .._attrs_base import OpAttrs, attrs_class
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, tensor_of
-from .gemm import GemmAttrs, _gemm_rel, _span, gemm_ref, view_fields
+from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, gemm_ref, int32_fields,
+                   view_fields)
 
 __all__: list[str] = []
 VIEW_LEN = 15
@@ -45,6 +58,9 @@ class AttentionAttrs(OpAttrs):
     has_bias: bool = False
     mask_strides: tuple[int, ...] = ()
     mask_select: bool = False
+    view_syms: tuple[int, ...] = ()
+    view_eqs: tuple[int, ...] = ()
+    mask_from_shape: bool = False
     _op: ClassVar[str] = "nn.contrib_attention"
 
     def __post_init__(self) -> None:
@@ -57,11 +73,25 @@ class AttentionAttrs(OpAttrs):
         self._positive("mask_strides", allow_zero=True)
         self._positive("out_shape")
         self._bool("has_bias")
-        self._bool("mask_select")
+        self._bool("mask_select", "mask_from_shape")
         self._set("alpha", float(self.alpha))
+        for name in ("view_syms", "view_eqs"):
+            self._ints(name, scalar_ok=False)
+            self._positive(name, allow_zero=True)
+            if len(getattr(self, name)) % 2:
+                raise self._invalid(name, "pairs of ints")
+        if any(slot >= 2 * VIEW_LEN + len(self.out_shape) for slot in self.view_syms[::2]):
+            raise self._invalid("view_syms", "(slot, dim) pairs with slots in the views and "
+                                "out_shape")
+        if self.mask_from_shape and self.mask_strides:
+            raise self._invalid("mask_from_shape", "without mask_strides")
         qk, pv = view_fields(self.qk_view), view_fields(self.pv_view)
+        refs = {s: sorted(d for t, d in zip(self.view_syms[::2], self.view_syms[1::2]) if t == s)
+                for s in range(2 * VIEW_LEN)}
+        same = [(0, VIEW_LEN), (11, VIEW_LEN + 11), (1, VIEW_LEN + 1), (2, VIEW_LEN + 3)]
         if (qk["batch"], qk["heads"], qk["M"], qk["N"]) != (pv["batch"], pv["heads"], pv["M"],
-                                                          pv["K"]):
+                                                          pv["K"]) or any(
+                refs[x] != refs[y] for x, y in same):
             raise self._invalid("pv_view", "the same batch, heads and rows as qk_view, reducing "
                                 "over its keys")
         if min(qk["batch"], qk["M"], qk["N"], pv["N"]) < 1:
@@ -89,9 +119,77 @@ def values_attrs(attrs: AttentionAttrs) -> GemmAttrs:
                      out_shape=attrs.out_shape)
 
 
+def resolve_views(attrs: AttentionAttrs, *shapes: Sequence[Any]) -> tuple[tuple, tuple, tuple]:
+    """(qk_view, pv_view, out_shape) with the operand dimensions of ``view_syms`` multiplied
+    in (q, k and v's ``shapes``: ints, or te sizes for the kernel)."""
+    sizes = [d for shape in shapes for d in shape]
+    slots: list[Any] = [*attrs.qk_view, *attrs.pv_view, *attrs.out_shape]
+    for slot, dim in zip(attrs.view_syms[::2], attrs.view_syms[1::2]):
+        slots[slot] = slots[slot] * sizes[dim]
+    return (tuple(slots[:VIEW_LEN]), tuple(slots[VIEW_LEN:2 * VIEW_LEN]),
+            tuple(slots[2 * VIEW_LEN:]))
+
+
+def _static(attrs: AttentionAttrs, shapes: Sequence[Sequence[int]],
+            mask_shape: Sequence[int] | None) -> AttentionAttrs:
+    """``attrs`` at these static sizes of q, k, v (and the mask's, for its strides)."""
+    qk, pv, out = resolve_views(attrs, *shapes)
+    strides = ()
+    if attrs.mask_from_shape and mask_shape is not None:
+        v = view_fields(qk)
+        strides, _ = broadcast_mask_strides(mask_shape, (v["batch"] // v["heads"], v["heads"],
+                                                         v["M"], v["N"]))
+    return dataclasses.replace(attrs, qk_view=qk, pv_view=pv, out_shape=out, view_syms=(),
+                               view_eqs=(), mask_from_shape=False,
+                               mask_strides=strides or attrs.mask_strides)
+
+
+def broadcast_mask_strides(mask_shape: Sequence[Any], extents: Sequence[Any]) -> tuple:
+    """(outer, head, row, key) strides of a mask right-aligned into ``extents`` (dense, 0
+    along a dimension of 1: ``Select`` where that is known only at run time) and the pairs
+    (mask dim, extent) that must be equal unless the mask dim is 1."""
+    shape = [1] * (len(extents) - len(mask_shape)) + list(mask_shape)
+    strides: list[Any] = []
+    size: Any = 1
+    for d in reversed(shape):
+        strides.append(0 if isinstance(d, int) and d == 1 else
+                       size if isinstance(d, int) else
+                       tir.Select_(tir.convert(d).equal(1), 0, size))
+        size = size * d
+    strides.reverse()
+    pairs = [(d, e) for d, e in zip(shape, extents) if not (isinstance(d, int) and d == 1)]
+    return tuple(strides), pairs
+
+
 def _mask_extents(attrs: AttentionAttrs) -> tuple[int, int, int, int]:
     v = view_fields(attrs.qk_view)
     return v["batch"] // v["heads"], v["heads"], v["M"], v["N"]
+
+
+def _sym_rel(args: list[TensorType], attrs: AttentionAttrs) -> TensorType:
+    """The type with ``?`` sizes: the static checks at a generic size of them (as
+    ``nn.contrib_gemm``'s), the output's ``?`` where a slot is not one operand dimension."""
+    op = "nn.contrib_attention"
+    q, k, v, bias, mask = args
+    sizes = (*q.shape, *k.shape, *v.shape)
+    for dim in (*attrs.view_syms[1::2], *attrs.view_eqs):
+        if dim >= len(sizes):
+            raise fail(op, f"the views refer to operand dimension {dim}, but q, k and v have "
+                           f"{len(sizes)} dimensions together")
+    point = _generic_sizes(sizes, attrs.view_eqs)
+    ranks = (q.ndim, q.ndim + k.ndim)
+    shapes = (point[:ranks[0]], point[ranks[0]:ranks[1]], point[ranks[1]:])
+    generic = [tensor_of(s, "float32") for s in shapes]
+    _rel([*generic, bias, tensor_of((), "float32")], _static(attrs, shapes, None))
+    if attrs.mask_from_shape and (mask.dtype != "float32" or mask.ndim > 4):
+        raise fail(op, f"the mask must be float32 of rank at most 4, got {mask.dtype} "
+                       f"{tuple(mask.shape)}")
+    out = []
+    for i, c in enumerate(attrs.out_shape):
+        refs = [d for s, d in zip(attrs.view_syms[::2], attrs.view_syms[1::2])
+                if s == 2 * VIEW_LEN + i]
+        out.append(c if not refs else sizes[refs[0]] if len(refs) == 1 and c == 1 else None)
+    return tensor_of(out, q.dtype)
 
 
 def _rel(args: list[TensorType], attrs: AttentionAttrs) -> TensorType:
@@ -100,6 +198,8 @@ def _rel(args: list[TensorType], attrs: AttentionAttrs) -> TensorType:
     for t in args[:3]:
         if t.dtype != "float32":
             raise fail(op, f"the fused attention is float32 only, got {t.dtype}")
+    if attrs.view_syms:
+        return _sym_rel(args, attrs)
     scores = _gemm_rel([q, k, bias, tensor_of((), q.dtype)], scores_attrs(attrs))
     out = _gemm_rel([scores, v, tensor_of((), q.dtype), tensor_of((), q.dtype)],
                     values_attrs(attrs))
@@ -126,6 +226,8 @@ def _mask_view(mask: np.ndarray, attrs: AttentionAttrs) -> np.ndarray:
 def attention_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray,
                   mask: np.ndarray, attrs: AttentionAttrs) -> np.ndarray:
     """numpy: the unfused products and numpy's softmax formula (a row of -inf gives NaN)."""
+    if attrs.view_syms:
+        attrs = _static(attrs, (q.shape, k.shape, v.shape), mask.shape)
     zero = np.zeros((), np.float32)
     s = gemm_ref(q, k, bias, zero, scores_attrs(attrs)).astype(np.float64)
     if attrs.mask_strides:
@@ -137,20 +239,61 @@ def attention_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray,
     return gemm_ref(p, v, zero, zero, values_attrs(attrs))
 
 
-def _operands(attrs: AttentionAttrs) -> ak.AttentionOperands:
-    qk, pv = view_fields(attrs.qk_view), view_fields(attrs.pv_view)
+def _operands(qk_view: tuple, pv_view: tuple, mask_strides: tuple) -> ak.AttentionOperands:
+    qk, pv = view_fields(qk_view), view_fields(pv_view)
     return ak.AttentionOperands(
         qk["batch"], qk["heads"], qk["M"], qk["N"], qk["K"], pv["N"],
         (qk["a_bs"], qk["a_hs"], qk["lda"]), (qk["b_bs"], qk["b_hs"], qk["b_ks"], qk["b_ns"]),
         (pv["b_bs"], pv["b_hs"], pv["b_ks"], pv["b_ns"]), (pv["c_bs"], pv["c_hs"], pv["ldc"]),
-        tuple(attrs.mask_strides) or (0, 0, 0, 0))
+        tuple(mask_strides) or (0, 0, 0, 0))
+
+
+def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Tensor,
+                k: te.Tensor, v: te.Tensor, mask: te.Tensor) -> tuple[tuple, list]:
+    """With ``?`` sizes: the mask strides from its shape and what the kernel checks first
+    (the dimensions the views share, the mask's, and that Q, K and V are read in bounds)."""
+    sizes = [*dims(q.shape), *dims(k.shape), *dims(v.shape)]
+    op = "nn.contrib_attention"
+    checks: list = []
+    for x, y in zip(attrs.view_eqs[::2], attrs.view_eqs[1::2]):
+        checks += must_equal(sizes[x], sizes[y], f"{op}: the operands' dimensions {x} and {y} "
+                             "of its views differ (their batches and sequences must be equal)")
+    qk, pv = view_fields(qk_view), view_fields(pv_view)
+    outer = tir.floordiv(qk["batch"], qk["heads"])
+    strides: tuple = ()
+    if attrs.mask_from_shape:
+        strides, pairs = broadcast_mask_strides(dims(mask.shape),
+                                                (outer, qk["heads"], qk["M"], qk["N"]))
+        for d, e in pairs:
+            checks.append((tir.any(tir.convert(d).equal(1), tir.convert(d).equal(e)),
+                           f"{op}: the mask does not broadcast into the scores (a dimension "
+                           "is neither 1 nor the scores')"))
+    checks.append((tir.convert(qk["N"]) >= 1, f"{op}: a softmax over no keys"))
+    for t, ext, st, name in (
+            (q, (outer, qk["heads"], qk["M"], qk["K"]), (qk["a_bs"], qk["a_hs"], qk["lda"], 1),
+             "Q"),
+            (k, (outer, qk["heads"], qk["K"], qk["N"]),
+             (qk["b_bs"], qk["b_hs"], qk["b_ks"], qk["b_ns"]), "K"),
+            (v, (outer, pv["heads"], pv["K"], pv["N"]),
+             (pv["b_bs"], pv["b_hs"], pv["b_ks"], pv["b_ns"]), "V")):
+        reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, st))
+        checks.append((reach <= i64(prod(dims(t.shape))), f"{op}: its view reads past the end "
+                                                           f"of {name}"))
+    return strides, checks + int32_fields((*qk_view, *pv_view, *strides), op)
 
 
 def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     q, k, v, bias, mask = inputs
+    qk, pv, shape = attrs.qk_view, attrs.pv_view, tuple(attrs.out_shape)
+    strides, checks = tuple(attrs.mask_strides), []
+    if attrs.view_syms:
+        qk, pv, shape = resolve_views(attrs, dims(q.shape), dims(k.shape), dims(v.shape))
+        strides, checks = _sym_checks(attrs, qk, pv, q, k, v, mask)
+        shape = out_dims(out_type, shape)
+    has_mask = bool(attrs.mask_strides or attrs.mask_from_shape)
     return [ak.attention(q, k, v, bias if attrs.has_bias else None,
-                         mask if attrs.mask_strides else None, _operands(attrs), attrs.alpha,
-                         tuple(attrs.out_shape), mask_select=attrs.mask_select)]
+                         mask if has_mask else None, _operands(qk, pv, strides), attrs.alpha,
+                         shape, mask_select=attrs.mask_select, checks=checks)]
 
 
 defop("nn.contrib_attention", _rel, attention_ref, OPAQUE,

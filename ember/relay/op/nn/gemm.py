@@ -20,12 +20,20 @@
   c_hs: batch b is (b // heads, b % heads), each operand's offset ``outer * bs + head * hs``
   in place of ``b * bs`` (the heads of a batch > 1, which no single batch stride reaches).
 
+  With ``?`` dimensions a view's fields and ``out_shape`` are products of an int and some
+  operand dimensions: ``view_syms`` lists (slot, dim) pairs, each multiplying slot ``slot``
+  (an index into ``view`` then ``out_shape``) by dimension ``dim`` of the operands' shapes
+  taken together (data's dims, then weight's); ``view_eqs`` lists (dim, dim) pairs that must
+  be equal at run time (the batch of two heads' chains). The kernel checks them, and that the
+  view reads inside its operands, at each call.
+
 Both compute to ``topi.nn.gemm_kernel`` (the C kernel ``ember_sgemm`` and its panel packing).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,12 +41,14 @@ import numpy as np
 from ....ir.types import TensorType, Type
 from ....runtime.errors import OpError
 from ....te import tensor as te
+from ....tir import op as tir
 from ....topi.nn import gemm_kernel as gk
 from .._attrs_base import OpAttrs, attrs_class
 from .._compute_common import out_dims
 from .._reg import OPAQUE, OUT_ELEMWISE_FUSABLE, call, defop
 from .epilogue_activation import activation_ref
 from .._shape import broadcast_dim, fail, fmt_shape, known, may_equal, tensor_of
+from ....topi.nn.sizes import Check, dims, i64, must_equal, prod
 
 __all__: list[str] = []
 
@@ -77,6 +87,8 @@ class GemmAttrs(OpAttrs):
     p2: tuple[float, float] = (0.0, 0.0)
     view: tuple[int, ...] = ()
     out_shape: tuple[int, ...] = ()
+    view_syms: tuple[int, ...] = ()
+    view_eqs: tuple[int, ...] = ()
     _op: ClassVar[str] = "nn.contrib_gemm"
 
     def __post_init__(self) -> None:
@@ -99,6 +111,14 @@ class GemmAttrs(OpAttrs):
         self._positive("out_shape")
         if bool(self.view) != bool(self.out_shape) or (self.view and self.packed_n):
             raise self._invalid("view", "set together with out_shape, without packed_n")
+        for name in ("view_syms", "view_eqs"):
+            self._ints(name, scalar_ok=False)
+            self._positive(name, allow_zero=True)
+            if len(getattr(self, name)) % 2 or (getattr(self, name) and not self.view):
+                raise self._invalid(name, "pairs of ints, with a view")
+        slots = len(self.view) + len(self.out_shape)
+        if any(slot >= slots for slot in self.view_syms[::2]):
+            raise self._invalid("view_syms", f"(slot, dim) pairs with slots below {slots}")
 
 
 VIEW_FIELDS = ("batch", "M", "N", "K", "a_bs", "lda", "b_bs", "b_ks", "b_ns", "c_bs", "ldc")
@@ -108,6 +128,18 @@ HEAD_FIELDS = ("heads", "a_hs", "b_hs", "c_hs")
 def view_fields(view: tuple[int, ...]) -> dict[str, int]:
     """A view's fields by name, heads 1 (and head strides 0) when it has none."""
     return dict(zip(VIEW_FIELDS + HEAD_FIELDS, (*view, 1, 0, 0, 0)[:15]))
+
+
+def resolve_view(attrs: GemmAttrs, data_shape: Sequence[Any],
+                 weight_shape: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """(view, out_shape) with the operand dimensions of ``view_syms`` multiplied in: ints from
+    ints, expressions from te sizes, None where a dimension is None (unknown)."""
+    slots: list[Any] = [*attrs.view, *attrs.out_shape]
+    sizes = (*data_shape, *weight_shape)
+    for slot, dim in zip(attrs.view_syms[::2], attrs.view_syms[1::2]):
+        d = sizes[dim]
+        slots[slot] = None if d is None or slots[slot] is None else slots[slot] * d
+    return tuple(slots[:len(attrs.view)]), tuple(slots[len(attrs.view):])
 
 
 def _batch_axes(v: dict[str, int], bs: str, hs: str) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -174,33 +206,80 @@ def _covers_once(extents: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     return True
 
 
+# A ``?`` dimension's stand-in when a symbolic view is checked at compile time: large and
+# distinct (equal only where ``view_eqs`` says so), so a view that is right at this point
+# is right as products of those dimensions. The kernel checks the bounds again at each call.
+_GENERIC = 1_000_003
+
+
+def _generic_sizes(sizes: Sequence[Any], eqs: Sequence[int]) -> list[int]:
+    """The operand dimensions with each ``?`` given a distinct large value, equal ones the same."""
+    rep = list(range(len(sizes)))
+    for x, y in zip(eqs[::2], eqs[1::2]):
+        rx, ry = rep[x], rep[y]
+        rep = [rx if r == ry else r for r in rep]
+    return [d if known(d) else _GENERIC + 2 * rep[i] for i, d in enumerate(sizes)]
+
+
+def _sym_dim(attrs: GemmAttrs, slot: int, value: Any, sizes: Sequence[Any]) -> Any:
+    """The type's dimension of out_shape slot ``slot``: an int when known, the operand's own
+    dimension when the slot is exactly one of them, else ``?``."""
+    if value is not None:
+        return value
+    refs = [d for s, d in zip(attrs.view_syms[::2], attrs.view_syms[1::2]) if s == slot]
+    if len(refs) == 1 and attrs.out_shape[slot - len(attrs.view)] == 1:
+        return sizes[refs[0]]
+    return None
+
+
 def _view_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
     op = "nn.contrib_gemm"
     data, w, bias, res = args
-    v = view_fields(attrs.view)
-    for t, name in ((data, "data"), (w, "weight")):
-        if not all(known(d) for d in t.shape):
-            raise fail(op, f"a strided view needs a static {name} shape")
+    sizes = (*data.shape, *w.shape)
+    if not attrs.view_syms:
+        for t, name in ((data, "data"), (w, "weight")):
+            if not all(known(d) for d in t.shape):
+                raise fail(op, f"a strided view needs a static {name} shape")
+    for dim in (*attrs.view_syms[1::2], *attrs.view_eqs):
+        if dim >= len(sizes):
+            raise fail(op, f"the view refers to operand dimension {dim}, but data and weight "
+                           f"have {len(sizes)} dimensions together")
+    for x, y in zip(attrs.view_eqs[::2], attrs.view_eqs[1::2]):
+        if not may_equal(sizes[x], sizes[y]):
+            raise fail(op, f"the view needs operand dimensions {x} and {y} equal, got "
+                           f"{sizes[x]} and {sizes[y]}")
+    static = [d if known(d) else None for d in sizes]
+    view, out_shape = resolve_view(attrs, static[:data.ndim], static[data.ndim:])
+    # the checks below at the sizes if known, else at a generic point (see _GENERIC)
+    point = _generic_sizes(sizes, attrs.view_eqs)
+    at = "" if None not in (*view, *out_shape) else " (at a generic size of its ? dimensions)"
+    gview, gout = resolve_view(attrs, point[:data.ndim], point[data.ndim:])
+    v = view_fields(gview)
     if v["heads"] < 1 or v["batch"] % v["heads"]:
         raise fail(op, f"the view's batch {v['batch']} is not a whole number of groups of "
-                       f"{v['heads']} heads")
+                       f"{v['heads']} heads{at}")
     (a_b, a_s), (b_b, b_s), (c_b, c_s) = (_batch_axes(v, f"{x}_bs", f"{x}_hs") for x in "abc")
-    size = {"data": math.prod(data.shape), "weight": math.prod(w.shape)}
+    size = {"data": math.prod(point[:data.ndim]), "weight": math.prod(point[data.ndim:])}
     reach = {"data": _span((*a_b, v["M"], v["K"]), (*a_s, v["lda"], 1)),
              "weight": _span((*b_b, v["K"], v["N"]), (*b_s, v["b_ks"], v["b_ns"]))}
     for name in ("data", "weight"):
         if reach[name] > size[name]:
             raise fail(op, f"the view reads {name} up to element {reach[name] - 1}, but it has "
-                           f"{size[name]} elements")
+                           f"{size[name]} elements{at}")
     c = ((*c_b, v["M"], v["N"]), (*c_s, v["ldc"], 1))
-    if math.prod(attrs.out_shape) != math.prod(c[0]) or not _covers_once(*c):
+    if math.prod(gout) != math.prod(c[0]) or not _covers_once(*c):
         raise fail(op, f"the output view {c} does not cover out_shape "
-                       f"{fmt_shape(attrs.out_shape)} exactly once")
-    out = tensor_of(attrs.out_shape, data.dtype)
-    if attrs.has_bias and bias.ndim > 0 and not (bias.ndim == 1 and bias.shape[0] == v["N"]):
-        raise fail(op, f"bias must be a scalar or ({v['N']},), got {fmt_shape(bias.shape)}")
-    if attrs.has_residual and res.ndim > 0 and tuple(res.shape) != tuple(attrs.out_shape):
-        raise fail(op, f"residual must be a scalar or {fmt_shape(attrs.out_shape)}, got "
+                       f"{fmt_shape(gout)} exactly once{at}")
+    out = tensor_of([_sym_dim(attrs, len(view) + i, d, sizes) for i, d in enumerate(out_shape)],
+                    data.dtype)
+    n = view_fields(view)["N"]
+    if attrs.has_bias and bias.ndim > 0 and not (bias.ndim == 1 and
+                                                 may_equal(bias.shape[0], n)):
+        raise fail(op, f"bias must be a scalar or ({'?' if n is None else n},), got "
+                       f"{fmt_shape(bias.shape)}")
+    if attrs.has_residual and res.ndim > 0 and (res.ndim != out.ndim or not all(
+            may_equal(a, b) for a, b in zip(res.shape, out.shape))):
+        raise fail(op, f"residual must be a scalar or {fmt_shape(out.shape)}, got "
                        f"{fmt_shape(res.shape)}")
     return out
 
@@ -262,6 +341,10 @@ def gemm_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray,
 
 def _view_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray,
               attrs: GemmAttrs) -> np.ndarray:
+    if attrs.view_syms:
+        view, out_shape = resolve_view(attrs, data.shape, w.shape)
+        attrs = dataclasses.replace(attrs, view=view, out_shape=out_shape, view_syms=(),
+                                    view_eqs=())
     v = view_fields(attrs.view)
     (a_b, a_s), (b_b, b_s), (c_b, c_s) = (_batch_axes(v, f"{x}_bs", f"{x}_hs") for x in "abc")
 
@@ -286,12 +369,47 @@ def _view_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray
     return out.reshape(attrs.out_shape)
 
 
+def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor,
+                 weight: te.Tensor) -> tuple[Check, ...]:
+    """What the kernel of a view with ``?`` dimensions checks at each call: the dimensions
+    ``view_eqs`` pairs agree, and the view reads inside data and weight."""
+    if not attrs.view_syms:
+        return ()
+    sizes = (*dims(data.shape), *dims(weight.shape))
+    checks: list[Check] = []
+    for x, y in zip(attrs.view_eqs[::2], attrs.view_eqs[1::2]):
+        checks += must_equal(sizes[x], sizes[y], f"the operands' dimensions {x} and {y} of its "
+                             "strided view differ (their batches must be equal)")
+    (a_b, a_s), (b_b, b_s) = (_batch_axes(v, f"{x}_bs", f"{x}_hs") for x in "ab")
+    for t, ext, strides, name in (
+            (data, (*a_b, v["M"], v["K"]), (*a_s, v["lda"], 1), "data"),
+            (weight, (*b_b, v["K"], v["N"]), (*b_s, v["b_ks"], v["b_ns"]), "weight")):
+        reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, strides))
+        checks.append((reach <= i64(prod(dims(t.shape))),
+                       f"its strided view reads past the end of {name}"))
+    return (*checks, *int32_fields(v.values(), "nn.contrib_gemm"))
+
+
+def int32_fields(values: Iterable[Any], op: str) -> list[Check]:
+    """The C kernels take sizes and strides as int32: those known only at run time must
+    stay below 2^31 (one check of them all)."""
+    limit = tir.const(2 ** 31, "int64")
+    run_time = [i64(x) < limit for x in values if not isinstance(x, int)]
+    if not run_time:
+        return []
+    return [(tir.all(*run_time), f"{op}: a size or stride of its view is 2^31 or more (the "
+                                 "kernel's are 32-bit)")]
+
+
 def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     """One ``ember_sgemm`` call with the epilogue of the attrs."""
     data, weight, bias, residual = inputs
+    out_shape: tuple[Any, ...] = tuple(attrs.out_shape)
     if attrs.view:
-        v = view_fields(attrs.view)
-        ops = gk.GemmOperands(*attrs.view[:9], 0, *attrs.view[9:11],
+        view, out_shape = resolve_view(attrs, dims(data.shape), dims(weight.shape))
+        v = view_fields(view)
+        ops = gk.GemmOperands(*view[:9], 0, *view[9:11],
+                              require=_view_checks(attrs, v, data, weight),
                               **{f: v[f] for f in HEAD_FIELDS})
     elif attrs.packed_n:
         if attrs.kind == "batch_matmul":
@@ -302,7 +420,7 @@ def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
     else:
         ops = gk.matmul_operands(data, weight, attrs.transpose_b)
     epilogue = gk.Epilogue(attrs.alpha, attrs.act1, attrs.p1, attrs.act2, attrs.p2)
-    fallback = attrs.out_shape or gk.output_shape(data, ops, attrs.kind == "batch_matmul")
+    fallback = out_shape or gk.output_shape(data, ops, attrs.kind == "batch_matmul")
     shape = out_dims(out_type, fallback)  # type: ignore[arg-type]
     return [gk.sgemm(data, weight, ops, shape, epilogue, bias if attrs.has_bias else None,
                      residual if attrs.has_residual else None, name="T_gemm")]
