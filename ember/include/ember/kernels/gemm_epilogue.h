@@ -26,6 +26,7 @@
 #define EMBER_KERNELS_GEMM_EPILOGUE_H_
 
 #include "ember/kernels/gemm_simd.h"
+#include "ember/kernels/linkage.h" /* EMBER_ALWAYS_INLINE, EMBER_NOINLINE */
 
 enum {
   EMBER_ACT_NONE = 0,
@@ -56,22 +57,6 @@ typedef struct {
 } ember_epilogue;
 
 #define EMBER_GELU_TANH_CUBIC 0.044715f
-
-/* The cheap parts of the epilogue are inlined into every store of a tile. */
-#if defined(__GNUC__)
-#define EMBER_ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define EMBER_ALWAYS_INLINE static inline
-#endif
-
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
-/* noipa: neither inlined nor cloned per constant argument (compile time) */
-#define EMBER_NOINLINE static __attribute__((noipa, unused))
-#elif defined(__GNUC__)
-#define EMBER_NOINLINE static __attribute__((noinline, unused))
-#else
-#define EMBER_NOINLINE static
-#endif
 
 /* The vector form of each activation, as `case CODE: APPLY(expression of x)`: one table for
  * the one-vector function and the block loop below. GELU_TANH is written as
