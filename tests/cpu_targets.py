@@ -1,6 +1,6 @@
 """Which named CPUs this machine runs code for.
 
-Import from any test (``tests/`` is on ``sys.path`` through its conftest)::
+Import from any test (``tests/`` is on ``sys.path`` through pyproject's pytest ``pythonpath``)::
 
     from cpu_targets import cpu_runs_target, runs_vector_target
 """

@@ -131,7 +131,7 @@ def test_few_output_channel_convs_match_numpy(target):
         pytest.skip("the host runs neither AVX-512 nor AVX2")
     mod, inputs, wants = _model()
     cases = TRANSPOSED + PLAIN
-    for i, (got, want) in enumerate(zip(graph_outputs(mod, inputs, target), wants)):
+    for i, (got, want) in enumerate(zip(graph_outputs(mod, inputs, target), wants, strict=True)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{target}: case {cases[i]}")
 

@@ -118,7 +118,7 @@ def test_phased_transposed_convs_match_numpy(target):
     if not runs_vector_target(target):
         pytest.skip("the host runs neither AVX-512 nor AVX2")
     mod, inputs, wants = _model()
-    for i, (got, want) in enumerate(zip(graph_outputs(mod, inputs, target), wants)):
+    for i, (got, want) in enumerate(zip(graph_outputs(mod, inputs, target), wants, strict=True)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{target}: case {CASES[i]}")
 
@@ -161,7 +161,7 @@ def test_every_register_tile_matches_numpy(target, lanes, tile):
         wants.append(want)
     mod = ember.IRModule.from_expr(relay.Function([x for x, _ in xs], relay.Tuple(ys)))
     outs = graph_outputs(mod, [data for _, data in xs], target)
-    for i, (got, want) in enumerate(zip(outs, wants)):
+    for i, (got, want) in enumerate(zip(outs, wants, strict=True)):
         np.testing.assert_allclose(from_blocked(got), want, rtol=1e-4, atol=1e-4,
                                    err_msg=f"tile {TILES[tile]}, {shapes[i]}")
 

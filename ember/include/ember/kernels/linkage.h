@@ -80,7 +80,7 @@
 /* Kernel-internal functions: EMBER_ALWAYS_INLINE, inlined at every call (where GCC's heuristics
  * would keep a call: a tile's cheap parts, loops whose constant sizes must fold into the caller);
  * EMBER_NOINLINE, one out-of-line copy, neither inlined nor cloned per constant argument
- * (compile time; noipa). (gemm_epilogue.h spells the same two.) */
+ * (compile time; noipa). */
 #if defined(__GNUC__)
 #define EMBER_ALWAYS_INLINE static inline __attribute__((always_inline))
 #else

@@ -379,7 +379,7 @@ static void ember_qconv_sums(const uint32_t* panel, int64_t rs, int64_t nq, int6
 #if defined(EMBER_Q_VECTOR_EXT)
 /* The accumulators of a tile (ember_qconv_tile) before its quads: acc[r][v] = bias[r], or
  * part[r][v] where part is not NULL. */
-static inline __attribute__((always_inline)) void ember_qconv_tile_start(
+EMBER_ALWAYS_INLINE void ember_qconv_tile_start(
     const int nb, const ember_qvi bias[EMBER_QCONV_MR], const int32_t* part,
     ember_qvi acc[EMBER_QCONV_MR][EMBER_QCONV_NB]) {
   int r, v;
