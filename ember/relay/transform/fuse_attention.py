@@ -18,9 +18,9 @@ Runs after FoldGemmViews (the heads are then strides of the GEMMs' views). Taken
 
 With ``?`` dimensions (views with ``view_syms``) the same, less the ``where`` and the
 reshapes between the scores and the softmax, plus a scale by a scalar constant there (which
-FuseGemmEpilogue takes only through static reshapes); the mask's strides then come from its
-shape at run time, and the kernel checks that it does not widen the scores. The number of
-keys is known only at run time: past ``MAX_KEYS`` the kernel's row blocks shrink to one
+FuseGemmEpilogue takes only through static reshapes; the scores' bias is scaled with it); the
+mask's strides then come from its shape at run time, and the kernel checks that it does not
+widen the scores. The number of keys is known only at run time: past ``MAX_KEYS`` the kernel's row blocks shrink to one
 register tile (its buffers are sized at run time: correct, slower than three kernels).
 """
 from __future__ import annotations
@@ -261,9 +261,11 @@ class _Fuser(UsesMutator):
         encoded = _encode_sym((*qk, *pv, *out), eqs, (_rank(q), _rank(k), _rank(v)))
         ints, syms, eq_dims = encoded
         zero = const(0.0)
+        bias = self.visit(g1.args[2]) if g1.attrs.has_bias else zero
+        if scale != 1.0 and g1.attrs.has_bias:  # the kernel scales Q K, not the bias: (QK + b) s
+            bias = op_call("multiply", bias, const(np.float32(scale)))  # FoldConstant folds it
         return op_call("nn.contrib_attention", self.visit(q), self.visit(k), self.visit(v),
-                       self.visit(g1.args[2]) if g1.attrs.has_bias else zero,
-                       self.visit(mask) if mask is not None else zero,
+                       bias, self.visit(mask) if mask is not None else zero,
                        qk_view=ints[:15], pv_view=ints[15:30], out_shape=ints[30:],
                        alpha=g1.attrs.alpha * scale, has_bias=g1.attrs.has_bias,
                        mask_from_shape=mask is not None, view_syms=syms, view_eqs=eq_dims)

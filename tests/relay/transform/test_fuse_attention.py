@@ -224,8 +224,9 @@ def test_mask_strides_follow_the_batch_however_it_is_split() -> None:
 
 
 # ------------------------------------------------------------------------------ ? sizes
-def _symbolic_model(heads: int = 2, dim: int = 4) -> Any:
-    expr = symbolic_attention(heads, dim)
+def _symbolic_model(heads: int = 2, dim: int = 4, score_bias: Any = None,
+                    keys: Any = None) -> Any:
+    expr = symbolic_attention(heads, dim, score_bias, keys)
     return IRModule.from_expr(relay.Function(relay.analysis.free_vars(expr), expr))
 
 
@@ -261,6 +262,25 @@ def test_symbolic_views_interpreted_match_the_unfused_graph() -> None:
     args = [feeds[p.name_hint] for p in before["main"].params]
     assert_same_result(before, folded, *args)
     assert_same_result(before, fused, *args)
+
+
+def test_symbolic_scale_after_a_bias_scales_the_bias_too() -> None:
+    """``(Q K + bias) / 4`` over 3 static keys: the kernel computes ``alpha * Q K + bias``,
+    so the divide folds into alpha with the bias divided too (a constant one folded, one
+    known at run time by a multiply; interpreted, rtol 1e-5)."""
+    from ember.relay.backend.pipeline import optimize_passes
+
+    bias = RNG.standard_normal(3).astype(np.float32) * 4
+    for score_bias in (relay.const(bias), relay.var("bias", shape=(3,))):
+        before = InferType()(_symbolic_model(score_bias=score_bias, keys=3))
+        with ember.transform.PassContext(opt_level=3):
+            fused = ember.transform.Sequential(optimize_passes())(before)
+        assert "nn.contrib_attention" in str(fused["main"]), fused["main"]
+        feeds = {n: RNG.standard_normal((2, 3, 8)).astype(np.float32) for n in "qkv"}
+        feeds["mask"] = np.zeros((2, 1, 1, 3), np.float32)
+        feeds["bias"] = bias
+        args = [feeds[p.name_hint] for p in before["main"].params]
+        assert_same_result(before, fused, *args)
 
 
 def test_symbolic_mask_broadcasts_at_run_time_or_is_refused() -> None:
