@@ -36,6 +36,7 @@ from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
+from ..op.nn.attention import mask_dim_strides
 from ..op.nn.gemm import view_fields
 from ._helpers import UsesMutator, fusion_bounded, op_call, op_name, rewrite_functions, use_counts
 from ._view_dims import Sym, divide, size_of
@@ -118,14 +119,9 @@ def mask_strides(shape: tuple[int, ...] | None, scores: tuple[int, ...], batch: 
     ``heads`` in row-major order), 0 where it broadcasts; None when it does not fit."""
     if shape is None or len(shape) > len(scores) or math.prod(scores[:-2]) != batch:
         return None
-    shape = (1,) * (len(scores) - len(shape)) + shape
-    if any(m not in (1, s) for m, s in zip(shape, scores)):
+    strides, pairs = mask_dim_strides(shape, scores)
+    if any(m != s for m, s in pairs):
         return None
-    strides, size = [], 1
-    for d in reversed(shape):
-        strides.append(0 if d == 1 else size)
-        size *= d
-    strides.reverse()
     lead = scores[:-2]
     offsets = [sum(int(i) * st for i, st in zip(np.unravel_index(b, lead), strides))
                for b in range(batch)] if lead else [0]
@@ -268,7 +264,8 @@ class _Fuser(UsesMutator):
                        bias, self.visit(mask) if mask is not None else zero,
                        qk_view=ints[:15], pv_view=ints[15:30], out_shape=ints[30:],
                        alpha=g1.attrs.alpha * scale, has_bias=g1.attrs.has_bias,
-                       mask_from_shape=mask is not None, view_syms=syms, view_eqs=eq_dims)
+                       mask_from_shape=mask is not None, scores_rank=len(scores),
+                       view_syms=syms, view_eqs=eq_dims)
 
 
 # ---------------------------------------------------------------- views with ? sizes

@@ -283,6 +283,38 @@ def test_symbolic_scale_after_a_bias_scales_the_bias_too() -> None:
         assert_same_result(before, fused, *args)
 
 
+def _single_head_chain() -> relay.Expr:
+    """``?`` (batch, seq, 4) q, k, v as one head: 3-d (batch, M, N) scores plus a (?, 1, ?)
+    mask, softmax, P V (the gemms' views over the operands' dims, as FoldGemmViews writes)."""
+    q, k, v = (relay.var(n, shape=(relay.Any(), relay.Any(), 4)) for n in "qkv")
+    mask = relay.var("mask", shape=(relay.Any(), 1, relay.Any()))
+    zero = relay.const(0.0)
+    s = contrib_gemm(q, k, zero, zero, kind="batch_matmul", transpose_b=False, alpha=0.5,
+                     view=(1, 1, 1, 4, 4, 4, 4, 1, 4, 1, 1, 1, 0, 0, 0), out_shape=(1, 1, 1),
+                     view_syms=(0, 0, 1, 1, 2, 4, 4, 1, 6, 4, 9, 1, 9, 4, 10, 4, 15, 0, 16, 1,
+                                17, 4), view_eqs=(0, 3))
+    p = relay.nn.softmax(relay.add(s, mask), axis=-1)
+    return contrib_gemm(p, v, zero, zero, kind="batch_matmul", transpose_b=False,
+                        view=(1, 1, 4, 1, 1, 1, 4, 4, 1, 4, 4, 1, 0, 0, 0), out_shape=(1, 1, 4),
+                        view_syms=(0, 0, 1, 1, 3, 2, 4, 1, 4, 2, 5, 2, 6, 4, 9, 1, 15, 0, 16, 1),
+                        view_eqs=(0, 3, 2, 4))
+
+
+def test_symbolic_mask_of_single_head_scores_aligns_to_their_rank() -> None:
+    """A (batch, 1, keys) mask on 3-d scores: its batch is the scores' batch, not their heads
+    (compiled, against numpy: rtol 1e-5, atol 1e-5)."""
+    mod = _mod(_single_head_chain())
+    fused = run(FuseAttention(), mod)
+    assert "nn.contrib_attention" in str(fused["main"]), fused["main"]
+    model = ember.compile(fused, executor="vm")
+    q, k, v = (RNG.standard_normal((2, 3, 4)).astype(np.float32) for _ in range(3))
+    mask = RNG.standard_normal((2, 1, 3)).astype(np.float32)
+    s = q @ k.transpose(0, 2, 1) * 0.5 + mask
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = p / p.sum(-1, keepdims=True) @ v
+    np.testing.assert_allclose(model(q=q, k=k, v=v, mask=mask), want, rtol=1e-5, atol=1e-5)
+
+
 def test_symbolic_mask_broadcasts_at_run_time_or_is_refused() -> None:
     """A mask of one key broadcasts (stride 0 chosen at run time); one that would widen the
     scores is an error naming the mask, not a read out of bounds."""

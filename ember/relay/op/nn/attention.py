@@ -17,8 +17,9 @@ With ``?`` dimensions (as ``nn.contrib_gemm``'s views have them) a slot of ``qk_
 ``pv_view`` then ``out_shape`` is multiplied by the operand dimensions ``view_syms`` pairs it
 with (dims of q, then k, then v), ``view_eqs`` pairs dimensions that must agree, and with
 ``mask_from_shape`` the mask's strides come from its shape at run time (right-aligned into
-(outer, heads, rows, keys), 0 along a dimension of 1; every other dimension must equal the
-scores'). The kernel checks all of this at each call.
+the scores of rank ``scores_rank``: (batch, rows, keys) or (outer, heads, rows, keys), 0 along a
+dimension of 1; every other dimension must equal the scores'). The kernel checks all of this
+at each call.
 """
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ class AttentionAttrs(OpAttrs):
     view_syms: tuple[int, ...] = ()
     view_eqs: tuple[int, ...] = ()
     mask_from_shape: bool = False
+    scores_rank: int = 4
     _op: ClassVar[str] = "nn.contrib_attention"
 
     def __post_init__(self) -> None:
@@ -75,6 +77,8 @@ class AttentionAttrs(OpAttrs):
         self._bool("has_bias")
         self._bool("mask_select", "mask_from_shape")
         self._set("alpha", float(self.alpha))
+        self._int("scores_rank")
+        self._choice("scores_rank", (3, 4))
         for name in ("view_syms", "view_eqs"):
             self._ints(name, scalar_ok=False)
             self._positive(name, allow_zero=True)
@@ -134,19 +138,18 @@ def _static(attrs: AttentionAttrs, shapes: Sequence[Sequence[int]],
             mask_shape: Sequence[int] | None) -> AttentionAttrs:
     """``attrs`` at these static sizes of q, k, v (and the mask's, for its strides)."""
     qk, pv, out = resolve_views(attrs, *shapes)
-    strides = ()
+    strides: tuple = ()
     if attrs.mask_from_shape and mask_shape is not None:
-        v = view_fields(qk)
-        strides, _ = broadcast_mask_strides(mask_shape, (v["batch"] // v["heads"], v["heads"],
-                                                         v["M"], v["N"]))
+        strides, _ = broadcast_mask_strides(mask_shape, _scores_extents(qk, attrs.scores_rank),
+                                            view_fields(qk)["heads"])
     return dataclasses.replace(attrs, qk_view=qk, pv_view=pv, out_shape=out, view_syms=(),
                                view_eqs=(), mask_from_shape=False,
                                mask_strides=strides or attrs.mask_strides)
 
 
-def broadcast_mask_strides(mask_shape: Sequence[Any], extents: Sequence[Any]) -> tuple:
-    """(outer, head, row, key) strides of a mask right-aligned into ``extents`` (dense, 0
-    along a dimension of 1: ``Select`` where that is known only at run time) and the pairs
+def mask_dim_strides(mask_shape: Sequence[Any], extents: Sequence[Any]) -> tuple[list, list]:
+    """The strides of a dense mask right-aligned into scores of ``extents``, one per extent (0
+    along a dimension of 1: ``Select`` where that is known only at run time), and the pairs
     (mask dim, extent) that must be equal unless the mask dim is 1."""
     shape = [1] * (len(extents) - len(mask_shape)) + list(mask_shape)
     strides: list[Any] = []
@@ -158,7 +161,27 @@ def broadcast_mask_strides(mask_shape: Sequence[Any], extents: Sequence[Any]) ->
         size = size * d
     strides.reverse()
     pairs = [(d, e) for d, e in zip(shape, extents) if not (isinstance(d, int) and d == 1)]
-    return tuple(strides), pairs
+    return strides, pairs
+
+
+def broadcast_mask_strides(mask_shape: Sequence[Any], extents: Sequence[Any],
+                           heads: Any) -> tuple[tuple, list]:
+    """(outer, head, row, key) strides of a mask broadcast into scores of ``extents``
+    ((batch, rows, keys) or (outer, heads, rows, keys)), and ``mask_dim_strides``' pairs: a
+    batch b = outer * heads + head of 3-d scores is read at b * stride."""
+    strides, pairs = mask_dim_strides(mask_shape, extents)
+    lead = (strides[0] * heads, strides[0]) if len(extents) == 3 else tuple(strides[:2])
+    return (*lead, *strides[-2:]), pairs
+
+
+def _scores_extents(qk_view: Sequence[Any], rank: int) -> tuple:
+    """The scores' extents: (batch, rows, keys) or (outer, heads, rows, keys)."""
+    v = view_fields(tuple(qk_view))
+    if rank == 3:
+        return v["batch"], v["M"], v["N"]
+    b, h = v["batch"], v["heads"]
+    outer = b // h if isinstance(b, int) and isinstance(h, int) else tir.floordiv(b, h)
+    return outer, h, v["M"], v["N"]
 
 
 def _mask_extents(attrs: AttentionAttrs) -> tuple[int, int, int, int]:
@@ -181,9 +204,9 @@ def _sym_rel(args: list[TensorType], attrs: AttentionAttrs) -> TensorType:
     shapes = (point[:ranks[0]], point[ranks[0]:ranks[1]], point[ranks[1]:])
     generic = [tensor_of(s, "float32") for s in shapes]
     _rel([*generic, bias, tensor_of((), "float32")], _static(attrs, shapes, None))
-    if attrs.mask_from_shape and (mask.dtype != "float32" or mask.ndim > 4):
-        raise fail(op, f"the mask must be float32 of rank at most 4, got {mask.dtype} "
-                       f"{tuple(mask.shape)}")
+    if attrs.mask_from_shape and (mask.dtype != "float32" or mask.ndim > attrs.scores_rank):
+        raise fail(op, f"the mask must be float32 of rank at most {attrs.scores_rank} (the "
+                       f"scores'), got {mask.dtype} {tuple(mask.shape)}")
     out = []
     for i, c in enumerate(attrs.out_shape):
         refs = [d for s, d in zip(attrs.view_syms[::2], attrs.view_syms[1::2])
@@ -262,8 +285,8 @@ def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Ten
     outer = tir.floordiv(qk["batch"], qk["heads"])
     strides: tuple = ()
     if attrs.mask_from_shape:
-        strides, pairs = broadcast_mask_strides(dims(mask.shape),
-                                                (outer, qk["heads"], qk["M"], qk["N"]))
+        strides, pairs = broadcast_mask_strides(
+            dims(mask.shape), _scores_extents(qk_view, attrs.scores_rank), qk["heads"])
         for d, e in pairs:
             checks.append((tir.any(tir.convert(d).equal(1), tir.convert(d).equal(e)),
                            f"{op}: the mask does not broadcast into the scores (a dimension "
