@@ -39,8 +39,8 @@ from .._compute_common import out_dims
 from .._attrs_base import OpAttrs, attrs_class
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, tensor_of
-from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, gemm_ref, int32_fields,
-                   view_fields)
+from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, gemm_ref, int32_fields, narrow,
+                   view_fields, wide)
 
 __all__: list[str] = []
 VIEW_LEN = 15
@@ -271,10 +271,20 @@ def _operands(qk_view: tuple, pv_view: tuple, mask_strides: tuple) -> ak.Attenti
         tuple(mask_strides) or (0, 0, 0, 0))
 
 
+def checked_views(attrs: AttentionAttrs, q: te.Tensor, k: te.Tensor, v: te.Tensor,
+                  mask: te.Tensor) -> tuple[tuple, tuple, tuple, list]:
+    """With ``?`` sizes: (qk_view, pv_view, mask strides, checks), the views and strides
+    formed in int64 (``gemm.wide``) for the checks, then int32 for the kernel."""
+    qk, pv, _ = resolve_views(attrs, wide(q.shape), wide(k.shape), wide(v.shape))
+    strides, checks = _sym_checks(attrs, qk, pv, q, k, v, mask)
+    return narrow(qk), narrow(pv), narrow(strides), checks
+
+
 def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Tensor,
                 k: te.Tensor, v: te.Tensor, mask: te.Tensor) -> tuple[tuple, list]:
     """With ``?`` sizes: the mask strides from its shape and what the kernel checks first
-    (the dimensions the views share, the mask's, and that Q, K and V are read in bounds)."""
+    (the dimensions the views share, the mask's, and that Q, K and V are read in bounds),
+    over int64 views."""
     sizes = [*dims(q.shape), *dims(k.shape), *dims(v.shape)]
     op = "nn.contrib_attention"
     checks: list = []
@@ -286,7 +296,7 @@ def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Ten
     strides: tuple = ()
     if attrs.mask_from_shape:
         strides, pairs = broadcast_mask_strides(
-            dims(mask.shape), _scores_extents(qk_view, attrs.scores_rank), qk["heads"])
+            wide(mask.shape), _scores_extents(qk_view, attrs.scores_rank), qk["heads"])
         for d, e in pairs:
             checks.append((tir.any(tir.convert(d).equal(1), tir.convert(d).equal(e)),
                            f"{op}: the mask does not broadcast into the scores (a dimension "
@@ -300,7 +310,7 @@ def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Ten
             (v, (outer, pv["heads"], pv["K"], pv["N"]),
              (pv["b_bs"], pv["b_hs"], pv["b_ks"], pv["b_ns"]), "V")):
         reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, st))
-        checks.append((reach <= i64(prod(dims(t.shape))), f"{op}: its view reads past the end "
+        checks.append((reach <= i64(prod(wide(t.shape))), f"{op}: its view reads past the end "
                                                            f"of {name}"))
     return strides, checks + int32_fields((*qk_view, *pv_view, *strides), op)
 
@@ -310,8 +320,8 @@ def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Ten
     qk, pv, shape = attrs.qk_view, attrs.pv_view, tuple(attrs.out_shape)
     strides, checks = tuple(attrs.mask_strides), []
     if attrs.view_syms:
-        qk, pv, shape = resolve_views(attrs, dims(q.shape), dims(k.shape), dims(v.shape))
-        strides, checks = _sym_checks(attrs, qk, pv, q, k, v, mask)
+        _, _, shape = resolve_views(attrs, dims(q.shape), dims(k.shape), dims(v.shape))
+        qk, pv, strides, checks = checked_views(attrs, q, k, v, mask)
         shape = out_dims(out_type, shape)
     has_mask = bool(attrs.mask_strides or attrs.mask_from_shape)
     return [ak.attention(q, k, v, bias if attrs.has_bias else None,

@@ -369,10 +369,31 @@ def _view_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray
     return out.reshape(attrs.out_shape)
 
 
+def checked_view(attrs: GemmAttrs, data: te.Tensor,
+                 weight: te.Tensor) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Check, ...]]:
+    """(view, out_shape, checks) of a view over these operands: the view's run-time fields
+    are formed in int64 (``wide``: products of int32 sizes would wrap) for the checks, and
+    passed to the kernel as int32 only once the checks have bounded them."""
+    _, out_shape = resolve_view(attrs, dims(data.shape), dims(weight.shape))
+    view, _ = resolve_view(attrs, wide(data.shape), wide(weight.shape))
+    return narrow(view), out_shape, _view_checks(attrs, view_fields(view), data, weight)
+
+
+def wide(shape: Iterable[Any]) -> list[Any]:
+    """Sizes, the run-time ones as int64 (their products then cannot wrap)."""
+    return [d if isinstance(d, int) else i64(d) for d in dims(shape)]
+
+
+def narrow(values: Iterable[Any]) -> tuple[Any, ...]:
+    """Checked sizes and strides as the kernels take them (int32)."""
+    return tuple(x if isinstance(x, int) else tir.cast(x, "int32") for x in values)
+
+
 def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor,
                  weight: te.Tensor) -> tuple[Check, ...]:
-    """What the kernel of a view with ``?`` dimensions checks at each call: the dimensions
-    ``view_eqs`` pairs agree, and the view reads inside data and weight."""
+    """What the kernel of a view with ``?`` dimensions checks at each call (``v``'s fields in
+    int64): the dimensions ``view_eqs`` pairs agree, and the view reads inside data and
+    weight."""
     if not attrs.view_syms:
         return ()
     sizes = (*dims(data.shape), *dims(weight.shape))
@@ -385,14 +406,14 @@ def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor,
             (data, (*a_b, v["M"], v["K"]), (*a_s, v["lda"], 1), "data"),
             (weight, (*b_b, v["K"], v["N"]), (*b_s, v["b_ks"], v["b_ns"]), "weight")):
         reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, strides))
-        checks.append((reach <= i64(prod(dims(t.shape))),
+        checks.append((reach <= i64(prod(wide(t.shape))),
                        f"its strided view reads past the end of {name}"))
     return (*checks, *int32_fields(v.values(), "nn.contrib_gemm"))
 
 
 def int32_fields(values: Iterable[Any], op: str) -> list[Check]:
-    """The C kernels take sizes and strides as int32: those known only at run time must
-    stay below 2^31 (one check of them all)."""
+    """The C kernels take sizes and strides as int32: those known only at run time (int64
+    expressions, ``wide``) must stay below 2^31 (one check of them all)."""
     limit = tir.const(2 ** 31, "int64")
     run_time = [i64(x) < limit for x in values if not isinstance(x, int)]
     if not run_time:
@@ -406,10 +427,9 @@ def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
     data, weight, bias, residual = inputs
     out_shape: tuple[Any, ...] = tuple(attrs.out_shape)
     if attrs.view:
-        view, out_shape = resolve_view(attrs, dims(data.shape), dims(weight.shape))
+        view, out_shape, checks = checked_view(attrs, data, weight)
         v = view_fields(view)
-        ops = gk.GemmOperands(*view[:9], 0, *view[9:11],
-                              require=_view_checks(attrs, v, data, weight),
+        ops = gk.GemmOperands(*view[:9], 0, *view[9:11], require=checks,
                               **{f: v[f] for f in HEAD_FIELDS})
     elif attrs.packed_n:
         if attrs.kind == "batch_matmul":
