@@ -220,3 +220,35 @@ def test_the_run_time_bounds_and_int32_checks_multiply_in_int64() -> None:
         products = _products(list(conds))
         assert products and all(p.dtype == "int64" for p in products), products
         assert all(x.dtype == "int32" for x in fields if not isinstance(x, int)), fields
+
+
+# a ? batch read as groups of 5 heads: whole groups only when the batch is a multiple of 5
+GROUPED = dict(kind="batch_matmul", transpose_b=False,
+               view=(1, 3, 5, 4, 0, 4, 0, 5, 1, 75, 25, 5, 0, 0, 5), out_shape=(1, 3, 5),
+               view_syms=(0, 1, 15, 1))
+
+
+def test_a_batch_of_no_whole_groups_of_heads_is_refused_at_compile_time() -> None:
+    """Checked at a stand-in size of the ``?`` batch, which must not divide by 5 by chance
+    (1_000_005 did: the kernel then wrote past its output at a batch of 7)."""
+    from ember import relay
+    from ember.ir import IRModule
+    from ember.relay.op.nn.gemm import contrib_gemm
+    from ember.relay.transform import InferType
+    from ember.runtime.errors import TypeInferenceError
+
+    a = relay.var("a", shape=(3, relay.Any(), 4))
+    b = relay.var("b", shape=(1, 4, 5))
+    call = contrib_gemm(a, b, relay.const(0.0), relay.const(0.0), **GROUPED)
+    with pytest.raises(TypeInferenceError, match="not a whole number of groups of 5 heads"):
+        InferType()(IRModule.from_expr(relay.Function([a, b], call)))
+
+
+def test_the_kernel_checks_the_batch_is_whole_groups_of_heads() -> None:
+    """... and again at each call."""
+    from ember.relay.op.nn.gemm import GemmAttrs, checked_view
+    from ember.te import tensor as te
+
+    a = te.placeholder((3, SizeVar("n"), 4), name="a")
+    _, _, checks = checked_view(GemmAttrs(**GROUPED), a, te.placeholder((1, 4, 5), name="b"))
+    assert any("whole number of groups" in text for _, text in checks), checks

@@ -40,7 +40,7 @@ from .._attrs_base import OpAttrs, attrs_class
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, tensor_of
 from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, gemm_ref, int32_fields, narrow,
-                   view_fields, wide)
+                   view_fields, whole_groups, wide)
 
 __all__: list[str] = []
 VIEW_LEN = 15
@@ -292,6 +292,7 @@ def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Ten
         checks += must_equal(sizes[x], sizes[y], f"{op}: the operands' dimensions {x} and {y} "
                              "of its views differ (their batches and sequences must be equal)")
     qk, pv = view_fields(qk_view), view_fields(pv_view)
+    checks += whole_groups(qk["batch"], qk["heads"], f"{op}: its views'")
     outer = tir.floordiv(qk["batch"], qk["heads"])
     strides: tuple = ()
     if attrs.mask_from_shape:

@@ -32,6 +32,7 @@ Both compute to ``topi.nn.gemm_kernel`` (the C kernel ``ember_sgemm`` and its pa
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
@@ -206,19 +207,34 @@ def _covers_once(extents: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     return True
 
 
-# A ``?`` dimension's stand-in when a symbolic view is checked at compile time: large and
+# A ``?`` dimension's stand-in when a symbolic view is checked at compile time: a large prime,
 # distinct (equal only where ``view_eqs`` says so), so a view that is right at this point
-# is right as products of those dimensions. The kernel checks the bounds again at each call.
+# is right as products of those dimensions (no heads divide a batch by chance). The kernel
+# checks the bounds and the heads again at each call.
 _GENERIC = 1_000_003
 
 
+@functools.cache
+def _stand_ins(count: int) -> tuple[int, ...]:
+    """The first ``count`` primes from _GENERIC."""
+    out: list[int] = []
+    n = _GENERIC
+    while len(out) < count:
+        if all(n % p for p in range(3, math.isqrt(n) + 1, 2)):
+            out.append(n)
+        n += 2
+    return tuple(out)
+
+
 def _generic_sizes(sizes: Sequence[Any], eqs: Sequence[int]) -> list[int]:
-    """The operand dimensions with each ``?`` given a distinct large value, equal ones the same."""
+    """The operand dimensions with each ``?`` given a distinct large prime, equal ones the
+    same."""
     rep = list(range(len(sizes)))
     for x, y in zip(eqs[::2], eqs[1::2]):
         rx, ry = rep[x], rep[y]
         rep = [rx if r == ry else r for r in rep]
-    return [d if known(d) else _GENERIC + 2 * rep[i] for i, d in enumerate(sizes)]
+    primes = _stand_ins(len(sizes))
+    return [d if known(d) else primes[rep[i]] for i, d in enumerate(sizes)]
 
 
 def _sym_dim(attrs: GemmAttrs, slot: int, value: Any, sizes: Sequence[Any]) -> Any:
@@ -401,6 +417,7 @@ def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor,
     for x, y in zip(attrs.view_eqs[::2], attrs.view_eqs[1::2]):
         checks += must_equal(sizes[x], sizes[y], f"the operands' dimensions {x} and {y} of its "
                              "strided view differ (their batches must be equal)")
+    checks += whole_groups(v["batch"], v["heads"], "its strided view's")
     (a_b, a_s), (b_b, b_s) = (_batch_axes(v, f"{x}_bs", f"{x}_hs") for x in "ab")
     for t, ext, strides, name in (
             (data, (*a_b, v["M"], v["K"]), (*a_s, v["lda"], 1), "data"),
@@ -409,6 +426,15 @@ def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor,
         checks.append((reach <= i64(prod(wide(t.shape))),
                        f"its strided view reads past the end of {name}"))
     return (*checks, *int32_fields(v.values(), "nn.contrib_gemm"))
+
+
+def whole_groups(batch: Any, heads: Any, whose: str) -> list[Check]:
+    """A run-time batch must be whole groups of heads (else the last group's heads reach past
+    the operands): the check, none when both are static (the type checked them)."""
+    if isinstance(batch, int) and isinstance(heads, int):
+        return []
+    return [(tir.floormod(batch, heads).equal(0),
+             f"{whose} batch is not a whole number of groups of its heads")]
 
 
 def int32_fields(values: Iterable[Any], op: str) -> list[Check]:
