@@ -34,13 +34,14 @@ from ....ir.types import TensorType, Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....topi.nn import attention_kernel as ak
-from ....topi.nn.sizes import dims, i64, must_equal, prod
+from ....topi.nn.sizes import dims
 from .._compute_common import out_dims
 from .._attrs_base import OpAttrs, attrs_class
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, tensor_of
-from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, gemm_ref, int32_fields, narrow,
-                   view_fields, whole_groups, wide)
+from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, equal_dims, gemm_ref,
+                   int32_fields, narrow, read_axes, reads_inside, view_fields, whole_groups,
+                   wide)
 
 __all__: list[str] = []
 VIEW_LEN = 15
@@ -285,15 +286,11 @@ def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Ten
     """With ``?`` sizes: the mask strides from its shape and what the kernel checks first
     (the dimensions the views share, the mask's, and that Q, K and V are read in bounds),
     over int64 views."""
-    sizes = [*dims(q.shape), *dims(k.shape), *dims(v.shape)]
     op = "nn.contrib_attention"
-    checks: list = []
-    for x, y in zip(attrs.view_eqs[::2], attrs.view_eqs[1::2]):
-        checks += must_equal(sizes[x], sizes[y], f"{op}: the operands' dimensions {x} and {y} "
-                             "of its views differ (their batches and sequences must be equal)")
+    where = f"{op}: "
+    checks = equal_dims((q, k, v), attrs.view_eqs, where)
     qk, pv = view_fields(qk_view), view_fields(pv_view)
-    checks += whole_groups(qk["batch"], qk["heads"], f"{op}: its views'")
-    outer = tir.floordiv(qk["batch"], qk["heads"])
+    checks += whole_groups(qk["batch"], qk["heads"], where)
     strides: tuple = ()
     if attrs.mask_from_shape:
         strides, pairs = broadcast_mask_strides(
@@ -303,16 +300,9 @@ def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Ten
                            f"{op}: the mask does not broadcast into the scores (a dimension "
                            "is neither 1 nor the scores')"))
     checks.append((tir.convert(qk["N"]) >= 1, f"{op}: a softmax over no keys"))
-    for t, ext, st, name in (
-            (q, (outer, qk["heads"], qk["M"], qk["K"]), (qk["a_bs"], qk["a_hs"], qk["lda"], 1),
-             "Q"),
-            (k, (outer, qk["heads"], qk["K"], qk["N"]),
-             (qk["b_bs"], qk["b_hs"], qk["b_ks"], qk["b_ns"]), "K"),
-            (v, (outer, pv["heads"], pv["K"], pv["N"]),
-             (pv["b_bs"], pv["b_hs"], pv["b_ks"], pv["b_ns"]), "V")):
-        reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, st))
-        checks.append((reach <= i64(prod(wide(t.shape))), f"{op}: its view reads past the end "
-                                                           f"of {name}"))
+    checks += [reads_inside(q, read_axes(qk, "a"), where, "Q"),
+               reads_inside(k, read_axes(qk, "b"), where, "K"),
+               reads_inside(v, read_axes(pv, "b"), where, "V")]
     return strides, checks + int32_fields((*qk_view, *pv_view, *strides), op)
 
 

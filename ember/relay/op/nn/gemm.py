@@ -148,6 +148,15 @@ def _batch_axes(v: dict[str, int], bs: str, hs: str) -> tuple[tuple[int, int], t
     return (v["batch"] // v["heads"], v["heads"]), (v[bs], v[hs])
 
 
+def read_axes(v: dict[str, Any], part: str) -> tuple[tuple, tuple]:
+    """(extents, strides) of (outer, heads, rows, columns) at which a view reads its A
+    (``part`` "a": M x K) or B ("b": K x N) operand."""
+    (outer, heads), (bs, hs) = _batch_axes(v, f"{part}_bs", f"{part}_hs")
+    if part == "a":
+        return (outer, heads, v["M"], v["K"]), (bs, hs, v["lda"], 1)
+    return (outer, heads, v["K"], v["N"]), (bs, hs, v["b_ks"], v["b_ns"])
+
+
 # ---------------------------------------------------------------- contrib_gemm_pack
 def _pack_rel(args: list[TensorType], attrs: GemmPackAttrs) -> TensorType:
     (w,) = args
@@ -274,10 +283,9 @@ def _view_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
     if v["heads"] < 1 or v["batch"] % v["heads"]:
         raise fail(op, f"the view's batch {v['batch']} is not a whole number of groups of "
                        f"{v['heads']} heads{at}")
-    (a_b, a_s), (b_b, b_s), (c_b, c_s) = (_batch_axes(v, f"{x}_bs", f"{x}_hs") for x in "abc")
+    c_b, c_s = _batch_axes(v, "c_bs", "c_hs")
     size = {"data": math.prod(point[:data.ndim]), "weight": math.prod(point[data.ndim:])}
-    reach = {"data": _span((*a_b, v["M"], v["K"]), (*a_s, v["lda"], 1)),
-             "weight": _span((*b_b, v["K"], v["N"]), (*b_s, v["b_ks"], v["b_ns"]))}
+    reach = {"data": _span(*read_axes(v, "a")), "weight": _span(*read_axes(v, "b"))}
     for name in ("data", "weight"):
         if reach[name] > size[name]:
             raise fail(op, f"the view reads {name} up to element {reach[name] - 1}, but it has "
@@ -412,29 +420,36 @@ def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor,
     weight."""
     if not attrs.view_syms:
         return ()
-    sizes = (*dims(data.shape), *dims(weight.shape))
-    checks: list[Check] = []
-    for x, y in zip(attrs.view_eqs[::2], attrs.view_eqs[1::2]):
-        checks += must_equal(sizes[x], sizes[y], f"the operands' dimensions {x} and {y} of its "
-                             "strided view differ (their batches must be equal)")
-    checks += whole_groups(v["batch"], v["heads"], "its strided view's")
-    (a_b, a_s), (b_b, b_s) = (_batch_axes(v, f"{x}_bs", f"{x}_hs") for x in "ab")
-    for t, ext, strides, name in (
-            (data, (*a_b, v["M"], v["K"]), (*a_s, v["lda"], 1), "data"),
-            (weight, (*b_b, v["K"], v["N"]), (*b_s, v["b_ks"], v["b_ns"]), "weight")):
-        reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, strides))
-        checks.append((reach <= i64(prod(wide(t.shape))),
-                       f"its strided view reads past the end of {name}"))
+    checks = equal_dims((data, weight), attrs.view_eqs, "")
+    checks += whole_groups(v["batch"], v["heads"], "")
+    checks += [reads_inside(data, read_axes(v, "a"), "", "data"),
+               reads_inside(weight, read_axes(v, "b"), "", "weight")]
     return (*checks, *int32_fields(v.values(), "nn.contrib_gemm"))
 
 
-def whole_groups(batch: Any, heads: Any, whose: str) -> list[Check]:
+# The run-time checks of the ? views of nn.contrib_gemm and nn.contrib_attention; ``where``
+# starts their messages (the op's name where the kernel does not add it)
+def equal_dims(operands: Sequence[te.Tensor], eqs: Sequence[int], where: str) -> list[Check]:
+    """The operand dimensions (counted across ``operands``) that ``view_eqs`` pairs agree."""
+    sizes = [d for t in operands for d in dims(t.shape)]
+    return [check for x, y in zip(eqs[::2], eqs[1::2]) for check in must_equal(
+        sizes[x], sizes[y], f"{where}the operands' dimensions {x} and {y} of its views differ "
+                            "(their batches and sequences must be equal)")]
+
+
+def whole_groups(batch: Any, heads: Any, where: str) -> list[Check]:
     """A run-time batch must be whole groups of heads (else the last group's heads reach past
     the operands): the check, none when both are static (the type checked them)."""
     if isinstance(batch, int) and isinstance(heads, int):
         return []
     return [(tir.floormod(batch, heads).equal(0),
-             f"{whose} batch is not a whole number of groups of its heads")]
+             f"{where}its views' batch is not a whole number of groups of its heads")]
+
+
+def reads_inside(t: te.Tensor, axes: tuple[tuple, tuple], where: str, name: str) -> Check:
+    """That a view reading ``t`` at ``axes`` (``read_axes``, int64 fields) stays inside it."""
+    return (i64(_span(*axes)) <= i64(prod(wide(t.shape))),
+            f"{where}its view reads past the end of {name}")
 
 
 def int32_fields(values: Iterable[Any], op: str) -> list[Check]:
