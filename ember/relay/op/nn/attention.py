@@ -40,8 +40,8 @@ from .._attrs_base import OpAttrs, attrs_class
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, tensor_of
 from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, equal_dims, gemm_ref,
-                   int32_fields, narrow, read_axes, reads_inside, view_fields, whole_groups,
-                   wide)
+                   int32_fields, narrow, read_axes, reads_inside, sym_slots, sym_type_dim,
+                   view_fields, whole_groups, wide)
 
 __all__: list[str] = []
 VIEW_LEN = 15
@@ -127,10 +127,8 @@ def values_attrs(attrs: AttentionAttrs) -> GemmAttrs:
 def resolve_views(attrs: AttentionAttrs, *shapes: Sequence[Any]) -> tuple[tuple, tuple, tuple]:
     """(qk_view, pv_view, out_shape) with the operand dimensions of ``view_syms`` multiplied
     in (q, k and v's ``shapes``: ints, or te sizes for the kernel)."""
-    sizes = [d for shape in shapes for d in shape]
-    slots: list[Any] = [*attrs.qk_view, *attrs.pv_view, *attrs.out_shape]
-    for slot, dim in zip(attrs.view_syms[::2], attrs.view_syms[1::2]):
-        slots[slot] = slots[slot] * sizes[dim]
+    slots = sym_slots((*attrs.qk_view, *attrs.pv_view, *attrs.out_shape), attrs.view_syms,
+                      shapes)
     return (tuple(slots[:VIEW_LEN]), tuple(slots[VIEW_LEN:2 * VIEW_LEN]),
             tuple(slots[2 * VIEW_LEN:]))
 
@@ -208,12 +206,8 @@ def _sym_rel(args: list[TensorType], attrs: AttentionAttrs) -> TensorType:
     if attrs.mask_from_shape and (mask.dtype != "float32" or mask.ndim > attrs.scores_rank):
         raise fail(op, f"the mask must be float32 of rank at most {attrs.scores_rank} (the "
                        f"scores'), got {mask.dtype} {tuple(mask.shape)}")
-    out = []
-    for i, c in enumerate(attrs.out_shape):
-        refs = [d for s, d in zip(attrs.view_syms[::2], attrs.view_syms[1::2])
-                if s == 2 * VIEW_LEN + i]
-        out.append(c if not refs else sizes[refs[0]] if len(refs) == 1 and c == 1 else None)
-    return tensor_of(out, q.dtype)
+    return tensor_of([sym_type_dim(c, 2 * VIEW_LEN + i, attrs.view_syms, sizes)
+                      for i, c in enumerate(attrs.out_shape)], q.dtype)
 
 
 def _rel(args: list[TensorType], attrs: AttentionAttrs) -> TensorType:

@@ -131,15 +131,35 @@ def view_fields(view: tuple[int, ...]) -> dict[str, int]:
     return dict(zip(VIEW_FIELDS + HEAD_FIELDS, (*view, 1, 0, 0, 0)[:15]))
 
 
+def sym_slots(slots: Sequence[int], view_syms: Sequence[int],
+              shapes: Sequence[Sequence[Any]]) -> list[Any]:
+    """``slots`` (views then out_shape) with the operand dimensions of ``view_syms`` (counted
+    across ``shapes``) multiplied in: ints from ints, expressions from te sizes, None where a
+    dimension is None (unknown)."""
+    out: list[Any] = list(slots)
+    sizes = [d for shape in shapes for d in shape]
+    for slot, dim in zip(view_syms[::2], view_syms[1::2]):
+        d = sizes[dim]
+        out[slot] = None if d is None or out[slot] is None else out[slot] * d
+    return out
+
+
+def sym_type_dim(coef: int, slot: int, view_syms: Sequence[int], sizes: Sequence[Any]) -> Any:
+    """The type's dimension of an out_shape slot (``coef`` times the operand dimensions that
+    ``view_syms`` pairs with ``slot``, ``sizes`` the operands' type dims): an int when they are
+    known, the operand's own dimension when the slot is exactly one of them, else ``?``."""
+    refs = [sizes[d] for s, d in zip(view_syms[::2], view_syms[1::2]) if s == slot]
+    if all(known(d) for d in refs):
+        return coef * math.prod(refs)
+    return refs[0] if len(refs) == 1 and coef == 1 else None
+
+
 def resolve_view(attrs: GemmAttrs, data_shape: Sequence[Any],
                  weight_shape: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """(view, out_shape) with the operand dimensions of ``view_syms`` multiplied in: ints from
-    ints, expressions from te sizes, None where a dimension is None (unknown)."""
-    slots: list[Any] = [*attrs.view, *attrs.out_shape]
-    sizes = (*data_shape, *weight_shape)
-    for slot, dim in zip(attrs.view_syms[::2], attrs.view_syms[1::2]):
-        d = sizes[dim]
-        slots[slot] = None if d is None or slots[slot] is None else slots[slot] * d
+    """(view, out_shape) with the operand dimensions of ``view_syms`` multiplied in
+    (``sym_slots``)."""
+    slots = sym_slots((*attrs.view, *attrs.out_shape), attrs.view_syms, (data_shape,
+                                                                          weight_shape))
     return tuple(slots[:len(attrs.view)]), tuple(slots[len(attrs.view):])
 
 
@@ -246,17 +266,6 @@ def _generic_sizes(sizes: Sequence[Any], eqs: Sequence[int]) -> list[int]:
     return [d if known(d) else primes[rep[i]] for i, d in enumerate(sizes)]
 
 
-def _sym_dim(attrs: GemmAttrs, slot: int, value: Any, sizes: Sequence[Any]) -> Any:
-    """The type's dimension of out_shape slot ``slot``: an int when known, the operand's own
-    dimension when the slot is exactly one of them, else ``?``."""
-    if value is not None:
-        return value
-    refs = [d for s, d in zip(attrs.view_syms[::2], attrs.view_syms[1::2]) if s == slot]
-    if len(refs) == 1 and attrs.out_shape[slot - len(attrs.view)] == 1:
-        return sizes[refs[0]]
-    return None
-
-
 def _view_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
     op = "nn.contrib_gemm"
     data, w, bias, res = args
@@ -294,8 +303,8 @@ def _view_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
     if math.prod(gout) != math.prod(c[0]) or not _covers_once(*c):
         raise fail(op, f"the output view {c} does not cover out_shape "
                        f"{fmt_shape(gout)} exactly once{at}")
-    out = tensor_of([_sym_dim(attrs, len(view) + i, d, sizes) for i, d in enumerate(out_shape)],
-                    data.dtype)
+    out = tensor_of([sym_type_dim(c, len(view) + i, attrs.view_syms, sizes)
+                     for i, c in enumerate(attrs.out_shape)], data.dtype)
     n = view_fields(view)["N"]
     if attrs.has_bias and bias.ndim > 0 and not (bias.ndim == 1 and
                                                  may_equal(bias.shape[0], n)):
