@@ -216,6 +216,7 @@ def test_the_run_time_bounds_and_int32_checks_multiply_in_int64() -> None:
     q, k, v, mask = operands((None, None, 8), (None, None, 8), (None, None, 8),
                              (None, 1, 1, None))
     qk, pv, strides, att_checks = checked_views(attention, q, k, v, mask)
+    assert any("whole number of groups" in text for _, text in att_checks), att_checks
     for fields, conds in ((view, checks), ((*qk, *pv, *strides), att_checks)):
         products = _products(list(conds))
         assert products and all(p.dtype == "int64" for p in products), products
