@@ -120,14 +120,25 @@ def test_causal_mask_and_an_all_masked_row_give_nan_like_numpy(lib: ctypes.CDLL)
 def test_the_run_time_row_block_folds_to_the_static_one(batch: int, M: int, N: int,
                                                        parallel: bool, level: str) -> None:
     """With ``?`` sizes the kernel's row block is an expression (attention_kernel._tiles): at
-    constant sizes it folds to row_block's int, so a dynamic build blocks as a static one."""
+    constant sizes it folds to the blocking rule's int (here in plain Python), so a dynamic
+    build blocks as a static one."""
     from ember.target.simd import LEVELS
     from ember.tir import op as tir
     from ember.tir.expr import IntImm
     from ember.topi.nn import attention_kernel as ak
+    from ember.topi.nn import gemm_kernel as gk
 
     lv = LEVELS[level]
     got = ak.row_block_expr(tir.const(batch), tir.const(M), tir.const(N),
                             tir.const(int(parallel)), lv)
     assert isinstance(got, IntImm), got
-    assert got.value == ak.row_block(batch, M, N, parallel, lv)
+    # M in equal blocks of whole register tiles, the two buffers within BUFFER_BYTES, with
+    # parallel at least TARGET_ITEMS items where M allows
+    mr = gk.register_rows(lv)
+    largest = max(mr, ak.BUFFER_BYTES // (8 * N) // mr * mr)
+    blocks = -(-M // largest)
+    if parallel:
+        blocks = max(blocks, min(-(-gk.TARGET_ITEMS // batch), -(-M // mr)))
+    rows = -(-M // blocks)
+    want = -(-rows // mr) * mr
+    assert got.value == want == ak.row_block(batch, M, N, parallel, lv)

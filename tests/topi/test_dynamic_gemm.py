@@ -177,3 +177,79 @@ def test_the_tile_expressions_of_run_time_rows_stay_expressions() -> None:
     mc, kc, parallel = G.tile_exprs(tir.const(1), m, tir.const(64), tir.const(64),
                                     LEVELS["avx512"])
     assert not isinstance(mc, IntImm) and not isinstance(parallel, IntImm)
+
+
+def _products(checks: list) -> list:
+    """The multiplications in the conditions of ``checks`` that involve a run-time size."""
+    from ember.tir.expr import Mul
+    from ember.tir.functor import post_order
+
+    return [n for cond, _ in checks for n in post_order(cond) if isinstance(n, Mul)
+            and any(isinstance(x, SizeVar) for x in post_order(n))]
+
+
+def test_the_run_time_bounds_and_int32_checks_multiply_in_int64() -> None:
+    """The checks that a ``?`` view reads in bounds and that its fields fit the kernel's int32
+    are products of int32 sizes: formed in int32 they would wrap (and never fail), so each
+    product is int64; the kernel gets the checked fields as int32."""
+    from ember.relay.op.nn.attention import AttentionAttrs, checked_views
+    from ember.relay.op.nn.gemm import GemmAttrs, checked_view
+    from ember.te import tensor as te
+
+    def operands(*shapes: tuple) -> list:
+        return [te.placeholder(tuple(SizeVar(f"d{i}_{j}") if d is None else d
+                                     for j, d in enumerate(shape)), name=f"t{i}")
+                for i, shape in enumerate(shapes)]
+
+    gemm = GemmAttrs(kind="batch_matmul", transpose_b=False,
+                     view=(1, 3, 5, 4, 0, 4, 0, 5, 1, 15, 5, 1, 0, 0, 0), out_shape=(1, 3, 5),
+                     view_syms=(0, 0, 9, 0, 15, 0))
+    view, _, checks = checked_view(gemm, *operands((None, 3, 4), (1, 4, 5)))
+    # heads (q, k, v of (?, ?, 8), 2 heads of 4) and a (?, 1, 1, ?) mask, as FuseAttention
+    # writes them
+    attention = AttentionAttrs(
+        qk_view=(2, 1, 1, 4, 8, 8, 8, 1, 8, 2, 1, 2, 4, 4, 1),
+        pv_view=(2, 1, 4, 1, 2, 1, 8, 8, 1, 8, 8, 2, 1, 4, 4), out_shape=(1, 1, 8),
+        view_syms=(0, 0, 1, 1, 2, 4, 4, 1, 6, 4, 9, 1, 9, 4, 10, 4, 14, 1, 14, 4, 15, 0, 16, 1,
+                   18, 4, 19, 1, 19, 4, 20, 4, 21, 7, 24, 1, 27, 1, 27, 4, 30, 0, 31, 1),
+        view_eqs=(0, 3, 0, 6, 4, 7), mask_from_shape=True)
+    q, k, v, mask = operands((None, None, 8), (None, None, 8), (None, None, 8),
+                             (None, 1, 1, None))
+    qk, pv, strides, att_checks = checked_views(attention, q, k, v, mask)
+    assert any("whole number of groups" in text for _, text in att_checks), att_checks
+    for fields, conds in ((view, checks), ((*qk, *pv, *strides), att_checks)):
+        products = _products(list(conds))
+        assert products and all(p.dtype == "int64" for p in products), products
+        assert all(x.dtype == "int32" for x in fields if not isinstance(x, int)), fields
+
+
+# a ? batch read as groups of 5 heads: whole groups only when the batch is a multiple of 5
+GROUPED = dict(kind="batch_matmul", transpose_b=False,
+               view=(1, 3, 5, 4, 0, 4, 0, 5, 1, 75, 25, 5, 0, 0, 5), out_shape=(1, 3, 5),
+               view_syms=(0, 1, 15, 1))
+
+
+def test_a_batch_of_no_whole_groups_of_heads_is_refused_at_compile_time() -> None:
+    """Checked at a stand-in size of the ``?`` batch, which must not divide by 5 by chance
+    (1_000_005 did: the kernel then wrote past its output at a batch of 7)."""
+    from ember import relay
+    from ember.ir import IRModule
+    from ember.relay.op.nn.gemm import contrib_gemm
+    from ember.relay.transform import InferType
+    from ember.runtime.errors import TypeInferenceError
+
+    a = relay.var("a", shape=(3, relay.Any(), 4))
+    b = relay.var("b", shape=(1, 4, 5))
+    call = contrib_gemm(a, b, relay.const(0.0), relay.const(0.0), **GROUPED)
+    with pytest.raises(TypeInferenceError, match="not a whole number of groups of 5 heads"):
+        InferType()(IRModule.from_expr(relay.Function([a, b], call)))
+
+
+def test_the_kernel_checks_the_batch_is_whole_groups_of_heads() -> None:
+    """... and again at each call."""
+    from ember.relay.op.nn.gemm import GemmAttrs, checked_view
+    from ember.te import tensor as te
+
+    a = te.placeholder((3, SizeVar("n"), 4), name="a")
+    _, _, checks = checked_view(GemmAttrs(**GROUPED), a, te.placeholder((1, 4, 5), name="b"))
+    assert any("whole number of groups" in text for _, text in checks), checks

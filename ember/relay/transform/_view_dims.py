@@ -17,7 +17,8 @@ from ...runtime.errors import TypeInferenceError
 from ..op.reshaping import infer_reshape
 from ._helpers import op_name
 
-__all__ = ["Incomparable", "Sym", "divide", "link_shape", "operand_shape", "size_of"]
+__all__ = ["Incomparable", "Sym", "divide", "encode", "link_shape", "operand_shape", "rank",
+           "size_of"]
 
 
 class Incomparable(Exception):
@@ -59,8 +60,9 @@ def _make(coef: int, refs: tuple[tuple[int, int], ...]) -> Size:
 
 
 def _less(a: Size, b: Size) -> bool:
-    """Whether ``a`` is less than ``b`` for every run-time size: the same refs and a smaller
-    int, or a strict part of b's refs (the grouping a reshape makes); Incomparable else."""
+    """Whether ``a`` is less than ``b``: with the same refs, a smaller int (for every size);
+    with a strict part of b's refs, True, a heuristic (the grouping a reshape makes, wrong
+    only where a run-time size is below the ints' ratio); Incomparable else."""
     ra, rb = Counter(_refs(a)), Counter(_refs(b))
     if ra == rb:
         return _coef(a) < _coef(b)
@@ -77,6 +79,28 @@ def divide(a: Size, b: Size) -> Size | None:
     if _coef(b) == 0 or _coef(a) % _coef(b) or not rb <= ra:
         return None
     return _make(_coef(a) // _coef(b), tuple((ra - rb).elements()))
+
+
+def rank(e: Any) -> int | None:
+    """The rank of a typed tensor expression, None for another type or none yet."""
+    ty = getattr(e, "checked_type_", None)
+    return len(ty.shape) if isinstance(ty, TensorType) else None
+
+
+def encode(fields: Any, eqs: Any, index: dict[tuple[int, int], int]) -> tuple | None:
+    """(ints, view_syms, view_eqs) of sizes (``fields``: slots of the views and out_shape) and
+    ref pairs that must be equal (``eqs``), ``index`` naming each ref's operand dimension;
+    None when a ref is not one of them."""
+    ints, syms = [], []
+    for slot, f in enumerate(fields):
+        ints.append(_coef(f))
+        for ref in _refs(f):
+            if ref not in index:
+                return None
+            syms += [slot, index[ref]]
+    if any(ref not in index for pair in eqs for ref in pair):
+        return None
+    return tuple(ints), tuple(syms), tuple(index[ref] for pair in eqs for ref in pair)
 
 
 def size_of(sizes: Any) -> Size:

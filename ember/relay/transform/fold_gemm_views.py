@@ -38,10 +38,9 @@ from typing import Any, ClassVar
 from ...ir.expr import Call, RelayExpr
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
-from ...ir.types import TensorType
 from ...ir.visitor import children, post_order
 from ._helpers import PassMutator, op_name, rewrite_functions
-from ._view_dims import Incomparable, Size, Sym, link_shape, operand_shape
+from ._view_dims import Incomparable, Size, Sym, encode, link_shape, operand_shape, rank
 
 __all__ = ["FoldGemmViews", "View", "view_through"]
 
@@ -109,15 +108,10 @@ class View:
 
 
 
-def _rank(e: Any) -> int | None:
-    ty = e.checked_type_
-    return len(ty.shape) if isinstance(ty, TensorType) else None
-
-
 def _axes(e: Call) -> tuple[int, ...]:
-    rank = _rank(e.args[0])
+    n = rank(e.args[0])
     axes = e.attrs.axes
-    return tuple(range(rank))[::-1] if axes is None else tuple(int(a) % rank for a in axes)
+    return tuple(range(n))[::-1] if axes is None else tuple(int(a) % n for a in axes)
 
 
 def _link_out(link: Call, shape: tuple[Size, ...]) -> tuple[Size, ...] | None:
@@ -132,7 +126,7 @@ def view_through(e: Any) -> tuple[Any, View] | None:
     (that tensor, the view); None when ``e`` is no such chain or a link needs a copy. With
     ``?`` dimensions the view's sizes are products of that tensor's (``_view_dims.Sym``)."""
     links = []
-    while op_name(e) in _LINKS and _rank(e) is not None:
+    while op_name(e) in _LINKS and rank(e) is not None:
         links.append(e)
         e = e.args[0]
     shape = operand_shape(e) if links else None
@@ -214,7 +208,7 @@ def _consumers(expr: RelayExpr) -> dict[int, list]:
 def _candidate(e: Any) -> bool:
     a = e.attrs
     return (op_name(e) == "nn.contrib_gemm" and a.kind == "batch_matmul" and not a.packed_n
-            and not a.view and _rank(e) == 3)
+            and not a.view and rank(e) == 3)
 
 
 def _operand(e: Any, unit_k: bool) -> tuple[Any, View]:
@@ -267,19 +261,10 @@ def _encode(fields: tuple[Size, ...], eqs: tuple, data: Any,
     """(ints, view_syms, view_eqs) of nn.contrib_gemm for sizes that are products of the
     dimensions of ``data`` and ``weight`` (see relay/op/nn/gemm.py); None when one is not."""
     index: dict[tuple[int, int], int] = {}
-    for base, offset in ((data, 0), (weight, _rank(data))):
-        for k in range(_rank(base)):
+    for base, offset in ((data, 0), (weight, rank(data))):
+        for k in range(rank(base)):
             index.setdefault((id(base), k), offset + k)
-    ints, syms = [], []
-    for slot, f in enumerate(fields):
-        ints.append(f.coef if isinstance(f, Sym) else f)
-        for ref in (f.refs if isinstance(f, Sym) else ()):
-            if ref not in index:
-                return None
-            syms += [slot, index[ref]]
-    if any(ref not in index for pair in eqs for ref in pair):
-        return None
-    return tuple(ints), tuple(syms), tuple(index[ref] for pair in eqs for ref in pair)
+    return encode(fields, eqs, index)
 
 
 class _Folder(PassMutator):

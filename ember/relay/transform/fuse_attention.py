@@ -18,9 +18,9 @@ Runs after FoldGemmViews (the heads are then strides of the GEMMs' views). Taken
 
 With ``?`` dimensions (views with ``view_syms``) the same, less the ``where`` and the
 reshapes between the scores and the softmax, plus a scale by a scalar constant there (which
-FuseGemmEpilogue takes only through static reshapes); the mask's strides then come from its
-shape at run time, and the kernel checks that it does not widen the scores. The number of
-keys is known only at run time: past ``MAX_KEYS`` the kernel's row blocks shrink to one
+FuseGemmEpilogue takes only through static reshapes; the scores' bias is scaled with it); the
+mask's strides then come from its shape at run time, and the kernel checks that it does not
+widen the scores. The number of keys is known only at run time: past ``MAX_KEYS`` the kernel's row blocks shrink to one
 register tile (its buffers are sized at run time: correct, slower than three kernels).
 """
 from __future__ import annotations
@@ -36,9 +36,10 @@ from ...ir.expr import Call, Constant, RelayExpr, const
 from ...ir.module import IRModule
 from ...ir.transform import ModulePass, PassContext, register_pass
 from ...ir.types import TensorType
-from ..op.nn.gemm import view_fields
+from ..op.nn.attention import mask_dim_strides
+from ..op.nn.gemm import HEAD_FIELDS, VIEW_FIELDS, view_fields
 from ._helpers import UsesMutator, fusion_bounded, op_call, op_name, rewrite_functions, use_counts
-from ._view_dims import Sym, divide, size_of
+from ._view_dims import Sym, divide, encode, rank, size_of
 from .fuse_gemm_epilogue import _RESHAPES
 
 # A where's fill the kernel takes (mask_select): nonzero, and as low as a causal mask's (the
@@ -118,14 +119,9 @@ def mask_strides(shape: tuple[int, ...] | None, scores: tuple[int, ...], batch: 
     ``heads`` in row-major order), 0 where it broadcasts; None when it does not fit."""
     if shape is None or len(shape) > len(scores) or math.prod(scores[:-2]) != batch:
         return None
-    shape = (1,) * (len(scores) - len(shape)) + shape
-    if any(m not in (1, s) for m, s in zip(shape, scores)):
+    strides, pairs = mask_dim_strides(shape, scores)
+    if any(m != s for m, s in pairs):
         return None
-    strides, size = [], 1
-    for d in reversed(shape):
-        strides.append(0 if d == 1 else size)
-        size *= d
-    strides.reverse()
     lead = scores[:-2]
     offsets = [sum(int(i) * st for i, st in zip(np.unravel_index(b, lead), strides))
                for b in range(batch)] if lead else [0]
@@ -234,7 +230,7 @@ class _Fuser(UsesMutator):
         scores and the softmax; no reshapes, no ``where``."""
         sm = g2.args[0]
         if (not _plain(g2.attrs) or op_name(sm) != "nn.softmax" or not self._once(sm)
-                or sm.attrs.axis not in (-1, _rank(sm) - 1)):
+                or sm.attrs.axis not in (-1, rank(sm) - 1)):
             return None
         x, mask, scale = sm.args[0], None, 1.0
         if op_name(x) == "add" and self._once(x):
@@ -249,36 +245,33 @@ class _Fuser(UsesMutator):
         if (op_name(g1) != "nn.contrib_gemm" or not self._once(g1) or _dtype(g1) != "float32"
                 or g1.attrs.act1 != "none" or g1.attrs.act2 != "none"
                 or g1.attrs.has_residual
-                or (g1.attrs.has_bias and (_rank(g1.args[2]) or 0) > 1)):
+                or (g1.attrs.has_bias and (rank(g1.args[2]) or 0) > 1)):
             return None
         views = _sym_views(g1, g2)
         if views is None:
             return None
         qk, pv, out, eqs, scores = views
-        if len(scores) != _rank(sm) or (mask is not None and not _mask_fits(mask, scores, qk)):
+        if len(scores) != rank(sm) or (mask is not None and not _mask_fits(mask, scores)):
             return None
         q, k, v = g1.args[0], g1.args[1], g2.args[1]
-        encoded = _encode_sym((*qk, *pv, *out), eqs, (_rank(q), _rank(k), _rank(v)))
+        encoded = _encode_sym((*qk, *pv, *out), eqs, (rank(q), rank(k), rank(v)))
         ints, syms, eq_dims = encoded
         zero = const(0.0)
+        bias = self.visit(g1.args[2]) if g1.attrs.has_bias else zero
+        if scale != 1.0 and g1.attrs.has_bias:  # the kernel scales Q K, not the bias: (QK + b) s
+            bias = op_call("multiply", bias, const(np.float32(scale)))  # FoldConstant folds it
         return op_call("nn.contrib_attention", self.visit(q), self.visit(k), self.visit(v),
-                       self.visit(g1.args[2]) if g1.attrs.has_bias else zero,
-                       self.visit(mask) if mask is not None else zero,
+                       bias, self.visit(mask) if mask is not None else zero,
                        qk_view=ints[:15], pv_view=ints[15:30], out_shape=ints[30:],
                        alpha=g1.attrs.alpha * scale, has_bias=g1.attrs.has_bias,
-                       mask_from_shape=mask is not None, view_syms=syms, view_eqs=eq_dims)
+                       mask_from_shape=mask is not None, scores_rank=len(scores),
+                       view_syms=syms, view_eqs=eq_dims)
 
 
 # ---------------------------------------------------------------- views with ? sizes
 _SCORES = ("nn.contrib_gemm", "divide", "multiply")
 _Q, _K, _V, _P = range(4)  # whose dimension a run-time size is: q, k, v or the probabilities
-_FIELDS = ("batch", "M", "N", "K", "a_bs", "lda", "b_bs", "b_ks", "b_ns", "c_bs", "ldc",
-           "heads", "a_hs", "b_hs", "c_hs")
-
-
-def _rank(e: Any) -> int | None:
-    ty = getattr(e, "checked_type", None)
-    return len(ty.shape) if isinstance(ty, TensorType) else None
+_FIELDS = VIEW_FIELDS + HEAD_FIELDS
 
 
 def _scalar(e: Any) -> float | None:
@@ -293,10 +286,10 @@ def _fields(g: Call, data: int, weight: int) -> tuple[list, list, list] | None:
     a = g.attrs
     if not a.view or a.kind != "batch_matmul" or a.packed_n:
         return None
-    n, rank = len(a.view), _rank(g.args[0])
+    n, data_rank = len(a.view), rank(g.args[0])
 
     def ref(d: int) -> tuple[int, int]:
-        return (data, d) if d < rank else (weight, d - rank)
+        return (data, d) if d < data_rank else (weight, d - data_rank)
 
     slots: list[Any] = [*a.view, *((1, 0, 0, 0) if n == 11 else ()), *a.out_shape]
     for slot, d in zip(a.view_syms[::2], a.view_syms[1::2]):
@@ -369,7 +362,7 @@ def _sym_dense(f: dict, bs: str, hs: str, item: Any) -> bool:
     return (heads == 1 or f[hs] == item) and (outer == 1 or f[bs] == heads * item)
 
 
-def _mask_fits(mask: Any, scores: list, qk: list) -> bool:
+def _mask_fits(mask: Any, scores: list) -> bool:
     """A float32 mask that may broadcast into the scores (its static dims 1 or the scores'; the
     others are checked at run time)."""
     ty = getattr(mask, "checked_type", None)
@@ -381,17 +374,11 @@ def _mask_fits(mask: Any, scores: list, qk: list) -> bool:
 
 def _encode_sym(slots: tuple, eqs: list, ranks: tuple[int, int, int]) -> tuple:
     """(ints, view_syms, view_eqs) of nn.contrib_attention over q, k and v's dimensions."""
-    offset = (0, ranks[0], ranks[0] + ranks[1])
-
-    def index(r: tuple[int, int]) -> int:
-        return offset[r[0]] + r[1]
-
-    ints, syms = [], []
-    for slot, f in enumerate(slots):
-        ints.append(f.coef if isinstance(f, Sym) else f)
-        for r in (f.refs if isinstance(f, Sym) else ()):
-            syms += [slot, index(r)]
-    return tuple(ints), tuple(syms), tuple(index(r) for pair in eqs for r in pair)
+    offsets = (0, ranks[0], ranks[0] + ranks[1])
+    index = {(t, d): offsets[t] + d for t in (_Q, _K, _V) for d in range(ranks[t])}
+    encoded = encode(slots, eqs, index)
+    assert encoded is not None, "_sym_views maps every ref onto q, k or v"
+    return encoded
 
 
 @dataclass(frozen=True)

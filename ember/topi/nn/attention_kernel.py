@@ -16,7 +16,7 @@ from ...tir import op as tir
 from . import gemm_kernel as gk
 from ...target.simd import simd_level
 from ...tir.expr import PrimExpr
-from .sizes import Check, Dim, ceildiv, checked, i64, is_static, succeeds
+from .sizes import Check, Dim, ceildiv, checked, folded, i64, is_static, succeeds
 
 HEADER = "ember/kernels/attention.h"
 # Both buffers of a row block (scores and probabilities, mb x seq_k floats each) together
@@ -45,20 +45,16 @@ class AttentionOperands:
 
 
 def row_block(batch: int, M: int, N: int, parallel: bool, level=None) -> int:
-    """Query rows per work item: M in equal blocks of whole register tiles (no short last
-    block to unbalance the tasks), each block's two buffers within BUFFER_BYTES, and with
-    ``parallel`` at least gemm_kernel.TARGET_ITEMS items in all where M allows."""
-    mr = gk.register_rows(level)
-    largest = max(mr, BUFFER_BYTES // (8 * max(N, 1)) // mr * mr)
-    blocks = -(-M // largest)
-    if parallel:
-        blocks = max(blocks, min(-(-gk.TARGET_ITEMS // batch), -(-M // mr)))
-    rows = -(-M // blocks)
-    return -(-rows // mr) * mr
+    """Query rows per work item (:func:`row_block_expr` folded)."""
+    return folded(row_block_expr(*(tir.const(int(d)) for d in (batch, M, N, parallel)), level),
+                  "attention row block")
 
 
 def row_block_expr(batch: Dim, M: Dim, N: Dim, parallel: PrimExpr, level=None) -> PrimExpr:
-    """:func:`row_block` as an expression of run-time sizes (evaluated at each call)."""
+    """Query rows per work item: M in equal blocks of whole register tiles (no short last
+    block to unbalance the tasks), each block's two buffers within BUFFER_BYTES, and with
+    ``parallel`` at least gemm_kernel.TARGET_ITEMS items in all where M allows; an expression
+    of run-time sizes (evaluated at each call), an int's IntImm for static ones."""
     mr = gk.register_rows(level)
     largest = tir.max(mr, tir.floordiv(tir.floordiv(BUFFER_BYTES // 8, tir.max(N, 1)), mr) * mr)
     blocks = tir.max(ceildiv(M, largest), 1)

@@ -173,24 +173,29 @@ def law(pass_factory: Callable[[], Any], mod: IRModule, args: list[np.ndarray],
     return out
 
 
-def symbolic_attention(heads: int, dim: int) -> relay.Expr:
+def symbolic_attention(heads: int, dim: int, score_bias: Any = None,
+                       keys: Any = None) -> relay.Expr:
     """Attention as the ONNX importer writes it for (?, ?, hidden) inputs: head splits by
     reshape (0, -1, heads, dim), rank-4 MatMuls as reverse_reshapes around batch_matmul with
     reshape_like back to 4-d, a divide, a (?, 1, 1, ?) mask, the heads merged by reshape
-    (0, -1, hidden)."""
+    (0, -1, hidden). ``score_bias`` is added to the scores' batch_matmul (before the divide);
+    ``keys`` is k and v's sequence length (default ?)."""
     hidden = heads * dim
-    x = [relay.var(n, shape=(relay.Any(), relay.Any(), hidden)) for n in ("q", "k", "v")]
+    x = [relay.var(n, shape=(relay.Any(), relay.Any() if keys is None or n == "q" else keys,
+                             hidden)) for n in ("q", "k", "v")]
     mask = relay.var("mask", shape=(relay.Any(), 1, 1, relay.Any()))
     split = [relay.reshape(t, (0, -1, heads, dim)) for t in x]
     qt, kt, vt = (relay.transpose(t, axes) for t, axes in
                   zip(split, ((0, 2, 1, 3), (0, 2, 3, 1), (0, 2, 1, 3))))
 
-    def matmul(a: relay.Expr, b: relay.Expr, like: relay.Expr) -> relay.Expr:
+    def matmul(a: relay.Expr, b: relay.Expr, like: relay.Expr, bias: Any = None) -> relay.Expr:
         y = relay.nn.batch_matmul(relay.reverse_reshape(a, (-1, 0, 0)),
                                   relay.reverse_reshape(b, (-1, 0, 0)), transpose_b=False)
+        if bias is not None:
+            y = relay.add(y, bias)
         return relay.reshape_like(y, like, lhs_end=1, rhs_end=2)
 
-    p = relay.nn.softmax(relay.add(relay.divide(matmul(qt, kt, qt), relay.const(4.0)), mask),
-                         axis=-1)
+    scores = matmul(qt, kt, qt, score_bias)
+    p = relay.nn.softmax(relay.add(relay.divide(scores, relay.const(4.0)), mask), axis=-1)
     ctx = relay.transpose(matmul(p, vt, p), (0, 2, 1, 3))
     return relay.reshape(ctx, (0, -1, hidden))

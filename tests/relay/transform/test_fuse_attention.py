@@ -224,8 +224,9 @@ def test_mask_strides_follow_the_batch_however_it_is_split() -> None:
 
 
 # ------------------------------------------------------------------------------ ? sizes
-def _symbolic_model(heads: int = 2, dim: int = 4) -> Any:
-    expr = symbolic_attention(heads, dim)
+def _symbolic_model(heads: int = 2, dim: int = 4, score_bias: Any = None,
+                    keys: Any = None) -> Any:
+    expr = symbolic_attention(heads, dim, score_bias, keys)
     return IRModule.from_expr(relay.Function(relay.analysis.free_vars(expr), expr))
 
 
@@ -261,6 +262,57 @@ def test_symbolic_views_interpreted_match_the_unfused_graph() -> None:
     args = [feeds[p.name_hint] for p in before["main"].params]
     assert_same_result(before, folded, *args)
     assert_same_result(before, fused, *args)
+
+
+def test_symbolic_scale_after_a_bias_scales_the_bias_too() -> None:
+    """``(Q K + bias) / 4`` over 3 static keys: the kernel computes ``alpha * Q K + bias``,
+    so the divide folds into alpha with the bias divided too (a constant one folded, one
+    known at run time by a multiply; interpreted, rtol 1e-5)."""
+    from ember.relay.backend.pipeline import optimize_passes
+
+    bias = RNG.standard_normal(3).astype(np.float32) * 4
+    for score_bias in (relay.const(bias), relay.var("bias", shape=(3,))):
+        before = InferType()(_symbolic_model(score_bias=score_bias, keys=3))
+        with ember.transform.PassContext(opt_level=3):
+            fused = ember.transform.Sequential(optimize_passes())(before)
+        assert "nn.contrib_attention" in str(fused["main"]), fused["main"]
+        feeds = {n: RNG.standard_normal((2, 3, 8)).astype(np.float32) for n in "qkv"}
+        feeds["mask"] = np.zeros((2, 1, 1, 3), np.float32)
+        feeds["bias"] = bias
+        args = [feeds[p.name_hint] for p in before["main"].params]
+        assert_same_result(before, fused, *args)
+
+
+def _single_head_chain() -> relay.Expr:
+    """``?`` (batch, seq, 4) q, k, v as one head: 3-d (batch, M, N) scores plus a (?, 1, ?)
+    mask, softmax, P V (the gemms' views over the operands' dims, as FoldGemmViews writes)."""
+    q, k, v = (relay.var(n, shape=(relay.Any(), relay.Any(), 4)) for n in "qkv")
+    mask = relay.var("mask", shape=(relay.Any(), 1, relay.Any()))
+    zero = relay.const(0.0)
+    s = contrib_gemm(q, k, zero, zero, kind="batch_matmul", transpose_b=False, alpha=0.5,
+                     view=(1, 1, 1, 4, 4, 4, 4, 1, 4, 1, 1, 1, 0, 0, 0), out_shape=(1, 1, 1),
+                     view_syms=(0, 0, 1, 1, 2, 4, 4, 1, 6, 4, 9, 1, 9, 4, 10, 4, 15, 0, 16, 1,
+                                17, 4), view_eqs=(0, 3))
+    p = relay.nn.softmax(relay.add(s, mask), axis=-1)
+    return contrib_gemm(p, v, zero, zero, kind="batch_matmul", transpose_b=False,
+                        view=(1, 1, 4, 1, 1, 1, 4, 4, 1, 4, 4, 1, 0, 0, 0), out_shape=(1, 1, 4),
+                        view_syms=(0, 0, 1, 1, 3, 2, 4, 1, 4, 2, 5, 2, 6, 4, 9, 1, 15, 0, 16, 1),
+                        view_eqs=(0, 3, 2, 4))
+
+
+def test_symbolic_mask_of_single_head_scores_aligns_to_their_rank() -> None:
+    """A (batch, 1, keys) mask on 3-d scores: its batch is the scores' batch, not their heads
+    (compiled, against numpy: rtol 1e-5, atol 1e-5)."""
+    mod = _mod(_single_head_chain())
+    fused = run(FuseAttention(), mod)
+    assert "nn.contrib_attention" in str(fused["main"]), fused["main"]
+    model = ember.compile(fused, executor="vm")
+    q, k, v = (RNG.standard_normal((2, 3, 4)).astype(np.float32) for _ in range(3))
+    mask = RNG.standard_normal((2, 1, 3)).astype(np.float32)
+    s = q @ k.transpose(0, 2, 1) * 0.5 + mask
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = p / p.sum(-1, keepdims=True) @ v
+    np.testing.assert_allclose(model(q=q, k=k, v=v, mask=mask), want, rtol=1e-5, atol=1e-5)
 
 
 def test_symbolic_mask_broadcasts_at_run_time_or_is_refused() -> None:

@@ -17,8 +17,9 @@ With ``?`` dimensions (as ``nn.contrib_gemm``'s views have them) a slot of ``qk_
 ``pv_view`` then ``out_shape`` is multiplied by the operand dimensions ``view_syms`` pairs it
 with (dims of q, then k, then v), ``view_eqs`` pairs dimensions that must agree, and with
 ``mask_from_shape`` the mask's strides come from its shape at run time (right-aligned into
-(outer, heads, rows, keys), 0 along a dimension of 1; every other dimension must equal the
-scores'). The kernel checks all of this at each call.
+the scores of rank ``scores_rank``: (batch, rows, keys) or (outer, heads, rows, keys), 0 along a
+dimension of 1; every other dimension must equal the scores'). The kernel checks all of this
+at each call.
 """
 from __future__ import annotations
 
@@ -33,13 +34,14 @@ from ....ir.types import TensorType, Type
 from ....te import tensor as te
 from ....tir import op as tir
 from ....topi.nn import attention_kernel as ak
-from ....topi.nn.sizes import dims, i64, must_equal, prod
+from ....topi.nn.sizes import dims
 from .._compute_common import out_dims
 from .._attrs_base import OpAttrs, attrs_class
 from .._reg import OPAQUE, call, defop
 from .._shape import fail, tensor_of
-from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, gemm_ref, int32_fields,
-                   view_fields)
+from .gemm import (GemmAttrs, _gemm_rel, _generic_sizes, _span, equal_dims, gemm_ref,
+                   int32_fields, narrow, read_axes, reads_inside, sym_slots, sym_type_dim,
+                   view_fields, whole_groups, wide)
 
 __all__: list[str] = []
 VIEW_LEN = 15
@@ -61,6 +63,7 @@ class AttentionAttrs(OpAttrs):
     view_syms: tuple[int, ...] = ()
     view_eqs: tuple[int, ...] = ()
     mask_from_shape: bool = False
+    scores_rank: int = 4
     _op: ClassVar[str] = "nn.contrib_attention"
 
     def __post_init__(self) -> None:
@@ -75,6 +78,8 @@ class AttentionAttrs(OpAttrs):
         self._bool("has_bias")
         self._bool("mask_select", "mask_from_shape")
         self._set("alpha", float(self.alpha))
+        self._int("scores_rank")
+        self._choice("scores_rank", (3, 4))
         for name in ("view_syms", "view_eqs"):
             self._ints(name, scalar_ok=False)
             self._positive(name, allow_zero=True)
@@ -122,10 +127,8 @@ def values_attrs(attrs: AttentionAttrs) -> GemmAttrs:
 def resolve_views(attrs: AttentionAttrs, *shapes: Sequence[Any]) -> tuple[tuple, tuple, tuple]:
     """(qk_view, pv_view, out_shape) with the operand dimensions of ``view_syms`` multiplied
     in (q, k and v's ``shapes``: ints, or te sizes for the kernel)."""
-    sizes = [d for shape in shapes for d in shape]
-    slots: list[Any] = [*attrs.qk_view, *attrs.pv_view, *attrs.out_shape]
-    for slot, dim in zip(attrs.view_syms[::2], attrs.view_syms[1::2]):
-        slots[slot] = slots[slot] * sizes[dim]
+    slots = sym_slots((*attrs.qk_view, *attrs.pv_view, *attrs.out_shape), attrs.view_syms,
+                      shapes)
     return (tuple(slots[:VIEW_LEN]), tuple(slots[VIEW_LEN:2 * VIEW_LEN]),
             tuple(slots[2 * VIEW_LEN:]))
 
@@ -134,19 +137,18 @@ def _static(attrs: AttentionAttrs, shapes: Sequence[Sequence[int]],
             mask_shape: Sequence[int] | None) -> AttentionAttrs:
     """``attrs`` at these static sizes of q, k, v (and the mask's, for its strides)."""
     qk, pv, out = resolve_views(attrs, *shapes)
-    strides = ()
+    strides: tuple = ()
     if attrs.mask_from_shape and mask_shape is not None:
-        v = view_fields(qk)
-        strides, _ = broadcast_mask_strides(mask_shape, (v["batch"] // v["heads"], v["heads"],
-                                                         v["M"], v["N"]))
+        strides, _ = broadcast_mask_strides(mask_shape, _scores_extents(qk, attrs.scores_rank),
+                                            view_fields(qk)["heads"])
     return dataclasses.replace(attrs, qk_view=qk, pv_view=pv, out_shape=out, view_syms=(),
                                view_eqs=(), mask_from_shape=False,
                                mask_strides=strides or attrs.mask_strides)
 
 
-def broadcast_mask_strides(mask_shape: Sequence[Any], extents: Sequence[Any]) -> tuple:
-    """(outer, head, row, key) strides of a mask right-aligned into ``extents`` (dense, 0
-    along a dimension of 1: ``Select`` where that is known only at run time) and the pairs
+def mask_dim_strides(mask_shape: Sequence[Any], extents: Sequence[Any]) -> tuple[list, list]:
+    """The strides of a dense mask right-aligned into scores of ``extents``, one per extent (0
+    along a dimension of 1: ``Select`` where that is known only at run time), and the pairs
     (mask dim, extent) that must be equal unless the mask dim is 1."""
     shape = [1] * (len(extents) - len(mask_shape)) + list(mask_shape)
     strides: list[Any] = []
@@ -158,7 +160,27 @@ def broadcast_mask_strides(mask_shape: Sequence[Any], extents: Sequence[Any]) ->
         size = size * d
     strides.reverse()
     pairs = [(d, e) for d, e in zip(shape, extents) if not (isinstance(d, int) and d == 1)]
-    return tuple(strides), pairs
+    return strides, pairs
+
+
+def broadcast_mask_strides(mask_shape: Sequence[Any], extents: Sequence[Any],
+                           heads: Any) -> tuple[tuple, list]:
+    """(outer, head, row, key) strides of a mask broadcast into scores of ``extents``
+    ((batch, rows, keys) or (outer, heads, rows, keys)), and ``mask_dim_strides``' pairs: a
+    batch b = outer * heads + head of 3-d scores is read at b * stride."""
+    strides, pairs = mask_dim_strides(mask_shape, extents)
+    lead = (strides[0] * heads, strides[0]) if len(extents) == 3 else tuple(strides[:2])
+    return (*lead, *strides[-2:]), pairs
+
+
+def _scores_extents(qk_view: Sequence[Any], rank: int) -> tuple:
+    """The scores' extents: (batch, rows, keys) or (outer, heads, rows, keys)."""
+    v = view_fields(tuple(qk_view))
+    if rank == 3:
+        return v["batch"], v["M"], v["N"]
+    b, h = v["batch"], v["heads"]
+    outer = b // h if isinstance(b, int) and isinstance(h, int) else tir.floordiv(b, h)
+    return outer, h, v["M"], v["N"]
 
 
 def _mask_extents(attrs: AttentionAttrs) -> tuple[int, int, int, int]:
@@ -181,15 +203,11 @@ def _sym_rel(args: list[TensorType], attrs: AttentionAttrs) -> TensorType:
     shapes = (point[:ranks[0]], point[ranks[0]:ranks[1]], point[ranks[1]:])
     generic = [tensor_of(s, "float32") for s in shapes]
     _rel([*generic, bias, tensor_of((), "float32")], _static(attrs, shapes, None))
-    if attrs.mask_from_shape and (mask.dtype != "float32" or mask.ndim > 4):
-        raise fail(op, f"the mask must be float32 of rank at most 4, got {mask.dtype} "
-                       f"{tuple(mask.shape)}")
-    out = []
-    for i, c in enumerate(attrs.out_shape):
-        refs = [d for s, d in zip(attrs.view_syms[::2], attrs.view_syms[1::2])
-                if s == 2 * VIEW_LEN + i]
-        out.append(c if not refs else sizes[refs[0]] if len(refs) == 1 and c == 1 else None)
-    return tensor_of(out, q.dtype)
+    if attrs.mask_from_shape and (mask.dtype != "float32" or mask.ndim > attrs.scores_rank):
+        raise fail(op, f"the mask must be float32 of rank at most {attrs.scores_rank} (the "
+                       f"scores'), got {mask.dtype} {tuple(mask.shape)}")
+    return tensor_of([sym_type_dim(c, 2 * VIEW_LEN + i, attrs.view_syms, sizes)
+                      for i, c in enumerate(attrs.out_shape)], q.dtype)
 
 
 def _rel(args: list[TensorType], attrs: AttentionAttrs) -> TensorType:
@@ -248,37 +266,37 @@ def _operands(qk_view: tuple, pv_view: tuple, mask_strides: tuple) -> ak.Attenti
         tuple(mask_strides) or (0, 0, 0, 0))
 
 
+def checked_views(attrs: AttentionAttrs, q: te.Tensor, k: te.Tensor, v: te.Tensor,
+                  mask: te.Tensor) -> tuple[tuple, tuple, tuple, list]:
+    """With ``?`` sizes: (qk_view, pv_view, mask strides, checks), the views and strides
+    formed in int64 (``gemm.wide``) for the checks, then int32 for the kernel."""
+    qk, pv, _ = resolve_views(attrs, wide(q.shape), wide(k.shape), wide(v.shape))
+    strides, checks = _sym_checks(attrs, qk, pv, q, k, v, mask)
+    return narrow(qk), narrow(pv), narrow(strides), checks
+
+
 def _sym_checks(attrs: AttentionAttrs, qk_view: tuple, pv_view: tuple, q: te.Tensor,
                 k: te.Tensor, v: te.Tensor, mask: te.Tensor) -> tuple[tuple, list]:
     """With ``?`` sizes: the mask strides from its shape and what the kernel checks first
-    (the dimensions the views share, the mask's, and that Q, K and V are read in bounds)."""
-    sizes = [*dims(q.shape), *dims(k.shape), *dims(v.shape)]
+    (the dimensions the views share, the mask's, and that Q, K and V are read in bounds),
+    over int64 views."""
     op = "nn.contrib_attention"
-    checks: list = []
-    for x, y in zip(attrs.view_eqs[::2], attrs.view_eqs[1::2]):
-        checks += must_equal(sizes[x], sizes[y], f"{op}: the operands' dimensions {x} and {y} "
-                             "of its views differ (their batches and sequences must be equal)")
+    where = f"{op}: "
+    checks = equal_dims((q, k, v), attrs.view_eqs, where)
     qk, pv = view_fields(qk_view), view_fields(pv_view)
-    outer = tir.floordiv(qk["batch"], qk["heads"])
+    checks += whole_groups(qk["batch"], qk["heads"], where)
     strides: tuple = ()
     if attrs.mask_from_shape:
-        strides, pairs = broadcast_mask_strides(dims(mask.shape),
-                                                (outer, qk["heads"], qk["M"], qk["N"]))
+        strides, pairs = broadcast_mask_strides(
+            wide(mask.shape), _scores_extents(qk_view, attrs.scores_rank), qk["heads"])
         for d, e in pairs:
             checks.append((tir.any(tir.convert(d).equal(1), tir.convert(d).equal(e)),
                            f"{op}: the mask does not broadcast into the scores (a dimension "
                            "is neither 1 nor the scores')"))
     checks.append((tir.convert(qk["N"]) >= 1, f"{op}: a softmax over no keys"))
-    for t, ext, st, name in (
-            (q, (outer, qk["heads"], qk["M"], qk["K"]), (qk["a_bs"], qk["a_hs"], qk["lda"], 1),
-             "Q"),
-            (k, (outer, qk["heads"], qk["K"], qk["N"]),
-             (qk["b_bs"], qk["b_hs"], qk["b_ks"], qk["b_ns"]), "K"),
-            (v, (outer, pv["heads"], pv["K"], pv["N"]),
-             (pv["b_bs"], pv["b_hs"], pv["b_ks"], pv["b_ns"]), "V")):
-        reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, st))
-        checks.append((reach <= i64(prod(dims(t.shape))), f"{op}: its view reads past the end "
-                                                           f"of {name}"))
+    checks += [reads_inside(q, read_axes(qk, "a"), where, "Q"),
+               reads_inside(k, read_axes(qk, "b"), where, "K"),
+               reads_inside(v, read_axes(pv, "b"), where, "V")]
     return strides, checks + int32_fields((*qk_view, *pv_view, *strides), op)
 
 
@@ -287,8 +305,8 @@ def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Ten
     qk, pv, shape = attrs.qk_view, attrs.pv_view, tuple(attrs.out_shape)
     strides, checks = tuple(attrs.mask_strides), []
     if attrs.view_syms:
-        qk, pv, shape = resolve_views(attrs, dims(q.shape), dims(k.shape), dims(v.shape))
-        strides, checks = _sym_checks(attrs, qk, pv, q, k, v, mask)
+        _, _, shape = resolve_views(attrs, dims(q.shape), dims(k.shape), dims(v.shape))
+        qk, pv, strides, checks = checked_views(attrs, q, k, v, mask)
         shape = out_dims(out_type, shape)
     has_mask = bool(attrs.mask_strides or attrs.mask_from_shape)
     return [ak.attention(q, k, v, bias if attrs.has_bias else None,

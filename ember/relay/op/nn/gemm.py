@@ -32,6 +32,7 @@ Both compute to ``topi.nn.gemm_kernel`` (the C kernel ``ember_sgemm`` and its pa
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
@@ -130,21 +131,50 @@ def view_fields(view: tuple[int, ...]) -> dict[str, int]:
     return dict(zip(VIEW_FIELDS + HEAD_FIELDS, (*view, 1, 0, 0, 0)[:15]))
 
 
+def sym_slots(slots: Sequence[int], view_syms: Sequence[int],
+              shapes: Sequence[Sequence[Any]]) -> list[Any]:
+    """``slots`` (views then out_shape) with the operand dimensions of ``view_syms`` (counted
+    across ``shapes``) multiplied in: ints from ints, expressions from te sizes, None where a
+    dimension is None (unknown)."""
+    out: list[Any] = list(slots)
+    sizes = [d for shape in shapes for d in shape]
+    for slot, dim in zip(view_syms[::2], view_syms[1::2]):
+        d = sizes[dim]
+        out[slot] = None if d is None or out[slot] is None else out[slot] * d
+    return out
+
+
+def sym_type_dim(coef: int, slot: int, view_syms: Sequence[int], sizes: Sequence[Any]) -> Any:
+    """The type's dimension of an out_shape slot (``coef`` times the operand dimensions that
+    ``view_syms`` pairs with ``slot``, ``sizes`` the operands' type dims): an int when they are
+    known, the operand's own dimension when the slot is exactly one of them, else ``?``."""
+    refs = [sizes[d] for s, d in zip(view_syms[::2], view_syms[1::2]) if s == slot]
+    if all(known(d) for d in refs):
+        return coef * math.prod(refs)
+    return refs[0] if len(refs) == 1 and coef == 1 else None
+
+
 def resolve_view(attrs: GemmAttrs, data_shape: Sequence[Any],
                  weight_shape: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """(view, out_shape) with the operand dimensions of ``view_syms`` multiplied in: ints from
-    ints, expressions from te sizes, None where a dimension is None (unknown)."""
-    slots: list[Any] = [*attrs.view, *attrs.out_shape]
-    sizes = (*data_shape, *weight_shape)
-    for slot, dim in zip(attrs.view_syms[::2], attrs.view_syms[1::2]):
-        d = sizes[dim]
-        slots[slot] = None if d is None or slots[slot] is None else slots[slot] * d
+    """(view, out_shape) with the operand dimensions of ``view_syms`` multiplied in
+    (``sym_slots``)."""
+    slots = sym_slots((*attrs.view, *attrs.out_shape), attrs.view_syms, (data_shape,
+                                                                          weight_shape))
     return tuple(slots[:len(attrs.view)]), tuple(slots[len(attrs.view):])
 
 
 def _batch_axes(v: dict[str, int], bs: str, hs: str) -> tuple[tuple[int, int], tuple[int, int]]:
     """(extents, strides) of a view's batch as (outer, heads)."""
     return (v["batch"] // v["heads"], v["heads"]), (v[bs], v[hs])
+
+
+def read_axes(v: dict[str, Any], part: str) -> tuple[tuple, tuple]:
+    """(extents, strides) of (outer, heads, rows, columns) at which a view reads its A
+    (``part`` "a": M x K) or B ("b": K x N) operand."""
+    (outer, heads), (bs, hs) = _batch_axes(v, f"{part}_bs", f"{part}_hs")
+    if part == "a":
+        return (outer, heads, v["M"], v["K"]), (bs, hs, v["lda"], 1)
+    return (outer, heads, v["K"], v["N"]), (bs, hs, v["b_ks"], v["b_ns"])
 
 
 # ---------------------------------------------------------------- contrib_gemm_pack
@@ -206,30 +236,34 @@ def _covers_once(extents: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     return True
 
 
-# A ``?`` dimension's stand-in when a symbolic view is checked at compile time: large and
+# A ``?`` dimension's stand-in when a symbolic view is checked at compile time: a large prime,
 # distinct (equal only where ``view_eqs`` says so), so a view that is right at this point
-# is right as products of those dimensions. The kernel checks the bounds again at each call.
+# is right as products of those dimensions (no heads divide a batch by chance). The kernel
+# checks the bounds and the heads again at each call.
 _GENERIC = 1_000_003
 
 
+@functools.cache
+def _stand_ins(count: int) -> tuple[int, ...]:
+    """The first ``count`` primes from _GENERIC."""
+    out: list[int] = []
+    n = _GENERIC
+    while len(out) < count:
+        if all(n % p for p in range(3, math.isqrt(n) + 1, 2)):
+            out.append(n)
+        n += 2
+    return tuple(out)
+
+
 def _generic_sizes(sizes: Sequence[Any], eqs: Sequence[int]) -> list[int]:
-    """The operand dimensions with each ``?`` given a distinct large value, equal ones the same."""
+    """The operand dimensions with each ``?`` given a distinct large prime, equal ones the
+    same."""
     rep = list(range(len(sizes)))
     for x, y in zip(eqs[::2], eqs[1::2]):
         rx, ry = rep[x], rep[y]
         rep = [rx if r == ry else r for r in rep]
-    return [d if known(d) else _GENERIC + 2 * rep[i] for i, d in enumerate(sizes)]
-
-
-def _sym_dim(attrs: GemmAttrs, slot: int, value: Any, sizes: Sequence[Any]) -> Any:
-    """The type's dimension of out_shape slot ``slot``: an int when known, the operand's own
-    dimension when the slot is exactly one of them, else ``?``."""
-    if value is not None:
-        return value
-    refs = [d for s, d in zip(attrs.view_syms[::2], attrs.view_syms[1::2]) if s == slot]
-    if len(refs) == 1 and attrs.out_shape[slot - len(attrs.view)] == 1:
-        return sizes[refs[0]]
-    return None
+    primes = _stand_ins(len(sizes))
+    return [d if known(d) else primes[rep[i]] for i, d in enumerate(sizes)]
 
 
 def _view_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
@@ -258,10 +292,9 @@ def _view_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
     if v["heads"] < 1 or v["batch"] % v["heads"]:
         raise fail(op, f"the view's batch {v['batch']} is not a whole number of groups of "
                        f"{v['heads']} heads{at}")
-    (a_b, a_s), (b_b, b_s), (c_b, c_s) = (_batch_axes(v, f"{x}_bs", f"{x}_hs") for x in "abc")
+    c_b, c_s = _batch_axes(v, "c_bs", "c_hs")
     size = {"data": math.prod(point[:data.ndim]), "weight": math.prod(point[data.ndim:])}
-    reach = {"data": _span((*a_b, v["M"], v["K"]), (*a_s, v["lda"], 1)),
-             "weight": _span((*b_b, v["K"], v["N"]), (*b_s, v["b_ks"], v["b_ns"]))}
+    reach = {"data": _span(*read_axes(v, "a")), "weight": _span(*read_axes(v, "b"))}
     for name in ("data", "weight"):
         if reach[name] > size[name]:
             raise fail(op, f"the view reads {name} up to element {reach[name] - 1}, but it has "
@@ -270,8 +303,8 @@ def _view_rel(args: list[TensorType], attrs: GemmAttrs) -> TensorType:
     if math.prod(gout) != math.prod(c[0]) or not _covers_once(*c):
         raise fail(op, f"the output view {c} does not cover out_shape "
                        f"{fmt_shape(gout)} exactly once{at}")
-    out = tensor_of([_sym_dim(attrs, len(view) + i, d, sizes) for i, d in enumerate(out_shape)],
-                    data.dtype)
+    out = tensor_of([sym_type_dim(c, len(view) + i, attrs.view_syms, sizes)
+                     for i, c in enumerate(attrs.out_shape)], data.dtype)
     n = view_fields(view)["N"]
     if attrs.has_bias and bias.ndim > 0 and not (bias.ndim == 1 and
                                                  may_equal(bias.shape[0], n)):
@@ -369,30 +402,68 @@ def _view_ref(data: np.ndarray, w: np.ndarray, bias: np.ndarray, res: np.ndarray
     return out.reshape(attrs.out_shape)
 
 
+def checked_view(attrs: GemmAttrs, data: te.Tensor,
+                 weight: te.Tensor) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Check, ...]]:
+    """(view, out_shape, checks) of a view over these operands: the view's run-time fields
+    are formed in int64 (``wide``: products of int32 sizes would wrap) for the checks, and
+    passed to the kernel as int32 only once the checks have bounded them."""
+    _, out_shape = resolve_view(attrs, dims(data.shape), dims(weight.shape))
+    view, _ = resolve_view(attrs, wide(data.shape), wide(weight.shape))
+    return narrow(view), out_shape, _view_checks(attrs, view_fields(view), data, weight)
+
+
+def wide(shape: Iterable[Any]) -> list[Any]:
+    """Sizes, the run-time ones as int64 (their products then cannot wrap)."""
+    return [d if isinstance(d, int) else i64(d) for d in dims(shape)]
+
+
+def narrow(values: Iterable[Any]) -> tuple[Any, ...]:
+    """Checked sizes and strides as the kernels take them (int32)."""
+    return tuple(x if isinstance(x, int) else tir.cast(x, "int32") for x in values)
+
+
 def _view_checks(attrs: GemmAttrs, v: dict[str, Any], data: te.Tensor,
                  weight: te.Tensor) -> tuple[Check, ...]:
-    """What the kernel of a view with ``?`` dimensions checks at each call: the dimensions
-    ``view_eqs`` pairs agree, and the view reads inside data and weight."""
+    """What the kernel of a view with ``?`` dimensions checks at each call (``v``'s fields in
+    int64): the dimensions ``view_eqs`` pairs agree, and the view reads inside data and
+    weight."""
     if not attrs.view_syms:
         return ()
-    sizes = (*dims(data.shape), *dims(weight.shape))
-    checks: list[Check] = []
-    for x, y in zip(attrs.view_eqs[::2], attrs.view_eqs[1::2]):
-        checks += must_equal(sizes[x], sizes[y], f"the operands' dimensions {x} and {y} of its "
-                             "strided view differ (their batches must be equal)")
-    (a_b, a_s), (b_b, b_s) = (_batch_axes(v, f"{x}_bs", f"{x}_hs") for x in "ab")
-    for t, ext, strides, name in (
-            (data, (*a_b, v["M"], v["K"]), (*a_s, v["lda"], 1), "data"),
-            (weight, (*b_b, v["K"], v["N"]), (*b_s, v["b_ks"], v["b_ns"]), "weight")):
-        reach = 1 + sum(i64(e - 1) * i64(s) for e, s in zip(ext, strides))
-        checks.append((reach <= i64(prod(dims(t.shape))),
-                       f"its strided view reads past the end of {name}"))
+    checks = equal_dims((data, weight), attrs.view_eqs, "")
+    checks += whole_groups(v["batch"], v["heads"], "")
+    checks += [reads_inside(data, read_axes(v, "a"), "", "data"),
+               reads_inside(weight, read_axes(v, "b"), "", "weight")]
     return (*checks, *int32_fields(v.values(), "nn.contrib_gemm"))
 
 
+# The run-time checks of the ? views of nn.contrib_gemm and nn.contrib_attention; ``where``
+# starts their messages (the op's name where the kernel does not add it)
+def equal_dims(operands: Sequence[te.Tensor], eqs: Sequence[int], where: str) -> list[Check]:
+    """The operand dimensions (counted across ``operands``) that ``view_eqs`` pairs agree."""
+    sizes = [d for t in operands for d in dims(t.shape)]
+    return [check for x, y in zip(eqs[::2], eqs[1::2]) for check in must_equal(
+        sizes[x], sizes[y], f"{where}the operands' dimensions {x} and {y} of its views differ "
+                            "(their batches and sequences must be equal)")]
+
+
+def whole_groups(batch: Any, heads: Any, where: str) -> list[Check]:
+    """A run-time batch must be whole groups of heads (else the last group's heads reach past
+    the operands): the check, none when both are static (the type checked them)."""
+    if isinstance(batch, int) and isinstance(heads, int):
+        return []
+    return [(tir.floormod(batch, heads).equal(0),
+             f"{where}its views' batch is not a whole number of groups of its heads")]
+
+
+def reads_inside(t: te.Tensor, axes: tuple[tuple, tuple], where: str, name: str) -> Check:
+    """That a view reading ``t`` at ``axes`` (``read_axes``, int64 fields) stays inside it."""
+    return (i64(_span(*axes)) <= i64(prod(wide(t.shape))),
+            f"{where}its view reads past the end of {name}")
+
+
 def int32_fields(values: Iterable[Any], op: str) -> list[Check]:
-    """The C kernels take sizes and strides as int32: those known only at run time must
-    stay below 2^31 (one check of them all)."""
+    """The C kernels take sizes and strides as int32: those known only at run time (int64
+    expressions, ``wide``) must stay below 2^31 (one check of them all)."""
     limit = tir.const(2 ** 31, "int64")
     run_time = [i64(x) < limit for x in values if not isinstance(x, int)]
     if not run_time:
@@ -406,10 +477,9 @@ def _gemm_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[t
     data, weight, bias, residual = inputs
     out_shape: tuple[Any, ...] = tuple(attrs.out_shape)
     if attrs.view:
-        view, out_shape = resolve_view(attrs, dims(data.shape), dims(weight.shape))
+        view, out_shape, checks = checked_view(attrs, data, weight)
         v = view_fields(view)
-        ops = gk.GemmOperands(*view[:9], 0, *view[9:11],
-                              require=_view_checks(attrs, v, data, weight),
+        ops = gk.GemmOperands(*view[:9], 0, *view[9:11], require=checks,
                               **{f: v[f] for f in HEAD_FIELDS})
     elif attrs.packed_n:
         if attrs.kind == "batch_matmul":
