@@ -1,0 +1,139 @@
+"""3x3 stride-1 dense conv2d in NCHW[L]c by Winograd's minimal filtering F(m x m, 3x3), as a
+call of ember's C kernel (``ember/include/ember/kernels/conv_winograd.h``).
+
+F(2x2, 3x3) computes each 2x2 output tile with 16 products per channel pair instead of 36,
+F(4x4, 3x3) each 4x4 tile with 36 instead of 144: the input patches and the output tiles are
+transformed (vector adds over the L channel lanes) and the products become a*a GEMMs
+(a = m + 2) over the channels. Layouts (``L`` = lanes):
+
+- data ``[N, IC/L, H, W, L]``; bias ``[OC]``; output and residual ``[N, OC/L, OH, OW, L]``;
+- weight ``U[a*a, OC/L, IC, L]``: ``G g G^T`` of every (output, input) channel's 3x3 filter,
+  computed here in float64 (:func:`transform_weight`).
+
+:func:`winograd_tile` is the selection: whether a conv runs here and with which m, from the
+geometry alone (a cost model measured on this machine: ``benchmarks/bench_winograd.py``).
+The layout planner (``relay.transform.AlterOpLayout``) asks it for each 3x3 conv it blocks;
+``relay.backend.use_winograd`` (PassContext config, default on) turns it off.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...runtime.errors import OpError
+from ...te import tensor as te
+from ...tir import op as tir
+from .conv2d_nchwc import LANES, ConvGeometry, _epilogue, conv_extern
+from .sizes import ceildiv, folded, i64, is_static, static_or_expr
+
+HEADER = "ember/kernels/conv_winograd.h"
+CONFIG = "relay.backend.use_winograd"  # PassContext switch (default on)
+TILE_SIZES = (2, 4)  # the m the kernel implements
+# the filter transforms G (a x 3), Lavin & Gray's points 0, +-1, (+-2), infinity
+_G = {2: np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], "float64"),
+      4: np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+                   [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], "float64")}
+# selection thresholds (measured: benchmarks/bench_winograd.py, see winograd_tile)
+MIN_CHANNELS = 32
+MIN_TILES_M4 = 4  # output tiles of 4x4 a side below which F(4,3)'s padding loses
+# the workspace of one work item (V and M) is sized for this (the L2 of one core)
+ITEM_BYTES = 512 * 1024
+MAX_TILES = 96
+L2_RW = 6  # the kernel's register tile width in tiles (EMBER_WINO_RW with AVX-512 or AVX2)
+
+
+@dataclass(frozen=True)
+class WinogradTiles:
+    """A kernel call's schedule: ``tiles`` output tiles and ``blocks`` output blocks per work
+    item, ``threads`` 1 to split the items over threads."""
+
+    tiles: int
+    blocks: int
+    threads: int
+
+
+def applies(geo: ConvGeometry) -> bool:
+    """Whether the kernel can run ``geo``: a dense 3x3 stride-1, dilation-1 conv over a
+    channel-blocked input whose block is the output's (padding 0..2 a side)."""
+    return (geo.kh == geo.kw == 3 and geo.strides == (1, 1) and geo.dilation == (1, 1)
+            and geo.groups == 1 and geo.lanes in LANES and geo.in_block == geo.lanes
+            and geo.ic % geo.lanes == 0 and geo.oc % geo.lanes == 0
+            and all(0 <= p <= 2 for p in geo.padding))
+
+
+def winograd_tile(geo: ConvGeometry) -> int:
+    """The m of F(m x m, 3x3) for ``geo``, or 0 to keep the direct kernel.
+
+    Winograd where both channel counts reach :data:`MIN_CHANNELS` (below, the transforms
+    are a large share of the work); m = 4 where the map has at least :data:`MIN_TILES_M4`
+    4x4 tiles a side (a 7x7 map with m = 4 computes 8x8), else m = 2."""
+    if not applies(geo) or min(geo.ic, geo.oc) < MIN_CHANNELS:
+        return 0
+    if not is_static(geo.oh, geo.ow):
+        return 2
+    return 4 if min(int(geo.oh), int(geo.ow)) >= 4 * MIN_TILES_M4 else 2
+
+
+def winograd_tiles(geo: ConvGeometry, m: int) -> WinogradTiles:
+    """Tiles per item so that an item's V (a*a x IC per tile) and M (a*a x blocks x L per
+    tile) fill about :data:`ITEM_BYTES`, whole register tiles, at most the image's; output
+    blocks per item all of them unless the items would be fewer than 4 (then ranges of
+    blocks, so that two threads share a small map's few tiles)."""
+    a = m + 2
+    ocb = geo.oc // geo.lanes
+    per_tile = a * a * 4 * (geo.ic + geo.oc)
+    tiles = max(L2_RW, min(MAX_TILES, ITEM_BYTES // per_tile // L2_RW * L2_RW))
+    image_tiles = ceildiv(geo.oh, m) * ceildiv(geo.ow, m)
+    tiles_e = tir.max(tir.min(tiles, image_tiles), 1)
+    items = i64(geo.n) * i64(ceildiv(image_tiles, tiles_e))
+    few = items < tir.const(4, "int64")
+    blocks = tir.Select_(few, tir.max(ceildiv(ocb, 4), 1), ocb)
+    macs = i64(geo.n) * i64(image_tiles) * (a * a * geo.ic * geo.oc)
+    threads = tir.cast(macs >= tir.const(1 << 16, "int64"), "int32")
+    return WinogradTiles(*(static_or_expr(v) for v in (tiles_e, blocks, threads)))
+
+
+def transform_weight(weight: np.ndarray, m: int, lanes: int) -> np.ndarray:
+    """OIHW 3x3 weight -> ``U[a*a, O/L, I, L]`` float32 (``G g G^T`` in float64)."""
+    if m not in TILE_SIZES:
+        raise OpError(f"conv2d_winograd: tile size {m} is not one of {TILE_SIZES}")
+    o, i, kh, kw = weight.shape
+    if (kh, kw) != (3, 3) or o % lanes:
+        raise OpError(f"conv2d_winograd: weight {weight.shape} is not a 3x3 filter bank of "
+                      f"whole blocks of {lanes} output channels")
+    g = _G[m]
+    u = np.einsum("ik,ockl,jl->ijoc", g, weight.astype("float64"), g)  # [a, a, O, I]
+    a = m + 2
+    u = u.reshape(a * a, o // lanes, lanes, i).transpose(0, 1, 3, 2)
+    return np.ascontiguousarray(u.astype("float32"))
+
+
+def weight_shape(oc: int, ic: int, m: int, lanes: int) -> tuple[int, int, int, int]:
+    """The shape of :func:`transform_weight`'s result."""
+    return ((m + 2) ** 2, oc // lanes, ic, lanes)
+
+
+def conv2d_winograd(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
+                    residual: te.Tensor | None, geo: ConvGeometry, m: int, act: str = "none",
+                    clip: tuple[float, float] = (0.0, 0.0),
+                    act_after_add: bool = True) -> te.Tensor:
+    """The conv of ``geo`` (3x3, stride 1) by F(m x m, 3x3) with its epilogue."""
+    from .conv2d_nchwc import ACT_AFTER_ADD, RESIDUAL
+
+    if not applies(geo) or m not in TILE_SIZES:
+        raise OpError(f"conv2d_winograd: the kernel takes dense 3x3 stride-1 convs over "
+                      f"whole blocks with padding 0..2 and m in {TILE_SIZES}; got {geo}, m={m}")
+    flags = (RESIDUAL | (ACT_AFTER_ADD if act_after_add else 0)) if residual is not None else 0
+    tiles = winograd_tiles(geo, m)
+    args = [geo.n, geo.ic // geo.lanes, geo.h, geo.w, geo.oc // geo.lanes, geo.oh, geo.ow,
+            geo.padding[0], geo.padding[1], m, *_epilogue(act, clip, flags), tiles.tiles,
+            tiles.blocks, tiles.threads]
+    return conv_extern(f"ember_conv_winograd_x{geo.lanes}", HEADER, "T_conv2d_winograd", data,
+                       weight, bias, residual, geo, args)
+
+
+def winograd_macs(geo: ConvGeometry, m: int) -> int:
+    """The GEMMs' multiply-adds of ``geo`` by F(m x m, 3x3) (static sizes)."""
+    tiles = ceildiv(geo.oh, m) * ceildiv(geo.ow, m)
+    return folded(i64(geo.n) * i64(tiles) * ((m + 2) ** 2 * geo.ic * geo.oc), "winograd macs")
