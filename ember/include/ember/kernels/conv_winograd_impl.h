@@ -135,6 +135,144 @@ static inline void EMBER_WFN(ember_wino_where)(const ember_wino_p* p, int64_t it
   *nob = p->ocb - *ob0 < p->blocks ? p->ocb - *ob0 : p->blocks;
 }
 
+#if EMBER_KV
+#define EV EMBER_VT(EMBER_L)
+
+/* o[i] = (B^T d)[i] for the a = 4 or 6 vectors d[0, a) (B^T: conv_winograd.h's tables, as
+ * few adds as the points allow; a call per row and column of a patch, unrolled by GCC). */
+static inline void EMBER_WFN(ember_wino_vbt)(int32_t a, EV* o, const EV* d) {
+  if (a == 4) {
+    o[0] = d[0] - d[2];
+    o[1] = d[1] + d[2];
+    o[2] = d[2] - d[1];
+    o[3] = d[1] - d[3];
+  } else {
+    const EV t0 = d[4] - 4.0f * d[2], t1 = d[3] - 4.0f * d[1];
+    const EV t2 = d[4] - d[2], t3 = 2.0f * (d[3] - d[1]);
+    o[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+    o[1] = t0 + t1;
+    o[2] = t0 - t1;
+    o[3] = t2 + t3;
+    o[4] = t2 - t3;
+    o[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+  }
+}
+
+/* o[i] = (A^T s)[i] for the a vectors s[0, a): m = a - 2 outputs. */
+static inline void EMBER_WFN(ember_wino_vat)(int32_t a, EV* o, const EV* s) {
+  if (a == 4) {
+    o[0] = s[0] + s[1] + s[2];
+    o[1] = s[1] - s[2] - s[3];
+  } else {
+    const EV s1 = s[1] + s[2], d1 = s[1] - s[2], s2 = s[3] + s[4], d2 = s[3] - s[4];
+    o[0] = s[0] + s1 + s2;
+    o[1] = d1 + 2.0f * d2;
+    o[2] = s1 + 4.0f * s2;
+    o[3] = d1 + 8.0f * d2 + s[5];
+  }
+}
+
+/* ember_wino_in in vectors, for a = 4 and 6 alike (a's branches are resolved once per call
+ * by the two instantiations below). */
+#define EMBER_WINO_VIN(A)                                                                      \
+  EV d[A * A], t[A * A], col[A], r[A];                                                         \
+  int32_t i, j;                                                                                \
+  if (y0 >= 0 && x0 >= 0 && y0 + A <= p->h && x0 + A <= p->w) {                               \
+    EMBER_KUNROLL for (i = 0; i < A; ++i) EMBER_KUNROLL for (j = 0; j < A; ++j)                \
+        d[i * A + j] = EMBER_VLOAD(EMBER_L, plane + ((size_t)(y0 + i) * p->w + x0 + j) *       \
+                                                      EMBER_L);                                \
+  } else {                                                                                     \
+    for (i = 0; i < A; ++i)                                                                    \
+      for (j = 0; j < A; ++j) {                                                                \
+        const int32_t iy = y0 + i, ix = x0 + j;                                                \
+        d[i * A + j] = iy >= 0 && iy < p->h && ix >= 0 && ix < p->w                            \
+            ? EMBER_VLOAD(EMBER_L, plane + ((size_t)iy * p->w + ix) * EMBER_L)                 \
+            : EMBER_VZERO(EMBER_L);                                                            \
+      }                                                                                        \
+  }                                                                                            \
+  EMBER_KUNROLL for (j = 0; j < A; ++j) { /* t = B^T d, column by column */                    \
+    EMBER_KUNROLL for (i = 0; i < A; ++i) col[i] = d[i * A + j];                               \
+    EMBER_WFN(ember_wino_vbt)(A, r, col);                                                      \
+    EMBER_KUNROLL for (i = 0; i < A; ++i) t[i * A + j] = r[i];                                 \
+  }                                                                                            \
+  EMBER_KUNROLL for (i = 0; i < A; ++i) { /* v = t B, row by row */                            \
+    EMBER_WFN(ember_wino_vbt)(A, r, t + i * A);                                                \
+    EMBER_KUNROLL for (j = 0; j < A; ++j) EMBER_VSTORE(EMBER_L, v + (size_t)(i * A + j) * xs, r[j]); \
+  }
+
+EMBER_KFN void EMBER_WFN(ember_wino_vin4)(const ember_wino_p* p, const float* plane, int32_t y0,
+                                          int32_t x0, float* v, size_t xs) {
+  EMBER_WINO_VIN(4)
+}
+
+EMBER_KFN void EMBER_WFN(ember_wino_vin6)(const ember_wino_p* p, const float* plane, int32_t y0,
+                                          int32_t x0, float* v, size_t xs) {
+  EMBER_WINO_VIN(6)
+}
+#undef EMBER_WINO_VIN
+
+/* The epilogue of one output vector y at element o: bias (in y already), residual,
+ * activation (the exp-based ones per float). */
+static inline void EMBER_WFN(ember_wino_vstore)(const ember_wino_p* p, EV* py, size_t o) {
+  EV y = *py;
+  const int res = (p->flags & EMBER_EPI_RESIDUAL) != 0;
+  const int res_first = res && ((p->flags & EMBER_EPI_ACT_AFTER_ADD) || !p->act);
+  if (res_first) y += EMBER_VLOAD(EMBER_L, p->res + o);
+  switch (p->act) {
+    case EMBER_CONV_ACT_NONE:
+      break;
+    case EMBER_CONV_ACT_RELU:
+      y = EMBER_VMAX(EMBER_L, y, EMBER_VZERO(EMBER_L));
+      break;
+    case EMBER_CONV_ACT_CLIP:
+      y = EMBER_VMIN(EMBER_L, EMBER_VSPLAT(EMBER_L, p->hi),
+                     EMBER_VMAX(EMBER_L, EMBER_VSPLAT(EMBER_L, p->lo), y));
+      break;
+    default: {
+      float f[EMBER_L];
+      EMBER_VSTORE(EMBER_L, f, y);
+      ember_wino_act(f, EMBER_L, p->act, p->lo, p->hi);
+      y = EMBER_VLOAD(EMBER_L, f);
+    }
+  }
+  if (res && !res_first) y += EMBER_VLOAD(EMBER_L, p->res + o);
+  EMBER_VSTORE(EMBER_L, p->out + o, y);
+}
+
+/* ember_wino_out in vectors. */
+#define EMBER_WINO_VOUT(A)                                                                     \
+  EV s[A * A], t[(A - 2) * A], col[A], r[A];                                                   \
+  const EV bv = EMBER_VLOAD(EMBER_L, p->bias + (size_t)ob * EMBER_L);                          \
+  const int32_t m = A - 2;                                                                     \
+  int32_t i, j;                                                                                \
+  EMBER_KUNROLL for (i = 0; i < A * A; ++i) s[i] = EMBER_VLOAD(EMBER_L, mv + (size_t)i * xs);  \
+  EMBER_KUNROLL for (j = 0; j < A; ++j) { /* t = A^T M, column by column */                    \
+    EMBER_KUNROLL for (i = 0; i < A; ++i) col[i] = s[i * A + j];                               \
+    EMBER_WFN(ember_wino_vat)(A, r, col);                                                      \
+    EMBER_KUNROLL for (i = 0; i < m; ++i) t[i * A + j] = r[i];                                 \
+  }                                                                                            \
+  for (i = 0; i < m && ty * m + i < p->oh; ++i) {                                              \
+    const size_t row = (((size_t)b * p->ocb + ob) * p->oh + ty * m + i) * p->ow + tx * m;      \
+    EMBER_WFN(ember_wino_vat)(A, r, t + i * A);                                                \
+    for (j = 0; j < m && tx * m + j < p->ow; ++j) {                                            \
+      EV y = r[j] + bv;                                                                        \
+      EMBER_WFN(ember_wino_vstore)(p, &y, (row + j) * EMBER_L);                                \
+    }                                                                                          \
+  }
+
+EMBER_KFN void EMBER_WFN(ember_wino_vout4)(const ember_wino_p* p, const float* mv, size_t xs,
+                                           int32_t b, int32_t ob, int32_t ty, int32_t tx) {
+  EMBER_WINO_VOUT(4)
+}
+
+EMBER_KFN void EMBER_WFN(ember_wino_vout6)(const ember_wino_p* p, const float* mv, size_t xs,
+                                           int32_t b, int32_t ob, int32_t ty, int32_t tx) {
+  EMBER_WINO_VOUT(6)
+}
+#undef EMBER_WINO_VOUT
+#undef EV
+#endif /* EMBER_KV */
+
 /* One work item with no workspace: tile by tile and block by block, the input transform of
  * each input block recomputed per output block; a few KB of stack whatever the channels. */
 EMBER_KFN void EMBER_WFN(ember_wino_item_small)(const ember_wino_p* p, int64_t item) {
@@ -232,8 +370,12 @@ EMBER_KFN void EMBER_WFN(ember_wino_item)(const ember_wino_p* p, int64_t item, f
     const float* plane = p->in + ((size_t)b * p->icb + k) * p->h * p->w * EMBER_L;
     for (t = 0; t < cnt; ++t) {
       const int32_t ty = (t0 + t) / p->tw, tx = (t0 + t) % p->tw;
-      EMBER_WFN(ember_wino_in)(p, plane, ty * p->m - p->pt, tx * p->m - p->pl,
-                               V + ((size_t)k * tp + t) * EMBER_L, vx);
+      float* vt = V + ((size_t)k * tp + t) * EMBER_L;
+      if (p->a == 4) {
+        EMBER_WFN(ember_wino_vin4)(p, plane, ty * p->m - p->pt, tx * p->m - p->pl, vt, vx);
+      } else {
+        EMBER_WFN(ember_wino_vin6)(p, plane, ty * p->m - p->pt, tx * p->m - p->pl, vt, vx);
+      }
     }
     for (xi = 0; xi < aa; ++xi) /* the padding tiles of the last register tile: zeros */
       for (t = cnt * EMBER_L; t < tp * EMBER_L; ++t) V[xi * vx + (size_t)k * tp * EMBER_L + t] = 0;
@@ -257,10 +399,17 @@ EMBER_KFN void EMBER_WFN(ember_wino_item)(const ember_wino_p* p, int64_t item, f
       j += wide ? EMBER_WINO_RB : 1;
     }
   }
-  for (j = 0; j < nob; ++j)
-    for (t = 0; t < cnt; ++t)
-      EMBER_WFN(ember_wino_out)(p, M + ((size_t)j * tp + t) * EMBER_L, mx, b, ob0 + j,
-                                (t0 + t) / p->tw, (t0 + t) % p->tw);
+  for (j = 0; j < nob; ++j) {
+    for (t = 0; t < cnt; ++t) {
+      const float* mt = M + ((size_t)j * tp + t) * EMBER_L;
+      const int32_t ty = (t0 + t) / p->tw, tx = (t0 + t) % p->tw;
+      if (p->a == 4) {
+        EMBER_WFN(ember_wino_vout4)(p, mt, mx, b, ob0 + j, ty, tx);
+      } else {
+        EMBER_WFN(ember_wino_vout6)(p, mt, mx, b, ob0 + j, ty, tx);
+      }
+    }
+  }
 }
 #endif /* EMBER_KV */
 
