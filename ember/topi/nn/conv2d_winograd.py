@@ -34,12 +34,19 @@ TILE_SIZES = (2, 4)  # the m the kernel implements
 _G = {2: np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], "float64"),
       4: np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
                    [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], "float64")}
+# B^T (a x a) and A^T (m x a), as the kernel's tables (conv_winograd.h)
+_BT = {2: [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
+       4: [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+           [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]]}
+_AT = {2: [[1, 1, 1, 0], [0, 1, -1, -1]],
+       4: [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]}
 # selection thresholds (measured: benchmarks/bench_winograd.py, see winograd_tile)
 MIN_CHANNELS = 32
 MIN_TILES_M4 = 4  # output tiles of 4x4 a side below which F(4,3)'s padding loses
 # the workspace of one work item (V and M) is sized for this (the L2 of one core)
 ITEM_BYTES = 512 * 1024
-MAX_TILES = 96
+MIN_TILES, MAX_TILES = 18, 96  # tiles per item: fewer re-read U per few tiles (512->512 at
+# 14x14, F(4,3): 6 tiles 3.5 ms, 18-24 tiles 2.2 ms), more gain nothing
 L2_RW = 6  # the kernel's register tile width in tiles (EMBER_WINO_RW with AVX-512 or AVX2)
 
 
@@ -75,15 +82,31 @@ def winograd_tile(geo: ConvGeometry) -> int:
     return 4 if min(int(geo.oh), int(geo.ow)) >= 4 * MIN_TILES_M4 else 2
 
 
+def plan_tile(weight_shape: tuple[int, ...], strides: tuple, padding: tuple, dilation: tuple,
+              groups: int, lanes: int, in_block: int, out_hw: tuple) -> int:
+    """:func:`winograd_tile` for the layout planner's conv: its OIHW weight's shape, its
+    window attrs, blocks and output image (sizes may be symbolic; ``()``: unknown)."""
+    oc, ic_g, kh, kw = weight_shape
+    if (kh, kw) != (3, 3) or len(out_hw) != 2 or len(padding) != 4:
+        return 0
+    oh, ow = out_hw
+    h = oh + padding[0] + padding[2] - 2 if isinstance(oh, int) else oh
+    w = ow + padding[1] + padding[3] - 2 if isinstance(ow, int) else ow
+    geo = ConvGeometry(1, ic_g * groups, h, w, oc, oh, ow, kh, kw, tuple(strides),
+                       tuple(padding), tuple(dilation), groups, lanes, in_block)
+    return winograd_tile(geo)
+
+
 def winograd_tiles(geo: ConvGeometry, m: int) -> WinogradTiles:
     """Tiles per item so that an item's V (a*a x IC per tile) and M (a*a x blocks x L per
-    tile) fill about :data:`ITEM_BYTES`, whole register tiles, at most the image's; output
+    tile) fill about :data:`ITEM_BYTES`, whole register tiles, within
+    [:data:`MIN_TILES`, :data:`MAX_TILES`] and at most the image's; output
     blocks per item all of them unless the items would be fewer than 4 (then ranges of
     blocks, so that two threads share a small map's few tiles)."""
     a = m + 2
     ocb = geo.oc // geo.lanes
     per_tile = a * a * 4 * (geo.ic + geo.oc)
-    tiles = max(L2_RW, min(MAX_TILES, ITEM_BYTES // per_tile // L2_RW * L2_RW))
+    tiles = max(MIN_TILES, min(MAX_TILES, ITEM_BYTES // per_tile // L2_RW * L2_RW))
     image_tiles = ceildiv(geo.oh, m) * ceildiv(geo.ow, m)
     tiles_e = tir.max(tir.min(tiles, image_tiles), 1)
     items = i64(geo.n) * i64(ceildiv(image_tiles, tiles_e))
@@ -107,6 +130,11 @@ def transform_weight(weight: np.ndarray, m: int, lanes: int) -> np.ndarray:
     a = m + 2
     u = u.reshape(a * a, o // lanes, lanes, i).transpose(0, 1, 3, 2)
     return np.ascontiguousarray(u.astype("float32"))
+
+
+def transforms(m: int) -> tuple[list, list]:
+    """B^T and A^T of F(m x m, 3x3) (the data and output transforms; G: transform_weight)."""
+    return _BT[m], _AT[m]
 
 
 def weight_shape(oc: int, ic: int, m: int, lanes: int) -> tuple[int, int, int, int]:
