@@ -40,9 +40,11 @@ _BT = {2: [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
            [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]]}
 _AT = {2: [[1, 1, 1, 0], [0, 1, -1, -1]],
        4: [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]}
-# selection thresholds (measured: benchmarks/bench_winograd.py, see winograd_tile)
+# selection (measured: benchmarks/bench_winograd.py; see predicted_speedup)
 MIN_CHANNELS = 32
-MIN_TILES_M4 = 4  # output tiles of 4x4 a side below which F(4,3)'s padding loses
+MIN_SPEEDUP = 1.15  # below this the direct kernel stays (the model is +-20%)
+E_M4, E_M2 = 0.65, 0.9
+U_CACHED_BYTES = 16 << 20  # transformed weights that stay in the last-level cache
 # the workspace of one work item (V and M) is sized for this (the L2 of one core)
 ITEM_BYTES = 512 * 1024
 MIN_TILES, MAX_TILES = 18, 96  # tiles per item: fewer re-read U per few tiles (512->512 at
@@ -70,16 +72,46 @@ def applies(geo: ConvGeometry) -> bool:
 
 
 def winograd_tile(geo: ConvGeometry) -> int:
-    """The m of F(m x m, 3x3) for ``geo``, or 0 to keep the direct kernel.
-
-    Winograd where both channel counts reach :data:`MIN_CHANNELS` (below, the transforms
-    are a large share of the work); m = 4 where the map has at least :data:`MIN_TILES_M4`
-    4x4 tiles a side (a 7x7 map with m = 4 computes 8x8), else m = 2."""
+    """The m of F(m x m, 3x3) for ``geo``, or 0 to keep the direct kernel: the m of the larger
+    :func:`predicted_speedup`, if that reaches :data:`MIN_SPEEDUP`. Both channel counts must
+    reach :data:`MIN_CHANNELS`; a map of run-time size takes F(2, 3) (the safer gain: fewer
+    tiles to pad, smaller weights)."""
     if not applies(geo) or min(geo.ic, geo.oc) < MIN_CHANNELS:
         return 0
     if not is_static(geo.oh, geo.ow):
         return 2
-    return 4 if min(int(geo.oh), int(geo.ow)) >= 4 * MIN_TILES_M4 else 2
+    best = max(TILE_SIZES, key=lambda m: predicted_speedup(geo, m))
+    return best if predicted_speedup(geo, best) >= MIN_SPEEDUP else 0
+
+
+def predicted_speedup(geo: ConvGeometry, m: int) -> float:
+    """The direct kernel's time over the Winograd kernel's for ``geo`` (static sizes), a model
+    fitted to benchmarks/bench_winograd.py's shapes on one Zen 4 core (AVX-512):
+    ``r * e / (1 + c / T)`` where
+
+    - ``r``: the direct multiply-adds over the GEMMs' (``9 OH OW`` against ``a^2`` per tile,
+      the tiles of an item rounded up to the register tile's :data:`L2_RW`: a 4x4 map is one
+      F(4, 3) tile padded to 6, r = 0.67; measured 0.67);
+    - ``e``: the share of that left after the transforms, which cost per channel what the
+      GEMMs cost per channel pair: ``E_M4 c / (c + 16)`` (``E_M2`` for F(2, 3)), c the smaller
+      channel count (measured F(4, 3): 0.33 at 16 channels, 0.44 at 32, 0.5 at 64, 0.6 from
+      128; F(2, 3): 0.7-0.9 from 64);
+    - ``c / T``: the transformed weights streamed once per work item of T (padded) tiles:
+      c = 1 where they fit :data:`U_CACHED_BYTES`, else 5 (512->512 at 7x7: 37 MB for
+      F(4, 3), 0.68x the direct kernel's speed; 256->256 at 7x7, 9 MB: 1.29x)."""
+    a, oh, ow = m + 2, int(geo.oh), int(geo.ow)
+    tiles = -(-oh // m) * -(-ow // m)
+    per_item = min(tiles, int(winograd_tiles(geo, m).tiles))
+    def padded(k: int) -> int:
+        return -(-k // L2_RW) * L2_RW
+
+    gemm = (tiles // per_item * padded(per_item) + padded(tiles % per_item)) * a * a
+    r = 9 * oh * ow / gemm
+    c = min(geo.ic, geo.oc)
+    e = (E_M4 if m == 4 else E_M2) * c / (c + 16)
+    u_bytes = a * a * geo.ic * geo.oc * 4
+    stream = 1 if u_bytes <= U_CACHED_BYTES else 5
+    return r * e / (1 + stream / padded(per_item))
 
 
 def plan_tile(weight_shape: tuple[int, ...], strides: tuple, padding: tuple, dilation: tuple,
