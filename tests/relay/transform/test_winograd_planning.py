@@ -95,3 +95,23 @@ def test_planned_net_matches_the_unplanned_one():
         outs.append(m.get_output(0).numpy())
     assert np.abs(outs[1]).max() > 0.1
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
+
+
+@needs_cc
+def test_run_time_map_sizes():
+    """One build of a conv over a ``?`` x ``?`` map (F(2, 3)) runs at two sizes."""
+    from ember.relay.op.nn.conv import conv2d_nchw
+
+    x = relay.var("x", shape=(1, 32, relay.Any(), relay.Any()))
+    wt = np.random.default_rng(2).uniform(-1, 1, (32, 32, 3, 3)).astype("float32") / 17
+    y = relay.nn.relu(relay.nn.conv2d(x, relay.const(wt), padding=(1, 1)))
+    mod = ember.IRModule.from_expr(relay.Function([x], y))
+    assert _convs(_plan(mod))[0].op.name == WINO
+    with ember.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, "llvm")
+    vm = ember.runtime.vm.VirtualMachine(exe, ember.cpu())
+    for h, w in ((5, 7), (10, 3)):
+        xd = np.random.default_rng(h).uniform(-1, 1, (1, 32, h, w)).astype("float32")
+        want = np.maximum(conv2d_nchw(xd.astype("float64"), wt.astype("float64"), (1, 1),
+                                      (1, 1, 1, 1), (1, 1), 1), 0)
+        np.testing.assert_allclose(vm.run(xd).numpy(), want, rtol=1e-4, atol=1e-4)
