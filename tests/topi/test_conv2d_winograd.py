@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_conv2d_nchwc import HARNESS, _epilogue, _harness
+from test_conv2d_nchwc import GELU_PARAMS, HARNESS, _epilogue, _harness
 
 from ember.relay.op.nn.conv import conv2d_nchw
 from ember.topi.nn import conv2d_nchwc as K
@@ -50,7 +50,7 @@ def run_wino(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, m: int,
     ref = conv2d_nchw(x.astype("float64"), wt.astype("float64"), (1, 1), pads, (1, 1), 1)
     ref = ref + b.reshape(1, -1, 1, 1)
     res = rng.uniform(-1, 1, ref.shape).astype("float32") if residual else None
-    clip = (-0.25, 0.5)
+    clip = GELU_PARAMS.get(act, (-0.25, 0.5))
     expect = _epilogue(ref, act, clip, res, after)
     oh, ow = ref.shape[2:]
     out = np.full((n, oc // lanes, oh, ow, lanes), np.nan, "float32")
@@ -90,6 +90,9 @@ EDGE = {
     "batch_2_relu": {"ic": 8, "oc": 16, "h": 5, "w": 5, "n": 2, "act": "relu"},
     "clip": {"ic": 8, "oc": 8, "h": 6, "w": 6, "act": "clip"},
     "silu": {"ic": 8, "oc": 8, "h": 5, "w": 7, "act": "silu"},
+    "gelu_tanh_residual_first": {"ic": 8, "oc": 8, "h": 4, "w": 6, "act": "gelu_tanh",
+                                 "residual": True},
+    "hardswish": {"ic": 8, "oc": 8, "h": 3, "w": 4, "act": "hardswish"},
     "residual_then_relu": {"ic": 8, "oc": 16, "h": 5, "w": 6, "act": "relu", "residual": True},
     "relu_then_residual": {"ic": 8, "oc": 16, "h": 5, "w": 6, "act": "relu", "residual": True,
                            "after": False},

@@ -42,6 +42,7 @@ EMBER_KENTRY int32_t ember_conv_winograd_x16(EMBER_CONV_WINOGRAD_PARAMS);
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
 #include "ember/kernels/conv_simd.h"
+#include "ember/kernels/vmath.h"
 
 #define EMBER_WINO_MAX_A 6 /* transform points a side (m = 4) */
 
@@ -76,9 +77,12 @@ static inline int64_t ember_wino_items(const ember_wino_p* p) {
   return (int64_t)p->n * p->chunks * p->ranges;
 }
 
-/* acts on v[0, lanes): the conv's activation (the exp-based ones one float at a time) */
+/* acts on v[0, lanes): the conv's activation (the exp-based ones through vmath.h's
+ * branch-free functions, loops the compiler vectorizes: libm's expf per float made a SiLU
+ * epilogue cost as much as the F(4, 3) GEMMs of a 64-channel conv) */
 static inline void ember_wino_act(float* v, int32_t lanes, int32_t act, float lo, float hi) {
   int32_t l;
+  float t;
   switch (act) {
     case EMBER_CONV_ACT_NONE:
       return;
@@ -88,7 +92,30 @@ static inline void ember_wino_act(float* v, int32_t lanes, int32_t act, float lo
     case EMBER_CONV_ACT_CLIP:
       for (l = 0; l < lanes; ++l) v[l] = v[l] < lo ? lo : (v[l] > hi ? hi : v[l]);
       return;
-    default:
+    case EMBER_CONV_ACT_SIGMOID:
+      for (l = 0; l < lanes; ++l) v[l] = ember_sigmoidf(v[l]);
+      return;
+    case EMBER_CONV_ACT_SILU:
+      for (l = 0; l < lanes; ++l) v[l] = v[l] * ember_sigmoidf(v[l]);
+      return;
+    case EMBER_CONV_ACT_MISH: /* tanh(log(1 + e)) = n / (n + 2), n = e (e + 2) */
+      for (l = 0; l < lanes; ++l) {
+        t = ember_expf(v[l] < 20.0f ? v[l] : 20.0f);
+        t = t * (t + 2.0f);
+        v[l] = v[l] * (t / (t + 2.0f));
+      }
+      return;
+    case EMBER_CONV_ACT_GELU_ERF:
+      for (l = 0; l < lanes; ++l) v[l] = lo * v[l] * (1.0f + ember_erff(hi * v[l]));
+      return;
+    case EMBER_CONV_ACT_GELU_TANH:
+      for (l = 0; l < lanes; ++l)
+        v[l] = lo * v[l] * (1.0f + ember_tanhf(hi * (v[l] + 0.044715f * v[l] * v[l] * v[l])));
+      return;
+    case EMBER_CONV_ACT_TANH:
+      for (l = 0; l < lanes; ++l) v[l] = ember_tanhf(v[l]);
+      return;
+    default: /* hardswish, hardsigmoid, leaky_relu */
       for (l = 0; l < lanes; ++l) v[l] = ember_act_scalar(v[l], act, lo, hi);
   }
 }
