@@ -108,10 +108,11 @@ def test_edges(libs: dict, level: str, m: int, case: str) -> None:
     run_wino(_lib(libs, level), m=m, **EDGE[case])
 
 
-@pytest.mark.parametrize("lanes", (4, 16))
+@pytest.mark.parametrize("lanes", (4, 8, 16))
 @pytest.mark.parametrize("m", W.TILE_SIZES)
 def test_lane_counts(libs: dict, lanes: int, m: int) -> None:
-    for level in ("native", "portable"):
+    """Every lane count at every level (SSE: 16 lanes are four registers, the 3x2 tile)."""
+    for level in ("native", "x86-64-v3", "x86-64-v2", "portable"):
         run_wino(_lib(libs, level), ic=2 * lanes, oc=lanes, h=6, w=7, m=m, lanes=lanes,
                  pads=(1, 0, 2, 1), act="relu", residual=True)
 
