@@ -132,7 +132,8 @@ def plan_tile(weight_shape: tuple[int, ...], strides: tuple, padding: tuple, dil
 def winograd_tiles(geo: ConvGeometry, m: int) -> WinogradTiles:
     """Tiles per item so that an item's V (a*a x IC per tile) and M (a*a x blocks x L per
     tile) fill about :data:`ITEM_BYTES`, whole register tiles, within
-    [:data:`MIN_TILES`, :data:`MAX_TILES`] and at most the image's; output
+    [:data:`MIN_TILES`, :data:`MAX_TILES`] and at most the image's, then evened out over the
+    image's chunks; output
     blocks per item all of them unless the items would be fewer than 4 (then ranges of
     blocks, so that two threads share a small map's few tiles)."""
     a = m + 2
@@ -140,7 +141,11 @@ def winograd_tiles(geo: ConvGeometry, m: int) -> WinogradTiles:
     per_tile = a * a * 4 * (geo.ic + geo.oc)
     tiles = max(MIN_TILES, min(MAX_TILES, ITEM_BYTES // per_tile // L2_RW * L2_RW))
     image_tiles = ceildiv(geo.oh, m) * ceildiv(geo.ow, m)
-    tiles_e = tir.max(tir.min(tiles, image_tiles), 1)
+    chunks = ceildiv(image_tiles, tiles)
+    # chunks of equal size (whole register tiles): 20 tiles in chunks of 18 gave two threads
+    # 18 and 2 (crnn's 256->256 at 3x80); in chunks of 12, 12 and 8
+    even = ceildiv(ceildiv(image_tiles, tir.max(chunks, 1)), L2_RW) * L2_RW
+    tiles_e = tir.max(tir.min(even, image_tiles), 1)
     items = i64(geo.n) * i64(ceildiv(image_tiles, tiles_e))
     few = items < tir.const(4, "int64")
     blocks = tir.Select_(few, tir.max(ceildiv(ocb, 4), 1), ocb)
