@@ -24,8 +24,8 @@ import numpy as np
 from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
-from .conv2d_nchwc import LANES, ConvGeometry, _epilogue, conv_extern
-from .sizes import ceildiv, folded, i64, is_static, static_or_expr
+from .conv2d_nchwc import ACT_AFTER_ADD, LANES, RESIDUAL, ConvGeometry, _epilogue, conv_extern
+from .sizes import ceildiv, i64, is_static, static_or_expr
 
 HEADER = "ember/kernels/conv_winograd.h"
 CONFIG = "relay.backend.use_winograd"  # PassContext switch (default on)
@@ -49,7 +49,7 @@ U_CACHED_BYTES = 16 << 20  # transformed weights that stay in the last-level cac
 ITEM_BYTES = 512 * 1024
 MIN_TILES, MAX_TILES = 18, 96  # tiles per item: fewer re-read U per few tiles (512->512 at
 # 14x14, F(4,3): 6 tiles 3.5 ms, 18-24 tiles 2.2 ms), more gain nothing
-L2_RW = 6  # the kernel's register tile width in tiles (EMBER_WINO_RW with AVX-512 or AVX2)
+TILE_RW = 6  # the GEMM register tile width in tiles (EMBER_WINO_RW; 3 for 16 lanes on AVX2)
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def predicted_speedup(geo: ConvGeometry, m: int) -> float:
     ``r * e / (1 + c / T)`` where
 
     - ``r``: the direct multiply-adds over the GEMMs' (``9 OH OW`` against ``a^2`` per tile,
-      the tiles of an item rounded up to the register tile's :data:`L2_RW`: a 4x4 map is one
+      the tiles of an item rounded up to the register tile's :data:`TILE_RW`: a 4x4 map is one
       F(4, 3) tile padded to 6, r = 0.67; measured 0.67);
     - ``e``: the share of that left after the transforms, which cost per channel what the
       GEMMs cost per channel pair: ``E_M4 c / (c + 16)`` (``E_M2`` for F(2, 3)), c the smaller
@@ -103,7 +103,7 @@ def predicted_speedup(geo: ConvGeometry, m: int) -> float:
     tiles = -(-oh // m) * -(-ow // m)
     per_item = min(tiles, int(winograd_tiles(geo, m).tiles))
     def padded(k: int) -> int:
-        return -(-k // L2_RW) * L2_RW
+        return -(-k // TILE_RW) * TILE_RW
 
     gemm = (tiles // per_item * padded(per_item) + padded(tiles % per_item)) * a * a
     r = 9 * oh * ow / gemm
@@ -139,12 +139,12 @@ def winograd_tiles(geo: ConvGeometry, m: int) -> WinogradTiles:
     a = m + 2
     ocb = geo.oc // geo.lanes
     per_tile = a * a * 4 * (geo.ic + geo.oc)
-    tiles = max(MIN_TILES, min(MAX_TILES, ITEM_BYTES // per_tile // L2_RW * L2_RW))
+    tiles = max(MIN_TILES, min(MAX_TILES, ITEM_BYTES // per_tile // TILE_RW * TILE_RW))
     image_tiles = ceildiv(geo.oh, m) * ceildiv(geo.ow, m)
     chunks = ceildiv(image_tiles, tiles)
     # chunks of equal size (whole register tiles): 20 tiles in chunks of 18 gave two threads
     # 18 and 2 (crnn's 256->256 at 3x80); in chunks of 12, 12 and 8
-    even = ceildiv(ceildiv(image_tiles, tir.max(chunks, 1)), L2_RW) * L2_RW
+    even = ceildiv(ceildiv(image_tiles, tir.max(chunks, 1)), TILE_RW) * TILE_RW
     tiles_e = tir.max(tir.min(even, image_tiles), 1)
     items = i64(geo.n) * i64(ceildiv(image_tiles, tiles_e))
     few = items < tir.const(4, "int64")
@@ -174,18 +174,11 @@ def transforms(m: int) -> tuple[list, list]:
     return _BT[m], _AT[m]
 
 
-def weight_shape(oc: int, ic: int, m: int, lanes: int) -> tuple[int, int, int, int]:
-    """The shape of :func:`transform_weight`'s result."""
-    return ((m + 2) ** 2, oc // lanes, ic, lanes)
-
-
 def conv2d_winograd(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
                     residual: te.Tensor | None, geo: ConvGeometry, m: int, act: str = "none",
                     clip: tuple[float, float] = (0.0, 0.0),
                     act_after_add: bool = True) -> te.Tensor:
     """The conv of ``geo`` (3x3, stride 1) by F(m x m, 3x3) with its epilogue."""
-    from .conv2d_nchwc import ACT_AFTER_ADD, RESIDUAL
-
     if not applies(geo) or m not in TILE_SIZES:
         raise OpError(f"conv2d_winograd: the kernel takes dense 3x3 stride-1 convs over "
                       f"whole blocks with padding 0..2 and m in {TILE_SIZES}; got {geo}, m={m}")
@@ -196,9 +189,3 @@ def conv2d_winograd(data: te.Tensor, weight: te.Tensor, bias: te.Tensor,
             tiles.blocks, tiles.threads]
     return conv_extern(f"ember_conv_winograd_x{geo.lanes}", HEADER, "T_conv2d_winograd", data,
                        weight, bias, residual, geo, args)
-
-
-def winograd_macs(geo: ConvGeometry, m: int) -> int:
-    """The GEMMs' multiply-adds of ``geo`` by F(m x m, 3x3) (static sizes)."""
-    tiles = ceildiv(geo.oh, m) * ceildiv(geo.ow, m)
-    return folded(i64(geo.n) * i64(tiles) * ((m + 2) ** 2 * geo.ic * geo.oc), "winograd macs")
