@@ -43,7 +43,7 @@ _AT = {2: [[1, 1, 1, 0], [0, 1, -1, -1]],
 # selection (measured: benchmarks/bench_winograd.py; see predicted_speedup)
 MIN_CHANNELS = 32
 MIN_SPEEDUP = 1.15  # below this the direct kernel stays (the model is +-20%)
-E_M4, E_M2 = 0.65, 0.9
+E_M4, E_M2 = 0.7, 0.9
 U_CACHED_BYTES = 16 << 20  # transformed weights that stay in the last-level cache
 # the workspace of one work item (V and M) is sized for this (the L2 of one core)
 ITEM_BYTES = 512 * 1024
@@ -94,11 +94,12 @@ def predicted_speedup(geo: ConvGeometry, m: int) -> float:
       F(4, 3) tile padded to 6, r = 0.67; measured 0.67);
     - ``e``: the share of that left after the transforms, which cost per channel what the
       GEMMs cost per channel pair: ``E_M4 c / (c + 16)`` (``E_M2`` for F(2, 3)), c the smaller
-      channel count (measured F(4, 3): 0.33 at 16 channels, 0.44 at 32, 0.5 at 64, 0.6 from
-      128; F(2, 3): 0.7-0.9 from 64);
+      channel count (measured F(4, 3): 0.33 at 16 channels, 0.44 at 32, 0.5-0.65 at 64,
+      0.6-0.9 from 128; F(2, 3): 0.7-0.9 from 64);
     - ``c / T``: the transformed weights streamed once per work item of T (padded) tiles:
       c = 1 where they fit :data:`U_CACHED_BYTES`, else 5 (512->512 at 7x7: 37 MB for
-      F(4, 3), 0.68x the direct kernel's speed; 256->256 at 7x7, 9 MB: 1.29x)."""
+      F(4, 3) read for every 4 tiles, 0.68-0.77x the direct kernel's speed, predicted 0.76;
+      256->256 at 7x7, 9 MB: 1.29x)."""
     a, oh, ow = m + 2, int(geo.oh), int(geo.ow)
     tiles = -(-oh // m) * -(-ow // m)
     per_item = min(tiles, int(winograd_tiles(geo, m).tiles))
