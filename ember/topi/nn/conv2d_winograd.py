@@ -97,7 +97,7 @@ def predicted_speedup(geo: ConvGeometry, m: int) -> float:
       channel count (measured F(4, 3): 0.33 at 16 channels, 0.44 at 32, 0.5-0.65 at 64,
       0.6-0.9 from 128; F(2, 3): 0.7-0.9 from 64);
     - ``c / T``: the transformed weights streamed once per work item of T (padded) tiles:
-      c = 1 where they fit :data:`U_CACHED_BYTES`, else 5 (512->512 at 7x7: 37 MB for
+      c = 1 where they fit :data:`U_CACHED_BYTES` x L / 16, else 5 (512->512 at 7x7: 37 MB for
       F(4, 3) read for every 4 tiles, 0.68-0.77x the direct kernel's speed, predicted 0.76;
       256->256 at 7x7, 9 MB: 1.29x)."""
     a, oh, ow = m + 2, int(geo.oh), int(geo.ow)
@@ -111,7 +111,9 @@ def predicted_speedup(geo: ConvGeometry, m: int) -> float:
     c = min(geo.ic, geo.oc)
     e = (E_M4 if m == 4 else E_M2) * c / (c + 16)
     u_bytes = a * a * geo.ic * geo.oc * 4
-    stream = 1 if u_bytes <= U_CACHED_BYTES else 5
+    # the cache share scaled by the lanes: AVX2's 8 lanes ran 512->512 at 7x7 by F(2, 3)
+    # (16 MB of U) at 0.70x the direct kernel's speed, AVX-512 at 1.15-1.28x
+    stream = 1 if u_bytes <= U_CACHED_BYTES * geo.lanes // 16 else 5
     return r * e / (1 + stream / padded(per_item))
 
 
