@@ -24,6 +24,7 @@ PASS_CONFIG: dict[str, Any] = {
     "tir.usmp.use_workspace_io": bool,
     "tir.disable_storage_rewrite": bool,
     "relay.backend.concat_in_place": bool,
+    "relay.backend.use_winograd": bool,
     # read while the ONNX file is imported (recurrent ops)
     "relay.frontend.max_unroll": int,
     "relay.frontend.rnn_kernel": bool,

@@ -165,7 +165,7 @@ def test_a_small_change_changes_one_unit():
 KERNEL_HEADERS = ("conv_nchwc.h", "conv_nchw_input.h", "pool_nchwc.h", "pool_nchw.h", "gemm.h",
                   "softmax.h", "norm.h", "fft.h", "nms.h", "minmax.h", "qadd.h",
                   "qconv.h", "qdense.h", "channel_shuffle.h", "conv_nchw_small.h",
-                  "attention.h")
+                  "attention.h", "conv_winograd.h")
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"]
 
 

@@ -4,7 +4,10 @@
 float32 ``nn.conv2d`` (NCHW data, OIHW constant weight) into
 ``nn.contrib_conv2d_NCHWc_fused[_add]`` (``relay/op/nn/conv_nchwc.py``), which keeps its result
 in NCHW[L]c, with L the float32 lanes of the target's SIMD level (``target.simd``; 4 for a
-``scalar`` build, whose portable kernels still work on 4-lane blocks):
+``scalar`` build, whose portable kernels still work on 4-lane blocks), or, for a dense 3x3
+stride-1 conv the selection of ``topi/nn/conv2d_winograd.py`` takes (unless the PassContext
+option ``relay.backend.use_winograd`` is false), ``nn.contrib_conv2d_winograd_NCHWc_fused[_add]``
+(``relay/op/nn/conv_winograd.py``: the same epilogue, transformed weights):
 
 - a conv whose output channels do not split into L takes L/2 when they split into that (a
   24-channel layer in NCHW8c on an AVX-512 target), unless a few padded lanes make whole
@@ -97,6 +100,9 @@ from ..op.reduce import reduce_axes
 from ...topi.nn.conv2d_nchw_input import nchw_input_wins
 from ...topi.nn.conv2d_fewoc import fewoc_takes
 from ...topi.nn.conv2d_nchwc import pack_weight
+from ...topi.nn.conv2d_winograd import CONFIG as WINOGRAD_CONFIG
+from ...topi.nn.conv2d_winograd import plan_tile as winograd_plan_tile
+from ...topi.nn.conv2d_winograd import transform_weight as winograd_weight
 from ...topi.nn.conv2d_phase import (
     TILES,
     choose_tile,
@@ -249,6 +255,7 @@ class _Plan:
     # a transposed conv's phase channels when zero channels pad them to one block for the
     # few-output-channel kernel (DCGAN's 128 -> 3: 12 of 16); 0: not padded
     phase_channels: int = 0
+    out_hw: tuple = ()  # the conv's output height and width (Winograd's selection)
 
     @property
     def result_lanes(self) -> int:
@@ -330,9 +337,10 @@ def _scale(p: _Plan, c: RelayExpr) -> _Plan | None:
 
 
 class _Planner:
-    def __init__(self, lanes: int, pad: bool = True) -> None:
+    def __init__(self, lanes: int, pad: bool = True, winograd: bool = True) -> None:
         self.lanes = lanes
         self.pad = pad  # pad channel counts that do not split into blocks (channel_pad.py)
+        self.winograd = winograd  # 3x3 stride-1 convs by Winograd where it wins
         self.vals: dict[int, _Value] = {}
         self.users: dict[int, int] = {}
         self.readers: dict[int, list[RelayExpr]] = {}  # node id -> the nodes that read it
@@ -445,19 +453,31 @@ class _Planner:
                 clip_min=p.clip[0], clip_max=p.clip[1], strides=il["strides"],
                 offset=il["offset"], out_size=il["out_size"], channels=p.phase_channels,
                 trim=il["trim"]))
-        conv = op_call("nn.contrib_conv2d_NCHWc_fused" + ("_add" if p.residual is not None
-                                                          else ""),
+        m = self._winograd_tile(p)
+        name, extra = ("nn.contrib_conv2d_winograd_NCHWc_fused", {"tile_size": m}) if m else \
+            ("nn.contrib_conv2d_NCHWc_fused", {})
+        if m:
+            weight = const(winograd_weight(p.weight, m, p.lanes))
+        conv = op_call(name + ("_add" if p.residual is not None else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None
                                                          else []),
                        strides=a.strides, padding=a.padding, dilation=a.dilation,
                        groups=a.groups, lanes=p.lanes, in_block=p.in_block,
                        activation=p.act, clip_min=p.clip[0], clip_max=p.clip[1],
-                       act_after_add=p.act_after_add)
+                       act_after_add=p.act_after_add, **extra)
         conv = _spanned(p.span, conv)  # a transposed conv's phase conv names its node too
         if not p.interleave:
             return conv
         return _spanned(p.span, op_call("nn.contrib_conv2d_transpose_interleave", conv,
                                         **dict(p.interleave)))
+
+    def _winograd_tile(self, p: _Plan) -> int:
+        """The m of the Winograd kernel for ``p`` (topi/nn/conv2d_winograd.py), 0: direct."""
+        if not self.winograd or p.interleave or p.phased is not None:
+            return 0
+        a = p.attrs
+        return winograd_plan_tile(p.weight.shape, a.strides, a.padding, a.dilation, a.groups,
+                                  p.lanes, p.in_block, p.out_hw)
 
     def _emit_phased(self, p: _Plan) -> RelayExpr:
         """A transposed conv on the phase kernel: ``nn.contrib_conv2d_transpose_phased``."""
@@ -494,7 +514,8 @@ class _Planner:
         if name == "nn.conv2d":
             plan = self._conv(call)
             if plan is not None:
-                return _Value(plan=replace(plan, span=call.span))
+                out_hw = tuple(call.checked_type_.shape[2:])  # type: ignore[attr-defined]
+                return _Value(plan=replace(plan, span=call.span, out_hw=out_hw))
         if name == "nn.conv2d_transpose" and (phased := self._conv_transpose(call)) is not None:
             return phased
         if name == "concatenate" and (joined := self._concat(call)) is not None:
@@ -1012,15 +1033,17 @@ def _dataflow(body: RelayExpr) -> list[RelayExpr] | None:
     return nodes
 
 
-def plan_function(func: Function, lanes: int, pad: bool = True) -> Function:
+def plan_function(func: Function, lanes: int, pad: bool = True,
+                  winograd: bool = True) -> Function:
     """``func`` with its conv chains (and pools) in NCHW[lanes]c (unchanged if nothing
     applies); ``pad``: pad channel counts that do not split into blocks where that wins
-    (``channel_pad.py``)."""
+    (``channel_pad.py``); ``winograd``: 3x3 stride-1 convs on the Winograd kernel where
+    ``topi/nn/conv2d_winograd.py`` says it wins."""
     nodes = _dataflow(func.body)
     if nodes is None or not any(_is(n, "nn.conv2d", "nn.conv2d_transpose", "nn.max_pool2d",
                                     "nn.avg_pool2d") for n in nodes):
         return func
-    planner = _Planner(lanes, pad)
+    planner = _Planner(lanes, pad, winograd)
     for node in nodes:
         for c in children(node):
             planner.users[id(c)] = planner.users.get(id(c), 0) + 1
@@ -1035,9 +1058,9 @@ def plan_function(func: Function, lanes: int, pad: bool = True) -> Function:
                     span=func.span)
 
 
-def _run(mod: IRModule, lanes: int, pad: bool = True) -> IRModule:
+def _run(mod: IRModule, lanes: int, pad: bool = True, winograd: bool = True) -> IRModule:
     mod = InferType()(mod)
-    return InferType()(map_functions(mod, lambda f: plan_function(f, lanes, pad)))
+    return InferType()(map_functions(mod, lambda f: plan_function(f, lanes, pad, winograd)))
 
 
 class AlterOpLayout(ModulePass):
@@ -1047,7 +1070,9 @@ class AlterOpLayout(ModulePass):
     keeps the model's layout, ``"NCHWc"`` the target's lanes (the default), ``"NCHW4c"``,
     ``"NCHW8c"`` or ``"NCHW16c"`` that block size (``ember compile --desired-layout``);
     ``relay.AlterOpLayout.pad_channels`` (default True) set False keeps a conv whose channels
-    do not split into blocks in its plain form instead of padding it."""
+    do not split into blocks in its plain form instead of padding it;
+    ``relay.backend.use_winograd`` (default True) set False keeps every 3x3 conv on the direct
+    kernel."""
 
     name: ClassVar[str] = "AlterOpLayout"
     opt_level: ClassVar[int] = 3
@@ -1063,7 +1088,10 @@ class AlterOpLayout(ModulePass):
         if not isinstance(pad, bool):
             raise OpAttributeInvalid("relay.AlterOpLayout.pad_channels must be True or False, "
                                      f"got {pad!r}")
-        return _run(mod, lanes if lanes > 0 else plan_lanes(Target.current()), pad)
+        winograd = ctx.config.get(WINOGRAD_CONFIG, True)
+        if not isinstance(winograd, bool):
+            raise OpAttributeInvalid(f"{WINOGRAD_CONFIG} must be True or False, got {winograd!r}")
+        return _run(mod, lanes if lanes > 0 else plan_lanes(Target.current()), pad, winograd)
 
 
 _BLOCKED = re.compile(r"^NCHW(\d*)c$")

@@ -55,6 +55,18 @@ def _nn(rng: np.random.Generator) -> dict[str, Case]:
              rand(rng, (1, 2, 5, 5, 4))],
             {"lanes": 4, "in_block": 1, "activation": "clip", "clip_min": -1.0, "clip_max": 2.0,
              "act_after_add": False}, SUMS),
+        "nn.contrib_conv2d_winograd_NCHWc_fused": Case(
+            "nn.contrib_conv2d_winograd_NCHWc_fused",
+            [rand(rng, (1, 2, 5, 7, 4)), rand(rng, (16, 3, 8, 4)), rand(rng, (12,))],
+            {"lanes": 4, "in_block": 4, "padding": (1, 0, 2, 1), "tile_size": 2,
+             "activation": "relu"}, SUMS),
+        "nn.contrib_conv2d_winograd_NCHWc_fused_add": Case(
+            "nn.contrib_conv2d_winograd_NCHWc_fused_add",
+            [rand(rng, (1, 1, 6, 5, 4)), rand(rng, (36, 2, 4, 4)), rand(rng, (8,)),
+             rand(rng, (1, 2, 6, 5, 4))],
+            {"lanes": 4, "in_block": 4, "padding": (1, 1, 1, 1), "tile_size": 4,
+             "activation": "clip", "clip_min": -1.0, "clip_max": 2.0, "act_after_add": False},
+            SUMS),
         "nn.contrib_max_pool2d_NCHWc_fused": Case(
             "nn.contrib_max_pool2d_NCHWc_fused",
             [rand(rng, (1, 2, 7, 5, 4)), rand(rng, (8,)), rand(rng, (8,))],

@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (gemm, conv_nchwc register their ops)
     conv,
     conv_nchwc,
     conv_transpose_nchwc,
+    conv_winograd,
     gemm,
     linear,
     minmax,

@@ -1,0 +1,140 @@
+/*!
+ * \file ember/kernels/conv_winograd.h
+ * \brief 3x3 stride-1 dense conv2d in NCHW[L]c by Winograd's minimal filtering F(m x m, 3x3),
+ *        m = 2 or 4 (a = m + 2 transform points a side), with the fused conv's epilogue.
+ *
+ * F(2x2, 3x3) does 16 products per 2x2 outputs (36 direct), F(4x4, 3x3) 36 per 4x4 (144).
+ * Layouts (L = lanes: 4, 8 or 16 floats):
+ *   input  [N][IC/L][H][W][L]      output, residual [N][OC/L][OH][OW][L]      bias [OC]
+ *   weight U[a*a][OC/L][IC][L]: U[xi] = (G g G^T)[xi] for each (oc, ic), transformed in float64
+ *          at compile time (ember/topi/nn/conv2d_winograd.py).
+ * OH = H + pt + pb - 2, OW = W + pl + pr - 2 (any padding; the kernel needs only the top and
+ * left ones and reads zeros outside the image). The output is cut into m x m tiles; a work
+ * item is (image, a chunk of `tiles` tiles, a range of `blocks` output blocks). Per item:
+ *   (a) V[xi][IC/L][T][L] = B^T d B of every a x a input patch, each element a vector of L
+ *       channels (the transforms are vector adds over the lanes);
+ *   (b) for each xi the GEMM M[xi] (T x OC) = V[xi] (T x IC) U[xi] (IC x OC): a 1x1 conv over
+ *       T "pixels", in register tiles of EMBER_WINO_RW tiles x EMBER_WINO_RB output blocks;
+ *   (c) Y = A^T M A per (output block, tile), then bias, residual, activation, stores clipped
+ *       at the image's right and bottom edges.
+ * The items' partition does not depend on the thread count: any split gives the same bits.
+ * V and M live in one workspace buffer per task; with no workspace (a C runtime arena with
+ * no room) the kernel runs tile by tile and block by block with stack buffers of a few KB,
+ * the same path as the portable C99 build (-DEMBER_KERNELS_PORTABLE or no vector
+ * extensions).
+ */
+#ifndef EMBER_KERNELS_CONV_WINOGRAD_H_
+#define EMBER_KERNELS_CONV_WINOGRAD_H_
+
+#include <stdint.h>
+
+#include "ember/kernels/linkage.h"
+
+#define EMBER_CONV_WINOGRAD_PARAMS                                                                 \
+  const float* in, const float* u, const float* bias, const float* res, float* out, int32_t n,     \
+      int32_t icb, int32_t h, int32_t wd, int32_t ocb, int32_t oh, int32_t ow, int32_t pt,         \
+      int32_t pl, int32_t m, int32_t act, float lo, float hi, int32_t flags, int32_t tiles,        \
+      int32_t blocks, int32_t threads
+EMBER_KENTRY int32_t ember_conv_winograd_x4(EMBER_CONV_WINOGRAD_PARAMS);
+EMBER_KENTRY int32_t ember_conv_winograd_x8(EMBER_CONV_WINOGRAD_PARAMS);
+EMBER_KENTRY int32_t ember_conv_winograd_x16(EMBER_CONV_WINOGRAD_PARAMS);
+
+#if EMBER_KERNEL_BODIES
+#include "ember/c_backend_api.h"
+#include "ember/kernels/conv_simd.h"
+#include "ember/kernels/vmath.h"
+
+#define EMBER_WINO_MAX_A 6 /* transform points a side (m = 4) */
+
+/* The transforms (Lavin & Gray's points 0, +-1, +-2 and infinity), row-major: B^T (a x a)
+ * and A^T (m x a). */
+static const float ember_wino_bt2[16] = {1, 0, -1, 0, 0, 1, 1, 0, 0, -1, 1, 0, 0, 1, 0, -1};
+static const float ember_wino_at2[8] = {1, 1, 1, 0, 0, 1, -1, -1};
+static const float ember_wino_bt4[36] = {4, 0, -5, 0, 1, 0, 0, -4, -4, 1, 1, 0,
+                                         0, 4, -4, -1, 1, 0, 0, -2, -1, 2, 1, 0,
+                                         0, 2, -1, -2, 1, 0, 0, 4, 0, -5, 0, 1};
+static const float ember_wino_at4[24] = {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0,
+                                         0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1};
+
+/*! \brief Everything a Winograd conv call needs (sizes in elements). */
+typedef struct {
+  const float* in;
+  const float* u;
+  const float* bias;
+  const float* res;
+  float* out;
+  const float* bt; /* B^T, a x a */
+  const float* at; /* A^T, m x a */
+  int32_t n, icb, h, w, ocb, oh, ow, pt, pl, m, a;
+  int32_t th, tw;          /* tiles down and across the output */
+  int32_t tiles, blocks;   /* tiles and output blocks per work item */
+  int32_t chunks, ranges;  /* tile chunks per image, block ranges */
+  int32_t act, flags;
+  float lo, hi;
+} ember_wino_p;
+
+static inline int64_t ember_wino_items(const ember_wino_p* p) {
+  return (int64_t)p->n * p->chunks * p->ranges;
+}
+
+/* acts on v[0, lanes): the conv's activation (the exp-based ones through vmath.h's
+ * branch-free functions, loops the compiler vectorizes: libm's expf per float made a SiLU
+ * epilogue cost as much as the F(4, 3) GEMMs of a 64-channel conv) */
+static inline void ember_wino_act(float* v, int32_t lanes, int32_t act, float lo, float hi) {
+  int32_t l;
+  float t;
+  switch (act) {
+    case EMBER_CONV_ACT_NONE:
+      return;
+    case EMBER_CONV_ACT_RELU:
+      for (l = 0; l < lanes; ++l) v[l] = v[l] > 0.0f ? v[l] : 0.0f;
+      return;
+    case EMBER_CONV_ACT_CLIP:
+      for (l = 0; l < lanes; ++l) v[l] = v[l] < lo ? lo : (v[l] > hi ? hi : v[l]);
+      return;
+    case EMBER_CONV_ACT_SIGMOID:
+      for (l = 0; l < lanes; ++l) v[l] = ember_sigmoidf(v[l]);
+      return;
+    case EMBER_CONV_ACT_SILU:
+      for (l = 0; l < lanes; ++l) v[l] = v[l] * ember_sigmoidf(v[l]);
+      return;
+    case EMBER_CONV_ACT_MISH: /* tanh(log(1 + e)) = n / (n + 2), n = e (e + 2) */
+      for (l = 0; l < lanes; ++l) {
+        t = ember_expf(v[l] < 20.0f ? v[l] : 20.0f);
+        t = t * (t + 2.0f);
+        v[l] = v[l] * (t / (t + 2.0f));
+      }
+      return;
+    case EMBER_CONV_ACT_GELU_ERF:
+      for (l = 0; l < lanes; ++l) v[l] = lo * v[l] * (1.0f + ember_erff(hi * v[l]));
+      return;
+    case EMBER_CONV_ACT_GELU_TANH:
+      for (l = 0; l < lanes; ++l)
+        v[l] = lo * v[l] * (1.0f + ember_tanhf(hi * (v[l] + 0.044715f * v[l] * v[l] * v[l])));
+      return;
+    case EMBER_CONV_ACT_TANH:
+      for (l = 0; l < lanes; ++l) v[l] = ember_tanhf(v[l]);
+      return;
+    default: /* hardswish, hardsigmoid, leaky_relu */
+      for (l = 0; l < lanes; ++l) v[l] = ember_act_scalar(v[l], act, lo, hi);
+  }
+}
+
+#if EMBER_KERNEL_WANTS_LANES(4)
+#define EMBER_L 4
+#include "ember/kernels/conv_winograd_impl.h"
+#undef EMBER_L
+#endif
+#if EMBER_KERNEL_WANTS_LANES(8)
+#define EMBER_L 8
+#include "ember/kernels/conv_winograd_impl.h"
+#undef EMBER_L
+#endif
+#if EMBER_KERNEL_WANTS_LANES(16)
+#define EMBER_L 16
+#include "ember/kernels/conv_winograd_impl.h"
+#undef EMBER_L
+#endif
+#endif /* EMBER_KERNEL_BODIES */
+
+#endif /* EMBER_KERNELS_CONV_WINOGRAD_H_ */

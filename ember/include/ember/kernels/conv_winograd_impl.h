@@ -1,0 +1,469 @@
+/*!
+ * \file ember/kernels/conv_winograd_impl.h
+ * \brief The Winograd conv kernel for one lane count: included by conv_winograd.h with EMBER_L
+ *        set to 4, 8 and 16 (no include guard on purpose). Names end in _x<L>.
+ */
+#ifndef EMBER_L
+#error "conv_winograd_impl.h is included by ember/kernels/conv_winograd.h only"
+#endif
+
+#ifndef EMBER_WCAT
+#define EMBER_WCAT_(a, b) a##b
+#define EMBER_WCAT(a, b) EMBER_WCAT_(a, b)
+#endif
+#define EMBER_WFN(name) EMBER_WCAT(name, EMBER_WCAT(_x, EMBER_L))
+
+/* The GEMM's register tile: EMBER_WINO_RW tiles x EMBER_WINO_RB output blocks of
+ * accumulators, plus RB weight vectors and a broadcast (AVX-512's 32 registers: 24 + 4 + 1;
+ * 16 registers: 12 + 2 + 1, or 6 + 2 + 1 pairs of registers where a vector of L lanes takes
+ * two). */
+#if defined(__AVX512F__)
+#define EMBER_WINO_RW 6
+#define EMBER_WINO_RB 4
+#elif EMBER_L == 16 || (EMBER_L == 8 && !defined(__AVX__))
+#define EMBER_WINO_RW 3
+#define EMBER_WINO_RB 2
+#else
+#define EMBER_WINO_RW 6
+#define EMBER_WINO_RB 2
+#endif
+
+/* v[xi * xs + l] (xi < a*a, l < L) = (B^T d B)[xi] of the a x a patch d of one input block's
+ * plane whose top left is (y0, x0); zeros outside the image. */
+static inline void EMBER_WFN(ember_wino_in)(const ember_wino_p* p, const float* plane,
+                                            int32_t y0, int32_t x0, float* v, size_t xs) {
+  float d[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A * EMBER_L];
+  float t[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A * EMBER_L];
+  const int32_t a = p->a, row = a * EMBER_L;
+  int32_t r, c, i, k, x, l;
+  for (r = 0; r < a; ++r) {
+    const int32_t iy = y0 + r;
+    for (c = 0; c < a; ++c) {
+      const int32_t ix = x0 + c;
+      float* dd = d + (r * a + c) * EMBER_L;
+      if (iy >= 0 && iy < p->h && ix >= 0 && ix < p->w) {
+        const float* src = plane + ((size_t)iy * p->w + ix) * EMBER_L;
+        for (l = 0; l < EMBER_L; ++l) dd[l] = src[l];
+      } else {
+        for (l = 0; l < EMBER_L; ++l) dd[l] = 0.0f;
+      }
+    }
+  }
+  for (i = 0; i < a; ++i) { /* t = B^T d, whole rows of vectors at a time */
+    float* ti = t + i * row;
+    for (x = 0; x < row; ++x) ti[x] = 0.0f;
+    for (k = 0; k < a; ++k) {
+      const float ck = p->bt[i * a + k];
+      const float* dk = d + k * row;
+      if (ck == 0.0f) continue;
+      for (x = 0; x < row; ++x) ti[x] += ck * dk[x];
+    }
+  }
+  for (i = 0; i < a; ++i) { /* v = t B */
+    for (c = 0; c < a; ++c) {
+      float acc[EMBER_L];
+      float* dst = v + (size_t)(i * a + c) * xs;
+      for (l = 0; l < EMBER_L; ++l) acc[l] = 0.0f;
+      for (k = 0; k < a; ++k) {
+        const float ck = p->bt[c * a + k];
+        const float* tk = t + i * row + k * EMBER_L;
+        if (ck == 0.0f) continue;
+        for (l = 0; l < EMBER_L; ++l) acc[l] += ck * tk[l];
+      }
+      for (l = 0; l < EMBER_L; ++l) dst[l] = acc[l];
+    }
+  }
+}
+
+/* The m x m outputs of tile (ty, tx) of output block ob of image b from mv[xi * xs + l]
+ * (M = the GEMMs' products): A^T M A, bias, residual, activation; the rows and columns past
+ * the output's edge are not stored. */
+static inline void EMBER_WFN(ember_wino_out)(const ember_wino_p* p, const float* mv, size_t xs,
+                                             int32_t b, int32_t ob, int32_t ty, int32_t tx) {
+  float t[4 * EMBER_WINO_MAX_A * EMBER_L];
+  const int32_t a = p->a, m = p->m;
+  const float* bias = p->bias + (size_t)ob * EMBER_L;
+  int32_t i, j, k, r, l;
+  for (i = 0; i < m; ++i) { /* t = A^T M */
+    for (k = 0; k < a; ++k) {
+      float* dst = t + (i * a + k) * EMBER_L;
+      for (l = 0; l < EMBER_L; ++l) dst[l] = 0.0f;
+      for (r = 0; r < a; ++r) {
+        const float cr = p->at[i * a + r];
+        const float* src = mv + (size_t)(r * a + k) * xs;
+        if (cr == 0.0f) continue;
+        for (l = 0; l < EMBER_L; ++l) dst[l] += cr * src[l];
+      }
+    }
+  }
+  for (i = 0; i < m && ty * m + i < p->oh; ++i) {
+    const int32_t oy = ty * m + i;
+    for (j = 0; j < m && tx * m + j < p->ow; ++j) {
+      const size_t o = ((((size_t)b * p->ocb + ob) * p->oh + oy) * p->ow + tx * m + j) * EMBER_L;
+      float y[EMBER_L];
+      for (l = 0; l < EMBER_L; ++l) y[l] = bias[l];
+      for (k = 0; k < a; ++k) { /* Y = t A */
+        const float ck = p->at[j * a + k];
+        const float* src = t + (i * a + k) * EMBER_L;
+        if (ck == 0.0f) continue;
+        for (l = 0; l < EMBER_L; ++l) y[l] += ck * src[l];
+      }
+      if (!(p->flags & EMBER_EPI_RESIDUAL)) {
+        ember_wino_act(y, EMBER_L, p->act, p->lo, p->hi);
+      } else if ((p->flags & EMBER_EPI_ACT_AFTER_ADD) || !p->act) {
+        for (l = 0; l < EMBER_L; ++l) y[l] += p->res[o + l];
+        ember_wino_act(y, EMBER_L, p->act, p->lo, p->hi);
+      } else {
+        ember_wino_act(y, EMBER_L, p->act, p->lo, p->hi);
+        for (l = 0; l < EMBER_L; ++l) y[l] += p->res[o + l];
+      }
+      for (l = 0; l < EMBER_L; ++l) p->out[o + l] = y[l];
+    }
+  }
+}
+
+/* Work item `item`'s image, first tile, tile count, first output block and block count. */
+static inline void EMBER_WFN(ember_wino_where)(const ember_wino_p* p, int64_t item, int32_t* b,
+                                               int32_t* t0, int32_t* cnt, int32_t* ob0,
+                                               int32_t* nob) {
+  const int32_t nt = p->th * p->tw, r = (int32_t)(item % p->ranges);
+  const int32_t chunk = (int32_t)(item / p->ranges % p->chunks);
+  *b = (int32_t)(item / p->ranges / p->chunks);
+  *t0 = chunk * p->tiles;
+  *cnt = nt - *t0 < p->tiles ? nt - *t0 : p->tiles;
+  *ob0 = r * p->blocks;
+  *nob = p->ocb - *ob0 < p->blocks ? p->ocb - *ob0 : p->blocks;
+}
+
+#if EMBER_KV
+#define EV EMBER_VT(EMBER_L)
+
+/* o[i] = (B^T d)[i] for the a = 4 or 6 vectors d[0, a) (B^T: conv_winograd.h's tables, as
+ * few adds as the points allow; a call per row and column of a patch, unrolled by GCC). */
+static inline void EMBER_WFN(ember_wino_vbt)(int32_t a, EV* o, const EV* d) {
+  if (a == 4) {
+    o[0] = d[0] - d[2];
+    o[1] = d[1] + d[2];
+    o[2] = d[2] - d[1];
+    o[3] = d[1] - d[3];
+  } else {
+    const EV t0 = d[4] - 4.0f * d[2], t1 = d[3] - 4.0f * d[1];
+    const EV t2 = d[4] - d[2], t3 = 2.0f * (d[3] - d[1]);
+    o[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+    o[1] = t0 + t1;
+    o[2] = t0 - t1;
+    o[3] = t2 + t3;
+    o[4] = t2 - t3;
+    o[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+  }
+}
+
+/* o[i] = (A^T s)[i] for the a vectors s[0, a): m = a - 2 outputs. */
+static inline void EMBER_WFN(ember_wino_vat)(int32_t a, EV* o, const EV* s) {
+  if (a == 4) {
+    o[0] = s[0] + s[1] + s[2];
+    o[1] = s[1] - s[2] - s[3];
+  } else {
+    const EV s1 = s[1] + s[2], d1 = s[1] - s[2], s2 = s[3] + s[4], d2 = s[3] - s[4];
+    o[0] = s[0] + s1 + s2;
+    o[1] = d1 + 2.0f * d2;
+    o[2] = s1 + 4.0f * s2;
+    o[3] = d1 + 8.0f * d2 + s[5];
+  }
+}
+
+/* ember_wino_in in vectors, for a = 4 and 6 alike (a's branches are resolved once per call
+ * by the two instantiations below). */
+#define EMBER_WINO_VIN(A)                                                                      \
+  EV d[A * A], t[A * A], col[A], r[A];                                                         \
+  int32_t i, j;                                                                                \
+  if (y0 >= 0 && x0 >= 0 && y0 + A <= p->h && x0 + A <= p->w) {                               \
+    EMBER_KUNROLL for (i = 0; i < A; ++i) EMBER_KUNROLL for (j = 0; j < A; ++j)                \
+        d[i * A + j] = EMBER_VLOAD(EMBER_L, plane + ((size_t)(y0 + i) * p->w + x0 + j) *       \
+                                                      EMBER_L);                                \
+  } else {                                                                                     \
+    for (i = 0; i < A; ++i)                                                                    \
+      for (j = 0; j < A; ++j) {                                                                \
+        const int32_t iy = y0 + i, ix = x0 + j;                                                \
+        d[i * A + j] = iy >= 0 && iy < p->h && ix >= 0 && ix < p->w                            \
+            ? EMBER_VLOAD(EMBER_L, plane + ((size_t)iy * p->w + ix) * EMBER_L)                 \
+            : EMBER_VZERO(EMBER_L);                                                            \
+      }                                                                                        \
+  }                                                                                            \
+  EMBER_KUNROLL for (j = 0; j < A; ++j) { /* t = B^T d, column by column */                    \
+    EMBER_KUNROLL for (i = 0; i < A; ++i) col[i] = d[i * A + j];                               \
+    EMBER_WFN(ember_wino_vbt)(A, r, col);                                                      \
+    EMBER_KUNROLL for (i = 0; i < A; ++i) t[i * A + j] = r[i];                                 \
+  }                                                                                            \
+  EMBER_KUNROLL for (i = 0; i < A; ++i) { /* v = t B, row by row */                            \
+    EMBER_WFN(ember_wino_vbt)(A, r, t + i * A);                                                \
+    EMBER_KUNROLL for (j = 0; j < A; ++j) EMBER_VSTORE(EMBER_L, v + (size_t)(i * A + j) * xs, r[j]); \
+  }
+
+EMBER_KFN void EMBER_WFN(ember_wino_vin4)(const ember_wino_p* p, const float* plane, int32_t y0,
+                                          int32_t x0, float* v, size_t xs) {
+  EMBER_WINO_VIN(4)
+}
+
+EMBER_KFN void EMBER_WFN(ember_wino_vin6)(const ember_wino_p* p, const float* plane, int32_t y0,
+                                          int32_t x0, float* v, size_t xs) {
+  EMBER_WINO_VIN(6)
+}
+#undef EMBER_WINO_VIN
+
+/* The epilogue of one output vector y at element o: bias (in y already), residual,
+ * activation (the exp-based ones per float). */
+static inline void EMBER_WFN(ember_wino_vstore)(const ember_wino_p* p, EV* py, size_t o) {
+  EV y = *py;
+  const int res = (p->flags & EMBER_EPI_RESIDUAL) != 0;
+  const int res_first = res && ((p->flags & EMBER_EPI_ACT_AFTER_ADD) || !p->act);
+  if (res_first) y += EMBER_VLOAD(EMBER_L, p->res + o);
+  switch (p->act) {
+    case EMBER_CONV_ACT_NONE:
+      break;
+    case EMBER_CONV_ACT_RELU:
+      y = EMBER_VMAX(EMBER_L, y, EMBER_VZERO(EMBER_L));
+      break;
+    case EMBER_CONV_ACT_CLIP:
+      y = EMBER_VMIN(EMBER_L, EMBER_VSPLAT(EMBER_L, p->hi),
+                     EMBER_VMAX(EMBER_L, EMBER_VSPLAT(EMBER_L, p->lo), y));
+      break;
+    default: {
+      float f[EMBER_L];
+      EMBER_VSTORE(EMBER_L, f, y);
+      ember_wino_act(f, EMBER_L, p->act, p->lo, p->hi);
+      y = EMBER_VLOAD(EMBER_L, f);
+    }
+  }
+  if (res && !res_first) y += EMBER_VLOAD(EMBER_L, p->res + o);
+  EMBER_VSTORE(EMBER_L, p->out + o, y);
+}
+
+/* ember_wino_out in vectors. */
+#define EMBER_WINO_VOUT(A)                                                                     \
+  EV s[A * A], t[(A - 2) * A], col[A], r[A];                                                   \
+  const EV bv = EMBER_VLOAD(EMBER_L, p->bias + (size_t)ob * EMBER_L);                          \
+  const int32_t m = A - 2;                                                                     \
+  int32_t i, j;                                                                                \
+  EMBER_KUNROLL for (i = 0; i < A * A; ++i) s[i] = EMBER_VLOAD(EMBER_L, mv + (size_t)i * xs);  \
+  EMBER_KUNROLL for (j = 0; j < A; ++j) { /* t = A^T M, column by column */                    \
+    EMBER_KUNROLL for (i = 0; i < A; ++i) col[i] = s[i * A + j];                               \
+    EMBER_WFN(ember_wino_vat)(A, r, col);                                                      \
+    EMBER_KUNROLL for (i = 0; i < m; ++i) t[i * A + j] = r[i];                                 \
+  }                                                                                            \
+  for (i = 0; i < m && ty * m + i < p->oh; ++i) {                                              \
+    const size_t row = (((size_t)b * p->ocb + ob) * p->oh + ty * m + i) * p->ow + tx * m;      \
+    EMBER_WFN(ember_wino_vat)(A, r, t + i * A);                                                \
+    for (j = 0; j < m && tx * m + j < p->ow; ++j) {                                            \
+      EV y = r[j] + bv;                                                                        \
+      EMBER_WFN(ember_wino_vstore)(p, &y, (row + j) * EMBER_L);                                \
+    }                                                                                          \
+  }
+
+EMBER_KFN void EMBER_WFN(ember_wino_vout4)(const ember_wino_p* p, const float* mv, size_t xs,
+                                           int32_t b, int32_t ob, int32_t ty, int32_t tx) {
+  EMBER_WINO_VOUT(4)
+}
+
+EMBER_KFN void EMBER_WFN(ember_wino_vout6)(const ember_wino_p* p, const float* mv, size_t xs,
+                                           int32_t b, int32_t ob, int32_t ty, int32_t tx) {
+  EMBER_WINO_VOUT(6)
+}
+#undef EMBER_WINO_VOUT
+#undef EV
+#endif /* EMBER_KV */
+
+/* One work item with no workspace: tile by tile and block by block, the input transform of
+ * each input block recomputed per output block; a few KB of stack whatever the channels. */
+EMBER_KFN void EMBER_WFN(ember_wino_item_small)(const ember_wino_p* p, int64_t item) {
+  float v[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A * EMBER_L];
+  float mv[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A * EMBER_L];
+  const int32_t aa = p->a * p->a;
+  int32_t b, t0, cnt, ob0, nob, t, ob, k, xi, c, l;
+  EMBER_WFN(ember_wino_where)(p, item, &b, &t0, &cnt, &ob0, &nob);
+  for (t = t0; t < t0 + cnt; ++t) {
+    const int32_t ty = t / p->tw, tx = t % p->tw;
+    for (ob = ob0; ob < ob0 + nob; ++ob) {
+      for (xi = 0; xi < aa * EMBER_L; ++xi) mv[xi] = 0.0f;
+      for (k = 0; k < p->icb; ++k) {
+        const float* plane = p->in + ((size_t)b * p->icb + k) * p->h * p->w * EMBER_L;
+        EMBER_WFN(ember_wino_in)(p, plane, ty * p->m - p->pt, tx * p->m - p->pl, v, EMBER_L);
+        for (xi = 0; xi < aa; ++xi) {
+          const float* uk = p->u + (((size_t)xi * p->ocb + ob) * p->icb + k) * EMBER_L * EMBER_L;
+          for (c = 0; c < EMBER_L; ++c) {
+            const float s = v[xi * EMBER_L + c];
+            for (l = 0; l < EMBER_L; ++l) mv[xi * EMBER_L + l] += s * uk[c * EMBER_L + l];
+          }
+        }
+      }
+      EMBER_WFN(ember_wino_out)(p, mv, EMBER_L, b, ob, ty, tx);
+    }
+  }
+}
+
+#if EMBER_KV
+#define EV EMBER_VT(EMBER_L)
+
+/* The GEMM register tile: RW tiles x RB output blocks, summed over all input channels. v:
+ * V[xi][0][t0] (input block k at v + k * vs), u: U[xi][ob0] (block j at u + j * us), mo:
+ * M[xi][j][t0] at mo + j * ms. */
+#define EMBER_WINO_GEMM_BODY(RW, RB)                                                           \
+  EV acc[RB][RW];                                                                              \
+  int32_t i, j, c, k;                                                                          \
+  EMBER_KUNROLL for (j = 0; j < RB; ++j) EMBER_KUNROLL for (i = 0; i < RW; ++i)                \
+      acc[j][i] = EMBER_VZERO(EMBER_L);                                                        \
+  for (k = 0; k < icb; ++k) {                                                                  \
+    const float* vk = v + (size_t)k * vs;                                                      \
+    const float* uk = u + (size_t)k * EMBER_L * EMBER_L;                                       \
+    for (c = 0; c < EMBER_L; ++c) {                                                            \
+      EV w[RB];                                                                                \
+      EMBER_KUNROLL for (j = 0; j < RB; ++j) {                                                 \
+        w[j] = EMBER_VLOAD_REG(EMBER_L, uk + j * us + c * EMBER_L);                            \
+        EMBER_VPIN(EMBER_L, w[j]);                                                             \
+      }                                                                                        \
+      EMBER_KUNROLL for (i = 0; i < RW; ++i) {                                                 \
+        const EV x = EMBER_VBCAST(EMBER_L, vk + i * EMBER_L + c);                              \
+        EMBER_KUNROLL for (j = 0; j < RB; ++j)                                                 \
+            acc[j][i] = EMBER_VFMA(EMBER_L, acc[j][i], x, w[j]);                               \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
+  EMBER_KUNROLL for (j = 0; j < RB; ++j) EMBER_KUNROLL for (i = 0; i < RW; ++i)                \
+      EMBER_VSTORE(EMBER_L, mo + j * ms + i * EMBER_L, acc[j][i]);
+
+EMBER_KFN void EMBER_WFN(ember_wino_gemm_wide)(const float* v, const float* u, float* mo,
+                                               int32_t icb, size_t vs, size_t us, size_t ms) {
+  EMBER_WINO_GEMM_BODY(EMBER_WINO_RW, EMBER_WINO_RB)
+}
+
+EMBER_KFN void EMBER_WFN(ember_wino_gemm_one)(const float* v, const float* u, float* mo,
+                                              int32_t icb, size_t vs, size_t us, size_t ms) {
+  EMBER_WINO_GEMM_BODY(EMBER_WINO_RW, 1)
+}
+#undef EMBER_WINO_GEMM_BODY
+#undef EV
+
+/* The tiles of an item rounded up to whole register tiles. */
+static inline int32_t EMBER_WFN(ember_wino_padded)(int32_t tiles) {
+  return (tiles + EMBER_WINO_RW - 1) / EMBER_WINO_RW * EMBER_WINO_RW;
+}
+
+/* The floats of one task's workspace: V [a*a][IC/L][T][L] and M [a*a][blocks][T][L]. */
+static inline size_t EMBER_WFN(ember_wino_ws_floats)(const ember_wino_p* p) {
+  return (size_t)p->a * p->a * EMBER_WFN(ember_wino_padded)(p->tiles) * EMBER_L *
+         ((size_t)p->icb + p->blocks);
+}
+
+/* One work item in the workspace ws: (a) input transforms, (b) a*a GEMMs, (c) outputs. */
+EMBER_KFN void EMBER_WFN(ember_wino_item)(const ember_wino_p* p, int64_t item, float* ws) {
+  const int32_t aa = p->a * p->a;
+  int32_t b, t0, cnt, ob0, nob, tp, t, k, xi, j;
+  size_t vx, mx, us = (size_t)p->icb * EMBER_L * EMBER_L;
+  float *V, *M;
+  EMBER_WFN(ember_wino_where)(p, item, &b, &t0, &cnt, &ob0, &nob);
+  tp = EMBER_WFN(ember_wino_padded)(cnt);
+  vx = (size_t)p->icb * tp * EMBER_L; /* V's and M's stride between transform points */
+  mx = (size_t)nob * tp * EMBER_L;
+  V = ws;
+  M = ws + aa * vx;
+  for (k = 0; k < p->icb; ++k) {
+    const float* plane = p->in + ((size_t)b * p->icb + k) * p->h * p->w * EMBER_L;
+    for (t = 0; t < cnt; ++t) {
+      const int32_t ty = (t0 + t) / p->tw, tx = (t0 + t) % p->tw;
+      float* vt = V + ((size_t)k * tp + t) * EMBER_L;
+      if (p->a == 4) {
+        EMBER_WFN(ember_wino_vin4)(p, plane, ty * p->m - p->pt, tx * p->m - p->pl, vt, vx);
+      } else {
+        EMBER_WFN(ember_wino_vin6)(p, plane, ty * p->m - p->pt, tx * p->m - p->pl, vt, vx);
+      }
+    }
+    for (xi = 0; xi < aa; ++xi) /* the padding tiles of the last register tile: zeros */
+      for (t = cnt * EMBER_L; t < tp * EMBER_L; ++t) V[xi * vx + (size_t)k * tp * EMBER_L + t] = 0;
+  }
+  for (xi = 0; xi < aa; ++xi) {
+    const float* vxi = V + xi * vx;
+    const float* uxi = p->u + ((size_t)xi * p->ocb + ob0) * us;
+    float* mxi = M + xi * mx;
+    for (j = 0; j < nob;) {
+      const int wide = nob - j >= EMBER_WINO_RB;
+      for (t = 0; t < tp; t += EMBER_WINO_RW) {
+        const size_t ts = (size_t)t * EMBER_L, ms = (size_t)tp * EMBER_L;
+        if (wide) {
+          EMBER_WFN(ember_wino_gemm_wide)(vxi + ts, uxi + j * us, mxi + j * ms + ts, p->icb, ms,
+                                          us, ms);
+        } else {
+          EMBER_WFN(ember_wino_gemm_one)(vxi + ts, uxi + j * us, mxi + j * ms + ts, p->icb, ms,
+                                         us, ms);
+        }
+      }
+      j += wide ? EMBER_WINO_RB : 1;
+    }
+  }
+  for (j = 0; j < nob; ++j) {
+    for (t = 0; t < cnt; ++t) {
+      const float* mt = M + ((size_t)j * tp + t) * EMBER_L;
+      const int32_t ty = (t0 + t) / p->tw, tx = (t0 + t) % p->tw;
+      if (p->a == 4) {
+        EMBER_WFN(ember_wino_vout4)(p, mt, mx, b, ob0 + j, ty, tx);
+      } else {
+        EMBER_WFN(ember_wino_vout6)(p, mt, mx, b, ob0 + j, ty, tx);
+      }
+    }
+  }
+}
+#endif /* EMBER_KV */
+
+/* Items [lo, hi): in one workspace buffer, or with none (the portable build, or no room)
+ * tile by tile. */
+EMBER_KFN int EMBER_WFN(ember_wino_run)(const ember_wino_p* p, int64_t lo, int64_t hi) {
+  int64_t item;
+  if (lo >= hi) return 0;
+#if EMBER_KV
+  {
+    float* ws = (float*)TVMBackendAllocWorkspace(
+        1, 0, (uint64_t)EMBER_WFN(ember_wino_ws_floats)(p) * sizeof(float), 2, 32);
+    if (ws != NULL) {
+      for (item = lo; item < hi; ++item) EMBER_WFN(ember_wino_item)(p, item, ws);
+      return TVMBackendFreeWorkspace(1, 0, ws) == 0 ? 0 : -1;
+    }
+  }
+#endif
+  for (item = lo; item < hi; ++item) EMBER_WFN(ember_wino_item_small)(p, item);
+  return 0;
+}
+
+/* Task task_id's equal share of the items (they differ only in a last short chunk or range). */
+EMBER_KFN int EMBER_WFN(ember_wino_task)(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  const ember_wino_p* p = (const ember_wino_p*)cdata;
+  const int64_t tasks = penv->num_task > 0 ? penv->num_task : 1, items = ember_wino_items(p);
+  return EMBER_WFN(ember_wino_run)(p, items * task_id / tasks, items * (task_id + 1) / tasks);
+}
+
+/*!
+ * \brief 3x3 stride-1 conv2d by F(m x m, 3x3) in NCHW[L]c (layouts: conv_winograd.h). `res`
+ *        is read only when `flags` has EMBER_EPI_RESIDUAL. Returns -1 for an m other than 2
+ *        or 4, a non-positive tile or block count, or a failed launch or workspace free.
+ */
+#if EMBER_KERNEL_ALL || defined(EMBER_KOBJ_ember_conv_winograd)
+EMBER_KENTRY int32_t EMBER_WFN(ember_conv_winograd)(EMBER_CONV_WINOGRAD_PARAMS) {
+  ember_wino_p p;
+  if ((m != 2 && m != 4) || tiles < 1 || blocks < 1) return -1;
+  p.in = in; p.u = u; p.bias = bias; p.res = res; p.out = out;
+  p.bt = m == 2 ? ember_wino_bt2 : ember_wino_bt4;
+  p.at = m == 2 ? ember_wino_at2 : ember_wino_at4;
+  p.n = n; p.icb = icb; p.h = h; p.w = wd; p.ocb = ocb; p.oh = oh; p.ow = ow;
+  p.pt = pt; p.pl = pl; p.m = m; p.a = m + 2;
+  p.th = (oh + m - 1) / m; p.tw = (ow + m - 1) / m;
+  p.tiles = tiles; p.blocks = blocks < ocb ? blocks : (ocb > 0 ? ocb : 1);
+  p.chunks = (p.th * p.tw + tiles - 1) / tiles;
+  p.ranges = (ocb + p.blocks - 1) / p.blocks;
+  p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
+  if (ember_wino_items(&p) <= 0) return 0;
+  if (threads) return TVMBackendParallelLaunch(EMBER_WFN(ember_wino_task), &p, 0);
+  return EMBER_WFN(ember_wino_run)(&p, 0, ember_wino_items(&p));
+}
+#endif
+
+#undef EMBER_WINO_RW
+#undef EMBER_WINO_RB
+#undef EMBER_WFN
