@@ -1071,14 +1071,15 @@ class AlterOpLayout(ModulePass):
     ``"NCHW8c"`` or ``"NCHW16c"`` that block size (``ember compile --desired-layout``);
     ``relay.AlterOpLayout.pad_channels`` (default True) set False keeps a conv whose channels
     do not split into blocks in its plain form instead of padding it;
-    ``relay.backend.use_winograd`` (default True) set False keeps every 3x3 conv on the direct
-    kernel."""
+    ``relay.backend.use_winograd`` (default True where the target has SIMD, False for a scalar
+    build) set False keeps every 3x3 conv on the direct kernel."""
 
     name: ClassVar[str] = "AlterOpLayout"
     opt_level: ClassVar[int] = 3
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         from ...target import Target
+        from ...target.simd import simd_level
 
         desired = ctx.config.get("relay.AlterOpLayout.desired_layout", "NCHWc")
         lanes = layout_lanes(desired, "relay.AlterOpLayout.desired_layout")
@@ -1088,7 +1089,9 @@ class AlterOpLayout(ModulePass):
         if not isinstance(pad, bool):
             raise OpAttributeInvalid("relay.AlterOpLayout.pad_channels must be True or False, "
                                      f"got {pad!r}")
-        winograd = ctx.config.get(WINOGRAD_CONFIG, True)
+        # default: on where the target has SIMD; a scalar (portable C) build is what goes to
+        # microcontrollers, where the transformed weights (1.8x-4x a 3x3 conv's) cost flash
+        winograd = ctx.config.get(WINOGRAD_CONFIG, simd_level(Target.current()).name != "scalar")
         if not isinstance(winograd, bool):
             raise OpAttributeInvalid(f"{WINOGRAD_CONFIG} must be True or False, got {winograd!r}")
         return _run(mod, lanes if lanes > 0 else plan_lanes(Target.current()), pad, winograd)

@@ -13,7 +13,8 @@ transformed (vector adds over the L channel lanes) and the products become a*a G
 :func:`winograd_tile` is the selection: whether a conv runs here and with which m, from the
 geometry alone (a cost model measured on this machine: ``benchmarks/bench_winograd.py``).
 The layout planner (``relay.transform.AlterOpLayout``) asks it for each 3x3 conv it blocks;
-``relay.backend.use_winograd`` (PassContext config, default on) turns it off.
+``relay.backend.use_winograd`` (PassContext config; default on, off for a scalar build)
+turns it off.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from .conv2d_nchwc import ACT_AFTER_ADD, LANES, RESIDUAL, ConvGeometry, _epilogu
 from .sizes import ceildiv, i64, is_static, static_or_expr
 
 HEADER = "ember/kernels/conv_winograd.h"
-CONFIG = "relay.backend.use_winograd"  # PassContext switch (default on)
+CONFIG = "relay.backend.use_winograd"  # PassContext switch (default on but for scalar builds)
 TILE_SIZES = (2, 4)  # the m the kernel implements
 # the filter transforms G (a x 3), Lavin & Gray's points 0, +-1, (+-2), infinity
 _G = {2: np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], "float64"),

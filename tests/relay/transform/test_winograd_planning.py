@@ -115,3 +115,12 @@ def test_run_time_map_sizes():
         want = np.maximum(conv2d_nchw(xd.astype("float64"), wt.astype("float64"), (1, 1),
                                       (1, 1, 1, 1), (1, 1), 1), 0)
         np.testing.assert_allclose(vm.run(xd).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_scalar_build_keeps_direct_convs_unless_asked():
+    """Portable-C builds (microcontrollers) default to the direct kernel: the transformed
+    weights would take 1.8x-4x the flash; the switch still turns Winograd on there."""
+    names = {c.op.name for c in _convs(_plan(_net(), target="c"))}
+    assert not any("winograd" in n for n in names), names
+    asked = _plan(_net(), {"relay.backend.use_winograd": True}, target="c")
+    assert any("winograd" in c.op.name for c in _convs(asked))
