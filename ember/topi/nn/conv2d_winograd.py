@@ -25,7 +25,8 @@ import numpy as np
 from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
-from .conv2d_nchwc import ACT_AFTER_ADD, LANES, RESIDUAL, ConvGeometry, _epilogue, conv_extern
+from .conv2d_nchwc import (ACT_AFTER_ADD, L2_BYTES, LANES, PARALLEL_MACS, RESIDUAL, TARGET_ITEMS,
+                           ConvGeometry, _epilogue, conv_extern)
 from .sizes import ceildiv, i64, is_static, static_or_expr
 
 HEADER = "ember/kernels/conv_winograd.h"
@@ -47,7 +48,7 @@ MIN_SPEEDUP = 1.15  # below this the direct kernel stays (the model is +-20%)
 E_M4, E_M2 = 0.7, 0.9
 U_CACHED_BYTES = 16 << 20  # transformed weights that stay in the last-level cache
 # the workspace of one work item (V and M) is sized for this (the L2 of one core)
-ITEM_BYTES = 512 * 1024
+ITEM_BYTES = L2_BYTES
 MIN_TILES, MAX_TILES = 18, 96  # tiles per item: fewer re-read U per few tiles (512->512 at
 # 14x14, F(4,3): 6 tiles 3.5 ms, 18-24 tiles 2.2 ms), more gain nothing
 TILE_RW = 6  # the GEMM register tile width in tiles (EMBER_WINO_RW; 3 for 16 lanes on AVX2)
@@ -151,10 +152,10 @@ def winograd_tiles(geo: ConvGeometry, m: int) -> WinogradTiles:
     even = ceildiv(ceildiv(image_tiles, tir.max(chunks, 1)), TILE_RW) * TILE_RW
     tiles_e = tir.max(tir.min(even, image_tiles), 1)
     items = i64(geo.n) * i64(ceildiv(image_tiles, tiles_e))
-    few = items < tir.const(4, "int64")
-    blocks = tir.Select_(few, tir.max(ceildiv(ocb, 4), 1), ocb)
+    few = items < tir.const(TARGET_ITEMS, "int64")
+    blocks = tir.Select_(few, tir.max(ceildiv(ocb, TARGET_ITEMS), 1), ocb)
     macs = i64(geo.n) * i64(image_tiles) * (a * a * geo.ic * geo.oc)
-    threads = tir.cast(macs >= tir.const(1 << 16, "int64"), "int32")
+    threads = tir.cast(macs >= tir.const(PARALLEL_MACS, "int64"), "int32")
     return WinogradTiles(*(static_or_expr(v) for v in (tiles_e, blocks, threads)))
 
 
