@@ -78,6 +78,15 @@ def conv_operands(ins: Sequence[Sequence[int]], consts: Sequence[bool]
     return (fits or acts)[0], weight
 
 
+def direct_weight_shapes(func_name: str, ins: Sequence[Sequence[int]], consts: Sequence[bool]
+                         ) -> list[Sequence[int]]:
+    """``ins`` with a Winograd conv's transformed weight ``[a*a, O/L, I, L]`` given as the
+    3x3 OIHW weight it stands for (its kind and FLOPs are the direct conv's)."""
+    if "winograd" not in func_name:
+        return list(ins)
+    return [(s[1] * s[3], s[2], 3, 3) if c and len(s) == 4 else s for s, c in zip(ins, consts)]
+
+
 def ember_kind(func_name: str, ins: Sequence[Sequence[int]], consts: Sequence[bool]) -> str:
     """The kind of an ember kernel, from its name (``fused_<ops>``) and argument shapes
     (``consts``: which arguments are weights)."""
@@ -131,6 +140,7 @@ def profile_ember(mod: Any, params: Any, inputs: dict[str, np.ndarray], threads:
         consts = [g.nodes[e.nid].is_input and g.nodes[e.nid].name not in inputs
                   for e in node.inputs]
         out = g.shape[g.entry_id(nid, 0)]
+        ins = direct_weight_shapes(node.func_name, ins, consts)
         kind = ember_kind(node.func_name, ins, consts)
         rec = kernels.setdefault(node.func_name, {"name": node.func_name, "kind": kind,
                                                   "calls": 0, "us": 0.0, "flops": 0,

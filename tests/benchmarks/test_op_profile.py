@@ -67,3 +67,16 @@ def test_blocked_conv_kinds_tell_one_input_block_from_depthwise():
     dw = [(1, 4, 25, 5, 16), (4, 1, 3, 3, 1, 16), (64,)]
     assert op_profile.ember_kind("fused_nn_contrib_conv2d_NCHWc_fused", dw,
                                  [False, True, True]) == "conv2d 3x3 dw"
+
+
+def test_winograd_conv_counts_as_the_direct_3x3():
+    """The transformed weight [a*a, O/L, I, L] stands for an OIHW 3x3 weight: same kind and
+    FLOPs as the direct conv (not 4x them, as its 36 points would give)."""
+    name = "tvmgen_default_fused_nn_contrib_conv2d_winograd_NCHWc_fused"
+    ins = op_profile.direct_weight_shapes(name, [(1, 4, 14, 14, 16), (36, 4, 64, 16), (64,)],
+                                          [False, True, True])
+    assert ins[1] == (64, 64, 3, 3)
+    kind = op_profile.ember_kind(name, ins, [False, True, True])
+    assert kind == "conv2d 3x3"
+    assert op_profile.ember_flops(kind, ins, [False, True, True], (1, 4, 14, 14, 16)) == \
+        2 * 14 * 14 * 64 * 64 * 9

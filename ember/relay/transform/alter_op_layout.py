@@ -444,7 +444,9 @@ class _Planner:
             else p.in_block
         if p.phased is not None:
             return self._emit_phased(p)
-        weight = const(pack_weight(p.weight, p.lanes, wcb))
+        m = self._winograd_tile(p)  # packs its own weight: the direct one is not built
+        weight = const(winograd_weight(p.weight, m, p.lanes) if m else
+                       pack_weight(p.weight, p.lanes, wcb))
         if _fewoc_interleaves(p):  # the phase conv writes the interleaved output itself
             il = dict(p.interleave)
             return _spanned(p.span, op_call(
@@ -453,11 +455,8 @@ class _Planner:
                 clip_min=p.clip[0], clip_max=p.clip[1], strides=il["strides"],
                 offset=il["offset"], out_size=il["out_size"], channels=p.phase_channels,
                 trim=il["trim"]))
-        m = self._winograd_tile(p)
         name, extra = ("nn.contrib_conv2d_winograd_NCHWc_fused", {"tile_size": m}) if m else \
             ("nn.contrib_conv2d_NCHWc_fused", {})
-        if m:
-            weight = const(winograd_weight(p.weight, m, p.lanes))
         conv = op_call(name + ("_add" if p.residual is not None else ""),
                        p.data, weight, const(p.bias), *([p.residual] if p.residual is not None
                                                          else []),

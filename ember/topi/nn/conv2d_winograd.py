@@ -18,7 +18,7 @@ turns it off.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -51,6 +51,7 @@ U_CACHED_BYTES = 16 << 20  # transformed weights that stay in the last-level cac
 ITEM_BYTES = L2_BYTES
 MIN_TILES, MAX_TILES = 18, 96  # tiles per item: fewer re-read U per few tiles (512->512 at
 # 14x14, F(4,3): 6 tiles 3.5 ms, 18-24 tiles 2.2 ms), more gain nothing
+PROBE_SIDE = 32  # a run-time side's length where the selection needs one (a typical map)
 TILE_RW = 6  # the GEMM register tile width in tiles (EMBER_WINO_RW; 3 for 16 lanes on AVX2)
 
 
@@ -76,12 +77,15 @@ def applies(geo: ConvGeometry) -> bool:
 def winograd_tile(geo: ConvGeometry) -> int:
     """The m of F(m x m, 3x3) for ``geo``, or 0 to keep the direct kernel: the m of the larger
     :func:`predicted_speedup`, if that reaches :data:`MIN_SPEEDUP`. Both channel counts must
-    reach :data:`MIN_CHANNELS`; a map of run-time size takes F(2, 3) (the safer gain: fewer
-    tiles to pad, smaller weights)."""
+    reach :data:`MIN_CHANNELS`. A map of run-time size takes F(2, 3) (the safer gain: fewer
+    tiles to pad, smaller weights) where the model predicts a gain with each run-time side
+    :data:`PROBE_SIDE` long (a static side of 1 row, a CRNN's, does not gain)."""
     if not applies(geo) or min(geo.ic, geo.oc) < MIN_CHANNELS:
         return 0
     if not is_static(geo.oh, geo.ow):
-        return 2
+        oh, ow = (d if is_static(d) else PROBE_SIDE for d in (geo.oh, geo.ow))
+        probe = replace(geo, n=1, h=oh + 2, w=ow + 2, oh=oh, ow=ow, padding=(0, 0, 0, 0))
+        return 2 if predicted_speedup(probe, 2) >= MIN_SPEEDUP else 0
     best = max(TILE_SIZES, key=lambda m: predicted_speedup(geo, m))
     return best if predicted_speedup(geo, best) >= MIN_SPEEDUP else 0
 
@@ -126,10 +130,8 @@ def plan_tile(weight_shape: tuple[int, ...], strides: tuple, padding: tuple, dil
     oc, ic_g, kh, kw = weight_shape
     if (kh, kw) != (3, 3) or len(out_hw) != 2 or len(padding) != 4:
         return 0
-    oh, ow = out_hw
-    h = oh + padding[0] + padding[2] - 2 if isinstance(oh, int) else oh
-    w = ow + padding[1] + padding[3] - 2 if isinstance(ow, int) else ow
-    geo = ConvGeometry(1, ic_g * groups, h, w, oc, oh, ow, kh, kw, tuple(strides),
+    oh, ow = out_hw  # the selection reads the output's sizes, not the input's
+    geo = ConvGeometry(1, ic_g * groups, oh, ow, oc, oh, ow, kh, kw, tuple(strides),
                        tuple(padding), tuple(dilation), groups, lanes, in_block)
     return winograd_tile(geo)
 

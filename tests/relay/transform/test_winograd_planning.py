@@ -25,8 +25,8 @@ def _const(shape, seed=0, scale=1.0):
 
 
 def _net(h=16):
-    """3x3 convs that take Winograd (64->64 on a 16x16 map: F(4, 3); on a 6x6 map: F(2, 3))
-    and ones that do not (stride 2, 1x1, grouped, dilated, 16 channels)."""
+    """3x3 convs that take Winograd (64->64 on a 16x16 map: F(4, 3); the last, on an 8x8 or
+    12x12 map: F(2, 3)) and ones that do not (stride 2, 1x1, grouped, dilated, 16 channels)."""
     x = relay.var("x", shape=(1, 64, h, h))
     w = 1 / 24  # keeps the activations near 1 through the chain
     y = relay.nn.relu(relay.nn.conv2d(x, _const((64, 64, 3, 3), 1, w), padding=(1, 1)))
@@ -84,6 +84,7 @@ def test_planned_net_matches_the_unplanned_one():
     from ember.contrib import graph_executor
 
     mod = _net()
+    assert any(WINO in c.op.name for c in _convs(_plan(mod, target="llvm")))  # on this host
     x = np.random.default_rng(0).uniform(-1, 1, (1, 64, 16, 16)).astype("float32")
     outs = []
     for disabled in ([], ["AlterOpLayout"]):
@@ -124,3 +125,37 @@ def test_a_scalar_build_keeps_direct_convs_unless_asked():
     assert not any("winograd" in n for n in names), names
     asked = _plan(_net(), {"relay.backend.use_winograd": True}, target="c")
     assert any("winograd" in c.op.name for c in _convs(asked))
+
+
+@pytest.mark.parametrize("op", ["nn.contrib_conv2d_NCHWc_fused", WINO])
+def test_fused_convs_refuse_operands_that_are_not_float32(op):
+    """The C kernels read and write float32: a float16 weight is a type error naming it (it
+    was accepted, and the kernel read past the weight's end)."""
+    from ember.relay.op._reg import call as op_call
+    from ember.relay.op.nn.conv_nchwc import Conv2DNCHWcFusedAttrs
+    from ember.relay.op.nn.conv_winograd import Conv2DWinogradNCHWcFusedAttrs
+
+    x = relay.var("x", shape=(1, 1, 8, 8, 16))
+    if op == WINO:
+        w, attrs = (36, 1, 16, 16), Conv2DWinogradNCHWcFusedAttrs(
+            padding=(1, 1, 1, 1), lanes=16, in_block=16, tile_size=4)
+    else:
+        w, attrs = (1, 1, 3, 3, 16, 16), Conv2DNCHWcFusedAttrs(
+            padding=(1, 1, 1, 1), lanes=16, in_block=16)
+    weight = relay.const(np.zeros(w, "float16"))
+    expr = op_call(op, x, weight, relay.const(np.zeros(16, "float32")), attrs=attrs)
+    with pytest.raises(Exception, match="float32 operands only; got weight float16"):
+        InferType()(ember.IRModule.from_expr(relay.Function([x], expr)))
+
+
+def test_run_time_maps_take_winograd_only_where_the_model_predicts_a_gain():
+    """A map of run-time width but 1 static row (a CRNN's last convs) stays direct: F(2, 3)
+    would compute 2 rows for 1; a run-time square map takes F(2, 3)."""
+    from ember.tir.expr import Var
+    from ember.topi.nn.conv2d_winograd import plan_tile
+
+    w = Var("w", "int32")
+    args = ((256, 256, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, 16, 16)
+    assert plan_tile(*args, (1, w)) == 0
+    assert plan_tile(*args, (w, w)) == 2
+    assert plan_tile(*args, (3, 80)) == 4

@@ -103,7 +103,18 @@ def _fused_rel(args: list[TensorType], attrs: Conv2DNCHWcFusedAttrs) -> TensorTy
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
     oh = conv_out_size(op, "height", h, kh, pt + pb, sh, dh)
     ow = conv_out_size(op, "width", w, kw, pl + pr, sw, dw)
-    out = tensor_of((n, ocb, oh, ow, lanes), data.dtype)
+    return fused_result(op, args, (n, ocb, oh, ow, lanes))
+
+
+def fused_result(op: str, args: list[TensorType], shape: tuple) -> TensorType:
+    """The float32 result of ``shape`` of a fused conv whose operands are ``args`` (data,
+    weight, bias and an optional residual of the result's shape): the kernels read and write
+    float32 only."""
+    names = ("data", "weight", "bias", "residual")
+    wrong = [f"{name} {t.dtype}" for name, t in zip(names, args) if t.dtype != "float32"]
+    if wrong:
+        raise fail(op, f"the C kernel takes float32 operands only; got {', '.join(wrong)}")
+    out = tensor_of(shape, "float32")
     if len(args) == 4 and tuple(args[3].shape) != tuple(out.shape):
         raise fail(op, f"the residual has shape {fmt_shape(args[3].shape)}, the result "
                        f"{fmt_shape(out.shape)}")
@@ -127,19 +138,38 @@ def _fused_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, *rest: Any,
     y = y + b.reshape(1, -1, 1, 1)
     _, oc, oh, ow = y.shape
     y = y.reshape(n, oc // lanes, lanes, oh, ow).transpose(0, 1, 3, 4, 2)
+    return epilogue_ref(y, rest, attrs, x.dtype)
+
+
+def epilogue_ref(y: np.ndarray, rest: tuple, attrs: Any, dtype: Any) -> np.ndarray:
+    """The fused epilogue after ``y`` = conv + bias, in numpy: the residual (``rest``: none or
+    one) added before or after the activation."""
     if rest:
         y = _act(y + rest[0], attrs) if attrs.act_after_add else _act(y, attrs) + rest[0]
     else:
         y = _act(y, attrs)
-    return np.ascontiguousarray(y.astype(x.dtype))
+    return np.ascontiguousarray(y.astype(dtype))
 
 
-def _geometry(attrs: Any, data: te.Tensor, weight: te.Tensor, out_type: Any) -> K.ConvGeometry:
+def check_residual(residual: te.Tensor | None, geo: K.ConvGeometry) -> None:
+    """A residual has the result's shape (static sizes were compared by the type relation;
+    run-time ones are checked at the call)."""
+    if residual is not None:
+        shape = (geo.n, geo.oc // geo.lanes, geo.oh, geo.ow, geo.lanes)
+        for got, want in zip(residual.shape, shape):
+            require_equal(got, want, "the residual must have the result's shape")
+
+
+def _geometry(attrs: Any, data: te.Tensor, weight: Any, out_type: Any) -> K.ConvGeometry:
     """The kernel's sizes: static ones as ints, the batch and image sizes that are ``?`` as
-    expressions of the run-time sizes (checked here: the window must fit the padded image)."""
+    expressions of the run-time sizes (checked here: the window must fit the padded image).
+    ``weight``: the direct kernel's, or its (kh, kw, lanes)."""
     sizes = dims(data.shape)
     n, icb, h, w, cb = sizes if len(sizes) == 5 else sizes + [1]
-    _, _, kh, kw, _, lanes = (as_int(d) for d in weight.shape)
+    if isinstance(weight, tuple):
+        kh, kw, lanes = weight
+    else:
+        _, _, kh, kw, _, lanes = (as_int(d) for d in weight.shape)
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs.strides, attrs.dilation, attrs.padding
     for size, k, pad, dil, axis in ((h, kh, pt + pb, dh, "height"), (w, kw, pl + pr, dw, "width")):
         if not isinstance(size, int):
@@ -159,10 +189,7 @@ def _fused_compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[
     data, weight, bias = inputs[:3]
     residual = inputs[3] if len(inputs) == 4 else None
     geo = _geometry(attrs, data, weight, out_type)
-    if residual is not None:  # of the result's shape: the type relation compared static sizes
-        shape = (geo.n, geo.oc // geo.lanes, geo.oh, geo.ow, geo.lanes)
-        for got, want in zip(residual.shape, shape):
-            require_equal(got, want, "the residual must have the result's shape")
+    check_residual(residual, geo)
     level = simd_level(Target.current())
     fn = K.depthwise_nchwc if _is_depthwise(geo) else K.conv2d_nchwc
     return [fn(data, weight, bias, residual, geo, level, attrs.activation,

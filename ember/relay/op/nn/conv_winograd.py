@@ -10,7 +10,6 @@ at compile time); bias ``[OC]``; result and residual ``[N, OC/L, OH, OW, L]`` wi
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,11 +19,11 @@ from ....ir.types import TensorType, Type
 from ....te import tensor as te
 from ....topi.nn import conv2d_winograd as W
 from .._attrs_base import attrs_class
-from .._compute_common import require_equal
 from .._reg import OPAQUE, call, defop
-from .._shape import fail, fmt_shape, tensor_of
+from .._shape import fail, fmt_shape
 from .conv import conv_out_size
-from .conv_nchwc import Conv2DNCHWcFusedAttrs, _act, _geometry
+from .conv_nchwc import (Conv2DNCHWcFusedAttrs, _geometry, check_residual, epilogue_ref,
+                         fused_result)
 
 __all__ = ["contrib_conv2d_winograd_nchwc_fused"]
 OP = "nn.contrib_conv2d_winograd_NCHWc_fused"
@@ -66,11 +65,7 @@ def _rel(args: list[TensorType], attrs: Conv2DWinogradNCHWcFusedAttrs) -> Tensor
     pt, pl, pb, pr = attrs.padding
     oh = conv_out_size(OP, "height", h, 3, pt + pb, 1, 1)
     ow = conv_out_size(OP, "width", w, 3, pl + pr, 1, 1)
-    out = tensor_of((n, ocb, oh, ow, lanes), data.dtype)
-    if len(args) == 4 and tuple(args[3].shape) != tuple(out.shape):
-        raise fail(OP, f"the residual has shape {fmt_shape(args[3].shape)}, the result "
-                       f"{fmt_shape(out.shape)}")
-    return out
+    return fused_result(OP, args, (n, ocb, oh, ow, lanes))
 
 
 def _ref(x: np.ndarray, u: np.ndarray, b: np.ndarray, *rest: Any,
@@ -96,25 +91,14 @@ def _ref(x: np.ndarray, u: np.ndarray, b: np.ndarray, *rest: Any,
     mm = np.einsum("nctsij,ijocl->notsijl", v, uu)
     y = np.einsum("pi,notsijl,qj->notspql", at, mm, at)  # [n, ocb, th, tw, m, m, L]
     y = y.transpose(0, 1, 2, 4, 3, 5, 6).reshape(n, -1, th * m, tw * m, lanes)[:, :, :oh, :ow]
-    y = y + b.reshape(1, -1, 1, 1, lanes)
-    if rest:
-        y = _act(y + rest[0], attrs) if attrs.act_after_add else _act(y, attrs) + rest[0]
-    else:
-        y = _act(y, attrs)
-    return np.ascontiguousarray(y.astype(x.dtype))
+    return epilogue_ref(y + b.reshape(1, -1, 1, 1, lanes), rest, attrs, x.dtype)
 
 
 def _compute(attrs: Any, inputs: list[te.Tensor], out_type: Type) -> list[te.Tensor]:
     data, weight, bias = inputs[:3]
     residual = inputs[3] if len(inputs) == 4 else None
-    points, ocb, ic, lanes = (int(d) for d in weight.shape)
-    # the geometry of the direct conv's weight [OC/L, IC/L, 3, 3, L, L]
-    geo = _geometry(attrs, data, SimpleNamespace(shape=(ocb, ic // lanes, 3, 3, lanes, lanes)),
-                    out_type)
-    if residual is not None:
-        shape = (geo.n, geo.oc // geo.lanes, geo.oh, geo.ow, geo.lanes)
-        for got, want in zip(residual.shape, shape):
-            require_equal(got, want, "the residual must have the result's shape")
+    geo = _geometry(attrs, data, (3, 3, int(weight.shape[3])), out_type)
+    check_residual(residual, geo)
     return [W.conv2d_winograd(data, weight, bias, residual, geo, attrs.tile_size,
                               attrs.activation, (attrs.clip_min, attrs.clip_max),
                               attrs.act_after_add)]
