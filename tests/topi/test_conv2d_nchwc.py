@@ -130,8 +130,9 @@ def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (
              residual: bool = False, after: bool = True, n: int = 1, tiles: tuple | None = None,
              tasks: int = 1, seed: int = 0, stream: bool = False, misalign: bool = False,
              zero_in: int = 0, zero_in_value: float = 1e3,
-             owner: np.ndarray | None = None) -> None:
-    """One convolution through the harness, checked against numpy; ``stream`` adds the
+             owner: np.ndarray | None = None) -> np.ndarray:
+    """One convolution through the harness, checked against numpy (returns its blocked
+    output); ``stream`` adds the
     STREAM epilogue flag (non-temporal stores: the output is then aligned to 64 bytes, or
     ``misalign``-ed by one float, where the kernel must drop the flag); ``zero_in``: the last
     input channels have zero weights, as the planner pads channels to whole blocks (their
@@ -187,6 +188,7 @@ def run_case(lib: ctypes.CDLL, *, ic: int, oc: int, h: int, w: int, k: tuple = (
     taps = (ic // groups) * k[0] * k[1]
     np.testing.assert_allclose(K.from_blocked(out), expect, rtol=1e-4,
                                atol=max(1e-4, 1e-7 * taps))
+    return out
 
 
 EDGE_CASES = {
@@ -901,6 +903,23 @@ def test_tasks_get_even_shares_of_the_multiply_adds_on_16_threads(harness_libs, 
     shares = _task_shares(owner, h, 1, 3, tasks)
     assert shares.max() <= 1.08 * shares.mean() and shares.min() >= 0.92 * shares.mean(), \
         (shares / shares.mean()).round(3)
+
+
+@pytest.mark.parametrize("ow", [196, 49])
+def test_a_flattened_1x1_on_16_threads_cuts_its_row_into_one_strip_a_task(harness_libs, ow):
+    """A 1x1 conv cut by place over one flattened row (14x14, 7x7) on 16 tasks: even strips
+    of any width (ember_conv_task_strip), so that no task runs more than one strip (cut in
+    whole 6-column tiles, 196 columns made 33 strips and task 0 ran 18 columns, the others
+    12), each column in the same register tile as on one task: the same bits."""
+    lib = _harness(harness_libs, "native", lanes=8)
+    shape = {"ic": 32, "oc": 32, "h": 1, "w": ow, "k": (1, 1), "pads": (0,) * 4, "lanes": 8,
+             "tiles": (2, 6, ow, 1)}
+    owner = np.full((1, 4, 1, ow, 8), -1, "int32")
+    alone = run_case(lib, **shape, tasks=1)
+    shared = run_case(lib, **shape, tasks=16, owner=owner)
+    np.testing.assert_array_equal(shared, alone)
+    columns = [(owner[0, 0, 0, :, 0] == t).sum() for t in range(16)]
+    assert max(columns) <= -(-ow // 16) + 1, columns
 
 
 @pytest.mark.slow
