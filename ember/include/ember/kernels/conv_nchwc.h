@@ -302,9 +302,11 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
   const int64_t per_row = (p->ow + p->strip - 1) / p->strip;
   const int64_t rows = by_place ? (int64_t)p->n * p->oh : items / per_row;
   const int64_t tile = p->rw > 0 ? p->rw : 1;
-  /* any even width where the tiles of a column are the same as in the planned strips (the
-   * one-column tile, at an odd strip's end, sums in another order); by place only: cut by
-   * group, the wider items of a weight-heavy conv span more block groups' weights */
+  /* any even width where the tiles of a column are the same as in the planned strips: the
+   * one-column tile (at an odd strip's end, or a strip of 1 where 16 registers share out
+   * pairs) sums in another order, so no strip but the row's last is odd, and that one is
+   * not 1 column; by place only: cut by group, the wider items of a weight-heavy conv span
+   * more block groups' weights */
   const int any_even = by_place && p->kw == 1 && tile % 2 == 0 &&
                        (p->strip % 2 == 0 || p->strip >= p->ow);
   int64_t cuts, best, cost, m, w, k;
@@ -324,7 +326,7 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
     w = (p->ow + m - 1) / m;
     w += w % 2;
     m = (p->ow + w - 1) / w; /* the strips that width gives */
-    if (w < p->strip && ember_conv_strip_cost(rows, m, w, tile, tasks) < cost) {
+    if (w < p->strip && p->ow % w != 1 && ember_conv_strip_cost(rows, m, w, tile, tasks) < cost) {
       cost = ember_conv_strip_cost(rows, m, w, tile, tasks);
       best = w;
     }
