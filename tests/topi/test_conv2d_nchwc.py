@@ -941,6 +941,22 @@ def test_a_1x1_cut_by_group_on_16_threads_gives_each_task_fewer_blocks(harness_l
     assert max(blocks) == 1, blocks
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 2), st.sampled_from([8, 16, 24, 40, 64]), st.integers(1, 3),
+       st.integers(1, 70), st.sampled_from([1, 3]), st.integers(4, 16), st.booleans())
+def test_1xk_convs_on_many_tasks_give_the_bits_of_one_task(harness_libs, n, oc, h, w, kh,
+                                                          tasks, flat_strip):
+    """Convs one column wide (1x1, 3x1: the launch's own strips and tiles on >= 4 tasks,
+    ember_conv_task_strip and ember_conv_task_rb) give exactly the output of one task."""
+    lib = _harness(harness_libs, "native", lanes=8)
+    t = K.conv_tiles(K.ConvGeometry(n, 16, h, w, oc, h, w, kh, 1, (1, 1),
+                                    (kh // 2, 0, kh // 2, 0), (1, 1), 1, 8, 8), LEVELS["avx512"])
+    shape = {"ic": 16, "oc": oc, "h": h, "w": w, "k": (kh, 1), "pads": (kh // 2, 0) * 2,
+             "lanes": 8, "n": n, "tiles": (t.rb, t.rw, w if flat_strip else t.strip, t.order)}
+    alone = run_case(lib, **shape, tasks=1)
+    np.testing.assert_array_equal(run_case(lib, **shape, tasks=tasks), alone)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not X86, reason="x86 only")
 def test_avx512_path_compiles(tmp_path):

@@ -307,7 +307,7 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
    * pairs) sums in another order, so no strip but the row's last is odd, and that one is
    * not 1 column; by place only: cut by group, the wider items of a weight-heavy conv span
    * more block groups' weights */
-  const int any_even = by_place && p->kw == 1 && tile % 2 == 0 &&
+  const int any_even = by_place && p->kw == 1 && p->pl == 0 && tile % 2 == 0 &&
                        (p->strip % 2 == 0 || p->strip >= p->ow);
   int64_t cuts, best, cost, m, w, k;
   by_place = by_place && rows * per_row < tasks; /* only too few places need narrower strips */
