@@ -1144,9 +1144,9 @@ EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64
 #endif /* EMBER_KV */
 
 /* The output blocks a tile of a 1x1 conv cut by block group on `tasks` >= 4 threads: fewer
- * than the plan's where the plan's groups are fewer than the tasks (pairs for quads), or
- * fewer than half of them (single blocks for pairs), the tile as many accumulators wide (up
- * to 12 columns). Two tasks that share a group of 4 blocks each read all 4 blocks' weights,
+ * than the plan's where the plan's groups are at most half of the tasks (pairs for quads),
+ * or fewer than half (single blocks for pairs), the tile as many accumulators wide (up to
+ * 12 columns); with more groups, pairs ran slower (960->320 on 8 tasks 18.3 -> 19.6 us). Two tasks that share a group of 4 blocks each read all 4 blocks' weights,
  * for half of its columns, and the tasks that start in one group and end in the next read
  * two groups' (AVX-512's 32 registers): on 16 tasks the 1x1 960->320 at 7x7 (5 quads) ran
  * its tasks in 13.2 us of CPU at most, in pairs 10.9 us; 960->160 (3 groups) 8.2 us, in single blocks 7.4; 256->512
@@ -1159,7 +1159,7 @@ static inline void EMBER_FN(ember_conv_task_rb)(ember_conv_p* q, int64_t tasks) 
   (void)q, (void)tasks;
 #else
   if (tasks < 4 || q->kh != 1 || q->kw != 1 || q->depthwise || q->pair_w != NULL) return;
-  if (q->rb == 4 && ember_conv_block_groups(q) < tasks) {
+  if (q->rb == 4 && 2 * (int64_t)ember_conv_block_groups(q) <= tasks) {
     q->rb = 2;
     q->rw = EMBER_FN(ember_tile_width)(q->rw * 2, 2);
   }
