@@ -148,3 +148,16 @@ def test_epilogue_without_relu_keeps_infinities_at_every_level(tmp_path_factory,
                             count_include_pad=False)
     _check(level, tmp_path_factory.getbasetemp(), attrs, 1, 11, "max", 8, 1,
            (None, shift, False))
+
+
+def test_a_global_pool_of_many_channels_splits_its_rows_over_threads():
+    """pool_threads: mobilenet_v2's 7x7 global average pool over 1280 channels (62720 window
+    taps, 4 us on one core, below the conv's PARALLEL_MACS) goes to threads; resnet18's over
+    512 channels (25088 taps, ~1.5 us: less than a launch saves) and a one-row-of-blocks pool
+    stay on the calling thread."""
+    from ember.topi.nn.pool_nchwc import pool_threads
+
+    assert pool_threads(1, 80, 16, 1, 1, 7, 7) == 1
+    assert pool_threads(1, 160, 8, 1, 1, 7, 7) == 1
+    assert pool_threads(1, 32, 16, 1, 1, 7, 7) == 0
+    assert pool_threads(1, 1, 16, 1, 1, 64, 64) == 0  # one row of blocks: nothing to split

@@ -15,12 +15,25 @@ from .sizes import dims, i64, static_or_expr, succeeds
 
 HEADER = "ember/kernels/pool_nchwc.h"
 _BLOCKED = re.compile(r"^NCHW(\d+)c$")
+# window taps (floats read) from which a pool splits its rows over threads: a tap is one
+# vector add of a row in the L2, far cheaper than a conv's multiply-add, and the taps of a
+# 7x7 global pool over 1280 channels (62720, mobilenet_v2's) ran 4 us on one thread, the
+# whole model's serial work on 16 threads' 0.3 ms critical path (below PARALLEL_MACS)
+PARALLEL_TAPS = PARALLEL_MACS // 2
 
 
 def blocked_lanes(layout: str) -> int | None:
     """L of an ``NCHW[L]c`` layout the kernel takes (4, 8 or 16), else None."""
     m = _BLOCKED.match(layout)
     return int(m.group(1)) if m and int(m.group(1)) in LANES else None
+
+
+def pool_threads(n: Any, cblocks: int, lanes: int, oh: Any, ow: Any, kh: int, kw: int) -> Any:
+    """1 where the pool's rows go to threads (at least PARALLEL_TAPS window taps and two rows
+    of blocks), else 0; an int32 expression for run-time sizes."""
+    taps = i64(n) * i64(oh) * i64(ow) * (cblocks * lanes * kh * kw)
+    return static_or_expr(tir.cast(tir.all(taps >= tir.const(PARALLEL_TAPS, "int64"),
+                                           tir.convert(n * cblocks * oh) >= 2), "int32"))
 
 
 def pool2d_nchwc(data: te.Tensor, kind: str, out_shape: Any, attrs: Any,
@@ -40,9 +53,7 @@ def pool2d_nchwc(data: te.Tensor, kind: str, out_shape: Any, attrs: Any,
     (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
     pt, pl, pb, pr = attrs.padding
     include = int(kind == "avg" and bool(attrs.count_include_pad))
-    taps = i64(n) * i64(oh) * i64(ow) * (cb * lanes * kh * kw)
-    threads = static_or_expr(tir.cast(tir.all(taps >= tir.const(PARALLEL_MACS, "int64"),
-                                              tir.convert(n * cb * oh) >= 2), "int32"))
+    threads = pool_threads(n, cb, lanes, oh, ow, kh, kw)
     ints = [n, cb, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, int(kind == "avg"),
             include, threads]
 
