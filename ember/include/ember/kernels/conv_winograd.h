@@ -17,7 +17,8 @@
  *       T "pixels", in register tiles of EMBER_WINO_RW tiles x EMBER_WINO_RB output blocks;
  *   (c) Y = A^T M A per (output block, tile), then bias, residual, activation, stores clipped
  *       at the image's right and bottom edges.
- * The items' partition does not depend on the thread count: any split gives the same bits.
+ * Items are cut finer where they are too few to balance the tasks (ember_wino_share); an output's
+ * arithmetic does not depend on its item: any split gives the same bits.
  * V and M live in one workspace buffer per task; with no workspace (a C runtime arena with
  * no room) the kernel runs tile by tile and block by block with stack buffers of a few KB,
  * the same path as the portable C99 build (-DEMBER_KERNELS_PORTABLE or no vector
@@ -75,6 +76,30 @@ typedef struct {
 
 static inline int64_t ember_wino_items(const ember_wino_p* p) {
   return (int64_t)p->n * p->chunks * p->ranges;
+}
+
+/* p's items recut for `tasks` tasks when they are too few to balance (resnet18's 512->512 at 7x7:
+ * 16 tiles in one chunk, 4 ranges of 8 blocks, kept 4 of 16 tasks busy): the chunk of whole
+ * register tiles of rw and the range of blocks whose longest task is shortest, an item's time
+ * taken as its tiles x (its blocks + 1/4: the input transform, which every range of a chunk
+ * repeats). Each output's arithmetic is the same in any item, so the bits do not change. */
+static inline void ember_wino_share(ember_wino_p* p, int64_t tasks, int32_t rw) {
+  const int32_t nt = p->th * p->tw;
+  int32_t t, bl, best_t = p->tiles, best_b = p->blocks;
+  double best = -1.0;
+  if (tasks <= 1 || ember_wino_items(p) >= 4 * tasks) return; /* balanced within 1/4 */
+  for (t = p->tiles; t >= 1; t = t > rw ? (t - rw + rw - 1) / rw * rw : 0) {
+    const int64_t chunks = (nt + t - 1) / t;
+    for (bl = p->blocks; bl >= 1; bl = bl > 1 ? (bl + 1) / 2 : 0) {
+      const int64_t items = (int64_t)p->n * chunks * ((p->ocb + bl - 1) / bl);
+      const double cost = (double)((items + tasks - 1) / tasks) * (t < nt ? t : nt) * (bl + 0.25);
+      if (best < 0 || cost < best) best = cost, best_t = t, best_b = bl;
+    }
+  }
+  p->tiles = best_t;
+  p->blocks = best_b;
+  p->chunks = (nt + best_t - 1) / best_t;
+  p->ranges = (p->ocb + best_b - 1) / best_b;
 }
 
 /* acts on v[0, lanes): the conv's activation (the exp-based ones through vmath.h's

@@ -432,11 +432,15 @@ EMBER_KFN int EMBER_WFN(ember_wino_run)(const ember_wino_p* p, int64_t lo, int64
   return 0;
 }
 
-/* Task task_id's equal share of the items (they differ only in a last short chunk or range). */
+/* Task task_id's equal share of the items (they differ only in a last short chunk or range),
+ * the items cut finer first where they are too few to keep `tasks` busy (ember_wino_share). */
 EMBER_KFN int EMBER_WFN(ember_wino_task)(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
-  const ember_wino_p* p = (const ember_wino_p*)cdata;
-  const int64_t tasks = penv->num_task > 0 ? penv->num_task : 1, items = ember_wino_items(p);
-  return EMBER_WFN(ember_wino_run)(p, items * task_id / tasks, items * (task_id + 1) / tasks);
+  ember_wino_p q = *(const ember_wino_p*)cdata;
+  const int64_t tasks = penv->num_task > 0 ? penv->num_task : 1;
+  int64_t items;
+  ember_wino_share(&q, tasks, EMBER_WINO_RW);
+  items = ember_wino_items(&q);
+  return EMBER_WFN(ember_wino_run)(&q, items * task_id / tasks, items * (task_id + 1) / tasks);
 }
 
 /*!
