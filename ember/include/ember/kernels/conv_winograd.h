@@ -43,7 +43,7 @@ EMBER_KENTRY int32_t ember_conv_winograd_x16(EMBER_CONV_WINOGRAD_PARAMS);
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
 #include "ember/kernels/conv_simd.h"
-#include "ember/kernels/vmath.h"
+#include "ember/kernels/gemm_epilogue.h" /* the vector GELUs of the late activation pass */
 
 #define EMBER_WINO_MAX_A 6 /* transform points a side (m = 4) */
 
@@ -70,7 +70,7 @@ typedef struct {
   int32_t th, tw;          /* tiles down and across the output */
   int32_t tiles, blocks;   /* tiles and output blocks per work item */
   int32_t chunks, ranges;  /* tile chunks per image, block ranges */
-  int32_t act, flags;
+  int32_t act, flags, epi; /* epi: ember_wino_epi_case */
   float lo, hi;
 } ember_wino_p;
 
@@ -102,47 +102,18 @@ static inline void ember_wino_share(ember_wino_p* p, int64_t tasks, int32_t rw) 
   p->ranges = (p->ocb + best_b - 1) / best_b;
 }
 
-/* acts on v[0, lanes): the conv's activation (the exp-based ones through vmath.h's
- * branch-free functions, loops the compiler vectorizes: libm's expf per float made a SiLU
- * epilogue cost as much as the F(4, 3) GEMMs of a 64-channel conv) */
-static inline void ember_wino_act(float* v, int32_t lanes, int32_t act, float lo, float hi) {
-  int32_t l;
-  float t;
-  switch (act) {
-    case EMBER_CONV_ACT_NONE:
-      return;
-    case EMBER_CONV_ACT_RELU:
-      for (l = 0; l < lanes; ++l) v[l] = v[l] > 0.0f ? v[l] : 0.0f;
-      return;
-    case EMBER_CONV_ACT_CLIP:
-      for (l = 0; l < lanes; ++l) v[l] = v[l] < lo ? lo : (v[l] > hi ? hi : v[l]);
-      return;
-    case EMBER_CONV_ACT_SIGMOID:
-      for (l = 0; l < lanes; ++l) v[l] = ember_sigmoidf(v[l]);
-      return;
-    case EMBER_CONV_ACT_SILU:
-      for (l = 0; l < lanes; ++l) v[l] = v[l] * ember_sigmoidf(v[l]);
-      return;
-    case EMBER_CONV_ACT_MISH: /* tanh(log(1 + e)) = n / (n + 2), n = e (e + 2) */
-      for (l = 0; l < lanes; ++l) {
-        t = ember_expf(v[l] < 20.0f ? v[l] : 20.0f);
-        t = t * (t + 2.0f);
-        v[l] = v[l] * (t / (t + 2.0f));
-      }
-      return;
-    case EMBER_CONV_ACT_GELU_ERF:
-      for (l = 0; l < lanes; ++l) v[l] = lo * v[l] * (1.0f + ember_erff(hi * v[l]));
-      return;
-    case EMBER_CONV_ACT_GELU_TANH:
-      for (l = 0; l < lanes; ++l)
-        v[l] = lo * v[l] * (1.0f + ember_tanhf(hi * (v[l] + 0.044715f * v[l] * v[l] * v[l])));
-      return;
-    case EMBER_CONV_ACT_TANH:
-      for (l = 0; l < lanes; ++l) v[l] = ember_tanhf(v[l]);
-      return;
-    default: /* hardswish, hardsigmoid, leaky_relu */
-      for (l = 0; l < lanes; ++l) v[l] = ember_act_scalar(v[l], act, lo, hi);
-  }
+/* The vector store case, decoded once per call (conv_nchwc.h's ember_conv_epi_case with no
+ * partial sums or streamed stores): res_first | clamp << 1 | res_last << 3 for none, relu,
+ * clip or an exp-based activation (run in a second pass over the stored row), -1 for
+ * hardswish, hardsigmoid and leaky relu (ember_conv_store_with per vector). */
+static inline int32_t ember_wino_epi_case(int32_t act, int32_t flags) {
+  const int32_t res_first = (flags & EMBER_EPI_RESIDUAL) &&
+                            ((flags & EMBER_EPI_ACT_AFTER_ADD) || !act);
+  const int32_t res_last = (flags & EMBER_EPI_RESIDUAL) && !res_first &&
+                           act < EMBER_CONV_ACT_SIGMOID;
+  const int32_t clamp = act == EMBER_CONV_ACT_RELU ? 1 : act == EMBER_CONV_ACT_CLIP ? 2 : 0;
+  if (act > EMBER_CONV_ACT_CLIP && act < EMBER_CONV_ACT_SIGMOID) return -1;
+  return res_first | clamp << 1 | res_last << 3;
 }
 
 #if EMBER_KERNEL_WANTS_LANES(4)

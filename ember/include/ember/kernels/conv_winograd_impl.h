@@ -7,11 +7,11 @@
 #error "conv_winograd_impl.h is included by ember/kernels/conv_winograd.h only"
 #endif
 
-#ifndef EMBER_WCAT
-#define EMBER_WCAT_(a, b) a##b
-#define EMBER_WCAT(a, b) EMBER_WCAT_(a, b)
+#ifndef EMBER_CAT
+#define EMBER_CAT_(a, b) a##b
+#define EMBER_CAT(a, b) EMBER_CAT_(a, b)
 #endif
-#define EMBER_WFN(name) EMBER_WCAT(name, EMBER_WCAT(_x, EMBER_L))
+#define EMBER_WFN(name) EMBER_CAT(name, EMBER_CAT(_x, EMBER_L))
 
 /* The GEMM's register tile: EMBER_WINO_RW tiles x EMBER_WINO_RB output blocks of
  * accumulators, plus RB weight vectors and a broadcast (AVX-512's 32 registers: 24 + 4 + 1;
@@ -109,13 +109,13 @@ static inline void EMBER_WFN(ember_wino_out)(const ember_wino_p* p, const float*
         for (l = 0; l < EMBER_L; ++l) y[l] += ck * src[l];
       }
       if (!(p->flags & EMBER_EPI_RESIDUAL)) {
-        ember_wino_act(y, EMBER_L, p->act, p->lo, p->hi);
+        for (l = 0; l < EMBER_L; ++l) y[l] = ember_act_scalar(y[l], p->act, p->lo, p->hi);
       } else if ((p->flags & EMBER_EPI_ACT_AFTER_ADD) || !p->act) {
-        for (l = 0; l < EMBER_L; ++l) y[l] += p->res[o + l];
-        ember_wino_act(y, EMBER_L, p->act, p->lo, p->hi);
+        for (l = 0; l < EMBER_L; ++l)
+          y[l] = ember_act_scalar(y[l] + p->res[o + l], p->act, p->lo, p->hi);
       } else {
-        ember_wino_act(y, EMBER_L, p->act, p->lo, p->hi);
-        for (l = 0; l < EMBER_L; ++l) y[l] += p->res[o + l];
+        for (l = 0; l < EMBER_L; ++l)
+          y[l] = ember_act_scalar(y[l], p->act, p->lo, p->hi) + p->res[o + l];
       }
       for (l = 0; l < EMBER_L; ++l) p->out[o + l] = y[l];
     }
@@ -211,33 +211,46 @@ EMBER_KFN void EMBER_WFN(ember_wino_vin6)(const ember_wino_p* p, const float* pl
 }
 #undef EMBER_WINO_VIN
 
-/* The epilogue of one output vector y at element o: bias (in y already), residual,
- * activation (the exp-based ones per float). */
-static inline void EMBER_WFN(ember_wino_vstore)(const ember_wino_p* p, EV* py, size_t o) {
-  EV y = *py;
-  const int res = (p->flags & EMBER_EPI_RESIDUAL) != 0;
-  const int res_first = res && ((p->flags & EMBER_EPI_ACT_AFTER_ADD) || !p->act);
-  if (res_first) y += EMBER_VLOAD(EMBER_L, p->res + o);
-  switch (p->act) {
-    case EMBER_CONV_ACT_NONE:
-      break;
-    case EMBER_CONV_ACT_RELU:
-      y = EMBER_VMAX(EMBER_L, y, EMBER_VZERO(EMBER_L));
-      break;
-    case EMBER_CONV_ACT_CLIP:
-      y = EMBER_VMIN(EMBER_L, EMBER_VSPLAT(EMBER_L, p->hi),
-                     EMBER_VMAX(EMBER_L, EMBER_VSPLAT(EMBER_L, p->lo), y));
-      break;
-    default: {
-      float f[EMBER_L];
-      EMBER_VSTORE(EMBER_L, f, y);
-      ember_wino_act(f, EMBER_L, p->act, p->lo, p->hi);
-      y = EMBER_VLOAD(EMBER_L, f);
-    }
+#include "ember/kernels/conv_epilogue_impl.h" /* ember_conv_store_with, _act_exp */
+
+/* The exp-based activation over the nv vectors just stored at out (a row of a tile), then
+ * the residual when it comes after the activation: a pass over a few vectors in L1, where
+ * the polynomials run back to back (conv_nchwc_impl.h's ember_conv_act_pass). */
+EMBER_KFN void EMBER_WFN(ember_wino_late_act)(const ember_wino_p* p, float* out,
+                                              const float* res, int32_t nv) {
+  const int add = (p->flags & EMBER_EPI_RESIDUAL) && !(p->flags & EMBER_EPI_ACT_AFTER_ADD);
+  const int32_t act = p->act, n = nv * EMBER_L;
+  int32_t i;
+  if (act >= EMBER_CONV_ACT_GELU_ERF) { /* gemm_epilogue.h's vector forms */
+    const int32_t code = act == EMBER_CONV_ACT_GELU_ERF    ? EMBER_ACT_GELU_ERF
+                         : act == EMBER_CONV_ACT_GELU_TANH ? EMBER_ACT_GELU_TANH
+                                                           : EMBER_ACT_TANH;
+    const int32_t whole = n - n % EMBER_VL;
+    ember_vact_block(out, 0, 1, whole / EMBER_VL, code, p->lo, p->hi);
+    for (i = whole; i < n; ++i) out[i] = ember_act1(out[i], code, p->lo, p->hi);
+    for (i = 0; add && i < n; i += EMBER_L)
+      EMBER_VSTORE(EMBER_L, out + i, EMBER_VLOAD(EMBER_L, out + i) + EMBER_VLOAD(EMBER_L, res + i));
+    return;
   }
-  if (res && !res_first) y += EMBER_VLOAD(EMBER_L, p->res + o);
-  EMBER_VSTORE(EMBER_L, p->out + o, y);
+  for (i = 0; i < n; i += EMBER_L) {
+    EV v = EMBER_VLOAD(EMBER_L, out + i);
+    EMBER_WFN(ember_conv_act_exp)(&v, act);
+    if (add) v += EMBER_VLOAD(EMBER_L, res + i);
+    EMBER_VSTORE(EMBER_L, out + i, v);
+  }
 }
+
+/* The stores of one output row r[0, nj) (bias added) at out_/res_ for the store case
+ * ember_wino_epi_case: its choices constants (conv_nchwc_impl.h's EMBER_CONV_STORE_RUN). */
+#define EMBER_WINO_STORE_ROW(FIRST, CLAMP, LAST)                                               \
+  for (j = 0; j < nj; ++j) {                                                                   \
+    EV v = r[j];                                                                               \
+    if (FIRST) v += EMBER_VLOAD(EMBER_L, res_ + j * EMBER_L);                                  \
+    if (CLAMP) v = EMBER_VMAX(EMBER_L, v, vlo);                                                \
+    if (CLAMP == 2) v = EMBER_VMIN(EMBER_L, v, vhi);                                           \
+    if (LAST) v += EMBER_VLOAD(EMBER_L, res_ + j * EMBER_L);                                   \
+    EMBER_VSTORE(EMBER_L, out_ + j * EMBER_L, v);                                              \
+  }
 
 /* ember_wino_out in vectors. */
 #define EMBER_WINO_VOUT(A)                                                                     \
@@ -245,6 +258,11 @@ static inline void EMBER_WFN(ember_wino_vstore)(const ember_wino_p* p, EV* py, s
   const EV bv = EMBER_VLOAD(EMBER_L, p->bias + (size_t)ob * EMBER_L);                          \
   const int32_t m = A - 2;                                                                     \
   int32_t i, j;                                                                                \
+  const int32_t epi = p->epi, act = p->act, flags = p->flags;                                 \
+  const float lo = p->lo, hi = p->hi;                                                          \
+  const EV vlo = EMBER_VSPLAT(EMBER_L, (epi >> 1 & 3) == 2 ? lo : 0.0f);                      \
+  const EV vhi = EMBER_VSPLAT(EMBER_L, hi);                                                    \
+  const int32_t nj = p->ow - tx * m < m ? p->ow - tx * m : m;                                  \
   EMBER_KUNROLL for (i = 0; i < A * A; ++i) s[i] = EMBER_VLOAD(EMBER_L, mv + (size_t)i * xs);  \
   EMBER_KUNROLL for (j = 0; j < A; ++j) { /* t = A^T M, column by column */                    \
     EMBER_KUNROLL for (i = 0; i < A; ++i) col[i] = s[i * A + j];                               \
@@ -252,12 +270,27 @@ static inline void EMBER_WFN(ember_wino_vstore)(const ember_wino_p* p, EV* py, s
     EMBER_KUNROLL for (i = 0; i < m; ++i) t[i * A + j] = r[i];                                 \
   }                                                                                            \
   for (i = 0; i < m && ty * m + i < p->oh; ++i) {                                              \
-    const size_t row = (((size_t)b * p->ocb + ob) * p->oh + ty * m + i) * p->ow + tx * m;      \
+    const size_t row = ((((size_t)b * p->ocb + ob) * p->oh + ty * m + i) * p->ow + tx * m) *   \
+                       EMBER_L;                                                                \
+    float* const out_ = p->out + row;                                                          \
+    const float* const res_ = p->res + row;                                                    \
     EMBER_WFN(ember_wino_vat)(A, r, t + i * A);                                                \
-    for (j = 0; j < m && tx * m + j < p->ow; ++j) {                                            \
-      EV y = r[j] + bv;                                                                        \
-      EMBER_WFN(ember_wino_vstore)(p, &y, (row + j) * EMBER_L);                                \
+    EMBER_KUNROLL for (j = 0; j < m; ++j) r[j] += bv;                                          \
+    switch (epi) {                                                                             \
+      case 0: EMBER_WINO_STORE_ROW(0, 0, 0) break;                                             \
+      case 1: EMBER_WINO_STORE_ROW(1, 0, 0) break;                                             \
+      case 2: EMBER_WINO_STORE_ROW(0, 1, 0) break;                                             \
+      case 3: EMBER_WINO_STORE_ROW(1, 1, 0) break;                                             \
+      case 4: EMBER_WINO_STORE_ROW(0, 2, 0) break;                                             \
+      case 5: EMBER_WINO_STORE_ROW(1, 2, 0) break;                                             \
+      case 10: EMBER_WINO_STORE_ROW(0, 1, 1) break;                                            \
+      case 12: EMBER_WINO_STORE_ROW(0, 2, 1) break;                                            \
+      default:                                                                                 \
+        for (j = 0; j < nj; ++j)                                                               \
+          EMBER_WFN(ember_conv_store_with)(act, flags, lo, hi, &r[j], out_ + j * EMBER_L,      \
+                                           res_ + j * EMBER_L);                                \
     }                                                                                          \
+    if (act >= EMBER_CONV_ACT_SIGMOID) EMBER_WFN(ember_wino_late_act)(p, out_, res_, nj);      \
   }
 
 EMBER_KFN void EMBER_WFN(ember_wino_vout4)(const ember_wino_p* p, const float* mv, size_t xs,
@@ -270,6 +303,7 @@ EMBER_KFN void EMBER_WFN(ember_wino_vout6)(const ember_wino_p* p, const float* m
   EMBER_WINO_VOUT(6)
 }
 #undef EMBER_WINO_VOUT
+#undef EMBER_WINO_STORE_ROW
 #undef EV
 #endif /* EMBER_KV */
 
@@ -461,7 +495,9 @@ EMBER_KENTRY int32_t EMBER_WFN(ember_conv_winograd)(EMBER_CONV_WINOGRAD_PARAMS) 
   p.tiles = tiles; p.blocks = blocks < ocb ? blocks : (ocb > 0 ? ocb : 1);
   p.chunks = (p.th * p.tw + tiles - 1) / tiles;
   p.ranges = (ocb + p.blocks - 1) / p.blocks;
-  p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
+  p.act = act; p.lo = lo; p.hi = hi;
+  p.flags = flags & ~EMBER_EPI_STREAM; /* plain stores: each row is read back by a late act */
+  p.epi = ember_wino_epi_case(act, p.flags);
   if (ember_wino_items(&p) <= 0) return 0;
   if (threads) return TVMBackendParallelLaunch(EMBER_WFN(ember_wino_task), &p, 0);
   return EMBER_WFN(ember_wino_run)(&p, 0, ember_wino_items(&p));
