@@ -20,9 +20,10 @@
  * Items are cut finer where they are too few to balance the tasks (ember_wino_share); an output's
  * arithmetic does not depend on its item: any split gives the same bits.
  * V and M live in one workspace buffer per task; with no workspace (a C runtime arena with
- * no room) the kernel runs tile by tile and block by block with stack buffers of a few KB,
- * the same path as the portable C99 build (-DEMBER_KERNELS_PORTABLE or no vector
- * extensions).
+ * no room) the kernel runs tile by tile, each input transform shared by up to 4 output
+ * blocks, with stack buffers of a few KB and the same bits (the same vector transforms, FMA
+ * order and epilogue); the portable C99 build (-DEMBER_KERNELS_PORTABLE or no vector
+ * extensions) runs that path lane by lane.
  */
 #ifndef EMBER_KERNELS_CONV_WINOGRAD_H_
 #define EMBER_KERNELS_CONV_WINOGRAD_H_

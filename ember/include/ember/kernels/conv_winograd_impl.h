@@ -314,10 +314,13 @@ EMBER_KFN void EMBER_WFN(ember_wino_item_small)(const ember_wino_p* p, int64_t i
 #define EV EMBER_VT(EMBER_L)
 
 /* The GEMM register tile: RW tiles x RB output blocks, summed over all input channels. v:
- * V[xi][0][t0] (input block k at v + k * vs), u: U[xi][ob0] (block j at u + j * us), mo:
- * M[xi][j][t0] at mo + j * ms. */
+ * V[xi][0][t0] (input block k at v + k * vs), u: U[xi][ob0] (block j at u + j * us, us =
+ * icb * L * L), mo: M[xi][j][t0] at mo + j * vs (V's and M's rows are both vs floats). The
+ * step over one input channel is conv_nchwc_impl.h's EMBER_TILE_STEP_COLS with the
+ * accumulators indexed [block][tile]. */
 #define EMBER_WINO_GEMM_BODY(RW, RB)                                                           \
   EV acc[RB][RW];                                                                              \
+  const size_t us = (size_t)icb * EMBER_L * EMBER_L;                                           \
   int32_t i, j, c, k;                                                                          \
   EMBER_KUNROLL for (j = 0; j < RB; ++j) EMBER_KUNROLL for (i = 0; i < RW; ++i)                \
       acc[j][i] = EMBER_VZERO(EMBER_L);                                                        \
@@ -338,15 +341,15 @@ EMBER_KFN void EMBER_WFN(ember_wino_item_small)(const ember_wino_p* p, int64_t i
     }                                                                                          \
   }                                                                                            \
   EMBER_KUNROLL for (j = 0; j < RB; ++j) EMBER_KUNROLL for (i = 0; i < RW; ++i)                \
-      EMBER_VSTORE(EMBER_L, mo + j * ms + i * EMBER_L, acc[j][i]);
+      EMBER_VSTORE(EMBER_L, mo + j * vs + i * EMBER_L, acc[j][i]);
 
 EMBER_KFN void EMBER_WFN(ember_wino_gemm_wide)(const float* v, const float* u, float* mo,
-                                               int32_t icb, size_t vs, size_t us, size_t ms) {
+                                               int32_t icb, size_t vs) {
   EMBER_WINO_GEMM_BODY(EMBER_WINO_RW, EMBER_WINO_RB)
 }
 
 EMBER_KFN void EMBER_WFN(ember_wino_gemm_one)(const float* v, const float* u, float* mo,
-                                              int32_t icb, size_t vs, size_t us, size_t ms) {
+                                              int32_t icb, size_t vs) {
   EMBER_WINO_GEMM_BODY(EMBER_WINO_RW, 1)
 }
 #undef EMBER_WINO_GEMM_BODY
@@ -396,13 +399,11 @@ EMBER_KFN void EMBER_WFN(ember_wino_item)(const ember_wino_p* p, int64_t item, f
     for (j = 0; j < nob;) {
       const int wide = nob - j >= EMBER_WINO_RB;
       for (t = 0; t < tp; t += EMBER_WINO_RW) {
-        const size_t ts = (size_t)t * EMBER_L, ms = (size_t)tp * EMBER_L;
+        const size_t ts = (size_t)t * EMBER_L, rs = (size_t)tp * EMBER_L;
         if (wide) {
-          EMBER_WFN(ember_wino_gemm_wide)(vxi + ts, uxi + j * us, mxi + j * ms + ts, p->icb, ms,
-                                          us, ms);
+          EMBER_WFN(ember_wino_gemm_wide)(vxi + ts, uxi + j * us, mxi + j * rs + ts, p->icb, rs);
         } else {
-          EMBER_WFN(ember_wino_gemm_one)(vxi + ts, uxi + j * us, mxi + j * ms + ts, p->icb, ms,
-                                         us, ms);
+          EMBER_WFN(ember_wino_gemm_one)(vxi + ts, uxi + j * us, mxi + j * rs + ts, p->icb, rs);
         }
       }
       j += wide ? EMBER_WINO_RB : 1;
