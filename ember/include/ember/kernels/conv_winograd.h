@@ -100,7 +100,7 @@ typedef struct {
   int32_t th, tw;          /* tiles down and across the output */
   int32_t tiles, blocks;   /* tiles and output blocks per work item */
   int32_t chunks, ranges;  /* tile chunks per image, block ranges */
-  int32_t act, flags, epi; /* epi: ember_wino_epi_case */
+  int32_t act, flags, epi; /* epi: ember_epi_store_case */
   float lo, hi;
 } ember_wino_p;
 
@@ -142,20 +142,6 @@ static inline void ember_wino_share(ember_wino_p* p, int64_t tasks, int32_t rw) 
   p->blocks = best_b;
   p->chunks = (nt + best_t - 1) / best_t;
   p->ranges = (p->ocb + best_b - 1) / best_b;
-}
-
-/* The vector store case, decoded once per call (conv_nchwc.h's ember_conv_epi_case with no
- * partial sums or streamed stores): res_first | clamp << 1 | res_last << 3 for none, relu,
- * clip or an exp-based activation (run in a second pass over the stored row), -1 for
- * hardswish, hardsigmoid and leaky relu (ember_conv_store_with per vector). */
-static inline int32_t ember_wino_epi_case(int32_t act, int32_t flags) {
-  const int32_t res_first = (flags & EMBER_EPI_RESIDUAL) &&
-                            ((flags & EMBER_EPI_ACT_AFTER_ADD) || !act);
-  const int32_t res_last = (flags & EMBER_EPI_RESIDUAL) && !res_first &&
-                           act < EMBER_CONV_ACT_SIGMOID;
-  const int32_t clamp = act == EMBER_CONV_ACT_RELU ? 1 : act == EMBER_CONV_ACT_CLIP ? 2 : 0;
-  if (act > EMBER_CONV_ACT_CLIP && act < EMBER_CONV_ACT_SIGMOID) return -1;
-  return res_first | clamp << 1 | res_last << 3;
 }
 
 #if EMBER_KERNEL_WANTS_LANES(4)

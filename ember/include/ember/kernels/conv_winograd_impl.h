@@ -180,7 +180,7 @@ EMBER_KFN void EMBER_WFN(ember_wino_late_act)(const ember_wino_p* p, float* out,
 }
 
 /* The stores of one output row r[0, nj) (bias added) at out_/res_ for the store case
- * ember_wino_epi_case: its choices constants (conv_nchwc_impl.h's EMBER_CONV_STORE_RUN). */
+ * ember_epi_store_case: its choices constants (conv_nchwc_impl.h's EMBER_CONV_STORE_RUN). */
 #define EMBER_WINO_STORE_ROW(FIRST, CLAMP, LAST)                                               \
   for (j = 0; j < nj; ++j) {                                                                   \
     EV v = r[j];                                                                               \
@@ -471,7 +471,7 @@ EMBER_KENTRY int32_t EMBER_WFN(ember_conv_winograd)(EMBER_CONV_WINOGRAD_PARAMS) 
   p.ranges = (ocb + p.blocks - 1) / p.blocks;
   p.act = act; p.lo = lo; p.hi = hi;
   p.flags = flags & ~EMBER_EPI_STREAM; /* plain stores: each row is read back by a late act */
-  p.epi = ember_wino_epi_case(act, p.flags);
+  p.epi = ember_epi_store_case(act, p.flags);
   if (ember_wino_items(&p) <= 0) return 0;
   if (threads) return TVMBackendParallelLaunch(EMBER_WFN(ember_wino_task), &p, 0);
   return EMBER_WFN(ember_wino_run)(&p, 0, ember_wino_items(&p));
