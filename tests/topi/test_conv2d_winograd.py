@@ -93,6 +93,15 @@ EDGE = {
     "gelu_tanh_residual_first": {"ic": 8, "oc": 8, "h": 4, "w": 6, "act": "gelu_tanh",
                                  "residual": True},
     "hardswish": {"ic": 8, "oc": 8, "h": 3, "w": 4, "act": "hardswish"},
+    "hardswish_then_residual": {"ic": 8, "oc": 8, "h": 5, "w": 5, "act": "hardswish",
+                                "residual": True, "after": False},
+    "residual_then_leaky_relu": {"ic": 8, "oc": 8, "h": 5, "w": 3, "act": "leaky_relu",
+                                 "residual": True},
+    "hardsigmoid": {"ic": 8, "oc": 8, "h": 2, "w": 5, "act": "hardsigmoid"},
+    "mish_then_residual": {"ic": 8, "oc": 8, "h": 5, "w": 6, "act": "mish", "residual": True,
+                           "after": False},
+    "gelu_erf_then_residual": {"ic": 8, "oc": 8, "h": 3, "w": 7, "act": "gelu_erf",
+                               "residual": True, "after": False},
     "residual_then_relu": {"ic": 8, "oc": 16, "h": 5, "w": 6, "act": "relu", "residual": True},
     "relu_then_residual": {"ic": 8, "oc": 16, "h": 5, "w": 6, "act": "relu", "residual": True,
                            "after": False},
@@ -119,15 +128,18 @@ def test_lane_counts(libs: dict, lanes: int, m: int) -> None:
 
 @pytest.mark.parametrize("m", W.TILE_SIZES)
 def test_no_workspace_and_task_split(libs: dict, m: int) -> None:
-    """No workspace: the stack path, same results within tolerance; two tasks (and more tasks
-    than items) give the same bits as one."""
+    """No workspace (the stack path, each input transform shared by up to 4 output blocks: 7
+    here, in items of 4 and 3 blocks, or of 2 and 1), two tasks and more tasks than items give
+    the same bits as the workspace path in one task."""
     lib = _lib(libs, "native")
-    case = {"ic": 16, "oc": 24, "h": 11, "w": 9, "m": m, "n": 2, "act": "relu", "tiles": 6,
-            "blocks": 2, "residual": True}
-    one = run_wino(lib, **case)
-    run_wino(lib, **case, workspace=False)
-    for tasks in (2, 40):
-        np.testing.assert_array_equal(run_wino(lib, **case, tasks=tasks), one)
+    for case in ({"ic": 16, "oc": 56, "h": 11, "w": 9, "m": m, "n": 2, "act": "relu",
+                  "tiles": 6, "blocks": 4, "residual": True},
+                 {"ic": 24, "oc": 56, "h": 7, "w": 5, "m": m, "act": "silu", "tiles": 4,
+                  "blocks": 2, "residual": True, "after": False}):
+        one = run_wino(lib, **case)
+        np.testing.assert_array_equal(run_wino(lib, **case, workspace=False), one)
+        for tasks in (2, 40):
+            np.testing.assert_array_equal(run_wino(lib, **case, tasks=tasks), one)
 
 
 def test_bad_tile_size(libs: dict) -> None:

@@ -231,6 +231,23 @@ typedef float ember_v16u __attribute__((vector_size(64), aligned(4), may_alias))
 #define EMBER_EPI_ACT_AFTER_ADD 2
 #define EMBER_EPI_STREAM 4
 
+/* The store case of a conv's vector outputs from its activation and epilogue flags, decoded
+ * once per call (a register tile's stores then run straight, the case a constant):
+ * res_first | clamp << 1 | res_last << 3 for none, relu (clamp 1), clip (2) or an exp-based
+ * activation (run later, in a pass over the stored outputs, the residual added there), the
+ * residual added before the activation (res_first) or after it (res_last); -1 for hardswish,
+ * hardsigmoid and leaky relu (per vector through the general store). The Winograd kernel's
+ * case as is; conv_nchwc.h's ember_conv_epi_case adds its partial-sum and streamed cases. */
+static inline int32_t ember_epi_store_case(int32_t act, int32_t flags) {
+  const int32_t res_first = (flags & EMBER_EPI_RESIDUAL) &&
+                            ((flags & EMBER_EPI_ACT_AFTER_ADD) || !act);
+  const int32_t res_last = (flags & EMBER_EPI_RESIDUAL) && !res_first &&
+                           act < EMBER_CONV_ACT_SIGMOID;
+  const int32_t clamp = act == EMBER_CONV_ACT_RELU ? 1 : act == EMBER_CONV_ACT_CLIP ? 2 : 0;
+  if (act > EMBER_CONV_ACT_CLIP && act < EMBER_CONV_ACT_SIGMOID) return -1;
+  return res_first | clamp << 1 | res_last << 3;
+}
+
 static inline float ember_act_scalar(float v, int32_t act, float lo, float hi) {
   float t;
   switch (act) {

@@ -20,9 +20,10 @@
  * Items are cut finer where they are too few to balance the tasks (ember_wino_share); an output's
  * arithmetic does not depend on its item: any split gives the same bits.
  * V and M live in one workspace buffer per task; with no workspace (a C runtime arena with
- * no room) the kernel runs tile by tile and block by block with stack buffers of a few KB,
- * the same path as the portable C99 build (-DEMBER_KERNELS_PORTABLE or no vector
- * extensions).
+ * no room) the kernel runs tile by tile, each input transform shared by up to 4 output
+ * blocks, with stack buffers of a few KB and the same bits (the same vector transforms, FMA
+ * order and epilogue); the portable C99 build (-DEMBER_KERNELS_PORTABLE or no vector
+ * extensions) runs that path lane by lane.
  */
 #ifndef EMBER_KERNELS_CONV_WINOGRAD_H_
 #define EMBER_KERNELS_CONV_WINOGRAD_H_
@@ -43,19 +44,50 @@ EMBER_KENTRY int32_t ember_conv_winograd_x16(EMBER_CONV_WINOGRAD_PARAMS);
 #if EMBER_KERNEL_BODIES
 #include "ember/c_backend_api.h"
 #include "ember/kernels/conv_simd.h"
-#include "ember/kernels/vmath.h"
+#include "ember/kernels/gemm_epilogue.h" /* the vector GELUs of the late activation pass */
 
 #define EMBER_WINO_MAX_A 6 /* transform points a side (m = 4) */
 
-/* The transforms (Lavin & Gray's points 0, +-1, +-2 and infinity), row-major: B^T (a x a)
- * and A^T (m x a). */
-static const float ember_wino_bt2[16] = {1, 0, -1, 0, 0, 1, 1, 0, 0, -1, 1, 0, 0, 1, 0, -1};
-static const float ember_wino_at2[8] = {1, 1, 1, 0, 0, 1, -1, -1};
-static const float ember_wino_bt4[36] = {4, 0, -5, 0, 1, 0, 0, -4, -4, 1, 1, 0,
-                                         0, 4, -4, -1, 1, 0, 0, -2, -1, 2, 1, 0,
-                                         0, 2, -1, -2, 1, 0, 0, 4, 0, -5, 0, 1};
-static const float ember_wino_at4[24] = {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0,
-                                         0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1};
+/* The transforms (Lavin & Gray's points 0, +-1, +-2 and infinity) as few adds as the points
+ * allow, for T a float or a vector of floats (the same association either way: the no-workspace
+ * path gives the workspace path's bits). o[i] = (B^T d)[i] for the a = 4 or 6 values d[0, a);
+ * a call per row and column of a patch. */
+#define EMBER_WINO_BT_BODY(T, a, o, d)                                                         \
+  if ((a) == 4) {                                                                              \
+    o[0] = d[0] - d[2];                                                                        \
+    o[1] = d[1] + d[2];                                                                        \
+    o[2] = d[2] - d[1];                                                                        \
+    o[3] = d[1] - d[3];                                                                        \
+  } else {                                                                                     \
+    const T t0 = d[4] - 4.0f * d[2], t1 = d[3] - 4.0f * d[1];                                  \
+    const T t2 = d[4] - d[2], t3 = 2.0f * (d[3] - d[1]);                                       \
+    o[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];                                                   \
+    o[1] = t0 + t1;                                                                            \
+    o[2] = t0 - t1;                                                                            \
+    o[3] = t2 + t3;                                                                            \
+    o[4] = t2 - t3;                                                                            \
+    o[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];                                                   \
+  }
+/* o[i] = (A^T s)[i] for the a values s[0, a): m = a - 2 outputs. */
+#define EMBER_WINO_AT_BODY(T, a, o, s)                                                         \
+  if ((a) == 4) {                                                                              \
+    o[0] = s[0] + s[1] + s[2];                                                                 \
+    o[1] = s[1] - s[2] - s[3];                                                                 \
+  } else {                                                                                     \
+    const T s1 = s[1] + s[2], d1 = s[1] - s[2], s2 = s[3] + s[4], d2 = s[3] - s[4];            \
+    o[0] = s[0] + s1 + s2;                                                                     \
+    o[1] = d1 + 2.0f * d2;                                                                     \
+    o[2] = s1 + 4.0f * s2;                                                                     \
+    o[3] = d1 + 8.0f * d2 + s[5];                                                              \
+  }
+
+static inline void ember_wino_bt(int32_t a, float* o, const float* d) {
+  EMBER_WINO_BT_BODY(float, a, o, d)
+}
+
+static inline void ember_wino_at(int32_t a, float* o, const float* s) {
+  EMBER_WINO_AT_BODY(float, a, o, s)
+}
 
 /*! \brief Everything a Winograd conv call needs (sizes in elements). */
 typedef struct {
@@ -64,18 +96,28 @@ typedef struct {
   const float* bias;
   const float* res;
   float* out;
-  const float* bt; /* B^T, a x a */
-  const float* at; /* A^T, m x a */
   int32_t n, icb, h, w, ocb, oh, ow, pt, pl, m, a;
   int32_t th, tw;          /* tiles down and across the output */
   int32_t tiles, blocks;   /* tiles and output blocks per work item */
   int32_t chunks, ranges;  /* tile chunks per image, block ranges */
-  int32_t act, flags;
+  int32_t act, flags, epi; /* epi: ember_epi_store_case */
   float lo, hi;
 } ember_wino_p;
 
 static inline int64_t ember_wino_items(const ember_wino_p* p) {
   return (int64_t)p->n * p->chunks * p->ranges;
+}
+
+/* Work item `item`'s image, first tile, tile count, first output block and block count. */
+static inline void ember_wino_where(const ember_wino_p* p, int64_t item, int32_t* b, int32_t* t0,
+                                    int32_t* cnt, int32_t* ob0, int32_t* nob) {
+  const int32_t nt = p->th * p->tw, r = (int32_t)(item % p->ranges);
+  const int32_t chunk = (int32_t)(item / p->ranges % p->chunks);
+  *b = (int32_t)(item / p->ranges / p->chunks);
+  *t0 = chunk * p->tiles;
+  *cnt = nt - *t0 < p->tiles ? nt - *t0 : p->tiles;
+  *ob0 = r * p->blocks;
+  *nob = p->ocb - *ob0 < p->blocks ? p->ocb - *ob0 : p->blocks;
 }
 
 /* p's items recut for `tasks` tasks when they are too few to balance (resnet18's 512->512 at 7x7:
@@ -100,49 +142,6 @@ static inline void ember_wino_share(ember_wino_p* p, int64_t tasks, int32_t rw) 
   p->blocks = best_b;
   p->chunks = (nt + best_t - 1) / best_t;
   p->ranges = (p->ocb + best_b - 1) / best_b;
-}
-
-/* acts on v[0, lanes): the conv's activation (the exp-based ones through vmath.h's
- * branch-free functions, loops the compiler vectorizes: libm's expf per float made a SiLU
- * epilogue cost as much as the F(4, 3) GEMMs of a 64-channel conv) */
-static inline void ember_wino_act(float* v, int32_t lanes, int32_t act, float lo, float hi) {
-  int32_t l;
-  float t;
-  switch (act) {
-    case EMBER_CONV_ACT_NONE:
-      return;
-    case EMBER_CONV_ACT_RELU:
-      for (l = 0; l < lanes; ++l) v[l] = v[l] > 0.0f ? v[l] : 0.0f;
-      return;
-    case EMBER_CONV_ACT_CLIP:
-      for (l = 0; l < lanes; ++l) v[l] = v[l] < lo ? lo : (v[l] > hi ? hi : v[l]);
-      return;
-    case EMBER_CONV_ACT_SIGMOID:
-      for (l = 0; l < lanes; ++l) v[l] = ember_sigmoidf(v[l]);
-      return;
-    case EMBER_CONV_ACT_SILU:
-      for (l = 0; l < lanes; ++l) v[l] = v[l] * ember_sigmoidf(v[l]);
-      return;
-    case EMBER_CONV_ACT_MISH: /* tanh(log(1 + e)) = n / (n + 2), n = e (e + 2) */
-      for (l = 0; l < lanes; ++l) {
-        t = ember_expf(v[l] < 20.0f ? v[l] : 20.0f);
-        t = t * (t + 2.0f);
-        v[l] = v[l] * (t / (t + 2.0f));
-      }
-      return;
-    case EMBER_CONV_ACT_GELU_ERF:
-      for (l = 0; l < lanes; ++l) v[l] = lo * v[l] * (1.0f + ember_erff(hi * v[l]));
-      return;
-    case EMBER_CONV_ACT_GELU_TANH:
-      for (l = 0; l < lanes; ++l)
-        v[l] = lo * v[l] * (1.0f + ember_tanhf(hi * (v[l] + 0.044715f * v[l] * v[l] * v[l])));
-      return;
-    case EMBER_CONV_ACT_TANH:
-      for (l = 0; l < lanes; ++l) v[l] = ember_tanhf(v[l]);
-      return;
-    default: /* hardswish, hardsigmoid, leaky_relu */
-      for (l = 0; l < lanes; ++l) v[l] = ember_act_scalar(v[l], act, lo, hi);
-  }
 }
 
 #if EMBER_KERNEL_WANTS_LANES(4)

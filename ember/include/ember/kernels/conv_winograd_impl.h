@@ -7,11 +7,11 @@
 #error "conv_winograd_impl.h is included by ember/kernels/conv_winograd.h only"
 #endif
 
-#ifndef EMBER_WCAT
-#define EMBER_WCAT_(a, b) a##b
-#define EMBER_WCAT(a, b) EMBER_WCAT_(a, b)
+#ifndef EMBER_CAT
+#define EMBER_CAT_(a, b) a##b
+#define EMBER_CAT(a, b) EMBER_CAT_(a, b)
 #endif
-#define EMBER_WFN(name) EMBER_WCAT(name, EMBER_WCAT(_x, EMBER_L))
+#define EMBER_WFN(name) EMBER_CAT(name, EMBER_CAT(_x, EMBER_L))
 
 /* The GEMM's register tile: EMBER_WINO_RW tiles x EMBER_WINO_RB output blocks of
  * accumulators, plus RB weight vectors and a broadcast (AVX-512's 32 registers: 24 + 4 + 1;
@@ -28,152 +28,90 @@
 #define EMBER_WINO_RB 2
 #endif
 
+#if !EMBER_KV
 /* v[xi * xs + l] (xi < a*a, l < L) = (B^T d B)[xi] of the a x a patch d of one input block's
- * plane whose top left is (y0, x0); zeros outside the image. */
+ * plane whose top left is (y0, x0), zeros outside the image: lane by lane, in the order of
+ * the vector path (ember_wino_vin4/6). */
 static inline void EMBER_WFN(ember_wino_in)(const ember_wino_p* p, const float* plane,
                                             int32_t y0, int32_t x0, float* v, size_t xs) {
-  float d[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A * EMBER_L];
-  float t[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A * EMBER_L];
-  const int32_t a = p->a, row = a * EMBER_L;
-  int32_t r, c, i, k, x, l;
-  for (r = 0; r < a; ++r) {
-    const int32_t iy = y0 + r;
-    for (c = 0; c < a; ++c) {
-      const int32_t ix = x0 + c;
-      float* dd = d + (r * a + c) * EMBER_L;
-      if (iy >= 0 && iy < p->h && ix >= 0 && ix < p->w) {
-        const float* src = plane + ((size_t)iy * p->w + ix) * EMBER_L;
-        for (l = 0; l < EMBER_L; ++l) dd[l] = src[l];
-      } else {
-        for (l = 0; l < EMBER_L; ++l) dd[l] = 0.0f;
+  float d[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A], t[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A];
+  float col[EMBER_WINO_MAX_A], r[EMBER_WINO_MAX_A];
+  const int32_t a = p->a;
+  int32_t i, j, l;
+  for (l = 0; l < EMBER_L; ++l) {
+    for (i = 0; i < a; ++i) {
+      for (j = 0; j < a; ++j) {
+        const int32_t iy = y0 + i, ix = x0 + j;
+        d[i * a + j] = iy >= 0 && iy < p->h && ix >= 0 && ix < p->w
+                           ? plane[((size_t)iy * p->w + ix) * EMBER_L + l]
+                           : 0.0f;
       }
     }
-  }
-  for (i = 0; i < a; ++i) { /* t = B^T d, whole rows of vectors at a time */
-    float* ti = t + i * row;
-    for (x = 0; x < row; ++x) ti[x] = 0.0f;
-    for (k = 0; k < a; ++k) {
-      const float ck = p->bt[i * a + k];
-      const float* dk = d + k * row;
-      if (ck == 0.0f) continue;
-      for (x = 0; x < row; ++x) ti[x] += ck * dk[x];
+    for (j = 0; j < a; ++j) { /* t = B^T d, column by column */
+      for (i = 0; i < a; ++i) col[i] = d[i * a + j];
+      ember_wino_bt(a, r, col);
+      for (i = 0; i < a; ++i) t[i * a + j] = r[i];
     }
-  }
-  for (i = 0; i < a; ++i) { /* v = t B */
-    for (c = 0; c < a; ++c) {
-      float acc[EMBER_L];
-      float* dst = v + (size_t)(i * a + c) * xs;
-      for (l = 0; l < EMBER_L; ++l) acc[l] = 0.0f;
-      for (k = 0; k < a; ++k) {
-        const float ck = p->bt[c * a + k];
-        const float* tk = t + i * row + k * EMBER_L;
-        if (ck == 0.0f) continue;
-        for (l = 0; l < EMBER_L; ++l) acc[l] += ck * tk[l];
-      }
-      for (l = 0; l < EMBER_L; ++l) dst[l] = acc[l];
+    for (i = 0; i < a; ++i) { /* v = t B, row by row */
+      ember_wino_bt(a, r, t + i * a);
+      for (j = 0; j < a; ++j) v[(size_t)(i * a + j) * xs + l] = r[j];
     }
   }
 }
 
 /* The m x m outputs of tile (ty, tx) of output block ob of image b from mv[xi * xs + l]
- * (M = the GEMMs' products): A^T M A, bias, residual, activation; the rows and columns past
- * the output's edge are not stored. */
+ * (M = the GEMMs' products): A^T M A, bias, residual, activation, lane by lane; the rows and
+ * columns past the output's edge are not stored. */
 static inline void EMBER_WFN(ember_wino_out)(const ember_wino_p* p, const float* mv, size_t xs,
                                              int32_t b, int32_t ob, int32_t ty, int32_t tx) {
-  float t[4 * EMBER_WINO_MAX_A * EMBER_L];
-  const int32_t a = p->a, m = p->m;
-  const float* bias = p->bias + (size_t)ob * EMBER_L;
-  int32_t i, j, k, r, l;
-  for (i = 0; i < m; ++i) { /* t = A^T M */
-    for (k = 0; k < a; ++k) {
-      float* dst = t + (i * a + k) * EMBER_L;
-      for (l = 0; l < EMBER_L; ++l) dst[l] = 0.0f;
-      for (r = 0; r < a; ++r) {
-        const float cr = p->at[i * a + r];
-        const float* src = mv + (size_t)(r * a + k) * xs;
-        if (cr == 0.0f) continue;
-        for (l = 0; l < EMBER_L; ++l) dst[l] += cr * src[l];
+  float s[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A], t[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A];
+  float col[EMBER_WINO_MAX_A], r[EMBER_WINO_MAX_A];
+  const int32_t a = p->a, m = p->m, act = p->act, flags = p->flags;
+  const int res_first = (flags & EMBER_EPI_ACT_AFTER_ADD) || !act;
+  int32_t i, j, l;
+  for (l = 0; l < EMBER_L; ++l) {
+    const float bias = p->bias[(size_t)ob * EMBER_L + l];
+    for (i = 0; i < a * a; ++i) s[i] = mv[(size_t)i * xs + l];
+    for (j = 0; j < a; ++j) { /* t = A^T M, column by column */
+      for (i = 0; i < a; ++i) col[i] = s[i * a + j];
+      ember_wino_at(a, r, col);
+      for (i = 0; i < m; ++i) t[i * a + j] = r[i];
+    }
+    for (i = 0; i < m && ty * m + i < p->oh; ++i) {
+      const size_t row = (((size_t)b * p->ocb + ob) * p->oh + ty * m + i) * p->ow + tx * m;
+      ember_wino_at(a, r, t + i * a);
+      for (j = 0; j < m && tx * m + j < p->ow; ++j) {
+        const size_t o = (row + j) * EMBER_L + l;
+        float y = r[j] + bias;
+        if (!(flags & EMBER_EPI_RESIDUAL)) {
+          y = ember_act_scalar(y, act, p->lo, p->hi);
+        } else if (res_first) {
+          y = ember_act_scalar(y + p->res[o], act, p->lo, p->hi);
+        } else {
+          y = ember_act_scalar(y, act, p->lo, p->hi) + p->res[o];
+        }
+        p->out[o] = y;
       }
     }
   }
-  for (i = 0; i < m && ty * m + i < p->oh; ++i) {
-    const int32_t oy = ty * m + i;
-    for (j = 0; j < m && tx * m + j < p->ow; ++j) {
-      const size_t o = ((((size_t)b * p->ocb + ob) * p->oh + oy) * p->ow + tx * m + j) * EMBER_L;
-      float y[EMBER_L];
-      for (l = 0; l < EMBER_L; ++l) y[l] = bias[l];
-      for (k = 0; k < a; ++k) { /* Y = t A */
-        const float ck = p->at[j * a + k];
-        const float* src = t + (i * a + k) * EMBER_L;
-        if (ck == 0.0f) continue;
-        for (l = 0; l < EMBER_L; ++l) y[l] += ck * src[l];
-      }
-      if (!(p->flags & EMBER_EPI_RESIDUAL)) {
-        ember_wino_act(y, EMBER_L, p->act, p->lo, p->hi);
-      } else if ((p->flags & EMBER_EPI_ACT_AFTER_ADD) || !p->act) {
-        for (l = 0; l < EMBER_L; ++l) y[l] += p->res[o + l];
-        ember_wino_act(y, EMBER_L, p->act, p->lo, p->hi);
-      } else {
-        ember_wino_act(y, EMBER_L, p->act, p->lo, p->hi);
-        for (l = 0; l < EMBER_L; ++l) y[l] += p->res[o + l];
-      }
-      for (l = 0; l < EMBER_L; ++l) p->out[o + l] = y[l];
-    }
-  }
 }
-
-/* Work item `item`'s image, first tile, tile count, first output block and block count. */
-static inline void EMBER_WFN(ember_wino_where)(const ember_wino_p* p, int64_t item, int32_t* b,
-                                               int32_t* t0, int32_t* cnt, int32_t* ob0,
-                                               int32_t* nob) {
-  const int32_t nt = p->th * p->tw, r = (int32_t)(item % p->ranges);
-  const int32_t chunk = (int32_t)(item / p->ranges % p->chunks);
-  *b = (int32_t)(item / p->ranges / p->chunks);
-  *t0 = chunk * p->tiles;
-  *cnt = nt - *t0 < p->tiles ? nt - *t0 : p->tiles;
-  *ob0 = r * p->blocks;
-  *nob = p->ocb - *ob0 < p->blocks ? p->ocb - *ob0 : p->blocks;
-}
+#endif /* !EMBER_KV */
 
 #if EMBER_KV
 #define EV EMBER_VT(EMBER_L)
 
-/* o[i] = (B^T d)[i] for the a = 4 or 6 vectors d[0, a) (B^T: conv_winograd.h's tables, as
- * few adds as the points allow; a call per row and column of a patch, unrolled by GCC). */
+/* conv_winograd.h's transforms on vectors (unrolled by GCC in the callers). */
 static inline void EMBER_WFN(ember_wino_vbt)(int32_t a, EV* o, const EV* d) {
-  if (a == 4) {
-    o[0] = d[0] - d[2];
-    o[1] = d[1] + d[2];
-    o[2] = d[2] - d[1];
-    o[3] = d[1] - d[3];
-  } else {
-    const EV t0 = d[4] - 4.0f * d[2], t1 = d[3] - 4.0f * d[1];
-    const EV t2 = d[4] - d[2], t3 = 2.0f * (d[3] - d[1]);
-    o[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
-    o[1] = t0 + t1;
-    o[2] = t0 - t1;
-    o[3] = t2 + t3;
-    o[4] = t2 - t3;
-    o[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
-  }
+  EMBER_WINO_BT_BODY(EV, a, o, d)
 }
 
-/* o[i] = (A^T s)[i] for the a vectors s[0, a): m = a - 2 outputs. */
 static inline void EMBER_WFN(ember_wino_vat)(int32_t a, EV* o, const EV* s) {
-  if (a == 4) {
-    o[0] = s[0] + s[1] + s[2];
-    o[1] = s[1] - s[2] - s[3];
-  } else {
-    const EV s1 = s[1] + s[2], d1 = s[1] - s[2], s2 = s[3] + s[4], d2 = s[3] - s[4];
-    o[0] = s[0] + s1 + s2;
-    o[1] = d1 + 2.0f * d2;
-    o[2] = s1 + 4.0f * s2;
-    o[3] = d1 + 8.0f * d2 + s[5];
-  }
+  EMBER_WINO_AT_BODY(EV, a, o, s)
 }
 
-/* ember_wino_in in vectors, for a = 4 and 6 alike (a's branches are resolved once per call
- * by the two instantiations below). */
+/* v[xi * xs + l] (xi < a*a, l < L) = (B^T d B)[xi] of the a x a patch d of one input block's
+ * plane whose top left is (y0, x0), zeros outside the image; for a = 4 and 6 alike (a's
+ * branches are resolved once per call by the two instantiations below). */
 #define EMBER_WINO_VIN(A)                                                                      \
   EV d[A * A], t[A * A], col[A], r[A];                                                         \
   int32_t i, j;                                                                                \
@@ -197,7 +135,8 @@ static inline void EMBER_WFN(ember_wino_vat)(int32_t a, EV* o, const EV* s) {
   }                                                                                            \
   EMBER_KUNROLL for (i = 0; i < A; ++i) { /* v = t B, row by row */                            \
     EMBER_WFN(ember_wino_vbt)(A, r, t + i * A);                                                \
-    EMBER_KUNROLL for (j = 0; j < A; ++j) EMBER_VSTORE(EMBER_L, v + (size_t)(i * A + j) * xs, r[j]); \
+    EMBER_KUNROLL for (j = 0; j < A; ++j)                                                      \
+        EMBER_VSTORE(EMBER_L, v + (size_t)(i * A + j) * xs, r[j]);                             \
   }
 
 EMBER_KFN void EMBER_WFN(ember_wino_vin4)(const ember_wino_p* p, const float* plane, int32_t y0,
@@ -211,40 +150,60 @@ EMBER_KFN void EMBER_WFN(ember_wino_vin6)(const ember_wino_p* p, const float* pl
 }
 #undef EMBER_WINO_VIN
 
-/* The epilogue of one output vector y at element o: bias (in y already), residual,
- * activation (the exp-based ones per float). */
-static inline void EMBER_WFN(ember_wino_vstore)(const ember_wino_p* p, EV* py, size_t o) {
-  EV y = *py;
-  const int res = (p->flags & EMBER_EPI_RESIDUAL) != 0;
-  const int res_first = res && ((p->flags & EMBER_EPI_ACT_AFTER_ADD) || !p->act);
-  if (res_first) y += EMBER_VLOAD(EMBER_L, p->res + o);
-  switch (p->act) {
-    case EMBER_CONV_ACT_NONE:
-      break;
-    case EMBER_CONV_ACT_RELU:
-      y = EMBER_VMAX(EMBER_L, y, EMBER_VZERO(EMBER_L));
-      break;
-    case EMBER_CONV_ACT_CLIP:
-      y = EMBER_VMIN(EMBER_L, EMBER_VSPLAT(EMBER_L, p->hi),
-                     EMBER_VMAX(EMBER_L, EMBER_VSPLAT(EMBER_L, p->lo), y));
-      break;
-    default: {
-      float f[EMBER_L];
-      EMBER_VSTORE(EMBER_L, f, y);
-      ember_wino_act(f, EMBER_L, p->act, p->lo, p->hi);
-      y = EMBER_VLOAD(EMBER_L, f);
-    }
+#include "ember/kernels/conv_epilogue_impl.h" /* ember_conv_store_with, _act_exp */
+
+/* The exp-based activation over the nv vectors just stored at out (a row of a tile), then
+ * the residual when it comes after the activation: a pass over a few vectors in L1, where
+ * the polynomials run back to back (conv_nchwc_impl.h's ember_conv_act_pass). */
+EMBER_KFN void EMBER_WFN(ember_wino_late_act)(const ember_wino_p* p, float* out,
+                                              const float* res, int32_t nv) {
+  const int add = (p->flags & EMBER_EPI_RESIDUAL) && !(p->flags & EMBER_EPI_ACT_AFTER_ADD);
+  const int32_t act = p->act, n = nv * EMBER_L;
+  int32_t i;
+  if (act >= EMBER_CONV_ACT_GELU_ERF) { /* gemm_epilogue.h's vector forms */
+    const int32_t code = act == EMBER_CONV_ACT_GELU_ERF    ? EMBER_ACT_GELU_ERF
+                         : act == EMBER_CONV_ACT_GELU_TANH ? EMBER_ACT_GELU_TANH
+                                                           : EMBER_ACT_TANH;
+    const int32_t whole = n - n % EMBER_VL;
+    ember_vact_block(out, 0, 1, whole / EMBER_VL, code, p->lo, p->hi);
+    for (i = whole; i < n; ++i) out[i] = ember_act1(out[i], code, p->lo, p->hi);
+    for (i = 0; add && i < n; i += EMBER_L)
+      EMBER_VSTORE(EMBER_L, out + i, EMBER_VLOAD(EMBER_L, out + i) + EMBER_VLOAD(EMBER_L, res + i));
+    return;
   }
-  if (res && !res_first) y += EMBER_VLOAD(EMBER_L, p->res + o);
-  EMBER_VSTORE(EMBER_L, p->out + o, y);
+  for (i = 0; i < n; i += EMBER_L) {
+    EV v = EMBER_VLOAD(EMBER_L, out + i);
+    EMBER_WFN(ember_conv_act_exp)(&v, act);
+    if (add) v += EMBER_VLOAD(EMBER_L, res + i);
+    EMBER_VSTORE(EMBER_L, out + i, v);
+  }
 }
 
-/* ember_wino_out in vectors. */
+/* The stores of one output row r[0, nj) (bias added) at out_/res_ for the store case
+ * ember_epi_store_case: its choices constants (conv_nchwc_impl.h's EMBER_CONV_STORE_RUN). */
+#define EMBER_WINO_STORE_ROW(FIRST, CLAMP, LAST)                                               \
+  for (j = 0; j < nj; ++j) {                                                                   \
+    EV v = r[j];                                                                               \
+    if (FIRST) v += EMBER_VLOAD(EMBER_L, res_ + j * EMBER_L);                                  \
+    if (CLAMP) v = EMBER_VMAX(EMBER_L, v, vlo);                                                \
+    if (CLAMP == 2) v = EMBER_VMIN(EMBER_L, v, vhi);                                           \
+    if (LAST) v += EMBER_VLOAD(EMBER_L, res_ + j * EMBER_L);                                   \
+    EMBER_VSTORE(EMBER_L, out_ + j * EMBER_L, v);                                              \
+  }
+
+/* The m x m outputs of tile (ty, tx) of output block ob of image b from mv[xi * xs + l]
+ * (M = the GEMMs' products): A^T M A, bias, then the epilogue row by row; the rows and
+ * columns past the output's edge are not stored. */
 #define EMBER_WINO_VOUT(A)                                                                     \
   EV s[A * A], t[(A - 2) * A], col[A], r[A];                                                   \
   const EV bv = EMBER_VLOAD(EMBER_L, p->bias + (size_t)ob * EMBER_L);                          \
   const int32_t m = A - 2;                                                                     \
   int32_t i, j;                                                                                \
+  const int32_t epi = p->epi, act = p->act, flags = p->flags;                                 \
+  const float lo = p->lo, hi = p->hi;                                                          \
+  const EV vlo = EMBER_VSPLAT(EMBER_L, (epi >> 1 & 3) == 2 ? lo : 0.0f);                      \
+  const EV vhi = EMBER_VSPLAT(EMBER_L, hi);                                                    \
+  const int32_t nj = p->ow - tx * m < m ? p->ow - tx * m : m;                                  \
   EMBER_KUNROLL for (i = 0; i < A * A; ++i) s[i] = EMBER_VLOAD(EMBER_L, mv + (size_t)i * xs);  \
   EMBER_KUNROLL for (j = 0; j < A; ++j) { /* t = A^T M, column by column */                    \
     EMBER_KUNROLL for (i = 0; i < A; ++i) col[i] = s[i * A + j];                               \
@@ -252,12 +211,27 @@ static inline void EMBER_WFN(ember_wino_vstore)(const ember_wino_p* p, EV* py, s
     EMBER_KUNROLL for (i = 0; i < m; ++i) t[i * A + j] = r[i];                                 \
   }                                                                                            \
   for (i = 0; i < m && ty * m + i < p->oh; ++i) {                                              \
-    const size_t row = (((size_t)b * p->ocb + ob) * p->oh + ty * m + i) * p->ow + tx * m;      \
+    const size_t row = ((((size_t)b * p->ocb + ob) * p->oh + ty * m + i) * p->ow + tx * m) *   \
+                       EMBER_L;                                                                \
+    float* const out_ = p->out + row;                                                          \
+    const float* const res_ = p->res + row;                                                    \
     EMBER_WFN(ember_wino_vat)(A, r, t + i * A);                                                \
-    for (j = 0; j < m && tx * m + j < p->ow; ++j) {                                            \
-      EV y = r[j] + bv;                                                                        \
-      EMBER_WFN(ember_wino_vstore)(p, &y, (row + j) * EMBER_L);                                \
+    EMBER_KUNROLL for (j = 0; j < m; ++j) r[j] += bv;                                          \
+    switch (epi) {                                                                             \
+      case 0: EMBER_WINO_STORE_ROW(0, 0, 0) break;                                             \
+      case 1: EMBER_WINO_STORE_ROW(1, 0, 0) break;                                             \
+      case 2: EMBER_WINO_STORE_ROW(0, 1, 0) break;                                             \
+      case 3: EMBER_WINO_STORE_ROW(1, 1, 0) break;                                             \
+      case 4: EMBER_WINO_STORE_ROW(0, 2, 0) break;                                             \
+      case 5: EMBER_WINO_STORE_ROW(1, 2, 0) break;                                             \
+      case 10: EMBER_WINO_STORE_ROW(0, 1, 1) break;                                            \
+      case 12: EMBER_WINO_STORE_ROW(0, 2, 1) break;                                            \
+      default:                                                                                 \
+        for (j = 0; j < nj; ++j)                                                               \
+          EMBER_WFN(ember_conv_store_with)(act, flags, lo, hi, &r[j], out_ + j * EMBER_L,      \
+                                           res_ + j * EMBER_L);                                \
     }                                                                                          \
+    if (act >= EMBER_CONV_ACT_SIGMOID) EMBER_WFN(ember_wino_late_act)(p, out_, res_, nj);      \
   }
 
 EMBER_KFN void EMBER_WFN(ember_wino_vout4)(const ember_wino_p* p, const float* mv, size_t xs,
@@ -270,45 +244,83 @@ EMBER_KFN void EMBER_WFN(ember_wino_vout6)(const ember_wino_p* p, const float* m
   EMBER_WINO_VOUT(6)
 }
 #undef EMBER_WINO_VOUT
+#undef EMBER_WINO_STORE_ROW
 #undef EV
 #endif /* EMBER_KV */
 
-/* One work item with no workspace: tile by tile and block by block, the input transform of
- * each input block recomputed per output block; a few KB of stack whatever the channels. */
+/* One work item with no workspace: tile by tile, each input transform used by up to
+ * EMBER_WINO_SMALL_NB output blocks (the rest recompute it); a few KB of stack whatever the
+ * channels. The products summed in the GEMM's order: the workspace path's bits. */
+#define EMBER_WINO_SMALL_NB 4
 EMBER_KFN void EMBER_WFN(ember_wino_item_small)(const ember_wino_p* p, int64_t item) {
   float v[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A * EMBER_L];
-  float mv[EMBER_WINO_MAX_A * EMBER_WINO_MAX_A * EMBER_L];
+  float mv[EMBER_WINO_SMALL_NB][EMBER_WINO_MAX_A * EMBER_WINO_MAX_A * EMBER_L];
   const int32_t aa = p->a * p->a;
-  int32_t b, t0, cnt, ob0, nob, t, ob, k, xi, c, l;
-  EMBER_WFN(ember_wino_where)(p, item, &b, &t0, &cnt, &ob0, &nob);
+  int32_t b, t0, cnt, ob0, nob, t, ob, nb, q, k, xi, c;
+  ember_wino_where(p, item, &b, &t0, &cnt, &ob0, &nob);
   for (t = t0; t < t0 + cnt; ++t) {
-    const int32_t ty = t / p->tw, tx = t % p->tw;
-    for (ob = ob0; ob < ob0 + nob; ++ob) {
-      for (xi = 0; xi < aa * EMBER_L; ++xi) mv[xi] = 0.0f;
+    const int32_t ty = t / p->tw, tx = t % p->tw, y0 = ty * p->m - p->pt, x0 = tx * p->m - p->pl;
+    for (ob = ob0; ob < ob0 + nob; ob += nb) {
+      nb = ob0 + nob - ob < EMBER_WINO_SMALL_NB ? ob0 + nob - ob : EMBER_WINO_SMALL_NB;
+      for (q = 0; q < nb; ++q)
+        for (xi = 0; xi < aa * EMBER_L; ++xi) mv[q][xi] = 0.0f;
       for (k = 0; k < p->icb; ++k) {
         const float* plane = p->in + ((size_t)b * p->icb + k) * p->h * p->w * EMBER_L;
-        EMBER_WFN(ember_wino_in)(p, plane, ty * p->m - p->pt, tx * p->m - p->pl, v, EMBER_L);
-        for (xi = 0; xi < aa; ++xi) {
-          const float* uk = p->u + (((size_t)xi * p->ocb + ob) * p->icb + k) * EMBER_L * EMBER_L;
-          for (c = 0; c < EMBER_L; ++c) {
-            const float s = v[xi * EMBER_L + c];
-            for (l = 0; l < EMBER_L; ++l) mv[xi * EMBER_L + l] += s * uk[c * EMBER_L + l];
+#if EMBER_KV
+        if (p->a == 4) {
+          EMBER_WFN(ember_wino_vin4)(p, plane, y0, x0, v, EMBER_L);
+        } else {
+          EMBER_WFN(ember_wino_vin6)(p, plane, y0, x0, v, EMBER_L);
+        }
+#else
+        EMBER_WFN(ember_wino_in)(p, plane, y0, x0, v, EMBER_L);
+#endif
+        for (q = 0; q < nb; ++q) {
+          for (xi = 0; xi < aa; ++xi) {
+            const float* uk =
+                p->u + (((size_t)xi * p->ocb + ob + q) * p->icb + k) * EMBER_L * EMBER_L;
+            float* mq = mv[q] + xi * EMBER_L;
+#if EMBER_KV
+            EMBER_VT(EMBER_L) acc = EMBER_VLOAD(EMBER_L, mq);
+            for (c = 0; c < EMBER_L; ++c)
+              acc = EMBER_VFMA(EMBER_L, acc, EMBER_VBCAST(EMBER_L, v + xi * EMBER_L + c),
+                               EMBER_VLOAD(EMBER_L, uk + c * EMBER_L));
+            EMBER_VSTORE(EMBER_L, mq, acc);
+#else
+            int32_t l;
+            for (c = 0; c < EMBER_L; ++c)
+              for (l = 0; l < EMBER_L; ++l) mq[l] += v[xi * EMBER_L + c] * uk[c * EMBER_L + l];
+#endif
           }
         }
       }
-      EMBER_WFN(ember_wino_out)(p, mv, EMBER_L, b, ob, ty, tx);
+      for (q = 0; q < nb; ++q) {
+#if EMBER_KV
+        if (p->a == 4) {
+          EMBER_WFN(ember_wino_vout4)(p, mv[q], EMBER_L, b, ob + q, ty, tx);
+        } else {
+          EMBER_WFN(ember_wino_vout6)(p, mv[q], EMBER_L, b, ob + q, ty, tx);
+        }
+#else
+        EMBER_WFN(ember_wino_out)(p, mv[q], EMBER_L, b, ob + q, ty, tx);
+#endif
+      }
     }
   }
 }
+#undef EMBER_WINO_SMALL_NB
 
 #if EMBER_KV
 #define EV EMBER_VT(EMBER_L)
 
 /* The GEMM register tile: RW tiles x RB output blocks, summed over all input channels. v:
- * V[xi][0][t0] (input block k at v + k * vs), u: U[xi][ob0] (block j at u + j * us), mo:
- * M[xi][j][t0] at mo + j * ms. */
+ * V[xi][0][t0] (input block k at v + k * vs), u: U[xi][ob0] (block j at u + j * us, us =
+ * icb * L * L), mo: M[xi][j][t0] at mo + j * vs (V's and M's rows are both vs floats). The
+ * step over one input channel is conv_nchwc_impl.h's EMBER_TILE_STEP_COLS with the
+ * accumulators indexed [block][tile]. */
 #define EMBER_WINO_GEMM_BODY(RW, RB)                                                           \
   EV acc[RB][RW];                                                                              \
+  const size_t us = (size_t)icb * EMBER_L * EMBER_L;                                           \
   int32_t i, j, c, k;                                                                          \
   EMBER_KUNROLL for (j = 0; j < RB; ++j) EMBER_KUNROLL for (i = 0; i < RW; ++i)                \
       acc[j][i] = EMBER_VZERO(EMBER_L);                                                        \
@@ -329,15 +341,15 @@ EMBER_KFN void EMBER_WFN(ember_wino_item_small)(const ember_wino_p* p, int64_t i
     }                                                                                          \
   }                                                                                            \
   EMBER_KUNROLL for (j = 0; j < RB; ++j) EMBER_KUNROLL for (i = 0; i < RW; ++i)                \
-      EMBER_VSTORE(EMBER_L, mo + j * ms + i * EMBER_L, acc[j][i]);
+      EMBER_VSTORE(EMBER_L, mo + j * vs + i * EMBER_L, acc[j][i]);
 
 EMBER_KFN void EMBER_WFN(ember_wino_gemm_wide)(const float* v, const float* u, float* mo,
-                                               int32_t icb, size_t vs, size_t us, size_t ms) {
+                                               int32_t icb, size_t vs) {
   EMBER_WINO_GEMM_BODY(EMBER_WINO_RW, EMBER_WINO_RB)
 }
 
 EMBER_KFN void EMBER_WFN(ember_wino_gemm_one)(const float* v, const float* u, float* mo,
-                                              int32_t icb, size_t vs, size_t us, size_t ms) {
+                                              int32_t icb, size_t vs) {
   EMBER_WINO_GEMM_BODY(EMBER_WINO_RW, 1)
 }
 #undef EMBER_WINO_GEMM_BODY
@@ -360,7 +372,7 @@ EMBER_KFN void EMBER_WFN(ember_wino_item)(const ember_wino_p* p, int64_t item, f
   int32_t b, t0, cnt, ob0, nob, tp, t, k, xi, j;
   size_t vx, mx, us = (size_t)p->icb * EMBER_L * EMBER_L;
   float *V, *M;
-  EMBER_WFN(ember_wino_where)(p, item, &b, &t0, &cnt, &ob0, &nob);
+  ember_wino_where(p, item, &b, &t0, &cnt, &ob0, &nob);
   tp = EMBER_WFN(ember_wino_padded)(cnt);
   vx = (size_t)p->icb * tp * EMBER_L; /* V's and M's stride between transform points */
   mx = (size_t)nob * tp * EMBER_L;
@@ -387,13 +399,11 @@ EMBER_KFN void EMBER_WFN(ember_wino_item)(const ember_wino_p* p, int64_t item, f
     for (j = 0; j < nob;) {
       const int wide = nob - j >= EMBER_WINO_RB;
       for (t = 0; t < tp; t += EMBER_WINO_RW) {
-        const size_t ts = (size_t)t * EMBER_L, ms = (size_t)tp * EMBER_L;
+        const size_t ts = (size_t)t * EMBER_L, rs = (size_t)tp * EMBER_L;
         if (wide) {
-          EMBER_WFN(ember_wino_gemm_wide)(vxi + ts, uxi + j * us, mxi + j * ms + ts, p->icb, ms,
-                                          us, ms);
+          EMBER_WFN(ember_wino_gemm_wide)(vxi + ts, uxi + j * us, mxi + j * rs + ts, p->icb, rs);
         } else {
-          EMBER_WFN(ember_wino_gemm_one)(vxi + ts, uxi + j * us, mxi + j * ms + ts, p->icb, ms,
-                                         us, ms);
+          EMBER_WFN(ember_wino_gemm_one)(vxi + ts, uxi + j * us, mxi + j * rs + ts, p->icb, rs);
         }
       }
       j += wide ? EMBER_WINO_RB : 1;
@@ -453,15 +463,15 @@ EMBER_KENTRY int32_t EMBER_WFN(ember_conv_winograd)(EMBER_CONV_WINOGRAD_PARAMS) 
   ember_wino_p p;
   if ((m != 2 && m != 4) || tiles < 1 || blocks < 1) return -1;
   p.in = in; p.u = u; p.bias = bias; p.res = res; p.out = out;
-  p.bt = m == 2 ? ember_wino_bt2 : ember_wino_bt4;
-  p.at = m == 2 ? ember_wino_at2 : ember_wino_at4;
   p.n = n; p.icb = icb; p.h = h; p.w = wd; p.ocb = ocb; p.oh = oh; p.ow = ow;
   p.pt = pt; p.pl = pl; p.m = m; p.a = m + 2;
   p.th = (oh + m - 1) / m; p.tw = (ow + m - 1) / m;
   p.tiles = tiles; p.blocks = blocks < ocb ? blocks : (ocb > 0 ? ocb : 1);
   p.chunks = (p.th * p.tw + tiles - 1) / tiles;
   p.ranges = (ocb + p.blocks - 1) / p.blocks;
-  p.act = act; p.flags = flags; p.lo = lo; p.hi = hi;
+  p.act = act; p.lo = lo; p.hi = hi;
+  p.flags = flags & ~EMBER_EPI_STREAM; /* plain stores: each row is read back by a late act */
+  p.epi = ember_epi_store_case(act, p.flags);
   if (ember_wino_items(&p) <= 0) return 0;
   if (threads) return TVMBackendParallelLaunch(EMBER_WFN(ember_wino_task), &p, 0);
   return EMBER_WFN(ember_wino_run)(&p, 0, ember_wino_items(&p));
