@@ -101,15 +101,12 @@ typedef struct {
  * once per path to the switch (30% of the conv object's code and of its compile time). */
 static inline int32_t ember_conv_epi_case(const ember_conv_p* p) {
   const int32_t act = p->act, flags = p->flags;
-  const int32_t res_first = (flags & EMBER_EPI_RESIDUAL) &&
-                            ((flags & EMBER_EPI_ACT_AFTER_ADD) || !act);
-  const int32_t res_last = (flags & EMBER_EPI_RESIDUAL) && !res_first &&
-                           act < EMBER_CONV_ACT_SIGMOID;
-  const int32_t clamp = act == EMBER_CONV_ACT_RELU ? 1 : act == EMBER_CONV_ACT_CLIP ? 2 : 0;
-  if (act > EMBER_CONV_ACT_CLIP && act < EMBER_CONV_ACT_SIGMOID) return -1;
-  if (p->accum) return (flags & EMBER_EPI_RESIDUAL) || clamp == 2 ? -1 : 16 | clamp << 1;
-  if ((flags & EMBER_EPI_STREAM) && res_first && !act) return 33; /* streamed: a 1x1 add */
-  return res_first | clamp << 1 | res_last << 3;
+  const int32_t epi = ember_epi_store_case(act, flags); /* conv_simd.h: the common cases */
+  if (epi < 0) return -1;
+  if (p->accum) /* later passes: no residual, no clip */
+    return (flags & EMBER_EPI_RESIDUAL) || act == EMBER_CONV_ACT_CLIP ? -1 : 16 | (epi & 6);
+  if ((flags & EMBER_EPI_STREAM) && epi == 1 && !act) return 33; /* streamed: a 1x1 add */
+  return epi;
 }
 
 /* The lanes of the last input block whose weights are not all zero (cb if the last lane's
