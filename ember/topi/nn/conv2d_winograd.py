@@ -51,7 +51,7 @@ U_CACHED_BYTES = 16 << 20  # transformed weights that stay in the last-level cac
 ITEM_BYTES = L2_BYTES
 MIN_TILES, MAX_TILES = 18, 96  # tiles per item: fewer re-read U per few tiles (512->512 at
 # 14x14, F(4,3): 6 tiles 3.5 ms, 18-24 tiles 2.2 ms), more gain nothing
-PROBE_SIDE = 32  # a run-time side's length where the selection needs one (a typical map)
+PROBE_SIDES = (8, 16, 32, 64)  # a run-time side's lengths the selection judges it at
 TILE_RW = 6  # the GEMM register tile width in tiles (EMBER_WINO_RW; 3 for 16 lanes on AVX2)
 
 
@@ -77,17 +77,27 @@ def applies(geo: ConvGeometry) -> bool:
 def winograd_tile(geo: ConvGeometry) -> int:
     """The m of F(m x m, 3x3) for ``geo``, or 0 to keep the direct kernel: the m of the larger
     :func:`predicted_speedup`, if that reaches :data:`MIN_SPEEDUP`. Both channel counts must
-    reach :data:`MIN_CHANNELS`. A map of run-time size takes F(2, 3) (the safer gain: fewer
-    tiles to pad, smaller weights) where the model predicts a gain with each run-time side
-    :data:`PROBE_SIDE` long (a static side of 1 row, a CRNN's, does not gain)."""
+    reach :data:`MIN_CHANNELS`. A map of run-time size is judged at each of
+    :data:`PROBE_SIDES` for its run-time sides: the m of the larger geometric mean of the
+    predicted gains, if that reaches :data:`MIN_SPEEDUP` and no size is predicted slower
+    than the direct kernel (512->512: F(4, 3) loses on an 8x8 map, so F(2, 3); a static
+    side of 1 row, a CRNN's, gains with neither)."""
     if not applies(geo) or min(geo.ic, geo.oc) < MIN_CHANNELS:
         return 0
     if not is_static(geo.oh, geo.ow):
-        oh, ow = (d if is_static(d) else PROBE_SIDE for d in (geo.oh, geo.ow))
-        probe = replace(geo, n=1, h=oh + 2, w=ow + 2, oh=oh, ow=ow, padding=(0, 0, 0, 0))
-        return 2 if predicted_speedup(probe, 2) >= MIN_SPEEDUP else 0
+        gains = {m: [predicted_speedup(_probe(geo, side), m) for side in PROBE_SIDES]
+                 for m in TILE_SIZES}
+        mean = {m: float(np.prod(g)) ** (1 / len(g)) for m, g in gains.items() if min(g) >= 1}
+        best = max(mean, key=mean.get, default=0)
+        return best if best and mean[best] >= MIN_SPEEDUP else 0
     best = max(TILE_SIZES, key=lambda m: predicted_speedup(geo, m))
     return best if predicted_speedup(geo, best) >= MIN_SPEEDUP else 0
+
+
+def _probe(geo: ConvGeometry, side: int) -> ConvGeometry:
+    """``geo`` with each run-time output side ``side`` long (static sizes, batch 1)."""
+    oh, ow = (d if is_static(d) else side for d in (geo.oh, geo.ow))
+    return replace(geo, n=1, h=oh + 2, w=ow + 2, oh=oh, ow=ow, padding=(0, 0, 0, 0))
 
 
 def predicted_speedup(geo: ConvGeometry, m: int) -> float:

@@ -76,7 +76,7 @@ def test_eight_lane_target_and_symbolic_map():
     x = relay.var("x", shape=(1, 64, relay.Any(), relay.Any()))
     y = relay.nn.conv2d(x, _const((64, 64, 3, 3)), padding=(1, 1))
     dyn = _convs(_plan(ember.IRModule.from_expr(relay.Function([x], y))))
-    assert dyn[0].op.name == WINO and dyn[0].attrs.tile_size == 2
+    assert dyn[0].op.name == WINO and dyn[0].attrs.tile_size == 4
 
 
 @needs_cc
@@ -100,7 +100,7 @@ def test_planned_net_matches_the_unplanned_one():
 
 @needs_cc
 def test_run_time_map_sizes():
-    """One build of a conv over a ``?`` x ``?`` map (F(2, 3)) runs at two sizes."""
+    """One build of a conv over a ``?`` x ``?`` map (F(4, 3)) runs at two sizes."""
     from ember.relay.op.nn.conv import conv2d_nchw
 
     x = relay.var("x", shape=(1, 32, relay.Any(), relay.Any()))
@@ -150,12 +150,14 @@ def test_fused_convs_refuse_operands_that_are_not_float32(op):
 
 def test_run_time_maps_take_winograd_only_where_the_model_predicts_a_gain():
     """A map of run-time width but 1 static row (a CRNN's last convs) stays direct: F(2, 3)
-    would compute 2 rows for 1; a run-time square map takes F(2, 3)."""
+    would compute 2 rows for 1; a run-time square map takes F(4, 3), but at 512 channels,
+    where F(4, 3) would lose on small maps, F(2, 3)."""
     from ember.tir.expr import Var
     from ember.topi.nn.conv2d_winograd import plan_tile
 
     w = Var("w", "int32")
     args = ((256, 256, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, 16, 16)
     assert plan_tile(*args, (1, w)) == 0
-    assert plan_tile(*args, (w, w)) == 2
+    assert plan_tile(*args, (w, w)) == 4
+    assert plan_tile((512, 512, 3, 3), *args[1:], (w, w)) == 2
     assert plan_tile(*args, (3, 80)) == 4
