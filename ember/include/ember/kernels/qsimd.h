@@ -377,13 +377,11 @@ typedef struct {
   ember_qfvi zp;
 } ember_qfrq;
 
+/* ember_qrq_make's bounds on these lanes */
 static inline ember_qfrq ember_qfrq_make(int32_t zp, int32_t lo, int32_t hi) {
   const ember_qfvf z = {0};
   const ember_qfvi zi = {0};
-  ember_qfrq rq;
-  rq.lo = z + (float)(lo - zp);
-  rq.hi = z + (float)(hi - zp);
-  rq.zp = zi + zp;
+  const ember_qfrq rq = {z + (float)(lo - zp), z + (float)(hi - zp), zi + zp};
   return rq;
 }
 
