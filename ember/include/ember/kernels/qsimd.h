@@ -364,6 +364,7 @@ typedef ember_qrq ember_qfrq;
 #define ember_qfrq_make ember_qrq_make
 #elif defined(EMBER_Q_VECTOR_EXT)
 #define EMBER_QF_L 16 /* AVX-512F without VNNI */
+#define EMBER_QF_AVX512 1
 #elif !defined(EMBER_KERNELS_PORTABLE) && defined(__GNUC__) && !defined(__i386__)
 #define EMBER_QF_L 4
 #endif
@@ -385,7 +386,7 @@ static inline ember_qfrq ember_qfrq_make(int32_t zp, int32_t lo, int32_t hi) {
   return rq;
 }
 
-#if EMBER_QF_L == 16
+#if defined(EMBER_QF_AVX512)
 /* maxps, minps (a NaN v kept) and vcvtps2dq on zmm, as EMBER_QCLAMP_RN with VNNI */
 #if defined(__clang__)
 #define EMBER_QF_CLAMP_RN(v, rq)                                                         \
@@ -411,7 +412,7 @@ static inline __attribute__((always_inline)) void ember_qf_store(uint8_t* y, con
                                                                  const ember_qfrq* rq) {
 #if defined(EMBER_QF_SHARED)
   const ember_qfvub b = ember_qlow_bytes(EMBER_QCLAMP_RN(*v, rq) + rq->zp);
-#elif EMBER_QF_L == 16
+#elif defined(EMBER_QF_AVX512)
   const ember_qfvub b = __builtin_convertvector(EMBER_QF_CLAMP_RN(*v, rq) + rq->zp, ember_qfvub);
 #else
   /* Generic vectors: compares and selects (a NaN lane fails both compares: kept, then +0),
