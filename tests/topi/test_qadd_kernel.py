@@ -1,11 +1,13 @@
 """The quantized add kernel (ember/kernels/qadd.h) through a ctypes harness at every SIMD level
 this machine runs, bit for bit against its numpy reference (topi.nn.qadd.reference): all 65536
 byte pairs, ties at +-0.5 and 1.5, a NaN, infinite and huge ratio, signed operands, a tail and
-an unaligned start (and the generic vectors' path, forced on x86). Its vector loop is checked in the generated code: 16 float lanes (zmm)
+an unaligned start (and the generic vectors' path, forced on x86; and run on aarch64 under
+qemu where installed). Its vector loop is checked in the generated code: 16 float lanes (zmm)
 wherever AVX-512F is (not only with VNNI), NEON vectors on aarch64."""
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -74,14 +76,20 @@ def want(a: np.ndarray, b: np.ndarray, p: tuple, y_dtype: str) -> np.ndarray:
                          b_zp=b_zp, y_zp=y_zp, y_range=y_range, out_dtype=y_dtype)
 
 
-@pytest.mark.parametrize("p", PARAMS, ids=range(len(PARAMS)))
-def test_all_byte_pairs_bit_identical(harness: tuple[ctypes.CDLL, str], p: tuple) -> None:
-    lib, level = harness
+def all_pairs(p: tuple) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
+    """a, b over all 65536 byte pairs (a = i >> 8, b = i & 255) in p's operand types, y's
+    type, and the reference's y."""
     pairs = np.arange(65536)
     a = (pairs >> 8).astype(np.uint8).view("int8" if p[6] else "uint8")
     b = (pairs & 255).astype(np.uint8).view("int8" if p[7] else "uint8")
     y_dtype = "int8" if p[5][0] < 0 else "uint8"
-    expect = want(a, b, p, y_dtype)
+    return a, b, y_dtype, want(a, b, p, y_dtype)
+
+
+@pytest.mark.parametrize("p", PARAMS, ids=range(len(PARAMS)))
+def test_all_byte_pairs_bit_identical(harness: tuple[ctypes.CDLL, str], p: tuple) -> None:
+    lib, level = harness
+    a, b, y_dtype, expect = all_pairs(p)
     got = run(lib, a, b, p, y_dtype, parallel=1)  # 16 chunks over the harness's 3 tasks
     bad = np.flatnonzero(got != expect)
     assert bad.size == 0, (f"{level}: a={a[bad[0]]} b={b[bad[0]]} -> {got[bad[0]]}, "
@@ -125,20 +133,54 @@ def test_x86_64_v4_loop_is_zmm(tmp_path: Path) -> None:
     assert any(i.startswith("vpmovdb") for i in zmm), body
 
 
-def test_aarch64_loop_is_neon(tmp_path: Path) -> None:
-    """clang --target=aarch64: the float epilogue in NEON registers (no aarch64 system headers
-    needed: freestanding, memcpy the builtin as a hosted build has it)."""
+def _aarch64_clang(tmp_path: Path) -> list[str]:
+    """clang for aarch64 without aarch64 system headers: freestanding, memcpy the builtin as
+    a hosted build has it (skips where clang cannot target aarch64)."""
     if shutil.which("clang") is None:
         pytest.skip("no clang")
     inc = tmp_path / "inc"
-    inc.mkdir()
+    inc.mkdir(exist_ok=True)
     (inc / "string.h").write_text("#include <stddef.h>\n#define memcpy __builtin_memcpy\n"
                                   "#define memset __builtin_memset\n")
-    try:
-        body = _assembly(["clang", "--target=aarch64-linux-gnu", "-ffreestanding", "-isystem",
-                          str(inc), "-std=c99", "-Wall", "-Werror"], tmp_path)
-    except subprocess.CalledProcessError as e:
-        pytest.skip(f"clang cannot target aarch64 here: {e.stderr[:200]}")
+    cmd = ["clang", "--target=aarch64-linux-gnu", "-ffreestanding", "-isystem", str(inc),
+           "-std=c99", "-Wall", "-Werror", "-O3", "-I", str(INCLUDE)]
+    probe = subprocess.run([*cmd, "-x", "c", "-c", "-o", os.devnull, "-"], input="int x;\n",
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"clang cannot target aarch64 here: {probe.stderr[:200]}")
+    return cmd
+
+
+def test_aarch64_loop_is_neon(tmp_path: Path) -> None:
+    """The float epilogue in NEON registers (4 lanes of generic vectors)."""
+    body = _assembly(_aarch64_clang(tmp_path), tmp_path)
     vector = [i for i in body if ".4s" in i]
     assert any(i.startswith(("fmul", "fcvt")) for i in vector), body
     assert any(i.startswith(("fcvtns", "fcvtzs", "frintn")) for i in vector), body
+
+
+def test_aarch64_run_bit_identical(tmp_path: Path) -> None:
+    """The NEON build run under qemu-aarch64 (where installed, with an aarch64 linker): every
+    parameter set over all byte pairs, and unaligned, equal to the reference."""
+    qemu = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
+    linker = shutil.which("aarch64-linux-gnu-ld") or shutil.which("ld.lld")
+    if qemu is None or linker is None:
+        pytest.skip("no qemu-aarch64 or aarch64 linker")
+    cmd = _aarch64_clang(tmp_path)
+    obj, exe = tmp_path / "qadd.o", tmp_path / "qadd"
+    subprocess.run([*cmd, "-c", "-o", str(obj), str(HERE / "data" / "qadd_aarch64.c")],
+                   check=True)
+    subprocess.run([linker, "-static", "-o", str(exe), str(obj)], check=True)
+    records = b"".join(np.array(p[:2], np.float32).tobytes() +
+                       np.array([*p[2:5], *p[5], *p[6:]], np.int32).tobytes() for p in PARAMS)
+    raw = np.frombuffer(subprocess.run([qemu, str(exe)], input=records, check=True,
+                                       capture_output=True).stdout, np.uint8)
+    assert raw.size == len(PARAMS) * (65536 + 999)
+    for k, p in enumerate(PARAMS):
+        _, _, _, expect = all_pairs(p)
+        expect = expect.view(np.uint8)
+        got = raw[k * (65536 + 999):(k + 1) * (65536 + 999)]
+        bad = np.flatnonzero(got[:65536] != expect)
+        assert bad.size == 0, (f"params {k}: pair {bad[0]:#06x} -> {got[bad[0]]}, want "
+                               f"{expect[bad[0]]} ({bad.size} differ)")
+        np.testing.assert_array_equal(got[65536:], expect[1:1000], err_msg=f"params {k}")
