@@ -85,11 +85,12 @@ static EMBER_QADD_EXACT_FN void ember_qadd_range(const ember_qadd_args* p, int64
   uint8_t* const py_ = p->y;
   for (; i + EMBER_QF_L <= hi; i += EMBER_QF_L) {
     ember_qfvub a, b;
-    ember_qfvf v;
+    ember_qfvf pa, pb, v;
     memcpy(&a, pa_ + i, sizeof a);
     memcpy(&b, pb_ + i, sizeof b);
-    v = __builtin_convertvector(__builtin_convertvector(a ^ af, ember_qfvi) - az, ember_qfvf) * ra +
-        __builtin_convertvector(__builtin_convertvector(b ^ bf, ember_qfvi) - bz, ember_qfvf) * rb;
+    pa = __builtin_convertvector(__builtin_convertvector(a ^ af, ember_qfvi) - az, ember_qfvf) * ra;
+    pb = __builtin_convertvector(__builtin_convertvector(b ^ bf, ember_qfvi) - bz, ember_qfvf) * rb;
+    v = pa + pb;
     ember_qf_store(py_ + i, &v, &rq);
   }
 #endif

@@ -352,7 +352,7 @@ static inline void ember_qstore(uint8_t* y, ember_qvi acc, float scale, int32_t 
  * byte, bit for bit: a NaN lane converts to 0x80000000 (x86) or 0 (generic), either way zp's
  * byte. EMBER_QF_L, the types ember_qfvf/qfvi/qfvub, the bounds ember_qfrq (ember_qfrq_make)
  * and ember_qf_store. */
-#if defined(EMBER_QF_GENERIC) && defined(__GNUC__) /* tests: the generic vectors' path on any GCC/Clang target */
+#if defined(EMBER_QF_GENERIC) && defined(__GNUC__) /* tests: the generic path on any target */
 #define EMBER_QF_L 4
 #elif defined(EMBER_Q_VNNI) || (defined(EMBER_Q_VECTOR_EXT) && !defined(__AVX512F__))
 #define EMBER_QF_L EMBER_QL
