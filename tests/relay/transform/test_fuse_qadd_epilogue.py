@@ -167,6 +167,8 @@ LEVELS = [pytest.param("native", shape, id=f"host-{shape}") for shape in SHAPES]
     # AVX-512 without VBMI: depthwise channels in vector lanes (blocks of 16 items)
     pytest.param("cascadelake", "depthwise_lanes", id="avx512-no-vbmi-lanes",
                  marks=pytest.mark.slow),
+    # AVX-512F without VNNI: the residual add's 16 float lanes over the AVX2 int8 lanes
+    pytest.param("skylake-avx512", "dense", id="avx512-no-vnni-dense", marks=pytest.mark.slow),
     pytest.param("haswell", "dense", id="avx2-dense"),
     pytest.param("x86-64-v2", "dense", id="sse2-dense", marks=pytest.mark.slow),
     pytest.param("c", "dense", id="portable-dense")]

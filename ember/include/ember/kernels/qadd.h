@@ -69,29 +69,29 @@ static EMBER_QADD_EXACT_FN uint8_t ember_qadd_one(const ember_qadd_args* p, uint
   return (uint8_t)ember_qsaturate(pa + pb, p->y_zp, p->y_lo, p->y_hi);
 }
 
-/* Elements [lo, hi): EMBER_QL at a time (bytes widened to int32, then float; qsimd.h's
- * clamp, round and low bytes), the rest one by one. */
+/* Elements [lo, hi): EMBER_QF_L at a time (bytes widened to int32, then float; qsimd.h's
+ * float epilogue: clamp, round, low bytes), the rest one by one. */
 static EMBER_QADD_EXACT_FN void ember_qadd_range(const ember_qadd_args* p, int64_t lo,
                                                  int64_t hi) {
   EMBER_QADD_EXACT_FP
   int64_t i = lo;
-#if defined(EMBER_Q_VECTOR_EXT)
-  const ember_qvf zf = {0}, ra = zf + p->ra, rb = zf + p->rb;
-  const ember_qrq rq = ember_qrq_make(p->y_zp, p->y_lo, p->y_hi);
-  const ember_qvub zb = {0}, af = zb + p->a_flip, bf = zb + p->b_flip;
-  const ember_qvi az = ember_qset1(p->a_zp), bz = ember_qset1(p->b_zp);
+#if defined(EMBER_QF_L)
+  const ember_qfvf zf = {0}, ra = zf + p->ra, rb = zf + p->rb;
+  const ember_qfrq rq = ember_qfrq_make(p->y_zp, p->y_lo, p->y_hi);
+  const ember_qfvub zb = {0}, af = zb + p->a_flip, bf = zb + p->b_flip;
+  const ember_qfvi zi = {0}, az = zi + p->a_zp, bz = zi + p->b_zp;
   /* in locals: the stores to y may alias *p, whose fields were reloaded every vector */
   const uint8_t *const pa_ = p->a, *const pb_ = p->b;
   uint8_t* const py_ = p->y;
-  for (; i + EMBER_QL <= hi; i += EMBER_QL) {
-    ember_qvub a, b, out;
-    ember_qvf pa, pb;
+  for (; i + EMBER_QF_L <= hi; i += EMBER_QF_L) {
+    ember_qfvub a, b;
+    ember_qfvf pa, pb, v;
     memcpy(&a, pa_ + i, sizeof a);
     memcpy(&b, pb_ + i, sizeof b);
-    pa = __builtin_convertvector(__builtin_convertvector(a ^ af, ember_qvi) - az, ember_qvf) * ra;
-    pb = __builtin_convertvector(__builtin_convertvector(b ^ bf, ember_qvi) - bz, ember_qvf) * rb;
-    out = ember_qlow_bytes(EMBER_QCLAMP_RN(pa + pb, &rq) + rq.zp);
-    memcpy(py_ + i, &out, sizeof out);
+    pa = __builtin_convertvector(__builtin_convertvector(a ^ af, ember_qfvi) - az, ember_qfvf) * ra;
+    pb = __builtin_convertvector(__builtin_convertvector(b ^ bf, ember_qfvi) - bz, ember_qfvf) * rb;
+    v = pa + pb;
+    ember_qf_store(py_ + i, &v, &rq);
   }
 #endif
   for (; i < hi; ++i) p->y[i] = ember_qadd_one(p, p->a[i], p->b[i]);

@@ -343,4 +343,92 @@ static inline void ember_qstore(uint8_t* y, ember_qvi acc, float scale, int32_t 
 }
 #endif
 
+/* The float epilogue alone (no int8 products): lanes v, a sum of scaled values (qadd.h's
+ * elementwise add), clamped, rounded half to even, plus the zero point, stored as bytes. Its
+ * lanes follow the float ISA, not the dot-product one that keys EMBER_QL: 16 wherever
+ * AVX-512F is (x86-64-v4 without VNNI too, where EMBER_QL's 8 took twice the time), qsimd's
+ * own elsewhere on x86, and 4 lanes of GCC/Clang generic vectors on other targets (aarch64's
+ * NEON, ...), which x86's builtins do not reach. Every path gives ember_qsaturate's low
+ * byte, bit for bit: a NaN lane converts to 0x80000000 (x86) or 0 (generic), either way zp's
+ * byte. EMBER_QF_L, the types ember_qfvf/qfvi/qfvub, the bounds ember_qfrq (ember_qfrq_make)
+ * and ember_qf_store. */
+#if defined(EMBER_QF_GENERIC) && defined(__GNUC__) /* tests: the generic path on any target */
+#define EMBER_QF_L 4
+#elif defined(EMBER_Q_VNNI) || (defined(EMBER_Q_VECTOR_EXT) && !defined(__AVX512F__))
+#define EMBER_QF_L EMBER_QL
+#define EMBER_QF_SHARED 1 /* qsimd's lanes and epilogue */
+typedef ember_qvf ember_qfvf;
+typedef ember_qvi ember_qfvi;
+typedef ember_qvub ember_qfvub;
+typedef ember_qrq ember_qfrq;
+#define ember_qfrq_make ember_qrq_make
+#elif defined(EMBER_Q_VECTOR_EXT)
+#define EMBER_QF_L 16 /* AVX-512F without VNNI */
+#define EMBER_QF_AVX512 1
+#elif !defined(EMBER_KERNELS_PORTABLE) && defined(__GNUC__) && !defined(__i386__)
+#define EMBER_QF_L 4
+#endif
+
+#if defined(EMBER_QF_L) && !defined(EMBER_QF_SHARED)
+typedef float ember_qfvf __attribute__((vector_size(4 * EMBER_QF_L)));
+typedef int32_t ember_qfvi __attribute__((vector_size(4 * EMBER_QF_L)));
+typedef uint8_t ember_qfvub __attribute__((vector_size(EMBER_QF_L)));
+typedef struct {
+  ember_qfvf lo, hi;
+  ember_qfvi zp;
+} ember_qfrq;
+
+/* ember_qrq_make's bounds on these lanes */
+static inline ember_qfrq ember_qfrq_make(int32_t zp, int32_t lo, int32_t hi) {
+  const ember_qfvf z = {0};
+  const ember_qfvi zi = {0};
+  const ember_qfrq rq = {z + (float)(lo - zp), z + (float)(hi - zp), zi + zp};
+  return rq;
+}
+
+#if defined(EMBER_QF_AVX512)
+/* maxps, minps (a NaN v kept) and vcvtps2dq on zmm, as EMBER_QCLAMP_RN with VNNI */
+#if defined(__clang__)
+#define EMBER_QF_CLAMP_RN(v, rq)                                                         \
+  ((ember_qfvi)__builtin_ia32_cvtps2dq512_mask(                                          \
+      __builtin_ia32_minps512((rq)->hi, __builtin_ia32_maxps512((rq)->lo, (v), 4), 4),   \
+      (ember_qfvi){0}, (short)-1, 4))
+#else
+#define EMBER_QF_CLAMP_RN(v, rq)                                                         \
+  ((ember_qfvi)__builtin_ia32_cvtps2dq512_mask(                                          \
+      __builtin_ia32_minps512_mask(                                                      \
+          (rq)->hi,                                                                      \
+          __builtin_ia32_maxps512_mask((rq)->lo, (v), (ember_qfvf){0}, (short)-1, 4),    \
+          (ember_qfvf){0}, (short)-1, 4),                                                \
+      (ember_qfvi){0}, (short)-1, 4))
+#endif
+#endif
+#endif
+
+#if defined(EMBER_QF_L)
+/* The lanes *v requantized (see above) and stored as EMBER_QF_L bytes to y. Operands by
+ * pointer: a vector argument's ABI varies with the target's flags. */
+static inline __attribute__((always_inline)) void ember_qf_store(uint8_t* y, const ember_qfvf* v,
+                                                                 const ember_qfrq* rq) {
+#if defined(EMBER_QF_SHARED)
+  const ember_qfvub b = ember_qlow_bytes(EMBER_QCLAMP_RN(*v, rq) + rq->zp);
+#elif defined(EMBER_QF_AVX512)
+  const ember_qfvub b = __builtin_convertvector(EMBER_QF_CLAMP_RN(*v, rq) + rq->zp, ember_qfvub);
+#else
+  /* Generic vectors: compares and selects (a NaN lane fails both compares: kept, then +0),
+   * the round by adding and subtracting 1.5 * 2^23 (|v| < 2^22 after the clamps: ties to
+   * even under the default rounding, as vcvtps2dq and numpy's rint), an exact conversion. */
+  const ember_qfvi m_lo = *v < rq->lo;
+  ember_qfvf c = (ember_qfvf)((m_lo & (ember_qfvi)rq->lo) | (~m_lo & (ember_qfvi)*v));
+  const ember_qfvi m_hi = c > rq->hi;
+  ember_qfvub b;
+  c = (ember_qfvf)((m_hi & (ember_qfvi)rq->hi) | (~m_hi & (ember_qfvi)c));
+  c = (ember_qfvf)((c == c) & (ember_qfvi)c);
+  c = (c + 12582912.0f) - 12582912.0f; /* not folded: IEEE, no -ffast-math */
+  b = __builtin_convertvector(__builtin_convertvector(c, ember_qfvi) + rq->zp, ember_qfvub);
+#endif
+  memcpy(y, &b, sizeof b);
+}
+#endif
+
 #endif /* EMBER_KERNELS_QSIMD_H_ */
