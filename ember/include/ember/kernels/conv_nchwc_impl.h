@@ -196,16 +196,18 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
     }                                                                                          \
   }
 
-/* A 1x1 tile's loop over the input blocks of its group, columns S * L floats apart. A tile of
- * one column (a GEMV: an SE block's convs on a 1x1 map, the last column of a row) sums its
- * channel steps into EMBER_GEMV_CHAINS partial accumulators per block, added at the end: with
- * one, each FMA waited for the one before (960->240 on a 1x1 map: 26 us with two chains,
- * 40 us with one). */
+/* A 1x1 tile's loop over the input blocks of its group, columns S * L floats apart. The tile
+ * of a 1x1 map (a GEMV: an SE block's convs) sums its channel steps into EMBER_GEMV_CHAINS
+ * partial accumulators per block, added at the end: with one, each FMA waited for the one
+ * before (960->240 on a 1x1 map: 26 us with two chains, 40 us with one). Any other tile, one
+ * column wide too, sums each output's products in one chain in channel order, as every wider
+ * tile does: a split over tasks may move a column into or out of a one-column tile (a strip's
+ * end), and each thread count must give the same bits. */
 #define EMBER_GEMV_CHAINS 4
 #define EMBER_TILE_1X1_BLOCKS(RW, RB, base, S) EMBER_TILE_1X1_CB(RW, RB, base, S, EMBER_L)
 /* ... over input blocks of CB channels (EMBER_L, or half of it: EMBER_HALF_CB_1X1). */
 #define EMBER_TILE_1X1_CB(RW, RB, base, S, CB)                                                 \
-  if (RW == 1) {                                                                               \
+  if (RW == 1 && p->oh * p->ow == 1) {                                                         \
     EV part[EMBER_GEMV_CHAINS][RB];                                                            \
     int32_t q;                                                                                 \
     EMBER_KUNROLL for (q = 0; q < EMBER_GEMV_CHAINS; ++q)                                      \
@@ -369,7 +371,7 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
   }
 
 /* The register tiles: widths 12/8/4/2/1 of one output block, 6/5/4/3/2/1 of two (12/8 too
- * with AVX-512's 32 registers). Fewer tiles compile faster; the cost model in
+ * with AVX-512's 32 registers), 6/4/3/2/1 of four. Fewer tiles compile faster; the cost model in
  * ember/topi/nn/conv2d_nchwc.py asks for these widths, and any other width still works
  * (the widest instantiated one below it is used, then the rest of the row). The narrow ones
  * go with the code that calls them (part 0 of the object in parts, linkage.h); the wide ones,
@@ -390,7 +392,7 @@ EMBER_CONV_TILE(2, 2)
 EMBER_CONV_TILE(1, 4)
 EMBER_CONV_TILE(2, 4)
 #define EMBER_CONV_TILES_WIDE1(X) X(8, 2) X(12, 2)
-#define EMBER_CONV_TILES_WIDE2(X) X(4, 4) X(6, 4)
+#define EMBER_CONV_TILES_WIDE2(X) X(3, 4) X(4, 4) X(6, 4)
 #else
 #define EMBER_WIDE_PAIRS 0
 #define EMBER_MAX_RB 2
@@ -416,7 +418,7 @@ EMBER_CONV_TILES_WIDE2(EMBER_CONV_TILE_SHARED)
 
 /* The widest instantiated tile width <= want for rb output blocks. */
 static inline int32_t EMBER_FN(ember_tile_width)(int32_t want, int32_t rb) {
-  if (rb == 4) return want >= 6 ? 6 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
+  if (rb == 4) return want >= 6 ? 6 : want >= 4 ? 4 : want;
   if (rb == 2) {
     if (EMBER_WIDE_PAIRS && want >= 8) return want >= 12 ? 12 : 8;
     return want >= 6 ? 6 : want >= 1 ? want : 1;
@@ -436,6 +438,7 @@ EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int3
     switch (rw) {
       case 6: EMBER_TILE_CALL(6, 4); return;
       case 4: EMBER_TILE_CALL(4, 4); return;
+      case 3: EMBER_TILE_CALL(3, 4); return;
       case 2: EMBER_TILE_CALL(2, 4); return;
       default: EMBER_TILE_CALL(1, 4); return;
     }
@@ -508,6 +511,12 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
         want = (rest + tiles - 1) / tiles;
         /* the plan's next tiles - (tiles * want - rest) are as wide as this one */
         count = tiles - (tiles * want - rest);
+      } else if (rb == 4 && want == 6 && (x1 - ox) % 6 == 1) {
+        /* quads: a strip's last 7 columns as 4 + 3, not 6 + 1 (a one-column tile sums in
+         * the wider tiles' order, its 4 FMA chains at half the FMA rate: the 1x1 960->160
+         * at 7x7 ran 3% slower) */
+        count = (x1 - ox) / 6 - 1;
+        if (count == 0) want = 4, count = 1;
       } else {
         count = (x1 - ox) / want; /* full tiles of rw columns (or the one rest) */
       }
