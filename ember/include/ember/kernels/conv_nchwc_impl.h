@@ -1044,6 +1044,33 @@ EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64
 }
 #endif /* EMBER_KV */
 
+/* The output blocks a tile of a 1x1 conv cut by block group on `tasks` >= 4 threads: fewer
+ * than the plan's where the plan's groups are at most half of the tasks (pairs for quads),
+ * or fewer than half (single blocks for pairs), the tile as many accumulators wide (up to
+ * 12 columns); with more groups, pairs ran slower (960->320 on 8 tasks 18.3 -> 19.6 us). Two tasks that share a group of 4 blocks each read all 4 blocks' weights,
+ * for half of its columns, and the tasks that start in one group and end in the next read
+ * two groups' (AVX-512's 32 registers): on 16 tasks the 1x1 960->320 at 7x7 (5 quads) ran
+ * its tasks in 13.2 us of CPU at most, in pairs 10.9 us; 960->160 (3 groups) 8.2 us, in single blocks 7.4; 256->512
+ * (8 quads) 6.1 us, in pairs 5.4. Each output still sums its products in the same order
+ * (a tile's columns and blocks are independent): the same bits. */
+static inline void EMBER_FN(ember_conv_task_rb)(ember_conv_p* q, int64_t tasks) {
+#if !EMBER_KV || !defined(__AVX512F__) /* EMBER_WIDE_PAIRS */
+  /* the portable loops have no tiles; with 16 registers a pair's strip is shared out in
+   * tiles of up to 6 columns, where single blocks' tiles load as many weights per FMA */
+  (void)q, (void)tasks;
+#else
+  if (tasks < 4 || q->kh != 1 || q->kw != 1 || q->depthwise || q->pair_w != NULL) return;
+  if (q->rb == 4 && 2 * (int64_t)ember_conv_block_groups(q) <= tasks) {
+    q->rb = 2;
+    q->rw = EMBER_FN(ember_tile_width)(q->rw * 2, 2);
+  }
+  if (q->rb == 2 && 2 * (int64_t)ember_conv_block_groups(q) < tasks) {
+    q->rb = 1;
+    q->rw = EMBER_FN(ember_tile_width)(q->rw * 2, 1);
+  }
+#endif
+}
+
 /* Tasks cut by output place where ember_conv_cuts_by_place says so, except the small-map
  * tiles, which pad a copy of the image per range (their tasks keep runs of groups). Those cut
  * at single positions (strip 1; a task's run of positions is tiled whole, evenly): cut at
@@ -1057,6 +1084,7 @@ EMBER_KFN int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
   const int flat = EMBER_FN(ember_conv_flat)(&q);
   const int by_place = n > 1 && !flat && ember_conv_cuts_by_place(&q, EMBER_L);
   if (n > 1 && flat) q.strip = 1;
+  if (!by_place && !flat) EMBER_FN(ember_conv_task_rb)(&q, n);
   ember_conv_task_run(&q, task_id, n, by_place, EMBER_FN(ember_conv_range));
   if (q.flags & EMBER_EPI_STREAM) EMBER_STREAM_FENCE(); /* before the launch's barrier */
   return 0;
