@@ -966,14 +966,16 @@ def test_one_column_tiles_sum_in_the_order_of_the_wider_tiles(harness_libs, leve
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 2), st.sampled_from([8, 16, 24, 40, 64]), st.integers(1, 3),
-       st.integers(1, 70), st.sampled_from([1, 3]), st.integers(4, 16), st.booleans())
+       st.integers(1, 70), st.sampled_from([1, 3]), st.integers(4, 16), st.booleans(),
+       st.sampled_from([("native", "avx512"), ("x86-64-v3", "avx2")]))
 def test_1xk_convs_on_many_tasks_give_the_bits_of_one_task(harness_libs, n, oc, h, w, kh,
-                                                          tasks, flat_strip):
+                                                          tasks, flat_strip, level):
     """Convs one column wide (1x1, 3x1: the launch's own strips and tiles on >= 4 tasks,
-    ember_conv_task_strip and ember_conv_task_rb) give exactly the output of one task."""
-    lib = _harness(harness_libs, "native", lanes=8)
+    ember_conv_task_strip and ember_conv_task_rb) give exactly the output of one task, with
+    32 vector registers and with 16 (the plan of each)."""
+    lib = _harness(harness_libs, level[0], lanes=8)
     t = K.conv_tiles(K.ConvGeometry(n, 16, h, w, oc, h, w, kh, 1, (1, 1),
-                                    (kh // 2, 0, kh // 2, 0), (1, 1), 1, 8, 8), LEVELS["avx512"])
+                                    (kh // 2, 0, kh // 2, 0), (1, 1), 1, 8, 8), LEVELS[level[1]])
     shape = {"ic": 16, "oc": oc, "h": h, "w": w, "k": (kh, 1), "pads": (kh // 2, 0) * 2,
              "lanes": 8, "n": n, "tiles": (t.rb, t.rw, w if flat_strip else t.strip, t.order)}
     alone = run_case(lib, **shape, tasks=1)
