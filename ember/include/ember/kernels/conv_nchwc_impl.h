@@ -511,14 +511,20 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
         want = (rest + tiles - 1) / tiles;
         /* the plan's next tiles - (tiles * want - rest) are as wide as this one */
         count = tiles - (tiles * want - rest);
-      } else if (rb == 4 && want == 6 && (x1 - ox) % 6 == 1) {
-        /* quads: a strip's last 7 columns as 4 + 3, not 6 + 1 (a one-column tile sums in
-         * the wider tiles' order, its 4 FMA chains at half the FMA rate: the 1x1 960->160
-         * at 7x7 ran 3% slower) */
-        count = (x1 - ox) / 6 - 1;
-        if (count == 0) want = 4, count = 1;
       } else {
-        count = (x1 - ox) / want; /* full tiles of rw columns (or the one rest) */
+        /* full tiles of rw columns (or the one rest), where they leave the strip one column
+         * (a one-column tile sums in the wider tiles' order, its FMA chains as few as its
+         * blocks, EMBER_TILE_1X1_CB) the last of them in two: a 7-wide row of quads as 4 + 3,
+         * not 6 + 1 (1x1 convs at 7x7 10-15% faster), a 9-wide one of pairs as 5 + 4 */
+        const int32_t rest = x1 - ox, wide = EMBER_FN(ember_tile_width)(want, rb);
+        count = wide == want ? rest / want : 1;
+        if (rb > 1 && wide > 1 && rest - wide * count == 1) { /* single blocks: no odd tile */
+          if (count > 1) {
+            --count;
+          } else {
+            want = EMBER_FN(ember_tile_width)((rest + 1) / 2, rb);
+          }
+        }
       }
       t = EMBER_FN(ember_tile_width)(want, rb);
       interior = ox >= xi0 && ox + t <= xi1;
