@@ -222,6 +222,12 @@ EDGE_CASES = {
     # quads (4 output blocks per tile; AVX-512 builds, else split into pairs): a 7-wide row
     # in a 4-wide and a 3-wide tile, 5 blocks as a quad and a single, 1-channel input
     "quads_7x7": {"ic": 32, "oc": 80, "h": 7, "w": 7, "tiles": (4, 6, 7, 0)},
+    # 1x1 row tiles that would leave a strip one column: a 7-wide row of quads as 4 + 3, a
+    # 9-wide one of AVX-512 pairs as 5 + 4 (else split into pairs, cut evenly)
+    "quads_1x1_7_wide": {"ic": 32, "oc": 64, "h": 3, "w": 7, "k": (1, 1), "pads": (0,) * 4,
+                         "tiles": (4, 6, 7, 0)},
+    "pairs_1x1_9_wide": {"ic": 32, "oc": 32, "h": 2, "w": 9, "k": (1, 1), "pads": (0,) * 4,
+                         "tiles": (2, 8, 9, 1)},
     "quads_first_conv": {"ic": 1, "oc": 64, "h": 13, "w": 10, "k": (5, 4), "s": (2, 2),
                          "pads": (2, 1, 2, 1), "in_block": 1, "tiles": (4, 4, 5, 1)},
     "large_channels": {"ic": 256, "oc": 64, "h": 3, "w": 5},
