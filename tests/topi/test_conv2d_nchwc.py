@@ -220,8 +220,14 @@ EDGE_CASES = {
     "depthwise_dilated": {"ic": 8, "oc": 8, "h": 8, "w": 8, "d": (2, 2), "pads": (2, 2, 2, 2),
                           "groups": 8},
     # quads (4 output blocks per tile; AVX-512 builds, else split into pairs): a 7-wide row
-    # in a 6-wide and a 1-wide tile, 5 blocks as a quad and a single, 1-channel input
+    # in a 4-wide and a 3-wide tile, 5 blocks as a quad and a single, 1-channel input
     "quads_7x7": {"ic": 32, "oc": 80, "h": 7, "w": 7, "tiles": (4, 6, 7, 0)},
+    # 1x1 row tiles that would leave a strip one column: a 7-wide row of quads as 4 + 3, a
+    # 9-wide one of AVX-512 pairs as 5 + 4 (else split into pairs, cut evenly)
+    "quads_1x1_7_wide": {"ic": 32, "oc": 64, "h": 3, "w": 7, "k": (1, 1), "pads": (0,) * 4,
+                         "tiles": (4, 6, 7, 0)},
+    "pairs_1x1_9_wide": {"ic": 32, "oc": 32, "h": 2, "w": 9, "k": (1, 1), "pads": (0,) * 4,
+                         "tiles": (2, 8, 9, 1)},
     "quads_first_conv": {"ic": 1, "oc": 64, "h": 13, "w": 10, "k": (5, 4), "s": (2, 2),
                          "pads": (2, 1, 2, 1), "in_block": 1, "tiles": (4, 4, 5, 1)},
     "large_channels": {"ic": 256, "oc": 64, "h": 3, "w": 5},
@@ -905,18 +911,77 @@ def test_tasks_get_even_shares_of_the_multiply_adds_on_16_threads(harness_libs, 
         (shares / shares.mean()).round(3)
 
 
+@pytest.mark.parametrize(("ow", "level"), [(196, "native"), (100, "native"), (196, "x86-64-v3")])
+def test_a_flattened_1x1_on_16_threads_cuts_its_row_into_one_strip_a_task(harness_libs, ow,
+                                                                         level):
+    """A 1x1 conv cut by place over one flattened row (14x14, 10x10) on 16 tasks: even strips
+    of any width (ember_conv_task_strip), so that no task runs more than one strip (cut in
+    whole 6-column tiles, 196 columns made 33 strips and task 0 ran 18 columns, the others
+    12), each column in the same register tile as on one task: the same bits."""
+    lib = _harness(harness_libs, level, lanes=8)
+    shape = {"ic": 32, "oc": 32, "h": 1, "w": ow, "k": (1, 1), "pads": (0,) * 4, "lanes": 8,
+             "tiles": (2, 6, ow, 1)}
+    owner = np.full((1, 4, 1, ow, 8), -1, "int32")
+    alone = run_case(lib, **shape, tasks=1)
+    shared = run_case(lib, **shape, tasks=16, owner=owner)
+    np.testing.assert_array_equal(shared, alone)
+    columns = [(owner[0, 0, 0, :, 0] == t).sum() for t in range(16)]
+    assert max(columns) <= -(-ow // 16) + 1, columns
+
+
+@pytest.mark.skipif(not _host_has_avx512(), reason="the tiles of AVX-512's 32 registers")
+def test_a_1x1_cut_by_group_on_16_threads_gives_each_task_fewer_blocks(harness_libs):
+    """A weight-heavy 1x1 conv cut by block group (2 x 2 block pairs over a flattened 7x7
+    map, 8 blocks) on 16 tasks: its tiles go to single blocks (ember_conv_task_rb), so
+    that each task computes one block (it read the weights of two before, each for half of
+    the columns); the same bits as on one task. (With 16 registers a pair's strip is
+    shared out in tiles of up to 6 columns and its plan kept.)"""
+    lib = _harness(harness_libs, "native", lanes=8)
+    shape = {"ic": 256, "oc": 64, "h": 1, "w": 49, "k": (1, 1), "pads": (0,) * 4, "lanes": 8,
+             "tiles": (2, 6, 49, 0)}
+    owner = np.full((1, 8, 1, 49, 8), -1, "int32")
+    alone = run_case(lib, **shape, tasks=1)
+    shared = run_case(lib, **shape, tasks=16, owner=owner)
+    np.testing.assert_array_equal(shared, alone)
+    blocks = [len(set(np.nonzero(owner[0, :, 0, :, 0] == t)[0])) for t in range(16)]
+    assert max(blocks) == 1, blocks
+
+
+# (level, lanes, oc, w, tasks, planned tiles): 1x1 convs over one row whose split on 4 tasks
+# puts a column in a one-column tile that one task tiles wider (a 5-wide pair, the 8- and
+# 6-wide tiles of 32 registers); those tiles summed in 4 chains, 1 ulp apart
+ONE_COLUMN_SPLITS = [("x86-64-v3", 8, 16, 6, 4, (2, 5, 6, 1)),
+                     ("native", 8, 16, 11, 4, (2, 8, 11, 1)),
+                     ("native", 16, 64, 11, 4, (4, 6, 11, 1))]
+
+
+@pytest.mark.parametrize(("level", "lanes", "oc", "w", "tasks", "tiles"), ONE_COLUMN_SPLITS)
+def test_one_column_tiles_sum_in_the_order_of_the_wider_tiles(harness_libs, level, lanes, oc,
+                                                              w, tasks, tiles):
+    """A column summed in a one-column 1x1 tile on some thread count and in a wider tile on
+    another gives the same bits (conv_nchwc_impl.h EMBER_TILE_1X1_CB: one chain in channel
+    order but on a 1x1 map)."""
+    if level == "native" and not _host_has_avx512():
+        pytest.skip("the tiles of AVX-512's 32 registers")
+    lib = _harness(harness_libs, level, lanes=lanes)
+    shape = {"ic": 16, "oc": oc, "h": 1, "w": w, "k": (1, 1), "pads": (0,) * 4,
+             "lanes": lanes, "tiles": tiles}
+    np.testing.assert_array_equal(run_case(lib, **shape, tasks=tasks),
+                                  run_case(lib, **shape, tasks=1))
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 2), st.sampled_from([8, 16, 24, 40, 64]), st.integers(1, 3),
-       st.integers(1, 70), st.sampled_from([1, 3]), st.integers(4, 16), st.booleans())
+       st.integers(1, 70), st.sampled_from([1, 3]), st.integers(4, 16), st.booleans(),
+       st.sampled_from([("native", "avx512"), ("x86-64-v3", "avx2")]))
 def test_1xk_convs_on_many_tasks_give_the_bits_of_one_task(harness_libs, n, oc, h, w, kh,
-                                                          tasks, flat_strip):
-    """Convs one column wide (1x1, 3x1: the launch's own strips on >= 4 tasks,
-    ember_conv_task_strip) give exactly the output of one task. (Strips of any even width and
-    per-task tiles of fewer blocks, tried for 16 threads, changed which columns the
-    one-column tile sums: 1 ulp apart, found here.)"""
-    lib = _harness(harness_libs, "native", lanes=8)
+                                                          tasks, flat_strip, level):
+    """Convs one column wide (1x1, 3x1: the launch's own strips and tiles on >= 4 tasks,
+    ember_conv_task_strip and ember_conv_task_rb) give exactly the output of one task, with
+    32 vector registers and with 16 (the plan of each)."""
+    lib = _harness(harness_libs, level[0], lanes=8)
     t = K.conv_tiles(K.ConvGeometry(n, 16, h, w, oc, h, w, kh, 1, (1, 1),
-                                    (kh // 2, 0, kh // 2, 0), (1, 1), 1, 8, 8), LEVELS["avx512"])
+                                    (kh // 2, 0, kh // 2, 0), (1, 1), 1, 8, 8), LEVELS[level[1]])
     shape = {"ic": 16, "oc": oc, "h": h, "w": w, "k": (kh, 1), "pads": (kh // 2, 0) * 2,
              "lanes": 8, "n": n, "tiles": (t.rb, t.rw, w if flat_strip else t.strip, t.order)}
     alone = run_case(lib, **shape, tasks=1)

@@ -269,25 +269,64 @@ static inline int64_t ember_conv_items(const ember_conv_p* p) {
   return (int64_t)p->n * groups * p->oh * strips;
 }
 
-/* The strip width of a launch on `tasks` threads: the planned one, cut (in whole register
- * tiles) until there are EMBER_CONV_ITEMS_PER_TASK work items per task where the planned
- * strips give fewer. The kernel was planned for a few threads; on many cores a layer with few
- * channel blocks and rows (a late 7x7 layer, a 1x1 conv over one flattened row) would
- * otherwise leave threads idle or finish on the one task with an extra item. Every task
- * computes the same width from the same count. */
+/* The strip width of a launch on `tasks` threads where the planned strips give fewer than
+ * EMBER_CONV_ITEMS_PER_TASK work items per task (or, by place, fewer places than tasks):
+ * the planned one cut (in whole register tiles) to EMBER_CONV_ITEMS_PER_TASK items a task,
+ * or, for a 1x1 conv cut by place, the width whose longest task is shortest by
+ * ember_conv_strip_cost among that one and the even widths that cut each row into a count
+ * of strips that makes the item count a multiple of the tasks (up to EMBER_CONV_STRIP_TRIES
+ * items a task). The kernel was planned
+ * for a few threads; on many cores a layer with few channel blocks and rows (a late 7x7
+ * layer, a 1x1 conv over one flattened row) would otherwise leave threads idle or finish on
+ * the one task with an extra item. Cut in whole register tiles instead, the 1x1 384->64 over
+ * a flattened 14x14 map on 16 tasks ran in 33 strips of 6 (task 0 three of them: 5.0 us,
+ * the others 3.8); in 14 strips of 14 no task has more than one.
+ * Every task computes the same width from the same count. */
 #define EMBER_CONV_ITEMS_PER_TASK 16
+#define EMBER_CONV_STRIP_TRIES 8
+#define EMBER_CONV_TILE_FIXED 2 /* a register tile's work in columns (ember_conv_work_before) */
+/* The work (ember_conv_work_before's units, a block) of the longest task when `rows` rows
+ * (places cut by place: a place's block groups stay together) of `per_row` strips of
+ * `width` are cut over `tasks`. */
+static inline int64_t ember_conv_strip_cost(int64_t rows, int64_t per_row, int64_t width,
+                                            int64_t rw, int64_t tasks) {
+  const int64_t most = (rows * per_row + tasks - 1) / tasks; /* items of the longest task */
+  return most * (EMBER_CONV_TILE_FIXED * ((width + rw - 1) / rw) + width);
+}
 static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks,
                                             int by_place) {
-  int64_t items = ember_conv_items(p), want = EMBER_CONV_ITEMS_PER_TASK * tasks, cuts;
-  const int64_t places = (int64_t)p->n * p->oh * ((p->ow + p->strip - 1) / p->strip);
-  int32_t tile = p->rw > 0 ? p->rw : 1, piece;
-  by_place = by_place && places < tasks; /* only too few places need narrower strips */
+  const int64_t items = ember_conv_items(p), want = EMBER_CONV_ITEMS_PER_TASK * tasks;
+  const int64_t per_row = (p->ow + p->strip - 1) / p->strip;
+  const int64_t rows = by_place ? (int64_t)p->n * p->oh : items / per_row;
+  const int64_t tile = p->rw > 0 ? p->rw : 1;
+  /* even widths only, the row's last strip not 1 column (a narrow tile spends more loads per
+   * FMA; every tile width sums in one order, EMBER_TILE_1X1_CB); by place only: cut by
+   * group, the wider items of a weight-heavy conv span more block groups' weights */
+  const int any_even = by_place && p->kw == 1 && p->pl == 0 && tile % 2 == 0 &&
+                       (p->strip % 2 == 0 || p->strip >= p->ow);
+  int64_t cuts, best, cost, m, w, k;
+  by_place = by_place && rows * per_row < tasks; /* only too few places need narrower strips */
   if (tasks <= 1 || p->strip <= tile || (items >= want && !by_place)) return p->strip;
-  cuts = items < want ? (want + items - 1) / items : 1;
-  if (by_place && places * cuts < tasks) cuts = (tasks + places - 1) / places; /* one each */
-  piece = (int32_t)((p->strip + cuts - 1) / cuts);
-  piece = (piece + tile - 1) / tile * tile;
-  return piece < p->strip ? piece : p->strip;
+  cuts = items < want ? (want + items - 1) / items : 1; /* whole tiles, `want` items */
+  if (by_place && rows * per_row * cuts < tasks) cuts = (tasks + rows * per_row - 1) /
+                                                        (rows * per_row); /* a place each */
+  best = ((p->strip + cuts - 1) / cuts + tile - 1) / tile * tile;
+  best = best < p->strip ? best : p->strip;
+  if (!any_even) return (int32_t)best;
+  cost = ember_conv_strip_cost(rows, (p->ow + best - 1) / best, best, tile, tasks);
+  for (k = 1; k <= EMBER_CONV_STRIP_TRIES; ++k) {
+    m = (k * tasks + rows - 1) / rows; /* strips a row */
+    if (m <= per_row) continue;
+    if (m > p->ow) break;
+    w = (p->ow + m - 1) / m;
+    w += w % 2;
+    m = (p->ow + w - 1) / w; /* the strips that width gives */
+    if (w < p->strip && p->ow % w != 1 && ember_conv_strip_cost(rows, m, w, tile, tasks) < cost) {
+      cost = ember_conv_strip_cost(rows, m, w, tile, tasks);
+      best = w;
+    }
+  }
+  return (int32_t)best;
 }
 
 /* The kernel rows of output row oy that fall inside the image (at least 1: a row of padding
@@ -320,7 +359,6 @@ static inline int64_t ember_conv_taps_before(const ember_conv_p* p, int32_t r) {
  * a whole row, the tasks of resnet18's 3x3s at 28x28 that held the map's edges ran 0.92x
  * the others' time on 16 threads; counted in tiles alone, a 4-wide last strip of a 28-wide
  * row as much as a 12-wide one). */
-#define EMBER_CONV_TILE_FIXED 2
 static inline int64_t ember_conv_work_before(const void* args, int64_t item) {
   const ember_conv_p* p = (const ember_conv_p*)args;
   const int64_t G = ember_conv_block_groups(p), S = (p->ow + p->strip - 1) / p->strip;

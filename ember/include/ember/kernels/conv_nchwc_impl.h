@@ -196,16 +196,18 @@ EMBER_KFN void EMBER_FN(ember_conv_store_general)(const ember_conv_p* p, const E
     }                                                                                          \
   }
 
-/* A 1x1 tile's loop over the input blocks of its group, columns S * L floats apart. A tile of
- * one column (a GEMV: an SE block's convs on a 1x1 map, the last column of a row) sums its
- * channel steps into EMBER_GEMV_CHAINS partial accumulators per block, added at the end: with
- * one, each FMA waited for the one before (960->240 on a 1x1 map: 26 us with two chains,
- * 40 us with one). */
+/* A 1x1 tile's loop over the input blocks of its group, columns S * L floats apart. The tile
+ * of a 1x1 map (a GEMV: an SE block's convs) sums its channel steps into EMBER_GEMV_CHAINS
+ * partial accumulators per block, added at the end: with one, each FMA waited for the one
+ * before (960->240 on a 1x1 map: 26 us with two chains, 40 us with one). Any other tile, one
+ * column wide too, sums each output's products in one chain in channel order, as every wider
+ * tile does: a split over tasks may move a column into or out of a one-column tile (a strip's
+ * end), and each thread count must give the same bits. */
 #define EMBER_GEMV_CHAINS 4
 #define EMBER_TILE_1X1_BLOCKS(RW, RB, base, S) EMBER_TILE_1X1_CB(RW, RB, base, S, EMBER_L)
 /* ... over input blocks of CB channels (EMBER_L, or half of it: EMBER_HALF_CB_1X1). */
 #define EMBER_TILE_1X1_CB(RW, RB, base, S, CB)                                                 \
-  if (RW == 1) {                                                                               \
+  if (RW == 1 && p->oh * p->ow == 1) {                                                         \
     EV part[EMBER_GEMV_CHAINS][RB];                                                            \
     int32_t q;                                                                                 \
     EMBER_KUNROLL for (q = 0; q < EMBER_GEMV_CHAINS; ++q)                                      \
@@ -369,7 +371,7 @@ static inline int EMBER_FN(ember_conv_tile_runs)(const ember_conv_p* p, int32_t 
   }
 
 /* The register tiles: widths 12/8/4/2/1 of one output block, 6/5/4/3/2/1 of two (12/8 too
- * with AVX-512's 32 registers). Fewer tiles compile faster; the cost model in
+ * with AVX-512's 32 registers), 6/4/3/2/1 of four. Fewer tiles compile faster; the cost model in
  * ember/topi/nn/conv2d_nchwc.py asks for these widths, and any other width still works
  * (the widest instantiated one below it is used, then the rest of the row). The narrow ones
  * go with the code that calls them (part 0 of the object in parts, linkage.h); the wide ones,
@@ -390,7 +392,7 @@ EMBER_CONV_TILE(2, 2)
 EMBER_CONV_TILE(1, 4)
 EMBER_CONV_TILE(2, 4)
 #define EMBER_CONV_TILES_WIDE1(X) X(8, 2) X(12, 2)
-#define EMBER_CONV_TILES_WIDE2(X) X(4, 4) X(6, 4)
+#define EMBER_CONV_TILES_WIDE2(X) X(3, 4) X(4, 4) X(6, 4)
 #else
 #define EMBER_WIDE_PAIRS 0
 #define EMBER_MAX_RB 2
@@ -416,7 +418,7 @@ EMBER_CONV_TILES_WIDE2(EMBER_CONV_TILE_SHARED)
 
 /* The widest instantiated tile width <= want for rb output blocks. */
 static inline int32_t EMBER_FN(ember_tile_width)(int32_t want, int32_t rb) {
-  if (rb == 4) return want >= 6 ? 6 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
+  if (rb == 4) return want >= 6 ? 6 : want >= 4 ? 4 : want;
   if (rb == 2) {
     if (EMBER_WIDE_PAIRS && want >= 8) return want >= 12 ? 12 : 8;
     return want >= 6 ? 6 : want >= 1 ? want : 1;
@@ -436,6 +438,7 @@ EMBER_KFN void EMBER_FN(ember_conv_tile)(const ember_conv_p* p, int32_t rw, int3
     switch (rw) {
       case 6: EMBER_TILE_CALL(6, 4); return;
       case 4: EMBER_TILE_CALL(4, 4); return;
+      case 3: EMBER_TILE_CALL(3, 4); return;
       case 2: EMBER_TILE_CALL(2, 4); return;
       default: EMBER_TILE_CALL(1, 4); return;
     }
@@ -509,7 +512,19 @@ EMBER_KFN void EMBER_FN(ember_conv_strip)(const ember_conv_p* p, int32_t b, int3
         /* the plan's next tiles - (tiles * want - rest) are as wide as this one */
         count = tiles - (tiles * want - rest);
       } else {
-        count = (x1 - ox) / want; /* full tiles of rw columns (or the one rest) */
+        /* full tiles of rw columns (or the one rest), where they leave the strip one column
+         * (a one-column tile sums in the wider tiles' order, its FMA chains as few as its
+         * blocks, EMBER_TILE_1X1_CB) the last of them in two: a 7-wide row of quads as 4 + 3,
+         * not 6 + 1 (1x1 convs at 7x7 10-15% faster), a 9-wide one of pairs as 5 + 4 */
+        const int32_t rest = x1 - ox, wide = EMBER_FN(ember_tile_width)(want, rb);
+        count = wide == want ? rest / want : 1;
+        if (rb > 1 && wide > 1 && rest - wide * count == 1) { /* single blocks: no odd tile */
+          if (count > 1) {
+            --count;
+          } else {
+            want = EMBER_FN(ember_tile_width)((rest + 1) / 2, rb);
+          }
+        }
       }
       t = EMBER_FN(ember_tile_width)(want, rb);
       interior = ox >= xi0 && ox + t <= xi1;
@@ -1035,6 +1050,33 @@ EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64
 }
 #endif /* EMBER_KV */
 
+/* The output blocks a tile of a 1x1 conv cut by block group on `tasks` >= 4 threads: fewer
+ * than the plan's where the plan's groups are at most half of the tasks (pairs for quads),
+ * or fewer than half (single blocks for pairs), the tile as many accumulators wide (up to
+ * 12 columns); with more groups, pairs ran slower (960->320 on 8 tasks 18.3 -> 19.6 us). Two tasks that share a group of 4 blocks each read all 4 blocks' weights,
+ * for half of its columns, and the tasks that start in one group and end in the next read
+ * two groups' (AVX-512's 32 registers): on 16 tasks the 1x1 960->320 at 7x7 (5 quads) ran
+ * its tasks in 13.2 us of CPU at most, in pairs 10.9 us; 960->160 (3 groups) 8.2 us, in single blocks 7.4; 256->512
+ * (8 quads) 6.1 us, in pairs 5.4. Each output still sums its products in the same order
+ * (a tile's columns and blocks are independent): the same bits. */
+static inline void EMBER_FN(ember_conv_task_rb)(ember_conv_p* q, int64_t tasks) {
+#if !EMBER_KV || !defined(__AVX512F__) /* EMBER_WIDE_PAIRS */
+  /* the portable loops have no tiles; with 16 registers a pair's strip is shared out in
+   * tiles of up to 6 columns, where single blocks' tiles load as many weights per FMA */
+  (void)q, (void)tasks;
+#else
+  if (tasks < 4 || q->kh != 1 || q->kw != 1 || q->depthwise || q->pair_w != NULL) return;
+  if (q->rb == 4 && 2 * (int64_t)ember_conv_block_groups(q) <= tasks) {
+    q->rb = 2;
+    q->rw = EMBER_FN(ember_tile_width)(q->rw * 2, 2);
+  }
+  if (q->rb == 2 && 2 * (int64_t)ember_conv_block_groups(q) < tasks) {
+    q->rb = 1;
+    q->rw = EMBER_FN(ember_tile_width)(q->rw * 2, 1);
+  }
+#endif
+}
+
 /* Tasks cut by output place where ember_conv_cuts_by_place says so, except the small-map
  * tiles, which pad a copy of the image per range (their tasks keep runs of groups). Those cut
  * at single positions (strip 1; a task's run of positions is tiled whole, evenly): cut at
@@ -1048,6 +1090,7 @@ EMBER_KFN int EMBER_FN(ember_conv_task)(int task_id, TVMParallelGroupEnv* penv,
   const int flat = EMBER_FN(ember_conv_flat)(&q);
   const int by_place = n > 1 && !flat && ember_conv_cuts_by_place(&q, EMBER_L);
   if (n > 1 && flat) q.strip = 1;
+  if (!by_place && !flat) EMBER_FN(ember_conv_task_rb)(&q, n);
   ember_conv_task_run(&q, task_id, n, by_place, EMBER_FN(ember_conv_range));
   if (q.flags & EMBER_EPI_STREAM) EMBER_STREAM_FENCE(); /* before the launch's barrier */
   return 0;
