@@ -72,7 +72,7 @@ def _tiles(ops: AttentionOperands) -> tuple[Dim, Dim, Dim, Dim]:
         mb = row_block(ops.batch, ops.M, ops.N, bool(parallel))
         return (mb, gk.gemm_tiles(1, mb, ops.N, ops.D).kc,
                 gk.gemm_tiles(1, mb, ops.DV, ops.N).kc, parallel)
-    level = simd_level(gk._current_target())
+    level = simd_level(gk.current_target())
     macs = i64(ops.batch) * i64(ops.M) * i64(ops.N) * (i64(ops.D) + i64(ops.DV))
     parallel = tir.cast(macs >= tir.const(gk.PARALLEL_MACS, "int64"), "int32")
     mb = row_block_expr(ops.batch, ops.M, ops.N, parallel, level)
@@ -93,7 +93,7 @@ def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None,
         if t is not None and t.dtype != "float32":
             raise OpError(f"{name}: the C attention kernel is float32 only, {what} is {t.dtype}")
     mb, kc1, kc2, parallel = _tiles(ops)
-    bias_mode, bias_checks = gk._mode(bias, ops.N, f"{name}: bias")
+    bias_mode, bias_checks = gk.operand_mode(bias, ops.N, f"{name}: bias")
     inputs = [q, k, v] + [t for t in (bias, mask) if t is not None]
 
     def body(ins, outs):
@@ -103,7 +103,7 @@ def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, bias: te.Tensor | None,
         call = tir.call_extern(
             "int32", "ember_attention", ops.batch, ops.heads, ops.M, ops.N, ops.D, ops.DV,
             ins[0].data, *ops.q, ins[1].data, *ops.k, ins[2].data, *ops.v, out, *ops.o,
-            gk._f32(alpha), bias_mode, bias_p, mask_p, *ops.mask, int(mask_select), mb, kc1, kc2,
+            gk.f32_imm(alpha), bias_mode, bias_p, mask_p, *ops.mask, int(mask_select), mb, kc1, kc2,
             parallel,
             header=HEADER)
         return checked(succeeds(call, f"{name}: ember_attention failed (out of workspace "

@@ -62,7 +62,7 @@ class GemmTiles:
 def panel_width(level: SimdLevel | None = None) -> int:
     """Columns of the register tile, EMBER_GEMM_NR = 2 vectors: 32 (AVX-512), 16 (AVX2),
     8 (SSE, NEON and the portable build, which use 4-lane vectors)."""
-    level = level or simd_level(_current_target())
+    level = level or simd_level(current_target())
     return 2 * max(4, level.lanes("float32"))
 
 
@@ -71,14 +71,14 @@ def register_rows(level: SimdLevel | None = None) -> int:
     12 x 2 accumulators besides 2 B vectors and a broadcast (each B vector loaded then feeds 12
     FMAs, not 6: on a Sapphire Rapids core GPT-2's 128x384x384 product goes from 141 to 169
     GFLOP/s); else 6 (12 accumulators of 16 registers)."""
-    level = level or simd_level(_current_target())
+    level = level or simd_level(current_target())
     return 12 if level.lanes("float32") == 16 else 6
 
 
 def gemm_tiles(batch: int, M: int, N: int, K: int, level: SimdLevel | None = None) -> GemmTiles:
     """The blocking of one ``ember_sgemm`` call: the tuning record's for exactly this call
     when there is one (``topi/tile_records.py``), else :func:`model_gemm_tiles`'s."""
-    level = level or simd_level(_current_target())
+    level = level or simd_level(current_target())
     model = model_gemm_tiles(batch, M, N, K, level)
     return tile_records.lookup("sgemm", (batch, M, N, K), level, model,
                                lambda tiles: check_gemm_tiles(tiles, level))
@@ -118,7 +118,7 @@ def model_gemm_tiles(batch: int, M: int, N: int, K: int,
       40 GFLOP/s; a launch and join costs a few us), or from PARALLEL_B_FLOATS of B on (a
       matrix-vector product runs at memory bandwidth).
     """
-    level = level or simd_level(_current_target())
+    level = level or simd_level(current_target())
     mc, kc, parallel = tile_exprs(*(tir.const(int(d)) for d in (batch, M, N, K)), level)
     what = "gemm tile model"
     return GemmTiles(panel_width(level), folded(kc, what), folded(mc, what),
@@ -149,7 +149,8 @@ def tile_exprs(batch: PrimExpr, M: PrimExpr, N: PrimExpr, K: PrimExpr,
     return mc, kc, tir.cast(parallel, "int32")
 
 
-def _current_target():
+def current_target():
+    """The target in scope (imported on call, as before: keeps topi's import light)."""
     from ...target import Target
 
     return Target.current()
@@ -239,11 +240,12 @@ class GemmOperands:
     c_hs: int = 0
 
 
-def _f32(x: float) -> tir.PrimExpr:
+def f32_imm(x: float) -> tir.PrimExpr:
+    """``x`` as a float32 argument of a kernel call, clamped to float32's finite range."""
     return tir.const(float(min(max(x, -_FLOAT_MAX), _FLOAT_MAX)), "float32")
 
 
-def _mode(t: te.Tensor | None, full: Dim, what: str) -> tuple[Dim, list[Check]]:
+def operand_mode(t: te.Tensor | None, full: Dim, what: str) -> tuple[Dim, list[Check]]:
     """How the epilogue reads ``t``: 0 absent, 1 one value, 2 ``full`` values; with run-time
     sizes, an expression and the condition the kernel checks."""
     if t is None:
@@ -268,7 +270,7 @@ def _residual_mode(residual: te.Tensor | None, out_shape: tuple[Dim, ...], ops: 
     size = None if residual is None else prod(dims(residual.shape))
     if residual is None or residual.ndim != len(out_shape) or (isinstance(size, int) and
                                                                 size == 1):
-        return _mode(residual, prod([ops.batch, ops.M, ops.N]), f"{name} residual")
+        return operand_mode(residual, prod([ops.batch, ops.M, ops.N]), f"{name} residual")
     checks = []
     for k, (got, want) in enumerate(zip(dims(residual.shape), dims(out_shape))):
         checks += must_equal(
@@ -295,9 +297,9 @@ def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[Dim, .
         tiles = gemm_tiles(*sizes, level)  # type: ignore[arg-type]
         mc, kc, parallel = tiles.mc, tiles.kc, int(tiles.parallel)
     else:
-        level = level or simd_level(_current_target())
+        level = level or simd_level(current_target())
         mc, kc, parallel = tile_exprs(*(tir.convert(d) for d in sizes), level)
-    bias_mode, bias_req = _mode(bias, ops.N, f"{name} bias")
+    bias_mode, bias_req = operand_mode(bias, ops.N, f"{name} bias")
     res_mode, res_req = _residual_mode(residual, out_shape, ops, name)
     checks = [*ops.require, *bias_req, *res_req]
     inputs = [a, b] + [t for t in (bias, residual) if t is not None]
@@ -313,9 +315,9 @@ def sgemm(a: te.Tensor, b: te.Tensor, ops: GemmOperands, out_shape: tuple[Dim, .
             ins[1].data, ops.b_bs, ops.b_ks, ops.b_ns, ops.b_nr,
             out, ops.M * ops.N if ops.c_bs is None else ops.c_bs,
             ops.N if ops.ldc is None else ops.ldc,
-            _f32(e.alpha), bias_mode, bias_p, res_mode, res_p,
-            ACTIVATIONS[e.act1], _f32(e.p1[0]), _f32(e.p1[1]),
-            ACTIVATIONS[e.act2], _f32(e.p2[0]), _f32(e.p2[1]),
+            f32_imm(e.alpha), bias_mode, bias_p, res_mode, res_p,
+            ACTIVATIONS[e.act1], f32_imm(e.p1[0]), f32_imm(e.p1[1]),
+            ACTIVATIONS[e.act2], f32_imm(e.p2[0]), f32_imm(e.p2[1]),
             mc, kc, parallel, ops.heads, ops.a_hs, ops.b_hs, ops.c_hs, header=HEADER)
         msg = StringImm(f"{name}: ember_sgemm failed (out of workspace memory or threads)")
         return checked(AssertStmt(EQ(call, tir.const(0)), msg, Evaluate(tir.const(0))),
