@@ -25,7 +25,7 @@ import numpy as np
 from ...runtime.errors import OpError
 from ...te import tensor as te
 from ...tir import op as tir
-from .conv2d_nchwc import (ACT_AFTER_ADD, L2_BYTES, LANES, PARALLEL_MACS, RESIDUAL, TARGET_ITEMS,
+from .conv2d_nchwc import (ACT_AFTER_ADD, L2_BYTES, LANES, PARALLEL_MACS, RESIDUAL,
                            ConvGeometry, _epilogue, conv_extern)
 from .sizes import ceildiv, i64, is_static, static_or_expr
 
@@ -150,9 +150,8 @@ def winograd_tiles(geo: ConvGeometry, m: int) -> WinogradTiles:
     """Tiles per item so that an item's V (a*a x IC per tile) and M (a*a x blocks x L per
     tile) fill about :data:`ITEM_BYTES`, whole register tiles, within
     [:data:`MIN_TILES`, :data:`MAX_TILES`] and at most the image's, then evened out over the
-    image's chunks; output
-    blocks per item all of them unless the items would be fewer than 4 (then ranges of
-    blocks, so that two threads share a small map's few tiles)."""
+    image's chunks; all output blocks per item (the kernel cuts chunks and block ranges finer
+    where the items are too few for its tasks: conv_winograd.h ember_wino_share)."""
     a = m + 2
     ocb = geo.oc // geo.lanes
     per_tile = a * a * 4 * (geo.ic + geo.oc)
@@ -163,12 +162,9 @@ def winograd_tiles(geo: ConvGeometry, m: int) -> WinogradTiles:
     # 18 and 2 (crnn's 256->256 at 3x80); in chunks of 12, 12 and 8
     even = ceildiv(ceildiv(image_tiles, tir.max(chunks, 1)), TILE_RW) * TILE_RW
     tiles_e = tir.max(tir.min(even, image_tiles), 1)
-    items = i64(geo.n) * i64(ceildiv(image_tiles, tiles_e))
-    few = items < tir.const(TARGET_ITEMS, "int64")
-    blocks = tir.Select_(few, tir.max(ceildiv(ocb, TARGET_ITEMS), 1), ocb)
     macs = i64(geo.n) * i64(image_tiles) * (a * a * geo.ic * geo.oc)
     threads = tir.cast(macs >= tir.const(PARALLEL_MACS, "int64"), "int32")
-    return WinogradTiles(*(static_or_expr(v) for v in (tiles_e, blocks, threads)))
+    return WinogradTiles(static_or_expr(tiles_e), ocb, static_or_expr(threads))
 
 
 def transform_weight(weight: np.ndarray, m: int, lanes: int) -> np.ndarray:
