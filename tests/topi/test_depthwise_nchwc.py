@@ -15,6 +15,7 @@ import ctypes
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_conv2d_nchwc import CC, INCLUDE, LEVEL_FLAGS, STRICT, _host_runs, run_case
 
@@ -48,6 +49,13 @@ CASES = {
     "1x4_generic": {"ic": 16, "h": 4, "w": 9, "k": (1, 4), "pads": (0, 1, 0, 2)},
     "batch2_split_over_tasks": {"ic": 32, "h": 6, "w": 12, "k": (5, 5), "pads": (2, 2, 2, 2),
                                 "n": 2, "tasks": 3, "tiles": (1, 1, 5, 0)},
+    # whole rows at stride 1: pairs of rows in one tile on AVX-512 (ember_dw_strip2)
+    "3x3_dscnn_25x5_map": {"ic": 32, "h": 25, "w": 5},
+    "3x3_odd_rows_silu_residual": {"ic": 16, "h": 7, "w": 10, "act": "silu", "residual": True,
+                                   "after": False},
+    "5x5_map_shorter_than_kernel": {"ic": 16, "h": 3, "w": 6, "k": (5, 5), "pads": (2, 2, 2, 2)},
+    "7x7_uneven_row_pads": {"ic": 16, "h": 8, "w": 9, "k": (7, 7), "pads": (1, 3, 5, 3),
+                            "act": "clip"},
 }
 
 
@@ -93,3 +101,23 @@ def test_depthwise_every_level(libs, level, lanes):
     for case in CASES.values():
         _run(lib, lanes, case)
 
+
+
+# (case, strip): the row pairs of whole-row strips against one row at a time (narrower strips)
+SAME_BITS = [("3x3_dscnn_25x5_map", 2), ("3x3_odd_rows_silu_residual", 4),
+             ("5x5_map_shorter_than_kernel", 5), ("7x7_uneven_row_pads", 3)]
+
+
+@pytest.mark.parametrize(("case", "strip"), SAME_BITS)
+def test_depthwise_row_pairs_give_the_same_bits(libs, case, strip):
+    """Each output sums the same products in the same order whether its row is computed in a
+    pair (whole-row strips, AVX-512), alone (narrower strips), or in a pair cut by a task
+    boundary (3 and 5 tasks: odd item counts per task)."""
+    lib = _lib(libs, "native", 8)
+    kwargs = {"k": (3, 3), "pads": (1, 1, 1, 1), "act": "relu", **CASES[case]}
+    ic, w = kwargs.pop("ic"), kwargs["w"]
+    outs = [run_case(lib, ic=ic, oc=ic, groups=ic, lanes=8, tasks=tasks, tiles=(1, 1, cut, 0),
+                     **kwargs)
+            for tasks, cut in ((1, w), (3, w), (5, w), (1, strip))]
+    for other in outs[1:]:
+        assert np.array_equal(outs[0], other)

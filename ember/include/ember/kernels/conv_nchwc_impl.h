@@ -735,6 +735,64 @@ EMBER_DWK(7, 6, 2)
 #undef EMBER_DWK
 #undef EMBER_DWK_TILE
 
+#if defined(__AVX512F__)
+/* Two output rows (oy, oy + 1) of a depthwise strip at stride 1 and unit dilation: the
+ * K + 1 input rows the two read are loaded once each (a single-row tile loads 2K), and the
+ * per-strip setup is paid once for both. Each accumulator sums the same products in the same
+ * order as ember_dwk_tile's (rows, then columns, ascending), so the results are the same bits.
+ * 2 * RW accumulators, 2K weights and an input vector are live: AVX-512's 32 registers. An
+ * input row outside the image is skipped, as the single-row tiles skip its taps. */
+#define EMBER_DWK2_TILE(NAME, K, RW, S, EDGE)                                                  \
+  static inline void EMBER_CAT4(NAME, EMBER_L, K##x##RW, S)(                                   \
+      const ember_conv_p* p, ptrdiff_t row, int32_t iy0, int32_t ix0, const float* w,        \
+      const float* bias, size_t o, int32_t valid) {                                            \
+    EV a0[RW], a1[RW], w0[K], w1[K];                                                           \
+    const int32_t L = EMBER_L;                                                                 \
+    const ptrdiff_t ys = (ptrdiff_t)p->w * L;                                                  \
+    EV bv = EMBER_VLOAD(EMBER_L, bias);                                                        \
+    int32_t i, j, r;                                                                           \
+    EMBER_DW_UNROLL for (j = 0; j < RW; ++j) a0[j] = a1[j] = bv;                               \
+    EMBER_DW_UNROLL for (r = 0; r <= K; ++r) {                                                 \
+      const float* ip;                                                                         \
+      if ((uint32_t)(iy0 + r) >= (uint32_t)p->h) continue;                                     \
+      ip = p->in + (row + r * ys + (ptrdiff_t)ix0 * L);                                        \
+      EMBER_DW_UNROLL for (i = 0; i < K; ++i) {                                                \
+        if (r < K) w0[i] = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)r * K + i) * L);               \
+        if (r > 0) w1[i] = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)(r - 1) * K + i) * L);         \
+      }                                                                                        \
+      EMBER_DW_UNROLL for (i = 0; i < (RW - 1) * S + K; ++i) {                                 \
+        EV x;                                                                                  \
+        if (EDGE) {                                                                            \
+          const float* xp = (uint32_t)(ix0 + i) < (uint32_t)p->w ? ip + (ptrdiff_t)i * L     \
+                                                                 : ember_conv_zeros;           \
+          x = EMBER_VLOAD(EMBER_L, xp);                                                        \
+        } else {                                                                               \
+          x = EMBER_VLOAD(EMBER_L, ip + (ptrdiff_t)i * L);                                     \
+        }                                                                                      \
+        EMBER_DW_UNROLL for (j = 0; j < RW; ++j) {                                             \
+          if (i - j * S >= 0 && i - j * S < K) {                                               \
+            if (r < K) a0[j] = EMBER_VFMA(EMBER_L, a0[j], x, w0[i - j * S]);                   \
+            if (r > 0) a1[j] = EMBER_VFMA(EMBER_L, a1[j], x, w1[i - j * S]);                   \
+          }                                                                                    \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    EMBER_FN(ember_dw_store)(p, a0, RW, EDGE ? valid : RW, o);                                 \
+    EMBER_FN(ember_dw_store)(p, a1, RW, EDGE ? valid : RW, o + (size_t)p->ow * L);             \
+  }
+#define EMBER_DWK2(K, RW, S)                                                                   \
+  EMBER_DWK2_TILE(ember_dwk2_tile, K, RW, S, 0)                                                \
+  EMBER_DWK2_TILE(ember_dwk2_edge, K, RW, S, 1)
+EMBER_DWK2(3, 8, 1)
+EMBER_DWK2(5, 8, 1)
+EMBER_DWK2(7, 6, 1)
+#undef EMBER_DWK2
+#undef EMBER_DWK2_TILE
+#define EMBER_DW_TWO_ROWS 1
+#else
+#define EMBER_DW_TWO_ROWS 0
+#endif
+
 /* The depthwise tiles of one strip (see ember_dw_strip). */
 static inline void EMBER_FN(ember_dw_strip_tiles)(const ember_conv_p* p, ptrdiff_t row,
     const float* w, const float* bias, size_t orow, int32_t ky0, int32_t ky1, int32_t xi0,
@@ -811,6 +869,55 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
     EMBER_FN(ember_conv_act_pass)(p, orow + (size_t)x0 * L, (size_t)(x1 - x0) * L);
   }
 }
+
+#if EMBER_DW_TWO_ROWS
+/* Whether ember_dw_range runs pairs of rows through ember_dw_strip2: a whole row per item
+ * (one strip), rows in item order (order 0), stride 1, unit dilation, a square 3-, 5- or
+ * 7-wide kernel, and not the 12-wide tiles of a wide 3x3's rows. */
+static inline int EMBER_FN(ember_dw_two_rows)(const ember_conv_p* p) {
+  return p->order == 0 && p->strip >= p->ow && p->sh == 1 && p->dh == 1 && p->dw == 1 &&
+         p->kh == p->kw && (p->kw == 3 || p->kw == 5 || p->kw == 7) && p->sw == 1 &&
+         !(p->kw == 3 && p->sw == 1 && p->ow >= 24) && p->oh >= 2;
+}
+
+/* Output rows oy and oy + 1 of channel block cbk, columns [x0, x1): ember_dw_strip's two
+ * calls in one (ember_dwk2_tile). */
+EMBER_KFN void EMBER_FN(ember_dw_strip2)(const ember_conv_p* p, int32_t b, int32_t cbk,
+                                         int32_t oy, int32_t x0, int32_t x1) {
+  const int32_t L = EMBER_L, iy0 = oy - p->pt;
+  const ptrdiff_t row = ((((ptrdiff_t)b * p->icb + cbk) * p->h) + iy0) * p->w * L;
+  const float* w = p->wt + (size_t)cbk * p->kh * p->kw * L;
+  const float* bias = p->bias + (size_t)cbk * L;
+  const size_t orow = ((((size_t)b * p->ocb + cbk) * p->oh) + oy) * p->ow * L;
+  const int32_t wide = p->kw == 7 ? 6 : 8;
+  int32_t xi0, xi1, ox = x0;
+  ember_conv_interior(p, x0, x1, &xi0, &xi1);
+  while (ox < x1) {
+    const int32_t ix0 = ox * p->sw - p->pl, edge = !(ox >= xi0 && ox + wide <= xi1);
+    const int32_t t = edge && x1 - ox < wide ? x1 - ox : wide;
+    const size_t o = orow + (size_t)ox * L;
+#define EMBER_DWK2_CALL(K, RW, S)                                                              \
+  if (edge) {                                                                                  \
+    EMBER_CAT4(ember_dwk2_edge, EMBER_L, K##x##RW, S)(p, row, iy0, ix0, w, bias, o, t);        \
+  } else {                                                                                     \
+    EMBER_CAT4(ember_dwk2_tile, EMBER_L, K##x##RW, S)(p, row, iy0, ix0, w, bias, o, t);        \
+  }
+    if (p->kw == 3) {
+      EMBER_DWK2_CALL(3, 8, 1)
+    } else if (p->kw == 5) {
+      EMBER_DWK2_CALL(5, 8, 1)
+    } else {
+      EMBER_DWK2_CALL(7, 6, 1)
+    }
+#undef EMBER_DWK2_CALL
+    ox += t;
+  }
+  if (ember_conv_late_act(p)) {
+    EMBER_FN(ember_conv_act_pass)(p, orow + (size_t)x0 * L, (size_t)(x1 - x0) * L);
+    EMBER_FN(ember_conv_act_pass)(p, orow + ((size_t)p->ow + x0) * L, (size_t)(x1 - x0) * L);
+  }
+}
+#endif
 
 #include "ember/kernels/conv_nchwc_flat_impl.h"
 #if EMBER_L == 8 && defined(__AVX512F__)
@@ -1028,11 +1135,23 @@ EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64
   const int32_t groups = ember_conv_block_groups(p), strips = (p->ow + p->strip - 1) / p->strip;
   int64_t item;
   int32_t b, og, oy, s;
+#if EMBER_DW_TWO_ROWS
+  const int pairs = EMBER_FN(ember_dw_two_rows)(p);
+#endif
   if (lo >= hi) return;
   ember_conv_item(p, lo, &b, &og, &oy, &s);
   for (item = lo; item < hi; ++item) {
     const int32_t x0 = s * p->strip;
     const int32_t x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
+#if EMBER_DW_TWO_ROWS
+    if (pairs && item + 1 < hi && oy + 1 < p->oh) { /* this item and the next: rows oy, oy+1 */
+      EMBER_FN(ember_dw_strip2)(p, b, og, oy, x0, x1);
+      ember_conv_item_next(p, groups, strips, &b, &og, &oy, &s);
+      ember_conv_item_next(p, groups, strips, &b, &og, &oy, &s);
+      ++item;
+      continue;
+    }
+#endif
     EMBER_FN(ember_dw_strip)(p, b, og, oy, x0, x1);
     ember_conv_item_next(p, groups, strips, &b, &og, &oy, &s);
   }
@@ -1170,5 +1289,6 @@ EMBER_KENTRY int32_t EMBER_FN(ember_depthwise_nchwc)(EMBER_DEPTHWISE_NCHWC_PARAM
 #endif
 
 #undef EMBER_PAIRS_HERE
+#undef EMBER_DW_TWO_ROWS
 #undef EMBER_HALF_CB_1X1
 #undef EMBER_FN
