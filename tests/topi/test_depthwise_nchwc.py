@@ -1,7 +1,8 @@
 """The depthwise NCHW[L]c kernel (ember_depthwise_nchwc_x<L> in ember/kernels/conv_nchwc.h)
 against numpy: the K-wide row tiles (K = 3, 5, 7 at stride 1 and 2: each input vector loaded
 once per kernel row; 12 columns for 3-wide rows on maps of 24 columns or more) with their edge
-variants (borders, the rest of a row, rows narrower than a tile, 1x1 maps), the tile-wide
+variants (borders, the rest of a row, rows narrower than a tile, 1x1 maps), the two-row tiles
+of whole-row strips on AVX-512 (the same bits as one row at a time), the tile-wide
 epilogue (none, relu, clip; the others per vector, with or without a residual), and the
 generic tile for the other windows (dilation, stride 3, 1x4).
 
