@@ -108,8 +108,10 @@ EDGE_CASES = {
                             "pads": (0, 0, 0, 0), "blocks": 2, "tasks": 2},
     "conv1d_block_groups_of_3": {"ic": 2, "oc": 80, "h": 1, "w": 23, "k": (1, 3),
                                  "pads": (0, 1, 0, 1), "blocks": 3, "tasks": 3, "act": "silu"},
-    # widths 8 and 12 (AVX-512 tiles; the widest instantiated one below elsewhere)
+    # widths 8, 10 and 12 (AVX-512 tiles; the widest instantiated one below elsewhere)
     "wide_tiles": {"ic": 3, "oc": 16, "h": 5, "w": 30, "rw": 12, "rows": 100},
+    "ten_wide_tiles_dqn_stride_4": {"ic": 4, "oc": 32, "h": 44, "w": 84, "k": (8, 8),
+                                    "s": (4, 4), "pads": (0, 0, 0, 0), "rw": 10},
     "five_wide_tiles": {"ic": 1, "oc": 16, "h": 6, "w": 12, "rw": 5, "s": (1, 2)},
     "residual_after": {"ic": 3, "oc": 16, "h": 7, "w": 8, "residual": True, "act": "clip"},
     "late_act_residual_before": {"ic": 3, "oc": 16, "h": 7, "w": 8, "residual": True,
@@ -179,7 +181,7 @@ def test_rows_per_item_follow_the_task_count(libs):
                                                                  HealthCheck.function_scoped_fixture])
 @given(ic=st.integers(1, 8), ocb=st.integers(1, 3), h=st.integers(1, 12), w=st.integers(1, 14),
        kh=st.integers(1, 5), kw=st.integers(1, 5), sh=st.integers(1, 3), sw=st.integers(1, 3),
-       pads=st.tuples(*[st.integers(0, 2)] * 4), rw=st.sampled_from([4, 5, 6, 8, 12]),
+       pads=st.tuples(*[st.integers(0, 2)] * 4), rw=st.sampled_from([4, 5, 6, 8, 10, 12]),
        rows=st.integers(1, 5), blocks=st.integers(0, 3), tasks=st.integers(1, 3))
 def test_random_shapes_against_numpy(libs, ic, ocb, h, w, kh, kw, sh, sw, pads, rw, rows,
                                      blocks, tasks):
@@ -213,6 +215,7 @@ def test_schedule():
     assert N.tile_width(7, avx2, 8) == 4  # 4 + 4, not 6 + 6
     assert N.tile_width(112, avx2, 8) == 6
     assert N.tile_width(112, avx512, 16) == 12
+    assert N.tile_width(20, avx512, 16) == 10  # dqn's 8x8/4 conv: two tiles, no tail
     assert N.tile_width(112, avx2, 16) == 6  # 16 lanes on AVX2: the 16-register widths
     big = N.nchw_input_tiles(_geo(), avx2)
     assert big.threads == 1 and big.rw == 6

@@ -27,7 +27,7 @@ HEADER = "ember/kernels/conv_nchw_input.h"
 # (and no transform of the input)
 MAX_CHANNELS = 8
 WIDTHS = (6, 5, 4)  # register tile widths with 16 vector registers (conv_nchw_input_impl.h)
-WIDE_WIDTHS = (12, 8, 6, 5, 4)  # and with AVX-512's 32
+WIDE_WIDTHS = (12, 10, 8, 6, 5, 4)  # and with AVX-512's 32
 TILE_COST = 2  # fixed cost of a tile, in output columns (weight loads, epilogue, call)
 BUFFER_BYTES = 64 * 1024  # the row buffer of a work item: in the L2 with the weights
 

@@ -118,13 +118,14 @@ EMBER_KFN void EMBER_FN(ember_nchw_in_store)(const ember_conv_p* p, EV* acc, int
 
 /* Widths 4, 5 and 6 (12 accumulators + 2 weights + 1 broadcast: 15 of 16 registers; 5 for
  * rows of 5 and 10 columns: dscnn's first conv 12.3 -> 11.9 us); with AVX-512's 32 registers,
- * 8 and 12 too. */
+ * 8, 10 and 12 too (10 for rows of 20: dqn's 8x8/4 conv, which 12 cut into 12 + 8 of 12). */
 EMBER_NCHW_IN_TILES(4)
 EMBER_NCHW_IN_TILES(5)
 EMBER_NCHW_IN_TILES(6)
 #if defined(__AVX512F__)
 #define EMBER_NCHW_IN_WIDE 1
 EMBER_NCHW_IN_TILES(8)
+EMBER_NCHW_IN_TILES(10)
 EMBER_NCHW_IN_TILES(12)
 #else
 #define EMBER_NCHW_IN_WIDE 0
@@ -134,7 +135,7 @@ EMBER_NCHW_IN_TILES(12)
 
 /* The instantiated width the kernel runs for a planned rw. */
 static inline int32_t EMBER_FN(ember_nchw_in_width)(int32_t rw) {
-  if (EMBER_NCHW_IN_WIDE && rw >= 8) return rw >= 12 ? 12 : 8;
+  if (EMBER_NCHW_IN_WIDE && rw >= 8) return rw >= 12 ? 12 : rw >= 10 ? 10 : 8;
   return rw >= 6 ? 6 : rw == 5 ? 5 : 4;
 }
 
@@ -175,6 +176,8 @@ EMBER_KFN void EMBER_FN(ember_nchw_in_row)(const ember_conv_p* p, const float* b
 #if EMBER_NCHW_IN_WIDE
     if (rw == 12) {
       EMBER_NCHW_IN_BLOCKS(12)
+    } else if (rw == 10) {
+      EMBER_NCHW_IN_BLOCKS(10)
     } else if (rw == 8) {
       EMBER_NCHW_IN_BLOCKS(8)
     } else
