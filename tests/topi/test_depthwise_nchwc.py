@@ -106,6 +106,7 @@ def test_depthwise_every_level(libs, level, lanes):
 
 # (case, strip): the row pairs of whole-row strips against one row at a time (narrower strips)
 SAME_BITS = [("3x3_dscnn_25x5_map", 2), ("3x3_odd_rows_silu_residual", 4),
+             ("3x3_wide_rows_12_column_tiles", 25),  # pairs of 8-wide tiles vs 12-wide
              ("5x5_map_shorter_than_kernel", 5), ("7x7_uneven_row_pads", 3)]
 
 
