@@ -2,7 +2,7 @@
 against numpy: the K-wide row tiles (K = 3, 5, 7 at stride 1 and 2: each input vector loaded
 once per kernel row; 12 columns for 3-wide rows on maps of 24 columns or more) with their edge
 variants (borders, the rest of a row, rows narrower than a tile, 1x1 maps), the two-row tiles
-of whole-row strips on AVX-512 (the same bits as one row at a time), the tile-wide
+of whole-row strips at stride 1 and 2 on AVX-512 (the same bits as one row at a time), the tile-wide
 epilogue (none, relu, clip; the others per vector, with or without a residual), and the
 generic tile for the other windows (dilation, stride 3, 1x4).
 
@@ -50,13 +50,14 @@ CASES = {
     "1x4_generic": {"ic": 16, "h": 4, "w": 9, "k": (1, 4), "pads": (0, 1, 0, 2)},
     "batch2_split_over_tasks": {"ic": 32, "h": 6, "w": 12, "k": (5, 5), "pads": (2, 2, 2, 2),
                                 "n": 2, "tasks": 3, "tiles": (1, 1, 5, 0)},
-    # whole rows at stride 1: pairs of rows in one tile on AVX-512 (ember_dw_strip2)
+    # whole rows at stride 1 or 2: pairs of rows in one tile on AVX-512 (ember_dw_strip2)
     "3x3_dscnn_25x5_map": {"ic": 32, "h": 25, "w": 5},
     "3x3_odd_rows_silu_residual": {"ic": 16, "h": 7, "w": 10, "act": "silu", "residual": True,
                                    "after": False},
     "5x5_map_shorter_than_kernel": {"ic": 16, "h": 3, "w": 6, "k": (5, 5), "pads": (2, 2, 2, 2)},
     "7x7_uneven_row_pads": {"ic": 16, "h": 8, "w": 9, "k": (7, 7), "pads": (1, 3, 5, 3),
                             "act": "clip"},
+    "3x3_stride_2_by_1_single_rows": {"ic": 16, "h": 9, "w": 11, "s": (2, 1)},
 }
 
 
@@ -107,6 +108,7 @@ def test_depthwise_every_level(libs, level, lanes):
 # (case, strip): the row pairs of whole-row strips against one row at a time (narrower strips)
 SAME_BITS = [("3x3_dscnn_25x5_map", 2), ("3x3_odd_rows_silu_residual", 4),
              ("3x3_wide_rows_12_column_tiles", 25),  # pairs of 8-wide tiles vs 12-wide
+             ("3x3_stride2_odd", 3), ("5x5_stride2_odd", 5), ("7x7_stride2", 4),
              ("5x5_map_shorter_than_kernel", 5), ("7x7_uneven_row_pads", 3)]
 
 

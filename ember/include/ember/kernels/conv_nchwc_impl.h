@@ -736,8 +736,8 @@ EMBER_DWK(7, 6, 2)
 #undef EMBER_DWK_TILE
 
 #if defined(__AVX512F__)
-/* Two output rows (oy, oy + 1) of a depthwise strip at stride 1 and unit dilation: the
- * K + 1 input rows the two read are loaded once each (a single-row tile loads 2K), and the
+/* Two output rows (oy, oy + 1) of a depthwise strip at stride S both ways and unit dilation:
+ * the K + S input rows the two read are loaded once each (two single-row tiles load 2K), the
  * per-strip setup is paid once for both. Each accumulator sums the same products in the same
  * order as ember_dwk_tile's (rows, then columns, ascending), so the results are the same bits.
  * 2 * RW accumulators, 2K weights and an input vector are live: AVX-512's 32 registers. An
@@ -752,13 +752,13 @@ EMBER_DWK(7, 6, 2)
     EV bv = EMBER_VLOAD(EMBER_L, bias);                                                        \
     int32_t i, j, r;                                                                           \
     EMBER_DW_UNROLL for (j = 0; j < RW; ++j) a0[j] = a1[j] = bv;                               \
-    EMBER_DW_UNROLL for (r = 0; r <= K; ++r) {                                                 \
+    EMBER_DW_UNROLL for (r = 0; r < K + S; ++r) {                                              \
       const float* ip;                                                                         \
       if ((uint32_t)(iy0 + r) >= (uint32_t)p->h) continue;                                     \
       ip = p->in + (row + r * ys + (ptrdiff_t)ix0 * L);                                        \
       EMBER_DW_UNROLL for (i = 0; i < K; ++i) {                                                \
         if (r < K) w0[i] = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)r * K + i) * L);               \
-        if (r > 0) w1[i] = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)(r - 1) * K + i) * L);         \
+        if (r >= S) w1[i] = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)(r - S) * K + i) * L);        \
       }                                                                                        \
       EMBER_DW_UNROLL for (i = 0; i < (RW - 1) * S + K; ++i) {                                 \
         EV x;                                                                                  \
@@ -772,7 +772,7 @@ EMBER_DWK(7, 6, 2)
         EMBER_DW_UNROLL for (j = 0; j < RW; ++j) {                                             \
           if (i - j * S >= 0 && i - j * S < K) {                                               \
             if (r < K) a0[j] = EMBER_VFMA(EMBER_L, a0[j], x, w0[i - j * S]);                   \
-            if (r > 0) a1[j] = EMBER_VFMA(EMBER_L, a1[j], x, w1[i - j * S]);                   \
+            if (r >= S) a1[j] = EMBER_VFMA(EMBER_L, a1[j], x, w1[i - j * S]);                  \
           }                                                                                    \
         }                                                                                      \
       }                                                                                        \
@@ -784,8 +784,11 @@ EMBER_DWK(7, 6, 2)
   EMBER_DWK2_TILE(ember_dwk2_tile, K, RW, S, 0)                                                \
   EMBER_DWK2_TILE(ember_dwk2_edge, K, RW, S, 1)
 EMBER_DWK2(3, 8, 1)
+EMBER_DWK2(3, 8, 2)
 EMBER_DWK2(5, 8, 1)
+EMBER_DWK2(5, 8, 2)
 EMBER_DWK2(7, 6, 1)
+EMBER_DWK2(7, 6, 2)
 #undef EMBER_DWK2
 #undef EMBER_DWK2_TILE
 #define EMBER_DW_TWO_ROWS 1
@@ -872,13 +875,15 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
 
 #if EMBER_DW_TWO_ROWS
 /* Whether ember_dw_range runs pairs of rows through ember_dw_strip2: a whole row per item
- * (one strip), rows in item order (order 0), stride 1, unit dilation, a square 3-, 5- or
- * 7-wide kernel. A wide 3x3's rows run in pairs of 8-wide tiles too, not its single-row
- * 12-wide ones: 94 -> 69 us on 32x112x112, 103 -> 74 on 144x56x56 (pairs of 12-wide tiles
- * were no faster but at 112 columns). */
+ * (one strip), rows in item order (order 0), the same stride (1 or 2) both ways, unit
+ * dilation, a square 3-, 5- or 7-wide kernel. A wide 3x3's rows run in pairs of 8-wide tiles
+ * too, not its single-row 12-wide ones: 94 -> 69 us on 32x112x112, 103 -> 74 on 144x56x56
+ * (pairs of 12-wide tiles were no faster but at 112 columns); at stride 2, 96x112x112 99 ->
+ * 85 us, 512x14x14 7.7 -> 6.2. */
 static inline int EMBER_FN(ember_dw_two_rows)(const ember_conv_p* p) {
-  return p->order == 0 && p->strip >= p->ow && p->sh == 1 && p->dh == 1 && p->dw == 1 &&
-         p->kh == p->kw && (p->kw == 3 || p->kw == 5 || p->kw == 7) && p->sw == 1 &&
+  return p->order == 0 && p->strip >= p->ow && p->sh == p->sw && p->sw <= 2 && p->dh == 1 &&
+         p->dw == 1 &&
+         p->kh == p->kw && (p->kw == 3 || p->kw == 5 || p->kw == 7) &&
          p->oh >= 2;
 }
 
@@ -886,7 +891,7 @@ static inline int EMBER_FN(ember_dw_two_rows)(const ember_conv_p* p) {
  * calls in one (ember_dwk2_tile). */
 EMBER_KFN void EMBER_FN(ember_dw_strip2)(const ember_conv_p* p, int32_t b, int32_t cbk,
                                          int32_t oy, int32_t x0, int32_t x1) {
-  const int32_t L = EMBER_L, iy0 = oy - p->pt;
+  const int32_t L = EMBER_L, iy0 = oy * p->sh - p->pt;
   const ptrdiff_t row = ((((ptrdiff_t)b * p->icb + cbk) * p->h) + iy0) * p->w * L;
   const float* w = p->wt + (size_t)cbk * p->kh * p->kw * L;
   const float* bias = p->bias + (size_t)cbk * L;
@@ -904,12 +909,18 @@ EMBER_KFN void EMBER_FN(ember_dw_strip2)(const ember_conv_p* p, int32_t b, int32
   } else {                                                                                     \
     EMBER_CAT4(ember_dwk2_tile, EMBER_L, K##x##RW, S)(p, row, iy0, ix0, w, bias, o, t);        \
   }
-    if (p->kw == 3) {
+    if (p->kw == 3 && p->sw == 1) {
       EMBER_DWK2_CALL(3, 8, 1)
-    } else if (p->kw == 5) {
+    } else if (p->kw == 3) {
+      EMBER_DWK2_CALL(3, 8, 2)
+    } else if (p->kw == 5 && p->sw == 1) {
       EMBER_DWK2_CALL(5, 8, 1)
-    } else {
+    } else if (p->kw == 5) {
+      EMBER_DWK2_CALL(5, 8, 2)
+    } else if (p->sw == 1) {
       EMBER_DWK2_CALL(7, 6, 1)
+    } else {
+      EMBER_DWK2_CALL(7, 6, 2)
     }
 #undef EMBER_DWK2_CALL
     ox += t;
