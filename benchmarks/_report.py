@@ -60,9 +60,10 @@ def header(env: dict[str, Any], opts: argparse.Namespace) -> None:
     peaks = ", ".join(f"{k} thr {g:.1f}" for k, g in peak["gflops"].items())
     print(f"ember vs onnxruntime, batch 1, threads {','.join(map(str, opts.threads))}")
     print(f"CPU: {env['cpu']} ({env['logical_cpus']} logical CPUs), load average {load}")
+    openvino = f", OpenVINO {v['openvino']}" if "openvino" in v else ""
     print(f"ember {v['ember']} ({v['ember_commit']}), kernels compiled for {simd['features']} "
-          f"(-march={simd['march']}, {simd['compiler']}); onnxruntime {v['onnxruntime']}, "
-          f"onnx {v['onnx']}, numpy {v['numpy']}, Python {v['python']}")
+          f"(-march={simd['march']}, {simd['compiler']}); onnxruntime {v['onnxruntime']}"
+          f"{openvino}, onnx {v['onnx']}, numpy {v['numpy']}, Python {v['python']}")
     print(f"ember source: {opts.source} ({env['source']})")
     print(f"peak: {peak['method']} ({peak['blas']}, n={peak['n']}): {peaks} GFLOP/s "
           "(measured again after each model; % peak uses the best)")
@@ -77,30 +78,37 @@ def _check_cell(row: dict[str, Any]) -> str:
 
 
 def latency_table(models: Sequence[dict[str, Any]]) -> str:
+    """One row per system and thread count (onnxruntime first); with OpenVINO in the run, an
+    ``x best`` column: ember's median over the faster of onnxruntime's and OpenVINO's."""
+    best = any("ratio_vs_best" in r for m in models for r in m["results"])
+    order = {"onnxruntime": 0, "openvino": 1}
     rows = []
     for m in models:
-        for r in sorted(m["results"], key=lambda r: (r["threads"], r["system"] != "onnxruntime")):
+        for r in sorted(m["results"], key=lambda r: (r["threads"], order.get(r["system"], 2))):
             rows.append([m["name"], r["system"], r["threads"], r["median_ms"], r["p10_ms"],
-                         r["p90_ms"], r["ratio_vs_ort"], r["gflops"],
+                         r["p90_ms"], r["ratio_vs_ort"],
+                         *([r.get("ratio_vs_best")] if best else []), r["gflops"],
                          100 * r["peak_share"], r.get("max_abs_diff"), _check_cell(r)])
         for executor, err in m["errors"].items():
-            rows.append([m["name"], executor, "-", None, None, None, None, None, None, None,
+            rows.append([m["name"], executor, "-", None, None, None, None,
+                         *([None] if best else []), None, None, None,
                          f"BUILD FAILED: {err[:60]}"])
     return table(rows, ["model", "system", "thr", "median ms", "p10 ms", "p90 ms", "x ort",
-                        "GFLOP/s", "% peak", "max|diff|", "check"])
+                        *(["x best"] if best else []), "GFLOP/s", "% peak", "max|diff|",
+                        "check"])
 
 
 def build_table(models: Sequence[dict[str, Any]]) -> str:
     rows = []
     for m in models:
-        ort = m["build"].get("onnxruntime", {})
         for executor, b in m["build"].items():
-            if executor != "onnxruntime":
+            if executor not in ("onnxruntime", "openvino"):
                 rows.append([m["name"], executor, b["import_s"], b["build_s"], b["cc_s"],
                              b["rebuild_s"], b["cache"]])
-        sessions = ", ".join(f"{s:.2f}" for s in ort.values())
-        rows.append([m["name"], "onnxruntime", None, None, None, None,
-                     f"(session init {sessions} s)"])
+        for system, what in (("onnxruntime", "session init"), ("openvino", "compile")):
+            if system in m["build"]:
+                times = ", ".join(f"{s:.2f}" for s in m["build"][system].values())
+                rows.append([m["name"], system, None, None, None, None, f"({what} {times} s)"])
     return table(rows, ["model", "system", "import s", "1st build s", "of which cc s",
                         "rebuild s", "cache"])
 
@@ -122,13 +130,16 @@ def tables(out: dict[str, Any]) -> None:
     models = out["models"]
     peaks = ", ".join(f"{k} thr {g:.1f}" for k, g in out["environment"]["peak"]["gflops"].items())
     print(f"\nsgemm peak (best of the run at that many threads or fewer): {peaks} GFLOP/s")
-    print("latency (x ort: ember median / onnxruntime median at the same thread count; "
-          f"% peak: of the sgemm peak at that thread count)\n{out['flops_note']}")
+    best = ("; x best: over the faster of onnxruntime and OpenVINO"
+            if out.get("geomean_ratio_vs_best") else "")
+    print("latency (x ort: ember median / onnxruntime median at the same thread count"
+          f"{best}; % peak: of the sgemm peak at that thread count)\n{out['flops_note']}")
     print(latency_table(models))
-    ratios = out["geomean_ratio_vs_ort"]
-    if ratios:
-        print("geometric mean of x ort over models: " +
-              ", ".join(f"{k} {v:.2f}" for k, v in sorted(ratios.items())))
+    for field, what in (("geomean_ratio_vs_ort", "x ort"), ("geomean_ratio_vs_best", "x best")):
+        ratios = out.get(field)
+        if ratios:
+            print(f"geometric mean of {what} over models: " +
+                  ", ".join(f"{k} {v:.2f}" for k, v in sorted(ratios.items())))
     print("\nbuild (seconds to a runnable executor; cache cold: the 1st build ran in an empty "
           "temporary EMBER_CACHE_DIR, shared: in the usual one; the rebuild finds the compiled "
           "library cached)")

@@ -9,6 +9,11 @@ and a context that sets its thread count.
   (``intra_op_num_threads=N``, ``inter_op_num_threads=1``, sequential execution, default
   graph optimisations), run through an IOBinding with the input and output buffers bound
   once, so neither side pays numpy conversions per call.
+- OpenVINO (optional, ``run.py --openvino``): the same ONNX file compiled for its CPU plugin
+  per thread count (``INFERENCE_NUM_THREADS=N``, one stream, the latency hint, float32
+  inference: on a CPU with bf16 or AMX its default would compute in bf16, not the same
+  arithmetic; threads not pinned, as ember's and onnxruntime's are not), run through one
+  infer request whose input tensors share the numpy buffers, set once.
 
 Build times: :func:`build_ember` builds twice in a fresh, empty ``EMBER_CACHE_DIR`` (the
 cold build, then the rebuild that finds the compiled library in the cache), each time up to a
@@ -226,6 +231,38 @@ def ort_runner(session: Any, threads: int, inputs: dict[str, np.ndarray]) -> Run
 
     return Runner("onnxruntime", threads, run, lambda: [o.numpy() for o in outs],
                   contextlib.nullcontext, keep=(ins, outs))
+
+
+def openvino_available() -> bool:
+    """Whether OpenVINO's Python runtime (``pip install openvino``) can be imported."""
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def openvino_runner(onnx_path: str, threads: int, inputs: dict[str, np.ndarray]
+                    ) -> tuple[Runner, float]:
+    """A Runner of OpenVINO's CPU plugin on ``onnx_path`` at ``threads`` threads (the module
+    docstring's settings), and the seconds its compile took."""
+    import openvino as ov
+
+    start = time.perf_counter()
+    compiled = ov.Core().compile_model(onnx_path, "CPU", {
+        "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY",
+        "INFERENCE_PRECISION_HINT": "f32", "ENABLE_CPU_PINNING": False})
+    compile_s = time.perf_counter() - start
+    request = compiled.create_infer_request()
+    ins = {k: np.ascontiguousarray(v) for k, v in inputs.items()}
+    for name, value in ins.items():
+        request.set_tensor(name, ov.Tensor(value, shared_memory=True))
+
+    def outputs() -> list[np.ndarray]:
+        return [request.get_output_tensor(i).data.copy() for i in range(len(compiled.outputs))]
+
+    return Runner("openvino", threads, request.infer, outputs, contextlib.nullcontext,
+                  keep=(ins, compiled)), compile_s
 
 
 @dataclass

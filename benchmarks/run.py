@@ -45,6 +45,8 @@ from _systems import (
     build_ember,
     ember_runner,
     frontend_available,
+    openvino_available,
+    openvino_runner,
     ort_runner,
     ort_session,
     to_relay,
@@ -93,6 +95,16 @@ def _ort_runners(onnx_path: str, threads: Sequence[int], inputs: dict[str, np.nd
     return runners
 
 
+def _openvino_runners(onnx_path: str, threads: Sequence[int], inputs: dict[str, np.ndarray],
+                      build: dict[str, Any]) -> list[Runner]:
+    runners = []
+    for n in threads:
+        runner, compile_s = openvino_runner(onnx_path, n, inputs)
+        build.setdefault("openvino", {})[f"compile_s@{n}"] = compile_s
+        runners.append(runner)
+    return runners
+
+
 def _ember_runners(case: Any, opts: argparse.Namespace, onnx_path: str,
                    build: dict[str, Any], errors: dict[str, str]) -> list[Runner]:
     runners = []
@@ -113,7 +125,8 @@ def _ember_runners(case: Any, opts: argparse.Namespace, onnx_path: str,
 
 
 def _check(runners: Sequence[Runner], refs: dict[int, list[np.ndarray]]) -> dict[str, Any]:
-    """Run each ember runner once and compare with onnxruntime at its thread count."""
+    """Run each runner (ember's, OpenVINO's) once and compare with onnxruntime at its thread
+    count."""
     checks = {}
     for r in runners:
         with r.use_threads():
@@ -125,8 +138,13 @@ def _check(runners: Sequence[Runner], refs: dict[int, list[np.ndarray]]) -> dict
     return checks
 
 
-def _result(r: Runner, timing: Any, ort_median: float, flops: int,
+REFERENCE_SYSTEMS = ("onnxruntime", "openvino")
+
+
+def _result(r: Runner, timing: Any, ort_median: float, best_median: float | None, flops: int,
             check: dict[str, Any] | None) -> dict[str, Any]:
+    """One runner's JSON row; ``best_median``: the faster reference system's median at this
+    thread count where OpenVINO ran too (ember's rows then get ``ratio_vs_best``)."""
     median = timing.median
     gflops = flops / median / 1e9
     row = {"system": r.system, "threads": r.threads, "median_ms": median * 1e3,
@@ -134,6 +152,8 @@ def _result(r: Runner, timing: Any, ort_median: float, flops: int,
            "samples": len(timing.samples), "block": timing.block,
            "round_medians_ms": [m * 1e3 for m in timing.round_medians],
            "ratio_vs_ort": median / ort_median, "gflops": gflops}
+    if best_median is not None and r.system not in REFERENCE_SYSTEMS:
+        row["ratio_vs_best"] = median / best_median
     if check is not None:
         row.update(check)
     return row
@@ -159,30 +179,37 @@ def bench_model(name: str, opts: argparse.Namespace) -> dict[str, Any]:
         print(f"{name}: {amount}, inputs {record['inputs']}, ember source {opts.source}",
               flush=True)
         ort = _ort_runners(onnx_path, opts.threads, case.inputs, record["build"])
+        ov = (_openvino_runners(onnx_path, opts.threads, case.inputs, record["build"])
+              if opts.openvino else [])
         ember = _ember_runners(case, opts, onnx_path, record["build"], record["errors"])
         refs = {}
         for n, r in ort.items():
             with r.use_threads():
                 r.run()
             refs[n] = r.outputs()
-        checks = _check(ember, refs)
-        runners = [*ort.values(), *ember]
+        checks = _check([*ov, *ember], refs)
+        runners = [*ort.values(), *ov, *ember]
         timings = interleave(runners, opts.min_time, opts.rounds)
-    ort_median = {r.threads: t.median for r, t in zip(runners, timings)
-                  if r.system == "onnxruntime"}
-    record["results"] = [_result(r, t, ort_median[r.threads], flops, checks.get(r.key))
+    medians = [(r, t.median) for r, t in zip(runners, timings)]
+    ort_median = {r.threads: m for r, m in medians if r.system == "onnxruntime"}
+    best = {n: min(m for r, m in medians if r.threads == n and r.system in REFERENCE_SYSTEMS)
+            for n in ort_median} if ov else {}
+    record["results"] = [_result(r, t, ort_median[r.threads], best.get(r.threads), flops,
+                                 checks.get(r.key))
                          for r, t in zip(runners, timings)]
     return record
 
 
-def geomean_ratios(models: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """Per ``system@threads``: the geometric mean over models of its ratio to onnxruntime."""
+def geomean_ratios(models: Sequence[dict[str, Any]], field: str = "ratio_vs_ort"
+                   ) -> dict[str, float]:
+    """Per ``system@threads``: the geometric mean over models of its ``field`` (its ratio to
+    onnxruntime, or with ``ratio_vs_best`` to the faster of onnxruntime and OpenVINO)."""
     logs: dict[str, list[float]] = {}
     for m in models:
         for row in m["results"]:
-            if row["system"] != "onnxruntime":
+            if row["system"] != "onnxruntime" and field in row:
                 key = f"{row['system']}@{row['threads']}"
-                logs.setdefault(key, []).append(math.log(row["ratio_vs_ort"]))
+                logs.setdefault(key, []).append(math.log(row[field]))
     return {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
 
 
@@ -212,6 +239,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="cold: build in an empty temporary EMBER_CACHE_DIR, then rebuild "
                              "(cached); shared: build once in the usual cache (fast reruns, "
                              "build times not cold). Default cold; --quick shared")
+    parser.add_argument("--openvino", action="store_true",
+                        help="also time OpenVINO's CPU plugin on the same ONNX file (pip "
+                             "install openvino); ember's rows then also get x best, their "
+                             "ratio to the faster of onnxruntime and OpenVINO")
     parser.add_argument("--peak-size", type=int, default=512, help="sgemm n (default 512)")
     parser.add_argument("--json", default=None, help=f"default {DEFAULT_JSON} ({DYNAMIC_JSON} "
                         "with --dynamic)")
@@ -242,6 +273,9 @@ def _resolve(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> None:
         parser.error(f"--threads: comma-separated positive ints, got {opts.threads}")
     if not opts.threads or min(opts.threads) < 1 or opts.rounds < 1 or opts.min_time <= 0:
         parser.error("--threads must be positive ints, --rounds >= 1, --min-time > 0")
+    if opts.openvino and not openvino_available():
+        parser.error("--openvino: OpenVINO is not installed here; pip install openvino "
+                     "(or pip install -e '.[openvino]')")
     if opts.source == "onnx" and not frontend_available():
         parser.error("--source onnx: this ember has no ONNX importer "
                      "(ember.relay.frontend.from_onnx); use --source relay")
@@ -296,6 +330,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     peaks = [measure_peak(opts, 0.2 if opts.quick else 0.5)]
     env = environment(opts, peaks[0])
+    if opts.openvino:
+        import openvino
+
+        env["versions"]["openvino"] = openvino.__version__
     _report.header(env, opts)
     models = []
     for name in opts.models:
@@ -312,6 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
            "config": config, "tolerance": {"rtol": RTOL, "atol": ATOL},
            "flops_note": NOT_COUNTED_NOTE, "models": models,
            "geomean_ratio_vs_ort": geomean_ratios(models),
+           "geomean_ratio_vs_best": geomean_ratios(models, "ratio_vs_best"),
            "wall_s": time.perf_counter() - start}
     _report.tables(out)
     path = Path(opts.json)

@@ -158,3 +158,43 @@ def test_dynamic_mode_runs_the_twins_of_the_chosen_models(tmp_path, capsys, monk
     # a model without a twin is named, with those that have one
     assert run.main(["--dynamic", "--models", "resnet50"]) == 2
     assert "none of resnet50 has a dynamic twin" in capsys.readouterr().err
+
+
+def test_openvino_needs_openvino_and_says_how_to_install(capsys, monkeypatch):
+    monkeypatch.setattr(run, "openvino_available", lambda: False)
+    with pytest.raises(SystemExit):
+        run.parse_args(["--openvino"])
+    assert "pip install openvino" in capsys.readouterr().err
+    assert run.parse_args([]).openvino is False
+
+
+def test_best_reference_ratio_goes_to_ember_rows_only():
+    """With OpenVINO in a run, ember's rows get their ratio to the faster reference system
+    at the same thread count; the table shows it, and the geometric mean covers ember only."""
+    timing = _timing.Timing(samples=[2e-3] * 3, round_medians=[2e-3], block=1)
+    ember_row = run._result(_systems.Runner("aot", 1, list, list, contextlib.nullcontext),
+                            timing, ort_median=4e-3, best_median=2.5e-3, flops=10**6, check=None)
+    ov_row = run._result(_systems.Runner("openvino", 1, list, list, contextlib.nullcontext),
+                         timing, ort_median=4e-3, best_median=2.5e-3, flops=10**6, check=None)
+    assert ember_row["ratio_vs_ort"] == pytest.approx(0.5)
+    assert ember_row["ratio_vs_best"] == pytest.approx(0.8)
+    assert "ratio_vs_best" not in ov_row
+    models = [{"name": "m", "errors": {}, "results": [
+        {**row, "peak_share": 0.1, "agree": True, "max_abs_diff": 0.0}
+        for row in (ember_row, ov_row)]}]
+    assert run.geomean_ratios(models, "ratio_vs_best") == {"aot@1": pytest.approx(0.8)}
+    assert set(run.geomean_ratios(models)) == {"aot@1", "openvino@1"}
+    head, *lines = _report.latency_table(models).splitlines()
+    assert "x best" in head and any("openvino" in line for line in lines)
+
+
+def test_quick_run_with_openvino(tmp_path):
+    pytest.importorskip("openvino")
+    out = tmp_path / "out.json"
+    assert run.main(["--models", "mlp", "--threads", "1", "--executors", "aot", "--openvino",
+                     "--min-time", "0.02", "--rounds", "2", "--peak-size", "64",
+                     "--build", "shared", "--json", str(out)]) == 0
+    (model,) = json.loads(out.read_text())["models"]
+    rows = {r["system"]: r for r in model["results"]}
+    assert rows["openvino"]["agree"] is True and "ratio_vs_best" in rows["aot"]
+    assert set(model["build"]["openvino"]) == {"compile_s@1"}
