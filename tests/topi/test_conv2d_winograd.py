@@ -177,6 +177,22 @@ def test_transform_weight_is_winograd() -> None:
         np.testing.assert_allclose(y, direct, rtol=1e-5, atol=1e-5)
 
 
+def test_transform_weight_in_chunks_matches_one_filter_at_a_time(monkeypatch) -> None:
+    """The GEMM over all filters, cut into chunks (here of 5 filters: ragged last chunk),
+    gives each filter's G g G^T (float64, rounded once to float32) in [a*a, O/L, I, L]."""
+    monkeypatch.setattr(W, "_TRANSFORM_CHUNK", 5)
+    rng = np.random.default_rng(4)
+    wt = rng.standard_normal((8, 3, 3, 3)).astype("float32")
+    for m in W.TILE_SIZES:
+        a, g = m + 2, np.asarray(W._G[m], "float64")
+        u = W.transform_weight(wt, m, 4)
+        assert u.shape == (a * a, 2, 3, 4) and u.dtype == np.float32 and u.flags.c_contiguous
+        for o in range(8):
+            for i in range(3):
+                ref = (g @ wt[o, i].astype("float64") @ g.T).reshape(a * a)
+                np.testing.assert_allclose(u[:, o // 4, i, o % 4], ref, rtol=2e-7, atol=1e-30)
+
+
 def test_few_items_are_cut_finer_for_many_tasks(libs: dict) -> None:
     """A 7x7 map's 16 tiles in one chunk of 4 block ranges kept 4 of 16 tasks busy (resnet18's
     512->512 at 16 threads): the kernel recuts them so that no task has more than a sixth of the

@@ -167,6 +167,9 @@ def winograd_tiles(geo: ConvGeometry, m: int) -> WinogradTiles:
     return WinogradTiles(static_or_expr(tiles_e), ocb, static_or_expr(threads))
 
 
+_TRANSFORM_CHUNK = 1 << 16  # filters per GEMM of transform_weight (float64 temporaries: 18 MB)
+
+
 def transform_weight(weight: np.ndarray, m: int, lanes: int) -> np.ndarray:
     """OIHW 3x3 weight -> ``U[a*a, O/L, I, L]`` float32 (``G g G^T`` in float64)."""
     if m not in TILE_SIZES:
@@ -175,11 +178,17 @@ def transform_weight(weight: np.ndarray, m: int, lanes: int) -> np.ndarray:
     if (kh, kw) != (3, 3) or o % lanes:
         raise OpError(f"conv2d_winograd: weight {weight.shape} is not a 3x3 filter bank of "
                       f"whole blocks of {lanes} output channels")
-    g = _G[m]
-    u = np.einsum("ik,ockl,jl->ijoc", g, weight.astype("float64"), g)  # [a, a, O, I]
+    g = np.asarray(_G[m], "float64")
     a = m + 2
-    u = u.reshape(a * a, o // lanes, lanes, i).transpose(0, 1, 3, 2)
-    return np.ascontiguousarray(u.astype("float32"))
+    # G g G^T of every filter as one GEMM: kron(G, G) [a*a, 9] times the filters [9, O*I], in
+    # float64 chunks (an einsum took 0.3 s of resnet18's build; this, 0.03 s)
+    kron, flat = np.kron(g, g), weight.reshape(o * i, 9).T
+    u = np.empty((a * a, o * i), "float32")
+    for start in range(0, o * i, _TRANSFORM_CHUNK):
+        stop = start + _TRANSFORM_CHUNK
+        u[:, start:stop] = kron @ flat[:, start:stop].astype("float64")
+    u = u.reshape(a * a, o // lanes, lanes, i).transpose(0, 1, 3, 2)  # [a*a, O/L, I, L]
+    return np.ascontiguousarray(u)
 
 
 def transforms(m: int) -> tuple[list, list]:
