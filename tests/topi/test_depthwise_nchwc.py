@@ -115,8 +115,10 @@ SAME_BITS = [("3x3_dscnn_25x5_map", 2), ("3x3_odd_rows_silu_residual", 4),
 @pytest.mark.parametrize(("case", "strip"), SAME_BITS)
 def test_depthwise_row_pairs_give_the_same_bits(libs, case, strip):
     """Each output sums the same products in the same order whether its row is computed in a
-    pair (whole-row strips, AVX-512), alone (narrower strips), or in a pair cut by a task
-    boundary (3 and 5 tasks: odd item counts per task)."""
+    pair (whole-row strips on an AVX-512 host; elsewhere every row is single), alone (narrower
+    strips), or on 3 and 5 tasks (odd item counts per task: a pair cut by a task boundary runs
+    as single rows, where the per-task recut keeps whole rows: the dscnn map, the map shorter
+    than its kernel, the 7x7 at stride 2)."""
     lib = _lib(libs, "native", 8)
     kwargs = {"k": (3, 3), "pads": (1, 1, 1, 1), "act": "relu", **CASES[case]}
     ic, w = kwargs.pop("ic"), kwargs["w"]

@@ -679,6 +679,13 @@ static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int3
   }
 }
 
+/* Input vector i of a K-wide tile's kernel row at ip (column ix0 + i): in an EDGE tile, a
+ * column outside the image reads the zero vector (a pointer select, checked once a vector). */
+#define EMBER_DWK_LOAD(EDGE, ip, ix0, i)                                                       \
+  EMBER_VLOAD(EMBER_L, (EDGE) && (uint32_t)((ix0) + (i)) >= (uint32_t)p->w                     \
+                           ? ember_conv_zeros                                                  \
+                           : (ip) + (ptrdiff_t)(i) * EMBER_L)
+
 /* Depthwise K-wide kernel rows, unit dilation, stride S: RW output columns of one channel
  * block (the first reading input column ix0). The input vectors of a kernel row are loaded in
  * order, each once, and used at once for every column whose window holds it: (RW - 1) * S + K
@@ -701,14 +708,7 @@ static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int3
       EMBER_DW_UNROLL for (i = 0; i < K; ++i)                                                  \
         wv[i] = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)ky * K + i) * L);                         \
       EMBER_DW_UNROLL for (i = 0; i < (RW - 1) * S + K; ++i) {                                 \
-        EV x;                                                                                  \
-        if (EDGE) {                                                                            \
-          const float* xp = (uint32_t)(ix0 + i) < (uint32_t)p->w ? ip + (ptrdiff_t)i * L     \
-                                                                 : ember_conv_zeros;           \
-          x = EMBER_VLOAD(EMBER_L, xp);                                                        \
-        } else {                                                                               \
-          x = EMBER_VLOAD(EMBER_L, ip + (ptrdiff_t)i * L);                                     \
-        }                                                                                      \
+        const EV x = EMBER_DWK_LOAD(EDGE, ip, ix0, i);                                         \
         EMBER_DW_UNROLL for (j = 0; j < RW; ++j) {                                             \
           if (i - j * S >= 0 && i - j * S < K)                                                 \
             acc[j] = EMBER_VFMA(EMBER_L, acc[j], x, wv[i - j * S]);                            \
@@ -761,14 +761,7 @@ EMBER_DWK(7, 6, 2)
         if (r >= S) w1[i] = EMBER_VLOAD(EMBER_L, w + ((ptrdiff_t)(r - S) * K + i) * L);        \
       }                                                                                        \
       EMBER_DW_UNROLL for (i = 0; i < (RW - 1) * S + K; ++i) {                                 \
-        EV x;                                                                                  \
-        if (EDGE) {                                                                            \
-          const float* xp = (uint32_t)(ix0 + i) < (uint32_t)p->w ? ip + (ptrdiff_t)i * L     \
-                                                                 : ember_conv_zeros;           \
-          x = EMBER_VLOAD(EMBER_L, xp);                                                        \
-        } else {                                                                               \
-          x = EMBER_VLOAD(EMBER_L, ip + (ptrdiff_t)i * L);                                     \
-        }                                                                                      \
+        const EV x = EMBER_DWK_LOAD(EDGE, ip, ix0, i);                                         \
         EMBER_DW_UNROLL for (j = 0; j < RW; ++j) {                                             \
           if (i - j * S >= 0 && i - j * S < K) {                                               \
             if (r < K) a0[j] = EMBER_VFMA(EMBER_L, a0[j], x, w0[i - j * S]);                   \
@@ -795,6 +788,23 @@ EMBER_DWK2(7, 6, 2)
 #else
 #define EMBER_DW_TWO_ROWS 0
 #endif
+#undef EMBER_DWK_LOAD
+
+/* The K-wide tile shapes (K, RW, S) by p->kw and p->sw: CALL(K, RW, S) runs one. */
+#define EMBER_DWK_SHAPES(CALL)                                                                 \
+  if (p->kw == 3 && p->sw == 1) {                                                              \
+    CALL(3, 8, 1)                                                                              \
+  } else if (p->kw == 3) {                                                                     \
+    CALL(3, 8, 2)                                                                              \
+  } else if (p->kw == 5 && p->sw == 1) {                                                       \
+    CALL(5, 8, 1)                                                                              \
+  } else if (p->kw == 5) {                                                                     \
+    CALL(5, 8, 2)                                                                              \
+  } else if (p->sw == 1) {                                                                     \
+    CALL(7, 6, 1)                                                                              \
+  } else {                                                                                     \
+    CALL(7, 6, 2)                                                                              \
+  }
 
 /* The depthwise tiles of one strip (see ember_dw_strip). */
 static inline void EMBER_FN(ember_dw_strip_tiles)(const ember_conv_p* p, ptrdiff_t row,
@@ -816,20 +826,10 @@ static inline void EMBER_FN(ember_dw_strip_tiles)(const ember_conv_p* p, ptrdiff
   } else {                                                                                     \
     EMBER_CAT4(ember_dwk_tile, EMBER_L, K##x##RW, S)(p, row, ix0, w, bias, o, ky0, ky1, t);    \
   }
-      if (p->kw == 3 && p->sw == 1 && wide == 12) {
+      if (wide == 12) {
         EMBER_DWK_CALL(3, 12, 1)
-      } else if (p->kw == 3 && p->sw == 1) {
-        EMBER_DWK_CALL(3, 8, 1)
-      } else if (p->kw == 3) {
-        EMBER_DWK_CALL(3, 8, 2)
-      } else if (p->kw == 5 && p->sw == 1) {
-        EMBER_DWK_CALL(5, 8, 1)
-      } else if (p->kw == 5) {
-        EMBER_DWK_CALL(5, 8, 2)
-      } else if (p->sw == 1) {
-        EMBER_DWK_CALL(7, 6, 1)
       } else {
-        EMBER_DWK_CALL(7, 6, 2)
+        EMBER_DWK_SHAPES(EMBER_DWK_CALL)
       }
 #undef EMBER_DWK_CALL
       ox += t;
@@ -874,31 +874,30 @@ EMBER_KFN void EMBER_FN(ember_dw_strip)(const ember_conv_p* p, int32_t b, int32_
 }
 
 #if EMBER_DW_TWO_ROWS
-/* Whether ember_dw_range runs pairs of rows through ember_dw_strip2: a whole row per item
- * (one strip), rows in item order (order 0), the same stride (1 or 2) both ways, unit
+/* Whether ember_dw_range runs whole-row strips in pairs of rows through ember_dw_strip2:
+ * rows in item order (order 0), the same stride (1 or 2) both ways, unit
  * dilation, a square 3-, 5- or 7-wide kernel. A wide 3x3's rows run in pairs of 8-wide tiles
  * too, not its single-row 12-wide ones: 94 -> 69 us on 32x112x112, 103 -> 74 on 144x56x56
  * (pairs of 12-wide tiles were no faster but at 112 columns); at stride 2, 96x112x112 99 ->
  * 85 us, 512x14x14 7.7 -> 6.2. */
 static inline int EMBER_FN(ember_dw_two_rows)(const ember_conv_p* p) {
-  return p->order == 0 && p->strip >= p->ow && p->sh == p->sw && p->sw <= 2 && p->dh == 1 &&
-         p->dw == 1 &&
-         p->kh == p->kw && (p->kw == 3 || p->kw == 5 || p->kw == 7) &&
-         p->oh >= 2;
+  return p->order == 0 && p->sh == p->sw && p->sw <= 2 && p->dh == 1 && p->dw == 1 &&
+         p->kh == p->kw && (p->kw == 3 || p->kw == 5 || p->kw == 7);
 }
 
-/* Output rows oy and oy + 1 of channel block cbk, columns [x0, x1): ember_dw_strip's two
- * calls in one (ember_dwk2_tile). */
+/* Whole output rows oy and oy + 1 of channel block cbk: ember_dw_strip's two calls in one
+ * (ember_dwk2_tile; its own function, not a flag of ember_dw_strip: merged, the two ran
+ * 5-13% slower). */
 EMBER_KFN void EMBER_FN(ember_dw_strip2)(const ember_conv_p* p, int32_t b, int32_t cbk,
-                                         int32_t oy, int32_t x0, int32_t x1) {
+                                         int32_t oy) {
   const int32_t L = EMBER_L, iy0 = oy * p->sh - p->pt;
   const ptrdiff_t row = ((((ptrdiff_t)b * p->icb + cbk) * p->h) + iy0) * p->w * L;
   const float* w = p->wt + (size_t)cbk * p->kh * p->kw * L;
   const float* bias = p->bias + (size_t)cbk * L;
   const size_t orow = ((((size_t)b * p->ocb + cbk) * p->oh) + oy) * p->ow * L;
-  const int32_t wide = p->kw == 7 ? 6 : 8;
-  int32_t xi0, xi1, ox = x0;
-  ember_conv_interior(p, x0, x1, &xi0, &xi1);
+  const int32_t wide = p->kw == 7 ? 6 : 8, x1 = p->ow;
+  int32_t xi0, xi1, ox = 0;
+  ember_conv_interior(p, 0, x1, &xi0, &xi1);
   while (ox < x1) {
     const int32_t ix0 = ox * p->sw - p->pl, edge = !(ox >= xi0 && ox + wide <= xi1);
     const int32_t t = edge && x1 - ox < wide ? x1 - ox : wide;
@@ -909,28 +908,16 @@ EMBER_KFN void EMBER_FN(ember_dw_strip2)(const ember_conv_p* p, int32_t b, int32
   } else {                                                                                     \
     EMBER_CAT4(ember_dwk2_tile, EMBER_L, K##x##RW, S)(p, row, iy0, ix0, w, bias, o, t);        \
   }
-    if (p->kw == 3 && p->sw == 1) {
-      EMBER_DWK2_CALL(3, 8, 1)
-    } else if (p->kw == 3) {
-      EMBER_DWK2_CALL(3, 8, 2)
-    } else if (p->kw == 5 && p->sw == 1) {
-      EMBER_DWK2_CALL(5, 8, 1)
-    } else if (p->kw == 5) {
-      EMBER_DWK2_CALL(5, 8, 2)
-    } else if (p->sw == 1) {
-      EMBER_DWK2_CALL(7, 6, 1)
-    } else {
-      EMBER_DWK2_CALL(7, 6, 2)
-    }
+    EMBER_DWK_SHAPES(EMBER_DWK2_CALL)
 #undef EMBER_DWK2_CALL
     ox += t;
   }
   if (ember_conv_late_act(p)) {
-    EMBER_FN(ember_conv_act_pass)(p, orow + (size_t)x0 * L, (size_t)(x1 - x0) * L);
-    EMBER_FN(ember_conv_act_pass)(p, orow + ((size_t)p->ow + x0) * L, (size_t)(x1 - x0) * L);
+    EMBER_FN(ember_conv_act_pass)(p, orow, (size_t)2 * p->ow * L); /* the two rows: one run */
   }
 }
 #endif
+#undef EMBER_DWK_SHAPES
 
 #include "ember/kernels/conv_nchwc_flat_impl.h"
 #if EMBER_L == 8 && defined(__AVX512F__)
@@ -1149,7 +1136,7 @@ EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64
   int64_t item;
   int32_t b, og, oy, s;
 #if EMBER_DW_TWO_ROWS
-  const int pairs = EMBER_FN(ember_dw_two_rows)(p);
+  const int pairs = strips == 1 && EMBER_FN(ember_dw_two_rows)(p);
 #endif
   if (lo >= hi) return;
   ember_conv_item(p, lo, &b, &og, &oy, &s);
@@ -1158,7 +1145,7 @@ EMBER_KFN void EMBER_FN(ember_dw_range)(const ember_conv_p* p, int64_t lo, int64
     const int32_t x1 = x0 + p->strip < p->ow ? x0 + p->strip : p->ow;
 #if EMBER_DW_TWO_ROWS
     if (pairs && item + 1 < hi && oy + 1 < p->oh) { /* this item and the next: rows oy, oy+1 */
-      EMBER_FN(ember_dw_strip2)(p, b, og, oy, x0, x1);
+      EMBER_FN(ember_dw_strip2)(p, b, og, oy);
       ember_conv_item_next(p, groups, strips, &b, &og, &oy, &s);
       ember_conv_item_next(p, groups, strips, &b, &og, &oy, &s);
       ++item;
