@@ -725,13 +725,10 @@ static inline void EMBER_FN(ember_dw_store)(const ember_conv_p* p, EV* acc, int3
  * 6 for 7-wide kernel rows, and 12 for 3-wide ones at stride 1 on rows of 24 columns or more
  * (16 live vectors: the fixed cost of a tile over more FMAs; ~10% faster on 56-wide maps,
  * slower on 14-wide ones, where a 12-wide tile is mostly edge). */
-EMBER_DWK(3, 8, 1)
+/* The (K, RW, S) shapes that single-row and two-row tiles both have. */
+#define EMBER_DWK_EACH_SHAPE(X) X(3, 8, 1) X(3, 8, 2) X(5, 8, 1) X(5, 8, 2) X(7, 6, 1) X(7, 6, 2)
+EMBER_DWK_EACH_SHAPE(EMBER_DWK)
 EMBER_DWK(3, 12, 1)
-EMBER_DWK(3, 8, 2)
-EMBER_DWK(5, 8, 1)
-EMBER_DWK(5, 8, 2)
-EMBER_DWK(7, 6, 1)
-EMBER_DWK(7, 6, 2)
 #undef EMBER_DWK
 #undef EMBER_DWK_TILE
 
@@ -776,12 +773,7 @@ EMBER_DWK(7, 6, 2)
 #define EMBER_DWK2(K, RW, S)                                                                   \
   EMBER_DWK2_TILE(ember_dwk2_tile, K, RW, S, 0)                                                \
   EMBER_DWK2_TILE(ember_dwk2_edge, K, RW, S, 1)
-EMBER_DWK2(3, 8, 1)
-EMBER_DWK2(3, 8, 2)
-EMBER_DWK2(5, 8, 1)
-EMBER_DWK2(5, 8, 2)
-EMBER_DWK2(7, 6, 1)
-EMBER_DWK2(7, 6, 2)
+EMBER_DWK_EACH_SHAPE(EMBER_DWK2)
 #undef EMBER_DWK2
 #undef EMBER_DWK2_TILE
 #define EMBER_DW_TWO_ROWS 1
@@ -789,6 +781,7 @@ EMBER_DWK2(7, 6, 2)
 #define EMBER_DW_TWO_ROWS 0
 #endif
 #undef EMBER_DWK_LOAD
+#undef EMBER_DWK_EACH_SHAPE
 
 /* The K-wide tile shapes (K, RW, S) by p->kw and p->sw: CALL(K, RW, S) runs one. */
 #define EMBER_DWK_SHAPES(CALL)                                                                 \
