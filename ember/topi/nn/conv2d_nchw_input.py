@@ -62,12 +62,18 @@ def nchw_input_applies(geo: K.ConvGeometry) -> bool:
                                                  geo.dilation)
 
 
+def _widths(level: SimdLevel, lanes: int) -> tuple[int, ...]:
+    """The tile widths the kernel has for ``level``: the wide ones only where it instantiates
+    them (AVX-512, ``conv_nchw_input_impl.h``), at most one register per vector."""
+    wide = level.name == "avx512" and lanes * 4 <= level.vector_bytes
+    return WIDE_WIDTHS if wide else WIDTHS
+
+
 def tile_width(ow: int, level: SimdLevel, lanes: int) -> int:
     """The register tile width with the least work for a row of ``ow`` columns: whole tiles
     (a tail tile computes its full width) plus :data:`TILE_COST` per tile; the wider on a
     tie."""
-    wide = K.vector_registers(level) == 32 and lanes * 4 <= level.vector_bytes
-    widths = WIDE_WIDTHS if wide else WIDTHS
+    widths = _widths(level, lanes)
     return min(widths, key=lambda w: (-(-ow // w) * (w + TILE_COST), -w))
 
 
@@ -103,8 +109,7 @@ def nchw_input_tile_exprs(geo: K.ConvGeometry, level: SimdLevel) -> NchwInputTil
     that shape gets (a run-time batch plans one image, as there)."""
     n = geo.n if is_static(geo.n) else 1
     oh, ow = tir.convert(geo.oh), tir.convert(geo.ow)
-    wide = K.vector_registers(level) == 32 and geo.lanes * 4 <= level.vector_bytes
-    widths = sorted(WIDE_WIDTHS if wide else WIDTHS, reverse=True)
+    widths = sorted(_widths(level, geo.lanes), reverse=True)
     # tile_width: the least (whole tiles) * (width + TILE_COST), the wider on a tie
     rw: PrimExpr = tir.const(widths[0])
     cost = ceildiv(ow, widths[0]) * (widths[0] + TILE_COST)

@@ -178,17 +178,17 @@ def transform_weight(weight: np.ndarray, m: int, lanes: int) -> np.ndarray:
     if (kh, kw) != (3, 3) or o % lanes:
         raise OpError(f"conv2d_winograd: weight {weight.shape} is not a 3x3 filter bank of "
                       f"whole blocks of {lanes} output channels")
-    g = np.asarray(_G[m], "float64")
-    a = m + 2
-    # G g G^T of every filter as one GEMM: kron(G, G) [a*a, 9] times the filters [9, O*I], in
-    # float64 chunks (an einsum took 0.3 s of resnet18's build; this, 0.03 s)
-    kron, flat = np.kron(g, g), weight.reshape(o * i, 9).T
+    g, a = _G[m], m + 2
+    # G g G^T of every filter as one GEMM: kron(G, G) [a*a, 9] times the filters [9, O*I]
+    # (taken in the output's [O/L, I, L] order, so the result needs no reordering), in float64
+    # chunks (an einsum took 0.3 s of resnet18's build; this, 0.03 s)
+    kron = np.kron(g, g)
+    flat = weight.reshape(o // lanes, lanes, i, 9).transpose(3, 0, 2, 1).reshape(9, o * i)
     u = np.empty((a * a, o * i), "float32")
     for start in range(0, o * i, _TRANSFORM_CHUNK):
         stop = start + _TRANSFORM_CHUNK
         u[:, start:stop] = kron @ flat[:, start:stop].astype("float64")
-    u = u.reshape(a * a, o // lanes, lanes, i).transpose(0, 1, 3, 2)  # [a*a, O/L, I, L]
-    return np.ascontiguousarray(u)
+    return u.reshape(a * a, o // lanes, i, lanes)
 
 
 def transforms(m: int) -> tuple[list, list]:
