@@ -74,14 +74,19 @@ def _git_commit() -> str:
 
 def versions() -> dict[str, str]:
     """Versions of ember (its git commit and where it was imported from), onnxruntime, onnx,
-    numpy, Python."""
+    numpy, Python, and OpenVINO where it is installed."""
     import onnx
     import onnxruntime
 
-    return {"ember": ember.__version__, "ember_commit": _git_commit(),
-            "ember_path": str(Path(ember.__file__).resolve().parent),
-            "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__,
-            "numpy": np.__version__, "python": platform.python_version()}
+    out = {"ember": ember.__version__, "ember_commit": _git_commit(),
+           "ember_path": str(Path(ember.__file__).resolve().parent),
+           "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__,
+           "numpy": np.__version__, "python": platform.python_version()}
+    try:
+        import openvino
+    except ImportError:
+        return out
+    return {**out, "openvino": openvino.__version__}
 
 
 def sgemm_peak(threads: int, n: int = 1024, min_time: float = 0.3) -> float:

@@ -11,6 +11,8 @@ from typing import IO, Any
 
 from ember.runtime.cache import cache_dir
 
+REFERENCE_SYSTEMS = ("onnxruntime", "openvino")  # what ember is measured against, in this order
+
 def results_path(name: str) -> Path:
     """Where a benchmark writes its JSON by default: ``bench_results/<name>`` in ember's cache
     directory (``$EMBER_CACHE_DIR``), not in the source tree."""
@@ -81,7 +83,7 @@ def latency_table(models: Sequence[dict[str, Any]]) -> str:
     """One row per system and thread count (onnxruntime first); with OpenVINO in the run, an
     ``x best`` column: ember's median over the faster of onnxruntime's and OpenVINO's."""
     best = any("ratio_vs_best" in r for m in models for r in m["results"])
-    order = {"onnxruntime": 0, "openvino": 1}
+    order = {system: k for k, system in enumerate(REFERENCE_SYSTEMS)}
     rows = []
     for m in models:
         for r in sorted(m["results"], key=lambda r: (r["threads"], order.get(r["system"], 2))):
@@ -102,7 +104,7 @@ def build_table(models: Sequence[dict[str, Any]]) -> str:
     rows = []
     for m in models:
         for executor, b in m["build"].items():
-            if executor not in ("onnxruntime", "openvino"):
+            if executor not in REFERENCE_SYSTEMS:
                 rows.append([m["name"], executor, b["import_s"], b["build_s"], b["cc_s"],
                              b["rebuild_s"], b["cache"]])
         for system, what in (("onnxruntime", "session init"), ("openvino", "compile")):

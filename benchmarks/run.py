@@ -39,6 +39,7 @@ import _machine
 import _report
 from _flops import NOT_COUNTED_NOTE, count_flops
 from _models import known_models, workload, zoo_models
+from _report import REFERENCE_SYSTEMS
 from _systems import (
     EXECUTORS,
     Runner,
@@ -96,10 +97,15 @@ def _ort_runners(onnx_path: str, threads: Sequence[int], inputs: dict[str, np.nd
 
 
 def _openvino_runners(onnx_path: str, threads: Sequence[int], inputs: dict[str, np.ndarray],
-                      build: dict[str, Any]) -> list[Runner]:
+                      build: dict[str, Any], errors: dict[str, str]) -> list[Runner]:
     runners = []
     for n in threads:
-        runner, compile_s = openvino_runner(onnx_path, n, inputs)
+        try:
+            runner, compile_s = openvino_runner(onnx_path, n, inputs)
+        except Exception as err:  # noqa: BLE001 (reported; ember and onnxruntime still run)
+            errors["openvino"] = _error(err)
+            print(f"  openvino: COMPILE FAILED: {errors['openvino']}", flush=True)
+            return []
         build.setdefault("openvino", {})[f"compile_s@{n}"] = compile_s
         runners.append(runner)
     return runners
@@ -138,7 +144,13 @@ def _check(runners: Sequence[Runner], refs: dict[int, list[np.ndarray]]) -> dict
     return checks
 
 
-REFERENCE_SYSTEMS = ("onnxruntime", "openvino")
+def best_reference_medians(medians: Sequence[tuple[Runner, float]]) -> dict[int, float]:
+    """Per thread count, the faster reference system's median (empty with onnxruntime alone:
+    ember's rows then get no ``ratio_vs_best``)."""
+    refs = [(r.threads, m) for r, m in medians if r.system in REFERENCE_SYSTEMS]
+    if len({r.system for r, _ in medians if r.system in REFERENCE_SYSTEMS}) < 2:
+        return {}
+    return {n: min(m for t, m in refs if t == n) for n in {t for t, _ in refs}}
 
 
 def _result(r: Runner, timing: Any, ort_median: float, best_median: float | None, flops: int,
@@ -179,8 +191,8 @@ def bench_model(name: str, opts: argparse.Namespace) -> dict[str, Any]:
         print(f"{name}: {amount}, inputs {record['inputs']}, ember source {opts.source}",
               flush=True)
         ort = _ort_runners(onnx_path, opts.threads, case.inputs, record["build"])
-        ov = (_openvino_runners(onnx_path, opts.threads, case.inputs, record["build"])
-              if opts.openvino else [])
+        ov = (_openvino_runners(onnx_path, opts.threads, case.inputs, record["build"],
+                                record["errors"]) if opts.openvino else [])
         ember = _ember_runners(case, opts, onnx_path, record["build"], record["errors"])
         refs = {}
         for n, r in ort.items():
@@ -192,8 +204,7 @@ def bench_model(name: str, opts: argparse.Namespace) -> dict[str, Any]:
         timings = interleave(runners, opts.min_time, opts.rounds)
     medians = [(r, t.median) for r, t in zip(runners, timings)]
     ort_median = {r.threads: m for r, m in medians if r.system == "onnxruntime"}
-    best = {n: min(m for r, m in medians if r.threads == n and r.system in REFERENCE_SYSTEMS)
-            for n in ort_median} if ov else {}
+    best = best_reference_medians(medians)
     record["results"] = [_result(r, t, ort_median[r.threads], best.get(r.threads), flops,
                                  checks.get(r.key))
                          for r, t in zip(runners, timings)]
@@ -273,6 +284,9 @@ def _resolve(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> None:
         parser.error(f"--threads: comma-separated positive ints, got {opts.threads}")
     if not opts.threads or min(opts.threads) < 1 or opts.rounds < 1 or opts.min_time <= 0:
         parser.error("--threads must be positive ints, --rounds >= 1, --min-time > 0")
+    if opts.openvino and opts.dynamic:
+        parser.error("--openvino times the static zoo; --dynamic runs bench_dynamic.py, which "
+                     "compares with onnxruntime only")
     if opts.openvino and not openvino_available():
         parser.error("--openvino: OpenVINO is not installed here; pip install openvino "
                      "(or pip install -e '.[openvino]')")
@@ -330,10 +344,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     peaks = [measure_peak(opts, 0.2 if opts.quick else 0.5)]
     env = environment(opts, peaks[0])
-    if opts.openvino:
-        import openvino
-
-        env["versions"]["openvino"] = openvino.__version__
     _report.header(env, opts)
     models = []
     for name in opts.models:
@@ -350,8 +360,9 @@ def main(argv: Sequence[str] | None = None) -> int:
            "config": config, "tolerance": {"rtol": RTOL, "atol": ATOL},
            "flops_note": NOT_COUNTED_NOTE, "models": models,
            "geomean_ratio_vs_ort": geomean_ratios(models),
-           "geomean_ratio_vs_best": geomean_ratios(models, "ratio_vs_best"),
            "wall_s": time.perf_counter() - start}
+    if opts.openvino:
+        out["geomean_ratio_vs_best"] = geomean_ratios(models, "ratio_vs_best")
     _report.tables(out)
     path = Path(opts.json)
     path.parent.mkdir(parents=True, exist_ok=True)

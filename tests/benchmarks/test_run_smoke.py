@@ -166,6 +166,10 @@ def test_openvino_needs_openvino_and_says_how_to_install(capsys, monkeypatch):
         run.parse_args(["--openvino"])
     assert "pip install openvino" in capsys.readouterr().err
     assert run.parse_args([]).openvino is False
+    monkeypatch.setattr(run, "openvino_available", lambda: True)
+    with pytest.raises(SystemExit):
+        run.parse_args(["--openvino", "--dynamic"])
+    assert "onnxruntime only" in capsys.readouterr().err
 
 
 def test_best_reference_ratio_goes_to_ember_rows_only():
@@ -186,6 +190,30 @@ def test_best_reference_ratio_goes_to_ember_rows_only():
     assert set(run.geomean_ratios(models)) == {"aot@1", "openvino@1"}
     head, *lines = _report.latency_table(models).splitlines()
     assert "x best" in head and any("openvino" in line for line in lines)
+
+
+def test_best_reference_is_the_faster_reference_at_each_thread_count():
+    def runner(system: str, threads: int) -> _systems.Runner:
+        return _systems.Runner(system, threads, list, list, contextlib.nullcontext)
+
+    medians = [(runner("onnxruntime", 1), 4.0), (runner("openvino", 1), 5.0),
+               (runner("aot", 1), 1.0),  # ember is never a reference, however fast
+               (runner("onnxruntime", 2), 3.0), (runner("openvino", 2), 2.0),
+               (runner("aot", 2), 0.5)]
+    assert run.best_reference_medians(medians) == {1: 4.0, 2: 2.0}
+    # onnxruntime alone: no second reference, no x best
+    assert run.best_reference_medians([m for m in medians if m[0].system != "openvino"]) == {}
+
+
+def test_openvino_compile_failure_is_reported_and_the_run_goes_on(monkeypatch):
+    def broken(*_: object) -> None:
+        raise RuntimeError("unsupported op Foo\nmore detail")
+
+    monkeypatch.setattr(run, "openvino_runner", broken)
+    build: dict = {}
+    errors: dict = {}
+    assert run._openvino_runners("m.onnx", [1, 2], {}, build, errors) == []
+    assert errors == {"openvino": "RuntimeError: unsupported op Foo"} and build == {}
 
 
 def test_quick_run_with_openvino(tmp_path):
