@@ -37,7 +37,9 @@ from collections.abc import Iterable
 _INCLUDE_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "include")
 _ENTRY = re.compile(r"^EMBER_KENTRY\s+\w+\s+(\w+)\(", re.MULTILINE)
 _PARTS = re.compile(r"^EMBER_KPARTS\((\w+),\s*(\d+)\)", re.MULTILINE)
-_INCLUDE = re.compile(r'^#include\s+"(ember/[\w/.]+)"', re.MULTILINE)
+# an include, or the implementation header each_lanes.h includes once per lane count
+_INCLUDE = re.compile(r'^#(?:include|define EMBER_EACH_LANES_IMPL)\s+"(ember/[\w/.]+)"',
+                      re.MULTILINE)
 _LANES = re.compile(r"^(\w+)_x(\d+)$")
 
 

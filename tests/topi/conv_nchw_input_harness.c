@@ -14,11 +14,6 @@ int harness_conv_nchw_input(int lanes, const float* in, const float* w, const fl
   ember_conv2d_nchw_input_x##L(in, w, b, res, out, s[0], s[1], s[2], s[3], s[4], s[5], s[6],  \
                                s[7], s[8], s[9], s[10], s[11], s[12], s[13], s[14], s[15], lo, \
                                hi, s[16], s[17], s[18], s[19], s[20])
-  switch (lanes) {
-    case 4: return HARNESS_CALL(4);
-    case 8: return HARNESS_CALL(8);
-    case 16: return HARNESS_CALL(16);
-    default: return -1;
-  }
+  HARNESS_BY_LANES(lanes)
 #undef HARNESS_CALL
 }

@@ -12,11 +12,6 @@ int harness_wino(int lanes, const float* in, const float* u, const float* b, con
 #define HARNESS_CALL(L)                                                                      \
   ember_conv_winograd_x##L(in, u, b, res, out, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], \
                            s[8], s[9], s[10], lo, hi, s[11], s[12], s[13], s[14])
-  switch (lanes) {
-    case 4: return HARNESS_CALL(4);
-    case 8: return HARNESS_CALL(8);
-    case 16: return HARNESS_CALL(16);
-    default: return -1;
-  }
+  HARNESS_BY_LANES(lanes)
 #undef HARNESS_CALL
 }

@@ -36,4 +36,14 @@ void harness_watch(const float* out, long size, int* owner) {
   harness_owner = out != NULL ? owner : NULL;
 }
 
+/* The entry point of `lanes` lanes through the harness's HARNESS_CALL(L); -1 for another
+ * lane count (harnesses built with every lane count). */
+#define HARNESS_BY_LANES(lanes)                                                              \
+  switch (lanes) {                                                                           \
+    case 4: return HARNESS_CALL(4);                                                          \
+    case 8: return HARNESS_CALL(8);                                                          \
+    case 16: return HARNESS_CALL(16);                                                        \
+    default: return -1;                                                                      \
+  }
+
 #endif /* EMBER_TESTS_HARNESS_TASKS_H_ */

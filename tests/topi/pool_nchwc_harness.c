@@ -14,11 +14,6 @@ int harness_pool(int lanes, int tasks, const float* in, float* out, const int32_
   ember_pool2d_nchwc_x##L(in, out, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], \
                           s[10], s[11], s[12], s[13], s[14], s[15], s[16], s[17], tasks > 1, scale, shift, \
                           s[18])
-  switch (lanes) {
-    case 4: return HARNESS_CALL(4);
-    case 8: return HARNESS_CALL(8);
-    case 16: return HARNESS_CALL(16);
-    default: return -1;
-  }
+  HARNESS_BY_LANES(lanes)
 #undef HARNESS_CALL
 }

@@ -149,16 +149,9 @@ static inline void ember_fewoc_act_rows(const ember_fewoc_p* p, int32_t b, int32
   }
 }
 
-#if EMBER_KERNEL_WANTS_LANES(8)
-#define EMBER_L 8
-#include "ember/kernels/conv_fewoc_impl.h"
-#undef EMBER_L
-#endif
-#if EMBER_KERNEL_WANTS_LANES(16)
-#define EMBER_L 16
-#include "ember/kernels/conv_fewoc_impl.h"
-#undef EMBER_L
-#endif
+#define EMBER_EACH_LANES_IMPL "ember/kernels/conv_fewoc_impl.h"
+#define EMBER_EACH_LANES_FROM_8
+#include "ember/kernels/each_lanes.h"
 #endif /* EMBER_KERNEL_BODIES */
 
 #endif /* EMBER_KERNELS_CONV_FEWOC_H_ */

@@ -101,21 +101,8 @@ static inline int32_t ember_nchw_in_hb(const ember_conv_p* p, int32_t rows) {
   return need < p->h ? need : p->h;
 }
 
-#if EMBER_KERNEL_WANTS_LANES(4)
-#define EMBER_L 4
-#include "ember/kernels/conv_nchw_input_impl.h"
-#undef EMBER_L
-#endif
-#if EMBER_KERNEL_WANTS_LANES(8)
-#define EMBER_L 8
-#include "ember/kernels/conv_nchw_input_impl.h"
-#undef EMBER_L
-#endif
-#if EMBER_KERNEL_WANTS_LANES(16)
-#define EMBER_L 16
-#include "ember/kernels/conv_nchw_input_impl.h"
-#undef EMBER_L
-#endif
+#define EMBER_EACH_LANES_IMPL "ember/kernels/conv_nchw_input_impl.h"
+#include "ember/kernels/each_lanes.h"
 #endif /* EMBER_KERNEL_BODIES */
 
 #endif /* EMBER_KERNELS_CONV_NCHW_INPUT_H_ */

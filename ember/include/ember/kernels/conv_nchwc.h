@@ -587,21 +587,8 @@ static inline void ember_conv_portable(const ember_conv_p* p, int32_t lanes, int
   }
 }
 
-#if EMBER_KERNEL_WANTS_LANES(4)
-#define EMBER_L 4
-#include "ember/kernels/conv_nchwc_impl.h"
-#undef EMBER_L
-#endif
-#if EMBER_KERNEL_WANTS_LANES(8)
-#define EMBER_L 8
-#include "ember/kernels/conv_nchwc_impl.h"
-#undef EMBER_L
-#endif
-#if EMBER_KERNEL_WANTS_LANES(16)
-#define EMBER_L 16
-#include "ember/kernels/conv_nchwc_impl.h"
-#undef EMBER_L
-#endif
+#define EMBER_EACH_LANES_IMPL "ember/kernels/conv_nchwc_impl.h"
+#include "ember/kernels/each_lanes.h"
 #endif /* EMBER_KERNEL_BODIES */
 
 #endif /* EMBER_KERNELS_CONV_NCHWC_H_ */

@@ -127,16 +127,9 @@ static inline void ember_phase_store(const ember_phase_p* p, float* buf, int32_t
   }
 }
 
-#if EMBER_KERNEL_WANTS_LANES(8)
-#define EMBER_L 8
-#include "ember/kernels/conv_phase_impl.h"
-#undef EMBER_L
-#endif
-#if EMBER_KERNEL_WANTS_LANES(16)
-#define EMBER_L 16
-#include "ember/kernels/conv_phase_impl.h"
-#undef EMBER_L
-#endif
+#define EMBER_EACH_LANES_IMPL "ember/kernels/conv_phase_impl.h"
+#define EMBER_EACH_LANES_FROM_8
+#include "ember/kernels/each_lanes.h"
 #endif /* EMBER_KERNEL_BODIES */
 
 #endif /* EMBER_KERNELS_CONV_PHASE_H_ */

@@ -144,21 +144,8 @@ static inline void ember_wino_share(ember_wino_p* p, int64_t tasks, int32_t rw) 
   p->ranges = (p->ocb + best_b - 1) / best_b;
 }
 
-#if EMBER_KERNEL_WANTS_LANES(4)
-#define EMBER_L 4
-#include "ember/kernels/conv_winograd_impl.h"
-#undef EMBER_L
-#endif
-#if EMBER_KERNEL_WANTS_LANES(8)
-#define EMBER_L 8
-#include "ember/kernels/conv_winograd_impl.h"
-#undef EMBER_L
-#endif
-#if EMBER_KERNEL_WANTS_LANES(16)
-#define EMBER_L 16
-#include "ember/kernels/conv_winograd_impl.h"
-#undef EMBER_L
-#endif
+#define EMBER_EACH_LANES_IMPL "ember/kernels/conv_winograd_impl.h"
+#include "ember/kernels/each_lanes.h"
 #endif /* EMBER_KERNEL_BODIES */
 
 #endif /* EMBER_KERNELS_CONV_WINOGRAD_H_ */
