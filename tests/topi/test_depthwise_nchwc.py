@@ -127,3 +127,19 @@ def test_depthwise_row_pairs_give_the_same_bits(libs, case, strip):
             for tasks, cut in ((1, w), (3, w), (5, w), (1, strip))]
     for other in outs[1:]:
         assert np.array_equal(outs[0], other)
+
+
+def test_an_empty_output_returns_at_once_and_a_zero_strip_is_refused(libs):
+    """A map of no columns has no work: 0 on one task and on three (the per-task strip recut
+    divided by the row's strips, 0 here); a strip of 0 columns is a caller's error: -1."""
+    lib = _lib(libs, "native", 8)
+    buf = np.zeros(256, "float32")
+    ptr = buf.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+    for tasks, strip, rc in ((1, 1, 0), (3, 1, 0), (1, 0, -1)):
+        lib.harness_set_tasks(tasks)
+        # n, blocks, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, act, flags, strip, threads
+        ints = np.array([1, 1, 4, 0, 4, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, strip, tasks > 1],
+                        "int32")
+        assert lib.harness_depthwise(8, ptr, ptr, ptr, ptr, ptr,
+                                     ints.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
+                                     ctypes.c_float(0), ctypes.c_float(0)) == rc

@@ -5,8 +5,8 @@
  *        planned order. Included by conv_nchwc_impl.h and conv_winograd_impl.h (within their
  *        EMBER_KV parts) once per lane count; names end in _x<L>.
  */
-#if !defined(EMBER_L) || !defined(EMBER_CAT)
-#error "conv_epilogue_impl.h needs EMBER_L and the impl headers' EMBER_CAT"
+#if !defined(EMBER_L) || !defined(EMBER_CAT) || !defined(EV)
+#error "conv_epilogue_impl.h needs EMBER_L and the impl headers' EMBER_CAT and EV"
 #endif
 
 /* Once per lane count in a translation unit (both conv kernels' headers may be included). */
@@ -23,10 +23,6 @@
 
 #if defined(EMBER_CONV_EPILOGUE_BODY) && EMBER_KV
 #define EMBER_EFN(name) EMBER_CAT(name, EMBER_CAT(_x, EMBER_L))
-#ifndef EV
-#define EV EMBER_VT(EMBER_L)
-#define EMBER_CONV_EPILOGUE_EV
-#endif
 
 /* *x = exp(*x), x clamped to [-87.3, 88.37] (gemm_simd.h's ember_vexp for this lane count): x =
  * n ln2 + r, exp(r) by a degree-6 polynomial, times 2^n built in the exponent bits. By
@@ -139,10 +135,45 @@ static inline void EMBER_EFN(ember_conv_store_with)(int32_t act, int32_t flags, 
 }
 
 
+/* The late activations (exp-based, GELU, tanh) over the n floats just stored at out (whole
+ * vectors), then the residual where the activation comes before the add: a second pass over
+ * a stored strip, in L1, where the polynomials run back to back (per stored vector they would
+ * be a call each). GELU and tanh use gemm_epilogue.h's vector forms at the target's width
+ * EMBER_VL, their last n % EMBER_VL floats (a 4-lane block on an 8-lane target) the scalar
+ * ones; the exp-based ones are specialised per activation. */
+#define EMBER_LATE_PASS(ACT)                                                                    \
+  for (i = 0; i < n; i += EMBER_L) {                                                            \
+    EV v = EMBER_VLOAD(EMBER_L, out + i);                                                       \
+    EMBER_EFN(ember_conv_act_exp)(&v, ACT);                                                     \
+    if (add) v += EMBER_VLOAD(EMBER_L, res + i);                                                \
+    EMBER_VSTORE(EMBER_L, out + i, v);                                                          \
+  }
+static inline void EMBER_EFN(ember_conv_late_pass)(float* out, const float* res, size_t n,
+                                                   int32_t act, int32_t flags, float lo,
+                                                   float hi) {
+  const int add = (flags & EMBER_EPI_RESIDUAL) && !(flags & EMBER_EPI_ACT_AFTER_ADD);
+  size_t i;
+  if (act >= EMBER_CONV_ACT_GELU_ERF) {
+    const int32_t code = act == EMBER_CONV_ACT_GELU_ERF    ? EMBER_ACT_GELU_ERF
+                         : act == EMBER_CONV_ACT_GELU_TANH ? EMBER_ACT_GELU_TANH
+                                                           : EMBER_ACT_TANH;
+    const size_t whole = n - n % EMBER_VL;
+    ember_vact_block(out, 0, 1, (int32_t)(whole / EMBER_VL), code, lo, hi);
+    for (i = whole; i < n; ++i) out[i] = ember_act1(out[i], code, lo, hi);
+    for (i = 0; add && i < n; i += EMBER_L) {
+      EV v = EMBER_VLOAD(EMBER_L, out + i) + EMBER_VLOAD(EMBER_L, res + i);
+      EMBER_VSTORE(EMBER_L, out + i, v);
+    }
+  } else if (act == EMBER_CONV_ACT_SIGMOID) {
+    EMBER_LATE_PASS(EMBER_CONV_ACT_SIGMOID)
+  } else if (act == EMBER_CONV_ACT_SILU) {
+    EMBER_LATE_PASS(EMBER_CONV_ACT_SILU)
+  } else {
+    EMBER_LATE_PASS(EMBER_CONV_ACT_MISH)
+  }
+}
+#undef EMBER_LATE_PASS
+
 #undef EMBER_EFN
-#ifdef EMBER_CONV_EPILOGUE_EV
-#undef EV
-#undef EMBER_CONV_EPILOGUE_EV
-#endif
 #endif /* EMBER_CONV_EPILOGUE_BODY && EMBER_KV */
 #undef EMBER_CONV_EPILOGUE_BODY

@@ -297,7 +297,7 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
                                             int by_place) {
   const int64_t items = ember_conv_items(p), want = EMBER_CONV_ITEMS_PER_TASK * tasks;
   const int64_t per_row = (p->ow + p->strip - 1) / p->strip;
-  const int64_t rows = by_place ? (int64_t)p->n * p->oh : items / per_row;
+  const int64_t rows = (int64_t)p->n * p->oh * (by_place ? 1 : ember_conv_block_groups(p));
   const int64_t tile = p->rw > 0 ? p->rw : 1;
   /* even widths only, the row's last strip not 1 column (a narrow tile spends more loads per
    * FMA; every tile width sums in one order, EMBER_TILE_1X1_CB); by place only: cut by
@@ -321,9 +321,12 @@ static inline int32_t ember_conv_task_strip(const ember_conv_p* p, int64_t tasks
     w = (p->ow + m - 1) / m;
     w += w % 2;
     m = (p->ow + w - 1) / w; /* the strips that width gives */
-    if (w < p->strip && p->ow % w != 1 && ember_conv_strip_cost(rows, m, w, tile, tasks) < cost) {
-      cost = ember_conv_strip_cost(rows, m, w, tile, tasks);
-      best = w;
+    if (w < p->strip && p->ow % w != 1) {
+      const int64_t mine = ember_conv_strip_cost(rows, m, w, tile, tasks);
+      if (mine < cost) {
+        cost = mine;
+        best = w;
+      }
     }
   }
   return (int32_t)best;

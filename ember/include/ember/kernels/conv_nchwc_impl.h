@@ -21,49 +21,10 @@
 
 #include "ember/kernels/conv_epilogue_impl.h" /* ember_conv_act, _act_exp, _store_with */
 
-/* The exp-based activation over the n floats (whole vectors) at p->out + at, and the residual
- * when the activation comes before the add: a second pass over a strip just stored, in L1,
- * where the polynomial runs in a tight loop (per stored vector it would be a call each). */
-#define EMBER_ACT_PASS(ACT)                                                                     \
-  for (i = 0; i < n; i += EMBER_L) {                                                            \
-    EV v = EMBER_VLOAD(EMBER_L, out + i);                                                       \
-    EMBER_FN(ember_conv_act_exp)(&v, ACT);                                                      \
-    if (add) v += EMBER_VLOAD(EMBER_L, res + i);                                                \
-    EMBER_VSTORE(EMBER_L, out + i, v);                                                          \
-  }
-/* GELU (erf or tanh form) or tanh over the n floats at out: gemm_epilogue.h's vector forms
- * (vmath.h's erf and exp polynomials at the target's width EMBER_VL), the last n % EMBER_VL
- * floats (a 4-lane block on an 8-lane target) by their scalar forms. */
-static inline void EMBER_FN(ember_conv_gelu_pass)(const ember_conv_p* p, float* out, size_t n) {
-  const int32_t act = p->act == EMBER_CONV_ACT_GELU_ERF   ? EMBER_ACT_GELU_ERF
-                      : p->act == EMBER_CONV_ACT_GELU_TANH ? EMBER_ACT_GELU_TANH
-                                                           : EMBER_ACT_TANH;
-  const size_t whole = n - n % EMBER_VL;
-  size_t i;
-  ember_vact_block(out, 0, 1, (int32_t)(whole / EMBER_VL), act, p->lo, p->hi);
-  for (i = whole; i < n; ++i) out[i] = ember_act1(out[i], act, p->lo, p->hi);
-}
-
+/* The late activation over the n floats at p->out + at (conv_epilogue_impl.h). */
 EMBER_KFN void EMBER_FN(ember_conv_act_pass)(const ember_conv_p* p, size_t at, size_t n) {
-  float* out = p->out + at;
-  const float* res = p->res + at;
-  const int add = (p->flags & EMBER_EPI_RESIDUAL) && !(p->flags & EMBER_EPI_ACT_AFTER_ADD);
-  size_t i;
-  if (p->act >= EMBER_CONV_ACT_GELU_ERF) {
-    EMBER_FN(ember_conv_gelu_pass)(p, out, n);
-    for (i = 0; add && i < n; i += EMBER_L) {
-      EV v = EMBER_VLOAD(EMBER_L, out + i) + EMBER_VLOAD(EMBER_L, res + i);
-      EMBER_VSTORE(EMBER_L, out + i, v);
-    }
-  } else if (p->act == EMBER_CONV_ACT_SIGMOID) {
-    EMBER_ACT_PASS(EMBER_CONV_ACT_SIGMOID)
-  } else if (p->act == EMBER_CONV_ACT_SILU) {
-    EMBER_ACT_PASS(EMBER_CONV_ACT_SILU)
-  } else {
-    EMBER_ACT_PASS(EMBER_CONV_ACT_MISH)
-  }
+  EMBER_FN(ember_conv_late_pass)(p->out + at, p->res + at, n, p->act, p->flags, p->lo, p->hi);
 }
-#undef EMBER_ACT_PASS
 
 static inline void EMBER_FN(ember_conv_store)(const ember_conv_p* p, EV* v, float* out,
                                               const float* res) {
@@ -1234,6 +1195,8 @@ EMBER_KENTRY int32_t EMBER_FN(ember_conv2d_nchwc)(EMBER_CONV2D_NCHWC_PARAMS) {
   p.rb = rb; p.rw = rw; p.strip = strip; p.order = order; p.depthwise = 0; p.groups = groups;
   p.wicb = p.icb_g; p.accum = 0; p.epi = ember_conv_epi_case(&p);
   p.icl = ember_conv_live_lanes(&p, EMBER_L);
+  if (strip < 1) return -1;
+  if (ember_conv_items(&p) <= 0) return 0; /* an empty output: nothing to launch */
 #if EMBER_KV && EMBER_PAIRS_HERE
   if (ember_conv_pairs_apply(&p)) {
     p.flags &= ~EMBER_EPI_STREAM; /* the pair tiles store their own way */
@@ -1275,6 +1238,8 @@ EMBER_KENTRY int32_t EMBER_FN(ember_depthwise_nchwc)(EMBER_DEPTHWISE_NCHWC_PARAM
   p.act = act; p.flags = flags & ~EMBER_EPI_STREAM; p.lo = lo; p.hi = hi;
   p.rb = 1; p.rw = 8; p.strip = strip; p.order = 0; p.depthwise = 1; p.groups = cblocks;
   p.wicb = 1; p.accum = 0; p.epi = ember_conv_epi_case(&p); p.icl = EMBER_L;
+  if (strip < 1) return -1;
+  if (ember_conv_items(&p) <= 0) return 0; /* an empty output: nothing to launch */
   if (threads) return TVMBackendParallelLaunch(EMBER_FN(ember_dw_task), &p, 0);
   EMBER_FN(ember_dw_range)(&p, 0, ember_conv_items(&p));
   return 0;

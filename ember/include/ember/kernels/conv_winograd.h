@@ -130,7 +130,7 @@ static inline void ember_wino_share(ember_wino_p* p, int64_t tasks, int32_t rw) 
   int32_t t, bl, best_t = p->tiles, best_b = p->blocks;
   double best = -1.0;
   if (tasks <= 1 || ember_wino_items(p) >= 4 * tasks) return; /* balanced within 1/4 */
-  for (t = p->tiles; t >= 1; t = t > rw ? (t - rw + rw - 1) / rw * rw : 0) {
+  for (t = p->tiles; t >= 1; t = t > rw ? (t - 1) / rw * rw : 0) {
     const int64_t chunks = (nt + t - 1) / t;
     for (bl = p->blocks; bl >= 1; bl = bl > 1 ? (bl + 1) / 2 : 0) {
       const int64_t items = (int64_t)p->n * chunks * ((p->ocb + bl - 1) / bl);

@@ -152,33 +152,6 @@ EMBER_KFN void EMBER_WFN(ember_wino_vin6)(const ember_wino_p* p, const float* pl
 
 #include "ember/kernels/conv_epilogue_impl.h" /* ember_conv_store_with, _act_exp */
 
-/* The exp-based activation over the nv vectors just stored at out (a row of a tile), then
- * the residual when it comes after the activation: a pass over a few vectors in L1, where
- * the polynomials run back to back (conv_nchwc_impl.h's ember_conv_act_pass). */
-EMBER_KFN void EMBER_WFN(ember_wino_late_act)(const ember_wino_p* p, float* out,
-                                              const float* res, int32_t nv) {
-  const int add = (p->flags & EMBER_EPI_RESIDUAL) && !(p->flags & EMBER_EPI_ACT_AFTER_ADD);
-  const int32_t act = p->act, n = nv * EMBER_L;
-  int32_t i;
-  if (act >= EMBER_CONV_ACT_GELU_ERF) { /* gemm_epilogue.h's vector forms */
-    const int32_t code = act == EMBER_CONV_ACT_GELU_ERF    ? EMBER_ACT_GELU_ERF
-                         : act == EMBER_CONV_ACT_GELU_TANH ? EMBER_ACT_GELU_TANH
-                                                           : EMBER_ACT_TANH;
-    const int32_t whole = n - n % EMBER_VL;
-    ember_vact_block(out, 0, 1, whole / EMBER_VL, code, p->lo, p->hi);
-    for (i = whole; i < n; ++i) out[i] = ember_act1(out[i], code, p->lo, p->hi);
-    for (i = 0; add && i < n; i += EMBER_L)
-      EMBER_VSTORE(EMBER_L, out + i, EMBER_VLOAD(EMBER_L, out + i) + EMBER_VLOAD(EMBER_L, res + i));
-    return;
-  }
-  for (i = 0; i < n; i += EMBER_L) {
-    EV v = EMBER_VLOAD(EMBER_L, out + i);
-    EMBER_WFN(ember_conv_act_exp)(&v, act);
-    if (add) v += EMBER_VLOAD(EMBER_L, res + i);
-    EMBER_VSTORE(EMBER_L, out + i, v);
-  }
-}
-
 /* The stores of one output row r[0, nj) (bias added) at out_/res_ for the store case
  * ember_epi_store_case: its choices constants (conv_nchwc_impl.h's EMBER_CONV_STORE_RUN). */
 #define EMBER_WINO_STORE_ROW(FIRST, CLAMP, LAST)                                               \
@@ -231,7 +204,8 @@ EMBER_KFN void EMBER_WFN(ember_wino_late_act)(const ember_wino_p* p, float* out,
           EMBER_WFN(ember_conv_store_with)(act, flags, lo, hi, &r[j], out_ + j * EMBER_L,      \
                                            res_ + j * EMBER_L);                                \
     }                                                                                          \
-    if (act >= EMBER_CONV_ACT_SIGMOID) EMBER_WFN(ember_wino_late_act)(p, out_, res_, nj);      \
+    if (act >= EMBER_CONV_ACT_SIGMOID) EMBER_WFN(ember_conv_late_pass)(out_, res_, (size_t)nj * EMBER_L, act, p->flags, \
+                                     p->lo, p->hi);      \
   }
 
 EMBER_KFN void EMBER_WFN(ember_wino_vout4)(const ember_wino_p* p, const float* mv, size_t xs,
@@ -466,8 +440,10 @@ EMBER_KENTRY int32_t EMBER_WFN(ember_conv_winograd)(EMBER_CONV_WINOGRAD_PARAMS) 
   p.n = n; p.icb = icb; p.h = h; p.w = wd; p.ocb = ocb; p.oh = oh; p.ow = ow;
   p.pt = pt; p.pl = pl; p.m = m; p.a = m + 2;
   p.th = (oh + m - 1) / m; p.tw = (ow + m - 1) / m;
-  p.tiles = tiles; p.blocks = blocks < ocb ? blocks : (ocb > 0 ? ocb : 1);
-  p.chunks = (p.th * p.tw + tiles - 1) / tiles;
+  /* no item wider than the map (sizes the workspace; a caller's huge count cannot overflow) */
+  p.tiles = tiles < p.th * p.tw ? tiles : (p.th * p.tw > 0 ? p.th * p.tw : 1);
+  p.blocks = blocks < ocb ? blocks : (ocb > 0 ? ocb : 1);
+  p.chunks = (p.th * p.tw + p.tiles - 1) / p.tiles;
   p.ranges = (ocb + p.blocks - 1) / p.blocks;
   p.act = act; p.lo = lo; p.hi = hi;
   p.flags = flags & ~EMBER_EPI_STREAM; /* plain stores: each row is read back by a late act */
