@@ -25,7 +25,7 @@ from _timing import interleave  # noqa: E402
 
 import ember  # noqa: E402
 from ember import relay  # noqa: E402
-from ember.target.simd import simd_level  # noqa: E402
+from ember.relay.transform.alter_op_layout import plan_lanes  # noqa: E402
 from ember.topi.nn import conv2d_nchwc as K  # noqa: E402
 from ember.topi.nn import conv2d_winograd as W  # noqa: E402
 
@@ -69,7 +69,7 @@ def main() -> None:
     args = ap.parse_args()
     shapes = [tuple(int(v) for v in s.split(",")) for s in args.shapes] or \
         [s for name in args.models.split(",") for s in SHAPES[name]]
-    lanes = simd_level(ember.target.Target("llvm")).vector_bytes // 4
+    lanes = plan_lanes(ember.target.Target("llvm"))  # the layout planner's, 4 on a scalar build
     threads = [int(t) for t in args.threads.split(",")]
     print(f"lanes {lanes}; median us per call; speed-up = direct / winograd")
     print(f"{'shape':>22} thr {'direct':>9} {'F(2,3)':>9} {'F(4,3)':>9} {'x m2':>6} {'x m4':>6}"

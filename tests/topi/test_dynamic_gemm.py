@@ -192,7 +192,7 @@ def test_the_run_time_bounds_and_int32_checks_multiply_in_int64() -> None:
     """The checks that a ``?`` view reads in bounds and that its fields fit the kernel's int32
     are products of int32 sizes: formed in int32 they would wrap (and never fail), so each
     product is int64; the kernel gets the checked fields as int32."""
-    from ember.relay.op.nn.attention import AttentionAttrs, checked_views
+    from ember.relay.op.nn.attention import checked_views
     from ember.relay.op.nn.gemm import GemmAttrs, checked_view
     from ember.te import tensor as te
 
@@ -205,14 +205,7 @@ def test_the_run_time_bounds_and_int32_checks_multiply_in_int64() -> None:
                      view=(1, 3, 5, 4, 0, 4, 0, 5, 1, 15, 5, 1, 0, 0, 0), out_shape=(1, 3, 5),
                      view_syms=(0, 0, 9, 0, 15, 0))
     view, _, checks = checked_view(gemm, *operands((None, 3, 4), (1, 4, 5)))
-    # heads (q, k, v of (?, ?, 8), 2 heads of 4) and a (?, 1, 1, ?) mask, as FuseAttention
-    # writes them
-    attention = AttentionAttrs(
-        qk_view=(2, 1, 1, 4, 8, 8, 8, 1, 8, 2, 1, 2, 4, 4, 1),
-        pv_view=(2, 1, 4, 1, 2, 1, 8, 8, 1, 8, 8, 2, 1, 4, 4), out_shape=(1, 1, 8),
-        view_syms=(0, 0, 1, 1, 2, 4, 4, 1, 6, 4, 9, 1, 9, 4, 10, 4, 14, 1, 14, 4, 15, 0, 16, 1,
-                   18, 4, 19, 1, 19, 4, 20, 4, 21, 7, 24, 1, 27, 1, 27, 4, 30, 0, 31, 1),
-        view_eqs=(0, 3, 0, 6, 4, 7), mask_from_shape=True)
+    attention = _run_time_attention()
     q, k, v, mask = operands((None, None, 8), (None, None, 8), (None, None, 8),
                              (None, 1, 1, None))
     qk, pv, strides, att_checks = checked_views(attention, q, k, v, mask)
@@ -253,3 +246,49 @@ def test_the_kernel_checks_the_batch_is_whole_groups_of_heads() -> None:
     a = te.placeholder((3, SizeVar("n"), 4), name="a")
     _, _, checks = checked_view(GemmAttrs(**GROUPED), a, te.placeholder((1, 4, 5), name="b"))
     assert any("whole number of groups" in text for _, text in checks), checks
+
+
+def test_a_run_time_head_count_is_checked_positive_before_anything_divides_by_it() -> None:
+    """A head count read from an operand's ``?`` dimension of size 0 made the batch check's
+    modulo (and the views' batch / heads) trap: it is checked first."""
+    from ember.relay.op.nn.gemm import whole_groups
+
+    checks = whole_groups(SizeVar("batch"), SizeVar("heads"), "op: ")
+    assert [text for _, text in checks] == [
+        "op: its views' head count is less than 1",
+        "op: its views' batch is not a whole number of groups of its heads"]
+    assert len(whole_groups(SizeVar("batch"), 4, "")) == 1  # a static count: the type checked it
+
+
+def _run_time_attention(**kw: object):
+    from ember.relay.op.nn.attention import AttentionAttrs
+
+    # q, k, v of (?, ?, 8) as 2 heads of 4 and a (?, 1, 1, ?) mask, as FuseAttention writes them
+    return AttentionAttrs(
+        qk_view=(2, 1, 1, 4, 8, 8, 8, 1, 8, 2, 1, 2, 4, 4, 1),
+        pv_view=(2, 1, 4, 1, 2, 1, 8, 8, 1, 8, 8, 2, 1, 4, 4), out_shape=(1, 1, 8),
+        view_syms=(0, 0, 1, 1, 2, 4, 4, 1, 6, 4, 9, 1, 9, 4, 10, 4, 14, 1, 14, 4, 15, 0, 16, 1,
+                   18, 4, 19, 1, 19, 4, 20, 4, 21, 7, 24, 1, 27, 1, 27, 4, 30, 0, 31, 1),
+        view_eqs=(0, 3, 0, 6, 4, 7), mask_from_shape=True, **kw)
+
+
+def test_the_reference_refuses_a_mask_that_does_not_broadcast() -> None:
+    """The kernel checks the mask's broadcast at each call; the numpy reference read past the
+    mask instead (as_strided over its shape)."""
+    from ember.relay.op.nn.attention import attention_ref
+
+    attrs = _run_time_attention()
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 3, 8)).astype("float32") for _ in range(3))
+    zero = np.zeros((), "float32")
+    good = np.zeros((2, 1, 1, 3), "float32")
+    assert attention_ref(q, k, v, zero, good, attrs).shape == (2, 3, 8)
+    with pytest.raises(ValueError, match=r"mask \(2, 1, 2, 3\) does not broadcast"):
+        attention_ref(q, k, v, zero, np.zeros((2, 1, 2, 3), "float32"), attrs)
+
+
+def test_a_mask_from_its_shape_needs_run_time_views() -> None:
+    from ember.relay.op.nn.attention import AttentionAttrs
+
+    with pytest.raises(Exception, match="mask_from_shape.*only with view_syms"):
+        AttentionAttrs(mask_from_shape=True)

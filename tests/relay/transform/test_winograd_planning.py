@@ -161,3 +161,18 @@ def test_run_time_maps_take_winograd_only_where_the_model_predicts_a_gain():
     assert plan_tile(*args, (w, w)) == 4
     assert plan_tile((512, 512, 3, 3), *args[1:], (w, w)) == 2
     assert plan_tile(*args, (3, 80)) == 4
+
+
+def test_winograd_refuses_a_run_time_channel_block_count():
+    """A hand-built call over data whose channel blocks are ``?``: a type error naming them
+    (the relation multiplied the unknown count and raised a bare TypeError)."""
+    from ember.relay.op._reg import call as op_call
+    from ember.relay.op.nn.conv_winograd import Conv2DWinogradNCHWcFusedAttrs
+
+    x = relay.var("x", shape=(1, relay.Any(), 8, 8, 16))
+    attrs = Conv2DWinogradNCHWcFusedAttrs(padding=(1, 1, 1, 1), lanes=16, in_block=16,
+                                          tile_size=4)
+    expr = op_call(WINO, x, relay.const(np.zeros((36, 1, 16, 16), "float32")),
+                   relay.const(np.zeros(16, "float32")), attrs=attrs)
+    with pytest.raises(Exception, match="channel and lane dimensions must be static"):
+        InferType()(ember.IRModule.from_expr(relay.Function([x], expr)))

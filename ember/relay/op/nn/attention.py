@@ -90,6 +90,9 @@ class AttentionAttrs(OpAttrs):
                                 "out_shape")
         if self.mask_from_shape and self.mask_strides:
             raise self._invalid("mask_from_shape", "without mask_strides")
+        if self.mask_from_shape and not self.view_syms:
+            # static sizes give the mask's strides at build time (mask_strides)
+            raise self._invalid("mask_from_shape", "only with view_syms (run-time sizes)")
         qk, pv = view_fields(self.qk_view), view_fields(self.pv_view)
         refs = {s: sorted(d for t, d in zip(self.view_syms[::2], self.view_syms[1::2]) if t == s)
                 for s in range(2 * VIEW_LEN)}
@@ -139,8 +142,12 @@ def _static(attrs: AttentionAttrs, shapes: Sequence[Sequence[int]],
     qk, pv, out = resolve_views(attrs, *shapes)
     strides: tuple = ()
     if attrs.mask_from_shape and mask_shape is not None:
-        strides, _ = broadcast_mask_strides(mask_shape, _scores_extents(qk, attrs.scores_rank),
-                                            view_fields(qk)["heads"])
+        strides, pairs = broadcast_mask_strides(
+            mask_shape, _scores_extents(qk, attrs.scores_rank), view_fields(qk)["heads"])
+        if any(d not in (1, e) for d, e in pairs):  # as the kernel checks at each call
+            raise ValueError(f"nn.contrib_attention: the mask {tuple(mask_shape)} does not "
+                             "broadcast into the scores (a dimension is neither 1 nor the "
+                             "scores')")
     return dataclasses.replace(attrs, qk_view=qk, pv_view=pv, out_shape=out, view_syms=(),
                                view_eqs=(), mask_from_shape=False,
                                mask_strides=strides or attrs.mask_strides)

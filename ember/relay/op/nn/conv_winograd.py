@@ -52,6 +52,10 @@ def _rel(args: list[TensorType], attrs: Conv2DWinogradNCHWcFusedAttrs) -> Tensor
                        f"{fmt_shape(weight.shape)}, {fmt_shape(bias.shape)}")
     n, icb, h, w, dcb = data.shape
     points, ocb, ic, wl = weight.shape
+    if not all(isinstance(d, int) for d in (icb, dcb, points, ocb, ic, wl, bias.shape[0])):
+        raise fail(OP, f"the channel and lane dimensions must be static (the weight is "
+                       f"transformed at build time); got data {fmt_shape(data.shape)}, weight "
+                       f"{fmt_shape(weight.shape)}, bias {fmt_shape(bias.shape)}")
     if (attrs.in_block != lanes or dcb != lanes or wl != lanes or points != a * a
             or ic != icb * lanes or bias.shape[0] != ocb * lanes):
         raise fail(OP, f"data {fmt_shape(data.shape)}, weight {fmt_shape(weight.shape)} and bias "

@@ -448,11 +448,14 @@ def equal_dims(operands: Sequence[te.Tensor], eqs: Sequence[int], where: str) ->
 
 def whole_groups(batch: Any, heads: Any, where: str) -> list[Check]:
     """A run-time batch must be whole groups of heads (else the last group's heads reach past
-    the operands): the check, none when both are static (the type checked them)."""
+    the operands): the checks, none when both are static (the type checked them). A run-time
+    head count is checked positive first: the checks after this one divide by it."""
     if isinstance(batch, int) and isinstance(heads, int):
         return []
-    return [(tir.floormod(batch, heads).equal(0),
-             f"{where}its views' batch is not a whole number of groups of its heads")]
+    positive = [] if isinstance(heads, int) else [
+        (tir.convert(heads) >= 1, f"{where}its views' head count is less than 1")]
+    return [*positive, (tir.floormod(batch, heads).equal(0),
+                        f"{where}its views' batch is not a whole number of groups of its heads")]
 
 
 def reads_inside(t: te.Tensor, axes: tuple[tuple, tuple], where: str, name: str) -> Check:
